@@ -1,0 +1,155 @@
+"""The policy: SigLIP vision encoder + Qwen2 prefix-LM backbone + flow-matching decoder.
+
+Sequence: [16 image tokens | 1 state token | BOS + 47 action tokens]. The prefix
+(image + state) attends bidirectionally; action tokens are causal (prefix-LM). The
+flow decoder is conditioned on the prefix hidden states only, so it never sees the
+teacher-forced action tokens.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+
+import torch  # noqa: E402
+import torch.nn.functional as F  # noqa: E402
+from torch import nn  # noqa: E402
+from transformers import (  # noqa: E402
+    Qwen2Config,
+    Qwen2Model,
+    SiglipVisionConfig,
+    SiglipVisionModel,
+)
+
+from engine.corpus import CHUNK, IMAGE_SIZE, MOTORS  # noqa: E402
+from engine.pipeline import BINS  # noqa: E402
+
+SIZES = {
+    "tiny": {"v_hidden": 32, "v_layers": 1, "v_heads": 2, "hidden": 64, "layers": 2,
+             "heads": 2, "kv_heads": 1, "inter": 128, "flow": 128},
+    "small": {"v_hidden": 64, "v_layers": 2, "v_heads": 4, "hidden": 128, "layers": 4,
+              "heads": 4, "kv_heads": 2, "inter": 256, "flow": 256},
+    "base": {"v_hidden": 384, "v_layers": 6, "v_heads": 6, "hidden": 512, "layers": 8,
+             "heads": 8, "kv_heads": 4, "inter": 1536, "flow": 1024},
+}
+PATCH = 8
+EULER_STEPS = 10
+BOS = BINS
+
+
+def timestep_embedding(t: torch.Tensor, dim: int) -> torch.Tensor:
+    half = dim // 2
+    freqs = torch.exp(-math.log(1000.0) * torch.arange(half, device=t.device, dtype=t.dtype) / half)
+    args = t[..., None] * freqs * 1000.0
+    return torch.cat([torch.sin(args), torch.cos(args)], dim=-1)
+
+
+class FlowDecoder(nn.Module):
+    """Predicts the flow velocity of a whole action chunk from (x_t, t, context)."""
+
+    def __init__(self, ctx_dim: int, width: int) -> None:
+        super().__init__()
+        self.t_dim = 64
+        self.ctx = nn.Sequential(nn.Linear(2 * ctx_dim, width), nn.SiLU())
+        self.net = nn.Sequential(
+            nn.Linear(CHUNK * MOTORS + self.t_dim + width, width), nn.SiLU(),
+            nn.Linear(width, width), nn.SiLU(),
+            nn.Linear(width, CHUNK * MOTORS),
+        )
+
+    def context(self, prefix_hidden: torch.Tensor) -> torch.Tensor:
+        pooled = torch.cat([prefix_hidden.mean(dim=1), prefix_hidden[:, -1]], dim=-1)
+        return self.ctx(pooled)
+
+    def forward(self, x_t: torch.Tensor, t: torch.Tensor, ctx: torch.Tensor) -> torch.Tensor:
+        """x_t (..., CHUNK, MOTORS), t (...), ctx broadcastable to (..., width)."""
+        lead = x_t.shape[:-2]
+        feats = torch.cat([x_t.reshape(*lead, -1), timestep_embedding(t, self.t_dim),
+                           ctx.expand(*lead, ctx.shape[-1])], dim=-1)
+        return self.net(feats).reshape(*lead, CHUNK, MOTORS)
+
+
+class Policy(nn.Module):
+    def __init__(self, size: str) -> None:
+        super().__init__()
+        c = SIZES[size]
+        self.size = size
+        vcfg = SiglipVisionConfig(
+            hidden_size=c["v_hidden"], intermediate_size=4 * c["v_hidden"],
+            num_hidden_layers=c["v_layers"], num_attention_heads=c["v_heads"],
+            image_size=IMAGE_SIZE, patch_size=PATCH, vision_use_head=False,
+            attention_dropout=0.0)
+        vcfg._attn_implementation = "sdpa"
+        self.vision = SiglipVisionModel(vcfg)
+        bcfg = Qwen2Config(
+            vocab_size=BINS + 1, hidden_size=c["hidden"], intermediate_size=c["inter"],
+            num_hidden_layers=c["layers"], num_attention_heads=c["heads"],
+            num_key_value_heads=c["kv_heads"], max_position_embeddings=128,
+            tie_word_embeddings=False, attention_dropout=0.0, use_sliding_window=False)
+        bcfg._attn_implementation = "sdpa"
+        self.backbone = Qwen2Model(bcfg)
+        self.img_proj = nn.Linear(c["v_hidden"], c["hidden"])
+        self.state_proj = nn.Linear(MOTORS, c["hidden"])
+        self.lm_head = nn.Linear(c["hidden"], BINS, bias=False)
+        self.flow = FlowDecoder(c["hidden"], c["flow"])
+        self.prefix_len = (IMAGE_SIZE // PATCH) ** 2 + 1
+        seq = self.prefix_len + CHUNK * MOTORS
+        i = torch.arange(seq)
+        allowed = (i[None, :] < self.prefix_len) | (i[None, :] <= i[:, None])
+        self.register_buffer("mask", allowed[None, None], persistent=False)
+
+    def backbone_parameters(self):
+        """Everything upstream of the flow decoder's conditioning."""
+        for name, p in self.named_parameters():
+            if not name.startswith(("flow.", "lm_head.")):
+                yield name, p
+
+    def encode(self, batch: dict[str, torch.Tensor]) -> tuple[torch.Tensor, torch.Tensor]:
+        """Backbone hidden states: (prefix (B, P, H), action positions (B, 48, H))."""
+        images = self.vision(pixel_values=batch["images"]).last_hidden_state
+        prefix = torch.cat([self.img_proj(images), self.state_proj(batch["state"])[:, None]], dim=1)
+        tokens = batch["tokens"]
+        bos = torch.full_like(tokens[:, :1], BOS)
+        ar_in = self.backbone.embed_tokens(torch.cat([bos, tokens[:, :-1]], dim=1))
+        x = torch.cat([prefix, ar_in], dim=1)
+        mask = self.mask.expand(x.shape[0], 1, -1, -1)
+        h = self.backbone(inputs_embeds=x, attention_mask=mask).last_hidden_state
+        return h[:, :self.prefix_len], h[:, self.prefix_len:]
+
+    def forward(self, batch: dict[str, torch.Tensor], objective: str = "joint",
+                insulate: bool = False) -> dict[str, torch.Tensor]:
+        prefix_h, act_h = self.encode(batch)
+        logits = self.lm_head(act_h)
+        ar_ce = F.cross_entropy(logits.reshape(-1, BINS).float(), batch["tokens"].reshape(-1))
+        ctx_in = prefix_h.detach() if insulate else prefix_h
+        ctx = self.flow.context(ctx_in)[:, None]  # (B, 1, W): shared by the K time samples
+        a = batch["actions"][:, None]  # (B, 1, CHUNK, MOTORS)
+        t = batch["flow_t"]  # (B, K)
+        eps = batch["flow_noise"]  # (B, K, CHUNK, MOTORS)
+        tt = t[..., None, None]
+        x_t = tt * eps + (1.0 - tt) * a
+        flow_loss = F.mse_loss(self.flow(x_t, t, ctx).float(), (eps - a).float())
+        if objective == "ar":
+            loss = ar_ce
+        elif objective == "flow":
+            loss = flow_loss
+        else:
+            loss = ar_ce + flow_loss
+        return {"loss": loss, "ar_ce": ar_ce.detach(), "flow_loss": flow_loss.detach()}
+
+    @torch.no_grad()
+    def sample(self, prefix_h: torch.Tensor, noise: torch.Tensor) -> torch.Tensor:
+        """Euler-integrate the flow from noise (t=1) to actions (t=0), normalized units."""
+        ctx = self.flow.context(prefix_h)
+        x = noise
+        dt = -1.0 / EULER_STEPS
+        for k in range(EULER_STEPS):
+            t = torch.full(x.shape[:1], 1.0 + k * dt, device=x.device, dtype=x.dtype)
+            x = x + dt * self.flow(x, t, ctx)
+        return x
+
+
+def count_parameters(model: nn.Module) -> int:
+    return sum(p.numel() for p in model.parameters())

@@ -1,0 +1,171 @@
+"""Input pipeline: deterministic micro-batches, augmentation, action tokens, flow noise.
+
+Every random draw a sample needs (augmentation, flow time and noise) comes from a
+generator keyed by (seed, step, global slot), so the same optimizer step sees the same
+numbers whether it runs as 1 process x 8 chunks or 2 ranks x 4 chunks. That is what
+makes the parity check meaningful, and what makes a resumed run replay its data.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+from torch.utils.data import DataLoader, Dataset, Sampler
+
+from engine.corpus import Corpus
+from engine.stats import NormStats
+
+BINS = 256
+FLOW_SAMPLES = 4  # flow-matching time samples per example (MolmoAct2 uses 8)
+
+
+def tokenize(norm_actions: np.ndarray) -> np.ndarray:
+    """Uniform 256 bins over [-1, 1]."""
+    return np.clip(np.floor((norm_actions + 1.0) / 2.0 * BINS), 0, BINS - 1).astype(np.int64)
+
+
+def detokenize(tokens: torch.Tensor) -> torch.Tensor:
+    """Bin centres (Octo convention)."""
+    return -1.0 + (tokens.float() + 0.5) * (2.0 / BINS)
+
+
+def flow_time(rng: np.random.Generator, size) -> np.ndarray:
+    """openpi: t ~ Beta(1.5, 1) * 0.999 + 0.001."""
+    return (rng.beta(1.5, 1.0, size=size) * 0.999 + 0.001).astype(np.float32)
+
+
+@dataclass(frozen=True, slots=True)
+class Layout:
+    """How one optimizer step's global batch is cut across ranks and chunks."""
+
+    batch_size: int
+    chunks: int
+    world_size: int
+    rank: int
+
+    @property
+    def micro(self) -> int:
+        return self.batch_size // self.chunks // self.world_size
+
+    def slots(self, chunk: int) -> np.ndarray:
+        start = self.rank * (self.batch_size // self.world_size) + chunk * self.micro
+        return np.arange(start, start + self.micro)
+
+
+def _images(raw: np.ndarray) -> np.ndarray:
+    """uint8 NHWC -> float NCHW in [-1, 1] (SigLIP's 0.5/0.5 normalization)."""
+    return (raw.astype(np.float32) / 127.5 - 1.0).transpose(0, 3, 1, 2)
+
+
+def _augment(img: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+    """Random 1-px shift crop (edge padded) and colour jitter on one HWC float image."""
+    h, w, _ = img.shape
+    dy, dx = rng.integers(-1, 2, size=2)
+    padded = np.pad(img, ((1, 1), (1, 1), (0, 0)), mode="edge")
+    img = padded[1 + dy:1 + dy + h, 1 + dx:1 + dx + w]
+    gain = rng.uniform(0.8, 1.2) * rng.uniform(0.95, 1.05, size=3)
+    mean = img.mean()
+    contrast = rng.uniform(0.8, 1.2)
+    return np.clip((img - mean) * contrast + mean, 0, 255) * gain
+
+
+class MicroBatches(Dataset):
+    """Map-style dataset whose keys are (step, chunk): one item is one micro-batch."""
+
+    def __init__(self, corpus: Corpus, stats: NormStats, layout: Layout, seed: int,
+                 augment: float) -> None:
+        self.corpus, self.stats, self.layout = corpus, stats, layout
+        self.seed, self.augment = seed, augment
+        self.train = corpus.train_index
+        self._perms: dict[int, np.ndarray] = {}
+
+    def __len__(self) -> int:  # keys are not positional
+        return 0
+
+    def _perm(self, epoch: int) -> np.ndarray:
+        if epoch not in self._perms:
+            if len(self._perms) > 2:
+                self._perms.pop(min(self._perms))
+            self._perms[epoch] = np.random.default_rng([self.seed, epoch]).permutation(len(self.train))
+        return self._perms[epoch]
+
+    def indices(self, step: int, chunk: int) -> np.ndarray:
+        pos = step * self.layout.batch_size + self.layout.slots(chunk)
+        n = len(self.train)
+        return np.array([self.train[self._perm(int(p // n))[p % n]] for p in pos])
+
+    def __getitem__(self, key: tuple[int, int]) -> dict[str, torch.Tensor]:
+        step, chunk = key
+        idx = self.indices(step, chunk)
+        images = self.corpus.images[idx].astype(np.float32)
+        times, noises = [], []
+        for i, slot in enumerate(self.layout.slots(chunk)):
+            rng = np.random.default_rng([self.seed, step, int(slot), 0xA5])
+            if rng.random() < self.augment:
+                images[i] = _augment(images[i], rng)
+            times.append(flow_time(rng, FLOW_SAMPLES))
+            noises.append(rng.standard_normal((FLOW_SAMPLES, *self.corpus.actions.shape[1:]),
+                                              dtype=np.float32))
+        batch = encode(self.corpus, idx, self.stats, images)
+        batch["flow_t"] = torch.from_numpy(np.stack(times))
+        batch["flow_noise"] = torch.from_numpy(np.stack(noises))
+        return batch
+
+
+def encode(corpus: Corpus, idx: np.ndarray, stats: NormStats,
+           images: np.ndarray | None = None) -> dict[str, torch.Tensor]:
+    """Model inputs and targets for frames idx (images given as float HWC if augmented)."""
+    if images is None:
+        images = corpus.images[idx].astype(np.float32)
+    raw_actions = np.asarray(corpus.actions[idx], dtype=np.float32)
+    actions = stats.norm_actions(raw_actions).astype(np.float32)
+    return {
+        "images": torch.from_numpy(np.ascontiguousarray(_images(images))),
+        "state": torch.from_numpy(stats.norm_state(np.asarray(corpus.states[idx])).astype(np.float32)),
+        "actions": torch.from_numpy(actions),
+        "raw_actions": torch.from_numpy(raw_actions),
+        "tokens": torch.from_numpy(tokenize(actions).reshape(len(idx), -1)),
+        "dataset": torch.from_numpy(np.asarray(corpus.dataset[idx], dtype=np.int64)),
+    }
+
+
+def probe_batch(corpus: Corpus, idx: np.ndarray, stats: NormStats, seed: int) -> dict[str, torch.Tensor]:
+    """An un-augmented batch with fixed flow noise (for the eval probe)."""
+    batch = encode(corpus, idx, stats)
+    rng = np.random.default_rng([seed, 0xE5A1])
+    batch["flow_t"] = torch.from_numpy(flow_time(rng, (len(idx), FLOW_SAMPLES)))
+    batch["flow_noise"] = torch.from_numpy(
+        rng.standard_normal((len(idx), FLOW_SAMPLES, *corpus.actions.shape[1:]), dtype=np.float32))
+    return batch
+
+
+class StepKeys(Sampler):
+    """(step, chunk) keys for steps [start, stop)."""
+
+    def __init__(self, start: int, stop: int, chunks: int) -> None:
+        self.start, self.stop, self.chunks = start, stop, chunks
+
+    def __iter__(self) -> Iterator[tuple[int, int]]:
+        for step in range(self.start, self.stop):
+            for chunk in range(self.chunks):
+                yield step, chunk
+
+    def __len__(self) -> int:
+        return (self.stop - self.start) * self.chunks
+
+
+def _worker_init(_: int) -> None:
+    torch.set_num_threads(1)
+
+
+def loader(dataset: MicroBatches, start: int, stop: int, workers: int, prefetch: int,
+           pin: bool) -> DataLoader:
+    kwargs = {}
+    if workers > 0:
+        kwargs = {"prefetch_factor": prefetch, "persistent_workers": True,
+                  "worker_init_fn": _worker_init}
+    return DataLoader(dataset, batch_size=None, sampler=StepKeys(start, stop, dataset.layout.chunks),
+                      num_workers=workers, pin_memory=pin, **kwargs)

@@ -1,0 +1,39 @@
+"""`fontaine-tui presets [show NAME]`: list presets, or print one with its hash."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from fontaine_tui.core.errors import InputError
+from fontaine_tui.core.presets import list_presets, load_preset, resolve
+
+ORDER = 50
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("presets", help="list presets, or show one with its sha256",
+                       description="List the presets found, or print one.")
+    p.add_argument("action", nargs="?", choices=["list", "show"], default="list")
+    p.add_argument("name", nargs="?", help="preset name or path (with show)")
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    if args.action == "show":
+        if not args.name:
+            raise InputError("presets show: expected a preset name or path")
+        preset = load_preset(args.name)
+        text = resolve(args.name).read_text()
+        sys.stdout.write(text if text.endswith("\n") else text + "\n")
+        sys.stdout.write(f"# path: {preset.path}\n# sha256 (canonical form): {preset.sha256}\n")
+        return 0
+    rows = []
+    for name, path in list_presets().items():
+        try:
+            p = load_preset(str(path))
+            rows.append(f"{name:<20}{p.sha256[:12]}  {p.run_name}  ({path})")
+        except InputError as exc:
+            rows.append(f"{name:<20}{'INVALID':<14}{exc}")
+    sys.stdout.write("\n".join(rows) + ("\n" if rows else "no presets found\n"))
+    return 0

@@ -1,0 +1,79 @@
+"""`fontaine-tui verdict LOG --preset P`: the headless read, with exit codes per class."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+from fontaine_tui.core import runfolder
+from fontaine_tui.core.errors import InputError
+from fontaine_tui.core.presets import load_preset
+from fontaine_tui.core.records import load_log
+from fontaine_tui.core.report import render
+from fontaine_tui.core.verdict import EXIT_CODES, PROVISIONAL_OFFSET, compute_verdict
+
+ORDER = 40
+
+EPILOG = "exit codes: " + ", ".join(f"{k} {c}" for k, c in EXIT_CODES.items()) + (
+    f"; a PROVISIONAL read (before the endpoint) adds {PROVISIONAL_OFFSET}; 2 bad input"
+)
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "verdict",
+        help="read a log against a preset's frozen bounds (headless)",
+        description="Read a train_log.jsonl (or a run folder) against a preset's rules.",
+        epilog=EPILOG,
+    )
+    p.add_argument("log", help="train_log.jsonl, or a run folder holding one")
+    p.add_argument("--preset", help="preset name or path (default: the run folder's prereg.json)")
+    p.add_argument("--json", action="store_true", help="print verdict.json instead of text")
+    p.add_argument("--at-step", type=int, metavar="N", help="read at probe step N")
+    p.set_defaults(func=run)
+
+
+def _preset_for(args: argparse.Namespace, folder: runfolder.RunFolder | None):
+    if args.preset:
+        return load_preset(args.preset)
+    if folder is not None and folder.prereg.exists():
+        from fontaine_tui.core.presets import preset_from_canonical
+
+        try:
+            frozen = json.loads(folder.prereg.read_bytes())
+            canonical = frozen["preset"]
+            name = frozen.get("preset_name", folder.root.name)
+        except (OSError, ValueError, KeyError, TypeError) as exc:
+            raise InputError(f"{folder.prereg}: preset: expected a frozen preset ({exc})") from None
+        return preset_from_canonical(canonical, f"{folder.prereg}#{name}")
+    raise InputError("--preset: expected a preset name or path (no prereg.json beside the log)")
+
+
+def _ledger(folder: runfolder.RunFolder | None):
+    if folder is None or not folder.amendments.exists():
+        return ()
+    try:
+        from fontaine_tui.core.ledger import read_amendments
+    except ImportError:  # pragma: no cover - ledger arrives with the launcher
+        return ()
+    return read_amendments(folder)
+
+
+def run(args: argparse.Namespace) -> int:
+    log_path, folder = runfolder.locate_log(args.log)
+    preset = _preset_for(args, folder)
+    try:
+        store = load_log(log_path)
+    except OSError as exc:
+        raise InputError(f"{log_path}: cannot read ({exc.strerror})") from None
+    if args.at_step is not None and args.at_step not in store.probes:
+        steps = ", ".join(map(str, store.probe_steps())) or "none"
+        raise InputError(f"{log_path}: --at-step {args.at_step}: expected a probe step "
+                         f"(probes: {steps})")
+    verdict = compute_verdict(store, preset, args.at_step, _ledger(folder))
+    if args.json:
+        sys.stdout.write(json.dumps(verdict.to_json(), indent=2) + "\n")
+    else:
+        sys.stdout.write(render(verdict, str(log_path)) + "\n")
+    return verdict.exit_code

@@ -1,0 +1,1 @@
+"""Rules and IO, testable without a UI: never imports Textual or torch."""

@@ -1,0 +1,463 @@
+"""Presets: a pre-registration as strictly validated TOML, with a canonical form and its hash."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import os
+import sys
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from types import MappingProxyType
+
+from fontaine_tui.core.errors import InputError
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover
+    import tomli as tomllib
+
+LABELS = ("HEALTHY", "SAME-DRIFT", "AMBIGUOUS", "AMBIGUOUS-BY-INSTRUMENT", "UNDECIDABLE")
+ROUNDING = 0.5e-4 + 1e-12  # bounds are written to 4 decimals
+REQUIRED = object()
+
+
+class PresetError(InputError):
+    """A preset that cannot be used; str() is one line naming the file and the key."""
+
+    def __init__(self, path: str | Path, key: str, expected: str) -> None:
+        self.path, self.key, self.expected = str(path), key, expected
+        super().__init__(f"{path}: {key}: {expected}")
+
+
+# One row per key: (type, default). REQUIRED has no default.
+Spec = dict[str, tuple[type | tuple[type, ...], object]]
+NUMBER = (int, float)
+
+RUN: Spec = {"name": (str, REQUIRED), "output_dir": (str, REQUIRED), "question": (str, "")}
+RECIPE: Spec = {
+    "model_size": (str, REQUIRED),
+    "batch_size": (int, REQUIRED),
+    "backward_chunks": (int, 1),
+    "seed": (int, 0),
+    "image_augment": (NUMBER, 0.0),
+    "recompute_stats": (bool, False),
+    "objective": (str, "joint"),
+    "insulate_flow": (bool, False),
+    "flow_decoder_init": (str, "inherit"),
+    "init": (str, ""),
+    "lr": (NUMBER, 3e-4),
+    "warmup_steps": (int, 0),
+    "steps": (int, REQUIRED),
+    "eval_every": (int, REQUIRED),
+    "eval_dataset_breakdown": (bool, False),
+    "save_every": (int, REQUIRED),
+    "chunk_grad_allreduce": (bool, False),
+}
+PLATFORM: Spec = {
+    "nproc": (int, 1),
+    "device": (str, "auto"),
+    "num_workers": (int, 2),
+    "prefetch_factor": (int, 2),
+    "data_dir": (str, ""),
+}
+VERDICT: Spec = {
+    "metric": (str, "eval_chunk_mae"),
+    "anchor_step": (int, REQUIRED),
+    "endpoint_step": (int, REQUIRED),
+    "healthy_max": (NUMBER, REQUIRED),
+    "reference": (str, REQUIRED),
+    "drift_fraction": (NUMBER, REQUIRED),
+    "drift_min": (NUMBER, REQUIRED),
+}
+COMPARATOR: Spec = {
+    "delta": (NUMBER, REQUIRED),
+    "level_step": (int, 0),
+    "eval_level": (NUMBER, math.nan),
+    "train_level": (NUMBER, math.nan),
+    "description": (str, ""),
+}
+AMENDMENT: Spec = {
+    "id": (int, REQUIRED),
+    "kind": (str, REQUIRED),
+    "from_step": (int, 0),
+    "comparator": (str, ""),
+    "factor": (NUMBER, math.nan),
+    "declared_after_step": (int, 0),
+    "declared_before_step": (int, REQUIRED),
+    "text": (str, ""),
+}
+GATES: Spec = {
+    "gpu_hours": (NUMBER, math.inf),
+    "step_s_estimate_min": (NUMBER, math.nan),
+    "step_s_estimate_max": (NUMBER, math.nan),
+    "step_s_estimate_hardware": (str, ""),
+    "starvation_data_frac": (NUMBER, 0.25),
+    "gpu_util_min": (NUMBER, 60.0),
+    "ram_warn_frac": (NUMBER, 0.10),
+    "ram_alert_frac": (NUMBER, 0.05),
+    "gpu_hours_warn_frac": (NUMBER, 0.80),
+    "stall_factor": (NUMBER, 3.0),
+    "stall_min_s": (NUMBER, 60.0),
+}
+SECTIONS = ("run", "recipe", "platform", "verdict", "comparators", "amendments", "gates",
+            "interpretation")
+MODEL_SIZES = ("tiny", "small", "base")
+OBJECTIVES = ("joint", "ar", "flow")
+DEVICES = ("auto", "cpu", "cuda")
+INITS = ("inherit", "random")
+
+
+@dataclass(frozen=True, slots=True)
+class Comparator:
+    name: str
+    delta: float
+    level_step: int
+    eval_level: float
+    train_level: float
+    description: str
+
+
+@dataclass(frozen=True, slots=True)
+class Amendment:
+    """A declared change to how the run is read. `declared_after_step` is the last step seen."""
+
+    id: int
+    kind: str
+    from_step: int
+    comparator: str
+    factor: float
+    declared_after_step: int
+    declared_before_step: int
+    text: str
+    declared_at: str = ""
+    source: str = "preset"
+
+
+@dataclass(frozen=True, slots=True)
+class VerdictSpec:
+    metric: str
+    anchor_step: int
+    endpoint_step: int
+    healthy_max: float
+    reference: str
+    drift_fraction: float
+    drift_min: float
+
+
+@dataclass(frozen=True, slots=True)
+class Preset:
+    name: str
+    path: str
+    run: Mapping[str, object]
+    recipe: Mapping[str, object]
+    platform: Mapping[str, object]
+    verdict: VerdictSpec
+    comparators: Mapping[str, Comparator]
+    amendments: tuple[Amendment, ...]
+    gates: Mapping[str, float | str]
+    interpretation: Mapping[str, str]
+    canonical: Mapping[str, object]
+    sha256: str
+
+    @property
+    def run_name(self) -> str:
+        return str(self.run["name"])
+
+    @property
+    def reference(self) -> Comparator:
+        return self.comparators[self.verdict.reference]
+
+    def canonical_json(self) -> bytes:
+        return canonical_bytes(self.canonical)
+
+
+def _type_name(t: type | tuple[type, ...]) -> str:
+    if t is NUMBER:
+        return "a number"
+    return {str: "a string", int: "an integer", bool: "true or false"}.get(t, str(t))
+
+
+def _check_section(path: Path, where: str, table: object, spec: Spec) -> dict[str, object]:
+    if not isinstance(table, dict):
+        raise PresetError(path, where, "expected a table")
+    for key in table:
+        if key not in spec:
+            raise PresetError(path, f"{where}.{key}",
+                              f"unknown key (expected one of: {', '.join(spec)})")
+    out: dict[str, object] = {}
+    for key, (typ, default) in spec.items():
+        if key not in table:
+            if default is REQUIRED:
+                raise PresetError(path, f"{where}.{key}", f"missing; expected {_type_name(typ)}")
+            out[key] = default
+            continue
+        value = table[key]
+        ok = isinstance(value, typ) and not (isinstance(value, bool) and typ is not bool)
+        if not ok:
+            raise PresetError(path, f"{where}.{key}",
+                              f"expected {_type_name(typ)}, got {json.dumps(value, default=str)}")
+        if typ is NUMBER:
+            value = float(value)
+            if math.isnan(value):
+                raise PresetError(path, f"{where}.{key}", "expected a number, got nan")
+        out[key] = value
+    return out
+
+
+def _choice(path: Path, key: str, value: object, choices: tuple[str, ...]) -> None:
+    if value not in choices:
+        raise PresetError(path, key, f"expected one of {', '.join(choices)}, got {value!r}")
+
+
+def _positive(path: Path, key: str, value: int, minimum: int = 1) -> None:
+    if value < minimum:
+        raise PresetError(path, key, f"expected an integer >= {minimum}, got {value}")
+
+
+def _set_only(table: dict[str, object]) -> dict[str, object]:
+    """Drop unset numbers (NaN, infinity) so the canonical form is strict JSON."""
+    return {k: v for k, v in table.items() if not (isinstance(v, float) and not math.isfinite(v))}
+
+
+def canonical_bytes(data: Mapping[str, object]) -> bytes:
+    """Sorted keys, no spaces, floats as Python writes them: the form that is hashed."""
+    return json.dumps(dict(data), sort_keys=True, separators=(",", ":"), allow_nan=False).encode()
+
+
+def _validate(path: Path, doc: dict) -> Preset:
+    for key in doc:
+        if key not in SECTIONS:
+            raise PresetError(path, key, f"unknown section (expected one of: {', '.join(SECTIONS)})")
+    for key in ("run", "recipe", "platform", "verdict", "comparators"):
+        if key not in doc:
+            raise PresetError(path, key, "missing section")
+    run = _check_section(path, "run", doc["run"], RUN)
+    recipe = _check_section(path, "recipe", doc["recipe"], RECIPE)
+    platform = _check_section(path, "platform", doc["platform"], PLATFORM)
+    verdict = _check_section(path, "verdict", doc["verdict"], VERDICT)
+    gates = _check_section(path, "gates", doc.get("gates", {}), GATES)
+
+    if not run["name"]:
+        raise PresetError(path, "run.name", "expected a non-empty string")
+    _choice(path, "recipe.model_size", recipe["model_size"], MODEL_SIZES)
+    _choice(path, "recipe.objective", recipe["objective"], OBJECTIVES)
+    _choice(path, "recipe.flow_decoder_init", recipe["flow_decoder_init"], INITS)
+    _choice(path, "platform.device", platform["device"], DEVICES)
+    for key in ("batch_size", "backward_chunks", "steps", "eval_every", "save_every"):
+        _positive(path, f"recipe.{key}", recipe[key])
+    _positive(path, "platform.nproc", platform["nproc"])
+    _positive(path, "platform.num_workers", platform["num_workers"], 0)
+    _positive(path, "platform.prefetch_factor", platform["prefetch_factor"])
+    if not 0.0 <= recipe["image_augment"] <= 1.0:
+        raise PresetError(path, "recipe.image_augment",
+                          f"expected a probability in [0, 1], got {recipe['image_augment']}")
+    if recipe["lr"] <= 0:
+        raise PresetError(path, "recipe.lr", f"expected a positive number, got {recipe['lr']}")
+    shard = recipe["backward_chunks"] * platform["nproc"]
+    if recipe["batch_size"] % shard:
+        raise PresetError(path, "recipe.batch_size",
+                          f"expected a multiple of backward_chunks x platform.nproc = {shard}, "
+                          f"got {recipe['batch_size']}")
+
+    anchor, endpoint, every = verdict["anchor_step"], verdict["endpoint_step"], recipe["eval_every"]
+    _positive(path, "verdict.anchor_step", anchor)
+    if endpoint <= anchor:
+        raise PresetError(path, "verdict.endpoint_step",
+                          f"expected a step after anchor_step {anchor}, got {endpoint}")
+    if endpoint > recipe["steps"]:
+        raise PresetError(path, "verdict.endpoint_step",
+                          f"expected at most recipe.steps = {recipe['steps']}, got {endpoint}")
+    for key, step in (("anchor_step", anchor), ("endpoint_step", endpoint)):
+        if step % every:
+            raise PresetError(path, f"verdict.{key}",
+                              f"expected a multiple of recipe.eval_every = {every} (a probe step), "
+                              f"got {step}")
+
+    comparators = _comparators(path, doc["comparators"], every)
+    ref = verdict["reference"]
+    if ref not in comparators:
+        raise PresetError(path, "verdict.reference",
+                          f"expected the name of a [comparators.*] table, got {ref!r}")
+    if not 0 < verdict["drift_fraction"] <= 1:
+        raise PresetError(path, "verdict.drift_fraction",
+                          f"expected a fraction in (0, 1], got {verdict['drift_fraction']}")
+    if verdict["healthy_max"] >= verdict["drift_min"]:
+        raise PresetError(path, "verdict.healthy_max",
+                          f"expected a healthy bound below drift_min {verdict['drift_min']}, "
+                          f"got {verdict['healthy_max']}")
+    implied = verdict["drift_fraction"] * comparators[ref].delta
+    if abs(implied - verdict["drift_min"]) > ROUNDING:
+        raise PresetError(path, "verdict.drift_min",
+                          f"expected drift_fraction x comparators.{ref}.delta = "
+                          f"{verdict['drift_fraction']} x {comparators[ref].delta} = {implied:.5f} "
+                          f"(to 4 decimals), got {verdict['drift_min']}")
+    spec = VerdictSpec(**verdict)
+
+    amendments = _amendments(path, doc.get("amendments", []), comparators, spec, every)
+
+    interp = doc.get("interpretation", {})
+    if not isinstance(interp, dict):
+        raise PresetError(path, "interpretation", "expected a table")
+    for key, value in interp.items():
+        if key not in LABELS:
+            raise PresetError(path, f"interpretation.{key}",
+                              f"unknown key (expected one of: {', '.join(LABELS)})")
+        if not isinstance(value, str):
+            raise PresetError(path, f"interpretation.{key}", "expected a string")
+    interpretation = {k: " ".join(v.split()) for k, v in interp.items()}
+
+    canonical = {
+        "run": run,
+        "recipe": recipe,
+        "platform": platform,
+        "verdict": verdict,
+        "comparators": {
+            n: _set_only({k: getattr(c, k) for k in COMPARATOR})
+            for n, c in sorted(comparators.items())
+        },
+        "amendments": [_set_only({k: getattr(a, k) for k in AMENDMENT}) for a in amendments],
+        "gates": _set_only(gates),
+        "interpretation": interpretation,
+    }
+    digest = hashlib.sha256(canonical_bytes(canonical)).hexdigest()
+    freeze = MappingProxyType
+    return Preset(
+        name=path.stem,
+        path=str(path),
+        run=freeze(run),
+        recipe=freeze(recipe),
+        platform=freeze(platform),
+        verdict=spec,
+        comparators=freeze(comparators),
+        amendments=amendments,
+        gates=freeze(gates),
+        interpretation=freeze(interpretation),
+        canonical=freeze(canonical),
+        sha256=digest,
+    )
+
+
+def _comparators(path: Path, table: object, every: int) -> dict[str, Comparator]:
+    if not isinstance(table, dict) or not table:
+        raise PresetError(path, "comparators", "expected at least one [comparators.NAME] table")
+    out = {}
+    for name, body in table.items():
+        fields = _check_section(path, f"comparators.{name}", body, COMPARATOR)
+        if fields["level_step"] and fields["level_step"] % every:
+            raise PresetError(path, f"comparators.{name}.level_step",
+                              f"expected a multiple of recipe.eval_every = {every}")
+        out[name] = Comparator(name=name, **fields)
+    return out
+
+
+def _amendments(path: Path, items: object, comparators: Mapping[str, Comparator],
+                spec: VerdictSpec, every: int) -> tuple[Amendment, ...]:
+    if not isinstance(items, list):
+        raise PresetError(path, "amendments", "expected an array of [[amendments]] tables")
+    out: list[Amendment] = []
+    for i, body in enumerate(items):
+        where = f"amendments[{i}]"
+        fields = _check_section(path, where, body, AMENDMENT)
+        if fields["id"] in {a.id for a in out}:
+            raise PresetError(path, f"{where}.id", f"expected a unique id, got {fields['id']} twice")
+        if fields["kind"] != "scale":
+            raise PresetError(path, f"{where}.kind", f"expected 'scale', got {fields['kind']!r}")
+        validate_scale_amendment(path, where, fields, comparators, every)
+        if fields["declared_after_step"] >= fields["declared_before_step"]:
+            raise PresetError(path, f"{where}.declared_before_step",
+                              f"expected a step after declared_after_step "
+                              f"{fields['declared_after_step']}, got {fields['declared_before_step']}")
+        out.append(Amendment(**fields))
+    if sum(a.kind == "scale" for a in out) > 1:
+        raise PresetError(path, "amendments", "expected at most one scale amendment")
+    return tuple(out)
+
+
+def validate_scale_amendment(path: str | Path, where: str, fields: Mapping[str, object],
+                             comparators: Mapping[str, Comparator], every: int) -> None:
+    """A scale amendment names either a fixed factor or a (comparator, from_step) level ratio."""
+    factor = fields.get("factor", math.nan)
+    if isinstance(factor, float) and math.isfinite(factor):
+        if factor <= 0:
+            raise PresetError(path, f"{where}.factor", f"expected a positive factor, got {factor}")
+        return
+    name = fields.get("comparator", "")
+    if name not in comparators:
+        raise PresetError(path, f"{where}.comparator",
+                          f"expected a comparator name or a fixed factor, got {name!r}")
+    comp = comparators[name]
+    step = fields.get("from_step", 0)
+    if not isinstance(step, int) or step <= 0 or step % every:
+        raise PresetError(path, f"{where}.from_step",
+                          f"expected a probe step (a multiple of {every}), got {step}")
+    if comp.level_step != step or not math.isfinite(comp.eval_level) or comp.eval_level <= 0:
+        raise PresetError(path, f"{where}.from_step",
+                          f"expected comparators.{name} to bank a positive eval_level at "
+                          f"level_step = {step}")
+
+
+# -- finding and loading --------------------------------------------------------------------
+
+
+def preset_dirs() -> list[Path]:
+    """Where preset names are looked up, first match wins."""
+    dirs = []
+    if env := os.environ.get("FONTAINE_PRESETS"):
+        dirs += [Path(p) for p in env.split(os.pathsep) if p]
+    dirs.append(Path.cwd() / "presets")
+    dirs.append(Path(__file__).resolve().parents[2] / "presets")
+    seen, out = set(), []
+    for d in dirs:
+        key = d.resolve() if d.exists() else d
+        if key not in seen:
+            seen.add(key)
+            out.append(d)
+    return out
+
+
+def resolve(name_or_path: str) -> Path:
+    """A preset name (looked up in preset_dirs) or a path to a .toml file."""
+    candidate = Path(name_or_path)
+    if candidate.suffix == ".toml" or os.sep in name_or_path:
+        if not candidate.is_file():
+            raise PresetError(candidate, "file", "no such preset file")
+        return candidate
+    for d in preset_dirs():
+        p = d / f"{name_or_path}.toml"
+        if p.is_file():
+            return p
+    known = ", ".join(sorted(list_presets())) or "none"
+    raise PresetError(name_or_path, "name", f"no such preset (known: {known})")
+
+
+def list_presets() -> dict[str, Path]:
+    found: dict[str, Path] = {}
+    for d in preset_dirs():
+        if d.is_dir():
+            for p in sorted(d.glob("*.toml")):
+                found.setdefault(p.stem, p)
+    return found
+
+
+def load_preset(name_or_path: str | Path) -> Preset:
+    path = resolve(str(name_or_path))
+    try:
+        raw = path.read_bytes()
+    except OSError as exc:
+        raise PresetError(path, "file", f"cannot read ({exc.strerror})") from None
+    try:
+        doc = tomllib.loads(raw.decode("utf-8"))
+    except UnicodeDecodeError:
+        raise PresetError(path, "file", "expected UTF-8 text") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise PresetError(path, "toml", f"expected valid TOML ({exc})") from None
+    return _validate(path, doc)
+
+
+def preset_from_canonical(data: Mapping[str, object], origin: str) -> Preset:
+    """Rebuild a preset from its canonical form (as frozen in prereg.json)."""
+    doc = json.loads(canonical_bytes(data))
+    return _validate(Path(origin), doc)

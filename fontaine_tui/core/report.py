@@ -1,0 +1,83 @@
+"""A verdict as plain text: both rules side by side, then the combined verdict."""
+
+from __future__ import annotations
+
+import math
+
+from fontaine_tui.core.verdict import RuleRead, Verdict
+
+
+def signed(x: float | None, places: int = 4) -> str:
+    if x is None:
+        return "—"
+    if not math.isfinite(x):
+        return repr(x)
+    return f"{x:+.{places}f}"
+
+
+def status_word(v: Verdict) -> str:
+    return "PROVISIONAL" if v.provisional else "final"
+
+
+def headline(v: Verdict) -> str:
+    """One line: the combined verdict with its status, step and delta."""
+    at = f"step {v.read_step}" if v.read_step is not None else "no probe"
+    return f"{v.verdict} ({status_word(v)}, {at} of {v.endpoint_step}, delta {signed(v.delta)})"
+
+
+def _rule_rows(raw: RuleRead | None, scaled: RuleRead | None, scale: float | None) -> list[str]:
+    right_title = f"scale-adjusted (x{scale:.3f})" if scale is not None else "scale-adjusted"
+    rows = [f"{'':18}{'raw rule':<24}{right_title}"]
+
+    def cell(rule: RuleRead | None, attr: str) -> str:
+        if rule is None:
+            return "—"
+        value = getattr(rule, attr)
+        return value if isinstance(value, str) else signed(value)
+
+    for title, attr in (("healthy if <=", "healthy_max"), ("drift if >=", "drift_min"),
+                        ("delta", "delta"), ("reads", "label")):
+        rows.append(f"{title:<18}{cell(raw, attr):<24}{cell(scaled, attr)}")
+    if scaled is None:
+        rows.append(f"{'':18}{'':24}(no scale amendment in force)")
+    return rows
+
+
+def render(v: Verdict, log_label: str = "") -> str:
+    counts = v.counts
+    lines = [f"preset {v.preset.get('name', '?')}  sha256 {v.preset.get('sha256', '')[:12]}"]
+    if log_label:
+        lines.append(
+            f"log {log_label}: {counts.get('records', 0)} records, "
+            f"{counts.get('malformed', 0)} malformed lines"
+            + (f" (lines {', '.join(map(str, v.malformed_lines[:10]))}"
+               + (", ..." if counts.get("malformed", 0) > 10 else "") + ")"
+               if counts.get("malformed") else "")
+            + (f", {counts.get('resumes')} resume(s)" if counts.get("resumes") else "")
+        )
+    read = "—" if v.read_step is None else str(v.read_step)
+    lines.append(
+        f"read at step {read} (anchor {v.anchor_step}, endpoint {v.endpoint_step}): "
+        f"{v.metric}({v.anchor_step}) = {signed(v.anchor_value).lstrip('+')}, "
+        f"{v.metric}({read}) = {signed(v.read_value).lstrip('+')}, delta = {signed(v.delta)}"
+    )
+    lines.append("")
+    lines += _rule_rows(v.raw, v.scaled, v.scale.value if v.scale else None)
+    lines.append("")
+    lines.append(f"VERDICT: {v.verdict}  [{status_word(v)}]  {v.reason}")
+    if v.scale is not None:
+        lines.append(f"scale: {v.scale.provenance}")
+    for a in v.amendments:
+        lines.append(f"amendment {a.id} ({a.kind}, {a.source}): {a.status}: {a.reason}")
+    corr = v.corroboration
+    if corr:
+        mono = corr.get("monotone_rise")
+        mono_txt = "n/a" if mono is None else ("yes" if mono else "no")
+        train = corr.get("train_delta")
+        lines.append(
+            f"corroboration (not gates): train-slice delta {signed(train)}; "
+            f"eval rises monotonically: {mono_txt}"
+        )
+    if v.interpretation:
+        lines.append(f"interpretation: {v.interpretation}")
+    return "\n".join(lines)

@@ -1,0 +1,63 @@
+"""The run folder contract (DESIGN.md): one folder per run, fixed file names."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from fontaine_tui.core.errors import InputError
+
+LOG = "train_log.jsonl"
+PREREG = "prereg.json"
+AMENDMENTS = "amendments.jsonl"
+ENGINE_OUT = "engine.out.log"
+VERDICT = "verdict.json"
+REVIEW = "review.jsonl"
+CHECKPOINTS = "checkpoints"
+
+
+@dataclass(frozen=True, slots=True)
+class RunFolder:
+    root: Path
+
+    @property
+    def log(self) -> Path:
+        return self.root / LOG
+
+    @property
+    def prereg(self) -> Path:
+        return self.root / PREREG
+
+    @property
+    def amendments(self) -> Path:
+        return self.root / AMENDMENTS
+
+    @property
+    def engine_out(self) -> Path:
+        return self.root / ENGINE_OUT
+
+    @property
+    def verdict(self) -> Path:
+        return self.root / VERDICT
+
+    @property
+    def review(self) -> Path:
+        return self.root / REVIEW
+
+    @property
+    def checkpoints(self) -> Path:
+        return self.root / CHECKPOINTS
+
+
+def locate_log(target: str | Path) -> tuple[Path, RunFolder | None]:
+    """A log file, or a run folder holding one: (log path, run folder or None)."""
+    p = Path(target)
+    if p.is_dir():
+        folder = RunFolder(p)
+        if not folder.log.exists():
+            raise InputError(f"{p}: no {LOG} in this run folder")
+        return folder.log, folder
+    if p.is_file():
+        folder = RunFolder(p.parent) if p.name == LOG else None
+        return p, folder
+    raise InputError(f"{p}: no such log file or run folder")

@@ -1,0 +1,315 @@
+"""The read rules of a pre-registration: raw, scale-adjusted, combined. Pure functions."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Mapping
+from dataclasses import asdict, dataclass, field
+
+from fontaine_tui.core.presets import Amendment, Preset
+from fontaine_tui.core.records import Probe, RunStore
+
+SCHEMA = "fontaine-tui/verdict/1"
+HEALTHY = "HEALTHY"
+SAME_DRIFT = "SAME-DRIFT"
+AMBIGUOUS = "AMBIGUOUS"
+BY_INSTRUMENT = "AMBIGUOUS-BY-INSTRUMENT"
+UNDECIDABLE = "UNDECIDABLE"
+LABELS = (HEALTHY, SAME_DRIFT, AMBIGUOUS, BY_INSTRUMENT, UNDECIDABLE)
+
+# Exit codes of `fontaine-tui verdict`: one per class; a provisional read adds 10.
+EXIT_CODES = {HEALTHY: 0, SAME_DRIFT: 3, AMBIGUOUS: 4, BY_INSTRUMENT: 5, UNDECIDABLE: 6}
+PROVISIONAL_OFFSET = 10
+
+# Deltas are differences of logged floats: compare at this resolution, so that a delta that
+# reads exactly as a bound (3.7623 - 3.4623) is on the bound, not 3e-16 past it.
+RESOLUTION = 1e-9
+
+
+def _round(x: float) -> float:
+    return round(x / RESOLUTION) * RESOLUTION
+
+
+def read_rule(delta: float, healthy_max: float, drift_min: float) -> str:
+    """HEALTHY if delta <= healthy_max; SAME-DRIFT if delta >= drift_min; else AMBIGUOUS."""
+    if not math.isfinite(delta):
+        return UNDECIDABLE
+    d = _round(delta)
+    if d <= _round(healthy_max):
+        return HEALTHY
+    if d >= _round(drift_min):
+        return SAME_DRIFT
+    return AMBIGUOUS
+
+
+def combine(raw: str, scaled: str | None) -> str:
+    """Agreeing rules give their label; disagreeing ones AMBIGUOUS-BY-INSTRUMENT."""
+    if scaled is None:
+        return raw
+    if UNDECIDABLE in (raw, scaled):
+        return UNDECIDABLE
+    return raw if raw == scaled else BY_INSTRUMENT
+
+
+@dataclass(frozen=True, slots=True)
+class RuleRead:
+    name: str
+    healthy_max: float
+    drift_min: float
+    delta: float
+    label: str
+
+
+@dataclass(frozen=True, slots=True)
+class AmendmentCheck:
+    """Whether an amendment counts: declared before the step it first affects."""
+
+    id: int
+    kind: str
+    source: str
+    declared_at: str
+    last_step_seen: int
+    first_affected_step: int
+    status: str  # "applied" | "refused"
+    reason: str
+
+
+@dataclass(frozen=True, slots=True)
+class Scale:
+    value: float
+    numerator: float | None
+    denominator: float | None
+    from_step: int | None
+    comparator: str | None
+    amendment: int
+    provenance: str
+
+
+@dataclass(frozen=True, slots=True)
+class Verdict:
+    verdict: str
+    provisional: bool
+    read_step: int | None
+    anchor_step: int
+    endpoint_step: int
+    metric: str
+    anchor_value: float | None
+    read_value: float | None
+    delta: float | None
+    raw: RuleRead | None
+    scaled: RuleRead | None
+    scale: Scale | None
+    amendments: tuple[AmendmentCheck, ...]
+    corroboration: Mapping[str, object]
+    reason: str
+    interpretation: str
+    preset: Mapping[str, str]
+    counts: Mapping[str, int] = field(default_factory=dict)
+    malformed_lines: tuple[int, ...] = ()
+
+    @property
+    def exit_code(self) -> int:
+        code = EXIT_CODES[self.verdict]
+        return code + PROVISIONAL_OFFSET if self.provisional else code
+
+    def to_json(self) -> dict:
+        """The verdict.json document (schema SCHEMA, described in the README)."""
+        out = {
+            "schema": SCHEMA,
+            "verdict": self.verdict,
+            "provisional": self.provisional,
+            "read_step": self.read_step,
+            "reason": self.reason,
+            "metric": self.metric,
+            "anchor_step": self.anchor_step,
+            "endpoint_step": self.endpoint_step,
+            "anchor_value": _json_num(self.anchor_value),
+            "read_value": _json_num(self.read_value),
+            "delta": _json_num(self.delta),
+            "rules": {
+                "raw": _rule_json(self.raw),
+                "scaled": _rule_json(self.scaled),
+            },
+            "scale": None if self.scale is None else {
+                k: _json_num(v) if isinstance(v, float) else v
+                for k, v in asdict(self.scale).items()
+            },
+            "amendments": [asdict(a) for a in self.amendments],
+            "corroboration": {
+                k: (_json_num(v) if isinstance(v, float) else v)
+                for k, v in self.corroboration.items()
+            },
+            "interpretation": self.interpretation,
+            "preset": dict(self.preset),
+            "log": {**self.counts, "malformed_lines": list(self.malformed_lines)},
+        }
+        return out
+
+
+def _json_num(x: float | None) -> float | str | None:
+    """Finite floats as numbers; NaN and infinities as strings so verdict.json stays strict."""
+    if x is None:
+        return None
+    return x if math.isfinite(x) else repr(x)
+
+
+def _rule_json(rule: RuleRead | None) -> dict | None:
+    if rule is None:
+        return None
+    return {
+        "healthy_max": rule.healthy_max,
+        "drift_min": rule.drift_min,
+        "delta": _json_num(rule.delta),
+        "label": rule.label,
+    }
+
+
+def check_amendments(amendments: Iterable[Amendment], anchor_step: int) -> list[AmendmentCheck]:
+    """An amendment counts only if the last step seen at declaration precedes the first step
+    it affects. A scale amendment first affects the anchor probe (the first delta)."""
+    checks = []
+    in_force = False
+    for a in amendments:
+        first = anchor_step
+        reason = ""
+        if a.declared_after_step >= first:
+            reason = (f"declared after step {a.declared_after_step} was seen; a scale amendment "
+                      f"must be declared before step {first} (the anchor probe)")
+        elif a.declared_before_step > first:
+            reason = (f"declared before step {a.declared_before_step}, but it affects step "
+                      f"{first} (the anchor probe)")
+        elif in_force:
+            reason = "a scale amendment is already in force"
+        status = "refused" if reason else "applied"
+        if not reason:
+            in_force = True
+            reason = (f"declared after step {a.declared_after_step} was seen, before step {first}")
+        checks.append(AmendmentCheck(a.id, a.kind, a.source, a.declared_at,
+                                     a.declared_after_step, first, status, reason))
+    return checks
+
+
+def _scale(amendment: Amendment, preset: Preset, probes: Mapping[int, Probe]
+           ) -> tuple[Scale | None, str]:
+    if math.isfinite(amendment.factor):
+        return Scale(amendment.factor, None, None, None, None, amendment.id,
+                     f"fixed factor {amendment.factor:g} (amendment {amendment.id})"), ""
+    comp = preset.comparators[amendment.comparator]
+    probe = probes.get(amendment.from_step)
+    metric = preset.verdict.metric
+    if probe is None:
+        return None, f"no probe at step {amendment.from_step} to compute the scale factor"
+    level = getattr(probe, metric)
+    if not math.isfinite(level):
+        return None, f"{metric} at step {amendment.from_step} is {level!r}: no scale factor"
+    value = level / comp.eval_level
+    provenance = (f"{metric}({amendment.from_step}) / {comp.name} level at {comp.level_step} = "
+                  f"{level:.4f} / {comp.eval_level:.4f} = {value:.3f} (amendment {amendment.id})")
+    return Scale(value, level, comp.eval_level, amendment.from_step, comp.name, amendment.id,
+                 provenance), ""
+
+
+def _corroboration(probes: Mapping[int, Probe], anchor: int, read: int, metric: str
+                   ) -> dict[str, object]:
+    base = probes[anchor]
+    window = [probes[s] for s in sorted(probes) if anchor <= s <= read]
+    deltas = {str(p.step): getattr(p, metric) - getattr(base, metric) for p in window}
+    values = [getattr(p, metric) for p in window]
+    monotone = None
+    if len(values) >= 2 and all(math.isfinite(v) for v in values):
+        monotone = all(b > a for a, b in zip(values, values[1:], strict=False))
+    train_delta = probes[read].train_chunk_mae - base.train_chunk_mae
+    return {
+        "train_delta": train_delta,
+        "monotone_rise": monotone,
+        "eval_deltas": {k: _json_num(v) for k, v in deltas.items()},
+    }
+
+
+def compute_verdict(
+    store: RunStore,
+    preset: Preset,
+    at_step: int | None = None,
+    amendments: Iterable[Amendment] = (),
+) -> Verdict:
+    """Read the run at `at_step` (default: the endpoint if probed, else the latest probe).
+
+    `amendments` are those declared in the run folder's ledger, checked like the preset's own.
+    """
+    spec = preset.verdict
+    probes = store.probes
+    anchor, endpoint, metric = spec.anchor_step, spec.endpoint_step, spec.metric
+    if at_step is not None:
+        read_step: int | None = at_step
+    elif endpoint in probes:
+        read_step = endpoint
+    else:
+        read_step = max(probes, default=None)
+    provisional = read_step is None or read_step < endpoint
+
+    checks = check_amendments([*preset.amendments, *amendments], anchor)
+    applied = [a for a, c in zip([*preset.amendments, *amendments], checks, strict=True)
+               if c.status == "applied"]
+
+    def result(label: str, reason: str, **kw: object) -> Verdict:
+        return Verdict(
+            verdict=label,
+            provisional=provisional,
+            read_step=read_step,
+            anchor_step=anchor,
+            endpoint_step=endpoint,
+            metric=metric,
+            anchor_value=kw.get("anchor_value"),
+            read_value=kw.get("read_value"),
+            delta=kw.get("delta"),
+            raw=kw.get("raw"),
+            scaled=kw.get("scaled"),
+            scale=kw.get("scale"),
+            amendments=tuple(checks),
+            corroboration=kw.get("corroboration", {}),
+            reason=reason,
+            interpretation=preset.interpretation.get(label, ""),
+            preset={"name": preset.name, "sha256": preset.sha256},
+            counts=store.counts(),
+            malformed_lines=tuple(m.line for m in store.malformed[:50]),
+        )
+
+    if read_step is None:
+        return result(UNDECIDABLE, "no probe in the log yet")
+    if anchor not in probes:
+        why = ("no anchor probe yet" if read_step < anchor else "no anchor probe in the log")
+        return result(UNDECIDABLE, f"{why} (step {anchor})")
+    if read_step < anchor:
+        return result(UNDECIDABLE, f"read at step {read_step} precedes the anchor (step {anchor})")
+    if read_step not in probes:
+        return result(UNDECIDABLE, f"no probe at step {read_step}")
+    a_val = getattr(probes[anchor], metric)
+    r_val = getattr(probes[read_step], metric)
+    values = {"anchor_value": a_val, "read_value": r_val}
+    if not (math.isfinite(a_val) and math.isfinite(r_val)):
+        bad = anchor if not math.isfinite(a_val) else read_step
+        return result(UNDECIDABLE, f"{metric} at step {bad} is not a finite number", **values)
+    delta = r_val - a_val
+    raw = RuleRead("raw", spec.healthy_max, spec.drift_min, delta,
+                   read_rule(delta, spec.healthy_max, spec.drift_min))
+    extra = {**values, "delta": delta, "raw": raw,
+             "corroboration": _corroboration(probes, anchor, read_step, metric)}
+    if not applied:
+        return result(raw.label, f"raw rule at step {read_step}; no amendment in force", **extra)
+    scale, why = _scale(applied[0], preset, probes)
+    if scale is None:
+        return result(UNDECIDABLE, why, **extra)
+    s = scale.value
+    scaled = RuleRead("scaled", spec.healthy_max * s, spec.drift_min * s, delta,
+                      read_rule(delta, spec.healthy_max * s, spec.drift_min * s))
+    label = combine(raw.label, scaled.label)
+    reason = (f"raw and scale-adjusted rules agree at step {read_step}" if label != BY_INSTRUMENT
+              else f"raw says {raw.label}, scale-adjusted says {scaled.label} at step {read_step}")
+    return result(label, reason, scaled=scaled, scale=scale, **extra)
+
+
+def verdict_series(store: RunStore, preset: Preset, amendments: Iterable[Amendment] = ()
+                   ) -> list[Verdict]:
+    """The verdict as it read at each probe step ("what did it say at 750?")."""
+    amendments = tuple(amendments)
+    return [compute_verdict(store, preset, s, amendments) for s in store.probe_steps()]
