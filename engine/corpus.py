@@ -21,6 +21,8 @@ from pathlib import Path
 
 import numpy as np
 
+from engine.stats import NormStats
+
 VERSION = 1
 IMAGE_SIZE = 32
 CHUNK = 8
@@ -222,6 +224,7 @@ def _manifest_ok(root: Path, seed: int) -> bool:
             path = root / f"{name}.npy"
             if path.stat().st_size != entry["bytes"] or _sha256(path) != entry["sha256"]:
                 return False
+        NormStats.load(root / "stats.json")
         return True
     except (OSError, ValueError, KeyError, TypeError):
         return False
@@ -241,6 +244,8 @@ def build(root: Path, seed: int = 0) -> None:
                            "shape": list(arrays[name].shape)}
         manifest = {"version": VERSION, "seed": seed, "image_size": IMAGE_SIZE, "chunk": CHUNK,
                     "datasets": list(DATASETS), "created": time.time(), "files": files}
+        train = arrays["split"] == 0
+        NormStats.compute(arrays["states"][train], arrays["actions"][train]).save(tmp / "stats.json")
         (tmp / "manifest.json").write_text(json.dumps(manifest, indent=1))
         if root.exists():
             trash = Path(tempfile.mkdtemp(prefix=f".{root.name}.old-", dir=root.parent))

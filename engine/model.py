@@ -29,8 +29,9 @@ from engine.pipeline import BINS  # noqa: E402
 SIZES = {
     "tiny": {"v_hidden": 32, "v_layers": 1, "v_heads": 2, "hidden": 64, "layers": 2,
              "heads": 2, "kv_heads": 1, "inter": 128, "flow": 128},
-    "small": {"v_hidden": 64, "v_layers": 2, "v_heads": 4, "hidden": 128, "layers": 4,
-              "heads": 4, "kv_heads": 2, "inter": 256, "flow": 256},
+    # ~0.57M params: ~0.4 s per batch-96 step on two CPU cores (sequence 65 tokens).
+    "small": {"v_hidden": 64, "v_layers": 1, "v_heads": 4, "hidden": 96, "layers": 3,
+              "heads": 4, "kv_heads": 2, "inter": 256, "flow": 192},
     "base": {"v_hidden": 384, "v_layers": 6, "v_heads": 6, "hidden": 512, "layers": 8,
              "heads": 8, "kv_heads": 4, "inter": 1536, "flow": 1024},
 }
@@ -121,6 +122,11 @@ class Policy(nn.Module):
     def forward(self, batch: dict[str, torch.Tensor], objective: str = "joint",
                 insulate: bool = False) -> dict[str, torch.Tensor]:
         prefix_h, act_h = self.encode(batch)
+        return self.heads(prefix_h, act_h, batch, objective, insulate)
+
+    def heads(self, prefix_h: torch.Tensor, act_h: torch.Tensor, batch: dict[str, torch.Tensor],
+              objective: str = "joint", insulate: bool = False) -> dict[str, torch.Tensor]:
+        """AR cross-entropy and flow-matching loss from backbone hidden states."""
         logits = self.lm_head(act_h)
         ar_ce = F.cross_entropy(logits.reshape(-1, BINS).float(), batch["tokens"].reshape(-1))
         ctx_in = prefix_h.detach() if insulate else prefix_h

@@ -1,0 +1,240 @@
+"""The training run: setup, the optimizer step (DDP + ZeRO-1 + accumulation), the loop."""
+
+from __future__ import annotations
+
+import argparse
+import base64
+import math
+import signal
+import socket
+import sys
+import time
+from contextlib import nullcontext
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import torch
+from torch.distributed.optim import ZeroRedundancyOptimizer
+from torch.nn.parallel import DistributedDataParallel as DDP
+
+from engine import checkpoint, corpus, distributed
+from engine.evaluate import Probe, eval_record
+from engine.logwriter import SCHEMA, LogWriter
+from engine.model import Policy, count_parameters
+from engine.pipeline import Layout, MicroBatches, loader
+from engine.stats import NormStats
+
+RECIPE_KEYS = ("model_size", "batch_size", "backward_chunks", "seed", "image_augment",
+               "recompute_stats", "objective", "insulate_flow", "flow_decoder_init", "init",
+               "lr", "warmup_steps", "steps", "eval_every", "eval_dataset_breakdown",
+               "save_every", "chunk_grad_allreduce")
+PLATFORM_KEYS = ("num_workers", "prefetch_factor", "device", "data_dir")
+MIN_LR_FRACTION = 0.1
+GRAD_CLIP = 1.0
+
+
+class UsageError(Exception):
+    """A flag that cannot work; reported as one line and exit code 2."""
+
+
+def lr_at(step: int, base: float, warmup: int, total: int) -> float:
+    """Linear warmup to base, then cosine down to MIN_LR_FRACTION * base (step is 0-based)."""
+    if warmup > 0 and step < warmup:
+        return base * (step + 1) / warmup
+    span = max(1, total - warmup)
+    progress = min(1.0, (step - warmup) / span)
+    return base * (MIN_LR_FRACTION + (1 - MIN_LR_FRACTION) * 0.5 * (1 + math.cos(math.pi * progress)))
+
+
+@dataclass
+class Session:
+    """Everything one rank needs to take optimizer steps."""
+
+    args: argparse.Namespace
+    ctx: distributed.Context
+    module: Policy  # unwrapped: eval and checkpoints use this
+    model: torch.nn.Module  # DDP-wrapped when distributed
+    optimizer: torch.optim.Optimizer
+    layout: Layout
+
+
+def data_root(args: argparse.Namespace) -> Path:
+    return Path(args.data_dir) if args.data_dir else corpus.default_dir()
+
+
+def resolve_stats(args, ctx: distributed.Context, data: corpus.Corpus,
+                  resume_from: Path | None) -> tuple[NormStats, str]:
+    """Rank 0 decides the stats; every rank gets rank 0's copy."""
+    source = "corpus"
+    stats = None
+    if ctx.main:
+        if resume_from is not None:
+            stats, source = NormStats.load(resume_from / "stats.json"), f"checkpoint {resume_from.name}"
+        elif args.recompute_stats:
+            train = data.train_index
+            stats, source = NormStats.compute(data.states[train], data.actions[train]), "recomputed"
+        elif args.init:
+            path = checkpoint.resolve(Path(args.init))
+            stats, source = NormStats.load(path / "stats.json"), f"init {path}"
+        else:
+            stats = NormStats.load(data.root / "stats.json")
+    packed = stats.to_tensor() if stats is not None else torch.zeros(4, corpus.MOTORS, dtype=torch.float64)
+    return NormStats.from_tensor(distributed.broadcast(ctx, packed)), source
+
+
+def build_session(args, ctx: distributed.Context) -> Session:
+    """Model (same init on every rank), DDP wrapper and (ZeRO-1) AdamW."""
+    world = ctx.world_size
+    if args.batch_size % (args.backward_chunks * world):
+        raise UsageError(f"--batch-size {args.batch_size} must be divisible by --backward-chunks "
+                         f"x world size ({args.backward_chunks} x {world})")
+    torch.manual_seed(args.seed)
+    module = Policy(args.model_size).to(ctx.device)
+    model: torch.nn.Module = module
+    if ctx.distributed:
+        model = DDP(module, device_ids=[ctx.local_rank] if ctx.device.type == "cuda" else None,
+                    find_unused_parameters=args.objective != "joint")
+        optimizer = ZeroRedundancyOptimizer(module.parameters(), optimizer_class=torch.optim.AdamW,
+                                            lr=args.lr, betas=(0.9, 0.95), weight_decay=0.01)
+    else:
+        optimizer = torch.optim.AdamW(module.parameters(), lr=args.lr, betas=(0.9, 0.95),
+                                      weight_decay=0.01)
+    layout = Layout(args.batch_size, args.backward_chunks, world, ctx.rank)
+    return Session(args, ctx, module, model, optimizer, layout)
+
+
+def optimizer_step(s: Session, batches, step: int) -> dict:
+    """One optimizer step over backward_chunks micro-batches; returns rank-averaged metrics."""
+    args, chunks = s.args, s.args.backward_chunks
+    lr = lr_at(step, args.lr, args.warmup_steps, args.steps)
+    for group in s.optimizer.param_groups:
+        group["lr"] = lr
+    sums = torch.zeros(3, dtype=torch.float64)
+    data_s = 0.0
+    for k in range(chunks):
+        t0 = time.perf_counter()
+        batch = next(batches)
+        data_s += time.perf_counter() - t0
+        batch = {key: v.to(s.ctx.device, non_blocking=True) for key, v in batch.items()}
+        sync_later = s.ctx.distributed and k < chunks - 1 and not args.chunk_grad_allreduce
+        with s.model.no_sync() if sync_later else nullcontext():
+            out = s.model(batch, args.objective, args.insulate_flow)
+            (out["loss"] / chunks).backward()
+        sums += torch.stack([out["loss"].detach(), out["ar_ce"], out["flow_loss"]]).double().cpu()
+    grad_norm = torch.nn.utils.clip_grad_norm_(s.module.parameters(), GRAD_CLIP)
+    s.optimizer.step()
+    s.optimizer.zero_grad(set_to_none=True)
+    mean = distributed.all_sum(s.ctx, sums / chunks) / s.ctx.world_size
+    return {"loss": float(mean[0]), "ar_ce": float(mean[1]), "flow_loss": float(mean[2]),
+            "lr": lr, "grad_norm": float(grad_norm), "data_s": data_s}
+
+
+def load_init(s: Session, args) -> None:
+    if not args.init:
+        return
+    path = checkpoint.resolve(Path(args.init))
+    skip = "flow." if args.flow_decoder_init == "random" else None
+    checkpoint.load_weights(path, s.module, skip_prefix=skip)
+
+
+def _rng_meta() -> dict:
+    return {"torch": base64.b64encode(torch.get_rng_state().numpy().tobytes()).decode(),
+            "numpy": base64.b64encode(repr(np.random.get_state()).encode()).decode()}
+
+
+def save_checkpoint(s: Session, step: int, stats: NormStats, log: LogWriter) -> None:
+    opt_state = checkpoint.optimizer_state(s.optimizer)  # collective under ZeRO
+    if s.ctx.main:
+        recipe = {k: getattr(s.args, k) for k in RECIPE_KEYS}
+        meta = {"step": step, "samples": step * s.args.batch_size, "recipe": recipe,
+                "world_size": s.ctx.world_size, "model_size": s.args.model_size,
+                "rng": _rng_meta(), "time": time.time()}
+        path = checkpoint.save(Path(s.args.output_dir) / "checkpoints", step, s.module,
+                               opt_state, stats, meta)
+        log.write("checkpoint", step, path=str(path))
+    distributed.barrier(s.ctx)
+
+
+class StopFlag:
+    """SIGINT/SIGTERM ask for a clean stop after the current optimizer step."""
+
+    def __init__(self) -> None:
+        self.signum = 0
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            signal.signal(sig, self._handle)
+
+    def _handle(self, signum, _frame) -> None:
+        self.signum = signum
+
+
+def run(args: argparse.Namespace) -> int:
+    ctx = distributed.setup(args.device)
+    out = Path(args.output_dir)
+    log = LogWriter(out / "train_log.jsonl" if ctx.main else None)
+    stop = StopFlag()
+    step = 0
+    try:
+        s = build_session(args, ctx)
+        resume_from = checkpoint.latest(out / "checkpoints") if args.resume else None
+        if resume_from is not None:
+            step = int(checkpoint.load_meta(resume_from)["step"])
+        recipe = {k: getattr(args, k) for k in RECIPE_KEYS}
+        log.write("meta", step,
+                  schema=SCHEMA, run=args.run_name, world_size=ctx.world_size,
+                  device=str(ctx.device), recipe=recipe, argv=list(sys.argv), host=socket.gethostname(),
+                  platform={k: getattr(args, k) for k in PLATFORM_KEYS},
+                  params=count_parameters(s.module))
+        root = data_root(args)
+        if ctx.main:
+            corpus.ensure(root)
+        distributed.barrier(ctx)
+        data = corpus.load(root)
+        stats, stats_source = resolve_stats(args, ctx, data, resume_from)
+        if resume_from is not None:
+            checkpoint.load_weights(resume_from, s.module)
+            s.optimizer.load_state_dict(checkpoint.load_optimizer(resume_from))
+            log.event(step, "resume", f"resumed from checkpoint {resume_from.name} (step {step}); "
+                                      f"stats from {stats_source}")
+        else:
+            load_init(s, args)
+            note = " (--resume: no checkpoint yet)" if args.resume else ""
+            log.event(0, "start", f"model {args.model_size} {count_parameters(s.module)} params, "
+                                  f"device {ctx.device}, world {ctx.world_size}, stats {stats_source}{note}")
+        torch.manual_seed(args.seed + ctx.rank + 7919 * step)
+        eval_probe = Probe(data, data.eval_draw(args.seed), stats, args.seed, ctx)
+        train_probe = Probe(data, data.train_slice(args.seed), stats, args.seed + 1, ctx)
+        dataset = MicroBatches(data, stats, s.layout, args.seed, args.image_augment)
+        batches = iter(loader(dataset, step, args.steps, args.num_workers, args.prefetch_factor,
+                              pin=ctx.device.type == "cuda"))
+        while step < args.steps:
+            t0 = time.perf_counter()
+            metrics = optimizer_step(s, batches, step)
+            if ctx.device.type == "cuda":
+                torch.cuda.synchronize(ctx.device)
+            step += 1
+            log.write("train", step, step_s=time.perf_counter() - t0,
+                      samples=step * args.batch_size, **metrics)
+            last = step == args.steps
+            # Any rank's signal stops every rank at the same step.
+            if distributed.all_sum(ctx, torch.tensor([1.0 if stop.signum else 0.0]))[0] > 0:
+                signum = stop.signum or signal.SIGTERM
+                save_checkpoint(s, step, stats, log)
+                log.event(step, "end", f"stopped by {signal.Signals(signum).name} at step {step}")
+                return 128 + int(signum)
+            if step % args.eval_every == 0 or last:
+                log.write("eval", step, **eval_record(eval_probe, train_probe, s.module,
+                                                      args.eval_dataset_breakdown))
+            if step % args.save_every == 0 or last:
+                save_checkpoint(s, step, stats, log)
+        log.event(step, "end", f"finished at step {step}")
+        return 0
+    except UsageError:
+        raise
+    except Exception as exc:  # logged for the console, then a non-zero exit
+        log.event(step, "error", f"{type(exc).__name__}: {exc}")
+        print(f"engine: {type(exc).__name__}: {exc}", file=sys.stderr)
+        return 1
+    finally:
+        log.close()
+        distributed.teardown()
