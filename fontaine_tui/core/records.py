@@ -241,7 +241,7 @@ class RunStore:
         if isinstance(rec, TrainPoint):
             self._add_train(rec)
         elif isinstance(rec, Probe):
-            self._rewind(rec.step - 1)
+            self._rewind(rec.step)
             self.probes[rec.step] = rec
         elif isinstance(rec, Event):
             self.events.append(rec)

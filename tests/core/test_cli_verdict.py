@@ -1,0 +1,74 @@
+"""`fontaine-tui verdict` and `presets` as a user runs them."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+from fontaine_tui.cli import main
+from tests.logs import RIGONLY_LIKE, write_log
+
+
+def test_verdict_text_shows_both_rules_side_by_side(tmp_path, capsys):
+    log = write_log(tmp_path / "train_log.jsonl", probes=RIGONLY_LIKE)
+    assert main(["verdict", str(log), "--preset", "demosonly_1gpu"]) == 4
+    out = capsys.readouterr().out
+    header = next(line for line in out.splitlines() if "raw rule" in line)
+    assert "scale-adjusted" in header
+    reads = next(line for line in out.splitlines() if line.startswith("reads"))
+    assert reads.split()[1:] == ["AMBIGUOUS", "AMBIGUOUS"]
+    assert "VERDICT: AMBIGUOUS  [final]" in out
+    assert "Rigonly-class" in out
+
+
+def test_verdict_json_and_at_step(tmp_path, capsys):
+    log = write_log(tmp_path / "train_log.jsonl", probes=RIGONLY_LIKE)
+    assert main(["verdict", str(log), "--preset", "demosonly_1gpu", "--json",
+                 "--at-step", "750"]) == 14
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["provisional"] is True and doc["read_step"] == 750
+    assert doc["verdict"] == "AMBIGUOUS"
+
+
+def test_verdict_on_a_run_folder_uses_prereg(tmp_path, capsys, demosonly):
+    write_log(tmp_path / "train_log.jsonl", probes=RIGONLY_LIKE)
+    (tmp_path / "prereg.json").write_text(json.dumps(
+        {"preset": dict(demosonly.canonical), "preset_name": "demosonly_1gpu"}))
+    assert main(["verdict", str(tmp_path)]) == 4
+    assert demosonly.sha256[:12] in capsys.readouterr().out
+
+
+def test_bad_inputs_exit_2_with_one_line(tmp_path, capsys):
+    log = write_log(tmp_path / "train_log.jsonl", probes=RIGONLY_LIKE)
+    cases = [
+        ["verdict", str(tmp_path / "missing.jsonl"), "--preset", "demosonly_1gpu"],
+        ["verdict", str(log), "--preset", "no_such_preset"],
+        ["verdict", str(log), "--preset", "demosonly_1gpu", "--at-step", "600"],
+        ["verdict", str(log)],
+        ["presets", "show"],
+    ]
+    for argv in cases:
+        assert main(argv) == 2, argv
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1 and err.startswith("fontaine-tui: error:"), err
+
+
+def test_installed_command_exit_codes(tmp_path):
+    healthy = write_log(tmp_path / "h.jsonl", probes={250: (3.4623, 3.6), 500: (3.0, 3.1),
+                                                      1000: (3.1, 3.1)})
+    drift = write_log(tmp_path / "d.jsonl", probes={250: (3.4623, 3.6), 500: (3.0, 3.1),
+                                                    1000: (4.5, 3.1)})
+    codes = [subprocess.run([sys.executable, "-m", "fontaine_tui", "verdict", str(p), "--preset",
+                             "demosonly_1gpu"], capture_output=True, timeout=60).returncode
+             for p in (healthy, drift)]
+    assert codes == [0, 3]
+
+
+def test_presets_list_and_show(capsys):
+    assert main(["presets"]) == 0
+    out = capsys.readouterr().out
+    assert "demosonly_1gpu" in out and "smoke" in out
+    assert main(["presets", "show", "demosonly_1gpu"]) == 0
+    out = capsys.readouterr().out
+    assert "sha256 (canonical form):" in out and "[recipe]" in out
