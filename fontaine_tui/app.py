@@ -1,0 +1,216 @@
+"""The console: modes, bindings, app-wide reactives and the workers that feed them."""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import time
+from collections.abc import Callable, Iterable
+from pathlib import Path
+
+from textual import work
+from textual.app import App, SystemCommand
+from textual.binding import Binding
+from textual.reactive import reactive
+from textual.worker import Worker, WorkerState
+
+from fontaine_tui.core.presets import Preset
+from fontaine_tui.screens import actions
+from fontaine_tui.screens.dialogs import NoteDialog, QuitDialog
+from fontaine_tui.screens.help import HelpScreen
+from fontaine_tui.screens.monitor import MonitorScreen
+from fontaine_tui.screens.probes import ProbesScreen
+from fontaine_tui.screens.runs import RunsScreen
+from fontaine_tui.screens.session import RunView, Session
+from fontaine_tui.screens.verdict import VerdictScreen
+
+FRAME_S = 0.25  # at most four redraws a second, however fast lines arrive
+TELEMETRY_S = 2.0
+POLL_S = 1.0
+
+
+class FontaineApp(App[int]):
+    CSS_PATH = "app.tcss"
+    TITLE = "fontaine-tui"
+    MODES = {"monitor": MonitorScreen, "probes": ProbesScreen, "verdict": VerdictScreen,
+             "runs": RunsScreen}
+    BINDINGS = [
+        Binding("m", "switch_mode('monitor')", "Monitor", id="mode.monitor",
+                tooltip="Progress, losses, telemetry, warnings, engine output"),
+        Binding("p", "switch_mode('probes')", "Probes", id="mode.probes",
+                tooltip="Delta chart against comparators and bounds; probes table"),
+        Binding("v", "switch_mode('verdict')", "Verdict", id="mode.verdict",
+                tooltip="Raw and scale-adjusted rules, combined verdict, ledger, review"),
+        Binding("r", "switch_mode('runs')", "Runs", id="mode.runs",
+                tooltip="Runs in the babysit registry; attach to one"),
+        Binding("question_mark", "help", "Help", key_display="?", id="app.help",
+                tooltip="List every key binding"),
+        Binding("q", "quit", "Quit", id="app.quit",
+                tooltip="Quit; with a launched run alive, asks: stop it or detach"),
+    ]
+
+    view: reactive[RunView | None] = reactive(None, always_update=True, init=False)
+    scaled: reactive[bool] = reactive(False)
+    read_step: reactive[int | None] = reactive(None)
+    telemetry_snapshot: reactive[object] = reactive(None, always_update=True)
+    tail_total: reactive[int] = reactive(0)
+    review_status: reactive[str] = reactive("")
+
+    def __init__(self, session: Session, *, telemetry: Callable[[], object] | None = None,
+                 clock: Callable[[], float] = time.time, registry: object = None,
+                 start_mode: str = "monitor", frame_s: float = FRAME_S) -> None:
+        super().__init__()
+        self.session = session
+        self.telemetry = telemetry
+        self.telemetry_reason = "" if telemetry else (
+            "replay: no live machine" if session.kind == "replay" else "no sampler given")
+        self.clock = clock
+        self.registry = registry
+        self.registry_reason = "no registry given"
+        self.start_mode = start_mode
+        self.frame_s = frame_s
+        self.frames = 0
+        self._frame_timer = None
+
+    # -- lifecycle -------------------------------------------------------------------------
+
+    def on_mount(self) -> None:
+        self.session.read_ledger()
+        self.view = self.session.view()
+        self.switch_mode(self.start_mode)
+        self.start_following()
+        if self.session.process is not None:
+            self.set_interval(POLL_S, self._poll_process)
+        if self.telemetry is not None:
+            self.sample_telemetry()
+            self.set_interval(TELEMETRY_S, self.sample_telemetry)
+
+    async def on_unmount(self) -> None:
+        await self.session.source.close()  # type: ignore[attr-defined]
+
+    def start_following(self) -> None:
+        self.follow_log()
+        self.follow_tail()
+
+    @work(exclusive=True, group="follow")
+    async def follow_log(self) -> None:
+        async for batch in self.session.source.follow():  # type: ignore[attr-defined]
+            if self.session.apply(batch):
+                self.schedule_frame()
+
+    @work(exclusive=True, group="tail")
+    async def follow_tail(self) -> None:
+        async for batch in self.session.source.follow("engine.out.log"):  # type: ignore[attr-defined]
+            if self.session.apply_tail(batch):
+                self.tail_total = self.session.tail_total
+
+    def schedule_frame(self) -> None:
+        """Coalesce every batch that lands within one frame into one redraw."""
+        if self._frame_timer is None:
+            self._frame_timer = self.set_timer(self.frame_s, self._frame)
+
+    def _frame(self) -> None:
+        self._frame_timer = None
+        self.frames += 1
+        self.session.update_warnings(self.telemetry_snapshot, self.clock())
+        self.view = self.session.view()
+
+    def _poll_process(self) -> None:
+        if self.session.poll_process():
+            self.notify(f"engine {self.session.view().status}", severity="warning")
+            self.schedule_frame()
+
+    @work(exclusive=True, group="telemetry")
+    async def sample_telemetry(self) -> None:
+        fn = self.telemetry
+        if fn is None:
+            return
+        result = fn() if inspect.iscoroutinefunction(fn) else await asyncio.to_thread(fn)
+        if inspect.isawaitable(result):
+            result = await result
+        self.telemetry_snapshot = result
+
+    def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
+        """Every worker failure lands here: shown, never a traceback over the screen."""
+        if event.state == WorkerState.ERROR:
+            err = event.worker.error
+            msg = f"{event.worker.group}: {type(err).__name__}: {err}"
+            self.session.note = msg
+            self.notify(msg, severity="error", timeout=10)
+            self.schedule_frame()
+
+    # -- actions -------------------------------------------------------------------------
+
+    def action_toggle_scale(self) -> None:
+        self.scaled = not self.scaled
+
+    def action_step_read(self, delta: int) -> None:
+        if self.view is not None:
+            self.read_step = actions.step_read(self.view, self.read_step, delta)
+
+    def action_live_read(self) -> None:
+        self.read_step = None
+
+    def action_review(self, action: str, note: str = "") -> None:
+        self.review_status = actions.review(self, action, note)
+
+    def action_note(self) -> None:
+        def done(text: str | None) -> None:
+            if text:
+                self.action_review("note", text)
+
+        self.push_screen(NoteDialog(), done)
+
+    @work(exclusive=True, group="export")
+    async def action_export(self) -> None:
+        self.review_status = await actions.export(self)
+
+    def action_help(self) -> None:
+        self.push_screen(HelpScreen())
+
+    async def action_quit(self) -> None:
+        if not self.session.process_alive:
+            self.exit(0)
+            return
+
+        def done(choice: str | None) -> None:
+            if choice == "stop":
+                self.session.process.stop()  # type: ignore[union-attr]
+                self.exit(0, message="stopped the run")
+            elif choice == "detach":
+                self.exit(0, message="detached; the run keeps going (see `fontaine-tui runs`)")
+
+        self.push_screen(QuitDialog(getattr(self.session.process, "pid", None)), done)
+
+    def attach_folder(self, folder: str) -> None:
+        actions.attach_folder(self, Path(folder))
+
+    def registry_entries(self) -> list[actions.RunEntry]:
+        return actions.registry_entries(self)
+
+    def get_system_commands(self, screen) -> Iterable[SystemCommand]:
+        yield from super().get_system_commands(screen)
+        yield from actions.palette_commands(self)
+
+
+def make_app(*, source: object, preset: Preset, telemetry: Callable[[], object] | None = None,
+             clock: Callable[[], float] = time.time, process: object = None,
+             registry: object = None, kind: str | None = None, folder: Path | None = None,
+             start_mode: str = "monitor", frame_s: float = FRAME_S) -> FontaineApp:
+    """The console over any record source; tests inject a replay, a clock and telemetry."""
+    if kind is None:
+        kind = ("launch" if process is not None else
+                "replay" if type(source).__name__ == "ReplayRun" else "attach")
+    session = Session(source, preset, kind, process, folder)
+    return FontaineApp(session, telemetry=telemetry, clock=clock, registry=registry,
+                       start_mode=start_mode, frame_s=frame_s)
+
+
+def run_console(*, source: object, preset: Preset, mode: str, process: object = None,
+                registry: object = None, clock: Callable[[], float] = time.time,
+                telemetry: Callable[[], object] | None = None) -> int:
+    """Run the console in this terminal until quit; `mode` is launch, attach or replay."""
+    app = make_app(source=source, preset=preset, telemetry=telemetry, clock=clock,
+                   process=process, registry=registry, kind=mode)
+    app.run()
+    return int(app.return_code or 0)

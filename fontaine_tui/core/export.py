@@ -1,0 +1,79 @@
+"""Export a read: verdict.json (atomically) and an overlay chart PNG (matplotlib, optional)."""
+
+from __future__ import annotations
+
+import io
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+from fontaine_tui.core.atomic import atomic_write
+from fontaine_tui.core.series import ChartSpec
+from fontaine_tui.core.verdict import Verdict
+
+CHART_HINT = "pip install 'fontaine-tui[chart]'"
+CHART_NAME = "disc_overlay.png"
+# plotext colour names as matplotlib colours (yellow is unreadable on white paper)
+_COLORS = {"yellow": "darkgoldenrod", "cyan": "tab:cyan", "magenta": "tab:purple",
+           "green": "tab:green", "red": "tab:red", "blue": "tab:blue"}
+
+
+@dataclass(frozen=True, slots=True)
+class ExportResult:
+    verdict_path: Path
+    chart_path: Path | None
+    chart_message: str  # why there is no chart, and how to get one
+
+
+def write_verdict(path: str | Path, verdict: Verdict) -> Path:
+    path = Path(path)
+    atomic_write(path, json.dumps(verdict.to_json(), indent=2) + "\n")
+    return path
+
+
+def render_png(spec: ChartSpec) -> bytes:
+    """The chart spec drawn by matplotlib; ImportError when the `chart` extra is missing."""
+    import matplotlib
+
+    matplotlib.use("Agg", force=True)
+    from matplotlib.figure import Figure
+
+    fig = Figure(figsize=(9, 5), dpi=110)
+    ax = fig.add_subplot()
+    for c in spec.curves:
+        color = _COLORS.get(c.color, c.color)
+        if c.points:
+            ax.scatter(c.xs, c.ys, color=color, label=c.label, zorder=3)
+        else:
+            ax.plot(c.xs, c.ys, color=color, label=c.label, marker="o" if len(c.xs) < 20 else None)
+    for h in spec.hlines:
+        ax.axhline(h.y, color=_COLORS.get(h.color, h.color), linestyle="--", label=h.label)
+    for m in spec.marks:
+        ax.scatter([m.x], [m.y], color=_COLORS.get(m.color, m.color), marker="D", zorder=3)
+        ax.annotate(m.label, (m.x, m.y), textcoords="offset points", xytext=(-6, 4),
+                    ha="right", fontsize=8)
+    if spec.xlim:
+        ax.set_xlim(*spec.xlim)
+    ax.set_title(spec.title, fontsize=10)
+    ax.set_xlabel(spec.xlabel)
+    ax.set_ylabel(spec.ylabel)
+    if spec.note:
+        ax.text(0.01, 0.01, spec.note, transform=ax.transAxes, fontsize=8)
+    ax.legend(fontsize=8, loc="upper left")
+    ax.grid(alpha=0.3)
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png")
+    return buf.getvalue()
+
+
+def export(folder: str | Path, verdict: Verdict, spec: ChartSpec) -> ExportResult:
+    """verdict.json always; the PNG when matplotlib is installed, else a hint how to get it."""
+    folder = Path(folder)
+    vpath = write_verdict(folder / "verdict.json", verdict)
+    try:
+        png = render_png(spec)
+    except ImportError:
+        return ExportResult(vpath, None, f"no chart image: matplotlib is missing ({CHART_HINT})")
+    cpath = folder / CHART_NAME
+    atomic_write(cpath, png)
+    return ExportResult(vpath, cpath, "")

@@ -1,0 +1,43 @@
+"""Probes mode: delta(s) against banked comparators and bounds, and the probes table."""
+
+from __future__ import annotations
+
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.content import Content
+from textual.widgets import Footer, Static
+
+from fontaine_tui.core.series import probes_chart
+from fontaine_tui.screens.base import ViewScreen
+from fontaine_tui.screens.session import RunView
+from fontaine_tui.widgets.chart import Chart
+from fontaine_tui.widgets.probes_table import ProbesTable
+
+
+class ProbesScreen(ViewScreen):
+    TITLE = "probes"
+    BINDINGS = [
+        Binding("s", "app.toggle_scale", "Raw/scaled", id="probes.toggle_scale",
+                tooltip="Switch the chart between raw and scale-adjusted units"),
+    ]
+
+    def compose(self) -> ComposeResult:
+        yield Chart(id="probes-chart")
+        yield Static(id="probes-note")
+        yield ProbesTable(id="probes-table")
+        yield Footer()
+
+    def on_mount(self) -> None:
+        super().on_mount()
+        self.watch(self.app, "scaled", lambda _: self.on_screen_resume())
+
+    def draw(self, view: RunView) -> None:
+        scaled = bool(getattr(self.app, "scaled", False))
+        spec = probes_chart(view.store, view.preset, view.verdicts, view.latest, scaled)
+        self.query_one("#probes-chart", Chart).show(spec)
+        mode = "scale-adjusted" if scaled else "raw"
+        self.query_one("#probes-note", Static).update(Content.assemble(
+            ("units: ", "$text-muted"), (mode, "bold"), ("  (s toggles)  ", "$text-muted"),
+            spec.note, ("  comparators are banked endpoint deltas, drawn at the endpoint",
+                        "$text-muted")))
+        self.query_one(ProbesTable).show(view.rows)

@@ -1,0 +1,36 @@
+"""Runs mode: the babysit registry; enter attaches the console to the selected run."""
+
+from __future__ import annotations
+
+from textual.app import ComposeResult
+from textual.content import Content
+from textual.widgets import DataTable, Footer, Static
+
+from fontaine_tui.screens.base import ViewScreen
+from fontaine_tui.screens.session import RunView
+
+
+class RunsScreen(ViewScreen):
+    TITLE = "runs"
+
+    def compose(self) -> ComposeResult:
+        yield Static(id="runs-title")
+        yield DataTable(id="runs-table", cursor_type="row", zebra_stripes=True)
+        yield Footer()
+
+    def draw(self, view: RunView) -> None:
+        entries = self.app.registry_entries()  # type: ignore[attr-defined]
+        table = self.query_one(DataTable)
+        table.clear(columns=True)
+        table.add_columns("run", "folder", "pid", "state", "launched")
+        for e in entries:
+            table.add_row(e.name, e.folder, str(e.pid or "—"), e.state, e.launched,
+                          key=e.folder)
+        title = (f"{len(entries)} run(s) in the registry; enter attaches to one"
+                 if entries else self.app.registry_reason)  # type: ignore[attr-defined]
+        self.query_one("#runs-title", Static).update(Content.assemble(
+            ("watching: ", "$text-muted"), (view.label, "bold"), "\n", title))
+
+    def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
+        if event.row_key.value:
+            self.app.attach_folder(event.row_key.value)  # type: ignore[attr-defined]

@@ -1,0 +1,195 @@
+"""The console's model: one run's store, ledger and verdicts, and the one place that calls
+core (follow, verdict, ledger, prereg, warnings, registry). Screens render `RunView`s."""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from fontaine_tui.core import series
+from fontaine_tui.core.errors import InputError
+from fontaine_tui.core.presets import Amendment, Preset
+from fontaine_tui.core.records import RunStore, ingest_lines
+from fontaine_tui.core.runfolder import RunFolder
+from fontaine_tui.core.verdict import Verdict, compute_verdict, verdict_series
+
+TAIL_LINES = 400
+
+
+@dataclass(frozen=True, slots=True)
+class Ledger:
+    launched_at: str
+    preset_sha256: str
+    hash_status: str  # "matches prereg.json", "bounds changed after launch: ...", or why unknown
+    hash_ok: bool | None
+    amendments: tuple[Amendment, ...]
+    error: str = ""
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class RunView:
+    """Everything a screen shows at one moment; rebuilt at most a few times a second."""
+
+    version: int
+    name: str
+    label: str
+    preset: Preset
+    status: str
+    store: RunStore
+    progress: series.Progress
+    verdicts: tuple[Verdict, ...]
+    latest: Verdict
+    rows: tuple[series.ProbeRow, ...]
+    ledger: Ledger
+    warnings: tuple[object, ...]
+    note: str
+
+    def verdict_at(self, step: int | None) -> Verdict:
+        """The read at a probe step; the latest read when `step` is None or not a probe."""
+        if step is not None:
+            for v in self.verdicts:
+                if v.read_step == step:
+                    return v
+        return self.latest
+
+
+def folder_of(source: object) -> Path | None:
+    """Where review.jsonl and verdict.json go: the run folder, or the replayed log's folder."""
+    folder = getattr(source, "folder", None)
+    if folder is not None:
+        return Path(folder)
+    log = getattr(source, "log", None) or getattr(source, "path", None)
+    return Path(log).parent if log is not None else None
+
+
+class Session:
+    def __init__(self, source: object, preset: Preset, kind: str, process: object = None,
+                 folder: Path | None = None) -> None:
+        self.source = source
+        self.preset = preset
+        self.kind = kind  # "launch" | "attach" | "replay"
+        self.process = process
+        self.folder = folder if folder is not None else folder_of(source)
+        self.store = RunStore()
+        self.tail: deque[str] = deque(maxlen=TAIL_LINES)
+        self.tail_total = 0
+        self.note = ""
+        self.exit_code: int | None = None
+        self.ledger = Ledger("", preset.sha256, "no prereg.json read yet", None, ())
+        self.warnings: tuple[object, ...] = ()
+        self.version = 0
+        self._verdict_key: object = None
+        self._verdicts: tuple[Verdict, ...] = ()
+        self._latest: Verdict | None = None
+
+    # -- input ---------------------------------------------------------------------------
+
+    def apply(self, batch: object) -> bool:
+        """Apply one follower batch; True if the store changed."""
+        if getattr(batch, "reset", False):
+            self.store = RunStore()
+            self._verdict_key = None
+        note = getattr(batch, "note", "")
+        if note:
+            self.note = note
+        lines = batch.lines  # type: ignore[attr-defined]
+        if lines:
+            ingest_lines(self.store, lines, batch.first_line)  # type: ignore[attr-defined]
+        self.version += 1
+        return bool(lines) or bool(note) or getattr(batch, "reset", False)
+
+    def apply_tail(self, batch: object) -> int:
+        """Engine output lines, decoded and made literal; returns how many were added."""
+        if getattr(batch, "reset", False):
+            self.tail.clear()
+        lines = batch.lines  # type: ignore[attr-defined]
+        for raw in lines:
+            self.tail.append(series.literal(raw.decode("utf-8", "replace").rstrip("\r")))
+        self.tail_total += len(lines)
+        return len(lines)
+
+    def poll_process(self) -> bool:
+        """True when the launched engine has just exited."""
+        if self.process is None or self.exit_code is not None:
+            return False
+        info = self.process.poll()  # type: ignore[attr-defined]
+        if info is None:
+            return False
+        code = getattr(info, "returncode", getattr(info, "code", info))
+        self.exit_code = code if isinstance(code, int) else -1
+        self.version += 1
+        return True
+
+    @property
+    def process_alive(self) -> bool:
+        return self.process is not None and self.exit_code is None and self.process.poll() is None  # type: ignore[attr-defined]
+
+    def update_warnings(self, telemetry: object, now: float) -> None:
+        """Re-evaluate the warning rules (core.warnings) on the store and telemetry."""
+        from fontaine_tui.screens import warnings_adapter
+
+        self.warnings = warnings_adapter.evaluate(self, telemetry, now)
+
+    # -- ledger --------------------------------------------------------------------------
+
+    def read_ledger(self) -> None:
+        """prereg.json (hash check) and amendments.jsonl from the run folder, when local."""
+        if self.folder is None:
+            self.ledger = Ledger("", self.preset.sha256, "no run folder (log only)", None, ())
+            return
+        rf = RunFolder(self.folder)
+        amendments: tuple[Amendment, ...] = ()
+        error = ""
+        try:
+            from fontaine_tui.core.ledger import read_amendments
+
+            amendments = tuple(read_amendments(rf))
+        except InputError as exc:
+            error = str(exc)
+        launched, status, ok = "", "no prereg.json beside the log", None
+        if rf.prereg.exists():
+            try:
+                from fontaine_tui.core.prereg import compare, read_prereg
+
+                pr = read_prereg(rf)
+                launched = pr.launched_at
+                change = compare(pr, self.preset)
+                status, ok = ("matches prereg.json", True) if change is None else (
+                    change.message, False)
+            except InputError as exc:
+                status, ok = str(exc), False
+        self.ledger = Ledger(launched, self.preset.sha256, status, ok, amendments, error)
+        self._verdict_key = None
+        self.version += 1
+
+    # -- output --------------------------------------------------------------------------
+
+    def _read_verdicts(self) -> tuple[tuple[Verdict, ...], Verdict]:
+        st = self.store
+        key = (id(st), tuple(st.probes), len(st.superseded), self.ledger.amendments)
+        if key != self._verdict_key or self._latest is None:
+            am = self.ledger.amendments
+            self._verdicts = tuple(verdict_series(st, self.preset, am))
+            self._latest = compute_verdict(st, self.preset, None, am)
+            self._verdict_key = key
+        return self._verdicts, self._latest
+
+    def ended(self) -> bool:
+        ev = self.store.events
+        return bool(ev) and ev[-1].event == "end"
+
+    def view(self) -> RunView:
+        verdicts, latest = self._read_verdicts()
+        st = self.store
+        status = series.run_status(self.kind, self.exit_code, bool(st.steps), self.ended())
+        meta = st.metas[-1].run if st.metas else ""
+        return RunView(self.version, self.preset.run_name or meta,
+                       str(getattr(self.source, "label", "")), self.preset, status, st,
+                       series.progress(st, self.preset), verdicts, latest,
+                       tuple(series.probe_rows(st, verdicts)), self.ledger, self.warnings,
+                       self.note)
+
+
+Clock = Callable[[], float]

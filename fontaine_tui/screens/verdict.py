@@ -1,0 +1,69 @@
+"""Verdict mode: both rules, the combined verdict, interpretation, ledger, review keys."""
+
+from __future__ import annotations
+
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import VerticalScroll
+from textual.content import Content
+from textual.widgets import Footer, Static
+
+from fontaine_tui.screens.base import ViewScreen
+from fontaine_tui.screens.session import RunView
+from fontaine_tui.widgets.verdict_panel import LedgerPanel, RulesPanel, VerdictBanner
+
+
+class VerdictScreen(ViewScreen):
+    TITLE = "verdict"
+    BINDINGS = [
+        Binding("left,[", "app.step_read(-1)", "Prev read", id="verdict.prev",
+                tooltip="Show the verdict as it read at the previous probe"),
+        Binding("right,]", "app.step_read(1)", "Next read", id="verdict.next",
+                tooltip="Show the verdict as it read at the next probe"),
+        Binding("l", "app.live_read", "Latest", id="verdict.latest",
+                tooltip="Back to the latest read"),
+        Binding("a", "app.review('accept')", "Accept", id="review.accept",
+                tooltip="Append 'accept' for the shown read to review.jsonl"),
+        Binding("f", "app.review('flag')", "Flag", id="review.flag",
+                tooltip="Append 'flag' for the shown read to review.jsonl"),
+        Binding("n", "app.note", "Note", id="review.note",
+                tooltip="Write a note about the shown read into review.jsonl"),
+        Binding("e", "app.export", "Export", id="review.export",
+                tooltip="Write verdict.json and the overlay chart image"),
+    ]
+
+    def compose(self) -> ComposeResult:
+        with VerticalScroll():
+            yield VerdictBanner(id="banner")
+            yield Static(id="reads")
+            yield RulesPanel(id="rules")
+            yield Static(id="interpretation")
+            yield LedgerPanel(id="ledger-panel")
+            yield Static(id="review-status")
+        yield Footer()
+
+    def on_mount(self) -> None:
+        super().on_mount()
+        self.watch(self.app, "read_step", lambda _: self.on_screen_resume())
+        self.watch(self.app, "review_status", lambda _: self.on_screen_resume())
+
+    def draw(self, view: RunView) -> None:
+        step = getattr(self.app, "read_step", None)
+        v = view.verdict_at(step)
+        live = step is None or v is view.latest
+        self.query_one(VerdictBanner).show(v, live)
+        reads: list[tuple[str, str] | str] = [("reads: ", "$text-muted")]
+        for r in view.verdicts:
+            style = "reverse bold" if r.read_step == v.read_step else ""
+            reads += [(f" {r.read_step}:{r.verdict} ", style), " "]
+        if not view.verdicts:
+            reads.append(("no probe yet", "$text-muted"))
+        reads.append(("   ←/→ step through reads, l latest", "$text-muted"))
+        self.query_one("#reads", Static).update(Content.assemble(*reads))
+        self.query_one(RulesPanel).show(v)
+        self.query_one("#interpretation", Static).update(Content.assemble(
+            ("interpretation: ", "bold"), v.interpretation or "—", "\n",
+            ("reason: ", "$text-muted"), v.reason))
+        self.query_one(LedgerPanel).show(v, view.ledger)
+        self.query_one("#review-status", Static).update(
+            Content(str(getattr(self.app, "review_status", ""))))

@@ -1,0 +1,42 @@
+"""The probes table: step, eval MAE, delta, train MAE, train delta, AR CE, per-dataset MAE."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+from textual.widgets import DataTable
+
+from fontaine_tui.core.report import signed
+from fontaine_tui.core.series import ProbeRow
+
+FIXED = ("step", "eval MAE", "delta", "train MAE", "train delta", "eval AR CE")
+
+
+def _num(x: float | None) -> str:
+    if x is None:
+        return "—"
+    return f"{x:.4f}" if math.isfinite(x) else repr(x)
+
+
+class ProbesTable(DataTable):
+    DEFAULT_CSS = """
+    ProbesTable { height: auto; max-height: 12; }
+    """
+
+    def __init__(self, *, id: str | None = None) -> None:
+        super().__init__(id=id, zebra_stripes=True, cursor_type="row")
+        self._key: object = None
+
+    def show(self, rows: Sequence[ProbeRow]) -> None:
+        key = tuple(rows)
+        if key == self._key:
+            return
+        self._key = key
+        datasets = sorted({name for r in rows for name in r.breakdown})
+        self.clear(columns=True)
+        self.add_columns(*FIXED, *datasets)
+        for r in rows:
+            self.add_row(str(r.step), _num(r.eval_mae), signed(r.delta), _num(r.train_mae),
+                         signed(r.train_delta), _num(r.ar_ce),
+                         *(_num(r.breakdown.get(d)) for d in datasets), key=str(r.step))

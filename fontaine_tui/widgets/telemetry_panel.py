@@ -1,0 +1,59 @@
+"""Per-GPU util, memory and power, host RAM, engine RSS/CPU and the data-wait fraction."""
+
+from __future__ import annotations
+
+from textual.content import Content
+from textual.widgets import Static
+
+GIB = 1 << 30
+
+
+def _gib(n: int | None) -> str:
+    return "—" if n is None else f"{n / GIB:.1f}"
+
+
+def _pct(x: float | None, places: int = 0) -> str:
+    return "—" if x is None else f"{x:.{places}f}%"
+
+
+class TelemetryPanel(Static):
+    DEFAULT_CSS = """
+    TelemetryPanel { height: auto; min-height: 5; border: round $panel; padding: 0 1;
+                     border-title-color: $text-muted; }
+    """
+
+    def on_mount(self) -> None:
+        self.border_title = "telemetry"
+
+    def show(self, snap: object, data_frac: float | None, reason: str = "") -> None:
+        """`snap` is a core TelemetrySnapshot, or None with `reason` saying why."""
+        parts: list[tuple[str, str] | str] = []
+        wait = "—" if data_frac is None else f"{data_frac * 100:.1f}%"
+        style = "$error" if data_frac is not None and data_frac > 0.05 else ""
+        if snap is None:
+            parts += [(f"no telemetry ({reason or 'none for this source'})", "$text-muted"), "\n"]
+        else:
+            gpus = getattr(snap, "gpus", None)
+            if gpus:
+                for g in gpus:
+                    used, total = _gib(g.mem_used), _gib(g.mem_total)
+                    power = "—" if g.power_w is None else f"{g.power_w:.0f} W"
+                    parts.append(f"GPU{g.index} {g.name[:20]}  util {_pct(g.util_pct)}  "
+                                 f"mem {used}/{total} GiB  {power}  {g.uuid[:12]}\n")
+            else:
+                parts += [(snap.gpu_status or "no GPU telemetry", "$text-muted"), "\n"]
+            ram = snap.ram
+            if ram is not None:
+                used = ram.total - ram.available
+                parts.append(f"host RAM {_gib(used)}/{_gib(ram.total)} GiB used "
+                             f"({_gib(ram.available)} GiB free, {ram.source})\n")
+            else:
+                parts += [(f"host RAM unknown ({snap.ram_reason})", "$text-muted"), "\n"]
+            proc = snap.process
+            if proc is not None:
+                parts.append(f"engine pid {proc.pid}: RSS {_gib(proc.rss)} GiB, "
+                             f"CPU {_pct(proc.cpu_pct)} ({proc.processes} processes)\n")
+            else:
+                parts += [(f"engine: {snap.process_reason}", "$text-muted"), "\n"]
+        parts += ["data-wait fraction ", (wait, style)]
+        self.update(Content.assemble(*parts))

@@ -1,0 +1,127 @@
+"""The verdict: the combined label, both rules side by side, the interpretation, the ledger."""
+
+from __future__ import annotations
+
+from textual.app import ComposeResult
+from textual.containers import Horizontal, Vertical
+from textual.content import Content
+from textual.widgets import Static
+
+from fontaine_tui.core.report import signed
+from fontaine_tui.core.verdict import (
+    AMBIGUOUS,
+    BY_INSTRUMENT,
+    HEALTHY,
+    SAME_DRIFT,
+    UNDECIDABLE,
+    RuleRead,
+    Verdict,
+)
+
+LABEL_STYLE = {HEALTHY: "bold $success", SAME_DRIFT: "bold $error", AMBIGUOUS: "bold $warning",
+               BY_INSTRUMENT: "bold $warning", UNDECIDABLE: "bold $text-muted"}
+LABEL_CLASS = {HEALTHY: "-healthy", SAME_DRIFT: "-drift", AMBIGUOUS: "-ambiguous",
+               BY_INSTRUMENT: "-ambiguous", UNDECIDABLE: "-undecidable"}
+
+
+def label(text: str) -> tuple[str, str]:
+    return text, LABEL_STYLE.get(text, "bold")
+
+
+class VerdictBanner(Static):
+    """The combined verdict, coloured by class, PROVISIONAL / UNDECIDABLE marked."""
+
+    DEFAULT_CSS = """
+    VerdictBanner { height: 3; content-align: center middle; text-style: bold;
+                    border: heavy $panel; }
+    VerdictBanner.-healthy { border: heavy $success; color: $success; }
+    VerdictBanner.-drift { border: heavy $error; color: $error; }
+    VerdictBanner.-ambiguous { border: heavy $warning; color: $warning; }
+    VerdictBanner.-undecidable { border: heavy $secondary; color: $text-muted; }
+    """
+
+    def show(self, v: Verdict, live: bool) -> None:
+        for cls in set(LABEL_CLASS.values()):
+            self.remove_class(cls)
+        self.add_class(LABEL_CLASS.get(v.verdict, "-undecidable"))
+        status = "PROVISIONAL" if v.provisional else "FINAL"
+        at = f"step {v.read_step}" if v.read_step is not None else "no probe yet"
+        self.border_title = "verdict (latest read)" if live else "verdict (stepping through reads)"
+        self.update(Content.assemble(
+            f"{v.verdict}", "  ", (f"[{status}]", "reverse" if v.provisional else ""),
+            f"  read at {at} of {v.endpoint_step}  delta {signed(v.delta)}"))
+
+
+def _rule_column(title: str, rule: RuleRead | None, absent: str) -> Content:
+    if rule is None:
+        return Content.assemble((title, "bold underline"), "\n", (absent, "$text-muted"))
+    return Content.assemble(
+        (title, "bold underline"), "\n",
+        f"healthy if delta <= {signed(rule.healthy_max)}\n",
+        f"drift   if delta >= {signed(rule.drift_min)}\n",
+        f"delta            {signed(rule.delta)}\n",
+        "reads            ", label(rule.label))
+
+
+class RulesPanel(Horizontal):
+    """Raw rule | scale-adjusted rule, side by side."""
+
+    DEFAULT_CSS = """
+    RulesPanel { height: auto; }
+    RulesPanel > Static { width: 1fr; height: auto; border: round $panel; padding: 0 1; }
+    """
+
+    def compose(self) -> ComposeResult:
+        yield Static(id="raw")
+        yield Static(id="scaled")
+
+    def show(self, v: Verdict) -> None:
+        self.query_one("#raw", Static).update(
+            _rule_column("raw rule", v.raw, v.reason))
+        title = (f"scale-adjusted rule (x{v.scale.value:.3f})" if v.scale is not None
+                 else "scale-adjusted rule")
+        absent = ("no scale amendment in force" if v.raw is not None else v.reason)
+        self.query_one("#scaled", Static).update(_rule_column(title, v.scaled, absent))
+
+
+class LedgerPanel(Vertical):
+    """Preset hash against prereg.json, launch time, amendments and whether each counts."""
+
+    DEFAULT_CSS = """
+    LedgerPanel { height: auto; border: round $panel; padding: 0 1;
+                  border-title-color: $text-muted; }
+    LedgerPanel > Static { height: auto; }
+    """
+
+    def compose(self) -> ComposeResult:
+        yield Static(id="ledger")
+
+    def on_mount(self) -> None:
+        self.border_title = "ledger"
+
+    def show(self, v: Verdict, ledger: object) -> None:
+        ok = getattr(ledger, "hash_ok", None)
+        hash_style = "$success" if ok else ("$error" if ok is False else "$text-muted")
+        parts: list[tuple[str, str] | str] = [
+            f"preset sha256 {v.preset.get('sha256', '')[:16]}  ",
+            (str(getattr(ledger, "hash_status", "")), hash_style), "\n",
+            f"launched {getattr(ledger, 'launched_at', '') or '—'}\n",
+        ]
+        for a in v.amendments:
+            style = "$success" if a.status == "applied" else "$error"
+            parts += [f"amendment {a.id} ({a.kind}, {a.source}",
+                      f", declared {a.declared_at}" if a.declared_at else "", "): ",
+                      (a.status, style), f" — {a.reason}\n"]
+        if not v.amendments:
+            parts.append(("no amendments\n", "$text-muted"))
+        if v.scale is not None:
+            parts.append(f"scale: {v.scale.provenance}\n")
+        corr = v.corroboration
+        if corr:
+            mono = corr.get("monotone_rise")
+            train = corr.get("train_delta")
+            parts.append(
+                f"corroboration (not gates): train-slice delta "
+                f"{signed(train if isinstance(train, float) else None)}; eval rises "
+                f"monotonically: {'n/a' if mono is None else ('yes' if mono else 'no')}")
+        self.query_one("#ledger", Static).update(Content.assemble(*parts))

@@ -1,0 +1,44 @@
+"""Active warnings: severity, since when, the numbers behind each."""
+
+from __future__ import annotations
+
+import time
+
+from textual.content import Content
+from textual.widgets import Static
+
+SEVERITY_STYLE = {"alert": "bold $error", "error": "bold $error", "warn": "bold $warning",
+                  "warning": "bold $warning", "info": "$accent"}
+
+
+def _since(ts: object) -> str:
+    if isinstance(ts, (int, float)):
+        return time.strftime("%H:%M:%S", time.gmtime(ts)) + "Z"
+    return str(ts or "")
+
+
+class WarningsPanel(Static):
+    DEFAULT_CSS = """
+    WarningsPanel { height: auto; min-height: 3; border: round $panel; padding: 0 1;
+                    border-title-color: $text-muted; }
+    """
+
+    def on_mount(self) -> None:
+        self.border_title = "warnings"
+
+    def show(self, warnings: tuple[object, ...], note: str = "") -> None:
+        parts: list[tuple[str, str] | str] = []
+        if not warnings:
+            parts.append(("no warnings", "$text-muted"))
+        for w in warnings:
+            sev = str(getattr(w, "severity", "warn"))
+            numbers = getattr(w, "numbers", None) or {}
+            nums = "  ".join(f"{k}={v:.3g}" if isinstance(v, float) else f"{k}={v}"
+                             for k, v in dict(numbers).items())
+            parts += [(f"{sev.upper():6}", SEVERITY_STYLE.get(sev.lower(), "bold")),
+                      f" {getattr(w, 'rule', '?')} since {_since(getattr(w, 'since', ''))}: ",
+                      str(getattr(w, "message", "")), (f"  {nums}" if nums else "", "$text-muted"),
+                      "\n"]
+        if note:
+            parts += ["\n", ("follower: ", "$text-muted"), note]
+        self.update(Content.assemble(*parts))
