@@ -9,8 +9,8 @@ import sys
 from fontaine_tui.core import runfolder
 from fontaine_tui.core.errors import InputError
 from fontaine_tui.core.presets import load_preset
-from fontaine_tui.core.records import load_log
 from fontaine_tui.core.report import render
+from fontaine_tui.core.store import default_workers, load_log
 from fontaine_tui.core.verdict import EXIT_CODES, PROVISIONAL_OFFSET, compute_verdict
 
 ORDER = 40
@@ -64,7 +64,7 @@ def run(args: argparse.Namespace) -> int:
     log_path, folder = runfolder.locate_log(args.log)
     preset = _preset_for(args, folder)
     try:
-        store = load_log(log_path)
+        store = load_log(log_path, columns=False, workers=default_workers())
     except OSError as exc:
         raise InputError(f"{log_path}: cannot read ({exc.strerror})") from None
     if args.at_step is not None and args.at_step not in store.probes:

@@ -1,0 +1,402 @@
+"""The columnar run store, and reading lines into it (in batches, or a whole file in parallel)."""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+import struct
+from array import array
+from bisect import bisect_left
+from collections.abc import Iterable, Iterator
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass, field
+from operator import itemgetter
+from pathlib import Path
+
+import orjson
+
+from fontaine_tui.core.records import (
+    MALFORMED_KEPT,
+    NAN,
+    TRAIN_FIELDS,
+    Checkpoint,
+    Event,
+    Malformed,
+    Meta,
+    Probe,
+    Record,
+    TrainPoint,
+    _snippet,
+    decode_line,
+    to_record,
+)
+
+COLUMNS = ("time", *TRAIN_FIELDS)
+
+
+@dataclass
+class RunStore:
+    """Everything read from one log, train series stored as columns.
+
+    After a resume the log repeats steps: the later record for a step wins, and the train
+    series and probes of the abandoned timeline past the resume point are dropped (probes are
+    kept in `superseded` so the resume stays visible). With `columns=False` only the steps of
+    train records are kept (enough for a verdict).
+    """
+
+    steps: array = field(default_factory=lambda: array("q"))
+    columns: dict[str, array] = field(default_factory=lambda: {n: array("d") for n in COLUMNS})
+    probes: dict[int, Probe] = field(default_factory=dict)
+    superseded: list[Probe] = field(default_factory=list)
+    metas: list[Meta] = field(default_factory=list)
+    events: list[Event] = field(default_factory=list)
+    checkpoints: list[Checkpoint] = field(default_factory=list)
+    malformed: list[Malformed] = field(default_factory=list)
+    malformed_count: int = 0
+    lines: int = 0
+    records: int = 0
+    ignored: int = 0
+    replaced_steps: int = 0
+    version: int = 0
+    has_columns: bool = True
+
+    # -- ingest -------------------------------------------------------------------------
+
+    def add_malformed(self, line: int, reason: str, raw: bytes = b"") -> None:
+        self.malformed_count += 1
+        if len(self.malformed) < MALFORMED_KEPT:
+            self.malformed.append(Malformed(line, reason, _snippet(raw)))
+
+    def add_line(self, raw: bytes, line: int) -> Record | None:
+        """Parse and apply one complete line; malformed lines are counted, never raised."""
+        self.lines = max(self.lines, line)
+        try:
+            obj = decode_line(raw.rstrip(b"\r"))
+        except ValueError as exc:
+            self.add_malformed(line, str(exc), raw)
+            return None
+        return self.add_object(obj, line, raw)
+
+    def add_object(self, obj: object, line: int, raw: bytes = b"") -> Record | None:
+        if not isinstance(obj, dict):
+            self.add_malformed(line, f"expected a JSON object, got {type(obj).__name__}", raw)
+            return None
+        try:
+            rec = to_record(obj, line)
+        except ValueError as exc:
+            self.add_malformed(line, str(exc), raw or orjson.dumps(obj)[:120])
+            return None
+        if rec is None:
+            self.ignored += 1
+            return None
+        self.add(rec)
+        return rec
+
+    def add(self, rec: Record) -> None:
+        self.records += 1
+        self.version += 1
+        if isinstance(rec, TrainPoint):
+            if self.steps and rec.step <= self.steps[-1]:
+                self._rewind(rec.step - 1)
+            self.steps.append(rec.step)
+            if self.has_columns:
+                cols = self.columns
+                cols["time"].append(rec.time)
+                for name in TRAIN_FIELDS:
+                    cols[name].append(getattr(rec, name))
+        elif isinstance(rec, Probe):
+            self._rewind(rec.step)
+            self.probes[rec.step] = rec
+        elif isinstance(rec, Event):
+            self.events.append(rec)
+            if rec.event == "resume":
+                self._rewind(rec.step)
+        elif isinstance(rec, Checkpoint):
+            self.checkpoints.append(rec)
+        elif isinstance(rec, Meta):
+            self.metas.append(rec)
+
+    def _rewind(self, step: int) -> None:
+        """Drop what the log said about steps after `step` (a resume went back to it)."""
+        steps = self.steps
+        if steps and steps[-1] > step:
+            cut = bisect_left(steps, step + 1)
+            self.replaced_steps += len(steps) - cut
+            del steps[cut:]
+            for col in self.columns.values():
+                del col[cut:]
+        stale = [s for s in self.probes if s > step]
+        for s in sorted(stale):
+            self.superseded.append(self.probes.pop(s))
+
+    # -- queries ------------------------------------------------------------------------
+
+    @property
+    def last_step(self) -> int:
+        candidates = [self.steps[-1]] if self.steps else []
+        if self.probes:
+            candidates.append(max(self.probes))
+        return max(candidates, default=0)
+
+    def train_at(self, index: int) -> TrainPoint:
+        cols = self.columns
+        if not self.has_columns:
+            return TrainPoint(self.steps[index], NAN, *(NAN for _ in TRAIN_FIELDS))
+        return TrainPoint(self.steps[index], cols["time"][index],
+                          *(cols[n][index] for n in TRAIN_FIELDS))
+
+    def last_train(self) -> TrainPoint | None:
+        return self.train_at(len(self.steps) - 1) if self.steps else None
+
+    def probe_steps(self) -> list[int]:
+        return sorted(self.probes)
+
+    @property
+    def resumes(self) -> list[Event]:
+        return [e for e in self.events if e.event == "resume"]
+
+    def counts(self) -> dict[str, int]:
+        return {
+            "lines": self.lines,
+            "records": self.records,
+            "malformed": self.malformed_count,
+            "ignored": self.ignored,
+            "resumes": len(self.resumes),
+            "replaced_steps": self.replaced_steps,
+        }
+
+
+class LineSplitter:
+    """Bytes in, complete lines out; a torn last line waits for its newline."""
+
+    def __init__(self, first_line: int = 1) -> None:
+        self._tail = b""
+        self.next_line = first_line
+        self.consumed = 0  # bytes up to the end of the last complete line
+
+    def feed(self, data: bytes) -> tuple[list[bytes], int]:
+        """Split `data`; returns (complete lines, line number of the first)."""
+        first = self.next_line
+        if not data:
+            return [], first
+        buf = self._tail + data if self._tail else data
+        end = buf.rfind(b"\n")
+        if end < 0:
+            self._tail = buf
+            return [], first
+        self._tail = buf[end + 1 :]
+        lines = buf[:end].split(b"\n")
+        self.next_line += len(lines)
+        self.consumed += end + 1
+        return lines, first
+
+    @property
+    def pending(self) -> bytes:
+        return self._tail
+
+
+# -- parsing a batch of lines ----------------------------------------------------------------
+
+
+@dataclass
+class Parsed:
+    """A batch of lines decoded: train rows as columns, everything else in order."""
+
+    first_line: int
+    last_line: int
+    train_lines: array = field(default_factory=lambda: array("q"))
+    train_steps: array = field(default_factory=lambda: array("q"))
+    columns: dict[str, array] | None = None
+    others: list[tuple[int, object, bytes]] = field(default_factory=list)
+    malformed: list[tuple[int, str, bytes]] = field(default_factory=list)
+
+
+def _decode_slow(raw: bytes) -> object:
+    """The fallback for a line orjson rejects: NaN/Infinity tokens, blank or malformed lines."""
+    if not raw.strip():
+        return _BLANK
+    try:
+        return decode_line(raw.rstrip(b"\r"))
+    except ValueError as exc:
+        return Malformed(0, str(exc), "")
+
+
+_BLANK = object()
+_ROW = itemgetter(*COLUMNS)
+_WIDTH = len(COLUMNS)
+_PACK = struct.Struct(f"{_WIDTH}d").pack
+
+
+def parse_lines(lines: list[bytes], first: int, columns: bool = True) -> Parsed:
+    """Decode complete lines. Blank lines are skipped; bad ones are kept as malformed.
+
+    The hot loop does one decode, one key lookup and one C-level copy of the fields into a
+    flat float array per train line (so no Python float outlives its line); the columns are
+    strided slices of that array. Train lines the fast path cannot take go the slow way.
+    """
+    out = Parsed(first, first + len(lines) - 1)
+    flat = bytearray()
+    keep_step, keep_line = out.train_steps.append, out.train_lines.append
+    others, loads, Error = out.others.append, orjson.loads, orjson.JSONDecodeError
+    for i, raw in enumerate(lines):
+        try:
+            obj = loads(raw)
+        except Error:
+            obj = _decode_slow(raw)
+            if obj is _BLANK:
+                continue
+            if type(obj) is Malformed:
+                out.malformed.append((first + i, obj.reason, raw[:120]))
+                continue
+        try:
+            if obj["kind"] == "train":
+                step = obj["step"]
+                if type(step) is int and step >= 0:
+                    if columns:
+                        flat += _PACK(*_ROW(obj))
+                    keep_step(step)
+                    keep_line(first + i)
+                    continue
+        except (KeyError, TypeError, IndexError, struct.error):
+            pass
+        others((first + i, obj, raw))
+    if columns:
+        values = array("d", bytes(flat))
+        out.columns = {name: values[n::_WIDTH] for n, name in enumerate(COLUMNS)}
+    return out
+
+
+def apply_parsed(store: RunStore, parsed: Parsed, offset: int = 0) -> None:
+    """Apply a parsed batch in line order; runs of train rows that only move forward are
+    appended in bulk, anything that goes back is applied record by record."""
+    store.lines = max(store.lines, parsed.last_line + offset)
+    for line, reason, raw in parsed.malformed:
+        store.add_malformed(line + offset, reason, raw)
+    tlines = parsed.train_lines
+    start = 0
+    for line, obj, raw in parsed.others:
+        end = bisect_left(tlines, line, lo=start)
+        _apply_train_rows(store, parsed, start, end)
+        start = end
+        store.add_object(obj, line + offset, raw)
+    _apply_train_rows(store, parsed, start, len(tlines))
+
+
+def _apply_train_rows(store: RunStore, parsed: Parsed, a: int, b: int) -> None:
+    if a >= b:
+        return
+    steps = parsed.train_steps[a:b]
+    forward = (not store.steps or steps[0] > store.steps[-1]) and all(
+        x < y for x, y in zip(steps, steps[1:], strict=False)
+    )
+    cols = parsed.columns
+    if forward:
+        store.steps.extend(steps)
+        if store.has_columns and cols is not None:
+            for name in COLUMNS:
+                store.columns[name].extend(cols[name][a:b])
+        store.records += b - a
+        store.version += 1
+        return
+    for k in range(a, b):
+        values = (cols[n][k] for n in TRAIN_FIELDS) if cols else (NAN for _ in TRAIN_FIELDS)
+        t = cols["time"][k] if cols else NAN
+        store.add(TrainPoint(parsed.train_steps[k], t, *values))
+
+
+def ingest_lines(store: RunStore, lines: list[bytes], first: int) -> None:
+    """Apply a batch of complete lines (as a follower yields them) to the store."""
+    if lines:
+        apply_parsed(store, parse_lines(lines, first, store.has_columns))
+
+
+# -- whole files -----------------------------------------------------------------------------
+
+CHUNK = 4 << 20
+PARALLEL_MIN_BYTES = 32 << 20
+
+
+def iter_chunks(path: Path, chunk: int = CHUNK, start: int = 0, stop: int | None = None
+                ) -> Iterator[bytes]:
+    with open(path, "rb") as fh:
+        fh.seek(start)
+        left = None if stop is None else stop - start
+        while left is None or left > 0:
+            data = fh.read(chunk if left is None else min(chunk, left))
+            if not data:
+                break
+            if left is not None:
+                left -= len(data)
+            yield data
+
+
+def load_lines(chunks: Iterable[bytes], store: RunStore | None = None) -> RunStore:
+    """Read a whole log from byte chunks; a torn last line is left pending, not counted."""
+    store = store or RunStore()
+    splitter = LineSplitter()
+    for data in chunks:
+        lines, first = splitter.feed(data)
+        ingest_lines(store, lines, first)
+    return store
+
+
+def _parse_range(path: str, start: int, stop: int, columns: bool) -> list[Parsed]:
+    """Worker: parse the complete lines in [start, stop), numbered from 1 within the range."""
+    splitter, out = LineSplitter(), []
+    for data in iter_chunks(Path(path), CHUNK, start, stop):
+        lines, first = splitter.feed(data)
+        if lines:
+            out.append(parse_lines(lines, first, columns))
+    return out
+
+
+def _split_points(path: Path, size: int, parts: int) -> list[int]:
+    """Byte offsets that start lines, splitting the file into `parts` ranges."""
+    points = [0]
+    with open(path, "rb") as fh:
+        for k in range(1, parts):
+            fh.seek(max(size * k // parts, points[-1]))
+            fh.readline()
+            points.append(min(fh.tell(), size))
+    points.append(size)
+    return points
+
+
+def load_log(path: str | Path, columns: bool = True, workers: int = 1,
+             parallel_min_bytes: int = PARALLEL_MIN_BYTES) -> RunStore:
+    """Read a log file into a RunStore. With workers > 1 a large file is parsed in parallel
+    processes (fork; only from a single-threaded caller such as the CLI)."""
+    path = Path(path)
+    store = RunStore(has_columns=columns)
+    size = path.stat().st_size
+    methods = multiprocessing.get_all_start_methods()
+    if workers <= 1 or size < parallel_min_bytes or "fork" not in methods:
+        splitter = LineSplitter()
+        for data in iter_chunks(path):
+            lines, first = splitter.feed(data)
+            if lines:
+                apply_parsed(store, parse_lines(lines, first, columns))
+        return store
+    # Lines that end before the last newline are complete; a torn tail stays unread.
+    with open(path, "rb") as fh:
+        fh.seek(max(0, size - CHUNK))
+        tail = fh.read()
+    complete = size - (len(tail) - tail.rfind(b"\n") - 1) if b"\n" in tail else 0
+    points = _split_points(path, complete, workers)
+    ctx = multiprocessing.get_context("fork")
+    with ProcessPoolExecutor(max_workers=workers, mp_context=ctx) as pool:
+        futures = [pool.submit(_parse_range, str(path), a, b, columns)
+                   for a, b in zip(points, points[1:], strict=False) if b > a]
+        offset = 0
+        for fut in futures:
+            batches = fut.result()
+            for parsed in batches:
+                apply_parsed(store, parsed, offset)
+            if batches:
+                offset += batches[-1].last_line
+    return store
+
+
+def default_workers() -> int:
+    return max(1, min(4, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity")
+                      else (os.cpu_count() or 1)))
