@@ -1,0 +1,154 @@
+"""`launch --plain`: follow a launched run line by line until the engine exits.
+
+For a headless box: records, warnings and the verdict headline as lines of text, then the
+exit recorded in the registry, verdict.json written and the final verdict printed.
+Ctrl-C detaches and leaves the run going (unless --stop-on-exit).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import math
+import sys
+import time
+
+from fontaine_tui.core import warnings as rules
+from fontaine_tui.core.atomic import atomic_write
+from fontaine_tui.core.launcher import EngineProcess, ExitInfo
+from fontaine_tui.core.ledger import read_amendments
+from fontaine_tui.core.prereg import Prereg, utc_iso
+from fontaine_tui.core.presets import Preset
+from fontaine_tui.core.records import Checkpoint, Event, Meta, Probe, RunStore, TrainPoint, load_log
+from fontaine_tui.core.registry import Registry
+from fontaine_tui.core.report import headline, render
+from fontaine_tui.core.runfolder import RunFolder
+from fontaine_tui.core.series import literal
+from fontaine_tui.core.verdict import compute_verdict
+
+DRAIN_S = 1.0  # after the engine exits, how long the follower gets to read the last lines
+
+
+def _num(x: float, places: int = 4) -> str:
+    return f"{x:.{places}f}" if math.isfinite(x) else repr(x)
+
+
+def describe_record(rec: object, steps: int) -> str | None:
+    if isinstance(rec, TrainPoint):
+        data = f"{rec.data_s / rec.step_s:.0%}" if rec.step_s > 0 else "?"
+        return (f"step {rec.step}/{steps}  loss {_num(rec.loss)}  ar_ce {_num(rec.ar_ce)}  "
+                f"flow {_num(rec.flow_loss)}  {_num(rec.step_s, 2)} s/step  data {data}")
+    if isinstance(rec, Probe):
+        return (f"probe step {rec.step}: eval_chunk_mae {_num(rec.eval_chunk_mae)}  "
+                f"train_chunk_mae {_num(rec.train_chunk_mae)}")
+    if isinstance(rec, Checkpoint):
+        return f"checkpoint step {rec.step}: {literal(rec.path)}"
+    if isinstance(rec, Event):
+        return f"event {literal(rec.event)} at step {rec.step}: {literal(rec.detail)}"
+    if isinstance(rec, Meta):
+        return (f"meta: run {literal(rec.run)}, world size {rec.world_size}, device "
+                f"{literal(rec.device)}, host {literal(rec.host)}")
+    return None
+
+
+class PlainWatch:
+    def __init__(self, preset: Preset, folder: RunFolder, engine: EngineProcess,
+                 prereg: Prereg, out=None) -> None:
+        self.preset, self.folder, self.engine, self.prereg = preset, folder, engine, prereg
+        self.out = out or sys.stdout
+        self.store = RunStore()
+        self.book = rules.WarningBook()
+        self.exit: ExitInfo | None = None
+
+    def say(self, text: str) -> None:
+        print(text, file=self.out, flush=True)
+
+    def apply(self, lines: list[bytes], first: int) -> None:
+        steps = int(self.preset.recipe["steps"])
+        probed = False
+        for i, raw in enumerate(lines):
+            if not raw.strip():
+                continue
+            rec = self.store.add_line(raw, first + i)
+            text = describe_record(rec, steps)
+            if text:
+                self.say(text)
+            probed |= isinstance(rec, Probe)
+        if probed:
+            self.say(f"verdict: {headline(self.verdict())}")
+
+    def verdict(self, store: RunStore | None = None):
+        return compute_verdict(store or self.store, self.preset,
+                               amendments=read_amendments(self.folder))
+
+    def check(self) -> ExitInfo | None:
+        from fontaine_tui.core.telemetry import sample
+
+        self.exit = self.engine.poll()
+        telemetry = sample(pid=None if self.exit else self.engine.pid)
+        rules.evaluate(
+            self.book, self.store, self.preset, telemetry, time.time(), self.exit,
+            self.prereg.launched_ts)
+        for w in self.book.last_new:
+            self.say(f"{w.severity}: {w.message}")
+        return self.exit
+
+    async def follow(self, poll_s: float) -> ExitInfo:
+        from fontaine_tui.core.follow import LocalRun
+
+        source = LocalRun(self.folder.root, poll_s=min(poll_s, 0.25))
+
+        async def read() -> None:
+            async for batch in source.follow():
+                if batch.reset:
+                    self.store = RunStore()
+                self.apply(batch.lines, batch.first_line)
+
+        reader = asyncio.create_task(read())
+        try:
+            while (info := await asyncio.to_thread(self.check)) is None:
+                await asyncio.sleep(poll_s)
+            await asyncio.sleep(DRAIN_S)
+            await asyncio.to_thread(self.check)  # the exit-time warnings, on the last lines
+            return info
+        finally:
+            await source.close()
+            reader.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await reader
+
+
+def finish(watch: PlainWatch, registry: Registry, host: str, info: ExitInfo) -> int:
+    """Record the exit, write verdict.json, print the final read."""
+    folder = watch.folder
+    store = load_log(folder.log) if folder.log.exists() else RunStore()  # the whole log, re-read
+    last = max(info.last_step, store.last_step)
+    try:
+        registry.update(folder.root, host, status=info.status, exit_code=info.code,
+                        last_step=last, updated_at=utc_iso(time.time()))
+    except Exception as exc:  # the run's outcome is still printed and written below
+        watch.say(f"warn: exit not recorded in the registry ({exc})")
+    watch.say(info.describe())
+    verdict = watch.verdict(store)
+
+    atomic_write(folder.verdict, json.dumps(verdict.to_json(), indent=2) + "\n")
+    watch.say(render(verdict, str(folder.log)))
+    watch.say(f"verdict.json written to {folder.verdict}")
+    return verdict.exit_code if info.status == "finished" else 1
+
+
+def babysit(preset: Preset, folder: RunFolder, engine: EngineProcess, registry: Registry,
+            host: str, prereg: Prereg, poll_s: float, stop_on_exit: bool) -> int:
+    watch = PlainWatch(preset, folder, engine, prereg)
+    try:
+        info = asyncio.run(watch.follow(poll_s))
+    except KeyboardInterrupt:
+        if not stop_on_exit:
+            watch.say(f"detached: engine pid {engine.pid} keeps running in {folder.root}")
+            watch.say(f"  watch it again: fontaine-tui attach {folder.root}")
+            watch.say(f"  stop it (checkpoints first): kill -INT -{engine.pid}")
+            return 130
+        watch.say(f"stopping engine pid {engine.pid} (SIGINT, then SIGTERM, then SIGKILL)")
+        info = engine.stop()
+    return finish(watch, registry, host, info)

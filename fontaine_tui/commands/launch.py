@@ -1,0 +1,104 @@
+"""`fontaine-tui launch PRESET`: guards, freeze, start, register, then babysit."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+
+from fontaine_tui.core.errors import InputError
+
+ORDER = 10
+EPILOG = ("--plain exits with the verdict's code (as `fontaine-tui verdict`) when the engine "
+          "finished, 1 when it did not, 2 when the launch was refused, 130 when detached by "
+          "Ctrl-C (the run keeps going)")
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("launch", help="check the host, freeze the pre-registration, start and "
+                       "watch a run", description="Check the host, freeze prereg.json, start the "
+                       "engine in its own session, register it, and watch it.", epilog=EPILOG)
+    p.add_argument("preset", help="preset name or path")
+    p.add_argument("--resume", action="store_true",
+                   help="continue the run in its folder from its newest checkpoint")
+    p.add_argument("--output-dir", metavar="DIR", help="run folder (default: the preset's "
+                   "run.output_dir, relative to the current folder)")
+    p.add_argument("--plain", action="store_true",
+                   help="print records, warnings and the verdict line by line (no console)")
+    p.add_argument("--yes-ram", action="store_true",
+                   help="launch even if the RAM check would refuse")
+    p.add_argument("--stop-on-exit", action="store_true",
+                   help="with --plain: Ctrl-C stops the engine instead of detaching")
+    p.add_argument("--poll", type=float, default=2.0, metavar="S",
+                   help="seconds between process/telemetry polls (default 2)")
+    p.set_defaults(func=run)
+
+
+def prepare(preset_name: str, output_dir: str | None, resume: bool, yes_ram: bool,
+            registry=None):
+    """Everything before starting: (preset, folder, findings, argv, registry). Writes nothing."""
+    from fontaine_tui.core import guards
+    from fontaine_tui.core.host import hostname
+    from fontaine_tui.core.launcher import build_argv, pid_alive, run_dir
+    from fontaine_tui.core.presets import load_preset
+    from fontaine_tui.core.registry import Registry
+    from fontaine_tui.core.runfolder import RunFolder
+    from fontaine_tui.core.telemetry import sample
+
+    preset = load_preset(preset_name)
+    folder = RunFolder(run_dir(preset, output_dir).resolve())
+    registry = registry or Registry()
+    entry = registry.find(folder.root, hostname())
+    running = (entry.pid if entry is not None and entry.status in ("running", "attached")
+               and pid_alive(entry.pid, entry.pid_started or None) else None)
+    telemetry = sample()
+    findings = guards.check_all(preset, folder, telemetry, resume=resume, yes_ram=yes_ram,
+                                running_pid=running)
+    return preset, folder, findings, build_argv(preset, folder.root, resume), registry, telemetry
+
+
+def run(args: argparse.Namespace) -> int:
+    from fontaine_tui.core import guards
+    from fontaine_tui.core.host import hostname
+    from fontaine_tui.core.launcher import EngineProcess
+    from fontaine_tui.core.prereg import freeze, read_prereg, utc_iso
+    from fontaine_tui.core.registry import Entry
+
+    if args.poll <= 0:
+        raise InputError(f"--poll: expected a positive number of seconds, got {args.poll}")
+    preset, folder, findings, argv, registry, _ = prepare(
+        args.preset, args.output_dir, args.resume, args.yes_ram)
+    for f in findings:
+        if f.level in ("warn", "info"):
+            print(f"{f.level}: {f.message}", file=sys.stderr)
+    if (why := guards.refusal(findings)) is not None:
+        raise InputError(why)
+    folder.root.mkdir(parents=True, exist_ok=True)
+    host = hostname()
+    prereg = read_prereg(folder) if args.resume else freeze(folder, preset, argv, host)
+    engine = EngineProcess.start(argv, folder)
+    entry = Entry(name=preset.run_name, run_dir=str(folder.root), host=host, preset=preset.name,
+                  preset_sha256=prereg.preset_sha256, pid=engine.pid,
+                  pid_started=engine.started or 0.0, launched_at=prereg.launched_at,
+                  status="running", last_step=0, poll_cadence_s=args.poll,
+                  updated_at=utc_iso(time.time()))
+    try:
+        registry.upsert(entry)
+    except (InputError, OSError) as exc:
+        print(f"warn: run not registered ({exc})", file=sys.stderr)
+    what = "resumed" if args.resume else "launched"
+    print(f"{what} {preset.name}: engine pid {engine.pid} in {folder.root} "
+          f"(prereg sha256 {prereg.preset_sha256[:12]}, launched {prereg.launched_at})",
+          flush=True)
+    if not args.plain:
+        try:
+            from fontaine_tui.app import run_console
+            from fontaine_tui.core.follow import LocalRun
+        except ImportError as exc:  # pragma: no cover - the console lands separately
+            print(f"no console ({exc}); following with --plain", file=sys.stderr)
+        else:
+            return run_console(source=LocalRun(folder.root), preset=preset, mode="launch",
+                               process=engine, registry=registry)
+    from fontaine_tui.commands._plain import babysit
+
+    return babysit(preset, folder, engine, registry, host, prereg, args.poll, args.stop_on_exit)

@@ -1,0 +1,178 @@
+"""Host guards: is this launch safe? Pure checks over a preset, a telemetry snapshot and the
+run folder; each answers with findings, and any "refuse" finding stops the launch."""
+
+from __future__ import annotations
+
+import math
+import os
+from dataclasses import dataclass
+
+from fontaine_tui.core.launcher import newest_checkpoint
+from fontaine_tui.core.presets import Preset
+from fontaine_tui.core.runfolder import RunFolder
+from fontaine_tui.core.telemetry import TelemetrySnapshot
+
+GIB = 1 << 30
+MIB = 1 << 20
+# RAM the engine needs, per piece (estimates measured on the tiny/small engine, rounded up;
+# RSS counts pages shared with the parent, so the sum errs on the safe side).
+RANK_BYTES = 800 * MIB  # one training process: torch, transformers, model, corpus mmap pages
+WORKER_BYTES = 400 * MIB  # one DataLoader worker process
+SAMPLE_BYTES = 16 << 10  # one prefetched sample: 32x32x3 float image, actions, flow noise
+LEVELS = ("ok", "info", "warn", "refuse")
+
+
+@dataclass(frozen=True, slots=True)
+class Finding:
+    check: str  # "gpu" | "ram" | "folder" | "bounds"
+    level: str  # one of LEVELS
+    message: str
+
+
+@dataclass(frozen=True, slots=True)
+class RamEstimate:
+    bytes: int
+    formula: str
+
+
+def gib(n: float) -> str:
+    return f"{n / GIB:.1f} GiB"
+
+
+def ram_estimate(preset: Preset) -> RamEstimate:
+    """RAM implied by the platform knobs: per rank, the process plus its loader workers, each
+    holding prefetch_factor micro-batches in flight."""
+    nproc = int(preset.platform["nproc"])
+    workers = int(preset.platform["num_workers"])
+    prefetch = int(preset.platform["prefetch_factor"])
+    micro = int(preset.recipe["batch_size"]) // int(preset.recipe["backward_chunks"]) // nproc
+    per_worker = WORKER_BYTES + prefetch * micro * SAMPLE_BYTES
+    total = nproc * (RANK_BYTES + workers * per_worker)
+    formula = (f"{nproc} rank(s) x ({RANK_BYTES // MIB} MiB + {workers} workers x "
+               f"({WORKER_BYTES // MIB} MiB + prefetch {prefetch} x micro-batch {micro} x "
+               f"{SAMPLE_BYTES >> 10} KiB))")
+    return RamEstimate(total, formula)
+
+
+def check_ram(preset: Preset, telemetry: TelemetrySnapshot, yes_ram: bool = False) -> Finding:
+    ram = telemetry.ram
+    if ram is None:
+        return Finding("ram", "warn", f"cannot check host RAM: {telemetry.ram_reason}")
+    est = ram_estimate(preset)
+    alert = float(preset.gates["ram_alert_frac"]) * ram.total
+    warn = float(preset.gates["ram_warn_frac"]) * ram.total
+    left = ram.available - est.bytes
+    numbers = (f"the platform knobs imply ~{gib(est.bytes)} [{est.formula}]; "
+               f"{gib(ram.available)} available of {gib(ram.total)} ({ram.source})")
+    if left < alert:
+        if yes_ram:
+            return Finding("ram", "warn", f"RAM: {numbers}; launching anyway (--yes-ram)")
+        return Finding("ram", "refuse",
+                       f"RAM: {numbers}, which would leave under "
+                       f"{float(preset.gates['ram_alert_frac']):.0%} free; lower "
+                       f"platform.num_workers / prefetch_factor, or --yes-ram to launch anyway")
+    if left < warn:
+        return Finding("ram", "warn", f"RAM: {numbers}: under "
+                       f"{float(preset.gates['ram_warn_frac']):.0%} would be left free")
+    return Finding("ram", "ok", f"RAM: {numbers}")
+
+
+def check_gpus(preset: Preset, telemetry: TelemetrySnapshot, own_pid: int | None = None
+               ) -> list[Finding]:
+    device = str(preset.platform["device"])
+    nproc = int(preset.platform["nproc"])
+    if device == "cpu":
+        return [Finding("gpu", "info", "device cpu: no GPU is used")]
+    gpus = telemetry.gpus
+    if gpus is None:
+        level = "warn" if device == "cuda" else "info"
+        return [Finding("gpu", level, f"{telemetry.gpu_status}: cannot check that GPUs are free"
+                        + ("; device auto will run on CPU if CUDA sees none"
+                           if device == "auto" else ""))]
+    if nproc > len(gpus):
+        return [Finding("gpu", "refuse", f"GPU: platform.nproc = {nproc} but only {len(gpus)} "
+                        f"GPU(s) are visible (CUDA_VISIBLE_DEVICES="
+                        f"{os.environ.get('CUDA_VISIBLE_DEVICES', 'unset')})")]
+    out = []
+    own = os.getpid() if own_pid is None else own_pid
+    for g in gpus[:nproc]:
+        label = f"GPU {g.cuda_index} ({g.name}, {g.uuid})"
+        if g.processes is None:
+            out.append(Finding("gpu", "warn", f"{label}: the driver does not list its compute "
+                               "processes; cannot check that it is free"))
+            continue
+        foreign = [p for p in g.processes if p.pid != own]
+        if foreign:
+            held = ", ".join(
+                f"pid {p.pid} {p.name}" + ("" if p.used_mem is None else
+                                           f" holding {p.used_mem / MIB:.0f} MiB")
+                for p in foreign)
+            out.append(Finding("gpu", "refuse", f"{label} is busy: {held}"))
+        else:
+            used = "" if g.mem_used is None else f", {g.mem_used / MIB:.0f} MiB used"
+            out.append(Finding("gpu", "ok", f"{label}: no compute process{used}"))
+    return out
+
+
+def check_folder(preset: Preset, folder: RunFolder, resume: bool,
+                 running_pid: int | None = None) -> list[Finding]:
+    """A fresh launch needs a folder without a launched run; --resume needs one with it."""
+    from fontaine_tui.core.errors import InputError
+    from fontaine_tui.core.prereg import compare, read_prereg
+
+    root = folder.root
+    if running_pid is not None:
+        return [Finding("folder", "refuse", f"{root}: this run is still running as pid "
+                        f"{running_pid} (fontaine-tui runs; stop it first)")]
+    launched = folder.prereg.exists() or folder.log.exists()
+    if not resume:
+        if launched:
+            what = "prereg.json" if folder.prereg.exists() else "train_log.jsonl"
+            return [Finding("folder", "refuse", f"{root} already holds a launched run ({what}); "
+                            "--resume to continue it, or --output-dir DIR for a new run")]
+        if root.exists() and not root.is_dir():
+            return [Finding("folder", "refuse", f"{root}: exists and is not a folder")]
+        return [Finding("folder", "ok", f"run folder {root} (new)")]
+    if not folder.prereg.exists():
+        why = ("was not launched by fontaine-tui (no prereg.json)" if folder.log.exists()
+               else "holds no launched run")
+        return [Finding("folder", "refuse", f"--resume: {root} {why}")]
+    try:
+        prereg = read_prereg(folder)
+    except InputError as exc:
+        return [Finding("bounds", "refuse", f"--resume: {exc}")]
+    out = []
+    change = compare(prereg, preset)
+    if change is not None and change.math_changed:
+        return [Finding("bounds", "refuse", f"--resume: {change.message}")]
+    if change is not None:
+        out.append(Finding("bounds", "warn", f"{change.message} (machinery only: resuming; "
+                           "prereg.json keeps the launch-time preset)"))
+    else:
+        out.append(Finding("bounds", "ok", f"preset matches prereg.json "
+                           f"(sha256 {prereg.preset_sha256[:12]}, launched {prereg.launched_at})"))
+    ckpt = newest_checkpoint(folder)
+    if ckpt is None:
+        out.append(Finding("folder", "warn", f"--resume: no complete checkpoint in "
+                           f"{folder.checkpoints}: the engine starts again from step 0"))
+    else:
+        out.append(Finding("folder", "ok", f"--resume from {ckpt[1].name} (step {ckpt[0]})"))
+    return out
+
+
+def check_all(preset: Preset, folder: RunFolder, telemetry: TelemetrySnapshot, *,
+              resume: bool = False, yes_ram: bool = False, running_pid: int | None = None
+              ) -> list[Finding]:
+    return [*check_folder(preset, folder, resume, running_pid),
+            *check_gpus(preset, telemetry),
+            check_ram(preset, telemetry, yes_ram)]
+
+
+def refusal(findings: list[Finding]) -> str | None:
+    """One line naming every refusal, or None when the launch may go ahead."""
+    refused = [f.message for f in findings if f.level == "refuse"]
+    return "refusing to launch: " + "; ".join(refused) if refused else None
+
+
+def finite_gate(value: object) -> float | None:
+    return float(value) if isinstance(value, (int, float)) and math.isfinite(value) else None

@@ -1,0 +1,144 @@
+"""This host's memory as a process in it can use it: /proc/meminfo capped by cgroup limits.
+
+psutil.virtual_memory() reports the whole machine inside a container; the limit that
+kills us is the cgroup's (v2 memory.max / memory.current, v1 memory.limit_in_bytes /
+memory.usage_in_bytes), so the smaller of the two views wins.
+"""
+
+from __future__ import annotations
+
+import socket
+from dataclasses import dataclass
+from pathlib import Path
+
+UNLIMITED = 1 << 60  # v1 writes 9223372036854771712 for "no limit"
+
+
+@dataclass(frozen=True, slots=True)
+class HostRam:
+    total: int  # bytes usable by us (cgroup limit when it is lower than the machine)
+    available: int  # bytes we can still allocate
+    source: str  # "meminfo", "cgroup v2 /path", "cgroup v1 /path"
+
+
+def hostname() -> str:
+    return socket.gethostname()
+
+
+def parse_meminfo(text: str) -> tuple[int, int] | None:
+    """(MemTotal, MemAvailable) in bytes from /proc/meminfo text; None if either is missing."""
+    values: dict[str, int] = {}
+    for line in text.splitlines():
+        key, _, rest = line.partition(":")
+        parts = rest.split()
+        if parts and parts[0].isdigit():
+            scale = 1024 if len(parts) > 1 and parts[1].lower() == "kb" else 1
+            values[key.strip()] = int(parts[0]) * scale
+    if "MemTotal" not in values:
+        return None
+    available = values.get("MemAvailable")
+    if available is None:  # kernels before 3.14
+        available = sum(values.get(k, 0) for k in ("MemFree", "Buffers", "Cached"))
+    return values["MemTotal"], available
+
+
+def _read_int(path: Path) -> int | None:
+    try:
+        text = path.read_text().strip()
+    except OSError:
+        return None
+    if text == "max":
+        return UNLIMITED
+    return int(text) if text.isdigit() else None
+
+
+def _stat_value(path: Path, key: str) -> int:
+    try:
+        for line in path.read_text().splitlines():
+            name, _, value = line.partition(" ")
+            if name == key and value.strip().isdigit():
+                return int(value)
+    except OSError:
+        pass
+    return 0
+
+
+def _cgroup_paths(self_cgroup: str) -> tuple[str | None, str | None]:
+    """(v2 path, v1 memory path) from /proc/self/cgroup text."""
+    v2 = v1 = None
+    for line in self_cgroup.splitlines():
+        parts = line.split(":", 2)
+        if len(parts) != 3:
+            continue
+        hid, controllers, path = parts
+        if hid == "0" and controllers == "":
+            v2 = path
+        elif "memory" in controllers.split(","):
+            v1 = path
+    return v2, v1
+
+
+def _candidates(base: Path, path: str | None) -> list[Path]:
+    """The cgroup's own folder and its ancestors (a limit anywhere above binds too); the
+    mount root as well, since inside a container the listed path is often not mounted."""
+    out: list[Path] = []
+    if path:
+        p = Path(path.lstrip("/"))
+        while True:
+            out.append(base / p)
+            if p == Path("."):
+                break
+            p = p.parent
+    if base not in out:
+        out.append(base)
+    return out
+
+
+def cgroup_limit(root: Path = Path("/sys/fs/cgroup"), self_cgroup: str | None = None
+                 ) -> tuple[int, int, str] | None:
+    """(limit, usage excluding reclaimable page cache, source) of the tightest memory cgroup,
+    or None when no limit applies."""
+    if self_cgroup is None:
+        try:
+            self_cgroup = Path("/proc/self/cgroup").read_text()
+        except OSError:
+            self_cgroup = ""
+    v2, v1 = _cgroup_paths(self_cgroup)
+    best: tuple[int, int, str] | None = None
+    layouts = (
+        (root, v2, "memory.max", "memory.current", "inactive_file", "cgroup v2"),
+        (root / "memory", v1, "memory.limit_in_bytes", "memory.usage_in_bytes",
+         "total_inactive_file", "cgroup v1"),
+    )
+    for base, path, limit_name, usage_name, cache_key, label in layouts:
+        if not base.is_dir():
+            continue
+        for folder in _candidates(base, path):
+            limit = _read_int(folder / limit_name)
+            if limit is None or limit >= UNLIMITED:
+                continue
+            usage = _read_int(folder / usage_name) or 0
+            usage = max(0, usage - _stat_value(folder / "memory.stat", cache_key))
+            if best is None or limit < best[0]:
+                best = (limit, usage, f"{label} {folder}")
+    return best
+
+
+def host_ram(meminfo_text: str | None = None, cgroup_root: Path = Path("/sys/fs/cgroup"),
+             self_cgroup: str | None = None) -> tuple[HostRam | None, str]:
+    """(RAM as we can use it, "") or (None, reason)."""
+    if meminfo_text is None:
+        try:
+            meminfo_text = Path("/proc/meminfo").read_text()
+        except OSError as exc:
+            return None, f"no /proc/meminfo ({exc.strerror})"
+    parsed = parse_meminfo(meminfo_text)
+    if parsed is None:
+        return None, "no MemTotal in /proc/meminfo"
+    total, available = parsed
+    ram = HostRam(total, available, "meminfo")
+    limit = cgroup_limit(cgroup_root, self_cgroup)
+    if limit is not None and limit[0] < total:
+        cap, used, source = limit
+        ram = HostRam(cap, max(0, min(available, cap - used)), source)
+    return ram, ""

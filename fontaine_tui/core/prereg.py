@@ -1,0 +1,139 @@
+"""The frozen pre-registration of a run (prereg.json), written before the engine starts."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from types import MappingProxyType
+
+from fontaine_tui import __version__
+from fontaine_tui.core.atomic import atomic_write
+from fontaine_tui.core.errors import InputError
+from fontaine_tui.core.presets import Preset, canonical_bytes, preset_from_canonical
+from fontaine_tui.core.runfolder import RunFolder
+
+SCHEMA = "fontaine-tui/prereg/1"
+
+
+@dataclass(frozen=True, slots=True)
+class Prereg:
+    schema: str
+    preset_name: str
+    preset_path: str
+    preset: Mapping[str, object]  # the canonical preset as frozen
+    preset_sha256: str
+    argv: tuple[str, ...]
+    launched_at: str  # UTC ISO-8601 with Z
+    host: str
+    version: str
+
+    @property
+    def launched_ts(self) -> float:
+        return parse_utc(self.launched_at)
+
+    def frozen_preset(self, origin: str = "prereg.json") -> Preset:
+        return preset_from_canonical(self.preset, f"{origin}#{self.preset_name}")
+
+
+@dataclass(frozen=True, slots=True)
+class BoundsChange:
+    """A preset read now differs from the one frozen at launch."""
+
+    sections: tuple[str, ...]  # top-level preset sections that differ
+    frozen_sha256: str
+    current_sha256: str
+
+    @property
+    def math_changed(self) -> bool:
+        """Anything beyond [platform] (machinery-only knobs) changed."""
+        return any(s != "platform" for s in self.sections)
+
+    @property
+    def message(self) -> str:
+        return (f"bounds changed after launch: [{'], ['.join(self.sections)}] differ from "
+                f"prereg.json (frozen sha256 {self.frozen_sha256[:12]}, "
+                f"now {self.current_sha256[:12]})")
+
+
+def utc_iso(ts: float) -> str:
+    return datetime.fromtimestamp(ts, timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+def parse_utc(text: str) -> float:
+    return datetime.strptime(text, "%Y-%m-%dT%H:%M:%S.%fZ").replace(
+        tzinfo=timezone.utc).timestamp()
+
+
+def freeze(folder: RunFolder, preset: Preset, argv: list[str] | tuple[str, ...], host: str,
+           now: float | None = None) -> Prereg:
+    """Write prereg.json atomically; the folder must exist."""
+    prereg = Prereg(
+        schema=SCHEMA,
+        preset_name=preset.name,
+        preset_path=preset.path,
+        preset=preset.canonical,
+        preset_sha256=preset.sha256,
+        argv=tuple(argv),
+        launched_at=utc_iso(time.time() if now is None else now),
+        host=host,
+        version=__version__,
+    )
+    doc = {
+        "schema": prereg.schema,
+        "preset_name": prereg.preset_name,
+        "preset_path": prereg.preset_path,
+        "preset": json.loads(canonical_bytes(prereg.preset)),
+        "preset_sha256": prereg.preset_sha256,
+        "argv": list(prereg.argv),
+        "launched_at": prereg.launched_at,
+        "host": prereg.host,
+        "version": prereg.version,
+    }
+    atomic_write(folder.prereg, json.dumps(doc, indent=2, sort_keys=True) + "\n")
+    return prereg
+
+
+def read_prereg(folder: RunFolder) -> Prereg:
+    """The frozen pre-registration; InputError if missing, unreadable or tampered with."""
+    path = folder.prereg
+    try:
+        doc = json.loads(path.read_bytes())
+    except FileNotFoundError:
+        raise InputError(f"{path}: no prereg.json (was this run launched by fontaine-tui?)"
+                         ) from None
+    except (OSError, ValueError) as exc:
+        raise InputError(f"{path}: expected a JSON prereg ({exc})") from None
+    try:
+        if doc["schema"] != SCHEMA:
+            raise InputError(f"{path}: schema: expected {SCHEMA!r}, got {doc['schema']!r}")
+        preset = doc["preset"]
+        if not isinstance(preset, dict):
+            raise TypeError("preset is not an object")
+        prereg = Prereg(
+            schema=doc["schema"], preset_name=str(doc["preset_name"]),
+            preset_path=str(doc.get("preset_path", "")), preset=MappingProxyType(preset),
+            preset_sha256=str(doc["preset_sha256"]), argv=tuple(map(str, doc["argv"])),
+            launched_at=str(doc["launched_at"]), host=str(doc.get("host", "")),
+            version=str(doc.get("version", "")))
+        parse_utc(prereg.launched_at)
+    except (KeyError, TypeError, ValueError) as exc:
+        raise InputError(f"{path}: expected a prereg document ({type(exc).__name__}: {exc})"
+                         ) from None
+    actual = hashlib.sha256(canonical_bytes(prereg.preset)).hexdigest()
+    if actual != prereg.preset_sha256:
+        raise InputError(f"{path}: preset_sha256: the frozen preset hashes to {actual[:12]}, "
+                         f"not {prereg.preset_sha256[:12]} (prereg.json was edited)")
+    return prereg
+
+
+def compare(prereg: Prereg, preset: Preset) -> BoundsChange | None:
+    """None when the preset read now is the one frozen at launch."""
+    if preset.sha256 == prereg.preset_sha256:
+        return None
+    now, then = json.loads(canonical_bytes(preset.canonical)), dict(prereg.preset)
+    sections = tuple(sorted(k for k in set(now) | set(then) if now.get(k) != then.get(k)))
+    return BoundsChange(sections or ("?",), prereg.preset_sha256, preset.sha256)

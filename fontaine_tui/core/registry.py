@@ -1,0 +1,189 @@
+"""The babysit registry: one TOML file listing every run this user launched or attached.
+
+Writers take an exclusive fcntl lock on a sibling lock file, read, change, and replace the
+file atomically, so concurrent consoles never lose or tear each other's entries; readers
+need no lock (they see the old file or the new one).
+"""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import sys
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import asdict, dataclass, fields, replace
+from pathlib import Path
+
+from fontaine_tui.core.atomic import atomic_write
+from fontaine_tui.core.errors import InputError
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover
+    import tomli as tomllib
+
+STATUSES = ("running", "attached", "finished", "stopped", "killed", "oom", "failed", "exited")
+
+
+@dataclass(frozen=True, slots=True)
+class Entry:
+    name: str
+    run_dir: str  # absolute; with host, the key
+    host: str
+    preset: str = ""
+    preset_sha256: str = ""
+    pid: int = 0  # 0: no process known
+    pid_started: float = 0.0  # the process's start time, to tell a reused pid apart
+    launched_at: str = ""
+    status: str = "running"
+    exit_code: int | None = None  # TOML has no null: absent when None
+    last_step: int = 0
+    poll_cadence_s: float = 2.0
+    updated_at: str = ""
+
+    @property
+    def key(self) -> tuple[str, str]:
+        return self.host, self.run_dir
+
+    @property
+    def folder(self) -> str:
+        return self.run_dir
+
+    @property
+    def state(self) -> str:
+        return self.status
+
+
+def default_path() -> Path:
+    if env := os.environ.get("FONTAINE_REGISTRY"):
+        return Path(env)
+    state = os.environ.get("XDG_STATE_HOME") or os.path.join(os.path.expanduser("~"),
+                                                             ".local", "state")
+    return Path(state) / "fontaine-tui" / "babysit.toml"
+
+
+def _entry(raw: object, where: str) -> Entry:
+    if not isinstance(raw, dict):
+        raise InputError(f"{where}: expected a table")
+    known = {f.name: f for f in fields(Entry)}
+    try:
+        kwargs = {k: v for k, v in raw.items() if k in known}
+        entry = Entry(**kwargs)
+    except TypeError as exc:
+        raise InputError(f"{where}: expected name, run_dir and host ({exc})") from None
+    for name, typ in (("pid", int), ("last_step", int), ("name", str), ("run_dir", str)):
+        if not isinstance(getattr(entry, name), typ):
+            raise InputError(f"{where}.{name}: expected {typ.__name__}")
+    return entry
+
+
+class Registry:
+    def __init__(self, path: str | Path | None = None) -> None:
+        self.path = Path(path) if path is not None else default_path()
+        self.lock_path = self.path.with_name(self.path.name + ".lock")
+
+    def entries(self) -> list[Entry]:
+        try:
+            text = self.path.read_text(encoding="utf-8")
+        except FileNotFoundError:
+            return []
+        except (OSError, UnicodeDecodeError) as exc:
+            raise InputError(f"{self.path}: cannot read the registry ({exc})") from None
+        try:
+            doc = tomllib.loads(text)
+        except tomllib.TOMLDecodeError as exc:
+            raise InputError(f"{self.path}: the registry is not valid TOML ({exc})") from None
+        runs = doc.get("runs", [])
+        if not isinstance(runs, list):
+            raise InputError(f"{self.path}: runs: expected [[runs]] tables")
+        return [_entry(r, f"{self.path}: runs[{i}]") for i, r in enumerate(runs)]
+
+    def find(self, run_dir: str | Path, host: str) -> Entry | None:
+        key = (host, str(run_dir))
+        return next((e for e in self.entries() if e.key == key), None)
+
+    @contextmanager
+    def _locked(self) -> Iterator[None]:
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        fd = os.open(self.lock_path, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            yield
+        finally:
+            os.close(fd)  # closing releases the lock
+
+    def _write(self, entries: list[Entry]) -> None:
+        import tomli_w
+
+        runs = [{k: v for k, v in asdict(e).items() if v is not None} for e in entries]
+        header = "# fontaine-tui babysit registry: one [[runs]] table per run. Written by\n" \
+                 "# fontaine-tui (locked, atomic); safe to read, edit only when no console runs.\n"
+        atomic_write(self.path, header + tomli_w.dumps({"runs": runs}))
+
+    def change(self, edit: Callable[[list[Entry]], list[Entry]]) -> list[Entry]:
+        """Apply `edit` to the entries under the lock and write the result."""
+        with self._locked():
+            entries = edit(self.entries())
+            self._write(entries)
+            return entries
+
+    def upsert(self, entry: Entry) -> Entry:
+        """Add the entry, or replace the one with the same (host, run_dir)."""
+        def edit(entries: list[Entry]) -> list[Entry]:
+            rest = [e for e in entries if e.key != entry.key]
+            return [*rest, entry]
+
+        self.change(edit)
+        return entry
+
+    def update(self, run_dir: str | Path, host: str, **changes: object) -> Entry | None:
+        """Change fields of one entry; None if it is not registered."""
+        key = (host, str(run_dir))
+        found: list[Entry] = []
+
+        def edit(entries: list[Entry]) -> list[Entry]:
+            out = []
+            for e in entries:
+                if e.key == key:
+                    e = replace(e, **changes)
+                    found.append(e)
+                out.append(e)
+            return out
+
+        self.change(edit)
+        return found[0] if found else None
+
+    def remove(self, run_dir: str | Path, host: str) -> bool:
+        key = (host, str(run_dir))
+        before = len(self.entries())
+        return len(self.change(lambda es: [e for e in es if e.key != key])) < before
+
+
+@dataclass(frozen=True, slots=True)
+class LiveStatus:
+    entry: Entry
+    state: str  # "running", "remote" (another host: not checked), or an exit status
+    last_step: int | None  # from the log's tail; None when the folder is unreadable
+    detail: str
+
+
+def live_status(entry: Entry, this_host: str) -> LiveStatus:
+    """What the entry's run is doing now: its pid checked, its log's tail read."""
+    from fontaine_tui.core.launcher import exit_info, pid_alive, read_tail
+    from fontaine_tui.core.runfolder import RunFolder
+
+    if entry.host != this_host:
+        return LiveStatus(entry, "remote", None, f"on {entry.host}: not checked from here")
+    folder = RunFolder(Path(entry.run_dir))
+    if not folder.root.is_dir():
+        return LiveStatus(entry, entry.status, None, f"{folder.root}: run folder is gone")
+    tail = read_tail(folder)
+    if entry.status in ("running", "attached"):
+        if pid_alive(entry.pid, entry.pid_started or None):
+            return LiveStatus(entry, "running", tail.last_step, f"pid {entry.pid} alive")
+        info = exit_info(folder, None)
+        return LiveStatus(entry, info.status, info.last_step,
+                          f"pid {entry.pid} gone: {info.describe()}")
+    code = "" if entry.exit_code is None else f" (exit {entry.exit_code})"
+    return LiveStatus(entry, entry.status, tail.last_step, f"{entry.status}{code}")

@@ -1,0 +1,215 @@
+"""One look at the machine a run lives on: GPUs, host RAM, the engine's own footprint.
+
+Every part may be missing; a missing part is None and its reason says why
+("no NVIDIA GPU", "NVML: driver not loaded"), never a sentinel number.
+"""
+
+from __future__ import annotations
+
+import inspect
+import os
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import Any
+
+from fontaine_tui.core.host import HostRam, host_ram, parse_meminfo
+from fontaine_tui.core.nvml import GpuProcess, GpuSample, read_gpus
+
+__all__ = ["GpuProcess", "GpuSample", "ProcessSample", "TelemetrySnapshot", "sample",
+           "sample_remote", "parse_smi_gpus", "parse_smi_apps", "SMI_GPU_QUERY", "SMI_APPS_QUERY"]
+
+_ENV = object()
+MIB = 1 << 20
+
+
+@dataclass(frozen=True, slots=True)
+class ProcessSample:
+    """The engine process and its children (DataLoader workers, torchrun ranks)."""
+
+    pid: int
+    rss: int  # bytes, summed over the tree
+    cpu_pct: float | None  # percent of one core, summed; None on the first look
+    processes: int
+
+
+@dataclass(frozen=True, slots=True)
+class TelemetrySnapshot:
+    time: float
+    gpus: tuple[GpuSample, ...] | None
+    gpu_reason: str
+    ram: HostRam | None
+    ram_reason: str
+    process: ProcessSample | None = None
+    process_reason: str = "no engine process"
+    host: str = ""
+
+    @property
+    def gpu_status(self) -> str:
+        return "" if self.gpus is not None else f"no GPU telemetry ({self.gpu_reason})"
+
+    def gpu_util(self) -> float | None:
+        """Mean utilisation over the GPUs that report it."""
+        if not self.gpus:
+            return None
+        values = [g.util_pct for g in self.gpus if g.util_pct is not None]
+        return sum(values) / len(values) if values else None
+
+
+# -- local ----------------------------------------------------------------------------------
+
+_procs: dict[int, Any] = {}  # psutil.Process by pid, kept so cpu_percent has a previous look
+_primed: set[int] = set()  # pids whose cpu_percent has been called once
+
+
+def _tree(pid: int) -> list[Any]:
+    import psutil
+
+    root = _procs.get(pid)
+    if root is None or not root.is_running():
+        root = psutil.Process(pid)
+        _procs[pid] = root
+        _primed.discard(pid)
+    members = [root]
+    for child in root.children(recursive=True):
+        cached = _procs.setdefault(child.pid, child)
+        members.append(cached)
+    return members
+
+
+def sample_process(pid: int) -> tuple[ProcessSample | None, str]:
+    import psutil
+
+    try:
+        members = _tree(pid)
+    except (psutil.NoSuchProcess, psutil.ZombieProcess):
+        _procs.pop(pid, None)
+        _primed.discard(pid)
+        return None, f"process {pid} is gone"
+    except psutil.AccessDenied:
+        return None, f"process {pid}: access denied"
+    rss, cpu, first = 0, 0.0, False
+    alive = 0
+    for p in members:
+        try:
+            with p.oneshot():
+                rss += p.memory_info().rss
+                pct = p.cpu_percent(interval=None)
+            alive += 1
+        except (psutil.NoSuchProcess, psutil.AccessDenied, psutil.ZombieProcess):
+            _procs.pop(p.pid, None)
+            _primed.discard(p.pid)
+            continue
+        if p.pid in _primed:
+            cpu += pct
+        else:
+            first = True
+            _primed.add(p.pid)
+    return ProcessSample(pid, rss, None if first else cpu, alive), ""
+
+
+def sample(cuda_visible_devices: Any = _ENV, pid: int | None = None, *, nvml: Any = None,
+           meminfo_text: str | None = None, clock: Callable[[], float] = time.time
+           ) -> TelemetrySnapshot:
+    """Sample this host. `cuda_visible_devices` defaults to the environment's value."""
+    from fontaine_tui.core.host import hostname
+
+    visible = (os.environ.get("CUDA_VISIBLE_DEVICES") if cuda_visible_devices is _ENV
+               else cuda_visible_devices)
+    gpus, gpu_reason = read_gpus(visible, nvml)
+    ram, ram_reason = host_ram(meminfo_text)
+    proc, proc_reason = (None, "no engine process") if pid is None else sample_process(pid)
+    return TelemetrySnapshot(clock(), gpus, gpu_reason, ram, ram_reason, proc, proc_reason,
+                             hostname())
+
+
+# -- remote (over the SSH source's run_command) ----------------------------------------------
+
+SMI_GPU_QUERY = ("nvidia-smi", "--query-gpu=uuid,index,name,utilization.gpu,memory.used,"
+                 "memory.total,power.draw,temperature.gpu", "--format=csv,noheader,nounits")
+SMI_APPS_QUERY = ("nvidia-smi", "--query-compute-apps=gpu_uuid,pid,process_name,used_memory",
+                  "--format=csv,noheader,nounits")
+
+
+def _field(text: str) -> float | None:
+    try:
+        return float(text)
+    except ValueError:
+        return None  # "[N/A]", "[Not Supported]"
+
+
+def parse_smi_gpus(text: str) -> tuple[GpuSample, ...]:
+    """Rows of SMI_GPU_QUERY output; raises ValueError on a line that is not such a row."""
+    out = []
+    for line in text.splitlines():
+        if not line.strip():
+            continue
+        cols = [c.strip() for c in line.split(",")]
+        if len(cols) != 8 or not cols[1].isdigit():
+            raise ValueError(f"not an nvidia-smi GPU row: {line[:80]!r}")
+        uuid, index, name, util, used, total, power, temp = cols
+        mem_used, mem_total = _field(used), _field(total)
+        out.append(GpuSample(
+            uuid=uuid, index=int(index), cuda_index=len(out), name=name, util_pct=_field(util),
+            mem_used=None if mem_used is None else int(mem_used * MIB),
+            mem_total=None if mem_total is None else int(mem_total * MIB),
+            power_w=_field(power), temp_c=_field(temp), processes=None))
+    return tuple(out)
+
+
+def parse_smi_apps(text: str) -> dict[str, list[GpuProcess]]:
+    """Rows of SMI_APPS_QUERY output by GPU UUID; lines that do not parse are skipped."""
+    out: dict[str, list[GpuProcess]] = {}
+    for line in text.splitlines():
+        cols = [c.strip() for c in line.split(",")]
+        if len(cols) != 4 or not cols[1].isdigit():
+            continue
+        used = _field(cols[3])
+        out.setdefault(cols[0], []).append(
+            GpuProcess(int(cols[1]), cols[2].rsplit("/", 1)[-1],
+                       None if used is None else int(used * MIB)))
+    return out
+
+
+async def _call(run_command: Callable[[list[str]], Any], argv: tuple[str, ...]) -> str:
+    result = run_command(list(argv))
+    if inspect.isawaitable(result):
+        result = await result
+    return result.decode(errors="replace") if isinstance(result, bytes) else str(result)
+
+
+async def sample_remote(run_command: Callable[[list[str]], bytes | Awaitable[bytes]],
+                        host: str = "", clock: Callable[[], float] = time.time
+                        ) -> TelemetrySnapshot:
+    """The same snapshot from nvidia-smi and /proc/meminfo on the far side."""
+    gpus: tuple[GpuSample, ...] | None = None
+    try:
+        raw = await _call(run_command, SMI_GPU_QUERY)
+        gpus = parse_smi_gpus(raw) or None
+        gpu_reason = "" if gpus else "no NVIDIA GPU"
+    except Exception as exc:  # the link or nvidia-smi failed: that part is unknown
+        first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+        gpu_reason = f"nvidia-smi: {first[:120]}"
+    if gpus:
+        try:
+            apps = parse_smi_apps(await _call(run_command, SMI_APPS_QUERY))
+        except Exception:  # processes unknown, the rest of the GPU row still stands
+            apps = None
+        if apps is not None:
+            gpus = tuple(_with_processes(g, tuple(apps.get(g.uuid, ()))) for g in gpus)
+    ram: HostRam | None = None
+    try:
+        parsed = parse_meminfo(await _call(run_command, ("cat", "/proc/meminfo")))
+        ram_reason = "" if parsed else "no MemTotal in remote /proc/meminfo"
+        if parsed:
+            ram = HostRam(parsed[0], parsed[1], "remote meminfo")
+    except Exception as exc:  # the link failed: RAM is unknown this time
+        ram_reason = f"remote /proc/meminfo: {str(exc)[:120] or type(exc).__name__}"
+    return TelemetrySnapshot(clock(), gpus, gpu_reason, ram, ram_reason, None,
+                             "remote run: engine process not sampled", host)
+
+
+def _with_processes(g: GpuSample, procs: tuple[GpuProcess, ...]) -> GpuSample:
+    from dataclasses import replace
+
+    return replace(g, processes=procs)

@@ -1,0 +1,296 @@
+"""Warning rules: pure functions of what the log and the telemetry say, thresholds from the
+preset's [gates]. Each rule answers a RunWarning or None; a WarningBook remembers when each
+warning was first seen across evaluations."""
+
+from __future__ import annotations
+
+import math
+import statistics
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, replace
+from types import MappingProxyType
+from typing import TYPE_CHECKING
+
+from fontaine_tui.core.presets import Preset
+from fontaine_tui.core.records import RunStore
+from fontaine_tui.core.telemetry import TelemetrySnapshot
+
+if TYPE_CHECKING:
+    from fontaine_tui.core.launcher import ExitInfo
+
+SEVERITIES = ("info", "warn", "alert")
+WINDOW = 10  # recent train records a rate is judged on
+FIRST_POLL_RECORDS = 3  # the first report waits for this many train records (step 1 is slow)
+LOSS_FIELDS = ("loss", "ar_ce", "flow_loss", "grad_norm")
+
+
+@dataclass(frozen=True, slots=True)
+class RunWarning:
+    rule: str
+    severity: str  # "info" | "warn" | "alert"
+    since: float  # first seen (unix seconds)
+    message: str
+    numbers: Mapping[str, float]
+
+
+Warning = RunWarning  # the name the rest of the code reads; the builtin is not used here
+
+
+@dataclass(frozen=True, slots=True)
+class RunContext:
+    """What the rules need beyond the log: the plan and the launch."""
+
+    steps: int  # recipe.steps
+    launched_at: float | None  # unix seconds; None: the first meta record's time
+    gpus_used: int  # GPUs the run holds; 0 on CPU
+
+
+def _w(rule: str, severity: str, now: float, message: str, **numbers: float) -> RunWarning:
+    return RunWarning(rule, severity, now, message, MappingProxyType(numbers))
+
+
+def _recent(store: RunStore, name: str, n: int = WINDOW) -> list[float]:
+    return [x for x in store.columns[name][-n:] if math.isfinite(x)]
+
+
+def _gate(gates: Mapping[str, object], key: str) -> float | None:
+    value = gates.get(key)
+    return float(value) if isinstance(value, (int, float)) and math.isfinite(value) else None
+
+
+def _fmt_s(x: float) -> str:
+    return f"{x:.3g} s"
+
+
+# -- the rules -----------------------------------------------------------------------------
+
+
+def first_poll(store: RunStore, telemetry: TelemetrySnapshot | None, gates: Mapping[str, object],
+               now: float, process: ExitInfo | None, ctx: RunContext) -> RunWarning | None:
+    """The first look once training runs: util, s/step and free RAM."""
+    n = len(store.steps)
+    if n < FIRST_POLL_RECORDS:
+        return None
+    step_s = statistics.median(store.columns["step_s"][1:FIRST_POLL_RECORDS + WINDOW])
+    numbers: dict[str, float] = {"step_s": step_s, "records": float(n)}
+    parts = [f"s/step {_fmt_s(step_s)}"]
+    util = telemetry.gpu_util() if telemetry else None
+    if util is not None:
+        numbers["gpu_util_pct"] = util
+        parts.append(f"GPU util {util:.0f} %")
+    elif telemetry is not None:
+        parts.append(telemetry.gpu_status)
+    if telemetry is not None and telemetry.ram is not None:
+        numbers["ram_available"] = float(telemetry.ram.available)
+        parts.append(f"RAM free {telemetry.ram.available / (1 << 30):.1f} GiB of "
+                     f"{telemetry.ram.total / (1 << 30):.1f}")
+    return _w("first-poll", "info", now, "first poll: " + ", ".join(parts), **numbers)
+
+
+def starvation(store: RunStore, telemetry: TelemetrySnapshot | None,
+               gates: Mapping[str, object], now: float, process: ExitInfo | None,
+               ctx: RunContext) -> RunWarning | None:
+    """Waiting for data over starvation_data_frac of the step, or GPU util under gpu_util_min
+    while training."""
+    frac_gate = _gate(gates, "starvation_data_frac")
+    data, step = sum(_recent(store, "data_s")), sum(_recent(store, "step_s"))
+    if frac_gate is not None and step > 0 and data / step > frac_gate:
+        return _w("starvation", "warn", now,
+                  f"input starvation: waiting for data {data / step:.0%} of step time over the "
+                  f"last {min(WINDOW, len(store.steps))} steps (gate {frac_gate:.0%})",
+                  data_frac=data / step, gate=frac_gate)
+    util_gate = _gate(gates, "gpu_util_min")
+    util = telemetry.gpu_util() if telemetry else None
+    if util is not None and util_gate is not None and process is None and store.steps \
+            and util < util_gate:
+        return _w("starvation", "warn", now,
+                  f"input starvation: GPU util {util:.0f} % while training (gate "
+                  f"{util_gate:.0f} %)", gpu_util_pct=util, gate=util_gate)
+    return None
+
+
+def ram_pressure(store: RunStore, telemetry: TelemetrySnapshot | None,
+                 gates: Mapping[str, object], now: float, process: ExitInfo | None,
+                 ctx: RunContext) -> RunWarning | None:
+    if telemetry is None or telemetry.ram is None or telemetry.ram.total <= 0:
+        return None
+    frac = telemetry.ram.available / telemetry.ram.total
+    alert, warn = _gate(gates, "ram_alert_frac"), _gate(gates, "ram_warn_frac")
+    for severity, gate in (("alert", alert), ("warn", warn)):
+        if gate is not None and frac < gate:
+            return _w("ram", severity, now,
+                      f"RAM pressure: {frac:.1%} available "
+                      f"({telemetry.ram.available / (1 << 30):.2f} GiB of "
+                      f"{telemetry.ram.total / (1 << 30):.1f}, {telemetry.ram.source}); "
+                      f"{severity} under {gate:.0%}",
+                      available_frac=frac, gate=gate,
+                      available=float(telemetry.ram.available))
+    return None
+
+
+def slow_steps(store: RunStore, telemetry: TelemetrySnapshot | None,
+               gates: Mapping[str, object], now: float, process: ExitInfo | None,
+               ctx: RunContext) -> RunWarning | None:
+    """Median s/step over the recent window above the preset's estimate."""
+    high = _gate(gates, "step_s_estimate_max")
+    recent = _recent(store, "step_s")
+    if high is None or len(recent) < FIRST_POLL_RECORDS:
+        return None
+    median = statistics.median(recent)
+    if median <= high:
+        return None
+    low = _gate(gates, "step_s_estimate_min")
+    span = f"{_fmt_s(low)}–{_fmt_s(high)}" if low is not None else f"≤ {_fmt_s(high)}"
+    hardware = str(gates.get("step_s_estimate_hardware") or "the reference hardware")
+    return _w("slow-steps", "warn", now,
+              f"s/step {_fmt_s(median)} is above the estimate {span}; the estimate is for "
+              f"{hardware}, not necessarily this host", step_s=median, estimate_max=high)
+
+
+def gpu_hours(store: RunStore, telemetry: TelemetrySnapshot | None,
+              gates: Mapping[str, object], now: float, process: ExitInfo | None,
+              ctx: RunContext) -> RunWarning | None:
+    """GPU-hours = wall hours since launch x GPUs held; none on CPU."""
+    gate = _gate(gates, "gpu_hours")
+    start = ctx.launched_at if ctx.launched_at is not None else (
+        store.metas[0].time if store.metas else None)
+    if gate is None or ctx.gpus_used <= 0 or start is None:
+        return None
+    end = now
+    if process is not None and len(store.steps):  # the run is over: stop the clock
+        end = store.columns["time"][-1]
+    used = max(0.0, end - start) / 3600.0 * ctx.gpus_used
+    warn = _gate(gates, "gpu_hours_warn_frac") or 0.8
+    numbers = {"gpu_hours": used, "gate": gate, "gpus": float(ctx.gpus_used)}
+    if used >= gate:
+        return _w("gpu-hours", "alert", now,
+                  f"GPU-hours {used:.2f} reached the gate {gate:g} ({ctx.gpus_used} GPU(s))",
+                  **numbers)
+    if used >= warn * gate:
+        return _w("gpu-hours", "warn", now,
+                  f"GPU-hours {used:.2f} past {warn:.0%} of the gate {gate:g} "
+                  f"({ctx.gpus_used} GPU(s))", **numbers)
+    return None
+
+
+def stall(store: RunStore, telemetry: TelemetrySnapshot | None, gates: Mapping[str, object],
+          now: float, process: ExitInfo | None, ctx: RunContext) -> RunWarning | None:
+    """No record for stall_factor x the median interval (at least stall_min_s) while running."""
+    times = store.columns["time"]
+    if process is not None or len(times) < 2:
+        return None
+    recent = list(times[-50:])
+    gaps = [b - a for a, b in zip(recent, recent[1:], strict=False) if b >= a]
+    if not gaps:
+        return None
+    factor = _gate(gates, "stall_factor") or 3.0
+    floor = _gate(gates, "stall_min_s") or 0.0
+    limit = max(factor * statistics.median(gaps), floor)
+    quiet = now - times[-1]
+    if quiet <= limit:
+        return None
+    return _w("stall", "warn", now,
+              f"stall: no train record for {quiet:.0f} s (limit {limit:.0f} s = max({factor:g} x "
+              f"median interval {statistics.median(gaps):.1f} s, {floor:g} s)); last step "
+              f"{store.steps[-1]}", quiet_s=quiet, limit_s=limit)
+
+
+def nonfinite_loss(store: RunStore, telemetry: TelemetrySnapshot | None,
+                   gates: Mapping[str, object], now: float, process: ExitInfo | None,
+                   ctx: RunContext) -> RunWarning | None:
+    n = len(store.steps)
+    for i in range(max(0, n - WINDOW), n):
+        for name in LOSS_FIELDS:
+            x = store.columns[name][i]
+            if not math.isfinite(x):
+                return _w("nan-loss", "alert", now,
+                          f"{name} is {x!r} at step {store.steps[i]}",
+                          step=float(store.steps[i]))
+    return None
+
+
+def exited_early(store: RunStore, telemetry: TelemetrySnapshot | None,
+                 gates: Mapping[str, object], now: float, process: ExitInfo | None,
+                 ctx: RunContext) -> RunWarning | None:
+    """The engine is gone before recipe.steps: an incident, with the last step."""
+    if process is None:
+        return None
+    last = max(process.last_step, store.last_step)
+    if last >= ctx.steps and process.status == "finished":
+        return None
+    severity = "warn" if process.status == "stopped" else "alert"
+    return _w("exited-early", severity, now,
+              f"{process.describe()}: step {last} of {ctx.steps}; "
+              f"resume with `fontaine-tui launch PRESET --resume`",
+              last_step=float(last), steps=float(ctx.steps),
+              checkpoint_step=float(-1 if process.checkpoint_step is None
+                                    else process.checkpoint_step))
+
+
+Rule = Callable[..., RunWarning | None]
+RULES: tuple[Rule, ...] = (first_poll, starvation, ram_pressure, slow_steps, gpu_hours, stall,
+                           nonfinite_loss, exited_early)
+STICKY = ("first-poll",)  # a report: the first reading is kept, not recomputed
+
+
+def run_rules(store: RunStore, telemetry: TelemetrySnapshot | None,
+              gates: Mapping[str, object], now: float, process: ExitInfo | None,
+              ctx: RunContext) -> list[RunWarning]:
+    """Every rule once, most severe first (`since` is `now`: a WarningBook sets it)."""
+    out = [w for rule in RULES if (w := rule(store, telemetry, gates, now, process, ctx))]
+    return sorted(out, key=lambda w: -SEVERITIES.index(w.severity))
+
+
+def context_for(store: RunStore, preset: Preset, telemetry: TelemetrySnapshot | None = None,
+                launched_at: float | None = None) -> RunContext:
+    """GPUs held: the engine's own meta record says (device, world size); before it, the
+    preset's platform, counted only where telemetry shows GPUs."""
+    if store.metas:
+        meta = store.metas[-1]
+        gpus = (meta.world_size or 1) if meta.device.startswith("cuda") else 0
+    elif str(preset.platform["device"]) == "cpu" or telemetry is None or not telemetry.gpus:
+        gpus = 0
+    else:
+        gpus = int(preset.platform["nproc"])
+    return RunContext(int(preset.recipe["steps"]), launched_at, gpus)
+
+
+def evaluate(book: WarningBook, store: RunStore, preset: Preset,
+             telemetry: TelemetrySnapshot | None, now: float, process: ExitInfo | None = None,
+             launched_at: float | None = None) -> list[RunWarning]:
+    """The active warnings now, each with its first-seen time (the console's one call)."""
+    ctx = context_for(store, preset, telemetry, launched_at)
+    return book.update(run_rules(store, telemetry, preset.gates, now, process, ctx))
+
+
+class WarningBook:
+    """Remembers when each active warning was first seen; a warning that clears and comes
+    back is new."""
+
+    def __init__(self) -> None:
+        self._active: dict[str, RunWarning] = {}
+        self.last_new: list[RunWarning] = []  # new or changed severity at the last update
+
+    def update(self, warnings: list[RunWarning]) -> list[RunWarning]:
+        """Return the warnings with `since` set to their first sighting."""
+        now_active: dict[str, RunWarning] = {}
+        for w in warnings:
+            old = self._active.get(w.rule)
+            if old is None:
+                now_active[w.rule] = w
+            elif w.rule in STICKY:
+                now_active[w.rule] = old
+            else:
+                now_active[w.rule] = replace(w, since=old.since)
+        for rule in STICKY:  # a report stays once made
+            if rule in self._active and rule not in now_active:
+                now_active[rule] = self._active[rule]
+        new = [w for r, w in now_active.items() if r not in self._active
+               or self._active[r].severity != w.severity]
+        self._active = now_active
+        self.last_new = new
+        return sorted(now_active.values(), key=lambda w: -SEVERITIES.index(w.severity))
+
+    @property
+    def active(self) -> list[RunWarning]:
+        return list(self._active.values())
