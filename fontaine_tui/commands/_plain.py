@@ -20,11 +20,12 @@ from fontaine_tui.core.launcher import EngineProcess, ExitInfo
 from fontaine_tui.core.ledger import read_amendments
 from fontaine_tui.core.prereg import Prereg, utc_iso
 from fontaine_tui.core.presets import Preset
-from fontaine_tui.core.records import Checkpoint, Event, Meta, Probe, RunStore, TrainPoint, load_log
+from fontaine_tui.core.records import Checkpoint, Event, Meta, Probe, TrainPoint
 from fontaine_tui.core.registry import Registry
 from fontaine_tui.core.report import headline, render
 from fontaine_tui.core.runfolder import RunFolder
 from fontaine_tui.core.series import literal
+from fontaine_tui.core.store import RunStore, load_log
 from fontaine_tui.core.verdict import compute_verdict
 
 DRAIN_S = 1.0  # after the engine exits, how long the follower gets to read the last lines

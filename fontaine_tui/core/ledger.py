@@ -12,6 +12,7 @@ import json
 import math
 import os
 from datetime import datetime, timezone
+from pathlib import Path
 
 from fontaine_tui.core.atomic import append_line
 from fontaine_tui.core.errors import InputError
@@ -113,3 +114,27 @@ def declare_amendment(folder: RunFolder, *, kind: str = "scale", from_step: int 
     finally:
         os.close(fd)
     return _to_amendment(record, where)
+
+
+def max_step_seen(log: Path) -> int:
+    """The highest step of any train or eval record in the log, including steps a resume later
+    replayed: what had been seen, not what survives."""
+    from fontaine_tui.core.records import Probe, TrainPoint, parse_line
+    from fontaine_tui.core.store import LineSplitter, iter_chunks
+
+    if not log.exists():
+        return 0
+    best = 0
+    splitter = LineSplitter()
+    for chunk in iter_chunks(log):
+        lines, _ = splitter.feed(chunk)
+        for raw in lines:
+            if b'"train"' not in raw and b'"eval"' not in raw:
+                continue
+            try:
+                rec = parse_line(raw)
+            except ValueError:
+                continue
+            if isinstance(rec, (TrainPoint, Probe)) and rec.step > best:
+                best = rec.step
+    return best

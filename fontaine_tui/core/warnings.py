@@ -12,7 +12,7 @@ from types import MappingProxyType
 from typing import TYPE_CHECKING
 
 from fontaine_tui.core.presets import Preset
-from fontaine_tui.core.records import RunStore
+from fontaine_tui.core.store import RunStore
 from fontaine_tui.core.telemetry import TelemetrySnapshot
 
 if TYPE_CHECKING:

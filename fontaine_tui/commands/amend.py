@@ -1,0 +1,60 @@
+"""`fontaine-tui amend RUN`: declare an amendment in the run's ledger, and say if it counts."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from fontaine_tui.core.errors import InputError
+
+ORDER = 45
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "amend", help="declare a scale amendment in a run's amendments.jsonl",
+        description="Append a scale amendment to RUN/amendments.jsonl with the declaration "
+        "time and the last step seen in the log. Every declaration is recorded; the verdict "
+        "uses it only if it was declared before the step it first affects (the anchor probe). "
+        "Exit 0 when it is in force, 1 when it is recorded but refused.")
+    p.add_argument("run", help="run folder (holding prereg.json)")
+    p.add_argument("--scale-from-step", type=int, metavar="N",
+                   help="scale = this run's level at probe step N / the comparator's")
+    p.add_argument("--comparator", metavar="NAME",
+                   help="comparator whose banked level is the denominator "
+                   "(default: the verdict's reference)")
+    p.add_argument("--scale-factor", type=float, metavar="F", help="a fixed scale factor")
+    p.add_argument("--text", default="", help="why (kept in the ledger)")
+    p.add_argument("--preset", help="preset name or path when the folder has no prereg.json")
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from fontaine_tui.core.ledger import declare_amendment, max_step_seen, read_amendments
+    from fontaine_tui.core.prereg import read_prereg
+    from fontaine_tui.core.presets import load_preset
+    from fontaine_tui.core.runfolder import RunFolder
+    from fontaine_tui.core.verdict import check_amendments
+
+    root = Path(args.run)
+    if not root.is_dir():
+        raise InputError(f"{root}: no such run folder")
+    folder = RunFolder(root)
+    if args.preset:
+        preset = load_preset(args.preset)
+    else:
+        preset = read_prereg(folder).frozen_preset(str(folder.prereg))
+    seen = max_step_seen(folder.log)
+    amendment = declare_amendment(folder, from_step=args.scale_from_step,
+                                  comparator=args.comparator, factor=args.scale_factor,
+                                  last_step_seen=seen, preset=preset, text=args.text)
+    every = [*preset.amendments, *read_amendments(folder)]
+    checks = check_amendments(every, preset.verdict.anchor_step)
+    check = next(c for a, c in zip(every, checks, strict=True)
+                 if a.source == "ledger" and a.id == amendment.id)
+    rule = (f"fixed factor {amendment.factor:g}" if amendment.comparator == "" else
+            f"scale from step {amendment.from_step} against {amendment.comparator}")
+    print(f"amendment {amendment.id} ({rule}) recorded in {folder.amendments}: declared at "
+          f"{amendment.declared_at}, last step seen {seen}")
+    print(f"{check.status}: {check.reason}")
+    return 0 if check.status == "applied" else 1

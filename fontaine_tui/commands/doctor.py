@@ -1,0 +1,61 @@
+"""`fontaine-tui doctor PRESET`: the launch checks, printed, without launching."""
+
+from __future__ import annotations
+
+import argparse
+import shlex
+
+ORDER = 60
+MIB = 1 << 20
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("doctor", help="run the launch checks for a preset without launching",
+                       description="Print the host checks `launch` would make (GPUs free, RAM, "
+                       "run folder, frozen bounds), the telemetry and the engine command. "
+                       "Exit 0 when a launch would go ahead, 1 when it would be refused.")
+    p.add_argument("preset", help="preset name or path")
+    p.add_argument("--resume", action="store_true", help="check as `launch --resume` would")
+    p.add_argument("--output-dir", metavar="DIR", help="run folder to check")
+    p.add_argument("--yes-ram", action="store_true", help="check as `launch --yes-ram` would")
+    p.set_defaults(func=run)
+
+
+def telemetry_lines(t) -> list[str]:
+    out = []
+    if t.gpus is None:
+        out.append(f"gpu: {t.gpu_status}")
+    for g in t.gpus or ():
+        mem = ("?" if g.mem_used is None or g.mem_total is None
+               else f"{g.mem_used / MIB:.0f}/{g.mem_total / MIB:.0f} MiB")
+        util = "?" if g.util_pct is None else f"{g.util_pct:.0f} %"
+        power = "?" if g.power_w is None else f"{g.power_w:.0f} W"
+        temp = "?" if g.temp_c is None else f"{g.temp_c:.0f} C"
+        procs = ("not listed" if g.processes is None else
+                 ", ".join(f"pid {p.pid} {p.name}" for p in g.processes) or "none")
+        out.append(f"gpu {g.cuda_index}: {g.name} {g.uuid}: util {util}, mem {mem}, "
+                   f"{power}, {temp}; compute processes: {procs}")
+    if t.ram is None:
+        out.append(f"ram: unknown ({t.ram_reason})")
+    else:
+        out.append(f"ram: {t.ram.available / (1 << 30):.1f} GiB available of "
+                   f"{t.ram.total / (1 << 30):.1f} GiB ({t.ram.source})")
+    return out
+
+
+def run(args: argparse.Namespace) -> int:
+    from fontaine_tui.commands.launch import prepare
+    from fontaine_tui.core import guards
+
+    preset, folder, findings, argv, _, telemetry = prepare(
+        args.preset, args.output_dir, args.resume, args.yes_ram)
+    print(f"preset {preset.name} ({preset.path}) sha256 {preset.sha256[:12]}")
+    print(f"run folder {folder.root}")
+    for line in telemetry_lines(telemetry):
+        print(line)
+    for f in findings:
+        print(f"{f.level:>6}  {f.check:<6} {f.message}")
+    print("engine: " + shlex.join(argv))
+    why = guards.refusal(findings)
+    print(why if why else "launch would go ahead")
+    return 1 if why else 0
