@@ -8,6 +8,7 @@ makes the parity check meaningful, and what makes a resumed run replay its data.
 
 from __future__ import annotations
 
+import signal
 from collections.abc import Iterator
 from dataclasses import dataclass
 
@@ -72,8 +73,10 @@ def _augment(img: np.ndarray, rng: np.random.Generator) -> np.ndarray:
     return np.clip((img - mean) * contrast + mean, 0, 255) * gain
 
 
-class MicroBatches(Dataset):
-    """Map-style dataset whose keys are (step, chunk): one item is one micro-batch."""
+class StepBatches(Dataset):
+    """Map-style dataset keyed by optimizer step: one item holds this rank's micro-batches
+    for that step, stacked on a leading chunk dimension (one worker->main transfer per step,
+    not one per chunk: each transfer costs the main process a few milliseconds)."""
 
     def __init__(self, corpus: Corpus, stats: NormStats, layout: Layout, seed: int,
                  augment: float) -> None:
@@ -97,8 +100,11 @@ class MicroBatches(Dataset):
         n = len(self.train)
         return np.array([self.train[self._perm(int(p // n))[p % n]] for p in pos])
 
-    def __getitem__(self, key: tuple[int, int]) -> dict[str, torch.Tensor]:
-        step, chunk = key
+    def __getitem__(self, step: int) -> dict[str, torch.Tensor]:
+        parts = [self.micro(step, k) for k in range(self.layout.chunks)]
+        return {key: torch.stack([p[key] for p in parts]) for key in parts[0]}
+
+    def micro(self, step: int, chunk: int) -> dict[str, torch.Tensor]:
         idx = self.indices(step, chunk)
         images = self.corpus.images[idx].astype(np.float32)
         times, noises = [], []
@@ -143,29 +149,31 @@ def probe_batch(corpus: Corpus, idx: np.ndarray, stats: NormStats, seed: int) ->
 
 
 class StepKeys(Sampler):
-    """(step, chunk) keys for steps [start, stop)."""
+    """Step keys [start, stop)."""
 
-    def __init__(self, start: int, stop: int, chunks: int) -> None:
-        self.start, self.stop, self.chunks = start, stop, chunks
+    def __init__(self, start: int, stop: int) -> None:
+        self.start, self.stop = start, stop
 
-    def __iter__(self) -> Iterator[tuple[int, int]]:
-        for step in range(self.start, self.stop):
-            for chunk in range(self.chunks):
-                yield step, chunk
+    def __iter__(self) -> Iterator[int]:
+        return iter(range(self.start, self.stop))
 
     def __len__(self) -> int:
-        return (self.stop - self.start) * self.chunks
+        return self.stop - self.start
 
 
 def _worker_init(_: int) -> None:
+    # Workers must not steal the main process's cores, nor die on the terminal's Ctrl-C:
+    # the main process decides when to stop and shuts them down.
     torch.set_num_threads(1)
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
 
 
-def loader(dataset: MicroBatches, start: int, stop: int, workers: int, prefetch: int,
+def loader(dataset: StepBatches, start: int, stop: int, workers: int, prefetch: int,
            pin: bool) -> DataLoader:
     kwargs = {}
     if workers > 0:
         kwargs = {"prefetch_factor": prefetch, "persistent_workers": True,
                   "worker_init_fn": _worker_init}
-    return DataLoader(dataset, batch_size=None, sampler=StepKeys(start, stop, dataset.layout.chunks),
+    return DataLoader(dataset, batch_size=None, sampler=StepKeys(start, stop),
                       num_workers=workers, pin_memory=pin, **kwargs)

@@ -22,7 +22,7 @@ from engine import checkpoint, corpus, distributed
 from engine.evaluate import Probe, eval_record
 from engine.logwriter import SCHEMA, LogWriter
 from engine.model import Policy, count_parameters
-from engine.pipeline import Layout, MicroBatches, loader
+from engine.pipeline import Layout, StepBatches, loader
 from engine.stats import NormStats
 
 RECIPE_KEYS = ("model_size", "batch_size", "backward_chunks", "seed", "image_augment",
@@ -111,12 +111,11 @@ def optimizer_step(s: Session, batches, step: int) -> dict:
     for group in s.optimizer.param_groups:
         group["lr"] = lr
     sums = torch.zeros(3, dtype=torch.float64)
-    data_s = 0.0
+    t0 = time.perf_counter()
+    step_batch = next(batches)
+    data_s = time.perf_counter() - t0
     for k in range(chunks):
-        t0 = time.perf_counter()
-        batch = next(batches)
-        data_s += time.perf_counter() - t0
-        batch = {key: v.to(s.ctx.device, non_blocking=True) for key, v in batch.items()}
+        batch = {key: v[k].to(s.ctx.device, non_blocking=True) for key, v in step_batch.items()}
         sync_later = s.ctx.distributed and k < chunks - 1 and not args.chunk_grad_allreduce
         with s.model.no_sync() if sync_later else nullcontext():
             out = s.model(batch, args.objective, args.insulate_flow)
@@ -204,7 +203,7 @@ def run(args: argparse.Namespace) -> int:
         torch.manual_seed(args.seed + ctx.rank + 7919 * step)
         eval_probe = Probe(data, data.eval_draw(args.seed), stats, args.seed, ctx)
         train_probe = Probe(data, data.train_slice(args.seed), stats, args.seed + 1, ctx)
-        dataset = MicroBatches(data, stats, s.layout, args.seed, args.image_augment)
+        dataset = StepBatches(data, stats, s.layout, args.seed, args.image_augment)
         batches = iter(loader(dataset, step, args.steps, args.num_workers, args.prefetch_factor,
                               pin=ctx.device.type == "cuda"))
         while step < args.steps:
