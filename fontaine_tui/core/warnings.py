@@ -162,11 +162,12 @@ def gpu_hours(store: RunStore, telemetry: TelemetrySnapshot | None,
     used = max(0.0, end - start) / 3600.0 * ctx.gpus_used
     warn = _gate(gates, "gpu_hours_warn_frac") or 0.8
     numbers = {"gpu_hours": used, "gate": gate, "gpus": float(ctx.gpus_used)}
-    if used >= gate:
+    eps = 1e-9 * gate  # 0.8 x 12 is 9.600000000000001: at the bound counts
+    if used >= gate - eps:
         return _w("gpu-hours", "alert", now,
                   f"GPU-hours {used:.2f} reached the gate {gate:g} ({ctx.gpus_used} GPU(s))",
                   **numbers)
-    if used >= warn * gate:
+    if used >= warn * gate - eps:
         return _w("gpu-hours", "warn", now,
                   f"GPU-hours {used:.2f} past {warn:.0%} of the gate {gate:g} "
                   f"({ctx.gpus_used} GPU(s))", **numbers)
