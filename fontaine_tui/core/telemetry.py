@@ -88,8 +88,8 @@ def sample_process(pid: int) -> tuple[ProcessSample | None, str]:
         return None, f"process {pid} is gone"
     except psutil.AccessDenied:
         return None, f"process {pid}: access denied"
-    rss, cpu, first = 0, 0.0, False
-    alive = 0
+    rss, cpu, alive = 0, 0.0, 0
+    first = pid not in _primed  # a child seen for the first time adds nothing this once
     for p in members:
         try:
             with p.oneshot():
@@ -102,9 +102,7 @@ def sample_process(pid: int) -> tuple[ProcessSample | None, str]:
             continue
         if p.pid in _primed:
             cpu += pct
-        else:
-            first = True
-            _primed.add(p.pid)
+        _primed.add(p.pid)
     return ProcessSample(pid, rss, None if first else cpu, alive), ""
 
 

@@ -1,0 +1,153 @@
+"""Engine argv from a preset, and the process lifecycle (with a stand-in engine script)."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from fontaine_tui.core.launcher import EngineProcess, build_argv, newest_checkpoint, read_tail
+from fontaine_tui.core.presets import load_preset
+from fontaine_tui.core.runfolder import RunFolder
+from tests.launch.conftest import preset_variant
+
+FAKE = str(Path(__file__).with_name("fake_engine.py"))
+
+
+def test_argv_is_the_preset_one_to_one(tmp_path: Path) -> None:
+    argv = build_argv(load_preset("smoke"), Path("/runs/s"), python="PY")
+    assert argv == [
+        "PY", "-m", "engine", "train", "--run-name", "smoke", "--output-dir", "/runs/s",
+        "--model-size", "tiny", "--batch-size", "8", "--backward-chunks", "2", "--seed", "0",
+        "--image-augment", "0.5", "--recompute-stats", "--objective", "joint",
+        "--insulate-flow", "--flow-decoder-init", "inherit", "--lr", "0.001",
+        "--warmup-steps", "5", "--steps", "40", "--eval-every", "10",
+        "--eval-dataset-breakdown", "--save-every", "20", "--num-workers", "1",
+        "--prefetch-factor", "2", "--device", "cpu"]
+    assert "--init" not in argv and "--chunk-grad-allreduce" not in argv  # "" and false
+
+
+def test_argv_for_ranks_flags_and_paths(tmp_path: Path) -> None:
+    p = load_preset(preset_variant(tmp_path, nproc="2", chunk_grad_allreduce="true",
+                                   recompute_stats="false", init='"/ckpt/step-000500"',
+                                   data_dir='"/data/c"', batch_size="8"))
+    argv = build_argv(p, Path("/o"), resume=True, python="PY")
+    assert argv[:8] == ["PY", "-m", "torch.distributed.run", "--nproc-per-node", "2", "-m",
+                        "engine", "train"]
+    assert argv[argv.index("--data-dir") + 1] == "/data/c"
+    assert argv[argv.index("--init") + 1] == "/ckpt/step-000500"
+    assert "--chunk-grad-allreduce" in argv and "--recompute-stats" not in argv
+    assert argv[-1] == "--resume"
+
+
+def test_engine_argv_parses_with_the_real_engine_parser(tmp_path: Path) -> None:
+    pytest.importorskip("torch")
+    from engine.cli import build_parser
+
+    for name in ("smoke", "demosonly_1gpu"):
+        p = load_preset(name)
+        argv = build_argv(p, tmp_path, resume=True)
+        args = build_parser().parse_args(argv[argv.index("train"):])
+        for key in ("batch_size", "backward_chunks", "steps", "eval_every", "save_every",
+                    "seed", "warmup_steps", "recompute_stats", "insulate_flow", "init"):
+            assert getattr(args, key) == p.recipe[key], key
+        assert args.lr == p.recipe["lr"] and args.image_augment == p.recipe["image_augment"]
+        assert args.num_workers == p.platform["num_workers"] and args.resume
+
+
+def _start(tmp_path: Path, mode: str) -> tuple[EngineProcess, RunFolder]:
+    folder = RunFolder(tmp_path / "run")
+    folder.root.mkdir(parents=True, exist_ok=True)
+    engine = EngineProcess.start([sys.executable, FAKE, str(folder.root), mode], folder)
+    deadline = time.monotonic() + 20
+    while read_tail(folder).last_step < 3:
+        assert time.monotonic() < deadline, folder.engine_out.read_text()
+        time.sleep(0.05)
+    return engine, folder
+
+
+def test_own_session_output_and_graceful_stop(tmp_path: Path) -> None:
+    engine, folder = _start(tmp_path, "run")
+    assert os.getpgid(engine.pid) == engine.pid != os.getpgrp()  # its own process group
+    assert os.getsid(engine.pid) == engine.pid  # and session: a closed terminal spares it
+    assert engine.poll() is None
+    info = engine.stop(grace_int=10, grace_term=5)
+    assert (info.status, info.code, info.signal, info.event) == ("stopped", 130, "SIGINT", "end")
+    assert info.last_step >= 3 and info.checkpoint_step is not None
+    assert "stopped by SIGINT at step" in info.describe()
+    assert "fake engine up" in folder.engine_out.read_text()
+    assert engine.poll() is info  # the same answer once exited
+
+
+def test_stop_escalates_to_sigterm_then_sigkill(tmp_path: Path) -> None:
+    engine, _ = _start(tmp_path / "a", "ignore_int")
+    t = time.monotonic()
+    info = engine.stop(grace_int=0.5, grace_term=5)
+    assert (info.status, info.code, info.signal) == ("stopped", 143, "SIGTERM")
+    assert time.monotonic() - t < 4
+    engine, _ = _start(tmp_path / "b", "ignore_all")
+    info = engine.stop(grace_int=0.3, grace_term=0.3)
+    assert (info.status, info.code, info.signal) == ("killed", None, "SIGKILL")
+    assert f"killed by SIGKILL at step {info.last_step}" in info.describe()
+
+
+def test_oom_is_detected_from_the_log(tmp_path: Path) -> None:
+    folder = RunFolder(tmp_path)
+    engine = EngineProcess.start([sys.executable, FAKE, str(tmp_path), "oom"], folder)
+    info = engine.wait(20)
+    assert info is not None and (info.status, info.code, info.last_step) == ("oom", 1, 3)
+    assert "out of memory at step 3" in info.describe()
+
+
+def test_finish_is_clean(tmp_path: Path) -> None:
+    folder = RunFolder(tmp_path)
+    info = EngineProcess.start([sys.executable, FAKE, str(tmp_path), "finish"], folder).wait(20)
+    assert (info.status, info.code, info.last_step, info.checkpoint_step) == ("finished", 0, 8, 5)
+
+
+def test_reattach_by_pid_from_another_console(tmp_path: Path) -> None:
+    folder = RunFolder(tmp_path / "run")
+    folder.root.mkdir()
+    # an earlier console started it; this one only knows the pid and start time
+    earlier = subprocess.Popen([sys.executable, FAKE, str(folder.root), "run"],
+                               start_new_session=True, stdout=subprocess.DEVNULL)
+    try:
+        import psutil
+
+        started = psutil.Process(earlier.pid).create_time()
+        while read_tail(folder).last_step < 2:
+            time.sleep(0.05)
+        again = EngineProcess.reattach(folder, earlier.pid, started)
+        assert not again.is_child and again.poll() is None
+        info = again.stop(grace_int=10, grace_term=5)
+        assert (info.status, info.code, info.signal) == ("stopped", None, "SIGINT")
+    finally:
+        if earlier.poll() is None:
+            os.killpg(earlier.pid, signal.SIGKILL)
+        earlier.wait()
+
+
+def test_newest_complete_checkpoint(tmp_path: Path) -> None:
+    folder = RunFolder(tmp_path)
+    assert newest_checkpoint(folder) is None
+    for step, complete in ((20, True), (40, True), (60, False)):
+        d = folder.checkpoints / f"step-{step:06d}"
+        d.mkdir(parents=True)
+        if complete:
+            (d / "meta.json").write_text("{}")
+    assert newest_checkpoint(folder) == (40, folder.checkpoints / "step-000040")
+
+
+def test_tail_reads_only_the_end_of_a_long_log(tmp_path: Path) -> None:
+    folder = RunFolder(tmp_path)
+    with open(folder.log, "w") as fh:
+        for s in range(1, 20001):
+            fh.write(f'{{"kind":"train","step":{s},"time":{s}.0,"loss":1.0}}\n')
+        fh.write('{"kind":"train","st')  # torn
+    tail = read_tail(folder, nbytes=4096)
+    assert tail.last_step == 20000 and tail.last_event == "" and not tail.oom

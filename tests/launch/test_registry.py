@@ -1,0 +1,123 @@
+"""The babysit registry: concurrent writers (real processes), live status, bad files."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from fontaine_tui import cli
+from fontaine_tui.core.errors import InputError
+from fontaine_tui.core.registry import Entry, Registry, default_path, live_status
+
+WRITER = """
+import sys
+from fontaine_tui.core.registry import Entry, Registry
+path, who, n = sys.argv[1], sys.argv[2], int(sys.argv[3])
+reg = Registry(path)
+for i in range(n):
+    reg.upsert(Entry(name=f"{who}-{i}", run_dir=f"/runs/{who}/{i}", host="h", pid=i,
+                     last_step=i, launched_at="2026-01-01T00:00:00.000000Z"))
+    reg.update(f"/runs/{who}/{i}", "h", status="finished", exit_code=0)
+"""
+
+
+def test_concurrent_writers_lose_nothing(tmp_path: Path) -> None:
+    path = tmp_path / "reg" / "babysit.toml"
+    writers, each = 4, 12
+    procs = [subprocess.Popen([sys.executable, "-c", WRITER, str(path), f"w{k}", str(each)])
+             for k in range(writers)]
+    assert [p.wait(timeout=60) for p in procs] == [0] * writers
+    entries = Registry(path).entries()
+    assert len(entries) == writers * each
+    assert {e.name for e in entries} == {f"w{k}-{i}" for k in range(writers) for i in range(each)}
+    assert all(e.status == "finished" and e.exit_code == 0 for e in entries)
+    assert sorted(p.name for p in path.parent.iterdir()) == ["babysit.toml", "babysit.toml.lock"]
+
+
+def test_upsert_replaces_by_host_and_folder(tmp_path: Path) -> None:
+    reg = Registry(tmp_path / "r.toml")
+    reg.upsert(Entry("a", "/x", "h1", pid=1))
+    reg.upsert(Entry("a", "/x", "h2", pid=2))
+    reg.upsert(Entry("a2", "/x", "h1", pid=3, exit_code=None))
+    assert [(e.name, e.host, e.pid) for e in reg.entries()] == [("a", "h2", 2), ("a2", "h1", 3)]
+    assert "exit_code" not in (tmp_path / "r.toml").read_text()  # None is absent in TOML
+    assert reg.update("/nope", "h1", status="killed") is None
+    assert reg.remove("/x", "h2") and len(reg.entries()) == 1
+
+
+def test_default_path_honours_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.setenv("FONTAINE_REGISTRY", str(tmp_path / "f.toml"))
+    assert default_path() == tmp_path / "f.toml"
+    monkeypatch.delenv("FONTAINE_REGISTRY")
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))
+    assert default_path() == tmp_path / "state" / "fontaine-tui" / "babysit.toml"
+    monkeypatch.delenv("XDG_STATE_HOME")
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    assert default_path() == tmp_path / "home" / ".local" / "state" / "fontaine-tui" / "babysit.toml"
+
+
+def test_a_broken_registry_is_an_input_error_and_is_not_overwritten(tmp_path: Path) -> None:
+    path = tmp_path / "r.toml"
+    path.write_text("[[runs]\nname = 'x'")
+    reg = Registry(path)
+    with pytest.raises(InputError, match="not valid TOML"):
+        reg.entries()
+    with pytest.raises(InputError):
+        reg.upsert(Entry("a", "/x", "h"))
+    assert path.read_text() == "[[runs]\nname = 'x'"
+    path.write_text("[[runs]]\nname = 'x'\n")
+    with pytest.raises(InputError, match=r"runs\[0\]"):
+        reg.entries()
+
+
+def test_live_status_checks_the_pid_and_reads_the_log(tmp_path: Path) -> None:
+    import psutil
+
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / "train_log.jsonl").write_text(
+        '{"kind":"train","step":7,"time":1.0,"loss":1}\n'
+        '{"kind":"checkpoint","step":5,"time":1.0,"path":"c"}\n')
+    sleeper = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    try:
+        started = psutil.Process(sleeper.pid).create_time()
+        e = Entry("r", str(run), "here", pid=sleeper.pid, pid_started=started)
+        s = live_status(e, "here")
+        assert (s.state, s.last_step) == ("running", 7)
+        # the same pid with another start time is another process: the run is gone
+        s = live_status(Entry("r", str(run), "here", pid=sleeper.pid,
+                              pid_started=started - 100), "here")
+        assert s.state == "exited" and "not started by this console" in s.detail
+    finally:
+        sleeper.kill()
+        sleeper.wait()
+    s = live_status(e, "here")
+    assert s.state == "exited" and s.last_step == 7 and "last checkpoint step 5" in s.detail
+    assert live_status(e, "elsewhere").state == "remote"
+
+
+def test_runs_command_lists_and_records_exits(
+        tmp_path: Path, registry_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from fontaine_tui.core.host import hostname
+
+    assert cli.main(["runs"]) == 0
+    assert "no runs in" in capsys.readouterr().out
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / "train_log.jsonl").write_text(
+        '{"kind":"train","step":12,"time":1.0,"loss":1}\n'
+        '{"kind":"event","step":12,"time":2.0,"event":"end","detail":"stopped by SIGINT at step 12"}\n')
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait()
+    Registry().upsert(Entry("myrun", str(run), hostname(), pid=dead.pid, pid_started=time.time(),
+                            launched_at="2026-12-01T10:00:00.000000Z"))
+    assert cli.main(["runs", "--update"]) == 0
+    out = capsys.readouterr().out
+    assert "myrun" in out and "stopped" in out and "12" in out
+    assert "1 exit(s) recorded" in out
+    [e] = Registry().entries()
+    assert (e.status, e.last_step) == ("stopped", 12)
