@@ -1,0 +1,84 @@
+"""Attach targets: a local run folder, `[user@]host:/path`, or `ssh://[user@]host[:port]/path`."""
+
+from __future__ import annotations
+
+import re
+import shlex
+from dataclasses import dataclass
+from pathlib import Path
+from urllib.parse import unquote, urlsplit
+
+from fontaine_tui.core.errors import InputError
+
+_SCP = re.compile(r"^(?:(?P<user>[^@/:\s]+)@)?(?P<host>\[[0-9A-Fa-f:.]+\]|[^@/:\s\[\]]+):(?P<path>.*)$")
+
+
+@dataclass(frozen=True, slots=True)
+class LocalTarget:
+    folder: Path
+
+    @property
+    def label(self) -> str:
+        return f"local {self.folder}"
+
+
+@dataclass(frozen=True, slots=True)
+class SshTarget:
+    host: str
+    path: str
+    user: str | None = None
+    port: int | None = None
+
+    @property
+    def destination(self) -> str:
+        return f"{self.user}@{self.host}" if self.user else self.host
+
+    @property
+    def label(self) -> str:
+        port = f" port {self.port}" if self.port else ""
+        return f"ssh {self.destination}:{self.path}{port}"
+
+    def hand_command(self, ssh_options: tuple[str, ...] = ()) -> str:
+        """The ssh command a user can paste to check the connection and the folder by hand."""
+        argv = ["ssh", *ssh_options]
+        if self.port:
+            argv += ["-p", str(self.port)]
+        argv += [self.destination, "ls -la " + shlex.quote(self.path)]
+        return shlex.join(argv)
+
+
+Target = LocalTarget | SshTarget
+
+
+def _ssh_url(text: str) -> SshTarget:
+    parts = urlsplit(text)
+    try:
+        port = parts.port
+    except ValueError:
+        raise InputError(f"{text}: expected ssh://[user@]host[:port]/path (bad port)") from None
+    host = parts.hostname
+    path = unquote(parts.path)
+    if not host or not path or path == "/":
+        raise InputError(f"{text}: expected ssh://[user@]host[:port]/path/to/run")
+    if path.startswith("/~"):
+        path = path[1:]
+    return SshTarget(host, path, unquote(parts.username) if parts.username else None, port)
+
+
+def parse_target(text: str) -> Target:
+    """Parse a CLI target. An existing local path always wins over the host:path reading."""
+    if not text or not text.strip():
+        raise InputError("target: expected a run folder, host:/path or ssh://host/path")
+    if text.startswith("ssh://"):
+        return _ssh_url(text)
+    local = Path(text).expanduser()
+    if local.exists():
+        return LocalTarget(local)
+    m = _SCP.match(text)
+    # scp's rule: a colon before any slash means host:path
+    if m and "/" not in text.split(":", 1)[0]:
+        host = m.group("host").strip("[]")
+        path = m.group("path") or "."
+        if host and not host.startswith("-"):
+            return SshTarget(host, path, m.group("user"))
+    return LocalTarget(local)

@@ -1,0 +1,159 @@
+"""A real OpenSSH server on 127.0.0.1 for tests and benches: throwaway keys, a free port.
+
+Used by tests/follow/conftest.py and bench/follow_latency.py.
+"""
+
+from __future__ import annotations
+
+import getpass
+import os
+import shutil
+import socket
+import subprocess
+import time
+from pathlib import Path
+
+import psutil
+
+HOST_ALIAS = "fontaine-test"
+
+
+def find_sshd() -> str | None:
+    for cand in (shutil.which("sshd"), "/usr/sbin/sshd", "/usr/local/sbin/sshd"):
+        if cand and os.access(cand, os.X_OK):
+            return cand
+    return None
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _keygen(path: Path) -> None:
+    subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(path)],
+                   check=True, stdout=subprocess.DEVNULL)
+
+
+class Sshd:
+    """Start with `Sshd(tmp).start()`; `ssh_options` points a client at it (`-F config`)."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = Path(root)
+        self.root.mkdir(parents=True, exist_ok=True)
+        self.port = free_port()
+        self.user = getpass.getuser()
+        self.proc: subprocess.Popen | None = None
+        self.config = self.root / "ssh_config"
+        self.key = self.root / "client_key"
+
+    @property
+    def ssh_options(self) -> tuple[str, ...]:
+        return ("-F", str(self.config))
+
+    def start(self) -> Sshd:
+        sshd = find_sshd()
+        if sshd is None:
+            raise FileNotFoundError("sshd")
+        host_key = self.root / "host_key"
+        _keygen(host_key)
+        _keygen(self.key)
+        (self.root / "authorized_keys").write_text((self.root / "client_key.pub").read_text())
+        (self.root / "sshd_config").write_text(f"""\
+Port {self.port}
+ListenAddress 127.0.0.1
+HostKey {host_key}
+PidFile {self.root}/sshd.pid
+AuthorizedKeysFile {self.root}/authorized_keys
+PermitRootLogin yes
+UsePAM no
+StrictModes no
+PasswordAuthentication no
+KbdInteractiveAuthentication no
+PubkeyAuthentication yes
+MaxSessions 64
+MaxStartups 64
+LogLevel ERROR
+""")
+        self.write_client_config(self.config, self.key)
+        if os.geteuid() == 0:
+            Path("/run/sshd").mkdir(mode=0o755, exist_ok=True)
+        self.proc = subprocess.Popen(
+            [sshd, "-D", "-e", "-f", str(self.root / "sshd_config")],
+            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+            stderr=open(self.root / "sshd.log", "wb"))  # noqa: SIM115
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                raise RuntimeError("sshd exited: " + (self.root / "sshd.log").read_text())
+            try:
+                with socket.create_connection(("127.0.0.1", self.port), timeout=0.5) as s:
+                    if s.recv(4).startswith(b"SSH"):
+                        return self
+            except OSError:
+                time.sleep(0.05)
+        raise RuntimeError("sshd did not start")
+
+    def write_client_config(self, path: Path, key: Path) -> None:
+        path.write_text(f"""\
+Host {HOST_ALIAS}
+  HostName 127.0.0.1
+  Port {self.port}
+  User {self.user}
+  IdentityFile {key}
+  IdentitiesOnly yes
+  IdentityAgent none
+  StrictHostKeyChecking no
+  UserKnownHostsFile /dev/null
+  GlobalKnownHostsFile /dev/null
+  PasswordAuthentication no
+  KbdInteractiveAuthentication no
+  LogLevel ERROR
+""")
+
+    def connection_processes(self) -> list[psutil.Process]:
+        """The per-connection sshd processes (not the listener, not the user's commands)."""
+        if self.proc is None:
+            return []
+        out = []
+        for child in psutil.Process(self.proc.pid).children(recursive=True):
+            try:
+                if "sshd" in child.name():
+                    out.append(child)
+            except psutil.NoSuchProcess:
+                pass
+        return out
+
+    def cut(self) -> int:
+        """Kill every server-side connection process, as a dropped link would; how many."""
+        procs = self.connection_processes()
+        for p in procs:
+            try:
+                p.kill()
+            except psutil.NoSuchProcess:
+                pass
+        return len(procs)
+
+    def stop(self) -> None:
+        if self.proc is not None:
+            self.cut()
+            self.proc.terminate()
+            try:
+                self.proc.wait(5)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+            self.proc = None
+
+
+def processes_mentioning(text: str, exe: str = "tail") -> list[psutil.Process]:
+    """Live processes named `exe` whose command line mentions `text` (orphan checks)."""
+    out = []
+    for p in psutil.process_iter(["name", "cmdline"]):
+        try:
+            if p.info["name"] == exe and any(text in a for a in p.info["cmdline"] or ()):
+                out.append(p)
+        except psutil.NoSuchProcess:
+            pass
+    return out

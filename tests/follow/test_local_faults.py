@@ -1,0 +1,247 @@
+"""Fault injection on a local log: each case asserts exactly what the consumer ends up with.
+
+Every test runs twice (conftest `make_local`): with inotify wake-ups and polling only.
+File operations between two awaits are atomic as far as the follower can see.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import math
+import os
+import time
+
+from followkit import Collector, append, event_line, train_line
+
+from fontaine_tui.core.follow import LINE_CAP
+
+LOG = "train_log.jsonl"
+
+
+def lines_of(steps) -> bytes:
+    return b"".join(train_line(s) for s in steps)
+
+
+async def test_truncate_to_zero_then_shorter_content(tmp_path, make_local):
+    log = tmp_path / LOG
+    append(log, lines_of(range(1, 6)))
+    c = Collector(make_local(tmp_path)).start()
+    await c.until(lambda: c.steps == [1, 2, 3, 4, 5])
+    os.truncate(log, 0)
+    await c.until(lambda: c.resets == 1)
+    append(log, lines_of([6, 7]))
+    await c.until(lambda: c.steps == [6, 7])
+    await c.quiet()
+    assert c.history == [1, 2, 3, 4, 5, "RESET", 6, 7]
+    assert [n for n, _ in c.lines] == [1, 2]
+    assert any("truncated" in n for n in c.notes)
+    await c.stop()
+
+
+async def test_truncate_and_refill_past_old_size(tmp_path, make_local):
+    """coreutils tail misses this one (size never drops below the offset); the head hash sees it."""
+    log = tmp_path / LOG
+    append(log, lines_of([1, 2, 3]))
+    c = Collector(make_local(tmp_path)).start()
+    await c.until(lambda: c.steps == [1, 2, 3])
+    old_size = log.stat().st_size
+    with open(log, "r+b") as f:
+        f.truncate(0)
+        f.write(lines_of(range(100, 120)))
+    assert log.stat().st_size > old_size
+    await c.until(lambda: c.steps == list(range(100, 120)))
+    await c.quiet()
+    assert c.history == [1, 2, 3, "RESET", *range(100, 120)]
+    assert [n for n, _ in c.lines] == list(range(1, 21))
+    await c.stop()
+
+
+async def test_rename_and_recreate_finishes_the_old_file_first(tmp_path, make_local):
+    log = tmp_path / LOG
+    old = os.open(log, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+    os.write(old, lines_of(range(1, 6)))
+    c = Collector(make_local(tmp_path)).start()
+    await c.until(lambda: c.steps == [1, 2, 3, 4, 5])
+    os.rename(log, tmp_path / (LOG + ".1"))
+    os.write(old, lines_of([6, 7]))  # the writer still finishes its old file
+    os.close(old)
+    append(log, lines_of([8, 9, 10]))
+    await c.until(lambda: c.steps == [8, 9, 10])
+    await c.quiet()
+    assert c.history == [1, 2, 3, 4, 5, 6, 7, "RESET", 8, 9, 10]
+    assert any("replaced" in n for n in c.notes)
+    await c.stop()
+
+
+async def test_delete_then_recreate(tmp_path, make_local):
+    log = tmp_path / LOG
+    append(log, lines_of(range(1, 6)))
+    c = Collector(make_local(tmp_path)).start()
+    await c.until(lambda: c.steps == [1, 2, 3, 4, 5])
+    log.unlink()
+    await c.until(lambda: any("removed" in n for n in c.notes))
+    append(log, lines_of([1, 2]))
+    await c.until(lambda: c.resets == 1 and c.steps == [1, 2])
+    await c.quiet()
+    assert c.history == [1, 2, 3, 4, 5, "RESET", 1, 2]
+    assert [n for n, _ in c.lines] == [1, 2]
+    await c.stop()
+
+
+async def test_late_appearance_of_file_and_folder(tmp_path, make_local):
+    folder = tmp_path / "run"  # not there yet either
+    c = Collector(make_local(folder)).start()
+    await c.until(lambda: any("waiting for train_log.jsonl" in n for n in c.notes))
+    await asyncio.sleep(0.05)
+    folder.mkdir()
+    await asyncio.sleep(0.05)
+    append(folder / LOG, lines_of([1, 2, 3]))
+    await c.until(lambda: c.steps == [1, 2, 3], timeout=5)
+    await c.quiet()
+    assert c.history == [1, 2, 3]
+    assert c.resets == 0
+    await c.stop()
+
+
+async def test_torn_line_written_byte_by_byte(tmp_path, make_local):
+    log = tmp_path / LOG
+    append(log, train_line(1))
+    c = Collector(make_local(tmp_path)).start()
+    await c.until(lambda: c.steps == [1])
+    second = train_line(2)
+    for i in range(len(second) - 1):
+        append(log, second[i : i + 1])
+        await asyncio.sleep(0.002)
+        assert len(c.lines) == 1, "a torn line was delivered"
+    append(log, b"\n")
+    await c.until(lambda: c.steps == [1, 2])
+    await c.quiet()
+    assert c.lines == [(1, train_line(1)[:-1]), (2, second[:-1])]
+    assert c.store.malformed_count == 0
+    await c.stop()
+
+
+async def test_17_mib_line_is_skipped_counted_and_numbered(tmp_path, make_local):
+    log = tmp_path / LOG
+    src = make_local(tmp_path)
+    c = Collector(src).start()
+    append(log, train_line(1))
+    await c.until(lambda: c.steps == [1])
+    big = json.dumps({"kind": "event", "step": 2, "time": 0.0, "event": "start",
+                      "detail": "x" * (17 << 20)}).encode()
+    assert len(big) > LINE_CAP
+    for i in range(0, len(big), 1 << 20):  # arrives in pieces, as a writer would flush it
+        append(log, big[i : i + (1 << 20)])
+        await asyncio.sleep(0.001)
+    append(log, b"\n" + event_line(3, "end", "done"))
+    await c.until(lambda: c.steps == [1, 3])
+    await c.quiet()
+    assert [n for n, _ in c.lines] == [1, 2, 3]
+    assert c.lines[1] == (2, b"")
+    assert c.records[1].line == 3 and c.records[1].event == "end"
+    assert src.skipped_lines[LOG] == [2]
+    assert any("skipped over-long line(s) 2 " in n for n in c.notes)
+    assert c.batches[-1].end_offset == log.stat().st_size
+    await c.stop()
+
+
+async def test_binary_junk_is_counted_with_line_numbers(tmp_path, make_local):
+    log = tmp_path / LOG
+    junk1 = b"\x00\xff\xfe\x1b[31mred\x1b[0m \x80\x81"
+    junk2 = bytes(range(11, 256))  # every byte but the newline, no valid UTF-8 JSON
+    append(log, train_line(1) + junk1 + b"\n" + junk2 + b"\n" + train_line(4))
+    c = Collector(make_local(tmp_path)).start()
+    await c.until(lambda: c.steps == [1, 4])
+    await c.quiet()
+    assert c.store.malformed_count == 2
+    assert [m.line for m in c.store.malformed] == [2, 3]
+    assert c.texts == [train_line(1)[:-1], junk1, junk2, train_line(4)[:-1]]
+    await c.stop()
+
+
+async def test_crlf_lines(tmp_path, make_local):
+    log = tmp_path / LOG
+    append(log, b"".join(train_line(s)[:-1] + b"\r\n" for s in (1, 2, 3)))
+    c = Collector(make_local(tmp_path)).start()
+    await c.until(lambda: c.steps == [1, 2, 3])
+    await c.quiet()
+    assert c.store.malformed_count == 0
+    assert all(raw.endswith(b"\r") for _, raw in c.lines)
+    assert c.records[2].loss == 1.0 / 4
+    await c.stop()
+
+
+async def test_nan_and_infinity(tmp_path, make_local):
+    log = tmp_path / LOG
+    append(log, train_line(1, loss=math.nan, grad_norm=math.inf) + train_line(2, lr=-math.inf))
+    c = Collector(make_local(tmp_path)).start()
+    await c.until(lambda: c.steps == [1, 2])
+    await c.quiet()
+    assert b"NaN" in c.lines[0][1] and b"Infinity" in c.lines[0][1]
+    assert math.isnan(c.records[0].loss) and c.records[0].grad_norm == math.inf
+    assert c.records[1].lr == -math.inf
+    assert c.store.malformed_count == 0
+    await c.stop()
+
+
+async def test_resume_that_repeats_steps(tmp_path, make_local):
+    log = tmp_path / LOG
+    append(log, lines_of(range(1, 11)))
+    c = Collector(make_local(tmp_path)).start()
+    await c.until(lambda: c.steps == list(range(1, 11)))
+    append(log, event_line(5, "resume", "from checkpoint step 5") + lines_of(range(6, 13)))
+    await c.until(lambda: len(c.records) == 18)
+    await c.quiet()
+    assert c.history == [*range(1, 11), 5, *range(6, 13)]
+    assert list(c.store.steps) == list(range(1, 13))
+    assert c.store.replaced_steps == 5
+    assert [e.step for e in c.store.resumes] == [5]
+    assert c.records[10].line == 11
+    await c.stop()
+
+
+async def test_two_files_of_one_run_at_once(tmp_path, make_local):
+    src = make_local(tmp_path)
+    log, out = Collector(src).start(), Collector(src, "engine.out.log").start()
+    append(tmp_path / LOG, lines_of([1, 2]))
+    append(tmp_path / "engine.out.log", b"loading corpus\nstep 1 ok\n")
+    await log.until(lambda: log.steps == [1, 2])
+    await out.until(lambda: len(out.lines) == 2)
+    assert out.lines == [(1, b"loading corpus"), (2, b"step 1 ok")]
+    await log.stop()
+    await out.stop()
+
+
+async def test_large_catch_up_streams_in_batches_without_stalling_the_loop(tmp_path, make_local):
+    log = tmp_path / LOG
+    block = lines_of(range(1, 20001))
+    with open(log, "wb") as f:
+        for _ in range(12):  # ~44 MB
+            f.write(block)
+    size = log.stat().st_size
+    src = make_local(tmp_path)
+    gaps: list[float] = []
+
+    async def ticker():
+        last = time.perf_counter()
+        while True:
+            await asyncio.sleep(0.005)
+            now = time.perf_counter()
+            gaps.append(now - last)
+            last = now
+
+    tick = asyncio.create_task(ticker())
+    n, batches, expect_line = 0, 0, 1
+    async for batch in src.follow():
+        assert batch.first_line == expect_line or not batch.lines
+        expect_line += len(batch.lines)
+        n += len(batch.lines)
+        batches += 1
+        if batch.end_offset == size:
+            break
+    tick.cancel()
+    await src.close()
+    assert n == 12 * 20000
+    assert batches >= size // (4 << 20)
+    assert max(gaps) < 0.5, f"event loop stalled {max(gaps):.3f} s"
