@@ -42,13 +42,15 @@ def test_smoke_log_is_schema_v1(smoke_run):
 
 def test_smoke_log_parses_with_console_parser(smoke_run):
     records_mod = pytest.importorskip("fontaine_tui.core.records")
-    if not hasattr(records_mod, "load_log"):
-        pytest.skip("fontaine_tui.core.records.load_log not available")
-    log = records_mod.load_log(smoke_run / "train_log.jsonl")
-    malformed = getattr(log, "malformed", None)
-    if malformed is None and isinstance(log, tuple):
-        malformed = next((x for x in log if isinstance(x, int)), None)
-    assert malformed in (0, None) or len(malformed) == 0
+    try:
+        load_log = records_mod.load_log
+    except AttributeError:
+        pytest.skip("fontaine_tui.core.records.load_log not available yet")
+    store = load_log(smoke_run / "train_log.jsonl")
+    counts = store.counts()
+    assert counts["malformed"] == 0, store.malformed
+    assert counts["records"] == counts["lines"] == len(read(smoke_run / "train_log.jsonl"))
+    assert list(store.probe_steps()) == [10, 20]
 
 
 def test_checkpoint_folder_is_complete(smoke_run):
