@@ -1,0 +1,118 @@
+"""The real engine, launched from the CLI on presets/smoke.toml (40 steps, CPU).
+
+One uninterrupted launch, and one SIGKILLed mid-run then resumed from its checkpoint."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from fontaine_tui.core.launcher import read_tail
+from fontaine_tui.core.prereg import read_prereg
+from fontaine_tui.core.registry import Registry
+from fontaine_tui.core.runfolder import RunFolder
+from fontaine_tui.core.store import load_log
+from fontaine_tui.core.verdict import EXIT_CODES
+
+pytest.importorskip("torch")
+pytestmark = [pytest.mark.engine, pytest.mark.slow]
+TIMEOUT = 300
+
+
+def launch(cwd: Path, *extra: str) -> subprocess.Popen:
+    env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+    return subprocess.Popen([sys.executable, "-m", "fontaine_tui", "launch", "smoke", "--plain",
+                             "--output-dir", "run", "--poll", "0.5", *extra],
+                            cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True)
+
+
+def test_launch_smoke_end_to_end(tmp_path: Path, registry_path: Path) -> None:
+    folder = RunFolder(tmp_path / "run")
+    proc = launch(tmp_path)
+    # prereg.json must already be complete when the log's first line appears
+    deadline = time.monotonic() + TIMEOUT
+    while not (folder.log.exists() and folder.log.stat().st_size > 0):
+        assert proc.poll() is None, proc.communicate()
+        assert time.monotonic() < deadline
+        time.sleep(0.005)
+    prereg_when_log_appeared = read_prereg(folder)
+    out, err = proc.communicate(timeout=TIMEOUT)
+
+    store = load_log(folder.log)
+    first = store.metas[0]
+    assert prereg_when_log_appeared.launched_ts < first.time
+    assert folder.prereg.stat().st_mtime < first.time
+    prereg = read_prereg(folder)
+    assert prereg == prereg_when_log_appeared  # frozen: never rewritten
+    assert list(first.argv[1:]) == list(prereg.argv[3:])  # the engine ran the frozen argv
+    # the run reached its last step
+    assert store.last_step == 40 and store.events[-1].event == "end"
+    assert "engine finished at step 40 (last checkpoint step 40), exit 0" in out
+    # exit recorded in the registry
+    [entry] = Registry(registry_path).entries()
+    assert (entry.status, entry.exit_code, entry.last_step) == ("finished", 0, 40)
+    assert entry.run_dir == str(folder.root) and entry.preset_sha256 == prereg.preset_sha256
+    # verdict computed: printed, verdict.json written, exit code is the verdict's
+    verdict = json.loads(folder.verdict.read_text())
+    assert verdict["read_step"] == 40 and verdict["provisional"] is False
+    assert f"VERDICT: {verdict['verdict']}  [final]" in out
+    assert proc.returncode == EXIT_CODES[verdict["verdict"]]
+    assert "verdict: " in out and "probe step 20:" in out  # followed line by line
+    assert "first poll: s/step" in out
+    assert "Traceback" not in err
+
+
+def test_sigkill_mid_run_is_an_incident_and_resume_continues(
+        tmp_path: Path, registry_path: Path) -> None:
+    folder = RunFolder(tmp_path / "run")
+    proc = launch(tmp_path)
+    pid = None
+    try:
+        deadline = time.monotonic() + TIMEOUT
+        while True:  # past the step-20 checkpoint
+            tail = read_tail(folder)
+            if tail.checkpoint_step == 20 and tail.last_step >= 22:
+                break
+            assert proc.poll() is None, proc.communicate()
+            assert time.monotonic() < deadline
+            time.sleep(0.05)
+        [entry] = Registry(registry_path).entries()
+        pid = entry.pid
+        os.kill(pid, signal.SIGKILL)
+        out, err = proc.communicate(timeout=60)
+    finally:
+        if pid is not None:  # loader workers orphaned by the kill
+            try:
+                os.killpg(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+    killed_at = read_tail(folder).last_step
+    assert killed_at >= 22
+    assert proc.returncode == 1
+    incident = f"killed by SIGKILL at step {killed_at} (last checkpoint step 20)"
+    assert f"alert: engine {incident}: step {killed_at} of 40" in out
+    [entry] = Registry(registry_path).entries()
+    assert (entry.status, entry.last_step) == ("killed", killed_at)
+    assert json.loads(folder.verdict.read_text())["provisional"] is True
+
+    resumed = launch(tmp_path, "--resume")
+    out, err = resumed.communicate(timeout=TIMEOUT)
+    assert "resumed smoke" in out and "Traceback" not in err
+    assert "resumed from checkpoint step-000020 (step 20)" in out
+    assert "engine finished at step 40" in out
+    store = load_log(folder.log)
+    assert [e.event for e in store.events] == ["start", "resume", "end"]
+    assert store.last_step == 40 and list(store.steps) == list(range(1, 41))
+    assert store.replaced_steps == killed_at - 20  # the killed timeline past 20 was replayed
+    [entry] = Registry(registry_path).entries()
+    assert (entry.status, entry.exit_code, entry.last_step) == ("finished", 0, 40)
+    verdict = json.loads(folder.verdict.read_text())
+    assert verdict["read_step"] == 40 and resumed.returncode == EXIT_CODES[verdict["verdict"]]
