@@ -1,0 +1,105 @@
+"""RAM and run-folder guards, on both sides of their thresholds, and their CLI faces."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import pytest
+
+from fontaine_tui import cli
+from fontaine_tui.core import guards
+from fontaine_tui.core.host import HostRam
+from fontaine_tui.core.presets import load_preset
+from fontaine_tui.core.registry import Entry, Registry
+from fontaine_tui.core.runfolder import RunFolder
+from fontaine_tui.core.telemetry import TelemetrySnapshot
+
+GIB = 1 << 30
+
+
+def tel(available: int, total: int = 64 * GIB) -> TelemetrySnapshot:
+    return TelemetrySnapshot(0.0, None, "no NVIDIA GPU", HostRam(total, available, "meminfo"), "")
+
+
+def test_ram_estimate_follows_the_knobs() -> None:
+    demos = guards.ram_estimate(load_preset("demosonly_1gpu"))
+    micro = 96 // 8
+    assert demos.bytes == guards.RANK_BYTES + 8 * (guards.WORKER_BYTES
+                                                   + 4 * micro * guards.SAMPLE_BYTES)
+    assert "8 workers" in demos.formula and "prefetch 4 x micro-batch 12" in demos.formula
+    assert guards.ram_estimate(load_preset("smoke")).bytes < demos.bytes
+
+
+def test_ram_check_on_both_sides_of_warn_and_refuse() -> None:
+    preset = load_preset("demosonly_1gpu")
+    need = guards.ram_estimate(preset).bytes
+    total = 64 * GIB
+    warn_left, alert_left = math.ceil(0.10 * total), math.ceil(0.05 * total)
+    cases = [(need + warn_left, "ok"), (need + warn_left - 1, "warn"),
+             (need + alert_left, "warn"), (need + alert_left - 1, "refuse")]
+    for available, level in cases:
+        f = guards.check_ram(preset, tel(available, total))
+        assert f.level == level, (available, f)
+    f = guards.check_ram(preset, tel(need + alert_left - 1, total))
+    assert "the platform knobs imply ~3.9 GiB" in f.message and "--yes-ram" in f.message
+    forced = guards.check_ram(preset, tel(need + alert_left - 1, total), yes_ram=True)
+    assert forced.level == "warn" and "launching anyway (--yes-ram)" in forced.message
+
+
+def test_unknown_ram_warns_but_does_not_refuse() -> None:
+    t = TelemetrySnapshot(0.0, None, "x", None, "no /proc/meminfo (Permission denied)")
+    f = guards.check_ram(load_preset("smoke"), t)
+    assert f.level == "warn" and "Permission denied" in f.message
+
+
+def test_refusal_is_one_line_naming_every_reason(tmp_path: Path) -> None:
+    preset = load_preset("demosonly_1gpu")
+    folder = RunFolder(tmp_path)
+    (tmp_path / "train_log.jsonl").write_text("")
+    found = guards.check_all(preset, folder, tel(GIB))
+    why = guards.refusal(found)
+    assert why is not None and "\n" not in why
+    assert "already holds a launched run" in why and "RAM:" in why
+
+
+def test_a_running_run_cannot_be_launched_again(tmp_path: Path) -> None:
+    [f] = guards.check_folder(load_preset("smoke"), RunFolder(tmp_path), True, running_pid=1234)
+    assert f.level == "refuse" and "still running as pid 1234" in f.message
+
+
+def test_cli_refuses_a_registered_live_run(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    import os
+
+    import psutil
+
+    from fontaine_tui.core.host import hostname
+
+    monkeypatch.chdir(tmp_path)
+    run = (tmp_path / "run").resolve()
+    me = psutil.Process(os.getpid())
+    Registry().upsert(Entry("smoke", str(run), hostname(), pid=me.pid,
+                            pid_started=me.create_time()))
+    assert cli.main(["launch", "smoke", "--plain", "--output-dir", "run", "--resume"]) == 2
+    err = capsys.readouterr().err
+    assert f"still running as pid {me.pid}" in err
+    assert not run.exists()
+
+
+def test_doctor_exit_codes(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert cli.main(["doctor", "smoke", "--output-dir", str(tmp_path / "new")]) == 0
+    out = capsys.readouterr().out
+    assert "launch would go ahead" in out and "engine: " in out and "--run-name smoke" in out
+    (tmp_path / "old").mkdir()
+    (tmp_path / "old" / "prereg.json").write_text("{}")
+    assert cli.main(["doctor", "smoke", "--output-dir", str(tmp_path / "old")]) == 1
+    assert "refusing to launch:" in capsys.readouterr().out
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["old"]  # doctor writes nothing
+
+
+def test_bad_preset_and_poll_are_one_line(capsys: pytest.CaptureFixture[str]) -> None:
+    assert cli.main(["launch", "nosuchpreset", "--plain"]) == 2
+    assert cli.main(["launch", "smoke", "--plain", "--poll", "0"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 2 and all(e.startswith("fontaine-tui: error:") for e in err)
