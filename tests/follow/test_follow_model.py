@@ -1,0 +1,133 @@
+"""Property test: random write / torn write / rotate / truncate / delete / read sequences
+against a model of the current file. After every read the consumer holds exactly the complete
+lines of the current file, numbered from 1: nothing lost, nothing doubled."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import shutil
+import tempfile
+import time
+from pathlib import Path
+
+from followkit import Collector, train_line
+from hypothesis import HealthCheck, settings
+from hypothesis import strategies as st
+from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
+
+from fontaine_tui.core.follow import LocalRun
+
+LOG = "train_log.jsonl"
+
+
+class FollowerModel(RuleBasedStateMachine):
+    inotify = True
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.dir = Path(tempfile.mkdtemp(prefix="follow-model-"))
+        self.log = self.dir / LOG
+        self.loop = asyncio.new_event_loop()
+        self.src = LocalRun(self.dir, poll_s=0.01, inotify=self.inotify)
+        self.col = Collector(self.src)
+        self.loop.run_until_complete(self._start())
+        self.fd = os.open(self.log, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+        self.expected: list[bytes] = []
+        self.torn: bytes | None = None  # the rest of a line whose start is in the file
+        self.n = 0
+        self.reads = 0
+
+    async def _start(self) -> None:
+        self.col.start()
+
+    def _line(self) -> bytes:
+        self.n += 1
+        return train_line(self.n, detail="x" * (self.n % 7) * 300)
+
+    def _fresh_file(self) -> None:
+        self.fd = os.open(self.log, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+        self.expected, self.torn = [], None
+
+    @rule(count=st.integers(1, 5))
+    def write(self, count: int) -> None:
+        data = b""
+        if self.torn is not None:
+            data, self.torn = self.torn, None
+        lines = [self._line() for _ in range(count)]
+        os.write(self.fd, data + b"".join(lines))
+        if data:
+            self.expected.append(self.pending_line)
+        self.expected += [ln[:-1] for ln in lines]
+
+    @precondition(lambda self: self.torn is None)
+    @rule(cut=st.integers(1, 200))
+    def write_torn(self, cut: int) -> None:
+        line = self._line()
+        cut = min(cut, len(line) - 1)
+        os.write(self.fd, line[:cut])
+        self.torn, self.pending_line = line[cut:], line[:-1]
+
+    @rule()
+    def rotate(self) -> None:
+        os.close(self.fd)
+        os.replace(self.log, self.dir / (LOG + ".1"))
+        self._fresh_file()
+
+    @rule()
+    def truncate(self) -> None:
+        os.ftruncate(self.fd, 0)
+        self.expected, self.torn = [], None
+
+    @rule()
+    def delete_and_recreate(self) -> None:
+        os.close(self.fd)
+        self.log.unlink()
+        self._fresh_file()
+
+    @rule(ms=st.integers(0, 5))
+    def tick(self, ms: int) -> None:
+        """Let the follower run for a moment in the middle of things."""
+        self.loop.run_until_complete(asyncio.sleep(ms / 1000))
+
+    @rule()
+    def read(self) -> None:
+        self.reads += 1
+        deadline = time.monotonic() + 3
+
+        async def settle() -> None:
+            while self.col.texts != self.expected and time.monotonic() < deadline:
+                await asyncio.sleep(0.003)
+            await asyncio.sleep(0.02)  # and nothing more arrives
+
+        self.loop.run_until_complete(settle())
+        assert self.col.texts == self.expected
+        assert [n for n, _ in self.col.lines] == list(range(1, len(self.expected) + 1))
+
+    @invariant()
+    def follower_alive(self) -> None:
+        task = self.col.task
+        assert task is not None
+        if task.done():
+            task.result()
+
+    def teardown(self) -> None:
+        try:
+            self.read()
+        finally:
+            os.close(self.fd)
+            self.loop.run_until_complete(self.col.stop())
+            self.loop.close()
+            shutil.rmtree(self.dir, ignore_errors=True)
+
+
+class PollingFollowerModel(FollowerModel):
+    inotify = False
+
+
+_settings = settings(max_examples=25, stateful_step_count=25, deadline=None,
+                     suppress_health_check=[HealthCheck.too_slow])
+TestFollowerModelInotify = FollowerModel.TestCase
+TestFollowerModelInotify.settings = _settings
+TestFollowerModelPolling = PollingFollowerModel.TestCase
+TestFollowerModelPolling.settings = _settings
