@@ -44,6 +44,7 @@ class Mark:
     y: float
     label: str
     color: str
+    align: str = "right"  # "right": the label ends at the point; "left": it starts there
 
 
 @dataclass(frozen=True, slots=True)
@@ -115,7 +116,7 @@ def probes_chart(store: RunStore, preset: Preset, verdicts: Sequence[Verdict],
     spec = preset.verdict
     anchor, endpoint = spec.anchor_step, spec.endpoint_step
     if anchor not in store.probes:
-        return _levels_chart(store, preset, (0.0, float(endpoint) * 1.05))
+        return _levels_chart(store, preset, (0.0, anchor * 1.1))
     pad = (endpoint - anchor) * 0.08
     xlim = (anchor - pad, endpoint + pad)
     pts = [(float(v.read_step), v.delta) for v in verdicts
@@ -155,7 +156,7 @@ def _levels_chart(store: RunStore, preset: Preset, xlim: tuple[float, float]) ->
         if comp.level_step and math.isfinite(comp.eval_level):
             marks.append(Mark(float(comp.level_step), comp.eval_level,
                               f"{comp.name} eval {comp.eval_level:.4f} @ {comp.level_step}",
-                              "yellow"))
+                              "red", align="left"))
     return ChartSpec(f"eval levels before the anchor probe (step {preset.verdict.anchor_step})",
                      "step", metric, curves, (), tuple(marks), xlim,
                      "deltas start at the anchor probe")
@@ -247,7 +248,7 @@ def pace_text(p: Progress) -> str:
     return f"{s(p.last_step_s)}/step (median {s(p.median_step_s)})"
 
 
-def run_status(kind: str, exit_code: int | None, has_records: bool, ended: bool) -> str:
+def run_status(kind: str, exit_code: int | str | None, has_records: bool, ended: bool) -> str:
     """launching / running / exited N / attached / replay (what the header says)."""
     if kind == "launch":
         if exit_code is not None:

@@ -76,9 +76,10 @@ class Session:
         self.tail: deque[str] = deque(maxlen=TAIL_LINES)
         self.tail_total = 0
         self.note = ""
-        self.exit_code: int | None = None
+        self.exit_code: int | str | None = None
         self.ledger = Ledger("", preset.sha256, "no prereg.json read yet", None, ())
         self.warnings: tuple[object, ...] = ()
+        self.warning_book: object = None
         self.version = 0
         self._verdict_key: object = None
         self._verdicts: tuple[Verdict, ...] = ()
@@ -117,8 +118,9 @@ class Session:
         info = self.process.poll()  # type: ignore[attr-defined]
         if info is None:
             return False
-        code = getattr(info, "returncode", getattr(info, "code", info))
-        self.exit_code = code if isinstance(code, int) else -1
+        code = getattr(info, "code", None)
+        sig = getattr(info, "signal", None)
+        self.exit_code = code if isinstance(code, int) else (sig or "?")
         self.version += 1
         return True
 

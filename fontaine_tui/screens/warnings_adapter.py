@@ -5,19 +5,26 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from fontaine_tui.core import warnings as rules
+
 if TYPE_CHECKING:
     from fontaine_tui.screens.session import Session
 
 
 def evaluate(session: Session, telemetry: object, now: float) -> tuple[object, ...]:
-    try:
-        from fontaine_tui.core import warnings as rules
-    except ImportError:
-        return ()
-    book = getattr(session, "_warning_book", None)
-    if book is None and hasattr(rules, "WarningBook"):
-        book = rules.WarningBook()
-        session._warning_book = book  # type: ignore[attr-defined]
-    if book is None or not hasattr(rules, "evaluate"):
-        return ()
-    return tuple(rules.evaluate(book, session.store, session.preset, telemetry, now))
+    book = getattr(session, "warning_book", None)
+    if book is None:
+        book = session.warning_book = rules.WarningBook()
+    process = session.process
+    exit_info = process.poll() if process is not None else None  # type: ignore[attr-defined]
+    launched = session.ledger.launched_at
+    launched_ts = None
+    if launched:
+        from fontaine_tui.core.prereg import parse_utc
+
+        try:
+            launched_ts = parse_utc(launched)
+        except ValueError:
+            launched_ts = None
+    return tuple(rules.evaluate(book, session.store, session.preset, telemetry, now,
+                                exit_info, launched_ts))

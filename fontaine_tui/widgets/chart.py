@@ -62,8 +62,12 @@ class Chart(PlotextPlot):
         left = spec.xlim[0] if spec.xlim else 0
         for h in spec.hlines:
             plt.text(h.label, left, h.y, color=h.color, alignment="left")
-        for m in spec.marks:  # the label ends in the marker, at the point itself
-            plt.text(f"{m.label} ◆", m.x, m.y, color=m.color, alignment="right")
+        nudge = (spec.xlim[1] - spec.xlim[0]) * 0.015 if spec.xlim else 0.0
+        for m in spec.marks:  # the marker is the label's end (or start) at the point itself
+            if m.align == "left":  # beside a point the run also has: keep both visible
+                plt.text(f"◆ {m.label}", m.x + nudge, m.y, color=m.color, alignment="left")
+            else:
+                plt.text(f"{m.label} ◆", m.x, m.y, color=m.color, alignment="right")
         if spec.xlim:
             plt.xlim(*spec.xlim)
         ys = seen + [v.y for v in (*spec.hlines, *spec.marks) if math.isfinite(v.y)]

@@ -1,0 +1,83 @@
+"""Harness for the console tests: replayed fixture logs, a fixed clock, no animations."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from collections.abc import Callable
+from pathlib import Path
+
+os.environ["TEXTUAL_ANIMATIONS"] = "none"
+
+import pytest  # noqa: E402
+
+from fontaine_tui.core.presets import load_preset  # noqa: E402
+from tests.logs import RIGONLY_LIKE, records_upto, write_log  # noqa: E402
+
+CLOCK = 1_787_000_600.0
+SIZE = (120, 40)
+
+
+def fixed_clock() -> float:
+    return CLOCK
+
+
+def replay_source(log: Path):
+    """The real replay source (as fast as it can read), as `fontaine-tui replay` builds it."""
+    try:
+        from fontaine_tui.core.follow import ReplayRun
+    except ImportError:  # until the replay source lands: the same folder, followed live
+        from fontaine_tui.core.follow import LocalRun
+
+        return LocalRun(log.parent)
+    return ReplayRun(log, speed=None)
+
+
+def make_run(folder: Path, upto: int = 1000, probes=RIGONLY_LIKE, engine_out: str | None = None
+             ) -> Path:
+    folder.mkdir(parents=True, exist_ok=True)
+    log = write_log(folder / "train_log.jsonl", records_upto(upto, probes))
+    if engine_out is not None:
+        (folder / "engine.out.log").write_text(engine_out)
+    return log
+
+
+def console(log: Path, **kw):
+    from fontaine_tui.app import make_app
+
+    kw.setdefault("preset", load_preset("demosonly_1gpu"))
+    kw.setdefault("clock", fixed_clock)
+    kw.setdefault("kind", "replay")
+    return make_app(source=replay_source(log), **kw)
+
+
+async def until(pilot, predicate: Callable[[], bool], timeout: float = 10.0) -> None:
+    async def loop() -> None:
+        while not predicate():
+            await pilot.pause(0.02)
+
+    await asyncio.wait_for(loop(), timeout)
+
+
+async def loaded(pilot, step: int) -> None:
+    """Wait until the replay reached `step` and a frame showing it was drawn."""
+    app = pilot.app
+    await until(pilot, lambda: app.view is not None and app.view.progress.step == step
+                and app.session.store.last_step == step)
+    await pilot.pause()
+
+
+@pytest.fixture
+def preset():
+    return load_preset("demosonly_1gpu")
+
+
+def text(widget) -> str:
+    """What a widget shows, as plain text."""
+    import re
+
+    from fontaine_tui.widgets.chart import Chart
+
+    if isinstance(widget, Chart):
+        return re.sub(r"\x1b\[[0-9;]*m", "", widget.plt.build())
+    return str(widget.render())

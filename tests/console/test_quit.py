@@ -1,0 +1,75 @@
+"""Quitting with a launched run alive asks: stop it, or detach and leave it running."""
+
+from __future__ import annotations
+
+import sys
+
+from fontaine_tui.app import make_app
+from fontaine_tui.core.follow import LocalRun
+from fontaine_tui.core.launcher import EngineProcess
+from fontaine_tui.core.runfolder import RunFolder
+from fontaine_tui.screens.dialogs import QuitDialog
+from fontaine_tui.widgets.run_header import RunHeader
+from tests.console.conftest import SIZE, fixed_clock, loaded, make_run, text, until
+
+SLEEPER = [sys.executable, "-c", "import time; time.sleep(120)"]
+
+
+def _app(folder, process, preset):
+    return make_app(source=LocalRun(folder), preset=preset, process=process, clock=fixed_clock)
+
+
+async def test_quit_with_live_run_detach_leaves_it_running(tmp_path, preset):
+    folder = tmp_path / "run"
+    make_run(folder, upto=600)
+    engine = EngineProcess.start(SLEEPER, RunFolder(folder))
+    try:
+        app = _app(folder, engine, preset)
+        async with app.run_test(size=SIZE) as pilot:
+            await loaded(pilot, 600)
+            assert "RUNNING" in text(app.screen.query_one(RunHeader).query_one("#title"))
+            await pilot.press("q")
+            await pilot.pause()
+            assert isinstance(app.screen, QuitDialog)
+            await pilot.press("escape")  # cancel: still here
+            await pilot.pause()
+            assert not isinstance(app.screen, QuitDialog) and app.is_running
+            await pilot.press("q", "d")
+            await pilot.pause()
+        assert engine.poll() is None  # detached: the run keeps going
+    finally:
+        engine.signal_group(9)
+        engine.wait(10)
+
+
+async def test_quit_with_live_run_stop_stops_it(tmp_path, preset):
+    folder = tmp_path / "run"
+    make_run(folder, upto=600)
+    engine = EngineProcess.start(SLEEPER, RunFolder(folder))
+    try:
+        app = _app(folder, engine, preset)
+        async with app.run_test(size=SIZE) as pilot:
+            await loaded(pilot, 600)
+            await pilot.press("q")
+            await pilot.pause()
+            await pilot.press("s")
+            await pilot.pause()
+        info = engine.wait(15)
+        assert info is not None  # stopped
+    finally:
+        engine.signal_group(9)
+
+
+async def test_exited_run_is_shown_and_quit_does_not_ask(tmp_path, preset):
+    folder = tmp_path / "run"
+    make_run(folder, upto=600)
+    engine = EngineProcess.start([sys.executable, "-c", "raise SystemExit(3)"], RunFolder(folder))
+    engine.wait(15)
+    app = _app(folder, engine, preset)
+    async with app.run_test(size=SIZE) as pilot:
+        await loaded(pilot, 600)
+        title = app.screen.query_one(RunHeader).query_one("#title")
+        await until(pilot, lambda: "EXITED 3" in text(title))
+        await pilot.press("q")
+        await pilot.pause()
+        assert not app.is_running

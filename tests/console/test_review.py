@@ -1,0 +1,117 @@
+"""Review: accept / flag / note append hash-chained lines; tampering is found; export."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import sys
+
+import pytest
+
+from fontaine_tui.core import export as exporter
+from fontaine_tui.core import review
+from fontaine_tui.core.records import load_log
+from fontaine_tui.core.series import probes_chart
+from fontaine_tui.core.verdict import compute_verdict, verdict_series
+from fontaine_tui.screens.dialogs import NoteDialog
+from tests.console.conftest import CLOCK, SIZE, console, loaded, make_run, until
+
+
+async def test_accept_flag_note_chain_and_tamper(tmp_path):
+    folder = tmp_path / "run"
+    app = console(make_run(folder, upto=750))
+    path = folder / "review.jsonl"
+    async with app.run_test(size=SIZE) as pilot:
+        await loaded(pilot, 750)
+        await pilot.press("v", "a")
+        await pilot.press("left", "f")  # flag the read as it stood at 500
+        await pilot.press("n")
+        await pilot.pause()
+        assert isinstance(app.screen, NoteDialog)
+        await pilot.press(*"[bold]ask owner[/]", "enter")
+        await pilot.pause()
+        lines = path.read_bytes().splitlines()
+        assert [json.loads(x)["action"] for x in lines] == ["accept", "flag", "note"]
+        docs = [json.loads(x) for x in lines]
+        assert [(d["verdict"], d["read_step"], d["provisional"]) for d in docs] == [
+            ("AMBIGUOUS", 750, True), ("HEALTHY", 500, True), ("HEALTHY", 500, True)]
+        assert docs[2]["note"] == "[bold]ask owner[/]"
+        assert {d["time"] for d in docs} == {"2026-08-17T21:03:20Z"}  # the injected clock
+        assert docs[0]["prev"] == review.GENESIS
+        for before, doc in zip(lines, docs[1:], strict=False):
+            assert doc["prev"] == hashlib.sha256(before).hexdigest()
+        assert review.verify(path).ok and "3 line(s), chain intact" in app.review_status
+
+        # an edit by hand to line 2 is found, and the console says so on the next action
+        tampered = lines[1].replace(b'"flag"', b'"accept"')
+        path.write_bytes(b"\n".join([lines[0], tampered, lines[2]]) + b"\n")
+        check = review.verify(path)
+        assert (check.bad_line, check.ok) == (2, False)
+        await pilot.press("a")
+        await pilot.pause()
+        assert "CHAIN BROKEN: line 2" in app.review_status
+
+
+def _verdict(tmp_path):
+    store = load_log(make_run(tmp_path / "v", upto=1000))
+    from fontaine_tui.core.presets import load_preset
+
+    return compute_verdict(store, load_preset("demosonly_1gpu"))
+
+
+def test_chain_finds_removed_and_rehashed_lines(tmp_path):
+    v = _verdict(tmp_path)
+    path = tmp_path / "review.jsonl"
+    for i, action in enumerate(("accept", "flag", "note", "accept")):
+        review.append(path, action, v, note=f"n{i}", clock=lambda: CLOCK)
+    lines = path.read_bytes().splitlines()
+    assert review.verify(path) == review.ChainCheck(4)
+
+    path.write_bytes(b"\n".join([lines[0], lines[2], lines[3]]) + b"\n")  # line 2 removed
+    check = review.verify(path)
+    assert check.bad_line == 2 and "does not follow line 1" in check.reason
+
+    doc = json.loads(lines[1])  # rewritten with a fresh self-hash: the next link breaks
+    doc["note"] = "nothing to see"
+    doc.pop("hash")
+    doc["hash"] = hashlib.sha256(review._canonical(doc)).hexdigest()
+    path.write_bytes(b"\n".join([lines[0], review._canonical(doc), lines[2], lines[3]]) + b"\n")
+    check = review.verify(path)
+    assert check.bad_line == 3 and "line 3: does not follow line 2" in check.reason
+
+    path.write_bytes(b"\n".join([lines[0], b"{not json", *lines[2:]]) + b"\n")
+    assert review.verify(path).bad_line == 2
+    with pytest.raises(ValueError):
+        review.append(path, "approve", v)
+
+
+async def test_export_writes_verdict_json_and_chart(tmp_path):
+    pytest.importorskip("matplotlib")
+    folder = tmp_path / "run"
+    app = console(make_run(folder))
+    async with app.run_test(size=SIZE) as pilot:
+        await loaded(pilot, 1000)
+        await pilot.press("v", "e")
+        await until(pilot, lambda: "wrote" in app.review_status, timeout=60)
+    doc = json.loads((folder / "verdict.json").read_text())
+    expected = compute_verdict(app.session.store, app.session.preset).to_json()
+    assert doc == json.loads(json.dumps(expected))
+    assert doc["verdict"] == "AMBIGUOUS" and doc["provisional"] is False
+    png = (folder / exporter.CHART_NAME).read_bytes()
+    assert png[:8] == b"\x89PNG\r\n\x1a\n" and len(png) > 10_000
+    assert "disc_overlay.png" in app.review_status
+
+
+def test_export_without_matplotlib_says_how_to_get_it(tmp_path, monkeypatch):
+    v = _verdict(tmp_path)
+    store = load_log(tmp_path / "v" / "train_log.jsonl")
+    from fontaine_tui.core.presets import load_preset
+
+    preset = load_preset("demosonly_1gpu")
+    spec = probes_chart(store, preset, verdict_series(store, preset), v, False)
+    monkeypatch.setitem(sys.modules, "matplotlib", None)  # import matplotlib -> ImportError
+    result = exporter.export(tmp_path, v, spec)
+    assert result.chart_path is None
+    assert "pip install 'fontaine-tui[chart]'" in result.chart_message
+    assert json.loads((tmp_path / "verdict.json").read_text())["verdict"] == "AMBIGUOUS"
+    assert not (tmp_path / exporter.CHART_NAME).exists()

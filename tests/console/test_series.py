@@ -1,0 +1,67 @@
+"""Pure helpers behind the screens: downsampling, probe rows, progress, literal text."""
+
+from __future__ import annotations
+
+import math
+from array import array
+
+from hypothesis import given
+from hypothesis import strategies as st
+
+from fontaine_tui.core.records import load_log
+from fontaine_tui.core.series import downsample, literal, probe_rows, progress, run_status
+from fontaine_tui.core.verdict import verdict_series
+from tests.console.conftest import make_run
+
+
+def test_downsample_keeps_spikes_and_bounds_the_points():
+    ys = array("d", (math.sin(i / 300) for i in range(10_000)))
+    ys[4321] = 50.0
+    ys[777] = -50.0
+    ys[10] = math.nan
+    xs, out = downsample(range(10_000), ys, 100)
+    assert len(xs) <= 200 and 50.0 in out and -50.0 in out
+    assert 4321 in xs and 777 in xs and xs == sorted(xs)
+    assert all(math.isfinite(y) for y in out)
+
+
+@given(st.lists(st.floats(allow_nan=True, allow_infinity=False, width=32), max_size=600),
+       st.integers(1, 80))
+def test_downsample_extremes_survive(values, width):
+    xs, ys = downsample(list(range(len(values))), values, width)
+    finite = [v for v in values if math.isfinite(v)]
+    assert len(xs) <= max(2 * width, len(finite))
+    if finite:
+        assert min(ys) == min(finite) and max(ys) == max(finite)
+    assert all(values[x] == y for x, y in zip(xs, ys, strict=True))
+
+
+def test_probe_rows_take_deltas_from_the_verdict(tmp_path, preset):
+    store = load_log(make_run(tmp_path / "run"))
+    rows = probe_rows(store, verdict_series(store, preset))
+    assert [r.step for r in rows] == [250, 500, 750, 1000]
+    assert rows[0].delta is None and rows[1].delta == 0.0
+    assert round(rows[3].delta, 4) == 0.6929 and round(rows[3].train_delta, 4) == 0.16
+    assert set(rows[3].breakdown) == {"demos", "rig"}
+
+
+def test_progress_pace_eta_gpu_hours(tmp_path, preset):
+    store = load_log(make_run(tmp_path / "run", upto=600))
+    p = progress(store, preset)
+    assert (p.step, p.total, p.last_step_s, p.median_step_s) == (600, 1000, 0.5, 0.5)
+    assert p.eta_s == 200.0 and p.gpu_hours_gate == 12.0
+    assert round(p.gpu_hours, 4) == round(300 / 3600, 4)
+    assert round(p.data_frac, 3) == 0.02
+
+
+def test_status_words():
+    assert run_status("launch", None, False, False) == "launching"
+    assert run_status("launch", None, True, False) == "running"
+    assert run_status("launch", 137, True, False) == "exited 137"
+    assert run_status("attach", None, True, False) == "attached"
+    assert run_status("replay", None, True, True) == "replay (ended)"
+
+
+def test_literal_escapes_every_control_character():
+    assert literal("a\x1b[1mb\x9bc\x7f\r") == "a\\x1b[1mb\\x9bc\\x7f\\x0d"
+    assert literal("[red]x[/]\tz") == "[red]x[/]   z"
