@@ -97,8 +97,21 @@ def run(args: argparse.Namespace) -> int:
         except ImportError as exc:  # pragma: no cover - the console lands separately
             print(f"no console ({exc}); following with --plain", file=sys.stderr)
         else:
-            return run_console(source=LocalRun(folder.root), preset=preset, mode="launch",
+            code = run_console(source=LocalRun(folder.root), preset=preset, mode="launch",
                                process=engine, registry=registry)
+            return after_console(code, preset, folder, engine, registry, host, prereg)
     from fontaine_tui.commands._plain import babysit
 
     return babysit(preset, folder, engine, registry, host, prereg, args.poll, args.stop_on_exit)
+
+
+def after_console(code: int, preset, folder, engine, registry, host: str, prereg) -> int:
+    """The console closed: record an exit it saw; a run left going stays registered."""
+    from fontaine_tui.commands._plain import PlainWatch, finish
+
+    info = engine.poll()
+    if info is None:
+        print(f"detached: engine pid {engine.pid} keeps running in {folder.root} "
+              f"(fontaine-tui runs lists it)")
+        return code
+    return finish(PlainWatch(preset, folder, engine, prereg), registry, host, info)

@@ -93,8 +93,7 @@ def declare_amendment(folder: RunFolder, *, kind: str = "scale", from_step: int 
         comparator = comparator or preset.verdict.reference
     fields = {"from_step": from_step or 0, "comparator": comparator or "",
               "factor": math.nan if factor is None else float(factor)}
-    where = f"amendment {folder.amendments}"
-    validate_scale_amendment(preset.path, where, fields, preset.comparators,
+    validate_scale_amendment(folder.amendments, "new amendment", fields, preset.comparators,
                              int(preset.recipe["eval_every"]))
     rule: dict[str, object] = {"kind": kind}
     if factor is not None:
@@ -113,7 +112,7 @@ def declare_amendment(folder: RunFolder, *, kind: str = "scale", from_step: int 
         append_line(folder.amendments, json.dumps(record, sort_keys=True, allow_nan=False))
     finally:
         os.close(fd)
-    return _to_amendment(record, where)
+    return _to_amendment(record, str(folder.amendments))
 
 
 def max_step_seen(log: Path) -> int:

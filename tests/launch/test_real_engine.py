@@ -116,3 +116,43 @@ def test_sigkill_mid_run_is_an_incident_and_resume_continues(
     assert (entry.status, entry.exit_code, entry.last_step) == ("finished", 0, 40)
     verdict = json.loads(folder.verdict.read_text())
     assert verdict["read_step"] == 40 and resumed.returncode == EXIT_CODES[verdict["verdict"]]
+
+
+def test_ctrl_c_detaches_and_the_run_survives_the_console(
+        tmp_path: Path, registry_path: Path) -> None:
+    from fontaine_tui.core.launcher import EngineProcess, pid_alive
+
+    folder = RunFolder(tmp_path / "run")
+    env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+    # its own process group, as a terminal's foreground job: Ctrl-C = SIGINT to that group
+    proc = subprocess.Popen([sys.executable, "-m", "fontaine_tui", "launch", "smoke", "--plain",
+                             "--output-dir", "run", "--poll", "0.5"], cwd=tmp_path, env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            start_new_session=True)
+    engine = None
+    try:
+        deadline = time.monotonic() + TIMEOUT
+        while read_tail(folder).last_step < 2:
+            assert proc.poll() is None, proc.communicate()
+            assert time.monotonic() < deadline
+            time.sleep(0.05)
+        os.killpg(proc.pid, signal.SIGINT)
+        out, _ = proc.communicate(timeout=30)
+        [entry] = Registry(registry_path).entries()
+        engine = EngineProcess.reattach(folder, entry.pid, entry.pid_started)
+        assert proc.returncode == 130
+        assert f"detached: engine pid {entry.pid} keeps running" in out
+        assert f"kill -INT -{entry.pid}" in out
+        assert pid_alive(entry.pid, entry.pid_started) and engine.poll() is None
+        assert entry.status == "running"
+        step = read_tail(folder).last_step
+        deadline = time.monotonic() + 60
+        while read_tail(folder).last_step <= step:  # still training without its console
+            assert time.monotonic() < deadline
+            time.sleep(0.05)
+        info = engine.stop(grace_int=60, grace_term=30)  # from another console, by pid
+        assert info.status == "stopped" and info.signal == "SIGINT"
+        assert info.checkpoint_step == info.last_step  # the engine checkpointed on the way out
+    finally:
+        if engine is not None and engine.poll() is None:
+            os.killpg(engine.pid, signal.SIGKILL)
