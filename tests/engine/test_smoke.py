@@ -83,3 +83,38 @@ def test_eval_is_deterministic_for_a_checkpoint(smoke_run, corpus_dir):
     logged = [r for r in read(smoke_run / "train_log.jsonl") if r["kind"] == "eval"][-1]
     for key in ("eval_chunk_mae", "train_chunk_mae", "eval_ar_ce", "eval_flow_loss"):
         assert first[key] == pytest.approx(logged[key], rel=1e-6, abs=1e-9), key
+
+
+def test_init_then_failure_logs_error_event_and_exits_1(smoke_run, corpus_dir, tmp_path):
+    """--init from a tiny checkpoint into a small model cannot load: `event: error`, exit 1."""
+    argv = tiny_argv(tmp_path, corpus_dir, "--init", str(smoke_run), steps=5)
+    argv[argv.index("--model-size") + 1] = "small"
+    proc = run_engine(argv)
+    assert proc.returncode == 1, proc.stderr
+    assert "Traceback" not in proc.stderr
+    records = read(tmp_path / "train_log.jsonl")
+    check(records)
+    last = records[-1]
+    assert last["kind"] == "event" and last["event"] == "error"
+    assert "size mismatch" in last["detail"] or "Error" in last["detail"]
+
+
+def test_init_inherit_and_random_flow_decoder(smoke_run, corpus_dir, tmp_path):
+    """--init loads every weight; --flow-decoder-init random re-draws only the flow decoder."""
+    from safetensors.torch import load_file
+
+    from engine import train
+    from engine.cli import build_parser
+
+    ck = load_file(str(smoke_run / "checkpoints" / "step-000020" / "model.safetensors"))
+    for mode in ("inherit", "random"):
+        args = build_parser().parse_args(tiny_argv(tmp_path, corpus_dir, "--init", str(smoke_run),
+                                                   "--flow-decoder-init", mode)[3:])
+        ctx = train.distributed.Context(0, 1, 0, torch.device("cpu"))
+        session = train.build_session(args, ctx)
+        train.load_init(session, args)
+        state = session.module.state_dict()
+        same = {k: torch.equal(state[k], ck[k]) for k in ck}
+        assert all(v for k, v in same.items() if not k.startswith("flow."))
+        flow_same = [v for k, v in same.items() if k.startswith("flow.")]
+        assert all(flow_same) if mode == "inherit" else not any(flow_same)
