@@ -76,7 +76,12 @@ def run(args: argparse.Namespace) -> int:
     folder.root.mkdir(parents=True, exist_ok=True)
     host = hostname()
     prereg = read_prereg(folder) if args.resume else freeze(folder, preset, argv, host)
-    engine = EngineProcess.start(argv, folder)
+    try:
+        engine = EngineProcess.start(argv, folder)
+    except OSError as exc:
+        if not args.resume:  # nothing ran: the folder is not a launched run
+            folder.prereg.unlink(missing_ok=True)
+        raise InputError(f"cannot start the engine ({argv[0]}): {exc.strerror or exc}") from None
     entry = Entry(name=preset.run_name, run_dir=str(folder.root), host=host, preset=preset.name,
                   preset_sha256=prereg.preset_sha256, pid=engine.pid,
                   pid_started=engine.started or 0.0, launched_at=prereg.launched_at,

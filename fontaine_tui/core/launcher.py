@@ -103,14 +103,23 @@ class LogTail:
     detail: str
     checkpoint_step: int | None
     oom: bool
+    output: str  # the last line the engine printed (engine.out.log)
 
 
-def read_tail(folder: RunFolder, nbytes: int = TAIL_BYTES) -> LogTail:
-    """The end of train_log.jsonl and engine.out.log, without reading a long log whole."""
+def _printable(text: str) -> str:
+    return "".join(c if c.isprintable() else "?" for c in text)
+
+
+def read_tail(folder: RunFolder, nbytes: int = TAIL_BYTES, since: tuple[int, int] = (0, 0)
+              ) -> LogTail:
+    """The end of train_log.jsonl and engine.out.log without reading a long log whole.
+
+    `since` = (log offset, output offset) where this start began: events and output from an
+    earlier start (before a resume) do not explain this start's exit."""
     last_step, last_time, event, detail, ckpt = 0, None, "", "", None
-    data = _tail_bytes(folder.log, nbytes)
-    lines = data.split(b"\n")
-    for raw in lines[:-1]:  # the last piece is torn or empty
+    pos, data = _tail_bytes(folder.log, nbytes)
+    for raw in data.split(b"\n")[:-1]:  # the last piece is torn or empty
+        here, pos = pos, pos + len(raw) + 1
         try:
             rec = parse_line(raw)
         except ValueError:
@@ -118,28 +127,33 @@ def read_tail(folder: RunFolder, nbytes: int = TAIL_BYTES) -> LogTail:
         if isinstance(rec, (TrainPoint, Probe)):
             last_step, last_time = max(last_step, rec.step), rec.time
         elif isinstance(rec, Event):
-            event, detail = rec.event, rec.detail
             if rec.event == "resume":
                 last_step = rec.step
+            if here >= since[0]:
+                event, detail = rec.event, rec.detail
         elif isinstance(rec, Checkpoint):
             ckpt = rec.step
-    oom = bool(OOM.search(detail.encode())) or bool(OOM.search(_tail_bytes(folder.engine_out,
-                                                                            16 << 10)))
-    return LogTail(last_step, last_time, event, detail, ckpt, oom)
+    _, out = _tail_bytes(folder.engine_out, 16 << 10, since[1])
+    oom = bool(OOM.search(detail.encode())) or bool(OOM.search(out))
+    last_line = next((ln for ln in reversed(out.splitlines()) if ln.strip()), b"")
+    return LogTail(last_step, last_time, event, detail, ckpt, oom,
+                   _printable(last_line.decode("utf-8", "replace").strip())[:300])
 
 
-def _tail_bytes(path: Path, nbytes: int) -> bytes:
+def _tail_bytes(path: Path, nbytes: int, offset: int = 0) -> tuple[int, bytes]:
+    """(file offset of the first whole line returned, bytes to EOF)."""
     try:
         with open(path, "rb") as fh:
             size = fh.seek(0, os.SEEK_END)
-            start = max(0, size - nbytes)
+            start = max(offset, size - nbytes)
             fh.seek(start)
             data = fh.read()
     except OSError:
-        return b""
-    if start > 0:  # drop the partial first line
-        data = data[data.find(b"\n") + 1:]
-    return data
+        return offset, b""
+    if start > offset:  # drop the partial first line
+        cut = data.find(b"\n") + 1
+        start, data = start + cut, data[cut:]
+    return start, data
 
 
 # -- the process ------------------------------------------------------------------------------
@@ -154,6 +168,7 @@ class ExitInfo:
     checkpoint_step: int | None
     event: str  # the log's last event ("end", "error", ...) or ""
     detail: str
+    output: str = ""  # the engine's last printed line (for a failure the log does not explain)
 
     @property
     def status(self) -> str:
@@ -184,13 +199,16 @@ class ExitInfo:
         text = f"engine {how} at step {self.last_step} ({ckpt})"
         if self.code is not None and self.status != "failed":
             text += f", exit {self.code}"
-        if self.status in ("failed", "oom") and self.detail:
-            text += f": {self.detail}"
+        if self.status in ("failed", "oom") and (self.detail or self.output):
+            text += f": {_printable(self.detail or self.output)}"
+        if self.status == "killed" and self.signal == "SIGKILL":
+            text += " (SIGKILL comes from outside: the kernel's OOM killer, or a user)"
         return text
 
 
-def exit_info(folder: RunFolder, returncode: int | None) -> ExitInfo:
-    tail = read_tail(folder)
+def exit_info(folder: RunFolder, returncode: int | None, since: tuple[int, int] = (0, 0)
+              ) -> ExitInfo:
+    tail = read_tail(folder, since=since)
     code, sig = returncode, None
     if returncode is not None and returncode < 0:
         code, sig = None, signal.Signals(-returncode).name
@@ -203,7 +221,7 @@ def exit_info(folder: RunFolder, returncode: int | None) -> ExitInfo:
         m = STOPPED_BY.search(tail.detail)
         sig = m.group(1) if m else None
     return ExitInfo(code, sig, tail.oom and returncode != 0, tail.last_step, tail.checkpoint_step,
-                    tail.last_event, tail.detail)
+                    tail.last_event, tail.detail, tail.output)
 
 
 def process_started(pid: int) -> float | None:
@@ -233,8 +251,9 @@ class EngineProcess:
     """An engine run: started here (a child) or found again by pid (reattached)."""
 
     def __init__(self, folder: RunFolder, pid: int, popen: subprocess.Popen | None,
-                 started: float | None) -> None:
+                 started: float | None, since: tuple[int, int] = (0, 0)) -> None:
         self.folder, self.pid, self._popen, self.started = folder, pid, popen, started
+        self.since = since  # where this start begins in train_log.jsonl and engine.out.log
         self._exit: ExitInfo | None = None
 
     @classmethod
@@ -243,11 +262,16 @@ class EngineProcess:
         """Start the engine in its own session, stdout+stderr appended to engine.out.log."""
         run_env = dict(os.environ if env is None else env)
         run_env.setdefault("PYTHONUNBUFFERED", "1")
+        try:
+            log_size = folder.log.stat().st_size
+        except FileNotFoundError:
+            log_size = 0
         with open(folder.engine_out, "ab") as out:
+            since = (log_size, out.seek(0, os.SEEK_END))
             popen = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=out,
                                      stderr=subprocess.STDOUT, start_new_session=True,
                                      env=run_env, close_fds=True)
-        return cls(folder, popen.pid, popen, process_started(popen.pid))
+        return cls(folder, popen.pid, popen, process_started(popen.pid), since)
 
     @classmethod
     def reattach(cls, folder: RunFolder, pid: int, started: float | None = None
@@ -267,7 +291,7 @@ class EngineProcess:
             rc = self._popen.poll()
             if rc is None:
                 return None
-            self._exit = exit_info(self.folder, rc)
+            self._exit = exit_info(self.folder, rc, self.since)
         else:
             if pid_alive(self.pid, self.started):
                 return None

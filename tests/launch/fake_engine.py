@@ -31,6 +31,9 @@ else:
         signal.signal(sig, lambda s, f: stop.append(s))
 
 print("fake engine up", flush=True)
+if mode == "fail":
+    print("engine: error: --batch-size 7: expected a multiple of 2", file=sys.stderr, flush=True)
+    sys.exit(2)
 write("meta", 0, schema=1, run="fake", world_size=1, device="cpu")
 write("event", 0, event="start", detail="")
 step = 0

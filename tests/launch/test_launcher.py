@@ -151,3 +151,21 @@ def test_tail_reads_only_the_end_of_a_long_log(tmp_path: Path) -> None:
         fh.write('{"kind":"train","st')  # torn
     tail = read_tail(folder, nbytes=4096)
     assert tail.last_step == 20000 and tail.last_event == "" and not tail.oom
+
+
+def test_a_failure_the_log_does_not_explain_shows_the_engine_output(tmp_path: Path) -> None:
+    folder = RunFolder(tmp_path)
+    info = EngineProcess.start([sys.executable, FAKE, str(tmp_path), "oom"], folder).wait(20)
+    assert info.status == "oom"
+    # a later start is judged on its own output, not on the earlier OOM in engine.out.log
+    info = EngineProcess.start([sys.executable, FAKE, str(tmp_path), "fail"], folder).wait(20)
+    assert (info.status, info.code, info.oom) == ("failed", 2, False)
+    assert info.describe() == ("engine failed (exit 2) at step 3 (no checkpoint): "
+                               "engine: error: --batch-size 7: expected a multiple of 2")
+
+
+def test_sigkill_names_its_likely_sources(tmp_path: Path) -> None:
+    engine, _ = _start(tmp_path, "run")
+    os.kill(engine.pid, signal.SIGKILL)
+    info = engine.wait(10)
+    assert info.status == "killed" and "the kernel's OOM killer, or a user" in info.describe()
