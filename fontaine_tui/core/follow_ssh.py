@@ -138,6 +138,9 @@ class SshRun:
         async with self._master_lock:
             if (await self._control("check"))[0] == 0:
                 return
+            for stale in self._dir.iterdir():  # a killed master leaves its socket behind
+                if stale.is_socket():
+                    stale.unlink(missing_ok=True)
             log = self._dir / "master.err"
             with open(log, "wb") as err:
                 # -f: fork once authenticated; its stderr is a file so nothing waits on a pipe
@@ -242,7 +245,8 @@ class SshRun:
                     elif self.reconnects or waiting:
                         note = "connected" if not waiting else f"{name} appeared"
                     ident, waiting, delay = new_ident, False, self.backoff[0]
-                    watcher = asyncio.create_task(self._watch_stderr(proc))
+                    said: list[bytes] = []
+                    watcher = asyncio.create_task(self._watch_stderr(proc, said))
                     try:
                         async for batch in self._stream(proc, cutter, head, skipped, reset, note):
                             head = batch[1]
@@ -252,7 +256,8 @@ class SshRun:
                     if watcher.done() and not watcher.cancelled() and watcher.result():
                         await asyncio.sleep(0.05)
                         continue  # the file changed under tail: re-check it at once
-                    error = "connection lost"
+                    error = "connection lost" + (
+                        f" ({said[-1].decode('utf-8', 'replace').strip()[:160]})" if said else "")
                 elif header[:2] == [b"@fontaine", b"absent"]:
                     if not waiting:
                         waiting = True
@@ -308,9 +313,10 @@ class SshRun:
                 yield Batch(lines, first, False, note, cutter.offset), head
                 note = ""
 
-    async def _watch_stderr(self, proc: asyncio.subprocess.Process) -> bool:
+    async def _watch_stderr(self, proc: asyncio.subprocess.Process, said: list[bytes]) -> bool:
         """tail -F reports a replaced or truncated file on stderr: reconnect to re-check it."""
         while line := await proc.stderr.readline():
+            said.append(line)
             if _TAIL_CHANGE.search(line):
                 with contextlib.suppress(ProcessLookupError):
                     proc.kill()

@@ -1,0 +1,209 @@
+"""The SSH follower against a real sshd on 127.0.0.1 (started by conftest, throwaway keys)."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import time
+from pathlib import Path
+
+import psutil
+import pytest
+from followkit import Collector, append, event_line, train_line
+from sshd_helper import HOST_ALIAS, free_port
+
+from fontaine_tui.core.follow_ssh import SshError, SshRun
+from fontaine_tui.core.target import SshTarget
+
+pytestmark = pytest.mark.ssh
+LOG = "train_log.jsonl"
+
+
+def source(sshd, folder: Path | str, **kw) -> SshRun:
+    kw.setdefault("backoff", (0.1, 1.0))
+    return SshRun(SshTarget(HOST_ALIAS, str(folder)), ssh_options=sshd.ssh_options, **kw)
+
+
+def tails_for(folder: Path) -> list[psutil.Process]:
+    """Remote `tail` processes started for this run folder (their parent script names it)."""
+    out = []
+    for p in psutil.process_iter(["name"]):
+        try:
+            if p.info["name"] != "tail":
+                continue
+            parent = p.parent()
+            if parent is not None and str(folder) in " ".join(parent.cmdline()):
+                out.append(p)
+        except psutil.NoSuchProcess:
+            pass
+    return out
+
+
+async def gone(procs: list[psutil.Process], timeout: float = 5.0) -> bool:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if not any(p.is_running() and p.status() != psutil.STATUS_ZOMBIE for p in procs):
+            return True
+        await asyncio.sleep(0.05)
+    return False
+
+
+async def cut_client(src: SshRun) -> None:
+    pid = await src.master_pid()
+    assert pid is not None
+    os.kill(pid, signal.SIGKILL)
+
+
+async def test_cut_mid_line_three_times_at_100_lines_per_s(sshd, tmp_path):
+    run = tmp_path / "run"
+    run.mkdir()
+    log = run / LOG
+    fd = os.open(log, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+    os.write(fd, train_line(1))
+    src = source(sshd, run)
+    c = Collector(src).start()
+    await c.until(lambda: c.steps == [1], timeout=20)
+    n, cuts = 400, {100: "client", 200: "server", 300: "client", 350: "server"}
+    loop = asyncio.get_running_loop()
+    t0 = loop.time()
+    for step in range(2, n + 1):
+        line = train_line(step)
+        os.write(fd, line[: len(line) // 2])
+        if step in cuts:
+            await c.until(lambda s=step: c.steps[-1] == s - 1, timeout=20)
+            if cuts[step] == "client":
+                await cut_client(src)
+            else:
+                assert sshd.cut() > 0
+        await asyncio.sleep(0.003)
+        os.write(fd, line[len(line) // 2 :])
+        await asyncio.sleep(max(0.0, t0 + step * 0.01 - loop.time()))
+    os.write(fd, event_line(n + 1, "end"))
+    os.close(fd)
+    await c.until(lambda: c.steps[-1:] == [n + 1], timeout=30)
+    await c.quiet(0.3)
+    assert c.steps == list(range(1, n + 2))  # every step once, in order
+    assert [k for k, _ in c.lines] == list(range(1, n + 2))
+    assert c.resets == 0 and c.store.malformed_count == 0
+    assert src.reconnects >= len(cuts)
+    assert sum("reconnecting" in note for note in c.notes) >= len(cuts)
+    await c.stop()
+    assert await gone(tails_for(run))
+
+
+@pytest.mark.parametrize("side", ["client", "server"])
+async def test_remote_tail_dies_with_the_connection(sshd, tmp_path, side):
+    run = tmp_path / "idle run"
+    run.mkdir()
+    append(run / LOG, train_line(1))
+    src = source(sshd, run, backoff=(2.0, 2.0))
+    c = Collector(src).start()
+    await c.until(lambda: c.steps == [1], timeout=20)
+    before = tails_for(run)
+    assert len(before) == 1
+    if side == "client":
+        await cut_client(src)
+    else:
+        sshd.cut()
+    # the log is idle: no write will SIGPIPE the old tail, it must go on its own
+    assert await gone(before), "orphan tail left on the remote"
+    append(run / LOG, train_line(2))
+    await c.until(lambda: c.steps == [1, 2], timeout=20)
+    await c.stop()
+    assert await gone(tails_for(run))
+
+
+async def test_replaced_and_truncated_remote_log_resets(sshd, tmp_path):
+    run = tmp_path / "run"
+    run.mkdir()
+    log = run / LOG
+    append(log, b"".join(train_line(s) for s in (1, 2, 3)))
+    c = Collector(source(sshd, run)).start()
+    await c.until(lambda: c.steps == [1, 2, 3], timeout=20)
+    os.rename(log, run / "old.jsonl")
+    append(log, b"".join(train_line(s) for s in (10, 11)))
+    await c.until(lambda: c.resets == 1 and c.steps == [10, 11], timeout=20)
+    with open(log, "r+b") as f:
+        f.truncate(0)
+    await asyncio.sleep(0.2)
+    append(log, train_line(20))
+    await c.until(lambda: c.steps == [20], timeout=20)
+    await c.quiet(0.3)
+    assert c.history[-1] == 20 and c.history[-2] == "RESET"
+    assert [k for k, _ in c.lines] == [1]
+    await c.stop()
+
+
+async def test_late_file_then_two_files_and_telemetry_over_one_connection(sshd, tmp_path):
+    run = tmp_path / "run"
+    run.mkdir()
+    src = source(sshd, run)
+    log, out = Collector(src).start(), Collector(src, "engine.out.log").start()
+    await log.until(lambda: any("waiting for" in n for n in log.notes), timeout=20)
+    append(run / LOG, train_line(1))
+    append(run / "engine.out.log", b"hello\n")
+    await log.until(lambda: log.steps == [1], timeout=20)
+    await out.until(lambda: out.lines == [(1, b"hello")], timeout=20)
+    meminfo = await src.run_command(["cat", "/proc/meminfo"])
+    assert meminfo.startswith(b"MemTotal:")
+    masters = {await src.master_pid()}
+    assert len(masters) == 1 and None not in masters
+    await log.stop()
+    await out.stop()
+
+
+async def test_remote_paths_are_quoted_not_interpreted(sshd, tmp_path):
+    run = tmp_path / "we ird $(touch PWNED) `touch PWNED2` 'q' \"d\"; ls *"
+    run.mkdir()
+    append(run / LOG, train_line(7))
+    (run / "prereg.json").write_bytes(b'{"preset": {}}')
+    src = source(sshd, run)
+    assert await src.read_bytes("prereg.json") == b'{"preset": {}}'
+    assert await src.read_bytes("amendments.jsonl") is None
+    out = await src.run_command(["printf", "%s", "$(echo no) ; 'x'"])
+    assert out == b"$(echo no) ; 'x'"
+    c = Collector(src).start()
+    await c.until(lambda: c.steps == [7], timeout=20)
+    await c.stop()
+    for where in (tmp_path, Path.home(), Path.cwd()):
+        assert not (where / "PWNED").exists() and not (where / "PWNED2").exists()
+
+
+async def test_errors_are_one_line_with_a_command_to_try(sshd, tmp_path):
+    run = tmp_path / "run"
+    run.mkdir()
+    src = source(sshd, tmp_path / "missing")
+    with pytest.raises(SshError, match=r"no such run folder; try by hand: ssh -F \S+ fontaine-test 'ls -la /"):
+        await src.read_bytes("prereg.json")
+    await src.close()
+
+    stranger = tmp_path / "stranger_key"
+    os.system(f"ssh-keygen -q -t ed25519 -N '' -f {stranger}")  # noqa: S605 - fixed argv
+    cfg = tmp_path / "bad_auth_config"
+    sshd.write_client_config(cfg, stranger)
+    bad = SshRun(SshTarget(HOST_ALIAS, str(run)), ssh_options=("-F", str(cfg)))
+    with pytest.raises(SshError) as err:
+        await bad.read_bytes("prereg.json")
+    assert "authentication failed" in str(err.value) and "\n" not in str(err.value)
+    assert f"try by hand: ssh -F {cfg} {HOST_ALIAS} 'ls -la {run}'" in str(err.value)
+    await bad.close()
+
+    cfg2 = tmp_path / "no_server_config"
+    cfg2.write_text(sshd.config.read_text().replace(f"Port {sshd.port}", f"Port {free_port()}"))
+    down = SshRun(SshTarget(HOST_ALIAS, str(run)), ssh_options=("-F", str(cfg2)))
+    with pytest.raises(SshError, match="host unreachable .*Connection refused"):
+        await down.read_bytes("prereg.json")
+    await down.close()
+
+
+@pytest.mark.skipif(os.geteuid() == 0, reason="root reads every file; needs a non-root user")
+async def test_permission_denied(sshd, tmp_path):
+    run = tmp_path / "run"
+    run.mkdir()
+    append(run / "prereg.json", b"{}")
+    (run / "prereg.json").chmod(0)
+    src = source(sshd, run)
+    with pytest.raises(SshError, match="permission denied"):
+        await src.read_bytes("prereg.json")
+    await src.close()
