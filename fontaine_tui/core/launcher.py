@@ -202,7 +202,7 @@ class ExitInfo:
         if self.status in ("failed", "oom") and (self.detail or self.output):
             text += f": {_printable(self.detail or self.output)}"
         if self.status == "killed" and self.signal == "SIGKILL":
-            text += " (SIGKILL comes from outside: the kernel's OOM killer, or a user)"
+            text += "; SIGKILL comes from outside: the kernel's OOM killer, or a user"
         return text
 
 

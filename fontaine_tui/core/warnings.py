@@ -221,8 +221,8 @@ def exited_early(store: RunStore, telemetry: TelemetrySnapshot | None,
         return None
     severity = "warn" if process.status == "stopped" else "alert"
     return _w("exited-early", severity, now,
-              f"{process.describe()}: step {last} of {ctx.steps}; "
-              f"resume with `fontaine-tui launch PRESET --resume`",
+              f"run ended early at step {last} of {ctx.steps}: {process.describe()}. "
+              f"Continue it with `fontaine-tui launch PRESET --resume`",
               last_step=float(last), steps=float(ctx.steps),
               checkpoint_step=float(-1 if process.checkpoint_step is None
                                     else process.checkpoint_step))
