@@ -21,26 +21,39 @@ def _bad_cases(tmp_path, data):
     blocker = tmp_path / "a-file"
     blocker.write_text("not a folder")
     cases = [
-        ("--batch-size", _replace(base, "--batch-size", "20")),  # 20 % (8 chunks) != 0
+        ("--batch-size", _replace(_replace(base, "--batch-size", "20"), "--backward-chunks", "8")),
         ("--device", _replace(base, "--device", "tpu")),
         ("--output-dir", _replace(base, "--output-dir", str(blocker / "run"))),
         ("--image-augment", _replace(base, "--image-augment", "1.5")),
+        ("--steps", _replace(base, "--steps", "0")),
+        ("--model-size", _replace(base, "--model-size", "huge")),
         ("--init", base + ["--init", str(tmp_path / "no-such-checkpoint")]),
+        ("--run-name", [a for a in base if a not in ("--run-name", "t")]),
     ]
-    cases[0] = ("--batch-size", _replace(cases[0][1], "--backward-chunks", "8"))
     if not torch.cuda.is_available():
         cases.append(("--device", _replace(base, "--device", "cuda")))
     return cases
 
 
-def test_bad_flags_exit_2_with_one_line(tmp_path, corpus_dir):
+def test_bad_flags_exit_2_with_one_line(tmp_path, corpus_dir, capsys):
+    from engine.cli import main
+
     cases = _bad_cases(tmp_path, corpus_dir)
     for flag, argv in cases:
-        proc = run_engine(argv, timeout=60)
-        lines = proc.stderr.strip().splitlines()
-        assert proc.returncode == 2, (flag, proc.stderr)
-        assert len(lines) == 1, (flag, proc.stderr)
+        assert main(argv[3:]) == 2, flag
+        captured = capsys.readouterr()
+        lines = captured.err.strip().splitlines()
+        assert len(lines) == 1 and captured.out == "", (flag, captured)
         assert lines[0].startswith("engine: error: ") and flag in lines[0], lines[0]
-        assert "Traceback" not in proc.stderr
     assert not (tmp_path / "out" / "train_log.jsonl").exists()
     print(f"{len(cases)} bad invocations rejected with exit 2")
+
+
+def test_bad_flag_as_a_real_process(tmp_path, corpus_dir):
+    argv = _replace(tiny_argv(tmp_path, corpus_dir), "--batch-size", "15")
+    proc = run_engine(argv, timeout=60)
+    assert proc.returncode == 2
+    assert proc.stderr.splitlines() == [
+        "engine: error: --batch-size 15: expected a multiple of --backward-chunks x world size "
+        "(2 x 1 = 2)"]
+    assert not (tmp_path / "train_log.jsonl").exists()
