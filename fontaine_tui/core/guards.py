@@ -3,7 +3,6 @@ run folder; each answers with findings, and any "refuse" finding stops the launc
 
 from __future__ import annotations
 
-import math
 import os
 from dataclasses import dataclass
 
@@ -172,7 +171,3 @@ def refusal(findings: list[Finding]) -> str | None:
     """One line naming every refusal, or None when the launch may go ahead."""
     refused = [f.message for f in findings if f.level == "refuse"]
     return "refusing to launch: " + "; ".join(refused) if refused else None
-
-
-def finite_gate(value: object) -> float | None:
-    return float(value) if isinstance(value, (int, float)) and math.isfinite(value) else None

@@ -19,6 +19,7 @@ from pathlib import Path
 from fontaine_tui.core.presets import Preset
 from fontaine_tui.core.records import Checkpoint, Event, Probe, TrainPoint, parse_line
 from fontaine_tui.core.runfolder import RunFolder
+from fontaine_tui.core.series import literal
 
 # recipe/platform key -> engine flag, in the engine's argv order
 RECIPE_FLAGS = ("model_size", "batch_size", "backward_chunks", "seed", "image_augment",
@@ -106,10 +107,6 @@ class LogTail:
     output: str  # the last line the engine printed (engine.out.log)
 
 
-def _printable(text: str) -> str:
-    return "".join(c if c.isprintable() else "?" for c in text)
-
-
 def read_tail(folder: RunFolder, nbytes: int = TAIL_BYTES, since: tuple[int, int] = (0, 0)
               ) -> LogTail:
     """The end of train_log.jsonl and engine.out.log without reading a long log whole.
@@ -137,7 +134,7 @@ def read_tail(folder: RunFolder, nbytes: int = TAIL_BYTES, since: tuple[int, int
     oom = bool(OOM.search(detail.encode())) or bool(OOM.search(out))
     last_line = next((ln for ln in reversed(out.splitlines()) if ln.strip()), b"")
     return LogTail(last_step, last_time, event, detail, ckpt, oom,
-                   _printable(last_line.decode("utf-8", "replace").strip())[:300])
+                   literal(last_line.decode("utf-8", "replace").strip())[:300])
 
 
 def _tail_bytes(path: Path, nbytes: int, offset: int = 0) -> tuple[int, bytes]:
@@ -200,7 +197,7 @@ class ExitInfo:
         if self.code is not None and self.status != "failed":
             text += f", exit {self.code}"
         if self.status in ("failed", "oom") and (self.detail or self.output):
-            text += f": {_printable(self.detail or self.output)}"
+            text += f": {literal(self.detail or self.output)}"
         if self.status == "killed" and self.signal == "SIGKILL":
             text += "; SIGKILL comes from outside: the kernel's OOM killer, or a user"
         return text

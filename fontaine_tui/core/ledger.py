@@ -11,19 +11,16 @@ import fcntl
 import json
 import math
 import os
-from datetime import datetime, timezone
+import time
 from pathlib import Path
 
 from fontaine_tui.core.atomic import append_line
 from fontaine_tui.core.errors import InputError
+from fontaine_tui.core.prereg import utc_iso
 from fontaine_tui.core.presets import Amendment, Preset, validate_scale_amendment
 from fontaine_tui.core.runfolder import RunFolder
 
 KINDS = ("scale",)
-
-
-def _now() -> str:
-    return datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
 
 def _to_amendment(obj: object, where: str) -> Amendment:
@@ -107,7 +104,7 @@ def declare_amendment(folder: RunFolder, *, kind: str = "scale", from_step: int 
     try:
         fcntl.flock(fd, fcntl.LOCK_EX)
         ids = {a.id for a in read_amendments(folder)} | {a.id for a in preset.amendments}
-        record = {"id": max(ids, default=0) + 1, "declared_at": _now(),
+        record = {"id": max(ids, default=0) + 1, "declared_at": utc_iso(time.time()),
                   "last_step_seen": int(last_step_seen), "rule": rule}
         append_line(folder.amendments, json.dumps(record, sort_keys=True, allow_nan=False))
     finally:
