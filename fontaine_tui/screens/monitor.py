@@ -36,7 +36,8 @@ class MonitorScreen(ViewScreen):
 
     def draw(self, view: RunView) -> None:
         self.query_one(RunHeader).show(view)
-        self.query_one("#loss-chart", Chart).show(loss_chart(view.store))
+        st = view.store
+        self.query_one("#loss-chart", Chart).show(loss_chart(st), key=(id(st), st.version))
         self.query_one(WarningsPanel).show(view.warnings, view.note)
         self._on_telemetry(getattr(self.app, "telemetry_snapshot", None))
 

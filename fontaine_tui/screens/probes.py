@@ -22,7 +22,7 @@ class ProbesScreen(ViewScreen):
     ]
 
     def compose(self) -> ComposeResult:
-        yield Chart(id="probes-chart")
+        yield Chart(id="probes-chart", min_interval=0.0)
         yield Static(id="probes-note")
         yield ProbesTable(id="probes-table")
         yield Footer()
@@ -34,7 +34,7 @@ class ProbesScreen(ViewScreen):
     def draw(self, view: RunView) -> None:
         scaled = bool(getattr(self.app, "scaled", False))
         spec = probes_chart(view.store, view.preset, view.verdicts, view.latest, scaled)
-        self.query_one("#probes-chart", Chart).show(spec)
+        self.query_one("#probes-chart", Chart).show(spec, key=spec)
         mode = "scale-adjusted" if scaled else "raw"
         self.query_one("#probes-note", Static).update(Content.assemble(
             ("units: ", "$text-muted"), (mode, "bold"), ("  (s toggles)  ", "$text-muted"),

@@ -26,5 +26,7 @@ def evaluate(session: Session, telemetry: object, now: float) -> tuple[object, .
             launched_ts = parse_utc(launched)
         except ValueError:
             launched_ts = None
+    if session.kind == "replay" and session.store.steps:
+        now = session.store.columns["time"][-1]  # a replay's "now" is the log's own clock
     return tuple(rules.evaluate(book, session.store, session.preset, telemetry, now,
                                 exit_info, launched_ts))

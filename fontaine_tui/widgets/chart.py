@@ -3,31 +3,56 @@
 from __future__ import annotations
 
 import math
+import time
 
+from textual.timer import Timer
 from textual_plotext import PlotextPlot
 
 from fontaine_tui.core.series import ChartSpec, downsample
 
 
 class Chart(PlotextPlot):
-    """Set `spec`, and the chart replots (once per frame at most, by the caller's batching)."""
+    """`show(spec, key)` replots: not at all when `key` has not changed, and at most once per
+    `min_interval` seconds otherwise (the last spec shown wins), since a plotext figure costs
+    milliseconds per build and a loss curve needs no more than one redraw a second."""
 
     DEFAULT_CSS = """
     Chart { height: 1fr; min-height: 8; }
     """
 
-    def __init__(self, *, id: str | None = None, classes: str | None = None) -> None:
+    def __init__(self, *, id: str | None = None, classes: str | None = None,
+                 min_interval: float = 1.0) -> None:
         super().__init__(id=id, classes=classes)
         self._spec: ChartSpec | None = None
+        self._key: object = None
         self._width = 0
+        self._last = -math.inf
+        self._timer: Timer | None = None
+        self.min_interval = min_interval
         self.replots = 0
 
     @property
     def spec(self) -> ChartSpec | None:
         return self._spec
 
-    def show(self, spec: ChartSpec) -> None:
-        self._spec = spec
+    @property
+    def pending(self) -> bool:
+        """A spec is waiting for its turn to be drawn."""
+        return self._timer is not None
+
+    def show(self, spec: ChartSpec, key: object = None, force: bool = False) -> None:
+        """Draw `spec`; `key` (when given) says whether it differs from the one shown."""
+        if key is not None and key == self._key and self._spec is not None and not force:
+            return
+        self._spec, self._key = spec, key
+        wait = self._last + self.min_interval - time.monotonic()
+        if wait <= 0 or force:
+            self.replot()
+        elif self._timer is None:
+            self._timer = self.set_timer(wait, self._deferred)
+
+    def _deferred(self) -> None:
+        self._timer = None
         self.replot()
 
     def on_resize(self) -> None:
@@ -40,6 +65,7 @@ class Chart(PlotextPlot):
         plt = self.plt
         plt.clear_data()
         self._width = width = max(20, self.size.width - 10)  # less the y-axis labels
+        self._last = time.monotonic()
         self.replots += 1
         if spec is None:
             self.refresh()
@@ -56,7 +82,9 @@ class Chart(PlotextPlot):
             if c.points:
                 plt.scatter(xs, ys, label=c.label, color=c.color, marker="●")
             else:
-                plt.plot(xs, ys, label=c.label, color=c.color, marker="hd")
+                plt.plot(xs, ys, label=c.label, color=c.color, marker="dot")
+                if len(xs) <= 30:  # few measured points: show where they are, not only the line
+                    plt.scatter(xs, ys, color=c.color, marker="●")
         for h in spec.hlines:
             plt.hline(h.y, color=h.color)
         left = spec.xlim[0] if spec.xlim else 0

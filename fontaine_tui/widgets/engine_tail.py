@@ -9,7 +9,8 @@ class EngineTail(Log):
     """Lines arrive already made literal (`series.literal`); `Log` never parses markup."""
 
     DEFAULT_CSS = """
-    EngineTail { height: 1fr; border: round $panel; border-title-color: $text-muted; }
+    EngineTail { height: 1fr; border: round $panel; border-title-color: $text-muted;
+                 overflow-x: hidden; scrollbar-size-vertical: 1; }
     """
 
     def __init__(self, *, id: str | None = None) -> None:

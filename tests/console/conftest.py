@@ -62,8 +62,11 @@ async def until(pilot, predicate: Callable[[], bool], timeout: float = 10.0) -> 
 async def loaded(pilot, step: int) -> None:
     """Wait until the replay reached `step` and a frame showing it was drawn."""
     app = pilot.app
+    from fontaine_tui.widgets.chart import Chart
+
     await until(pilot, lambda: app.view is not None and app.view.progress.step == step
-                and app.session.store.last_step == step)
+                and app.session.store.last_step == step
+                and not any(c.pending for c in app.screen.query(Chart)))
     await pilot.pause()
 
 

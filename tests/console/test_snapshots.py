@@ -1,0 +1,43 @@
+"""How each mode looks at 120x40 on a replayed log (SVG snapshots, committed).
+
+Update after an intended change with `pytest tests/console/test_snapshots.py --snapshot-update`
+and look at the SVGs before committing them.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tests.console.conftest import SIZE, console, loaded, make_run
+from tests.logs import RIGONLY_LIKE, SCALED_LIKE
+
+ENGINE_OUT = ("engine: step 998 loss 0.4113\n"
+              "engine: step 999 loss 0.4109 [bold red]not markup[/]\n"
+              "engine: \x1b[31mnot red\x1b[0m step 1000 done\n")
+
+CASES = {
+    "monitor": (SCALED_LIKE, 1000, ()),
+    "probes_raw": (SCALED_LIKE, 1000, ("p",)),
+    "probes_scaled": (SCALED_LIKE, 1000, ("p", "s")),
+    "probes_levels_250": (RIGONLY_LIKE, 250, ("p",)),
+    "verdict": (SCALED_LIKE, 1000, ("v",)),
+    "verdict_at_500": (SCALED_LIKE, 1000, ("v", "left", "left")),
+    "verdict_provisional_750": (RIGONLY_LIKE, 750, ("v",)),
+    "help": (RIGONLY_LIKE, 1000, ("question_mark",)),
+}
+
+
+@pytest.mark.parametrize("case", list(CASES))
+def test_mode_snapshot(case, snap_compare, tmp_path, monkeypatch):
+    probes, step, keys = CASES[case]
+    monkeypatch.chdir(tmp_path)  # relative paths keep the header the same on every machine
+    make_run(tmp_path / "run", upto=step, probes=probes, engine_out=ENGINE_OUT)
+    app = console(Path("run") / "train_log.jsonl")
+
+    async def ready(pilot) -> None:
+        await loaded(pilot, step)
+        await pilot.pause(0.1)
+
+    assert snap_compare(app, press=keys, terminal_size=SIZE, run_before=ready)
