@@ -93,7 +93,7 @@ class SshRun:
             "-o", f"ControlPersist={persist_s}",
             *(["-p", str(target.port)] if target.port else []),
         ]
-        self._master_lock = asyncio.Lock()
+        self._locks: dict[asyncio.AbstractEventLoop, asyncio.Lock] = {}
         self._procs: set[asyncio.subprocess.Process] = set()
         self._closed = False
         self.reconnects = 0
@@ -135,7 +135,8 @@ class SshRun:
 
     async def ensure_master(self) -> None:
         """Start the shared connection unless it is up; raises SshError if it cannot be."""
-        async with self._master_lock:
+        lock = self._locks.setdefault(asyncio.get_running_loop(), asyncio.Lock())
+        async with lock:
             if (await self._control("check"))[0] == 0:
                 return
             for stale in self._dir.iterdir():  # a killed master leaves its socket behind

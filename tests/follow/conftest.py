@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import pytest
-from sshd_helper import Sshd, find_sshd
 
 from fontaine_tui.core.follow import LocalRun
+from tests.follow.sshd_helper import Sshd, find_sshd
 
 
 @pytest.fixture(params=["inotify", "polling"])

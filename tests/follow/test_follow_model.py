@@ -11,12 +11,12 @@ import tempfile
 import time
 from pathlib import Path
 
-from followkit import Collector, train_line
 from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
 
 from fontaine_tui.core.follow import LocalRun
+from tests.follow.followkit import Collector, train_line
 
 LOG = "train_log.jsonl"
 

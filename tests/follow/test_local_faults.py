@@ -12,9 +12,8 @@ import math
 import os
 import time
 
-from followkit import Collector, append, event_line, train_line
-
 from fontaine_tui.core.follow import LINE_CAP
+from tests.follow.followkit import Collector, append, event_line, train_line
 
 LOG = "train_log.jsonl"
 

@@ -10,11 +10,11 @@ from pathlib import Path
 
 import psutil
 import pytest
-from followkit import Collector, append, event_line, train_line
-from sshd_helper import HOST_ALIAS, free_port
 
 from fontaine_tui.core.follow_ssh import SshError, SshRun
 from fontaine_tui.core.target import SshTarget
+from tests.follow.followkit import Collector, append, event_line, train_line
+from tests.follow.sshd_helper import HOST_ALIAS, free_port
 
 pytestmark = pytest.mark.ssh
 LOG = "train_log.jsonl"

@@ -1,0 +1,48 @@
+"""`fontaine-tui replay LOG --preset P`: a finished log fed as if live, fast or at a speed."""
+
+from __future__ import annotations
+
+import argparse
+
+from fontaine_tui.core.errors import InputError
+
+ORDER = 30
+
+
+def _speed(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a positive number, got {text!r}") from None
+    if not value > 0 or value == float("inf"):
+        raise argparse.ArgumentTypeError(f"expected a positive number, got {text!r}")
+    return value
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "replay",
+        help="replay a finished log in the console (or as plain lines)",
+        description="Feed a finished train_log.jsonl to the console as if it were being "
+        "written: as fast as possible, or --speed X times its own time stamps.",
+    )
+    p.add_argument("log", help="train_log.jsonl, or a run folder holding one")
+    p.add_argument("--preset", help="preset name or path (default: prereg.json beside the log)")
+    p.add_argument("--speed", type=_speed, metavar="X",
+                   help="replay at X times the log's own pace (default: as fast as possible)")
+    p.add_argument("--plain", action="store_true",
+                   help="print records and the verdict line by line; exit at the end")
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from fontaine_tui.commands.attach import console_or_plain
+    from fontaine_tui.core.replay import ReplayRun
+    from fontaine_tui.core.runfolder import locate_log
+
+    log, _folder = locate_log(args.log)
+    try:
+        source = ReplayRun(log, speed=args.speed)
+    except OSError as exc:
+        raise InputError(f"{log}: cannot read ({exc.strerror})") from None
+    return console_or_plain(source, args.preset, "replay", args)

@@ -1,0 +1,117 @@
+"""Replay a finished log as if it were being written: as fast as possible or at a speed.
+
+Unlike the live followers, `follow()` ends after the last line (with an "end of replay"
+note), so a plain reader knows when to stop.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import re
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+from fontaine_tui.core.errors import InputError
+from fontaine_tui.core.follow import CHUNK, LINE_CAP, Batch, LineCutter
+from fontaine_tui.core.runfolder import LOG
+
+_TIME = re.compile(rb'"time"\s*:\s*(-?[0-9][0-9.eE+-]*)')
+
+
+def _stamp(line: bytes) -> float | None:
+    m = _TIME.search(line)
+    if m is None:
+        return None
+    try:
+        return float(m.group(1))
+    except ValueError:
+        return None
+
+
+class ReplayRun:
+    """ReplayRun(log, speed=None): speed is a multiple of the log's own time stamps."""
+
+    def __init__(self, log: str | Path, speed: float | None = None, line_cap: int = LINE_CAP,
+                 chunk: int = CHUNK) -> None:
+        self.log = Path(log)
+        if speed is not None and not speed > 0:
+            raise InputError(f"--speed: expected a positive number, got {speed}")
+        if not self.log.is_file():
+            raise InputError(f"{self.log}: no such log file")
+        self.speed, self.line_cap, self.chunk = speed, line_cap, chunk
+        self.label = f"replay {self.log}"
+        self.skipped_lines: dict[str, list[int]] = {}
+        self._closed = asyncio.Event()
+
+    async def read_bytes(self, name: str) -> bytes | None:
+        try:
+            return await asyncio.to_thread((self.log.parent / name).read_bytes)
+        except FileNotFoundError:
+            return None
+
+    async def close(self) -> None:
+        self._closed.set()
+
+    async def _chunks(self, path: Path) -> AsyncIterator[bytes]:
+        with open(path, "rb") as fh:
+            while not self._closed.is_set():
+                data = await asyncio.to_thread(fh.read, self.chunk)
+                if not data:
+                    return
+                yield data
+
+    async def follow(self, name: str = LOG) -> AsyncIterator[Batch]:
+        path = self.log if name in (LOG, self.log.name) else self.log.parent / name
+        if not path.is_file():
+            return
+        cutter = LineCutter(self.line_cap)
+        skipped = self.skipped_lines.setdefault(name, [])
+        clock = _Pacer(self.speed) if self.speed and path == self.log else None
+        async for data in self._chunks(path):
+            lines, first, long = cutter.feed(data)
+            skipped += long
+            note = cutter.skip_note(long)
+            if clock is None:
+                yield Batch(lines, first, False, note, cutter.offset)
+                await asyncio.sleep(0)
+                continue
+            start = 0
+            for i, line in enumerate(lines):
+                wait = clock.wait_for(_stamp(line))
+                if wait > 0:
+                    if i > start:
+                        yield Batch(lines[start:i], first + start, False, note)
+                        note = ""
+                    start = i
+                    if await self._sleep(wait):
+                        return
+            yield Batch(lines[start:], first + start, False, note, cutter.offset)
+        if not self._closed.is_set():
+            yield Batch([], cutter.next_line, note=f"end of replay ({path.name})",
+                        end_offset=cutter.offset)
+
+    async def _sleep(self, seconds: float) -> bool:
+        """Sleep, or wake early on close(); True if closed."""
+        try:
+            await asyncio.wait_for(self._closed.wait(), seconds)
+        except asyncio.TimeoutError:
+            return False
+        return True
+
+
+class _Pacer:
+    """Maps log time stamps to wall time at a given speed."""
+
+    def __init__(self, speed: float) -> None:
+        self.speed = speed
+        self.t0: float | None = None
+        self.w0 = 0.0
+        self.loop = asyncio.get_running_loop()
+
+    def wait_for(self, stamp: float | None) -> float:
+        if stamp is None:
+            return 0.0
+        if self.t0 is None:
+            self.t0, self.w0 = stamp, self.loop.time()
+            return 0.0
+        return self.w0 + (stamp - self.t0) / self.speed - self.loop.time()

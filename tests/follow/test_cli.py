@@ -1,0 +1,184 @@
+"""`fontaine-tui attach` / `replay` (--plain), attach targets, and the replay source."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from fontaine_tui.cli import main
+from fontaine_tui.core.errors import InputError
+from fontaine_tui.core.presets import load_preset
+from fontaine_tui.core.replay import ReplayRun
+from fontaine_tui.core.target import LocalTarget, SshTarget, parse_target
+from tests.follow.sshd_helper import HOST_ALIAS, free_port, processes_mentioning
+from tests.logs import dumps, records, write_log
+
+LOG = "train_log.jsonl"
+
+
+def freeze(folder: Path, preset_name: str = "demosonly_1gpu") -> None:
+    preset = load_preset(preset_name)
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "prereg.json").write_text(json.dumps(
+        {"preset": json.loads(preset.canonical_json()), "preset_name": preset_name}))
+
+
+def cli(*argv: str, timeout: float = 60) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "fontaine_tui", *argv], capture_output=True,
+                          text=True, timeout=timeout, cwd=Path(__file__).parents[2])
+
+
+@pytest.mark.parametrize("text, expected", [
+    ("gpu1:/runs/a", SshTarget("gpu1", "/runs/a")),
+    ("me@gpu1:/runs/a b", SshTarget("gpu1", "/runs/a b", "me")),
+    ("me@10.0.0.2:runs/a", SshTarget("10.0.0.2", "runs/a", "me")),
+    ("ssh://me@gpu1:2222/runs/a", SshTarget("gpu1", "/runs/a", "me", 2222)),
+    ("ssh://gpu1/runs/a%20b", SshTarget("gpu1", "/runs/a b")),
+    ("ssh://me@[::1]:22/r", SshTarget("::1", "/r", "me", 22)),
+    ("./outputs/x", LocalTarget(Path("./outputs/x"))),
+    ("/abs/x:y", LocalTarget(Path("/abs/x:y"))),
+])
+def test_parse_target(text, expected):
+    assert parse_target(text) == expected
+
+
+def test_parse_target_prefers_an_existing_local_path(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "host:run").mkdir()
+    assert parse_target("host:run") == LocalTarget(Path("host:run"))
+    with pytest.raises(InputError, match="bad port"):
+        parse_target("ssh://h:99999/x")
+    with pytest.raises(InputError, match="expected ssh://"):
+        parse_target("ssh://h")
+
+
+def test_replay_plain_prints_records_and_verdict_and_exits(tmp_path, capsys):
+    log = write_log(tmp_path / "run" / LOG)
+    assert main(["replay", str(log), "--preset", "demosonly_1gpu", "--plain"]) == 0
+    out = capsys.readouterr().out.splitlines()
+    probes = [ln for ln in out if ln.startswith("probe step")]
+    verdicts = [ln for ln in out if ln.startswith("verdict: ")]
+    assert [p.split(":")[0] for p in probes] == [f"probe step {s}" for s in (250, 500, 750, 1000)]
+    assert len(verdicts) == 4
+    assert verdicts[-1].startswith("verdict: AMBIGUOUS (final, step 1000 of 1000, delta +0.6929")
+    assert verdicts[0].startswith("verdict: UNDECIDABLE")
+    assert sum(ln.startswith("step ") for ln in out) == 1000
+    assert out[-1] == "-- end of replay (train_log.jsonl)"
+
+
+def test_replay_without_a_preset_is_one_line_exit_2(tmp_path):
+    log = write_log(tmp_path / "run" / LOG)
+    res = cli("replay", str(log), "--plain")
+    assert res.returncode == 2
+    assert res.stderr.count("\n") == 1 and "--preset" in res.stderr and "Traceback" not in res.stderr
+    res = cli("replay", str(tmp_path / "nope.jsonl"), "--preset", "smoke", "--plain")
+    assert res.returncode == 2 and res.stderr.count("\n") == 1
+
+
+async def test_replay_speed_follows_the_log_clock(tmp_path):
+    recs = [{"kind": "train", "step": s, "time": 1000.0 + s * 0.1} for s in range(21)]
+    log = tmp_path / LOG
+    log.write_text("".join(json.dumps(r) + "\n" for r in recs))
+    src = ReplayRun(log, speed=10)  # 2 s of log time in 0.2 s
+    t0 = time.perf_counter()
+    lines, arrivals = [], []
+    async for batch in src.follow():
+        lines += batch.lines
+        arrivals.append(time.perf_counter() - t0)
+    elapsed = time.perf_counter() - t0
+    assert len(lines) == 21
+    assert 0.18 <= elapsed < 1.5
+    assert len(arrivals) > 10  # paced, not one burst
+    fast = ReplayRun(log)
+    t0 = time.perf_counter()
+    n = [len(b.lines) async for b in fast.follow()]
+    assert sum(n) == 21 and time.perf_counter() - t0 < 0.15
+
+
+def test_attach_plain_local_follows_a_growing_run_until_end(tmp_path):
+    run = tmp_path / "run"
+    freeze(run)
+    recs = records()
+    lines = [dumps(r) + "\n" for r in recs]
+    (run / LOG).write_text("".join(lines[:300]))
+
+    def writer():
+        time.sleep(1.0)
+        with open(run / LOG, "a") as f:
+            for i, line in enumerate(lines[300:]):
+                f.write(line)
+                f.flush()
+                if i % 200 == 0:
+                    time.sleep(0.05)
+
+    t = threading.Thread(target=writer)
+    t.start()
+    res = cli("attach", str(run), "--plain", "--until-end")
+    t.join()
+    assert res.returncode == 0, res.stderr
+    out = res.stdout.splitlines()
+    steps = [int(ln.split()[1].split("/")[0]) for ln in out if ln.startswith("step ")]
+    assert steps == list(range(1, 1001))
+    assert out[-1].startswith("event end at step 1000")
+    assert out[-3].startswith("verdict: AMBIGUOUS (final, step 1000 of 1000")
+    assert out[-4].startswith("probe step 1000: eval_chunk_mae 3.7929")
+
+
+def test_attach_bad_targets_are_one_line_exit_2(tmp_path):
+    res = cli("attach", str(tmp_path / "missing"), "--plain")
+    assert res.returncode == 2 and "no such run folder" in res.stderr
+    assert res.stderr.count("\n") == 1
+    (tmp_path / "bare").mkdir()
+    res = cli("attach", str(tmp_path / "bare"), "--plain")
+    assert res.returncode == 2 and "no prereg.json" in res.stderr and "--preset" in res.stderr
+    assert res.stderr.count("\n") == 1
+
+
+@pytest.mark.ssh
+def test_attach_plain_over_ssh(sshd, tmp_path):
+    run = tmp_path / "remote run"
+    freeze(run)
+    write_log(run / LOG)
+    res = cli("attach", f"{HOST_ALIAS}:{run}", "--ssh-config", str(sshd.config), "--plain",
+              "--until-end")
+    assert res.returncode == 0, res.stderr
+    assert f"following ssh {HOST_ALIAS}:{run}" in res.stdout
+    assert "verdict: AMBIGUOUS (final, step 1000 of 1000" in res.stdout
+    steps = [ln for ln in res.stdout.splitlines() if ln.startswith("step ")]
+    assert len(steps) == 1000
+    # attach closed its master connection on the way out (close() runs `ssh -O exit`)
+    assert not processes_mentioning(str(sshd.config), exe="ssh")
+
+
+@pytest.mark.ssh
+def test_attach_ssh_errors_are_one_line_exit_2(sshd, tmp_path):
+    res = cli("attach", f"{HOST_ALIAS}:{tmp_path}/nope", "--ssh-config", str(sshd.config),
+              "--plain")
+    assert res.returncode == 2 and res.stderr.count("\n") == 1
+    assert "no such run folder; try by hand: ssh -F" in res.stderr
+    cfg = tmp_path / "down_config"
+    cfg.write_text(sshd.config.read_text().replace(f"Port {sshd.port}", f"Port {free_port()}"))
+    res = cli("attach", f"{HOST_ALIAS}:{tmp_path}", "--ssh-config", str(cfg), "--plain")
+    assert res.returncode == 2 and res.stderr.count("\n") == 1
+    assert "host unreachable" in res.stderr and "try by hand: ssh -F" in res.stderr
+
+
+def test_replay_source_ends_and_reads_neighbours(tmp_path):
+    log = write_log(tmp_path / LOG)
+    (tmp_path / "engine.out.log").write_bytes(b"a\nb\n")
+
+    async def go():
+        src = ReplayRun(log)
+        tail = [b async for b in src.follow("engine.out.log")]
+        assert await src.read_bytes("prereg.json") is None
+        return tail
+
+    tail = asyncio.run(go())
+    assert tail[0].lines == [b"a", b"b"]
