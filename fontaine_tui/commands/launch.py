@@ -102,8 +102,13 @@ def run(args: argparse.Namespace) -> int:
         except ImportError as exc:  # pragma: no cover - the console lands separately
             print(f"no console ({exc}); following with --plain", file=sys.stderr)
         else:
+            from fontaine_tui.core.telemetry import sample
+
+            def telemetry():
+                return sample(pid=None if engine.poll() else engine.pid)
+
             code = run_console(source=LocalRun(folder.root), preset=preset, mode="launch",
-                               process=engine, registry=registry)
+                               process=engine, registry=registry, telemetry=telemetry)
             return after_console(code, preset, folder, engine, registry, host, prereg)
     from fontaine_tui.commands._plain import babysit
 
@@ -115,8 +120,6 @@ def after_console(code: int, preset, folder, engine, registry, host: str, prereg
     from fontaine_tui.commands._plain import PlainWatch, finish
 
     info = engine.poll()
-    if info is None:
-        print(f"detached: engine pid {engine.pid} keeps running in {folder.root} "
-              f"(fontaine-tui runs lists it)")
+    if info is None:  # detached: the console said so; the registry keeps it as running
         return code
     return finish(PlainWatch(preset, folder, engine, prereg), registry, host, info)
