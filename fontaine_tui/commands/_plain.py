@@ -125,18 +125,19 @@ def finish(watch: PlainWatch, registry: Registry, host: str, info: ExitInfo) -> 
     folder = watch.folder
     store = load_log(folder.log) if folder.log.exists() else RunStore()  # the whole log, re-read
     last = max(info.last_step, store.last_step)
+    complete = info.status == "finished" and last >= int(watch.preset.recipe["steps"])
+    status = info.status if complete or info.status != "finished" else "exited"
     try:
-        registry.update(folder.root, host, status=info.status, exit_code=info.code,
+        registry.update(folder.root, host, status=status, exit_code=info.code,
                         last_step=last, updated_at=utc_iso(time.time()))
     except Exception as exc:  # the run's outcome is still printed and written below
         watch.say(f"warn: exit not recorded in the registry ({exc})")
     watch.say(info.describe())
     verdict = watch.verdict(store)
-
     atomic_write(folder.verdict, json.dumps(verdict.to_json(), indent=2) + "\n")
     watch.say(render(verdict, str(folder.log)))
     watch.say(f"verdict.json written to {folder.verdict}")
-    return verdict.exit_code if info.status == "finished" else 1
+    return verdict.exit_code if complete else 1
 
 
 def babysit(preset: Preset, folder: RunFolder, engine: EngineProcess, registry: Registry,

@@ -169,3 +169,29 @@ def test_sigkill_names_its_likely_sources(tmp_path: Path) -> None:
     os.kill(engine.pid, signal.SIGKILL)
     info = engine.wait(10)
     assert info.status == "killed" and "the kernel's OOM killer, or a user" in info.describe()
+
+
+def test_after_the_console_a_finished_run_is_recorded_and_read(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from fontaine_tui.commands.launch import after_console
+    from fontaine_tui.core.prereg import freeze
+    from fontaine_tui.core.registry import Entry, Registry
+
+    folder = RunFolder(tmp_path)
+    preset = load_preset("smoke")
+    prereg = freeze(folder, preset, ["x"], "h")
+    registry = Registry()
+    live = EngineProcess.start([sys.executable, FAKE, str(tmp_path), "run"], folder)
+    registry.upsert(Entry("smoke", str(tmp_path), "h", pid=live.pid))
+    try:  # the console was closed with "detach": the registry keeps the run as running
+        assert after_console(0, preset, folder, live, registry, "h", prereg) == 0
+        assert registry.entries()[0].status == "running" and not folder.verdict.exists()
+    finally:
+        live.stop(grace_int=10)
+    done = EngineProcess.start([sys.executable, FAKE, str(tmp_path), "finish"], folder)
+    done.wait(20)
+    code = after_console(0, preset, folder, done, registry, "h", prereg)
+    [entry] = registry.entries()
+    assert (entry.status, entry.exit_code, entry.last_step) == ("exited", 0, 8)  # 8 of 40
+    assert folder.verdict.exists() and "VERDICT: UNDECIDABLE" in capsys.readouterr().out
+    assert code == 1  # finished short of recipe.steps: not a clean finish for the verdict
