@@ -68,11 +68,11 @@ def run(args: argparse.Namespace) -> int:
         raise InputError(f"--poll: expected a positive number of seconds, got {args.poll}")
     preset, folder, findings, argv, registry, _ = prepare(
         args.preset, args.output_dir, args.resume, args.yes_ram)
+    if (why := guards.refusal(findings)) is not None:
+        raise InputError(why)  # one line, exit 2, nothing written
     for f in findings:
         if f.level in ("warn", "info"):
             print(f"{f.level}: {f.message}", file=sys.stderr)
-    if (why := guards.refusal(findings)) is not None:
-        raise InputError(why)
     folder.root.mkdir(parents=True, exist_ok=True)
     host = hostname()
     prereg = read_prereg(folder) if args.resume else freeze(folder, preset, argv, host)

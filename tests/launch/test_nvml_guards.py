@@ -50,8 +50,8 @@ def test_foreign_compute_process_refuses_launch_and_writes_nothing(
     code = cli.main(["launch", str(preset), "--plain", "--output-dir", str(work / "run")])
     err = capsys.readouterr().err
     assert code == 2
-    lines = [ln for ln in err.splitlines() if ln.startswith("fontaine-tui: error")]
-    assert len(lines) == 1, err
+    lines = err.splitlines()
+    assert len(lines) == 1 and lines[0].startswith("fontaine-tui: error: refusing to launch:")
     assert "pid 4242 python3 holding 7168 MiB" in lines[0]
     assert "GPU 0 (NVIDIA H100 80GB HBM3, GPU-aaaa1111-0000) is busy" in lines[0]
     assert _files(tmp_path) == before  # no run folder, no prereg, no registry
