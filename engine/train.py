@@ -89,6 +89,9 @@ def build_session(args, ctx: distributed.Context) -> Session:
     if args.batch_size % (args.backward_chunks * world):
         raise UsageError(f"--batch-size {args.batch_size} must be divisible by --backward-chunks "
                          f"x world size ({args.backward_chunks} x {world})")
+    if ctx.device.type == "cuda":
+        torch.backends.cuda.matmul.allow_tf32 = True
+        torch.backends.cudnn.allow_tf32 = True
     torch.manual_seed(args.seed)
     module = Policy(args.model_size).to(ctx.device)
     model: torch.nn.Module = module
@@ -110,7 +113,7 @@ def optimizer_step(s: Session, batches, step: int) -> dict:
     lr = lr_at(step, args.lr, args.warmup_steps, args.steps)
     for group in s.optimizer.param_groups:
         group["lr"] = lr
-    sums = torch.zeros(3, dtype=torch.float64)
+    sums = torch.zeros(3, dtype=torch.float64, device=s.ctx.device)  # no per-chunk host sync
     t0 = time.perf_counter()
     step_batch = next(batches)
     data_s = time.perf_counter() - t0
@@ -120,11 +123,11 @@ def optimizer_step(s: Session, batches, step: int) -> dict:
         with s.model.no_sync() if sync_later else nullcontext():
             out = s.model(batch, args.objective, args.insulate_flow)
             (out["loss"] / chunks).backward()
-        sums += torch.stack([out["loss"].detach(), out["ar_ce"], out["flow_loss"]]).double().cpu()
+        sums += torch.stack([out["loss"].detach(), out["ar_ce"], out["flow_loss"]]).double()
     grad_norm = torch.nn.utils.clip_grad_norm_(s.module.parameters(), GRAD_CLIP)
     s.optimizer.step()
     s.optimizer.zero_grad(set_to_none=True)
-    mean = distributed.all_sum(s.ctx, sums / chunks) / s.ctx.world_size
+    mean = distributed.all_sum(s.ctx, sums.cpu() / chunks) / s.ctx.world_size
     return {"loss": float(mean[0]), "ar_ce": float(mean[1]), "flow_loss": float(mean[2]),
             "lr": lr, "grad_norm": float(grad_norm), "data_s": data_s}
 
