@@ -177,7 +177,6 @@ def run(args: argparse.Namespace) -> int:
     stop = StopFlag()
     step = 0
     try:
-        s = build_session(args, ctx)
         resume_from = checkpoint.latest(out / "checkpoints") if args.resume else None
         if resume_from is not None:
             step = int(checkpoint.load_meta(resume_from)["step"])
@@ -185,8 +184,8 @@ def run(args: argparse.Namespace) -> int:
         log.write("meta", step,
                   schema=SCHEMA, run=args.run_name, world_size=ctx.world_size,
                   device=str(ctx.device), recipe=recipe, argv=list(sys.argv), host=socket.gethostname(),
-                  platform={k: getattr(args, k) for k in PLATFORM_KEYS},
-                  params=count_parameters(s.module))
+                  platform={k: getattr(args, k) for k in PLATFORM_KEYS})
+        s = build_session(args, ctx)
         root = data_root(args)
         if ctx.main:
             corpus.ensure(root)
@@ -218,17 +217,17 @@ def run(args: argparse.Namespace) -> int:
             log.write("train", step, step_s=time.perf_counter() - t0,
                       samples=step * args.batch_size, **metrics)
             last = step == args.steps
-            # Any rank's signal stops every rank at the same step.
-            if distributed.all_sum(ctx, torch.tensor([1.0 if stop.signum else 0.0]))[0] > 0:
-                signum = stop.signum or signal.SIGTERM
-                save_checkpoint(s, step, stats, log)
-                log.event(step, "end", f"stopped by {signal.Signals(signum).name} at step {step}")
-                return 128 + int(signum)
             if step % args.eval_every == 0 or last:
                 log.write("eval", step, **eval_record(eval_probe, train_probe, s.module,
                                                       args.eval_dataset_breakdown))
-            if step % args.save_every == 0 or last:
+            # Any rank's signal stops every rank at the same step, after its probe.
+            stopping = distributed.all_sum(ctx, torch.tensor([1.0 if stop.signum else 0.0]))[0] > 0
+            if stopping or step % args.save_every == 0 or last:
                 save_checkpoint(s, step, stats, log)
+            if stopping:
+                signum = stop.signum or signal.SIGTERM
+                log.event(step, "end", f"stopped by {signal.Signals(signum).name} at step {step}")
+                return 128 + int(signum)
         log.event(step, "end", f"finished at step {step}")
         return 0
     except UsageError:
