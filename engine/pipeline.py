@@ -9,6 +9,7 @@ makes the parity check meaningful, and what makes a resumed run replay its data.
 from __future__ import annotations
 
 import signal
+import warnings
 from collections.abc import Iterator
 from dataclasses import dataclass
 
@@ -172,6 +173,8 @@ def _worker_init(_: int) -> None:
 def loader(dataset: StepBatches, start: int, stop: int, workers: int, prefetch: int,
            pin: bool) -> DataLoader:
     kwargs = {}
+    # More workers than cores is deliberate (they mostly sleep on a full prefetch queue).
+    warnings.filterwarnings("ignore", message="This DataLoader will create")
     if workers > 0:
         kwargs = {"prefetch_factor": prefetch, "persistent_workers": True,
                   "worker_init_fn": _worker_init}
