@@ -186,8 +186,7 @@ async def sample_remote(run_command: Callable[[list[str]], bytes | Awaitable[byt
         gpus = parse_smi_gpus(raw) or None
         gpu_reason = "" if gpus else "no NVIDIA GPU"
     except Exception as exc:  # the link or nvidia-smi failed: that part is unknown
-        first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
-        gpu_reason = f"nvidia-smi: {first[:120]}"
+        gpu_reason = f"nvidia-smi: {_why(exc, SMI_GPU_QUERY)}"
     if gpus:
         try:
             apps = parse_smi_apps(await _call(run_command, SMI_APPS_QUERY))
@@ -202,9 +201,17 @@ async def sample_remote(run_command: Callable[[list[str]], bytes | Awaitable[byt
         if parsed:
             ram = HostRam(parsed[0], parsed[1], "remote meminfo")
     except Exception as exc:  # the link failed: RAM is unknown this time
-        ram_reason = f"remote /proc/meminfo: {str(exc)[:120] or type(exc).__name__}"
+        ram_reason = f"remote /proc/meminfo: {_why(exc, ('cat', '/proc/meminfo'))}"
     return TelemetrySnapshot(clock(), gpus, gpu_reason, ram, ram_reason, None,
                              "remote run: engine process not sampled", host)
+
+
+def _why(exc: BaseException, argv: tuple[str, ...]) -> str:
+    """The first line of an error, without the echoed command line (it hides the cause)."""
+    import shlex
+
+    first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+    return first.replace(shlex.join(argv), argv[0])[:200]
 
 
 def _with_processes(g: GpuSample, procs: tuple[GpuProcess, ...]) -> GpuSample:
