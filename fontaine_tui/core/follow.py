@@ -25,6 +25,8 @@ LINE_CAP = 16 << 20        # a longer line is skipped, counted and reported
 CHUNK = 4 << 20            # most bytes read per batch (keeps a catch-up read responsive)
 HEAD = 4096                # fingerprint length: truncate-and-refill past the old size shows here
 THREAD_READ = 1 << 20      # reads expected to be larger than this go to a worker thread
+POLL_WATCHED = 0.1         # re-check this often even with inotify (writes from other hosts)
+POLL_ONLY = 0.04           # without inotify: an fstat + 4 KiB pread per poll, ~0.05 % of a core
 
 
 @dataclass(frozen=True, slots=True)
@@ -132,7 +134,8 @@ _LIBC = _libc()
 class Waker:
     """Sleep until the watched folder says `name` changed, or `poll_s` passes (polling fallback)."""
 
-    def __init__(self, folder: Path, name: str, poll_s: float, inotify: bool = True) -> None:
+    def __init__(self, folder: Path, name: str, poll_s: float | None, inotify: bool = True
+                 ) -> None:
         self.folder, self.name, self.poll_s = folder, os.fsencode(name), poll_s
         self._event = asyncio.Event()
         self._fd = -1
@@ -183,10 +186,11 @@ class Waker:
             if name == self.name or mask & 0x4000:  # 0x4000: queue overflow
                 self._event.set()
 
-    async def wait(self, timeout: float | None = None) -> None:
+    async def wait(self) -> None:
         self._watch()
+        timeout = self.poll_s or (POLL_WATCHED if self.watching else POLL_ONLY)
         with contextlib.suppress(asyncio.TimeoutError):
-            await asyncio.wait_for(self._event.wait(), self.poll_s if timeout is None else timeout)
+            await asyncio.wait_for(self._event.wait(), timeout)
         self._event.clear()
 
     def close(self) -> None:
@@ -240,9 +244,9 @@ class _LocalFile:
 
 
 class LocalRun:
-    """A run folder on this machine."""
+    """A run folder on this machine. poll_s=None: 0.1 s with inotify, 0.04 s without."""
 
-    def __init__(self, folder: str | Path, poll_s: float = 0.25, line_cap: int = LINE_CAP,
+    def __init__(self, folder: str | Path, poll_s: float | None = None, line_cap: int = LINE_CAP,
                  inotify: bool = True, chunk: int = CHUNK) -> None:
         self.folder = Path(folder)
         self.label = f"local {self.folder}"

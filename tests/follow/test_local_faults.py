@@ -244,3 +244,25 @@ async def test_large_catch_up_streams_in_batches_without_stalling_the_loop(tmp_p
     assert n == 12 * 20000
     assert batches >= size // (4 << 20)
     assert max(gaps) < 0.5, f"event loop stalled {max(gaps):.3f} s"
+
+
+async def test_inotify_wakes_the_reader_without_polling(tmp_path):
+    from fontaine_tui.core.follow import _LIBC, LocalRun
+
+    if _LIBC is None:
+        import pytest
+
+        pytest.skip("no libc inotify here")
+    append(tmp_path / LOG, train_line(1))
+    fast = Collector(LocalRun(tmp_path, poll_s=30, inotify=True)).start()
+    slow = Collector(LocalRun(tmp_path, poll_s=30, inotify=False)).start()
+    await fast.until(lambda: fast.steps == [1])
+    await slow.until(lambda: slow.steps == [1])
+    t0 = time.perf_counter()
+    append(tmp_path / LOG, train_line(2))
+    await fast.until(lambda: fast.steps == [1, 2], timeout=2)
+    assert time.perf_counter() - t0 < 1.0
+    await asyncio.sleep(0.3)
+    assert slow.steps == [1]  # polling only, every 30 s: not yet
+    await fast.stop()
+    await slow.stop()
