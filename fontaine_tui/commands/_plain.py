@@ -83,14 +83,18 @@ class PlainWatch:
         return compute_verdict(store or self.store, self.preset,
                                amendments=read_amendments(self.folder))
 
-    def check(self) -> ExitInfo | None:
+    def look(self):
+        """The blocking part of a poll (process, NVML, /proc), run off the event loop."""
         from fontaine_tui.core.telemetry import sample
 
-        self.exit = self.engine.poll()
-        telemetry = sample(pid=None if self.exit else self.engine.pid)
-        rules.evaluate(
-            self.book, self.store, self.preset, telemetry, time.time(), self.exit,
-            self.prereg.launched_ts)
+        exit_info = self.engine.poll()
+        return exit_info, sample(pid=None if exit_info else self.engine.pid)
+
+    async def check(self) -> ExitInfo | None:
+        """One poll: look in a thread, judge here, where the follower also writes the store."""
+        self.exit, telemetry = await asyncio.to_thread(self.look)
+        rules.evaluate(self.book, self.store, self.preset, telemetry, time.time(), self.exit,
+                       self.prereg.launched_ts)
         for w in self.book.last_new:
             self.say(f"{w.severity}: {w.message}")
         return self.exit
@@ -108,10 +112,10 @@ class PlainWatch:
 
         reader = asyncio.create_task(read())
         try:
-            while (info := await asyncio.to_thread(self.check)) is None:
+            while (info := await self.check()) is None:
                 await asyncio.sleep(poll_s)
             await asyncio.sleep(DRAIN_S)
-            await asyncio.to_thread(self.check)  # the exit-time warnings, on the last lines
+            await self.check()  # the exit-time warnings, on the last lines
             return info
         finally:
             await source.close()
