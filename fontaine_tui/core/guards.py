@@ -19,6 +19,9 @@ RANK_BYTES = 800 * MIB  # one training process: torch, transformers, model, corp
 WORKER_BYTES = 400 * MIB  # one DataLoader worker process
 SAMPLE_BYTES = 16 << 10  # one prefetched sample: 32x32x3 float image, actions, flow noise
 LEVELS = ("ok", "info", "warn", "refuse")
+# NVML answers that mean CUDA cannot see a GPU either (other NVML errors only blind us)
+NO_GPU = ("no NVIDIA GPU", "CUDA_VISIBLE_DEVICES=", "NVML: library not found",
+          "NVML: driver not loaded")
 
 
 @dataclass(frozen=True, slots=True)
@@ -83,6 +86,8 @@ def check_gpus(preset: Preset, telemetry: TelemetrySnapshot, own_pid: int | None
     if device == "cpu":
         return [Finding("gpu", "info", "device cpu: no GPU is used")]
     gpus = telemetry.gpus
+    if gpus is None and device == "cuda" and telemetry.gpu_reason.startswith(NO_GPU):
+        return [Finding("gpu", "refuse", f"platform.device = cuda but {telemetry.gpu_status}")]
     if gpus is None:
         level = "warn" if device == "cuda" else "info"
         return [Finding("gpu", level, f"{telemetry.gpu_status}: cannot check that GPUs are free"

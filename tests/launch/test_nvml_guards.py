@@ -168,3 +168,15 @@ def test_cpu_preset_skips_the_gpu_check(tmp_path: Path) -> None:
     assert f.level == "info" and "device cpu" in f.message
     folder = RunFolder(tmp_path / "x")
     assert guards.refusal(guards.check_all(preset, folder, t)) is None
+
+
+def test_device_cuda_without_a_gpu_refuses_but_an_nvml_hiccup_only_warns(tmp_path: Path) -> None:
+    preset = load_preset(preset_variant(tmp_path, device='"cuda"'))
+    dead = sample("0", nvml=FakeNvml([FakeGpu(UUIDS[0])], init_error=NVMLError_DriverNotLoaded()))
+    [f] = guards.check_gpus(preset, dead)
+    assert f.level == "refuse" and "no GPU telemetry (NVML: driver not loaded)" in f.message
+    hidden = sample("", nvml=_fake())
+    assert guards.check_gpus(preset, hidden)[0].level == "refuse"
+    odd = sample("0", nvml=FakeNvml([FakeGpu(UUIDS[0])], init_error=RuntimeError("Unknown Error")))
+    [f] = guards.check_gpus(preset, odd)
+    assert f.level == "warn" and "NVML: Unknown Error" in f.message
