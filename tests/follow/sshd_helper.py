@@ -10,6 +10,7 @@ import os
 import shutil
 import socket
 import subprocess
+import tempfile
 import time
 from pathlib import Path
 
@@ -45,6 +46,7 @@ class Sshd:
         self.port = free_port()
         self.user = getpass.getuser()
         self.proc: subprocess.Popen | None = None
+        self.keys_dir: Path | None = None
         self.config = self.root / "ssh_config"
         self.key = self.root / "client_key"
 
@@ -59,13 +61,18 @@ class Sshd:
         host_key = self.root / "host_key"
         _keygen(host_key)
         _keygen(self.key)
-        (self.root / "authorized_keys").write_text((self.root / "client_key.pub").read_text())
+        # sshd reads authorized_keys as the logging-in user: keep it where any user can read
+        self.keys_dir = Path(tempfile.mkdtemp(prefix="fontaine-sshd-keys-"))
+        self.keys_dir.chmod(0o755)
+        keys = self.keys_dir / "authorized_keys"
+        keys.write_text((self.root / "client_key.pub").read_text())
+        keys.chmod(0o644)
         (self.root / "sshd_config").write_text(f"""\
 Port {self.port}
 ListenAddress 127.0.0.1
 HostKey {host_key}
 PidFile {self.root}/sshd.pid
-AuthorizedKeysFile {self.root}/authorized_keys
+AuthorizedKeysFile {keys}
 PermitRootLogin yes
 UsePAM no
 StrictModes no
@@ -145,6 +152,8 @@ Host {HOST_ALIAS}
                 self.proc.kill()
                 self.proc.wait()
             self.proc = None
+        if self.keys_dir is not None:
+            shutil.rmtree(self.keys_dir, ignore_errors=True)
 
 
 def processes_mentioning(text: str, exe: str = "tail") -> list[psutil.Process]:

@@ -197,13 +197,60 @@ async def test_errors_are_one_line_with_a_command_to_try(sshd, tmp_path):
     await down.close()
 
 
-@pytest.mark.skipif(os.geteuid() == 0, reason="root reads every file; needs a non-root user")
+def _other_user() -> str | None:
+    """A non-root login for the permission test: root reads every file."""
+    import pwd
+    import shutil
+    import subprocess
+
+    name = "fontaine-sshtest"
+    if os.geteuid() != 0 or shutil.which("useradd") is None:
+        return None
+    try:
+        pwd.getpwnam(name)
+    except KeyError:
+        # password "*": no password login, but not "locked" (sshd refuses locked accounts)
+        done = subprocess.run(["useradd", "--system", "--no-create-home", "--shell", "/bin/sh",
+                               "--password", "*", name], capture_output=True)
+        if done.returncode != 0:
+            return None
+    subprocess.run(["usermod", "--password", "*", name], capture_output=True)
+    return name
+
+
 async def test_permission_denied(sshd, tmp_path):
-    run = tmp_path / "run"
-    run.mkdir()
-    append(run / "prereg.json", b"{}")
-    (run / "prereg.json").chmod(0)
-    src = source(sshd, run)
-    with pytest.raises(SshError, match="permission denied"):
-        await src.read_bytes("prereg.json")
-    await src.close()
+    import tempfile
+
+    user = _other_user() if os.geteuid() == 0 else None
+    if os.geteuid() == 0 and user is None:
+        pytest.skip("running as root and cannot add a non-root user")
+    base = Path(tempfile.mkdtemp(prefix="fontaine-perm-", dir="/tmp"))
+    try:
+        base.chmod(0o755)
+        run, closed = base / "run", base / "closed"
+        run.mkdir(mode=0o755)
+        closed.mkdir(mode=0o700)
+        append(run / "prereg.json", b"{}")
+        append(run / LOG, train_line(1))
+        for f in (run / "prereg.json", run / LOG):
+            f.chmod(0o600 if user else 0)
+        options = sshd.ssh_options
+        if user:
+            cfg = tmp_path / "other_user_config"
+            cfg.write_text(sshd.config.read_text().replace(f"User {sshd.user}", f"User {user}"))
+            options = ("-F", str(cfg))
+        src = SshRun(SshTarget(HOST_ALIAS, str(run)), ssh_options=options, backoff=(0.1, 0.5))
+        with pytest.raises(SshError, match="prereg.json: permission denied; try by hand: ssh"):
+            await src.read_bytes("prereg.json")
+        c = Collector(src).start()
+        await c.until(lambda: any("permission denied" in n for n in c.notes), timeout=20)
+        await c.stop()
+        if user:
+            shut = SshRun(SshTarget(HOST_ALIAS, str(closed)), ssh_options=options)
+            with pytest.raises(SshError, match="permission denied"):
+                await shut.read_bytes("prereg.json")
+            await shut.close()
+    finally:
+        import shutil
+
+        shutil.rmtree(base, ignore_errors=True)
