@@ -214,7 +214,8 @@ def exit_info(folder: RunFolder, returncode: int | None, since: tuple[int, int] 
             sig = signal.Signals(returncode - 128).name
         except ValueError:
             sig = None
-    elif returncode is None and tail.last_event == "end":
+    if sig is None and tail.last_event == "end" and code != 0:
+        # The log says how it stopped; torchrun itself exits 1 after its ranks stop cleanly.
         m = STOPPED_BY.search(tail.detail)
         sig = m.group(1) if m else None
     return ExitInfo(code, sig, tail.oom and returncode != 0, tail.last_step, tail.checkpoint_step,

@@ -1,7 +1,8 @@
 """A stand-in engine for lifecycle unit tests (the real one is used in test_real_engine.py).
 
 Usage: python fake_engine.py OUTPUT_DIR MODE; modes: run (until signalled), finish, oom,
-ignore_int (SIGTERM stops it), ignore_all (only SIGKILL does)."""
+ignore_int (SIGTERM stops it), ignore_all (only SIGKILL does), wrapper (stops
+cleanly but exits 1, as torchrun does around ranks that stopped), fail (bad flags)."""
 
 import json
 import os
@@ -53,5 +54,5 @@ while True:
         name = signal.Signals(stop[0]).name
         write("checkpoint", step, path=f"checkpoints/step-{step:06d}")  # as the engine does
         write("event", step, event="end", detail=f"stopped by {name} at step {step}")
-        sys.exit(128 + stop[0])
+        sys.exit(1 if mode == "wrapper" else 128 + stop[0])  # wrapper: as torchrun does
     time.sleep(0.02)

@@ -195,3 +195,10 @@ def test_after_the_console_a_finished_run_is_recorded_and_read(
     assert (entry.status, entry.exit_code, entry.last_step) == ("exited", 0, 8)  # 8 of 40
     assert folder.verdict.exists() and "VERDICT: UNDECIDABLE" in capsys.readouterr().out
     assert code == 1  # finished short of recipe.steps: not a clean finish for the verdict
+
+
+def test_a_clean_stop_under_a_wrapper_that_exits_1_is_still_a_stop(tmp_path: Path) -> None:
+    engine, _ = _start(tmp_path, "wrapper")  # torchrun exits 1 after its ranks stop cleanly
+    info = engine.stop(grace_int=10)
+    assert (info.status, info.code, info.signal) == ("stopped", 1, "SIGINT")
+    assert info.describe().startswith("engine stopped by SIGINT at step")
