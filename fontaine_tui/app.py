@@ -11,7 +11,7 @@ from pathlib import Path
 from textual import work
 from textual.app import App, SystemCommand
 from textual.binding import Binding
-from textual.reactive import reactive
+from textual.reactive import var
 from textual.worker import Worker, WorkerState
 
 from fontaine_tui.core.presets import Preset
@@ -24,7 +24,7 @@ from fontaine_tui.screens.runs import RunsScreen
 from fontaine_tui.screens.session import RunView, Session
 from fontaine_tui.screens.verdict import VerdictScreen
 
-FRAME_S = 0.25  # at most four redraws a second, however fast lines arrive
+FRAME_S = 0.5  # at most two redraws a second, however fast lines arrive
 TELEMETRY_S = 2.0
 POLL_S = 1.0
 
@@ -49,12 +49,13 @@ class FontaineApp(App[int]):
                 tooltip="Quit; with a launched run alive, asks: stop it or detach"),
     ]
 
-    view: reactive[RunView | None] = reactive(None, always_update=True, init=False)
-    scaled: reactive[bool] = reactive(False)
-    read_step: reactive[int | None] = reactive(None)
-    telemetry_snapshot: reactive[object] = reactive(None, always_update=True)
-    tail_total: reactive[int] = reactive(0)
-    review_status: reactive[str] = reactive("")
+    # App-wide state, watched by the screens; `var`: setting one repaints nothing by itself.
+    view: var[RunView | None] = var(None, always_update=True, init=False)
+    scaled: var[bool] = var(False)
+    read_step: var[int | None] = var(None)
+    telemetry_snapshot: var[object] = var(None, always_update=True)
+    tail_total: var[int] = var(0)
+    review_status: var[str] = var("")
 
     def __init__(self, session: Session, *, telemetry: Callable[[], object] | None = None,
                  clock: Callable[[], float] = time.time, registry: object = None,

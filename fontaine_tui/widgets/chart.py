@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 import time
 
+from textual.app import RenderResult
 from textual.timer import Timer
 from textual_plotext import PlotextPlot
 
@@ -29,11 +30,19 @@ class Chart(PlotextPlot):
         self._last = -math.inf
         self._timer: Timer | None = None
         self.min_interval = min_interval
+        self._rendered: tuple[object, RenderResult] | None = None
         self.replots = 0
 
     @property
     def spec(self) -> ChartSpec | None:
         return self._spec
+
+    def render(self) -> RenderResult:
+        """The built figure, cached: a repaint of the screen must not rebuild the plot."""
+        key = (self.replots, self.size, self.app.theme, self.theme)
+        if self._rendered is None or self._rendered[0] != key:
+            self._rendered = (key, super().render())
+        return self._rendered[1]
 
     @property
     def pending(self) -> bool:

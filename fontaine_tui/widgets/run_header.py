@@ -7,9 +7,10 @@ from typing import TYPE_CHECKING
 from textual.app import ComposeResult
 from textual.containers import Horizontal, Vertical
 from textual.content import Content
-from textual.widgets import ProgressBar, Static
+from textual.widgets import ProgressBar
 
 from fontaine_tui.core.series import duration, gpu_hours_text, pace_text
+from fontaine_tui.widgets.quiet import QuietStatic
 
 if TYPE_CHECKING:
     from fontaine_tui.screens.session import RunView
@@ -22,26 +23,29 @@ class RunHeader(Vertical):
     DEFAULT_CSS = """
     RunHeader { height: auto; padding: 0 1; }
     RunHeader Horizontal { height: 1; }
+    RunHeader #title { height: 1; }
     RunHeader ProgressBar { width: 40; }
     RunHeader #pace { width: 1fr; padding-left: 1; }
     """
 
     def compose(self) -> ComposeResult:
-        yield Static(id="title")
+        yield QuietStatic(id="title")
         with Horizontal():
             yield ProgressBar(total=1, show_eta=False, id="bar")
-            yield Static(id="pace")
+            yield QuietStatic(id="pace")
 
     def show(self, view: RunView) -> None:
         p = view.progress
         style = STATUS_STYLE.get(view.status.split(" ")[0], "bold $error")
-        self.query_one("#title", Static).update(Content.assemble(
+        self.query_one("#title", QuietStatic).show_content(Content.assemble(
             (view.name or "?", "bold"), "  preset ", (view.preset.name, "bold"),
             f" ({view.preset.sha256[:12]})  ", (view.status.upper(), style),
             f"  {view.label}"))
         bar = self.query_one("#bar", ProgressBar)
-        bar.update(total=max(p.total, 1), progress=min(p.step, max(p.total, 1)))
+        total, done = max(p.total, 1), min(p.step, max(p.total, 1))
+        if (bar.total, bar.progress) != (total, done):
+            bar.update(total=total, progress=done)
         eta = duration(p.eta_s) if p.step < p.total else "done"
-        self.query_one("#pace", Static).update(Content.assemble(
+        self.query_one("#pace", QuietStatic).show_content(Content.assemble(
             ("step ", "dim"), (f"{p.step}", "bold"), f" / {p.total}   ",
             pace_text(p), "   ETA ", (eta, "bold"), "   ", gpu_hours_text(p)))

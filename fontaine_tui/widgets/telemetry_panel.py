@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 from textual.content import Content
-from textual.widgets import Static
+
+from fontaine_tui.widgets.quiet import QuietStatic
 
 GIB = 1 << 30
 
@@ -16,7 +17,7 @@ def _pct(x: float | None, places: int = 0) -> str:
     return "—" if x is None else f"{x:.{places}f}%"
 
 
-class TelemetryPanel(Static):
+class TelemetryPanel(QuietStatic):
     DEFAULT_CSS = """
     TelemetryPanel { height: auto; min-height: 5; border: round $panel; padding: 0 1;
                      border-title-color: $text-muted; }
@@ -56,4 +57,4 @@ class TelemetryPanel(Static):
             else:
                 parts += [(f"engine: {snap.process_reason}", "$text-muted"), "\n"]
         parts += ["data-wait fraction ", (wait, style)]
-        self.update(Content.assemble(*parts))
+        self.show_content(Content.assemble(*parts))

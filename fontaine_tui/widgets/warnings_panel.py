@@ -5,7 +5,8 @@ from __future__ import annotations
 import time
 
 from textual.content import Content
-from textual.widgets import Static
+
+from fontaine_tui.widgets.quiet import QuietStatic
 
 SEVERITY_STYLE = {"alert": "bold $error", "error": "bold $error", "warn": "bold $warning",
                   "warning": "bold $warning", "info": "$accent"}
@@ -17,7 +18,7 @@ def _since(ts: object) -> str:
     return str(ts or "")
 
 
-class WarningsPanel(Static):
+class WarningsPanel(QuietStatic):
     DEFAULT_CSS = """
     WarningsPanel { height: auto; min-height: 3; border: round $panel; padding: 0 1;
                     border-title-color: $text-muted; }
@@ -41,4 +42,4 @@ class WarningsPanel(Static):
                       "\n"]
         if note:
             parts += ["\n", ("follower: ", "$text-muted"), note]
-        self.update(Content.assemble(*parts))
+        self.show_content(Content.assemble(*parts))
