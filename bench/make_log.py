@@ -25,7 +25,10 @@ DATASETS = ("demos_pick", "demos_place", "rig_pick", "rig_place")
 
 def lines(n: int):
     rng = random.Random(0)
-    dumps = json.dumps
+
+    def dumps(obj: dict) -> str:  # the engine's own format (engine/logwriter.py)
+        return json.dumps(obj, separators=(",", ":"))
+
     yield dumps({"kind": "meta", "step": 0, "time": T0, "schema": 1, "run": "bench-1m",
                  "world_size": 1, "device": "cuda:0", "recipe": {"steps": 1000, "lr": 3e-4},
                  "argv": ["python", "-m", "engine", "train"], "host": "bench"})
@@ -35,12 +38,12 @@ def lines(n: int):
         step += 1
         t = round(T0 + step * 0.512 + rng.random() * 0.01, 3)
         loss = 2.0 * math.exp(-step / 4000) + 0.3 + rng.gauss(0, 0.02)
-        yield dumps({"kind": "train", "step": step, "time": t, "loss": round(loss, 7),
-                     "ar_ce": round(loss * 0.8 + rng.random() * 1e-3, 7),
-                     "flow_loss": round(loss * 0.2, 7), "lr": round(3e-4 * min(1.0, step / 50), 9),
-                     "grad_norm": round(1.0 + rng.random(), 6),
-                     "step_s": round(0.5 + rng.random() * 0.02, 5),
-                     "data_s": round(0.01 + rng.random() * 1e-3, 6), "samples": step * 96})
+        yield dumps({"kind": "train", "step": step, "time": t, "loss": loss,
+                     "ar_ce": round(loss * 0.8 + rng.random() * 1e-3, 12),
+                     "flow_loss": round(loss * 0.2, 9), "lr": round(3e-4 * min(1.0, step / 50), 9),
+                     "grad_norm": round(1.0 + rng.random(), 9),
+                     "step_s": round(0.5 + rng.random() * 0.02, 7),
+                     "data_s": round(0.01 + rng.random() * 1e-3, 8), "samples": step * 96})
         count += 1
         if step % 250 == 0 and count < n - 1:
             ev, tr = PROBES.get(step, (3.7 + rng.random() * 0.1, 3.4 + rng.random() * 0.1))
