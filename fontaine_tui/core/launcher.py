@@ -172,7 +172,7 @@ class ExitInfo:
         """finished | stopped | killed | oom | failed | exited (not our child, no end event)."""
         if self.oom:
             return "oom"
-        if self.code == 0:
+        if self.code == 0 or (self.event == "end" and self.detail.startswith("finished")):
             return "finished"
         if self.event == "end" and self.signal in ("SIGINT", "SIGTERM"):
             return "stopped"
@@ -214,10 +214,10 @@ def exit_info(folder: RunFolder, returncode: int | None, since: tuple[int, int] 
             sig = signal.Signals(returncode - 128).name
         except ValueError:
             sig = None
-    if sig is None and tail.last_event == "end" and code != 0:
-        # The log says how it stopped; torchrun itself exits 1 after its ranks stop cleanly.
-        m = STOPPED_BY.search(tail.detail)
-        sig = m.group(1) if m else None
+    if tail.last_event == "end" and code != 0 and (m := STOPPED_BY.search(tail.detail)):
+        # This start's log says how it stopped; torchrun around ranks that stopped cleanly
+        # exits 1, or aborts on the way out, and that is not the run's story.
+        sig = m.group(1)
     return ExitInfo(code, sig, tail.oom and returncode != 0, tail.last_step, tail.checkpoint_step,
                     tail.last_event, tail.detail, tail.output)
 

@@ -188,10 +188,14 @@ def test_after_the_console_a_finished_run_is_recorded_and_read(
         assert registry.entries()[0].status == "running" and not folder.verdict.exists()
     finally:
         live.stop(grace_int=10)
-    done = EngineProcess.start([sys.executable, FAKE, str(tmp_path), "finish"], folder)
+    folder = RunFolder(tmp_path / "b")
+    folder.root.mkdir()
+    prereg = freeze(folder, preset, ["x"], "h")
+    registry.upsert(Entry("smoke", str(folder.root), "h"))
+    done = EngineProcess.start([sys.executable, FAKE, str(folder.root), "finish"], folder)
     done.wait(20)
     code = after_console(0, preset, folder, done, registry, "h", prereg)
-    [entry] = registry.entries()
+    entry = registry.find(folder.root, "h")
     assert (entry.status, entry.exit_code, entry.last_step) == ("exited", 0, 8)  # 8 of 40
     assert folder.verdict.exists() and "VERDICT: UNDECIDABLE" in capsys.readouterr().out
     assert code == 1  # finished short of recipe.steps: not a clean finish for the verdict
