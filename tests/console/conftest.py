@@ -24,12 +24,8 @@ def fixed_clock() -> float:
 
 def replay_source(log: Path):
     """The real replay source (as fast as it can read), as `fontaine-tui replay` builds it."""
-    try:
-        from fontaine_tui.core.follow import ReplayRun
-    except ImportError:  # until the replay source lands: the same folder, followed live
-        from fontaine_tui.core.follow import LocalRun
+    from fontaine_tui.core.replay import ReplayRun
 
-        return LocalRun(log.parent)
     return ReplayRun(log, speed=None)
 
 
@@ -47,7 +43,6 @@ def console(log: Path, **kw):
 
     kw.setdefault("preset", load_preset("demosonly_1gpu"))
     kw.setdefault("clock", fixed_clock)
-    kw.setdefault("kind", "replay")
     return make_app(source=replay_source(log), **kw)
 
 
