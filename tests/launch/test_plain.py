@@ -1,0 +1,96 @@
+"""`launch --plain` follow loop with a stand-in engine: Ctrl-C detaches, or stops with
+--stop-on-exit; records are printed literally."""
+
+from __future__ import annotations
+
+import asyncio
+import io
+import os
+import signal
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from fontaine_tui.commands._plain import PlainWatch, babysit, describe_record
+from fontaine_tui.core.launcher import EngineProcess, pid_alive, read_tail
+from fontaine_tui.core.prereg import freeze
+from fontaine_tui.core.presets import load_preset
+from fontaine_tui.core.records import Event
+from fontaine_tui.core.registry import Entry, Registry
+from fontaine_tui.core.runfolder import RunFolder
+
+FAKE = str(Path(__file__).with_name("fake_engine.py"))
+
+
+def _launched(tmp_path: Path):
+    folder = RunFolder(tmp_path)
+    preset = load_preset("smoke")
+    prereg = freeze(folder, preset, ["x"], "h")
+    engine = EngineProcess.start([sys.executable, FAKE, str(tmp_path), "run"], folder)
+    registry = Registry()
+    registry.upsert(Entry("smoke", str(tmp_path), "h", pid=engine.pid))
+    return folder, preset, prereg, engine, registry
+
+
+def _ctrl_c_when(folder: RunFolder, step: int) -> threading.Thread:
+    def fire() -> None:
+        deadline = time.monotonic() + 20
+        while read_tail(folder).last_step < step and time.monotonic() < deadline:
+            time.sleep(0.05)
+        os.kill(os.getpid(), signal.SIGINT)  # what a terminal's Ctrl-C does to us
+
+    t = threading.Thread(target=fire, daemon=True)
+    t.start()
+    return t
+
+
+@pytest.mark.parametrize("stop_on_exit", [False, True])
+def test_ctrl_c_in_plain_mode(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                              stop_on_exit: bool) -> None:
+    folder, preset, prereg, engine, registry = _launched(tmp_path)
+    try:
+        _ctrl_c_when(folder, 5)
+        code = babysit(preset, folder, engine, registry, "h", prereg, 0.2, stop_on_exit)
+        out = capsys.readouterr().out
+        [entry] = registry.entries()
+        if not stop_on_exit:
+            assert code == 130 and engine.poll() is None and pid_alive(engine.pid)
+            assert f"detached: engine pid {engine.pid} keeps running" in out
+            assert entry.status == "running" and not folder.verdict.exists()
+        else:
+            assert code == 1 and engine.poll() is not None
+            assert "stopping engine pid" in out and "engine stopped by SIGINT at step" in out
+            assert entry.status == "stopped" and entry.exit_code == 130
+            assert folder.verdict.exists()
+        assert "step 3/40" in out  # records were printed as they came
+    finally:
+        if engine.poll() is None:
+            engine.stop(grace_int=10)
+
+
+def test_records_are_printed_literally(tmp_path: Path) -> None:
+    ev = Event(3, 0.0, "error", "bad \x1b[31mred\x1b[0m [bold]x[/bold]\r\n")
+    text = describe_record(ev, 40)
+    assert "\x1b" not in text and "\r" not in text and "\\x1b[31m" in text
+    assert "[bold]x[/bold]" in text  # markup is not interpreted either
+
+
+def test_warnings_are_printed_once_when_new(tmp_path: Path) -> None:
+    folder, preset, prereg, engine, registry = _launched(tmp_path)
+    try:
+        buf = io.StringIO()
+        watch = PlainWatch(preset, folder, engine, prereg, out=buf)
+        deadline = time.monotonic() + 20
+        while read_tail(folder).last_step < 4:
+            assert time.monotonic() < deadline
+            time.sleep(0.05)
+        watch.apply(folder.log.read_bytes().split(b"\n")[:-1], 1)
+        asyncio.run(watch.check())
+        asyncio.run(watch.check())
+        text = buf.getvalue()
+        assert text.count("info: first poll:") == 1
+    finally:
+        engine.stop(grace_int=10)
