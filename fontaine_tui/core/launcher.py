@@ -190,7 +190,7 @@ class ExitInfo:
             "stopped": f"stopped by {self.signal}",
             "killed": f"killed by {self.signal}",
             "oom": "out of memory",
-            "failed": f"failed (exit {self.code})",
+            "failed": "failed" if self.code is None else f"failed (exit {self.code})",
             "exited": "exited (exit status unknown: not started by this console)",
         }[self.status]
         text = f"engine {how} at step {self.last_step} ({ckpt})"

@@ -206,3 +206,15 @@ def test_a_clean_stop_under_a_wrapper_that_exits_1_is_still_a_stop(tmp_path: Pat
     info = engine.stop(grace_int=10)
     assert (info.status, info.code, info.signal) == ("stopped", 1, "SIGINT")
     assert info.describe().startswith("engine stopped by SIGINT at step")
+
+
+def test_a_reattached_run_that_logged_an_error_reads_as_failed(tmp_path: Path) -> None:
+    from fontaine_tui.core.launcher import exit_info
+
+    folder = RunFolder(tmp_path)
+    folder.log.write_text('{"kind":"train","step":9,"time":1.0,"loss":1}\n'
+                          '{"kind":"event","step":9,"time":2.0,"event":"error",'
+                          '"detail":"ValueError: bad batch"}\n')
+    info = exit_info(folder, None)  # not our child: no exit status
+    assert info.status == "failed"
+    assert info.describe() == "engine failed at step 9 (no checkpoint): ValueError: bad batch"
