@@ -210,7 +210,12 @@ def make_app(*, source: object, preset: Preset, telemetry: Callable[[], object] 
 def run_console(*, source: object, preset: Preset, mode: str, process: object = None,
                 registry: object = None, clock: Callable[[], float] = time.time,
                 telemetry: Callable[[], object] | None = None) -> int:
-    """Run the console in this terminal until quit; `mode` is launch, attach or replay."""
+    """Run the console in this terminal until quit; `mode` is launch, attach or replay.
+    Without a registry, the runs mode reads the default one (FONTAINE_REGISTRY or ~)."""
+    if registry is None:
+        from fontaine_tui.core.registry import Registry
+
+        registry = Registry()
     app = make_app(source=source, preset=preset, telemetry=telemetry, clock=clock,
                    process=process, registry=registry, kind=mode)
     app.run()

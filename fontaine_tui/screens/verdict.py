@@ -10,7 +10,7 @@ from textual.widgets import Footer, Static
 
 from fontaine_tui.screens.base import ViewScreen
 from fontaine_tui.screens.session import RunView
-from fontaine_tui.widgets.verdict_panel import LedgerPanel, RulesPanel, VerdictBanner
+from fontaine_tui.widgets.verdict_panel import LABEL_STYLE, LedgerPanel, RulesPanel, VerdictBanner
 
 
 class VerdictScreen(ViewScreen):
@@ -54,7 +54,9 @@ class VerdictScreen(ViewScreen):
         self.query_one(VerdictBanner).show(v, live)
         reads: list[tuple[str, str] | str] = [("reads: ", "$text-muted")]
         for r in view.verdicts:
-            style = "reverse bold" if r.read_step == v.read_step else ""
+            style = LABEL_STYLE.get(r.verdict, "")
+            if r.read_step == v.read_step:
+                style += " reverse"
             reads += [(f" {r.read_step}:{r.verdict} ", style), " "]
         if not view.verdicts:
             reads.append(("no probe yet", "$text-muted"))

@@ -1,0 +1,61 @@
+"""The real installed command in a real terminal: `fontaine-tui replay` inside tmux."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import time
+
+import pytest
+
+from tests.console.conftest import make_run
+
+TMUX = shutil.which("tmux")
+CMD = shutil.which("fontaine-tui")
+pytestmark = [pytest.mark.skipif(TMUX is None, reason="tmux is not installed"),
+              pytest.mark.skipif(CMD is None, reason="fontaine-tui is not installed")]
+
+
+def tmux(sock: str, *args: str) -> str:
+    return subprocess.run([TMUX, "-L", sock, *args], capture_output=True, text=True,
+                          timeout=10).stdout
+
+
+def wait_pane(sock: str, want: list[str], timeout: float = 30.0) -> str:
+    deadline = time.monotonic() + timeout
+    pane = ""
+    while time.monotonic() < deadline:
+        pane = tmux(sock, "capture-pane", "-p", "-t", "t")
+        if all(w in pane for w in want):
+            return pane
+        time.sleep(0.2)
+    raise AssertionError(f"never saw {want} in the pane:\n{pane}")
+
+
+def test_replay_in_tmux_shows_the_verdict(tmp_path):
+    log = make_run(tmp_path / "run", engine_out="engine: [bold red]x[/] \x1b[31mred\n")
+    sock = f"fontaine-test-{os.getpid()}"
+    env_cmd = f"TEXTUAL_ANIMATIONS=none {CMD} replay {log} --preset demosonly_1gpu"
+    try:
+        subprocess.run([TMUX, "-L", sock, "-f", "/dev/null", "new-session", "-d", "-s", "t",
+                        "-x", "120", "-y", "40", env_cmd], check=True, timeout=10)
+        pane = wait_pane(sock, ["REPLAY", "step 1000 / 1000"])
+        assert "engine: [bold red]x[/] \\x1b[31mred" in pane  # literal in a real terminal
+        tmux(sock, "send-keys", "-t", "t", "v")
+        pane = wait_pane(sock, ["AMBIGUOUS  [FINAL]", "read at step 1000 of 1000"])
+        assert "delta +0.6929" in pane
+        assert "Rigonly-class result: escalate." in pane
+        tmux(sock, "send-keys", "-t", "t", "Left")
+        pane = wait_pane(sock, ["AMBIGUOUS  [PROVISIONAL]", "read at step 750 of 1000"])
+        tmux(sock, "send-keys", "-t", "t", "q")
+        deadline = time.monotonic() + 15
+        while time.monotonic() < deadline:
+            if subprocess.run([TMUX, "-L", sock, "has-session", "-t", "t"],
+                              capture_output=True).returncode != 0:
+                break  # the command quit and its pane closed
+            time.sleep(0.2)
+        else:
+            raise AssertionError("q did not quit the console")
+    finally:
+        subprocess.run([TMUX, "-L", sock, "kill-server"], capture_output=True, timeout=10)
