@@ -128,10 +128,10 @@ def check_folder(preset: Preset, folder: RunFolder, resume: bool,
     if running_pid is not None:
         return [Finding("folder", "refuse", f"{root}: this run is still running as pid "
                         f"{running_pid} (fontaine-tui runs; stop it first)")]
-    launched = folder.prereg.exists() or folder.log.exists()
+    marks = [p.name for p in (folder.prereg, folder.log, folder.checkpoints) if p.exists()]
     if not resume:
-        if launched:
-            what = "prereg.json" if folder.prereg.exists() else "train_log.jsonl"
+        if marks:
+            what = ", ".join(marks)
             return [Finding("folder", "refuse", f"{root} already holds a launched run ({what}); "
                             "--resume to continue it, or --output-dir DIR for a new run")]
         if root.exists() and not root.is_dir():

@@ -187,11 +187,15 @@ def stall(store: RunStore, telemetry: TelemetrySnapshot | None, gates: Mapping[s
     factor = _gate(gates, "stall_factor") or 3.0
     floor = _gate(gates, "stall_min_s") or 0.0
     limit = max(factor * statistics.median(gaps), floor)
-    quiet = now - times[-1]
+    # any record counts as a sign of life: a long eval probe or checkpoint is not a stall
+    others = [store.probes[max(store.probes)]] if store.probes else []
+    others += store.checkpoints[-1:] + store.events[-1:]
+    seen = [times[-1], *(r.time for r in others)]
+    quiet = now - max(t for t in seen if math.isfinite(t))
     if quiet <= limit:
         return None
     return _w("stall", "warn", now,
-              f"stall: no train record for {quiet:.0f} s (limit {limit:.0f} s = max({factor:g} x "
+              f"stall: no record for {quiet:.0f} s (limit {limit:.0f} s = max({factor:g} x "
               f"median interval {statistics.median(gaps):.1f} s, {floor:g} s)); last step "
               f"{store.steps[-1]}", quiet_s=quiet, limit_s=limit)
 

@@ -79,6 +79,10 @@ def test_fresh_launch_refuses_a_launched_folder(tmp_path: Path) -> None:
     folder = launched(tmp_path)
     [f] = guards.check_folder(load_preset("demosonly_1gpu"), folder, resume=False)
     assert f.level == "refuse" and "already holds a launched run (prereg.json)" in f.message
+    ckpts = RunFolder(tmp_path / "ckpts")
+    (ckpts.checkpoints / "step-000020").mkdir(parents=True)
+    [f] = guards.check_folder(load_preset("demosonly_1gpu"), ckpts, resume=False)
+    assert f.level == "refuse" and "already holds a launched run (checkpoints)" in f.message
     other = RunFolder(tmp_path / "other")
     other.root.mkdir()
     other.log.write_text("")

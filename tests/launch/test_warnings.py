@@ -179,6 +179,16 @@ def test_stall_has_a_floor_of_sixty_seconds() -> None:
     assert run(w.stall, st, tel(), now=last + 61.0).numbers["limit_s"] == 60.0
 
 
+def test_a_long_probe_or_checkpoint_is_a_sign_of_life() -> None:
+    st = store_with(20, interval=30.0)
+    last = st.columns["time"][-1]
+    st.add_object({"kind": "eval", "step": 20, "time": last + 80.0, "eval_chunk_mae": 1.0}, 99)
+    assert run(w.stall, st, tel(), now=last + 169.0) is None  # 89 s after the probe
+    assert run(w.stall, st, tel(), now=last + 171.0) is not None
+    st.add_object({"kind": "checkpoint", "step": 20, "time": last + 150.0, "path": "c"}, 100)
+    assert run(w.stall, st, tel(), now=last + 171.0) is None
+
+
 def test_stall_not_reported_after_exit() -> None:
     st = store_with(20, interval=2.0)
     assert run(w.stall, st, tel(), now=now_after(st, 1000), process=exit_info(20)) is None
