@@ -96,6 +96,7 @@ class SshRun:
         self._locks: dict[asyncio.AbstractEventLoop, asyncio.Lock] = {}
         self._procs: set[asyncio.subprocess.Process] = set()
         self._closed = False
+        self._closed_ev = asyncio.Event()
         self.reconnects = 0
         self.resets = 0
         self.skipped_lines: dict[str, list[int]] = {}
@@ -202,6 +203,7 @@ class SshRun:
 
     async def close(self) -> None:
         self._closed = True
+        self._closed_ev.set()
         for proc in list(self._procs):
             with contextlib.suppress(ProcessLookupError):
                 proc.kill()
@@ -265,7 +267,7 @@ class SshRun:
                         yield Batch([], cutter.next_line, note=f"waiting for {name}",
                                     end_offset=cutter.offset)
                     await proc.wait()
-                    await asyncio.sleep(1.0)
+                    await self._pause(1.0)
                     continue
                 elif header[:2] == [b"@fontaine", b"norun"]:
                     error = f"{self.target.path}: no such run folder"
@@ -289,8 +291,13 @@ class SshRun:
             self.reconnects += 1
             yield Batch([], cutter.next_line, note=f"{error}; reconnecting in {delay:g} s",
                         end_offset=cutter.offset)
-            await asyncio.sleep(delay)
+            await self._pause(delay)
             delay = min(delay * 2, self.backoff[1])
+
+    async def _pause(self, seconds: float) -> None:
+        """Sleep between attempts, but wake at once on close()."""
+        with contextlib.suppress(asyncio.TimeoutError):
+            await asyncio.wait_for(self._closed_ev.wait(), seconds)
 
     async def _stream(self, proc: asyncio.subprocess.Process, cutter: LineCutter, head: bytes,
                       skipped: list[int], reset: bool, note: str
