@@ -25,6 +25,7 @@ from fontaine_tui.screens.session import RunView, Session
 from fontaine_tui.screens.verdict import VerdictScreen
 
 FRAME_S = 0.5  # at most two redraws a second, however fast lines arrive
+CHART_S = 2.0  # the loss chart: at most one plotext rebuild per this many seconds
 TELEMETRY_S = 2.0
 POLL_S = 1.0
 
@@ -59,8 +60,10 @@ class FontaineApp(App[int]):
 
     def __init__(self, session: Session, *, telemetry: Callable[[], object] | None = None,
                  clock: Callable[[], float] = time.time, registry: object = None,
-                 start_mode: str = "monitor", frame_s: float = FRAME_S) -> None:
+                 start_mode: str = "monitor", frame_s: float = FRAME_S,
+                 chart_s: float = CHART_S) -> None:
         super().__init__()
+        self.chart_s = chart_s
         self.session = session
         self.telemetry = telemetry
         self.telemetry_reason = "" if telemetry else (
@@ -197,14 +200,15 @@ class FontaineApp(App[int]):
 def make_app(*, source: object, preset: Preset, telemetry: Callable[[], object] | None = None,
              clock: Callable[[], float] = time.time, process: object = None,
              registry: object = None, kind: str | None = None, folder: Path | None = None,
-             start_mode: str = "monitor", frame_s: float = FRAME_S) -> FontaineApp:
+             start_mode: str = "monitor", frame_s: float = FRAME_S, chart_s: float = CHART_S
+             ) -> FontaineApp:
     """The console over any record source; tests inject a replay, a clock and telemetry."""
     if kind is None:
         kind = ("launch" if process is not None else
                 "replay" if type(source).__name__ == "ReplayRun" else "attach")
     session = Session(source, preset, kind, process, folder)
     return FontaineApp(session, telemetry=telemetry, clock=clock, registry=registry,
-                       start_mode=start_mode, frame_s=frame_s)
+                       start_mode=start_mode, frame_s=frame_s, chart_s=chart_s)
 
 
 def run_console(*, source: object, preset: Preset, mode: str, process: object = None,

@@ -22,7 +22,7 @@ class MonitorScreen(ViewScreen):
     def compose(self) -> ComposeResult:
         yield RunHeader()
         with Horizontal(id="monitor-main"):
-            yield Chart(id="loss-chart", min_interval=2.0)
+            yield Chart(id="loss-chart", min_interval=getattr(self.app, "chart_s", 2.0))
             with Vertical(id="monitor-side"):
                 yield TelemetryPanel(id="telemetry")
                 yield WarningsPanel(id="warnings")

@@ -43,6 +43,8 @@ def console(log: Path, **kw):
 
     kw.setdefault("preset", load_preset("demosonly_1gpu"))
     kw.setdefault("clock", fixed_clock)
+    kw.setdefault("frame_s", 0.05)  # the same coalescing, a shorter wait (see test_batching)
+    kw.setdefault("chart_s", 0.1)
     return make_app(source=replay_source(log), **kw)
 
 
