@@ -36,7 +36,8 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def prepare(preset_name: str, output_dir: str | None, resume: bool, yes_ram: bool,
             registry=None):
-    """Everything before starting: (preset, folder, findings, argv, registry). Writes nothing."""
+    """Everything before starting: (preset, folder, findings, argv, registry, telemetry).
+    Writes nothing."""
     from fontaine_tui.core import guards
     from fontaine_tui.core.host import hostname
     from fontaine_tui.core.launcher import build_argv, pid_alive, run_dir
