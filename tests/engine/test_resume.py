@@ -38,12 +38,12 @@ def _wait_for(path, predicate, proc, timeout=90.0):
 
 def test_sigkill_then_resume(tmp_path, corpus_dir):
     log = tmp_path / "train_log.jsonl"
-    argv = tiny_argv(tmp_path, corpus_dir, "--save-every", "5", steps=30)
+    argv = tiny_argv(tmp_path, corpus_dir, "--save-every", "4", steps=24)
     proc = subprocess.Popen(argv, cwd=REPO, env=engine_env(), stdout=subprocess.DEVNULL,
                             stderr=subprocess.PIPE, text=True)
     try:
-        _wait_for(log, lambda rs: any(r["kind"] == "checkpoint" and r["step"] >= 10 for r in rs)
-                  and max(r["step"] for r in rs) >= 12, proc)
+        _wait_for(log, lambda rs: any(r["kind"] == "checkpoint" and r["step"] >= 4 for r in rs)
+                  and max(r["step"] for r in rs) >= 6, proc)
         proc.send_signal(signal.SIGKILL)
         proc.wait(timeout=30)
     finally:
@@ -52,7 +52,7 @@ def test_sigkill_then_resume(tmp_path, corpus_dir):
     before = _records(log)
     killed_at = max(r["step"] for r in before)
     saved = max(r["step"] for r in before if r["kind"] == "checkpoint")
-    assert killed_at < 30 and not any(r.get("event") == "end" for r in before)
+    assert killed_at < 24 and not any(r.get("event") == "end" for r in before)
 
     done = run_engine(argv + ["--resume"])
     assert done.returncode == 0, done.stderr
@@ -66,9 +66,9 @@ def test_sigkill_then_resume(tmp_path, corpus_dir):
     assert f"step {saved}" in resume[0]["detail"]
     assert after[0]["kind"] == "meta" and after[0]["step"] == saved
     train_steps = [r["step"] for r in after if r["kind"] == "train"]
-    assert train_steps == list(range(saved + 1, 31))
+    assert train_steps == list(range(saved + 1, 25))
     assert after[-1]["kind"] == "event" and after[-1]["event"] == "end"
-    assert (tmp_path / "checkpoints" / "step-000030" / "meta.json").is_file()
+    assert (tmp_path / "checkpoints" / "step-000024" / "meta.json").is_file()
     try:
         from fontaine_tui.core.records import load_log
     except ImportError:

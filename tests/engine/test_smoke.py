@@ -85,18 +85,27 @@ def test_eval_is_deterministic_for_a_checkpoint(smoke_run, corpus_dir):
         assert first[key] == pytest.approx(logged[key], rel=1e-6, abs=1e-9), key
 
 
-def test_init_then_failure_logs_error_event_and_exits_1(smoke_run, corpus_dir, tmp_path):
+def test_init_then_failure_logs_error_event_and_exits_1(smoke_run, corpus_dir, tmp_path, capsys):
     """--init from a tiny checkpoint into a small model cannot load: `event: error`, exit 1."""
-    argv = tiny_argv(tmp_path, corpus_dir, "--init", str(smoke_run), steps=5)
+    import signal
+
+    from engine.cli import main
+
+    argv = tiny_argv(tmp_path, corpus_dir, "--init", str(smoke_run), "--num-workers", "0",
+                     steps=5)
     argv[argv.index("--model-size") + 1] = "small"
-    proc = run_engine(argv)
-    assert proc.returncode == 1, proc.stderr
-    assert "Traceback" not in proc.stderr
+    handlers = {sig: signal.getsignal(sig) for sig in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        assert main(argv[3:]) == 1  # in-process: the engine's own entry point
+    finally:
+        for sig, handler in handlers.items():
+            signal.signal(sig, handler)
+    err = capsys.readouterr().err
+    assert "Traceback" not in err and err.startswith("engine: RuntimeError")
     records = read(tmp_path / "train_log.jsonl")
     check(records)
-    last = records[-1]
-    assert last["kind"] == "event" and last["event"] == "error"
-    assert "size mismatch" in last["detail"] or "Error" in last["detail"]
+    assert [r["kind"] for r in records] == ["meta", "event"]
+    assert records[-1]["event"] == "error" and "size mismatch" in records[-1]["detail"]
 
 
 def test_init_inherit_and_random_flow_decoder(smoke_run, corpus_dir, tmp_path):
