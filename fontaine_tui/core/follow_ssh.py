@@ -232,8 +232,7 @@ class SshRun:
                     stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
                     stderr=asyncio.subprocess.PIPE, limit=CHUNK)
                 self._procs.add(proc)
-                header = (await asyncio.wait_for(
-                    proc.stdout.readline(), self.connect_timeout + 20)).split()
+                header = await asyncio.wait_for(self._header(proc), self.connect_timeout + 20)
                 if header[:2] == [b"@fontaine", b"ok"] and len(header) == 4:
                     new_ident, start = header[2].decode(), int(header[3])
                     reset = start != cutter.offset and (cutter.offset > 0 or ident != "-")
@@ -298,6 +297,15 @@ class SshRun:
         """Sleep between attempts, but wake at once on close()."""
         with contextlib.suppress(asyncio.TimeoutError):
             await asyncio.wait_for(self._closed_ev.wait(), seconds)
+
+    @staticmethod
+    async def _header(proc: asyncio.subprocess.Process) -> list[bytes]:
+        """Our script's first line, past anything a chatty login script printed first."""
+        for _ in range(200):
+            line = await proc.stdout.readline()
+            if not line or line.startswith(b"@fontaine "):
+                return line.split()
+        return []
 
     async def _stream(self, proc: asyncio.subprocess.Process, cutter: LineCutter, head: bytes,
                       skipped: list[int], reset: bool, note: str

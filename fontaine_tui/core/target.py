@@ -61,7 +61,7 @@ def _ssh_url(text: str) -> SshTarget:
     if not host or not path or path == "/":
         raise InputError(f"{text}: expected ssh://[user@]host[:port]/path/to/run")
     if path.startswith("/~"):
-        path = path[1:]
+        path = path[3:] or "."  # ssh://host/~/run: relative to the remote home
     return SshTarget(host, path, unquote(parts.username) if parts.username else None, port)
 
 
@@ -79,6 +79,8 @@ def parse_target(text: str) -> Target:
     if m and "/" not in text.split(":", 1)[0]:
         host = m.group("host").strip("[]")
         path = m.group("path") or "."
+        if path == "~" or path.startswith("~/"):
+            path = path[2:] or "."  # remote commands start in the home folder
         if host and not host.startswith("-"):
             return SshTarget(host, path, m.group("user"))
     return LocalTarget(local)

@@ -40,8 +40,9 @@ def _keygen(path: Path) -> None:
 class Sshd:
     """Start with `Sshd(tmp).start()`; `ssh_options` points a client at it (`-F config`)."""
 
-    def __init__(self, root: Path) -> None:
+    def __init__(self, root: Path, extra_config: str = "") -> None:
         self.root = Path(root)
+        self.extra_config = extra_config
         self.root.mkdir(parents=True, exist_ok=True)
         self.port = free_port()
         self.user = getpass.getuser()
@@ -82,6 +83,7 @@ PubkeyAuthentication yes
 MaxSessions 64
 MaxStartups 64
 LogLevel ERROR
+{self.extra_config}
 """)
         self.write_client_config(self.config, self.key)
         if os.geteuid() == 0:

@@ -42,6 +42,8 @@ def cli(*argv: str, timeout: float = 60) -> subprocess.CompletedProcess:
     ("ssh://me@gpu1:2222/runs/a", SshTarget("gpu1", "/runs/a", "me", 2222)),
     ("ssh://gpu1/runs/a%20b", SshTarget("gpu1", "/runs/a b")),
     ("ssh://me@[::1]:22/r", SshTarget("::1", "/r", "me", 22)),
+    ("gpu1:~/runs/a", SshTarget("gpu1", "runs/a")),
+    ("ssh://gpu1/~/runs/a", SshTarget("gpu1", "runs/a")),
     ("./outputs/x", LocalTarget(Path("./outputs/x"))),
     ("/abs/x:y", LocalTarget(Path("/abs/x:y"))),
 ])

@@ -170,6 +170,29 @@ async def test_remote_paths_are_quoted_not_interpreted(sshd, tmp_path):
         assert not (where / "PWNED").exists() and not (where / "PWNED2").exists()
 
 
+async def test_a_chatty_login_shell_does_not_confuse_the_stream(tmp_path):
+    """Remote startup files that print to stdout (a banner in .bashrc) come before our header."""
+    from tests.follow.sshd_helper import Sshd
+
+    chatty = tmp_path / "chatty-login"
+    chatty.write_text("#!/bin/sh\necho 'Welcome to the cluster'\necho '@fontaine? not ours'\n"
+                      'exec /bin/sh -c "$SSH_ORIGINAL_COMMAND"\n')
+    chatty.chmod(0o755)
+    server = Sshd(tmp_path / "sshd", extra_config=f"ForceCommand {chatty}")
+    try:
+        server.start()
+        run = tmp_path / "run"
+        run.mkdir()
+        append(run / LOG, train_line(1) + train_line(2))
+        src = source(server, run)
+        c = Collector(src).start()
+        await c.until(lambda: c.steps == [1, 2], timeout=20)
+        assert c.lines == [(1, train_line(1)[:-1]), (2, train_line(2)[:-1])]
+        await c.stop()
+    finally:
+        server.stop()
+
+
 async def test_errors_are_one_line_with_a_command_to_try(sshd, tmp_path):
     run = tmp_path / "run"
     run.mkdir()
