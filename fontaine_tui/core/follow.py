@@ -11,7 +11,9 @@ import asyncio
 import contextlib
 import ctypes
 import ctypes.util
+import errno
 import os
+import stat
 import struct
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
@@ -206,6 +208,9 @@ def _open(path: Path) -> tuple[int, tuple[int, int]] | None:
     except FileNotFoundError:
         return None
     st = os.fstat(fd)
+    if not stat.S_ISREG(st.st_mode):
+        os.close(fd)
+        raise IsADirectoryError(errno.EISDIR, "not a regular file")
     return fd, (st.st_dev, st.st_ino)
 
 
@@ -286,11 +291,16 @@ class LocalRun:
         try:
             while not self._closed.is_set():
                 if f.fd < 0:
-                    opened = _open(path)
+                    try:
+                        opened = _open(path)
+                    except OSError as exc:  # unreadable for now: say so, keep trying
+                        opened, why = None, f"{name}: cannot read ({exc.strerror}); retrying"
+                    else:
+                        why = f"waiting for {name}"
                     if opened is None:
                         if not said_waiting:
                             said_waiting = True
-                            yield Batch([], 1, note=f"waiting for {name}")
+                            yield Batch([], 1, note=why)
                         await waker.wait()
                         continue
                     f.fd, f.ident = opened

@@ -266,3 +266,13 @@ async def test_inotify_wakes_the_reader_without_polling(tmp_path):
     assert slow.steps == [1]  # polling only, every 30 s: not yet
     await fast.stop()
     await slow.stop()
+
+
+async def test_a_folder_in_place_of_the_log_is_a_note_not_a_crash(tmp_path, make_local):
+    (tmp_path / LOG).mkdir()
+    c = Collector(make_local(tmp_path)).start()
+    await c.until(lambda: any("cannot read (not a regular file)" in n for n in c.notes))
+    (tmp_path / LOG).rmdir()
+    append(tmp_path / LOG, train_line(1))
+    await c.until(lambda: c.steps == [1])
+    await c.stop()
