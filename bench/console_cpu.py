@@ -1,6 +1,6 @@
 """CPU used by the console while it follows a run: idle, then with 100 lines/s arriving.
 
-    python bench/console_cpu.py [--seconds 30] [--rate 100] [--mode monitor]
+    python bench/console_cpu.py [--seconds 30] [--rate 100] [--mode monitor] [--telemetry]
 
 The console runs headless (Textual's test driver: every frame is composed, nothing is
 written to a terminal) in this process and follows a real run folder through the local
@@ -64,8 +64,9 @@ async def window(seconds: float) -> tuple[float, float]:
     return cpu_seconds(proc) - c0, time.monotonic() - w0
 
 
-async def run(seconds: float, rate: float, mode: str, start_steps: int) -> list[dict]:
-    from fontaine_tui.app import make_app
+async def run(seconds: float, rate: float, mode: str, start_steps: int,
+              telemetry: bool = False) -> list[dict]:
+    from fontaine_tui.app import default_telemetry, make_app
     from fontaine_tui.core.follow import LocalRun
     from fontaine_tui.core.presets import load_preset
 
@@ -75,8 +76,9 @@ async def run(seconds: float, rate: float, mode: str, start_steps: int) -> list[
     log.write_text("".join(dumps(r) + "\n" for r in
                            [meta(t=t0), *(train(s, t0 + s) for s in range(1, start_steps + 1))]))
     (folder / "engine.out.log").write_text("engine: started\n")
-    app = make_app(source=LocalRun(folder), preset=load_preset("demosonly_1gpu"),
-                   kind="attach", start_mode=mode)
+    source = LocalRun(folder)
+    app = make_app(source=source, preset=load_preset("demosonly_1gpu"), kind="attach",
+                   start_mode=mode, telemetry=default_telemetry(source) if telemetry else None)
     out = []
     async with app.run_test(size=(120, 40)) as pilot:
         deadline = time.monotonic() + 30
@@ -84,7 +86,7 @@ async def run(seconds: float, rate: float, mode: str, start_steps: int) -> list[
             await pilot.pause(0.05)
         await asyncio.sleep(2.0)  # let the first frames settle
         cpu, wall = await window(seconds)
-        out.append({"bench": "console_cpu", "phase": "idle", "mode": mode, "seconds": round(wall, 1),
+        out.append({"bench": "console_cpu", "phase": "idle", "mode": mode, "telemetry": telemetry, "seconds": round(wall, 1),
                     "cpu_s": round(cpu, 3), "pct_of_core": round(100 * cpu / wall, 2),
                     "target_pct": 1.0, "frames": app.frames})
         frames0, step0 = app.frames, app.session.store.last_step
@@ -96,7 +98,7 @@ async def run(seconds: float, rate: float, mode: str, start_steps: int) -> list[
             writer.wait(timeout=seconds + 30)
         await pilot.pause(0.5)
         lines = app.session.store.last_step - step0
-        out.append({"bench": "console_cpu", "phase": f"{rate:g} lines/s", "mode": mode,
+        out.append({"bench": "console_cpu", "phase": f"{rate:g} lines/s", "mode": mode, "telemetry": telemetry,
                     "seconds": round(wall, 1), "cpu_s": round(cpu, 3),
                     "pct_of_core": round(100 * cpu / wall, 2), "target_pct": 5.0,
                     "lines_followed": lines, "frames": app.frames - frames0})
@@ -109,8 +111,11 @@ def main() -> int:
     ap.add_argument("--rate", type=float, default=100.0)
     ap.add_argument("--mode", default="monitor", choices=("monitor", "probes", "verdict", "runs"))
     ap.add_argument("--start-steps", type=int, default=500)
+    ap.add_argument("--telemetry", action="store_true",
+                    help="sample this host every 5 s as `attach` does (psutil, NVML if present)")
     args = ap.parse_args()
-    results = asyncio.run(run(args.seconds, args.rate, args.mode, args.start_steps))
+    results = asyncio.run(run(args.seconds, args.rate, args.mode, args.start_steps,
+                              args.telemetry))
     for r in results:
         print(json.dumps(r))
     return 0 if all(r["pct_of_core"] <= r["target_pct"] for r in results) else 1

@@ -26,7 +26,7 @@ from fontaine_tui.screens.verdict import VerdictScreen
 
 FRAME_S = 0.5  # at most two redraws a second, however fast lines arrive
 CHART_S = 2.0  # the loss chart: at most one plotext rebuild per this many seconds
-TELEMETRY_S = 2.0
+TELEMETRY_S = 5.0  # GPU, RAM and engine RSS move slowly; each look also repaints a panel
 POLL_S = 1.0
 
 
@@ -211,6 +211,20 @@ def make_app(*, source: object, preset: Preset, telemetry: Callable[[], object] 
                        start_mode=start_mode, frame_s=frame_s, chart_s=chart_s)
 
 
+def default_telemetry(source: object, process: object = None) -> Callable[[], object] | None:
+    """This host's sampler (with the engine's pid when launched here), or the far host's
+    over the SSH source's connection."""
+    from functools import partial
+
+    from fontaine_tui.core import telemetry
+
+    run_command = getattr(source, "run_command", None)
+    if run_command is not None:
+        target = getattr(source, "target", None)
+        return partial(telemetry.sample_remote, run_command, getattr(target, "host", ""))
+    return partial(telemetry.sample, pid=getattr(process, "pid", None))
+
+
 def run_console(*, source: object, preset: Preset, mode: str, process: object = None,
                 registry: object = None, clock: Callable[[], float] = time.time,
                 telemetry: Callable[[], object] | None = None) -> int:
@@ -220,6 +234,8 @@ def run_console(*, source: object, preset: Preset, mode: str, process: object = 
         from fontaine_tui.core.registry import Registry
 
         registry = Registry()
+    if telemetry is None and mode != "replay":
+        telemetry = default_telemetry(source, process)
     app = make_app(source=source, preset=preset, telemetry=telemetry, clock=clock,
                    process=process, registry=registry, kind=mode)
     app.run()

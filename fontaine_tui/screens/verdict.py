@@ -40,7 +40,7 @@ class VerdictScreen(ViewScreen):
             yield Static(id="interpretation")
             yield LedgerPanel(id="ledger-panel")
             yield Static(id="review-status")
-        yield Footer()
+        yield Footer(compact=True)
 
     def on_mount(self) -> None:
         super().on_mount()
