@@ -75,12 +75,13 @@ class FontaineApp(App[int]):
         self.frame_s = frame_s
         self.frames = 0
         self._frame_timer = None
+        self._probes_seen = 0
 
     # -- lifecycle -------------------------------------------------------------------------
 
     def on_mount(self) -> None:
-        self.session.read_ledger()
         self.view = self.session.view()
+        self.refresh_ledger()
         self.switch_mode(self.start_mode)
         self.start_following()
         if self.session.process is not None:
@@ -108,6 +109,12 @@ class FontaineApp(App[int]):
             if self.session.apply_tail(batch):
                 self.tail_total = self.session.tail_total
 
+    @work(exclusive=True, group="ledger")
+    async def refresh_ledger(self) -> None:
+        """Re-read prereg.json and the amendment ledger (at start, and at each new probe)."""
+        await self.session.read_ledger()
+        self.schedule_frame()
+
     def schedule_frame(self) -> None:
         """Coalesce every batch that lands within one frame into one redraw."""
         if self._frame_timer is None:
@@ -117,6 +124,10 @@ class FontaineApp(App[int]):
         self._frame_timer = None
         self.frames += 1
         self.session.update_warnings(self.telemetry_snapshot, self.clock())
+        probes = len(self.session.store.probes)
+        if probes != self._probes_seen:  # an amendment may have been declared meanwhile
+            self._probes_seen = probes
+            self.refresh_ledger()
         self.view = self.session.view()
 
     def _poll_process(self) -> None:

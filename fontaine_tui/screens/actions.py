@@ -121,7 +121,7 @@ def attach_folder(app: FontaineApp, folder: Path) -> None:
     old = app.session.source
     app.session = Session(LocalRun(folder), preset, "attach", None, folder)
     app.run_worker(old.close(), group="close")  # type: ignore[attr-defined]
-    app.session.read_ledger()
+    app.refresh_ledger()
     app.read_step = None
     app.view = app.session.view()
     app.start_following()

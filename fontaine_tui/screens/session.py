@@ -12,7 +12,7 @@ from fontaine_tui.core import series
 from fontaine_tui.core.errors import InputError
 from fontaine_tui.core.presets import Amendment, Preset
 from fontaine_tui.core.records import RunStore, ingest_lines
-from fontaine_tui.core.runfolder import RunFolder
+from fontaine_tui.core.runfolder import AMENDMENTS, PREREG, RunFolder
 from fontaine_tui.core.verdict import Verdict, compute_verdict, verdict_series
 
 TAIL_LINES = 400
@@ -136,35 +136,51 @@ class Session:
 
     # -- ledger --------------------------------------------------------------------------
 
-    def read_ledger(self) -> None:
-        """prereg.json (hash check) and amendments.jsonl from the run folder, when local."""
-        if self.folder is None:
+    async def read_ledger(self) -> None:
+        """prereg.json (hash check) and amendments.jsonl, read through the source (so a run
+        over SSH has its ledger too) into a scratch folder that the core readers take."""
+        import tempfile
+
+        read = getattr(self.source, "read_bytes", None)
+        if self.folder is None and read is None:
             self.ledger = Ledger("", self.preset.sha256, "no run folder (log only)", None, ())
             return
-        rf = RunFolder(self.folder)
+        files = {}
+        for name in (PREREG, AMENDMENTS):
+            if self.folder is not None:
+                path = self.folder / name
+                files[name] = path.read_bytes() if path.is_file() else None
+            else:
+                files[name] = await read(name)  # type: ignore[misc]
+        with tempfile.TemporaryDirectory(prefix="fontaine-ledger-") as tmp:
+            for name, data in files.items():
+                if data is not None:
+                    (Path(tmp) / name).write_bytes(data)
+            self.ledger = self._ledger_from(RunFolder(Path(tmp)))
+        self._verdict_key = None
+        self.version += 1
+
+    def _ledger_from(self, rf: RunFolder) -> Ledger:
+        from fontaine_tui.core.ledger import read_amendments
+        from fontaine_tui.core.prereg import compare, read_prereg
+
         amendments: tuple[Amendment, ...] = ()
         error = ""
         try:
-            from fontaine_tui.core.ledger import read_amendments
-
             amendments = tuple(read_amendments(rf))
         except InputError as exc:
             error = str(exc)
         launched, status, ok = "", "no prereg.json beside the log", None
         if rf.prereg.exists():
             try:
-                from fontaine_tui.core.prereg import compare, read_prereg
-
                 pr = read_prereg(rf)
                 launched = pr.launched_at
                 change = compare(pr, self.preset)
                 status, ok = ("matches prereg.json", True) if change is None else (
                     change.message, False)
             except InputError as exc:
-                status, ok = str(exc), False
-        self.ledger = Ledger(launched, self.preset.sha256, status, ok, amendments, error)
-        self._verdict_key = None
-        self.version += 1
+                status, ok = str(exc).replace(str(rf.root), "run folder"), False
+        return Ledger(launched, self.preset.sha256, status, ok, amendments, error)
 
     # -- output --------------------------------------------------------------------------
 

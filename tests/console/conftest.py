@@ -45,7 +45,8 @@ def console(log: Path, **kw):
     kw.setdefault("clock", fixed_clock)
     kw.setdefault("frame_s", 0.05)  # the same coalescing, a shorter wait (see test_batching)
     kw.setdefault("chart_s", 0.1)
-    return make_app(source=replay_source(log), **kw)
+    source = kw.pop("source", None) or replay_source(log)
+    return make_app(source=source, **kw)
 
 
 async def until(pilot, predicate: Callable[[], bool], timeout: float = 10.0) -> None:

@@ -1,0 +1,69 @@
+"""The verdict's ledger: prereg.json hash, launch time, amendments and whether each counts."""
+
+from __future__ import annotations
+
+import json
+
+from fontaine_tui.core.follow import LocalRun
+from fontaine_tui.core.ledger import declare_amendment
+from fontaine_tui.core.prereg import freeze
+from fontaine_tui.core.presets import load_preset
+from fontaine_tui.core.runfolder import RunFolder
+from fontaine_tui.widgets.verdict_panel import LedgerPanel, VerdictBanner
+from tests.console.conftest import SIZE, console, loaded, make_run, text, until
+from tests.logs import SCALED_LIKE
+
+LAUNCHED = 1_786_999_000.0
+
+
+def _folder(tmp_path, preset):
+    folder = tmp_path / "run"
+    make_run(folder, probes=SCALED_LIKE)
+    rf = RunFolder(folder)
+    freeze(rf, preset, ["python", "-m", "engine", "train"], "fixture-host", now=LAUNCHED)
+    # declared after step 750 was seen: it would change the read, and is refused
+    declare_amendment(rf, factor=2.0, last_step_seen=750, preset=preset, text="too late")
+    return folder
+
+
+async def test_ledger_shows_hash_launch_and_refused_late_amendment(tmp_path, preset):
+    folder = _folder(tmp_path, preset)
+    app = console(folder / "train_log.jsonl", source=LocalRun(folder))
+    async with app.run_test(size=SIZE) as pilot:
+        await loaded(pilot, 1000)
+        await pilot.press("v")
+        await pilot.pause()
+        panel = app.screen.query_one(LedgerPanel)
+        await until(pilot, lambda: "amendment 2" in text(panel.query_one("#ledger")))
+        shown = text(panel.query_one("#ledger"))
+        assert "matches prereg.json" in shown
+        assert "launched 2026-08-17T20:36:40.000000Z" in shown
+        assert "amendment 1 (scale, preset): applied" in shown
+        assert "amendment 2 (scale, ledger" in shown and ": refused" in shown
+        # the refused amendment changes nothing: the document's rule pair still disagrees
+        assert text(app.screen.query_one(VerdictBanner)).startswith("AMBIGUOUS-BY-INSTRUMENT")
+
+
+async def test_bounds_changed_after_launch_is_shown(tmp_path, preset):
+    folder = _folder(tmp_path, preset)
+    other = load_preset("smoke")  # not the preset frozen at launch
+    app = console(folder / "train_log.jsonl", source=LocalRun(folder), preset=other)
+    async with app.run_test(size=SIZE) as pilot:
+        await until(pilot, lambda: app.session.ledger.hash_ok is not None)
+        await pilot.press("v")
+        await pilot.pause()
+        shown = text(app.screen.query_one(LedgerPanel).query_one("#ledger"))
+        assert "bounds changed after launch" in shown
+        assert app.session.ledger.hash_ok is False
+
+
+async def test_edited_prereg_is_caught(tmp_path, preset):
+    folder = _folder(tmp_path, preset)
+    doc = json.loads((folder / "prereg.json").read_text())
+    doc["preset"]["verdict"]["healthy_max"] = 0.9  # loosened by hand after launch
+    (folder / "prereg.json").write_text(json.dumps(doc))
+    app = console(folder / "train_log.jsonl", source=LocalRun(folder))
+    async with app.run_test(size=SIZE) as pilot:
+        await until(pilot, lambda: app.session.ledger.hash_ok is not None)
+        assert app.session.ledger.hash_ok is False
+        assert "prereg.json was edited" in app.session.ledger.hash_status
