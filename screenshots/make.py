@@ -30,11 +30,24 @@ SHOTS = {  # file: (probes, step, keys)
     "verdict.svg": (SCALED_LIKE, 1000, ("v",)),
     "verdict-provisional.svg": (RIGONLY_LIKE, 750, ("v",)),
     "help.svg": (RIGONLY_LIKE, 1000, ("question_mark",)),
+    "runs.svg": (RIGONLY_LIKE, 1000, ("r",)),
 }
 
 
+def registry(folder: Path):
+    from fontaine_tui.core.registry import Entry, Registry
+
+    reg = Registry(folder / "registry.toml")
+    for name, status, pid in (("grasp_sft_v2_demosonly_1gpu_disc", "running", 4242),
+                              ("smoke", "finished", 0)):
+        reg.upsert(Entry(name=name, run_dir=f"outputs/train/{name}", host="h100-box",
+                         preset=name, pid=pid, launched_at="2026-08-17T18:41:00Z",
+                         status=status))
+    return reg
+
+
 async def shoot(name: str, step: int, keys: tuple[str, ...], out: Path) -> None:
-    app = console(Path("run") / "train_log.jsonl")
+    app = console(Path("run") / "train_log.jsonl", registry=registry(Path.cwd()))
     async with app.run_test(size=SIZE) as pilot:
         await loaded(pilot, step)
         await pilot.press(*keys)

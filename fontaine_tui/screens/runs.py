@@ -12,6 +12,7 @@ from fontaine_tui.screens.session import RunView
 
 class RunsScreen(ViewScreen):
     TITLE = "runs"
+    _shown: tuple = ()
 
     def compose(self) -> ComposeResult:
         yield Static(id="runs-title")
@@ -21,11 +22,13 @@ class RunsScreen(ViewScreen):
     def draw(self, view: RunView) -> None:
         entries = self.app.registry_entries()  # type: ignore[attr-defined]
         table = self.query_one(DataTable)
-        table.clear(columns=True)
-        table.add_columns("run", "folder", "pid", "state", "launched")
-        for e in entries:
-            table.add_row(e.name, e.folder, str(e.pid or "—"), e.state, e.launched,
-                          key=e.folder)
+        if tuple(entries) != self._shown:
+            self._shown = tuple(entries)
+            table.clear(columns=True)
+            table.add_columns("run", "folder", "pid", "state", "launched")
+            for e in entries:
+                table.add_row(e.name, e.folder, str(e.pid or "—"), e.state, e.launched,
+                              key=e.folder)
         title = (f"{len(entries)} run(s) in the registry; enter attaches to one"
                  if entries else self.app.registry_reason)  # type: ignore[attr-defined]
         self.query_one("#runs-title", Static).update(Content.assemble(

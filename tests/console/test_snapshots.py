@@ -41,3 +41,22 @@ def test_mode_snapshot(case, snap_compare, tmp_path, monkeypatch):
         await pilot.pause(0.1)
 
     assert snap_compare(app, press=keys, terminal_size=SIZE, run_before=ready)
+
+
+def test_runs_snapshot(snap_compare, tmp_path, monkeypatch):
+    from fontaine_tui.core.registry import Entry, Registry
+
+    monkeypatch.chdir(tmp_path)
+    make_run(tmp_path / "run", upto=1000, probes=RIGONLY_LIKE)
+    registry = Registry(tmp_path / "registry.toml")
+    for name, status, pid in (("grasp_sft_v2_demosonly_1gpu_disc", "running", 4242),
+                              ("smoke", "finished", 0)):
+        registry.upsert(Entry(name=name, run_dir=f"outputs/train/{name}", host="h100-box",
+                              preset=name, pid=pid, launched_at="2026-08-17T18:41:00Z",
+                              status=status))
+    app = console(Path("run") / "train_log.jsonl", registry=registry)
+
+    async def ready(pilot) -> None:
+        await loaded(pilot, 1000)
+
+    assert snap_compare(app, press=("r",), terminal_size=SIZE, run_before=ready)
