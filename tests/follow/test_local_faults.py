@@ -243,7 +243,9 @@ async def test_large_catch_up_streams_in_batches_without_stalling_the_loop(tmp_p
     await src.close()
     assert n == 12 * 20000
     assert batches >= size // (4 << 20)
-    assert max(gaps) < 0.5, f"event loop stalled {max(gaps):.3f} s"
+    # the loop kept turning during the catch-up (big reads go to a thread), not only after it
+    assert len(gaps) >= batches // 2, f"{len(gaps)} ticks over {batches} batches"
+    assert max(gaps) < 1.0, f"event loop stalled {max(gaps):.3f} s"
 
 
 async def test_inotify_wakes_the_reader_without_polling(tmp_path):
