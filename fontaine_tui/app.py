@@ -99,21 +99,27 @@ class FontaineApp(App[int]):
 
     @work(exclusive=True, group="follow")
     async def follow_log(self) -> None:
-        async for batch in self.session.source.follow():  # type: ignore[attr-defined]
-            if self.session.apply(batch):
+        session = self.session  # a batch in flight never lands in a session attached later
+        async for batch in session.source.follow():  # type: ignore[attr-defined]
+            if session.apply(batch) and session is self.session:
                 self.schedule_frame()
 
     @work(exclusive=True, group="tail")
     async def follow_tail(self) -> None:
-        async for batch in self.session.source.follow("engine.out.log"):  # type: ignore[attr-defined]
-            if self.session.apply_tail(batch):
-                self.tail_total = self.session.tail_total
+        session = self.session
+        async for batch in session.source.follow("engine.out.log"):  # type: ignore[attr-defined]
+            if session.apply_tail(batch) and session is self.session:
+                self.tail_total = session.tail_total
 
     @work(exclusive=True, group="ledger")
     async def refresh_ledger(self) -> None:
         """Re-read prereg.json and the amendment ledger (at start, and at each new probe)."""
         await self.session.read_ledger()
         self.schedule_frame()
+
+    @property
+    def frame_pending(self) -> bool:
+        return self._frame_timer is not None
 
     def schedule_frame(self) -> None:
         """Coalesce every batch that lands within one frame into one redraw."""

@@ -123,6 +123,7 @@ def attach_folder(app: FontaineApp, folder: Path) -> None:
     app.run_worker(old.close(), group="close")  # type: ignore[attr-defined]
     app.refresh_ledger()
     app.read_step = None
+    app.tail_total = 0
     app.view = app.session.view()
     app.start_following()
     app.switch_mode("monitor")

@@ -20,6 +20,9 @@ class EngineTail(Log):
 
     def catch_up(self, lines: list[str] | tuple[str, ...], total: int) -> None:
         """Write what arrived since the last call; `total` counts every line ever added."""
+        if total < self._seen:  # another run's output now: start over
+            self.clear()
+            self._seen = 0
         new = total - self._seen
         if new <= 0:
             return

@@ -9,7 +9,7 @@ from textual.app import App, ComposeResult
 from fontaine_tui.app import CHART_S, FRAME_S
 from fontaine_tui.core.series import ChartSpec, Curve
 from fontaine_tui.widgets.chart import Chart
-from tests.console.conftest import SIZE, console, loaded, make_run
+from tests.console.conftest import SIZE, console, loaded, make_run, until
 
 
 def test_defaults_redraw_a_few_times_a_second_at_most():
@@ -20,6 +20,7 @@ async def test_batches_within_a_frame_coalesce(tmp_path):
     app = console(make_run(tmp_path / "run"), frame_s=0.3)
     async with app.run_test(size=SIZE) as pilot:
         await loaded(pilot, 1000)
+        await until(pilot, lambda: not app.frame_pending)
         before = app.frames
         for _ in range(200):  # as if 200 batches landed at once
             app.schedule_frame()
