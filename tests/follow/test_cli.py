@@ -184,3 +184,32 @@ def test_replay_source_ends_and_reads_neighbours(tmp_path):
 
     tail = asyncio.run(go())
     assert tail[0].lines == [b"a", b"b"]
+
+
+async def test_the_console_follows_a_growing_local_run(tmp_path):
+    """attach without --plain: the app's follow workers drive a LocalRun (no terminal needed)."""
+    from fontaine_tui.app import make_app
+    from fontaine_tui.core.follow import LocalRun
+
+    run = tmp_path / "run"
+    recs = records()
+    lines = [dumps(r) + "\n" for r in recs]
+    first_part = max(r["step"] for r in recs[:100])
+    write_log(run / LOG, [])
+    (run / LOG).write_text("".join(lines[:100]))
+    app = make_app(source=LocalRun(run), preset=load_preset("demosonly_1gpu"), kind="attach")
+    async with app.run_test(size=(120, 40)) as pilot:
+        session = app.session
+
+        async def until(pred):
+            for _ in range(400):
+                if pred():
+                    return
+                await pilot.pause(0.025)
+            raise AssertionError(f"last step {session.store.last_step}")
+
+        await until(lambda: session.store.last_step == first_part)
+        with open(run / LOG, "a") as f:
+            f.write("".join(lines[100:]))
+        await until(lambda: session.store.last_step == 1000 and 1000 in session.store.probes)
+        await pilot.press("q")
