@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import base64
 import math
+import os
 import signal
 import socket
 import sys
@@ -170,8 +171,19 @@ class StopFlag:
         self.signum = signum
 
 
+def cpu_threads() -> int:
+    """Intra-op threads for a CPU run: half the cores (at least one), leaving the rest to the
+    data workers and whatever else shares the machine. Measured on 2 shared cores, one
+    thread was as fast as two when idle and faster under load. OMP_NUM_THREADS wins."""
+    if os.environ.get("OMP_NUM_THREADS"):
+        return torch.get_num_threads()
+    return max(1, len(os.sched_getaffinity(0)) // 2)
+
+
 def run(args: argparse.Namespace) -> int:
     ctx = distributed.setup(args.device)
+    if ctx.device.type == "cpu":
+        torch.set_num_threads(cpu_threads())
     out = Path(args.output_dir)
     log = LogWriter(out / "train_log.jsonl" if ctx.main else None)
     stop = StopFlag()
