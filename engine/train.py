@@ -177,7 +177,8 @@ def cpu_threads() -> int:
     thread was as fast as two when idle and faster under load. OMP_NUM_THREADS wins."""
     if os.environ.get("OMP_NUM_THREADS"):
         return torch.get_num_threads()
-    return max(1, len(os.sched_getaffinity(0)) // 2)
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    return max(1, (cores or 2) // 2)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -196,7 +197,8 @@ def run(args: argparse.Namespace) -> int:
         log.write("meta", step,
                   schema=SCHEMA, run=args.run_name, world_size=ctx.world_size,
                   device=str(ctx.device), recipe=recipe, argv=list(sys.argv), host=socket.gethostname(),
-                  platform={k: getattr(args, k) for k in PLATFORM_KEYS})
+                  platform={**{k: getattr(args, k) for k in PLATFORM_KEYS},
+                            "threads": torch.get_num_threads()})
         s = build_session(args, ctx)
         root = data_root(args)
         if ctx.main:
