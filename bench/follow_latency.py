@@ -1,6 +1,6 @@
 """Append -> parsed record latency of the follower, locally and over SSH on loopback.
 
-    python bench/follow_latency.py [--lines 300] [--no-ssh]
+    python bench/follow_latency.py [--lines 300] [--no-ssh] [--cpu]
 
 A writer thread appends one schema-v1 line at a time (5-15 ms apart, the time of each write
 noted just before it); the consumer follows the file through a RunSource, parses each batch
@@ -9,6 +9,9 @@ with RunStore.add_line and notes when each record comes out. Reported: p50/p95/m
 for filesystems without inotify), and SSH through a real sshd on 127.0.0.1 (the test
 helper from tests/follow/sshd_helper.py; skipped if sshd is missing).
 Targets (DESIGN.md): p95 <= 50 ms local, <= 250 ms over SSH.
+--cpu also reports the follower's own CPU (process time / wall time) following two files of
+an idle run, and at 100 lines/s written by another process, next to a bare asyncio loop
+waking 100 times a second on the same machine.
 """
 
 from __future__ import annotations
@@ -86,6 +89,53 @@ async def measure(source, folder: Path, n: int, warmup: int = 5) -> list[float]:
     return [(got[s] - sent[s]) * 1000 for s in range(warmup + 1, n + warmup + 1)]
 
 
+WRITER = r"""
+import json, os, sys, time
+fd = os.open(sys.argv[1], os.O_WRONLY | os.O_CREAT | os.O_APPEND)
+t0 = time.monotonic()
+for i in range(1, int(sys.argv[2]) + 1):
+    os.write(fd, json.dumps({"kind": "train", "step": i, "time": time.time(), "loss": 1.0},
+                            separators=(",", ":")).encode() + b"\n")
+    time.sleep(max(0.0, t0 + i * 0.01 - time.monotonic()))
+"""
+
+
+async def cpu(folder: Path, inotify: bool, rate: bool, seconds: float = 10.0) -> float:
+    import subprocess
+
+    from fontaine_tui.core.store import ingest_lines
+
+    (folder / LOG).write_bytes(b"")
+    (folder / "engine.out.log").write_bytes(b"")
+    src, store = LocalRun(folder, inotify=inotify), RunStore()
+
+    async def drain(name: str) -> None:
+        async for batch in src.follow(name):
+            ingest_lines(store, batch.lines, batch.first_line)
+
+    tasks = [asyncio.create_task(drain(n)) for n in (LOG, "engine.out.log")]
+    writer = None
+    if rate:
+        writer = subprocess.Popen([sys.executable, "-c", WRITER, str(folder / LOG),
+                                   str(int((seconds + 2) * 100))])
+    await asyncio.sleep(1.0)
+    c0, w0 = time.process_time(), time.perf_counter()
+    await asyncio.sleep(seconds)
+    share = (time.process_time() - c0) / (time.perf_counter() - w0) * 100
+    if writer is not None:
+        writer.wait()
+    await src.close()
+    await asyncio.gather(*tasks)
+    return share
+
+
+async def bare_loop(seconds: float = 5.0) -> float:
+    c0, w0 = time.process_time(), time.perf_counter()
+    for _ in range(int(seconds * 100)):
+        await asyncio.sleep(0.01)
+    return (time.process_time() - c0) / (time.perf_counter() - w0) * 100
+
+
 def report(name: str, ms: list[float], target: float) -> None:
     q = statistics.quantiles(ms, n=100)
     p95 = q[94]
@@ -117,6 +167,13 @@ async def main_async(args) -> int:
                 report("ssh loopback (sshd)", await measure(src, folder, args.lines), 250)
             finally:
                 sshd.stop()
+        if args.cpu:
+            print("follower CPU, % of one core (two files followed, lines parsed into a RunStore)")
+            for inotify in (True, False):
+                mode = "inotify" if inotify else "polling only"
+                print(f"  idle, {mode:<13} {await cpu(folder, inotify, False):5.2f} %")
+                print(f"  100 lines/s, {mode:<6} {await cpu(folder, inotify, True):5.2f} %")
+            print(f"  bare asyncio loop waking 100/s: {await bare_loop():5.2f} %")
     return 0
 
 
@@ -124,6 +181,7 @@ def main() -> int:
     ap = argparse.ArgumentParser(description="append -> record latency")
     ap.add_argument("--lines", type=int, default=300)
     ap.add_argument("--no-ssh", action="store_true")
+    ap.add_argument("--cpu", action="store_true", help="also measure the follower's CPU share")
     return asyncio.run(main_async(ap.parse_args()))
 
 
