@@ -206,7 +206,8 @@ def _finite(values: Sequence[float]) -> list[float]:
 
 
 def progress(store: RunStore, preset: Preset) -> Progress:
-    """Step, pace, ETA and GPU-hours (wall time since the first record x world size)."""
+    """Step, pace and ETA. `gpu_hours` is left None here: the console fills it in from the
+    gate rule in core.warnings, so the header and the gate warning count the same hours."""
     total = int(preset.recipe.get("steps", 0) or 0)
     step = store.last_step
     recent = _finite(store.columns["step_s"][-MEDIAN_WINDOW:])
@@ -214,15 +215,11 @@ def progress(store: RunStore, preset: Preset) -> Progress:
     median = statistics.median(recent) if recent else None
     eta = max(0, total - step) * median if median is not None else None
     world = next((m.world_size for m in reversed(store.metas) if m.world_size), 1)
-    t0 = store.metas[0].time if store.metas else (store.columns["time"][0]
-                                                  if store.steps else math.nan)
-    t1 = store.columns["time"][-1] if store.steps else math.nan
-    hours = (t1 - t0) * world / 3600 if math.isfinite(t1 - t0) else None
     gate = preset.gates.get("gpu_hours")
     gate = float(gate) if isinstance(gate, (int, float)) and math.isfinite(gate) else None
     data = _finite(store.columns["data_s"][-MEDIAN_WINDOW:])
     frac = sum(data) / sum(recent) if data and recent and sum(recent) > 0 else None
-    return Progress(step, total, last, median, eta, hours, gate, world, frac)
+    return Progress(step, total, last, median, eta, None, gate, world, frac)
 
 
 def duration(seconds: float | None) -> str:
@@ -235,10 +232,9 @@ def duration(seconds: float | None) -> str:
 
 
 def gpu_hours_text(p: Progress) -> str:
-    if p.gpu_hours is None:
-        return "—"
     gate = f" of {p.gpu_hours_gate:g} gate" if p.gpu_hours_gate is not None else ""
-    return f"{p.gpu_hours:.2f} GPU-h{gate}"
+    used = "— (no GPU held)" if p.gpu_hours is None else f"{p.gpu_hours:.2f}"
+    return f"GPU-h {used}{gate}"
 
 
 def pace_text(p: Progress) -> str:

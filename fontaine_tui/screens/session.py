@@ -4,8 +4,7 @@ core (follow, verdict, ledger, prereg, warnings, registry). Screens render `RunV
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from fontaine_tui.core import series
@@ -80,6 +79,7 @@ class Session:
         self.ledger = Ledger("", preset.sha256, "no prereg.json read yet", None, ())
         self.warnings: tuple[object, ...] = ()
         self.warning_book: object = None
+        self.gpu_hours: float | None = None
         self.version = 0
         self._verdict_key: object = None
         self._verdicts: tuple[Verdict, ...] = ()
@@ -129,10 +129,11 @@ class Session:
         return self.process is not None and self.exit_code is None and self.process.poll() is None  # type: ignore[attr-defined]
 
     def update_warnings(self, telemetry: object, now: float) -> None:
-        """Re-evaluate the warning rules (core.warnings) on the store and telemetry."""
+        """Re-evaluate the warning rules (core.warnings) and the GPU-hours they gate on."""
         from fontaine_tui.screens import warnings_adapter
 
         self.warnings = warnings_adapter.evaluate(self, telemetry, now)
+        self.gpu_hours = warnings_adapter.gpu_hours(self, telemetry, now)
 
     # -- ledger --------------------------------------------------------------------------
 
@@ -205,9 +206,8 @@ class Session:
         meta = st.metas[-1].run if st.metas else ""
         return RunView(self.version, self.preset.run_name or meta,
                        str(getattr(self.source, "label", "")), self.preset, status, st,
-                       series.progress(st, self.preset), verdicts, latest,
+                       replace(series.progress(st, self.preset), gpu_hours=self.gpu_hours),
+                       verdicts, latest,
                        tuple(series.probe_rows(st, verdicts)), self.ledger, self.warnings,
                        self.note)
 
-
-Clock = Callable[[], float]

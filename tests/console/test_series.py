@@ -50,7 +50,7 @@ def test_progress_pace_eta_gpu_hours(tmp_path, preset):
     p = progress(store, preset)
     assert (p.step, p.total, p.last_step_s, p.median_step_s) == (600, 1000, 0.5, 0.5)
     assert p.eta_s == 200.0 and p.gpu_hours_gate == 12.0
-    assert round(p.gpu_hours, 4) == round(300 / 3600, 4)
+    assert p.gpu_hours is None  # counted by the gate rule (core.warnings), see test_gpu_hours
     assert round(p.data_frac, 3) == 0.02
 
 
@@ -65,3 +65,36 @@ def test_status_words():
 def test_literal_escapes_every_control_character():
     assert literal("a\x1b[1mb\x9bc\x7f\r") == "a\\x1b[1mb\\x9bc\\x7f\\x0d"
     assert literal("[red]x[/]\tz") == "[red]x[/]   z"
+
+
+async def test_gpu_hours_in_the_header_are_the_gate_rules(tmp_path):
+    """A CUDA run's hours come from core.warnings' gate rule; a CPU run holds no GPU."""
+    import json
+
+    from fontaine_tui.core import warnings as rules
+    from fontaine_tui.widgets.run_header import RunHeader
+    from tests.console.conftest import SIZE, console, loaded, text
+    from tests.logs import records_upto
+
+    recs = records_upto(600)
+    recs[0] = {**recs[0], "device": "cuda:0", "world_size": 2}
+    folder = tmp_path / "run"
+    folder.mkdir()
+    log = folder / "train_log.jsonl"
+    log.write_text("".join(json.dumps(r) + "\n" for r in recs))
+    app = console(log)
+    async with app.run_test(size=SIZE) as pilot:
+        await loaded(pilot, 600)
+        store, preset = app.session.store, app.session.preset
+        ctx = rules.context_for(store, preset)
+        expected = (store.columns["time"][-1] - store.metas[0].time) / 3600 * ctx.gpus_used
+        assert ctx.gpus_used == 2 and abs(app.view.progress.gpu_hours - expected) < 1e-9
+        assert f"GPU-h {expected:.2f} of 12 gate" in text(
+            app.screen.query_one(RunHeader).query_one("#pace"))
+
+    cpu = console(make_run(tmp_path / "cpu", upto=600))
+    async with cpu.run_test(size=SIZE) as pilot:
+        await loaded(pilot, 600)
+        assert cpu.view.progress.gpu_hours is None
+        assert "GPU-h — (no GPU held) of 12 gate" in text(
+            cpu.screen.query_one(RunHeader).query_one("#pace"))
