@@ -232,16 +232,18 @@ def duration(seconds: float | None) -> str:
 
 
 def gpu_hours_text(p: Progress) -> str:
-    gate = f" of {p.gpu_hours_gate:g} gate" if p.gpu_hours_gate is not None else ""
-    used = "— (no GPU held)" if p.gpu_hours is None else f"{p.gpu_hours:.2f}"
-    return f"GPU-h {used}{gate}"
+    """Used / gate, e.g. `GPU-h 3.20/12`; `GPU-h —/12 (no GPU)` when the run holds none."""
+    gate = f"/{p.gpu_hours_gate:g}" if p.gpu_hours_gate is not None else ""
+    if p.gpu_hours is None:
+        return f"GPU-h —{gate} (no GPU)"
+    return f"GPU-h {p.gpu_hours:.2f}{gate}"
 
 
 def pace_text(p: Progress) -> str:
     def s(x: float | None) -> str:
         return "—" if x is None or not math.isfinite(x) else f"{x:.2f}s"
 
-    return f"{s(p.last_step_s)}/step (median {s(p.median_step_s)})"
+    return f"{s(p.last_step_s)}/step (med {s(p.median_step_s)})"
 
 
 def run_status(kind: str, exit_code: int | str | None, has_records: bool, ended: bool) -> str:

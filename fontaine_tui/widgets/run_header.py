@@ -47,5 +47,5 @@ class RunHeader(Vertical):
             bar.update(total=total, progress=done)
         eta = duration(p.eta_s) if p.step < p.total else "done"
         self.query_one("#pace", QuietStatic).show_content(Content.assemble(
-            ("step ", "dim"), (f"{p.step}", "bold"), f" / {p.total}   ",
-            pace_text(p), "   ETA ", (eta, "bold"), "   ", gpu_hours_text(p)))
+            ("step ", "dim"), (f"{p.step}", "bold"), f" / {p.total}  ",
+            pace_text(p), "  ETA ", (eta, "bold"), "  ", gpu_hours_text(p)))

@@ -89,12 +89,12 @@ async def test_gpu_hours_in_the_header_are_the_gate_rules(tmp_path):
         ctx = rules.context_for(store, preset)
         expected = (store.columns["time"][-1] - store.metas[0].time) / 3600 * ctx.gpus_used
         assert ctx.gpus_used == 2 and abs(app.view.progress.gpu_hours - expected) < 1e-9
-        assert f"GPU-h {expected:.2f} of 12 gate" in text(
+        assert f"GPU-h {expected:.2f}/12" in text(
             app.screen.query_one(RunHeader).query_one("#pace"))
 
     cpu = console(make_run(tmp_path / "cpu", upto=600))
     async with cpu.run_test(size=SIZE) as pilot:
         await loaded(pilot, 600)
         assert cpu.view.progress.gpu_hours is None
-        assert "GPU-h — (no GPU held) of 12 gate" in text(
+        assert "GPU-h —/12 (no GPU)" in text(
             cpu.screen.query_one(RunHeader).query_one("#pace"))

@@ -29,7 +29,7 @@ async def test_each_mode_at_probe_step(tmp_path, step, label, provisional, delta
 
         header = text(app.screen.query_one(RunHeader).query_one("#pace"))
         assert f"step {step} / 1000" in header
-        assert "0.50s/step (median 0.50s)" in header
+        assert "0.50s/step (med 0.50s)" in header
         title_line = text(app.screen.query_one(RunHeader).query_one("#title"))
         assert "grasp_sft_v2_demosonly_1gpu_disc" in title_line and "REPLAY" in title_line
 
