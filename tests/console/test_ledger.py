@@ -67,3 +67,40 @@ async def test_edited_prereg_is_caught(tmp_path, preset):
         await until(pilot, lambda: app.session.ledger.hash_ok is not None)
         assert app.session.ledger.hash_ok is False
         assert "prereg.json was edited" in app.session.ledger.hash_status
+
+
+class _FarSide:
+    """The replay source seen as a remote one: no local folder, only read_bytes/follow."""
+
+    def __init__(self, log):
+        from fontaine_tui.core.replay import ReplayRun
+
+        self._inner = ReplayRun(log)
+        self.label = "ssh far:/runs/run"
+
+    def follow(self, name="train_log.jsonl"):
+        return self._inner.follow(name)
+
+    async def read_bytes(self, name):
+        return await self._inner.read_bytes(name)
+
+    async def close(self):
+        await self._inner.close()
+
+
+async def test_ledger_is_read_through_a_source_without_a_local_folder(tmp_path, preset):
+    folder = _folder(tmp_path, preset)
+    app = console(folder / "train_log.jsonl", source=_FarSide(folder / "train_log.jsonl"))
+    async with app.run_test(size=SIZE) as pilot:
+        await until(pilot, lambda: app.session.ledger.hash_ok is not None)
+        assert app.session.folder is None
+        ledger = app.session.ledger
+        assert ledger.hash_status == "matches prereg.json"
+        assert [a.id for a in ledger.amendments] == [2]
+        await loaded(pilot, 1000)
+        checks = {a.id: a.status for a in app.view.latest.amendments}
+        assert checks == {1: "applied", 2: "refused"}
+        await pilot.press("v", "a")  # no local folder: the review says so, nothing is written
+        await pilot.pause()
+        assert "needs a run folder" in app.review_status
+        assert not (folder / "review.jsonl").exists()
