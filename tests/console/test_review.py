@@ -115,3 +115,15 @@ def test_export_without_matplotlib_says_how_to_get_it(tmp_path, monkeypatch):
     assert "pip install 'fontaine-tui[chart]'" in result.chart_message
     assert json.loads((tmp_path / "verdict.json").read_text())["verdict"] == "AMBIGUOUS"
     assert not (tmp_path / exporter.CHART_NAME).exists()
+
+
+async def test_export_key_without_matplotlib_says_how_to_get_it(tmp_path, monkeypatch):
+    folder = tmp_path / "run"
+    app = console(make_run(folder))
+    monkeypatch.setitem(sys.modules, "matplotlib", None)
+    async with app.run_test(size=SIZE) as pilot:
+        await loaded(pilot, 1000)
+        await pilot.press("v", "e")
+        await until(pilot, lambda: "wrote" in app.review_status, timeout=30)
+    assert "pip install 'fontaine-tui[chart]'" in app.review_status
+    assert (folder / "verdict.json").exists() and not (folder / exporter.CHART_NAME).exists()
