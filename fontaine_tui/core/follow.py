@@ -27,6 +27,7 @@ CHUNK = 4 << 20            # most bytes read per batch (keeps a catch-up read re
 HEAD = 4096                # fingerprint length: truncate-and-refill past the old size shows here
 THREAD_READ = 1 << 20      # reads expected to be larger than this go to a worker thread
 POLL_WATCHED = 0.25        # re-check this often even with inotify (writes from other hosts)
+MIN_GAP = 0.02             # reads at most this often: a fast writer's lines come in batches
 POLL_ONLY = 0.04           # without inotify: ~0.35 % of a core per followed file, p95 < 50 ms
 
 
@@ -115,8 +116,13 @@ class LineCutter:
 
 # -- wake-ups -----------------------------------------------------------------------------
 
-_IN_MASK = 0x2 | 0x4 | 0x8 | 0x40 | 0x80 | 0x100 | 0x200 | 0x400 | 0x800  # modify..move_self
-_IN_SELF = 0x400 | 0x800 | 0x8000  # delete_self, move_self, ignored
+# The folder watch sees names come and go; the file watch sees writes to the one open file.
+# (A folder watch that also took IN_MODIFY would wake every follower of the folder on every
+# write to any file in it.)
+_IN_DIR = 0x40 | 0x80 | 0x100 | 0x200 | 0x400 | 0x800  # moved from/to, create, delete, *_self
+_IN_FILE = 0x2 | 0x4 | 0x8  # modify, attrib (truncate via chmod-less tools), close_write
+_IN_SELF = 0x400 | 0x800  # the folder itself was deleted or moved
+_IN_OVERFLOW = 0x4000
 _EVENT = struct.Struct("iIII")
 
 
@@ -140,6 +146,7 @@ class Waker:
         self.folder, self.name, self.poll_s = folder, os.fsencode(name), poll_s
         self._event = asyncio.Event()
         self._fd = -1
+        self._dir_wd = self._file_wd = -1
         self._use = inotify and _LIBC is not None
         self._loop = asyncio.get_running_loop()
 
@@ -154,11 +161,20 @@ class Waker:
         if fd < 0:
             self._use = False
             return
-        if _LIBC.inotify_add_watch(fd, os.fsencode(self.folder), _IN_MASK) < 0:
+        wd = _LIBC.inotify_add_watch(fd, os.fsencode(self.folder), _IN_DIR)
+        if wd < 0:
             os.close(fd)  # the folder may not exist yet: retry on the next wait
             return
-        self._fd = fd
-        self._loop.add_reader(fd, self._on_events)
+        self._fd, self._dir_wd, self._file_wd = fd, wd, -1
+
+    def track(self, path: Path) -> None:
+        """Watch writes to the file now at `path` (call after each open)."""
+        self._watch()
+        if self._fd < 0:
+            return
+        if self._file_wd >= 0:
+            _LIBC.inotify_rm_watch(self._fd, self._file_wd)
+        self._file_wd = _LIBC.inotify_add_watch(self._fd, os.fsencode(path), _IN_FILE)
 
     def _unwatch(self) -> None:
         if self._fd >= 0:
@@ -177,18 +193,23 @@ class Waker:
             return
         pos = 0
         while pos + _EVENT.size <= len(data):
-            _wd, mask, _cookie, length = _EVENT.unpack_from(data, pos)
+            wd, mask, _cookie, length = _EVENT.unpack_from(data, pos)
             name = data[pos + _EVENT.size : pos + _EVENT.size + length].rstrip(b"\0")
             pos += _EVENT.size + length
-            if mask & _IN_SELF:
+            if wd == self._dir_wd and mask & _IN_SELF:
                 self._unwatch()  # the folder went away: poll until it is back
                 self._event.set()
                 return
-            if name == self.name or mask & 0x4000:  # 0x4000: queue overflow
+            if wd == self._file_wd or name == self.name or mask & _IN_OVERFLOW:
                 self._event.set()
 
     async def wait(self) -> None:
+        # The kernel queues events while we are not listening (between two waits), so the
+        # fd is read only here: a fast writer costs one wake-up per wait, not one per write.
         self._watch()
+        fd = self._fd
+        if fd >= 0:
+            self._loop.add_reader(fd, self._on_events)
         if not self._event.is_set():
             timeout = self.poll_s or (POLL_WATCHED if self.watching else POLL_ONLY)
             timer = self._loop.call_later(timeout, self._event.set)  # lighter than wait_for
@@ -196,6 +217,8 @@ class Waker:
                 await self._event.wait()
             finally:
                 timer.cancel()
+        if fd >= 0 and fd == self._fd:
+            self._loop.remove_reader(fd)
         self._event.clear()
 
     def close(self) -> None:
@@ -259,8 +282,10 @@ class LocalRun:
     """A run folder on this machine. poll_s=None: 0.25 s with inotify, 0.04 s without."""
 
     def __init__(self, folder: str | Path, poll_s: float | None = None, line_cap: int = LINE_CAP,
-                 inotify: bool = True, chunk: int = CHUNK) -> None:
+                 inotify: bool = True, chunk: int = CHUNK, min_gap_s: float = MIN_GAP
+                 ) -> None:
         self.folder = Path(folder)
+        self.min_gap_s = min_gap_s
         self.label = f"local {self.folder}"
         self.poll_s, self.line_cap, self.inotify, self.chunk = poll_s, line_cap, inotify, chunk
         self.skipped_lines: dict[str, list[int]] = {}
@@ -297,6 +322,7 @@ class LocalRun:
         f = _LocalFile(path, self.line_cap)
         skipped = self.skipped_lines.setdefault(name, [])
         note, reset, said_waiting, said_gone = "", False, False, False
+        loop, last_read = asyncio.get_running_loop(), 0.0
         try:
             while not self._closed.is_set():
                 if f.fd < 0:
@@ -313,6 +339,7 @@ class LocalRun:
                         await waker.wait()
                         continue
                     f.fd, f.ident = opened
+                    waker.track(path)
                     if said_waiting:
                         note = note or f"{name} appeared"
                     said_waiting = said_gone = False
@@ -353,6 +380,12 @@ class LocalRun:
                     yield self._batch(f, [], f.cutter.next_line, reset, note)
                     reset, note = False, ""
                 await waker.wait()
+                # one wake-up per line is most of the CPU at 100 lines/s; a slow run still
+                # gets each line at once, a fast one in batches a few lines long
+                rest = last_read + self.min_gap_s - loop.time()
+                if rest > 0 and not self._closed.is_set():
+                    await asyncio.sleep(rest)
+                last_read = loop.time()
         finally:
             f.close()
             waker.close()

@@ -20,7 +20,7 @@ from collections.abc import AsyncIterator, Sequence
 from pathlib import Path
 
 from fontaine_tui.core.errors import InputError
-from fontaine_tui.core.follow import CHUNK, HEAD, LINE_CAP, Batch, LineCutter
+from fontaine_tui.core.follow import CHUNK, HEAD, LINE_CAP, MIN_GAP, Batch, LineCutter
 from fontaine_tui.core.runfolder import LOG
 from fontaine_tui.core.target import SshTarget
 
@@ -76,8 +76,10 @@ class SshRun:
     def __init__(self, target: SshTarget, ssh_options: Sequence[str] = (),
                  line_cap: int = LINE_CAP, alive_interval: int = 5, alive_count: int = 3,
                  persist_s: int = 60, backoff: tuple[float, float] = (0.25, 5.0),
-                 connect_timeout: int = 10, ssh: str = "ssh") -> None:
+                 connect_timeout: int = 10, ssh: str = "ssh", min_gap_s: float = MIN_GAP
+                 ) -> None:
         self.target = target
+        self.min_gap_s = min_gap_s
         self.label = target.label
         self.ssh_options = tuple(ssh_options)
         self.line_cap, self.backoff, self.ssh = line_cap, backoff, ssh
@@ -314,7 +316,12 @@ class SshRun:
         if reset or note:
             yield Batch([], cutter.next_line, reset, note, cutter.offset), head
             reset, note = False, ""
+        loop, last = asyncio.get_running_loop(), 0.0
         while True:
+            rest = last + self.min_gap_s - loop.time()
+            if rest > 0:  # a fast writer's lines come in batches, not one wake-up per line
+                await asyncio.sleep(rest)
+            last = loop.time()
             data = await proc.stdout.read(CHUNK)
             if not data:
                 return
