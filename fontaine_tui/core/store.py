@@ -44,14 +44,15 @@ class RunStore:
     train records are kept (enough for a verdict).
     """
 
-    steps: array = field(default_factory=lambda: array("q"))
-    columns: dict[str, array] = field(default_factory=lambda: {n: array("d") for n in COLUMNS})
-    probes: dict[int, Probe] = field(default_factory=dict)
-    superseded: list[Probe] = field(default_factory=list)
+    steps: array = field(default_factory=lambda: array("q"), repr=False)
+    columns: dict[str, array] = field(
+        default_factory=lambda: {n: array("d") for n in COLUMNS}, repr=False)
+    probes: dict[int, Probe] = field(default_factory=dict, repr=False)
+    superseded: list[Probe] = field(default_factory=list, repr=False)
     metas: list[Meta] = field(default_factory=list)
     events: list[Event] = field(default_factory=list)
-    checkpoints: list[Checkpoint] = field(default_factory=list)
-    malformed: list[Malformed] = field(default_factory=list)
+    checkpoints: list[Checkpoint] = field(default_factory=list, repr=False)
+    malformed: list[Malformed] = field(default_factory=list, repr=False)
     malformed_count: int = 0
     lines: int = 0
     records: int = 0
@@ -222,6 +223,8 @@ def _decode_slow(raw: bytes) -> object:
 
 
 _BLANK = object()
+_TRAIN_PREFIX = b'{"kind":"train","step":'
+_PREFIX_LEN = len(_TRAIN_PREFIX)
 _ROW = itemgetter(*COLUMNS)
 _WIDTH = len(COLUMNS)
 _PACK = struct.Struct(f"{_WIDTH}d").pack
@@ -239,6 +242,15 @@ def parse_lines(lines: list[bytes], first: int, columns: bool = True) -> Parsed:
     keep_step, keep_line = out.train_steps.append, out.train_lines.append
     others, loads, Error = out.others.append, orjson.loads, orjson.JSONDecodeError
     for i, raw in enumerate(lines):
+        if not columns and raw.startswith(_TRAIN_PREFIX):
+            # A verdict needs only a train line's step: take it from the compact prefix the
+            # engine writes, for a line that is one whole record (one "kind", closing brace).
+            digits = raw[_PREFIX_LEN : raw.find(b",", _PREFIX_LEN)]
+            if (digits.isdigit() and raw.rstrip(b"\r").endswith(b"}")
+                    and raw.count(b'"kind"') == 1):
+                keep_step(int(digits))
+                keep_line(first + i)
+                continue
         try:
             obj = loads(raw)
         except Error:

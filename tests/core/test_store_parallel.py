@@ -52,3 +52,19 @@ def test_verdict_mode_keeps_steps_not_columns(tmp_path):
     assert list(lean.steps) == list(full.steps)
     assert lean.probes == full.probes and lean.counts() == full.counts()
     assert not lean.columns["loss"]
+
+
+def test_verdict_mode_on_the_engines_compact_form_counts_torn_records(tmp_path):
+    import json
+
+    recs = records(steps=300)
+    lines = [json.dumps(r, separators=(",", ":")) for r in recs]
+    torn = lines[50][:40] + lines[51]  # a record cut short, the next one written on its line
+    lines[50:52] = [torn]
+    lines.insert(120, '{"kind":"train","step":120,"time":1,"loss":2 junk')
+    path = tmp_path / "train_log.jsonl"
+    path.write_text("\n".join(lines) + "\n")
+    full, lean = load_log(path), load_log(path, columns=False)
+    assert list(lean.steps) == list(full.steps)
+    assert lean.counts() == full.counts()
+    assert [m.line for m in lean.malformed] == [m.line for m in full.malformed] == [51, 121]
