@@ -60,6 +60,7 @@ class RunStore:
     replaced_steps: int = 0
     version: int = 0
     has_columns: bool = True
+    _probe_max: int = field(default=-1, repr=False)
 
     # -- ingest -------------------------------------------------------------------------
 
@@ -108,6 +109,7 @@ class RunStore:
         elif isinstance(rec, Probe):
             self._rewind(rec.step)
             self.probes[rec.step] = rec
+            self._probe_max = max(self._probe_max, rec.step)
         elif isinstance(rec, Event):
             self.events.append(rec)
             if rec.event == "resume":
@@ -126,9 +128,10 @@ class RunStore:
             del steps[cut:]
             for col in self.columns.values():
                 del col[cut:]
-        stale = [s for s in self.probes if s > step]
-        for s in sorted(stale):
-            self.superseded.append(self.probes.pop(s))
+        if self.probes and self._probe_max > step:
+            for s in sorted(s for s in self.probes if s > step):
+                self.superseded.append(self.probes.pop(s))
+            self._probe_max = max(self.probes, default=-1)
 
     # -- queries ------------------------------------------------------------------------
 
