@@ -9,6 +9,10 @@ from pathlib import Path
 
 import pytest
 
+# Before anything imports torch (the engine sets this too, but pytest may import torch
+# first): spinning OpenMP threads crawl when the two cores are shared with subprocesses.
+os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+
 REPO = Path(__file__).resolve().parents[2]
 
 
