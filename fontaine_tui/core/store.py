@@ -10,7 +10,7 @@ from bisect import bisect_left
 from collections.abc import Iterable, Iterator
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
-from operator import itemgetter
+from operator import ge, itemgetter
 from pathlib import Path
 
 import orjson
@@ -247,10 +247,10 @@ def parse_lines(lines: list[bytes], first: int, columns: bool = True) -> Parsed:
     for i, raw in enumerate(lines):
         if not columns and raw.startswith(_TRAIN_PREFIX):
             # A verdict needs only a train line's step: take it from the compact prefix the
-            # engine writes, for a line that is one whole record (one "kind", closing brace).
+            # engine writes, for a line that is one whole flat record.
+            # A flat record has no second '{': a torn line with the next record on it does.
             digits = raw[_PREFIX_LEN : raw.find(b",", _PREFIX_LEN)]
-            if (digits.isdigit() and raw.rstrip(b"\r").endswith(b"}")
-                    and raw.count(b'"kind"') == 1):
+            if raw[-1] == 125 and digits.isdigit() and raw.find(b"{", 1) < 0:
                 keep_step(int(digits))
                 keep_line(first + i)
                 continue
@@ -301,8 +301,8 @@ def _apply_train_rows(store: RunStore, parsed: Parsed, a: int, b: int) -> None:
     if a >= b:
         return
     steps = parsed.train_steps[a:b]
-    forward = (not store.steps or steps[0] > store.steps[-1]) and all(
-        x < y for x, y in zip(steps, steps[1:], strict=False)
+    forward = (not store.steps or steps[0] > store.steps[-1]) and not any(
+        map(ge, steps, steps[1:])
     )
     cols = parsed.columns
     if forward:
