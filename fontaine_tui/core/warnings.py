@@ -147,19 +147,27 @@ def slow_steps(store: RunStore, telemetry: TelemetrySnapshot | None,
               f"{hardware}, not necessarily this host", step_s=median, estimate_max=high)
 
 
-def gpu_hours(store: RunStore, telemetry: TelemetrySnapshot | None,
-              gates: Mapping[str, object], now: float, process: ExitInfo | None,
-              ctx: RunContext) -> RunWarning | None:
-    """GPU-hours = wall hours since launch x GPUs held; none on CPU."""
-    gate = _gate(gates, "gpu_hours")
+def gpu_hours_used(store: RunStore, now: float, process: ExitInfo | None,
+                   ctx: RunContext) -> float | None:
+    """GPU-hours = wall hours since launch x GPUs held; None on CPU or before a start."""
     start = ctx.launched_at if ctx.launched_at is not None else (
         store.metas[0].time if store.metas else None)
-    if gate is None or ctx.gpus_used <= 0 or start is None:
+    if ctx.gpus_used <= 0 or start is None:
         return None
     end = now
     if process is not None and len(store.steps):  # the run is over: stop the clock
         end = store.columns["time"][-1]
-    used = max(0.0, end - start) / 3600.0 * ctx.gpus_used
+    return max(0.0, end - start) / 3600.0 * ctx.gpus_used
+
+
+def gpu_hours(store: RunStore, telemetry: TelemetrySnapshot | None,
+              gates: Mapping[str, object], now: float, process: ExitInfo | None,
+              ctx: RunContext) -> RunWarning | None:
+    """GPU-hours against the gate: warn past its warn fraction, alert at the gate."""
+    gate = _gate(gates, "gpu_hours")
+    used = gpu_hours_used(store, now, process, ctx)
+    if gate is None or used is None:
+        return None
     warn = _gate(gates, "gpu_hours_warn_frac") or 0.8
     numbers = {"gpu_hours": used, "gate": gate, "gpus": float(ctx.gpus_used)}
     eps = 1e-9 * gate  # 0.8 x 12 is 9.600000000000001: at the bound counts

@@ -39,12 +39,7 @@ def evaluate(session: Session, telemetry: object, now: float) -> tuple[object, .
 
 
 def gpu_hours(session: Session, telemetry: object, now: float) -> float | None:
-    """GPU-hours used, by the gate rule's own definition (launch to now, x GPUs held; None
-    on CPU). The rule reports its numbers only past its warn fraction, so it is asked with
-    that fraction at ~0: the header and the gate warning can never disagree."""
+    """GPU-hours used, by the same definition the gate rule uses (None on CPU)."""
     exit_info, launched_ts, now = _inputs(session, now)
-    store, preset = session.store, session.preset
-    ctx = rules.context_for(store, preset, telemetry, launched_ts)
-    gates = {**preset.gates, "gpu_hours_warn_frac": 1e-12}
-    w = rules.gpu_hours(store, telemetry, gates, now, exit_info, ctx)
-    return None if w is None else float(w.numbers["gpu_hours"])
+    ctx = rules.context_for(session.store, session.preset, telemetry, launched_ts)
+    return rules.gpu_hours_used(session.store, now, exit_info, ctx)
