@@ -7,7 +7,7 @@ import pytest
 torch = pytest.importorskip("torch")
 pytestmark = pytest.mark.engine
 
-from conftest import run_engine, tiny_argv  # noqa: E402
+from tests.engine.conftest import run_engine, tiny_argv  # noqa: E402
 
 
 def _replace(argv, flag, value):

@@ -9,7 +9,7 @@ import pytest
 pytest.importorskip("torch")
 pytestmark = pytest.mark.engine
 
-from conftest import run_engine  # noqa: E402
+from tests.engine.conftest import run_engine  # noqa: E402
 
 
 def test_parity_two_ranks_vs_one_process(corpus_dir):

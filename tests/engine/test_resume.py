@@ -12,8 +12,8 @@ import pytest
 pytest.importorskip("torch")
 pytestmark = pytest.mark.engine
 
-from conftest import REPO, engine_env, run_engine, tiny_argv  # noqa: E402
-from enginelog_schema import check  # noqa: E402
+from tests.engine.conftest import REPO, engine_env, run_engine, tiny_argv  # noqa: E402
+from tests.engine.enginelog_schema import check  # noqa: E402
 
 
 def _records(path):
@@ -70,7 +70,7 @@ def test_sigkill_then_resume(tmp_path, corpus_dir):
     assert after[-1]["kind"] == "event" and after[-1]["event"] == "end"
     assert (tmp_path / "checkpoints" / "step-000024" / "meta.json").is_file()
     try:
-        from fontaine_tui.core.records import load_log
+        from fontaine_tui.core.store import load_log
     except ImportError:
         return
     store = load_log(log)  # the console reads it: at most the torn line is malformed

@@ -9,8 +9,8 @@ import pytest
 torch = pytest.importorskip("torch")
 pytestmark = pytest.mark.engine
 
-from conftest import run_engine, tiny_argv  # noqa: E402
-from enginelog_schema import check, read  # noqa: E402
+from tests.engine.conftest import run_engine, tiny_argv  # noqa: E402
+from tests.engine.enginelog_schema import check, read  # noqa: E402
 
 
 @pytest.fixture(scope="module")
@@ -41,11 +41,8 @@ def test_smoke_log_is_schema_v1(smoke_run):
 
 
 def test_smoke_log_parses_with_console_parser(smoke_run):
-    records_mod = pytest.importorskip("fontaine_tui.core.records")
-    try:
-        load_log = records_mod.load_log
-    except AttributeError:
-        pytest.skip("fontaine_tui.core.records.load_log not available yet")
+    from fontaine_tui.core.store import load_log
+
     store = load_log(smoke_run / "train_log.jsonl")
     counts = store.counts()
     assert counts["malformed"] == 0, store.malformed
