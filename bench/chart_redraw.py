@@ -26,8 +26,9 @@ os.environ.setdefault("TEXTUAL_ANIMATIONS", "none")
 
 from textual.app import App, ComposeResult  # noqa: E402
 
-from fontaine_tui.core.records import RunStore, TrainPoint  # noqa: E402
+from fontaine_tui.core.records import TrainPoint  # noqa: E402
 from fontaine_tui.core.series import loss_chart  # noqa: E402
+from fontaine_tui.core.store import RunStore  # noqa: E402
 from fontaine_tui.widgets.chart import Chart  # noqa: E402
 
 

@@ -1,9 +1,8 @@
-"""Log schema v1: parse `train_log.jsonl` lines into records and a columnar run store."""
+"""Log schema v1: parse `train_log.jsonl` lines into typed records (the store is store.py)."""
 
 from __future__ import annotations
 
 import json
-import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
@@ -11,7 +10,6 @@ from types import MappingProxyType
 import orjson
 
 SCHEMA = 1
-KINDS = ("meta", "train", "eval", "checkpoint", "event")
 TRAIN_FIELDS = ("loss", "ar_ce", "flow_loss", "lr", "grad_norm", "step_s", "data_s", "samples")
 MALFORMED_KEPT = 1000  # line numbers kept for display; the count is exact beyond that
 NAN = float("nan")
@@ -172,19 +170,3 @@ def to_record(obj: dict, line: int = 0) -> Record | None:
 def parse_line(raw: bytes, line: int = 0) -> Record | None:
     """Parse one complete line (without its newline). Raises ValueError if malformed."""
     return to_record(decode_line(raw.rstrip(b"\r")), line)
-
-
-def finite(x: float | None) -> bool:
-    return x is not None and math.isfinite(x)
-
-
-_STORE_NAMES = {"RunStore", "LineSplitter", "ingest_lines", "load_lines", "load_log"}
-
-
-def __getattr__(name: str) -> object:
-    """The store lives in core/store.py; these names stay importable from here."""
-    if name in _STORE_NAMES:
-        from fontaine_tui.core import store
-
-        return getattr(store, name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

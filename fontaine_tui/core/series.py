@@ -12,8 +12,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from fontaine_tui.core.presets import Preset
-from fontaine_tui.core.records import RunStore
 from fontaine_tui.core.report import signed
+from fontaine_tui.core.store import RunStore
 from fontaine_tui.core.verdict import Verdict
 
 MEDIAN_WINDOW = 100  # recent steps in the s/step median

@@ -7,7 +7,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass, field
 
 from fontaine_tui.core.presets import Amendment, Preset
-from fontaine_tui.core.records import Probe, RunStore
+from fontaine_tui.core.records import Probe
+from fontaine_tui.core.store import RunStore
 
 SCHEMA = "fontaine-tui/verdict/1"
 HEALTHY = "HEALTHY"

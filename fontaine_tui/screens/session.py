@@ -10,8 +10,8 @@ from pathlib import Path
 from fontaine_tui.core import series
 from fontaine_tui.core.errors import InputError
 from fontaine_tui.core.presets import Amendment, Preset
-from fontaine_tui.core.records import RunStore, ingest_lines
 from fontaine_tui.core.runfolder import AMENDMENTS, PREREG, RunFolder
+from fontaine_tui.core.store import RunStore, ingest_lines
 from fontaine_tui.core.verdict import Verdict, compute_verdict, verdict_series
 
 TAIL_LINES = 400

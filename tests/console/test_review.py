@@ -10,8 +10,8 @@ import pytest
 
 from fontaine_tui.core import export as exporter
 from fontaine_tui.core import review
-from fontaine_tui.core.records import load_log
 from fontaine_tui.core.series import probes_chart
+from fontaine_tui.core.store import load_log
 from fontaine_tui.core.verdict import compute_verdict, verdict_series
 from fontaine_tui.screens.dialogs import NoteDialog
 from tests.console.conftest import CLOCK, SIZE, console, loaded, make_run, until

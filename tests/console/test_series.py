@@ -8,8 +8,8 @@ from array import array
 from hypothesis import given
 from hypothesis import strategies as st
 
-from fontaine_tui.core.records import load_log
 from fontaine_tui.core.series import downsample, literal, probe_rows, progress, run_status
+from fontaine_tui.core.store import load_log
 from fontaine_tui.core.verdict import verdict_series
 from tests.console.conftest import make_run
 

@@ -7,7 +7,7 @@ import json
 import pytest
 
 from fontaine_tui.core.presets import Amendment
-from fontaine_tui.core.records import load_lines
+from fontaine_tui.core.store import load_lines
 from fontaine_tui.core.verdict import (
     AMBIGUOUS,
     BY_INSTRUMENT,

@@ -9,7 +9,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from fontaine_tui.core.follow import Batch, RunSource
-from fontaine_tui.core.records import RunStore
+from fontaine_tui.core.store import RunStore
 
 
 def train_line(step: int, **extra: object) -> bytes:
