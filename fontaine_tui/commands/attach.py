@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import json
 import sys
 import tempfile
 from pathlib import Path
@@ -35,21 +34,16 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 async def resolve_preset(source, preset_arg: str | None):
     """--preset, else the frozen preset in the run's prereg.json; InputError if neither."""
-    from fontaine_tui.core.presets import load_preset, preset_from_canonical
+    from fontaine_tui.core.prereg import parse_prereg
+    from fontaine_tui.core.presets import load_preset
 
     raw = await source.read_bytes(PREREG)  # also proves the run folder is reachable
     if preset_arg:
         return load_preset(preset_arg)
     if raw is None:
         raise InputError(f"{source.label}: no {PREREG} in the run folder; name one with --preset P")
-    try:
-        frozen = json.loads(raw)
-        canonical = frozen["preset"]
-        name = frozen.get("preset_name", "prereg")
-    except (ValueError, KeyError, TypeError, AttributeError) as exc:
-        raise InputError(f"{source.label}/{PREREG}: preset: expected a frozen preset "
-                         f"({type(exc).__name__})") from None
-    return preset_from_canonical(canonical, f"{source.label}/{PREREG}#{name}")
+    origin = f"{source.label}/{PREREG}"
+    return parse_prereg(raw, origin).frozen_preset(origin)
 
 
 async def amendments_of(source) -> list:

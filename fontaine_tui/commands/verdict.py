@@ -38,25 +38,17 @@ def _preset_for(args: argparse.Namespace, folder: runfolder.RunFolder | None):
     if args.preset:
         return load_preset(args.preset)
     if folder is not None and folder.prereg.exists():
-        from fontaine_tui.core.presets import preset_from_canonical
+        from fontaine_tui.core.prereg import read_prereg
 
-        try:
-            frozen = json.loads(folder.prereg.read_bytes())
-            canonical = frozen["preset"]
-            name = frozen.get("preset_name", folder.root.name)
-        except (OSError, ValueError, KeyError, TypeError) as exc:
-            raise InputError(f"{folder.prereg}: preset: expected a frozen preset ({exc})") from None
-        return preset_from_canonical(canonical, f"{folder.prereg}#{name}")
+        return read_prereg(folder).frozen_preset(str(folder.prereg))
     raise InputError("--preset: expected a preset name or path (no prereg.json beside the log)")
 
 
 def _ledger(folder: runfolder.RunFolder | None):
     if folder is None or not folder.amendments.exists():
         return ()
-    try:
-        from fontaine_tui.core.ledger import read_amendments
-    except ImportError:  # pragma: no cover - ledger arrives with the launcher
-        return ()
+    from fontaine_tui.core.ledger import read_amendments
+
     return read_amendments(folder)
 
 

@@ -101,15 +101,24 @@ def read_prereg(folder: RunFolder) -> Prereg:
     """The frozen pre-registration; InputError if missing, unreadable or tampered with."""
     path = folder.prereg
     try:
-        doc = json.loads(path.read_bytes())
+        raw = path.read_bytes()
     except FileNotFoundError:
         raise InputError(f"{path}: no prereg.json (was this run launched by fontaine-tui?)"
                          ) from None
-    except (OSError, ValueError) as exc:
+    except OSError as exc:
         raise InputError(f"{path}: expected a JSON prereg ({exc})") from None
+    return parse_prereg(raw, str(path))
+
+
+def parse_prereg(raw: bytes, origin: str) -> Prereg:
+    """A prereg.json document (read locally or through a run source), hash-checked."""
+    try:
+        doc = json.loads(raw)
+    except ValueError as exc:
+        raise InputError(f"{origin}: expected a JSON prereg ({exc})") from None
     try:
         if doc["schema"] != SCHEMA:
-            raise InputError(f"{path}: schema: expected {SCHEMA!r}, got {doc['schema']!r}")
+            raise InputError(f"{origin}: schema: expected {SCHEMA!r}, got {doc['schema']!r}")
         preset = doc["preset"]
         if not isinstance(preset, dict):
             raise TypeError("preset is not an object")
@@ -121,11 +130,11 @@ def read_prereg(folder: RunFolder) -> Prereg:
             version=str(doc.get("version", "")))
         parse_utc(prereg.launched_at)
     except (KeyError, TypeError, ValueError) as exc:
-        raise InputError(f"{path}: expected a prereg document ({type(exc).__name__}: {exc})"
+        raise InputError(f"{origin}: expected a prereg document ({type(exc).__name__}: {exc})"
                          ) from None
     actual = hashlib.sha256(canonical_bytes(prereg.preset)).hexdigest()
     if actual != prereg.preset_sha256:
-        raise InputError(f"{path}: preset_sha256: the frozen preset hashes to {actual[:12]}, "
+        raise InputError(f"{origin}: preset_sha256: the frozen preset hashes to {actual[:12]}, "
                          f"not {prereg.preset_sha256[:12]} (prereg.json was edited)")
     return prereg
 

@@ -7,6 +7,8 @@ import subprocess
 import sys
 
 from fontaine_tui.cli import main
+from fontaine_tui.core.prereg import freeze
+from fontaine_tui.core.runfolder import RunFolder
 from tests.logs import RIGONLY_LIKE, write_log
 
 
@@ -33,10 +35,14 @@ def test_verdict_json_and_at_step(tmp_path, capsys):
 
 def test_verdict_on_a_run_folder_uses_prereg(tmp_path, capsys, demosonly):
     write_log(tmp_path / "train_log.jsonl", probes=RIGONLY_LIKE)
-    (tmp_path / "prereg.json").write_text(json.dumps(
-        {"preset": dict(demosonly.canonical), "preset_name": "demosonly_1gpu"}))
+    freeze(RunFolder(tmp_path), demosonly, ["python", "-m", "engine", "train"], "host")
     assert main(["verdict", str(tmp_path)]) == 4
     assert demosonly.sha256[:12] in capsys.readouterr().out
+    doc = json.loads((tmp_path / "prereg.json").read_text())
+    doc["preset"]["verdict"]["healthy_max"] = 0.7  # loosen a bound after launch
+    (tmp_path / "prereg.json").write_text(json.dumps(doc))
+    assert main(["verdict", str(tmp_path)]) == 2
+    assert "prereg.json was edited" in capsys.readouterr().err
 
 
 def test_bad_inputs_exit_2_with_one_line(tmp_path, capsys):

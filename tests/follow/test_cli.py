@@ -13,9 +13,11 @@ from pathlib import Path
 import pytest
 
 from fontaine_tui.cli import main
+from fontaine_tui.core import prereg
 from fontaine_tui.core.errors import InputError
 from fontaine_tui.core.presets import load_preset
 from fontaine_tui.core.replay import ReplayRun
+from fontaine_tui.core.runfolder import RunFolder
 from fontaine_tui.core.target import LocalTarget, SshTarget, parse_target
 from tests.follow.sshd_helper import HOST_ALIAS, free_port, processes_mentioning
 from tests.logs import dumps, records, write_log
@@ -24,10 +26,8 @@ LOG = "train_log.jsonl"
 
 
 def freeze(folder: Path, preset_name: str = "demosonly_1gpu") -> None:
-    preset = load_preset(preset_name)
     folder.mkdir(parents=True, exist_ok=True)
-    (folder / "prereg.json").write_text(json.dumps(
-        {"preset": json.loads(preset.canonical_json()), "preset_name": preset_name}))
+    prereg.freeze(RunFolder(folder), load_preset(preset_name), ["python", "-m", "engine"], "h")
 
 
 def cli(*argv: str, timeout: float = 60) -> subprocess.CompletedProcess:
