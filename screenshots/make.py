@@ -18,7 +18,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
 os.environ["TEXTUAL_ANIMATIONS"] = "none"
 
-from tests.console.conftest import SIZE, console, loaded, make_run  # noqa: E402
+from tests.console.conftest import SIZE, console, loaded, make_run, sample_registry  # noqa: E402
 from tests.console.test_snapshots import ENGINE_OUT  # noqa: E402
 from tests.logs import RIGONLY_LIKE, SCALED_LIKE  # noqa: E402
 
@@ -34,20 +34,8 @@ SHOTS = {  # file: (probes, step, keys)
 }
 
 
-def registry(folder: Path):
-    from fontaine_tui.core.registry import Entry, Registry
-
-    reg = Registry(folder / "registry.toml")
-    for name, status, pid in (("grasp_sft_v2_demosonly_1gpu_disc", "running", 4242),
-                              ("smoke", "finished", 0)):
-        reg.upsert(Entry(name=name, run_dir=f"outputs/train/{name}", host="h100-box",
-                         preset=name, pid=pid, launched_at="2026-08-17T18:41:00Z",
-                         status=status))
-    return reg
-
-
 async def shoot(name: str, step: int, keys: tuple[str, ...], out: Path) -> None:
-    app = console(Path("run") / "train_log.jsonl", registry=registry(Path.cwd()))
+    app = console(Path("run") / "train_log.jsonl", registry=sample_registry(Path.cwd() / "registry.toml"))
     async with app.run_test(size=SIZE) as pilot:
         await loaded(pilot, step)
         await pilot.press(*keys)

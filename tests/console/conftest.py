@@ -49,6 +49,19 @@ def console(log: Path, **kw):
     return make_app(source=source, **kw)
 
 
+def sample_registry(path: Path):
+    """A registry with one running and one finished run (runs mode snapshot, screenshot)."""
+    from fontaine_tui.core.registry import Entry, Registry
+
+    reg = Registry(path)
+    for name, status, pid in (("grasp_sft_v2_demosonly_1gpu_disc", "running", 4242),
+                              ("smoke", "finished", 0)):
+        reg.upsert(Entry(name=name, run_dir=f"outputs/train/{name}", host="h100-box",
+                         preset=name, pid=pid, launched_at="2026-08-17T18:41:00Z",
+                         status=status))
+    return reg
+
+
 async def until(pilot, predicate: Callable[[], bool], timeout: float = 10.0) -> None:
     async def loop() -> None:
         while not predicate():

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.console.conftest import SIZE, console, loaded, make_run
+from tests.console.conftest import SIZE, console, loaded, make_run, sample_registry
 from tests.logs import RIGONLY_LIKE, SCALED_LIKE
 
 ENGINE_OUT = ("engine: step 998 loss 0.4113\n"
@@ -44,16 +44,9 @@ def test_mode_snapshot(case, snap_compare, tmp_path, monkeypatch):
 
 
 def test_runs_snapshot(snap_compare, tmp_path, monkeypatch):
-    from fontaine_tui.core.registry import Entry, Registry
-
     monkeypatch.chdir(tmp_path)
     make_run(tmp_path / "run", upto=1000, probes=RIGONLY_LIKE)
-    registry = Registry(tmp_path / "registry.toml")
-    for name, status, pid in (("grasp_sft_v2_demosonly_1gpu_disc", "running", 4242),
-                              ("smoke", "finished", 0)):
-        registry.upsert(Entry(name=name, run_dir=f"outputs/train/{name}", host="h100-box",
-                              preset=name, pid=pid, launched_at="2026-08-17T18:41:00Z",
-                              status=status))
+    registry = sample_registry(tmp_path / "registry.toml")
     app = console(Path("run") / "train_log.jsonl", registry=registry)
 
     async def ready(pilot) -> None:
