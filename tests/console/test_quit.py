@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import sys
 
+import pytest
+
 from fontaine_tui.app import make_app
 from fontaine_tui.core.follow import LocalRun
 from fontaine_tui.core.launcher import EngineProcess
@@ -19,45 +21,45 @@ def _app(folder, process, preset):
     return make_app(source=LocalRun(folder), preset=preset, process=process, clock=fixed_clock)
 
 
-async def test_quit_with_live_run_detach_leaves_it_running(tmp_path, preset):
+@pytest.fixture
+def live(tmp_path):
+    """A run folder at step 600 and a live engine process owned by the test."""
     folder = tmp_path / "run"
     make_run(folder, upto=600)
     engine = EngineProcess.start(SLEEPER, RunFolder(folder))
-    try:
-        app = _app(folder, engine, preset)
-        async with app.run_test(size=SIZE) as pilot:
-            await loaded(pilot, 600)
-            assert "RUNNING" in text(app.screen.query_one(RunHeader).query_one("#title"))
-            await pilot.press("q")
-            await pilot.pause()
-            assert isinstance(app.screen, QuitDialog)
-            await pilot.press("escape")  # cancel: still here
-            await pilot.pause()
-            assert not isinstance(app.screen, QuitDialog) and app.is_running
-            await pilot.press("q", "d")
-            await pilot.pause()
-        assert engine.poll() is None  # detached: the run keeps going
-    finally:
-        engine.signal_group(9)
-        engine.wait(10)
+    yield folder, engine
+    engine.signal_group(9)
+    engine.wait(10)
 
 
-async def test_quit_with_live_run_stop_stops_it(tmp_path, preset):
-    folder = tmp_path / "run"
-    make_run(folder, upto=600)
-    engine = EngineProcess.start(SLEEPER, RunFolder(folder))
-    try:
-        app = _app(folder, engine, preset)
-        async with app.run_test(size=SIZE) as pilot:
-            await loaded(pilot, 600)
-            await pilot.press("q")
-            await pilot.pause()
-            await pilot.press("s")
-            await pilot.pause()
-        info = engine.wait(15)
-        assert info is not None  # stopped
-    finally:
-        engine.signal_group(9)
+async def test_quit_with_live_run_detach_leaves_it_running(live, preset):
+    folder, engine = live
+    app = _app(folder, engine, preset)
+    async with app.run_test(size=SIZE) as pilot:
+        await loaded(pilot, 600)
+        assert "RUNNING" in text(app.screen.query_one(RunHeader).query_one("#title"))
+        await pilot.press("q")
+        await pilot.pause()
+        assert isinstance(app.screen, QuitDialog)
+        await pilot.press("escape")  # cancel: still here
+        await pilot.pause()
+        assert not isinstance(app.screen, QuitDialog) and app.is_running
+        await pilot.press("q", "d")
+        await pilot.pause()
+    assert engine.poll() is None  # detached: the run keeps going
+
+
+async def test_quit_with_live_run_stop_stops_it(live, preset):
+    folder, engine = live
+    app = _app(folder, engine, preset)
+    async with app.run_test(size=SIZE) as pilot:
+        await loaded(pilot, 600)
+        await pilot.press("q")
+        await pilot.pause()
+        await pilot.press("s")
+        await pilot.pause()
+    info = engine.wait(15)
+    assert info is not None  # stopped
 
 
 async def test_exited_run_is_shown_and_quit_does_not_ask(tmp_path, preset):
