@@ -6,9 +6,9 @@ step-NNNNNN is always complete; meta.json is written last and is the completenes
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
-import shutil
 import tempfile
 from pathlib import Path
 
@@ -34,25 +34,53 @@ def optimizer_state(optimizer) -> dict | None:
     return optimizer.state_dict()
 
 
+class CheckpointError(RuntimeError):
+    """A step folder is in the way and is not a checkpoint of this engine."""
+
+
+def _discard(folder: Path) -> None:
+    """Remove a checkpoint folder of ours: the file names save() writes, then the folder
+    (which stays if anything else is in it)."""
+    for name in FILES:
+        (folder / name).unlink(missing_ok=True)
+    try:
+        folder.rmdir()
+    except OSError:
+        pass
+
+
 def save(root: Path, step: int, model: torch.nn.Module, opt_state: dict, stats: NormStats,
          meta: dict) -> Path:
     root.mkdir(parents=True, exist_ok=True)
+    final = step_dir(root, step)
+    if final.exists() or final.is_symlink():
+        # re-run after a resume: the old copy is replaced, but only a complete checkpoint
+        # of this engine holding nothing else
+        extra = sorted(p.name for p in final.iterdir() if p.name not in FILES) \
+            if final.is_dir() and not final.is_symlink() else ["(not a folder)"]
+        if extra or not is_complete(final):
+            raise CheckpointError(f"{final}: in the way and not a checkpoint of this engine "
+                                  f"({', '.join(extra[:3]) or 'incomplete'}); left untouched")
     tmp = Path(tempfile.mkdtemp(prefix=f".step-{step:06d}.tmp-", dir=root))
+    placed = False
     try:
         tensors = {k: v.detach().cpu().contiguous() for k, v in model.state_dict().items()}
         save_file(tensors, str(tmp / "model.safetensors"))
         torch.save(opt_state, tmp / "optimizer.pt")
         stats.save(tmp / "stats.json")
         (tmp / "meta.json").write_text(json.dumps(meta, indent=1))
-        final = step_dir(root, step)
-        if final.exists():  # re-run after a resume: replace the old copy
-            trash = Path(tempfile.mkdtemp(prefix=".trash-", dir=root))
-            os.replace(final, trash / final.name)
-            shutil.rmtree(trash, ignore_errors=True)
-        os.replace(tmp, final)
+        if final.exists():
+            old = Path(tempfile.mkdtemp(prefix=".old-", dir=root))
+            os.replace(final, old / final.name)
+            _discard(old / final.name)
+            with contextlib.suppress(OSError):
+                old.rmdir()
+        os.replace(tmp, final)  # fails, rather than replaces, if a folder appeared there
+        placed = True
         return final
     finally:
-        shutil.rmtree(tmp, ignore_errors=True)
+        if not placed:
+            _discard(tmp)
 
 
 def is_complete(path: Path) -> bool:

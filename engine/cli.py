@@ -56,7 +56,7 @@ def build_parser() -> Parser:
     parser = Parser(prog="engine", description="Fontaine grasp-policy training engine")
     sub = parser.add_subparsers(dest="command", required=True, parser_class=Parser)
     t = sub.add_parser("train", help="train (also under torchrun --nproc-per-node N)")
-    t.add_argument("--run-name", required=True)
+    t.add_argument("--run-name", help="the run's name in its log (default: the output folder's name)")
     t.add_argument("--output-dir", required=True)
     t.add_argument("--data-dir", default="", help="corpus cache (default: ~/.cache/fontaine-engine/corpus-v1)")
     t.add_argument("--model-size", choices=("tiny", "small", "base"), default="small")
@@ -98,10 +98,38 @@ def _check_writable(flag: str, path: Path) -> None:
         raise UsageExit(f"{flag} {path}: not a writable directory ({exc.strerror or exc})") from None
 
 
+def _check_data_dir(args: argparse.Namespace) -> None:
+    """The corpus folder must be ours to (re)build, empty, absent, or hold a valid corpus;
+    anything else is refused before a byte is written."""
+    from engine import corpus
+
+    root = Path(args.data_dir) if args.data_dir else corpus.default_dir()
+    try:
+        corpus.check_dir(root.resolve())
+    except corpus.CorpusError as exc:
+        raise UsageExit(f"--data-dir {exc}") from None
+
+
+def _check_fresh_output(args: argparse.Namespace) -> None:
+    """A run without --resume never writes into another run's log or checkpoints."""
+    out = Path(args.output_dir)
+    log = out / "train_log.jsonl"
+    steps = sorted(p.name for p in (out / "checkpoints").glob("step-*"))
+    held = ([f"{log.name}"] if log.is_file() and log.stat().st_size else []) + steps[-1:]
+    if held and not args.resume:
+        raise UsageExit(f"--output-dir {out}: already holds a run ({', '.join(held)}); pass "
+                        "--resume to continue it, or choose another folder")
+
+
 def validate_train(args: argparse.Namespace) -> None:
     import torch
 
     from engine.distributed import world_from_env
+
+    if args.run_name is None:
+        args.run_name = Path(args.output_dir).resolve().name
+    if not args.run_name.strip():
+        raise UsageExit("--run-name: expected a name (the output folder's name is empty)")
 
     _, world, _ = world_from_env()
     if args.batch_size % (args.backward_chunks * world):
@@ -122,6 +150,8 @@ def validate_train(args: argparse.Namespace) -> None:
             raise UsageExit(f"--init {args.init}: expected a checkpoint folder of this engine "
                             "(step-NNNNNN with model.safetensors) or a run folder holding one") from None
     _check_writable("--output-dir", Path(args.output_dir))
+    _check_fresh_output(args)
+    _check_data_dir(args)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -130,6 +160,8 @@ def main(argv: list[str] | None = None) -> int:
         args = build_parser().parse_args(argv)
         if args.command == "train":
             validate_train(args)
+        else:
+            _check_data_dir(args)
     except UsageExit as exc:
         print(f"engine: error: {exc}", file=sys.stderr)
         return 2

@@ -13,7 +13,6 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import shutil
 import tempfile
 import time
 from dataclasses import dataclass
@@ -230,11 +229,69 @@ def _manifest_ok(root: Path, seed: int) -> bool:
         return False
 
 
+MARKER = ".fontaine-engine-corpus"  # written by build() into every folder it creates
+OURS = frozenset({*(f"{name}.npy" for name in FILES), "stats.json", "manifest.json", MARKER})
+
+
+def is_ours(root: Path) -> bool:
+    """Did build() create this folder? (Only such a folder may ever be rebuilt.)"""
+    return (root / MARKER).is_file()
+
+
+def check_dir(root: Path, seed: int = 0) -> str:
+    """What ensure() would do with root: "use", "build" or "rebuild".
+
+    Raises CorpusError, touching nothing, for a path that is not a folder, a folder that holds
+    anything without the engine's marker (unless it holds a valid corpus, which is used as a
+    dataset), or a marked folder that also holds files the engine did not write.
+    """
+    if not root.exists():
+        return "build"
+    if not root.is_dir():
+        raise CorpusError(f"{root}: exists and is not a folder (expected a corpus folder)")
+    if _manifest_ok(root, seed):
+        return "use"
+    entries = sorted(p.name for p in root.iterdir())
+    if not entries:
+        return "build"  # an empty folder: the corpus is written into it
+    if not is_ours(root):
+        raise CorpusError(
+            f"{root}: not a corpus the engine made (no {MARKER} marker) and not a dataset it "
+            f"can read (expected manifest.json, stats.json and {', '.join(FILES)} as .npy); "
+            "nothing in it was touched")
+    foreign = [name for name in entries if name not in OURS]
+    if foreign:
+        shown = ", ".join(foreign[:3]) + (", ..." if len(foreign) > 3 else "")
+        raise CorpusError(f"{root}: the corpus cache needs rebuilding but also holds files the "
+                          f"engine did not write ({shown}); move them out, nothing was touched")
+    return "rebuild"
+
+
+def _discard(folder: Path) -> None:
+    """Remove a corpus folder of ours: only the file names build() writes, then the folder.
+    Anything else found in it stays (and so does the folder)."""
+    for name in OURS:
+        (folder / name).unlink(missing_ok=True)
+    try:
+        folder.rmdir()
+    except OSError:
+        pass
+
+
 def build(root: Path, seed: int = 0) -> None:
-    """Generate into a temp folder next to root, then rename it into place."""
+    """Generate into a temp folder next to root, then rename it into place.
+
+    Only ever replaces an empty folder or one that check_dir() calls ours to rebuild.
+    """
+    action = check_dir(root, seed)
+    if action == "use":
+        return
     root.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{root.name}.tmp-", dir=root.parent))
+    placed = False
     try:
+        (tmp / MARKER).write_text("created by the fontaine engine's corpus builder; "
+                                  "the engine may delete and rebuild this folder\n")
         arrays = generate(seed)
         files = {}
         for name in FILES:
@@ -247,22 +304,33 @@ def build(root: Path, seed: int = 0) -> None:
         train = arrays["split"] == 0
         NormStats.compute(arrays["states"][train], arrays["actions"][train]).save(tmp / "stats.json")
         (tmp / "manifest.json").write_text(json.dumps(manifest, indent=1))
-        if root.exists():
-            trash = Path(tempfile.mkdtemp(prefix=f".{root.name}.old-", dir=root.parent))
-            os.replace(root, trash / "corpus")
-            shutil.rmtree(trash, ignore_errors=True)
+        if action == "rebuild":
+            if check_dir(root, seed) == "use":  # another process rebuilt it meanwhile
+                return
+            old = Path(tempfile.mkdtemp(prefix=f".{root.name}.old-", dir=root.parent))
+            os.replace(root, old / "corpus")
+            _discard(old / "corpus")
+            try:
+                old.rmdir()
+            except OSError:
+                pass
+        # rename(2) onto a folder succeeds only if it is empty: a file that appeared in the
+        # meantime makes this fail instead of being replaced
         os.replace(tmp, root)
+        placed = True
     except OSError:
-        shutil.rmtree(tmp, ignore_errors=True)
         if _manifest_ok(root, seed):  # another process won the race
             return
         raise
     finally:
-        shutil.rmtree(tmp, ignore_errors=True)
+        if not placed:
+            _discard(tmp)
 
 
 def ensure(root: Path, seed: int = 0) -> bool:
-    """Make root hold a valid corpus; returns True when it had to be (re)built."""
+    """Make root hold a valid corpus; returns True when it had to be (re)built.
+    Raises CorpusError when root is not ours to write (see check_dir)."""
+    root = root.resolve()  # a symlinked folder: act on the folder, never on the link
     if _manifest_ok(root, seed):
         return False
     try:

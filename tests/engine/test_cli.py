@@ -28,7 +28,7 @@ def _bad_cases(tmp_path, data):
         ("--steps", _replace(base, "--steps", "0")),
         ("--model-size", _replace(base, "--model-size", "huge")),
         ("--init", base + ["--init", str(tmp_path / "no-such-checkpoint")]),
-        ("--run-name", [a for a in base if a not in ("--run-name", "t")]),
+        ("--run-name", _replace(base, "--run-name", " ")),
     ]
     if not torch.cuda.is_available():
         cases.append(("--device", _replace(base, "--device", "cuda")))
