@@ -9,13 +9,13 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 import math
 import sys
 import time
 
 from fontaine_tui.core import warnings as rules
-from fontaine_tui.core.atomic import atomic_write
+from fontaine_tui.core.errors import InputError
+from fontaine_tui.core.export import write_verdict
 from fontaine_tui.core.launcher import EngineProcess, ExitInfo
 from fontaine_tui.core.ledger import read_amendments
 from fontaine_tui.core.prereg import Prereg, utc_iso
@@ -106,8 +106,8 @@ class PlainWatch:
 
         async def read() -> None:
             async for batch in source.follow():
-                if batch.reset:
-                    self.store = RunStore()
+                if batch.segment:
+                    self.store.begin_segment(batch.name, batch.note)
                 self.apply(batch.lines, batch.first_line)
 
         reader = asyncio.create_task(read())
@@ -138,9 +138,13 @@ def finish(watch: PlainWatch, registry: Registry, host: str, info: ExitInfo) -> 
         watch.say(f"warn: exit not recorded in the registry ({exc})")
     watch.say(info.describe())
     verdict = watch.verdict(store)
-    atomic_write(folder.verdict, json.dumps(verdict.to_json(), indent=2) + "\n")
     watch.say(render(verdict, str(folder.log)))
-    watch.say(f"verdict.json written to {folder.verdict}")
+    try:
+        write_verdict(folder.verdict, verdict)
+    except (InputError, OSError) as exc:
+        watch.say(f"warn: verdict.json not written ({exc})")
+    else:
+        watch.say(f"verdict.json written to {folder.verdict}")
     return verdict.exit_code if complete else 1
 
 

@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import os
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
+
+OWN_HEAD = 4096  # how much of an existing file replace_own() looks at
 
 
 def fsync_dir(folder: str | Path) -> None:
@@ -53,3 +56,41 @@ def append_line(path: str | Path, line: bytes | str) -> None:
         os.fsync(fd)
     finally:
         os.close(fd)
+
+
+def create_new(path: str | Path, data: bytes | str) -> None:
+    """Write a file that must not exist yet, whole: FileExistsError if the name is taken
+    (written to a temp file, then hard-linked into place, which never replaces)."""
+    path = Path(path)
+    if isinstance(data, str):
+        data = data.encode()
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.link(tmp, path)
+    finally:
+        os.unlink(tmp)
+    fsync_dir(path.parent)
+
+
+def replace_own(path: str | Path, data: bytes | str, ours: Callable[[bytes], bool],
+                what: str) -> None:
+    """atomic_write, but only over a file that `ours(first bytes)` recognises as one this
+    program wrote (or no file at all); anything else raises InputError and stays as it is."""
+    from fontaine_tui.core.errors import InputError
+
+    path = Path(path)
+    try:
+        with open(path, "rb") as fh:
+            head = fh.read(OWN_HEAD)
+    except FileNotFoundError:
+        head = None
+    except IsADirectoryError:
+        raise InputError(f"{path}: is a folder, not {what}; left untouched") from None
+    if head is not None and not ours(head):
+        raise InputError(f"{path}: exists and is not {what} written by fontaine-tui; "
+                         "left untouched (move it away to write a new one)")
+    atomic_write(path, data)

@@ -7,7 +7,8 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
-from fontaine_tui.core.atomic import atomic_write
+from fontaine_tui import __version__
+from fontaine_tui.core.atomic import replace_own
 from fontaine_tui.core.series import ChartSpec
 from fontaine_tui.core.verdict import Verdict
 
@@ -25,9 +26,23 @@ class ExportResult:
     chart_message: str  # why there is no chart, and how to get one
 
 
+PNG_SOFTWARE = "fontaine-tui"  # the PNG's Software text chunk: how an export is recognised
+
+
+def _our_verdict(head: bytes) -> bool:
+    return b'"schema": "fontaine-tui/verdict/' in head
+
+
+def _our_png(head: bytes) -> bool:
+    return head.startswith(b"\x89PNG") and PNG_SOFTWARE.encode() in head
+
+
 def write_verdict(path: str | Path, verdict: Verdict) -> Path:
+    """verdict.json, atomically; an existing verdict.json that is not ours is never replaced
+    (InputError)."""
     path = Path(path)
-    atomic_write(path, json.dumps(verdict.to_json(), indent=2) + "\n")
+    replace_own(path, json.dumps(verdict.to_json(), indent=2) + "\n", _our_verdict,
+                "a verdict.json")
     return path
 
 
@@ -62,7 +77,7 @@ def render_png(spec: ChartSpec) -> bytes:
     ax.legend(fontsize=8, loc="upper left")
     ax.grid(alpha=0.3)
     buf = io.BytesIO()
-    fig.savefig(buf, format="png")
+    fig.savefig(buf, format="png", metadata={"Software": f"{PNG_SOFTWARE} {__version__}"})
     return buf.getvalue()
 
 
@@ -75,5 +90,5 @@ def export(folder: str | Path, verdict: Verdict, spec: ChartSpec) -> ExportResul
     except ImportError:
         return ExportResult(vpath, None, f"no chart image: matplotlib is missing ({CHART_HINT})")
     cpath = folder / CHART_NAME
-    atomic_write(cpath, png)
+    replace_own(cpath, png, _our_png, "a chart image")
     return ExportResult(vpath, cpath, "")

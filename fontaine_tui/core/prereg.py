@@ -11,7 +11,7 @@ from datetime import datetime, timezone
 from types import MappingProxyType
 
 from fontaine_tui import __version__
-from fontaine_tui.core.atomic import atomic_write
+from fontaine_tui.core.atomic import create_new
 from fontaine_tui.core.errors import InputError
 from fontaine_tui.core.presets import Preset, canonical_bytes, preset_from_canonical
 from fontaine_tui.core.runfolder import RunFolder
@@ -70,7 +70,7 @@ def parse_utc(text: str) -> float:
 
 def freeze(folder: RunFolder, preset: Preset, argv: list[str] | tuple[str, ...], host: str,
            now: float | None = None) -> Prereg:
-    """Write prereg.json atomically; the folder must exist."""
+    """Write prereg.json, whole, where none exists yet; the folder must exist."""
     prereg = Prereg(
         schema=SCHEMA,
         preset_name=preset.name,
@@ -93,7 +93,11 @@ def freeze(folder: RunFolder, preset: Preset, argv: list[str] | tuple[str, ...],
         "host": prereg.host,
         "version": prereg.version,
     }
-    atomic_write(folder.prereg, json.dumps(doc, indent=2, sort_keys=True) + "\n")
+    try:  # never over another launch's pre-registration
+        create_new(folder.prereg, json.dumps(doc, indent=2, sort_keys=True) + "\n")
+    except FileExistsError:
+        raise InputError(f"{folder.prereg}: already exists (this folder holds a launched run); "
+                         "nothing was changed") from None
     return prereg
 
 

@@ -94,6 +94,10 @@ class Registry:
             doc = tomllib.loads(text)
         except tomllib.TOMLDecodeError as exc:
             raise InputError(f"{self.path}: the registry is not valid TOML ({exc})") from None
+        other = sorted(k for k in doc if k != "runs")
+        if other:  # rewriting it would drop them: this is some other file
+            raise InputError(f"{self.path}: {other[0]}: expected only [[runs]] tables (is this "
+                             "file a fontaine-tui registry? it is left untouched)")
         runs = doc.get("runs", [])
         if not isinstance(runs, list):
             raise InputError(f"{self.path}: runs: expected [[runs]] tables")
