@@ -67,6 +67,7 @@ class Checkpoint:
     step: int
     time: float
     path: str
+    line: int = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -149,7 +150,7 @@ def to_record(obj: dict, line: int = 0) -> Record | None:
     if kind == "event":
         return Event(step, t, _text(obj.get("event")), _text(obj.get("detail")), line)
     if kind == "checkpoint":
-        return Checkpoint(step, t, _text(obj.get("path")))
+        return Checkpoint(step, t, _text(obj.get("path")), line)
     if kind == "meta":
         recipe = obj.get("recipe")
         argv = obj.get("argv")

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -61,3 +63,28 @@ def locate_log(target: str | Path) -> tuple[Path, RunFolder | None]:
         folder = RunFolder(p.parent) if p.name == LOG else None
         return p, folder
     raise InputError(f"{p}: no such log file or run folder")
+
+
+ROTATED = re.compile(r"\.([0-9]{1,6})(\.gz)?")
+
+
+def rotated_segments(log: str | Path) -> list[Path]:
+    """The log's rotated segments beside it, oldest first: train_log.jsonl.3.gz, .2, .1
+    (logrotate's numbering: .1 is the newest). With both `.N` and `.N.gz` (a rotation caught
+    compressing), the plain file is read."""
+    log = Path(log)
+    found: dict[int, Path] = {}
+    try:
+        names = os.listdir(log.parent)
+    except OSError:
+        return []
+    for name in names:
+        if not name.startswith(log.name):
+            continue
+        m = ROTATED.fullmatch(name, len(log.name))
+        if m is None:
+            continue
+        n = int(m.group(1))
+        if n not in found or not m.group(2):
+            found[n] = log.parent / name
+    return [found[n] for n in sorted(found, reverse=True)]

@@ -2,19 +2,24 @@
 
 from __future__ import annotations
 
+import gzip
 import multiprocessing
 import os
+import stat
 import struct
 from array import array
 from bisect import bisect_left
 from collections.abc import Iterable, Iterator
 from concurrent.futures import ProcessPoolExecutor
-from dataclasses import dataclass, field
-from operator import ge, itemgetter
+from dataclasses import dataclass, field, replace
+from itertools import compress, repeat
+from operator import attrgetter, ge, itemgetter, ne
 from pathlib import Path
 
+import msgspec
 import orjson
 
+from fontaine_tui.core.errors import InputError
 from fontaine_tui.core.records import (
     MALFORMED_KEPT,
     NAN,
@@ -30,8 +35,25 @@ from fontaine_tui.core.records import (
     decode_line,
     to_record,
 )
+from fontaine_tui.core.runfolder import rotated_segments
 
 COLUMNS = ("time", *TRAIN_FIELDS)
+
+
+@dataclass(frozen=True, slots=True)
+class Segment:
+    """One file of a log read as several: a rotated segment, or the file that took the log's
+    name after a rotation. Line numbers in the store count on across segments."""
+
+    name: str
+    first_line: int  # the store's number for the segment's first line
+    why: str = ""
+
+
+def _identity(rec: Record) -> str:
+    """Everything a record says except where it was read (NaN-safe, unlike ==)."""
+    return repr(replace(rec, line=0)) if isinstance(rec, (Probe, Event, Checkpoint)) \
+        else repr(rec)
 
 
 @dataclass
@@ -40,8 +62,13 @@ class RunStore:
 
     After a resume the log repeats steps: the later record for a step wins, and the train
     series and probes of the abandoned timeline past the resume point are dropped (probes are
-    kept in `superseded` so the resume stays visible). With `columns=False` only the steps of
-    train records are kept (enough for a verdict).
+    kept in `superseded` so the resume stays visible). A record that repeats one already read,
+    value for value (a log rewritten with the same content, lines copied twice by a rotation),
+    changes nothing and is counted in `repeats`. With `columns=False` only the steps of train
+    records are kept (enough for a verdict).
+
+    Line numbers given to the ingest functions count within the current file; the store adds
+    `line_base`, so after `begin_segment` they go on counting where the last file ended.
     """
 
     steps: array = field(default_factory=lambda: array("q"), repr=False)
@@ -58,9 +85,29 @@ class RunStore:
     records: int = 0
     ignored: int = 0
     replaced_steps: int = 0
+    repeats: int = 0
     version: int = 0
+    probes_version: int = 0  # moves whenever `probes` or `superseded` change
     has_columns: bool = True
+    segments: list[Segment] = field(default_factory=list, repr=False)
+    line_base: int = 0
     _probe_max: int = field(default=-1, repr=False)
+    _seen: set[str] = field(default_factory=set, repr=False)
+
+    # -- segments -----------------------------------------------------------------------
+
+    def begin_segment(self, name: str, why: str = "") -> None:
+        """What follows comes from another file: keep everything read, count lines on."""
+        self.line_base = self.lines
+        self.segments.append(Segment(name, self.lines + 1, why))
+        self.version += 1
+
+    def where(self, line: int) -> str:
+        """A store line number as the user finds it: 'train_log.jsonl.1 line 12'."""
+        seg = next((g for g in reversed(self.segments) if g.first_line <= line), None)
+        if seg is None:
+            return f"line {line}"
+        return f"{seg.name} line {line - seg.first_line + 1}"
 
     # -- ingest -------------------------------------------------------------------------
 
@@ -70,7 +117,9 @@ class RunStore:
             self.malformed.append(Malformed(line, reason, _snippet(raw)))
 
     def add_line(self, raw: bytes, line: int) -> Record | None:
-        """Parse and apply one complete line; malformed lines are counted, never raised."""
+        """Parse and apply one complete line (numbered within the current file); malformed
+        lines are counted, never raised."""
+        line += self.line_base
         self.lines = max(self.lines, line)
         try:
             obj = decode_line(raw.rstrip(b"\r"))
@@ -96,6 +145,9 @@ class RunStore:
 
     def add(self, rec: Record) -> None:
         self.records += 1
+        if self._is_repeat(rec):
+            self.repeats += 1
+            return
         self.version += 1
         if isinstance(rec, TrainPoint):
             if self.steps and rec.step <= self.steps[-1]:
@@ -109,6 +161,7 @@ class RunStore:
         elif isinstance(rec, Probe):
             self._rewind(rec.step)
             self.probes[rec.step] = rec
+            self.probes_version += 1
             self._probe_max = max(self._probe_max, rec.step)
         elif isinstance(rec, Event):
             self.events.append(rec)
@@ -118,6 +171,23 @@ class RunStore:
             self.checkpoints.append(rec)
         elif isinstance(rec, Meta):
             self.metas.append(rec)
+
+    def _is_repeat(self, rec: Record) -> bool:
+        """Has the log said exactly this before (and it still stands)?"""
+        if isinstance(rec, TrainPoint):
+            steps = self.steps
+            if not steps or rec.step > steps[-1] or not self.has_columns:
+                return False
+            i = bisect_left(steps, rec.step)
+            return steps[i] == rec.step and _identity(self.train_at(i)) == _identity(rec)
+        if isinstance(rec, Probe):
+            old = self.probes.get(rec.step)
+            return old is not None and _identity(old) == _identity(rec)
+        key = _identity(rec)
+        if key in self._seen:
+            return True
+        self._seen.add(key)
+        return False
 
     def _rewind(self, step: int) -> None:
         """Drop what the log said about steps after `step` (a resume went back to it)."""
@@ -129,6 +199,7 @@ class RunStore:
             for col in self.columns.values():
                 del col[cut:]
         if self.probes and self._probe_max > step:
+            self.probes_version += 1
             for s in sorted(s for s in self.probes if s > step):
                 self.superseded.append(self.probes.pop(s))
             self._probe_max = max(self.probes, default=-1)
@@ -167,6 +238,8 @@ class RunStore:
             "ignored": self.ignored,
             "resumes": len(self.resumes),
             "replaced_steps": self.replaced_steps,
+            "repeats": self.repeats,
+            "segments": max(1, len(self.segments)),
         }
 
 
@@ -178,20 +251,24 @@ class LineSplitter:
         self.next_line = first_line
         self.consumed = 0  # bytes up to the end of the last complete line
 
-    def feed(self, data: bytes) -> tuple[list[bytes], int]:
-        """Split `data`; returns (complete lines, line number of the first)."""
+    def feed_block(self, data: bytes) -> tuple[bytes | memoryview, list[bytes], int]:
+        """The complete lines in `data`: as one block ending in a newline (a view, no copy),
+        as a list of lines, and the number of the first."""
         first = self.next_line
-        if not data:
-            return [], first
         buf = self._tail + data if self._tail else data
         end = buf.rfind(b"\n")
         if end < 0:
             self._tail = buf
-            return [], first
-        self._tail = buf[end + 1 :]
-        lines = buf[:end].split(b"\n")
+            return b"", [], first
+        lines = buf.split(b"\n")
+        self._tail = lines.pop()
         self.next_line += len(lines)
         self.consumed += end + 1
+        return memoryview(buf)[: end + 1], lines, first
+
+    def feed(self, data: bytes) -> tuple[list[bytes], int]:
+        """Split `data`; returns (complete lines, line number of the first)."""
+        _, lines, first = self.feed_block(data)
         return lines, first
 
     @property
@@ -226,11 +303,23 @@ def _decode_slow(raw: bytes) -> object:
 
 
 _BLANK = object()
-_TRAIN_PREFIX = b'{"kind":"train","step":'
-_PREFIX_LEN = len(_TRAIN_PREFIX)
 _ROW = itemgetter(*COLUMNS)
 _WIDTH = len(COLUMNS)
 _PACK = struct.Struct(f"{_WIDTH}d").pack
+
+
+def _decode_into(out: Parsed, line: int, raw: bytes) -> object:
+    """Decode one line; a malformed one is noted in `out`. Returns the object, or None."""
+    try:
+        return orjson.loads(raw)
+    except orjson.JSONDecodeError:
+        obj = _decode_slow(raw)
+        if obj is _BLANK:
+            return None
+        if type(obj) is Malformed:
+            out.malformed.append((line, obj.reason, raw[:120]))
+            return None
+        return obj
 
 
 def parse_lines(lines: list[bytes], first: int, columns: bool = True) -> Parsed:
@@ -238,30 +327,18 @@ def parse_lines(lines: list[bytes], first: int, columns: bool = True) -> Parsed:
 
     The hot loop does one decode, one key lookup and one C-level copy of the fields into a
     flat float array per train line (so no Python float outlives its line); the columns are
-    strided slices of that array. Train lines the fast path cannot take go the slow way.
+    strided slices of that array.
     """
     out = Parsed(first, first + len(lines) - 1)
     flat = bytearray()
     keep_step, keep_line = out.train_steps.append, out.train_lines.append
     others, loads, Error = out.others.append, orjson.loads, orjson.JSONDecodeError
     for i, raw in enumerate(lines):
-        if not columns and raw.startswith(_TRAIN_PREFIX):
-            # A verdict needs only a train line's step: take it from the compact prefix the
-            # engine writes, for a line that is one whole flat record.
-            # A flat record has no second '{': a torn line with the next record on it does.
-            digits = raw[_PREFIX_LEN : raw.find(b",", _PREFIX_LEN)]
-            if raw[-1] == 125 and digits.isdigit() and raw.find(b"{", 1) < 0:
-                keep_step(int(digits))
-                keep_line(first + i)
-                continue
         try:
             obj = loads(raw)
         except Error:
-            obj = _decode_slow(raw)
-            if obj is _BLANK:
-                continue
-            if type(obj) is Malformed:
-                out.malformed.append((first + i, obj.reason, raw[:120]))
+            obj = _decode_into(out, first + i, raw)
+            if obj is None:
                 continue
         try:
             if obj["kind"] == "train":
@@ -281,9 +358,73 @@ def parse_lines(lines: list[bytes], first: int, columns: bool = True) -> Parsed:
     return out
 
 
+# A verdict needs only the step of each train line. msgspec decodes a whole block of lines
+# into (kind, step) pairs, checking every line's JSON syntax but building nothing of the
+# fields it skips, whatever the key order or separators of the writer; the lines that are not
+# train records are then decoded in full. A block where this does not line up one record per
+# line (a blank or malformed line, two objects on one line, a NaN token, a step that is not
+# a non-negative integer) is parsed line by line instead, which is the reference behaviour.
+class _KindStep(msgspec.Struct, gc=False):
+    kind: str
+    step: int
+
+
+_LEAN = msgspec.json.Decoder(_KindStep)
+_LEAN_ERRORS = (msgspec.DecodeError, RecursionError, OverflowError)
+_STEP_OF, _KIND_OF = attrgetter("step"), attrgetter("kind")
+
+
+def _parse_block_steps(block: bytes | memoryview, lines: list[bytes], first: int
+                       ) -> Parsed | None:
+    """The lean parse of a block of complete lines; None when the block must be parsed
+    line by line (see above)."""
+    n = len(lines)
+    try:
+        recs = _LEAN.decode_lines(block)
+    except _LEAN_ERRORS:
+        return None
+    if len(recs) != n:
+        return None
+    try:
+        steps = array("q", map(_STEP_OF, recs))
+    except OverflowError:
+        return None
+    if n and min(steps) < 0:
+        return None
+    out = Parsed(first, first + n - 1)
+    others = list(compress(range(n), map(ne, map(_KIND_OF, recs), repeat("train"))))
+    if not others:
+        out.train_steps, out.train_lines = steps, array("q", range(first, first + n))
+        return out
+    numbers = array("q", range(first, first + n))
+    prev = 0
+    for i in others:
+        out.train_steps += steps[prev:i]
+        out.train_lines += numbers[prev:i]
+        prev = i + 1
+        obj = _decode_into(out, first + i, lines[i])
+        if obj is not None:
+            out.others.append((first + i, obj, lines[i]))
+    out.train_steps += steps[prev:]
+    out.train_lines += numbers[prev:]
+    return out
+
+
+def parse_block(block: bytes | memoryview, lines: list[bytes], first: int,
+                columns: bool = True) -> Parsed:
+    """Decode complete lines, given both as one block and split (LineSplitter.feed_block)."""
+    if not columns and lines:
+        lean = _parse_block_steps(block, lines, first)
+        if lean is not None:
+            return lean
+    return parse_lines(lines, first, columns)
+
+
 def apply_parsed(store: RunStore, parsed: Parsed, offset: int = 0) -> None:
     """Apply a parsed batch in line order; runs of train rows that only move forward are
-    appended in bulk, anything that goes back is applied record by record."""
+    appended in bulk, anything that goes back is applied record by record. Line numbers are
+    the batch's plus `offset`, within the store's current segment."""
+    offset += store.line_base
     store.lines = max(store.lines, parsed.last_line + offset)
     for line, reason, raw in parsed.malformed:
         store.add_malformed(line + offset, reason, raw)
@@ -345,13 +486,19 @@ def iter_chunks(path: Path, chunk: int = CHUNK, start: int = 0, stop: int | None
             yield data
 
 
-def load_lines(chunks: Iterable[bytes], store: RunStore | None = None) -> RunStore:
-    """Read a whole log from byte chunks; a torn last line is left pending, not counted."""
+def load_lines(chunks: Iterable[bytes], store: RunStore | None = None, final: bool = False
+               ) -> RunStore:
+    """Read a whole log from byte chunks. A torn last line is left pending, not counted,
+    unless `final` (the file is finished: a rotated segment), when it is read as a line."""
     store = store or RunStore()
     splitter = LineSplitter()
     for data in chunks:
-        lines, first = splitter.feed(data)
-        ingest_lines(store, lines, first)
+        block, lines, first = splitter.feed_block(data)
+        if lines:
+            apply_parsed(store, parse_block(block, lines, first, store.has_columns))
+    if final and splitter.pending:
+        block, lines, first = splitter.feed_block(b"\n")
+        apply_parsed(store, parse_block(block, lines, first, store.has_columns))
     return store
 
 
@@ -359,9 +506,9 @@ def _parse_range(path: str, start: int, stop: int, columns: bool) -> list[Parsed
     """Worker: parse the complete lines in [start, stop), numbered from 1 within the range."""
     splitter, out = LineSplitter(), []
     for data in iter_chunks(Path(path), CHUNK, start, stop):
-        lines, first = splitter.feed(data)
+        block, lines, first = splitter.feed_block(data)
         if lines:
-            out.append(parse_lines(lines, first, columns))
+            out.append(parse_block(block, lines, first, columns))
     return out
 
 
@@ -377,21 +524,57 @@ def _split_points(path: Path, size: int, parts: int) -> list[int]:
     return points
 
 
+def check_regular(path: Path) -> int:
+    """The size of a regular file; InputError for a FIFO, a device, a folder (a read of
+    /dev/zero or a pipe would never end)."""
+    try:
+        st = os.stat(path)
+    except FileNotFoundError:
+        raise InputError(f"{path}: no such log file") from None
+    if not stat.S_ISREG(st.st_mode):
+        raise InputError(f"{path}: not a regular file (expected a log file, not a pipe, "
+                         "device or folder)")
+    return st.st_size
+
+
+def segment_chunks(path: Path, chunk: int = CHUNK) -> Iterator[bytes]:
+    """The bytes of a log segment, decompressed when its name ends in .gz."""
+    if path.suffix != ".gz":
+        yield from iter_chunks(path, chunk)
+        return
+    try:
+        with gzip.open(path, "rb") as fh:
+            while data := fh.read(chunk):
+                yield data
+    except (OSError, EOFError) as exc:  # a truncated or corrupt .gz: say so, keep what was read
+        raise InputError(f"{path}: cannot decompress ({exc})") from None
+
+
 def load_log(path: str | Path, columns: bool = True, workers: int = 1,
-             parallel_min_bytes: int = PARALLEL_MIN_BYTES) -> RunStore:
-    """Read a log file into a RunStore. With workers > 1 a large file is parsed in parallel
-    processes (fork; only from a single-threaded caller such as the CLI)."""
+             parallel_min_bytes: int = PARALLEL_MIN_BYTES, history: bool = False) -> RunStore:
+    """Read a log file into a RunStore. With `history`, its rotated segments are read first
+    (oldest first, .gz too), each a Segment of the store. With workers > 1 a large file is
+    parsed in parallel processes (fork; only from a single-threaded caller such as the CLI)."""
     path = Path(path)
     store = RunStore(has_columns=columns)
-    size = path.stat().st_size
+    older = rotated_segments(path) if history else []
+    for seg in older:
+        check_regular(seg)
+        store.begin_segment(seg.name, "rotated segment")
+        load_lines(segment_chunks(seg), store, final=True)
+    if older:
+        store.begin_segment(path.name, "the live file")
+    _load_file(store, path, columns, workers, parallel_min_bytes)
+    return store
+
+
+def _load_file(store: RunStore, path: Path, columns: bool, workers: int,
+               parallel_min_bytes: int) -> None:
+    size = check_regular(path)
     methods = multiprocessing.get_all_start_methods()
     if workers <= 1 or size < parallel_min_bytes or "fork" not in methods:
-        splitter = LineSplitter()
-        for data in iter_chunks(path):
-            lines, first = splitter.feed(data)
-            if lines:
-                apply_parsed(store, parse_lines(lines, first, columns))
-        return store
+        load_lines(iter_chunks(path), store)
+        return
     # Lines that end before the last newline are complete; a torn tail stays unread.
     with open(path, "rb") as fh:
         fh.seek(max(0, size - CHUNK))
@@ -409,7 +592,6 @@ def load_log(path: str | Path, columns: bool = True, workers: int = 1,
                 apply_parsed(store, parsed, offset)
             if batches:
                 offset += batches[-1].last_line
-    return store
 
 
 def default_workers() -> int:
