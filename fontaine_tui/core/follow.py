@@ -11,10 +11,11 @@ import asyncio
 import ctypes
 import ctypes.util
 import errno
+import hashlib
 import os
 import stat
 import struct
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol, runtime_checkable
@@ -34,10 +35,13 @@ POLL_ONLY = 0.04           # without inotify: ~0.35 % of a core per followed fil
 @dataclass(frozen=True, slots=True)
 class Batch:
     lines: list[bytes]      # complete lines, newline stripped (a CR may remain)
-    first_line: int         # 1-based line number of lines[0] in the current file
-    reset: bool = False     # the file was truncated/replaced: discard everything read before
+    first_line: int         # 1-based line number of lines[0] in the current segment
+    segment: bool = False   # these lines start another file (`name`): a rotated segment read
+                            # first, or the file that took the log's name after a rotation or
+                            # replacement. Keep everything read before; numbers restart at 1.
     note: str = ""          # a status change to show the user
     end_offset: int = 0     # byte offset just past the last complete line
+    name: str = ""          # with `segment`: the file the lines now come from
 
 
 @runtime_checkable
@@ -59,7 +63,9 @@ class LineCutter:
     """Bytes in, complete lines out, with line numbers, byte offsets and a length cap.
 
     An over-long line is dropped as it streams (never held whole) and stands in the output as
-    an empty line, so later line numbers stay right; consumers skip blank lines.
+    an empty line, so later line numbers stay right; consumers skip blank lines. The cutter
+    keeps the sha256 of the file's bytes before `offset`, so a file that took the log's place
+    can be told apart from one that starts with exactly what was read.
     """
 
     def __init__(self, cap: int = LINE_CAP, first_line: int = 1, offset: int = 0) -> None:
@@ -69,6 +75,40 @@ class LineCutter:
         self.tail = b""
         self.skip_bytes = -1          # >= 0 while dropping an over-long line
         self.skipped: list[int] = []  # line numbers of over-long lines
+        self._hash = hashlib.sha256()
+        self._skip_hash = self._hash
+        self._foreign = 0             # leading bytes of `tail` from the previous file
+
+    def digest(self) -> str:
+        return self._hash.hexdigest()
+
+    def resume(self) -> LineCutter:
+        """A cutter at the same line and offset, its torn tail dropped (it is read again)."""
+        other = LineCutter(self.cap, self.next_line, self.offset)
+        other._hash = self._hash.copy()
+        other.skipped = self.skipped
+        return other
+
+    def rebase(self) -> None:
+        """The stream goes on in a new file (a copy-truncate rotation): keep the line count
+        and the torn tail, count offsets and the digest from the new file's first byte."""
+        if self.skip_bytes >= 0:
+            self.offset, self._skip_hash = -self.skip_bytes, hashlib.sha256()
+        else:
+            self.offset, self._foreign = -len(self.tail), len(self.tail)
+        self._hash = hashlib.sha256()
+
+    def flush(self) -> tuple[list[bytes], int]:
+        """The file is finished: its torn last line, if any, as a line of its own."""
+        first = self.next_line
+        if self.skip_bytes >= 0:
+            self.skip_bytes, self.next_line = -1, first + 1
+            return [b""], first
+        if not self.tail:
+            return [], first
+        line, self.tail = self.tail, b""
+        self.next_line += 1
+        return [line], first
 
     def feed(self, data: bytes) -> tuple[list[bytes], int, list[int]]:
         """Returns (lines, number of the first, line numbers skipped in this feed)."""
@@ -79,7 +119,10 @@ class LineCutter:
             nl = data.find(b"\n")
             if nl < 0:
                 self.skip_bytes += len(data)
+                self._skip_hash.update(data)
                 return out, first, skipped
+            self._skip_hash.update(memoryview(data)[: nl + 1])
+            self._hash = self._skip_hash
             out.append(b"")
             self.next_line += 1
             self.offset += self.skip_bytes + nl + 1
@@ -90,6 +133,8 @@ class LineCutter:
         if end < 0:
             self.tail = buf
         else:
+            self._hash.update(memoryview(buf)[self._foreign : end + 1])
+            self._foreign = 0
             lines = buf[:end].split(b"\n")
             self.tail = buf[end + 1 :]
             self.offset += end + 1
@@ -103,6 +148,9 @@ class LineCutter:
         if len(self.tail) > self.cap:
             skipped.append(self.next_line)
             self.skip_bytes = len(self.tail)
+            self._skip_hash = self._hash.copy()
+            self._skip_hash.update(memoryview(self.tail)[self._foreign :])
+            self._foreign = 0
             self.tail = b""
         self.skipped += skipped
         return out, first, skipped
@@ -112,6 +160,18 @@ class LineCutter:
             return ""
         where = ", ".join(map(str, skipped[:5])) + (", ..." if len(skipped) > 5 else "")
         return f"skipped over-long line(s) {where} (longer than {mib(self.cap)})"
+
+
+def prefix_digest(chunks: Iterable[bytes], size: int) -> str | None:
+    """sha256 of the first `size` bytes of a stream; None when it is shorter."""
+    h, left = hashlib.sha256(), size
+    for data in chunks:
+        if left <= 0:
+            break
+        piece = memoryview(data)[:left]
+        h.update(piece)
+        left -= len(piece)
+    return h.hexdigest() if left <= 0 else None
 
 
 # -- wake-ups -----------------------------------------------------------------------------
@@ -251,9 +311,13 @@ class _LocalFile:
         self.head = b""
         self.cutter = LineCutter(cap)
         self.seen: tuple[int, int] | None = None  # (size, mtime_ns) at the last check
+        self.sibling: tuple[int, int] | None = None  # name.1 when the file was opened
 
     def restart(self) -> None:
         self.pos, self.head, self.cutter, self.seen = 0, b"", LineCutter(self.cap), None
+
+    def note_sibling(self) -> None:
+        self.sibling = _ident(self.path.with_name(self.path.name + ".1"))
 
     def close(self) -> None:
         if self.fd >= 0:
@@ -268,7 +332,12 @@ class _LocalFile:
         seen, self.seen = self.seen, (st.st_size, st.st_mtime_ns)
         if seen == self.seen:  # untouched since the last look: skip the head read
             return False
-        return st.st_size < self.pos or self.head_changed()
+        if st.st_size < self.pos or self.head_changed():
+            return True
+        # nothing read yet and empty, but a new name.1 beside it: a copy-truncate came between
+        # two reads (or before the first)
+        return self.pos == 0 and st.st_size == 0 and \
+            _ident(self.path.with_name(self.path.name + ".1")) not in (None, self.sibling)
 
     def read(self, size: int) -> bytes:
         data = os.pread(self.fd, size, self.pos)
@@ -277,9 +346,59 @@ class _LocalFile:
         self.pos += len(data)
         return data
 
+    def chunks(self, start: int = 0) -> Iterator[bytes]:
+        """The open file's bytes from `start`, as it is now."""
+        while data := os.pread(self.fd, CHUNK, start):
+            start += len(data)
+            yield data
+
+    def starts_with_what_was_read(self) -> bool:
+        """Do the open file's first bytes hash to what the cutter consumed?"""
+        offset = self.cutter.offset
+        return offset > 0 and prefix_digest(self.chunks(), offset) == self.cutter.digest()
+
+    def resume_at_offset(self) -> None:
+        """Go on from the last complete line (the torn tail is read again)."""
+        self.cutter = self.cutter.resume()
+        self.pos, self.seen = self.cutter.offset, None
+        self.head = os.pread(self.fd, min(HEAD, self.pos), 0)
+
+
+def _ident(path: Path) -> tuple[int, int] | None:
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return st.st_dev, st.st_ino
+
+
+def _continuation(path: Path, offset: int, digest: str, old: tuple[int, int] | None
+                  ) -> Path | None:
+    """A rotated copy of the followed file (`name.1`, `name.1.gz`) that starts with exactly the
+    bytes read so far: where a copy-truncate rotation put the lines we had not read yet. With
+    nothing read (offset 0) every file qualifies, so only one made since we opened (not `old`)."""
+    from fontaine_tui.core.store import segment_chunks
+
+    for name in (f"{path.name}.1", f"{path.name}.1.gz"):
+        cand = path.with_name(name)
+        if offset == 0 and _ident(cand) == old:
+            continue
+        try:
+            if cand.is_file() and prefix_digest(segment_chunks(cand), offset) == digest:
+                return cand
+        except (OSError, InputError):
+            continue
+    return None
+
 
 class LocalRun:
-    """A run folder on this machine. poll_s=None: 0.25 s with inotify, 0.04 s without."""
+    """A run folder on this machine. poll_s=None: 0.25 s with inotify, 0.04 s without.
+
+    Following the run's log, its rotated segments (train_log.jsonl.2.gz, .1) are read first.
+    A rotation while following loses nothing: a log renamed away is read to its end before the
+    file that took its name (a new segment; nothing read before is dropped); a log truncated
+    by a copy-truncate rotation is finished from the copy, then followed on from its start.
+    """
 
     def __init__(self, folder: str | Path, poll_s: float | None = None, line_cap: int = LINE_CAP,
                  inotify: bool = True, chunk: int = CHUNK, min_gap_s: float = MIN_GAP
@@ -289,7 +408,7 @@ class LocalRun:
         self.label = f"local {self.folder}"
         self.poll_s, self.line_cap, self.inotify, self.chunk = poll_s, line_cap, inotify, chunk
         self.skipped_lines: dict[str, list[int]] = {}
-        self.resets = 0
+        self.segments = 0  # files begun after the first: rotations seen, history read
         self._closed = asyncio.Event()
         self._wakers: set[Waker] = set()
 
@@ -314,16 +433,95 @@ class LocalRun:
             return await asyncio.to_thread(f.read, size)
         return f.read(size)
 
-    async def follow(self, name: str = LOG) -> AsyncIterator[Batch]:
-        """Endless: complete lines of `name` as they are written, until close()."""
+    def _segment(self, name: str, note: str) -> Batch:
+        self.segments += 1
+        return Batch([], 1, True, note, 0, name)
+
+    async def _history(self, path: Path) -> AsyncIterator[Batch]:
+        """The log's rotated segments, oldest first, each a segment ending at its last byte."""
+        from fontaine_tui.core.runfolder import rotated_segments
+        from fontaine_tui.core.store import segment_chunks
+
+        for seg in rotated_segments(path):
+            yield self._segment(seg.name, f"reading rotated segment {seg.name}")
+            cutter = LineCutter(self.line_cap)
+            chunks = segment_chunks(seg, self.chunk)
+            try:
+                while data := await asyncio.to_thread(next, chunks, b""):
+                    lines, first, _ = cutter.feed(data)
+                    if lines:
+                        yield Batch(lines, first, end_offset=cutter.offset)
+            except (OSError, InputError) as exc:
+                yield Batch([], cutter.next_line, note=f"{seg.name}: {exc}")
+            lines, first = cutter.flush()
+            if lines:
+                yield Batch(lines, first, end_offset=cutter.offset)
+
+    async def _drain(self, f: _LocalFile, name: str, note: str = ""
+                     ) -> AsyncIterator[Batch]:
+        """Read the open file to its end now; `note` rides on the first batch."""
+        while not self._closed.is_set():
+            data = await self._read(f)
+            if not data:
+                break
+            lines, first, long = f.cutter.feed(data)
+            if long:
+                self.skipped_lines.setdefault(name, []).extend(long)
+                note = "; ".join(filter(None, (note, f.cutter.skip_note(long))))
+            if lines or note:
+                yield Batch(lines, first, note=note, end_offset=f.cutter.offset)
+                note = ""
+            if len(data) < self.chunk:
+                break
+        if note:
+            yield Batch([], f.cutter.next_line, note=note, end_offset=f.cutter.offset)
+
+    async def _truncated(self, f: _LocalFile, name: str) -> AsyncIterator[Batch]:
+        """The open file now holds less, or other first bytes, than what was read."""
+        if await asyncio.to_thread(f.starts_with_what_was_read):  # only the torn tail changed
+            f.resume_at_offset()
+            return
+        copy = await asyncio.to_thread(_continuation, f.path, f.cutter.offset,
+                                       f.cutter.digest(), f.sibling)
+        if copy is not None:  # copy-truncate: the rest of what we had not read is in the copy
+            from fontaine_tui.core.store import segment_chunks
+
+            chunks = segment_chunks(copy, self.chunk)
+            skip = f.pos
+            note = f"{name} truncated (copy-truncate rotation): the rest read from {copy.name}"
+            while data := await asyncio.to_thread(next, chunks, b""):
+                if skip >= len(data):
+                    skip -= len(data)
+                    continue
+                lines, first, _ = f.cutter.feed(data[skip:])
+                skip = 0
+                if lines or note:
+                    yield Batch(lines, first, note=note, end_offset=f.cutter.offset)
+                    note = ""
+        else:
+            note = f"{name} truncated: following its new content; nothing read before is dropped"
+            yield Batch([], f.cutter.next_line, note=note, end_offset=f.cutter.offset)
+        f.cutter.rebase()
+        f.pos, f.head, f.seen = 0, b"", None
+        f.note_sibling()
+
+    async def follow(self, name: str = LOG, history: bool | None = None) -> AsyncIterator[Batch]:
+        """Endless: complete lines of `name` as they are written, until close(). With
+        `history` (default: for the run's log), its rotated segments come first."""
         path = self.folder / name
         waker = Waker(self.folder, name, self.poll_s, self.inotify)
         self._wakers.add(waker)
         f = _LocalFile(path, self.line_cap)
-        skipped = self.skipped_lines.setdefault(name, [])
-        note, reset, said_waiting, said_gone = "", False, False, False
+        f.note_sibling()  # name.1 as it is now: read as history, or older than this follow
+        note, said_waiting, said_gone, said_renamed = "", False, False, False
         loop, last_read = asyncio.get_running_loop(), 0.0
         try:
+            if history if history is not None else name == LOG:
+                had = self.segments
+                async for batch in self._history(path):
+                    yield batch
+                if self.segments > had:
+                    yield self._segment(name, f"reading {name}")
             while not self._closed.is_set():
                 if f.fd < 0:
                     try:
@@ -344,41 +542,38 @@ class LocalRun:
                         note = note or f"{name} appeared"
                     said_waiting = said_gone = False
                 if f.truncated():
-                    f.restart()
-                    reset, note = True, f"{name} truncated; reading from the start"
-                while not self._closed.is_set():
-                    data = await self._read(f)
-                    if not data:
-                        break
-                    if f.head_changed():  # rewritten under us while we read: start over
-                        f.restart()
-                        reset, note = True, f"{name} truncated; reading from the start"
-                        continue
-                    lines, first, long = f.cutter.feed(data)
-                    if long:
-                        skipped += long
-                        note = "; ".join(filter(None, (note, f.cutter.skip_note(long))))
-                    if lines or note or reset:
-                        yield self._batch(f, lines, first, reset, note)
-                        reset, note = False, ""
-                    if len(data) < self.chunk:
-                        break
+                    async for batch in self._truncated(f, name):
+                        yield batch
+                before = f.pos
+                async for batch in self._drain(f, name, note):
+                    yield batch
+                note = ""
+                if f.pos != before and f.head_changed():  # rewritten under us while we read
+                    async for batch in self._truncated(f, name):
+                        yield batch
+                    continue
                 try:
                     st = os.stat(path)
                 except FileNotFoundError:
                     st = None
                     if not said_gone:
                         said_gone = True
-                        note = f"{name} removed; waiting for it to reappear"
+                        yield Batch([], f.cutter.next_line,
+                                    note=f"{name} removed; waiting for it to reappear",
+                                    end_offset=f.cutter.offset)
                 if st is not None and (st.st_dev, st.st_ino) != f.ident:
-                    # replaced or rotated: the old file was read to EOF above, now switch
-                    f.close()
-                    f.restart()
-                    reset, note = True, f"{name} replaced; reading from the start"
-                    continue
-                if reset or note:
-                    yield self._batch(f, [], f.cutter.next_line, reset, note)
-                    reset, note = False, ""
+                    if st.st_size == 0:  # renamed, its successor still empty: the writer may
+                        if not said_renamed:  # still be writing to the old file
+                            said_renamed = True
+                            yield Batch([], f.cutter.next_line, note=(
+                                f"{name} was renamed; reading the old file until the new one "
+                                "has data"), end_offset=f.cutter.offset)
+                    else:
+                        async for batch in self._switch(f, name):
+                            yield batch
+                        waker.track(path)
+                        said_renamed = False
+                        continue
                 await waker.wait()
                 # one wake-up per line is most of the CPU at 100 lines/s; a slow run still
                 # gets each line at once, a fast one in batches a few lines long
@@ -391,11 +586,34 @@ class LocalRun:
             waker.close()
             self._wakers.discard(waker)
 
-    def _batch(self, f: _LocalFile, lines: list[bytes], first: int, reset: bool,
-               note: str) -> Batch:
-        if reset:
-            self.resets += 1
-        return Batch(lines, first, reset, note, f.cutter.offset)
+    async def _switch(self, f: _LocalFile, name: str) -> AsyncIterator[Batch]:
+        """Another file has the log's name: finish the old one, then take the new one, as a
+        continuation when it starts with what was read, else as a new segment."""
+        async for batch in self._drain(f, name):
+            yield batch
+        old = f.fd
+        try:
+            opened = _open(f.path)
+        except OSError:
+            opened = None
+        if opened is None:  # gone again: keep the old file, look later
+            return
+        f.fd, f.ident = opened
+        f.note_sibling()
+        if await asyncio.to_thread(f.starts_with_what_was_read):
+            os.close(old)
+            f.resume_at_offset()
+            yield Batch([], f.cutter.next_line, note=(
+                f"{name} was replaced by a file with the same content; continuing"),
+                end_offset=f.cutter.offset)
+            return
+        os.close(old)
+        lines, first = f.cutter.flush()
+        if lines:  # the old file's torn last line: it will never be finished
+            yield Batch(lines, first, end_offset=f.cutter.offset)
+        f.restart()
+        yield self._segment(name, f"{name} was rotated or replaced: reading the new file "
+                                  "(everything read before is kept)")
 
 
 def open_source(target: str, ssh_options: tuple[str, ...] = ()) -> RunSource:

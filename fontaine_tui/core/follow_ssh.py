@@ -4,7 +4,7 @@ One master connection per source (ControlMaster in a private folder) carries the
 tail, small-file reads and telemetry commands. The user's ~/.ssh/config, agent and
 ProxyJump apply. Each (re)connect sends the remote shell one script that checks the file's
 device:inode, size and first-bytes hash against what we had, then streams it with
-`tail -c +N -F`; the tail is killed when the channel's stdin closes, so a cut leaves no orphan.
+`tail -c +N -f`; the tail is killed when the channel's stdin closes, so a cut leaves no orphan.
 """
 
 from __future__ import annotations
@@ -24,21 +24,55 @@ from fontaine_tui.core.follow import CHUNK, HEAD, LINE_CAP, MIN_GAP, Batch, Line
 from fontaine_tui.core.runfolder import LOG
 from fontaine_tui.core.target import SshTarget
 
-# $1 folder, $2 file, $3 offset, $4 device:inode we had, $5 head length, $6 head sha256
+# $1 folder, $2 file, $3 offset (past the last complete line read), $4 device:inode we had,
+# $5 head length, $6 head sha256, $7 sha256 of all $3 bytes read.
+# Answers "@fontaine ok ID START MODE" and streams from START. MODE: resume (the same file),
+# same (another file with exactly what was read), continue (the file was truncated: its new
+# content goes on from the old), segment (another file took the name), fresh (nothing read
+# yet). Before that, "@fontaine rest N" and N bytes: the rest of the file we were reading, found
+# rotated to $2.1 (renamed away, or copied by a copy-truncate rotation).
 FOLLOW_SCRIPT = r"""
 cd -- "$1" 2>/dev/null || { if [ -e "$1" ]; then echo "@fontaine denied"; else echo "@fontaine norun"; fi; exit 0; }
 [ -e "$2" ] || { echo "@fontaine absent"; exit 0; }
 [ -r "$2" ] || { echo "@fontaine denied"; exit 0; }
 id=$(stat -L -c %d:%i -- "$2") && size=$(stat -L -c %s -- "$2") || exit 1
-start=0
-if [ "$id" = "$4" ] && [ "$size" -ge "$3" ]; then
-  sum=$(head -c "$5" -- "$2" | sha256sum) && [ "${sum%% *}" = "$6" ] && start=$3
+starts() { s=$(head -c "$2" -- "$1" | sha256sum) && [ "${s%% *}" = "$3" ]; }
+start=0 mode=fresh
+if [ "$3" -gt 0 ]; then
+  if [ "$id" = "$4" ] && [ "$size" -ge "$3" ] && starts "$2" "$5" "$6"; then
+    start=$3 mode=resume
+  elif [ "$size" -ge "$3" ] && starts "$2" "$3" "$7"; then
+    start=$3 mode=same
+  else
+    r="$2.1"
+    if [ -f "$r" ] && [ -r "$r" ]; then
+      rid=$(stat -L -c %d:%i -- "$r") && rsize=$(stat -L -c %s -- "$r") || rsize=0
+      if [ "$rsize" -ge "$3" ] && { [ "$rid" = "$4" ] || starts "$r" "$3" "$7"; }; then
+        echo "@fontaine rest $((rsize - $3))"
+        tail -c +$(($3 + 1)) -- "$r" | head -c $((rsize - $3))
+      fi
+    fi
+    if [ "$id" = "$4" ]; then mode=continue; else mode=segment; fi
+  fi
 fi
-echo "@fontaine ok $id $start"
-tail -c +$((start + 1)) -F -s 1 --pid=$$ -- "$2" &
+echo "@fontaine ok $id $start $mode"
+tail -c +$((start + 1)) -f -s 1 --pid=$$ -- "$2" &
 t=$!
+while sleep 1; do
+  now=$(stat -L -c %d:%i -- "$2" 2>/dev/null) || continue
+  [ "$now" = "$id" ] && continue
+  [ "$(stat -L -c %s -- "$2" 2>/dev/null || echo 0)" -gt 0 ] && { echo "@fontaine moved" >&2; break; }
+done &
+w=$!
 cat >/dev/null
-kill "$t" 2>/dev/null
+kill "$t" "$w" 2>/dev/null
+"""
+
+# $1 folder, $2 file: the names of its rotated segments beside it, one per line
+LIST_SCRIPT = r"""
+cd -- "$1" 2>/dev/null || exit 0
+for f in "$2".*; do [ -f "$f" ] && printf '%s\n' "$f"; done
+exit 0
 """
 
 # $1 folder, $2 file: exit 3 no such folder, 4 no such file, 5 unreadable
@@ -50,9 +84,10 @@ cd -- "$1" 2>/dev/null || exit 5
 exec cat -- "$2"
 """
 
-# tail -F tells us on stderr when the file under the name changed; we reconnect and let the
-# header check decide between resume and reset.
-_TAIL_CHANGE = re.compile(rb"truncated|replaced|inaccessible|appeared|no longer|cannot open")
+# tail follows the open file (-f: never another file's bytes in this stream); it says on
+# stderr when that file was truncated, and the script's watch loop when another file with data
+# has the name. Either way we reconnect and let the header check decide what the change was.
+_TAIL_CHANGE = re.compile(rb"truncated|@fontaine moved")
 _UNREACHABLE = ("could not resolve hostname", "name or service not known", "connection refused",
                 "connection timed out", "no route to host", "network is unreachable",
                 "operation timed out", "connection reset", "connection closed by",
@@ -215,13 +250,51 @@ class SshRun:
 
     # -- following ----------------------------------------------------------------------
 
-    async def follow(self, name: str = LOG) -> AsyncIterator[Batch]:
-        """Endless: complete lines of `name`; survives cuts, resumes at the last full line."""
+    async def _history(self, name: str) -> AsyncIterator[Batch]:
+        """The log's rotated segments on the remote host, oldest first (.gz unpacked here)."""
+        import gzip
+
+        from fontaine_tui.core.runfolder import ROTATED
+
+        rc, out, _ = await self._exec(remote_command(LIST_SCRIPT, self.target.path, name))
+        found: dict[int, str] = {}
+        for raw in out.decode("utf-8", "replace").splitlines():
+            m = ROTATED.fullmatch(raw, len(name)) if raw.startswith(name) else None
+            if m is not None and (int(m.group(1)) not in found or not m.group(2)):
+                found[int(m.group(1))] = raw
+        for n in sorted(found, reverse=True):
+            seg = found[n]
+            yield Batch([], 1, True, f"reading rotated segment {seg}", 0, seg)
+            data = await self.read_bytes(seg) or b""
+            if seg.endswith(".gz"):
+                try:
+                    data = gzip.decompress(data)
+                except (OSError, EOFError) as exc:
+                    yield Batch([], 1, note=f"{seg}: cannot decompress ({exc})")
+                    continue
+            cutter = LineCutter(self.line_cap)
+            lines, first, _ = cutter.feed(data)
+            more, _ = cutter.flush()
+            if lines or more:
+                yield Batch(lines + more, first, end_offset=len(data))
+        if found:
+            yield Batch([], 1, True, f"reading {name}", 0, name)
+
+    async def follow(self, name: str = LOG, history: bool | None = None
+                     ) -> AsyncIterator[Batch]:
+        """Endless: complete lines of `name`; survives cuts, resumes at the last full line.
+        With `history` (default: for the run's log), its rotated segments come first."""
         cutter = LineCutter(self.line_cap)
         ident, head = "-", b""
         delay = self.backoff[0]
         waiting = False
         skipped = self.skipped_lines.setdefault(name, [])
+        if history if history is not None else name == LOG:
+            try:
+                async for batch in self._history(name):
+                    yield batch
+            except SshError as exc:
+                yield Batch([], 1, note=f"rotated segments not read ({exc})")
         while not self._closed:
             note, error = "", ""
             proc = None
@@ -230,29 +303,46 @@ class SshRun:
                 proc = await asyncio.create_subprocess_exec(
                     *self.argv(remote_command(
                         FOLLOW_SCRIPT, self.target.path, name, str(cutter.offset), ident,
-                        str(len(head)), hashlib.sha256(head).hexdigest())),
+                        str(len(head)), hashlib.sha256(head).hexdigest(), cutter.digest())),
                     stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
                     stderr=asyncio.subprocess.PIPE, limit=CHUNK)
                 self._procs.add(proc)
                 header = await asyncio.wait_for(self._header(proc), self.connect_timeout + 20)
-                if header[:2] == [b"@fontaine", b"ok"] and len(header) == 4:
-                    new_ident, start = header[2].decode(), int(header[3])
-                    reset = start != cutter.offset and (cutter.offset > 0 or ident != "-")
-                    if start != cutter.offset:
-                        cutter, head = LineCutter(self.line_cap), b""
-                    else:  # resume: the torn tail will be sent again
-                        cutter = LineCutter(self.line_cap, cutter.next_line, cutter.offset)
+                if header[:2] == [b"@fontaine", b"rest"] and len(header) == 3:
+                    cutter = cutter.resume()
+                    async for batch in self._rest(proc, cutter, int(header[2]), name):
+                        yield batch
+                    header = await asyncio.wait_for(self._header(proc),
+                                                    self.connect_timeout + 20)
+                if header[:2] == [b"@fontaine", b"ok"] and len(header) == 5:
+                    new_ident, start, mode = header[2].decode(), int(header[3]), header[4]
+                    if mode in (b"resume", b"same", b"fresh"):  # the torn tail comes again
+                        cutter = cutter.resume()
                         head = head[: cutter.offset]
-                    if reset:
+                        if mode == b"same":
+                            note = f"{name} was replaced by a file with the same content"
+                    elif mode == b"continue":
+                        cutter.rebase()
+                        head = b""
                         self.resets += 1
-                        note = f"{name} replaced or truncated; reading from the start"
-                    elif self.reconnects or waiting:
+                        note = (f"{name} truncated: following its new content; nothing read "
+                                "before is dropped")
+                    else:  # another file took the name: finish the old one's torn line
+                        lines, first = cutter.flush()
+                        if lines:
+                            yield Batch(lines, first, end_offset=cutter.offset)
+                        cutter, head = LineCutter(self.line_cap), b""
+                        self.resets += 1
+                        yield Batch([], 1, True, f"{name} was rotated or replaced: reading the "
+                                    "new file (everything read before is kept)", 0, name)
+                    if not note and (self.reconnects or waiting) and mode != b"segment":
                         note = "connected" if not waiting else f"{name} appeared"
                     ident, waiting, delay = new_ident, False, self.backoff[0]
                     said: list[bytes] = []
                     watcher = asyncio.create_task(self._watch_stderr(proc, said))
                     try:
-                        async for batch in self._stream(proc, cutter, head, skipped, reset, note):
+                        async for batch in self._stream(proc, cutter, head, start, skipped,
+                                                        note):
                             head = batch[1]
                             yield batch[0]
                     finally:
@@ -282,7 +372,7 @@ class SshRun:
                         + err.decode("utf-8", "replace").strip()[:160])
             except SshError as exc:
                 error = str(exc)
-            except asyncio.TimeoutError:
+            except (asyncio.TimeoutError, asyncio.IncompleteReadError):
                 error = "no answer from the remote shell"
             finally:
                 if proc is not None:
@@ -294,6 +384,18 @@ class SshRun:
                         end_offset=cutter.offset)
             await self._pause(delay)
             delay = min(delay * 2, self.backoff[1])
+
+    async def _rest(self, proc: asyncio.subprocess.Process, cutter: LineCutter, size: int,
+                    name: str) -> AsyncIterator[Batch]:
+        """The rest of the file we were reading, sent from its rotated copy."""
+        note = f"{name} was rotated: the rest read from {name}.1"
+        while size > 0:
+            data = await proc.stdout.readexactly(min(CHUNK, size))
+            size -= len(data)
+            lines, first, _ = cutter.feed(data)
+            if lines or note:
+                yield Batch(lines, first, note=note, end_offset=cutter.offset)
+                note = ""
 
     async def _pause(self, seconds: float) -> None:
         """Sleep between attempts, but wake at once on close()."""
@@ -310,12 +412,11 @@ class SshRun:
         return []
 
     async def _stream(self, proc: asyncio.subprocess.Process, cutter: LineCutter, head: bytes,
-                      skipped: list[int], reset: bool, note: str
+                      pos: int, skipped: list[int], note: str
                       ) -> AsyncIterator[tuple[Batch, bytes]]:
-        pos = cutter.offset
-        if reset or note:
-            yield Batch([], cutter.next_line, reset, note, cutter.offset), head
-            reset, note = False, ""
+        if note:
+            yield Batch([], cutter.next_line, False, note, cutter.offset), head
+            note = ""
         loop, last = asyncio.get_running_loop(), 0.0
         while True:
             rest = last + self.min_gap_s - loop.time()
@@ -337,7 +438,7 @@ class SshRun:
                 note = ""
 
     async def _watch_stderr(self, proc: asyncio.subprocess.Process, said: list[bytes]) -> bool:
-        """tail -F reports a replaced or truncated file on stderr: reconnect to re-check it."""
+        """tail reports a truncated file, the watch loop a moved one: reconnect to re-check."""
         while line := await proc.stderr.readline():
             said.append(line)
             if _TAIL_CHANGE.search(line):

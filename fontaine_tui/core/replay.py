@@ -13,7 +13,8 @@ from pathlib import Path
 
 from fontaine_tui.core.errors import InputError
 from fontaine_tui.core.follow import CHUNK, LINE_CAP, Batch, LineCutter
-from fontaine_tui.core.runfolder import LOG
+from fontaine_tui.core.runfolder import LOG, rotated_segments
+from fontaine_tui.core.store import segment_chunks
 
 _TIME = re.compile(rb'"time"\s*:\s*(-?[0-9][0-9.eE+-]*)')
 
@@ -53,20 +54,33 @@ class ReplayRun:
         self._closed.set()
 
     async def _chunks(self, path: Path) -> AsyncIterator[bytes]:
-        with open(path, "rb") as fh:
-            while not self._closed.is_set():
-                data = await asyncio.to_thread(fh.read, self.chunk)
-                if not data:
-                    return
-                yield data
+        chunks = segment_chunks(path, self.chunk)
+        while not self._closed.is_set():
+            data = await asyncio.to_thread(next, chunks, b"")
+            if not data:
+                return
+            yield data
 
     async def follow(self, name: str = LOG) -> AsyncIterator[Batch]:
+        """The log's rotated segments (oldest first), then the log, each a segment."""
         path = self.log if name in (LOG, self.log.name) else self.log.parent / name
         if not path.is_file():
             return
+        clock = _Pacer(self.speed) if self.speed and path == self.log else None
+        files = [*rotated_segments(path), path] if path == self.log else [path]
+        for k, part in enumerate(files):
+            if len(files) > 1:
+                yield Batch([], 1, True, f"replaying {part.name}", 0, part.name)
+            async for batch in self._replay(part, name, clock, final=k < len(files) - 1):
+                yield batch
+            if self._closed.is_set():
+                return
+        yield Batch([], 1, note=f"end of replay ({path.name})")
+
+    async def _replay(self, path: Path, name: str, clock: _Pacer | None, final: bool
+                      ) -> AsyncIterator[Batch]:
         cutter = LineCutter(self.line_cap)
         skipped = self.skipped_lines.setdefault(name, [])
-        clock = _Pacer(self.speed) if self.speed and path == self.log else None
         async for data in self._chunks(path):
             lines, first, long = cutter.feed(data)
             skipped += long
@@ -86,9 +100,10 @@ class ReplayRun:
                     if await self._sleep(wait):
                         return
             yield Batch(lines[start:], first + start, False, note, cutter.offset)
-        if not self._closed.is_set():
-            yield Batch([], cutter.next_line, note=f"end of replay ({path.name})",
-                        end_offset=cutter.offset)
+        if final:  # a rotated segment is finished: its torn last line is a line
+            lines, first = cutter.flush()
+            if lines:
+                yield Batch(lines, first, end_offset=cutter.offset)
 
     async def _sleep(self, seconds: float) -> bool:
         """Sleep, or wake early on close(); True if closed."""

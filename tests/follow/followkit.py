@@ -26,30 +26,33 @@ def event_line(step: int, event: str, detail: str = "") -> bytes:
 
 
 class Collector:
-    """What the consumer holds: lines (number, bytes) and records since the last reset."""
+    """What the consumer holds, as the console holds it: every line and record delivered
+    (a new segment keeps them all), each line with its segment and number in it."""
 
     def __init__(self, source: RunSource, name: str = "train_log.jsonl") -> None:
         self.source, self.name = source, name
         self.store = RunStore()
         self.lines: list[tuple[int, bytes]] = []
+        self.segment_of: list[int] = []   # for each of self.lines: how many segments began before
         self.records: list[object] = []
         self.batches: list[Batch] = []
         self.notes: list[str] = []
-        self.history: list[object] = []   # every record step delivered, "RESET" at each reset
-        self.resets = 0
+        self.history: list[object] = []   # every record step delivered, ("SEGMENT", name) at each
+        self.segments = 0
         self.task: asyncio.Task | None = None
 
     async def _run(self) -> None:
         async for batch in self.source.follow(self.name):
             self.batches.append(batch)
-            if batch.reset:
-                self.resets += 1
-                self.history.append("RESET")
-                self.store, self.lines, self.records = RunStore(), [], []
+            if batch.segment:
+                self.segments += 1
+                self.history.append(("SEGMENT", batch.name))
+                self.store.begin_segment(batch.name, batch.note)
             if batch.note:
                 self.notes.append(batch.note)
             for i, raw in enumerate(batch.lines):
                 self.lines.append((batch.first_line + i, raw))
+                self.segment_of.append(self.segments)
                 if raw.strip():
                     rec = self.store.add_line(raw, batch.first_line + i)
                     if rec is not None:
@@ -79,6 +82,15 @@ class Collector:
     @property
     def texts(self) -> list[bytes]:
         return [raw for _, raw in self.lines if raw.strip()]
+
+    def numbering_ok(self) -> bool:
+        """Within each segment, lines are numbered 1, 2, 3, ... (none lost, none doubled)."""
+        expect: dict[int, int] = {}
+        for (n, _), seg in zip(self.lines, self.segment_of, strict=True):
+            if n != expect.get(seg, 1):
+                return False
+            expect[seg] = n + 1
+        return True
 
     async def until(self, pred: Callable[[], bool], timeout: float = 5.0) -> None:
         deadline = time.monotonic() + timeout

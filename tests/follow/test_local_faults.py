@@ -12,7 +12,7 @@ import math
 import os
 import time
 
-from fontaine_tui.core.follow import LINE_CAP
+from fontaine_tui.core.follow import LINE_CAP, LocalRun
 from tests.follow.followkit import Collector, append, event_line, train_line
 
 LOG = "train_log.jsonl"
@@ -22,19 +22,18 @@ def lines_of(steps) -> bytes:
     return b"".join(train_line(s) for s in steps)
 
 
-async def test_truncate_to_zero_then_shorter_content(tmp_path, make_local):
+async def test_truncate_to_zero_then_shorter_content_keeps_what_was_read(tmp_path, make_local):
     log = tmp_path / LOG
     append(log, lines_of(range(1, 6)))
     c = Collector(make_local(tmp_path)).start()
     await c.until(lambda: c.steps == [1, 2, 3, 4, 5])
     os.truncate(log, 0)
-    await c.until(lambda: c.resets == 1)
+    await c.until(lambda: any("truncated" in n for n in c.notes))
     append(log, lines_of([6, 7]))
-    await c.until(lambda: c.steps == [6, 7])
+    await c.until(lambda: c.steps == [1, 2, 3, 4, 5, 6, 7])
     await c.quiet()
-    assert c.history == [1, 2, 3, 4, 5, "RESET", 6, 7]
-    assert [n for n, _ in c.lines] == [1, 2]
-    assert any("truncated" in n for n in c.notes)
+    assert c.history == [1, 2, 3, 4, 5, 6, 7] and c.segments == 0
+    assert [n for n, _ in c.lines] == list(range(1, 8))  # one stream, numbered on
     await c.stop()
 
 
@@ -49,10 +48,9 @@ async def test_truncate_and_refill_past_old_size(tmp_path, make_local):
         f.truncate(0)
         f.write(lines_of(range(100, 120)))
     assert log.stat().st_size > old_size
-    await c.until(lambda: c.steps == list(range(100, 120)))
+    await c.until(lambda: c.steps == [1, 2, 3, *range(100, 120)])
     await c.quiet()
-    assert c.history == [1, 2, 3, "RESET", *range(100, 120)]
-    assert [n for n, _ in c.lines] == list(range(1, 21))
+    assert c.numbering_ok() and len(c.lines) == 23
     await c.stop()
 
 
@@ -66,10 +64,127 @@ async def test_rename_and_recreate_finishes_the_old_file_first(tmp_path, make_lo
     os.write(old, lines_of([6, 7]))  # the writer still finishes its old file
     os.close(old)
     append(log, lines_of([8, 9, 10]))
-    await c.until(lambda: c.steps == [8, 9, 10])
+    await c.until(lambda: c.steps == list(range(1, 11)))
     await c.quiet()
-    assert c.history == [1, 2, 3, 4, 5, 6, 7, "RESET", 8, 9, 10]
-    assert any("replaced" in n for n in c.notes)
+    assert c.history == [1, 2, 3, 4, 5, 6, 7, ("SEGMENT", LOG), 8, 9, 10]
+    assert [n for n, _ in c.lines] == [1, 2, 3, 4, 5, 6, 7, 1, 2, 3]
+    assert any("rotated or replaced" in n for n in c.notes)
+    assert [g.name for g in c.store.segments] == [LOG]
+    await c.stop()
+
+
+async def test_renamed_log_keeps_being_read_until_its_successor_has_data(tmp_path, make_local):
+    """A writer that does not reopen its log goes on writing to the renamed file."""
+    log = tmp_path / LOG
+    fd = os.open(log, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+    os.write(fd, lines_of([1, 2]))
+    c = Collector(make_local(tmp_path)).start()
+    await c.until(lambda: c.steps == [1, 2])
+    os.rename(log, tmp_path / (LOG + ".1"))
+    log.touch()  # logrotate's `create`: an empty file under the old name
+    os.write(fd, lines_of([3, 4]))
+    await c.until(lambda: c.steps == [1, 2, 3, 4])
+    assert c.segments == 0
+    os.write(fd, lines_of([5]))
+    os.close(fd)
+    append(log, lines_of([6]))
+    await c.until(lambda: c.steps == [1, 2, 3, 4, 5, 6])
+    assert c.history[-2:] == [("SEGMENT", LOG), 6]
+    await c.stop()
+
+
+async def test_torn_write_across_a_rename_is_one_malformed_line(tmp_path, make_local):
+    log = tmp_path / LOG
+    fd = os.open(log, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+    os.write(fd, lines_of([1, 2]) + train_line(3)[:25])  # killed mid-line
+    os.close(fd)
+    c = Collector(make_local(tmp_path)).start()
+    await c.until(lambda: c.steps == [1, 2])
+    os.rename(log, tmp_path / (LOG + ".1"))
+    append(log, train_line(3)[25:] + lines_of([4]))  # a new writer; the first bytes are torn too
+    await c.until(lambda: c.steps == [1, 2, 4])
+    await c.quiet()
+    assert c.store.malformed_count == 2  # the cut line in the old file, its end in the new
+    assert [c.store.where(m.line) for m in c.store.malformed] == [
+        "line 3", "train_log.jsonl line 1"]
+    assert c.numbering_ok()
+    await c.stop()
+
+
+async def test_copy_truncate_rotation_loses_and_doubles_nothing(tmp_path, make_local):
+    import shutil
+
+    log = tmp_path / LOG
+    fd = os.open(log, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+    os.write(fd, lines_of(range(1, 4)))
+    c = Collector(LocalRun(tmp_path, poll_s=30, inotify=False)).start()  # reads only when
+    await c.until(lambda: c.steps == [1, 2, 3], timeout=40)             # woken
+    os.write(fd, lines_of([4, 5]) + train_line(6)[:30])  # not read yet: the copy holds it
+    shutil.copyfile(log, tmp_path / (LOG + ".1"))          # logrotate copytruncate
+    os.ftruncate(fd, 0)
+    os.write(fd, train_line(6)[30:] + lines_of([7]))       # the writer goes on mid-line
+    for w in list(c.source._wakers):
+        w._event.set()
+    await c.until(lambda: c.steps == list(range(1, 8)))
+    await c.quiet()
+    assert c.store.malformed_count == 0 and c.segments == 0
+    assert any("copy-truncate" in n and ".1" in n for n in c.notes)
+    assert [n for n, _ in c.lines] == list(range(1, 8))
+    os.close(fd)
+    await c.stop()
+
+
+async def test_copy_truncate_before_the_first_read_is_found_in_the_copy(tmp_path):
+    import shutil
+
+    log = tmp_path / LOG
+    fd = os.open(log, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+    c = Collector(LocalRun(tmp_path, poll_s=30, inotify=False)).start()
+    await c.until(lambda: c.source._wakers, timeout=5)
+    await asyncio.sleep(0.05)  # the follower has the empty log open
+    os.write(fd, lines_of([1, 2]))
+    shutil.copyfile(log, tmp_path / (LOG + ".1"))
+    os.ftruncate(fd, 0)  # the log is empty again, as when the follower opened it
+    for w in list(c.source._wakers):
+        w._event.set()
+    await c.until(lambda: c.steps == [1, 2])
+    os.write(fd, lines_of([3]))
+    for w in list(c.source._wakers):
+        w._event.set()
+    await c.until(lambda: c.steps == [1, 2, 3])
+    os.close(fd)
+    await c.stop()
+
+
+async def test_a_rewrite_with_the_same_content_reads_the_same(tmp_path, make_local):
+    log = tmp_path / LOG
+    append(log, lines_of(range(1, 6)))
+    c = Collector(make_local(tmp_path)).start()
+    await c.until(lambda: c.steps == [1, 2, 3, 4, 5])
+    copy = tmp_path / "copy.tmp"
+    copy.write_bytes(log.read_bytes() + lines_of([6]))
+    os.replace(copy, log)  # an editor's or a sync tool's save: a new inode, same first bytes
+    await c.until(lambda: c.steps == [1, 2, 3, 4, 5, 6])
+    await c.quiet()
+    assert c.segments == 0 and c.store.repeats == 0
+    assert any("same content" in n for n in c.notes)
+    await c.stop()
+
+
+async def test_rotated_segments_are_read_first(tmp_path, make_local):
+    import gzip
+
+    (tmp_path / (LOG + ".2.gz")).write_bytes(gzip.compress(lines_of([1, 2])))
+    (tmp_path / (LOG + ".1")).write_bytes(lines_of([3]) + train_line(4)[:20])  # torn tail
+    append(tmp_path / LOG, lines_of([5, 6]))
+    c = Collector(make_local(tmp_path)).start()
+    await c.until(lambda: c.steps == [1, 2, 3, 5, 6])
+    await c.quiet()
+    assert [h for h in c.history if isinstance(h, tuple)] == [
+        ("SEGMENT", LOG + ".2.gz"), ("SEGMENT", LOG + ".1"), ("SEGMENT", LOG)]
+    assert c.store.malformed_count == 1
+    assert c.store.where(c.store.malformed[0].line) == "train_log.jsonl.1 line 2"
+    assert c.numbering_ok()
     await c.stop()
 
 
@@ -81,10 +196,10 @@ async def test_delete_then_recreate(tmp_path, make_local):
     log.unlink()
     await c.until(lambda: any("removed" in n for n in c.notes))
     append(log, lines_of([1, 2]))
-    await c.until(lambda: c.resets == 1 and c.steps == [1, 2])
+    await c.until(lambda: c.segments == 1 and len(c.lines) == 7)
     await c.quiet()
-    assert c.history == [1, 2, 3, 4, 5, "RESET", 1, 2]
-    assert [n for n, _ in c.lines] == [1, 2]
+    assert c.history == [1, 2, 3, 4, 5, ("SEGMENT", LOG), 1, 2]
+    assert [n for n, _ in c.lines] == [1, 2, 3, 4, 5, 1, 2]
     await c.stop()
 
 
@@ -99,7 +214,7 @@ async def test_late_appearance_of_file_and_folder(tmp_path, make_local):
     await c.until(lambda: c.steps == [1, 2, 3], timeout=5)
     await c.quiet()
     assert c.history == [1, 2, 3]
-    assert c.resets == 0
+    assert c.segments == 0
     await c.stop()
 
 
