@@ -127,7 +127,8 @@ class PlainWatch:
 def finish(watch: PlainWatch, registry: Registry, host: str, info: ExitInfo) -> int:
     """Record the exit, write verdict.json, print the final read."""
     folder = watch.folder
-    store = load_log(folder.log) if folder.log.exists() else RunStore()  # the whole log, re-read
+    # the whole log, re-read, with its rotated segments
+    store = load_log(folder.log, history=True) if folder.log.exists() else RunStore()
     last = max(info.last_step, store.last_step)
     complete = info.status == "finished" and last >= int(watch.preset.recipe["steps"])
     status = info.status if complete or info.status != "finished" else "exited"

@@ -77,8 +77,8 @@ async def plain(source, preset, until_end: bool = False, out=None) -> int:
     say(f"following {literal(source.label)}")
     try:
         async for batch in source.follow():
-            if batch.reset:
-                store = RunStore()
+            if batch.segment:
+                store.begin_segment(batch.name, batch.note)
             if batch.note:
                 say(f"-- {literal(batch.note)}")
             ended = False

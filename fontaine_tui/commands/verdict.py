@@ -35,12 +35,23 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def _preset_for(args: argparse.Namespace, folder: runfolder.RunFolder | None):
+    """A run folder's frozen pre-registration is the authority: a --preset that differs from
+    it (beyond the machinery-only [platform] knobs) is refused, naming the keys."""
+    if folder is not None and folder.prereg.exists():
+        from fontaine_tui.core.prereg import compare, read_prereg
+
+        prereg = read_prereg(folder)
+        frozen = prereg.frozen_preset(str(folder.prereg))
+        if args.preset:
+            change = compare(prereg, load_preset(args.preset))
+            if change is not None and change.math_changed:
+                raise InputError(
+                    f"--preset {args.preset}: differs from the run's frozen pre-registration "
+                    f"({folder.prereg}): {change.detail}; a run folder is read with the bounds "
+                    "frozen at launch (leave out --preset)")
+        return frozen
     if args.preset:
         return load_preset(args.preset)
-    if folder is not None and folder.prereg.exists():
-        from fontaine_tui.core.prereg import read_prereg
-
-        return read_prereg(folder).frozen_preset(str(folder.prereg))
     raise InputError("--preset: expected a preset name or path (no prereg.json beside the log)")
 
 
@@ -56,7 +67,9 @@ def run(args: argparse.Namespace) -> int:
     log_path, folder = runfolder.locate_log(args.log)
     preset = _preset_for(args, folder)
     try:
-        store = load_log(log_path, columns=False, workers=default_workers())
+        # a run folder's log is read with its rotated segments (train_log.jsonl.1, .2.gz, ...)
+        store = load_log(log_path, columns=False, workers=default_workers(),
+                         history=folder is not None)
     except OSError as exc:
         raise InputError(f"{log_path}: cannot read ({exc.strerror})") from None
     if args.at_step is not None and args.at_step not in store.probes:

@@ -46,6 +46,13 @@ class BoundsChange:
     sections: tuple[str, ...]  # top-level preset sections that differ
     frozen_sha256: str
     current_sha256: str
+    keys: tuple[str, ...] = ()  # each differing leaf: "verdict.healthy_max: frozen 0.3, given 0.7"
+
+    @property
+    def detail(self) -> str:
+        """The differing keys (the first few), for one line."""
+        shown = "; ".join(self.keys[:4]) + ("; ..." if len(self.keys) > 4 else "")
+        return shown or ", ".join(self.sections)
 
     @property
     def math_changed(self) -> bool:
@@ -149,4 +156,30 @@ def compare(prereg: Prereg, preset: Preset) -> BoundsChange | None:
         return None
     now, then = json.loads(canonical_bytes(preset.canonical)), dict(prereg.preset)
     sections = tuple(sorted(k for k in set(now) | set(then) if now.get(k) != then.get(k)))
-    return BoundsChange(sections or ("?",), prereg.preset_sha256, preset.sha256)
+    keys = tuple(_leaf_differences(json.loads(canonical_bytes(then)), now))
+    return BoundsChange(sections or ("?",), prereg.preset_sha256, preset.sha256, keys)
+
+
+_ABSENT = object()
+
+
+def _show(value: object) -> str:
+    return "(absent)" if value is _ABSENT else json.dumps(value, sort_keys=True)[:60]
+
+
+def _leaf_differences(frozen: object, given: object, path: str = "") -> list[str]:
+    """Every leaf where two canonical presets differ, as 'a.b[0].c: frozen X, given Y'."""
+    if isinstance(frozen, dict) and isinstance(given, dict):
+        out = []
+        for key in sorted(set(frozen) | set(given)):
+            sub = f"{path}.{key}" if path else str(key)
+            out += _leaf_differences(frozen.get(key, _ABSENT), given.get(key, _ABSENT), sub)
+        return out
+    if isinstance(frozen, list) and isinstance(given, list) and len(frozen) == len(given):
+        out = []
+        for i, (a, b) in enumerate(zip(frozen, given, strict=True)):
+            out += _leaf_differences(a, b, f"{path}[{i}]")
+        return out
+    if frozen == given:
+        return []
+    return [f"{path}: frozen {_show(frozen)}, given {_show(given)}"]

@@ -43,6 +43,12 @@ def _rule_rows(raw: RuleRead | None, scaled: RuleRead | None, scale: float | Non
     return rows
 
 
+def _where(v: Verdict) -> list[str]:
+    if v.segments and v.malformed_at:
+        return list(v.malformed_at)
+    return [f"line {n}" for n in v.malformed_lines]
+
+
 def render(v: Verdict, log_label: str = "") -> str:
     counts = v.counts
     lines = [f"preset {v.preset.get('name', '?')}  sha256 {v.preset.get('sha256', '')[:12]}"]
@@ -50,11 +56,14 @@ def render(v: Verdict, log_label: str = "") -> str:
         lines.append(
             f"log {log_label}: {counts.get('records', 0)} records, "
             f"{counts.get('malformed', 0)} malformed lines"
-            + (f" (lines {', '.join(map(str, v.malformed_lines[:10]))}"
+            + (f" ({', '.join(_where(v)[:10])}"
                + (", ..." if counts.get("malformed", 0) > 10 else "") + ")"
                if counts.get("malformed") else "")
             + (f", {counts.get('resumes')} resume(s)" if counts.get("resumes") else "")
+            + (f", {counts.get('repeats')} repeated record(s)" if counts.get("repeats") else "")
         )
+        if v.segments:
+            lines.append("read from " + ", then ".join(name for name, _ in v.segments))
     read = "—" if v.read_step is None else str(v.read_step)
     lines.append(
         f"read at step {read} (anchor {v.anchor_step}, endpoint {v.endpoint_step}): "

@@ -261,6 +261,36 @@ _CONTROL = {i: f"\\x{i:02x}" for i in range(32) if i != 9}
 _CONTROL.update({i: f"\\x{i:02x}" for i in (127, *range(0x80, 0xA0))})
 
 
+@dataclass(frozen=True, slots=True)
+class RunEvent:
+    """A line of the run's story for the monitor: checkpoints, starts, resumes (with the
+    probes of the abandoned timeline they superseded), ends, errors, rotations."""
+
+    line: int  # where in the log (the store's numbering), for ordering
+    step: int | None
+    kind: str  # "checkpoint" | "start" | "resume" | "end" | "error" | "segment" | other event
+    text: str
+
+
+def run_events(store: RunStore, limit: int = 6) -> list[RunEvent]:
+    """The last `limit` of them, oldest first; texts are literal (from the log)."""
+    out = [RunEvent(c.line, c.step, "checkpoint", f"checkpoint {literal(c.path)}")
+           for c in store.checkpoints]
+    for e in store.events:
+        text = f"{literal(e.event)}: {literal(e.detail)}" if e.detail else literal(e.event)
+        if e.event == "resume":
+            gone = sorted(p.step for p in store.superseded if p.step > e.step and p.line < e.line)
+            if gone:
+                text += f" (superseded probe{'s' if len(gone) > 1 else ''} " \
+                        f"{', '.join(map(str, gone))}; the later ones count)"
+        out.append(RunEvent(e.line, e.step, e.event, text))
+    for g in store.segments:
+        out.append(RunEvent(g.first_line, None, "segment",
+                            f"reading {literal(g.name)}" + (f" ({literal(g.why)})" if g.why else "")))
+    out.sort(key=lambda r: r.line)
+    return out[-limit:]
+
+
 def literal(line: str) -> str:
     """A log line made safe to show as text: control characters (ESC included) become
     visible escapes, so nothing in the line can steer the terminal."""

@@ -107,6 +107,8 @@ class Verdict:
     preset: Mapping[str, str]
     counts: Mapping[str, int] = field(default_factory=dict)
     malformed_lines: tuple[int, ...] = ()
+    malformed_at: tuple[str, ...] = ()  # the same lines as "train_log.jsonl.1 line 12"
+    segments: tuple[tuple[str, int], ...] = ()  # (file, its first line) when read from several
 
     @property
     def exit_code(self) -> int:
@@ -142,7 +144,8 @@ class Verdict:
             },
             "interpretation": self.interpretation,
             "preset": dict(self.preset),
-            "log": {**self.counts, "malformed_lines": list(self.malformed_lines)},
+            "log": {**self.counts, "malformed_lines": list(self.malformed_lines),
+                    "segments": [{"name": n, "first_line": line} for n, line in self.segments]},
         }
         return out
 
@@ -273,6 +276,8 @@ def compute_verdict(
             preset={"name": preset.name, "sha256": preset.sha256},
             counts=store.counts(),
             malformed_lines=tuple(m.line for m in store.malformed[:50]),
+            malformed_at=tuple(store.where(m.line) for m in store.malformed[:50]),
+            segments=tuple((g.name, g.first_line) for g in store.segments),
         )
 
     if read_step is None:

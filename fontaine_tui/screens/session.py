@@ -89,9 +89,8 @@ class Session:
 
     def apply(self, batch: object) -> bool:
         """Apply one follower batch; True if the store changed."""
-        if getattr(batch, "reset", False):
-            self.store = RunStore()
-            self._verdict_key = None
+        if getattr(batch, "segment", False):  # a rotation: keep everything, count lines on
+            self.store.begin_segment(getattr(batch, "name", ""), getattr(batch, "note", ""))
         note = getattr(batch, "note", "")
         if note:
             self.note = note
@@ -99,12 +98,12 @@ class Session:
         if lines:
             ingest_lines(self.store, lines, batch.first_line)  # type: ignore[attr-defined]
         self.version += 1
-        return bool(lines) or bool(note) or getattr(batch, "reset", False)
+        return bool(lines) or bool(note) or getattr(batch, "segment", False)
 
     def apply_tail(self, batch: object) -> int:
         """Engine output lines, decoded and made literal; returns how many were added."""
-        if getattr(batch, "reset", False):
-            self.tail.clear()
+        if getattr(batch, "segment", False) and self.tail:
+            self.tail.append(series.literal(f"-- {getattr(batch, 'note', '') or 'new file'}"))
         lines = batch.lines  # type: ignore[attr-defined]
         for raw in lines:
             self.tail.append(series.literal(raw.decode("utf-8", "replace").rstrip("\r")))
@@ -187,7 +186,7 @@ class Session:
 
     def _read_verdicts(self) -> tuple[tuple[Verdict, ...], Verdict]:
         st = self.store
-        key = (id(st), tuple(st.probes), len(st.superseded), self.ledger.amendments)
+        key = (id(st), st.probes_version, self.ledger.amendments)
         if key != self._verdict_key or self._latest is None:
             am = self.ledger.amendments
             self._verdicts = tuple(verdict_series(st, self.preset, am))

@@ -78,3 +78,24 @@ def test_presets_list_and_show(capsys):
     assert main(["presets", "show", "demosonly_1gpu"]) == 0
     out = capsys.readouterr().out
     assert "sha256 (canonical form):" in out and "[recipe]" in out
+
+
+def test_a_run_folder_refuses_a_preset_that_differs_from_its_frozen_one(tmp_path, capsys,
+                                                                        demosonly):
+    from tests.launch.conftest import preset_variant
+
+    run = tmp_path / "run"
+    run.mkdir()
+    write_log(run / "train_log.jsonl", probes=RIGONLY_LIKE)
+    freeze(RunFolder(run), demosonly, ["python", "-m", "engine", "train"], "host")
+    loose = preset_variant(tmp_path, "demosonly_1gpu", name="loose", healthy_max="0.7")
+    for target in (run, run / "train_log.jsonl"):
+        assert main(["verdict", str(target), "--preset", str(loose)]) == 2
+        err = capsys.readouterr().err.strip().splitlines()
+        assert len(err) == 1 and "verdict.healthy_max: frozen 0.3, given 0.7" in err[0]
+    knobs = preset_variant(tmp_path, "demosonly_1gpu", name="knobs", num_workers="2")
+    assert main(["verdict", str(run), "--preset", str(knobs)]) == 4  # machinery only: frozen read
+    assert main(["verdict", str(run), "--preset", "demosonly_1gpu"]) == 4
+    # a bare log with no prereg.json beside it is read with the preset given (here: HEALTHY)
+    bare = write_log(tmp_path / "bare.jsonl", probes=RIGONLY_LIKE)
+    assert main(["verdict", str(bare), "--preset", str(loose)]) == 0
