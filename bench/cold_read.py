@@ -1,19 +1,20 @@
-"""Cold read of a 1M-line log, side by side in one run on the same file:
+"""Cold read of a 1M-line log, side by side in one run, on the same records written three
+ways (bench/make_log.py: the engine's compact form, Python's default json.dumps, keys in a
+random order per record):
 
   verdict     `fontaine-tui verdict`'s own path: load_log(columns=False, workers=default) +
               compute_verdict (fork workers on a big file)
-  verdict/1   the same read in one process (load_log(columns=True, workers=1)), what a
-              console-less consumer of RunStore gets
-  attach      LocalRun.follow() catch-up + ingest_lines per batch (what `attach` does at start)
+  verdict-1p  the same read in one process, no fork workers
   orjson      a bare `for line in f: orjson.loads(line)` loop
-  verdict-1p  `verdict`'s read (columns=False) in one process, no fork workers
   jq          jq -c 'select(.kind=="eval")' FILE > /dev/null
+  verdict/1   the console's full read in one process (load_log(columns=True)): every field
+  attach      LocalRun.follow() catch-up + ingest_lines per batch (what `attach` does at start)
 
-    python bench/make_log.py            # once: bench/out/train_log_1000000.jsonl
-    python bench/cold_read.py [--repeat 3] [--log PATH]
+    python bench/cold_read.py [--repeat 3] [--styles compact,default,shuffled] [--log PATH]
 
-Targets (DESIGN.md): verdict no slower than the bare orjson loop, at least 4x faster than jq.
-Best of --repeat rounds, rounds interleaved so load on the machine hits every contestant.
+Targets: verdict no slower than the bare orjson loop on every style (time ratio <= 1.0),
+at least 4x faster than jq. Best of --repeat rounds; rounds interleave every contestant on
+every file so load on the machine hits them all.
 """
 
 from __future__ import annotations
@@ -33,7 +34,7 @@ import orjson
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from make_log import ensure  # noqa: E402
+from make_log import STYLES, ensure  # noqa: E402
 
 from fontaine_tui.core.follow import LocalRun  # noqa: E402
 from fontaine_tui.core.presets import load_preset  # noqa: E402
@@ -46,7 +47,11 @@ def verdict_path(path: Path, preset) -> str:
     return compute_verdict(store, preset).verdict
 
 
-def verdict_single(path: Path, preset) -> str:
+def verdict_lean_single(path: Path, preset) -> str:
+    return compute_verdict(load_log(path, columns=False, workers=1), preset).verdict
+
+
+def verdict_full(path: Path, preset) -> str:
     return compute_verdict(load_log(path), preset).verdict
 
 
@@ -57,8 +62,8 @@ def attach_path(path: Path, preset) -> str:
         store = RunStore()
         src = LocalRun(path.parent)
         async for batch in src.follow(path.name):
-            if batch.reset:
-                store = RunStore()
+            if batch.segment:
+                store.begin_segment(batch.name)
             ingest_lines(store, batch.lines, batch.first_line)
             if batch.end_offset >= size:
                 break
@@ -80,11 +85,6 @@ def bare_orjson(path: Path, preset) -> str:
     return f"{n} lines"
 
 
-def verdict_lean_single(path: Path, preset) -> str:
-    store = load_log(path, columns=False, workers=1)
-    return compute_verdict(store, preset).verdict
-
-
 def jq(path: Path, preset) -> str:
     with open(path, "rb") as f:
         subprocess.run(["jq", "-c", 'select(.kind=="eval")'], stdin=f,
@@ -94,43 +94,54 @@ def jq(path: Path, preset) -> str:
 
 def main() -> int:
     ap = argparse.ArgumentParser(description="cold read: verdict vs orjson loop vs jq")
-    ap.add_argument("--log", type=Path)
+    ap.add_argument("--log", type=Path, help="one log of your own instead of the three styles")
+    ap.add_argument("--styles", default=",".join(STYLES))
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--no-jq", action="store_true")
+    ap.add_argument("--no-full", action="store_true", help="skip verdict/1 and attach")
     args = ap.parse_args()
-    path = args.log or ensure()
+    if args.log:
+        files = {args.log.name: args.log}
+    else:
+        files = {style: ensure(style=style) for style in args.styles.split(",")}
     preset = load_preset("demosonly_1gpu")
-    contestants = {"verdict": verdict_path, "verdict/1": verdict_single, "orjson": bare_orjson,
-                   "verdict-1p": verdict_lean_single}
+    contestants = {"verdict": verdict_path, "verdict-1p": verdict_lean_single,
+                   "orjson": bare_orjson}
     if not args.no_jq and shutil.which("jq"):
         contestants["jq"] = jq
-    contestants["attach"] = attach_path  # last in each round: it starts threads
-    times: dict[str, list[float]] = {k: [] for k in contestants}
-    answers: dict[str, str] = {}
-    with open(path, "rb") as f:  # warm the page cache: we compare parsers, not disks
-        while f.read(1 << 24):
-            pass
+    if not args.no_full:
+        contestants["verdict/1"] = verdict_full
+        contestants["attach"] = attach_path  # last in each round: it starts threads
+    times = {(f, c): [] for f in files for c in contestants}
+    answers: dict[tuple[str, str], str] = {}
+    for path in files.values():  # warm the page cache: we compare parsers, not disks
+        with open(path, "rb") as fh:
+            while fh.read(1 << 24):
+                pass
     for _ in range(args.repeat):
-        for name, fn in contestants.items():
-            t0 = time.perf_counter()
-            answers[name] = fn(path, preset)
-            times[name].append(time.perf_counter() - t0)
-    size = path.stat().st_size
-    print(f"{path.name}: {size / 1e6:.1f} MB, cpus {len(os.sched_getaffinity(0))}, "
-          f"workers {default_workers()}, load {os.getloadavg()[0]:.2f}, best of {args.repeat}")
-    best = {k: min(v) for k, v in times.items()}
-    for name, t in best.items():
-        print(f"  {name:<10} {t:7.2f} s  (median {statistics.median(times[name]):6.2f})  "
-              f"{size / t / 1e6:6.1f} MB/s  -> {answers[name]}")
-    base = best["verdict"]
-    print(f"ratio orjson/verdict   = {best['orjson'] / base:.2f}x  (target >= 1)")
-    print(f"ratio orjson/verdict/1 = {best['orjson'] / best['verdict/1']:.2f}x")
-    print(f"ratio orjson/attach    = {best['orjson'] / best['attach']:.2f}x")
-    print(f"ratio orjson/verdict-1p = {best['orjson'] / best['verdict-1p']:.2f}x  (one process)")
-    if "jq" in best:
-        print(f"ratio jq/verdict       = {best['jq'] / base:.2f}x  (target >= 4)")
-        print(f"ratio jq/attach        = {best['jq'] / best['attach']:.2f}x")
-        print(f"ratio jq/verdict-1p    = {best['jq'] / best['verdict-1p']:.2f}x")
+        for fname, path in files.items():
+            for cname, fn in contestants.items():
+                t0 = time.perf_counter()
+                answers[fname, cname] = fn(path, preset)
+                times[fname, cname].append(time.perf_counter() - t0)
+    print(f"cpus {len(os.sched_getaffinity(0))}, workers {default_workers()}, "
+          f"load {os.getloadavg()[0]:.2f}, best of {args.repeat}")
+    for fname, path in files.items():
+        size = path.stat().st_size
+        best = {c: min(times[fname, c]) for c in contestants}
+        print(f"{fname}: {path.name}, {size / 1e6:.1f} MB")
+        for cname, t in best.items():
+            print(f"  {cname:<10} {t:7.2f} s  (median {statistics.median(times[fname, cname]):6.2f})"
+                  f"  {size / t / 1e6:6.1f} MB/s  -> {answers[fname, cname]}")
+        base = best["orjson"]
+        print(f"  time verdict / orjson     = {best['verdict'] / base:.2f}x  (target <= 1.0)")
+        print(f"  time verdict-1p / orjson  = {best['verdict-1p'] / base:.2f}x  (one process)")
+        if "jq" in best:
+            print(f"  speed-up over jq          = {best['jq'] / best['verdict']:.2f}x  "
+                  "(target >= 4)")
+        if "attach" in best:
+            print(f"  time attach / orjson      = {best['attach'] / base:.2f}x")
+            print(f"  time verdict/1 / orjson   = {best['verdict/1'] / base:.2f}x")
     return 0
 
 

@@ -67,8 +67,8 @@ async def measure(source, folder: Path, n: int, warmup: int = 5) -> list[float]:
 
     async def consume() -> None:
         async for batch in source.follow():
-            if batch.reset:
-                raise RuntimeError("unexpected reset")
+            if batch.segment:
+                raise RuntimeError("unexpected new segment")
             if not batch.lines and "waiting" not in batch.note:
                 ready.set()
             for i, raw in enumerate(batch.lines):
