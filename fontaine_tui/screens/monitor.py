@@ -1,4 +1,5 @@
-"""Monitor mode: progress, losses, telemetry, warnings and the engine's output."""
+"""Monitor mode: progress, losses, telemetry, warnings, the run's events (checkpoints,
+resumes, segments) and the engine's output, which takes room only once there is some."""
 
 from __future__ import annotations
 
@@ -6,14 +7,17 @@ from textual.app import ComposeResult
 from textual.containers import Horizontal, Vertical
 from textual.widgets import Footer
 
-from fontaine_tui.core.series import loss_chart
+from fontaine_tui.core.series import loss_chart, run_events
 from fontaine_tui.screens.base import ViewScreen
 from fontaine_tui.screens.session import RunView
 from fontaine_tui.widgets.chart import Chart
 from fontaine_tui.widgets.engine_tail import EngineTail
+from fontaine_tui.widgets.events_panel import EventsPanel
 from fontaine_tui.widgets.run_header import RunHeader
 from fontaine_tui.widgets.telemetry_panel import TelemetryPanel
 from fontaine_tui.widgets.warnings_panel import WarningsPanel
+
+EVENTS_SHOWN = 6
 
 
 class MonitorScreen(ViewScreen):
@@ -26,7 +30,10 @@ class MonitorScreen(ViewScreen):
             with Vertical(id="monitor-side"):
                 yield TelemetryPanel(id="telemetry")
                 yield WarningsPanel(id="warnings")
-        yield EngineTail(id="engine-tail")
+                yield EventsPanel(id="events")
+        tail = EngineTail(id="engine-tail")
+        tail.display = False  # the charts keep the room until the engine prints something
+        yield tail
         yield Footer()
 
     def on_mount(self) -> None:
@@ -39,6 +46,8 @@ class MonitorScreen(ViewScreen):
         st = view.store
         self.query_one("#loss-chart", Chart).show(loss_chart(st), key=(id(st), st.version))
         self.query_one(WarningsPanel).show(view.warnings, view.note)
+        total = len(st.checkpoints) + len(st.events) + len(st.segments)
+        self.query_one(EventsPanel).show(run_events(st, EVENTS_SHOWN), total)
         self._on_telemetry(getattr(self.app, "telemetry_snapshot", None))
 
     def _on_telemetry(self, snap: object) -> None:
@@ -50,4 +59,6 @@ class MonitorScreen(ViewScreen):
     def _on_tail(self, total: int) -> None:
         session = getattr(self.app, "session", None)
         if session is not None:
-            self.query_one(EngineTail).catch_up(tuple(session.tail), total)
+            tail = self.query_one(EngineTail)
+            tail.display = total > 0
+            tail.catch_up(tuple(session.tail), total)

@@ -1,4 +1,5 @@
-"""Active warnings: severity, since when, the numbers behind each."""
+"""Active warnings: severity, since when, and the message, which says its numbers in
+words with their units (`core.warnings`)."""
 
 from __future__ import annotations
 
@@ -33,13 +34,9 @@ class WarningsPanel(QuietStatic):
             parts.append(("no warnings", "$text-muted"))
         for w in warnings:
             sev = str(getattr(w, "severity", "warn"))
-            numbers = getattr(w, "numbers", None) or {}
-            nums = "  ".join(f"{k}={v:.3g}" if isinstance(v, float) else f"{k}={v}"
-                             for k, v in dict(numbers).items())
             parts += [(f"{sev.upper():6}", SEVERITY_STYLE.get(sev.lower(), "bold")),
                       f" {getattr(w, 'rule', '?')} since {_since(getattr(w, 'since', ''))}: ",
-                      str(getattr(w, "message", "")), (f"  {nums}" if nums else "", "$text-muted"),
-                      "\n"]
+                      str(getattr(w, "message", "")), "\n"]
         if note:
             parts += ["\n", ("follower: ", "$text-muted"), note]
         self.show_content(Content.assemble(*parts))

@@ -1,0 +1,73 @@
+"""The monitor gives its room to what has something to show: the engine-output pane only
+once the engine printed a line, warnings in words without raw key=value dumps, and the
+run's events (checkpoints, resumes with the probes they superseded) in their own panel."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from tests.console.conftest import SIZE, console, loaded, make_run, text, until
+from tests.logs import RIGONLY_LIKE, T0, probe, records_upto, train, write_log
+
+
+async def test_engine_pane_hidden_until_the_engine_prints(tmp_path: Path) -> None:
+    log = make_run(tmp_path / "run", upto=1000)  # no engine.out.log at all
+    app = console(log)
+    async with app.run_test(size=SIZE) as pilot:
+        await loaded(pilot, 1000)
+        tail = app.screen.query_one("#engine-tail")
+        chart = app.screen.query_one("#loss-chart")
+        assert tail.display is False
+        alone = chart.size.height
+        assert alone >= SIZE[1] - 6  # the chart has the screen but header, status and footer
+        (tmp_path / "run" / "engine.out.log").write_text("engine: hello\n")
+        app.session.tail.append("engine: hello")  # what the session's tail reader adds
+        app.session.tail_total += 1
+        app.tail_total = app.session.tail_total
+        await until(pilot, lambda: tail.display is True)
+        await pilot.pause()
+        assert chart.size.height < alone
+        assert "engine: hello" in "\n".join(str(line) for line in tail.lines)
+
+
+async def test_engine_pane_shown_when_the_engine_printed(tmp_path: Path) -> None:
+    log = make_run(tmp_path / "run", upto=1000, engine_out="engine: step 1000 done\n")
+    app = console(log)
+    async with app.run_test(size=SIZE) as pilot:
+        await loaded(pilot, 1000)
+        await until(pilot, lambda: app.screen.query_one("#engine-tail").display is True)
+
+
+async def test_events_panel_shows_checkpoints_and_a_resume_with_superseded_probes(
+        tmp_path: Path) -> None:
+    recs = records_upto(800, RIGONLY_LIKE)
+    t = T0 + 900
+    # the engine died after step 800 and resumed from the step-500 checkpoint: the probe at
+    # 750 of the abandoned timeline is superseded by the one written after the resume
+    recs.append({"kind": "event", "step": 500, "time": t, "event": "resume",
+                 "detail": "from checkpoints/step-000500"})
+    for s in range(501, 901):
+        recs.append(train(s, t + s))
+        if s == 750:
+            recs.append(probe(s, t + s, 3.6, 3.3))
+    folder = tmp_path / "run"
+    folder.mkdir()
+    log = write_log(folder / "train_log.jsonl", recs)
+    app = console(log)
+    async with app.run_test(size=SIZE) as pilot:
+        await loaded(pilot, 900)
+        shown = text(app.screen.query_one("#events"))
+        assert "checkpoint checkpoints/step-000500" in shown
+        assert "resume: from checkpoints/step-000500" in shown
+        assert "superseded probe 750; the later ones count" in shown
+
+
+async def test_warnings_say_numbers_in_words(tmp_path: Path) -> None:
+    log = make_run(tmp_path / "run", upto=1000)
+    app = console(log)
+    async with app.run_test(size=SIZE) as pilot:
+        await loaded(pilot, 1000)
+        await pilot.pause(0.1)
+        shown = text(app.screen.query_one("#warnings"))
+        assert "first poll: s/step 0.5 s" in shown
+        assert "step_s=" not in shown and "records=" not in shown
