@@ -67,7 +67,8 @@ class Session:
     def __init__(self, source: object, preset: Preset, kind: str, process: object = None,
                  folder: Path | None = None) -> None:
         self.source = source
-        self.preset = preset
+        self.preset = preset  # what the verdict computes with: the frozen one once read
+        self.given_preset = preset  # what the command line or registry named
         self.kind = kind  # "launch" | "attach" | "replay"
         self.process = process
         self.folder = folder if folder is not None else folder_of(source)
@@ -175,9 +176,17 @@ class Session:
             try:
                 pr = read_prereg(rf)
                 launched = pr.launched_at
-                change = compare(pr, self.preset)
-                status, ok = ("matches prereg.json", True) if change is None else (
-                    change.message, False)
+                change = compare(pr, self.given_preset)
+                # the frozen pre-registration is the authority: compute with its bounds
+                self.preset = pr.frozen_preset()
+                if change is None:
+                    status, ok = "matches prereg.json", True
+                elif change.math_changed:
+                    status, ok = (f"the preset given differs from the frozen prereg.json "
+                                  f"({change.detail}): computing with the frozen bounds"), False
+                else:
+                    status, ok = (f"matches prereg.json (the preset given differs only in "
+                                  f"[platform]: {change.detail})"), True
             except InputError as exc:
                 status, ok = str(exc).replace(str(rf.root), "run folder"), False
         return Ledger(launched, self.preset.sha256, status, ok, amendments, error)

@@ -11,7 +11,7 @@ from fontaine_tui.core.presets import load_preset
 from fontaine_tui.core.runfolder import RunFolder
 from fontaine_tui.widgets.verdict_panel import LedgerPanel, VerdictBanner
 from tests.console.conftest import SIZE, console, loaded, make_run, text, until
-from tests.logs import SCALED_LIKE
+from tests.logs import RIGONLY_LIKE, SCALED_LIKE
 
 LAUNCHED = 1_786_999_000.0
 
@@ -53,8 +53,35 @@ async def test_bounds_changed_after_launch_is_shown(tmp_path, preset):
         await pilot.press("v")
         await pilot.pause()
         shown = text(app.screen.query_one(LedgerPanel).query_one("#ledger"))
-        assert "bounds changed after launch" in shown
+        assert "differs from the frozen prereg.json" in shown
+        assert "computing with the frozen bounds" in shown
         assert app.session.ledger.hash_ok is False
+        assert app.session.preset.sha256 == preset.sha256  # the frozen one, not smoke
+
+
+async def test_a_loosened_preset_is_a_warning_and_the_verdict_keeps_the_frozen_bounds(
+        tmp_path, preset):
+    from tests.launch.conftest import preset_variant
+
+    folder = tmp_path / "run"
+    make_run(folder, probes=RIGONLY_LIKE)  # HEALTHY only under healthy_max 0.7
+    freeze(RunFolder(folder), preset, ["python", "-m", "engine", "train"], "fixture-host",
+           now=LAUNCHED)
+    loose = load_preset(str(preset_variant(tmp_path, "demosonly_1gpu", name="loose",
+                                           healthy_max="0.7")))
+    app = console(folder / "train_log.jsonl", source=LocalRun(folder), preset=loose)
+    async with app.run_test(size=SIZE) as pilot:
+        await until(pilot, lambda: app.session.ledger.hash_ok is not None)
+        await loaded(pilot, 1000)
+        await pilot.press("v")
+        await pilot.pause()
+        ledger = app.session.ledger
+        assert ledger.hash_ok is False
+        assert "verdict.healthy_max: frozen 0.3, given 0.7" in ledger.hash_status
+        assert app.session.preset.sha256 == preset.sha256
+        banner = text(app.screen.query_one(VerdictBanner))
+        assert not banner.startswith("HEALTHY"), banner
+        assert app.view.latest.preset["sha256"] == preset.sha256
 
 
 async def test_edited_prereg_is_caught(tmp_path, preset):
