@@ -32,18 +32,25 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(func=run)
 
 
-async def resolve_preset(source, preset_arg: str | None):
-    """--preset, else the frozen preset in the run's prereg.json; InputError if neither."""
-    from fontaine_tui.core.prereg import parse_prereg
+async def resolve_preset(source, preset_arg: str | None, strict: bool = True):
+    """The frozen preset in the run's prereg.json, else --preset; InputError if neither.
+    With `strict` (the plain report) a --preset that differs from the frozen one beyond
+    [platform] is refused; the console takes it and shows the difference as a warning."""
+    from fontaine_tui.core.prereg import frozen_over, parse_prereg
     from fontaine_tui.core.presets import load_preset
 
     raw = await source.read_bytes(PREREG)  # also proves the run folder is reachable
-    if preset_arg:
-        return load_preset(preset_arg)
+    given = load_preset(preset_arg) if preset_arg else None
     if raw is None:
-        raise InputError(f"{source.label}: no {PREREG} in the run folder; name one with --preset P")
+        if given is None:
+            raise InputError(f"{source.label}: no {PREREG} in the run folder; "
+                             "name one with --preset P")
+        return given
     origin = f"{source.label}/{PREREG}"
-    return parse_prereg(raw, origin).frozen_preset(origin)
+    prereg = parse_prereg(raw, origin)
+    if not strict:
+        return given if given is not None else prereg.frozen_preset(origin)
+    return frozen_over(prereg, given, str(preset_arg), origin)
 
 
 async def amendments_of(source) -> list:
@@ -107,7 +114,7 @@ async def plain(source, preset, until_end: bool = False, out=None) -> int:
 
 
 def console_or_plain(source, preset_arg: str | None, mode: str, args: argparse.Namespace) -> int:
-    preset = asyncio.run(_guard(source, resolve_preset(source, preset_arg)))
+    preset = asyncio.run(_guard(source, resolve_preset(source, preset_arg, args.plain)))
     if args.plain:
         return asyncio.run(plain(source, preset, until_end=getattr(args, "until_end", False)))
     try:

@@ -38,18 +38,10 @@ def _preset_for(args: argparse.Namespace, folder: runfolder.RunFolder | None):
     """A run folder's frozen pre-registration is the authority: a --preset that differs from
     it (beyond the machinery-only [platform] knobs) is refused, naming the keys."""
     if folder is not None and folder.prereg.exists():
-        from fontaine_tui.core.prereg import compare, read_prereg
+        from fontaine_tui.core.prereg import frozen_over, read_prereg
 
-        prereg = read_prereg(folder)
-        frozen = prereg.frozen_preset(str(folder.prereg))
-        if args.preset:
-            change = compare(prereg, load_preset(args.preset))
-            if change is not None and change.math_changed:
-                raise InputError(
-                    f"--preset {args.preset}: differs from the run's frozen pre-registration "
-                    f"({folder.prereg}): {change.detail}; a run folder is read with the bounds "
-                    "frozen at launch (leave out --preset)")
-        return frozen
+        given = load_preset(args.preset) if args.preset else None
+        return frozen_over(read_prereg(folder), given, args.preset, str(folder.prereg))
     if args.preset:
         return load_preset(args.preset)
     raise InputError("--preset: expected a preset name or path (no prereg.json beside the log)")

@@ -150,6 +150,20 @@ def parse_prereg(raw: bytes, origin: str) -> Prereg:
     return prereg
 
 
+def frozen_over(prereg: Prereg, given: Preset | None, given_name: str, origin: str) -> Preset:
+    """The preset a run is read with: the frozen one. A `given` preset that differs from it
+    beyond [platform] is refused (InputError naming the keys); the headless readers call
+    this, the console instead shows the difference as a ledger warning."""
+    if given is not None:
+        change = compare(prereg, given)
+        if change is not None and change.math_changed:
+            raise InputError(
+                f"--preset {given_name}: differs from the run's frozen pre-registration "
+                f"({origin}): {change.detail}; a run folder is read with the bounds frozen at "
+                "launch (leave out --preset)")
+    return prereg.frozen_preset(origin)
+
+
 def compare(prereg: Prereg, preset: Preset) -> BoundsChange | None:
     """None when the preset read now is the one frozen at launch."""
     if preset.sha256 == prereg.preset_sha256:

@@ -213,3 +213,22 @@ async def test_the_console_follows_a_growing_local_run(tmp_path):
             f.write("".join(lines[100:]))
         await until(lambda: session.store.last_step == 1000 and 1000 in session.store.probes)
         await pilot.press("q")
+
+
+def test_plain_replay_and_attach_refuse_a_preset_that_loosens_the_frozen_bounds(tmp_path,
+                                                                                capsys):
+    from tests.launch.conftest import preset_variant
+    from tests.logs import RIGONLY_LIKE
+
+    run = tmp_path / "run"
+    freeze(run)
+    write_log(run / LOG, probes=RIGONLY_LIKE)
+    loose = preset_variant(tmp_path, "demosonly_1gpu", name="loose", healthy_max="0.7")
+    for argv in (["replay", str(run / LOG)], ["attach", str(run), "--until-end"]):
+        assert main([*argv, "--preset", str(loose), "--plain"]) == 2
+        err = capsys.readouterr().err.strip().splitlines()
+        assert len(err) == 1 and "verdict.healthy_max: frozen 0.3, given 0.7" in err[0], err
+        # without --preset the frozen bounds read it: not HEALTHY
+        assert main([*argv, "--plain"]) == 0
+        last = [ln for ln in capsys.readouterr().out.splitlines() if ln.startswith("verdict: ")]
+        assert last and not last[-1].startswith("verdict: HEALTHY"), last[-1:]
