@@ -58,10 +58,14 @@ def locate_log(target: str | Path) -> tuple[Path, RunFolder | None]:
         folder = RunFolder(p)
         if not folder.log.exists():
             raise InputError(f"{p}: no {LOG} in this run folder")
+        if not folder.log.is_file():
+            raise InputError(f"{folder.log}: not a regular file (expected a log file)")
         return folder.log, folder
     if p.is_file():
         folder = RunFolder(p.parent) if p.name == LOG else None
         return p, folder
+    if p.exists():  # a pipe or a device: a read would never end
+        raise InputError(f"{p}: not a regular file (expected a log file or a run folder)")
     raise InputError(f"{p}: no such log file or run folder")
 
 

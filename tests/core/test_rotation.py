@@ -104,3 +104,22 @@ def test_replay_of_a_run_folder_plays_the_rotated_segments_first(tmp_path: Path,
     assert out.index(f"-- replaying {LOG}.1") < out.index(f"-- replaying {LOG}")
     verdicts = [line for line in out if line.startswith("verdict: ")]
     assert verdicts[-1].startswith("verdict: AMBIGUOUS (final, step 1000")
+
+
+def test_a_pipe_or_device_as_a_log_or_segment_is_one_line_exit_2(tmp_path, capsys):
+    import os
+    import subprocess
+    import sys
+
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / LOG).write_text("".join(dumps(r) + "\n" for r in records(probes=RIGONLY_LIKE)))
+    os.mkfifo(run / f"{LOG}.1")  # a reader that opened this would wait for ever
+    res = subprocess.run([sys.executable, "-m", "fontaine_tui", "verdict", str(run),
+                          "--preset", "demosonly_1gpu"], capture_output=True, text=True,
+                         timeout=60)
+    assert res.returncode == 2 and "Traceback" not in res.stderr
+    err = res.stderr.strip().splitlines()
+    assert len(err) == 1 and f"{LOG}.1: not a regular file" in err[0]
+    assert main(["verdict", "/dev/zero", "--preset", "demosonly_1gpu"]) == 2
+    assert "not a regular file" in capsys.readouterr().err
