@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 import time
@@ -36,7 +37,9 @@ class Prereg:
         return parse_utc(self.launched_at)
 
     def frozen_preset(self, origin: str = "prereg.json") -> Preset:
-        return preset_from_canonical(self.preset, f"{origin}#{self.preset_name}")
+        """The preset as frozen, under the name it was launched with."""
+        frozen = preset_from_canonical(self.preset, f"{origin}#{self.preset_name}")
+        return dataclasses.replace(frozen, name=self.preset_name or frozen.name)
 
 
 @dataclass(frozen=True, slots=True)

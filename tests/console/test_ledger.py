@@ -131,3 +131,13 @@ async def test_ledger_is_read_through_a_source_without_a_local_folder(tmp_path, 
         await pilot.pause()
         assert "needs a run folder" in app.review_status
         assert not (folder / "review.jsonl").exists()
+
+
+async def test_the_frozen_preset_keeps_its_launch_name(tmp_path, preset):
+    folder = _folder(tmp_path, preset)
+    app = console(folder / "train_log.jsonl", source=LocalRun(folder), preset=load_preset("smoke"))
+    async with app.run_test(size=SIZE) as pilot:
+        await until(pilot, lambda: app.session.ledger.hash_ok is not None)
+        await loaded(pilot, 1000)
+        assert app.session.preset.name == "demosonly_1gpu"
+        assert app.view.preset.name == "demosonly_1gpu"  # what the header shows
