@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Protocol, runtime_checkable
 
 from fontaine_tui.core.errors import InputError
+from fontaine_tui.core.records import cr_only
 from fontaine_tui.core.runfolder import LOG
 
 LINE_CAP = 16 << 20        # a longer line is skipped, counted and reported
@@ -78,6 +79,7 @@ class LineCutter:
         self._hash = hashlib.sha256()
         self._skip_hash = self._hash
         self._foreign = 0             # leading bytes of `tail` from the previous file
+        self.cr: bool | None = None   # lines end in a bare CR (store.cr_only)
 
     def digest(self) -> str:
         return self._hash.hexdigest()
@@ -87,6 +89,7 @@ class LineCutter:
         other = LineCutter(self.cap, self.next_line, self.offset)
         other._hash = self._hash.copy()
         other.skipped = self.skipped
+        other.cr = self.cr
         return other
 
     def rebase(self) -> None:
@@ -115,6 +118,10 @@ class LineCutter:
         first = self.next_line
         out: list[bytes] = []
         skipped: list[int] = []
+        if self.cr is None and data:
+            self.cr = cr_only(self.tail + data)
+        if self.cr:
+            data = data.replace(b"\r", b"\n")  # the same length: offsets stay right
         if self.skip_bytes >= 0:
             nl = data.find(b"\n")
             if nl < 0:

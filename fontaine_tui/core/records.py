@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
@@ -33,6 +34,7 @@ class Meta:
     recipe: Mapping[str, object]
     argv: tuple[str, ...]
     host: str
+    line: int = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -60,6 +62,11 @@ class Probe:
     breakdown: Mapping[str, float]
     n_frames: int | None
     line: int = 0
+    # the metric fields whose logged value is not a finite real number, and what it was
+    not_numbers: tuple[tuple[str, str], ...] = ()
+
+    def why_not(self, metric: str) -> str:
+        return dict(self.not_numbers).get(metric, "")
 
 
 @dataclass(frozen=True, slots=True)
@@ -83,12 +90,51 @@ Record = Meta | TrainPoint | Probe | Checkpoint | Event
 
 
 def _num(value: object) -> float:
-    """A JSON number (or NaN/Infinity) as float; anything else is NaN."""
+    """A JSON number (or NaN/Infinity) as float; anything else is NaN. A boolean is not a
+    number (`true` is not 1.0), nor is an integer beyond the float range."""
     if isinstance(value, bool):
-        return float(value)
-    if isinstance(value, (int, float)):
-        return float(value)
+        return NAN
+    if isinstance(value, float):
+        return value
+    if isinstance(value, int):
+        try:
+            return float(value)
+        except OverflowError:
+            return NAN
     return NAN
+
+
+def _not_a_metric(value: object) -> str | None:
+    """Why a logged metric value is not a finite real number, or None if it is one."""
+    if isinstance(value, bool):
+        return f"{'true' if value else 'false'} (a boolean)"
+    if isinstance(value, float):
+        return None if math.isfinite(value) else repr(value)
+    if isinstance(value, int):
+        return None if math.isfinite(_num(value)) else f"an integer of {len(str(abs(value)))} digits"
+    if value is None:
+        return "null"
+    if isinstance(value, str):
+        return f"a string ({value[:20]!r})"
+    return f"a JSON {type(value).__name__.replace('dict', 'object').replace('list', 'array')}"
+
+
+STEP_MAX = (1 << 63) - 1
+METRIC_FIELDS = ("eval_chunk_mae", "train_chunk_mae", "eval_ar_ce", "eval_flow_loss")
+
+
+def _step(value: object) -> int:
+    """The record's step, or ValueError saying what is wrong with it."""
+    if isinstance(value, bool) or not isinstance(value, int):
+        if isinstance(value, float) and math.isfinite(value) and value.is_integer():
+            raise ValueError(f"'step' is {value!r}, a float: expected a non-negative integer "
+                             f"(write {int(value)})")
+        raise ValueError("'step' is not a non-negative integer")
+    if value < 0:
+        raise ValueError(f"'step' is {value}: expected a non-negative integer")
+    if value > STEP_MAX:
+        raise ValueError("'step' is beyond 2**63 - 1")
+    return value
 
 
 def _int_or_none(value: object) -> int | None:
@@ -101,6 +147,21 @@ def _text(value: object) -> str:
     return value if isinstance(value, str) else json.dumps(value)
 
 
+def cr_only(buf: bytes) -> bool | None:
+    """Does this file end its lines in a bare CR (old Mac style)? Decided by its first line
+    end: True for a CR not followed by LF, False for LF or CRLF, None while there is none
+    (or the buffer ends in a CR whose LF may follow)."""
+    cr, lf = buf.find(b"\r"), buf.find(b"\n")
+    if cr < 0 or (0 <= lf < cr):
+        return False if lf >= 0 else None
+    if cr + 1 >= len(buf):
+        return None
+    return buf[cr + 1] != 0x0A
+
+
+CR_NOTE = "its lines end in a bare CR (no newline): read with CR as the line end"
+
+
 def decode_line(raw: bytes) -> dict:
     """One JSON object from one line; raises ValueError with a short reason."""
     try:
@@ -111,6 +172,8 @@ def decode_line(raw: bytes) -> dict:
             obj = json.loads(raw)
         except (ValueError, UnicodeDecodeError) as exc:
             raise ValueError(f"not JSON ({str(exc).split(':')[0]})") from None
+        except RecursionError:
+            raise ValueError("not JSON a reader can take (nested too deep)") from None
     if not isinstance(obj, dict):
         raise ValueError(f"expected a JSON object, got {type(obj).__name__}")
     return obj
@@ -125,9 +188,9 @@ def to_record(obj: dict, line: int = 0) -> Record | None:
     kind = obj.get("kind")
     if not isinstance(kind, str):
         raise ValueError("missing 'kind'")
-    step = obj.get("step")
-    if not isinstance(step, int) or isinstance(step, bool) or step < 0:
-        raise ValueError("'step' is not a non-negative integer")
+    if "step" not in obj:
+        raise ValueError("missing 'step'")
+    step = _step(obj["step"])
     t = _num(obj.get("time"))
     if kind == "train":
         return TrainPoint(step, t, *(_num(obj.get(name)) for name in TRAIN_FIELDS))
@@ -146,6 +209,8 @@ def to_record(obj: dict, line: int = 0) -> Record | None:
             MappingProxyType(breakdown),
             _int_or_none(obj.get("n_frames")),
             line,
+            tuple((name, why) for name in METRIC_FIELDS
+                  if (why := _not_a_metric(obj.get(name))) is not None),
         )
     if kind == "event":
         return Event(step, t, _text(obj.get("event")), _text(obj.get("detail")), line)
@@ -164,6 +229,7 @@ def to_record(obj: dict, line: int = 0) -> Record | None:
             MappingProxyType(dict(recipe) if isinstance(recipe, dict) else {}),
             tuple(str(a) for a in argv) if isinstance(argv, list) else (),
             _text(obj.get("host")),
+            line,
         )
     return None
 

@@ -64,6 +64,14 @@ def render(v: Verdict, log_label: str = "") -> str:
         )
         if v.segments:
             lines.append("read from " + ", then ".join(name for name, _ in v.segments))
+        if counts.get("out_of_order"):
+            shown = "; ".join(f"{where}: {why}" for where, why in v.out_of_order[:3])
+            lines.append(f"{counts['out_of_order']} record(s) out of order, not applied "
+                         f"({shown}{'; ...' if counts['out_of_order'] > 3 else ''})")
+        if counts.get("conflicts"):
+            lines.append(f"{counts['conflicts']} conflicting probe(s): "
+                         + "; ".join(v.conflicts[:3]))
+        lines += [f"note: {n}" for n in v.notices]
     read = "—" if v.read_step is None else str(v.read_step)
     lines.append(
         f"read at step {read} (anchor {v.anchor_step}, endpoint {v.endpoint_step}): "

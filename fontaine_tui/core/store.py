@@ -21,6 +21,7 @@ import orjson
 
 from fontaine_tui.core.errors import InputError
 from fontaine_tui.core.records import (
+    CR_NOTE,
     MALFORMED_KEPT,
     NAN,
     TRAIN_FIELDS,
@@ -32,6 +33,7 @@ from fontaine_tui.core.records import (
     Record,
     TrainPoint,
     _snippet,
+    cr_only,
     decode_line,
     to_record,
 )
@@ -52,20 +54,56 @@ class Segment:
 
 def _identity(rec: Record) -> str:
     """Everything a record says except where it was read (NaN-safe, unlike ==)."""
-    return repr(replace(rec, line=0)) if isinstance(rec, (Probe, Event, Checkpoint)) \
+    return repr(replace(rec, line=0)) if isinstance(rec, (Probe, Event, Checkpoint, Meta)) \
         else repr(rec)
+
+
+def _probe_values(p: Probe) -> str:
+    """What a probe measured (not when it was logged or where): two probes for one step that
+    differ here are conflicting evidence."""
+    return repr((p.eval_chunk_mae, p.train_chunk_mae, p.eval_ar_ce, p.eval_flow_loss,
+                 sorted(p.breakdown.items()), p.n_frames, p.not_numbers))
+
+
+@dataclass(frozen=True, slots=True)
+class Conflict:
+    """Two different probes for one step with no resume between them: conflicting evidence.
+    The first stays in `probes`; a verdict that reads this step is UNDECIDABLE."""
+
+    step: int
+    first: Probe
+    second: Probe
+
+
+@dataclass(frozen=True, slots=True)
+class OutOfOrder:
+    """A record that goes back in steps without a resume (or after the run's end): reported,
+    never applied, so it cannot rewind the run or supersede a probe."""
+
+    line: int
+    kind: str
+    step: int
+    why: str
+
+
+OUT_OF_ORDER_KEPT = 50
 
 
 @dataclass
 class RunStore:
     """Everything read from one log, train series stored as columns.
 
-    After a resume the log repeats steps: the later record for a step wins, and the train
-    series and probes of the abandoned timeline past the resume point are dropped (probes are
-    kept in `superseded` so the resume stays visible). A record that repeats one already read,
-    value for value (a log rewritten with the same content, lines copied twice by a rotation),
-    changes nothing and is counted in `repeats`. With `columns=False` only the steps of train
-    records are kept (enough for a verdict).
+    Only a `resume` event goes back in time: the train series and probes of the abandoned
+    timeline past the resume step are dropped (probes are kept in `superseded` so the resume
+    stays visible), and a probe for a step read before the resume may be logged again (the
+    later one wins). Without a resume, records never rewind: a train record whose step does not
+    go forward is out of order (counted, not applied), a second probe for a step with other
+    values is a `Conflict`, and nothing after the `end` event goes back before the end's step
+    (a resume included). A record that repeats one already read, value for value (a log
+    rewritten with the same content, lines copied twice by a rotation), changes nothing and is
+    counted in `repeats`. A `meta` record naming another run or world size than the first is
+    noted in `notices`. With `columns=False` only the steps of train records are kept (enough
+    for a verdict); a train step read twice then counts as out of order even when identical.
 
     Line numbers given to the ingest functions count within the current file; the store adds
     `line_base`, so after `begin_segment` they go on counting where the last file ended.
@@ -91,8 +129,14 @@ class RunStore:
     has_columns: bool = True
     segments: list[Segment] = field(default_factory=list, repr=False)
     line_base: int = 0
+    conflicts: list[Conflict] = field(default_factory=list, repr=False)
+    out_of_order: list[OutOfOrder] = field(default_factory=list, repr=False)
+    out_of_order_count: int = 0
+    notices: list[str] = field(default_factory=list, repr=False)
+    ended_at: int | None = None  # the step of the last `end` event, until a resume
     _probe_max: int = field(default=-1, repr=False)
     _seen: set[str] = field(default_factory=set, repr=False)
+    _replaceable: set[int] = field(default_factory=set, repr=False)
 
     # -- segments -----------------------------------------------------------------------
 
@@ -140,10 +184,11 @@ class RunStore:
         if rec is None:
             self.ignored += 1
             return None
-        self.add(rec)
+        self.add(rec, line)
         return rec
 
-    def add(self, rec: Record) -> None:
+    def add(self, rec: Record, line: int = 0) -> None:
+        """Apply one record (`line`: the store's number for a train record's line)."""
         self.records += 1
         if self._is_repeat(rec):
             self.repeats += 1
@@ -151,7 +196,9 @@ class RunStore:
         self.version += 1
         if isinstance(rec, TrainPoint):
             if self.steps and rec.step <= self.steps[-1]:
-                self._rewind(rec.step - 1)
+                self._out_of_order(line, "train", rec.step,
+                                   f"step {rec.step} after step {self.steps[-1]} without a resume")
+                return
             self.steps.append(rec.step)
             if self.has_columns:
                 cols = self.columns
@@ -159,18 +206,59 @@ class RunStore:
                 for name in TRAIN_FIELDS:
                     cols[name].append(getattr(rec, name))
         elif isinstance(rec, Probe):
-            self._rewind(rec.step)
-            self.probes[rec.step] = rec
-            self.probes_version += 1
-            self._probe_max = max(self._probe_max, rec.step)
+            self._add_probe(rec)
         elif isinstance(rec, Event):
-            self.events.append(rec)
             if rec.event == "resume":
+                if self.ended_at is not None and rec.step < self.ended_at:
+                    self._out_of_order(rec.line, "event", rec.step,
+                                       f"a resume to step {rec.step} after the run ended at "
+                                       f"step {self.ended_at}")
+                    return
                 self._rewind(rec.step)
+                self._replaceable = set(self.probes)
+                self.ended_at = None
+            elif rec.event == "end":
+                self.ended_at = rec.step
+            self.events.append(rec)
         elif isinstance(rec, Checkpoint):
             self.checkpoints.append(rec)
         elif isinstance(rec, Meta):
-            self.metas.append(rec)
+            self._add_meta(rec)
+
+    def _add_probe(self, rec: Probe) -> None:
+        old = self.probes.get(rec.step)
+        if old is not None and _probe_values(old) == _probe_values(rec):
+            self.repeats += 1  # the same measurement logged again (another time stamp)
+            return
+        if old is not None and rec.step not in self._replaceable:
+            self.conflicts.append(Conflict(rec.step, old, rec))
+            self.probes_version += 1
+            return
+        if old is not None:  # logged again after a resume: the later one wins
+            self._replaceable.discard(rec.step)
+            self.superseded.append(old)
+        self.probes[rec.step] = rec
+        self.probes_version += 1
+        self._probe_max = max(self._probe_max, rec.step)
+
+    def _add_meta(self, rec: Meta) -> None:
+        first = self.metas[0] if self.metas else None
+        self.metas.append(rec)
+        if first is None:
+            return
+        diffs = []
+        if rec.run != first.run:
+            diffs.append(f"run {rec.run!r} (the log began with {first.run!r})")
+        if rec.world_size != first.world_size:
+            diffs.append(f"world size {rec.world_size} (the log began with {first.world_size})")
+        if diffs:
+            self.notices.append(f"{self.where(rec.line)}: a meta record for {' and '.join(diffs)}"
+                                "; two runs may be writing one file")
+
+    def _out_of_order(self, line: int, kind: str, step: int, why: str) -> None:
+        self.out_of_order_count += 1
+        if len(self.out_of_order) < OUT_OF_ORDER_KEPT:
+            self.out_of_order.append(OutOfOrder(line, kind, step, why))
 
     def _is_repeat(self, rec: Record) -> bool:
         """Has the log said exactly this before (and it still stands)?"""
@@ -181,8 +269,7 @@ class RunStore:
             i = bisect_left(steps, rec.step)
             return steps[i] == rec.step and _identity(self.train_at(i)) == _identity(rec)
         if isinstance(rec, Probe):
-            old = self.probes.get(rec.step)
-            return old is not None and _identity(old) == _identity(rec)
+            return False  # _add_probe compares what was measured
         key = _identity(rec)
         if key in self._seen:
             return True
@@ -239,22 +326,30 @@ class RunStore:
             "resumes": len(self.resumes),
             "replaced_steps": self.replaced_steps,
             "repeats": self.repeats,
+            "out_of_order": self.out_of_order_count,
+            "conflicts": len(self.conflicts),
             "segments": max(1, len(self.segments)),
         }
 
 
 class LineSplitter:
-    """Bytes in, complete lines out; a torn last line waits for its newline."""
+    """Bytes in, complete lines out; a torn last line waits for its newline. A file whose
+    first line ends in a bare CR is read with CR as the line end (`cr_only`)."""
 
     def __init__(self, first_line: int = 1) -> None:
         self._tail = b""
         self.next_line = first_line
         self.consumed = 0  # bytes up to the end of the last complete line
+        self.cr: bool | None = None
 
     def feed_block(self, data: bytes) -> tuple[bytes | memoryview, list[bytes], int]:
         """The complete lines in `data`: as one block ending in a newline (a view, no copy),
         as a list of lines, and the number of the first."""
         first = self.next_line
+        if self.cr is None and data:
+            self.cr = cr_only(self._tail + data)
+        if self.cr:
+            data = data.replace(b"\r", b"\n")  # the same length: offsets stay right
         buf = self._tail + data if self._tail else data
         end = buf.rfind(b"\n")
         if end < 0:
@@ -432,13 +527,13 @@ def apply_parsed(store: RunStore, parsed: Parsed, offset: int = 0) -> None:
     start = 0
     for line, obj, raw in parsed.others:
         end = bisect_left(tlines, line, lo=start)
-        _apply_train_rows(store, parsed, start, end)
+        _apply_train_rows(store, parsed, start, end, offset)
         start = end
         store.add_object(obj, line + offset, raw)
-    _apply_train_rows(store, parsed, start, len(tlines))
+    _apply_train_rows(store, parsed, start, len(tlines), offset)
 
 
-def _apply_train_rows(store: RunStore, parsed: Parsed, a: int, b: int) -> None:
+def _apply_train_rows(store: RunStore, parsed: Parsed, a: int, b: int, offset: int) -> None:
     if a >= b:
         return
     steps = parsed.train_steps[a:b]
@@ -457,7 +552,7 @@ def _apply_train_rows(store: RunStore, parsed: Parsed, a: int, b: int) -> None:
     for k in range(a, b):
         values = (cols[n][k] for n in TRAIN_FIELDS) if cols else (NAN for _ in TRAIN_FIELDS)
         t = cols["time"][k] if cols else NAN
-        store.add(TrainPoint(parsed.train_steps[k], t, *values))
+        store.add(TrainPoint(parsed.train_steps[k], t, *values), parsed.train_lines[k] + offset)
 
 
 def ingest_lines(store: RunStore, lines: list[bytes], first: int) -> None:
@@ -499,6 +594,9 @@ def load_lines(chunks: Iterable[bytes], store: RunStore | None = None, final: bo
     if final and splitter.pending:
         block, lines, first = splitter.feed_block(b"\n")
         apply_parsed(store, parse_block(block, lines, first, store.has_columns))
+    if splitter.cr:
+        store.notices.append(f"{store.segments[-1].name if store.segments else 'the log'}: "
+                             + CR_NOTE)
     return store
 
 
@@ -572,7 +670,9 @@ def _load_file(store: RunStore, path: Path, columns: bool, workers: int,
                parallel_min_bytes: int) -> None:
     size = check_regular(path)
     methods = multiprocessing.get_all_start_methods()
-    if workers <= 1 or size < parallel_min_bytes or "fork" not in methods:
+    with open(path, "rb") as fh:
+        bare_cr = cr_only(fh.read(1 << 16))
+    if workers <= 1 or size < parallel_min_bytes or "fork" not in methods or bare_cr:
         load_lines(iter_chunks(path), store)
         return
     # Lines that end before the last newline are complete; a torn tail stays unread.

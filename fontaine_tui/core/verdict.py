@@ -8,7 +8,7 @@ from dataclasses import asdict, dataclass, field
 
 from fontaine_tui.core.presets import Amendment, Preset
 from fontaine_tui.core.records import Probe
-from fontaine_tui.core.store import RunStore
+from fontaine_tui.core.store import Conflict, RunStore
 
 SCHEMA = "fontaine-tui/verdict/1"
 HEALTHY = "HEALTHY"
@@ -28,7 +28,10 @@ RESOLUTION = 1e-9
 
 
 def _round(x: float) -> float:
-    return round(x / RESOLUTION) * RESOLUTION
+    scaled = x / RESOLUTION
+    if not math.isfinite(scaled):  # |x| beyond ~1e299: nothing to round at this resolution
+        return x
+    return round(scaled) * RESOLUTION
 
 
 def read_rule(delta: float, healthy_max: float, drift_min: float) -> str:
@@ -109,6 +112,9 @@ class Verdict:
     malformed_lines: tuple[int, ...] = ()
     malformed_at: tuple[str, ...] = ()  # the same lines as "train_log.jsonl.1 line 12"
     segments: tuple[tuple[str, int], ...] = ()  # (file, its first line) when read from several
+    out_of_order: tuple[tuple[str, str], ...] = ()  # (where, why) of records not applied
+    conflicts: tuple[str, ...] = ()  # each conflicting probe pair, in words
+    notices: tuple[str, ...] = ()  # e.g. a meta record of another run in the middle of the log
 
     @property
     def exit_code(self) -> int:
@@ -145,7 +151,10 @@ class Verdict:
             "interpretation": self.interpretation,
             "preset": dict(self.preset),
             "log": {**self.counts, "malformed_lines": list(self.malformed_lines),
-                    "segments": [{"name": n, "first_line": line} for n, line in self.segments]},
+                    "segments": [{"name": n, "first_line": line} for n, line in self.segments],
+                    "out_of_order_records": [{"at": w, "why": y} for w, y in self.out_of_order],
+                    "conflicting_probes": list(self.conflicts),
+                    "notices": list(self.notices)},
         }
         return out
 
@@ -205,7 +214,8 @@ def _scale(amendment: Amendment, preset: Preset, probes: Mapping[int, Probe]
         return None, f"no probe at step {amendment.from_step} to compute the scale factor"
     level = getattr(probe, metric)
     if not math.isfinite(level):
-        return None, f"{metric} at step {amendment.from_step} is {level!r}: no scale factor"
+        what = probe.why_not(metric) or repr(level)
+        return None, f"{metric} at step {amendment.from_step} is {what}: no scale factor"
     value = level / comp.eval_level
     provenance = (f"{metric}({amendment.from_step}) / {comp.name} level at {comp.level_step} = "
                   f"{level:.4f} / {comp.eval_level:.4f} = {value:.3f} (amendment {amendment.id})")
@@ -228,6 +238,17 @@ def _corroboration(probes: Mapping[int, Probe], anchor: int, read: int, metric: 
         "monotone_rise": monotone,
         "eval_deltas": {k: _json_num(v) for k, v in deltas.items()},
     }
+
+
+def conflict_reason(store: RunStore, c: Conflict, metric: str) -> str:
+    """Two probes for one step without a resume between them, in words."""
+    first, second = c.first, c.second
+    a, b = getattr(first, metric), getattr(second, metric)
+    what = (f"{metric} {a!r} ({store.where(first.line)}) and {b!r} ({store.where(second.line)})"
+            if repr(a) != repr(b) else
+            f"the same {metric} but other values ({store.where(first.line)} and "
+            f"{store.where(second.line)})")
+    return f"two different probes for step {c.step} with no resume between them: {what}"
 
 
 def compute_verdict(
@@ -278,6 +299,9 @@ def compute_verdict(
             malformed_lines=tuple(m.line for m in store.malformed[:50]),
             malformed_at=tuple(store.where(m.line) for m in store.malformed[:50]),
             segments=tuple((g.name, g.first_line) for g in store.segments),
+            out_of_order=tuple((store.where(o.line), o.why) for o in store.out_of_order[:50]),
+            conflicts=tuple(conflict_reason(store, c, metric) for c in store.conflicts[:50]),
+            notices=tuple(store.notices[:50]),
         )
 
     if read_step is None:
@@ -292,9 +316,17 @@ def compute_verdict(
     a_val = getattr(probes[anchor], metric)
     r_val = getattr(probes[read_step], metric)
     values = {"anchor_value": a_val, "read_value": r_val}
+    used = [anchor, read_step]
+    if applied and not math.isfinite(applied[0].factor):
+        used.append(applied[0].from_step)
+    conflict = next((c for c in store.conflicts if c.step in used), None)
+    if conflict is not None:
+        return result(UNDECIDABLE, conflict_reason(store, conflict, metric), **values)
     if not (math.isfinite(a_val) and math.isfinite(r_val)):
         bad = anchor if not math.isfinite(a_val) else read_step
-        return result(UNDECIDABLE, f"{metric} at step {bad} is not a finite number", **values)
+        what = probes[bad].why_not(metric) or repr(getattr(probes[bad], metric))
+        return result(UNDECIDABLE, f"{metric} at step {bad} is {what}, not a finite number",
+                      **values)
     delta = r_val - a_val
     raw = RuleRead("raw", spec.healthy_max, spec.drift_min, delta,
                    read_rule(delta, spec.healthy_max, spec.drift_min))

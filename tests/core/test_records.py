@@ -75,10 +75,12 @@ def test_duplicated_step_after_resume_later_record_wins():
     assert store.counts()["resumes"] == 1
 
 
-def test_step_repeated_without_resume_event_still_later_wins():
+def test_step_repeated_without_resume_event_is_out_of_order_not_applied():
     store = load_lines([_bytes([train(1, 1.0), train(2, 2.0, loss=7.0), train(2, 3.0, loss=1.0)])])
     assert list(store.steps) == [1, 2]
-    assert store.columns["loss"][1] == 1.0
+    assert store.columns["loss"][1] == 7.0  # only a resume goes back: the first record stands
+    assert store.counts()["out_of_order"] == 1 and store.replaced_steps == 0
+    assert store.out_of_order[0].line == 3 and "without a resume" in store.out_of_order[0].why
 
 
 def test_nan_and_infinity_are_floats():

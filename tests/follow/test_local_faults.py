@@ -393,3 +393,14 @@ async def test_a_folder_in_place_of_the_log_is_a_note_not_a_crash(tmp_path, make
     append(tmp_path / LOG, train_line(1))
     await c.until(lambda: c.steps == [1])
     await c.stop()
+
+
+async def test_a_log_with_bare_cr_line_ends_is_followed(tmp_path, make_local):
+    log = tmp_path / LOG
+    append(log, train_line(1)[:-1] + b"\r" + train_line(2)[:-1] + b"\r")
+    c = Collector(make_local(tmp_path)).start()
+    await c.until(lambda: c.steps == [1, 2])
+    append(log, train_line(3)[:-1] + b"\r")
+    await c.until(lambda: c.steps == [1, 2, 3])
+    assert c.store.malformed_count == 0
+    await c.stop()
