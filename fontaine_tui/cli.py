@@ -14,6 +14,7 @@ import sys
 
 from fontaine_tui import __version__, commands
 from fontaine_tui.core.errors import InputError
+from fontaine_tui.core.text import LiteralStream
 
 
 class _Parser(argparse.ArgumentParser):
@@ -40,6 +41,22 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
+    """Run one command. Its stdout and stderr go through `text.LiteralStream`: whatever a
+    report or an error line echoes (a preset's text, a registry field, a user's path) is shown,
+    never obeyed by the terminal. The console draws through Textual's own driver."""
+    out, err = sys.stdout, sys.stderr
+    sys.stdout, sys.stderr = LiteralStream(out), LiteralStream(err)
+    try:
+        return _main(argv)
+    except SystemExit as exc:  # argparse: --help, --version, a usage error
+        return exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 2)
+    finally:
+        sys.stdout.flush()
+        sys.stderr.flush()
+        sys.stdout, sys.stderr = out, err
+
+
+def _main(argv: list[str] | None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     try:

@@ -142,7 +142,7 @@ class SshRun:
 
     def argv(self, command: str, master: str = "no") -> list[str]:
         return [self.ssh, *self._common, "-o", f"ControlMaster={master}",
-                self.target.destination, "--", command]
+                "--", self.target.destination, command]
 
     def explain(self, stderr: bytes | str) -> str:
         text = stderr.decode("utf-8", "replace") if isinstance(stderr, bytes) else stderr
@@ -160,7 +160,7 @@ class SshRun:
 
     async def _control(self, op: str) -> tuple[int, bytes]:
         proc = await asyncio.create_subprocess_exec(
-            self.ssh, *self._common, "-O", op, self.target.destination,
+            self.ssh, *self._common, "-O", op, "--", self.target.destination,
             stdin=asyncio.subprocess.DEVNULL, stdout=asyncio.subprocess.DEVNULL,
             stderr=asyncio.subprocess.PIPE)
         _, err = await proc.communicate()
@@ -185,7 +185,7 @@ class SshRun:
                 # -f: fork once authenticated; its stderr is a file so nothing waits on a pipe
                 proc = await asyncio.create_subprocess_exec(
                     self.ssh, *self._common, "-o", "ControlMaster=yes", "-f", "-N",
-                    self.target.destination, stdin=asyncio.subprocess.DEVNULL,
+                    "--", self.target.destination, stdin=asyncio.subprocess.DEVNULL,
                     stdout=asyncio.subprocess.DEVNULL, stderr=err)
             try:
                 rc = await asyncio.wait_for(proc.wait(), self.connect_timeout + 20)

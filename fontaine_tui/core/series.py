@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from fontaine_tui.core.presets import Preset
 from fontaine_tui.core.report import signed
 from fontaine_tui.core.store import RunStore
+from fontaine_tui.core.text import literal
 from fontaine_tui.core.verdict import Verdict
 
 MEDIAN_WINDOW = 100  # recent steps in the s/step median
@@ -257,8 +258,6 @@ def run_status(kind: str, exit_code: int | str | None, has_records: bool, ended:
     return "attached (ended)" if ended else "attached"
 
 
-_CONTROL = {i: f"\\x{i:02x}" for i in range(32) if i != 9}
-_CONTROL.update({i: f"\\x{i:02x}" for i in (127, *range(0x80, 0xA0))})
 
 
 @dataclass(frozen=True, slots=True)
@@ -291,7 +290,3 @@ def run_events(store: RunStore, limit: int = 6) -> list[RunEvent]:
     return out[-limit:]
 
 
-def literal(line: str) -> str:
-    """A log line made safe to show as text: control characters (ESC included) become
-    visible escapes, so nothing in the line can steer the terminal."""
-    return line.translate(_CONTROL).expandtabs(4)

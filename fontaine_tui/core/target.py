@@ -29,6 +29,13 @@ class SshTarget:
     user: str | None = None
     port: int | None = None
 
+    def __post_init__(self) -> None:
+        # ssh would take a host or user beginning with "-" as an option (-oProxyCommand=...)
+        for what, value in (("host", self.host), ("user", self.user or "")):
+            if value.startswith("-"):
+                raise InputError(f"{what} {value!r}: a {what} may not begin with '-' "
+                                 "(ssh would read it as an option)")
+
     @property
     def destination(self) -> str:
         return f"{self.user}@{self.host}" if self.user else self.host
@@ -43,7 +50,7 @@ class SshTarget:
         argv = ["ssh", *ssh_options]
         if self.port:
             argv += ["-p", str(self.port)]
-        argv += [self.destination, "ls -la " + shlex.quote(self.path)]
+        argv += ["--", self.destination, "ls -la " + shlex.quote(self.path)]
         return shlex.join(argv)
 
 
@@ -74,6 +81,9 @@ def parse_target(text: str) -> Target:
     local = Path(text).expanduser()
     if local.exists():
         return LocalTarget(local)
+    if text.startswith("-") and ":" in text.split("/", 1)[0]:
+        raise InputError(f"{text}: a host may not begin with '-' (ssh would read it as an "
+                         "option)")
     m = _SCP.match(text)
     # scp's rule: a colon before any slash means host:path
     if m and "/" not in text.split(":", 1)[0]:
@@ -81,6 +91,6 @@ def parse_target(text: str) -> Target:
         path = m.group("path") or "."
         if path == "~" or path.startswith("~/"):
             path = path[2:] or "."  # remote commands start in the home folder
-        if host and not host.startswith("-"):
+        if host:
             return SshTarget(host, path, m.group("user"))
     return LocalTarget(local)

@@ -232,3 +232,24 @@ def test_plain_replay_and_attach_refuse_a_preset_that_loosens_the_frozen_bounds(
         assert main([*argv, "--plain"]) == 0
         last = [ln for ln in capsys.readouterr().out.splitlines() if ln.startswith("verdict: ")]
         assert last and not last[-1].startswith("verdict: HEALTHY"), last[-1:]
+
+
+@pytest.mark.parametrize("target", ["ssh://-oProxyCommand=touch%20pwned/run",
+                                    "ssh://-oProxyCommand=x@host/run",
+                                    "-oProxyCommand=touch pwned:/run",
+                                    "me@-oProxyCommand=touch:/run"])
+def test_a_host_or_user_beginning_with_a_dash_is_refused(tmp_path, monkeypatch, target):
+    monkeypatch.chdir(tmp_path)
+    res = cli("attach", target, "--plain", timeout=30)
+    assert res.returncode == 2 and "Traceback" not in res.stderr, res.stderr
+    assert "may not begin with '-'" in res.stderr and len(res.stderr.strip().splitlines()) == 1
+    assert not (tmp_path / "pwned").exists()
+
+
+def test_ssh_is_called_with_the_destination_after_a_double_dash():
+    from fontaine_tui.core.follow_ssh import SshRun
+
+    run = SshRun(SshTarget("gpu1", "/runs/a", "me"))
+    argv = run.argv("true")
+    assert argv[-3:] == ["--", "me@gpu1", "true"]
+    assert SshTarget("gpu1", "/r").hand_command().endswith("-- gpu1 'ls -la /r'")

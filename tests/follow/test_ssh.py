@@ -258,7 +258,7 @@ async def test_errors_are_one_line_with_a_command_to_try(sshd, tmp_path):
     run = tmp_path / "run"
     run.mkdir()
     src = source(sshd, tmp_path / "missing")
-    with pytest.raises(SshError, match=r"no such run folder; try by hand: ssh -F \S+ fontaine-test 'ls -la /"):
+    with pytest.raises(SshError, match=r"no such run folder; try by hand: ssh -F \S+ -- fontaine-test 'ls -la /"):
         await src.read_bytes("prereg.json")
     await src.close()
 
@@ -270,7 +270,7 @@ async def test_errors_are_one_line_with_a_command_to_try(sshd, tmp_path):
     with pytest.raises(SshError) as err:
         await bad.read_bytes("prereg.json")
     assert "authentication failed" in str(err.value) and "\n" not in str(err.value)
-    assert f"try by hand: ssh -F {cfg} {HOST_ALIAS} 'ls -la {run}'" in str(err.value)
+    assert f"try by hand: ssh -F {cfg} -- {HOST_ALIAS} 'ls -la {run}'" in str(err.value)
     await bad.close()
 
     cfg2 = tmp_path / "no_server_config"

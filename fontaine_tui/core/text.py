@@ -1,0 +1,58 @@
+"""Text that did not come from our own code, made safe to show: a log line, a preset's
+interpretation text, a registry field, a file name, an error message echoing a user path.
+
+Every control character (C0 but tab and, in blocks, newline; ESC; DEL; C1) and every
+bidirectional override or isolate becomes a visible escape (`\\x1b`, `\\u202e`), so nothing in
+the text can steer the terminal (OSC 52 clipboard writes, colours, cursor moves) or reorder
+what the reader sees."""
+
+from __future__ import annotations
+
+import io
+from typing import TextIO
+
+_BIDI = (0x061C, 0x200E, 0x200F, *range(0x202A, 0x202F), *range(0x2066, 0x206A))
+_TABLE: dict[int, str] = {i: f"\\x{i:02x}" for i in (*range(32), 127, *range(0x80, 0xA0))
+                          if i != 9}
+_TABLE.update({i: f"\\u{i:04x}" for i in _BIDI})
+_BLOCK = {k: v for k, v in _TABLE.items() if k != 10}
+
+
+def literal(text: str) -> str:
+    """One line of foreign text, safe to show (a newline in it shows as `\\x0a`)."""
+    return text.translate(_TABLE).expandtabs(4)
+
+
+def literal_block(text: str) -> str:
+    """Foreign text of several lines: newlines stay, everything else as `literal`."""
+    return text.translate(_BLOCK)
+
+
+def unsafe(text: str) -> list[str]:
+    """The characters `literal` would escape, as found in `text` (for tests and checks)."""
+    return [c for c in text if ord(c) in _TABLE]
+
+
+class LiteralStream(io.TextIOBase):
+    """A text stream that writes through `literal_block`: the command line's stdout and
+    stderr, so plain reports and error lines never carry a control sequence."""
+
+    def __init__(self, inner: TextIO) -> None:
+        self.inner = inner
+
+    def write(self, s: str) -> int:
+        self.inner.write(literal_block(s))
+        return len(s)
+
+    def flush(self) -> None:
+        self.inner.flush()
+
+    def isatty(self) -> bool:
+        return self.inner.isatty()
+
+    def fileno(self) -> int:
+        return self.inner.fileno()
+
+    @property
+    def encoding(self) -> str:  # type: ignore[override]
+        return getattr(self.inner, "encoding", "utf-8")
