@@ -23,6 +23,7 @@ from fontaine_tui.screens.probes import ProbesScreen
 from fontaine_tui.screens.runs import RunsScreen
 from fontaine_tui.screens.session import RunView, Session
 from fontaine_tui.screens.verdict import VerdictScreen
+from fontaine_tui.widgets.safe import notify
 
 FRAME_S = 0.5  # at most two redraws a second, however fast lines arrive
 CHART_S = 2.0  # the loss chart: at most one plotext rebuild per this many seconds
@@ -138,7 +139,7 @@ class FontaineApp(App[int]):
 
     def _poll_process(self) -> None:
         if self.session.poll_process():
-            self.notify(f"engine {self.session.view().status}", severity="warning")
+            notify(self, f"engine {self.session.view().status}", severity="warning")
             self.schedule_frame()
 
     @work(exclusive=True, group="telemetry")
@@ -157,7 +158,7 @@ class FontaineApp(App[int]):
             err = event.worker.error
             msg = f"{event.worker.group}: {type(err).__name__}: {err}"
             self.session.note = msg
-            self.notify(msg, severity="error", timeout=10)
+            notify(self, msg, severity="error", timeout=10)
             self.schedule_frame()
 
     # -- actions -------------------------------------------------------------------------

@@ -29,8 +29,8 @@ def literal_block(text: str) -> str:
 
 
 def unsafe(text: str) -> list[str]:
-    """The characters `literal` would escape, as found in `text` (for tests and checks)."""
-    return [c for c in text if ord(c) in _TABLE]
+    """The characters `literal_block` would escape, as found in `text` (for tests)."""
+    return [c for c in text if ord(c) in _BLOCK]
 
 
 class LiteralStream(io.TextIOBase):

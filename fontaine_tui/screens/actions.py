@@ -15,6 +15,7 @@ from fontaine_tui.core import review as reviewer
 from fontaine_tui.core.series import probes_chart
 from fontaine_tui.core.verdict import Verdict
 from fontaine_tui.screens.session import RunView, Session
+from fontaine_tui.widgets.safe import notify
 
 if TYPE_CHECKING:
     from fontaine_tui.app import FontaineApp
@@ -41,20 +42,20 @@ def review(app: FontaineApp, action: str, note: str = "") -> str:
     folder = app.session.folder
     if v is None or folder is None:
         msg = "review needs a run folder (none for this source)"
-        app.notify(msg, severity="error")
+        notify(app, msg, severity="error")
         return msg
     path = folder / "review.jsonl"
     try:
         entry = reviewer.append(path, action, v, note, clock=app.clock)
     except OSError as exc:
         msg = f"{path}: cannot append ({exc.strerror})"
-        app.notify(msg, severity="error")
+        notify(app, msg, severity="error")
         return msg
     check = reviewer.verify(path)
     chain = "chain intact" if check.ok else f"CHAIN BROKEN: {check.reason}"
     msg = (f"review.jsonl line {entry.line}: {action} {v.verdict} at step {v.read_step}"
            f"{' (provisional)' if v.provisional else ''}; {check.lines} line(s), {chain}")
-    app.notify(msg, severity="information" if check.ok else "error")
+    notify(app, msg, severity="information" if check.ok else "error")
     return msg
 
 
@@ -64,13 +65,13 @@ async def export(app: FontaineApp) -> str:
     view = app.view
     if v is None or folder is None or view is None:
         msg = "export needs a run folder (none for this source)"
-        app.notify(msg, severity="error")
+        notify(app, msg, severity="error")
         return msg
     spec = probes_chart(view.store, view.preset, view.verdicts, v, app.scaled)
     result = await asyncio.to_thread(exporter.export, folder, v, spec)
     msg = f"wrote {result.verdict_path}" + (
         f" and {result.chart_path}" if result.chart_path else f"; {result.chart_message}")
-    app.notify(msg, severity="information" if result.chart_path else "warning", timeout=8)
+    notify(app, msg, severity="information" if result.chart_path else "warning", timeout=8)
     return msg
 
 
@@ -117,7 +118,7 @@ def attach_folder(app: FontaineApp, folder: Path) -> None:
 
         preset = read_prereg(RunFolder(folder)).frozen_preset(str(folder / "prereg.json"))
     except Exception as exc:  # keep the current preset, say why
-        app.notify(f"{folder}: using preset {preset.name} ({exc})", severity="warning")
+        notify(app, f"{folder}: using preset {preset.name} ({exc})", severity="warning")
     old = app.session.source
     app.session = Session(LocalRun(folder), preset, "attach", None, folder)
     app.run_worker(old.close(), group="close")  # type: ignore[attr-defined]

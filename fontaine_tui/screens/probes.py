@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from textual.app import ComposeResult
 from textual.binding import Binding
-from textual.content import Content
 from textual.widgets import Footer, Static
 
 from fontaine_tui.core.series import probes_chart
@@ -12,6 +11,7 @@ from fontaine_tui.screens.base import ViewScreen
 from fontaine_tui.screens.session import RunView
 from fontaine_tui.widgets.chart import Chart
 from fontaine_tui.widgets.probes_table import ProbesTable
+from fontaine_tui.widgets.safe import assemble
 
 
 class ProbesScreen(ViewScreen):
@@ -36,7 +36,7 @@ class ProbesScreen(ViewScreen):
         spec = probes_chart(view.store, view.preset, view.verdicts, view.latest, scaled)
         self.query_one("#probes-chart", Chart).show(spec, key=spec)
         mode = "scale-adjusted" if scaled else "raw"
-        self.query_one("#probes-note", Static).update(Content.assemble(
+        self.query_one("#probes-note", Static).update(assemble(
             ("units: ", "$text-muted"), (mode, "bold"), ("  (s toggles)  ", "$text-muted"),
             spec.note, ("  comparators are banked endpoint deltas, drawn at the endpoint",
                         "$text-muted")))

@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 from textual.app import ComposeResult
-from textual.content import Content
 from textual.widgets import DataTable, Footer, Static
 
 from fontaine_tui.screens.base import ViewScreen
 from fontaine_tui.screens.session import RunView
+from fontaine_tui.widgets.safe import assemble, cell
 
 
 class RunsScreen(ViewScreen):
@@ -27,11 +27,11 @@ class RunsScreen(ViewScreen):
             table.clear(columns=True)
             table.add_columns("run", "folder", "pid", "state", "launched")
             for e in entries:
-                table.add_row(e.name, e.folder, str(e.pid or "—"), e.state, e.launched,
-                              key=e.folder)
+                table.add_row(cell(e.name), cell(e.folder), str(e.pid or "—"), cell(e.state),
+                              cell(e.launched), key=e.folder)
         title = (f"{len(entries)} run(s) in the registry; enter attaches to one"
                  if entries else self.app.registry_reason)  # type: ignore[attr-defined]
-        self.query_one("#runs-title", Static).update(Content.assemble(
+        self.query_one("#runs-title", Static).update(assemble(
             ("watching: ", "$text-muted"), (view.label, "bold"), "\n", title))
 
     def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:

@@ -5,11 +5,11 @@ from __future__ import annotations
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import VerticalScroll
-from textual.content import Content
 from textual.widgets import Footer, Static
 
 from fontaine_tui.screens.base import ViewScreen
 from fontaine_tui.screens.session import RunView
+from fontaine_tui.widgets.safe import assemble
 from fontaine_tui.widgets.verdict_panel import LABEL_STYLE, LedgerPanel, RulesPanel, VerdictBanner
 
 
@@ -61,11 +61,11 @@ class VerdictScreen(ViewScreen):
         if not view.verdicts:
             reads.append(("no probe yet", "$text-muted"))
         reads.append(("   ←/→ step through reads, l latest", "$text-muted"))
-        self.query_one("#reads", Static).update(Content.assemble(*reads))
+        self.query_one("#reads", Static).update(assemble(*reads))
         self.query_one(RulesPanel).show(v)
-        self.query_one("#interpretation", Static).update(Content.assemble(
+        self.query_one("#interpretation", Static).update(assemble(
             ("interpretation: ", "bold"), v.interpretation or "—", "\n",
             ("reason: ", "$text-muted"), v.reason))
         self.query_one(LedgerPanel).show(v, view.ledger)
         self.query_one("#review-status", Static).update(
-            Content(str(getattr(self.app, "review_status", ""))))
+            assemble(str(getattr(self.app, "review_status", ""))))

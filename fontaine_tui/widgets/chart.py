@@ -10,6 +10,7 @@ from textual.timer import Timer
 from textual_plotext import PlotextPlot
 
 from fontaine_tui.core.series import ChartSpec, downsample
+from fontaine_tui.core.text import literal
 
 
 class Chart(PlotextPlot):
@@ -79,9 +80,9 @@ class Chart(PlotextPlot):
         if spec is None:
             self.refresh()
             return
-        plt.title(spec.title)
-        plt.xlabel(spec.xlabel)
-        plt.ylabel(spec.ylabel)
+        plt.title(literal(spec.title))
+        plt.xlabel(literal(spec.xlabel))
+        plt.ylabel(literal(spec.ylabel))
         seen: list[float] = []
         for c in spec.curves:
             xs, ys = downsample(c.xs, c.ys, width)
@@ -89,22 +90,22 @@ class Chart(PlotextPlot):
                 continue
             seen += ys
             if c.points:
-                plt.scatter(xs, ys, label=c.label, color=c.color, marker="●")
+                plt.scatter(xs, ys, label=literal(c.label), color=c.color, marker="●")
             else:
-                plt.plot(xs, ys, label=c.label, color=c.color, marker="dot")
+                plt.plot(xs, ys, label=literal(c.label), color=c.color, marker="dot")
                 if len(xs) <= 30:  # few measured points: show where they are, not only the line
                     plt.scatter(xs, ys, color=c.color, marker="●")
         for h in spec.hlines:
             plt.hline(h.y, color=h.color)
         left = spec.xlim[0] if spec.xlim else 0
         for h in spec.hlines:
-            plt.text(h.label, left, h.y, color=h.color, alignment="left")
+            plt.text(literal(h.label), left, h.y, color=h.color, alignment="left")
         nudge = (spec.xlim[1] - spec.xlim[0]) * 0.015 if spec.xlim else 0.0
         for m in spec.marks:  # the marker is the label's end (or start) at the point itself
             if m.align == "left":  # beside a point the run also has: keep both visible
-                plt.text(f"◆ {m.label}", m.x + nudge, m.y, color=m.color, alignment="left")
+                plt.text(f"◆ {literal(m.label)}", m.x + nudge, m.y, color=m.color, alignment="left")
             else:
-                plt.text(f"{m.label} ◆", m.x, m.y, color=m.color, alignment="right")
+                plt.text(f"{literal(m.label)} ◆", m.x, m.y, color=m.color, alignment="right")
         if spec.xlim:
             plt.xlim(*spec.xlim)
         ys = seen + [v.y for v in (*spec.hlines, *spec.marks) if math.isfinite(v.y)]

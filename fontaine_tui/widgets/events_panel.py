@@ -3,10 +3,9 @@ they superseded), ends, errors and the log segments read (`series.run_events`)."
 
 from __future__ import annotations
 
-from textual.content import Content
-
 from fontaine_tui.core.series import RunEvent
 from fontaine_tui.widgets.quiet import QuietStatic
+from fontaine_tui.widgets.safe import assemble
 
 KIND_STYLE = {"checkpoint": "$success", "resume": "bold $warning", "error": "bold $error",
               "segment": "$accent", "start": "$text-muted", "end": "$text-muted"}
@@ -31,4 +30,4 @@ class EventsPanel(QuietStatic):
                       (e.text, KIND_STYLE.get(e.kind, ""))]
         if total is not None and total > len(events):
             parts.append((f"\n(last {len(events)} of {total})", "$text-muted"))
-        self.show_content(Content.assemble(*parts))
+        self.show_content(assemble(*parts))

@@ -9,6 +9,7 @@ from textual.widgets import DataTable
 
 from fontaine_tui.core.report import signed
 from fontaine_tui.core.series import ProbeRow
+from fontaine_tui.widgets.safe import cell
 
 FIXED = ("step", "eval MAE", "delta", "train MAE", "train delta", "eval AR CE")
 
@@ -35,7 +36,7 @@ class ProbesTable(DataTable):
         self._key = key
         datasets = sorted({name for r in rows for name in r.breakdown})
         self.clear(columns=True)
-        self.add_columns(*FIXED, *datasets)
+        self.add_columns(*FIXED, *(cell(d) for d in datasets))
         for r in rows:
             self.add_row(str(r.step), _num(r.eval_mae), signed(r.delta), _num(r.train_mae),
                          signed(r.train_delta), _num(r.ar_ce),

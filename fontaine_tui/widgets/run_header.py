@@ -6,11 +6,11 @@ from typing import TYPE_CHECKING
 
 from textual.app import ComposeResult
 from textual.containers import Horizontal, Vertical
-from textual.content import Content
 from textual.widgets import ProgressBar
 
 from fontaine_tui.core.series import duration, gpu_hours_text, pace_text
 from fontaine_tui.widgets.quiet import QuietStatic
+from fontaine_tui.widgets.safe import assemble
 
 if TYPE_CHECKING:
     from fontaine_tui.screens.session import RunView
@@ -37,7 +37,7 @@ class RunHeader(Vertical):
     def show(self, view: RunView) -> None:
         p = view.progress
         style = STATUS_STYLE.get(view.status.split(" ")[0], "bold $error")
-        self.query_one("#title", QuietStatic).show_content(Content.assemble(
+        self.query_one("#title", QuietStatic).show_content(assemble(
             (view.name or "?", "bold"), "  preset ", (view.preset.name, "bold"),
             f" ({view.preset.sha256[:12]})  ", (view.status.upper(), style),
             f"  {view.label}"))
@@ -46,6 +46,6 @@ class RunHeader(Vertical):
         if (bar.total, bar.progress) != (total, done):
             bar.update(total=total, progress=done)
         eta = duration(p.eta_s) if p.step < p.total else "done"
-        self.query_one("#pace", QuietStatic).show_content(Content.assemble(
+        self.query_one("#pace", QuietStatic).show_content(assemble(
             ("step ", "dim"), (f"{p.step}", "bold"), f" / {p.total}  ",
             pace_text(p), "  ETA ", (eta, "bold"), "  ", gpu_hours_text(p)))

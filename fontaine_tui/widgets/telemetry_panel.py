@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-from textual.content import Content
-
 from fontaine_tui.widgets.quiet import QuietStatic
+from fontaine_tui.widgets.safe import assemble
 
 GIB = 1 << 30
 
@@ -57,4 +56,4 @@ class TelemetryPanel(QuietStatic):
             else:
                 parts += [(f"engine: {snap.process_reason}", "$text-muted"), "\n"]
         parts += ["data-wait fraction ", (wait, style)]
-        self.show_content(Content.assemble(*parts))
+        self.show_content(assemble(*parts))

@@ -17,6 +17,7 @@ from fontaine_tui.core.verdict import (
     RuleRead,
     Verdict,
 )
+from fontaine_tui.widgets.safe import assemble
 
 LABEL_STYLE = {HEALTHY: "bold $success", SAME_DRIFT: "bold $error", AMBIGUOUS: "bold $warning",
                BY_INSTRUMENT: "bold $warning", UNDECIDABLE: "bold $text-muted"}
@@ -47,15 +48,15 @@ class VerdictBanner(Static):
         status = "PROVISIONAL" if v.provisional else "FINAL"
         at = f"step {v.read_step}" if v.read_step is not None else "no probe yet"
         self.border_title = "verdict (latest read)" if live else "verdict (stepping through reads)"
-        self.update(Content.assemble(
+        self.update(assemble(
             f"{v.verdict}", "  ", (f"[{status}]", "reverse" if v.provisional else ""),
             f"  read at {at} of {v.endpoint_step}  delta {signed(v.delta)}"))
 
 
 def _rule_column(title: str, rule: RuleRead | None, absent: str) -> Content:
     if rule is None:
-        return Content.assemble((title, "bold underline"), "\n", (absent, "$text-muted"))
-    return Content.assemble(
+        return assemble((title, "bold underline"), "\n", (absent, "$text-muted"))
+    return assemble(
         (title, "bold underline"), "\n",
         f"healthy if delta <= {signed(rule.healthy_max)}\n",
         f"drift   if delta >= {signed(rule.drift_min)}\n",
@@ -124,4 +125,4 @@ class LedgerPanel(Vertical):
                 f"corroboration (not gates): train-slice delta "
                 f"{signed(train if isinstance(train, float) else None)}; eval rises "
                 f"monotonically: {'n/a' if mono is None else ('yes' if mono else 'no')}")
-        self.query_one("#ledger", Static).update(Content.assemble(*parts))
+        self.query_one("#ledger", Static).update(assemble(*parts))

@@ -5,9 +5,8 @@ from __future__ import annotations
 
 import time
 
-from textual.content import Content
-
 from fontaine_tui.widgets.quiet import QuietStatic
+from fontaine_tui.widgets.safe import assemble
 
 SEVERITY_STYLE = {"alert": "bold $error", "error": "bold $error", "warn": "bold $warning",
                   "warning": "bold $warning", "info": "$accent"}
@@ -39,4 +38,4 @@ class WarningsPanel(QuietStatic):
                       str(getattr(w, "message", "")), "\n"]
         if note:
             parts += ["\n", ("follower: ", "$text-muted"), note]
-        self.show_content(Content.assemble(*parts))
+        self.show_content(assemble(*parts))
