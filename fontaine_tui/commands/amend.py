@@ -3,11 +3,22 @@
 from __future__ import annotations
 
 import argparse
+import math
 from pathlib import Path
 
 from fontaine_tui.core.errors import InputError
 
 ORDER = 45
+
+
+def _factor(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not (math.isfinite(value) and value > 0):
+        raise argparse.ArgumentTypeError(f"expected a finite positive factor, got {text!r}")
+    return value
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -23,7 +34,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--comparator", metavar="NAME",
                    help="comparator whose banked level is the denominator "
                    "(default: the verdict's reference)")
-    p.add_argument("--scale-factor", type=float, metavar="F", help="a fixed scale factor")
+    p.add_argument("--scale-factor", type=_factor, metavar="F", help="a fixed scale factor")
     p.add_argument("--text", default="", help="why (kept in the ledger)")
     p.add_argument("--preset", help="preset name or path when the folder has no prereg.json")
     p.set_defaults(func=run)
@@ -45,9 +56,13 @@ def run(args: argparse.Namespace) -> int:
     else:
         preset = read_prereg(folder).frozen_preset(str(folder.prereg))
     seen = max_step_seen(folder.log)
-    amendment = declare_amendment(folder, from_step=args.scale_from_step,
-                                  comparator=args.comparator, factor=args.scale_factor,
-                                  last_step_seen=seen, preset=preset, text=args.text)
+    try:
+        amendment = declare_amendment(folder, from_step=args.scale_from_step,
+                                      comparator=args.comparator, factor=args.scale_factor,
+                                      last_step_seen=seen, preset=preset, text=args.text)
+    except OSError as exc:
+        raise InputError(f"{folder.amendments}: cannot write the amendment ledger "
+                         f"({exc.strerror or exc})") from None
     every = [*preset.amendments, *read_amendments(folder)]
     checks = check_amendments(every, preset.verdict.anchor_step)
     check = next(c for a, c in zip(every, checks, strict=True)

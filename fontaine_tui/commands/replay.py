@@ -9,13 +9,18 @@ from fontaine_tui.core.errors import InputError
 ORDER = 30
 
 
+SPEED_MIN, SPEED_MAX = 1e-3, 1e6  # slower than 1000x real time never visibly moves
+
+
 def _speed(text: str) -> float:
     try:
         value = float(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"expected a positive number, got {text!r}") from None
-    if not value > 0 or value == float("inf"):
-        raise argparse.ArgumentTypeError(f"expected a positive number, got {text!r}")
+    if not SPEED_MIN <= value <= SPEED_MAX:  # NaN fails both
+        raise argparse.ArgumentTypeError(
+            f"expected a speed from {SPEED_MIN:g} to {SPEED_MAX:g} (times the log's own pace), "
+            f"got {text!r}")
     return value
 
 

@@ -634,6 +634,11 @@ def open_source(target: str, ssh_options: tuple[str, ...] = ()) -> RunSource:
             folder = folder.parent
         if not folder.is_dir():
             raise InputError(f"{parsed.folder}: no such run folder")
+        for name in (LOG, "engine.out.log"):  # a pipe or /dev/zero would be read for ever
+            path = folder / name
+            if path.exists() and not path.is_file():
+                raise InputError(f"{path}: not a regular file (expected a log file, not a "
+                                 "pipe, device or folder)")
         return LocalRun(folder)
     from fontaine_tui.core.follow_ssh import SshRun
 

@@ -35,6 +35,7 @@ class PresetError(InputError):
 # One row per key: (type, default). REQUIRED has no default.
 Spec = dict[str, tuple[type | tuple[type, ...], object]]
 NUMBER = (int, float)
+INT_MAX = 1 << 53  # steps, sizes, seeds: exact in a float, far past any run
 
 RUN: Spec = {"name": (str, REQUIRED), "output_dir": (str, REQUIRED), "question": (str, "")}
 RECIPE: Spec = {
@@ -200,9 +201,18 @@ def _check_section(path: Path, where: str, table: object, spec: Spec) -> dict[st
             raise PresetError(path, f"{where}.{key}",
                               f"expected {_type_name(typ)}, got {json.dumps(value, default=str)}")
         if typ is NUMBER:
-            value = float(value)
-            if math.isnan(value):
-                raise PresetError(path, f"{where}.{key}", "expected a number, got nan")
+            try:
+                value = float(value)
+            except OverflowError:
+                value = math.inf
+            if not math.isfinite(value):
+                raise PresetError(path, f"{where}.{key}", f"expected a finite number, got {value}")
+            if where == "gates" and value < 0:
+                raise PresetError(path, f"{where}.{key}",
+                                  f"expected a number >= 0 (a limit or a duration), got {value:g}")
+        elif typ is int and not 0 <= value <= INT_MAX:
+            raise PresetError(path, f"{where}.{key}",
+                              f"expected an integer in [0, {INT_MAX}], got {value}")
         out[key] = value
     return out
 
