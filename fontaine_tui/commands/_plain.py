@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import math
+import signal
 import sys
 import time
 
@@ -151,15 +152,45 @@ def finish(watch: PlainWatch, registry: Registry, host: str, info: ExitInfo) -> 
 
 def babysit(preset: Preset, folder: RunFolder, engine: EngineProcess, registry: Registry,
             host: str, prereg: Prereg, poll_s: float, stop_on_exit: bool) -> int:
+    """Watch the launched engine until it exits. Ctrl-C, SIGTERM and SIGHUP (a closed
+    terminal, a job scheduler's kill) are one thing: with `stop_on_exit` the engine is stopped
+    and its exit recorded; without, the console detaches and says how to come back."""
     watch = PlainWatch(preset, folder, engine, prereg)
+    old = {sig: signal.signal(sig, _interrupt) for sig in (signal.SIGTERM, signal.SIGHUP)}
     try:
         info = asyncio.run(watch.follow(poll_s))
-    except KeyboardInterrupt:
+    except KeyboardInterrupt as exc:
+        signum = exc.signum if isinstance(exc, Signalled) else signal.SIGINT
+        name = signal.Signals(signum).name
         if not stop_on_exit:
-            watch.say(f"detached: engine pid {engine.pid} keeps running in {folder.root}")
-            watch.say(f"  watch it again: fontaine-tui attach {folder.root}")
-            watch.say(f"  stop it (checkpoints first): kill -INT -{engine.pid}")
-            return 130
-        watch.say(f"stopping engine pid {engine.pid} (SIGINT, then SIGTERM, then SIGKILL)")
+            _say(watch, f"detached ({name}): engine pid {engine.pid} keeps running in "
+                        f"{folder.root}")
+            _say(watch, f"  watch it again: fontaine-tui attach {folder.root}")
+            _say(watch, f"  stop it (checkpoints first): kill -INT -{engine.pid}")
+            return 128 + signum
+        _say(watch, f"{name}: stopping engine pid {engine.pid} (SIGINT, then SIGTERM, "
+                    "then SIGKILL)")
         info = engine.stop()
+    finally:
+        for sig, handler in old.items():
+            signal.signal(sig, handler)
     return finish(watch, registry, host, info)
+
+
+class Signalled(KeyboardInterrupt):
+    """SIGTERM or SIGHUP, taken the way Ctrl-C is."""
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(signum)
+        self.signum = signum
+
+
+def _interrupt(signum: int, frame: object) -> None:
+    raise Signalled(signum)
+
+
+def _say(watch: PlainWatch, text: str) -> None:
+    try:
+        watch.say(text)
+    except OSError:  # the terminal went away with the SIGHUP: the registry still learns
+        pass

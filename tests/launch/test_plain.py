@@ -35,30 +35,32 @@ def _launched(tmp_path: Path):
     return folder, preset, prereg, engine, registry
 
 
-def _ctrl_c_when(folder: RunFolder, step: int) -> threading.Thread:
+def _ctrl_c_when(folder: RunFolder, step: int, sig: int = signal.SIGINT) -> threading.Thread:
     def fire() -> None:
         deadline = time.monotonic() + 20
         while read_tail(folder).last_step < step and time.monotonic() < deadline:
             time.sleep(0.05)
-        os.kill(os.getpid(), signal.SIGINT)  # what a terminal's Ctrl-C does to us
+        os.kill(os.getpid(), sig)  # what a terminal's Ctrl-C (or a kill, a hang-up) does to us
 
     t = threading.Thread(target=fire, daemon=True)
     t.start()
     return t
 
 
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM, signal.SIGHUP])
 @pytest.mark.parametrize("stop_on_exit", [False, True])
 def test_ctrl_c_in_plain_mode(tmp_path: Path, capsys: pytest.CaptureFixture[str],
-                              stop_on_exit: bool) -> None:
+                              stop_on_exit: bool, sig: int) -> None:
     folder, preset, prereg, engine, registry = _launched(tmp_path)
     try:
-        _ctrl_c_when(folder, 5)
+        _ctrl_c_when(folder, 5, sig)
         code = babysit(preset, folder, engine, registry, "h", prereg, 0.2, stop_on_exit)
         out = capsys.readouterr().out
         [entry] = registry.entries()
         if not stop_on_exit:
-            assert code == 130 and engine.poll() is None and pid_alive(engine.pid)
-            assert f"detached: engine pid {engine.pid} keeps running" in out
+            assert code == 128 + sig and engine.poll() is None and pid_alive(engine.pid)
+            assert f"detached ({signal.Signals(sig).name}): engine pid {engine.pid} keeps " \
+                   "running" in out
             assert entry.status == "running" and not folder.verdict.exists()
         else:
             assert code == 1 and engine.poll() is not None

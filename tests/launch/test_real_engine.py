@@ -143,7 +143,7 @@ def test_ctrl_c_detaches_and_the_run_survives_the_console(
         [entry] = Registry(registry_path).entries()
         engine = EngineProcess.reattach(folder, entry.pid, entry.pid_started)
         assert proc.returncode == 130
-        assert f"detached: engine pid {entry.pid} keeps running" in out
+        assert f"detached (SIGINT): engine pid {entry.pid} keeps running" in out
         assert f"kill -INT -{entry.pid}" in out
         assert pid_alive(entry.pid, entry.pid_started) and engine.poll() is None
         assert entry.status == "running"
