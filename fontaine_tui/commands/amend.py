@@ -17,7 +17,7 @@ def _factor(text: str) -> float:
     except ValueError:
         value = math.nan
     if not (math.isfinite(value) and value > 0):
-        raise argparse.ArgumentTypeError(f"expected a finite positive factor, got {text!r}")
+        raise argparse.ArgumentTypeError(f"expected a positive factor (a finite number), got {text!r}")
     return value
 
 

@@ -216,6 +216,9 @@ def _scale(amendment: Amendment, preset: Preset, probes: Mapping[int, Probe]
     if not math.isfinite(level):
         what = probe.why_not(metric) or repr(level)
         return None, f"{metric} at step {amendment.from_step} is {what}: no scale factor"
+    if level <= 0:  # an error level is positive: a ratio to a non-positive one is no scale
+        return None, (f"{metric} at step {amendment.from_step} is {level!r}, not positive: "
+                      "no scale factor")
     value = level / comp.eval_level
     provenance = (f"{metric}({amendment.from_step}) / {comp.name} level at {comp.level_step} = "
                   f"{level:.4f} / {comp.eval_level:.4f} = {value:.3f} (amendment {amendment.id})")

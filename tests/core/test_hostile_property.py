@@ -73,7 +73,9 @@ def hostile_logs(draw):
               if draw(st.booleans()) or s in (500, 1000)}
     ended = draw(st.booleans())
     clean = [dumps(r) for r in _clean(values, ended)]
-    faults = draw(st.lists(st.tuples(st.sampled_from(FAULTS), st.sampled_from(PROBE_STEPS),
+    # a fault names a step the clean log probed: a probe at a step it lacks is new evidence,
+    # not a fault (its worth is the clean reader's business)
+    faults = draw(st.lists(st.tuples(st.sampled_from(FAULTS), st.sampled_from(sorted(values)),
                                      level, st.integers(0, len(clean))), max_size=6))
     lines = list(clean)
     for kind, step, value, where in sorted(faults, key=lambda f: -f[3]):
@@ -85,7 +87,7 @@ def hostile_logs(draw):
     return clean, chunks, faults
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=120, database=None, derandomize=True, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(hostile_logs(), st.booleans())
 def test_faults_never_raise_and_never_give_a_final_label_the_clean_log_would_not(case, lean):
     clean_lines, chunks, faults = case
