@@ -290,3 +290,18 @@ def run_events(store: RunStore, limit: int = 6) -> list[RunEvent]:
     return out[-limit:]
 
 
+
+
+def evidence_lines(store: RunStore) -> tuple[str, ...]:
+    """What the log got wrong, for the monitor: out-of-order records (not applied),
+    conflicting probes, notices such as a meta record of another run. Literal text."""
+    out = []
+    if store.out_of_order_count:
+        first = store.out_of_order[0]
+        out.append(f"{store.out_of_order_count} record(s) out of order, not applied (first: "
+                   f"{store.where(first.line)}, {first.why})")
+    for c in store.conflicts[:3]:
+        out.append(f"conflicting probes for step {c.step}: {store.where(c.first.line)} and "
+                   f"{store.where(c.second.line)} (no resume between them)")
+    out += store.notices[:3]
+    return tuple(literal(line) for line in out)

@@ -7,7 +7,7 @@ from textual.app import ComposeResult
 from textual.containers import Horizontal, Vertical
 from textual.widgets import Footer
 
-from fontaine_tui.core.series import loss_chart, run_events
+from fontaine_tui.core.series import evidence_lines, loss_chart, run_events
 from fontaine_tui.screens.base import ViewScreen
 from fontaine_tui.screens.session import RunView
 from fontaine_tui.widgets.chart import Chart
@@ -45,7 +45,7 @@ class MonitorScreen(ViewScreen):
         self.query_one(RunHeader).show(view)
         st = view.store
         self.query_one("#loss-chart", Chart).show(loss_chart(st), key=(id(st), st.version))
-        self.query_one(WarningsPanel).show(view.warnings, view.note)
+        self.query_one(WarningsPanel).show(view.warnings, view.note, evidence_lines(st))
         total = len(st.checkpoints) + len(st.events) + len(st.segments)
         self.query_one(EventsPanel).show(run_events(st, EVENTS_SHOWN), total)
         self._on_telemetry(getattr(self.app, "telemetry_snapshot", None))

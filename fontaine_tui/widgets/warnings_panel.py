@@ -27,9 +27,14 @@ class WarningsPanel(QuietStatic):
     def on_mount(self) -> None:
         self.border_title = "warnings"
 
-    def show(self, warnings: tuple[object, ...], note: str = "") -> None:
+    def show(self, warnings: tuple[object, ...], note: str = "",
+             evidence: tuple[str, ...] = ()) -> None:
+        """`evidence`: what the log itself got wrong (records out of order, conflicting
+        probes, a meta record of another run), one line each."""
         parts: list[tuple[str, str] | str] = []
-        if not warnings:
+        for line in evidence:
+            parts += [("LOG    ", "bold $warning"), line, "\n"]
+        if not warnings and not evidence:
             parts.append(("no warnings", "$text-muted"))
         for w in warnings:
             sev = str(getattr(w, "severity", "warn"))

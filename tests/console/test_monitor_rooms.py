@@ -71,3 +71,23 @@ async def test_warnings_say_numbers_in_words(tmp_path: Path) -> None:
         shown = text(app.screen.query_one("#warnings"))
         assert "first poll: s/step 0.5 s" in shown
         assert "step_s=" not in shown and "records=" not in shown
+
+
+async def test_the_monitor_says_what_the_log_got_wrong(tmp_path: Path) -> None:
+    from tests.logs import meta, records
+
+    recs = records(probes=RIGONLY_LIKE)
+    recs.insert(300, meta(step=0, t=T0, run="someone-else"))
+    recs.insert(len(recs) - 1, probe(1000, T0 + 900, 2.0, 3.0))  # a conflict, no resume
+    recs += [train(s, T0 + 2000 + s) for s in range(10, 20)]  # stray steps after the end
+    folder = tmp_path / "run"
+    folder.mkdir()
+    log = write_log(folder / "train_log.jsonl", recs)
+    app = console(log)
+    async with app.run_test(size=(160, 50)) as pilot:
+        await until(pilot, lambda: app.session.store.out_of_order_count == 10)
+        await pilot.pause(0.3)
+        shown = " ".join(text(app.screen.query_one("#warnings")).split())
+        assert "10 record(s) out of order, not applied" in shown
+        assert "conflicting probes for step 1000" in shown
+        assert "someone-else" in shown and "two runs may be writing one file" in shown
