@@ -59,3 +59,33 @@ def test_replay_in_tmux_shows_the_verdict(tmp_path):
             raise AssertionError("q did not quit the console")
     finally:
         subprocess.run([TMUX, "-L", sock, "kill-server"], capture_output=True, timeout=10)
+
+
+def test_osc52_in_a_preset_never_reaches_the_clipboard_in_a_real_terminal(tmp_path):
+    """tmux with set-clipboard on turns an OSC 52 it receives into a paste buffer: after the
+    verdict screen, the runs screen and the plain verdict showed text holding one, there is
+    none."""
+    from tests.console.test_hostile_text import _evil_run
+
+    preset_path, folder, registry = _evil_run(tmp_path)
+    sock = f"fontaine-osc-{os.getpid()}"
+    env = (f"TEXTUAL_ANIMATIONS=none FONTAINE_REGISTRY={registry}")
+    conf = tmp_path / "tmux.conf"
+    conf.write_text("set -g set-clipboard on\n")
+    console_cmd = f"{env} {CMD} replay '{folder}/train_log.jsonl'"
+    plain_cmd = f"{env} {CMD} verdict '{folder}'; {env} {CMD} runs; sleep 30"
+    try:
+        subprocess.run([TMUX, "-L", sock, "-f", str(conf), "new-session", "-d", "-s", "t",
+                        "-x", "160", "-y", "50", console_cmd], check=True, timeout=10)
+        wait_pane(sock, ["REPLAY", "step 1000 / 1000"])
+        tmux(sock, "send-keys", "-t", "t", "v")
+        wait_pane(sock, ["interpretation:", "\\x1b]52;c;UFdO"])
+        tmux(sock, "send-keys", "-t", "t", "r")
+        wait_pane(sock, ["registry", "\\x1b]52;c;UFdO"])
+        tmux(sock, "new-window", "-t", "t", plain_cmd)
+        wait_pane(sock, ["interpretation", "\\x1b]52;c;UFdO"])
+        time.sleep(0.5)
+        buffers = tmux(sock, "list-buffers")
+        assert "PWN" not in buffers and buffers.strip() == "", buffers
+    finally:
+        subprocess.run([TMUX, "-L", sock, "kill-server"], capture_output=True, timeout=10)
