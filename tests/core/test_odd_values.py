@@ -58,20 +58,9 @@ def test_replay_speed_and_scale_factor_must_make_sense(tmp_path, capsys):
         assert "--scale-factor" in line and "comparator" not in line, line
 
 
-@pytest.mark.skipif(os.geteuid() == 0, reason="root writes into a read-only folder")
-def test_amend_on_a_read_only_run_folder_is_one_line(tmp_path, capsys):
-    run = tmp_path / "run"
-    write_log(run / "train_log.jsonl", probes=RIGONLY_LIKE)
-    run.chmod(0o555)
-    try:
-        assert main(["amend", str(run), "--scale-factor", "2", "--preset",
-                     "demosonly_1gpu"]) == 2
-        assert "cannot write" in _one_line(capsys)
-    finally:
-        run.chmod(0o755)
-
-
 def test_amend_where_the_ledger_cannot_be_written_is_one_line(tmp_path, capsys):
+    """A read-only run folder and this give the same OSError path; this one also fails for
+    root (CI), which writes into read-only folders."""
     run = tmp_path / "run"
     write_log(run / "train_log.jsonl", probes=RIGONLY_LIKE)
     (run / "amendments.jsonl").mkdir()  # even root cannot open a folder as the ledger
