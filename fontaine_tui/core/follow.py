@@ -21,8 +21,8 @@ from pathlib import Path
 from typing import Protocol, runtime_checkable
 
 from fontaine_tui.core.errors import InputError
-from fontaine_tui.core.records import cr_only
-from fontaine_tui.core.runfolder import LOG
+from fontaine_tui.core.records import to_lf
+from fontaine_tui.core.runfolder import LOG, check_regular
 
 LINE_CAP = 16 << 20        # a longer line is skipped, counted and reported
 CHUNK = 4 << 20            # most bytes read per batch (keeps a catch-up read responsive)
@@ -118,10 +118,7 @@ class LineCutter:
         first = self.next_line
         out: list[bytes] = []
         skipped: list[int] = []
-        if self.cr is None and data:
-            self.cr = cr_only(self.tail + data)
-        if self.cr:
-            data = data.replace(b"\r", b"\n")  # the same length: offsets stay right
+        self.cr, data = to_lf(self.cr, self.tail, data)
         if self.skip_bytes >= 0:
             nl = data.find(b"\n")
             if nl < 0:
@@ -635,10 +632,8 @@ def open_source(target: str, ssh_options: tuple[str, ...] = ()) -> RunSource:
         if not folder.is_dir():
             raise InputError(f"{parsed.folder}: no such run folder")
         for name in (LOG, "engine.out.log"):  # a pipe or /dev/zero would be read for ever
-            path = folder / name
-            if path.exists() and not path.is_file():
-                raise InputError(f"{path}: not a regular file (expected a log file, not a "
-                                 "pipe, device or folder)")
+            if (folder / name).exists():
+                check_regular(folder / name)
         return LocalRun(folder)
     from fontaine_tui.core.follow_ssh import SshRun
 

@@ -159,6 +159,15 @@ def cr_only(buf: bytes) -> bool | None:
     return buf[cr + 1] != 0x0A
 
 
+def to_lf(cr: bool | None, pending: bytes, data: bytes) -> tuple[bool | None, bytes]:
+    """The bare-CR rule for a stream read in pieces: decide (once a line end shows) from
+    `pending + data`, then give CR line ends as LF, at the same length so offsets stay right.
+    Returns the decision so far and the data to split on LF."""
+    if cr is None and data:
+        cr = cr_only(pending + data)
+    return cr, data.replace(b"\r", b"\n") if cr else data
+
+
 CR_NOTE = "its lines end in a bare CR (no newline): read with CR as the line end"
 
 

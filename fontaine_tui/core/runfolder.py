@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import re
+import stat
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -51,6 +52,19 @@ class RunFolder:
         return self.root / CHECKPOINTS
 
 
+def check_regular(path: Path) -> int:
+    """The size of a regular file; InputError for a FIFO, a device, a folder (a read of
+    /dev/zero or a pipe would never end)."""
+    try:
+        st = os.stat(path)
+    except FileNotFoundError:
+        raise InputError(f"{path}: no such log file") from None
+    if not stat.S_ISREG(st.st_mode):
+        raise InputError(f"{path}: not a regular file (expected a log file, not a pipe, "
+                         "device or folder)")
+    return st.st_size
+
+
 def locate_log(target: str | Path) -> tuple[Path, RunFolder | None]:
     """A log file, or a run folder holding one: (log path, run folder or None)."""
     p = Path(target)
@@ -58,14 +72,11 @@ def locate_log(target: str | Path) -> tuple[Path, RunFolder | None]:
         folder = RunFolder(p)
         if not folder.log.exists():
             raise InputError(f"{p}: no {LOG} in this run folder")
-        if not folder.log.is_file():
-            raise InputError(f"{folder.log}: not a regular file (expected a log file)")
+        check_regular(folder.log)
         return folder.log, folder
-    if p.is_file():
-        folder = RunFolder(p.parent) if p.name == LOG else None
-        return p, folder
-    if p.exists():  # a pipe or a device: a read would never end
-        raise InputError(f"{p}: not a regular file (expected a log file or a run folder)")
+    if p.exists():  # a pipe or a device is refused: a read would never end
+        check_regular(p)
+        return p, RunFolder(p.parent) if p.name == LOG else None
     raise InputError(f"{p}: no such log file or run folder")
 
 

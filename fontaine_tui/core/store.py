@@ -5,7 +5,6 @@ from __future__ import annotations
 import gzip
 import multiprocessing
 import os
-import stat
 import struct
 from array import array
 from bisect import bisect_left
@@ -35,9 +34,10 @@ from fontaine_tui.core.records import (
     _snippet,
     cr_only,
     decode_line,
+    to_lf,
     to_record,
 )
-from fontaine_tui.core.runfolder import rotated_segments
+from fontaine_tui.core.runfolder import check_regular, rotated_segments
 
 COLUMNS = ("time", *TRAIN_FIELDS)
 
@@ -346,10 +346,7 @@ class LineSplitter:
         """The complete lines in `data`: as one block ending in a newline (a view, no copy),
         as a list of lines, and the number of the first."""
         first = self.next_line
-        if self.cr is None and data:
-            self.cr = cr_only(self._tail + data)
-        if self.cr:
-            data = data.replace(b"\r", b"\n")  # the same length: offsets stay right
+        self.cr, data = to_lf(self.cr, self._tail, data)
         buf = self._tail + data if self._tail else data
         end = buf.rfind(b"\n")
         if end < 0:
@@ -620,19 +617,6 @@ def _split_points(path: Path, size: int, parts: int) -> list[int]:
             points.append(min(fh.tell(), size))
     points.append(size)
     return points
-
-
-def check_regular(path: Path) -> int:
-    """The size of a regular file; InputError for a FIFO, a device, a folder (a read of
-    /dev/zero or a pipe would never end)."""
-    try:
-        st = os.stat(path)
-    except FileNotFoundError:
-        raise InputError(f"{path}: no such log file") from None
-    if not stat.S_ISREG(st.st_mode):
-        raise InputError(f"{path}: not a regular file (expected a log file, not a pipe, "
-                         "device or folder)")
-    return st.st_size
 
 
 def segment_chunks(path: Path, chunk: int = CHUNK) -> Iterator[bytes]:
