@@ -27,6 +27,7 @@ from fontaine_tui.core.runfolder import LOG, check_regular
 LINE_CAP = 16 << 20        # a longer line is skipped, counted and reported
 CHUNK = 4 << 20            # most bytes read per batch (keeps a catch-up read responsive)
 HEAD = 4096                # fingerprint length: truncate-and-refill past the old size shows here
+ANCHOR = 4096              # the last bytes read, checked again before anything after them is sent
 THREAD_READ = 1 << 20      # reads expected to be larger than this go to a worker thread
 POLL_WATCHED = 0.25        # re-check this often even with inotify (writes from other hosts)
 MIN_GAP = 0.02             # reads at most this often: a fast writer's lines come in batches
@@ -79,15 +80,24 @@ class LineCutter:
         self._hash = hashlib.sha256()
         self._skip_hash = self._hash
         self._foreign = 0             # leading bytes of `tail` from the previous file
+        self._recent = b""            # the last ANCHOR bytes consumed (now before `offset`)
+        self._skip_recent = b""       # the same while dropping an over-long line
         self.cr: bool | None = None   # lines end in a bare CR (store.cr_only)
 
     def digest(self) -> str:
         return self._hash.hexdigest()
 
+    def anchor(self) -> bytes:
+        """The file's last bytes before `offset` (at most ANCHOR, none from a previous file):
+        a follower checks that the file still holds them before trusting what comes after."""
+        n = min(ANCHOR, self.offset, len(self._recent))
+        return self._recent[len(self._recent) - n :] if n > 0 else b""
+
     def resume(self) -> LineCutter:
         """A cutter at the same line and offset, its torn tail dropped (it is read again)."""
         other = LineCutter(self.cap, self.next_line, self.offset)
         other._hash = self._hash.copy()
+        other._recent = self._recent
         other.skipped = self.skipped
         other.cr = self.cr
         return other
@@ -124,9 +134,11 @@ class LineCutter:
             if nl < 0:
                 self.skip_bytes += len(data)
                 self._skip_hash.update(data)
+                self._skip_recent = _last(self._skip_recent, data)
                 return out, first, skipped
             self._skip_hash.update(memoryview(data)[: nl + 1])
             self._hash = self._skip_hash
+            self._recent = _last(self._skip_recent, data[: nl + 1])
             out.append(b"")
             self.next_line += 1
             self.offset += self.skip_bytes + nl + 1
@@ -138,6 +150,7 @@ class LineCutter:
             self.tail = buf
         else:
             self._hash.update(memoryview(buf)[self._foreign : end + 1])
+            self._recent = _last(self._recent, memoryview(buf)[: end + 1])
             self._foreign = 0
             lines = buf[:end].split(b"\n")
             self.tail = buf[end + 1 :]
@@ -154,6 +167,7 @@ class LineCutter:
             self.skip_bytes = len(self.tail)
             self._skip_hash = self._hash.copy()
             self._skip_hash.update(memoryview(self.tail)[self._foreign :])
+            self._skip_recent = _last(self._recent, self.tail)
             self._foreign = 0
             self.tail = b""
         self.skipped += skipped
@@ -164,6 +178,13 @@ class LineCutter:
             return ""
         where = ", ".join(map(str, skipped[:5])) + (", ..." if len(skipped) > 5 else "")
         return f"skipped over-long line(s) {where} (longer than {mib(self.cap)})"
+
+
+def _last(old: bytes, more: bytes | memoryview) -> bytes:
+    """The last ANCHOR bytes of old + more."""
+    if len(more) >= ANCHOR:
+        return bytes(more[len(more) - ANCHOR :])
+    return (old + bytes(more))[-ANCHOR:]
 
 
 def prefix_digest(chunks: Iterable[bytes], size: int) -> str | None:
