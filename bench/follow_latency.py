@@ -11,13 +11,16 @@ helper from tests/follow/sshd_helper.py; skipped if sshd is missing).
 Targets (DESIGN.md): p95 <= 50 ms local, <= 250 ms over SSH.
 --cpu also reports the follower's own CPU (process time / wall time) following two files of
 an idle run, and at 100 lines/s written by another process, next to a bare asyncio loop
-waking 100 times a second on the same machine.
+waking 100 times a second on the same machine; and over SSH, the local follower's CPU next
+to the remote follow script's (its shell and all it runs), idle and at 100 lines/s. SSH is
+measured with both remote streams: python3's, and the shell loop used where python3 is absent.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import os
 import random
@@ -129,6 +132,64 @@ async def cpu(folder: Path, inotify: bool, rate: bool, seconds: float = 10.0) ->
     return share
 
 
+def script_cpu(folder: Path) -> float:
+    """CPU seconds so far of the remote follow scripts for `folder` (the shell, its subshells
+    and every command they ran and reaped), as the sshd side's processes show them."""
+    import psutil
+
+    total, scripts = 0.0, []
+    for p in psutil.process_iter(["name", "cmdline"]):
+        cmd = " ".join(p.info["cmdline"] or [])
+        if p.info["name"] in ("sh", "dash", "bash") and "@fontaine ok" in cmd \
+                and str(folder) in cmd:
+            scripts.append(p)
+    pids = {p.pid for p in scripts}
+    for script in (p for p in scripts if p.ppid() not in pids):
+        try:
+            family = [script, *script.children(recursive=True)]
+        except psutil.NoSuchProcess:
+            continue
+        for p in family:  # live ones by their own time, the reaped in their parent's
+            try:
+                t = p.cpu_times()
+                total += t.user + t.system + t.children_user + t.children_system
+            except psutil.NoSuchProcess:
+                pass
+    return total
+
+
+async def ssh_cpu(src, folder: Path, rate: bool, seconds: float = 10.0) -> tuple[float, float]:
+    """(% of a core for the local follower, % for the remote script) following the log."""
+    import subprocess
+
+    (folder / LOG).write_bytes(b"")
+    store = RunStore()
+
+    async def drain() -> None:
+        async for batch in src.follow(LOG):
+            for i, raw in enumerate(batch.lines):
+                store.add_line(raw, batch.first_line + i)
+
+    task = asyncio.create_task(drain())
+    writer = None
+    if rate:
+        writer = subprocess.Popen([sys.executable, "-c", WRITER, str(folder / LOG),
+                                   str(int((seconds + 4) * 100))])
+    await asyncio.sleep(3.0)
+    c0, r0, w0 = time.process_time(), script_cpu(folder), time.perf_counter()
+    await asyncio.sleep(seconds)
+    wall = time.perf_counter() - w0
+    local, remote = (time.process_time() - c0) / wall * 100, \
+        (script_cpu(folder) - r0) / wall * 100
+    if writer is not None:
+        writer.wait()
+    await src.close()
+    task.cancel()
+    with contextlib.suppress(asyncio.CancelledError):
+        await task
+    return local, remote
+
+
 async def bare_loop(seconds: float = 5.0) -> float:
     c0, w0 = time.process_time(), time.perf_counter()
     for _ in range(int(seconds * 100)):
@@ -163,8 +224,22 @@ async def main_async(args) -> int:
 
             sshd = Sshd(folder / "sshd").start()
             try:
-                src = SshRun(SshTarget(HOST_ALIAS, str(folder)), ssh_options=sshd.ssh_options)
-                report("ssh loopback (sshd)", await measure(src, folder, args.lines), 250)
+                for py in (True, False):
+                    src = SshRun(SshTarget(HOST_ALIAS, str(folder)),
+                                 ssh_options=sshd.ssh_options, remote_python=py)
+                    report(f"ssh loopback, {'python3' if py else 'shell'}",
+                           await measure(src, folder, args.lines), 250)
+                if args.cpu:
+                    print("SSH follow CPU, % of one core: the local follower / the remote "
+                          "script (its shell and every command it runs)")
+                    for py in (True, False):
+                        for rate in (False, True):
+                            src = SshRun(SshTarget(HOST_ALIAS, str(folder)),
+                                         ssh_options=sshd.ssh_options, remote_python=py)
+                            here, there = await ssh_cpu(src, folder, rate)
+                            print(f"  {'python3' if py else 'shell':<8} "
+                                  f"{'100 lines/s' if rate else 'idle':<12} local {here:5.2f} %"
+                                  f"  remote {there:5.2f} %")
             finally:
                 sshd.stop()
         if args.cpu:
