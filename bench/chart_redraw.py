@@ -26,9 +26,9 @@ os.environ.setdefault("TEXTUAL_ANIMATIONS", "none")
 
 from textual.app import App, ComposeResult  # noqa: E402
 
-from fontaine_tui.core.records import TrainPoint  # noqa: E402
-from fontaine_tui.core.series import loss_chart  # noqa: E402
-from fontaine_tui.core.store import RunStore  # noqa: E402
+from fontaine_tui.core.log.records import TrainPoint  # noqa: E402
+from fontaine_tui.core.log.store import RunStore  # noqa: E402
+from fontaine_tui.core.verdict.chart import loss_chart  # noqa: E402
 from fontaine_tui.widgets.chart import Chart  # noqa: E402
 
 
@@ -78,7 +78,7 @@ def _figures(where: str, chart: Chart, spec, times: tuple[list[float], list[floa
 
 async def in_console(points: int, repeat: int, size: tuple[int, int]) -> dict:
     from fontaine_tui.app import make_app
-    from fontaine_tui.core.presets import load_preset
+    from fontaine_tui.core.verdict.presets import load_preset
 
     store = store_with(points)
 

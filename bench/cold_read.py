@@ -36,10 +36,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from make_log import STYLES, ensure  # noqa: E402
 
-from fontaine_tui.core.follow import LocalRun  # noqa: E402
-from fontaine_tui.core.presets import load_preset  # noqa: E402
-from fontaine_tui.core.store import RunStore, default_workers, ingest_lines, load_log  # noqa: E402
-from fontaine_tui.core.verdict import compute_verdict  # noqa: E402
+from fontaine_tui.core.follow.local import LocalRun  # noqa: E402
+from fontaine_tui.core.log.store import RunStore, default_workers, ingest_lines, load_log  # noqa: E402
+from fontaine_tui.core.verdict.presets import load_preset  # noqa: E402
+from fontaine_tui.core.verdict.rules import compute_verdict  # noqa: E402
 
 
 def verdict_path(path: Path, preset) -> str:

@@ -67,8 +67,8 @@ async def window(seconds: float) -> tuple[float, float]:
 async def run(seconds: float, rate: float, mode: str, start_steps: int,
               telemetry: bool = False) -> list[dict]:
     from fontaine_tui.app import default_telemetry, make_app
-    from fontaine_tui.core.follow import LocalRun
-    from fontaine_tui.core.presets import load_preset
+    from fontaine_tui.core.follow.local import LocalRun
+    from fontaine_tui.core.verdict.presets import load_preset
 
     folder = Path(tempfile.mkdtemp(prefix="fontaine-cpu-"))
     log = folder / "train_log.jsonl"

@@ -34,9 +34,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from fontaine_tui.core.follow import LocalRun  # noqa: E402
-from fontaine_tui.core.records import TrainPoint  # noqa: E402
-from fontaine_tui.core.store import RunStore  # noqa: E402
+from fontaine_tui.core.follow.local import LocalRun  # noqa: E402
+from fontaine_tui.core.log.records import TrainPoint  # noqa: E402
+from fontaine_tui.core.log.store import RunStore  # noqa: E402
 
 LOG = "train_log.jsonl"
 
@@ -106,7 +106,7 @@ for i in range(1, int(sys.argv[2]) + 1):
 async def cpu(folder: Path, inotify: bool, rate: bool, seconds: float = 10.0) -> float:
     import subprocess
 
-    from fontaine_tui.core.store import ingest_lines
+    from fontaine_tui.core.log.store import ingest_lines
 
     (folder / LOG).write_bytes(b"")
     (folder / "engine.out.log").write_bytes(b"")
@@ -219,8 +219,8 @@ async def main_async(args) -> int:
             if find_sshd() is None:
                 print("  ssh: skipped (no sshd; install openssh-server)")
                 return 0
-            from fontaine_tui.core.follow_ssh import SshRun
-            from fontaine_tui.core.target import SshTarget
+            from fontaine_tui.core.follow.ssh import SshRun
+            from fontaine_tui.core.follow.target import SshTarget
 
             sshd = Sshd(folder / "sshd").start()
             try:

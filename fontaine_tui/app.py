@@ -14,14 +14,14 @@ from textual.binding import Binding
 from textual.reactive import var
 from textual.worker import Worker, WorkerState
 
-from fontaine_tui.core.presets import Preset
+from fontaine_tui.core.verdict.presets import Preset
+from fontaine_tui.model.session import RunView, Session
 from fontaine_tui.screens import actions
 from fontaine_tui.screens.dialogs import NoteDialog, QuitDialog
 from fontaine_tui.screens.help import HelpScreen
 from fontaine_tui.screens.monitor import MonitorScreen
 from fontaine_tui.screens.probes import ProbesScreen
 from fontaine_tui.screens.runs import RunsScreen
-from fontaine_tui.screens.session import RunView, Session
 from fontaine_tui.screens.verdict import VerdictScreen
 from fontaine_tui.widgets.safe import notify
 
@@ -234,7 +234,7 @@ def default_telemetry(source: object, process: object = None) -> Callable[[], ob
     over the SSH source's connection."""
     from functools import partial
 
-    from fontaine_tui.core import telemetry
+    from fontaine_tui.core.host import telemetry
 
     run_command = getattr(source, "run_command", None)
     if run_command is not None:
@@ -249,7 +249,7 @@ def run_console(*, source: object, preset: Preset, mode: str, process: object = 
     """Run the console in this terminal until quit; `mode` is launch, attach or replay.
     Without a registry, the runs mode reads the default one (FONTAINE_REGISTRY or ~)."""
     if registry is None:
-        from fontaine_tui.core.registry import Registry
+        from fontaine_tui.core.launch.registry import Registry
 
         registry = Registry()
     if telemetry is None and mode != "replay":

@@ -41,11 +41,11 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from fontaine_tui.core.ledger import declare_amendment, max_step_seen, read_amendments
-    from fontaine_tui.core.prereg import read_prereg
-    from fontaine_tui.core.presets import load_preset
     from fontaine_tui.core.runfolder import RunFolder
-    from fontaine_tui.core.verdict import check_amendments
+    from fontaine_tui.core.verdict.ledger import declare_amendment, max_step_seen, read_amendments
+    from fontaine_tui.core.verdict.prereg import read_prereg
+    from fontaine_tui.core.verdict.presets import load_preset
+    from fontaine_tui.core.verdict.rules import check_amendments
 
     root = Path(args.run)
     if not root.is_dir():

@@ -36,8 +36,8 @@ async def resolve_preset(source, preset_arg: str | None, strict: bool = True):
     """The frozen preset in the run's prereg.json, else --preset; InputError if neither.
     With `strict` (the plain report) a --preset that differs from the frozen one beyond
     [platform] is refused; the console takes it and shows the difference as a warning."""
-    from fontaine_tui.core.prereg import frozen_over, parse_prereg
-    from fontaine_tui.core.presets import load_preset
+    from fontaine_tui.core.verdict.prereg import frozen_over, parse_prereg
+    from fontaine_tui.core.verdict.presets import load_preset
 
     raw = await source.read_bytes(PREREG)  # also proves the run folder is reachable
     given = load_preset(preset_arg) if preset_arg else None
@@ -55,7 +55,7 @@ async def resolve_preset(source, preset_arg: str | None, strict: bool = True):
 
 async def amendments_of(source) -> list:
     """The run's amendment ledger (read through the source, so remote runs work too)."""
-    from fontaine_tui.core.ledger import read_amendments
+    from fontaine_tui.core.verdict.ledger import read_amendments
 
     raw = await source.read_bytes(AMENDMENTS)
     if not raw:
@@ -67,12 +67,12 @@ async def amendments_of(source) -> list:
 
 async def plain(source, preset, until_end: bool = False, out=None) -> int:
     """Records and the verdict headline as lines of text, until the source ends or `end`."""
-    from fontaine_tui.commands._plain import describe_record
-    from fontaine_tui.core.records import Event, Probe
-    from fontaine_tui.core.report import headline
-    from fontaine_tui.core.series import literal
-    from fontaine_tui.core.store import RunStore
-    from fontaine_tui.core.verdict import compute_verdict
+    from fontaine_tui.core.log.records import Event, Probe
+    from fontaine_tui.core.log.store import RunStore
+    from fontaine_tui.core.verdict.rules import compute_verdict
+    from fontaine_tui.core.verdict.text import headline
+    from fontaine_tui.model.plain import describe_record
+    from fontaine_tui.model.readout import literal
 
     out = out or sys.stdout
 

@@ -38,13 +38,13 @@ def prepare(preset_name: str, output_dir: str | None, resume: bool, yes_ram: boo
             registry=None):
     """Everything before starting: (preset, folder, findings, argv, registry, telemetry).
     Writes nothing."""
-    from fontaine_tui.core import guards
-    from fontaine_tui.core.host import hostname
-    from fontaine_tui.core.launcher import build_argv, pid_alive, run_dir
-    from fontaine_tui.core.presets import load_preset
-    from fontaine_tui.core.registry import Registry
+    from fontaine_tui.core.host.memory import hostname
+    from fontaine_tui.core.host.telemetry import sample
+    from fontaine_tui.core.launch import guards
+    from fontaine_tui.core.launch.launcher import build_argv, pid_alive, run_dir
+    from fontaine_tui.core.launch.registry import Registry
     from fontaine_tui.core.runfolder import RunFolder
-    from fontaine_tui.core.telemetry import sample
+    from fontaine_tui.core.verdict.presets import load_preset
 
     preset = load_preset(preset_name)
     folder = RunFolder(run_dir(preset, output_dir).resolve())
@@ -59,11 +59,11 @@ def prepare(preset_name: str, output_dir: str | None, resume: bool, yes_ram: boo
 
 
 def run(args: argparse.Namespace) -> int:
-    from fontaine_tui.core import guards
-    from fontaine_tui.core.host import hostname
-    from fontaine_tui.core.launcher import EngineProcess
-    from fontaine_tui.core.prereg import freeze, read_prereg, utc_iso
-    from fontaine_tui.core.registry import Entry
+    from fontaine_tui.core.host.memory import hostname
+    from fontaine_tui.core.launch import guards
+    from fontaine_tui.core.launch.launcher import EngineProcess
+    from fontaine_tui.core.launch.registry import Entry
+    from fontaine_tui.core.verdict.prereg import freeze, read_prereg, utc_iso
 
     if args.poll <= 0:
         raise InputError(f"--poll: expected a positive number of seconds, got {args.poll}")
@@ -99,11 +99,11 @@ def run(args: argparse.Namespace) -> int:
     if not args.plain:
         try:
             from fontaine_tui.app import run_console
-            from fontaine_tui.core.follow import LocalRun
+            from fontaine_tui.core.follow.local import LocalRun
         except ImportError as exc:  # pragma: no cover - the console lands separately
             print(f"no console ({exc}); following with --plain", file=sys.stderr)
         else:
-            from fontaine_tui.core.telemetry import sample
+            from fontaine_tui.core.host.telemetry import sample
 
             def telemetry():
                 return sample(pid=None if engine.poll() else engine.pid)
@@ -111,14 +111,14 @@ def run(args: argparse.Namespace) -> int:
             code = run_console(source=LocalRun(folder.root), preset=preset, mode="launch",
                                process=engine, registry=registry, telemetry=telemetry)
             return after_console(code, preset, folder, engine, registry, host, prereg)
-    from fontaine_tui.commands._plain import babysit
+    from fontaine_tui.model.plain import babysit
 
     return babysit(preset, folder, engine, registry, host, prereg, args.poll, args.stop_on_exit)
 
 
 def after_console(code: int, preset, folder, engine, registry, host: str, prereg) -> int:
     """The console closed: record an exit it saw; a run left going stays registered."""
-    from fontaine_tui.commands._plain import PlainWatch, finish
+    from fontaine_tui.model.plain import PlainWatch, finish
 
     info = engine.poll()
     if info is None:  # detached: the console said so; the registry keeps it as running

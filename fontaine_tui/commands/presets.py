@@ -6,7 +6,7 @@ import argparse
 import sys
 
 from fontaine_tui.core.errors import InputError
-from fontaine_tui.core.presets import list_presets, load_preset, resolve
+from fontaine_tui.core.verdict.presets import list_presets, load_preset, resolve
 
 ORDER = 50
 

@@ -42,7 +42,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from fontaine_tui.commands.attach import console_or_plain
-    from fontaine_tui.core.replay import ReplayRun
+    from fontaine_tui.core.follow.replay import ReplayRun
     from fontaine_tui.core.runfolder import locate_log
 
     log, _folder = locate_log(args.log)

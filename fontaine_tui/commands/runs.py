@@ -17,9 +17,9 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from fontaine_tui.core.host import hostname
-    from fontaine_tui.core.prereg import utc_iso
-    from fontaine_tui.core.registry import Registry, live_status
+    from fontaine_tui.core.host.memory import hostname
+    from fontaine_tui.core.launch.registry import Registry, live_status
+    from fontaine_tui.core.verdict.prereg import utc_iso
 
     registry = Registry()
     entries = registry.entries()

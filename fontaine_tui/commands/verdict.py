@@ -8,10 +8,10 @@ import sys
 
 from fontaine_tui.core import runfolder
 from fontaine_tui.core.errors import InputError
-from fontaine_tui.core.presets import load_preset
-from fontaine_tui.core.report import render
-from fontaine_tui.core.store import default_workers, load_log
-from fontaine_tui.core.verdict import EXIT_CODES, PROVISIONAL_OFFSET, compute_verdict
+from fontaine_tui.core.log.store import default_workers, load_log
+from fontaine_tui.core.verdict.presets import load_preset
+from fontaine_tui.core.verdict.rules import EXIT_CODES, PROVISIONAL_OFFSET, compute_verdict
+from fontaine_tui.core.verdict.text import render
 
 ORDER = 40
 
@@ -38,7 +38,7 @@ def _preset_for(args: argparse.Namespace, folder: runfolder.RunFolder | None):
     """A run folder's frozen pre-registration is the authority: a --preset that differs from
     it (beyond the machinery-only [platform] knobs) is refused, naming the keys."""
     if folder is not None and folder.prereg.exists():
-        from fontaine_tui.core.prereg import frozen_over, read_prereg
+        from fontaine_tui.core.verdict.prereg import frozen_over, read_prereg
 
         given = load_preset(args.preset) if args.preset else None
         return frozen_over(read_prereg(folder), given, args.preset, str(folder.prereg))
@@ -50,7 +50,7 @@ def _preset_for(args: argparse.Namespace, folder: runfolder.RunFolder | None):
 def _ledger(folder: runfolder.RunFolder | None):
     if folder is None or not folder.amendments.exists():
         return ()
-    from fontaine_tui.core.ledger import read_amendments
+    from fontaine_tui.core.verdict.ledger import read_amendments
 
     return read_amendments(folder)
 

@@ -10,11 +10,11 @@ from typing import TYPE_CHECKING
 
 from textual.app import SystemCommand
 
-from fontaine_tui.core import export as exporter
-from fontaine_tui.core import review as reviewer
-from fontaine_tui.core.series import probes_chart
-from fontaine_tui.core.verdict import Verdict
-from fontaine_tui.screens.session import RunView, Session
+from fontaine_tui.core.verdict import export as exporter
+from fontaine_tui.core.verdict import review as reviewer
+from fontaine_tui.core.verdict.chart import probes_chart
+from fontaine_tui.core.verdict.rules import Verdict
+from fontaine_tui.model.session import RunView, Session
 from fontaine_tui.widgets.safe import notify
 
 if TYPE_CHECKING:
@@ -109,12 +109,12 @@ def registry_entries(app: FontaineApp) -> list[RunEntry]:
 
 def attach_folder(app: FontaineApp, folder: Path) -> None:
     """Point the console at another run folder (from the runs list)."""
-    from fontaine_tui.core.follow import LocalRun
+    from fontaine_tui.core.follow.local import LocalRun
     from fontaine_tui.core.runfolder import RunFolder
 
     preset = app.session.preset
     try:
-        from fontaine_tui.core.prereg import read_prereg
+        from fontaine_tui.core.verdict.prereg import read_prereg
 
         preset = read_prereg(RunFolder(folder)).frozen_preset(str(folder / "prereg.json"))
     except Exception as exc:  # keep the current preset, say why

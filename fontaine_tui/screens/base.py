@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from textual.screen import Screen
 
-from fontaine_tui.screens.session import RunView
+from fontaine_tui.model.session import RunView
 
 
 class ViewScreen(Screen):

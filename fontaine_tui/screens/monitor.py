@@ -7,9 +7,10 @@ from textual.app import ComposeResult
 from textual.containers import Horizontal, Vertical
 from textual.widgets import Footer
 
-from fontaine_tui.core.series import evidence_lines, loss_chart, run_events
+from fontaine_tui.core.verdict.chart import loss_chart
+from fontaine_tui.model.readout import evidence_lines, run_events
+from fontaine_tui.model.session import RunView
 from fontaine_tui.screens.base import ViewScreen
-from fontaine_tui.screens.session import RunView
 from fontaine_tui.widgets.chart import Chart
 from fontaine_tui.widgets.engine_tail import EngineTail
 from fontaine_tui.widgets.events_panel import EventsPanel

@@ -6,9 +6,9 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.widgets import Footer, Static
 
-from fontaine_tui.core.series import probes_chart
+from fontaine_tui.core.verdict.chart import probes_chart
+from fontaine_tui.model.session import RunView
 from fontaine_tui.screens.base import ViewScreen
-from fontaine_tui.screens.session import RunView
 from fontaine_tui.widgets.chart import Chart
 from fontaine_tui.widgets.probes_table import ProbesTable
 from fontaine_tui.widgets.safe import assemble

@@ -5,8 +5,8 @@ from __future__ import annotations
 from textual.app import ComposeResult
 from textual.widgets import DataTable, Footer, Static
 
+from fontaine_tui.model.session import RunView
 from fontaine_tui.screens.base import ViewScreen
-from fontaine_tui.screens.session import RunView
 from fontaine_tui.widgets.safe import assemble, cell
 
 

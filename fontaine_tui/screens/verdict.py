@@ -7,8 +7,8 @@ from textual.binding import Binding
 from textual.containers import VerticalScroll
 from textual.widgets import Footer, Static
 
+from fontaine_tui.model.session import RunView
 from fontaine_tui.screens.base import ViewScreen
-from fontaine_tui.screens.session import RunView
 from fontaine_tui.widgets.safe import assemble
 from fontaine_tui.widgets.verdict_panel import LABEL_STYLE, LedgerPanel, RulesPanel, VerdictBanner
 

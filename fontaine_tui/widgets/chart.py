@@ -9,8 +9,8 @@ from textual.app import RenderResult
 from textual.timer import Timer
 from textual_plotext import PlotextPlot
 
-from fontaine_tui.core.series import ChartSpec, downsample
 from fontaine_tui.core.text import literal
+from fontaine_tui.core.verdict.chart import ChartSpec, downsample
 
 
 class Chart(PlotextPlot):

@@ -6,7 +6,7 @@ from textual.widgets import Log
 
 
 class EngineTail(Log):
-    """Lines arrive already made literal (`series.literal`); `Log` never parses markup."""
+    """Lines arrive already made literal (`core.text.literal`); `Log` never parses markup."""
 
     DEFAULT_CSS = """
     EngineTail { height: 1fr; border: round $panel; border-title-color: $text-muted;

@@ -1,9 +1,9 @@
 """The run's story on the monitor: checkpoints written, starts, resumes (with the probes
-they superseded), ends, errors and the log segments read (`series.run_events`)."""
+they superseded), ends, errors and the log segments read (`readout.run_events`)."""
 
 from __future__ import annotations
 
-from fontaine_tui.core.series import RunEvent
+from fontaine_tui.model.readout import RunEvent
 from fontaine_tui.widgets.quiet import QuietStatic
 from fontaine_tui.widgets.safe import assemble
 

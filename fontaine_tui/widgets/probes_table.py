@@ -7,8 +7,8 @@ from collections.abc import Sequence
 
 from textual.widgets import DataTable
 
-from fontaine_tui.core.report import signed
-from fontaine_tui.core.series import ProbeRow
+from fontaine_tui.core.verdict.text import signed
+from fontaine_tui.model.readout import ProbeRow
 from fontaine_tui.widgets.safe import cell
 
 FIXED = ("step", "eval MAE", "delta", "train MAE", "train delta", "eval AR CE")

@@ -8,12 +8,12 @@ from textual.app import ComposeResult
 from textual.containers import Horizontal, Vertical
 from textual.widgets import ProgressBar
 
-from fontaine_tui.core.series import duration, gpu_hours_text, pace_text
+from fontaine_tui.model.readout import duration, gpu_hours_text, pace_text
 from fontaine_tui.widgets.quiet import QuietStatic
 from fontaine_tui.widgets.safe import assemble
 
 if TYPE_CHECKING:
-    from fontaine_tui.screens.session import RunView
+    from fontaine_tui.model.session import RunView
 
 STATUS_STYLE = {"running": "bold $success", "launching": "bold $warning",
                 "replay": "bold $accent", "attached": "bold $accent"}

@@ -7,8 +7,7 @@ from textual.containers import Horizontal, Vertical
 from textual.content import Content
 from textual.widgets import Static
 
-from fontaine_tui.core.report import signed
-from fontaine_tui.core.verdict import (
+from fontaine_tui.core.verdict.rules import (
     AMBIGUOUS,
     BY_INSTRUMENT,
     HEALTHY,
@@ -17,6 +16,7 @@ from fontaine_tui.core.verdict import (
     RuleRead,
     Verdict,
 )
+from fontaine_tui.core.verdict.text import signed
 from fontaine_tui.widgets.safe import assemble
 
 LABEL_STYLE = {HEALTHY: "bold $success", SAME_DRIFT: "bold $error", AMBIGUOUS: "bold $warning",

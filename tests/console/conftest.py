@@ -11,7 +11,7 @@ os.environ["TEXTUAL_ANIMATIONS"] = "none"
 
 import pytest  # noqa: E402
 
-from fontaine_tui.core.presets import load_preset  # noqa: E402
+from fontaine_tui.core.verdict.presets import load_preset  # noqa: E402
 from tests.logs import RIGONLY_LIKE, records_upto, write_log  # noqa: E402
 
 CLOCK = 1_787_000_600.0
@@ -24,7 +24,7 @@ def fixed_clock() -> float:
 
 def replay_source(log: Path):
     """The real replay source (as fast as it can read), as `fontaine-tui replay` builds it."""
-    from fontaine_tui.core.replay import ReplayRun
+    from fontaine_tui.core.follow.replay import ReplayRun
 
     return ReplayRun(log, speed=None)
 
@@ -51,7 +51,7 @@ def console(log: Path, **kw):
 
 def sample_registry(path: Path):
     """A registry with one running and one finished run (runs mode snapshot, screenshot)."""
-    from fontaine_tui.core.registry import Entry, Registry
+    from fontaine_tui.core.launch.registry import Entry, Registry
 
     reg = Registry(path)
     for name, status, pid in (("grasp_sft_v2_demosonly_1gpu_disc", "running", 4242),

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import json
 
-from fontaine_tui.core.follow import LocalRun
-from fontaine_tui.core.ledger import declare_amendment
-from fontaine_tui.core.prereg import freeze
-from fontaine_tui.core.presets import load_preset
+from fontaine_tui.core.follow.local import LocalRun
 from fontaine_tui.core.runfolder import RunFolder
+from fontaine_tui.core.verdict.ledger import declare_amendment
+from fontaine_tui.core.verdict.prereg import freeze
+from fontaine_tui.core.verdict.presets import load_preset
 from fontaine_tui.widgets.verdict_panel import LedgerPanel, VerdictBanner
 from tests.console.conftest import SIZE, console, loaded, make_run, text, until
 from tests.logs import RIGONLY_LIKE, SCALED_LIKE
@@ -100,7 +100,7 @@ class _FarSide:
     """The replay source seen as a remote one: no local folder, only read_bytes/follow."""
 
     def __init__(self, log):
-        from fontaine_tui.core.replay import ReplayRun
+        from fontaine_tui.core.follow.replay import ReplayRun
 
         self._inner = ReplayRun(log)
         self.label = "ssh far:/runs/run"

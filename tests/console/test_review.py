@@ -8,11 +8,11 @@ import sys
 
 import pytest
 
-from fontaine_tui.core import export as exporter
-from fontaine_tui.core import review
-from fontaine_tui.core.series import probes_chart
-from fontaine_tui.core.store import load_log
-from fontaine_tui.core.verdict import compute_verdict, verdict_series
+from fontaine_tui.core.log.store import load_log
+from fontaine_tui.core.verdict import export as exporter
+from fontaine_tui.core.verdict import review
+from fontaine_tui.core.verdict.chart import probes_chart
+from fontaine_tui.core.verdict.rules import compute_verdict, verdict_series
 from fontaine_tui.screens.dialogs import NoteDialog
 from tests.console.conftest import CLOCK, SIZE, console, loaded, make_run, until
 
@@ -54,7 +54,7 @@ async def test_accept_flag_note_chain_and_tamper(tmp_path):
 
 def _verdict(tmp_path):
     store = load_log(make_run(tmp_path / "v", upto=1000))
-    from fontaine_tui.core.presets import load_preset
+    from fontaine_tui.core.verdict.presets import load_preset
 
     return compute_verdict(store, load_preset("demosonly_1gpu"))
 
@@ -105,7 +105,7 @@ async def test_export_writes_verdict_json_and_chart(tmp_path):
 def test_export_without_matplotlib_says_how_to_get_it(tmp_path, monkeypatch):
     v = _verdict(tmp_path)
     store = load_log(tmp_path / "v" / "train_log.jsonl")
-    from fontaine_tui.core.presets import load_preset
+    from fontaine_tui.core.verdict.presets import load_preset
 
     preset = load_preset("demosonly_1gpu")
     spec = probes_chart(store, preset, verdict_series(store, preset), v, False)

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from fontaine_tui.core.registry import Entry, Registry
-from fontaine_tui.core.telemetry import sample
+from fontaine_tui.core.host.telemetry import sample
+from fontaine_tui.core.launch.registry import Entry, Registry
 from fontaine_tui.screens.monitor import MonitorScreen
 from fontaine_tui.widgets.run_header import RunHeader
 from fontaine_tui.widgets.telemetry_panel import TelemetryPanel

@@ -8,9 +8,10 @@ from array import array
 from hypothesis import given
 from hypothesis import strategies as st
 
-from fontaine_tui.core.series import downsample, literal, probe_rows, progress, run_status
-from fontaine_tui.core.store import load_log
-from fontaine_tui.core.verdict import verdict_series
+from fontaine_tui.core.log.store import load_log
+from fontaine_tui.core.verdict.chart import downsample
+from fontaine_tui.core.verdict.rules import verdict_series
+from fontaine_tui.model.readout import literal, probe_rows, progress, run_status
 from tests.console.conftest import make_run
 
 
@@ -71,7 +72,7 @@ async def test_gpu_hours_in_the_header_are_the_gate_rules(tmp_path):
     """A CUDA run's hours come from core.warnings' gate rule; a CPU run holds no GPU."""
     import json
 
-    from fontaine_tui.core import warnings as rules
+    from fontaine_tui.core.launch import alerts as rules
     from fontaine_tui.widgets.run_header import RunHeader
     from tests.console.conftest import SIZE, console, loaded, text
     from tests.logs import records_upto

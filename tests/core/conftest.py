@@ -4,7 +4,7 @@ from pathlib import Path
 
 import pytest
 
-from fontaine_tui.core.presets import load_preset
+from fontaine_tui.core.verdict.presets import load_preset
 
 PRESETS = Path(__file__).resolve().parents[2] / "presets"
 

@@ -7,8 +7,8 @@ import subprocess
 import sys
 
 from fontaine_tui.cli import main
-from fontaine_tui.core.prereg import freeze
 from fontaine_tui.core.runfolder import RunFolder
+from fontaine_tui.core.verdict.prereg import freeze
 from tests.logs import RIGONLY_LIKE, write_log
 
 

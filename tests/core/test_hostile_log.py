@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 
 from fontaine_tui.cli import main
-from fontaine_tui.core.presets import load_preset
-from fontaine_tui.core.store import load_log
-from fontaine_tui.core.verdict import compute_verdict
+from fontaine_tui.core.log.store import load_log
+from fontaine_tui.core.verdict.presets import load_preset
+from fontaine_tui.core.verdict.rules import compute_verdict
 from tests.logs import RIGONLY_LIKE, T0, dumps, meta, probe, records, train
 
 CLEAN = 4  # the fixture reads AMBIGUOUS (final) under demosonly_1gpu

@@ -10,10 +10,10 @@ import json
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from fontaine_tui.core.presets import load_preset
-from fontaine_tui.core.report import render
-from fontaine_tui.core.store import load_lines
-from fontaine_tui.core.verdict import compute_verdict
+from fontaine_tui.core.log.store import load_lines
+from fontaine_tui.core.verdict.presets import load_preset
+from fontaine_tui.core.verdict.rules import compute_verdict
+from fontaine_tui.core.verdict.text import render
 from tests.logs import T0, dumps, meta, probe, train
 
 PRESET = load_preset("demosonly_1gpu")
@@ -102,6 +102,6 @@ def test_faults_never_raise_and_never_give_a_final_label_the_clean_log_would_not
 
 
 def _store(lean: bool):
-    from fontaine_tui.core.store import RunStore
+    from fontaine_tui.core.log.store import RunStore
 
     return RunStore(has_columns=not lean)

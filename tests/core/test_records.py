@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import math
 
-from fontaine_tui.core.records import Probe, TrainPoint, parse_line
-from fontaine_tui.core.store import LineSplitter, RunStore, ingest_lines, load_lines, load_log
+from fontaine_tui.core.log.records import Probe, TrainPoint, parse_line
+from fontaine_tui.core.log.store import LineSplitter, RunStore, ingest_lines, load_lines, load_log
 from tests.logs import dumps, meta, probe, train, write_log
 
 

@@ -6,9 +6,9 @@ import json
 
 import pytest
 
-from fontaine_tui.core.presets import Amendment
-from fontaine_tui.core.store import load_lines
-from fontaine_tui.core.verdict import (
+from fontaine_tui.core.log.store import load_lines
+from fontaine_tui.core.verdict.presets import Amendment
+from fontaine_tui.core.verdict.rules import (
     AMBIGUOUS,
     BY_INSTRUMENT,
     HEALTHY,

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from fontaine_tui.core import store as store_mod
-from fontaine_tui.core.store import LineSplitter, load_log
+from fontaine_tui.core.log import store as store_mod
+from fontaine_tui.core.log.store import LineSplitter, load_log
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from fontaine_tui.core.follow import LocalRun
+from fontaine_tui.core.follow.local import LocalRun
 from tests.follow.sshd_helper import Sshd, find_sshd
 
 

@@ -8,8 +8,8 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from fontaine_tui.core.follow import Batch, RunSource
-from fontaine_tui.core.store import RunStore
+from fontaine_tui.core.follow.base import Batch, RunSource
+from fontaine_tui.core.log.store import RunStore
 
 
 def train_line(step: int, **extra: object) -> bytes:

@@ -13,12 +13,12 @@ from pathlib import Path
 import pytest
 
 from fontaine_tui.cli import main
-from fontaine_tui.core import prereg
 from fontaine_tui.core.errors import InputError
-from fontaine_tui.core.presets import load_preset
-from fontaine_tui.core.replay import ReplayRun
+from fontaine_tui.core.follow.replay import ReplayRun
+from fontaine_tui.core.follow.target import LocalTarget, SshTarget, parse_target
 from fontaine_tui.core.runfolder import RunFolder
-from fontaine_tui.core.target import LocalTarget, SshTarget, parse_target
+from fontaine_tui.core.verdict import prereg
+from fontaine_tui.core.verdict.presets import load_preset
 from tests.follow.sshd_helper import HOST_ALIAS, free_port, processes_mentioning
 from tests.logs import dumps, records, write_log
 
@@ -189,7 +189,7 @@ def test_replay_source_ends_and_reads_neighbours(tmp_path):
 async def test_the_console_follows_a_growing_local_run(tmp_path):
     """attach without --plain: the app's follow workers drive a LocalRun (no terminal needed)."""
     from fontaine_tui.app import make_app
-    from fontaine_tui.core.follow import LocalRun
+    from fontaine_tui.core.follow.local import LocalRun
 
     run = tmp_path / "run"
     recs = records()
@@ -247,7 +247,7 @@ def test_a_host_or_user_beginning_with_a_dash_is_refused(tmp_path, monkeypatch, 
 
 
 def test_ssh_is_called_with_the_destination_after_a_double_dash():
-    from fontaine_tui.core.follow_ssh import SshRun
+    from fontaine_tui.core.follow.ssh import SshRun
 
     run = SshRun(SshTarget("gpu1", "/runs/a", "me"))
     argv = run.argv("true")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import random
 
-from fontaine_tui.core.follow import ANCHOR, LineCutter
+from fontaine_tui.core.follow.base import ANCHOR, LineCutter
 
 
 def stream(rng: random.Random, n: int, cap: int) -> bytes:

@@ -17,7 +17,7 @@ from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
 
-from fontaine_tui.core.follow import LocalRun
+from fontaine_tui.core.follow.local import LocalRun
 from tests.follow.followkit import Collector, train_line
 
 LOG = "train_log.jsonl"

@@ -12,7 +12,8 @@ import math
 import os
 import time
 
-from fontaine_tui.core.follow import LINE_CAP, LocalRun
+from fontaine_tui.core.follow.base import LINE_CAP
+from fontaine_tui.core.follow.local import LocalRun
 from tests.follow.followkit import Collector, append, event_line, train_line
 
 LOG = "train_log.jsonl"
@@ -364,7 +365,7 @@ async def test_large_catch_up_streams_in_batches_without_stalling_the_loop(tmp_p
 
 
 async def test_inotify_wakes_the_reader_without_polling(tmp_path):
-    from fontaine_tui.core.follow import _LIBC, LocalRun
+    from fontaine_tui.core.follow.local import _LIBC, LocalRun
 
     if _LIBC is None:
         import pytest

@@ -11,8 +11,8 @@ from pathlib import Path
 import psutil
 import pytest
 
-from fontaine_tui.core.follow_ssh import SshError, SshRun
-from fontaine_tui.core.target import SshTarget
+from fontaine_tui.core.follow.ssh import SshError, SshRun
+from fontaine_tui.core.follow.target import SshTarget
 from tests.follow.followkit import Collector, append, event_line, train_line
 from tests.follow.sshd_helper import HOST_ALIAS, free_port
 

@@ -8,12 +8,12 @@ from pathlib import Path
 import pytest
 
 from fontaine_tui import cli
-from fontaine_tui.core import guards
-from fontaine_tui.core.host import HostRam
-from fontaine_tui.core.presets import load_preset
-from fontaine_tui.core.registry import Entry, Registry
+from fontaine_tui.core.host.memory import HostRam
+from fontaine_tui.core.host.telemetry import TelemetrySnapshot
+from fontaine_tui.core.launch import guards
+from fontaine_tui.core.launch.registry import Entry, Registry
 from fontaine_tui.core.runfolder import RunFolder
-from fontaine_tui.core.telemetry import TelemetrySnapshot
+from fontaine_tui.core.verdict.presets import load_preset
 
 GIB = 1 << 30
 
@@ -74,7 +74,7 @@ def test_cli_refuses_a_registered_live_run(tmp_path: Path, capsys: pytest.Captur
 
     import psutil
 
-    from fontaine_tui.core.host import hostname
+    from fontaine_tui.core.host.memory import hostname
 
     monkeypatch.chdir(tmp_path)
     run = (tmp_path / "run").resolve()

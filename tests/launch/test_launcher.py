@@ -12,9 +12,14 @@ from pathlib import Path
 
 import pytest
 
-from fontaine_tui.core.launcher import EngineProcess, build_argv, newest_checkpoint, read_tail
-from fontaine_tui.core.presets import load_preset
+from fontaine_tui.core.launch.launcher import (
+    EngineProcess,
+    build_argv,
+    newest_checkpoint,
+    read_tail,
+)
 from fontaine_tui.core.runfolder import RunFolder
+from fontaine_tui.core.verdict.presets import load_preset
 from tests.launch.conftest import preset_variant
 
 FAKE = str(Path(__file__).with_name("fake_engine.py"))
@@ -176,8 +181,8 @@ def test_sigkill_names_its_likely_sources(tmp_path: Path) -> None:
 def test_after_the_console_a_finished_run_is_recorded_and_read(
         tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     from fontaine_tui.commands.launch import after_console
-    from fontaine_tui.core.prereg import freeze
-    from fontaine_tui.core.registry import Entry, Registry
+    from fontaine_tui.core.launch.registry import Entry, Registry
+    from fontaine_tui.core.verdict.prereg import freeze
 
     folder = RunFolder(tmp_path)
     preset = load_preset("smoke")
@@ -211,7 +216,7 @@ def test_a_clean_stop_under_a_wrapper_that_exits_1_is_still_a_stop(tmp_path: Pat
 
 
 def test_a_reattached_run_that_logged_an_error_reads_as_failed(tmp_path: Path) -> None:
-    from fontaine_tui.core.launcher import exit_info
+    from fontaine_tui.core.launch.launcher import exit_info
 
     folder = RunFolder(tmp_path)
     folder.log.write_text('{"kind":"train","step":9,"time":1.0,"loss":1}\n'

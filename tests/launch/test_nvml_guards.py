@@ -9,11 +9,12 @@ from pathlib import Path
 import pytest
 
 from fontaine_tui import cli
-from fontaine_tui.core import guards, nvml
-from fontaine_tui.core.nvml import read_gpus, visible_order
-from fontaine_tui.core.presets import load_preset
+from fontaine_tui.core.host import nvml
+from fontaine_tui.core.host.nvml import read_gpus, visible_order
+from fontaine_tui.core.host.telemetry import sample
+from fontaine_tui.core.launch import guards
 from fontaine_tui.core.runfolder import RunFolder
-from fontaine_tui.core.telemetry import sample
+from fontaine_tui.core.verdict.presets import load_preset
 from tests.launch.conftest import (
     FakeGpu,
     FakeNvml,

@@ -12,16 +12,16 @@ from pathlib import Path
 
 import pytest
 
-from fontaine_tui.core import export as exporter
 from fontaine_tui.core.atomic import create_new, replace_own
 from fontaine_tui.core.errors import InputError
-from fontaine_tui.core.prereg import freeze, read_prereg
-from fontaine_tui.core.presets import load_preset
-from fontaine_tui.core.registry import Entry, Registry
+from fontaine_tui.core.launch.registry import Entry, Registry
+from fontaine_tui.core.log.store import load_log
 from fontaine_tui.core.runfolder import RunFolder
-from fontaine_tui.core.series import probes_chart
-from fontaine_tui.core.store import load_log
-from fontaine_tui.core.verdict import compute_verdict
+from fontaine_tui.core.verdict import export as exporter
+from fontaine_tui.core.verdict.chart import probes_chart
+from fontaine_tui.core.verdict.prereg import freeze, read_prereg
+from fontaine_tui.core.verdict.presets import load_preset
+from fontaine_tui.core.verdict.rules import compute_verdict
 from tests.logs import RIGONLY_LIKE, records
 
 

@@ -14,13 +14,13 @@ from pathlib import Path
 
 import pytest
 
-from fontaine_tui.commands._plain import PlainWatch, babysit, describe_record
-from fontaine_tui.core.launcher import EngineProcess, pid_alive, read_tail
-from fontaine_tui.core.prereg import freeze
-from fontaine_tui.core.presets import load_preset
-from fontaine_tui.core.records import Event
-from fontaine_tui.core.registry import Entry, Registry
+from fontaine_tui.core.launch.launcher import EngineProcess, pid_alive, read_tail
+from fontaine_tui.core.launch.registry import Entry, Registry
+from fontaine_tui.core.log.records import Event
 from fontaine_tui.core.runfolder import RunFolder
+from fontaine_tui.core.verdict.prereg import freeze
+from fontaine_tui.core.verdict.presets import load_preset
+from fontaine_tui.model.plain import PlainWatch, babysit, describe_record
 
 FAKE = str(Path(__file__).with_name("fake_engine.py"))
 

@@ -8,14 +8,14 @@ from pathlib import Path
 import pytest
 
 from fontaine_tui import cli
-from fontaine_tui.core import guards
 from fontaine_tui.core.errors import InputError
-from fontaine_tui.core.ledger import declare_amendment, max_step_seen, read_amendments
-from fontaine_tui.core.prereg import SCHEMA, compare, freeze, parse_utc, read_prereg
-from fontaine_tui.core.presets import load_preset
+from fontaine_tui.core.launch import guards
+from fontaine_tui.core.log.store import load_log
 from fontaine_tui.core.runfolder import RunFolder
-from fontaine_tui.core.store import load_log
-from fontaine_tui.core.verdict import compute_verdict
+from fontaine_tui.core.verdict.ledger import declare_amendment, max_step_seen, read_amendments
+from fontaine_tui.core.verdict.prereg import SCHEMA, compare, freeze, parse_utc, read_prereg
+from fontaine_tui.core.verdict.presets import load_preset
+from fontaine_tui.core.verdict.rules import compute_verdict
 from tests.launch.conftest import preset_variant, without_amendments
 from tests.logs import RIGONLY_LIKE, records
 

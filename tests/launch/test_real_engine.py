@@ -15,12 +15,12 @@ from pathlib import Path
 
 import pytest
 
-from fontaine_tui.core.launcher import read_tail
-from fontaine_tui.core.prereg import read_prereg
-from fontaine_tui.core.registry import Registry
+from fontaine_tui.core.launch.launcher import read_tail
+from fontaine_tui.core.launch.registry import Registry
+from fontaine_tui.core.log.store import load_log
 from fontaine_tui.core.runfolder import RunFolder
-from fontaine_tui.core.store import load_log
-from fontaine_tui.core.verdict import EXIT_CODES
+from fontaine_tui.core.verdict.prereg import read_prereg
+from fontaine_tui.core.verdict.rules import EXIT_CODES
 
 if importlib.util.find_spec("torch") is None:  # the engine needs it (not imported here)
     pytest.skip("torch is not installed", allow_module_level=True)
@@ -122,7 +122,7 @@ def test_sigkill_mid_run_is_an_incident_and_resume_continues(
 
 def test_ctrl_c_detaches_and_the_run_survives_the_console(
         tmp_path: Path, registry_path: Path) -> None:
-    from fontaine_tui.core.launcher import EngineProcess, pid_alive
+    from fontaine_tui.core.launch.launcher import EngineProcess, pid_alive
 
     folder = RunFolder(tmp_path / "run")
     env = {**os.environ, "PYTHONUNBUFFERED": "1"}

@@ -11,11 +11,11 @@ import pytest
 
 from fontaine_tui import cli
 from fontaine_tui.core.errors import InputError
-from fontaine_tui.core.registry import Entry, Registry, default_path, live_status
+from fontaine_tui.core.launch.registry import Entry, Registry, default_path, live_status
 
 WRITER = """
 import sys
-from fontaine_tui.core.registry import Entry, Registry
+from fontaine_tui.core.launch.registry import Entry, Registry
 path, who, n = sys.argv[1], sys.argv[2], int(sys.argv[3])
 reg = Registry(path)
 for i in range(n):
@@ -102,7 +102,7 @@ def test_live_status_checks_the_pid_and_reads_the_log(tmp_path: Path) -> None:
 
 def test_runs_command_lists_and_records_exits(
         tmp_path: Path, registry_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    from fontaine_tui.core.host import hostname
+    from fontaine_tui.core.host.memory import hostname
 
     assert cli.main(["runs"]) == 0
     assert "no runs in" in capsys.readouterr().out

@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from fontaine_tui.core.host import cgroup_limit, host_ram, parse_meminfo
-from fontaine_tui.core.telemetry import (
+from fontaine_tui.core.host.memory import cgroup_limit, host_ram, parse_meminfo
+from fontaine_tui.core.host.telemetry import (
     SMI_APPS_QUERY,
     SMI_GPU_QUERY,
     parse_smi_gpus,

@@ -6,13 +6,13 @@ import math
 
 import pytest
 
-from fontaine_tui.core import warnings as w
-from fontaine_tui.core.host import HostRam
-from fontaine_tui.core.launcher import ExitInfo
-from fontaine_tui.core.nvml import GpuSample
-from fontaine_tui.core.presets import load_preset
-from fontaine_tui.core.store import RunStore
-from fontaine_tui.core.telemetry import TelemetrySnapshot
+from fontaine_tui.core.host.memory import HostRam
+from fontaine_tui.core.host.nvml import GpuSample
+from fontaine_tui.core.host.telemetry import TelemetrySnapshot
+from fontaine_tui.core.launch import alerts as w
+from fontaine_tui.core.launch.launcher import ExitInfo
+from fontaine_tui.core.log.store import RunStore
+from fontaine_tui.core.verdict.presets import load_preset
 
 T0 = 1_800_000_000.0
 GIB = 1 << 30

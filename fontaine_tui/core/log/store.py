@@ -19,7 +19,7 @@ import msgspec
 import orjson
 
 from fontaine_tui.core.errors import InputError
-from fontaine_tui.core.records import (
+from fontaine_tui.core.log.records import (
     CR_NOTE,
     MALFORMED_KEPT,
     NAN,

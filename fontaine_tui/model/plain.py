@@ -14,20 +14,20 @@ import signal
 import sys
 import time
 
-from fontaine_tui.core import warnings as rules
 from fontaine_tui.core.errors import InputError
-from fontaine_tui.core.export import write_verdict
-from fontaine_tui.core.launcher import EngineProcess, ExitInfo
-from fontaine_tui.core.ledger import read_amendments
-from fontaine_tui.core.prereg import Prereg, utc_iso
-from fontaine_tui.core.presets import Preset
-from fontaine_tui.core.records import Checkpoint, Event, Meta, Probe, TrainPoint
-from fontaine_tui.core.registry import Registry
-from fontaine_tui.core.report import headline, render
+from fontaine_tui.core.launch import alerts as rules
+from fontaine_tui.core.launch.launcher import EngineProcess, ExitInfo
+from fontaine_tui.core.launch.registry import Registry
+from fontaine_tui.core.log.records import Checkpoint, Event, Meta, Probe, TrainPoint
+from fontaine_tui.core.log.store import RunStore, load_log
 from fontaine_tui.core.runfolder import RunFolder
-from fontaine_tui.core.series import literal
-from fontaine_tui.core.store import RunStore, load_log
-from fontaine_tui.core.verdict import compute_verdict
+from fontaine_tui.core.verdict.export import write_verdict
+from fontaine_tui.core.verdict.ledger import read_amendments
+from fontaine_tui.core.verdict.prereg import Prereg, utc_iso
+from fontaine_tui.core.verdict.presets import Preset
+from fontaine_tui.core.verdict.rules import compute_verdict
+from fontaine_tui.core.verdict.text import headline, render
+from fontaine_tui.model.readout import literal
 
 DRAIN_S = 1.0  # after the engine exits, how long the follower gets to read the last lines
 
@@ -86,7 +86,7 @@ class PlainWatch:
 
     def look(self):
         """The blocking part of a poll (process, NVML, /proc), run off the event loop."""
-        from fontaine_tui.core.telemetry import sample
+        from fontaine_tui.core.host.telemetry import sample
 
         exit_info = self.engine.poll()
         return exit_info, sample(pid=None if exit_info else self.engine.pid)
@@ -101,7 +101,7 @@ class PlainWatch:
         return self.exit
 
     async def follow(self, poll_s: float) -> ExitInfo:
-        from fontaine_tui.core.follow import LocalRun
+        from fontaine_tui.core.follow.local import LocalRun
 
         source = LocalRun(self.folder.root, poll_s=min(poll_s, 0.25))
 

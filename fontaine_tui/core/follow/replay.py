@@ -12,9 +12,9 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 
 from fontaine_tui.core.errors import InputError
-from fontaine_tui.core.follow import CHUNK, LINE_CAP, Batch, LineCutter
+from fontaine_tui.core.follow.base import CHUNK, LINE_CAP, Batch, LineCutter
+from fontaine_tui.core.log.store import segment_chunks
 from fontaine_tui.core.runfolder import LOG, rotated_segments
-from fontaine_tui.core.store import segment_chunks
 
 _TIME = re.compile(rb'"time"\s*:\s*(-?[0-9][0-9.eE+-]*)')
 

@@ -174,7 +174,7 @@ class LiveStatus:
 
 def live_status(entry: Entry, this_host: str) -> LiveStatus:
     """What the entry's run is doing now: its pid checked, its log's tail read."""
-    from fontaine_tui.core.launcher import exit_info, pid_alive, read_tail
+    from fontaine_tui.core.launch.launcher import exit_info, pid_alive, read_tail
     from fontaine_tui.core.runfolder import RunFolder
 
     if entry.host != this_host:

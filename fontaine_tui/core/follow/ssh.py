@@ -21,9 +21,9 @@ from collections.abc import AsyncIterator, Sequence
 from pathlib import Path
 
 from fontaine_tui.core.errors import InputError
-from fontaine_tui.core.follow import CHUNK, HEAD, LINE_CAP, MIN_GAP, Batch, LineCutter
+from fontaine_tui.core.follow.base import CHUNK, HEAD, LINE_CAP, MIN_GAP, Batch, LineCutter
+from fontaine_tui.core.follow.target import SshTarget
 from fontaine_tui.core.runfolder import LOG
-from fontaine_tui.core.target import SshTarget
 
 # $1 folder, $2 file, $3 offset (past the last complete line read), $4 device:inode we had,
 # $5 head length, $6 head sha256, $7 sha256 of all $3 bytes read, $8 anchor length, $9 sha256

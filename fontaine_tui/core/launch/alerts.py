@@ -11,12 +11,12 @@ from dataclasses import dataclass, replace
 from types import MappingProxyType
 from typing import TYPE_CHECKING
 
-from fontaine_tui.core.presets import Preset
-from fontaine_tui.core.store import RunStore
-from fontaine_tui.core.telemetry import TelemetrySnapshot
+from fontaine_tui.core.host.telemetry import TelemetrySnapshot
+from fontaine_tui.core.log.store import RunStore
+from fontaine_tui.core.verdict.presets import Preset
 
 if TYPE_CHECKING:
-    from fontaine_tui.core.launcher import ExitInfo
+    from fontaine_tui.core.launch.launcher import ExitInfo
 
 SEVERITIES = ("info", "warn", "alert")
 WINDOW = 10  # recent train records a rate is judged on

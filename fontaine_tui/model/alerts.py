@@ -5,10 +5,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from fontaine_tui.core import warnings as rules
+from fontaine_tui.core.launch import alerts as rules
 
 if TYPE_CHECKING:
-    from fontaine_tui.screens.session import Session
+    from fontaine_tui.model.session import Session
 
 
 def _inputs(session: Session, now: float) -> tuple[object, float | None, float]:
@@ -17,7 +17,7 @@ def _inputs(session: Session, now: float) -> tuple[object, float | None, float]:
     launched = session.ledger.launched_at
     launched_ts = None
     if launched:
-        from fontaine_tui.core.prereg import parse_utc
+        from fontaine_tui.core.verdict.prereg import parse_utc
 
         try:
             launched_ts = parse_utc(launched)

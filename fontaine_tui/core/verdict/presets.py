@@ -418,7 +418,7 @@ def preset_dirs() -> list[Path]:
     if env := os.environ.get("FONTAINE_PRESETS"):
         dirs += [Path(p) for p in env.split(os.pathsep) if p]
     dirs.append(Path.cwd() / "presets")
-    dirs.append(Path(__file__).resolve().parents[2] / "presets")
+    dirs.append(Path(__file__).resolve().parents[3] / "presets")
     seen, out = set(), []
     for d in dirs:
         key = d.resolve() if d.exists() else d

@@ -13,8 +13,8 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
-from fontaine_tui.core.host import HostRam, host_ram, parse_meminfo
-from fontaine_tui.core.nvml import GpuProcess, GpuSample, read_gpus
+from fontaine_tui.core.host.memory import HostRam, host_ram, parse_meminfo
+from fontaine_tui.core.host.nvml import GpuProcess, GpuSample, read_gpus
 
 __all__ = ["GpuProcess", "GpuSample", "ProcessSample", "TelemetrySnapshot", "sample",
            "sample_remote", "parse_smi_gpus", "parse_smi_apps", "SMI_GPU_QUERY", "SMI_APPS_QUERY"]
@@ -110,7 +110,7 @@ def sample(cuda_visible_devices: Any = _ENV, pid: int | None = None, *, nvml: An
            meminfo_text: str | None = None, clock: Callable[[], float] = time.time
            ) -> TelemetrySnapshot:
     """Sample this host. `cuda_visible_devices` defaults to the environment's value."""
-    from fontaine_tui.core.host import hostname
+    from fontaine_tui.core.host.memory import hostname
 
     visible = (os.environ.get("CUDA_VISIBLE_DEVICES") if cuda_visible_devices is _ENV
                else cuda_visible_devices)

@@ -6,10 +6,10 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 
-from fontaine_tui.core.launcher import newest_checkpoint
-from fontaine_tui.core.presets import Preset
+from fontaine_tui.core.host.telemetry import TelemetrySnapshot
+from fontaine_tui.core.launch.launcher import newest_checkpoint
 from fontaine_tui.core.runfolder import RunFolder
-from fontaine_tui.core.telemetry import TelemetrySnapshot
+from fontaine_tui.core.verdict.presets import Preset
 
 GIB = 1 << 30
 MIB = 1 << 20
@@ -122,7 +122,7 @@ def check_folder(preset: Preset, folder: RunFolder, resume: bool,
                  running_pid: int | None = None) -> list[Finding]:
     """A fresh launch needs a folder without a launched run; --resume needs one with it."""
     from fontaine_tui.core.errors import InputError
-    from fontaine_tui.core.prereg import compare, read_prereg
+    from fontaine_tui.core.verdict.prereg import compare, read_prereg
 
     root = folder.root
     if running_pid is not None:

@@ -7,12 +7,13 @@ from collections import deque
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from fontaine_tui.core import series
 from fontaine_tui.core.errors import InputError
-from fontaine_tui.core.presets import Amendment, Preset
+from fontaine_tui.core.log.store import RunStore, ingest_lines
 from fontaine_tui.core.runfolder import AMENDMENTS, PREREG, RunFolder
-from fontaine_tui.core.store import RunStore, ingest_lines
-from fontaine_tui.core.verdict import Verdict, compute_verdict, verdict_series
+from fontaine_tui.core.text import literal
+from fontaine_tui.core.verdict.presets import Amendment, Preset
+from fontaine_tui.core.verdict.rules import Verdict, compute_verdict, verdict_series
+from fontaine_tui.model import readout
 
 TAIL_LINES = 400
 
@@ -37,10 +38,10 @@ class RunView:
     preset: Preset
     status: str
     store: RunStore
-    progress: series.Progress
+    progress: readout.Progress
     verdicts: tuple[Verdict, ...]
     latest: Verdict
-    rows: tuple[series.ProbeRow, ...]
+    rows: tuple[readout.ProbeRow, ...]
     ledger: Ledger
     warnings: tuple[object, ...]
     note: str
@@ -104,10 +105,10 @@ class Session:
     def apply_tail(self, batch: object) -> int:
         """Engine output lines, decoded and made literal; returns how many were added."""
         if getattr(batch, "segment", False) and self.tail:
-            self.tail.append(series.literal(f"-- {getattr(batch, 'note', '') or 'new file'}"))
+            self.tail.append(literal(f"-- {getattr(batch, 'note', '') or 'new file'}"))
         lines = batch.lines  # type: ignore[attr-defined]
         for raw in lines:
-            self.tail.append(series.literal(raw.decode("utf-8", "replace").rstrip("\r")))
+            self.tail.append(literal(raw.decode("utf-8", "replace").rstrip("\r")))
         self.tail_total += len(lines)
         return len(lines)
 
@@ -130,7 +131,7 @@ class Session:
 
     def update_warnings(self, telemetry: object, now: float) -> None:
         """Re-evaluate the warning rules (core.warnings) and the GPU-hours they gate on."""
-        from fontaine_tui.screens import warnings_adapter
+        from fontaine_tui.model import alerts as warnings_adapter
 
         self.warnings = warnings_adapter.evaluate(self, telemetry, now)
         self.gpu_hours = warnings_adapter.gpu_hours(self, telemetry, now)
@@ -162,8 +163,8 @@ class Session:
         self.version += 1
 
     def _ledger_from(self, rf: RunFolder) -> Ledger:
-        from fontaine_tui.core.ledger import read_amendments
-        from fontaine_tui.core.prereg import compare, read_prereg
+        from fontaine_tui.core.verdict.ledger import read_amendments
+        from fontaine_tui.core.verdict.prereg import compare, read_prereg
 
         amendments: tuple[Amendment, ...] = ()
         error = ""
@@ -210,12 +211,12 @@ class Session:
     def view(self) -> RunView:
         verdicts, latest = self._read_verdicts()
         st = self.store
-        status = series.run_status(self.kind, self.exit_code, bool(st.steps), self.ended())
+        status = readout.run_status(self.kind, self.exit_code, bool(st.steps), self.ended())
         meta = st.metas[-1].run if st.metas else ""
         return RunView(self.version, self.preset.run_name or meta,
                        str(getattr(self.source, "label", "")), self.preset, status, st,
-                       replace(series.progress(st, self.preset), gpu_hours=self.gpu_hours),
+                       replace(readout.progress(st, self.preset), gpu_hours=self.gpu_hours),
                        verdicts, latest,
-                       tuple(series.probe_rows(st, verdicts)), self.ledger, self.warnings,
+                       tuple(readout.probe_rows(st, verdicts)), self.ledger, self.warnings,
                        self.note)
 

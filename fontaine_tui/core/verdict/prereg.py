@@ -14,8 +14,8 @@ from types import MappingProxyType
 from fontaine_tui import __version__
 from fontaine_tui.core.atomic import create_new
 from fontaine_tui.core.errors import InputError
-from fontaine_tui.core.presets import Preset, canonical_bytes, preset_from_canonical
 from fontaine_tui.core.runfolder import RunFolder
+from fontaine_tui.core.verdict.presets import Preset, canonical_bytes, preset_from_canonical
 
 SCHEMA = "fontaine-tui/prereg/1"
 

@@ -17,7 +17,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from fontaine_tui.core.atomic import append_line
-from fontaine_tui.core.verdict import Verdict
+from fontaine_tui.core.verdict.rules import Verdict
 
 SCHEMA = "fontaine-tui/review/1"
 ACTIONS = ("accept", "flag", "note")

@@ -16,9 +16,9 @@ from pathlib import Path
 
 from fontaine_tui.core.atomic import append_line
 from fontaine_tui.core.errors import InputError
-from fontaine_tui.core.prereg import utc_iso
-from fontaine_tui.core.presets import Amendment, Preset, validate_scale_amendment
 from fontaine_tui.core.runfolder import RunFolder
+from fontaine_tui.core.verdict.prereg import utc_iso
+from fontaine_tui.core.verdict.presets import Amendment, Preset, validate_scale_amendment
 
 KINDS = ("scale",)
 
@@ -115,8 +115,8 @@ def declare_amendment(folder: RunFolder, *, kind: str = "scale", from_step: int 
 def max_step_seen(log: Path) -> int:
     """The highest step of any train or eval record in the log, including steps a resume later
     replayed: what had been seen, not what survives."""
-    from fontaine_tui.core.records import Probe, TrainPoint, parse_line
-    from fontaine_tui.core.store import LineSplitter, iter_chunks
+    from fontaine_tui.core.log.records import Probe, TrainPoint, parse_line
+    from fontaine_tui.core.log.store import LineSplitter, iter_chunks
 
     if not log.exists():
         return 0

@@ -6,9 +6,9 @@ import math
 from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass, field
 
-from fontaine_tui.core.presets import Amendment, Preset
-from fontaine_tui.core.records import Probe
-from fontaine_tui.core.store import Conflict, RunStore
+from fontaine_tui.core.log.records import Probe
+from fontaine_tui.core.log.store import Conflict, RunStore
+from fontaine_tui.core.verdict.presets import Amendment, Preset
 
 SCHEMA = "fontaine-tui/verdict/1"
 HEALTHY = "HEALTHY"

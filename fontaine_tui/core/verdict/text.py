@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 
-from fontaine_tui.core.verdict import RuleRead, Verdict
+from fontaine_tui.core.verdict.rules import RuleRead, Verdict
 
 
 def signed(x: float | None, places: int = 4) -> str:

@@ -1,0 +1,159 @@
+"""Chart specs as plain data: what to draw (curves, bounds, comparator marks), not how.
+
+One spec feeds both the terminal chart (widgets/chart.py) and the PNG export.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from fontaine_tui.core.log.store import RunStore
+from fontaine_tui.core.verdict.presets import Preset
+from fontaine_tui.core.verdict.rules import Verdict
+from fontaine_tui.core.verdict.text import signed
+
+MARK_COLORS = ("red", "magenta", "orange", "yellow", "blue", "white")
+
+
+@dataclass(frozen=True, slots=True)
+class Curve:
+    label: str
+    xs: Sequence[float]  # may be a live column of the store: renderers downsample, never copy
+    ys: Sequence[float]
+    color: str
+    points: bool = False  # markers only: a probe every 250 steps is not a line
+
+
+@dataclass(frozen=True, slots=True)
+class HLine:
+    y: float
+    label: str
+    color: str
+
+
+@dataclass(frozen=True, slots=True)
+class Mark:
+    """One banked number drawn where it was measured (an endpoint, a step-250 level)."""
+
+    x: float
+    y: float
+    label: str
+    color: str
+    align: str = "right"  # "right": the label ends at the point; "left": it starts there
+
+
+@dataclass(frozen=True, slots=True)
+class ChartSpec:
+    title: str
+    xlabel: str
+    ylabel: str
+    curves: tuple[Curve, ...] = ()
+    hlines: tuple[HLine, ...] = ()
+    marks: tuple[Mark, ...] = ()
+    xlim: tuple[float, float] | None = None
+    note: str = ""
+
+    @property
+    def points(self) -> int:
+        return sum(len(c.xs) for c in self.curves)
+
+
+def downsample(xs: Sequence[float], ys: Sequence[float], width: int
+               ) -> tuple[list[float], list[float]]:
+    """At most two points per column (the min and max of each bucket, in x order), so a spike
+    survives; non-finite y values are dropped."""
+    n = len(ys)
+    width = max(1, width)
+    if n <= 2 * width:
+        pairs = [(x, y) for x, y in zip(xs, ys, strict=False) if math.isfinite(y)]
+        return [p[0] for p in pairs], [p[1] for p in pairs]
+    out_x: list[float] = []
+    out_y: list[float] = []
+    for b in range(width):
+        lo, hi = b * n // width, (b + 1) * n // width
+        seg = ys[lo:hi]
+        lo_v, hi_v = min(seg), max(seg)  # C speed; NaN makes them unreliable, checked below
+        if not (math.isfinite(lo_v) and math.isfinite(hi_v)):
+            finite = [v for v in seg if math.isfinite(v)]
+            if not finite:
+                continue
+            lo_v, hi_v = min(finite), max(finite)
+        i, j = seg.index(lo_v), seg.index(hi_v)
+        for k in sorted({i, j}):
+            out_x.append(xs[lo + k])
+            out_y.append(seg[k])
+    return out_x, out_y
+
+
+def loss_chart(store: RunStore) -> ChartSpec:
+    curves = tuple(Curve(label, store.steps, store.columns[name], color)
+                   for name, label, color in (("ar_ce", "AR CE", "cyan"),
+                                              ("flow_loss", "flow", "magenta")))
+    return ChartSpec("training losses", "step", "loss", curves)
+
+
+def comparator_marks(preset: Preset, scale: float | None) -> tuple[Mark, ...]:
+    """Banked endpoint deltas, in this run's units when a scale factor is given."""
+    x = float(preset.verdict.endpoint_step)
+    marks = []
+    for i, comp in enumerate(preset.comparators.values()):
+        y = comp.delta * (scale if scale is not None else 1.0)
+        unit = f" (x{scale:.3f})" if scale is not None else ""
+        marks.append(Mark(x, y, f"{comp.name} {signed(y)}{unit} @ endpoint",
+                          MARK_COLORS[i % len(MARK_COLORS)]))
+    return tuple(marks)
+
+
+def probes_chart(store: RunStore, preset: Preset, verdicts: Sequence[Verdict],
+                 latest: Verdict | None, scaled: bool) -> ChartSpec:
+    """delta(s) against banked endpoints and bounds; before the anchor, eval levels against
+    the comparators' levels at their level step."""
+    spec = preset.verdict
+    anchor, endpoint = spec.anchor_step, spec.endpoint_step
+    if anchor not in store.probes:
+        return _levels_chart(store, preset, (0.0, anchor * 1.1))
+    pad = (endpoint - anchor) * 0.08
+    xlim = (anchor - pad, endpoint + pad)
+    pts = [(float(v.read_step), v.delta) for v in verdicts
+           if v.read_step is not None and v.read_step >= anchor
+           and v.delta is not None and math.isfinite(v.delta)]
+    note = ""
+    scale = latest.scale.value if (latest is not None and latest.scale is not None) else None
+    rule = latest.raw if latest is not None else None
+    if scaled and scale is None:
+        note = "no scale amendment in force: raw bounds shown"
+    if scaled and latest is not None and latest.scaled is not None:
+        rule = latest.scaled
+    healthy = rule.healthy_max if rule is not None else spec.healthy_max
+    drift = rule.drift_min if rule is not None else spec.drift_min
+    use_scale = scale if scaled else None
+    which = f"scale-adjusted x{scale:.3f}" if use_scale is not None else "raw"
+    curve = Curve(f"this run delta({anchor}->s)", tuple(p[0] for p in pts),
+                  tuple(p[1] for p in pts), "cyan", points=len(pts) < 2)
+    hlines = (HLine(healthy, f"healthy <= {signed(healthy)}", "green"),
+              HLine(drift, f"same-drift >= {signed(drift)}", "red"))
+    return ChartSpec(f"delta(s) = {spec.metric}(s) - {spec.metric}({anchor})  [{which}]",
+                     "step", "delta", (curve,), hlines, comparator_marks(preset, use_scale),
+                     xlim, note)
+
+
+def _levels_chart(store: RunStore, preset: Preset, xlim: tuple[float, float]) -> ChartSpec:
+    probes = [store.probes[s] for s in store.probe_steps()]
+    metric = preset.verdict.metric
+    curves = (
+        Curve(f"this run {metric}", tuple(float(p.step) for p in probes),
+              tuple(getattr(p, metric) for p in probes), "cyan", points=True),
+        Curve("this run train_chunk_mae", tuple(float(p.step) for p in probes),
+              tuple(p.train_chunk_mae for p in probes), "blue", points=True),
+    )
+    marks = []
+    for comp in preset.comparators.values():
+        if comp.level_step and math.isfinite(comp.eval_level):
+            marks.append(Mark(float(comp.level_step), comp.eval_level,
+                              f"{comp.name} eval {comp.eval_level:.4f} @ {comp.level_step}",
+                              "red", align="left"))
+    return ChartSpec(f"eval levels before the anchor probe (step {preset.verdict.anchor_step})",
+                     "step", metric, curves, (), tuple(marks), xlim,
+                     "deltas start at the anchor probe")

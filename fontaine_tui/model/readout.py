@@ -1,0 +1,162 @@
+"""What the console shows besides the charts, as plain data and text: probe rows, progress,
+pace, GPU-hours, run status, events, evidence. No UI here; the widgets and the plain
+output both read it.
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+
+from fontaine_tui.core.log.store import RunStore
+from fontaine_tui.core.text import literal
+from fontaine_tui.core.verdict.presets import Preset
+from fontaine_tui.core.verdict.rules import Verdict
+
+MEDIAN_WINDOW = 100  # recent steps in the s/step median
+
+
+@dataclass(frozen=True, slots=True)
+class ProbeRow:
+    step: int
+    eval_mae: float
+    delta: float | None
+    train_mae: float
+    train_delta: float | None
+    ar_ce: float
+    breakdown: Mapping[str, float] = field(default_factory=dict)
+
+
+def probe_rows(store: RunStore, verdicts: Sequence[Verdict]) -> list[ProbeRow]:
+    """One row per probe; deltas are those the verdict computed when read at that step."""
+    by_step = {v.read_step: v for v in verdicts}
+    rows = []
+    for s in store.probe_steps():
+        p = store.probes[s]
+        v = by_step.get(s)
+        train_delta = v.corroboration.get("train_delta") if v is not None else None
+        rows.append(ProbeRow(s, p.eval_chunk_mae, v.delta if v is not None else None,
+                             p.train_chunk_mae,
+                             train_delta if isinstance(train_delta, float) else None,
+                             p.eval_ar_ce, p.breakdown))
+    return rows
+
+
+@dataclass(frozen=True, slots=True)
+class Progress:
+    step: int
+    total: int
+    last_step_s: float | None
+    median_step_s: float | None
+    eta_s: float | None
+    gpu_hours: float | None
+    gpu_hours_gate: float | None
+    world_size: int
+    data_frac: float | None  # share of recent step time spent waiting for data
+
+
+def _finite(values: Sequence[float]) -> list[float]:
+    return [v for v in values if math.isfinite(v)]
+
+
+def progress(store: RunStore, preset: Preset) -> Progress:
+    """Step, pace and ETA. `gpu_hours` is left None here: the console fills it in from the
+    gate rule in core.warnings, so the header and the gate warning count the same hours."""
+    total = int(preset.recipe.get("steps", 0) or 0)
+    step = store.last_step
+    recent = _finite(store.columns["step_s"][-MEDIAN_WINDOW:])
+    last = recent[-1] if recent else None
+    median = statistics.median(recent) if recent else None
+    eta = max(0, total - step) * median if median is not None else None
+    world = next((m.world_size for m in reversed(store.metas) if m.world_size), 1)
+    gate = preset.gates.get("gpu_hours")
+    gate = float(gate) if isinstance(gate, (int, float)) and math.isfinite(gate) else None
+    data = _finite(store.columns["data_s"][-MEDIAN_WINDOW:])
+    frac = sum(data) / sum(recent) if data and recent and sum(recent) > 0 else None
+    return Progress(step, total, last, median, eta, None, gate, world, frac)
+
+
+def duration(seconds: float | None) -> str:
+    if seconds is None or not math.isfinite(seconds):
+        return "—"
+    s = int(round(seconds))
+    h, rem = divmod(s, 3600)
+    m, sec = divmod(rem, 60)
+    return f"{h}h{m:02d}m" if h else f"{m}m{sec:02d}s"
+
+
+def gpu_hours_text(p: Progress) -> str:
+    """Used / gate, e.g. `GPU-h 3.20/12`; `GPU-h —/12 (no GPU)` when the run holds none."""
+    gate = f"/{p.gpu_hours_gate:g}" if p.gpu_hours_gate is not None else ""
+    if p.gpu_hours is None:
+        return f"GPU-h —{gate} (no GPU)"
+    return f"GPU-h {p.gpu_hours:.2f}{gate}"
+
+
+def pace_text(p: Progress) -> str:
+    def s(x: float | None) -> str:
+        return "—" if x is None or not math.isfinite(x) else f"{x:.2f}s"
+
+    return f"{s(p.last_step_s)}/step (med {s(p.median_step_s)})"
+
+
+def run_status(kind: str, exit_code: int | str | None, has_records: bool, ended: bool) -> str:
+    """launching / running / exited N / attached / replay (what the header says)."""
+    if kind == "launch":
+        if exit_code is not None:
+            return f"exited {exit_code}"
+        return "running" if has_records else "launching"
+    if kind == "replay":
+        return "replay (ended)" if ended else "replay"
+    return "attached (ended)" if ended else "attached"
+
+
+
+
+@dataclass(frozen=True, slots=True)
+class RunEvent:
+    """A line of the run's story for the monitor: checkpoints, starts, resumes (with the
+    probes of the abandoned timeline they superseded), ends, errors, rotations."""
+
+    line: int  # where in the log (the store's numbering), for ordering
+    step: int | None
+    kind: str  # "checkpoint" | "start" | "resume" | "end" | "error" | "segment" | other event
+    text: str
+
+
+def run_events(store: RunStore, limit: int = 6) -> list[RunEvent]:
+    """The last `limit` of them, oldest first; texts are literal (from the log)."""
+    out = [RunEvent(c.line, c.step, "checkpoint", f"checkpoint {literal(c.path)}")
+           for c in store.checkpoints]
+    for e in store.events:
+        text = f"{literal(e.event)}: {literal(e.detail)}" if e.detail else literal(e.event)
+        if e.event == "resume":
+            gone = sorted(p.step for p in store.superseded if p.step > e.step and p.line < e.line)
+            if gone:
+                text += f" (superseded probe{'s' if len(gone) > 1 else ''} " \
+                        f"{', '.join(map(str, gone))}; the later ones count)"
+        out.append(RunEvent(e.line, e.step, e.event, text))
+    for g in store.segments:
+        out.append(RunEvent(g.first_line, None, "segment",
+                            f"reading {literal(g.name)}" + (f" ({literal(g.why)})" if g.why else "")))
+    out.sort(key=lambda r: r.line)
+    return out[-limit:]
+
+
+
+
+def evidence_lines(store: RunStore) -> tuple[str, ...]:
+    """What the log got wrong, for the monitor: out-of-order records (not applied),
+    conflicting probes, notices such as a meta record of another run. Literal text."""
+    out = []
+    if store.out_of_order_count:
+        first = store.out_of_order[0]
+        out.append(f"{store.out_of_order_count} record(s) out of order, not applied (first: "
+                   f"{store.where(first.line)}, {first.why})")
+    for c in store.conflicts[:3]:
+        out.append(f"conflicting probes for step {c.step}: {store.where(c.first.line)} and "
+                   f"{store.where(c.second.line)} (no resume between them)")
+    out += store.notices[:3]
+    return tuple(literal(line) for line in out)
