@@ -5,18 +5,32 @@ from __future__ import annotations
 import asyncio
 import inspect
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Awaitable, Callable, Iterable
 from pathlib import Path
 
 from textual import work
 from textual.app import App, SystemCommand
 from textual.binding import Binding
 from textual.reactive import var
+from textual.screen import Screen
+from textual.timer import Timer
 from textual.worker import Worker, WorkerState
 
+from fontaine_tui import palette
+from fontaine_tui.core.follow import RunSource
+from fontaine_tui.core.follow.replay import ReplayRun
+from fontaine_tui.core.host.telemetry import TelemetrySnapshot
 from fontaine_tui.core.verdict.presets import Preset
-from fontaine_tui.model.session import RunView, Session
-from fontaine_tui.screens import actions
+from fontaine_tui.model.session import (
+    Outcome,
+    Process,
+    Registry,
+    RunEntry,
+    RunView,
+    Session,
+    registry_entries,
+    step_read,
+)
 from fontaine_tui.screens.dialogs import NoteDialog, QuitDialog
 from fontaine_tui.screens.help import HelpScreen
 from fontaine_tui.screens.monitor import MonitorScreen
@@ -24,6 +38,9 @@ from fontaine_tui.screens.probes import ProbesScreen
 from fontaine_tui.screens.runs import RunsScreen
 from fontaine_tui.screens.verdict import VerdictScreen
 from fontaine_tui.widgets.safe import notify
+
+# a telemetry sampler: a snapshot, or a coroutine of one (over SSH)
+Sampler = Callable[[], "TelemetrySnapshot | Awaitable[TelemetrySnapshot]"]
 
 FRAME_S = 0.5  # at most two redraws a second, however fast lines arrive
 CHART_S = 2.0  # the loss chart: at most one plotext rebuild per this many seconds
@@ -55,12 +72,12 @@ class FontaineApp(App[int]):
     view: var[RunView | None] = var(None, always_update=True, init=False)
     scaled: var[bool] = var(False)
     read_step: var[int | None] = var(None)
-    telemetry_snapshot: var[object] = var(None, always_update=True)
+    telemetry_snapshot: var[TelemetrySnapshot | None] = var(None, always_update=True)
     tail_total: var[int] = var(0)
     review_status: var[str] = var("")
 
-    def __init__(self, session: Session, *, telemetry: Callable[[], object] | None = None,
-                 clock: Callable[[], float] = time.time, registry: object = None,
+    def __init__(self, session: Session, *, telemetry: Sampler | None = None,
+                 clock: Callable[[], float] = time.time, registry: Registry | None = None,
                  start_mode: str = "monitor", frame_s: float = FRAME_S,
                  chart_s: float = CHART_S) -> None:
         super().__init__()
@@ -75,7 +92,7 @@ class FontaineApp(App[int]):
         self.start_mode = start_mode
         self.frame_s = frame_s
         self.frames = 0
-        self._frame_timer = None
+        self._frame_timer: Timer | None = None
         self._probes_seen = 0
 
     # -- lifecycle -------------------------------------------------------------------------
@@ -92,7 +109,7 @@ class FontaineApp(App[int]):
             self.set_interval(TELEMETRY_S, self.sample_telemetry)
 
     async def on_unmount(self) -> None:
-        await self.session.source.close()  # type: ignore[attr-defined]
+        await self.session.source.close()
 
     def start_following(self) -> None:
         self.follow_log()
@@ -101,14 +118,14 @@ class FontaineApp(App[int]):
     @work(exclusive=True, group="follow")
     async def follow_log(self) -> None:
         session = self.session  # a batch in flight never lands in a session attached later
-        async for batch in session.source.follow():  # type: ignore[attr-defined]
+        async for batch in session.source.follow():
             if session.apply(batch) and session is self.session:
                 self.schedule_frame()
 
     @work(exclusive=True, group="tail")
     async def follow_tail(self) -> None:
         session = self.session
-        async for batch in session.source.follow("engine.out.log"):  # type: ignore[attr-defined]
+        async for batch in session.source.follow("engine.out.log"):
             if session.apply_tail(batch) and session is self.session:
                 self.tail_total = session.tail_total
 
@@ -168,13 +185,19 @@ class FontaineApp(App[int]):
 
     def action_step_read(self, delta: int) -> None:
         if self.view is not None:
-            self.read_step = actions.step_read(self.view, self.read_step, delta)
+            self.read_step = step_read(self.view, self.read_step, delta)
 
     def action_live_read(self) -> None:
         self.read_step = None
 
+    def tell(self, outcome: Outcome, timeout: float = 5) -> str:
+        notify(self, outcome.message, severity=outcome.severity, timeout=timeout)  # type: ignore[arg-type]
+        return outcome.message
+
     def action_review(self, action: str, note: str = "") -> None:
-        self.review_status = actions.review(self, action, note)
+        if self.view is not None:
+            self.review_status = self.tell(self.session.review(
+                self.view, self.read_step, action, note, self.clock))
 
     def action_note(self) -> None:
         def done(text: str | None) -> None:
@@ -185,7 +208,10 @@ class FontaineApp(App[int]):
 
     @work(exclusive=True, group="export")
     async def action_export(self) -> None:
-        self.review_status = await actions.export(self)
+        if self.view is not None:
+            outcome = await asyncio.to_thread(self.session.export, self.view, self.read_step,
+                                              self.scaled)
+            self.review_status = self.tell(outcome, timeout=8)
 
     def action_help(self) -> None:
         self.push_screen(HelpScreen())
@@ -205,31 +231,43 @@ class FontaineApp(App[int]):
         self.push_screen(QuitDialog(getattr(self.session.process, "pid", None)), done)
 
     def attach_folder(self, folder: str) -> None:
-        actions.attach_folder(self, Path(folder))
+        """Point the console at another run folder (from the runs list)."""
+        session, why = self.session.attached_to(Path(folder))
+        if why is not None:
+            self.tell(why)
+        old, self.session = self.session, session
+        self.run_worker(old.source.close(), group="close")
+        self.refresh_ledger()
+        self.read_step, self.tail_total = None, 0
+        self.view = self.session.view()
+        self.start_following()
+        self.switch_mode("monitor")
 
-    def registry_entries(self) -> list[actions.RunEntry]:
-        return actions.registry_entries(self)
+    def registry_entries(self) -> list[RunEntry]:
+        rows, self.registry_reason = registry_entries(self.registry)
+        return rows
 
-    def get_system_commands(self, screen) -> Iterable[SystemCommand]:
+    def get_system_commands(self, screen: Screen[object]) -> Iterable[SystemCommand]:
         yield from super().get_system_commands(screen)
-        yield from actions.palette_commands(self)
+        yield from palette.commands(self, self.MODES.values())
 
 
-def make_app(*, source: object, preset: Preset, telemetry: Callable[[], object] | None = None,
-             clock: Callable[[], float] = time.time, process: object = None,
-             registry: object = None, kind: str | None = None, folder: Path | None = None,
+def make_app(*, source: RunSource, preset: Preset, telemetry: Sampler | None = None,
+             clock: Callable[[], float] = time.time, process: Process | None = None,
+             registry: Registry | None = None, kind: str | None = None,
+             folder: Path | None = None,
              start_mode: str = "monitor", frame_s: float = FRAME_S, chart_s: float = CHART_S
              ) -> FontaineApp:
     """The console over any record source; tests inject a replay, a clock and telemetry."""
     if kind is None:
         kind = ("launch" if process is not None else
-                "replay" if type(source).__name__ == "ReplayRun" else "attach")
+                "replay" if isinstance(source, ReplayRun) else "attach")
     session = Session(source, preset, kind, process, folder)
     return FontaineApp(session, telemetry=telemetry, clock=clock, registry=registry,
                        start_mode=start_mode, frame_s=frame_s, chart_s=chart_s)
 
 
-def default_telemetry(source: object, process: object = None) -> Callable[[], object] | None:
+def default_telemetry(source: RunSource, process: Process | None = None) -> Sampler | None:
     """This host's sampler (with the engine's pid when launched here), or the far host's
     over the SSH source's connection."""
     from functools import partial
@@ -243,9 +281,9 @@ def default_telemetry(source: object, process: object = None) -> Callable[[], ob
     return partial(telemetry.sample, pid=getattr(process, "pid", None))
 
 
-def run_console(*, source: object, preset: Preset, mode: str, process: object = None,
-                registry: object = None, clock: Callable[[], float] = time.time,
-                telemetry: Callable[[], object] | None = None) -> int:
+def run_console(*, source: RunSource, preset: Preset, mode: str, process: Process | None = None,
+                registry: Registry | None = None, clock: Callable[[], float] = time.time,
+                telemetry: Sampler | None = None) -> int:
     """Run the console in this terminal until quit; `mode` is launch, attach or replay.
     Without a registry, the runs mode reads the default one (FONTAINE_REGISTRY or ~)."""
     if registry is None:

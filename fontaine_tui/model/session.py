@@ -1,13 +1,22 @@
-"""The console's model: one run's store, ledger and verdicts, and the one place that calls
-core (follow, verdict, ledger, prereg, warnings, registry). Screens render `RunView`s."""
+"""The console's model, no Textual: one run's store, ledger, warnings and verdicts, and what
+review, export, attach and stepping through reads do. Methods return results (`Outcome`);
+the app turns them into notifications and screens. Screens render `RunView`s.
+"""
 
 from __future__ import annotations
 
 from collections import deque
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import Protocol
 
 from fontaine_tui.core.errors import InputError
+from fontaine_tui.core.follow import Batch, LocalRun, RunSource
+from fontaine_tui.core.host.telemetry import TelemetrySnapshot
+from fontaine_tui.core.launch import alerts
+from fontaine_tui.core.launch.launcher import ExitInfo
+from fontaine_tui.core.launch.registry import Entry
 from fontaine_tui.core.log.store import RunStore, ingest_lines
 from fontaine_tui.core.runfolder import AMENDMENTS, PREREG, RunFolder
 from fontaine_tui.core.text import literal
@@ -16,6 +25,28 @@ from fontaine_tui.core.verdict.rules import Verdict, compute_verdict, verdict_se
 from fontaine_tui.model import readout
 
 TAIL_LINES = 400
+
+
+class Process(Protocol):
+    """A launched engine as the console sees it (core.launch.launcher.EngineProcess)."""
+
+    pid: int
+
+    def poll(self) -> ExitInfo | None: ...
+
+    def stop(self) -> ExitInfo: ...
+
+
+class Registry(Protocol):
+    def entries(self) -> list[Entry]: ...
+
+
+@dataclass(frozen=True, slots=True)
+class Outcome:
+    """What an action did, as one line for the user; severity as Textual's notify takes it."""
+
+    message: str
+    severity: str = "information"  # "information" | "warning" | "error"
 
 
 @dataclass(frozen=True, slots=True)
@@ -43,7 +74,7 @@ class RunView:
     latest: Verdict
     rows: tuple[readout.ProbeRow, ...]
     ledger: Ledger
-    warnings: tuple[object, ...]
+    warnings: tuple[alerts.RunWarning, ...]
     note: str
 
     def verdict_at(self, step: int | None) -> Verdict:
@@ -53,6 +84,45 @@ class RunView:
                 if v.read_step == step:
                     return v
         return self.latest
+
+
+def step_read(view: RunView, current: int | None, delta: int) -> int | None:
+    """The probe step `delta` reads away from `current` (None: the latest), clamped."""
+    steps = [v.read_step for v in view.verdicts if v.read_step is not None]
+    if not steps:
+        return None
+    here = current if current in steps else view.latest.read_step
+    i = steps.index(here) if here in steps else len(steps) - 1
+    return steps[max(0, min(len(steps) - 1, i + delta))]
+
+
+@dataclass(frozen=True, slots=True)
+class RunEntry:
+    name: str
+    folder: str
+    pid: int | None
+    state: str
+    launched: str
+
+
+def registry_entries(registry: Registry | None) -> tuple[list[RunEntry], str]:
+    """The runs screen's rows and, when there are none, why. The state is the live one (pid
+    checked, log tail read: `registry.live_status`), as `fontaine-tui runs` shows it."""
+    from fontaine_tui.core.host.memory import hostname
+    from fontaine_tui.core.launch.registry import live_status
+
+    if registry is None:
+        return [], "no registry given"
+    try:
+        items: Iterable[Entry] = registry.entries()
+    except Exception as exc:  # a broken registry file is shown, not raised
+        return [], f"registry unreadable: {exc}"
+    host = hostname()
+    rows = []
+    for e in items:
+        live = live_status(e, host)
+        rows.append(RunEntry(e.name, e.run_dir, e.pid or None, live.state, e.launched_at))
+    return rows, "the registry is empty"
 
 
 def folder_of(source: object) -> Path | None:
@@ -65,8 +135,8 @@ def folder_of(source: object) -> Path | None:
 
 
 class Session:
-    def __init__(self, source: object, preset: Preset, kind: str, process: object = None,
-                 folder: Path | None = None) -> None:
+    def __init__(self, source: RunSource, preset: Preset, kind: str,
+                 process: Process | None = None, folder: Path | None = None) -> None:
         self.source = source
         self.preset = preset  # what the verdict computes with: the frozen one once read
         self.given_preset = preset  # what the command line or registry named
@@ -79,8 +149,8 @@ class Session:
         self.note = ""
         self.exit_code: int | str | None = None
         self.ledger = Ledger("", preset.sha256, "no prereg.json read yet", None, ())
-        self.warnings: tuple[object, ...] = ()
-        self.warning_book: object = None
+        self.warnings: tuple[alerts.RunWarning, ...] = ()
+        self.warning_book = alerts.WarningBook()
         self.gpu_hours: float | None = None
         self.version = 0
         self._verdict_key: object = None
@@ -89,24 +159,22 @@ class Session:
 
     # -- input ---------------------------------------------------------------------------
 
-    def apply(self, batch: object) -> bool:
+    def apply(self, batch: Batch) -> bool:
         """Apply one follower batch; True if the store changed."""
-        if getattr(batch, "segment", False):  # a rotation: keep everything, count lines on
-            self.store.begin_segment(getattr(batch, "name", ""), getattr(batch, "note", ""))
-        note = getattr(batch, "note", "")
-        if note:
-            self.note = note
-        lines = batch.lines  # type: ignore[attr-defined]
-        if lines:
-            ingest_lines(self.store, lines, batch.first_line)  # type: ignore[attr-defined]
+        if batch.segment:  # a rotation: keep everything, count lines on
+            self.store.begin_segment(batch.name, batch.note)
+        if batch.note:
+            self.note = batch.note
+        if batch.lines:
+            ingest_lines(self.store, batch.lines, batch.first_line)
         self.version += 1
-        return bool(lines) or bool(note) or getattr(batch, "segment", False)
+        return bool(batch.lines) or bool(batch.note) or batch.segment
 
-    def apply_tail(self, batch: object) -> int:
+    def apply_tail(self, batch: Batch) -> int:
         """Engine output lines, decoded and made literal; returns how many were added."""
-        if getattr(batch, "segment", False) and self.tail:
-            self.tail.append(literal(f"-- {getattr(batch, 'note', '') or 'new file'}"))
-        lines = batch.lines  # type: ignore[attr-defined]
+        if batch.segment and self.tail:
+            self.tail.append(literal(f"-- {batch.note or 'new file'}"))
+        lines = batch.lines
         for raw in lines:
             self.tail.append(literal(raw.decode("utf-8", "replace").rstrip("\r")))
         self.tail_total += len(lines)
@@ -116,25 +184,84 @@ class Session:
         """True when the launched engine has just exited."""
         if self.process is None or self.exit_code is not None:
             return False
-        info = self.process.poll()  # type: ignore[attr-defined]
+        info = self.process.poll()
         if info is None:
             return False
-        code = getattr(info, "code", None)
-        sig = getattr(info, "signal", None)
-        self.exit_code = code if isinstance(code, int) else (sig or "?")
+        self.exit_code = info.code if isinstance(info.code, int) else (info.signal or "?")
         self.version += 1
         return True
 
     @property
     def process_alive(self) -> bool:
-        return self.process is not None and self.exit_code is None and self.process.poll() is None  # type: ignore[attr-defined]
+        return (self.process is not None and self.exit_code is None
+                and self.process.poll() is None)
 
-    def update_warnings(self, telemetry: object, now: float) -> None:
-        """Re-evaluate the warning rules (core.warnings) and the GPU-hours they gate on."""
-        from fontaine_tui.model import alerts as warnings_adapter
+    def update_warnings(self, telemetry: TelemetrySnapshot | None, now: float) -> None:
+        """Re-evaluate the warning rules (core.launch.alerts) and the GPU-hours they gate
+        on, by the same definition the gate rule uses (None on CPU)."""
+        exit_info = self.process.poll() if self.process is not None else None
+        launched_ts = None
+        if self.ledger.launched_at:
+            from fontaine_tui.core.verdict.prereg import parse_utc
 
-        self.warnings = warnings_adapter.evaluate(self, telemetry, now)
-        self.gpu_hours = warnings_adapter.gpu_hours(self, telemetry, now)
+            try:
+                launched_ts = parse_utc(self.ledger.launched_at)
+            except ValueError:
+                launched_ts = None
+        if self.kind == "replay" and self.store.steps:
+            now = self.store.columns["time"][-1]  # a replay's "now" is the log's own clock
+        self.warnings = tuple(alerts.evaluate(self.warning_book, self.store, self.preset,
+                                              telemetry, now, exit_info, launched_ts))
+        ctx = alerts.context_for(self.store, self.preset, telemetry, launched_ts)
+        self.gpu_hours = alerts.gpu_hours_used(self.store, now, exit_info, ctx)
+
+    # -- actions ---------------------------------------------------------------------------
+
+    def review(self, view: RunView, step: int | None, action: str, note: str = "",
+               clock: Callable[[], float] | None = None) -> Outcome:
+        """Append accept / flag / note for the read at `step` to review.jsonl."""
+        from fontaine_tui.core.verdict import review as reviewer
+
+        v = view.verdict_at(step)
+        if self.folder is None:
+            return Outcome("review needs a run folder (none for this source)", "error")
+        path = self.folder / "review.jsonl"
+        try:
+            entry = reviewer.append(path, action, v, note, **({"clock": clock} if clock else {}))
+        except OSError as exc:
+            return Outcome(f"{path}: cannot append ({exc.strerror})", "error")
+        check = reviewer.verify(path)
+        chain = "chain intact" if check.ok else f"CHAIN BROKEN: {check.reason}"
+        return Outcome(f"review.jsonl line {entry.line}: {action} {v.verdict} at step "
+                       f"{v.read_step}{' (provisional)' if v.provisional else ''}; "
+                       f"{check.lines} line(s), {chain}",
+                       "information" if check.ok else "error")
+
+    def export(self, view: RunView, step: int | None, scaled: bool) -> Outcome:
+        """verdict.json and the overlay chart for the read at `step` (blocking: a thread)."""
+        from fontaine_tui.core.verdict import export as exporter
+        from fontaine_tui.core.verdict.chart import probes_chart
+
+        v = view.verdict_at(step)
+        if self.folder is None:
+            return Outcome("export needs a run folder (none for this source)", "error")
+        spec = probes_chart(view.store, view.preset, view.verdicts, v, scaled)
+        result = exporter.export(self.folder, v, spec)
+        return Outcome(f"wrote {result.verdict_path}" + (
+            f" and {result.chart_path}" if result.chart_path else f"; {result.chart_message}"),
+            "information" if result.chart_path else "warning")
+
+    def attached_to(self, folder: Path) -> tuple[Session, Outcome | None]:
+        """A session on another run folder (from the runs list), with its frozen preset when
+        it has one; else this one's preset, and why."""
+        from fontaine_tui.core.verdict.prereg import read_prereg
+
+        preset, why = self.preset, None
+        try:
+            preset = read_prereg(RunFolder(folder)).frozen_preset(str(folder / PREREG))
+        except Exception as exc:  # keep the current preset, say why
+            why = Outcome(f"{folder}: using preset {preset.name} ({exc})", "warning")
+        return Session(LocalRun(folder), preset, "attach", None, folder), why
 
     # -- ledger --------------------------------------------------------------------------
 
@@ -143,17 +270,16 @@ class Session:
         over SSH has its ledger too) into a scratch folder that the core readers take."""
         import tempfile
 
-        read = getattr(self.source, "read_bytes", None)
-        if self.folder is None and read is None:
+        if self.folder is None and not isinstance(self.source, RunSource):
             self.ledger = Ledger("", self.preset.sha256, "no run folder (log only)", None, ())
             return
-        files = {}
+        files: dict[str, bytes | None] = {}
         for name in (PREREG, AMENDMENTS):
             if self.folder is not None:
                 path = self.folder / name
                 files[name] = path.read_bytes() if path.is_file() else None
             else:
-                files[name] = await read(name)  # type: ignore[misc]
+                files[name] = await self.source.read_bytes(name)
         with tempfile.TemporaryDirectory(prefix="fontaine-ledger-") as tmp:
             for name, data in files.items():
                 if data is not None:
@@ -214,7 +340,7 @@ class Session:
         status = readout.run_status(self.kind, self.exit_code, bool(st.steps), self.ended())
         meta = st.metas[-1].run if st.metas else ""
         return RunView(self.version, self.preset.run_name or meta,
-                       str(getattr(self.source, "label", "")), self.preset, status, st,
+                       self.source.label, self.preset, status, st,
                        replace(readout.progress(st, self.preset), gpu_hours=self.gpu_hours),
                        verdicts, latest,
                        tuple(readout.probe_rows(st, verdicts)), self.ledger, self.warnings,

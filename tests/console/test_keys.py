@@ -86,15 +86,18 @@ async def test_verdict_steps_through_reads(tmp_path):
 
 
 async def test_palette_offers_the_actions(tmp_path):
+    """Every binding with an id and a tooltip is a palette command of the same name, help
+    and action (the palette is built from the bindings, so it cannot drift from them)."""
     app = console(make_run(tmp_path / "run"))
     async with app.run_test(size=SIZE) as pilot:
         await loaded(pilot, 1000)
-        titles = {c.title for c in app.get_system_commands(app.screen)}
-        assert {"Monitor mode", "Probes mode", "Verdict mode", "Runs mode",
-                "Toggle raw / scale-adjusted", "Accept the shown verdict",
-                "Flag the shown verdict", "Annotate the shown verdict",
-                "Export verdict", "Key bindings"} <= titles
-        toggle = next(c for c in app.get_system_commands(app.screen)
-                      if c.title == "Toggle raw / scale-adjusted")
-        toggle.callback()
+        commands = {c.title: c for c in app.get_system_commands(app.screen)}
+        assert {"Monitor (m)", "Probes (p)", "Verdict (v)", "Runs (r)", "Help (?)",
+                "Raw/scaled (s)", "Prev read (left)", "Next read (right)", "Latest (l)",
+                "Accept (a)", "Flag (f)", "Note (n)", "Export (e)"} <= set(commands)
+        assert commands["Export (e)"].help == "Write verdict.json and the overlay chart image"
+        await commands["Raw/scaled (s)"].callback()
         assert app.scaled is True
+        await commands["Verdict (v)"].callback()
+        await pilot.pause()
+        assert app.current_mode == "verdict"

@@ -17,7 +17,9 @@ async def test_runs_mode_lists_the_registry_and_enter_attaches(tmp_path):
     other = tmp_path / "other"
     make_run(other, upto=750)
     registry = Registry(tmp_path / "registry.toml")
-    registry.upsert(Entry(name="other-run", run_dir=str(other), host="here",
+    from fontaine_tui.core.host.memory import hostname
+
+    registry.upsert(Entry(name="other-run", run_dir=str(other), host=hostname(),
                           preset="demosonly_1gpu", pid=0, launched_at="2026-08-17T18:41:00Z",
                           status="exited"))
     app = console(replayed, registry=registry)

@@ -18,8 +18,8 @@ from pathlib import Path
 
 from fontaine_tui.core.log.records import Checkpoint, Event, Probe, TrainPoint, parse_line
 from fontaine_tui.core.runfolder import RunFolder
+from fontaine_tui.core.text import literal
 from fontaine_tui.core.verdict.presets import Preset
-from fontaine_tui.model.readout import literal
 
 # recipe/platform key -> engine flag, in the engine's argv order
 RECIPE_FLAGS = ("model_size", "batch_size", "backward_chunks", "seed", "image_augment",
