@@ -4,7 +4,7 @@
 
 Two figures: the loss chart as laid out in the monitor of a 120x40 console (the redraw the
 app does), and the same chart filling the whole terminal (the worst case). Target: <= 30 ms
-per redraw (DESIGN.md). Prints one JSON line per figure (wall and CPU time, with the load
+per redraw (the README's performance table). Prints one JSON line per figure (wall and CPU time, with the load
 average, since a shared machine's other work shows up in wall time); exit 1 if the
 in-console median misses.
 """
@@ -77,7 +77,7 @@ def _figures(where: str, chart: Chart, spec, times: tuple[list[float], list[floa
 
 
 async def in_console(points: int, repeat: int, size: tuple[int, int]) -> dict:
-    from fontaine_tui.app import make_app
+    from fontaine_tui.console import make_app
     from fontaine_tui.core.verdict.presets import load_preset
 
     store = store_with(points)

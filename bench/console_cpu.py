@@ -6,7 +6,7 @@ The console runs headless (Textual's test driver: every frame is composed, nothi
 written to a terminal) in this process and follows a real run folder through the local
 follower; a separate writer process appends train records, so its CPU is not counted.
 Figures are this process's user+system CPU time over the window, as % of one core.
-Targets (DESIGN.md): idle <= 1 %, 100 lines/s <= 5 %. Prints one JSON line per phase.
+Targets (the README's performance table): idle <= 1 %, 100 lines/s <= 5 %. Prints one JSON line per phase.
 """
 
 from __future__ import annotations
@@ -66,7 +66,7 @@ async def window(seconds: float) -> tuple[float, float]:
 
 async def run(seconds: float, rate: float, mode: str, start_steps: int,
               telemetry: bool = False) -> list[dict]:
-    from fontaine_tui.app import default_telemetry, make_app
+    from fontaine_tui.console import default_telemetry, make_app
     from fontaine_tui.core.follow.local import LocalRun
     from fontaine_tui.core.verdict.presets import load_preset
 

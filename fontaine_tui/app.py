@@ -17,13 +17,9 @@ from textual.timer import Timer
 from textual.worker import Worker, WorkerState
 
 from fontaine_tui import palette
-from fontaine_tui.core.follow import RunSource
-from fontaine_tui.core.follow.replay import ReplayRun
 from fontaine_tui.core.host.telemetry import TelemetrySnapshot
-from fontaine_tui.core.verdict.presets import Preset
 from fontaine_tui.model.session import (
     Outcome,
-    Process,
     Registry,
     RunEntry,
     RunView,
@@ -41,7 +37,6 @@ from fontaine_tui.widgets.safe import notify
 
 # a telemetry sampler: a snapshot, or a coroutine of one (over SSH)
 Sampler = Callable[[], "TelemetrySnapshot | Awaitable[TelemetrySnapshot]"]
-
 FRAME_S = 0.5  # at most two redraws a second, however fast lines arrive
 CHART_S = 2.0  # the loss chart: at most one plotext rebuild per this many seconds
 TELEMETRY_S = 5.0  # GPU, RAM and engine RSS move slowly; each look also repaints a panel
@@ -191,7 +186,7 @@ class FontaineApp(App[int]):
         self.read_step = None
 
     def tell(self, outcome: Outcome, timeout: float = 5) -> str:
-        notify(self, outcome.message, severity=outcome.severity, timeout=timeout)  # type: ignore[arg-type]
+        notify(self, outcome.message, severity=outcome.severity, timeout=timeout)
         return outcome.message
 
     def action_review(self, action: str, note: str = "") -> None:
@@ -249,50 +244,4 @@ class FontaineApp(App[int]):
 
     def get_system_commands(self, screen: Screen[object]) -> Iterable[SystemCommand]:
         yield from super().get_system_commands(screen)
-        yield from palette.commands(self, self.MODES.values())
-
-
-def make_app(*, source: RunSource, preset: Preset, telemetry: Sampler | None = None,
-             clock: Callable[[], float] = time.time, process: Process | None = None,
-             registry: Registry | None = None, kind: str | None = None,
-             folder: Path | None = None,
-             start_mode: str = "monitor", frame_s: float = FRAME_S, chart_s: float = CHART_S
-             ) -> FontaineApp:
-    """The console over any record source; tests inject a replay, a clock and telemetry."""
-    if kind is None:
-        kind = ("launch" if process is not None else
-                "replay" if isinstance(source, ReplayRun) else "attach")
-    session = Session(source, preset, kind, process, folder)
-    return FontaineApp(session, telemetry=telemetry, clock=clock, registry=registry,
-                       start_mode=start_mode, frame_s=frame_s, chart_s=chart_s)
-
-
-def default_telemetry(source: RunSource, process: Process | None = None) -> Sampler | None:
-    """This host's sampler (with the engine's pid when launched here), or the far host's
-    over the SSH source's connection."""
-    from functools import partial
-
-    from fontaine_tui.core.host import telemetry
-
-    run_command = getattr(source, "run_command", None)
-    if run_command is not None:
-        target = getattr(source, "target", None)
-        return partial(telemetry.sample_remote, run_command, getattr(target, "host", ""))
-    return partial(telemetry.sample, pid=getattr(process, "pid", None))
-
-
-def run_console(*, source: RunSource, preset: Preset, mode: str, process: Process | None = None,
-                registry: Registry | None = None, clock: Callable[[], float] = time.time,
-                telemetry: Sampler | None = None) -> int:
-    """Run the console in this terminal until quit; `mode` is launch, attach or replay.
-    Without a registry, the runs mode reads the default one (FONTAINE_REGISTRY or ~)."""
-    if registry is None:
-        from fontaine_tui.core.launch.registry import Registry
-
-        registry = Registry()
-    if telemetry is None and mode != "replay":
-        telemetry = default_telemetry(source, process)
-    app = make_app(source=source, preset=preset, telemetry=telemetry, clock=clock,
-                   process=process, registry=registry, kind=mode)
-    app.run()
-    return int(app.return_code or 0)
+        yield from palette.commands(self, [s for s in self.MODES.values() if isinstance(s, type)])

@@ -11,6 +11,7 @@ import argparse
 import importlib
 import pkgutil
 import sys
+from typing import NoReturn
 
 from fontaine_tui import __version__, commands
 from fontaine_tui.core.errors import InputError
@@ -18,7 +19,7 @@ from fontaine_tui.core.text import LiteralStream
 
 
 class _Parser(argparse.ArgumentParser):
-    def error(self, message: str) -> None:  # one line, exit 2 (argparse's own code)
+    def error(self, message: str) -> NoReturn:  # one line, exit 2 (argparse's own code)
         self.exit(2, f"{self.prog}: error: {message}\n")
 
 

@@ -118,7 +118,7 @@ def console_or_plain(source, preset_arg: str | None, mode: str, args: argparse.N
     if args.plain:
         return asyncio.run(plain(source, preset, until_end=getattr(args, "until_end", False)))
     try:
-        from fontaine_tui.app import run_console
+        from fontaine_tui.console import run_console
     except ImportError:
         asyncio.run(source.close())
         raise InputError("the console is not available in this build; use --plain") from None

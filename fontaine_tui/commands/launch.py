@@ -98,7 +98,7 @@ def run(args: argparse.Namespace) -> int:
           flush=True)
     if not args.plain:
         try:
-            from fontaine_tui.app import run_console
+            from fontaine_tui.console import run_console
             from fontaine_tui.core.follow.local import LocalRun
         except ImportError as exc:  # pragma: no cover - the console lands separately
             print(f"no console ({exc}); following with --plain", file=sys.stderr)

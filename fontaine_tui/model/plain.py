@@ -13,21 +13,26 @@ import math
 import signal
 import sys
 import time
+from typing import TYPE_CHECKING, TextIO
 
 from fontaine_tui.core.errors import InputError
+
+if TYPE_CHECKING:
+    from fontaine_tui.core.host.telemetry import TelemetrySnapshot
 from fontaine_tui.core.launch import alerts as rules
 from fontaine_tui.core.launch.launcher import EngineProcess, ExitInfo
 from fontaine_tui.core.launch.registry import Registry
 from fontaine_tui.core.log.records import Checkpoint, Event, Meta, Probe, TrainPoint
 from fontaine_tui.core.log.store import RunStore, load_log
 from fontaine_tui.core.runfolder import RunFolder
+from fontaine_tui.core.text import literal
 from fontaine_tui.core.verdict.export import write_verdict
 from fontaine_tui.core.verdict.ledger import read_amendments
 from fontaine_tui.core.verdict.prereg import Prereg, utc_iso
 from fontaine_tui.core.verdict.presets import Preset
-from fontaine_tui.core.verdict.rules import compute_verdict
+from fontaine_tui.core.verdict.rules import Verdict, compute_verdict
 from fontaine_tui.core.verdict.text import headline, render
-from fontaine_tui.model.readout import literal
+from fontaine_tui.model.readout import recipe_steps
 
 DRAIN_S = 1.0  # after the engine exits, how long the follower gets to read the last lines
 
@@ -56,7 +61,7 @@ def describe_record(rec: object, steps: int) -> str | None:
 
 class PlainWatch:
     def __init__(self, preset: Preset, folder: RunFolder, engine: EngineProcess,
-                 prereg: Prereg, out=None) -> None:
+                 prereg: Prereg, out: TextIO | None = None) -> None:
         self.preset, self.folder, self.engine, self.prereg = preset, folder, engine, prereg
         self.out = out or sys.stdout
         self.store = RunStore()
@@ -67,7 +72,7 @@ class PlainWatch:
         print(text, file=self.out, flush=True)
 
     def apply(self, lines: list[bytes], first: int) -> None:
-        steps = int(self.preset.recipe["steps"])
+        steps = recipe_steps(self.preset)
         probed = False
         for i, raw in enumerate(lines):
             if not raw.strip():
@@ -80,11 +85,11 @@ class PlainWatch:
         if probed:
             self.say(f"verdict: {headline(self.verdict())}")
 
-    def verdict(self, store: RunStore | None = None):
+    def verdict(self, store: RunStore | None = None) -> Verdict:
         return compute_verdict(store or self.store, self.preset,
                                amendments=read_amendments(self.folder))
 
-    def look(self):
+    def look(self) -> tuple[ExitInfo | None, TelemetrySnapshot]:
         """The blocking part of a poll (process, NVML, /proc), run off the event loop."""
         from fontaine_tui.core.host.telemetry import sample
 
@@ -131,7 +136,7 @@ def finish(watch: PlainWatch, registry: Registry, host: str, info: ExitInfo) -> 
     # the whole log, re-read, with its rotated segments
     store = load_log(folder.log, history=True) if folder.log.exists() else RunStore()
     last = max(info.last_step, store.last_step)
-    complete = info.status == "finished" and last >= int(watch.preset.recipe["steps"])
+    complete = info.status == "finished" and last >= recipe_steps(watch.preset)
     status = info.status if complete or info.status != "finished" else "exited"
     try:
         registry.update(folder.root, host, status=status, exit_code=info.code,

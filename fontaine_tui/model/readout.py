@@ -55,6 +55,7 @@ class Progress:
     gpu_hours_gate: float | None
     world_size: int
     data_frac: float | None  # share of recent step time spent waiting for data
+    data_starved: bool = False  # data_frac over the preset's starvation_data_frac gate
 
 
 def _finite(values: Sequence[float]) -> list[float]:
@@ -63,19 +64,31 @@ def _finite(values: Sequence[float]) -> list[float]:
 
 def progress(store: RunStore, preset: Preset) -> Progress:
     """Step, pace and ETA. `gpu_hours` is left None here: the console fills it in from the
-    gate rule in core.warnings, so the header and the gate warning count the same hours."""
-    total = int(preset.recipe.get("steps", 0) or 0)
+    gate rule in core.launch.alerts, so the header and the gate warning count the same hours."""
+    total = recipe_steps(preset)
     step = store.last_step
     recent = _finite(store.columns["step_s"][-MEDIAN_WINDOW:])
     last = recent[-1] if recent else None
     median = statistics.median(recent) if recent else None
     eta = max(0, total - step) * median if median is not None else None
     world = next((m.world_size for m in reversed(store.metas) if m.world_size), 1)
-    gate = preset.gates.get("gpu_hours")
-    gate = float(gate) if isinstance(gate, (int, float)) and math.isfinite(gate) else None
+    gate = _gate(preset, "gpu_hours")
     data = _finite(store.columns["data_s"][-MEDIAN_WINDOW:])
     frac = sum(data) / sum(recent) if data and recent and sum(recent) > 0 else None
-    return Progress(step, total, last, median, eta, None, gate, world, frac)
+    starve = _gate(preset, "starvation_data_frac")  # the gate the starvation rule uses
+    return Progress(step, total, last, median, eta, None, gate, world, frac,
+                    frac is not None and starve is not None and frac > starve)
+
+
+def recipe_steps(preset: Preset) -> int:
+    """recipe.steps (the preset loader checked it is an integer); 0 when absent."""
+    steps = preset.recipe.get("steps", 0)
+    return int(steps) if isinstance(steps, (int, float)) and math.isfinite(steps) else 0
+
+
+def _gate(preset: Preset, key: str) -> float | None:
+    value = preset.gates.get(key)
+    return float(value) if isinstance(value, (int, float)) and math.isfinite(value) else None
 
 
 def duration(seconds: float | None) -> str:

@@ -2,19 +2,47 @@
 
 from __future__ import annotations
 
+from typing import Protocol, cast
+
 from textual.screen import Screen
 
-from fontaine_tui.model.session import RunView
+from fontaine_tui.core.host.telemetry import TelemetrySnapshot
+from fontaine_tui.model.session import RunEntry, RunView, Session
 
 
-class ViewScreen(Screen):
+class Console(Protocol):
+    """What the screens read from the app (fontaine_tui.app.FontaineApp), typed here so that
+    a screen never imports the app."""
+
+    view: RunView | None
+    scaled: bool
+    read_step: int | None
+    review_status: str
+    telemetry_snapshot: TelemetrySnapshot | None
+    telemetry_reason: str
+    registry_reason: str
+    chart_s: float
+    session: Session
+
+    def registry_entries(self) -> list[RunEntry]: ...
+
+    def attach_folder(self, folder: str) -> None: ...
+
+
+class ConsoleScreen(Screen[object]):
+    @property
+    def console(self) -> Console:
+        return cast(Console, self.app)
+
+
+class ViewScreen(ConsoleScreen):
     """Subclasses implement `draw(view)`; hidden screens skip frames and catch up on resume."""
 
     def on_mount(self) -> None:
         self.watch(self.app, "view", self._on_view, init=True)
 
     def on_screen_resume(self) -> None:
-        view = getattr(self.app, "view", None)
+        view = self.console.view
         if view is not None:
             self.draw(view)
 

@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-from textual.app import ComposeResult
+from textual.app import App, ComposeResult
 from textual.binding import Binding
 from textual.containers import Vertical
 from textual.screen import ModalScreen
 from textual.widgets import DataTable, Label
 
 
-def all_bindings(app: object) -> list[tuple[str, str, Binding]]:
+def all_bindings(app: App[int]) -> list[tuple[str, str, Binding]]:
     """(where, keys, binding) for the app and every mode and dialog screen class."""
     from fontaine_tui.screens.dialogs import NoteDialog, QuitDialog
 

@@ -7,6 +7,7 @@ from textual.app import ComposeResult
 from textual.containers import Horizontal, Vertical
 from textual.widgets import Footer
 
+from fontaine_tui.core.host.telemetry import TelemetrySnapshot
 from fontaine_tui.core.verdict.chart import loss_chart
 from fontaine_tui.model.readout import evidence_lines, run_events
 from fontaine_tui.model.session import RunView
@@ -27,7 +28,7 @@ class MonitorScreen(ViewScreen):
     def compose(self) -> ComposeResult:
         yield RunHeader()
         with Horizontal(id="monitor-main"):
-            yield Chart(id="loss-chart", min_interval=getattr(self.app, "chart_s", 2.0))
+            yield Chart(id="loss-chart", min_interval=self.console.chart_s)
             with Vertical(id="monitor-side"):
                 yield TelemetryPanel(id="telemetry")
                 yield WarningsPanel(id="warnings")
@@ -49,16 +50,17 @@ class MonitorScreen(ViewScreen):
         self.query_one(WarningsPanel).show(view.warnings, view.note, evidence_lines(st))
         total = len(st.checkpoints) + len(st.events) + len(st.segments)
         self.query_one(EventsPanel).show(run_events(st, EVENTS_SHOWN), total)
-        self._on_telemetry(getattr(self.app, "telemetry_snapshot", None))
+        self._on_telemetry(self.console.telemetry_snapshot)
 
-    def _on_telemetry(self, snap: object) -> None:
-        view = getattr(self.app, "view", None)
+    def _on_telemetry(self, snap: TelemetrySnapshot | None) -> None:
+        view = self.console.view
         frac = view.progress.data_frac if view is not None else None
-        reason = getattr(self.app, "telemetry_reason", "")
-        self.query_one(TelemetryPanel).show(snap, frac, reason)
+        starved = view.progress.data_starved if view is not None else False
+        reason = self.console.telemetry_reason
+        self.query_one(TelemetryPanel).show(snap, frac, starved, reason)
 
     def _on_tail(self, total: int) -> None:
-        session = getattr(self.app, "session", None)
+        session = self.console.session
         if session is not None:
             tail = self.query_one(EngineTail)
             tail.display = total > 0

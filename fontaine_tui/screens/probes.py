@@ -32,7 +32,7 @@ class ProbesScreen(ViewScreen):
         self.watch(self.app, "scaled", lambda _: self.on_screen_resume())
 
     def draw(self, view: RunView) -> None:
-        scaled = bool(getattr(self.app, "scaled", False))
+        scaled = self.console.scaled
         spec = probes_chart(view.store, view.preset, view.verdicts, view.latest, scaled)
         self.query_one("#probes-chart", Chart).show(spec, key=spec)
         mode = "scale-adjusted" if scaled else "raw"

@@ -20,7 +20,7 @@ class RunsScreen(ViewScreen):
         yield Footer()
 
     def draw(self, view: RunView) -> None:
-        entries = self.app.registry_entries()  # type: ignore[attr-defined]
+        entries = self.console.registry_entries()
         table = self.query_one(DataTable)
         if tuple(entries) != self._shown:
             self._shown = tuple(entries)
@@ -30,10 +30,10 @@ class RunsScreen(ViewScreen):
                 table.add_row(cell(e.name), cell(e.folder), str(e.pid or "—"), cell(e.state),
                               cell(e.launched), key=e.folder)
         title = (f"{len(entries)} run(s) in the registry; enter attaches to one"
-                 if entries else self.app.registry_reason)  # type: ignore[attr-defined]
+                 if entries else self.console.registry_reason)
         self.query_one("#runs-title", Static).update(assemble(
             ("watching: ", "$text-muted"), (view.label, "bold"), "\n", title))
 
     def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
         if event.row_key.value:
-            self.app.attach_folder(event.row_key.value)  # type: ignore[attr-defined]
+            self.console.attach_folder(str(event.row_key.value))

@@ -48,7 +48,7 @@ class VerdictScreen(ViewScreen):
         self.watch(self.app, "review_status", lambda _: self.on_screen_resume())
 
     def draw(self, view: RunView) -> None:
-        step = getattr(self.app, "read_step", None)
+        step = self.console.read_step
         v = view.verdict_at(step)
         live = step is None or v is view.latest
         self.query_one(VerdictBanner).show(v, live)
@@ -68,4 +68,4 @@ class VerdictScreen(ViewScreen):
             ("reason: ", "$text-muted"), v.reason))
         self.query_one(LedgerPanel).show(v, view.ledger)
         self.query_one("#review-status", Static).update(
-            assemble(str(getattr(self.app, "review_status", ""))))
+            assemble(self.console.review_status))

@@ -108,7 +108,8 @@ class Chart(PlotextPlot):
                 plt.text(f"{literal(m.label)} ◆", m.x, m.y, color=m.color, alignment="right")
         if spec.xlim:
             plt.xlim(*spec.xlim)
-        ys = seen + [v.y for v in (*spec.hlines, *spec.marks) if math.isfinite(v.y)]
+        ys = seen + [y for y in [h.y for h in spec.hlines] + [m.y for m in spec.marks]
+                     if math.isfinite(y)]
         if ys:
             lo, hi = min(ys), max(ys)
             pad = (hi - lo) * 0.06 or 0.5

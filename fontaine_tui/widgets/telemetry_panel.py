@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from fontaine_tui.core.host.telemetry import TelemetrySnapshot
 from fontaine_tui.widgets.quiet import QuietStatic
 from fontaine_tui.widgets.safe import assemble
 
@@ -25,15 +26,17 @@ class TelemetryPanel(QuietStatic):
     def on_mount(self) -> None:
         self.border_title = "telemetry"
 
-    def show(self, snap: object, data_frac: float | None, reason: str = "") -> None:
-        """`snap` is a core TelemetrySnapshot, or None with `reason` saying why."""
+    def show(self, snap: TelemetrySnapshot | None, data_frac: float | None,
+             starved: bool = False, reason: str = "") -> None:
+        """`snap` None with `reason` saying why; `starved`: the data wait is over the
+        preset's gate (decided by the model, as the starvation rule decides)."""
         parts: list[tuple[str, str] | str] = []
         wait = "—" if data_frac is None else f"{data_frac * 100:.1f}%"
-        style = "$error" if data_frac is not None and data_frac > 0.05 else ""
+        style = "$error" if starved else ""
         if snap is None:
             parts += [(f"no telemetry ({reason or 'none for this source'})", "$text-muted"), "\n"]
         else:
-            gpus = getattr(snap, "gpus", None)
+            gpus = snap.gpus
             if gpus:
                 for g in gpus:
                     used, total = _gib(g.mem_used), _gib(g.mem_total)
@@ -44,8 +47,7 @@ class TelemetryPanel(QuietStatic):
                 parts += [(snap.gpu_status or "no GPU telemetry", "$text-muted"), "\n"]
             ram = snap.ram
             if ram is not None:
-                used = ram.total - ram.available
-                parts.append(f"host RAM {_gib(used)}/{_gib(ram.total)} GiB used "
+                parts.append(f"host RAM {_gib(ram.total - ram.available)}/{_gib(ram.total)} GiB used "
                              f"({_gib(ram.available)} GiB free, {ram.source})\n")
             else:
                 parts += [(f"host RAM unknown ({snap.ram_reason})", "$text-muted"), "\n"]

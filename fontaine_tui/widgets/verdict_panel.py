@@ -17,6 +17,7 @@ from fontaine_tui.core.verdict.rules import (
     Verdict,
 )
 from fontaine_tui.core.verdict.text import signed
+from fontaine_tui.model.session import Ledger
 from fontaine_tui.widgets.safe import assemble
 
 LABEL_STYLE = {HEALTHY: "bold $success", SAME_DRIFT: "bold $error", AMBIGUOUS: "bold $warning",
@@ -100,13 +101,13 @@ class LedgerPanel(Vertical):
     def on_mount(self) -> None:
         self.border_title = "ledger"
 
-    def show(self, v: Verdict, ledger: object) -> None:
-        ok = getattr(ledger, "hash_ok", None)
+    def show(self, v: Verdict, ledger: Ledger) -> None:
+        ok = ledger.hash_ok
         hash_style = "$success" if ok else ("$error" if ok is False else "$text-muted")
         parts: list[tuple[str, str] | str] = [
             f"preset sha256 {v.preset.get('sha256', '')[:16]}  ",
-            (str(getattr(ledger, "hash_status", "")), hash_style), "\n",
-            f"launched {getattr(ledger, 'launched_at', '') or '—'}\n",
+            (ledger.hash_status, hash_style), "\n",
+            f"launched {ledger.launched_at or '—'}\n",
         ]
         for a in v.amendments:
             style = "$success" if a.status == "applied" else "$error"

@@ -1,10 +1,11 @@
 """Active warnings: severity, since when, and the message, which says its numbers in
-words with their units (`core.warnings`)."""
+words with their units (`core.launch.alerts`)."""
 
 from __future__ import annotations
 
 import time
 
+from fontaine_tui.core.launch.alerts import RunWarning
 from fontaine_tui.widgets.quiet import QuietStatic
 from fontaine_tui.widgets.safe import assemble
 
@@ -27,7 +28,7 @@ class WarningsPanel(QuietStatic):
     def on_mount(self) -> None:
         self.border_title = "warnings"
 
-    def show(self, warnings: tuple[object, ...], note: str = "",
+    def show(self, warnings: tuple[RunWarning, ...], note: str = "",
              evidence: tuple[str, ...] = ()) -> None:
         """`evidence`: what the log itself got wrong (records out of order, conflicting
         probes, a meta record of another run), one line each."""
@@ -37,10 +38,9 @@ class WarningsPanel(QuietStatic):
         if not warnings and not evidence:
             parts.append(("no warnings", "$text-muted"))
         for w in warnings:
-            sev = str(getattr(w, "severity", "warn"))
+            sev = w.severity
             parts += [(f"{sev.upper():6}", SEVERITY_STYLE.get(sev.lower(), "bold")),
-                      f" {getattr(w, 'rule', '?')} since {_since(getattr(w, 'since', ''))}: ",
-                      str(getattr(w, "message", "")), "\n"]
+                      f" {w.rule} since {_since(w.since)}: ", w.message, "\n"]
         if note:
             parts += ["\n", ("follower: ", "$text-muted"), note]
         self.show_content(assemble(*parts))

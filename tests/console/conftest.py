@@ -9,7 +9,6 @@ from pathlib import Path
 
 os.environ["TEXTUAL_ANIMATIONS"] = "none"
 
-import pytest  # noqa: E402
 
 from fontaine_tui.core.verdict.presets import load_preset  # noqa: E402
 from tests.logs import RIGONLY_LIKE, records_upto, write_log  # noqa: E402
@@ -39,7 +38,7 @@ def make_run(folder: Path, upto: int = 1000, probes=RIGONLY_LIKE, engine_out: st
 
 
 def console(log: Path, **kw):
-    from fontaine_tui.app import make_app
+    from fontaine_tui.console import make_app
 
     kw.setdefault("preset", load_preset("demosonly_1gpu"))
     kw.setdefault("clock", fixed_clock)
@@ -79,11 +78,6 @@ async def loaded(pilot, step: int) -> None:
                 and app.session.store.last_step == step
                 and not any(c.pending for c in app.screen.query(Chart)))
     await pilot.pause()
-
-
-@pytest.fixture
-def preset():
-    return load_preset("demosonly_1gpu")
 
 
 def text(widget) -> str:

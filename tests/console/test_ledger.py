@@ -61,7 +61,7 @@ async def test_bounds_changed_after_launch_is_shown(tmp_path, preset):
 
 async def test_a_loosened_preset_is_a_warning_and_the_verdict_keeps_the_frozen_bounds(
         tmp_path, preset):
-    from tests.launch.conftest import preset_variant
+    from tests.core.launch.conftest import preset_variant
 
     folder = tmp_path / "run"
     make_run(folder, probes=RIGONLY_LIKE)  # HEALTHY only under healthy_max 0.7

@@ -6,7 +6,7 @@ import sys
 
 import pytest
 
-from fontaine_tui.app import make_app
+from fontaine_tui.console import make_app
 from fontaine_tui.core.follow.local import LocalRun
 from fontaine_tui.core.launch.launcher import EngineProcess
 from fontaine_tui.core.runfolder import RunFolder

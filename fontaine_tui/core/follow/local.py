@@ -73,7 +73,7 @@ class Waker:
         return self._fd >= 0
 
     def _watch(self) -> None:
-        if not self._use or self._fd >= 0:
+        if not self._use or _LIBC is None or self._fd >= 0:  # _use: _LIBC is not None
             return
         fd = _LIBC.inotify_init1(os.O_NONBLOCK | os.O_CLOEXEC)
         if fd < 0:
@@ -90,6 +90,7 @@ class Waker:
         self._watch()
         if self._fd < 0:
             return
+        assert _LIBC is not None  # a watch is up, so _watch found libc
         if self._file_wd >= 0:
             _LIBC.inotify_rm_watch(self._fd, self._file_wd)
         self._file_wd = _LIBC.inotify_add_watch(self._fd, os.fsencode(path), _IN_FILE)

@@ -307,6 +307,7 @@ class SshRun:
             stdin=asyncio.subprocess.DEVNULL, stdout=asyncio.subprocess.DEVNULL,
             stderr=asyncio.subprocess.PIPE)
         _, err = await proc.communicate()
+        assert proc.returncode is not None  # communicate() waited for the exit
         return proc.returncode, err
 
     async def master_pid(self) -> int | None:
@@ -349,6 +350,7 @@ class SshRun:
             out, err = await proc.communicate()
         finally:
             self._procs.discard(proc)
+        assert proc.returncode is not None  # communicate() waited for the exit
         if proc.returncode == 255:
             raise SshError(self.explain(err))
         return proc.returncode, out, err
@@ -505,10 +507,10 @@ class SshRun:
                     said: list[bytes] = []
                     watcher = asyncio.create_task(self._watch_stderr(proc, said))
                     try:
-                        async for batch in self._stream(proc, cutter, head, start, skipped,
-                                                        note):
-                            head = batch[1]
-                            yield batch[0]
+                        async for sent in self._stream(proc, cutter, head, start, skipped,
+                                                       note):
+                            batch, head = sent
+                            yield batch
                     finally:
                         watcher.cancel()
                     if watcher.done() and not watcher.cancelled() and watcher.result():
@@ -530,6 +532,7 @@ class SshRun:
                     error = f"{self.target.path}/{name}: permission denied"
                 else:
                     await proc.wait()
+                    assert proc.stderr is not None  # spawned with stderr=PIPE
                     err = await proc.stderr.read()
                     error = self.explain(err) if proc.returncode == 255 else (
                         f"remote follow failed (exit {proc.returncode}): "
@@ -555,6 +558,7 @@ class SshRun:
         one rotated after it."""
         if not size and note:
             yield Batch([], cutter.next_line, note=note, end_offset=cutter.offset)
+        assert proc.stdout is not None  # spawned with stdout=PIPE
         while size > 0:
             data = await proc.stdout.readexactly(min(CHUNK, size))
             size -= len(data)
@@ -571,6 +575,7 @@ class SshRun:
     @staticmethod
     async def _header(proc: asyncio.subprocess.Process) -> list[bytes]:
         """Our script's first line, past anything a chatty login script printed first."""
+        assert proc.stdout is not None  # spawned with stdout=PIPE
         for _ in range(200):
             line = await proc.stdout.readline()
             if not line or line.startswith(b"@fontaine "):
@@ -583,6 +588,7 @@ class SshRun:
         if note:
             yield Batch([], cutter.next_line, False, note, cutter.offset), head
             note = ""
+        assert proc.stdout is not None  # spawned with stdout=PIPE
         loop, last = asyncio.get_running_loop(), 0.0
         while True:
             rest = last + self.min_gap_s - loop.time()
@@ -605,6 +611,7 @@ class SshRun:
 
     async def _watch_stderr(self, proc: asyncio.subprocess.Process, said: list[bytes]) -> bool:
         """tail reports a truncated file, the watch loop a moved one: reconnect to re-check."""
+        assert proc.stderr is not None  # spawned with stderr=PIPE
         while line := await proc.stderr.readline():
             said.append(line)
             if _TAIL_CHANGE.search(line):

@@ -72,10 +72,10 @@ def _text(value: object) -> str:
     return value.decode(errors="replace") if isinstance(value, bytes) else str(value)
 
 
-def _maybe(call: Callable[[], Any]) -> Any:
-    """One per-query value; NVML answers NotSupported per device and query."""
+def _maybe(call: Callable[..., Any], *args: Any) -> Any:
+    """One per-query value, `call(*args)`; NVML answers NotSupported per device and query."""
     try:
-        return call()
+        return call(*args)
     except Exception:  # any NVML error for one field leaves that field unknown
         return None
 
@@ -95,7 +95,7 @@ def _processes(nv: Any, handle: Any) -> tuple[GpuProcess, ...] | None:
     listed = _maybe(lambda: nv.nvmlDeviceGetComputeRunningProcesses(handle))
     if listed is None:
         return None
-    out = []
+    out: list[GpuProcess] = []
     for p in listed:
         used = getattr(p, "usedGpuMemory", None)
         out.append(GpuProcess(int(p.pid), _process_name(nv, int(p.pid)),
@@ -129,18 +129,18 @@ def read_gpus(visible: str | None, nvml: Any = None
         order = visible_order(visible, uuids)
         if not order:
             return None, f"CUDA_VISIBLE_DEVICES={visible!r} hides every GPU"
-        out = []
+        out: list[GpuSample] = []
         for cuda_index, i in enumerate(order):
             h = handles[i]
-            util = _maybe(lambda h=h: nv.nvmlDeviceGetUtilizationRates(h).gpu)
-            mem = _maybe(lambda h=h: nv.nvmlDeviceGetMemoryInfo(h))
-            power = _maybe(lambda h=h: nv.nvmlDeviceGetPowerUsage(h))
-            temp = _maybe(lambda h=h: nv.nvmlDeviceGetTemperature(h, 0))  # 0: GPU sensor
+            util = _maybe(lambda h: nv.nvmlDeviceGetUtilizationRates(h).gpu, h)
+            mem = _maybe(lambda h: nv.nvmlDeviceGetMemoryInfo(h), h)
+            power = _maybe(lambda h: nv.nvmlDeviceGetPowerUsage(h), h)
+            temp = _maybe(lambda h: nv.nvmlDeviceGetTemperature(h, 0), h)  # 0: GPU sensor
             out.append(GpuSample(
                 uuid=uuids[i],
                 index=i,
                 cuda_index=cuda_index,
-                name=_text(_maybe(lambda h=h: nv.nvmlDeviceGetName(h)) or "?"),
+                name=_text(_maybe(lambda h: nv.nvmlDeviceGetName(h), h) or "?"),
                 util_pct=None if util is None else float(util),
                 mem_used=None if mem is None else int(mem.used),
                 mem_total=None if mem is None else int(mem.total),

@@ -138,7 +138,7 @@ def _field(text: str) -> float | None:
 
 def parse_smi_gpus(text: str) -> tuple[GpuSample, ...]:
     """Rows of SMI_GPU_QUERY output; raises ValueError on a line that is not such a row."""
-    out = []
+    out: list[GpuSample] = []
     for line in text.splitlines():
         if not line.strip():
             continue

@@ -12,6 +12,7 @@ from types import MappingProxyType
 from typing import TYPE_CHECKING
 
 from fontaine_tui.core.host.telemetry import TelemetrySnapshot
+from fontaine_tui.core.log.records import Checkpoint, Event, Probe
 from fontaine_tui.core.log.store import RunStore
 from fontaine_tui.core.verdict.presets import Preset
 
@@ -196,8 +197,9 @@ def stall(store: RunStore, telemetry: TelemetrySnapshot | None, gates: Mapping[s
     floor = _gate(gates, "stall_min_s") or 0.0
     limit = max(factor * statistics.median(gaps), floor)
     # any record counts as a sign of life: a long eval probe or checkpoint is not a stall
-    others = [store.probes[max(store.probes)]] if store.probes else []
-    others += store.checkpoints[-1:] + store.events[-1:]
+    others: list[Probe | Checkpoint | Event] = (
+        [store.probes[max(store.probes)]] if store.probes else [])
+    others += [*store.checkpoints[-1:], *store.events[-1:]]
     seen = [times[-1], *(r.time for r in others)]
     quiet = now - max(t for t in seen if math.isfinite(t))
     if quiet <= limit:

@@ -14,6 +14,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, fields, replace
 from pathlib import Path
+from typing import TYPE_CHECKING, TypedDict
 
 from fontaine_tui.core.atomic import atomic_write
 from fontaine_tui.core.errors import InputError
@@ -22,6 +23,9 @@ if sys.version_info >= (3, 11):
     import tomllib
 else:  # pragma: no cover
     import tomli as tomllib
+
+if TYPE_CHECKING:
+    from typing import Unpack  # 3.11+; annotations only, so 3.10 runs without it
 
 STATUSES = ("running", "attached", "finished", "stopped", "killed", "oom", "failed", "exited")
 
@@ -53,6 +57,22 @@ class Entry:
     @property
     def state(self) -> str:
         return self.status
+
+
+class EntryChanges(TypedDict, total=False):
+    """Registry.update's keywords: Entry's fields but its key (run_dir, host)."""
+
+    name: str
+    preset: str
+    preset_sha256: str
+    pid: int
+    pid_started: float
+    launched_at: str
+    status: str
+    exit_code: int | None
+    last_step: int
+    poll_cadence_s: float
+    updated_at: str
 
 
 def default_path() -> Path:
@@ -141,7 +161,8 @@ class Registry:
         self.change(edit)
         return entry
 
-    def update(self, run_dir: str | Path, host: str, **changes: object) -> Entry | None:
+    def update(self, run_dir: str | Path, host: str, **changes: Unpack[EntryChanges]
+               ) -> Entry | None:
         """Change fields of one entry; None if it is not registered."""
         key = (host, str(run_dir))
         found: list[Entry] = []

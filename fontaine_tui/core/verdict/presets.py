@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import enum
 import hashlib
 import json
 import math
@@ -11,6 +12,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from types import MappingProxyType
+from typing import Final, TypedDict, cast
 
 from fontaine_tui.core.errors import InputError
 
@@ -21,7 +23,13 @@ else:  # pragma: no cover
 
 LABELS = ("HEALTHY", "SAME-DRIFT", "AMBIGUOUS", "AMBIGUOUS-BY-INSTRUMENT", "UNDECIDABLE")
 ROUNDING = 0.5e-4 + 1e-12  # bounds are written to 4 decimals
-REQUIRED = object()
+
+
+class _Required(enum.Enum):
+    REQUIRED = "required"
+
+
+REQUIRED: Final = _Required.REQUIRED  # a sentinel mypy can narrow away (`default is REQUIRED`)
 
 
 class PresetError(InputError):
@@ -32,8 +40,10 @@ class PresetError(InputError):
         super().__init__(f"{path}: {key}: {expected}")
 
 
+# A checked value: what a TOML (or canonical JSON) scalar becomes once held to its spec row.
+Scalar = str | int | float | bool
 # One row per key: (type, default). REQUIRED has no default.
-Spec = dict[str, tuple[type | tuple[type, ...], object]]
+Spec = dict[str, tuple[type | tuple[type, ...], Scalar | _Required]]
 NUMBER = (int, float)
 INT_MAX = 1 << 53  # steps, sizes, seeds: exact in a float, far past any run
 
@@ -103,6 +113,66 @@ GATES: Spec = {
     "stall_factor": (NUMBER, 3.0),
     "stall_min_s": (NUMBER, 60.0),
 }
+
+
+# The checked sections key by key, as _check_section leaves them (NUMBER -> float).
+class RecipeFields(TypedDict):
+    model_size: str
+    batch_size: int
+    backward_chunks: int
+    seed: int
+    image_augment: float
+    recompute_stats: bool
+    objective: str
+    insulate_flow: bool
+    flow_decoder_init: str
+    init: str
+    lr: float
+    warmup_steps: int
+    steps: int
+    eval_every: int
+    eval_dataset_breakdown: bool
+    save_every: int
+    chunk_grad_allreduce: bool
+
+
+class PlatformFields(TypedDict):
+    nproc: int
+    device: str
+    num_workers: int
+    prefetch_factor: int
+    data_dir: str
+
+
+class VerdictFields(TypedDict):
+    metric: str
+    anchor_step: int
+    endpoint_step: int
+    healthy_max: float
+    reference: str
+    drift_fraction: float
+    drift_min: float
+
+
+class ComparatorFields(TypedDict):
+    delta: float
+    level_step: int
+    eval_level: float
+    train_level: float
+    description: str
+
+
+class AmendmentFields(TypedDict):
+    id: int
+    kind: str
+    from_step: int
+    comparator: str
+    factor: float
+    declared_after_step: int
+    declared_before_step: int
+    text: str
+
+
 SECTIONS = ("run", "recipe", "platform", "verdict", "comparators", "amendments", "gates",
             "interpretation")
 MODEL_SIZES = ("tiny", "small", "base")
@@ -152,9 +222,9 @@ class VerdictSpec:
 class Preset:
     name: str
     path: str
-    run: Mapping[str, object]
-    recipe: Mapping[str, object]
-    platform: Mapping[str, object]
+    run: Mapping[str, Scalar]
+    recipe: Mapping[str, Scalar]
+    platform: Mapping[str, Scalar]
     verdict: VerdictSpec
     comparators: Mapping[str, Comparator]
     amendments: tuple[Amendment, ...]
@@ -178,17 +248,19 @@ class Preset:
 def _type_name(t: type | tuple[type, ...]) -> str:
     if t is NUMBER:
         return "a number"
-    return {str: "a string", int: "an integer", bool: "true or false"}.get(t, str(t))
+    names: dict[type | tuple[type, ...], str] = {
+        str: "a string", int: "an integer", bool: "true or false"}
+    return names.get(t, str(t))
 
 
-def _check_section(path: Path, where: str, table: object, spec: Spec) -> dict[str, object]:
+def _check_section(path: Path, where: str, table: object, spec: Spec) -> dict[str, Scalar]:
     if not isinstance(table, dict):
         raise PresetError(path, where, "expected a table")
     for key in table:
         if key not in spec:
             raise PresetError(path, f"{where}.{key}",
                               f"unknown key (expected one of: {', '.join(spec)})")
-    out: dict[str, object] = {}
+    out: dict[str, Scalar] = {}
     for key, (typ, default) in spec.items():
         if key not in table:
             if default is REQUIRED:
@@ -227,7 +299,7 @@ def _positive(path: Path, key: str, value: int, minimum: int = 1) -> None:
         raise PresetError(path, key, f"expected an integer >= {minimum}, got {value}")
 
 
-def _set_only(table: dict[str, object]) -> dict[str, object]:
+def _set_only(table: Mapping[str, object]) -> dict[str, object]:
     """Drop unset numbers (NaN, infinity) so the canonical form is strict JSON."""
     return {k: v for k, v in table.items() if not (isinstance(v, float) and not math.isfinite(v))}
 
@@ -247,39 +319,42 @@ def _validate(path: Path, doc: dict) -> Preset:
     run = _check_section(path, "run", doc["run"], RUN)
     recipe = _check_section(path, "recipe", doc["recipe"], RECIPE)
     platform = _check_section(path, "platform", doc["platform"], PLATFORM)
-    verdict = _check_section(path, "verdict", doc["verdict"], VERDICT)
+    verdict = cast(VerdictFields, _check_section(path, "verdict", doc["verdict"], VERDICT))
     gates = _check_section(path, "gates", doc.get("gates", {}), GATES)
+    # The same tables key by key: _check_section held each value to its spec row, which
+    # mypy cannot follow from the Spec tables themselves.
+    rec, plat = cast(RecipeFields, recipe), cast(PlatformFields, platform)
 
     if not run["name"]:
         raise PresetError(path, "run.name", "expected a non-empty string")
-    _choice(path, "recipe.model_size", recipe["model_size"], MODEL_SIZES)
-    _choice(path, "recipe.objective", recipe["objective"], OBJECTIVES)
-    _choice(path, "recipe.flow_decoder_init", recipe["flow_decoder_init"], INITS)
-    _choice(path, "platform.device", platform["device"], DEVICES)
-    for key in ("batch_size", "backward_chunks", "steps", "eval_every", "save_every"):
-        _positive(path, f"recipe.{key}", recipe[key])
-    _positive(path, "platform.nproc", platform["nproc"])
-    _positive(path, "platform.num_workers", platform["num_workers"], 0)
-    _positive(path, "platform.prefetch_factor", platform["prefetch_factor"])
-    if not 0.0 <= recipe["image_augment"] <= 1.0:
+    _choice(path, "recipe.model_size", rec["model_size"], MODEL_SIZES)
+    _choice(path, "recipe.objective", rec["objective"], OBJECTIVES)
+    _choice(path, "recipe.flow_decoder_init", rec["flow_decoder_init"], INITS)
+    _choice(path, "platform.device", plat["device"], DEVICES)
+    for field in ("batch_size", "backward_chunks", "steps", "eval_every", "save_every"):
+        _positive(path, f"recipe.{field}", rec[field])
+    _positive(path, "platform.nproc", plat["nproc"])
+    _positive(path, "platform.num_workers", plat["num_workers"], 0)
+    _positive(path, "platform.prefetch_factor", plat["prefetch_factor"])
+    if not 0.0 <= rec["image_augment"] <= 1.0:
         raise PresetError(path, "recipe.image_augment",
-                          f"expected a probability in [0, 1], got {recipe['image_augment']}")
-    if recipe["lr"] <= 0:
-        raise PresetError(path, "recipe.lr", f"expected a positive number, got {recipe['lr']}")
-    shard = recipe["backward_chunks"] * platform["nproc"]
-    if recipe["batch_size"] % shard:
+                          f"expected a probability in [0, 1], got {rec['image_augment']}")
+    if rec["lr"] <= 0:
+        raise PresetError(path, "recipe.lr", f"expected a positive number, got {rec['lr']}")
+    shard = rec["backward_chunks"] * plat["nproc"]
+    if rec["batch_size"] % shard:
         raise PresetError(path, "recipe.batch_size",
                           f"expected a multiple of backward_chunks x platform.nproc = {shard}, "
-                          f"got {recipe['batch_size']}")
+                          f"got {rec['batch_size']}")
 
-    anchor, endpoint, every = verdict["anchor_step"], verdict["endpoint_step"], recipe["eval_every"]
+    anchor, endpoint, every = verdict["anchor_step"], verdict["endpoint_step"], rec["eval_every"]
     _positive(path, "verdict.anchor_step", anchor)
     if endpoint <= anchor:
         raise PresetError(path, "verdict.endpoint_step",
                           f"expected a step after anchor_step {anchor}, got {endpoint}")
-    if endpoint > recipe["steps"]:
+    if endpoint > rec["steps"]:
         raise PresetError(path, "verdict.endpoint_step",
-                          f"expected at most recipe.steps = {recipe['steps']}, got {endpoint}")
+                          f"expected at most recipe.steps = {rec['steps']}, got {endpoint}")
     for key, step in (("anchor_step", anchor), ("endpoint_step", endpoint)):
         if step % every:
             raise PresetError(path, f"verdict.{key}",
@@ -353,9 +428,10 @@ def _validate(path: Path, doc: dict) -> Preset:
 def _comparators(path: Path, table: object, every: int) -> dict[str, Comparator]:
     if not isinstance(table, dict) or not table:
         raise PresetError(path, "comparators", "expected at least one [comparators.NAME] table")
-    out = {}
+    out: dict[str, Comparator] = {}
     for name, body in table.items():
-        fields = _check_section(path, f"comparators.{name}", body, COMPARATOR)
+        fields = cast(ComparatorFields,
+                      _check_section(path, f"comparators.{name}", body, COMPARATOR))
         if fields["level_step"] and fields["level_step"] % every:
             raise PresetError(path, f"comparators.{name}.level_step",
                               f"expected a multiple of recipe.eval_every = {every}")
@@ -370,7 +446,7 @@ def _amendments(path: Path, items: object, comparators: Mapping[str, Comparator]
     out: list[Amendment] = []
     for i, body in enumerate(items):
         where = f"amendments[{i}]"
-        fields = _check_section(path, where, body, AMENDMENT)
+        fields = cast(AmendmentFields, _check_section(path, where, body, AMENDMENT))
         if fields["id"] in {a.id for a in out}:
             raise PresetError(path, f"{where}.id", f"expected a unique id, got {fields['id']} twice")
         if fields["kind"] != "scale":
@@ -395,7 +471,7 @@ def validate_scale_amendment(path: str | Path, where: str, fields: Mapping[str, 
             raise PresetError(path, f"{where}.factor", f"expected a positive factor, got {factor}")
         return
     name = fields.get("comparator", "")
-    if name not in comparators:
+    if name not in comparators or not isinstance(name, str):  # a name found is a str
         raise PresetError(path, f"{where}.comparator",
                           f"expected a comparator name or a fixed factor, got {name!r}")
     comp = comparators[name]

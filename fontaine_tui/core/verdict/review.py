@@ -76,9 +76,10 @@ def append(path: str | Path, action: str, verdict: Verdict, note: str = "",
         raise ValueError(f"action: expected one of {', '.join(ACTIONS)}, got {action!r}")
     path = Path(path)
     last = _last_line(path)
+    stamp = datetime.fromtimestamp(clock(), timezone.utc).isoformat().replace("+00:00", "Z")
     doc = {
         "schema": SCHEMA,
-        "time": datetime.fromtimestamp(clock(), timezone.utc).isoformat().replace("+00:00", "Z"),
+        "time": stamp,
         "action": action,
         "note": note,
         "verdict": verdict.verdict,
@@ -91,13 +92,13 @@ def append(path: str | Path, action: str, verdict: Verdict, note: str = "",
     doc["hash"] = _sha(_canonical(doc))
     append_line(path, _canonical(doc))
     count = 0 if last is None else len(path.read_bytes().rstrip(b"\n").split(b"\n")) - 1
-    return ReviewEntry(count + 1, doc["time"], action, note, verdict.verdict,
+    return ReviewEntry(count + 1, stamp, action, note, verdict.verdict,
                        verdict.provisional, verdict.read_step)
 
 
 def read(path: str | Path) -> list[ReviewEntry]:
     """The entries as written (call `verify` to know whether to trust them)."""
-    out = []
+    out: list[ReviewEntry] = []
     try:
         data = Path(path).read_bytes()
     except FileNotFoundError:

@@ -5,10 +5,14 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass, field
+from typing import TYPE_CHECKING, TypedDict
 
 from fontaine_tui.core.log.records import Probe
 from fontaine_tui.core.log.store import Conflict, RunStore
 from fontaine_tui.core.verdict.presets import Amendment, Preset
+
+if TYPE_CHECKING:
+    from typing import Unpack  # 3.11+; annotations only, so 3.10 runs without it
 
 SCHEMA = "fontaine-tui/verdict/1"
 HEALTHY = "HEALTHY"
@@ -202,6 +206,18 @@ def check_amendments(amendments: Iterable[Amendment], anchor_step: int) -> list[
     return checks
 
 
+class _ReadFields(TypedDict, total=False):
+    """How far a verdict read got: compute_verdict's result() keywords, absent as None."""
+
+    anchor_value: float | None
+    read_value: float | None
+    delta: float | None
+    raw: RuleRead | None
+    scaled: RuleRead | None
+    scale: Scale | None
+    corroboration: Mapping[str, object]
+
+
 def _scale(amendment: Amendment, preset: Preset, probes: Mapping[int, Probe]
            ) -> tuple[Scale | None, str]:
     if math.isfinite(amendment.factor):
@@ -279,7 +295,7 @@ def compute_verdict(
     applied = [a for a, c in zip([*preset.amendments, *amendments], checks, strict=True)
                if c.status == "applied"]
 
-    def result(label: str, reason: str, **kw: object) -> Verdict:
+    def result(label: str, reason: str, **kw: Unpack[_ReadFields]) -> Verdict:
         return Verdict(
             verdict=label,
             provisional=provisional,
@@ -318,7 +334,7 @@ def compute_verdict(
         return result(UNDECIDABLE, f"no probe at step {read_step}")
     a_val = getattr(probes[anchor], metric)
     r_val = getattr(probes[read_step], metric)
-    values = {"anchor_value": a_val, "read_value": r_val}
+    values: _ReadFields = {"anchor_value": a_val, "read_value": r_val}
     used = [anchor, read_step]
     if applied and not math.isfinite(applied[0].factor):
         used.append(applied[0].from_step)
@@ -333,8 +349,8 @@ def compute_verdict(
     delta = r_val - a_val
     raw = RuleRead("raw", spec.healthy_max, spec.drift_min, delta,
                    read_rule(delta, spec.healthy_max, spec.drift_min))
-    extra = {**values, "delta": delta, "raw": raw,
-             "corroboration": _corroboration(probes, anchor, read_step, metric)}
+    extra: _ReadFields = {**values, "delta": delta, "raw": raw,
+                          "corroboration": _corroboration(probes, anchor, read_step, metric)}
     if not applied:
         return result(raw.label, f"raw rule at step {read_step}; no amendment in force", **extra)
     scale, why = _scale(applied[0], preset, probes)
@@ -346,7 +362,8 @@ def compute_verdict(
     label = combine(raw.label, scaled.label)
     reason = (f"raw and scale-adjusted rules agree at step {read_step}" if label != BY_INSTRUMENT
               else f"raw says {raw.label}, scale-adjusted says {scaled.label} at step {read_step}")
-    return result(label, reason, scaled=scaled, scale=scale, **extra)
+    read: _ReadFields = {**extra, "scaled": scaled, "scale": scale}
+    return result(label, reason, **read)
 
 
 def verdict_series(store: RunStore, preset: Preset, amendments: Iterable[Amendment] = ()

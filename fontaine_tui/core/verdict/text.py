@@ -92,7 +92,8 @@ def render(v: Verdict, log_label: str = "") -> str:
         mono_txt = "n/a" if mono is None else ("yes" if mono else "no")
         train = corr.get("train_delta")
         lines.append(
-            f"corroboration (not gates): train-slice delta {signed(train)}; "
+            "corroboration (not gates): train-slice delta "
+            f"{signed(train if isinstance(train, (int, float)) else None)}; "
             f"eval rises monotonically: {mono_txt}"
         )
     if v.interpretation:

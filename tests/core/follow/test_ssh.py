@@ -13,8 +13,8 @@ import pytest
 
 from fontaine_tui.core.follow.ssh import SshError, SshRun
 from fontaine_tui.core.follow.target import SshTarget
-from tests.follow.followkit import Collector, append, event_line, train_line
-from tests.follow.sshd_helper import HOST_ALIAS, free_port
+from tests.core.follow.followkit import Collector, append, event_line, train_line
+from tests.sshd_helper import HOST_ALIAS, free_port
 
 pytestmark = pytest.mark.ssh
 LOG = "train_log.jsonl"
@@ -359,7 +359,7 @@ async def test_remote_paths_are_quoted_not_interpreted(sshd, tmp_path):
 
 async def test_a_chatty_login_shell_does_not_confuse_the_stream(tmp_path):
     """Remote startup files that print to stdout (a banner in .bashrc) come before our header."""
-    from tests.follow.sshd_helper import Sshd
+    from tests.sshd_helper import Sshd
 
     chatty = tmp_path / "chatty-login"
     chatty.write_text("#!/bin/sh\necho 'Welcome to the cluster'\necho '@fontaine? not ours'\n"

@@ -1,6 +1,6 @@
 """A real OpenSSH server on 127.0.0.1 for tests and benches: throwaway keys, a free port.
 
-Used by tests/follow/conftest.py and bench/follow_latency.py.
+Used by tests/conftest.py (the `sshd` fixture) and bench/follow_latency.py.
 """
 
 from __future__ import annotations

@@ -51,7 +51,7 @@ def test_progress_pace_eta_gpu_hours(tmp_path, preset):
     p = progress(store, preset)
     assert (p.step, p.total, p.last_step_s, p.median_step_s) == (600, 1000, 0.5, 0.5)
     assert p.eta_s == 200.0 and p.gpu_hours_gate == 12.0
-    assert p.gpu_hours is None  # counted by the gate rule (core.warnings), see test_gpu_hours
+    assert p.gpu_hours is None  # counted by the gate rule (core.launch.alerts), see test_gpu_hours
     assert round(p.data_frac, 3) == 0.02
 
 
@@ -69,7 +69,7 @@ def test_literal_escapes_every_control_character():
 
 
 async def test_gpu_hours_in_the_header_are_the_gate_rules(tmp_path):
-    """A CUDA run's hours come from core.warnings' gate rule; a CPU run holds no GPU."""
+    """A CUDA run's hours come from core.launch.alerts' gate rule; a CPU run holds no GPU."""
     import json
 
     from fontaine_tui.core.launch import alerts as rules
@@ -99,3 +99,16 @@ async def test_gpu_hours_in_the_header_are_the_gate_rules(tmp_path):
         assert cpu.view.progress.gpu_hours is None
         assert "GPU-h —/12 (no GPU)" in text(
             cpu.screen.query_one(RunHeader).query_one("#pace"))
+
+
+def test_data_wait_is_flagged_by_the_presets_starvation_gate(tmp_path, preset):
+    """The telemetry panel's red comes from the same gate the starvation rule uses."""
+    from dataclasses import replace
+
+    store = load_log(make_run(tmp_path / "run", upto=600))  # data_s/step_s = 0.02
+    gate = preset.gates["starvation_data_frac"]
+    assert progress(store, preset).data_starved is (0.02 > gate)
+    tight = replace(preset, gates={**preset.gates, "starvation_data_frac": 0.01})
+    loose = replace(preset, gates={**preset.gates, "starvation_data_frac": 0.5})
+    assert progress(store, tight).data_starved is True
+    assert progress(store, loose).data_starved is False

@@ -12,7 +12,7 @@ import pytest
 from fontaine_tui.core.log import store as store_mod
 from fontaine_tui.core.log.store import LineSplitter, load_log
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 
 
 def _make_log():

@@ -22,7 +22,7 @@ from fontaine_tui.core.verdict.prereg import freeze
 from fontaine_tui.core.verdict.presets import load_preset
 from fontaine_tui.model.plain import PlainWatch, babysit, describe_record
 
-FAKE = str(Path(__file__).with_name("fake_engine.py"))
+FAKE = str(Path(__file__).parents[1] / "core" / "launch" / "fake_engine.py")
 
 
 def _launched(tmp_path: Path):

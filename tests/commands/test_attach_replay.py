@@ -19,8 +19,8 @@ from fontaine_tui.core.follow.target import LocalTarget, SshTarget, parse_target
 from fontaine_tui.core.runfolder import RunFolder
 from fontaine_tui.core.verdict import prereg
 from fontaine_tui.core.verdict.presets import load_preset
-from tests.follow.sshd_helper import HOST_ALIAS, free_port, processes_mentioning
 from tests.logs import dumps, records, write_log
+from tests.sshd_helper import HOST_ALIAS, free_port, processes_mentioning
 
 LOG = "train_log.jsonl"
 
@@ -188,7 +188,7 @@ def test_replay_source_ends_and_reads_neighbours(tmp_path):
 
 async def test_the_console_follows_a_growing_local_run(tmp_path):
     """attach without --plain: the app's follow workers drive a LocalRun (no terminal needed)."""
-    from fontaine_tui.app import make_app
+    from fontaine_tui.console import make_app
     from fontaine_tui.core.follow.local import LocalRun
 
     run = tmp_path / "run"
@@ -217,7 +217,7 @@ async def test_the_console_follows_a_growing_local_run(tmp_path):
 
 def test_plain_replay_and_attach_refuse_a_preset_that_loosens_the_frozen_bounds(tmp_path,
                                                                                 capsys):
-    from tests.launch.conftest import preset_variant
+    from tests.core.launch.conftest import preset_variant
     from tests.logs import RIGONLY_LIKE
 
     run = tmp_path / "run"

@@ -16,7 +16,7 @@ from fontaine_tui.core.verdict.ledger import declare_amendment, max_step_seen, r
 from fontaine_tui.core.verdict.prereg import SCHEMA, compare, freeze, parse_utc, read_prereg
 from fontaine_tui.core.verdict.presets import load_preset
 from fontaine_tui.core.verdict.rules import compute_verdict
-from tests.launch.conftest import preset_variant, without_amendments
+from tests.core.launch.conftest import preset_variant, without_amendments
 from tests.logs import RIGONLY_LIKE, records
 
 T = 1_800_000_000.25

@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
 
 from fontaine_tui.core.follow.local import LocalRun
-from tests.follow.followkit import Collector, train_line
+from tests.core.follow.followkit import Collector, train_line
 
 LOG = "train_log.jsonl"
 

@@ -11,7 +11,7 @@ import pytest
 from fontaine_tui.cli import main
 from fontaine_tui.core.verdict.presets import PresetError, load_preset, preset_from_canonical
 
-BAD = Path(__file__).resolve().parents[1] / "data" / "presets_bad"
+BAD = Path(__file__).resolve().parents[2] / "data" / "presets_bad"
 CASES = [line.split("\t") for line in (BAD / "expected.tsv").read_text().splitlines() if line]
 
 

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from fontaine_tui.cli import main
-from tests.launch.conftest import preset_variant
+from tests.core.launch.conftest import preset_variant
 from tests.logs import RIGONLY_LIKE, write_log
 
 
@@ -32,7 +32,7 @@ def _one_line(capsys) -> str:
     ("steps", "99999999999999999999", "recipe.steps: expected an integer in [0,"),
 ])
 def test_senseless_preset_values_are_one_line_exit_2(tmp_path, capsys, key, value, said):
-    text = (Path(__file__).resolve().parents[2] / "presets" / "demosonly_1gpu.toml").read_text()
+    text = (Path(__file__).resolve().parents[3] / "presets" / "demosonly_1gpu.toml").read_text()
     if f"\n{key} = " not in text:  # a key the preset leaves at its default: add it
         section = {"stall_min_s": "[gates]", "warmup_steps": "[recipe]"}[key]
         text = text.replace(f"{section}\n", f"{section}\n{key} = {value}\n", 1)

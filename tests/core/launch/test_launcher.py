@@ -20,7 +20,7 @@ from fontaine_tui.core.launch.launcher import (
 )
 from fontaine_tui.core.runfolder import RunFolder
 from fontaine_tui.core.verdict.presets import load_preset
-from tests.launch.conftest import preset_variant
+from tests.core.launch.conftest import preset_variant
 
 FAKE = str(Path(__file__).with_name("fake_engine.py"))
 

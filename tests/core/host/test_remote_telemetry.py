@@ -12,7 +12,7 @@ from fontaine_tui.core.follow.ssh import SshRun
 from fontaine_tui.core.follow.target import SshTarget
 from fontaine_tui.core.host.memory import parse_meminfo
 from fontaine_tui.core.host.telemetry import sample_remote
-from tests.follow.sshd_helper import HOST_ALIAS, Sshd, find_sshd
+from tests.sshd_helper import HOST_ALIAS, Sshd, find_sshd
 
 pytestmark = pytest.mark.ssh
 

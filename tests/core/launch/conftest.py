@@ -6,18 +6,8 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import pytest
-
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 PRESETS = ROOT / "presets"
-
-
-@pytest.fixture(autouse=True)
-def registry_path(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """Every test gets its own registry; the user's is never touched."""
-    path = tmp_path / "state" / "babysit.toml"
-    monkeypatch.setenv("FONTAINE_REGISTRY", str(path))
-    return path
 
 
 def preset_variant(tmp_path: Path, base: str = "smoke", name: str | None = None,

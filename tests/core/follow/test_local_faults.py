@@ -14,7 +14,7 @@ import time
 
 from fontaine_tui.core.follow.base import LINE_CAP
 from fontaine_tui.core.follow.local import LocalRun
-from tests.follow.followkit import Collector, append, event_line, train_line
+from tests.core.follow.followkit import Collector, append, event_line, train_line
 
 LOG = "train_log.jsonl"
 

@@ -1,11 +1,10 @@
-"""Fixtures for the follower tests: local sources in both wake-up modes and a real sshd."""
+"""Fixtures for the follower tests: local sources in both wake-up modes."""
 
 from __future__ import annotations
 
 import pytest
 
 from fontaine_tui.core.follow.local import LocalRun
-from tests.follow.sshd_helper import Sshd, find_sshd
 
 
 @pytest.fixture(params=["inotify", "polling"])
@@ -21,12 +20,3 @@ def make_local(request):
         return src
 
     return make
-
-
-@pytest.fixture(scope="session")
-def sshd(tmp_path_factory):
-    if find_sshd() is None:
-        pytest.skip("sshd not found (install openssh-server)")
-    server = Sshd(tmp_path_factory.mktemp("sshd")).start()
-    yield server
-    server.stop()

@@ -82,7 +82,7 @@ def test_presets_list_and_show(capsys):
 
 def test_a_run_folder_refuses_a_preset_that_differs_from_its_frozen_one(tmp_path, capsys,
                                                                         demosonly):
-    from tests.launch.conftest import preset_variant
+    from tests.core.launch.conftest import preset_variant
 
     run = tmp_path / "run"
     run.mkdir()

@@ -15,7 +15,7 @@ from fontaine_tui.core.host.telemetry import sample
 from fontaine_tui.core.launch import guards
 from fontaine_tui.core.runfolder import RunFolder
 from fontaine_tui.core.verdict.presets import load_preset
-from tests.launch.conftest import (
+from tests.core.launch.conftest import (
     FakeGpu,
     FakeNvml,
     FakeProc,

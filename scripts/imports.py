@@ -1,0 +1,126 @@
+"""The import graph of fontaine_tui: cycles, imports that run back up a layer, largest modules.
+
+    python scripts/imports.py
+
+Every `import`/`from ... import` of a fontaine_tui module counts, also those inside functions
+and under TYPE_CHECKING (a cycle hidden in a function is still a cycle in the design).
+Layers, top to bottom (ARCHITECTURE.md): cli/commands > console > app > screens >
+widgets/palette > model > core wings (launch > verdict > follow/host > log) > core shared. An import from a lower layer to a higher one is reported.
+Exit 1 when there is a cycle or an upward import.
+"""
+
+from __future__ import annotations
+
+import ast
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+PKG = "fontaine_tui"
+LAYERS = [  # (prefix, rank): higher rank = higher layer; the longest matching prefix wins
+    ("fontaine_tui.cli", 7), ("fontaine_tui.__main__", 7), ("fontaine_tui.commands", 7),
+    ("fontaine_tui.console", 6.5), ("fontaine_tui.app", 6), ("fontaine_tui.screens", 5),
+    ("fontaine_tui.widgets", 4), ("fontaine_tui.palette", 4),
+    ("fontaine_tui.model", 3), ("fontaine_tui.core.launch", 2.5),
+    ("fontaine_tui.core.verdict", 2.2), ("fontaine_tui.core.follow", 2.1),
+    ("fontaine_tui.core.host", 2.1), ("fontaine_tui.core.log", 2), ("fontaine_tui.core", 1),
+    ("fontaine_tui", 0),
+]
+
+
+def module_name(path: Path) -> str:
+    rel = path.relative_to(ROOT).with_suffix("")
+    parts = list(rel.parts)
+    if parts[-1] == "__init__":
+        parts.pop()
+    return ".".join(parts)
+
+
+def rank(mod: str) -> float:
+    best = max((p for p, _ in LAYERS if mod == p or mod.startswith(p + ".")), key=len)
+    return dict(LAYERS)[best]
+
+
+def graph() -> tuple[dict[str, set[str]], dict[str, int]]:
+    mods = {module_name(p): p for p in (ROOT / PKG).rglob("*.py")}
+    edges: dict[str, set[str]] = {m: set() for m in mods}
+    for mod, path in mods.items():
+        is_pkg = path.name == "__init__.py"
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            targets: list[str] = []
+            if isinstance(node, ast.Import):
+                targets = [a.name for a in node.names]
+            elif isinstance(node, ast.ImportFrom):
+                base = node.module or ""
+                if node.level:
+                    parent = mod.split(".")[: len(mod.split(".")) - node.level + (1 if is_pkg else 0)]
+                    base = ".".join([*parent, base] if base else parent)
+                targets = [f"{base}.{a.name}" if f"{base}.{a.name}" in mods else base
+                           for a in node.names]
+            for t in targets:
+                while t and t not in mods:
+                    t = t.rpartition(".")[0]
+                if t and t != mod and t.startswith(PKG):
+                    edges[mod].add(t)
+    lines = {m: len(p.read_text().splitlines()) for m, p in mods.items()}
+    return edges, lines
+
+
+def cycles(edges: dict[str, set[str]]) -> list[list[str]]:
+    """Strongly connected components of more than one module (Tarjan)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on: set[str] = set()
+    out: list[list[str]] = []
+    sys.setrecursionlimit(10000)
+
+    def visit(v: str) -> None:
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        on.add(v)
+        for w in edges[v]:
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            comp = []
+            while True:
+                w = stack.pop()
+                on.discard(w)
+                comp.append(w)
+                if w == v:
+                    break
+            if len(comp) > 1:
+                out.append(sorted(comp))
+
+    for v in sorted(edges):
+        if v not in index:
+            visit(v)
+    return out
+
+
+def main() -> int:
+    edges, lines = graph()
+    # a package's face importing its own modules is not a cycle of the design: the modules
+    # below a face never import it back (checked as an upward import instead)
+    found = cycles(edges)
+    up = sorted((a, b) for a, bs in edges.items() for b in bs
+                if rank(b) > rank(a) and not a.startswith(b + "."))
+    print(f"modules: {len(edges)}, import edges: {sum(map(len, edges.values()))}")
+    print(f"import cycles: {len(found)}")
+    for comp in found:
+        print("  " + " <-> ".join(comp))
+    print(f"imports back up a layer: {len(up)}")
+    for a, b in up:
+        print(f"  {a} -> {b}")
+    big = sorted(lines.items(), key=lambda kv: -kv[1])[:5]
+    print("largest modules: " + ", ".join(f"{m} {n}" for m, n in big))
+    print(f"app.py: {lines.get('fontaine_tui.app', 0)} lines")
+    return 1 if found or up else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
