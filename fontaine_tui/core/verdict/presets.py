@@ -21,7 +21,13 @@ if sys.version_info >= (3, 11):
 else:  # pragma: no cover
     import tomli as tomllib
 
-LABELS = ("HEALTHY", "SAME-DRIFT", "AMBIGUOUS", "AMBIGUOUS-BY-INSTRUMENT", "UNDECIDABLE")
+# the verdict's classes (rules.py computes them; a preset's [exit_codes] keys name them)
+HEALTHY = "HEALTHY"
+SAME_DRIFT = "SAME-DRIFT"
+AMBIGUOUS = "AMBIGUOUS"
+BY_INSTRUMENT = "AMBIGUOUS-BY-INSTRUMENT"
+UNDECIDABLE = "UNDECIDABLE"
+LABELS = (HEALTHY, SAME_DRIFT, AMBIGUOUS, BY_INSTRUMENT, UNDECIDABLE)
 ROUNDING = 0.5e-4 + 1e-12  # bounds are written to 4 decimals
 
 

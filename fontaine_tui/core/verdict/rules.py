@@ -9,18 +9,20 @@ from typing import TYPE_CHECKING, TypedDict
 
 from fontaine_tui.core.log.records import Probe
 from fontaine_tui.core.log.store import Conflict, RunStore
-from fontaine_tui.core.verdict.presets import Amendment, Preset
+from fontaine_tui.core.verdict.presets import (  # the classes, defined once, re-exported
+    AMBIGUOUS,
+    BY_INSTRUMENT,
+    HEALTHY,
+    SAME_DRIFT,
+    UNDECIDABLE,
+    Amendment,
+    Preset,
+)
 
 if TYPE_CHECKING:
     from typing import Unpack  # 3.11+; annotations only, so 3.10 runs without it
 
 SCHEMA = "fontaine-tui/verdict/1"
-HEALTHY = "HEALTHY"
-SAME_DRIFT = "SAME-DRIFT"
-AMBIGUOUS = "AMBIGUOUS"
-BY_INSTRUMENT = "AMBIGUOUS-BY-INSTRUMENT"
-UNDECIDABLE = "UNDECIDABLE"
-LABELS = (HEALTHY, SAME_DRIFT, AMBIGUOUS, BY_INSTRUMENT, UNDECIDABLE)
 
 # Exit codes of `fontaine-tui verdict`: one per class; a provisional read adds 10.
 EXIT_CODES = {HEALTHY: 0, SAME_DRIFT: 3, AMBIGUOUS: 4, BY_INSTRUMENT: 5, UNDECIDABLE: 6}
