@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from types import MappingProxyType
-from typing import Final, TypedDict, cast
+from typing import Any, Final, TypedDict, TypeVar, cast
 
 from fontaine_tui.core.errors import InputError
 
@@ -121,7 +121,8 @@ GATES: Spec = {
 }
 
 
-# The checked sections key by key, as _check_section leaves them (NUMBER -> float).
+# recipe and platform key by key, as _check_section leaves them (NUMBER -> float); the
+# Preset keeps them as mappings. The other sections become dataclasses (`_made`).
 class RecipeFields(TypedDict):
     model_size: str
     batch_size: int
@@ -148,35 +149,6 @@ class PlatformFields(TypedDict):
     num_workers: int
     prefetch_factor: int
     data_dir: str
-
-
-class VerdictFields(TypedDict):
-    metric: str
-    anchor_step: int
-    endpoint_step: int
-    healthy_max: float
-    reference: str
-    drift_fraction: float
-    drift_min: float
-
-
-class ComparatorFields(TypedDict):
-    delta: float
-    level_step: int
-    eval_level: float
-    train_level: float
-    description: str
-
-
-class AmendmentFields(TypedDict):
-    id: int
-    kind: str
-    from_step: int
-    comparator: str
-    factor: float
-    declared_after_step: int
-    declared_before_step: int
-    text: str
 
 
 SECTIONS = ("run", "recipe", "platform", "verdict", "comparators", "amendments", "gates",
@@ -325,7 +297,8 @@ def _validate(path: Path, doc: dict) -> Preset:
     run = _check_section(path, "run", doc["run"], RUN)
     recipe = _check_section(path, "recipe", doc["recipe"], RECIPE)
     platform = _check_section(path, "platform", doc["platform"], PLATFORM)
-    verdict = cast(VerdictFields, _check_section(path, "verdict", doc["verdict"], VERDICT))
+    verdict_fields = _check_section(path, "verdict", doc["verdict"], VERDICT)
+    verdict = _made(VerdictSpec, verdict_fields)
     gates = _check_section(path, "gates", doc.get("gates", {}), GATES)
     # The same tables key by key: _check_section held each value to its spec row, which
     # mypy cannot follow from the Spec tables themselves.
@@ -353,7 +326,7 @@ def _validate(path: Path, doc: dict) -> Preset:
                           f"expected a multiple of backward_chunks x platform.nproc = {shard}, "
                           f"got {rec['batch_size']}")
 
-    anchor, endpoint, every = verdict["anchor_step"], verdict["endpoint_step"], rec["eval_every"]
+    anchor, endpoint, every = verdict.anchor_step, verdict.endpoint_step, rec["eval_every"]
     _positive(path, "verdict.anchor_step", anchor)
     if endpoint <= anchor:
         raise PresetError(path, "verdict.endpoint_step",
@@ -368,26 +341,25 @@ def _validate(path: Path, doc: dict) -> Preset:
                               f"got {step}")
 
     comparators = _comparators(path, doc["comparators"], every)
-    ref = verdict["reference"]
+    ref = verdict.reference
     if ref not in comparators:
         raise PresetError(path, "verdict.reference",
                           f"expected the name of a [comparators.*] table, got {ref!r}")
-    if not 0 < verdict["drift_fraction"] <= 1:
+    if not 0 < verdict.drift_fraction <= 1:
         raise PresetError(path, "verdict.drift_fraction",
-                          f"expected a fraction in (0, 1], got {verdict['drift_fraction']}")
-    if verdict["healthy_max"] >= verdict["drift_min"]:
+                          f"expected a fraction in (0, 1], got {verdict.drift_fraction}")
+    if verdict.healthy_max >= verdict.drift_min:
         raise PresetError(path, "verdict.healthy_max",
-                          f"expected a healthy bound below drift_min {verdict['drift_min']}, "
-                          f"got {verdict['healthy_max']}")
-    implied = verdict["drift_fraction"] * comparators[ref].delta
-    if abs(implied - verdict["drift_min"]) > ROUNDING:
+                          f"expected a healthy bound below drift_min {verdict.drift_min}, "
+                          f"got {verdict.healthy_max}")
+    implied = verdict.drift_fraction * comparators[ref].delta
+    if abs(implied - verdict.drift_min) > ROUNDING:
         raise PresetError(path, "verdict.drift_min",
                           f"expected drift_fraction x comparators.{ref}.delta = "
-                          f"{verdict['drift_fraction']} x {comparators[ref].delta} = {implied:.5f} "
-                          f"(to 4 decimals), got {verdict['drift_min']}")
-    spec = VerdictSpec(**verdict)
+                          f"{verdict.drift_fraction} x {comparators[ref].delta} = {implied:.5f} "
+                          f"(to 4 decimals), got {verdict.drift_min}")
 
-    amendments = _amendments(path, doc.get("amendments", []), comparators, spec, every)
+    amendments = _amendments(path, doc.get("amendments", []), comparators, verdict, every)
 
     interp = doc.get("interpretation", {})
     if not isinstance(interp, dict):
@@ -404,7 +376,7 @@ def _validate(path: Path, doc: dict) -> Preset:
         "run": run,
         "recipe": recipe,
         "platform": platform,
-        "verdict": verdict,
+        "verdict": verdict_fields,
         "comparators": {
             n: _set_only({k: getattr(c, k) for k in COMPARATOR})
             for n, c in sorted(comparators.items())
@@ -421,7 +393,7 @@ def _validate(path: Path, doc: dict) -> Preset:
         run=freeze(run),
         recipe=freeze(recipe),
         platform=freeze(platform),
-        verdict=spec,
+        verdict=verdict,
         comparators=freeze(comparators),
         amendments=amendments,
         gates=freeze(gates),
@@ -431,17 +403,26 @@ def _validate(path: Path, doc: dict) -> Preset:
     )
 
 
+_T = TypeVar("_T")
+
+
+def _made(cls: type[_T], fields: Mapping[str, Scalar], **more: object) -> _T:
+    """A section's dataclass from what _check_section returned: each value already has its
+    spec row's type, which mypy cannot follow from the Spec tables (hence the one cast)."""
+    return cls(**more, **cast(dict[str, Any], fields))
+
+
 def _comparators(path: Path, table: object, every: int) -> dict[str, Comparator]:
     if not isinstance(table, dict) or not table:
         raise PresetError(path, "comparators", "expected at least one [comparators.NAME] table")
     out: dict[str, Comparator] = {}
     for name, body in table.items():
-        fields = cast(ComparatorFields,
-                      _check_section(path, f"comparators.{name}", body, COMPARATOR))
-        if fields["level_step"] and fields["level_step"] % every:
+        c = _made(Comparator, _check_section(path, f"comparators.{name}", body, COMPARATOR),
+                  name=name)
+        if c.level_step and c.level_step % every:
             raise PresetError(path, f"comparators.{name}.level_step",
                               f"expected a multiple of recipe.eval_every = {every}")
-        out[name] = Comparator(name=name, **fields)
+        out[name] = c
     return out
 
 
@@ -452,17 +433,18 @@ def _amendments(path: Path, items: object, comparators: Mapping[str, Comparator]
     out: list[Amendment] = []
     for i, body in enumerate(items):
         where = f"amendments[{i}]"
-        fields = cast(AmendmentFields, _check_section(path, where, body, AMENDMENT))
-        if fields["id"] in {a.id for a in out}:
-            raise PresetError(path, f"{where}.id", f"expected a unique id, got {fields['id']} twice")
-        if fields["kind"] != "scale":
-            raise PresetError(path, f"{where}.kind", f"expected 'scale', got {fields['kind']!r}")
+        fields = _check_section(path, where, body, AMENDMENT)
+        am = _made(Amendment, fields)
+        if am.id in {a.id for a in out}:
+            raise PresetError(path, f"{where}.id", f"expected a unique id, got {am.id} twice")
+        if am.kind != "scale":
+            raise PresetError(path, f"{where}.kind", f"expected 'scale', got {am.kind!r}")
         validate_scale_amendment(path, where, fields, comparators, every)
-        if fields["declared_after_step"] >= fields["declared_before_step"]:
+        if am.declared_after_step >= am.declared_before_step:
             raise PresetError(path, f"{where}.declared_before_step",
                               f"expected a step after declared_after_step "
-                              f"{fields['declared_after_step']}, got {fields['declared_before_step']}")
-        out.append(Amendment(**fields))
+                              f"{am.declared_after_step}, got {am.declared_before_step}")
+        out.append(am)
     if sum(a.kind == "scale" for a in out) > 1:
         raise PresetError(path, "amendments", "expected at most one scale amendment")
     return tuple(out)
