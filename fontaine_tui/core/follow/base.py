@@ -170,6 +170,12 @@ class LineCutter:
         return f"skipped over-long line(s) {where} (longer than {mib(self.cap)})"
 
 
+def finish(cutter: LineCutter) -> list[Batch]:
+    """The file is done: its torn last line (it will never be finished), if any, as a batch."""
+    lines, first = cutter.flush()
+    return [Batch(lines, first, end_offset=cutter.offset)] if lines else []
+
+
 def _last(old: bytes, more: bytes | memoryview) -> bytes:
     """The last ANCHOR bytes of old + more."""
     if len(more) >= ANCHOR:

@@ -28,6 +28,7 @@ from fontaine_tui.core.follow.base import (
     THREAD_READ,
     Batch,
     LineCutter,
+    finish,
     prefix_digest,
 )
 from fontaine_tui.core.runfolder import LOG
@@ -312,9 +313,8 @@ class LocalRun:
                         yield Batch(lines, first, end_offset=cutter.offset)
             except (OSError, InputError) as exc:
                 yield Batch([], cutter.next_line, note=f"{seg.name}: {exc}")
-            lines, first = cutter.flush()
-            if lines:
-                yield Batch(lines, first, end_offset=cutter.offset)
+            for batch in finish(cutter):
+                yield batch
 
     async def _drain(self, f: _LocalFile, name: str, note: str = ""
                      ) -> AsyncIterator[Batch]:
@@ -467,9 +467,8 @@ class LocalRun:
                 end_offset=f.cutter.offset)
             return
         os.close(old)
-        lines, first = f.cutter.flush()
-        if lines:  # the old file's torn last line: it will never be finished
-            yield Batch(lines, first, end_offset=f.cutter.offset)
+        for batch in finish(f.cutter):
+            yield batch
         f.restart()
         yield self._segment(name, f"{name} was rotated or replaced: reading the new file "
                                   "(everything read before is kept)")

@@ -21,7 +21,15 @@ from collections.abc import AsyncIterator, Sequence
 from pathlib import Path
 
 from fontaine_tui.core.errors import InputError
-from fontaine_tui.core.follow.base import CHUNK, HEAD, LINE_CAP, MIN_GAP, Batch, LineCutter
+from fontaine_tui.core.follow.base import (
+    CHUNK,
+    HEAD,
+    LINE_CAP,
+    MIN_GAP,
+    Batch,
+    LineCutter,
+    finish,
+)
 from fontaine_tui.core.follow.target import SshTarget
 from fontaine_tui.core.runfolder import LOG
 
@@ -466,13 +474,11 @@ class SshRun:
                         if header[3] == b"copy":  # the stream's next part, copied out
                             cutter.rebase()
                             note = f"{name} was rotated more than once: {seg} read too"
-                        else:  # a file of its own: finish the last one's torn line
-                            lines, first = cutter.flush()
-                            if lines:
-                                yield Batch(lines, first, end_offset=cutter.offset)
-                            cutter = LineCutter(self.line_cap)
-                            yield Batch([], 1, True, f"reading rotated segment {seg}", 0, seg)
-                            note = ""
+                        else:  # a file of its own
+                            for batch in self._new_file(cutter, seg,
+                                                        f"reading rotated segment {seg}"):
+                                yield batch
+                            cutter, note = LineCutter(self.line_cap), ""
                     else:
                         break
                     async for batch in self._rest(proc, cutter, int(header[2]), note):
@@ -493,14 +499,13 @@ class SshRun:
                         self.resets += 1
                         note = (f"{name} truncated: following its new content; nothing read "
                                 "before is dropped")
-                    else:  # another file took the name: finish the old one's torn line
-                        lines, first = cutter.flush()
-                        if lines:
-                            yield Batch(lines, first, end_offset=cutter.offset)
+                    else:  # another file took the name
+                        for batch in self._new_file(
+                                cutter, name, f"{name} was rotated or replaced: reading the "
+                                "new file (everything read before is kept)"):
+                            yield batch
                         cutter, head = LineCutter(self.line_cap), b""
                         self.resets += 1
-                        yield Batch([], 1, True, f"{name} was rotated or replaced: reading the "
-                                    "new file (everything read before is kept)", 0, name)
                     if not note and (self.reconnects or waiting) and mode != b"segment":
                         note = "connected" if not waiting else f"{name} appeared"
                     ident, waiting, delay = new_ident, False, self.backoff[0]
@@ -551,6 +556,12 @@ class SshRun:
                         end_offset=cutter.offset)
             await self._pause(delay)
             delay = min(delay * 2, self.backoff[1])
+
+    @staticmethod
+    def _new_file(cutter: LineCutter, name: str, note: str) -> list[Batch]:
+        """The last file's torn line, then the segment mark for `name`; the caller goes on
+        with a fresh cutter."""
+        return [*finish(cutter), Batch([], 1, True, note, 0, name)]
 
     async def _rest(self, proc: asyncio.subprocess.Process, cutter: LineCutter, size: int,
                     note: str) -> AsyncIterator[Batch]:
