@@ -10,9 +10,10 @@ import statistics
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
+from fontaine_tui.core.launch import alerts
 from fontaine_tui.core.log.store import RunStore
 from fontaine_tui.core.text import literal
-from fontaine_tui.core.verdict.presets import Preset
+from fontaine_tui.core.verdict.presets import Preset, gate_of
 from fontaine_tui.core.verdict.rules import Verdict
 
 MEDIAN_WINDOW = 100  # recent steps in the s/step median
@@ -55,7 +56,7 @@ class Progress:
     gpu_hours_gate: float | None
     world_size: int
     data_frac: float | None  # share of recent step time spent waiting for data
-    data_starved: bool = False  # data_frac over the preset's starvation_data_frac gate
+    data_starved: bool = False  # the starvation rule's data-wait test holds (alerts.py)
 
 
 def _finite(values: Sequence[float]) -> list[float]:
@@ -72,12 +73,11 @@ def progress(store: RunStore, preset: Preset) -> Progress:
     median = statistics.median(recent) if recent else None
     eta = max(0, total - step) * median if median is not None else None
     world = next((m.world_size for m in reversed(store.metas) if m.world_size), 1)
-    gate = _gate(preset, "gpu_hours")
+    gate = gate_of(preset.gates, "gpu_hours")
     data = _finite(store.columns["data_s"][-MEDIAN_WINDOW:])
     frac = sum(data) / sum(recent) if data and recent and sum(recent) > 0 else None
-    starve = _gate(preset, "starvation_data_frac")  # the gate the starvation rule uses
     return Progress(step, total, last, median, eta, None, gate, world, frac,
-                    frac is not None and starve is not None and frac > starve)
+                    alerts.data_starved(store, preset.gates) is not None)
 
 
 def recipe_steps(preset: Preset) -> int:
@@ -85,10 +85,6 @@ def recipe_steps(preset: Preset) -> int:
     steps = preset.recipe.get("steps", 0)
     return int(steps) if isinstance(steps, (int, float)) and math.isfinite(steps) else 0
 
-
-def _gate(preset: Preset, key: str) -> float | None:
-    value = preset.gates.get(key)
-    return float(value) if isinstance(value, (int, float)) and math.isfinite(value) else None
 
 
 def duration(seconds: float | None) -> str:

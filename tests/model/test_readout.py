@@ -102,7 +102,7 @@ async def test_gpu_hours_in_the_header_are_the_gate_rules(tmp_path):
 
 
 def test_data_wait_is_flagged_by_the_presets_starvation_gate(tmp_path, preset):
-    """The telemetry panel's red comes from the same gate the starvation rule uses."""
+    """The telemetry panel's red is the starvation rule's own data-wait test (alerts.py)."""
     from dataclasses import replace
 
     store = load_log(make_run(tmp_path / "run", upto=600))  # data_s/step_s = 0.02

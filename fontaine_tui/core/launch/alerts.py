@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 from fontaine_tui.core.host.telemetry import TelemetrySnapshot
 from fontaine_tui.core.log.records import Checkpoint, Event, Probe
 from fontaine_tui.core.log.store import RunStore
-from fontaine_tui.core.verdict.presets import Preset
+from fontaine_tui.core.verdict.presets import Preset, gate_of
 
 if TYPE_CHECKING:
     from fontaine_tui.core.launch.launcher import ExitInfo
@@ -54,11 +54,6 @@ def _recent(store: RunStore, name: str, n: int = WINDOW) -> list[float]:
     return [x for x in store.columns[name][-n:] if math.isfinite(x)]
 
 
-def _gate(gates: Mapping[str, object], key: str) -> float | None:
-    value = gates.get(key)
-    return float(value) if isinstance(value, (int, float)) and math.isfinite(value) else None
-
-
 def _fmt_s(x: float) -> str:
     return f"{x:.3g} s"
 
@@ -88,19 +83,32 @@ def first_poll(store: RunStore, telemetry: TelemetrySnapshot | None, gates: Mapp
     return _w("first-poll", "info", now, "first poll: " + ", ".join(parts), **numbers)
 
 
+def data_wait(store: RunStore) -> float | None:
+    """The share of the last WINDOW steps' time spent waiting for data; None before a step."""
+    data, step = sum(_recent(store, "data_s")), sum(_recent(store, "step_s"))
+    return data / step if step > 0 else None
+
+
+def data_starved(store: RunStore, gates: Mapping[str, object]) -> tuple[float, float] | None:
+    """(data-wait share, gate) when the share is over starvation_data_frac, else None: the
+    starvation rule's test, which the console's telemetry panel also shows."""
+    frac, gate = data_wait(store), gate_of(gates, "starvation_data_frac")
+    return (frac, gate) if frac is not None and gate is not None and frac > gate else None
+
+
 def starvation(store: RunStore, telemetry: TelemetrySnapshot | None,
                gates: Mapping[str, object], now: float, process: ExitInfo | None,
                ctx: RunContext) -> RunWarning | None:
     """Waiting for data over starvation_data_frac of the step, or GPU util under gpu_util_min
     while training."""
-    frac_gate = _gate(gates, "starvation_data_frac")
-    data, step = sum(_recent(store, "data_s")), sum(_recent(store, "step_s"))
-    if frac_gate is not None and step > 0 and data / step > frac_gate:
+    starved = data_starved(store, gates)
+    if starved is not None:
+        frac, frac_gate = starved
         return _w("starvation", "warn", now,
-                  f"input starvation: waiting for data {data / step:.0%} of step time over the "
+                  f"input starvation: waiting for data {frac:.0%} of step time over the "
                   f"last {min(WINDOW, len(store.steps))} steps (gate {frac_gate:.0%})",
-                  data_frac=data / step, gate=frac_gate)
-    util_gate = _gate(gates, "gpu_util_min")
+                  data_frac=frac, gate=frac_gate)
+    util_gate = gate_of(gates, "gpu_util_min")
     util = telemetry.gpu_util() if telemetry else None
     if util is not None and util_gate is not None and process is None and store.steps \
             and util < util_gate:
@@ -116,7 +124,7 @@ def ram_pressure(store: RunStore, telemetry: TelemetrySnapshot | None,
     if telemetry is None or telemetry.ram is None or telemetry.ram.total <= 0:
         return None
     frac = telemetry.ram.available / telemetry.ram.total
-    alert, warn = _gate(gates, "ram_alert_frac"), _gate(gates, "ram_warn_frac")
+    alert, warn = gate_of(gates, "ram_alert_frac"), gate_of(gates, "ram_warn_frac")
     for severity, gate in (("alert", alert), ("warn", warn)):
         if gate is not None and frac < gate:
             return _w("ram", severity, now,
@@ -133,14 +141,14 @@ def slow_steps(store: RunStore, telemetry: TelemetrySnapshot | None,
                gates: Mapping[str, object], now: float, process: ExitInfo | None,
                ctx: RunContext) -> RunWarning | None:
     """Median s/step over the recent window above the preset's estimate."""
-    high = _gate(gates, "step_s_estimate_max")
+    high = gate_of(gates, "step_s_estimate_max")
     recent = _recent(store, "step_s")
     if high is None or len(recent) < FIRST_POLL_RECORDS:
         return None
     median = statistics.median(recent)
     if median <= high:
         return None
-    low = _gate(gates, "step_s_estimate_min")
+    low = gate_of(gates, "step_s_estimate_min")
     span = f"{_fmt_s(low)}–{_fmt_s(high)}" if low is not None else f"≤ {_fmt_s(high)}"
     hardware = str(gates.get("step_s_estimate_hardware") or "the reference hardware")
     return _w("slow-steps", "warn", now,
@@ -165,11 +173,11 @@ def gpu_hours(store: RunStore, telemetry: TelemetrySnapshot | None,
               gates: Mapping[str, object], now: float, process: ExitInfo | None,
               ctx: RunContext) -> RunWarning | None:
     """GPU-hours against the gate: warn past its warn fraction, alert at the gate."""
-    gate = _gate(gates, "gpu_hours")
+    gate = gate_of(gates, "gpu_hours")
     used = gpu_hours_used(store, now, process, ctx)
     if gate is None or used is None:
         return None
-    warn = _gate(gates, "gpu_hours_warn_frac") or 0.8
+    warn = gate_of(gates, "gpu_hours_warn_frac") or 0.8
     numbers = {"gpu_hours": used, "gate": gate, "gpus": float(ctx.gpus_used)}
     eps = 1e-9 * gate  # 0.8 x 12 is 9.600000000000001: at the bound counts
     if used >= gate - eps:
@@ -193,8 +201,8 @@ def stall(store: RunStore, telemetry: TelemetrySnapshot | None, gates: Mapping[s
     gaps = [b - a for a, b in zip(recent, recent[1:], strict=False) if b >= a]
     if not gaps:
         return None
-    factor = _gate(gates, "stall_factor") or 3.0
-    floor = _gate(gates, "stall_min_s") or 0.0
+    factor = gate_of(gates, "stall_factor") or 3.0
+    floor = gate_of(gates, "stall_min_s") or 0.0
     limit = max(factor * statistics.median(gaps), floor)
     # any record counts as a sign of life: a long eval probe or checkpoint is not a stall
     others: list[Probe | Checkpoint | Event] = (

@@ -282,6 +282,12 @@ def _set_only(table: Mapping[str, object]) -> dict[str, object]:
     return {k: v for k, v in table.items() if not (isinstance(v, float) and not math.isfinite(v))}
 
 
+def gate_of(gates: Mapping[str, object], key: str) -> float | None:
+    """A [gates] number, or None where it is not a finite one (an unset inf/nan default)."""
+    value = gates.get(key)
+    return float(value) if isinstance(value, (int, float)) and math.isfinite(value) else None
+
+
 def canonical_bytes(data: Mapping[str, object]) -> bytes:
     """Sorted keys, no spaces, floats as Python writes them: the form that is hashed."""
     return json.dumps(dict(data), sort_keys=True, separators=(",", ":"), allow_nan=False).encode()
