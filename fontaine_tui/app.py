@@ -22,9 +22,9 @@ from fontaine_tui.model.session import (
     Outcome,
     Registry,
     RunEntry,
+    RunsList,
     RunView,
     Session,
-    registry_entries,
     step_read,
 )
 from fontaine_tui.screens.dialogs import NoteDialog, QuitDialog
@@ -83,6 +83,7 @@ class FontaineApp(App[int]):
             "replay: no live machine" if session.kind == "replay" else "no sampler given")
         self.clock = clock
         self.registry = registry
+        self.runs = RunsList(registry)
         self.registry_reason = "no registry given"
         self.start_mode = start_mode
         self.frame_s = frame_s
@@ -239,7 +240,7 @@ class FontaineApp(App[int]):
         self.switch_mode("monitor")
 
     def registry_entries(self) -> list[RunEntry]:
-        rows, self.registry_reason = registry_entries(self.registry)
+        rows, self.registry_reason = self.runs.rows()
         return rows
 
     def get_system_commands(self, screen: Screen[object]) -> Iterable[SystemCommand]:

@@ -5,6 +5,7 @@ the app turns them into notifications and screens. Screens render `RunView`s.
 
 from __future__ import annotations
 
+import time
 from collections import deque
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, replace
@@ -125,6 +126,23 @@ def registry_entries(registry: Registry | None) -> tuple[list[RunEntry], str]:
     return rows, "the registry is empty"
 
 
+class RunsList:
+    """The runs screen's rows, looked up at most every `every_s` however often the screen
+    redraws: each look reads the registry and every local run's log tail."""
+
+    def __init__(self, registry: Registry | None, every_s: float = 2.0,
+                 clock: Callable[[], float] = time.monotonic) -> None:
+        self.registry, self.every_s, self.clock = registry, every_s, clock
+        self._at: float | None = None
+        self._rows: tuple[list[RunEntry], str] = ([], "")
+
+    def rows(self) -> tuple[list[RunEntry], str]:
+        now = self.clock()
+        if self._at is None or now - self._at >= self.every_s:
+            self._rows, self._at = registry_entries(self.registry), now
+        return self._rows
+
+
 def folder_of(source: object) -> Path | None:
     """Where review.jsonl and verdict.json go: the run folder, or the replayed log's folder."""
     folder = getattr(source, "folder", None)
@@ -218,7 +236,7 @@ class Session:
     # -- actions ---------------------------------------------------------------------------
 
     def review(self, view: RunView, step: int | None, action: str, note: str = "",
-               clock: Callable[[], float] | None = None) -> Outcome:
+               clock: Callable[[], float] = time.time) -> Outcome:
         """Append accept / flag / note for the read at `step` to review.jsonl."""
         from fontaine_tui.core.verdict import review as reviewer
 
@@ -227,7 +245,7 @@ class Session:
             return Outcome("review needs a run folder (none for this source)", "error")
         path = self.folder / "review.jsonl"
         try:
-            entry = reviewer.append(path, action, v, note, **({"clock": clock} if clock else {}))
+            entry = reviewer.append(path, action, v, note, clock)
         except OSError as exc:
             return Outcome(f"{path}: cannot append ({exc.strerror})", "error")
         check = reviewer.verify(path)
