@@ -103,8 +103,15 @@ for i in range(1, int(sys.argv[2]) + 1):
 """
 
 
-async def cpu(folder: Path, inotify: bool, rate: bool, seconds: float = 10.0) -> float:
+def start_writer(folder: Path, seconds: float):
+    """Another process appending 100 lines/s to the log for `seconds`."""
     import subprocess
+
+    return subprocess.Popen([sys.executable, "-c", WRITER, str(folder / LOG),
+                             str(int(seconds * 100))])
+
+
+async def cpu(folder: Path, inotify: bool, rate: bool, seconds: float = 10.0) -> float:
 
     from fontaine_tui.core.log.store import ingest_lines
 
@@ -117,10 +124,7 @@ async def cpu(folder: Path, inotify: bool, rate: bool, seconds: float = 10.0) ->
             ingest_lines(store, batch.lines, batch.first_line)
 
     tasks = [asyncio.create_task(drain(n)) for n in (LOG, "engine.out.log")]
-    writer = None
-    if rate:
-        writer = subprocess.Popen([sys.executable, "-c", WRITER, str(folder / LOG),
-                                   str(int((seconds + 2) * 100))])
+    writer = start_writer(folder, seconds + 2) if rate else None
     await asyncio.sleep(1.0)
     c0, w0 = time.process_time(), time.perf_counter()
     await asyncio.sleep(seconds)
@@ -160,7 +164,6 @@ def script_cpu(folder: Path) -> float:
 
 async def ssh_cpu(src, folder: Path, rate: bool, seconds: float = 10.0) -> tuple[float, float]:
     """(% of a core for the local follower, % for the remote script) following the log."""
-    import subprocess
 
     (folder / LOG).write_bytes(b"")
     store = RunStore()
@@ -171,10 +174,7 @@ async def ssh_cpu(src, folder: Path, rate: bool, seconds: float = 10.0) -> tuple
                 store.add_line(raw, batch.first_line + i)
 
     task = asyncio.create_task(drain())
-    writer = None
-    if rate:
-        writer = subprocess.Popen([sys.executable, "-c", WRITER, str(folder / LOG),
-                                   str(int((seconds + 4) * 100))])
+    writer = start_writer(folder, seconds + 4) if rate else None
     await asyncio.sleep(3.0)
     c0, r0, w0 = time.process_time(), script_cpu(folder), time.perf_counter()
     await asyncio.sleep(seconds)
