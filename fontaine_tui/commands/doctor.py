@@ -5,8 +5,9 @@ from __future__ import annotations
 import argparse
 import shlex
 
+from fontaine_tui.core.text import gib, mib
+
 ORDER = 60
-MIB = 1 << 20
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -27,7 +28,7 @@ def telemetry_lines(t) -> list[str]:
         out.append(f"gpu: {t.gpu_status}")
     for g in t.gpus or ():
         mem = ("?" if g.mem_used is None or g.mem_total is None
-               else f"{g.mem_used / MIB:.0f}/{g.mem_total / MIB:.0f} MiB")
+               else f"{mib(g.mem_used, 0, unit=False)}/{mib(g.mem_total, 0)}")
         util = "?" if g.util_pct is None else f"{g.util_pct:.0f} %"
         power = "?" if g.power_w is None else f"{g.power_w:.0f} W"
         temp = "?" if g.temp_c is None else f"{g.temp_c:.0f} C"
@@ -38,8 +39,8 @@ def telemetry_lines(t) -> list[str]:
     if t.ram is None:
         out.append(f"ram: unknown ({t.ram_reason})")
     else:
-        out.append(f"ram: {t.ram.available / (1 << 30):.1f} GiB available of "
-                   f"{t.ram.total / (1 << 30):.1f} GiB ({t.ram.source})")
+        out.append(f"ram: {gib(t.ram.available)} available of "
+                   f"{gib(t.ram.total)} ({t.ram.source})")
     return out
 
 

@@ -4,12 +4,32 @@ interpretation text, a registry field, a file name, an error message echoing a u
 Every control character (C0 but tab and, in blocks, newline; ESC; DEL; C1) and every
 bidirectional override or isolate becomes a visible escape (`\\x1b`, `\\u202e`), so nothing in
 the text can steer the terminal (OSC 52 clipboard writes, colours, cursor moves) or reorder
-what the reader sees."""
+what the reader sees.
+
+Sizes are written here too, one way: `gib` and `mib`."""
 
 from __future__ import annotations
 
 import io
 from typing import TextIO
+
+MIB = 1 << 20
+GIB = 1 << 30
+
+
+def gib(n: float | None, places: int = 1, unit: bool = True) -> str:
+    """A byte count in GiB ("1.5 GiB"; without `unit` "1.5"); "—" when unknown."""
+    if n is None:
+        return "—"
+    return f"{n / GIB:.{places}f}" + (" GiB" if unit else "")
+
+
+def mib(n: float | None, places: int = 1, unit: bool = True) -> str:
+    """A byte count in MiB ("16.0 MiB"); "—" when unknown."""
+    if n is None:
+        return "—"
+    return f"{n / MIB:.{places}f}" + (" MiB" if unit else "")
+
 
 _BIDI = (0x061C, 0x200E, 0x200F, *range(0x202A, 0x202F), *range(0x2066, 0x206A))
 _TABLE: dict[int, str] = {i: f"\\x{i:02x}" for i in (*range(32), 127, *range(0x80, 0xA0))

@@ -3,14 +3,9 @@
 from __future__ import annotations
 
 from fontaine_tui.core.host.telemetry import TelemetrySnapshot
+from fontaine_tui.core.text import gib
 from fontaine_tui.widgets.quiet import QuietStatic
 from fontaine_tui.widgets.safe import assemble
-
-GIB = 1 << 30
-
-
-def _gib(n: int | None) -> str:
-    return "—" if n is None else f"{n / GIB:.1f}"
 
 
 def _pct(x: float | None, places: int = 0) -> str:
@@ -39,7 +34,7 @@ class TelemetryPanel(QuietStatic):
             gpus = snap.gpus
             if gpus:
                 for g in gpus:
-                    used, total = _gib(g.mem_used), _gib(g.mem_total)
+                    used, total = gib(g.mem_used, unit=False), gib(g.mem_total, unit=False)
                     power = "—" if g.power_w is None else f"{g.power_w:.0f} W"
                     parts.append(f"GPU{g.index} {g.name[:20]}  util {_pct(g.util_pct)}  "
                                  f"mem {used}/{total} GiB  {power}  {g.uuid[:12]}\n")
@@ -47,13 +42,14 @@ class TelemetryPanel(QuietStatic):
                 parts += [(snap.gpu_status or "no GPU telemetry", "$text-muted"), "\n"]
             ram = snap.ram
             if ram is not None:
-                parts.append(f"host RAM {_gib(ram.total - ram.available)}/{_gib(ram.total)} GiB used "
-                             f"({_gib(ram.available)} GiB free, {ram.source})\n")
+                used = gib(ram.total - ram.available, unit=False)
+                parts.append(f"host RAM {used}/{gib(ram.total, unit=False)} GiB used "
+                             f"({gib(ram.available, unit=False)} GiB free, {ram.source})\n")
             else:
                 parts += [(f"host RAM unknown ({snap.ram_reason})", "$text-muted"), "\n"]
             proc = snap.process
             if proc is not None:
-                parts.append(f"engine pid {proc.pid}: RSS {_gib(proc.rss)} GiB, "
+                parts.append(f"engine pid {proc.pid}: RSS {gib(proc.rss, unit=False)} GiB, "
                              f"CPU {_pct(proc.cpu_pct)} ({proc.processes} processes)\n")
             else:
                 parts += [(f"engine: {snap.process_reason}", "$text-muted"), "\n"]

@@ -4,11 +4,11 @@ lines and know no log format or rule; `open_source` picks one for a CLI target."
 from __future__ import annotations
 
 from fontaine_tui.core.errors import InputError
-from fontaine_tui.core.follow.base import Batch, LineCutter, RunSource
+from fontaine_tui.core.follow.base import Batch, RunSource
 from fontaine_tui.core.follow.local import LocalRun
 from fontaine_tui.core.runfolder import LOG, check_regular
 
-__all__ = ["Batch", "LineCutter", "LocalRun", "RunSource", "open_source"]
+__all__ = ["Batch", "LocalRun", "RunSource", "open_source"]
 
 
 def open_source(target: str, ssh_options: tuple[str, ...] = ()) -> RunSource:

@@ -21,16 +21,14 @@ from fontaine_tui.core.errors import InputError
 from fontaine_tui.core.follow.base import (
     CHUNK,
     HEAD,
-    LINE_CAP,
     MIN_GAP,
     POLL_ONLY,
     POLL_WATCHED,
     THREAD_READ,
     Batch,
-    LineCutter,
     finish,
-    prefix_digest,
 )
+from fontaine_tui.core.log.lines import LINE_CAP, LineCutter, prefix_digest
 from fontaine_tui.core.runfolder import LOG
 
 # -- wake-ups -----------------------------------------------------------------------------

@@ -12,7 +12,8 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 
 from fontaine_tui.core.errors import InputError
-from fontaine_tui.core.follow.base import CHUNK, LINE_CAP, Batch, LineCutter
+from fontaine_tui.core.follow.base import CHUNK, Batch
+from fontaine_tui.core.log.lines import LINE_CAP, LineCutter
 from fontaine_tui.core.log.store import segment_chunks
 from fontaine_tui.core.runfolder import LOG, rotated_segments
 

@@ -24,13 +24,12 @@ from fontaine_tui.core.errors import InputError
 from fontaine_tui.core.follow.base import (
     CHUNK,
     HEAD,
-    LINE_CAP,
     MIN_GAP,
     Batch,
-    LineCutter,
     finish,
 )
 from fontaine_tui.core.follow.target import SshTarget
+from fontaine_tui.core.log.lines import LINE_CAP, LineCutter
 from fontaine_tui.core.runfolder import LOG
 
 # $1 folder, $2 file, $3 offset (past the last complete line read), $4 device:inode we had,

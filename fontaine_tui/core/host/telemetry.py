@@ -15,12 +15,12 @@ from typing import Any
 
 from fontaine_tui.core.host.memory import HostRam, host_ram, parse_meminfo
 from fontaine_tui.core.host.nvml import GpuProcess, GpuSample, read_gpus
+from fontaine_tui.core.text import MIB
 
 __all__ = ["GpuProcess", "GpuSample", "ProcessSample", "TelemetrySnapshot", "sample",
            "sample_remote", "parse_smi_gpus", "parse_smi_apps", "SMI_GPU_QUERY", "SMI_APPS_QUERY"]
 
 _ENV = object()
-MIB = 1 << 20
 
 
 @dataclass(frozen=True, slots=True)

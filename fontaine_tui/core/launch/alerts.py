@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 from fontaine_tui.core.host.telemetry import TelemetrySnapshot
 from fontaine_tui.core.log.records import Checkpoint, Event, Probe
 from fontaine_tui.core.log.store import RunStore
+from fontaine_tui.core.text import gib
 from fontaine_tui.core.verdict.presets import Preset, gate_of
 
 if TYPE_CHECKING:
@@ -78,8 +79,8 @@ def first_poll(store: RunStore, telemetry: TelemetrySnapshot | None, gates: Mapp
         parts.append(telemetry.gpu_status)
     if telemetry is not None and telemetry.ram is not None:
         numbers["ram_available"] = float(telemetry.ram.available)
-        parts.append(f"RAM free {telemetry.ram.available / (1 << 30):.1f} GiB of "
-                     f"{telemetry.ram.total / (1 << 30):.1f}")
+        parts.append(f"RAM free {gib(telemetry.ram.available)} of "
+                     f"{gib(telemetry.ram.total, unit=False)}")
     return _w("first-poll", "info", now, "first poll: " + ", ".join(parts), **numbers)
 
 
@@ -129,8 +130,8 @@ def ram_pressure(store: RunStore, telemetry: TelemetrySnapshot | None,
         if gate is not None and frac < gate:
             return _w("ram", severity, now,
                       f"RAM pressure: {frac:.1%} available "
-                      f"({telemetry.ram.available / (1 << 30):.2f} GiB of "
-                      f"{telemetry.ram.total / (1 << 30):.1f}, {telemetry.ram.source}); "
+                      f"({gib(telemetry.ram.available, 2)} of "
+                      f"{gib(telemetry.ram.total, unit=False)}, {telemetry.ram.source}); "
                       f"{severity} under {gate:.0%}",
                       available_frac=frac, gate=gate,
                       available=float(telemetry.ram.available))

@@ -9,10 +9,9 @@ from dataclasses import dataclass
 from fontaine_tui.core.host.telemetry import TelemetrySnapshot
 from fontaine_tui.core.launch.launcher import newest_checkpoint
 from fontaine_tui.core.runfolder import RunFolder
+from fontaine_tui.core.text import MIB, gib, mib
 from fontaine_tui.core.verdict.presets import Preset
 
-GIB = 1 << 30
-MIB = 1 << 20
 # RAM the engine needs, per piece (estimates measured on the tiny/small engine, rounded up;
 # RSS counts pages shared with the parent, so the sum errs on the safe side).
 RANK_BYTES = 800 * MIB  # one training process: torch, transformers, model, corpus mmap pages
@@ -35,10 +34,6 @@ class Finding:
 class RamEstimate:
     bytes: int
     formula: str
-
-
-def gib(n: float) -> str:
-    return f"{n / GIB:.1f} GiB"
 
 
 def ram_estimate(preset: Preset) -> RamEstimate:
@@ -109,11 +104,11 @@ def check_gpus(preset: Preset, telemetry: TelemetrySnapshot, own_pid: int | None
         if foreign:
             held = ", ".join(
                 f"pid {p.pid} {p.name}" + ("" if p.used_mem is None else
-                                           f" holding {p.used_mem / MIB:.0f} MiB")
+                                           f" holding {mib(p.used_mem, 0)}")
                 for p in foreign)
             out.append(Finding("gpu", "refuse", f"{label} is busy: {held}"))
         else:
-            used = "" if g.mem_used is None else f", {g.mem_used / MIB:.0f} MiB used"
+            used = "" if g.mem_used is None else f", {mib(g.mem_used, 0)} used"
             out.append(Finding("gpu", "ok", f"{label}: no compute process{used}"))
     return out
 

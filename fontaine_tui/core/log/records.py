@@ -147,28 +147,6 @@ def _text(value: object) -> str:
     return value if isinstance(value, str) else json.dumps(value)
 
 
-def cr_only(buf: bytes) -> bool | None:
-    """Does this file end its lines in a bare CR (old Mac style)? Decided by its first line
-    end: True for a CR not followed by LF, False for LF or CRLF, None while there is none
-    (or the buffer ends in a CR whose LF may follow)."""
-    cr, lf = buf.find(b"\r"), buf.find(b"\n")
-    if cr < 0 or (0 <= lf < cr):
-        return False if lf >= 0 else None
-    if cr + 1 >= len(buf):
-        return None
-    return buf[cr + 1] != 0x0A
-
-
-def to_lf(cr: bool | None, pending: bytes, data: bytes) -> tuple[bool | None, bytes]:
-    """The bare-CR rule for a stream read in pieces: decide (once a line end shows) from
-    `pending + data`, then give CR line ends as LF, at the same length so offsets stay right.
-    Returns the decision so far and the data to split on LF."""
-    if cr is None and data:
-        cr = cr_only(pending + data)
-    return cr, data.replace(b"\r", b"\n") if cr else data
-
-
-CR_NOTE = "its lines end in a bare CR (no newline): read with CR as the line end"
 
 
 def decode_line(raw: bytes) -> dict:

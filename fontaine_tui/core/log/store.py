@@ -19,8 +19,8 @@ import msgspec
 import orjson
 
 from fontaine_tui.core.errors import InputError
+from fontaine_tui.core.log.lines import CR_NOTE, LineCutter, cr_only
 from fontaine_tui.core.log.records import (
-    CR_NOTE,
     MALFORMED_KEPT,
     NAN,
     TRAIN_FIELDS,
@@ -32,9 +32,7 @@ from fontaine_tui.core.log.records import (
     Record,
     TrainPoint,
     _snippet,
-    cr_only,
     decode_line,
-    to_lf,
     to_record,
 )
 from fontaine_tui.core.runfolder import check_regular, rotated_segments
@@ -332,42 +330,6 @@ class RunStore:
         }
 
 
-class LineSplitter:
-    """Bytes in, complete lines out; a torn last line waits for its newline. A file whose
-    first line ends in a bare CR is read with CR as the line end (`cr_only`)."""
-
-    def __init__(self, first_line: int = 1) -> None:
-        self._tail = b""
-        self.next_line = first_line
-        self.consumed = 0  # bytes up to the end of the last complete line
-        self.cr: bool | None = None
-
-    def feed_block(self, data: bytes) -> tuple[bytes | memoryview, list[bytes], int]:
-        """The complete lines in `data`: as one block ending in a newline (a view, no copy),
-        as a list of lines, and the number of the first."""
-        first = self.next_line
-        self.cr, data = to_lf(self.cr, self._tail, data)
-        buf = self._tail + data if self._tail else data
-        end = buf.rfind(b"\n")
-        if end < 0:
-            self._tail = buf
-            return b"", [], first
-        lines = buf.split(b"\n")
-        self._tail = lines.pop()
-        self.next_line += len(lines)
-        self.consumed += end + 1
-        return memoryview(buf)[: end + 1], lines, first
-
-    def feed(self, data: bytes) -> tuple[list[bytes], int]:
-        """Split `data`; returns (complete lines, line number of the first)."""
-        _, lines, first = self.feed_block(data)
-        return lines, first
-
-    @property
-    def pending(self) -> bytes:
-        return self._tail
-
-
 # -- parsing a batch of lines ----------------------------------------------------------------
 
 
@@ -504,8 +466,9 @@ def _parse_block_steps(block: bytes | memoryview, lines: list[bytes], first: int
 
 def parse_block(block: bytes | memoryview, lines: list[bytes], first: int,
                 columns: bool = True) -> Parsed:
-    """Decode complete lines, given both as one block and split (LineSplitter.feed_block)."""
-    if not columns and lines:
+    """Decode complete lines, given both as one block and split (`LineCutter.block`; an
+    empty block when the cutter dropped a line in it)."""
+    if not columns and lines and len(block):
         lean = _parse_block_steps(block, lines, first)
         if lean is not None:
             return lean
@@ -583,27 +546,34 @@ def load_lines(chunks: Iterable[bytes], store: RunStore | None = None, final: bo
     """Read a whole log from byte chunks. A torn last line is left pending, not counted,
     unless `final` (the file is finished: a rotated segment), when it is read as a line."""
     store = store or RunStore()
-    splitter = LineSplitter()
+    cutter = LineCutter(track=False)
     for data in chunks:
-        block, lines, first = splitter.feed_block(data)
+        _read_lines(store, cutter, *cutter.feed(data))
+    if final:
+        lines, first = cutter.flush()
         if lines:
-            apply_parsed(store, parse_block(block, lines, first, store.has_columns))
-    if final and splitter.pending:
-        block, lines, first = splitter.feed_block(b"\n")
-        apply_parsed(store, parse_block(block, lines, first, store.has_columns))
-    if splitter.cr:
+            apply_parsed(store, parse_lines(lines, first, store.has_columns))
+    if cutter.cr:
         store.notices.append(f"{store.segments[-1].name if store.segments else 'the log'}: "
                              + CR_NOTE)
     return store
 
 
+def _read_lines(store: RunStore, cutter: LineCutter, lines: list[bytes], first: int,
+                skipped: list[int]) -> None:
+    if lines:
+        apply_parsed(store, parse_block(cutter.block, lines, first, store.has_columns))
+    if skipped:
+        store.notices.append(cutter.skip_note(skipped))
+
+
 def _parse_range(path: str, start: int, stop: int, columns: bool) -> list[Parsed]:
     """Worker: parse the complete lines in [start, stop), numbered from 1 within the range."""
-    splitter, out = LineSplitter(), []
+    cutter, out = LineCutter(track=False), []
     for data in iter_chunks(Path(path), CHUNK, start, stop):
-        block, lines, first = splitter.feed_block(data)
+        lines, first, _ = cutter.feed(data)
         if lines:
-            out.append(parse_block(block, lines, first, columns))
+            out.append(parse_block(cutter.block, lines, first, columns))
     return out
 
 

@@ -115,15 +115,16 @@ def declare_amendment(folder: RunFolder, *, kind: str = "scale", from_step: int 
 def max_step_seen(log: Path) -> int:
     """The highest step of any train or eval record in the log, including steps a resume later
     replayed: what had been seen, not what survives."""
+    from fontaine_tui.core.log.lines import LineCutter
     from fontaine_tui.core.log.records import Probe, TrainPoint, parse_line
-    from fontaine_tui.core.log.store import LineSplitter, iter_chunks
+    from fontaine_tui.core.log.store import iter_chunks
 
     if not log.exists():
         return 0
     best = 0
-    splitter = LineSplitter()
+    cutter = LineCutter(track=False)
     for chunk in iter_chunks(log):
-        lines, _ = splitter.feed(chunk)
+        lines, _, _ = cutter.feed(chunk)
         for raw in lines:
             if b'"train"' not in raw and b'"eval"' not in raw:
                 continue

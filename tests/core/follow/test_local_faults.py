@@ -12,8 +12,8 @@ import math
 import os
 import time
 
-from fontaine_tui.core.follow.base import LINE_CAP
 from fontaine_tui.core.follow.local import LocalRun
+from fontaine_tui.core.log.lines import LINE_CAP
 from tests.core.follow.followkit import Collector, append, event_line, train_line
 
 LOG = "train_log.jsonl"

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import math
 
+from fontaine_tui.core.log.lines import LineCutter
 from fontaine_tui.core.log.records import Probe, TrainPoint, parse_line
-from fontaine_tui.core.log.store import LineSplitter, RunStore, ingest_lines, load_lines, load_log
+from fontaine_tui.core.log.store import RunStore, ingest_lines, load_lines, load_log
 from tests.logs import dumps, meta, probe, train, write_log
 
 
@@ -27,11 +28,11 @@ def test_torn_last_line_waits_for_its_newline():
     store = load_lines([data])
     assert list(store.steps) == [1]
     assert store.malformed_count == 0  # a torn line is pending, not malformed
-    splitter = LineSplitter()
-    lines, first = splitter.feed(data)
+    cutter = LineCutter(track=False)
+    lines, first, _ = cutter.feed(data)
     assert len(lines) == 2 and first == 1
-    assert splitter.pending.startswith(b'{"kind": "train", "step": 2')
-    rest, first = splitter.feed(b'me": 2.0, "loss": 1.5}\n')
+    assert cutter.pending.startswith(b'{"kind": "train", "step": 2')
+    rest, first, _ = cutter.feed(b'me": 2.0, "loss": 1.5}\n')
     assert first == 3
     rec = parse_line(rest[0])
     assert isinstance(rec, TrainPoint) and rec.step == 2 and rec.loss == 1.5

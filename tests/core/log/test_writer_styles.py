@@ -10,7 +10,8 @@ from pathlib import Path
 import pytest
 
 from fontaine_tui.core.log import store as store_mod
-from fontaine_tui.core.log.store import LineSplitter, load_log
+from fontaine_tui.core.log.lines import LineCutter
+from fontaine_tui.core.log.store import load_log
 
 ROOT = Path(__file__).resolve().parents[3]
 
@@ -35,8 +36,9 @@ def _lean_view(st):
 def test_every_writer_style_takes_the_lean_path(tmp_path, style):
     path = tmp_path / f"{style}.jsonl"
     MAKE_LOG.make(path, 20_000, style)
-    splitter = LineSplitter()
-    block, lines, first = splitter.feed_block(path.read_bytes())
+    cutter = LineCutter(track=False)
+    lines, first, _ = cutter.feed(path.read_bytes())
+    block = cutter.block
     assert len(lines) == 20_000
     lean = store_mod._parse_block_steps(block, lines, first)
     assert lean is not None, f"{style}: the block fell back to line-by-line parsing"

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import random
 
-from fontaine_tui.core.follow.base import ANCHOR, LineCutter
+from fontaine_tui.core.log.lines import ANCHOR, LineCutter
 
 
 def stream(rng: random.Random, n: int, cap: int) -> bytes:
@@ -52,3 +52,18 @@ def test_anchor_after_a_rebase_holds_only_the_new_file():
     short.rebase()
     short.feed(b"c\n")
     assert short.offset == 2 and short.anchor() == b"c\n"
+
+
+def test_the_cold_reader_drops_an_over_long_line_as_the_followers_do():
+    from fontaine_tui.core.log.lines import LINE_CAP
+    from fontaine_tui.core.log.store import load_lines
+
+    head = b'{"kind": "train", "step": 1, "time": 1.0, "loss": 2.0}\n'
+    big = b'{"kind": "note", "x": "' + b"a" * (LINE_CAP + 10) + b'"}\n'
+    tail = b'{"kind": "train", "step": 3, "time": 3.0, "loss": 1.0}\n'
+    data = head + big + tail
+    store = load_lines([data[i : i + (1 << 20)] for i in range(0, len(data), 1 << 20)])
+    assert list(store.steps) == [1, 3]
+    assert store.malformed_count == 0
+    assert any("skipped over-long line(s) 2" in n for n in store.notices), store.notices
+    assert store.lines == 3
