@@ -4,12 +4,9 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import sys
-import tempfile
-from pathlib import Path
 
 from fontaine_tui.core.errors import InputError
-from fontaine_tui.core.runfolder import AMENDMENTS, PREREG, RunFolder
+from fontaine_tui.core.runfolder import PREREG
 
 ORDER = 20
 
@@ -53,70 +50,14 @@ async def resolve_preset(source, preset_arg: str | None, strict: bool = True):
     return frozen_over(prereg, given, str(preset_arg), origin)
 
 
-async def amendments_of(source) -> list:
-    """The run's amendment ledger (read through the source, so remote runs work too)."""
-    from fontaine_tui.core.verdict.ledger import read_amendments
-
-    raw = await source.read_bytes(AMENDMENTS)
-    if not raw:
-        return []
-    with tempfile.TemporaryDirectory(prefix="fontaine-ledger-") as tmp:
-        (Path(tmp) / AMENDMENTS).write_bytes(raw)
-        return read_amendments(RunFolder(Path(tmp)))
-
-
-async def plain(source, preset, until_end: bool = False, out=None) -> int:
-    """Records and the verdict headline as lines of text, until the source ends or `end`."""
-    from fontaine_tui.core.log.records import Event, Probe
-    from fontaine_tui.core.log.store import RunStore
-    from fontaine_tui.core.verdict.rules import compute_verdict
-    from fontaine_tui.core.verdict.text import headline
-    from fontaine_tui.model.plain import describe_record
-    from fontaine_tui.model.readout import literal
-
-    out = out or sys.stdout
-
-    def say(text: str) -> None:
-        print(text, file=out, flush=True)
-
-    steps = int(preset.recipe.get("steps", 0))
-    store = RunStore()
-    say(f"following {literal(source.label)}")
-    try:
-        async for batch in source.follow():
-            if batch.segment:
-                store.begin_segment(batch.name, batch.note)
-            if batch.note:
-                say(f"-- {literal(batch.note)}")
-            ended = False
-            ledger = None
-            for i, raw in enumerate(batch.lines):
-                if not raw.strip():
-                    continue
-                bad = store.malformed_count
-                rec = store.add_line(raw, batch.first_line + i)
-                if store.malformed_count > bad:
-                    say(f"line {batch.first_line + i}: malformed ({store.malformed[-1].reason})"
-                        if store.malformed else f"line {batch.first_line + i}: malformed")
-                    continue
-                text = describe_record(rec, steps)
-                if text:
-                    say(text)
-                if isinstance(rec, Probe):  # the verdict as it reads the moment the probe lands
-                    ledger = await amendments_of(source) if ledger is None else ledger
-                    say(f"verdict: {headline(compute_verdict(store, preset, amendments=ledger))}")
-                ended |= isinstance(rec, Event) and rec.event == "end"
-            if ended and until_end:
-                break
-    finally:
-        await source.close()
-    return 0
-
-
 def console_or_plain(source, preset_arg: str | None, mode: str, args: argparse.Namespace) -> int:
     preset = asyncio.run(_guard(source, resolve_preset(source, preset_arg, args.plain)))
     if args.plain:
-        return asyncio.run(plain(source, preset, until_end=getattr(args, "until_end", False)))
+        from fontaine_tui.model.plain import PlainReport
+        from fontaine_tui.model.session import Session
+
+        report = PlainReport(Session(source, preset, mode))
+        return asyncio.run(report.follow(until_end=getattr(args, "until_end", False)))
     try:
         from fontaine_tui.console import run_console
     except ImportError:

@@ -1,8 +1,10 @@
-"""`launch --plain`: follow a launched run line by line until the engine exits.
+"""The plain-text output: a run's records, warnings and verdict headlines as lines of text,
+for a headless box or a pipe (`launch`, `attach` and `replay` with --plain).
 
-For a headless box: records, warnings and the verdict headline as lines of text, then the
-exit recorded in the registry, verdict.json written and the final verdict printed.
-Ctrl-C detaches and leaves the run going (unless --stop-on-exit).
+`PlainReport` is the line-by-line face of the console's `Session`. `launch --plain` adds the
+engine: it follows until the engine exits, then the exit is recorded in the registry,
+verdict.json written and the final verdict printed. Ctrl-C detaches and leaves the run going
+(unless --stop-on-exit).
 """
 
 from __future__ import annotations
@@ -19,10 +21,10 @@ from fontaine_tui.core.errors import InputError
 
 if TYPE_CHECKING:
     from fontaine_tui.core.host.telemetry import TelemetrySnapshot
-from fontaine_tui.core.launch import alerts as rules
+from fontaine_tui.core.follow import Batch
 from fontaine_tui.core.launch.launcher import EngineProcess, ExitInfo
 from fontaine_tui.core.launch.registry import Registry
-from fontaine_tui.core.log.records import Checkpoint, Event, Meta, Probe, TrainPoint
+from fontaine_tui.core.log.records import Checkpoint, Event, Malformed, Meta, Probe, TrainPoint
 from fontaine_tui.core.log.store import RunStore, load_log
 from fontaine_tui.core.runfolder import RunFolder
 from fontaine_tui.core.text import literal
@@ -33,6 +35,7 @@ from fontaine_tui.core.verdict.presets import Preset
 from fontaine_tui.core.verdict.rules import Verdict, compute_verdict
 from fontaine_tui.core.verdict.text import headline, render
 from fontaine_tui.model.readout import recipe_steps
+from fontaine_tui.model.session import Session
 
 DRAIN_S = 1.0  # after the engine exits, how long the follower gets to read the last lines
 
@@ -59,35 +62,76 @@ def describe_record(rec: object, steps: int) -> str | None:
     return None
 
 
-class PlainWatch:
-    def __init__(self, preset: Preset, folder: RunFolder, engine: EngineProcess,
-                 prereg: Prereg, out: TextIO | None = None) -> None:
-        self.preset, self.folder, self.engine, self.prereg = preset, folder, engine, prereg
+class PlainReport:
+    """The plain-text face of a `Session`: every record, malformed line and follower note as
+    a line, and the verdict headline after each probe (launch, attach and replay --plain).
+    What the lines mean is the session's, so the console and the plain report never differ."""
+
+    def __init__(self, session: Session, out: TextIO | None = None) -> None:
+        self.session = session
         self.out = out or sys.stdout
-        self.store = RunStore()
-        self.book = rules.WarningBook()
-        self.exit: ExitInfo | None = None
+        self.steps = recipe_steps(session.preset)
 
     def say(self, text: str) -> None:
         print(text, file=self.out, flush=True)
 
-    def apply(self, lines: list[bytes], first: int) -> None:
-        steps = recipe_steps(self.preset)
-        probed = False
-        for i, raw in enumerate(lines):
-            if not raw.strip():
+    async def take(self, batch: Batch) -> bool:
+        """Report one follower batch; True when it held the log's `end` event."""
+        session, ended, ledger_read = self.session, False, False
+        if batch.note:
+            self.say(f"-- {literal(batch.note)}")
+        for n, rec in session.apply_lines(batch):
+            if isinstance(rec, Malformed):
+                self.say(f"line {n}: malformed ({rec.reason})" if rec.reason
+                         else f"line {n}: malformed")
                 continue
-            rec = self.store.add_line(raw, first + i)
-            text = describe_record(rec, steps)
+            text = describe_record(rec, self.steps)
             if text:
                 self.say(text)
-            probed |= isinstance(rec, Probe)
-        if probed:
-            self.say(f"verdict: {headline(self.verdict())}")
+            if isinstance(rec, Probe):  # the verdict as it reads the moment the probe lands
+                if not ledger_read:  # amendments declared since the last probe count
+                    await session.read_ledger()
+                    ledger_read = True
+                self.say(f"verdict: {headline(session.latest())}")
+            ended |= isinstance(rec, Event) and rec.event == "end"
+        return ended
 
-    def verdict(self, store: RunStore | None = None) -> Verdict:
-        return compute_verdict(store or self.store, self.preset,
-                               amendments=read_amendments(self.folder))
+    async def follow(self, until_end: bool = False) -> int:
+        """Report the source until it ends (or, with `until_end`, the log's `end`)."""
+        source = self.session.source
+        self.say(f"following {literal(source.label)}")
+        try:
+            async for batch in source.follow():
+                if await self.take(batch) and until_end:
+                    break
+        finally:
+            await source.close()
+        return 0
+
+
+class PlainWatch:
+    """`launch --plain`: a `PlainReport` on the launched run, the engine polled and the
+    warning rules judged between reads."""
+
+    def __init__(self, preset: Preset, folder: RunFolder, engine: EngineProcess,
+                 prereg: Prereg, out: TextIO | None = None, poll_s: float = 0.25) -> None:
+        from fontaine_tui.core.follow.local import LocalRun
+
+        self.folder, self.engine, self.prereg = folder, engine, prereg
+        self.session = Session(LocalRun(folder.root, poll_s=min(poll_s, 0.25)), preset,
+                               "launch", engine, folder.root)
+        self.report = PlainReport(self.session, out)
+        self.exit: ExitInfo | None = None
+
+    @property
+    def preset(self) -> Preset:
+        return self.session.preset
+
+    def say(self, text: str) -> None:
+        self.report.say(text)
+
+    def verdict(self, store: RunStore) -> Verdict:
+        return compute_verdict(store, self.preset, amendments=read_amendments(self.folder))
 
     def look(self) -> tuple[ExitInfo | None, TelemetrySnapshot]:
         """The blocking part of a poll (process, NVML, /proc), run off the event loop."""
@@ -99,22 +143,18 @@ class PlainWatch:
     async def check(self) -> ExitInfo | None:
         """One poll: look in a thread, judge here, where the follower also writes the store."""
         self.exit, telemetry = await asyncio.to_thread(self.look)
-        rules.evaluate(self.book, self.store, self.preset, telemetry, time.time(), self.exit,
-                       self.prereg.launched_ts)
-        for w in self.book.last_new:
+        self.session.update_warnings(telemetry, time.time())
+        for w in self.session.warning_book.last_new:
             self.say(f"{w.severity}: {w.message}")
         return self.exit
 
     async def follow(self, poll_s: float) -> ExitInfo:
-        from fontaine_tui.core.follow.local import LocalRun
-
-        source = LocalRun(self.folder.root, poll_s=min(poll_s, 0.25))
+        source = self.session.source
+        await self.session.read_ledger()
 
         async def read() -> None:
             async for batch in source.follow():
-                if batch.segment:
-                    self.store.begin_segment(batch.name, batch.note)
-                self.apply(batch.lines, batch.first_line)
+                await self.report.take(batch)
 
         reader = asyncio.create_task(read())
         try:
@@ -160,7 +200,7 @@ def babysit(preset: Preset, folder: RunFolder, engine: EngineProcess, registry: 
     """Watch the launched engine until it exits. Ctrl-C, SIGTERM and SIGHUP (a closed
     terminal, a job scheduler's kill) are one thing: with `stop_on_exit` the engine is stopped
     and its exit recorded; without, the console detaches and says how to come back."""
-    watch = PlainWatch(preset, folder, engine, prereg)
+    watch = PlainWatch(preset, folder, engine, prereg, poll_s=poll_s)
     old = {sig: signal.signal(sig, _interrupt) for sig in (signal.SIGTERM, signal.SIGHUP)}
     try:
         info = asyncio.run(watch.follow(poll_s))

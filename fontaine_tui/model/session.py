@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import time
 from collections import deque
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Protocol
@@ -18,6 +18,7 @@ from fontaine_tui.core.host.telemetry import TelemetrySnapshot
 from fontaine_tui.core.launch import alerts
 from fontaine_tui.core.launch.launcher import ExitInfo
 from fontaine_tui.core.launch.registry import Entry
+from fontaine_tui.core.log.records import Malformed, Record
 from fontaine_tui.core.log.store import RunStore, ingest_lines
 from fontaine_tui.core.runfolder import AMENDMENTS, PREREG, RunFolder
 from fontaine_tui.core.text import literal
@@ -172,6 +173,7 @@ class Session:
         self.gpu_hours: float | None = None
         self.version = 0
         self._verdict_key: object = None
+        self._latest_key: object = None
         self._verdicts: tuple[Verdict, ...] = ()
         self._latest: Verdict | None = None
 
@@ -187,6 +189,30 @@ class Session:
             ingest_lines(self.store, batch.lines, batch.first_line)
         self.version += 1
         return bool(batch.lines) or bool(batch.note) or batch.segment
+
+    def apply_lines(self, batch: Batch) -> Iterator[tuple[int, Record | Malformed | None]]:
+        """As `apply`, a line at a time, for a line-by-line report: yields each non-blank
+        line's number (in its file) and what it became (a record, a `Malformed` with the
+        reason, or None for a kind of line the store does not read) as soon as it is applied,
+        so the store read between two yields holds the lines up to that one."""
+        if batch.segment:
+            self.store.begin_segment(batch.name, batch.note)
+        if batch.note:
+            self.note = batch.note
+        st = self.store
+        for i, raw in enumerate(batch.lines):
+            if not raw.strip():
+                continue
+            n = batch.first_line + i
+            bad = st.malformed_count
+            rec = st.add_line(raw, n)
+            if st.malformed_count > bad:
+                kept = st.malformed[-1] if len(st.malformed) > 0 else None
+                yield n, (kept if kept is not None and kept.line == n + st.line_base
+                          else Malformed(n, "", ""))
+            else:
+                yield n, rec
+            self.version += 1
 
     def apply_tail(self, batch: Batch) -> int:
         """Engine output lines, decoded and made literal; returns how many were added."""
@@ -284,10 +310,8 @@ class Session:
     # -- ledger --------------------------------------------------------------------------
 
     async def read_ledger(self) -> None:
-        """prereg.json (hash check) and amendments.jsonl, read through the source (so a run
-        over SSH has its ledger too) into a scratch folder that the core readers take."""
-        import tempfile
-
+        """prereg.json (hash check) and amendments.jsonl, from the run folder or read through
+        the source (so a run over SSH has its ledger too)."""
         if self.folder is None and not isinstance(self.source, RunSource):
             self.ledger = Ledger("", self.preset.sha256, "no run folder (log only)", None, ())
             return
@@ -295,31 +319,33 @@ class Session:
         for name in (PREREG, AMENDMENTS):
             if self.folder is not None:
                 path = self.folder / name
-                files[name] = path.read_bytes() if path.is_file() else None
+                try:
+                    files[name] = path.read_bytes() if path.is_file() else None
+                except OSError as exc:
+                    files[name] = None
+                    self.note = f"{path}: cannot read ({exc.strerror})"
             else:
                 files[name] = await self.source.read_bytes(name)
-        with tempfile.TemporaryDirectory(prefix="fontaine-ledger-") as tmp:
-            for name, data in files.items():
-                if data is not None:
-                    (Path(tmp) / name).write_bytes(data)
-            self.ledger = self._ledger_from(RunFolder(Path(tmp)))
-        self._verdict_key = None
+        where = str(self.folder) if self.folder is not None else self.source.label
+        self.ledger = self._ledger_from(files[PREREG], files[AMENDMENTS], where)
+        self._verdict_key = self._latest_key = None
         self.version += 1
 
-    def _ledger_from(self, rf: RunFolder) -> Ledger:
-        from fontaine_tui.core.verdict.ledger import read_amendments
-        from fontaine_tui.core.verdict.prereg import compare, read_prereg
+    def _ledger_from(self, prereg: bytes | None, ledger: bytes | None, where: str) -> Ledger:
+        from fontaine_tui.core.verdict.ledger import parse_amendments
+        from fontaine_tui.core.verdict.prereg import compare, parse_prereg
 
         amendments: tuple[Amendment, ...] = ()
         error = ""
         try:
-            amendments = tuple(read_amendments(rf))
+            amendments = tuple(parse_amendments(ledger, f"{where}/{AMENDMENTS}") if ledger
+                               else ())
         except InputError as exc:
             error = str(exc)
         launched, status, ok = "", "no prereg.json beside the log", None
-        if rf.prereg.exists():
+        if prereg is not None:
             try:
-                pr = read_prereg(rf)
+                pr = parse_prereg(prereg, f"{where}/{PREREG}")
                 launched = pr.launched_at
                 change = compare(pr, self.given_preset)
                 # the frozen pre-registration is the authority: compute with its bounds
@@ -333,20 +359,30 @@ class Session:
                     status, ok = (f"matches prereg.json (the preset given differs only in "
                                   f"[platform]: {change.detail})"), True
             except InputError as exc:
-                status, ok = str(exc).replace(str(rf.root), "run folder"), False
+                status, ok = str(exc), False
         return Ledger(launched, self.preset.sha256, status, ok, amendments, error)
 
     # -- output --------------------------------------------------------------------------
 
+    def latest(self) -> Verdict:
+        """The verdict as it reads now (the ledger's amendments applied)."""
+        key = self._key()
+        if key != self._latest_key or self._latest is None:
+            self._latest = compute_verdict(self.store, self.preset, None, self.ledger.amendments)
+            self._latest_key = key
+        return self._latest
+
+    def _key(self) -> object:
+        return (id(self.store), self.store.probes_version, self.preset.sha256,
+                self.ledger.amendments)
+
     def _read_verdicts(self) -> tuple[tuple[Verdict, ...], Verdict]:
-        st = self.store
-        key = (id(st), st.probes_version, self.ledger.amendments)
-        if key != self._verdict_key or self._latest is None:
-            am = self.ledger.amendments
-            self._verdicts = tuple(verdict_series(st, self.preset, am))
-            self._latest = compute_verdict(st, self.preset, None, am)
+        key = self._key()
+        if key != self._verdict_key:
+            self._verdicts = tuple(verdict_series(self.store, self.preset,
+                                                  self.ledger.amendments))
             self._verdict_key = key
-        return self._verdicts, self._latest
+        return self._verdicts, self.latest()
 
     def ended(self) -> bool:
         ev = self.store.events

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from fontaine_tui.core.follow import Batch
 from fontaine_tui.core.launch.launcher import EngineProcess, pid_alive, read_tail
 from fontaine_tui.core.launch.registry import Entry, Registry
 from fontaine_tui.core.log.records import Event
@@ -89,7 +90,7 @@ def test_warnings_are_printed_once_when_new(tmp_path: Path) -> None:
         while read_tail(folder).last_step < 4:
             assert time.monotonic() < deadline
             time.sleep(0.05)
-        watch.apply(folder.log.read_bytes().split(b"\n")[:-1], 1)
+        asyncio.run(watch.report.take(Batch(folder.log.read_bytes().split(b"\n")[:-1], 1)))
         asyncio.run(watch.check())
         asyncio.run(watch.check())
         text = buf.getvalue()

@@ -59,6 +59,12 @@ def read_amendments(folder: RunFolder) -> list[Amendment]:
         return []
     except OSError as exc:
         raise InputError(f"{path}: cannot read ({exc.strerror})") from None
+    return parse_amendments(data, str(path))
+
+
+def parse_amendments(data: bytes, origin: str) -> list[Amendment]:
+    """The ledger's bytes (read locally or through a run source) as `read_amendments` reads
+    them; `origin` names the file in errors."""
     lines = data.split(b"\n")
     if lines and lines[-1]:  # no trailing newline: torn
         lines = lines[:-1]
@@ -69,8 +75,8 @@ def read_amendments(folder: RunFolder) -> list[Amendment]:
         try:
             obj = json.loads(raw)
         except ValueError:
-            raise InputError(f"{path}:{n}: expected a JSON line") from None
-        out.append(_to_amendment(obj, f"{path}:{n}"))
+            raise InputError(f"{origin}:{n}: expected a JSON line") from None
+        out.append(_to_amendment(obj, f"{origin}:{n}"))
     return out
 
 
