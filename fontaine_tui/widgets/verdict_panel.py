@@ -16,7 +16,7 @@ from fontaine_tui.core.verdict.rules import (
     RuleRead,
     Verdict,
 )
-from fontaine_tui.core.verdict.text import signed
+from fontaine_tui.core.verdict.text import corroboration_line, signed
 from fontaine_tui.model.session import Ledger
 from fontaine_tui.widgets.safe import assemble
 
@@ -118,12 +118,5 @@ class LedgerPanel(Vertical):
             parts.append(("no amendments\n", "$text-muted"))
         if v.scale is not None:
             parts.append(f"scale: {v.scale.provenance}\n")
-        corr = v.corroboration
-        if corr:
-            mono = corr.get("monotone_rise")
-            train = corr.get("train_delta")
-            parts.append(
-                f"corroboration (not gates): train-slice delta "
-                f"{signed(train if isinstance(train, float) else None)}; eval rises "
-                f"monotonically: {'n/a' if mono is None else ('yes' if mono else 'no')}")
+        parts.append(corroboration_line(v))
         self.query_one("#ledger", Static).update(assemble(*parts))

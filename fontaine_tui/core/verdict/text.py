@@ -86,16 +86,21 @@ def render(v: Verdict, log_label: str = "") -> str:
         lines.append(f"scale: {v.scale.provenance}")
     for a in v.amendments:
         lines.append(f"amendment {a.id} ({a.kind}, {a.source}): {a.status}: {a.reason}")
-    corr = v.corroboration
-    if corr:
-        mono = corr.get("monotone_rise")
-        mono_txt = "n/a" if mono is None else ("yes" if mono else "no")
-        train = corr.get("train_delta")
-        lines.append(
-            "corroboration (not gates): train-slice delta "
-            f"{signed(train if isinstance(train, (int, float)) else None)}; "
-            f"eval rises monotonically: {mono_txt}"
-        )
+    if v.corroboration:
+        lines.append(corroboration_line(v))
     if v.interpretation:
         lines.append(f"interpretation: {v.interpretation}")
     return "\n".join(lines)
+
+
+def corroboration_line(v: Verdict) -> str:
+    """The corroborating evidence (never a gate) as one line; "" when the read has none."""
+    corr = v.corroboration
+    if not corr:
+        return ""
+    mono = corr.get("monotone_rise")
+    train = corr.get("train_delta")
+    number = train if isinstance(train, (int, float)) and not isinstance(train, bool) else None
+    return ("corroboration (not gates): train-slice delta "
+            f"{signed(number)}; eval rises monotonically: "
+            f"{'n/a' if mono is None else ('yes' if mono else 'no')}")
