@@ -37,7 +37,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from make_log import STYLES, ensure  # noqa: E402
 
 from fontaine_tui.core.follow.local import LocalRun  # noqa: E402
-from fontaine_tui.core.log.store import RunStore, default_workers, ingest_lines, load_log  # noqa: E402
+from fontaine_tui.core.log.read import default_workers, ingest_lines, load_log  # noqa: E402
+from fontaine_tui.core.log.store import RunStore  # noqa: E402
 from fontaine_tui.core.verdict.presets import load_preset  # noqa: E402
 from fontaine_tui.core.verdict.rules import compute_verdict  # noqa: E402
 

@@ -113,7 +113,7 @@ def start_writer(folder: Path, seconds: float):
 
 async def cpu(folder: Path, inotify: bool, rate: bool, seconds: float = 10.0) -> float:
 
-    from fontaine_tui.core.log.store import ingest_lines
+    from fontaine_tui.core.log.read import ingest_lines
 
     (folder / LOG).write_bytes(b"")
     (folder / "engine.out.log").write_bytes(b"")

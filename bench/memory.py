@@ -16,7 +16,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from make_log import ensure  # noqa: E402
 
-from fontaine_tui.core.log.store import load_log  # noqa: E402
+from fontaine_tui.core.log.read import load_log  # noqa: E402
 
 
 def main() -> int:

@@ -24,8 +24,9 @@ if TYPE_CHECKING:
 from fontaine_tui.core.follow import Batch
 from fontaine_tui.core.launch.launcher import EngineProcess, ExitInfo
 from fontaine_tui.core.launch.registry import Registry
+from fontaine_tui.core.log.read import load_log
 from fontaine_tui.core.log.records import Checkpoint, Event, Malformed, Meta, Probe, TrainPoint
-from fontaine_tui.core.log.store import RunStore, load_log
+from fontaine_tui.core.log.store import RunStore
 from fontaine_tui.core.runfolder import RunFolder
 from fontaine_tui.core.text import literal
 from fontaine_tui.core.verdict.export import write_verdict

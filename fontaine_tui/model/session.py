@@ -18,8 +18,9 @@ from fontaine_tui.core.host.telemetry import TelemetrySnapshot
 from fontaine_tui.core.launch import alerts
 from fontaine_tui.core.launch.launcher import ExitInfo
 from fontaine_tui.core.launch.registry import Entry
+from fontaine_tui.core.log.read import ingest_lines
 from fontaine_tui.core.log.records import Malformed, Record
-from fontaine_tui.core.log.store import RunStore, ingest_lines
+from fontaine_tui.core.log.store import RunStore
 from fontaine_tui.core.runfolder import AMENDMENTS, PREREG, RunFolder
 from fontaine_tui.core.text import literal
 from fontaine_tui.core.verdict.presets import Amendment, Preset

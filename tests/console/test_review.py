@@ -8,7 +8,7 @@ import sys
 
 import pytest
 
-from fontaine_tui.core.log.store import load_log
+from fontaine_tui.core.log.read import load_log
 from fontaine_tui.core.verdict import export as exporter
 from fontaine_tui.core.verdict import review
 from fontaine_tui.core.verdict.chart import probes_chart

@@ -70,7 +70,7 @@ def test_sigkill_then_resume(tmp_path, corpus_dir):
     assert after[-1]["kind"] == "event" and after[-1]["event"] == "end"
     assert (tmp_path / "checkpoints" / "step-000024" / "meta.json").is_file()
     try:
-        from fontaine_tui.core.log.store import load_log
+        from fontaine_tui.core.log.read import load_log
     except ImportError:
         return
     store = load_log(log)  # the console reads it: at most the torn line is malformed

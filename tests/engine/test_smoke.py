@@ -41,7 +41,7 @@ def test_smoke_log_is_schema_v1(smoke_run):
 
 
 def test_smoke_log_parses_with_console_parser(smoke_run):
-    from fontaine_tui.core.log.store import load_log
+    from fontaine_tui.core.log.read import load_log
 
     store = load_log(smoke_run / "train_log.jsonl")
     counts = store.counts()

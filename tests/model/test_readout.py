@@ -8,7 +8,7 @@ from array import array
 from hypothesis import given
 from hypothesis import strategies as st
 
-from fontaine_tui.core.log.store import load_log
+from fontaine_tui.core.log.read import load_log
 from fontaine_tui.core.verdict.chart import downsample
 from fontaine_tui.core.verdict.rules import verdict_series
 from fontaine_tui.model.readout import literal, probe_rows, progress, run_status

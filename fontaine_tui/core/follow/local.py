@@ -235,7 +235,7 @@ def _continuation(path: Path, offset: int, digest: str, old: tuple[int, int] | N
     """A rotated copy of the followed file (`name.1`, `name.1.gz`) that starts with exactly the
     bytes read so far: where a copy-truncate rotation put the lines we had not read yet. With
     nothing read (offset 0) every file qualifies, so only one made since we opened (not `old`)."""
-    from fontaine_tui.core.log.store import segment_chunks
+    from fontaine_tui.core.log.read import segment_chunks
 
     for name in (f"{path.name}.1", f"{path.name}.1.gz"):
         cand = path.with_name(name)
@@ -297,7 +297,7 @@ class LocalRun:
 
     async def _history(self, path: Path) -> AsyncIterator[Batch]:
         """The log's rotated segments, oldest first, each a segment ending at its last byte."""
-        from fontaine_tui.core.log.store import segment_chunks
+        from fontaine_tui.core.log.read import segment_chunks
         from fontaine_tui.core.runfolder import rotated_segments
 
         for seg in rotated_segments(path):
@@ -341,7 +341,7 @@ class LocalRun:
         copy = await asyncio.to_thread(_continuation, f.path, f.cutter.offset,
                                        f.cutter.digest(), f.sibling)
         if copy is not None:  # copy-truncate: the rest of what we had not read is in the copy
-            from fontaine_tui.core.log.store import segment_chunks
+            from fontaine_tui.core.log.read import segment_chunks
 
             chunks = segment_chunks(copy, self.chunk)
             skip = f.pos

@@ -14,7 +14,7 @@ from pathlib import Path
 from fontaine_tui.core.errors import InputError
 from fontaine_tui.core.follow.base import CHUNK, Batch
 from fontaine_tui.core.log.lines import LINE_CAP, LineCutter
-from fontaine_tui.core.log.store import segment_chunks
+from fontaine_tui.core.log.read import segment_chunks
 from fontaine_tui.core.runfolder import LOG, rotated_segments
 
 _TIME = re.compile(rb'"time"\s*:\s*(-?[0-9][0-9.eE+-]*)')

@@ -1,0 +1,12 @@
+"""The launch wing: starting the engine and watching it. `launcher.py` (the engine
+subprocess and its exit), `guards.py` (the checks before a launch), `registry.py` (the runs
+this machine launched), `alerts.py` (the warning rules)."""
+
+from __future__ import annotations
+
+from fontaine_tui.core.launch.alerts import RunWarning, WarningBook, evaluate
+from fontaine_tui.core.launch.launcher import EngineProcess, ExitInfo
+from fontaine_tui.core.launch.registry import Entry, Registry, live_status
+
+__all__ = ["EngineProcess", "Entry", "ExitInfo", "Registry", "RunWarning", "WarningBook",
+           "evaluate", "live_status"]

@@ -1,5 +1,5 @@
 """Bytes in, complete lines out: the one line cutter every reader of a log uses (the cold
-reader in `store.py`, the followers in `core/follow/`, the ledger's step scan).
+reader in `read.py`, the followers in `core/follow/`, the ledger's step scan).
 
 A torn last line waits for its newline; a file whose first line ends in a bare CR is read with
 CR as the line end; an over-long line is dropped as it streams and counted.

@@ -1,4 +1,4 @@
-"""Log schema v1: parse `train_log.jsonl` lines into typed records (the store is store.py)."""
+"""Log schema v1: parse `train_log.jsonl` lines into typed records (read into the store by read.py)."""
 
 from __future__ import annotations
 

@@ -1,0 +1,16 @@
+"""The verdict wing: the frozen bounds and the pure rules that read a run against them.
+`presets.py` (the preset and its labels), `rules.py` (the verdict), `prereg.py` (the frozen
+pre-registration), `ledger.py` (amendments), `review.py` (the review chain), `export.py`
+(verdict.json and the chart), `text.py` (a verdict as text), `chart.py` (what to draw)."""
+
+from __future__ import annotations
+
+from fontaine_tui.core.verdict.ledger import parse_amendments, read_amendments
+from fontaine_tui.core.verdict.prereg import Prereg, parse_prereg, read_prereg
+from fontaine_tui.core.verdict.presets import LABELS, Amendment, Comparator, Preset, load_preset
+from fontaine_tui.core.verdict.rules import Verdict, compute_verdict, verdict_series
+from fontaine_tui.core.verdict.text import headline, render
+
+__all__ = ["LABELS", "Amendment", "Comparator", "Prereg", "Preset", "Verdict",
+           "compute_verdict", "headline", "load_preset", "parse_amendments", "parse_prereg",
+           "read_amendments", "read_prereg", "render", "verdict_series"]

@@ -122,8 +122,8 @@ def max_step_seen(log: Path) -> int:
     """The highest step of any train or eval record in the log, including steps a resume later
     replayed: what had been seen, not what survives."""
     from fontaine_tui.core.log.lines import LineCutter
+    from fontaine_tui.core.log.read import iter_chunks
     from fontaine_tui.core.log.records import Probe, TrainPoint, parse_line
-    from fontaine_tui.core.log.store import iter_chunks
 
     if not log.exists():
         return 0

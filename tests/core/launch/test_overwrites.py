@@ -15,7 +15,7 @@ import pytest
 from fontaine_tui.core.atomic import create_new, replace_own
 from fontaine_tui.core.errors import InputError
 from fontaine_tui.core.launch.registry import Entry, Registry
-from fontaine_tui.core.log.store import load_log
+from fontaine_tui.core.log.read import load_log
 from fontaine_tui.core.runfolder import RunFolder
 from fontaine_tui.core.verdict import export as exporter
 from fontaine_tui.core.verdict.chart import probes_chart

@@ -10,7 +10,7 @@ import pytest
 from fontaine_tui import cli
 from fontaine_tui.core.errors import InputError
 from fontaine_tui.core.launch import guards
-from fontaine_tui.core.log.store import load_log
+from fontaine_tui.core.log.read import load_log
 from fontaine_tui.core.runfolder import RunFolder
 from fontaine_tui.core.verdict.ledger import declare_amendment, max_step_seen, read_amendments
 from fontaine_tui.core.verdict.prereg import SCHEMA, compare, freeze, parse_utc, read_prereg

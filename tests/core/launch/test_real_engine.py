@@ -17,7 +17,7 @@ import pytest
 
 from fontaine_tui.core.launch.launcher import read_tail
 from fontaine_tui.core.launch.registry import Registry
-from fontaine_tui.core.log.store import load_log
+from fontaine_tui.core.log.read import load_log
 from fontaine_tui.core.runfolder import RunFolder
 from fontaine_tui.core.verdict.prereg import read_prereg
 from fontaine_tui.core.verdict.rules import EXIT_CODES

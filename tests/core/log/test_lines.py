@@ -56,7 +56,7 @@ def test_anchor_after_a_rebase_holds_only_the_new_file():
 
 def test_the_cold_reader_drops_an_over_long_line_as_the_followers_do():
     from fontaine_tui.core.log.lines import LINE_CAP
-    from fontaine_tui.core.log.store import load_lines
+    from fontaine_tui.core.log.read import load_lines
 
     head = b'{"kind": "train", "step": 1, "time": 1.0, "loss": 2.0}\n'
     big = b'{"kind": "note", "x": "' + b"a" * (LINE_CAP + 10) + b'"}\n'

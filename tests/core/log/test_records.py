@@ -5,8 +5,9 @@ from __future__ import annotations
 import math
 
 from fontaine_tui.core.log.lines import LineCutter
+from fontaine_tui.core.log.read import ingest_lines, load_lines, load_log
 from fontaine_tui.core.log.records import Probe, TrainPoint, parse_line
-from fontaine_tui.core.log.store import RunStore, ingest_lines, load_lines, load_log
+from fontaine_tui.core.log.store import RunStore
 from tests.logs import dumps, meta, probe, train, write_log
 
 

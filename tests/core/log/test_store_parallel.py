@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from fontaine_tui.core.log.store import load_log
+from fontaine_tui.core.log.read import load_log
 from tests.logs import dumps, meta, probe, records, train
 
 

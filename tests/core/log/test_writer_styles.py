@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from fontaine_tui.core.log import store as store_mod
+from fontaine_tui.core.log import read as read_mod
 from fontaine_tui.core.log.lines import LineCutter
-from fontaine_tui.core.log.store import load_log
+from fontaine_tui.core.log.read import load_log
 
 ROOT = Path(__file__).resolve().parents[3]
 
@@ -40,7 +40,7 @@ def test_every_writer_style_takes_the_lean_path(tmp_path, style):
     lines, first, _ = cutter.feed(path.read_bytes())
     block = cutter.block
     assert len(lines) == 20_000
-    lean = store_mod._parse_block_steps(block, lines, first)
+    lean = read_mod._parse_block_steps(block, lines, first)
     assert lean is not None, f"{style}: the block fell back to line-by-line parsing"
     assert len(lean.train_steps) > 19_000
 

@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from fontaine_tui.core.log.store import load_lines
+from fontaine_tui.core.log.read import load_lines
 from fontaine_tui.core.verdict.presets import Amendment
 from fontaine_tui.core.verdict.rules import (
     AMBIGUOUS,
