@@ -96,3 +96,16 @@ def test_importing_every_core_and_model_module_and_the_cli_loads_neither_textual
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                           timeout=60)
     assert proc.returncode == 0, proc.stderr
+
+
+@pytest.mark.parametrize("wing", ["log", "follow", "verdict", "launch", "host"])
+def test_each_core_wing_has_a_curated_face(wing):
+    """Each wing's __init__ names what it offers (__all__), and each name is there."""
+    import importlib
+
+    face = importlib.import_module(f"fontaine_tui.core.{wing}")
+    names = getattr(face, "__all__", None)
+    assert names, f"core/{wing}/__init__.py has no __all__"
+    assert (face.__doc__ or "").strip(), f"core/{wing}/__init__.py says nothing of the wing"
+    missing = [n for n in names if not hasattr(face, n)]
+    assert not missing, missing
