@@ -86,6 +86,8 @@ def build_parser() -> Parser:
     p.add_argument("--data-dir", default="")
     p.add_argument("--model-size", choices=("tiny", "small", "base"), default="tiny")
     p.add_argument("--chunk-grad-allreduce", action="store_true")
+    i = sub.add_parser("identity", help="print the code and data identity a run records (JSON)")
+    i.add_argument("--data-dir", default="")
     return parser
 
 
@@ -165,6 +167,15 @@ def main(argv: list[str] | None = None) -> int:
     except UsageExit as exc:
         print(f"engine: error: {exc}", file=sys.stderr)
         return 2
+    if args.command == "identity":
+        import json
+
+        from engine import corpus
+        from engine.identity import identity
+
+        root = Path(args.data_dir) if args.data_dir else corpus.default_dir()
+        print(json.dumps(identity(root.resolve()), sort_keys=True))
+        return 0
     if args.command == "parity":
         from engine.parity import run_parity
 

@@ -21,6 +21,7 @@ from torch.nn.parallel import DistributedDataParallel as DDP
 
 from engine import checkpoint, corpus, distributed
 from engine.evaluate import Probe, eval_record
+from engine.identity import identity
 from engine.logwriter import SCHEMA, LogWriter
 from engine.model import Policy, count_parameters
 from engine.pipeline import Layout, StepBatches, loader
@@ -194,17 +195,20 @@ def run(args: argparse.Namespace) -> int:
         if resume_from is not None:
             step = int(checkpoint.load_meta(resume_from)["step"])
         recipe = {k: getattr(args, k) for k in RECIPE_KEYS}
-        log.write("meta", step,
-                  schema=SCHEMA, run=args.run_name, world_size=ctx.world_size,
-                  device=str(ctx.device), recipe=recipe, argv=list(sys.argv), host=socket.gethostname(),
-                  platform={**{k: getattr(args, k) for k in PLATFORM_KEYS},
-                            "threads": torch.get_num_threads()})
         s = build_session(args, ctx)
         root = data_root(args)
         if ctx.main:
             corpus.ensure(root)
         distributed.barrier(ctx)
         data = corpus.load(root)
+        # after the corpus is in place, so the meta names the data it trains on
+        ident = identity(root.resolve())
+        log.write("meta", step,
+                  schema=SCHEMA, run=args.run_name, world_size=ctx.world_size,
+                  device=str(ctx.device), recipe=recipe, argv=list(sys.argv), host=socket.gethostname(),
+                  code=ident["code"], data=ident["data"], versions=ident["versions"],
+                  platform={**{k: getattr(args, k) for k in PLATFORM_KEYS},
+                            "threads": torch.get_num_threads()})
         stats, stats_source = resolve_stats(args, ctx, data, resume_from)
         if resume_from is not None:
             checkpoint.load_weights(resume_from, s.module)

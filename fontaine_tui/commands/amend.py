@@ -23,10 +23,11 @@ def _factor(text: str) -> float:
 
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
-        "amend", help="declare a scale amendment in a run's amendments.jsonl",
-        description="Append a scale amendment to RUN/amendments.jsonl with the declaration "
-        "time and the last step seen in the log. Every declaration is recorded; the verdict "
-        "uses it only if it was declared before the step it first affects (the anchor probe). "
+        "amend", help="declare a scale or extend amendment in a run's amendments.jsonl",
+        description="Append an amendment to RUN/amendments.jsonl (hash-chained from "
+        "prereg.json) with the declaration time and the last step seen in the log. Every "
+        "declaration is recorded; the verdict uses it only if it was declared before the step "
+        "it first affects (a scale: the anchor probe; an extend: the endpoint in force). "
         "Exit 0 when it is in force, 1 when it is recorded but refused.")
     p.add_argument("run", help="run folder (holding prereg.json)")
     p.add_argument("--scale-from-step", type=int, metavar="N",
@@ -35,6 +36,9 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="comparator whose banked level is the denominator "
                    "(default: the verdict's reference)")
     p.add_argument("--scale-factor", type=_factor, metavar="F", help="a fixed scale factor")
+    p.add_argument("--extend-to", type=int, metavar="N",
+                   help="extend: move the endpoint to probe step N (reads after the old "
+                   "endpoint are PROVISIONAL until N)")
     p.add_argument("--text", default="", help="why (kept in the ledger)")
     p.add_argument("--preset", help="preset name or path when the folder has no prereg.json")
     p.set_defaults(func=run)
@@ -57,17 +61,20 @@ def run(args: argparse.Namespace) -> int:
         preset = read_prereg(folder).frozen_preset(str(folder.prereg))
     seen = max_step_seen(folder.log)
     try:
-        amendment = declare_amendment(folder, from_step=args.scale_from_step,
+        amendment = declare_amendment(folder, kind="scale" if args.extend_to is None
+                                      else "extend", from_step=args.scale_from_step,
                                       comparator=args.comparator, factor=args.scale_factor,
-                                      last_step_seen=seen, preset=preset, text=args.text)
+                                      to_step=args.extend_to, last_step_seen=seen,
+                                      preset=preset, text=args.text)
     except OSError as exc:
         raise InputError(f"{folder.amendments}: cannot write the amendment ledger "
                          f"({exc.strerror or exc})") from None
     every = [*preset.amendments, *read_amendments(folder)]
-    checks = check_amendments(every, preset.verdict.anchor_step)
+    checks = check_amendments(every, preset)
     check = next(c for a, c in zip(every, checks, strict=True)
                  if a.source == "ledger" and a.id == amendment.id)
-    rule = (f"fixed factor {amendment.factor:g}" if amendment.comparator == "" else
+    rule = (f"extend the endpoint to {amendment.to_step}" if amendment.kind == "extend" else
+            f"fixed factor {amendment.factor:g}" if amendment.comparator == "" else
             f"scale from step {amendment.from_step} against {amendment.comparator}")
     print(f"amendment {amendment.id} ({rule}) recorded in {folder.amendments}: declared at "
           f"{amendment.declared_at}, last step seen {seen}")

@@ -61,7 +61,7 @@ def prepare(preset_name: str, output_dir: str | None, resume: bool, yes_ram: boo
 def run(args: argparse.Namespace) -> int:
     from fontaine_tui.core.host.memory import hostname
     from fontaine_tui.core.launch import guards
-    from fontaine_tui.core.launch.launcher import EngineProcess
+    from fontaine_tui.core.launch.launcher import EngineProcess, engine_identity
     from fontaine_tui.core.launch.registry import Entry
     from fontaine_tui.core.verdict.prereg import freeze, read_prereg, utc_iso
 
@@ -76,7 +76,8 @@ def run(args: argparse.Namespace) -> int:
             print(f"{f.level}: {f.message}", file=sys.stderr)
     folder.root.mkdir(parents=True, exist_ok=True)
     host = hostname()
-    prereg = read_prereg(folder) if args.resume else freeze(folder, preset, argv, host)
+    prereg = (read_prereg(folder) if args.resume else
+              freeze(folder, preset, argv, host, provenance=engine_identity(argv)))
     try:
         engine = EngineProcess.start(argv, folder)
     except OSError as exc:

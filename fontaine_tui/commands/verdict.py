@@ -36,14 +36,16 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def _preset_for(args: argparse.Namespace, folder: runfolder.RunFolder | None):
     """A run folder's frozen pre-registration is the authority: a --preset that differs from
-    it (beyond the machinery-only [platform] knobs) is refused, naming the keys."""
+    it (beyond the machinery-only [platform] knobs) is refused, naming the keys. Returns the
+    preset and the provenance frozen with it (None without a prereg.json)."""
     if folder is not None and folder.prereg.exists():
         from fontaine_tui.core.verdict.prereg import frozen_over, read_prereg
 
         given = load_preset(args.preset) if args.preset else None
-        return frozen_over(read_prereg(folder), given, args.preset, str(folder.prereg))
+        prereg = read_prereg(folder)
+        return frozen_over(prereg, given, args.preset, str(folder.prereg)), prereg.provenance
     if args.preset:
-        return load_preset(args.preset)
+        return load_preset(args.preset), None
     raise InputError("--preset: expected a preset name or path (no prereg.json beside the log)")
 
 
@@ -57,7 +59,7 @@ def _ledger(folder: runfolder.RunFolder | None):
 
 def run(args: argparse.Namespace) -> int:
     log_path, folder = runfolder.locate_log(args.log)
-    preset = _preset_for(args, folder)
+    preset, provenance = _preset_for(args, folder)
     try:
         # a run folder's log is read with its rotated segments (train_log.jsonl.1, .2.gz, ...)
         store = load_log(log_path, columns=False, workers=default_workers(),
@@ -68,7 +70,7 @@ def run(args: argparse.Namespace) -> int:
         steps = ", ".join(map(str, store.probe_steps())) or "none"
         raise InputError(f"{log_path}: --at-step {args.at_step}: expected a probe step "
                          f"(probes: {steps})")
-    verdict = compute_verdict(store, preset, args.at_step, _ledger(folder))
+    verdict = compute_verdict(store, preset, args.at_step, _ledger(folder), provenance)
     if args.json:
         sys.stdout.write(json.dumps(verdict.to_json(), indent=2) + "\n")
     else:

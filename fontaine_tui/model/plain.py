@@ -132,7 +132,8 @@ class PlainWatch:
         self.report.say(text)
 
     def verdict(self, store: RunStore) -> Verdict:
-        return compute_verdict(store, self.preset, amendments=read_amendments(self.folder))
+        return compute_verdict(store, self.preset, amendments=read_amendments(self.folder),
+                               provenance=self.prereg.provenance)
 
     def look(self) -> tuple[ExitInfo | None, TelemetrySnapshot]:
         """The blocking part of a poll (process, NVML, /proc), run off the event loop."""

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import time
 from collections import deque
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Protocol
@@ -60,6 +60,7 @@ class Ledger:
     hash_ok: bool | None
     amendments: tuple[Amendment, ...]
     error: str = ""
+    provenance: Mapping[str, object] | None = None  # as frozen in prereg.json
 
 
 @dataclass(frozen=True, slots=True, eq=False)
@@ -333,21 +334,23 @@ class Session:
         self.version += 1
 
     def _ledger_from(self, prereg: bytes | None, ledger: bytes | None, where: str) -> Ledger:
-        from fontaine_tui.core.verdict.ledger import parse_amendments
+        import hashlib
+
+        from fontaine_tui.core.verdict.ledger import GENESIS, parse_ledger
         from fontaine_tui.core.verdict.prereg import compare, parse_prereg
 
         amendments: tuple[Amendment, ...] = ()
         error = ""
-        try:
-            amendments = tuple(parse_amendments(ledger, f"{where}/{AMENDMENTS}") if ledger
-                               else ())
-        except InputError as exc:
-            error = str(exc)
+        if ledger:  # the amendments before a break in the chain count; the break is shown
+            genesis = hashlib.sha256(prereg).hexdigest() if prereg is not None else GENESIS
+            read = parse_ledger(ledger, f"{where}/{AMENDMENTS}", genesis)
+            amendments, error = read.amendments, read.broken
         launched, status, ok = "", "no prereg.json beside the log", None
+        provenance: Mapping[str, object] | None = None
         if prereg is not None:
             try:
                 pr = parse_prereg(prereg, f"{where}/{PREREG}")
-                launched = pr.launched_at
+                launched, provenance = pr.launched_at, pr.provenance
                 change = compare(pr, self.given_preset)
                 # the frozen pre-registration is the authority: compute with its bounds
                 self.preset = pr.frozen_preset()
@@ -361,7 +364,7 @@ class Session:
                                   f"[platform]: {change.detail})"), True
             except InputError as exc:
                 status, ok = str(exc), False
-        return Ledger(launched, self.preset.sha256, status, ok, amendments, error)
+        return Ledger(launched, self.preset.sha256, status, ok, amendments, error, provenance)
 
     # -- output --------------------------------------------------------------------------
 
@@ -369,19 +372,22 @@ class Session:
         """The verdict as it reads now (the ledger's amendments applied)."""
         key = self._key()
         if key != self._latest_key or self._latest is None:
-            self._latest = compute_verdict(self.store, self.preset, None, self.ledger.amendments)
+            self._latest = compute_verdict(self.store, self.preset, None, self.ledger.amendments,
+                                           self.ledger.provenance)
             self._latest_key = key
         return self._latest
 
     def _key(self) -> object:
-        return (id(self.store), self.store.probes_version, self.preset.sha256,
+        return (id(self.store), self.store.probes_version, len(self.store.metas),
+                self.preset.sha256,
                 self.ledger.amendments)
 
     def _read_verdicts(self) -> tuple[tuple[Verdict, ...], Verdict]:
         key = self._key()
         if key != self._verdict_key:
             self._verdicts = tuple(verdict_series(self.store, self.preset,
-                                                  self.ledger.amendments))
+                                                  self.ledger.amendments,
+                                                  self.ledger.provenance))
             self._verdict_key = key
         return self._verdicts, self.latest()
 

@@ -16,7 +16,7 @@ from fontaine_tui.core.verdict.rules import (
     RuleRead,
     Verdict,
 )
-from fontaine_tui.core.verdict.text import corroboration_line, signed
+from fontaine_tui.core.verdict.text import bound_words, corroboration_line, signed
 from fontaine_tui.model.session import Ledger
 from fontaine_tui.widgets.safe import assemble
 
@@ -51,17 +51,18 @@ class VerdictBanner(Static):
         self.border_title = "verdict (latest read)" if live else "verdict (stepping through reads)"
         self.update(assemble(
             f"{v.verdict}", "  ", (f"[{status}]", "reverse" if v.provisional else ""),
-            f"  read at {at} of {v.endpoint_step}  delta {signed(v.delta)}"))
+            f"  read at {at} of {v.endpoint_step}  {v.read} {signed(v.delta)}"))
 
 
 def _rule_column(title: str, rule: RuleRead | None, absent: str) -> Content:
     if rule is None:
         return assemble((title, "bold underline"), "\n", (absent, "$text-muted"))
+    healthy, drift = bound_words(rule.direction)
     return assemble(
         (title, "bold underline"), "\n",
-        f"healthy if delta <= {signed(rule.healthy_max)}\n",
-        f"drift   if delta >= {signed(rule.drift_min)}\n",
-        f"delta            {signed(rule.delta)}\n",
+        f"healthy if {rule.read} {healthy} {signed(rule.healthy)}\n",
+        f"drift   if {rule.read} {drift} {signed(rule.drift)}\n",
+        f"{rule.read:<17}{signed(rule.value)}\n",
         "reads            ", label(rule.label))
 
 
@@ -119,4 +120,6 @@ class LedgerPanel(Vertical):
         if v.scale is not None:
             parts.append(f"scale: {v.scale.provenance}\n")
         parts.append(corroboration_line(v))
+        for change in v.provenance_changes:
+            parts += ["\n", (f"WARNING: {change}", "$error")]
         self.query_one("#ledger", Static).update(assemble(*parts))

@@ -9,6 +9,7 @@ from pathlib import Path
 
 from fontaine_tui.core.follow import LocalRun
 from fontaine_tui.core.runfolder import RunFolder
+from fontaine_tui.core.verdict.ledger import declare_amendment
 from fontaine_tui.core.verdict.prereg import freeze
 from fontaine_tui.model.session import Session
 
@@ -42,27 +43,28 @@ def test_a_bad_ledger_line_is_named_by_its_real_path(tmp_path, demosonly):
     root = _run(tmp_path, demosonly, b'{"id": 1}\nnot json\n')
     session = Session(LocalRun(root), demosonly, "attach")
     asyncio.run(session.read_ledger())
-    assert session.ledger.error.startswith(f"{root}/amendments.jsonl:1: expected an amendment")
+    assert session.ledger.error.startswith(f"{root}/amendments.jsonl:1: no hash")
     assert session.ledger.hash_ok is True and session.ledger.launched_at
 
 
 def test_the_ledger_over_the_wire_is_read_from_bytes_and_named_by_the_source(tmp_path,
                                                                              demosonly):
-    good = {"id": 7, "declared_at": "2026-01-01T00:00:00Z", "last_step_seen": 100,
-            "rule": {"kind": "scale", "factor": 1.5}}
-    root = _run(tmp_path, demosonly, (json.dumps(good) + "\n{torn").encode())
+    root = _run(tmp_path, demosonly, b"")
+    declare_amendment(RunFolder(root), factor=1.5, last_step_seen=100, preset=demosonly)
+    with open(root / "amendments.jsonl", "ab") as fh:
+        fh.write(b"{torn")
     session = Session(FolderOverWire(root), demosonly, "attach")
     assert session.folder is None
     asyncio.run(session.read_ledger())
     assert session.ledger.error == ""
     assert [(a.id, a.factor, a.declared_before_step) for a in session.ledger.amendments] == [
-        (7, 1.5, 101)]
+        (2, 1.5, 101)]  # id 1 is the preset's own amendment
     assert session.ledger.hash_ok is True
 
     (root / "amendments.jsonl").write_bytes(b"[1, 2]\n")
     asyncio.run(session.read_ledger())
     assert session.ledger.error == (f"gpu-box:{root}/amendments.jsonl:1: expected a JSON "
-                                    "object")
+                                    "object; amendments from line 1 on are not applied")
 
 
 def test_a_tampered_prereg_is_reported_against_the_source(tmp_path, demosonly):

@@ -78,6 +78,32 @@ def build_argv(preset: Preset, folder: Path, resume: bool = False,
     return argv
 
 
+def engine_identity(argv: list[str], timeout: float = 60) -> dict[str, object]:
+    """What the engine of `argv` (its interpreter and --data-dir) says it is and reads:
+    `python -m engine identity`, for prereg.json. {"error": why} when it cannot say: the
+    launch goes on, and the run's provenance is the engine's own meta record alone."""
+    import json
+
+    cmd = [argv[0], "-m", "engine", "identity"]
+    if "--data-dir" in argv:
+        cmd += ["--data-dir", argv[argv.index("--data-dir") + 1]]
+    try:
+        res = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout,
+                             stdin=subprocess.DEVNULL)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        return {"error": f"python -m engine identity: {exc}"}
+    last = (res.stderr.strip().splitlines() or [f"exit {res.returncode}"])[-1]
+    if res.returncode != 0:
+        return {"error": f"python -m engine identity: {last}"}
+    try:
+        doc = json.loads(res.stdout)
+    except ValueError:
+        doc = None
+    if not isinstance(doc, dict):
+        return {"error": "python -m engine identity: expected one JSON object"}
+    return doc
+
+
 def newest_checkpoint(folder: RunFolder) -> tuple[int, Path] | None:
     """(step, path) of the newest complete checkpoint (meta.json is written last)."""
     best = None

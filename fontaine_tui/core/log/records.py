@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from types import MappingProxyType
 
 import orjson
@@ -35,6 +35,12 @@ class Meta:
     argv: tuple[str, ...]
     host: str
     line: int = 0
+    code: Mapping[str, object] = field(default_factory=lambda: _NO_MAP)  # engine code identity
+    data: Mapping[str, object] = field(default_factory=lambda: _NO_MAP)  # corpus identity
+    versions: Mapping[str, object] = field(default_factory=lambda: _NO_MAP)
+
+
+_NO_MAP: Mapping[str, object] = MappingProxyType({})
 
 
 @dataclass(frozen=True, slots=True)
@@ -62,11 +68,25 @@ class Probe:
     breakdown: Mapping[str, float]
     n_frames: int | None
     line: int = 0
-    # the metric fields whose logged value is not a finite real number, and what it was
+    # the fields whose logged value is not a finite real number, and what it was
     not_numbers: tuple[tuple[str, str], ...] = ()
+    # every number in the record by its path ("eval_chunk_mae", "breakdown.rig"), so a preset
+    # may read any of them; NaN and infinities included
+    fields: Mapping[str, float] = field(default_factory=lambda: _NO_FIELDS)
+
+    def value(self, metric: str) -> float:
+        """The logged number at `metric` (a field name or a dotted path); NaN when absent or
+        not a number (`why_not` says which)."""
+        return self.fields.get(metric, NAN)
 
     def why_not(self, metric: str) -> str:
-        return dict(self.not_numbers).get(metric, "")
+        """Why `value(metric)` is not a finite number ("" when it is one)."""
+        why = dict(self.not_numbers).get(metric)
+        if why is not None:
+            return why
+        if metric in self.fields:
+            return "" if math.isfinite(self.fields[metric]) else repr(self.fields[metric])
+        return "null" if metric in METRIC_FIELDS else "absent (no such field in the record)"
 
 
 @dataclass(frozen=True, slots=True)
@@ -119,8 +139,33 @@ def _not_a_metric(value: object) -> str | None:
     return f"a JSON {type(value).__name__.replace('dict', 'object').replace('list', 'array')}"
 
 
+_NO_FIELDS: Mapping[str, float] = MappingProxyType({})
+FIELDS_KEPT = 256  # numbers kept per eval record (a runaway record is not held whole)
+
+
+def _flatten(obj: Mapping[str, object], numbers: dict[str, float],
+             not_numbers: list[tuple[str, str]], prefix: str = "", depth: int = 0) -> None:
+    """Every leaf of an eval record by its dotted path: numbers into `numbers`, anything
+    else (a boolean, a string, null, an array) with what it is into `not_numbers`."""
+    for key, value in obj.items():
+        if len(numbers) + len(not_numbers) >= FIELDS_KEPT:
+            return
+        path = f"{prefix}{key}"
+        if isinstance(value, dict) and depth < 8:
+            _flatten(value, numbers, not_numbers, path + ".", depth + 1)
+            continue
+        why = _not_a_metric(value)
+        if why is None or (isinstance(value, float) and not isinstance(value, bool)):
+            numbers[path] = _num(value)
+            if why is not None:
+                not_numbers.append((path, why))
+        else:
+            not_numbers.append((path, why))
+
+
 STEP_MAX = (1 << 63) - 1
 METRIC_FIELDS = ("eval_chunk_mae", "train_chunk_mae", "eval_ar_ce", "eval_flow_loss")
+_NOT_METRICS = ("kind", "step", "time")  # the record's frame, never a metric
 
 
 def _step(value: object) -> int:
@@ -186,6 +231,11 @@ def to_record(obj: dict, line: int = 0) -> Record | None:
         breakdown = (
             {str(k): _num(v) for k, v in raw.items()} if isinstance(raw, dict) else {}
         )
+        numbers: dict[str, float] = {}
+        odd: list[tuple[str, str]] = []
+        _flatten({k: v for k, v in obj.items() if k not in _NOT_METRICS}, numbers, odd)
+        odd += [(name, "null") for name in METRIC_FIELDS
+                if name not in numbers and name not in dict(odd)]
         return Probe(
             step,
             t,
@@ -196,8 +246,8 @@ def to_record(obj: dict, line: int = 0) -> Record | None:
             MappingProxyType(breakdown),
             _int_or_none(obj.get("n_frames")),
             line,
-            tuple((name, why) for name in METRIC_FIELDS
-                  if (why := _not_a_metric(obj.get(name))) is not None),
+            tuple(odd),
+            MappingProxyType(numbers),
         )
     if kind == "event":
         return Event(step, t, _text(obj.get("event")), _text(obj.get("detail")), line)
@@ -217,6 +267,8 @@ def to_record(obj: dict, line: int = 0) -> Record | None:
             tuple(str(a) for a in argv) if isinstance(argv, list) else (),
             _text(obj.get("host")),
             line,
+            *(MappingProxyType(dict(v)) if isinstance(v := obj.get(k), dict) else _NO_MAP
+              for k in ("code", "data", "versions")),
         )
     return None
 

@@ -48,7 +48,8 @@ def _probe_values(p: Probe) -> str:
     """What a probe measured (not when it was logged or where): two probes for one step that
     differ here are conflicting evidence."""
     return repr((p.eval_chunk_mae, p.train_chunk_mae, p.eval_ar_ce, p.eval_flow_loss,
-                 sorted(p.breakdown.items()), p.n_frames, p.not_numbers))
+                 sorted(p.breakdown.items()), p.n_frames, sorted(p.not_numbers),
+                 sorted(p.fields.items())))
 
 
 @dataclass(frozen=True, slots=True)

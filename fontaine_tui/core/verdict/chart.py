@@ -112,6 +112,8 @@ def probes_chart(store: RunStore, preset: Preset, verdicts: Sequence[Verdict],
     the comparators' levels at their level step."""
     spec = preset.verdict
     anchor, endpoint = spec.anchor_step, spec.endpoint_step
+    if spec.read == "level":
+        return _level_read_chart(store, preset, verdicts, latest, scaled)
     if anchor not in store.probes:
         return _levels_chart(store, preset, (0.0, anchor * 1.1))
     pad = (endpoint - anchor) * 0.08
@@ -126,14 +128,15 @@ def probes_chart(store: RunStore, preset: Preset, verdicts: Sequence[Verdict],
         note = "no scale amendment in force: raw bounds shown"
     if scaled and latest is not None and latest.scaled is not None:
         rule = latest.scaled
-    healthy = rule.healthy_max if rule is not None else spec.healthy_max
-    drift = rule.drift_min if rule is not None else spec.drift_min
+    healthy = rule.healthy if rule is not None else spec.healthy
+    drift = rule.drift if rule is not None else spec.drift
+    h_op, d_op = ("<=", ">=") if spec.lower_is_better else (">=", "<=")
     use_scale = scale if scaled else None
     which = f"scale-adjusted x{scale:.3f}" if use_scale is not None else "raw"
     curve = Curve(f"this run delta({anchor}->s)", tuple(p[0] for p in pts),
                   tuple(p[1] for p in pts), "cyan", points=len(pts) < 2)
-    hlines = (HLine(healthy, f"healthy <= {signed(healthy)}", "green"),
-              HLine(drift, f"same-drift >= {signed(drift)}", "red"))
+    hlines = (HLine(healthy, f"healthy {h_op} {signed(healthy)}", "green"),
+              HLine(drift, f"same-drift {d_op} {signed(drift)}", "red"))
     return ChartSpec(f"delta(s) = {spec.metric}(s) - {spec.metric}({anchor})  [{which}]",
                      "step", "delta", (curve,), hlines, comparator_marks(preset, use_scale),
                      xlim, note)
@@ -144,7 +147,7 @@ def _levels_chart(store: RunStore, preset: Preset, xlim: tuple[float, float]) ->
     metric = preset.verdict.metric
     curves = (
         Curve(f"this run {metric}", tuple(float(p.step) for p in probes),
-              tuple(getattr(p, metric) for p in probes), "cyan", points=True),
+              tuple(p.value(metric) for p in probes), "cyan", points=True),
         Curve("this run train_chunk_mae", tuple(float(p.step) for p in probes),
               tuple(p.train_chunk_mae for p in probes), "blue", points=True),
     )
@@ -157,3 +160,29 @@ def _levels_chart(store: RunStore, preset: Preset, xlim: tuple[float, float]) ->
     return ChartSpec(f"eval levels before the anchor probe (step {preset.verdict.anchor_step})",
                      "step", metric, curves, (), tuple(marks), xlim,
                      "deltas start at the anchor probe")
+
+
+def _level_read_chart(store: RunStore, preset: Preset, verdicts: Sequence[Verdict],
+                      latest: Verdict | None, scaled: bool) -> ChartSpec:
+    """`read = "level"`: the metric itself at each probe, against the bounds."""
+    spec = preset.verdict
+    pts = [(float(v.read_step), v.delta) for v in verdicts
+           if v.read_step is not None and v.delta is not None and math.isfinite(v.delta)]
+    rule = latest.raw if latest is not None else None
+    note = ""
+    if scaled and (latest is None or latest.scaled is None):
+        note = "no scale amendment in force: raw bounds shown"
+    elif scaled and latest is not None:
+        rule = latest.scaled
+    healthy = rule.healthy if rule is not None else spec.healthy
+    drift = rule.drift if rule is not None else spec.drift
+    h_op, d_op = ("<=", ">=") if spec.lower_is_better else (">=", "<=")
+    better = "lower" if spec.lower_is_better else "higher"
+    curve = Curve(f"this run {spec.metric}", tuple(p[0] for p in pts), tuple(p[1] for p in pts),
+                  "cyan", points=len(pts) < 2)
+    hlines = (HLine(healthy, f"healthy {h_op} {signed(healthy)}", "green"),
+              HLine(drift, f"same-drift {d_op} {signed(drift)}", "red"))
+    pad = spec.endpoint_step * 0.05
+    return ChartSpec(f"{spec.metric}(s), the level read ({better} is better)", "step",
+                     spec.metric, (curve,), hlines, (), (0.0 - pad, spec.endpoint_step + pad),
+                     note)

@@ -8,19 +8,27 @@ whether it counts (declared before the step it first affects).
 from __future__ import annotations
 
 import fcntl
+import hashlib
 import json
 import math
 import os
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 from fontaine_tui.core.atomic import append_line
 from fontaine_tui.core.errors import InputError
 from fontaine_tui.core.runfolder import RunFolder
 from fontaine_tui.core.verdict.prereg import utc_iso
-from fontaine_tui.core.verdict.presets import Amendment, Preset, validate_scale_amendment
+from fontaine_tui.core.verdict.presets import (
+    Amendment,
+    Preset,
+    validate_extend_amendment,
+    validate_scale_amendment,
+)
 
-KINDS = ("scale",)
+KINDS = ("scale", "extend")
+GENESIS = "0" * 64  # the first link of a ledger in a folder without prereg.json
 
 
 def _to_amendment(obj: object, where: str) -> Amendment:
@@ -43,49 +51,135 @@ def _to_amendment(obj: object, where: str) -> Amendment:
             text=str(rule.get("text", "")),
             declared_at=str(obj.get("declared_at", "")),
             source="ledger",
+            to_step=int(rule.get("to_step") or 0),
         )
     except (KeyError, TypeError, ValueError) as exc:
         raise InputError(f"{where}: expected an amendment ({type(exc).__name__}: {exc})"
                          ) from None
 
 
+@dataclass(frozen=True, slots=True)
+class LedgerRead:
+    """The ledger as read: the amendments up to the first line that breaks the chain, and
+    that break in words ("" when the chain holds)."""
+
+    amendments: tuple[Amendment, ...]
+    broken: str = ""
+    lines: int = 0
+
+
+def genesis_of(folder: RunFolder) -> str:
+    """The chain's first link: the sha256 of prereg.json's bytes (zeros without one)."""
+    try:
+        return _sha(folder.prereg.read_bytes())
+    except FileNotFoundError:
+        return GENESIS
+    except OSError as exc:
+        raise InputError(f"{folder.prereg}: cannot read ({exc.strerror})") from None
+
+
 def read_amendments(folder: RunFolder) -> list[Amendment]:
-    """Every declaration in the ledger, in order. A torn last line (a writer killed mid-line)
-    is skipped; any other bad line is an InputError naming it."""
+    """Every declaration in the ledger, in order; InputError naming the line where the chain
+    breaks (an edited, removed, inserted or reordered line), or a line that is no amendment.
+    A torn last line (a writer killed mid-line) is skipped."""
+    read = read_ledger(folder)
+    if read.broken:
+        raise InputError(read.broken)
+    return list(read.amendments)
+
+
+def read_ledger(folder: RunFolder) -> LedgerRead:
+    """As `read_amendments`, the break returned instead of raised (the console shows it)."""
     path = folder.amendments
     try:
         data = path.read_bytes()
     except FileNotFoundError:
-        return []
+        return LedgerRead(())
     except OSError as exc:
         raise InputError(f"{path}: cannot read ({exc.strerror})") from None
-    return parse_amendments(data, str(path))
+    return parse_ledger(data, str(path), genesis_of(folder))
 
 
-def parse_amendments(data: bytes, origin: str) -> list[Amendment]:
+def parse_amendments(data: bytes, origin: str, genesis: str = "") -> list[Amendment]:
     """The ledger's bytes (read locally or through a run source) as `read_amendments` reads
-    them; `origin` names the file in errors."""
+    them; `origin` names the file in errors, `genesis` is `genesis_of` the run folder."""
+    read = parse_ledger(data, origin, genesis)
+    if read.broken:
+        raise InputError(read.broken)
+    return list(read.amendments)
+
+
+def parse_ledger(data: bytes, origin: str, genesis: str) -> LedgerRead:
+    """Walk the chain: each line's `hash` is the sha256 of its canonical JSON without it, its
+    `prev` the sha256 of the line before (of prereg.json for the first). Amendments from the
+    first line that does not hold on are not applied."""
     lines = data.split(b"\n")
     if lines and lines[-1]:  # no trailing newline: torn
         lines = lines[:-1]
-    out = []
+    out: list[Amendment] = []
+    prev = genesis or GENESIS
+    n = 0
     for n, raw in enumerate(lines, 1):
         if not raw.strip():
             continue
+        stop = f"; amendments from line {n} on are not applied"
         try:
             obj = json.loads(raw)
         except ValueError:
-            raise InputError(f"{origin}:{n}: expected a JSON line") from None
-        out.append(_to_amendment(obj, f"{origin}:{n}"))
-    return out
+            return LedgerRead(tuple(out), f"{origin}:{n}: expected a JSON line{stop}", n)
+        if not isinstance(obj, dict):
+            return LedgerRead(tuple(out), f"{origin}:{n}: expected a JSON object{stop}", n)
+        claimed = obj.pop("hash", None)
+        if claimed is None:
+            return LedgerRead(tuple(out), f"{origin}:{n}: no hash (not written by "
+                              f"`fontaine-tui amend`, or edited){stop}", n)
+        if claimed != _sha(_canonical(obj)):
+            return LedgerRead(tuple(out), f"{origin}:{n}: its content does not match its "
+                              f"hash (edited){stop}", n)
+        if obj.get("prev") != prev:
+            where = "prereg.json" if n == 1 else f"line {n - 1}"
+            return LedgerRead(tuple(out), f"{origin}:{n}: does not follow {where} (a line "
+                              f"before it was edited, removed, inserted or reordered, or "
+                              f"prereg.json changed){stop}", n)
+        try:
+            out.append(_to_amendment(obj, f"{origin}:{n}"))
+        except InputError as exc:
+            return LedgerRead(tuple(out), f"{exc}{stop}", n)
+        prev = _sha(raw)
+    return LedgerRead(tuple(out), "", n)
+
+
+def _sha(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def _canonical(doc: dict) -> bytes:
+    return json.dumps(doc, sort_keys=True, separators=(",", ":"), allow_nan=False).encode()
 
 
 def declare_amendment(folder: RunFolder, *, kind: str = "scale", from_step: int | None = None,
                       comparator: str | None = None, factor: float | None = None,
-                      last_step_seen: int, preset: Preset, text: str = "") -> Amendment:
+                      to_step: int | None = None, last_step_seen: int, preset: Preset,
+                      text: str = "") -> Amendment:
     """Validate and append one declaration; returns it as the verdict will read it."""
     if kind not in KINDS:
         raise InputError(f"--kind: expected one of {', '.join(KINDS)}, got {kind!r}")
+    rule: dict[str, object] = {"kind": kind}
+    if kind == "extend":
+        if to_step is None or factor is not None or from_step is not None:
+            raise InputError("amend: an extend amendment takes --extend-to N alone")
+        validate_extend_amendment(folder.amendments, "new amendment", to_step, preset.verdict,
+                                  int(preset.recipe["eval_every"]))
+        rule["to_step"] = to_step
+    else:
+        _scale_rule(rule, folder, from_step, comparator, factor, preset)
+    if text:
+        rule["text"] = text
+    return _append(folder, rule, last_step_seen, preset)
+
+
+def _scale_rule(rule: dict[str, object], folder: RunFolder, from_step: int | None,
+                comparator: str | None, factor: float | None, preset: Preset) -> None:
     if factor is not None and (from_step is not None or comparator is not None):
         raise InputError("amend: expected either a fixed factor or --scale-from-step with "
                          "--comparator, not both")
@@ -98,21 +192,34 @@ def declare_amendment(folder: RunFolder, *, kind: str = "scale", from_step: int 
               "factor": math.nan if factor is None else float(factor)}
     validate_scale_amendment(folder.amendments, "new amendment", fields, preset.comparators,
                              int(preset.recipe["eval_every"]))
-    rule: dict[str, object] = {"kind": kind}
     if factor is not None:
         rule["factor"] = float(factor)
     else:
         rule.update(from_step=from_step, comparator=comparator)
-    if text:
-        rule["text"] = text
+
+
+def _append(folder: RunFolder, rule: dict[str, object], last_step_seen: int,
+            preset: Preset) -> Amendment:
     # The lock makes (next id, append) one step for concurrent declarations.
     fd = os.open(folder.amendments, os.O_RDWR | os.O_CREAT | os.O_APPEND, 0o644)
     try:
         fcntl.flock(fd, fcntl.LOCK_EX)
-        ids = {a.id for a in read_amendments(folder)} | {a.id for a in preset.amendments}
-        record = {"id": max(ids, default=0) + 1, "declared_at": utc_iso(time.time()),
-                  "last_step_seen": int(last_step_seen), "rule": rule}
-        append_line(folder.amendments, json.dumps(record, sort_keys=True, allow_nan=False))
+        read = read_ledger(folder)
+        if read.broken:  # never extend a chain that does not hold
+            raise InputError(f"{read.broken}; nothing was written")
+        data = folder.amendments.read_bytes()
+        if data and not data.endswith(b"\n"):
+            raise InputError(f"{folder.amendments}: ends in a torn line (a write was cut "
+                             "short); move that last partial line away by hand, then declare "
+                             "again; nothing was written")
+        ids = {a.id for a in read.amendments} | {a.id for a in preset.amendments}
+        last = [x for x in data.split(b"\n")[: read.lines] if x.strip()]
+        record: dict[str, object] = {
+            "id": max(ids, default=0) + 1, "declared_at": utc_iso(time.time()),
+            "last_step_seen": int(last_step_seen), "rule": rule,
+            "prev": _sha(last[-1]) if last else genesis_of(folder)}
+        record["hash"] = _sha(_canonical(record))
+        append_line(folder.amendments, _canonical(record).decode())
     finally:
         os.close(fd)
     return _to_amendment(record, str(folder.amendments))

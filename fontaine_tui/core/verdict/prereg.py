@@ -6,7 +6,7 @@ import dataclasses
 import hashlib
 import json
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from types import MappingProxyType
@@ -14,6 +14,7 @@ from types import MappingProxyType
 from fontaine_tui import __version__
 from fontaine_tui.core.atomic import create_new
 from fontaine_tui.core.errors import InputError
+from fontaine_tui.core.log.records import Meta
 from fontaine_tui.core.runfolder import RunFolder
 from fontaine_tui.core.verdict.presets import Preset, canonical_bytes, preset_from_canonical
 
@@ -31,6 +32,9 @@ class Prereg:
     launched_at: str  # UTC ISO-8601 with Z
     host: str
     version: str
+    # what ran on what, as the engine said at launch (`python -m engine identity`): code,
+    # data, versions, host; empty for a run launched before provenance was recorded
+    provenance: Mapping[str, object] = dataclasses.field(default_factory=dict)
 
     @property
     def launched_ts(self) -> float:
@@ -79,7 +83,7 @@ def parse_utc(text: str) -> float:
 
 
 def freeze(folder: RunFolder, preset: Preset, argv: list[str] | tuple[str, ...], host: str,
-           now: float | None = None) -> Prereg:
+           now: float | None = None, provenance: Mapping[str, object] | None = None) -> Prereg:
     """Write prereg.json, whole, where none exists yet; the folder must exist."""
     prereg = Prereg(
         schema=SCHEMA,
@@ -91,6 +95,7 @@ def freeze(folder: RunFolder, preset: Preset, argv: list[str] | tuple[str, ...],
         launched_at=utc_iso(time.time() if now is None else now),
         host=host,
         version=__version__,
+        provenance=MappingProxyType(dict(provenance or {})),
     )
     doc = {
         "schema": prereg.schema,
@@ -102,6 +107,7 @@ def freeze(folder: RunFolder, preset: Preset, argv: list[str] | tuple[str, ...],
         "launched_at": prereg.launched_at,
         "host": prereg.host,
         "version": prereg.version,
+        **({"provenance": dict(prereg.provenance)} if prereg.provenance else {}),
     }
     try:  # never over another launch's pre-registration
         create_new(folder.prereg, json.dumps(doc, indent=2, sort_keys=True) + "\n")
@@ -141,7 +147,8 @@ def parse_prereg(raw: bytes, origin: str) -> Prereg:
             preset_path=str(doc.get("preset_path", "")), preset=MappingProxyType(preset),
             preset_sha256=str(doc["preset_sha256"]), argv=tuple(map(str, doc["argv"])),
             launched_at=str(doc["launched_at"]), host=str(doc.get("host", "")),
-            version=str(doc.get("version", "")))
+            version=str(doc.get("version", "")),
+            provenance=MappingProxyType(_object(doc.get("provenance", {}), "provenance")))
         parse_utc(prereg.launched_at)
     except (KeyError, TypeError, ValueError) as exc:
         raise InputError(f"{origin}: expected a prereg document ({type(exc).__name__}: {exc})"
@@ -151,6 +158,39 @@ def parse_prereg(raw: bytes, origin: str) -> Prereg:
         raise InputError(f"{origin}: preset_sha256: the frozen preset hashes to {actual[:12]}, "
                          f"not {prereg.preset_sha256[:12]} (prereg.json was edited)")
     return prereg
+
+
+def _object(value: object, key: str) -> dict:
+    if not isinstance(value, dict):
+        raise TypeError(f"{key} is not an object")
+    return value
+
+
+def provenance_changes(frozen: Mapping[str, object], metas: Sequence[Meta]) -> tuple[str, ...]:
+    """Where the log's meta records name other code or data than was frozen at launch (a
+    resume on edited code, another corpus), in words naming both; () when they agree or
+    either side did not record it."""
+    out: list[str] = []
+    for key, what, field_ in (("code", "the code", "sha256"), ("data", "the data", "fingerprint")):
+        was = frozen.get(key)
+        if not isinstance(was, Mapping) or not was.get(field_):
+            continue
+        for m in metas:
+            now = m.code if key == "code" else m.data
+            if not now.get(field_) or now.get(field_) == was.get(field_):
+                continue
+            out.append(f"{what} changed under the run: launched with {_ident(was)}; the log's "
+                       f"meta at step {m.step} (line {m.line}) says {_ident(now)}")
+    return tuple(out)
+
+
+def _ident(d: Mapping[str, object]) -> str:
+    if "fingerprint" in d:
+        return f"corpus {str(d.get('fingerprint'))[:12]} ({d.get('root', '?')})"
+    commit = d.get("git_commit")
+    where = (f"git {str(commit)[:12]}{' + uncommitted changes' if d.get('dirty') else ''}"
+             if commit else f"version {d.get('version', '?')}")
+    return f"{where}, source sha256 {str(d.get('sha256', '?'))[:12]}"
 
 
 def frozen_over(prereg: Prereg, given: Preset | None, given_name: str, origin: str) -> Preset:

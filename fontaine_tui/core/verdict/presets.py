@@ -7,6 +7,7 @@ import hashlib
 import json
 import math
 import os
+import re
 import sys
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -82,13 +83,26 @@ PLATFORM: Spec = {
 }
 VERDICT: Spec = {
     "metric": (str, "eval_chunk_mae"),
-    "anchor_step": (int, REQUIRED),
+    "direction": (str, "lower"),    # which way is better: "lower" (an error) or "higher"
+    "read": (str, "delta"),         # "delta": m(read) - m(anchor); "level": m(read) itself
+    "anchor_step": (int, 0),        # required for a delta read
     "endpoint_step": (int, REQUIRED),
-    "healthy_max": (NUMBER, REQUIRED),
-    "reference": (str, REQUIRED),
-    "drift_fraction": (NUMBER, REQUIRED),
-    "drift_min": (NUMBER, REQUIRED),
+    # the bounds: healthy_max and drift_min when lower is better, healthy_min and drift_max
+    # when higher is; absolute numbers, or the drift bound as drift_fraction x a comparator's
+    # banked delta (`reference`)
+    "healthy_max": (NUMBER, math.nan),
+    "drift_min": (NUMBER, math.nan),
+    "healthy_min": (NUMBER, math.nan),
+    "drift_max": (NUMBER, math.nan),
+    "reference": (str, ""),
+    "drift_fraction": (NUMBER, math.nan),
 }
+DIRECTIONS = ("lower", "higher")
+READS = ("delta", "level")
+# keys whose default stays out of the canonical form, so a preset written before they existed
+# hashes as it did (its prereg.json still matches)
+VERDICT_QUIET = {"direction": "lower", "read": "delta", "anchor_step": 0, "reference": ""}
+METRIC_PATH = re.compile(r"[A-Za-z_][A-Za-z0-9_-]*(\.[A-Za-z0-9_-]+)*")
 COMPARATOR: Spec = {
     "delta": (NUMBER, REQUIRED),
     "level_step": (int, 0),
@@ -105,7 +119,9 @@ AMENDMENT: Spec = {
     "declared_after_step": (int, 0),
     "declared_before_step": (int, REQUIRED),
     "text": (str, ""),
+    "to_step": (int, 0),  # extend: the new endpoint
 }
+AMENDMENT_KINDS = ("scale", "extend")
 GATES: Spec = {
     "gpu_hours": (NUMBER, math.inf),
     "step_s_estimate_min": (NUMBER, math.nan),
@@ -183,17 +199,35 @@ class Amendment:
     text: str
     declared_at: str = ""
     source: str = "preset"
+    to_step: int = 0  # kind "extend": the endpoint it moves the read to
 
 
 @dataclass(frozen=True, slots=True)
 class VerdictSpec:
+    """The rule: read `metric` at the endpoint (as a delta from the anchor probe, or as a
+    level) and hold it to two bounds. `healthy` and `drift` are the bounds in the preset's
+    direction: with lower better, healthy if x <= healthy and drift if x >= drift; with higher
+    better, healthy if x >= healthy and drift if x <= drift."""
+
     metric: str
     anchor_step: int
     endpoint_step: int
-    healthy_max: float
-    reference: str
-    drift_fraction: float
-    drift_min: float
+    healthy: float
+    drift: float
+    reference: str = ""
+    drift_fraction: float = math.nan
+    direction: str = "lower"
+    read: str = "delta"
+
+    @property
+    def lower_is_better(self) -> bool:
+        return self.direction == "lower"
+
+    @property
+    def bound_keys(self) -> tuple[str, str]:
+        """The preset keys of (healthy, drift) in this direction."""
+        return ("healthy_max", "drift_min") if self.lower_is_better else ("healthy_min",
+                                                                           "drift_max")
 
 
 @dataclass(frozen=True, slots=True)
@@ -216,8 +250,9 @@ class Preset:
         return str(self.run["name"])
 
     @property
-    def reference(self) -> Comparator:
-        return self.comparators[self.verdict.reference]
+    def reference(self) -> Comparator | None:
+        """The comparator the drift bound is a fraction of, if the preset names one."""
+        return self.comparators.get(self.verdict.reference) if self.verdict.reference else None
 
     def canonical_json(self) -> bytes:
         return canonical_bytes(self.canonical)
@@ -297,14 +332,13 @@ def _validate(path: Path, doc: dict) -> Preset:
     for key in doc:
         if key not in SECTIONS:
             raise PresetError(path, key, f"unknown section (expected one of: {', '.join(SECTIONS)})")
-    for key in ("run", "recipe", "platform", "verdict", "comparators"):
+    for key in ("run", "recipe", "platform", "verdict"):
         if key not in doc:
             raise PresetError(path, key, "missing section")
     run = _check_section(path, "run", doc["run"], RUN)
     recipe = _check_section(path, "recipe", doc["recipe"], RECIPE)
     platform = _check_section(path, "platform", doc["platform"], PLATFORM)
     verdict_fields = _check_section(path, "verdict", doc["verdict"], VERDICT)
-    verdict = _made(VerdictSpec, verdict_fields)
     gates = _check_section(path, "gates", doc.get("gates", {}), GATES)
     # The same tables key by key: _check_section held each value to its spec row, which
     # mypy cannot follow from the Spec tables themselves.
@@ -332,38 +366,9 @@ def _validate(path: Path, doc: dict) -> Preset:
                           f"expected a multiple of backward_chunks x platform.nproc = {shard}, "
                           f"got {rec['batch_size']}")
 
-    anchor, endpoint, every = verdict.anchor_step, verdict.endpoint_step, rec["eval_every"]
-    _positive(path, "verdict.anchor_step", anchor)
-    if endpoint <= anchor:
-        raise PresetError(path, "verdict.endpoint_step",
-                          f"expected a step after anchor_step {anchor}, got {endpoint}")
-    if endpoint > rec["steps"]:
-        raise PresetError(path, "verdict.endpoint_step",
-                          f"expected at most recipe.steps = {rec['steps']}, got {endpoint}")
-    for key, step in (("anchor_step", anchor), ("endpoint_step", endpoint)):
-        if step % every:
-            raise PresetError(path, f"verdict.{key}",
-                              f"expected a multiple of recipe.eval_every = {every} (a probe step), "
-                              f"got {step}")
-
-    comparators = _comparators(path, doc["comparators"], every)
-    ref = verdict.reference
-    if ref not in comparators:
-        raise PresetError(path, "verdict.reference",
-                          f"expected the name of a [comparators.*] table, got {ref!r}")
-    if not 0 < verdict.drift_fraction <= 1:
-        raise PresetError(path, "verdict.drift_fraction",
-                          f"expected a fraction in (0, 1], got {verdict.drift_fraction}")
-    if verdict.healthy_max >= verdict.drift_min:
-        raise PresetError(path, "verdict.healthy_max",
-                          f"expected a healthy bound below drift_min {verdict.drift_min}, "
-                          f"got {verdict.healthy_max}")
-    implied = verdict.drift_fraction * comparators[ref].delta
-    if abs(implied - verdict.drift_min) > ROUNDING:
-        raise PresetError(path, "verdict.drift_min",
-                          f"expected drift_fraction x comparators.{ref}.delta = "
-                          f"{verdict.drift_fraction} x {comparators[ref].delta} = {implied:.5f} "
-                          f"(to 4 decimals), got {verdict.drift_min}")
+    every = rec["eval_every"]
+    comparators = _comparators(path, doc.get("comparators", {}), every)
+    verdict = _verdict_spec(path, verdict_fields, comparators, every, rec["steps"])
 
     amendments = _amendments(path, doc.get("amendments", []), comparators, verdict, every)
 
@@ -382,12 +387,14 @@ def _validate(path: Path, doc: dict) -> Preset:
         "run": run,
         "recipe": recipe,
         "platform": platform,
-        "verdict": verdict_fields,
+        "verdict": {k: v for k, v in _set_only(verdict_fields).items()
+                    if k not in VERDICT_QUIET or v != VERDICT_QUIET[k]},
         "comparators": {
             n: _set_only({k: getattr(c, k) for k in COMPARATOR})
             for n, c in sorted(comparators.items())
         },
-        "amendments": [_set_only({k: getattr(a, k) for k in AMENDMENT}) for a in amendments],
+        "amendments": [_set_only({k: getattr(a, k) for k in AMENDMENT
+                                  if k != "to_step" or a.to_step}) for a in amendments],
         "gates": _set_only(gates),
         "interpretation": interpretation,
     }
@@ -409,6 +416,72 @@ def _validate(path: Path, doc: dict) -> Preset:
     )
 
 
+def _verdict_spec(path: Path, f: Mapping[str, Scalar], comparators: Mapping[str, Comparator],
+                  every: int, steps: int) -> VerdictSpec:
+    """[verdict] held to its rules: the metric a field path, the direction and read known, the
+    bounds of that direction (and no others) in order, the probe steps on the eval grid."""
+    metric, direction, read = str(f["metric"]), str(f["direction"]), str(f["read"])
+    if not METRIC_PATH.fullmatch(metric):
+        raise PresetError(path, "verdict.metric",
+                          f"expected a field of the eval record or a dotted path into it "
+                          f"(like eval_chunk_mae or breakdown.rig), got {metric!r}")
+    _choice(path, "verdict.direction", direction, DIRECTIONS)
+    _choice(path, "verdict.read", read, READS)
+    lower = direction == "lower"
+    keys = ("healthy_max", "drift_min") if lower else ("healthy_min", "drift_max")
+    others = ("healthy_min", "drift_max") if lower else ("healthy_max", "drift_min")
+    for key in others:
+        if math.isfinite(float(f[key])):
+            raise PresetError(path, f"verdict.{key}",
+                              f"not a bound when {direction} is better (expected "
+                              f"{' and '.join(keys)})")
+    for key in keys:
+        if not math.isfinite(float(f[key])):
+            raise PresetError(path, f"verdict.{key}",
+                              f"missing; expected a number (with {direction} better, the "
+                              f"bounds are {' and '.join(keys)})")
+    healthy, drift = float(f[keys[0]]), float(f[keys[1]])
+    if (healthy >= drift) if lower else (healthy <= drift):
+        raise PresetError(path, f"verdict.{keys[0]}",
+                          f"expected a healthy bound {'below' if lower else 'above'} "
+                          f"{keys[1]} {drift}, got {healthy}")
+
+    anchor, endpoint = int(f["anchor_step"]), int(f["endpoint_step"])
+    if read == "delta":
+        _positive(path, "verdict.anchor_step", anchor)
+    if endpoint <= anchor:
+        raise PresetError(path, "verdict.endpoint_step",
+                          f"expected a step after anchor_step {anchor}, got {endpoint}")
+    if endpoint > steps:
+        raise PresetError(path, "verdict.endpoint_step",
+                          f"expected at most recipe.steps = {steps}, got {endpoint}")
+    for key, step in (("anchor_step", anchor), ("endpoint_step", endpoint)):
+        if step % every:
+            raise PresetError(path, f"verdict.{key}",
+                              f"expected a multiple of recipe.eval_every = {every} (a probe step), "
+                              f"got {step}")
+
+    ref, fraction = str(f["reference"]), float(f["drift_fraction"])
+    if ref and ref not in comparators:
+        raise PresetError(path, "verdict.reference",
+                          f"expected the name of a [comparators.*] table, got {ref!r}")
+    if math.isfinite(fraction):
+        if not ref:
+            raise PresetError(path, "verdict.reference",
+                              "missing; drift_fraction is a fraction of a comparator's delta: "
+                              "expected the comparator's name")
+        if not 0 < fraction <= 1:
+            raise PresetError(path, "verdict.drift_fraction",
+                              f"expected a fraction in (0, 1], got {fraction}")
+        implied = fraction * comparators[ref].delta
+        if abs(implied - drift) > ROUNDING:
+            raise PresetError(path, f"verdict.{keys[1]}",
+                              f"expected drift_fraction x comparators.{ref}.delta = "
+                              f"{fraction} x {comparators[ref].delta} = {implied:.5f} "
+                              f"(to 4 decimals), got {drift}")
+    return VerdictSpec(metric, anchor, endpoint, healthy, drift, ref, fraction, direction, read)
+
+
 _T = TypeVar("_T")
 
 
@@ -419,8 +492,8 @@ def _made(cls: type[_T], fields: Mapping[str, Scalar], **more: object) -> _T:
 
 
 def _comparators(path: Path, table: object, every: int) -> dict[str, Comparator]:
-    if not isinstance(table, dict) or not table:
-        raise PresetError(path, "comparators", "expected at least one [comparators.NAME] table")
+    if not isinstance(table, dict):
+        raise PresetError(path, "comparators", "expected [comparators.NAME] tables")
     out: dict[str, Comparator] = {}
     for name, body in table.items():
         c = _made(Comparator, _check_section(path, f"comparators.{name}", body, COMPARATOR),
@@ -443,9 +516,11 @@ def _amendments(path: Path, items: object, comparators: Mapping[str, Comparator]
         am = _made(Amendment, fields)
         if am.id in {a.id for a in out}:
             raise PresetError(path, f"{where}.id", f"expected a unique id, got {am.id} twice")
-        if am.kind != "scale":
-            raise PresetError(path, f"{where}.kind", f"expected 'scale', got {am.kind!r}")
-        validate_scale_amendment(path, where, fields, comparators, every)
+        _choice(path, f"{where}.kind", am.kind, AMENDMENT_KINDS)
+        if am.kind == "scale":
+            validate_scale_amendment(path, where, fields, comparators, every)
+        else:
+            validate_extend_amendment(path, where, am.to_step, spec, every)
         if am.declared_after_step >= am.declared_before_step:
             raise PresetError(path, f"{where}.declared_before_step",
                               f"expected a step after declared_after_step "
@@ -454,6 +529,15 @@ def _amendments(path: Path, items: object, comparators: Mapping[str, Comparator]
     if sum(a.kind == "scale" for a in out) > 1:
         raise PresetError(path, "amendments", "expected at most one scale amendment")
     return tuple(out)
+
+
+def validate_extend_amendment(path: str | Path, where: str, to_step: int, spec: VerdictSpec,
+                              every: int) -> None:
+    """An extend names a later probe step as the endpoint."""
+    if to_step <= spec.endpoint_step or to_step % every:
+        raise PresetError(path, f"{where}.to_step",
+                          f"expected a probe step (a multiple of {every}) after the endpoint "
+                          f"{spec.endpoint_step}, got {to_step}")
 
 
 def validate_scale_amendment(path: str | Path, where: str, fields: Mapping[str, object],

@@ -5,10 +5,11 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass, field
-from typing import TYPE_CHECKING, TypedDict
+from typing import TYPE_CHECKING, Protocol, TypedDict
 
 from fontaine_tui.core.log.records import Probe
 from fontaine_tui.core.log.store import Conflict, RunStore
+from fontaine_tui.core.verdict.prereg import provenance_changes
 from fontaine_tui.core.verdict.presets import (  # the classes, defined once, re-exported
     AMBIGUOUS,
     BY_INSTRUMENT,
@@ -40,14 +41,15 @@ def _round(x: float) -> float:
     return round(scaled) * RESOLUTION
 
 
-def read_rule(delta: float, healthy_max: float, drift_min: float) -> str:
-    """HEALTHY if delta <= healthy_max; SAME-DRIFT if delta >= drift_min; else AMBIGUOUS."""
-    if not math.isfinite(delta):
+def read_rule(x: float, healthy: float, drift: float, lower: bool = True) -> str:
+    """With lower better: HEALTHY if x <= healthy, SAME-DRIFT if x >= drift. With higher
+    better: HEALTHY if x >= healthy, SAME-DRIFT if x <= drift. Else AMBIGUOUS."""
+    if not math.isfinite(x):
         return UNDECIDABLE
-    d = _round(delta)
-    if d <= _round(healthy_max):
+    d, h, f = _round(x), _round(healthy), _round(drift)
+    if d <= h if lower else d >= h:
         return HEALTHY
-    if d >= _round(drift_min):
+    if d >= f if lower else d <= f:
         return SAME_DRIFT
     return AMBIGUOUS
 
@@ -63,11 +65,19 @@ def combine(raw: str, scaled: str | None) -> str:
 
 @dataclass(frozen=True, slots=True)
 class RuleRead:
+    """One rule's read: `value` (the delta, or the level) against its two bounds."""
+
     name: str
-    healthy_max: float
-    drift_min: float
-    delta: float
+    healthy: float
+    drift: float
+    value: float
     label: str
+    direction: str = "lower"
+    read: str = "delta"
+
+    @property
+    def lower_is_better(self) -> bool:
+        return self.direction == "lower"
 
 
 @dataclass(frozen=True, slots=True)
@@ -121,6 +131,10 @@ class Verdict:
     out_of_order: tuple[tuple[str, str], ...] = ()  # (where, why) of records not applied
     conflicts: tuple[str, ...] = ()  # each conflicting probe pair, in words
     notices: tuple[str, ...] = ()  # e.g. a meta record of another run in the middle of the log
+    provenance: Mapping[str, object] = field(default_factory=dict)  # frozen at launch
+    provenance_changes: tuple[str, ...] = ()  # the log's meta names other code or data
+    read: str = "delta"  # what `delta` holds: "delta" (m(read) - m(anchor)) or "level" (m(read))
+    direction: str = "lower"  # which way is better
 
     @property
     def exit_code(self) -> int:
@@ -140,7 +154,10 @@ class Verdict:
             "endpoint_step": self.endpoint_step,
             "anchor_value": _json_num(self.anchor_value),
             "read_value": _json_num(self.read_value),
-            "delta": _json_num(self.delta),
+            "delta": _json_num(self.delta) if self.read == "delta" else None,
+            **({"level": _json_num(self.delta)} if self.read == "level" else {}),
+            **({"read": self.read, "direction": self.direction}
+               if (self.read, self.direction) != ("delta", "lower") else {}),
             "rules": {
                 "raw": _rule_json(self.raw),
                 "scaled": _rule_json(self.scaled),
@@ -156,6 +173,9 @@ class Verdict:
             },
             "interpretation": self.interpretation,
             "preset": dict(self.preset),
+            **({"provenance": {"frozen": dict(self.provenance),
+                               "changed": list(self.provenance_changes)}}
+               if self.provenance else {}),
             "log": {**self.counts, "malformed_lines": list(self.malformed_lines),
                     "segments": [{"name": n, "first_line": line} for n, line in self.segments],
                     "out_of_order_records": [{"at": w, "why": y} for w, y in self.out_of_order],
@@ -175,37 +195,65 @@ def _json_num(x: float | None) -> float | str | None:
 def _rule_json(rule: RuleRead | None) -> dict | None:
     if rule is None:
         return None
+    healthy, drift = (("healthy_max", "drift_min") if rule.lower_is_better
+                      else ("healthy_min", "drift_max"))
     return {
-        "healthy_max": rule.healthy_max,
-        "drift_min": rule.drift_min,
-        "delta": _json_num(rule.delta),
+        healthy: rule.healthy,
+        drift: rule.drift,
+        rule.read: _json_num(rule.value),
         "label": rule.label,
     }
 
 
-def check_amendments(amendments: Iterable[Amendment], anchor_step: int) -> list[AmendmentCheck]:
+def check_amendments(amendments: Iterable[Amendment], preset: Preset) -> list[AmendmentCheck]:
     """An amendment counts only if the last step seen at declaration precedes the first step
-    it affects. A scale amendment first affects the anchor probe (the first delta)."""
+    it affects. A scale amendment first affects the anchor probe (the first delta; in a level
+    read, the first probe) and only one is in force. An extend first affects the endpoint in
+    force when it is declared (that read would have been final) and moves it later; several
+    extends apply in turn."""
+    spec = preset.verdict
+    scale_first = spec.anchor_step if spec.read == "delta" else int(preset.recipe["eval_every"])
+    what = "the anchor probe" if spec.read == "delta" else "the first probe"
+    endpoint = spec.endpoint_step
     checks = []
-    in_force = False
+    scale_in_force = False
     for a in amendments:
-        first = anchor_step
+        if a.kind == "extend":
+            first, kind, where = endpoint, "an extend", "the endpoint in force"
+        else:
+            first, kind, where = scale_first, "a scale amendment", what
         reason = ""
         if a.declared_after_step >= first:
-            reason = (f"declared after step {a.declared_after_step} was seen; a scale amendment "
-                      f"must be declared before step {first} (the anchor probe)")
+            reason = (f"declared after step {a.declared_after_step} was seen; {kind} "
+                      f"must be declared before step {first} ({where})")
         elif a.declared_before_step > first:
             reason = (f"declared before step {a.declared_before_step}, but it affects step "
-                      f"{first} (the anchor probe)")
-        elif in_force:
+                      f"{first} ({where})")
+        elif a.kind == "extend" and a.to_step <= endpoint:
+            reason = f"moves the endpoint to {a.to_step}, not past {endpoint} (in force)"
+        elif a.kind != "extend" and scale_in_force:
             reason = "a scale amendment is already in force"
         status = "refused" if reason else "applied"
         if not reason:
-            in_force = True
-            reason = (f"declared after step {a.declared_after_step} was seen, before step {first}")
+            reason = f"declared after step {a.declared_after_step} was seen, before step {first}"
+            if a.kind == "extend":
+                reason += f": the endpoint moves from {endpoint} to {a.to_step}"
+                endpoint = a.to_step
+            else:
+                scale_in_force = True
         checks.append(AmendmentCheck(a.id, a.kind, a.source, a.declared_at,
                                      a.declared_after_step, first, status, reason))
     return checks
+
+
+def endpoint_in_force(preset: Preset, amendments: Iterable[Amendment],
+                      checks: Iterable[AmendmentCheck]) -> int:
+    """The endpoint after the applied extends (the preset's own when none)."""
+    endpoint = preset.verdict.endpoint_step
+    for a, c in zip(amendments, checks, strict=True):
+        if a.kind == "extend" and c.status == "applied":
+            endpoint = a.to_step
+    return endpoint
 
 
 class _ReadFields(TypedDict, total=False):
@@ -230,7 +278,7 @@ def _scale(amendment: Amendment, preset: Preset, probes: Mapping[int, Probe]
     metric = preset.verdict.metric
     if probe is None:
         return None, f"no probe at step {amendment.from_step} to compute the scale factor"
-    level = getattr(probe, metric)
+    level = probe.value(metric)
     if not math.isfinite(level):
         what = probe.why_not(metric) or repr(level)
         return None, f"{metric} at step {amendment.from_step} is {what}: no scale factor"
@@ -248,8 +296,8 @@ def _corroboration(probes: Mapping[int, Probe], anchor: int, read: int, metric: 
                    ) -> dict[str, object]:
     base = probes[anchor]
     window = [probes[s] for s in sorted(probes) if anchor <= s <= read]
-    deltas = {str(p.step): getattr(p, metric) - getattr(base, metric) for p in window}
-    values = [getattr(p, metric) for p in window]
+    deltas = {str(p.step): p.value(metric) - base.value(metric) for p in window}
+    values = [p.value(metric) for p in window]
     monotone = None
     if len(values) >= 2 and all(math.isfinite(v) for v in values):
         monotone = all(b > a for a, b in zip(values, values[1:], strict=False))
@@ -264,7 +312,7 @@ def _corroboration(probes: Mapping[int, Probe], anchor: int, read: int, metric: 
 def conflict_reason(store: RunStore, c: Conflict, metric: str) -> str:
     """Two probes for one step without a resume between them, in words."""
     first, second = c.first, c.second
-    a, b = getattr(first, metric), getattr(second, metric)
+    a, b = first.value(metric), second.value(metric)
     what = (f"{metric} {a!r} ({store.where(first.line)}) and {b!r} ({store.where(second.line)})"
             if repr(a) != repr(b) else
             f"the same {metric} but other values ({store.where(first.line)} and "
@@ -277,6 +325,7 @@ def compute_verdict(
     preset: Preset,
     at_step: int | None = None,
     amendments: Iterable[Amendment] = (),
+    provenance: Mapping[str, object] | None = None,
 ) -> Verdict:
     """Read the run at `at_step` (default: the endpoint if probed, else the latest probe).
 
@@ -284,7 +333,13 @@ def compute_verdict(
     """
     spec = preset.verdict
     probes = store.probes
-    anchor, endpoint, metric = spec.anchor_step, spec.endpoint_step, spec.metric
+    every = [*preset.amendments, *amendments]
+    checks = check_amendments(every, preset)
+    applied = [a for a, c in zip(every, checks, strict=True)
+               if c.status == "applied" and a.kind == "scale"]
+    anchor, metric = spec.anchor_step, spec.metric
+    endpoint = endpoint_in_force(preset, every, checks)
+    changed = provenance_changes(provenance, store.metas) if provenance else ()
     if at_step is not None:
         read_step: int | None = at_step
     elif endpoint in probes:
@@ -293,9 +348,6 @@ def compute_verdict(
         read_step = max(probes, default=None)
     provisional = read_step is None or read_step < endpoint
 
-    checks = check_amendments([*preset.amendments, *amendments], anchor)
-    applied = [a for a, c in zip([*preset.amendments, *amendments], checks, strict=True)
-               if c.status == "applied"]
 
     def result(label: str, reason: str, **kw: Unpack[_ReadFields]) -> Verdict:
         return Verdict(
@@ -323,10 +375,16 @@ def compute_verdict(
             out_of_order=tuple((store.where(o.line), o.why) for o in store.out_of_order[:50]),
             conflicts=tuple(conflict_reason(store, c, metric) for c in store.conflicts[:50]),
             notices=tuple(store.notices[:50]),
+            read=spec.read,
+            direction=spec.direction,
+            provenance=dict(provenance or {}),
+            provenance_changes=changed,
         )
 
     if read_step is None:
         return result(UNDECIDABLE, "no probe in the log yet")
+    if spec.read == "level":
+        return _level_read(store, preset, read_step, applied, result)
     if anchor not in probes:
         why = ("no anchor probe yet" if read_step < anchor else "no anchor probe in the log")
         return result(UNDECIDABLE, f"{why} (step {anchor})")
@@ -334,8 +392,8 @@ def compute_verdict(
         return result(UNDECIDABLE, f"read at step {read_step} precedes the anchor (step {anchor})")
     if read_step not in probes:
         return result(UNDECIDABLE, f"no probe at step {read_step}")
-    a_val = getattr(probes[anchor], metric)
-    r_val = getattr(probes[read_step], metric)
+    a_val = probes[anchor].value(metric)
+    r_val = probes[read_step].value(metric)
     values: _ReadFields = {"anchor_value": a_val, "read_value": r_val}
     used = [anchor, read_step]
     if applied and not math.isfinite(applied[0].factor):
@@ -345,22 +403,38 @@ def compute_verdict(
         return result(UNDECIDABLE, conflict_reason(store, conflict, metric), **values)
     if not (math.isfinite(a_val) and math.isfinite(r_val)):
         bad = anchor if not math.isfinite(a_val) else read_step
-        what = probes[bad].why_not(metric) or repr(getattr(probes[bad], metric))
+        what = probes[bad].why_not(metric) or repr(probes[bad].value(metric))
         return result(UNDECIDABLE, f"{metric} at step {bad} is {what}, not a finite number",
                       **values)
-    delta = r_val - a_val
-    raw = RuleRead("raw", spec.healthy_max, spec.drift_min, delta,
-                   read_rule(delta, spec.healthy_max, spec.drift_min))
-    extra: _ReadFields = {**values, "delta": delta, "raw": raw,
+    extra: _ReadFields = {**values,
                           "corroboration": _corroboration(probes, anchor, read_step, metric)}
+    return _judge(preset, r_val - a_val, read_step, applied, probes, extra, result)
+
+
+class _Result(Protocol):
+    def __call__(self, label: str, reason: str, **kw: Unpack[_ReadFields]) -> Verdict: ...
+
+
+def _judge(preset: Preset, x: float, read_step: int, applied: list[Amendment],
+           probes: Mapping[int, Probe], extra: _ReadFields, result: _Result) -> Verdict:
+    """Hold the read `x` (a delta or a level) to the raw bounds and, with a scale amendment
+    in force, to the bounds x s; the two rules combined."""
+    spec = preset.verdict
+    lower = spec.lower_is_better
+
+    def rule(name: str, s: float) -> RuleRead:
+        return RuleRead(name, spec.healthy * s, spec.drift * s, x,
+                        read_rule(x, spec.healthy * s, spec.drift * s, lower),
+                        spec.direction, spec.read)
+
+    raw = rule("raw", 1.0)
+    extra = _ReadFields(**extra, delta=x, raw=raw)
     if not applied:
         return result(raw.label, f"raw rule at step {read_step}; no amendment in force", **extra)
     scale, why = _scale(applied[0], preset, probes)
     if scale is None:
         return result(UNDECIDABLE, why, **extra)
-    s = scale.value
-    scaled = RuleRead("scaled", spec.healthy_max * s, spec.drift_min * s, delta,
-                      read_rule(delta, spec.healthy_max * s, spec.drift_min * s))
+    scaled = rule("scaled", scale.value)
     label = combine(raw.label, scaled.label)
     reason = (f"raw and scale-adjusted rules agree at step {read_step}" if label != BY_INSTRUMENT
               else f"raw says {raw.label}, scale-adjusted says {scaled.label} at step {read_step}")
@@ -368,8 +442,31 @@ def compute_verdict(
     return result(label, reason, **read)
 
 
-def verdict_series(store: RunStore, preset: Preset, amendments: Iterable[Amendment] = ()
-                   ) -> list[Verdict]:
+def _level_read(store: RunStore, preset: Preset, read_step: int, applied: list[Amendment],
+                result: _Result) -> Verdict:
+    """`read = "level"`: the metric at the read step itself, no anchor."""
+    spec, probes, metric = preset.verdict, store.probes, preset.verdict.metric
+    if read_step not in probes:
+        return result(UNDECIDABLE, f"no probe at step {read_step}")
+    used = [read_step] + ([applied[0].from_step] if applied and
+                          not math.isfinite(applied[0].factor) else [])
+    anchor = probes.get(spec.anchor_step) if spec.anchor_step else None
+    value = probes[read_step].value(metric)
+    values: _ReadFields = {"read_value": value,
+                           "anchor_value": anchor.value(metric) if anchor else None}
+    conflict = next((c for c in store.conflicts if c.step in used), None)
+    if conflict is not None:
+        return result(UNDECIDABLE, conflict_reason(store, conflict, metric), **values)
+    if not math.isfinite(value):
+        what = probes[read_step].why_not(metric) or repr(value)
+        return result(UNDECIDABLE, f"{metric} at step {read_step} is {what}, not a finite "
+                      "number", **values)
+    return _judge(preset, value, read_step, applied, probes, values, result)
+
+
+def verdict_series(store: RunStore, preset: Preset, amendments: Iterable[Amendment] = (),
+                   provenance: Mapping[str, object] | None = None) -> list[Verdict]:
     """The verdict as it read at each probe step ("what did it say at 750?")."""
     amendments = tuple(amendments)
-    return [compute_verdict(store, preset, s, amendments) for s in store.probe_steps()]
+    return [compute_verdict(store, preset, s, amendments, provenance)
+            for s in store.probe_steps()]

@@ -22,10 +22,16 @@ def status_word(v: Verdict) -> str:
 def headline(v: Verdict) -> str:
     """One line: the combined verdict with its status, step and delta."""
     at = f"step {v.read_step}" if v.read_step is not None else "no probe"
-    return f"{v.verdict} ({status_word(v)}, {at} of {v.endpoint_step}, delta {signed(v.delta)})"
+    return f"{v.verdict} ({status_word(v)}, {at} of {v.endpoint_step}, {v.read} {signed(v.delta)})"
 
 
-def _rule_rows(raw: RuleRead | None, scaled: RuleRead | None, scale: float | None) -> list[str]:
+def bound_words(direction: str) -> tuple[str, str]:
+    """The comparisons of (healthy, drift) in a direction: ("<=", ">=") when lower is better."""
+    return ("<=", ">=") if direction == "lower" else (">=", "<=")
+
+
+def _rule_rows(v: Verdict, raw: RuleRead | None, scaled: RuleRead | None,
+               scale: float | None) -> list[str]:
     right_title = f"scale-adjusted (x{scale:.3f})" if scale is not None else "scale-adjusted"
     rows = [f"{'':18}{'raw rule':<24}{right_title}"]
 
@@ -35,8 +41,9 @@ def _rule_rows(raw: RuleRead | None, scaled: RuleRead | None, scale: float | Non
         value = getattr(rule, attr)
         return value if isinstance(value, str) else signed(value)
 
-    for title, attr in (("healthy if <=", "healthy_max"), ("drift if >=", "drift_min"),
-                        ("delta", "delta"), ("reads", "label")):
+    healthy, drift = bound_words(v.direction)
+    for title, attr in ((f"healthy if {healthy}", "healthy"), (f"drift if {drift}", "drift"),
+                        (v.read, "value"), ("reads", "label")):
         rows.append(f"{title:<18}{cell(raw, attr):<24}{cell(scaled, attr)}")
     if scaled is None:
         rows.append(f"{'':18}{'':24}(no scale amendment in force)")
@@ -72,14 +79,20 @@ def render(v: Verdict, log_label: str = "") -> str:
             lines.append(f"{counts['conflicts']} conflicting probe(s): "
                          + "; ".join(v.conflicts[:3]))
         lines += [f"note: {n}" for n in v.notices]
+    lines += [f"WARNING: {c}" for c in v.provenance_changes]
     read = "—" if v.read_step is None else str(v.read_step)
-    lines.append(
-        f"read at step {read} (anchor {v.anchor_step}, endpoint {v.endpoint_step}): "
-        f"{v.metric}({v.anchor_step}) = {signed(v.anchor_value).lstrip('+')}, "
-        f"{v.metric}({read}) = {signed(v.read_value).lstrip('+')}, delta = {signed(v.delta)}"
-    )
+    better = "" if v.direction == "lower" else ", higher is better"
+    if v.read == "level":
+        lines.append(f"read at step {read} (endpoint {v.endpoint_step}{better}): "
+                     f"{v.metric}({read}) = {signed(v.read_value).lstrip('+')}, the level read")
+    else:
+        lines.append(
+            f"read at step {read} (anchor {v.anchor_step}, endpoint {v.endpoint_step}{better}): "
+            f"{v.metric}({v.anchor_step}) = {signed(v.anchor_value).lstrip('+')}, "
+            f"{v.metric}({read}) = {signed(v.read_value).lstrip('+')}, delta = {signed(v.delta)}"
+        )
     lines.append("")
-    lines += _rule_rows(v.raw, v.scaled, v.scale.value if v.scale else None)
+    lines += _rule_rows(v, v.raw, v.scaled, v.scale.value if v.scale else None)
     lines.append("")
     lines.append(f"VERDICT: {v.verdict}  [{status_word(v)}]  {v.reason}")
     if v.scale is not None:

@@ -194,7 +194,8 @@ def test_ledger_tolerates_a_torn_last_line_and_names_a_bad_one(tmp_path: Path) -
         fh.write(b'{"id": 9, "rule"')
     assert len(read_amendments(folder)) == 1
     folder.amendments.write_text('{"id": 1}\n')
-    with pytest.raises(InputError, match=r"amendments.jsonl:1: expected an amendment"):
+    with pytest.raises(InputError, match=r"amendments.jsonl:1: no hash \(not written by "
+                       r"`fontaine-tui amend`, or edited\); amendments from line 1 on"):
         read_amendments(folder)
 
 

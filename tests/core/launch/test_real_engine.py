@@ -28,8 +28,11 @@ pytestmark = [pytest.mark.engine, pytest.mark.slow]
 TIMEOUT = 300
 
 
-def launch(cwd: Path, *extra: str) -> subprocess.Popen:
+def launch(cwd: Path, *extra: str, code: Path | None = None) -> subprocess.Popen:
+    """`launch smoke --plain`; with `code`, the engine package is imported from there."""
     env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+    if code is not None:
+        env["PYTHONPATH"] = os.pathsep.join([str(code), *filter(None, [env.get("PYTHONPATH")])])
     return subprocess.Popen([sys.executable, "-m", "fontaine_tui", "launch", "smoke", "--plain",
                              "--output-dir", "run", "--poll", "0.5", *extra],
                             cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
@@ -74,8 +77,16 @@ def test_launch_smoke_end_to_end(tmp_path: Path, registry_path: Path) -> None:
 
 def test_sigkill_mid_run_is_an_incident_and_resume_continues(
         tmp_path: Path, registry_path: Path) -> None:
+    """... and the resume runs edited engine code: the verdict names both code identities."""
+    import shutil
+
+    import engine
+
+    code = tmp_path / "code"
+    shutil.copytree(Path(engine.__file__).parent, code / "engine",
+                    ignore=shutil.ignore_patterns("__pycache__"))
     folder = RunFolder(tmp_path / "run")
-    proc = launch(tmp_path)
+    proc = launch(tmp_path, code=code)
     pid = None
     try:
         deadline = time.monotonic() + TIMEOUT
@@ -105,7 +116,11 @@ def test_sigkill_mid_run_is_an_incident_and_resume_continues(
     assert (entry.status, entry.last_step) == ("killed", killed_at)
     assert json.loads(folder.verdict.read_text())["provisional"] is True
 
-    resumed = launch(tmp_path, "--resume")
+    launched_code = read_prereg(folder).provenance["code"]
+    assert launched_code["sha256"] == load_log(folder.log).metas[0].code["sha256"]
+    with open(code / "engine" / "train.py", "a") as fh:
+        fh.write("\n# an edit between the launch and the resume\n")
+    resumed = launch(tmp_path, "--resume", code=code)
     out, err = resumed.communicate(timeout=TIMEOUT)
     assert "resumed smoke" in out and "Traceback" not in err
     assert "resumed from checkpoint step-000020 (step 20)" in out
@@ -118,6 +133,14 @@ def test_sigkill_mid_run_is_an_incident_and_resume_continues(
     assert (entry.status, entry.exit_code, entry.last_step) == ("finished", 0, 40)
     verdict = json.loads(folder.verdict.read_text())
     assert verdict["read_step"] == 40 and resumed.returncode == EXIT_CODES[verdict["verdict"]]
+    new_code = store.metas[-1].code
+    assert new_code["sha256"] != launched_code["sha256"]
+    [change] = verdict["provenance"]["changed"]
+    assert change.startswith("the code changed under the run: launched with ")
+    assert str(launched_code["sha256"])[:12] in change and str(new_code["sha256"])[:12] in change
+    res = subprocess.run([sys.executable, "-m", "fontaine_tui", "verdict", str(folder.root)],
+                         capture_output=True, text=True)
+    assert f"WARNING: {change}" in res.stdout
 
 
 def test_ctrl_c_detaches_and_the_run_survives_the_console(

@@ -25,7 +25,7 @@ def test_demosonly_encodes_the_preregistration(demosonly):
     assert (r["eval_every"], r["save_every"], r["steps"]) == (250, 500, 1000)
     assert r["eval_dataset_breakdown"]
     assert (p["num_workers"], p["prefetch_factor"], p["nproc"]) == (8, 4, 1)
-    assert (v.anchor_step, v.endpoint_step, v.healthy_max, v.drift_min) == (500, 1000, 0.30, 1.0158)
+    assert (v.anchor_step, v.endpoint_step, v.healthy, v.drift) == (500, 1000, 0.30, 1.0158)
     deltas = {n: c.delta for n, c in demosonly.comparators.items()}
     assert deltas == {"demosonly": 2.0317, "mixedv2": 2.3319, "run2_pooled": 0.4640,
                       "rigonly": 0.6929}

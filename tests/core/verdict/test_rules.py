@@ -28,9 +28,9 @@ def store_of(probes: dict[int, tuple[float, float]], steps: int = 1000):
 
 
 def test_drift_bound_is_half_the_demosonly_delta(demosonly):
-    assert demosonly.verdict.drift_min == 1.0158
+    assert demosonly.verdict.drift == 1.0158
     assert demosonly.reference.delta == 2.0317
-    assert abs(0.5 * 2.0317 - demosonly.verdict.drift_min) <= 0.5e-4
+    assert abs(0.5 * 2.0317 - demosonly.verdict.drift) <= 0.5e-4
 
 
 def test_scale_factor_and_scaled_bounds_match_the_document(demosonly):
@@ -39,8 +39,8 @@ def test_scale_factor_and_scaled_bounds_match_the_document(demosonly):
                                   1000: (12.5, 12.2)}), demosonly)
     assert round(v.scale.value, 3) == 3.613
     assert v.scale.numerator == 12.5087 and v.scale.denominator == 3.4623
-    assert round(v.scaled.healthy_max, 3) == 1.084
-    assert round(v.scaled.drift_min, 3) == 3.670
+    assert round(v.scaled.healthy, 3) == 1.084
+    assert round(v.scaled.drift, 3) == 3.670
     assert "12.5087 / 3.4623 = 3.613" in v.scale.provenance
 
 

@@ -1,0 +1,189 @@
+"""Rule shapes beyond the reference one: any numeric field or dotted path as the metric,
+higher-is-better, a level read, absolute bounds; each read on fixture logs."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from fontaine_tui.cli import main
+from fontaine_tui.core.errors import InputError
+from fontaine_tui.core.log.read import load_lines
+from fontaine_tui.core.verdict.presets import load_preset
+from fontaine_tui.core.verdict.rules import compute_verdict
+from fontaine_tui.core.verdict.text import render
+from tests.logs import RIGONLY_LIKE, dumps, probe, records, write_log
+
+DATA = Path(__file__).parents[2] / "data" / "presets"
+SHIPPED = {  # the canonical hash a prereg.json froze: a new preset key must not move it
+    "demosonly_1gpu": "3f12c7666d9e1b34c28793b01aeaf08dabc8943efd56462a4f30a64f8b4c11ae",
+    "smoke": "7b90f466640b18c5fa3cd577f4145e0bd1480b56817ebadef41291ab6b935aaf",
+}
+
+
+def success_log(rates: dict[int, float | None]) -> list[dict]:
+    recs = [r for r in records() if r["kind"] != "eval"]
+    for step, rate in rates.items():
+        p = probe(step, 1000.0 + step, 3.0, 3.0)
+        if rate is not None:
+            p["success_rate"] = rate
+        recs.append(p)
+    return recs
+
+
+def read(preset, recs, at=None):
+    store = load_lines([b"".join(dumps(r).encode() + b"\n" for r in recs)])
+    return compute_verdict(store, preset, at)
+
+
+@pytest.mark.parametrize("rate, label", [(0.85, "HEALTHY"), (0.80, "HEALTHY"),
+                                         (0.62, "AMBIGUOUS"), (0.50, "SAME-DRIFT"),
+                                         (0.10, "SAME-DRIFT")])
+def test_higher_is_better_level_read_with_absolute_bounds(rate, label):
+    preset = load_preset(DATA / "success_level.toml")
+    v = read(preset, success_log({250: 0.2, 500: 0.5, 750: 0.7, 1000: rate}))
+    assert (v.verdict, v.provisional, v.read_step, v.delta) == (label, False, 1000, rate)
+    doc = v.to_json()
+    assert doc["level"] == rate and doc["delta"] is None
+    assert (doc["read"], doc["direction"]) == ("level", "higher")
+    assert doc["rules"]["raw"] == {"healthy_min": 0.8, "drift_max": 0.5, "level": rate,
+                                   "label": label}
+    text = render(v)
+    assert "healthy if >=" in text and "drift if <=" in text and "the level read" in text
+
+
+def test_a_level_read_before_the_endpoint_is_provisional():
+    preset = load_preset(DATA / "success_level.toml")
+    v = read(preset, success_log({250: 0.2, 500: 0.5, 750: 0.9}))
+    assert (v.verdict, v.provisional, v.read_step) == ("HEALTHY", True, 750)
+    assert v.exit_code == 10
+
+
+def test_a_metric_the_log_never_has_is_undecidable_naming_the_field(demosonly, tmp_path):
+    """`metric = "success_rate"` on a log without it: UNDECIDABLE, never an AttributeError."""
+    preset = load_preset(DATA / "success_level.toml")
+    v = read(preset, records(probes=RIGONLY_LIKE))
+    assert v.verdict == "UNDECIDABLE"
+    assert v.reason == ("success_rate at step 1000 is absent (no such field in the record), "
+                        "not a finite number")
+    text = (DATA / "rig_delta.toml").read_text().replace('"breakdown.rig"', '"success_rate"')
+    (tmp_path / "p.toml").write_text(text)
+    v = read(load_preset(tmp_path / "p.toml"), records(probes=RIGONLY_LIKE))
+    assert v.verdict == "UNDECIDABLE" and "success_rate at step 500 is absent" in v.reason
+
+
+def test_a_dotted_path_reads_a_nested_field():
+    preset = load_preset(DATA / "rig_delta.toml")
+    v = read(preset, records(probes=RIGONLY_LIKE))
+    expected = (RIGONLY_LIKE[1000][0] - RIGONLY_LIKE[500][0]) * 1.1  # tests.logs: rig = 1.1 x
+    assert v.metric == "breakdown.rig" and v.verdict == "SAME-DRIFT"
+    assert v.delta == pytest.approx(expected) and v.to_json()["delta"] == pytest.approx(expected)
+    assert "read" not in v.to_json()  # the default shape writes verdict.json as before
+    recs = records(probes=RIGONLY_LIKE)
+    for r in recs:
+        if r["kind"] == "eval" and r["step"] == 1000:
+            r["breakdown"]["rig"] = True
+    v = read(preset, recs)
+    assert v.verdict == "UNDECIDABLE"
+    assert v.reason == "breakdown.rig at step 1000 is true (a boolean), not a finite number"
+
+
+def test_verdict_cli_reads_the_new_shapes(tmp_path, capsys):
+    log = write_log(tmp_path / "run" / "train_log.jsonl",
+                    success_log({250: 0.2, 500: 0.5, 750: 0.7, 1000: 0.3}))
+    code = main(["verdict", str(log), "--preset", str(DATA / "success_level.toml"), "--json"])
+    doc = json.loads(capsys.readouterr().out)
+    assert code == 3 and doc["verdict"] == "SAME-DRIFT" and doc["level"] == 0.3
+
+
+@pytest.mark.parametrize("edit, message", [
+    (('direction = "higher"', 'direction = "sideways"'),
+     "verdict.direction: expected one of lower, higher, got 'sideways'"),
+    (('read = "level"', 'read = "mean"'), "verdict.read: expected one of delta, level, got 'mean'"),
+    (('drift_max = 0.50', 'drift_min = 0.50'),
+     "verdict.drift_min: not a bound when higher is better (expected healthy_min and drift_max)"),
+    (('drift_max = 0.50', ''), "verdict.drift_max: missing; expected a number (with higher "
+                               "better, the bounds are healthy_min and drift_max)"),
+    (('drift_max = 0.50', 'drift_max = 0.90'),
+     "verdict.healthy_min: expected a healthy bound above drift_max 0.9, got 0.8"),
+    (('metric = "success_rate"', 'metric = "success rate!"'),
+     "verdict.metric: expected a field of the eval record or a dotted path into it (like "
+     "eval_chunk_mae or breakdown.rig), got 'success rate!'"),
+    (('read = "level"', 'read = "delta"'),
+     "verdict.anchor_step: expected an integer >= 1, got 0"),
+    (('drift_max = 0.50', 'drift_max = 0.50\ndrift_fraction = 0.5'),
+     "verdict.reference: missing; drift_fraction is a fraction of a comparator's delta"),
+])
+def test_a_bad_rule_shape_is_one_line_naming_the_key(tmp_path, edit, message):
+    text = (DATA / "success_level.toml").read_text()
+    assert edit[0] in text
+    path = tmp_path / "bad.toml"
+    path.write_text(text.replace(edit[0], edit[1]))
+    with pytest.raises(InputError) as err:
+        load_preset(path)
+    assert str(err.value).startswith(f"{path}: {message}")
+    res = subprocess.run([sys.executable, "-m", "fontaine_tui", "verdict", str(path),
+                          "--preset", str(path)], capture_output=True, text=True)
+    assert res.returncode == 2 and res.stderr.count("\n") == 1 and "Traceback" not in res.stderr
+
+
+@pytest.mark.parametrize("name", sorted(SHIPPED))
+def test_new_keys_leave_the_shipped_presets_hash_as_frozen(name):
+    assert load_preset(name).sha256 == SHIPPED[name]
+
+
+LONG = {**RIGONLY_LIKE, 1250: (3.9000, 3.4500), 1500: (4.0000, 3.5000)}
+
+
+def test_scale_then_extend_then_a_late_extend_refused():
+    preset = load_preset(DATA / "scale_then_extend.toml")
+    recs = records(probes=LONG, steps=1500)
+    at_1000 = read(preset, recs, 1000)
+    assert [(c.id, c.kind, c.status) for c in at_1000.amendments] == [
+        (1, "scale", "applied"), (2, "extend", "applied"), (3, "extend", "refused")]
+    late = at_1000.amendments[2]
+    assert late.first_affected_step == 1500
+    assert late.reason == ("declared after step 1500 was seen; an extend must be declared "
+                           "before step 1500 (the endpoint in force)")
+    assert "the endpoint moves from 1000 to 1500" in at_1000.amendments[1].reason
+    # the old endpoint's read is no longer final
+    assert (at_1000.endpoint_step, at_1000.provisional) == (1500, True)
+    assert (at_1000.verdict, round(at_1000.delta, 4)) == ("AMBIGUOUS", 0.6929)  # as before
+    final = read(preset, recs)
+    assert (final.read_step, final.provisional, final.endpoint_step) == (1500, False, 1500)
+    assert final.delta == pytest.approx(4.0 - 3.1)
+    assert final.scaled is not None and final.scale is not None
+
+
+def test_the_amend_timeline_scale_then_extend_then_too_late(tmp_path, capsys):
+    from fontaine_tui.core.runfolder import RunFolder
+    from fontaine_tui.core.verdict.prereg import freeze
+    from tests.core.launch.conftest import without_amendments
+
+    folder = RunFolder(tmp_path / "run")
+    folder.root.mkdir()
+    freeze(folder, load_preset(without_amendments(tmp_path)), ["engine"], "h", now=1.8e9)
+    recs = records(probes=LONG, steps=1500)
+
+    def log_upto(step: int) -> None:
+        write_log(folder.log, [r for r in recs if r["step"] <= step and r.get("event") != "end"])
+
+    log_upto(260)  # the step-250 probe is in
+    assert main(["amend", str(folder.root), "--scale-from-step", "250"]) == 0
+    log_upto(800)
+    assert main(["amend", str(folder.root), "--extend-to", "1500"]) == 0
+    log_upto(1500)
+    assert main(["amend", str(folder.root), "--extend-to", "2000"]) == 1
+    out = capsys.readouterr().out
+    assert "refused: declared after step 1500 was seen; an extend must be declared before " \
+           "step 1500 (the endpoint in force)" in out
+    code = main(["verdict", str(folder.root), "--json"])
+    doc = json.loads(capsys.readouterr().out)
+    assert [(a["kind"], a["status"]) for a in doc["amendments"]] == [
+        ("scale", "applied"), ("extend", "applied"), ("extend", "refused")]
+    assert (doc["read_step"], doc["endpoint_step"], doc["provisional"]) == (1500, 1500, False)
+    assert (code, doc["verdict"]) == (4, "AMBIGUOUS")
