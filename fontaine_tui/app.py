@@ -213,18 +213,19 @@ class FontaineApp(App[int]):
         self.push_screen(HelpScreen())
 
     async def action_quit(self) -> None:
-        if not self.session.process_alive:
+        process = self.session.process
+        if process is None or not self.session.process_alive:
             self.exit(0)
             return
 
         def done(choice: str | None) -> None:
             if choice == "stop":
-                self.session.process.stop()  # type: ignore[union-attr]
+                process.stop()
                 self.exit(0, message="stopped the run")
             elif choice == "detach":
                 self.exit(0, message="detached; the run keeps going (see `fontaine-tui runs`)")
 
-        self.push_screen(QuitDialog(getattr(self.session.process, "pid", None)), done)
+        self.push_screen(QuitDialog(process.pid), done)
 
     def attach_folder(self, folder: str) -> None:
         """Point the console at another run folder (from the runs list)."""

@@ -34,13 +34,12 @@ def default_telemetry(source: RunSource, process: Process | None = None) -> Samp
     over the SSH source's connection."""
     from functools import partial
 
+    from fontaine_tui.core.follow.ssh import SshRun
     from fontaine_tui.core.host import telemetry
 
-    run_command = getattr(source, "run_command", None)
-    if run_command is not None:
-        target = getattr(source, "target", None)
-        return partial(telemetry.sample_remote, run_command, getattr(target, "host", ""))
-    return partial(telemetry.sample, pid=getattr(process, "pid", None))
+    if isinstance(source, SshRun):
+        return partial(telemetry.sample_remote, source.run_command, source.target.host)
+    return partial(telemetry.sample, pid=process.pid if process is not None else None)
 
 
 def run_console(*, source: RunSource, preset: Preset, mode: str, process: Process | None = None,

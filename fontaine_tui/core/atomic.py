@@ -23,17 +23,25 @@ def fsync_dir(folder: str | Path) -> None:
         os.close(fd)
 
 
-def atomic_write(path: str | Path, data: bytes | str) -> None:
-    """Replace `path` with `data` so a reader sees the old file or the new one, never half."""
-    path = Path(path)
-    if isinstance(data, str):
-        data = data.encode()
+def _temp_beside(path: Path, data: bytes | str) -> str:
+    """`data` written and fsynced to a new temp file in `path`'s folder; its name."""
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
         with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
+            fh.write(data.encode() if isinstance(data, str) else data)
             fh.flush()
             os.fsync(fh.fileno())
+    except BaseException:
+        os.unlink(tmp)
+        raise
+    return tmp
+
+
+def atomic_write(path: str | Path, data: bytes | str) -> None:
+    """Replace `path` with `data` so a reader sees the old file or the new one, never half."""
+    path = Path(path)
+    tmp = _temp_beside(path, data)
+    try:
         os.replace(tmp, path)
     except BaseException:
         try:
@@ -62,14 +70,8 @@ def create_new(path: str | Path, data: bytes | str) -> None:
     """Write a file that must not exist yet, whole: FileExistsError if the name is taken
     (written to a temp file, then hard-linked into place, which never replaces)."""
     path = Path(path)
-    if isinstance(data, str):
-        data = data.encode()
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    tmp = _temp_beside(path, data)
     try:
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
-            fh.flush()
-            os.fsync(fh.fileno())
         os.link(tmp, path)
     finally:
         os.unlink(tmp)

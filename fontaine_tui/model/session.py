@@ -146,13 +146,16 @@ class RunsList:
         return self._rows
 
 
-def folder_of(source: object) -> Path | None:
-    """Where review.jsonl and verdict.json go: the run folder, or the replayed log's folder."""
-    folder = getattr(source, "folder", None)
-    if folder is not None:
-        return Path(folder)
-    log = getattr(source, "log", None) or getattr(source, "path", None)
-    return Path(log).parent if log is not None else None
+def folder_of(source: RunSource) -> Path | None:
+    """Where review.jsonl and verdict.json go: the run folder, or the replayed log's folder;
+    None for a run on another host."""
+    from fontaine_tui.core.follow.replay import ReplayRun
+
+    if isinstance(source, LocalRun):
+        return source.folder
+    if isinstance(source, ReplayRun):
+        return source.log.parent
+    return None
 
 
 class Session:

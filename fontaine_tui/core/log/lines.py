@@ -55,7 +55,6 @@ class LineCutter:
         self.next_line = first_line
         self.offset = offset          # byte offset just past the last complete line
         self.tail = b""
-        self.block: bytes | memoryview = b""  # the last feed's lines as one block (see feed)
         self.skip_bytes = -1          # >= 0 while dropping an over-long line
         self.skipped: list[int] = []  # line numbers of over-long lines
         self._hash = hashlib.sha256()
@@ -110,13 +109,17 @@ class LineCutter:
         return [line], first
 
     def feed(self, data: bytes) -> tuple[list[bytes], int, list[int]]:
-        """Returns (lines, number of the first, line numbers skipped in this feed). When no
-        line was skipped, `block` is the same lines as one block ending in a newline (a view
-        of the bytes, no copy) for a whole-block parse; otherwise it is empty."""
+        """Returns (lines, number of the first, line numbers skipped in this feed)."""
+        out, first, skipped, _ = self.feed_block(data)
+        return out, first, skipped
+
+    def feed_block(self, data: bytes) -> tuple[list[bytes], int, list[int], bytes | memoryview]:
+        """As `feed`, with the same lines also as one block ending in a newline (a view of
+        the bytes, no copy) for a whole-block parse; an empty block when a line was dropped."""
         first = self.next_line
         out: list[bytes] = []
         skipped: list[int] = []
-        self.block = b""
+        block: bytes | memoryview = b""
         track = self.track
         self.cr, data = to_lf(self.cr, self.tail, data)
         if self.skip_bytes >= 0:
@@ -126,7 +129,7 @@ class LineCutter:
                 if track:
                     self._skip_hash.update(data)
                     self._skip_recent = _last(self._skip_recent, data)
-                return out, first, skipped
+                return out, first, skipped, block
             if track:
                 self._skip_hash.update(memoryview(data)[: nl + 1])
                 self._hash = self._skip_hash
@@ -145,8 +148,8 @@ class LineCutter:
                 self._hash.update(memoryview(buf)[self._foreign : end + 1])
                 self._recent = _last(self._recent, memoryview(buf)[: end + 1])
             self._foreign = 0
-            lines = buf[:end].split(b"\n")
-            self.tail = buf[end + 1 :]
+            lines = buf.split(b"\n")
+            self.tail = lines.pop()
             self.offset += end + 1
             if end > self.cap:
                 for i, line in enumerate(lines):
@@ -154,7 +157,7 @@ class LineCutter:
                         lines[i] = b""
                         skipped.append(self.next_line + i)
             if not skipped and not out:
-                self.block = memoryview(buf)[: end + 1]
+                block = memoryview(buf)[: end + 1]
             out += lines
             self.next_line += len(lines)
         if len(self.tail) > self.cap:
@@ -167,7 +170,7 @@ class LineCutter:
             self._foreign = 0
             self.tail = b""
         self.skipped += skipped
-        return out, first, skipped
+        return out, first, skipped, block
 
     def skip_note(self, skipped: list[int]) -> str:
         if not skipped:

@@ -168,7 +168,7 @@ def _parse_block_steps(block: bytes | memoryview, lines: list[bytes], first: int
 
 def parse_block(block: bytes | memoryview, lines: list[bytes], first: int,
                 columns: bool = True) -> Parsed:
-    """Decode complete lines, given both as one block and split (`LineCutter.block`; an
+    """Decode complete lines, given both as one block and split (`LineCutter.feed_block`; an
     empty block when the cutter dropped a line in it)."""
     if not columns and lines and len(block):
         lean = _parse_block_steps(block, lines, first)
@@ -250,7 +250,7 @@ def load_lines(chunks: Iterable[bytes], store: RunStore | None = None, final: bo
     store = store or RunStore()
     cutter = LineCutter(track=False)
     for data in chunks:
-        _read_lines(store, cutter, *cutter.feed(data))
+        _read_lines(store, cutter, *cutter.feed_block(data))
     if final:
         lines, first = cutter.flush()
         if lines:
@@ -262,9 +262,9 @@ def load_lines(chunks: Iterable[bytes], store: RunStore | None = None, final: bo
 
 
 def _read_lines(store: RunStore, cutter: LineCutter, lines: list[bytes], first: int,
-                skipped: list[int]) -> None:
+                skipped: list[int], block: bytes | memoryview) -> None:
     if lines:
-        apply_parsed(store, parse_block(cutter.block, lines, first, store.has_columns))
+        apply_parsed(store, parse_block(block, lines, first, store.has_columns))
     if skipped:
         store.notices.append(cutter.skip_note(skipped))
 
@@ -273,9 +273,9 @@ def _parse_range(path: str, start: int, stop: int, columns: bool) -> list[Parsed
     """Worker: parse the complete lines in [start, stop), numbered from 1 within the range."""
     cutter, out = LineCutter(track=False), []
     for data in iter_chunks(Path(path), CHUNK, start, stop):
-        lines, first, _ = cutter.feed(data)
+        lines, first, _, block = cutter.feed_block(data)
         if lines:
-            out.append(parse_block(cutter.block, lines, first, columns))
+            out.append(parse_block(block, lines, first, columns))
     return out
 
 

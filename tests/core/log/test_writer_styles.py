@@ -37,8 +37,7 @@ def test_every_writer_style_takes_the_lean_path(tmp_path, style):
     path = tmp_path / f"{style}.jsonl"
     MAKE_LOG.make(path, 20_000, style)
     cutter = LineCutter(track=False)
-    lines, first, _ = cutter.feed(path.read_bytes())
-    block = cutter.block
+    lines, first, _, block = cutter.feed_block(path.read_bytes())
     assert len(lines) == 20_000
     lean = read_mod._parse_block_steps(block, lines, first)
     assert lean is not None, f"{style}: the block fell back to line-by-line parsing"
