@@ -16,7 +16,12 @@ from fontaine_tui.core.verdict.rules import (
     RuleRead,
     Verdict,
 )
-from fontaine_tui.core.verdict.text import bound_words, corroboration_line, signed
+from fontaine_tui.core.verdict.text import (
+    bound_words,
+    corroboration_line,
+    secondary_lines,
+    signed,
+)
 from fontaine_tui.model.session import Ledger
 from fontaine_tui.widgets.safe import assemble
 
@@ -120,6 +125,8 @@ class LedgerPanel(Vertical):
         if v.scale is not None:
             parts.append(f"scale: {v.scale.provenance}\n")
         parts.append(corroboration_line(v))
+        for line in secondary_lines(v):
+            parts += ["\n", line]
         for change in v.provenance_changes:
             parts += ["\n", (f"WARNING: {change}", "$error")]
         self.query_one("#ledger", Static).update(assemble(*parts))

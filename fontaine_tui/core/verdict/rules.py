@@ -18,6 +18,8 @@ from fontaine_tui.core.verdict.presets import (  # the classes, defined once, re
     UNDECIDABLE,
     Amendment,
     Preset,
+    RuleShape,
+    VerdictSpec,
 )
 
 if TYPE_CHECKING:
@@ -81,6 +83,19 @@ class RuleRead:
 
 
 @dataclass(frozen=True, slots=True)
+class SecondaryRead:
+    """A secondary rule's read at the primary's read step (raw bounds only)."""
+
+    name: str
+    metric: str
+    anchor_value: float | None
+    read_value: float | None
+    rule: RuleRead | None  # None when it could not be read (`reason` says why)
+    label: str
+    reason: str
+
+
+@dataclass(frozen=True, slots=True)
 class AmendmentCheck:
     """Whether an amendment counts: declared before the step it first affects."""
 
@@ -135,6 +150,10 @@ class Verdict:
     provenance_changes: tuple[str, ...] = ()  # the log's meta names other code or data
     read: str = "delta"  # what `delta` holds: "delta" (m(read) - m(anchor)) or "level" (m(read))
     direction: str = "lower"  # which way is better
+    secondary: tuple[SecondaryRead, ...] = ()
+    combine: str = "primary"  # "primary": the secondary rules corroborate; "all": must agree
+    primary_label: str = ""  # the primary rule's own label (before an "all" combination)
+    datasets: Mapping[str, float] = field(default_factory=dict)  # breakdown.* read as `read`
 
     @property
     def exit_code(self) -> int:
@@ -173,6 +192,11 @@ class Verdict:
             },
             "interpretation": self.interpretation,
             "preset": dict(self.preset),
+            **({"secondary": [_secondary_json(s) for s in self.secondary],
+                "combine": self.combine, "primary_label": self.primary_label}
+               if self.secondary else {}),
+            **({"datasets": {k: _json_num(v) for k, v in self.datasets.items()}}
+               if self.datasets else {}),
             **({"provenance": {"frozen": dict(self.provenance),
                                "changed": list(self.provenance_changes)}}
                if self.provenance else {}),
@@ -190,6 +214,12 @@ def _json_num(x: float | None) -> float | str | None:
     if x is None:
         return None
     return x if math.isfinite(x) else repr(x)
+
+
+def _secondary_json(s: SecondaryRead) -> dict:
+    return {"name": s.name, "metric": s.metric, "anchor_value": _json_num(s.anchor_value),
+            "read_value": _json_num(s.read_value), "rule": _rule_json(s.rule),
+            "label": s.label, "reason": s.reason}
 
 
 def _rule_json(rule: RuleRead | None) -> dict | None:
@@ -350,6 +380,10 @@ def compute_verdict(
 
 
     def result(label: str, reason: str, **kw: Unpack[_ReadFields]) -> Verdict:
+        primary = label
+        second = tuple(_secondary(store, spec, r, read_step) for r in spec.secondary)
+        if spec.combine == "all" and second:
+            label, reason = _all_agree(label, reason, second)
         return Verdict(
             verdict=label,
             provisional=provisional,
@@ -379,6 +413,10 @@ def compute_verdict(
             direction=spec.direction,
             provenance=dict(provenance or {}),
             provenance_changes=changed,
+            secondary=second,
+            combine=spec.combine,
+            primary_label=primary,
+            datasets=_datasets(probes, spec, read_step),
         )
 
     if read_step is None:
@@ -440,6 +478,59 @@ def _judge(preset: Preset, x: float, read_step: int, applied: list[Amendment],
               else f"raw says {raw.label}, scale-adjusted says {scaled.label} at step {read_step}")
     read: _ReadFields = {**extra, "scaled": scaled, "scale": scale}
     return result(label, reason, **read)
+
+
+def _secondary(store: RunStore, spec: VerdictSpec, rule: RuleShape, read_step: int | None
+               ) -> SecondaryRead:
+    """A secondary rule read at the primary's read step, against its raw bounds."""
+    probes, metric = store.probes, rule.metric
+
+    def no(reason: str, a: float | None = None, r: float | None = None) -> SecondaryRead:
+        return SecondaryRead(rule.name, metric, a, r, None, UNDECIDABLE, reason)
+
+    if read_step is None or read_step not in probes:
+        return no("no probe at the read step")
+    r_val = probes[read_step].value(metric)
+    a_val: float | None = None
+    if rule.read == "delta":
+        if spec.anchor_step not in probes:
+            return no(f"no anchor probe (step {spec.anchor_step})", None, r_val)
+        a_val = probes[spec.anchor_step].value(metric)
+    for step, v in ((spec.anchor_step, a_val), (read_step, r_val)):
+        if v is not None and not math.isfinite(v):
+            what = probes[step].why_not(metric) or repr(v)
+            return no(f"{metric} at step {step} is {what}, not a finite number", a_val, r_val)
+    x = r_val - a_val if a_val is not None else r_val
+    label = read_rule(x, rule.healthy, rule.drift, rule.lower_is_better)
+    read = RuleRead(rule.name, rule.healthy, rule.drift, x, label, rule.direction, rule.read)
+    return SecondaryRead(rule.name, metric, a_val, r_val, read, label,
+                         f"{rule.read} {x:+.4f} at step {read_step}")
+
+
+def _all_agree(label: str, reason: str, second: tuple[SecondaryRead, ...]) -> tuple[str, str]:
+    """`combine = "all"`: every rule's label must be the primary's."""
+    labels = [label, *(s.label for s in second)]
+    if all(x == label for x in labels):
+        return label, f"{reason}; all {len(labels)} rules agree"
+    said = ", ".join([f"primary {label}", *(f"{s.name} {s.label}" for s in second)])
+    if UNDECIDABLE in labels:
+        return UNDECIDABLE, f"not every rule can be read ({said})"
+    return AMBIGUOUS, f"the rules disagree ({said}); combine = all asks them to agree"
+
+
+def _datasets(probes: Mapping[int, Probe], spec: VerdictSpec, read_step: int | None
+              ) -> dict[str, float]:
+    """Every dataset of the eval breakdown, read as the primary rule reads (a delta from the
+    anchor probe, or a level): verdict.json carries them whatever the rules are."""
+    if read_step is None or read_step not in probes:
+        return {}
+    at = probes[read_step].breakdown
+    if spec.read == "level":
+        return dict(sorted(at.items()))
+    base = probes.get(spec.anchor_step)
+    if base is None:
+        return {}
+    return {k: v - base.breakdown[k] for k, v in sorted(at.items()) if k in base.breakdown}
 
 
 def _level_read(store: RunStore, preset: Preset, read_step: int, applied: list[Amendment],

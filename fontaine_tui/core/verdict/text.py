@@ -93,6 +93,7 @@ def render(v: Verdict, log_label: str = "") -> str:
         )
     lines.append("")
     lines += _rule_rows(v, v.raw, v.scaled, v.scale.value if v.scale else None)
+    lines += secondary_lines(v)
     lines.append("")
     lines.append(f"VERDICT: {v.verdict}  [{status_word(v)}]  {v.reason}")
     if v.scale is not None:
@@ -104,6 +105,24 @@ def render(v: Verdict, log_label: str = "") -> str:
     if v.interpretation:
         lines.append(f"interpretation: {v.interpretation}")
     return "\n".join(lines)
+
+
+def secondary_lines(v: Verdict) -> list[str]:
+    """Each secondary rule's read, one line each, and how the rules combine."""
+    if not v.secondary:
+        return []
+    how = ("the primary rule decides; these corroborate" if v.combine == "primary"
+           else "all rules must agree")
+    out = [f"secondary rules ({how}):"]
+    for s in v.secondary:
+        if s.rule is None:
+            out.append(f"  secondary rule {s.name} ({s.metric}): {s.label}: {s.reason}")
+            continue
+        h, d = bound_words(s.rule.direction)
+        out.append(f"  secondary rule {s.name} ({s.metric}): {s.rule.read} "
+                   f"{signed(s.rule.value)}  healthy if {h} {signed(s.rule.healthy)}, drift if "
+                   f"{d} {signed(s.rule.drift)}: {s.label}")
+    return out
 
 
 def corroboration_line(v: Verdict) -> str:

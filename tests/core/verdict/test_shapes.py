@@ -187,3 +187,34 @@ def test_the_amend_timeline_scale_then_extend_then_too_late(tmp_path, capsys):
         ("scale", "applied"), ("extend", "applied"), ("extend", "refused")]
     assert (doc["read_step"], doc["endpoint_step"], doc["provisional"]) == (1500, 1500, False)
     assert (code, doc["verdict"]) == (4, "AMBIGUOUS")
+
+
+def test_a_per_dataset_secondary_rule_corroborates_the_primary(tmp_path):
+    preset = load_preset(DATA / "rig_secondary.toml")
+    recs = records(probes=RIGONLY_LIKE)
+    v = read(preset, recs)
+    assert (v.verdict, round(v.delta, 4)) == ("AMBIGUOUS", 0.6929)  # the primary decides
+    [rig] = v.secondary
+    assert (rig.name, rig.label) == ("rig", "SAME-DRIFT")
+    assert rig.rule is not None and rig.rule.value == pytest.approx(0.6929 * 1.1)
+    doc = v.to_json()
+    assert doc["combine"] == "primary" and doc["secondary"][0]["label"] == "SAME-DRIFT"
+    assert doc["datasets"] == pytest.approx({"demos": 0.6929 * 0.9, "rig": 0.6929 * 1.1})
+    assert "secondary rule rig" in render(v)
+    # combine = "all": the rules must agree, and here they do not
+    path = tmp_path / "all.toml"
+    path.write_text((DATA / "rig_secondary.toml").read_text().replace(
+        'drift_min = 1.0158\n', 'drift_min = 1.0158\ncombine = "all"\n'))
+    v = read(load_preset(path), recs)
+    assert (v.verdict, v.primary_label) == ("AMBIGUOUS", "AMBIGUOUS")
+    assert v.reason.startswith("the rules disagree (primary AMBIGUOUS, rig SAME-DRIFT)")
+    # and where they agree, the label stands
+    path.write_text(path.read_text().replace("drift_min = 0.60", "drift_min = 0.90"))
+    v = read(load_preset(path), recs)
+    assert v.verdict == "AMBIGUOUS" and v.reason.endswith("all 2 rules agree")
+
+
+def test_every_dataset_delta_is_in_verdict_json_without_a_secondary_rule(demosonly):
+    v = read(demosonly, records(probes=RIGONLY_LIKE))
+    assert "secondary" not in v.to_json()
+    assert set(v.to_json()["datasets"]) == {"demos", "rig"}
