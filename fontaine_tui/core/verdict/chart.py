@@ -95,13 +95,14 @@ def loss_chart(store: RunStore) -> ChartSpec:
 
 
 def comparator_marks(preset: Preset, scale: float | None) -> tuple[Mark, ...]:
-    """Banked endpoint deltas, in this run's units when a scale factor is given."""
+    """Banked endpoint deltas, always in their own units: beside the scale-adjusted bounds
+    they are annotated "raw units", never multiplied (the scale is an estimate for this
+    run's instrument, not a conversion of the comparators')."""
     x = float(preset.verdict.endpoint_step)
     marks = []
     for i, comp in enumerate(preset.comparators.values()):
-        y = comp.delta * (scale if scale is not None else 1.0)
-        unit = f" (x{scale:.3f})" if scale is not None else ""
-        marks.append(Mark(x, y, f"{comp.name} {signed(y)}{unit} @ endpoint",
+        unit = ", raw units" if scale is not None else ""
+        marks.append(Mark(x, comp.delta, f"{comp.name} {signed(comp.delta)}{unit} @ endpoint",
                           MARK_COLORS[i % len(MARK_COLORS)]))
     return tuple(marks)
 

@@ -218,3 +218,23 @@ def test_every_dataset_delta_is_in_verdict_json_without_a_secondary_rule(demoson
     v = read(demosonly, records(probes=RIGONLY_LIKE))
     assert "secondary" not in v.to_json()
     assert set(v.to_json()["datasets"]) == {"demos", "rig"}
+
+
+def test_scaled_mode_keeps_the_comparators_in_their_own_units(demosonly):
+    from fontaine_tui.core.log.read import load_lines
+    from fontaine_tui.core.verdict.chart import probes_chart
+    from fontaine_tui.core.verdict.rules import verdict_series
+
+    store = load_lines([b"".join(dumps(r).encode() + b"\n" for r in records(
+        probes={250: (12.5087, 12.4202), 500: (12.0, 12.1), 750: (12.6, 12.2),
+                1000: (13.2, 12.3)}))])
+    series = verdict_series(store, demosonly)
+    latest = compute_verdict(store, demosonly)
+    assert latest.scale is not None and latest.scale.value == pytest.approx(12.5087 / 3.4623)
+    spec = probes_chart(store, demosonly, series, latest, scaled=True)
+    marks = {m.label: m.y for m in spec.marks}
+    assert marks["demosonly +2.0317, raw units @ endpoint"] == 2.0317  # not x 3.613
+    assert [h.y for h in spec.hlines] == pytest.approx([0.30 * latest.scale.value,
+                                                        1.0158 * latest.scale.value])
+    raw = probes_chart(store, demosonly, series, latest, scaled=False)
+    assert "demosonly +2.0317 @ endpoint" in {m.label for m in raw.marks}
