@@ -281,7 +281,7 @@ class Session:
             return Outcome(f"{path}: cannot append ({exc.strerror})", "error")
         check = reviewer.verify(path)
         chain = "chain intact" if check.ok else f"CHAIN BROKEN: {check.reason}"
-        return Outcome(f"review.jsonl line {entry.line}: {action} {v.verdict} at step "
+        return Outcome(f"review.jsonl line {entry.line}: {action} {v.label} at step "
                        f"{v.read_step}{' (provisional)' if v.provisional else ''}; "
                        f"{check.lines} line(s), {chain}",
                        "information" if check.ok else "error")

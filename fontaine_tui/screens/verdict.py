@@ -57,7 +57,7 @@ class VerdictScreen(ViewScreen):
             style = LABEL_STYLE.get(r.verdict, "")
             if r.read_step == v.read_step:
                 style += " reverse"
-            reads += [(f" {r.read_step}:{r.verdict} ", style), " "]
+            reads += [(f" {r.read_step}:{r.label} ", style), " "]
         if not view.verdicts:
             reads.append(("no probe yet", "$text-muted"))
         reads.append(("   ←/→ step through reads, l latest", "$text-muted"))

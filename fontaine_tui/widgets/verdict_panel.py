@@ -31,8 +31,9 @@ LABEL_CLASS = {HEALTHY: "-healthy", SAME_DRIFT: "-drift", AMBIGUOUS: "-ambiguous
                BY_INSTRUMENT: "-ambiguous", UNDECIDABLE: "-undecidable"}
 
 
-def label(text: str) -> tuple[str, str]:
-    return text, LABEL_STYLE.get(text, "bold")
+def label(cls: str, v: Verdict | None = None) -> tuple[str, str]:
+    """A verdict class in the preset's words, styled by the class."""
+    return (v.label_of(cls) if v is not None else cls), LABEL_STYLE.get(cls, "bold")
 
 
 class VerdictBanner(Static):
@@ -55,11 +56,11 @@ class VerdictBanner(Static):
         at = f"step {v.read_step}" if v.read_step is not None else "no probe yet"
         self.border_title = "verdict (latest read)" if live else "verdict (stepping through reads)"
         self.update(assemble(
-            f"{v.verdict}", "  ", (f"[{status}]", "reverse" if v.provisional else ""),
+            f"{v.label}", "  ", (f"[{status}]", "reverse" if v.provisional else ""),
             f"  read at {at} of {v.endpoint_step}  {v.read} {signed(v.delta)}"))
 
 
-def _rule_column(title: str, rule: RuleRead | None, absent: str) -> Content:
+def _rule_column(title: str, rule: RuleRead | None, absent: str, v: Verdict) -> Content:
     if rule is None:
         return assemble((title, "bold underline"), "\n", (absent, "$text-muted"))
     healthy, drift = bound_words(rule.direction)
@@ -68,7 +69,7 @@ def _rule_column(title: str, rule: RuleRead | None, absent: str) -> Content:
         f"healthy if {rule.read} {healthy} {signed(rule.healthy)}\n",
         f"drift   if {rule.read} {drift} {signed(rule.drift)}\n",
         f"{rule.read:<17}{signed(rule.value)}\n",
-        "reads            ", label(rule.label))
+        "reads            ", label(rule.label, v))
 
 
 class RulesPanel(Horizontal):
@@ -85,11 +86,11 @@ class RulesPanel(Horizontal):
 
     def show(self, v: Verdict) -> None:
         self.query_one("#raw", Static).update(
-            _rule_column("raw rule", v.raw, v.reason))
+            _rule_column("raw rule", v.raw, v.reason, v))
         title = (f"scale-adjusted rule (x{v.scale.value:.3f})" if v.scale is not None
                  else "scale-adjusted rule")
         absent = ("no scale amendment in force" if v.raw is not None else v.reason)
-        self.query_one("#scaled", Static).update(_rule_column(title, v.scaled, absent))
+        self.query_one("#scaled", Static).update(_rule_column(title, v.scaled, absent, v))
 
 
 class LedgerPanel(Vertical):

@@ -52,7 +52,7 @@ async def test_s_toggles_raw_and_scale_adjusted(tmp_path):
         assert "[scale-adjusted x3.613]" in chart.spec.title
         healthy, drift = (h.y for h in chart.spec.hlines)
         assert round(healthy, 3) == 1.084 and round(drift, 3) == 3.670
-        assert "demosonly +7.3402 (x3.613) @ endpoint" in text(chart)
+        assert "demosonly +2.0317, raw units @ endpoint" in text(chart)  # never multiplied
         await pilot.press("s")
         await pilot.pause()
         assert "[raw]" in app.screen.query_one("#probes-chart", Chart).spec.title

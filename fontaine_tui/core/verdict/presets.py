@@ -10,7 +10,7 @@ import os
 import re
 import sys
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from types import MappingProxyType
 from typing import Any, Final, TypedDict, TypeVar, cast
@@ -176,7 +176,7 @@ class PlatformFields(TypedDict):
 
 
 SECTIONS = ("run", "recipe", "platform", "verdict", "comparators", "amendments", "gates",
-            "interpretation")
+            "labels", "interpretation")
 MODEL_SIZES = ("tiny", "small", "base")
 OBJECTIVES = ("joint", "ar", "flow")
 DEVICES = ("auto", "cpu", "cuda")
@@ -275,9 +275,14 @@ class Preset:
     comparators: Mapping[str, Comparator]
     amendments: tuple[Amendment, ...]
     gates: Mapping[str, float | str]
-    interpretation: Mapping[str, str]
+    interpretation: Mapping[str, str]  # by class (HEALTHY, ...), whatever the labels
     canonical: Mapping[str, object]
     sha256: str
+    labels: Mapping[str, str] = field(default_factory=dict)  # class -> the preset's word
+
+    def label(self, cls: str) -> str:
+        """The preset's word for a verdict class (the class itself by default)."""
+        return self.labels.get(cls, cls)
 
     @property
     def run_name(self) -> str:
@@ -390,8 +395,8 @@ def _validate(path: Path, doc: dict) -> Preset:
     _choice(path, "recipe.objective", rec["objective"], OBJECTIVES)
     _choice(path, "recipe.flow_decoder_init", rec["flow_decoder_init"], INITS)
     _choice(path, "platform.device", plat["device"], DEVICES)
-    for field in ("batch_size", "backward_chunks", "steps", "eval_every", "save_every"):
-        _positive(path, f"recipe.{field}", rec[field])
+    for knob in ("batch_size", "backward_chunks", "steps", "eval_every", "save_every"):
+        _positive(path, f"recipe.{knob}", rec[knob])
     _positive(path, "platform.nproc", plat["nproc"])
     _positive(path, "platform.num_workers", plat["num_workers"], 0)
     _positive(path, "platform.prefetch_factor", plat["prefetch_factor"])
@@ -412,16 +417,21 @@ def _validate(path: Path, doc: dict) -> Preset:
 
     amendments = _amendments(path, doc.get("amendments", []), comparators, verdict, every)
 
+    labels = _labels(path, doc.get("labels", {}))
+    by_label = {text: cls for cls, text in labels.items()}
     interp = doc.get("interpretation", {})
     if not isinstance(interp, dict):
         raise PresetError(path, "interpretation", "expected a table")
+    interpretation: dict[str, str] = {}
     for key, value in interp.items():
-        if key not in LABELS:
+        cls = by_label.get(key, key if key not in by_label.values() else "")
+        if cls not in LABELS:
+            names = [labels.get(c, c) for c in LABELS]
             raise PresetError(path, f"interpretation.{key}",
-                              f"unknown key (expected one of: {', '.join(LABELS)})")
+                              f"unknown key (expected one of: {', '.join(names)})")
         if not isinstance(value, str):
             raise PresetError(path, f"interpretation.{key}", "expected a string")
-    interpretation = {k: " ".join(v.split()) for k, v in interp.items()}
+        interpretation[cls] = " ".join(value.split())
 
     canonical = {
         "run": run,
@@ -436,6 +446,7 @@ def _validate(path: Path, doc: dict) -> Preset:
                                   if k != "to_step" or a.to_step}) for a in amendments],
         "gates": _set_only(gates),
         "interpretation": interpretation,
+        **({"labels": labels} if labels else {}),
     }
     digest = hashlib.sha256(canonical_bytes(canonical)).hexdigest()
     freeze = MappingProxyType
@@ -450,9 +461,30 @@ def _validate(path: Path, doc: dict) -> Preset:
         amendments=amendments,
         gates=freeze(gates),
         interpretation=freeze(interpretation),
+        labels=freeze(labels),
         canonical=freeze(canonical),
         sha256=digest,
     )
+
+
+def _labels(path: Path, table: object) -> dict[str, str]:
+    """[labels]: the preset's own word for each verdict class it renames (exit codes and
+    verdict.json's `verdict` stay the class; what the reader sees is the label)."""
+    if not isinstance(table, dict):
+        raise PresetError(path, "labels", "expected a table")
+    out: dict[str, str] = {}
+    for key, value in table.items():
+        if key not in LABELS:
+            raise PresetError(path, f"labels.{key}",
+                              f"unknown class (expected one of: {', '.join(LABELS)})")
+        if not isinstance(value, str) or not value.strip() or value != " ".join(value.split()):
+            raise PresetError(path, f"labels.{key}", "expected a non-empty one-line label")
+        out[key] = value
+    texts = [*out.values(), *(c for c in LABELS if c not in out)]
+    dup = next((t for t in texts if texts.count(t) > 1), None)
+    if dup is not None:
+        raise PresetError(path, "labels", f"expected each label once, got {dup!r} twice")
+    return out
 
 
 def _verdict_spec(path: Path, f: Mapping[str, Scalar], comparators: Mapping[str, Comparator],

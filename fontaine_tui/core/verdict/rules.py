@@ -154,6 +154,15 @@ class Verdict:
     combine: str = "primary"  # "primary": the secondary rules corroborate; "all": must agree
     primary_label: str = ""  # the primary rule's own label (before an "all" combination)
     datasets: Mapping[str, float] = field(default_factory=dict)  # breakdown.* read as `read`
+    labels: Mapping[str, str] = field(default_factory=dict)  # class -> the preset's word
+
+    @property
+    def label(self) -> str:
+        """The verdict in the preset's words (`verdict` is the class, for exit codes)."""
+        return self.labels.get(self.verdict, self.verdict)
+
+    def label_of(self, cls: str) -> str:
+        return self.labels.get(cls, cls)
 
     @property
     def exit_code(self) -> int:
@@ -165,6 +174,7 @@ class Verdict:
         out = {
             "schema": SCHEMA,
             "verdict": self.verdict,
+            **({"label": self.label, "labels": dict(self.labels)} if self.labels else {}),
             "provisional": self.provisional,
             "read_step": self.read_step,
             "reason": self.reason,
@@ -417,6 +427,7 @@ def compute_verdict(
             combine=spec.combine,
             primary_label=primary,
             datasets=_datasets(probes, spec, read_step),
+            labels=dict(preset.labels),
         )
 
     if read_step is None:

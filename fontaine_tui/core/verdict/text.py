@@ -22,7 +22,7 @@ def status_word(v: Verdict) -> str:
 def headline(v: Verdict) -> str:
     """One line: the combined verdict with its status, step and delta."""
     at = f"step {v.read_step}" if v.read_step is not None else "no probe"
-    return f"{v.verdict} ({status_word(v)}, {at} of {v.endpoint_step}, {v.read} {signed(v.delta)})"
+    return f"{v.label} ({status_word(v)}, {at} of {v.endpoint_step}, {v.read} {signed(v.delta)})"
 
 
 def bound_words(direction: str) -> tuple[str, str]:
@@ -39,6 +39,8 @@ def _rule_rows(v: Verdict, raw: RuleRead | None, scaled: RuleRead | None,
         if rule is None:
             return "—"
         value = getattr(rule, attr)
+        if attr == "label":
+            return v.label_of(value)
         return value if isinstance(value, str) else signed(value)
 
     healthy, drift = bound_words(v.direction)
@@ -95,7 +97,7 @@ def render(v: Verdict, log_label: str = "") -> str:
     lines += _rule_rows(v, v.raw, v.scaled, v.scale.value if v.scale else None)
     lines += secondary_lines(v)
     lines.append("")
-    lines.append(f"VERDICT: {v.verdict}  [{status_word(v)}]  {v.reason}")
+    lines.append(f"VERDICT: {v.label}  [{status_word(v)}]  {v.reason}")
     if v.scale is not None:
         lines.append(f"scale: {v.scale.provenance}")
     for a in v.amendments:

@@ -52,8 +52,15 @@ def test_higher_is_better_level_read_with_absolute_bounds(rate, label):
     assert (doc["read"], doc["direction"]) == ("level", "higher")
     assert doc["rules"]["raw"] == {"healthy_min": 0.8, "drift_max": 0.5, "level": rate,
                                    "label": label}
+    words = {"HEALTHY": "PASS", "SAME-DRIFT": "FAIL", "AMBIGUOUS": "BORDERLINE"}[label]
+    assert (doc["verdict"], doc["label"]) == (label, words)  # the class stays the contract
+    assert v.exit_code == {"HEALTHY": 0, "SAME-DRIFT": 3, "AMBIGUOUS": 4}[label]
     text = render(v)
     assert "healthy if >=" in text and "drift if <=" in text and "the level read" in text
+    assert f"VERDICT: {words}  [final]" in text
+    assert v.interpretation == {"PASS": "The policy meets the bar: ship the checkpoint.",
+                                "FAIL": "The policy fails the bar: the recipe change did not "
+                                        "help.", "BORDERLINE": ""}[words]
 
 
 def test_a_level_read_before_the_endpoint_is_provisional():
@@ -98,6 +105,8 @@ def test_verdict_cli_reads_the_new_shapes(tmp_path, capsys):
     code = main(["verdict", str(log), "--preset", str(DATA / "success_level.toml"), "--json"])
     doc = json.loads(capsys.readouterr().out)
     assert code == 3 and doc["verdict"] == "SAME-DRIFT" and doc["level"] == 0.3
+    main(["verdict", str(log), "--preset", str(DATA / "success_level.toml")])
+    assert "VERDICT: FAIL  [final]" in capsys.readouterr().out
 
 
 @pytest.mark.parametrize("edit, message", [
@@ -117,6 +126,12 @@ def test_verdict_cli_reads_the_new_shapes(tmp_path, capsys):
      "verdict.anchor_step: expected an integer >= 1, got 0"),
     (('drift_max = 0.50', 'drift_max = 0.50\ndrift_fraction = 0.5'),
      "verdict.reference: missing; drift_fraction is a fraction of a comparator's delta"),
+    (('AMBIGUOUS = "BORDERLINE"', 'AMBIGUOUS = "PASS"'),
+     "labels: expected each label once, got 'PASS' twice"),
+    (('AMBIGUOUS = "BORDERLINE"', 'MAYBE = "BORDERLINE"'),
+     "labels.MAYBE: unknown class (expected one of: HEALTHY, SAME-DRIFT, AMBIGUOUS,"),
+    (('PASS = "The policy', 'HEALTHY = "The policy'),
+     "interpretation.HEALTHY: unknown key (expected one of: PASS, FAIL, BORDERLINE,"),
 ])
 def test_a_bad_rule_shape_is_one_line_naming_the_key(tmp_path, edit, message):
     text = (DATA / "success_level.toml").read_text()
