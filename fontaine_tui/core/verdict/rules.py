@@ -25,7 +25,7 @@ from fontaine_tui.core.verdict.presets import (  # the classes, defined once, re
 if TYPE_CHECKING:
     from typing import Unpack  # 3.11+; annotations only, so 3.10 runs without it
 
-SCHEMA = "fontaine-tui/verdict/1"
+SCHEMA = "fontaine-tui/verdict/2"  # 1: before rule shapes, datasets and provenance
 
 # Exit codes of `fontaine-tui verdict`: one per class; a provisional read adds 10.
 EXIT_CODES = {HEALTHY: 0, SAME_DRIFT: 3, AMBIGUOUS: 4, BY_INSTRUMENT: 5, UNDECIDABLE: 6}
@@ -148,6 +148,7 @@ class Verdict:
     notices: tuple[str, ...] = ()  # e.g. a meta record of another run in the middle of the log
     provenance: Mapping[str, object] = field(default_factory=dict)  # frozen at launch
     provenance_changes: tuple[str, ...] = ()  # the log's meta names other code or data
+    provenance_log: tuple[Mapping[str, object], ...] = ()  # each meta's code/data/versions
     read: str = "delta"  # what `delta` holds: "delta" (m(read) - m(anchor)) or "level" (m(read))
     direction: str = "lower"  # which way is better
     secondary: tuple[SecondaryRead, ...] = ()
@@ -170,27 +171,31 @@ class Verdict:
         return code + PROVISIONAL_OFFSET if self.provisional else code
 
     def to_json(self) -> dict:
-        """The verdict.json document (schema SCHEMA, described in the README)."""
-        out = {
+        """The verdict.json document (schema SCHEMA, described in the README). Every key of
+        schema 1 is still there with its meaning; schema 2 adds the rest."""
+        return {
             "schema": SCHEMA,
-            "verdict": self.verdict,
-            **({"label": self.label, "labels": dict(self.labels)} if self.labels else {}),
+            "verdict": self.verdict,  # the class: exit codes and tools key on it
+            "label": self.label,      # the preset's word for it
             "provisional": self.provisional,
             "read_step": self.read_step,
             "reason": self.reason,
             "metric": self.metric,
+            "read": self.read,
+            "direction": self.direction,
             "anchor_step": self.anchor_step,
             "endpoint_step": self.endpoint_step,
             "anchor_value": _json_num(self.anchor_value),
             "read_value": _json_num(self.read_value),
             "delta": _json_num(self.delta) if self.read == "delta" else None,
-            **({"level": _json_num(self.delta)} if self.read == "level" else {}),
-            **({"read": self.read, "direction": self.direction}
-               if (self.read, self.direction) != ("delta", "lower") else {}),
+            "level": _json_num(self.delta) if self.read == "level" else None,
             "rules": {
                 "raw": _rule_json(self.raw),
                 "scaled": _rule_json(self.scaled),
+                "secondary": [_secondary_json(s) for s in self.secondary],
             },
+            "combine": self.combine,
+            "primary_label": self.primary_label or self.verdict,
             "scale": None if self.scale is None else {
                 k: _json_num(v) if isinstance(v, float) else v
                 for k, v in asdict(self.scale).items()
@@ -200,23 +205,19 @@ class Verdict:
                 k: (_json_num(v) if isinstance(v, float) else v)
                 for k, v in self.corroboration.items()
             },
+            "datasets": {k: _json_num(v) for k, v in self.datasets.items()},
+            "provenance": {"frozen": dict(self.provenance),
+                           "log": [dict(m) for m in self.provenance_log],
+                           "changed": list(self.provenance_changes)},
+            "labels": {c: self.labels.get(c, c) for c in EXIT_CODES},
             "interpretation": self.interpretation,
             "preset": dict(self.preset),
-            **({"secondary": [_secondary_json(s) for s in self.secondary],
-                "combine": self.combine, "primary_label": self.primary_label}
-               if self.secondary else {}),
-            **({"datasets": {k: _json_num(v) for k, v in self.datasets.items()}}
-               if self.datasets else {}),
-            **({"provenance": {"frozen": dict(self.provenance),
-                               "changed": list(self.provenance_changes)}}
-               if self.provenance else {}),
             "log": {**self.counts, "malformed_lines": list(self.malformed_lines),
                     "segments": [{"name": n, "first_line": line} for n, line in self.segments],
                     "out_of_order_records": [{"at": w, "why": y} for w, y in self.out_of_order],
                     "conflicting_probes": list(self.conflicts),
                     "notices": list(self.notices)},
         }
-        return out
 
 
 def _json_num(x: float | None) -> float | str | None:
@@ -423,6 +424,9 @@ def compute_verdict(
             direction=spec.direction,
             provenance=dict(provenance or {}),
             provenance_changes=changed,
+            provenance_log=tuple({"step": m.step, "line": m.line, "code": dict(m.code),
+                                  "data": dict(m.data), "versions": dict(m.versions)}
+                                 for m in store.metas if m.code or m.data),
             secondary=second,
             combine=spec.combine,
             primary_label=primary,

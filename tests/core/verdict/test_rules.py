@@ -150,9 +150,9 @@ def test_corroboration_train_delta_and_monotone_rise(demosonly):
 
 def test_verdict_json_top_level_and_rules(demosonly):
     doc = compute_verdict(store_of(RIGONLY_LIKE), demosonly).to_json()
-    assert doc["schema"] == "fontaine-tui/verdict/1"
+    assert doc["schema"] == "fontaine-tui/verdict/2"
     assert (doc["verdict"], doc["provisional"], doc["read_step"]) == (AMBIGUOUS, False, 1000)
-    assert set(doc["rules"]) == {"raw", "scaled"}
+    assert set(doc["rules"]) == {"raw", "scaled", "secondary"}
     assert doc["rules"]["raw"]["drift_min"] == 1.0158
     assert doc["scale"]["comparator"] == "demosonly"
     assert doc["log"]["malformed"] == 0 and doc["log"]["records"] > 1000

@@ -89,7 +89,7 @@ def test_a_dotted_path_reads_a_nested_field():
     expected = (RIGONLY_LIKE[1000][0] - RIGONLY_LIKE[500][0]) * 1.1  # tests.logs: rig = 1.1 x
     assert v.metric == "breakdown.rig" and v.verdict == "SAME-DRIFT"
     assert v.delta == pytest.approx(expected) and v.to_json()["delta"] == pytest.approx(expected)
-    assert "read" not in v.to_json()  # the default shape writes verdict.json as before
+    assert (v.to_json()["read"], v.to_json()["direction"]) == ("delta", "lower")
     recs = records(probes=RIGONLY_LIKE)
     for r in recs:
         if r["kind"] == "eval" and r["step"] == 1000:
@@ -213,7 +213,7 @@ def test_a_per_dataset_secondary_rule_corroborates_the_primary(tmp_path):
     assert (rig.name, rig.label) == ("rig", "SAME-DRIFT")
     assert rig.rule is not None and rig.rule.value == pytest.approx(0.6929 * 1.1)
     doc = v.to_json()
-    assert doc["combine"] == "primary" and doc["secondary"][0]["label"] == "SAME-DRIFT"
+    assert doc["combine"] == "primary" and doc["rules"]["secondary"][0]["label"] == "SAME-DRIFT"
     assert doc["datasets"] == pytest.approx({"demos": 0.6929 * 0.9, "rig": 0.6929 * 1.1})
     assert "secondary rule rig" in render(v)
     # combine = "all": the rules must agree, and here they do not
@@ -231,7 +231,7 @@ def test_a_per_dataset_secondary_rule_corroborates_the_primary(tmp_path):
 
 def test_every_dataset_delta_is_in_verdict_json_without_a_secondary_rule(demosonly):
     v = read(demosonly, records(probes=RIGONLY_LIKE))
-    assert "secondary" not in v.to_json()
+    assert v.to_json()["rules"]["secondary"] == []
     assert set(v.to_json()["datasets"]) == {"demos", "rig"}
 
 
