@@ -141,3 +141,32 @@ async def test_the_frozen_preset_keeps_its_launch_name(tmp_path, preset):
         await loaded(pilot, 1000)
         assert app.session.preset.name == "demosonly_1gpu"
         assert app.view.preset.name == "demosonly_1gpu"  # what the header shows
+
+
+async def test_code_changed_under_the_run_shows_both_identities(tmp_path, preset):
+    """prereg.json froze one engine code identity; a resume's meta record names another."""
+    from tests.logs import meta, records_upto, write_log
+
+    launched = {"code": {"sha256": "a" * 64, "git_commit": "1" * 40, "dirty": False},
+                "data": {"fingerprint": "d" * 64, "root": "/data/corpus"}}
+    resumed = {"sha256": "b" * 64, "git_commit": "1" * 40, "dirty": True}
+    folder = tmp_path / "run"
+    recs = records_upto(1000)
+    first = {**recs[0], "code": launched["code"], "data": launched["data"]}
+    again = {**meta(500), "code": resumed, "data": launched["data"]}
+    cut = next(i for i, r in enumerate(recs) if r["step"] > 500)
+    write_log(folder / "train_log.jsonl", [first, *recs[1:cut], again, *recs[cut:]])
+    freeze(RunFolder(folder), preset, ["python", "-m", "engine", "train"], "h",
+           now=LAUNCHED, provenance=launched)
+    app = console(folder / "train_log.jsonl", source=LocalRun(folder))
+    async with app.run_test(size=SIZE) as pilot:
+        await loaded(pilot, 1000)
+        await pilot.press("v")
+        await pilot.pause()
+        panel = app.screen.query_one(LedgerPanel)
+        await until(pilot, lambda: "changed under the run" in text(panel.query_one("#ledger")))
+        shown = " ".join(text(panel.query_one("#ledger")).split())
+        assert ("WARNING: the code changed under the run: launched with git 111111111111, "
+                "source sha256 aaaaaaaaaaaa; the log's meta at step 500") in shown
+        assert "says git 111111111111 + uncommitted changes, source sha256 bbbbbbbbbbbb" in shown
+        assert "data changed" not in shown  # the corpus is the same
