@@ -67,7 +67,7 @@ def run(args: argparse.Namespace) -> int:
 
     if args.poll <= 0:
         raise InputError(f"--poll: expected a positive number of seconds, got {args.poll}")
-    preset, folder, findings, argv, registry, _ = prepare(
+    preset, folder, findings, argv, registry, telemetry = prepare(
         args.preset, args.output_dir, args.resume, args.yes_ram)
     if (why := guards.refusal(findings)) is not None:
         raise InputError(why)  # one line, exit 2, nothing written
@@ -77,7 +77,11 @@ def run(args: argparse.Namespace) -> int:
     folder.root.mkdir(parents=True, exist_ok=True)
     host = hostname()
     prereg = (read_prereg(folder) if args.resume else
-              freeze(folder, preset, argv, host, provenance=engine_identity(argv)))
+              freeze(folder, preset, argv, host,
+                     provenance={**engine_identity(argv), "device": {
+                         "requested": preset.platform["device"],
+                         "gpus": [f"{g.name} {g.uuid}" for g in telemetry.gpus or ()],
+                         "gpu_status": telemetry.gpu_status}}))
     try:
         engine = EngineProcess.start(argv, folder)
     except OSError as exc:

@@ -116,7 +116,13 @@ def test_sigkill_mid_run_is_an_incident_and_resume_continues(
     assert (entry.status, entry.last_step) == ("killed", killed_at)
     assert json.loads(folder.verdict.read_text())["provisional"] is True
 
-    launched_code = read_prereg(folder).provenance["code"]
+    provenance = read_prereg(folder).provenance
+    launched_code = provenance["code"]
+    assert provenance["device"]["requested"] == "cpu" and provenance["versions"]["torch"]
+    meta_data = load_log(folder.log).metas[0].data["fingerprint"]
+    assert meta_data  # the engine names the corpus it trains on
+    # at launch the corpus may not be built yet (the engine builds it at its first start)
+    assert provenance["data"]["fingerprint"] in (None, meta_data)
     assert launched_code["sha256"] == load_log(folder.log).metas[0].code["sha256"]
     with open(code / "engine" / "train.py", "a") as fh:
         fh.write("\n# an edit between the launch and the resume\n")
