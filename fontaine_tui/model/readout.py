@@ -28,6 +28,9 @@ class ProbeRow:
     train_delta: float | None
     ar_ce: float
     breakdown: Mapping[str, float] = field(default_factory=dict)
+    metric: str = "eval_chunk_mae"  # the rule's metric, and its value at this probe
+    value: float = math.nan
+    read: str = "delta"  # what `delta` holds: the delta, or the level
 
 
 def probe_rows(store: RunStore, verdicts: Sequence[Verdict]) -> list[ProbeRow]:
@@ -38,10 +41,12 @@ def probe_rows(store: RunStore, verdicts: Sequence[Verdict]) -> list[ProbeRow]:
         p = store.probes[s]
         v = by_step.get(s)
         train_delta = v.corroboration.get("train_delta") if v is not None else None
+        metric = v.metric if v is not None else "eval_chunk_mae"
         rows.append(ProbeRow(s, p.eval_chunk_mae, v.delta if v is not None else None,
                              p.train_chunk_mae,
                              train_delta if isinstance(train_delta, float) else None,
-                             p.eval_ar_ce, p.breakdown))
+                             p.eval_ar_ce, p.breakdown, metric, p.value(metric),
+                             v.read if v is not None else "delta"))
     return rows
 
 

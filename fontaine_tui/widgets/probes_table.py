@@ -35,9 +35,14 @@ class ProbesTable(DataTable):
             return
         self._key = key
         datasets = sorted({name for r in rows for name in r.breakdown})
+        # a rule on another metric than eval MAE gets its own column, first after the step
+        other = next((r.metric for r in rows if r.metric != "eval_chunk_mae"), None)
+        read = rows[-1].read if rows else "delta"
         self.clear(columns=True)
-        self.add_columns(*FIXED, *(cell(d) for d in datasets))
+        head = [FIXED[0], *([cell(other)] if other else []), FIXED[1], read, *FIXED[3:]]
+        self.add_columns(*head, *(cell(d) for d in datasets))
         for r in rows:
-            self.add_row(str(r.step), _num(r.eval_mae), signed(r.delta), _num(r.train_mae),
-                         signed(r.train_delta), _num(r.ar_ce),
+            first = [_num(r.value)] if other else []
+            self.add_row(str(r.step), *first, _num(r.eval_mae), signed(r.delta),
+                         _num(r.train_mae), signed(r.train_delta), _num(r.ar_ce),
                          *(_num(r.breakdown.get(d)) for d in datasets), key=str(r.step))
