@@ -72,6 +72,7 @@ class PlainReport:
         self.session = session
         self.out = out or sys.stdout
         self.steps = recipe_steps(session.preset)
+        self._said: set[str] = set()  # ledger breaks and provenance changes, said once
 
     def say(self, text: str) -> None:
         print(text, file=self.out, flush=True)
@@ -93,7 +94,12 @@ class PlainReport:
                 if not ledger_read:  # amendments declared since the last probe count
                     await session.read_ledger()
                     ledger_read = True
-                self.say(f"verdict: {headline(session.latest())}")
+                latest = session.latest()
+                self.say(f"verdict: {headline(latest)}")
+                for warning in (session.ledger.error, *latest.provenance_changes):
+                    if warning and warning not in self._said:
+                        self._said.add(warning)
+                        self.say(f"WARNING: {literal(warning)}")
             ended |= isinstance(rec, Event) and rec.event == "end"
         return ended
 

@@ -123,6 +123,8 @@ class LedgerPanel(Vertical):
                       (a.status, style), f" — {a.reason}\n"]
         if not v.amendments:
             parts.append(("no amendments\n", "$text-muted"))
+        if ledger.error:  # a break in the amendment chain, or a ledger that cannot be read
+            parts += [(f"LEDGER: {ledger.error}", "$error"), "\n"]
         if v.scale is not None:
             parts.append(f"scale: {v.scale.provenance}\n")
         parts.append(corroboration_line(v))

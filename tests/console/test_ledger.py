@@ -170,3 +170,21 @@ async def test_code_changed_under_the_run_shows_both_identities(tmp_path, preset
                 "source sha256 aaaaaaaaaaaa; the log's meta at step 500") in shown
         assert "says git 111111111111 + uncommitted changes, source sha256 bbbbbbbbbbbb" in shown
         assert "data changed" not in shown  # the corpus is the same
+
+
+async def test_a_broken_amendment_chain_is_shown_and_nothing_from_it_applies(tmp_path, preset):
+    folder = _folder(tmp_path, preset)
+    ledger = folder / "amendments.jsonl"
+    ledger.write_text(ledger.read_text().replace('"factor":2.0', '"factor":0.5'))  # by hand
+    app = console(folder / "train_log.jsonl", source=LocalRun(folder))
+    async with app.run_test(size=SIZE) as pilot:
+        await loaded(pilot, 1000)
+        await pilot.press("v")
+        await pilot.pause()
+        panel = app.screen.query_one(LedgerPanel)
+        await until(pilot, lambda: "LEDGER:" in text(panel.query_one("#ledger")))
+        shown = " ".join(text(panel.query_one("#ledger")).split())
+        assert (f"LEDGER: {ledger}:1: its content does not match its hash (edited); "
+                "amendments from line 1 on are not applied") in shown
+        assert "amendment 2" not in shown  # the edited line is not applied, nor shown as in force
+        assert app.session.ledger.amendments == ()

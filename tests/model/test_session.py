@@ -77,3 +77,23 @@ def test_a_tampered_prereg_is_reported_against_the_source(tmp_path, demosonly):
     assert session.ledger.hash_ok is False
     assert session.ledger.hash_status.startswith(f"gpu-box:{root}/prereg.json: "), \
         session.ledger.hash_status
+
+
+def test_the_plain_report_says_a_ledger_break_once(tmp_path, demosonly):
+    import io
+
+    from fontaine_tui.core.follow.replay import ReplayRun
+    from fontaine_tui.model.plain import PlainReport
+    from tests.logs import RIGONLY_LIKE, write_log
+
+    root = _run(tmp_path, demosonly, b"")
+    declare_amendment(RunFolder(root), factor=1.5, last_step_seen=100, preset=demosonly)
+    ledger = root / "amendments.jsonl"
+    ledger.write_bytes(ledger.read_bytes().replace(b'"factor":1.5', b'"factor":9.0'))
+    log = write_log(root / "train_log.jsonl", probes=RIGONLY_LIKE)
+    out = io.StringIO()
+    asyncio.run(PlainReport(Session(ReplayRun(log), demosonly, "replay"), out).follow())
+    warnings = [ln for ln in out.getvalue().splitlines() if ln.startswith("WARNING: ")]
+    assert warnings == [f"WARNING: {ledger}:1: its content does not match its hash (edited); "
+                        "amendments from line 1 on are not applied"]
+    assert out.getvalue().count("verdict: ") == 4
