@@ -9,18 +9,16 @@ from typing import TYPE_CHECKING, Protocol, TypedDict
 
 from fontaine_tui.core.log.records import Probe
 from fontaine_tui.core.log.store import Conflict, RunStore
-from fontaine_tui.core.verdict.prereg import provenance_changes
-from fontaine_tui.core.verdict.presets import (  # the classes, defined once, re-exported
+from fontaine_tui.core.verdict.checks import (  # the classes, defined once, re-exported
     AMBIGUOUS,
     BY_INSTRUMENT,
     HEALTHY,
     SAME_DRIFT,
     UNDECIDABLE,
-    Amendment,
-    Preset,
-    RuleShape,
-    VerdictSpec,
 )
+from fontaine_tui.core.verdict.prereg import provenance_changes
+from fontaine_tui.core.verdict.presets import Amendment, Preset
+from fontaine_tui.core.verdict.shape import RuleShape, VerdictSpec
 
 if TYPE_CHECKING:
     from typing import Unpack  # 3.11+; annotations only, so 3.10 runs without it
