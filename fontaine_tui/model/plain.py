@@ -30,7 +30,7 @@ from fontaine_tui.core.log.store import RunStore
 from fontaine_tui.core.runfolder import RunFolder
 from fontaine_tui.core.text import literal
 from fontaine_tui.core.verdict.export import write_verdict
-from fontaine_tui.core.verdict.ledger import read_amendments
+from fontaine_tui.core.verdict.ledger import read_ledger
 from fontaine_tui.core.verdict.prereg import Prereg, utc_iso
 from fontaine_tui.core.verdict.presets import Preset
 from fontaine_tui.core.verdict.rules import Verdict, compute_verdict
@@ -138,7 +138,10 @@ class PlainWatch:
         self.report.say(text)
 
     def verdict(self, store: RunStore) -> Verdict:
-        return compute_verdict(store, self.preset, amendments=read_amendments(self.folder),
+        ledger = read_ledger(self.folder)  # a break is said; the amendments before it count
+        if ledger.broken:
+            self.say(f"WARNING: {literal(ledger.broken)}")
+        return compute_verdict(store, self.preset, amendments=ledger.amendments,
                                provenance=self.prereg.provenance)
 
     def look(self) -> tuple[ExitInfo | None, TelemetrySnapshot]:

@@ -97,3 +97,24 @@ def test_warnings_are_printed_once_when_new(tmp_path: Path) -> None:
         assert text.count("info: first poll:") == 1
     finally:
         engine.stop(grace_int=10)
+
+
+def test_the_final_read_with_a_broken_ledger_says_so_and_applies_what_precedes(tmp_path):
+    """The exit-time read (verdict.json, the last verdict) survives an edited ledger: the
+    break is printed, the amendments before it count, none after it."""
+    from fontaine_tui.core.log.read import load_log
+    from fontaine_tui.core.verdict.ledger import declare_amendment
+    from tests.logs import write_log
+
+    folder, preset, prereg, engine, registry = _launched(tmp_path)
+    engine.stop(grace_int=10)
+    declare_amendment(folder, factor=2.0, last_step_seen=5, preset=preset)
+    declare_amendment(folder, factor=3.0, last_step_seen=6, preset=preset)
+    lines = folder.amendments.read_bytes().splitlines(keepends=True)
+    folder.amendments.write_bytes(lines[0] + lines[1].replace(b'"factor":3.0', b'"factor":1.0'))
+    write_log(folder.log, steps=40, probes={10: (3.0, 3.0), 20: (3.1, 3.0), 40: (3.2, 3.0)})
+    buf = io.StringIO()
+    v = PlainWatch(preset, folder, engine, prereg, out=buf).verdict(load_log(folder.log))
+    assert buf.getvalue() == (f"WARNING: {folder.amendments}:2: its content does not match its "
+                              "hash (edited); amendments from line 2 on are not applied\n")
+    assert [(a.id, a.status) for a in v.amendments] == [(1, "applied"), (2, "refused")]
