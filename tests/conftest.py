@@ -22,6 +22,14 @@ def registry_path(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     return path
 
 
+@pytest.fixture(autouse=True)
+def bank_path(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """Every test gets its own comparator bank; the user's is never touched."""
+    path = tmp_path / "bank"
+    monkeypatch.setenv("FONTAINE_BANK", str(path))
+    return path
+
+
 @pytest.fixture(scope="session")
 def sshd(tmp_path_factory):
     if find_sshd() is None:

@@ -1,0 +1,94 @@
+"""`fontaine-tui bank RUN --as NAME`: keep a finished run as a comparator; `bank list`,
+`bank show NAME[@sha]`."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import sys
+
+from fontaine_tui.core.errors import InputError
+
+ORDER = 47
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "bank", help="bank a finished run as a comparator; bank list; bank show NAME",
+        description="`bank RUN --as NAME` stores a finished run's curves (every probe, a train "
+        "summary, recipe, world size, device, code and data identity, its prereg.json) as one "
+        "canonical JSON document with its sha256, in $FONTAINE_BANK (else "
+        "$XDG_DATA_HOME/fontaine-tui/bank). RUN is a run folder, [user@]host:/path or "
+        "ssh://... `bank list` lists the banked runs; `bank show NAME[@SHA]` prints one.")
+    p.add_argument("what", nargs="+", metavar="RUN | list | show NAME",
+                   help="a run to bank, or `list`, or `show NAME[@sha256 prefix]`")
+    p.add_argument("--as", dest="name", metavar="NAME", help="the name to bank the run under")
+    p.add_argument("--note", default="", help="a note kept with the banked run")
+    p.add_argument("--replace", action="store_true",
+                   help="make this run the current version of NAME (the old one is kept)")
+    p.add_argument("--json", action="store_true", help="with show: the whole document")
+    p.add_argument("--ssh-config", metavar="FILE", help="ssh client config file (ssh -F FILE)")
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from fontaine_tui.core.bank import store as bank
+
+    what = args.what
+    if what == ["list"]:
+        rows = [f"{e.name:<24}{e.sha256[:12]}  {len(e.probes()):>4} probes  "
+                f"{len(bank.versions(e.name))} version(s)  {e.where()}"
+                for e in bank.entries()]
+        sys.stdout.write("\n".join(rows) + "\n" if rows else f"nothing banked in "
+                         f"{bank.bank_dir()}\n")
+        return 0
+    if what[0] == "show":
+        if len(what) != 2:
+            raise InputError("bank show: expected one NAME or NAME@sha256-prefix")
+        entry = bank.get(what[1])
+        if args.json:
+            sys.stdout.write(json.dumps(entry.doc, indent=2, sort_keys=True) + "\n")
+            return 0
+        probes = entry.probes()
+        doc = entry.doc
+        sys.stdout.write(
+            f"{entry.name}  sha256 {entry.sha256}{'' if entry.current else '  (not current)'}\n"
+            f"source {doc.get('source')}  run {doc.get('run')}  {entry.where()}\n"
+            f"probes at steps {', '.join(map(str, probes)) or 'none'}\n"
+            + (f"note: {doc.get('note')}\n" if doc.get("note") else ""))
+        return 0
+    if len(what) != 1:
+        raise InputError("bank: expected one RUN (or `list`, or `show NAME`)")
+    if not args.name:
+        raise InputError("bank RUN: expected --as NAME")
+    bank.check_name(args.name)
+    store, prereg, label = asyncio.run(_read(what[0], args.ssh_config))
+    doc = bank.document(store, label, args.note, prereg)
+    entry, done = bank.put(args.name, doc, args.replace)
+    print(f"{done} {label} as {entry.name}: sha256 {entry.sha256} "
+          f"({len(entry.probes())} probes, {entry.where()}) in {bank.bank_dir() / entry.name}")
+    return 0
+
+
+async def _read(target: str, ssh_config: str | None):
+    """The whole log (with its rotated segments when local) and prereg.json, through the
+    same sources the console follows."""
+    from fontaine_tui.core.follow import LocalRun, open_source
+    from fontaine_tui.core.log.read import load_lines, load_log
+    from fontaine_tui.core.runfolder import LOG, PREREG
+
+    source = open_source(target, ssh_options=("-F", ssh_config) if ssh_config else ())
+    try:
+        prereg = await source.read_bytes(PREREG)
+        if isinstance(source, LocalRun):
+            log = source.folder / LOG
+            if not log.is_file():
+                raise InputError(f"{log}: no such log")
+            return load_log(log, history=True), prereg, str(source.folder)
+        raw = await source.read_bytes(LOG)
+        if raw is None:
+            raise InputError(f"{source.label}/{LOG}: no such log")
+        return load_lines([raw], final=True), prereg, source.label
+    finally:
+        await source.close()

@@ -1,0 +1,232 @@
+"""The comparator bank: finished runs kept as canonical JSON documents, by name and sha256.
+
+A bank folder holds one folder per name; each version of a name is `<sha256>.json` (the
+sha256 of its canonical bytes, so a version never changes), and `CURRENT` names the version
+a bare `NAME` means. Banking other content under a taken name needs `replace`; the old
+version stays, and `NAME@<sha256 prefix>` still finds it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import os
+import re
+import statistics
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+from fontaine_tui.core.atomic import atomic_write, create_new
+from fontaine_tui.core.errors import InputError
+from fontaine_tui.core.log.store import RunStore
+
+SCHEMA = "fontaine-tui/bank/1"
+NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}")
+CURRENT = "CURRENT"
+PROBE_KEYS = ("eval_chunk_mae", "train_chunk_mae", "eval_ar_ce", "eval_flow_loss")
+
+
+def bank_dir() -> Path:
+    """$FONTAINE_BANK, else $XDG_DATA_HOME/fontaine-tui/bank (~/.local/share by default)."""
+    if env := os.environ.get("FONTAINE_BANK"):
+        return Path(env)
+    base = os.environ.get("XDG_DATA_HOME") or os.path.join(os.path.expanduser("~"), ".local",
+                                                            "share")
+    return Path(base) / "fontaine-tui" / "bank"
+
+
+@dataclass(frozen=True, slots=True)
+class Entry:
+    """One banked version: its name, sha256 and the document."""
+
+    name: str
+    sha256: str
+    doc: Mapping[str, object]
+    current: bool = True
+
+    @property
+    def ref(self) -> str:
+        return f"{self.name}@{self.sha256}"
+
+    def probes(self) -> dict[int, Mapping[str, object]]:
+        """The banked probes by step: each with every number the eval record held."""
+        out: dict[int, Mapping[str, object]] = {}
+        items = self.doc.get("probes")
+        for p in items if isinstance(items, list) else ():
+            if isinstance(p, dict) and isinstance(p.get("step"), int):
+                out[p["step"]] = p
+        return out
+
+    def value(self, step: int, metric: str) -> float:
+        """The banked metric (a field or a dotted path) at a probe step; NaN when absent."""
+        p = self.probes().get(step)
+        fields = p.get("fields") if p is not None else None
+        v = fields.get(metric) if isinstance(fields, dict) else None
+        return float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else math.nan
+
+    def where(self) -> str:
+        """Where the run came from, in words: host, ranks, device."""
+        d = self.doc
+        ranks = d.get("world_size")
+        return (f"banked run, {d.get('host') or 'unknown host'}, "
+                f"{ranks if ranks is not None else '?'} rank(s), {d.get('device') or '?'}")
+
+
+def canonical(doc: Mapping[str, object]) -> bytes:
+    return json.dumps(doc, sort_keys=True, separators=(",", ":"), allow_nan=False).encode()
+
+
+def _num(x: float) -> float | None:
+    return x if math.isfinite(x) else None
+
+
+def document(store: RunStore, source: str, note: str = "", prereg: bytes | None = None
+             ) -> dict[str, object]:
+    """A finished run as a bank document: every probe (all its numbers by path, the
+    per-dataset breakdown), a summary of the train curve, what the meta said it ran (recipe,
+    world size, device, code and data identity) and its prereg.json, if any. The log must
+    have ended (`event: end`)."""
+    if not store.events or store.events[-1].event != "end":
+        raise InputError(f"{source}: the run has not finished (no `end` event in its log); "
+                         "bank it once it ends")
+    if not store.probes:
+        raise InputError(f"{source}: no eval probe in the log: nothing to compare with")
+    meta = store.metas[-1] if store.metas else None
+    probes = []
+    for step in store.probe_steps():
+        p = store.probes[step]
+        probes.append({"step": step,
+                       "fields": {k: _num(v) for k, v in sorted(p.fields.items())},
+                       "breakdown": {k: _num(v) for k, v in sorted(p.breakdown.items())}})
+    loss = [x for x in store.columns["loss"] if math.isfinite(x)] if store.has_columns else []
+    step_s = ([x for x in store.columns["step_s"] if math.isfinite(x) and x > 0]
+              if store.has_columns else [])
+    train = {"records": len(store.steps), "last_step": store.last_step,
+             "loss_first": loss[0] if loss else None, "loss_last": loss[-1] if loss else None,
+             "loss_min": min(loss) if loss else None,
+             "step_s_median": statistics.median(step_s) if step_s else None}
+    pre = None
+    if prereg is not None:
+        try:
+            pre = json.loads(prereg)
+        except ValueError:
+            raise InputError(f"{source}: prereg.json is not JSON; nothing was banked") from None
+    return {
+        "schema": SCHEMA,
+        "source": source,
+        "note": note,
+        "run": meta.run if meta else "",
+        "host": meta.host if meta else "",
+        "world_size": meta.world_size if meta else None,
+        "device": meta.device if meta else "",
+        "recipe": dict(meta.recipe) if meta else {},
+        "code": dict(meta.code) if meta else {},
+        "data": dict(meta.data) if meta else {},
+        "versions": dict(meta.versions) if meta else {},
+        "probes": probes,
+        "train": train,
+        "prereg": pre,
+    }
+
+
+def check_name(name: str) -> str:
+    if not NAME.fullmatch(name):
+        raise InputError(f"--as: expected a name of letters, digits, '_', '.', '-' (at most "
+                         f"64, not starting with a dot), got {name!r}")
+    return name
+
+
+def put(name: str, doc: Mapping[str, object], replace: bool = False,
+        root: Path | None = None) -> tuple[Entry, str]:
+    """Bank `doc` under `name`. Returns the entry and what happened: "banked", "unchanged"
+    (the same content is already current) or "replaced" (the old version is kept)."""
+    root = root or bank_dir()
+    check_name(name)
+    data = canonical(doc)
+    sha = hashlib.sha256(data).hexdigest()
+    folder = root / name
+    old = current_sha(folder)
+    if old == sha:
+        return Entry(name, sha, doc), "unchanged"
+    if old is not None and not replace:
+        raise InputError(f"bank {name}: already holds another run (sha256 {old[:12]}); pass "
+                         "--replace to make this one current (the old version is kept)")
+    folder.mkdir(parents=True, exist_ok=True)
+    try:
+        create_new(folder / f"{sha}.json", data + b"\n")
+    except FileExistsError:  # this content was banked before: make it current again
+        pass
+    atomic_write(folder / CURRENT, sha + "\n")
+    return Entry(name, sha, doc), "banked" if old is None else "replaced"
+
+
+def current_sha(folder: Path) -> str | None:
+    try:
+        sha = (folder / CURRENT).read_text().strip()
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        raise InputError(f"{folder / CURRENT}: cannot read ({exc.strerror})") from None
+    if not re.fullmatch(r"[0-9a-f]{64}", sha):
+        raise InputError(f"{folder / CURRENT}: expected a sha256, got {sha[:70]!r}")
+    return sha
+
+
+def get(ref: str, root: Path | None = None) -> Entry:
+    """`NAME` (the current version) or `NAME@<sha256 prefix>` (a pinned one), checked: the
+    file's bytes must hash to its name, so an edited entry is an error, never a comparator."""
+    root = root or bank_dir()
+    name, _, pin = ref.partition("@")
+    check_name(name)
+    folder = root / name
+    if not folder.is_dir():
+        known = ", ".join(sorted(e.name for e in entries(root))) or "none"
+        raise InputError(f"bank {name}: no such banked run in {root} (banked: {known})")
+    current = current_sha(folder)
+    if pin:
+        if not re.fullmatch(r"[0-9a-f]{4,64}", pin):
+            raise InputError(f"bank {ref}: expected NAME@<hex sha256 prefix>")
+        found = sorted(p.stem for p in folder.glob(f"{pin}*.json"))
+        if len(found) != 1:
+            raise InputError(f"bank {ref}: {'no' if not found else 'more than one'} version "
+                             f"matches {pin} in {folder}")
+        sha = found[0]
+    elif current is None:
+        raise InputError(f"bank {name}: {folder / CURRENT} is missing")
+    else:
+        sha = current
+    path = folder / f"{sha}.json"
+    try:
+        raw = path.read_bytes()
+    except FileNotFoundError:
+        raise InputError(f"bank {ref}: {path} is missing") from None
+    if hashlib.sha256(raw.rstrip(b"\n")).hexdigest() != sha:
+        raise InputError(f"{path}: its content does not match its sha256 (edited); not used")
+    try:
+        doc = json.loads(raw)
+    except ValueError:
+        raise InputError(f"{path}: expected a JSON bank document") from None
+    if not isinstance(doc, dict) or doc.get("schema") != SCHEMA:
+        raise InputError(f"{path}: schema: expected {SCHEMA!r}")
+    return Entry(name, sha, doc, current=sha == current)
+
+
+def entries(root: Path | None = None) -> list[Entry]:
+    """Every name's current version (unreadable ones skipped: `get` says why)."""
+    root = root or bank_dir()
+    out: list[Entry] = []
+    if not root.is_dir():
+        return out
+    for folder in sorted(p for p in root.iterdir() if p.is_dir()):
+        try:
+            out.append(get(folder.name, root))
+        except InputError:
+            continue
+    return out
+
+
+def versions(name: str, root: Path | None = None) -> list[str]:
+    folder = (root or bank_dir()) / check_name(name)
+    return sorted(p.stem for p in folder.glob("*.json"))
