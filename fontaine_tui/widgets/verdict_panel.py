@@ -18,6 +18,7 @@ from fontaine_tui.core.verdict.rules import (
 )
 from fontaine_tui.core.verdict.text import (
     bound_words,
+    comparator_lines,
     corroboration_line,
     secondary_lines,
     signed,
@@ -130,6 +131,8 @@ class LedgerPanel(Vertical):
         parts.append(corroboration_line(v))
         for line in secondary_lines(v):
             parts += ["\n", line]
+        for line in comparator_lines(v):
+            parts += ["\n", (line, "$text-muted")]
         for change in v.provenance_changes:
             parts += ["\n", (f"WARNING: {change}", "$error")]
         self.query_one("#ledger", Static).update(assemble(*parts))

@@ -222,7 +222,11 @@ _ABSENT = object()
 
 
 def _show(value: object) -> str:
-    return "(absent)" if value is _ABSENT else json.dumps(value, sort_keys=True)[:60]
+    """A frozen or given value, short: a long one is cut with an ellipsis, never mid-quote."""
+    if value is _ABSENT:
+        return "(absent)"
+    text = json.dumps(value, sort_keys=True)
+    return text if len(text) <= 80 else text[:76] + "...\""[: 4 if text[0] == '"' else 3]
 
 
 def _leaf_differences(frozen: object, given: object, path: str = "") -> list[str]:

@@ -6,6 +6,7 @@ import hashlib
 import json
 import math
 import os
+import re
 import sys
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -13,6 +14,7 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any, TypedDict, TypeVar, cast
 
+from fontaine_tui.core.errors import InputError
 from fontaine_tui.core.verdict.checks import (
     LABELS,
     NUMBER,
@@ -68,7 +70,8 @@ PLATFORM: Spec = {
     "data_dir": (str, ""),
 }
 COMPARATOR: Spec = {
-    "delta": (NUMBER, REQUIRED),
+    "delta": (NUMBER, math.nan),  # typed in, or computed from the banked run (`bank`)
+    "bank": (str, ""),  # "NAME" or "NAME@sha256-prefix": a run in the comparator bank
     "level_step": (int, 0),
     "eval_level": (NUMBER, math.nan),
     "train_level": (NUMBER, math.nan),
@@ -242,7 +245,7 @@ def _validate(path: Path, doc: dict) -> Preset:
                           f"got {rec['batch_size']}")
 
     every = rec["eval_every"]
-    comparators = _comparators(path, doc.get("comparators", {}), every)
+    comparators = _comparators(path, doc.get("comparators", {}), every, verdict_fields)
     verdict = verdict_spec(path, verdict_fields, comparators, every, rec["steps"], secondary)
 
     amendments = _amendments(path, doc.get("amendments", []), comparators, verdict, every)
@@ -269,7 +272,7 @@ def _validate(path: Path, doc: dict) -> Preset:
         "platform": platform,
         "verdict": verdict_canonical(verdict_fields, verdict),
         "comparators": {
-            n: set_only({k: getattr(c, k) for k in COMPARATOR})
+            n: set_only({k: getattr(c, k) for k in COMPARATOR if k != "bank" or c.bank})
             for n, c in sorted(comparators.items())
         },
         "amendments": [set_only({k: getattr(a, k) for k in AMENDMENT
@@ -306,18 +309,72 @@ def _made(cls: type[_T], fields: Mapping[str, Scalar], **more: object) -> _T:
     return cls(**more, **cast(dict[str, Any], fields))
 
 
-def _comparators(path: Path, table: object, every: int) -> dict[str, Comparator]:
+def _comparators(path: Path, table: object, every: int, rule: Mapping[str, Scalar]
+                 ) -> dict[str, Comparator]:
     if not isinstance(table, dict):
         raise PresetError(path, "comparators", "expected [comparators.NAME] tables")
     out: dict[str, Comparator] = {}
     for name, body in table.items():
-        c = _made(Comparator, check_section(path, f"comparators.{name}", body, COMPARATOR),
-                  name=name)
+        fields = check_section(path, f"comparators.{name}", body, COMPARATOR)
+        if fields["bank"]:
+            c = _banked(path, name, fields, rule)
+        elif not math.isfinite(float(fields["delta"])):
+            raise PresetError(path, f"comparators.{name}.delta",
+                              'missing; expected a number, or bank = "NAME" (a banked run)')
+        else:
+            c = _made(Comparator, fields, name=name)
         if c.level_step and c.level_step % every:
             raise PresetError(path, f"comparators.{name}.level_step",
                               f"expected a multiple of recipe.eval_every = {every}")
         out[name] = c
     return out
+
+
+def _banked(path: Path, name: str, fields: Mapping[str, Scalar], rule: Mapping[str, Scalar]
+            ) -> Comparator:
+    """A comparator from the bank: its delta (or level) read from the banked run's curve as
+    the preset's rule reads this run, pinned to the banked version's sha256. A frozen preset
+    (prereg.json) carries the numbers and the full sha256, so it reads where the bank is
+    not; where the bank is, the numbers must be the banked run's."""
+    from fontaine_tui.core.bank import store as bank
+
+    where = f"comparators.{name}"
+    ref, delta = str(fields["bank"]), float(fields["delta"])
+    pinned = re.fullmatch(r"[^@]+@[0-9a-f]{64}", ref) is not None
+    metric, read = str(rule["metric"]), str(rule["read"])
+    anchor, endpoint = int(rule["anchor_step"]), int(rule["endpoint_step"])
+    try:
+        entry = bank.get(ref)
+    except InputError as exc:
+        if pinned and math.isfinite(delta):  # frozen form, read without the bank
+            return _made(Comparator, {k: v for k, v in fields.items() if k != "bank"},
+                         name=name, bank=ref, where="banked run (its bank entry is not here)")
+        raise PresetError(path, f"{where}.bank", f"{exc}") from None
+    if math.isfinite(delta) and not pinned:
+        raise PresetError(path, f"{where}.delta",
+                          "a banked comparator's delta is read from the banked run; remove it")
+    end = entry.value(endpoint, metric)
+    start = entry.value(anchor, metric) if read == "delta" else 0.0
+    if not (math.isfinite(end) and math.isfinite(start)):
+        step = endpoint if not math.isfinite(end) else anchor
+        raise PresetError(path, f"{where}.bank",
+                          f"the banked run {entry.name} has no {metric} at step {step} "
+                          f"(its probes: {', '.join(map(str, entry.probes())) or 'none'})")
+    computed = end - start
+    if math.isfinite(delta) and abs(delta - computed) > 1e-9:
+        raise PresetError(path, f"{where}.delta",
+                          f"expected the banked run's {computed!r} ({entry.name}@{entry.sha256[:12]}), "
+                          f"got {delta!r}")
+    level_step = int(fields["level_step"])
+    levels = {"eval_level": float(fields["eval_level"]),
+              "train_level": float(fields["train_level"])}
+    if level_step:
+        for key, field_ in (("eval_level", metric), ("train_level", "train_chunk_mae")):
+            if not math.isfinite(levels[key]):
+                levels[key] = entry.value(level_step, field_)
+    return Comparator(name, computed, level_step, levels["eval_level"], levels["train_level"],
+                      str(fields["description"]) or str(entry.doc.get("note") or ""),
+                      entry.ref, entry.where())
 
 
 def _amendments(path: Path, items: object, comparators: Mapping[str, Comparator],

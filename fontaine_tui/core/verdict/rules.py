@@ -154,6 +154,8 @@ class Verdict:
     primary_label: str = ""  # the primary rule's own label (before an "all" combination)
     datasets: Mapping[str, float] = field(default_factory=dict)  # breakdown.* read as `read`
     labels: Mapping[str, str] = field(default_factory=dict)  # class -> the preset's word
+    # each comparator: name, delta, where its numbers come from, the banked version if any
+    comparators: tuple[Mapping[str, object], ...] = ()
 
     @property
     def label(self) -> str:
@@ -204,6 +206,8 @@ class Verdict:
                 for k, v in self.corroboration.items()
             },
             "datasets": {k: _json_num(v) for k, v in self.datasets.items()},
+            "comparators": [{k: _json_num(v) if isinstance(v, float) else v
+                             for k, v in c.items()} for c in self.comparators],
             "provenance": {"frozen": dict(self.provenance),
                            "log": [dict(m) for m in self.provenance_log],
                            "changed": list(self.provenance_changes)},
@@ -430,6 +434,8 @@ def compute_verdict(
             primary_label=primary,
             datasets=_datasets(probes, spec, read_step),
             labels=dict(preset.labels),
+            comparators=tuple({"name": c.name, "delta": c.delta, "where": c.where,
+                               "bank": c.bank or None} for c in preset.comparators.values()),
         )
 
     if read_step is None:

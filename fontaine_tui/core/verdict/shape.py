@@ -65,6 +65,8 @@ class Comparator:
     eval_level: float
     train_level: float
     description: str
+    bank: str = ""  # NAME@sha256 of the banked run it comes from ("" for a typed-in number)
+    where: str = "typed into the preset"  # where its numbers come from, in words
 
 
 @dataclass(frozen=True, slots=True)

@@ -104,6 +104,7 @@ def render(v: Verdict, log_label: str = "") -> str:
         lines.append(f"amendment {a.id} ({a.kind}, {a.source}): {a.status}: {a.reason}")
     if v.corroboration:
         lines.append(corroboration_line(v))
+    lines += comparator_lines(v)
     if v.interpretation:
         lines.append(f"interpretation: {v.interpretation}")
     return "\n".join(lines)
@@ -124,6 +125,18 @@ def secondary_lines(v: Verdict) -> list[str]:
         out.append(f"  secondary rule {s.name} ({s.metric}): {s.rule.read} "
                    f"{signed(s.rule.value)}  healthy if {h} {signed(s.rule.healthy)}, drift if "
                    f"{d} {signed(s.rule.drift)}: {s.label}")
+    return out
+
+
+def comparator_lines(v: Verdict) -> list[str]:
+    """Each comparator with where its numbers come from (typed in, or a banked run)."""
+    out = []
+    for c in v.comparators:
+        delta, ref = c.get("delta"), c.get("bank")
+        name, _, sha = ref.partition("@") if isinstance(ref, str) else ("", "", "")
+        pinned = f", {name}@{sha[:12]}" if sha else ""
+        number = signed(delta if isinstance(delta, float) else None)
+        out.append(f"comparator {c.get('name')} {number} ({c.get('where')}{pinned})")
     return out
 
 

@@ -1,0 +1,78 @@
+"""Comparators from the bank: `[comparators.NAME] bank = "NAME"`, pinned by sha256 in the
+canonical form, frozen into prereg.json, a later change of the bank detected."""
+
+from __future__ import annotations
+
+import pytest
+
+from fontaine_tui.cli import main
+from fontaine_tui.core.bank import store as bank
+from fontaine_tui.core.errors import InputError
+from fontaine_tui.core.runfolder import RunFolder
+from fontaine_tui.core.verdict.prereg import compare, freeze, read_prereg
+from fontaine_tui.core.verdict.presets import load_preset
+from tests.core.launch.conftest import without_amendments
+from tests.logs import RIGONLY_LIKE, SCALED_LIKE, records, write_log
+
+
+def banked(tmp_path, name="rig", probes=RIGONLY_LIKE, extra=""):
+    write_log(tmp_path / name / "train_log.jsonl", records(probes=probes))
+    assert main(["bank", str(tmp_path / name), "--as", "rig", *extra.split()]) == 0
+    path = without_amendments(tmp_path)
+    path.write_text(path.read_text().replace("[gates]", '[comparators.rig]\nbank = "rig"\n'
+                                             'level_step = 250\n\n[gates]'))
+    return path
+
+
+def test_a_banked_comparator_is_read_from_the_bank_and_pinned(tmp_path, capsys):
+    preset = load_preset(banked(tmp_path))
+    entry = bank.get("rig")
+    rig = preset.comparators["rig"]
+    assert rig.delta == pytest.approx(RIGONLY_LIKE[1000][0] - RIGONLY_LIKE[500][0])
+    assert (rig.eval_level, rig.train_level) == RIGONLY_LIKE[250]
+    assert rig.bank == f"rig@{entry.sha256}"
+    assert rig.where == "banked run, fixture-host, 1 rank(s), cpu"
+    assert preset.canonical["comparators"]["rig"]["bank"] == f"rig@{entry.sha256}"
+    assert preset.comparators["demosonly"].where == "typed into the preset"
+
+
+def test_the_frozen_bank_reference_reads_without_the_bank_and_a_change_is_detected(
+        tmp_path, monkeypatch, capsys):
+    path = banked(tmp_path)
+    folder = RunFolder(tmp_path / "run")
+    folder.root.mkdir()
+    freeze(folder, load_preset(path), ["engine"], "h", now=1.8e9)
+    first = bank.get("rig").sha256
+    # elsewhere, no bank: the frozen numbers stand
+    monkeypatch.setenv("FONTAINE_BANK", str(tmp_path / "elsewhere"))
+    frozen = read_prereg(folder).frozen_preset()
+    assert frozen.comparators["rig"].where == "banked run (its bank entry is not here)"
+    assert frozen.comparators["rig"].delta == pytest.approx(0.6929)
+    monkeypatch.setenv("FONTAINE_BANK", str(tmp_path / "bank"))
+    assert read_prereg(folder).frozen_preset().sha256 == load_preset(path).sha256
+    # the bank's `rig` replaced by another run: the preset no longer matches the frozen one
+    write_log(tmp_path / "other" / "train_log.jsonl", records(probes=SCALED_LIKE))
+    assert main(["bank", str(tmp_path / "other"), "--as", "rig", "--replace"]) == 0
+    change = compare(read_prereg(folder), load_preset(path))
+    assert change is not None and change.math_changed
+    assert f'comparators.rig.bank: frozen "rig@{first}", given "rig@' in change.detail
+    # the frozen version is still banked: the run reads with what it was launched against
+    assert read_prereg(folder).frozen_preset().comparators["rig"].bank == f"rig@{first}"
+
+
+def test_bad_bank_references_are_one_line(tmp_path, bank_path):
+    path = banked(tmp_path)
+    text = path.read_text()
+    path.write_text(text.replace('bank = "rig"', 'bank = "nope"'))
+    with pytest.raises(InputError, match=r"comparators.rig.bank: bank nope: no such banked run"):
+        load_preset(path)
+    path.write_text(text.replace('bank = "rig"', 'bank = "rig"\ndelta = 0.7'))
+    with pytest.raises(InputError, match="comparators.rig.delta: a banked comparator's delta is "
+                       "read from the banked run; remove it"):
+        load_preset(path)
+    entry = bank.get("rig")
+    stored = bank_path / "rig" / f"{entry.sha256}.json"
+    stored.write_text(stored.read_text().replace('"run":"fixture"', '"run":"edited"'))
+    path.write_text(text)
+    with pytest.raises(InputError, match=r"comparators.rig.bank: .*does not match its sha256"):
+        load_preset(path)
