@@ -131,6 +131,8 @@ class LedgerPanel(Vertical):
         parts.append(corroboration_line(v))
         for line in secondary_lines(v):
             parts += ["\n", line]
+        if v.decision is not None:
+            parts += ["\n", v.decision.describe()]
         for line in comparator_lines(v):
             parts += ["\n", (line, "$text-muted")]
         for change in v.provenance_changes:

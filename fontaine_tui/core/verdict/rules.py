@@ -16,9 +16,16 @@ from fontaine_tui.core.verdict.checks import (  # the classes, defined once, re-
     SAME_DRIFT,
     UNDECIDABLE,
 )
+from fontaine_tui.core.verdict.curves import banked_curves
+from fontaine_tui.core.verdict.lock import Lock, decision_lock, max_probe_change
 from fontaine_tui.core.verdict.prereg import provenance_changes
 from fontaine_tui.core.verdict.presets import Amendment, Preset
-from fontaine_tui.core.verdict.shape import RuleShape, VerdictSpec
+from fontaine_tui.core.verdict.shape import (  # re-exported: the rule's reading of a number
+    RuleShape,
+    VerdictSpec,
+    combine,
+    read_rule,
+)
 
 if TYPE_CHECKING:
     from typing import Unpack  # 3.11+; annotations only, so 3.10 runs without it
@@ -28,40 +35,6 @@ SCHEMA = "fontaine-tui/verdict/2"  # 1: before rule shapes, datasets and provena
 # Exit codes of `fontaine-tui verdict`: one per class; a provisional read adds 10.
 EXIT_CODES = {HEALTHY: 0, SAME_DRIFT: 3, AMBIGUOUS: 4, BY_INSTRUMENT: 5, UNDECIDABLE: 6}
 PROVISIONAL_OFFSET = 10
-
-# Deltas are differences of logged floats: compare at this resolution, so that a delta that
-# reads exactly as a bound (3.7623 - 3.4623) is on the bound, not 3e-16 past it.
-RESOLUTION = 1e-9
-
-
-def _round(x: float) -> float:
-    scaled = x / RESOLUTION
-    if not math.isfinite(scaled):  # |x| beyond ~1e299: nothing to round at this resolution
-        return x
-    return round(scaled) * RESOLUTION
-
-
-def read_rule(x: float, healthy: float, drift: float, lower: bool = True) -> str:
-    """With lower better: HEALTHY if x <= healthy, SAME-DRIFT if x >= drift. With higher
-    better: HEALTHY if x >= healthy, SAME-DRIFT if x <= drift. Else AMBIGUOUS."""
-    if not math.isfinite(x):
-        return UNDECIDABLE
-    d, h, f = _round(x), _round(healthy), _round(drift)
-    if d <= h if lower else d >= h:
-        return HEALTHY
-    if d >= f if lower else d <= f:
-        return SAME_DRIFT
-    return AMBIGUOUS
-
-
-def combine(raw: str, scaled: str | None) -> str:
-    """Agreeing rules give their label; disagreeing ones AMBIGUOUS-BY-INSTRUMENT."""
-    if scaled is None:
-        return raw
-    if UNDECIDABLE in (raw, scaled):
-        return UNDECIDABLE
-    return raw if raw == scaled else BY_INSTRUMENT
-
 
 @dataclass(frozen=True, slots=True)
 class RuleRead:
@@ -156,6 +129,7 @@ class Verdict:
     labels: Mapping[str, str] = field(default_factory=dict)  # class -> the preset's word
     # each comparator: name, delta, where its numbers come from, the banked version if any
     comparators: tuple[Mapping[str, object], ...] = ()
+    decision: Lock | None = None  # distances to the bounds and the decision lock
 
     @property
     def label(self) -> str:
@@ -206,6 +180,7 @@ class Verdict:
                 for k, v in self.corroboration.items()
             },
             "datasets": {k: _json_num(v) for k, v in self.datasets.items()},
+            "decision": None if self.decision is None else _lock_json(self.decision),
             "comparators": [{k: _json_num(v) if isinstance(v, float) else v
                              for k, v in c.items()} for c in self.comparators],
             "provenance": {"frozen": dict(self.provenance),
@@ -227,6 +202,31 @@ def _json_num(x: float | None) -> float | str | None:
     if x is None:
         return None
     return x if math.isfinite(x) else repr(x)
+
+
+def _lock_json(lock: Lock) -> dict:
+    return {"locked_at": lock.step, "label": lock.label,
+            "max_probe_change": lock.max_change, "max_probe_change_from": lock.source,
+            "distances": [{"step": d.step, "to_healthy": _json_num(d.to_healthy),
+                           "to_drift": _json_num(d.to_drift)} for d in lock.distances]}
+
+
+def _lock(store: RunStore, preset: Preset, read_step: int | None, raw: RuleRead | None,
+          scaled: RuleRead | None) -> Lock | None:
+    """The decision lock over the reads up to `read_step` (None without a primary read)."""
+    spec = preset.verdict
+    if read_step is None or raw is None:
+        return None
+    probes, metric = store.probes, spec.metric
+    base = probes[spec.anchor_step].value(metric) if spec.read == "delta" else 0.0
+    start = spec.anchor_step if spec.read == "delta" else 0
+    points = [(s, probes[s].value(metric) - base) for s in store.probe_steps()
+              if start <= s <= read_step]
+    bounds = [(raw.healthy, raw.drift), *([(scaled.healthy, scaled.drift)] if scaled else [])]
+    every = int(preset.recipe["eval_every"])
+    change, source = max_probe_change(spec, every, banked_curves(preset))
+    return decision_lock(points, bounds, spec.lower_is_better, spec.endpoint_step, every,
+                         change, source)
 
 
 def _secondary_json(s: SecondaryRead) -> dict:
@@ -436,6 +436,7 @@ def compute_verdict(
             labels=dict(preset.labels),
             comparators=tuple({"name": c.name, "delta": c.delta, "where": c.where,
                                "bank": c.bank or None} for c in preset.comparators.values()),
+            decision=_lock(store, preset, read_step, kw.get("raw"), kw.get("scaled")),
         )
 
     if read_step is None:

@@ -12,10 +12,15 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from fontaine_tui.core.verdict.checks import (
+    AMBIGUOUS,
+    BY_INSTRUMENT,
+    HEALTHY,
     LABELS,
     NUMBER,
     REQUIRED,
     ROUNDING,
+    SAME_DRIFT,
+    UNDECIDABLE,
     PresetError,
     Scalar,
     Spec,
@@ -40,6 +45,9 @@ VERDICT: Spec = {
     "drift_max": (NUMBER, math.nan),
     "reference": (str, ""),
     "drift_fraction": (NUMBER, math.nan),
+    # the largest change one probe can bring, for the decision lock (default: taken from
+    # the banked comparators' curves)
+    "max_probe_change": (NUMBER, math.nan),
 }
 RULE_KEYS = ("metric", "direction", "read", "healthy_max", "drift_min", "healthy_min",
              "drift_max", "reference", "drift_fraction")
@@ -111,6 +119,7 @@ class VerdictSpec:
     read: str = "delta"
     secondary: tuple[RuleShape, ...] = ()  # each read at the same steps as the primary
     combine: str = "primary"  # "primary" decides alone, or "all" rules must agree
+    max_probe_change: float = math.nan  # for the decision lock; NaN: from the bank
 
     @property
     def lower_is_better(self) -> bool:
@@ -179,9 +188,13 @@ def verdict_spec(path: Path, f: Mapping[str, Scalar], comparators: Mapping[str, 
             raise PresetError(path, f"{where}.read",
                               "a delta read needs verdict.anchor_step; expected \"level\"")
         rules.append(rule)
+    change = float(f["max_probe_change"])
+    if math.isfinite(change) and change <= 0:
+        raise PresetError(path, "verdict.max_probe_change",
+                          f"expected a positive number, got {change}")
     return VerdictSpec(shape.metric, anchor, endpoint, shape.healthy, shape.drift,
                        shape.reference, shape.drift_fraction, shape.direction, shape.read,
-                       tuple(rules), str(f["combine"]))
+                       tuple(rules), str(f["combine"]), change)
 
 
 def _rule_shape(path: Path, where: str, f: Mapping[str, Scalar],
@@ -246,3 +259,37 @@ def verdict_canonical(fields: Mapping[str, Scalar], spec: VerdictSpec) -> dict[s
                        "drift_fraction": r.drift_fraction})
             for r in spec.secondary]
     return out
+
+
+# Deltas are differences of logged floats: compare at this resolution, so that a delta that
+# reads exactly as a bound (3.7623 - 3.4623) is on the bound, not 3e-16 past it.
+RESOLUTION = 1e-9
+
+
+def _round(x: float) -> float:
+    scaled = x / RESOLUTION
+    if not math.isfinite(scaled):  # |x| beyond ~1e299: nothing to round at this resolution
+        return x
+    return round(scaled) * RESOLUTION
+
+
+def read_rule(x: float, healthy: float, drift: float, lower: bool = True) -> str:
+    """With lower better: HEALTHY if x <= healthy, SAME-DRIFT if x >= drift. With higher
+    better: HEALTHY if x >= healthy, SAME-DRIFT if x <= drift. Else AMBIGUOUS."""
+    if not math.isfinite(x):
+        return UNDECIDABLE
+    d, h, f = _round(x), _round(healthy), _round(drift)
+    if d <= h if lower else d >= h:
+        return HEALTHY
+    if d >= f if lower else d <= f:
+        return SAME_DRIFT
+    return AMBIGUOUS
+
+
+def combine(raw: str, scaled: str | None) -> str:
+    """Agreeing rules give their label; disagreeing ones AMBIGUOUS-BY-INSTRUMENT."""
+    if scaled is None:
+        return raw
+    if UNDECIDABLE in (raw, scaled):
+        return UNDECIDABLE
+    return raw if raw == scaled else BY_INSTRUMENT

@@ -105,6 +105,8 @@ def render(v: Verdict, log_label: str = "") -> str:
     if v.corroboration:
         lines.append(corroboration_line(v))
     lines += comparator_lines(v)
+    if v.decision is not None:
+        lines.append(v.decision.describe())
     if v.interpretation:
         lines.append(f"interpretation: {v.interpretation}")
     return "\n".join(lines)

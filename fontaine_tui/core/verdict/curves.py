@@ -1,0 +1,48 @@
+"""The banked comparators' curves, read as the preset's rule reads this run: each probe's
+delta from the anchor (or level), at the steps the banked run measured."""
+
+from __future__ import annotations
+
+import math
+
+from fontaine_tui.core.errors import InputError
+from fontaine_tui.core.verdict.presets import Preset
+from fontaine_tui.core.verdict.shape import Comparator
+
+_ENTRIES: dict[str, object] = {}  # NAME@sha256 -> Entry: a version never changes, so kept
+
+
+def _entry(ref: str) -> object | None:
+    from fontaine_tui.core.bank import store as bank
+
+    if ref not in _ENTRIES:
+        try:
+            _ENTRIES[ref] = bank.get(ref)
+        except InputError:  # not in this machine's bank: the frozen numbers still read
+            return None
+    return _ENTRIES[ref]
+
+
+def banked_curve(preset: Preset, comp: Comparator, metric: str | None = None
+                 ) -> list[tuple[int, float]]:
+    """(step, delta or level) at each probe the banked run measured, from the anchor on for a
+    delta read; [] for a typed-in comparator or a banked run not in this bank."""
+    from fontaine_tui.core.bank.store import Entry
+
+    entry = _entry(comp.bank) if comp.bank else None
+    if not isinstance(entry, Entry):
+        return []
+    spec = preset.verdict
+    metric = metric or spec.metric
+    if spec.read == "level":
+        return [(s, entry.value(s, metric)) for s in sorted(entry.probes())]
+    base = entry.value(spec.anchor_step, metric)
+    if not math.isfinite(base):
+        return []
+    return [(s, entry.value(s, metric) - base) for s in sorted(entry.probes())
+            if s >= spec.anchor_step]
+
+
+def banked_curves(preset: Preset) -> list[tuple[str, list[tuple[int, float]]]]:
+    return [(c.name, curve) for c in preset.comparators.values()
+            if (curve := banked_curve(preset, c))]

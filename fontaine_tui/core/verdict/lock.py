@@ -1,0 +1,95 @@
+"""Distance to the bounds and the decision lock: at each probe, how far the read is from each
+bound, and from which probe no remaining probe can change the verdict, given the largest
+change one probe can bring (stated in the preset, else the largest step-to-step change of the
+banked comparators' curves; which one is said)."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+from fontaine_tui.core.verdict.shape import VerdictSpec, combine, read_rule
+
+
+@dataclass(frozen=True, slots=True)
+class Distance:
+    step: int
+    to_healthy: float  # how far the read may move before it leaves HEALTHY (< 0: not healthy)
+    to_drift: float    # how far it is from the drift bound (< 0: past it)
+
+
+@dataclass(frozen=True, slots=True)
+class Lock:
+    step: int | None       # the first probe from which the verdict cannot change; None: not yet
+    label: str | None      # the verdict it locked on
+    max_change: float | None  # the largest change one probe can bring (None: unknown)
+    source: str            # where max_change comes from, in words
+    distances: tuple[Distance, ...] = ()
+
+    def describe(self) -> str:
+        if self.max_change is None:
+            return f"decision lock unknown: {self.source}"
+        if self.step is None:
+            return (f"decision not locked: a remaining probe can still change it (largest "
+                    f"change per probe {self.max_change:.4f}, {self.source})")
+        return (f"decision locked at step {self.step} ({self.label}): no remaining probe can "
+                f"change it (largest change per probe {self.max_change:.4f}, {self.source})")
+
+
+def decision_lock(points: Sequence[tuple[int, float]], bounds: Sequence[tuple[float, float]],
+                  lower: bool, endpoint: int, every: int, max_change: float | None,
+                  source: str) -> Lock:
+    """`points`: the read (delta or level) at each probe so far, in step order; `bounds`:
+    (healthy, drift) of the raw rule and, with a scale amendment in force, of the scaled one.
+    The lock is the first probe from which, at every later probe, no value within the
+    remaining probes x `max_change` gives any rule another label."""
+    h0, d0 = bounds[0]
+    distances = tuple(Distance(s, h0 - x, d0 - x) if lower else Distance(s, x - h0, x - d0)
+                      for s, x in points if math.isfinite(x))
+    if max_change is None:
+        return Lock(None, None, None, source, distances)
+    lock: tuple[int, str] | None = None
+    for step, x in points:
+        if not math.isfinite(x):
+            lock = None
+            continue
+        reach = max(0, (endpoint - step) // every) * max_change
+        labels: list[str] = []
+        for h, d in bounds:
+            lo, hi = read_rule(x - reach, h, d, lower), read_rule(x + reach, h, d, lower)
+            if lo != hi:
+                break
+            labels.append(lo)
+        if len(labels) < len(bounds):
+            lock = None
+            continue
+        label = labels[0] if len(labels) == 1 else combine(labels[0], labels[1])
+        if lock is None or lock[1] != label:
+            lock = (step, label)
+    if lock is None:
+        return Lock(None, None, max_change, source, distances)
+    return Lock(lock[0], lock[1], max_change, source, distances)
+
+
+
+def max_probe_change(spec: VerdictSpec, every: int,
+                     curves: Iterable[tuple[str, Sequence[tuple[int, float]]]]
+                     ) -> tuple[float | None, str]:
+    """The largest change of the read from one probe to the next: the preset's
+    `verdict.max_probe_change`, else the largest step-to-step change among the banked
+    comparators' curves (scaled to eval_every steps), naming the comparator and the steps."""
+    if math.isfinite(spec.max_probe_change):
+        return spec.max_probe_change, "stated in the preset (verdict.max_probe_change)"
+    best: tuple[float, str] | None = None
+    for name, points in curves:
+        pts = [(s, v) for s, v in points if math.isfinite(v)]
+        for (s0, v0), (s1, v1) in zip(pts, pts[1:], strict=False):
+            change = abs(v1 - v0) * every / (s1 - s0)
+            if best is None or change > best[0]:
+                best = (change, f"the largest among the banked comparators: {name}, step "
+                                f"{s0} to {s1}")
+    if best is None:
+        return None, ("no verdict.max_probe_change in the preset and no banked comparator "
+                      "curve to take it from")
+    return best
