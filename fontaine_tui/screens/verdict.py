@@ -66,6 +66,6 @@ class VerdictScreen(ViewScreen):
         self.query_one("#interpretation", Static).update(assemble(
             ("interpretation: ", "bold"), v.interpretation or "—", "\n",
             ("reason: ", "$text-muted"), v.reason))
-        self.query_one(LedgerPanel).show(v, view.ledger)
+        self.query_one(LedgerPanel).show(v, view.ledger, view.latest.decision)
         self.query_one("#review-status", Static).update(
             assemble(self.console.review_status))

@@ -7,6 +7,7 @@ from textual.containers import Horizontal, Vertical
 from textual.content import Content
 from textual.widgets import Static
 
+from fontaine_tui.core.verdict.lock import Lock
 from fontaine_tui.core.verdict.rules import (
     AMBIGUOUS,
     BY_INSTRUMENT,
@@ -109,7 +110,10 @@ class LedgerPanel(Vertical):
     def on_mount(self) -> None:
         self.border_title = "ledger"
 
-    def show(self, v: Verdict, ledger: Ledger) -> None:
+    def show(self, v: Verdict, ledger: Ledger, decision: Lock | None = None) -> None:
+        """`decision`: the latest read's decision lock (it is about the run, not the read
+        being stepped through)."""
+        decision = decision if decision is not None else v.decision
         ok = ledger.hash_ok
         hash_style = "$success" if ok else ("$error" if ok is False else "$text-muted")
         parts: list[tuple[str, str] | str] = [
@@ -131,8 +135,8 @@ class LedgerPanel(Vertical):
         parts.append(corroboration_line(v))
         for line in secondary_lines(v):
             parts += ["\n", line]
-        if v.decision is not None:
-            parts += ["\n", v.decision.describe()]
+        if decision is not None:
+            parts += ["\n", decision.describe()]
         for line in comparator_lines(v):
             parts += ["\n", (line, "$text-muted")]
         for change in v.provenance_changes:

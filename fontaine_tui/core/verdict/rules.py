@@ -436,7 +436,9 @@ def compute_verdict(
             labels=dict(preset.labels),
             comparators=tuple({"name": c.name, "delta": c.delta, "where": c.where,
                                "bank": c.bank or None} for c in preset.comparators.values()),
-            decision=_lock(store, preset, read_step, kw.get("raw"), kw.get("scaled")),
+            # the latest read only: a series of reads (verdict_series) would make it quadratic
+            decision=(_lock(store, preset, read_step, kw.get("raw"), kw.get("scaled"))
+                      if at_step is None else None),
         )
 
     if read_step is None:
