@@ -132,6 +132,8 @@ class LedgerPanel(Vertical):
             parts += [(f"LEDGER: {ledger.error}", "$error"), "\n"]
         if v.scale is not None:
             parts.append(f"scale: {v.scale.provenance}\n")
+            if v.scale.evidence:
+                parts.append(f"scale evidence: {v.scale.evidence}\n")
         parts.append(corroboration_line(v))
         for line in secondary_lines(v):
             parts += ["\n", line]

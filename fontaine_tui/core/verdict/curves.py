@@ -43,6 +43,14 @@ def banked_curve(preset: Preset, comp: Comparator, metric: str | None = None
             if s >= spec.anchor_step]
 
 
+def banked_value(comp: Comparator, step: int, metric: str) -> float:
+    """One banked number of a comparator (NaN when typed in or not in this bank)."""
+    from fontaine_tui.core.bank.store import Entry
+
+    entry = _entry(comp.bank) if comp.bank else None
+    return entry.value(step, metric) if isinstance(entry, Entry) else math.nan
+
+
 def banked_curves(preset: Preset) -> list[tuple[str, list[tuple[int, float]]]]:
     return [(c.name, curve) for c in preset.comparators.values()
             if (curve := banked_curve(preset, c))]

@@ -89,6 +89,9 @@ class Scale:
     comparator: str | None
     amendment: int
     provenance: str
+    # the model tracks while the units differ: this run's eval AR CE at the scale's step
+    # beside the banked comparator's (the document's 0.6385 vs 0.6116); "" when not banked
+    evidence: str = ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -332,7 +335,20 @@ def _scale(amendment: Amendment, preset: Preset, probes: Mapping[int, Probe]
     provenance = (f"{metric}({amendment.from_step}) / {comp.name} level at {comp.level_step} = "
                   f"{level:.4f} / {comp.eval_level:.4f} = {value:.3f} (amendment {amendment.id})")
     return Scale(value, level, comp.eval_level, amendment.from_step, comp.name, amendment.id,
-                 provenance), ""
+                 provenance, _ar_ce_evidence(preset, comp.name, probe)), ""
+
+
+def _ar_ce_evidence(preset: Preset, name: str, probe: Probe) -> str:
+    """This run's eval AR CE at the scale's step beside the banked comparator's, when the
+    bank holds it."""
+    from fontaine_tui.core.verdict.curves import banked_value
+
+    theirs = banked_value(preset.comparators[name], probe.step, "eval_ar_ce")
+    ours = probe.value("eval_ar_ce")
+    if not (math.isfinite(theirs) and math.isfinite(ours)):
+        return ""
+    return (f"eval AR CE at step {probe.step}: this run {ours:.4f}, {name} {theirs:.4f} "
+            f"(ratio {ours / theirs:.3f}): the model tracks it while the units differ")
 
 
 def _corroboration(probes: Mapping[int, Probe], anchor: int, read: int, metric: str

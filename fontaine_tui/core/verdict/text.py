@@ -100,6 +100,8 @@ def render(v: Verdict, log_label: str = "") -> str:
     lines.append(f"VERDICT: {v.label}  [{status_word(v)}]  {v.reason}")
     if v.scale is not None:
         lines.append(f"scale: {v.scale.provenance}")
+        if v.scale.evidence:
+            lines.append(f"scale evidence: {v.scale.evidence}")
     for a in v.amendments:
         lines.append(f"amendment {a.id} ({a.kind}, {a.source}): {a.status}: {a.reason}")
     if v.corroboration:

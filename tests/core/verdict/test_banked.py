@@ -76,3 +76,42 @@ def test_bad_bank_references_are_one_line(tmp_path, bank_path):
     path.write_text(text)
     with pytest.raises(InputError, match=r"comparators.rig.bank: .*does not match its sha256"):
         load_preset(path)
+
+
+def test_a_scale_against_a_banked_run_shows_the_ar_ce_beside_it(tmp_path):
+    from fontaine_tui.core.log.read import load_lines
+    from fontaine_tui.core.verdict.rules import compute_verdict
+    from fontaine_tui.core.verdict.text import render
+    from tests.logs import dumps
+
+    ref = records(probes=RIGONLY_LIKE)
+    for r in ref:
+        if r["kind"] == "eval" and r["step"] == 250:
+            r["eval_ar_ce"] = 0.6116
+    write_log(tmp_path / "ref" / "train_log.jsonl", ref)
+    assert main(["bank", str(tmp_path / "ref"), "--as", "demos"]) == 0
+    path = without_amendments(tmp_path)
+    path.write_text(path.read_text().replace("[gates]", '''[comparators.demos]
+bank = "demos"
+level_step = 250
+
+[[amendments]]
+id = 1
+kind = "scale"
+from_step = 250
+comparator = "demos"
+declared_after_step = 250
+declared_before_step = 500
+
+[gates]'''))
+    ours = records(probes={250: (12.5087, 12.4202), 500: (12.9, 12.6), 750: (13.3, 12.7),
+                           1000: (13.5929, 12.76)})
+    for r in ours:
+        if r["kind"] == "eval" and r["step"] == 250:
+            r["eval_ar_ce"] = 0.6385
+    store = load_lines([b"".join(dumps(r).encode() + b"\n" for r in ours)])
+    v = compute_verdict(store, load_preset(path))
+    assert v.scale is not None and v.scale.value == pytest.approx(12.5087 / 3.4623)
+    assert v.scale.evidence == ("eval AR CE at step 250: this run 0.6385, demos 0.6116 "
+                                "(ratio 1.044): the model tracks it while the units differ")
+    assert f"scale evidence: {v.scale.evidence}" in render(v)
