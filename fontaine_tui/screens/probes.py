@@ -38,6 +38,13 @@ class ProbesScreen(ViewScreen):
         mode = "scale-adjusted" if scaled else "raw"
         self.query_one("#probes-note", Static).update(assemble(
             ("units: ", "$text-muted"), (mode, "bold"), ("  (s toggles)  ", "$text-muted"),
-            spec.note, ("  comparators are banked endpoint deltas, drawn at the endpoint",
-                        "$text-muted")))
+            spec.note, (_comparator_note(view), "$text-muted")))
         self.query_one(ProbesTable).show(view.rows)
+
+
+def _comparator_note(view: RunView) -> str:
+    banked = sum(1 for c in view.preset.comparators.values() if c.bank)
+    if not banked:
+        return "  comparators are banked endpoint deltas, drawn at the endpoint"
+    return (f"  {banked} banked run(s) drawn as whole curves in their own units; typed-in "
+            "comparators as endpoint deltas")

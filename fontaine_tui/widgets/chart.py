@@ -95,6 +95,13 @@ class Chart(PlotextPlot):
                 plt.plot(xs, ys, label=literal(c.label), color=c.color, marker="dot")
                 if len(xs) <= 30:  # few measured points: show where they are, not only the line
                     plt.scatter(xs, ys, color=c.color, marker="●")
+        for b in spec.bands:  # the envelope's two edges, faint, under the curves
+            bx, low = downsample(b.xs, b.lo, width)
+            hx, high = downsample(b.xs, b.hi, width)
+            if bx:
+                plt.plot(bx, low, color=b.color, marker="braille", label=literal(b.label))
+                plt.plot(hx, high, color=b.color, marker="braille")
+                seen += low + high
         for h in spec.hlines:
             plt.hline(h.y, color=h.color)
         left = spec.xlim[0] if spec.xlim else 0

@@ -53,3 +53,37 @@ def test_runs_snapshot(snap_compare, tmp_path, monkeypatch):
         await loaded(pilot, 1000)
 
     assert snap_compare(app, press=("r",), terminal_size=SIZE, run_before=ready)
+
+
+@pytest.mark.parametrize("keys", [("p",), ("p", "s")], ids=["raw", "scaled"])
+def test_probes_with_banked_curves_snapshot(keys, snap_compare, tmp_path, monkeypatch):
+    """Two banked runs of one group: their curves, the envelope, the bounds, this run on top."""
+    from fontaine_tui.cli import main
+    from fontaine_tui.core.verdict.presets import load_preset
+    from tests.logs import records, write_log
+
+    monkeypatch.chdir(tmp_path)
+    for name, probes in (("a", {250: (3.4, 3.6), 500: (3.1, 3.2), 750: (3.9, 3.3),
+                                1000: (4.6, 3.4)}),
+                         ("b", {250: (3.4, 3.6), 500: (3.0, 3.2), 1000: (5.2, 3.4)})):
+        write_log(tmp_path / name / "train_log.jsonl", records(probes=probes))
+        assert main(["bank", name, "--as", f"drift_{name}"]) == 0  # relative: a stable sha
+    text = (Path(__file__).parents[2] / "presets" / "demosonly_1gpu.toml").read_text()
+    text = text.replace("[[amendments]]", '''[comparators.drift_a]
+bank = "drift_a"
+group = "drifting"
+
+[comparators.drift_b]
+bank = "drift_b"
+group = "drifting"
+
+[[amendments]]''', 1)
+    (tmp_path / "banked.toml").write_text(text)
+    make_run(tmp_path / "run", upto=1000, probes=SCALED_LIKE, engine_out=ENGINE_OUT)
+    app = console(Path("run") / "train_log.jsonl", preset=load_preset(tmp_path / "banked.toml"))
+
+    async def ready(pilot) -> None:
+        await loaded(pilot, 1000)
+        await pilot.pause(0.1)
+
+    assert snap_compare(app, press=keys, terminal_size=SIZE, run_before=ready)

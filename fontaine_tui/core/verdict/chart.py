@@ -10,6 +10,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from fontaine_tui.core.log.store import RunStore
+from fontaine_tui.core.verdict.curves import banked_curve
 from fontaine_tui.core.verdict.presets import Preset
 from fontaine_tui.core.verdict.rules import Verdict
 from fontaine_tui.core.verdict.text import signed
@@ -45,6 +46,17 @@ class Mark:
 
 
 @dataclass(frozen=True, slots=True)
+class Band:
+    """A min-max envelope: where the grouped comparators' curves lie, step by step."""
+
+    label: str
+    xs: Sequence[float]
+    lo: Sequence[float]
+    hi: Sequence[float]
+    color: str
+
+
+@dataclass(frozen=True, slots=True)
 class ChartSpec:
     title: str
     xlabel: str
@@ -54,10 +66,11 @@ class ChartSpec:
     marks: tuple[Mark, ...] = ()
     xlim: tuple[float, float] | None = None
     note: str = ""
+    bands: tuple[Band, ...] = ()
 
     @property
     def points(self) -> int:
-        return sum(len(c.xs) for c in self.curves)
+        return sum(len(c.xs) for c in self.curves) + 2 * sum(len(b.xs) for b in self.bands)
 
 
 def downsample(xs: Sequence[float], ys: Sequence[float], width: int
@@ -138,9 +151,58 @@ def probes_chart(store: RunStore, preset: Preset, verdicts: Sequence[Verdict],
                   tuple(p[1] for p in pts), "cyan", points=len(pts) < 2)
     hlines = (HLine(healthy, f"healthy {h_op} {signed(healthy)}", "green"),
               HLine(drift, f"same-drift {d_op} {signed(drift)}", "red"))
+    banked, bands = banked_series(preset, use_scale is not None)
+    marks = tuple(m for m, c in zip(comparator_marks(preset, use_scale),
+                                    preset.comparators.values(), strict=True) if not c.bank)
     return ChartSpec(f"delta(s) = {spec.metric}(s) - {spec.metric}({anchor})  [{which}]",
-                     "step", "delta", (curve,), hlines, comparator_marks(preset, use_scale),
-                     xlim, note)
+                     "step", "delta", (*banked, curve), hlines, marks, xlim, note, bands)
+
+
+def banked_series(preset: Preset, scaled: bool) -> tuple[tuple[Curve, ...], tuple[Band, ...]]:
+    """Each banked comparator's whole curve (its own units, at the steps it measured), and
+    for each `group` of two or more banked comparators the min-max envelope, on the union of
+    their steps, each curve interpolated between its measured steps (never extrapolated)."""
+    curves: list[Curve] = []
+    groups: dict[str, list[list[tuple[int, float]]]] = {}
+    for i, comp in enumerate(preset.comparators.values()):
+        points = banked_curve(preset, comp)
+        if not points:
+            continue
+        unit = ", raw units" if scaled else ""
+        curves.append(Curve(f"{comp.name} (banked {comp.bank.partition('@')[2][:8]}{unit})",
+                            tuple(float(s) for s, _ in points), tuple(v for _, v in points),
+                            MARK_COLORS[i % len(MARK_COLORS)]))
+        if comp.group:
+            groups.setdefault(comp.group, []).append(points)
+    bands: list[Band] = []
+    for group, members in groups.items():
+        if len(members) < 2:
+            continue
+        steps = sorted({s for pts in members for s, _ in pts})
+        xs, lo, hi = [], [], []
+        for s in steps:
+            vals = [v for pts in members if (v := _interpolate(pts, s)) is not None]
+            if len(vals) >= 2:
+                xs.append(float(s))
+                lo.append(min(vals))
+                hi.append(max(vals))
+        if xs:
+            bands.append(Band(f"{group} envelope ({len(members)} runs)", tuple(xs), tuple(lo),
+                              tuple(hi), "gray"))
+    return tuple(curves), tuple(bands)
+
+
+def _interpolate(points: Sequence[tuple[int, float]], step: int) -> float | None:
+    """The curve at `step`: measured, or linear between the two measured steps around it;
+    None outside the measured range or next to a non-finite value."""
+    for (s0, v0), (s1, v1) in zip(points, points[1:], strict=False):
+        if s0 <= step <= s1:
+            if not (math.isfinite(v0) and math.isfinite(v1)):
+                return None
+            return v0 if s1 == s0 else v0 + (v1 - v0) * (step - s0) / (s1 - s0)
+    if len(points) == 1 and points[0][0] == step and math.isfinite(points[0][1]):
+        return points[0][1]
+    return None
 
 
 def _levels_chart(store: RunStore, preset: Preset, xlim: tuple[float, float]) -> ChartSpec:

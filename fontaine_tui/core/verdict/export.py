@@ -55,6 +55,9 @@ def render_png(spec: ChartSpec) -> bytes:
 
     fig = Figure(figsize=(9, 5), dpi=110)
     ax = fig.add_subplot()
+    for b in spec.bands:
+        ax.fill_between(b.xs, b.lo, b.hi, color=_COLORS.get(b.color, b.color), alpha=0.25,
+                        label=b.label, zorder=1)
     for c in spec.curves:
         color = _COLORS.get(c.color, c.color)
         if c.points:

@@ -72,6 +72,7 @@ PLATFORM: Spec = {
 COMPARATOR: Spec = {
     "delta": (NUMBER, math.nan),  # typed in, or computed from the banked run (`bank`)
     "bank": (str, ""),  # "NAME" or "NAME@sha256-prefix": a run in the comparator bank
+    "group": (str, ""),  # drawn with the others of its group as a min-max envelope
     "level_step": (int, 0),
     "eval_level": (NUMBER, math.nan),
     "train_level": (NUMBER, math.nan),
@@ -272,7 +273,8 @@ def _validate(path: Path, doc: dict) -> Preset:
         "platform": platform,
         "verdict": verdict_canonical(verdict_fields, verdict),
         "comparators": {
-            n: set_only({k: getattr(c, k) for k in COMPARATOR if k != "bank" or c.bank})
+            n: set_only({k: getattr(c, k) for k in COMPARATOR
+                         if k not in ("bank", "group") or getattr(c, k)})
             for n, c in sorted(comparators.items())
         },
         "amendments": [set_only({k: getattr(a, k) for k in AMENDMENT
@@ -374,7 +376,7 @@ def _banked(path: Path, name: str, fields: Mapping[str, Scalar], rule: Mapping[s
                 levels[key] = entry.value(level_step, field_)
     return Comparator(name, computed, level_step, levels["eval_level"], levels["train_level"],
                       str(fields["description"]) or str(entry.doc.get("note") or ""),
-                      entry.ref, entry.where())
+                      entry.ref, str(fields["group"]), entry.where())
 
 
 def _amendments(path: Path, items: object, comparators: Mapping[str, Comparator],

@@ -74,6 +74,7 @@ class Comparator:
     train_level: float
     description: str
     bank: str = ""  # NAME@sha256 of the banked run it comes from ("" for a typed-in number)
+    group: str = ""  # comparators of one group are drawn with their min-max envelope
     where: str = "typed into the preset"  # where its numbers come from, in words
 
 

@@ -115,3 +115,45 @@ declared_before_step = 500
     assert v.scale.evidence == ("eval AR CE at step 250: this run 0.6385, demos 0.6116 "
                                 "(ratio 1.044): the model tracks it while the units differ")
     assert f"scale evidence: {v.scale.evidence}" in render(v)
+
+
+def test_the_probes_chart_draws_banked_curves_and_their_envelope(tmp_path):
+    from fontaine_tui.core.log.read import load_lines
+    from fontaine_tui.core.verdict.chart import probes_chart
+    from fontaine_tui.core.verdict.rules import compute_verdict, verdict_series
+    from tests.logs import dumps
+
+    a = {250: (3.4, 3.6), 500: (3.1, 3.2), 750: (3.5, 3.3), 1000: (3.8, 3.4)}
+    b = {250: (3.4, 3.6), 500: (3.0, 3.2), 1000: (4.0, 3.4)}  # no probe at 750
+    for name, probes in (("a", a), ("b", b)):
+        write_log(tmp_path / name / "train_log.jsonl", records(probes=probes))
+        assert main(["bank", str(tmp_path / name), "--as", f"run_{name}"]) == 0
+    path = without_amendments(tmp_path)
+    path.write_text(path.read_text().replace("[gates]", '''[comparators.run_a]
+bank = "run_a"
+group = "drifting"
+
+[comparators.run_b]
+bank = "run_b"
+group = "drifting"
+
+[gates]'''))
+    preset = load_preset(path)
+    store = load_lines([b"".join(dumps(r).encode() + b"\n" for r in records(probes=RIGONLY_LIKE))])
+    spec = probes_chart(store, preset, verdict_series(store, preset),
+                        compute_verdict(store, preset), scaled=False)
+    by_label = {c.label.split(" ")[0]: c for c in spec.curves}
+    assert list(by_label["run_a"].xs) == [500.0, 750.0, 1000.0]
+    assert list(by_label["run_a"].ys) == pytest.approx([0.0, 0.4, 0.7])
+    assert list(by_label["run_b"].xs) == [500.0, 1000.0]  # only where it was measured
+    sha = bank.get("run_b").sha256
+    assert by_label["run_b"].label == f"run_b (banked {sha[:8]})"
+    [band] = spec.bands
+    assert band.label == "drifting envelope (2 runs)"
+    assert list(band.xs) == [500.0, 750.0, 1000.0]
+    # at 750 run_b is interpolated between its 500 and 1000 probes: 0.0 + 1.0 / 2
+    assert list(band.lo) == pytest.approx([0.0, 0.4, 0.7])
+    assert list(band.hi) == pytest.approx([0.0, 0.5, 1.0])
+    assert spec.curves[-1].label.startswith("this run")  # drawn on top
+    assert {m.label.split(" ")[0] for m in spec.marks} == {"demosonly", "mixedv2",
+                                                           "run2_pooled", "rigonly"}
