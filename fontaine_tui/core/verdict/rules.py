@@ -16,7 +16,7 @@ from fontaine_tui.core.verdict.checks import (  # the classes, defined once, re-
     SAME_DRIFT,
     UNDECIDABLE,
 )
-from fontaine_tui.core.verdict.curves import banked_curves
+from fontaine_tui.core.verdict.curves import banked_curve, banked_curves
 from fontaine_tui.core.verdict.lock import Lock, decision_lock, max_probe_change
 from fontaine_tui.core.verdict.prereg import provenance_changes
 from fontaine_tui.core.verdict.presets import Amendment, Preset
@@ -184,8 +184,7 @@ class Verdict:
             },
             "datasets": {k: _json_num(v) for k, v in self.datasets.items()},
             "decision": None if self.decision is None else _lock_json(self.decision),
-            "comparators": [{k: _json_num(v) if isinstance(v, float) else v
-                             for k, v in c.items()} for c in self.comparators],
+            "comparators": [_comparator_json(c) for c in self.comparators],
             "provenance": {"frozen": dict(self.provenance),
                            "log": [dict(m) for m in self.provenance_log],
                            "changed": list(self.provenance_changes)},
@@ -205,6 +204,13 @@ def _json_num(x: float | None) -> float | str | None:
     if x is None:
         return None
     return x if math.isfinite(x) else repr(x)
+
+
+def _comparator_json(c: Mapping[str, object]) -> dict:
+    curve = c.get("curve")
+    return {k: (_json_num(v) if isinstance(v, float) else
+                [[step, _json_num(x)] for step, x in curve] if k == "curve" and
+                isinstance(curve, list) else v) for k, v in c.items()}
 
 
 def _lock_json(lock: Lock) -> dict:
@@ -451,7 +457,9 @@ def compute_verdict(
             datasets=_datasets(probes, spec, read_step),
             labels=dict(preset.labels),
             comparators=tuple({"name": c.name, "delta": c.delta, "where": c.where,
-                               "bank": c.bank or None} for c in preset.comparators.values()),
+                               "bank": c.bank or None, "group": c.group or None,
+                               "curve": [[st, x] for st, x in banked_curve(preset, c)] or None}
+                              for c in preset.comparators.values()),
             # the latest read only: a series of reads (verdict_series) would make it quadratic
             decision=(_lock(store, preset, read_step, kw.get("raw"), kw.get("scaled"))
                       if at_step is None else None),

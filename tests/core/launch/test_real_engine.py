@@ -187,3 +187,44 @@ def test_ctrl_c_detaches_and_the_run_survives_the_console(
     finally:
         if engine is not None and engine.poll() is None:
             os.killpg(engine.pid, signal.SIGKILL)
+
+
+def test_bank_a_real_run_and_launch_another_against_it(tmp_path: Path) -> None:
+    """Two real engine runs: the first banked, the second launched with it as a comparator;
+    the probes chart and verdict.json carry the banked curve and its sha256."""
+    from fontaine_tui.core.bank import store as bank
+    from fontaine_tui.core.verdict.chart import probes_chart
+    from fontaine_tui.core.verdict.rules import verdict_series
+    from tests.core.launch.conftest import preset_variant
+
+    first = subprocess.run([sys.executable, "-m", "fontaine_tui", "launch", "smoke", "--plain",
+                            "--output-dir", "a", "--poll", "0.5"], cwd=tmp_path,
+                           capture_output=True, text=True, timeout=TIMEOUT)
+    assert "engine finished at step 40" in first.stdout, first.stderr[-2000:]
+    res = subprocess.run([sys.executable, "-m", "fontaine_tui", "bank", "a", "--as", "smoke_a"],
+                         cwd=tmp_path, capture_output=True, text=True)
+    assert res.returncode == 0, res.stderr
+    entry = bank.get("smoke_a")
+    assert sorted(entry.probes()) == [10, 20, 30, 40]
+    assert entry.doc["code"] and entry.doc["prereg"]["preset_name"] == "smoke"
+    path = preset_variant(tmp_path, "smoke", name="against_a")
+    path.write_text(path.read_text().replace("[comparators.rigonly]",
+                                             '[comparators.smoke_a]\nbank = "smoke_a"\n\n'
+                                             "[comparators.rigonly]"))
+    second = subprocess.run([sys.executable, "-m", "fontaine_tui", "launch", str(path),
+                             "--plain", "--output-dir", "b", "--poll", "0.5"], cwd=tmp_path,
+                            capture_output=True, text=True, timeout=TIMEOUT)
+    assert "engine finished at step 40" in second.stdout, second.stderr[-2000:]
+    folder = RunFolder(tmp_path / "b")
+    frozen = read_prereg(folder).frozen_preset()
+    assert frozen.comparators["smoke_a"].bank == entry.ref  # frozen by hash at launch
+    doc = json.loads(folder.verdict.read_text())
+    [banked] = [c for c in doc["comparators"] if c["name"] == "smoke_a"]
+    assert banked["bank"] == entry.ref and banked["where"].startswith("banked run, ")
+    a0 = entry.value(20, "eval_chunk_mae")
+    assert banked["curve"] == [[s, entry.value(s, "eval_chunk_mae") - a0] for s in (20, 30, 40)]
+    store = load_log(folder.log)
+    spec = probes_chart(store, frozen, verdict_series(store, frozen), None, scaled=False)
+    [curve] = [c for c in spec.curves if c.label.startswith("smoke_a (banked ")]
+    assert curve.label == f"smoke_a (banked {entry.sha256[:8]})"
+    assert list(curve.xs) == [20.0, 30.0, 40.0]
