@@ -16,6 +16,7 @@ import re
 import statistics
 from collections.abc import Mapping
 from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
 
 from fontaine_tui.core.atomic import atomic_write, create_new
@@ -37,7 +38,7 @@ def bank_dir() -> Path:
     return Path(base) / "fontaine-tui" / "bank"
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True)
 class Entry:
     """One banked version: its name, sha256 and the document."""
 
@@ -50,8 +51,15 @@ class Entry:
     def ref(self) -> str:
         return f"{self.name}@{self.sha256}"
 
+    @cached_property
+    def _index(self) -> dict[int, Mapping[str, object]]:
+        return self._probes()
+
     def probes(self) -> dict[int, Mapping[str, object]]:
         """The banked probes by step: each with every number the eval record held."""
+        return self._index
+
+    def _probes(self) -> dict[int, Mapping[str, object]]:
         out: dict[int, Mapping[str, object]] = {}
         items = self.doc.get("probes")
         for p in items if isinstance(items, list) else ():

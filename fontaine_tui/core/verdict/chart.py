@@ -6,6 +6,7 @@ One spec feeds both the terminal chart (widgets/chart.py) and the PNG export.
 from __future__ import annotations
 
 import math
+from bisect import bisect_left
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -158,7 +159,19 @@ def probes_chart(store: RunStore, preset: Preset, verdicts: Sequence[Verdict],
                      "step", "delta", (*banked, curve), hlines, marks, xlim, note, bands)
 
 
+_SERIES: dict[tuple[str, bool], tuple[tuple[Curve, ...], tuple[Band, ...]]] = {}
+
+
 def banked_series(preset: Preset, scaled: bool) -> tuple[tuple[Curve, ...], tuple[Band, ...]]:
+    """As `_banked_series`, kept per preset (its sha256 pins every banked version): the
+    probes screen rebuilds its spec on every redraw, the banked curves never change."""
+    key = (preset.sha256, scaled)
+    if key not in _SERIES:
+        _SERIES[key] = _banked_series(preset, scaled)
+    return _SERIES[key]
+
+
+def _banked_series(preset: Preset, scaled: bool) -> tuple[tuple[Curve, ...], tuple[Band, ...]]:
     """Each banked comparator's whole curve (its own units, at the steps it measured), and
     for each `group` of two or more banked comparators the min-max envelope, on the union of
     their steps, each curve interpolated between its measured steps (never extrapolated)."""
@@ -193,16 +206,18 @@ def banked_series(preset: Preset, scaled: bool) -> tuple[tuple[Curve, ...], tupl
 
 
 def _interpolate(points: Sequence[tuple[int, float]], step: int) -> float | None:
-    """The curve at `step`: measured, or linear between the two measured steps around it;
-    None outside the measured range or next to a non-finite value."""
-    for (s0, v0), (s1, v1) in zip(points, points[1:], strict=False):
-        if s0 <= step <= s1:
-            if not (math.isfinite(v0) and math.isfinite(v1)):
-                return None
-            return v0 if s1 == s0 else v0 + (v1 - v0) * (step - s0) / (s1 - s0)
-    if len(points) == 1 and points[0][0] == step and math.isfinite(points[0][1]):
-        return points[0][1]
-    return None
+    """The curve at `step` (points in step order): measured, or linear between the two
+    measured steps around it; None outside the measured range or next to a non-finite value."""
+    i = bisect_left(points, (step, -math.inf))
+    if i < len(points) and points[i][0] == step:
+        v = points[i][1]
+        return v if math.isfinite(v) else None
+    if i == 0 or i == len(points):
+        return None
+    (s0, v0), (s1, v1) = points[i - 1], points[i]
+    if not (math.isfinite(v0) and math.isfinite(v1)):
+        return None
+    return v0 + (v1 - v0) * (step - s0) / (s1 - s0)
 
 
 def _levels_chart(store: RunStore, preset: Preset, xlim: tuple[float, float]) -> ChartSpec:

@@ -23,17 +23,28 @@ def _entry(ref: str) -> object | None:
     return _ENTRIES[ref]
 
 
+_CURVES: dict[tuple[str, str, int, str], list[tuple[int, float]]] = {}
+
+
 def banked_curve(preset: Preset, comp: Comparator, metric: str | None = None
                  ) -> list[tuple[int, float]]:
     """(step, delta or level) at each probe the banked run measured, from the anchor on for a
-    delta read; [] for a typed-in comparator or a banked run not in this bank."""
+    delta read; [] for a typed-in comparator or a banked run not in this bank. Kept per
+    version and read: a banked version never changes."""
+    spec = preset.verdict
+    key = (comp.bank, metric or spec.metric, spec.anchor_step, spec.read)
+    if comp.bank and key not in _CURVES:
+        _CURVES[key] = _curve(preset, comp, key[1])
+    return _CURVES.get(key, [])
+
+
+def _curve(preset: Preset, comp: Comparator, metric: str) -> list[tuple[int, float]]:
     from fontaine_tui.core.bank.store import Entry
 
     entry = _entry(comp.bank) if comp.bank else None
     if not isinstance(entry, Entry):
         return []
     spec = preset.verdict
-    metric = metric or spec.metric
     if spec.read == "level":
         return [(s, entry.value(s, metric)) for s in sorted(entry.probes())]
     base = entry.value(spec.anchor_step, metric)

@@ -458,7 +458,9 @@ def compute_verdict(
             labels=dict(preset.labels),
             comparators=tuple({"name": c.name, "delta": c.delta, "where": c.where,
                                "bank": c.bank or None, "group": c.group or None,
-                               "curve": [[st, x] for st, x in banked_curve(preset, c)] or None}
+                               # the curve with the latest read only (a series stays linear)
+                               "curve": ([[st, x] for st, x in banked_curve(preset, c)] or None)
+                               if at_step is None else None}
                               for c in preset.comparators.values()),
             # the latest read only: a series of reads (verdict_series) would make it quadratic
             decision=(_lock(store, preset, read_step, kw.get("raw"), kw.get("scaled"))
