@@ -43,6 +43,19 @@ def store_with(points: int) -> RunStore:
     return store
 
 
+class Still:
+    """A source with nothing more to say: the benches fill the store directly."""
+
+    label = "bench"
+
+    async def follow(self, name="train_log.jsonl"):
+        await asyncio.Event().wait()
+        yield  # pragma: no cover
+
+    async def close(self):
+        return None
+
+
 class Bench(App):
     def compose(self) -> ComposeResult:
         yield Chart(id="chart")
@@ -83,16 +96,6 @@ async def in_console(points: int, repeat: int, size: tuple[int, int]) -> dict:
     from fontaine_tui.core.verdict.presets import load_preset
 
     store = store_with(points)
-
-    class Still:  # a source with nothing more to say: the store is filled directly
-        label = "bench"
-
-        async def follow(self, name="train_log.jsonl"):
-            await asyncio.Event().wait()
-            yield  # pragma: no cover
-
-        async def close(self):
-            return None
 
     app = make_app(source=Still(), preset=load_preset("demosonly_1gpu"), kind="attach")
     async with app.run_test(size=size) as pilot:
@@ -151,16 +154,6 @@ async def banked_probes(repeat: int, size: tuple[int, int], runs: int = 5,
     (tmp / "banked.toml").write_text(text)
     preset = load_preset(tmp / "banked.toml")
     store = run_store(0.2)
-
-    class Still:
-        label = "bench"
-
-        async def follow(self, name="train_log.jsonl"):
-            await asyncio.Event().wait()
-            yield  # pragma: no cover
-
-        async def close(self):
-            return None
 
     app = make_app(source=Still(), preset=preset, kind="attach")
     async with app.run_test(size=size) as pilot:

@@ -143,6 +143,16 @@ async def test_the_frozen_preset_keeps_its_launch_name(tmp_path, preset):
         assert app.view.preset.name == "demosonly_1gpu"  # what the header shows
 
 
+async def ledger_text(pilot, app, needle: str) -> str:
+    """The verdict mode's ledger panel once it shows `needle`, on one line."""
+    await loaded(pilot, 1000)
+    await pilot.press("v")
+    await pilot.pause()
+    panel = app.screen.query_one(LedgerPanel)
+    await until(pilot, lambda: needle in text(panel.query_one("#ledger")))
+    return " ".join(text(panel.query_one("#ledger")).split())
+
+
 async def test_code_changed_under_the_run_shows_both_identities(tmp_path, preset):
     """prereg.json froze one engine code identity; a resume's meta record names another."""
     from tests.logs import meta, records_upto, write_log
@@ -160,12 +170,7 @@ async def test_code_changed_under_the_run_shows_both_identities(tmp_path, preset
            now=LAUNCHED, provenance=launched)
     app = console(folder / "train_log.jsonl", source=LocalRun(folder))
     async with app.run_test(size=SIZE) as pilot:
-        await loaded(pilot, 1000)
-        await pilot.press("v")
-        await pilot.pause()
-        panel = app.screen.query_one(LedgerPanel)
-        await until(pilot, lambda: "changed under the run" in text(panel.query_one("#ledger")))
-        shown = " ".join(text(panel.query_one("#ledger")).split())
+        shown = await ledger_text(pilot, app, "changed under the run")
         assert ("WARNING: the code changed under the run: launched with git 111111111111, "
                 "source sha256 aaaaaaaaaaaa; the log's meta at step 500") in shown
         assert "says git 111111111111 + uncommitted changes, source sha256 bbbbbbbbbbbb" in shown
@@ -178,12 +183,7 @@ async def test_a_broken_amendment_chain_is_shown_and_nothing_from_it_applies(tmp
     ledger.write_text(ledger.read_text().replace('"factor":2.0', '"factor":0.5'))  # by hand
     app = console(folder / "train_log.jsonl", source=LocalRun(folder))
     async with app.run_test(size=SIZE) as pilot:
-        await loaded(pilot, 1000)
-        await pilot.press("v")
-        await pilot.pause()
-        panel = app.screen.query_one(LedgerPanel)
-        await until(pilot, lambda: "LEDGER:" in text(panel.query_one("#ledger")))
-        shown = " ".join(text(panel.query_one("#ledger")).split())
+        shown = await ledger_text(pilot, app, "LEDGER:")
         assert (f"LEDGER: {ledger}:1: its content does not match its hash (edited); "
                 "amendments from line 1 on are not applied") in shown
         assert "amendment 2" not in shown  # the edited line is not applied, nor shown as in force

@@ -78,8 +78,25 @@ class Comparator:
     where: str = "typed into the preset"  # where its numbers come from, in words
 
 
+class _Directed:
+    """Which way a rule's bounds point, for the rule classes below."""
+
+    __slots__ = ()
+    direction: str
+
+    @property
+    def lower_is_better(self) -> bool:
+        return self.direction == "lower"
+
+    @property
+    def bound_keys(self) -> tuple[str, str]:
+        """The preset keys of (healthy, drift) in this direction."""
+        return ("healthy_max", "drift_min") if self.lower_is_better else ("healthy_min",
+                                                                           "drift_max")
+
+
 @dataclass(frozen=True, slots=True)
-class RuleShape:
+class RuleShape(_Directed):
     """A secondary rule (and the primary's shape while it is checked): read `metric` as a
     delta or a level, hold it to `healthy` and `drift` in its direction."""
 
@@ -92,18 +109,9 @@ class RuleShape:
     reference: str = ""
     drift_fraction: float = math.nan
 
-    @property
-    def lower_is_better(self) -> bool:
-        return self.direction == "lower"
-
-    @property
-    def bound_keys(self) -> tuple[str, str]:
-        return ("healthy_max", "drift_min") if self.lower_is_better else ("healthy_min",
-                                                                           "drift_max")
-
 
 @dataclass(frozen=True, slots=True)
-class VerdictSpec:
+class VerdictSpec(_Directed):
     """The rule: read `metric` at the endpoint (as a delta from the anchor probe, or as a
     level) and hold it to two bounds. `healthy` and `drift` are the bounds in the preset's
     direction: with lower better, healthy if x <= healthy and drift if x >= drift; with higher
@@ -121,16 +129,6 @@ class VerdictSpec:
     secondary: tuple[RuleShape, ...] = ()  # each read at the same steps as the primary
     combine: str = "primary"  # "primary" decides alone, or "all" rules must agree
     max_probe_change: float = math.nan  # for the decision lock; NaN: from the bank
-
-    @property
-    def lower_is_better(self) -> bool:
-        return self.direction == "lower"
-
-    @property
-    def bound_keys(self) -> tuple[str, str]:
-        """The preset keys of (healthy, drift) in this direction."""
-        return ("healthy_max", "drift_min") if self.lower_is_better else ("healthy_min",
-                                                                           "drift_max")
 
 
 def check_labels(path: Path, table: object) -> dict[str, str]:
