@@ -15,6 +15,7 @@ from fontaine_tui.core.host.telemetry import TelemetrySnapshot
 from fontaine_tui.core.log.records import Checkpoint, Event, Probe
 from fontaine_tui.core.log.store import RunStore
 from fontaine_tui.core.text import gib
+from fontaine_tui.core.verdict.chart import Band, banked_series
 from fontaine_tui.core.verdict.presets import Preset, gate_of
 
 if TYPE_CHECKING:
@@ -45,6 +46,10 @@ class RunContext:
     steps: int  # recipe.steps
     launched_at: float | None  # unix seconds; None: the first meta record's time
     gpus_used: int  # GPUs the run holds; 0 on CPU
+    envelopes: tuple[Band, ...] = ()  # the banked comparator groups' min-max envelopes
+    metric: str = "eval_chunk_mae"  # how the rule reads this run, to compare with them
+    anchor_step: int = 0
+    read: str = "delta"
 
 
 def _w(rule: str, severity: str, now: float, message: str, **numbers: float) -> RunWarning:
@@ -251,9 +256,37 @@ def exited_early(store: RunStore, telemetry: TelemetrySnapshot | None,
                                     else process.checkpoint_step))
 
 
+def left_envelope(store: RunStore, telemetry: TelemetrySnapshot | None,
+                  gates: Mapping[str, object], now: float, process: ExitInfo | None,
+                  ctx: RunContext) -> RunWarning | None:
+    """The latest probe's read lies outside a group's envelope of banked comparators at the
+    same step (the envelope drawn on the probes chart)."""
+    if not ctx.envelopes or not store.probes:
+        return None
+    step = store.probe_steps()[-1]
+    probe = store.probes[step]
+    base = store.probes.get(ctx.anchor_step) if ctx.read == "delta" else None
+    if ctx.read == "delta" and (base is None or step < ctx.anchor_step):
+        return None
+    x = probe.value(ctx.metric) - (base.value(ctx.metric) if base is not None else 0.0)
+    if not math.isfinite(x):
+        return None
+    for band in ctx.envelopes:
+        if float(step) not in band.xs:
+            continue
+        i = list(band.xs).index(float(step))
+        lo, hi = band.lo[i], band.hi[i]
+        if x < lo or x > hi:
+            side = "below" if x < lo else "above"
+            return _w("left-envelope", "warn", now,
+                      f"the run left the {band.label} at step {step}: {ctx.read} {x:+.4f} is "
+                      f"{side} [{lo:+.4f}, {hi:+.4f}]", step=float(step), value=x)
+    return None
+
+
 Rule = Callable[..., RunWarning | None]
 RULES: tuple[Rule, ...] = (first_poll, starvation, ram_pressure, slow_steps, gpu_hours, stall,
-                           nonfinite_loss, exited_early)
+                           nonfinite_loss, exited_early, left_envelope)
 STICKY = ("first-poll",)  # a report: the first reading is kept, not recomputed
 
 
@@ -276,7 +309,9 @@ def context_for(store: RunStore, preset: Preset, telemetry: TelemetrySnapshot | 
         gpus = 0
     else:
         gpus = int(preset.platform["nproc"])
-    return RunContext(int(preset.recipe["steps"]), launched_at, gpus)
+    spec = preset.verdict
+    return RunContext(int(preset.recipe["steps"]), launched_at, gpus,
+                      banked_series(preset, False)[1], spec.metric, spec.anchor_step, spec.read)
 
 
 def evaluate(book: WarningBook, store: RunStore, preset: Preset,
