@@ -116,6 +116,16 @@ def pace_text(p: Progress) -> str:
     return f"{s(p.last_step_s)}/step (med {s(p.median_step_s)})"
 
 
+def status_tone(kind: str, exit_code: int | str | None, has_records: bool) -> str:
+    """How the header colours the status: "live" (records coming), "waiting" (launched, no
+    record yet), "watching" (attached or a replay) or "stopped" (the engine exited)."""
+    if kind == "launch":
+        if exit_code is not None:
+            return "stopped"
+        return "live" if has_records else "waiting"
+    return "watching"
+
+
 def run_status(kind: str, exit_code: int | str | None, has_records: bool, ended: bool) -> str:
     """launching / running / exited N / attached / replay (what the header says)."""
     if kind == "launch":

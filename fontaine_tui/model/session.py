@@ -80,6 +80,7 @@ class RunView:
     ledger: Ledger
     warnings: tuple[alerts.RunWarning, ...]
     note: str
+    status_tone: str = "watching"  # readout.status_tone: how the header colours the status
 
     def verdict_at(self, step: int | None) -> Verdict:
         """The read at a probe step; the latest read when `step` is None or not a probe."""
@@ -408,5 +409,6 @@ class Session:
                        replace(readout.progress(st, self.preset), gpu_hours=self.gpu_hours),
                        verdicts, latest,
                        tuple(readout.probe_rows(st, verdicts)), self.ledger, self.warnings,
-                       self.note)
+                       self.note,
+                       readout.status_tone(self.kind, self.exit_code, bool(st.steps)))
 

@@ -15,8 +15,8 @@ from fontaine_tui.widgets.safe import assemble
 if TYPE_CHECKING:
     from fontaine_tui.model.session import RunView
 
-STATUS_STYLE = {"running": "bold $success", "launching": "bold $warning",
-                "replay": "bold $accent", "attached": "bold $accent"}
+TONE_STYLE = {"live": "bold $success", "waiting": "bold $warning", "watching": "bold $accent",
+              "stopped": "bold $error"}
 
 
 class RunHeader(Vertical):
@@ -36,7 +36,7 @@ class RunHeader(Vertical):
 
     def show(self, view: RunView) -> None:
         p = view.progress
-        style = STATUS_STYLE.get(view.status.split(" ")[0], "bold $error")
+        style = TONE_STYLE.get(view.status_tone, "bold")
         self.query_one("#title", QuietStatic).show_content(assemble(
             (view.name or "?", "bold"), "  preset ", (view.preset.name, "bold"),
             f" ({view.preset.sha256[:12]})  ", (view.status.upper(), style),
@@ -48,4 +48,13 @@ class RunHeader(Vertical):
         eta = duration(p.eta_s) if p.step < p.total else "done"
         self.query_one("#pace", QuietStatic).show_content(assemble(
             ("step ", "dim"), (f"{p.step}", "bold"), f" / {p.total}  ",
-            pace_text(p), "  ETA ", (eta, "bold"), "  ", gpu_hours_text(p)))
+            pace_text(p), "  ETA ", (eta, "bold"), "  ", gpu_hours_text(p), *_locked(view)))
+
+
+def _locked(view: RunView) -> tuple[str | tuple[str, str], ...]:
+    """"locked at step S" once the decision lock holds before the endpoint."""
+    lock = view.latest.decision
+    if lock is None or lock.step is None or lock.step >= view.latest.endpoint_step:
+        return ()
+    label = view.latest.label_of(lock.label or "")
+    return ("  decision ", (f"locked at step {lock.step} ({label})", "bold"))
