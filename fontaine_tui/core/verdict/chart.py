@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from fontaine_tui.core.log.store import RunStore
-from fontaine_tui.core.verdict.curves import banked_curve
+from fontaine_tui.core.verdict.curves import banked_curve, banked_levels
 from fontaine_tui.core.verdict.presets import Preset
 from fontaine_tui.core.verdict.rules import Verdict
 from fontaine_tui.core.verdict.text import signed
@@ -223,14 +223,25 @@ def _interpolate(points: Sequence[tuple[int, float]], step: int) -> float | None
 def _levels_chart(store: RunStore, preset: Preset, xlim: tuple[float, float]) -> ChartSpec:
     probes = [store.probes[s] for s in store.probe_steps()]
     metric = preset.verdict.metric
-    curves = (
+    curves: tuple[Curve, ...] = (
         Curve(f"this run {metric}", tuple(float(p.step) for p in probes),
               tuple(p.value(metric) for p in probes), "cyan", points=True),
         Curve("this run train_chunk_mae", tuple(float(p.step) for p in probes),
               tuple(p.train_chunk_mae for p in probes), "blue", points=True),
     )
+    banked = []
+    for i, comp in enumerate(preset.comparators.values()):  # banked runs: their level curves
+        pts = [(s, v) for s, v in banked_levels(comp, metric) if s <= xlim[1]]
+        if pts:
+            banked.append(Curve(f"{comp.name} {metric} (banked {comp.bank.partition('@')[2][:8]})",
+                                tuple(float(s) for s, _ in pts), tuple(v for _, v in pts),
+                                MARK_COLORS[i % len(MARK_COLORS)]))
+    curves = (*banked, *curves)
+    drawn = {c.label.split(" ")[0] for c in banked}
     marks = []
     for comp in preset.comparators.values():
+        if comp.name in drawn:
+            continue  # its whole level curve is drawn
         if comp.level_step and math.isfinite(comp.eval_level):
             marks.append(Mark(float(comp.level_step), comp.eval_level,
                               f"{comp.name} eval {comp.eval_level:.4f} @ {comp.level_step}",

@@ -54,6 +54,16 @@ def _curve(preset: Preset, comp: Comparator, metric: str) -> list[tuple[int, flo
             if s >= spec.anchor_step]
 
 
+def banked_levels(comp: Comparator, metric: str) -> list[tuple[int, float]]:
+    """(step, level) at every probe of a banked comparator; [] when typed in or absent."""
+    from fontaine_tui.core.bank.store import Entry
+
+    entry = _entry(comp.bank) if comp.bank else None
+    if not isinstance(entry, Entry):
+        return []
+    return [(s, entry.value(s, metric)) for s in sorted(entry.probes())]
+
+
 def banked_value(comp: Comparator, step: int, metric: str) -> float:
     """One banked number of a comparator (NaN when typed in or not in this bank)."""
     from fontaine_tui.core.bank.store import Entry

@@ -157,3 +157,19 @@ group = "drifting"
     assert spec.curves[-1].label.startswith("this run")  # drawn on top
     assert {m.label.split(" ")[0] for m in spec.marks} == {"demosonly", "mixedv2",
                                                            "run2_pooled", "rigonly"}
+
+
+def test_before_the_anchor_the_levels_view_draws_the_banked_level_curves(tmp_path):
+    from fontaine_tui.core.log.read import load_lines
+    from fontaine_tui.core.verdict.chart import probes_chart
+    from tests.logs import dumps, records_upto
+
+    preset = load_preset(banked(tmp_path))
+    store = load_lines([b"".join(dumps(r).encode() + b"\n" for r in records_upto(260))])
+    spec = probes_chart(store, preset, [], None, scaled=False)
+    assert spec.title.startswith("eval levels before the anchor probe")
+    [rig] = [c for c in spec.curves if c.label.startswith("rig eval_chunk_mae (banked ")]
+    assert list(rig.xs) == [250.0, 500.0]  # within the view (to 1.1 x the anchor)
+    assert list(rig.ys) == [RIGONLY_LIKE[250][0], RIGONLY_LIKE[500][0]]
+    assert "rig" not in {m.label.split(" ")[0] for m in spec.marks}  # a curve, not a mark
+    assert "demosonly" in {m.label.split(" ")[0] for m in spec.marks}
