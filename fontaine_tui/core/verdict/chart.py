@@ -229,15 +229,15 @@ def _levels_chart(store: RunStore, preset: Preset, xlim: tuple[float, float]) ->
         Curve("this run train_chunk_mae", tuple(float(p.step) for p in probes),
               tuple(p.train_chunk_mae for p in probes), "blue", points=True),
     )
-    banked = []
+    banked, drawn = [], set()
     for i, comp in enumerate(preset.comparators.values()):  # banked runs: their level curves
         pts = [(s, v) for s, v in banked_levels(comp, metric) if s <= xlim[1]]
         if pts:
+            drawn.add(comp.name)
             banked.append(Curve(f"{comp.name} {metric} (banked {comp.bank.partition('@')[2][:8]})",
                                 tuple(float(s) for s, _ in pts), tuple(v for _, v in pts),
                                 MARK_COLORS[i % len(MARK_COLORS)]))
     curves = (*banked, *curves)
-    drawn = {c.label.split(" ")[0] for c in banked}
     marks = []
     for comp in preset.comparators.values():
         if comp.name in drawn:
