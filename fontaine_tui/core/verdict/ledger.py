@@ -65,7 +65,8 @@ class LedgerRead:
 
     amendments: tuple[Amendment, ...]
     broken: str = ""
-    lines: int = 0
+    prev: str = ""  # the link a line appended now must carry (when the chain holds)
+    torn: bool = False  # the file ends in a cut-short line (skipped in the reading)
 
 
 def genesis_of(folder: RunFolder) -> str:
@@ -94,7 +95,7 @@ def read_ledger(folder: RunFolder) -> LedgerRead:
     try:
         data = path.read_bytes()
     except FileNotFoundError:
-        return LedgerRead(())
+        return LedgerRead((), prev=genesis_of(folder))
     except OSError as exc:
         raise InputError(f"{path}: cannot read ({exc.strerror})") from None
     return parse_ledger(data, str(path), genesis_of(folder))
@@ -114,11 +115,11 @@ def parse_ledger(data: bytes, origin: str, genesis: str) -> LedgerRead:
     `prev` the sha256 of the line before (of prereg.json for the first). Amendments from the
     first line that does not hold on are not applied."""
     lines = data.split(b"\n")
-    if lines and lines[-1]:  # no trailing newline: torn
+    torn = bool(lines and lines[-1])  # no trailing newline: a write was cut short
+    if torn:
         lines = lines[:-1]
     out: list[Amendment] = []
     prev = genesis or GENESIS
-    n = 0
     for n, raw in enumerate(lines, 1):
         if not raw.strip():
             continue
@@ -126,27 +127,27 @@ def parse_ledger(data: bytes, origin: str, genesis: str) -> LedgerRead:
         try:
             obj = json.loads(raw)
         except ValueError:
-            return LedgerRead(tuple(out), f"{origin}:{n}: expected a JSON line{stop}", n)
+            return LedgerRead(tuple(out), f"{origin}:{n}: expected a JSON line{stop}")
         if not isinstance(obj, dict):
-            return LedgerRead(tuple(out), f"{origin}:{n}: expected a JSON object{stop}", n)
+            return LedgerRead(tuple(out), f"{origin}:{n}: expected a JSON object{stop}")
         claimed = obj.pop("hash", None)
         if claimed is None:
             return LedgerRead(tuple(out), f"{origin}:{n}: no hash (not written by "
-                              f"`fontaine-tui amend`, or edited){stop}", n)
+                              f"`fontaine-tui amend`, or edited){stop}")
         if claimed != _sha(_canonical(obj)):
             return LedgerRead(tuple(out), f"{origin}:{n}: its content does not match its "
-                              f"hash (edited){stop}", n)
+                              f"hash (edited){stop}")
         if obj.get("prev") != prev:
             where = "prereg.json" if n == 1 else f"line {n - 1}"
             return LedgerRead(tuple(out), f"{origin}:{n}: does not follow {where} (a line "
                               f"before it was edited, removed, inserted or reordered, or "
-                              f"prereg.json changed){stop}", n)
+                              f"prereg.json changed){stop}")
         try:
             out.append(_to_amendment(obj, f"{origin}:{n}"))
         except InputError as exc:
-            return LedgerRead(tuple(out), f"{exc}{stop}", n)
+            return LedgerRead(tuple(out), f"{exc}{stop}")
         prev = _sha(raw)
-    return LedgerRead(tuple(out), "", n)
+    return LedgerRead(tuple(out), "", prev, torn)
 
 
 def _sha(data: bytes) -> str:
@@ -207,17 +208,15 @@ def _append(folder: RunFolder, rule: dict[str, object], last_step_seen: int,
         read = read_ledger(folder)
         if read.broken:  # never extend a chain that does not hold
             raise InputError(f"{read.broken}; nothing was written")
-        data = folder.amendments.read_bytes()
-        if data and not data.endswith(b"\n"):
+        if read.torn:
             raise InputError(f"{folder.amendments}: ends in a torn line (a write was cut "
                              "short); move that last partial line away by hand, then declare "
                              "again; nothing was written")
         ids = {a.id for a in read.amendments} | {a.id for a in preset.amendments}
-        last = [x for x in data.split(b"\n")[: read.lines] if x.strip()]
         record: dict[str, object] = {
             "id": max(ids, default=0) + 1, "declared_at": utc_iso(time.time()),
             "last_step_seen": int(last_step_seen), "rule": rule,
-            "prev": _sha(last[-1]) if last else genesis_of(folder)}
+            "prev": read.prev}
         record["hash"] = _sha(_canonical(record))
         append_line(folder.amendments, _canonical(record).decode())
     finally:
