@@ -234,8 +234,6 @@ def to_record(obj: dict, line: int = 0) -> Record | None:
         numbers: dict[str, float] = {}
         odd: list[tuple[str, str]] = []
         _flatten({k: v for k, v in obj.items() if k not in _NOT_METRICS}, numbers, odd)
-        odd += [(name, "null") for name in METRIC_FIELDS
-                if name not in numbers and name not in dict(odd)]
         return Probe(
             step,
             t,
