@@ -338,16 +338,13 @@ class Session:
         self.version += 1
 
     def _ledger_from(self, prereg: bytes | None, ledger: bytes | None, where: str) -> Ledger:
-        import hashlib
-
-        from fontaine_tui.core.verdict.ledger import GENESIS, parse_ledger
+        from fontaine_tui.core.verdict.ledger import genesis, parse_ledger
         from fontaine_tui.core.verdict.prereg import compare, parse_prereg
 
         amendments: tuple[Amendment, ...] = ()
         error = ""
         if ledger:  # the amendments before a break in the chain count; the break is shown
-            genesis = hashlib.sha256(prereg).hexdigest() if prereg is not None else GENESIS
-            read = parse_ledger(ledger, f"{where}/{AMENDMENTS}", genesis)
+            read = parse_ledger(ledger, f"{where}/{AMENDMENTS}", genesis(prereg))
             amendments, error = read.amendments, read.broken
         launched, status, ok = "", "no prereg.json beside the log", None
         provenance: Mapping[str, object] | None = None

@@ -69,12 +69,17 @@ class LedgerRead:
     torn: bool = False  # the file ends in a cut-short line (skipped in the reading)
 
 
-def genesis_of(folder: RunFolder) -> str:
+def genesis(prereg: bytes | None) -> str:
     """The chain's first link: the sha256 of prereg.json's bytes (zeros without one)."""
+    return GENESIS if prereg is None else _sha(prereg)
+
+
+def genesis_of(folder: RunFolder) -> str:
+    """`genesis` of the run folder's prereg.json."""
     try:
-        return _sha(folder.prereg.read_bytes())
+        return genesis(folder.prereg.read_bytes())
     except FileNotFoundError:
-        return GENESIS
+        return genesis(None)
     except OSError as exc:
         raise InputError(f"{folder.prereg}: cannot read ({exc.strerror})") from None
 
