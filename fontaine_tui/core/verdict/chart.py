@@ -166,9 +166,12 @@ def banked_series(preset: Preset, scaled: bool) -> tuple[tuple[Curve, ...], tupl
     """As `_banked_series`, kept per preset (its sha256 pins every banked version): the
     probes screen rebuilds its spec on every redraw, the banked curves never change."""
     key = (preset.sha256, scaled)
-    if key not in _SERIES:
-        _SERIES[key] = _banked_series(preset, scaled)
-    return _SERIES[key]
+    if key in _SERIES:
+        return _SERIES[key]
+    series = _banked_series(preset, scaled)
+    if len(series[0]) == sum(1 for c in preset.comparators.values() if c.bank):
+        _SERIES[key] = series  # kept only once every banked run was found in this bank
+    return series
 
 
 def _banked_series(preset: Preset, scaled: bool) -> tuple[tuple[Curve, ...], tuple[Band, ...]]:
