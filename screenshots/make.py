@@ -27,6 +27,7 @@ SHOTS = {  # file: (probes, step, keys)
     "probes.svg": (SCALED_LIKE, 1000, ("p",)),
     "probes-scaled.svg": (SCALED_LIKE, 1000, ("p", "s")),
     "probes-before-anchor.svg": (RIGONLY_LIKE, 250, ("p",)),
+    "probes-per-dataset.svg": (SCALED_LIKE, 1000, ("p", "d")),
     "verdict.svg": (SCALED_LIKE, 1000, ("v",)),
     "verdict-provisional.svg": (RIGONLY_LIKE, 750, ("v",)),
     "help.svg": (RIGONLY_LIKE, 1000, ("question_mark",)),

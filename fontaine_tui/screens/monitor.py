@@ -4,11 +4,12 @@ resumes, segments) and the engine's output, which takes room only once there is 
 from __future__ import annotations
 
 from textual.app import ComposeResult
+from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
 from textual.widgets import Footer
 
 from fontaine_tui.core.host.telemetry import TelemetrySnapshot
-from fontaine_tui.core.verdict.chart import loss_chart
+from fontaine_tui.core.verdict.chart import EMA_DEFAULT, EMA_FACTORS, loss_chart
 from fontaine_tui.model.readout import evidence_lines, run_events
 from fontaine_tui.model.session import RunView
 from fontaine_tui.screens.base import ViewScreen
@@ -24,6 +25,17 @@ EVENTS_SHOWN = 6
 
 class MonitorScreen(ViewScreen):
     TITLE = "monitor"
+    BINDINGS = [
+        Binding("e", "smoothing(1)", "Smoother", id="monitor.smoother",
+                tooltip="More EMA smoothing of the loss curves (off, 0.6 ... 0.99)"),
+        Binding("E", "smoothing(-1)", "Rougher", id="monitor.rougher", show=False,
+                tooltip="Less EMA smoothing of the loss curves (down to off)"),
+        Binding("g", "toggle_log", "Log/linear", id="monitor.log",
+                tooltip="Switch the loss chart between a linear and a log y axis"),
+    ]
+
+    smoothing = EMA_DEFAULT
+    log_scale = False
 
     def compose(self) -> ComposeResult:
         yield RunHeader()
@@ -46,11 +58,34 @@ class MonitorScreen(ViewScreen):
     def draw(self, view: RunView) -> None:
         self.query_one(RunHeader).show(view)
         st = view.store
-        self.query_one("#loss-chart", Chart).show(loss_chart(st), key=(id(st), st.version))
+        self._draw_losses(view)
         self.query_one(WarningsPanel).show(view.warnings, view.note, evidence_lines(st))
         total = len(st.checkpoints) + len(st.events) + len(st.segments)
         self.query_one(EventsPanel).show(run_events(st, EVENTS_SHOWN), total)
         self._on_telemetry(self.console.telemetry_snapshot)
+
+    def _draw_losses(self, view: RunView, force: bool = False) -> None:
+        st = view.store
+        self.query_one("#loss-chart", Chart).show(
+            loss_chart(st, self.smoothing, self.log_scale),
+            key=(id(st), st.version, self.smoothing, self.log_scale), force=force)
+
+    def action_smoothing(self, direction: int) -> None:
+        i = EMA_FACTORS.index(self.smoothing) if self.smoothing in EMA_FACTORS else 0
+        self.smoothing = EMA_FACTORS[max(0, min(len(EMA_FACTORS) - 1, i + direction))]
+        self._redraw_losses()
+
+    def action_toggle_log(self) -> None:
+        self.log_scale = not self.log_scale
+        self._redraw_losses()
+
+    def _redraw_losses(self) -> None:
+        view = self.console.view
+        if view is not None:
+            self._draw_losses(view, force=True)
+        smooth = f"EMA {self.smoothing:g}" if self.smoothing else "no smoothing"
+        self.notify(f"loss chart: {smooth}, {'log' if self.log_scale else 'linear'} scale",
+                    timeout=2)
 
     def _on_telemetry(self, snap: TelemetrySnapshot | None) -> None:
         view = self.console.view

@@ -6,7 +6,7 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.widgets import Footer, Static
 
-from fontaine_tui.core.verdict.chart import probes_chart
+from fontaine_tui.core.verdict.chart import datasets_chart, probes_chart
 from fontaine_tui.model.session import RunView
 from fontaine_tui.screens.base import ViewScreen
 from fontaine_tui.widgets.chart import Chart
@@ -19,7 +19,12 @@ class ProbesScreen(ViewScreen):
     BINDINGS = [
         Binding("s", "app.toggle_scale", "Raw/scaled", id="probes.toggle_scale",
                 tooltip="Switch the chart between raw and scale-adjusted units"),
+        Binding("d", "toggle_datasets", "Per dataset", id="probes.datasets",
+                tooltip="Switch the chart between the verdict's metric and the per-dataset "
+                        "curves (this run's and the banked comparators')"),
     ]
+
+    by_dataset = False
 
     def compose(self) -> ComposeResult:
         yield Chart(id="probes-chart", min_interval=0.0)
@@ -33,13 +38,20 @@ class ProbesScreen(ViewScreen):
 
     def draw(self, view: RunView) -> None:
         scaled = self.console.scaled
-        spec = probes_chart(view.store, view.preset, view.verdicts, view.latest, scaled)
+        if self.by_dataset:
+            spec = datasets_chart(view.store, view.preset, scaled)
+        else:
+            spec = probes_chart(view.store, view.preset, view.verdicts, view.latest, scaled)
         self.query_one("#probes-chart", Chart).show(spec, key=spec)
         mode = "scale-adjusted" if scaled else "raw"
         self.query_one("#probes-note", Static).update(assemble(
-            ("units: ", "$text-muted"), (mode, "bold"), ("  (s toggles)  ", "$text-muted"),
+            ("units: ", "$text-muted"), (mode, "bold"), ("  (s toggles; d: per dataset)  ", "$text-muted"),
             spec.note, (_comparator_note(view), "$text-muted")))
         self.query_one(ProbesTable).show(view.rows)
+
+    def action_toggle_datasets(self) -> None:
+        self.by_dataset = not self.by_dataset
+        self.on_screen_resume()
 
 
 def _comparator_note(view: RunView) -> str:

@@ -4,13 +4,19 @@ from __future__ import annotations
 
 import math
 import time
+from typing import NamedTuple
 
 from textual.app import RenderResult
 from textual.timer import Timer
 from textual_plotext import PlotextPlot
 
 from fontaine_tui.core.text import literal
-from fontaine_tui.core.verdict.chart import ChartSpec, downsample
+from fontaine_tui.core.verdict.chart import ChartSpec, downsample, log_ticks, thin
+
+# faint (dim) variants of the chart colours, for a curve drawn beneath the others
+FAINT = {"cyan": (0, 105, 105), "magenta": (110, 0, 110), "green": (0, 105, 0),
+         "orange": (130, 75, 0), "blue": (30, 30, 140), "yellow": (110, 110, 0),
+         "red": (120, 0, 0), "white": (100, 100, 100), "gray": (90, 90, 90)}
 
 
 class Chart(PlotextPlot):
@@ -83,25 +89,49 @@ class Chart(PlotextPlot):
         plt.title(literal(spec.title))
         plt.xlabel(literal(spec.xlabel))
         plt.ylabel(literal(spec.ylabel))
-        seen: list[float] = []
-        for c in spec.curves:
+        log = spec.ylog
+        series: list[_Series] = []  # downsampled to the width; drawn in this order
+        for c in sorted(spec.curves, key=lambda c: not c.faint):  # the faint ones beneath
             xs, ys = downsample(c.xs, c.ys, width)
+            if log:
+                kept = [(x, math.log10(y)) for x, y in zip(xs, ys, strict=True) if y > 0]
+                xs, ys = [k[0] for k in kept], [k[1] for k in kept]
             if not xs:
                 continue
-            seen += ys
-            if c.points:
-                plt.scatter(xs, ys, label=literal(c.label), color=c.color, marker="●")
+            label = literal(c.label)
+            if c.faint:
+                series.append(_Series(xs, ys, True, label, FAINT.get(c.color, c.color),
+                                      "braille"))
+            elif c.points:
+                series.append(_Series(xs, ys, False, label, c.color, "●"))
             else:
-                plt.plot(xs, ys, label=literal(c.label), color=c.color, marker="dot")
+                series.append(_Series(xs, ys, True, label, c.color, "dot"))
                 if len(xs) <= 30:  # few measured points: show where they are, not only the line
-                    plt.scatter(xs, ys, color=c.color, marker="●")
+                    series.append(_Series(xs, ys, False, None, c.color, "●"))
         for b in spec.bands:  # the envelope's two edges, faint, under the curves
             bx, low = downsample(b.xs, b.lo, width)
             hx, high = downsample(b.xs, b.hi, width)
             if bx:
-                plt.plot(bx, low, color=b.color, marker="braille", label=literal(b.label))
-                plt.plot(hx, high, color=b.color, marker="braille")
-                seen += low + high
+                series.append(_Series(bx, low, True, literal(b.label), b.color, "braille"))
+                series.append(_Series(hx, high, True, None, b.color, "braille"))
+        ys = [y for s in series for y in (min(s.ys), max(s.ys))]
+        ys += [y for y in [h.y for h in spec.hlines] + [m.y for m in spec.marks]
+               if math.isfinite(y)]
+        ylim = None
+        if ys:
+            lo, hi = min(ys), max(ys)
+            pad = (hi - lo) * 0.06 or (0.1 if log else 0.5)
+            ylim = (lo - pad, hi + pad)
+        xlim = spec.xlim or _span(series)
+        rows = max(4, self.size.height - 5)  # less the title and the x axis
+        for s in series:
+            xs, ys = s.xs, s.ys
+            if s.line and ylim is not None and xlim is not None:  # a point per cell crossed
+                fine = s.marker == "braille"  # 2 x 4 dots a cell
+                xs, ys = thin(xs, ys, xlim, ylim, width * (2 if fine else 1),
+                              rows * (4 if fine else 1))
+            draw = plt.plot if s.line else plt.scatter
+            draw(xs, ys, label=s.label, color=s.color, marker=s.marker)
         for h in spec.hlines:
             plt.hline(h.y, color=h.color)
         left = spec.xlim[0] if spec.xlim else 0
@@ -115,10 +145,22 @@ class Chart(PlotextPlot):
                 plt.text(f"{literal(m.label)} ◆", m.x, m.y, color=m.color, alignment="right")
         if spec.xlim:
             plt.xlim(*spec.xlim)
-        ys = seen + [y for y in [h.y for h in spec.hlines] + [m.y for m in spec.marks]
-                     if math.isfinite(y)]
-        if ys:
-            lo, hi = min(ys), max(ys)
-            pad = (hi - lo) * 0.06 or 0.5
-            plt.ylim(lo - pad, hi + pad)
+        if ylim is not None:
+            plt.ylim(*ylim)
+            if log:  # drawn as log10(y): the ticks say the values themselves
+                plt.yticks(*log_ticks(*ylim))
         self.refresh()
+
+
+class _Series(NamedTuple):
+    xs: list[float]
+    ys: list[float]
+    line: bool  # else scattered points
+    label: str | None
+    color: str | tuple[int, int, int]
+    marker: str
+
+
+def _span(series: list[_Series]) -> tuple[float, float] | None:
+    xs = [x for s in series for x in (s.xs[0], s.xs[-1])]
+    return (min(xs), max(xs)) if xs else None

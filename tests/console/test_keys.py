@@ -101,3 +101,41 @@ async def test_palette_offers_the_actions(tmp_path):
         await commands["Verdict (v)"].callback()
         await pilot.pause()
         assert app.current_mode == "verdict"
+
+
+async def test_e_and_g_change_the_loss_charts_smoothing_and_axis(tmp_path):
+    app = console(make_run(tmp_path / "run", probes=SCALED_LIKE))
+    async with app.run_test(size=SIZE) as pilot:
+        await loaded(pilot, 1000)
+        chart = app.screen.query_one("#loss-chart", Chart)
+        assert chart.spec.title == "training losses  [EMA 0.9, debiased; linear scale]"
+        assert "AR CE EMA 0.9" in text(chart) and "AR CE raw" in text(chart)
+        await pilot.press("e")
+        await pilot.pause(0.2)
+        assert chart.spec.title == "training losses  [EMA 0.95, debiased; linear scale]"
+        for _ in range(9):  # down past the last step: smoothing off, the raw curves alone
+            await pilot.press("E")
+        await pilot.pause(0.2)
+        assert chart.spec.title == "training losses  [no smoothing; linear scale]"
+        assert [c.label for c in chart.spec.curves] == ["AR CE", "flow"]
+        await pilot.press("g")
+        await pilot.pause(0.2)
+        assert chart.spec.ylog and "loss (log scale)" in text(chart)
+        await pilot.press("g")
+        await pilot.pause(0.2)
+        assert not chart.spec.ylog
+
+
+async def test_d_switches_the_probes_chart_to_the_per_dataset_curves(tmp_path):
+    app = console(make_run(tmp_path / "run", probes=SCALED_LIKE))
+    async with app.run_test(size=SIZE) as pilot:
+        await loaded(pilot, 1000)
+        await pilot.press("p", "d")
+        await pilot.pause(0.2)
+        chart = app.screen.query_one("#probes-chart", Chart)
+        assert chart.spec.title.startswith("per-dataset delta(500->s) by dataset")
+        assert {c.label for c in chart.spec.curves} == {"this run demos", "this run rig"}
+        assert "this run demos" in text(chart)
+        await pilot.press("d")
+        await pilot.pause(0.2)
+        assert chart.spec.title.startswith("delta(s) = eval_chunk_mae(s)")

@@ -19,6 +19,8 @@ ENGINE_OUT = ("engine: step 998 loss 0.4113\n"
 
 CASES = {
     "monitor": (SCALED_LIKE, 1000, ()),
+    "monitor_log_no_smoothing": (SCALED_LIKE, 1000, ("g", "E", "E", "E", "E")),
+    "probes_per_dataset": (SCALED_LIKE, 1000, ("p", "d")),
     "probes_raw": (SCALED_LIKE, 1000, ("p",)),
     "probes_scaled": (SCALED_LIKE, 1000, ("p", "s")),
     "probes_levels_250": (RIGONLY_LIKE, 250, ("p",)),

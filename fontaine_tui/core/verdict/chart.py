@@ -26,6 +26,7 @@ class Curve:
     ys: Sequence[float]
     color: str
     points: bool = False  # markers only: a probe every 250 steps is not a line
+    faint: bool = False  # drawn dim, beneath the others (the raw loss under its EMA)
 
 
 @dataclass(frozen=True, slots=True)
@@ -68,6 +69,7 @@ class ChartSpec:
     xlim: tuple[float, float] | None = None
     note: str = ""
     bands: tuple[Band, ...] = ()
+    ylog: bool = False  # a log y axis (only the positive values are drawn)
 
     @property
     def points(self) -> int:
@@ -101,11 +103,126 @@ def downsample(xs: Sequence[float], ys: Sequence[float], width: int
     return out_x, out_y
 
 
-def loss_chart(store: RunStore) -> ChartSpec:
-    curves = tuple(Curve(label, store.steps, store.columns[name], color)
-                   for name, label, color in (("ar_ce", "AR CE", "cyan"),
-                                              ("flow_loss", "flow", "magenta")))
-    return ChartSpec("training losses", "step", "loss", curves)
+EMA_FACTORS = (0.0, 0.6, 0.8, 0.9, 0.95, 0.98, 0.99)  # the loss chart's smoothing steps
+EMA_DEFAULT = 0.9
+LOSSES = (("ar_ce", "AR CE", "cyan"), ("flow_loss", "flow", "magenta"))
+
+
+class Ema:
+    """The debiased exponential moving average of a growing column, extended in place: a
+    redraw adds only the points logged since the last one.
+
+    s_t = f * s_(t-1) + (1 - f) * x_t, read as s_t / (1 - f^n) over the n finite points so
+    far, so the curve starts at the first value instead of rising from zero; a non-finite
+    point leaves the average where it was (and is not drawn)."""
+
+    __slots__ = ("factor", "column", "_acc", "_n", "_seen", "_stamp", "out")
+
+    def __init__(self, factor: float, column: Sequence[float]) -> None:
+        self.factor = factor
+        self.column = column  # held, so its id names it for as long as this is cached
+        self._reset(0)
+
+    def _reset(self, stamp: int) -> None:
+        self._acc = 0.0
+        self._n = 0  # finite points averaged
+        self._seen = 0  # points of the column consumed
+        self._stamp = stamp
+        self.out: list[float] = []
+
+    def extend(self, stamp: int = 0) -> list[float]:
+        """Average the points added since the last call; `stamp` moves when earlier points
+        were replaced (a resume rewound the log), which starts the average over."""
+        column = self.column
+        if stamp != self._stamp or len(column) < self._seen:
+            self._reset(stamp)
+        f, acc, n, out = self.factor, self._acc, self._n, self.out
+        for x in column[self._seen:]:
+            if math.isfinite(x):
+                acc = f * acc + (1.0 - f) * x
+                n += 1
+                out.append(acc / (1.0 - f ** n))
+            else:
+                out.append(math.nan)
+        self._acc, self._n, self._seen = acc, n, len(column)
+        return out
+
+
+_EMAS: dict[tuple[int, float], Ema] = {}
+
+
+def ema(store: RunStore, name: str, factor: float) -> list[float]:
+    """The store's column `name` smoothed by `factor`, kept per column and factor."""
+    column = store.columns[name]
+    key = (id(column), factor)
+    if key not in _EMAS:
+        if len(_EMAS) > 64:  # stores come and go with runs: keep the cache small
+            _EMAS.clear()
+        _EMAS[key] = Ema(factor, column)
+    return _EMAS[key].extend(store.replaced_steps)
+
+
+def thin(xs: Sequence[float], ys: Sequence[float], xlim: tuple[float, float],
+         ylim: tuple[float, float], cols: int, rows: int) -> tuple[list[float], list[float]]:
+    """A line's points less those in the same cell of a `cols` x `rows` grid over the
+    limits as the point kept before them (the last point always kept): drawn, the line is
+    the same to within a cell, and the canvas draws one segment per point."""
+    n = len(xs)
+    if n <= 2:
+        return list(xs), list(ys)
+    x0, y0 = xlim[0], ylim[0]
+    fx = cols / ((xlim[1] - x0) or 1.0)
+    fy = rows / ((ylim[1] - y0) or 1.0)
+    out_x, out_y = [xs[0]], [ys[0]]
+    last = (int((xs[0] - x0) * fx), int((ys[0] - y0) * fy))
+    for i in range(1, n - 1):
+        cell = (int((xs[i] - x0) * fx), int((ys[i] - y0) * fy))
+        if cell != last:
+            out_x.append(xs[i])
+            out_y.append(ys[i])
+            last = cell
+    out_x.append(xs[-1])
+    out_y.append(ys[-1])
+    return out_x, out_y
+
+
+def log_ticks(lo: float, hi: float, most: int = 6) -> tuple[list[float], list[str]]:
+    """Ticks for a log axis drawn as log10(y) between `lo` and `hi` (exponents): at 1, 2
+    and 5 times each power of ten inside; past `most` of them, the powers of ten alone
+    (every other one if still too many); labelled with the values themselves."""
+    ticks: list[tuple[float, float]] = []
+    for e in range(math.floor(lo), math.ceil(hi) + 1):
+        for m in (1, 2, 5):
+            t = math.log10(m) + e
+            if lo <= t <= hi:
+                ticks.append((t, m * 10.0 ** e))
+    if len(ticks) > most:  # the powers of ten alone, thinned if still too many
+        tens = [t for t in ticks if abs(t[0] - round(t[0])) < 1e-9]
+        if len(tens) >= 2:
+            ticks = tens[:: math.ceil(len(tens) / most)]
+        else:
+            ticks = ticks[:: math.ceil(len(ticks) / most)]
+    if len(ticks) < 2:  # a narrow range: its two ends
+        ticks = [(lo, 10.0 ** lo), (hi, 10.0 ** hi)]
+    return [t for t, _ in ticks], [f"{v:.3g}" for _, v in ticks]
+
+
+def loss_chart(store: RunStore, smoothing: float = 0.0, log: bool = False) -> ChartSpec:
+    """The train losses; with `smoothing` (an EMA factor in [0, 1)) the smoothed curves on
+    top of the raw ones drawn faint; `log` for a log y axis."""
+    curves: list[Curve] = []
+    for name, label, color in LOSSES:
+        if smoothing > 0:
+            curves.append(Curve(f"{label} raw", store.steps, store.columns[name], color,
+                                faint=True))
+            curves.append(Curve(f"{label} EMA {smoothing:g}", store.steps,
+                                ema(store, name, smoothing), color))
+        else:
+            curves.append(Curve(label, store.steps, store.columns[name], color))
+    smooth = f"EMA {smoothing:g}, debiased" if smoothing > 0 else "no smoothing"
+    title = f"training losses  [{smooth}; {'log' if log else 'linear'} scale]"
+    return ChartSpec(title, "step", "loss (log scale)" if log else "loss", tuple(curves),
+                     ylog=log)
 
 
 def comparator_marks(preset: Preset, scale: float | None) -> tuple[Mark, ...]:
@@ -157,6 +274,60 @@ def probes_chart(store: RunStore, preset: Preset, verdicts: Sequence[Verdict],
                                     preset.comparators.values(), strict=True) if not c.bank)
     return ChartSpec(f"delta(s) = {spec.metric}(s) - {spec.metric}({anchor})  [{which}]",
                      "step", "delta", (*banked, curve), hlines, marks, xlim, note, bands)
+
+
+DATASET_COLORS = ("cyan", "green", "orange", "magenta", "blue", "yellow")
+
+
+def datasets(store: RunStore) -> list[str]:
+    """The datasets of the run's per-dataset eval breakdown, in the order first logged."""
+    names: dict[str, None] = {}
+    for step in store.probe_steps():
+        names.update(dict.fromkeys(store.probes[step].breakdown))
+    return list(names)
+
+
+def datasets_chart(store: RunStore, preset: Preset, scaled: bool = False) -> ChartSpec:
+    """The per-dataset view: for each dataset of the eval breakdown, this run's delta (or,
+    for a level read, its level) at each probe, and each banked comparator's curve of the
+    same dataset drawn faint in the dataset's colour. No bounds: they are the rule's, on
+    the verdict's metric; and always raw units (a scale amendment is for the metric)."""
+    spec = preset.verdict
+    anchor = spec.anchor_step
+    level = spec.read == "level" or anchor not in store.probes
+    names = datasets(store)
+    curves: list[Curve] = []
+    for i, name in enumerate(names):
+        field = f"breakdown.{name}"
+        color = DATASET_COLORS[i % len(DATASET_COLORS)]
+        base = 0.0 if level else store.probes[anchor].value(field)
+        pts = [(float(s), store.probes[s].value(field) - base) for s in store.probe_steps()
+               if level or s >= anchor]
+        pts = [(x, y) for x, y in pts if math.isfinite(y)]
+        for comp in preset.comparators.values():
+            theirs = (banked_levels(comp, field) if level
+                      else banked_curve(preset, comp, field))
+            if theirs:
+                curves.append(Curve(f"{comp.name} {name} (banked)", tuple(float(x) for x, _ in
+                                                                          theirs),
+                                    tuple(y for _, y in theirs), color, faint=True))
+        curves.append(Curve(f"this run {name}", tuple(x for x, _ in pts),
+                            tuple(y for _, y in pts), color, points=len(pts) < 2))
+    what = f"{spec.metric} by dataset" if level else f"delta({anchor}->s) by dataset"
+    if not names:
+        note = "no per-dataset breakdown in this run's probes yet"
+    elif level and spec.read != "level":
+        note = f"levels until the anchor probe (step {anchor}); deltas from it"
+    else:
+        note = f"bounds apply to {spec.metric}, not drawn here"
+    if scaled:
+        note += "; per-dataset curves are in raw units"
+    end = float(spec.endpoint_step)
+    start = 0.0 if level else float(anchor)
+    pad = (end - start) * 0.05
+    return ChartSpec(f"per-dataset {what}  (d: back to {spec.metric})", "step",
+                     "level" if level else "delta", tuple(curves),
+                     xlim=(start - pad, end + pad), note=note)
 
 
 _SERIES: dict[tuple[str, bool], tuple[tuple[Curve, ...], tuple[Band, ...]]] = {}

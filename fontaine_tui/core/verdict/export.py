@@ -58,9 +58,11 @@ def render_png(spec: ChartSpec) -> bytes:
     for b in spec.bands:
         ax.fill_between(b.xs, b.lo, b.hi, color=_COLORS.get(b.color, b.color), alpha=0.25,
                         label=b.label, zorder=1)
-    for c in spec.curves:
+    for c in sorted(spec.curves, key=lambda c: not c.faint):  # the faint ones beneath
         color = _COLORS.get(c.color, c.color)
-        if c.points:
+        if c.faint:
+            ax.plot(c.xs, c.ys, color=color, label=c.label, alpha=0.3, linewidth=0.8, zorder=2)
+        elif c.points:
             ax.scatter(c.xs, c.ys, color=color, label=c.label, zorder=3)
         else:
             ax.plot(c.xs, c.ys, color=color, label=c.label, marker="o" if len(c.xs) < 20 else None)
@@ -72,6 +74,8 @@ def render_png(spec: ChartSpec) -> bytes:
                     ha="right", fontsize=8)
     if spec.xlim:
         ax.set_xlim(*spec.xlim)
+    if spec.ylog:
+        ax.set_yscale("log")
     ax.set_title(spec.title, fontsize=10)
     ax.set_xlabel(spec.xlabel)
     ax.set_ylabel(spec.ylabel)

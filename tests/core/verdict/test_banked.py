@@ -173,3 +173,34 @@ def test_before_the_anchor_the_levels_view_draws_the_banked_level_curves(tmp_pat
     assert list(rig.ys) == [RIGONLY_LIKE[250][0], RIGONLY_LIKE[500][0]]
     assert "rig" not in {m.label.split(" ")[0] for m in spec.marks}  # a curve, not a mark
     assert "demosonly" in {m.label.split(" ")[0] for m in spec.marks}
+
+
+def test_the_per_dataset_view_draws_each_datasets_delta_and_the_banked_ones(tmp_path):
+    from fontaine_tui.core.log.read import load_lines
+    from fontaine_tui.core.verdict.chart import datasets_chart
+    from tests.logs import dumps, records_upto
+
+    preset = load_preset(banked(tmp_path))  # `rig`, banked from a RIGONLY_LIKE run
+    store = load_lines([b"".join(dumps(r).encode() + b"\n" for r in records(probes=SCALED_LIKE))])
+    spec = datasets_chart(store, preset, scaled=True)
+    by_label = {c.label: c for c in spec.curves}
+    assert set(by_label) == {"this run demos", "this run rig", "rig demos (banked)",
+                             "rig rig (banked)"}
+    ours = by_label["this run demos"]  # the fixture logs demos at 0.9 x the eval MAE
+    assert list(ours.xs) == [500.0, 750.0, 1000.0]
+    assert list(ours.ys) == pytest.approx(
+        [0.9 * (SCALED_LIKE[s][0] - SCALED_LIKE[500][0]) for s in (500, 750, 1000)])
+    theirs = by_label["rig rig (banked)"]
+    assert theirs.faint and theirs.color == by_label["this run rig"].color
+    assert list(theirs.ys) == pytest.approx(
+        [1.1 * (RIGONLY_LIKE[s][0] - RIGONLY_LIKE[500][0]) for s in (500, 750, 1000)])
+    assert spec.hlines == () and spec.title.startswith("per-dataset delta(500->s)")
+    assert spec.note == ("bounds apply to eval_chunk_mae, not drawn here; per-dataset curves "
+                         "are in raw units")
+    # before the anchor probe: the datasets' levels, the banked ones included
+    early = load_lines([b"".join(dumps(r).encode() + b"\n" for r in records_upto(260))])
+    spec = datasets_chart(early, preset)
+    levels = {c.label: c for c in spec.curves}
+    assert list(levels["rig demos (banked)"].ys) == pytest.approx(
+        [0.9 * RIGONLY_LIKE[s][0] for s in (250, 500, 750, 1000)])
+    assert spec.note == "levels until the anchor probe (step 500); deltas from it"
