@@ -7,6 +7,7 @@ from textual.binding import Binding
 from textual.containers import VerticalScroll
 from textual.widgets import Footer, Static
 
+from fontaine_tui.core.verdict.text import typed_in_caveat
 from fontaine_tui.model.session import RunView
 from fontaine_tui.screens.base import ViewScreen
 from fontaine_tui.widgets.safe import assemble
@@ -65,7 +66,9 @@ class VerdictScreen(ViewScreen):
         self.query_one(RulesPanel).show(v)
         self.query_one("#interpretation", Static).update(assemble(
             ("interpretation: ", "bold"), v.interpretation or "—", "\n",
-            ("reason: ", "$text-muted"), v.reason))
+            ("reason: ", "$text-muted"), v.reason,
+            *((("\ncaveat: ", "bold $warning"), caveat) if (caveat := typed_in_caveat(v))
+              else ())))
         self.query_one(LedgerPanel).show(v, view.ledger, view.latest.decision)
         self.query_one("#review-status", Static).update(
             assemble(self.console.review_status))

@@ -111,7 +111,20 @@ def render(v: Verdict, log_label: str = "") -> str:
         lines.append(v.decision.describe())
     if v.interpretation:
         lines.append(f"interpretation: {v.interpretation}")
+    if caveat := typed_in_caveat(v):
+        lines.append(f"caveat: {caveat}")
     return "\n".join(lines)
+
+
+def typed_in_caveat(v: Verdict) -> str:
+    """When no comparator of the read is a banked run, say that its interpretation compares
+    this run with numbers measured elsewhere ("" when some comparator was banked)."""
+    if not v.comparators or any(c.get("bank") for c in v.comparators):
+        return ""
+    return ("every comparator is a number typed into the preset, none a run banked on this "
+            "host: this run is read against numbers measured elsewhere (other code, data or "
+            "hardware); bank a run here (fontaine-tui bank) and name it in [comparators] to "
+            "compare like with like")
 
 
 def secondary_lines(v: Verdict) -> list[str]:

@@ -115,6 +115,7 @@ declared_before_step = 500
     assert v.scale.evidence == ("eval AR CE at step 250: this run 0.6385, demos 0.6116 "
                                 "(ratio 1.044): the model tracks it while the units differ")
     assert f"scale evidence: {v.scale.evidence}" in render(v)
+    assert "caveat:" not in render(v)  # a banked comparator: compared like with like
 
 
 def test_the_probes_chart_draws_banked_curves_and_their_envelope(tmp_path):

@@ -235,6 +235,17 @@ def test_every_dataset_delta_is_in_verdict_json_without_a_secondary_rule(demoson
     assert set(v.to_json()["datasets"]) == {"demos", "rig"}
 
 
+def test_a_read_against_typed_in_comparators_only_says_so(demosonly):
+    """The shipped reference preset's comparators are numbers from the document (8xA100,
+    another model): its interpretation is printed with the caveat that nothing here
+    measured them."""
+    text = render(read(demosonly, records(probes=RIGONLY_LIKE)))
+    interpretation, caveat = text.split("\n")[-2:]
+    assert interpretation.startswith("interpretation: ")
+    assert caveat.startswith("caveat: every comparator is a number typed into the preset, "
+                             "none a run banked on this host")
+
+
 def test_scaled_mode_keeps_the_comparators_in_their_own_units(demosonly):
     from fontaine_tui.core.log.read import load_lines
     from fontaine_tui.core.verdict.chart import probes_chart
