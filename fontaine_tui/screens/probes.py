@@ -55,8 +55,10 @@ class ProbesScreen(ViewScreen):
 
 
 def _comparator_note(view: RunView) -> str:
-    banked = sum(1 for c in view.preset.comparators.values() if c.bank)
+    comps = view.preset.comparators.values()
+    banked = sum(1 for c in comps if c.bank)
+    typed = len(view.preset.comparators) - banked
     if not banked:
-        return "  comparators are banked endpoint deltas, drawn at the endpoint"
-    return (f"  {banked} banked run(s) drawn as whole curves in their own units; typed-in "
-            "comparators as endpoint deltas")
+        return "  typed-in comparators: endpoint deltas, drawn at the endpoint"
+    return (f"  {banked} banked run(s) as whole curves" +
+            (f"; {typed} typed-in as endpoint deltas" if typed else ""))

@@ -118,12 +118,16 @@ class Chart(PlotextPlot):
         ys += [y for y in [h.y for h in spec.hlines] + [m.y for m in spec.marks]
                if math.isfinite(y)]
         ylim = None
+        rows = max(4, self.size.height - 5)  # less the title and the x axis
         if ys:
             lo, hi = min(ys), max(ys)
             pad = (hi - lo) * 0.06 or (0.1 if log else 0.5)
-            ylim = (lo - pad, hi + pad)
+            # the legend's rows (top left) above everything drawn, so it hides no curve or bound
+            legend = sum(1 for s in series if s.label) + 1
+            free = max(1, rows - legend)
+            top = (hi - lo + 2 * pad) * legend / free
+            ylim = (lo - pad, hi + pad + top)
         xlim = spec.xlim or _span(series)
-        rows = max(4, self.size.height - 5)  # less the title and the x axis
         for s in series:
             xs, ys = s.xs, s.ys
             if s.line and ylim is not None and xlim is not None:  # a point per cell crossed
