@@ -49,6 +49,36 @@ def _preset_for(args: argparse.Namespace, folder: runfolder.RunFolder | None):
     raise InputError("--preset: expected a preset name or path (no prereg.json beside the log)")
 
 
+def read_foreign(target: str, preset_arg: str | None):
+    """A run another trainer wrote: (preset, the source read), or None for one of ours (a
+    train_log.jsonl, or a folder holding one, read by the preset without a foreign
+    [source]). The kind is the preset's [source], else detected from the folder."""
+    from pathlib import Path
+
+    from fontaine_tui.core.log.formats import SourceSpec, detect, load_source
+    from fontaine_tui.core.log.formats.source import file_kind
+
+    path = Path(target)
+    preset = load_preset(preset_arg) if preset_arg else None
+    if preset is not None and preset.foreign and preset.source is not None:
+        spec = preset.source
+    elif path.is_dir() and not (path / runfolder.LOG).exists():
+        spec = SourceSpec(detect(path))
+    elif path.is_file() and (kind := file_kind(path.name)):
+        spec = SourceSpec(kind, str(path.resolve()))
+    else:
+        return None
+    if preset is None:
+        raise InputError(f"--preset: expected a preset name or path ({path} is a "
+                         f"{spec.kind} run: the preset says how to read it)")
+    folder = path if path.is_dir() else path.parent
+    loaded = load_source(folder, spec)
+    loaded.check_metric(preset.verdict.metric, spec)
+    for rule in preset.verdict.secondary:
+        loaded.check_metric(rule.metric, spec)
+    return preset, loaded
+
+
 def _ledger(folder: runfolder.RunFolder | None):
     if folder is None or not folder.amendments.exists():
         return ()
@@ -58,14 +88,20 @@ def _ledger(folder: runfolder.RunFolder | None):
 
 
 def run(args: argparse.Namespace) -> int:
-    log_path, folder = runfolder.locate_log(args.log)
-    preset, provenance = _preset_for(args, folder)
-    try:
-        # a run folder's log is read with its rotated segments (train_log.jsonl.1, .2.gz, ...)
-        store = load_log(log_path, columns=False, workers=default_workers(),
-                         history=folder is not None)
-    except OSError as exc:
-        raise InputError(f"{log_path}: cannot read ({exc.strerror})") from None
+    foreign = read_foreign(args.log, args.preset)
+    if foreign is not None:
+        preset, loaded = foreign
+        store, log_path, folder, provenance = loaded.store, loaded.label, None, None
+    else:
+        log, folder = runfolder.locate_log(args.log)
+        log_path = str(log)
+        preset, provenance = _preset_for(args, folder)
+        try:
+            # a run folder's log is read with its rotated segments (train_log.jsonl.1, ...)
+            store = load_log(log, columns=False, workers=default_workers(),
+                             history=folder is not None)
+        except OSError as exc:
+            raise InputError(f"{log}: cannot read ({exc.strerror})") from None
     if args.at_step is not None and args.at_step not in store.probes:
         steps = ", ".join(map(str, store.probe_steps())) or "none"
         raise InputError(f"{log_path}: --at-step {args.at_step}: expected a probe step "
@@ -74,5 +110,5 @@ def run(args: argparse.Namespace) -> int:
     if args.json:
         sys.stdout.write(json.dumps(verdict.to_json(), indent=2) + "\n")
     else:
-        sys.stdout.write(render(verdict, str(log_path)) + "\n")
+        sys.stdout.write(render(verdict, log_path) + "\n")
     return verdict.exit_code

@@ -15,6 +15,7 @@ from types import MappingProxyType
 from typing import Any, TypedDict, TypeVar, cast
 
 from fontaine_tui.core.errors import InputError
+from fontaine_tui.core.log.formats.source import SourceSpec, read_spec
 from fontaine_tui.core.verdict.checks import (
     LABELS,
     NUMBER,
@@ -138,7 +139,7 @@ class PlatformFields(TypedDict):
 
 
 SECTIONS = ("run", "recipe", "platform", "verdict", "comparators", "amendments", "gates",
-            "labels", "interpretation")
+            "labels", "interpretation", "source")
 MODEL_SIZES = ("tiny", "small", "base")
 OBJECTIVES = ("joint", "ar", "flow")
 DEVICES = ("auto", "cpu", "cuda")
@@ -177,6 +178,13 @@ class Preset:
     canonical: Mapping[str, object]
     sha256: str
     labels: Mapping[str, str] = field(default_factory=dict)  # class -> the preset's word
+    source: SourceSpec | None = None  # [source]: a run trained elsewhere, and how to read it
+
+    @property
+    def foreign(self) -> bool:
+        """The preset reads a run another trainer wrote ([source] of a foreign kind): it has
+        no engine recipe and cannot be launched."""
+        return self.source is not None and self.source.kind != "fontaine"
 
     def label(self, cls: str) -> str:
         """The preset's word for a verdict class (the class itself by default)."""
@@ -205,9 +213,21 @@ def _validate(path: Path, doc: dict) -> Preset:
     for key in doc:
         if key not in SECTIONS:
             raise PresetError(path, key, f"unknown section (expected one of: {', '.join(SECTIONS)})")
-    for key in ("run", "recipe", "platform", "verdict"):
+    source = None
+    if "source" in doc:
+        try:
+            source = read_spec(doc["source"])
+        except ValueError as exc:
+            raise PresetError(path, exc.args[0], exc.args[1]) from None
+    foreign = source is not None and source.kind != "fontaine"
+    for key in ("run", "verdict") if foreign else ("run", "recipe", "platform", "verdict"):
         if key not in doc:
             raise PresetError(path, key, "missing section")
+    engine = not foreign or "recipe" in doc or "platform" in doc  # an engine recipe given
+    if foreign:  # no engine recipe: the run was trained elsewhere
+        doc.setdefault("recipe", _foreign_recipe(doc["verdict"]))
+        doc.setdefault("platform", {})
+        doc["run"] = {"output_dir": "", **doc["run"]} if isinstance(doc["run"], dict) else doc["run"]
     run = check_section(path, "run", doc["run"], RUN)
     recipe = check_section(path, "recipe", doc["recipe"], RECIPE)
     platform = check_section(path, "platform", doc["platform"], PLATFORM)
@@ -269,8 +289,7 @@ def _validate(path: Path, doc: dict) -> Preset:
 
     canonical = {
         "run": run,
-        "recipe": recipe,
-        "platform": platform,
+        **({"recipe": recipe, "platform": platform} if engine else {}),
         "verdict": verdict_canonical(verdict_fields, verdict),
         "comparators": {
             n: set_only({k: getattr(c, k) for k in COMPARATOR
@@ -282,6 +301,7 @@ def _validate(path: Path, doc: dict) -> Preset:
         "gates": set_only(gates),
         "interpretation": interpretation,
         **({"labels": labels} if labels else {}),
+        **({"source": source.canonical()} if source is not None else {}),
     }
     digest = hashlib.sha256(canonical_bytes(canonical)).hexdigest()
     freeze = MappingProxyType
@@ -299,7 +319,21 @@ def _validate(path: Path, doc: dict) -> Preset:
         labels=freeze(labels),
         canonical=freeze(canonical),
         sha256=digest,
+        source=source,
     )
+
+
+def _foreign_recipe(verdict: object) -> dict[str, object]:
+    """The recipe a [source] preset stands on when it gives none: the probes at the
+    multiples of the anchor and endpoint's greatest common divisor, the run ending at the
+    endpoint (what the rules need of a recipe: when probes come, how long the run is)."""
+    anchor = verdict.get("anchor_step", 0) if isinstance(verdict, dict) else 0
+    end = verdict.get("endpoint_step", 1) if isinstance(verdict, dict) else 1
+    ints = [v for v in (anchor, end) if isinstance(v, int) and not isinstance(v, bool) and v > 0]
+    every = math.gcd(*ints) if ints else 1
+    steps = end if isinstance(end, int) and not isinstance(end, bool) and end > 0 else 1
+    return {"model_size": "small", "batch_size": 1, "backward_chunks": 1, "steps": steps,
+            "eval_every": every, "save_every": steps}
 
 
 _T = TypeVar("_T")

@@ -62,7 +62,8 @@ READS = ("delta", "level")
 # hashes as it did (its prereg.json still matches)
 VERDICT_QUIET: dict[str, object] = {"direction": "lower", "read": "delta", "anchor_step": 0,
                                     "reference": "", "combine": "primary"}
-METRIC_PATH = re.compile(r"[A-Za-z_][A-Za-z0-9_-]*(\.[A-Za-z0-9_-]+)*")
+# a field, a dotted path into the eval record, or a foreign source's own key (eval/chunk_mae)
+METRIC_PATH = re.compile(r"[A-Za-z_][A-Za-z0-9_/:@+-]*(\.[A-Za-z0-9_/:@+-]+)*")
 
 
 @dataclass(frozen=True, slots=True)
@@ -203,7 +204,8 @@ def _rule_shape(path: Path, where: str, f: Mapping[str, Scalar],
     if not METRIC_PATH.fullmatch(metric):
         raise PresetError(path, f"{where}.metric",
                           f"expected a field of the eval record or a dotted path into it "
-                          f"(like eval_chunk_mae or breakdown.rig), got {metric!r}")
+                          f"(like eval_chunk_mae or breakdown.rig), or a source's key (like "
+                          f"eval/chunk_mae), got {metric!r}")
     choice(path, f"{where}.direction", direction, DIRECTIONS)
     choice(path, f"{where}.read", read, READS)
     lower = direction == "lower"

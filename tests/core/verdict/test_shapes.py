@@ -121,7 +121,8 @@ def test_verdict_cli_reads_the_new_shapes(tmp_path, capsys):
      "verdict.healthy_min: expected a healthy bound above drift_max 0.9, got 0.8"),
     (('metric = "success_rate"', 'metric = "success rate!"'),
      "verdict.metric: expected a field of the eval record or a dotted path into it (like "
-     "eval_chunk_mae or breakdown.rig), got 'success rate!'"),
+     "eval_chunk_mae or breakdown.rig), or a source's key (like eval/chunk_mae), got "
+     "'success rate!'"),
     (('read = "level"', 'read = "delta"'),
      "verdict.anchor_step: expected an integer >= 1, got 0"),
     (('drift_max = 0.50', 'drift_max = 0.50\ndrift_fraction = 0.5'),

@@ -1,0 +1,28 @@
+"""Logs from other trainers, each format a module behind one decoder interface (base.py):
+bytes (or an MLflow store's rows) in, the log wing's records out, so the followers stay
+transports that know no format and the rules read a foreign run as they read ours.
+
+- `tensorboard.py`: event files (TFRecord framing, CRC-32C checked, the scalar fields of an
+  Event; no TensorFlow), read incrementally from a byte offset.
+- `rows.py`: Hugging Face Trainer's `trainer_state.json`, CSV (Lightning's `metrics.csv`),
+  JSONL from any writer with a field map.
+- `mlflow.py`: MLflow's file store and SQLite store (read-only).
+- `source.py`: a preset's `[source]`, detection from a folder's contents, the cold read.
+"""
+
+from __future__ import annotations
+
+from fontaine_tui.core.log.formats.base import Decoder, FieldMap, Grouper
+from fontaine_tui.core.log.formats.source import (
+    KINDS,
+    Loaded,
+    SourceSpec,
+    decoder,
+    detect,
+    files,
+    load_source,
+    read_spec,
+)
+
+__all__ = ["KINDS", "Decoder", "FieldMap", "Grouper", "Loaded", "SourceSpec", "decoder",
+           "detect", "files", "load_source", "read_spec"]

@@ -1,0 +1,311 @@
+"""Where a foreign run's log is and how to read it: a preset's `[source]` table, or what a
+folder's contents say (`detect`), and the cold read of it into a `RunStore` (`load_source`).
+
+    [source]
+    kind = "tensorboard"          # tensorboard | hf_trainer | csv | mlflow | jsonl | fontaine
+    path = "runs/exp1"            # relative to the run folder; optional where it is found
+    eval = ["eval/*"]             # the keys that are eval probes (glob patterns)
+    loss = "train/loss"           # the train loss key (default: the first of the usual names)
+    step = "step"                 # row formats: the step column / field
+    experiment = "" ; run = ""    # MLflow: which run, when the store holds several
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import MappingProxyType
+
+from fontaine_tui.core.errors import InputError
+from fontaine_tui.core.log.formats.base import EVAL_PATTERNS, Decoder, FieldMap
+from fontaine_tui.core.log.formats.mlflow import (
+    FILE_STORE,
+    SQLITE_STORE,
+    MlflowDecoder,
+    run_rows,
+)
+from fontaine_tui.core.log.formats.rows import (
+    CsvDecoder,
+    FormatError,
+    JsonlDecoder,
+    TrainerStateDecoder,
+)
+from fontaine_tui.core.log.formats.tensorboard import FramingError, TensorBoardDecoder
+from fontaine_tui.core.log.store import RunStore
+from fontaine_tui.core.runfolder import LOG
+
+KINDS = ("fontaine", "tensorboard", "hf_trainer", "csv", "mlflow", "jsonl")
+TRAIN_KEYS = ("loss", "lr", "grad_norm")  # [source] keys naming a train field's source key
+SOURCE_KEYS = ("kind", "path", "eval", "step", "time", "experiment", "run", *TRAIN_KEYS)
+EVENTS = "events.out.tfevents."
+HF_STATE = "trainer_state.json"
+CSV_NAME = "metrics.csv"
+CHECKPOINT = re.compile(r"checkpoint-([0-9]+)")
+READ = 8 << 20
+
+
+@dataclass(frozen=True, slots=True)
+class SourceSpec:
+    kind: str
+    path: str = ""  # a file or folder, relative to the run folder (or absolute)
+    fields: FieldMap = field(default_factory=FieldMap)
+    options: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
+
+    def canonical(self) -> dict[str, object]:
+        """As hashed into the preset (only what was set)."""
+        out: dict[str, object] = {"kind": self.kind}
+        if self.path:
+            out["path"] = self.path
+        if self.fields.eval != EVAL_PATTERNS:
+            out["eval"] = list(self.fields.eval)
+        out.update(dict(self.fields.train))
+        if self.fields.step != "step":
+            out["step"] = self.fields.step
+        if self.fields.time:
+            out["time"] = self.fields.time
+        out.update(self.options)
+        return out
+
+
+def read_spec(table: object, where: str = "source") -> SourceSpec:
+    """A preset's [source] table; ValueError(key, expected) on a bad one."""
+    if not isinstance(table, dict):
+        raise ValueError(where, "expected a table")
+    for key in table:
+        if key not in SOURCE_KEYS:
+            raise ValueError(f"{where}.{key}", f"unknown key (expected one of "
+                             f"{', '.join(SOURCE_KEYS)})")
+    for key, value in table.items():
+        if key != "eval" and not isinstance(value, str):
+            raise ValueError(f"{where}.{key}", "expected a string")
+    kind = table.get("kind", "")
+    if kind not in KINDS:
+        raise ValueError(f"{where}.kind", f"expected one of {', '.join(KINDS)}, got {kind!r}")
+    patterns = table.get("eval", list(EVAL_PATTERNS))
+    if isinstance(patterns, str):
+        patterns = [patterns]
+    if not (isinstance(patterns, list) and patterns
+            and all(isinstance(p, str) and p for p in patterns)):
+        raise ValueError(f"{where}.eval", "expected a glob pattern or a list of them "
+                         "(like \"eval/*\")")
+    fields = FieldMap(tuple(patterns), MappingProxyType({k: table[k] for k in TRAIN_KEYS
+                                                         if table.get(k)}),
+                      table.get("step") or "step", table.get("time", ""))
+    options = {k: table[k] for k in ("experiment", "run") if table.get(k)}
+    return SourceSpec(kind, table.get("path", ""), fields, MappingProxyType(options))
+
+
+# -- detection -------------------------------------------------------------------------------
+
+def _event_folders(root: Path, depth: int = 3) -> list[Path]:
+    """Folders under `root` (itself included) that hold event files, nearest first."""
+    found: list[Path] = []
+    frontier = [root]
+    for _ in range(depth + 1):
+        nxt: list[Path] = []
+        for folder in frontier:
+            try:
+                entries = sorted(folder.iterdir())
+            except OSError:
+                continue
+            if any(p.name.startswith(EVENTS) and p.is_file() for p in entries):
+                found.append(folder)
+            nxt += [p for p in entries if p.is_dir() and not p.name.startswith(".")]
+        frontier = nxt
+    return found
+
+
+def detect(folder: Path) -> str:
+    """The kind of log a folder holds, by its contents; InputError when none is known."""
+    if (folder / LOG).exists():
+        return "fontaine"
+    if _event_folders(folder):
+        return "tensorboard"
+    if (folder / HF_STATE).exists() or any(folder.glob(f"checkpoint-*/{HF_STATE}")):
+        return "hf_trainer"
+    if (folder / SQLITE_STORE).exists() or (folder / FILE_STORE).is_dir():
+        return "mlflow"
+    if (folder / CSV_NAME).exists() or any(folder.glob(f"*/version_*/{CSV_NAME}")) or any(
+            folder.glob(f"version_*/{CSV_NAME}")):
+        return "csv"
+    if len(list(folder.glob("*.jsonl"))) == 1:
+        return "jsonl"
+    raise InputError(f"{folder}: no log this console reads: expected {LOG}, {EVENTS}*, "
+                     f"{HF_STATE}, {CSV_NAME}, {FILE_STORE}/ or {SQLITE_STORE} (or a preset "
+                     "[source] naming the file)")
+
+
+def file_kind(name: str) -> str:
+    """The kind a single file is by its name ("" when the name does not say)."""
+    if name.startswith(EVENTS):
+        return "tensorboard"
+    return {HF_STATE: "hf_trainer", CSV_NAME: "csv"}.get(name, "")
+
+
+def _one(folder: Path, found: list[Path], what: str) -> Path:
+    if len(found) == 1:
+        return found[0]
+    if not found:
+        raise InputError(f"{folder}: no {what} here")
+    names = ", ".join(str(p.relative_to(folder)) or "." for p in found[:6])
+    raise InputError(f"{folder}: {len(found)} runs ({names}): set [source] path to one")
+
+
+def files(folder: Path, spec: SourceSpec) -> list[Path]:
+    """The files (or store) to read for `spec` under the run folder, in reading order."""
+    base = Path(spec.path) if Path(spec.path).is_absolute() else folder / spec.path
+    if spec.path and not base.exists():
+        raise InputError(f"{base}: source.path: no such file or folder")
+    kind = spec.kind
+    if kind == "tensorboard":
+        if base.is_file():
+            return [base]
+        where = _one(base, _event_folders(base), f"{EVENTS}* event file")
+        return sorted((p for p in where.iterdir() if p.name.startswith(EVENTS)),
+                      key=lambda p: (_event_time(p.name), p.name))
+    if kind == "hf_trainer":
+        if base.is_file():
+            return [base]
+        return [newest_state(base)]
+    if kind == "csv":
+        if base.is_file():
+            return [base]
+        found = ([base / CSV_NAME] if (base / CSV_NAME).exists() else
+                 sorted(base.glob(f"version_*/{CSV_NAME}")) or
+                 sorted(base.glob(f"*/version_*/{CSV_NAME}")))
+        return [_one(base, found, CSV_NAME)]
+    if kind == "mlflow":
+        if base.is_file() or base.name == FILE_STORE:
+            return [base]
+        found = [p for p in (base / SQLITE_STORE, base / FILE_STORE) if p.exists()]
+        return [_one(base, found, f"{SQLITE_STORE} or {FILE_STORE}/")]
+    if kind == "jsonl":
+        if base.is_file():
+            return [base]
+        return [_one(base, sorted(base.glob("*.jsonl")), "*.jsonl file")]
+    return [base / LOG if base.is_dir() else base]
+
+
+def _event_time(name: str) -> int:
+    """The creation time in an event file's name (events.out.tfevents.<time>.<host>...)."""
+    head = name[len(EVENTS):].split(".", 1)[0]
+    return int(head) if head.isdigit() else 0
+
+
+def newest_state(folder: Path) -> Path:
+    """The trainer_state.json with the most history: the run folder's own (written at the end
+    by `save_state`) or the newest `checkpoint-N/`'s, by step."""
+    candidates = [(int(m.group(1)), p / HF_STATE) for p in folder.glob("checkpoint-*")
+                  if (m := CHECKPOINT.fullmatch(p.name)) and (p / HF_STATE).exists()]
+    if (folder / HF_STATE).exists():
+        candidates.append((_global_step(folder / HF_STATE), folder / HF_STATE))
+    if not candidates:
+        raise InputError(f"{folder}: no {HF_STATE} here or in a checkpoint-*/ folder")
+    return max(candidates, key=lambda c: (c[0], c[1].stat().st_mtime))[1]
+
+
+def _global_step(path: Path) -> int:
+    import orjson
+
+    try:
+        value = orjson.loads(path.read_bytes()).get("global_step", 0)
+    except (OSError, orjson.JSONDecodeError, AttributeError):
+        return 0
+    return value if isinstance(value, int) else 0
+
+
+def decoder(spec: SourceSpec) -> Decoder:
+    kind = spec.kind
+    if kind == "tensorboard":
+        return TensorBoardDecoder(spec.fields)
+    if kind == "hf_trainer":
+        return TrainerStateDecoder(spec.fields)
+    if kind == "csv":
+        return CsvDecoder(spec.fields)
+    if kind == "jsonl":
+        return JsonlDecoder(spec.fields)
+    if kind == "mlflow":
+        return MlflowDecoder(spec.fields)
+    raise InputError(f"source.kind: {kind!r} is read by the log wing's own reader")
+
+
+# -- the cold read ---------------------------------------------------------------------------
+
+@dataclass(frozen=True, slots=True)
+class Loaded:
+    store: RunStore
+    files: tuple[Path, ...]
+    kind: str
+    detail: str = ""  # the MLflow run read, late values, ...
+    keys: tuple[str, ...] = ()  # every key the run logged, in the order first seen
+
+    @property
+    def label(self) -> str:
+        """The files read, for a report's "log ..." line."""
+        shown = ", ".join(str(p) for p in self.files[:3])
+        more = f" and {len(self.files) - 3} more" if len(self.files) > 3 else ""
+        return f"{shown}{more} ({self.kind}{'; ' + self.detail if self.detail else ''})"
+
+    def check_metric(self, metric: str, spec: SourceSpec) -> None:
+        """InputError (file, key, what is there) when no probe of the run has `metric`."""
+        if any(metric in p.fields for p in self.store.probes.values()):
+            return
+        evals = [k for k in self.keys if spec.fields.is_eval(k)]
+        where = f"{self.files[0] if self.files else '?'}: verdict.metric"
+        if metric in self.keys:
+            raise InputError(f"{where}: {metric!r} is logged but is not an eval key (source.eval"
+                             f" = {list(spec.fields.eval)}): add it to [source] eval")
+        if not evals:
+            raise InputError(f"{where}: no eval keys in this run (source.eval = "
+                             f"{list(spec.fields.eval)}; keys: {_few(self.keys)})")
+        raise InputError(f"{where}: no key {metric!r} in this run (eval keys: {_few(evals)})")
+
+
+def _few(keys: list[str] | tuple[str, ...]) -> str:
+    return ", ".join(keys[:10]) + (", ..." if len(keys) > 10 else "") if keys else "none"
+
+
+def load_source(folder: Path, spec: SourceSpec) -> Loaded:
+    """Every record of a foreign run, read once into a store (columns kept)."""
+    paths = files(folder, spec)
+    store = RunStore()
+    dec = decoder(spec)
+    detail = ""
+    try:
+        if isinstance(dec, MlflowDecoder):
+            info, rows = run_rows(paths[0], spec.options)
+            detail = f"MLflow run {info.describe()}"
+            records = dec.feed_rows(rows)
+        else:
+            records = []
+            for path in paths:
+                records += _read_file(path, dec)
+        records += dec.finish()
+    except (FormatError, FramingError) as exc:
+        raise InputError(f"{paths[0]}: {exc}") from None
+    except OSError as exc:
+        raise InputError(f"{paths[0]}: cannot read ({exc.strerror or exc})") from None
+    for rec in records:
+        store.add(rec)
+    grouper = getattr(dec, "grouper", None)
+    if grouper is not None and grouper.late:
+        store.notices.append(f"{grouper.late} value(s) logged at a step already past, "
+                             "not applied")
+    return Loaded(store, tuple(paths), spec.kind, detail, tuple(keys_seen(dec)))
+
+
+def _read_file(path: Path, dec: Decoder) -> list:
+    out = []
+    with open(path, "rb") as f:
+        if dec.whole:
+            return dec.feed(f.read())
+        while chunk := f.read(READ):
+            out += dec.feed(chunk)
+    return out
+
+
+def keys_seen(dec: Decoder) -> list[str]:
+    grouper = getattr(dec, "grouper", None)
+    return list(grouper.keys) if grouper is not None else []

@@ -1,0 +1,103 @@
+"""Event files written by torch.utils.tensorboard.SummaryWriter, read without TensorFlow."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from fontaine_tui.cli import main
+from fontaine_tui.core.log.formats import SourceSpec, load_source
+from fontaine_tui.core.log.formats.tensorboard import (
+    Framer,
+    FramingError,
+    TensorBoardDecoder,
+    frame,
+)
+from tests.core.log.formats.conftest import EVAL, foreign_preset, loss
+
+
+def event_file(folder):
+    [path] = folder.glob("events.out.tfevents.*")
+    return path
+
+
+def test_both_scalar_styles_read_as_tensorboard_reads_them(tb_run):
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+    acc = EventAccumulator(str(tb_run), size_guidance={"scalars": 0, "tensors": 0})
+    acc.Reload()
+    loaded = load_source(tb_run, SourceSpec("tensorboard"))
+    store = loaded.store
+    # the classic style (simple_value): the train loss, as float32 like TensorBoard's
+    theirs = [(e.step, e.value) for e in acc.Scalars("train/loss")]
+    assert list(store.steps) == [s for s, _ in theirs] == list(range(1, 81))
+    assert list(store.columns["loss"]) == [v for _, v in theirs]
+    assert list(store.columns["loss"]) == pytest.approx([loss(s) for s in range(1, 81)])
+    # the tensor style: every eval tag at its step is one probe
+    assert store.probe_steps() == sorted(EVAL)
+    from tensorboard.util import tensor_util
+
+    for tag in ("eval/chunk_mae", "eval/rig"):
+        theirs = {e.step: float(tensor_util.make_ndarray(e.tensor_proto))
+                  for e in acc.Tensors(tag)}
+        assert {s: p.fields[tag] for s, p in store.probes.items()} == theirs
+    assert store.probes[40].value("eval/chunk_mae") == pytest.approx(EVAL[40])
+    assert set(store.probes[40].fields) == {"eval/chunk_mae", "eval/rig"}  # text/histogram not
+    assert loaded.kind == "tensorboard" and "train/loss" in loaded.keys
+    # the step time, from the wall times between steps
+    assert all(v >= 0 for v in list(store.columns["step_s"])[1:])
+
+
+def test_a_torn_tail_waits_for_the_rest_and_a_bad_crc_is_counted(tb_run):
+    data = event_file(tb_run).read_bytes()
+    whole = TensorBoardDecoder()
+    everything = whole.feed(data) + whole.finish()
+    for cut in (len(data) - 3, len(data) // 2 + 7, 11):  # inside a record, inside a header
+        dec = TensorBoardDecoder()
+        first = dec.feed(data[:cut])
+        assert dec.framer.pending > 0  # the torn record is held, not an error
+        rest = dec.feed(data[cut:]) + dec.finish()
+        assert dec.framer.pending == 0
+        assert first + rest == everything
+    # a flipped payload byte: that record is skipped and counted, the rest read
+    framer = Framer()
+    good = frame(b"\x10\x05")  # an Event with step 5 and nothing else
+    bad = bytearray(good)
+    bad[12] ^= 0xFF
+    framer.feed(bytes(bad) + good)
+    assert (framer.records, framer.bad_records) == (2, 1)
+    with pytest.raises(FramingError, match="bad record length checksum at byte 0"):
+        Framer().feed(b"{not an event file, but twelve bytes or more}")
+
+
+def test_the_verdict_of_a_tensorboard_run(tb_run, tmp_path, capsys):
+    preset = foreign_preset(tmp_path, 'kind = "tensorboard"')  # healthy <= 0.3, drift >= 1.0
+    code = main(["verdict", str(tb_run), "--preset", str(preset)])
+    out = capsys.readouterr().out
+    delta = EVAL[80] - EVAL[40]
+    assert code == 4, out  # AMBIGUOUS: +0.8 is between the bounds
+    assert f"eval/chunk_mae(40) = {EVAL[40]:.4f}, eval/chunk_mae(80) = {EVAL[80]:.4f}, " \
+           f"delta = +{delta:.4f}" in out
+    assert "(tensorboard): 88 records" in out  # 80 train points and 8 probes
+    preset = foreign_preset(tmp_path, 'kind = "tensorboard"', drift=0.75)
+    assert main(["verdict", str(tb_run), "--preset", str(preset), "--json"]) == 3
+    import json
+
+    doc = json.loads(capsys.readouterr().out)
+    assert (doc["verdict"], doc["read_step"]) == ("SAME-DRIFT", 80)
+
+
+def test_detection_and_one_line_errors(tb_run, tmp_path, capsys):
+    preset = foreign_preset(tmp_path, 'kind = "tensorboard"', metric="eval/nope")
+    assert main(["verdict", str(tb_run), "--preset", str(preset)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.endswith("verdict.metric: no key 'eval/nope' in this run (eval keys: "
+                        "eval/chunk_mae, eval/rig)")
+    assert len(err.splitlines()) == 1 and "events.out.tfevents." in err
+    # no [source]: the folder's contents say it is TensorBoard
+    from fontaine_tui.core.log.formats import detect
+
+    assert detect(tb_run) == "tensorboard"
+    assert math.isfinite(load_source(tb_run, SourceSpec("tensorboard")).store.probes[80]
+                         .value("eval/rig"))
