@@ -92,7 +92,8 @@ class Chart(PlotextPlot):
         log = spec.ylog
         series: list[_Series] = []  # downsampled to the width; drawn in this order
         for c in sorted(spec.curves, key=lambda c: not c.faint):  # the faint ones beneath
-            xs, ys = downsample(c.xs, c.ys, width)
+            # a faint curve is a background: a min-max pair every other column is enough
+            xs, ys = downsample(c.xs, c.ys, width // 2 if c.faint else width)
             if log:
                 kept = [(x, math.log10(y)) for x, y in zip(xs, ys, strict=True) if y > 0]
                 xs, ys = [k[0] for k in kept], [k[1] for k in kept]
@@ -131,7 +132,8 @@ class Chart(PlotextPlot):
         for s in series:
             xs, ys = s.xs, s.ys
             if s.line and ylim is not None and xlim is not None:  # a point per cell crossed
-                fine = s.marker == "braille"  # 2 x 4 dots a cell
+                # 2 x 4 dots a braille cell; a faint curve is thinned to whole cells
+                fine = s.marker == "braille" and s.color not in FAINT.values()
                 xs, ys = thin(xs, ys, xlim, ylim, width * (2 if fine else 1),
                               rows * (4 if fine else 1))
             draw = plt.plot if s.line else plt.scatter
