@@ -79,5 +79,39 @@ def run(args: argparse.Namespace) -> int:
     from fontaine_tui.core.follow import open_source
 
     options = ("-F", args.ssh_config) if args.ssh_config else ()
-    source = open_source(args.target, ssh_options=options)
+    source = _foreign(args.target, args.preset) or open_source(args.target, ssh_options=options)
     return console_or_plain(source, args.preset, "attach", args)
+
+
+def _foreign(target: str, preset_arg: str | None):
+    """A local run folder another trainer writes (no train_log.jsonl; or a preset whose
+    [source] is foreign): followed through its format (core/follow/foreign.py)."""
+    from pathlib import Path
+
+    from fontaine_tui.core.follow.foreign import ForeignRun
+    from fontaine_tui.core.follow.target import LocalTarget, parse_target
+    from fontaine_tui.core.log.formats import SourceSpec, detect
+    from fontaine_tui.core.runfolder import LOG
+    from fontaine_tui.core.verdict.presets import load_preset
+
+    parsed = parse_target(target)
+    preset = load_preset(preset_arg) if preset_arg else None
+    if not isinstance(parsed, LocalTarget):
+        if preset is not None and preset.foreign:
+            raise InputError(f"{target}: a {preset.source.kind if preset.source else ''} run is "
+                             "followed on this machine only for now (attach over SSH reads "
+                             f"{LOG})")
+        return None
+    folder = Path(parsed.folder)
+    if preset is not None and preset.foreign and preset.source is not None:
+        spec = preset.source
+    elif folder.is_dir() and not (folder / LOG).exists():
+        spec = SourceSpec(detect(folder))
+        if spec.kind == "fontaine":
+            return None
+    else:
+        return None
+    if preset is None:
+        raise InputError(f"--preset: expected a preset name or path ({folder} is a {spec.kind} "
+                         "run: the preset says how to read it)")
+    return ForeignRun(folder, spec)

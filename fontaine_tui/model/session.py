@@ -193,8 +193,10 @@ class Session:
             self.note = batch.note
         if batch.lines:
             ingest_lines(self.store, batch.lines, batch.first_line)
+        for rec in batch.records:  # a foreign run's, decoded by its format
+            self.store.add(rec)
         self.version += 1
-        return bool(batch.lines) or bool(batch.note) or batch.segment
+        return bool(batch.lines) or bool(batch.records) or bool(batch.note) or batch.segment
 
     def apply_lines(self, batch: Batch) -> Iterator[tuple[int, Record | Malformed | None]]:
         """As `apply`, a line at a time, for a line-by-line report: yields each non-blank
@@ -219,6 +221,10 @@ class Session:
             else:
                 yield n, rec
             self.version += 1
+        for rec in batch.records:
+            st.add(rec)
+            self.version += 1
+            yield 0, rec
 
     def apply_tail(self, batch: Batch) -> int:
         """Engine output lines, decoded and made literal; returns how many were added."""

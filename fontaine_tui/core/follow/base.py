@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
 
 from fontaine_tui.core.log.lines import LineCutter
+from fontaine_tui.core.log.records import Record
 from fontaine_tui.core.runfolder import LOG
 
 CHUNK = 4 << 20            # most bytes read per batch (keeps a catch-up read responsive)
@@ -32,6 +33,19 @@ class Batch:
     note: str = ""          # a status change to show the user
     end_offset: int = 0     # byte offset just past the last complete line
     name: str = ""          # with `segment`: the file the lines now come from
+    records: tuple[Record, ...] = ()  # a foreign run's records, decoded (follow/foreign.py)
+
+
+@dataclass(frozen=True, slots=True)
+class Chunk:
+    """Bytes of a followed file that is not read as lines (`LocalRun.follow_files`)."""
+
+    name: str
+    data: bytes
+    offset: int             # where `data` starts in the file
+    restart: bool = False   # the file was truncated or replaced: this reads it from byte 0
+    at_end: bool = False    # the file's current end was reached (data may be empty)
+    idle: bool = False      # no file had new bytes this round (`name` is "")
 
 
 @runtime_checkable

@@ -14,7 +14,7 @@ import errno
 import os
 import stat
 import struct
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
 
 from fontaine_tui.core.errors import InputError
@@ -26,6 +26,7 @@ from fontaine_tui.core.follow.base import (
     POLL_WATCHED,
     THREAD_READ,
     Batch,
+    Chunk,
     finish,
 )
 from fontaine_tui.core.log.lines import LINE_CAP, LineCutter, prefix_digest
@@ -78,7 +79,9 @@ class Waker:
         if fd < 0:
             self._use = False
             return
-        wd = _LIBC.inotify_add_watch(fd, os.fsencode(self.folder), _IN_DIR)
+        # with no name (follow_files: any file of the folder), writes to its files wake too
+        mask = _IN_DIR if self.name else _IN_DIR | _IN_FILE
+        wd = _LIBC.inotify_add_watch(fd, os.fsencode(self.folder), mask)
         if wd < 0:
             os.close(fd)  # the folder may not exist yet: retry on the next wait
             return
@@ -118,7 +121,8 @@ class Waker:
                 self._unwatch()  # the folder went away: poll until it is back
                 self._event.set()
                 return
-            if wd == self._file_wd or name == self.name or mask & _IN_OVERFLOW:
+            if (wd == self._file_wd or name == self.name or not self.name
+                    or mask & _IN_OVERFLOW):
                 self._event.set()
 
     async def wait(self) -> None:
@@ -282,6 +286,60 @@ class LocalRun:
         self._closed.set()
         for waker in list(self._wakers):
             waker._event.set()
+
+    async def follow_files(self, match: Callable[[str], bool], under: str = ""
+                           ) -> AsyncIterator[Chunk]:
+        """Endless: the bytes of every file in the folder (or its subfolder `under`) whose
+        name `match`es, as they are written, in name order each round; a file that was
+        truncated below what was read, or replaced by another file, starts again from its
+        first byte (`restart`). For formats that are not lines (event files) and files that
+        are rewritten whole (trainer_state.json): the bytes only, no format."""
+        folder = self.folder / under if under else self.folder
+        waker = Waker(folder, "", self.poll_s, self.inotify)  # any name in the folder
+        self._wakers.add(waker)
+        seen: dict[str, tuple[int, tuple[int, int]]] = {}  # name -> (bytes read, (dev, ino))
+        loop, last = asyncio.get_running_loop(), 0.0
+        try:
+            while not self._closed.is_set():
+                try:
+                    names = sorted(n for n in os.listdir(folder) if match(n))
+                except OSError:
+                    names = []
+                fresh = False
+                for name in names:
+                    path = folder / name
+                    try:
+                        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+                    except OSError:
+                        continue
+                    try:
+                        st = os.fstat(fd)
+                        pos, ident = seen.get(name, (0, (st.st_dev, st.st_ino)))
+                        restart = name in seen and (ident != (st.st_dev, st.st_ino)
+                                                    or st.st_size < pos)
+                        if restart:
+                            pos = 0
+                        start = pos
+                        while data := os.pread(fd, self.chunk, pos):
+                            yield Chunk(name, data, pos, restart)
+                            restart = False
+                            pos += len(data)
+                        if pos != start or restart or name not in seen:
+                            fresh = True
+                            yield Chunk(name, b"", pos, restart, at_end=True)
+                        seen[name] = (pos, (st.st_dev, st.st_ino))
+                    finally:
+                        os.close(fd)
+                if not fresh:
+                    yield Chunk("", b"", 0, idle=True)
+                await waker.wait()
+                rest = last + self.min_gap_s - loop.time()
+                if rest > 0 and not self._closed.is_set():
+                    await asyncio.sleep(rest)
+                last = loop.time()
+        finally:
+            waker.close()
+            self._wakers.discard(waker)
 
     async def _read(self, f: _LocalFile) -> bytes:
         size = min(self.chunk, os.fstat(f.fd).st_size - f.pos)

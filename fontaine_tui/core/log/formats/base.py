@@ -80,6 +80,7 @@ class Grouper:
         self.keys: dict[str, None] = {}  # every key seen, in order (for "no such tag")
         self._is_eval: dict[str, bool] = {}
         self._train_of: dict[str, str] | None = None
+        self._train_sent = -1  # the held step whose train record went out early (settle_train)
 
     def add(self, step: int, time: float, key: str, value: float, out: list[Record]) -> None:
         if self._step is not None and step != self._step:
@@ -104,7 +105,7 @@ class Grouper:
         for key, value in row.items():
             self.add(step, time, key, value, out)
 
-    def _train_map(self) -> dict[str, str]:
+    def train_map(self) -> dict[str, str]:
         """Source key -> train field, from the field map or the first known name present."""
         if self._train_of is None:
             explicit = dict(self.fields.train)
@@ -123,12 +124,36 @@ class Grouper:
             self._train_of = out
         return self._train_of
 
+    def settle_train(self, out: list[Record]) -> None:
+        """The held step's train record now (the writer flushed: a live chart need not wait
+        for the next step); its eval values stay held for keys still to come at that step,
+        until a later step or `flush`. A train key logged for it later is counted late."""
+        step, values = self._step, self._values
+        if step is None or step == self._train_sent:
+            return
+        train_of = self.train_map()
+        train = {k: v for k, v in values.items() if k in train_of}
+        if not train:
+            return
+        self._values = {k: v for k, v in values.items() if k not in train_of}
+        self._emit(step, train, out)
+        self._train_sent = step
+
     def flush(self, out: list[Record]) -> None:
         step, values = self._step, self._values
-        if step is None or not values:
+        if step is None:
             return
         self._step, self._values = None, {}
         self._emitted = step
+        if step == self._train_sent:  # its train record went out already
+            train_of = self.train_map()
+            late = [k for k in values if k in train_of]
+            self.late += len(late)
+            values = {k: v for k, v in values.items() if k not in train_of}
+        if values:
+            self._emit(step, values, out)
+
+    def _emit(self, step: int, values: dict[str, float], out: list[Record]) -> None:
         is_eval = self._is_eval
         evals: dict[str, float] = {}
         for key, value in values.items():
@@ -137,7 +162,7 @@ class Grouper:
                 e = is_eval[key] = self.fields.is_eval(key)
             if e:
                 evals[key] = value
-        train = {dst: values[src] for src, dst in self._train_map().items() if src in values}
+        train = {dst: values[src] for src, dst in self.train_map().items() if src in values}
         time = self._time
         if train:
             step_s = NAN

@@ -13,13 +13,15 @@ folder's contents say (`detect`), and the cold read of it into a `RunStore` (`lo
 from __future__ import annotations
 
 import re
+from array import array
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from operator import ge
 from pathlib import Path
 from types import MappingProxyType
 
 from fontaine_tui.core.errors import InputError
-from fontaine_tui.core.log.formats.base import EVAL_PATTERNS, Decoder, FieldMap
+from fontaine_tui.core.log.formats.base import EVAL_PATTERNS, NAN, Decoder, FieldMap, Grouper
 from fontaine_tui.core.log.formats.mlflow import (
     FILE_STORE,
     SQLITE_STORE,
@@ -32,7 +34,12 @@ from fontaine_tui.core.log.formats.rows import (
     JsonlDecoder,
     TrainerStateDecoder,
 )
-from fontaine_tui.core.log.formats.tensorboard import FramingError, TensorBoardDecoder
+from fontaine_tui.core.log.formats.tensorboard import (
+    Columns,
+    FramingError,
+    TensorBoardDecoder,
+)
+from fontaine_tui.core.log.records import TRAIN_FIELDS, Probe, Record
 from fontaine_tui.core.log.store import RunStore
 from fontaine_tui.core.runfolder import LOG
 
@@ -273,6 +280,8 @@ def load_source(folder: Path, spec: SourceSpec) -> Loaded:
     store = RunStore()
     dec = decoder(spec)
     detail = ""
+    if spec.kind == "tensorboard":
+        return _load_tensorboard(paths, spec.fields)
     try:
         if isinstance(dec, MlflowDecoder):
             info, rows = run_rows(paths[0], spec.options)
@@ -294,6 +303,87 @@ def load_source(folder: Path, spec: SourceSpec) -> Loaded:
         store.notices.append(f"{grouper.late} value(s) logged at a step already past, "
                              "not applied")
     return Loaded(store, tuple(paths), spec.kind, detail, tuple(keys_seen(dec)))
+
+
+def _load_tensorboard(paths: list[Path], fields: FieldMap) -> Loaded:
+    """Event files read as columns (tensorboard.Columns), then into the store in bulk: the
+    train columns appended whole where their steps only move forward, each eval step one
+    probe. Anything else (steps that go back: a restart logged into the same folder) goes
+    through the grouper record by record, as a follower reads it."""
+    cols = Columns()
+    for path in paths:
+        try:
+            with open(path, "rb") as f:
+                tail = b""
+                while chunk := f.read(READ):
+                    data = tail + chunk if tail else chunk
+                    tail = data[cols.read(data):]
+        except FramingError as exc:
+            raise InputError(f"{path}: {exc}") from None
+        except OSError as exc:
+            raise InputError(f"{path}: cannot read ({exc.strerror or exc})") from None
+    by_tag = cols.by_tag
+    keys = tuple(by_tag)
+    grouper = Grouper(fields)
+    grouper.keys.update(dict.fromkeys(keys))
+    train_of = grouper.train_map()  # source tag -> train field
+    store = RunStore()
+    train = [(tag, name) for tag, name in train_of.items() if tag in by_tag]
+    evals = [tag for tag in keys if fields.is_eval(tag)]
+    if train and _aligned([by_tag[t][0] for t, _ in train]):
+        steps, walls, _ = by_tag[train[0][0]]
+        n = len(steps)
+        store.steps.extend(steps)
+        c = store.columns
+        c["time"].extend(walls)
+        given = {name: by_tag[tag][2] for tag, name in train}
+        nan = array("d", [NAN]) * n
+        for name in TRAIN_FIELDS:
+            c[name].extend(given.get(name, nan))
+        if "step_s" not in given:
+            c["step_s"][0:n] = _step_s(steps, walls)
+        store.records += n
+        store.version += 1
+    elif train:  # steps that go back: record by record
+        out: list[Record] = []
+        rows = sorted((s, w, tag, v) for tag, _ in train
+                      for s, w, v in zip(*by_tag[tag], strict=True))
+        for s, w, tag, v in rows:
+            grouper.add(s, w, tag, v, out)
+        grouper.flush(out)
+        for rec in out:
+            store.add(rec)
+    probes: dict[int, dict[str, float]] = {}
+    times: dict[int, float] = {}
+    for tag in evals:
+        steps, walls, values = by_tag[tag]
+        for s, w, v in zip(steps, walls, values, strict=True):
+            probes.setdefault(s, {})[tag] = v
+            times.setdefault(s, w)
+    for s in sorted(probes):
+        got = probes[s]
+        store.add(Probe(s, times[s], got.get("eval_chunk_mae", NAN),
+                        got.get("train_chunk_mae", NAN), NAN, NAN, MappingProxyType({}), None,
+                        fields=MappingProxyType(got)))
+    if cols.bad_records:
+        store.notices.append(f"{cols.bad_records} event record(s) failed their checksum or "
+                             "did not decode, skipped")
+    return Loaded(store, tuple(paths), "tensorboard", "", keys)
+
+
+def _aligned(columns: list[array]) -> bool:
+    """The train tags share their steps, and those only move forward."""
+    first = columns[0]
+    return all(c == first for c in columns[1:]) and not any(map(ge, first, first[1:]))
+
+
+def _step_s(steps: array, walls: array) -> array:
+    out = array("d", [NAN]) * len(steps)
+    for k in range(1, len(steps)):
+        ds = steps[k] - steps[k - 1]
+        if ds > 0:
+            out[k] = (walls[k] - walls[k - 1]) / ds
+    return out
 
 
 def _read_file(path: Path, dec: Decoder) -> list:

@@ -1,0 +1,190 @@
+"""A run another trainer writes, followed live: the local transport's bytes
+(`LocalRun.follow_files`) through the run's format decoder (core/log/formats) into records,
+yielded as `Batch.records`, so the console, `attach --plain` and the verdict read it as they
+read ours. The transport knows no format; this module is where the two meet.
+
+- event files: every `events.out.tfevents.*` of the run's folder, each decoded from its own
+  byte offset as it grows (a torn last record waits for its end); a file truncated below what
+  was read is decoded again from its start (the steps already in the store are not repeated).
+- `trainer_state.json`, `metrics.csv`: rewritten whole, so each change is read whole (a read
+  that catches a rewrite half-done fails to parse and is retried at the next change); the
+  newest `checkpoint-*/trainer_state.json` is looked up again as checkpoints appear.
+- JSONL: appended lines.
+- MLflow stores: re-read every second (a SQLite store read-only), new steps only.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator, Callable
+from pathlib import Path
+
+from fontaine_tui.core.errors import InputError
+from fontaine_tui.core.follow.base import Batch
+from fontaine_tui.core.follow.local import LocalRun
+from fontaine_tui.core.log.formats import SourceSpec, decoder, files
+from fontaine_tui.core.log.formats.base import Decoder
+from fontaine_tui.core.log.formats.mlflow import MlflowDecoder, run_rows
+from fontaine_tui.core.log.formats.rows import FormatError
+from fontaine_tui.core.log.formats.source import EVENTS, newest_state
+from fontaine_tui.core.log.formats.tensorboard import FramingError
+from fontaine_tui.core.log.records import Record
+from fontaine_tui.core.runfolder import LOG
+
+MLFLOW_POLL_S = 1.0
+SETTLE_S = 1.0  # quiet this long: a held step's probe is complete
+
+
+def settle(dec: Decoder) -> list[Record]:
+    """At the file's current end: the held step's train record (the loss chart need not wait
+    for the next step); its eval values wait for the next step, or SETTLE_S of quiet, since
+    a writer may flush a step's values in more than one write."""
+    grouper = getattr(dec, "grouper", None)
+    out: list[Record] = []
+    if grouper is not None:
+        grouper.settle_train(out)
+    return out
+
+
+class ForeignRun:
+    """A RunSource for a foreign run folder on this machine."""
+
+    def __init__(self, folder: str | Path, spec: SourceSpec, poll_s: float | None = None
+                 ) -> None:
+        self.folder = Path(folder)
+        self.spec = spec
+        self.transport = LocalRun(self.folder, poll_s=poll_s)
+        self.label = f"local {self.folder} ({spec.kind})"
+        self._closed = asyncio.Event()
+
+    async def read_bytes(self, name: str) -> bytes | None:
+        return await self.transport.read_bytes(name)
+
+    async def close(self) -> None:
+        self._closed.set()
+        await self.transport.close()
+
+    async def follow(self, name: str = LOG) -> AsyncIterator[Batch]:
+        """The run's records as they are written (`name` other than the log: nothing, a
+        foreign run has no engine output file of ours)."""
+        if name != LOG:
+            await self._closed.wait()
+            return
+        kind = self.spec.kind
+        if kind == "mlflow":
+            async for batch in self._mlflow():
+                yield batch
+            return
+        said = ""
+        while True:  # until the run's first file is there
+            try:
+                where = files(self.folder, self.spec)[0].parent
+                break
+            except InputError as exc:
+                if str(exc) != said:
+                    said = str(exc)
+                    yield Batch([], 1, note=f"waiting: {exc}")
+            try:
+                await asyncio.wait_for(self._closed.wait(), self.transport.poll_s or 0.25)
+                return
+            except TimeoutError:
+                pass
+        if kind == "hf_trainer":
+            async for batch in self._newest(kind):
+                yield batch
+            return
+        under = str(where.relative_to(self.folder)) if where != self.folder else ""
+        if kind == "tensorboard":
+            def match(n: str) -> bool:
+                return n.startswith(EVENTS)
+        else:
+            target = files(self.folder, self.spec)[0].name
+
+            def match(n: str) -> bool:
+                return n == target
+        async for batch in self._files(match, under):
+            yield batch
+
+    async def _files(self, match: Callable[[str], bool], under: str) -> AsyncIterator[Batch]:
+        decoders: dict[str, Decoder] = {}
+        buffers: dict[str, bytes] = {}
+        loop = asyncio.get_running_loop()
+        last_data, settled = loop.time(), True
+        async for chunk in self.transport.follow_files(match, under):
+            if chunk.idle:  # quiet for SETTLE_S: the steps still held are complete
+                if not settled and loop.time() - last_data >= SETTLE_S:
+                    settled = True
+                    held: list[Record] = []
+                    for d in decoders.values():
+                        grouper = getattr(d, "grouper", None)
+                        if grouper is not None and not d.whole:
+                            grouper.flush(held)
+                    if held:
+                        yield Batch([], 1, records=tuple(held))
+                continue
+            if chunk.data:
+                last_data, settled = loop.time(), False
+            dec = decoders.get(chunk.name)
+            if dec is None or chunk.restart:
+                dec = decoders[chunk.name] = decoder(self.spec)
+                buffers[chunk.name] = b""
+            note = f"{chunk.name} was truncated or replaced: read again" if (
+                chunk.restart and chunk.offset == 0 and chunk.name in buffers) else ""
+            records: list[Record] = []
+            try:
+                if dec.whole:
+                    buffers[chunk.name] += chunk.data
+                    if chunk.at_end:
+                        records = dec.feed(buffers[chunk.name])
+                        buffers[chunk.name] = b""
+                else:
+                    records = dec.feed(chunk.data) if chunk.data else []
+                    if chunk.at_end:  # the writer flushed: its last step is complete
+                        records += settle(dec)
+            except (FormatError, FramingError) as exc:
+                if not dec.whole:  # framing lost: say so, the rest of this file is unread
+                    yield Batch([], 1, note=f"{chunk.name}: {exc}")
+                continue  # a whole file caught mid-rewrite: the next change reads it again
+            if records or (note and chunk.restart):
+                yield Batch([], 1, note=note if chunk.restart else "", records=tuple(records))
+
+    async def _newest(self, kind: str) -> AsyncIterator[Batch]:
+        """trainer_state.json from the newest checkpoint (looked up again at each change)."""
+        dec = decoder(self.spec)
+        said = ""
+        while not self._closed.is_set():
+            try:
+                path = (files(self.folder, self.spec)[0] if kind != "hf_trainer" or self.spec.path
+                        else newest_state(self.folder))
+                data = await asyncio.to_thread(path.read_bytes)
+                records = dec.feed(data)
+                if records:
+                    yield Batch([], 1, records=tuple(records))
+                said = ""
+            except (InputError, OSError, FormatError) as exc:
+                if str(exc) != said:
+                    said = str(exc)
+                    yield Batch([], 1, note=f"waiting: {exc}")
+            try:
+                await asyncio.wait_for(self._closed.wait(), self.transport.poll_s or 0.5)
+            except TimeoutError:
+                pass
+
+    async def _mlflow(self) -> AsyncIterator[Batch]:
+        dec = MlflowDecoder(self.spec.fields)
+        said = ""
+        while not self._closed.is_set():
+            try:
+                store = files(self.folder, self.spec)[0]
+                _, rows = await asyncio.to_thread(run_rows, store, self.spec.options)
+                records = dec.feed_rows(rows)
+                if records:
+                    yield Batch([], 1, records=tuple(records))
+            except (InputError, FormatError, OSError) as exc:
+                if str(exc) != said:
+                    said = str(exc)
+                    yield Batch([], 1, note=f"waiting: {exc}")
+            try:
+                await asyncio.wait_for(self._closed.wait(), MLFLOW_POLL_S)
+            except TimeoutError:
+                pass

@@ -1,0 +1,153 @@
+"""Following a foreign run live: event files as torch's SummaryWriter writes them (a real
+writer in a subprocess, flushing each step), a torn tail and a truncation mid-record, and
+the console's session and `attach --plain` on it."""
+
+from __future__ import annotations
+
+import asyncio
+import subprocess
+import sys
+import time
+
+import pytest
+
+from fontaine_tui.core.follow.foreign import ForeignRun
+from fontaine_tui.core.log.formats import SourceSpec, load_source
+from fontaine_tui.core.log.records import Probe, TrainPoint
+from fontaine_tui.core.log.store import RunStore
+
+pytest.importorskip("tensorboard")
+
+WRITER = """
+import sys, time
+from torch.utils.tensorboard import SummaryWriter
+w = SummaryWriter(sys.argv[1])
+for step in range(1, int(sys.argv[2]) + 1):
+    w.add_scalar("train/loss", 1.0 / step, step)
+    if step % 10 == 0:
+        w.add_scalar("eval/chunk_mae", 3.0 + step / 100, step, new_style=True)
+    w.flush()
+    time.sleep(float(sys.argv[3]))
+w.close()
+"""
+
+
+async def collect(run: ForeignRun, until, timeout: float = 60.0) -> RunStore:
+    store = RunStore()
+    deadline = time.monotonic() + timeout
+
+    async def go():
+        async for batch in run.follow():
+            for rec in batch.records:
+                store.add(rec)
+            if until(store):
+                return
+
+    try:
+        await asyncio.wait_for(go(), max(1.0, deadline - time.monotonic()))
+    finally:
+        await run.close()
+    return store
+
+
+async def test_follow_a_growing_event_file_while_summarywriter_writes_it(tmp_path):
+    folder = tmp_path / "tb"
+    writer = subprocess.Popen([sys.executable, "-c", WRITER, str(folder), "60", "0.02"])
+    try:
+        live = await collect(ForeignRun(folder, SourceSpec("tensorboard")),
+                             lambda st: len(st.steps) >= 60 and len(st.probes) >= 6)
+    finally:
+        assert writer.wait(timeout=60) == 0
+    cold = load_source(folder, SourceSpec("tensorboard")).store
+    assert list(live.steps) == list(cold.steps) == list(range(1, 61))
+    assert list(live.columns["loss"]) == list(cold.columns["loss"])
+    assert {s: p.fields for s, p in live.probes.items()} == {
+        s: p.fields for s, p in cold.probes.items()}
+    assert live.out_of_order_count == 0 and live.repeats == 0
+
+
+def _written(tmp_path) -> bytes:
+    """A whole event file as SummaryWriter writes it (40 steps, 4 probes)."""
+    folder = tmp_path / "src"
+    subprocess.run([sys.executable, "-c", WRITER, str(folder), "40", "0"], check=True)
+    [path] = folder.glob("events.out.tfevents.*")
+    return path.read_bytes()
+
+
+async def test_a_torn_tail_waits_and_a_truncation_mid_record_reads_again(tmp_path):
+    data = _written(tmp_path)
+    folder = tmp_path / "run"
+    folder.mkdir()
+    path = folder / "events.out.tfevents.1.host.1.0"
+    run = ForeignRun(folder, SourceSpec("tensorboard"), poll_s=0.05)
+    store = RunStore()
+    notes: list[str] = []
+    cut = len(data) // 2 + 5  # inside a record
+
+    async def truncate_then_refill():
+        with open(path, "r+b") as f:  # below what was read, mid-record
+            f.truncate(cut - 40)
+        await asyncio.sleep(0.5)  # the follower sees it shorter: reads it again from byte 0
+        with open(path, "ab") as f:
+            f.write(data[cut - 40:])
+
+    async def go():
+        stage = 0
+        refill = None
+        async for batch in run.follow():
+            notes.append(batch.note)
+            for rec in batch.records:
+                store.add(rec)
+            if stage == 0 and store.steps and store.steps[-1] >= 15:
+                stage = 1  # the first half is in: the torn record waits; now the rest
+                with open(path, "ab") as f:
+                    f.write(data[cut:])
+            elif stage == 1 and len(store.steps) == 40 and len(store.probes) == 4:
+                stage = 2
+                refill = asyncio.create_task(truncate_then_refill())
+            elif stage == 2 and refill is not None and refill.done() and store.repeats >= 40:
+                return  # everything read again came in as repeats
+    path.write_bytes(data[:cut])
+    try:
+        await asyncio.wait_for(go(), 30)
+    finally:
+        await run.close()
+    assert list(store.steps) == list(range(1, 41))
+    assert sorted(store.probes) == [10, 20, 30, 40]
+    assert any("was truncated or replaced: read again" in n for n in notes)
+    assert store.out_of_order_count == 0  # the re-read's records are repeats, not new ones
+    assert store.conflicts == [] and store.repeats >= 40
+
+
+async def test_attach_plain_follows_a_tensorboard_run(tmp_path, capsys):
+    from tests.core.log.formats.conftest import foreign_preset
+
+    folder = tmp_path / "tb"
+    subprocess.run([sys.executable, "-c", WRITER, str(folder), "80", "0"], check=True)
+    preset = foreign_preset(tmp_path, 'kind = "tensorboard"', healthy=0.1, drift=0.35)
+    from fontaine_tui.commands.attach import _foreign
+    from fontaine_tui.core.verdict.presets import load_preset
+    from fontaine_tui.model.plain import PlainReport
+    from fontaine_tui.model.session import Session
+
+    source = _foreign(str(folder), str(preset))
+    assert isinstance(source, ForeignRun)
+    session = Session(source, load_preset(preset), "attach")
+    report = PlainReport(session)
+
+    async def until_probe_80():
+        async for batch in source.follow():
+            await report.take(batch)
+            if 80 in session.store.probes:
+                return
+
+    try:
+        await asyncio.wait_for(until_probe_80(), 30)
+    finally:
+        await source.close()
+    out = capsys.readouterr().out
+    assert "verdict: SAME-DRIFT (final, step 80 of 80, delta +0.4000)" in out  # 3.8 - 3.4
+    assert "probe step 80: eval/chunk_mae 3.8000" in out
+    assert "step 80/80  loss 0.0125" in out
+    assert isinstance(session.store.probes[80], Probe)
+    assert isinstance(session.store.train_at(0), TrainPoint)
