@@ -28,6 +28,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--replace", action="store_true",
                    help="make this run the current version of NAME (the old one is kept)")
     p.add_argument("--json", action="store_true", help="with show: the whole document")
+    p.add_argument("--ended", action="store_true",
+                   help="another trainer's run (TensorBoard, Trainer, CSV, MLflow, JSONL): its "
+                        "log does not say when it ended; say that it has")
     p.add_argument("--ssh-config", metavar="FILE", help="ssh client config file (ssh -F FILE)")
     p.set_defaults(func=run)
 
@@ -63,8 +66,11 @@ def run(args: argparse.Namespace) -> int:
     if not args.name:
         raise InputError("bank RUN: expected --as NAME")
     bank.check_name(args.name)
-    store, prereg, label = asyncio.run(_read(what[0], args.ssh_config))
-    doc = bank.document(store, label, args.note, prereg)
+    store, prereg, label, kind = asyncio.run(_read(what[0], args.ssh_config))
+    if kind and not args.ended:
+        raise InputError(f"{label}: another trainer's run: its log does not say it ended; "
+                         "bank it with --ended once it has")
+    doc = bank.document(store, label, args.note, prereg, kind)
     entry, done = bank.put(args.name, doc, args.replace)
     print(f"{done} {label} as {entry.name}: sha256 {entry.sha256} "
           f"({len(entry.probes())} probes, {entry.where()}) in {bank.bank_dir() / entry.name}")
@@ -83,12 +89,18 @@ async def _read(target: str, ssh_config: str | None):
         prereg = await source.read_bytes(PREREG)
         if isinstance(source, LocalRun):
             log = source.folder / LOG
-            if not log.is_file():
-                raise InputError(f"{log}: no such log")
-            return load_log(log, history=True), prereg, str(source.folder)
+            if not log.is_file():  # another trainer's run: read through its format
+                from fontaine_tui.core.log.formats import SourceSpec, detect, load_source
+
+                kind = detect(source.folder)
+                if kind == "fontaine":
+                    raise InputError(f"{log}: no such log")
+                loaded = load_source(source.folder, SourceSpec(kind))
+                return loaded.store, prereg, loaded.label, kind
+            return load_log(log, history=True), prereg, str(source.folder), ""
         raw = await source.read_bytes(LOG)
         if raw is None:
             raise InputError(f"{source.label}/{LOG}: no such log")
-        return load_lines([raw], final=True), prereg, source.label
+        return load_lines([raw], final=True), prereg, source.label, ""
     finally:
         await source.close()

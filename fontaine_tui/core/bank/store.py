@@ -90,13 +90,14 @@ def _num(x: float) -> float | None:
     return x if math.isfinite(x) else None
 
 
-def document(store: RunStore, source: str, note: str = "", prereg: bytes | None = None
-             ) -> dict[str, object]:
+def document(store: RunStore, source: str, note: str = "", prereg: bytes | None = None,
+             foreign: str = "") -> dict[str, object]:
     """A finished run as a bank document: every probe (all its numbers by path, the
     per-dataset breakdown), a summary of the train curve, what the meta said it ran (recipe,
     world size, device, code and data identity) and its prereg.json, if any. The log must
-    have ended (`event: end`)."""
-    if not store.events or store.events[-1].event != "end":
+    have ended (`event: end`); another trainer's log (`foreign`: its kind) says nothing of its
+    end, so the one banking it says it ended (`bank --ended`), and the document says so."""
+    if not foreign and (not store.events or store.events[-1].event != "end"):
         raise InputError(f"{source}: the run has not finished (no `end` event in its log); "
                          "bank it once it ends")
     if not store.probes:
@@ -136,6 +137,8 @@ def document(store: RunStore, source: str, note: str = "", prereg: bytes | None 
         "probes": probes,
         "train": train,
         "prereg": pre,
+        **({"format": foreign, "ended": "said by the one who banked it (bank --ended)"}
+           if foreign else {}),
     }
 
 

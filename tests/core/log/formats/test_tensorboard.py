@@ -101,3 +101,22 @@ def test_detection_and_one_line_errors(tb_run, tmp_path, capsys):
     assert detect(tb_run) == "tensorboard"
     assert math.isfinite(load_source(tb_run, SourceSpec("tensorboard")).store.probes[80]
                          .value("eval/rig"))
+
+
+def test_bank_a_tensorboard_run_and_read_another_against_it(tb_run, tmp_path, capsys):
+    """A foreign run as a banked comparator: its whole curve, by the source's own key."""
+    from fontaine_tui.core.bank import store as bank
+    from fontaine_tui.core.verdict.presets import load_preset
+
+    assert main(["bank", str(tb_run), "--as", "tb_ref"]) == 2
+    assert "its log does not say it ended; bank it with --ended" in capsys.readouterr().err
+    assert main(["bank", str(tb_run), "--as", "tb_ref", "--ended"]) == 0
+    entry = bank.get("tb_ref")
+    assert entry.doc["format"] == "tensorboard"
+    assert sorted(entry.probes()) == sorted(EVAL)
+    assert entry.value(80, "eval/chunk_mae") == pytest.approx(EVAL[80])
+    path = foreign_preset(tmp_path, 'kind = "tensorboard"')
+    path.write_text(path.read_text() + '\n[comparators.ref]\nbank = "tb_ref"\n')
+    ref = load_preset(path).comparators["ref"]
+    assert ref.delta == pytest.approx(EVAL[80] - EVAL[40])
+    assert ref.bank == f"tb_ref@{entry.sha256}"
