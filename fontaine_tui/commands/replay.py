@@ -45,9 +45,38 @@ def run(args: argparse.Namespace) -> int:
     from fontaine_tui.core.follow.replay import ReplayRun
     from fontaine_tui.core.runfolder import locate_log
 
+    foreign = _foreign(args.log, args.preset, args.speed)
+    if foreign is not None:
+        return console_or_plain(foreign, args.preset, "replay", args)
     log, _folder = locate_log(args.log)
     try:
         source = ReplayRun(log, speed=args.speed)
     except OSError as exc:
         raise InputError(f"{log}: cannot read ({exc.strerror})") from None
     return console_or_plain(source, args.preset, "replay", args)
+
+
+def _foreign(target: str, preset_arg: str | None, speed: float | None):
+    """Another trainer's finished run (a folder without train_log.jsonl, or a preset whose
+    [source] is foreign), replayed through its format."""
+    from pathlib import Path
+
+    from fontaine_tui.core.follow.foreign import ForeignReplay
+    from fontaine_tui.core.log.formats import SourceSpec, detect
+    from fontaine_tui.core.runfolder import LOG
+    from fontaine_tui.core.verdict.presets import load_preset
+
+    path = Path(target)
+    preset = load_preset(preset_arg) if preset_arg else None
+    if preset is not None and preset.foreign and preset.source is not None:
+        spec = preset.source
+    elif path.is_dir() and not (path / LOG).exists():
+        spec = SourceSpec(detect(path))
+        if spec.kind == "fontaine":
+            return None
+    else:
+        return None
+    if preset is None:
+        raise InputError(f"--preset: expected a preset name or path ({path} is a {spec.kind} "
+                         "run: the preset says how to read it)")
+    return ForeignReplay(path, spec, speed)

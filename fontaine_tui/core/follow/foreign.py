@@ -16,6 +16,7 @@ read ours. The transport knows no format; this module is where the two meet.
 from __future__ import annotations
 
 import asyncio
+import math
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 
@@ -28,7 +29,7 @@ from fontaine_tui.core.log.formats.mlflow import MlflowDecoder, run_rows
 from fontaine_tui.core.log.formats.rows import FormatError
 from fontaine_tui.core.log.formats.source import EVENTS, newest_state
 from fontaine_tui.core.log.formats.tensorboard import FramingError
-from fontaine_tui.core.log.records import Record
+from fontaine_tui.core.log.records import Probe, Record
 from fontaine_tui.core.runfolder import LOG
 
 MLFLOW_POLL_S = 1.0
@@ -188,3 +189,69 @@ class ForeignRun:
                 await asyncio.wait_for(self._closed.wait(), MLFLOW_POLL_S)
             except TimeoutError:
                 pass
+
+
+class ForeignReplay:
+    """A finished foreign run replayed as if it were being written (`replay`): its records
+    in step order, as fast as possible or at `speed` times its own time stamps, then an
+    "end of replay" note."""
+
+    BATCH = 256
+
+    def __init__(self, folder: str | Path, spec: SourceSpec, speed: float | None = None
+                 ) -> None:
+        if speed is not None and not speed > 0:
+            raise InputError(f"--speed: expected a positive number, got {speed}")
+        self.folder, self.spec, self.speed = Path(folder), spec, speed
+        self.label = f"replay {self.folder} ({spec.kind})"
+        self._closed = asyncio.Event()
+
+    async def read_bytes(self, name: str) -> bytes | None:
+        try:
+            return await asyncio.to_thread((self.folder / name).read_bytes)
+        except FileNotFoundError:
+            return None
+
+    async def close(self) -> None:
+        self._closed.set()
+
+    def records(self) -> list[Record]:
+        from fontaine_tui.core.log.formats import load_source
+
+        store = load_source(self.folder, self.spec).store
+        out: list[Record] = [store.train_at(i) for i in range(len(store.steps))]
+        out += [store.probes[s] for s in store.probe_steps()]
+        out.sort(key=lambda r: (r.step, isinstance(r, Probe)))  # a step's probe after its loss
+        return out
+
+    async def follow(self, name: str = LOG) -> AsyncIterator[Batch]:
+        if name != LOG:
+            return
+        records = await asyncio.to_thread(self.records)
+        loop = asyncio.get_running_loop()
+        t0: float | None = None
+        w0 = 0.0
+        start = 0
+        for i, rec in enumerate(records):
+            if self._closed.is_set():
+                return
+            if self.speed and math.isfinite(rec.time):
+                if t0 is None:
+                    t0, w0 = rec.time, loop.time()
+                wait = w0 + (rec.time - t0) / self.speed - loop.time()  # its own pace
+                if wait > 0:
+                    if i > start:
+                        yield Batch([], 1, records=tuple(records[start:i]))
+                        start = i
+                    try:
+                        await asyncio.wait_for(self._closed.wait(), wait)
+                        return
+                    except TimeoutError:
+                        pass
+            if i - start >= self.BATCH:
+                yield Batch([], 1, records=tuple(records[start:i]))
+                start = i
+                await asyncio.sleep(0)
+        if start < len(records):
+            yield Batch([], 1, records=tuple(records[start:]))
+        yield Batch([], 1, note=f"end of replay ({self.folder.name}, {self.spec.kind})")

@@ -207,11 +207,21 @@ def log_ticks(lo: float, hi: float, most: int = 6) -> tuple[list[float], list[st
     return [t for t, _ in ticks], [f"{v:.3g}" for _, v in ticks]
 
 
+def losses(store: RunStore) -> tuple[tuple[str, str, str], ...]:
+    """The loss columns to draw: the engine's AR CE and flow loss, or, for another trainer's
+    run (which logs one train loss), its `loss`."""
+    cols = store.columns
+    if store.steps and all(math.isnan(cols[n][-1]) for n, _, _ in LOSSES) and \
+            math.isfinite(cols["loss"][-1]):
+        return (("loss", "loss", "cyan"),)
+    return LOSSES
+
+
 def loss_chart(store: RunStore, smoothing: float = 0.0, log: bool = False) -> ChartSpec:
     """The train losses; with `smoothing` (an EMA factor in [0, 1)) the smoothed curves on
     top of the raw ones drawn faint; `log` for a log y axis."""
     curves: list[Curve] = []
-    for name, label, color in LOSSES:
+    for name, label, color in losses(store):
         if smoothing > 0:
             curves.append(Curve(f"{label} raw", store.steps, store.columns[name], color,
                                 faint=True))

@@ -151,3 +151,44 @@ async def test_attach_plain_follows_a_tensorboard_run(tmp_path, capsys):
     assert "step 80/80  loss 0.0125" in out
     assert isinstance(session.store.probes[80], Probe)
     assert isinstance(session.store.train_at(0), TrainPoint)
+
+
+def test_replay_plain_of_a_tensorboard_run(tmp_path, capsys):
+    from fontaine_tui.cli import main
+    from tests.core.log.formats.conftest import foreign_preset
+
+    folder = tmp_path / "tb"
+    subprocess.run([sys.executable, "-c", WRITER, str(folder), "80", "0"], check=True)
+    preset = foreign_preset(tmp_path, 'kind = "tensorboard"', healthy=0.1, drift=0.35)
+    assert main(["replay", str(folder), "--preset", str(preset), "--plain"]) == 0
+    out = capsys.readouterr().out
+    assert "end of replay (tb, tensorboard)" in out
+    assert out.index("step 40/80  loss 0.0250") < out.index("probe step 40: eval/chunk_mae")
+    assert "verdict: SAME-DRIFT (final, step 80 of 80, delta +0.4000)" in out
+
+
+async def test_the_console_on_a_tensorboard_run(tmp_path):
+    """The monitor draws the run's one train loss; the probes chart reads its own key."""
+    from fontaine_tui.core.follow.foreign import ForeignReplay
+    from fontaine_tui.core.verdict.presets import load_preset
+    from fontaine_tui.widgets.chart import Chart
+    from tests.console.conftest import SIZE, console, loaded
+    from tests.core.log.formats.conftest import foreign_preset
+
+    folder = tmp_path / "tb"
+    subprocess.run([sys.executable, "-c", WRITER, str(folder), "80", "0"], check=True)
+    preset = load_preset(foreign_preset(tmp_path, 'kind = "tensorboard"', healthy=0.1,
+                                        drift=0.35))
+    app = console(folder, preset=preset, source=ForeignReplay(folder, preset.source))
+    async with app.run_test(size=SIZE) as pilot:
+        await loaded(pilot, 80)
+        chart = app.screen.query_one("#loss-chart", Chart)
+        assert [c.label for c in chart.spec.curves] == ["loss raw", "loss EMA 0.9"]
+        assert list(chart.spec.curves[0].ys)[:2] == [1.0, 0.5]
+        await pilot.press("p")
+        await pilot.pause(0.2)
+        probes = app.screen.query_one("#probes-chart", Chart)
+        assert probes.spec.title.startswith("delta(s) = eval/chunk_mae(s) - eval/chunk_mae(40)")
+        await pilot.press("v")
+        await pilot.pause(0.2)
+        assert app.view.latest.label == "SAME-DRIFT"

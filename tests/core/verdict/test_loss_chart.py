@@ -106,3 +106,15 @@ def test_thin_keeps_one_point_per_cell_crossed_and_both_ends():
     assert 0.95 in sy and len(sx) == 13
     assert thin([1.0, 2.0], [3.0, 4.0], (0.0, 1.0), (0.0, 1.0), 10, 10) == ([1.0, 2.0],
                                                                           [3.0, 4.0])
+
+
+def test_another_trainers_run_draws_its_one_train_loss():
+    store = RunStore()
+    nan = float("nan")
+    for i, v in enumerate([3.0, 2.0, 1.0], 1):
+        store.add(TrainPoint(i, float(i), v, nan, nan, nan, nan, nan, nan, nan))
+    assert [c.label for c in loss_chart(store).curves] == ["loss"]
+    assert [c.label for c in loss_chart(store, 0.9).curves] == ["loss raw", "loss EMA 0.9"]
+    assert list(loss_chart(store).curves[0].ys) == [3.0, 2.0, 1.0]
+    ours = store_of([3.0, 2.0])  # the engine's: AR CE and flow
+    assert [c.label for c in loss_chart(ours).curves] == ["AR CE", "flow"]
