@@ -47,6 +47,10 @@ def prepare(preset_name: str, output_dir: str | None, resume: bool, yes_ram: boo
     from fontaine_tui.core.verdict.presets import load_preset
 
     preset = load_preset(preset_name)
+    if preset.foreign and preset.source is not None:
+        raise InputError(f"{preset.path}: source.kind: {preset.source.kind!r}: this preset reads "
+                         "a run another trainer writes; it cannot be launched (attach, replay, "
+                         "verdict or bank the run's folder with it)")
     folder = RunFolder(run_dir(preset, output_dir).resolve())
     registry = registry or Registry()
     entry = registry.find(folder.root, hostname())

@@ -192,3 +192,24 @@ def test_a_bad_source_table_is_one_line_naming_the_key(table, message, tmp_path,
     assert main(["verdict", str(tmp_path), "--preset", str(preset)]) == 2
     err = capsys.readouterr().err.strip()
     assert message in err and len(err.splitlines()) == 1
+
+
+def test_the_readme_foreign_preset_loads_and_is_not_launched(tmp_path, capsys):
+    from pathlib import Path
+
+    text = (Path(__file__).parents[4] / "README.md").read_text()
+    block = text[text.index("## Runs from other trainers"):].split("```toml\n", 1)[1]
+    path = tmp_path / "hf_sft.toml"
+    path.write_text(block.split("```", 1)[0])
+    from fontaine_tui.core.verdict.presets import load_preset
+
+    preset = load_preset(path)
+    assert preset.foreign and preset.source.kind == "hf_trainer"
+    assert preset.verdict.metric == "eval_loss" and "recipe" not in preset.canonical
+    from fontaine_tui.core.verdict.presets import preset_from_canonical
+
+    assert preset_from_canonical(preset.canonical, "prereg.json").sha256 == preset.sha256
+    assert main(["launch", str(path), "--plain"]) == 2
+    err = capsys.readouterr().err
+    assert "source.kind: 'hf_trainer': this preset reads a run another trainer writes; it " \
+           "cannot be launched" in err
