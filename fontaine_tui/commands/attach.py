@@ -79,13 +79,15 @@ def run(args: argparse.Namespace) -> int:
     from fontaine_tui.core.follow import open_source
 
     options = ("-F", args.ssh_config) if args.ssh_config else ()
-    source = _foreign(args.target, args.preset) or open_source(args.target, ssh_options=options)
+    source = (_foreign(args.target, args.preset, options)
+              or open_source(args.target, ssh_options=options))
     return console_or_plain(source, args.preset, "attach", args)
 
 
-def _foreign(target: str, preset_arg: str | None):
-    """A local run folder another trainer writes (no train_log.jsonl; or a preset whose
-    [source] is foreign): followed through its format (core/follow/foreign.py)."""
+def _foreign(target: str, preset_arg: str | None, ssh_options: tuple[str, ...] = ()):
+    """A run folder another trainer writes (here: no train_log.jsonl, or a preset whose
+    [source] is foreign; over SSH: a preset whose [source] is foreign), followed through its
+    format (core/follow/foreign.py)."""
     from pathlib import Path
 
     from fontaine_tui.core.follow.foreign import ForeignRun
@@ -97,11 +99,12 @@ def _foreign(target: str, preset_arg: str | None):
     parsed = parse_target(target)
     preset = load_preset(preset_arg) if preset_arg else None
     if not isinstance(parsed, LocalTarget):
-        if preset is not None and preset.foreign:
-            raise InputError(f"{target}: a {preset.source.kind if preset.source else ''} run is "
-                             "followed on this machine only for now (attach over SSH reads "
-                             f"{LOG})")
-        return None
+        if preset is None or not preset.foreign or preset.source is None:
+            return None  # one of ours: its train_log.jsonl
+        from fontaine_tui.core.follow.ssh import SshRun
+
+        return ForeignRun(parsed.path, preset.source,
+                          transport=SshRun(parsed, ssh_options=ssh_options))
     folder = Path(parsed.folder)
     if preset is not None and preset.foreign and preset.source is not None:
         spec = preset.source

@@ -19,9 +19,10 @@ import asyncio
 import math
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
+from typing import Protocol
 
 from fontaine_tui.core.errors import InputError
-from fontaine_tui.core.follow.base import Batch
+from fontaine_tui.core.follow.base import Batch, Chunk
 from fontaine_tui.core.follow.local import LocalRun
 from fontaine_tui.core.log.formats import SourceSpec, decoder, files
 from fontaine_tui.core.log.formats.base import Decoder
@@ -47,15 +48,34 @@ def settle(dec: Decoder) -> list[Record]:
     return out
 
 
-class ForeignRun:
-    """A RunSource for a foreign run folder on this machine."""
+class FileTransport(Protocol):
+    """What a foreign run needs of a transport: LocalRun, or SshRun (polling over its
+    shared connection)."""
 
-    def __init__(self, folder: str | Path, spec: SourceSpec, poll_s: float | None = None
-                 ) -> None:
+    label: str
+
+    def follow_files(self, match: Callable[[str], bool], under: str = ""
+                     ) -> AsyncIterator[Chunk]: ...
+
+    async def read_bytes(self, name: str) -> bytes | None: ...
+
+    async def close(self) -> None: ...
+
+
+class ForeignRun:
+    """A RunSource for a foreign run folder: on this machine, or through `transport` (an
+    SshRun) on another, where the files are found by the preset's [source] (event files in
+    the folder or its `path`; a named trainer_state.json, metrics.csv or JSONL file)."""
+
+    def __init__(self, folder: str | Path, spec: SourceSpec, poll_s: float | None = None,
+                 transport: FileTransport | None = None) -> None:
         self.folder = Path(folder)
         self.spec = spec
-        self.transport = LocalRun(self.folder, poll_s=poll_s)
-        self.label = f"local {self.folder} ({spec.kind})"
+        self.remote = transport is not None
+        self.transport: FileTransport = transport or LocalRun(self.folder, poll_s=poll_s)
+        self.poll_s = poll_s
+        self.label = (f"{transport.label} ({spec.kind})" if transport is not None
+                      else f"local {self.folder} ({spec.kind})")
         self._closed = asyncio.Event()
 
     async def read_bytes(self, name: str) -> bytes | None:
@@ -65,6 +85,7 @@ class ForeignRun:
         self._closed.set()
         await self.transport.close()
 
+
     async def follow(self, name: str = LOG) -> AsyncIterator[Batch]:
         """The run's records as they are written (`name` other than the log: nothing, a
         foreign run has no engine output file of ours)."""
@@ -72,6 +93,10 @@ class ForeignRun:
             await self._closed.wait()
             return
         kind = self.spec.kind
+        if self.remote:
+            async for batch in self._remote(kind):
+                yield batch
+            return
         if kind == "mlflow":
             async for batch in self._mlflow():
                 yield batch
@@ -86,7 +111,7 @@ class ForeignRun:
                     said = str(exc)
                     yield Batch([], 1, note=f"waiting: {exc}")
             try:
-                await asyncio.wait_for(self._closed.wait(), self.transport.poll_s or 0.25)
+                await asyncio.wait_for(self._closed.wait(), self.poll_s or 0.25)
                 return
             except TimeoutError:
                 pass
@@ -103,6 +128,33 @@ class ForeignRun:
 
             def match(n: str) -> bool:
                 return n == target
+        async for batch in self._files(match, under):
+            yield batch
+
+    async def _remote(self, kind: str) -> AsyncIterator[Batch]:
+        """Over SSH: the files [source] names, through the transport's polling."""
+        path = self.spec.path.strip("/")
+        if kind == "mlflow":
+            yield Batch([], 1, note="an MLflow store is read on its own host only for now: "
+                                    "copy it here, or attach on that host")
+            await self._closed.wait()
+            return
+        if kind == "tensorboard":
+            under = path
+
+            def match(n: str) -> bool:
+                return n.startswith(EVENTS)
+        else:
+            default = {"hf_trainer": "trainer_state.json", "csv": "metrics.csv"}.get(kind, "")
+            under, _, name = (path or default).rpartition("/")
+            if not name:
+                yield Batch([], 1, note=f"source.path: name the {kind} file to follow on the "
+                                        "remote host")
+                await self._closed.wait()
+                return
+
+            def match(n: str) -> bool:
+                return n == name
         async for batch in self._files(match, under):
             yield batch
 
@@ -167,7 +219,7 @@ class ForeignRun:
                     said = str(exc)
                     yield Batch([], 1, note=f"waiting: {exc}")
             try:
-                await asyncio.wait_for(self._closed.wait(), self.transport.poll_s or 0.5)
+                await asyncio.wait_for(self._closed.wait(), self.poll_s or 0.5)
             except TimeoutError:
                 pass
 

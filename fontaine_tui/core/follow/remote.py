@@ -206,3 +206,27 @@ cd -- "$1" 2>/dev/null || exit 5
 [ -r "$2" ] || exit 5
 exec cat -- "$2"
 """
+
+# $1 folder: each regular file as "SIZE INODE NAME" (one line each; a name with a newline
+# is left out); exit 3 no such folder
+FILES_SCRIPT = r"""
+[ -d "$1" ] || exit 3
+cd -- "$1" 2>/dev/null || exit 3
+for f in * .[!.]*; do
+  [ -f "$f" ] || continue
+  case "$f" in *'
+'*) continue ;; esac
+  s=$(wc -c < "$f" 2>/dev/null) || continue
+  i=$(ls -di -- "$f" 2>/dev/null) || continue
+  printf '%s %s %s\n' $s "${i%% *}" "$f"
+done
+exit 0
+"""
+
+# $1 folder, $2 file, $3 byte offset: the file's bytes from the offset (exit 4 no such file)
+RANGE_SCRIPT = r"""
+cd -- "$1" 2>/dev/null || exit 3
+[ -e "$2" ] || exit 4
+[ -r "$2" ] || exit 5
+exec tail -c +"$(($3 + 1))" -- "$2"
+"""

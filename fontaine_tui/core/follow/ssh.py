@@ -17,7 +17,7 @@ import re
 import shlex
 import shutil
 import tempfile
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
 from pathlib import Path
 
 from fontaine_tui.core.errors import InputError
@@ -26,15 +26,24 @@ from fontaine_tui.core.follow.base import (
     HEAD,
     MIN_GAP,
     Batch,
+    Chunk,
     finish,
 )
-from fontaine_tui.core.follow.remote import FOLLOW_SCRIPT, LIST_SCRIPT, READ_SCRIPT, STREAM_PY
+from fontaine_tui.core.follow.remote import (
+    FILES_SCRIPT,
+    FOLLOW_SCRIPT,
+    LIST_SCRIPT,
+    RANGE_SCRIPT,
+    READ_SCRIPT,
+    STREAM_PY,
+)
 from fontaine_tui.core.follow.target import SshTarget
 from fontaine_tui.core.log.lines import LINE_CAP, LineCutter
 from fontaine_tui.core.runfolder import LOG
 
 # the stream says on stderr that the file no longer holds what was sent, the name watch that
 # another file with data has the name: either way we reconnect and let the header check decide
+REMOTE_FILES_POLL = 0.5  # follow_files over SSH: a listing of the folder this often
 _TAIL_CHANGE = re.compile(rb"@fontaine (truncated|moved)")
 _UNREACHABLE = ("could not resolve hostname", "name or service not known", "connection refused",
                 "connection timed out", "no route to host", "network is unreachable",
@@ -188,6 +197,48 @@ class SshRun:
                            f"denied; try by hand: {hand}")
         raise SshError(f"{self.target.destination}:{self.target.path}/{name}: cannot read "
                        f"(exit {rc}); try by hand: {hand}")
+
+    async def follow_files(self, match: Callable[[str], bool], under: str = "",
+                           poll_s: float = REMOTE_FILES_POLL) -> AsyncIterator[Chunk]:
+        """As LocalRun.follow_files, over the shared connection by polling: each round one
+        listing of the folder (size and inode of each file), then the new bytes of each
+        matching file that grew, read from the offset already read (`tail -c +N`); a file
+        shorter than what was read, or another file under its name, is read from byte 0."""
+        folder = f"{self.target.path.rstrip('/')}/{under}" if under else self.target.path
+        seen: dict[str, tuple[int, str]] = {}  # name -> (bytes read, inode)
+        while not self._closed:
+            rc, out, err = await self._exec(remote_command(FILES_SCRIPT, folder))
+            if rc == 3:
+                raise SshError(f"{self.target.destination}:{folder}: no such folder")
+            if rc != 0:
+                raise SshError(f"{self.target.destination}:{folder}: cannot list (exit {rc})")
+            fresh = False
+            for line in out.decode("utf-8", "replace").splitlines():
+                size_s, _, rest = line.partition(" ")
+                ino, _, name = rest.partition(" ")
+                if not name or not match(name) or not size_s.isdigit():
+                    continue
+                size = int(size_s)
+                pos, was = seen.get(name, (0, ino))
+                restart = name in seen and (was != ino or size < pos)
+                if restart:
+                    pos = 0
+                if size > pos or restart or name not in seen:
+                    data = b""
+                    if size > pos:
+                        rc, data, err = await self._exec(
+                            remote_command(RANGE_SCRIPT, folder, name, str(pos)))
+                        if rc != 0:
+                            continue  # gone between the listing and the read: next round
+                    if data:
+                        yield Chunk(name, data, pos, restart)
+                    fresh = True
+                    yield Chunk(name, b"", pos + len(data), restart and not data, at_end=True)
+                    pos += len(data)
+                seen[name] = (pos, ino)
+            if not fresh:
+                yield Chunk("", b"", 0, idle=True)
+            await self._pause(poll_s)
 
     async def close(self) -> None:
         self._closed = True

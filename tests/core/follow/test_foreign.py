@@ -192,3 +192,43 @@ async def test_the_console_on_a_tensorboard_run(tmp_path):
         await pilot.press("v")
         await pilot.pause(0.2)
         assert app.view.latest.label == "SAME-DRIFT"
+
+
+async def test_follow_a_tensorboard_run_over_ssh_while_it_is_written(sshd, tmp_path):
+    """Over a real sshd on 127.0.0.1: the event file's bytes by offset through the shared
+    connection, decoded here; the same records as a cold read on the host."""
+    from fontaine_tui.core.follow.ssh import SshRun
+    from fontaine_tui.core.follow.target import SshTarget
+    from tests.core.follow.test_ssh import HOST_ALIAS
+
+    folder = tmp_path / "tb"
+    writer = subprocess.Popen([sys.executable, "-c", WRITER, str(folder), "40", "0.05"])
+    ssh = SshRun(SshTarget(HOST_ALIAS, str(folder)), ssh_options=sshd.ssh_options)
+    try:
+        while not any(folder.glob("events.out.tfevents.*")):
+            await asyncio.sleep(0.1)
+        run = ForeignRun(str(folder), SourceSpec("tensorboard"), transport=ssh)
+        assert run.label.endswith("(tensorboard)") and HOST_ALIAS in run.label
+        live = await collect(run, lambda st: len(st.steps) >= 40 and len(st.probes) >= 4)
+    finally:
+        assert writer.wait(timeout=60) == 0
+    cold = load_source(folder, SourceSpec("tensorboard")).store
+    assert list(live.steps) == list(cold.steps) == list(range(1, 41))
+    assert {s: p.fields for s, p in live.probes.items()} == {
+        s: p.fields for s, p in cold.probes.items()}
+
+
+async def test_a_path_with_spaces_and_metacharacters_stays_literal_over_ssh(sshd, tmp_path):
+    from fontaine_tui.core.follow.ssh import SshRun
+    from fontaine_tui.core.follow.target import SshTarget
+    from tests.core.follow.test_ssh import HOST_ALIAS
+
+    folder = tmp_path / "a run; $(touch pwned) 'q'"
+    subprocess.run([sys.executable, "-c", WRITER, str(folder), "20", "0"], check=True)
+    ssh = SshRun(SshTarget(HOST_ALIAS, str(folder)), ssh_options=sshd.ssh_options)
+    run = ForeignRun(str(folder), SourceSpec("tensorboard"), transport=ssh)
+    live = await collect(run, lambda st: len(st.steps) >= 20 and len(st.probes) >= 2)
+    assert list(live.steps) == list(range(1, 21))
+    from pathlib import Path
+
+    assert not any(p.exists() for p in (tmp_path / "pwned", Path.home() / "pwned"))
