@@ -92,7 +92,8 @@ def _foreign(target: str, preset_arg: str | None, ssh_options: tuple[str, ...] =
 
     from fontaine_tui.core.follow.foreign import ForeignRun
     from fontaine_tui.core.follow.target import LocalTarget, parse_target
-    from fontaine_tui.core.log.formats import SourceSpec, detect
+    from fontaine_tui.core.log.formats import SourceSpec
+    from fontaine_tui.core.log.formats.source import detect_foreign
     from fontaine_tui.core.runfolder import LOG
     from fontaine_tui.core.verdict.presets import load_preset
 
@@ -108,10 +109,8 @@ def _foreign(target: str, preset_arg: str | None, ssh_options: tuple[str, ...] =
     folder = Path(parsed.folder)
     if preset is not None and preset.foreign and preset.source is not None:
         spec = preset.source
-    elif folder.is_dir() and not (folder / LOG).exists():
-        spec = SourceSpec(detect(folder))
-        if spec.kind == "fontaine":
-            return None
+    elif folder.is_dir() and not (folder / LOG).exists() and (kind := detect_foreign(folder)):
+        spec = SourceSpec(kind)
     else:
         return None
     if preset is None:

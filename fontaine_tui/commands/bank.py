@@ -90,10 +90,11 @@ async def _read(target: str, ssh_config: str | None):
         if isinstance(source, LocalRun):
             log = source.folder / LOG
             if not log.is_file():  # another trainer's run: read through its format
-                from fontaine_tui.core.log.formats import SourceSpec, detect, load_source
+                from fontaine_tui.core.log.formats import SourceSpec, load_source
+                from fontaine_tui.core.log.formats.source import detect_foreign
 
-                kind = detect(source.folder)
-                if kind == "fontaine":
+                kind = detect_foreign(source.folder)
+                if not kind:
                     raise InputError(f"{log}: no such log")
                 loaded = load_source(source.folder, SourceSpec(kind))
                 return loaded.store, prereg, loaded.label, kind

@@ -62,7 +62,8 @@ def _foreign(target: str, preset_arg: str | None, speed: float | None):
     from pathlib import Path
 
     from fontaine_tui.core.follow.foreign import ForeignReplay
-    from fontaine_tui.core.log.formats import SourceSpec, detect
+    from fontaine_tui.core.log.formats import SourceSpec
+    from fontaine_tui.core.log.formats.source import detect_foreign
     from fontaine_tui.core.runfolder import LOG
     from fontaine_tui.core.verdict.presets import load_preset
 
@@ -70,10 +71,8 @@ def _foreign(target: str, preset_arg: str | None, speed: float | None):
     preset = load_preset(preset_arg) if preset_arg else None
     if preset is not None and preset.foreign and preset.source is not None:
         spec = preset.source
-    elif path.is_dir() and not (path / LOG).exists():
-        spec = SourceSpec(detect(path))
-        if spec.kind == "fontaine":
-            return None
+    elif path.is_dir() and not (path / LOG).exists() and (kind := detect_foreign(path)):
+        spec = SourceSpec(kind)
     else:
         return None
     if preset is None:

@@ -55,15 +55,15 @@ def read_foreign(target: str, preset_arg: str | None):
     [source]). The kind is the preset's [source], else detected from the folder."""
     from pathlib import Path
 
-    from fontaine_tui.core.log.formats import SourceSpec, detect, load_source
-    from fontaine_tui.core.log.formats.source import file_kind
+    from fontaine_tui.core.log.formats import SourceSpec, load_source
+    from fontaine_tui.core.log.formats.source import detect_foreign, file_kind
 
     path = Path(target)
     preset = load_preset(preset_arg) if preset_arg else None
     if preset is not None and preset.foreign and preset.source is not None:
         spec = preset.source
-    elif path.is_dir() and not (path / runfolder.LOG).exists():
-        spec = SourceSpec(detect(path))
+    elif path.is_dir() and not (path / runfolder.LOG).exists() and (kind := detect_foreign(path)):
+        spec = SourceSpec(kind)
     elif path.is_file() and (kind := file_kind(path.name)):
         spec = SourceSpec(kind, str(path.resolve()))
     else:

@@ -41,7 +41,7 @@ from fontaine_tui.core.log.formats.tensorboard import (
 )
 from fontaine_tui.core.log.records import TRAIN_FIELDS, Probe, Record
 from fontaine_tui.core.log.store import RunStore
-from fontaine_tui.core.runfolder import LOG
+from fontaine_tui.core.runfolder import AMENDMENTS, LOG, PREREG, REVIEW, rotated_segments
 
 KINDS = ("fontaine", "tensorboard", "hf_trainer", "csv", "mlflow", "jsonl")
 TRAIN_KEYS = ("loss", "lr", "grad_norm")  # [source] keys naming a train field's source key
@@ -49,6 +49,7 @@ SOURCE_KEYS = ("kind", "path", "eval", "step", "time", "experiment", "run", *TRA
 EVENTS = "events.out.tfevents."
 HF_STATE = "trainer_state.json"
 CSV_NAME = "metrics.csv"
+OURS = (AMENDMENTS, REVIEW, "babysit.jsonl")  # the ledgers this console writes
 CHECKPOINT = re.compile(r"checkpoint-([0-9]+)")
 READ = 8 << 20
 
@@ -126,8 +127,8 @@ def _event_folders(root: Path, depth: int = 3) -> list[Path]:
 
 def detect(folder: Path) -> str:
     """The kind of log a folder holds, by its contents; InputError when none is known."""
-    if (folder / LOG).exists():
-        return "fontaine"
+    if (folder / LOG).exists() or (folder / PREREG).exists() or rotated_segments(folder / LOG):
+        return "fontaine"  # ours (maybe not started, or its log rotated away)
     if _event_folders(folder):
         return "tensorboard"
     if (folder / HF_STATE).exists() or any(folder.glob(f"checkpoint-*/{HF_STATE}")):
@@ -137,11 +138,21 @@ def detect(folder: Path) -> str:
     if (folder / CSV_NAME).exists() or any(folder.glob(f"*/version_*/{CSV_NAME}")) or any(
             folder.glob(f"version_*/{CSV_NAME}")):
         return "csv"
-    if len(list(folder.glob("*.jsonl"))) == 1:
+    if len(_jsonl(folder)) == 1:
         return "jsonl"
     raise InputError(f"{folder}: no log this console reads: expected {LOG}, {EVENTS}*, "
                      f"{HF_STATE}, {CSV_NAME}, {FILE_STORE}/ or {SQLITE_STORE} (or a preset "
                      "[source] naming the file)")
+
+
+def detect_foreign(folder: Path) -> str:
+    """Another trainer's kind of log in `folder`, or "" (ours, or nothing known yet: a run
+    of ours not started is read by the log wing's own reader, which waits for it)."""
+    try:
+        kind = detect(folder)
+    except InputError:
+        return ""
+    return "" if kind == "fontaine" else kind
 
 
 def file_kind(name: str) -> str:
@@ -149,6 +160,11 @@ def file_kind(name: str) -> str:
     if name.startswith(EVENTS):
         return "tensorboard"
     return {HF_STATE: "hf_trainer", CSV_NAME: "csv"}.get(name, "")
+
+
+def _jsonl(folder: Path) -> list[Path]:
+    """The JSONL files of a folder that are not this console's own (its ledgers)."""
+    return sorted(p for p in folder.glob("*.jsonl") if p.name not in OURS)
 
 
 def _one(folder: Path, found: list[Path], what: str) -> Path:
@@ -191,7 +207,7 @@ def files(folder: Path, spec: SourceSpec) -> list[Path]:
     if kind == "jsonl":
         if base.is_file():
             return [base]
-        return [_one(base, sorted(base.glob("*.jsonl")), "*.jsonl file")]
+        return [_one(base, _jsonl(base), "*.jsonl file")]
     return [base / LOG if base.is_dir() else base]
 
 

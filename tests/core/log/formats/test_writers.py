@@ -213,3 +213,24 @@ def test_the_readme_foreign_preset_loads_and_is_not_launched(tmp_path, capsys):
     err = capsys.readouterr().err
     assert "source.kind: 'hf_trainer': this preset reads a run another trainer writes; it " \
            "cannot be launched" in err
+
+
+def test_a_folder_of_ours_is_never_taken_for_a_foreign_run(tmp_path):
+    """Before its log appears, or after it was rotated away, a run folder of ours is ours:
+    its ledgers are not a JSONL run, and attach waits for train_log.jsonl."""
+    from fontaine_tui.core.log.formats.source import detect_foreign
+
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / "amendments.jsonl").write_text("{}\n")
+    assert detect_foreign(run) == ""
+    (run / "prereg.json").write_text("{}")
+    (run / "theirs.jsonl").write_text('{"step": 1}\n')
+    assert detect_foreign(run) == ""  # prereg.json: ours
+    (run / "prereg.json").unlink()
+    assert detect_foreign(run) == "jsonl"  # one JSONL file that is not a ledger of ours
+    (run / "train_log.jsonl.1").write_text("")
+    assert detect_foreign(run) == ""
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    assert detect_foreign(empty) == ""
