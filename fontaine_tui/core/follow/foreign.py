@@ -26,7 +26,13 @@ from fontaine_tui.core.follow.base import Batch, Chunk
 from fontaine_tui.core.follow.local import LocalRun
 from fontaine_tui.core.log.formats import SourceSpec, decoder, files
 from fontaine_tui.core.log.formats.base import Decoder
-from fontaine_tui.core.log.formats.mlflow import MlflowDecoder, run_rows
+from fontaine_tui.core.log.formats.mlflow import (
+    FILE_STORE,
+    SQLITE_STORE,
+    MlflowDecoder,
+    run_rows,
+    snapshot_rows,
+)
 from fontaine_tui.core.log.formats.rows import FormatError
 from fontaine_tui.core.log.formats.source import EVENTS, newest_state
 from fontaine_tui.core.log.formats.tensorboard import FramingError
@@ -46,6 +52,28 @@ def settle(dec: Decoder) -> list[Record]:
     if grouper is not None:
         grouper.settle_train(out)
     return out
+
+
+class _Quiet:
+    """For a source read whole again and again (trainer_state.json, an MLflow store): the
+    held step's train record at once, its probe once nothing new came for SETTLE_S."""
+
+    def __init__(self) -> None:
+        self.loop = asyncio.get_running_loop()
+        self.last = self.loop.time()
+        self.settled = True
+
+    def after(self, dec: Decoder, records: list[Record]) -> list[Record]:
+        grouper = getattr(dec, "grouper", None)
+        if grouper is None:
+            return records
+        if records:
+            self.last, self.settled = self.loop.time(), False
+            grouper.settle_train(records)
+        elif not self.settled and self.loop.time() - self.last >= SETTLE_S:
+            self.settled = True
+            grouper.flush(records)
+        return records
 
 
 class FileTransport(Protocol):
@@ -135,9 +163,8 @@ class ForeignRun:
         """Over SSH: the files [source] names, through the transport's polling."""
         path = self.spec.path.strip("/")
         if kind == "mlflow":
-            yield Batch([], 1, note="an MLflow store is read on its own host only for now: "
-                                    "copy it here, or attach on that host")
-            await self._closed.wait()
+            async for batch in self._remote_mlflow(path or SQLITE_STORE):
+                yield batch
             return
         if kind == "tensorboard":
             under = path
@@ -158,9 +185,38 @@ class ForeignRun:
         async for batch in self._files(match, under):
             yield batch
 
+    async def _remote_mlflow(self, store: str) -> AsyncIterator[Batch]:
+        """An MLflow SQLite store on another host: a read-only snapshot of its rows each
+        second, over the transport's shared connection (new steps only)."""
+        snapshot = getattr(self.transport, "mlflow_snapshot", None)
+        if snapshot is None or store.endswith(FILE_STORE):
+            yield Batch([], 1, note="an MLflow file store (mlruns/) is read on its own host "
+                                    "only: attach there, or use the SQLite store")
+            await self._closed.wait()
+            return
+        dec = MlflowDecoder(self.spec.fields)
+        quiet = _Quiet()
+        said = ""
+        while not self._closed.is_set():
+            try:
+                doc = await snapshot(store)
+                _, rows = snapshot_rows(doc, f"{self.transport.label}/{store}",
+                                        self.spec.options)
+                records = quiet.after(dec, dec.feed_rows(rows))
+                if records:
+                    yield Batch([], 1, records=tuple(records))
+                said = ""
+            except (InputError, FormatError) as exc:
+                if str(exc) != said:
+                    said = str(exc)
+                    yield Batch([], 1, note=f"waiting: {exc}")
+            try:
+                await asyncio.wait_for(self._closed.wait(), MLFLOW_POLL_S)
+            except TimeoutError:
+                pass
+
     async def _files(self, match: Callable[[str], bool], under: str) -> AsyncIterator[Batch]:
         decoders: dict[str, Decoder] = {}
-        buffers: dict[str, bytes] = {}
         loop = asyncio.get_running_loop()
         last_data, settled = loop.time(), True
         async for chunk in self.transport.follow_files(match, under):
@@ -170,7 +226,7 @@ class ForeignRun:
                     held: list[Record] = []
                     for d in decoders.values():
                         grouper = getattr(d, "grouper", None)
-                        if grouper is not None and not d.whole:
+                        if grouper is not None:
                             grouper.flush(held)
                     if held:
                         yield Batch([], 1, records=tuple(held))
@@ -178,18 +234,17 @@ class ForeignRun:
             if chunk.data:
                 last_data, settled = loop.time(), False
             dec = decoders.get(chunk.name)
-            if dec is None or chunk.restart:
+            if dec is None or (chunk.restart and not dec.whole):  # appended: decode anew
                 dec = decoders[chunk.name] = decoder(self.spec)
-                buffers[chunk.name] = b""
-            note = f"{chunk.name} was truncated or replaced: read again" if (
-                chunk.restart and chunk.offset == 0 and chunk.name in buffers) else ""
+            note = (f"{chunk.name} was truncated or replaced: read again"
+                    if chunk.restart and chunk.offset == 0 and not dec.whole else "")
             records: list[Record] = []
             try:
-                if dec.whole:
-                    buffers[chunk.name] += chunk.data
+                if dec.whole:  # rewritten in place: any change means the whole file again
                     if chunk.at_end:
-                        records = dec.feed(buffers[chunk.name])
-                        buffers[chunk.name] = b""
+                        name = f"{under}/{chunk.name}" if under else chunk.name
+                        whole = await self.transport.read_bytes(name)
+                        records = dec.feed(whole) + settle(dec) if whole else []
                 else:
                     records = dec.feed(chunk.data) if chunk.data else []
                     if chunk.at_end:  # the writer flushed: its last step is complete
@@ -204,13 +259,14 @@ class ForeignRun:
     async def _newest(self, kind: str) -> AsyncIterator[Batch]:
         """trainer_state.json from the newest checkpoint (looked up again at each change)."""
         dec = decoder(self.spec)
+        quiet = _Quiet()
         said = ""
         while not self._closed.is_set():
             try:
                 path = (files(self.folder, self.spec)[0] if kind != "hf_trainer" or self.spec.path
                         else newest_state(self.folder))
                 data = await asyncio.to_thread(path.read_bytes)
-                records = dec.feed(data)
+                records = quiet.after(dec, dec.feed(data))
                 if records:
                     yield Batch([], 1, records=tuple(records))
                 said = ""
@@ -225,12 +281,13 @@ class ForeignRun:
 
     async def _mlflow(self) -> AsyncIterator[Batch]:
         dec = MlflowDecoder(self.spec.fields)
+        quiet = _Quiet()
         said = ""
         while not self._closed.is_set():
             try:
                 store = files(self.folder, self.spec)[0]
                 _, rows = await asyncio.to_thread(run_rows, store, self.spec.options)
-                records = dec.feed_rows(rows)
+                records = quiet.after(dec, dec.feed_rows(rows))
                 if records:
                     yield Batch([], 1, records=tuple(records))
             except (InputError, FormatError, OSError) as exc:

@@ -297,7 +297,9 @@ class LocalRun:
         folder = self.folder / under if under else self.folder
         waker = Waker(folder, "", self.poll_s, self.inotify)  # any name in the folder
         self._wakers.add(waker)
-        seen: dict[str, tuple[int, tuple[int, int]]] = {}  # name -> (bytes read, (dev, ino))
+        # name -> (bytes read, (dev, ino), mtime): a file rewritten in place to the same size
+        # shows in its mtime
+        seen: dict[str, tuple[int, tuple[int, int], int]] = {}
         loop, last = asyncio.get_running_loop(), 0.0
         try:
             while not self._closed.is_set():
@@ -314,9 +316,11 @@ class LocalRun:
                         continue
                     try:
                         st = os.fstat(fd)
-                        pos, ident = seen.get(name, (0, (st.st_dev, st.st_ino)))
-                        restart = name in seen and (ident != (st.st_dev, st.st_ino)
-                                                    or st.st_size < pos)
+                        pos, ident, mtime = seen.get(name, (0, (st.st_dev, st.st_ino),
+                                                            st.st_mtime_ns))
+                        restart = name in seen and (
+                            ident != (st.st_dev, st.st_ino) or st.st_size < pos
+                            or (st.st_size == pos and st.st_mtime_ns != mtime))
                         if restart:
                             pos = 0
                         start = pos
@@ -327,7 +331,7 @@ class LocalRun:
                         if pos != start or restart or name not in seen:
                             fresh = True
                             yield Chunk(name, b"", pos, restart, at_end=True)
-                        seen[name] = (pos, (st.st_dev, st.st_ino))
+                        seen[name] = (pos, (st.st_dev, st.st_ino), os.fstat(fd).st_mtime_ns)
                     finally:
                         os.close(fd)
                 if not fresh:

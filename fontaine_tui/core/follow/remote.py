@@ -230,3 +230,30 @@ cd -- "$1" 2>/dev/null || exit 3
 [ -r "$2" ] || exit 5
 exec tail -c +"$(($3 + 1))" -- "$2"
 """
+
+# $1 folder, $2 store file (mlflow.db), $3 the python program below: the store's active runs
+# and each one's metric rows as JSON, from a read-only connection (exit 4 no such store, 6 no
+# python3 on the host)
+MLFLOW_SCRIPT = r"""
+command -v python3 >/dev/null 2>&1 || exit 6
+cd -- "$1" 2>/dev/null || exit 3
+[ -e "$2" ] || exit 4
+exec python3 -c "$3" "$2"
+"""
+
+MLFLOW_PY = r"""
+import json, os, sqlite3, sys
+from urllib.parse import quote
+uri = "file:" + quote(os.path.abspath(sys.argv[1])) + "?mode=ro"
+db = sqlite3.connect(uri, uri=True, timeout=2)
+runs = db.execute("SELECT r.run_uuid, r.name, r.experiment_id, e.name FROM runs r JOIN "
+                  "experiments e ON r.experiment_id = e.experiment_id WHERE "
+                  "r.lifecycle_stage = 'active' ORDER BY r.start_time").fetchall()
+rows = {}
+for run in runs:
+    rows[str(run[0])] = db.execute("SELECT step, timestamp, key, value, is_nan FROM metrics "
+                                   "WHERE run_uuid = ? ORDER BY step, timestamp",
+                                   (run[0],)).fetchall()
+sys.stdout.write(json.dumps({"runs": [[str(a), str(b or ""), str(c), str(d)]
+                                      for a, b, c, d in runs], "rows": rows}))
+"""

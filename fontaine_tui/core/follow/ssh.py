@@ -33,6 +33,8 @@ from fontaine_tui.core.follow.remote import (
     FILES_SCRIPT,
     FOLLOW_SCRIPT,
     LIST_SCRIPT,
+    MLFLOW_PY,
+    MLFLOW_SCRIPT,
     RANGE_SCRIPT,
     READ_SCRIPT,
     STREAM_PY,
@@ -239,6 +241,28 @@ class SshRun:
             if not fresh:
                 yield Chunk("", b"", 0, idle=True)
             await self._pause(poll_s)
+
+    async def mlflow_snapshot(self, store: str) -> dict:
+        """An MLflow SQLite store's active runs and their metric rows, read by python3 on
+        the host from a read-only connection, over the shared connection (a snapshot: the
+        writer is never blocked or changed)."""
+        import json
+
+        rc, out, err = await self._exec(remote_command(MLFLOW_SCRIPT, self.target.path, store,
+                                                       MLFLOW_PY))
+        where = f"{self.target.destination}:{self.target.path}/{store}"
+        if rc == 4:
+            raise SshError(f"{where}: no such MLflow store")
+        if rc == 6:
+            raise SshError(f"{where}: no python3 on the host to read the store with")
+        if rc != 0:
+            last = (err.decode("utf-8", "replace").strip().splitlines() or [""])[-1][:160]
+            raise SshError(f"{where}: cannot read (exit {rc})" + (f": {last}" if last else ""))
+        try:
+            doc = json.loads(out)
+        except ValueError:
+            raise SshError(f"{where}: the host's reply is not JSON") from None
+        return doc if isinstance(doc, dict) else {}
 
     async def close(self) -> None:
         self._closed = True

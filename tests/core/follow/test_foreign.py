@@ -232,3 +232,68 @@ async def test_a_path_with_spaces_and_metacharacters_stays_literal_over_ssh(sshd
     from pathlib import Path
 
     assert not any(p.exists() for p in (tmp_path / "pwned", Path.home() / "pwned"))
+
+
+async def test_an_mlflow_sqlite_store_over_ssh_as_read_only_snapshots(sshd, tmp_path,
+                                                                      monkeypatch):
+    """The store on the 'other host' is read by python3 there, read-only, over the shared
+    connection; new steps come as the run logs them."""
+    pytest.importorskip("sqlalchemy")
+    mlflow = pytest.importorskip("mlflow")
+    from fontaine_tui.core.follow.ssh import SshRun
+    from fontaine_tui.core.follow.target import SshTarget
+    from tests.core.follow.test_ssh import HOST_ALIAS
+
+    monkeypatch.chdir(tmp_path)
+    folder = tmp_path / "ml"
+    folder.mkdir()
+    mlflow.set_tracking_uri(f"sqlite:///{folder / 'mlflow.db'}")
+    with mlflow.start_run(run_name="r"):
+        for step in range(1, 21):
+            mlflow.log_metric("train/loss", 1.0 / step, step=step)
+        mlflow.log_metric("eval/chunk_mae", 3.0, step=20)
+    before = (folder / "mlflow.db").read_bytes()
+    ssh = SshRun(SshTarget(HOST_ALIAS, str(folder)), ssh_options=sshd.ssh_options)
+    run = ForeignRun(str(folder), SourceSpec("mlflow"), transport=ssh)
+    live = await collect(run, lambda st: len(st.steps) >= 20 and 20 in st.probes)
+    assert list(live.steps) == list(range(1, 21))
+    assert live.probes[20].fields == {"eval/chunk_mae": 3.0}
+    assert (folder / "mlflow.db").read_bytes() == before  # read, never written
+
+
+async def test_follow_lightning_metrics_csv_as_it_is_rewritten(tmp_path):
+    """metrics.csv is rewritten whole at each save (new keys, new rows): each change is
+    read whole, only new steps come out, and the last step's probe after a quiet second."""
+    pytest.importorskip("lightning")
+    from lightning.pytorch.loggers import CSVLogger
+
+    logger = CSVLogger(str(tmp_path), name="lit")
+    run = ForeignRun(tmp_path / "lit", SourceSpec("csv"), poll_s=0.05)
+    store = RunStore()
+
+    async def write():
+        for step in range(1, 31):
+            logger.log_metrics({"train_loss": 1.0 / step}, step=step)
+            if step % 10 == 0:
+                logger.log_metrics({"val_mae": 3.0 + step / 100}, step=step)
+                logger.save()
+                await asyncio.sleep(0.3)
+        logger.finalize("success")
+
+    async def read():
+        async for batch in run.follow():
+            for rec in batch.records:
+                store.add(rec)
+            if len(store.steps) >= 30 and len(store.probes) >= 3:
+                return
+
+    writer = asyncio.create_task(write())
+    try:
+        await asyncio.wait_for(read(), 30)
+    finally:
+        await run.close()
+        await writer
+    assert list(store.steps) == list(range(1, 31))
+    assert {s: p.fields["val_mae"] for s, p in store.probes.items()} == pytest.approx(
+        {10: 3.1, 20: 3.2, 30: 3.3})
+    assert store.out_of_order_count == 0 and store.conflicts == []

@@ -82,6 +82,11 @@ class Grouper:
         self._train_of: dict[str, str] | None = None
         self._train_sent = -1  # the held step whose train record went out early (settle_train)
 
+    @property
+    def emitted(self) -> int:
+        """The last step whose group went out whole (-1: none)."""
+        return self._emitted
+
     def add(self, step: int, time: float, key: str, value: float, out: list[Record]) -> None:
         if self._step is not None and step != self._step:
             if step < self._step:

@@ -138,6 +138,27 @@ def _fail(where: str, why: str) -> RunInfo:
     raise FormatError(f"{where}: {why}")
 
 
+def snapshot_rows(doc: Mapping[str, object], where: str, options: Mapping[str, str]
+                  ) -> tuple[RunInfo, list[tuple[int, float, str, float]]]:
+    """The chosen run's rows from a store snapshot read on another host (SshRun.mlflow_snapshot:
+    {"runs": [[id, name, experiment id, experiment name]], "rows": {id: [[step, ms, key,
+    value, is_nan]]}})."""
+    raw_runs = doc.get("runs")
+    runs = [RunInfo(str(r[0]), str(r[1]), str(r[2]), str(r[3])) for r in
+            (raw_runs if isinstance(raw_runs, list) else []) if isinstance(r, list) and len(r) == 4]
+    info = choose(runs, where, options.get("experiment", ""), options.get("run", ""))
+    table = doc.get("rows")
+    rows = table.get(info.run_id, []) if isinstance(table, dict) else []
+    out = []
+    for r in rows if isinstance(rows, list) else []:
+        try:
+            s, t, k, v, n = r
+            out.append((int(s), float(t) / 1000.0, str(k), NAN if n else float(v)))
+        except (TypeError, ValueError):
+            continue
+    return info, out
+
+
 class MlflowDecoder:
     """The rows of one MLflow run in, records out (whole: the run's rows each time)."""
 
@@ -152,7 +173,7 @@ class MlflowDecoder:
         out: list[Record] = []
         add = self.grouper.add
         for step, time, key, value in rows:
-            if step < self._held:
+            if step < self._held or step <= self.grouper.emitted:
                 continue
             add(step, time, key, value, out)
             self._held = step

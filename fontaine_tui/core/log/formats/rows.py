@@ -46,7 +46,7 @@ class _Whole:
         out: list[Record] = []
         g = self.grouper
         for step, time, row in self._rows(data):
-            if step < self._held:
+            if step < self._held or step <= g.emitted:
                 continue  # returned by an earlier read of the file
             g.add_row(step, time, row, out)
             self._held = step
