@@ -35,8 +35,8 @@ class _Whole:
 
     whole = True
 
-    def __init__(self, fields: FieldMap) -> None:
-        self.grouper = Grouper(fields)
+    def __init__(self, fields: FieldMap | None = None) -> None:
+        self.grouper = Grouper(fields or FieldMap())
         self._held = -1  # the step of the group held back (returned at the next step)
 
     def _rows(self, data: bytes) -> Iterable[tuple[int, float, Mapping[str, float]]]:

@@ -234,3 +234,19 @@ def test_a_folder_of_ours_is_never_taken_for_a_foreign_run(tmp_path):
     empty = tmp_path / "empty"
     empty.mkdir()
     assert detect_foreign(empty) == ""
+
+
+def test_a_trainer_state_read_mid_rewrite_is_retried_not_an_error():
+    from fontaine_tui.core.log.formats.rows import FormatError, TrainerStateDecoder
+
+    whole = json.dumps({"global_step": 20, "log_history": [
+        {"step": 10, "loss": 1.0, "learning_rate": 0.1},
+        {"step": 10, "eval_loss": 2.0},
+        {"step": 20, "loss": 0.5, "learning_rate": 0.05}]}).encode()
+    dec = TrainerStateDecoder()
+    with pytest.raises(FormatError, match="not JSON"):
+        dec.feed(whole[: len(whole) // 2])  # caught while Trainer rewrote it
+    first = dec.feed(whole)
+    assert [(type(r).__name__, r.step) for r in first] == [("TrainPoint", 10), ("Probe", 10)]
+    again = dec.feed(whole) + dec.finish()  # the next save: only what is new comes out
+    assert [(type(r).__name__, r.step) for r in again] == [("TrainPoint", 20)]
