@@ -92,9 +92,7 @@ def _foreign(target: str, preset_arg: str | None, ssh_options: tuple[str, ...] =
 
     from fontaine_tui.core.follow.foreign import ForeignRun
     from fontaine_tui.core.follow.target import LocalTarget, parse_target
-    from fontaine_tui.core.log.formats import SourceSpec
-    from fontaine_tui.core.log.formats.source import detect_foreign
-    from fontaine_tui.core.runfolder import LOG
+    from fontaine_tui.core.log.formats.source import foreign_spec
     from fontaine_tui.core.verdict.presets import load_preset
 
     parsed = parse_target(target)
@@ -107,13 +105,5 @@ def _foreign(target: str, preset_arg: str | None, ssh_options: tuple[str, ...] =
         return ForeignRun(parsed.path, preset.source,
                           transport=SshRun(parsed, ssh_options=ssh_options))
     folder = Path(parsed.folder)
-    if preset is not None and preset.foreign and preset.source is not None:
-        spec = preset.source
-    elif folder.is_dir() and not (folder / LOG).exists() and (kind := detect_foreign(folder)):
-        spec = SourceSpec(kind)
-    else:
-        return None
-    if preset is None:
-        raise InputError(f"--preset: expected a preset name or path ({folder} is a {spec.kind} "
-                         "run: the preset says how to read it)")
-    return ForeignRun(folder, spec)
+    spec = foreign_spec(folder, preset.source if preset else None, preset is not None)
+    return ForeignRun(folder, spec) if spec is not None else None

@@ -62,20 +62,10 @@ def _foreign(target: str, preset_arg: str | None, speed: float | None):
     from pathlib import Path
 
     from fontaine_tui.core.follow.foreign import ForeignReplay
-    from fontaine_tui.core.log.formats import SourceSpec
-    from fontaine_tui.core.log.formats.source import detect_foreign
-    from fontaine_tui.core.runfolder import LOG
+    from fontaine_tui.core.log.formats.source import foreign_spec
     from fontaine_tui.core.verdict.presets import load_preset
 
     path = Path(target)
     preset = load_preset(preset_arg) if preset_arg else None
-    if preset is not None and preset.foreign and preset.source is not None:
-        spec = preset.source
-    elif path.is_dir() and not (path / LOG).exists() and (kind := detect_foreign(path)):
-        spec = SourceSpec(kind)
-    else:
-        return None
-    if preset is None:
-        raise InputError(f"--preset: expected a preset name or path ({path} is a {spec.kind} "
-                         "run: the preset says how to read it)")
-    return ForeignReplay(path, spec, speed)
+    spec = foreign_spec(path, preset.source if preset else None, preset is not None)
+    return ForeignReplay(path, spec, speed) if spec is not None else None

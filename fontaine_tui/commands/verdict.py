@@ -55,22 +55,14 @@ def read_foreign(target: str, preset_arg: str | None):
     [source]). The kind is the preset's [source], else detected from the folder."""
     from pathlib import Path
 
-    from fontaine_tui.core.log.formats import SourceSpec, load_source
-    from fontaine_tui.core.log.formats.source import detect_foreign, file_kind
+    from fontaine_tui.core.log.formats import load_source
+    from fontaine_tui.core.log.formats.source import foreign_spec
 
     path = Path(target)
     preset = load_preset(preset_arg) if preset_arg else None
-    if preset is not None and preset.foreign and preset.source is not None:
-        spec = preset.source
-    elif path.is_dir() and not (path / runfolder.LOG).exists() and (kind := detect_foreign(path)):
-        spec = SourceSpec(kind)
-    elif path.is_file() and (kind := file_kind(path.name)):
-        spec = SourceSpec(kind, str(path.resolve()))
-    else:
+    spec = foreign_spec(path, preset.source if preset else None, preset is not None, True)
+    if spec is None or preset is None:
         return None
-    if preset is None:
-        raise InputError(f"--preset: expected a preset name or path ({path} is a "
-                         f"{spec.kind} run: the preset says how to read it)")
     folder = path if path.is_dir() else path.parent
     loaded = load_source(folder, spec)
     loaded.check_metric(preset.verdict.metric, spec)

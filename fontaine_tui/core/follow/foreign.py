@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import math
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
 from typing import Protocol
 
@@ -194,26 +194,13 @@ class ForeignRun:
                                     "only: attach there, or use the SQLite store")
             await self._closed.wait()
             return
-        dec = MlflowDecoder(self.spec.fields)
-        quiet = _Quiet()
-        said = ""
-        while not self._closed.is_set():
-            try:
-                doc = await snapshot(store)
-                _, rows = snapshot_rows(doc, f"{self.transport.label}/{store}",
-                                        self.spec.options)
-                records = quiet.after(dec, dec.feed_rows(rows))
-                if records:
-                    yield Batch([], 1, records=tuple(records))
-                said = ""
-            except (InputError, FormatError) as exc:
-                if str(exc) != said:
-                    said = str(exc)
-                    yield Batch([], 1, note=f"waiting: {exc}")
-            try:
-                await asyncio.wait_for(self._closed.wait(), MLFLOW_POLL_S)
-            except TimeoutError:
-                pass
+
+        async def rows() -> list[tuple[int, float, str, float]]:
+            doc = await snapshot(store)
+            return snapshot_rows(doc, f"{self.transport.label}/{store}", self.spec.options)[1]
+
+        async for batch in self._poll_rows(rows):
+            yield batch
 
     async def _files(self, match: Callable[[str], bool], under: str) -> AsyncIterator[Batch]:
         decoders: dict[str, Decoder] = {}
@@ -280,16 +267,25 @@ class ForeignRun:
                 pass
 
     async def _mlflow(self) -> AsyncIterator[Batch]:
+        async def rows() -> list[tuple[int, float, str, float]]:
+            store = files(self.folder, self.spec)[0]
+            return (await asyncio.to_thread(run_rows, store, self.spec.options))[1]
+
+        async for batch in self._poll_rows(rows):
+            yield batch
+
+    async def _poll_rows(self, read: Callable[[], Awaitable[list[tuple[int, float, str, float]]]]
+                         ) -> AsyncIterator[Batch]:
+        """An MLflow run's rows read whole each MLFLOW_POLL_S; new steps only."""
         dec = MlflowDecoder(self.spec.fields)
         quiet = _Quiet()
         said = ""
         while not self._closed.is_set():
             try:
-                store = files(self.folder, self.spec)[0]
-                _, rows = await asyncio.to_thread(run_rows, store, self.spec.options)
-                records = quiet.after(dec, dec.feed_rows(rows))
+                records = quiet.after(dec, dec.feed_rows(await read()))
                 if records:
                     yield Batch([], 1, records=tuple(records))
+                said = ""
             except (InputError, FormatError, OSError) as exc:
                 if str(exc) != said:
                     said = str(exc)

@@ -155,6 +155,26 @@ def detect_foreign(folder: Path) -> str:
     return "" if kind == "fontaine" else kind
 
 
+def foreign_spec(path: Path, source: SourceSpec | None, preset_named: bool,
+                 files_too: bool = False) -> SourceSpec | None:
+    """How to read `path` when it is another trainer's run, or None when it is one of ours:
+    the preset's foreign [source] (`source`), else what the folder holds (with `files_too`,
+    also a single event file, trainer_state.json or metrics.csv named directly). A foreign
+    run needs a preset (its bounds and metric): InputError when none was named."""
+    if source is not None and source.kind != "fontaine":
+        spec = source
+    elif path.is_dir() and not (path / LOG).exists() and (kind := detect_foreign(path)):
+        spec = SourceSpec(kind)
+    elif files_too and path.is_file() and (kind := file_kind(path.name)):
+        spec = SourceSpec(kind, str(path.resolve()))
+    else:
+        return None
+    if not preset_named:
+        raise InputError(f"--preset: expected a preset name or path ({path} is a {spec.kind} "
+                         "run: the preset says how to read it)")
+    return spec
+
+
 def file_kind(name: str) -> str:
     """The kind a single file is by its name ("" when the name does not say)."""
     if name.startswith(EVENTS):
