@@ -37,6 +37,13 @@ def _style(fg: str | None, bg: str | None, bold: bool) -> Style:
     return style
 
 
+def _color_end(codes: list[str], j: int) -> int:
+    """Past the colour that codes[j] (38 or 48) starts: 5;N or 2;R;G;B; 0 when incomplete."""
+    kind = codes[j + 1] if j + 1 < len(codes) else ""
+    end = j + (3 if kind == "5" else 5 if kind == "2" else len(codes) + 1)
+    return end if end <= len(codes) else 0
+
+
 def ansi_text(ansi: str) -> Text:
     """plotext's output as a rich Text: the few SGR codes it writes (reset, bold, 256-colour
     and truecolour foreground and background), read by one split instead of rich's general
@@ -64,14 +71,11 @@ def ansi_text(ansi: str) -> Text:
                 fg = bg = None
                 bold = False
                 j += 1
-            elif c in ("38", "48") and j + 2 < len(codes) and codes[j + 1] == "5":
-                color = f"color({codes[j + 2]})"
+            elif c in ("38", "48") and (color_end := _color_end(codes, j)):
+                args = codes[j + 2:color_end]  # 5;N (256 colours) or 2;R;G;B (truecolour)
+                color = f"color({args[0]})" if len(args) == 1 else f"rgb({','.join(args)})"
                 fg, bg = (color, bg) if c == "38" else (fg, color)
-                j += 3
-            elif c in ("38", "48") and j + 4 < len(codes) and codes[j + 1] == "2":
-                color = f"rgb({codes[j + 2]},{codes[j + 3]},{codes[j + 4]})"
-                fg, bg = (color, bg) if c == "38" else (fg, color)
-                j += 5
+                j = color_end
             elif c == "1":
                 bold = True
                 j += 1

@@ -34,7 +34,7 @@ from fontaine_tui.core.log.formats.mlflow import (
     snapshot_rows,
 )
 from fontaine_tui.core.log.formats.rows import FormatError
-from fontaine_tui.core.log.formats.source import EVENTS, newest_state
+from fontaine_tui.core.log.formats.source import CSV_NAME, EVENTS, HF_STATE
 from fontaine_tui.core.log.formats.tensorboard import FramingError
 from fontaine_tui.core.log.records import Probe, Record
 from fontaine_tui.core.runfolder import LOG
@@ -52,6 +52,13 @@ def settle(dec: Decoder) -> list[Record]:
     if grouper is not None:
         grouper.settle_train(out)
     return out
+
+
+def _matcher(kind: str, name: str) -> Callable[[str], bool]:
+    """The files a kind follows: every event file, else the one file named."""
+    if kind == "tensorboard":
+        return lambda n: n.startswith(EVENTS)
+    return lambda n: n == name
 
 
 class _Quiet:
@@ -113,7 +120,6 @@ class ForeignRun:
         self._closed.set()
         await self.transport.close()
 
-
     async def follow(self, name: str = LOG) -> AsyncIterator[Batch]:
         """The run's records as they are written (`name` other than the log: nothing, a
         foreign run has no engine output file of ours)."""
@@ -125,14 +131,14 @@ class ForeignRun:
             async for batch in self._remote(kind):
                 yield batch
             return
-        if kind == "mlflow":
-            async for batch in self._mlflow():
+        if kind in ("mlflow", "hf_trainer"):  # read whole again and again
+            async for batch in self._mlflow() if kind == "mlflow" else self._newest():
                 yield batch
             return
         said = ""
         while True:  # until the run's first file is there
             try:
-                where = files(self.folder, self.spec)[0].parent
+                first = files(self.folder, self.spec)[0]
                 break
             except InputError as exc:
                 if str(exc) != said:
@@ -143,20 +149,9 @@ class ForeignRun:
                 return
             except TimeoutError:
                 pass
-        if kind == "hf_trainer":
-            async for batch in self._newest(kind):
-                yield batch
-            return
+        where = first.parent
         under = str(where.relative_to(self.folder)) if where != self.folder else ""
-        if kind == "tensorboard":
-            def match(n: str) -> bool:
-                return n.startswith(EVENTS)
-        else:
-            target = files(self.folder, self.spec)[0].name
-
-            def match(n: str) -> bool:
-                return n == target
-        async for batch in self._files(match, under):
+        async for batch in self._files(_matcher(kind, first.name), under):
             yield batch
 
     async def _remote(self, kind: str) -> AsyncIterator[Batch]:
@@ -167,22 +162,16 @@ class ForeignRun:
                 yield batch
             return
         if kind == "tensorboard":
-            under = path
-
-            def match(n: str) -> bool:
-                return n.startswith(EVENTS)
+            under, name = path, ""
         else:
-            default = {"hf_trainer": "trainer_state.json", "csv": "metrics.csv"}.get(kind, "")
+            default = {"hf_trainer": HF_STATE, "csv": CSV_NAME}.get(kind, "")
             under, _, name = (path or default).rpartition("/")
             if not name:
                 yield Batch([], 1, note=f"source.path: name the {kind} file to follow on the "
                                         "remote host")
                 await self._closed.wait()
                 return
-
-            def match(n: str) -> bool:
-                return n == name
-        async for batch in self._files(match, under):
+        async for batch in self._files(_matcher(kind, name), under):
             yield batch
 
     async def _remote_mlflow(self, store: str) -> AsyncIterator[Batch]:
@@ -195,11 +184,14 @@ class ForeignRun:
             await self._closed.wait()
             return
 
-        async def rows() -> list[tuple[int, float, str, float]]:
-            doc = await snapshot(store)
-            return snapshot_rows(doc, f"{self.transport.label}/{store}", self.spec.options)[1]
+        dec = MlflowDecoder(self.spec.fields)
 
-        async for batch in self._poll_rows(rows):
+        async def read() -> list[Record]:
+            doc = await snapshot(store)
+            where = f"{self.transport.label}/{store}"
+            return dec.feed_rows(snapshot_rows(doc, where, self.spec.options)[1])
+
+        async for batch in self._poll_whole(dec, read, MLFLOW_POLL_S):
             yield batch
 
     async def _files(self, match: Callable[[str], bool], under: str) -> AsyncIterator[Batch]:
@@ -243,46 +235,37 @@ class ForeignRun:
             if records or (note and chunk.restart):
                 yield Batch([], 1, note=note if chunk.restart else "", records=tuple(records))
 
-    async def _newest(self, kind: str) -> AsyncIterator[Batch]:
-        """trainer_state.json from the newest checkpoint (looked up again at each change)."""
+    async def _newest(self) -> AsyncIterator[Batch]:
+        """trainer_state.json from the newest checkpoint (looked up again at each read)."""
         dec = decoder(self.spec)
-        quiet = _Quiet()
-        said = ""
-        while not self._closed.is_set():
-            try:
-                path = (files(self.folder, self.spec)[0] if kind != "hf_trainer" or self.spec.path
-                        else newest_state(self.folder))
-                data = await asyncio.to_thread(path.read_bytes)
-                records = quiet.after(dec, dec.feed(data))
-                if records:
-                    yield Batch([], 1, records=tuple(records))
-                said = ""
-            except (InputError, OSError, FormatError) as exc:
-                if str(exc) != said:
-                    said = str(exc)
-                    yield Batch([], 1, note=f"waiting: {exc}")
-            try:
-                await asyncio.wait_for(self._closed.wait(), self.poll_s or 0.5)
-            except TimeoutError:
-                pass
 
-    async def _mlflow(self) -> AsyncIterator[Batch]:
-        async def rows() -> list[tuple[int, float, str, float]]:
-            store = files(self.folder, self.spec)[0]
-            return (await asyncio.to_thread(run_rows, store, self.spec.options))[1]
+        async def read() -> list[Record]:
+            path = files(self.folder, self.spec)[0]  # the newest, unless [source] names it
+            return dec.feed(await asyncio.to_thread(path.read_bytes))
 
-        async for batch in self._poll_rows(rows):
+        async for batch in self._poll_whole(dec, read, self.poll_s or 0.5):
             yield batch
 
-    async def _poll_rows(self, read: Callable[[], Awaitable[list[tuple[int, float, str, float]]]]
-                         ) -> AsyncIterator[Batch]:
-        """An MLflow run's rows read whole each MLFLOW_POLL_S; new steps only."""
+    async def _mlflow(self) -> AsyncIterator[Batch]:
         dec = MlflowDecoder(self.spec.fields)
+
+        async def read() -> list[Record]:
+            store = files(self.folder, self.spec)[0]
+            rows = (await asyncio.to_thread(run_rows, store, self.spec.options))[1]
+            return dec.feed_rows(rows)
+
+        async for batch in self._poll_whole(dec, read, MLFLOW_POLL_S):
+            yield batch
+
+    async def _poll_whole(self, dec: Decoder, read: Callable[[], Awaitable[list[Record]]],
+                          every: float) -> AsyncIterator[Batch]:
+        """A source read whole each `every` seconds (`read` decodes it: new steps only); a
+        failed read is a note, said once, and tried again."""
         quiet = _Quiet()
         said = ""
         while not self._closed.is_set():
             try:
-                records = quiet.after(dec, dec.feed_rows(await read()))
+                records = quiet.after(dec, await read())
                 if records:
                     yield Batch([], 1, records=tuple(records))
                 said = ""
@@ -291,7 +274,7 @@ class ForeignRun:
                     said = str(exc)
                     yield Batch([], 1, note=f"waiting: {exc}")
             try:
-                await asyncio.wait_for(self._closed.wait(), MLFLOW_POLL_S)
+                await asyncio.wait_for(self._closed.wait(), every)
             except TimeoutError:
                 pass
 

@@ -313,11 +313,11 @@ def _few(keys: list[str] | tuple[str, ...]) -> str:
 def load_source(folder: Path, spec: SourceSpec) -> Loaded:
     """Every record of a foreign run, read once into a store (columns kept)."""
     paths = files(folder, spec)
+    if spec.kind == "tensorboard":
+        return _load_tensorboard(paths, spec.fields)
     store = RunStore()
     dec = decoder(spec)
     detail = ""
-    if spec.kind == "tensorboard":
-        return _load_tensorboard(paths, spec.fields)
     try:
         if isinstance(dec, MlflowDecoder):
             info, rows = run_rows(paths[0], spec.options)

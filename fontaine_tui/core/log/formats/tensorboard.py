@@ -127,22 +127,15 @@ def _tensor_value(buf: bytes) -> float | None:
         elif field == 4 and wire == 2:
             size, i = _varint(buf, i)
             content, i = buf[i:i + size], i + size
-        elif field == 5:  # float_val, packed or not
+        elif field in (5, 6):  # float_val, double_val: packed or not
+            real = _F32 if field == 5 else _F64
             if wire == 2:
                 size, i = _varint(buf, i)
-                values += [v for (v,) in struct.iter_unpack("<f", buf[i:i + size])]
+                values += [v for (v,) in real.iter_unpack(buf[i:i + size])]
                 i += size
             else:
-                values.append(_F32.unpack_from(buf, i)[0])
-                i += 4
-        elif field == 6:
-            if wire == 2:
-                size, i = _varint(buf, i)
-                values += [v for (v,) in struct.iter_unpack("<d", buf[i:i + size])]
-                i += size
-            else:
-                values.append(_F64.unpack_from(buf, i)[0])
-                i += 8
+                values.append(real.unpack_from(buf, i)[0])
+                i += real.size
         elif field in (7, 10):  # int_val, int64_val (zigzag-free two's complement)
             if wire == 2:
                 size, i = _varint(buf, i)
