@@ -1,11 +1,16 @@
-"""Procedural grasp-demonstration corpus: generated once, cached, checksummed.
+"""Procedural grasp-demonstration corpus, written as LeRobotDataset v3.0 folders; and the
+reader that turns such folders (ours or a user's) into the arrays the engine trains on.
 
-Scenes are 32x32 top-down RGB frames: a 6-motor arm (base yaw, shoulder, elbow,
-wrist flex, wrist roll, gripper; degrees / gripper percent like an SO-101) reaching
-an object with a minimum-jerk trajectory, then closing the gripper. 32 px keeps the
-image prefix at 16 patch tokens (patch 8), which is what lets the small recipe run
-1000 steps of batch 96 on two CPU cores; objects are drawn anti-aliased so their
-position is readable below one pixel.
+Scenes are 32x32 top-down RGB frames at 10 fps: a 6-motor arm (base yaw, shoulder, elbow,
+wrist flex, wrist roll, gripper; degrees / gripper percent like an SO-101) reaching an
+object with a minimum-jerk trajectory, then closing the gripper. 32 px keeps the image
+prefix at 16 patch tokens (patch 8), which is what lets the small recipe run 1000 steps of
+batch 96 on two CPU cores; objects are drawn anti-aliased so their position is readable
+below one pixel.
+
+The corpus folder holds one LeRobotDataset per sub-dataset (`demos/`, `rig/`), the engine's
+marker file and manifest.json (every file's sha256). `--data-dir` may also name a user's
+LeRobotDataset folder, or a folder of several: those are only ever read (engine/lerobot.py).
 """
 
 from __future__ import annotations
@@ -15,16 +20,19 @@ import json
 import os
 import tempfile
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
+from engine import lerobot
 from engine.stats import NormStats
 
-VERSION = 1
+VERSION = 2
 IMAGE_SIZE = 32
-CHUNK = 8
+FPS = 10
+CHUNK_SECONDS = 0.8  # the action chunk's horizon: 8 frames at 10 fps
 MOTORS = 6
 EPISODE_LEN = 32
 EVAL_FRAMES = 256
@@ -32,7 +40,12 @@ TRAIN_SLICE = 256
 DATASETS = ("demos", "rig")
 EPISODES = {"demos": 480, "rig": 240}
 EVAL_FRACTION = 0.1
-FILES = ("images", "states", "actions", "dataset", "episode", "split")
+CAMERA = "observation.images.top"
+STATE_NAMES = ("shoulder_pan.pos", "shoulder_lift.pos", "elbow_flex.pos", "wrist_flex.pos",
+               "wrist_roll.pos", "gripper.pos")
+TASKS = {"demos": "Grasp the red or orange object and lift it.",
+         "rig": "Grasp the green or blue block and lift it."}
+EVAL_SEED, SLICE_SEED = 0xE7A1, 0x7A11  # the probe frames are fixed per corpus, not per run
 
 # Arm geometry in image units (0..1, base at bottom centre).
 LINK1, LINK2 = 0.5, 0.45
@@ -40,7 +53,7 @@ HOME = np.array([0.0, 40.0, 50.0, 0.0, 0.0, 80.0], dtype=np.float32)
 
 
 class CorpusError(RuntimeError):
-    """The cache folder cannot be used or written."""
+    """The cache folder cannot be used or written, or a dataset cannot be read."""
 
 
 def default_dir() -> Path:
@@ -48,33 +61,74 @@ def default_dir() -> Path:
     return Path(base) / "fontaine-engine" / f"corpus-v{VERSION}"
 
 
+def chunk_for(fps: int) -> int:
+    """Actions per chunk for a dataset's frame rate (CHUNK_SECONDS of future targets)."""
+    return max(1, round(CHUNK_SECONDS * fps))
+
+
+CHUNK = chunk_for(FPS)
+
+
 @dataclass(frozen=True, slots=True)
 class Corpus:
-    """Memory-mapped arrays of one corpus; index arrays select frames."""
+    """The frames of one or more sub-datasets as arrays; index arrays select frames.
+
+    `names` are every sub-dataset found (the eval draw and its per-dataset breakdown cover all
+    of them); `train_names` those chosen to train on (`--datasets`)."""
 
     root: Path
+    names: tuple[str, ...]
+    train_names: tuple[str, ...]
+    fps: int
     images: np.ndarray  # (N, H, W, 3) uint8
-    states: np.ndarray  # (N, 6) float32, raw units
-    actions: np.ndarray  # (N, CHUNK, 6) float32, raw units (next CHUNK joint targets)
-    dataset: np.ndarray  # (N,) int8 index into DATASETS
-    episode: np.ndarray  # (N,) int32
+    states: np.ndarray  # (N, S) float32, raw units
+    actions: np.ndarray  # (N, chunk, A) float32, raw units: the next chunk of targets
+    frame_actions: np.ndarray  # (N, A) float32: each frame's own action (what stats describe)
+    dataset: np.ndarray  # (N,) int8 index into names
+    episode: np.ndarray  # (N,) int32, unique across sub-datasets
     split: np.ndarray  # (N,) int8: 0 train, 1 eval
+    dataset_stats: dict  # name -> that dataset's meta/stats.json
+
+    @property
+    def chunk(self) -> int:
+        return int(self.actions.shape[1])
+
+    @property
+    def motors(self) -> int:
+        return int(self.actions.shape[2])
 
     @property
     def train_index(self) -> np.ndarray:
-        return np.flatnonzero(self.split == 0)
+        chosen = [self.names.index(n) for n in self.train_names]
+        return np.flatnonzero((self.split == 0) & np.isin(self.dataset, chosen))
 
-    def eval_draw(self, seed: int) -> np.ndarray:
-        """The fixed 256-frame eval draw for a seed."""
+    def eval_draw(self) -> np.ndarray:
+        """The fixed 256-frame eval draw of this corpus, over every sub-dataset: the same frames
+        whatever the training seed or the datasets trained on."""
         pool = np.flatnonzero(self.split == 1)
-        rng = np.random.default_rng([seed, 0xE7A1])
+        rng = np.random.default_rng(EVAL_SEED)
         return np.sort(rng.choice(pool, size=min(EVAL_FRAMES, len(pool)), replace=False))
 
-    def train_slice(self, seed: int) -> np.ndarray:
-        """A fixed slice of training frames, probed like the eval draw."""
+    def train_slice(self) -> np.ndarray:
+        """A fixed slice of the training frames, probed like the eval draw."""
         pool = self.train_index
-        rng = np.random.default_rng([seed, 0x7A11])
+        rng = np.random.default_rng(SLICE_SEED)
         return np.sort(rng.choice(pool, size=min(TRAIN_SLICE, len(pool)), replace=False))
+
+    def stats(self) -> NormStats:
+        """The normalisation the datasets' own meta/stats.json give for the datasets trained
+        on: action q01/q99 and state mean/std, pooled by frame count over several."""
+        parts = [self.dataset_stats[n] for n in self.train_names]
+        try:
+            return NormStats.pooled([(p[lerobot.STATE_KEY], p[lerobot.ACTION_KEY]) for p in parts])
+        except (KeyError, TypeError, ValueError) as exc:
+            raise CorpusError(f"{self.root}: meta/stats.json: expected {lerobot.STATE_KEY} "
+                              f"mean/std/count and {lerobot.ACTION_KEY} q01/q99/count ({exc})") from None
+
+    def recomputed_stats(self) -> NormStats:
+        """The same quantities computed from the training frames of the chosen datasets."""
+        train = self.train_index
+        return NormStats.compute(self.states[train], self.frame_actions[train])
 
 
 # --------------------------------------------------------------------------- kinematics
@@ -181,28 +235,33 @@ def _render(name: str, rng: np.random.Generator, poses: np.ndarray, obj_xy, obj_
 # --------------------------------------------------------------------------- generation
 
 
-def generate(seed: int = 0) -> dict[str, np.ndarray]:
-    """Build every array of the corpus in memory (deterministic for a seed)."""
-    parts: dict[str, list[np.ndarray]] = {k: [] for k in FILES}
-    episode_id = 0
+@dataclass(frozen=True, slots=True)
+class Generated:
+    """One sub-dataset in memory, episode by episode (the last EVAL_FRACTION are the eval split)."""
+
+    frames: list[np.ndarray]  # (T, H, W, 3) uint8
+    states: list[np.ndarray]  # (T, 6) float32
+    actions: list[np.ndarray]  # (T, 6) float32: the next joint target of each frame
+    eval_from: int
+
+
+def generate(seed: int = 0) -> dict[str, Generated]:
+    """Render every episode of every sub-dataset (deterministic for a seed)."""
+    out = {}
     for ds_index, name in enumerate(DATASETS):
         rng = np.random.default_rng([seed, VERSION, ds_index])
         n_eps = EPISODES[name]
-        eval_eps = set(rng.choice(n_eps, size=max(1, int(n_eps * EVAL_FRACTION)), replace=False).tolist())
-        for ep in range(n_eps):
+        frames, states, actions = [], [], []
+        for _ in range(n_eps):
             obj_xy = np.array([rng.uniform(0.18, 0.82), rng.uniform(0.15, 0.62)])
             obj_size = rng.uniform(0.12, 0.2) if name == "demos" else rng.uniform(0.1, 0.16)
             poses = _episode_poses(rng, obj_xy, obj_size)
-            parts["images"].append(_render(name, rng, poses, obj_xy, obj_size))
-            states = poses + rng.normal(0, 0.3, size=poses.shape).astype(np.float32)
-            parts["states"].append(states.astype(np.float32))
-            idx = np.minimum(np.arange(EPISODE_LEN)[:, None] + 1 + np.arange(CHUNK)[None, :], EPISODE_LEN - 1)
-            parts["actions"].append(poses[idx])
-            parts["dataset"].append(np.full(EPISODE_LEN, ds_index, dtype=np.int8))
-            parts["episode"].append(np.full(EPISODE_LEN, episode_id, dtype=np.int32))
-            parts["split"].append(np.full(EPISODE_LEN, 1 if ep in eval_eps else 0, dtype=np.int8))
-            episode_id += 1
-    return {k: np.concatenate(v) for k, v in parts.items()}
+            frames.append(_render(name, rng, poses, obj_xy, obj_size))
+            states.append((poses + rng.normal(0, 0.3, size=poses.shape)).astype(np.float32))
+            actions.append(poses[np.minimum(np.arange(EPISODE_LEN) + 1, EPISODE_LEN - 1)])
+        # episodes are drawn independently, so the last tenth is as good an eval split as any
+        out[name] = Generated(frames, states, actions, n_eps - max(1, int(n_eps * EVAL_FRACTION)))
+    return out
 
 
 def _sha256(path: Path) -> str:
@@ -213,24 +272,34 @@ def _sha256(path: Path) -> str:
     return h.hexdigest()
 
 
+def _files(root: Path) -> list[Path]:
+    """Every file the corpus writes, relative to root (the marker and the manifest aside)."""
+    return sorted(p.relative_to(root) for name in DATASETS for p in (root / name).rglob("*")
+                  if p.is_file())
+
+
 def _manifest_ok(root: Path, seed: int) -> bool:
     try:
         manifest = json.loads((root / "manifest.json").read_text())
         if manifest.get("version") != VERSION or manifest.get("seed") != seed:
             return False
-        for name in FILES:
-            entry = manifest["files"][name]
-            path = root / f"{name}.npy"
+        files = manifest["files"]
+        if sorted(files) != [str(p) for p in _files(root)]:
+            return False
+        for rel, entry in files.items():
+            path = root / rel
             if path.stat().st_size != entry["bytes"] or _sha256(path) != entry["sha256"]:
                 return False
-        NormStats.load(root / "stats.json")
         return True
-    except (OSError, ValueError, KeyError, TypeError):
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
         return False
 
 
 MARKER = ".fontaine-engine-corpus"  # written by build() into every folder it creates
-OURS = frozenset({*(f"{name}.npy" for name in FILES), "stats.json", "manifest.json", MARKER})
+OURS = frozenset({*DATASETS, "manifest.json", MARKER})
+# what lerobot.write() puts in a dataset folder: only these are ever deleted
+WRITTEN = (lerobot.INFO_PATH, lerobot.STATS_PATH, lerobot.TASKS_PATH, "meta/episodes/chunk-*/file-*.parquet",
+           "data/chunk-*/file-*.parquet", f"videos/{CAMERA}/chunk-*/file-*.mp4")
 
 
 def is_ours(root: Path) -> bool:
@@ -238,12 +307,25 @@ def is_ours(root: Path) -> bool:
     return (root / MARKER).is_file()
 
 
+def is_dataset_folder(root: Path) -> bool:
+    """A LeRobotDataset folder, or a folder holding one or more."""
+    return lerobot.is_dataset(root) or any(lerobot.is_dataset(p) for p in _subfolders(root))
+
+
+def _subfolders(root: Path) -> list[Path]:
+    try:
+        return sorted(p for p in root.iterdir() if p.is_dir() and not p.name.startswith("."))
+    except OSError:
+        return []
+
+
 def check_dir(root: Path, seed: int = 0) -> str:
     """What ensure() would do with root: "use", "build" or "rebuild".
 
     Raises CorpusError, touching nothing, for a path that is not a folder, a folder that holds
-    anything without the engine's marker (unless it holds a valid corpus, which is used as a
-    dataset), or a marked folder that also holds files the engine did not write.
+    anything without the engine's marker (unless it is a LeRobotDataset folder or a folder of
+    them, which is read as a dataset), or a marked folder that also holds files the engine did
+    not write.
     """
     if not root.exists():
         return "build"
@@ -255,11 +337,15 @@ def check_dir(root: Path, seed: int = 0) -> str:
     if not entries:
         return "build"  # an empty folder: the corpus is written into it
     if not is_ours(root):
+        if is_dataset_folder(root):
+            return "use"
         raise CorpusError(
             f"{root}: not a corpus the engine made (no {MARKER} marker) and not a dataset it "
-            f"can read (expected manifest.json, stats.json and {', '.join(FILES)} as .npy); "
-            "nothing in it was touched")
+            f"can read (expected {lerobot.INFO_PATH} of a LeRobotDataset, or sub-folders that "
+            "hold one); nothing in it was touched")
     foreign = [name for name in entries if name not in OURS]
+    foreign += [str(p) for name in DATASETS if (root / name).is_dir()
+                for p in _unwritten(root / name)]
     if foreign:
         shown = ", ".join(foreign[:3]) + (", ..." if len(foreign) > 3 else "")
         raise CorpusError(f"{root}: the corpus cache needs rebuilding but also holds files the "
@@ -267,15 +353,53 @@ def check_dir(root: Path, seed: int = 0) -> str:
     return "rebuild"
 
 
+def _written(folder: Path) -> list[Path]:
+    return [p for pattern in WRITTEN for p in folder.glob(pattern) if p.is_file()]
+
+
+def _unwritten(folder: Path) -> list[Path]:
+    mine = set(_written(folder))
+    return [p.relative_to(folder.parent) for p in folder.rglob("*")
+            if p.is_file() and p not in mine]
+
+
 def _discard(folder: Path) -> None:
-    """Remove a corpus folder of ours: only the file names build() writes, then the folder.
-    Anything else found in it stays (and so does the folder)."""
-    for name in OURS:
+    """Remove a corpus folder of ours: only the files build() writes, then the emptied folders.
+    Anything else found in it stays (and so do the folders holding it)."""
+    for name in DATASETS:
+        sub = folder / name
+        for path in _written(sub):
+            path.unlink(missing_ok=True)
+        for d in sorted((p for p in sub.rglob("*") if p.is_dir()), key=lambda p: -len(p.parts)):
+            try:
+                d.rmdir()
+            except OSError:
+                pass
+        try:
+            sub.rmdir()
+        except OSError:
+            pass
+    for name in ("manifest.json", MARKER):
         (folder / name).unlink(missing_ok=True)
     try:
         folder.rmdir()
     except OSError:
         pass
+
+
+def write_corpus(folder: Path, seed: int = 0) -> None:
+    """Render the corpus and write it into folder (new or empty) as LeRobotDatasets."""
+    for name, gen in generate(seed).items():
+        lerobot.write(folder / name, fps=FPS, camera=CAMERA, frames_by_episode=gen.frames,
+                      states=gen.states, actions=gen.actions,
+                      tasks=[TASKS[name]] * len(gen.frames), state_names=STATE_NAMES,
+                      robot_type="so101_follower", eval_from=gen.eval_from)
+    files = {str(rel): {"bytes": (folder / rel).stat().st_size, "sha256": _sha256(folder / rel)}
+             for rel in _files(folder)}
+    manifest = {"version": VERSION, "seed": seed, "format": "LeRobotDataset v3.0",
+                "image_size": IMAGE_SIZE, "fps": FPS, "chunk": CHUNK,
+                "datasets": list(DATASETS), "created": time.time(), "files": files}
+    (folder / "manifest.json").write_text(json.dumps(manifest, indent=1))
 
 
 def build(root: Path, seed: int = 0) -> None:
@@ -292,18 +416,7 @@ def build(root: Path, seed: int = 0) -> None:
     try:
         (tmp / MARKER).write_text("created by the fontaine engine's corpus builder; "
                                   "the engine may delete and rebuild this folder\n")
-        arrays = generate(seed)
-        files = {}
-        for name in FILES:
-            path = tmp / f"{name}.npy"
-            np.save(path, arrays[name])
-            files[name] = {"bytes": path.stat().st_size, "sha256": _sha256(path),
-                           "shape": list(arrays[name].shape)}
-        manifest = {"version": VERSION, "seed": seed, "image_size": IMAGE_SIZE, "chunk": CHUNK,
-                    "datasets": list(DATASETS), "created": time.time(), "files": files}
-        train = arrays["split"] == 0
-        NormStats.compute(arrays["states"][train], arrays["actions"][train]).save(tmp / "stats.json")
-        (tmp / "manifest.json").write_text(json.dumps(manifest, indent=1))
+        write_corpus(tmp, seed)
         if action == "rebuild":
             if check_dir(root, seed) == "use":  # another process rebuilt it meanwhile
                 return
@@ -328,10 +441,12 @@ def build(root: Path, seed: int = 0) -> None:
 
 
 def ensure(root: Path, seed: int = 0) -> bool:
-    """Make root hold a valid corpus; returns True when it had to be (re)built.
-    Raises CorpusError when root is not ours to write (see check_dir)."""
+    """Make root hold a valid corpus (or a dataset to read); returns True when it had to be
+    (re)built. Raises CorpusError when root is not ours to write (see check_dir)."""
     root = root.resolve()  # a symlinked folder: act on the folder, never on the link
     if _manifest_ok(root, seed):
+        return False
+    if check_dir(root, seed) == "use":  # a user's dataset: read, never written
         return False
     try:
         build(root, seed)
@@ -340,6 +455,80 @@ def ensure(root: Path, seed: int = 0) -> bool:
     return True
 
 
-def load(root: Path) -> Corpus:
-    arrays = {name: np.load(root / f"{name}.npy", mmap_mode="r") for name in FILES}
-    return Corpus(root=root, **arrays)
+def dataset_folders(root: Path) -> list[Path]:
+    """The sub-dataset folders of root, in the manifest's order for the corpus, else by name;
+    root itself when it is one LeRobotDataset."""
+    if lerobot.is_dataset(root):
+        return [root]
+    try:
+        order = json.loads((root / "manifest.json").read_text()).get("datasets") or []
+    except (OSError, ValueError, AttributeError):
+        order = []
+    found = [p for p in _subfolders(root) if lerobot.is_dataset(p)]
+    rank = {name: i for i, name in enumerate(order)}
+    return sorted(found, key=lambda p: (rank.get(p.name, len(rank)), p.name))
+
+
+def _holdout(name: str, n_eps: int) -> set[int]:
+    """Eval episodes for a dataset without an eval split: a fixed tenth, drawn by its name."""
+    seed = int(hashlib.sha256(name.encode()).hexdigest()[:8], 16)
+    rng = np.random.default_rng([seed, EVAL_SEED])
+    return set(rng.choice(n_eps, size=max(1, int(n_eps * EVAL_FRACTION)), replace=False).tolist())
+
+
+def load(root: Path, datasets: Sequence[str] | None = None, image_size: int = IMAGE_SIZE,
+         camera: str | None = None) -> Corpus:
+    """Every sub-dataset under root, with `datasets` (default: all) chosen to train on."""
+    root = Path(root)
+    folders = dataset_folders(root)
+    if not folders:
+        raise CorpusError(f"{root}: no LeRobotDataset found (expected {lerobot.INFO_PATH} in it "
+                          "or in its sub-folders)")
+    names = tuple(p.name for p in folders)
+    chosen = tuple(datasets) if datasets else names
+    unknown = [n for n in chosen if n not in names]
+    if unknown:
+        raise CorpusError(f"--datasets {','.join(chosen)}: {', '.join(unknown)} not found under "
+                          f"{root} (expected some of: {', '.join(names)})")
+    parts = {k: [] for k in ("images", "states", "actions", "frame_actions", "dataset",
+                             "episode", "split")}
+    stats, fps, shapes, first_episode = {}, None, None, 0
+    try:
+        for ds_index, folder in enumerate(folders):
+            ds = lerobot.read(folder, camera)
+            if fps is not None and ds.fps != fps:
+                raise CorpusError(f"{folder}: fps {ds.fps} differs from {folders[0].name}'s {fps} "
+                                  "(expected one frame rate across the datasets)")
+            fps = ds.fps
+            shape = (ds.state.shape[1], ds.action.shape[1])
+            if shapes is not None and shape != shapes:
+                raise CorpusError(f"{folder}: state/action sizes {shape} differ from "
+                                  f"{folders[0].name}'s {shapes}")
+            shapes = shape
+            chunk = chunk_for(ds.fps)
+            n = len(ds.timestamp)
+            rows = np.arange(n)
+            ends = np.empty(n, dtype=np.int64)
+            split = np.zeros(n, dtype=np.int8)
+            evals = ds.eval_episodes() or _holdout(ds.name, len(ds.episodes))
+            for ep in ds.episodes:
+                ends[ep.start:ep.start + ep.length] = ep.start + ep.length - 1
+                if ep.index in evals:
+                    split[ep.start:ep.start + ep.length] = 1
+            # the chunk at a frame: its own action and the next chunk-1, the last one repeated
+            # past the episode's end (lerobot pads the same way)
+            idx = np.minimum(rows[:, None] + np.arange(chunk)[None, :], ends[:, None])
+            parts["images"].append(lerobot.frames(ds, image_size))
+            parts["states"].append(ds.state)
+            parts["actions"].append(ds.action[idx])
+            parts["frame_actions"].append(ds.action)
+            parts["dataset"].append(np.full(n, ds_index, dtype=np.int8))
+            parts["episode"].append((first_episode + ds.episode_index).astype(np.int32))
+            parts["split"].append(split)
+            first_episode += int(ds.episode_index.max()) + 1 if n else 0
+            stats[ds.name] = ds.stats
+    except lerobot.DatasetError as exc:
+        raise CorpusError(str(exc)) from None
+    arrays = {k: (v[0] if len(v) == 1 else np.concatenate(v)) for k, v in parts.items()}
+    return Corpus(root=root, names=names, train_names=chosen, fps=int(fps or 0),
+                  dataset_stats=stats, **arrays)

@@ -34,22 +34,48 @@ def code_identity() -> dict[str, object]:
 
 
 def data_identity(root: Path) -> dict[str, object]:
-    """The corpus by its manifest: sha256 of what the manifest says the files are (their own
-    sha256s, shapes, the generator's version and seed), not when it was built."""
+    """The data by content. The engine's corpus: sha256 of what its manifest says the files are
+    (their own sha256s, the generator's version and seed), not when it was built. A user's
+    LeRobotDataset folder (or a folder of them): sha256 over every meta/ and data/ file's name
+    and content, and every video's name, size and first MiB (a multi-GB video is not re-read
+    at each launch)."""
     out: dict[str, object] = {"root": str(root)}
     try:
         manifest = json.loads((root / "manifest.json").read_text())
     except (OSError, ValueError):
+        manifest = None
+    if isinstance(manifest, dict):
+        what = {k: manifest.get(k) for k in ("version", "seed", "image_size", "chunk", "datasets",
+                                             "files")}
+        out["fingerprint"] = hashlib.sha256(
+            json.dumps(what, sort_keys=True, separators=(",", ":")).encode()).hexdigest()
+        return out
+    folders = [root] if (root / "meta" / "info.json").is_file() else sorted(
+        p for p in _listdir(root) if (p / "meta" / "info.json").is_file())
+    if not folders:
         out["fingerprint"] = None  # not built yet: the engine builds it at its first start
         return out
-    if not isinstance(manifest, dict):
-        out["fingerprint"] = None
-        return out
-    what = {k: manifest.get(k) for k in ("version", "seed", "image_size", "chunk", "datasets",
-                                         "files")}
-    out["fingerprint"] = hashlib.sha256(
-        json.dumps(what, sort_keys=True, separators=(",", ":")).encode()).hexdigest()
+    h = hashlib.sha256()
+    for folder in folders:
+        for path in sorted(p for p in folder.rglob("*") if p.is_file()):
+            rel = path.relative_to(root).as_posix()
+            top = path.relative_to(folder).parts[0]
+            if top in ("meta", "data"):
+                h.update(rel.encode() + b"\0" + hashlib.sha256(path.read_bytes()).digest())
+            elif top == "videos":
+                with open(path, "rb") as f:
+                    head = f.read(1 << 20)
+                h.update(f"{rel}\0{path.stat().st_size}\0".encode() + hashlib.sha256(head).digest())
+    out["fingerprint"] = h.hexdigest()
+    out["datasets"] = [p.name for p in folders]
     return out
+
+
+def _listdir(root: Path) -> list[Path]:
+    try:
+        return [p for p in root.iterdir() if p.is_dir()]
+    except OSError:
+        return []
 
 
 def versions() -> dict[str, str]:

@@ -16,12 +16,27 @@ os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 REPO = Path(__file__).resolve().parents[2]
 
 
+@pytest.fixture(scope="session", autouse=True)
+def frame_cache(tmp_path_factory) -> Path:
+    """The engine's decoded-frame cache ($XDG_CACHE_HOME/fontaine-engine/frames) in a temp
+    folder for the session, for this process and the engines it starts."""
+    cache = tmp_path_factory.mktemp("xdg-cache")
+    old = os.environ.get("XDG_CACHE_HOME")
+    os.environ["XDG_CACHE_HOME"] = str(cache)
+    yield cache / "fontaine-engine" / "frames"
+    if old is None:
+        os.environ.pop("XDG_CACHE_HOME", None)
+    else:
+        os.environ["XDG_CACHE_HOME"] = old
+
+
 @pytest.fixture(scope="session")
-def corpus_dir(tmp_path_factory) -> Path:
+def corpus_dir(tmp_path_factory, frame_cache) -> Path:
     from engine import corpus
 
-    root = tmp_path_factory.mktemp("cache") / "corpus-v1"
+    root = tmp_path_factory.mktemp("cache") / "corpus-v2"
     corpus.ensure(root)
+    corpus.load(root)  # decode the frames once for the session
     return root
 
 

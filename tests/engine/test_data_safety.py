@@ -84,29 +84,42 @@ def test_parity_refuses_a_user_folder_too(tmp_path, capsys):
 def test_a_half_written_cache_of_ours_is_rebuilt(tmp_path, corpus_dir):
     from engine import corpus
 
-    root = tmp_path / "corpus-v1"
+    root = tmp_path / "corpus-v2"
     shutil.copytree(corpus_dir, root)
     assert corpus.is_ours(root)
-    (root / "images.npy").unlink()
-    with open(root / "actions.npy", "r+b") as f:
+    (root / "rig/videos/observation.images.top/chunk-000/file-000.mp4").unlink()
+    with open(root / "demos/data/chunk-000/file-000.parquet", "r+b") as f:
         f.truncate(100)
     assert corpus.check_dir(root) == "rebuild"
     assert corpus.ensure(root) is True
     assert corpus.check_dir(root) == "use" and corpus.ensure(root) is False
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["corpus-v1"]  # no temp left behind
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["corpus-v2"]  # no temp left behind
 
 
-def test_a_cache_of_ours_with_a_user_file_in_it_is_not_rebuilt(tmp_path, corpus_dir):
+@pytest.mark.parametrize("where", ["notes.txt", "demos/notes.txt", "rig/meta/mine.json"])
+def test_a_cache_of_ours_with_a_user_file_in_it_is_not_rebuilt(tmp_path, corpus_dir, where):
     from engine import corpus
 
-    root = tmp_path / "corpus-v1"
+    root = tmp_path / "corpus-v2"
     shutil.copytree(corpus_dir, root)
-    (root / "images.npy").unlink()
-    (root / "notes.txt").write_text("mine")
+    (root / "demos/meta/stats.json").unlink()
+    (root / where).write_text("mine")
     before = _tree(root)
-    with pytest.raises(corpus.CorpusError, match="notes.txt"):
+    with pytest.raises(corpus.CorpusError, match=Path(where).name):
         corpus.ensure(root)
     assert _tree(root) == before
+
+
+def test_discarding_an_old_cache_removes_only_what_the_engine_wrote(tmp_path, corpus_dir):
+    from engine import corpus
+
+    root = tmp_path / "old"
+    shutil.copytree(corpus_dir, root)
+    (root / "demos/videos/observation.images.top/notes.txt").write_text("mine")
+    corpus._discard(root)
+    left = sorted(str(p.relative_to(root)) for p in root.rglob("*"))
+    assert left == ["demos", "demos/videos", "demos/videos/observation.images.top",
+                    "demos/videos/observation.images.top/notes.txt"]
 
 
 def test_an_empty_folder_is_filled_and_a_copied_corpus_is_read_as_a_dataset(tmp_path, corpus_dir):
@@ -117,7 +130,7 @@ def test_an_empty_folder_is_filled_and_a_copied_corpus_is_read_as_a_dataset(tmp_
     assert corpus.ensure(empty) is True and corpus.is_ours(empty)
     copy = tmp_path / "copy"
     shutil.copytree(corpus_dir, copy)
-    (copy / corpus.MARKER).unlink()  # a user's copy: not ours, but a corpus
+    (copy / corpus.MARKER).unlink()  # a user's copy: not ours, but LeRobot datasets
     before = _tree(copy)
     assert corpus.check_dir(copy) == "use" and corpus.ensure(copy) is False
     assert _tree(copy) == before
@@ -147,10 +160,9 @@ def test_a_fresh_run_never_writes_into_another_runs_folder(tmp_path, corpus_dir,
 
 
 def test_a_step_folder_that_is_not_our_checkpoint_is_left_untouched(tmp_path, corpus_dir):
-    from engine import checkpoint
-    from engine.stats import NormStats
+    from engine import checkpoint, corpus
 
-    stats = NormStats.load(corpus_dir / "stats.json")
+    stats = corpus.load(corpus_dir).stats()
     model = torch.nn.Linear(2, 2)
     opt = torch.optim.AdamW(model.parameters())
     root = tmp_path / "checkpoints"

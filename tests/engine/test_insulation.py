@@ -11,10 +11,9 @@ pytestmark = pytest.mark.engine
 def _batch(corpus_dir):
     from engine import corpus
     from engine.pipeline import Layout, StepBatches
-    from engine.stats import NormStats
 
     data = corpus.load(corpus_dir)
-    stats = NormStats.load(corpus_dir / "stats.json")
+    stats = data.stats()
     return StepBatches(data, stats, Layout(8, 1, 1, 0), 0, 0.8).micro(0, 0)
 
 
