@@ -51,14 +51,15 @@ def timestep_embedding(t: torch.Tensor, dim: int) -> torch.Tensor:
 class FlowDecoder(nn.Module):
     """Predicts the flow velocity of a whole action chunk from (x_t, t, context)."""
 
-    def __init__(self, ctx_dim: int, width: int) -> None:
+    def __init__(self, ctx_dim: int, width: int, chunk: int = CHUNK, motors: int = MOTORS) -> None:
         super().__init__()
+        self.chunk, self.motors = chunk, motors
         self.t_dim = 64
         self.ctx = nn.Sequential(nn.Linear(2 * ctx_dim, width), nn.SiLU())
         self.net = nn.Sequential(
-            nn.Linear(CHUNK * MOTORS + self.t_dim + width, width), nn.SiLU(),
+            nn.Linear(chunk * motors + self.t_dim + width, width), nn.SiLU(),
             nn.Linear(width, width), nn.SiLU(),
-            nn.Linear(width, CHUNK * MOTORS),
+            nn.Linear(width, chunk * motors),
         )
 
     def context(self, prefix_hidden: torch.Tensor) -> torch.Tensor:
@@ -66,38 +67,63 @@ class FlowDecoder(nn.Module):
         return self.ctx(pooled)
 
     def forward(self, x_t: torch.Tensor, t: torch.Tensor, ctx: torch.Tensor) -> torch.Tensor:
-        """x_t (..., CHUNK, MOTORS), t (...), ctx broadcastable to (..., width)."""
+        """x_t (..., chunk, motors), t (...), ctx broadcastable to (..., width)."""
         lead = x_t.shape[:-2]
         feats = torch.cat([x_t.reshape(*lead, -1), timestep_embedding(t, self.t_dim),
                            ctx.expand(*lead, ctx.shape[-1])], dim=-1)
-        return self.net(feats).reshape(*lead, CHUNK, MOTORS)
+        return self.net(feats).reshape(*lead, self.chunk, self.motors)
 
 
 class Policy(nn.Module):
-    def __init__(self, size: str) -> None:
+    """`chunk` x `motors` actions per prediction and a `state_dim` state, from the dataset's
+    info.json (the generated corpus: 8 x 6 and 6)."""
+
+    def __init__(self, size: str, chunk: int = CHUNK, motors: int = MOTORS,
+                 state_dim: int | None = None, vision: SiglipVisionModel | None = None,
+                 backbone: Qwen2Model | None = None,
+                 architecture: dict[str, dict] | None = None) -> None:
+        """`vision` / `backbone`: pretrained parts (engine/init.py) used as they are;
+        `architecture`: the parts' configs an engine checkpoint recorded, built fresh (its
+        weights are loaded after). Otherwise both come from SIZES[size]."""
         super().__init__()
         c = SIZES[size]
         self.size = size
-        vcfg = SiglipVisionConfig(
-            hidden_size=c["v_hidden"], intermediate_size=4 * c["v_hidden"],
-            num_hidden_layers=c["v_layers"], num_attention_heads=c["v_heads"],
-            image_size=IMAGE_SIZE, patch_size=PATCH, vision_use_head=False,
-            attention_dropout=0.0)
-        vcfg._attn_implementation = "sdpa"
-        self.vision = SiglipVisionModel(vcfg)
-        bcfg = Qwen2Config(
-            vocab_size=BINS + 1, hidden_size=c["hidden"], intermediate_size=c["inter"],
-            num_hidden_layers=c["layers"], num_attention_heads=c["heads"],
-            num_key_value_heads=c["kv_heads"], max_position_embeddings=128,
-            tie_word_embeddings=False, attention_dropout=0.0, use_sliding_window=False)
-        bcfg._attn_implementation = "sdpa"
-        self.backbone = Qwen2Model(bcfg)
-        self.img_proj = nn.Linear(c["v_hidden"], c["hidden"])
-        self.state_proj = nn.Linear(MOTORS, c["hidden"])
-        self.lm_head = nn.Linear(c["hidden"], BINS, bias=False)
-        self.flow = FlowDecoder(c["hidden"], c["flow"])
-        self.prefix_len = (IMAGE_SIZE // PATCH) ** 2 + 1
-        seq = self.prefix_len + CHUNK * MOTORS
+        self.chunk, self.motors = chunk, motors
+        arch = architecture or {}
+        if vision is None and "vision" in arch:
+            vision = SiglipVisionModel(_sdpa(SiglipVisionConfig.from_dict(arch["vision"])))
+        if vision is None:
+            vcfg = SiglipVisionConfig(
+                hidden_size=c["v_hidden"], intermediate_size=4 * c["v_hidden"],
+                num_hidden_layers=c["v_layers"], num_attention_heads=c["v_heads"],
+                image_size=IMAGE_SIZE, patch_size=PATCH, vision_use_head=False,
+                attention_dropout=0.0)
+            vcfg._attn_implementation = "sdpa"
+            vision = SiglipVisionModel(vcfg)
+        if getattr(vision, "head", None) is not None:
+            # a pretrained pooling head: the policy reads the patch tokens, never the pooled one
+            vision.head.requires_grad_(False)
+        self.vision = vision
+        vcfg = vision.config
+        self.image_size, self.patch = int(vcfg.image_size), int(vcfg.patch_size)
+        self.prefix_len = (self.image_size // self.patch) ** 2 + 1
+        seq = self.prefix_len + chunk * motors
+        if backbone is None and "backbone" in arch:
+            backbone = Qwen2Model(_sdpa(Qwen2Config.from_dict(arch["backbone"])))
+        if backbone is None:
+            bcfg = Qwen2Config(
+                vocab_size=BINS + 1, hidden_size=c["hidden"], intermediate_size=c["inter"],
+                num_hidden_layers=c["layers"], num_attention_heads=c["heads"],
+                num_key_value_heads=c["kv_heads"], max_position_embeddings=max(128, seq),
+                tie_word_embeddings=False, attention_dropout=0.0, use_sliding_window=False)
+            bcfg._attn_implementation = "sdpa"
+            backbone = Qwen2Model(bcfg)
+        self.backbone = backbone
+        hidden = int(backbone.config.hidden_size)
+        self.img_proj = nn.Linear(int(vcfg.hidden_size), hidden)
+        self.state_proj = nn.Linear(state_dim or motors, hidden)
+        self.lm_head = nn.Linear(hidden, BINS, bias=False)
+        self.flow = FlowDecoder(hidden, c["flow"], chunk, motors)
         i = torch.arange(seq)
         allowed = (i[None, :] < self.prefix_len) | (i[None, :] <= i[:, None])
         self.register_buffer("mask", allowed[None, None], persistent=False)
@@ -132,9 +158,9 @@ class Policy(nn.Module):
         ar_ce = F.cross_entropy(logits.reshape(-1, BINS).float(), batch["tokens"].reshape(-1))
         ctx_in = prefix_h.detach() if insulate else prefix_h
         ctx = self.flow.context(ctx_in)[:, None]  # (B, 1, W): shared by the K time samples
-        a = batch["actions"][:, None]  # (B, 1, CHUNK, MOTORS)
+        a = batch["actions"][:, None]  # (B, 1, chunk, motors)
         t = batch["flow_t"]  # (B, K)
-        eps = batch["flow_noise"]  # (B, K, CHUNK, MOTORS)
+        eps = batch["flow_noise"]  # (B, K, chunk, motors)
         tt = t[..., None, None]
         x_t = tt * eps + (1.0 - tt) * a
         flow_loss = F.mse_loss(self.flow(x_t, t, ctx).float(), (eps - a).float())
@@ -147,15 +173,27 @@ class Policy(nn.Module):
         return {"loss": loss, "ar_ce": ar_ce.detach(), "flow_loss": flow_loss.detach()}
 
     @torch.no_grad()
-    def sample(self, prefix_h: torch.Tensor, noise: torch.Tensor) -> torch.Tensor:
-        """Euler-integrate the flow from noise (t=1) to actions (t=0), normalized units."""
+    def sample(self, prefix_h: torch.Tensor, noise: torch.Tensor,
+               steps: int = EULER_STEPS) -> torch.Tensor:
+        """Euler-integrate the flow from noise (t=1) to actions (t=0) in `steps` steps,
+        normalized units."""
         ctx = self.flow.context(prefix_h)
         x = noise
-        dt = -1.0 / EULER_STEPS
-        for k in range(EULER_STEPS):
+        dt = -1.0 / steps
+        for k in range(steps):
             t = torch.full(x.shape[:1], 1.0 + k * dt, device=x.device, dtype=x.dtype)
             x = x + dt * self.flow(x, t, ctx)
         return x
+
+
+def _sdpa(config):
+    config._attn_implementation = "sdpa"
+    return config
+
+
+def architecture(model: Policy) -> dict[str, dict]:
+    """The vision encoder's and backbone's configs, as a checkpoint's meta.json records them."""
+    return {"vision": model.vision.config.to_dict(), "backbone": model.backbone.config.to_dict()}
 
 
 def count_parameters(model: nn.Module) -> int:

@@ -72,8 +72,8 @@ def test_eval_is_deterministic_for_a_checkpoint(smoke_run, corpus_dir):
     stats = NormStats.load(ck / "stats.json")
     model = Policy("tiny")
     checkpoint.load_weights(ck, model)
-    ev = Probe(data, data.eval_draw(0), stats, 0, ctx)
-    tr = Probe(data, data.train_slice(0), stats, 1, ctx)
+    ev = Probe(data, data.eval_draw(), stats, 0, ctx)
+    tr = Probe(data, data.train_slice(), stats, 1, ctx)
     first = eval_record(ev, tr, model, True)
     second = eval_record(ev, tr, model, True)
     assert first == second
@@ -82,27 +82,59 @@ def test_eval_is_deterministic_for_a_checkpoint(smoke_run, corpus_dir):
         assert first[key] == pytest.approx(logged[key], rel=1e-6, abs=1e-9), key
 
 
-def test_init_then_failure_logs_error_event_and_exits_1(smoke_run, corpus_dir, tmp_path, capsys):
-    """--init from a tiny checkpoint into a small model cannot load: `event: error`, exit 1."""
+def _in_process(argv):
     import signal
 
     from engine.cli import main
 
-    argv = tiny_argv(tmp_path, corpus_dir, "--init", str(smoke_run), "--num-workers", "0",
-                     steps=5)
-    argv[argv.index("--model-size") + 1] = "small"
     handlers = {sig: signal.getsignal(sig) for sig in (signal.SIGINT, signal.SIGTERM)}
     try:
-        assert main(argv[3:]) == 1  # in-process: the engine's own entry point
+        return main(argv[3:])  # in-process: the engine's own entry point
     finally:
         for sig, handler in handlers.items():
             signal.signal(sig, handler)
+
+
+def test_failure_after_start_logs_error_event_and_exits_1(smoke_run, corpus_dir, tmp_path, capsys):
+    """An init checkpoint whose weights file is cut short fails as the weights load, after the
+    meta record: `event: error` in the log, one line on stderr, exit 1."""
+    import shutil
+
+    init = tmp_path / "init" / "step-000020"
+    shutil.copytree(smoke_run / "checkpoints" / "step-000020", init)
+    with open(init / "model.safetensors", "r+b") as f:
+        f.truncate(100)
+    out = tmp_path / "run"
+    assert _in_process(tiny_argv(out, corpus_dir, "--init", str(init), "--num-workers", "0",
+                                 steps=5)) == 1
     err = capsys.readouterr().err
-    assert "Traceback" not in err and err.startswith("engine: RuntimeError")
-    records = read(tmp_path / "train_log.jsonl")
+    assert "Traceback" not in err and err.startswith("engine: ") and len(err.splitlines()) == 1
+    records = read(out / "train_log.jsonl")
     check(records)
     assert [r["kind"] for r in records] == ["meta", "event"]
-    assert records[-1]["event"] == "error" and "size mismatch" in records[-1]["detail"]
+    assert records[-1]["event"] == "error"
+
+
+def test_init_that_does_not_fit_the_model_is_one_line_and_logged(smoke_run, corpus_dir, tmp_path,
+                                                                 capsys):
+    """A checkpoint whose meta.json claims the recipe's size but holds another model's weights
+    passes the flag check and is caught as it loads: one line, exit 2, `event: error`."""
+    import json
+    import shutil
+
+    init = tmp_path / "init" / "step-000020"
+    shutil.copytree(smoke_run / "checkpoints" / "step-000020", init)
+    meta = json.loads((init / "meta.json").read_text())
+    meta.pop("architecture", None)
+    (init / "meta.json").write_text(json.dumps({**meta, "model_size": "small"}))
+    argv = tiny_argv(tmp_path / "run", corpus_dir, "--init", str(init), "--num-workers", "0", steps=5)
+    argv[argv.index("--model-size") + 1] = "small"
+    assert _in_process(argv) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith(f"engine: error: --init {init}: does not load into this model")
+    assert len(err.splitlines()) == 1
+    records = read(tmp_path / "run" / "train_log.jsonl")
+    assert [r["kind"] for r in records] == ["meta", "event"] and records[-1]["event"] == "error"
 
 
 def test_init_inherit_and_random_flow_decoder(smoke_run, corpus_dir, tmp_path):
@@ -117,8 +149,9 @@ def test_init_inherit_and_random_flow_decoder(smoke_run, corpus_dir, tmp_path):
         args = build_parser().parse_args(tiny_argv(tmp_path, corpus_dir, "--init", str(smoke_run),
                                                    "--flow-decoder-init", mode)[3:])
         ctx = train.distributed.Context(0, 1, 0, torch.device("cpu"))
-        session = train.build_session(args, ctx)
-        train.load_init(session, args)
+        init = train.inits.describe(args.init)
+        session = train.build_session(args, ctx, init=init)
+        train.load_init(session, args, init)
         state = session.module.state_dict()
         same = {k: torch.equal(state[k], ck[k]) for k in ck}
         assert all(v for k, v in same.items() if not k.startswith("flow."))

@@ -5,12 +5,13 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
+from pathlib import Path
 
 from fontaine_tui.core.host.telemetry import TelemetrySnapshot
-from fontaine_tui.core.launch.launcher import newest_checkpoint
+from fontaine_tui.core.launch.launcher import CHECKPOINT_DIR, newest_checkpoint
 from fontaine_tui.core.runfolder import RunFolder
 from fontaine_tui.core.text import MIB, gib, mib
-from fontaine_tui.core.verdict.presets import Preset
+from fontaine_tui.core.verdict.presets import Preset, layout
 
 # RAM the engine needs, per piece (estimates measured on the tiny/small engine, rounded up;
 # RSS counts pages shared with the parent, so the sum errs on the safe side).
@@ -42,7 +43,7 @@ def ram_estimate(preset: Preset) -> RamEstimate:
     nproc = int(preset.platform["nproc"])
     workers = int(preset.platform["num_workers"])
     prefetch = int(preset.platform["prefetch_factor"])
-    micro = int(preset.recipe["batch_size"]) // int(preset.recipe["backward_chunks"]) // nproc
+    _, micro = layout(preset.path, preset.recipe, preset.platform)  # the preset load checked it
     per_worker = WORKER_BYTES + prefetch * micro * SAMPLE_BYTES
     total = nproc * (RANK_BYTES + workers * per_worker)
     formula = (f"{nproc} rank(s) x ({RANK_BYTES // MIB} MiB + {workers} workers x "
@@ -159,10 +160,56 @@ def check_folder(preset: Preset, folder: RunFolder, resume: bool,
     return out
 
 
+def init_found(path: Path) -> bool:
+    """Whether `path` holds something the engine can start from (engine/init.py has the
+    full rules): a Hugging Face model folder (config.json, or vision/ and backbone/ ones), an
+    engine checkpoint (model.safetensors + meta.json), or a run or checkpoints folder with
+    a complete step-NNNNNN checkpoint."""
+    if not path.is_dir():
+        return False
+    if (path / "config.json").is_file() or any((path / part / "config.json").is_file()
+                                               for part in ("vision", "backbone")):
+        return True
+    for folder in (path, path / "checkpoints"):
+        if (folder / "model.safetensors").is_file() and (folder / "meta.json").is_file():
+            return True
+        if folder.is_dir() and any(CHECKPOINT_DIR.match(p.name) and (p / "meta.json").is_file()
+                                   for p in folder.iterdir()):
+            return True
+    return False
+
+
+def check_init(preset: Preset, cwd: Path | None = None) -> list[Finding]:
+    """recipe.init names a starting point that is there (relative to the current folder,
+    as the engine reads it). Where it is another preset's run folder, the refusal names the
+    launch that makes it."""
+    init = str(preset.recipe.get("init", ""))
+    if not init:
+        return []
+    path = Path(init) if Path(init).is_absolute() else (cwd or Path.cwd()) / init
+    if init_found(path):
+        return [Finding("init", "ok", f"init {init}: found")]
+    from fontaine_tui.core.verdict.presets import list_presets, load_preset
+
+    makers = []
+    for name, preset_path in list_presets().items():
+        try:
+            other = load_preset(str(preset_path))
+        except Exception:  # noqa: BLE001 - a broken preset elsewhere says nothing here
+            continue
+        if other.name != preset.name and Path(str(other.run["output_dir"])) == Path(init):
+            makers.append(name)
+    hint = (f"; it is the run folder of preset {makers[0]}: run `fontaine-tui launch "
+            f"{makers[0]}` from this folder first") if makers else ""
+    return [Finding("init", "refuse", f"recipe.init {init}: no engine checkpoint or Hugging "
+                    f"Face model folder at {path}{hint}")]
+
+
 def check_all(preset: Preset, folder: RunFolder, telemetry: TelemetrySnapshot, *,
               resume: bool = False, yes_ram: bool = False, running_pid: int | None = None
               ) -> list[Finding]:
     return [*check_folder(preset, folder, resume, running_pid),
+            *check_init(preset),
             *check_gpus(preset, telemetry),
             check_ram(preset, telemetry, yes_ram)]
 

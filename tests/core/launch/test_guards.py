@@ -103,3 +103,44 @@ def test_bad_preset_and_poll_are_one_line(capsys: pytest.CaptureFixture[str]) ->
     assert cli.main(["launch", "smoke", "--plain", "--poll", "0"]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 2 and all(e.startswith("fontaine-tui: error:") for e in err)
+
+
+def test_missing_init_is_refused_naming_the_preset_that_makes_it(tmp_path: Path,
+                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    preset = load_preset("demosonly_1gpu")
+    assert preset.recipe["init"] == "outputs/train/pretrain_so101"
+    [finding] = guards.check_init(preset)
+    assert finding.level == "refuse"
+    assert finding.message.startswith("recipe.init outputs/train/pretrain_so101: no engine "
+                                      "checkpoint or Hugging Face model folder at ")
+    assert "run `fontaine-tui launch pretrain_so101` from this folder first" in finding.message
+    # the launch refuses it in the same one line as the other reasons
+    findings = guards.check_all(preset, RunFolder(tmp_path / "run"), tel(60 * GIB))
+    assert "pretrain_so101" in (guards.refusal(findings) or "")
+
+
+@pytest.mark.parametrize("layout", [
+    ("checkpoints/step-000300/meta.json",),  # the pretraining run's folder
+    ("model.safetensors", "meta.json"),  # one engine checkpoint
+    ("config.json",),  # a Hugging Face model folder
+    ("vision/config.json", "backbone/config.json"),  # its two parts
+])
+def test_init_found_in_each_form(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                 layout: tuple[str, ...]) -> None:
+    monkeypatch.chdir(tmp_path)
+    root = tmp_path / "outputs/train/pretrain_so101"
+    for name in layout:
+        (root / name).parent.mkdir(parents=True, exist_ok=True)
+        (root / name).write_text("{}")
+    [finding] = guards.check_init(load_preset("demosonly_1gpu"))
+    assert finding.level == "ok", finding
+
+
+def test_incomplete_checkpoint_is_not_an_init(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    step = tmp_path / "outputs/train/pretrain_so101/checkpoints/step-000300"
+    step.mkdir(parents=True)
+    (step / "model.safetensors").write_bytes(b"")  # meta.json, written last, is missing
+    [finding] = guards.check_init(load_preset("demosonly_1gpu"))
+    assert finding.level == "refuse"
