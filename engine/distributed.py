@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 import torch
@@ -28,6 +29,12 @@ class Context:
 def world_from_env() -> tuple[int, int, int]:
     return (int(os.environ.get("RANK", "0")), int(os.environ.get("WORLD_SIZE", "1")),
             int(os.environ.get("LOCAL_RANK", "0")))
+
+
+def local_world_size(env: Mapping[str, str] | None = None) -> int:
+    """Ranks on this node: torchrun's LOCAL_WORLD_SIZE, else WORLD_SIZE (one node), else 1."""
+    env = os.environ if env is None else env
+    return int(env.get("LOCAL_WORLD_SIZE") or env.get("WORLD_SIZE") or "1")
 
 
 def pick_device(requested: str, local_rank: int) -> torch.device:

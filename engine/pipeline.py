@@ -25,7 +25,7 @@ FLOW_SAMPLES = 4  # flow-matching time samples per example (MolmoAct2 uses 8)
 
 
 def tokenize(norm_actions: np.ndarray) -> np.ndarray:
-    """Uniform 256 bins over [-1, 1]."""
+    """Uniform 256 bins over [-1, 1]; targets beyond q01/q99 fall in the edge bins."""
     return np.clip(np.floor((norm_actions + 1.0) / 2.0 * BINS), 0, BINS - 1).astype(np.int64)
 
 
@@ -39,14 +39,59 @@ def flow_time(rng: np.random.Generator, size) -> np.ndarray:
     return (rng.beta(1.5, 1.0, size=size) * 0.999 + 0.001).astype(np.float32)
 
 
+DEFAULT_CHUNKS = 8  # backward chunks per rank when neither --backward-chunks nor --micro-batch is given
+
+
+class LayoutError(ValueError):
+    """A batch that cannot be cut as asked; the message names the numbers."""
+
+
+def chunks_per_rank(batch_size: int, world_size: int, chunks: int | None = None,
+                    micro: int = 0) -> int:
+    """Backward chunks per rank. With the per-rank micro-batch stated (micro > 0): chunks =
+    batch_size / (micro x world_size), a whole number >= 1, and a chunk count given as well
+    must be that number. Without it: chunks (default DEFAULT_CHUNKS) x world_size must divide
+    batch_size."""
+    if micro > 0:
+        per_rank, rest = divmod(batch_size, micro * world_size)
+        if rest or per_rank < 1:
+            raise LayoutError(
+                f"--batch-size {batch_size}: expected a multiple of --micro-batch x world size "
+                f"({micro} x {world_size} = {micro * world_size}), for whole backward chunks per rank")
+        if chunks is not None and chunks != per_rank:
+            raise LayoutError(
+                f"--backward-chunks {chunks} and --micro-batch {micro} disagree: batch "
+                f"{batch_size} / ({micro} x world size {world_size}) = {per_rank} chunk(s) per "
+                "rank (give one of them)")
+        return per_rank
+    chunks = DEFAULT_CHUNKS if chunks is None else chunks
+    if batch_size % (chunks * world_size):
+        raise LayoutError(
+            f"--batch-size {batch_size}: expected a multiple of --backward-chunks x world size "
+            f"({chunks} x {world_size} = {chunks * world_size}); or state the per-rank "
+            "micro-batch with --micro-batch M (chunks per rank = batch-size / (M x world size))")
+    return chunks
+
+
 @dataclass(frozen=True, slots=True)
 class Layout:
-    """How one optimizer step's global batch is cut across ranks and chunks."""
+    """How one optimizer step's global batch is cut across ranks and chunks.
+
+    Global slot = rank x (batch_size / world_size) + chunk x micro + i: rank-major, so a
+    sample keeps its slot (and its data and random draws) however the batch is cut, e.g.
+    1 process x 8 chunks of 12 and 8 ranks x 1 chunk of 12 take slots 0..95 alike."""
 
     batch_size: int
     chunks: int
     world_size: int
     rank: int
+
+    @classmethod
+    def of(cls, batch_size: int, world_size: int, rank: int, chunks: int | None = None,
+           micro: int = 0) -> Layout:
+        """The layout of `chunks_per_rank`'s rule (LayoutError when the batch cannot be cut)."""
+        return cls(batch_size, chunks_per_rank(batch_size, world_size, chunks, micro),
+                   world_size, rank)
 
     @property
     def micro(self) -> int:
@@ -71,7 +116,7 @@ def _augment(img: np.ndarray, rng: np.random.Generator) -> np.ndarray:
     gain = rng.uniform(0.8, 1.2) * rng.uniform(0.95, 1.05, size=3)
     mean = img.mean()
     contrast = rng.uniform(0.8, 1.2)
-    return np.clip((img - mean) * contrast + mean, 0, 255) * gain
+    return np.clip(((img - mean) * contrast + mean) * gain, 0, 255)  # a pixel stays a pixel
 
 
 class StepBatches(Dataset):

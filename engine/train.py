@@ -19,19 +19,21 @@ import torch
 from torch.distributed.optim import ZeroRedundancyOptimizer
 from torch.nn.parallel import DistributedDataParallel as DDP
 
-from engine import checkpoint, corpus, distributed
-from engine.evaluate import Probe, eval_record
+from engine import accel, checkpoint, corpus, distributed
+from engine import init as inits
+from engine.evaluate import PROBE_SEED, Probe, eval_record
 from engine.identity import identity
 from engine.logwriter import SCHEMA, LogWriter
-from engine.model import Policy, count_parameters
-from engine.pipeline import Layout, StepBatches, loader
+from engine.model import Policy, architecture, count_parameters
+from engine.pipeline import Layout, LayoutError, StepBatches, loader
 from engine.stats import NormStats
 
-RECIPE_KEYS = ("model_size", "batch_size", "backward_chunks", "seed", "image_augment",
-               "recompute_stats", "objective", "insulate_flow", "flow_decoder_init", "init",
-               "lr", "warmup_steps", "steps", "eval_every", "eval_dataset_breakdown",
+RECIPE_KEYS = ("model_size", "datasets", "batch_size", "backward_chunks", "micro_batch", "seed",
+               "image_augment", "recompute_stats", "objective", "insulate_flow", "flow_decoder_init",
+               "init", "lr", "warmup_steps", "steps", "eval_every", "eval_dataset_breakdown",
                "save_every", "chunk_grad_allreduce")
-PLATFORM_KEYS = ("num_workers", "prefetch_factor", "device", "data_dir")
+PLATFORM_KEYS = ("num_workers", "prefetch_factor", "device", "data_dir", "precision",
+                 "activation_checkpointing", "compile")
 MIN_LR_FRACTION = 0.1
 GRAD_CLIP = 1.0
 
@@ -41,7 +43,10 @@ class UsageError(Exception):
 
 
 def lr_at(step: int, base: float, warmup: int, total: int) -> float:
-    """Linear warmup to base, then cosine down to MIN_LR_FRACTION * base (step is 0-based)."""
+    """Linear warmup to base, then cosine down to MIN_LR_FRACTION * base (step is 0-based);
+    a step at or past total (a run extended with --extend-to) stays at that floor."""
+    if step >= total:
+        return base * MIN_LR_FRACTION
     if warmup > 0 and step < warmup:
         return base * (step + 1) / warmup
     span = max(1, total - warmup)
@@ -65,8 +70,14 @@ def data_root(args: argparse.Namespace) -> Path:
     return Path(args.data_dir) if args.data_dir else corpus.default_dir()
 
 
+def datasets_of(args: argparse.Namespace) -> list[str] | None:
+    """--datasets demos,rig as a list (None: every sub-dataset)."""
+    names = [n.strip() for n in (getattr(args, "datasets", "") or "").split(",") if n.strip()]
+    return names or None
+
+
 def resolve_stats(args, ctx: distributed.Context, data: corpus.Corpus,
-                  resume_from: Path | None) -> tuple[NormStats, str]:
+                  resume_from: Path | None, init: inits.Init | None = None) -> tuple[NormStats, str]:
     """Rank 0 decides the stats; every rank gets rank 0's copy."""
     source = "corpus"
     stats = None
@@ -74,28 +85,41 @@ def resolve_stats(args, ctx: distributed.Context, data: corpus.Corpus,
         if resume_from is not None:
             stats, source = NormStats.load(resume_from / "stats.json"), f"checkpoint {resume_from.name}"
         elif args.recompute_stats:
-            train = data.train_index
-            stats, source = NormStats.compute(data.states[train], data.actions[train]), "recomputed"
-        elif args.init:
-            path = checkpoint.resolve(Path(args.init))
-            stats, source = NormStats.load(path / "stats.json"), f"init {path}"
+            stats, source = data.recomputed_stats(), f"recomputed over {','.join(data.train_names)}"
+        elif init is not None and init.kind == "engine":
+            stats, source = NormStats.load(init.path / "stats.json"), f"init {init.path}"
         else:
-            stats = NormStats.load(data.root / "stats.json")
-    packed = stats.to_tensor() if stats is not None else torch.zeros(4, corpus.MOTORS, dtype=torch.float64)
-    return NormStats.from_tensor(distributed.broadcast(ctx, packed)), source
+            stats, source = data.stats(), f"corpus meta/stats.json of {','.join(data.train_names)}"
+    size = 2 * data.motors + 2 * data.states.shape[1]
+    packed = stats.to_tensor() if stats is not None else torch.zeros(size, dtype=torch.float64)
+    return NormStats.from_tensor(distributed.broadcast(ctx, packed), data.motors), source
 
 
-def build_session(args, ctx: distributed.Context) -> Session:
-    """Model (same init on every rank), DDP wrapper and (ZeRO-1) AdamW."""
+def build_session(args, ctx: distributed.Context, data: corpus.Corpus | None = None,
+                  init: inits.Init | None = None) -> Session:
+    """Model (same init on every rank, shaped by the data's chunk, motors and state, its
+    vision encoder and backbone from a Hugging Face init or built as an engine init's
+    architecture), DDP wrapper and (ZeRO-1) AdamW."""
     world = ctx.world_size
-    if args.batch_size % (args.backward_chunks * world):
-        raise UsageError(f"--batch-size {args.batch_size} must be divisible by --backward-chunks "
-                         f"x world size ({args.backward_chunks} x {world})")
+    try:
+        layout = Layout.of(args.batch_size, world, ctx.rank, args.backward_chunks,
+                           getattr(args, "micro_batch", 0))
+    except LayoutError as exc:
+        raise UsageError(str(exc)) from None
     if ctx.device.type == "cuda":
         torch.backends.cuda.matmul.allow_tf32 = True
         torch.backends.cudnn.allow_tf32 = True
     torch.manual_seed(args.seed)
-    module = Policy(args.model_size).to(ctx.device)
+    shape = {} if data is None else {"chunk": data.chunk, "motors": data.motors,
+                                     "state_dim": int(data.states.shape[1])}
+    vision, backbone = inits.vision_backbone(init)
+    arch = init.architecture() if init is not None and init.kind == "engine" else None
+    module = Policy(args.model_size, **shape, vision=vision, backbone=backbone,
+                    architecture=arch).to(ctx.device)
+    if getattr(args, "activation_checkpointing", False):
+        accel.enable_activation_checkpointing(module)
+    if getattr(args, "compile", False):
+        accel.compile_module(module)
     model: torch.nn.Module = module
     if ctx.distributed:
         model = DDP(module, device_ids=[ctx.local_rank] if ctx.device.type == "cuda" else None,
@@ -105,13 +129,12 @@ def build_session(args, ctx: distributed.Context) -> Session:
     else:
         optimizer = torch.optim.AdamW(module.parameters(), lr=args.lr, betas=(0.9, 0.95),
                                       weight_decay=0.01)
-    layout = Layout(args.batch_size, args.backward_chunks, world, ctx.rank)
     return Session(args, ctx, module, model, optimizer, layout)
 
 
 def optimizer_step(s: Session, batches, step: int) -> dict:
     """One optimizer step over backward_chunks micro-batches; returns rank-averaged metrics."""
-    args, chunks = s.args, s.args.backward_chunks
+    args, chunks = s.args, s.layout.chunks
     lr = lr_at(step, args.lr, args.warmup_steps, args.steps)
     for group in s.optimizer.param_groups:
         group["lr"] = lr
@@ -123,7 +146,8 @@ def optimizer_step(s: Session, batches, step: int) -> dict:
         batch = {key: v[k].to(s.ctx.device, non_blocking=True) for key, v in step_batch.items()}
         sync_later = s.ctx.distributed and k < chunks - 1 and not args.chunk_grad_allreduce
         with s.model.no_sync() if sync_later else nullcontext():
-            out = s.model(batch, args.objective, args.insulate_flow)
+            with accel.autocast(s.ctx.device, getattr(args, "precision", "fp32")):
+                out = s.model(batch, args.objective, args.insulate_flow)
             (out["loss"] / chunks).backward()
         sums += torch.stack([out["loss"].detach(), out["ar_ce"], out["flow_loss"]]).double()
     grad_norm = torch.nn.utils.clip_grad_norm_(s.module.parameters(), GRAD_CLIP)
@@ -134,12 +158,39 @@ def optimizer_step(s: Session, batches, step: int) -> dict:
             "lr": lr, "grad_norm": float(grad_norm), "data_s": data_s}
 
 
-def load_init(s: Session, args) -> None:
-    if not args.init:
-        return
-    path = checkpoint.resolve(Path(args.init))
+def first_step(s: Session, batches, step: int, log: LogWriter) -> dict:
+    """optimizer_step; under --compile a compiler failure (torch.compile compiles on the
+    first forward and backward) becomes one line and exit 2 instead of its traceback."""
+    try:
+        return optimizer_step(s, batches, step)
+    except Exception as exc:
+        if not getattr(s.args, "compile", False) or not accel.is_compile_error(exc):
+            raise
+        message = accel.compile_failure(exc)
+        log.event(step, "error", message)
+        raise UsageError(message) from None
+
+
+def load_init(s: Session, args, init: inits.Init | None) -> str:
+    """An engine init's weights into the model (its decoder too unless --flow-decoder-init
+    random); a Hugging Face init's parts are in place since build_session. Returns what the
+    start event says of it."""
+    if init is None:
+        return ""
+    if init.kind == "hf":
+        return f"; init {init.path} ({' + '.join(init.parts)} from_pretrained, flow decoder random)"
+    want = {"chunk": s.module.chunk, "motors": s.module.motors,
+            "state_dim": s.module.state_proj.in_features}
+    have = init.meta.get("shape")
+    if isinstance(have, dict) and have != want:
+        raise UsageError(f"--init {init.path}: its shape {have} does not fit this corpus's {want}")
     skip = "flow." if args.flow_decoder_init == "random" else None
-    checkpoint.load_weights(path, s.module, skip_prefix=skip)
+    try:
+        checkpoint.load_weights(init.path, s.module, skip_prefix=skip)
+    except RuntimeError as exc:  # a key or size mismatch: not this architecture
+        first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        raise UsageError(f"--init {init.path}: does not load into this model ({first})") from None
+    return f"; init {init.path} (flow decoder {'random' if skip else 'inherited'})"
 
 
 def _rng_meta() -> dict:
@@ -152,7 +203,13 @@ def save_checkpoint(s: Session, step: int, stats: NormStats, log: LogWriter) -> 
     if s.ctx.main:
         recipe = {k: getattr(s.args, k) for k in RECIPE_KEYS}
         meta = {"step": step, "samples": step * s.args.batch_size, "recipe": recipe,
+                "extend_to": getattr(s.args, "extend_to", 0),  # --extend-to N, 0 when not extended
                 "world_size": s.ctx.world_size, "model_size": s.args.model_size,
+                # what a re-score (engine/score.py) defaults its surface to
+                "platform": {k: getattr(s.args, k, None) for k in PLATFORM_KEYS},
+                "shape": {"chunk": s.module.chunk, "motors": s.module.motors,
+                          "state_dim": s.module.state_proj.in_features},
+                "architecture": architecture(s.module),
                 "rng": _rng_meta(), "time": time.time()}
         path = checkpoint.save(Path(s.args.output_dir) / "checkpoints", step, s.module,
                                opt_state, stats, meta)
@@ -195,46 +252,56 @@ def run(args: argparse.Namespace) -> int:
         if resume_from is not None:
             step = int(checkpoint.load_meta(resume_from)["step"])
         recipe = {k: getattr(args, k) for k in RECIPE_KEYS}
-        s = build_session(args, ctx)
         root = data_root(args)
+        init = inits.describe(args.init)  # validated by the CLI
+        size = init.image_size(corpus.IMAGE_SIZE) if init is not None else corpus.IMAGE_SIZE
         if ctx.main:
             corpus.ensure(root)
+            corpus.load(root, datasets_of(args), size)  # decodes the frames once, into the cache
         distributed.barrier(ctx)
-        data = corpus.load(root)
+        data = corpus.load(root, datasets_of(args), size)
+        s = build_session(args, ctx, data, init)
         # after the corpus is in place, so the meta names the data it trains on
         ident = identity(root.resolve())
         log.write("meta", step,
                   schema=SCHEMA, run=args.run_name, world_size=ctx.world_size,
-                  device=str(ctx.device), recipe=recipe, argv=list(sys.argv), host=socket.gethostname(),
+                  device=str(ctx.device), recipe=recipe, extend_to=args.extend_to,
+                  argv=list(sys.argv), host=socket.gethostname(),
                   code=ident["code"], data=ident["data"], versions=ident["versions"],
+                  init=init.identity() if init is not None else None,
                   platform={**{k: getattr(args, k) for k in PLATFORM_KEYS},
                             "threads": torch.get_num_threads()})
-        stats, stats_source = resolve_stats(args, ctx, data, resume_from)
+        stats, stats_source = resolve_stats(args, ctx, data, resume_from, init)
         if resume_from is not None:
             checkpoint.load_weights(resume_from, s.module)
             s.optimizer.load_state_dict(checkpoint.load_optimizer(resume_from))
             log.event(step, "resume", f"resumed from checkpoint {resume_from.name} (step {step}); "
                                       f"stats from {stats_source}")
         else:
-            load_init(s, args)
-            note = " (--resume: no checkpoint yet)" if args.resume else ""
+            note = load_init(s, args, init)
+            note += " (--resume: no checkpoint yet)" if args.resume else ""
             log.event(0, "start", f"model {args.model_size} {count_parameters(s.module)} params, "
                                   f"device {ctx.device}, world {ctx.world_size}, stats {stats_source}{note}")
         torch.manual_seed(args.seed + ctx.rank + 7919 * step)
-        eval_probe = Probe(data, data.eval_draw(args.seed), stats, args.seed, ctx)
-        train_probe = Probe(data, data.train_slice(args.seed), stats, args.seed + 1, ctx)
+        eval_probe = Probe(data, data.eval_draw(), stats, PROBE_SEED, ctx, args.precision)
+        train_probe = Probe(data, data.train_slice(), stats, PROBE_SEED + 1, ctx, args.precision)
         dataset = StepBatches(data, stats, s.layout, args.seed, args.image_augment)
-        batches = iter(loader(dataset, step, args.steps, args.num_workers, args.prefetch_factor,
+        # --extend-to N trains past the recipe's steps: lr_at keeps the schedule to `steps` and
+        # holds its floor after it; the recipe's endpoint keeps its probe and checkpoint
+        endpoint = args.extend_to or args.steps
+        batches = iter(loader(dataset, step, endpoint, args.num_workers, args.prefetch_factor,
                               pin=ctx.device.type == "cuda"))
-        while step < args.steps:
+        first = True  # a --compile failure surfaces in the first step
+        while step < endpoint:
             t0 = time.perf_counter()
-            metrics = optimizer_step(s, batches, step)
+            metrics = first_step(s, batches, step, log) if first else optimizer_step(s, batches, step)
+            first = False
             if ctx.device.type == "cuda":
                 torch.cuda.synchronize(ctx.device)
             step += 1
             log.write("train", step, step_s=time.perf_counter() - t0,
                       samples=step * args.batch_size, **metrics)
-            last = step == args.steps
+            last = step in (args.steps, endpoint)
             if step % args.eval_every == 0 or last:
                 log.write("eval", step, **eval_record(eval_probe, train_probe, s.module,
                                                       args.eval_dataset_breakdown))
@@ -248,7 +315,8 @@ def run(args: argparse.Namespace) -> int:
                 return 128 + int(signum)
         log.event(step, "end", f"finished at step {step}")
         return 0
-    except UsageError:
+    except UsageError as exc:  # found once the data and model are in hand: logged, exit 2
+        log.event(step, "error", str(exc))
         raise
     except Exception as exc:  # logged for the console, then a non-zero exit
         log.event(step, "error", f"{type(exc).__name__}: {exc}")

@@ -55,5 +55,6 @@ def test_bad_flag_as_a_real_process(tmp_path, corpus_dir):
     assert proc.returncode == 2
     assert proc.stderr.splitlines() == [
         "engine: error: --batch-size 15: expected a multiple of --backward-chunks x world size "
-        "(2 x 1 = 2)"]
+        "(2 x 1 = 2); or state the per-rank micro-batch with --micro-batch M (chunks per rank = "
+        "batch-size / (M x world size))"]
     assert not (tmp_path / "train_log.jsonl").exists()

@@ -16,7 +16,7 @@ from fontaine_tui.core.log.records import Checkpoint, Event, Probe
 from fontaine_tui.core.log.store import RunStore
 from fontaine_tui.core.text import gib
 from fontaine_tui.core.verdict.chart import Band, banked_series
-from fontaine_tui.core.verdict.presets import Preset, gate_of
+from fontaine_tui.core.verdict.presets import Preset, gate_of, world_size
 
 if TYPE_CHECKING:
     from fontaine_tui.core.launch.launcher import ExitInfo
@@ -308,7 +308,7 @@ def context_for(store: RunStore, preset: Preset, telemetry: TelemetrySnapshot | 
     elif str(preset.platform["device"]) == "cpu" or telemetry is None or not telemetry.gpus:
         gpus = 0
     else:
-        gpus = int(preset.platform["nproc"])
+        gpus = world_size(preset.platform)  # every node's GPUs count towards the gate
     spec = preset.verdict
     return RunContext(int(preset.recipe["steps"]), launched_at, gpus,
                       banked_series(preset, False)[1], spec.metric, spec.anchor_step, spec.read)

@@ -19,14 +19,15 @@ from pathlib import Path
 from fontaine_tui.core.log.records import Checkpoint, Event, Probe, TrainPoint, parse_line
 from fontaine_tui.core.runfolder import RunFolder
 from fontaine_tui.core.text import literal
-from fontaine_tui.core.verdict.presets import Preset
+from fontaine_tui.core.verdict.presets import LATER_KEYS, PLATFORM, RECIPE, Preset
 
 # recipe/platform key -> engine flag, in the engine's argv order
 RECIPE_FLAGS = ("model_size", "batch_size", "backward_chunks", "seed", "image_augment",
                 "recompute_stats", "objective", "insulate_flow", "flow_decoder_init", "init",
                 "lr", "warmup_steps", "steps", "eval_every", "eval_dataset_breakdown",
-                "save_every", "chunk_grad_allreduce")
-PLATFORM_FLAGS = ("num_workers", "prefetch_factor", "device")
+                "save_every", "chunk_grad_allreduce", "micro_batch", "datasets")
+PLATFORM_FLAGS = ("num_workers", "prefetch_factor", "device", "precision",
+                  "activation_checkpointing", "compile")
 TAIL_BYTES = 256 << 10
 OOM = re.compile(rb"out of memory|OutOfMemoryError|Cannot allocate memory", re.IGNORECASE)
 CHECKPOINT_DIR = re.compile(r"step-(\d+)$")
@@ -51,18 +52,33 @@ def run_dir(preset: Preset, output_dir: str | Path | None = None,
 def build_argv(preset: Preset, folder: Path, resume: bool = False,
                python: str = sys.executable) -> list[str]:
     """The engine command, 1:1 from [recipe] and [platform]: booleans are flags present or
-    absent, empty strings are omitted. nproc > 1 goes through torch.distributed.run."""
-    nproc = int(preset.platform["nproc"])
+    absent, empty strings are omitted, and so is a key added later (presets.LATER_KEYS) at
+    its default (the engine's default is the same). More than one rank (nproc per node x
+    nnodes) goes through torch.distributed.run, with nnodes > 1 over a c10d rendezvous."""
+    plat = preset.platform
+    nproc, nnodes = int(plat["nproc"]), int(plat.get("nnodes", 1))
     head = [python, "-m"]
-    if nproc > 1:
-        head += ["torch.distributed.run", "--nproc-per-node", str(nproc), "-m"]
+    if nproc > 1 or nnodes > 1:
+        head += ["torch.distributed.run", "--nproc-per-node", str(nproc)]
+        if nnodes > 1:
+            head += ["--nnodes", str(nnodes), "--node-rank", str(plat["node_rank"]),
+                     "--rdzv-backend", "c10d", "--rdzv-endpoint", str(plat["rdzv_endpoint"]),
+                     "--rdzv-id", str(plat["rdzv_id"]) or preset.run_name]
+        head.append("-m")
     argv = [*head, "engine", "train", "--run-name", preset.run_name, "--output-dir", str(folder)]
     data_dir = str(preset.platform["data_dir"])
     if data_dir:
         argv += ["--data-dir", data_dir]
 
+    later = {k: spec[k][1] for spec, keys in ((RECIPE, LATER_KEYS["recipe"]),
+                                              (PLATFORM, LATER_KEYS["platform"])) for k in keys}
+
     def add(table: Mapping[str, object], key: str) -> None:
-        value = table[key]
+        value = table.get(key, later.get(key, ""))
+        if key in later and value == later[key]:
+            return
+        if key == "backward_chunks" and table.get("micro_batch") and value == 1:
+            return  # left at its default: the engine derives it from micro_batch
         if isinstance(value, bool):
             if value:
                 argv.append(_flag(key))

@@ -62,13 +62,30 @@ RECIPE: Spec = {
     "eval_dataset_breakdown": (bool, False),
     "save_every": (int, REQUIRED),
     "chunk_grad_allreduce": (bool, False),
+    "micro_batch": (int, 0),  # per-rank micro-batch; 0: backward_chunks says how to cut
+    "datasets": (str, ""),  # sub-datasets trained on, "demos,rig"; "": all of them
 }
 PLATFORM: Spec = {
-    "nproc": (int, 1),
+    "nproc": (int, 1),  # ranks per node
     "device": (str, "auto"),
     "num_workers": (int, 2),
     "prefetch_factor": (int, 2),
     "data_dir": (str, ""),
+    "precision": (str, "fp32"),
+    "activation_checkpointing": (bool, False),
+    "compile": (bool, False),
+    "nnodes": (int, 1),
+    "node_rank": (int, 0),
+    "rdzv_endpoint": (str, ""),  # HOST:PORT of the c10d rendezvous, with nnodes > 1
+    "rdzv_id": (str, ""),  # the rendezvous id ("": the run's name)
+}
+# Keys added to [recipe] and [platform] after presets were first frozen into prereg.json:
+# at their default they stay out of the canonical form, so a pre-registration frozen before
+# the key existed keeps its sha256 (and reads the same as the preset it was frozen from).
+LATER_KEYS = {
+    "recipe": ("micro_batch", "datasets"),
+    "platform": ("precision", "activation_checkpointing", "compile", "nnodes", "node_rank",
+                 "rdzv_endpoint", "rdzv_id"),
 }
 COMPARATOR: Spec = {
     "delta": (NUMBER, math.nan),  # typed in, or computed from the banked run (`bank`)
@@ -128,6 +145,8 @@ class RecipeFields(TypedDict):
     eval_dataset_breakdown: bool
     save_every: int
     chunk_grad_allreduce: bool
+    micro_batch: int
+    datasets: str
 
 
 class PlatformFields(TypedDict):
@@ -136,6 +155,13 @@ class PlatformFields(TypedDict):
     num_workers: int
     prefetch_factor: int
     data_dir: str
+    precision: str
+    activation_checkpointing: bool
+    compile: bool
+    nnodes: int
+    node_rank: int
+    rdzv_endpoint: str
+    rdzv_id: str
 
 
 SECTIONS = ("run", "recipe", "platform", "verdict", "comparators", "amendments", "gates",
@@ -143,6 +169,7 @@ SECTIONS = ("run", "recipe", "platform", "verdict", "comparators", "amendments",
 MODEL_SIZES = ("tiny", "small", "base")
 OBJECTIVES = ("joint", "ar", "flow")
 DEVICES = ("auto", "cpu", "cuda")
+PRECISIONS = ("fp32", "bf16")
 INITS = ("inherit", "random")
 
 
@@ -249,9 +276,19 @@ def _validate(path: Path, doc: dict) -> Preset:
     choice(path, "recipe.objective", rec["objective"], OBJECTIVES)
     choice(path, "recipe.flow_decoder_init", rec["flow_decoder_init"], INITS)
     choice(path, "platform.device", plat["device"], DEVICES)
+    choice(path, "platform.precision", plat["precision"], PRECISIONS)
     for knob in ("batch_size", "backward_chunks", "steps", "eval_every", "save_every"):
         positive(path, f"recipe.{knob}", rec[knob])
     positive(path, "platform.nproc", plat["nproc"])
+    positive(path, "platform.nnodes", plat["nnodes"])
+    if plat["node_rank"] >= plat["nnodes"]:
+        raise PresetError(path, "platform.node_rank",
+                          f"expected an integer below platform.nnodes = {plat['nnodes']}, "
+                          f"got {plat['node_rank']}")
+    if plat["nnodes"] > 1 and not re.fullmatch(r"\S+:\d+", plat["rdzv_endpoint"]):
+        raise PresetError(path, "platform.rdzv_endpoint",
+                          f"expected HOST:PORT of the rendezvous with platform.nnodes = "
+                          f"{plat['nnodes']}, got {plat['rdzv_endpoint']!r}")
     positive(path, "platform.num_workers", plat["num_workers"], 0)
     positive(path, "platform.prefetch_factor", plat["prefetch_factor"])
     if not 0.0 <= rec["image_augment"] <= 1.0:
@@ -259,11 +296,7 @@ def _validate(path: Path, doc: dict) -> Preset:
                           f"expected a probability in [0, 1], got {rec['image_augment']}")
     if rec["lr"] <= 0:
         raise PresetError(path, "recipe.lr", f"expected a positive number, got {rec['lr']}")
-    shard = rec["backward_chunks"] * plat["nproc"]
-    if rec["batch_size"] % shard:
-        raise PresetError(path, "recipe.batch_size",
-                          f"expected a multiple of backward_chunks x platform.nproc = {shard}, "
-                          f"got {rec['batch_size']}")
+    layout(path, rec, plat)
 
     every = rec["eval_every"]
     comparators = _comparators(path, doc.get("comparators", {}), every, verdict_fields)
@@ -289,7 +322,8 @@ def _validate(path: Path, doc: dict) -> Preset:
 
     canonical = {
         "run": run,
-        **({"recipe": recipe, "platform": platform} if engine else {}),
+        **({"recipe": _frozen_form(recipe, RECIPE, "recipe"),
+            "platform": _frozen_form(platform, PLATFORM, "platform")} if engine else {}),
         "verdict": verdict_canonical(verdict_fields, verdict),
         "comparators": {
             n: set_only({k: getattr(c, k) for k in COMPARATOR
@@ -321,6 +355,44 @@ def _validate(path: Path, doc: dict) -> Preset:
         sha256=digest,
         source=source,
     )
+
+
+def world_size(platform: Mapping[str, object]) -> int:
+    """Ranks across the nodes: platform.nproc (per node) x platform.nnodes."""
+    return int(cast(int, platform["nproc"])) * int(cast(int, platform.get("nnodes", 1)))
+
+
+def layout(path: str | Path, recipe: Mapping[str, object], platform: Mapping[str, object]
+           ) -> tuple[int, int]:
+    """(backward chunks per rank, per-rank micro-batch), the engine's rule
+    (engine/pipeline.py chunks_per_rank): with micro_batch stated, chunks = batch_size /
+    (micro_batch x world size), and backward_chunks must be that number unless left at its
+    default 1; without it, backward_chunks x world size must divide batch_size."""
+    batch, chunks = int(cast(int, recipe["batch_size"])), int(cast(int, recipe["backward_chunks"]))
+    micro, world = int(cast(int, recipe.get("micro_batch", 0))), world_size(platform)
+    ranks = "platform.nproc" + (" x platform.nnodes" if world != platform["nproc"] else "")
+    if micro:
+        per_rank, rest = divmod(batch, micro * world)
+        if rest or per_rank < 1:
+            raise PresetError(path, "recipe.batch_size",
+                              f"expected a multiple of micro_batch x {ranks} = {micro * world}, "
+                              f"got {batch}")
+        if chunks not in (1, per_rank):
+            raise PresetError(path, "recipe.backward_chunks",
+                              f"expected {per_rank} (batch_size {batch} / (micro_batch {micro} x "
+                              f"{ranks} {world})) or left out, got {chunks}")
+        return per_rank, micro
+    if batch % (chunks * world):
+        raise PresetError(path, "recipe.batch_size",
+                          f"expected a multiple of backward_chunks x {ranks} = {chunks * world}, "
+                          f"got {batch}; or state the per-rank micro-batch (micro_batch)")
+    return chunks, batch // chunks // world
+
+
+def _frozen_form(table: Mapping[str, Scalar], spec: Spec, section: str) -> dict[str, Scalar]:
+    """The section as hashed: a LATER_KEYS key enters only when set away from its default."""
+    later = LATER_KEYS[section]
+    return {k: v for k, v in table.items() if k not in later or v != spec[k][1]}
 
 
 def _foreign_recipe(verdict: object) -> dict[str, object]:

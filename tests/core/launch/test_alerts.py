@@ -260,3 +260,14 @@ def test_context_counts_gpus_from_the_meta_record() -> None:
     st = RunStore()
     st.add_object({"kind": "meta", "step": 0, "time": T0, "device": "cpu", "world_size": 1}, 1)
     assert w.context_for(st, preset, tel()).gpus_used == 0
+
+
+def test_before_the_meta_record_every_nodes_gpus_count(tmp_path) -> None:
+    """A 2-node preset with 4 GPUs per node holds 8 GPUs towards the GPU-hours gate."""
+    from tests.core.launch.conftest import preset_variant
+
+    path = preset_variant(tmp_path, "demosonly_1gpu", nproc="4\nnnodes = 2\nrdzv_endpoint = \"head:29500\"",
+                          batch_size="96", backward_chunks="1", init='""')
+    preset = load_preset(str(path))
+    assert w.context_for(RunStore(), preset, tel()).gpus_used == 8
+    assert w.context_for(RunStore(), load_preset("smoke"), tel()).gpus_used == 0  # device cpu

@@ -1,0 +1,70 @@
+"""Platform knobs of the forward and backward passes: bf16 autocast, activation checkpointing
+and torch.compile. None of them changes the training math beyond rounding: parameters,
+gradients and optimizer state stay fp32, and the losses are computed in fp32."""
+
+from __future__ import annotations
+
+from contextlib import AbstractContextManager, nullcontext
+
+import torch
+from torch import nn
+
+PRECISIONS = ("fp32", "bf16")
+
+
+def autocast(device: torch.device, precision: str) -> AbstractContextManager:
+    """The forward passes' autocast: bf16 on CPU and CUDA alike, nothing for fp32."""
+    if precision == "fp32":
+        return nullcontext()
+    if precision == "bf16":
+        return torch.autocast(device_type=device.type, dtype=torch.bfloat16)
+    raise ValueError(f"precision {precision!r}: expected one of {', '.join(PRECISIONS)}")
+
+
+def enable_activation_checkpointing(module: nn.Module) -> list[str]:
+    """Recompute the vision encoder's and the backbone's layer activations in backward
+    (non-reentrant checkpoints); returns the names of the submodules it applied to."""
+    done = []
+    for name in ("vision", "backbone"):
+        sub = getattr(module, name)
+        kwargs = {"use_reentrant": False}
+        if hasattr(sub, "activation_checkpointing_enable"):  # gradient_checkpointing_enable's new name
+            sub.activation_checkpointing_enable(activation_checkpointing_kwargs=kwargs)
+        else:
+            sub.gradient_checkpointing_enable(gradient_checkpointing_kwargs=kwargs)
+        if getattr(sub.config, "use_cache", False):
+            sub.config.use_cache = False  # a KV cache is never used in training
+        done.append(name)
+    return done
+
+
+def compile_module(module: nn.Module) -> None:
+    """torch.compile the module's forward in place (its state_dict keys stay the same)."""
+    module.compile()
+
+
+def is_compile_error(exc: BaseException) -> bool:
+    """Raised by torch.compile's machinery (dynamo, inductor), or caused by it."""
+    seen: BaseException | None = exc
+    for _ in range(8):
+        if seen is None:
+            return False
+        if any(c.__module__.startswith(("torch._dynamo", "torch._inductor"))
+               for c in type(seen).__mro__):
+            return True
+        seen = seen.__cause__ or seen.__context__
+    return False
+
+
+def first_line(exc: BaseException) -> str:
+    """An exception as one short line: its type and its message's first non-empty line
+    (a compiler backend's failure is named by the error it wraps)."""
+    exc = getattr(exc, "inner_exception", None) or exc
+    text = next((ln.strip() for ln in str(exc).splitlines() if ln.strip()), "")
+    line = f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+    return line if len(line) <= 300 else line[:297] + "..."
+
+
+def compile_failure(exc: BaseException) -> str:
+    return (f"--compile: torch.compile failed at the first step ({first_line(exc)}); "
+            "run without --compile")

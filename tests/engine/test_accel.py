@@ -1,0 +1,171 @@
+"""The GPU-path flags, on CPU: --precision bf16 (autocast), --activation-checkpointing and
+--compile (engine/accel.py), and the device checks that read the local world size."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import pytest
+
+torch = pytest.importorskip("torch")
+pytestmark = pytest.mark.engine
+
+from tests.engine.conftest import run_engine, tiny_argv  # noqa: E402
+
+
+def _argv(out, data, *extra, steps=2):
+    argv = tiny_argv(out, data, *extra, steps=steps)
+    argv[argv.index("--num-workers") + 1] = "0"
+    return argv
+
+
+def _log(run):
+    return [json.loads(line) for line in (run / "train_log.jsonl").read_text().splitlines()]
+
+
+def _train(run):
+    return [r for r in _log(run) if r["kind"] == "train"]
+
+
+# -- pure checks ------------------------------------------------------------------------------
+
+
+def test_the_gpu_count_is_checked_against_the_ranks_on_this_node():
+    from engine.cli import UsageExit, check_gpus
+
+    # two nodes of 8 x ... here: 16 ranks in all, 2 on this node, 2 GPUs: fine
+    check_gpus("cuda", {"WORLD_SIZE": "16", "LOCAL_WORLD_SIZE": "2"}, True, 2)
+    check_gpus("auto", {"WORLD_SIZE": "16", "LOCAL_WORLD_SIZE": "2"}, True, 2)
+    check_gpus("cpu", {"WORLD_SIZE": "16", "LOCAL_WORLD_SIZE": "4"}, True, 2)
+    check_gpus("auto", {"WORLD_SIZE": "4"}, False, 0)  # auto without CUDA runs on CPU
+    with pytest.raises(UsageExit) as info:
+        check_gpus("cuda", {"WORLD_SIZE": "16", "LOCAL_WORLD_SIZE": "4"}, True, 2)
+    assert str(info.value) == ("--device cuda: local world size 4 (ranks on this node) exceeds "
+                               "the 2 visible GPUs")
+    with pytest.raises(UsageExit, match="local world size 3"):  # one node: WORLD_SIZE is local
+        check_gpus("auto", {"WORLD_SIZE": "3"}, True, 2)
+    with pytest.raises(UsageExit, match="CUDA is not available"):
+        check_gpus("cuda", {}, False, 0)
+
+
+def test_bf16_on_a_gpu_without_it_is_one_line():
+    from engine.cli import UsageExit, check_precision
+
+    check_precision("bf16", True, "NVIDIA H100 80GB HBM3")
+    check_precision("fp32", False, "Tesla T4")
+    with pytest.raises(UsageExit) as info:
+        check_precision("bf16", False, "Tesla T4")
+    assert str(info.value) == "--precision bf16: the GPU (Tesla T4) has no bf16 support (expected fp32)"
+
+
+def test_an_unknown_precision_is_one_line(tmp_path, corpus_dir, capsys):
+    from engine.cli import main
+
+    assert main(_argv(tmp_path, corpus_dir, "--precision", "fp16")[3:]) == 2
+    (line,) = capsys.readouterr().err.splitlines()
+    assert line.startswith("engine: error: argument --precision: invalid choice: 'fp16'")
+
+
+# -- activation checkpointing: the same numbers, fewer saved activations ----------------------
+
+
+def _batch(n=4):
+    from engine.corpus import CHUNK, IMAGE_SIZE, MOTORS
+    from engine.pipeline import BINS, FLOW_SAMPLES
+
+    g = torch.Generator().manual_seed(1)
+    return {"images": torch.rand(n, 3, IMAGE_SIZE, IMAGE_SIZE, generator=g) * 2 - 1,
+            "state": torch.randn(n, MOTORS, generator=g),
+            "actions": torch.randn(n, CHUNK, MOTORS, generator=g).clamp(-1, 1),
+            "tokens": torch.randint(0, BINS, (n, CHUNK * MOTORS), generator=g),
+            "flow_t": torch.rand(n, FLOW_SAMPLES, generator=g),
+            "flow_noise": torch.randn(n, FLOW_SAMPLES, CHUNK, MOTORS, generator=g)}
+
+
+def _loss_and_grads(checkpointing: bool):
+    from engine import accel
+    from engine.model import Policy
+
+    torch.manual_seed(0)
+    model = Policy("tiny")
+    applied = accel.enable_activation_checkpointing(model) if checkpointing else []
+    assert model.training and model.backbone.training and model.vision.training
+    calls = []  # the first decoder layer's MLP: run again in backward when recomputed
+    mlp = model.backbone.layers[0].mlp
+    forward = mlp.forward
+    mlp.forward = lambda *a, **k: calls.append(1) or forward(*a, **k)
+    saved = []  # bytes autograd keeps for backward
+    with torch.autograd.graph.saved_tensors_hooks(
+            lambda t: saved.append(t.numel() * t.element_size()) or t, lambda t: t):
+        out = model(_batch(), "joint", True)
+    out["loss"].backward()
+    grads = {n: p.grad.clone() for n, p in model.named_parameters() if p.grad is not None}
+    return out["loss"].item(), grads, len(calls), sum(saved), applied
+
+
+def test_activation_checkpointing_gives_the_same_loss_and_gradients():
+    loss, grads, calls, saved, _ = _loss_and_grads(False)
+    loss_ac, grads_ac, calls_ac, saved_ac, applied = _loss_and_grads(True)
+    assert applied == ["vision", "backbone"]
+    assert (calls, calls_ac) == (1, 2)  # recomputed in backward
+    assert saved_ac < 0.5 * saved  # what it is for: the layers' activations are not kept
+    assert math.isfinite(loss) and abs(loss_ac - loss) <= 1e-6
+    assert grads.keys() == grads_ac.keys() and len(grads) > 50
+    worst = max((grads[n] - grads_ac[n]).abs().max().item() for n in grads)
+    assert worst <= 1e-6, worst
+
+
+# -- real tiny runs ---------------------------------------------------------------------------
+
+
+def test_bf16_and_checkpointed_runs_against_fp32(tmp_path, corpus_dir):
+    """Three 2-step runs of one recipe: fp32, bf16 autocast, fp32 with activation
+    checkpointing. bf16's first loss (before any update) is fp32's up to bf16 rounding, and
+    not the same number (autocast did run); checkpointing changes nothing."""
+    runs = {"fp32": [], "bf16": ["--precision", "bf16"], "ac": ["--activation-checkpointing"]}
+    for name, extra in runs.items():
+        done = run_engine(_argv(tmp_path / name, corpus_dir, *extra))
+        assert done.returncode == 0, (name, done.stderr)
+    fp32, bf16, ac = (_train(tmp_path / n) for n in runs)
+    assert len(fp32) == len(bf16) == len(ac) == 2
+    for r in bf16:
+        assert all(math.isfinite(r[k]) for k in ("loss", "ar_ce", "flow_loss", "grad_norm"))
+    first, first_bf16 = fp32[0]["loss"], bf16[0]["loss"]
+    assert first_bf16 != first and abs(first_bf16 - first) <= 1e-3 * abs(first)
+    assert [r["loss"] for r in ac] == pytest.approx([r["loss"] for r in fp32], abs=1e-6)
+    meta = _log(tmp_path / "bf16")[0]
+    assert meta["platform"]["precision"] == "bf16" and not meta["platform"]["compile"]
+    assert _log(tmp_path / "ac")[0]["platform"]["activation_checkpointing"] is True
+    probe = [r for r in _log(tmp_path / "bf16") if r["kind"] == "eval"][-1]
+    assert math.isfinite(probe["eval_chunk_mae"])
+
+
+@pytest.mark.slow
+def test_compile_on_cpu_runs_two_steps(tmp_path, corpus_dir, monkeypatch):
+    """torch.compile (inductor, the machine's C++ compiler) on CPU: a 2-step run completes
+    with fp32's losses up to the compiled kernels' rounding. Its own inductor cache, so the
+    compile really happens."""
+    monkeypatch.setenv("TORCHINDUCTOR_CACHE_DIR", str(tmp_path / "inductor"))
+    for name, extra in (("eager", []), ("compiled", ["--compile"])):
+        done = run_engine(_argv(tmp_path / name, corpus_dir, *extra), timeout=600)
+        assert done.returncode == 0, (name, done.stderr)
+    eager, compiled = _train(tmp_path / "eager"), _train(tmp_path / "compiled")
+    assert [r["loss"] for r in compiled] == pytest.approx([r["loss"] for r in eager], rel=1e-4)
+    assert _log(tmp_path / "compiled")[0]["platform"]["compile"] is True
+    assert any((tmp_path / "inductor").rglob("*.py"))  # inductor wrote its kernels
+
+
+def test_a_compiler_failure_is_one_line_and_exit_2(tmp_path, corpus_dir, monkeypatch):
+    """No working C++ compiler for inductor: the first step's compile fails, and that is one
+    line naming --compile, an error event in the log, and exit 2 (no traceback)."""
+    monkeypatch.setenv("TORCHINDUCTOR_CACHE_DIR", str(tmp_path / "inductor"))
+    monkeypatch.setenv("CXX", str(tmp_path / "no-such-compiler"))
+    done = run_engine(_argv(tmp_path / "run", corpus_dir, "--compile"), timeout=300)
+    assert done.returncode == 2
+    (line,) = done.stderr.splitlines()
+    assert line.startswith("engine: error: --compile: torch.compile failed at the first step (")
+    assert line.endswith("; run without --compile") and "no-such-compiler" in line
+    events = [r for r in _log(tmp_path / "run") if r["kind"] == "event"]
+    assert events[-1]["event"] == "error" and events[-1]["detail"] == line[len("engine: error: "):]
+    assert not _train(tmp_path / "run")
