@@ -1,7 +1,8 @@
 """Eval probe: flow-sampled chunk MAE (raw units), AR CE and flow loss on fixed frames.
 
-Deterministic for a checkpoint: frames, flow-loss noise and sampling noise are all
-fixed by the seed. Each rank scores a disjoint stride of the frames (no padding) and
+Deterministic for a checkpoint: the frames are fixed per corpus (Corpus.eval_draw), the
+flow-loss noise and sampling noise by PROBE_SEED, so every run on a corpus is scored on the
+same frames with the same noise whatever its training seed. Each rank scores a disjoint stride of the frames (no padding) and
 the summed errors and counts are all-reduced.
 """
 
@@ -10,24 +11,28 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from engine import distributed
-from engine.corpus import CHUNK, DATASETS, MOTORS, Corpus
-from engine.model import Policy
+from engine import accel, distributed
+from engine.corpus import Corpus
+from engine.model import EULER_STEPS, Policy
 from engine.pipeline import probe_batch
 from engine.stats import NormStats
 
 EVAL_BATCH = 64
+PROBE_SEED = 0  # the eval probe's noise; the train slice's is PROBE_SEED + 1
 
 
 class Probe:
     """A fixed frame set with its fixed noise, scored against a model."""
 
     def __init__(self, corpus: Corpus, idx: np.ndarray, stats: NormStats, seed: int,
-                 ctx: distributed.Context) -> None:
-        self.stats, self.ctx = stats, ctx
+                 ctx: distributed.Context, precision: str = "fp32",
+                 sampling_steps: int = EULER_STEPS) -> None:
+        self.stats, self.ctx, self.names = stats, ctx, corpus.names
+        self.precision = precision  # the forward passes' autocast, as in training
+        self.sampling_steps = sampling_steps  # Euler steps of the flow sampler
         full = probe_batch(corpus, idx, stats, seed)
         gen = torch.Generator().manual_seed(seed + 0x5A3)
-        full["sample_noise"] = torch.randn(len(idx), CHUNK, MOTORS, generator=gen)
+        full["sample_noise"] = torch.randn(len(idx), corpus.chunk, corpus.motors, generator=gen)
         mine = slice(ctx.rank, None, ctx.world_size)
         self.batch = {k: v[mine] for k, v in full.items()}
         self.n_frames = len(idx)
@@ -37,16 +42,18 @@ class Probe:
         """Summed per-dataset abs error and counts, reduced across ranks, then averaged."""
         was_training = model.training
         model.eval()
-        n_ds = len(DATASETS)
+        n_ds = len(self.names)
         # [abs_err per dataset..., count per dataset..., ar_ce*n, flow*n]
         acc = torch.zeros(2 * n_ds + 2, dtype=torch.float64)
         n = len(self.batch["dataset"])
         for start in range(0, n, EVAL_BATCH):
             b = {k: v[start:start + EVAL_BATCH].to(self.ctx.device) for k, v in self.batch.items()}
             m = len(b["dataset"])
-            prefix_h, act_h = model.encode(b)
-            out = model.heads(prefix_h, act_h, b)
-            pred = self.stats.unnorm_actions(model.sample(prefix_h, b["sample_noise"]))
+            with accel.autocast(self.ctx.device, self.precision):
+                prefix_h, act_h = model.encode(b)
+                out = model.heads(prefix_h, act_h, b)
+                pred = self.stats.unnorm_actions(model.sample(prefix_h, b["sample_noise"],
+                                                           self.sampling_steps).float())
             err = (pred - b["raw_actions"]).abs().mean(dim=(1, 2)).double().cpu()
             ds = b["dataset"].cpu()
             acc[:n_ds] += torch.zeros(n_ds, dtype=torch.float64).index_add_(0, ds, err)
@@ -63,7 +70,7 @@ class Probe:
             "ar_ce": float(acc[-2]) / total if total else nan,
             "flow_loss": float(acc[-1]) / total if total else nan,
             "breakdown": {name: (float(acc[i] / count[i]) if count[i] else nan)
-                          for i, name in enumerate(DATASETS)},
+                          for i, name in enumerate(self.names)},
             "n_frames": int(total),
         }
 

@@ -90,6 +90,7 @@ class FontaineApp(App[int]):
         self.frames = 0
         self._frame_timer: Timer | None = None
         self._probes_seen = 0
+        self._offered = False
 
     # -- lifecycle -------------------------------------------------------------------------
 
@@ -208,6 +209,21 @@ class FontaineApp(App[int]):
             outcome = await asyncio.to_thread(self.session.export, self.view, self.read_step,
                                               self.scaled)
             self.review_status = self.tell(outcome, timeout=8)
+
+    def watch_view(self, view: RunView | None) -> None:
+        offered = view is not None and view.score_offer is not None
+        if offered != self._offered:  # the re-score key shows only while it is offered
+            self._offered = offered
+            self.refresh_bindings()
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        return self._offered if action == "rescore" else True
+
+    @work(group="rescore")
+    async def action_rescore(self) -> None:
+        """The disambiguating re-score: a subprocess, awaited without blocking the UI."""
+        self.tell(await self.session.rescore(self.schedule_frame), timeout=8)
+        self.schedule_frame()
 
     def action_help(self) -> None:
         self.push_screen(HelpScreen())

@@ -103,4 +103,10 @@ def run(args: argparse.Namespace) -> int:
         sys.stdout.write(json.dumps(verdict.to_json(), indent=2) + "\n")
     else:
         sys.stdout.write(render(verdict, log_path) + "\n")
+        if folder is not None:  # AMBIGUOUS-BY-INSTRUMENT: the re-score that disambiguates
+            from fontaine_tui.core.launch.rescore import score_offer
+
+            offer = score_offer(folder, verdict.verdict)
+            if offer is not None:
+                sys.stdout.write("\n" + "\n".join(offer.describe()) + "\n")
     return verdict.exit_code

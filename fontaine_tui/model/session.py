@@ -18,6 +18,7 @@ from fontaine_tui.core.host.telemetry import TelemetrySnapshot
 from fontaine_tui.core.launch import alerts
 from fontaine_tui.core.launch.launcher import ExitInfo
 from fontaine_tui.core.launch.registry import Entry
+from fontaine_tui.core.launch.rescore import ScoreOffer, ScoreState
 from fontaine_tui.core.log.read import ingest_lines
 from fontaine_tui.core.log.records import Malformed, Record
 from fontaine_tui.core.log.store import RunStore
@@ -81,6 +82,9 @@ class RunView:
     warnings: tuple[alerts.RunWarning, ...]
     note: str
     status_tone: str = "watching"  # readout.status_tone: how the header colours the status
+    # the disambiguating re-score of an AMBIGUOUS-BY-INSTRUMENT run (core/launch/rescore.py)
+    score_offer: ScoreOffer | None = None
+    score_state: ScoreState | None = None
 
     def verdict_at(self, step: int | None) -> Verdict:
         """The read at a probe step; the latest read when `step` is None or not a probe."""
@@ -182,6 +186,9 @@ class Session:
         self._latest_key: object = None
         self._verdicts: tuple[Verdict, ...] = ()
         self._latest: Verdict | None = None
+        self.score_state: ScoreState | None = None
+        self._offer_key: object = None
+        self._offer: ScoreOffer | None = None
 
     # -- input ---------------------------------------------------------------------------
 
@@ -307,6 +314,39 @@ class Session:
             f" and {result.chart_path}" if result.chart_path else f"; {result.chart_message}"),
             "information" if result.chart_path else "warning")
 
+    def score_offer(self, v: Verdict) -> ScoreOffer | None:
+        """The re-score to offer for the run's latest read (a local run folder only)."""
+        from fontaine_tui.core.launch.rescore import score_offer
+
+        if self.folder is None:
+            return None
+        key = (self.version, v.verdict)
+        if key != self._offer_key:  # a look at the checkpoints folder per change, not per frame
+            self._offer, self._offer_key = score_offer(RunFolder(self.folder), v.verdict), key
+        return self._offer
+
+    async def rescore(self, changed: Callable[[], None] = lambda: None) -> Outcome:
+        """Run the offered re-score to its end (a subprocess: the loop never blocks) and read
+        back what it wrote; `changed` is called once it started."""
+        from fontaine_tui.core.launch.rescore import rescore
+
+        offer = self.score_offer(self.latest())
+        if offer is None:
+            return Outcome("re-score: offered for an AMBIGUOUS-BY-INSTRUMENT verdict of an "
+                           "engine run with saved checkpoints", "warning")
+        if self.score_state is not None and self.score_state.status == "running":
+            return Outcome(f"re-score already running: {self.score_state.offer.command}",
+                           "warning")
+        self.score_state = ScoreState(offer, "running", f"running: {offer.command}")
+        self.version += 1
+        changed()
+        own = {step: probe.eval_chunk_mae for step, probe in self.store.probes.items()}
+        self.score_state = await rescore(offer, own)
+        self.version += 1
+        done = self.score_state.status == "done"
+        return Outcome(f"re-score {'done' if done else 'failed'}: {self.score_state.detail}",
+                       "information" if done else "error")
+
     def attached_to(self, folder: Path) -> tuple[Session, Outcome | None]:
         """A session on another run folder (from the runs list), with its frozen preset when
         it has one; else this one's preset, and why."""
@@ -413,5 +453,6 @@ class Session:
                        verdicts, latest,
                        tuple(readout.probe_rows(st, verdicts)), self.ledger, self.warnings,
                        self.note,
-                       readout.status_tone(self.kind, self.exit_code, bool(st.steps)))
+                       readout.status_tone(self.kind, self.exit_code, bool(st.steps)),
+                       self.score_offer(latest), self.score_state)
 

@@ -11,6 +11,7 @@ from fontaine_tui.core.verdict.text import typed_in_caveat
 from fontaine_tui.model.session import RunView
 from fontaine_tui.screens.base import ViewScreen
 from fontaine_tui.widgets.safe import assemble
+from fontaine_tui.widgets.score_panel import ScorePanel
 from fontaine_tui.widgets.verdict_panel import LABEL_STYLE, LedgerPanel, RulesPanel, VerdictBanner
 
 
@@ -31,6 +32,10 @@ class VerdictScreen(ViewScreen):
                 tooltip="Write a note about the shown read into review.jsonl"),
         Binding("e", "app.export", "Export", id="review.export",
                 tooltip="Write verdict.json and the overlay chart image"),
+        # shown while offered: an AMBIGUOUS-BY-INSTRUMENT run with saved checkpoints
+        Binding("c", "app.rescore", "Re-score", id="verdict.rescore",
+                tooltip="Re-score the saved checkpoints on the other stats surface "
+                "(python -m engine score, in the background)"),
     ]
 
     def compose(self) -> ComposeResult:
@@ -39,6 +44,7 @@ class VerdictScreen(ViewScreen):
             yield Static(id="reads")
             yield RulesPanel(id="rules")
             yield Static(id="interpretation")
+            yield ScorePanel(id="rescore")
             yield LedgerPanel(id="ledger-panel")
             yield Static(id="review-status")
         yield Footer(compact=True)
@@ -69,6 +75,7 @@ class VerdictScreen(ViewScreen):
             ("reason: ", "$text-muted"), v.reason,
             *((("\ncaveat: ", "bold $warning"), caveat) if (caveat := typed_in_caveat(v))
               else ())))
+        self.query_one(ScorePanel).show(view.score_offer, view.score_state)
         self.query_one(LedgerPanel).show(v, view.ledger, view.latest.decision)
         self.query_one("#review-status", Static).update(
             assemble(self.console.review_status))

@@ -1,0 +1,384 @@
+"""`python -m engine score`: re-score a run's saved checkpoints on a chosen probe surface.
+
+A surface (engine/surface.py) is everything the eval probe measures with besides the
+weights: the normalisation stats that turn sampled actions into raw units, the corpus, the
+frame set, the flow sampler's Euler steps, the datasets the train slice and the stats are
+drawn from, the precision. Each knob defaults to what the run itself used (the checkpoint's meta.json: its recipe and
+platform; else the run's train_log.jsonl meta record), so a score on the defaults reproduces
+the run's own eval records (tests/engine/test_score.py).
+
+The output folder gets a train_log.jsonl in the engine's schema (engine/logwriter.py): a meta
+record naming the source run, its checkpoints and the surface (field `score`), a start event,
+one eval record per checkpoint step, an end event; the console reads it like a run. Only an
+empty folder, or an earlier score output of ours, is written into.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import socket
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+from engine.surface import ScoreError, Surface, surface_of
+
+__all__ = ["ScoreError", "run_score"]
+SCORE_KEY = "score"  # the meta record's field that marks a score output (ours to replace)
+LOG = "train_log.jsonl"
+STEP_DIR = re.compile(r"step-(\d+)")
+
+
+@dataclass(frozen=True, slots=True)
+class Source:
+    """The checkpoints to re-score and the run they came from."""
+
+    checkpoints: tuple[Path, ...]  # complete step folders, by step
+    steps: tuple[int, ...]
+    metas: tuple[dict, ...]
+    run_dir: Path | None
+    run_name: str
+    skipped: tuple[str, ...]  # incomplete step folders left out
+
+    @property
+    def newest(self) -> dict:
+        return self.metas[-1]
+
+    @property
+    def newest_dir(self) -> Path:
+        return self.checkpoints[-1]
+
+
+# -- the checkpoints --------------------------------------------------------------------------
+
+
+def _meta(folder: Path) -> dict:
+    from engine import checkpoint
+
+    try:
+        meta = checkpoint.load_meta(folder)
+    except (OSError, ValueError) as exc:
+        raise ScoreError(f"--checkpoints {folder}: meta.json unreadable ({exc})") from None
+    if not isinstance(meta, dict) or not isinstance(meta.get("step"), int) \
+            or not isinstance(meta.get("recipe"), dict):
+        raise ScoreError(f"--checkpoints {folder}: meta.json records no step and recipe "
+                         "(expected a checkpoint of this engine)")
+    return meta
+
+
+def _shape(meta: dict) -> tuple[str, int, int, int]:
+    from engine.corpus import CHUNK, MOTORS
+
+    shape = meta.get("shape") or {}  # a checkpoint from before shapes were recorded: 8 x 6, 6
+    size = meta.get("model_size") or meta["recipe"].get("model_size")
+    try:
+        return (str(size), int(shape.get("chunk", CHUNK)), int(shape.get("motors", MOTORS)),
+                int(shape.get("state_dim", MOTORS)))
+    except (TypeError, ValueError):
+        raise ScoreError(f"checkpoint step {meta['step']}: meta.json shape {shape!r} is not "
+                         "{chunk, motors, state_dim} integers") from None
+
+
+def find_checkpoints(path: Path) -> Source:
+    """A run folder, its checkpoints/ folder, or one step folder -> the complete checkpoints."""
+    from engine import checkpoint
+
+    if not path.exists():
+        raise ScoreError(f"--checkpoints {path}: no such folder")
+    if not path.is_dir():
+        raise ScoreError(f"--checkpoints {path}: not a folder (expected a run folder, its "
+                         "checkpoints/ folder or a step-NNNNNN checkpoint folder)")
+    if (path / "meta.json").is_file() or (path / "model.safetensors").is_file():
+        if not checkpoint.is_complete(path):
+            raise ScoreError(f"--checkpoints {path}: an incomplete checkpoint (expected "
+                             f"{', '.join(checkpoint.FILES)} and a step in meta.json)")
+        folders, root, skipped = [path], path.parent, []
+    else:
+        run_like = (path / "checkpoints").is_dir() or (path / LOG).is_file()
+        root = path / "checkpoints" if run_like else path
+        try:
+            found = sorted((p for p in (root.iterdir() if root.is_dir() else ())
+                            if STEP_DIR.fullmatch(p.name) and p.is_dir()),
+                           key=lambda p: int(p.name[5:]))
+        except OSError as exc:
+            raise ScoreError(f"--checkpoints {path}: cannot list {root} ({exc.strerror})") \
+                from None
+        if not found and not run_like:
+            raise ScoreError(f"--checkpoints {path}: not a checkpoint folder of this engine, nor "
+                             "a run or checkpoints folder holding one (expected step-NNNNNN/ "
+                             "with meta.json and model.safetensors)")
+        folders = [p for p in found if checkpoint.is_complete(p)]
+        skipped = [p.name for p in found if p not in folders]
+        if not folders:
+            why = f"{len(found)} incomplete step folder(s)" if found else "no step-NNNNNN folder"
+            raise ScoreError(f"--checkpoints {path}: no complete checkpoint in {root} ({why}; "
+                             "the run saved none yet?)")
+    metas = [_meta(p) for p in folders]
+    shapes = {(_shape(m), json.dumps(m.get("architecture") or {}, sort_keys=True))
+              for m in metas}
+    if len(shapes) > 1:
+        raise ScoreError(f"--checkpoints {path}: checkpoints of different models "
+                         f"({'; '.join(str(s[0]) for s in sorted(shapes))}, or their recorded "
+                         "architecture); score one run at a time")
+    steps = [int(m["step"]) for m in metas]
+    if len(set(steps)) != len(steps):
+        raise ScoreError(f"--checkpoints {path}: two checkpoints record the same step")
+    order = sorted(range(len(steps)), key=steps.__getitem__)
+    run_dir = root.parent if root.name == "checkpoints" else None
+    return Source(tuple(folders[i] for i in order), tuple(steps[i] for i in order),
+                  tuple(metas[i] for i in order), run_dir, _run_name(run_dir, path),
+                  tuple(skipped))
+
+
+def _run_meta(run_dir: Path | None) -> dict:
+    """The run's last meta record (its newest start), or {} without a readable log."""
+    if run_dir is None:
+        return {}
+    found: dict = {}
+    try:
+        with open(run_dir / LOG, "rb") as fh:
+            for line in fh:
+                if b'"meta"' not in line:
+                    continue
+                try:
+                    rec = json.loads(line)
+                except ValueError:
+                    continue
+                if isinstance(rec, dict) and rec.get("kind") == "meta":
+                    found = rec
+    except OSError:
+        return {}
+    return found
+
+
+def _run_name(run_dir: Path | None, given: Path) -> str:
+    name = _run_meta(run_dir).get("run")
+    if isinstance(name, str) and name:
+        return name
+    return (run_dir or given).resolve().name
+
+
+# -- the output folder ------------------------------------------------------------------------
+
+
+def is_score_output(log: Path) -> bool:
+    """Is this train_log.jsonl one `engine score` wrote (its first record a meta with `score`)?"""
+    try:
+        with open(log, "rb") as fh:
+            first = json.loads(fh.readline() or b"null")
+    except (OSError, ValueError):
+        return False
+    return isinstance(first, dict) and first.get("kind") == "meta" \
+        and isinstance(first.get(SCORE_KEY), dict)
+
+
+def check_output(out: Path, src: Source) -> bool:
+    """May the score write into `out`? True when an earlier score output of ours is there to
+    be replaced; ScoreError (nothing touched) for anything else that is in the way."""
+    here = out.resolve()
+    if any(here == p or p in here.parents for p in (c.resolve() for c in src.checkpoints)) \
+            or (src.run_dir is not None and here == src.run_dir.resolve()):
+        raise ScoreError(f"--output-dir {out}: is the source run or inside one of its "
+                         "checkpoints; choose another folder")
+    if not out.exists():
+        return False
+    if not out.is_dir():
+        raise ScoreError(f"--output-dir {out}: exists and is not a folder")
+    try:
+        entries = sorted(p.name for p in out.iterdir())
+    except OSError as exc:
+        raise ScoreError(f"--output-dir {out}: cannot list it ({exc.strerror})") from None
+    if not entries:
+        return False
+    if entries == [LOG] and (out / LOG).is_file() and is_score_output(out / LOG):
+        return True
+    shown = ", ".join(entries[:3]) + (", ..." if len(entries) > 3 else "")
+    raise ScoreError(f"--output-dir {out}: not empty and not a score output of this engine "
+                     f"(holds {shown}); nothing was touched, choose another folder")
+
+
+def _writable(out: Path) -> None:
+    import tempfile
+
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+        with tempfile.NamedTemporaryFile(dir=out, prefix=".probe-"):
+            pass
+    except OSError as exc:
+        raise ScoreError(f"--output-dir {out}: not a writable directory "
+                         f"({exc.strerror or exc})") from None
+
+
+# -- scoring ----------------------------------------------------------------------------------
+
+
+def _corpus(surface: Surface, root: Path, image_size: int):
+    from engine import corpus
+
+    try:
+        mode = corpus.check_dir(root)
+        if mode != "use":
+            if root != corpus.default_dir().resolve():
+                raise ScoreError(f"--data-dir {root}: no corpus to score on (expected the "
+                                 "corpus the run trained on, or a LeRobotDataset folder)")
+            corpus.ensure(root)  # the engine's own cache, rebuilt deterministically
+        return corpus.load(root, surface.datasets, image_size)
+    except corpus.CorpusError as exc:
+        text = str(exc)  # a --datasets name not in the corpus names its own flag
+        raise ScoreError(text if text.startswith("--") else f"--data-dir {text}") from None
+
+
+def _stats_for(surface: Surface, data, folder: Path):
+    from engine import corpus
+    from engine.stats import NormStats
+
+    try:
+        if surface.stats == "checkpoint":
+            return NormStats.load(folder / "stats.json")
+        if surface.stats == "corpus":
+            return data.stats()
+        return data.recomputed_stats()
+    except corpus.CorpusError as exc:
+        raise ScoreError(f"--stats {surface.stats}: {exc}") from None
+    except (OSError, ValueError, KeyError) as exc:
+        raise ScoreError(f"--stats checkpoint: {folder / 'stats.json'} unreadable ({exc})") \
+            from None
+
+
+def _frames(surface: Surface, data):
+    import numpy as np
+
+    if surface.frames == "draw":
+        return data.eval_draw(), data.train_slice()
+    return np.flatnonzero(data.split == 1), data.train_slice()
+
+
+def _device(requested: str, precision: str):
+    import torch
+
+    from engine.distributed import pick_device
+
+    if requested == "cuda" and not torch.cuda.is_available():
+        raise ScoreError("--device cuda: CUDA is not available on this machine (expected auto "
+                         "or cpu)")
+    device = pick_device(requested, 0)
+    if precision == "bf16" and device.type == "cuda" and not torch.cuda.is_bf16_supported():
+        raise ScoreError("--precision bf16: this GPU has no bf16 support (expected fp32)")
+    return device
+
+
+def _model(src: Source, device):
+    """The policy the checkpoints hold (their recorded architecture), the first one's weights
+    loaded: a checkpoint that does not load is refused before a byte is written."""
+    from engine import checkpoint
+    from engine.init import Init
+    from engine.model import Policy
+
+    size, chunk, motors, state_dim = _shape(src.newest)
+    arch = Init("engine", src.checkpoints[-1], meta=src.newest).architecture()
+    try:
+        model = Policy(size, chunk, motors, state_dim, architecture=arch or None).to(device)
+        checkpoint.load_weights(src.checkpoints[0], model)
+    except KeyError:
+        raise ScoreError(f"--checkpoints {src.checkpoints[0]}: unknown model size {size!r}") \
+            from None
+    except Exception as exc:
+        first = next((ln for ln in str(exc).splitlines() if ln.strip()), type(exc).__name__)
+        raise ScoreError(f"--checkpoints {src.checkpoints[0]}: cannot load its weights "
+                         f"({first.strip()[:200]})") from None
+    return model
+
+
+def run_score(args: argparse.Namespace) -> int:
+    """Validate everything (ScoreError: nothing written), then score and write the log."""
+    import torch
+
+    from engine import corpus, distributed
+    from engine.init import Init
+    from engine.train import cpu_threads
+
+    src = find_checkpoints(Path(args.checkpoints))
+    surface = surface_of(args, src.newest["recipe"],
+                         src.newest.get("platform") or _run_meta(src.run_dir).get("platform"))
+    out = Path(args.output_dir)
+    replace = check_output(out, src)
+    root = (Path(surface.data_dir) if surface.data_dir else corpus.default_dir()).resolve()
+    init = Init("engine", src.checkpoints[-1], meta=src.newest)
+    data = _corpus(surface, root, init.image_size(corpus.IMAGE_SIZE))
+    _, chunk, motors, state_dim = _shape(src.newest)
+    have = (data.chunk, data.motors, int(data.states.shape[1]))
+    if have != (chunk, motors, state_dim):
+        raise ScoreError(f"--data-dir {root}: incompatible shape: the checkpoints predict "
+                         f"{chunk} x {motors} actions from a {state_dim}-d state, the corpus has "
+                         f"{have[0]} x {have[1]} and {have[2]}")
+    device = _device(surface.device, surface.precision)
+    if device.type == "cpu":
+        torch.set_num_threads(cpu_threads())
+    model = _model(src, device)
+    shared = None if surface.stats == "checkpoint" else _stats_for(surface, data, src.newest_dir)
+    stats = [shared or _stats_for(surface, data, p) for p in src.checkpoints]
+    _writable(out)
+    if replace:
+        (out / LOG).unlink()
+    ctx = distributed.Context(rank=0, world_size=1, local_rank=0, device=device)
+    return _score(src, surface, out, root, data, model, ctx, stats)
+
+
+def _score(src: Source, surface: Surface, out: Path, root: Path, data, model, ctx,
+           stats: list) -> int:
+    """Write the meta record, then an eval record per checkpoint as it is scored."""
+    import torch
+
+    from engine import checkpoint
+    from engine.evaluate import PROBE_SEED, Probe, eval_record
+    from engine.identity import identity
+    from engine.logwriter import SCHEMA, LogWriter
+
+    eval_idx, train_idx = _frames(surface, data)
+    log = LogWriter(out / LOG)
+    step = src.steps[0]
+    try:
+        ident = identity(root)
+        log.write("meta", 0, schema=SCHEMA, run=f"{src.run_name}:score-{surface.name}",
+                  world_size=1, device=str(ctx.device), recipe=src.newest["recipe"],
+                  argv=list(sys.argv), host=socket.gethostname(), code=ident["code"],
+                  data=ident["data"], versions=ident["versions"],
+                  platform={"device": surface.device, "precision": surface.precision,
+                            "data_dir": str(root), "threads": torch.get_num_threads()},
+                  score={"source_run": src.run_name,
+                         "source": str(src.run_dir or src.checkpoints[0].parent),
+                         "checkpoints": [str(p) for p in src.checkpoints],
+                         "steps": list(src.steps), "skipped": list(src.skipped),
+                         "surface": surface.to_json()})
+        skipped = f"; skipped {', '.join(src.skipped)} (incomplete)" if src.skipped else ""
+        log.event(0, "start", f"re-scoring {len(src.checkpoints)} checkpoint(s) of "
+                              f"{src.run_name} on surface {surface.name} (stats {surface.stats}, "
+                              f"frames {surface.frames}, {surface.sampling_steps} Euler steps, "
+                              f"data {root}){skipped}")
+        probes = None
+        for i, (folder, step, meta) in enumerate(zip(src.checkpoints, src.steps, src.metas,
+                                                     strict=True)):
+            if i:
+                checkpoint.load_weights(folder, model)
+            if probes is None or probes[0] is not stats[i]:  # frames normalised by the stats
+                probes = (stats[i], *(Probe(data, idx, stats[i], seed, ctx, surface.precision,
+                                            surface.sampling_steps)
+                                      for idx, seed in ((eval_idx, PROBE_SEED),
+                                                        (train_idx, PROBE_SEED + 1))))
+            record = eval_record(probes[1], probes[2], model, surface.breakdown)
+            log.write("eval", step, **record, checkpoint=str(folder), surface=surface.name,
+                      samples=meta.get("samples"))
+        log.event(step, "end", f"finished: {len(src.checkpoints)} checkpoint(s) scored on "
+                               f"surface {surface.name}")
+        return 0
+    except KeyboardInterrupt:
+        log.event(step, "error", f"interrupted (SIGINT) at step {step}")
+        return 130
+    except Exception as exc:  # logged for the console, then a non-zero exit
+        log.event(step, "error", f"{type(exc).__name__}: {exc}")
+        print(f"engine: {type(exc).__name__}: {exc}", file=sys.stderr)
+        return 1
+    finally:
+        log.close()
