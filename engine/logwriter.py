@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import sys
 import time
 from pathlib import Path
 
@@ -53,6 +54,12 @@ class LogWriter:
 
     def event(self, step: int, event: str, detail: str) -> None:
         self.write("event", step, event=event, detail=detail)
+
+    def failed(self, step: int, exc: BaseException) -> int:
+        """An unexpected error: an `error` event for the console, one line on stderr, exit 1."""
+        self.event(step, "error", f"{type(exc).__name__}: {exc}")
+        print(f"engine: {type(exc).__name__}: {exc}", file=sys.stderr)
+        return 1
 
     def close(self) -> None:
         if self._fd is not None:

@@ -377,8 +377,6 @@ def _score(src: Source, surface: Surface, out: Path, root: Path, data, model, ct
         log.event(step, "error", f"interrupted (SIGINT) at step {step}")
         return 130
     except Exception as exc:  # logged for the console, then a non-zero exit
-        log.event(step, "error", f"{type(exc).__name__}: {exc}")
-        print(f"engine: {type(exc).__name__}: {exc}", file=sys.stderr)
-        return 1
+        return log.failed(step, exc)
     finally:
         log.close()

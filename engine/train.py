@@ -319,9 +319,7 @@ def run(args: argparse.Namespace) -> int:
         log.event(step, "error", str(exc))
         raise
     except Exception as exc:  # logged for the console, then a non-zero exit
-        log.event(step, "error", f"{type(exc).__name__}: {exc}")
-        print(f"engine: {type(exc).__name__}: {exc}", file=sys.stderr)
-        return 1
+        return log.failed(step, exc)
     finally:
         log.close()
         distributed.teardown()

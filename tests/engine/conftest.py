@@ -59,3 +59,19 @@ def tiny_argv(out: Path, data: Path, *extra: str, steps: int = 20) -> list[str]:
 def run_engine(argv: list[str], timeout: float = 120) -> subprocess.CompletedProcess:
     return subprocess.run(argv, cwd=REPO, env=engine_env(), capture_output=True, text=True,
                           timeout=timeout)
+
+
+def check_flags(argv: list[str], timeout: float = 0) -> subprocess.CompletedProcess:
+    """`argv` (a `python -m engine ...` command) through the engine's entry point in this
+    process, for commands its flag checks refuse before anything runs (no torch start-up
+    per case): the exit code and stderr as run_engine gives them. `timeout` is unused."""
+    import contextlib
+    import io
+
+    from engine.cli import main
+
+    assert argv[1:3] == ["-m", "engine"], argv
+    err = io.StringIO()
+    with contextlib.redirect_stderr(err):
+        code = main(argv[3:])
+    return subprocess.CompletedProcess(argv, code, "", err.getvalue())

@@ -231,12 +231,13 @@ def test_corrupt_and_partial_cache_is_detected_and_rebuilt(tmp_path, corpus_dir)
     assert not [p for p in tmp_path.iterdir() if p.name.startswith(".")]
 
 
-def test_an_unknown_dataset_name_is_one_line(tmp_path, corpus_dir):
-    from tests.engine.conftest import run_engine, tiny_argv
+def test_an_unknown_dataset_name_is_one_line(tmp_path, corpus_dir, capsys):
+    from engine.cli import main
+    from tests.engine.conftest import tiny_argv
 
     out = tmp_path / "run"
-    proc = run_engine(tiny_argv(out, corpus_dir, "--datasets", "demos,pick"))
-    assert proc.returncode == 2, proc.stdout + proc.stderr
-    assert proc.stderr.strip() == (f"engine: error: --datasets demos,pick: pick not found under "
-                                   f"{corpus_dir} (expected some of: demos,rig)")
+    assert main(tiny_argv(out, corpus_dir, "--datasets", "demos,pick")[3:]) == 2
+    assert capsys.readouterr().err.strip() == (
+        f"engine: error: --datasets demos,pick: pick not found under {corpus_dir} "
+        "(expected some of: demos,rig)")
     assert not out.exists()

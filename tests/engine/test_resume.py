@@ -14,7 +14,7 @@ import pytest
 pytest.importorskip("torch")
 pytestmark = pytest.mark.engine
 
-from tests.engine.conftest import REPO, engine_env, run_engine, tiny_argv  # noqa: E402
+from tests.engine.conftest import REPO, check_flags, engine_env, run_engine, tiny_argv  # noqa: E402
 from tests.engine.enginelog_schema import check  # noqa: E402
 
 
@@ -149,14 +149,14 @@ def test_a_resume_that_changes_the_recipe_is_refused(six_steps, corpus_dir, extr
         else:
             argv += [flag, value]
     before = _tree(six_steps)
-    proc = run_engine(argv + ["--resume"], timeout=60)
+    proc = check_flags(argv + ["--resume"])
     assert proc.returncode == 2
     assert proc.stderr.splitlines() == [f"engine: error: {expected}"]
     assert _tree(six_steps) == before  # nothing written
 
 
 def test_extend_to_needs_resume(tmp_path, corpus_dir):
-    proc = run_engine(_six_step_argv(tmp_path, corpus_dir) + ["--extend-to", "9"], timeout=60)
+    proc = check_flags(_six_step_argv(tmp_path, corpus_dir) + ["--extend-to", "9"])
     assert proc.returncode == 2
     assert proc.stderr.splitlines() == [
         "engine: error: --extend-to 9: only with --resume (it extends a run that has "
@@ -194,13 +194,12 @@ def test_extend_to_trains_past_the_steps_at_the_floor_lr(six_steps, tmp_path, co
     assert (meta["step"], meta["extend_to"], meta["recipe"]["steps"]) == (9, 9, 6)
 
     # the extended run resumes only as extended: its checkpoint is past the recipe's steps
-    proc = run_engine(_six_step_argv(run, corpus_dir) + ["--resume"], timeout=60)
+    proc = check_flags(_six_step_argv(run, corpus_dir) + ["--resume"])
     assert proc.returncode == 2
     assert proc.stderr.splitlines() == [
         "engine: error: --resume: checkpoint step-000009 (step 9) is past the recipe's steps 6: "
         "the run was extended to 9; pass --extend-to 9"]
-    proc = run_engine(_six_step_argv(run, corpus_dir) + ["--resume", "--extend-to", "8"],
-                      timeout=60)
+    proc = check_flags(_six_step_argv(run, corpus_dir) + ["--resume", "--extend-to", "8"])
     assert proc.returncode == 2
     assert proc.stderr.splitlines() == [
         "engine: error: --extend-to 8: checkpoint step-000009 is already past it (step 9)"]
