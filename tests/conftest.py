@@ -4,6 +4,7 @@ without its amendment."""
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
@@ -28,6 +29,31 @@ def bank_path(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     path = tmp_path / "bank"
     monkeypatch.setenv("FONTAINE_BANK", str(path))
     return path
+
+
+@pytest.fixture(scope="session")
+def frame_cache(tmp_path_factory) -> Path:
+    """The engine's decoded-frame cache ($XDG_CACHE_HOME/fontaine-engine/frames) in a temp
+    folder for the session, for this process and the engines it starts (every engine test
+    uses it: tests/engine/conftest.py)."""
+    cache = tmp_path_factory.mktemp("xdg-cache")
+    old = os.environ.get("XDG_CACHE_HOME")
+    os.environ["XDG_CACHE_HOME"] = str(cache)
+    yield cache / "fontaine-engine" / "frames"
+    if old is None:
+        os.environ.pop("XDG_CACHE_HOME", None)
+    else:
+        os.environ["XDG_CACHE_HOME"] = old
+
+
+@pytest.fixture(scope="session")
+def corpus_dir(tmp_path_factory, frame_cache) -> Path:
+    from engine import corpus
+
+    root = tmp_path_factory.mktemp("cache") / "corpus-v2"
+    corpus.ensure(root)
+    corpus.load(root)  # decode the frames once for the session
+    return root
 
 
 @pytest.fixture(scope="session")

@@ -16,7 +16,7 @@ from fontaine_tui.core.verdict.presets import load_preset  # noqa: E402
 from fontaine_tui.widgets.score_panel import ScorePanel  # noqa: E402
 from fontaine_tui.widgets.verdict_panel import VerdictBanner  # noqa: E402
 from tests.console.conftest import SIZE, console, loaded, text, until  # noqa: E402
-from tests.engine.conftest import corpus_dir, frame_cache, run_engine, tiny_argv  # noqa: E402, F401
+from tests.engine.conftest import run_engine, tiny_argv  # noqa: E402
 
 STEPS = 30  # probes and checkpoints at 10, 20, 30
 
@@ -86,7 +86,7 @@ text = "the instrument's units moved"
 
 
 @pytest.fixture(scope="module")
-def tiny_run(tmp_path_factory, corpus_dir):  # noqa: F811
+def tiny_run(tmp_path_factory, corpus_dir):
     run = tmp_path_factory.mktemp("console-rescore") / "run"
     proc = run_engine(tiny_argv(run, corpus_dir, steps=STEPS))
     assert proc.returncode == 0, proc.stderr

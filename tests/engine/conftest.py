@@ -17,27 +17,10 @@ REPO = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture(scope="session", autouse=True)
-def frame_cache(tmp_path_factory) -> Path:
-    """The engine's decoded-frame cache ($XDG_CACHE_HOME/fontaine-engine/frames) in a temp
-    folder for the session, for this process and the engines it starts."""
-    cache = tmp_path_factory.mktemp("xdg-cache")
-    old = os.environ.get("XDG_CACHE_HOME")
-    os.environ["XDG_CACHE_HOME"] = str(cache)
-    yield cache / "fontaine-engine" / "frames"
-    if old is None:
-        os.environ.pop("XDG_CACHE_HOME", None)
-    else:
-        os.environ["XDG_CACHE_HOME"] = old
-
-
-@pytest.fixture(scope="session")
-def corpus_dir(tmp_path_factory, frame_cache) -> Path:
-    from engine import corpus
-
-    root = tmp_path_factory.mktemp("cache") / "corpus-v2"
-    corpus.ensure(root)
-    corpus.load(root)  # decode the frames once for the session
-    return root
+def _engine_frame_cache(frame_cache) -> Path:
+    """Every engine test (and the engines it starts) decodes into the session's frame cache
+    (tests/conftest.py)."""
+    return frame_cache
 
 
 def engine_env() -> dict[str, str]:
@@ -75,3 +58,15 @@ def check_flags(argv: list[str], timeout: float = 0) -> subprocess.CompletedProc
     with contextlib.redirect_stderr(err):
         code = main(argv[3:])
     return subprocess.CompletedProcess(argv, code, "", err.getvalue())
+
+
+def run_engines(argvs: list[list[str]], timeout: float = 180) -> list[subprocess.CompletedProcess]:
+    """Several engine commands at once (the two cores overlap one's start-up with another's
+    steps); their results in order."""
+    procs = [subprocess.Popen(argv, cwd=REPO, env=engine_env(), stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, text=True) for argv in argvs]
+    done = []
+    for argv, proc in zip(argvs, procs, strict=True):
+        out, err = proc.communicate(timeout=timeout)
+        done.append(subprocess.CompletedProcess(argv, proc.returncode, out, err))
+    return done

@@ -12,7 +12,7 @@ import pytest
 torch = pytest.importorskip("torch")
 pytestmark = pytest.mark.engine
 
-from tests.engine.conftest import run_engine, tiny_argv  # noqa: E402
+from tests.engine.conftest import run_engine, run_engines, tiny_argv  # noqa: E402
 
 
 def _argv(out, data, *extra, steps=2):
@@ -125,8 +125,8 @@ def test_bf16_and_checkpointed_runs_against_fp32(tmp_path, corpus_dir):
     checkpointing. bf16's first loss (before any update) is fp32's up to bf16 rounding, and
     not the same number (autocast did run); checkpointing changes nothing."""
     runs = {"fp32": [], "bf16": ["--precision", "bf16"], "ac": ["--activation-checkpointing"]}
-    for name, extra in runs.items():
-        done = run_engine(_argv(tmp_path / name, corpus_dir, *extra))
+    results = run_engines([_argv(tmp_path / name, corpus_dir, *extra) for name, extra in runs.items()])
+    for name, done in zip(runs, results, strict=True):
         assert done.returncode == 0, (name, done.stderr)
     fp32, bf16, ac = (_train(tmp_path / n) for n in runs)
     assert len(fp32) == len(bf16) == len(ac) == 2

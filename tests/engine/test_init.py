@@ -15,7 +15,7 @@ pytestmark = pytest.mark.engine
 
 from safetensors.torch import load_file  # noqa: E402
 
-from tests.engine.conftest import run_engine, tiny_argv  # noqa: E402
+from tests.engine.conftest import run_engine, run_engines, tiny_argv  # noqa: E402
 from tests.engine.enginelog_schema import check, read  # noqa: E402
 
 
@@ -181,13 +181,15 @@ def test_init_of_another_model_size_is_refused(tmp_path, corpus_dir, released, c
 def test_two_seeds_are_scored_on_the_same_frames_with_the_same_noise(tmp_path, corpus_dir, released):
     """The same starting weights (lr 1e-9), two training seeds: the eval probe reads the same,
     as its frames are drawn per corpus and its noise is fixed, not taken from --seed."""
-    reads = []
+    argvs = []
     for seed in ("0", "7"):
         argv = _argv(tmp_path / f"seed{seed}", corpus_dir, "--init", str(released), steps=1)
         argv.remove("--recompute-stats")
         argv[argv.index("--seed") + 1] = seed
         argv[argv.index("--eval-every") + 1] = "1"
-        proc = run_engine(argv)
+        argvs.append(argv)
+    reads = []
+    for seed, proc in zip(("0", "7"), run_engines(argvs), strict=True):
         assert proc.returncode == 0, proc.stdout + proc.stderr
         [ev] = [r for r in read(tmp_path / f"seed{seed}" / "train_log.jsonl") if r["kind"] == "eval"]
         reads.append(ev)

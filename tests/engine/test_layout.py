@@ -13,7 +13,7 @@ pytest.importorskip("torch")
 pytestmark = pytest.mark.engine
 
 from engine.pipeline import Layout, LayoutError, chunks_per_rank  # noqa: E402
-from tests.engine.conftest import REPO, engine_env, run_engine, tiny_argv  # noqa: E402
+from tests.engine.conftest import REPO, engine_env, run_engines, tiny_argv  # noqa: E402
 
 
 def _without(argv: list[str], flag: str) -> list[str]:
@@ -111,8 +111,7 @@ def test_a_run_cut_by_micro_batch_is_the_run_cut_by_chunks(tmp_path, corpus_dir)
     base = _replace(tiny_argv(tmp_path / "chunks", corpus_dir, steps=2), "--num-workers", "0")
     by_micro = _without(_replace(base, "--output-dir", str(tmp_path / "micro")),
                         "--backward-chunks") + ["--micro-batch", "8"]
-    for argv in (base, by_micro):
-        done = run_engine(argv)
+    for done in run_engines([base, by_micro]):
         assert done.returncode == 0, done.stderr
 
     def losses(run):
