@@ -1,0 +1,99 @@
+"""`fontaine-tui notify test` against a real HTTP server on 127.0.0.1; the webhook token is in
+no output and in no file."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from fontaine_tui.cli import main
+from tests.core.notify.server import Hook, dead_port
+
+TOKEN = "SECRETTOKEN"
+
+
+@pytest.fixture
+def hook():
+    server = Hook()
+    yield server
+    server.close()
+
+
+@pytest.fixture
+def config(tmp_path_factory, tmp_path, monkeypatch):
+    """config.toml outside tmp_path (it holds the token by necessity); cwd is tmp_path."""
+    xdg = tmp_path_factory.mktemp("xdg")
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(xdg))
+    monkeypatch.delenv("FONTAINE_NOTIFY", raising=False)
+    monkeypatch.chdir(tmp_path)
+    path = xdg / "fontaine-tui" / "config.toml"
+    path.parent.mkdir(parents=True)
+    return path
+
+
+def no_token_anywhere(capsys, tmp_path: Path) -> tuple[str, str]:
+    out, err = capsys.readouterr()
+    assert TOKEN not in out and TOKEN not in err
+    for f in tmp_path.rglob("*"):
+        if f.is_file():
+            assert TOKEN.encode() not in f.read_bytes(), f
+    return out, err
+
+
+def test_every_destination_gets_the_message(hook, config, capsys, tmp_path):
+    slack = hook.url(f"/services/T000/B000/{TOKEN}")
+    config.write_text(f'[[notify]]\nurl = "{slack}"\nservice = "slack"\n\n'
+                      f'[[notify]]\nurl = "{hook.url("/alerts-only")}"\nlevel = "alert"\n')
+    assert main(["notify", "test"]) == 0
+    out, err = no_token_anywhere(capsys, tmp_path)
+    assert out.splitlines() == [
+        f"slack    http://127.0.0.1:{hook.port}/services/***/***/***  delivered",
+        f"generic  {hook.url('/alerts-only')}  skipped: its least level is alert"]
+    assert err == ""
+    (req,) = hook.requests
+    assert req.path.endswith(TOKEN)
+    assert json.loads(req.body)["blocks"][0]["text"]["text"] == "fontaine-tui test notification"
+
+
+def test_a_failed_destination_exits_1_with_its_reason(hook, config, capsys, tmp_path,
+                                                      monkeypatch):
+    hook.fail(500, 10)
+    config.write_text(f'[[notify]]\nurl = "{hook.url(f"/services/T000/B000/{TOKEN}")}"\n'
+                      'service = "slack"\n')
+    monkeypatch.setenv("FONTAINE_NOTIFY", f"http://127.0.0.1:{dead_port()}/h?key={TOKEN}")
+    assert main(["notify", "test", "--level", "alert"]) == 1
+    out, _ = no_token_anywhere(capsys, tmp_path)
+    lines = out.splitlines()
+    assert lines[0] == (f"slack    http://127.0.0.1:{hook.port}/services/***/***/***  "
+                        "failed: HTTP 500 Internal Server Error")
+    assert lines[1].startswith("generic  http://127.0.0.1:") and "/h?key=***  failed: " in lines[1]
+    assert "cannot connect" in lines[1]
+    assert len(hook.requests) == 4  # the default: 4 tries
+
+
+def test_url_sends_to_that_url_only(hook, config, capsys, tmp_path):
+    config.write_text('[[notify]]\nurl = "http://127.0.0.1:9/not-this-one"\n')
+    assert main(["notify", "test", "--url", hook.url(f"/x?token={TOKEN}"), "--level", "warn"]) == 0
+    out, _ = no_token_anywhere(capsys, tmp_path)
+    assert out == f"generic  {hook.url('/x?token=***')}  delivered\n"
+    body = json.loads(hook.requests[0].body)
+    assert body["level"] == "warn" and body["title"] == "fontaine-tui test notification"
+
+
+def test_no_destination_is_exit_2_in_one_line(config, capsys, tmp_path):
+    assert main(["notify", "test"]) == 2
+    _, err = capsys.readouterr()
+    assert err.count("\n") == 1
+    assert err.startswith("fontaine-tui: error: no notification destination: ")
+    assert str(config) in err and "FONTAINE_NOTIFY" in err
+
+
+def test_a_bad_config_is_exit_2_naming_the_key(config, capsys, tmp_path):
+    config.write_text(f'[[notify]]\nurl = "https://hooks.slack.com/services/T/B/{TOKEN}"\n'
+                      'level = "urgent"\n')
+    assert main(["notify", "test"]) == 2
+    _, err = no_token_anywhere(capsys, tmp_path)
+    assert err == (f"fontaine-tui: error: {config}: notify[0].level: expected one of info, "
+                   "warn, alert, got 'urgent'\n")
