@@ -35,6 +35,7 @@ from fontaine_tui.core.verdict.prereg import Prereg, utc_iso
 from fontaine_tui.core.verdict.presets import Preset
 from fontaine_tui.core.verdict.rules import Verdict, compute_verdict
 from fontaine_tui.core.verdict.text import headline, render
+from fontaine_tui.model.notices import RunNotices
 from fontaine_tui.model.readout import recipe_steps
 from fontaine_tui.model.session import Session
 
@@ -81,6 +82,7 @@ class PlainReport:
         self.out = out or sys.stdout
         self.steps = recipe_steps(session.preset)
         self._said: set[str] = set()  # ledger breaks and provenance changes, said once
+        self.notices: RunNotices | None = None  # launch --plain: each probe's read sent too
 
     def say(self, text: str) -> None:
         print(text, file=self.out, flush=True)
@@ -104,6 +106,8 @@ class PlainReport:
                     ledger_read = True
                 latest = session.latest()
                 self.say(f"verdict: {headline(latest)}")
+                if self.notices is not None:
+                    self.notices.probe(rec.step, latest)
                 for warning in (session.ledger.error, *latest.provenance_changes):
                     if warning and warning not in self._said:
                         self._said.add(warning)
@@ -137,6 +141,7 @@ class PlainWatch:
                                "launch", engine, folder.root)
         self.report = PlainReport(self.session, out)
         self.exit: ExitInfo | None = None
+        self.notices: RunNotices | None = None  # set by babysit where destinations exist
 
     @property
     def preset(self) -> Preset:
@@ -165,6 +170,8 @@ class PlainWatch:
         self.session.update_warnings(telemetry, time.time())
         for w in self.session.warning_book.last_new:
             self.say(f"{w.severity}: {w.message}")
+            if self.notices is not None:
+                self.notices.warning(w, self.session.store.last_step)
         return self.exit
 
     async def follow(self, poll_s: float) -> ExitInfo:
@@ -204,7 +211,12 @@ def finish(watch: PlainWatch, registry: Registry, host: str, info: ExitInfo) -> 
         watch.say(f"warn: exit not recorded in the registry ({exc})")
     watch.say(info.describe())
     verdict = watch.verdict(store)
-    watch.say(render(verdict, str(folder.log)))
+    text = render(verdict, str(folder.log))
+    watch.say(text)
+    if watch.notices is not None:
+        watch.notices.final(verdict, text, info.describe())
+        for line in watch.notices.close():
+            watch.say(line)
     try:
         write_verdict(folder.verdict, verdict)
     except (InputError, OSError) as exc:
@@ -220,6 +232,9 @@ def babysit(preset: Preset, folder: RunFolder, engine: EngineProcess, registry: 
     terminal, a job scheduler's kill) are one thing: with `stop_on_exit` the engine is stopped
     and its exit recorded; without, the console detaches and says how to come back."""
     watch = PlainWatch(preset, folder, engine, prereg, poll_s=poll_s)
+    watch.notices = watch.report.notices = RunNotices.configured(preset.run_name, watch.say)
+    if watch.notices is not None:
+        watch.notices.launched(preset.name, str(folder.root), engine.pid, prereg.preset_sha256)
     old = {sig: signal.signal(sig, _interrupt) for sig in (signal.SIGTERM, signal.SIGHUP)}
     try:
         info = asyncio.run(watch.follow(poll_s))

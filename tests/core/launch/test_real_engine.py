@@ -28,9 +28,14 @@ pytestmark = [pytest.mark.engine, pytest.mark.slow]
 TIMEOUT = 300
 
 
-def launch(cwd: Path, *extra: str, code: Path | None = None) -> subprocess.Popen:
-    """`launch smoke --plain`; with `code`, the engine package is imported from there."""
-    env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+def launch(cwd: Path, *extra: str, code: Path | None = None,
+           notify: str = "") -> subprocess.Popen:
+    """`launch smoke --plain`; with `code`, the engine package is imported from there; with
+    `notify`, FONTAINE_NOTIFY (the user's config.toml kept out either way)."""
+    env = {**os.environ, "PYTHONUNBUFFERED": "1", "XDG_CONFIG_HOME": str(cwd / "config")}
+    env.pop("FONTAINE_NOTIFY", None)
+    if notify:
+        env["FONTAINE_NOTIFY"] = notify
     if code is not None:
         env["PYTHONPATH"] = os.pathsep.join([str(code), *filter(None, [env.get("PYTHONPATH")])])
     return subprocess.Popen([sys.executable, "-m", "fontaine_tui", "launch", "smoke", "--plain",
@@ -40,8 +45,14 @@ def launch(cwd: Path, *extra: str, code: Path | None = None) -> subprocess.Popen
 
 
 def test_launch_smoke_end_to_end(tmp_path: Path, registry_path: Path) -> None:
+    """... with a notification destination: a real JSON webhook on 127.0.0.1, whose secret
+    path never shows in the output."""
+    from tests.core.notify.server import Hook
+
+    hook = Hook()
+    secret = "/hooks/SECRETTOKEN"
     folder = RunFolder(tmp_path / "run")
-    proc = launch(tmp_path)
+    proc = launch(tmp_path, notify=hook.url(secret))
     # prereg.json must already be complete when the log's first line appears
     deadline = time.monotonic() + TIMEOUT
     while not (folder.log.exists() and folder.log.stat().st_size > 0):
@@ -70,6 +81,18 @@ def test_launch_smoke_end_to_end(tmp_path: Path, registry_path: Path) -> None:
     assert verdict["read_step"] == 40 and verdict["provisional"] is False
     assert f"VERDICT: {verdict['verdict']}  [final]" in out
     assert proc.returncode == EXIT_CODES[verdict["verdict"]]
+    # the notifications: launch, each probe's read, the final verdict with its label
+    posts = [json.loads(r.body) for r in hook.requests]
+    hook.close()
+    assert all(r.path == secret for r in hook.requests)
+    titles = [m["title"] for m in posts]
+    assert titles[0] == "smoke: launched" and posts[0]["level"] == "info"
+    probes = [m for m in posts if m["title"].startswith("smoke: probe at step ")]
+    assert [m["step"] for m in probes] == [10, 20, 30, 40]
+    assert "PROVISIONAL" in probes[0]["text"] and "final" in probes[-1]["text"]
+    assert titles[-1] == f"smoke: VERDICT {verdict['verdict']}"
+    assert f"VERDICT: {verdict['verdict']}  [final]" in posts[-1]["text"]
+    assert "SECRETTOKEN" not in out + err and "notification" not in out + err
     assert "verdict: " in out and "probe step 20:" in out  # followed line by line
     assert "first poll: s/step" in out
     assert "Traceback" not in err
