@@ -151,7 +151,7 @@ def _add_score(sub) -> None:
                    help="the forward passes' autocast (default: the run's)")
 
 
-def _check_writable(flag: str, path: Path) -> None:
+def check_writable(flag: str, path: Path) -> None:
     try:
         path.mkdir(parents=True, exist_ok=True)
         with tempfile.NamedTemporaryFile(dir=path, prefix=".probe-"):
@@ -176,16 +176,15 @@ def _check_datasets(args: argparse.Namespace) -> None:
     """--datasets names sub-datasets the data folder holds (or the generated corpus will)."""
     from engine import corpus
 
-    chosen = [n.strip() for n in (args.datasets or "").split(",") if n.strip()]
+    chosen = corpus.dataset_names(args.datasets)
     if not chosen:
         return
     root = Path(args.data_dir) if args.data_dir else corpus.default_dir()
     found = [p.name for p in corpus.dataset_folders(root)] if root.is_dir() else []
-    known = found or list(corpus.DATASETS)
-    unknown = [n for n in chosen if n not in known]
-    if unknown:
-        raise UsageExit(f"--datasets {args.datasets}: {', '.join(unknown)} not found under "
-                        f"{root} (expected some of: {','.join(known)})")
+    try:
+        corpus.check_datasets(chosen, found or corpus.DATASETS, root)
+    except corpus.CorpusError as exc:
+        raise UsageExit(str(exc)) from None
 
 
 def _check_fresh_output(args: argparse.Namespace) -> None:
@@ -319,7 +318,7 @@ def validate_train(args: argparse.Namespace) -> None:
     _check_init(args)
     _check_datasets(args)
     _check_resume(args)
-    _check_writable("--output-dir", Path(args.output_dir))
+    check_writable("--output-dir", Path(args.output_dir))
     _check_fresh_output(args)
     _check_data_dir(args)
 
@@ -349,11 +348,11 @@ def main(argv: list[str] | None = None) -> int:
 
         return run_parity(args)
     if args.command == "score":
-        from engine.score import ScoreError, run_score
+        from engine.score import run_score
 
         try:
             return run_score(args)
-        except ScoreError as exc:
+        except UsageExit as exc:  # engine/surface.py ScoreError among them
             print(f"engine: error: {exc}", file=sys.stderr)
             return 2
     from engine.train import UsageError, run

@@ -476,6 +476,19 @@ def _holdout(name: str, n_eps: int) -> set[int]:
     return set(rng.choice(n_eps, size=max(1, int(n_eps * EVAL_FRACTION)), replace=False).tolist())
 
 
+def dataset_names(text: str | None) -> tuple[str, ...]:
+    """`--datasets demos,rig` as names (empty: every sub-dataset)."""
+    return tuple(n.strip() for n in (text or "").split(",") if n.strip())
+
+
+def check_datasets(chosen: Sequence[str], names: Sequence[str], root: Path) -> None:
+    """CorpusError unless every chosen sub-dataset is one of `names` (those under root)."""
+    unknown = [n for n in chosen if n not in names]
+    if unknown:
+        raise CorpusError(f"--datasets {','.join(chosen)}: {', '.join(unknown)} not found under "
+                          f"{root} (expected some of: {','.join(names)})")
+
+
 def load(root: Path, datasets: Sequence[str] | None = None, image_size: int = IMAGE_SIZE,
          camera: str | None = None) -> Corpus:
     """Every sub-dataset under root, with `datasets` (default: all) chosen to train on."""
@@ -486,10 +499,7 @@ def load(root: Path, datasets: Sequence[str] | None = None, image_size: int = IM
                           "or in its sub-folders)")
     names = tuple(p.name for p in folders)
     chosen = tuple(datasets) if datasets else names
-    unknown = [n for n in chosen if n not in names]
-    if unknown:
-        raise CorpusError(f"--datasets {','.join(chosen)}: {', '.join(unknown)} not found under "
-                          f"{root} (expected some of: {', '.join(names)})")
+    check_datasets(chosen, names, root)
     parts = {k: [] for k in ("images", "states", "actions", "frame_actions", "dataset",
                              "episode", "split")}
     stats, fps, shapes, first_episode = {}, None, None, 0

@@ -199,18 +199,6 @@ def check_output(out: Path, src: Source) -> bool:
                      f"(holds {shown}); nothing was touched, choose another folder")
 
 
-def _writable(out: Path) -> None:
-    import tempfile
-
-    try:
-        out.mkdir(parents=True, exist_ok=True)
-        with tempfile.NamedTemporaryFile(dir=out, prefix=".probe-"):
-            pass
-    except OSError as exc:
-        raise ScoreError(f"--output-dir {out}: not a writable directory "
-                         f"({exc.strerror or exc})") from None
-
-
 # -- scoring ----------------------------------------------------------------------------------
 
 
@@ -256,16 +244,18 @@ def _frames(surface: Surface, data):
 
 
 def _device(requested: str, precision: str):
+    """The device to score on, checked as `train` checks it (engine/cli.py): one process."""
     import torch
 
+    from engine.cli import check_gpus, check_precision
     from engine.distributed import pick_device
 
-    if requested == "cuda" and not torch.cuda.is_available():
-        raise ScoreError("--device cuda: CUDA is not available on this machine (expected auto "
-                         "or cpu)")
+    available = torch.cuda.is_available()
+    check_gpus(requested, {}, available, torch.cuda.device_count() if available else 0)
     device = pick_device(requested, 0)
-    if precision == "bf16" and device.type == "cuda" and not torch.cuda.is_bf16_supported():
-        raise ScoreError("--precision bf16: this GPU has no bf16 support (expected fp32)")
+    if precision == "bf16" and device.type == "cuda":
+        check_precision(precision, torch.cuda.is_bf16_supported(including_emulation=False),
+                        torch.cuda.get_device_name())
     return device
 
 
@@ -296,6 +286,7 @@ def run_score(args: argparse.Namespace) -> int:
     import torch
 
     from engine import corpus, distributed
+    from engine.cli import check_writable
     from engine.init import Init
     from engine.train import cpu_threads
 
@@ -319,7 +310,7 @@ def run_score(args: argparse.Namespace) -> int:
     model = _model(src, device)
     shared = None if surface.stats == "checkpoint" else _stats_for(surface, data, src.newest_dir)
     stats = [shared or _stats_for(surface, data, p) for p in src.checkpoints]
-    _writable(out)
+    check_writable("--output-dir", out)
     if replace:
         (out / LOG).unlink()
     ctx = distributed.Context(rank=0, world_size=1, local_rank=0, device=device)

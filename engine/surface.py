@@ -10,14 +10,17 @@ import re
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+from engine.cli import UsageExit
+
 STATS = ("checkpoint", "corpus", "recomputed")
 FRAMES = ("draw", "eval-split")
 AS_RUN = "as-run"
 SURFACE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._+-]{0,63}")
 
 
-class ScoreError(Exception):
-    """Bad input: reported as one line, `engine: error: ...`, and exit code 2."""
+class ScoreError(UsageExit):
+    """Bad input to `score`: one line, `engine: error: ...`, and exit code 2, as every flag
+    check of engine/cli.py (whose checks `score` shares)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -41,7 +44,9 @@ class Surface:
 
 
 def _datasets(text: str | None) -> tuple[str, ...] | None:
-    names = tuple(n.strip() for n in (text or "").split(",") if n.strip())
+    from engine import corpus
+
+    names = corpus.dataset_names(text)
     return None if not names or names == ("all",) else names
 
 

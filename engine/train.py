@@ -70,10 +70,9 @@ def data_root(args: argparse.Namespace) -> Path:
     return Path(args.data_dir) if args.data_dir else corpus.default_dir()
 
 
-def datasets_of(args: argparse.Namespace) -> list[str] | None:
-    """--datasets demos,rig as a list (None: every sub-dataset)."""
-    names = [n.strip() for n in (getattr(args, "datasets", "") or "").split(",") if n.strip()]
-    return names or None
+def datasets_of(args: argparse.Namespace) -> tuple[str, ...] | None:
+    """--datasets demos,rig as names (None: every sub-dataset)."""
+    return corpus.dataset_names(getattr(args, "datasets", "")) or None
 
 
 def resolve_stats(args, ctx: distributed.Context, data: corpus.Corpus,
@@ -255,11 +254,13 @@ def run(args: argparse.Namespace) -> int:
         root = data_root(args)
         init = inits.describe(args.init)  # validated by the CLI
         size = init.image_size(corpus.IMAGE_SIZE) if init is not None else corpus.IMAGE_SIZE
-        if ctx.main:
+        data = None
+        if ctx.main:  # builds the corpus and decodes its frames into the cache, once
             corpus.ensure(root)
-            corpus.load(root, datasets_of(args), size)  # decodes the frames once, into the cache
+            data = corpus.load(root, datasets_of(args), size)
         distributed.barrier(ctx)
-        data = corpus.load(root, datasets_of(args), size)
+        if data is None:  # the other ranks read what rank 0 built and decoded
+            data = corpus.load(root, datasets_of(args), size)
         s = build_session(args, ctx, data, init)
         # after the corpus is in place, so the meta names the data it trains on
         ident = identity(root.resolve())
