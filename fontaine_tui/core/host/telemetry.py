@@ -1,4 +1,4 @@
-"""One look at the machine a run lives on: GPUs, host RAM, the engine's own footprint.
+"""One look at the machine a run lives on: GPUs, host RAM, the engine's footprint and state.
 
 Every part may be missing; a missing part is None and its reason says why
 ("no NVIDIA GPU", "NVML: driver not loaded"), never a sentinel number.
@@ -21,6 +21,11 @@ __all__ = ["GpuProcess", "GpuSample", "ProcessSample", "TelemetrySnapshot", "sam
            "sample_remote", "parse_smi_gpus", "parse_smi_apps", "SMI_GPU_QUERY", "SMI_APPS_QUERY"]
 
 _ENV = object()
+GONE = " is gone"  # the end of process_reason when the engine's pid no longer exists
+
+
+def gone_reason(pid: int) -> str:
+    return f"process {pid}{GONE}"
 
 
 @dataclass(frozen=True, slots=True)
@@ -31,6 +36,12 @@ class ProcessSample:
     rss: int  # bytes, summed over the tree
     cpu_pct: float | None  # percent of one core, summed; None on the first look
     processes: int
+    state: str = ""  # psutil status of the root: "running", "disk-sleep", ...; "" unknown
+    states: tuple[tuple[int, str], ...] = ()  # (pid, status) of every member, the root first
+
+    def pids_in(self, *statuses: str) -> tuple[int, ...]:
+        """The members (root first) whose status is one of `statuses`."""
+        return tuple(pid for pid, status in self.states if status in statuses)
 
 
 @dataclass(frozen=True, slots=True)
@@ -43,6 +54,12 @@ class TelemetrySnapshot:
     process: ProcessSample | None = None
     process_reason: str = "no engine process"
     host: str = ""
+    engine_pid: int | None = None  # the pid asked about, also when it is gone
+
+    @property
+    def process_gone(self) -> bool:
+        """The engine's pid was sampled and no such process exists any more."""
+        return self.process is None and self.process_reason.endswith(GONE)
 
     @property
     def gpu_status(self) -> str:
@@ -77,33 +94,52 @@ def _tree(pid: int) -> list[Any]:
     return members
 
 
+def _forget(pid: int) -> None:
+    _procs.pop(pid, None)
+    _primed.discard(pid)
+
+
 def sample_process(pid: int) -> tuple[ProcessSample | None, str]:
+    """The tree under `pid`: RSS, CPU and each member's status. A zombie is still a process
+    (its status says "zombie"); a pid with no process at all is gone."""
     import psutil
 
     try:
         members = _tree(pid)
-    except (psutil.NoSuchProcess, psutil.ZombieProcess):
-        _procs.pop(pid, None)
-        _primed.discard(pid)
-        return None, f"process {pid} is gone"
+    except psutil.ZombieProcess:  # where psutil refuses a zombie outright (not on Linux)
+        _forget(pid)
+        return ProcessSample(pid, 0, None, 1, "zombie", ((pid, "zombie"),)), ""
+    except psutil.NoSuchProcess:
+        _forget(pid)
+        return None, gone_reason(pid)
     except psutil.AccessDenied:
         return None, f"process {pid}: access denied"
-    rss, cpu, alive = 0, 0.0, 0
+    rss, cpu = 0, 0.0
+    states: list[tuple[int, str]] = []
     first = pid not in _primed  # a child seen for the first time adds nothing this once
     for p in members:
         try:
             with p.oneshot():
+                status = p.status()
                 rss += p.memory_info().rss
                 pct = p.cpu_percent(interval=None)
-            alive += 1
-        except (psutil.NoSuchProcess, psutil.AccessDenied, psutil.ZombieProcess):
-            _procs.pop(p.pid, None)
-            _primed.discard(p.pid)
+        except psutil.ZombieProcess:
+            states.append((p.pid, "zombie"))
             continue
+        except psutil.NoSuchProcess:
+            _forget(p.pid)
+            if p.pid == pid:  # the root went while we looked
+                return None, gone_reason(pid)
+            continue
+        except psutil.AccessDenied:
+            _forget(p.pid)
+            continue
+        states.append((p.pid, str(status)))
         if p.pid in _primed:
             cpu += pct
         _primed.add(p.pid)
-    return ProcessSample(pid, rss, None if first else cpu, alive), ""
+    root = states[0][1] if states and states[0][0] == pid else ""
+    return ProcessSample(pid, rss, None if first else cpu, len(states), root, tuple(states)), ""
 
 
 def sample(cuda_visible_devices: Any = _ENV, pid: int | None = None, *, nvml: Any = None,
@@ -118,7 +154,7 @@ def sample(cuda_visible_devices: Any = _ENV, pid: int | None = None, *, nvml: An
     ram, ram_reason = host_ram(meminfo_text)
     proc, proc_reason = (None, "no engine process") if pid is None else sample_process(pid)
     return TelemetrySnapshot(clock(), gpus, gpu_reason, ram, ram_reason, proc, proc_reason,
-                             hostname())
+                             hostname(), pid)
 
 
 # -- remote (over the SSH source's run_command) ----------------------------------------------

@@ -6,13 +6,21 @@ from __future__ import annotations
 
 import math
 import statistics
+from collections import deque
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from types import MappingProxyType
 from typing import TYPE_CHECKING
 
 from fontaine_tui.core.host.telemetry import TelemetrySnapshot
-from fontaine_tui.core.log.records import Checkpoint, Event, Probe
+from fontaine_tui.core.launch.stall import (
+    HISTORY,
+    RamReading,
+    StateReading,
+    diagnose,
+    silence,
+    state_key,
+)
 from fontaine_tui.core.log.store import RunStore
 from fontaine_tui.core.text import gib
 from fontaine_tui.core.verdict.chart import Band, banked_series
@@ -41,7 +49,8 @@ Warning = RunWarning  # the name the rest of the code reads; the builtin is not 
 
 @dataclass(frozen=True, slots=True)
 class RunContext:
-    """What the rules need beyond the log: the plan and the launch."""
+    """What the rules need beyond the log and the one snapshot: the plan, the launch, and the
+    WarningBook's short history of earlier snapshots."""
 
     steps: int  # recipe.steps
     launched_at: float | None  # unix seconds; None: the first meta record's time
@@ -50,6 +59,10 @@ class RunContext:
     metric: str = "eval_chunk_mae"  # how the rule reads this run, to compare with them
     anchor_step: int = 0
     read: str = "delta"
+    eval_every: int = 0  # recipe's; 0: unknown
+    save_every: int = 0
+    ram_history: tuple[RamReading, ...] = ()  # (time, available, total), oldest first
+    state_history: tuple[StateReading, ...] = ()  # (time, stall.state_key), oldest first
 
 
 def _w(rule: str, severity: str, now: float, message: str, **numbers: float) -> RunWarning:
@@ -199,29 +212,15 @@ def gpu_hours(store: RunStore, telemetry: TelemetrySnapshot | None,
 
 def stall(store: RunStore, telemetry: TelemetrySnapshot | None, gates: Mapping[str, object],
           now: float, process: ExitInfo | None, ctx: RunContext) -> RunWarning | None:
-    """No record for stall_factor x the median interval (at least stall_min_s) while running."""
-    times = store.columns["time"]
-    if process is not None or len(times) < 2:
+    """No record for stall_factor x the median interval (at least stall_min_s) while running:
+    one line of what most likely happens and where to look (stall.py has the precedence)."""
+    if process is not None:
         return None
-    recent = list(times[-50:])
-    gaps = [b - a for a, b in zip(recent, recent[1:], strict=False) if b >= a]
-    if not gaps:
+    quiet = silence(store, gates, now, ctx.eval_every, ctx.save_every, ctx.steps)
+    if quiet is None:
         return None
-    factor = gate_of(gates, "stall_factor") or 3.0
-    floor = gate_of(gates, "stall_min_s") or 0.0
-    limit = max(factor * statistics.median(gaps), floor)
-    # any record counts as a sign of life: a long eval probe or checkpoint is not a stall
-    others: list[Probe | Checkpoint | Event] = (
-        [store.probes[max(store.probes)]] if store.probes else [])
-    others += [*store.checkpoints[-1:], *store.events[-1:]]
-    seen = [times[-1], *(r.time for r in others)]
-    quiet = now - max(t for t in seen if math.isfinite(t))
-    if quiet <= limit:
-        return None
-    return _w("stall", "warn", now,
-              f"stall: no record for {quiet:.0f} s (limit {limit:.0f} s = max({factor:g} x "
-              f"median interval {statistics.median(gaps):.1f} s, {floor:g} s)); last step "
-              f"{store.steps[-1]}", quiet_s=quiet, limit_s=limit)
+    d = diagnose(quiet, telemetry, ctx.ram_history, ctx.state_history, ctx.gpus_used)
+    return _w("stall", d.severity, now, d.message, **d.numbers)
 
 
 def nonfinite_loss(store: RunStore, telemetry: TelemetrySnapshot | None,
@@ -311,24 +310,49 @@ def context_for(store: RunStore, preset: Preset, telemetry: TelemetrySnapshot | 
         gpus = world_size(preset.platform)  # every node's GPUs count towards the gate
     spec = preset.verdict
     return RunContext(int(preset.recipe["steps"]), launched_at, gpus,
-                      banked_series(preset, False)[1], spec.metric, spec.anchor_step, spec.read)
+                      banked_series(preset, False)[1], spec.metric, spec.anchor_step, spec.read,
+                      int(preset.recipe.get("eval_every") or 0),
+                      int(preset.recipe.get("save_every") or 0))
 
 
 def evaluate(book: WarningBook, store: RunStore, preset: Preset,
              telemetry: TelemetrySnapshot | None, now: float, process: ExitInfo | None = None,
              launched_at: float | None = None) -> list[RunWarning]:
-    """The active warnings now, each with its first-seen time (the console's one call)."""
-    ctx = context_for(store, preset, telemetry, launched_at)
+    """The active warnings now, each with its first-seen time (the console's one call). The
+    book records the snapshot first, so the rules see it in the history too."""
+    book.observe(telemetry)
+    ctx = replace(context_for(store, preset, telemetry, launched_at),
+                  ram_history=book.ram_history, state_history=book.state_history)
     return book.update(run_rules(store, telemetry, preset.gates, now, process, ctx))
 
 
 class WarningBook:
     """Remembers when each active warning was first seen; a warning that clears and comes
-    back is new."""
+    back is new. Also the last HISTORY snapshots' RAM readings and process states, one per
+    distinct snapshot time, which a rule given one snapshot cannot see (the stall's trend)."""
 
     def __init__(self) -> None:
         self._active: dict[str, RunWarning] = {}
         self.last_new: list[RunWarning] = []  # new or changed severity at the last update
+        self._ram: deque[RamReading] = deque(maxlen=HISTORY)
+        self._states: deque[StateReading] = deque(maxlen=HISTORY)
+
+    def observe(self, telemetry: TelemetrySnapshot | None) -> None:
+        """Record a snapshot newer than the last one seen; the same or an older one is not
+        a new poll (the console evaluates more often than it samples)."""
+        if telemetry is None or (self._states and telemetry.time <= self._states[-1][0]):
+            return
+        self._states.append((telemetry.time, state_key(telemetry)))
+        if telemetry.ram is not None:
+            self._ram.append((telemetry.time, telemetry.ram.available, telemetry.ram.total))
+
+    @property
+    def ram_history(self) -> tuple[RamReading, ...]:
+        return tuple(self._ram)
+
+    @property
+    def state_history(self) -> tuple[StateReading, ...]:
+        return tuple(self._states)
 
     def update(self, warnings: list[RunWarning]) -> list[RunWarning]:
         """Return the warnings with `since` set to their first sighting."""

@@ -1,0 +1,367 @@
+"""The stall diagnosis: when the log has gone quiet past the stall limit, one line that says
+what is most likely happening and where to look, not a bare "no record for N s".
+
+Silence alone cannot tell a hang from a long step; read with what the host says at the same
+moment it usually can: the engine process tree's states (psutil: D state, zombie, stopped),
+the GPU's utilisation, the tree's CPU and the host RAM trend. Pure: the WarningBook
+(alerts.py) keeps the short histories (RAM readings, process states) and hands them in
+through RunContext; nothing here samples.
+
+Precedence: the first case that holds is the headline; the others' readings follow it
+("seen: ..."), and their numbers are all in the warning's numbers.
+
+ 1. gone        the engine's pid no longer exists, yet no exit was seen
+ 2. zombie      the engine exited and nothing has reaped it
+ 3. stopped     SIGSTOP / Ctrl-Z (or a tracer) holds a member of the tree: `kill -CONT`
+ 4. disk-sleep  a member in D state (uninterruptible I/O): blocked on a filesystem
+ 5. dead-child  a worker or rank in the tree is a zombie: the rest waits on it
+ 6. ram-out     host RAM runs out within RAM_OUT_MIN minutes at its least-squares trend
+ 7. gpu-busy    GPU util at or over GPU_IDLE_PCT: a long step, probe or checkpoint
+ 8. hang        the GPU idle (or a CPU run) and the engine not busy on the CPU
+ 9. cpu-busy    the engine tree busy on the CPU
+10. blind       a GPU run with no GPU telemetry, the engine not busy: said so, no guess
+11. unsampled   no process telemetry (a remote run): what the GPU says, if anything
+
+Why this order: a process that is gone, dead or stopped cannot progress whatever else reads,
+so that is the answer; a D state names what it waits on; a dead worker explains a sleeping
+parent. A RAM forecast is rarely what keeps the log quiet, but under RAM_OUT_MIN it is what
+to act on first. Then the GPU: work on it is evidence of progress, an idle GPU with a
+sleeping engine the classic hang. CPU comes after the GPU because a CUDA sync spins a core
+while the GPU works. On a CPU run (no GPUs held) the GPU says nothing and is not read.
+
+Severity: "alert" when the engine is gone or a zombie, or RAM runs out within RAM_OUT_MIN
+(whatever the headline); "warn" otherwise.
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+from fontaine_tui.core.host.telemetry import ProcessSample, TelemetrySnapshot
+from fontaine_tui.core.log.records import Checkpoint, Event, Probe
+from fontaine_tui.core.log.store import RunStore
+from fontaine_tui.core.runfolder import ENGINE_OUT
+from fontaine_tui.core.text import GIB, MIB, gib
+from fontaine_tui.core.verdict.presets import gate_of
+
+HISTORY = 12  # snapshots a WarningBook keeps: about a minute at the console's 5 s telemetry
+GPU_IDLE_PCT = 5.0  # mean GPU util under this is idle
+CPU_BUSY_PCT = 50.0  # the tree's CPU, percent of one core, at or over this is busy
+RAM_OUT_MIN = 10.0  # RAM running out within this many minutes: the headline, and an alert
+RAM_MIN_READINGS, RAM_MIN_SPAN_S = 3, 20.0  # fewer or shorter: no trend is said
+RAM_STEADY = 16 * MIB  # bytes per minute either way that read as steady
+STOPPED = ("stopped", "tracing-stop")
+DISK, ZOMBIE = "disk-sleep", "zombie"
+
+RamReading = tuple[float, int, int]  # (time, available, total)
+StateReading = tuple[float, str]  # (time, state_key)
+
+
+@dataclass(frozen=True, slots=True)
+class Silence:
+    """How long the log has been quiet, against the limit it was judged on."""
+
+    quiet_s: float
+    limit_s: float
+    median_s: float  # the median interval between recent train records
+    factor: float
+    floor_s: float
+    last_step: int
+    due: str = ""  # what the engine writes after last_step: "eval", "checkpoint" or ""
+    eval_every: int = 0
+    save_every: int = 0
+
+    def due_text(self) -> str:
+        if self.due == "eval":
+            return f"the eval probe at step {self.last_step} (eval_every {self.eval_every})"
+        if self.due == "checkpoint":
+            return f"the checkpoint at step {self.last_step} (save_every {self.save_every})"
+        return ""
+
+
+def silence(store: RunStore, gates: Mapping[str, object], now: float, eval_every: int = 0,
+            save_every: int = 0, steps: int = 0) -> Silence | None:
+    """The silence when it is past stall_factor x the median record interval (at least
+    stall_min_s), else None. Any record counts as a sign of life: a long eval probe or a
+    checkpoint is not a stall."""
+    times = store.columns["time"]
+    if len(times) < 2:
+        return None
+    recent = list(times[-50:])
+    gaps = [b - a for a, b in zip(recent, recent[1:], strict=False) if b >= a]
+    if not gaps:
+        return None
+    factor = gate_of(gates, "stall_factor") or 3.0
+    floor = gate_of(gates, "stall_min_s") or 0.0
+    median = statistics.median(gaps)
+    limit = max(factor * median, floor)
+    others: list[Probe | Checkpoint | Event] = (
+        [store.probes[max(store.probes)]] if store.probes else [])
+    others += [*store.checkpoints[-1:], *store.events[-1:]]
+    seen = [times[-1], *(r.time for r in others)]
+    quiet = now - max(t for t in seen if math.isfinite(t))
+    if quiet <= limit:
+        return None
+    last = store.steps[-1]
+    end = steps > 0 and last >= steps
+    due = ""
+    if eval_every > 0 and (last % eval_every == 0 or end) and last not in store.probes:
+        due = "eval"  # the engine writes a step's train record, then its probe, then saves
+    elif save_every > 0 and (last % save_every == 0 or end) \
+            and not any(c.step == last for c in store.checkpoints[-3:]):
+        due = "checkpoint"
+    return Silence(quiet, limit, median, factor, floor, last, due, eval_every, save_every)
+
+
+@dataclass(frozen=True, slots=True)
+class RamTrend:
+    rate: float  # bytes per minute, least squares over the readings; negative when falling
+    available: int  # the latest reading
+    total: int
+    readings: int
+    span_s: float
+
+    @property
+    def minutes_to_oom(self) -> float | None:
+        """Minutes until available reaches 0 at this rate; None unless it is falling."""
+        return max(0, self.available) / -self.rate if self.rate < -RAM_STEADY else None
+
+    def text(self) -> str:
+        if abs(self.rate) < RAM_STEADY:
+            return "steady"
+        rate = abs(self.rate)
+        size = gib(rate) if rate >= GIB / 10 else f"{rate / MIB:.0f} MiB"
+        return f"{'falling' if self.rate < 0 else 'rising'} {size}/min"
+
+
+def ram_trend(history: Sequence[RamReading]) -> RamTrend | None:
+    """The least-squares slope of available RAM over time; None with fewer than
+    RAM_MIN_READINGS readings or a span under RAM_MIN_SPAN_S."""
+    if len(history) < RAM_MIN_READINGS:
+        return None
+    ts = [t for t, _, _ in history]
+    span = max(ts) - min(ts)
+    if span < RAM_MIN_SPAN_S:
+        return None
+    t_mean = sum(ts) / len(ts)
+    a_mean = sum(a for _, a, _ in history) / len(history)
+    slope = (sum((t - t_mean) * (a - a_mean) for t, a, _ in history)
+             / sum((t - t_mean) ** 2 for t in ts))
+    _, available, total = history[-1]
+    return RamTrend(slope * 60.0, available, total, len(history), span)
+
+
+def state_key(t: TelemetrySnapshot | None) -> str:
+    """The process part of the diagnosis at one snapshot, as a WarningBook records it."""
+    if t is not None and t.process_gone:
+        return "gone"
+    p = t.process if t is not None else None
+    if p is None:
+        return "unsampled"
+    if p.state == ZOMBIE:
+        return ZOMBIE
+    if p.pids_in(*STOPPED):
+        return "stopped"
+    if p.pids_in(DISK):
+        return DISK
+    if p.pids_in(ZOMBIE):
+        return "dead-child"
+    return p.state or "unknown"
+
+
+def polls(history: Sequence[StateReading], key: str, at: float) -> int:
+    """Consecutive polls up to the one at `at` (counted whether or not it is in the history)
+    that read `key`."""
+    n = 1
+    for t, k in reversed(history):
+        if t >= at:
+            continue
+        if k != key:
+            break
+        n += 1
+    return n
+
+
+@dataclass(frozen=True, slots=True)
+class Diagnosis:
+    cause: str  # the case of the precedence list that made the headline
+    severity: str
+    message: str
+    numbers: dict[str, float]
+
+
+def _for(n: int) -> str:
+    return f"for the last {n} polls" if n > 1 else "at the last poll"
+
+
+def _who(p: ProcessSample, pids: tuple[int, ...]) -> str:
+    if p.pid in pids:
+        return f"engine pid {p.pid}"
+    return f"pid {', '.join(map(str, pids))} of the engine tree"
+
+
+def _cpu(p: ProcessSample) -> str:
+    return "CPU not measured yet" if p.cpu_pct is None else f"CPU {p.cpu_pct:.0f} %"
+
+
+def _no_gpu(t: TelemetrySnapshot | None) -> str:
+    """Why there is no GPU util to read."""
+    return "no telemetry" if t is None else t.gpu_status or "GPU util not reported"
+
+
+def _headline(q: Silence, t: TelemetrySnapshot | None, key: str, n: int,
+              trend: RamTrend | None, gpus_used: int) -> tuple[str, str]:
+    p = t.process if t is not None else None
+    pid = p.pid if p is not None else (t.engine_pid if t is not None else None)
+    dump = f"`py-spy dump --pid {pid}`" if pid is not None else "`py-spy dump` the engine"
+    if key == "gone":
+        return key, (f"engine pid {pid} is gone and no exit was seen: it died outside the "
+                     f"console (the OOM killer, a scheduler, `kill -9`) — look at the end of "
+                     f"{ENGINE_OUT} and `dmesg`")
+    if p is not None and key == ZOMBIE:
+        return key, (f"engine pid {p.pid} is a zombie (exited, not reaped): the trainer is "
+                     f"dead — look at the end of {ENGINE_OUT} for its last error")
+    if p is not None and key == "stopped":
+        pids = p.pids_in(*STOPPED)
+        if p.pids_in("stopped"):
+            return key, (f"{_who(p, pids)} stopped (SIGSTOP / Ctrl-Z) {_for(n)}: nothing runs "
+                         f"until it is continued — `kill -CONT {' '.join(map(str, pids))}`")
+        return key, (f"{_who(p, pids)} held by a tracer (tracing-stop: gdb, strace, py-spy) "
+                     f"{_for(n)}: nothing runs until it lets go — detach the tracer")
+    if p is not None and key == DISK:
+        line = (f"{_who(p, p.pids_in(DISK))} in D state (uninterruptible I/O) {_for(n)}: "
+                f"likely blocked on the filesystem — look at the data_dir / output_dir mount "
+                f"(NFS, a full or slow disk)")
+        return key, line + (f"; {q.due_text()} is next" if q.due == "checkpoint" else "")
+    if p is not None and key == "dead-child":
+        return key, (f"{_who(p, p.pids_in(ZOMBIE))} is a zombie {_for(n)} (a DataLoader worker "
+                     f"or a rank exited) and the engine waits on it — look at {ENGINE_OUT} "
+                     f"for its error; it will not come back: stop the run and resume")
+    oom = trend.minutes_to_oom if trend is not None else None
+    if trend is not None and oom is not None and oom <= RAM_OUT_MIN:
+        when = "under a minute" if oom < 1 else f"~{oom:.0f} min"
+        where = (f"the engine tree's RSS ({gib(p.rss)}, {p.processes} processes) and the "
+                 f"host's other processes (`top -o RES`)" if p is not None
+                 else "the host's processes (`top -o RES`)")
+        return "ram-out", (f"host RAM {trend.text()}, {gib(trend.available)} free: out of "
+                           f"memory in {when} at this rate — loader workers' RSS or a leak; "
+                           f"look at {where}")
+    util = t.gpu_util() if t is not None and gpus_used > 0 else None
+    if util is not None and util >= GPU_IDLE_PCT:
+        if q.due == "eval":
+            line = (f"GPU busy ({util:.0f} %) with no record: likely {q.due_text()}, not a "
+                    f"hang — wait")
+        else:
+            every = f" ({q.eval_every})" if q.eval_every else ""
+            line = (f"GPU busy ({util:.0f} %) with no record: a long step or eval probe, not a "
+                    f"hang — wait, or compare with eval_every{every}")
+        if gpus_used > 1:
+            line += (f"; on {gpus_used} GPUs a hung NCCL collective reads busy too: if it "
+                     f"lasts, {dump}")
+        return "gpu-busy", line
+    if p is None:
+        gpu = (f"GPU idle ({util:.0f} %)" if util is not None
+               else "the run is on the CPU" if gpus_used <= 0
+               else _no_gpu(t))
+        reason = t.process_reason if t is not None else "no telemetry"
+        if util is not None:
+            return "unsampled", (f"{gpu} and the engine process not sampled ({reason}): likely "
+                                 f"a hang (NCCL, a DataLoader deadlock) or blocked I/O — "
+                                 f"`py-spy dump` the engine on its host")
+        return "unsampled", (f"the engine process is not sampled ({reason}) and {gpu}: a hang "
+                             f"cannot be told from a long step — look at the end of "
+                             f"{ENGINE_OUT}, or `py-spy dump` the engine on its host")
+    state = p.state or "in an unknown state"
+    busy = p.cpu_pct >= CPU_BUSY_PCT if p.cpu_pct is not None else p.state == "running"
+    if busy:
+        cpu = (f"{p.cpu_pct:.0f} % of a core" if p.cpu_pct is not None
+               else "state running, CPU not measured yet")
+        if gpus_used <= 0:
+            return "cpu-busy", (f"engine busy on the CPU ({cpu}) on a CPU run: a long step, "
+                                f"not a hang — wait, or compare with the median interval "
+                                f"{q.median_s:.1f} s")
+        if util is not None:
+            return "cpu-busy", (f"engine busy on the CPU ({cpu}) with the GPU idle "
+                                f"({util:.0f} %): CPU-bound work (data decoding, a CPU "
+                                f"fallback, a Python loop) or a busy-wait — {dump}")
+        return "cpu-busy", (f"engine busy on the CPU ({cpu}), {_no_gpu(t)}: "
+                            f"CPU-bound work, a busy-wait, or a CUDA sync spinning on a long "
+                            f"GPU step — {dump}")
+    if util is not None:
+        cause = ("likely a hung collective (NCCL) or a DataLoader deadlock" if gpus_used > 1
+                 else "likely a DataLoader deadlock or a wait on a lock or queue")
+        return "hang", (f"GPU idle ({util:.0f} %) and the engine {state} ({_cpu(p)}): "
+                        f"{cause} — {dump}")
+    if gpus_used <= 0:
+        return "hang", (f"engine {state} ({_cpu(p)}) on a CPU run, so not computing: likely a "
+                        f"DataLoader deadlock or a wait on a peer rank (gloo) — {dump}")
+    return "blind", (f"engine {state} ({_cpu(p)}) and {_no_gpu(t)}: "
+                     f"a hang cannot be told from a long GPU step here — {dump} shows which")
+
+
+def _seen(t: TelemetrySnapshot | None, key: str, n: int, trend: RamTrend | None,
+          gpus_used: int) -> list[str]:
+    if t is None:
+        return ["no telemetry"]
+    util = t.gpu_util()
+    gpu = f"GPU {util:.0f} %" if util is not None else _no_gpu(t)
+    out = [gpu + (" (not used: a CPU run)" if gpus_used <= 0 and t.gpus else "")]
+    if trend is not None:
+        out.append(f"host RAM {trend.text()}, {gib(trend.available)} free of "
+                   f"{gib(trend.total, unit=False)}")
+    elif t.ram is not None:
+        out.append(f"host RAM {gib(t.ram.available)} free of {gib(t.ram.total, unit=False)} "
+                   f"(no trend yet)")
+    else:
+        out.append(f"host RAM unknown ({t.ram_reason})")
+    p = t.process
+    if p is not None:
+        plural = "es" if p.processes != 1 else ""
+        out.append(f"engine pid {p.pid} {p.state or 'in an unknown state'} {_for(n)}, "
+                   f"{p.processes} process{plural}, {_cpu(p)}, RSS {gib(p.rss)}")
+    elif key == "gone":
+        out.append(f"engine pid {t.engine_pid} gone")
+    else:
+        out.append(f"engine process not sampled ({t.process_reason})")
+    return out
+
+
+def diagnose(q: Silence, t: TelemetrySnapshot | None, ram_history: Sequence[RamReading] = (),
+             state_history: Sequence[StateReading] = (), gpus_used: int = 1) -> Diagnosis:
+    """One stall line: the silence, the most likely cause (the module's precedence) and what
+    was seen; severity and numbers with it."""
+    key = state_key(t)
+    n = polls(state_history, key, t.time) if t is not None else 1
+    trend = ram_trend(ram_history)
+    cause, headline = _headline(q, t, key, n, trend, gpus_used)
+    numbers: dict[str, float] = {"quiet_s": q.quiet_s, "limit_s": q.limit_s,
+                                 "median_interval_s": q.median_s,
+                                 "last_step": float(q.last_step), "state_polls": float(n)}
+    util = t.gpu_util() if t is not None else None
+    if util is not None:
+        numbers["gpu_util_pct"] = util
+    if t is not None and t.ram is not None:
+        numbers["ram_available"] = float(t.ram.available)
+        numbers["ram_total"] = float(t.ram.total)
+    oom = trend.minutes_to_oom if trend is not None else None
+    if trend is not None:
+        numbers["ram_rate_bytes_per_min"] = trend.rate
+        numbers["ram_readings"] = float(trend.readings)
+        if oom is not None:
+            numbers["minutes_to_oom"] = oom
+    p = t.process if t is not None else None
+    if p is not None:
+        numbers.update(pid=float(p.pid), processes=float(p.processes), rss=float(p.rss))
+        if p.cpu_pct is not None:
+            numbers["cpu_pct"] = p.cpu_pct
+    elif t is not None and t.engine_pid is not None:
+        numbers["pid"] = float(t.engine_pid)
+    alert = cause in ("gone", ZOMBIE) or (oom is not None and oom <= RAM_OUT_MIN)
+    message = (f"stall: no record for {q.quiet_s:.0f} s (limit {q.limit_s:.0f} s = "
+               f"max({q.factor:g} x median interval {q.median_s:.1f} s, {q.floor_s:g} s)); "
+               f"last step {q.last_step}. {headline}. Seen: "
+               f"{'; '.join(_seen(t, key, n, trend, gpus_used))}.")
+    return Diagnosis(cause, "alert" if alert else "warn", message, numbers)
