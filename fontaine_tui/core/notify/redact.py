@@ -34,7 +34,10 @@ def _secret_segments(scheme: str, host: str, segments: list[str]) -> list[int]:
             return list(range(i + 3, len(segments)))
     if host == "ntfy.sh" or host.endswith(".ntfy.sh"):  # the topic is the password
         return [i for i, s in enumerate(segments) if s]
-    return []
+    # any other webhook (Mattermost /hooks/KEY, n8n /webhook/UUID, a self-hosted ntfy's
+    # topic): what follows the first segment may be the key
+    named = [i for i, s in enumerate(segments) if s]
+    return named[1:]
 
 
 def redact_url(url: str) -> str:

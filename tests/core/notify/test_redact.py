@@ -19,6 +19,8 @@ from fontaine_tui.core.notify import redact_text, redact_url
     ("ntfy://ntfy.example.org/SECRETTOKEN", "ntfy://ntfy.example.org/***"),
     ("tgram://SECRETTOKEN/chat", "tgram://***/***"),
     ("https://example.org/hook", "https://example.org/hook"),
+    ("https://chat.example.org/hooks/SECRETTOKEN", "https://chat.example.org/hooks/***"),
+    ("http://127.0.0.1:8080/webhook/SECRET/TOKEN", "http://127.0.0.1:8080/webhook/***/***"),
     ("not a url SECRETTOKEN", "***"),
 ])
 def test_redact_url(url, shown):
