@@ -1,4 +1,8 @@
-"""The training run: setup, the optimizer step (DDP + ZeRO-1 + accumulation), the loop."""
+"""The training run: setup, the optimizer step (DDP + ZeRO-1 + accumulation), the loop.
+
+A step whose loss is not finite stops the run there (every rank sees the same all-reduced
+loss): an "error" event naming it, no probe or checkpoint of the poisoned weights, exit 3.
+"""
 
 from __future__ import annotations
 
@@ -36,6 +40,8 @@ PLATFORM_KEYS = ("num_workers", "prefetch_factor", "device", "data_dir", "precis
                  "activation_checkpointing", "compile")
 MIN_LR_FRACTION = 0.1
 GRAD_CLIP = 1.0
+NONFINITE_EXIT = 3  # a step's loss was NaN or infinite: the run stops, its weights unsaved
+LOSS_KEYS = ("loss", "ar_ce", "flow_loss")
 
 
 class UsageError(Exception):
@@ -155,6 +161,12 @@ def optimizer_step(s: Session, batches, step: int) -> dict:
     mean = distributed.all_sum(s.ctx, sums.cpu() / chunks) / s.ctx.world_size
     return {"loss": float(mean[0]), "ar_ce": float(mean[1]), "flow_loss": float(mean[2]),
             "lr": lr, "grad_norm": float(grad_norm), "data_s": data_s}
+
+
+def nonfinite(metrics: dict) -> str:
+    """The step's losses that are not finite, as "loss=nan, ar_ce=inf"; "" when all are.
+    They are the all-reduced means, so every rank gives the same answer."""
+    return ", ".join(f"{k}={metrics[k]!r}" for k in LOSS_KEYS if not math.isfinite(metrics[k]))
 
 
 def first_step(s: Session, batches, step: int, log: LogWriter) -> dict:
@@ -302,6 +314,14 @@ def run(args: argparse.Namespace) -> int:
             step += 1
             log.write("train", step, step_s=time.perf_counter() - t0,
                       samples=step * args.batch_size, **metrics)
+            if bad := nonfinite(metrics):
+                # the optimizer step already took these weights: no probe, no checkpoint
+                message = f"non-finite loss: {bad} at step {step}"
+                log.event(step, "error", message)
+                if ctx.main:
+                    print(f"engine: {message}; stopped, its weights not saved", file=sys.stderr)
+                distributed.barrier(ctx)  # the event is written before any rank exits
+                return NONFINITE_EXIT
             last = step in (args.steps, endpoint)
             if step % args.eval_every == 0 or last:
                 log.write("eval", step, **eval_record(eval_probe, train_probe, s.module,

@@ -17,6 +17,7 @@ ENGINE_OUT = "engine.out.log"
 VERDICT = "verdict.json"
 REVIEW = "review.jsonl"
 CHECKPOINTS = "checkpoints"
+ATTEMPTS = "attempts.jsonl"
 
 
 @dataclass(frozen=True, slots=True)
@@ -50,6 +51,11 @@ class RunFolder:
     @property
     def checkpoints(self) -> Path:
         return self.root / CHECKPOINTS
+
+    @property
+    def attempts(self) -> Path:
+        """Each launch and resume, and how it ended (core/launch/attempts.py)."""
+        return self.root / ATTEMPTS
 
 
 def check_regular(path: Path) -> int:

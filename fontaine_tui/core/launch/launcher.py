@@ -1,7 +1,10 @@
-"""Starting and owning the engine: argv from a preset, the process, its exit.
+"""Starting and owning the engine: argv from a preset, the process, its exit and its cause.
 
 The engine runs in its own session (process group), so the console can close or crash
 without taking a nine-hour run with it; a later console finds it again by pid.
+
+A SIGKILL says nothing of who sent it: `cause_of` tells an OOM kill from a plain SIGKILL by
+whether the OOM killer's counters rose while the engine ran (core/host/oomkill.py).
 """
 
 from __future__ import annotations
@@ -16,9 +19,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
+from fontaine_tui.core.host.oomkill import MemoryEvidence, MemoryWatch
 from fontaine_tui.core.log.records import Checkpoint, Event, Probe, TrainPoint, parse_line
 from fontaine_tui.core.runfolder import RunFolder
-from fontaine_tui.core.text import literal
+from fontaine_tui.core.text import GIB, gib, literal, mib
 from fontaine_tui.core.verdict.presets import LATER_KEYS, PLATFORM, RECIPE, Preset
 
 # recipe/platform key -> engine flag, in the engine's argv order
@@ -29,7 +33,21 @@ RECIPE_FLAGS = ("model_size", "batch_size", "backward_chunks", "seed", "image_au
 PLATFORM_FLAGS = ("num_workers", "prefetch_factor", "device", "precision",
                   "activation_checkpointing", "compile")
 TAIL_BYTES = 256 << 10
-OOM = re.compile(rb"out of memory|OutOfMemoryError|Cannot allocate memory", re.IGNORECASE)
+# what the engine prints when an allocation fails: on the GPU (torch.OutOfMemoryError and
+# its text), or in host memory (MemoryError and its kin, numpy's "Unable to allocate", glibc
+# and ENOMEM); GPU_OOM is tried first ("OutOfMemoryError" holds "MemoryError")
+GPU_OOM = re.compile(r"CUDA out of memory|HIP out of memory|OutOfMemoryError|"
+                     r"CUDA error: out of memory|CUBLAS_STATUS_ALLOC_FAILED|"
+                     r"MPS backend out of memory")
+HOST_OOM = re.compile(r"MemoryError|Cannot allocate memory|can't allocate memory|"
+                      r"not enough memory|Unable to allocate|std::bad_alloc|"
+                      r"malloc of size \d+ failed", re.IGNORECASE)
+OOM = re.compile(("|".join((GPU_OOM.pattern, HOST_OOM.pattern, "out of memory"))).encode(),
+                 re.IGNORECASE)
+NONFINITE = re.compile(r"non-finite loss")  # the engine's error event (engine/train.py)
+NONFINITE_EXIT = 3  # the engine's exit code after a non-finite loss
+# a child (a loader worker, a rank under torchrun) killed by SIGKILL, in the engine's words
+CHILD_KILLED = re.compile(r"killed by signal: Killed|Signal 9 \(SIGKILL\)|exitcode\s*:\s*-9\b")
 CHECKPOINT_DIR = re.compile(r"step-(\d+)$")
 STOPPED_BY = re.compile(r"stopped by (SIG[A-Z]+)")
 
@@ -147,6 +165,7 @@ class LogTail:
     checkpoint_step: int | None
     oom: bool
     output: str  # the last line the engine printed (engine.out.log)
+    oom_line: str = ""  # the last printed line that names a failed allocation
 
 
 def read_tail(folder: RunFolder, nbytes: int = TAIL_BYTES, since: tuple[int, int] = (0, 0)
@@ -174,9 +193,15 @@ def read_tail(folder: RunFolder, nbytes: int = TAIL_BYTES, since: tuple[int, int
             ckpt = rec.step
     _, out = _tail_bytes(folder.engine_out, 16 << 10, since[1])
     oom = bool(OOM.search(detail.encode())) or bool(OOM.search(out))
-    last_line = next((ln for ln in reversed(out.splitlines()) if ln.strip()), b"")
-    return LogTail(last_step, last_time, event, detail, ckpt, oom,
-                   literal(last_line.decode("utf-8", "replace").strip())[:300])
+    lines = [ln for ln in out.splitlines() if ln.strip()]
+    last_line = lines[-1] if lines else b""
+    oom_line = next((ln for ln in reversed(lines) if OOM.search(ln)), b"") if oom else b""
+    return LogTail(last_step, last_time, event, detail, ckpt, oom, _shown(last_line),
+                   _shown(oom_line))
+
+
+def _shown(line: bytes) -> str:
+    return literal(line.decode("utf-8", "replace").strip())[:300]
 
 
 def _tail_bytes(path: Path, nbytes: int, offset: int = 0) -> tuple[int, bytes]:
@@ -197,56 +222,152 @@ def _tail_bytes(path: Path, nbytes: int, offset: int = 0) -> tuple[int, bytes]:
 
 # -- the process ------------------------------------------------------------------------------
 
+CAUSES = ("finished", "stopped", "crashed", "killed", "oom-killed", "host-oom", "cuda-oom",
+          "nan", "unknown")
+STATUS_OF = {"finished": "finished", "stopped": "stopped", "killed": "killed",
+             "oom-killed": "oom", "host-oom": "oom", "cuda-oom": "oom", "nan": "failed",
+             "crashed": "failed", "unknown": "exited"}
+OUTSIDE_SIGKILL = ("SIGKILL from outside the program: a user, a scheduler, or an OOM killer "
+                   "this machine does not report")
+
 
 @dataclass(frozen=True, slots=True)
 class ExitInfo:
     code: int | None  # exit status; None when killed by a signal or not our child
     signal: str | None  # "SIGKILL" when killed by a signal (or 128+N exit after SIGINT/SIGTERM)
-    oom: bool
+    oom: bool  # the log or the output names a failed allocation
     last_step: int
     checkpoint_step: int | None
     event: str  # the log's last event ("end", "error", ...) or ""
     detail: str
     output: str = ""  # the engine's last printed line (for a failure the log does not explain)
+    oom_line: str = ""  # the last printed line naming a failed allocation
+    memory: MemoryEvidence | None = None  # the OOM killer's counters at the exit
+    sent: str | None = None  # the last signal this console sent it (EngineProcess.stop)
+
+    @property
+    def cause(self) -> str:
+        """One of CAUSES: why this attempt ended (cause_of)."""
+        return cause_of(self)[0]
+
+    @property
+    def cause_detail(self) -> str:
+        return cause_of(self)[1]
 
     @property
     def status(self) -> str:
-        """finished | stopped | killed | oom | failed | exited (not our child, no end event)."""
-        if self.oom:
-            return "oom"
-        if self.code == 0 or (self.event == "end" and self.detail.startswith("finished")):
-            return "finished"
-        if self.event == "end" and self.signal in ("SIGINT", "SIGTERM"):
-            return "stopped"
-        if self.signal is not None and self.code is None:
-            return "killed"
-        if self.event == "error" or self.code is not None:
-            return "failed"
-        return "finished" if self.event == "end" else "exited"
+        """finished | stopped | killed | oom | failed | exited (not our child, no end event);
+        the registry's word for the cause."""
+        return STATUS_OF[self.cause]
 
     def describe(self) -> str:
+        cause, detail = cause_of(self)
         ckpt = ("no checkpoint" if self.checkpoint_step is None
                 else f"last checkpoint step {self.checkpoint_step}")
+        sig = self.signal or self.sent
+        crashed = "failed" if self.code is None else f"failed (exit {self.code})"
         how = {
             "finished": "finished",
-            "stopped": f"stopped by {self.signal}",
-            "killed": f"killed by {self.signal}",
-            "oom": "out of memory",
-            "failed": "failed" if self.code is None else f"failed (exit {self.code})",
-            "exited": "exited (exit status unknown: not started by this console)",
-        }[self.status]
+            "stopped": f"stopped by {sig}",
+            "killed": f"killed by {self.signal or 'a signal'}",
+            "oom-killed": "killed by the kernel's OOM killer",
+            "host-oom": "out of host memory",
+            "cuda-oom": "CUDA out of memory",
+            "nan": "stopped on a non-finite loss",
+            "crashed": crashed if self.code is not None or not self.signal
+            else f"crashed ({self.signal})",
+            "unknown": "exited (exit status unknown: not started by this console)",
+        }[cause]
         text = f"engine {how} at step {self.last_step} ({ckpt})"
-        if self.code is not None and self.status != "failed":
+        if self.code is not None and cause != "crashed":
             text += f", exit {self.code}"
-        if self.status in ("failed", "oom") and (self.detail or self.output):
-            text += f": {literal(self.detail or self.output)}"
-        if self.status == "killed" and self.signal == "SIGKILL":
-            text += "; SIGKILL comes from outside: the kernel's OOM killer, or a user"
+        if cause not in ("finished", "stopped", "unknown") and detail:
+            text += f": {literal(detail)}"
         return text
 
 
-def exit_info(folder: RunFolder, returncode: int | None, since: tuple[int, int] = (0, 0)
-              ) -> ExitInfo:
+def cause_of(info: ExitInfo, memory: MemoryEvidence | None = None) -> tuple[str, str]:
+    """(cause, detail) of an attempt's end, from its exit, its log and output, and the OOM
+    killer's counters (`memory`, else the info's own). The cause is one of CAUSES."""
+    ev = memory if memory is not None else info.memory
+    sig, event, detail = info.signal, info.event, info.detail
+    texts = [t for t in (detail if event == "error" else "", info.oom_line, info.output) if t]
+    if event == "error" and NONFINITE.search(detail):
+        return "nan", detail
+    if info.code == NONFINITE_EXIT and NONFINITE.search(info.output):
+        return "nan", info.output
+    if info.code == 0 or (event == "end" and detail.startswith("finished")):
+        return "finished", detail if event == "end" else f"exit 0 at step {info.last_step}"
+    if event == "end" and sig in ("SIGINT", "SIGTERM"):
+        return "stopped", detail
+    if sig != "SIGKILL":  # a SIGKILL is no allocation failure, whatever was printed before
+        if gpu := next((t for t in texts if GPU_OOM.search(t)), None):
+            return "cuda-oom", gpu
+        if host := next((t for t in texts if HOST_OOM.search(t)), None):
+            return "host-oom", host
+        if info.oom:  # "out of memory" alone
+            line = info.oom_line or (texts[0] if texts else "out of memory")
+            return ("cuda-oom" if re.search(r"CUDA|GPU|cuDNN|cuBLAS|NCCL", line, re.IGNORECASE)
+                    else "host-oom"), line
+    child = any(CHILD_KILLED.search(t) for t in texts)
+    silent = info.code is None and sig is None and event not in ("error", "end")
+    if ev is not None and (sig == "SIGKILL" or child or silent):
+        if ev.cgroup_kills:
+            return "oom-killed", _cgroup_words(ev)
+        if ev.cgroup_kills is None and ev.system_kills and (sig == "SIGKILL" or child):
+            return "oom-killed", (f"the system-wide OOM-kill counter (/proc/vmstat oom_kill) "
+                                  f"rose by {ev.system_kills} while it ran; its cgroup's "
+                                  "counter could not be read, so this is weaker evidence")
+    if sig == "SIGKILL":
+        if info.sent == "SIGKILL":
+            return "killed", ("SIGKILL from this console's stop: SIGINT and SIGTERM went "
+                              "unanswered")
+        return "killed", _outside_sigkill(ev)
+    if sig in ("SIGINT", "SIGTERM", "SIGHUP") and event != "error":
+        if info.sent == sig:
+            return "stopped", f"{sig} from this console's stop; no end event (no checkpoint " \
+                              "on the way out)"
+        return "killed", f"{sig} from outside the program before it could stop cleanly " \
+                         "(no end event)"
+    if info.code is not None or event == "error" or sig is not None:
+        what = detail if event == "error" and detail else info.output
+        if sig is not None and info.code is None:
+            return "crashed", what or f"killed by {sig}, no error line"
+        return "crashed", what or f"exit {info.code}, no error line"
+    if event == "end":
+        return "finished", detail
+    return "unknown", "exit status unknown (not started by this console) and no end event"
+
+
+def _cgroup_words(ev: MemoryEvidence) -> str:
+    n = ev.cgroup_kills
+    where = f"cgroup {ev.cgroup}"
+    if ev.limit is None:
+        limit = "no memory limit found"
+    elif ev.limit_at == ev.cgroup:
+        limit = f"memory limit {_size(ev.limit)}"
+    else:
+        limit = f"memory limit {_size(ev.limit)} set at {ev.limit_at}"
+    return f"{where} ({limit}) counted {n} OOM kill{'s' if n != 1 else ''} while it ran"
+
+
+def _size(n: int) -> str:
+    return gib(n) if n >= GIB else mib(n, 0)
+
+
+def _outside_sigkill(ev: MemoryEvidence | None) -> str:
+    if ev is None or ev.cgroup_kills is None:
+        return OUTSIDE_SIGKILL
+    text = (f"SIGKILL from outside the program: a user or a scheduler (its cgroup {ev.cgroup} "
+            "counted no OOM kill")
+    if ev.system_kills:
+        text += (f"; the system-wide OOM-kill counter rose by {ev.system_kills}: another "
+                 "process was the victim")
+    return text + ")"
+
+
+def exit_info(folder: RunFolder, returncode: int | None, since: tuple[int, int] = (0, 0),
+              memory: MemoryEvidence | None = None, sent: str | None = None) -> ExitInfo:
     tail = read_tail(folder, since=since)
     code, sig = returncode, None
     if returncode is not None and returncode < 0:
@@ -261,7 +382,7 @@ def exit_info(folder: RunFolder, returncode: int | None, since: tuple[int, int] 
         # exits 1, or aborts on the way out, and that is not the run's story.
         sig = m.group(1)
     return ExitInfo(code, sig, tail.oom and returncode != 0, tail.last_step, tail.checkpoint_step,
-                    tail.last_event, tail.detail, tail.output)
+                    tail.last_event, tail.detail, tail.output, tail.oom_line, memory, sent)
 
 
 def process_started(pid: int) -> float | None:
@@ -288,12 +409,16 @@ def pid_alive(pid: int, started: float | None = None) -> bool:
 
 
 class EngineProcess:
-    """An engine run: started here (a child) or found again by pid (reattached)."""
+    """An engine run: started here (a child) or found again by pid (reattached). `memory`
+    follows its OOM-kill counters; each poll while it runs refreshes its cgroup."""
 
     def __init__(self, folder: RunFolder, pid: int, popen: subprocess.Popen | None,
-                 started: float | None, since: tuple[int, int] = (0, 0)) -> None:
+                 started: float | None, since: tuple[int, int] = (0, 0),
+                 memory: MemoryWatch | None = None) -> None:
         self.folder, self.pid, self._popen, self.started = folder, pid, popen, started
         self.since = since  # where this start begins in train_log.jsonl and engine.out.log
+        self.memory = memory if memory is not None else MemoryWatch.start(pid)
+        self.sent: str | None = None  # the last signal sent to its group
         self._exit: ExitInfo | None = None
 
     @classmethod
@@ -314,10 +439,12 @@ class EngineProcess:
         return cls(folder, popen.pid, popen, process_started(popen.pid), since)
 
     @classmethod
-    def reattach(cls, folder: RunFolder, pid: int, started: float | None = None
+    def reattach(cls, folder: RunFolder, pid: int, started: float | None = None,
+                 since: tuple[int, int] = (0, 0), memory: MemoryWatch | None = None
                  ) -> EngineProcess:
-        """A run started by an earlier console; exit codes are then unknown, the log tells."""
-        return cls(folder, pid, None, started)
+        """A run started by an earlier console; exit codes are then unknown, the log tells.
+        `since` and `memory` from its attempt (attempts.py) judge it from its own start."""
+        return cls(folder, pid, None, started, since, memory)
 
     @property
     def is_child(self) -> bool:
@@ -329,13 +456,13 @@ class EngineProcess:
             return self._exit
         if self._popen is not None:
             rc = self._popen.poll()
-            if rc is None:
-                return None
-            self._exit = exit_info(self.folder, rc, self.since)
+            alive = rc is None
         else:
-            if pid_alive(self.pid, self.started):
-                return None
-            self._exit = exit_info(self.folder, None)
+            rc, alive = None, pid_alive(self.pid, self.started)
+        if alive:
+            self.memory.refresh()  # a wrapper may have moved it into another cgroup
+            return None
+        self._exit = exit_info(self.folder, rc, self.since, self.memory.evidence(), self.sent)
         return self._exit
 
     def wait(self, timeout: float | None = None, interval: float = 0.1) -> ExitInfo | None:
@@ -354,6 +481,7 @@ class EngineProcess:
             os.killpg(self.pid, sig)  # its own session: the group id is its pid
         except ProcessLookupError:
             return False
+        self.sent = signal.Signals(sig).name
         return True
 
     def stop(self, grace_int: float = 60.0, grace_term: float = 30.0) -> ExitInfo:

@@ -175,7 +175,8 @@ def test_sigkill_names_its_likely_sources(tmp_path: Path) -> None:
     engine, _ = _start(tmp_path, "run")
     os.kill(engine.pid, signal.SIGKILL)
     info = engine.wait(10)
-    assert info.status == "killed" and "the kernel's OOM killer, or a user" in info.describe()
+    assert info.status == "killed" and info.cause == "killed"
+    assert "SIGKILL from outside the program: a user" in info.describe()
 
 
 def test_after_the_console_a_finished_run_is_recorded_and_read(

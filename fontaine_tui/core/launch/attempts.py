@@ -1,0 +1,216 @@
+"""A run folder's attempts: each launch and each resume of its engine, and why each ended.
+
+attempts.jsonl is written by this program only, one JSON object a line, appended and never
+rewritten: a "begin" line when an engine starts (its pid, where its output starts in the
+log and engine.out.log, and the OOM killer's counters then) and an "end" line when its exit
+is seen, with the cause (`launcher.cause_of`: finished, stopped, crashed, killed,
+oom-killed, host-oom, cuda-oom, nan) and what says so. The begin line keeps the counters so
+that a console that reattaches later still judges a SIGKILL against the attempt's start.
+A torn last line (a console killed mid-write) is skipped when read and ended with a newline
+before the next line is appended.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import os
+import socket
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from fontaine_tui.core.host.oomkill import MemoryEvidence, MemoryWatch
+from fontaine_tui.core.launch.launcher import CAUSES, EngineProcess, ExitInfo, cause_of, pid_alive
+from fontaine_tui.core.runfolder import RunFolder
+from fontaine_tui.core.text import literal
+from fontaine_tui.core.verdict.prereg import utc_iso
+
+__all__ = ["CAUSES", "KINDS", "Attempt", "begin", "cause_of", "end", "open_attempt",
+           "read_attempts", "reattach"]
+
+KINDS = ("launch", "resume")
+
+
+@dataclass(frozen=True, slots=True)
+class Attempt:
+    """A begin line and, once the exit was seen, its end line."""
+
+    number: int
+    kind: str  # "launch" | "resume"
+    pid: int
+    pid_started: float | None
+    host: str
+    began_at: str  # ISO UTC
+    log_offset: int  # where this attempt starts in train_log.jsonl
+    out_offset: int  # ... and in engine.out.log
+    cgroup: Mapping[str, object] | None  # {path, version, oom_kill_at_start}
+    vmstat_oom_kill_at_start: int | None
+    cause: str  # one of launcher.CAUSES; "running" or "unknown" without an end line
+    detail: str
+    last_step: int | None = None
+    checkpoint_step: int | None = None
+    exit_code: int | None = None
+    signal: str | None = None
+    ended_at: str | None = None
+    memory: MemoryEvidence | None = None
+
+    @property
+    def ended(self) -> bool:
+        return self.ended_at is not None
+
+    @property
+    def since(self) -> tuple[int, int]:
+        return self.log_offset, self.out_offset
+
+    def baseline(self) -> dict[str, object]:
+        """The OOM killer's counters at its start, in MemoryWatch.restore's form."""
+        return {"cgroup": self.cgroup, "vmstat_oom_kill_at_start": self.vmstat_oom_kill_at_start}
+
+    def describe(self) -> str:
+        step = "" if self.last_step is None else f" at step {self.last_step}"
+        code = "" if self.exit_code is None else f", exit {self.exit_code}"
+        sig = "" if self.signal is None else f", {self.signal}"
+        return (f"attempt {self.number} ({self.kind}, pid {self.pid}, {self.began_at}): "
+                f"{self.cause}{step}{code}{sig}" + (f": {literal(self.detail)}"
+                                                    if self.detail else ""))
+
+
+def begin(folder: RunFolder, kind: str, engine: EngineProcess, host: str | None = None,
+          clock: Callable[[], float] = time.time) -> int:
+    """Record that `engine` (just started, or resumed) is attempt N of the run; returns N."""
+    if kind not in KINDS:
+        raise ValueError(f"attempt kind {kind!r}: expected one of {', '.join(KINDS)}")
+
+    def line(records: list[dict[str, Any]]) -> dict[str, Any]:
+        numbers = [r["attempt"] for r in records if r["event"] == "begin"]
+        base = engine.memory.baseline()
+        return {"event": "begin", "attempt": max(numbers, default=0) + 1, "kind": kind,
+                "pid": engine.pid, "pid_started": engine.started,
+                "host": host or socket.gethostname(), "at": utc_iso(clock()),
+                "log_offset": engine.since[0], "out_offset": engine.since[1],
+                "cgroup": base["cgroup"],
+                "vmstat_oom_kill_at_start": base["vmstat_oom_kill_at_start"]}
+
+    rec = _append(folder, line)
+    assert rec is not None
+    return int(rec["attempt"])
+
+
+def end(folder: RunFolder, attempt: int, info: ExitInfo,
+        clock: Callable[[], float] = time.time) -> bool:
+    """Record how attempt `attempt` ended; False (nothing written) when an end line for it is
+    already there (two consoles saw the same exit)."""
+    cause, detail = cause_of(info)
+
+    def line(records: list[dict[str, Any]]) -> dict[str, Any] | None:
+        if any(r["event"] == "end" and r["attempt"] == attempt for r in records):
+            return None
+        return {"event": "end", "attempt": attempt, "cause": cause, "detail": detail,
+                "status": info.status, "last_step": info.last_step,
+                "checkpoint_step": info.checkpoint_step, "exit_code": info.code,
+                "signal": info.signal, "at": utc_iso(clock()),
+                "memory": None if info.memory is None else info.memory.as_dict()}
+
+    return _append(folder, line) is not None
+
+
+def read_attempts(folder: RunFolder, host: str | None = None,
+                  alive: Callable[[int, float | None], bool] = pid_alive) -> list[Attempt]:
+    """The attempts in the order they began. One without an end line is "running" while its
+    pid (on this host) is alive, else "unknown"."""
+    try:
+        data = folder.attempts.read_bytes()
+    except OSError:
+        return []
+    records = _records(data)
+    ends = {r["attempt"]: r for r in records if r["event"] == "end"}
+    begins = [r for r in records if r["event"] == "begin"]
+    here = host or socket.gethostname()
+    out = []
+    for i, b in enumerate(begins):
+        e = ends.get(b["attempt"])
+        started = _num(b.get("pid_started"))
+        pid = _int(b.get("pid")) or 0
+        if e is not None:
+            cause, detail = str(e.get("cause", "")), str(e.get("detail", ""))
+        elif i + 1 < len(begins):
+            cause, detail = "unknown", "no end recorded; a later attempt began"
+        elif str(b.get("host", "")) != here:
+            cause, detail = "unknown", (f"no end recorded; pid {pid} on {b.get('host')} is not "
+                                        "checked from here")
+        elif alive(pid, started):
+            cause, detail = "running", f"pid {pid} alive"
+        else:
+            cause, detail = "unknown", (f"no end recorded: pid {pid} is gone (no console saw "
+                                        "its exit)")
+        cg = b.get("cgroup")
+        mem = e.get("memory") if e is not None else None
+        out.append(Attempt(
+            b["attempt"], str(b.get("kind", "")), pid, started, str(b.get("host", "")),
+            str(b.get("at", "")), _int(b.get("log_offset")) or 0,
+            _int(b.get("out_offset")) or 0, cg if isinstance(cg, dict) else None,
+            _int(b.get("vmstat_oom_kill_at_start")), cause, detail,
+            _int(e.get("last_step")) if e else None, _int(e.get("checkpoint_step")) if e else None,
+            _int(e.get("exit_code")) if e else None,
+            str(e["signal"]) if e and isinstance(e.get("signal"), str) else None,
+            str(e.get("at", "")) if e else None,
+            MemoryEvidence.from_dict(mem) if isinstance(mem, dict) else None))
+    return out
+
+
+def open_attempt(folder: RunFolder) -> Attempt | None:
+    """The last attempt when no end line closes it (a console reattaching ends that one)."""
+    attempts = read_attempts(folder, alive=lambda pid, started: True)
+    return attempts[-1] if attempts and not attempts[-1].ended else None
+
+
+def reattach(folder: RunFolder, attempt: Attempt) -> EngineProcess:
+    """The attempt's engine, found again by pid and judged from the attempt's own start: its
+    offsets in the log and output, and its OOM-kill counters."""
+    return EngineProcess.reattach(folder, attempt.pid, attempt.pid_started, attempt.since,
+                                  MemoryWatch.restore(attempt.pid, attempt.baseline()))
+
+
+# -- the file --------------------------------------------------------------------------------
+
+
+def _append(folder: RunFolder, make: Callable[[list[dict[str, Any]]], dict[str, Any] | None]
+            ) -> dict[str, Any] | None:
+    """Under an exclusive lock on the file: read it, and append make(records) unless None."""
+    fd = os.open(folder.attempts, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o644)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        data = folder.attempts.read_bytes()
+        rec = make(_records(data))
+        if rec is None:
+            return None
+        line = json.dumps(rec, allow_nan=False, separators=(",", ":"), default=str) + "\n"
+        if data and not data.endswith(b"\n"):
+            line = "\n" + line  # a torn line stays as it is, ended, and is skipped
+        os.write(fd, line.encode())
+        return rec
+    finally:
+        os.close(fd)  # and the lock with it
+
+
+def _records(data: bytes) -> list[dict[str, Any]]:
+    out = []
+    for raw in data.split(b"\n"):
+        try:
+            rec = json.loads(raw)
+        except ValueError:
+            continue
+        if (isinstance(rec, dict) and rec.get("event") in ("begin", "end")
+                and isinstance(rec.get("attempt"), int)):
+            out.append(rec)
+    return out
+
+
+def _int(v: object) -> int | None:
+    return v if isinstance(v, int) and not isinstance(v, bool) else None
+
+
+def _num(v: object) -> float | None:
+    return float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else None
