@@ -37,6 +37,12 @@ from fontaine_tui.core.verdict.shape import (
     verdict_canonical,
     verdict_spec,
 )
+from fontaine_tui.core.verdict.watching import (
+    NotifySpec,
+    babysit_canonical,
+    babysit_section,
+    notify_section,
+)
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -165,7 +171,7 @@ class PlatformFields(TypedDict):
 
 
 SECTIONS = ("run", "recipe", "platform", "verdict", "comparators", "amendments", "gates",
-            "labels", "interpretation", "source")
+            "labels", "interpretation", "source", "babysit", "notify")
 MODEL_SIZES = ("tiny", "small", "base")
 OBJECTIVES = ("joint", "ar", "flow")
 DEVICES = ("auto", "cpu", "cuda")
@@ -206,6 +212,8 @@ class Preset:
     sha256: str
     labels: Mapping[str, str] = field(default_factory=dict)  # class -> the preset's word
     source: SourceSpec | None = None  # [source]: a run trained elsewhere, and how to read it
+    babysit: Mapping[str, Scalar] = field(default_factory=dict)  # [babysit] (watching.py)
+    notify: tuple[NotifySpec, ...] = ()  # [[notify]]: never in the canonical form
 
     @property
     def foreign(self) -> bool:
@@ -266,6 +274,8 @@ def _validate(path: Path, doc: dict) -> Preset:
                                     {k: v for k, v in verdict_table.items() if k != "secondary"},
                                     VERDICT)
     gates = check_section(path, "gates", doc.get("gates", {}), GATES)
+    babysit = babysit_section(path, doc.get("babysit"))
+    notify = notify_section(path, doc.get("notify", []))
     # The same tables key by key: _check_section held each value to its spec row, which
     # mypy cannot follow from the Spec tables themselves.
     rec, plat = cast(RecipeFields, recipe), cast(PlatformFields, platform)
@@ -336,6 +346,7 @@ def _validate(path: Path, doc: dict) -> Preset:
         "interpretation": interpretation,
         **({"labels": labels} if labels else {}),
         **({"source": source.canonical()} if source is not None else {}),
+        **({"babysit": b} if (b := babysit_canonical(babysit)) else {}),
     }
     digest = hashlib.sha256(canonical_bytes(canonical)).hexdigest()
     freeze = MappingProxyType
@@ -354,6 +365,8 @@ def _validate(path: Path, doc: dict) -> Preset:
         canonical=freeze(canonical),
         sha256=digest,
         source=source,
+        babysit=freeze(babysit),
+        notify=notify,
     )
 
 

@@ -1,0 +1,124 @@
+"""A preset's two watching sections: `[babysit]` (when the run is looked at) and `[[notify]]`
+(who is told). Neither changes what the run means.
+
+```toml
+[babysit]
+first_poll_steps = 0      # the first poll after this many steps (0: at the first s/step reading)
+first_poll_minutes = 0    # ... or after this many minutes since launch, whichever comes first
+cadence_minutes = 30      # then a poll every this many minutes
+
+[[notify]]
+url_env = "RUN_WEBHOOK"   # the URL from this environment variable: the token stays out of the file
+level = "warn"            # info | warn | alert: the least level sent (default info)
+# url = "https://ntfy.sh/my-runs"   # or the URL itself
+# service = "ntfy"                  # optional: slack | discord | ntfy | generic | apprise
+```
+
+`[babysit]` enters the canonical form (and prereg.json) only when set away from its defaults,
+so presets written before it keep their sha256; a change to it after launch is not a change of
+bounds (prereg.compare). `[[notify]]` never enters the canonical form: prereg.json is written
+into the run folder and shared, and a webhook URL is a secret.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+from fontaine_tui.core.errors import InputError
+from fontaine_tui.core.verdict.checks import NUMBER, PresetError, Scalar, Spec, check_section
+
+BABYSIT: Spec = {
+    "first_poll_steps": (int, 0),
+    "first_poll_minutes": (NUMBER, 0.0),
+    "cadence_minutes": (NUMBER, 30.0),
+}
+NOTIFY_KEYS = ("url", "url_env", "level", "service")
+_ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+
+def babysit_section(path: Path, table: object) -> dict[str, Scalar]:
+    out = check_section(path, "babysit", table if table is not None else {}, BABYSIT)
+    if float(out["cadence_minutes"]) <= 0:
+        raise PresetError(path, "babysit.cadence_minutes",
+                          f"expected a number of minutes > 0, got {out['cadence_minutes']:g}")
+    return out
+
+
+def babysit_canonical(table: Mapping[str, Scalar]) -> dict[str, Scalar]:
+    """Only the keys set away from their defaults."""
+    return {k: v for k, v in table.items() if v != BABYSIT[k][1]}
+
+
+@dataclass(frozen=True)
+class NotifySpec:
+    """A `[[notify]]` table of a preset: the URL or the variable that holds it."""
+
+    where: str  # "presets/x.toml: notify[0]"
+    url: str = ""
+    url_env: str = ""
+    level: str = "info"
+    service: str | None = None
+
+    def __repr__(self) -> str:  # the URL is a secret
+        return f"NotifySpec({self.where}, url_env={self.url_env!r}, level={self.level})"
+
+
+def notify_section(path: Path, items: object) -> tuple[NotifySpec, ...]:
+    """Each table checked now (so a typo is one line at load, not a silent miss at the end
+    of a run); a `url_env` is read when the run is watched."""
+    from fontaine_tui.core.notify.destinations import LEVELS, make_destination
+
+    tables = [items] if isinstance(items, dict) else items
+    if not isinstance(tables, list):
+        raise PresetError(path, "notify", "expected [[notify]] tables")
+    out = []
+    for i, table in enumerate(tables):
+        where = f"notify[{i}]"
+        if not isinstance(table, dict):
+            raise PresetError(path, where, "expected a table with url or url_env")
+        unknown = sorted(set(table) - set(NOTIFY_KEYS))
+        if unknown:
+            raise PresetError(path, f"{where}.{unknown[0]}",
+                              f"unknown key (expected one of: {', '.join(NOTIFY_KEYS)})")
+        for key in NOTIFY_KEYS:
+            if key in table and (not isinstance(table[key], str) or not table[key].strip()):
+                raise PresetError(path, f"{where}.{key}", "expected a non-empty string")
+        if ("url" in table) == ("url_env" in table):
+            raise PresetError(path, where, "expected exactly one of url and url_env")
+        level = table.get("level", "info")
+        if level not in LEVELS:
+            raise PresetError(path, f"{where}.level",
+                              f"expected one of {', '.join(LEVELS)}, got {level!r}")
+        env = table.get("url_env", "")
+        if env and not _ENV_NAME.fullmatch(env):
+            raise PresetError(path, f"{where}.url_env",
+                              f"expected an environment variable name, got {env!r}")
+        url = table.get("url", "").strip()
+        if url:
+            make_destination(url, level=level, service=table.get("service"),
+                             source=f"{path}: {where}")
+        out.append(NotifySpec(f"{path}: {where}", url, env, level, table.get("service")))
+    return tuple(out)
+
+
+def preset_destinations(specs: tuple[NotifySpec, ...], env: Mapping[str, str]
+                        ) -> tuple[list, list[str]]:
+    """(destinations, one line per table left off: a variable not set)."""
+    from fontaine_tui.core.notify.destinations import make_destination
+
+    found, off = [], []
+    for spec in specs:
+        url = spec.url or env.get(spec.url_env, "").strip()
+        if not url:
+            off.append(f"{spec.where}.url_env: ${spec.url_env} is not set; this destination "
+                       "is off")
+            continue
+        try:
+            found.append(make_destination(url, level=spec.level, service=spec.service,
+                                          source=spec.where))
+        except InputError as exc:
+            off.append(str(exc))
+    return found, off
