@@ -18,6 +18,7 @@ from textual.worker import Worker, WorkerState
 
 from fontaine_tui import palette
 from fontaine_tui.core.host.telemetry import TelemetrySnapshot
+from fontaine_tui.model.babysitter import Babysitter
 from fontaine_tui.model.session import (
     Outcome,
     Registry,
@@ -41,6 +42,8 @@ FRAME_S = 0.5  # at most two redraws a second, however fast lines arrive
 CHART_S = 2.0  # the loss chart: at most one plotext rebuild per this many seconds
 TELEMETRY_S = 5.0  # GPU, RAM and engine RSS move slowly; each look also repaints a panel
 POLL_S = 1.0
+BABYSIT_S = 5.0  # the babysitter's look (warnings, polls, notifications) with no new lines
+QUIT_DRAIN_S = 2.0  # how long quitting waits for notifications still queued
 
 
 class FontaineApp(App[int]):
@@ -74,8 +77,10 @@ class FontaineApp(App[int]):
     def __init__(self, session: Session, *, telemetry: Sampler | None = None,
                  clock: Callable[[], float] = time.time, registry: Registry | None = None,
                  start_mode: str = "monitor", frame_s: float = FRAME_S,
-                 chart_s: float = CHART_S) -> None:
+                 chart_s: float = CHART_S, babysit_host: str | None = None) -> None:
         super().__init__()
+        self.babysit_host = babysit_host  # set: this console babysits what it shows
+        self.babysitter: Babysitter | None = None
         self.chart_s = chart_s
         self.session = session
         self.telemetry = telemetry
@@ -95,6 +100,7 @@ class FontaineApp(App[int]):
     # -- lifecycle -------------------------------------------------------------------------
 
     def on_mount(self) -> None:
+        self.start_babysitting()
         self.view = self.session.view()
         self.refresh_ledger()
         self.switch_mode(self.start_mode)
@@ -104,9 +110,37 @@ class FontaineApp(App[int]):
         if self.telemetry is not None:
             self.sample_telemetry()
             self.set_interval(TELEMETRY_S, self.sample_telemetry)
+        if self.babysit_host is not None:
+            self.set_interval(BABYSIT_S, self._babysit)
 
     async def on_unmount(self) -> None:
         await self.session.source.close()
+        if self.babysitter is not None and self.session.kind != "launch":
+            # a launch's: its finish closes it; a console quits in at most QUIT_DRAIN_S
+            await asyncio.to_thread(self.babysitter.close, QUIT_DRAIN_S)
+
+    def start_babysitting(self) -> None:
+        if self.babysit_host is None or self.session.kind == "replay":
+            return
+
+        def say(text: str) -> None:
+            self.session.note = text
+
+        launch = self.session.kind == "launch"  # a launch's polls begin with this attempt
+        self.babysitter = Babysitter.for_session(
+            self.session, "console", self.babysit_host, say, clock=self.clock,
+            auto_final=not launch, since=self.clock() - 1.0 if launch else None)
+
+    def _babysit(self) -> None:
+        """Between frames too: a run gone quiet is still judged, polled and posted about.
+        Sending only queues (the notifier's threads deliver): a dead endpoint costs nothing
+        here."""
+        if self.babysitter is None:
+            return
+        now = self.clock()
+        self.session.update_warnings(self.telemetry_snapshot, now)
+        self.babysitter.tick(self.telemetry_snapshot, now)
+        self.schedule_frame()
 
     def start_following(self) -> None:
         self.follow_log()
@@ -145,6 +179,8 @@ class FontaineApp(App[int]):
         self._frame_timer = None
         self.frames += 1
         self.session.update_warnings(self.telemetry_snapshot, self.clock())
+        if self.babysitter is not None:
+            self.babysitter.tick(self.telemetry_snapshot, self.clock())
         probes = len(self.session.store.probes)
         if probes != self._probes_seen:  # an amendment may have been declared meanwhile
             self._probes_seen = probes
@@ -250,6 +286,11 @@ class FontaineApp(App[int]):
             self.tell(why)
         old, self.session = self.session, session
         self.run_worker(old.source.close(), group="close")
+        if self.babysitter is not None:
+            self.run_worker(asyncio.to_thread(self.babysitter.close, QUIT_DRAIN_S),
+                            group="close")
+            self.babysitter = None
+        self.start_babysitting()
         self.refresh_ledger()
         self.read_step, self.tail_total = None, 0
         self.view = self.session.view()

@@ -18,15 +18,16 @@ def make_app(*, source: RunSource, preset: Preset, telemetry: Sampler | None = N
              clock: Callable[[], float] = time.time, process: Process | None = None,
              registry: Registry | None = None, kind: str | None = None,
              folder: Path | None = None,
-             start_mode: str = "monitor", frame_s: float = FRAME_S, chart_s: float = CHART_S
-             ) -> FontaineApp:
+             start_mode: str = "monitor", frame_s: float = FRAME_S, chart_s: float = CHART_S,
+             babysit_host: str | None = None) -> FontaineApp:
     """The console over any record source; tests inject a replay, a clock and telemetry."""
     if kind is None:
         kind = ("launch" if process is not None else
                 "replay" if isinstance(source, ReplayRun) else "attach")
     session = Session(source, preset, kind, process, folder)
     return FontaineApp(session, telemetry=telemetry, clock=clock, registry=registry,
-                       start_mode=start_mode, frame_s=frame_s, chart_s=chart_s)
+                       start_mode=start_mode, frame_s=frame_s, chart_s=chart_s,
+                       babysit_host=babysit_host)
 
 
 def default_telemetry(source: RunSource, process: Process | None = None) -> Sampler | None:
@@ -44,16 +45,24 @@ def default_telemetry(source: RunSource, process: Process | None = None) -> Samp
 
 def run_console(*, source: RunSource, preset: Preset, mode: str, process: Process | None = None,
                 registry: Registry | None = None, clock: Callable[[], float] = time.time,
-                telemetry: Sampler | None = None) -> int:
+                telemetry: Sampler | None = None,
+                keep: Callable[[FontaineApp], None] | None = None) -> int:
     """Run the console in this terminal until quit; `mode` is launch, attach or replay.
-    Without a registry, the runs mode reads the default one (FONTAINE_REGISTRY or ~)."""
+    Without a registry, the runs mode reads the default one (FONTAINE_REGISTRY or ~). A live
+    run is babysat (model/babysitter.py) from here; `keep` is handed the app once it closed
+    (launch: its babysitter sends the final read)."""
     if registry is None:
         from fontaine_tui.core.launch.registry import Registry
 
         registry = Registry()
     if telemetry is None and mode != "replay":
         telemetry = default_telemetry(source, process)
+    from fontaine_tui.core.host.memory import hostname
+
     app = make_app(source=source, preset=preset, telemetry=telemetry, clock=clock,
-                   process=process, registry=registry, kind=mode)
+                   process=process, registry=registry, kind=mode,
+                   babysit_host=None if mode == "replay" else hostname())
     app.run()
+    if keep is not None:
+        keep(app)
     return int(app.return_code or 0)

@@ -92,6 +92,7 @@ def run(args: argparse.Namespace) -> int:
         if not args.resume:  # nothing ran: the folder is not a launched run
             folder.prereg.unlink(missing_ok=True)
         raise InputError(f"cannot start the engine ({argv[0]}): {exc.strerror or exc}") from None
+    attempt = record_attempt(folder, "resume" if args.resume else "launch", engine, host)
     entry = Entry(name=preset.run_name, run_dir=str(folder.root), host=host, preset=preset.name,
                   preset_sha256=prereg.preset_sha256, pid=engine.pid,
                   pid_started=engine.started or 0.0, launched_at=prereg.launched_at,
@@ -117,19 +118,46 @@ def run(args: argparse.Namespace) -> int:
             def telemetry():
                 return sample(pid=None if engine.poll() else engine.pid)
 
+            closed: list = []
             code = run_console(source=LocalRun(folder.root), preset=preset, mode="launch",
-                               process=engine, registry=registry, telemetry=telemetry)
-            return after_console(code, preset, folder, engine, registry, host, prereg)
+                               process=engine, registry=registry, telemetry=telemetry,
+                               keep=closed.append)
+            sitter = closed[0].babysitter if closed else None
+            return after_console(code, preset, folder, engine, registry, host, prereg, sitter,
+                                 attempt)
     from fontaine_tui.model.plain import babysit
 
-    return babysit(preset, folder, engine, registry, host, prereg, args.poll, args.stop_on_exit)
+    return babysit(preset, folder, engine, registry, host, prereg, args.poll, args.stop_on_exit,
+                   attempt)
 
 
-def after_console(code: int, preset, folder, engine, registry, host: str, prereg) -> int:
-    """The console closed: record an exit it saw; a run left going stays registered."""
+def record_attempt(folder, kind: str, engine, host: str) -> int | None:
+    """This start as an attempt in attempts.jsonl; None (said) when it cannot be written."""
+    from fontaine_tui.core.launch import attempts
+
+    try:
+        return attempts.begin(folder, kind, engine, host)
+    except OSError as exc:
+        print(f"warn: {folder.attempts}: attempt not recorded ({exc.strerror or exc})",
+              file=sys.stderr)
+        return None
+
+
+def after_console(code: int, preset, folder, engine, registry, host: str, prereg,
+                  babysitter=None, attempt: int | None = None) -> int:
+    """The console closed: record an exit it saw; a run left going stays registered (and
+    unwatched: `fontaine-tui babysit` keeps its notifications coming)."""
     from fontaine_tui.model.plain import PlainWatch, finish
 
     info = engine.poll()
     if info is None:  # detached: the console said so; the registry keeps it as running
+        if babysitter is not None:
+            for line in babysitter.close():
+                print(line, file=sys.stderr)
+            if babysitter.notices is not None:
+                print("notifications stop with the console: `fontaine-tui babysit` keeps "
+                      "them coming for detached runs", file=sys.stderr)
         return code
-    return finish(PlainWatch(preset, folder, engine, prereg), registry, host, info)
+    watch = PlainWatch(preset, folder, engine, prereg)
+    watch.babysitter, watch.attempt = babysitter, attempt
+    return finish(watch, registry, host, info)

@@ -1,20 +1,28 @@
-"""A run's events as notifications (core/notify): the launch, each probe's read as it stands
-(PROVISIONAL until the endpoint), each new warning, and the final verdict with both rules, as
-`launch --plain` sees them. Sending never blocks (the notifier's own threads deliver); what
-failed is said at the end, its URLs redacted."""
+"""A run's events as notifications (core/notify): the launch, each babysit poll (the first
+one is the document's first-poll summary), each probe's read as it stands (PROVISIONAL until
+the endpoint), each new warning (the GPU-hours gate among them), an incident (an attempt that
+ended before the endpoint, with its cause), and the final verdict with both rules and the
+per-dataset breakdown. Sending never blocks (the notifier's own threads deliver); what failed
+is said at the end, its URLs redacted. model/babysitter.py decides when."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import os
+from collections.abc import Callable, Mapping
 
 from fontaine_tui.core.errors import InputError
 from fontaine_tui.core.launch.alerts import RunWarning
+from fontaine_tui.core.launch.babysit import poll_text
 from fontaine_tui.core.notify import Message, Notifier, load_destinations
 from fontaine_tui.core.verdict.checks import BY_INSTRUMENT, HEALTHY
+from fontaine_tui.core.verdict.presets import Preset
 from fontaine_tui.core.verdict.rules import Verdict
-from fontaine_tui.core.verdict.text import headline
+from fontaine_tui.core.verdict.text import headline, signed
+from fontaine_tui.core.verdict.watching import preset_destinations
 
 DRAIN_S = 10.0  # how long the end of a watch waits for the last deliveries
+TITLES = {"gpu-hours": "GPU-hours gate", "exited-early": "run ended early",
+          "nan-loss": "non-finite loss", "ram": "RAM pressure", "stall": "stall"}
 
 
 def _level(v: Verdict) -> str:
@@ -28,14 +36,22 @@ class RunNotices:
         self.notifier, self.run = notifier, run
 
     @classmethod
-    def configured(cls, run: str, say: Callable[[str], None]) -> RunNotices | None:
-        """From the user's config.toml and FONTAINE_NOTIFY; a bad one is said, not fatal
-        (the run is already going)."""
+    def configured(cls, run: str, say: Callable[[str], None], preset: Preset | None = None,
+                   env: Mapping[str, str] | None = None) -> RunNotices | None:
+        """From the user's config.toml, FONTAINE_NOTIFY and the preset's [[notify]]; a bad
+        one is said, not fatal (the run is already going)."""
+        env = os.environ if env is None else env
         try:
-            destinations = load_destinations()
+            destinations = load_destinations(env)
         except InputError as exc:
-            say(f"warn: notifications off: {exc}")
-            return None
+            say(f"warn: notifications from the user's config off: {exc}")
+            destinations = []
+        if preset is not None and preset.notify:
+            extra, off = preset_destinations(preset.notify, env)
+            for line in off:
+                say(f"warn: {line}")
+            known = {d.url for d in destinations}
+            destinations += [d for d in extra if d.url not in known]
         return cls(Notifier(destinations), run) if destinations else None
 
     def _send(self, level: str, title: str, text: str, step: int | None = None,
@@ -52,14 +68,37 @@ class RunNotices:
                    step, verdict=verdict.label)
 
     def warning(self, w: RunWarning, step: int | None) -> None:
-        self._send(w.severity, f"{self.run}: {w.rule}", w.message, step)
+        title = TITLES.get(w.rule, w.rule)
+        self._send(w.severity, f"{self.run}: {title}", w.message, step)
+
+    def poll(self, rec: Mapping[str, object], n: int) -> None:
+        kind = "first poll" if rec.get("kind") == "first" else f"poll {n}"
+        step = rec.get("step")
+        self._send(str(rec.get("level", "info")), f"{self.run}: {kind}", poll_text(rec),
+                   step if isinstance(step, int) else None, verdict=str(rec.get("verdict")))
+
+    def incident(self, attempt: int, cause: str, text: str, step: int | None) -> None:
+        self._send("alert", f"{self.run}: incident: attempt {attempt} {cause}", text, step,
+                   cause=cause)
 
     def final(self, verdict: Verdict, text: str, exit_line: str) -> None:
+        fields = {"verdict": verdict.label}
+        fields.update({f"dataset {name}": f"{verdict.read} {signed(x)}"
+                       for name, x in verdict.datasets.items()})
         self._send(_level(verdict), f"{self.run}: VERDICT {verdict.label}",
-                   f"{exit_line}\n{text}", verdict.read_step, verdict=verdict.label)
+                   f"{exit_line}\n{text}", verdict.read_step, **fields)
 
-    def close(self) -> list[str]:
-        """Wait for the deliveries (at most DRAIN_S); a line per one that failed."""
-        self.notifier.close(DRAIN_S)
-        return [f"warn: notification to {f.destination} failed: {f.reason}"
+    @property
+    def failures(self) -> list[str]:
+        return [f"notification to {f.destination} failed: {f.reason}"
                 for f in self.notifier.failures]
+
+    def close(self, drain_s: float = DRAIN_S) -> list[str]:
+        """Wait for the deliveries (at most `drain_s`); a line per one that failed, and one
+        for what was still queued."""
+        drained = self.notifier.close(drain_s)
+        left = self.notifier.pending()
+        if not drained and left:
+            return [f"warn: {line}" for line in self.failures] + [
+                f"warn: {left} notification(s) not delivered within {drain_s:g} s (dropped)"]
+        return [f"warn: {line}" for line in self.failures]

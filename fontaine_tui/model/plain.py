@@ -15,6 +15,7 @@ import math
 import signal
 import sys
 import time
+from collections.abc import Callable
 from typing import TYPE_CHECKING, TextIO
 
 from fontaine_tui.core.errors import InputError
@@ -22,6 +23,7 @@ from fontaine_tui.core.errors import InputError
 if TYPE_CHECKING:
     from fontaine_tui.core.host.telemetry import TelemetrySnapshot
 from fontaine_tui.core.follow import Batch
+from fontaine_tui.core.launch.babysit import poll_text
 from fontaine_tui.core.launch.launcher import EngineProcess, ExitInfo
 from fontaine_tui.core.launch.registry import Registry
 from fontaine_tui.core.log.read import load_log
@@ -35,7 +37,7 @@ from fontaine_tui.core.verdict.prereg import Prereg, utc_iso
 from fontaine_tui.core.verdict.presets import Preset
 from fontaine_tui.core.verdict.rules import Verdict, compute_verdict
 from fontaine_tui.core.verdict.text import headline, render
-from fontaine_tui.model.notices import RunNotices
+from fontaine_tui.model.babysitter import Babysitter
 from fontaine_tui.model.readout import recipe_steps
 from fontaine_tui.model.session import Session
 
@@ -82,7 +84,7 @@ class PlainReport:
         self.out = out or sys.stdout
         self.steps = recipe_steps(session.preset)
         self._said: set[str] = set()  # ledger breaks and provenance changes, said once
-        self.notices: RunNotices | None = None  # launch --plain: each probe's read sent too
+        self.babysitter: Babysitter | None = None  # launch --plain: each probe's read sent
 
     def say(self, text: str) -> None:
         print(text, file=self.out, flush=True)
@@ -106,8 +108,8 @@ class PlainReport:
                     ledger_read = True
                 latest = session.latest()
                 self.say(f"verdict: {headline(latest)}")
-                if self.notices is not None:
-                    self.notices.probe(rec.step, latest)
+                if self.babysitter is not None:
+                    self.babysitter.probe(rec.step, latest)
                 for warning in (session.ledger.error, *latest.provenance_changes):
                     if warning and warning not in self._said:
                         self._said.add(warning)
@@ -141,7 +143,8 @@ class PlainWatch:
                                "launch", engine, folder.root)
         self.report = PlainReport(self.session, out)
         self.exit: ExitInfo | None = None
-        self.notices: RunNotices | None = None  # set by babysit where destinations exist
+        self.babysitter: Babysitter | None = None  # set by babysit()
+        self.attempt: int | None = None  # this start's number in attempts.jsonl
 
     @property
     def preset(self) -> Preset:
@@ -170,8 +173,11 @@ class PlainWatch:
         self.session.update_warnings(telemetry, time.time())
         for w in self.session.warning_book.last_new:
             self.say(f"{w.severity}: {w.message}")
-            if self.notices is not None:
-                self.notices.warning(w, self.session.store.last_step)
+        if self.babysitter is not None:
+            self.babysitter.tick(telemetry)
+            if (rec := self.babysitter.last_poll) is not None:
+                kind = "first poll" if rec["kind"] == "first" else "poll"
+                self.say(f"babysit {kind}: " + poll_text(rec).replace("\n", "\n  "))
         return self.exit
 
     async def follow(self, poll_s: float) -> ExitInfo:
@@ -210,12 +216,13 @@ def finish(watch: PlainWatch, registry: Registry, host: str, info: ExitInfo) -> 
     except Exception as exc:  # the run's outcome is still printed and written below
         watch.say(f"warn: exit not recorded in the registry ({exc})")
     watch.say(info.describe())
+    end_attempt(folder, watch.attempt, info, watch.babysitter, watch.say)
     verdict = watch.verdict(store)
     text = render(verdict, str(folder.log))
     watch.say(text)
-    if watch.notices is not None:
-        watch.notices.final(verdict, text, info.describe())
-        for line in watch.notices.close():
+    if watch.babysitter is not None:
+        watch.babysitter.final(verdict, text, info.describe())
+        for line in watch.babysitter.close():
             watch.say(line)
     try:
         write_verdict(folder.verdict, verdict)
@@ -226,15 +233,36 @@ def finish(watch: PlainWatch, registry: Registry, host: str, info: ExitInfo) -> 
     return verdict.exit_code if complete else 1
 
 
+def end_attempt(folder: RunFolder, attempt: int | None, info: ExitInfo,
+                babysitter: Babysitter | None, say: Callable[[str], None]) -> None:
+    """The attempt's end in attempts.jsonl; one that did not finish (nor was stopped) is an
+    incident, posted with its cause."""
+    from fontaine_tui.core.launch import attempts
+
+    if attempt is None:
+        return
+    try:
+        attempts.end(folder, attempt, info)
+    except OSError as exc:
+        say(f"warn: {folder.attempts}: attempt end not recorded ({exc.strerror or exc})")
+    cause, detail = info.cause, info.cause_detail
+    if cause not in ("finished", "stopped") and babysitter is not None:
+        babysitter.incident(attempt, cause, f"{info.describe()}\n{detail}".strip(),
+                            info.last_step)
+
+
 def babysit(preset: Preset, folder: RunFolder, engine: EngineProcess, registry: Registry,
-            host: str, prereg: Prereg, poll_s: float, stop_on_exit: bool) -> int:
+            host: str, prereg: Prereg, poll_s: float, stop_on_exit: bool,
+            attempt: int | None = None) -> int:
     """Watch the launched engine until it exits. Ctrl-C, SIGTERM and SIGHUP (a closed
     terminal, a job scheduler's kill) are one thing: with `stop_on_exit` the engine is stopped
     and its exit recorded; without, the console detaches and says how to come back."""
     watch = PlainWatch(preset, folder, engine, prereg, poll_s=poll_s)
-    watch.notices = watch.report.notices = RunNotices.configured(preset.run_name, watch.say)
-    if watch.notices is not None:
-        watch.notices.launched(preset.name, str(folder.root), engine.pid, prereg.preset_sha256)
+    watch.attempt = attempt
+    sitter = Babysitter.for_session(watch.session, "launch --plain", host, watch.say,
+                                    since=time.time() - 1.0)  # earlier attempts' polls: not this one's
+    watch.babysitter = watch.report.babysitter = sitter
+    sitter.launched(preset.name, str(folder.root), engine.pid, prereg.preset_sha256)
     old = {sig: signal.signal(sig, _interrupt) for sig in (signal.SIGTERM, signal.SIGHUP)}
     try:
         info = asyncio.run(watch.follow(poll_s))
@@ -246,6 +274,8 @@ def babysit(preset: Preset, folder: RunFolder, engine: EngineProcess, registry: 
                         f"{folder.root}")
             _say(watch, f"  watch it again: fontaine-tui attach {folder.root}")
             _say(watch, f"  stop it (checkpoints first): kill -INT -{engine.pid}")
+            for line in sitter.close():  # what is queued goes out (at most notices.DRAIN_S)
+                _say(watch, line)
             return 128 + signum
         _say(watch, f"{name}: stopping engine pid {engine.pid} (SIGINT, then SIGTERM, "
                     "then SIGKILL)")

@@ -16,6 +16,7 @@ from fontaine_tui.core.errors import InputError
 from fontaine_tui.core.follow import Batch, LocalRun, RunSource
 from fontaine_tui.core.host.telemetry import TelemetrySnapshot
 from fontaine_tui.core.launch import alerts
+from fontaine_tui.core.launch.attempts import Attempt
 from fontaine_tui.core.launch.launcher import ExitInfo
 from fontaine_tui.core.launch.registry import Entry
 from fontaine_tui.core.launch.rescore import ScoreOffer, ScoreState
@@ -85,6 +86,7 @@ class RunView:
     # the disambiguating re-score of an AMBIGUOUS-BY-INSTRUMENT run (core/launch/rescore.py)
     score_offer: ScoreOffer | None = None
     score_state: ScoreState | None = None
+    attempts: tuple[Attempt, ...] = ()  # launches and resumes, oldest first (attempts.jsonl)
 
     def verdict_at(self, step: int | None) -> Verdict:
         """The read at a probe step; the latest read when `step` is None or not a probe."""
@@ -180,6 +182,9 @@ class Session:
         self.ledger = Ledger("", preset.sha256, "no prereg.json read yet", None, ())
         self.warnings: tuple[alerts.RunWarning, ...] = ()
         self.warning_book = alerts.WarningBook()
+        self.extra_warnings: dict[str, alerts.RunWarning] = {}  # the babysitter's (notify)
+        self._attempts_key: object = None
+        self._attempts: tuple[Attempt, ...] = ()
         self.gpu_hours: float | None = None
         self.version = 0
         self._verdict_key: object = None
@@ -273,10 +278,15 @@ class Session:
                 launched_ts = None
         if self.kind == "replay" and self.store.steps:
             now = self.store.columns["time"][-1]  # a replay's "now" is the log's own clock
-        self.warnings = tuple(alerts.evaluate(self.warning_book, self.store, self.preset,
-                                              telemetry, now, exit_info, launched_ts))
+        self.warnings = self.sorted_warnings(
+            alerts.evaluate(self.warning_book, self.store, self.preset, telemetry, now,
+                            exit_info, launched_ts) + list(self.extra_warnings.values()))
         ctx = alerts.context_for(self.store, self.preset, telemetry, launched_ts)
         self.gpu_hours = alerts.gpu_hours_used(self.store, now, exit_info, ctx)
+
+    @staticmethod
+    def sorted_warnings(warnings: list[alerts.RunWarning]) -> tuple[alerts.RunWarning, ...]:
+        return tuple(sorted(warnings, key=lambda w: -alerts.SEVERITIES.index(w.severity)))
 
     # -- actions ---------------------------------------------------------------------------
 
@@ -454,5 +464,22 @@ class Session:
                        tuple(readout.probe_rows(st, verdicts)), self.ledger, self.warnings,
                        self.note,
                        readout.status_tone(self.kind, self.exit_code, bool(st.steps)),
-                       self.score_offer(latest), self.score_state)
+                       self.score_offer(latest), self.score_state, self.attempts())
+
+    def attempts(self) -> tuple[Attempt, ...]:
+        """attempts.jsonl of a local run folder, read again only when it changed."""
+        from fontaine_tui.core.launch.attempts import read_attempts
+
+        if self.folder is None or self.kind == "replay":
+            return ()
+        folder = RunFolder(self.folder)
+        try:
+            st = folder.attempts.stat()
+        except OSError:
+            return ()
+        alive = self.process_alive
+        key = (st.st_mtime_ns, st.st_size, alive)  # a death changes "running" to "unknown"
+        if key != self._attempts_key:
+            self._attempts, self._attempts_key = tuple(read_attempts(folder)), key
+        return self._attempts
 

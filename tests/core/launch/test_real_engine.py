@@ -92,6 +92,15 @@ def test_launch_smoke_end_to_end(tmp_path: Path, registry_path: Path) -> None:
     assert "PROVISIONAL" in probes[0]["text"] and "final" in probes[-1]["text"]
     assert titles[-1] == f"smoke: VERDICT {verdict['verdict']}"
     assert f"VERDICT: {verdict['verdict']}  [final]" in posts[-1]["text"]
+    assert "smoke: first poll" in titles  # the document's first look, then babysit.jsonl
+    from fontaine_tui.core.launch.babysit import read_polls
+
+    [poll, *_] = read_polls(folder.root / "babysit.jsonl")
+    assert (poll["kind"], poll["watcher"]) == ("first", "launch --plain")
+    assert poll["s_per_step"] > 0 and poll["ram_total"] > 0
+    for path in folder.root.rglob("*"):  # no file the run wrote holds the token
+        if path.is_file():
+            assert b"SECRETTOKEN" not in path.read_bytes(), path
     assert "SECRETTOKEN" not in out + err and "notification" not in out + err
     assert "verdict: " in out and "probe step 20:" in out  # followed line by line
     assert "first poll: s/step" in out
@@ -100,16 +109,20 @@ def test_launch_smoke_end_to_end(tmp_path: Path, registry_path: Path) -> None:
 
 def test_sigkill_mid_run_is_an_incident_and_resume_continues(
         tmp_path: Path, registry_path: Path) -> None:
-    """... and the resume runs edited engine code: the verdict names both code identities."""
+    """... posted as an incident, each start an attempt in attempts.jsonl; and the resume runs
+    edited engine code: the verdict names both code identities."""
     import shutil
 
     import engine
+    from fontaine_tui.core.launch.attempts import read_attempts
+    from tests.core.notify.server import Hook
 
     code = tmp_path / "code"
     shutil.copytree(Path(engine.__file__).parent, code / "engine",
                     ignore=shutil.ignore_patterns("__pycache__"))
     folder = RunFolder(tmp_path / "run")
-    proc = launch(tmp_path, code=code)
+    hook = Hook()
+    proc = launch(tmp_path, code=code, notify=hook.url())
     pid = None
     try:
         deadline = time.monotonic() + TIMEOUT
@@ -138,6 +151,16 @@ def test_sigkill_mid_run_is_an_incident_and_resume_continues(
     [entry] = Registry(registry_path).entries()
     assert (entry.status, entry.last_step) == ("killed", killed_at)
     assert json.loads(folder.verdict.read_text())["provisional"] is True
+    [first] = read_attempts(folder)
+    assert (first.number, first.kind, first.cause, first.last_step) == (1, "launch", "killed",
+                                                                        killed_at)
+    posts = [json.loads(r.body) for r in hook.requests]
+    [incident] = [p for p in posts if "incident" in p["title"]]
+    assert incident["title"] == "smoke: incident: attempt 1 killed"
+    assert incident["level"] == "alert" and incident["step"] == killed_at
+    assert "SIGKILL from outside the program" in incident["text"]
+    assert posts[-1]["title"].startswith("smoke: VERDICT ")  # the read as it stood
+    hook.close()
 
     provenance = read_prereg(folder).provenance
     launched_code = provenance["code"]
@@ -160,6 +183,12 @@ def test_sigkill_mid_run_is_an_incident_and_resume_continues(
     assert store.replaced_steps == killed_at - 20  # the killed timeline past 20 was replayed
     [entry] = Registry(registry_path).entries()
     assert (entry.status, entry.exit_code, entry.last_step) == ("finished", 0, 40)
+    assert [(a.number, a.kind, a.cause) for a in read_attempts(folder)] == [
+        (1, "launch", "killed"), (2, "resume", "finished")]
+    res = subprocess.run([sys.executable, "-m", "fontaine_tui", "runs"], capture_output=True,
+                         text=True)
+    assert res.returncode == 0
+    assert res.stdout.splitlines()[1].split()[:4] == ["smoke", "finished", "40", "2"]
     verdict = json.loads(folder.verdict.read_text())
     assert verdict["read_step"] == 40 and resumed.returncode == EXIT_CODES[verdict["verdict"]]
     new_code = store.metas[-1].code

@@ -1,0 +1,200 @@
+"""The babysitter of one watched run: what the console, `launch --plain` and `fontaine-tui
+babysit` each do between two looks at a run, so the three tell the owner the same things.
+
+After each warnings update (`Session.update_warnings`), `tick` sends what is new (each new
+warning at its level, each probe's read not yet sent), takes a babysit poll when the preset's
+[babysit] cadence says one is due (a line in babysit.jsonl, a notification), and turns failed
+deliveries into a warning in the panel. Only the watcher holding the run's `WatchLock`
+babysits it; another watcher of the same run shows the run but neither polls nor posts.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Callable, Mapping
+from pathlib import Path
+
+from fontaine_tui.core.host.telemetry import TelemetrySnapshot
+from fontaine_tui.core.launch.alerts import RunWarning
+from fontaine_tui.core.launch.babysit import (
+    BABYSIT_LOG,
+    Cadence,
+    PollClock,
+    WatchLock,
+    append_poll,
+    poll_record,
+    resumed_clock,
+)
+from fontaine_tui.core.verdict.prereg import parse_utc
+from fontaine_tui.core.verdict.rules import Verdict
+from fontaine_tui.model.notices import RunNotices
+from fontaine_tui.model.readout import recipe_steps
+from fontaine_tui.model.session import Session
+
+NOTIFY_RULE = "notify"  # the panel's warning for deliveries that failed
+
+
+def state_dir() -> Path:
+    """Where the watchers keep their locks and a remote run's polls: beside the registry."""
+    from fontaine_tui.core.launch.registry import default_path
+
+    return default_path().parent
+
+
+def _launched(session: Session) -> float | None:
+    try:
+        return parse_utc(session.ledger.launched_at) if session.ledger.launched_at else None
+    except ValueError:
+        return None
+
+
+class Babysitter:
+    """Polls and notifications for one `Session`. `notices` None: nothing is sent (polls are
+    still written); `poll_log` None: polls are not written (nor taken)."""
+
+    def __init__(self, session: Session, notices: RunNotices | None, *, watcher: str,
+                 poll_log: Path | None, lock: WatchLock | None = None,
+                 clock: Callable[[], float] = time.time, say: Callable[[str], None] = print,
+                 since: float | None = None, auto_final: bool = False) -> None:
+        self.session, self.notices, self.watcher = session, notices, watcher
+        self.auto_final = auto_final  # the log's end sends the final read (no launcher here)
+        self.finalized = False
+        self.poll_log, self.lock, self.clock, self.say = poll_log, lock, clock, say
+        self.since = since  # polls before this (an earlier attempt's) do not count
+        self._clock: PollClock | None = None
+        self._sent_probes: set[int] = set(session.store.probes)  # read before: not news
+        self._failures_seen = 0
+        self.polls = 0
+        self.last_poll: dict[str, object] | None = None  # set by the tick that took it
+
+    @classmethod
+    def for_session(cls, session: Session, watcher: str, host: str,
+                    say: Callable[[str], None], env: Mapping[str, str] | None = None,
+                    clock: Callable[[], float] = time.time,
+                    since: float | None = None, auto_final: bool = False) -> Babysitter:
+        """The watcher that babysits `session`'s run, or (another one holds the run's lock)
+        one that only shows it."""
+        key = f"{host}:{session.folder if session.folder is not None else session.source.label}"
+        lock = WatchLock(state_dir() / "watch", key)
+        try:
+            held = lock.acquire()
+        except OSError as exc:
+            say(f"warn: babysit lock {lock.path}: {exc.strerror or exc}; babysitting anyway")
+            held = True
+        if not held:
+            say(f"babysat by {lock.holder()} (lock {lock.path}): this {watcher} shows the "
+                "run but neither polls nor notifies")
+            return cls(session, None, watcher=watcher, poll_log=None, clock=clock, say=say)
+        preset = session.given_preset
+        notices = RunNotices.configured(preset.run_name or session.source.label, say, preset,
+                                        env if env is not None else os.environ)
+        if session.folder is not None:
+            poll_log = session.folder / BABYSIT_LOG
+        else:  # a run over SSH: its polls are kept here, by host and folder
+            poll_log = lock.path.with_suffix(".babysit.jsonl")
+        return cls(session, notices, watcher=watcher, poll_log=poll_log,
+                   lock=lock if lock.held else None,
+                   clock=clock, say=say, since=since, auto_final=auto_final)
+
+    # -- events ---------------------------------------------------------------------------
+
+    def launched(self, preset: str, folder: str, pid: int, sha: str) -> None:
+        if self.notices is not None:
+            self.notices.launched(preset, folder, pid, sha)
+
+    def probe(self, step: int, verdict: Verdict) -> None:
+        """A probe's read, sent once (the plain report sends it the moment the line lands)."""
+        if step in self._sent_probes:
+            return
+        self._sent_probes.add(step)
+        if self.notices is not None:
+            self.notices.probe(step, verdict)
+
+    def incident(self, attempt: int, cause: str, text: str, step: int | None) -> None:
+        if self.notices is not None:
+            self.notices.incident(attempt, cause, text, step)
+
+    def tick(self, telemetry: TelemetrySnapshot | None, now: float | None = None) -> None:
+        """After `session.update_warnings`: what is new goes out; a due poll is taken."""
+        now = self.clock() if now is None else now
+        session = self.session
+        self.last_poll = None
+        # the first poll is a poll; an early end is the incident the watcher's finish sends
+        new = [w for w in session.warning_book.last_new
+               if w.rule not in ("first-poll", "exited-early")]
+        if self.notices is not None:
+            for w in new:
+                self.notices.warning(w, session.store.last_step or None)
+        fresh = sorted(set(session.store.probes) - self._sent_probes)
+        if fresh:
+            view = session.view()
+            for step in fresh:
+                self.probe(step, view.verdict_at(step))
+        self._poll(telemetry, now)
+        self._failed_deliveries(now)
+        if self.auto_final and not self.finalized and session.ended():
+            from fontaine_tui.core.verdict.text import render
+
+            end = session.store.events[-1]
+            verdict = session.latest()
+            self.final(verdict, render(verdict, session.source.label),
+                       f"the log ended at step {end.step}: {end.detail}")
+
+    def _poll(self, telemetry: TelemetrySnapshot | None, now: float) -> None:
+        if self.poll_log is None:
+            return
+        if self._clock is None:
+            self._clock = resumed_clock(Cadence.of(self.session.given_preset),
+                                        _launched(self.session), self.poll_log, self.since)
+        kind = self._clock.due(self.session.store, now)
+        if kind is None:
+            return
+        session = self.session
+        rec = poll_record(kind, session.store, telemetry, session.latest(), session.warnings,
+                          now, recipe_steps(session.preset), self.watcher, session.gpu_hours)
+        self._clock.done(now)
+        self.polls += 1
+        self.last_poll = rec
+        try:
+            append_poll(self.poll_log, rec)
+        except OSError as exc:
+            self.say(f"warn: {self.poll_log}: poll not written ({exc.strerror or exc})")
+        if self.notices is not None:
+            self.notices.poll(rec, self._clock.count)
+
+    def _failed_deliveries(self, now: float) -> None:
+        """A failed delivery is a warning in the panel, until the next one succeeds or not:
+        it stays, counting the failures, with the newest reason."""
+        if self.notices is None:
+            return
+        failures = self.notices.failures
+        if len(failures) == self._failures_seen:
+            return
+        self._failures_seen = len(failures)
+        warning = RunWarning(NOTIFY_RULE, "warn", now,
+                             f"{len(failures)} notification(s) failed; last: {failures[-1]}",
+                             {"failures": float(len(failures))})
+        self.session.extra_warnings[NOTIFY_RULE] = warning
+        self.session.warnings = self.session.sorted_warnings(
+            [w for w in self.session.warnings if w.rule != NOTIFY_RULE] + [warning])
+        self.say(f"warn: {failures[-1]}")
+
+    # -- the end --------------------------------------------------------------------------
+
+    def final(self, verdict: Verdict, text: str, exit_line: str) -> None:
+        self.finalized = True
+        if self.notices is not None:
+            self.notices.final(verdict, text, exit_line)
+
+    def close(self, drain_s: float | None = None) -> list[str]:
+        """Wait for the last deliveries (at most `drain_s`, else notices.DRAIN_S); a line per
+        failure not said yet. Releases the lock."""
+        lines: list[str] = []
+        if self.notices is not None:
+            closing = (self.notices.close() if drain_s is None
+                       else self.notices.close(drain_s))
+            lines = closing[self._failures_seen:]
+        if self.lock is not None:
+            self.lock.release()
+        return lines

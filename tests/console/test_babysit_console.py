@@ -1,0 +1,94 @@
+"""The console babysits what it shows: its probe reads and first poll reach a real webhook on
+127.0.0.1, and a destination that never answers does not slow it (measured against the same
+console with no destination, side by side)."""
+
+from __future__ import annotations
+
+import json
+import time
+
+import pytest
+
+from fontaine_tui.console import make_app
+from fontaine_tui.core.follow.local import LocalRun
+from fontaine_tui.core.runfolder import RunFolder
+from fontaine_tui.core.verdict.prereg import freeze
+from tests.console.conftest import SIZE, loaded, make_run, until
+from tests.core.notify.server import Hook, Silent
+from tests.logs import T0
+
+KEYS = ("p", "m") * 4
+
+
+@pytest.fixture(autouse=True)
+def no_user_config(tmp_path, monkeypatch):
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
+    monkeypatch.delenv("FONTAINE_NOTIFY", raising=False)
+
+
+def run_folder(tmp_path, preset, name="run"):
+    folder = tmp_path / name
+    make_run(folder, upto=600)
+    freeze(RunFolder(folder), preset, ["launch"], "here", now=T0 - 10)
+    return folder
+
+
+def app_on(folder, preset):
+    # the clock: just after the last record, so the run is not (yet) stalled
+    return make_app(source=LocalRun(folder), preset=preset, clock=lambda: T0 + 301,
+                    kind="attach", babysit_host="here", frame_s=0.05)
+
+
+async def test_the_console_posts_probe_reads_and_the_first_poll(tmp_path, preset, monkeypatch):
+    hook = Hook()
+    monkeypatch.setenv("FONTAINE_NOTIFY", hook.url("/hooks/KEY77"))
+    folder = run_folder(tmp_path, preset)
+    app = app_on(folder, preset)
+    async with app.run_test(size=SIZE) as pilot:
+        await loaded(pilot, 600)
+        await until(pilot, lambda: len(hook.requests) >= 3)
+    posts = [json.loads(r.body) for r in hook.wait_for(3)]
+    hook.close()
+    titles = sorted(p["title"] for p in posts)
+    run = preset.run_name
+    assert f"{run}: first poll" in titles
+    # the probes already in the log when the console opened are not news: the ones read
+    # after it opened are (here: the whole log arrives after the first tick)
+    assert {p["step"] for p in posts if "probe at step" in p["title"]} <= {250, 500}
+    polls = (folder / "babysit.jsonl").read_text().splitlines()
+    assert json.loads(polls[0])["watcher"] == "console"
+
+
+async def _keys_time(app) -> float:
+    async with app.run_test(size=SIZE) as pilot:
+        await loaded(pilot, 600)
+        t0 = time.perf_counter()
+        for key in KEYS:
+            await pilot.press(key)
+        await pilot.pause()
+        elapsed = time.perf_counter() - t0
+        sitter = app.babysitter
+        queued = 0 if sitter is None or sitter.notices is None else sum(
+            s.queued for s in sitter.notices.notifier.stats().values())
+    return elapsed, queued
+
+
+async def test_a_dead_endpoint_does_not_slow_the_console(tmp_path, preset, monkeypatch):
+    """A destination that accepts the connection and never answers (each POST waits out its
+    timeout, then retries): the console's keys take no longer than with no destination."""
+    silent = Silent()
+    try:
+        times = {}
+        for name, url in (("none", None), ("dead", f"http://127.0.0.1:{silent.port}/h"),
+                          ("none2", None)):
+            if url:
+                monkeypatch.setenv("FONTAINE_NOTIFY", url)
+            else:
+                monkeypatch.delenv("FONTAINE_NOTIFY", raising=False)
+            app = app_on(run_folder(tmp_path, preset, name), preset)
+            times[name] = await _keys_time(app)
+    finally:
+        silent.close()
+    (dead, queued), base = times["dead"], min(times["none"][0], times["none2"][0])
+    assert queued >= 1  # messages were waiting on the dead endpoint the whole time
+    assert dead < 2.0 * base + 0.5, times
