@@ -1,0 +1,274 @@
+"""`fontaine-tui babysit`: detached runs watched without a console, here or over SSH.
+
+One `RunWatch` per run: its source followed, its engine's pid checked (a run on this host),
+telemetry sampled (here, or the far host's over the SSH connection), the warning rules judged
+and the run's `Babysitter` ticked every poll. A run ends when its engine is gone or its log
+says `end`: the final read is sent and the watch closes. With no RUN named, the registry's
+live runs are watched, and it is read again every `rescan_s` for runs launched since: the
+process a user leaves in tmux or as a systemd user service (`babysit --print-unit`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import math
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from fontaine_tui.core.errors import InputError
+from fontaine_tui.core.follow import RunSource, open_source
+from fontaine_tui.core.host.telemetry import TelemetrySnapshot
+from fontaine_tui.core.launch.attempts import Attempt
+from fontaine_tui.core.launch.launcher import ExitInfo
+from fontaine_tui.core.launch.registry import Entry, Registry
+from fontaine_tui.core.text import literal
+from fontaine_tui.core.verdict.prereg import parse_utc
+from fontaine_tui.core.verdict.text import render
+from fontaine_tui.model.babysitter import Babysitter
+from fontaine_tui.model.session import Process, Session
+
+LIVE = ("running", "attached")
+
+
+@dataclass(frozen=True, slots=True)
+class Target:
+    """A run to watch: what `attach` would take, and its registry entry when it has one."""
+
+    spec: str  # a run folder or [user@]host:/path
+    entry: Entry | None = None
+
+    @property
+    def key(self) -> str:
+        return self.spec
+
+
+def targets(names: list[str], registry: Registry, this_host: str) -> list[Target]:
+    """RUN arguments (a registry name, a run folder, host:/path) as targets; none: every live
+    entry of the registry."""
+    entries = registry.entries()
+    if not names:
+        return [_of(e, this_host) for e in entries if e.status in LIVE]
+    out = []
+    for name in names:
+        named = [e for e in entries if e.name == name]
+        if len(named) > 1:
+            raise InputError(f"{name}: {len(named)} registered runs have this name; name the "
+                             "run folder instead (fontaine-tui runs lists them)")
+        if named:
+            out.append(_of(named[0], this_host))
+            continue
+        local = Path(name).expanduser()
+        found = next((e for e in entries if e.host == this_host and local.is_dir()
+                      and Path(e.run_dir) == local.resolve()), None)
+        out.append(Target(str(local.resolve()) if local.is_dir() else name, found))
+    return out
+
+
+def _of(entry: Entry, this_host: str) -> Target:
+    return Target(entry.run_dir if entry.host == this_host else f"{entry.host}:{entry.run_dir}",
+                  entry)
+
+
+class RunWatch:
+    """One run, followed and babysat until it ends (or the watch is closed)."""
+
+    def __init__(self, target: Target, session: Session, babysitter: Babysitter,
+                 sampler: Callable[[], object] | None, say: Callable[[str], None],
+                 clock: Callable[[], float]) -> None:
+        self.target, self.session, self.babysitter = target, session, babysitter
+        self.sampler, self.say, self.clock = sampler, say, clock
+        self.telemetry: TelemetrySnapshot | None = None
+        self.ended = ""
+        self.exit: ExitInfo | None = None  # the engine's, when its end was seen here
+        self.attempt: Attempt | None = None  # its open attempt in attempts.jsonl
+        self._reader: asyncio.Task | None = None
+
+    @classmethod
+    async def open(cls, target: Target, this_host: str, say: Callable[[str], None],
+                   clock: Callable[[], float] = time.time,
+                   ssh_options: tuple[str, ...] = ()) -> RunWatch:
+        from fontaine_tui.core.runfolder import PREREG
+        from fontaine_tui.core.verdict.prereg import parse_prereg
+        from fontaine_tui.core.verdict.presets import load_preset
+
+        source: RunSource = open_source(target.spec, ssh_options=ssh_options)
+        try:
+            raw = await source.read_bytes(PREREG)  # also proves the folder is reachable
+            if raw is None:
+                raise InputError(f"{source.label}: no {PREREG} in the run folder (babysit "
+                                 "watches launched runs)")
+            frozen = parse_prereg(raw, f"{source.label}/{PREREG}").frozen_preset()
+        except BaseException:
+            await source.close()
+            raise
+        given = frozen
+        if target.entry is not None and target.entry.preset:  # its [[notify]], [babysit]
+            with contextlib.suppress(InputError):
+                given = load_preset(target.entry.preset)
+        process, sampler, attempt = cls._process(target, source, this_host)
+        session = Session(source, given, "attach", process)
+        await session.read_ledger()
+        label = literal(target.entry.name if target.entry else source.label)
+        since = None
+        if attempt is not None:
+            with contextlib.suppress(ValueError):
+                since = parse_utc(attempt.began_at)
+        sitter = Babysitter.for_session(session, "babysit", this_host,
+                                        lambda text: say(f"{label}: {text}"), clock=clock,
+                                        auto_final=process is None, since=since)
+        watch = cls(target, session, sitter, sampler, say, clock)
+        watch.attempt = attempt
+        return watch
+
+    @staticmethod
+    def _process(target: Target, source: RunSource, this_host: str
+                 ) -> tuple[Process | None, Callable[[], object], Attempt | None]:
+        """The engine found again by pid (a run of this host's registry), judged from its
+        attempt's start (attempts.jsonl: its log offsets, its OOM-kill counters)."""
+        from functools import partial
+
+        from fontaine_tui.core.follow.ssh import SshRun
+        from fontaine_tui.core.host import telemetry
+        from fontaine_tui.core.launch import attempts
+        from fontaine_tui.core.launch.launcher import EngineProcess
+        from fontaine_tui.core.runfolder import RunFolder
+
+        if isinstance(source, SshRun):
+            return None, partial(telemetry.sample_remote, source.run_command,
+                                 source.target.host), None
+        entry = target.entry
+        if entry is None or entry.host != this_host or entry.pid <= 0:
+            return None, partial(telemetry.sample, pid=None), None
+        folder = RunFolder(Path(entry.run_dir))
+        attempt = attempts.open_attempt(folder)
+        if attempt is not None and attempt.pid == entry.pid:
+            engine = attempts.reattach(folder, attempt)
+        else:
+            engine, attempt = EngineProcess.reattach(folder, entry.pid,
+                                                     entry.pid_started or None), None
+        return engine, partial(telemetry.sample, pid=entry.pid), attempt
+
+    @property
+    def name(self) -> str:
+        return literal(self.target.entry.name if self.target.entry else self.session.source.label)
+
+    def start(self) -> None:
+        async def read() -> None:
+            async for batch in self.session.source.follow():
+                self.session.apply(batch)
+
+        self._reader = asyncio.create_task(read())
+
+    async def look(self) -> bool:
+        """One poll; True once the run has ended (the final read then sent)."""
+        import inspect
+
+        if self.sampler is not None:
+            try:
+                result = await asyncio.to_thread(self.sampler)
+                if inspect.isawaitable(result):
+                    result = await asyncio.wait_for(result, 30)
+                self.telemetry = result if isinstance(result, TelemetrySnapshot) else None
+            except Exception as exc:  # telemetry is a help, not a condition
+                self.session.note = f"telemetry: {type(exc).__name__}: {exc}"
+        now = self.clock()
+        session = self.session
+        session.update_warnings(self.telemetry, now)
+        self.babysitter.tick(self.telemetry, now)
+        exit_info = session.process.poll() if session.process is not None else None
+        if exit_info is not None:
+            await asyncio.sleep(0.5)  # the last lines
+            if self.attempt is not None and session.folder is not None:
+                from fontaine_tui.core.runfolder import RunFolder
+                from fontaine_tui.model.plain import end_attempt
+
+                end_attempt(RunFolder(session.folder), self.attempt.number, exit_info,
+                            self.babysitter, lambda text: self.say(f"{self.name}: {text}"))
+            verdict = session.latest()
+            self.babysitter.final(verdict, render(verdict, session.source.label),
+                                  exit_info.describe())
+            self.ended, self.exit = exit_info.describe(), exit_info
+        elif self.babysitter.finalized:
+            self.ended = "the log ended"
+        if self.ended:
+            self.say(f"{self.name}: {self.ended}; verdict {session.latest().label}")
+        return bool(self.ended)
+
+    async def close(self) -> None:
+        if self._reader is not None:
+            self._reader.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await self._reader
+        await self.session.source.close()
+        for line in await asyncio.to_thread(self.babysitter.close):
+            self.say(f"{self.name}: {line}")
+
+
+async def watch(names: list[str], registry: Registry, this_host: str, poll_s: float,
+                say: Callable[[str], None], rescan_s: float = 30.0,
+                clock: Callable[[], float] = time.time, once: bool = False,
+                ssh_options: tuple[str, ...] = ()) -> int:
+    """Watch until every named run ended (or, with no names, for ever). `once`: one poll of
+    each, then stop (a cron job's way). 0, or 1 when a named run could not be watched."""
+    watches: dict[str, RunWatch] = {}
+    failed: set[str] = set()
+    next_scan = -math.inf
+
+    async def add(found: list[Target]) -> None:
+        for t in found:
+            if t.key in watches or t.key in failed:
+                continue
+            try:
+                w = await asyncio.wait_for(
+                    RunWatch.open(t, this_host, say, clock, ssh_options), 60)
+            except (InputError, OSError, asyncio.TimeoutError) as exc:
+                failed.add(t.key)
+                say(f"{t.spec}: not watched: {exc or 'timed out'}")
+                continue
+            w.start()
+            watches[t.key] = w
+            say(f"{w.name}: babysitting {w.session.source.label}"
+                + ("" if w.babysitter.poll_log else " (shown only: another watcher has it)"))
+
+    await add(targets(names, registry, this_host))
+    if names and not watches:
+        return 1
+    try:
+        while True:
+            if not names and time.monotonic() >= next_scan:
+                next_scan = time.monotonic() + rescan_s
+                try:
+                    await add(targets([], registry, this_host))
+                except InputError as exc:
+                    say(f"warn: {exc}")
+            for key, w in list(watches.items()):
+                if await w.look():
+                    _record(registry, w, clock())
+                    await w.close()
+                    del watches[key]
+            if once or (names and not watches):
+                break
+            await asyncio.sleep(poll_s)
+    finally:
+        for w in watches.values():
+            await w.close()
+    return 1 if names and failed else 0
+
+
+def _record(registry: Registry, w: RunWatch, now: float) -> None:
+    """An exit seen here goes into the registry (a restarted babysitter does not announce
+    it again)."""
+    from fontaine_tui.core.verdict.prereg import utc_iso
+
+    entry, info = w.target.entry, w.exit
+    if entry is None or info is None:
+        return
+    try:
+        registry.update(entry.run_dir, entry.host, status=info.status, exit_code=info.code,
+                        last_step=max(info.last_step, w.session.store.last_step),
+                        updated_at=utc_iso(now))
+    except (InputError, OSError) as exc:
+        w.say(f"{w.name}: warn: exit not recorded in the registry ({exc})")
