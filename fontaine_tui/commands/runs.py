@@ -28,9 +28,11 @@ def run(args: argparse.Namespace) -> int:
         return 0
     host = hostname()
     rows = [live_status(e, host) for e in entries]
-    header = ("NAME", "STATE", "STEP", "PID", "HOST", "LAUNCHED", "RUN FOLDER", "DETAIL")
+    header = ("NAME", "STATE", "STEP", "ATTEMPTS", "PID", "HOST", "LAUNCHED", "RUN FOLDER",
+              "DETAIL")
     table = [header] + [
         (s.entry.name, s.state, "?" if s.last_step is None else str(s.last_step),
+         "?" if s.attempts is None else str(s.attempts),
          str(s.entry.pid or "-"), s.entry.host, s.entry.launched_at[:19], s.entry.run_dir,
          s.detail) for s in rows]
     widths = [max(len(r[i]) for r in table) for i in range(len(header) - 1)]

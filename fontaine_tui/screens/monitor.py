@@ -13,6 +13,7 @@ from fontaine_tui.core.verdict.chart import EMA_DEFAULT, EMA_FACTORS, loss_chart
 from fontaine_tui.model.readout import evidence_lines, run_events
 from fontaine_tui.model.session import RunView
 from fontaine_tui.screens.base import ViewScreen
+from fontaine_tui.widgets.attempts_panel import AttemptsPanel
 from fontaine_tui.widgets.chart import Chart
 from fontaine_tui.widgets.engine_tail import EngineTail
 from fontaine_tui.widgets.events_panel import EventsPanel
@@ -45,6 +46,9 @@ class MonitorScreen(ViewScreen):
                 yield TelemetryPanel(id="telemetry")
                 yield WarningsPanel(id="warnings")
                 yield EventsPanel(id="events")
+                attempts = AttemptsPanel(id="attempts")
+                attempts.display = False  # until the run folder has an attempts.jsonl
+                yield attempts
         tail = EngineTail(id="engine-tail")
         tail.display = False  # the charts keep the room until the engine prints something
         yield tail
@@ -62,6 +66,7 @@ class MonitorScreen(ViewScreen):
         self.query_one(WarningsPanel).show(view.warnings, view.note, evidence_lines(st))
         total = len(st.checkpoints) + len(st.events) + len(st.segments)
         self.query_one(EventsPanel).show(run_events(st, EVENTS_SHOWN), total)
+        self.query_one(AttemptsPanel).show(view.attempts)
         self._on_telemetry(self.console.telemetry_snapshot)
 
     def _draw_losses(self, view: RunView, force: bool = False) -> None:

@@ -191,11 +191,13 @@ class LiveStatus:
     state: str  # "running", "remote" (another host: not checked), or an exit status
     last_step: int | None  # from the log's tail; None when the folder is unreadable
     detail: str
+    attempts: int | None = None  # launches and resumes in attempts.jsonl; None: not read
 
 
 def live_status(entry: Entry, this_host: str) -> LiveStatus:
     """What the entry's run is doing now: its pid checked, its log's tail read."""
-    from fontaine_tui.core.launch.launcher import exit_info, pid_alive, read_tail
+    from fontaine_tui.core.launch import attempts
+    from fontaine_tui.core.launch.launcher import STATUS_OF, exit_info, pid_alive, read_tail
     from fontaine_tui.core.runfolder import RunFolder
 
     if entry.host != this_host:
@@ -204,11 +206,22 @@ def live_status(entry: Entry, this_host: str) -> LiveStatus:
     if not folder.root.is_dir():
         return LiveStatus(entry, entry.status, None, f"{folder.root}: run folder is gone")
     tail = read_tail(folder)
+    tried = attempts.read_attempts(folder, this_host)
+    count = len(tried)
     if entry.status in ("running", "attached"):
         if pid_alive(entry.pid, entry.pid_started or None):
-            return LiveStatus(entry, "running", tail.last_step, f"pid {entry.pid} alive")
-        info = exit_info(folder, None)
+            return LiveStatus(entry, "running", tail.last_step, f"pid {entry.pid} alive", count)
+        last = tried[-1] if tried and tried[-1].pid == entry.pid else None
+        if last is not None and last.ended:
+            return LiveStatus(entry, STATUS_OF.get(last.cause, "exited"), last.last_step,
+                              f"pid {entry.pid} gone: "
+                              f"{last.describe()}", count)
+        # judged from its attempt's start: its offsets, its OOM-kill counters
+        info = (attempts.reattach(folder, last).poll() if last is not None else None) \
+            or exit_info(folder, None)
         return LiveStatus(entry, info.status, info.last_step,
-                          f"pid {entry.pid} gone: {info.describe()}")
+                          f"pid {entry.pid} gone: {info.describe()}", count)
     code = "" if entry.exit_code is None else f" (exit {entry.exit_code})"
-    return LiveStatus(entry, entry.status, tail.last_step, f"{entry.status}{code}")
+    last_cause = f"; attempt {tried[-1].number}: {tried[-1].cause}" if tried else ""
+    return LiveStatus(entry, entry.status, tail.last_step, f"{entry.status}{code}{last_cause}",
+                      count)
