@@ -31,6 +31,14 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="with --plain: Ctrl-C stops the engine instead of detaching")
     p.add_argument("--poll", type=float, default=2.0, metavar="S",
                    help="seconds between process/telemetry polls (default 2)")
+    p.add_argument("--detach", action="store_true",
+                   help="start, register and exit: the run goes on unwatched (babysit, attach)")
+    p.add_argument("--json", action="store_true",
+                   help="with --detach: print the launched run as one JSON line")
+    p.add_argument("--on", metavar="HOST",
+                   help="launch on HOST over SSH (its [hosts.HOST] in config.toml: project, "
+                   "python, env), then watch it from here")
+    p.add_argument("--ssh-config", metavar="FILE", help="with --on: ssh client config file")
     p.set_defaults(func=run)
 
 
@@ -71,6 +79,8 @@ def run(args: argparse.Namespace) -> int:
 
     if args.poll <= 0:
         raise InputError(f"--poll: expected a positive number of seconds, got {args.poll}")
+    if args.on:
+        return run_on(args)
     preset, folder, findings, argv, registry, telemetry = prepare(
         args.preset, args.output_dir, args.resume, args.yes_ram)
     if (why := guards.refusal(findings)) is not None:
@@ -103,9 +113,20 @@ def run(args: argparse.Namespace) -> int:
     except (InputError, OSError) as exc:
         print(f"warn: run not registered ({exc})", file=sys.stderr)
     what = "resumed" if args.resume else "launched"
+    if args.detach and args.json:
+        import json
+
+        print(json.dumps({"run_dir": str(folder.root), "pid": engine.pid,
+                          "pid_started": engine.started, "host": host, "attempt": attempt,
+                          "preset_sha256": prereg.preset_sha256,
+                          "launched_at": prereg.launched_at}), flush=True)
+        return 0
     print(f"{what} {preset.name}: engine pid {engine.pid} in {folder.root} "
           f"(prereg sha256 {prereg.preset_sha256[:12]}, launched {prereg.launched_at})",
           flush=True)
+    if args.detach:
+        print(f"  watch it: fontaine-tui attach {folder.root}  (or: fontaine-tui babysit)")
+        return 0
     if not args.plain:
         try:
             from fontaine_tui.console import run_console
@@ -161,3 +182,71 @@ def after_console(code: int, preset, folder, engine, registry, host: str, prereg
     watch = PlainWatch(preset, folder, engine, prereg)
     watch.babysitter, watch.attempt = babysitter, attempt
     return finish(watch, registry, host, info)
+
+
+def run_on(args: argparse.Namespace) -> int:
+    """launch --on HOST: launched there (core/launch/remote.py), registered here with its
+    host, then watched over SSH; quitting the console asks to stop it (over SSH) or detach."""
+    import asyncio
+
+    from fontaine_tui.core.follow.ssh import SshRun
+    from fontaine_tui.core.follow.target import SshTarget
+    from fontaine_tui.core.launch.hosts import host_settings
+    from fontaine_tui.core.launch.registry import Entry, Registry
+    from fontaine_tui.core.launch.remote import RemoteEngine, check_host, launch_on
+    from fontaine_tui.core.notify.destinations import config_path
+    from fontaine_tui.core.verdict.prereg import utc_iso
+    from fontaine_tui.core.verdict.presets import load_preset
+
+    check_host(args.on)
+    preset = load_preset(args.preset)
+    settings = host_settings(args.on, config_path())
+    options = ("-F", args.ssh_config) if args.ssh_config else ()
+    registry = Registry()
+    done = asyncio.run(launch_on(settings, preset, registry.path.parent,
+                                 output_dir=args.output_dir, resume=args.resume,
+                                 yes_ram=args.yes_ram, ssh_options=options))
+    entry = Entry(name=preset.run_name, run_dir=done.run_dir, host=args.on, preset=preset.name,
+                  preset_sha256=done.preset_sha256, pid=done.pid, pid_started=done.pid_started,
+                  launched_at=done.launched_at, status="running", poll_cadence_s=args.poll,
+                  updated_at=utc_iso(time.time()))
+    try:
+        registry.upsert(entry)
+    except (InputError, OSError) as exc:
+        print(f"warn: run not registered ({exc})", file=sys.stderr)
+    what = "resumed" if args.resume else "launched"
+    print(f"{what} {preset.name} on {args.on}: engine pid {done.pid} in {done.run_dir} "
+          f"(prereg sha256 {done.preset_sha256[:12]}, launched {done.launched_at}; "
+          f"kept here as {done.local_prereg})", flush=True)
+    target = f"{args.on}:{done.run_dir}"
+    if args.detach:
+        print(f"  watch it: fontaine-tui attach {target}")
+        return 0
+    source = SshRun(SshTarget(args.on, done.run_dir), ssh_options=options)
+    if args.plain:
+        from fontaine_tui.model.plain import PlainReport
+        from fontaine_tui.model.session import Session
+
+        report = PlainReport(Session(source, preset, "attach"))
+        try:
+            return asyncio.run(report.follow(until_end=True))
+        except KeyboardInterrupt:
+            print(f"detached: the run goes on on {args.on}; fontaine-tui attach {target}")
+            return 130
+    from fontaine_tui.console import run_console
+
+    engine = RemoteEngine(settings, done.run_dir, done.pid, options)
+    try:
+        code = run_console(source=source, preset=preset, mode="attach", process=engine,
+                           registry=registry)
+    finally:
+        engine.close()
+    info = engine.poll()
+    if info is not None:  # stopped from the console (or seen gone): the registry learns
+        try:
+            registry.update(done.run_dir, args.on, status=info.status, exit_code=info.code,
+                            last_step=info.last_step, updated_at=utc_iso(time.time()))
+        except (InputError, OSError) as exc:
+            print(f"warn: exit not recorded in the registry ({exc})", file=sys.stderr)
+        print(info.describe())
+    return code

@@ -16,6 +16,7 @@ import hashlib
 import re
 import shlex
 import shutil
+import subprocess
 import tempfile
 from collections.abc import AsyncIterator, Callable, Sequence
 from pathlib import Path
@@ -118,9 +119,21 @@ class SshRun:
         return f"{self.target.destination}: {what}{detail}; try by hand: " + \
             self.target.hand_command(self.ssh_options)
 
+    def control_argv(self, op: str) -> list[str]:
+        """`ssh -O OP` for the shared connection (check, exit)."""
+        return [self.ssh, *self._common, "-O", op, "--", self.target.destination]
+
+    def close_sync(self) -> None:
+        """close() for a caller without an event loop of its own (a thread, a callback)."""
+        self._closed = True
+        with contextlib.suppress(OSError, subprocess.TimeoutExpired):
+            subprocess.run(self.control_argv("exit"), capture_output=True, timeout=10,
+                           stdin=subprocess.DEVNULL)
+        shutil.rmtree(self._dir, ignore_errors=True)
+
     async def _control(self, op: str) -> tuple[int, bytes]:
         proc = await asyncio.create_subprocess_exec(
-            self.ssh, *self._common, "-O", op, "--", self.target.destination,
+            *self.control_argv(op),
             stdin=asyncio.subprocess.DEVNULL, stdout=asyncio.subprocess.DEVNULL,
             stderr=asyncio.subprocess.PIPE)
         _, err = await proc.communicate()
@@ -171,6 +184,11 @@ class SshRun:
         if proc.returncode == 255:
             raise SshError(self.explain(err))
         return proc.returncode, out, err
+
+    async def shell(self, command: str) -> tuple[int, bytes, bytes]:
+        """(exit status, stdout, stderr) of one remote shell command line over the shared
+        connection; the caller quotes every piece it did not write (remote_command)."""
+        return await self._exec(command)
 
     async def run_command(self, argv: list[str]) -> bytes:
         """Run argv on the remote host over the shared connection; its stdout.

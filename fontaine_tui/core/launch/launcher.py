@@ -286,6 +286,36 @@ class ExitInfo:
         return text
 
 
+EXIT_FIELDS = ("code", "signal", "oom", "last_step", "checkpoint_step", "event", "detail",
+               "output", "oom_line", "sent")
+
+
+def exit_to_dict(info: ExitInfo) -> dict[str, object]:
+    """An exit as JSON (a remote `fontaine-tui stop --json`), read back by exit_from_dict."""
+    doc: dict[str, object] = {k: getattr(info, k) for k in EXIT_FIELDS}
+    doc["memory"] = None if info.memory is None else info.memory.as_dict()
+    doc.update(status=info.status, cause=info.cause, describe=info.describe())
+    return doc
+
+
+def exit_from_dict(doc: Mapping[str, object]) -> ExitInfo:
+    """The same exit, its cause judged again from the same fields."""
+    def num(key: str) -> int | None:
+        v = doc.get(key)
+        return v if isinstance(v, int) and not isinstance(v, bool) else None
+
+    def text(key: str) -> str:
+        v = doc.get(key)
+        return v if isinstance(v, str) else ""
+
+    mem = doc.get("memory")
+    return ExitInfo(num("code"), text("signal") or None, doc.get("oom") is True,
+                    num("last_step") or 0, num("checkpoint_step"), text("event"), text("detail"),
+                    text("output"), text("oom_line"),
+                    MemoryEvidence.from_dict(mem) if isinstance(mem, dict) else None,
+                    text("sent") or None)
+
+
 def cause_of(info: ExitInfo, memory: MemoryEvidence | None = None) -> tuple[str, str]:
     """(cause, detail) of an attempt's end, from its exit, its log and output, and the OOM
     killer's counters (`memory`, else the info's own). The cause is one of CAUSES."""

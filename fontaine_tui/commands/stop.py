@@ -1,0 +1,87 @@
+"""`fontaine-tui stop RUN`: stop a launched run from outside its console — SIGINT (the
+engine checkpoints and exits), then SIGTERM, then SIGKILL to its process group — and record
+how it ended (registry, attempts.jsonl). A console stops a run on another host with this
+command run there."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+from fontaine_tui.core.errors import InputError
+
+ORDER = 56
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("stop", help="stop a launched run (SIGINT, then SIGTERM, then SIGKILL)",
+                       description="Stop a run of this host's registry by its name or run "
+                       "folder: SIGINT (the engine checkpoints and exits), SIGTERM after 60 s, "
+                       "SIGKILL after 30 more. A run already gone is only recorded.",
+                       epilog="exits 0 once the run is stopped (or was gone), 2 for bad input")
+    p.add_argument("run", help="a registered run's name or its run folder")
+    p.add_argument("--yes", action="store_true", help="do not ask for confirmation")
+    p.add_argument("--json", action="store_true", help="print the exit as one JSON line")
+    p.set_defaults(func=run)
+
+
+def find_entry(run: str, registry, host: str):
+    from pathlib import Path
+
+    entries = [e for e in registry.entries() if e.host == host]
+    folder = Path(run).expanduser()
+    if folder.is_dir():
+        found = [e for e in entries if Path(e.run_dir) == folder.resolve()]
+    else:
+        found = [e for e in entries if e.name == run]
+    if not found:
+        raise InputError(f"{run}: not a run of this host's registry ({registry.path})")
+    if len(found) > 1:
+        raise InputError(f"{run}: {len(found)} registered runs have this name; give its folder")
+    return found[0]
+
+
+def run(args: argparse.Namespace) -> int:
+    import time
+    from pathlib import Path
+
+    from fontaine_tui.core.host.memory import hostname
+    from fontaine_tui.core.launch import attempts
+    from fontaine_tui.core.launch.launcher import EngineProcess, exit_to_dict
+    from fontaine_tui.core.launch.registry import Registry
+    from fontaine_tui.core.runfolder import RunFolder
+    from fontaine_tui.core.verdict.prereg import utc_iso
+
+    registry, host = Registry(), hostname()
+    entry = find_entry(args.run, registry, host)
+    folder = RunFolder(Path(entry.run_dir))
+    open_attempt = attempts.open_attempt(folder)
+    if open_attempt is not None and open_attempt.pid == entry.pid:
+        engine = attempts.reattach(folder, open_attempt)
+    else:
+        engine, open_attempt = EngineProcess.reattach(folder, entry.pid,
+                                                      entry.pid_started or None), None
+    info = engine.poll()
+    if info is None:
+        if not args.yes:
+            if not sys.stdin.isatty():
+                raise InputError(f"stop {entry.name}: confirm with --yes (no terminal to ask)")
+            answer = input(f"stop {entry.name} (engine pid {entry.pid} in {entry.run_dir})? "
+                           "[y/N] ")
+            if answer.strip().lower() not in ("y", "yes"):
+                print("not stopped")
+                return 0
+        print(f"stopping engine pid {entry.pid} (SIGINT, then SIGTERM, then SIGKILL)",
+              file=sys.stderr, flush=True)
+        info = engine.stop()
+    if open_attempt is not None:
+        attempts.end(folder, open_attempt.number, info)
+    registry.update(entry.run_dir, entry.host, status=info.status, exit_code=info.code,
+                    last_step=max(info.last_step, entry.last_step),
+                    updated_at=utc_iso(time.time()))
+    if args.json:
+        print(json.dumps(exit_to_dict(info), default=str))
+    else:
+        print(info.describe())
+    return 0

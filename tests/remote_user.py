@@ -1,0 +1,109 @@
+"""A non-root login on the test sshd, able to run this checkout's fontaine-tui and engine:
+the far side of `launch --on HOST` in the tests.
+
+Made only where the tests run as root (to add the user) and a system python of the same
+minor version exists (its standard library readable by anyone). The user's interpreter is a
+venv of that python whose site-packages are hard links to this environment's (no copy of the
+2 GB, nothing of ours changed: a link is a new name for the same read-only file), so a login
+that cannot enter /root still imports torch and this checkout. Torn down with the user.
+"""
+
+from __future__ import annotations
+
+import os
+import pwd
+import shutil
+import subprocess
+import sys
+import sysconfig
+from dataclasses import dataclass
+from pathlib import Path
+
+from tests.sshd_helper import HOST_ALIAS, Sshd
+
+USER = "fontaine-remote"
+ALIAS = f"{HOST_ALIAS}-remote"
+
+
+@dataclass
+class RemoteUser:
+    name: str
+    home: Path
+    python: Path
+    config: Path  # ssh client config with the ALIAS host: this user on the test sshd
+    created: bool
+
+    def run_as(self, *argv: str, **kw) -> subprocess.CompletedProcess:
+        return subprocess.run(["su", "-s", "/bin/sh", self.name, "-c",
+                               " ".join(map(_q, argv))], **kw)
+
+
+def _q(text: str) -> str:
+    import shlex
+
+    return shlex.quote(text)
+
+
+def why_not() -> str | None:
+    """Why this machine cannot have the remote user (None: it can)."""
+    if os.geteuid() != 0:
+        return "the tests do not run as root: no user can be added for the non-root login"
+    if shutil.which("useradd") is None or shutil.which("su") is None:
+        return "useradd or su not found"
+    if _system_python() is None:
+        v = f"{sys.version_info.major}.{sys.version_info.minor}"
+        return f"no system python{v} readable by another user (/usr/bin/python{v})"
+    return None
+
+
+def _system_python() -> Path | None:
+    v = f"{sys.version_info.major}.{sys.version_info.minor}"
+    for cand in (Path(f"/usr/bin/python{v}"), Path(f"/usr/local/bin/python{v}")):
+        if cand.is_file() and os.access(cand, os.X_OK):
+            return cand
+    return None
+
+
+def make(root: Path, sshd: Sshd) -> RemoteUser:
+    created = False
+    try:
+        pw = pwd.getpwnam(USER)
+    except KeyError:
+        # "*": no password, and not locked ("!"), which sshd would refuse even for a key
+        subprocess.run(["useradd", "-m", "-s", "/bin/sh", "-p", "*", USER], check=True)
+        created = True
+        pw = pwd.getpwnam(USER)
+    home = Path(pw.pw_dir)
+    venv = home / "venv"
+    if not venv.exists():
+        subprocess.run([str(_system_python()), "-m", "venv", "--without-pip", str(venv)],
+                       check=True)
+        ours = Path(sysconfig.get_paths()["purelib"])
+        theirs = Path(next((venv / "lib").glob("python*"))) / "site-packages"
+        shutil.rmtree(theirs)
+        # links, never chown'ed or written: they are this environment's own files
+        subprocess.run(["cp", "-al", str(ours), str(theirs)], check=True)
+    config = root / "remote_ssh_config"
+    text = sshd.config.read_text().replace(f"Host {HOST_ALIAS}\n", f"Host {ALIAS}\n")
+    config.write_text(text.replace(f"  User {sshd.user}\n", f"  User {USER}\n"))
+    return RemoteUser(USER, home, venv / "bin" / "python", config, created)
+
+
+def remove(user: RemoteUser) -> None:
+    for proc in _processes_of(user.name):
+        try:
+            proc.kill()
+        except Exception:
+            pass
+    if user.created:
+        subprocess.run(["userdel", "-r", "-f", user.name], capture_output=True)
+
+
+def _processes_of(name: str):
+    import psutil
+
+    out = []
+    for p in psutil.process_iter(["username"]):
+        if p.info.get("username") == name:
+            out.append(p)
+    return out
