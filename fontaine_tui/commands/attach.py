@@ -50,8 +50,39 @@ async def resolve_preset(source, preset_arg: str | None, strict: bool = True):
     return frozen_over(prereg, given, str(preset_arg), origin)
 
 
+def remember(target: str, preset, mode: str) -> None:
+    """An attached run goes into the registry (status "attached"), so `runs` and the babysitter
+    see it; a run already there (launched, or attached before) is left as it is."""
+    import sys
+    from pathlib import Path
+
+    from fontaine_tui.core.follow.target import LocalTarget, parse_target
+    from fontaine_tui.core.host.memory import hostname
+    from fontaine_tui.core.launch.registry import Entry, Registry
+
+    if mode != "attach":
+        return
+    try:
+        parsed = parse_target(target)
+        if isinstance(parsed, LocalTarget):
+            folder = Path(parsed.folder).resolve()
+            run_dir = str(folder.parent if folder.name == "train_log.jsonl" else folder)
+            host = hostname()
+        else:
+            run_dir, host = parsed.path, parsed.destination
+        registry = Registry()
+        if registry.find(run_dir, host) is None:
+            registry.upsert(Entry(name=preset.run_name, run_dir=run_dir, host=host,
+                                  preset=preset.name, preset_sha256=preset.sha256,
+                                  status="attached"))
+    except (InputError, OSError) as exc:
+        print(f"warn: not registered ({exc})", file=sys.stderr)
+
+
 def console_or_plain(source, preset_arg: str | None, mode: str, args: argparse.Namespace) -> int:
     preset = asyncio.run(_guard(source, resolve_preset(source, preset_arg, args.plain)))
+    if getattr(args, "target", None):
+        remember(args.target, preset, mode)
     if args.plain:
         from fontaine_tui.model.plain import PlainReport
         from fontaine_tui.model.session import Session

@@ -1,4 +1,6 @@
-"""`fontaine-tui runs`: the babysit registry with live status (pid checked, log tail read)."""
+"""`fontaine-tui runs`: every registered run checked live, here and on other hosts
+(core/launch/fleet.py: hosts in parallel, each within a deadline; a host that does not answer
+shows its last good reading and its age)."""
 
 from __future__ import annotations
 
@@ -10,38 +12,87 @@ ORDER = 55
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("runs", help="list launched and attached runs with live status",
                        description="List the babysit registry ($FONTAINE_REGISTRY, else "
-                       "$XDG_STATE_HOME/fontaine-tui/babysit.toml) with each run's live state.")
+                       "$XDG_STATE_HOME/fontaine-tui/babysit.toml) with each run's live state: "
+                       "runs of this host read directly, other hosts' over one SSH connection "
+                       "per host, all at once, within --timeout.")
     p.add_argument("--update", action="store_true",
                    help="record observed exits (a registered pid that is gone) in the registry")
+    p.add_argument("--timeout", type=float, default=1.8, metavar="S",
+                   help="how long the table waits for a host (default 1.8 s)")
+    p.add_argument("--json", action="store_true", help="one JSON object per run")
+    p.add_argument("--ssh-config", metavar="FILE", help="ssh client config file (ssh -F FILE)")
     p.set_defaults(func=run)
 
 
+def _age(seconds: float) -> str:
+    if seconds < 90:
+        return f"{seconds:.0f}s ago"
+    if seconds < 5400:
+        return f"{seconds / 60:.0f}m ago"
+    return f"{seconds / 3600:.1f}h ago"
+
+
+def cell(x: float | None, fmt: str) -> str:
+    return "-" if x is None else fmt.format(x)
+
+
 def run(args: argparse.Namespace) -> int:
+    import json
+    import time
+    from dataclasses import asdict
+
+    from fontaine_tui.core.errors import InputError
     from fontaine_tui.core.host.memory import hostname
+    from fontaine_tui.core.launch.fleet import Fleet, control_dir
     from fontaine_tui.core.launch.registry import Registry, live_status
     from fontaine_tui.core.verdict.prereg import utc_iso
 
+    if not args.timeout > 0:
+        raise InputError(f"--timeout: expected a positive number of seconds, got {args.timeout}")
     registry = Registry()
     entries = registry.entries()
     if not entries:
         print(f"no runs in {registry.path}")
         return 0
     host = hostname()
-    rows = [live_status(e, host) for e in entries]
-    header = ("NAME", "STATE", "STEP", "ATTEMPTS", "PID", "HOST", "LAUNCHED", "RUN FOLDER",
-              "DETAIL")
-    table = [header] + [
-        (s.entry.name, s.state, "?" if s.last_step is None else str(s.last_step),
-         "?" if s.attempts is None else str(s.attempts),
-         str(s.entry.pid or "-"), s.entry.host, s.entry.launched_at[:19], s.entry.run_dir,
-         s.detail) for s in rows]
-    widths = [max(len(r[i]) for r in table) for i in range(len(header) - 1)]
-    for r in table:
-        print("  ".join(c.ljust(w) for c, w in zip(r, widths, strict=False)) + "  " + r[-1])
+    state = registry.path.parent
+    options = ("-F", args.ssh_config) if args.ssh_config else ()
+    fleet = Fleet(state / "fleet.json", control_dir(), host, options, args.timeout)
+    rows, down = fleet.look(entries)
+    local = {e.key: live_status(e, host) for e in entries if e.host == host}
+    now = time.time()
+    if args.json:
+        for r in rows:
+            doc = asdict(r)
+            if (s := local.get((r.host, r.run_dir))) is not None:
+                doc.update(state=s.state, attempts=s.attempts, detail=s.detail)
+            print(json.dumps(doc, default=str))
+    else:
+        header = ("NAME", "HOST", "STATE", "STEP", "S/STEP", "PROBE", "READ", "GPU-H", "WARN",
+                  "ATT", "CHECKED", "RUN FOLDER")
+        table = [header]
+        for r in rows:
+            s = local.get((r.host, r.run_dir))
+            st = s.state if s is not None else r.state
+            step = "?" if r.step is None else str(r.step)
+            if r.steps:
+                step += f"/{r.steps}"
+            probe = ("-" if r.probe_step is None else
+                     f"{r.probe_step}:{cell(r.probe_value, '{:.4f}')}")
+            checked = ("now" if not r.stale else
+                       (f"{_age(r.age(now))} (down)" if r.checked_at else "never (down)"))
+            table.append((r.name, r.host, st, step, cell(r.step_s, "{:.3g}"), probe,
+                          r.read or "-", cell(r.gpu_hours, "{:.2f}"),
+                          ",".join(w.split(":", 1)[1] for w in r.warnings) or "-",
+                          "-" if s is None or s.attempts is None else str(s.attempts),
+                          checked, r.run_dir))
+        widths = [max(len(t[i]) for t in table) for i in range(len(header) - 1)]
+        for t in table:
+            print("  ".join(c.ljust(w) for c, w in zip(t, widths, strict=False)) + "  " + t[-1])
+        for h, why in down.items():
+            print(f"{h}: {why}; its rows are its last good reading")
     if args.update:
-        import time
-
-        changed = [s for s in rows if s.entry.status in ("running", "attached")
+        changed = [s for s in local.values() if s.entry.status in ("running", "attached")
                    and s.state not in ("running", "remote")]
         for s in changed:
             registry.update(s.entry.run_dir, s.entry.host, status=s.state,

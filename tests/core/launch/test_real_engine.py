@@ -8,6 +8,7 @@ import importlib.util
 import json
 import os
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -188,7 +189,9 @@ def test_sigkill_mid_run_is_an_incident_and_resume_continues(
     res = subprocess.run([sys.executable, "-m", "fontaine_tui", "runs"], capture_output=True,
                          text=True)
     assert res.returncode == 0
-    assert res.stdout.splitlines()[1].split()[:4] == ["smoke", "finished", "40", "2"]
+    row = res.stdout.splitlines()[1].split()
+    assert row[:4] == ["smoke", socket.gethostname(), "finished", "40/40"]
+    assert row[9] == "2"  # ATT: the launch and the resume
     verdict = json.loads(folder.verdict.read_text())
     assert verdict["read_step"] == 40 and resumed.returncode == EXIT_CODES[verdict["verdict"]]
     new_code = store.metas[-1].code

@@ -1,0 +1,279 @@
+"""The fleet: every registered run checked live, hosts in parallel, each within a deadline.
+
+One look per host: one command (a POSIX sh script, `FLEET_SCRIPT`) that reports, for each of
+that host's run folders, whether its pid is there, its prereg.json, its probe and meta lines
+and the last 32 KiB of its log. Here it runs under `sh`; on another host over SSH, through
+one multiplexed connection per host (ControlMaster in the state folder, kept a few minutes,
+so the next look reuses it). What each run reads like is computed here from those bytes,
+with the run's frozen preset: step/total, s/step, the last probe and the read against the
+bounds, GPU-hours, warnings.
+
+A host that does not answer within the deadline is not waited for: its rows are the last
+good reading (kept in `fleet.json` beside the registry) with its age, or "no reading".
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import shlex
+import statistics
+import subprocess
+import time
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from fontaine_tui.core.atomic import atomic_write
+from fontaine_tui.core.launch.registry import Entry
+from fontaine_tui.core.log.store import RunStore
+
+DEADLINE_S = 1.8  # the whole table, every host included
+TAIL = 32 << 10
+MARK = "@@fontaine-fleet"
+FLEET_SCRIPT = r"""
+n=0
+while [ "$#" -ge 2 ]; do
+  d=$1; pid=$2; shift 2
+  a=0; case $pid in ''|*[!0-9]*) ;; *) [ "$pid" -gt 0 ] && [ -d "/proc/$pid" ] && a=1 ;; esac
+  e=0; [ -d "$d" ] && e=1
+  printf '\n%s run %s %s %s\n' "$MARK" "$n" "$a" "$e"
+  printf '%s prereg\n' "$MARK"; cat -- "$d/prereg.json" 2>/dev/null
+  printf '\n%s evals\n' "$MARK"
+  grep -E '"kind": ?"(eval|meta|event)"' -- "$d/train_log.jsonl" 2>/dev/null | tail -n 5000
+  printf '\n%s tail\n' "$MARK"; tail -c TAIL -- "$d/train_log.jsonl" 2>/dev/null
+  n=$((n+1))
+done
+printf '\n%s end\n' "$MARK"
+""".replace("TAIL", str(TAIL)).replace("$MARK", MARK)
+
+
+@dataclass(frozen=True, slots=True)
+class FleetRow:
+    host: str
+    name: str
+    run_dir: str
+    state: str  # running | gone | ended | quiet | no folder | down | ...
+    step: int | None = None
+    steps: int | None = None
+    step_s: float | None = None
+    probe_step: int | None = None
+    probe_value: float | None = None
+    read: str = ""  # the verdict's label at the last probe, "PROVISIONAL ..." until the end
+    gpu_hours: float | None = None
+    warnings: tuple[str, ...] = ()
+    checked_at: float = 0.0  # when this reading was taken (unix seconds)
+    stale: bool = False  # a last-good reading: the host did not answer now
+    note: str = ""
+
+    def age(self, now: float) -> float:
+        return max(0.0, now - self.checked_at)
+
+
+@dataclass
+class HostLook:
+    host: str
+    rows: list[FleetRow] = field(default_factory=list)
+    error: str = ""
+
+
+def script_argv(entries: Sequence[Entry]) -> list[str]:
+    """The script's arguments: folder and pid of each run, in order."""
+    out = []
+    for e in entries:
+        out += [e.run_dir, str(e.pid)]
+    return out
+
+
+def parse_reply(data: bytes) -> list[dict[str, object]] | None:
+    """Each run's parts from the script's output; None when it was cut short."""
+    runs: list[dict[str, object]] = []
+    part: str | None = None
+    buf: list[bytes] = []
+    ended = False
+
+    def flush() -> None:
+        if runs and part is not None:
+            runs[-1][part] = b"\n".join(buf)
+
+    for line in data.split(b"\n"):
+        if line.startswith(MARK.encode() + b" "):
+            flush()
+            words = line.decode("ascii", "replace").split()
+            buf = []
+            if words[1] == "run" and len(words) == 5:
+                runs.append({"alive": words[3] == "1", "exists": words[4] == "1"})
+                part = None
+            elif words[1] == "end":
+                ended, part = True, None
+            else:
+                part = words[1]
+            continue
+        buf.append(line)
+    return runs if ended else None
+
+
+def read_run(entry: Entry, parts: dict[str, object], now: float) -> FleetRow:
+    """One run's row from its parts (see FLEET_SCRIPT)."""
+    from fontaine_tui.core.launch import alerts
+    from fontaine_tui.core.verdict.prereg import parse_prereg, parse_utc
+    from fontaine_tui.core.verdict.rules import compute_verdict
+
+    base: dict[str, Any] = dict(host=entry.host, name=entry.name, run_dir=entry.run_dir,
+                                checked_at=now)
+    if not parts.get("exists"):
+        return FleetRow(state="no folder", note="the run folder is gone", **base)
+    store = RunStore()
+    n = 0
+    for chunk in (parts.get("evals", b""), parts.get("tail", b"")):
+        lines = chunk.split(b"\n") if isinstance(chunk, bytes) else []
+        if chunk is parts.get("tail") and lines:
+            lines = lines[1:]  # the first piece of a tail is torn
+        for raw in lines:
+            if raw.strip():
+                n += 1
+                store.add_line(raw, n)
+    preset = launched = None
+    raw_prereg = parts.get("prereg")
+    if isinstance(raw_prereg, bytes) and raw_prereg.strip():
+        try:
+            pr = parse_prereg(raw_prereg.strip(), f"{entry.host}:{entry.run_dir}/prereg.json")
+            preset, launched = pr.frozen_preset(), parse_utc(pr.launched_at)
+        except Exception as exc:  # a bad prereg is this run's note, not the table's end
+            base["note"] = str(exc)[:120]
+    ended = bool(store.events) and store.events[-1].event == "end"
+    if entry.pid > 0:
+        state = "running" if parts.get("alive") else ("ended" if ended else "gone")
+    else:
+        state = "ended" if ended else "attached"
+    times = [t for t in store.columns["time"] if math.isfinite(t)]
+    rates = [x for x in store.columns["step_s"][-10:] if math.isfinite(x) and x > 0]
+    row: dict[str, Any] = dict(state=state, step=store.last_step or None,
+               step_s=statistics.median(rates) if rates else None)
+    if store.probes:
+        last = max(store.probes)
+        row.update(probe_step=last)
+        if preset is not None:
+            metric = preset.verdict.metric
+            value = store.probes[last].value(metric)
+            row.update(probe_value=value if math.isfinite(value) else None)
+    if preset is not None:
+        steps = int(preset.recipe["steps"])
+        row.update(steps=steps)
+        if store.probes:
+            v = compute_verdict(store, preset)
+            row.update(read=("PROVISIONAL " if v.provisional else "") + v.label)
+        ctx = alerts.context_for(store, preset, None, launched)
+        running = state in ("running", "attached") and not ended
+        row.update(gpu_hours=alerts.gpu_hours_used(store, now if running else
+                                                   (times[-1] if times else now),
+                                                   None, ctx))
+        if running:
+            found = alerts.run_rules(store, None, preset.gates, now, None, ctx)
+            row.update(warnings=tuple(f"{w.severity}:{w.rule}" for w in found
+                                      if w.rule != "first-poll"))
+    return FleetRow(**row, **base)
+
+
+def ssh_argv(host: str, command: str, control_dir: Path, ssh_options: Sequence[str] = (),
+             connect_timeout: int = 1) -> list[str]:
+    return ["ssh", *ssh_options, "-o", "BatchMode=yes", "-o", f"ConnectTimeout={connect_timeout}",
+            "-o", "ControlMaster=auto", "-o", f"ControlPath={control_dir}/%C",
+            "-o", "ControlPersist=300", "--", host, command]
+
+
+def look_host(host: str, entries: Sequence[Entry], here: bool, deadline_s: float,
+              control_dir: Path, ssh_options: Sequence[str] = (),
+              clock: Callable[[], float] = time.time) -> HostLook:
+    """One command on `host` (or here) for all its runs; an error instead of rows when it
+    does not answer in time."""
+    command = " ".join(["sh", "-c", shlex.quote(FLEET_SCRIPT), "fleet",
+                        *map(shlex.quote, script_argv(entries))])
+    argv = ["sh", "-c", command] if here else ssh_argv(host, command, control_dir, ssh_options)
+    try:
+        res = subprocess.run(argv, capture_output=True, timeout=deadline_s,
+                             stdin=subprocess.DEVNULL)
+    except subprocess.TimeoutExpired:
+        return HostLook(host, error=f"no answer within {deadline_s:g} s")
+    except OSError as exc:
+        return HostLook(host, error=str(exc))
+    runs = parse_reply(res.stdout)
+    if runs is None or len(runs) != len(entries):
+        last = res.stderr.decode("utf-8", "replace").strip().splitlines()[-1:] or [""]
+        return HostLook(host, error=f"ssh exit {res.returncode}: {last[0][:120]}")
+    now = clock()
+    return HostLook(host, [read_run(e, p, now) for e, p in zip(entries, runs, strict=True)])
+
+
+def control_dir() -> Path:
+    """Where the fleet's shared SSH connections live between two looks: a short path (a
+    socket's path is limited to 108 bytes), this user's own and private, else a new one."""
+    import os
+    import stat
+    import tempfile
+
+    path = Path(tempfile.gettempdir()) / f"fontaine-fleet-{os.getuid()}"
+    try:
+        path.mkdir(mode=0o700, exist_ok=True)
+        st = path.lstat()
+        if stat.S_ISDIR(st.st_mode) and st.st_uid == os.getuid() and \
+                stat.S_IMODE(st.st_mode) == 0o700:
+            return path
+    except OSError:
+        pass
+    return Path(tempfile.mkdtemp(prefix="fontaine-fleet-"))
+
+
+class Fleet:
+    """Looks at every registered run; the last good reading per run kept in `cache`."""
+
+    def __init__(self, cache: Path, control_dir: Path, this_host: str,
+                 ssh_options: Sequence[str] = (), deadline_s: float = DEADLINE_S,
+                 clock: Callable[[], float] = time.time) -> None:
+        self.cache, self.control_dir, self.this_host = cache, control_dir, this_host
+        self.ssh_options, self.deadline_s, self.clock = tuple(ssh_options), deadline_s, clock
+
+    def look(self, entries: Sequence[Entry]) -> tuple[list[FleetRow], dict[str, str]]:
+        """(rows in the registry's order, {host: why it is shown from its last reading})."""
+        by_host: dict[str, list[Entry]] = {}
+        for e in entries:
+            by_host.setdefault(e.host, []).append(e)
+        with ThreadPoolExecutor(max_workers=max(1, min(16, len(by_host)))) as pool:
+            futures = {h: pool.submit(look_host, h, es, h == self.this_host, self.deadline_s,
+                                      self.control_dir, self.ssh_options, self.clock)
+                       for h, es in by_host.items()}
+            looks = {h: f.result() for h, f in futures.items()}
+        good = self._read_cache()
+        rows: dict[tuple[str, str], FleetRow] = {}
+        down: dict[str, str] = {}
+        for host, look in looks.items():
+            if look.error:
+                down[host] = look.error
+                for e in by_host[host]:
+                    old = good.get(f"{host}\0{e.run_dir}")
+                    rows[(host, e.run_dir)] = (
+                        FleetRow(**{**old, "stale": True, "warnings": tuple(old["warnings"])})
+                        if old else FleetRow(host, e.name, e.run_dir, "down",
+                                             note="no reading yet", stale=True))
+            else:
+                for r in look.rows:
+                    rows[(host, r.run_dir)] = r
+                    good[f"{host}\0{r.run_dir}"] = asdict(r)
+        self._write_cache(good)
+        return [rows[(e.host, e.run_dir)] for e in entries], down
+
+    def _read_cache(self) -> dict[str, dict[str, Any]]:
+        try:
+            doc = json.loads(self.cache.read_text())
+        except (OSError, ValueError):
+            return {}
+        return doc.get("rows", {}) if isinstance(doc, dict) else {}
+
+    def _write_cache(self, rows: dict[str, dict[str, Any]]) -> None:
+        try:
+            atomic_write(self.cache, json.dumps({"schema": "fontaine-tui/fleet/1",
+                                                 "rows": rows}, default=str))
+        except OSError:
+            pass  # a cache: the next look tries again
