@@ -18,6 +18,7 @@ from textual.worker import Worker, WorkerState
 
 from fontaine_tui import palette
 from fontaine_tui.core.host.telemetry import TelemetrySnapshot
+from fontaine_tui.core.launch.fleet import Fleet
 from fontaine_tui.model.babysitter import Babysitter
 from fontaine_tui.model.session import (
     Outcome,
@@ -77,7 +78,8 @@ class FontaineApp(App[int]):
     def __init__(self, session: Session, *, telemetry: Sampler | None = None,
                  clock: Callable[[], float] = time.time, registry: Registry | None = None,
                  start_mode: str = "monitor", frame_s: float = FRAME_S,
-                 chart_s: float = CHART_S, babysit_host: str | None = None) -> None:
+                 chart_s: float = CHART_S, babysit_host: str | None = None,
+                 fleet: Fleet | None = None, ssh_options: tuple[str, ...] = ()) -> None:
         super().__init__()
         self.babysit_host = babysit_host  # set: this console babysits what it shows
         self.babysitter: Babysitter | None = None
@@ -88,7 +90,8 @@ class FontaineApp(App[int]):
             "replay: no live machine" if session.kind == "replay" else "no sampler given")
         self.clock = clock
         self.registry = registry
-        self.runs = RunsList(registry)
+        self.runs = RunsList(registry, fleet=fleet)
+        self.ssh_options = ssh_options
         self.registry_reason = "no registry given"
         self.start_mode = start_mode
         self.frame_s = frame_s
@@ -284,6 +287,21 @@ class FontaineApp(App[int]):
         session, why = self.session.attached_to(Path(folder))
         if why is not None:
             self.tell(why)
+        self._swap(session)
+
+    def attach_target(self, target: str) -> None:
+        """A runs-list row: a folder here, or host:folder, followed over SSH (its prereg.json
+        read through the connection, as `attach host:/path` does)."""
+        from fontaine_tui.core.follow.ssh import SshRun
+        from fontaine_tui.core.follow.target import SshTarget, parse_target
+
+        parsed = parse_target(target)
+        if not isinstance(parsed, SshTarget):
+            self.attach_folder(str(parsed.folder))
+            return
+        self._swap(Session(SshRun(parsed, self.ssh_options), self.session.preset, "attach"))
+
+    def _swap(self, session: Session) -> None:
         old, self.session = self.session, session
         self.run_worker(old.source.close(), group="close")
         if self.babysitter is not None:

@@ -10,6 +10,7 @@ from pathlib import Path
 from fontaine_tui.app import CHART_S, FRAME_S, FontaineApp, Sampler
 from fontaine_tui.core.follow import RunSource
 from fontaine_tui.core.follow.replay import ReplayRun
+from fontaine_tui.core.launch.fleet import Fleet
 from fontaine_tui.core.verdict.presets import Preset
 from fontaine_tui.model.session import Process, Registry, Session
 
@@ -19,7 +20,7 @@ def make_app(*, source: RunSource, preset: Preset, telemetry: Sampler | None = N
              registry: Registry | None = None, kind: str | None = None,
              folder: Path | None = None,
              start_mode: str = "monitor", frame_s: float = FRAME_S, chart_s: float = CHART_S,
-             babysit_host: str | None = None) -> FontaineApp:
+             babysit_host: str | None = None, fleet: Fleet | None = None) -> FontaineApp:
     """The console over any record source; tests inject a replay, a clock and telemetry."""
     if kind is None:
         kind = ("launch" if process is not None else
@@ -27,7 +28,7 @@ def make_app(*, source: RunSource, preset: Preset, telemetry: Sampler | None = N
     session = Session(source, preset, kind, process, folder)
     return FontaineApp(session, telemetry=telemetry, clock=clock, registry=registry,
                        start_mode=start_mode, frame_s=frame_s, chart_s=chart_s,
-                       babysit_host=babysit_host)
+                       babysit_host=babysit_host, fleet=fleet)
 
 
 def default_telemetry(source: RunSource, process: Process | None = None) -> Sampler | None:
@@ -58,10 +59,14 @@ def run_console(*, source: RunSource, preset: Preset, mode: str, process: Proces
     if telemetry is None and mode != "replay":
         telemetry = default_telemetry(source, process)
     from fontaine_tui.core.host.memory import hostname
+    from fontaine_tui.core.launch.fleet import control_dir
+    from fontaine_tui.core.launch.registry import default_path
 
+    state = Path(getattr(registry, "path", default_path())).parent
+    fleet = Fleet(state / "fleet.json", control_dir(), hostname())
     app = make_app(source=source, preset=preset, telemetry=telemetry, clock=clock,
                    process=process, registry=registry, kind=mode,
-                   babysit_host=None if mode == "replay" else hostname())
+                   babysit_host=None if mode == "replay" else hostname(), fleet=fleet)
     app.run()
     if keep is not None:
         keep(app)

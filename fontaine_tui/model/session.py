@@ -5,6 +5,7 @@ the app turns them into notifications and screens. Screens render `RunView`s.
 
 from __future__ import annotations
 
+import threading
 import time
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Mapping
@@ -17,6 +18,7 @@ from fontaine_tui.core.follow import Batch, LocalRun, RunSource
 from fontaine_tui.core.host.telemetry import TelemetrySnapshot
 from fontaine_tui.core.launch import alerts
 from fontaine_tui.core.launch.attempts import Attempt
+from fontaine_tui.core.launch.fleet import Fleet
 from fontaine_tui.core.launch.launcher import ExitInfo
 from fontaine_tui.core.launch.registry import Entry
 from fontaine_tui.core.launch.rescore import ScoreOffer, ScoreState
@@ -114,6 +116,19 @@ class RunEntry:
     pid: int | None
     state: str
     launched: str
+    host: str = ""  # set by a fleet look (core/launch/fleet.py): every host's runs
+    reading: str = ""  # step/total, the read, and how old the reading is
+
+    @property
+    def target(self) -> str:
+        """What attach takes: the folder here, host:folder on another host."""
+        return f"{self.host}:{self.folder}" if self.host and not self.local else self.folder
+
+    @property
+    def local(self) -> bool:
+        from fontaine_tui.core.host.memory import hostname
+
+        return not self.host or self.host == hostname()
 
 
 def registry_entries(registry: Registry | None) -> tuple[list[RunEntry], str]:
@@ -136,20 +151,62 @@ def registry_entries(registry: Registry | None) -> tuple[list[RunEntry], str]:
     return rows, "the registry is empty"
 
 
+def fleet_entries(registry: Registry, fleet: Fleet) -> tuple[list[RunEntry], str]:
+    """Every registered run, every host's checked live (`fontaine-tui runs`' look)."""
+    from fontaine_tui.core.host.memory import hostname
+    from fontaine_tui.core.launch.registry import live_status
+
+    try:
+        items = registry.entries()
+    except Exception as exc:
+        return [], f"registry unreadable: {exc}"
+    rows, down = fleet.look(items)
+    here, now = hostname(), time.time()
+    out = []
+    for e, r in zip(items, rows, strict=True):
+        state = live_status(e, here).state if e.host == here else r.state
+        step = "?" if r.step is None else f"{r.step}" + (f"/{r.steps}" if r.steps else "")
+        age = f"{r.age(now):.0f}s ago (down)" if r.stale else "now"
+        out.append(RunEntry(e.name, e.run_dir, e.pid or None, state, e.launched_at, e.host,
+                            f"{step}  {r.read or '-'}  {age}"))
+    why = "; ".join(f"{h}: {w}" for h, w in down.items())
+    return out, why or "the registry is empty"
+
+
 class RunsList:
     """The runs screen's rows, looked up at most every `every_s` however often the screen
-    redraws: each look reads the registry and every local run's log tail."""
+    redraws: each look reads the registry and every local run's log tail. With a `fleet`,
+    every host's runs are checked too, in a thread: `rows` answers at once with the last
+    look (the first time: this host's runs, the others "checking")."""
 
     def __init__(self, registry: Registry | None, every_s: float = 2.0,
-                 clock: Callable[[], float] = time.monotonic) -> None:
-        self.registry, self.every_s, self.clock = registry, every_s, clock
+                 clock: Callable[[], float] = time.monotonic, fleet: Fleet | None = None
+                 ) -> None:
+        self.registry, self.every_s, self.clock, self.fleet = registry, every_s, clock, fleet
         self._at: float | None = None
         self._rows: tuple[list[RunEntry], str] = ([], "")
+        self._looking: threading.Thread | None = None
 
     def rows(self) -> tuple[list[RunEntry], str]:
         now = self.clock()
-        if self._at is None or now - self._at >= self.every_s:
+        if self._at is not None and now - self._at < self.every_s:
+            return self._rows
+        if self.fleet is None or self.registry is None:
             self._rows, self._at = registry_entries(self.registry), now
+            return self._rows
+        if self._looking is None or not self._looking.is_alive():
+            if self._at is None:  # nothing yet: this host's rows now, the rest to come
+                rows, why = registry_entries(self.registry)
+                self._rows = ([replace(r, state="checking") if r.state == "remote" else r
+                               for r in rows], why)
+            self._at = now
+            registry, fleet = self.registry, self.fleet
+
+            def look() -> None:
+                self._rows = fleet_entries(registry, fleet)
+
+            self._looking = threading.Thread(target=look, daemon=True, name="fleet")
+            self._looking.start()
         return self._rows
 
 

@@ -28,6 +28,8 @@ class Console(Protocol):
 
     def attach_folder(self, folder: str) -> None: ...
 
+    def attach_target(self, target: str) -> None: ...
+
 
 class ConsoleScreen(Screen[object]):
     @property

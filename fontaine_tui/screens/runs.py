@@ -25,10 +25,14 @@ class RunsScreen(ViewScreen):
         if tuple(entries) != self._shown:
             self._shown = tuple(entries)
             table.clear(columns=True)
-            table.add_columns("run", "folder", "pid", "state", "launched")
+            fleet = any(e.host for e in entries)  # every host checked: its columns too
+            table.add_columns("run", *(("host",) if fleet else ()), "folder", "pid", "state",
+                              *(("reading",) if fleet else ()), "launched")
             for e in entries:
-                table.add_row(cell(e.name), cell(e.folder), str(e.pid or "—"), cell(e.state),
-                              cell(e.launched), key=e.folder)
+                table.add_row(cell(e.name), *((cell(e.host),) if fleet else ()), cell(e.folder),
+                              str(e.pid or "—"), cell(e.state),
+                              *((cell(e.reading),) if fleet else ()), cell(e.launched),
+                              key=e.target)
         title = (f"{len(entries)} run(s) in the registry; enter attaches to one"
                  if entries else self.console.registry_reason)
         self.query_one("#runs-title", Static).update(assemble(
@@ -36,4 +40,4 @@ class RunsScreen(ViewScreen):
 
     def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
         if event.row_key.value:
-            self.console.attach_folder(str(event.row_key.value))
+            self.console.attach_target(str(event.row_key.value))
