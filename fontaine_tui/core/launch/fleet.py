@@ -43,7 +43,8 @@ while [ "$#" -ge 2 ]; do
   printf '%s prereg\n' "$MARK"; cat -- "$d/prereg.json" 2>/dev/null
   printf '\n%s evals\n' "$MARK"
   grep -E '"kind": ?"(eval|meta|event)"' -- "$d/train_log.jsonl" 2>/dev/null | tail -n 5000
-  printf '\n%s tail\n' "$MARK"; tail -c TAIL -- "$d/train_log.jsonl" 2>/dev/null
+  s=$(wc -c < "$d/train_log.jsonl" 2>/dev/null) || s=0
+  printf '\n%s tail %s\n' "$MARK" "$s"; tail -c TAIL -- "$d/train_log.jsonl" 2>/dev/null
   n=$((n+1))
 done
 printf '\n%s end\n' "$MARK"
@@ -110,6 +111,9 @@ def parse_reply(data: bytes) -> list[dict[str, object]] | None:
                 ended, part = True, None
             else:
                 part = words[1]
+                if part == "tail" and runs:  # the log's size: a tail of all of it is whole
+                    size = words[2] if len(words) > 2 else ""
+                    runs[-1]["whole"] = size.isdigit() and int(size) <= TAIL
             continue
         buf.append(line)
     return runs if ended else None
@@ -129,7 +133,7 @@ def read_run(entry: Entry, parts: dict[str, object], now: float) -> FleetRow:
     n = 0
     for chunk in (parts.get("evals", b""), parts.get("tail", b"")):
         lines = chunk.split(b"\n") if isinstance(chunk, bytes) else []
-        if chunk is parts.get("tail") and lines:
+        if chunk is parts.get("tail") and lines and not parts.get("whole"):
             lines = lines[1:]  # the first piece of a tail is torn
         for raw in lines:
             if raw.strip():
