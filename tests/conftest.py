@@ -5,6 +5,7 @@ without its amendment."""
 from __future__ import annotations
 
 import os
+import signal
 from pathlib import Path
 
 import pytest
@@ -13,6 +14,16 @@ from fontaine_tui.core.verdict.presets import load_preset
 from tests.sshd_helper import Sshd, find_sshd
 
 PRESETS = Path(__file__).resolve().parents[1] / "presets"
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Ctrl-C as a terminal delivers it. A suite started in the background by a shell without
+    job control (`nohup bash scripts/test &`, some CI runners) inherits SIGINT *ignored*, and an
+    ignored signal stays ignored across exec: every `fontaine-tui` the tests start would then
+    ignore the SIGINT a test sends it as the user's Ctrl-C. A handler (not an ignore) is reset
+    to the default in each child, so the children start as from a terminal."""
+    if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 @pytest.fixture(autouse=True)

@@ -438,6 +438,11 @@ def pid_alive(pid: int, started: float | None = None) -> bool:
     return started is None or abs(now_started - started) < 1.0
 
 
+def label(engine: object) -> str:
+    """How a run's process is named to the user: "engine pid N", or its Slurm job."""
+    return getattr(engine, "label", None) or f"engine pid {getattr(engine, 'pid', 0)}"
+
+
 class EngineProcess:
     """An engine run: started here (a child) or found again by pid (reattached). `memory`
     follows its OOM-kill counters; each poll while it runs refreshes its cgroup."""
@@ -488,7 +493,7 @@ class EngineProcess:
             rc = self._popen.poll()
             alive = rc is None
         else:
-            rc, alive = None, pid_alive(self.pid, self.started)
+            rc, alive = None, self._leads_its_group()
         if alive:
             self.memory.refresh()  # a wrapper may have moved it into another cgroup
             return None
@@ -505,14 +510,30 @@ class EngineProcess:
 
     def signal_group(self, sig: int) -> bool:
         """Send `sig` to the engine's process group (torchrun and its ranks, loader workers)."""
-        if self.poll() is not None:
-            return False
+        if self.poll() is not None or not self._leads_its_group():
+            return False  # gone, or its pid is another process's now
         try:
             os.killpg(self.pid, sig)  # its own session: the group id is its pid
         except ProcessLookupError:
             return False
         self.sent = signal.Signals(sig).name
         return True
+
+    def _leads_its_group(self) -> bool:
+        """Is the group `pid` names still the engine's? Its leader must be the process we
+        started or registered (same start time when known), leading its own group, and never
+        init's or this program's own group: a pid reused by another process, or a registry
+        entry edited by hand, never turns a stop into a kill of someone else's processes."""
+        if self.pid <= 1:
+            return False
+        try:
+            if os.getpgid(self.pid) != self.pid or self.pid == os.getpgrp():
+                return False
+        except ProcessLookupError:
+            return False
+        if self._popen is not None:  # our child, not yet reaped: its pid cannot be reused
+            return True
+        return pid_alive(self.pid, self.started)  # a zombie is gone
 
     def stop(self, grace_int: float = 60.0, grace_term: float = 30.0) -> ExitInfo:
         """SIGINT (the engine checkpoints and exits), then SIGTERM, then SIGKILL."""

@@ -139,6 +139,38 @@ def test_reattach_by_pid_from_another_console(tmp_path: Path) -> None:
         earlier.wait()
 
 
+def test_a_pid_that_does_not_lead_its_own_group_is_never_signalled(tmp_path: Path) -> None:
+    """A registered pid now held by another process (a reused pid, an edited registry): the
+    engine is gone, and its stop signals nobody: not the process, not its group (here the
+    test runner's own), not init's."""
+    folder = RunFolder(tmp_path)
+    other = subprocess.Popen(["sleep", "30"])  # in this process's group, not leading one
+    try:
+        for pid in (other.pid, os.getpid(), 1, 0):
+            engine = EngineProcess.reattach(folder, pid)
+            assert engine.signal_group(signal.SIGTERM) is False, pid
+            assert engine.poll() is not None, pid  # judged gone
+        assert other.poll() is None  # untouched
+        # a group leader, but not the process registered (another start time)
+        leader = subprocess.Popen(["sleep", "30"], start_new_session=True)
+        try:
+            import psutil
+
+            started = psutil.Process(leader.pid).create_time()
+            engine = EngineProcess.reattach(folder, leader.pid, started - 3600)
+            assert engine.signal_group(signal.SIGTERM) is False and engine.poll() is not None
+            assert leader.poll() is None
+            same = EngineProcess.reattach(folder, leader.pid, started)  # the one registered
+            assert same.signal_group(signal.SIGTERM) is True
+            assert leader.wait(10) == -signal.SIGTERM
+        finally:
+            leader.kill()
+            leader.wait()
+    finally:
+        other.kill()
+        other.wait()
+
+
 def test_newest_complete_checkpoint(tmp_path: Path) -> None:
     folder = RunFolder(tmp_path)
     assert newest_checkpoint(folder) is None
