@@ -280,7 +280,7 @@ class FontaineApp(App[int]):
             elif choice == "detach":
                 self.exit(0, message="detached; the run keeps going (see `fontaine-tui runs`)")
 
-        self.push_screen(QuitDialog(process.pid), done)
+        self.push_screen(QuitDialog(process.pid, getattr(process, "label", None)), done)
 
     def attach_folder(self, folder: str) -> None:
         """Point the console at another run folder (from the runs list)."""

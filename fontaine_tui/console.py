@@ -41,7 +41,8 @@ def default_telemetry(source: RunSource, process: Process | None = None) -> Samp
 
     if isinstance(source, SshRun):
         return partial(telemetry.sample_remote, source.run_command, source.target.host)
-    return partial(telemetry.sample, pid=process.pid if process is not None else None)
+    return partial(telemetry.sample, pid=process.pid if process is not None and process.pid
+                   else None)  # a Slurm job has no pid here
 
 
 def run_console(*, source: RunSource, preset: Preset, mode: str, process: Process | None = None,
@@ -59,11 +60,11 @@ def run_console(*, source: RunSource, preset: Preset, mode: str, process: Proces
     if telemetry is None and mode != "replay":
         telemetry = default_telemetry(source, process)
     from fontaine_tui.core.host.memory import hostname
-    from fontaine_tui.core.launch.fleet import control_dir
+    from fontaine_tui.core.launch.fleet import control_dir, host_envs
     from fontaine_tui.core.launch.registry import default_path
 
     state = Path(getattr(registry, "path", default_path())).parent
-    fleet = Fleet(state / "fleet.json", control_dir(), hostname())
+    fleet = Fleet(state / "fleet.json", control_dir(), hostname(), envs=host_envs())
     app = make_app(source=source, preset=preset, telemetry=telemetry, clock=clock,
                    process=process, registry=registry, kind=mode,
                    babysit_host=None if mode == "replay" else hostname(), fleet=fleet)

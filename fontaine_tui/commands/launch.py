@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import sys
 import time
 
@@ -37,7 +38,8 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="with --detach: print the launched run as one JSON line")
     p.add_argument("--on", metavar="HOST",
                    help="launch on HOST over SSH (its [hosts.HOST] in config.toml: project, "
-                   "python, env), then watch it from here")
+                   "python, env), then watch it from here; slurm:PARTITION submits the run "
+                   "as a Slurm batch job ([slurm] in config.toml: time, account, qos, ...)")
     p.add_argument("--ssh-config", metavar="FILE", help="with --on: ssh client config file")
     p.set_defaults(func=run)
 
@@ -54,11 +56,7 @@ def prepare(preset_name: str, output_dir: str | None, resume: bool, yes_ram: boo
     from fontaine_tui.core.runfolder import RunFolder
     from fontaine_tui.core.verdict.presets import load_preset
 
-    preset = load_preset(preset_name)
-    if preset.foreign and preset.source is not None:
-        raise InputError(f"{preset.path}: source.kind: {preset.source.kind!r}: this preset reads "
-                         "a run another trainer writes; it cannot be launched (attach, replay, "
-                         "verdict or bank the run's folder with it)")
+    preset = launchable(load_preset(preset_name))
     folder = RunFolder(run_dir(preset, output_dir).resolve())
     registry = registry or Registry()
     entry = registry.find(folder.root, hostname())
@@ -68,6 +66,14 @@ def prepare(preset_name: str, output_dir: str | None, resume: bool, yes_ram: boo
     findings = guards.check_all(preset, folder, telemetry, resume=resume, yes_ram=yes_ram,
                                 running_pid=running)
     return preset, folder, findings, build_argv(preset, folder.root, resume), registry, telemetry
+
+
+def launchable(preset):
+    if preset.foreign and preset.source is not None:
+        raise InputError(f"{preset.path}: source.kind: {preset.source.kind!r}: this preset reads "
+                         "a run another trainer writes; it cannot be launched (attach, replay, "
+                         "verdict or bank the run's folder with it)")
+    return preset
 
 
 def run(args: argparse.Namespace) -> int:
@@ -194,35 +200,42 @@ def run_on(args: argparse.Namespace) -> int:
     from fontaine_tui.core.launch.hosts import host_settings
     from fontaine_tui.core.launch.registry import Entry, Registry
     from fontaine_tui.core.launch.remote import RemoteEngine, check_host, launch_on
+    from fontaine_tui.core.launch.slurm import parse_target
     from fontaine_tui.core.notify.destinations import config_path
     from fontaine_tui.core.verdict.prereg import utc_iso
     from fontaine_tui.core.verdict.presets import load_preset
 
-    check_host(args.on)
+    target = parse_target(args.on)
+    if target is not None and target.host is None:
+        return run_slurm(args, target.partition)
+    host = args.on if target is None or target.host is None else target.host
+    check_host(host)
     preset = load_preset(args.preset)
-    settings = host_settings(args.on, config_path())
+    settings = host_settings(host, config_path())
     options = ("-F", args.ssh_config) if args.ssh_config else ()
     registry = Registry()
     done = asyncio.run(launch_on(settings, preset, registry.path.parent,
                                  output_dir=args.output_dir, resume=args.resume,
-                                 yes_ram=args.yes_ram, ssh_options=options))
-    entry = Entry(name=preset.run_name, run_dir=done.run_dir, host=args.on, preset=preset.name,
+                                 yes_ram=args.yes_ram, ssh_options=options,
+                                 on=None if target is None else f"slurm:{target.partition}"))
+    entry = Entry(name=preset.run_name, run_dir=done.run_dir, host=host, preset=preset.name,
                   preset_sha256=done.preset_sha256, pid=done.pid, pid_started=done.pid_started,
                   launched_at=done.launched_at, status="running", poll_cadence_s=args.poll,
-                  updated_at=utc_iso(time.time()))
+                  updated_at=utc_iso(time.time()), job=done.job)
     try:
         registry.upsert(entry)
     except (InputError, OSError) as exc:
         print(f"warn: run not registered ({exc})", file=sys.stderr)
     what = "resumed" if args.resume else "launched"
-    print(f"{what} {preset.name} on {args.on}: engine pid {done.pid} in {done.run_dir} "
+    how = f"slurm job {done.job} via {host}" if done.job else f"engine pid {done.pid}"
+    print(f"{what} {preset.name} on {args.on}: {how} in {done.run_dir} "
           f"(prereg sha256 {done.preset_sha256[:12]}, launched {done.launched_at}; "
           f"kept here as {done.local_prereg})", flush=True)
-    target = f"{args.on}:{done.run_dir}"
+    where = f"{host}:{done.run_dir}"
     if args.detach:
-        print(f"  watch it: fontaine-tui attach {target}")
+        print(f"  watch it: fontaine-tui attach {where}")
         return 0
-    source = SshRun(SshTarget(args.on, done.run_dir), ssh_options=options)
+    source = SshRun(SshTarget(host, done.run_dir), ssh_options=options)
     if args.plain:
         from fontaine_tui.model.plain import PlainReport
         from fontaine_tui.model.session import Session
@@ -231,11 +244,11 @@ def run_on(args: argparse.Namespace) -> int:
         try:
             return asyncio.run(report.follow(until_end=True))
         except KeyboardInterrupt:
-            print(f"detached: the run goes on on {args.on}; fontaine-tui attach {target}")
+            print(f"detached: the run goes on on {host}; fontaine-tui attach {where}")
             return 130
     from fontaine_tui.console import run_console
 
-    engine = RemoteEngine(settings, done.run_dir, done.pid, options)
+    engine = RemoteEngine(settings, done.run_dir, done.pid, options, job=done.job)
     try:
         code = run_console(source=source, preset=preset, mode="attach", process=engine,
                            registry=registry)
@@ -244,9 +257,113 @@ def run_on(args: argparse.Namespace) -> int:
     info = engine.poll()
     if info is not None:  # stopped from the console (or seen gone): the registry learns
         try:
-            registry.update(done.run_dir, args.on, status=info.status, exit_code=info.code,
+            registry.update(done.run_dir, host, status=info.status, exit_code=info.code,
                             last_step=info.last_step, updated_at=utc_iso(time.time()))
         except (InputError, OSError) as exc:
             print(f"warn: exit not recorded in the registry ({exc})", file=sys.stderr)
         print(info.describe())
     return code
+
+
+def run_slurm(args: argparse.Namespace, partition: str) -> int:
+    """launch --on slurm:PARTITION: the folder's guards, prereg.json frozen, job.sbatch written
+    into the run folder and submitted (core/launch/slurm.py), registered with its job id,
+    then watched here (the run folder on a filesystem the nodes share)."""
+    import hashlib
+    import json
+
+    from fontaine_tui.core.host.memory import hostname
+    from fontaine_tui.core.launch import guards, slurm
+    from fontaine_tui.core.launch.launcher import build_argv, engine_identity, run_dir
+    from fontaine_tui.core.launch.registry import Entry, Registry
+    from fontaine_tui.core.notify.destinations import config_path
+    from fontaine_tui.core.runfolder import RunFolder
+    from fontaine_tui.core.verdict.prereg import freeze, read_prereg, utc_iso
+    from fontaine_tui.core.verdict.presets import load_preset
+
+    preset = launchable(load_preset(args.preset))
+    settings = slurm.slurm_settings(config_path())
+    slurm.tool("sbatch")  # before anything is written
+    folder = RunFolder(run_dir(preset, args.output_dir).resolve())
+    registry, host = Registry(), hostname()
+    entry = registry.find(folder.root, host)
+    if entry is not None and entry.job and entry.status in ("running", "attached"):
+        state = slurm.query(entry.job)
+        if state is not None and state.active:
+            raise InputError(f"refusing to launch: {folder.root}: this run is still slurm job "
+                             f"{entry.job} ({state.state}; fontaine-tui stop it first)")
+    # the folder's guards here; the node's GPUs and RAM are Slurm's request, not this host's
+    findings = [*guards.check_folder(preset, folder, args.resume), *guards.check_init(preset)]
+    if (why := guards.refusal(findings)) is not None:
+        raise InputError(why)
+    for f in findings:
+        if f.level in ("warn", "info"):
+            print(f"{f.level}: {f.message}", file=sys.stderr)
+    argv = build_argv(preset, folder.root, args.resume)
+    text = slurm.render_script(argv, preset.platform, settings, preset.run_name)
+    created = not folder.root.exists()
+    folder.root.mkdir(parents=True, exist_ok=True)
+    script = slurm.write_script(folder, text)
+    sha = hashlib.sha256(text.encode()).hexdigest()
+    prereg = (read_prereg(folder) if args.resume else
+              freeze(folder, preset, argv, host, provenance={**engine_identity(argv), "device": {
+                  "requested": preset.platform["device"], "gpus": [],
+                  "gpu_status": "on the node Slurm picks"},
+                  "slurm": {"partition": partition, "script": script.name,
+                            "script_sha256": sha}}))
+    since = slurm.offsets(folder)
+    try:
+        job = slurm.submit(folder, script, partition, preset.run_name)
+    except InputError:
+        if not args.resume:  # nothing was submitted: the folder is not a launched run
+            folder.prereg.unlink(missing_ok=True)
+        script.unlink(missing_ok=True)
+        if created:
+            with contextlib.suppress(OSError):  # only when empty: nothing else is removed
+                folder.root.rmdir()
+        raise
+    engine = slurm.SlurmJob(folder, job, since, poll_s=min(args.poll, slurm.POLL_S))
+    attempt = record_attempt(folder, "resume" if args.resume else "launch", engine, host)
+    entry = Entry(name=preset.run_name, run_dir=str(folder.root), host=host, preset=preset.name,
+                  preset_sha256=prereg.preset_sha256, pid=0, launched_at=prereg.launched_at,
+                  status="running", poll_cadence_s=args.poll, updated_at=utc_iso(time.time()),
+                  job=job)
+    try:
+        registry.upsert(entry)
+    except (InputError, OSError) as exc:
+        print(f"warn: run not registered ({exc})", file=sys.stderr)
+    if args.detach and args.json:
+        engine.close()
+        print(json.dumps({"run_dir": str(folder.root), "pid": 0, "job": job, "host": host,
+                          "attempt": attempt, "preset_sha256": prereg.preset_sha256,
+                          "launched_at": prereg.launched_at}), flush=True)
+        return 0
+    what = "resumed" if args.resume else "submitted"
+    print(f"{what} {preset.name} as slurm job {job} (partition {partition}) in {folder.root} "
+          f"(prereg sha256 {prereg.preset_sha256[:12]}, launched {prereg.launched_at}; "
+          f"script {script.name})", flush=True)
+    if args.detach:
+        engine.close()
+        print(f"  watch it: fontaine-tui attach {folder.root}  (stop it: fontaine-tui stop "
+              f"{folder.root})")
+        return 0
+    if not args.plain:
+        from fontaine_tui.console import run_console
+        from fontaine_tui.core.follow.local import LocalRun
+
+        closed: list = []
+        try:
+            code = run_console(source=LocalRun(folder.root), preset=preset, mode="launch",
+                               process=engine, registry=registry, keep=closed.append)
+        finally:
+            engine.close()
+        sitter = closed[0].babysitter if closed else None
+        return after_console(code, preset, folder, engine, registry, host, prereg, sitter,
+                             attempt)
+    from fontaine_tui.model.plain import babysit
+
+    try:
+        return babysit(preset, folder, engine, registry, host, prereg, args.poll,
+                       args.stop_on_exit, attempt)
+    finally:
+        engine.close()

@@ -43,7 +43,7 @@ def run(args: argparse.Namespace) -> int:
 
     from fontaine_tui.core.errors import InputError
     from fontaine_tui.core.host.memory import hostname
-    from fontaine_tui.core.launch.fleet import Fleet, control_dir
+    from fontaine_tui.core.launch.fleet import Fleet, control_dir, host_envs
     from fontaine_tui.core.launch.registry import Registry, live_status
     from fontaine_tui.core.verdict.prereg import utc_iso
 
@@ -57,7 +57,8 @@ def run(args: argparse.Namespace) -> int:
     host = hostname()
     state = registry.path.parent
     options = ("-F", args.ssh_config) if args.ssh_config else ()
-    fleet = Fleet(state / "fleet.json", control_dir(), host, options, args.timeout)
+    fleet = Fleet(state / "fleet.json", control_dir(), host, options, args.timeout,
+                  envs=host_envs())
     rows, down = fleet.look(entries)
     local = {e.key: live_status(e, host) for e in entries if e.host == host}
     now = time.time()

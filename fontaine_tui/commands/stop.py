@@ -48,7 +48,7 @@ def run(args: argparse.Namespace) -> int:
 
     from fontaine_tui.core.host.memory import hostname
     from fontaine_tui.core.launch import attempts
-    from fontaine_tui.core.launch.launcher import EngineProcess, exit_to_dict
+    from fontaine_tui.core.launch.launcher import EngineProcess, exit_to_dict, label
     from fontaine_tui.core.launch.registry import Registry
     from fontaine_tui.core.runfolder import RunFolder
     from fontaine_tui.core.verdict.prereg import utc_iso
@@ -57,8 +57,13 @@ def run(args: argparse.Namespace) -> int:
     entry = find_entry(args.run, registry, host)
     folder = RunFolder(Path(entry.run_dir))
     open_attempt = attempts.open_attempt(folder)
-    if open_attempt is not None and open_attempt.pid == entry.pid:
+    if open_attempt is not None and (open_attempt.job == entry.job if entry.job
+                                     else open_attempt.pid == entry.pid):
         engine = attempts.reattach(folder, open_attempt)
+    elif entry.job:
+        from fontaine_tui.core.launch.slurm import SlurmJob
+
+        engine, open_attempt = SlurmJob(folder, entry.job), None
     else:
         engine, open_attempt = EngineProcess.reattach(folder, entry.pid,
                                                       entry.pid_started or None), None
@@ -67,12 +72,11 @@ def run(args: argparse.Namespace) -> int:
         if not args.yes:
             if not sys.stdin.isatty():
                 raise InputError(f"stop {entry.name}: confirm with --yes (no terminal to ask)")
-            answer = input(f"stop {entry.name} (engine pid {entry.pid} in {entry.run_dir})? "
-                           "[y/N] ")
+            answer = input(f"stop {entry.name} ({label(engine)} in {entry.run_dir})? [y/N] ")
             if answer.strip().lower() not in ("y", "yes"):
                 print("not stopped")
                 return 0
-        print(f"stopping engine pid {entry.pid} (SIGINT, then SIGTERM, then SIGKILL)",
+        print(f"stopping {label(engine)} (SIGINT, then SIGTERM, then SIGKILL)",
               file=sys.stderr, flush=True)
         info = engine.stop()
     if open_attempt is not None:

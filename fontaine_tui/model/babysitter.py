@@ -99,9 +99,9 @@ class Babysitter:
 
     # -- events ---------------------------------------------------------------------------
 
-    def launched(self, preset: str, folder: str, pid: int, sha: str) -> None:
+    def launched(self, preset: str, folder: str, what: str, sha: str) -> None:
         if self.notices is not None:
-            self.notices.launched(preset, folder, pid, sha)
+            self.notices.launched(preset, folder, what, sha)
 
     def probe(self, step: int, verdict: Verdict) -> None:
         """A probe's read, sent once (the plain report sends it the moment the line lands)."""

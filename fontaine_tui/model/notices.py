@@ -59,8 +59,9 @@ class RunNotices:
         self.notifier.send(Message(level=level, title=title, text=text, run=self.run, step=step,
                                    fields=dict(fields)))
 
-    def launched(self, preset: str, folder: str, pid: int, sha: str) -> None:
-        self._send("info", f"{self.run}: launched", f"preset {preset}, engine pid {pid} in "
+    def launched(self, preset: str, folder: str, what: str, sha: str) -> None:
+        """`what`: the process as the user knows it ("engine pid N", "slurm job N")."""
+        self._send("info", f"{self.run}: launched", f"preset {preset}, {what} in "
                    f"{folder} (prereg sha256 {sha[:12]})", 0, preset=preset)
 
     def probe(self, step: int, verdict: Verdict) -> None:

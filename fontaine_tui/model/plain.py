@@ -24,8 +24,9 @@ if TYPE_CHECKING:
     from fontaine_tui.core.host.telemetry import TelemetrySnapshot
 from fontaine_tui.core.follow import Batch
 from fontaine_tui.core.launch.babysit import poll_text
-from fontaine_tui.core.launch.launcher import EngineProcess, ExitInfo
+from fontaine_tui.core.launch.launcher import EngineProcess, ExitInfo, label
 from fontaine_tui.core.launch.registry import Registry
+from fontaine_tui.core.launch.slurm import SlurmJob
 from fontaine_tui.core.log.read import load_log
 from fontaine_tui.core.log.records import Checkpoint, Event, Malformed, Meta, Probe, TrainPoint
 from fontaine_tui.core.log.store import RunStore
@@ -134,7 +135,7 @@ class PlainWatch:
     """`launch --plain`: a `PlainReport` on the launched run, the engine polled and the
     warning rules judged between reads."""
 
-    def __init__(self, preset: Preset, folder: RunFolder, engine: EngineProcess,
+    def __init__(self, preset: Preset, folder: RunFolder, engine: EngineProcess | SlurmJob,
                  prereg: Prereg, out: TextIO | None = None, poll_s: float = 0.25) -> None:
         from fontaine_tui.core.follow.local import LocalRun
 
@@ -165,7 +166,8 @@ class PlainWatch:
         from fontaine_tui.core.host.telemetry import sample
 
         exit_info = self.engine.poll()
-        return exit_info, sample(pid=None if exit_info else self.engine.pid)
+        pid = self.engine.pid or None  # a Slurm job has no process here
+        return exit_info, sample(pid=None if exit_info else pid)
 
     async def check(self) -> ExitInfo | None:
         """One poll: look in a thread, judge here, where the follower also writes the store."""
@@ -251,7 +253,8 @@ def end_attempt(folder: RunFolder, attempt: int | None, info: ExitInfo,
                             info.last_step)
 
 
-def babysit(preset: Preset, folder: RunFolder, engine: EngineProcess, registry: Registry,
+def babysit(preset: Preset, folder: RunFolder, engine: EngineProcess | SlurmJob,
+            registry: Registry,
             host: str, prereg: Prereg, poll_s: float, stop_on_exit: bool,
             attempt: int | None = None) -> int:
     """Watch the launched engine until it exits. Ctrl-C, SIGTERM and SIGHUP (a closed
@@ -262,7 +265,7 @@ def babysit(preset: Preset, folder: RunFolder, engine: EngineProcess, registry: 
     sitter = Babysitter.for_session(watch.session, "launch --plain", host, watch.say,
                                     since=time.time() - 1.0)  # earlier attempts' polls: not this one's
     watch.babysitter = watch.report.babysitter = sitter
-    sitter.launched(preset.name, str(folder.root), engine.pid, prereg.preset_sha256)
+    sitter.launched(preset.name, str(folder.root), label(engine), prereg.preset_sha256)
     old = {sig: signal.signal(sig, _interrupt) for sig in (signal.SIGTERM, signal.SIGHUP)}
     try:
         info = asyncio.run(watch.follow(poll_s))
@@ -270,15 +273,14 @@ def babysit(preset: Preset, folder: RunFolder, engine: EngineProcess, registry: 
         signum = exc.signum if isinstance(exc, Signalled) else signal.SIGINT
         name = signal.Signals(signum).name
         if not stop_on_exit:
-            _say(watch, f"detached ({name}): engine pid {engine.pid} keeps running in "
-                        f"{folder.root}")
+            _say(watch, f"detached ({name}): {label(engine)} keeps running in {folder.root}")
             _say(watch, f"  watch it again: fontaine-tui attach {folder.root}")
-            _say(watch, f"  stop it (checkpoints first): kill -INT -{engine.pid}")
+            _say(watch, "  stop it (checkpoints first): "
+                        + getattr(engine, "stop_hint", f"kill -INT -{engine.pid}"))
             for line in sitter.close():  # what is queued goes out (at most notices.DRAIN_S)
                 _say(watch, line)
             return 128 + signum
-        _say(watch, f"{name}: stopping engine pid {engine.pid} (SIGINT, then SIGTERM, "
-                    "then SIGKILL)")
+        _say(watch, f"{name}: stopping {label(engine)} (SIGINT, then SIGTERM, then SIGKILL)")
         info = engine.stop()
     finally:
         for sig, handler in old.items():

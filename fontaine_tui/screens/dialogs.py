@@ -33,13 +33,14 @@ class QuitDialog(ModalScreen[str | None]):
                 Binding("s", "choose('stop')", "Stop run", id="quit.stop"),
                 Binding("d", "choose('detach')", "Detach", id="quit.detach")]
 
-    def __init__(self, pid: int | None) -> None:
+    def __init__(self, pid: int | None, what: str | None = None) -> None:
         super().__init__()
         self.pid = pid
+        self.what = what or f"pid {pid}"  # "slurm job N" for a run submitted to Slurm
 
     def compose(self) -> ComposeResult:
         with Vertical(classes="dialog"):
-            yield Label(f"The launched run (pid {self.pid}) is still running.")
+            yield Label(f"The launched run ({self.what}) is still running.")
             yield Label("Stop it, or detach and leave it running (it stays in the registry)?")
             with Horizontal():
                 yield Button("Stop the run (s)", id="stop", variant="error")

@@ -6,7 +6,6 @@ the registry holds the run with its host, and paths and host names stay literal.
 from __future__ import annotations
 
 import asyncio
-import importlib.util
 import json
 import os
 import shutil
@@ -19,26 +18,11 @@ import psutil
 import pytest
 
 from fontaine_tui.core.launch.registry import Registry
-from tests.remote_user import ALIAS, USER, make, remove, why_not
+from tests.remote_user import ALIAS, USER
 
 pytestmark = [pytest.mark.ssh, pytest.mark.engine, pytest.mark.slow]
 ROOT = Path(__file__).resolve().parents[2]
 TIMEOUT = 300
-
-
-@pytest.fixture(scope="module")
-def remote(sshd, tmp_path_factory):
-    if importlib.util.find_spec("torch") is None:
-        pytest.skip("the engine needs torch")
-    why = why_not()
-    if why:
-        pytest.skip(why)
-    try:
-        user = make(tmp_path_factory.mktemp("remote"), sshd)
-    except (subprocess.CalledProcessError, OSError, StopIteration) as exc:
-        pytest.skip(f"the non-root login could not be made here: {exc}")
-    yield user
-    remove(user)
 
 
 def cli(tmp_path: Path, *argv: str, timeout: float = TIMEOUT) -> subprocess.CompletedProcess:

@@ -23,6 +23,7 @@ from typing import Any
 
 from fontaine_tui.core.host.oomkill import MemoryEvidence, MemoryWatch
 from fontaine_tui.core.launch.launcher import CAUSES, EngineProcess, ExitInfo, cause_of, pid_alive
+from fontaine_tui.core.launch.slurm import SlurmJob
 from fontaine_tui.core.runfolder import RunFolder
 from fontaine_tui.core.text import literal
 from fontaine_tui.core.verdict.prereg import utc_iso
@@ -55,6 +56,7 @@ class Attempt:
     signal: str | None = None
     ended_at: str | None = None
     memory: MemoryEvidence | None = None
+    job: str = ""  # the Slurm job id of an attempt submitted to Slurm (its pid is 0)
 
     @property
     def ended(self) -> bool:
@@ -72,26 +74,31 @@ class Attempt:
         step = "" if self.last_step is None else f" at step {self.last_step}"
         code = "" if self.exit_code is None else f", exit {self.exit_code}"
         sig = "" if self.signal is None else f", {self.signal}"
-        return (f"attempt {self.number} ({self.kind}, pid {self.pid}, {self.began_at}): "
+        what = f"slurm job {self.job}" if self.job else f"pid {self.pid}"
+        return (f"attempt {self.number} ({self.kind}, {what}, {self.began_at}): "
                 f"{self.cause}{step}{code}{sig}" + (f": {literal(self.detail)}"
                                                     if self.detail else ""))
 
 
-def begin(folder: RunFolder, kind: str, engine: EngineProcess, host: str | None = None,
-          clock: Callable[[], float] = time.time) -> int:
-    """Record that `engine` (just started, or resumed) is attempt N of the run; returns N."""
+def begin(folder: RunFolder, kind: str, engine: EngineProcess | SlurmJob,
+          host: str | None = None, clock: Callable[[], float] = time.time) -> int:
+    """Record that `engine` (just started, or resumed, or a Slurm job just submitted) is
+    attempt N of the run; returns N."""
     if kind not in KINDS:
         raise ValueError(f"attempt kind {kind!r}: expected one of {', '.join(KINDS)}")
 
     def line(records: list[dict[str, Any]]) -> dict[str, Any]:
         numbers = [r["attempt"] for r in records if r["event"] == "begin"]
         base = engine.memory.baseline()
-        return {"event": "begin", "attempt": max(numbers, default=0) + 1, "kind": kind,
+        rec: dict[str, Any] = {"event": "begin", "attempt": max(numbers, default=0) + 1, "kind": kind,
                 "pid": engine.pid, "pid_started": engine.started,
                 "host": host or socket.gethostname(), "at": utc_iso(clock()),
                 "log_offset": engine.since[0], "out_offset": engine.since[1],
                 "cgroup": base["cgroup"],
                 "vmstat_oom_kill_at_start": base["vmstat_oom_kill_at_start"]}
+        if isinstance(engine, SlurmJob):
+            rec["job"] = engine.job
+        return rec
 
     rec = _append(folder, line)
     assert rec is not None
@@ -137,6 +144,9 @@ def read_attempts(folder: RunFolder, host: str | None = None,
             cause, detail = str(e.get("cause", "")), str(e.get("detail", ""))
         elif i + 1 < len(begins):
             cause, detail = "unknown", "no end recorded; a later attempt began"
+        elif isinstance(b.get("job"), str) and b["job"]:
+            cause, detail = "running", (f"slurm job {b['job']}: no end recorded yet "
+                                        f"(`fontaine-tui runs` asks the scheduler)")
         elif str(b.get("host", "")) != here:
             cause, detail = "unknown", (f"no end recorded; pid {pid} on {b.get('host')} is not "
                                         "checked from here")
@@ -156,7 +166,8 @@ def read_attempts(folder: RunFolder, host: str | None = None,
             _int(e.get("exit_code")) if e else None,
             str(e["signal"]) if e and isinstance(e.get("signal"), str) else None,
             str(e.get("at", "")) if e else None,
-            MemoryEvidence.from_dict(mem) if isinstance(mem, dict) else None))
+            MemoryEvidence.from_dict(mem) if isinstance(mem, dict) else None,
+            str(b["job"]) if isinstance(b.get("job"), str) else ""))
     return out
 
 
@@ -166,9 +177,11 @@ def open_attempt(folder: RunFolder) -> Attempt | None:
     return attempts[-1] if attempts and not attempts[-1].ended else None
 
 
-def reattach(folder: RunFolder, attempt: Attempt) -> EngineProcess:
-    """The attempt's engine, found again by pid and judged from the attempt's own start: its
-    offsets in the log and output, and its OOM-kill counters."""
+def reattach(folder: RunFolder, attempt: Attempt) -> EngineProcess | SlurmJob:
+    """The attempt's engine, found again by pid (or its Slurm job by id) and judged from the
+    attempt's own start: its offsets in the log and output, and its OOM-kill counters."""
+    if attempt.job:
+        return SlurmJob(folder, attempt.job, attempt.since)
     return EngineProcess.reattach(folder, attempt.pid, attempt.pid_started, attempt.since,
                                   MemoryWatch.restore(attempt.pid, attempt.baseline()))
 

@@ -20,7 +20,7 @@ import shlex
 import statistics
 import subprocess
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -37,7 +37,12 @@ FLEET_SCRIPT = r"""
 n=0
 while [ "$#" -ge 2 ]; do
   d=$1; pid=$2; shift 2
-  a=0; case $pid in ''|*[!0-9]*) ;; *) [ "$pid" -gt 0 ] && [ -d "/proc/$pid" ] && a=1 ;; esac
+  a=0; case $pid in
+    job:*) j=${pid#job:}
+      case $j in ''|*[!0-9]*) ;; *) [ -n "$(squeue -h -j "$j" -o %T 2>/dev/null)" ] && a=1 ;; esac ;;
+    ''|*[!0-9]*) ;;
+    *) [ "$pid" -gt 0 ] && [ -d "/proc/$pid" ] && a=1 ;;
+  esac
   e=0; [ -d "$d" ] && e=1
   printf '\n%s run %s %s %s\n' "$MARK" "$n" "$a" "$e"
   printf '%s prereg\n' "$MARK"; cat -- "$d/prereg.json" 2>/dev/null
@@ -81,10 +86,11 @@ class HostLook:
 
 
 def script_argv(entries: Sequence[Entry]) -> list[str]:
-    """The script's arguments: folder and pid of each run, in order."""
+    """The script's arguments: folder and pid of each run (job:ID for a Slurm job: alive
+    while squeue lists it), in order."""
     out = []
     for e in entries:
-        out += [e.run_dir, str(e.pid)]
+        out += [e.run_dir, f"job:{e.job}" if e.job else str(e.pid)]
     return out
 
 
@@ -148,7 +154,7 @@ def read_run(entry: Entry, parts: dict[str, object], now: float) -> FleetRow:
         except Exception as exc:  # a bad prereg is this run's note, not the table's end
             base["note"] = str(exc)[:120]
     ended = bool(store.events) and store.events[-1].event == "end"
-    if entry.pid > 0:
+    if entry.pid > 0 or entry.job:
         state = "running" if parts.get("alive") else ("ended" if ended else "gone")
     else:
         state = "ended" if ended else "attached"
@@ -190,10 +196,13 @@ def ssh_argv(host: str, command: str, control_dir: Path, ssh_options: Sequence[s
 
 def look_host(host: str, entries: Sequence[Entry], here: bool, deadline_s: float,
               control_dir: Path, ssh_options: Sequence[str] = (),
-              clock: Callable[[], float] = time.time) -> HostLook:
-    """One command on `host` (or here) for all its runs; an error instead of rows when it
-    does not answer in time."""
-    command = " ".join(["sh", "-c", shlex.quote(FLEET_SCRIPT), "fleet",
+              clock: Callable[[], float] = time.time,
+              env: Mapping[str, str] | None = None) -> HostLook:
+    """One command on `host` (or here) for all its runs, with the host's `[hosts.NAME] env`
+    (a SLURM_CONF there, for squeue); an error instead of rows when it does not answer in
+    time."""
+    prefix = ["env", "--", *(shlex.quote(f"{k}={v}") for k, v in env.items())] if env else []
+    command = " ".join([*prefix, "sh", "-c", shlex.quote(FLEET_SCRIPT), "fleet",
                         *map(shlex.quote, script_argv(entries))])
     argv = ["sh", "-c", command] if here else ssh_argv(host, command, control_dir, ssh_options)
     try:
@@ -209,6 +218,23 @@ def look_host(host: str, entries: Sequence[Entry], here: bool, deadline_s: float
         return HostLook(host, error=f"ssh exit {res.returncode}: {last[0][:120]}")
     now = clock()
     return HostLook(host, [read_run(e, p, now) for e, p in zip(entries, runs, strict=True)])
+
+
+def host_envs(config: Path | None = None) -> dict[str, Mapping[str, str]]:
+    """Each configured host's `env` (config.toml's [hosts.NAME]); none when the file cannot
+    be read (the table is still shown: a broken config is `launch --on`'s to report)."""
+    from fontaine_tui.core.errors import InputError
+    from fontaine_tui.core.launch.hosts import parse_hosts
+    from fontaine_tui.core.notify.destinations import config_path
+
+    path = config or config_path()
+    try:
+        import tomllib
+
+        hosts = parse_hosts(tomllib.loads(path.read_text(encoding="utf-8")), path)
+    except (OSError, UnicodeDecodeError, ValueError, InputError):
+        return {}
+    return {name: h.env for name, h in hosts.items() if h.env}
 
 
 def control_dir() -> Path:
@@ -235,9 +261,11 @@ class Fleet:
 
     def __init__(self, cache: Path, control_dir: Path, this_host: str,
                  ssh_options: Sequence[str] = (), deadline_s: float = DEADLINE_S,
-                 clock: Callable[[], float] = time.time) -> None:
+                 clock: Callable[[], float] = time.time,
+                 envs: Mapping[str, Mapping[str, str]] | None = None) -> None:
         self.cache, self.control_dir, self.this_host = cache, control_dir, this_host
         self.ssh_options, self.deadline_s, self.clock = tuple(ssh_options), deadline_s, clock
+        self.envs = dict(envs or {})  # host -> its [hosts.NAME] env
 
     def look(self, entries: Sequence[Entry]) -> tuple[list[FleetRow], dict[str, str]]:
         """(rows in the registry's order, {host: why it is shown from its last reading})."""
@@ -246,7 +274,8 @@ class Fleet:
             by_host.setdefault(e.host, []).append(e)
         with ThreadPoolExecutor(max_workers=max(1, min(16, len(by_host)))) as pool:
             futures = {h: pool.submit(look_host, h, es, h == self.this_host, self.deadline_s,
-                                      self.control_dir, self.ssh_options, self.clock)
+                                      self.control_dir, self.ssh_options, self.clock,
+                                      None if h == self.this_host else self.envs.get(h))
                        for h, es in by_host.items()}
             looks = {h: f.result() for h, f in futures.items()}
         good = self._read_cache()

@@ -45,6 +45,7 @@ class Entry:
     last_step: int = 0
     poll_cadence_s: float = 2.0
     updated_at: str = ""
+    job: str = ""  # a Slurm job id: the run was submitted from `host` (pid is then 0)
 
     @property
     def key(self) -> tuple[str, str]:
@@ -73,6 +74,7 @@ class EntryChanges(TypedDict, total=False):
     last_step: int
     poll_cadence_s: float
     updated_at: str
+    job: str
 
 
 def default_path() -> Path:
@@ -92,7 +94,8 @@ def _entry(raw: object, where: str) -> Entry:
         entry = Entry(**kwargs)
     except TypeError as exc:
         raise InputError(f"{where}: expected name, run_dir and host ({exc})") from None
-    for name, typ in (("pid", int), ("last_step", int), ("name", str), ("run_dir", str)):
+    for name, typ in (("pid", int), ("last_step", int), ("name", str), ("run_dir", str),
+                      ("job", str)):
         if not isinstance(getattr(entry, name), typ):
             raise InputError(f"{where}.{name}: expected {typ.__name__}")
     return entry
@@ -208,6 +211,8 @@ def live_status(entry: Entry, this_host: str) -> LiveStatus:
     tail = read_tail(folder)
     tried = attempts.read_attempts(folder, this_host)
     count = len(tried)
+    if entry.status in ("running", "attached") and entry.job:
+        return _job_status(entry, folder, tail.last_step, tried)
     if entry.status in ("running", "attached"):
         if pid_alive(entry.pid, entry.pid_started or None):
             return LiveStatus(entry, "running", tail.last_step, f"pid {entry.pid} alive", count)
@@ -225,3 +230,27 @@ def live_status(entry: Entry, this_host: str) -> LiveStatus:
     last_cause = f"; attempt {tried[-1].number}: {tried[-1].cause}" if tried else ""
     return LiveStatus(entry, entry.status, tail.last_step, f"{entry.status}{code}{last_cause}",
                       count)
+
+
+def _job_status(entry: Entry, folder, last_step: int, tried: list) -> LiveStatus:
+    """A run submitted to Slurm: the scheduler says whether its job is queued, running or
+    over; an end its attempt recorded is the story, else the scheduler's state and the log."""
+    from fontaine_tui.core.launch import slurm
+    from fontaine_tui.core.launch.launcher import STATUS_OF
+
+    job, count = entry.job, len(tried)
+    state = slurm.query(job)
+    last = tried[-1] if tried and tried[-1].job == job else None
+    if state is None:
+        return LiveStatus(entry, entry.status, last_step, f"slurm job {job}: the scheduler "
+                          "does not say (squeue, sacct and scontrol have no answer)", count)
+    if state.active:
+        why = f" ({state.reason})" if state.reason and state.state == "PENDING" else ""
+        return LiveStatus(entry, "running", last_step, f"slurm job {job} {state.state}{why}",
+                          count)
+    if last is not None and last.ended:
+        return LiveStatus(entry, STATUS_OF.get(last.cause, "exited"), last.last_step,
+                          f"slurm job {job} {state.state}: {last.describe()}", count)
+    info = slurm.scheduler_exit(folder, job, state, last.since if last else (0, 0))
+    return LiveStatus(entry, info.status, info.last_step,
+                      f"slurm job {job} {state.state}: {info.describe()}", count)

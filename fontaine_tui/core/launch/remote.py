@@ -63,6 +63,7 @@ class RemoteLaunch:
     launched_at: str
     prereg: Prereg
     local_prereg: Path  # the copy kept here
+    job: str = ""  # the Slurm job id when submitted there (`--on slurm:PARTITION@HOST`)
 
 
 def _last_line(err: bytes) -> str:
@@ -81,8 +82,9 @@ async def _call(ssh: SshRun, settings: HostSettings, *args: str) -> tuple[int, b
 
 async def launch_on(settings: HostSettings, preset: Preset, keep: Path, *,
                     output_dir: str | None = None, resume: bool = False, yes_ram: bool = False,
-                    ssh_options: Sequence[str] = ()) -> RemoteLaunch:
-    """Launch `preset` on the host; InputError (one line) for a refusal there or here."""
+                    ssh_options: Sequence[str] = (), on: str | None = None) -> RemoteLaunch:
+    """Launch `preset` on the host (with `on`, the host's own `--on`: slurm:PARTITION
+    submits it to Slurm from there); InputError (one line) for a refusal there or here."""
     host = settings.name
     ssh = SshRun(SshTarget(host, settings.project), ssh_options)
     try:
@@ -99,12 +101,13 @@ async def launch_on(settings: HostSettings, preset: Preset, keep: Path, *,
         args += ["--output-dir", output_dir] if output_dir else []
         args += ["--resume"] if resume else []
         args += ["--yes-ram"] if yes_ram else []
+        args += ["--on", on] if on else []
         rc, out, err = await _call(ssh, settings, *args)
         if rc != 0:  # the remote guards' one line (exit 2), or its failure
             raise InputError(f"{host}: {_last_line(err) or f'launch exited {rc}'}")
         try:
             doc = json.loads(out.decode().strip().splitlines()[-1])
-            run_dir, pid = str(doc["run_dir"]), int(doc["pid"])
+            run_dir, pid, job = str(doc["run_dir"]), int(doc["pid"]), str(doc.get("job") or "")
         except (ValueError, IndexError, KeyError, TypeError):
             raise InputError(f"{host}: launch --detach --json: expected one JSON line, got "
                              f"{out[:200]!r}") from None
@@ -123,7 +126,7 @@ async def launch_on(settings: HostSettings, preset: Preset, keep: Path, *,
                          f"{prereg.preset_sha256[:12]}, not this preset's {preset.sha256[:12]}")
     local = keep_prereg(keep, host, run_dir, raw)
     return RemoteLaunch(host, run_dir, pid, float(doc.get("pid_started") or 0.0),
-                        prereg.preset_sha256, prereg.launched_at, prereg, local)
+                        prereg.preset_sha256, prereg.launched_at, prereg, local, job)
 
 
 def keep_prereg(keep: Path, host: str, run_dir: str, raw: bytes) -> Path:
@@ -152,8 +155,8 @@ class RemoteEngine:
     connection), `stop` runs the stop sequence there and returns how it ended."""
 
     def __init__(self, settings: HostSettings, run_dir: str, pid: int,
-                 ssh_options: Sequence[str] = (), poll_s: float = POLL_S) -> None:
-        self.settings, self.run_dir, self.pid = settings, run_dir, pid
+                 ssh_options: Sequence[str] = (), poll_s: float = POLL_S, job: str = "") -> None:
+        self.settings, self.run_dir, self.pid, self.job = settings, run_dir, pid, job
         self.ssh = SshRun(SshTarget(settings.name, run_dir), ssh_options)
         self.poll_s = poll_s
         self._exit: ExitInfo | None = None
@@ -169,9 +172,16 @@ class RemoteEngine:
                               timeout=timeout, stdin=subprocess.DEVNULL)
 
     def alive(self) -> bool | None:
-        """Is the pid there? None when the host cannot be asked now."""
+        """Is the pid there (a Slurm job: in squeue's list)? None when the host cannot be
+        asked now."""
+        if self.job:
+            env = [shlex.quote(f"{k}={v}") for k, v in self.settings.env.items()]
+            command = " ".join(["env", "--", *env, "squeue", "-h", "-j", str(int(self.job)),
+                                "-o", "%T", "|", "grep", "-q", "."])
+        else:
+            command = f"test -d /proc/{int(self.pid)}"
         try:
-            res = self._run(f"test -d /proc/{int(self.pid)}", 30)
+            res = self._run(command, 30)
         except (OSError, subprocess.TimeoutExpired):
             return None
         return None if res.returncode == 255 else res.returncode == 0

@@ -1,0 +1,26 @@
+"""The non-root login on the test sshd (tests/remote_user.py), one per test module that
+asks for it: the far side of `launch --on HOST` and `--on slurm:PARTITION@HOST`."""
+
+from __future__ import annotations
+
+import importlib.util
+import subprocess
+
+import pytest
+
+from tests.remote_user import make, remove, why_not
+
+
+@pytest.fixture(scope="module")
+def remote(sshd, tmp_path_factory):
+    if importlib.util.find_spec("torch") is None:
+        pytest.skip("the engine needs torch")
+    why = why_not()
+    if why:
+        pytest.skip(why)
+    try:
+        user = make(tmp_path_factory.mktemp("remote"), sshd)
+    except (subprocess.CalledProcessError, OSError, StopIteration) as exc:
+        pytest.skip(f"the non-root login could not be made here: {exc}")
+    yield user
+    remove(user)

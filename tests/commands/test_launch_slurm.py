@@ -1,0 +1,334 @@
+"""`launch PRESET --on slurm:PARTITION` against a real single-node Slurm cluster (munged,
+slurmctld and slurmd started under the test's folder: tests/slurm_helper.py): the run is
+submitted as a batch job, trains on the node, shows in `runs`, stops through scancel with a
+checkpoint, finishes with its verdict under --plain; a refused submission leaves no launched
+run behind; a job held in the queue is cancelled. The script's rendering, the settings'
+checks and the scheduler's ends are tested pure."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import pytest
+
+from fontaine_tui.core.errors import InputError
+from fontaine_tui.core.launch import slurm
+from fontaine_tui.core.launch.attempts import read_attempts
+from fontaine_tui.core.launch.registry import Registry
+from fontaine_tui.core.runfolder import RunFolder
+from tests.commands.test_launch_on import long_smoke
+from tests.logs import T0, meta, train, write_log
+from tests.remote_user import ALIAS, USER
+from tests.slurm_helper import PARTITION, SlurmCluster, missing_tools
+
+ROOT = Path(__file__).resolve().parents[2]
+TIMEOUT = 300
+ODD = "run a; $(touch PWNED) `touch PWNED`"  # a literal folder name, never run
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory):
+    if missing := missing_tools():
+        pytest.skip(f"Slurm is not installed here ({', '.join(missing)}; apt-get install "
+                    "slurmctld slurmd slurm-client munge)")
+    if os.geteuid() != 0:
+        pytest.skip("slurmd runs jobs as their user only when started as root")
+    if importlib.util.find_spec("torch") is None:
+        pytest.skip("the engine needs torch")
+    # under /tmp, open to other users (the SSH test's login submits as itself): our folder,
+    # removed at the end
+    root = Path(tempfile.mkdtemp(prefix="fontaine-slurm-", dir="/tmp"))
+    root.chmod(0o755)
+    c = SlurmCluster(root / "c").start()
+    yield c
+    c.stop()
+    shutil.rmtree(root, ignore_errors=True)
+
+
+def cli(cluster, tmp_path: Path, *argv: str, config: str = "",
+        timeout: float = TIMEOUT) -> subprocess.CompletedProcess:
+    conf = tmp_path / "config" / "fontaine-tui" / "config.toml"
+    conf.parent.mkdir(parents=True, exist_ok=True)
+    conf.write_text(config)
+    env = cluster.env({**os.environ, "XDG_CONFIG_HOME": str(tmp_path / "config"),
+                       "PYTHONUNBUFFERED": "1"})
+    env.pop("FONTAINE_NOTIFY", None)
+    return subprocess.run([sys.executable, "-m", "fontaine_tui", *argv], cwd=tmp_path, env=env,
+                          capture_output=True, text=True, timeout=timeout)
+
+
+def log_step(folder: RunFolder) -> int:
+    from fontaine_tui.core.log.read import load_log
+
+    return load_log(folder.log).last_step if folder.log.exists() else 0
+
+
+def wait_for(pred, what: str, timeout: float = TIMEOUT) -> None:
+    deadline = time.monotonic() + timeout
+    while not pred():
+        assert time.monotonic() < deadline, what
+        time.sleep(0.2)
+
+
+@pytest.mark.engine
+@pytest.mark.slow
+def test_submitted_run_trains_shows_in_runs_and_stops_with_a_checkpoint(
+        cluster, tmp_path: Path, registry_path: Path) -> None:
+    preset = long_smoke(tmp_path / "presets")
+    res = cli(cluster, tmp_path, "launch", str(preset), "--on", f"slurm:{PARTITION}",
+              "--detach", "--output-dir", ODD, config='[slurm]\ntime = "30"\n')
+    assert res.returncode == 0, res.stdout + res.stderr
+    [entry] = Registry(registry_path).entries()
+    folder = RunFolder(tmp_path / ODD)
+    assert (entry.run_dir, entry.pid, entry.status) == (str(folder.root), 0, "running")
+    assert entry.job.isdigit() and f"as slurm job {entry.job} (partition {PARTITION})" in res.stdout
+    job = cluster.show_job(entry.job)
+    assert job["Partition"] == PARTITION and job["TimeLimit"] == "00:30:00"
+    script = (folder.root / "job.sbatch").read_text()
+    assert "#SBATCH --time=30\n" in script and "'" + str(folder.root) + "'" in script
+    prereg = json.loads(folder.prereg.read_text())
+    assert prereg["provenance"]["slurm"]["partition"] == PARTITION
+    wait_for(lambda: log_step(folder) >= 2, "the job trains on the node")
+    runs = cli(cluster, tmp_path, "runs")
+    [row] = [ln for ln in runs.stdout.splitlines() if "remote_smoke" in ln]
+    assert " running " in row, runs.stdout
+    stop = cli(cluster, tmp_path, "stop", str(folder.root), "--yes", "--json")
+    assert stop.returncode == 0, stop.stdout + stop.stderr
+    assert f"stopping slurm job {entry.job}" in stop.stderr
+    info = json.loads(stop.stdout.splitlines()[-1])
+    assert (info["status"], info["sent"]) == ("stopped", "SIGINT"), info
+    assert info["checkpoint_step"] == info["last_step"] > 0  # the engine checkpointed on SIGINT
+    [attempt] = read_attempts(folder)
+    assert (attempt.job, attempt.pid, attempt.cause) == (entry.job, 0, "stopped")
+    [after] = Registry(registry_path).entries()
+    assert after.status == "stopped"
+    assert cluster.show_job(entry.job)["JobState"] in ("CANCELLED", "COMPLETED", "FAILED")
+    assert not list(tmp_path.rglob("PWNED")) and not (ROOT / "PWNED").exists()
+
+
+@pytest.mark.engine
+@pytest.mark.slow
+def test_the_console_follows_the_job_and_its_quit_dialog_stops_it(
+        cluster, tmp_path: Path, registry_path: Path, monkeypatch) -> None:
+    import asyncio
+
+    preset = long_smoke(tmp_path / "presets")
+    res = cli(cluster, tmp_path, "launch", str(preset), "--on", f"slurm:{PARTITION}",
+              "--detach", "--output-dir", "run")
+    assert res.returncode == 0, res.stdout + res.stderr
+    [entry] = Registry(registry_path).entries()
+    folder = RunFolder(tmp_path / "run")
+    monkeypatch.setenv("SLURM_CONF", str(cluster.conf))  # this process asks the scheduler
+    asyncio.run(_console_stops(folder, entry.job, preset))
+    [attempt] = read_attempts(folder)
+    assert attempt.cause == "running"  # the console stopped it; `stop` records the end
+    assert cluster.show_job(entry.job)["JobState"] in ("CANCELLED", "COMPLETED", "FAILED")
+
+
+async def _console_stops(folder: RunFolder, job: str, preset_path: Path) -> None:
+    from fontaine_tui.console import make_app
+    from fontaine_tui.core.follow.local import LocalRun
+    from fontaine_tui.core.launch.attempts import reattach
+    from fontaine_tui.core.verdict.presets import load_preset
+    from fontaine_tui.screens.dialogs import QuitDialog
+    from tests.console.conftest import SIZE, until
+
+    [attempt] = read_attempts(folder)
+    engine = reattach(folder, attempt)  # the attempt's job, judged from its own start
+    assert isinstance(engine, slurm.SlurmJob) and engine.job == job
+    app = make_app(source=LocalRun(folder.root), preset=load_preset(preset_path),
+                   process=engine, kind="launch")
+    async with app.run_test(size=SIZE) as pilot:
+        await until(pilot, lambda: app.session.store.last_step > 1, 120)
+        assert engine.poll() is None and engine.last is not None
+        assert engine.last.state == "RUNNING"
+        await pilot.press("q")
+        await until(pilot, lambda: isinstance(app.screen, QuitDialog))
+        assert f"slurm job {job}" in app.screen.what
+        await pilot.press("s")  # scancel --full --signal=INT: the engine checkpoints
+        await until(pilot, lambda: not app.is_running, 120)
+    info = engine.poll()
+    assert info is not None and (info.status, info.sent) == ("stopped", "SIGINT"), info
+    assert info.checkpoint_step == info.last_step > 1
+
+
+@pytest.mark.engine
+@pytest.mark.slow
+def test_plain_follows_the_job_to_its_verdict(cluster, tmp_path: Path,
+                                              registry_path: Path) -> None:
+    res = cli(cluster, tmp_path, "launch", "smoke", "--on", f"slurm:{PARTITION}", "--plain",
+              "--poll", "0.5", "--output-dir", "run")
+    out = res.stdout + res.stderr
+    assert res.returncode in (0, 1) and "Traceback" not in out, out
+    folder = RunFolder(tmp_path / "run")
+    assert "engine finished at step 40" in out and "verdict.json written" in out, out
+    assert json.loads(folder.verdict.read_text())["label"]
+    [attempt] = read_attempts(folder)
+    assert (attempt.cause, attempt.last_step, attempt.job != "") == ("finished", 40, True)
+    [entry] = Registry(registry_path).entries()
+    assert (entry.status, entry.last_step) == ("finished", 40)
+    assert "fontaine-tui: slurm job" in folder.engine_out.read_text()  # the job's own output
+
+
+def test_a_refused_submission_leaves_no_launched_run(cluster, tmp_path: Path,
+                                                     registry_path: Path) -> None:
+    res = cli(cluster, tmp_path, "launch", "smoke", "--on", "slurm:nosuchpartition",
+              "--output-dir", "run")
+    assert res.returncode == 2 and res.stderr.count("\n") == 1, res.stderr
+    assert "sbatch --partition=nosuchpartition:" in res.stderr and "Traceback" not in res.stderr
+    folder = RunFolder(tmp_path / "run")
+    assert not folder.root.exists()  # made for this launch, empty again: removed
+    assert Registry(registry_path).entries() == []
+    again = cli(cluster, tmp_path, "launch", "smoke", "--on", "slurm:debug", "--detach",
+                "--output-dir", "run", config='[slurm]\nmem = "64G\\n#SBATCH --uid=0"\n')
+    assert again.returncode == 2 and "slurm.mem: expected a size" in again.stderr
+
+
+def test_a_job_held_in_the_queue_is_cancelled(cluster, tmp_path: Path,
+                                              registry_path: Path) -> None:
+    cluster.run("scontrol", "update", f"PartitionName={PARTITION}", "State=DOWN", check=True)
+    try:
+        res = cli(cluster, tmp_path, "launch", "smoke", "--on", f"slurm:{PARTITION}",
+                  "--detach", "--output-dir", "run")
+        assert res.returncode == 0, res.stdout + res.stderr
+        [entry] = Registry(registry_path).entries()
+        runs = cli(cluster, tmp_path, "runs", "--json")
+        [row] = [json.loads(ln) for ln in runs.stdout.splitlines()]
+        assert row["state"] == "running" and "PENDING" in row["detail"], row
+        stop = cli(cluster, tmp_path, "stop", "run", "--yes", "--json")
+        assert stop.returncode == 0, stop.stdout + stop.stderr
+        info = json.loads(stop.stdout.splitlines()[-1])
+        assert info["last_step"] == 0 and "CANCELLED" in info["output"], info
+        assert cluster.show_job(entry.job)["JobState"] == "CANCELLED"
+    finally:
+        cluster.run("scontrol", "update", f"PartitionName={PARTITION}", "State=UP")
+
+
+@pytest.mark.ssh
+@pytest.mark.engine
+@pytest.mark.slow
+def test_submitted_from_a_login_node_over_ssh(cluster, remote, tmp_path: Path,
+                                              registry_path: Path) -> None:
+    from fontaine_tui.core.launch.hosts import HostSettings
+    from fontaine_tui.core.launch.remote import RemoteEngine
+
+    project = remote.home / "slurm project"
+    long_smoke(project / "presets")
+    for path in (project, project / "presets"):
+        shutil.chown(path, USER)
+    env = {"SLURM_CONF": str(cluster.conf), "FONTAINE_REGISTRY": str(remote.home / "st.toml"),
+           "XDG_CACHE_HOME": str(remote.home / "cache"), "XDG_CONFIG_HOME": str(remote.home)}
+    config = (f"[hosts.{ALIAS}]\nproject = {json.dumps(str(project))}\n"
+              f"python = {json.dumps(str(remote.python))}\nenv = {{"
+              + ", ".join(f"{k} = {json.dumps(v)}" for k, v in env.items()) + "}\n")
+    preset = long_smoke(tmp_path / "presets")
+    res = cli(cluster, tmp_path, "launch", str(preset), "--on", f"slurm:{PARTITION}@{ALIAS}",
+              "--detach", "--output-dir", "runs/s", "--ssh-config", str(remote.config),
+              config=config)
+    assert res.returncode == 0, res.stdout + res.stderr
+    [entry] = Registry(registry_path).entries()
+    assert (entry.host, entry.pid, entry.run_dir) == (ALIAS, 0, str(project / "runs" / "s"))
+    assert entry.job.isdigit() and f"slurm job {entry.job} via {ALIAS}" in res.stdout
+    assert cluster.show_job(entry.job)["UserId"].startswith(f"{USER}(")  # submitted as the login
+    folder = RunFolder(project / "runs" / "s")
+    wait_for(lambda: log_step(folder) >= 2, "the job trains")
+    runs = cli(cluster, tmp_path, "runs", "--json", "--ssh-config", str(remote.config),
+               "--timeout", "20", config=config)
+    [row] = [json.loads(ln) for ln in runs.stdout.splitlines()]
+    assert (row["host"], row["state"]) == (ALIAS, "running"), row
+    settings = HostSettings(ALIAS, str(project), str(remote.python), env)
+    engine = RemoteEngine(settings, entry.run_dir, 0, ("-F", str(remote.config)), 0.5,
+                          job=entry.job)
+    try:
+        assert engine.alive() is True
+        info = engine.stop()  # `fontaine-tui stop` there: scancel --signal=INT, ...
+    finally:
+        engine.close()
+    assert (info.status, info.signal) == ("stopped", "SIGINT"), info
+    again = RemoteEngine(settings, entry.run_dir, 0, ("-F", str(remote.config)), 60,
+                         job=entry.job)
+    try:
+        assert again.alive() is False  # squeue there no longer lists it
+    finally:
+        again.close()
+
+
+# -- pure ---------------------------------------------------------------------------------------
+
+
+def test_targets() -> None:
+    assert slurm.parse_target("gpu-node") is None
+    assert slurm.parse_target("slurm:gpu") == slurm.SlurmTarget("gpu", None)
+    assert slurm.parse_target("slurm:a100.q@login1") == slurm.SlurmTarget("a100.q", "login1")
+    for bad in ("slurm:", "slurm:a b", "slurm:$(x)", "slurm:gpu@-oProxyCommand=x"):
+        with pytest.raises(InputError):
+            slurm.parse_target(bad)
+
+
+def test_settings_are_checked_key_by_key(tmp_path: Path) -> None:
+    conf = tmp_path / "config.toml"
+    assert slurm.slurm_settings(conf) == slurm.SlurmSettings()
+    conf.write_text('[slurm]\ntime = "1-12:00:00"\naccount = "ml-lab"\ncpus_per_task = 8\n'
+                    'gres = "gpu:a100:8"\nport = 29600\n')
+    s = slurm.slurm_settings(conf)
+    assert (s.time, s.account, s.cpus_per_task, s.gres, s.port) == (
+        "1-12:00:00", "ml-lab", "8", "gpu:a100:8", 29600)
+    for text, key in (('qos = "a b"', "slurm.qos"), ('time = "1h"', "slurm.time"),
+                      ("port = 0", "slurm.port"), ('partition = "x"', "slurm.partition"),
+                      ('account = "x\\n#SBATCH --uid=0"', "slurm.account")):
+        conf.write_text(f"[slurm]\n{text}\n")
+        with pytest.raises(InputError, match=key.replace(".", r"\.")):
+            slurm.slurm_settings(conf)
+
+
+ARGV = ["/opt/py env/bin/python", "-m", "engine", "train", "--run-name", "r",
+        "--output-dir", "/runs/a b; $(touch PWNED)", "--steps", "10"]
+
+
+def test_scripts_for_one_rank_several_ranks_and_several_nodes(tmp_path: Path) -> None:
+    settings = slurm.SlurmSettings(time="60", account="lab", port=29700)
+    one = slurm.render_script(ARGV, {"nproc": 1, "nnodes": 1, "device": "cpu"}, settings, "r")
+    assert "#SBATCH --nodes=1\n" in one and "--gpus-per-node" not in one
+    assert ("exec '/opt/py env/bin/python' -m engine train --run-name r --output-dir "
+            "'/runs/a b; $(touch PWNED)' --steps 10\n") in one
+    ranks = slurm.render_script(ARGV, {"nproc": 4, "nnodes": 1, "device": "cuda"}, settings, "r")
+    assert "#SBATCH --gpus-per-node=4\n" in ranks
+    assert "-m torch.distributed.run --nproc-per-node 4 -m engine train" in ranks
+    nodes = slurm.render_script(ARGV, {"nproc": 8, "nnodes": 2, "device": "cuda"}, settings, "r")
+    assert "#SBATCH --nodes=2\n#SBATCH --ntasks-per-node=1\n#SBATCH --gpus-per-node=8\n" in nodes
+    assert "#SBATCH --time=60\n#SBATCH --account=lab\n" in nodes
+    assert ('exec srun --kill-on-bad-exit=1 --ntasks-per-node=1 \'/opt/py env/bin/python\' -m '
+            'torch.distributed.run --nnodes "$SLURM_NNODES" --nproc-per-node 8 --rdzv-backend '
+            'c10d --rdzv-endpoint "$head:29700" --rdzv-id "$SLURM_JOB_ID" -m engine') in nodes
+    for text in (one, ranks, nodes):  # each a valid bash script
+        path = tmp_path / "job.sbatch"
+        path.write_text(text)
+        assert subprocess.run(["bash", "-n", str(path)]).returncode == 0
+
+
+def test_a_new_script_never_replaces_a_file(tmp_path: Path) -> None:
+    folder = RunFolder(tmp_path)
+    (tmp_path / "job.sbatch").write_text("the user's own\n")
+    path = slurm.write_script(folder, "#!/bin/bash\n")
+    assert path.name == "job.2.sbatch" and (tmp_path / "job.sbatch").read_text() == "the user's own\n"
+
+
+def test_the_schedulers_ends_are_said(tmp_path: Path) -> None:
+    folder = RunFolder(tmp_path)
+    write_log(folder.log, [meta(), train(5, T0 + 5, 2.0)])
+    oom = slurm.scheduler_exit(folder, "17", slurm.JobState("OUT_OF_MEMORY", 0, 9))
+    assert oom.cause == "oom-killed" and "slurm job 17" in oom.cause_detail
+    gone = slurm.scheduler_exit(folder, "18", slurm.JobState("NODE_FAIL", None, None))
+    assert gone.status == "killed" and "a node of the job failed" in gone.output
+    ok = slurm.scheduler_exit(folder, "19", slurm.JobState("COMPLETED", 0, 0))
+    assert ok.output == "" and ok.code == 0
+    failed = slurm.scheduler_exit(folder, "20", slurm.JobState("FAILED", 3, 0))
+    assert (failed.code, failed.cause) == (3, "crashed")
