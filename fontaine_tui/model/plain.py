@@ -275,8 +275,7 @@ def babysit(preset: Preset, folder: RunFolder, engine: EngineProcess | SlurmJob,
         if not stop_on_exit:
             _say(watch, f"detached ({name}): {label(engine)} keeps running in {folder.root}")
             _say(watch, f"  watch it again: fontaine-tui attach {folder.root}")
-            _say(watch, "  stop it (checkpoints first): "
-                        + getattr(engine, "stop_hint", f"kill -INT -{engine.pid}"))
+            _say(watch, f"  stop it (checkpoints first): fontaine-tui stop {folder.root}")
             for line in sitter.close():  # what is queued goes out (at most notices.DRAIN_S)
                 _say(watch, line)
             return 128 + signum

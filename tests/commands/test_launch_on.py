@@ -9,6 +9,7 @@ import asyncio
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import time
@@ -102,8 +103,13 @@ def test_launch_on_a_host_cut_reattach_and_stop(remote, sshd, tmp_path, monkeypa
         runs = cli(tmp_path, "runs")
         assert ALIAS in runs.stdout and "remote_smoke" in runs.stdout
     finally:
-        if psutil.pid_exists(entry.pid):
-            subprocess.run(["kill", "-KILL", f"-{entry.pid}"], capture_output=True)
+        # os.killpg, not /bin/kill: procps-ng 4.0.2's kill reads `-KILL -1381` as pid -1 (every
+        # process), and only the remote login's engine is this test's to kill
+        try:
+            if entry.pid > 1 and psutil.Process(entry.pid).username() == USER:
+                os.killpg(entry.pid, signal.SIGKILL)
+        except (psutil.NoSuchProcess, ProcessLookupError):
+            pass
     assert not list(remote.home.rglob("PWNED")) and not (tmp_path / "PWNED").exists()
 
 

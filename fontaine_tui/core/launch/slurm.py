@@ -371,10 +371,6 @@ class SlurmJob:
     def label(self) -> str:
         return f"slurm job {self.job}"
 
-    @property
-    def stop_hint(self) -> str:
-        return f"fontaine-tui stop {shlex.quote(str(self.folder.root))}"
-
     def look(self) -> JobState | None:
         state = query(self.job, self.env)
         with self._lock:

@@ -228,7 +228,7 @@ def test_ctrl_c_detaches_and_the_run_survives_the_console(
         engine = EngineProcess.reattach(folder, entry.pid, entry.pid_started)
         assert proc.returncode == 130
         assert f"detached (SIGINT): engine pid {entry.pid} keeps running" in out
-        assert f"kill -INT -{entry.pid}" in out
+        assert f"fontaine-tui stop {folder.root}" in out
         assert pid_alive(entry.pid, entry.pid_started) and engine.poll() is None
         assert entry.status == "running"
         step = read_tail(folder).last_step
