@@ -269,6 +269,7 @@ def run_slurm(args: argparse.Namespace, partition: str) -> int:
     """launch --on slurm:PARTITION: the folder's guards, prereg.json frozen, job.sbatch written
     into the run folder and submitted (core/launch/slurm.py), registered with its job id,
     then watched here (the run folder on a filesystem the nodes share)."""
+    import dataclasses
     import hashlib
     import json
 
@@ -283,6 +284,8 @@ def run_slurm(args: argparse.Namespace, partition: str) -> int:
 
     preset = launchable(load_preset(args.preset))
     settings = slurm.slurm_settings(config_path())
+    if preset.slurm.get("time"):  # the experiment's time limit, frozen with it, over the user's
+        settings = dataclasses.replace(settings, time=str(preset.slurm["time"]))
     slurm.tool("sbatch")  # before anything is written
     folder = RunFolder(run_dir(preset, args.output_dir).resolve())
     registry, host = Registry(), hostname()

@@ -64,9 +64,9 @@ class BoundsChange:
 
     @property
     def math_changed(self) -> bool:
-        """Anything beyond [platform] (machinery-only knobs) and [babysit] (when the run
+        """Anything beyond [platform] (machinery-only knobs), [slurm] and [babysit] (when the run
         is looked at) changed."""
-        return any(s not in ("platform", "babysit") for s in self.sections)
+        return any(s not in ("platform", "babysit", "slurm") for s in self.sections)
 
     @property
     def message(self) -> str:

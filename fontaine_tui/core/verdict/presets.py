@@ -42,6 +42,7 @@ from fontaine_tui.core.verdict.watching import (
     babysit_canonical,
     babysit_section,
     notify_section,
+    slurm_section,
 )
 
 if sys.version_info >= (3, 11):
@@ -171,7 +172,8 @@ class PlatformFields(TypedDict):
 
 
 SECTIONS = ("run", "recipe", "platform", "verdict", "comparators", "amendments", "gates",
-            "labels", "interpretation", "source", "babysit", "notify")
+            "labels", "interpretation", "source", "babysit", "notify",
+            "slurm")
 MODEL_SIZES = ("tiny", "small", "base")
 OBJECTIVES = ("joint", "ar", "flow")
 DEVICES = ("auto", "cpu", "cuda")
@@ -214,6 +216,7 @@ class Preset:
     source: SourceSpec | None = None  # [source]: a run trained elsewhere, and how to read it
     babysit: Mapping[str, Scalar] = field(default_factory=dict)  # [babysit] (watching.py)
     notify: tuple[NotifySpec, ...] = ()  # [[notify]]: never in the canonical form
+    slurm: Mapping[str, Scalar] = field(default_factory=dict)  # [slurm] (watching.py)
 
     @property
     def foreign(self) -> bool:
@@ -276,6 +279,7 @@ def _validate(path: Path, doc: dict) -> Preset:
     gates = check_section(path, "gates", doc.get("gates", {}), GATES)
     babysit = babysit_section(path, doc.get("babysit"))
     notify = notify_section(path, doc.get("notify", []))
+    slurm = slurm_section(path, doc.get("slurm"))
     # The same tables key by key: _check_section held each value to its spec row, which
     # mypy cannot follow from the Spec tables themselves.
     rec, plat = cast(RecipeFields, recipe), cast(PlatformFields, platform)
@@ -347,6 +351,7 @@ def _validate(path: Path, doc: dict) -> Preset:
         **({"labels": labels} if labels else {}),
         **({"source": source.canonical()} if source is not None else {}),
         **({"babysit": b} if (b := babysit_canonical(babysit)) else {}),
+        **({"slurm": dict(slurm)} if slurm["time"] else {}),
     }
     digest = hashlib.sha256(canonical_bytes(canonical)).hexdigest()
     freeze = MappingProxyType
@@ -366,6 +371,7 @@ def _validate(path: Path, doc: dict) -> Preset:
         sha256=digest,
         source=source,
         babysit=freeze(babysit),
+        slurm=freeze(slurm),
         notify=notify,
     )
 

@@ -1,5 +1,6 @@
-"""A preset's two watching sections: `[babysit]` (when the run is looked at) and `[[notify]]`
-(who is told). Neither changes what the run means.
+"""A preset's watching sections: `[babysit]` (when the run is looked at), `[[notify]]` (who
+is told) and `[slurm]` (the time limit of a run submitted to Slurm). None changes what the
+run means.
 
 ```toml
 [babysit]
@@ -14,9 +15,9 @@ level = "warn"            # info | warn | alert: the least level sent (default i
 # service = "ntfy"                  # optional: slack | discord | ntfy | generic | apprise
 ```
 
-`[babysit]` enters the canonical form (and prereg.json) only when set away from its defaults,
-so presets written before it keep their sha256; a change to it after launch is not a change of
-bounds (prereg.compare). `[[notify]]` never enters the canonical form: prereg.json is written
+`[babysit]` and `[slurm]` enter the canonical form (and prereg.json) only when set away from
+their defaults, so presets written before them keep their sha256; a change to either after
+launch is not a change of bounds (prereg.compare). `[[notify]]` never enters the canonical form: prereg.json is written
 into the run folder and shared, and a webhook URL is a secret.
 """
 
@@ -35,6 +36,7 @@ BABYSIT: Spec = {
     "first_poll_minutes": (NUMBER, 0.0),
     "cadence_minutes": (NUMBER, 30.0),
 }
+SLURM_TIME = re.compile(r"(\d+-)?\d+(:\d{1,2}){0,2}")
 NOTIFY_KEYS = ("url", "url_env", "level", "service")
 _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
@@ -44,6 +46,17 @@ def babysit_section(path: Path, table: object) -> dict[str, Scalar]:
     if float(out["cadence_minutes"]) <= 0:
         raise PresetError(path, "babysit.cadence_minutes",
                           f"expected a number of minutes > 0, got {out['cadence_minutes']:g}")
+    return out
+
+
+def slurm_section(path: Path, table: object) -> dict[str, Scalar]:
+    """`[slurm]` of a preset: the job's time limit (`time`, as sbatch --time takes it), the
+    part of a Slurm request that belongs to the experiment. The cluster's own asks (account,
+    QOS, memory) are the user's, in config.toml's [slurm] (core/launch/slurm.py)."""
+    out = check_section(path, "slurm", table if table is not None else {}, {"time": (str, "")})
+    if out["time"] and not SLURM_TIME.fullmatch(str(out["time"])):
+        raise PresetError(path, "slurm.time", "expected minutes, H:MM:SS or D-HH:MM:SS, got "
+                          f"{out['time']!r}")
     return out
 
 
