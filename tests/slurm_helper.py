@@ -16,13 +16,14 @@ scripts/test installs them.
 from __future__ import annotations
 
 import os
-import re
 import shutil
 import signal
 import socket
 import subprocess
 import time
 from pathlib import Path
+
+from fontaine_tui.core.launch.slurm import parse_scontrol
 
 PARTITION = "debug"
 CLUSTER_NAME = "fontaine-test"
@@ -330,19 +331,3 @@ PartitionName={PARTITION} Nodes={self.hostname} Default=YES MaxTime=INFINITE Sta
         """`scontrol show job -o ID` as a dict of its Key=Value fields."""
         r = self.run(find_tool("scontrol"), "show", "job", "-o", job_id, check=True)
         return parse_scontrol(r.stdout)
-
-
-def parse_scontrol(text: str) -> dict[str, str]:
-    """Key=Value fields of one `scontrol show ... -o` record. A value with spaces (Command,
-    WorkDir, StdOut... of a path with spaces) runs on to the next ` Key=` token (keys start
-    with a letter and hold letters, digits, `_`, `:` and `/`: `CPUs/Task`, `AllocNode:Sid`)."""
-    fields: dict[str, str] = {}
-    key = None
-    for token in text.strip().split(" "):
-        name, eq, value = token.partition("=")
-        if eq and re.fullmatch(r"[A-Za-z][A-Za-z0-9_:/]*", name):
-            key = name
-            fields[key] = value
-        elif key is not None:
-            fields[key] += " " + token
-    return fields
