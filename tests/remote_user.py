@@ -21,7 +21,9 @@ from pathlib import Path
 
 from tests.sshd_helper import HOST_ALIAS, Sshd
 
-USER = "fontaine-remote"
+# one login per pytest-xdist worker (gw0, gw1, ...): two workers never share an account
+_WORKER = os.environ.get("PYTEST_XDIST_WORKER", "")
+USER = f"fontaine-remote-{_WORKER}" if _WORKER else "fontaine-remote"
 ALIAS = f"{HOST_ALIAS}-remote"
 
 
