@@ -393,9 +393,9 @@ def test_a_real_zombie_child_and_a_real_zombie_root() -> None:
     try:
         zombie = int(parent.stdout.readline())
         end = time.monotonic() + 10
-        while True:  # the child needs a moment to exit
+        while True:  # the child needs a moment to exit, the parent to reach its sleep
             tree, _ = sample_process(parent.pid)
-            if tree.pids_in("zombie") or time.monotonic() > end:
+            if (tree.pids_in("zombie") and tree.state == "sleeping") or time.monotonic() > end:
                 break
             time.sleep(0.05)
         assert tree.pids_in("zombie") == (zombie,) and tree.state == "sleeping"
