@@ -268,6 +268,16 @@ def test_submitted_from_a_login_node_over_ssh(cluster, remote, tmp_path: Path,
         again.close()
 
 
+def test_without_slurm_on_path_nothing_is_written(tmp_path: Path) -> None:
+    env = {**os.environ, "PATH": str(Path(sys.executable).parent),
+           "XDG_CONFIG_HOME": str(tmp_path / "config")}
+    res = subprocess.run([sys.executable, "-m", "fontaine_tui", "launch", "smoke", "--on",
+                          "slurm:gpu", "--output-dir", "run"], cwd=tmp_path, env=env,
+                         capture_output=True, text=True, timeout=120)
+    assert res.returncode == 2 and res.stderr.count("\n") == 1, res.stderr
+    assert "sbatch: not found on PATH" in res.stderr and not (tmp_path / "run").exists()
+
+
 # -- pure ---------------------------------------------------------------------------------------
 
 
