@@ -98,11 +98,18 @@ if [ "$off" -gt 0 ]; then
     if [ "$id" = "$had" ]; then mode=continue; else mode=segment; fi
   fi
 fi
-[ "$start" -gt 0 ] || : > "$a"
+# from the start: the stream finds the head seen here still in place before it sends
+# anything (a truncate between this check and its first read would pass new bytes off as
+# these); from $start: the anchor, already checked, before $start
+hd=0
+if [ "$start" = 0 ]; then
+  hd=$size; [ "$hd" -gt 4096 ] && hd=4096
+  piece "$f" 0 "$hd" > "$a"
+fi
 mkfifo -- "$d/wake" || exit 1
 echo "@fontaine ok $id $start $mode"
 if [ -n "$py" ] && command -v python3 >/dev/null 2>&1; then
-  python3 -c "$py" "$start" "$a" "$name" "$id" &
+  python3 -S -c "$py" "$start" "$a" "$name" "$id" &
   l=$!
   cat >/dev/null
   kill "$l" 2>/dev/null
@@ -124,6 +131,7 @@ w=$!
 (
   exec 4<"$d/wake"
   pos=$start la=$(stat -c %s -- "$a") more=1  # $a: the last $la bytes sent, up to $pos
+  # (from the start: the file's first $la bytes, checked at offset 0 until the first send)
   while :; do
     if [ "$more" = 0 ]; then  # wait for a wake; none left to come: the script is ending
       dd bs=1048576 count=1 status=none of="$d/woke" <&4 && [ -s "$d/woke" ] || exit 0
@@ -131,12 +139,13 @@ w=$!
     more=0
     size=$(stat -L -c %s -- "$f") || exit 0
     [ "$size" -eq "$pos" ] && continue
-    [ "$size" -gt "$pos" ] || { echo "@fontaine truncated" >&2; exit 0; }
+    [ "$size" -gt "$pos" ] && [ "$size" -ge "$la" ] || { echo "@fontaine truncated" >&2; exit 0; }
     n=$((size - pos)) k=$la
     [ "$n" -gt 4194304 ] && n=4194304 more=1
     [ "$k" -gt 4096 ] && k=4096
+    at=$((pos - k)); [ "$pos" = 0 ] && at=0
     piece "$f" "$pos" "$n" > "$c"
-    cmp -s -n "$k" -i "$((pos - k)):$((la - k))" -- "$f" "$a" || { echo "@fontaine truncated" >&2; exit 0; }
+    cmp -s -n "$k" -i "$at:$((la - k))" -- "$f" "$a" || { echo "@fontaine truncated" >&2; exit 0; }
     cat -- "$c" || exit 0
     mv -f -- "$c" "$a"
     pos=$((pos + n)) la=$n
@@ -149,8 +158,9 @@ kill "$t" "$w" "$l" 2>/dev/null
 wait
 """
 
-# The stream of FOLLOW_SCRIPT in one python3 process (stdlib only): argv start, anchor file,
-# name, device:inode. Polls the open file (fd 3) every 20 ms and the name once a second.
+# The stream of FOLLOW_SCRIPT in one python3 process (stdlib only): argv start, anchor file
+# (at start 0: the file's head, found at offset 0), name, device:inode. Polls the open file
+# (fd 3) every 20 ms and the name once a second.
 STREAM_PY = r"""
 import os, sys, time
 pos, name, ident = int(sys.argv[1]), sys.argv[3], sys.argv[4]
@@ -165,17 +175,18 @@ def said(what):
 try:
     while os.getppid() == parent:
         size = os.fstat(3).st_size
-        if size < pos:
+        if size < max(pos, len(anchor)):
             said(b"truncated")
         if size > pos:
             chunk = os.pread(3, min(size - pos, 4 << 20), pos)
-            if anchor and os.pread(3, len(anchor), pos - len(anchor)) != anchor:
+            at = pos - len(anchor) if pos else 0
+            if anchor and os.pread(3, len(anchor), at) != anchor:
                 said(b"truncated")
             view = memoryview(chunk)
             while view:
                 view = view[os.write(1, view):]
+            anchor = (anchor + chunk if pos else chunk)[-4096:]
             pos += len(chunk)
-            anchor = (anchor + chunk)[-4096:]
             if len(chunk) == 4 << 20:
                 continue
         elif time.monotonic() - checked >= 1:

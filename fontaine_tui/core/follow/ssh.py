@@ -333,6 +333,11 @@ class SshRun:
         delay = self.backoff[0]
         waiting = False
         skipped = self.skipped_lines.setdefault(name, [])
+        # after a copy-truncate, until a line of the new content is complete: the state before
+        # it, to reconnect with (a second truncate before the stream's first read puts the new
+        # content in a rotated copy; the header finds it from the old file's bytes, not from
+        # nothing read)
+        before_truncate: tuple[LineCutter, bytes] | None = None
         if history if history is not None else name == LOG:
             try:
                 async for batch in self._history(name):
@@ -342,6 +347,9 @@ class SshRun:
         while not self._closed:
             note, error = "", ""
             proc = None
+            if before_truncate is not None and cutter.offset <= 0:
+                cutter, head = before_truncate[0].copy(), before_truncate[1]
+            before_truncate = None
             anchor = cutter.anchor()
             try:
                 await self.ensure_master()
@@ -385,6 +393,7 @@ class SshRun:
                         if mode == b"same":
                             note = f"{name} was replaced by a file with the same content"
                     elif mode == b"continue":
+                        before_truncate = (cutter.copy(), head)
                         cutter.rebase()
                         head = b""
                         self.resets += 1

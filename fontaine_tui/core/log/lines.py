@@ -82,6 +82,15 @@ class LineCutter:
         other.cr = self.cr
         return other
 
+    def copy(self) -> LineCutter:
+        """A cutter in the same state, torn tail included, that goes on on its own."""
+        other = LineCutter(self.cap, self.next_line, self.offset, self.track)
+        other.tail, other.skip_bytes, other.skipped = self.tail, self.skip_bytes, [*self.skipped]
+        other._hash, other._recent = self._hash.copy(), self._recent
+        other._skip_hash = other._hash if self._skip_hash is self._hash else self._skip_hash.copy()
+        other._skip_recent, other._foreign, other.cr = self._skip_recent, self._foreign, self.cr
+        return other
+
     def rebase(self) -> None:
         """The stream goes on in a new file (a copy-truncate rotation): keep the line count
         and the torn tail, count offsets and the digest from the new file's first byte."""

@@ -323,6 +323,7 @@ async def test_rotated_segments_over_ssh_come_first(sshd, tmp_path):
 async def test_late_file_then_two_files_and_telemetry_over_one_connection(sshd, tmp_path):
     run = tmp_path / "run"
     run.mkdir()
+    before = {p.pid for p in sshd.connection_processes()}  # another test's, still closing
     src = source(sshd, run)
     log, out = Collector(src).start(), Collector(src, "engine.out.log").start()
     await log.until(lambda: any("waiting for" in n for n in log.notes), timeout=20)
@@ -334,7 +335,8 @@ async def test_late_file_then_two_files_and_telemetry_over_one_connection(sshd, 
     assert meminfo.startswith(b"MemTotal:")
     assert await src.master_pid() is not None
     # two tails and a telemetry command, one TCP connection (one post-auth sshd process)
-    sessions = [p for p in sshd.connection_processes() if "@notty" in " ".join(p.cmdline())]
+    sessions = [p for p in sshd.connection_processes()
+                if p.pid not in before and "@notty" in " ".join(p.cmdline())]
     assert len(sessions) == 1
     await log.stop()
     await out.stop()
