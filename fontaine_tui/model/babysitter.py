@@ -10,6 +10,7 @@ babysits it; another watcher of the same run shows the run but neither polls nor
 
 from __future__ import annotations
 
+import math
 import os
 import time
 from collections.abc import Callable, Mapping
@@ -24,7 +25,9 @@ from fontaine_tui.core.launch.babysit import (
     WatchLock,
     append_poll,
     poll_record,
+    read_told,
     resumed_clock,
+    told_record,
 )
 from fontaine_tui.core.verdict.prereg import parse_utc
 from fontaine_tui.core.verdict.rules import Verdict
@@ -64,6 +67,12 @@ class Babysitter:
         self.since = since  # polls before this (an earlier attempt's) do not count
         self._clock: PollClock | None = None
         self._sent_probes: set[int] = set(session.store.probes)  # read before: not news
+        # what an earlier watcher of this run posted (babysit.jsonl): not posted again
+        self._told = read_told(poll_log) if poll_log is not None and notices is not None \
+            else set()
+        # a watcher that comes to a run already under way (attach, babysit): its first look
+        # at the log posts the newest probe read nobody was told of, not the whole history
+        self._catching_up = auto_final
         self._failures_seen = 0
         self.polls = 0
         self.last_poll: dict[str, object] | None = None  # set by the tick that took it
@@ -104,12 +113,30 @@ class Babysitter:
             self.notices.launched(preset, folder, what, sha)
 
     def probe(self, step: int, verdict: Verdict) -> None:
-        """A probe's read, sent once (the plain report sends it the moment the line lands)."""
+        """A probe's read, sent once (the plain report sends it the moment the line lands),
+        and once across watchers: one posted before, by this run's record, is not news."""
         if step in self._sent_probes:
             return
         self._sent_probes.add(step)
-        if self.notices is not None:
+        rec = self.session.store.probes.get(step)
+        logged = rec.time if rec is not None else math.nan
+        if self.notices is not None and not self._was_told("probe", step, logged):
             self.notices.probe(step, verdict)
+            self._tell("probe", step, logged)
+
+    def _was_told(self, what: str, step: int, logged: float) -> bool:
+        return (what, step, logged if math.isfinite(logged) else None) in self._told
+
+    def _tell(self, what: str, step: int, logged: float) -> None:
+        """The post is queued: babysit.jsonl says so, for the next watcher of this run."""
+        self._told.add((what, step, logged if math.isfinite(logged) else None))
+        if self.poll_log is None:
+            return
+        try:
+            append_poll(self.poll_log, told_record(what, step, logged, self.clock(),
+                                                   self.watcher))
+        except OSError as exc:
+            self.say(f"warn: {self.poll_log}: not written ({exc.strerror or exc})")
 
     def incident(self, attempt: int, cause: str, text: str, step: int | None) -> None:
         if self.notices is not None:
@@ -127,6 +154,10 @@ class Babysitter:
             for w in new:
                 self.notices.warning(w, session.store.last_step or None)
         fresh = sorted(set(session.store.probes) - self._sent_probes)
+        if self._catching_up and session.store.last_step:
+            self._catching_up = False
+            fresh, older = fresh[-1:], fresh[:-1]
+            self._sent_probes.update(older)
         if fresh:
             view = session.view()
             for step in fresh:
@@ -137,6 +168,9 @@ class Babysitter:
             from fontaine_tui.core.verdict.text import render
 
             end = session.store.events[-1]
+            if self.notices is not None and self._was_told("verdict", end.step, end.time):
+                self.finalized = True  # an earlier watcher posted this end's verdict
+                return
             verdict = session.latest()
             self.final(verdict, render(verdict, session.source.label),
                        f"the log ended at step {end.step}: {end.detail}")
@@ -186,6 +220,12 @@ class Babysitter:
         self.finalized = True
         if self.notices is not None:
             self.notices.final(verdict, text, exit_line)
+            store = self.session.store
+            end = store.events[-1] if store.events and store.ended_at is not None else None
+            if end is not None:
+                self._tell("verdict", end.step, end.time)
+            else:
+                self._tell("verdict", store.last_step or 0, math.nan)
 
     def close(self, drain_s: float | None = None) -> list[str]:
         """Wait for the last deliveries (at most `drain_s`, else notices.DRAIN_S); a line per

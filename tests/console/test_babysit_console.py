@@ -46,17 +46,54 @@ async def test_the_console_posts_probe_reads_and_the_first_poll(tmp_path, preset
     app = app_on(folder, preset)
     async with app.run_test(size=SIZE) as pilot:
         await loaded(pilot, 600)
-        await until(pilot, lambda: len(hook.requests) >= 3)
-    posts = [json.loads(r.body) for r in hook.wait_for(3)]
-    hook.close()
+        await until(pilot, lambda: len(hook.requests) >= 2)
+        await pilot.pause(0.5)
+    posts = [json.loads(r.body) for r in hook.wait_for(2)]
     titles = sorted(p["title"] for p in posts)
     run = preset.run_name
     assert f"{run}: first poll" in titles
-    # the probes already in the log when the console opened are not news: the ones read
-    # after it opened are (here: the whole log arrives after the first tick)
-    assert {p["step"] for p in posts if "probe at step" in p["title"]} <= {250, 500}
-    polls = (folder / "babysit.jsonl").read_text().splitlines()
-    assert json.loads(polls[0])["watcher"] == "console"
+    # a console that comes to a run under way posts the newest read nobody was told of,
+    # not the log's whole history (probes at 250 and 500 here)
+    assert [p["step"] for p in posts if "probe at step" in p["title"]] == [500]
+    assert len(posts) == 2
+    lines = [json.loads(x) for x in (folder / "babysit.jsonl").read_text().splitlines()]
+    assert lines[0]["watcher"] == "console"
+    assert [(x["what"], x["step"]) for x in lines if x["kind"] == "told"] == [("probe", 500)]
+
+    # attached again: what was told is not told again
+    async with app_on(folder, preset).run_test(size=SIZE) as pilot:
+        await loaded(pilot, 600)
+        await pilot.pause(1.0)
+    assert len(hook.requests) == 2
+    hook.close()
+
+
+async def test_a_finished_run_attached_twice_gets_one_verdict_post_and_no_stall(
+        tmp_path, preset, monkeypatch):
+    hook = Hook()
+    monkeypatch.setenv("FONTAINE_NOTIFY", hook.url("/hooks/KEY78"))
+    folder = tmp_path / "done"
+    make_run(folder, upto=1000)  # the log ends with its `end` event
+    freeze(RunFolder(folder), preset, ["launch"], "here", now=T0 - 10)
+
+    def late_console():  # an hour after the end: silence, but of a finished run
+        return make_app(source=LocalRun(folder), preset=preset, clock=lambda: T0 + 3600,
+                        kind="attach", babysit_host="here", frame_s=0.05)
+
+    verdicts = []
+    for _ in range(2):
+        app = late_console()
+        async with app.run_test(size=SIZE) as pilot:
+            await loaded(pilot, 1000)
+            await until(pilot, lambda app=app: app.babysitter is not None
+                        and app.babysitter.finalized)
+            await pilot.pause(1.0)
+            assert "stall" not in {w.rule for w in app.session.warnings}
+        bodies = [json.loads(r.body) for r in hook.wait_for(1)]
+        verdicts.append([b for b in bodies if "VERDICT" in b["title"].upper()
+                         or "verdict" in b["title"]])
+    hook.close()
+    assert len(verdicts[0]) == 1 and len(verdicts[1]) == 1  # the second attach: no repost
 
 
 async def _keys_time(app) -> float:

@@ -213,8 +213,9 @@ def gpu_hours(store: RunStore, telemetry: TelemetrySnapshot | None,
 def stall(store: RunStore, telemetry: TelemetrySnapshot | None, gates: Mapping[str, object],
           now: float, process: ExitInfo | None, ctx: RunContext) -> RunWarning | None:
     """No record for stall_factor x the median interval (at least stall_min_s) while running:
-    one line of what most likely happens and where to look (stall.py has the precedence)."""
-    if process is not None:
+    one line of what most likely happens and where to look (stall.py has the precedence).
+    A run whose log ended (an `end` event, no resume after it) is quiet, not stalled."""
+    if process is not None or store.ended_at is not None:
         return None
     quiet = silence(store, gates, now, ctx.eval_every, ctx.save_every, ctx.steps)
     if quiet is None:

@@ -136,8 +136,10 @@ def append_poll(path: Path, rec: Mapping[str, object]) -> None:
         os.close(fd)
 
 
-def read_polls(path: Path) -> list[dict[str, Any]]:
-    """babysit.jsonl's polls; a torn or foreign line is skipped."""
+TOLD = "told"  # babysit.jsonl's other kind of line: a probe read or verdict that was posted
+
+
+def _lines(path: Path) -> list[dict[str, Any]]:
     try:
         data = path.read_bytes()
     except OSError:
@@ -150,6 +152,33 @@ def read_polls(path: Path) -> list[dict[str, Any]]:
             continue
         if isinstance(rec, dict) and isinstance(rec.get("time"), (int, float)):
             out.append(rec)
+    return out
+
+
+def read_polls(path: Path) -> list[dict[str, Any]]:
+    """babysit.jsonl's polls; a torn or foreign line is skipped."""
+    return [rec for rec in _lines(path) if rec.get("kind") != TOLD]
+
+
+def told_record(what: str, step: int, logged: float, now: float, watcher: str
+                ) -> dict[str, object]:
+    """babysit.jsonl's line for a post that went out: `what` ("probe", "verdict") about the
+    log's record at `step` written at `logged` (a record logged again after a resume is news
+    again)."""
+    return {"time": now, "at": utc_iso(now), "kind": TOLD, "what": what, "step": step,
+            "logged": logged if math.isfinite(logged) else None, "watcher": watcher}
+
+
+def read_told(path: Path) -> set[tuple[str, int, float | None]]:
+    """What babysit.jsonl says was already posted, as (what, step, logged): a watcher that
+    comes back (a console re-attached, a babysitter restarted) does not post it again."""
+    out: set[tuple[str, int, float | None]] = set()
+    for rec in _lines(path):
+        if rec.get("kind") == TOLD and isinstance(rec.get("step"), int) \
+                and isinstance(rec.get("what"), str):
+            logged = rec.get("logged")
+            out.add((rec["what"], rec["step"],
+                     float(logged) if isinstance(logged, (int, float)) else None))
     return out
 
 
