@@ -52,8 +52,8 @@ class Destination:
 
     @property
     def label(self) -> str:
-        """The URL as it may be shown: tokens replaced by ***."""
-        return redact_url(self.url)
+        """The URL as it may be shown: tokens replaced by *** (this service's, redact.py)."""
+        return redact_url(self.url, self.service)
 
     @property
     def post_url(self) -> str:

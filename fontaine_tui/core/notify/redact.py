@@ -1,9 +1,24 @@
 """Webhook tokens out of every string that could be printed or logged.
 
-A notification URL is a credential: whoever has a Slack or Discord incoming-webhook URL can
-post to the channel. `redact_url` keeps what says *where* (scheme, host, port, the fixed part
-of the path) and replaces what grants access with `***`; `redact_text` does the same inside
-any text (an error message, a reason) that might quote the URL or a piece of it.
+A notification URL is a credential: whoever has a Slack or Discord incoming-webhook URL, or a
+generic webhook's URL, or an ntfy topic, can post there. `redact_url` keeps what says *where*
+(scheme, host, port, and the fixed part of a Slack or Discord path) and replaces what grants
+access with `***`:
+
+- Slack (`/services/T.../B.../TOKEN`): `/services/***/***/***`;
+- Discord (`/api/webhooks/ID/TOKEN`): `/api/webhooks/ID/***`;
+- ntfy (`https://ntfy.sh/TOPIC`, a self-hosted `https://ntfy.example.com/TOPIC`, whose topic
+  is the password) and any other http(s) webhook (`/hooks/KEY`, `/SECRETTOKEN`,
+  `/UUID`): every path segment, `/***`, `/***/***`;
+- other schemes (`ntfy://HOST/TOPIC`, apprise URLs): every path segment, and the host
+  unless ntfy (`tgram://BOTTOKEN/CHAT`);
+- everywhere: user info, query values, the fragment.
+
+The destination's service (destinations.py) says which: given, a Slack or Discord path is
+kept only for that service (a self-hosted ntfy topic named `services` is hidden); not given,
+it is told from the path's shape. `redact_text` does the same inside any text (an error
+message, a reason) that might quote the URL or a piece of it: `secrets_of` gives it the
+pieces `redact_url` hides.
 """
 
 from __future__ import annotations
@@ -22,26 +37,31 @@ def _split(url: str):
         return None
 
 
-def _secret_segments(scheme: str, host: str, segments: list[str]) -> list[int]:
-    """Indexes of the path segments that are secret."""
+def _named(segments: list[str]) -> list[int]:
+    return [i for i, s in enumerate(segments) if s]
+
+
+def _secret_segments(scheme: str, segments: list[str], service: str | None = None
+                     ) -> list[int]:
+    """Indexes of the path segments that are secret: all of them but the fixed part of a
+    Slack or Discord webhook's path (`service` None: told by the path's shape)."""
+    named = _named(segments)
     if scheme not in ("http", "https"):  # ntfy://host/topic, apprise URLs: all of the path
-        return [i for i, s in enumerate(segments) if s]
-    if "services" in segments:  # Slack: /services/T.../B.../TOKEN
-        start = segments.index("services") + 1
-        return list(range(start, len(segments)))
-    for i in range(len(segments) - 1):  # Discord: /api/webhooks/ID/TOKEN
-        if segments[i] == "api" and segments[i + 1] == "webhooks":
-            return list(range(i + 3, len(segments)))
-    if host == "ntfy.sh" or host.endswith(".ntfy.sh"):  # the topic is the password
-        return [i for i, s in enumerate(segments) if s]
-    # any other webhook (Mattermost /hooks/KEY, n8n /webhook/UUID, a self-hosted ntfy's
-    # topic): what follows the first segment may be the key
-    named = [i for i, s in enumerate(segments) if s]
-    return named[1:]
+        return named
+    words = [segments[i] for i in named]
+    if service in (None, "slack") and len(words) > 1 and words[0] == "services":
+        return named[1:]  # Slack: /services/T.../B.../TOKEN
+    if service in (None, "discord") and len(words) > 2 and words[:2] == ["api", "webhooks"]:
+        return named[3:]  # Discord: /api/webhooks/ID/TOKEN (the ID alone grants nothing)
+    # ntfy (the topic is the password, on ntfy.sh or a host of one's own) and any other
+    # webhook (Mattermost /hooks/KEY, n8n /webhook/UUID, webhook.site/UUID, /SECRETTOKEN):
+    # any segment may be the key
+    return named
 
 
-def redact_url(url: str) -> str:
-    """`url` with its userinfo, secret path segments, query values and fragment as `***`."""
+def redact_url(url: str, service: str | None = None) -> str:
+    """`url` with its userinfo, secret path segments, query values and fragment as `***`;
+    `service`: the destination's (slack, discord, ntfy, generic, apprise), None: unknown."""
     parts = _split(url)
     if parts is None or not parts.scheme or not parts.netloc:
         return MASK
@@ -50,7 +70,7 @@ def redact_url(url: str) -> str:
     if "@" in parts.netloc:
         netloc = f"{MASK}@{netloc}"
     segments = parts.path.split("/")
-    secret = _secret_segments(parts.scheme.lower(), host.lower(), segments)
+    secret = _secret_segments(parts.scheme.lower(), segments, service)
     if parts.scheme.lower() not in ("http", "https") and host:
         # an apprise or ntfy URL may carry its token as the "host" (tgram://BOTTOKEN/CHAT)
         if parts.scheme.lower() not in ("ntfy", "ntfys"):
@@ -64,8 +84,9 @@ def redact_url(url: str) -> str:
     return urlunsplit((parts.scheme, netloc, path, query, fragment))
 
 
-def secrets_of(url: str) -> list[str]:
-    """The pieces of `url` that `redact_url` hides, longest first (raw and percent-decoded)."""
+def secrets_of(url: str, service: str | None = None) -> list[str]:
+    """The pieces of `url` that `redact_url(url, service)` hides, longest first (raw and
+    percent-decoded)."""
     parts = _split(url)
     if parts is None:
         return [url]
@@ -76,7 +97,7 @@ def secrets_of(url: str) -> list[str]:
     if parts.scheme.lower() not in ("http", "https", "ntfy", "ntfys") and parts.netloc:
         found.append(parts.netloc)
     segments = parts.path.split("/")
-    secret = _secret_segments(parts.scheme.lower(), (parts.hostname or "").lower(), segments)
+    secret = _secret_segments(parts.scheme.lower(), segments, service)
     found += [segments[i] for i in secret]
     found += [v for _, v in parse_qsl(parts.query, keep_blank_values=True)]
     if parts.query:
@@ -88,12 +109,14 @@ def secrets_of(url: str) -> list[str]:
     return sorted(out, key=len, reverse=True)
 
 
-def redact_text(text: str, urls: Iterable[str]) -> str:
-    """`text` with each of `urls` (whole, then each secret piece of it) replaced."""
-    urls = [u for u in urls if u]
-    for url in sorted(urls, key=len, reverse=True):
-        text = text.replace(url, redact_url(url))
-    for url in urls:
-        for piece in secrets_of(url):
+def redact_text(text: str, urls: Iterable[str | tuple[str, str | None]]) -> str:
+    """`text` with each of `urls` (whole, then each secret piece of it) replaced; an item may
+    be `(url, service)`, the destination's service (see `redact_url`)."""
+    pairs = [u if isinstance(u, tuple) else (u, None) for u in urls]
+    pairs = [(u, service) for u, service in pairs if u]
+    for url, service in sorted(pairs, key=lambda p: len(p[0]), reverse=True):
+        text = text.replace(url, redact_url(url, service))
+    for url, service in pairs:
+        for piece in secrets_of(url, service):
             text = text.replace(piece, MASK)
     return text
