@@ -2,8 +2,9 @@
 one is the document's first-poll summary), each probe's read as it stands (PROVISIONAL until
 the endpoint), each new warning (the GPU-hours gate among them), an incident (an attempt that
 ended before the endpoint, with its cause), and the final verdict with both rules and the
-per-dataset breakdown. Sending never blocks (the notifier's own threads deliver); what failed
-is said at the end, its URLs redacted. model/babysitter.py decides when."""
+per-dataset breakdown (fields for Slack and Discord, lines of the text for the others).
+Sending never blocks (the notifier's own threads deliver); what failed is said at the end,
+its URLs redacted. model/babysitter.py decides when."""
 
 from __future__ import annotations
 
@@ -83,11 +84,18 @@ class RunNotices:
                    cause=cause)
 
     def final(self, verdict: Verdict, text: str, exit_line: str) -> None:
+        """The verdict; each dataset's read as a field (Slack, Discord) and as a line of the
+        text elsewhere (generic, ntfy, apprise: `Message.detail`)."""
+        breakdown = {name: f"{verdict.read} {signed(x)}" for name, x in verdict.datasets.items()}
         fields = {"verdict": verdict.label}
-        fields.update({f"dataset {name}": f"{verdict.read} {signed(x)}"
-                       for name, x in verdict.datasets.items()})
-        self._send(_level(verdict), f"{self.run}: VERDICT {verdict.label}",
-                   f"{exit_line}\n{text}", verdict.read_step, **fields)
+        fields.update({f"dataset {name}": value for name, value in breakdown.items()})
+        detail = "\n".join([f"per dataset (the bounds are {verdict.metric}'s):",
+                            *(f"  {name}: {value}" for name, value in breakdown.items())]
+                           ) if breakdown else ""
+        self.notifier.send(Message(level=_level(verdict), title=f"{self.run}: VERDICT "
+                                   f"{verdict.label}", text=f"{exit_line}\n{text}",
+                                   run=self.run, step=verdict.read_step, fields=fields,
+                                   detail=detail))
 
     @property
     def failures(self) -> list[str]:

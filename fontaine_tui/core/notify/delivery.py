@@ -130,7 +130,7 @@ def send_apprise(url: str, m: Message) -> None:
     sender = lib.Apprise()
     if not sender.add(url):
         raise _GiveUp("apprise does not know this URL")
-    ok = sender.notify(title=m.title, body=m.text or m.title,
+    ok = sender.notify(title=m.title, body=m.full_text or m.title,
                        notify_type=APPRISE_TYPE[m.level])
     if not ok:
         raise _Retry("apprise reported a failed delivery")
@@ -208,7 +208,7 @@ class Notifier:
         self._closing = False
         self._abort = threading.Event()
         self._lanes = [_Lane(d, self) for d in destinations]
-        self._urls = [u for d in self.destinations for u in (d.url, d.post_url)]
+        self._urls = [(u, d.service) for d in self.destinations for u in (d.url, d.post_url)]
         for lane in self._lanes:
             lane.thread.start()
 

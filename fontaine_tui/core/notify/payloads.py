@@ -4,7 +4,9 @@ Slack incoming webhook: `{"text", "blocks"}` (header, section mrkdwn, fields, co
 Discord webhook: `{"content", "embeds", "allowed_mentions"}` (one embed; colour by level;
 no @mentions from run text). ntfy: the text as the body, Title/Priority/Tags headers.
 Generic: `{"level", "title", "text", "run", "step", "time"}`. Long text is cut with an
-ellipsis at each service's limit (the constants below).
+ellipsis at each service's limit (the constants below). A message's `detail` (its fields in
+words, where they say more than the text) ends the text of the services that show no fields
+(generic, ntfy, apprise: `Message.full_text`); Slack and Discord show the fields instead.
 """
 
 from __future__ import annotations
@@ -44,6 +46,12 @@ class Message:
     step: int | None = None
     time: float = field(default_factory=_time.time)
     fields: dict[str, str] = field(default_factory=dict)
+    detail: str = ""  # for the services without fields: the text's last lines
+
+    @property
+    def full_text(self) -> str:
+        """The text, then `detail`: what generic, ntfy and apprise send."""
+        return "\n".join(p for p in (self.text, self.detail) if p)
 
     @property
     def iso_time(self) -> str:
@@ -119,7 +127,7 @@ def discord(m: Message) -> dict[str, Any]:
 
 
 def generic(m: Message) -> dict[str, Any]:
-    return {"level": m.level, "title": m.title, "text": m.text, "run": m.run,
+    return {"level": m.level, "title": m.title, "text": m.full_text, "run": m.run,
             "step": m.step, "time": m.iso_time}
 
 
@@ -134,7 +142,7 @@ def _header(value: str) -> str:
 
 
 def ntfy(m: Message) -> tuple[bytes, dict[str, str]]:
-    body = m.text or m.title
+    body = m.full_text or m.title
     data = body.encode()
     if len(data) > NTFY_BODY_BYTES:
         cut = NTFY_BODY_BYTES - len(ELLIPSIS.encode())
