@@ -219,6 +219,26 @@ def test_a_job_held_in_the_queue_is_cancelled(cluster, tmp_path: Path,
         cluster.run("scontrol", "update", f"PartitionName={PARTITION}", "State=UP")
 
 
+PERCENT = "run %j %x 100%% %N done%"  # sbatch's filename patterns, literal in a folder name
+
+
+@pytest.mark.parametrize("name", [PERCENT, "back\\slash %j"])
+def test_the_jobs_output_lands_in_a_folder_named_with_patterns(cluster, tmp_path: Path,
+                                                               name: str) -> None:
+    """sbatch expands %j, %x, %%... in --output (a backslash turns that off and is itself
+    an escape): the folder's own engine.out.log gets the output, not a file named after the
+    job, and the job runs in the folder (--chdir is taken as it is)."""
+    folder = RunFolder(tmp_path / name)
+    folder.root.mkdir()
+    script = folder.root / "job.sbatch"
+    script.write_text('#!/bin/bash\necho "job $SLURM_JOB_ID in $PWD"\n')
+    job = slurm.submit(folder, script, PARTITION, "pct", env=cluster.env())
+    wait_for(lambda: (s := slurm.query(job, cluster.env())) is not None and not s.active,
+             "the job ends", 120)
+    assert folder.engine_out.read_text() == f"job {job} in {folder.root}\n"
+    assert sorted(p.name for p in tmp_path.iterdir()) == [name]  # nothing beside it
+
+
 @pytest.mark.ssh
 @pytest.mark.engine
 @pytest.mark.slow
@@ -288,6 +308,29 @@ def test_targets() -> None:
     for bad in ("slurm:", "slurm:a b", "slurm:$(x)", "slurm:gpu@-oProxyCommand=x"):
         with pytest.raises(InputError):
             slurm.parse_target(bad)
+
+
+def test_sbatch_gets_the_output_path_escaped_and_the_folder_as_it_is(tmp_path: Path,
+                                                                      monkeypatch) -> None:
+    """The sbatch on PATH here records its argv: --output has `%` written `%%` (a path with a
+    backslash: its backslashes doubled, its `%` left, as Slurm then expands nothing), while
+    --chdir and the script's path are literal."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    sbatch = bin_dir / "sbatch"
+    sbatch.write_text('#!/bin/sh\nfor a in "$@"; do printf \'%s\\n\' "$a"; done > "$0.argv"\n'
+                      "echo 42\n")
+    sbatch.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{bin_dir}:{os.environ['PATH']}")
+    for name, output in ((PERCENT, "run %%j %%x 100%%%% %%N done%%"),
+                         ("a\\b %j", "a\\\\b %j"), ("plain", "plain")):
+        folder = RunFolder(tmp_path / name)
+        folder.root.mkdir()
+        script = folder.root / "job.sbatch"
+        assert slurm.submit(folder, script, "gpu", "x") == "42"
+        argv = (bin_dir / "sbatch.argv").read_text().splitlines()
+        assert f"--output={tmp_path}/{output}/engine.out.log" in argv, argv
+        assert f"--chdir={folder.root}" in argv and argv[-1] == str(script)
 
 
 def test_settings_are_checked_key_by_key(tmp_path: Path) -> None:

@@ -170,14 +170,39 @@ class SshRun:
             if rc != 0:
                 raise SshError(self.explain(log.read_bytes()))
 
-    async def _exec(self, command: str) -> tuple[int, bytes, bytes]:
+    # How long one remote command may take before it is cut here: a host that stops
+    # answering mid-command (a hung file system, a stuck scheduler) while the connection
+    # itself stays up would otherwise hold its caller forever. Reads, listings and probes
+    # take seconds; a caller with a longer legitimate step passes its own `timeout`.
+    EXEC_TIMEOUT_S = 300.0
+
+    async def _exec(self, command: str, timeout: float | None = EXEC_TIMEOUT_S
+                    ) -> tuple[int, bytes, bytes]:
+        """(exit status, stdout, stderr) of `command` over the shared connection; SshError
+        when ssh fails (255) or the command has not finished within `timeout` seconds (None:
+        no limit), the ssh client then killed."""
         await self.ensure_master()
         proc = await asyncio.create_subprocess_exec(
             *self.argv(command), stdin=asyncio.subprocess.DEVNULL,
             stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
         self._procs.add(proc)
         try:
-            out, err = await proc.communicate()
+            out, err = await asyncio.wait_for(proc.communicate(), timeout)
+        except asyncio.TimeoutError:
+            with contextlib.suppress(ProcessLookupError):
+                proc.kill()
+            # The shared connection's master holds copies of the client's pipes (ssh hands
+            # them over the control socket), so they stay open after the client dies and
+            # asyncio's wait() would wait for them: close this side's ends too.
+            transport = getattr(proc, "_transport", None)
+            if transport is not None:
+                transport.close()
+            with contextlib.suppress(asyncio.TimeoutError):
+                await asyncio.wait_for(proc.wait(), 10)
+            raise SshError(f"{self.target.destination}: no answer from the remote command in "
+                           f"{timeout:g} s (the host or the command there stopped answering); "
+                           "cut here, it may still be running there; try by hand: "
+                           + self.target.hand_command(self.ssh_options)) from None
         finally:
             self._procs.discard(proc)
         assert proc.returncode is not None  # communicate() waited for the exit
@@ -185,10 +210,12 @@ class SshRun:
             raise SshError(self.explain(err))
         return proc.returncode, out, err
 
-    async def shell(self, command: str) -> tuple[int, bytes, bytes]:
+    async def shell(self, command: str, timeout: float | None = EXEC_TIMEOUT_S
+                    ) -> tuple[int, bytes, bytes]:
         """(exit status, stdout, stderr) of one remote shell command line over the shared
-        connection; the caller quotes every piece it did not write (remote_command)."""
-        return await self._exec(command)
+        connection; the caller quotes every piece it did not write (remote_command). SshError
+        when it has not finished within `timeout` seconds (None: no limit)."""
+        return await self._exec(command, timeout)
 
     async def run_command(self, argv: list[str]) -> bytes:
         """Run argv on the remote host over the shared connection; its stdout.

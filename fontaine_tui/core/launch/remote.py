@@ -8,7 +8,9 @@ to be the same one (the remote's sha256 against this one's), the frozen prereg.j
 back and kept beside the registry with the same hash, and the run is registered with its
 host. `RemoteEngine` is the console's handle on that engine: its state polled over the shared
 connection in a thread (the console never waits on SSH), and `stop` runs `fontaine-tui stop`
-there (SIGINT, then SIGTERM, then SIGKILL: the same sequence as here).
+there (SIGINT, then SIGTERM, then SIGKILL: the same sequence as here). Liveness has three
+answers: alive, gone, and "cannot say now" (the host or the scheduler not answering), which
+is never taken for gone; a run seen gone is read there, never stopped (`read_exit`).
 
 Every remote command line is built by `fontaine_command`: the fixed words are ours, every
 piece a user gave (paths, names, values) single-quoted, so nothing runs that was not asked.
@@ -27,30 +29,46 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from fontaine_tui.core.errors import InputError
-from fontaine_tui.core.follow.ssh import SshRun
+from fontaine_tui.core.follow.ssh import SshError, SshRun
 from fontaine_tui.core.follow.target import SshTarget
+from fontaine_tui.core.launch import slurm
 from fontaine_tui.core.launch.hosts import HostSettings
-from fontaine_tui.core.launch.launcher import ExitInfo, exit_from_dict
+from fontaine_tui.core.launch.launcher import ExitInfo, exit_from_dict, exit_to_dict
+from fontaine_tui.core.launch.slurm import check_host
 from fontaine_tui.core.verdict.prereg import Prereg, parse_prereg
 from fontaine_tui.core.verdict.presets import Preset
 
+__all__ = ["RemoteEngine", "RemoteLaunch", "check_host", "fontaine_command", "keep_prereg",
+           "launch_on", "python_command", "read_exit", "report_exit"]
+
 POLL_S = 5.0  # how often RemoteEngine looks at the remote pid
-STOP_TIMEOUT_S = 200.0  # the remote stop's own graces (60 + 30 + 10 s) and the connection
+# an SSH connection (ConnectTimeout, a slow login) and the remote python's start, on top of
+# what a remote command itself waits for
+CONNECT_S = 60.0
+CALL_TIMEOUT_S = 120.0  # a short remote fontaine-tui command (`presets show`)
+# `launch --detach --json` there: its guards' probes, the engine's identity (launcher's 60 s),
+# sbatch (slurm.QUERY_TIMEOUT_S) and a python start on a slow shared file system
+LAUNCH_TIMEOUT_S = 600.0
+# the remote stop: SlurmJob.stop's longest sequence (graces and scheduler calls), which
+# covers the pid sequence (SIGINT 60 s, SIGTERM 30 s, SIGKILL 10 s), and the connection
+STOP_TIMEOUT_S = slurm.stop_bound() + CONNECT_S
+# read_exit there: one look at a job (squeue, sacct, scontrol), and the connection
+READ_TIMEOUT_S = slurm.LOOK_S + CONNECT_S
+READ_TRIES = 3  # reads that fail in a row before a run seen gone ends with the failure said
+READ_EXIT = ("import sys; from fontaine_tui.core.launch.remote import report_exit; "
+             "sys.exit(report_exit(*sys.argv[1:]))")
+
+
+def python_command(settings: HostSettings, *argv: str) -> str:
+    """`cd PROJECT && exec env K=V... PYTHON ARGV...`, every piece quoted."""
+    env = [shlex.quote(f"{k}={v}") for k, v in settings.env.items()]
+    return " ".join(["cd", "--", shlex.quote(settings.project), "&&", "exec", "env", "--", *env,
+                     shlex.quote(settings.python), *map(shlex.quote, argv)])
 
 
 def fontaine_command(settings: HostSettings, *args: str) -> str:
     """`cd PROJECT && exec env K=V... PYTHON -m fontaine_tui ARGS...`, every piece quoted."""
-    env = [shlex.quote(f"{k}={v}") for k, v in settings.env.items()]
-    return " ".join(["cd", "--", shlex.quote(settings.project), "&&", "exec", "env", "--", *env,
-                     shlex.quote(settings.python), "-m", "fontaine_tui",
-                     *map(shlex.quote, args)])
-
-
-def check_host(name: str) -> None:
-    """A host as ssh will take it: no option, no space, no shell or control character."""
-    if not name or name.startswith("-") or any(c.isspace() or ord(c) < 32 for c in name):
-        raise InputError(f"--on {name!r}: expected a host name or ssh alias (no spaces, not "
-                         "beginning with '-')")
+    return python_command(settings, "-m", "fontaine_tui", *args)
 
 
 @dataclass(frozen=True, slots=True)
@@ -71,8 +89,9 @@ def _last_line(err: bytes) -> str:
     return lines[-1][:300] if lines else ""
 
 
-async def _call(ssh: SshRun, settings: HostSettings, *args: str) -> tuple[int, bytes, bytes]:
-    rc, out, err = await ssh.shell(fontaine_command(settings, *args))
+async def _call(ssh: SshRun, settings: HostSettings, *args: str,
+                timeout: float = CALL_TIMEOUT_S) -> tuple[int, bytes, bytes]:
+    rc, out, err = await ssh.shell(fontaine_command(settings, *args), timeout)
     if rc == 127 or b"No module named fontaine_tui" in err:
         raise InputError(f"{settings.name}: {settings.python} -m fontaine_tui: not found in "
                          f"{settings.project} ({_last_line(err)}); set [hosts.{settings.name}] "
@@ -102,7 +121,11 @@ async def launch_on(settings: HostSettings, preset: Preset, keep: Path, *,
         args += ["--resume"] if resume else []
         args += ["--yes-ram"] if yes_ram else []
         args += ["--on", on] if on else []
-        rc, out, err = await _call(ssh, settings, *args)
+        try:
+            rc, out, err = await _call(ssh, settings, *args, timeout=LAUNCH_TIMEOUT_S)
+        except SshError as exc:  # cut mid-launch: what it did there is not known here
+            raise InputError(f"{exc}; the launch there may have gone on: see "
+                             f"`fontaine-tui runs` on {host}") from None
         if rc != 0:  # the remote guards' one line (exit 2), or its failure
             raise InputError(f"{host}: {_last_line(err) or f'launch exited {rc}'}")
         try:
@@ -152,7 +175,8 @@ def keep_prereg(keep: Path, host: str, run_dir: str, raw: bytes) -> Path:
 class RemoteEngine:
     """The engine of a run launched on another host, as the console's `Process`: `poll`
     answers at once from the last look (a thread looks every POLL_S over the shared
-    connection), `stop` runs the stop sequence there and returns how it ended."""
+    connection, and reads how the run ended there once it is gone), `stop` runs the stop
+    sequence there and returns how it ended."""
 
     def __init__(self, settings: HostSettings, run_dir: str, pid: int,
                  ssh_options: Sequence[str] = (), poll_s: float = POLL_S, job: str = "") -> None:
@@ -160,7 +184,7 @@ class RemoteEngine:
         self.ssh = SshRun(SshTarget(settings.name, run_dir), ssh_options)
         self.poll_s = poll_s
         self._exit: ExitInfo | None = None
-        self._gone = False
+        self._lock = threading.Lock()
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._watch, daemon=True,
                                         name=f"remote-engine-{settings.name}")
@@ -171,42 +195,75 @@ class RemoteEngine:
         return subprocess.run(self.ssh.argv(command, master="auto"), capture_output=True,
                               timeout=timeout, stdin=subprocess.DEVNULL)
 
-    def alive(self) -> bool | None:
-        """Is the pid there (a Slurm job: in squeue's list)? None when the host cannot be
-        asked now."""
-        if self.job:
-            env = [shlex.quote(f"{k}={v}") for k, v in self.settings.env.items()]
-            command = " ".join(["env", "--", *env, "squeue", "-h", "-j", str(int(self.job)),
-                                "-o", "%T", "|", "grep", "-q", "."])
-        else:
-            command = f"test -d /proc/{int(self.pid)}"
+    def _scheduler(self, argv: Sequence[str]) -> subprocess.CompletedProcess[str] | None:
+        """A Slurm client command run there (slurm.Runner): None when it could not be run (ssh
+        failed, no such command there) or did not finish."""
+        env = [shlex.quote(f"{k}={v}") for k, v in self.settings.env.items()]
+        command = " ".join(["env", "--", *env, *map(shlex.quote, argv)])
         try:
-            res = self._run(command, 30)
+            res = self._run(command, slurm.QUERY_TIMEOUT_S + CONNECT_S)
         except (OSError, subprocess.TimeoutExpired):
             return None
-        return None if res.returncode == 255 else res.returncode == 0
+        if res.returncode in (126, 127, 255):
+            return None
+        return subprocess.CompletedProcess(res.args, res.returncode,
+                                           res.stdout.decode("utf-8", "replace"),
+                                           res.stderr.decode("utf-8", "replace"))
+
+    def alive(self) -> bool | None:
+        """Is the pid there (a Slurm job: queued or running, as slurm.alive asks squeue, then
+        sacct, then scontrol there)? None when the host or its scheduler cannot say now."""
+        if self.job:
+            return slurm.alive(str(int(self.job)), run=self._scheduler)
+        try:
+            res = self._run(f"test -d /proc/{int(self.pid)}", 30)
+        except (OSError, subprocess.TimeoutExpired):
+            return None
+        return {0: True, 1: False}.get(res.returncode)  # 255: ssh failed; else not `test`'s
 
     def _watch(self) -> None:
+        failed = 0
         while not self._stop.wait(self.poll_s):
-            if self.alive() is False:
-                self._gone = True
+            if self.alive() is not False:
+                continue
+            try:
+                info = self._ask_exit()
+            except InputError as exc:
+                failed += 1
+                if failed < READ_TRIES:
+                    continue
+                info = ExitInfo(None, None, False, 0, None, "", str(exc))
+            if info is not None:
+                with self._lock:
+                    if self._exit is None:
+                        self._exit = info
                 return
+            failed = 0  # running after all, or the host cannot say: look again
 
     def poll(self) -> ExitInfo | None:
-        if self._exit is not None:
-            return self._exit
-        if not self._gone:
-            return None
-        self._exit = self._ask_exit()
         return self._exit
 
-    def _ask_exit(self) -> ExitInfo:
-        """How it ended, as the host's fontaine-tui reads its folder (`stop` of a run that
-        is gone stops nothing and says how it ended)."""
+    def _ask_exit(self) -> ExitInfo | None:
+        """How the run ended, as the host's fontaine-tui reads its folder (`read_exit` there:
+        nothing is stopped or written); None while it runs there after all, or while its
+        scheduler cannot say; InputError when it cannot be read."""
+        command = python_command(self.settings, "-c", READ_EXIT, self.run_dir, str(self.pid),
+                                 self.job)
+        where = f"{self.settings.name}: reading how {self.run_dir} ended"
         try:
-            return self._stop_there(timeout=60)
-        except InputError as exc:
-            return ExitInfo(None, None, False, 0, None, "", str(exc))
+            res = self._run(command, READ_TIMEOUT_S)
+        except (OSError, subprocess.TimeoutExpired) as exc:
+            raise InputError(f"{where}: {exc}") from None
+        if res.returncode != 0:
+            raise InputError(f"{where}: exit {res.returncode}: {_last_line(res.stderr)}")
+        try:
+            doc = json.loads(res.stdout.decode().strip().splitlines()[-1])
+            alive, info = doc["alive"], doc["exit"]
+        except (ValueError, IndexError, KeyError, TypeError) as exc:
+            raise InputError(f"{where}: expected one JSON line ({exc})") from None
+        if alive is False and isinstance(info, dict):
+            return exit_from_dict(info)
+        return None
 
     def _stop_there(self, timeout: float) -> ExitInfo:
         command = fontaine_command(self.settings, "stop", self.run_dir, "--yes", "--json")
@@ -224,11 +281,60 @@ class RemoteEngine:
 
     def stop(self) -> ExitInfo:
         """SIGINT, SIGTERM, SIGKILL to the engine's process group there (`fontaine-tui stop`)."""
-        self._exit = self._stop_there(STOP_TIMEOUT_S)
+        info = self._stop_there(STOP_TIMEOUT_S)
+        with self._lock:
+            self._exit = info
         self.close()
-        return self._exit
+        return info
 
     def close(self) -> None:
         """Stop looking; close the shared connection (the engine there goes on)."""
         self._stop.set()
         self.ssh.close_sync()
+
+
+# -- on the host: how a run ended, read only ----------------------------------------------------
+
+
+def read_exit(run_dir: str, pid: int, job: str = "") -> tuple[bool | None, ExitInfo | None]:
+    """The run in `run_dir` (its engine `pid` here, or its Slurm `job`), read as `fontaine-tui
+    stop` reads a run already gone, without its stop or its record: nothing is signalled,
+    cancelled or written. (False, its exit) once it has ended; (True, None) while it runs;
+    (None, None) when the scheduler cannot say now."""
+    from fontaine_tui.core.launch import attempts
+    from fontaine_tui.core.launch.launcher import EngineProcess, exit_info
+    from fontaine_tui.core.runfolder import RunFolder
+
+    folder = RunFolder(Path(run_dir))
+    if not folder.root.is_dir():
+        raise InputError(f"{run_dir}: no such run folder")
+    tried = attempts.read_attempts(folder, alive=lambda p, started: True)
+    last = next((a for a in reversed(tried) if (a.job == job if job else a.pid == pid)), None)
+    since = last.since if last is not None else (0, 0)
+    if job:
+        state, not_held = slurm.look_up(job)
+        if state is not None:
+            return (True, None) if state.active else \
+                (False, slurm.scheduler_exit(folder, job, state, since))
+        return (False, exit_info(folder, None, since)) if not_held else (None, None)
+    if last is not None and not last.ended:
+        engine = attempts.reattach(folder, last)
+    else:
+        engine = EngineProcess.reattach(folder, pid, last.pid_started if last else None, since)
+    info = engine.poll()
+    return (True, None) if info is None else (False, info)
+
+
+def report_exit(run_dir: str, pid: str, job: str = "") -> int:
+    """read_exit as one JSON line, {"alive": true|false|null, "exit": {...}|null} (RemoteEngine
+    runs this on the host); exit 2 with one line on stderr when it cannot be read."""
+    import sys
+
+    try:
+        alive, info = read_exit(run_dir, int(pid), job)
+    except (InputError, OSError, ValueError) as exc:
+        print(f"fontaine-tui: {exc}", file=sys.stderr)
+        return 2
+    print(json.dumps({"alive": alive, "exit": None if info is None else exit_to_dict(info)},
+                     default=str), flush=True)
+    return 0

@@ -32,7 +32,7 @@ import shutil
 import subprocess
 import threading
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -44,7 +44,10 @@ from fontaine_tui.core.runfolder import RunFolder
 
 SCRIPT = "job.sbatch"
 POLL_S = 3.0
-QUERY_TIMEOUT_S = 30.0
+QUERY_TIMEOUT_S = 30.0  # one scheduler command (squeue, sacct, scontrol, scancel, sbatch)
+LOOK_S = 3 * QUERY_TIMEOUT_S  # one look at a job: squeue, then sacct, then scontrol
+# SlurmJob.stop's graces: after SIGINT (the engine checkpoints), after SIGTERM, after scancel
+GRACE_INT_S, GRACE_TERM_S, GRACE_CANCEL_S = 60.0, 30.0, 120.0
 # the scheduler's states while the job has not ended (squeue's %T words)
 ACTIVE = frozenset({"PENDING", "CONFIGURING", "RUNNING", "COMPLETING", "SUSPENDED",
                     "REQUEUED", "REQUEUE_FED", "REQUEUE_HOLD", "RESIZING", "SIGNALING",
@@ -72,6 +75,14 @@ PATTERNS: dict[str, tuple[re.Pattern[str], str]] = {
 }
 
 
+def check_host(name: str) -> None:
+    """A host as ssh will take it: no option, no space, no shell or control character (here,
+    beside `slurm:PARTITION@LOGIN`'s parsing, so that remote.py may import this module)."""
+    if not name or name.startswith("-") or any(c.isspace() or ord(c) < 32 for c in name):
+        raise InputError(f"--on {name!r}: expected a host name or ssh alias (no spaces, not "
+                         "beginning with '-')")
+
+
 @dataclass(frozen=True, slots=True)
 class SlurmTarget:
     partition: str
@@ -87,8 +98,6 @@ def parse_target(on: str) -> SlurmTarget | None:
         raise InputError(f"--on {on!r}: expected slurm:PARTITION[@LOGIN] (a partition name of "
                          "letters, digits, '_', '.', '-')")
     if host:
-        from fontaine_tui.core.launch.remote import check_host
-
         check_host(host)
     return SlurmTarget(partition, host or None)
 
@@ -225,12 +234,29 @@ def tool(name: str) -> str:
     return found
 
 
+def stdio_path(path: Path | str) -> str:
+    """`path` as sbatch's --output/--error/--input take it literally. Slurm expands filename
+    patterns there (%j, %x, %N, %%...), so `%` is written `%%`; but a name holding a backslash
+    is not expanded at all, its backslashes taken as escapes instead (two for one): then only
+    the backslashes are doubled. --chdir and the script's path are taken as they are."""
+    text = str(path)
+    if "\\" in text:
+        return text.replace("\\", "\\\\")
+    return text.replace("%", "%%")
+
+
+def submit_argv(sbatch: str, folder: RunFolder, script: Path, partition: str,
+                job_name: str) -> list[str]:
+    """sbatch's command line: the output appended to engine.out.log, run in the folder."""
+    return [sbatch, "--parsable", f"--partition={partition}", f"--job-name={job_name}",
+            f"--output={stdio_path(folder.engine_out)}", "--open-mode=append",
+            f"--chdir={folder.root}", str(script)]
+
+
 def submit(folder: RunFolder, script: Path, partition: str, job_name: str,
            env: Mapping[str, str] | None = None) -> str:
     """sbatch the script (its output appended to engine.out.log); the job id."""
-    argv = [tool("sbatch"), "--parsable", f"--partition={partition}", f"--job-name={job_name}",
-            f"--output={folder.engine_out}", "--open-mode=append", f"--chdir={folder.root}",
-            str(script)]
+    argv = submit_argv(tool("sbatch"), folder, script, partition, job_name)
     try:
         res = subprocess.run(argv, capture_output=True, text=True, timeout=QUERY_TIMEOUT_S,
                              env=None if env is None else dict(env), stdin=subprocess.DEVNULL)
@@ -291,11 +317,15 @@ def parse_scontrol(text: str) -> dict[str, str]:
     return out
 
 
-def query(job: str, env: Mapping[str, str] | None = None,
-          timeout: float = QUERY_TIMEOUT_S) -> JobState | None:
-    """The job's state now; None when no command can say (the scheduler not answering, or a
-    finished job forgotten by a cluster without accounting)."""
-    def run(*argv: str) -> subprocess.CompletedProcess | None:
+# runs one scheduler command (argv[0] a name: squeue, sacct, scontrol) and gives its text
+# result, or None when it could not be run or did not finish (here: local_runner; over SSH:
+# remote.RemoteEngine's)
+Runner = Callable[[Sequence[str]], "subprocess.CompletedProcess[str] | None"]
+
+
+def local_runner(env: Mapping[str, str] | None = None,
+                 timeout: float = QUERY_TIMEOUT_S) -> Runner:
+    def run(argv: Sequence[str]) -> subprocess.CompletedProcess[str] | None:
         path = shutil.which(argv[0])
         if path is None:
             return None
@@ -306,23 +336,69 @@ def query(job: str, env: Mapping[str, str] | None = None,
         except (OSError, subprocess.TimeoutExpired):
             return None
 
-    res = run("squeue", "-h", "-j", job, "-o", "%T|%r")
-    if res is not None and res.returncode == 0 and res.stdout.strip():
-        state, _, reason = res.stdout.strip().splitlines()[0].partition("|")
+    return run
+
+
+def _not_held(res: subprocess.CompletedProcess[str] | None) -> bool:
+    """The controller answered, and does not hold the job (any more): an empty answer, or
+    its "Invalid job id specified". Not a failure to ask (slurmctld unreachable, a timeout)."""
+    if res is None:
+        return False
+    if res.returncode == 0:
+        return not res.stdout.strip()
+    return "invalid job id" in res.stderr.lower()
+
+
+def look_up(job: str, env: Mapping[str, str] | None = None, timeout: float = QUERY_TIMEOUT_S,
+            run: Runner | None = None) -> tuple[JobState | None, bool]:
+    """(the job's state now, or None when no command can say; whether the controller said it
+    holds no such job). squeue for a queued or running job; once it has left the queue,
+    sacct (accounting), else scontrol (a finished job kept for MinJobAge). True beside None:
+    squeue and scontrol both answered and neither holds it (a finished job forgotten by a
+    cluster without accounting), not that they could not be asked."""
+    run = run or local_runner(env, timeout)
+    queue = run(("squeue", "-h", "-j", job, "-o", "%T|%r"))
+    if queue is not None and queue.returncode == 0 and queue.stdout.strip():
+        state, _, reason = queue.stdout.strip().splitlines()[0].partition("|")
         if state in ACTIVE:
-            return JobState(state, reason=reason, source="squeue")
-    res = run("sacct", "-n", "-P", "-X", "-j", job, "-o", "State,ExitCode")
+            return JobState(state, reason=reason, source="squeue"), False
+    res = run(("sacct", "-n", "-P", "-X", "-j", job, "-o", "State,ExitCode"))
     if res is not None and res.returncode == 0 and res.stdout.strip():
         state, _, code = res.stdout.strip().splitlines()[0].partition("|")
         ec, sig = _exit_code(code)
-        return JobState(state.split()[0], ec, sig, source="sacct")
-    res = run("scontrol", "show", "job", "-o", job)
+        return JobState(state.split()[0], ec, sig, source="sacct"), False
+    res = run(("scontrol", "show", "job", "-o", job))
     if res is not None and res.returncode == 0 and res.stdout.strip():
         fields = parse_scontrol(res.stdout)
         ec, sig = _exit_code(fields.get("ExitCode", ""))
         return JobState(fields.get("JobState", "UNKNOWN"), ec, sig, fields.get("Reason", ""),
-                        source="scontrol")
-    return None
+                        source="scontrol"), False
+    return None, _not_held(queue) and _not_held(res)
+
+
+def query(job: str, env: Mapping[str, str] | None = None, timeout: float = QUERY_TIMEOUT_S,
+          run: Runner | None = None) -> JobState | None:
+    """The job's state now; None when no command can say (the scheduler not answering, or a
+    finished job forgotten by a cluster without accounting)."""
+    return look_up(job, env, timeout, run)[0]
+
+
+def alive(job: str, env: Mapping[str, str] | None = None, timeout: float = QUERY_TIMEOUT_S,
+          run: Runner | None = None) -> bool | None:
+    """Is the job queued or running? False once it has ended (or the controller holds it no
+    more); None when the scheduler cannot say now: a failing squeue is never "gone"."""
+    state, not_held = look_up(job, env, timeout, run)
+    if state is not None:
+        return state.active
+    return False if not_held else None
+
+
+def stop_bound(grace_int: float = GRACE_INT_S, grace_term: float = GRACE_TERM_S,
+               grace_cancel: float = GRACE_CANCEL_S) -> float:
+    """The longest SlurmJob.stop can take with these graces: its first look, then for each of
+    SIGINT, SIGTERM and scancel a scancel call, the grace, and the look that runs past it,
+    every scheduler command taking its whole QUERY_TIMEOUT_S."""
+    return LOOK_S + 3 * (QUERY_TIMEOUT_S + LOOK_S) + grace_int + grace_term + grace_cancel
 
 
 def scheduler_exit(folder: RunFolder, job: str, state: JobState, since: tuple[int, int] = (0, 0),
@@ -423,8 +499,8 @@ class SlurmJob:
             self.sent = name
         return ok
 
-    def stop(self, grace_int: float = 60.0, grace_term: float = 30.0,
-             grace_cancel: float = 120.0) -> ExitInfo:
+    def stop(self, grace_int: float = GRACE_INT_S, grace_term: float = GRACE_TERM_S,
+             grace_cancel: float = GRACE_CANCEL_S) -> ExitInfo:
         """SIGINT (the engine checkpoints and exits), SIGTERM, then scancel (Slurm's own
         SIGTERM-then-SIGKILL); a job not yet running is cancelled at once."""
         state = self.look()
