@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import inspect
 import time
 from collections.abc import Awaitable, Callable, Iterable
@@ -79,8 +80,14 @@ class FontaineApp(App[int]):
                  clock: Callable[[], float] = time.time, registry: Registry | None = None,
                  start_mode: str = "monitor", frame_s: float = FRAME_S,
                  chart_s: float = CHART_S, babysit_host: str | None = None,
-                 fleet: Fleet | None = None, ssh_options: tuple[str, ...] = ()) -> None:
+                 fleet: Fleet | None = None, ssh_options: tuple[str, ...] = (),
+                 on_exit: Callable[[Babysitter | None], object] | None = None,
+                 announce: tuple[str, str, str] | None = None) -> None:
         super().__init__()
+        # the launch's end, done when the engine is seen to exit (commands/launch.Finisher)
+        self.on_exit = on_exit
+        self._given_process = session.process
+        self.announce = announce  # (folder, what, prereg sha256): the launch post, sent once
         self.babysit_host = babysit_host  # set: this console babysits what it shows
         self.babysitter: Babysitter | None = None
         self.chart_s = chart_s
@@ -116,7 +123,27 @@ class FontaineApp(App[int]):
         if self.babysit_host is not None:
             self.set_interval(BABYSIT_S, self._babysit)
 
+    def _let_go(self, session: Session) -> None:
+        """A RemoteEngine of a run picked from the runs list: its look closed, an exit it saw
+        (stopped from here) written into the registry. The engine given by the command
+        (launch --on, attach) is the command's to close."""
+        from fontaine_tui.core.launch.remote import RemoteEngine
+
+        engine = session.process
+        if not isinstance(engine, RemoteEngine) or engine is self._given_process:
+            return
+        engine.close()
+        info = engine.poll()
+        if info is not None and self.registry is not None and hasattr(self.registry, "update"):
+            from fontaine_tui.core.verdict.prereg import utc_iso
+
+            with contextlib.suppress(Exception):  # the registry is a record, not the run
+                self.registry.update(engine.run_dir, engine.settings.name, status=info.status,
+                                     exit_code=info.code, last_step=info.last_step,
+                                     updated_at=utc_iso(time.time()))
+
     async def on_unmount(self) -> None:
+        self._let_go(self.session)
         await self.session.source.close()
         if self.babysitter is not None and self.session.kind != "launch":
             # a launch's: its finish closes it; a console quits in at most QUIT_DRAIN_S
@@ -133,6 +160,9 @@ class FontaineApp(App[int]):
         self.babysitter = Babysitter.for_session(
             self.session, "console", self.babysit_host, say, clock=self.clock,
             auto_final=not launch, since=self.clock() - 1.0 if launch else None)
+        if self.announce is not None:
+            self.babysitter.launched(self.session.given_preset.name, *self.announce)
+            self.announce = None
 
     def _babysit(self) -> None:
         """Between frames too: a run gone quiet is still judged, polled and posted about.
@@ -194,6 +224,22 @@ class FontaineApp(App[int]):
         if self.session.poll_process():
             notify(self, f"engine {self.session.view().status}", severity="warning")
             self.schedule_frame()
+            if self.on_exit is not None and self.session.kind == "launch":
+                self._finish_run()
+
+    @work(exclusive=True, group="finish")
+    async def _finish_run(self) -> None:
+        """The engine exited: the run's end (registry, attempt, incident, verdict.json, the
+        verdict post) now, off the event loop; then this console's babysitter is done."""
+        on_exit, sitter = self.on_exit, self.babysitter
+        if on_exit is None:
+            return
+        self.on_exit = None
+        await asyncio.to_thread(on_exit, sitter)
+        if self.babysitter is sitter:  # closed by the finish (its lock released)
+            self.babysitter = None
+        self.session.note = "run ended: registry, attempts.jsonl and verdict.json written"
+        self.schedule_frame()
 
     @work(exclusive=True, group="telemetry")
     async def sample_telemetry(self) -> None:
@@ -299,11 +345,21 @@ class FontaineApp(App[int]):
         if not isinstance(parsed, SshTarget):
             self.attach_folder(str(parsed.folder))
             return
-        self._swap(Session(SshRun(parsed, self.ssh_options), self.session.preset, "attach"))
+        from fontaine_tui.core.launch.remote import launched_engine
+
+        # a run launched there from here: its engine, so quitting can stop it (over SSH)
+        engine = launched_engine(parsed.registry_host, parsed.path, self.ssh_options,
+                                 getattr(self.registry, "path", None))
+        session = Session(SshRun(parsed, self.ssh_options), self.session.preset, "attach",
+                          engine)
+        session.preset_named = False  # its prereg.json, read over SSH, is the run's preset
+        self._swap(session)
 
     def _swap(self, session: Session) -> None:
         old, self.session = self.session, session
         self.run_worker(old.source.close(), group="close")
+        if old.kind == "attach":  # a remote engine looked at from here: stop looking
+            self._let_go(old)
         if self.babysitter is not None:
             self.run_worker(asyncio.to_thread(self.babysitter.close, QUIT_DRAIN_S),
                             group="close")

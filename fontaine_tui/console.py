@@ -12,6 +12,7 @@ from fontaine_tui.core.follow import RunSource
 from fontaine_tui.core.follow.replay import ReplayRun
 from fontaine_tui.core.launch.fleet import Fleet
 from fontaine_tui.core.verdict.presets import Preset
+from fontaine_tui.model.babysitter import Babysitter
 from fontaine_tui.model.session import Process, Registry, Session
 
 
@@ -20,7 +21,10 @@ def make_app(*, source: RunSource, preset: Preset, telemetry: Sampler | None = N
              registry: Registry | None = None, kind: str | None = None,
              folder: Path | None = None,
              start_mode: str = "monitor", frame_s: float = FRAME_S, chart_s: float = CHART_S,
-             babysit_host: str | None = None, fleet: Fleet | None = None) -> FontaineApp:
+             babysit_host: str | None = None, fleet: Fleet | None = None,
+             on_exit: Callable[[Babysitter | None], object] | None = None,
+             announce: tuple[str, str, str] | None = None,
+             ssh_options: tuple[str, ...] = ()) -> FontaineApp:
     """The console over any record source; tests inject a replay, a clock and telemetry."""
     if kind is None:
         kind = ("launch" if process is not None else
@@ -28,7 +32,8 @@ def make_app(*, source: RunSource, preset: Preset, telemetry: Sampler | None = N
     session = Session(source, preset, kind, process, folder)
     return FontaineApp(session, telemetry=telemetry, clock=clock, registry=registry,
                        start_mode=start_mode, frame_s=frame_s, chart_s=chart_s,
-                       babysit_host=babysit_host, fleet=fleet)
+                       babysit_host=babysit_host, fleet=fleet, on_exit=on_exit,
+                       announce=announce, ssh_options=ssh_options)
 
 
 def default_telemetry(source: RunSource, process: Process | None = None) -> Sampler | None:
@@ -48,11 +53,16 @@ def default_telemetry(source: RunSource, process: Process | None = None) -> Samp
 def run_console(*, source: RunSource, preset: Preset, mode: str, process: Process | None = None,
                 registry: Registry | None = None, clock: Callable[[], float] = time.time,
                 telemetry: Sampler | None = None,
-                keep: Callable[[FontaineApp], None] | None = None) -> int:
+                keep: Callable[[FontaineApp], None] | None = None,
+                on_exit: Callable[[Babysitter | None], object] | None = None,
+                announce: tuple[str, str, str] | None = None,
+                ssh_options: tuple[str, ...] = ()) -> int:
     """Run the console in this terminal until quit; `mode` is launch, attach or replay.
     Without a registry, the runs mode reads the default one (FONTAINE_REGISTRY or ~). A live
     run is babysat (model/babysitter.py) from here; `keep` is handed the app once it closed
-    (launch: its babysitter sends the final read)."""
+    (launch: its babysitter sends the final read). `on_exit` is called (in a worker thread,
+    with the babysitter) once the console sees the engine exit; `announce` (folder, what,
+    prereg sha256) is the launch post its babysitter sends first."""
     if registry is None:
         from fontaine_tui.core.launch.registry import Registry
 
@@ -64,10 +74,12 @@ def run_console(*, source: RunSource, preset: Preset, mode: str, process: Proces
     from fontaine_tui.core.launch.registry import default_path
 
     state = Path(getattr(registry, "path", default_path())).parent
-    fleet = Fleet(state / "fleet.json", control_dir(), hostname(), envs=host_envs())
+    fleet = Fleet(state / "fleet.json", control_dir(), hostname(), ssh_options,
+                  envs=host_envs())
     app = make_app(source=source, preset=preset, telemetry=telemetry, clock=clock,
                    process=process, registry=registry, kind=mode,
-                   babysit_host=None if mode == "replay" else hostname(), fleet=fleet)
+                   babysit_host=None if mode == "replay" else hostname(), fleet=fleet,
+                   on_exit=on_exit, announce=announce, ssh_options=ssh_options)
     app.run()
     if keep is not None:
         keep(app)

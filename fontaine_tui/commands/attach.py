@@ -69,7 +69,7 @@ def remember(target: str, preset, mode: str) -> None:
             run_dir = str(folder.parent if folder.name == "train_log.jsonl" else folder)
             host = hostname()
         else:
-            run_dir, host = parsed.path, parsed.destination
+            run_dir, host = parsed.path, parsed.registry_host
         registry = Registry()
         if registry.find(run_dir, host) is None:
             registry.upsert(Entry(name=preset.run_name, run_dir=run_dir, host=host,
@@ -94,7 +94,28 @@ def console_or_plain(source, preset_arg: str | None, mode: str, args: argparse.N
     except ImportError:
         asyncio.run(source.close())
         raise InputError("the console is not available in this build; use --plain") from None
-    return run_console(source=source, preset=preset, mode=mode)
+    options = getattr(args, "ssh_options", ())
+    engine = launched_there(args.target, options) if getattr(args, "target", None) else None
+    if engine is None:
+        return run_console(source=source, preset=preset, mode=mode, ssh_options=options)
+    from fontaine_tui.commands.launch import watch_remote
+
+    return watch_remote(source, preset, engine)
+
+
+def launched_there(target: str, ssh_options: tuple[str, ...]):
+    """A run this host launched on another (`launch --on`): its RemoteEngine, so the console
+    can stop it there; None for anything else."""
+    from fontaine_tui.core.follow.target import SshTarget, parse_target
+    from fontaine_tui.core.launch.remote import launched_engine
+
+    try:
+        parsed = parse_target(target)
+    except InputError:
+        return None
+    if not isinstance(parsed, SshTarget):
+        return None
+    return launched_engine(parsed.registry_host, parsed.path, ssh_options)
 
 
 async def _guard(source, coro):
@@ -110,6 +131,7 @@ def run(args: argparse.Namespace) -> int:
     from fontaine_tui.core.follow import open_source
 
     options = ("-F", args.ssh_config) if args.ssh_config else ()
+    args.ssh_options = options
     source = (_foreign(args.target, args.preset, options)
               or open_source(args.target, ssh_options=options))
     return console_or_plain(source, args.preset, "attach", args)

@@ -79,7 +79,7 @@ def launchable(preset):
 def run(args: argparse.Namespace) -> int:
     from fontaine_tui.core.host.memory import hostname
     from fontaine_tui.core.launch import guards
-    from fontaine_tui.core.launch.launcher import EngineProcess, engine_identity
+    from fontaine_tui.core.launch.launcher import EngineProcess, engine_identity, label
     from fontaine_tui.core.launch.registry import Entry
     from fontaine_tui.core.verdict.prereg import freeze, read_prereg, utc_iso
 
@@ -131,6 +131,7 @@ def run(args: argparse.Namespace) -> int:
           f"(prereg sha256 {prereg.preset_sha256[:12]}, launched {prereg.launched_at})",
           flush=True)
     if args.detach:
+        announce(preset, str(folder.root), label(engine), prereg.preset_sha256)
         print(f"  watch it: fontaine-tui attach {folder.root}  (or: fontaine-tui babysit)")
         return 0
     if not args.plain:
@@ -146,12 +147,15 @@ def run(args: argparse.Namespace) -> int:
                 return sample(pid=None if engine.poll() else engine.pid)
 
             closed: list = []
+            finisher = Finisher(preset, folder, engine, registry, host, prereg, attempt)
             code = run_console(source=LocalRun(folder.root), preset=preset, mode="launch",
                                process=engine, registry=registry, telemetry=telemetry,
-                               keep=closed.append)
+                               keep=closed.append, on_exit=finisher,
+                               announce=(str(folder.root), label(engine),
+                                         prereg.preset_sha256))
             sitter = closed[0].babysitter if closed else None
             return after_console(code, preset, folder, engine, registry, host, prereg, sitter,
-                                 attempt)
+                                 attempt, finisher)
     from fontaine_tui.model.plain import babysit
 
     return babysit(preset, folder, engine, registry, host, prereg, args.poll, args.stop_on_exit,
@@ -170,12 +174,65 @@ def record_attempt(folder, kind: str, engine, host: str) -> int | None:
         return None
 
 
+def announce(preset, folder: str, what: str, sha: str) -> None:
+    """The launch post of a run nobody watches from here (--detach): sent, then waited for
+    (at most notices.DRAIN_S); a failure is one line on stderr."""
+    from fontaine_tui.model.notices import RunNotices
+
+    def say(text: str) -> None:
+        print(text, file=sys.stderr)
+
+    notices = RunNotices.configured(preset.run_name, say, preset)
+    if notices is not None:
+        notices.launched(preset.name, folder, what, sha)
+        for line in notices.close():
+            say(f"warn: {line}")
+
+
+class Finisher:
+    """The launch console's end of the run, done the moment the console sees the engine exit
+    (not when it quits, which may be hours later): the registry, the attempt's end and its
+    incident post, verdict.json and the verdict post. Its lines wait for the console to
+    close; `after_console` prints them."""
+
+    def __init__(self, preset, folder, engine, registry, host: str, prereg,
+                 attempt: int | None) -> None:
+        import io
+        import threading
+
+        self.preset, self.folder, self.engine, self.registry = preset, folder, engine, registry
+        self.host, self.prereg, self.attempt = host, prereg, attempt
+        self.out = io.StringIO()
+        self.code: int | None = None
+        self._lock = threading.Lock()
+
+    def __call__(self, babysitter=None) -> bool:
+        """Finish once, if the engine has exited (any thread); True when finished."""
+        from fontaine_tui.model.plain import PlainWatch, finish
+
+        with self._lock:
+            if self.code is not None:
+                return True
+            info = self.engine.poll()
+            if info is None:
+                return False
+            watch = PlainWatch(self.preset, self.folder, self.engine, self.prereg, self.out)
+            watch.babysitter, watch.attempt = babysitter, self.attempt
+            self.code = finish(watch, self.registry, self.host, info)
+            return True
+
+
 def after_console(code: int, preset, folder, engine, registry, host: str, prereg,
-                  babysitter=None, attempt: int | None = None) -> int:
-    """The console closed: record an exit it saw; a run left going stays registered (and
-    unwatched: `fontaine-tui babysit` keeps its notifications coming)."""
+                  babysitter=None, attempt: int | None = None,
+                  finisher: Finisher | None = None) -> int:
+    """The console closed: record an exit it saw (unless it already did, `finisher`); a run
+    left going stays registered (and unwatched: `fontaine-tui babysit` keeps its
+    notifications coming)."""
     from fontaine_tui.model.plain import PlainWatch, finish
 
+    if finisher is not None and finisher(babysitter):  # waits for a finish under way
+        sys.stdout.write(finisher.out.getvalue())
+        return finisher.code if finisher.code is not None else 1
     info = engine.poll()
     if info is None:  # detached: the console said so; the registry keeps it as running
         if babysitter is not None:
@@ -232,37 +289,72 @@ def run_on(args: argparse.Namespace) -> int:
           f"(prereg sha256 {done.preset_sha256[:12]}, launched {done.launched_at}; "
           f"kept here as {done.local_prereg})", flush=True)
     where = f"{host}:{done.run_dir}"
+    what = f"slurm job {done.job} via {host}" if done.job else f"engine pid {done.pid} on {host}"
     if args.detach:
+        announce(preset, where, what, done.preset_sha256)
         print(f"  watch it: fontaine-tui attach {where}")
         return 0
     source = SshRun(SshTarget(host, done.run_dir), ssh_options=options)
     if args.plain:
+        from fontaine_tui.core.host.memory import hostname
+        from fontaine_tui.model.babysitter import Babysitter
         from fontaine_tui.model.plain import PlainReport
         from fontaine_tui.model.session import Session
 
         report = PlainReport(Session(source, preset, "attach"))
+        # the log's end posts the final read; the watcher's polls are kept beside the registry
+        report.babysitter = Babysitter.for_session(report.session, "launch --plain",
+                                                   hostname(), report.say, auto_final=True,
+                                                   since=time.time() - 1.0)
+        report.babysitter.launched(preset.name, where, what, done.preset_sha256)
         try:
             return asyncio.run(report.follow(until_end=True))
         except KeyboardInterrupt:
             print(f"detached: the run goes on on {host}; fontaine-tui attach {where}")
             return 130
-    from fontaine_tui.console import run_console
-
+        finally:
+            for line in report.babysitter.close():
+                print(line, file=sys.stderr)
     engine = RemoteEngine(settings, done.run_dir, done.pid, options, job=done.job)
+    return watch_remote(source, preset, engine, registry,
+                        announce=(where, what, done.preset_sha256))
+
+
+def watch_remote(source, preset, engine, registry=None,
+                 announce: tuple[str, str, str] | None = None) -> int:
+    """The console on a run launched on another host (`launch --on`, or `attach HOST:PATH`
+    of one): quitting asks to stop it there (over SSH) or detach; an exit it saw goes into
+    the registry here."""
+    from fontaine_tui.console import run_console
+    from fontaine_tui.core.launch.registry import Registry
+
+    registry = registry if registry is not None else Registry()
     try:
         code = run_console(source=source, preset=preset, mode="attach", process=engine,
-                           registry=registry)
+                           registry=registry, announce=announce,
+                           ssh_options=engine.ssh.ssh_options)
     finally:
         engine.close()
-    info = engine.poll()
-    if info is not None:  # stopped from the console (or seen gone): the registry learns
-        try:
-            registry.update(done.run_dir, host, status=info.status, exit_code=info.code,
-                            last_step=info.last_step, updated_at=utc_iso(time.time()))
-        except (InputError, OSError) as exc:
-            print(f"warn: exit not recorded in the registry ({exc})", file=sys.stderr)
+    info = record_remote_exit(engine, registry)
+    if info is not None:
         print(info.describe())
     return code
+
+
+def record_remote_exit(engine, registry):
+    """An exit the console saw of a remote engine (stopped from it, or seen gone) into the
+    registry here; the exit, or None while it runs."""
+    from fontaine_tui.core.verdict.prereg import utc_iso
+
+    info = engine.poll()
+    if info is not None:
+        try:
+            registry.update(engine.run_dir, engine.settings.name, status=info.status,
+                            exit_code=info.code, last_step=info.last_step,
+                            updated_at=utc_iso(time.time()))
+        except (InputError, OSError) as exc:
+            print(f"warn: exit not recorded in the registry ({exc})", file=sys.stderr)
+    return info
 
 
 def run_slurm(args: argparse.Namespace, partition: str) -> int:
@@ -347,6 +439,7 @@ def run_slurm(args: argparse.Namespace, partition: str) -> int:
           f"script {script.name})", flush=True)
     if args.detach:
         engine.close()
+        announce(preset, str(folder.root), engine.label, prereg.preset_sha256)
         print(f"  watch it: fontaine-tui attach {folder.root}  (stop it: fontaine-tui stop "
               f"{folder.root})")
         return 0
@@ -355,14 +448,18 @@ def run_slurm(args: argparse.Namespace, partition: str) -> int:
         from fontaine_tui.core.follow.local import LocalRun
 
         closed: list = []
+        finisher = Finisher(preset, folder, engine, registry, host, prereg, attempt)
         try:
             code = run_console(source=LocalRun(folder.root), preset=preset, mode="launch",
-                               process=engine, registry=registry, keep=closed.append)
+                               process=engine, registry=registry, keep=closed.append,
+                               on_exit=finisher,
+                               announce=(str(folder.root), engine.label,
+                                         prereg.preset_sha256))
         finally:
             engine.close()
         sitter = closed[0].babysitter if closed else None
         return after_console(code, preset, folder, engine, registry, host, prereg, sitter,
-                             attempt)
+                             attempt, finisher)
     from fontaine_tui.model.plain import babysit
 
     try:

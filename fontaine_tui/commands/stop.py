@@ -18,15 +18,19 @@ def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("stop", help="stop a launched run (SIGINT, then SIGTERM, then SIGKILL)",
                        description="Stop a run of this host's registry by its name or run "
                        "folder: SIGINT (the engine checkpoints and exits), SIGTERM after 60 s, "
-                       "SIGKILL after 30 more. A run already gone is only recorded.",
+                       "SIGKILL after 30 more. A run already gone is only recorded. A run "
+                       "launched on another host with `launch --on` (its name or HOST:/folder) "
+                       "is stopped there, over SSH.",
                        epilog="exits 0 once the run is stopped (or was gone), 2 for bad input")
     p.add_argument("run", help="a registered run's name or its run folder")
     p.add_argument("--yes", action="store_true", help="do not ask for confirmation")
     p.add_argument("--json", action="store_true", help="print the exit as one JSON line")
+    p.add_argument("--ssh-config", metavar="FILE",
+                   help="ssh client config file (ssh -F FILE) for a run on another host")
     p.set_defaults(func=run)
 
 
-def find_entry(run: str, registry, host: str):
+def find_entry(run: str, registry, host: str, missing_ok: bool = False):
     from pathlib import Path
 
     entries = [e for e in registry.entries() if e.host == host]
@@ -36,7 +40,21 @@ def find_entry(run: str, registry, host: str):
     else:
         found = [e for e in entries if e.name == run]
     if not found:
+        if missing_ok:
+            return None
         raise InputError(f"{run}: not a run of this host's registry ({registry.path})")
+    if len(found) > 1:
+        raise InputError(f"{run}: {len(found)} registered runs have this name; give its folder")
+    return found[0]
+
+
+def find_remote(run: str, registry, host: str):
+    """A run launched on another host from here (`launch --on`): by its name or
+    HOST:/folder; None when there is none."""
+    entries = [e for e in registry.entries() if e.host != host]
+    found = [e for e in entries if e.name == run or f"{e.host}:{e.run_dir}" == run]
+    if not found:
+        return None
     if len(found) > 1:
         raise InputError(f"{run}: {len(found)} registered runs have this name; give its folder")
     return found[0]
@@ -54,7 +72,12 @@ def run(args: argparse.Namespace) -> int:
     from fontaine_tui.core.verdict.prereg import utc_iso
 
     registry, host = Registry(), hostname()
-    entry = find_entry(args.run, registry, host)
+    entry = find_entry(args.run, registry, host, missing_ok=True)
+    if entry is None:
+        remote = find_remote(args.run, registry, host)
+        if remote is not None:
+            return stop_remote(remote, registry, args)
+        entry = find_entry(args.run, registry, host)  # says why
     folder = RunFolder(Path(entry.run_dir))
     open_attempt = attempts.open_attempt(folder)
     if open_attempt is not None and (open_attempt.job == entry.job if entry.job
@@ -81,6 +104,48 @@ def run(args: argparse.Namespace) -> int:
         info = engine.stop()
     if open_attempt is not None:
         attempts.end(folder, open_attempt.number, info)
+    registry.update(entry.run_dir, entry.host, status=info.status, exit_code=info.code,
+                    last_step=max(info.last_step, entry.last_step),
+                    updated_at=utc_iso(time.time()))
+    if args.json:
+        print(json.dumps(exit_to_dict(info), default=str))
+    else:
+        print(info.describe())
+    return 0
+
+
+def stop_remote(entry, registry, args: argparse.Namespace) -> int:
+    """The same stop, on the host the run was launched on: `fontaine-tui stop` run there over
+    SSH (core/launch/remote.py), after confirmation here; the registry here learns the exit."""
+    import time
+
+    from fontaine_tui.core.launch.hosts import host_settings
+    from fontaine_tui.core.launch.launcher import exit_to_dict
+    from fontaine_tui.core.launch.remote import RemoteEngine
+    from fontaine_tui.core.notify.destinations import config_path
+    from fontaine_tui.core.verdict.prereg import utc_iso
+
+    where = f"{entry.host}:{entry.run_dir}"
+    if not entry.pid and not entry.job:
+        raise InputError(f"{where}: attached, not launched from here (no pid or job known); "
+                         f"stop it on {entry.host}")
+    what = f"slurm job {entry.job}" if entry.job else f"engine pid {entry.pid}"
+    if not args.yes:
+        if not sys.stdin.isatty():
+            raise InputError(f"stop {entry.name}: confirm with --yes (no terminal to ask)")
+        answer = input(f"stop {entry.name} ({what} on {where})? [y/N] ")
+        if answer.strip().lower() not in ("y", "yes"):
+            print("not stopped")
+            return 0
+    options = ("-F", args.ssh_config) if getattr(args, "ssh_config", None) else ()
+    engine = RemoteEngine(host_settings(entry.host, config_path()), entry.run_dir, entry.pid,
+                          options, poll_s=3600.0, job=entry.job)
+    print(f"stopping {what} on {entry.host} (SIGINT, then SIGTERM, then SIGKILL, over SSH)",
+          file=sys.stderr, flush=True)
+    try:
+        info = engine.stop()
+    finally:
+        engine.close()
     registry.update(entry.run_dir, entry.host, status=info.status, exit_code=info.code,
                     last_step=max(info.last_step, entry.last_step),
                     updated_at=utc_iso(time.time()))

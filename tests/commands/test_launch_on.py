@@ -89,18 +89,42 @@ def test_launch_on_a_host_cut_reattach_and_stop(remote, sshd, tmp_path, monkeypa
         assert json.loads(kept[0].read_text())["preset_sha256"] == entry.preset_sha256
         log = run_dir / "train_log.jsonl"
         wait_for(lambda: log_step(log) >= 2, "the remote engine trains")
-        # the SSH connection cut: the engine, in its own session there, goes on
-        sshd.cut()
-        step = log_step(log)
-        wait_for(lambda: log_step(log) > step + 2, "training after the cut", 120)
-        assert engine.is_running() and engine.status() != psutil.STATUS_ZOMBIE
-        asyncio.run(_console_reattaches_and_stops(remote, run_dir, entry.pid, env, project))
+        # a watcher over SSH (attach --plain, its own connection), then every SSH connection
+        # cut: the engine, in its own session there, goes on, and the watcher reconnects
+        target = f"{ALIAS}:{run_dir}"
+        watcher = subprocess.Popen(
+            [sys.executable, "-m", "fontaine_tui", "attach", target, "--plain",
+             "--ssh-config", str(remote.config)], cwd=tmp_path, stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT, text=True,
+            env={**os.environ, "XDG_CONFIG_HOME": str(tmp_path / "config")})
+        try:
+            seen = _lines_until(watcher, lambda ln: ln.startswith("step "), 120)
+            assert sshd.cut() >= 1  # a live connection, the watcher's, was cut
+            step = log_step(log)
+            wait_for(lambda: log_step(log) > step + 2, "training after the cut", 120)
+            assert engine.is_running() and engine.status() != psutil.STATUS_ZOMBIE
+            after = _lines_until(watcher, lambda ln: ln.startswith("step ")
+                                 and int(ln.split()[1].split("/")[0]) > step, 120)
+            assert after and seen
+        finally:
+            watcher.kill()
+            watcher.communicate()
+        monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))  # [hosts.ALIAS]
+        asyncio.run(_console_reattaches_and_stops(remote, run_dir, project))
         wait_for(lambda: not psutil.pid_exists(entry.pid) or
                  engine.status() == psutil.STATUS_ZOMBIE, "the engine gone", 60)
         ends = [json.loads(x) for x in (run_dir / "attempts.jsonl").read_text().splitlines()]
         assert [(e["event"], e.get("cause")) for e in ends] == [("begin", None),
                                                                 ("end", "stopped")]
-        runs = cli(tmp_path, "runs")
+        [entry] = Registry(tmp_path / "state" / "babysit.toml").entries()
+        assert entry.status == "stopped"  # the console's stop, recorded here
+        # `fontaine-tui stop` of the remote run by its name: asked there over SSH (the run is
+        # gone: only how it ended is read and said)
+        res = cli(tmp_path, "stop", "remote_smoke", "--yes", "--json",
+                  "--ssh-config", str(remote.config))
+        assert res.returncode == 0, res.stdout + res.stderr
+        assert json.loads(res.stdout.splitlines()[-1])["status"] == "stopped"
+        runs = cli(tmp_path, "runs", "--ssh-config", str(remote.config))
         assert ALIAS in runs.stdout and "remote_smoke" in runs.stdout
     finally:
         # os.killpg, not /bin/kill: procps-ng 4.0.2's kill reads `-KILL -1381` as pid -1 (every
@@ -113,19 +137,41 @@ def test_launch_on_a_host_cut_reattach_and_stop(remote, sshd, tmp_path, monkeypa
     assert not list(remote.home.rglob("PWNED")) and not (tmp_path / "PWNED").exists()
 
 
-async def _console_reattaches_and_stops(remote, run_dir: Path, pid: int, env, project) -> None:
+def _lines_until(proc: subprocess.Popen, pred, timeout: float) -> list[str]:
+    """Lines of `proc`'s output until one satisfies `pred` (AssertionError on time out)."""
+    import selectors
+
+    out: list[str] = []
+    sel = selectors.DefaultSelector()
+    sel.register(proc.stdout, selectors.EVENT_READ)
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if not sel.select(timeout=1.0):
+            continue
+        line = proc.stdout.readline()
+        assert line, "the watcher ended: " + "".join(out[-5:])
+        out.append(line)
+        if pred(line):
+            return out
+    raise AssertionError("no such line: " + "".join(out[-5:]))
+
+
+async def _console_reattaches_and_stops(remote, run_dir: Path, project) -> None:
+    """The console as `attach HOST:PATH` opens it: the run's engine there found from the
+    registry (commands/attach.launched_there), so quitting offers the stop over SSH."""
+    from fontaine_tui.commands.attach import launched_there
+    from fontaine_tui.commands.launch import record_remote_exit
     from fontaine_tui.console import make_app
     from fontaine_tui.core.follow.ssh import SshRun
     from fontaine_tui.core.follow.target import SshTarget
-    from fontaine_tui.core.launch.hosts import HostSettings
-    from fontaine_tui.core.launch.remote import RemoteEngine
     from fontaine_tui.core.verdict.presets import load_preset
     from fontaine_tui.screens.dialogs import QuitDialog
     from tests.console.conftest import SIZE, until
 
     options = ("-F", str(remote.config))
-    settings = HostSettings(ALIAS, str(project), str(remote.python), env)
-    engine = RemoteEngine(settings, str(run_dir), pid, options, poll_s=0.5)
+    engine = launched_there(f"{ALIAS}:{run_dir}", options)
+    assert engine is not None and engine.settings.project == str(project)  # [hosts.ALIAS]
+    engine.poll_s = 0.5
     source = SshRun(SshTarget(ALIAS, str(run_dir)), options)
     preset = load_preset(project / "presets" / "remote_smoke.toml")
     app = make_app(source=source, preset=preset, process=engine, kind="attach")
@@ -135,13 +181,15 @@ async def _console_reattaches_and_stops(remote, run_dir: Path, pid: int, env, pr
         await until(pilot, lambda: isinstance(app.screen, QuitDialog))
         await pilot.press("s")  # the stop sequence, run there
         await until(pilot, lambda: not app.is_running, 120)
-    info = engine.poll()
+    engine.close()
+    info = record_remote_exit(engine, Registry())  # what watch_remote does after the console
     assert info is not None and info.status == "stopped", info
     assert info.signal == "SIGINT" and info.checkpoint_step == info.last_step
 
 
 def test_host_names_stay_literal(tmp_path: Path) -> None:
-    for host in ("nohost;touch PWNED", "x$(touch PWNED)", "`touch PWNED`"):
+    for host in ("nohost;touch PWNED", "x$(touch PWNED)", "`touch PWNED`",
+                 "h;touch${IFS}PWNED", "h&&touch${IFS}PWNED", "h|touch${IFS}PWNED"):
         res = cli(tmp_path, "launch", "smoke", "--on", host, timeout=60)
         assert res.returncode == 2 and res.stderr.count("\n") == 1, res.stderr
         assert "Traceback" not in res.stderr

@@ -129,3 +129,45 @@ async def test_a_dead_endpoint_does_not_slow_the_console(tmp_path, preset, monke
     (dead, queued), base = times["dead"], min(times["none"][0], times["none2"][0])
     assert queued >= 1  # messages were waiting on the dead endpoint the whole time
     assert dead < 2.0 * base + 0.5, times
+
+
+async def test_a_launch_console_posts_launch_and_verdict_when_the_engine_exits_not_at_quit(
+        tmp_path, monkeypatch):
+    """The console of a launch: the launch post first; the engine's exit is the run's end at
+    once (registry, verdict.json, the verdict post) while the console stays open; closing
+    it later finishes nothing twice."""
+    import sys
+
+    from fontaine_tui.commands.launch import Finisher, after_console
+    from fontaine_tui.core.launch.launcher import EngineProcess
+    from fontaine_tui.core.launch.registry import Entry, Registry
+    from fontaine_tui.core.verdict.presets import load_preset
+    from tests.core.launch.test_launcher import FAKE
+
+    hook = Hook()
+    monkeypatch.setenv("FONTAINE_NOTIFY", hook.url("/hooks/KEY79"))
+    monkeypatch.setenv("FONTAINE_REGISTRY", str(tmp_path / "state" / "runs.json"))
+    preset = load_preset("smoke")
+    folder = RunFolder(tmp_path / "run")
+    folder.root.mkdir()
+    prereg = freeze(folder, preset, ["x"], "here")
+    registry = Registry(tmp_path / "state" / "runs.json")
+    registry.upsert(Entry("smoke", str(folder.root), "here"))
+    engine = EngineProcess.start([sys.executable, FAKE, str(folder.root), "finish"], folder)
+    finisher = Finisher(preset, folder, engine, registry, "here", prereg, None)
+    app = make_app(source=LocalRun(folder.root), preset=preset, process=engine,
+                   registry=registry, kind="launch", babysit_host="here", frame_s=0.05,
+                   on_exit=finisher, announce=(str(folder.root), "engine pid 1", "ab" * 32))
+    async with app.run_test(size=SIZE) as pilot:
+        await until(pilot, lambda: finisher.code is not None, timeout=30)
+        await until(pilot, lambda: any("verdict" in json.loads(r.body)["title"].lower()
+                                       for r in hook.requests), timeout=15)
+        assert folder.verdict.exists()  # written before anyone quit
+        assert registry.find(folder.root, "here").status == "exited"
+        assert app.babysitter is None
+    assert after_console(0, preset, folder, engine, registry, "here", prereg, None, None,
+                         finisher) == finisher.code
+    titles = [json.loads(r.body)["title"] for r in hook.wait_for(2)]
+    hook.close()
+    assert titles[0] == f"{preset.run_name}: launched"
+    assert sum("verdict" in t.lower() for t in titles) == 1

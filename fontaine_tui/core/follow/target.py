@@ -41,6 +41,17 @@ class SshTarget:
         return f"{self.user}@{self.host}" if self.user else self.host
 
     @property
+    def registry_host(self) -> str:
+        """How the registry names this host: the destination as ssh takes it (`user@host`,
+        an alias); with a port, the URI form OpenSSH also takes (`ssh://user@host:2222`), so
+        the fleet and a later attach reach it on the same port."""
+        if not self.port:
+            return self.destination
+        host = f"[{self.host}]" if ":" in self.host else self.host
+        user = f"{self.user}@" if self.user else ""
+        return f"ssh://{user}{host}:{self.port}"
+
+    @property
     def label(self) -> str:
         port = f" port {self.port}" if self.port else ""
         return f"ssh {self.destination}:{self.path}{port}"
