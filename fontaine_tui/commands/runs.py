@@ -24,18 +24,6 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(func=run)
 
 
-def _age(seconds: float) -> str:
-    if seconds < 90:
-        return f"{seconds:.0f}s ago"
-    if seconds < 5400:
-        return f"{seconds / 60:.0f}m ago"
-    return f"{seconds / 3600:.1f}h ago"
-
-
-def cell(x: float | None, fmt: str) -> str:
-    return "-" if x is None else fmt.format(x)
-
-
 def run(args: argparse.Namespace) -> int:
     import json
     import time
@@ -43,8 +31,8 @@ def run(args: argparse.Namespace) -> int:
 
     from fontaine_tui.core.errors import InputError
     from fontaine_tui.core.host.memory import hostname
-    from fontaine_tui.core.launch.fleet import Fleet, control_dir, host_envs
-    from fontaine_tui.core.launch.registry import Registry, live_status
+    from fontaine_tui.core.launch.fleet import Fleet, control_dir, host_envs, row_cells
+    from fontaine_tui.core.launch.registry import Registry, live_statuses
     from fontaine_tui.core.verdict.prereg import utc_iso
 
     if not args.timeout > 0:
@@ -59,8 +47,10 @@ def run(args: argparse.Namespace) -> int:
     options = ("-F", args.ssh_config) if args.ssh_config else ()
     fleet = Fleet(state / "fleet.json", control_dir(), host, options, args.timeout,
                   envs=host_envs())
+    t0 = time.monotonic()
     rows, down = fleet.look(entries)
-    local = {e.key: live_status(e, host) for e in entries if e.host == host}
+    # this host's runs: pid and attempts (a Slurm job: its scheduler) within what is left
+    local = live_statuses(entries, host, max(0.2, args.timeout - (time.monotonic() - t0)))
     now = time.time()
     if args.json:
         for r in rows:
@@ -75,16 +65,8 @@ def run(args: argparse.Namespace) -> int:
         for r in rows:
             s = local.get((r.host, r.run_dir))
             st = s.state if s is not None else r.state
-            step = "?" if r.step is None else str(r.step)
-            if r.steps:
-                step += f"/{r.steps}"
-            probe = ("-" if r.probe_step is None else
-                     f"{r.probe_step}:{cell(r.probe_value, '{:.4f}')}")
-            checked = ("now" if not r.stale else
-                       (f"{_age(r.age(now))} (down)" if r.checked_at else "never (down)"))
-            table.append((r.name, r.host, st, step, cell(r.step_s, "{:.3g}"), probe,
-                          r.read or "-", cell(r.gpu_hours, "{:.2f}"),
-                          ",".join(w.split(":", 1)[1] for w in r.warnings) or "-",
+            step, step_s, probe, read, gpu_h, warn, checked = row_cells(r, now)
+            table.append((r.name, r.host, st, step, step_s, probe, read, gpu_h, warn,
                           "-" if s is None or s.attempts is None else str(s.attempts),
                           checked, r.run_dir))
         widths = [max(len(t[i]) for t in table) for i in range(len(header) - 1)]

@@ -8,7 +8,7 @@ from __future__ import annotations
 import threading
 import time
 from collections import deque
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Protocol
@@ -118,11 +118,19 @@ class RunEntry:
     launched: str
     host: str = ""  # set by a fleet look (core/launch/fleet.py): every host's runs
     reading: str = ""  # step/total, the read, and how old the reading is
+    cells: tuple[str, ...] = ()  # a fleet look's columns (fleet.CELLS), as `runs` shows them
 
     @property
     def target(self) -> str:
-        """What attach takes: the folder here, host:folder on another host."""
-        return f"{self.host}:{self.folder}" if self.host and not self.local else self.folder
+        """What attach takes: the folder here, host:folder on another host (a host with a
+        port, registered as ssh://user@host:port: that URI with the folder as its path)."""
+        if not self.host or self.local:
+            return self.folder
+        if self.host.startswith("ssh://"):
+            from urllib.parse import quote
+
+            return f"{self.host}/{quote(self.folder.lstrip('/'))}"
+        return f"{self.host}:{self.folder}"
 
     @property
     def local(self) -> bool:
@@ -131,44 +139,54 @@ class RunEntry:
         return not self.host or self.host == hostname()
 
 
+LOCAL_LOOK_S = 0.5  # the runs screen's first draw waits at most this for this host's runs
+
+
 def registry_entries(registry: Registry | None) -> tuple[list[RunEntry], str]:
     """The runs screen's rows and, when there are none, why. The state is the live one (pid
     checked, log tail read: `registry.live_status`), as `fontaine-tui runs` shows it."""
     from fontaine_tui.core.host.memory import hostname
-    from fontaine_tui.core.launch.registry import live_status
+    from fontaine_tui.core.launch.registry import live_statuses
 
     if registry is None:
         return [], "no registry given"
     try:
-        items: Iterable[Entry] = registry.entries()
+        items: list[Entry] = list(registry.entries())
     except Exception as exc:  # a broken registry file is shown, not raised
         return [], f"registry unreadable: {exc}"
     host = hostname()
+    # on the screen's first draw: a Slurm job's scheduler may be slow; its row says so
+    live = live_statuses(items, host, LOCAL_LOOK_S)
     rows = []
     for e in items:
-        live = live_status(e, host)
-        rows.append(RunEntry(e.name, e.run_dir, e.pid or None, live.state, e.launched_at))
+        st = live.get(e.key)
+        state = st.state if st is not None else ("remote" if e.host != host else "checking")
+        rows.append(RunEntry(e.name, e.run_dir, e.pid or None, state, e.launched_at))
     return rows, "the registry is empty"
 
 
 def fleet_entries(registry: Registry, fleet: Fleet) -> tuple[list[RunEntry], str]:
     """Every registered run, every host's checked live (`fontaine-tui runs`' look)."""
     from fontaine_tui.core.host.memory import hostname
-    from fontaine_tui.core.launch.registry import live_status
+    from fontaine_tui.core.launch.fleet import row_cells
+    from fontaine_tui.core.launch.registry import live_statuses
 
     try:
         items = registry.entries()
     except Exception as exc:
         return [], f"registry unreadable: {exc}"
+    here = hostname()
+    t0 = time.monotonic()
     rows, down = fleet.look(items)
-    here, now = hostname(), time.time()
+    live = live_statuses(items, here, max(0.2, fleet.deadline_s - (time.monotonic() - t0)))
+    now = time.time()
     out = []
     for e, r in zip(items, rows, strict=True):
-        state = live_status(e, here).state if e.host == here else r.state
-        step = "?" if r.step is None else f"{r.step}" + (f"/{r.steps}" if r.steps else "")
-        age = f"{r.age(now):.0f}s ago (down)" if r.stale else "now"
+        st = live.get(e.key)
+        state = st.state if st is not None else r.state
+        cells = row_cells(r, now)
         out.append(RunEntry(e.name, e.run_dir, e.pid or None, state, e.launched_at, e.host,
-                            f"{step}  {r.read or '-'}  {age}"))
+                            f"{cells[0]}  {cells[3]}  {cells[-1]}", cells))
     why = "; ".join(f"{h}: {w}" for h, w in down.items())
     return out, why or "the registry is empty"
 
@@ -228,6 +246,9 @@ class Session:
         self.source = source
         self.preset = preset  # what the verdict computes with: the frozen one once read
         self.given_preset = preset  # what the command line or registry named
+        # False: `preset` is a stand-in until prereg.json is read (a run picked from the runs
+        # list over SSH): the frozen one is the run's, and no difference is reported
+        self.preset_named = True
         self.kind = kind  # "launch" | "attach" | "replay"
         self.process = process
         self.folder = folder if folder is not None else folder_of(source)
@@ -465,7 +486,7 @@ class Session:
             try:
                 pr = parse_prereg(prereg, f"{where}/{PREREG}")
                 launched, provenance = pr.launched_at, pr.provenance
-                change = compare(pr, self.given_preset)
+                change = compare(pr, self.given_preset) if self.preset_named else None
                 # the frozen pre-registration is the authority: compute with its bounds
                 self.preset = pr.frozen_preset()
                 if change is None:

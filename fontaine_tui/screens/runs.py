@@ -5,6 +5,7 @@ from __future__ import annotations
 from textual.app import ComposeResult
 from textual.widgets import DataTable, Footer, Static
 
+from fontaine_tui.core.launch.fleet import CELLS
 from fontaine_tui.model.session import RunView
 from fontaine_tui.screens.base import ViewScreen
 from fontaine_tui.widgets.safe import assemble, cell
@@ -25,14 +26,19 @@ class RunsScreen(ViewScreen):
         if tuple(entries) != self._shown:
             self._shown = tuple(entries)
             table.clear(columns=True)
-            fleet = any(e.host for e in entries)  # every host checked: its columns too
-            table.add_columns("run", *(("host",) if fleet else ()), "folder", "pid", "state",
-                              *(("reading",) if fleet else ()), "launched")
-            for e in entries:
-                table.add_row(cell(e.name), *((cell(e.host),) if fleet else ()), cell(e.folder),
-                              str(e.pid or "—"), cell(e.state),
-                              *((cell(e.reading),) if fleet else ()), cell(e.launched),
-                              key=e.target)
+            if any(e.cells for e in entries):  # every host checked: as `fontaine-tui runs`
+                table.add_columns("run", "host", "state", *(c.lower() for c in CELLS), "pid",
+                                  "folder", "launched")
+                for e in entries:
+                    cells = e.cells or ("",) * len(CELLS)
+                    table.add_row(cell(e.name), cell(e.host), cell(e.state),
+                                  *(cell(c) for c in cells), str(e.pid or "—"), cell(e.folder),
+                                  cell(e.launched), key=e.target)
+            else:
+                table.add_columns("run", "folder", "pid", "state", "launched")
+                for e in entries:
+                    table.add_row(cell(e.name), cell(e.folder), str(e.pid or "—"),
+                                  cell(e.state), cell(e.launched), key=e.target)
         title = (f"{len(entries)} run(s) in the registry; enter attaches to one"
                  if entries else self.console.registry_reason)
         self.query_one("#runs-title", Static).update(assemble(

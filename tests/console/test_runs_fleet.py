@@ -40,7 +40,14 @@ async def test_enter_on_a_remote_row_attaches_over_ssh(sshd, tmp_path, preset, r
             return next((r for r in rows if r[0] == "far"), [])
 
         await until(pilot, lambda: "600/1000" in " ".join(far_row()), 20)
-        assert far_row()[1] == HOST_ALIAS and "now" in far_row()[-2]
+        # the columns `fontaine-tui runs` prints: step, s/step, the last probe and its read,
+        # GPU-hours, warnings, when it was checked
+        cols = [str(c.label) for c in table.columns.values()]
+        row = dict(zip(cols, far_row(), strict=True))
+        assert row["host"] == HOST_ALIAS and row["checked"] == "now"
+        assert row["step"] == "600/1000" and float(row["s/step"]) > 0
+        assert row["probe"].startswith("500:") and "PROVISIONAL" in row["read"]
+        assert {"gpu-h", "warn", "pid", "folder"} <= set(cols)
         table.move_cursor(row=[i for i in range(table.row_count)
                                if str(table.get_row_at(i)[0]) == "far"][0])
         await pilot.press("enter")

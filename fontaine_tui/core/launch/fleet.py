@@ -78,6 +78,35 @@ class FleetRow:
         return max(0.0, now - self.checked_at)
 
 
+def age_text(seconds: float) -> str:
+    if seconds < 90:
+        return f"{seconds:.0f}s ago"
+    if seconds < 5400:
+        return f"{seconds / 60:.0f}m ago"
+    return f"{seconds / 3600:.1f}h ago"
+
+
+def _num(x: float | None, fmt: str) -> str:
+    return "-" if x is None else fmt.format(x)
+
+
+CELLS = ("STEP", "S/STEP", "PROBE", "READ", "GPU-H", "WARN", "CHECKED")
+
+
+def row_cells(r: FleetRow, now: float) -> tuple[str, ...]:
+    """The columns `fontaine-tui runs` and the runs screen show for a row, as `CELLS` names
+    them: step/total, s/step, the last probe (step:value), its read against the bounds,
+    GPU-hours, the warnings' rules, and when it was checked (a down host's: its age)."""
+    step = "?" if r.step is None else str(r.step)
+    if r.steps:
+        step += f"/{r.steps}"
+    probe = "-" if r.probe_step is None else f"{r.probe_step}:{_num(r.probe_value, '{:.4f}')}"
+    checked = ("now" if not r.stale else
+               (f"{age_text(r.age(now))} (down)" if r.checked_at else "never (down)"))
+    return (step, _num(r.step_s, "{:.3g}"), probe, r.read or "-", _num(r.gpu_hours, "{:.2f}"),
+            ",".join(w.split(":", 1)[-1] for w in r.warnings) or "-", checked)
+
+
 @dataclass
 class HostLook:
     host: str

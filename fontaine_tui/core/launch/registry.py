@@ -10,7 +10,7 @@ from __future__ import annotations
 import fcntl
 import os
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, fields, replace
 from pathlib import Path
@@ -230,6 +230,27 @@ def live_status(entry: Entry, this_host: str) -> LiveStatus:
     last_cause = f"; attempt {tried[-1].number}: {tried[-1].cause}" if tried else ""
     return LiveStatus(entry, entry.status, tail.last_step, f"{entry.status}{code}{last_cause}",
                       count)
+
+
+def live_statuses(entries: Sequence[Entry], this_host: str, deadline_s: float
+                  ) -> dict[tuple[str, str], LiveStatus]:
+    """`live_status` of this host's entries, side by side, within `deadline_s` in all (a
+    Slurm job's asks the scheduler, which may be slow to answer): an entry not done in time
+    is left out, for the caller to show from what else it has."""
+    from concurrent.futures import ThreadPoolExecutor, wait
+
+    mine = [e for e in entries if e.host == this_host]
+    if not mine:
+        return {}
+    pool = ThreadPoolExecutor(max_workers=min(8, len(mine)), thread_name_prefix="live")
+    futures = {pool.submit(live_status, e, this_host): e for e in mine}
+    done, _ = wait(futures, timeout=deadline_s)
+    pool.shutdown(wait=False, cancel_futures=True)
+    out = {}
+    for f in done:
+        if f.exception() is None:
+            out[futures[f].key] = f.result()
+    return out
 
 
 def _job_status(entry: Entry, folder, last_step: int, tried: list) -> LiveStatus:
