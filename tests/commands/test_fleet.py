@@ -99,3 +99,28 @@ def test_attach_registers_what_it_attaches_to(sshd, tmp_path, registry_path):
                     "--plain", "--until-end", "--ssh-config", str(sshd.config)],
                    capture_output=True, text=True, timeout=60)
     assert Registry(registry_path).entries() == [entry]
+
+
+def test_attach_by_uri_registers_the_port_and_runs_reaches_it(sshd, tmp_path, registry_path):
+    """ssh://user@host:PORT/path: the registry keeps the port (as the URI ssh takes), so
+    `runs` looks at the run on that port; `stop` of a run only attached there refuses."""
+    folder = run_folder(tmp_path / "run on a port", 1000)
+    config = tmp_path / "ssh_config"  # this host by its address, the port from the URI only
+    config.write_text(sshd.config.read_text().replace(f"Host {HOST_ALIAS}\n", "Host 127.0.0.1\n")
+                      .replace(f"  Port {sshd.port}\n", ""))
+    uri = f"ssh://{sshd.user}@127.0.0.1:{sshd.port}{folder}"
+    res = subprocess.run([sys.executable, "-m", "fontaine_tui", "attach", uri, "--plain",
+                          "--until-end", "--ssh-config", str(config)],
+                         capture_output=True, text=True, timeout=60)
+    assert res.returncode == 0, res.stderr
+    [entry] = Registry(registry_path).entries()
+    assert (entry.host, entry.run_dir) == (f"ssh://{sshd.user}@127.0.0.1:{sshd.port}",
+                                           str(folder))
+    res, _ = runs(tmp_path, config)
+    assert res.returncode == 0, res.stderr
+    [line] = [ln for ln in res.stdout.splitlines()[1:] if ln.strip()]
+    assert "1000/1000" in line and "(down)" not in line, res.stdout
+    res = subprocess.run([sys.executable, "-m", "fontaine_tui", "stop", entry.name, "--yes"],
+                         capture_output=True, text=True, timeout=60)
+    assert res.returncode == 2 and res.stderr.count("\n") == 1, res.stderr
+    assert "attached, not launched from here" in res.stderr

@@ -121,3 +121,23 @@ def test_runs_command_lists_and_records_exits(
     assert "1 exit(s) recorded" in out
     [e] = Registry().entries()
     assert (e.status, e.last_step) == ("stopped", 12)
+
+
+def test_live_statuses_answer_within_the_deadline(tmp_path: Path, monkeypatch) -> None:
+    """A run whose look hangs (a Slurm scheduler not answering) is left out at the deadline;
+    the others are there, looked at side by side."""
+
+    from fontaine_tui.core.launch import registry as reg_mod
+
+    def look(entry, host):
+        if entry.name == "stuck":
+            time.sleep(3)
+        return reg_mod.LiveStatus(entry, "running", 1, "")
+
+    monkeypatch.setattr(reg_mod, "live_status", look)
+    entries = [Entry(name=n, run_dir=str(tmp_path / n), host="h") for n in ("a", "stuck", "b")]
+    entries.append(Entry(name="far", run_dir="/x", host="other"))
+    t0 = time.monotonic()
+    got = reg_mod.live_statuses(entries, "h", 0.5)
+    assert time.monotonic() - t0 < 1.5
+    assert sorted(k[1] for k in got) == [str(tmp_path / "a"), str(tmp_path / "b")]
