@@ -462,6 +462,7 @@ class EngineProcess:
         """Start the engine in its own session, stdout+stderr appended to engine.out.log."""
         run_env = dict(os.environ if env is None else env)
         run_env.setdefault("PYTHONUNBUFFERED", "1")
+        run_env.pop("FONTAINE_NOTIFY", None)  # a webhook token: the engine has no use for it
         try:
             log_size = folder.log.stat().st_size
         except FileNotFoundError:

@@ -258,3 +258,13 @@ def test_a_reattached_run_that_logged_an_error_reads_as_failed(tmp_path: Path) -
     info = exit_info(folder, None)  # not our child: no exit status
     assert info.status == "failed"
     assert info.describe() == "engine failed at step 9 (no checkpoint): ValueError: bad batch"
+
+
+def test_the_engine_never_gets_the_notification_token(tmp_path: Path) -> None:
+    folder = RunFolder(tmp_path)
+    env = {**os.environ, "FONTAINE_NOTIFY": "https://hooks.example.org/SECRET123"}
+    engine = EngineProcess.start(
+        [sys.executable, "-c", "import os; print(sorted(k for k in os.environ if 'NOTIFY' in k))"],
+        folder, env)
+    engine.wait(20)
+    assert folder.engine_out.read_text().strip() == "[]"
