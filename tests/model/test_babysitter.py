@@ -162,3 +162,37 @@ def test_a_second_watcher_shows_but_does_not_post(tmp_path, hook, monkeypatch):
     assert [json.loads(r.body)["title"] for r in hook.wait_for(1)] == [
         "grasp_sft_v2_demosonly_1gpu_disc: first poll"]
     assert len(read_polls(root / "babysit.jsonl")) == 1
+
+
+def test_the_gpu_hours_gate_is_posted_and_its_clock_stops_at_the_end(tmp_path, hook,
+                                                                       monkeypatch):
+    monkeypatch.setenv("FONTAINE_NOTIFY", hook.url("/h/TOKEN124"))
+    root = run_folder(tmp_path, 600)
+
+    def on_a_gpu(upto: int) -> None:  # the engine's meta line: one CUDA device
+        recs = records_upto(upto)
+        recs[0] = {**recs[0], "device": "cuda:0", "world_size": 1}
+        write_log(root / "train_log.jsonl", recs)
+
+    on_a_gpu(600)
+
+    async def main():
+        s = await session_at(root)
+        later = T0 + 12.5 * 3600  # 12.5 h since the launch on one GPU: past the 12 h gate
+        sitter = Babysitter.for_session(s, "test", "here", print, clock=lambda: later)
+        s.update_warnings(None, later)
+        sitter.tick(None, later)
+        assert {w.rule: w.severity for w in s.warnings}.get("gpu-hours") == "alert", s.warnings
+        assert sitter.close() == []
+        on_a_gpu(1000)  # the log ends at T0 + 501
+        await read_more(s)
+        s.update_warnings(None, later)
+        assert "gpu-hours" not in {w.rule for w in s.warnings}  # the clock stopped at the end
+        await s.source.close()
+        return s
+
+    s = asyncio.run(main())
+    posted = [json.loads(r.body) for r in hook.requests]
+    gate = [p for p in posted if p["title"] == f"{s.given_preset.run_name}: GPU-hours gate"]
+    assert len(gate) == 1 and gate[0]["level"] == "alert", posted
+    assert "reached the gate 12" in gate[0]["text"]

@@ -183,7 +183,8 @@ def gpu_hours_used(store: RunStore, now: float, process: ExitInfo | None,
     if ctx.gpus_used <= 0 or start is None:
         return None
     end = now
-    if process is not None and len(store.steps):  # the run is over: stop the clock
+    if (process is not None or store.ended_at is not None) and len(store.steps):
+        # the run is over (its process exited, or its log ended): stop the clock
         end = store.columns["time"][-1]
     return max(0.0, end - start) / 3600.0 * ctx.gpus_used
 
