@@ -136,6 +136,21 @@ async def launch_on(settings: HostSettings, preset: Preset, keep: Path, *,
                              f"{out[:200]!r}") from None
     finally:
         await ssh.close()
+    try:
+        prereg, local = await _keep_frozen(host, run_dir, preset, keep, ssh_options)
+    except (InputError, SshError, OSError) as exc:
+        # launched there all the same: say so, and how to reach it, rather than a refusal
+        what = f"slurm job {job}" if job else f"engine pid {pid}"
+        raise InputError(f"{exc}; the run was launched there and goes on ({what} in "
+                         f"{run_dir}): fontaine-tui attach {host}:{run_dir}, or stop it with "
+                         f"fontaine-tui stop {run_dir} on {host}") from None
+    return RemoteLaunch(host, run_dir, pid, float(doc.get("pid_started") or 0.0),
+                        prereg.preset_sha256, prereg.launched_at, prereg, local, job)
+
+
+async def _keep_frozen(host: str, run_dir: str, preset: Preset, keep: Path,
+                       ssh_options: Sequence[str]) -> tuple[Prereg, Path]:
+    """The run's prereg.json there, checked to freeze `preset`, kept here byte for byte."""
     folder = SshRun(SshTarget(host, run_dir), ssh_options)
     try:
         raw = await folder.read_bytes("prereg.json")
@@ -147,9 +162,7 @@ async def launch_on(settings: HostSettings, preset: Preset, keep: Path, *,
     if prereg.preset_sha256 != preset.sha256:
         raise InputError(f"{host}:{run_dir}/prereg.json: froze sha256 "
                          f"{prereg.preset_sha256[:12]}, not this preset's {preset.sha256[:12]}")
-    local = keep_prereg(keep, host, run_dir, raw)
-    return RemoteLaunch(host, run_dir, pid, float(doc.get("pid_started") or 0.0),
-                        prereg.preset_sha256, prereg.launched_at, prereg, local, job)
+    return prereg, keep_prereg(keep, host, run_dir, raw)
 
 
 def keep_prereg(keep: Path, host: str, run_dir: str, raw: bytes) -> Path:
