@@ -94,3 +94,13 @@ def raw_only(tmp_path):
     path = tmp_path / "raw_only.toml"
     path.write_text(head + tail)
     return load_preset(path)
+
+
+@pytest.fixture
+def hook():
+    """A real webhook on 127.0.0.1 (tests/core/notify/server.py): what it was sent."""
+    from tests.core.notify.server import Hook
+
+    server = Hook()
+    yield server
+    server.close()

@@ -61,15 +61,13 @@ def find_remote(run: str, registry, host: str):
 
 
 def run(args: argparse.Namespace) -> int:
-    import time
     from pathlib import Path
 
     from fontaine_tui.core.host.memory import hostname
     from fontaine_tui.core.launch import attempts
-    from fontaine_tui.core.launch.launcher import EngineProcess, exit_to_dict, label
+    from fontaine_tui.core.launch.launcher import EngineProcess, label
     from fontaine_tui.core.launch.registry import Registry
     from fontaine_tui.core.runfolder import RunFolder
-    from fontaine_tui.core.verdict.prereg import utc_iso
 
     registry, host = Registry(), hostname()
     entry = find_entry(args.run, registry, host, missing_ok=True)
@@ -92,18 +90,36 @@ def run(args: argparse.Namespace) -> int:
                                                       entry.pid_started or None), None
     info = engine.poll()
     if info is None:
-        if not args.yes:
-            if not sys.stdin.isatty():
-                raise InputError(f"stop {entry.name}: confirm with --yes (no terminal to ask)")
-            answer = input(f"stop {entry.name} ({label(engine)} in {entry.run_dir})? [y/N] ")
-            if answer.strip().lower() not in ("y", "yes"):
-                print("not stopped")
-                return 0
+        if not confirmed(args, entry.name, f"{label(engine)} in {entry.run_dir}"):
+            return 0
         print(f"stopping {label(engine)} (SIGINT, then SIGTERM, then SIGKILL)",
               file=sys.stderr, flush=True)
         info = engine.stop()
     if open_attempt is not None:
         attempts.end(folder, open_attempt.number, info)
+    return recorded(info, entry, registry, args)
+
+
+def confirmed(args: argparse.Namespace, name: str, what: str) -> bool:
+    """--yes, or the user's yes at the terminal (none: InputError); "not stopped" said."""
+    if args.yes:
+        return True
+    if not sys.stdin.isatty():
+        raise InputError(f"stop {name}: confirm with --yes (no terminal to ask)")
+    answer = input(f"stop {name} ({what})? [y/N] ")
+    if answer.strip().lower() in ("y", "yes"):
+        return True
+    print("not stopped")
+    return False
+
+
+def recorded(info, entry, registry, args: argparse.Namespace) -> int:
+    """The exit into the registry, then said (one JSON line with --json)."""
+    import time
+
+    from fontaine_tui.core.launch.launcher import exit_to_dict
+    from fontaine_tui.core.verdict.prereg import utc_iso
+
     registry.update(entry.run_dir, entry.host, status=info.status, exit_code=info.code,
                     last_step=max(info.last_step, entry.last_step),
                     updated_at=utc_iso(time.time()))
@@ -117,26 +133,17 @@ def run(args: argparse.Namespace) -> int:
 def stop_remote(entry, registry, args: argparse.Namespace) -> int:
     """The same stop, on the host the run was launched on: `fontaine-tui stop` run there over
     SSH (core/launch/remote.py), after confirmation here; the registry here learns the exit."""
-    import time
-
     from fontaine_tui.core.launch.hosts import host_settings
-    from fontaine_tui.core.launch.launcher import exit_to_dict
     from fontaine_tui.core.launch.remote import RemoteEngine
     from fontaine_tui.core.notify.destinations import config_path
-    from fontaine_tui.core.verdict.prereg import utc_iso
 
     where = f"{entry.host}:{entry.run_dir}"
     if not entry.pid and not entry.job:
         raise InputError(f"{where}: attached, not launched from here (no pid or job known); "
                          f"stop it on {entry.host}")
     what = f"slurm job {entry.job}" if entry.job else f"engine pid {entry.pid}"
-    if not args.yes:
-        if not sys.stdin.isatty():
-            raise InputError(f"stop {entry.name}: confirm with --yes (no terminal to ask)")
-        answer = input(f"stop {entry.name} ({what} on {where})? [y/N] ")
-        if answer.strip().lower() not in ("y", "yes"):
-            print("not stopped")
-            return 0
+    if not confirmed(args, entry.name, f"{what} on {where}"):
+        return 0
     options = ("-F", args.ssh_config) if getattr(args, "ssh_config", None) else ()
     engine = RemoteEngine(host_settings(entry.host, config_path()), entry.run_dir, entry.pid,
                           options, poll_s=3600.0, job=entry.job)
@@ -146,11 +153,4 @@ def stop_remote(entry, registry, args: argparse.Namespace) -> int:
         info = engine.stop()
     finally:
         engine.close()
-    registry.update(entry.run_dir, entry.host, status=info.status, exit_code=info.code,
-                    last_step=max(info.last_step, entry.last_step),
-                    updated_at=utc_iso(time.time()))
-    if args.json:
-        print(json.dumps(exit_to_dict(info), default=str))
-    else:
-        print(info.describe())
-    return 0
+    return recorded(info, entry, registry, args)

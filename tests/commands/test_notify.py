@@ -9,16 +9,10 @@ from pathlib import Path
 import pytest
 
 from fontaine_tui.cli import main
-from tests.core.notify.server import Hook, dead_port
+from tests.core.notify.server import dead_port
 
 TOKEN = "SECRETTOKEN"
 
-
-@pytest.fixture
-def hook():
-    server = Hook()
-    yield server
-    server.close()
 
 
 @pytest.fixture

@@ -19,17 +19,11 @@ from fontaine_tui.core.verdict.prereg import freeze
 from fontaine_tui.core.verdict.presets import load_preset
 from fontaine_tui.model.babysitter import NOTIFY_RULE, Babysitter
 from fontaine_tui.model.session import Session
-from tests.core.notify.server import Hook, dead_port
+from tests.core.notify.server import dead_port
 from tests.logs import T0, records_upto, write_log
 
 MIN = 60.0
 
-
-@pytest.fixture
-def hook():
-    server = Hook()
-    yield server
-    server.close()
 
 
 @pytest.fixture(autouse=True)

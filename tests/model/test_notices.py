@@ -22,12 +22,6 @@ PATHS = {"generic": "/SECRETTOKEN", "ntfy": "/mytopic", "slack": "/services/T0/B
          "discord": "/api/webhooks/1/SECRETTOKEN"}
 
 
-@pytest.fixture
-def hook():
-    server = Hook()
-    yield server
-    server.close()
-
 
 @pytest.fixture
 def verdict(tmp_path: Path):

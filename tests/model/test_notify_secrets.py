@@ -12,8 +12,6 @@ import re
 import sys
 from pathlib import Path
 
-import pytest
-
 from fontaine_tui.core.launch.launcher import EngineProcess
 from fontaine_tui.core.launch.registry import Entry, Registry
 from fontaine_tui.core.notify import delivery
@@ -21,17 +19,11 @@ from fontaine_tui.core.runfolder import RunFolder
 from fontaine_tui.core.verdict.prereg import freeze
 from fontaine_tui.core.verdict.presets import load_preset
 from fontaine_tui.model.plain import babysit
-from tests.core.notify.server import Hook, dead_port
+from tests.core.notify.server import dead_port
 
 FAKE = str(Path(__file__).parents[1] / "core" / "launch" / "fake_engine.py")
 TOKENS = ("GENERICSECRET1", "GENERICSECRET2", "NTFYTOPICSECRET")
 
-
-@pytest.fixture
-def hook():
-    server = Hook()
-    yield server
-    server.close()
 
 
 def test_first_segment_tokens_are_in_no_output_and_no_file(tmp_path, hook, monkeypatch, capsys):

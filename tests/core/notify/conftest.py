@@ -2,14 +2,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.core.notify.server import Hook, Silent
-
-
-@pytest.fixture
-def hook():
-    server = Hook()
-    yield server
-    server.close()
+from tests.core.notify.server import Silent
 
 
 @pytest.fixture
