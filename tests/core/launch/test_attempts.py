@@ -24,6 +24,7 @@ from pathlib import Path
 
 import pytest
 
+from fontaine_tui.core.follow.local import LocalRun
 from fontaine_tui.core.launch import attempts
 from fontaine_tui.core.launch.launcher import (
     HOST_OOM,
@@ -33,6 +34,12 @@ from fontaine_tui.core.launch.launcher import (
     read_tail,
 )
 from fontaine_tui.core.runfolder import RunFolder
+from fontaine_tui.core.verdict.presets import load_preset
+from fontaine_tui.model.babysitter import Babysitter
+from fontaine_tui.model.notices import RunNotices
+from fontaine_tui.model.plain import end_attempt
+from fontaine_tui.model.session import Session
+from tests.core.notify.server import Hook
 
 if importlib.util.find_spec("torch") is None:  # the engine needs it (not imported here)
     pytest.skip("torch is not installed", allow_module_level=True)
@@ -163,6 +170,7 @@ class Run:
     folder: RunFolder
     engine: EngineProcess
     attempt: int
+    sitter: Babysitter
     info: ExitInfo | None = None
     done: threading.Event = field(default_factory=threading.Event)
 
@@ -172,6 +180,7 @@ class Fleet:
         self.runs: dict[str, Run] = {}
         self.skipped: dict[str, str] = {}
         self.cgroup: MemoryCgroup | None = None
+        self.hook = Hook()  # where each run's incident is posted, as a launch posts it
         self._quit = threading.Event()
         self._thread = threading.Thread(target=self._poll, daemon=True)
 
@@ -179,10 +188,17 @@ class Fleet:
         folder = RunFolder(root / name)
         folder.root.mkdir(parents=True)
         engine = EngineProcess.start(argv, folder, env=engine_env(**env))
-        self.runs[name] = Run(folder, engine, attempts.begin(folder, "launch", engine, HOST))
+        notices = RunNotices.configured(name, print, None,
+                                        {"FONTAINE_NOTIFY": self.hook.url(f"/h/{name}")})
+        session = Session(LocalRun(folder.root), load_preset("smoke"), "launch", engine,
+                          folder.root)
+        sitter = Babysitter(session, notices, watcher="test", poll_log=None)
+        self.runs[name] = Run(folder, engine, attempts.begin(folder, "launch", engine, HOST),
+                              sitter)
 
     def _poll(self) -> None:
-        """As a console does: poll each engine (refreshing its cgroup), end its attempt."""
+        """As a launch does: poll each engine (refreshing its cgroup), end its attempt (an
+        incident is posted)."""
         deadline = time.monotonic() + TIMEOUT
         while not self._quit.is_set() and time.monotonic() < deadline:
             waiting = [r for r in self.runs.values() if not r.done.is_set()]
@@ -190,10 +206,15 @@ class Fleet:
                 return
             for run in waiting:
                 if (info := run.engine.poll()) is not None:
-                    attempts.end(run.folder, run.attempt, info)
+                    end_attempt(run.folder, run.attempt, info, run.sitter, print)
+                    run.sitter.close()  # its post delivered
                     run.info = info
                     run.done.set()
             time.sleep(0.1)
+
+    def incidents(self, name: str) -> list[dict]:
+        """What was posted for `name`: its incident, if it had one."""
+        return [json.loads(r.body) for r in self.hook.requests if r.path == f"/h/{name}"]
 
     def wait(self, name: str) -> Run:
         if name in self.skipped:
@@ -212,6 +233,7 @@ class Fleet:
                 run.engine.wait(10)
         if self.cgroup is not None:
             self.cgroup.remove()
+        self.hook.close()
 
 
 @pytest.fixture(scope="module")
@@ -254,6 +276,9 @@ def test_the_kernel_oom_killing_the_engine_in_its_cgroup_is_oom_killed(fleet: Fl
     assert (begin["cgroup"] or {}).get("path") != str(group.path)
     assert end["memory"]["cgroup"] == str(group.path) and end["memory"]["cgroup_oom_kills"] == 1
     assert (end["cause"], end["signal"], end["exit_code"]) == ("oom-killed", "SIGKILL", None)
+    [post] = fleet.incidents("oom-killed")
+    assert post["title"] == "oom-killed: incident: attempt 1 oom-killed"
+    assert post["level"] == "alert" and "OOM killer" in post["text"]
 
 
 def test_a_non_finite_loss_stops_the_engine_without_a_checkpoint(fleet: Fleet) -> None:
@@ -272,6 +297,7 @@ def test_a_non_finite_loss_stops_the_engine_without_a_checkpoint(fleet: Fleet) -
     recs = [json.loads(x) for x in run.folder.log.read_text().splitlines()]
     assert not [r for r in recs if r["kind"] == "eval"]  # nor probed
     assert lines(run.folder)[-1]["cause"] == "nan"
+    assert [p["title"] for p in fleet.incidents("nan")] == ["nan: incident: attempt 1 nan"]
 
 
 def test_an_allocation_failing_under_ulimit_v_is_host_oom(fleet: Fleet) -> None:
@@ -285,6 +311,9 @@ def test_an_allocation_failing_under_ulimit_v_is_host_oom(fleet: Fleet) -> None:
     assert HOST_OOM.search(info.cause_detail) and info.cause_detail in out  # the engine's line
     assert info.status == "oom" and "out of host memory at step 0" in info.describe()
     assert lines(run.folder)[-1]["cause"] == "host-oom"
+    [post] = fleet.incidents("host-oom")
+    assert post["title"] == "host-oom: incident: attempt 1 host-oom"
+    assert post["level"] == "alert" and info.cause_detail in post["text"]
 
 
 def test_a_clean_finish(fleet: Fleet) -> None:
@@ -294,6 +323,7 @@ def test_a_clean_finish(fleet: Fleet) -> None:
     assert (info.code, info.cause, info.cause_detail) == (0, "finished", "finished at step 3")
     [a] = attempts.read_attempts(run.folder, host=HOST)
     assert (a.number, a.kind, a.cause, a.last_step, a.exit_code) == (1, "launch", "finished", 3, 0)
+    assert fleet.incidents("finished") == []  # a finish is no incident
 
 
 def test_sigkill_mid_run_then_a_resume_that_crashes(corpus_dir: Path, tmp_path: Path) -> None:
