@@ -23,6 +23,7 @@ from fontaine_tui.core.launch.fleet import Fleet
 from fontaine_tui.model.babysitter import Babysitter
 from fontaine_tui.model.session import (
     Outcome,
+    Process,
     Registry,
     RunEntry,
     RunsList,
@@ -87,6 +88,10 @@ class FontaineApp(App[int]):
         # the launch's end, done when the engine is seen to exit (commands/launch.Finisher)
         self.on_exit = on_exit
         self._given_process = session.process
+        # the launch this console was opened for: its engine stays watched (its end finished
+        # by on_exit) and its babysitter kept for that end, whatever run the console shows
+        self.launch_session: Session | None = session if session.kind == "launch" else None
+        self.launch_babysitter: Babysitter | None = None
         self.announce = announce  # (folder, what, prereg sha256): the launch post, sent once
         self.babysit_host = babysit_host  # set: this console babysits what it shows
         self.babysitter: Babysitter | None = None
@@ -160,6 +165,8 @@ class FontaineApp(App[int]):
         self.babysitter = Babysitter.for_session(
             self.session, "console", self.babysit_host, say, clock=self.clock,
             auto_final=not launch, since=self.clock() - 1.0 if launch else None)
+        if launch and self.session is self.launch_session:
+            self.launch_babysitter = self.babysitter
         if self.announce is not None:
             self.babysitter.launched(self.session.given_preset.name, *self.announce)
             self.announce = None
@@ -221,23 +228,27 @@ class FontaineApp(App[int]):
         self.view = self.session.view()
 
     def _poll_process(self) -> None:
-        if self.session.poll_process():
-            notify(self, f"engine {self.session.view().status}", severity="warning")
-            self.schedule_frame()
-            if self.on_exit is not None and self.session.kind == "launch":
+        session = self.launch_session or self.session
+        if session.poll_process():
+            if session is self.session:
+                notify(self, f"engine {self.session.view().status}", severity="warning")
+                self.schedule_frame()
+            if self.on_exit is not None and session.kind == "launch":
                 self._finish_run()
 
     @work(exclusive=True, group="finish")
     async def _finish_run(self) -> None:
-        """The engine exited: the run's end (registry, attempt, incident, verdict.json, the
-        verdict post) now, off the event loop; then this console's babysitter is done."""
-        on_exit, sitter = self.on_exit, self.babysitter
+        """The launched engine exited: the run's end (registry, attempt, incident,
+        verdict.json, the verdict post) now, off the event loop, with the launch's
+        babysitter, which ticks no more (the finish closes it)."""
+        on_exit, sitter = self.on_exit, self.launch_babysitter
         if on_exit is None:
             return
         self.on_exit = None
-        await asyncio.to_thread(on_exit, sitter)
-        if self.babysitter is sitter:  # closed by the finish (its lock released)
+        if self.babysitter is sitter:
             self.babysitter = None
+        self.launch_babysitter = None
+        await asyncio.to_thread(on_exit, sitter)
         self.session.note = "run ended: registry, attempts.jsonl and verdict.json written"
         self.schedule_frame()
 
@@ -321,12 +332,27 @@ class FontaineApp(App[int]):
 
         def done(choice: str | None) -> None:
             if choice == "stop":
-                process.stop()
-                self.exit(0, message="stopped the run")
+                self.session.note = "stopping the run: SIGINT, then SIGTERM, then SIGKILL"
+                self.schedule_frame()
+                self._stop_run(process)
             elif choice == "detach":
                 self.exit(0, message="detached; the run keeps going (see `fontaine-tui runs`)")
 
         self.push_screen(QuitDialog(process.pid, getattr(process, "label", None)), done)
+
+    @work(exclusive=True, group="stop")
+    async def _stop_run(self, process: Process) -> None:
+        """The stop sequence off the event loop (over SSH it may take minutes); a stop that
+        fails is said, and the console stays."""
+        from fontaine_tui.core.errors import InputError
+
+        try:
+            await asyncio.to_thread(process.stop)
+        except (InputError, OSError) as exc:
+            self.session.note = f"stop failed: {exc}"
+            notify(self, f"stop failed: {exc}", severity="error", timeout=15)
+            return
+        self.exit(0, message="stopped the run")
 
     def attach_folder(self, folder: str) -> None:
         """Point the console at another run folder (from the runs list)."""
@@ -359,11 +385,11 @@ class FontaineApp(App[int]):
         old, self.session = self.session, session
         self.run_worker(old.source.close(), group="close")
         if old.kind == "attach":  # a remote engine looked at from here: stop looking
-            self._let_go(old)
-        if self.babysitter is not None:
+            self.run_worker(asyncio.to_thread(self._let_go, old), group="close")
+        if self.babysitter is not None and self.babysitter is not self.launch_babysitter:
             self.run_worker(asyncio.to_thread(self.babysitter.close, QUIT_DRAIN_S),
                             group="close")
-            self.babysitter = None
+        self.babysitter = None  # a launch's is kept for its end (launch_babysitter)
         self.start_babysitting()
         self.refresh_ledger()
         self.read_step, self.tail_total = None, 0

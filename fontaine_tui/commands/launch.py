@@ -153,7 +153,7 @@ def run(args: argparse.Namespace) -> int:
                                keep=closed.append, on_exit=finisher,
                                announce=(str(folder.root), label(engine),
                                          prereg.preset_sha256))
-            sitter = closed[0].babysitter if closed else None
+            sitter = closed[0].launch_babysitter if closed else None
             return after_console(code, preset, folder, engine, registry, host, prereg, sitter,
                                  attempt, finisher)
     from fontaine_tui.model.plain import babysit
@@ -186,7 +186,7 @@ def announce(preset, folder: str, what: str, sha: str) -> None:
     if notices is not None:
         notices.launched(preset.name, folder, what, sha)
         for line in notices.close():
-            say(f"warn: {line}")
+            say(line)
 
 
 class Finisher:
@@ -308,7 +308,11 @@ def run_on(args: argparse.Namespace) -> int:
                                                    since=time.time() - 1.0)
         report.babysitter.launched(preset.name, where, what, done.preset_sha256)
         try:
-            return asyncio.run(report.follow(until_end=True))
+            code = asyncio.run(report.follow(until_end=True))
+            # the log's end: its warnings and the final read posted (auto_final)
+            report.session.update_warnings(None, time.time())
+            report.babysitter.tick(None)
+            return code
         except KeyboardInterrupt:
             print(f"detached: the run goes on on {host}; fontaine-tui attach {where}")
             return 130
@@ -457,7 +461,7 @@ def run_slurm(args: argparse.Namespace, partition: str) -> int:
                                          prereg.preset_sha256))
         finally:
             engine.close()
-        sitter = closed[0].babysitter if closed else None
+        sitter = closed[0].launch_babysitter if closed else None
         return after_console(code, preset, folder, engine, registry, host, prereg, sitter,
                              attempt, finisher)
     from fontaine_tui.model.plain import babysit

@@ -18,8 +18,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--update", action="store_true",
                    help="record observed exits (a registered pid that is gone) in the registry")
     p.add_argument("--timeout", type=float, default=1.8, metavar="S",
-                   help="the whole table within S seconds of the command's start, however "
-                   "slow a host (default 1.8)")
+                   help="how long the table waits for the hosts, however slow one is "
+                   "(default 1.8)")
     p.add_argument("--json", action="store_true", help="one JSON object per run")
     p.add_argument("--ssh-config", metavar="FILE", help="ssh client config file (ssh -F FILE)")
     p.set_defaults(func=run)
@@ -46,13 +46,9 @@ def run(args: argparse.Namespace) -> int:
     host = hostname()
     state = registry.path.parent
     options = ("-F", args.ssh_config) if args.ssh_config else ()
-    # --timeout counts from this command's start (Python's start-up included): what is left
-    # of it goes to the hosts, at least half a second
     from concurrent.futures import ThreadPoolExecutor
 
-    import psutil
-
-    budget = max(0.5, args.timeout - max(0.0, time.time() - psutil.Process().create_time()))
+    budget = args.timeout
     fleet = Fleet(state / "fleet.json", control_dir(), host, options, budget, envs=host_envs())
     with ThreadPoolExecutor(max_workers=1) as pool:
         # this host's runs (pid, attempts; a Slurm job: its scheduler) beside the other hosts

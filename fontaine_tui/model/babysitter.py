@@ -29,6 +29,7 @@ from fontaine_tui.core.launch.babysit import (
     resumed_clock,
     told_record,
 )
+from fontaine_tui.core.log.store import RunStore
 from fontaine_tui.core.verdict.prereg import parse_utc
 from fontaine_tui.core.verdict.rules import Verdict
 from fontaine_tui.model.notices import RunNotices
@@ -72,7 +73,7 @@ class Babysitter:
             else set()
         # a watcher that comes to a run already under way (attach, babysit): its first look
         # at the log posts the newest probe read nobody was told of, not the whole history
-        self._catching_up = auto_final
+        self._catching_up = session.kind == "attach"
         self._failures_seen = 0
         self.polls = 0
         self.last_poll: dict[str, object] | None = None  # set by the tick that took it
@@ -216,11 +217,14 @@ class Babysitter:
 
     # -- the end --------------------------------------------------------------------------
 
-    def final(self, verdict: Verdict, text: str, exit_line: str) -> None:
+    def final(self, verdict: Verdict, text: str, exit_line: str,
+              store: RunStore | None = None) -> None:
+        """The final read posted (once: told); `store`: the log as the finish re-read it,
+        which holds the end the session may not have followed yet."""
         self.finalized = True
         if self.notices is not None:
             self.notices.final(verdict, text, exit_line)
-            store = self.session.store
+            store = store if store is not None else self.session.store
             end = store.events[-1] if store.events and store.ended_at is not None else None
             if end is not None:
                 self._tell("verdict", end.step, end.time)

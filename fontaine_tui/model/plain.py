@@ -223,7 +223,7 @@ def finish(watch: PlainWatch, registry: Registry, host: str, info: ExitInfo) -> 
     text = render(verdict, str(folder.log))
     watch.say(text)
     if watch.babysitter is not None:
-        watch.babysitter.final(verdict, text, info.describe())
+        watch.babysitter.final(verdict, text, info.describe(), store)
         for line in watch.babysitter.close():
             watch.say(line)
     try:

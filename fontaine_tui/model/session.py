@@ -129,7 +129,9 @@ class RunEntry:
         if self.host.startswith("ssh://"):
             from urllib.parse import quote
 
-            return f"{self.host}/{quote(self.folder.lstrip('/'))}"
+            # a folder relative to the remote home keeps its /~/ (the URI's path is absolute)
+            path = self.folder[1:] if self.folder.startswith("/") else f"~/{self.folder}"
+            return f"{self.host}/{quote(path)}"
         return f"{self.host}:{self.folder}"
 
     @property

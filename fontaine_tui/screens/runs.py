@@ -15,6 +15,17 @@ class RunsScreen(ViewScreen):
     TITLE = "runs"
     _shown: tuple = ()
 
+    def on_mount(self) -> None:
+        super().on_mount()
+        # the fleet's look lands in a thread: drawn when it does, not at the run's next line
+        # (a finished run has none); a table that did not change is left as it is
+        self.set_interval(1.0, self._look_again)
+
+    def _look_again(self) -> None:
+        view = self.console.view
+        if view is not None and self.is_current:
+            self.draw(view)
+
     def compose(self) -> ComposeResult:
         yield Static(id="runs-title")
         yield DataTable(id="runs-table", cursor_type="row", zebra_stripes=True)

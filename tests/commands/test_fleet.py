@@ -118,7 +118,7 @@ def test_attach_by_uri_registers_the_port_and_runs_reaches_it(sshd, tmp_path, re
                                            str(folder))
     res, _ = runs(tmp_path, config)
     assert res.returncode == 0, res.stderr
-    [line] = [ln for ln in res.stdout.splitlines()[1:] if ln.strip()]
+    [line] = [ln for ln in res.stdout.splitlines()[1:] if ln.startswith(entry.name)]
     assert "1000/1000" in line and "(down)" not in line, res.stdout
     res = subprocess.run([sys.executable, "-m", "fontaine_tui", "stop", entry.name, "--yes"],
                          capture_output=True, text=True, timeout=60)

@@ -232,25 +232,41 @@ def live_status(entry: Entry, this_host: str) -> LiveStatus:
                       count)
 
 
+_LOOKING: set[tuple[str, str]] = set()  # entries whose live_status is still being taken
+
+
 def live_statuses(entries: Sequence[Entry], this_host: str, deadline_s: float
                   ) -> dict[tuple[str, str], LiveStatus]:
     """`live_status` of this host's entries, side by side, within `deadline_s` in all (a
     Slurm job's asks the scheduler, which may be slow to answer): an entry not done in time
-    is left out, for the caller to show from what else it has."""
-    from concurrent.futures import ThreadPoolExecutor, wait
+    is left out, for the caller to show from what else it has. The looks run on daemon
+    threads (a hung scheduler holds neither the caller nor the exit), and an entry whose
+    last look has not come back is not looked at again meanwhile."""
+    import threading
+    import time
 
-    mine = [e for e in entries if e.host == this_host]
-    if not mine:
-        return {}
-    pool = ThreadPoolExecutor(max_workers=min(8, len(mine)), thread_name_prefix="live")
-    futures = {pool.submit(live_status, e, this_host): e for e in mine}
-    done, _ = wait(futures, timeout=deadline_s)
-    pool.shutdown(wait=False, cancel_futures=True)
-    out = {}
-    for f in done:
-        if f.exception() is None:
-            out[futures[f].key] = f.result()
-    return out
+    out: dict[tuple[str, str], LiveStatus] = {}
+    threads = []
+    for e in entries:
+        if e.host != this_host or e.key in _LOOKING:
+            continue
+        _LOOKING.add(e.key)
+
+        def look(entry: Entry = e) -> None:
+            try:
+                out[entry.key] = live_status(entry, this_host)
+            except Exception:  # noqa: BLE001 - a row without its live state, not a crash
+                pass
+            finally:
+                _LOOKING.discard(entry.key)
+
+        t = threading.Thread(target=look, daemon=True, name="live-status")
+        t.start()
+        threads.append(t)
+    deadline = time.monotonic() + deadline_s
+    for t in threads:
+        t.join(max(0.0, deadline - time.monotonic()))
+    return dict(out)
 
 
 def _job_status(entry: Entry, folder, last_step: int, tried: list) -> LiveStatus:

@@ -257,9 +257,11 @@ def submit(folder: RunFolder, script: Path, partition: str, job_name: str,
            env: Mapping[str, str] | None = None) -> str:
     """sbatch the script (its output appended to engine.out.log); the job id."""
     argv = submit_argv(tool("sbatch"), folder, script, partition, job_name)
+    job_env = dict(os.environ if env is None else env)
+    job_env.pop("FONTAINE_NOTIFY", None)  # sbatch hands the job this environment: no token
     try:
         res = subprocess.run(argv, capture_output=True, text=True, timeout=QUERY_TIMEOUT_S,
-                             env=None if env is None else dict(env), stdin=subprocess.DEVNULL)
+                             env=job_env, stdin=subprocess.DEVNULL)
     except subprocess.TimeoutExpired:
         raise InputError(f"sbatch: no answer from the scheduler in {QUERY_TIMEOUT_S:.0f} s; "
                          "nothing was submitted that fontaine-tui knows of") from None
