@@ -159,6 +159,15 @@ def test_the_pid_is_gone_only_when_test_says_so(sshd, tmp_path, engine_process):
 # -- a run seen gone: read, never stopped -----------------------------------------------------
 
 
+def registered_running(tmp_path: Path, folder: Path, pid: int):
+    """The host's settings, its registry holding `folder` as running with `pid`, and every
+    byte of the registry and the folder as they are now (to show nothing was written)."""
+    settings = settings_for(tmp_path)
+    registry = Registry(settings.env["FONTAINE_REGISTRY"])
+    registry.upsert(Entry("r", str(folder), hostname(), pid=pid, status="running"))
+    return settings, registry, {p: p.read_bytes() for p in [registry.path, *folder.iterdir()]}
+
+
 @pytest.mark.ssh
 def test_asking_how_a_live_run_ended_stops_nothing(sshd, tmp_path, engine_process):
     """Even when asked about a run that still runs (a liveness answer gone wrong), the read
@@ -166,11 +175,7 @@ def test_asking_how_a_live_run_ended_stops_nothing(sshd, tmp_path, engine_proces
     folder as they were."""
     folder = tmp_path / "run"
     write_log(folder / "train_log.jsonl", [meta(), train(1, T0 + 1), train(2, T0 + 2)])
-    settings = settings_for(tmp_path)
-    registry = Registry(settings.env["FONTAINE_REGISTRY"])
-    registry.upsert(Entry("r", str(folder), hostname(), pid=engine_process.pid,
-                          status="running"))
-    before = {p: p.read_bytes() for p in [registry.path, *folder.iterdir()]}
+    settings, registry, before = registered_running(tmp_path, folder, engine_process.pid)
     engine = RemoteEngine(settings, str(folder), engine_process.pid, sshd.ssh_options,
                           poll_s=3600)
     try:
@@ -197,11 +202,7 @@ def test_a_run_seen_gone_is_read_there(sshd, tmp_path, engine_process):
     write_log(folder / "train_log.jsonl", [
         meta(), train(1, T0 + 1), train(2, T0 + 2),
         {"kind": "event", "step": 2, "time": T0 + 3, "event": "end", "detail": "finished"}])
-    settings = settings_for(tmp_path)
-    registry = Registry(settings.env["FONTAINE_REGISTRY"])
-    registry.upsert(Entry("r", str(folder), hostname(), pid=engine_process.pid,
-                          status="running"))
-    before = {p: p.read_bytes() for p in [registry.path, *folder.iterdir()]}
+    settings, registry, before = registered_running(tmp_path, folder, engine_process.pid)
     engine = RemoteEngine(settings, str(folder), engine_process.pid, sshd.ssh_options,
                           poll_s=0.1)
     try:
