@@ -132,20 +132,15 @@ class FontaineApp(App[int]):
         """A RemoteEngine of a run picked from the runs list: its look closed, an exit it saw
         (stopped from here) written into the registry. The engine given by the command
         (launch --on, attach) is the command's to close."""
-        from fontaine_tui.core.launch.remote import RemoteEngine
+        from fontaine_tui.core.launch.remote import RemoteEngine, record_exit
 
         engine = session.process
         if not isinstance(engine, RemoteEngine) or engine is self._given_process:
             return
         engine.close()
-        info = engine.poll()
-        if info is not None and self.registry is not None and hasattr(self.registry, "update"):
-            from fontaine_tui.core.verdict.prereg import utc_iso
-
+        if self.registry is not None and hasattr(self.registry, "update"):
             with contextlib.suppress(Exception):  # the registry is a record, not the run
-                self.registry.update(engine.run_dir, engine.settings.name, status=info.status,
-                                     exit_code=info.code, last_step=info.last_step,
-                                     updated_at=utc_iso(time.time()))
+                record_exit(engine, self.registry)
 
     async def on_unmount(self) -> None:
         self._let_go(self.session)

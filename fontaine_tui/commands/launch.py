@@ -346,19 +346,14 @@ def watch_remote(source, preset, engine, registry=None,
 
 
 def record_remote_exit(engine, registry):
-    """An exit the console saw of a remote engine (stopped from it, or seen gone) into the
-    registry here; the exit, or None while it runs."""
-    from fontaine_tui.core.verdict.prereg import utc_iso
+    """remote.record_exit after the console; a registry that cannot take it is a warning."""
+    from fontaine_tui.core.launch.remote import record_exit
 
-    info = engine.poll()
-    if info is not None:
-        try:
-            registry.update(engine.run_dir, engine.settings.name, status=info.status,
-                            exit_code=info.code, last_step=info.last_step,
-                            updated_at=utc_iso(time.time()))
-        except (InputError, OSError) as exc:
-            print(f"warn: exit not recorded in the registry ({exc})", file=sys.stderr)
-    return info
+    try:
+        return record_exit(engine, registry)
+    except (InputError, OSError) as exc:
+        print(f"warn: exit not recorded in the registry ({exc})", file=sys.stderr)
+        return engine.poll()
 
 
 def run_slurm(args: argparse.Namespace, partition: str) -> int:

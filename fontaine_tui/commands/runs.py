@@ -28,6 +28,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace) -> int:
     import json
     import time
+    from concurrent.futures import ThreadPoolExecutor
     from dataclasses import asdict
 
     from fontaine_tui.core.errors import InputError
@@ -46,13 +47,11 @@ def run(args: argparse.Namespace) -> int:
     host = hostname()
     state = registry.path.parent
     options = ("-F", args.ssh_config) if args.ssh_config else ()
-    from concurrent.futures import ThreadPoolExecutor
-
-    budget = args.timeout
-    fleet = Fleet(state / "fleet.json", control_dir(), host, options, budget, envs=host_envs())
+    fleet = Fleet(state / "fleet.json", control_dir(), host, options, args.timeout,
+                  envs=host_envs())
     with ThreadPoolExecutor(max_workers=1) as pool:
         # this host's runs (pid, attempts; a Slurm job: its scheduler) beside the other hosts
-        mine = pool.submit(live_statuses, entries, host, budget)
+        mine = pool.submit(live_statuses, entries, host, args.timeout)
         rows, down = fleet.look(entries)
         local = mine.result()
     now = time.time()

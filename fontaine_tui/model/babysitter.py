@@ -125,12 +125,16 @@ class Babysitter:
             self.notices.probe(step, verdict)
             self._tell("probe", step, logged)
 
+    @staticmethod
+    def _told_key(what: str, step: int, logged: float) -> tuple[str, int, float | None]:
+        return what, step, logged if math.isfinite(logged) else None  # as read_told reads it
+
     def _was_told(self, what: str, step: int, logged: float) -> bool:
-        return (what, step, logged if math.isfinite(logged) else None) in self._told
+        return self._told_key(what, step, logged) in self._told
 
     def _tell(self, what: str, step: int, logged: float) -> None:
         """The post is queued: babysit.jsonl says so, for the next watcher of this run."""
-        self._told.add((what, step, logged if math.isfinite(logged) else None))
+        self._told.add(self._told_key(what, step, logged))
         if self.poll_log is None:
             return
         try:

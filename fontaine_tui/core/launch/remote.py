@@ -24,6 +24,7 @@ import os
 import shlex
 import subprocess
 import threading
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -304,6 +305,20 @@ class RemoteEngine:
         """Stop looking; close the shared connection (the engine there goes on)."""
         self._stop.set()
         self.ssh.close_sync()
+
+
+def record_exit(engine: RemoteEngine, registry) -> ExitInfo | None:
+    """An exit seen of a remote engine (stopped from here, or seen gone) into the registry
+    here, keyed by its host and folder; the exit, or None while it runs. The registry's own
+    errors (InputError, OSError) are the caller's to say."""
+    from fontaine_tui.core.verdict.prereg import utc_iso
+
+    info = engine.poll()
+    if info is not None:
+        registry.update(engine.run_dir, engine.settings.name, status=info.status,
+                        exit_code=info.code, last_step=info.last_step,
+                        updated_at=utc_iso(time.time()))
+    return info
 
 
 def launched_engine(host: str, run_dir: str, ssh_options: Sequence[str] = (),

@@ -159,6 +159,15 @@ def test_the_pid_is_gone_only_when_test_says_so(sshd, tmp_path, engine_process):
 # -- a run seen gone: read, never stopped -----------------------------------------------------
 
 
+def exit_seen(engine: RemoteEngine, timeout: float = 60.0):
+    """The exit the engine's watcher thread reads there, waited for."""
+    deadline = time.monotonic() + timeout
+    while (info := engine.poll()) is None:
+        assert time.monotonic() < deadline, "no exit seen"
+        time.sleep(0.1)
+    return info
+
+
 def registered_running(tmp_path: Path, folder: Path, pid: int):
     """The host's settings, its registry holding `folder` as running with `pid`, and every
     byte of the registry and the folder as they are now (to show nothing was written)."""
@@ -210,10 +219,7 @@ def test_a_run_seen_gone_is_read_there(sshd, tmp_path, engine_process):
         assert engine.poll() is None
         os.killpg(engine_process.pid, signal.SIGKILL)
         engine_process.wait()
-        deadline = time.monotonic() + 60
-        while (info := engine.poll()) is None:
-            assert time.monotonic() < deadline
-            time.sleep(0.1)
+        info = exit_seen(engine)
     finally:
         engine.close()
     assert (info.last_step, info.event, info.status) == (2, "end", "finished"), info
@@ -230,10 +236,7 @@ def test_a_forgotten_job_is_read_from_its_folder(sshd, tmp_path):
     engine = RemoteEngine(settings_for(tmp_path, bin_dir), str(folder), 0, sshd.ssh_options,
                           poll_s=0.1, job="123")
     try:
-        deadline = time.monotonic() + 60
-        while (info := engine.poll()) is None:
-            assert time.monotonic() < deadline
-            time.sleep(0.1)
+        info = exit_seen(engine)
     finally:
         engine.close()
     assert info.last_step == 7 and info.code is None, info
