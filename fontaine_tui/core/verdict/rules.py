@@ -405,13 +405,7 @@ def compute_verdict(
     anchor, metric = spec.anchor_step, spec.metric
     endpoint = endpoint_in_force(preset, every, checks)
     changed = provenance_changes(provenance, store.metas) if provenance else ()
-    if at_step is not None:
-        read_step: int | None = at_step
-    elif endpoint in probes:
-        read_step = endpoint
-    else:
-        read_step = max(probes, default=None)
-    provisional = read_step is None or read_step < endpoint
+    read_step, provisional, missing = read_point(store, endpoint, at_step)
 
 
     def result(label: str, reason: str, **kw: Unpack[_ReadFields]) -> Verdict:
@@ -467,6 +461,8 @@ def compute_verdict(
                       if at_step is None else None),
         )
 
+    if missing:
+        return result(UNDECIDABLE, missing)
     if read_step is None:
         return result(UNDECIDABLE, "no probe in the log yet")
     if spec.read == "level":
@@ -495,6 +491,29 @@ def compute_verdict(
     extra: _ReadFields = {**values,
                           "corroboration": _corroboration(probes, anchor, read_step, metric)}
     return _judge(preset, r_val - a_val, read_step, applied, probes, extra, result)
+
+
+def read_point(store: RunStore, endpoint: int, at_step: int | None = None
+               ) -> tuple[int | None, bool, str]:
+    """Where the primary rule reads: (step, provisional, why there is no read).
+
+    The final read is at the endpoint in force and nowhere else. Without a probe there, a
+    run that can still reach it reads PROVISIONAL at its latest probe before it; once the run
+    has ended or logged a later step, it never will, and the read is UNDECIDABLE naming the
+    endpoint (a probe after it never stands in). A read asked for at another step
+    (`at_step`) is never final."""
+    if at_step is not None:
+        return at_step, at_step != endpoint, ""
+    if endpoint in store.probes:
+        return endpoint, False, ""
+    why = f"no probe at the endpoint (step {endpoint})"
+    later = store.last_step
+    if later > endpoint:
+        return endpoint, False, f"{why}; the log reached step {later}"
+    if store.ended_at is not None:
+        return endpoint, False, f"{why}; the run ended at step {store.ended_at}"
+    before = [s for s in store.probes if s < endpoint]
+    return max(before, default=None), True, ""
 
 
 class _Result(Protocol):

@@ -19,7 +19,7 @@ from fontaine_tui.core.verdict.rules import (
     read_rule,
     verdict_series,
 )
-from tests.logs import RIGONLY_LIKE, dumps, records
+from tests.logs import RIGONLY_LIKE, dumps, records, records_upto
 
 
 def store_of(probes: dict[int, tuple[float, float]], steps: int = 1000):
@@ -61,13 +61,51 @@ def test_raw_same_drift_scaled_ambiguous_is_ambiguous_by_instrument(demosonly):
     assert v.exit_code == 5
 
 
+def store_upto(probes: dict[int, tuple[float, float]], step: int, steps: int = 1000):
+    """The log of a run still going at `step` (no end event)."""
+    recs = records_upto(step, probes=probes, steps=steps)
+    return load_lines([("".join(dumps(r) + "\n" for r in recs)).encode()])
+
+
 def test_read_at_750_is_provisional(demosonly):
-    store = store_of({250: (3.4623, 3.6), 500: (3.1, 3.2), 750: (3.2, 3.3)}, steps=760)
+    store = store_upto({250: (3.4623, 3.6), 500: (3.1, 3.2), 750: (3.2, 3.3)}, 760)
     v = compute_verdict(store, demosonly)
     assert v.read_step == 750 and v.provisional
     assert v.verdict == HEALTHY and v.exit_code == 10
     at = compute_verdict(store_of(RIGONLY_LIKE), demosonly, at_step=750)
     assert at.provisional and at.read_step == 750
+
+
+ENDPOINT_GONE = {250: (3.4623, 3.6), 500: (3.1, 3.2), 750: (3.2, 3.3), 1250: (3.2, 3.3)}
+
+
+def test_a_probe_after_a_missing_endpoint_never_stands_in(demosonly):
+    # endpoint 1000 absent, a probe at 1250: no read is final, whatever step 1250 says
+    v = compute_verdict(store_of(ENDPOINT_GONE, steps=1300), demosonly)
+    assert v.verdict == UNDECIDABLE and not v.provisional
+    assert "no probe at the endpoint (step 1000)" in v.reason
+    assert v.read_step == 1000 and v.exit_code == 6
+
+
+def test_an_ended_run_without_its_endpoint_probe_is_undecidable(demosonly):
+    v = compute_verdict(store_of({250: (3.4623, 3.6), 500: (3.1, 3.2), 750: (3.2, 3.3)},
+                                 steps=760), demosonly)
+    assert v.verdict == UNDECIDABLE and not v.provisional
+    assert "no probe at the endpoint (step 1000)" in v.reason and "ended" in v.reason
+
+
+def test_train_steps_past_the_endpoint_end_the_wait_for_its_probe(demosonly):
+    probes = {250: (3.4623, 3.6), 500: (3.1, 3.2), 750: (3.2, 3.3)}
+    assert compute_verdict(store_upto(probes, 1000, 1100), demosonly).provisional
+    v = compute_verdict(store_upto(probes, 1001, 1100), demosonly)
+    assert v.verdict == UNDECIDABLE and not v.provisional and "1001" in v.reason
+
+
+def test_at_step_past_the_endpoint_is_never_final(demosonly):
+    v = compute_verdict(store_of(ENDPOINT_GONE, steps=1300), demosonly, at_step=1250)
+    assert v.read_step == 1250 and v.provisional and v.exit_code >= 10
+    v = compute_verdict(store_of(RIGONLY_LIKE), demosonly, at_step=1000)
+    assert not v.provisional
 
 
 def test_no_anchor_probe_is_undecidable(demosonly):
@@ -78,7 +116,7 @@ def test_no_anchor_probe_is_undecidable(demosonly):
 
 
 def test_before_the_anchor_and_empty_log_are_undecidable_and_provisional(demosonly):
-    early = compute_verdict(store_of({250: (3.4623, 3.6)}, steps=300), demosonly)
+    early = compute_verdict(store_upto({250: (3.4623, 3.6)}, 300), demosonly)
     assert early.verdict == UNDECIDABLE and early.provisional
     empty = compute_verdict(load_lines([b""]), demosonly)
     assert empty.verdict == UNDECIDABLE and empty.read_step is None

@@ -67,9 +67,13 @@ def test_higher_is_better_level_read_with_absolute_bounds(rate, label):
 
 def test_a_level_read_before_the_endpoint_is_provisional():
     preset = load_preset(DATA / "success_level.toml")
-    v = read(preset, success_log({250: 0.2, 500: 0.5, 750: 0.9}))
+    going = [r for r in success_log({250: 0.2, 500: 0.5, 750: 0.9})
+             if r["step"] <= 760 and r.get("event") != "end"]  # the run is still going
+    v = read(preset, going)
     assert (v.verdict, v.provisional, v.read_step) == ("HEALTHY", True, 750)
     assert v.exit_code == 10
+    ended = read(preset, success_log({250: 0.2, 500: 0.5, 750: 0.9}))
+    assert (ended.verdict, ended.provisional) == ("UNDECIDABLE", False)
 
 
 def test_a_metric_the_log_never_has_is_undecidable_naming_the_field(demosonly, tmp_path):
