@@ -55,7 +55,6 @@ def read_foreign(target: str, preset_arg: str | None):
     [source]). The kind is the preset's [source], else detected from the folder."""
     from pathlib import Path
 
-    from fontaine_tui.core.log.formats import load_source
     from fontaine_tui.core.log.formats.source import foreign_spec
 
     path = Path(target)
@@ -63,12 +62,18 @@ def read_foreign(target: str, preset_arg: str | None):
     spec = foreign_spec(path, preset.source if preset else None, preset is not None, True)
     if spec is None or preset is None:
         return None
-    folder = path if path.is_dir() else path.parent
+    return preset, read_source(path if path.is_dir() else path.parent, preset, spec)
+
+
+def read_source(folder, preset, spec):
+    """A foreign run's log read whole, its rule's metrics checked to be there."""
+    from fontaine_tui.core.log.formats import load_source
+
     loaded = load_source(folder, spec)
     loaded.check_metric(preset.verdict.metric, spec)
     for rule in preset.verdict.secondary:
         loaded.check_metric(rule.metric, spec)
-    return preset, loaded
+    return loaded
 
 
 def _ledger(folder: runfolder.RunFolder | None):
@@ -79,15 +84,35 @@ def _ledger(folder: runfolder.RunFolder | None):
     return read_amendments(folder)
 
 
+def _frozen_folder(target: str) -> runfolder.RunFolder | None:
+    """The run folder of `target` when it holds a prereg.json (its frozen pre-registration
+    is then the authority, whatever a given preset's [source] says)."""
+    from pathlib import Path
+
+    path = Path(target)
+    folder = runfolder.RunFolder(path if path.is_dir() else path.parent)
+    return folder if folder.prereg.exists() else None
+
+
 def run(args: argparse.Namespace) -> int:
-    foreign = read_foreign(args.log, args.preset)
+    frozen = _frozen_folder(args.log)
+    foreign = read_foreign(args.log, args.preset) if frozen is None else None
+    if frozen is not None:  # frozen bounds, and the frozen [source] when it names one
+        preset, provenance = _preset_for(args, frozen)
+        spec = preset.source if preset.source and preset.source.kind != "fontaine" else None
+        if spec is not None:
+            foreign = preset, read_source(frozen.root, preset, spec)
     if foreign is not None:
         preset, loaded = foreign
-        store, log_path, folder, provenance = loaded.store, loaded.label, None, None
+        store, log_path, folder = loaded.store, loaded.label, frozen
+        provenance = provenance if frozen is not None else None
     else:
         log, folder = runfolder.locate_log(args.log)
         log_path = str(log)
-        preset, provenance = _preset_for(args, folder)
+        if frozen is not None:
+            folder = frozen  # a log beside a prereg.json: read with the frozen bounds
+        else:
+            preset, provenance = _preset_for(args, folder)
         try:
             # a run folder's log is read with its rotated segments (train_log.jsonl.1, ...)
             store = load_log(log, columns=False, workers=default_workers(),

@@ -99,3 +99,29 @@ def test_a_run_folder_refuses_a_preset_that_differs_from_its_frozen_one(tmp_path
     # a bare log with no prereg.json beside it is read with the preset given (here: HEALTHY)
     bare = write_log(tmp_path / "bare.jsonl", probes=RIGONLY_LIKE)
     assert main(["verdict", str(bare), "--preset", str(loose)]) == 0
+
+
+def test_a_foreign_source_preset_cannot_bypass_the_frozen_prereg(tmp_path, capsys, demosonly):
+    # a launched run (prereg.json) that drifted: delta +1.5 at the endpoint
+    write_log(tmp_path / "train_log.jsonl", probes={250: (3.4623, 3.6), 500: (3.0, 3.1),
+                                                    1000: (4.5, 3.1)})
+    freeze(RunFolder(tmp_path), demosonly, ["python", "-m", "engine", "train"], "host")
+    assert main(["verdict", str(tmp_path)]) == 3
+    capsys.readouterr()
+    text = open(demosonly.path).read()
+    for was, now in (("drift_min = 1.0158", "drift_min = 5.0"), ("healthy_max = 0.30",
+                     "healthy_max = 3.0"), ('reference = "demosonly"', ""),
+                     ("drift_fraction = 0.5", "")):
+        text = text.replace(was, now)
+    loose = tmp_path.parent / "loose.toml"
+    loose.write_text(text + '\n[source]\nkind = "jsonl"\npath = "train_log.jsonl"\n'
+                     'eval = ["eval_chunk_mae"]\n')
+    copy = tmp_path.parent / "copy"  # the same log without a prereg.json: the loose read
+    copy.mkdir()
+    (copy / "train_log.jsonl").write_bytes((tmp_path / "train_log.jsonl").read_bytes())
+    assert main(["verdict", str(copy), "--preset", str(loose)]) == 0
+    capsys.readouterr()
+    for target in (tmp_path, tmp_path / "train_log.jsonl"):
+        assert main(["verdict", str(target), "--preset", str(loose)]) == 2
+        err = capsys.readouterr().err
+        assert "frozen pre-registration" in err and "healthy_max" in err, err
