@@ -46,7 +46,12 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from fontaine_tui.core.runfolder import RunFolder
-    from fontaine_tui.core.verdict.ledger import declare_amendment, max_step_seen, read_amendments
+    from fontaine_tui.core.verdict.ledger import (
+        declare_amendment,
+        foreign_step_seen,
+        max_step_seen,
+        read_amendments,
+    )
     from fontaine_tui.core.verdict.prereg import read_prereg
     from fontaine_tui.core.verdict.presets import load_preset
     from fontaine_tui.core.verdict.rules import check_amendments
@@ -59,7 +64,9 @@ def run(args: argparse.Namespace) -> int:
         preset = load_preset(args.preset)
     else:
         preset = read_prereg(folder).frozen_preset(str(folder.prereg))
-    seen = max_step_seen(folder.log)
+    source = preset.source if preset.source and preset.source.kind != "fontaine" else None
+    seen = (foreign_step_seen(root, source) if source is not None else
+            max_step_seen(folder.log))
     try:
         amendment = declare_amendment(folder, kind="scale" if args.extend_to is None
                                       else "extend", from_step=args.scale_from_step,

@@ -15,10 +15,14 @@ import os
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from fontaine_tui.core.atomic import append_line
 from fontaine_tui.core.errors import InputError
 from fontaine_tui.core.runfolder import RunFolder
+
+if TYPE_CHECKING:
+    from fontaine_tui.core.log.formats.source import SourceSpec
 from fontaine_tui.core.verdict.prereg import utc_iso
 from fontaine_tui.core.verdict.presets import (
     Amendment,
@@ -230,25 +234,37 @@ def _append(folder: RunFolder, rule: dict[str, object], last_step_seen: int,
 
 
 def max_step_seen(log: Path) -> int:
-    """The highest step of any train or eval record in the log, including steps a resume later
-    replayed: what had been seen, not what survives."""
+    """The highest step of any train or eval record in the log and its rotated segments (every
+    file the verdict reads), including steps a resume later replayed: what had been seen, not
+    what survives."""
     from fontaine_tui.core.log.lines import LineCutter
-    from fontaine_tui.core.log.read import iter_chunks
+    from fontaine_tui.core.log.read import segment_chunks
     from fontaine_tui.core.log.records import Probe, TrainPoint, parse_line
+    from fontaine_tui.core.runfolder import check_regular, rotated_segments
 
-    if not log.exists():
-        return 0
     best = 0
-    cutter = LineCutter(track=False)
-    for chunk in iter_chunks(log):
-        lines, _, _ = cutter.feed(chunk)
-        for raw in lines:
-            if b'"train"' not in raw and b'"eval"' not in raw:
-                continue
-            try:
-                rec = parse_line(raw)
-            except ValueError:
-                continue
-            if isinstance(rec, (TrainPoint, Probe)) and rec.step > best:
-                best = rec.step
+    for path in [*rotated_segments(log), *([log] if log.exists() else [])]:
+        check_regular(path)
+        cutter = LineCutter(track=False)
+        chunks = segment_chunks(path)
+        for chunk in [*chunks, b"\n"]:  # the newline ends a last line written without one
+            lines, _, _ = cutter.feed(chunk)
+            for raw in lines:
+                if b'"train"' not in raw and b'"eval"' not in raw:
+                    continue
+                try:
+                    rec = parse_line(raw)
+                except ValueError:
+                    continue
+                if isinstance(rec, (TrainPoint, Probe)) and rec.step > best:
+                    best = rec.step
     return best
+
+
+def foreign_step_seen(folder: Path, source: SourceSpec) -> int:
+    """The highest step a foreign run's log shows, superseded steps included."""
+    from fontaine_tui.core.log.formats import load_source
+
+    store = load_source(folder, source).store
+    steps = [*store.steps[-1:], *store.probes, *(p.step for p in store.superseded)]
+    return max(steps, default=0)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gzip
 import json
 from pathlib import Path
 
@@ -208,3 +209,32 @@ def test_max_step_seen_counts_steps_a_resume_replayed(tmp_path: Path) -> None:
     folder.log.write_text("".join(json.dumps(r) + "\n" for r in recs))
     assert load_log(folder.log).last_step == 25
     assert max_step_seen(folder.log) == 35
+
+
+@pytest.mark.parametrize("rotation", ["copytruncate", "rename", "rename-gz"])
+def test_amend_counts_the_steps_of_rotated_segments(tmp_path: Path, capsys, demosonly,
+                                                    rotation) -> None:
+    # a finished run whose log was rotated: an extend declared now comes after the endpoint
+    from tests.logs import write_log as write_records
+
+    main = cli.main
+    folder = RunFolder(tmp_path)
+    write_records(folder.log, probes=RIGONLY_LIKE)
+    freeze(folder, demosonly, ["python", "-m", "engine", "train"], "host")
+    assert main(["verdict", str(tmp_path)]) == 4  # AMBIGUOUS, final
+    data = folder.log.read_bytes()
+    if rotation == "copytruncate":
+        (tmp_path / "train_log.jsonl.1").write_bytes(data)
+        folder.log.write_bytes(b"")
+    elif rotation == "rename":  # logrotate's create: a new, empty live file
+        folder.log.rename(tmp_path / "train_log.jsonl.1")
+        folder.log.write_bytes(b"")
+    else:
+        with gzip.open(tmp_path / "train_log.jsonl.1.gz", "wb") as fh:
+            fh.write(data)
+        folder.log.write_bytes(b"")
+    capsys.readouterr()
+    assert main(["amend", str(tmp_path), "--extend-to", "1250"]) == 1
+    out = capsys.readouterr().out
+    assert "last step seen 1000" in out and "refused" in out, out
+    assert main(["verdict", str(tmp_path)]) == 4  # still final: the extend did not apply
