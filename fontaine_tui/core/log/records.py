@@ -8,7 +8,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
 
-import orjson
+from fontaine_tui.core.log import jsontext
 
 SCHEMA = 1
 TRAIN_FIELDS = ("loss", "ar_ce", "flow_loss", "lr", "grad_norm", "step_s", "data_s", "samples")
@@ -196,16 +196,7 @@ def _text(value: object) -> str:
 
 def decode_line(raw: bytes) -> dict:
     """One JSON object from one line; raises ValueError with a short reason."""
-    try:
-        obj = orjson.loads(raw)
-    except orjson.JSONDecodeError:
-        # orjson rejects the NaN/Infinity tokens that Python's json writes.
-        try:
-            obj = json.loads(raw)
-        except (ValueError, UnicodeDecodeError) as exc:
-            raise ValueError(f"not JSON ({str(exc).split(':')[0]})") from None
-        except RecursionError:
-            raise ValueError("not JSON a reader can take (nested too deep)") from None
+    obj = jsontext.loads(raw)
     if not isinstance(obj, dict):
         raise ValueError(f"expected a JSON object, got {type(obj).__name__}")
     return obj

@@ -9,6 +9,7 @@ from dataclasses import dataclass, field, replace
 
 import orjson
 
+from fontaine_tui.core.log.jsontext import readings
 from fontaine_tui.core.log.records import (
     MALFORMED_KEPT,
     NAN,
@@ -163,6 +164,10 @@ class RunStore:
         if not isinstance(obj, dict):
             self.add_malformed(line, f"expected a JSON object, got {type(obj).__name__}", raw)
             return None
+        if raw and obj.get("kind") != "train":
+            both = readings(raw, obj)
+            if len(both) > 1:  # a key written twice with two values
+                return self._add_twice(both, line, raw)
         try:
             rec = to_record(obj, line)
         except ValueError as exc:
@@ -173,6 +178,24 @@ class RunStore:
             return None
         self.add(rec, line)
         return rec
+
+    def _add_twice(self, both: list[object], line: int, raw: bytes) -> Record | None:
+        """A record that names one key twice with different values: a probe is two probes
+        for its step (conflicting evidence, reported as such); any other record is malformed
+        (which of the two an event or a meta meant cannot be told)."""
+        recs = []
+        for obj in both:
+            try:
+                recs.append(to_record(obj, line) if isinstance(obj, dict) else None)
+            except ValueError:
+                recs.append(None)
+        probes = [r for r in recs if isinstance(r, Probe)]
+        if len(probes) == len(recs):
+            for probe in probes:
+                self.add(probe, line)
+            return probes[-1]
+        self.add_malformed(line, "a key written twice with different values", raw)
+        return None
 
     def add(self, rec: Record, line: int = 0) -> None:
         """Apply one record (`line`: the store's number for a train record's line)."""

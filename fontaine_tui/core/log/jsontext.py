@@ -1,0 +1,59 @@
+"""JSON text as trainers write it: NaN and Infinity tokens (Python's `json.dumps` default),
+integers past 64 bits, and objects that name one key twice.
+
+A key written twice is two values for one thing: JSON parsers keep the last silently, so a
+reader that cares asks `readings` for both (the first occurrence's reading and the last's),
+and treats two different readings as conflicting evidence.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+
+import orjson
+
+_KEY = re.compile(rb'"\s*:')  # at least one per key written (a string may hold more)
+
+
+def loads(raw: bytes | str) -> object:
+    """One JSON text; ValueError with a short reason when it cannot be read."""
+    try:
+        return orjson.loads(raw)
+    except orjson.JSONDecodeError:
+        pass  # NaN/Infinity tokens, integers past 64 bits, nesting past orjson's limit
+    try:
+        return json.loads(raw)
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise ValueError(f"not JSON ({str(exc).split(':')[0]})") from None
+    except RecursionError:
+        raise ValueError("not JSON a reader can take (nested too deep)") from None
+
+
+def _keys(obj: object) -> int:
+    """How many keys the parsed text holds, at every depth."""
+    if isinstance(obj, dict):
+        return len(obj) + sum(_keys(v) for v in obj.values() if isinstance(v, (dict, list)))
+    if isinstance(obj, list):
+        return sum(_keys(v) for v in obj if isinstance(v, (dict, list)))
+    return 0
+
+
+def _first_wins(pairs: list[tuple[str, object]]) -> dict[str, object]:
+    out: dict[str, object] = {}
+    for key, value in pairs:
+        out.setdefault(key, value)
+    return out
+
+
+def readings(raw: bytes | str, obj: object) -> list[object]:
+    """`obj` (the text parsed, last value of a repeated key kept) alone, or, when the text
+    names a key twice with different values, the first occurrence's reading before it."""
+    text = raw.encode() if isinstance(raw, str) else raw
+    if len(_KEY.findall(text)) <= _keys(obj):
+        return [obj]  # no key written twice (every key text found a key in the object)
+    try:
+        first = json.loads(text, object_pairs_hook=_first_wins)
+    except (ValueError, UnicodeDecodeError, RecursionError):
+        return [obj]
+    return [obj] if repr(first) == repr(obj) else [first, obj]
