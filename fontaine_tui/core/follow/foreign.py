@@ -34,7 +34,13 @@ from fontaine_tui.core.log.formats.mlflow import (
     snapshot_rows,
 )
 from fontaine_tui.core.log.formats.rows import FormatError
-from fontaine_tui.core.log.formats.source import CSV_NAME, EVENTS, HF_STATE
+from fontaine_tui.core.log.formats.source import (
+    CSV_NAME,
+    EVENTS,
+    HF_STATE,
+    decoder_notices,
+    groupers,
+)
 from fontaine_tui.core.log.formats.tensorboard import FramingError
 from fontaine_tui.core.log.records import Probe, Record
 from fontaine_tui.core.runfolder import LOG
@@ -47,9 +53,8 @@ def settle(dec: Decoder) -> list[Record]:
     """At the file's current end: the held step's train record (the loss chart need not wait
     for the next step); its eval values wait for the next step, or SETTLE_S of quiet, since
     a writer may flush a step's values in more than one write."""
-    grouper = getattr(dec, "grouper", None)
     out: list[Record] = []
-    if grouper is not None:
+    for grouper in groupers(dec):
         grouper.settle_train(out)
     return out
 
@@ -71,15 +76,15 @@ class _Quiet:
         self.settled = True
 
     def after(self, dec: Decoder, records: list[Record]) -> list[Record]:
-        grouper = getattr(dec, "grouper", None)
-        if grouper is None:
-            return records
+        found = groupers(dec)
         if records:
             self.last, self.settled = self.loop.time(), False
-            grouper.settle_train(records)
+            for grouper in found:
+                grouper.settle_train(records)
         elif not self.settled and self.loop.time() - self.last >= SETTLE_S:
             self.settled = True
-            grouper.flush(records)
+            for grouper in found:
+                grouper.flush(records)
         return records
 
 
@@ -204,8 +209,7 @@ class ForeignRun:
                     settled = True
                     held: list[Record] = []
                     for d in decoders.values():
-                        grouper = getattr(d, "grouper", None)
-                        if grouper is not None:
+                        for grouper in groupers(d):
                             grouper.flush(held)
                     if held:
                         yield Batch([], 1, records=tuple(held))
@@ -263,11 +267,15 @@ class ForeignRun:
         failed read is a note, said once, and tried again."""
         quiet = _Quiet()
         said = ""
+        told: list[str] = []
         while not self._closed.is_set():
             try:
                 records = quiet.after(dec, await read())
-                if records:
-                    yield Batch([], 1, records=tuple(records))
+                notes = decoder_notices(dec, self.spec.kind)
+                if records or notes != told:
+                    news = [n for n in notes if n not in told]
+                    told = notes
+                    yield Batch([], 1, note="; ".join(news), records=tuple(records))
                 said = ""
             except (InputError, FormatError, OSError) as exc:
                 if str(exc) != said:
@@ -292,6 +300,7 @@ class ForeignReplay:
             raise InputError(f"--speed: expected a positive number, got {speed}")
         self.folder, self.spec, self.speed = Path(folder), spec, speed
         self.label = f"replay {self.folder} ({spec.kind})"
+        self.notices: list[str] = []
         self._closed = asyncio.Event()
 
     async def read_bytes(self, name: str) -> bytes | None:
@@ -307,8 +316,10 @@ class ForeignReplay:
         from fontaine_tui.core.log.formats import load_source
 
         store = load_source(self.folder, self.spec).store
+        self.notices = list(store.notices)
         out: list[Record] = [store.train_at(i) for i in range(len(store.steps))]
         out += [store.probes[s] for s in store.probe_steps()]
+        out += [c.second for c in store.conflicts]  # replayed as read: still conflicting
         out.sort(key=lambda r: (r.step, isinstance(r, Probe)))  # a step's probe after its loss
         return out
 
@@ -316,6 +327,8 @@ class ForeignReplay:
         if name != LOG:
             return
         records = await asyncio.to_thread(self.records)
+        if self.notices:
+            yield Batch([], 1, note="; ".join(self.notices))
         loop = asyncio.get_running_loop()
         t0: float | None = None
         w0 = 0.0

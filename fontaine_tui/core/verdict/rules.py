@@ -378,10 +378,14 @@ def conflict_reason(store: RunStore, c: Conflict, metric: str) -> str:
     """Two probes for one step without a resume between them, in words."""
     first, second = c.first, c.second
     a, b = first.value(metric), second.value(metric)
-    what = (f"{metric} {a!r} ({store.where(first.line)}) and {b!r} ({store.where(second.line)})"
-            if repr(a) != repr(b) else
-            f"the same {metric} but other values ({store.where(first.line)} and "
-            f"{store.where(second.line)})")
+
+    def at(p: Probe) -> str:  # a foreign source's records have no line number
+        return f" ({store.where(p.line)})" if p.line > 0 else ""
+
+    what = (f"{metric} {a!r}{at(first)} and {b!r}{at(second)}" if repr(a) != repr(b) else
+            f"the same {metric} but other values"
+            + (f" ({store.where(first.line)} and {store.where(second.line)})"
+               if first.line > 0 else ""))
     return f"two different probes for step {c.step} with no resume between them: {what}"
 
 

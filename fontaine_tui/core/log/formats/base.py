@@ -23,7 +23,7 @@ from fnmatch import fnmatchcase
 from types import MappingProxyType
 from typing import Protocol
 
-from fontaine_tui.core.log.records import TRAIN_FIELDS, Probe, Record, TrainPoint
+from fontaine_tui.core.log.records import TRAIN_FIELDS, Event, Probe, Record, TrainPoint
 
 NAN = float("nan")
 EVAL_PATTERNS = ("eval/*", "eval_*", "eval.*", "val/*", "val_*", "validation/*", "test/*",
@@ -58,25 +58,45 @@ class FieldMap:
     train: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
     step: str = "step"
     time: str = ""
+    # JSONL: the lines whose field `probe_field` holds `probe_value` are the probes (every
+    # number on them is an eval key, under its own name); the other lines are train lines
+    probe_field: str = ""
+    probe_value: str = ""
 
     def is_eval(self, key: str) -> bool:
         return any(fnmatchcase(key, p) for p in self.eval)
+
+
+def same(a: float, b: float) -> bool:
+    """One value logged twice (NaN is NaN; -0.0 is not 0.0)."""
+    return repr(a) == repr(b)
 
 
 class Grouper:
     """Scalars (step, time, key, value) in, records out: everything logged at one step is one
     train record and, if it has eval keys, one probe. A step's group is held until a later
     step shows up (or `finish()`), since its keys arrive one by one; a key logged at a step
-    already emitted is counted in `late`, not applied (records only grow)."""
+    already emitted is counted in `late`, not applied (records only grow).
 
-    def __init__(self, fields: FieldMap) -> None:
+    A key logged twice for one step with two different values is conflicting evidence: an
+    eval key makes a second probe for the step with the other value (the store reports the
+    pair as a conflict, and a verdict reading that step is UNDECIDABLE), also when the second
+    value comes after the step went out; a train key keeps its first value and is counted in
+    `conflicts` (described in `conflict_notes`)."""
+
+    def __init__(self, fields: FieldMap, train: bool = True) -> None:
         self.fields = fields
+        self.with_train = train  # False: probes only (a JSONL log's probe lines)
         self._step: int | None = None
         self._time = NAN
         self._values: dict[str, float] = {}
+        self._others: dict[str, list[float]] = {}  # the held step's second values, by key
+        self._sent: dict[int, tuple[float, dict[str, float]]] = {}  # probes out: step -> evals
         self._emitted = -1
         self._last_time: tuple[int, float] | None = None  # (step, time) of the last train record
         self.late = 0
+        self.conflicts = 0
+        self.conflict_notes: list[str] = []
         self.keys: dict[str, None] = {}  # every key seen, in order (for "no such tag")
         self._is_eval: dict[str, bool] = {}
         self._train_of: dict[str, str] | None = None
@@ -91,11 +111,11 @@ class Grouper:
         if self._step is not None and step != self._step:
             if step < self._step:
                 if step <= self._emitted:
-                    self.late += 1
+                    self._late(step, key, value, out)
                     return
             self.flush(out)
         if step <= self._emitted:
-            self.late += 1
+            self._late(step, key, value, out)
             return
         if key not in self.keys:
             self.keys[key] = None
@@ -103,7 +123,44 @@ class Grouper:
         self._step = step
         if math.isfinite(time):
             self._time = time
-        self._values[key] = value
+        values = self._values
+        if key not in values:
+            values[key] = value
+        elif not same(values[key], value):
+            self._others.setdefault(key, []).append(value)
+
+    def _late(self, step: int, key: str, value: float, out: list[Record]) -> None:
+        """A value for a step already out: the same value again changes nothing; another
+        value of an eval key the step's probe holds is a conflicting probe; else it is late."""
+        sent = self._sent.get(step)
+        if sent is not None and key in sent[1]:
+            if not same(sent[1][key], value):
+                self._probe(step, sent[0], {**sent[1], key: value}, out)
+            return
+        self.late += 1
+
+    def purge(self, step: int, time: float, why: str, out: list[Record]) -> None:
+        """A restart at `step` that drops what was logged from `step` on (TensorBoard's
+        SessionLog START): a resume to the step before it, for the store (which keeps the
+        dropped probes as superseded); values from `step` on are taken anew."""
+        held = self._step
+        if held is not None and held < step:
+            self.flush(out)
+        top = max(self._emitted, held if held is not None else -1)
+        self._step, self._values, self._others = None, {}, {}
+        if step > top:
+            return  # nothing logged at or after it: nothing to drop
+        self._emitted = step - 1
+        self._train_sent = -1
+        self._sent = {s: v for s, v in self._sent.items() if s < step}
+        if self._last_time is not None and self._last_time[0] >= step:
+            self._last_time = None
+        out.append(Event(step - 1, time, "resume", why))
+
+    def _conflict(self, step: int, key: str, first: float, second: float) -> None:
+        self.conflicts += 1
+        if len(self.conflict_notes) < 20:
+            self.conflict_notes.append(f"{key} at step {step}: {first!r} and {second!r}")
 
     def add_row(self, step: int, time: float, row: Mapping[str, float], out: list[Record]
                 ) -> None:
@@ -145,11 +202,12 @@ class Grouper:
         self._train_sent = step
 
     def flush(self, out: list[Record]) -> None:
-        step, values = self._step, self._values
+        step, values, others = self._step, self._values, self._others
         if step is None:
             return
-        self._step, self._values = None, {}
+        self._step, self._values, self._others = None, {}, {}
         self._emitted = step
+        firsts = values
         if step == self._train_sent:  # its train record went out already
             train_of = self.train_map()
             late = [k for k in values if k in train_of]
@@ -157,6 +215,13 @@ class Grouper:
             values = {k: v for k, v in values.items() if k not in train_of}
         if values:
             self._emit(step, values, out)
+        sent = self._sent.get(step)
+        for key, seconds in others.items():
+            for value in seconds:
+                if sent is not None and key in sent[1]:
+                    self._probe(step, sent[0], {**sent[1], key: value}, out)
+                else:
+                    self._conflict(step, key, firsts.get(key, NAN), value)
 
     def _emit(self, step: int, values: dict[str, float], out: list[Record]) -> None:
         is_eval = self._is_eval
@@ -167,7 +232,8 @@ class Grouper:
                 e = is_eval[key] = self.fields.is_eval(key)
             if e:
                 evals[key] = value
-        train = {dst: values[src] for src, dst in self.train_map().items() if src in values}
+        train = ({dst: values[src] for src, dst in self.train_map().items() if src in values}
+                 if self.with_train else {})
         time = self._time
         if train:
             step_s = NAN
@@ -182,17 +248,106 @@ class Grouper:
                                   row["lr"], row["grad_norm"], row["step_s"], row["data_s"],
                                   row["samples"]))
         if evals:
-            out.append(Probe(step, time, evals.get("eval_chunk_mae", NAN),
-                             evals.get("train_chunk_mae", NAN), NAN, NAN,
-                             MappingProxyType({}), None, fields=MappingProxyType(evals)))
+            self._sent[step] = (time, evals)
+            self._probe(step, time, evals, out)
+
+    @staticmethod
+    def _probe(step: int, time: float, evals: dict[str, float], out: list[Record]) -> None:
+        out.append(Probe(step, time, evals.get("eval_chunk_mae", NAN),
+                         evals.get("train_chunk_mae", NAN), NAN, NAN,
+                         MappingProxyType({}), None, fields=MappingProxyType(evals)))
 
 
 def numbers(row: Mapping[str, object], skip: Sequence[str] = ()) -> dict[str, float]:
     """The numeric values of a row (a JSON object, a CSV row's parsed cells), by key."""
     out: dict[str, float] = {}
     for key, value in row.items():
-        if key in skip or isinstance(value, bool):
+        if key in skip:
             continue
-        if isinstance(value, (int, float)):
-            out[key] = float(value)
+        x = number(value)
+        if x is not None:
+            out[key] = x
     return out
+
+
+Row = tuple[int, float, Mapping[str, float]]  # (step, time, values by key)
+
+
+class Whole:
+    """A file rewritten in place, or a store read whole: each read is grouped again from the
+    start (rows in step order; the last step held back until a later one or `finish()`,
+    since a later write may add keys to it), and only records not returned before come out.
+    A past step read again with other values comes out again, so the store sees both: a
+    conflicting probe, or a train record out of order.
+
+    `backwards` counts the rows of the latest read whose step goes back in the file's own
+    order; `bad` lists rows that could not be read (where, why), `bad_count` counts them."""
+
+    whole = True
+
+    def __init__(self, fields: FieldMap | None = None) -> None:
+        self.fields = fields or FieldMap()
+        self.grouper = Grouper(self.fields)
+        self._out: dict[tuple[str, int], set[str]] = {}
+        self.backwards = 0
+        self.bad: list[tuple[str, str]] = []
+        self.bad_count = 0
+
+    def note_bad(self, where: str, why: str) -> None:
+        self.bad_count += 1
+        if len(self.bad) < 50:
+            self.bad.append((where, why))
+
+    def group(self, readings: Sequence[Sequence[Row]]) -> list[Record]:
+        """Records from the rows of one whole read (a second reading, of a text that names a
+        key twice, adds its values: the same ones change nothing, others conflict)."""
+        first = readings[0] if readings else ()
+        back, top = 0, -1
+        for step, _, _ in first:
+            if step < top:
+                back += 1
+            top = max(top, step)
+        self.backwards = back
+        grouper = Grouper(self.fields)
+        out: list[Record] = []
+        for step, time, row in sorted((r for rows in readings for r in rows),
+                                      key=lambda r: r[0]):
+            grouper.add_row(step, time, row, out)
+        self.grouper = grouper
+        return self._new(out)
+
+    def _new(self, records: list[Record]) -> list[Record]:
+        fresh = []
+        for rec in records:
+            seen = self._out.setdefault((type(rec).__name__, rec.step), set())
+            ident = repr(rec)
+            if ident not in seen:
+                seen.add(ident)
+                fresh.append(rec)
+        return fresh
+
+    def finish(self) -> list[Record]:
+        out: list[Record] = []
+        self.grouper.flush(out)
+        return self._new(out)
+
+
+def number(value: object) -> float | None:
+    """A JSON or cell value as a float, or None when it is not a number (a bool is not)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    try:
+        return float(value)
+    except OverflowError:  # an integer past a float's range
+        return math.inf if value > 0 else -math.inf
+
+
+def step_of(value: object) -> int | str:
+    """A row's step as a non-negative integer, or why it is not one."""
+    if isinstance(value, float) and value.is_integer():
+        value = int(value)  # 80.0 is step 80; 80.9 is no step
+    if isinstance(value, bool) or not isinstance(value, int):
+        return f"step {value!r} is not a whole number"
+    if not 0 <= value < 2**63:
+        return f"step {value} is out of range (expected 0 to 2^63 - 1)"
+    return value

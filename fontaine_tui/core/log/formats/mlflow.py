@@ -15,7 +15,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from fontaine_tui.core.log.formats.base import FieldMap, Grouper
+from fontaine_tui.core.log.formats.base import Row, Whole, number, step_of
 from fontaine_tui.core.log.formats.rows import FormatError
 from fontaine_tui.core.log.records import Record
 
@@ -66,25 +66,26 @@ def file_store_runs(root: Path) -> list[RunInfo]:
     return runs
 
 
-def file_store_rows(root: Path, run: RunInfo) -> list[tuple[int, float, str, float]]:
+# a metric row as the store holds it: (step, timestamp in ms, key, value, is_nan), unchecked
+RawRow = tuple[object, object, object, object, object]
+
+
+def file_store_rows(root: Path, run: RunInfo) -> list[RawRow]:
     metrics = root / run.experiment / run.run_id / "metrics"
-    out = []
+    out: list[RawRow] = []
     for folder, _, files in os.walk(metrics):
         for name in files:
             path = Path(folder) / name
             key = path.relative_to(metrics).as_posix()
             with open(path, "rb") as f:
-                for line in f:
-                    parts = line.split()
-                    if len(parts) < 2:
-                        continue  # a line being written
-                    try:
-                        ts, value = int(parts[0]), float(parts[1])
-                        step = int(parts[2]) if len(parts) > 2 else 0
-                    except ValueError:
-                        continue
-                    out.append((step, ts / 1000.0, key, value))
-    out.sort(key=lambda r: (r[0], r[1]))
+                lines = f.read().split(b"\n")
+            for n, line in enumerate(lines[:-1] if lines else [], start=1):  # last: unfinished
+                parts = line.split()
+                text = [p.decode("utf-8", "replace") for p in parts]
+                if len(text) not in (2, 3):
+                    out.append((f"{key} line {n}", None, key, line[:40], 0))
+                    continue
+                out.append((text[2] if len(text) > 2 else "0", text[0], key, text[1], 0))
     return out
 
 
@@ -107,13 +108,38 @@ def sqlite_runs(db: sqlite3.Connection) -> list[RunInfo]:
     return [RunInfo(str(a), str(b or ""), str(c), str(d)) for a, b, c, d in rows]
 
 
-def sqlite_rows(db: sqlite3.Connection, run: RunInfo) -> list[tuple[int, float, str, float]]:
+def sqlite_rows(db: sqlite3.Connection, run: RunInfo) -> list[RawRow]:
     try:
-        rows = db.execute("SELECT step, timestamp, key, value, is_nan FROM metrics "
-                          "WHERE run_uuid = ? ORDER BY step, timestamp", (run.run_id,))
-        return [(int(s), t / 1000.0, str(k), NAN if n else float(v)) for s, t, k, v, n in rows]
+        return list(db.execute("SELECT step, timestamp, key, value, is_nan FROM metrics "
+                               "WHERE run_uuid = ? ORDER BY step, timestamp", (run.run_id,)))
     except sqlite3.Error as exc:
         raise FormatError(f"cannot read the metrics table ({exc})") from None
+
+
+def check_row(raw: RawRow) -> tuple[int, float, str, float] | str:
+    """A metric row as (step, time in s, key, value), or why it cannot be read (a NULL or
+    text step, a text value: a store written by something other than MLflow, or damaged)."""
+    step, stamp, key, value, is_nan = raw
+    if isinstance(step, str) and step.lstrip("-").isdigit():
+        step = int(step)
+    checked = step_of(step)
+    if isinstance(checked, str):
+        return f"{key}: {checked}"
+    try:
+        when = float(stamp) / 1000.0 if stamp is not None else NAN  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        when = NAN
+    if is_nan:
+        return checked, when, str(key), NAN
+    if isinstance(value, (str, bytes)):
+        try:
+            value = float(value)
+        except ValueError:
+            return f"{key} at step {checked}: value {value!r} is not a number"
+    x = number(value)
+    if x is None:
+        return f"{key} at step {checked}: value {value!r} is not a number"
+    return checked, when, str(key), x
 
 
 def choose(runs: list[RunInfo], where: str, experiment: str = "", run: str = "") -> RunInfo:
@@ -139,7 +165,7 @@ def _fail(where: str, why: str) -> RunInfo:
 
 
 def snapshot_rows(doc: Mapping[str, object], where: str, options: Mapping[str, str]
-                  ) -> tuple[RunInfo, list[tuple[int, float, str, float]]]:
+                  ) -> tuple[RunInfo, list[RawRow]]:
     """The chosen run's rows from a store snapshot read on another host (SshRun.mlflow_snapshot:
     {"runs": [[id, name, experiment id, experiment name]], "rows": {id: [[step, ms, key,
     value, is_nan]]}})."""
@@ -149,47 +175,38 @@ def snapshot_rows(doc: Mapping[str, object], where: str, options: Mapping[str, s
     info = choose(runs, where, options.get("experiment", ""), options.get("run", ""))
     table = doc.get("rows")
     rows = table.get(info.run_id, []) if isinstance(table, dict) else []
-    out = []
+    out: list[RawRow] = []
     for r in rows if isinstance(rows, list) else []:
-        try:
-            s, t, k, v, n = r
-            out.append((int(s), float(t) / 1000.0, str(k), NAN if n else float(v)))
-        except (TypeError, ValueError):
-            continue
+        if isinstance(r, list) and len(r) == 5:
+            out.append((r[0], r[1], r[2], r[3], r[4]))
+        else:
+            out.append(("?", None, "a snapshot row", repr(r)[:40], 0))
     return info, out
 
 
-class MlflowDecoder:
-    """The rows of one MLflow run in, records out (whole: the run's rows each time)."""
+class MlflowDecoder(Whole):
+    """The rows of one MLflow run in, records out (whole: the run's rows each time). Two
+    rows for one key and step with different values are a conflict (MLflow keeps both)."""
 
     kind = "mlflow"
-    whole = True
 
-    def __init__(self, fields: FieldMap | None = None) -> None:
-        self.grouper = Grouper(fields or FieldMap())
-        self._held = -1
-
-    def feed_rows(self, rows: Iterable[tuple[int, float, str, float]]) -> list[Record]:
-        out: list[Record] = []
-        add = self.grouper.add
-        for step, time, key, value in rows:
-            if step < self._held or step <= self.grouper.emitted:
+    def feed_rows(self, rows: Iterable[RawRow]) -> list[Record]:
+        self.bad, self.bad_count = [], 0
+        checked: list[Row] = []
+        for raw in rows:
+            row = check_row(raw)
+            if isinstance(row, str):
+                self.note_bad("metrics", row)
                 continue
-            add(step, time, key, value, out)
-            self._held = step
-        return out
+            step, when, key, value = row
+            checked.append((step, when, {key: value}))
+        return self.group([checked])
 
     def feed(self, data: bytes) -> list[Record]:
         raise FormatError("an MLflow store is read as rows (feed_rows), not bytes")
 
-    def finish(self) -> list[Record]:
-        out: list[Record] = []
-        self.grouper.flush(out)
-        return out
 
-
-def run_rows(store: Path, options: Mapping[str, str]) -> tuple[RunInfo, list[tuple[int, float,
-                                                                                  str, float]]]:
+def run_rows(store: Path, options: Mapping[str, str]) -> tuple[RunInfo, list[RawRow]]:
     """Every row of the chosen run of a store: `mlruns/` or `mlflow.db`."""
     exp, run = options.get("experiment", ""), options.get("run", "")
     if store.is_dir():

@@ -11,11 +11,19 @@ from __future__ import annotations
 
 import csv
 import io
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
+from dataclasses import replace
 
-import orjson
-
-from fontaine_tui.core.log.formats.base import FieldMap, Grouper, numbers
+from fontaine_tui.core.log import jsontext
+from fontaine_tui.core.log.formats.base import (
+    FieldMap,
+    Grouper,
+    Row,
+    Whole,
+    number,
+    numbers,
+    step_of,
+)
 from fontaine_tui.core.log.lines import LineCutter
 from fontaine_tui.core.log.records import Record
 
@@ -30,91 +38,94 @@ class FormatError(ValueError):
     """The file is not of the format it was read as (one line: what was expected)."""
 
 
-class _Whole:
-    """A rewritten file: feed the whole of it, get the steps not returned before."""
-
-    whole = True
-
-    def __init__(self, fields: FieldMap | None = None) -> None:
-        self.grouper = Grouper(fields or FieldMap())
-        self._held = -1  # the step of the group held back (returned at the next step)
-
-    def _rows(self, data: bytes) -> Iterable[tuple[int, float, Mapping[str, float]]]:
-        raise NotImplementedError
-
-    def feed(self, data: bytes) -> list[Record]:
-        out: list[Record] = []
-        g = self.grouper
-        for step, time, row in self._rows(data):
-            if step < self._held or step <= g.emitted:
-                continue  # returned by an earlier read of the file
-            g.add_row(step, time, row, out)
-            self._held = step
-        return out
-
-    def finish(self) -> list[Record]:
-        out: list[Record] = []
-        self.grouper.flush(out)
-        return out
-
-
-class TrainerStateDecoder(_Whole):
+class TrainerStateDecoder(Whole):
     """`trainer_state.json`: its `log_history`, one entry per `logging_steps` (train loss,
-    learning rate, grad norm) and per evaluation (`eval_*`), each with its `step`."""
+    learning rate, grad norm) and per evaluation (`eval_*`), each with its `step`. NaN and
+    Infinity (which transformers writes for a diverged loss) are read as numbers."""
 
     kind = "hf_trainer"
 
-    def _rows(self, data: bytes) -> Iterable[tuple[int, float, Mapping[str, float]]]:
+    def feed(self, data: bytes) -> list[Record]:
         try:
-            state = orjson.loads(data)
-        except orjson.JSONDecodeError as exc:
-            raise FormatError(f"not JSON ({exc})") from None
+            state = jsontext.loads(data)
+        except ValueError as exc:
+            raise FormatError(str(exc)) from None
+        self.bad, self.bad_count = [], 0
+        return self.group([self._rows(doc, k == 0)
+                           for k, doc in enumerate(jsontext.readings(data, state))])
+
+    def _rows(self, state: object, note: bool) -> list[Row]:
         history = state.get("log_history") if isinstance(state, dict) else None
         if not isinstance(history, list):
             raise FormatError("expected a JSON object with a log_history list (a Hugging Face "
                               "Trainer trainer_state.json)")
-        for entry in history:
+        rows: list[Row] = []
+        for n, entry in enumerate(history):
             if not isinstance(entry, dict) or "train_runtime" in entry:
                 continue
-            step = entry.get("step")
-            if isinstance(step, int) and not isinstance(step, bool) and step >= 0:
-                yield step, NAN, numbers(entry, HF_FRAME)
+            step = step_of(entry.get("step"))
+            if isinstance(step, str):
+                if note:
+                    self.note_bad(f"log_history[{n}]", step)
+                continue
+            rows.append((step, NAN, numbers(entry, HF_FRAME)))
+        return rows
 
 
-class CsvDecoder(_Whole):
+class CsvDecoder(Whole):
     """A CSV with a header and a step column (`FieldMap.step`); empty cells are absent, so
-    Lightning's sparse rows (train and val metrics on separate rows) group by step."""
+    Lightning's sparse rows (train and val metrics on separate rows) group by step. A column
+    named twice in the header keeps both cells (two values for one key: a conflict when they
+    differ); a row whose step is not a whole number is counted, never rounded."""
 
     kind = "csv"
 
-    def _rows(self, data: bytes) -> Iterable[tuple[int, float, Mapping[str, float]]]:
-        text = data.decode("utf-8", "replace")
-        reader = csv.DictReader(io.StringIO(text))
+    def feed(self, data: bytes) -> list[Record]:
+        self.bad, self.bad_count = [], 0
+        return self.group([self._rows(data)])
+
+    def _rows(self, data: bytes) -> list[Row]:
+        text = data.decode("utf-8-sig", "replace")
+        reader = csv.reader(io.StringIO(text))
+        header = next(reader, None)
         fields = self.grouper.fields
-        if reader.fieldnames is None:
-            return
-        if fields.step not in reader.fieldnames:
+        if header is None:
+            return []
+        if fields.step not in header:
             raise FormatError(f"expected a {fields.step!r} column (columns: "
-                              f"{', '.join(reader.fieldnames[:12])})")
+                              f"{', '.join(header[:12])})")
+        at = header.index(fields.step)
+        when = header.index(fields.time) if fields.time and fields.time in header else -1
         skip = {fields.step, fields.time, "epoch"}
-        rows = []
-        for row in reader:
-            try:
-                step = int(float(row[fields.step]))
-            except (TypeError, ValueError):
+        cols = [(i, key) for i, key in enumerate(header) if key not in skip]
+        rows: list[Row] = []
+        for line, cells in enumerate(reader, start=2):
+            if len(cells) <= at or not cells[at].strip():
                 continue
-            values = {}
-            for key, cell in row.items():
-                if key in skip or key is None or not cell:
-                    continue
-                try:
-                    values[key] = float(cell)
-                except ValueError:
-                    continue
-            time = _float(row.get(fields.time)) if fields.time else NAN
-            rows.append((step, time, values))
-        rows.sort(key=lambda r: r[0])  # stable: a step's rows keep their order
-        yield from rows
+            step = step_of(_cell(cells[at]))
+            if isinstance(step, str):
+                self.note_bad(f"row {line}", step)
+                continue
+            for i, key in cols:
+                cell = cells[i] if i < len(cells) else ""
+                value = _cell(cell) if cell else None
+                if isinstance(value, float):
+                    rows.append((step, _float(cells[when]) if 0 <= when < len(cells) else NAN,
+                                 {key: value}))
+        return rows
+
+
+def _cell(cell: str) -> float | int | str:
+    """A CSV cell as a number (an integer when it is written as one), else the text."""
+    text = cell.strip()
+    try:
+        return int(text)
+    except ValueError:
+        pass
+    try:
+        return float(text)
+    except ValueError:
+        return text
 
 
 def _float(cell: str | None) -> float:
@@ -127,45 +138,82 @@ def _float(cell: str | None) -> float:
 class JsonlDecoder:
     """JSON lines from any writer: each object's `FieldMap.step` field is its step; its
     numbers (nested objects flattened as `a.b`) are the keys the field map sorts into eval
-    probe and train loss. Lines without a step are skipped and counted."""
+    probe and train loss, or, with the field map's `probe_field`, the line is a probe or a
+    train line by that field's value (in any order of lines). NaN and Infinity tokens are
+    numbers; a line that cannot be read, or has no whole-number step, is counted in
+    `bad_count` (`bad`: where and why). A key written twice in a line with two values is
+    two values for the step (a conflict, when it is an eval key)."""
 
     kind = "jsonl"
     whole = False
 
     def __init__(self, fields: FieldMap | None = None) -> None:
-        self.grouper = Grouper(fields or FieldMap())
+        f = fields or FieldMap()
+        self.split = bool(f.probe_field)
+        self.grouper = Grouper(replace(f, eval=()) if self.split else f)
+        self.probes = Grouper(replace(f, eval=("*",)), train=False) if self.split else None
         self.cutter = LineCutter(track=False)
-        self.skipped = 0
+        self.line = 0
+        self.bad: list[tuple[str, str]] = []
+        self.bad_count = 0
+
+    @property
+    def groupers(self) -> list[Grouper]:
+        return [self.grouper, *([self.probes] if self.probes is not None else [])]
 
     def feed(self, data: bytes) -> list[Record]:
         out: list[Record] = []
         self._lines(self.cutter.feed(data)[0], out)
         return out
 
+    def _note(self, why: str) -> None:
+        self.bad_count += 1
+        if len(self.bad) < 50:
+            self.bad.append((f"line {self.line}", why))
+
     def _lines(self, lines: list[bytes], out: list[Record]) -> None:
         f = self.grouper.fields
         for raw in lines:
+            self.line += 1
+            if not raw.strip():
+                continue
             try:
-                obj = orjson.loads(raw)
-            except orjson.JSONDecodeError:
-                self.skipped += 1
+                obj = jsontext.loads(raw)
+            except ValueError as exc:
+                self._note(str(exc))
                 continue
-            step = obj.get(f.step) if isinstance(obj, dict) else None
-            if not isinstance(step, int) or isinstance(step, bool) or step < 0:
-                self.skipped += 1
+            if not isinstance(obj, dict):
+                self._note(f"expected a JSON object, got {type(obj).__name__}")
                 continue
-            time = obj.get(f.time) if f.time else None
-            row: dict[str, float] = {}
-            _flatten(obj, row, "", (f.step, f.time))
-            self.grouper.add_row(step, float(time) if isinstance(time, (int, float)) else NAN,
-                                 row, out)
+            for reading in jsontext.readings(raw, obj):
+                self._object(reading, f, out)
+
+    def _object(self, obj: object, f: FieldMap, out: list[Record]) -> None:
+        if not isinstance(obj, dict):
+            return
+        step = step_of(obj.get(f.step))
+        if isinstance(step, str):
+            self._note(f"{f.step}: {step}" if f.step in obj else f"no {f.step!r} field")
+            return
+        when = number(obj.get(f.time)) if f.time else None
+        row: dict[str, float] = {}
+        _flatten(obj, row, "", (f.step, f.time, f.probe_field))
+        grouper = self.grouper
+        if self.probes is not None and _text(obj.get(f.probe_field)) == f.probe_value:
+            grouper = self.probes
+        grouper.add_row(step, when if when is not None else NAN, row, out)
 
     def finish(self) -> list[Record]:
         out: list[Record] = []
         lines, _ = self.cutter.flush()
         self._lines(lines, out)
-        self.grouper.flush(out)
+        for grouper in self.groupers:
+            grouper.flush(out)
         return out
+
+
+def _text(value: object) -> str:
+    return value if isinstance(value, str) else "" if value is None else str(value)
 
 
 def _flatten(obj: Mapping[str, object], out: dict[str, float], prefix: str,
@@ -175,5 +223,5 @@ def _flatten(obj: Mapping[str, object], out: dict[str, float], prefix: str,
             continue
         if isinstance(value, dict) and depth < 4:
             _flatten(value, out, f"{prefix}{key}.", skip, depth + 1)
-        elif isinstance(value, (int, float)) and not isinstance(value, bool):
-            out[f"{prefix}{key}"] = float(value)
+        elif (x := number(value)) is not None:
+            out[f"{prefix}{key}"] = x

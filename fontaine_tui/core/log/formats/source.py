@@ -7,6 +7,8 @@ folder's contents say (`detect`), and the cold read of it into a `RunStore` (`lo
     eval = ["eval/*"]             # the keys that are eval probes (glob patterns)
     loss = "train/loss"           # the train loss key (default: the first of the usual names)
     step = "step"                 # row formats: the step column / field
+    probe_field = "split"         # JSONL: the lines whose `split` is "eval" are the probes
+    probe_value = "eval"          #   (every number on them an eval key, by its own name)
     experiment = "" ; run = ""    # MLflow: which run, when the store holds several
 """
 
@@ -45,7 +47,8 @@ from fontaine_tui.core.runfolder import AMENDMENTS, LOG, PREREG, REVIEW, rotated
 
 KINDS = ("fontaine", "tensorboard", "hf_trainer", "csv", "mlflow", "jsonl")
 TRAIN_KEYS = ("loss", "lr", "grad_norm")  # [source] keys naming a train field's source key
-SOURCE_KEYS = ("kind", "path", "eval", "step", "time", "experiment", "run", *TRAIN_KEYS)
+SOURCE_KEYS = ("kind", "path", "eval", "step", "time", "experiment", "run", "probe_field",
+               "probe_value", *TRAIN_KEYS)
 EVENTS = "events.out.tfevents."
 HF_STATE = "trainer_state.json"
 CSV_NAME = "metrics.csv"
@@ -73,6 +76,9 @@ class SourceSpec:
             out["step"] = self.fields.step
         if self.fields.time:
             out["time"] = self.fields.time
+        if self.fields.probe_field:
+            out["probe_field"] = self.fields.probe_field
+            out["probe_value"] = self.fields.probe_value
         out.update(self.options)
         return out
 
@@ -98,9 +104,18 @@ def read_spec(table: object, where: str = "source") -> SourceSpec:
             and all(isinstance(p, str) and p for p in patterns)):
         raise ValueError(f"{where}.eval", "expected a glob pattern or a list of them "
                          "(like \"eval/*\")")
+    probe_field, probe_value = table.get("probe_field", ""), table.get("probe_value", "")
+    if bool(probe_field) != bool(probe_value):
+        raise ValueError(f"{where}.probe_value" if probe_field else f"{where}.probe_field",
+                         "expected both probe_field and probe_value (the field that tells a "
+                         "probe line, and its value there: probe_field = \"split\", "
+                         "probe_value = \"eval\")")
+    if probe_field and kind != "jsonl":
+        raise ValueError(f"{where}.probe_field", "expected only with kind = \"jsonl\"")
     fields = FieldMap(tuple(patterns), MappingProxyType({k: table[k] for k in TRAIN_KEYS
                                                          if table.get(k)}),
-                      table.get("step") or "step", table.get("time", ""))
+                      table.get("step") or "step", table.get("time", ""),
+                      probe_field, probe_value)
     options = {k: table[k] for k in ("experiment", "run") if table.get(k)}
     return SourceSpec(kind, table.get("path", ""), fields, MappingProxyType(options))
 
@@ -334,11 +349,45 @@ def load_source(folder: Path, spec: SourceSpec) -> Loaded:
         raise InputError(f"{paths[0]}: cannot read ({exc.strerror or exc})") from None
     for rec in records:
         store.add(rec)
-    grouper = getattr(dec, "grouper", None)
-    if grouper is not None and grouper.late:
-        store.notices.append(f"{grouper.late} value(s) logged at a step already past, "
-                             "not applied")
+    store.notices += decoder_notices(dec, paths[0].name)
+    store.malformed_count += getattr(dec, "bad_count", 0)
     return Loaded(store, tuple(paths), spec.kind, detail, tuple(keys_seen(dec)))
+
+
+def groupers(dec: Decoder) -> list[Grouper]:
+    """Every step grouper of a decoder (a JSONL log split by a probe field has two)."""
+    many = getattr(dec, "groupers", None)
+    if many is not None:
+        return list(many)
+    one = getattr(dec, "grouper", None)
+    return [one] if one is not None else []
+
+
+def decoder_notices(dec: Decoder, name: str) -> list[str]:
+    """What a decoder read but did not apply, in words: never silent."""
+    out = []
+    bad, count = getattr(dec, "bad", ()), getattr(dec, "bad_count", 0)
+    if count:
+        shown = "; ".join(f"{where}: {why}" for where, why in bad[:3])
+        out.append(f"{count} unreadable entr{'y' if count == 1 else 'ies'} in {name}, not "
+                   f"applied ({shown}{'; ...' if count > 3 else ''})")
+    out += decoder_notices_of(groupers(dec))
+    back = getattr(dec, "backwards", 0)
+    if back:
+        out.append(f"{back} entr{'y' if back == 1 else 'ies'} going back in steps in the "
+                   "file's order (read at their step)")
+    return out
+
+
+def decoder_notices_of(found: list[Grouper]) -> list[str]:
+    out = []
+    for g in found:
+        if g.late:
+            out.append(f"{g.late} value(s) logged at a step already past, not applied")
+        if g.conflicts:
+            out.append(f"{g.conflicts} train value(s) logged twice for one step with another "
+                       f"value, the first kept: {'; '.join(g.conflict_notes[:5])}")
+    return out
 
 
 def _load_tensorboard(paths: list[Path], fields: FieldMap) -> Loaded:
@@ -360,12 +409,14 @@ def _load_tensorboard(paths: list[Path], fields: FieldMap) -> Loaded:
             raise InputError(f"{path}: cannot read ({exc.strerror or exc})") from None
     by_tag = cols.by_tag
     keys = tuple(by_tag)
+    evals = [tag for tag in keys if fields.is_eval(tag)]
+    if cols.purges or any(_repeats(by_tag[tag][0]) for tag in evals):
+        return _tensorboard_records(paths, fields, cols.bad_records)
     grouper = Grouper(fields)
     grouper.keys.update(dict.fromkeys(keys))
     train_of = grouper.train_map()  # source tag -> train field
     store = RunStore()
     train = [(tag, name) for tag, name in train_of.items() if tag in by_tag]
-    evals = [tag for tag in keys if fields.is_eval(tag)]
     if train and _aligned([by_tag[t][0] for t, _ in train]):
         steps, walls, _ = by_tag[train[0][0]]
         n = len(steps)
@@ -389,6 +440,7 @@ def _load_tensorboard(paths: list[Path], fields: FieldMap) -> Loaded:
         grouper.flush(out)
         for rec in out:
             store.add(rec)
+        store.notices += decoder_notices_of([grouper])
     probes: dict[int, dict[str, float]] = {}
     times: dict[int, float] = {}
     for tag in evals:
@@ -405,6 +457,35 @@ def _load_tensorboard(paths: list[Path], fields: FieldMap) -> Loaded:
         store.notices.append(f"{cols.bad_records} event record(s) failed their checksum or "
                              "did not decode, skipped")
     return Loaded(store, tuple(paths), "tensorboard", "", keys)
+
+
+def _repeats(steps: array) -> bool:
+    """A step logged twice for one tag (a restart without a purge, two writers)."""
+    return len(set(steps)) != len(steps)
+
+
+def _tensorboard_records(paths: list[Path], fields: FieldMap, bad: int) -> Loaded:
+    """Event files read record by record, in order, as a follower reads them: where a
+    writer restarted (its purge applied) or logged a step twice (a conflict when the values
+    differ)."""
+    dec = TensorBoardDecoder(fields)
+    records: list[Record] = []
+    for path in paths:
+        try:
+            records += _read_file(path, dec)
+        except FramingError as exc:
+            raise InputError(f"{path}: {exc}") from None
+        except OSError as exc:
+            raise InputError(f"{path}: cannot read ({exc.strerror or exc})") from None
+    records += dec.finish()
+    store = RunStore()
+    for rec in records:
+        store.add(rec)
+    store.notices += decoder_notices(dec, paths[0].name if paths else "")
+    if dec.framer.bad_records:
+        store.notices.append(f"{dec.framer.bad_records} event record(s) failed their checksum "
+                             "or did not decode, skipped")
+    return Loaded(store, tuple(paths), "tensorboard", "", tuple(dec.grouper.keys))
 
 
 def _aligned(columns: list[array]) -> bool:
@@ -433,5 +514,7 @@ def _read_file(path: Path, dec: Decoder) -> list:
 
 
 def keys_seen(dec: Decoder) -> list[str]:
-    grouper = getattr(dec, "grouper", None)
-    return list(grouper.keys) if grouper is not None else []
+    seen: dict[str, None] = {}
+    for g in groupers(dec):
+        seen.update(g.keys)
+    return list(seen)

@@ -99,6 +99,8 @@ def _varint(buf: bytes, i: int) -> tuple[int, int]:
         if b < 0x80:
             return value, i
         shift += 7
+        if shift >= 70:  # a varint is at most ten bytes
+            raise ValueError("a varint longer than ten bytes")
 
 
 def _skip(buf: bytes, i: int, wire: int) -> int:
@@ -186,11 +188,30 @@ def _summary_values(buf: bytes, step: int, wall: float, out: list[Scalar]) -> No
             out.append(Scalar(tag, step, wall, value))
 
 
+PURGE = ""  # the tag of the Scalar that stands for a restart (SessionLog START): no real tag
+
+
+def _session_start(buf: bytes) -> bool:
+    """A SessionLog whose status (field 1) is START (1)."""
+    i, n = 0, len(buf)
+    while i < n:
+        key, i = _varint(buf, i)
+        if key == 0x08:
+            status, i = _varint(buf, i)
+            return status == 1
+        i = _skip(buf, i, key & 7)
+    return False
+
+
 def event_scalars(payload: bytes, out: list[Scalar]) -> None:
-    """Append the scalars of one serialized Event (none for file_version, graphs, ...)."""
+    """Append the scalars of one serialized Event (none for file_version, graphs, ...). A
+    SessionLog START (what a writer restarted with `purge_step` writes) is a Scalar tagged
+    PURGE at its step: TensorBoard drops every event from that step on logged before it.
+    A step outside int64, or a varint past ten bytes, is a ValueError (a bad record)."""
     i, n = 0, len(payload)
     step, wall = 0, 0.0
     summary: bytes | None = None
+    start = False
     while i < n:
         key, i = _varint(payload, i)
         if key == 0x09:
@@ -204,8 +225,16 @@ def event_scalars(payload: bytes, out: list[Scalar]) -> None:
             size, i = _varint(payload, i)
             summary = payload[i:i + size]
             i += size
+        elif key == 0x3A:  # session_log
+            size, i = _varint(payload, i)
+            start = _session_start(payload[i:i + size])
+            i += size
         else:
             i = _skip(payload, i, key & 7)
+    if step < 0:
+        raise ValueError(f"step {step} (negative or past 2^63)")
+    if start:
+        out.append(Scalar(PURGE, step, wall, float("nan")))
     if summary:
         _summary_values(summary, step, wall, out)
 
@@ -274,9 +303,14 @@ class TensorBoardDecoder:
 
     def feed(self, data: bytes) -> list[Record]:
         out: list[Record] = []
-        add = self.grouper.add
+        g = self.grouper
         for s in self.framer.feed(data):
-            add(s.step, s.wall_time, s.tag, s.value, out)
+            if s.tag == PURGE:
+                g.purge(s.step, s.wall_time, "a TensorBoard writer restarted at step "
+                        f"{s.step} (SessionLog START): the events from step {s.step} on "
+                        "logged before it are dropped", out)
+            else:
+                g.add(s.step, s.wall_time, s.tag, s.value, out)
         return out
 
     def finish(self) -> list[Record]:
@@ -298,6 +332,7 @@ class Columns:
         self.by_tag: dict[str, tuple[array, array, array]] = {}
         self.records = 0
         self.bad_records = 0
+        self.purges = 0
         self._tags: dict[bytes, tuple[array, array, array]] = {}
 
     def _column(self, name: bytes) -> tuple[array, array, array]:
@@ -342,6 +377,9 @@ class Columns:
                     j = 11
                     if step >= 0x80:
                         step, j = _varint(p, 10)
+                        if step >= 1 << 63:
+                            generic(p)  # says it is a bad record
+                            continue
                     if (p[j] == 0x2A and p[j + 2] == 0x0A and p[j + 4] == 0x0A
                             and p[j + 1] == p[j + 3] + 2):
                         t0 = j + 6
@@ -360,7 +398,7 @@ class Columns:
                         walls.append(f64(p, 1)[0])
                         values.append(value)
                         continue
-            except (IndexError, struct.error):
+            except (IndexError, ValueError, struct.error):
                 pass  # a short or odd payload: the general decoder says what it is
             generic(p)
         self.records += records
@@ -375,6 +413,9 @@ class Columns:
             self.bad_records += 1
             return
         for s in out:
+            if s.tag == PURGE:
+                self.purges += 1  # the cold read reads such files record by record
+                continue
             steps, walls, values = self._column(s.tag.encode())
             steps.append(s.step)
             walls.append(s.wall_time)
