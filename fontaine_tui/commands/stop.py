@@ -89,6 +89,8 @@ def run(args: argparse.Namespace) -> int:
         engine, open_attempt = EngineProcess.reattach(folder, entry.pid,
                                                       entry.pid_started or None), None
     info = engine.poll()
+    if info is None and isinstance(engine, EngineProcess) and (why := engine.refusal()):
+        raise InputError(f"stop {entry.name}: {why}")  # before asking: nothing is sent
     if info is None:
         if not confirmed(args, entry.name, f"{label(engine)} in {entry.run_dir}"):
             return 0

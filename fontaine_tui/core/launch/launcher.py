@@ -19,6 +19,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
+from fontaine_tui.core.errors import InputError
 from fontaine_tui.core.host.oomkill import MemoryEvidence, MemoryWatch
 from fontaine_tui.core.log.records import Checkpoint, Event, Probe, TrainPoint, parse_line
 from fontaine_tui.core.runfolder import RunFolder
@@ -450,7 +451,9 @@ class EngineProcess:
     def __init__(self, folder: RunFolder, pid: int, popen: subprocess.Popen | None,
                  started: float | None, since: tuple[int, int] = (0, 0),
                  memory: MemoryWatch | None = None) -> None:
-        self.folder, self.pid, self._popen, self.started = folder, pid, popen, started
+        self.folder, self.pid, self._popen = folder, pid, popen
+        known = isinstance(started, (int, float)) and not isinstance(started, bool)
+        self.started = float(started) if known and started > 0 else None  # 0.0: not recorded
         self.since = since  # where this start begins in train_log.jsonl and engine.out.log
         self.memory = memory if memory is not None else MemoryWatch.start(pid)
         self.sent: str | None = None  # the last signal sent to its group
@@ -509,8 +512,20 @@ class EngineProcess:
             time.sleep(interval)
         return info
 
+    def refusal(self) -> str | None:
+        """Why this engine's pid is never signalled, or None. A pid found again (not our
+        child) is signalled only with its recorded start time: without one, the process that
+        holds the pid now may be anyone's."""
+        if self._popen is not None or self.started is not None:
+            return None
+        return (f"engine pid {self.pid}: no start time recorded for it (pid_started missing "
+                "or 0), so the process holding that pid now may not be the engine; not "
+                "signalled (stop it by hand if it is yours)")
+
     def signal_group(self, sig: int) -> bool:
         """Send `sig` to the engine's process group (torchrun and its ranks, loader workers)."""
+        if self.refusal() is not None:
+            return False
         if self.poll() is not None or not self._leads_its_group():
             return False  # gone, or its pid is another process's now
         try:
@@ -537,7 +552,10 @@ class EngineProcess:
         return pid_alive(self.pid, self.started)  # a zombie is gone
 
     def stop(self, grace_int: float = 60.0, grace_term: float = 30.0) -> ExitInfo:
-        """SIGINT (the engine checkpoints and exits), then SIGTERM, then SIGKILL."""
+        """SIGINT (the engine checkpoints and exits), then SIGTERM, then SIGKILL; InputError
+        (nothing sent) for a pid without its recorded start time (`refusal`)."""
+        if (why := self.refusal()) is not None and self.poll() is None:
+            raise InputError(why)
         for sig, grace in ((signal.SIGINT, grace_int), (signal.SIGTERM, grace_term)):
             self.signal_group(sig)
             info = self.wait(grace)

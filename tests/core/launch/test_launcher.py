@@ -268,3 +268,22 @@ def test_the_engine_never_gets_the_notification_token(tmp_path: Path) -> None:
         folder, env)
     engine.wait(20)
     assert folder.engine_out.read_text().strip() == "[]"
+
+
+@pytest.mark.parametrize("started", [None, 0.0])
+def test_a_found_again_pid_without_its_start_time_is_never_signalled(
+        tmp_path: Path, started: float | None) -> None:
+    from fontaine_tui.core.errors import InputError
+
+    leader = subprocess.Popen(["sleep", "30"], start_new_session=True)
+    try:
+        engine = EngineProcess.reattach(RunFolder(tmp_path), leader.pid, started)
+        assert engine.refusal() is not None
+        assert engine.signal_group(signal.SIGTERM) is False
+        with pytest.raises(InputError, match="no start time recorded"):
+            engine.stop(grace_int=1, grace_term=1)
+        time.sleep(0.2)
+        assert leader.poll() is None
+    finally:
+        leader.kill()
+        leader.wait()

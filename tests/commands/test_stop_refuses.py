@@ -1,0 +1,70 @@
+"""`fontaine-tui stop` never signals a process it cannot prove is the engine: a registered
+pid without a recorded start time (missing, or 0.0) may belong to anyone by now."""
+
+from __future__ import annotations
+
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+
+def stranger() -> subprocess.Popen:
+    """An unrelated process leading its own session, as a reused pid would be."""
+    proc = subprocess.Popen(["setsid", "sleep", "60"])
+    time.sleep(0.2)
+    assert proc.poll() is None
+    return proc
+
+
+@pytest.mark.parametrize("started_line", ["", "pid_started = 0.0\n"],
+                         ids=["pid_started missing", "pid_started 0.0"])
+def test_stop_never_signals_a_pid_without_a_recorded_start(
+        tmp_path: Path, registry_path: Path, started_line: str) -> None:
+    folder = tmp_path / "run"
+    folder.mkdir()
+    sleeper = stranger()
+    try:
+        registry_path.parent.mkdir(parents=True, exist_ok=True)
+        registry_path.write_text(
+            f'[[runs]]\nname = "victim"\nrun_dir = "{folder}"\nhost = "{socket.gethostname()}"\n'
+            f'pid = {sleeper.pid}\n{started_line}status = "running"\n')
+        res = subprocess.run([sys.executable, "-m", "fontaine_tui", "stop", "victim", "--yes"],
+                             capture_output=True, text=True, timeout=60)
+        assert res.returncode == 2, (res.stdout, res.stderr)
+        assert res.stderr.count("\n") == 1 and "start time" in res.stderr, res.stderr
+        assert "Traceback" not in res.stderr and "finished" not in res.stdout
+        time.sleep(0.3)
+        assert sleeper.poll() is None  # still alive: never signalled
+        assert f"pid = {sleeper.pid}" in registry_path.read_text()
+        assert 'status = "running"' in registry_path.read_text()  # nothing recorded
+    finally:
+        sleeper.kill()
+        sleeper.wait()
+
+
+def test_stop_of_a_pid_whose_start_time_differs_signals_nobody(
+        tmp_path: Path, registry_path: Path) -> None:
+    """A recorded start time that does not match: the engine is gone, the process is not ours."""
+    import psutil
+
+    folder = tmp_path / "run"
+    folder.mkdir()
+    sleeper = stranger()
+    try:
+        started = psutil.Process(sleeper.pid).create_time() - 3600
+        registry_path.parent.mkdir(parents=True, exist_ok=True)
+        registry_path.write_text(
+            f'[[runs]]\nname = "victim"\nrun_dir = "{folder}"\nhost = "{socket.gethostname()}"\n'
+            f'pid = {sleeper.pid}\npid_started = {started}\nstatus = "running"\n')
+        res = subprocess.run([sys.executable, "-m", "fontaine_tui", "stop", "victim", "--yes"],
+                             capture_output=True, text=True, timeout=60)
+        assert res.returncode == 0, res.stderr
+        time.sleep(0.3)
+        assert sleeper.poll() is None
+    finally:
+        sleeper.kill()
+        sleeper.wait()
