@@ -115,6 +115,9 @@ def run(args: argparse.Namespace) -> int:
                   status="running", last_step=0, poll_cadence_s=args.poll,
                   updated_at=utc_iso(time.time()))
     try:
+        if engine.started is None:  # `stop` would have no way to tell it from a reused pid
+            raise InputError(f"engine pid {engine.pid}: its start time could not be read, "
+                             "so `stop` could not tell it from a later process with that pid")
         registry.upsert(entry)
     except (InputError, OSError) as exc:
         print(f"warn: run not registered ({exc})", file=sys.stderr)
@@ -280,6 +283,9 @@ def run_on(args: argparse.Namespace) -> int:
                   launched_at=done.launched_at, status="running", poll_cadence_s=args.poll,
                   updated_at=utc_iso(time.time()), job=done.job)
     try:
+        if not done.job and not done.pid_started > 0:
+            raise InputError(f"engine pid {done.pid} on {host}: its start time was not "
+                             "reported, so `stop` could not tell it from a later process")
         registry.upsert(entry)
     except (InputError, OSError) as exc:
         print(f"warn: run not registered ({exc})", file=sys.stderr)

@@ -416,13 +416,14 @@ def exit_info(folder: RunFolder, returncode: int | None, since: tuple[int, int] 
                     tail.last_event, tail.detail, tail.output, tail.oom_line, memory, sent)
 
 
-def process_started(pid: int) -> float | None:
-    """The process's start time (to tell it from a later process given the same pid)."""
+def process_started(pid: int, zombie_ok: bool = False) -> float | None:
+    """The process's start time (to tell it from a later process given the same pid). A
+    zombie has none unless `zombie_ok`: our own unreaped child keeps its pid and start time."""
     import psutil
 
     try:
         p = psutil.Process(pid)
-        if p.status() == psutil.STATUS_ZOMBIE:
+        if p.status() == psutil.STATUS_ZOMBIE and not zombie_ok:
             return None
         return p.create_time()
     except (psutil.NoSuchProcess, psutil.AccessDenied):
@@ -475,7 +476,7 @@ class EngineProcess:
             popen = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=out,
                                      stderr=subprocess.STDOUT, start_new_session=True,
                                      env=run_env, close_fds=True)
-        return cls(folder, popen.pid, popen, process_started(popen.pid), since)
+        return cls(folder, popen.pid, popen, process_started(popen.pid, zombie_ok=True), since)
 
     @classmethod
     def reattach(cls, folder: RunFolder, pid: int, started: float | None = None,

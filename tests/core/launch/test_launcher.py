@@ -270,6 +270,23 @@ def test_the_engine_never_gets_the_notification_token(tmp_path: Path) -> None:
     assert folder.engine_out.read_text().strip() == "[]"
 
 
+def test_an_engine_that_exits_at_once_still_has_its_start_time_recorded(tmp_path: Path) -> None:
+    """launch registers the start time `stop` needs: an engine already exited (a zombie,
+    not yet reaped) when it is read still has one."""
+    from fontaine_tui.core.launch.launcher import process_started
+
+    folder = RunFolder(tmp_path)
+    for _ in range(30):
+        engine = EngineProcess.start(["true"], folder)
+        assert engine.started is not None and engine.started > 0
+        engine.wait(10)
+    zombie = subprocess.Popen(["true"])
+    time.sleep(0.3)  # exited, not reaped
+    assert process_started(zombie.pid) is None  # a zombie is no live engine...
+    assert process_started(zombie.pid, zombie_ok=True) is not None  # ...but has a start time
+    zombie.wait()
+
+
 @pytest.mark.parametrize("started", [None, 0.0])
 def test_a_found_again_pid_without_its_start_time_is_never_signalled(
         tmp_path: Path, started: float | None) -> None:
