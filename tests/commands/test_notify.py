@@ -91,3 +91,73 @@ def test_a_bad_config_is_exit_2_naming_the_key(config, capsys, tmp_path):
     _, err = no_token_anywhere(capsys, tmp_path)
     assert err == (f"fontaine-tui: error: {config}: notify[0].level: expected one of info, "
                    "warn, alert, got 'urgent'\n")
+
+
+# a control character inside the token: the URL is refused when the destination is made, in
+# one line naming the key, with neither half of the token in it (http.client's InvalidURL
+# quotes the URL whole, escaped, where no redaction finds it)
+CONTROL = {"tab": "\t", "newline": "\n", "x01": "\x01", "del": "\x7f"}
+
+
+def in_toml(text: str) -> str:
+    return "".join(c if c.isprintable() else f"\\u{ord(c):04x}" for c in text)
+
+
+def no_token_halves(text: str) -> None:
+    assert "SECRET" not in text and "TOKEN" not in text, text
+    assert "InvalidURL" not in text and "Traceback" not in text, text
+
+
+@pytest.mark.parametrize("char", CONTROL.values(), ids=CONTROL.keys())
+def test_a_config_url_with_a_control_character_is_refused(hook, config, capsys, tmp_path, char):
+    url = hook.url(f"/services/T000/B000/SECRET{char}TOKEN")
+    config.write_text(f'[[notify]]\nurl = "{in_toml(url)}"\nservice = "slack"\n')
+    assert main(["notify", "test"]) == 2
+    _, err = capsys.readouterr()
+    no_token_halves(err)
+    assert err.count("\n") == 1 and f"{config}: notify[0].url: " in err, err
+    assert "control character" in err and hook.requests == []
+
+
+@pytest.mark.parametrize("char", CONTROL.values(), ids=CONTROL.keys())
+def test_an_environment_url_with_a_control_character_is_refused(hook, config, capsys,
+                                                                 monkeypatch, char):
+    monkeypatch.setenv("FONTAINE_NOTIFY", hook.url(f"/hook/SECRET{char}TOKEN"))
+    assert main(["notify", "test"]) == 2
+    _, err = capsys.readouterr()
+    no_token_halves(err)
+    assert err.count("\n") == 1 and "FONTAINE_NOTIFY: url: " in err, err
+    assert "control character" in err and hook.requests == []
+    assert main(["notify", "test", "--url", hook.url(f"/hook/SECRET{char}TOKEN")]) == 2
+    _, err = capsys.readouterr()
+    no_token_halves(err)
+    assert err.count("\n") == 1 and "--url: url: " in err, err
+
+
+@pytest.mark.parametrize("char", CONTROL.values(), ids=CONTROL.keys())
+def test_a_preset_url_with_a_control_character_is_refused(config, capsys, tmp_path, char):
+    from tests.core.launch.conftest import preset_variant
+
+    path = preset_variant(tmp_path, "smoke", "hooked")
+    path.write_text(path.read_text() + '\n[[notify]]\nurl = "https://hooks.slack.com/services/'
+                    f'T000/B000/SECRET{in_toml(char)}TOKEN"\n')
+    assert main(["presets", "show", str(path)]) == 2
+    out, err = capsys.readouterr()
+    no_token_halves(out + err)
+    assert err.count("\n") == 1 and "notify[0].url" in err and "control character" in err, err
+
+
+@pytest.mark.parametrize("char", CONTROL.values(), ids=CONTROL.keys())
+def test_a_url_env_url_with_a_control_character_is_refused(hook, config, tmp_path, char):
+    from fontaine_tui.core.verdict.presets import load_preset
+    from fontaine_tui.model.notices import RunNotices
+    from tests.core.launch.conftest import preset_variant
+
+    path = preset_variant(tmp_path, "smoke", "hooked")
+    path.write_text(path.read_text() + '\n[[notify]]\nurl_env = "RUN_HOOK"\n')
+    said: list[str] = []
+    notices = RunNotices.configured("smoke", said.append, load_preset(path),
+                                    {"RUN_HOOK": hook.url(f"/x/SECRET{char}TOKEN")})
+    assert notices is None and len(said) == 1, said
+    no_token_halves(said[0])
+    assert "notify[0].url" in said[0] and "control character" in said[0], said

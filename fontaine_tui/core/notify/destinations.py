@@ -29,6 +29,7 @@ from urllib.parse import urlsplit
 
 from fontaine_tui.core.errors import InputError
 from fontaine_tui.core.notify.redact import redact_url
+from fontaine_tui.core.text import literal
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -124,9 +125,22 @@ def _check_apprise(url: str, where: str) -> None:
         raise InputError(f"{where}: apprise does not know this URL ({redact_url(url)})")
 
 
+def _unsafe_char(url: str) -> str | None:
+    """The first control character or white space in `url`, or None. Such a URL is never
+    sent: an HTTP client refuses it with an error that quotes the URL, token and all."""
+    for c in url:
+        if ord(c) < 0x21 or 0x7F <= ord(c) < 0xA0 or c.isspace():
+            return c
+    return None
+
+
 def make_destination(url: str, *, level: str = "info", service: str | None = None,
                      source: str = "--url") -> Destination:
     """One destination, checked; InputError naming `source` and what was expected."""
+    if (c := _unsafe_char(url)) is not None:
+        code = f"\\x{ord(c):02x}" if ord(c) < 0x100 else f"\\u{ord(c):04x}"
+        raise InputError(f"{_at(source, 'url')}: expected a URL without control characters "
+                         f"or white space, got {code} in {literal(redact_url(url))}")
     if level not in LEVELS:
         raise InputError(f"{_at(source, 'level')}: expected one of {', '.join(LEVELS)}, "
                          f"got {level!r}")
