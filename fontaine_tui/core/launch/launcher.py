@@ -453,8 +453,9 @@ class EngineProcess:
                  started: float | None, since: tuple[int, int] = (0, 0),
                  memory: MemoryWatch | None = None) -> None:
         self.folder, self.pid, self._popen = folder, pid, popen
-        known = isinstance(started, (int, float)) and not isinstance(started, bool)
-        self.started = float(started) if known and started > 0 else None  # 0.0: not recorded
+        self.started: float | None = None  # 0.0 or none at all: not recorded
+        if isinstance(started, (int, float)) and not isinstance(started, bool) and started > 0:
+            self.started = float(started)
         self.since = since  # where this start begins in train_log.jsonl and engine.out.log
         self.memory = memory if memory is not None else MemoryWatch.start(pid)
         self.sent: str | None = None  # the last signal sent to its group
