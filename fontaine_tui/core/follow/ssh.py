@@ -21,6 +21,7 @@ import tempfile
 from collections.abc import AsyncIterator, Callable, Sequence
 from pathlib import Path
 
+from fontaine_tui.core.childenv import child_env
 from fontaine_tui.core.errors import InputError
 from fontaine_tui.core.follow.base import (
     CHUNK,
@@ -128,14 +129,14 @@ class SshRun:
         self._closed = True
         with contextlib.suppress(OSError, subprocess.TimeoutExpired):
             subprocess.run(self.control_argv("exit"), capture_output=True, timeout=10,
-                           stdin=subprocess.DEVNULL)
+                           stdin=subprocess.DEVNULL, env=child_env())
         shutil.rmtree(self._dir, ignore_errors=True)
 
     async def _control(self, op: str) -> tuple[int, bytes]:
         proc = await asyncio.create_subprocess_exec(
             *self.control_argv(op),
             stdin=asyncio.subprocess.DEVNULL, stdout=asyncio.subprocess.DEVNULL,
-            stderr=asyncio.subprocess.PIPE)
+            stderr=asyncio.subprocess.PIPE, env=child_env())
         _, err = await proc.communicate()
         assert proc.returncode is not None  # communicate() waited for the exit
         return proc.returncode, err
@@ -160,7 +161,7 @@ class SshRun:
                 proc = await asyncio.create_subprocess_exec(
                     self.ssh, *self._common, "-o", "ControlMaster=yes", "-f", "-N",
                     "--", self.target.destination, stdin=asyncio.subprocess.DEVNULL,
-                    stdout=asyncio.subprocess.DEVNULL, stderr=err)
+                    stdout=asyncio.subprocess.DEVNULL, stderr=err, env=child_env())
             try:
                 rc = await asyncio.wait_for(proc.wait(), self.connect_timeout + 20)
             except asyncio.TimeoutError:
@@ -184,7 +185,7 @@ class SshRun:
         await self.ensure_master()
         proc = await asyncio.create_subprocess_exec(
             *self.argv(command), stdin=asyncio.subprocess.DEVNULL,
-            stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
+            stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE, env=child_env())
         self._procs.add(proc)
         try:
             out, err = await asyncio.wait_for(proc.communicate(), timeout)
@@ -387,7 +388,7 @@ class SshRun:
                         str(len(anchor)), hashlib.sha256(anchor).hexdigest(),
                         STREAM_PY if self.remote_python else "")),
                     stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
-                    stderr=asyncio.subprocess.PIPE, limit=CHUNK)
+                    stderr=asyncio.subprocess.PIPE, limit=CHUNK, env=child_env())
                 self._procs.add(proc)
                 header = await asyncio.wait_for(self._header(proc), self.connect_timeout + 20)
                 while header[:2] in ([b"@fontaine", b"rest"], [b"@fontaine", b"next"]):

@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from fontaine_tui.core.atomic import atomic_write
+from fontaine_tui.core.childenv import child_env
 from fontaine_tui.core.launch.registry import Entry
 from fontaine_tui.core.log.store import RunStore
 
@@ -236,7 +237,7 @@ def look_host(host: str, entries: Sequence[Entry], here: bool, deadline_s: float
     argv = ["sh", "-c", command] if here else ssh_argv(host, command, control_dir, ssh_options)
     try:
         res = subprocess.run(argv, capture_output=True, timeout=deadline_s,
-                             stdin=subprocess.DEVNULL)
+                             stdin=subprocess.DEVNULL, env=child_env())
     except subprocess.TimeoutExpired:
         return HostLook(host, error=f"no answer within {deadline_s:g} s")
     except OSError as exc:

@@ -19,6 +19,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
+from fontaine_tui.core.childenv import child_env
 from fontaine_tui.core.errors import InputError
 from fontaine_tui.core.host.oomkill import MemoryEvidence, MemoryWatch
 from fontaine_tui.core.log.records import Checkpoint, Event, Probe, TrainPoint, parse_line
@@ -124,7 +125,7 @@ def engine_identity(argv: list[str], timeout: float = 60) -> dict[str, object]:
         cmd += ["--data-dir", argv[argv.index("--data-dir") + 1]]
     try:
         res = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout,
-                             stdin=subprocess.DEVNULL)
+                             stdin=subprocess.DEVNULL, env=child_env())
     except (OSError, subprocess.TimeoutExpired) as exc:
         return {"error": f"python -m engine identity: {exc}"}
     last = (res.stderr.strip().splitlines() or [f"exit {res.returncode}"])[-1]
@@ -467,7 +468,6 @@ class EngineProcess:
         """Start the engine in its own session, stdout+stderr appended to engine.out.log."""
         run_env = dict(os.environ if env is None else env)
         run_env.setdefault("PYTHONUNBUFFERED", "1")
-        run_env.pop("FONTAINE_NOTIFY", None)  # a webhook token: the engine has no use for it
         try:
             log_size = folder.log.stat().st_size
         except FileNotFoundError:
@@ -476,7 +476,8 @@ class EngineProcess:
             since = (log_size, out.seek(0, os.SEEK_END))
             popen = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=out,
                                      stderr=subprocess.STDOUT, start_new_session=True,
-                                     env=run_env, close_fds=True)
+                                     env=child_env(run_env),  # no webhook token
+                                     close_fds=True)
         return cls(folder, popen.pid, popen, process_started(popen.pid, zombie_ok=True), since)
 
     @classmethod

@@ -29,6 +29,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from fontaine_tui.core.childenv import child_env
 from fontaine_tui.core.errors import InputError
 from fontaine_tui.core.follow.ssh import SshError, SshRun
 from fontaine_tui.core.follow.target import SshTarget
@@ -207,7 +208,7 @@ class RemoteEngine:
     def _run(self, command: str, timeout: float) -> subprocess.CompletedProcess:
         # ControlMaster=auto: the first command opens the shared connection, the rest reuse it
         return subprocess.run(self.ssh.argv(command, master="auto"), capture_output=True,
-                              timeout=timeout, stdin=subprocess.DEVNULL)
+                              timeout=timeout, stdin=subprocess.DEVNULL, env=child_env())
 
     def _scheduler(self, argv: Sequence[str]) -> subprocess.CompletedProcess[str] | None:
         """A Slurm client command run there (slurm.Runner): None when it could not be run (ssh

@@ -22,6 +22,7 @@ from contextlib import suppress
 from dataclasses import dataclass
 from pathlib import Path
 
+from fontaine_tui.core.childenv import child_env
 from fontaine_tui.core.errors import InputError
 from fontaine_tui.core.launch.launcher import newest_checkpoint
 from fontaine_tui.core.log.read import load_log
@@ -120,7 +121,8 @@ async def run_score(offer: ScoreOffer, env: Mapping[str, str] | None = None
     run_env.setdefault("PYTHONUNBUFFERED", "1")
     proc = await asyncio.create_subprocess_exec(
         *offer.argv, stdin=asyncio.subprocess.DEVNULL, stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.STDOUT, start_new_session=True, env=run_env)
+        stderr=asyncio.subprocess.STDOUT, start_new_session=True,
+        env=child_env(run_env))
     tail: deque[bytes] = deque(maxlen=20)
     try:
         assert proc.stdout is not None

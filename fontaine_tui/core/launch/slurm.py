@@ -37,6 +37,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from fontaine_tui.core.childenv import child_env
 from fontaine_tui.core.errors import InputError
 from fontaine_tui.core.host.oomkill import MemoryEvidence, MemoryWatch
 from fontaine_tui.core.launch.launcher import ExitInfo, exit_info
@@ -257,11 +258,9 @@ def submit(folder: RunFolder, script: Path, partition: str, job_name: str,
            env: Mapping[str, str] | None = None) -> str:
     """sbatch the script (its output appended to engine.out.log); the job id."""
     argv = submit_argv(tool("sbatch"), folder, script, partition, job_name)
-    job_env = dict(os.environ if env is None else env)
-    job_env.pop("FONTAINE_NOTIFY", None)  # sbatch hands the job this environment: no token
-    try:
+    try:  # sbatch hands the job the environment it gets: no notification secret in it
         res = subprocess.run(argv, capture_output=True, text=True, timeout=QUERY_TIMEOUT_S,
-                             env=job_env, stdin=subprocess.DEVNULL)
+                             env=child_env(env), stdin=subprocess.DEVNULL)
     except subprocess.TimeoutExpired:
         raise InputError(f"sbatch: no answer from the scheduler in {QUERY_TIMEOUT_S:.0f} s; "
                          "nothing was submitted that fontaine-tui knows of") from None
@@ -334,7 +333,7 @@ def local_runner(env: Mapping[str, str] | None = None,
         try:
             return subprocess.run([path, *argv[1:]], capture_output=True, text=True,
                                   timeout=timeout, stdin=subprocess.DEVNULL,
-                                  env=None if env is None else dict(env))
+                                  env=child_env(env))
         except (OSError, subprocess.TimeoutExpired):
             return None
 
@@ -486,7 +485,7 @@ class SlurmJob:
         try:
             res = subprocess.run([tool("scancel"), *args, self.job], capture_output=True,
                                  text=True, timeout=QUERY_TIMEOUT_S, stdin=subprocess.DEVNULL,
-                                 env=None if self.env is None else dict(self.env))
+                                 env=child_env(self.env))
         except (OSError, subprocess.TimeoutExpired):
             return False
         return res.returncode == 0

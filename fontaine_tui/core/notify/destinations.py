@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
+from fontaine_tui.core.childenv import NOTIFY_ENV
 from fontaine_tui.core.errors import InputError
 from fontaine_tui.core.notify.redact import redact_url
 from fontaine_tui.core.text import literal
@@ -39,7 +40,7 @@ else:  # pragma: no cover
 LEVELS = ("info", "warn", "alert")
 SERVICES = ("slack", "discord", "ntfy", "generic", "apprise")
 KEYS = ("url", "level", "service")
-ENV = "FONTAINE_NOTIFY"
+ENV = NOTIFY_ENV  # "FONTAINE_NOTIFY"
 APPRISE_HINT = "pip install 'fontaine-tui[notify]' (the apprise library)"
 _DISCORD_HOSTS = ("discord.com", "discordapp.com", "canary.discord.com", "ptb.discord.com")
 

@@ -28,6 +28,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
+from fontaine_tui.core.childenv import keep_out
 from fontaine_tui.core.errors import InputError
 from fontaine_tui.core.verdict.checks import NUMBER, PresetError, Scalar, Spec, check_section
 
@@ -109,6 +110,8 @@ def notify_section(path: Path, items: object) -> tuple[NotifySpec, ...]:
         if env and not _ENV_NAME.fullmatch(env):
             raise PresetError(path, f"{where}.url_env",
                               f"expected an environment variable name, got {env!r}")
+        if env:
+            keep_out(env)  # a webhook URL: no child of this process gets the variable
         url = table.get("url", "").strip()
         if url:
             make_destination(url, level=level, service=table.get("service"),

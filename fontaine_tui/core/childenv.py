@@ -1,0 +1,36 @@
+"""The environment every child process gets: this process's, less every notification secret.
+
+A webhook URL is a credential. It reaches this program as FONTAINE_NOTIFY or as the variable
+a preset's `[[notify]] url_env` names; a child (the engine, `python -m engine identity`, a
+re-score, sbatch and the job it starts, ssh, squeue) has no use for it, and an engine's
+output, a job's environment dump or a remote shell would carry it further. Each place that
+starts a child passes `child_env(...)` as its environment.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable, Mapping
+
+NOTIFY_ENV = "FONTAINE_NOTIFY"
+_NAMED: set[str] = {NOTIFY_ENV}  # and each url_env of a preset loaded in this process
+
+
+def keep_out(name: str) -> None:
+    """Name a variable that holds a notification URL (a preset's `url_env`): from now on no
+    child of this process gets it."""
+    _NAMED.add(name)
+
+
+def secret_names() -> frozenset[str]:
+    return frozenset(_NAMED)
+
+
+def child_env(base: Mapping[str, str] | None = None, also: Iterable[str] = ()
+              ) -> dict[str, str]:
+    """`base` (this process's environment when None) without FONTAINE_NOTIFY, without every
+    url_env variable named so far, and without `also`."""
+    env = dict(os.environ if base is None else base)
+    for name in (*_NAMED, *also):
+        env.pop(name, None)
+    return env
