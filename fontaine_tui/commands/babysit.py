@@ -93,7 +93,9 @@ def run(args: argparse.Namespace) -> int:
     from fontaine_tui.model.watchman import watch
 
     def say(text: str) -> None:
-        print(text, flush=True)
+        from fontaine_tui.core.text import literal
+
+        print(literal(text), flush=True)  # one line, whatever a run's name holds
 
     options = ("-F", args.ssh_config) if args.ssh_config else ()
     registry = Registry()

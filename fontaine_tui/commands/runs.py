@@ -35,6 +35,7 @@ def run(args: argparse.Namespace) -> int:
     from fontaine_tui.core.host.memory import hostname
     from fontaine_tui.core.launch.fleet import Fleet, control_dir, host_envs, row_cells
     from fontaine_tui.core.launch.registry import Registry, live_statuses
+    from fontaine_tui.core.text import literal
     from fontaine_tui.core.verdict.prereg import utc_iso
 
     if not args.timeout > 0:
@@ -69,14 +70,15 @@ def run(args: argparse.Namespace) -> int:
             s = local.get((r.host, r.run_dir))
             st = s.state if s is not None else r.state
             step, step_s, probe, read, gpu_h, warn, checked = row_cells(r, now)
-            table.append((r.name, r.host, st, step, step_s, probe, read, gpu_h, warn,
-                          "-" if s is None or s.attempts is None else str(s.attempts),
-                          checked, r.run_dir))
+            cells = (r.name, r.host, st, step, step_s, probe, read, gpu_h, warn,
+                     "-" if s is None or s.attempts is None else str(s.attempts), checked,
+                     r.run_dir)
+            table.append(tuple(literal(str(c)) for c in cells))
         widths = [max(len(t[i]) for t in table) for i in range(len(header) - 1)]
         for t in table:
             print("  ".join(c.ljust(w) for c, w in zip(t, widths, strict=False)) + "  " + t[-1])
         for h, why in down.items():
-            print(f"{h}: {why}; its rows are its last good reading")
+            print(literal(f"{h}: {why}; its rows are its last good reading"))
     if args.update:
         changed = [s for s in local.values() if s.entry.status in ("running", "attached")
                    and s.state not in ("running", "remote")]

@@ -133,5 +133,7 @@ def run(args: argparse.Namespace) -> int:
 
             offer = score_offer(folder, verdict.verdict)
             if offer is not None:
-                sys.stdout.write("\n" + "\n".join(offer.describe()) + "\n")
+                from fontaine_tui.core.text import literal
+
+                sys.stdout.write("\n" + "\n".join(map(literal, offer.describe())) + "\n")
     return verdict.exit_code

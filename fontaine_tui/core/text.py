@@ -35,11 +35,14 @@ _BIDI = (0x061C, 0x200E, 0x200F, *range(0x202A, 0x202F), *range(0x2066, 0x206A))
 _TABLE: dict[int, str] = {i: f"\\x{i:02x}" for i in (*range(32), 127, *range(0x80, 0xA0))
                           if i != 9}
 _TABLE.update({i: f"\\u{i:04x}" for i in _BIDI})
+_TABLE.update({10: "\\n", 13: "\\r"})  # as written in a string: `\n` reads as one
 _BLOCK = {k: v for k, v in _TABLE.items() if k != 10}
 
 
 def literal(text: str) -> str:
-    """One line of foreign text, safe to show (a newline in it shows as `\\x0a`)."""
+    """A one-line field of outside text (a folder name, a registry field, a tag, a note),
+    safe to show on one line: a newline in it shows as `\\n`, so it can never start a line
+    of its own (a forged `VERDICT:` line) in plain output."""
     return text.translate(_TABLE).expandtabs(4)
 
 

@@ -88,7 +88,13 @@ class PlainReport:
         self.babysitter: Babysitter | None = None  # launch --plain: each probe's read sent
 
     def say(self, text: str) -> None:
-        print(text, file=self.out, flush=True)
+        """One line: a newline in what it quotes (a folder's name, a note) shows as `\\n`."""
+        print(literal(text), file=self.out, flush=True)
+
+    def say_lines(self, text: str) -> None:
+        """Several lines, each already one line (render, poll_text)."""
+        for line in text.split("\n"):
+            self.say(line)
 
     async def take(self, batch: Batch) -> bool:
         """Report one follower batch; True when it held the log's `end` event."""
@@ -154,6 +160,9 @@ class PlainWatch:
     def say(self, text: str) -> None:
         self.report.say(text)
 
+    def say_lines(self, text: str) -> None:
+        self.report.say_lines(text)
+
     def verdict(self, store: RunStore) -> Verdict:
         ledger = read_ledger(self.folder)  # a break is said; the amendments before it count
         if ledger.broken:
@@ -179,7 +188,7 @@ class PlainWatch:
             self.babysitter.tick(telemetry)
             if (rec := self.babysitter.last_poll) is not None:
                 kind = "first poll" if rec["kind"] == "first" else "poll"
-                self.say(f"babysit {kind}: " + poll_text(rec).replace("\n", "\n  "))
+                self.say_lines(f"babysit {kind}: " + poll_text(rec).replace("\n", "\n  "))
         return self.exit
 
     async def follow(self, poll_s: float) -> ExitInfo:
@@ -221,7 +230,7 @@ def finish(watch: PlainWatch, registry: Registry, host: str, info: ExitInfo) -> 
     end_attempt(folder, watch.attempt, info, watch.babysitter, watch.say)
     verdict = watch.verdict(store)
     text = render(verdict, str(folder.log))
-    watch.say(text)
+    watch.say_lines(text)
     if watch.babysitter is not None:
         watch.babysitter.final(verdict, text, info.describe(), store)
         for line in watch.babysitter.close():

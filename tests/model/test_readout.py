@@ -64,7 +64,8 @@ def test_status_words():
 
 
 def test_literal_escapes_every_control_character():
-    assert literal("a\x1b[1mb\x9bc\x7f\r") == "a\\x1b[1mb\\x9bc\\x7f\\x0d"
+    assert literal("a\x1b[1mb\x9bc\x7f\r") == "a\\x1b[1mb\\x9bc\\x7f\\r"
+    assert literal("x\nVERDICT: SAME-DRIFT") == "x\\nVERDICT: SAME-DRIFT"  # one line
     assert literal("[red]x[/]\tz") == "[red]x[/]   z"
 
 

@@ -25,7 +25,7 @@ from fontaine_tui.core.host.telemetry import TelemetrySnapshot
 from fontaine_tui.core.launch.alerts import FIRST_POLL_RECORDS, SEVERITIES, WINDOW, RunWarning
 from fontaine_tui.core.launch.alerts import data_wait as data_wait_of
 from fontaine_tui.core.log.store import RunStore
-from fontaine_tui.core.text import gib
+from fontaine_tui.core.text import gib, literal
 from fontaine_tui.core.verdict.prereg import utc_iso
 from fontaine_tui.core.verdict.presets import Preset
 from fontaine_tui.core.verdict.rules import Verdict
@@ -123,7 +123,7 @@ def poll_text(rec: Mapping[str, object]) -> str:
         lines.append(f"{w.get('severity')}: {w.get('message')}")
     if rec.get("kind") == "first" and any(w.get("rule") == "starvation" for w in warnings):
         lines.append("fix the input starvation before letting it ride")
-    return "\n".join(lines)
+    return "\n".join(map(literal, lines))  # each one line, whatever a message quotes
 
 
 def append_poll(path: Path, rec: Mapping[str, object]) -> None:

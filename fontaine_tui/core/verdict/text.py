@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 
+from fontaine_tui.core.text import literal
 from fontaine_tui.core.verdict.rules import RuleRead, Verdict
 
 
@@ -22,7 +23,8 @@ def status_word(v: Verdict) -> str:
 def headline(v: Verdict) -> str:
     """One line: the combined verdict with its status, step and delta."""
     at = f"step {v.read_step}" if v.read_step is not None else "no probe"
-    return f"{v.label} ({status_word(v)}, {at} of {v.endpoint_step}, {v.read} {signed(v.delta)})"
+    return literal(f"{v.label} ({status_word(v)}, {at} of {v.endpoint_step}, {v.read} "
+                   f"{signed(v.delta)})")
 
 
 def bound_words(direction: str) -> tuple[str, str]:
@@ -113,7 +115,9 @@ def render(v: Verdict, log_label: str = "") -> str:
         lines.append(f"interpretation: {v.interpretation}")
     if caveat := typed_in_caveat(v):
         lines.append(f"caveat: {caveat}")
-    return "\n".join(lines)
+    # each is one line: a newline in what it quotes (a folder's name, a preset's text, a
+    # note) shows as `\n` and never starts a line of its own
+    return "\n".join(map(literal, lines))
 
 
 def typed_in_caveat(v: Verdict) -> str:
