@@ -65,7 +65,7 @@ def run(args: argparse.Namespace) -> int:
     else:
         header = ("NAME", "HOST", "STATE", "STEP", "S/STEP", "PROBE", "READ", "GPU-H", "WARN",
                   "ATT", "CHECKED", "RUN FOLDER")
-        table = [header]
+        table: list[tuple[str, ...]] = [header]
         for r in rows:
             s = local.get((r.host, r.run_dir))
             st = s.state if s is not None else r.state
