@@ -23,8 +23,12 @@ def run(args: argparse.Namespace) -> int:
     if args.action == "show":
         if not args.name:
             raise InputError("presets show: expected a preset name or path")
+        from fontaine_tui.core.notify.redact import redact_text
+
         preset = load_preset(args.name)
-        text = resolve(args.name).read_text()
+        # a [[notify]] url is a credential: its token shown as ***, as everywhere
+        text = redact_text(resolve(args.name).read_text(),
+                           [(spec.url, spec.service) for spec in preset.notify if spec.url])
         sys.stdout.write(text if text.endswith("\n") else text + "\n")
         sys.stdout.write(f"# path: {preset.path}\n# sha256 (canonical form): {preset.sha256}\n")
         return 0

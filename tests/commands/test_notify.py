@@ -161,3 +161,16 @@ def test_a_url_env_url_with_a_control_character_is_refused(hook, config, tmp_pat
     assert notices is None and len(said) == 1, said
     no_token_halves(said[0])
     assert "notify[0].url" in said[0] and "control character" in said[0], said
+
+
+def test_presets_show_redacts_a_notify_url(config, capsys, tmp_path):
+    from tests.core.launch.conftest import preset_variant
+
+    path = preset_variant(tmp_path.parent, "smoke", "hooked")  # the file holds the token
+    path.write_text(path.read_text() + "\n[[notify]]\nurl = \"https://hooks.slack.com/services/"
+                    f"T000/B000/{TOKEN}\"\n\n[[notify]]\nurl = \"https://ntfy.sh/{TOKEN}2\"\n")
+    assert main(["presets", "show", str(path)]) == 0
+    out, _ = no_token_anywhere(capsys, tmp_path)
+    assert 'url = "https://hooks.slack.com/services/***/***/***"' in out
+    assert 'url = "https://ntfy.sh/***"' in out
+    assert "[recipe]" in out  # the rest as written
