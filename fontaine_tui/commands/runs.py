@@ -32,6 +32,7 @@ def run(args: argparse.Namespace) -> int:
     from dataclasses import asdict
 
     from fontaine_tui.core.errors import InputError
+    from fontaine_tui.core.follow.target import check_destination
     from fontaine_tui.core.host.memory import hostname
     from fontaine_tui.core.launch.fleet import Fleet, control_dir, host_envs, row_cells
     from fontaine_tui.core.launch.registry import Registry, live_statuses
@@ -46,6 +47,9 @@ def run(args: argparse.Namespace) -> int:
         print(f"no runs in {registry.path}")
         return 0
     host = hostname()
+    for e in entries:  # a host ssh would read as an option never reaches it
+        if e.host != host:
+            check_destination(e.host, f"{registry.path}: run {e.name!r}: host")
     state = registry.path.parent
     options = ("-F", args.ssh_config) if args.ssh_config else ()
     fleet = Fleet(state / "fleet.json", control_dir(), host, options, args.timeout,

@@ -9,8 +9,26 @@ from pathlib import Path
 from urllib.parse import unquote, urlsplit
 
 from fontaine_tui.core.errors import InputError
+from fontaine_tui.core.text import literal
 
 _SCP = re.compile(r"^(?:(?P<user>[^@/:\s]+)@)?(?P<host>\[[0-9A-Fa-f:.]+\]|[^@/:\s\[\]]+):(?P<path>.*)$")
+
+
+def check_destination(text: str, what: str = "host") -> str:
+    """`text` as an ssh destination: `[user@]host`, or the URI form `ssh://[user@]host[:port]`
+    a registry keeps. Its user part and host part may not be empty, begin with '-' (ssh would
+    read it as an option: -oProxyCommand=...) or hold white space or a control character.
+    Every ssh destination (launch --on, attach, stop, runs) passes here; InputError naming
+    `what` otherwise."""
+    rest = text[len("ssh://"):] if text.startswith("ssh://") else text
+    user, at, host = rest.rpartition("@")
+    for value in ((user, host) if at else (host,)):
+        if not value or value.startswith("-") or any(c.isspace() or not c.isprintable()
+                                                     for c in value):
+            raise InputError(f"{what} {literal(text)}: expected a host name or ssh alias "
+                             "([user@]host: the user and the host may not be empty, may not "
+                             "begin with '-', and hold no white space or control character)")
+    return text
 
 
 @dataclass(frozen=True, slots=True)
@@ -30,11 +48,7 @@ class SshTarget:
     port: int | None = None
 
     def __post_init__(self) -> None:
-        # ssh would take a host or user beginning with "-" as an option (-oProxyCommand=...)
-        for what, value in (("host", self.host), ("user", self.user or "")):
-            if value.startswith("-"):
-                raise InputError(f"{what} {value!r}: a {what} may not begin with '-' "
-                                 "(ssh would read it as an option)")
+        check_destination(self.destination)  # a host or user ssh would read as an option
 
     @property
     def destination(self) -> str:

@@ -28,6 +28,8 @@ from typing import Any
 
 from fontaine_tui.core.atomic import atomic_write
 from fontaine_tui.core.childenv import child_env
+from fontaine_tui.core.errors import InputError
+from fontaine_tui.core.follow.target import check_destination
 from fontaine_tui.core.launch.registry import Entry
 from fontaine_tui.core.log.store import RunStore
 
@@ -219,6 +221,7 @@ def read_run(entry: Entry, parts: dict[str, object], now: float) -> FleetRow:
 
 def ssh_argv(host: str, command: str, control_dir: Path, ssh_options: Sequence[str] = (),
              connect_timeout: int = 1) -> list[str]:
+    check_destination(host, "registry host")
     return ["ssh", *ssh_options, "-o", "BatchMode=yes", "-o", f"ConnectTimeout={connect_timeout}",
             "-o", "ControlMaster=auto", "-o", f"ControlPath={control_dir}/%C",
             "-o", "ControlPersist=300", "--", host, command]
@@ -234,7 +237,11 @@ def look_host(host: str, entries: Sequence[Entry], here: bool, deadline_s: float
     prefix = ["env", "--", *(shlex.quote(f"{k}={v}") for k, v in env.items())] if env else []
     command = " ".join([*prefix, "sh", "-c", shlex.quote(FLEET_SCRIPT), "fleet",
                         *map(shlex.quote, script_argv(entries))])
-    argv = ["sh", "-c", command] if here else ssh_argv(host, command, control_dir, ssh_options)
+    try:
+        argv = ["sh", "-c", command] if here else ssh_argv(host, command, control_dir,
+                                                           ssh_options)
+    except InputError as exc:  # never reaches ssh
+        return HostLook(host, error=str(exc))
     try:
         res = subprocess.run(argv, capture_output=True, timeout=deadline_s,
                              stdin=subprocess.DEVNULL, env=child_env())

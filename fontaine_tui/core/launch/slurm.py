@@ -39,6 +39,7 @@ from typing import Any
 
 from fontaine_tui.core.childenv import child_env
 from fontaine_tui.core.errors import InputError
+from fontaine_tui.core.follow.target import check_destination
 from fontaine_tui.core.host.oomkill import MemoryEvidence, MemoryWatch
 from fontaine_tui.core.launch.launcher import ExitInfo, exit_info
 from fontaine_tui.core.runfolder import RunFolder
@@ -79,9 +80,7 @@ PATTERNS: dict[str, tuple[re.Pattern[str], str]] = {
 def check_host(name: str) -> None:
     """A host as ssh will take it: no option, no space, no shell or control character (here,
     beside `slurm:PARTITION@LOGIN`'s parsing, so that remote.py may import this module)."""
-    if not name or name.startswith("-") or any(c.isspace() or ord(c) < 32 for c in name):
-        raise InputError(f"--on {name!r}: expected a host name or ssh alias (no spaces, not "
-                         "beginning with '-')")
+    check_destination(name, "--on")
 
 
 @dataclass(frozen=True, slots=True)
