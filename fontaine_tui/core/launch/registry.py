@@ -2,7 +2,8 @@
 
 Writers take an exclusive fcntl lock on a sibling lock file, read, change, and replace the
 file atomically, so concurrent consoles never lose or tear each other's entries; readers
-need no lock (they see the old file or the new one).
+need no lock (they see the old file or the new one). The file is edited in place (tomlkit),
+so a comment or a key the user added to a run's table stays.
 """
 
 from __future__ import annotations
@@ -101,24 +102,38 @@ def _entry(raw: object, where: str) -> Entry:
     return entry
 
 
+def _same(item: object, value: object) -> bool:
+    """A tomlkit value already holds `value` (same type: 1 is not 1.0 nor true)."""
+    unwrap = getattr(item, "unwrap", None)
+    held = unwrap() if callable(unwrap) else item
+    return type(held) is type(value) and held == value
+
+
 class Registry:
     def __init__(self, path: str | Path | None = None) -> None:
         self.path = Path(path) if path is not None else default_path()
         self.lock_path = self.path.with_name(self.path.name + ".lock")
 
     def entries(self) -> list[Entry]:
+        return self._parse(self._text())
+
+    def _text(self) -> str | None:
         try:
-            text = self.path.read_text(encoding="utf-8")
+            return self.path.read_text(encoding="utf-8")
         except FileNotFoundError:
-            return []
+            return None
         except (OSError, UnicodeDecodeError) as exc:
             raise InputError(f"{self.path}: cannot read the registry ({exc})") from None
+
+    def _parse(self, text: str | None) -> list[Entry]:
+        if text is None:
+            return []
         try:
             doc = tomllib.loads(text)
         except tomllib.TOMLDecodeError as exc:
             raise InputError(f"{self.path}: the registry is not valid TOML ({exc})") from None
         other = sorted(k for k in doc if k != "runs")
-        if other:  # rewriting it would drop them: this is some other file
+        if other:  # not a registry: some other file, left untouched
             raise InputError(f"{self.path}: {other[0]}: expected only [[runs]] tables (is this "
                              "file a fontaine-tui registry? it is left untouched)")
         runs = doc.get("runs", [])
@@ -140,19 +155,47 @@ class Registry:
         finally:
             os.close(fd)  # closing releases the lock
 
-    def _write(self, entries: list[Entry]) -> None:
-        import tomli_w
+    def _write(self, text: str | None, entries: list[Entry]) -> None:
+        """Write `entries` over the file as `text` held it: each run's table edited in place
+        (the keys it does not know, comments and layout stay), tables of removed runs
+        dropped, new ones added."""
+        import tomlkit
 
-        runs = [{k: v for k, v in asdict(e).items() if v is not None} for e in entries]
-        header = "# fontaine-tui babysit registry: one [[runs]] table per run. Written by\n" \
-                 "# fontaine-tui (locked, atomic); safe to read, edit only when no console runs.\n"
-        atomic_write(self.path, header + tomli_w.dumps({"runs": runs}))
+        if text is None:
+            doc = tomlkit.document()
+            doc.add(tomlkit.comment("fontaine-tui babysit registry: one [[runs]] table per "
+                                    "run. Written by"))
+            doc.add(tomlkit.comment("fontaine-tui (locked, atomic); safe to read, edit only "
+                                    "when no console runs."))
+            old: list = []
+        else:
+            doc = tomlkit.parse(text)
+            old = list(doc.get("runs", []))
+        tables: dict[tuple[str, str], list] = {}
+        for t in old:
+            tables.setdefault((str(t.get("host")), str(t.get("run_dir"))), []).append(t)
+        runs = tomlkit.aot()
+        for e in entries:
+            same = tables.get(e.key)
+            table = same.pop(0) if same else tomlkit.table()
+            for k, v in asdict(e).items():
+                if v is None:
+                    table.pop(k, None)
+                elif k not in table or not _same(table[k], v):
+                    table[k] = v
+            runs.append(table)
+        if "runs" in doc:
+            del doc["runs"]
+        if entries:
+            doc.append("runs", runs)
+        atomic_write(self.path, tomlkit.dumps(doc))
 
     def change(self, edit: Callable[[list[Entry]], list[Entry]]) -> list[Entry]:
         """Apply `edit` to the entries under the lock and write the result."""
         with self._locked():
-            entries = edit(self.entries())
-            self._write(entries)
+            text = self._text()
+            entries = edit(self._parse(text))
+            self._write(text, entries)
             return entries
 
     def upsert(self, entry: Entry) -> Entry:

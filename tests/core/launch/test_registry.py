@@ -141,3 +141,22 @@ def test_live_statuses_answer_within_the_deadline(tmp_path: Path, monkeypatch) -
     got = reg_mod.live_statuses(entries, "h", 0.5)
     assert time.monotonic() - t0 < 1.5
     assert sorted(k[1] for k in got) == [str(tmp_path / "a"), str(tmp_path / "b")]
+
+
+def test_a_write_keeps_the_users_comments_and_unknown_keys(tmp_path: Path) -> None:
+    path = tmp_path / "babysit.toml"
+    path.write_text('# my runs, see the wiki\n\n[[runs]]\n# the baseline: do not remove\n'
+                    'name = "base"\nrun_dir = "/runs/base"\nhost = "h"\n'
+                    'owner = "ana"  # who to ask\n\n'
+                    '[[runs]]\nname = "old"\nrun_dir = "/runs/old"\nhost = "h"\n')
+    reg = Registry(path)
+    reg.upsert(Entry("new", "/runs/new", "h", pid=7, last_step=3))
+    reg.update("/runs/base", "h", status="finished", exit_code=0)
+    assert reg.remove("/runs/old", "h")
+    text = path.read_text()
+    for kept in ("# my runs, see the wiki", "# the baseline: do not remove",
+                 'owner = "ana"  # who to ask'):
+        assert kept in text
+    assert [(e.name, e.status, e.exit_code) for e in reg.entries()] == [
+        ("base", "finished", 0), ("new", "running", None)]
+    assert "/runs/old" not in text
