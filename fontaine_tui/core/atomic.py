@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import fcntl
 import os
 import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 OWN_HEAD = 4096  # how much of an existing file replace_own() looks at
@@ -64,6 +66,19 @@ def append_line(path: str | Path, line: bytes | str) -> None:
         os.fsync(fd)
     finally:
         os.close(fd)
+
+
+@contextmanager
+def locked(path: str | Path) -> Iterator[None]:
+    """Hold an exclusive lock on `path` (created empty if missing; an fcntl lock, so it is
+    released when the holder dies) for a read-change-write that must be one step across
+    processes: an append to a hash chain, a bank entry, the registry."""
+    fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_APPEND, 0o644)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)  # closing releases the lock
 
 
 def create_new(path: str | Path, data: bytes | str) -> None:

@@ -8,7 +8,6 @@ so a comment or a key the user added to a run's table stays.
 
 from __future__ import annotations
 
-import fcntl
 import os
 import sys
 from collections.abc import Callable, Iterator, Sequence
@@ -17,7 +16,7 @@ from dataclasses import asdict, dataclass, fields, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, TypedDict
 
-from fontaine_tui.core.atomic import atomic_write
+from fontaine_tui.core.atomic import atomic_write, locked
 from fontaine_tui.core.errors import InputError
 
 if sys.version_info >= (3, 11):
@@ -148,12 +147,8 @@ class Registry:
     @contextmanager
     def _locked(self) -> Iterator[None]:
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        fd = os.open(self.lock_path, os.O_RDWR | os.O_CREAT, 0o644)
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX)
+        with locked(self.lock_path):
             yield
-        finally:
-            os.close(fd)  # closing releases the lock
 
     def _write(self, text: str | None, entries: list[Entry]) -> None:
         """Write `entries` over the file as `text` held it: each run's table edited in place
