@@ -1,0 +1,101 @@
+"""Reading a file a run folder (or a user) gave us: a regular file only, and a bounded one.
+
+A FIFO in place of a log would hold a reader forever, /dev/zero would fill the memory, a
+file of many gigabytes would be read whole: every whole-file read and every follower's
+open goes through `open_regular`, which opens without blocking and refuses what fstat does
+not call a regular file, and `read_whole`, which also refuses a file over `limit()` bytes
+(checked by its size and by reading at most one byte more). Each refusal is one InputError
+line naming the file.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+from pathlib import Path
+from typing import BinaryIO
+
+from fontaine_tui.core.errors import InputError
+
+LIMIT = 512 * 2**20  # bytes read whole from one file, at most
+LIMIT_ENV = "FONTAINE_READ_LIMIT"  # another limit, in bytes
+
+
+def limit() -> int:
+    """The most bytes one whole-file read takes: $FONTAINE_READ_LIMIT, else LIMIT."""
+    raw = os.environ.get(LIMIT_ENV, "")
+    try:
+        value = int(raw) if raw else LIMIT
+    except ValueError:
+        raise InputError(f"{LIMIT_ENV}: expected a number of bytes, got {raw[:40]!r}") from None
+    if value <= 0:
+        raise InputError(f"{LIMIT_ENV}: expected a positive number of bytes, got {value}")
+    return value
+
+
+def _kind(mode: int) -> str:
+    if stat.S_ISFIFO(mode):
+        return "a FIFO (named pipe)"
+    if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
+        return "a device"
+    if stat.S_ISDIR(mode):
+        return "a folder"
+    if stat.S_ISSOCK(mode):
+        return "a socket"
+    return "not a regular file"
+
+
+def open_fd(path: str | Path) -> int:
+    """A file descriptor open for reading on the regular file at `path` (links followed);
+    InputError for a FIFO, a device, a folder or a socket, at once (the open never waits for a
+    writer). FileNotFoundError and other OSErrors as open raises them."""
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    try:
+        mode = os.fstat(fd).st_mode
+    except BaseException:
+        os.close(fd)
+        raise
+    if not stat.S_ISREG(mode):
+        os.close(fd)
+        raise InputError(f"{path}: is {_kind(mode)}, not a regular file; refused (reading it "
+                         "could wait or run forever)")
+    return fd
+
+
+def open_regular(path: str | Path) -> BinaryIO:
+    """`open_fd` as a binary file object (for a streaming read)."""
+    return os.fdopen(open_fd(path), "rb")
+
+
+def too_big(path: str | Path, size: int, most: int) -> InputError:
+    return InputError(f"{path}: {size} bytes or more, over the {most} bytes read whole from "
+                      f"one file (${LIMIT_ENV} sets another limit); refused")
+
+
+def read_whole(path: str | Path, most: int | None = None) -> bytes:
+    """The bytes of the regular file at `path`, at most `most` (default `limit()`) of them;
+    InputError naming the file and its size when it holds more."""
+    most = limit() if most is None else most
+    with open_regular(path) as fh:
+        size = os.fstat(fh.fileno()).st_size
+        if size > most:
+            raise too_big(path, size, most)
+        data = fh.read(most + 1)
+    if len(data) > most:  # it grew since fstat
+        raise too_big(path, len(data), most)
+    return data
+
+
+def read_text(path: str | Path, encoding: str = "utf-8", errors: str = "strict") -> str:
+    """`read_whole`, decoded."""
+    return read_whole(path).decode(encoding, errors)
+
+
+def check_file(path: str | Path) -> int:
+    """The size of the regular file at `path`, refused as `open_fd` refuses (for a reader
+    that opens it by other means, such as SQLite)."""
+    fd = open_fd(path)
+    try:
+        return os.fstat(fd).st_size
+    finally:
+        os.close(fd)
