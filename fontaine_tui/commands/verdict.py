@@ -77,9 +77,12 @@ def read_source(folder, preset, spec):
 
 
 def _ledger(folder: runfolder.RunFolder | None):
-    if folder is None or not folder.amendments.exists():
-        return ()
+    from fontaine_tui.core.verdict.head import head_path
     from fontaine_tui.core.verdict.ledger import read_amendments
+
+    if folder is None or not (folder.amendments.exists()
+                              or head_path(folder.amendments).exists()):
+        return ()
 
     return read_amendments(folder)
 

@@ -25,8 +25,10 @@ from fontaine_tui.core.launch.rescore import ScoreOffer, ScoreState
 from fontaine_tui.core.log.read import ingest_lines
 from fontaine_tui.core.log.records import Malformed, Record
 from fontaine_tui.core.log.store import RunStore
+from fontaine_tui.core.readfile import read_whole
 from fontaine_tui.core.runfolder import AMENDMENTS, PREREG, RunFolder
 from fontaine_tui.core.text import literal
+from fontaine_tui.core.verdict.head import head_name
 from fontaine_tui.core.verdict.presets import Amendment, Preset
 from fontaine_tui.core.verdict.rules import Verdict, compute_verdict, verdict_series
 from fontaine_tui.model import readout
@@ -383,6 +385,8 @@ class Session:
             entry = reviewer.append(path, action, v, note, clock)
         except OSError as exc:
             return Outcome(f"{path}: cannot append ({exc.strerror})", "error")
+        except InputError as exc:
+            return Outcome(str(exc), "error")
         check = reviewer.verify(path)
         chain = "chain intact" if check.ok else f"CHAIN BROKEN: {check.reason}"
         return Outcome(f"review.jsonl line {entry.line}: {action} {v.label} at step "
@@ -458,29 +462,32 @@ class Session:
             self.ledger = Ledger("", self.preset.sha256, "no run folder (log only)", None, ())
             return
         files: dict[str, bytes | None] = {}
-        for name in (PREREG, AMENDMENTS):
+        for name in (PREREG, AMENDMENTS, head_name(AMENDMENTS)):
             if self.folder is not None:
                 path = self.folder / name
                 try:
-                    files[name] = path.read_bytes() if path.is_file() else None
-                except OSError as exc:
+                    files[name] = read_whole(path) if path.exists() else None
+                except (OSError, InputError) as exc:
                     files[name] = None
-                    self.note = f"{path}: cannot read ({exc.strerror})"
+                    self.note = (f"{path}: cannot read ({exc.strerror})"
+                                 if isinstance(exc, OSError) else str(exc))
             else:
                 files[name] = await self.source.read_bytes(name)
         where = str(self.folder) if self.folder is not None else self.source.label
-        self.ledger = self._ledger_from(files[PREREG], files[AMENDMENTS], where)
+        self.ledger = self._ledger_from(files[PREREG], files[AMENDMENTS], where,
+                                        files[head_name(AMENDMENTS)])
         self._verdict_key = self._latest_key = None
         self.version += 1
 
-    def _ledger_from(self, prereg: bytes | None, ledger: bytes | None, where: str) -> Ledger:
+    def _ledger_from(self, prereg: bytes | None, ledger: bytes | None, where: str,
+                     head: bytes | None = None) -> Ledger:
         from fontaine_tui.core.verdict.ledger import genesis, parse_ledger
         from fontaine_tui.core.verdict.prereg import compare, parse_prereg
 
         amendments: tuple[Amendment, ...] = ()
         error = ""
-        if ledger:  # the amendments before a break in the chain count; the break is shown
-            read = parse_ledger(ledger, f"{where}/{AMENDMENTS}", genesis(prereg))
+        if ledger or head:  # the amendments before a break in the chain count; it is shown
+            read = parse_ledger(ledger or b"", f"{where}/{AMENDMENTS}", genesis(prereg), head)
             amendments, error = read.amendments, read.broken
         launched, status, ok = "", "no prereg.json beside the log", None
         provenance: Mapping[str, object] | None = None

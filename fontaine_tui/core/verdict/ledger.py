@@ -7,22 +7,19 @@ whether it counts (declared before the step it first affects).
 
 from __future__ import annotations
 
-import fcntl
 import hashlib
 import json
 import math
-import os
 import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from fontaine_tui.core.atomic import append_line
+from fontaine_tui.core.atomic import append_line, locked
 from fontaine_tui.core.errors import InputError
+from fontaine_tui.core.readfile import read_whole
 from fontaine_tui.core.runfolder import RunFolder
-
-if TYPE_CHECKING:
-    from fontaine_tui.core.log.formats.source import SourceSpec
+from fontaine_tui.core.verdict import head as chain_head
 from fontaine_tui.core.verdict.prereg import utc_iso
 from fontaine_tui.core.verdict.presets import (
     Amendment,
@@ -30,6 +27,9 @@ from fontaine_tui.core.verdict.presets import (
     validate_extend_amendment,
     validate_scale_amendment,
 )
+
+if TYPE_CHECKING:
+    from fontaine_tui.core.log.formats.source import SourceSpec
 
 KINDS = ("scale", "extend")
 GENESIS = "0" * 64  # the first link of a ledger in a folder without prereg.json
@@ -71,6 +71,8 @@ class LedgerRead:
     broken: str = ""
     prev: str = ""  # the link a line appended now must carry (when the chain holds)
     torn: bool = False  # the file ends in a cut-short line (skipped in the reading)
+    lines: int = 0  # the chain's lines (the amendments read)
+    newline: bool = True  # the file ends in a newline (or is empty)
 
 
 def genesis(prereg: bytes | None) -> str:
@@ -81,7 +83,7 @@ def genesis(prereg: bytes | None) -> str:
 def genesis_of(folder: RunFolder) -> str:
     """`genesis` of the run folder's prereg.json."""
     try:
-        return genesis(folder.prereg.read_bytes())
+        return genesis(read_whole(folder.prereg))
     except FileNotFoundError:
         return genesis(None)
     except OSError as exc:
@@ -102,61 +104,100 @@ def read_ledger(folder: RunFolder) -> LedgerRead:
     """As `read_amendments`, the break returned instead of raised (the console shows it)."""
     path = folder.amendments
     try:
-        data = path.read_bytes()
+        data = read_whole(path)
     except FileNotFoundError:
-        return LedgerRead((), prev=genesis_of(folder))
+        data = b""
     except OSError as exc:
         raise InputError(f"{path}: cannot read ({exc.strerror})") from None
-    return parse_ledger(data, str(path), genesis_of(folder))
+    return parse_ledger(data, str(path), genesis_of(folder), chain_head.read(path))
 
 
-def parse_amendments(data: bytes, origin: str, genesis: str = "") -> list[Amendment]:
+def parse_amendments(data: bytes, origin: str, genesis: str = "",
+                     head: bytes | None = None) -> list[Amendment]:
     """The ledger's bytes (read locally or through a run source) as `read_amendments` reads
-    them; `origin` names the file in errors, `genesis` is `genesis_of` the run folder."""
-    read = parse_ledger(data, origin, genesis)
+    them; `origin` names the file in errors, `genesis` is `genesis_of` the run folder, `head`
+    the bytes of its head file (core/verdict/head.py), if any."""
+    read = parse_ledger(data, origin, genesis, head)
     if read.broken:
         raise InputError(read.broken)
     return list(read.amendments)
 
 
-def parse_ledger(data: bytes, origin: str, genesis: str) -> LedgerRead:
+def parse_ledger(data: bytes, origin: str, genesis: str, head: bytes | None = None
+                 ) -> LedgerRead:
     """Walk the chain: each line's `hash` is the sha256 of its canonical JSON without it, its
     `prev` the sha256 of the line before (of prereg.json for the first). Amendments from the
-    first line that does not hold on are not applied."""
+    first line that does not hold on are not applied. A last line without its newline is
+    read when it is whole and holds on; else it is a torn write, skipped. The chain must
+    reach the head recorded beside it (`head`'s bytes): a cut at its end is named."""
+    read = _walk(data, origin, genesis)
+    why = read.broken or chain_head.check(origin, head, read.links, read.marked)
+    return LedgerRead(read.amendments, why, read.prev, read.torn, len(read.links) - 1,
+                      read.newline)
+
+
+@dataclass(frozen=True, slots=True)
+class _Walk:
+    amendments: tuple[Amendment, ...]
+    broken: str = ""
+    prev: str = ""
+    torn: bool = False
+    links: tuple[str, ...] = ()
+    marked: bool = False
+    newline: bool = True
+
+
+def _walk(data: bytes, origin: str, genesis: str) -> _Walk:
     lines = data.split(b"\n")
-    torn = bool(lines and lines[-1])  # no trailing newline: a write was cut short
-    if torn:
-        lines = lines[:-1]
+    last = len(lines) if lines and lines[-1] else 0  # a line without its newline: its number
     out: list[Amendment] = []
     prev = genesis or GENESIS
+    links = [prev]
+    marked = False
     for n, raw in enumerate(lines, 1):
         if not raw.strip():
             continue
         stop = f"; amendments from line {n} on are not applied"
+        if n == last and not _whole(raw, prev):  # a write cut short: skipped
+            return _Walk(tuple(out), "", prev, True, tuple(links), marked, False)
         try:
             obj = json.loads(raw)
         except ValueError:
-            return LedgerRead(tuple(out), f"{origin}:{n}: expected a JSON line{stop}")
+            return _Walk(tuple(out), f"{origin}:{n}: expected a JSON line{stop}")
         if not isinstance(obj, dict):
-            return LedgerRead(tuple(out), f"{origin}:{n}: expected a JSON object{stop}")
+            return _Walk(tuple(out), f"{origin}:{n}: expected a JSON object{stop}")
         claimed = obj.pop("hash", None)
         if claimed is None:
-            return LedgerRead(tuple(out), f"{origin}:{n}: no hash (not written by "
-                              f"`fontaine-tui amend`, or edited){stop}")
+            return _Walk(tuple(out), f"{origin}:{n}: no hash (not written by "
+                         f"`fontaine-tui amend`, or edited){stop}")
         if claimed != _sha(_canonical(obj)):
-            return LedgerRead(tuple(out), f"{origin}:{n}: its content does not match its "
-                              f"hash (edited){stop}")
+            return _Walk(tuple(out), f"{origin}:{n}: its content does not match its "
+                         f"hash (edited){stop}")
         if obj.get("prev") != prev:
             where = "prereg.json" if n == 1 else f"line {n - 1}"
-            return LedgerRead(tuple(out), f"{origin}:{n}: does not follow {where} (a line "
-                              f"before it was edited, removed, inserted or reordered, or "
-                              f"prereg.json changed){stop}")
+            return _Walk(tuple(out), f"{origin}:{n}: does not follow {where} (a line "
+                         f"before it was edited, removed, inserted or reordered, or "
+                         f"prereg.json changed){stop}")
         try:
             out.append(_to_amendment(obj, f"{origin}:{n}"))
         except InputError as exc:
-            return LedgerRead(tuple(out), f"{exc}{stop}")
+            return _Walk(tuple(out), f"{exc}{stop}")
         prev = _sha(raw)
-    return LedgerRead(tuple(out), "", prev, torn)
+        links.append(prev)
+        marked = marked or chain_head.MARK in obj
+    return _Walk(tuple(out), "", prev, False, tuple(links), marked, not last)
+
+
+def _whole(raw: bytes, prev: str) -> bool:
+    """A line is whole: JSON whose hash holds and that follows `prev`."""
+    try:
+        obj = json.loads(raw)
+    except ValueError:
+        return False
+    if not isinstance(obj, dict):
+        return False
+    claimed = obj.pop("hash", None)
+    return claimed == _sha(_canonical(obj)) and obj.get("prev") == prev
 
 
 def _sha(data: bytes) -> str:
@@ -210,10 +251,8 @@ def _scale_rule(rule: dict[str, object], folder: RunFolder, from_step: int | Non
 
 def _append(folder: RunFolder, rule: dict[str, object], last_step_seen: int,
             preset: Preset) -> Amendment:
-    # The lock makes (next id, append) one step for concurrent declarations.
-    fd = os.open(folder.amendments, os.O_RDWR | os.O_CREAT | os.O_APPEND, 0o644)
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX)
+    # The lock makes (next id, append, head) one step for concurrent declarations.
+    with locked(folder.amendments):
         read = read_ledger(folder)
         if read.broken:  # never extend a chain that does not hold
             raise InputError(f"{read.broken}; nothing was written")
@@ -225,11 +264,12 @@ def _append(folder: RunFolder, rule: dict[str, object], last_step_seen: int,
         record: dict[str, object] = {
             "id": max(ids, default=0) + 1, "declared_at": utc_iso(time.time()),
             "last_step_seen": int(last_step_seen), "rule": rule,
-            "prev": read.prev}
+            "prev": read.prev, chain_head.MARK: chain_head.head_name(folder.amendments.name)}
         record["hash"] = _sha(_canonical(record))
-        append_line(folder.amendments, _canonical(record).decode())
-    finally:
-        os.close(fd)
+        line = _canonical(record)
+        # a whole last line without its newline gets one first, in the same write
+        append_line(folder.amendments, line if read.newline else b"\n" + line)
+        chain_head.record(folder.amendments, read.lines + 1, _sha(line))
     return _to_amendment(record, str(folder.amendments))
 
 

@@ -2,7 +2,9 @@
 
 Each line carries `prev` (sha256 of the previous line's bytes, or GENESIS for the first)
 and `hash` (sha256 of the line's own canonical JSON without `hash`). An edited line fails
-its own hash; a removed, inserted or rewritten line breaks the next line's `prev`.
+its own hash; a removed, inserted or rewritten line breaks the next line's `prev`; a removed
+last line is found by the head kept beside the file (core/verdict/head.py). Appends hold
+the file's lock, as the amendment ledger's do, so two reviewers never fork the chain.
 """
 
 from __future__ import annotations
@@ -16,7 +18,9 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 
-from fontaine_tui.core.atomic import append_line
+from fontaine_tui.core.atomic import append_line, locked
+from fontaine_tui.core.readfile import read_whole
+from fontaine_tui.core.verdict import head as chain_head
 from fontaine_tui.core.verdict.rules import Verdict
 
 SCHEMA = "fontaine-tui/review/1"
@@ -60,49 +64,56 @@ def _canonical(doc: dict) -> bytes:
     return json.dumps(doc, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode()
 
 
-def _last_line(path: Path) -> bytes | None:
+def _lines(data: bytes) -> list[bytes]:
+    lines = data.split(b"\n")
+    if lines and lines[-1] == b"":
+        lines.pop()
+    return lines
+
+
+def _read(path: Path) -> bytes:
     try:
-        data = path.read_bytes()
+        return read_whole(path)
     except FileNotFoundError:
-        return None
-    lines = data.rstrip(b"\n").split(b"\n")
-    return lines[-1] if lines and lines[-1] else None
+        return b""
 
 
 def append(path: str | Path, action: str, verdict: Verdict, note: str = "",
            clock: Callable[[], float] = time.time) -> ReviewEntry:
-    """Append one action, chained to the line before it."""
+    """Append one action, chained to the line before it (under the file's lock)."""
     if action not in ACTIONS:
         raise ValueError(f"action: expected one of {', '.join(ACTIONS)}, got {action!r}")
     path = Path(path)
-    last = _last_line(path)
     stamp = datetime.fromtimestamp(clock(), timezone.utc).isoformat().replace("+00:00", "Z")
-    doc = {
-        "schema": SCHEMA,
-        "time": stamp,
-        "action": action,
-        "note": note,
-        "verdict": verdict.verdict,
-        "provisional": verdict.provisional,
-        "read_step": verdict.read_step,
-        "delta": _num(verdict.delta),
-        "preset_sha256": verdict.preset.get("sha256", ""),
-        "prev": GENESIS if last is None else _sha(last),
-    }
-    doc["hash"] = _sha(_canonical(doc))
-    append_line(path, _canonical(doc))
-    count = 0 if last is None else len(path.read_bytes().rstrip(b"\n").split(b"\n")) - 1
-    return ReviewEntry(count + 1, stamp, action, note, verdict.verdict,
+    with locked(path):
+        data = _read(path)
+        lines = _lines(data)
+        doc = {
+            "schema": SCHEMA,
+            "time": stamp,
+            "action": action,
+            "note": note,
+            "verdict": verdict.verdict,
+            "provisional": verdict.provisional,
+            "read_step": verdict.read_step,
+            "delta": _num(verdict.delta),
+            "preset_sha256": verdict.preset.get("sha256", ""),
+            "prev": _sha(lines[-1]) if lines else GENESIS,
+            chain_head.MARK: chain_head.head_name(path.name),
+        }
+        doc["hash"] = _sha(_canonical(doc))
+        line = _canonical(doc)
+        # a last line without its newline gets one first, in the same write
+        append_line(path, line if not data or data.endswith(b"\n") else b"\n" + line)
+        chain_head.record(path, len(lines) + 1, _sha(line))
+    return ReviewEntry(len(lines) + 1, stamp, action, note, verdict.verdict,
                        verdict.provisional, verdict.read_step)
 
 
 def read(path: str | Path) -> list[ReviewEntry]:
     """The entries as written (call `verify` to know whether to trust them)."""
     out: list[ReviewEntry] = []
-    try:
-        data = Path(path).read_bytes()
-    except FileNotFoundError:
-        return out
+    data = _read(Path(path))
     for i, raw in enumerate(data.splitlines(), 1):
         try:
             d = json.loads(raw)
@@ -114,15 +125,14 @@ def read(path: str | Path) -> list[ReviewEntry]:
 
 
 def verify(path: str | Path) -> ChainCheck:
-    """Walk the chain; report the first line whose own hash or link does not hold."""
-    try:
-        data = Path(path).read_bytes()
-    except FileNotFoundError:
-        return ChainCheck(0)
-    lines = data.split(b"\n")
-    if lines and lines[-1] == b"":
-        lines.pop()
+    """Walk the chain; report the first line whose own hash or link does not hold, or a
+    chain cut short of the head recorded beside it."""
+    path = Path(path)
+    lines = _lines(_read(path))
+    head = chain_head.read(path)
     prev = GENESIS
+    links = [prev]
+    marked = False
     for i, raw in enumerate(lines, 1):
         try:
             doc = json.loads(raw)
@@ -138,4 +148,9 @@ def verify(path: str | Path) -> ChainCheck:
             return ChainCheck(len(lines), i, f"line {i}: does not follow {where} (a line "
                               "before it was edited, removed or inserted)")
         prev = _sha(raw)
+        links.append(prev)
+        marked = marked or chain_head.MARK in doc
+    why = chain_head.check(str(path), head, links, marked)
+    if why:
+        return ChainCheck(len(lines), len(lines) + 1, why)
     return ChainCheck(len(lines))
