@@ -3,7 +3,9 @@
 A bank folder holds one folder per name; each version of a name is `<sha256>.json` (the
 sha256 of its canonical bytes, so a version never changes), and `CURRENT` names the version
 a bare `NAME` means. Banking other content under a taken name needs `replace`; the old
-version stays, and `NAME@<sha256 prefix>` still finds it.
+version stays, and `NAME@<sha256 prefix>` still finds it. A put holds the name's lock
+(`NAME/.lock`) from reading CURRENT to writing it, so of two banks of one name at once the
+second sees the first's run and is refused (or, with `replace`, replaces it).
 """
 
 from __future__ import annotations
@@ -19,13 +21,14 @@ from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
 
-from fontaine_tui.core.atomic import atomic_write, create_new
+from fontaine_tui.core.atomic import atomic_write, create_new, locked
 from fontaine_tui.core.errors import InputError
 from fontaine_tui.core.log.store import RunStore
 
 SCHEMA = "fontaine-tui/bank/1"
 NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}")
 CURRENT = "CURRENT"
+LOCK = ".lock"
 PROBE_KEYS = ("eval_chunk_mae", "train_chunk_mae", "eval_ar_ce", "eval_flow_loss")
 
 
@@ -158,18 +161,20 @@ def put(name: str, doc: Mapping[str, object], replace: bool = False,
     data = canonical(doc)
     sha = hashlib.sha256(data).hexdigest()
     folder = root / name
-    old = current_sha(folder)
-    if old == sha:
-        return Entry(name, sha, doc), "unchanged"
-    if old is not None and not replace:
-        raise InputError(f"bank {name}: already holds another run (sha256 {old[:12]}); pass "
-                         "--replace to make this one current (the old version is kept)")
     folder.mkdir(parents=True, exist_ok=True)
-    try:
-        create_new(folder / f"{sha}.json", data + b"\n")
-    except FileExistsError:  # this content was banked before: make it current again
-        pass
-    atomic_write(folder / CURRENT, sha + "\n")
+    with locked(folder / LOCK):  # (read CURRENT, write the version, CURRENT) as one step
+        old = current_sha(folder)
+        if old == sha:
+            return Entry(name, sha, doc), "unchanged"
+        if old is not None and not replace:
+            raise InputError(f"bank {name}: already holds another run (sha256 {old[:12]}); "
+                             "pass --replace to make this one current (the old version is "
+                             "kept)")
+        try:
+            create_new(folder / f"{sha}.json", data + b"\n")
+        except FileExistsError:  # this content was banked before: make it current again
+            pass
+        atomic_write(folder / CURRENT, sha + "\n")
     return Entry(name, sha, doc), "banked" if old is None else "replaced"
 
 

@@ -112,3 +112,41 @@ def test_bank_over_ssh(sshd, tmp_path):
     local = bank.document(load_log(folder / "train_log.jsonl"), "here")
     assert entry.doc["probes"] == json.loads(json.dumps(local["probes"]))  # as banked JSON
     assert entry.doc["train"] == local["train"]
+
+
+def _bank_at_once(barrier, folder: str, name: str, codes) -> None:
+    import contextlib
+    import io
+
+    barrier.wait(30)
+    with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
+        code = main(["bank", folder, "--as", name])
+    codes.put((folder, code))
+
+
+def test_two_banks_of_one_name_at_once_one_is_refused_nothing_is_lost(tmp_path, bank_path):
+    import multiprocessing
+
+    folders = [str(run_folder(tmp_path, "a")), str(run_folder(tmp_path, "b", SCALED_LIKE))]
+    ctx = multiprocessing.get_context("fork")
+    for round_ in range(12):  # real processes released together, on a fresh name each round
+        barrier, codes = ctx.Barrier(2), ctx.Queue()
+        procs = [ctx.Process(target=_bank_at_once, args=(barrier, f, f"n{round_}", codes))
+                 for f in folders]
+        for p in procs:
+            p.start()
+        got = dict(codes.get(timeout=60) for _ in procs)
+        for p in procs:
+            p.join(60)
+        assert sorted(got.values()) == [0, 2], (round_, got)  # the loser is refused
+        winner = next(f for f, code in got.items() if code == 0)
+        entry = bank.get(f"n{round_}")
+        assert entry.doc["source"] == winner and bank.versions(f"n{round_}") == [entry.sha256]
+    # the same through two `fontaine-tui bank` commands started together
+    procs = [subprocess.Popen([sys.executable, "-m", "fontaine_tui", "bank", f, "--as", "cli"],
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                              cwd=ROOT) for f in folders]
+    outs = [(p.wait(120), *p.communicate()) for p in procs]
+    assert sorted(code for code, _, _ in outs) == [0, 2], outs
+    loser = next(err for code, _, err in outs if code == 2)
+    assert loser.count("\n") == 1 and "bank cli: already holds another run" in loser
