@@ -100,13 +100,15 @@ def replace_own(path: str | Path, data: bytes | str, ours: Callable[[bytes], boo
     from fontaine_tui.core.errors import InputError
 
     path = Path(path)
+    from fontaine_tui.core.readfile import open_regular
+
     try:
-        with open(path, "rb") as fh:
+        with open_regular(path) as fh:
             head = fh.read(OWN_HEAD)
     except FileNotFoundError:
         head = None
-    except IsADirectoryError:
-        raise InputError(f"{path}: is a folder, not {what}; left untouched") from None
+    except InputError as exc:  # a folder, a pipe, a device
+        raise InputError(f"{exc}; not {what}, left untouched") from None
     if head is not None and not ours(head):
         raise InputError(f"{path}: exists and is not {what} written by fontaine-tui; "
                          "left untouched (move it away to write a new one)")

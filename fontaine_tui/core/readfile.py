@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import os
 import stat
+from collections.abc import Iterator
 from pathlib import Path
 from typing import BinaryIO
 
@@ -42,7 +43,7 @@ def _kind(mode: int) -> str:
         return "a folder"
     if stat.S_ISSOCK(mode):
         return "a socket"
-    return "not a regular file"
+    return "a special file"
 
 
 def open_fd(path: str | Path) -> int:
@@ -57,8 +58,8 @@ def open_fd(path: str | Path) -> int:
         raise
     if not stat.S_ISREG(mode):
         os.close(fd)
-        raise InputError(f"{path}: is {_kind(mode)}, not a regular file; refused (reading it "
-                         "could wait or run forever)")
+        raise InputError(f"{path}: not a regular file ({_kind(mode)}); refused: reading it "
+                         "could wait or run forever")
     return fd
 
 
@@ -84,6 +85,22 @@ def read_whole(path: str | Path, most: int | None = None) -> bytes:
     if len(data) > most:  # it grew since fstat
         raise too_big(path, len(data), most)
     return data
+
+
+def iter_regular(path: str | Path, chunk: int, start: int = 0, stop: int | None = None
+                 ) -> Iterator[bytes]:
+    """The bytes of the regular file at `path` from `start` to `stop` (default: its size
+    when opened, so a read always ends), `chunk` bytes at a time."""
+    with open_regular(path) as fh:
+        end = os.fstat(fh.fileno()).st_size if stop is None else stop
+        fh.seek(start)
+        left = end - start
+        while left > 0:
+            data = fh.read(min(chunk, left))
+            if not data:
+                break
+            left -= len(data)
+            yield data
 
 
 def read_text(path: str | Path, encoding: str = "utf-8", errors: str = "strict") -> str:

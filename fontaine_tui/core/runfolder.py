@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import os
 import re
-import stat
 from dataclasses import dataclass
 from pathlib import Path
 
 from fontaine_tui.core.errors import InputError
+from fontaine_tui.core.readfile import check_file
 
 LOG = "train_log.jsonl"
 PREREG = "prereg.json"
@@ -62,13 +62,11 @@ def check_regular(path: Path) -> int:
     """The size of a regular file; InputError for a FIFO, a device, a folder (a read of
     /dev/zero or a pipe would never end)."""
     try:
-        st = os.stat(path)
+        return check_file(path)
     except FileNotFoundError:
         raise InputError(f"{path}: no such log file") from None
-    if not stat.S_ISREG(st.st_mode):
-        raise InputError(f"{path}: not a regular file (expected a log file, not a pipe, "
-                         "device or folder)")
-    return st.st_size
+    except OSError as exc:
+        raise InputError(f"{path}: cannot read ({exc.strerror})") from None
 
 
 def locate_log(target: str | Path) -> tuple[Path, RunFolder | None]:

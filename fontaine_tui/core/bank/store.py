@@ -24,6 +24,7 @@ from pathlib import Path
 from fontaine_tui.core.atomic import atomic_write, create_new, locked
 from fontaine_tui.core.errors import InputError
 from fontaine_tui.core.log.store import RunStore
+from fontaine_tui.core.readfile import read_text, read_whole
 
 SCHEMA = "fontaine-tui/bank/1"
 NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}")
@@ -180,7 +181,7 @@ def put(name: str, doc: Mapping[str, object], replace: bool = False,
 
 def current_sha(folder: Path) -> str | None:
     try:
-        sha = (folder / CURRENT).read_text().strip()
+        sha = read_text(folder / CURRENT).strip()
     except FileNotFoundError:
         return None
     except OSError as exc:
@@ -215,7 +216,7 @@ def get(ref: str, root: Path | None = None) -> Entry:
         sha = current
     path = folder / f"{sha}.json"
     try:
-        raw = path.read_bytes()
+        raw = read_whole(path)
     except FileNotFoundError:
         raise InputError(f"bank {ref}: {path} is missing") from None
     if hashlib.sha256(raw.rstrip(b"\n")).hexdigest() != sha:

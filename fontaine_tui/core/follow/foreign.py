@@ -43,6 +43,7 @@ from fontaine_tui.core.log.formats.source import (
 )
 from fontaine_tui.core.log.formats.tensorboard import FramingError
 from fontaine_tui.core.log.records import Probe, Record
+from fontaine_tui.core.readfile import read_whole
 from fontaine_tui.core.runfolder import LOG
 
 MLFLOW_POLL_S = 1.0
@@ -245,7 +246,7 @@ class ForeignRun:
 
         async def read() -> list[Record]:
             path = files(self.folder, self.spec)[0]  # the newest, unless [source] names it
-            return dec.feed(await asyncio.to_thread(path.read_bytes))
+            return dec.feed(await asyncio.to_thread(read_whole, path))
 
         async for batch in self._poll_whole(dec, read, self.poll_s or 0.5):
             yield batch
@@ -305,7 +306,7 @@ class ForeignReplay:
 
     async def read_bytes(self, name: str) -> bytes | None:
         try:
-            return await asyncio.to_thread((self.folder / name).read_bytes)
+            return await asyncio.to_thread(read_whole, self.folder / name)
         except FileNotFoundError:
             return None
 

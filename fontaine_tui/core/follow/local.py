@@ -12,7 +12,6 @@ import ctypes
 import ctypes.util
 import errno
 import os
-import stat
 import struct
 from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
@@ -30,6 +29,7 @@ from fontaine_tui.core.follow.base import (
     finish,
 )
 from fontaine_tui.core.log.lines import LINE_CAP, LineCutter, prefix_digest
+from fontaine_tui.core.readfile import open_fd, read_whole
 from fontaine_tui.core.runfolder import LOG
 
 # -- wake-ups -----------------------------------------------------------------------------
@@ -152,13 +152,12 @@ class Waker:
 
 def _open(path: Path) -> tuple[int, tuple[int, int]] | None:
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+        fd = open_fd(path)
     except FileNotFoundError:
         return None
+    except InputError:  # a pipe, a device, a folder: said as a read that failed
+        raise IsADirectoryError(errno.EISDIR, "not a regular file") from None
     st = os.fstat(fd)
-    if not stat.S_ISREG(st.st_mode):
-        os.close(fd)
-        raise IsADirectoryError(errno.EISDIR, "not a regular file")
     return fd, (st.st_dev, st.st_ino)
 
 
@@ -276,7 +275,7 @@ class LocalRun:
 
     async def read_bytes(self, name: str) -> bytes | None:
         try:
-            return await asyncio.to_thread((self.folder / name).read_bytes)
+            return await asyncio.to_thread(read_whole, self.folder / name)
         except FileNotFoundError:
             return None
         except OSError as exc:
@@ -311,8 +310,8 @@ class LocalRun:
                 for name in names:
                     path = folder / name
                     try:
-                        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
-                    except OSError:
+                        fd = open_fd(path)
+                    except (OSError, InputError):  # gone, or a pipe or device: not read
                         continue
                     try:
                         st = os.fstat(fd)

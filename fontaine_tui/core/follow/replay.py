@@ -15,6 +15,7 @@ from fontaine_tui.core.errors import InputError
 from fontaine_tui.core.follow.base import CHUNK, Batch
 from fontaine_tui.core.log.lines import LINE_CAP, LineCutter
 from fontaine_tui.core.log.read import segment_chunks
+from fontaine_tui.core.readfile import read_whole
 from fontaine_tui.core.runfolder import LOG, rotated_segments
 
 _TIME = re.compile(rb'"time"\s*:\s*(-?[0-9][0-9.eE+-]*)')
@@ -47,7 +48,7 @@ class ReplayRun:
 
     async def read_bytes(self, name: str) -> bytes | None:
         try:
-            return await asyncio.to_thread((self.log.parent / name).read_bytes)
+            return await asyncio.to_thread(read_whole, self.log.parent / name)
         except FileNotFoundError:
             return None
 

@@ -24,6 +24,7 @@ from typing import Any
 from fontaine_tui.core.host.oomkill import MemoryEvidence, MemoryWatch
 from fontaine_tui.core.launch.launcher import CAUSES, EngineProcess, ExitInfo, cause_of, pid_alive
 from fontaine_tui.core.launch.slurm import SlurmJob
+from fontaine_tui.core.readfile import read_whole
 from fontaine_tui.core.runfolder import RunFolder
 from fontaine_tui.core.text import literal
 from fontaine_tui.core.verdict.prereg import utc_iso
@@ -128,7 +129,7 @@ def read_attempts(folder: RunFolder, host: str | None = None,
     """The attempts in the order they began. One without an end line is "running" while its
     pid (on this host) is alive, else "unknown"."""
     try:
-        data = folder.attempts.read_bytes()
+        data = read_whole(folder.attempts)
     except OSError:
         return []
     records = _records(data)
@@ -195,7 +196,7 @@ def _append(folder: RunFolder, make: Callable[[list[dict[str, Any]]], dict[str, 
     fd = os.open(folder.attempts, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o644)
     try:
         fcntl.flock(fd, fcntl.LOCK_EX)
-        data = folder.attempts.read_bytes()
+        data = read_whole(folder.attempts)
         rec = make(_records(data))
         if rec is None:
             return None

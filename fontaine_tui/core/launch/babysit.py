@@ -26,6 +26,8 @@ from fontaine_tui.core.launch.alerts import FIRST_POLL_RECORDS, SEVERITIES, WIND
 from fontaine_tui.core.launch.alerts import data_wait as data_wait_of
 from fontaine_tui.core.log.store import RunStore
 from fontaine_tui.core.text import gib, literal
+from fontaine_tui.core.readfile import read_whole
+from fontaine_tui.core.text import gib
 from fontaine_tui.core.verdict.prereg import utc_iso
 from fontaine_tui.core.verdict.presets import Preset
 from fontaine_tui.core.verdict.rules import Verdict
@@ -141,7 +143,7 @@ TOLD = "told"  # babysit.jsonl's other kind of line: a probe read or verdict tha
 
 def _lines(path: Path) -> list[dict[str, Any]]:
     try:
-        data = path.read_bytes()
+        data = read_whole(path)
     except OSError:
         return []
     out = []

@@ -32,6 +32,7 @@ from fontaine_tui.core.errors import InputError
 from fontaine_tui.core.follow.target import check_destination
 from fontaine_tui.core.launch.registry import Entry
 from fontaine_tui.core.log.store import RunStore
+from fontaine_tui.core.readfile import read_text
 
 DEADLINE_S = 1.8  # the whole table, every host included
 TAIL = 32 << 10
@@ -268,7 +269,7 @@ def host_envs(config: Path | None = None) -> dict[str, Mapping[str, str]]:
     try:
         import tomllib
 
-        hosts = parse_hosts(tomllib.loads(path.read_text(encoding="utf-8")), path)
+        hosts = parse_hosts(tomllib.loads(read_text(path)), path)
     except (OSError, UnicodeDecodeError, ValueError, InputError):
         return {}
     return {name: h.env for name, h in hosts.items() if h.env}
@@ -336,7 +337,7 @@ class Fleet:
 
     def _read_cache(self) -> dict[str, dict[str, Any]]:
         try:
-            doc = json.loads(self.cache.read_text())
+            doc = json.loads(read_text(self.cache))
         except (OSError, ValueError):
             return {}
         return doc.get("rows", {}) if isinstance(doc, dict) else {}

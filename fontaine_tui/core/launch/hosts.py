@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from fontaine_tui.core.errors import InputError
+from fontaine_tui.core.readfile import read_text
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -69,7 +70,7 @@ def host_settings(name: str, config: Path) -> HostSettings:
     if not config.exists():
         return HostSettings(name)
     try:
-        data = tomllib.loads(config.read_text(encoding="utf-8"))
+        data = tomllib.loads(read_text(config))
     except (OSError, UnicodeDecodeError) as exc:
         raise InputError(f"{config}: cannot be read ({type(exc).__name__})") from None
     except tomllib.TOMLDecodeError as exc:

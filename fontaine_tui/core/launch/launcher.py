@@ -23,6 +23,7 @@ from fontaine_tui.core.childenv import child_env
 from fontaine_tui.core.errors import InputError
 from fontaine_tui.core.host.oomkill import MemoryEvidence, MemoryWatch
 from fontaine_tui.core.log.records import Checkpoint, Event, Probe, TrainPoint, parse_line
+from fontaine_tui.core.readfile import open_regular
 from fontaine_tui.core.runfolder import RunFolder
 from fontaine_tui.core.text import GIB, gib, literal, mib
 from fontaine_tui.core.verdict.presets import LATER_KEYS, PLATFORM, RECIPE, Preset
@@ -209,12 +210,12 @@ def _shown(line: bytes) -> str:
 def _tail_bytes(path: Path, nbytes: int, offset: int = 0) -> tuple[int, bytes]:
     """(file offset of the first whole line returned, bytes to EOF)."""
     try:
-        with open(path, "rb") as fh:
+        with open_regular(path) as fh:
             size = fh.seek(0, os.SEEK_END)
             start = max(offset, size - nbytes)
             fh.seek(start)
-            data = fh.read()
-    except OSError:
+            data = fh.read(max(0, size - start))
+    except (OSError, InputError):  # gone, unreadable, or a pipe: no tail
         return offset, b""
     if start > offset:  # drop the partial first line
         cut = data.find(b"\n") + 1

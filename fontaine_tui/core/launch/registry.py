@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, TypedDict
 
 from fontaine_tui.core.atomic import atomic_write, locked
 from fontaine_tui.core.errors import InputError
+from fontaine_tui.core.readfile import read_text
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -118,7 +119,7 @@ class Registry:
 
     def _text(self) -> str | None:
         try:
-            return self.path.read_text(encoding="utf-8")
+            return read_text(self.path)
         except FileNotFoundError:
             return None
         except (OSError, UnicodeDecodeError) as exc:

@@ -26,6 +26,7 @@ from fontaine_tui.core.childenv import child_env
 from fontaine_tui.core.errors import InputError
 from fontaine_tui.core.launch.launcher import newest_checkpoint
 from fontaine_tui.core.log.read import load_log
+from fontaine_tui.core.readfile import read_whole
 from fontaine_tui.core.runfolder import LOG, RunFolder
 from fontaine_tui.core.text import literal
 from fontaine_tui.core.verdict.checks import BY_INSTRUMENT
@@ -80,7 +81,7 @@ def run_python(folder: RunFolder) -> str:
     """The run's interpreter: the one prereg.json's engine command starts (`PY -m ...`),
     else this one."""
     try:
-        argv = json.loads(folder.prereg.read_bytes()).get("argv")
+        argv = json.loads(read_whole(folder.prereg)).get("argv")
     except (OSError, ValueError, AttributeError):
         argv = None
     if isinstance(argv, list) and len(argv) > 2 and argv[1] == "-m" \
@@ -91,7 +92,7 @@ def run_python(folder: RunFolder) -> str:
 
 def _recomputed(checkpoint: Path) -> bool:
     try:
-        recipe = json.loads((checkpoint / "meta.json").read_bytes()).get("recipe")
+        recipe = json.loads(read_whole(checkpoint / "meta.json")).get("recipe")
     except (OSError, ValueError, AttributeError):
         return True
     return bool(recipe.get("recompute_stats", True)) if isinstance(recipe, dict) else True

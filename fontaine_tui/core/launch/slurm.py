@@ -42,6 +42,7 @@ from fontaine_tui.core.errors import InputError
 from fontaine_tui.core.follow.target import check_destination
 from fontaine_tui.core.host.oomkill import MemoryEvidence, MemoryWatch
 from fontaine_tui.core.launch.launcher import ExitInfo, exit_info
+from fontaine_tui.core.readfile import read_text
 from fontaine_tui.core.runfolder import RunFolder
 
 SCRIPT = "job.sbatch"
@@ -122,7 +123,7 @@ def slurm_settings(config: Path) -> SlurmSettings:
     try:
         import tomllib
 
-        doc = tomllib.loads(config.read_text(encoding="utf-8"))
+        doc = tomllib.loads(read_text(config))
     except FileNotFoundError:
         return SlurmSettings()
     except (OSError, UnicodeDecodeError, ValueError) as exc:

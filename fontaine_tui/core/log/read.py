@@ -30,6 +30,7 @@ from fontaine_tui.core.log.records import (
     decode_line,
 )
 from fontaine_tui.core.log.store import COLUMNS, RunStore
+from fontaine_tui.core.readfile import iter_regular, open_regular
 from fontaine_tui.core.runfolder import check_regular, rotated_segments
 
 # -- parsing a batch of lines ----------------------------------------------------------------
@@ -231,16 +232,9 @@ PARALLEL_MIN_BYTES = 32 << 20
 
 def iter_chunks(path: Path, chunk: int = CHUNK, start: int = 0, stop: int | None = None
                 ) -> Iterator[bytes]:
-    with open(path, "rb") as fh:
-        fh.seek(start)
-        left = None if stop is None else stop - start
-        while left is None or left > 0:
-            data = fh.read(chunk if left is None else min(chunk, left))
-            if not data:
-                break
-            if left is not None:
-                left -= len(data)
-            yield data
+    """The file's bytes from `start` to `stop` (default: its size when opened); a pipe or a
+    device is refused (core/readfile.py)."""
+    return iter_regular(path, chunk, start, stop)
 
 
 def load_lines(chunks: Iterable[bytes], store: RunStore | None = None, final: bool = False
@@ -282,7 +276,7 @@ def _parse_range(path: str, start: int, stop: int, columns: bool) -> list[Parsed
 def _split_points(path: Path, size: int, parts: int) -> list[int]:
     """Byte offsets that start lines, splitting the file into `parts` ranges."""
     points = [0]
-    with open(path, "rb") as fh:
+    with open_regular(path) as fh:
         for k in range(1, parts):
             fh.seek(max(size * k // parts, points[-1]))
             fh.readline()
@@ -297,7 +291,7 @@ def segment_chunks(path: Path, chunk: int = CHUNK) -> Iterator[bytes]:
         yield from iter_chunks(path, chunk)
         return
     try:
-        with gzip.open(path, "rb") as fh:
+        with open_regular(path) as raw, gzip.GzipFile(fileobj=raw, mode="rb") as fh:
             while data := fh.read(chunk):
                 yield data
     except (OSError, EOFError) as exc:  # a truncated or corrupt .gz: say so, keep what was read
@@ -326,15 +320,15 @@ def _load_file(store: RunStore, path: Path, columns: bool, workers: int,
                parallel_min_bytes: int) -> None:
     size = check_regular(path)
     methods = multiprocessing.get_all_start_methods()
-    with open(path, "rb") as fh:
+    with open_regular(path) as fh:
         bare_cr = cr_only(fh.read(1 << 16))
     if workers <= 1 or size < parallel_min_bytes or "fork" not in methods or bare_cr:
         load_lines(iter_chunks(path), store)
         return
     # Lines that end before the last newline are complete; a torn tail stays unread.
-    with open(path, "rb") as fh:
+    with open_regular(path) as fh:
         fh.seek(max(0, size - CHUNK))
-        tail = fh.read()
+        tail = fh.read(size - max(0, size - CHUNK))
     complete = size - (len(tail) - tail.rfind(b"\n") - 1) if b"\n" in tail else 0
     points = _split_points(path, complete, workers)
     ctx = multiprocessing.get_context("fork")

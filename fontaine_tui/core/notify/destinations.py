@@ -31,6 +31,7 @@ from fontaine_tui.core.childenv import NOTIFY_ENV
 from fontaine_tui.core.errors import InputError
 from fontaine_tui.core.notify.redact import redact_url
 from fontaine_tui.core.text import literal
+from fontaine_tui.core.readfile import read_text
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -197,7 +198,7 @@ def load_config(path: Path) -> list[Destination]:
     if not path.exists():
         return []
     try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
+        data = tomllib.loads(read_text(path))
     except (OSError, UnicodeDecodeError) as exc:
         raise InputError(f"{path}: cannot be read ({type(exc).__name__})") from None
     except tomllib.TOMLDecodeError as exc:

@@ -15,6 +15,7 @@ from fontaine_tui import __version__
 from fontaine_tui.core.atomic import create_new
 from fontaine_tui.core.errors import InputError
 from fontaine_tui.core.log.records import Meta
+from fontaine_tui.core.readfile import read_whole
 from fontaine_tui.core.runfolder import RunFolder
 from fontaine_tui.core.verdict.checks import canonical_bytes
 from fontaine_tui.core.verdict.presets import Preset, preset_from_canonical
@@ -123,7 +124,7 @@ def read_prereg(folder: RunFolder) -> Prereg:
     """The frozen pre-registration; InputError if missing, unreadable or tampered with."""
     path = folder.prereg
     try:
-        raw = path.read_bytes()
+        raw = read_whole(path)
     except FileNotFoundError:
         raise InputError(f"{path}: no prereg.json (was this run launched by fontaine-tui?)"
                          ) from None

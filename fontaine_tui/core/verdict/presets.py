@@ -16,6 +16,7 @@ from typing import Any, TypedDict, TypeVar, cast
 
 from fontaine_tui.core.errors import InputError
 from fontaine_tui.core.log.formats.source import SourceSpec, read_spec
+from fontaine_tui.core.readfile import read_whole
 from fontaine_tui.core.verdict.checks import (
     LABELS,
     NUMBER,
@@ -585,7 +586,7 @@ def resolve(name_or_path: str) -> Path:
     """A preset name (looked up in preset_dirs) or a path to a .toml file."""
     candidate = Path(name_or_path)
     if candidate.suffix == ".toml" or os.sep in name_or_path:
-        if not candidate.is_file():
+        if not candidate.exists():  # a pipe or a folder: refused when read
             raise PresetError(candidate, "file", "no such preset file")
         return candidate
     for d in preset_dirs():
@@ -608,7 +609,7 @@ def list_presets() -> dict[str, Path]:
 def load_preset(name_or_path: str | Path) -> Preset:
     path = resolve(str(name_or_path))
     try:
-        raw = path.read_bytes()
+        raw = read_whole(path)
     except OSError as exc:
         raise PresetError(path, "file", f"cannot read ({exc.strerror})") from None
     try:

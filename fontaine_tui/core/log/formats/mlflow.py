@@ -15,9 +15,11 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
+from fontaine_tui.core.errors import InputError
 from fontaine_tui.core.log.formats.base import Row, Whole, number, step_of
 from fontaine_tui.core.log.formats.rows import FormatError
 from fontaine_tui.core.log.records import Record
+from fontaine_tui.core.readfile import check_file, read_text, read_whole
 
 NAN = float("nan")
 FILE_STORE = "mlruns"
@@ -39,8 +41,8 @@ def _meta(path: Path) -> dict[str, str]:
     """An MLflow meta.yaml's top-level `key: value` lines (enough for ids and names)."""
     out: dict[str, str] = {}
     try:
-        text = path.read_text(encoding="utf-8", errors="replace")
-    except OSError:
+        text = read_text(path, errors="replace")
+    except (OSError, InputError):
         return out
     for line in text.splitlines():
         if line[:1] in (" ", "-", "#") or ":" not in line:
@@ -77,9 +79,8 @@ def file_store_rows(root: Path, run: RunInfo) -> list[RawRow]:
         for name in files:
             path = Path(folder) / name
             key = path.relative_to(metrics).as_posix()
-            with open(path, "rb") as f:
-                lines = f.read().split(b"\n")
-            for n, line in enumerate(lines[:-1] if lines else [], start=1):  # last: unfinished
+            lines = read_whole(path).split(b"\n")
+            for n, line in enumerate(lines[:-1], start=1):  # the last: a line being written
                 parts = line.split()
                 text = [p.decode("utf-8", "replace") for p in parts]
                 if len(text) not in (2, 3):
@@ -91,6 +92,7 @@ def file_store_rows(root: Path, run: RunInfo) -> list[RawRow]:
 
 def connect(path: Path) -> sqlite3.Connection:
     """The SQLite store, read-only (a writer holding it is never blocked or changed)."""
+    check_file(path)  # a pipe in its place would hold SQLite's open
     try:
         return sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True, timeout=2.0)
     except sqlite3.Error as exc:

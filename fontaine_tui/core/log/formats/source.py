@@ -43,6 +43,7 @@ from fontaine_tui.core.log.formats.tensorboard import (
 )
 from fontaine_tui.core.log.records import TRAIN_FIELDS, Probe, Record
 from fontaine_tui.core.log.store import RunStore
+from fontaine_tui.core.readfile import iter_regular, open_regular, read_whole
 from fontaine_tui.core.runfolder import AMENDMENTS, LOG, PREREG, REVIEW, rotated_segments
 
 KINDS = ("fontaine", "tensorboard", "hf_trainer", "csv", "mlflow", "jsonl")
@@ -264,12 +265,28 @@ def newest_state(folder: Path) -> Path:
     return max(candidates, key=lambda c: (c[0], c[1].stat().st_mtime))[1]
 
 
+GLOBAL_STEP = re.compile(rb'"global_step"\s*:\s*(-?[0-9]{1,18})\s*[,}]')
+STATE_HEAD = 1 << 16  # Trainer writes its keys sorted: global_step comes before log_history
+
+
 def _global_step(path: Path) -> int:
+    """trainer_state.json's global_step, from its first bytes when it is there (so the file,
+    which may be large, is read whole once: by the decoder), else from the whole file."""
     import orjson
 
     try:
-        value = orjson.loads(path.read_bytes()).get("global_step", 0)
-    except (OSError, orjson.JSONDecodeError, AttributeError):
+        with open_regular(path) as fh:
+            head = fh.read(STATE_HEAD)
+    except (OSError, InputError):
+        return 0
+    found = GLOBAL_STEP.findall(head)
+    if len(head) == STATE_HEAD and len(found) == 1 \
+            and b'"log_history"' in head.split(b'"global_step"')[1]:
+        return int(found[0])  # before log_history: the top level's, not an entry's
+    try:
+        data = head if len(head) < STATE_HEAD else read_whole(path)
+        value = orjson.loads(data).get("global_step", 0)
+    except (OSError, InputError, orjson.JSONDecodeError, AttributeError):
         return 0
     return value if isinstance(value, int) else 0
 
@@ -398,11 +415,10 @@ def _load_tensorboard(paths: list[Path], fields: FieldMap) -> Loaded:
     cols = Columns()
     for path in paths:
         try:
-            with open(path, "rb") as f:
-                tail = b""
-                while chunk := f.read(READ):
-                    data = tail + chunk if tail else chunk
-                    tail = data[cols.read(data):]
+            tail = b""
+            for chunk in iter_regular(path, READ):
+                data = tail + chunk if tail else chunk
+                tail = data[cols.read(data):]
         except FramingError as exc:
             raise InputError(f"{path}: {exc}") from None
         except OSError as exc:
@@ -504,12 +520,13 @@ def _step_s(steps: array, walls: array) -> array:
 
 
 def _read_file(path: Path, dec: Decoder) -> list:
+    """A file's records: read whole (bounded, core/readfile.py) for a format read whole, else
+    in chunks up to its size when opened; a pipe or a device is refused."""
+    if dec.whole:
+        return dec.feed(read_whole(path))
     out = []
-    with open(path, "rb") as f:
-        if dec.whole:
-            return dec.feed(f.read())
-        while chunk := f.read(READ):
-            out += dec.feed(chunk)
+    for chunk in iter_regular(path, READ):
+        out += dec.feed(chunk)
     return out
 
 
