@@ -2,7 +2,8 @@
 
 `Notifier.send` only appends to the queues (the oldest message is dropped, and counted, when
 one is full), so the console, the follower or the run never waits on a webhook. Each worker
-POSTs with urllib (a short timeout), retries connection errors, 5xx and 429 with exponential
+POSTs with urllib within a deadline over the whole request (a server that trickles its
+answer a byte at a time has its connection shut when the deadline passes), retries connection errors, 5xx and 429 with exponential
 back-off (429's Retry-After seconds honoured, capped), and after the last try records a
 `Failure` (its reason redacted: redact.py) and calls `on_failure(label, reason)`.
 `close(timeout)` lets the queues drain for at most `timeout` seconds.
@@ -13,6 +14,7 @@ from __future__ import annotations
 import collections
 import http.client
 import importlib
+import socket
 import threading
 import time
 import urllib.error
@@ -31,7 +33,7 @@ RESPONSE_CAP = 64 * 1024  # bytes of a response read (and thrown away)
 
 @dataclass(frozen=True)
 class Policy:
-    timeout: float = 5.0  # seconds per request
+    timeout: float = 5.0  # seconds per request, the whole of it (connect, send, answer)
     tries: int = 4
     backoff: float = 0.5  # the first wait; doubled after each try (0.5, 1, 2)
     max_backoff: float = 4.0
@@ -79,7 +81,66 @@ class _NoRedirect(urllib.request.HTTPRedirectHandler):
         return None
 
 
-_OPENER = urllib.request.build_opener(_NoRedirect())
+class _Deadline:
+    """The sockets one request opened, shut when its time is up (a blocked read returns)."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.sockets: list[socket.socket] = []
+        self.expired = False
+
+    def add(self, sock: socket.socket) -> None:
+        with self.lock:
+            self.sockets.append(sock)
+            if self.expired:
+                _shut(sock)
+
+    def expire(self) -> None:
+        with self.lock:
+            self.expired = True
+            for sock in self.sockets:
+                _shut(sock)
+
+
+def _shut(sock: socket.socket) -> None:
+    try:
+        sock.shutdown(socket.SHUT_RDWR)
+    except OSError:
+        pass
+
+
+_CURRENT = threading.local()  # the _Deadline of the request this thread is making
+
+
+def _watched(sock: socket.socket | None) -> None:
+    deadline = getattr(_CURRENT, "deadline", None)
+    if deadline is not None and sock is not None:
+        deadline.add(sock)
+
+
+class _HTTPConnection(http.client.HTTPConnection):
+    def connect(self) -> None:
+        super().connect()
+        _watched(self.sock)
+
+
+class _HTTPSConnection(http.client.HTTPSConnection):
+    def connect(self) -> None:
+        super().connect()
+        _watched(self.sock)
+
+
+class _HTTPHandler(urllib.request.HTTPHandler):
+    def http_open(self, req):
+        return self.do_open(_HTTPConnection, req)
+
+
+class _HTTPSHandler(urllib.request.HTTPSHandler):
+    def https_open(self, req):
+        return self.do_open(_HTTPSConnection, req)  # the default context: verified
+
+
+_OPENER = urllib.request.build_opener(_NoRedirect(), _HTTPHandler(), _HTTPSHandler())
 
 
 def retry_after(value: str | None, cap: float) -> float | None:
@@ -99,7 +160,31 @@ def retry_after(value: str | None, cap: float) -> float | None:
 
 
 def post(url: str, body: bytes, headers: dict[str, str], policy: Policy) -> None:
-    """One POST; returns on 2xx; _Retry for what may pass, _GiveUp for what will not."""
+    """One POST, all of it within `policy.timeout` seconds; returns on 2xx; _Retry for what
+    may pass, _GiveUp for what will not."""
+    deadline = _Deadline()
+    timer = threading.Timer(policy.timeout, deadline.expire)
+    timer.daemon = True
+    _CURRENT.deadline = deadline
+    timer.start()
+    try:
+        _post(url, body, headers, policy)
+    except (_Retry, _GiveUp):
+        if deadline.expired:
+            raise _Retry(_too_slow(policy)) from None
+        raise
+    finally:
+        timer.cancel()
+        _CURRENT.deadline = None
+    if deadline.expired:  # a short answer read as whole after the shut: not trusted
+        raise _Retry(_too_slow(policy))
+
+
+def _too_slow(policy: Policy) -> str:
+    return f"no answer within {policy.timeout:g} s (the whole request)"
+
+
+def _post(url: str, body: bytes, headers: dict[str, str], policy: Policy) -> None:
     req = urllib.request.Request(url, data=body, method="POST",
                                  headers={"User-Agent": USER_AGENT, **headers})
     try:

@@ -174,3 +174,50 @@ def test_apprise_failure_is_retried_then_recorded(hook):
     assert notifier.close(10)
     assert len(hook.wait_for(2)) == 2
     assert len(notifier.failures) == 1
+
+
+@pytest.mark.parametrize("where", ["headers", "body"])
+def test_a_destination_that_trickles_is_given_up_within_the_total_time(where):
+    """A real server on 127.0.0.1 that answers one byte every 0.1 s, for ever: each socket
+    read gets its byte in time, so only a bound on the whole request ends the delivery."""
+    import socket
+    import threading
+
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(8)
+    stop = threading.Event()
+
+    def serve() -> None:
+        while not stop.is_set():
+            try:
+                conn, _ = listener.accept()
+            except OSError:
+                return
+            with conn:
+                conn.recv(65536)
+                head = b"HTTP/1.1 200 OK\r\n"
+                if where == "body":
+                    head += b"Content-Length: 100000\r\n\r\n"
+                conn.sendall(head)
+                while not stop.wait(0.1):
+                    try:
+                        conn.sendall(b"X-Slow: a\r\n"[:1] if where == "headers" else b"x")
+                    except OSError:
+                        break
+
+    threading.Thread(target=serve, daemon=True).start()
+    try:
+        notifier = Notifier([make_destination(f"http://127.0.0.1:{listener.getsockname()[1]}/h")],
+                            policy=Policy(timeout=1.0, tries=2, backoff=0.05))
+        t = time.monotonic()
+        notifier.send(msg())
+        assert notifier.flush(8), "the delivery is still held by the trickling server"
+        took = time.monotonic() - t
+        [failure] = notifier.failures
+        assert took < 4 and failure.tries == 2, (took, failure)
+        assert "no answer within 1 s (the whole request)" in failure.reason, failure.reason
+        notifier.close(1)
+    finally:
+        stop.set()
+        listener.close()
