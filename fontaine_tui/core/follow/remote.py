@@ -214,6 +214,7 @@ READ_SCRIPT = r"""
 [ -d "$1" ] || exit 3
 cd -- "$1" 2>/dev/null || exit 5
 [ -e "$2" ] || exit 4
+[ -f "$2" ] || exit 6
 [ -r "$2" ] || exit 5
 exec cat -- "$2"
 """

@@ -43,6 +43,7 @@ from fontaine_tui.core.follow.remote import (
 )
 from fontaine_tui.core.follow.target import SshTarget
 from fontaine_tui.core.log.lines import LINE_CAP, LineCutter
+from fontaine_tui.core.readfile import limit, too_big
 from fontaine_tui.core.runfolder import LOG
 
 # the stream says on stderr that the file no longer holds what was sent, the name watch that
@@ -232,10 +233,16 @@ class SshRun:
 
     async def read_bytes(self, name: str) -> bytes | None:
         rc, out, err = await self._exec(remote_command(READ_SCRIPT, self.target.path, name))
+        where = f"{self.target.destination}:{self.target.path}/{name}"
         if rc == 0:
+            if len(out) > limit():
+                raise too_big(where, len(out), limit())
             return out
         if rc == 4:
             return None
+        if rc == 6:  # a pipe would hold the remote cat for ever
+            raise InputError(f"{where}: not a regular file (a pipe, device or folder); "
+                             "refused: reading it could wait or run forever")
         hand = self.target.hand_command(self.ssh_options)
         if rc == 3:
             raise SshError(f"{self.target.destination}:{self.target.path}: no such run folder;"

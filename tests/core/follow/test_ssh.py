@@ -466,3 +466,20 @@ async def test_permission_denied(sshd, tmp_path):
         import shutil
 
         shutil.rmtree(base, ignore_errors=True)
+
+
+async def test_a_remote_fifo_or_device_is_refused_not_read_forever(sshd, tmp_path):
+    from fontaine_tui.core.errors import InputError
+
+    run = tmp_path / "run"
+    run.mkdir()
+    append(run / LOG, train_line(7))
+    os.mkfifo(run / "prereg.json")
+    (run / "amendments.jsonl").symlink_to("/dev/zero")
+    src = source(sshd, run)
+    try:
+        for name in ("prereg.json", "amendments.jsonl"):
+            with pytest.raises(InputError, match=f"run/{name}: not a regular file"):
+                await asyncio.wait_for(src.read_bytes(name), 20)
+    finally:
+        await src.close()
