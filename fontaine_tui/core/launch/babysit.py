@@ -25,9 +25,8 @@ from fontaine_tui.core.host.telemetry import TelemetrySnapshot
 from fontaine_tui.core.launch.alerts import FIRST_POLL_RECORDS, SEVERITIES, WINDOW, RunWarning
 from fontaine_tui.core.launch.alerts import data_wait as data_wait_of
 from fontaine_tui.core.log.store import RunStore
-from fontaine_tui.core.text import gib, literal
 from fontaine_tui.core.readfile import read_whole
-from fontaine_tui.core.text import gib
+from fontaine_tui.core.text import gib, literal
 from fontaine_tui.core.verdict.prereg import utc_iso
 from fontaine_tui.core.verdict.presets import Preset
 from fontaine_tui.core.verdict.rules import Verdict

@@ -30,8 +30,8 @@ from urllib.parse import urlsplit
 from fontaine_tui.core.childenv import NOTIFY_ENV
 from fontaine_tui.core.errors import InputError
 from fontaine_tui.core.notify.redact import redact_url
-from fontaine_tui.core.text import literal
 from fontaine_tui.core.readfile import read_text
+from fontaine_tui.core.text import literal
 
 if sys.version_info >= (3, 11):
     import tomllib
