@@ -1,7 +1,8 @@
 """Distance to the bounds and the decision lock: at each probe, how far the read is from each
 bound, and from which probe no remaining probe can change the verdict, given the largest
 change one probe can bring (stated in the preset, else the largest step-to-step change of the
-banked comparators' curves; which one is said)."""
+banked comparators' curves; which one is said) and how many probes remain (the cadence: the
+smallest gap between the probes seen, never more than the preset states; unknown, no lock)."""
 
 from __future__ import annotations
 
@@ -26,8 +27,12 @@ class Lock:
     max_change: float | None  # the largest change one probe can bring (None: unknown)
     source: str            # where max_change comes from, in words
     distances: tuple[Distance, ...] = ()
+    every: int | None = None  # the probe cadence counted on (None: unknown, no lock claimed)
+    every_from: str = ""      # where `every` comes from, in words
 
     def describe(self) -> str:
+        if self.every is None and self.every_from:
+            return f"decision not locked: the probe cadence is unknown ({self.every_from})"
         if self.max_change is None:
             return f"decision lock unknown: {self.source}"
         if self.step is None:
@@ -37,18 +42,35 @@ class Lock:
                 f"change it (largest change per probe {self.max_change:.4f}, {self.source})")
 
 
+def probe_cadence(steps: Sequence[int], stated: int | None, stated_from: str = ""
+                  ) -> tuple[int | None, str]:
+    """Every how many steps a probe comes: the smallest gap between consecutive probe steps
+    seen (`steps`, in order), never more than the cadence the preset states (`stated`, from
+    `stated_from`); None when neither is known (fewer than two probes and none stated)."""
+    gaps = [(b - a, a, b) for a, b in zip(steps, steps[1:], strict=False) if b > a]
+    seen = min(gaps, default=None)
+    if seen is not None and (stated is None or seen[0] < stated):
+        return seen[0], f"the smallest gap between the probes seen (step {seen[1]} to {seen[2]})"
+    if stated is not None:
+        return stated, f"stated in the preset ({stated_from})"
+    return None, "fewer than two probes seen and no eval_every in the preset"
+
+
 def decision_lock(points: Sequence[tuple[int, float]], bounds: Sequence[tuple[float, float]],
-                  lower: bool, endpoint: int, every: int, max_change: float | None,
-                  source: str) -> Lock:
+                  lower: bool, endpoint: int, every: int | None, max_change: float | None,
+                  source: str, every_from: str = "") -> Lock:
     """`points`: the read (delta or level) at each probe so far, in step order; `bounds`:
-    (healthy, drift) of the raw rule and, with a scale amendment in force, of the scaled one.
+    (healthy, drift) of the raw rule and, with a scale amendment in force, of the scaled one;
+    `every`: the probe cadence (None: unknown, and then no lock is claimed).
     The lock is the first probe from which, at every later probe, no value within the
     remaining probes x `max_change` gives any rule another label."""
     h0, d0 = bounds[0]
     distances = tuple(Distance(s, h0 - x, d0 - x) if lower else Distance(s, x - h0, x - d0)
                       for s, x in points if math.isfinite(x))
-    if max_change is None:
-        return Lock(None, None, None, source, distances)
+    if every is not None and every <= 0:
+        every = None
+    if max_change is None or every is None:
+        return Lock(None, None, max_change, source, distances, every, every_from)
     lock: tuple[int, str] | None = None
     for step, x in points:
         if not math.isfinite(x):
@@ -68,19 +90,23 @@ def decision_lock(points: Sequence[tuple[int, float]], bounds: Sequence[tuple[fl
         if lock is None or lock[1] != label:
             lock = (step, label)
     if lock is None:
-        return Lock(None, None, max_change, source, distances)
-    return Lock(lock[0], lock[1], max_change, source, distances)
+        return Lock(None, None, max_change, source, distances, every, every_from)
+    return Lock(lock[0], lock[1], max_change, source, distances, every, every_from)
 
 
 
-def max_probe_change(spec: VerdictSpec, every: int,
+def max_probe_change(spec: VerdictSpec, every: int | None,
                      curves: Iterable[tuple[str, Sequence[tuple[int, float]]]]
                      ) -> tuple[float | None, str]:
     """The largest change of the read from one probe to the next: the preset's
     `verdict.max_probe_change`, else the largest step-to-step change among the banked
-    comparators' curves (scaled to eval_every steps), naming the comparator and the steps."""
+    comparators' curves (scaled to `every` steps, the probe cadence; None: unknown),
+    naming the comparator and the steps."""
     if math.isfinite(spec.max_probe_change):
         return spec.max_probe_change, "stated in the preset (verdict.max_probe_change)"
+    if every is None:
+        return None, ("no verdict.max_probe_change in the preset, and no probe cadence to "
+                      "scale the banked comparators' curves to")
     best: tuple[float, str] | None = None
     for name, points in curves:
         pts = [(s, v) for s, v in points if math.isfinite(v)]

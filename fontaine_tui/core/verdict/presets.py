@@ -218,6 +218,9 @@ class Preset:
     babysit: Mapping[str, Scalar] = field(default_factory=dict)  # [babysit] (watching.py)
     notify: tuple[NotifySpec, ...] = ()  # [[notify]]: never in the canonical form
     slurm: Mapping[str, Scalar] = field(default_factory=dict)  # [slurm] (watching.py)
+    # the probe cadence the preset states and its key ([recipe] or [source] eval_every);
+    # None: a [source] preset that states none (its recipe's eval_every is only a default)
+    stated_every: tuple[int, str] | None = None
 
     @property
     def foreign(self) -> bool:
@@ -252,10 +255,18 @@ def _validate(path: Path, doc: dict) -> Preset:
     for key in doc:
         if key not in SECTIONS:
             raise PresetError(path, key, f"unknown section (expected one of: {', '.join(SECTIONS)})")
-    source = None
+    source, source_every = None, 0
     if "source" in doc:
+        table = doc["source"]
+        if isinstance(table, dict) and "eval_every" in table:  # the cadence, for the lock
+            table = {k: v for k, v in table.items() if k != "eval_every"}
+            source_every = doc["source"]["eval_every"]
+            if not (type(source_every) is int and source_every > 0):
+                raise PresetError(path, "source.eval_every",
+                                  f"expected a positive integer (the steps from one probe "
+                                  f"to the next), got {source_every!r}")
         try:
-            source = read_spec(doc["source"])
+            source = read_spec(table)
         except ValueError as exc:
             raise PresetError(path, exc.args[0], exc.args[1]) from None
     foreign = source is not None and source.kind != "fontaine"
@@ -264,7 +275,7 @@ def _validate(path: Path, doc: dict) -> Preset:
             raise PresetError(path, key, "missing section")
     engine = not foreign or "recipe" in doc or "platform" in doc  # an engine recipe given
     if foreign:  # no engine recipe: the run was trained elsewhere
-        doc.setdefault("recipe", _foreign_recipe(doc["verdict"]))
+        doc.setdefault("recipe", _foreign_recipe(doc["verdict"], source_every))
         doc.setdefault("platform", {})
         doc["run"] = {"output_dir": "", **doc["run"]} if isinstance(doc["run"], dict) else doc["run"]
     run = check_section(path, "run", doc["run"], RUN)
@@ -314,6 +325,11 @@ def _validate(path: Path, doc: dict) -> Preset:
     layout(path, rec, plat)
 
     every = rec["eval_every"]
+    if engine and source_every and source_every != every:
+        raise PresetError(path, "source.eval_every",
+                          f"expected recipe.eval_every = {every} or left out, got {source_every}")
+    stated = ((every, "recipe.eval_every") if engine else
+              (source_every, "source.eval_every") if source_every else None)
     comparators = _comparators(path, doc.get("comparators", {}), every, verdict_fields)
     verdict = verdict_spec(path, verdict_fields, comparators, every, rec["steps"], secondary)
 
@@ -350,7 +366,9 @@ def _validate(path: Path, doc: dict) -> Preset:
         "gates": set_only(gates),
         "interpretation": interpretation,
         **({"labels": labels} if labels else {}),
-        **({"source": source.canonical()} if source is not None else {}),
+        **({"source": {**source.canonical(),
+                       **({"eval_every": source_every} if source_every else {})}}
+           if source is not None else {}),
         **({"babysit": b} if (b := babysit_canonical(babysit)) else {}),
         **({"slurm": dict(slurm)} if slurm["time"] else {}),
     }
@@ -374,6 +392,7 @@ def _validate(path: Path, doc: dict) -> Preset:
         babysit=freeze(babysit),
         slurm=freeze(slurm),
         notify=notify,
+        stated_every=stated,
     )
 
 
@@ -415,14 +434,16 @@ def _frozen_form(table: Mapping[str, Scalar], spec: Spec, section: str) -> dict[
     return {k: v for k, v in table.items() if k not in later or v != spec[k][1]}
 
 
-def _foreign_recipe(verdict: object) -> dict[str, object]:
-    """The recipe a [source] preset stands on when it gives none: the probes at the
-    multiples of the anchor and endpoint's greatest common divisor, the run ending at the
-    endpoint (what the rules need of a recipe: when probes come, how long the run is)."""
+def _foreign_recipe(verdict: object, stated: int = 0) -> dict[str, object]:
+    """The recipe a [source] preset stands on when it gives none: the probes every `stated`
+    steps ([source] eval_every), else at the multiples of the anchor and endpoint's greatest
+    common divisor, the run ending at the endpoint (what the rules need of a recipe: when
+    probes come, how long the run is). The divisor only places the steps the preset names;
+    the decision lock never counts on it (Preset.stated_every)."""
     anchor = verdict.get("anchor_step", 0) if isinstance(verdict, dict) else 0
     end = verdict.get("endpoint_step", 1) if isinstance(verdict, dict) else 1
     ints = [v for v in (anchor, end) if isinstance(v, int) and not isinstance(v, bool) and v > 0]
-    every = math.gcd(*ints) if ints else 1
+    every = stated or (math.gcd(*ints) if ints else 1)
     steps = end if isinstance(end, int) and not isinstance(end, bool) and end > 0 else 1
     return {"model_size": "small", "batch_size": 1, "backward_chunks": 1, "steps": steps,
             "eval_every": every, "save_every": steps}

@@ -17,7 +17,7 @@ from fontaine_tui.core.verdict.checks import (  # the classes, defined once, re-
     UNDECIDABLE,
 )
 from fontaine_tui.core.verdict.curves import banked_curve, banked_curves
-from fontaine_tui.core.verdict.lock import Lock, decision_lock, max_probe_change
+from fontaine_tui.core.verdict.lock import Lock, decision_lock, max_probe_change, probe_cadence
 from fontaine_tui.core.verdict.prereg import provenance_changes
 from fontaine_tui.core.verdict.presets import Amendment, Preset
 from fontaine_tui.core.verdict.shape import (  # re-exported: the rule's reading of a number
@@ -216,13 +216,16 @@ def _comparator_json(c: Mapping[str, object]) -> dict:
 def _lock_json(lock: Lock) -> dict:
     return {"locked_at": lock.step, "label": lock.label,
             "max_probe_change": lock.max_change, "max_probe_change_from": lock.source,
+            "probe_every": lock.every, "probe_every_from": lock.every_from,
             "distances": [{"step": d.step, "to_healthy": _json_num(d.to_healthy),
                            "to_drift": _json_num(d.to_drift)} for d in lock.distances]}
 
 
 def _lock(store: RunStore, preset: Preset, read_step: int | None, raw: RuleRead | None,
           scaled: RuleRead | None) -> Lock | None:
-    """The decision lock over the reads up to `read_step` (None without a primary read)."""
+    """The decision lock over the reads up to `read_step` (None without a primary read),
+    counting the probes left at the cadence of the probes seen, never more than the preset
+    states."""
     spec = preset.verdict
     if read_step is None or raw is None:
         return None
@@ -232,10 +235,12 @@ def _lock(store: RunStore, preset: Preset, read_step: int | None, raw: RuleRead 
     points = [(s, probes[s].value(metric) - base) for s in store.probe_steps()
               if start <= s <= read_step]
     bounds = [(raw.healthy, raw.drift), *([(scaled.healthy, scaled.drift)] if scaled else [])]
-    every = int(preset.recipe["eval_every"])
+    said = preset.stated_every
+    every, every_from = probe_cadence(store.probe_steps(), said[0] if said else None,
+                                      said[1] if said else "")
     change, source = max_probe_change(spec, every, banked_curves(preset))
     return decision_lock(points, bounds, spec.lower_is_better, spec.endpoint_step, every,
-                         change, source)
+                         change, source, every_from)
 
 
 def _secondary_json(s: SecondaryRead) -> dict:

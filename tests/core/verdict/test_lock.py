@@ -3,6 +3,8 @@ and the step before it; the largest per-probe change stated or taken from the ba
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from fontaine_tui.cli import main
@@ -79,3 +81,110 @@ def test_without_a_stated_change_it_comes_from_the_banked_comparators(tmp_path):
     plain = compute_verdict(store_at(1000), load_preset(without_amendments(tmp_path)))
     assert plain.decision is not None and plain.decision.max_change is None
     assert plain.decision.describe().startswith("decision lock unknown: no verdict.max_probe_")
+
+
+def _jsonl_run(folder, evals):
+    """A JSONL log as another trainer writes it: a train line every step, an eval line at
+    each probe step in `evals` (step -> eval/chunk_mae)."""
+    folder.mkdir(parents=True)
+    with open(folder / "log.jsonl", "w") as f:
+        for step in range(1, max(evals) + 1):
+            f.write(json.dumps({"step": step, "train/loss": 1.0 / step}) + "\n")
+            if step in evals:
+                f.write(json.dumps({"step": step, "eval/chunk_mae": evals[step]}) + "\n")
+    return folder
+
+
+def _foreign(tmp_path, source_extra=""):
+    """A [source] preset with no recipe: anchor 30, endpoint 60 (their gcd is 30)."""
+    path = tmp_path / "cadence.toml"
+    path.write_text(f'''[run]
+name = "cadence"
+
+[source]
+kind = "jsonl"
+{source_extra}
+
+[verdict]
+metric = "eval/chunk_mae"
+anchor_step = 30
+endpoint_step = 60
+healthy_max = 0.3
+drift_min = 1.0
+max_probe_change = 0.1
+''')
+    return path
+
+
+def test_a_foreign_run_probed_every_10_is_not_locked_while_probe_50_can_cross(tmp_path,
+                                                                              capsys):
+    # probes every 10; at 40 the delta is +0.25: the probes at 50 and 60 can each add 0.1,
+    # so the read can still cross healthy_max 0.3. gcd(30, 60) = 30 would count no probe
+    # left before 60 and call it locked.
+    run = _jsonl_run(tmp_path / "run", {10: 2.9, 20: 2.8, 30: 2.7, 40: 2.95})
+    code = main(["verdict", str(run), "--preset", str(_foreign(tmp_path)), "--json"])
+    doc = json.loads(capsys.readouterr().out)
+    assert code == 10 and doc["read_step"] == 40  # HEALTHY, provisional
+    assert doc["decision"]["locked_at"] is None
+    assert doc["decision"]["probe_every"] == 10
+    assert doc["decision"]["probe_every_from"] == ("the smallest gap between the probes seen "
+                                                   "(step 10 to 20)")
+    main(["verdict", str(run), "--preset", str(_foreign(tmp_path))])
+    assert "decision not locked: a remaining probe can still change it" in capsys.readouterr().out
+
+
+def test_a_foreign_run_locks_where_no_remaining_probe_can_cross(tmp_path, capsys):
+    run = _jsonl_run(tmp_path / "run", {10: 2.9, 20: 2.8, 30: 2.7, 40: 2.75})
+    assert main(["verdict", str(run), "--preset", str(_foreign(tmp_path)), "--json"]) == 10
+    doc = json.loads(capsys.readouterr().out)["decision"]
+    # at 30 (the anchor, 0.0) three probes left, reach 0.3: [-0.3, +0.3] is all HEALTHY (a
+    # read on the bound is on it); at 40 +0.05, two left: [-0.15, +0.25]: still HEALTHY
+    assert (doc["locked_at"], doc["label"], doc["probe_every"]) == (30, "HEALTHY", 10)
+
+
+def test_with_one_probe_seen_and_no_cadence_stated_no_lock_is_claimed(tmp_path, capsys):
+    # every probe so far is the anchor's: how many probes remain is unknown
+    run = _jsonl_run(tmp_path / "run", {30: 2.7})
+    main(["verdict", str(run), "--preset", str(_foreign(tmp_path)), "--json"])
+    doc = json.loads(capsys.readouterr().out)["decision"]
+    assert doc["locked_at"] is None and doc["probe_every"] is None
+    main(["verdict", str(run), "--preset", str(_foreign(tmp_path))])
+    assert ("decision not locked: the probe cadence is unknown (fewer than two probes seen "
+            "and no eval_every in the preset)") in capsys.readouterr().out
+
+
+def test_a_stated_cadence_counts_and_the_probes_seen_can_only_lower_it(tmp_path, capsys):
+    one = _jsonl_run(tmp_path / "one", {30: 2.7})
+    stated = _foreign(tmp_path, "eval_every = 10")
+    main(["verdict", str(one), "--preset", str(stated), "--json"])
+    doc = json.loads(capsys.readouterr().out)["decision"]
+    # stated 10: three probes left from the anchor, reach 0.3 stays on the bound (the same
+    # run without the key claims no lock: the test above)
+    assert (doc["probe_every"], doc["probe_every_from"]) == (10, "stated in the preset "
+                                                                 "(source.eval_every)")
+    assert (doc["locked_at"], doc["label"]) == (30, "HEALTHY")
+    every5 = _jsonl_run(tmp_path / "five", {25: 2.8, 30: 2.7, 35: 2.7})
+    main(["verdict", str(every5), "--preset", str(stated), "--json"])
+    doc = json.loads(capsys.readouterr().out)["decision"]
+    assert doc["probe_every"] == 5  # probes come more often than stated: theirs counts
+
+
+def test_a_stated_source_cadence_must_be_a_positive_integer_and_match_a_recipe(tmp_path,
+                                                                              capsys):
+    run = _jsonl_run(tmp_path / "run", {30: 2.7})
+    bad = _foreign(tmp_path, 'eval_every = "10"')
+    assert main(["verdict", str(run), "--preset", str(bad)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "source.eval_every" in err and "positive integer" in err
+    assert len(err.splitlines()) == 1
+
+
+def test_a_source_cadence_other_than_the_recipe_s_is_refused(tmp_path, capsys):
+    run = _jsonl_run(tmp_path / "run", {30: 2.7})
+    path = without_amendments(tmp_path)
+    path.write_text(path.read_text().replace("[verdict]", '[source]\nkind = "jsonl"\n'
+                                             'eval_every = 10\n\n[verdict]'))
+    assert main(["verdict", str(run), "--preset", str(path)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "source.eval_every: expected recipe.eval_every = 250 or left out, got 10" in err
+    assert len(err.splitlines()) == 1
