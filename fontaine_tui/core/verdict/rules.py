@@ -221,11 +221,11 @@ def _lock_json(lock: Lock) -> dict:
                            "to_drift": _json_num(d.to_drift)} for d in lock.distances]}
 
 
-def _lock(store: RunStore, preset: Preset, read_step: int | None, raw: RuleRead | None,
-          scaled: RuleRead | None) -> Lock | None:
+def _lock(store: RunStore, preset: Preset, endpoint: int, read_step: int | None,
+          raw: RuleRead | None, scaled: RuleRead | None) -> Lock | None:
     """The decision lock over the reads up to `read_step` (None without a primary read),
-    counting the probes left at the cadence of the probes seen, never more than the preset
-    states."""
+    counting the probes left to `endpoint` (the endpoint in force) at the cadence of the
+    probes seen, never more than the preset states."""
     spec = preset.verdict
     if read_step is None or raw is None:
         return None
@@ -239,8 +239,8 @@ def _lock(store: RunStore, preset: Preset, read_step: int | None, raw: RuleRead 
     every, every_from = probe_cadence(store.probe_steps(), said[0] if said else None,
                                       said[1] if said else "")
     change, source = max_probe_change(spec, every, banked_curves(preset))
-    return decision_lock(points, bounds, spec.lower_is_better, spec.endpoint_step, every,
-                         change, source, every_from)
+    return decision_lock(points, bounds, spec.lower_is_better, endpoint, every, change, source,
+                         every_from)
 
 
 def _secondary_json(s: SecondaryRead) -> dict:
@@ -466,7 +466,8 @@ def compute_verdict(
                                if at_step is None else None}
                               for c in preset.comparators.values()),
             # the latest read only: a series of reads (verdict_series) would make it quadratic
-            decision=(_lock(store, preset, read_step, kw.get("raw"), kw.get("scaled"))
+            decision=(_lock(store, preset, endpoint, read_step, kw.get("raw"),
+                            kw.get("scaled"))
                       if at_step is None else None),
         )
 

@@ -179,6 +179,19 @@ def test_a_stated_source_cadence_must_be_a_positive_integer_and_match_a_recipe(t
     assert len(err.splitlines()) == 1
 
 
+def test_an_applied_extend_leaves_more_probes_to_come_and_no_lock(tmp_path):
+    path = without_amendments(tmp_path)
+    path.write_text(path.read_text()
+                    .replace("drift_min = 1.0158", "drift_min = 1.0158\nmax_probe_change = 0.2")
+                    .replace("[gates]", '[[amendments]]\nid = 1\nkind = "extend"\nto_step = 1500'
+                             '\ndeclared_after_step = 500\ndeclared_before_step = 750\n'
+                             'text = "read later"\n\n[gates]'))
+    v = compute_verdict(store_at(750), load_preset(path))
+    # locked at 750 with the endpoint at 1000 (the test above); at 1500 three probes remain
+    assert v.endpoint_step == 1500 and v.decision is not None
+    assert v.decision.step is None and v.decision.every == 250
+
+
 def test_a_source_cadence_other_than_the_recipe_s_is_refused(tmp_path, capsys):
     run = _jsonl_run(tmp_path / "run", {30: 2.7})
     path = without_amendments(tmp_path)
