@@ -31,6 +31,10 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--ended", action="store_true",
                    help="another trainer's run (TensorBoard, Trainer, CSV, MLflow, JSONL): its "
                         "log does not say when it ended; say that it has")
+    p.add_argument("--even-if-conflicting", action="store_true",
+                   help="bank a run whose own evidence conflicts (two probes for one step, "
+                        "malformed or out-of-order lines, its own verdict UNDECIDABLE) all the "
+                        "same, marked: a preset that uses it refuses to load")
     p.add_argument("--ssh-config", metavar="FILE", help="ssh client config file (ssh -F FILE)")
     p.set_defaults(func=run)
 
@@ -42,6 +46,7 @@ def run(args: argparse.Namespace) -> int:
     if what == ["list"]:
         rows = [f"{e.name:<24}{e.sha256[:12]}  {len(e.probes()):>4} probes  "
                 f"{len(bank.versions(e.name))} version(s)  {e.where()}"
+                + ("  MARKED: conflicting evidence" if e.marked else "")
                 for e in bank.entries()]
         sys.stdout.write("\n".join(rows) + "\n" if rows else f"nothing banked in "
                          f"{bank.bank_dir()}\n")
@@ -59,34 +64,69 @@ def run(args: argparse.Namespace) -> int:
             f"{entry.name}  sha256 {entry.sha256}{'' if entry.current else '  (not current)'}\n"
             f"source {doc.get('source')}  run {doc.get('run')}  {entry.where()}\n"
             f"probes at steps {', '.join(map(str, probes)) or 'none'}\n"
-            + (f"note: {doc.get('note')}\n" if doc.get("note") else ""))
+            + (f"note: {doc.get('note')}\n" if doc.get("note") else "")
+            + "".join(f"marked: {why}\n" for why in entry.marked))
         return 0
     if len(what) != 1:
         raise InputError("bank: expected one RUN (or `list`, or `show NAME`)")
     if not args.name:
         raise InputError("bank RUN: expected --as NAME")
     bank.check_name(args.name)
-    store, prereg, label, kind = asyncio.run(_read(what[0], args.ssh_config))
+    store, prereg, ledger, label, kind = asyncio.run(_read(what[0], args.ssh_config))
     if kind and not args.ended:
         raise InputError(f"{label}: another trainer's run: its log does not say it ended; "
                          "bank it with --ended once it has")
     doc = bank.document(store, label, args.note, prereg, kind)
+    reasons = _conflicts(store, prereg, ledger, label)
+    if reasons and not args.even_if_conflicting:
+        raise InputError(f"{label}: its own evidence conflicts: {'; '.join(reasons)}; nothing "
+                         "was banked (--even-if-conflicting banks it marked, and no preset "
+                         "will derive a bound from it)")
+    if reasons:
+        doc = bank.mark(doc, reasons)
     entry, done = bank.put(args.name, doc, args.replace)
-    print(f"{done} {label} as {entry.name}: sha256 {entry.sha256} "
+    marked = " (MARKED: its own evidence conflicts)" if entry.marked else ""
+    print(f"{done} {label} as {entry.name}{marked}: sha256 {entry.sha256} "
           f"({len(entry.probes())} probes, {entry.where()}) in {bank.bank_dir() / entry.name}")
     return 0
 
 
+def _conflicts(store, prereg: bytes | None, ledger: bytes | None, label: str) -> list[str]:
+    """What in the run's own evidence conflicts, in words: the log's own contradictions, and
+    its own verdict when UNDECIDABLE (read by its prereg.json and amendments, as `verdict`
+    reads it)."""
+    from fontaine_tui.core.bank.evidence import conflicts
+
+    reasons = conflicts(store)
+    if prereg is None:
+        return reasons
+    from fontaine_tui.core.runfolder import AMENDMENTS, PREREG
+    from fontaine_tui.core.verdict.checks import UNDECIDABLE
+    from fontaine_tui.core.verdict.ledger import genesis, parse_amendments
+    from fontaine_tui.core.verdict.prereg import parse_prereg
+    from fontaine_tui.core.verdict.rules import compute_verdict
+
+    frozen = parse_prereg(prereg, f"{label}/{PREREG}")
+    amendments = (parse_amendments(ledger, f"{label}/{AMENDMENTS}", genesis(prereg))
+                  if ledger is not None else ())
+    own = compute_verdict(store, frozen.frozen_preset(f"{label}/{PREREG}"), None, amendments,
+                          frozen.provenance)
+    if own.verdict == UNDECIDABLE:
+        reasons.append(f"its own verdict is UNDECIDABLE: {own.reason}")
+    return reasons
+
+
 async def _read(target: str, ssh_config: str | None):
-    """The whole log (with its rotated segments when local) and prereg.json, through the
-    same sources the console follows."""
+    """The whole log (with its rotated segments when local), prereg.json and the amendments
+    ledger, through the same sources the console follows."""
     from fontaine_tui.core.follow import LocalRun, open_source
     from fontaine_tui.core.log.read import load_lines, load_log
-    from fontaine_tui.core.runfolder import LOG, PREREG
+    from fontaine_tui.core.runfolder import AMENDMENTS, LOG, PREREG
 
     source = open_source(target, ssh_options=("-F", ssh_config) if ssh_config else ())
     try:
         prereg = await source.read_bytes(PREREG)
+        ledger = await source.read_bytes(AMENDMENTS)
         if isinstance(source, LocalRun):
             log = source.folder / LOG
             if not log.is_file():  # another trainer's run: read through its format
@@ -97,11 +137,11 @@ async def _read(target: str, ssh_config: str | None):
                 if not kind:
                     raise InputError(f"{log}: no such log")
                 loaded = load_source(source.folder, SourceSpec(kind))
-                return loaded.store, prereg, loaded.label, kind
-            return load_log(log, history=True), prereg, str(source.folder), ""
+                return loaded.store, prereg, ledger, loaded.label, kind
+            return load_log(log, history=True), prereg, ledger, str(source.folder), ""
         raw = await source.read_bytes(LOG)
         if raw is None:
             raise InputError(f"{source.label}/{LOG}: no such log")
-        return load_lines([raw], final=True), prereg, source.label, ""
+        return load_lines([raw], final=True), prereg, ledger, source.label, ""
     finally:
         await source.close()

@@ -27,6 +27,9 @@ from fontaine_tui.core.log.store import RunStore
 from fontaine_tui.core.readfile import read_text, read_whole
 
 SCHEMA = "fontaine-tui/bank/1"
+# a run banked although its own evidence conflicts (`bank --even-if-conflicting`): the
+# reasons, in the document (so in its sha256); a preset refuses to derive a bound from it
+MARK = "conflicting_evidence"
 NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}")
 CURRENT = "CURRENT"
 LOCK = ".lock"
@@ -77,6 +80,12 @@ class Entry:
         fields = p.get("fields") if p is not None else None
         v = fields.get(metric) if isinstance(fields, dict) else None
         return float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else math.nan
+
+    @property
+    def marked(self) -> tuple[str, ...]:
+        """Why the run was banked marked (its own evidence conflicts); () when it was not."""
+        reasons = self.doc.get(MARK)
+        return tuple(reasons) if isinstance(reasons, list) else ()
 
     def where(self) -> str:
         """Where the run came from, in words: host, ranks, device."""
@@ -144,6 +153,12 @@ def document(store: RunStore, source: str, note: str = "", prereg: bytes | None 
         **({"format": foreign, "ended": "said by the one who banked it (bank --ended)"}
            if foreign else {}),
     }
+
+
+def mark(doc: Mapping[str, object], reasons: list[str]) -> dict[str, object]:
+    """`doc` marked: its run's own evidence conflicts (`reasons`, in words), banked all the
+    same at the user's word; no preset derives a bound from a marked entry."""
+    return {**doc, MARK: list(reasons)}
 
 
 def check_name(name: str) -> str:
@@ -227,6 +242,9 @@ def get(ref: str, root: Path | None = None) -> Entry:
         raise InputError(f"{path}: expected a JSON bank document") from None
     if not isinstance(doc, dict) or doc.get("schema") != SCHEMA:
         raise InputError(f"{path}: schema: expected {SCHEMA!r}")
+    reasons = doc.get(MARK, ["-"])
+    if not (isinstance(reasons, list) and reasons and all(isinstance(r, str) for r in reasons)):
+        raise InputError(f"{path}: {MARK}: expected a list of reasons in words")
     return Entry(name, sha, doc, current=sha == current)
 
 
