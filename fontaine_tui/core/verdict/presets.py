@@ -499,6 +499,11 @@ def _banked(path: Path, name: str, fields: Mapping[str, Scalar], rule: Mapping[s
             return _made(Comparator, {k: v for k, v in fields.items() if k != "bank"},
                          name=name, bank=ref, where="banked run (its bank entry is not here)")
         raise PresetError(path, f"{where}.bank", f"{exc}") from None
+    if entry.marked:  # banked at the user's word although its own evidence conflicts
+        raise PresetError(path, f"{where}.bank",
+                          f"the banked run {entry.name}@{entry.sha256[:12]} was banked with its "
+                          f"own evidence conflicting ({'; '.join(entry.marked)}): no bound is "
+                          "derived from it")
     if math.isfinite(delta) and not pinned:
         raise PresetError(path, f"{where}.delta",
                           "a banked comparator's delta is read from the banked run; remove it")

@@ -123,6 +123,28 @@ def test_banked_even_if_conflicting_it_is_marked(tmp_path, bank_path, capsys):
     assert f"marked: {marks[0]}" in capsys.readouterr().out
 
 
+def test_a_preset_that_uses_a_marked_entry_refuses_to_load(tmp_path, bank_path, capsys):
+    assert _bank(str(_conflicting(tmp_path)), "--as", "ref",
+                 "--even-if-conflicting").returncode == 0
+    entry = bank.get("ref")
+    # a preset that derives its bounds from it refuses to load: one line, the entry named
+    path = without_amendments(tmp_path)
+    path.write_text(path.read_text().replace("[gates]", '[comparators.ref]\nbank = "ref"\n\n'
+                                             "[gates]"))
+    clean = _log(tmp_path / "clean", records())
+    res = subprocess.run([sys.executable, "-m", "fontaine_tui", "verdict", str(clean),
+                          "--preset", str(path)], capture_output=True, text=True, cwd=ROOT)
+    assert res.returncode == 2 and res.stderr.count("\n") == 1, res.stderr
+    assert (f"comparators.ref.bank: the banked run ref@{entry.sha256[:12]} was banked with "
+            f"its own evidence conflicting (two different probes for step 750") in res.stderr
+    assert "no bound is derived from it" in res.stderr
+    # pinned by its full sha256 too
+    pinned = path.read_text().replace('bank = "ref"', f'bank = "ref@{entry.sha256}"')
+    path.write_text(pinned)
+    assert main(["verdict", str(clean), "--preset", str(path)]) == 2
+    assert "was banked with its own evidence conflicting" in capsys.readouterr().err
+
+
 def test_a_marked_entry_keeps_its_mark_in_its_sha256(tmp_path, bank_path):
     """Dropping the mark from the file is an edit: the entry is refused, never read clean."""
     assert _bank(str(_conflicting(tmp_path)), "--as", "ref",
