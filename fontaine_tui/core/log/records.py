@@ -41,6 +41,8 @@ class Meta:
 
 
 _NO_MAP: Mapping[str, object] = MappingProxyType({})
+_NO_BITS: Mapping[str, int] = MappingProxyType({})
+DOUBLE_BITS = 53
 
 
 @dataclass(frozen=True, slots=True)
@@ -73,6 +75,13 @@ class Probe:
     # every number in the record by its path ("eval_chunk_mae", "breakdown.rig"), so a preset
     # may read any of them; NaN and infinities included
     fields: Mapping[str, float] = field(default_factory=lambda: _NO_FIELDS)
+    # the significand bits a source stored a field in, where fewer than a double's 53
+    # (TensorBoard's float32 scalars: 24): the read compares at that precision
+    bits: Mapping[str, int] = field(default_factory=lambda: _NO_BITS)
+
+    def precision(self, metric: str) -> int:
+        """The significand bits `metric` was stored with (53: a double)."""
+        return self.bits.get(metric, DOUBLE_BITS)
 
     def value(self, metric: str) -> float:
         """The logged number at `metric` (a field name or a dotted path); NaN when absent or

@@ -25,6 +25,7 @@ from fontaine_tui.core.verdict.shape import (  # re-exported: the rule's reading
     VerdictSpec,
     combine,
     read_rule,
+    tolerance,
 )
 
 if TYPE_CHECKING:
@@ -133,6 +134,9 @@ class Verdict:
     # each comparator: name, delta, where its numbers come from, the banked version if any
     comparators: tuple[Mapping[str, object], ...] = ()
     decision: Lock | None = None  # distances to the bounds and the decision lock
+    # the significand bits the read's numbers were stored in (53: doubles), and how close to
+    # a bound a read is on it because of that (0: compared at RESOLUTION)
+    precision: tuple[int, float] = (53, 0.0)
 
     @property
     def label(self) -> str:
@@ -183,6 +187,10 @@ class Verdict:
                 for k, v in self.corroboration.items()
             },
             "datasets": {k: _json_num(v) for k, v in self.datasets.items()},
+            "precision": {"bits": self.precision[0], "tolerance": self.precision[1],
+                          "stored_as": {53: "float64", 24: "float32",
+                                        11: "float16"}.get(self.precision[0],
+                                                           f"{self.precision[0]} bits")},
             "decision": None if self.decision is None else _lock_json(self.decision),
             "comparators": [_comparator_json(c) for c in self.comparators],
             "provenance": {"frozen": dict(self.provenance),
@@ -323,6 +331,7 @@ class _ReadFields(TypedDict, total=False):
     scaled: RuleRead | None
     scale: Scale | None
     corroboration: Mapping[str, object]
+    precision: tuple[int, float]
 
 
 def _scale(amendment: Amendment, preset: Preset, probes: Mapping[int, Probe]
@@ -437,6 +446,7 @@ def compute_verdict(
             scale=kw.get("scale"),
             amendments=tuple(checks),
             corroboration=kw.get("corroboration", {}),
+            precision=kw.get("precision", (53, 0.0)),
             reason=reason,
             interpretation=preset.interpretation.get(label, ""),
             preset={"name": preset.name, "sha256": preset.sha256},
@@ -500,7 +510,9 @@ def compute_verdict(
                       **values)
     extra: _ReadFields = {**values,
                           "corroboration": _corroboration(probes, anchor, read_step, metric)}
-    return _judge(preset, r_val - a_val, read_step, applied, probes, extra, result)
+    bits = min(probes[anchor].precision(metric), probes[read_step].precision(metric))
+    return _judge(preset, r_val - a_val, read_step, applied, probes, extra, result,
+                  (bits, tolerance(bits, a_val, r_val)))
 
 
 def read_point(store: RunStore, endpoint: int, at_step: int | None = None
@@ -531,19 +543,22 @@ class _Result(Protocol):
 
 
 def _judge(preset: Preset, x: float, read_step: int, applied: list[Amendment],
-           probes: Mapping[int, Probe], extra: _ReadFields, result: _Result) -> Verdict:
+           probes: Mapping[int, Probe], extra: _ReadFields, result: _Result,
+           precision: tuple[int, float] = (53, 0.0)) -> Verdict:
     """Hold the read `x` (a delta or a level) to the raw bounds and, with a scale amendment
-    in force, to the bounds x s; the two rules combined."""
+    in force, to the bounds x s; the two rules combined. `precision`: the significand bits
+    the source stored the read's numbers in, and how close to a bound is on it."""
     spec = preset.verdict
     lower = spec.lower_is_better
+    tol = precision[1]
 
     def rule(name: str, s: float) -> RuleRead:
         return RuleRead(name, spec.healthy * s, spec.drift * s, x,
-                        read_rule(x, spec.healthy * s, spec.drift * s, lower),
+                        read_rule(x, spec.healthy * s, spec.drift * s, lower, tol),
                         spec.direction, spec.read)
 
     raw = rule("raw", 1.0)
-    extra = _ReadFields(**extra, delta=x, raw=raw)
+    extra = _ReadFields(**extra, delta=x, raw=raw, precision=precision)
     if not applied:
         return result(raw.label, f"raw rule at step {read_step}; no amendment in force", **extra)
     scale, why = _scale(applied[0], preset, probes)
@@ -578,7 +593,10 @@ def _secondary(store: RunStore, spec: VerdictSpec, rule: RuleShape, read_step: i
             what = probes[step].why_not(metric) or repr(v)
             return no(f"{metric} at step {step} is {what}, not a finite number", a_val, r_val)
     x = r_val - a_val if a_val is not None else r_val
-    label = read_rule(x, rule.healthy, rule.drift, rule.lower_is_better)
+    bits = min(probes[s].precision(metric) for s in (
+        (spec.anchor_step, read_step) if a_val is not None else (read_step,)))
+    tol = tolerance(bits, r_val, *((a_val,) if a_val is not None else ()))
+    label = read_rule(x, rule.healthy, rule.drift, rule.lower_is_better, tol)
     read = RuleRead(rule.name, rule.healthy, rule.drift, x, label, rule.direction, rule.read)
     return SecondaryRead(rule.name, metric, a_val, r_val, read, label,
                          f"{rule.read} {x:+.4f} at step {read_step}")
@@ -629,7 +647,9 @@ def _level_read(store: RunStore, preset: Preset, read_step: int, applied: list[A
         what = probes[read_step].why_not(metric) or repr(value)
         return result(UNDECIDABLE, f"{metric} at step {read_step} is {what}, not a finite "
                       "number", **values)
-    return _judge(preset, value, read_step, applied, probes, values, result)
+    bits = probes[read_step].precision(metric)
+    return _judge(preset, value, read_step, applied, probes, values, result,
+                  (bits, tolerance(bits, value)))
 
 
 def verdict_series(store: RunStore, preset: Preset, amendments: Iterable[Amendment] = (),

@@ -274,17 +274,30 @@ def _round(x: float) -> float:
     return round(scaled) * RESOLUTION
 
 
-def read_rule(x: float, healthy: float, drift: float, lower: bool = True) -> str:
+def read_rule(x: float, healthy: float, drift: float, lower: bool = True,
+              tolerance: float = 0.0) -> str:
     """With lower better: HEALTHY if x <= healthy, SAME-DRIFT if x >= drift. With higher
-    better: HEALTHY if x >= healthy, SAME-DRIFT if x <= drift. Else AMBIGUOUS."""
+    better: HEALTHY if x >= healthy, SAME-DRIFT if x <= drift. Else AMBIGUOUS.
+
+    A read within `tolerance` of a bound is on it: the precision its source stored the
+    numbers in (a float32 scalar holds some 7 digits), so one run reads the same from every
+    file it wrote. Beyond that, numbers are compared at RESOLUTION."""
     if not math.isfinite(x):
         return UNDECIDABLE
     d, h, f = _round(x), _round(healthy), _round(drift)
-    if d <= h if lower else d >= h:
+    if (d <= h if lower else d >= h) or abs(x - healthy) <= tolerance:
         return HEALTHY
-    if d >= f if lower else d <= f:
+    if (d >= f if lower else d <= f) or abs(x - drift) <= tolerance:
         return SAME_DRIFT
     return AMBIGUOUS
+
+
+def tolerance(bits: int, *values: float) -> float:
+    """How far a sum or difference of `values`, each stored with `bits` significand bits,
+    may be from the one computed at full precision (0 for doubles: RESOLUTION covers it)."""
+    if bits >= 53:
+        return 0.0
+    return sum(abs(v) for v in values if math.isfinite(v)) * 2.0 ** -bits
 
 
 def combine(raw: str, scaled: str | None) -> str:

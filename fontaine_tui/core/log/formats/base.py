@@ -97,6 +97,7 @@ class Grouper:
         self.late = 0
         self.conflicts = 0
         self.conflict_notes: list[str] = []
+        self.bits: dict[str, int] = {}  # keys stored in fewer significand bits than a double
         self.keys: dict[str, None] = {}  # every key seen, in order (for "no such tag")
         self._is_eval: dict[str, bool] = {}
         self._train_of: dict[str, str] | None = None
@@ -251,11 +252,18 @@ class Grouper:
             self._sent[step] = (time, evals)
             self._probe(step, time, evals, out)
 
-    @staticmethod
-    def _probe(step: int, time: float, evals: dict[str, float], out: list[Record]) -> None:
-        out.append(Probe(step, time, evals.get("eval_chunk_mae", NAN),
-                         evals.get("train_chunk_mae", NAN), NAN, NAN,
-                         MappingProxyType({}), None, fields=MappingProxyType(evals)))
+    def _probe(self, step: int, time: float, evals: dict[str, float], out: list[Record]
+               ) -> None:
+        out.append(foreign_probe(step, time, evals, self.bits))
+
+
+def foreign_probe(step: int, time: float, evals: Mapping[str, float],
+                  bits: Mapping[str, int]) -> Probe:
+    """A probe of another trainer's log: its eval keys as fields, the narrow ones' bits."""
+    narrow = {k: b for k, b in bits.items() if k in evals} if bits else {}
+    return Probe(step, time, evals.get("eval_chunk_mae", NAN), evals.get("train_chunk_mae", NAN),
+                 NAN, NAN, MappingProxyType({}), None, fields=MappingProxyType(dict(evals)),
+                 bits=MappingProxyType(narrow))
 
 
 def numbers(row: Mapping[str, object], skip: Sequence[str] = ()) -> dict[str, float]:

@@ -23,7 +23,14 @@ from pathlib import Path
 from types import MappingProxyType
 
 from fontaine_tui.core.errors import InputError
-from fontaine_tui.core.log.formats.base import EVAL_PATTERNS, NAN, Decoder, FieldMap, Grouper
+from fontaine_tui.core.log.formats.base import (
+    EVAL_PATTERNS,
+    NAN,
+    Decoder,
+    FieldMap,
+    Grouper,
+    foreign_probe,
+)
 from fontaine_tui.core.log.formats.mlflow import (
     FILE_STORE,
     SQLITE_STORE,
@@ -41,7 +48,7 @@ from fontaine_tui.core.log.formats.tensorboard import (
     FramingError,
     TensorBoardDecoder,
 )
-from fontaine_tui.core.log.records import TRAIN_FIELDS, Probe, Record
+from fontaine_tui.core.log.records import TRAIN_FIELDS, Record
 from fontaine_tui.core.log.store import RunStore
 from fontaine_tui.core.readfile import iter_regular, open_regular, read_whole
 from fontaine_tui.core.runfolder import AMENDMENTS, LOG, PREREG, REVIEW, rotated_segments
@@ -465,10 +472,7 @@ def _load_tensorboard(paths: list[Path], fields: FieldMap) -> Loaded:
             probes.setdefault(s, {})[tag] = v
             times.setdefault(s, w)
     for s in sorted(probes):
-        got = probes[s]
-        store.add(Probe(s, times[s], got.get("eval_chunk_mae", NAN),
-                        got.get("train_chunk_mae", NAN), NAN, NAN, MappingProxyType({}), None,
-                        fields=MappingProxyType(got)))
+        store.add(foreign_probe(s, times[s], probes[s], cols.bits))
     if cols.bad_records:
         store.notices.append(f"{cols.bad_records} event record(s) failed their checksum or "
                              "did not decode, skipped")

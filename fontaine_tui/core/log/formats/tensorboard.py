@@ -42,6 +42,10 @@ class Scalar:
     step: int
     wall_time: float
     value: float
+    bits: int = 53  # the significand bits it was stored with: a float32 has 24
+
+
+F32_BITS, F16_BITS = 24, 11
 
 
 def _crc32c_table() -> Callable[[bytes], int]:
@@ -116,10 +120,12 @@ def _skip(buf: bytes, i: int, wire: int) -> int:
     raise ValueError(f"wire type {wire}")
 
 
-def _tensor_value(buf: bytes) -> float | None:
-    """A TensorProto holding one number, or None (a histogram, text, an image...)."""
+def _tensor_value(buf: bytes) -> tuple[float, int] | None:
+    """A TensorProto holding one number, with the significand bits it is stored in, or None
+    (a histogram, text, an image...)."""
     dtype, i, n = 0, 0, len(buf)
     values: list[float] = []
+    bits = 53
     content = b""
     while i < n:
         key, i = _varint(buf, i)
@@ -131,6 +137,7 @@ def _tensor_value(buf: bytes) -> float | None:
             content, i = buf[i:i + size], i + size
         elif field in (5, 6):  # float_val, double_val: packed or not
             real = _F32 if field == 5 else _F64
+            bits = F32_BITS if field == 5 else 53
             if wire == 2:
                 size, i = _varint(buf, i)
                 values += [v for (v,) in real.iter_unpack(buf[i:i + size])]
@@ -155,8 +162,9 @@ def _tensor_value(buf: bytes) -> float | None:
                DT_INT64: "<q"}.get(dtype)
         if fmt is None or struct.calcsize(fmt) != len(content):
             return None
-        return float(struct.unpack(fmt, content)[0])
-    return float(values[0]) if len(values) == 1 else None
+        bits = {DT_FLOAT: F32_BITS, DT_HALF: F16_BITS}.get(dtype, 53)
+        return float(struct.unpack(fmt, content)[0]), bits
+    return (float(values[0]), bits) if len(values) == 1 else None
 
 
 def _summary_values(buf: bytes, step: int, wall: float, out: list[Scalar]) -> None:
@@ -176,7 +184,7 @@ def _summary_values(buf: bytes, step: int, wall: float, out: list[Scalar]) -> No
                 tag = buf[i:i + m].decode("utf-8", "replace")
                 i += m
             elif k == 0x15:  # simple_value
-                value = _F32.unpack_from(buf, i)[0]
+                value = _F32.unpack_from(buf, i)[0], F32_BITS
                 i += 4
             elif k == 0x42:  # tensor
                 m, i = _varint(buf, i)
@@ -185,7 +193,7 @@ def _summary_values(buf: bytes, step: int, wall: float, out: list[Scalar]) -> No
             else:
                 i = _skip(buf, i, k & 7)
         if tag and value is not None:
-            out.append(Scalar(tag, step, wall, value))
+            out.append(Scalar(tag, step, wall, value[0], value[1]))
 
 
 PURGE = ""  # the tag of the Scalar that stands for a restart (SessionLog START): no real tag
@@ -310,6 +318,8 @@ class TensorBoardDecoder:
                         f"{s.step} (SessionLog START): the events from step {s.step} on "
                         "logged before it are dropped", out)
             else:
+                if s.bits < 53:
+                    g.bits[s.tag] = s.bits
                 g.add(s.step, s.wall_time, s.tag, s.value, out)
         return out
 
@@ -330,6 +340,7 @@ class Columns:
 
     def __init__(self) -> None:
         self.by_tag: dict[str, tuple[array, array, array]] = {}
+        self.bits: dict[str, int] = {}  # tags stored in fewer significand bits than a double
         self.records = 0
         self.bad_records = 0
         self.purges = 0
@@ -393,7 +404,10 @@ class Columns:
                             continue
                         name = p[t0:k]
                         col = tags.get(name)
-                        steps, walls, values = col if col is not None else column(name)
+                        if col is None:
+                            col = column(name)
+                            self.bits[name.decode("utf-8", "replace")] = F32_BITS
+                        steps, walls, values = col
                         steps.append(step)
                         walls.append(f64(p, 1)[0])
                         values.append(value)
@@ -416,6 +430,8 @@ class Columns:
             if s.tag == PURGE:
                 self.purges += 1  # the cold read reads such files record by record
                 continue
+            if s.bits < 53:
+                self.bits[s.tag] = min(s.bits, self.bits.get(s.tag, 53))
             steps, walls, values = self._column(s.tag.encode())
             steps.append(s.step)
             walls.append(s.wall_time)

@@ -345,3 +345,24 @@ def test_our_own_log_a_metric_written_twice_in_one_probe(tmp_path, capsys, demos
     assert main(["verdict", str(log), "--preset", "demosonly_1gpu", "--json"]) == 6
     doc = json.loads(capsys.readouterr().out)
     _undecidable_naming(doc, DRIFTED, 3.1)
+
+
+def test_a_delta_on_a_bound_reads_the_same_from_float32_event_files(tmp_path, capsys):
+    # one run written twice: trainer_state.json keeps doubles, event files float32
+    pytest.importorskip("torch")
+    evals = {s: 0.3 if s <= 40 else 1.3 for s in EVAL}  # delta exactly the drift bound 1.0
+    w = _writer(tmp_path / "tb")
+    _tb_run(w, evals=evals)
+    w.close()
+    history = [{"eval_chunk_mae": v, "step": s} for s, v in evals.items()]
+    _state(tmp_path / "hf" / "trainer_state.json", history)
+    docs = {}
+    for kind, folder in (("tensorboard", "tb"), ("hf_trainer", "hf")):
+        preset = foreign_preset(tmp_path, f'kind = "{kind}"', metric="eval/chunk_mae"
+                                if kind == "tensorboard" else "eval_chunk_mae")
+        code, docs[kind] = _verdict(tmp_path / folder, preset, capsys)
+        assert (code, docs[kind]["verdict"]) == (3, "SAME-DRIFT"), (kind, docs[kind]["delta"])
+    assert docs["tensorboard"]["delta"] != docs["hf_trainer"]["delta"]  # as each stored it
+    assert docs["tensorboard"]["precision"]["stored_as"] == "float32"
+    assert docs["hf_trainer"]["precision"] == {"bits": 53, "tolerance": 0.0,
+                                               "stored_as": "float64"}
