@@ -235,7 +235,8 @@ class ForeignRun:
                         records += settle(dec)
             except (FormatError, FramingError) as exc:
                 if not dec.whole:  # framing lost: say so, the rest of this file is unread
-                    yield Batch([], 1, note=f"{chunk.name}: {exc}")
+                    kept = tuple(getattr(exc, "records", ()))  # what came before the break
+                    yield Batch([], 1, note=f"{chunk.name}: {exc}", records=kept)
                 continue  # a whole file caught mid-rewrite: the next change reads it again
             if records or (note and chunk.restart):
                 yield Batch([], 1, note=note if chunk.restart else "", records=tuple(records))

@@ -297,3 +297,38 @@ async def test_follow_lightning_metrics_csv_as_it_is_rewritten(tmp_path):
     assert {s: p.fields["val_mae"] for s, p in store.probes.items()} == pytest.approx(
         {10: 3.1, 20: 3.2, 30: 3.3})
     assert store.out_of_order_count == 0 and store.conflicts == []
+
+
+async def test_records_before_a_framing_break_in_one_chunk_are_kept(tmp_path):
+    data = _written(tmp_path)
+    folder = tmp_path / "run"
+    folder.mkdir()
+    (folder / "events.out.tfevents.1.host").write_bytes(data + b"\xff" * 40)  # not framing
+    notes: list[str] = []
+    store = RunStore()
+    run = ForeignRun(folder, SourceSpec("tensorboard"), poll_s=0.05)
+
+    async def go():
+        async for batch in run.follow():
+            notes.append(batch.note)
+            for rec in batch.records:
+                store.add(rec)
+            if any("checksum" in n for n in notes):
+                return
+
+    try:
+        await asyncio.wait_for(go(), 30)
+    finally:
+        await run.close()
+    assert sorted(store.probes) == [10, 20, 30, 40][:len(store.probes)] and store.probes
+    assert len(store.steps) >= 39  # the whole file before the break
+
+
+def test_a_torn_last_event_record_is_said(tmp_path):
+    data = _written(tmp_path)
+    folder = tmp_path / "run"
+    folder.mkdir()
+    (folder / "events.out.tfevents.1.host").write_bytes(data[:-7])  # the last record cut
+    loaded = load_source(folder, SourceSpec("tensorboard"))
+    assert any("not yet whole" in n and "events.out.tfevents.1.host" in n
+               for n in loaded.store.notices), loaded.store.notices

@@ -45,6 +45,7 @@ from fontaine_tui.core.log.formats.rows import (
 )
 from fontaine_tui.core.log.formats.tensorboard import (
     Columns,
+    Framer,
     FramingError,
     TensorBoardDecoder,
 )
@@ -420,6 +421,7 @@ def _load_tensorboard(paths: list[Path], fields: FieldMap) -> Loaded:
     probe. Anything else (steps that go back: a restart logged into the same folder) goes
     through the grouper record by record, as a follower reads it."""
     cols = Columns()
+    torn: list[str] = []
     for path in paths:
         try:
             tail = b""
@@ -430,11 +432,13 @@ def _load_tensorboard(paths: list[Path], fields: FieldMap) -> Loaded:
             raise InputError(f"{path}: {exc}") from None
         except OSError as exc:
             raise InputError(f"{path}: cannot read ({exc.strerror or exc})") from None
+        if tail:
+            torn.append(_torn(path, len(tail)))
     by_tag = cols.by_tag
     keys = tuple(by_tag)
     evals = [tag for tag in keys if fields.is_eval(tag)]
     if cols.purges or any(_repeats(by_tag[tag][0]) for tag in evals):
-        return _tensorboard_records(paths, fields, cols.bad_records)
+        return _tensorboard_records(paths, fields)
     grouper = Grouper(fields)
     grouper.keys.update(dict.fromkeys(keys))
     train_of = grouper.train_map()  # source tag -> train field
@@ -476,7 +480,13 @@ def _load_tensorboard(paths: list[Path], fields: FieldMap) -> Loaded:
     if cols.bad_records:
         store.notices.append(f"{cols.bad_records} event record(s) failed their checksum or "
                              "did not decode, skipped")
+    store.notices += torn
     return Loaded(store, tuple(paths), "tensorboard", "", keys)
+
+
+def _torn(path: Path, size: int) -> str:
+    return (f"{path.name}: the last {size} bytes are a record not yet whole (being written, "
+            "or cut short): not read")
 
 
 def _repeats(steps: array) -> bool:
@@ -484,27 +494,34 @@ def _repeats(steps: array) -> bool:
     return len(set(steps)) != len(steps)
 
 
-def _tensorboard_records(paths: list[Path], fields: FieldMap, bad: int) -> Loaded:
+def _tensorboard_records(paths: list[Path], fields: FieldMap) -> Loaded:
     """Event files read record by record, in order, as a follower reads them: where a
     writer restarted (its purge applied) or logged a step twice (a conflict when the values
     differ)."""
     dec = TensorBoardDecoder(fields)
     records: list[Record] = []
+    torn: list[str] = []
+    bad = 0
     for path in paths:
+        dec.framer = Framer()  # each file its own framing: a torn tail is not the next's head
         try:
             records += _read_file(path, dec)
         except FramingError as exc:
             raise InputError(f"{path}: {exc}") from None
         except OSError as exc:
             raise InputError(f"{path}: cannot read ({exc.strerror or exc})") from None
+        bad += dec.framer.bad_records
+        if dec.framer.pending:
+            torn.append(_torn(path, dec.framer.pending))
     records += dec.finish()
     store = RunStore()
     for rec in records:
         store.add(rec)
     store.notices += decoder_notices(dec, paths[0].name if paths else "")
-    if dec.framer.bad_records:
-        store.notices.append(f"{dec.framer.bad_records} event record(s) failed their checksum "
-                             "or did not decode, skipped")
+    if bad:
+        store.notices.append(f"{bad} event record(s) failed their checksum or did not "
+                             "decode, skipped")
+    store.notices += torn
     return Loaded(store, tuple(paths), "tensorboard", "", tuple(dec.grouper.keys))
 
 

@@ -269,6 +269,10 @@ class Framer:
     def reset(self) -> None:
         self._buf, self.offset = b"", 0
 
+    def _lost(self, message: str, out: list[Scalar]) -> FramingError:
+        self._buf = b""
+        return FramingLost(message, out)
+
     def feed(self, data: bytes) -> list[Scalar]:
         buf = self._buf + data if self._buf else data
         out: list[Scalar] = []
@@ -278,9 +282,9 @@ class Framer:
             head = buf[i:i + 8]
             (length,) = _U64.unpack(head)
             if check and _U32.unpack_from(buf, i + 8)[0] != masked_crc(head):
-                raise FramingError(f"bad record length checksum at byte {self.offset}")
+                raise self._lost(f"bad record length checksum at byte {self.offset}", out)
             if length > MAX_RECORD:
-                raise FramingError(f"record length {length} at byte {self.offset}")
+                raise self._lost(f"record length {length} at byte {self.offset}", out)
             end = i + 12 + length + 4
             if end > n:
                 break  # torn: wait for the writer
@@ -299,6 +303,16 @@ class Framer:
         return out
 
 
+class FramingLost(FramingError):
+    """The framing was lost after some whole records of the same bytes: those are in
+    `scalars` (and, from a decoder, as `records`), so nothing read before is dropped."""
+
+    def __init__(self, message: str, scalars: list[Scalar]) -> None:
+        super().__init__(message)
+        self.scalars = scalars
+        self.records: list[Record] = []
+
+
 class TensorBoardDecoder:
     """An event file's appended bytes in, records out (see base.py's Decoder)."""
 
@@ -310,9 +324,17 @@ class TensorBoardDecoder:
         self.grouper = Grouper(fields or FieldMap())
 
     def feed(self, data: bytes) -> list[Record]:
+        try:
+            scalars = self.framer.feed(data)
+        except FramingLost as exc:  # the records before the break still count
+            exc.records = self._records(exc.scalars)
+            raise
+        return self._records(scalars)
+
+    def _records(self, scalars: list[Scalar]) -> list[Record]:
         out: list[Record] = []
         g = self.grouper
-        for s in self.framer.feed(data):
+        for s in scalars:
             if s.tag == PURGE:
                 g.purge(s.step, s.wall_time, "a TensorBoard writer restarted at step "
                         f"{s.step} (SessionLog START): the events from step {s.step} on "
