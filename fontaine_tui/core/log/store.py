@@ -83,11 +83,11 @@ class RunStore:
 
     Only a `resume` event goes back in time: the train series and probes of the abandoned
     timeline past the resume step are dropped (probes are kept in `superseded` so the resume
-    stays visible), and a probe for a step read before the resume may be logged again (the
-    later one wins). Without a resume, records never rewind: a train record whose step does not
-    go forward is out of order (counted, not applied), a second probe for a step with other
-    values is a `Conflict`, and nothing after the `end` event goes back before the end's step
-    (a resume included). A record that repeats one already read, value for value (a log
+    stays visible), and those steps may be logged anew. A probe at or before the resume step
+    stands: another value for it is a `Conflict`, as is a second probe for any step with other
+    values. Records never rewind otherwise: a train record whose step does not go forward, or
+    a new probe for a step before the latest probe, is out of order (counted, not applied),
+    and nothing after the `end` event goes back before the end's step (a resume included). A record that repeats one already read, value for value (a log
     rewritten with the same content, lines copied twice by a rotation), changes nothing and is
     counted in `repeats`. A `meta` record naming another run or world size than the first is
     noted in `notices`. With `columns=False` only the steps of train records are kept (enough
@@ -124,7 +124,6 @@ class RunStore:
     ended_at: int | None = None  # the step of the last `end` event, until a resume
     _probe_max: int = field(default=-1, repr=False)
     _seen: set[str] = field(default_factory=set, repr=False)
-    _replaceable: set[int] = field(default_factory=set, repr=False)
 
     # -- segments -----------------------------------------------------------------------
 
@@ -181,8 +180,9 @@ class RunStore:
 
     def _add_twice(self, both: list[object], line: int, raw: bytes) -> Record | None:
         """A record that names one key twice with different values: a probe is two probes
-        for its step (conflicting evidence, reported as such); any other record is malformed
-        (which of the two an event or a meta meant cannot be told)."""
+        for its step (conflicting evidence, reported as such); any other record, or a probe
+        whose step is written twice, is malformed (which of the two it meant cannot be
+        told)."""
         recs = []
         for obj in both:
             try:
@@ -190,7 +190,7 @@ class RunStore:
             except ValueError:
                 recs.append(None)
         probes = [r for r in recs if isinstance(r, Probe)]
-        if len(probes) == len(recs):
+        if len(probes) == len(recs) and len({p.step for p in probes}) == 1:
             for probe in probes:
                 self.add(probe, line)
             return probes[-1]
@@ -225,7 +225,6 @@ class RunStore:
                                        f"step {self.ended_at}")
                     return
                 self._rewind(rec.step)
-                self._replaceable = set(self.probes)
                 self.ended_at = None
             elif rec.event == "end":
                 self.ended_at = rec.step
@@ -240,13 +239,18 @@ class RunStore:
         if old is not None and _probe_values(old) == _probe_values(rec):
             self.repeats += 1  # the same measurement logged again (another time stamp)
             return
-        if old is not None and rec.step not in self._replaceable:
+        if old is not None:  # a resume dropped what came after it: this one is another value
             self.conflicts.append(Conflict(rec.step, old, rec))
             self.probes_version += 1
             return
-        if old is not None:  # logged again after a resume: the later one wins
-            self._replaceable.discard(rec.step)
-            self.superseded.append(old)
+        if self.ended_at is not None and rec.step < self.ended_at:
+            self._out_of_order(rec.line, "eval", rec.step, f"a probe for step {rec.step} "
+                               f"after the run ended at step {self.ended_at}")
+            return
+        if rec.step < self._probe_max:
+            self._out_of_order(rec.line, "eval", rec.step, f"a probe for step {rec.step} "
+                               f"after the probe for step {self._probe_max} without a resume")
+            return
         self.probes[rec.step] = rec
         self.probes_version += 1
         self._probe_max = max(self._probe_max, rec.step)
