@@ -164,6 +164,8 @@ def _flatten(obj: Mapping[str, object], numbers: dict[str, float],
             _flatten(value, numbers, not_numbers, path + ".", depth + 1)
             continue
         why = _not_a_metric(value)
+        if path in numbers and repr(numbers[path]) != repr(_num(value)):
+            raise ValueError(f"{path!r} written twice (nested and dotted) with two values")
         if why is None or (isinstance(value, float) and not isinstance(value, bool)):
             numbers[path] = _num(value)
             if why is not None:

@@ -13,6 +13,7 @@ import csv
 import io
 from collections.abc import Mapping
 from dataclasses import replace
+from decimal import Decimal, InvalidOperation
 
 from fontaine_tui.core.log import jsontext
 from fontaine_tui.core.log.formats.base import (
@@ -51,24 +52,36 @@ class TrainerStateDecoder(Whole):
         except ValueError as exc:
             raise FormatError(str(exc)) from None
         self.bad, self.bad_count = [], 0
-        return self.group([self._rows(doc, k == 0)
-                           for k, doc in enumerate(jsontext.readings(data, state))])
+        readings = [self._rows(doc) for doc in jsontext.readings(data, state)]
+        first = readings[0]
+        for other in readings[1:]:  # an entry whose step is written twice: no step
+            for n in set(first) & set(other):
+                if first[n][0] != other[n][0]:
+                    self.note_bad(f"log_history[{n}]", "'step' written twice with two values")
+                    del first[n], other[n]
+        return self.group([list(rows.values()) for rows in readings])
 
-    def _rows(self, state: object, note: bool) -> list[Row]:
+    def _rows(self, state: object) -> dict[int, Row]:
+        """The rows of a log_history by entry index (the end-of-training summary's own keys
+        left out); an entry without a whole-number step is counted (once)."""
         history = state.get("log_history") if isinstance(state, dict) else None
         if not isinstance(history, list):
             raise FormatError("expected a JSON object with a log_history list (a Hugging Face "
                               "Trainer trainer_state.json)")
-        rows: list[Row] = []
+        rows: dict[int, Row] = {}
+        count = not self.bad_count  # the first reading counts what it cannot read
         for n, entry in enumerate(history):
-            if not isinstance(entry, dict) or "train_runtime" in entry:
+            if not isinstance(entry, dict):
                 continue
             step = step_of(entry.get("step"))
             if isinstance(step, str):
-                if note:
+                if count:
                     self.note_bad(f"log_history[{n}]", step)
                 continue
-            rows.append((step, NAN, numbers(entry, HF_FRAME)))
+            skip = HF_FRAME + HF_SUMMARY if "train_runtime" in entry else HF_FRAME
+            values = numbers(entry, skip)
+            if values:
+                rows[n] = (step, NAN, values)
         return rows
 
 
@@ -82,7 +95,11 @@ class CsvDecoder(Whole):
 
     def feed(self, data: bytes) -> list[Record]:
         self.bad, self.bad_count = [], 0
-        return self.group([self._rows(data)])
+        try:
+            rows = self._rows(data)
+        except csv.Error as exc:
+            raise FormatError(f"not CSV a reader can take ({exc})") from None
+        return self.group([rows])
 
     def _rows(self, data: bytes) -> list[Row]:
         text = data.decode("utf-8-sig", "replace")
@@ -102,17 +119,30 @@ class CsvDecoder(Whole):
         for line, cells in enumerate(reader, start=2):
             if len(cells) <= at or not cells[at].strip():
                 continue
-            step = step_of(_cell(cells[at]))
+            step = _step_cell(cells[at])
             if isinstance(step, str):
                 self.note_bad(f"row {line}", step)
                 continue
             for i, key in cols:
                 cell = cells[i] if i < len(cells) else ""
-                value = _cell(cell) if cell else None
-                if isinstance(value, float):
+                value = number(_cell(cell)) if cell else None
+                if value is not None:
                     rows.append((step, _float(cells[when]) if 0 <= when < len(cells) else NAN,
                                  {key: value}))
         return rows
+
+
+def _step_cell(cell: str) -> int | str:
+    """A step cell as a whole number, read from its text ("80.0" is 80; "79.9999999999999999",
+    which a float would round onto 80, is not a step)."""
+    text = cell.strip()
+    try:
+        exact = Decimal(text)
+    except InvalidOperation:
+        return f"step {text!r} is not a whole number"
+    if not exact.is_finite() or exact != exact.to_integral_value():
+        return f"step {text!r} is not a whole number"
+    return step_of(int(exact))
 
 
 def _cell(cell: str) -> float | int | str:
@@ -185,7 +215,12 @@ class JsonlDecoder:
             if not isinstance(obj, dict):
                 self._note(f"expected a JSON object, got {type(obj).__name__}")
                 continue
-            for reading in jsontext.readings(raw, obj):
+            readings = jsontext.readings(raw, obj)
+            steps = {repr(r.get(f.step)) if isinstance(r, dict) else "" for r in readings}
+            if len(steps) > 1:  # which step the line is for cannot be told
+                self._note(f"{f.step!r} written twice with two values")
+                continue
+            for reading in readings:
                 self._object(reading, f, out)
 
     def _object(self, obj: object, f: FieldMap, out: list[Record]) -> None:
@@ -196,12 +231,14 @@ class JsonlDecoder:
             self._note(f"{f.step}: {step}" if f.step in obj else f"no {f.step!r} field")
             return
         when = number(obj.get(f.time)) if f.time else None
-        row: dict[str, float] = {}
-        _flatten(obj, row, "", (f.step, f.time, f.probe_field))
+        pairs: list[tuple[str, float]] = []
+        _flatten(obj, pairs, "", (f.step, f.time, f.probe_field))
         grouper = self.grouper
         if self.probes is not None and _text(obj.get(f.probe_field)) == f.probe_value:
             grouper = self.probes
-        grouper.add_row(step, when if when is not None else NAN, row, out)
+        at = when if when is not None else NAN
+        for key, value in pairs:  # a key reached twice ("a.b" and {"a": {"b"}}): both go in
+            grouper.add(step, at, key, value, out)
 
     def finish(self) -> list[Record]:
         out: list[Record] = []
@@ -216,7 +253,7 @@ def _text(value: object) -> str:
     return value if isinstance(value, str) else "" if value is None else str(value)
 
 
-def _flatten(obj: Mapping[str, object], out: dict[str, float], prefix: str,
+def _flatten(obj: Mapping[str, object], out: list[tuple[str, float]], prefix: str,
              skip: tuple[str, ...], depth: int = 0) -> None:
     for key, value in obj.items():
         if not prefix and key in skip:
@@ -224,4 +261,4 @@ def _flatten(obj: Mapping[str, object], out: dict[str, float], prefix: str,
         if isinstance(value, dict) and depth < 4:
             _flatten(value, out, f"{prefix}{key}.", skip, depth + 1)
         elif (x := number(value)) is not None:
-            out[f"{prefix}{key}"] = x
+            out.append((f"{prefix}{key}", x))
