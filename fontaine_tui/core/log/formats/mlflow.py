@@ -9,8 +9,10 @@ store is small next to a training run and re-read when it changes.
 
 from __future__ import annotations
 
+import math
 import os
 import sqlite3
+import sys
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -80,11 +82,15 @@ def file_store_rows(root: Path, run: RunInfo) -> list[RawRow]:
             path = Path(folder) / name
             key = path.relative_to(metrics).as_posix()
             lines = read_whole(path).split(b"\n")
-            for n, line in enumerate(lines[:-1], start=1):  # the last: a line being written
+            if lines[-1].strip():  # no newline yet: being written, or cut short
+                out.append((f"{key} line {len(lines)}", None, key,
+                            b"no newline at its end (being written, or cut short)", 0))
+            for n, line in enumerate(lines[:-1], start=1):
                 parts = line.split()
                 text = [p.decode("utf-8", "replace") for p in parts]
                 if len(text) not in (2, 3):
-                    out.append((f"{key} line {n}", None, key, line[:40], 0))
+                    out.append((f"{key} line {n}", None, key,
+                                b"expected 'timestamp value step'", 0))
                     continue
                 out.append((text[2] if len(text) > 2 else "0", text[0], key, text[1], 0))
     return out
@@ -122,6 +128,8 @@ def check_row(raw: RawRow) -> tuple[int, float, str, float] | str:
     """A metric row as (step, time in s, key, value), or why it cannot be read (a NULL or
     text step, a text value: a store written by something other than MLflow, or damaged)."""
     step, stamp, key, value, is_nan = raw
+    if stamp is None and isinstance(value, bytes):  # a file store line that is not one
+        return f"metrics/{step}: {value.decode()}"
     if isinstance(step, str) and step.lstrip("-").isdigit():
         step = int(step)
     checked = step_of(step)
@@ -141,6 +149,8 @@ def check_row(raw: RawRow) -> tuple[int, float, str, float] | str:
     x = number(value)
     if x is None:
         return f"{key} at step {checked}: value {value!r} is not a number"
+    if abs(x) == sys.float_info.max:  # how MLflow's SQL store keeps an infinity
+        x = math.copysign(math.inf, x)
     return checked, when, str(key), x
 
 
