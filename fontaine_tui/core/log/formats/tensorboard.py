@@ -218,7 +218,7 @@ def event_scalars(payload: bytes, out: list[Scalar]) -> None:
     A step outside int64, or a varint past ten bytes, is a ValueError (a bad record)."""
     i, n = 0, len(payload)
     step, wall = 0, 0.0
-    summary: bytes | None = None
+    summaries: list[bytes] = []  # protobuf merges a message field written twice
     start = False
     while i < n:
         key, i = _varint(payload, i)
@@ -231,7 +231,7 @@ def event_scalars(payload: bytes, out: list[Scalar]) -> None:
                 step -= 1 << 64
         elif key == 0x2A:
             size, i = _varint(payload, i)
-            summary = payload[i:i + size]
+            summaries.append(payload[i:i + size])
             i += size
         elif key == 0x3A:  # session_log
             size, i = _varint(payload, i)
@@ -243,7 +243,7 @@ def event_scalars(payload: bytes, out: list[Scalar]) -> None:
         raise ValueError(f"step {step} (negative or past 2^63)")
     if start:
         out.append(Scalar(PURGE, step, wall, float("nan")))
-    if summary:
+    for summary in summaries:  # the last step field written is the step (protobuf's rule)
         _summary_values(summary, step, wall, out)
 
 
@@ -363,6 +363,7 @@ class Columns:
     def __init__(self) -> None:
         self.by_tag: dict[str, tuple[array, array, array]] = {}
         self.bits: dict[str, int] = {}  # tags stored in fewer significand bits than a double
+        self._narrow: set[bytes] = set()  # the tag names the fast path read as float32
         self.records = 0
         self.bad_records = 0
         self.purges = 0
@@ -383,7 +384,7 @@ class Columns:
         i, n = 0, len(data)
         u64, u32, f64, f32 = _U64.unpack_from, _U32.unpack_from, _F64.unpack_from, _F32.unpack_from
         crc, column, generic = crc32c, self._column, self._generic
-        tags = self._tags
+        tags, narrow = self._tags, self._narrow
         records = bad = 0
         while n - i >= 12:
             (length,) = u64(data, i)
@@ -413,13 +414,15 @@ class Columns:
                         if step >= 1 << 63:
                             generic(p)  # says it is a bad record
                             continue
+                    # one summary holding one value, ending the payload: anything more
+                    # (a field written twice, another summary) is for the general decoder
                     if (p[j] == 0x2A and p[j + 2] == 0x0A and p[j + 4] == 0x0A
-                            and p[j + 1] == p[j + 3] + 2):
+                            and p[j + 1] == p[j + 3] + 2 and j + 2 + p[j + 1] == length):
                         t0 = j + 6
                         k = t0 + p[j + 5]
-                        if p[k] == 0x15:
+                        if p[k] == 0x15 and k + 5 == length:
                             value = f32(p, k + 1)[0]
-                        elif p[k:k + 6] == _TENSOR_F32:
+                        elif p[k:k + 6] == _TENSOR_F32 and k + 10 == length:
                             value = f32(p, k + 6)[0]
                         else:
                             generic(p)
@@ -428,6 +431,8 @@ class Columns:
                         col = tags.get(name)
                         if col is None:
                             col = column(name)
+                        if name not in narrow:
+                            narrow.add(name)
                             self.bits[name.decode("utf-8", "replace")] = F32_BITS
                         steps, walls, values = col
                         steps.append(step)
