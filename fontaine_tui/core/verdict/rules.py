@@ -559,6 +559,10 @@ def _judge(preset: Preset, x: float, read_step: int, applied: list[Amendment],
 
     raw = rule("raw", 1.0)
     extra = _ReadFields(**extra, delta=x, raw=raw, precision=precision)
+    if raw.label == UNDECIDABLE:  # x is finite here: the precision spans both bounds
+        return result(UNDECIDABLE, f"{spec.read} {x!r} at step {read_step} is within "
+                      f"{tol:.3g} of both bounds, the rounding of numbers stored in "
+                      f"{precision[0]} bits: the source cannot tell them apart", **extra)
     if not applied:
         return result(raw.label, f"raw rule at step {read_step}; no amendment in force", **extra)
     scale, why = _scale(applied[0], preset, probes)

@@ -284,6 +284,8 @@ def read_rule(x: float, healthy: float, drift: float, lower: bool = True,
     file it wrote. Beyond that, numbers are compared at RESOLUTION."""
     if not math.isfinite(x):
         return UNDECIDABLE
+    if tolerance and abs(x - healthy) <= tolerance and abs(x - drift) <= tolerance:
+        return UNDECIDABLE  # the stored precision cannot tell the two bounds apart here
     d, h, f = _round(x), _round(healthy), _round(drift)
     if (d <= h if lower else d >= h) or abs(x - healthy) <= tolerance:
         return HEALTHY
