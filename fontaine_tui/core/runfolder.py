@@ -84,7 +84,7 @@ def locate_log(target: str | Path) -> tuple[Path, RunFolder | None]:
     raise InputError(f"{p}: no such log file or run folder")
 
 
-ROTATED = re.compile(r"\.([0-9]{1,6})(\.gz)?")
+ROTATED = re.compile(r"\.([1-9][0-9]{0,5})(\.gz)?")  # logrotate's numbers: .1, never .01
 
 
 def rotated_segments(log: str | Path) -> list[Path]:
