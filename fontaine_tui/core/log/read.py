@@ -313,7 +313,22 @@ def load_log(path: str | Path, columns: bool = True, workers: int = 1,
     if older:
         store.begin_segment(path.name, "the live file")
     _load_file(store, path, columns, workers, parallel_min_bytes)
+    torn = _unfinished(path)
+    if torn:
+        store.notices.append(f"{path.name}: the last {torn} bytes are a line without its "
+                             "newline (being written, or cut short): not read")
     return store
+
+
+def _unfinished(path: Path) -> int:
+    """How many bytes follow the file's last newline (a line still being written)."""
+    with open_regular(path) as fh:
+        size = fh.seek(0, os.SEEK_END)
+        back = min(size, CHUNK)
+        fh.seek(size - back)
+        tail = fh.read(back)
+    cut = max(tail.rfind(b"\n"), tail.rfind(b"\r"))  # a bare-CR log ends its lines with \r
+    return len(tail) - cut - 1
 
 
 def _load_file(store: RunStore, path: Path, columns: bool, workers: int,
