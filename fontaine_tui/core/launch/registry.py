@@ -8,6 +8,7 @@ so a comment or a key the user added to a run's table stays.
 
 from __future__ import annotations
 
+import math
 import os
 import sys
 from collections.abc import Callable, Iterator, Sequence
@@ -19,6 +20,7 @@ from typing import TYPE_CHECKING, TypedDict
 from fontaine_tui.core.atomic import atomic_write, locked
 from fontaine_tui.core.errors import InputError
 from fontaine_tui.core.readfile import read_text
+from fontaine_tui.core.text import literal
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -86,20 +88,65 @@ def default_path() -> Path:
     return Path(state) / "fontaine-tui" / "babysit.toml"
 
 
+PID_MAX_LIMIT = 1 << 22  # Linux's largest pid_max (64-bit); a pid above it is no pid
+
+
+def _pid_max() -> int:
+    try:
+        with open("/proc/sys/kernel/pid_max", encoding="ascii") as f:
+            return max(PID_MAX_LIMIT, int(f.read().strip()))
+    except (OSError, ValueError):
+        return PID_MAX_LIMIT
+
+
+_INT_RANGE = {"pid": (0, None), "last_step": (0, (1 << 63) - 1),
+              "exit_code": (-(1 << 31), (1 << 31) - 1)}
+_FLOAT_FIELDS = ("pid_started", "poll_cadence_s")
+
+
+def _shown(value: object) -> str:
+    """A value read from the file, for an error line: one line, at most 40 characters."""
+    text = literal(repr(value) if isinstance(value, str) else str(value))
+    return text if len(text) <= 40 else text[:37] + "..."
+
+
+def _check_field(name: str, value: object, where: str) -> None:
+    """One field's type and range, or an InputError naming the key and the value."""
+    if name in _INT_RANGE:
+        if name == "exit_code" and value is None:
+            return
+        if not isinstance(value, int) or isinstance(value, bool):
+            raise InputError(f"{where}.{name}: expected an integer, not {_shown(value)}")
+        low, high = _INT_RANGE[name]
+        if name == "pid":
+            high = _pid_max()
+        assert high is not None
+        if not low <= value <= high:
+            raise InputError(f"{where}.{name}: expected an integer from {low} to {high}, "
+                             f"not {_shown(value)}")
+    elif name in _FLOAT_FIELDS:
+        if not isinstance(value, (int, float)) or isinstance(value, bool) \
+                or not math.isfinite(value) or value < 0:
+            raise InputError(f"{where}.{name}: expected a number of seconds >= 0, "
+                             f"not {_shown(value)}")
+    elif not isinstance(value, str):
+        raise InputError(f"{where}.{name}: expected a string, not {_shown(value)}")
+
+
 def _entry(raw: object, where: str) -> Entry:
     if not isinstance(raw, dict):
         raise InputError(f"{where}: expected a table")
     known = {f.name: f for f in fields(Entry)}
-    try:
-        kwargs = {k: v for k, v in raw.items() if k in known}
-        entry = Entry(**kwargs)
-    except TypeError as exc:
-        raise InputError(f"{where}: expected name, run_dir and host ({exc})") from None
-    for name, typ in (("pid", int), ("last_step", int), ("name", str), ("run_dir", str),
-                      ("job", str)):
-        if not isinstance(getattr(entry, name), typ):
-            raise InputError(f"{where}.{name}: expected {typ.__name__}")
-    return entry
+    kwargs = {k: v for k, v in raw.items() if k in known}
+    missing = [k for k in ("name", "run_dir", "host") if k not in kwargs]
+    if missing:
+        raise InputError(f"{where}: expected name, run_dir and host ({missing[0]} is missing)")
+    for name, value in kwargs.items():
+        _check_field(name, value, where)
+    for name in _FLOAT_FIELDS:
+        if name in kwargs:
+            kwargs[name] = float(kwargs[name])
+    return Entry(**kwargs)
 
 
 def _same(item: object, value: object) -> bool:
