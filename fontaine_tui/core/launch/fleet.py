@@ -26,6 +26,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from fontaine_tui.core import tomlfile
 from fontaine_tui.core.atomic import atomic_write
 from fontaine_tui.core.childenv import child_env
 from fontaine_tui.core.errors import InputError
@@ -267,9 +268,7 @@ def host_envs(config: Path | None = None) -> dict[str, Mapping[str, str]]:
 
     path = config or config_path()
     try:
-        import tomllib
-
-        hosts = parse_hosts(tomllib.loads(read_text(path)), path)
+        hosts = parse_hosts(tomlfile.loads(read_text(path)), path)
     except (OSError, UnicodeDecodeError, ValueError, InputError):
         return {}
     return {name: h.env for name, h in hosts.items() if h.env}

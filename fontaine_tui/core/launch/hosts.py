@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from fontaine_tui.core import tomlfile
 from fontaine_tui.core.errors import InputError
 from fontaine_tui.core.readfile import read_text
 
@@ -70,7 +71,7 @@ def host_settings(name: str, config: Path) -> HostSettings:
     if not config.exists():
         return HostSettings(name)
     try:
-        data = tomllib.loads(read_text(config))
+        data = tomlfile.loads(read_text(config))
     except (OSError, UnicodeDecodeError) as exc:
         raise InputError(f"{config}: cannot be read ({type(exc).__name__})") from None
     except tomllib.TOMLDecodeError as exc:

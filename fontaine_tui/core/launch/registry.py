@@ -17,6 +17,7 @@ from dataclasses import asdict, dataclass, fields, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, TypedDict
 
+from fontaine_tui.core import tomlfile
 from fontaine_tui.core.atomic import atomic_write, locked
 from fontaine_tui.core.errors import InputError
 from fontaine_tui.core.readfile import read_text
@@ -176,7 +177,7 @@ class Registry:
         if text is None:
             return []
         try:
-            doc = tomllib.loads(text)
+            doc = tomlfile.loads(text)
         except tomllib.TOMLDecodeError as exc:
             raise InputError(f"{self.path}: the registry is not valid TOML ({exc})") from None
         other = sorted(k for k in doc if k != "runs")

@@ -37,6 +37,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from fontaine_tui.core import tomlfile
 from fontaine_tui.core.childenv import child_env
 from fontaine_tui.core.errors import InputError
 from fontaine_tui.core.follow.target import check_destination
@@ -121,9 +122,7 @@ class SlurmSettings:
 def slurm_settings(config: Path) -> SlurmSettings:
     """`[slurm]` of config.toml; defaults without one; InputError naming the key otherwise."""
     try:
-        import tomllib
-
-        doc = tomllib.loads(read_text(config))
+        doc = tomlfile.loads(read_text(config))
     except FileNotFoundError:
         return SlurmSettings()
     except (OSError, UnicodeDecodeError, ValueError) as exc:

@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
+from fontaine_tui.core import tomlfile
 from fontaine_tui.core.childenv import NOTIFY_ENV
 from fontaine_tui.core.errors import InputError
 from fontaine_tui.core.notify.redact import redact_url
@@ -198,7 +199,7 @@ def load_config(path: Path) -> list[Destination]:
     if not path.exists():
         return []
     try:
-        data = tomllib.loads(read_text(path))
+        data = tomlfile.loads(read_text(path))
     except (OSError, UnicodeDecodeError) as exc:
         raise InputError(f"{path}: cannot be read ({type(exc).__name__})") from None
     except tomllib.TOMLDecodeError as exc:

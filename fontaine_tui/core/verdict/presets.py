@@ -14,6 +14,7 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any, TypedDict, TypeVar, cast
 
+from fontaine_tui.core import tomlfile
 from fontaine_tui.core.errors import InputError
 from fontaine_tui.core.log.formats.source import SourceSpec, read_spec
 from fontaine_tui.core.readfile import read_whole
@@ -639,7 +640,7 @@ def load_preset(name_or_path: str | Path) -> Preset:
     except OSError as exc:
         raise PresetError(path, "file", f"cannot read ({exc.strerror})") from None
     try:
-        doc = tomllib.loads(raw.decode("utf-8"))
+        doc = tomlfile.loads(raw.decode("utf-8"))
     except UnicodeDecodeError:
         raise PresetError(path, "file", "expected UTF-8 text") from None
     except tomllib.TOMLDecodeError as exc:
