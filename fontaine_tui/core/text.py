@@ -4,7 +4,8 @@ interpretation text, a registry field, a file name, an error message echoing a u
 Every control character (C0 but tab and, in blocks, newline; ESC; DEL; C1) and every
 bidirectional override or isolate becomes a visible escape (`\\x1b`, `\\u202e`), so nothing in
 the text can steer the terminal (OSC 52 clipboard writes, colours, cursor moves) or reorder
-what the reader sees.
+what the reader sees. A byte that was not UTF-8 (a lone surrogate, as Python decodes a file
+name or an argument) shows as `\\xff`, so any UTF-8 stream can write the text.
 
 Sizes are written here too, one way: `gib` and `mib`."""
 
@@ -12,6 +13,8 @@ from __future__ import annotations
 
 import io
 from typing import TextIO
+
+from fontaine_tui.core.errors import InputError
 
 MIB = 1 << 20
 GIB = 1 << 30
@@ -36,6 +39,11 @@ _TABLE: dict[int, str] = {i: f"\\x{i:02x}" for i in (*range(32), 127, *range(0x8
                           if i != 9}
 _TABLE.update({i: f"\\u{i:04x}" for i in _BIDI})
 _TABLE.update({10: "\\n", 13: "\\r"})  # as written in a string: `\n` reads as one
+# a lone surrogate: a byte that was not UTF-8 in a path or an argument (Python decodes those
+# with surrogateescape) shows as the byte it was; another as its code point. Neither can be
+# encoded, so a strict UTF-8 stdout would raise on it.
+_TABLE.update({i: f"\\u{i:04x}" for i in range(0xD800, 0xE000)})
+_TABLE.update({i: f"\\x{i - 0xDC00:02x}" for i in range(0xDC80, 0xDD00)})
 _BLOCK = {k: v for k, v in _TABLE.items() if k != 10}
 
 
@@ -49,6 +57,18 @@ def literal(text: str) -> str:
 def literal_block(text: str) -> str:
     """Foreign text of several lines: newlines stay, everything else as `literal`."""
     return text.translate(_BLOCK)
+
+
+def require_utf8(text: str, what: str) -> str:
+    """`text` if it can be kept as UTF-8 (a JSON or TOML file); else an InputError naming
+    `what` and showing the byte that is not UTF-8 (a lone surrogate, as Python decodes a file
+    name or an argument)."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise InputError(f"{what}: expected UTF-8 text, got '{literal(text)}' (character "
+                         f"{exc.start + 1} is not UTF-8)") from None
+    return text
 
 
 def unsafe(text: str) -> list[str]:

@@ -21,7 +21,7 @@ from fontaine_tui.core import tomlfile
 from fontaine_tui.core.atomic import atomic_write, locked
 from fontaine_tui.core.errors import InputError
 from fontaine_tui.core.readfile import read_text
-from fontaine_tui.core.text import literal
+from fontaine_tui.core.text import literal, require_utf8
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -244,6 +244,11 @@ class Registry:
 
     def upsert(self, entry: Entry) -> Entry:
         """Add the entry, or replace the one with the same (host, run_dir)."""
+        for f in fields(Entry):  # the registry is UTF-8 TOML: a path that is not is refused
+            value = getattr(entry, f.name)
+            if isinstance(value, str):
+                require_utf8(value, f"{self.path}: {f.name}")
+
         def edit(entries: list[Entry]) -> list[Entry]:
             rest = [e for e in entries if e.key != entry.key]
             return [*rest, entry]
