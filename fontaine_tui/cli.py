@@ -9,13 +9,18 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import pkgutil
 import sys
+import traceback
 from typing import NoReturn
 
 from fontaine_tui import __version__, commands
 from fontaine_tui.core.errors import InputError
-from fontaine_tui.core.text import LiteralStream
+from fontaine_tui.core.text import LiteralStream, literal
+
+INTERNAL_ERROR = 70  # sysexits' EX_SOFTWARE: a bug of ours, not bad input (2) nor a verdict
+DEBUG_ENV = "FONTAINE_DEBUG"  # =1: an internal error prints its whole traceback
 
 
 class _Parser(argparse.ArgumentParser):
@@ -44,13 +49,18 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     """Run one command. Its stdout and stderr go through `text.LiteralStream`: whatever a
     report or an error line echoes (a preset's text, a registry field, a user's path) is shown,
-    never obeyed by the terminal. The console draws through Textual's own driver."""
+    never obeyed by the terminal. The console draws through Textual's own driver.
+
+    An exception no command expected is a bug: one escaped line and exit 70, the traceback
+    with FONTAINE_DEBUG=1, both through the same stream."""
     out, err = sys.stdout, sys.stderr
     sys.stdout, sys.stderr = LiteralStream(out), LiteralStream(err)
     try:
         return _main(argv)
     except SystemExit as exc:  # argparse: --help, --version, a usage error
         return exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 2)
+    except Exception as exc:  # noqa: BLE001 - the last line of defence: never a raw traceback
+        return _internal_error(exc)
     finally:
         sys.stdout.flush()
         sys.stderr.flush()
@@ -63,13 +73,30 @@ def _main(argv: list[str] | None) -> int:
     try:
         code = args.func(args)
     except InputError as exc:
-        print(f"fontaine-tui: error: {exc}", file=sys.stderr)
+        print(f"fontaine-tui: error: {literal(str(exc))}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         return 130
     except BrokenPipeError:
         return 0
     return int(code or 0)
+
+
+def _internal_error(exc: BaseException) -> int:
+    if os.environ.get(DEBUG_ENV, "") not in ("", "0"):
+        traceback.print_exception(exc, file=sys.stderr)
+        hint = ""
+    else:
+        hint = f" (a bug in fontaine-tui; {DEBUG_ENV}=1 shows the traceback)"
+    where = ""
+    tb = traceback.extract_tb(exc.__traceback__)
+    if tb:
+        where = f" at {os.path.basename(tb[-1].filename)}:{tb[-1].lineno}"
+    text = literal(str(exc))
+    text = text if len(text) <= 500 else text[:500] + "..."
+    print(f"fontaine-tui: internal error: {type(exc).__name__}: {text}{where}{hint}",
+          file=sys.stderr)
+    return INTERNAL_ERROR
 
 
 if __name__ == "__main__":  # pragma: no cover
