@@ -7,6 +7,7 @@ import math
 from pathlib import Path
 
 from fontaine_tui.core.errors import InputError
+from fontaine_tui.core.runfolder import check_target
 from fontaine_tui.core.text import require_utf8
 
 ORDER = 45
@@ -58,6 +59,7 @@ def run(args: argparse.Namespace) -> int:
     from fontaine_tui.core.verdict.rules import check_amendments
 
     require_utf8(args.text, "--text")  # the ledger is UTF-8 JSON
+    check_target(args.run)
     root = Path(args.run)
     if not root.is_dir():
         raise InputError(f"{root}: no such run folder")

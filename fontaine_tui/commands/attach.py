@@ -129,7 +129,9 @@ async def _guard(source, coro):
 
 def run(args: argparse.Namespace) -> int:
     from fontaine_tui.core.follow import open_source
+    from fontaine_tui.core.runfolder import check_target
 
+    check_target(args.target)  # a host:path that is no local path passes
     options = ("-F", args.ssh_config) if args.ssh_config else ()
     args.ssh_options = options
     source = (_foreign(args.target, args.preset, options)

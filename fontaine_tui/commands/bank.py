@@ -9,6 +9,7 @@ import json
 import sys
 
 from fontaine_tui.core.errors import InputError
+from fontaine_tui.core.runfolder import check_target
 from fontaine_tui.core.text import require_utf8
 
 ORDER = 47
@@ -73,6 +74,7 @@ def run(args: argparse.Namespace) -> int:
     if not args.name:
         raise InputError("bank RUN: expected --as NAME")
     bank.check_name(args.name)
+    check_target(what[0])
     require_utf8(args.note, "--note")
     store, prereg, ledger, label, kind = asyncio.run(_read(what[0], args.ssh_config))
     if kind and not args.ended:

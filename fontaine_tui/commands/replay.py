@@ -43,8 +43,9 @@ def register(sub: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace) -> int:
     from fontaine_tui.commands.attach import console_or_plain
     from fontaine_tui.core.follow.replay import ReplayRun
-    from fontaine_tui.core.runfolder import locate_log
+    from fontaine_tui.core.runfolder import check_target, locate_log
 
+    check_target(args.log)
     foreign = _foreign(args.log, args.preset, args.speed)
     if foreign is not None:
         return console_or_plain(foreign, args.preset, "replay", args)

@@ -98,6 +98,7 @@ def _frozen_folder(target: str) -> runfolder.RunFolder | None:
 
 
 def run(args: argparse.Namespace) -> int:
+    runfolder.check_target(args.log)
     frozen = _frozen_folder(args.log)
     foreign = read_foreign(args.log, args.preset) if frozen is None else None
     if frozen is not None:  # frozen bounds, and the frozen [source] when it names one

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno
 import os
 import re
 from dataclasses import dataclass
@@ -56,6 +57,38 @@ class RunFolder:
     def attempts(self) -> Path:
         """Each launch and resume, and how it ended (core/launch/attempts.py)."""
         return self.root / ATTEMPTS
+
+
+NAME_MAX = 255  # bytes in one name of a path, on every file system Linux mounts
+
+
+def _short(path: str) -> str:
+    """`path` with each name longer than NAME_MAX cut, its length said (for one line)."""
+    parts = [p if len(os.fsencode(p)) <= NAME_MAX else
+             f"{p[:24]}...({len(os.fsencode(p))} bytes)" for p in path.split(os.sep)]
+    return os.sep.join(parts)
+
+
+def check_target(target: str | Path) -> None:
+    """A run folder or log named on the command line, looked at before anything reads it:
+    InputError for a path the system refuses to look up (a name over 255 bytes, a loop of
+    links, a folder we may not enter) and for a folder that is `/` itself (a link to it
+    would have every reader walk the whole machine and `amend` write into it). A path that
+    does not exist passes: each command says what it expected there."""
+    text = os.fspath(target)
+    try:
+        st = os.stat(text)
+    except (FileNotFoundError, NotADirectoryError):
+        return
+    except OSError as exc:
+        if exc.errno == errno.ENAMETOOLONG:
+            raise InputError(f"{_short(text)}: a name in this path is longer than a file "
+                             f"system allows ({NAME_MAX} bytes) or the path is too long: "
+                             "not a run folder") from None
+        raise InputError(f"{text}: cannot look it up ({exc.strerror or exc})") from None
+    if stat.S_ISDIR(st.st_mode) and os.path.realpath(text) == os.sep:
+        how = "" if os.path.abspath(text) == os.sep else " (through a link)"
+        raise InputError(f"{text}: this is the root folder /{how}, not a run folder")
 
 
 def check_regular(path: Path) -> int:
