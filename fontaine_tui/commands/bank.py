@@ -88,7 +88,7 @@ def run(args: argparse.Namespace) -> int:
                          "will derive a bound from it)")
     if reasons:
         doc = bank.mark(doc, reasons)
-    entry, done = bank.put(args.name, doc, args.replace)
+    entry, done = bank.put_whole(args.name, doc, args.replace)
     marked = " (MARKED: its own evidence conflicts)" if entry.marked else ""
     print(f"{done} {label} as {entry.name}{marked}: sha256 {entry.sha256} "
           f"({len(entry.probes())} probes, {entry.where()}) in {bank.bank_dir() / entry.name}")

@@ -25,6 +25,7 @@ from fontaine_tui.core.atomic import atomic_write, create_new, locked
 from fontaine_tui.core.errors import InputError
 from fontaine_tui.core.log.store import RunStore
 from fontaine_tui.core.readfile import read_text, read_whole
+from fontaine_tui.core.text import literal
 
 SCHEMA = "fontaine-tui/bank/1"
 # a run banked although its own evidence conflicts (`bank --even-if-conflicting`): the
@@ -133,9 +134,9 @@ def document(store: RunStore, source: str, note: str = "", prereg: bytes | None 
     if prereg is not None:
         try:
             pre = json.loads(prereg)
-        except ValueError:
+        except (ValueError, RecursionError):
             raise InputError(f"{source}: prereg.json is not JSON; nothing was banked") from None
-    return {
+    doc = {
         "schema": SCHEMA,
         "source": source,
         "note": note,
@@ -153,6 +154,28 @@ def document(store: RunStore, source: str, note: str = "", prereg: bytes | None 
         **({"format": foreign, "ended": "said by the one who banked it (bank --ended)"}
            if foreign else {}),
     }
+    _check_finite(doc, source)
+    return doc
+
+
+def _check_finite(doc: Mapping[str, object], source: str) -> None:
+    """A bank document is JSON, which has no NaN or infinity: a number that is not finite
+    in what the log's meta record or prereg.json says is named (file and key), and nothing
+    is banked. (A probe's or the train curve's non-finite value is kept as null.)"""
+    stack: list[tuple[str, object]] = [(k, v) for k, v in doc.items()]
+    while stack:
+        key, value = stack.pop()
+        if isinstance(value, float) and not math.isfinite(value):
+            part, _, inner = key.partition(".")
+            what = "prereg.json" if part == "prereg" else "the log's meta record"
+            inner = inner if part == "prereg" else key
+            raise InputError(f"{source}: {what}: {literal(inner)}: {value} is not a finite "
+                             "number (a bank document is JSON, which has none); nothing was "
+                             "banked")
+        if isinstance(value, Mapping):
+            stack += [(f"{key}.{k}", v) for k, v in value.items()]
+        elif isinstance(value, list):
+            stack += [(f"{key}[{i}]", v) for i, v in enumerate(value)]
 
 
 def mark(doc: Mapping[str, object], reasons: list[str]) -> dict[str, object]:
@@ -192,6 +215,27 @@ def put(name: str, doc: Mapping[str, object], replace: bool = False,
             pass
         atomic_write(folder / CURRENT, sha + "\n")
     return Entry(name, sha, doc), "banked" if old is None else "replaced"
+
+
+def put_whole(name: str, doc: Mapping[str, object], replace: bool = False,
+              root: Path | None = None) -> tuple[Entry, str]:
+    """`put`, or nothing at all: when a write fails (a full disk, a read-only bank), what
+    this put made (its version file, an empty name folder, an empty bank folder) is removed
+    again and one InputError names the folder and the reason."""
+    root = root or bank_dir()
+    folder = root / check_name(name)
+    version = folder / f"{hashlib.sha256(canonical(doc)).hexdigest()}.json"
+    new = [p for p in (root, folder, version) if not os.path.lexists(p)]
+    try:
+        return put(name, doc, replace, root)
+    except OSError as exc:
+        for path in reversed(new):
+            try:
+                path.rmdir() if path != version else path.unlink()
+            except OSError:
+                pass  # not made by this put after all, or not empty: left as it is
+        raise InputError(f"{folder}: cannot bank ({exc.strerror or exc}); nothing was "
+                         "banked") from None
 
 
 def current_sha(folder: Path) -> str | None:
