@@ -10,7 +10,7 @@ import sys
 
 from fontaine_tui.core.errors import InputError
 from fontaine_tui.core.runfolder import check_target
-from fontaine_tui.core.text import require_utf8
+from fontaine_tui.core.text import literal, require_utf8
 
 ORDER = 47
 
@@ -50,8 +50,13 @@ def run(args: argparse.Namespace) -> int:
                 f"{len(bank.versions(e.name))} version(s)  {e.where()}"
                 + ("  MARKED: conflicting evidence" if e.marked else "")
                 for e in bank.entries()]
-        sys.stdout.write("\n".join(rows) + "\n" if rows else f"nothing banked in "
-                         f"{bank.bank_dir()}\n")
+        bad = bank.unusable()
+        if not rows:
+            rows = [f"nothing usable banked in {bank.bank_dir()}" if bad else
+                    f"nothing banked in {bank.bank_dir()}"]
+        rows += [f"{name:<24}not listed (a preset naming it is refused): {literal(why)}"
+                 for name, why in bad]
+        sys.stdout.write("\n".join(rows) + "\n")
         return 0
     if what[0] == "show":
         if len(what) != 2:

@@ -293,16 +293,25 @@ def get(ref: str, root: Path | None = None) -> Entry:
 
 
 def entries(root: Path | None = None) -> list[Entry]:
-    """Every name's current version (unreadable ones skipped: `get` says why)."""
+    """Every name's current version (unreadable ones skipped: `unusable` says why)."""
+    return [e for e in _every(root) if isinstance(e, Entry)]
+
+
+def unusable(root: Path | None = None) -> list[tuple[str, str]]:
+    """The names `entries` leaves out, each with why (an edited file, a missing CURRENT)."""
+    return [e for e in _every(root) if not isinstance(e, Entry)]
+
+
+def _every(root: Path | None) -> list[Entry | tuple[str, str]]:
     root = root or bank_dir()
-    out: list[Entry] = []
+    out: list[Entry | tuple[str, str]] = []
     if not root.is_dir():
         return out
     for folder in sorted(p for p in root.iterdir() if p.is_dir()):
         try:
             out.append(get(folder.name, root))
-        except InputError:
-            continue
+        except InputError as exc:
+            out.append((folder.name, str(exc)))
     return out
 
 
