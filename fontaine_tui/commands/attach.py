@@ -38,16 +38,33 @@ async def resolve_preset(source, preset_arg: str | None, strict: bool = True):
 
     raw = await source.read_bytes(PREREG)  # also proves the run folder is reachable
     given = load_preset(preset_arg) if preset_arg else None
+    origin = file_of(source, PREREG)
     if raw is None:
         if given is None:
-            raise InputError(f"{source.label}: no {PREREG} in the run folder; "
-                             "name one with --preset P")
+            raise InputError(f"{origin}: no such file: no {PREREG} (the run's frozen "
+                             "pre-registration) to read it by; name a preset with --preset P")
         return given
-    origin = f"{source.label}/{PREREG}"
     prereg = parse_prereg(raw, origin)
     if not strict:
         return given if given is not None else prereg.frozen_preset(origin)
     return frozen_over(prereg, given, str(preset_arg), origin)
+
+
+def file_of(source, name: str) -> str:
+    """Where the source's `name` (prereg.json) is read from: a local path (beside a replayed
+    log), or host:path over SSH; for the messages that name it."""
+    import posixpath
+    from pathlib import Path
+
+    if (log := getattr(source, "log", None)) is not None:  # a replayed log file
+        return str(Path(log).parent / name)
+    transport = getattr(source, "transport", source)
+    target = getattr(transport, "target", None)
+    if target is not None and hasattr(target, "destination"):  # over SSH
+        port = f" (port {target.port})" if target.port else ""
+        return f"{target.destination}:{posixpath.join(target.path, name)}{port}"
+    folder = getattr(transport, "folder", None) or getattr(source, "folder", None)
+    return str(Path(folder) / name) if folder is not None else f"{source.label}: {name}"
 
 
 def remember(target: str, preset, mode: str) -> None:
