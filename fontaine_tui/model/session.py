@@ -30,7 +30,13 @@ from fontaine_tui.core.runfolder import AMENDMENTS, PREREG, RunFolder
 from fontaine_tui.core.text import literal
 from fontaine_tui.core.verdict.head import head_name
 from fontaine_tui.core.verdict.presets import Amendment, Preset
-from fontaine_tui.core.verdict.rules import Verdict, compute_verdict, verdict_series
+from fontaine_tui.core.verdict.rules import (
+    AmendmentCheck,
+    Verdict,
+    check_amendments,
+    compute_verdict,
+    verdict_series,
+)
 from fontaine_tui.model import readout
 
 TAIL_LINES = 400
@@ -273,6 +279,8 @@ class Session:
         self._latest_key: object = None
         self._verdicts: tuple[Verdict, ...] = ()
         self._latest: Verdict | None = None
+        self._checked: tuple[tuple[Amendment, ...], str, tuple[Amendment, ...],
+                             tuple[AmendmentCheck, ...]] | None = None
         self.score_state: ScoreState | None = None
         self._offer_key: object = None
         self._offer: ScoreOffer | None = None
@@ -516,10 +524,36 @@ class Session:
         """The verdict as it reads now (the ledger's amendments applied)."""
         key = self._key()
         if key != self._latest_key or self._latest is None:
-            self._latest = compute_verdict(self.store, self.preset, None, self.ledger.amendments,
-                                           self.ledger.provenance)
+            applied, checks = self._amendments()
+            self._latest = replace(compute_verdict(self.store, self.preset, None, applied,
+                                                   self.ledger.provenance), amendments=checks)
             self._latest_key = key
         return self._latest
+
+    def _amendments(self) -> tuple[tuple[Amendment, ...], tuple[AmendmentCheck, ...]]:
+        """What a read needs of the ledger, worked out once per ledger: the checks of every
+        amendment, and a short list that reads the same. A refused amendment changes nothing
+        a read uses (neither the scale nor the endpoint in force), and applied extends move
+        the endpoint in turn, so the applied scales and one extend (the first applied one's
+        declaration, the last one's endpoint) give the same read; the verdict then carries
+        the checks of the whole ledger. A read at each new probe costs a few amendments,
+        not the whole ledger (20,000 declarations were seconds of work per probe)."""
+        cache = self._checked
+        if cache is None or cache[0] is not self.ledger.amendments \
+                or cache[1] != self.preset.sha256:
+            ledger = self.ledger.amendments
+            every = [*self.preset.amendments, *ledger]
+            checks = tuple(check_amendments(every, self.preset))
+            ours = checks[len(self.preset.amendments):]
+            applied = [a for a, c in zip(ledger, ours, strict=True) if c.status == "applied"]
+            extends = [a for a in applied if a.kind == "extend"]
+            if len(extends) > 1:
+                first = extends[0]
+                applied = [*(a for a in applied if a.kind != "extend"), replace(
+                    extends[-1], declared_after_step=first.declared_after_step,
+                    declared_before_step=first.declared_before_step)]
+            cache = self._checked = (ledger, self.preset.sha256, tuple(applied), checks)
+        return cache[2], cache[3]
 
     def _key(self) -> object:
         return (id(self.store), self.store.probes_version, len(self.store.metas),
@@ -529,9 +563,9 @@ class Session:
     def _read_verdicts(self) -> tuple[tuple[Verdict, ...], Verdict]:
         key = self._key()
         if key != self._verdict_key:
-            self._verdicts = tuple(verdict_series(self.store, self.preset,
-                                                  self.ledger.amendments,
-                                                  self.ledger.provenance))
+            applied, checks = self._amendments()
+            self._verdicts = tuple(replace(v, amendments=checks) for v in verdict_series(
+                self.store, self.preset, applied, self.ledger.provenance))
             self._verdict_key = key
         return self._verdicts, self.latest()
 
