@@ -38,6 +38,7 @@ from fontaine_tui.core.log.formats.source import (
     CSV_NAME,
     EVENTS,
     HF_STATE,
+    LIST_TRIES,
     decoder_notices,
     groupers,
 )
@@ -246,8 +247,16 @@ class ForeignRun:
         dec = decoder(self.spec)
 
         async def read() -> list[Record]:
-            path = files(self.folder, self.spec)[0]  # the newest, unless [source] names it
-            return dec.feed(await asyncio.to_thread(read_whole, path))
+            for tries_left in range(LIST_TRIES - 1, -1, -1):
+                path = files(self.folder, self.spec)[0]  # the newest, unless [source] names it
+                try:
+                    data = await asyncio.to_thread(read_whole, path)
+                except FileNotFoundError:  # that checkpoint-N/ was removed since: list again
+                    if not tries_left:
+                        raise
+                    continue
+                return dec.feed(data)
+            raise AssertionError("unreachable")  # pragma: no cover
 
         async for batch in self._poll_whole(dec, read, self.poll_s or 0.5):
             yield batch

@@ -63,6 +63,7 @@ HF_STATE = "trainer_state.json"
 CSV_NAME = "metrics.csv"
 OURS = (AMENDMENTS, REVIEW, "babysit.jsonl")  # the ledgers this console writes
 CHECKPOINT = re.compile(r"checkpoint-([0-9]+)")
+LIST_TRIES = 5  # listings of a run's files, when a file listed is gone by its reading
 READ = 8 << 20
 
 
@@ -264,13 +265,25 @@ def _event_time(name: str) -> int:
 def newest_state(folder: Path) -> Path:
     """The trainer_state.json with the most history: the run folder's own (written at the end
     by `save_state`) or the newest `checkpoint-N/`'s, by step."""
-    candidates = [(int(m.group(1)), p / HF_STATE) for p in folder.glob("checkpoint-*")
-                  if (m := CHECKPOINT.fullmatch(p.name)) and (p / HF_STATE).exists()]
+    for _ in range(LIST_TRIES):  # a checkpoint-N/ listed may be gone by its look: again
+        listed = [(int(m.group(1)), p) for p in folder.glob("checkpoint-*")
+                  if (m := CHECKPOINT.fullmatch(p.name))]
+        candidates = [(n, p / HF_STATE) for n, p in listed if (p / HF_STATE).exists()]
+        if candidates or not listed:
+            break
     if (folder / HF_STATE).exists():
         candidates.append((_global_step(folder / HF_STATE), folder / HF_STATE))
     if not candidates:
         raise InputError(f"{folder}: no {HF_STATE} here or in a checkpoint-*/ folder")
-    return max(candidates, key=lambda c: (c[0], c[1].stat().st_mtime))[1]
+    return max(candidates, key=lambda c: (c[0], _mtime(c[1])))[1]
+
+
+def _mtime(path: Path) -> float:
+    """A listed file's modification time; -1 when it went away since the listing."""
+    try:
+        return path.stat().st_mtime
+    except OSError:
+        return -1.0
 
 
 GLOBAL_STEP = re.compile(rb'"global_step"\s*:\s*(-?[0-9]{1,18})\s*[,}]')
@@ -351,8 +364,20 @@ def _few(keys: list[str] | tuple[str, ...]) -> str:
 
 
 def load_source(folder: Path, spec: SourceSpec) -> Loaded:
-    """Every record of a foreign run, read once into a store (columns kept)."""
-    paths = files(folder, spec)
+    """Every record of a foreign run, read once into a store (columns kept). A file listed
+    and removed before it is read (Trainer's `save_total_limit` removes the older
+    checkpoint-N/ as it saves a new one) is listed again, up to LIST_TRIES times."""
+    for tries_left in range(LIST_TRIES - 1, -1, -1):
+        paths = files(folder, spec)
+        try:
+            return _load_listed(folder, spec, paths)
+        except InputError:
+            if not tries_left or all(p.exists() for p in paths):
+                raise
+    raise AssertionError("unreachable")  # pragma: no cover
+
+
+def _load_listed(folder: Path, spec: SourceSpec, paths: list[Path]) -> Loaded:
     if spec.kind == "tensorboard":
         return _load_tensorboard(paths, spec.fields)
     store = RunStore()
