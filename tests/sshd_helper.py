@@ -11,6 +11,7 @@ import shutil
 import socket
 import subprocess
 import tempfile
+import threading
 import time
 from pathlib import Path
 
@@ -55,7 +56,9 @@ class Sshd:
     def ssh_options(self) -> tuple[str, ...]:
         return ("-F", str(self.config))
 
-    def start(self) -> Sshd:
+    def start(self, listen_after: float = 0.0) -> Sshd:
+        """Keys and configs written, then sshd started: now, or (`listen_after` seconds) from
+        a timer thread, its port refusing connections until then (a host still booting)."""
         sshd = find_sshd()
         if sshd is None:
             raise FileNotFoundError("sshd")
@@ -88,6 +91,14 @@ LogLevel ERROR
         self.write_client_config(self.config, self.key)
         if os.geteuid() == 0:
             Path("/run/sshd").mkdir(mode=0o755, exist_ok=True)
+        if listen_after > 0:
+            timer = threading.Timer(listen_after, self._launch, (sshd,))
+            timer.daemon = True
+            timer.start()
+            return self
+        return self._launch(sshd)
+
+    def _launch(self, sshd: str) -> Sshd:
         self.proc = subprocess.Popen(
             [sshd, "-D", "-e", "-f", str(self.root / "sshd_config")],
             stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,

@@ -160,7 +160,8 @@ def test_attach_plain_over_ssh(sshd, tmp_path):
 
 
 @pytest.mark.ssh
-def test_attach_ssh_errors_are_one_line_exit_2(sshd, tmp_path):
+def test_attach_ssh_errors_are_one_line_exit_2(sshd, tmp_path, monkeypatch):
+    monkeypatch.setenv("FONTAINE_SSH_CONNECT_S", "0")  # a refused port: said at once
     res = cli("attach", f"{HOST_ALIAS}:{tmp_path}/nope", "--ssh-config", str(sshd.config),
               "--plain")
     assert res.returncode == 2 and res.stderr.count("\n") == 1

@@ -13,11 +13,14 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import hashlib
+import math
+import os
 import re
 import shlex
 import shutil
 import subprocess
 import tempfile
+import time
 from collections.abc import AsyncIterator, Callable, Sequence
 from pathlib import Path
 
@@ -56,6 +59,27 @@ _UNREACHABLE = ("could not resolve hostname", "name or service not known", "conn
                 "temporary failure in name resolution", "kex_exchange_identification")
 _AUTH = ("permission denied (", "host key verification failed", "too many authentication",
          "no more authentication methods", "authentication failed")
+_NO_SUCH_HOST = ("name or service not known", "no address associated with hostname")
+# The first connection to a host is tried again with the same back-off as a reconnect, this
+# long in all (a loaded machine, a host still booting, sshd not yet listening), before it is
+# said to have failed; FONTAINE_SSH_CONNECT_S changes it. An authentication failure or a
+# host name that does not resolve is said at once.
+FIRST_CONNECT_S = 20.0
+CONNECT_ENV = "FONTAINE_SSH_CONNECT_S"
+
+
+def first_connect_s() -> float:
+    """FIRST_CONNECT_S, or FONTAINE_SSH_CONNECT_S's seconds (0: one try)."""
+    raw = os.environ.get(CONNECT_ENV, "")
+    if not raw:
+        return FIRST_CONNECT_S
+    try:
+        value = float(raw)
+    except ValueError:
+        value = math.nan
+    if not (math.isfinite(value) and value >= 0):
+        raise InputError(f"{CONNECT_ENV}: expected seconds >= 0, got {raw[:40]!r}")
+    return value
 
 
 class SshError(InputError):
@@ -97,6 +121,8 @@ class SshRun:
         self._procs: set[asyncio.subprocess.Process] = set()
         self._closed = False
         self._closed_ev = asyncio.Event()
+        self._connected = False  # a master has been up once: later failures are said at once
+        self.connect_tries = 0  # master starts tried for the first connection
         self.reconnects = 0
         self.resets = 0
         self.skipped_lines: dict[str, list[int]] = {}
@@ -107,7 +133,7 @@ class SshRun:
         return [self.ssh, *self._common, "-o", f"ControlMaster={master}",
                 "--", self.target.destination, command]
 
-    def explain(self, stderr: bytes | str) -> str:
+    def explain(self, stderr: bytes | str, tried: str = "") -> str:
         text = stderr.decode("utf-8", "replace") if isinstance(stderr, bytes) else stderr
         low = text.lower()
         if any(s in low for s in _AUTH):
@@ -118,7 +144,7 @@ class SshRun:
             what = "ssh failed"
         last = [ln.strip() for ln in text.strip().splitlines() if ln.strip()]
         detail = f" ({last[-1][:160]})" if last else ""
-        return f"{self.target.destination}: {what}{detail}; try by hand: " + \
+        return f"{self.target.destination}: {what}{detail}{tried}; try by hand: " + \
             self.target.hand_command(self.ssh_options)
 
     def control_argv(self, op: str) -> list[str]:
@@ -153,24 +179,44 @@ class SshRun:
         async with lock:
             if (await self._control("check"))[0] == 0:
                 return
-            for stale in self._dir.iterdir():  # a killed master leaves its socket behind
-                if stale.is_socket():
-                    stale.unlink(missing_ok=True)
-            log = self._dir / "master.err"
-            with open(log, "wb") as err:
-                # -f: fork once authenticated; its stderr is a file so nothing waits on a pipe
-                proc = await asyncio.create_subprocess_exec(
-                    self.ssh, *self._common, "-o", "ControlMaster=yes", "-f", "-N",
-                    "--", self.target.destination, stdin=asyncio.subprocess.DEVNULL,
-                    stdout=asyncio.subprocess.DEVNULL, stderr=err, env=child_env())
-            try:
-                rc = await asyncio.wait_for(proc.wait(), self.connect_timeout + 20)
-            except asyncio.TimeoutError:
-                proc.kill()
-                await proc.wait()
-                rc = 255
-            if rc != 0:
-                raise SshError(self.explain(log.read_bytes()))
+            # the first connection: tried again with the reconnect back-off, within a limit
+            limit = 0.0 if self._connected else first_connect_s()
+            start, delay = time.monotonic(), self.backoff[0]
+            while True:
+                rc, err = await self._start_master()
+                if rc == 0:
+                    self._connected = True
+                    return
+                self.connect_tries += 1
+                low = err.decode("utf-8", "replace").lower()
+                spent = time.monotonic() - start
+                if self._closed or any(s in low for s in (*_AUTH, *_NO_SUCH_HOST)) \
+                        or spent + delay > limit:
+                    tried = (f"; {self.connect_tries} tries in {spent:.0f} s"
+                             if self.connect_tries > 1 else "")
+                    raise SshError(self.explain(err, tried))
+                await asyncio.sleep(delay)
+                delay = min(delay * 2, self.backoff[1])
+
+    async def _start_master(self) -> tuple[int, bytes]:
+        """One try at the shared connection: (ssh's exit status, its stderr)."""
+        for stale in self._dir.iterdir():  # a killed master leaves its socket behind
+            if stale.is_socket():
+                stale.unlink(missing_ok=True)
+        log = self._dir / "master.err"
+        with open(log, "wb") as err:
+            # -f: fork once authenticated; its stderr is a file so nothing waits on a pipe
+            proc = await asyncio.create_subprocess_exec(
+                self.ssh, *self._common, "-o", "ControlMaster=yes", "-f", "-N",
+                "--", self.target.destination, stdin=asyncio.subprocess.DEVNULL,
+                stdout=asyncio.subprocess.DEVNULL, stderr=err, env=child_env())
+        try:
+            rc = await asyncio.wait_for(proc.wait(), self.connect_timeout + 20)
+        except asyncio.TimeoutError:
+            proc.kill()
+            await proc.wait()
+            rc = 255
+        return rc, log.read_bytes()
 
     # How long one remote command may take before it is cut here: a host that stops
     # answering mid-command (a hung file system, a stuck scheduler) while the connection

@@ -382,7 +382,8 @@ async def test_a_chatty_login_shell_does_not_confuse_the_stream(tmp_path):
         server.stop()
 
 
-async def test_errors_are_one_line_with_a_command_to_try(sshd, tmp_path):
+async def test_errors_are_one_line_with_a_command_to_try(sshd, tmp_path, monkeypatch):
+    monkeypatch.setenv("FONTAINE_SSH_CONNECT_S", "0")  # a refused port: said at once
     run = tmp_path / "run"
     run.mkdir()
     src = source(sshd, tmp_path / "missing")
@@ -483,3 +484,48 @@ async def test_a_remote_fifo_or_device_is_refused_not_read_forever(sshd, tmp_pat
                 await asyncio.wait_for(src.read_bytes(name), 20)
     finally:
         await src.close()
+
+
+async def test_the_first_connection_is_tried_again_until_sshd_listens(tmp_path, monkeypatch):
+    """A host whose sshd starts listening 3 s after the attach begins (a host booting, a
+    loaded machine): the first connection is tried again with the reconnect back-off, and
+    the run folder is read, not "host unreachable; try by hand"."""
+    from tests.sshd_helper import Sshd, find_sshd
+
+    if find_sshd() is None:
+        pytest.skip("sshd not found (install openssh-server)")
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / "prereg.json").write_text("{}")
+    late = Sshd(tmp_path / "late").start(listen_after=3.0)
+    try:
+        src = SshRun(SshTarget(HOST_ALIAS, str(run)), ssh_options=late.ssh_options,
+                     backoff=(0.25, 1.0))
+        assert await src.read_bytes("prereg.json") == b"{}"
+        assert src.connect_tries >= 2
+        await src.close()
+        # the limit holds: with none left, a refused port is said at once
+        monkeypatch.setenv("FONTAINE_SSH_CONNECT_S", "0")
+        cfg = tmp_path / "down_config"
+        cfg.write_text(late.config.read_text().replace(f"Port {late.port}",
+                                                       f"Port {free_port()}"))
+        down = SshRun(SshTarget(HOST_ALIAS, str(run)), ssh_options=("-F", str(cfg)))
+        with pytest.raises(SshError, match="host unreachable"):
+            await down.read_bytes("prereg.json")
+        assert down.connect_tries == 1
+        await down.close()
+    finally:
+        late.stop()
+
+
+async def test_the_first_connection_gives_up_within_its_limit(sshd, tmp_path, monkeypatch):
+    monkeypatch.setenv("FONTAINE_SSH_CONNECT_S", "2")
+    cfg = tmp_path / "down_config"
+    cfg.write_text(sshd.config.read_text().replace(f"Port {sshd.port}", f"Port {free_port()}"))
+    down = SshRun(SshTarget(HOST_ALIAS, str(tmp_path)), ssh_options=("-F", str(cfg)),
+                  backoff=(0.25, 1.0))
+    start = time.monotonic()
+    with pytest.raises(SshError, match=r"host unreachable .*tries in [0-9]+ s; try by hand"):
+        await down.read_bytes("prereg.json")
+    assert 1.5 <= time.monotonic() - start < 10 and down.connect_tries >= 3
+    await down.close()

@@ -1,0 +1,57 @@
+"""`attach HOST:PATH` to a host whose sshd starts listening only after the attach began: the
+first connection is tried again (the reconnect back-off, FONTAINE_SSH_CONNECT_S in all), and
+the run is followed, never "ssh failed; try by hand"."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.logs import records, write_log
+from tests.sshd_helper import HOST_ALIAS, Sshd, find_sshd
+
+ROOT = Path(__file__).parents[2]
+pytestmark = pytest.mark.ssh
+
+
+def test_attach_waits_for_a_host_that_listens_late(tmp_path: Path) -> None:
+    if find_sshd() is None:
+        pytest.skip("sshd not found (install openssh-server)")
+    run = tmp_path / "run"
+    write_log(run / "train_log.jsonl", records())
+    late = Sshd(tmp_path / "late").start(listen_after=3.0)
+    env = {
+        **os.environ,
+        "PYTHONPATH": str(ROOT),
+        "FONTAINE_REGISTRY": str(tmp_path / "state" / "babysit.toml"),
+    }
+    env.pop("FONTAINE_SSH_CONNECT_S", None)
+    try:
+        res = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "fontaine_tui",
+                "attach",
+                f"{HOST_ALIAS}:{run}",
+                "--ssh-config",
+                str(late.config),
+                "--plain",
+                "--until-end",
+                "--preset",
+                "smoke",
+            ],
+            capture_output=True,
+            text=True,
+            env=env,
+            cwd=ROOT,
+            timeout=120,
+        )
+    finally:
+        late.stop()
+    assert res.returncode != 2 and "try by hand" not in res.stderr, res.stderr
+    assert "verdict:" in res.stdout and "event end at step 1000" in res.stdout, res.stdout
