@@ -5,7 +5,10 @@ Made only where the tests run as root (to add the user) and a system python of t
 minor version exists (its standard library readable by anyone). The user's interpreter is a
 venv of that python whose site-packages are hard links to this environment's (no copy of the
 2 GB, nothing of ours changed: a link is a new name for the same read-only file), so a login
-that cannot enter /root still imports torch and this checkout. Torn down with the user.
+that cannot enter /root still imports torch. This checkout's own packages are copied into the
+login's home and the venv imports them from there: the checkout may sit where only its owner
+can enter (`mktemp -d` makes such a folder), and an editable install points into it. Torn
+down with the user.
 """
 
 from __future__ import annotations
@@ -20,6 +23,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from tests.sshd_helper import HOST_ALIAS, Sshd
+
+CHECKOUT = Path(__file__).resolve().parents[1]
+PACKAGES = ("fontaine_tui", "engine")  # what the far side imports from this checkout
 
 # one login per pytest-xdist worker (gw0, gw1, ...): two workers never share an account
 _WORKER = os.environ.get("PYTEST_XDIST_WORKER", "")
@@ -81,6 +87,7 @@ def make(root: Path, sshd: Sshd) -> RemoteUser:
     venv = home / "venv"
     try:
         _venv(venv)
+        _checkout_copy(home, venv)
     except BaseException:
         if created:
             subprocess.run(["userdel", "-r", "-f", USER], capture_output=True)
@@ -101,6 +108,24 @@ def _venv(venv: Path) -> None:
         # links, never chown'ed or written: they are this environment's own files
         subprocess.run(["cp", "-al", str(ours), str(theirs)], check=True,
                        capture_output=True)  # fails across filesystems: the test is skipped
+
+
+def _checkout_copy(home: Path, venv: Path) -> None:
+    """This checkout's packages, copied into the login's home (owned by it), and the venv
+    made to import them from there. The editable install's import hooks in the venv's
+    site-packages, links to this environment's files that name the checkout's path, are
+    removed from the venv (unlinked: this environment's own files stay as they are) and a
+    .pth names the copy."""
+    dest = home / "checkout"
+    for name in PACKAGES:
+        shutil.copytree(CHECKOUT / name, dest / name,
+                        ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
+    subprocess.run(["chown", "-R", f"{USER}:", str(dest)], check=True, capture_output=True)
+    site = Path(next((venv / "lib").glob("python*"))) / "site-packages"
+    for path in site.iterdir():
+        if path.name.startswith("__editable__") and path.is_file():
+            path.unlink()
+    (site / "fontaine-checkout.pth").write_text(f"{dest}\n")
 
 
 def remove(user: RemoteUser) -> None:
