@@ -39,7 +39,7 @@ def test_an_unexpected_exception_is_one_escaped_line_and_exit_70() -> None:
     assert b"Traceback" not in res.stderr and b"\x1b" not in res.stderr
     assert res.stderr.count(b"\n") == 1, res.stderr
     line = res.stderr.decode()
-    assert line.startswith("fontaine-tui: internal error: RuntimeError: bad\\x0aVERDICT")
+    assert line.startswith("fontaine-tui: internal error: RuntimeError: bad\\nVERDICT")
     assert "\\x1b]52" in line and "FONTAINE_DEBUG=1 shows the traceback" in line
 
 

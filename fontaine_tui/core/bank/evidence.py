@@ -24,32 +24,16 @@ def _places(places: list[str], total: int) -> str:
     return ", ".join(shown) + more
 
 
-def probes_out_of_order(store: RunStore) -> list[str]:
-    """Each probe logged after a probe of a later step, in the log's line order (a source
-    whose records carry no line, another trainer's, is put in step order by its reader)."""
-    out, latest = [], None
-    for p in sorted((p for p in store.probes.values() if p.line > 0), key=lambda p: p.line):
-        if latest is not None and p.step < latest.step:
-            out.append(f"step {p.step} at {store.where(p.line)}, after step {latest.step} at "
-                       f"{store.where(latest.line)}")
-        elif latest is None or p.step > latest.step:
-            latest = p
-    return out
-
-
 def conflicts(store: RunStore) -> list[str]:
     """What in the log contradicts itself or was not applied, in words, one item each:
-    the steps with two different probes, the malformed lines, the probes logged out of step
-    order, the records not applied for going back. Empty: nothing."""
+    the steps with two different probes, the malformed lines, the records not applied for
+    going back (a probe logged after a later step's among them). Empty: nothing."""
     out = [f"two different probes for step {c.step} ({store.where(c.first.line)} and "
            f"{store.where(c.second.line)})" for c in store.conflicts]
     if store.malformed_count:
         where = [store.where(m.line) for m in store.malformed]
         out.append(f"{_plural(store.malformed_count, 'malformed line')} "
                    f"({_places(where, store.malformed_count)})")
-    if late := probes_out_of_order(store):
-        out.append(f"{_plural(len(late), 'probe')} out of order ({'; '.join(late[:SHOWN])}"
-                   f"{'; ...' if len(late) > SHOWN else ''})")
     if store.out_of_order_count:
         where = [store.where(o.line) for o in store.out_of_order]
         out.append(f"{_plural(store.out_of_order_count, 'out-of-order record')} not applied "

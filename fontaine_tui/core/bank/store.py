@@ -225,13 +225,13 @@ def put_whole(name: str, doc: Mapping[str, object], replace: bool = False,
     root = root or bank_dir()
     folder = root / check_name(name)
     version = folder / f"{hashlib.sha256(canonical(doc)).hexdigest()}.json"
-    new = [p for p in (root, folder, version) if not os.path.lexists(p)]
+    new = [p for p in (root, folder, folder / LOCK, version) if not os.path.lexists(p)]
     try:
         return put(name, doc, replace, root)
     except OSError as exc:
         for path in reversed(new):
             try:
-                path.rmdir() if path != version else path.unlink()
+                path.rmdir() if path.name != LOCK and path != version else path.unlink()
             except OSError:
                 pass  # not made by this put after all, or not empty: left as it is
         raise InputError(f"{folder}: cannot bank ({exc.strerror or exc}); nothing was "
