@@ -25,7 +25,7 @@ from fontaine_tui.core.errors import InputError
 from fontaine_tui.core.follow.base import Batch, Chunk
 from fontaine_tui.core.follow.local import LocalRun
 from fontaine_tui.core.log.formats import SourceSpec, decoder, files
-from fontaine_tui.core.log.formats.base import Decoder
+from fontaine_tui.core.log.formats.base import Decoder, decoder_notices, groupers
 from fontaine_tui.core.log.formats.mlflow import (
     FILE_STORE,
     SQLITE_STORE,
@@ -34,14 +34,7 @@ from fontaine_tui.core.log.formats.mlflow import (
     snapshot_rows,
 )
 from fontaine_tui.core.log.formats.rows import FormatError
-from fontaine_tui.core.log.formats.source import (
-    CSV_NAME,
-    EVENTS,
-    HF_STATE,
-    LIST_TRIES,
-    decoder_notices,
-    groupers,
-)
+from fontaine_tui.core.log.formats.source import CSV_NAME, EVENTS, HF_STATE, LIST_TRIES
 from fontaine_tui.core.log.formats.tensorboard import FramingError
 from fontaine_tui.core.log.records import Probe, Record
 from fontaine_tui.core.readfile import read_whole

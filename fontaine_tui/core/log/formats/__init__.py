@@ -7,20 +7,20 @@ transports that know no format and the rules read a foreign run as they read our
 - `rows.py`: Hugging Face Trainer's `trainer_state.json`, CSV (Lightning's `metrics.csv`),
   JSONL from any writer with a field map.
 - `mlflow.py`: MLflow's file store and SQLite store (read-only).
-- `source.py`: a preset's `[source]`, detection from a folder's contents, the cold read.
+- `source.py`: a preset's `[source]`, detection from a folder's contents, the files to read.
+- `cold.py`: the cold read of a whole run into a store.
 """
 
 from __future__ import annotations
 
 from fontaine_tui.core.log.formats.base import Decoder, FieldMap, Grouper
+from fontaine_tui.core.log.formats.cold import Loaded, load_source
 from fontaine_tui.core.log.formats.source import (
     KINDS,
-    Loaded,
     SourceSpec,
     decoder,
     detect,
     files,
-    load_source,
     read_spec,
 )
 

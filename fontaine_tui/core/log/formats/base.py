@@ -359,3 +359,48 @@ def step_of(value: object) -> int | str:
     if not 0 <= value < 2**63:
         return f"step {value} is out of range (expected 0 to 2^63 - 1)"
     return value
+
+
+def groupers(dec: Decoder) -> list[Grouper]:
+    """Every step grouper of a decoder (a JSONL log split by a probe field has two)."""
+    many = getattr(dec, "groupers", None)
+    if many is not None:
+        return list(many)
+    one = getattr(dec, "grouper", None)
+    return [one] if one is not None else []
+
+
+def decoder_notices(dec: Decoder, name: str) -> list[str]:
+    """What a decoder read but did not apply, in words: never silent."""
+    out = []
+    bad, count = getattr(dec, "bad", ()), getattr(dec, "bad_count", 0)
+    if count:
+        shown = "; ".join(f"{where}: {why}" for where, why in bad[:3])
+        out.append(f"{count} unreadable entr{'y' if count == 1 else 'ies'} in {name}, not "
+                   f"applied ({shown}{'; ...' if count > 3 else ''})")
+    out += decoder_notices_of(groupers(dec))
+    back = getattr(dec, "backwards", 0)
+    if back:
+        out.append(f"{back} entr{'y' if back == 1 else 'ies'} going back in steps in the "
+                   "file's order (read at their step)")
+    return out
+
+
+def decoder_notices_of(found: list[Grouper]) -> list[str]:
+    """What step groupers did not apply as logged, in words."""
+    out = []
+    for g in found:
+        if g.late:
+            out.append(f"{g.late} value(s) logged at a step already past, not applied")
+        if g.conflicts:
+            out.append(f"{g.conflicts} train value(s) logged twice for one step with another "
+                       f"value, the first kept: {'; '.join(g.conflict_notes[:5])}")
+    return out
+
+
+def keys_seen(dec: Decoder) -> list[str]:
+    """Every key a decoder's groupers saw, in the order first seen."""
+    seen: dict[str, None] = {}
+    for g in groupers(dec):
+        seen.update(g.keys)
+    return list(seen)

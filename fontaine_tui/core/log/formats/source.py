@@ -1,5 +1,6 @@
 """Where a foreign run's log is and how to read it: a preset's `[source]` table, or what a
-folder's contents say (`detect`), and the cold read of it into a `RunStore` (`load_source`).
+folder's contents say (`detect`), the files to read (`files`) and their decoder (the cold
+read of them all is cold.py's `load_source`).
 
     [source]
     kind = "tensorboard"          # tensorboard | hf_trainer | csv | mlflow | jsonl | fontaine
@@ -15,43 +16,31 @@ folder's contents say (`detect`), and the cold read of it into a `RunStore` (`lo
 from __future__ import annotations
 
 import re
-from array import array
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from operator import ge
 from pathlib import Path
 from types import MappingProxyType
 
 from fontaine_tui.core.errors import InputError
 from fontaine_tui.core.log.formats.base import (
     EVAL_PATTERNS,
-    NAN,
     Decoder,
     FieldMap,
-    Grouper,
-    foreign_probe,
 )
 from fontaine_tui.core.log.formats.mlflow import (
     FILE_STORE,
     SQLITE_STORE,
     MlflowDecoder,
-    run_rows,
 )
 from fontaine_tui.core.log.formats.rows import (
     CsvDecoder,
-    FormatError,
     JsonlDecoder,
     TrainerStateDecoder,
 )
 from fontaine_tui.core.log.formats.tensorboard import (
-    Columns,
-    Framer,
-    FramingError,
     TensorBoardDecoder,
 )
-from fontaine_tui.core.log.records import TRAIN_FIELDS, Record
-from fontaine_tui.core.log.store import RunStore
-from fontaine_tui.core.readfile import iter_regular, open_regular, read_whole
+from fontaine_tui.core.readfile import open_regular, read_whole
 from fontaine_tui.core.runfolder import AMENDMENTS, LOG, PREREG, REVIEW, rotated_segments
 
 KINDS = ("fontaine", "tensorboard", "hf_trainer", "csv", "mlflow", "jsonl")
@@ -325,259 +314,3 @@ def decoder(spec: SourceSpec) -> Decoder:
     if kind == "mlflow":
         return MlflowDecoder(spec.fields)
     raise InputError(f"source.kind: {kind!r} is read by the log wing's own reader")
-
-
-# -- the cold read ---------------------------------------------------------------------------
-
-@dataclass(frozen=True, slots=True)
-class Loaded:
-    store: RunStore
-    files: tuple[Path, ...]
-    kind: str
-    detail: str = ""  # the MLflow run read, late values, ...
-    keys: tuple[str, ...] = ()  # every key the run logged, in the order first seen
-
-    @property
-    def label(self) -> str:
-        """The files read, for a report's "log ..." line."""
-        shown = ", ".join(str(p) for p in self.files[:3])
-        more = f" and {len(self.files) - 3} more" if len(self.files) > 3 else ""
-        return f"{shown}{more} ({self.kind}{'; ' + self.detail if self.detail else ''})"
-
-    def check_metric(self, metric: str, spec: SourceSpec) -> None:
-        """InputError (file, key, what is there) when no probe of the run has `metric`."""
-        if any(metric in p.fields for p in self.store.probes.values()):
-            return
-        evals = [k for k in self.keys if spec.fields.is_eval(k)]
-        where = f"{self.files[0] if self.files else '?'}: verdict.metric"
-        if metric in self.keys:
-            raise InputError(f"{where}: {metric!r} is logged but is not an eval key (source.eval"
-                             f" = {list(spec.fields.eval)}): add it to [source] eval")
-        if not evals:
-            raise InputError(f"{where}: no eval keys in this run (source.eval = "
-                             f"{list(spec.fields.eval)}; keys: {_few(self.keys)})")
-        raise InputError(f"{where}: no key {metric!r} in this run (eval keys: {_few(evals)})")
-
-
-def _few(keys: list[str] | tuple[str, ...]) -> str:
-    return ", ".join(keys[:10]) + (", ..." if len(keys) > 10 else "") if keys else "none"
-
-
-def load_source(folder: Path, spec: SourceSpec) -> Loaded:
-    """Every record of a foreign run, read once into a store (columns kept). A file listed
-    and removed before it is read (Trainer's `save_total_limit` removes the older
-    checkpoint-N/ as it saves a new one) is listed again, up to LIST_TRIES times."""
-    for tries_left in range(LIST_TRIES - 1, -1, -1):
-        paths = files(folder, spec)
-        try:
-            return _load_listed(folder, spec, paths)
-        except InputError:
-            if not tries_left or all(p.exists() for p in paths):
-                raise
-    raise AssertionError("unreachable")  # pragma: no cover
-
-
-def _load_listed(folder: Path, spec: SourceSpec, paths: list[Path]) -> Loaded:
-    if spec.kind == "tensorboard":
-        return _load_tensorboard(paths, spec.fields)
-    store = RunStore()
-    dec = decoder(spec)
-    detail = ""
-    try:
-        if isinstance(dec, MlflowDecoder):
-            info, rows = run_rows(paths[0], spec.options)
-            detail = f"MLflow run {info.describe()}"
-            records = dec.feed_rows(rows)
-        else:
-            records = []
-            for path in paths:
-                records += _read_file(path, dec)
-        records += dec.finish()
-    except (FormatError, FramingError) as exc:
-        raise InputError(f"{paths[0]}: {exc}") from None
-    except OSError as exc:
-        raise InputError(f"{paths[0]}: cannot read ({exc.strerror or exc})") from None
-    for rec in records:
-        store.add(rec)
-    store.notices += decoder_notices(dec, paths[0].name)
-    store.malformed_count += getattr(dec, "bad_count", 0)
-    return Loaded(store, tuple(paths), spec.kind, detail, tuple(keys_seen(dec)))
-
-
-def groupers(dec: Decoder) -> list[Grouper]:
-    """Every step grouper of a decoder (a JSONL log split by a probe field has two)."""
-    many = getattr(dec, "groupers", None)
-    if many is not None:
-        return list(many)
-    one = getattr(dec, "grouper", None)
-    return [one] if one is not None else []
-
-
-def decoder_notices(dec: Decoder, name: str) -> list[str]:
-    """What a decoder read but did not apply, in words: never silent."""
-    out = []
-    bad, count = getattr(dec, "bad", ()), getattr(dec, "bad_count", 0)
-    if count:
-        shown = "; ".join(f"{where}: {why}" for where, why in bad[:3])
-        out.append(f"{count} unreadable entr{'y' if count == 1 else 'ies'} in {name}, not "
-                   f"applied ({shown}{'; ...' if count > 3 else ''})")
-    out += decoder_notices_of(groupers(dec))
-    back = getattr(dec, "backwards", 0)
-    if back:
-        out.append(f"{back} entr{'y' if back == 1 else 'ies'} going back in steps in the "
-                   "file's order (read at their step)")
-    return out
-
-
-def decoder_notices_of(found: list[Grouper]) -> list[str]:
-    out = []
-    for g in found:
-        if g.late:
-            out.append(f"{g.late} value(s) logged at a step already past, not applied")
-        if g.conflicts:
-            out.append(f"{g.conflicts} train value(s) logged twice for one step with another "
-                       f"value, the first kept: {'; '.join(g.conflict_notes[:5])}")
-    return out
-
-
-def _load_tensorboard(paths: list[Path], fields: FieldMap) -> Loaded:
-    """Event files read as columns (tensorboard.Columns), then into the store in bulk: the
-    train columns appended whole where their steps only move forward, each eval step one
-    probe. Anything else (steps that go back: a restart logged into the same folder) goes
-    through the grouper record by record, as a follower reads it."""
-    cols = Columns()
-    torn: list[str] = []
-    for path in paths:
-        try:
-            tail = b""
-            for chunk in iter_regular(path, READ):
-                data = tail + chunk if tail else chunk
-                tail = data[cols.read(data):]
-        except FramingError as exc:
-            raise InputError(f"{path}: {exc}") from None
-        except OSError as exc:
-            raise InputError(f"{path}: cannot read ({exc.strerror or exc})") from None
-        if tail:
-            torn.append(_torn(path, len(tail)))
-    by_tag = cols.by_tag
-    keys = tuple(by_tag)
-    evals = [tag for tag in keys if fields.is_eval(tag)]
-    if cols.purges or any(_repeats(by_tag[tag][0]) for tag in evals):
-        return _tensorboard_records(paths, fields)
-    grouper = Grouper(fields)
-    grouper.keys.update(dict.fromkeys(keys))
-    train_of = grouper.train_map()  # source tag -> train field
-    store = RunStore()
-    train = [(tag, name) for tag, name in train_of.items() if tag in by_tag]
-    if train and _aligned([by_tag[t][0] for t, _ in train]):
-        steps, walls, _ = by_tag[train[0][0]]
-        n = len(steps)
-        store.steps.extend(steps)
-        c = store.columns
-        c["time"].extend(walls)
-        given = {name: by_tag[tag][2] for tag, name in train}
-        nan = array("d", [NAN]) * n
-        for name in TRAIN_FIELDS:
-            c[name].extend(given.get(name, nan))
-        if "step_s" not in given:
-            c["step_s"][0:n] = _step_s(steps, walls)
-        store.records += n
-        store.version += 1
-    elif train:  # steps that go back: record by record
-        out: list[Record] = []
-        rows = sorted((s, w, tag, v) for tag, _ in train
-                      for s, w, v in zip(*by_tag[tag], strict=True))
-        for s, w, tag, v in rows:
-            grouper.add(s, w, tag, v, out)
-        grouper.flush(out)
-        for rec in out:
-            store.add(rec)
-        store.notices += decoder_notices_of([grouper])
-    probes: dict[int, dict[str, float]] = {}
-    times: dict[int, float] = {}
-    for tag in evals:
-        steps, walls, values = by_tag[tag]
-        for s, w, v in zip(steps, walls, values, strict=True):
-            probes.setdefault(s, {})[tag] = v
-            times.setdefault(s, w)
-    for s in sorted(probes):
-        store.add(foreign_probe(s, times[s], probes[s], cols.bits))
-    if cols.bad_records:
-        store.notices.append(f"{cols.bad_records} event record(s) failed their checksum or "
-                             "did not decode, skipped")
-    store.notices += torn
-    return Loaded(store, tuple(paths), "tensorboard", "", keys)
-
-
-def _torn(path: Path, size: int) -> str:
-    return (f"{path.name}: the last {size} bytes are a record not yet whole (being written, "
-            "or cut short): not read")
-
-
-def _repeats(steps: array) -> bool:
-    """A step logged twice for one tag (a restart without a purge, two writers)."""
-    return len(set(steps)) != len(steps)
-
-
-def _tensorboard_records(paths: list[Path], fields: FieldMap) -> Loaded:
-    """Event files read record by record, in order, as a follower reads them: where a
-    writer restarted (its purge applied) or logged a step twice (a conflict when the values
-    differ)."""
-    dec = TensorBoardDecoder(fields)
-    records: list[Record] = []
-    torn: list[str] = []
-    bad = 0
-    for path in paths:
-        dec.framer = Framer()  # each file its own framing: a torn tail is not the next's head
-        try:
-            records += _read_file(path, dec)
-        except FramingError as exc:
-            raise InputError(f"{path}: {exc}") from None
-        except OSError as exc:
-            raise InputError(f"{path}: cannot read ({exc.strerror or exc})") from None
-        bad += dec.framer.bad_records
-        if dec.framer.pending:
-            torn.append(_torn(path, dec.framer.pending))
-    records += dec.finish()
-    store = RunStore()
-    for rec in records:
-        store.add(rec)
-    store.notices += decoder_notices(dec, paths[0].name if paths else "")
-    if bad:
-        store.notices.append(f"{bad} event record(s) failed their checksum or did not "
-                             "decode, skipped")
-    store.notices += torn
-    return Loaded(store, tuple(paths), "tensorboard", "", tuple(dec.grouper.keys))
-
-
-def _aligned(columns: list[array]) -> bool:
-    """The train tags share their steps, and those only move forward."""
-    first = columns[0]
-    return all(c == first for c in columns[1:]) and not any(map(ge, first, first[1:]))
-
-
-def _step_s(steps: array, walls: array) -> array:
-    out = array("d", [NAN]) * len(steps)
-    for k in range(1, len(steps)):
-        ds = steps[k] - steps[k - 1]
-        if ds > 0:
-            out[k] = (walls[k] - walls[k - 1]) / ds
-    return out
-
-
-def _read_file(path: Path, dec: Decoder) -> list:
-    """A file's records: read whole (bounded, core/readfile.py) for a format read whole, else
-    in chunks up to its size when opened; a pipe or a device is refused."""
-    if dec.whole:
-        return dec.feed(read_whole(path))
-    out = []
-    for chunk in iter_regular(path, READ):
-        out += dec.feed(chunk)
-    return out
-
-
-def keys_seen(dec: Decoder) -> list[str]:
-    seen: dict[str, None] = {}
-    for g in groupers(dec):
-        seen.update(g.keys)
-    return list(seen)
