@@ -257,13 +257,20 @@ class Grouper:
         out.append(foreign_probe(step, time, evals, self.bits))
 
 
-def foreign_probe(step: int, time: float, evals: Mapping[str, float],
+_NO_BITS: Mapping[str, int] = MappingProxyType({})
+
+
+def foreign_probe(step: int, time: float, evals: dict[str, float],
                   bits: Mapping[str, int]) -> Probe:
-    """A probe of another trainer's log: its eval keys as fields, the narrow ones' bits."""
-    narrow = {k: b for k, b in bits.items() if k in evals} if bits else {}
+    """A probe of another trainer's log: its eval keys as fields (`evals` is the probe's
+    own: it is not copied), and the significand bits of the source's narrow keys (`bits`,
+    shared by the probes of one read: a key's entry only ever narrows)."""
     return Probe(step, time, evals.get("eval_chunk_mae", NAN), evals.get("train_chunk_mae", NAN),
-                 NAN, NAN, MappingProxyType({}), None, fields=MappingProxyType(dict(evals)),
-                 bits=MappingProxyType(narrow))
+                 NAN, NAN, _NO_FIELDS, None, fields=MappingProxyType(evals),
+                 bits=MappingProxyType(bits) if bits else _NO_BITS)
+
+
+_NO_FIELDS: Mapping[str, float] = MappingProxyType({})
 
 
 def numbers(row: Mapping[str, object], skip: Sequence[str] = ()) -> dict[str, float]:

@@ -420,11 +420,16 @@ class Columns:
                             and p[j + 1] == p[j + 3] + 2 and j + 2 + p[j + 1] == length):
                         t0 = j + 6
                         k = t0 + p[j + 5]
-                        if p[k] == 0x15 and k + 5 == length:
-                            value = f32(p, k + 1)[0]
-                        elif p[k:k + 6] == _TENSOR_F32 and k + 10 == length:
-                            value = f32(p, k + 6)[0]
+                        if p[k] == 0x15:
+                            value, rest = f32(p, k + 1)[0], k + 5
+                        elif p[k:k + 6] == _TENSOR_F32:
+                            value, rest = f32(p, k + 6)[0], k + 10
                         else:
+                            generic(p)
+                            continue
+                        # then the end, or only the value's metadata (field 9) to the end
+                        if rest != length and not (p[rest] == 0x4A
+                                                   and rest + 2 + p[rest + 1] == length):
                             generic(p)
                             continue
                         name = p[t0:k]
