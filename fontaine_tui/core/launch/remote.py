@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 import os
 import shlex
 import subprocess
@@ -133,6 +134,9 @@ async def launch_on(settings: HostSettings, preset: Preset, keep: Path, *,
         try:
             doc = json.loads(out.decode().strip().splitlines()[-1])
             run_dir, pid, job = str(doc["run_dir"]), int(doc["pid"]), str(doc.get("job") or "")
+            started = float(doc.get("pid_started") or 0.0)
+            if not math.isfinite(started):
+                raise ValueError("pid_started")
         except (ValueError, IndexError, KeyError, TypeError):
             raise InputError(f"{host}: launch --detach --json: expected one JSON line, got "
                              f"{out[:200]!r}") from None
@@ -146,7 +150,7 @@ async def launch_on(settings: HostSettings, preset: Preset, keep: Path, *,
         raise InputError(f"{exc}; the run was launched there and goes on ({what} in "
                          f"{run_dir}): fontaine-tui attach {host}:{run_dir}, or stop it with "
                          f"fontaine-tui stop {run_dir} on {host}") from None
-    return RemoteLaunch(host, run_dir, pid, float(doc.get("pid_started") or 0.0),
+    return RemoteLaunch(host, run_dir, pid, started,
                         prereg.preset_sha256, prereg.launched_at, prereg, local, job)
 
 
