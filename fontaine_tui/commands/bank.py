@@ -95,15 +95,16 @@ def run(args: argparse.Namespace) -> int:
         doc = bank.mark(doc, reasons)
     entry, done = bank.put_whole(args.name, doc, args.replace)
     marked = " (MARKED: its own evidence conflicts)" if entry.marked else ""
-    print(f"{done} {label} as {entry.name}{marked}: sha256 {entry.sha256} "
+    print(f"{done} {literal(label)} as {entry.name}{marked}: sha256 {entry.sha256} "
           f"({len(entry.probes())} probes, {entry.where()}) in {bank.bank_dir() / entry.name}")
     return 0
 
 
-def _conflicts(store, prereg: bytes | None, ledger: bytes | None, label: str) -> list[str]:
+def _conflicts(store, prereg: bytes | None, ledger: tuple[bytes | None, bytes | None],
+               label: str) -> list[str]:
     """What in the run's own evidence conflicts, in words: the log's own contradictions, and
     its own verdict when UNDECIDABLE (read by its prereg.json and amendments, as `verdict`
-    reads it)."""
+    reads it; `ledger`: amendments.jsonl's bytes and its head file's, each None if absent)."""
     from fontaine_tui.core.bank.evidence import conflicts
 
     reasons = conflicts(store)
@@ -116,8 +117,9 @@ def _conflicts(store, prereg: bytes | None, ledger: bytes | None, label: str) ->
     from fontaine_tui.core.verdict.rules import compute_verdict
 
     frozen = parse_prereg(prereg, f"{label}/{PREREG}")
-    amendments = (parse_amendments(ledger, f"{label}/{AMENDMENTS}", genesis(prereg))
-                  if ledger is not None else ())
+    chain, head = ledger
+    amendments = (parse_amendments(chain, f"{label}/{AMENDMENTS}", genesis(prereg), head)
+                  if chain is not None else ())
     own = compute_verdict(store, frozen.frozen_preset(f"{label}/{PREREG}"), None, amendments,
                           frozen.provenance)
     if own.verdict == UNDECIDABLE:
@@ -131,11 +133,14 @@ async def _read(target: str, ssh_config: str | None):
     from fontaine_tui.core.follow import LocalRun, open_source
     from fontaine_tui.core.log.read import load_lines, load_log
     from fontaine_tui.core.runfolder import AMENDMENTS, LOG, PREREG
+    from fontaine_tui.core.verdict.head import head_name
 
     source = open_source(target, ssh_options=("-F", ssh_config) if ssh_config else ())
     try:
         prereg = await source.read_bytes(PREREG)
-        ledger = await source.read_bytes(AMENDMENTS)
+        # the ledger and its head file (how long the chain was, as recorded)
+        ledger = (await source.read_bytes(AMENDMENTS),
+                  await source.read_bytes(head_name(AMENDMENTS)))
         if isinstance(source, LocalRun):
             log = source.folder / LOG
             if not log.is_file():  # another trainer's run: read through its format
