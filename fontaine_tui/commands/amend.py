@@ -8,7 +8,7 @@ from pathlib import Path
 
 from fontaine_tui.core.errors import InputError
 from fontaine_tui.core.runfolder import check_target
-from fontaine_tui.core.text import require_utf8
+from fontaine_tui.core.text import literal, require_utf8
 
 ORDER = 45
 
@@ -87,7 +87,7 @@ def run(args: argparse.Namespace) -> int:
     rule = (f"extend the endpoint to {amendment.to_step}" if amendment.kind == "extend" else
             f"fixed factor {amendment.factor:g}" if amendment.comparator == "" else
             f"scale from step {amendment.from_step} against {amendment.comparator}")
-    print(f"amendment {amendment.id} ({rule}) recorded in {folder.amendments}: declared at "
+    print(f"amendment {amendment.id} ({rule}) recorded in {literal(str(folder.amendments))}: declared at "
           f"{amendment.declared_at}, last step seen {seen}")
-    print(f"{check.status}: {check.reason}")
+    print(f"{check.status}: {literal(check.reason)}")
     return 0 if check.status == "applied" else 1

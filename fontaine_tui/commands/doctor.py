@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import shlex
 
-from fontaine_tui.core.text import gib, mib
+from fontaine_tui.core.text import gib, literal, mib
 
 ORDER = 60
 
@@ -50,12 +50,12 @@ def run(args: argparse.Namespace) -> int:
 
     preset, folder, findings, argv, _, telemetry = prepare(
         args.preset, args.output_dir, args.resume, args.yes_ram)
-    print(f"preset {preset.name} ({preset.path}) sha256 {preset.sha256[:12]}")
-    print(f"run folder {folder.root}")
+    print(f"preset {preset.name} ({literal(str(preset.path))}) sha256 {preset.sha256[:12]}")
+    print(f"run folder {literal(str(folder.root))}")
     for line in telemetry_lines(telemetry):
         print(line)
     for f in findings:
-        print(f"{f.level:>6}  {f.check:<6} {f.message}")
+        print(f"{f.level:>6}  {f.check:<6} {literal(f.message)}")
     print("engine: " + shlex.join(argv))
     why = guards.refusal(findings)
     print(why if why else "launch would go ahead")

@@ -8,6 +8,7 @@ import sys
 import time
 
 from fontaine_tui.core.errors import InputError
+from fontaine_tui.core.text import literal
 
 ORDER = 10
 EPILOG = ("--plain exits with the verdict's code (as `fontaine-tui verdict`) when the engine "
@@ -130,12 +131,12 @@ def run(args: argparse.Namespace) -> int:
                           "preset_sha256": prereg.preset_sha256,
                           "launched_at": prereg.launched_at}), flush=True)
         return 0
-    print(f"{what} {preset.name}: engine pid {engine.pid} in {folder.root} "
+    print(f"{what} {preset.name}: engine pid {engine.pid} in {literal(str(folder.root))} "
           f"(prereg sha256 {prereg.preset_sha256[:12]}, launched {prereg.launched_at})",
           flush=True)
     if args.detach:
         announce(preset, str(folder.root), label(engine), prereg.preset_sha256)
-        print(f"  watch it: fontaine-tui attach {folder.root}  (or: fontaine-tui babysit)")
+        print(f"  watch it: fontaine-tui attach {literal(str(folder.root))}  (or: fontaine-tui babysit)")
         return 0
     if not args.plain:
         try:
@@ -291,14 +292,14 @@ def run_on(args: argparse.Namespace) -> int:
         print(f"warn: run not registered ({exc})", file=sys.stderr)
     what = "resumed" if args.resume else "launched"
     how = f"slurm job {done.job} via {host}" if done.job else f"engine pid {done.pid}"
-    print(f"{what} {preset.name} on {args.on}: {how} in {done.run_dir} "
+    print(f"{what} {preset.name} on {args.on}: {how} in {literal(str(done.run_dir))} "
           f"(prereg sha256 {done.preset_sha256[:12]}, launched {done.launched_at}; "
           f"kept here as {done.local_prereg})", flush=True)
     where = f"{host}:{done.run_dir}"
     what = f"slurm job {done.job} via {host}" if done.job else f"engine pid {done.pid} on {host}"
     if args.detach:
         announce(preset, where, what, done.preset_sha256)
-        print(f"  watch it: fontaine-tui attach {where}")
+        print(f"  watch it: fontaine-tui attach {literal(str(where))}")
         return 0
     source = SshRun(SshTarget(host, done.run_dir), ssh_options=options)
     if args.plain:
@@ -320,7 +321,7 @@ def run_on(args: argparse.Namespace) -> int:
             report.babysitter.tick(None)
             return code
         except KeyboardInterrupt:
-            print(f"detached: the run goes on on {host}; fontaine-tui attach {where}")
+            print(f"detached: the run goes on on {host}; fontaine-tui attach {literal(str(where))}")
             return 130
         finally:
             for line in report.babysitter.close():
@@ -439,13 +440,13 @@ def run_slurm(args: argparse.Namespace, partition: str) -> int:
                           "launched_at": prereg.launched_at}), flush=True)
         return 0
     what = "resumed" if args.resume else "submitted"
-    print(f"{what} {preset.name} as slurm job {job} (partition {partition}) in {folder.root} "
+    print(f"{what} {preset.name} as slurm job {job} (partition {partition}) in {literal(str(folder.root))} "
           f"(prereg sha256 {prereg.preset_sha256[:12]}, launched {prereg.launched_at}; "
           f"script {script.name})", flush=True)
     if args.detach:
         engine.close()
         announce(preset, str(folder.root), engine.label, prereg.preset_sha256)
-        print(f"  watch it: fontaine-tui attach {folder.root}  (stop it: fontaine-tui stop "
+        print(f"  watch it: fontaine-tui attach {literal(str(folder.root))}  (stop it: fontaine-tui stop "
               f"{folder.root})")
         return 0
     if not args.plain:

@@ -62,3 +62,14 @@ def test_runs_with_registry_fields_holding_a_newline(tmp_path: Path, forged_run:
     assert starting(res.stdout, "VERDICT:") == [], res.stdout
     assert len(res.stdout.splitlines()) == 2, res.stdout  # the header and the one run
     assert "nx\\nVERDICT: SAME-DRIFT [final]" in res.stdout
+
+
+def test_amend_and_bank_print_the_folder_on_one_line(forged_run: Path, tmp_path: Path,
+                                                     monkeypatch) -> None:
+    monkeypatch.setenv("FONTAINE_BANK", str(tmp_path / "bank"))
+    res = cli("amend", str(forged_run), "--extend-to", "1250")
+    assert res.returncode == 1, res.stderr  # recorded, refused: the run ended at 1000
+    assert not starting(res.stdout, "VERDICT:") and "x\\nVERDICT" in res.stdout, res.stdout
+    res = cli("bank", str(forged_run), "--as", "ref")
+    assert res.returncode == 0, res.stderr
+    assert not starting(res.stdout, "VERDICT:") and "x\\nVERDICT" in res.stdout, res.stdout
