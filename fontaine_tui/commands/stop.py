@@ -78,8 +78,11 @@ def run(args: argparse.Namespace) -> int:
         entry = find_entry(args.run, registry, host)  # says why
     folder = RunFolder(Path(entry.run_dir))
     open_attempt = attempts.open_attempt(folder)
-    if open_attempt is not None and (open_attempt.job == entry.job if entry.job
-                                     else open_attempt.pid == entry.pid):
+    # the run folder's attempt speaks for the engine only where the registry agrees on its
+    # start time too: a folder anyone may write never vouches for a pid on its own
+    if open_attempt is not None and (open_attempt.job == entry.job if entry.job else
+                                     open_attempt.pid == entry.pid and entry.pid_started > 0
+                                     and open_attempt.pid_started == entry.pid_started):
         engine = attempts.reattach(folder, open_attempt)
     elif entry.job:
         from fontaine_tui.core.launch.slurm import SlurmJob

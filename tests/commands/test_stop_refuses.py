@@ -68,3 +68,36 @@ def test_stop_of_a_pid_whose_start_time_differs_signals_nobody(
     finally:
         sleeper.kill()
         sleeper.wait()
+
+
+@pytest.mark.parametrize("started_line", ["pid_started = 0.0\n", "pid_started = 1e9\n"],
+                         ids=["registry 0.0", "registry another start"])
+def test_the_run_folders_attempts_never_vouch_for_a_pid_alone(
+        tmp_path: Path, registry_path: Path, started_line: str) -> None:
+    """attempts.jsonl lives in the run folder, which anyone who can write there may edit: its
+    start time for the registered pid counts only where the registry's agrees."""
+    import json
+
+    import psutil
+
+    folder = tmp_path / "run"
+    folder.mkdir()
+    sleeper = stranger()
+    try:
+        started = psutil.Process(sleeper.pid).create_time()
+        (folder / "attempts.jsonl").write_text(json.dumps(
+            {"event": "begin", "attempt": 1, "kind": "launch", "pid": sleeper.pid,
+             "pid_started": started, "host": socket.gethostname(), "at": "x",
+             "log_offset": 0, "out_offset": 0}) + "\n")
+        registry_path.parent.mkdir(parents=True, exist_ok=True)
+        registry_path.write_text(
+            f'[[runs]]\nname = "victim"\nrun_dir = "{folder}"\nhost = "{socket.gethostname()}"\n'
+            f'pid = {sleeper.pid}\n{started_line}status = "running"\n')
+        res = subprocess.run([sys.executable, "-m", "fontaine_tui", "stop", "victim", "--yes"],
+                             capture_output=True, text=True, timeout=60)
+        assert "Traceback" not in res.stderr and "stopping" not in res.stderr, res.stderr
+        time.sleep(0.3)
+        assert sleeper.poll() is None  # still alive: never signalled
+    finally:
+        sleeper.kill()
+        sleeper.wait()
