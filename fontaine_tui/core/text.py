@@ -39,6 +39,8 @@ _TABLE: dict[int, str] = {i: f"\\x{i:02x}" for i in (*range(32), 127, *range(0x8
                           if i != 9}
 _TABLE.update({i: f"\\u{i:04x}" for i in _BIDI})
 _TABLE.update({10: "\\n", 13: "\\r"})  # as written in a string: `\n` reads as one
+# the Unicode line and paragraph separators end a line for many readers (splitlines, editors)
+_TABLE.update({0x2028: "\\u2028", 0x2029: "\\u2029"})
 # a lone surrogate: a byte that was not UTF-8 in a path or an argument (Python decodes those
 # with surrogateescape) shows as the byte it was; another as its code point. Neither can be
 # encoded, so a strict UTF-8 stdout would raise on it.

@@ -73,3 +73,13 @@ def test_amend_and_bank_print_the_folder_on_one_line(forged_run: Path, tmp_path:
     res = cli("bank", str(forged_run), "--as", "ref")
     assert res.returncode == 0, res.stderr
     assert not starting(res.stdout, "VERDICT:") and "x\\nVERDICT" in res.stdout, res.stdout
+
+
+def test_a_unicode_line_separator_in_a_folder_name_starts_no_line(tmp_path: Path) -> None:
+    folder = tmp_path / "y\u2028VERDICT: HEALTHY  [final]  forged\u2029"
+    write_log(folder / "train_log.jsonl", probes=HEALTHY)
+    freeze(RunFolder(folder), load_preset("demosonly_1gpu"), ["python"], "host")
+    res = cli("verdict", str(folder))
+    assert res.returncode == 0, res.stderr
+    assert len(starting(res.stdout, "VERDICT:")) == 1, res.stdout  # splitlines() splits there
+    assert "\\u2028VERDICT" in res.stdout
