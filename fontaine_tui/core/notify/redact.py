@@ -76,8 +76,9 @@ def redact_url(url: str, service: str | None = None) -> str:
         if parts.scheme.lower() not in ("ntfy", "ntfys"):
             netloc = MASK
     path = "/".join(MASK if i in secret else s for i, s in enumerate(segments))
-    query = "&".join(f"{quote(k)}={MASK}" for k, _ in parse_qsl(parts.query,
-                                                                keep_blank_values=True))
+    # a name=value pair keeps its name; a part without "=" may be the token itself
+    query = "&".join(f"{quote(unquote(k))}={MASK}" if sep else MASK
+                     for k, sep, _ in (p.partition("=") for p in parts.query.split("&") if p))
     if parts.query and not query:
         query = MASK
     fragment = MASK if parts.fragment else ""
@@ -99,7 +100,7 @@ def secrets_of(url: str, service: str | None = None) -> list[str]:
     segments = parts.path.split("/")
     secret = _secret_segments(parts.scheme.lower(), segments, service)
     found += [segments[i] for i in secret]
-    found += [v for _, v in parse_qsl(parts.query, keep_blank_values=True)]
+    found += [v or k for k, v in parse_qsl(parts.query, keep_blank_values=True)]  # a bare ?TOKEN
     if parts.query:
         found.append(parts.query)
     if parts.fragment:

@@ -25,6 +25,8 @@ UUID = "0b9c4e2a-7f1d-4c3b-9a8e-5d6f7a8b9c0d"
      "https://discord.com/api/webhooks/123456/***"),
     ("https://user:SECRETTOKEN@example.org/hook", "https://***@example.org/***"),
     ("https://example.org/hook?token=SECRETTOKEN&x=1", "https://example.org/***?token=***&x=***"),
+    ("http://127.0.0.1:18777/hook?BAREQUERYTOKEN", "http://127.0.0.1:18777/***?***"),
+    ("https://example.org/hook?a=1&BARETOKEN", "https://example.org/***?a=***&***"),
     ("https://example.org/hook#SECRETTOKEN", "https://example.org/***#***"),
     ("https://ntfy.sh/SECRETTOKEN", "https://ntfy.sh/***"),
     ("ntfy://ntfy.example.org/SECRETTOKEN", "ntfy://ntfy.example.org/***"),
