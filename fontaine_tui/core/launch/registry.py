@@ -222,6 +222,11 @@ class Registry:
         for e in entries:
             same = tables.get(e.key)
             table = same.pop(0) if same else tomlkit.table()
+            if not isinstance(table, tomlkit.items.Table):  # `runs = [{...}]`: inline tables
+                whole = tomlkit.table()
+                for k, v in table.items():
+                    whole[k] = v
+                table = whole
             for k, v in asdict(e).items():
                 if v is None:
                     table.pop(k, None)

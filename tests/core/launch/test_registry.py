@@ -5,6 +5,7 @@ from __future__ import annotations
 import subprocess
 import sys
 import time
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -160,3 +161,17 @@ def test_a_write_keeps_the_users_comments_and_unknown_keys(tmp_path: Path) -> No
     assert [(e.name, e.status, e.exit_code) for e in reg.entries()] == [
         ("base", "finished", 0), ("new", "running", None)]
     assert "/runs/old" not in text
+
+
+def test_a_registry_written_as_inline_tables_is_updated(tmp_path) -> None:
+    from fontaine_tui.core.launch.registry import Registry
+
+    path = tmp_path / "babysit.toml"
+    path.write_text('runs = [ { name = "r", run_dir = "/x/r", host = "h", pid = 5, '
+                    'pid_started = 5.0, status = "running", mine = 1 } ]  # kept as written\n')
+    reg = Registry(path)
+    [entry] = reg.entries()
+    reg.change(lambda entries: [replace(e, status="finished") for e in entries])
+    [after] = Registry(path).entries()
+    assert after.status == "finished" and after.name == "r"
+    assert "mine = 1" in path.read_text()  # a key fontaine-tui does not know stays
