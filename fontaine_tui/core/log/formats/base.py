@@ -288,7 +288,27 @@ def numbers(row: Mapping[str, object], skip: Sequence[str] = ()) -> dict[str, fl
 Row = tuple[int, float, Mapping[str, float]]  # (step, time, values by key)
 
 
-class Whole:
+class Unread:
+    """Entries a decoder could not read: counted in `bad_count`, the first few kept in `bad`
+    (where, why) for the notice that says so."""
+
+    KEPT = 50
+
+    def __init__(self) -> None:
+        self.bad: list[tuple[str, str]] = []
+        self.bad_count = 0
+
+    def note_bad(self, where: str, why: str) -> None:
+        self.bad_count += 1
+        if len(self.bad) < self.KEPT:
+            self.bad.append((where, why))
+
+    def clear_bad(self) -> None:
+        """A whole read again: what it cannot read is counted anew."""
+        self.bad, self.bad_count = [], 0
+
+
+class Whole(Unread):
     """A file rewritten in place, or a store read whole: each read is grouped again from the
     start (rows in step order; the last step held back until a later one or `finish()`,
     since a later write may add keys to it), and only records not returned before come out.
@@ -301,17 +321,11 @@ class Whole:
     whole = True
 
     def __init__(self, fields: FieldMap | None = None) -> None:
+        super().__init__()
         self.fields = fields or FieldMap()
         self.grouper = Grouper(self.fields)
         self._out: dict[tuple[str, int], set[str]] = {}
         self.backwards = 0
-        self.bad: list[tuple[str, str]] = []
-        self.bad_count = 0
-
-    def note_bad(self, where: str, why: str) -> None:
-        self.bad_count += 1
-        if len(self.bad) < 50:
-            self.bad.append((where, why))
 
     def group(self, readings: Sequence[Sequence[Row]]) -> list[Record]:
         """Records from the rows of one whole read (a second reading, of a text that names a
@@ -380,7 +394,7 @@ def groupers(dec: Decoder) -> list[Grouper]:
 def decoder_notices(dec: Decoder, name: str) -> list[str]:
     """What a decoder read but did not apply, in words: never silent."""
     out = []
-    bad, count = getattr(dec, "bad", ()), getattr(dec, "bad_count", 0)
+    bad, count = (dec.bad, dec.bad_count) if isinstance(dec, Unread) else ([], 0)
     if count:
         shown = "; ".join(f"{where}: {why}" for where, why in bad[:3])
         out.append(f"{count} unreadable entr{'y' if count == 1 else 'ies'} in {name}, not "

@@ -15,6 +15,7 @@ from fontaine_tui.core.log.formats.base import (
     Decoder,
     FieldMap,
     Grouper,
+    Unread,
     decoder_notices,
     decoder_notices_of,
     foreign_probe,
@@ -111,7 +112,7 @@ def _load_listed(folder: Path, spec: SourceSpec, paths: list[Path]) -> Loaded:
     for rec in records:
         store.add(rec)
     store.notices += decoder_notices(dec, paths[0].name)
-    store.malformed_count += getattr(dec, "bad_count", 0)
+    store.malformed_count += dec.bad_count if isinstance(dec, Unread) else 0
     return Loaded(store, tuple(paths), spec.kind, detail, tuple(keys_seen(dec)))
 
 

@@ -211,7 +211,7 @@ class MlflowDecoder(Whole):
     kind = "mlflow"
 
     def feed_rows(self, rows: Iterable[RawRow]) -> list[Record]:
-        self.bad, self.bad_count = [], 0
+        self.clear_bad()
         checked: list[Row] = []
         for raw in rows:
             row = check_row(raw)

@@ -20,6 +20,7 @@ from fontaine_tui.core.log.formats.base import (
     FieldMap,
     Grouper,
     Row,
+    Unread,
     Whole,
     number,
     numbers,
@@ -51,8 +52,9 @@ class TrainerStateDecoder(Whole):
             state = jsontext.loads(data)
         except ValueError as exc:
             raise FormatError(str(exc)) from None
-        self.bad, self.bad_count = [], 0
-        readings = [self._rows(doc) for doc in jsontext.readings(data, state)]
+        self.clear_bad()
+        readings = [self._rows(doc, count=k == 0)  # the first reading counts what is unread
+                    for k, doc in enumerate(jsontext.readings(data, state))]
         first = readings[0]
         for other in readings[1:]:  # an entry whose step is written twice: no step
             for n in set(first) & set(other):
@@ -61,7 +63,7 @@ class TrainerStateDecoder(Whole):
                     del first[n], other[n]
         return self.group([list(rows.values()) for rows in readings])
 
-    def _rows(self, state: object) -> dict[int, Row]:
+    def _rows(self, state: object, count: bool) -> dict[int, Row]:
         """The rows of a log_history by entry index (the end-of-training summary's own keys
         left out); an entry without a whole-number step is counted (once)."""
         history = state.get("log_history") if isinstance(state, dict) else None
@@ -69,7 +71,6 @@ class TrainerStateDecoder(Whole):
             raise FormatError("expected a JSON object with a log_history list (a Hugging Face "
                               "Trainer trainer_state.json)")
         rows: dict[int, Row] = {}
-        count = not self.bad_count  # the first reading counts what it cannot read
         for n, entry in enumerate(history):
             if not isinstance(entry, dict):
                 continue
@@ -94,7 +95,7 @@ class CsvDecoder(Whole):
     kind = "csv"
 
     def feed(self, data: bytes) -> list[Record]:
-        self.bad, self.bad_count = [], 0
+        self.clear_bad()
         try:
             rows = self._rows(data)
         except csv.Error as exc:
@@ -165,7 +166,7 @@ def _float(cell: str | None) -> float:
         return NAN
 
 
-class JsonlDecoder:
+class JsonlDecoder(Unread):
     """JSON lines from any writer: each object's `FieldMap.step` field is its step; its
     numbers (nested objects flattened as `a.b`) are the keys the field map sorts into eval
     probe and train loss, or, with the field map's `probe_field`, the line is a probe or a
@@ -184,8 +185,7 @@ class JsonlDecoder:
         self.probes = Grouper(replace(f, eval=("*",)), train=False) if self.split else None
         self.cutter = LineCutter(track=False)
         self.line = 0
-        self.bad: list[tuple[str, str]] = []
-        self.bad_count = 0
+        super().__init__()
 
     @property
     def groupers(self) -> list[Grouper]:
@@ -197,9 +197,7 @@ class JsonlDecoder:
         return out
 
     def _note(self, why: str) -> None:
-        self.bad_count += 1
-        if len(self.bad) < 50:
-            self.bad.append((f"line {self.line}", why))
+        self.note_bad(f"line {self.line}", why)
 
     def _lines(self, lines: list[bytes], out: list[Record]) -> None:
         f = self.grouper.fields
