@@ -87,11 +87,12 @@ class RunStore:
     stands: another value for it is a `Conflict`, as is a second probe for any step with other
     values. Records never rewind otherwise: a train record whose step does not go forward, or
     a new probe for a step before the latest probe, is out of order (counted, not applied),
-    and nothing after the `end` event goes back before the end's step (a resume included). A record that repeats one already read, value for value (a log
-    rewritten with the same content, lines copied twice by a rotation), changes nothing and is
-    counted in `repeats`. A `meta` record naming another run or world size than the first is
-    noted in `notices`. With `columns=False` only the steps of train records are kept (enough
-    for a verdict); a train step read twice then counts as out of order even when identical.
+    and nothing after the `end` event goes back before the end's step (a resume included). A
+    record that repeats one already read, value for value (a log rewritten with the same
+    content, lines copied twice by a rotation), changes nothing and is counted in `repeats`.
+    A `meta` record naming another run or world size than the first is noted in `notices`.
+    With `columns=False` only the steps of train records are kept (enough for a verdict); a
+    train step read twice then counts as out of order even when identical.
 
     Line numbers given to the ingest functions count within the current file; the store adds
     `line_base`, so after `begin_segment` they go on counting where the last file ended.
