@@ -100,16 +100,16 @@ def _frozen_folder(target: str) -> runfolder.RunFolder | None:
 def run(args: argparse.Namespace) -> int:
     runfolder.check_target(args.log)
     frozen = _frozen_folder(args.log)
-    foreign = read_foreign(args.log, args.preset) if frozen is None else None
+    provenance = None
     if frozen is not None:  # frozen bounds, and the frozen [source] when it names one
         preset, provenance = _preset_for(args, frozen)
         spec = preset.source if preset.source and preset.source.kind != "fontaine" else None
-        if spec is not None:
-            foreign = preset, read_source(frozen.root, preset, spec)
+        foreign = (preset, read_source(frozen.root, preset, spec)) if spec is not None else None
+    else:
+        foreign = read_foreign(args.log, args.preset)
     if foreign is not None:
         preset, loaded = foreign
         store, log_path, folder = loaded.store, loaded.label, frozen
-        provenance = provenance if frozen is not None else None
     else:
         log, folder = runfolder.locate_log(args.log)
         log_path = str(log)
