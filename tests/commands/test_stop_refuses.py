@@ -12,6 +12,18 @@ from pathlib import Path
 import pytest
 
 
+def stop_victim(registry_path: Path, folder: Path, pid: int, started_line: str
+                ) -> subprocess.CompletedProcess:
+    """Register `pid` as the run "victim" (with `started_line` for its start time) and run
+    `fontaine-tui stop victim --yes`."""
+    registry_path.parent.mkdir(parents=True, exist_ok=True)
+    registry_path.write_text(
+        f'[[runs]]\nname = "victim"\nrun_dir = "{folder}"\nhost = "{socket.gethostname()}"\n'
+        f'pid = {pid}\n{started_line}status = "running"\n')
+    return subprocess.run([sys.executable, "-m", "fontaine_tui", "stop", "victim", "--yes"],
+                          capture_output=True, text=True, timeout=60)
+
+
 def stranger() -> subprocess.Popen:
     """An unrelated process leading its own session, as a reused pid would be."""
     proc = subprocess.Popen(["setsid", "sleep", "60"])
@@ -28,12 +40,7 @@ def test_stop_never_signals_a_pid_without_a_recorded_start(
     folder.mkdir()
     sleeper = stranger()
     try:
-        registry_path.parent.mkdir(parents=True, exist_ok=True)
-        registry_path.write_text(
-            f'[[runs]]\nname = "victim"\nrun_dir = "{folder}"\nhost = "{socket.gethostname()}"\n'
-            f'pid = {sleeper.pid}\n{started_line}status = "running"\n')
-        res = subprocess.run([sys.executable, "-m", "fontaine_tui", "stop", "victim", "--yes"],
-                             capture_output=True, text=True, timeout=60)
+        res = stop_victim(registry_path, folder, sleeper.pid, started_line)
         assert res.returncode == 2, (res.stdout, res.stderr)
         assert res.stderr.count("\n") == 1 and "start time" in res.stderr, res.stderr
         assert "Traceback" not in res.stderr and "finished" not in res.stdout
@@ -56,12 +63,7 @@ def test_stop_of_a_pid_whose_start_time_differs_signals_nobody(
     sleeper = stranger()
     try:
         started = psutil.Process(sleeper.pid).create_time() - 3600
-        registry_path.parent.mkdir(parents=True, exist_ok=True)
-        registry_path.write_text(
-            f'[[runs]]\nname = "victim"\nrun_dir = "{folder}"\nhost = "{socket.gethostname()}"\n'
-            f'pid = {sleeper.pid}\npid_started = {started}\nstatus = "running"\n')
-        res = subprocess.run([sys.executable, "-m", "fontaine_tui", "stop", "victim", "--yes"],
-                             capture_output=True, text=True, timeout=60)
+        res = stop_victim(registry_path, folder, sleeper.pid, f"pid_started = {started}\n")
         assert res.returncode == 0, res.stderr
         time.sleep(0.3)
         assert sleeper.poll() is None
@@ -89,12 +91,7 @@ def test_the_run_folders_attempts_never_vouch_for_a_pid_alone(
             {"event": "begin", "attempt": 1, "kind": "launch", "pid": sleeper.pid,
              "pid_started": started, "host": socket.gethostname(), "at": "x",
              "log_offset": 0, "out_offset": 0}) + "\n")
-        registry_path.parent.mkdir(parents=True, exist_ok=True)
-        registry_path.write_text(
-            f'[[runs]]\nname = "victim"\nrun_dir = "{folder}"\nhost = "{socket.gethostname()}"\n'
-            f'pid = {sleeper.pid}\n{started_line}status = "running"\n')
-        res = subprocess.run([sys.executable, "-m", "fontaine_tui", "stop", "victim", "--yes"],
-                             capture_output=True, text=True, timeout=60)
+        res = stop_victim(registry_path, folder, sleeper.pid, started_line)
         assert "Traceback" not in res.stderr and "stopping" not in res.stderr, res.stderr
         time.sleep(0.3)
         assert sleeper.poll() is None  # still alive: never signalled
