@@ -70,10 +70,12 @@ def prepare(preset_name: str, output_dir: str | None, resume: bool, yes_ram: boo
 
 
 def launchable(preset):
-    if preset.foreign and preset.source is not None:
+    """The preset, if `launch` can start its run (the engine's recipe or its [command])."""
+    if not preset.launchable and preset.source is not None:
         raise InputError(f"{preset.path}: source.kind: {preset.source.kind!r}: this preset reads "
                          "a run another trainer writes; it cannot be launched (attach, replay, "
-                         "verdict or bank the run's folder with it)")
+                         "verdict or bank the run's folder with it, or give it a [command] "
+                         "that starts the run)")
     return preset
 
 

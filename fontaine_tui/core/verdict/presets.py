@@ -31,6 +31,7 @@ from fontaine_tui.core.verdict.checks import (
     positive,
     set_only,
 )
+from fontaine_tui.core.verdict.command import CommandSpec, read_command
 from fontaine_tui.core.verdict.shape import (
     VERDICT,
     Comparator,
@@ -175,7 +176,7 @@ class PlatformFields(TypedDict):
 
 SECTIONS = ("run", "recipe", "platform", "verdict", "comparators", "amendments", "gates",
             "labels", "interpretation", "source", "babysit", "notify",
-            "slurm")
+            "slurm", "command")
 MODEL_SIZES = ("tiny", "small", "base")
 OBJECTIVES = ("joint", "ar", "flow")
 DEVICES = ("auto", "cpu", "cuda")
@@ -222,12 +223,19 @@ class Preset:
     # the probe cadence the preset states and its key ([recipe] or [source] eval_every);
     # None: a [source] preset that states none (its recipe's eval_every is only a default)
     stated_every: tuple[int, str] | None = None
+    command: CommandSpec | None = None  # [command]: the user's own trainer, launched
 
     @property
     def foreign(self) -> bool:
-        """The preset reads a run another trainer wrote ([source] of a foreign kind): it has
-        no engine recipe and cannot be launched."""
+        """The preset reads a run another trainer writes ([source] of a foreign kind): it has
+        no engine recipe, and its run is read through [source] (launched by its [command],
+        or trained elsewhere)."""
         return self.source is not None and self.source.kind != "fontaine"
+
+    @property
+    def launchable(self) -> bool:
+        """`launch` can start its run: the engine's [recipe], or the user's [command]."""
+        return self.command is not None or not self.foreign
 
     def label(self, cls: str) -> str:
         """The preset's word for a verdict class (the class itself by default)."""
@@ -270,15 +278,18 @@ def _validate(path: Path, doc: dict) -> Preset:
             source = read_spec(table)
         except ValueError as exc:
             raise PresetError(path, exc.args[0], exc.args[1]) from None
-    foreign = source is not None and source.kind != "fontaine"
+    command = _command(path, doc)
+    foreign = source is not None and (source.kind != "fontaine" or command is not None)
     for key in ("run", "verdict") if foreign else ("run", "recipe", "platform", "verdict"):
         if key not in doc:
             raise PresetError(path, key, "missing section")
     engine = not foreign or "recipe" in doc or "platform" in doc  # an engine recipe given
-    if foreign:  # no engine recipe: the run was trained elsewhere
+    if foreign:  # no engine recipe: the run is another trainer's
         doc.setdefault("recipe", _foreign_recipe(doc["verdict"], source_every))
         doc.setdefault("platform", {})
-        doc["run"] = {"output_dir": "", **doc["run"]} if isinstance(doc["run"], dict) else doc["run"]
+        if command is None:  # trained elsewhere; a command's run needs its folder
+            doc["run"] = ({"output_dir": "", **doc["run"]} if isinstance(doc["run"], dict)
+                          else doc["run"])
     run = check_section(path, "run", doc["run"], RUN)
     recipe = check_section(path, "recipe", doc["recipe"], RECIPE)
     platform = check_section(path, "platform", doc["platform"], PLATFORM)
@@ -372,6 +383,7 @@ def _validate(path: Path, doc: dict) -> Preset:
            if source is not None else {}),
         **({"babysit": b} if (b := babysit_canonical(babysit)) else {}),
         **({"slurm": dict(slurm)} if slurm["time"] else {}),
+        **({"command": command.canonical()} if command is not None else {}),
     }
     digest = hashlib.sha256(canonical_bytes(canonical)).hexdigest()
     freeze = MappingProxyType
@@ -394,7 +406,23 @@ def _validate(path: Path, doc: dict) -> Preset:
         slurm=freeze(slurm),
         notify=notify,
         stated_every=stated,
+        command=command,
     )
+
+
+def _command(path: Path, doc: dict) -> CommandSpec | None:
+    """[command], checked: it starts another trainer, read through [source], so it comes
+    with a [source] and without the engine's [recipe] and [platform]."""
+    if "command" not in doc:
+        return None
+    command = read_command(doc["command"], path)
+    if "source" not in doc:
+        raise PresetError(path, "command", 'expected a [source] too (how the command\'s log is '
+                          'read: kind = "hf_trainer", "tensorboard", ...)')
+    if engine := [k for k in ("recipe", "platform") if k in doc]:
+        raise PresetError(path, engine[0], "a [command] preset starts its own trainer: "
+                          "[recipe] and [platform] (the engine's) do not apply; remove them")
+    return command
 
 
 def world_size(platform: Mapping[str, object]) -> int:

@@ -1,0 +1,166 @@
+"""A preset's [command]: the user's own training command, started instead of the engine.
+
+    [command]
+    argv = ["python", "train.py", "--output_dir", "{output_dir}"]  # {output_dir}: the run folder
+    cwd = "."                    # where it runs, against where launch is called (default ".")
+    env = { TOKENIZERS_PARALLELISM = "false" }   # frozen into prereg.json; never secrets
+    resume_argv = ["python", "train.py", "--output_dir", "{output_dir}",
+                   "--resume_from_checkpoint", "true"]             # what --resume runs
+    script = "scripts/launch_box.sh"     # instead of argv: run as `bash SCRIPT`
+    block_reference = "box_launcher.sh"  # with script: the frozen reference launcher
+    block_marker = "# ---- command block ----"
+
+Exactly one of argv and script. `{output_dir}` is the one placeholder (in argv, resume_argv
+and env values; `{{` and `}}` write a brace). A script gets no arguments: it reads the run
+folder from FONTAINE_OUTPUT_DIR, which every command's environment holds. resume_argv is a
+whole command line in both cases (it may run the script itself). Relative paths (script,
+block_reference, files named in argv) are read against the command's cwd.
+"""
+
+from __future__ import annotations
+
+import re
+import string
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import MappingProxyType
+
+from fontaine_tui.core.verdict.checks import PresetError
+
+PLACEHOLDER = "output_dir"
+OUTPUT_ENV = "FONTAINE_OUTPUT_DIR"  # the run folder, in every command's environment
+KEYS = ("argv", "cwd", "env", "resume_argv", "script", "block_reference", "block_marker")
+# an env name holding one of these words (split at "_") is taken for a secret
+SECRET_WORDS = frozenset({"TOKEN", "TOKENS", "SECRET", "SECRETS", "PASSWORD", "PASSWORDS",
+                          "PASSWD", "PASSPHRASE", "APIKEY", "CREDENTIAL", "CREDENTIALS", "AUTH",
+                          "AUTHORIZATION", "COOKIE", "COOKIES"})
+SECRET_HINT = ("env is frozen into prereg.json and shown; keep secrets in the launching "
+               "shell's environment")
+ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+
+@dataclass(frozen=True, slots=True)
+class CommandSpec:
+    """A [command] table, checked. Empty strings and tuples are keys left out."""
+
+    argv: tuple[str, ...] = ()
+    cwd: str = ""
+    env: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
+    resume_argv: tuple[str, ...] = ()
+    script: str = ""
+    block_reference: str = ""
+    block_marker: str = ""
+
+    def canonical(self) -> dict[str, object]:
+        """As hashed into the preset: only the keys set."""
+        out: dict[str, object] = {}
+        for key in KEYS:
+            value = getattr(self, key)
+            if value:
+                out[key] = (list(value) if isinstance(value, tuple) else
+                            dict(sorted(value.items())) if isinstance(value, Mapping) else value)
+        return out
+
+
+def is_secret(name: str) -> bool:
+    """Whether an environment variable's name says it holds a credential (HF_TOKEN,
+    WANDB_API_KEY, DB_PASSWORD; not TOKENIZERS_PARALLELISM)."""
+    words = [w for w in name.upper().split("_") if w]
+    return bool(words) and (words[-1] == "KEY" or any(w in SECRET_WORDS for w in words))
+
+
+def substitute(text: str, output_dir: str) -> str:
+    """`text` with {output_dir} replaced (and {{ }} as braces); read_command checked it."""
+    return text.format(**{PLACEHOLDER: output_dir})
+
+
+def read_command(table: object, where: str | Path) -> CommandSpec:
+    """A preset's [command] table; PresetError (file, key, what was expected) on a bad one."""
+    if not isinstance(table, dict):
+        raise PresetError(where, "command", "expected a table")
+    for key in table:
+        if key not in KEYS:
+            raise PresetError(where, f"command.{key}",
+                              f"unknown key (expected one of: {', '.join(KEYS)})")
+    if ("argv" in table) == ("script" in table):
+        raise PresetError(where, "command", "expected exactly one of argv (the command line) "
+                          "and script (a launcher script run with bash)")
+    argv = _argv(table, "argv", where)
+    resume = _argv(table, "resume_argv", where)
+    texts = {key: _text(table, key, where) for key in ("cwd", "script", "block_reference",
+                                                       "block_marker")}
+    for key in ("block_reference", "block_marker"):
+        if key in table and "script" not in table:
+            raise PresetError(where, f"command.{key}", "expected only with script (the block "
+                              "below the marker in the script is checked against the reference)")
+    if ("block_reference" in table) != ("block_marker" in table):
+        missing = "block_marker" if "block_reference" in table else "block_reference"
+        raise PresetError(where, f"command.{missing}",
+                          "missing; expected both block_reference and block_marker, or neither")
+    if "\n" in texts["block_marker"] or "\r" in texts["block_marker"]:
+        raise PresetError(where, "command.block_marker", "expected one line")
+    return CommandSpec(argv=argv, cwd=texts["cwd"], env=_env(table.get("env", {}), where),
+                       resume_argv=resume, script=texts["script"],
+                       block_reference=texts["block_reference"],
+                       block_marker=texts["block_marker"])
+
+
+def _argv(table: dict, key: str, where: str | Path) -> tuple[str, ...]:
+    if key not in table:
+        return ()
+    value = table[key]
+    if not (isinstance(value, list) and value and all(isinstance(a, str) for a in value)):
+        raise PresetError(where, f"command.{key}", "expected a non-empty list of strings "
+                          '(["python", "train.py", "--output_dir", "{output_dir}"])')
+    if not value[0]:
+        raise PresetError(where, f"command.{key}[0]", "expected the program, got an empty string")
+    for i, arg in enumerate(value):
+        _placeholders(arg, f"command.{key}[{i}]", where)
+    return tuple(value)
+
+
+def _text(table: dict, key: str, where: str | Path) -> str:
+    if key not in table:
+        return ""
+    value = table[key]
+    if not isinstance(value, str) or not value:
+        raise PresetError(where, f"command.{key}", "expected a non-empty string")
+    if "\0" in value:
+        raise PresetError(where, f"command.{key}", "expected a string without a NUL character")
+    return value
+
+
+def _env(value: object, where: str | Path) -> Mapping[str, str]:
+    if not isinstance(value, dict):
+        raise PresetError(where, "command.env", "expected a table of strings "
+                          '({ TOKENIZERS_PARALLELISM = "false" })')
+    for name, text in value.items():
+        key = f"command.env.{name}"
+        if not ENV_NAME.fullmatch(name):
+            raise PresetError(where, key, "expected a variable name (letters, digits, _)")
+        if not isinstance(text, str):
+            raise PresetError(where, key, "expected a string")
+        if is_secret(name):
+            raise PresetError(where, key, f"looks like a secret; {SECRET_HINT}")
+        if name == OUTPUT_ENV:
+            raise PresetError(where, key, "is set by the launch (the run folder); remove it")
+        if "\0" in text:
+            raise PresetError(where, key, "expected a string without a NUL character")
+        _placeholders(text, key, where)
+    return MappingProxyType(dict(sorted(value.items())))
+
+
+def _placeholders(text: str, key: str, where: str | Path) -> None:
+    """{output_dir} is the one placeholder; any other {...} (or a lone brace) is refused."""
+    try:
+        parts = list(string.Formatter().parse(text))
+    except ValueError as exc:
+        raise PresetError(where, key, f"expected {{output_dir}} as the only placeholder "
+                          f"({exc}; write {{{{ or }}}} for a brace)") from None
+    for _, name, spec, conversion in parts:
+        if name is not None and (name != PLACEHOLDER or spec or conversion):
+            shown = "{" + name + (f"!{conversion}" if conversion else "") + (
+                f":{spec}" if spec else "") + "}"
+            raise PresetError(where, key, f"expected {{output_dir}} as the only placeholder, "
+                              f"got {shown} (write {{{{ or }}}} for a brace)")
