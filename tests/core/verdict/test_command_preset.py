@@ -1,0 +1,135 @@
+"""A preset's [command]: each fault one line naming the file and the key (exit 2), the table
+hashed into the canonical form, and such a preset launchable."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from fontaine_tui.cli import main
+from fontaine_tui.core.errors import InputError
+from fontaine_tui.core.verdict.presets import PresetError, load_preset, preset_from_canonical
+
+ARGV = 'argv = ["python", "train.py", "--output_dir", "{output_dir}"]'
+SOURCE = '[source]\nkind = "hf_trainer"\n'
+VERDICT = ('[verdict]\nmetric = "eval_loss"\nanchor_step = 100\nendpoint_step = 200\n'
+           'healthy_max = 0.0\ndrift_min = 0.2\n')
+
+
+def write(tmp_path: Path, command: str | None, more: str = SOURCE, name: str = "p") -> Path:
+    path = tmp_path / f"{name}.toml"
+    body = f"[command]\n{command}\n" if command is not None else ""
+    path.write_text(f'[run]\nname = "own"\noutput_dir = "runs/own"\n\n{body}\n{more}\n{VERDICT}')
+    return path
+
+
+BAD = [
+    ("both", f'{ARGV}\nscript = "go.sh"', "command", "exactly one of argv"),
+    ("neither", 'cwd = "."', "command", "exactly one of argv"),
+    ("empty argv", "argv = []", "command.argv", "non-empty list of strings"),
+    ("argv not strings", 'argv = ["python", 3]', "command.argv", "non-empty list of strings"),
+    ("other placeholder", 'argv = ["python", "t.py", "{run_dir}"]', "command.argv[2]",
+     "got {run_dir}"),
+    ("attribute placeholder", 'argv = ["x", "{output_dir.name}"]', "command.argv[1]",
+     "only placeholder"),
+    ("lone brace", 'argv = ["x", "a{b"]', "command.argv[1]", "only placeholder"),
+    ("resume empty", f"{ARGV}\nresume_argv = []", "command.resume_argv", "non-empty list"),
+    ("env not a table", f'{ARGV}\nenv = "A=1"', "command.env", "table of strings"),
+    ("env not a string", f"{ARGV}\nenv = {{ A = 1 }}", "command.env.A", "expected a string"),
+    ("env token", f'{ARGV}\nenv = {{ HF_TOKEN = "x" }}', "command.env.HF_TOKEN",
+     "keep secrets in the launching shell's environment"),
+    ("env api key", f'{ARGV}\nenv = {{ WANDB_API_KEY = "x" }}', "command.env.WANDB_API_KEY",
+     "looks like a secret"),
+    ("env password", f'{ARGV}\nenv = {{ db_password = "x" }}', "command.env.db_password",
+     "looks like a secret"),
+    ("env placeholder", f'{ARGV}\nenv = {{ OUT = "{{run}}" }}', "command.env.OUT",
+     "only placeholder"),
+    ("env own", f'{ARGV}\nenv = {{ FONTAINE_OUTPUT_DIR = "x" }}',
+     "command.env.FONTAINE_OUTPUT_DIR", "set by the launch"),
+    ("reference without script", f'{ARGV}\nblock_reference = "r.sh"\nblock_marker = "# x"',
+     "command.block_reference", "only with script"),
+    ("reference without marker", 'script = "go.sh"\nblock_reference = "r.sh"',
+     "command.block_marker", "both block_reference and block_marker"),
+    ("unknown key", f'{ARGV}\nargs = ["x"]', "command.args", "unknown key"),
+    ("empty cwd", f'{ARGV}\ncwd = ""', "command.cwd", "non-empty string"),
+]
+
+
+@pytest.mark.parametrize(("case", "body", "key", "words"), BAD, ids=[b[0] for b in BAD])
+def test_a_bad_command_is_one_line_naming_file_and_key(tmp_path, capsys, case, body, key,
+                                                        words):
+    path = write(tmp_path, body)
+    with pytest.raises(PresetError) as info:
+        load_preset(path)
+    assert info.value.key == key, str(info.value)
+    assert words in info.value.expected, str(info.value)
+    assert main(["presets", "show", str(path)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and str(path) in err and key in err, err
+
+
+@pytest.mark.parametrize(("more", "key"), [
+    ("", "command"),  # no [source]: nothing says how its log is read
+    (SOURCE + '[recipe]\nmodel_size = "tiny"\n', "recipe"),
+    (SOURCE + "[platform]\nnproc = 1\n", "platform"),
+])
+def test_a_command_needs_a_source_and_no_engine_recipe(tmp_path, more, key):
+    with pytest.raises(PresetError) as info:
+        load_preset(write(tmp_path, ARGV, more))
+    assert info.value.key == key, str(info.value)
+
+
+def test_a_bad_command_through_the_real_cli_exits_2(tmp_path):
+    path = write(tmp_path, f'{ARGV}\nenv = {{ GITHUB_TOKEN = "ghp_x" }}')
+    proc = subprocess.run([sys.executable, "-m", "fontaine_tui", "presets", "show", str(path)],
+                          capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 2, proc.stderr
+    assert proc.stderr.count("\n") == 1 and "Traceback" not in proc.stderr
+    assert "command.env.GITHUB_TOKEN" in proc.stderr and "ghp_x" not in proc.stderr
+
+
+def test_a_command_is_read_and_hashed(tmp_path):
+    path = write(tmp_path, f'{ARGV}\nenv = {{ TOKENIZERS_PARALLELISM = "false", '
+                 f'OUT = "{{output_dir}}/x", B = "{{{{lit}}}}" }}\ncwd = "src"')
+    preset = load_preset(path)
+    assert preset.command is not None and preset.launchable and preset.foreign
+    assert preset.command.argv == ("python", "train.py", "--output_dir", "{output_dir}")
+    assert dict(preset.command.env) == {"B": "{{lit}}", "OUT": "{output_dir}/x",
+                                        "TOKENIZERS_PARALLELISM": "false"}
+    assert preset.canonical["command"] == {
+        "argv": ["python", "train.py", "--output_dir", "{output_dir}"], "cwd": "src",
+        "env": {"B": "{{lit}}", "OUT": "{output_dir}/x", "TOKENIZERS_PARALLELISM": "false"}}
+    assert "recipe" not in preset.canonical and "platform" not in preset.canonical
+    again = preset_from_canonical(preset.canonical, "prereg.json#p")
+    assert again.sha256 == preset.sha256 and again.command == preset.command
+    other = load_preset(write(tmp_path, ARGV.replace("train.py", "train2.py"), name="q"))
+    assert other.sha256 != preset.sha256  # the command is under the hash
+
+
+def test_a_command_preset_needs_its_run_folder(tmp_path):
+    path = tmp_path / "p.toml"
+    path.write_text(f'[run]\nname = "own"\n[command]\n{ARGV}\n{SOURCE}{VERDICT}')
+    with pytest.raises(PresetError) as info:
+        load_preset(path)
+    assert info.value.key == "run.output_dir"
+
+
+def test_launch_accepts_a_command_preset_and_refuses_a_foreign_one(tmp_path):
+    from fontaine_tui.commands.launch import launchable
+
+    preset = load_preset(write(tmp_path, ARGV))
+    assert launchable(preset) is preset
+    foreign = load_preset(write(tmp_path, None, name="foreign"))
+    assert not foreign.launchable
+    with pytest.raises(InputError, match="cannot be launched"):
+        launchable(foreign)
+
+
+def test_the_own_trainer_preset_loads():
+    preset = load_preset("own_trainer_hf")
+    assert preset.command is not None and preset.source is not None
+    assert preset.source.kind == "hf_trainer" and preset.verdict.metric == "eval_loss"
+    assert "{output_dir}" in preset.command.argv and preset.command.resume_argv
