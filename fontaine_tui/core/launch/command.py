@@ -1,0 +1,305 @@
+"""A preset's [command] made ready to run: its argv, environment and folder, and the
+provenance frozen into prereg.json (the files it names, the code's git state, the launcher
+script's declared platform delta), read again on --resume to say what changed.
+
+A script runs as `bash SCRIPT` with no arguments; it finds the run folder in
+FONTAINE_OUTPUT_DIR, which every command's environment holds. Relative paths (script,
+block_reference, the files argv names) are read against the command's folder.
+"""
+
+from __future__ import annotations
+
+import difflib
+import hashlib
+import os
+import subprocess
+from collections.abc import Mapping
+from pathlib import Path
+
+from fontaine_tui.core.childenv import child_env
+from fontaine_tui.core.errors import InputError
+from fontaine_tui.core.readfile import open_regular, read_whole
+from fontaine_tui.core.text import literal
+from fontaine_tui.core.verdict.command import OUTPUT_ENV, CommandSpec, substitute
+from fontaine_tui.core.verdict.presets import Preset
+
+GIT_TIMEOUT_S = 30.0
+HASH_MOST = 64 << 20  # a file argv names over this is recorded by size and time, not hashed
+BLOCK_MOST = 4 << 20  # a launcher script or its reference, read whole
+CHUNK = 1 << 20
+RUN_MARK = "prereg.json"  # an untracked folder holding one is a run folder, not code
+
+
+def spec_of(preset: Preset) -> CommandSpec:
+    if preset.command is None:
+        raise InputError(f"{preset.path}: command: this preset has no [command]")
+    return preset.command
+
+
+def command_cwd(preset: Preset, launch_cwd: Path) -> Path:
+    """The folder the command runs in: [command] cwd against where launch was called."""
+    spec = spec_of(preset)
+    path = Path(spec.cwd or ".")
+    path = (path if path.is_absolute() else launch_cwd / path).resolve()
+    if not path.is_dir():
+        raise InputError(f"{preset.path}: command.cwd: {literal(spec.cwd or '.')}: expected a "
+                         f"folder, {literal(str(path))} is not one")
+    return path
+
+
+def _script(spec: CommandSpec, cwd: Path) -> Path:
+    path = Path(spec.script)
+    return (path if path.is_absolute() else cwd / path).absolute()
+
+
+def command_argv(preset: Preset, folder: Path, resume: bool, cwd: Path | None = None
+                 ) -> list[str]:
+    """The command line: argv (resume_argv with --resume) with {output_dir} as the absolute
+    run folder, or `bash SCRIPT`."""
+    spec = spec_of(preset)
+    out = str(folder.absolute())
+    if resume:
+        if not spec.resume_argv:
+            raise InputError(f"{preset.path}: [command] has no resume_argv: this run cannot "
+                             "be resumed")
+        return [substitute(a, out) for a in spec.resume_argv]
+    if spec.script:
+        return ["bash", str(_script(spec, cwd or command_cwd(preset, Path.cwd())))]
+    return [substitute(a, out) for a in spec.argv]
+
+
+def frozen_env(preset: Preset, folder: Path) -> dict[str, str]:
+    """The preset's env with {output_dir}, and FONTAINE_OUTPUT_DIR: what prereg.json shows."""
+    out = str(folder.absolute())
+    return {**{k: substitute(v, out) for k, v in spec_of(preset).env.items()}, OUTPUT_ENV: out}
+
+
+def command_env(preset: Preset, folder: Path) -> dict[str, str]:
+    """This process's environment less the notification secrets, with the frozen env."""
+    return {**child_env(), **frozen_env(preset, folder)}
+
+
+# -- provenance -----------------------------------------------------------------------------
+
+
+def _against(name: str, cwd: Path) -> Path:
+    path = Path(name)
+    return path if path.is_absolute() else cwd / path
+
+
+def file_record(path: Path) -> dict[str, object] | None:
+    """sha256 and size of a regular file (size and mtime alone over HASH_MOST); None when
+    there is no regular file there."""
+    try:
+        st = path.stat()
+    except (OSError, ValueError):
+        return None
+    if not path.is_file():
+        return None
+    if st.st_size > HASH_MOST:
+        return {"size": st.st_size, "mtime_ns": st.st_mtime_ns,
+                "note": f"over {HASH_MOST >> 20} MiB: not hashed"}
+    digest = hashlib.sha256()
+    try:
+        with open_regular(path) as fh:
+            while chunk := fh.read(CHUNK):
+                digest.update(chunk)
+    except (OSError, InputError) as exc:
+        return {"unreadable": str(exc)}
+    return {"sha256": digest.hexdigest(), "size": st.st_size}
+
+
+def named_files(spec: CommandSpec, argv: list[str], cwd: Path) -> dict[str, dict[str, object]]:
+    """The script, the reference launcher and each argv element that names a regular file
+    (against cwd), by the name as written (a file named twice: by its first name)."""
+    names = [n for n in (spec.script, spec.block_reference) if n]
+    names += [a for a in argv if a and "\0" not in a]
+    out: dict[str, dict[str, object]] = {}
+    seen: set[Path] = set()
+    for name in names:
+        path = _against(name, cwd)
+        if path.absolute() in seen or (record := file_record(path)) is None:
+            continue
+        seen.add(path.absolute())
+        out[name] = record
+    return out
+
+
+def code_root(spec: CommandSpec, argv: list[str], cwd: Path) -> Path:
+    """Where the code's repository is looked for: the script's folder, else the folder of
+    the first file argv names by a relative path, else cwd."""
+    if spec.script:
+        return _against(spec.script, cwd).parent
+    for arg in argv:
+        if arg and "\0" not in arg and not Path(arg).is_absolute() and (cwd / arg).is_file():
+            return (cwd / arg).parent
+    return cwd
+
+
+def _git(args: list[str], where: Path) -> bytes:
+    """git's stdout; CalledProcessError, FileNotFoundError or TimeoutExpired as run raises."""
+    return subprocess.run(["git", "-C", str(where), *args], env=child_env(),
+                          stdin=subprocess.DEVNULL, capture_output=True, check=True,
+                          timeout=GIT_TIMEOUT_S).stdout
+
+
+def git_state(where: Path, run_folder: Path | None = None) -> dict[str, object]:
+    """The repository holding `where`: its root, HEAD commit and a sha256 of what is not
+    committed (`git diff HEAD --binary`, then each untracked, non-ignored file's name and
+    bytes; run folders, those holding a prereg.json, left out); or {"git": why not}."""
+    try:
+        root = Path(os.fsdecode(_git(["rev-parse", "--show-toplevel"], where).rstrip(b"\n")))
+        try:
+            commit = _git(["rev-parse", "--verify", "HEAD"], where).decode().strip()
+            diff = _git(["diff", "HEAD", "--binary"], root)
+        except subprocess.CalledProcessError:  # no commit yet: everything staged is new
+            commit = ""
+            diff = _git(["diff", "--cached", "--binary"], root) + _git(["diff", "--binary"], root)
+        listed = _git(["ls-files", "--others", "--exclude-standard", "-z"], root)
+    except FileNotFoundError:
+        return {"git": "git not found: the code's state is not recorded"}
+    except subprocess.TimeoutExpired:
+        return {"git": f"git did not answer within {GIT_TIMEOUT_S:g} s: the code's state is "
+                       "not recorded"}
+    except subprocess.CalledProcessError:
+        return {"git": "not a git checkout"}
+    except OSError as exc:
+        return {"git": f"git could not run ({exc.strerror or exc})"}
+    digest = hashlib.sha256(diff)
+    untracked = 0
+    skip = _run_folders(root, listed, run_folder)
+    for raw in sorted(n for n in listed.split(b"\0") if n):
+        path = root / os.fsdecode(raw)
+        if any(path.is_relative_to(s) for s in skip):
+            continue
+        untracked += 1
+        digest.update(b"\0untracked\0" + raw + b"\0")
+        if path.is_symlink():
+            digest.update(os.fsencode(os.readlink(path)))
+        elif (record := file_record(path)) is not None:
+            digest.update(repr(sorted(record.items())).encode())
+    return {"root": str(root), "commit": commit, "diff_sha256": digest.hexdigest(),
+            "dirty": bool(diff) or untracked > 0, "untracked": untracked}
+
+
+def _run_folders(root: Path, listed: bytes, run_folder: Path | None) -> list[Path]:
+    """The run folders among the untracked files (their own output is not the code)."""
+    out = [run_folder.absolute()] if run_folder is not None else []
+    for raw in listed.split(b"\0"):
+        if raw.endswith(b"/" + RUN_MARK.encode()) or raw == RUN_MARK.encode():
+            out.append((root / os.fsdecode(raw)).parent)
+    return out
+
+
+def command_provenance(preset: Preset, argv: list[str], cwd: Path, run_folder: Path
+                       ) -> dict[str, object]:
+    """What prereg.json freezes of a command: argv, cwd, env, the files named and the code
+    (the run folder itself left out of it); with a block reference, the launcher's declared
+    platform delta (check_block)."""
+    spec = spec_of(preset)
+    out: dict[str, object] = {
+        "command": {"argv": list(argv), "cwd": str(cwd), "env": frozen_env(preset, run_folder)},
+        "files": named_files(spec, argv, cwd),
+        "code": git_state(code_root(spec, argv, cwd), run_folder),
+    }
+    if spec.block_reference:
+        out["platform_delta"] = check_block(_script(spec, cwd), _against(spec.block_reference,
+                                                                         cwd), spec.block_marker)
+    return out
+
+
+def code_changes(frozen: Mapping[str, object], preset: Preset, argv: list[str], cwd: Path,
+                 run_folder: Path | None = None) -> list[str]:
+    """What changed since launch, as read now for --resume: each file frozen that argv (or
+    the script) names now, the commit and the uncommitted changes; [] where nothing did."""
+    spec = spec_of(preset)
+    out: list[str] = []
+    was_files = frozen.get("files")
+    now_files = named_files(spec, argv, cwd)
+    if isinstance(was_files, Mapping):
+        named = {*argv, spec.script, spec.block_reference}
+        for name, was in sorted(was_files.items()):
+            if name not in named:
+                continue
+            now = now_files.get(name)
+            if now != was:
+                out.append(f"{literal(name)} changed under the run: launched with "
+                           f"{_file_word(was)}, now {_file_word(now)}")
+    was_code = frozen.get("code")
+    if isinstance(was_code, Mapping) and was_code.get("root"):
+        now_code = git_state(code_root(spec, argv, cwd), run_folder)
+        if not now_code.get("root"):
+            out.append(f"the code's git checkout changed under the run: launched with "
+                       f"{_commit(was_code)}, now {now_code.get('git')}")
+        elif now_code.get("commit") != was_code.get("commit"):
+            out.append(f"the commit changed under the run: launched with {_commit(was_code)}, "
+                       f"now {_commit(now_code)}")
+        elif now_code.get("diff_sha256") != was_code.get("diff_sha256"):
+            root = literal(str(now_code["root"]))
+            out.append(f"the uncommitted changes changed under the run: launched with diff "
+                       f"sha256 {str(was_code.get('diff_sha256'))[:12]}, now "
+                       f"{str(now_code.get('diff_sha256'))[:12]} ({root})")
+    return out
+
+
+def _file_word(record: object) -> str:
+    if not isinstance(record, Mapping):
+        return "no such file"
+    if record.get("sha256"):
+        return f"sha256 {str(record['sha256'])[:12]}"
+    if "unreadable" in record:
+        return f"an unreadable file ({record['unreadable']})"
+    return f"{record.get('size')} bytes, mtime_ns {record.get('mtime_ns')}"
+
+
+def _commit(code: Mapping[str, object]) -> str:
+    commit = str(code.get("commit") or "")
+    return (f"git {commit[:12]}" if commit else "no commit") + (
+        " + uncommitted changes" if code.get("dirty") else "")
+
+
+# -- the launcher block ---------------------------------------------------------------------
+
+
+def _split(path: Path, marker: str) -> tuple[list[bytes], int]:
+    """The file's lines (ends kept) and the index of the marker line."""
+    try:
+        data = read_whole(path, BLOCK_MOST)
+    except OSError as exc:
+        raise InputError(f"{path}: cannot read ({exc.strerror or exc})") from None
+    lines = data.splitlines(keepends=True)
+    want = marker.encode()
+    for i, line in enumerate(lines):
+        if line.rstrip(b"\r\n") == want:
+            return lines, i
+    raise InputError(f"{path}: no line {literal(marker)!r} (command.block_marker): expected "
+                     "the marker line that starts the command block")
+
+
+def _shown(lines: list[bytes], i: int) -> str:
+    if i >= len(lines):
+        return "(end of file)"
+    return repr(literal(lines[i].decode("utf-8", "replace").rstrip("\r\n")))
+
+
+def check_block(script: Path, reference: Path, marker: str) -> list[str]:
+    """The block below the marker line in `script` must equal `reference`'s byte for byte
+    (InputError showing the first differing line); returns the declared platform delta: the
+    lines above the marker that differ from the reference's, as a small unified diff."""
+    ours, at = _split(script, marker)
+    theirs, ref_at = _split(reference, marker)
+    block, ref_block = ours[at + 1:], theirs[ref_at + 1:]
+    if block != ref_block:
+        i = next((k for k, (a, b) in enumerate(zip(block, ref_block, strict=False))
+                  if a != b),
+                 min(len(block), len(ref_block)))
+        raise InputError(
+            f"{script}: the command block below {literal(marker)!r} differs from "
+            f"{reference}'s: line {at + 2 + i} is {_shown(ours, at + 1 + i)}, line "
+            f"{ref_at + 2 + i} of the reference is {_shown(theirs, ref_at + 1 + i)}")
+
+    def text(lines: list[bytes]) -> list[str]:
+        return [ln.decode("utf-8", "replace").rstrip("\r\n") for ln in lines]
+
+    return list(difflib.unified_diff(text(theirs[:ref_at]), text(ours[:at]), str(reference),
+                                     str(script), n=0, lineterm=""))
