@@ -4,13 +4,15 @@ run folder; each answers with findings, and any "refuse" finding stops the launc
 from __future__ import annotations
 
 import os
+import shlex
+import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
 from fontaine_tui.core.host.telemetry import TelemetrySnapshot
 from fontaine_tui.core.launch.launcher import CHECKPOINT_DIR, newest_checkpoint
 from fontaine_tui.core.runfolder import RunFolder
-from fontaine_tui.core.text import MIB, gib, mib
+from fontaine_tui.core.text import MIB, gib, literal, mib
 from fontaine_tui.core.verdict.presets import Preset, layout
 
 # RAM the engine needs, per piece (estimates measured on the tiny/small engine, rounded up;
@@ -26,7 +28,7 @@ NO_GPU = ("no NVIDIA GPU", "CUDA_VISIBLE_DEVICES=", "NVML: library not found",
 
 @dataclass(frozen=True, slots=True)
 class Finding:
-    check: str  # "gpu" | "ram" | "folder" | "bounds"
+    check: str  # "gpu" | "ram" | "folder" | "bounds" | "init" | "command" | "code"
     level: str  # one of LEVELS
     message: str
 
@@ -151,6 +153,8 @@ def check_folder(preset: Preset, folder: RunFolder, resume: bool,
     else:
         out.append(Finding("bounds", "ok", f"preset matches prereg.json "
                            f"(sha256 {prereg.preset_sha256[:12]}, launched {prereg.launched_at})"))
+    if preset.command is not None:  # its own trainer finds its checkpoints (resume_argv)
+        return out
     ckpt = newest_checkpoint(folder)
     if ckpt is None:
         out.append(Finding("folder", "warn", f"--resume: no complete checkpoint in "
@@ -205,9 +209,62 @@ def check_init(preset: Preset, cwd: Path | None = None) -> list[Finding]:
                     f"Face model folder at {path}{hint}")]
 
 
+def check_command(preset: Preset, folder: RunFolder, resume: bool, cwd: Path | None = None
+                  ) -> list[Finding]:
+    """A [command] preset's launch: its folder, program, script and launcher block are there
+    and right (refused otherwise); on --resume, each change since launch to the files it
+    names or to its code is a warning, as the engine's own code change is (the run goes on,
+    the change said)."""
+    if preset.command is None:
+        return []
+    from fontaine_tui.core.errors import InputError
+    from fontaine_tui.core.launch import command
+    from fontaine_tui.core.verdict.prereg import read_prereg
+
+    spec = preset.command
+    try:
+        where = command.command_cwd(preset, cwd or Path.cwd())
+        argv = command.command_argv(preset, folder.root, resume, where)
+    except InputError as exc:
+        return [Finding("command", "refuse", str(exc))]
+    env_path = command.command_env(preset, folder.root).get("PATH", os.defpath)
+    program = argv[0]
+    if not shutil.which(program, path=env_path) and not (
+            os.sep in program and shutil.which(str(where / program))):
+        return [Finding("command", "refuse", f"{preset.path}: command: program "
+                        f"{literal(program)!r} not found (PATH, or {literal(str(where))})")]
+    if spec.script and not command.file_record(where / spec.script):
+        return [Finding("command", "refuse", f"{preset.path}: command.script: no file "
+                        f"{literal(str(where / spec.script))}")]
+    out = [Finding("command", "ok", f"command: {literal(shlex.join(argv))} in "
+                   f"{literal(str(where))}")]
+    if spec.block_reference:
+        try:
+            delta = command.check_block(where / spec.script, where / spec.block_reference,
+                                        spec.block_marker)
+        except InputError as exc:
+            return [Finding("command", "refuse", str(exc))]
+        changed = sum(ln.startswith(("+", "-")) for ln in delta[2:])
+        out.append(Finding("command", "ok", f"command block matches "
+                           f"{literal(spec.block_reference)}; platform delta: {changed} line(s)"))
+    if resume and folder.prereg.exists():
+        try:
+            frozen = read_prereg(folder).provenance
+        except InputError:
+            return out  # check_folder refuses it
+        out += [Finding("code", "warn", f"--resume: {change}")
+                for change in command.code_changes(frozen, preset, argv, where, folder.root)]
+    return out
+
+
 def check_all(preset: Preset, folder: RunFolder, telemetry: TelemetrySnapshot, *,
-              resume: bool = False, yes_ram: bool = False, running_pid: int | None = None
-              ) -> list[Finding]:
+              resume: bool = False, yes_ram: bool = False, running_pid: int | None = None,
+              cwd: Path | None = None) -> list[Finding]:
+    """Every guard. A [command] preset's trainer is the user's: the folder and the command
+    are checked, not the engine's GPU and RAM needs."""
+    if preset.command is not None:
+        return [*check_folder(preset, folder, resume, running_pid),
+                *check_command(preset, folder, resume, cwd)]
     return [*check_folder(preset, folder, resume, running_pid),
             *check_init(preset),
             *check_gpus(preset, telemetry),
