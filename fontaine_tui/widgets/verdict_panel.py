@@ -21,6 +21,7 @@ from fontaine_tui.core.verdict.text import (
     bound_words,
     comparator_lines,
     corroboration_line,
+    platform_delta_lines,
     secondary_lines,
     signed,
 )
@@ -143,4 +144,6 @@ class LedgerPanel(Vertical):
             parts += ["\n", (line, "$text-muted")]
         for change in v.provenance_changes:
             parts += ["\n", (f"WARNING: {change}", "$error")]
+        for line in platform_delta_lines(v):
+            parts += ["\n", (line, "$text-muted")]
         self.query_one("#ledger", Static).update(assemble(*parts))

@@ -188,3 +188,20 @@ async def test_a_broken_amendment_chain_is_shown_and_nothing_from_it_applies(tmp
                 "amendments from line 1 on are not applied") in shown
         assert "amendment 2" not in shown  # the edited line is not applied, nor shown as in force
         assert app.session.ledger.amendments == ()
+
+
+async def test_the_declared_platform_delta_is_on_the_ledger(tmp_path, preset):
+    """A [command] launcher's lines above its command block, frozen at launch, are shown."""
+    from tests.logs import records_upto, write_log
+
+    folder = tmp_path / "run"
+    write_log(folder / "train_log.jsonl", records_upto(1000))
+    delta = ["--- ref.sh", "+++ box.sh", "@@ -2 +2,2 @@", "-module load a",
+             "+module load b", "+export NCCL_IB_DISABLE=1"]
+    freeze(RunFolder(folder), preset, ["bash", "box.sh"], "h", now=LAUNCHED,
+           provenance={"platform_delta": delta})
+    app = console(folder / "train_log.jsonl", source=LocalRun(folder))
+    async with app.run_test(size=SIZE) as pilot:
+        shown = await ledger_text(pilot, app, "platform delta")
+        assert ("platform delta (launcher above its command block, vs the reference): 3 "
+                "line(s) -module load a +module load b +export NCCL_IB_DISABLE=1") in shown

@@ -115,6 +115,7 @@ def render(v: Verdict, log_label: str = "") -> str:
         lines.append(f"interpretation: {v.interpretation}")
     if caveat := typed_in_caveat(v):
         lines.append(f"caveat: {caveat}")
+    lines += platform_delta_lines(v)
     # each is one line: a newline in what it quotes (a folder's name, a preset's text, a
     # note) shows as `\n` and never starts a line of its own
     return "\n".join(map(literal, lines))
@@ -159,6 +160,21 @@ def comparator_lines(v: Verdict) -> list[str]:
         number = signed(delta if isinstance(delta, float) else None)
         out.append(f"comparator {c.get('name')} {number} ({c.get('where')}{pinned})")
     return out
+
+
+def platform_delta_lines(v: Verdict, most: int = 4) -> list[str]:
+    """The launcher script's declared platform delta, as frozen at launch (the lines above
+    its command block that differ from the reference launcher's): a count and the first
+    `most` changed lines; [] when the run has none."""
+    delta = v.provenance.get("platform_delta")
+    if not isinstance(delta, list) or not delta:
+        return []
+    changed = [str(ln) for ln in delta[2:] if str(ln)[:1] in ("+", "-")]
+    shown = [f"  {ln}" for ln in changed[:most]]
+    more = [f"  ... {len(changed) - most} more (prereg.json provenance.platform_delta)"
+            ] if len(changed) > most else []
+    return [f"platform delta (launcher above its command block, vs the reference): "
+            f"{len(changed)} line(s)", *shown, *more]
 
 
 def corroboration_line(v: Verdict) -> str:
