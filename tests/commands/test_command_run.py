@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -23,7 +24,7 @@ from fontaine_tui.core.verdict.presets import load_preset
 
 ROOT = Path(__file__).resolve().parents[2]
 MARK = "# ---- command block ----"
-BLOCK = (f'python {ROOT}/examples/own_trainer/train.py --output_dir "$FONTAINE_OUTPUT_DIR" '
+BLOCK = (f'"{sys.executable}" {ROOT}/examples/own_trainer/train.py --output_dir "$FONTAINE_OUTPUT_DIR" '
          "--max_steps 40 --eval_every 10\n")
 
 
