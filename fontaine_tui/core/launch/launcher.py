@@ -464,9 +464,10 @@ class EngineProcess:
         self._exit: ExitInfo | None = None
 
     @classmethod
-    def start(cls, argv: list[str], folder: RunFolder, env: Mapping[str, str] | None = None
-              ) -> EngineProcess:
-        """Start the engine in its own session, stdout+stderr appended to engine.out.log."""
+    def start(cls, argv: list[str], folder: RunFolder, env: Mapping[str, str] | None = None,
+              cwd: Path | None = None) -> EngineProcess:
+        """Start the engine (or a preset's [command], in `cwd`) in its own session,
+        stdout+stderr appended to engine.out.log."""
         run_env = dict(os.environ if env is None else env)
         run_env.setdefault("PYTHONUNBUFFERED", "1")
         try:
@@ -478,7 +479,7 @@ class EngineProcess:
             popen = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=out,
                                      stderr=subprocess.STDOUT, start_new_session=True,
                                      env=child_env(run_env),  # no webhook token
-                                     close_fds=True)
+                                     cwd=cwd, close_fds=True)
         return cls(folder, popen.pid, popen, process_started(popen.pid, zombie_ok=True), since)
 
     @classmethod

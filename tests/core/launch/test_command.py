@@ -235,3 +235,26 @@ def test_the_guards_refuse_a_missing_program_script_or_block(tmp_path):
     assert prov["platform_delta"][2:] == ["@@ -0,0 +1 @@", "+export A=1"]
     assert set(prov["files"]) == {"launch_box.sh", "box_launcher.sh"}
     assert os.path.isabs(argv[1])
+
+
+def test_a_script_starts_in_its_folder_with_the_run_folder(tmp_path, monkeypatch):
+    import time
+
+    from fontaine_tui.core.launch.launcher import EngineProcess
+
+    (tmp_path / "src").mkdir()
+    (tmp_path / "src" / "go.sh").write_text(
+        'echo "cwd=$PWD out=$FONTAINE_OUTPUT_DIR notify=${FONTAINE_NOTIFY:-none} a=$A"\n')
+    preset = preset_at(tmp_path, 'script = "go.sh"\ncwd = "src"\nenv = { A = "{output_dir}/a" }')
+    monkeypatch.setenv("FONTAINE_NOTIFY", "https://hooks.example/secret")
+    folder = RunFolder(tmp_path / "run")
+    folder.root.mkdir()
+    cwd = command_cwd(preset, tmp_path)
+    engine = EngineProcess.start(command_argv(preset, folder.root, False, cwd), folder,
+                                 env=command_env(preset, folder.root), cwd=cwd)
+    deadline = time.monotonic() + 30
+    while (done := engine.poll()) is None and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert done is not None and done.code == 0, done
+    assert folder.engine_out.read_text() == (f"cwd={cwd} out={folder.root} notify=none "
+                                             f"a={folder.root}/a\n")
