@@ -116,6 +116,9 @@ def _argv(table: dict, key: str, where: str | Path) -> tuple[str, ...]:
     if not value[0]:
         raise PresetError(where, f"command.{key}[0]", "expected the program, got an empty string")
     for i, arg in enumerate(value):
+        if "\0" in arg:
+            raise PresetError(where, f"command.{key}[{i}]",
+                              "expected a string without a NUL character")
         _placeholders(arg, f"command.{key}[{i}]", where)
     return tuple(value)
 

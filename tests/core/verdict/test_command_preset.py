@@ -55,6 +55,8 @@ BAD = [
      "command.block_marker", "both block_reference and block_marker"),
     ("unknown key", f'{ARGV}\nargs = ["x"]', "command.args", "unknown key"),
     ("empty cwd", f'{ARGV}\ncwd = ""', "command.cwd", "non-empty string"),
+    ("nul in argv", 'argv = ["python", "a\\u0000b"]', "command.argv[1]", "NUL"),
+    ("empty program", 'argv = ["", "x"]', "command.argv[0]", "the program"),
 ]
 
 
