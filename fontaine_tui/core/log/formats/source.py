@@ -201,13 +201,23 @@ def _jsonl(folder: Path) -> list[Path]:
     return sorted(p for p in folder.glob("*.jsonl") if p.name not in OURS)
 
 
+class SeveralRuns(InputError):
+    """A folder holding several runs of one kind: `found` are their paths, relative to the
+    folder (each one a [source] path that reads that run alone)."""
+
+    def __init__(self, message: str, found: tuple[str, ...]) -> None:
+        super().__init__(message)
+        self.found = found
+
+
 def _one(folder: Path, found: list[Path], what: str) -> Path:
     if len(found) == 1:
         return found[0]
     if not found:
         raise InputError(f"{folder}: no {what} here")
-    names = ", ".join(str(p.relative_to(folder)) or "." for p in found[:6])
-    raise InputError(f"{folder}: {len(found)} runs ({names}): set [source] path to one")
+    rel = tuple(str(p.relative_to(folder)) or "." for p in found)
+    raise SeveralRuns(f"{folder}: {len(found)} runs ({', '.join(rel[:6])}): set [source] path "
+                      "to one", rel)
 
 
 def files(folder: Path, spec: SourceSpec) -> list[Path]:
