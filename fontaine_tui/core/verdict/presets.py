@@ -37,6 +37,7 @@ from fontaine_tui.core.verdict.shape import (
     Comparator,
     VerdictSpec,
     check_labels,
+    check_placeholders,
     verdict_canonical,
     verdict_spec,
 )
@@ -264,6 +265,7 @@ def _validate(path: Path, doc: dict) -> Preset:
     for key in doc:
         if key not in SECTIONS:
             raise PresetError(path, key, f"unknown section (expected one of: {', '.join(SECTIONS)})")
+    check_placeholders(path, doc.get("verdict"))
     source, source_every = None, 0
     if "source" in doc:
         table = doc["source"]

@@ -65,6 +65,11 @@ VERDICT_QUIET: dict[str, object] = {"direction": "lower", "read": "delta", "anch
 # a field, a dotted path into the eval record, or a foreign source's own key (eval/chunk_mae)
 METRIC_PATH = re.compile(r"[A-Za-z_][A-Za-z0-9_/:@+-]*(\.[A-Za-z0-9_/:@+-]+)*")
 
+# what a written starting preset holds where a bound goes (commands/inspect.py --preset-out):
+# a string, never a number, so the preset reads no run until the bounds are chosen
+PLACEHOLDER = "COMPLETE"
+BOUNDS = ("healthy_max", "drift_min", "healthy_min", "drift_max")
+
 
 @dataclass(frozen=True, slots=True)
 class Comparator:
@@ -130,6 +135,23 @@ class VerdictSpec(_Directed):
     secondary: tuple[RuleShape, ...] = ()  # each read at the same steps as the primary
     combine: str = "primary"  # "primary" decides alone, or "all" rules must agree
     max_probe_change: float = math.nan  # for the decision lock; NaN: from the bank
+
+
+def check_placeholders(path: Path, table: object) -> None:
+    """[verdict] (and its secondary rules) with a bound still a placeholder: refused, saying
+    what to do, so a written preset never gives a verdict with bounds nobody chose."""
+    if not isinstance(table, dict):
+        return
+    more = table.get("secondary")
+    rules = [("verdict", table), *((f"verdict.secondary[{i}]", t) for i, t in
+                                   enumerate(more if isinstance(more, list) else []))]
+    for where, rule in rules:
+        for key in BOUNDS:
+            value = rule.get(key) if isinstance(rule, dict) else None
+            if isinstance(value, str) and value.startswith(PLACEHOLDER):
+                raise PresetError(path, f"{where}.{key}",
+                                  f"{value!r} is a placeholder: complete the [verdict] bounds "
+                                  "(numbers chosen before reading the run)")
 
 
 def check_labels(path: Path, table: object) -> dict[str, str]:
