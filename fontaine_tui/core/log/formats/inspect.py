@@ -1,0 +1,404 @@
+"""What a run folder holds, for writing a preset for a run someone else wrote: the formats
+found (each candidate a [source] could name), every key with its steps, the probe cadence,
+the last step, whether the run ended, and what could not be read.
+
+Built on the generic reading (source.py's `files`, cold.py's `load_source`): the run is read
+once with every key taken as an eval key (`eval = ["*"]`), so each key's steps and values
+are in the store's probes whatever the format; a kind added to `KINDS` shows up here as it
+is. A key is then called train or eval by the default eval patterns.
+
+`Inspection.to_json()` is the `inspect --json` document (SCHEMA, version 1):
+
+    {"schema": 1, "folder": str, "format": {"kind", "path", "run", "files": [str],
+     "detail"}, "candidates": [{"kind", "path", "run", "describe", "source": [str]}],
+     "step_key": str, "loss_key": str | null,
+     "keys": [{"key", "role": "eval" | "loss" | "train", "first", "last", "count",
+               "nan", "not_number"}],
+     "probes": {"keys": [str], "steps": int, "first": int | null, "last": int | null,
+                "every": int | null, "off_grid": [int], "describe": str},
+     "last_step": int, "ended": {"event": "end" | "error", "step", "detail"} | null,
+     "notices": [str]}
+
+`every` is the usual step spacing of the eval keys' steps (null with fewer than two);
+`off_grid` the probe steps not on first + k x every; `source` the [source] lines that read
+that candidate alone.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from types import MappingProxyType
+
+from fontaine_tui.core.errors import InputError
+from fontaine_tui.core.log.formats.base import LOSS_NAMES, FieldMap
+from fontaine_tui.core.log.formats.cold import Loaded, load_source
+from fontaine_tui.core.log.formats.mlflow import connect, file_store_runs, sqlite_runs
+from fontaine_tui.core.log.formats.rows import FormatError
+from fontaine_tui.core.log.formats.source import (
+    KINDS,
+    SeveralRuns,
+    SourceSpec,
+    detect,
+    files,
+)
+from fontaine_tui.core.log.records import TRAIN_FIELDS, Event, Probe
+from fontaine_tui.core.log.store import RunStore
+from fontaine_tui.core.runfolder import LOG
+
+SCHEMA = 1
+EVERY_KEY = ("*",)
+# the step field of row formats, by the names writers give it, tried in this order when the
+# default ("step") reads nothing
+STEP_NAMES = ("step", "global_step", "_step", "iteration", "iter", "trainer/global_step")
+ENDS = ("end", "error")
+
+
+@dataclass(frozen=True, slots=True)
+class Candidate:
+    """One run a [source] could name: its kind, path (relative to the folder; "" for the
+    folder itself) and, for a store of several runs, the run."""
+
+    kind: str
+    path: str = ""
+    run: str = ""
+    describe: str = ""
+
+    def source_lines(self) -> list[str]:
+        """The [source] lines that read this run alone."""
+        lines = [f"kind = {_quote(self.kind)}"]
+        if self.path:
+            lines.append(f"path = {_quote(self.path)}")
+        if self.run:
+            lines.append(f"run = {_quote(self.run)}")
+        return lines
+
+    def label(self) -> str:
+        return ", ".join(self.source_lines())
+
+    def spec(self, step: str = "step") -> SourceSpec:
+        options = MappingProxyType({"run": self.run} if self.run else {})
+        return SourceSpec(self.kind, self.path, FieldMap(EVERY_KEY, step=step), options)
+
+
+@dataclass(frozen=True, slots=True)
+class KeyStats:
+    key: str
+    role: str  # "eval" (by the default eval patterns), "loss" (the train loss) or "train"
+    first: int
+    last: int
+    count: int  # the steps that hold a value of it
+    nan: int  # of those, NaN or an infinity
+    not_number: int  # values that were not numbers (a string, a boolean, null)
+    steps: tuple[int, ...] = field(default=(), repr=False)  # every step, in order
+
+    def to_json(self) -> dict[str, object]:
+        return {"key": self.key, "role": self.role, "first": self.first, "last": self.last,
+                "count": self.count, "nan": self.nan, "not_number": self.not_number}
+
+
+@dataclass(frozen=True, slots=True)
+class Cadence:
+    """The steps of the eval keys and their usual spacing."""
+
+    steps: tuple[int, ...]
+    every: int  # 0: fewer than two probe steps
+    off_grid: tuple[int, ...]  # probe steps not on first + k * every
+
+    @property
+    def first(self) -> int | None:
+        return self.steps[0] if self.steps else None
+
+    @property
+    def last(self) -> int | None:
+        return self.steps[-1] if self.steps else None
+
+    def describe(self) -> str:
+        if not self.steps:
+            return "no eval keys (by the default eval patterns)"
+        if not self.every:
+            return f"one probe step ({self.steps[0]})"
+        text = f"every {self.every} steps from {self.steps[0]} to {self.steps[-1]}"
+        if self.steps[0] % self.every:
+            text += (f" (offset {self.steps[0] % self.every}: logged at a multiple of "
+                     f"{self.every} minus {self.every - self.steps[0] % self.every})")
+        if self.off_grid:
+            shown = ", ".join(map(str, self.off_grid[:6]))
+            text += f"; off that grid: {shown}{', ...' if len(self.off_grid) > 6 else ''}"
+        return text
+
+
+@dataclass(frozen=True)
+class Inspection:
+    folder: Path
+    chosen: Candidate
+    candidates: tuple[Candidate, ...]
+    files: tuple[str, ...]
+    detail: str
+    step_key: str
+    loss_key: str  # "" when none of the usual names is there
+    keys: tuple[KeyStats, ...]
+    cadence: Cadence
+    last_step: int
+    ended: Event | None
+    notices: tuple[str, ...]
+
+    @property
+    def eval_keys(self) -> list[str]:
+        return [k.key for k in self.keys if k.role == "eval"]
+
+    def stats(self, key: str) -> KeyStats | None:
+        return next((k for k in self.keys if k.key == key), None)
+
+    def to_json(self) -> dict[str, object]:
+        c = self.cadence
+        return {
+            "schema": SCHEMA,
+            "folder": str(self.folder),
+            "format": {"kind": self.chosen.kind, "path": self.chosen.path,
+                       "run": self.chosen.run, "files": list(self.files),
+                       "detail": self.detail},
+            "candidates": [{"kind": x.kind, "path": x.path, "run": x.run,
+                            "describe": x.describe, "source": x.source_lines()}
+                           for x in self.candidates],
+            "step_key": self.step_key,
+            "loss_key": self.loss_key or None,
+            "keys": [k.to_json() for k in self.keys],
+            "probes": {"keys": self.eval_keys, "steps": len(c.steps), "first": c.first,
+                       "last": c.last, "every": c.every or None, "off_grid": list(c.off_grid),
+                       "describe": c.describe()},
+            "last_step": self.last_step,
+            "ended": ({"event": self.ended.event, "step": self.ended.step,
+                       "detail": self.ended.detail} if self.ended else None),
+            "notices": list(self.notices),
+        }
+
+
+def _quote(text: str) -> str:
+    """A TOML basic string (JSON's escapes are TOML's)."""
+    import json
+
+    return json.dumps(text, ensure_ascii=False)
+
+
+# -- the candidates ---------------------------------------------------------------------------
+
+def candidates(folder: Path) -> list[Candidate]:
+    """Every run the folder holds that a [source] could name, the detected kind's first:
+    each kind whose files are found (a kind whose files another kind already reads is left
+    out), each of several runs of one kind, each run of a store of several."""
+    try:
+        primary = detect(folder)
+    except InputError:
+        primary = ""
+    if primary == "fontaine":
+        return [Candidate("fontaine", describe=LOG)]
+    out: list[Candidate] = []
+    seen: set[Path] = set()
+    for kind in [primary, *(k for k in KINDS if k not in (primary, "fontaine"))]:
+        if not kind:
+            continue
+        try:
+            found = [("", files(folder, SourceSpec(kind)))]
+        except SeveralRuns as exc:
+            found = []
+            for rel in exc.found:
+                try:
+                    found.append((rel, files(folder, SourceSpec(kind, rel))))
+                except InputError:
+                    continue
+        except (InputError, OSError):
+            continue
+        for rel, paths in found:
+            real = {p.resolve() for p in paths}
+            if not paths or not all(p.exists() for p in paths) or real & seen:
+                continue
+            seen |= real
+            shown = ", ".join(_rel(folder, p) for p in paths[:2])
+            shown += f" and {len(paths) - 2} more" if len(paths) > 2 else ""
+            runs = _store_runs(kind, paths[0])
+            if len(runs) > 1:
+                out += [Candidate(kind, rel, run_id, f"{shown}: MLflow run {text}")
+                        for run_id, text in runs]
+            else:
+                out.append(Candidate(kind, rel, "", shown))
+    return out
+
+
+def _store_runs(kind: str, store: Path) -> list[tuple[str, str]]:
+    """The runs of a store that holds several ((id, description)); [] for other kinds."""
+    if kind != "mlflow":
+        return []
+    try:
+        if store.is_dir():
+            runs = file_store_runs(store)
+        else:
+            db = connect(store)
+            try:
+                runs = sqlite_runs(db)
+            finally:
+                db.close()
+    except (FormatError, OSError, InputError):
+        return []  # the read says what is wrong with it
+    return [(r.run_id, r.describe()) for r in runs]
+
+
+def _rel(folder: Path, path: Path) -> str:
+    try:
+        return str(path.relative_to(folder))
+    except ValueError:
+        return str(path)
+
+
+# -- the read ---------------------------------------------------------------------------------
+
+def inspect_run(folder: Path, kind: str = "", path: str = "", run: str = "") -> Inspection:
+    """What `folder` holds, read as the first candidate (or the one `kind`, `path` and `run`
+    name); InputError (one line) for a folder that is not there or holds nothing readable."""
+    if not folder.exists():
+        raise InputError(f"{folder}: no such folder")
+    if not folder.is_dir():
+        raise InputError(f"{folder}: expected a run folder (a directory)")
+    found = candidates(folder)
+    if kind and kind not in KINDS:
+        raise InputError(f"--kind: expected one of {', '.join(KINDS)}, got {kind!r}")
+    if kind or path or run:
+        chosen = next((c for c in found if (not kind or c.kind == kind)
+                       and (not path or c.path == path) and (not run or c.run == run)), None)
+        if chosen is None:
+            if not kind:
+                raise InputError(f"{folder}: no run matches --path {path!r} --run {run!r} "
+                                 f"(found: {'; '.join(c.label() for c in found) or 'none'})")
+            chosen = Candidate(kind, path, run)  # named: read as told, its errors its own
+    elif found:
+        chosen = found[0]
+    else:
+        detect(folder)  # says what it expected
+        raise InputError(f"{folder}: no log this console reads")
+    if chosen.kind == "fontaine":
+        return _inspect_ours(folder, chosen, tuple(found))
+    return _inspect_foreign(folder, chosen, tuple(found))
+
+
+def _load(folder: Path, chosen: Candidate) -> tuple[Loaded, str]:
+    """The run read with every key an eval key, and its step field: "step", else the first
+    of STEP_NAMES that reads keys (a row format written with another name for it)."""
+    try:
+        loaded, error = load_source(folder, chosen.spec()), None
+    except InputError as exc:
+        loaded, error = None, exc
+    if loaded is not None and loaded.keys:
+        return loaded, "step"
+    for name in STEP_NAMES[1:]:
+        try:
+            other = load_source(folder, chosen.spec(name))
+        except InputError:
+            continue
+        if other.keys:
+            return other, name
+    if loaded is None:
+        assert error is not None
+        raise error
+    return loaded, "step"
+
+
+def _inspect_foreign(folder: Path, chosen: Candidate, found: tuple[Candidate, ...]
+                     ) -> Inspection:
+    loaded, step_key = _load(folder, chosen)
+    store = loaded.store
+    stats = _probe_stats(store, list(loaded.keys), foreign=True)
+    loss = next((n for n in LOSS_NAMES if n in loaded.keys), "")
+    stats = [replace(s, role="loss") if s.key == loss else s for s in stats]
+    return _inspection(folder, chosen, found, tuple(str(p) for p in loaded.files),
+                       loaded.detail, step_key, loss, stats, store)
+
+
+def _inspect_ours(folder: Path, chosen: Candidate, found: tuple[Candidate, ...]
+                  ) -> Inspection:
+    from fontaine_tui.core.log.read import load_log
+
+    log = folder / LOG
+    try:
+        store = load_log(log, history=True)
+    except OSError as exc:
+        raise InputError(f"{log}: cannot read ({exc.strerror or exc})") from None
+    steps = store.steps
+    stats: list[KeyStats] = []
+    for name in TRAIN_FIELDS:
+        col = store.columns[name]
+        held = [(s, v) for s, v in zip(steps, col, strict=False) if not math.isnan(v)]
+        if held:
+            stats.append(KeyStats(name, "loss" if name == "loss" else "train", held[0][0],
+                                  held[-1][0], len(held),
+                                  sum(not math.isfinite(v) for _, v in held), 0,
+                                  tuple(s for s, _ in held)))
+    probe_keys: dict[str, None] = {}
+    for p in store.probes.values():
+        probe_keys.update(dict.fromkeys(p.fields))
+        probe_keys.update(dict.fromkeys(k for k, _ in p.not_numbers))
+    stats += _probe_stats(store, list(probe_keys), foreign=False)
+    return _inspection(folder, chosen, found, (str(log),), "", "step", "loss", stats, store)
+
+
+def _probe_stats(store: RunStore, keys: list[str], foreign: bool) -> list[KeyStats]:
+    """Each key's steps among the store's probes; `foreign`: its role by the default eval
+    patterns (a probe of our own log is an eval record whatever its fields' names)."""
+    defaults = FieldMap()
+    probes: list[Probe] = [store.probes[s] for s in sorted(store.probes)]
+    out = []
+    for key in keys:
+        steps: list[int] = []
+        nan = odd = 0
+        for p in probes:
+            if key in p.fields:
+                steps.append(p.step)
+                nan += not math.isfinite(p.fields[key])
+            elif any(k == key for k, _ in p.not_numbers):
+                steps.append(p.step)
+                odd += 1
+        if not steps:
+            continue
+        role = "eval" if (defaults.is_eval(key) if foreign else True) else "train"
+        out.append(KeyStats(key, role, steps[0], steps[-1], len(steps), nan, odd,
+                            tuple(steps)))
+    return out
+
+
+def _inspection(folder: Path, chosen: Candidate, found: tuple[Candidate, ...],
+                paths: tuple[str, ...], detail: str, step_key: str, loss: str,
+                stats: list[KeyStats], store: RunStore) -> Inspection:
+    evals = {k.key for k in stats if k.role == "eval"}
+    probe_steps = tuple(sorted(s for s, p in store.probes.items()
+                               if evals & set(p.fields) or evals & {k for k, _ in p.not_numbers}))
+    ends = [e for e in store.events if e.event in ENDS]
+    last = max([store.last_step, *(e.step for e in store.events)], default=0)
+    return Inspection(folder, chosen, found, paths, detail, step_key, loss, tuple(stats),
+                      cadence(probe_steps), last, ends[-1] if ends else None,
+                      tuple(_notices(store)))
+
+
+def cadence(steps: tuple[int, ...]) -> Cadence:
+    """The usual spacing of probe steps (the commonest gap; the smaller on a tie) and the
+    steps off the grid it makes from the first."""
+    if len(steps) < 2:
+        return Cadence(steps, 0, ())
+    gaps = Counter(b - a for a, b in zip(steps, steps[1:], strict=False))
+    every = min(gaps, key=lambda g: (-gaps[g], g))
+    off = tuple(s for s in steps if (s - steps[0]) % every)
+    return Cadence(steps, every, off)
+
+
+def _notices(store: RunStore) -> list[str]:
+    """What the read could not take as logged, in words."""
+    out = list(store.notices)
+    if store.malformed_count:
+        out.append(f"{store.malformed_count} line(s) could not be read")
+    if store.out_of_order_count:
+        out.append(f"{store.out_of_order_count} record(s) going back in steps, not applied")
+    if store.conflicts:
+        steps = ", ".join(str(c.step) for c in store.conflicts[:5])
+        out.append(f"{len(store.conflicts)} step(s) logged twice with other values "
+                   f"(a verdict read there is UNDECIDABLE): {steps}")
+    return out
