@@ -1,0 +1,113 @@
+"""A starting preset for a run another trainer wrote, from what `inspect` found there: [run]
+named after the folder, [source] as the run was read, and a [verdict] on an eval key read
+from its first probe to its last, with the bounds left as placeholders. A placeholder is a
+string where a number goes, and loading refuses it (shape.py's `check_placeholders`): a
+preset written here gives no verdict until its bounds are chosen."""
+
+from __future__ import annotations
+
+import json
+
+from fontaine_tui.core.errors import InputError
+from fontaine_tui.core.log.formats.base import EVAL_PATTERNS, FieldMap
+from fontaine_tui.core.log.formats.inspect import Inspection, cadence
+from fontaine_tui.core.verdict.shape import DIRECTIONS, PLACEHOLDER
+
+# an eval key that says how long or how fast, not how good: never the default metric
+NOT_A_MEASURE = ("runtime", "per_second", "epoch", "samples", "steps", "flos", "time")
+LOWER = ("loss", "mae", "mse", "rmse", "err", "error", "perplexity", "ppl", "cer", "wer",
+         "nll", "distance", "regret")
+HIGHER = ("acc", "accuracy", "f1", "auc", "precision", "recall", "bleu", "rouge", "score",
+          "reward", "return", "success", "iou", "map")
+
+
+def _q(text: str) -> str:
+    return json.dumps(text, ensure_ascii=False)
+
+
+def pick_metric(ins: Inspection) -> str:
+    """The eval key a verdict most likely reads: one named as an error or a score, with
+    finite values; else the first eval key."""
+    evals = [k for k in ins.keys if k.role == "eval" and k.count > k.nan + k.not_number]
+    measures = [k.key for k in evals if not any(w in k.key.lower() for w in NOT_A_MEASURE)]
+    for words in (LOWER, HIGHER):
+        for key in measures:
+            if any(w in _words(key) for w in words):
+                return key
+    if measures or evals:
+        return (measures or [k.key for k in evals])[0]
+    raise InputError(f"{ins.folder}: no eval key to read a verdict on (keys: "
+                     f"{', '.join(k.key for k in ins.keys[:10]) or 'none'}): give --metric")
+
+
+def _words(key: str) -> list[str]:
+    for sep in "/._-":
+        key = key.replace(sep, " ")
+    return key.lower().split()
+
+
+def guess_direction(metric: str) -> str:
+    words = _words(metric)
+    if any(w in words for w in HIGHER) and not any(w in words for w in LOWER):
+        return "higher"
+    return "lower"
+
+
+def draft(ins: Inspection, metric: str = "", direction: str = "") -> str:
+    """The preset's TOML text."""
+    metric = metric or pick_metric(ins)
+    stats = ins.stats(metric)
+    if stats is None:
+        raise InputError(f"{ins.folder}: --metric {metric!r}: no such key in this run (eval "
+                         f"keys: {', '.join(ins.eval_keys[:10]) or 'none'})")
+    if direction and direction not in DIRECTIONS:
+        raise InputError(f"--direction: expected one of {', '.join(DIRECTIONS)}, "
+                         f"got {direction!r}")
+    direction = direction or guess_direction(metric)
+    chosen = ins.chosen
+    if chosen.kind == "fontaine":
+        raise InputError(f"{ins.folder}: a run of this console: its preset is the one it was "
+                         "launched with (prereg.json); `fontaine-tui verdict` reads it")
+    endpoint = stats.last
+    anchors = [s for s in stats.steps if 0 < s < endpoint]  # a delta's anchor is past step 0
+    read = "delta" if anchors else "level"
+    anchor = anchors[0] if anchors else 0
+    grid = cadence(stats.steps)
+    name = ins.folder.resolve().name or "run"
+    lines = [f"# A starting preset for {ins.folder.resolve()}, written by fontaine-tui inspect.",
+             "# Complete the [verdict] bounds (the strings marked " + _q(PLACEHOLDER) + ")",
+             "# with numbers chosen before reading the run: until then it gives no verdict.",
+             "", "[run]", f"name = {_q(name)}", 'question = ""', "", "[source]",
+             *chosen.source_lines()]
+    if FieldMap().is_eval(metric):
+        lines.append(f"# eval = {json.dumps(list(EVAL_PATTERNS))}  (the default eval keys)")
+    else:
+        lines.append(f"eval = [{_q(metric)}]")
+    if ins.loss_key:
+        lines.append(f"loss = {_q(ins.loss_key)}")
+    if ins.step_key != "step":
+        lines.append(f"step = {_q(ins.step_key)}")
+    every = grid.every
+    if every and not grid.off_grid and not anchor % every and not endpoint % every:
+        lines.append(f"eval_every = {every}  # the probe cadence")
+    elif every:
+        lines.append(f"# probes {grid.describe()}: eval_every left out (anchor and "
+                     "endpoint must be multiples of it)")
+    healthy, drift = ("healthy_max", "drift_min") if direction == "lower" else (
+        "healthy_min", "drift_max")
+    what = "delta" if read == "delta" else "value"
+    better = "at most" if direction == "lower" else "at least"
+    worse = "at least" if direction == "lower" else "at most"
+    lines += ["", "[verdict]", f"metric = {_q(metric)}",
+              f"direction = {_q(direction)}  # which way is better: lower or higher",
+              f"read = {_q(read)}"
+              + ("  # the change from anchor_step to endpoint_step" if read == "delta"
+                 else "  # the value at endpoint_step (one probe: no anchor)")]
+    if read == "delta":
+        lines.append(f"anchor_step = {anchor}  # the first probe")
+    lines += [f"endpoint_step = {endpoint}  # the last probe",
+              f"{healthy} = {_q(PLACEHOLDER + ': a number')}  # HEALTHY: the {what} is "
+              f"{better} this",
+              f"{drift} = {_q(PLACEHOLDER + ': a number')}  # SAME-DRIFT: the {what} is "
+              f"{worse} this", ""]
+    return "\n".join(lines)
