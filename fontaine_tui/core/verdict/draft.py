@@ -80,7 +80,8 @@ def draft(ins: Inspection, metric: str = "", direction: str = "") -> str:
              "", "[run]", f"name = {_q(name)}", 'question = ""', "", "[source]",
              *chosen.source_lines()]
     if FieldMap().is_eval(metric):
-        lines.append(f"# eval = {json.dumps(list(EVAL_PATTERNS))}  (the default eval keys)")
+        lines.append(f"# eval: the default patterns ({', '.join(EVAL_PATTERNS[:4])}, ...) "
+                     "hold the metric")
     else:
         lines.append(f"eval = [{_q(metric)}]")
     if ins.loss_key:
