@@ -212,3 +212,18 @@ def test_several_event_folders_are_each_a_candidate_path(tmp_path):
     other = inspect_run(tmp_path, path="runs/b")
     assert other.last_step == 50 and other.stats("eval/mae").count == 5
     assert 'path = "runs/b"' in draft(other)
+
+
+def test_the_preset_for_one_mlflow_run_reads_that_run(mlflow_store, tmp_path, capsys):
+    from fontaine_tui.cli import main
+
+    folder, ids = mlflow_store
+    path = tmp_path / "mf.toml"
+    path.write_text(draft(inspect_run(folder, run=ids[1]))
+                    .replace('"COMPLETE: a number"', "0.1", 1)
+                    .replace('"COMPLETE: a number"', "0.9", 1))
+    capsys.readouterr()
+    code = main(["verdict", str(folder), "--preset", str(path), "--json"])
+    doc = json.loads(capsys.readouterr().out)
+    assert (doc["anchor_step"], doc["read_step"]) == (10, 80)
+    assert doc["delta"] == pytest.approx(EVAL[80] - EVAL[10]) and code == 4  # AMBIGUOUS
