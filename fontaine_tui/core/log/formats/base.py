@@ -400,6 +400,7 @@ def decoder_notices(dec: Decoder, name: str) -> list[str]:
         out.append(f"{count} unreadable entr{'y' if count == 1 else 'ies'} in {name}, not "
                    f"applied ({shown}{'; ...' if count > 3 else ''})")
     out += decoder_notices_of(groupers(dec))
+    out += list(getattr(dec, "notes", ()))  # what a decoder says of how it read (printed.py)
     back = getattr(dec, "backwards", 0)
     if back:
         out.append(f"{back} entr{'y' if back == 1 else 'ies'} going back in steps in the "

@@ -36,6 +36,8 @@ from fontaine_tui.core.log.formats.tensorboard import (
     FramingError,
     TensorBoardDecoder,
 )
+from fontaine_tui.core.log.formats.trackio import TrackioDecoder
+from fontaine_tui.core.log.formats.trackio import run_rows as trackio_rows
 from fontaine_tui.core.log.records import TRAIN_FIELDS, Record
 from fontaine_tui.core.log.store import RunStore
 from fontaine_tui.core.readfile import iter_regular, read_whole
@@ -100,6 +102,10 @@ def _load_listed(folder: Path, spec: SourceSpec, paths: list[Path]) -> Loaded:
             info, rows = run_rows(paths[0], spec.options)
             detail = f"MLflow run {info.describe()}"
             records = dec.feed_rows(rows)
+        elif isinstance(dec, TrackioDecoder):
+            trun, trows = trackio_rows(paths[0], spec.options)
+            detail = f"trackio run {trun.describe()}"
+            records = dec.feed_rows(trows)
         else:
             records = []
             for path in paths:

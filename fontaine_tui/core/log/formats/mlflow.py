@@ -112,7 +112,7 @@ def sqlite_runs(db: sqlite3.Connection) -> list[RunInfo]:
             "ON r.experiment_id = e.experiment_id WHERE r.lifecycle_stage = 'active' "
             "ORDER BY r.start_time").fetchall()
     except sqlite3.Error as exc:
-        raise FormatError(_locked(exc) or f"not an MLflow store ({exc})") from None
+        raise FormatError(locked(exc) or f"not an MLflow store ({exc})") from None
     return [RunInfo(str(a), str(b or ""), str(c), str(d)) for a, b, c, d in rows]
 
 
@@ -121,10 +121,10 @@ def sqlite_rows(db: sqlite3.Connection, run: RunInfo) -> list[RawRow]:
         return list(db.execute("SELECT step, timestamp, key, value, is_nan FROM metrics "
                                "WHERE run_uuid = ? ORDER BY step, timestamp", (run.run_id,)))
     except sqlite3.Error as exc:
-        raise FormatError(_locked(exc) or f"cannot read the metrics table ({exc})") from None
+        raise FormatError(locked(exc) or f"cannot read the metrics table ({exc})") from None
 
 
-def _locked(exc: sqlite3.Error) -> str:
+def locked(exc: sqlite3.Error) -> str:
     """What to say when another process holds the store locked (SQLITE_BUSY/LOCKED); ""
     for any other error."""
     if getattr(exc, "sqlite_errorcode", None) in (5, 6) or "locked" in str(exc):

@@ -1,9 +1,10 @@
-"""Where a foreign run's log is and how to read it: a preset's `[source]` table, or what a
+r"""Where a foreign run's log is and how to read it: a preset's `[source]` table, or what a
 folder's contents say (`detect`), the files to read (`files`) and their decoder (the cold
 read of them all is cold.py's `load_source`).
 
     [source]
-    kind = "tensorboard"          # tensorboard | hf_trainer | csv | mlflow | jsonl | fontaine
+    kind = "tensorboard"          # tensorboard | hf_trainer | csv | mlflow | jsonl | trackio
+                                  # | lines | fontaine
     path = "runs/exp1"            # relative to the run folder; optional where it is found
     eval = ["eval/*"]             # the keys that are eval probes (glob patterns)
     loss = "train/loss"           # the train loss key (default: the first of the usual names)
@@ -11,6 +12,8 @@ read of them all is cold.py's `load_source`).
     probe_field = "split"         # JSONL: the lines whose `split` is "eval" are the probes
     probe_value = "eval"          #   (every number on them an eval key, by its own name)
     experiment = "" ; run = ""    # MLflow: which run, when the store holds several
+                                  # (trackio: `run`, the run's name)
+    patterns = ['step:(?P<step>\S+) .*loss:(?P<loss>\S+)']   # lines: printed metrics
 """
 
 from __future__ import annotations
@@ -32,6 +35,7 @@ from fontaine_tui.core.log.formats.mlflow import (
     SQLITE_STORE,
     MlflowDecoder,
 )
+from fontaine_tui.core.log.formats.printed import LinesDecoder, compile_patterns
 from fontaine_tui.core.log.formats.rows import (
     CsvDecoder,
     JsonlDecoder,
@@ -40,13 +44,21 @@ from fontaine_tui.core.log.formats.rows import (
 from fontaine_tui.core.log.formats.tensorboard import (
     TensorBoardDecoder,
 )
+from fontaine_tui.core.log.formats.trackio import DB_EXT, TrackioDecoder, stores
 from fontaine_tui.core.readfile import open_regular, read_whole
-from fontaine_tui.core.runfolder import AMENDMENTS, LOG, PREREG, REVIEW, rotated_segments
+from fontaine_tui.core.runfolder import (
+    AMENDMENTS,
+    ENGINE_OUT,
+    LOG,
+    PREREG,
+    REVIEW,
+    rotated_segments,
+)
 
-KINDS = ("fontaine", "tensorboard", "hf_trainer", "csv", "mlflow", "jsonl")
+KINDS = ("fontaine", "tensorboard", "hf_trainer", "csv", "mlflow", "jsonl", "trackio", "lines")
 TRAIN_KEYS = ("loss", "lr", "grad_norm")  # [source] keys naming a train field's source key
 SOURCE_KEYS = ("kind", "path", "eval", "step", "time", "experiment", "run", "probe_field",
-               "probe_value", *TRAIN_KEYS)
+               "probe_value", "patterns", *TRAIN_KEYS)
 EVENTS = "events.out.tfevents."
 HF_STATE = "trainer_state.json"
 CSV_NAME = "metrics.csv"
@@ -62,6 +74,7 @@ class SourceSpec:
     path: str = ""  # a file or folder, relative to the run folder (or absolute)
     fields: FieldMap = field(default_factory=FieldMap)
     options: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
+    patterns: tuple[str, ...] = ()  # lines: the regular expressions that read a printed line
 
     def canonical(self) -> dict[str, object]:
         """As hashed into the preset (only what was set)."""
@@ -79,6 +92,8 @@ class SourceSpec:
             out["probe_field"] = self.fields.probe_field
             out["probe_value"] = self.fields.probe_value
         out.update(self.options)
+        if self.patterns:
+            out["patterns"] = list(self.patterns)
         return out
 
 
@@ -91,7 +106,7 @@ def read_spec(table: object, where: str = "source") -> SourceSpec:
             raise ValueError(f"{where}.{key}", f"unknown key (expected one of "
                              f"{', '.join(SOURCE_KEYS)})")
     for key, value in table.items():
-        if key != "eval" and not isinstance(value, str):
+        if key not in ("eval", "patterns") and not isinstance(value, str):
             raise ValueError(f"{where}.{key}", "expected a string")
     kind = table.get("kind", "")
     if kind not in KINDS:
@@ -111,12 +126,23 @@ def read_spec(table: object, where: str = "source") -> SourceSpec:
                          "probe_value = \"eval\")")
     if probe_field and kind != "jsonl":
         raise ValueError(f"{where}.probe_field", "expected only with kind = \"jsonl\"")
+    printed: tuple[str, ...] = ()
+    if kind == "lines":
+        if "patterns" not in table:
+            raise ValueError(f"{where}.patterns", "expected with kind = \"lines\": regular "
+                             "expressions with a named group `step` (like "
+                             "'step:(?P<step>\\S+) .*loss:(?P<loss>\\S+)')")
+        compile_patterns(table["patterns"], f"{where}.patterns")
+        raw = table["patterns"]
+        printed = tuple([raw] if isinstance(raw, str) else raw)
+    elif "patterns" in table:
+        raise ValueError(f"{where}.patterns", "expected only with kind = \"lines\"")
     fields = FieldMap(tuple(patterns), MappingProxyType({k: table[k] for k in TRAIN_KEYS
                                                          if table.get(k)}),
                       table.get("step") or "step", table.get("time", ""),
                       probe_field, probe_value)
     options = {k: table[k] for k in ("experiment", "run") if table.get(k)}
-    return SourceSpec(kind, table.get("path", ""), fields, MappingProxyType(options))
+    return SourceSpec(kind, table.get("path", ""), fields, MappingProxyType(options), printed)
 
 
 # -- detection -------------------------------------------------------------------------------
@@ -149,13 +175,16 @@ def detect(folder: Path) -> str:
         return "hf_trainer"
     if (folder / SQLITE_STORE).exists() or (folder / FILE_STORE).is_dir():
         return "mlflow"
+    if stores(folder):
+        return "trackio"
     if (folder / CSV_NAME).exists() or any(folder.glob(f"*/version_*/{CSV_NAME}")) or any(
             folder.glob(f"version_*/{CSV_NAME}")):
         return "csv"
     if len(_jsonl(folder)) == 1:
         return "jsonl"
     raise InputError(f"{folder}: no log this console reads: expected {LOG}, {EVENTS}*, "
-                     f"{HF_STATE}, {CSV_NAME}, {FILE_STORE}/ or {SQLITE_STORE} (or a preset "
+                     f"{HF_STATE}, {CSV_NAME}, {FILE_STORE}/, {SQLITE_STORE} or a trackio "
+                     f"<project>{DB_EXT} (or a preset "
                      "[source] naming the file)")
 
 
@@ -252,6 +281,16 @@ def files(folder: Path, spec: SourceSpec) -> list[Path]:
         if base.is_file():
             return [base]
         return [_one(base, _jsonl(base), "*.jsonl file")]
+    if kind == "trackio":
+        if base.is_file():
+            return [base]
+        return [_one(base, stores(base), f"trackio store (<project>{DB_EXT})")]
+    if kind == "lines":
+        printed = base if spec.path else folder / ENGINE_OUT
+        if not printed.is_file():
+            raise InputError(f"{printed}: source.path: no such file (the printed lines to "
+                             "read)")
+        return [printed]
     return [base / LOG if base.is_dir() else base]
 
 
@@ -323,4 +362,8 @@ def decoder(spec: SourceSpec) -> Decoder:
         return JsonlDecoder(spec.fields)
     if kind == "mlflow":
         return MlflowDecoder(spec.fields)
+    if kind == "trackio":
+        return TrackioDecoder(spec.fields)
+    if kind == "lines":
+        return LinesDecoder(spec.fields, spec.patterns)
     raise InputError(f"source.kind: {kind!r} is read by the log wing's own reader")

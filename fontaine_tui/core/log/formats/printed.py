@@ -1,0 +1,145 @@
+"""Printed lines: a trainer that prints its metrics and logs them nowhere else (LeRobot's
+`lerobot-train` prints `step:10K smpl:320K ep:1K epch:0.50 loss:0.123 grdn:1.234
+lr:1.0e-05 ...`). A preset's [source] `patterns` are regular expressions with named groups:
+a `step` group (required), an optional `time` group (epoch seconds, or an ISO date and time
+such as `2025-01-02 10:00:00`, local time), and every other named group a numeric field
+named by the group.
+
+A line that matches no pattern is not a metrics line (printed output holds much else) and is
+passed over; a matched line whose step or field is not a number is counted among the
+unreadable entries and said. Numbers may carry LeRobot's decimal suffixes (K, M, B, T, Q:
+thousands, millions, ...); a step printed with one is rounded where it was printed (`10K` is
+any step from 9500 to 10499), which is said once.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Sequence
+from datetime import datetime
+
+from fontaine_tui.core.log.formats.base import FieldMap, Grouper, Unread, step_of
+from fontaine_tui.core.log.lines import LineCutter
+from fontaine_tui.core.log.records import Record
+
+NAN = float("nan")
+SUFFIX = {"K": 1e3, "M": 1e6, "B": 1e9, "T": 1e12, "Q": 1e15}
+ROUNDED = ("steps printed with a K/M/B suffix are rounded where they were printed (10K is any "
+           "step from 9500 to 10499): two prints of one rounded step are read as one step")
+
+
+def compile_patterns(patterns: object, where: str = "source.patterns") -> list[re.Pattern[str]]:
+    """[source] patterns, compiled; ValueError(key, expected) naming a bad one."""
+    if isinstance(patterns, str):
+        patterns = [patterns]
+    if not (isinstance(patterns, list) and patterns
+            and all(isinstance(p, str) and p for p in patterns)):
+        raise ValueError(where, "expected a regular expression or a list of them, each with "
+                         "a named group `step` (like 'step:(?P<step>\\S+) .*loss:(?P<loss>\\S+)')")
+    out = []
+    for n, text in enumerate(patterns):
+        key = f"{where}[{n}]"
+        try:
+            compiled = re.compile(text)
+        except re.error as exc:
+            raise ValueError(key, f"{text!r} is not a regular expression ({exc})") from None
+        if "step" not in compiled.groupindex:
+            raise ValueError(key, f"{text!r} has no named group `step` (expected "
+                             "(?P<step>...))")
+        if len(compiled.groupindex) < 2:
+            raise ValueError(key, f"{text!r} names no field besides the step (expected a "
+                             "group like (?P<loss>\\S+))")
+        out.append(compiled)
+    return out
+
+
+def parse_number(text: str) -> tuple[float, bool] | None:
+    """A printed number, with LeRobot's K/M/B/T/Q suffix if it has one: (value, suffixed);
+    None when it is not a number."""
+    text = text.strip().rstrip(",;")
+    scale = SUFFIX.get(text[-1:], 0.0)
+    body = text[:-1] if scale else text
+    if not body or body[-1:] == "_" or "_" in body:
+        return None
+    try:
+        value = float(body)
+    except ValueError:
+        return None
+    return (value * scale, True) if scale else (value, False)
+
+
+def _time(text: str) -> float:
+    try:
+        return float(text)
+    except ValueError:
+        pass
+    try:
+        return datetime.fromisoformat(text.strip().replace(",", ".")).timestamp()
+    except ValueError:
+        return NAN
+
+
+class LinesDecoder(Unread):
+    """Printed lines in (appended bytes), records out: each line matched by a pattern is
+    one step's values, grouped (base.Grouper) into its train record and probe."""
+
+    kind = "lines"
+    whole = False
+
+    def __init__(self, fields: FieldMap | None = None,
+                 patterns: Sequence[str] = ()) -> None:
+        super().__init__()
+        self.patterns = compile_patterns(list(patterns)) if patterns else []
+        self.grouper = Grouper(fields or FieldMap())
+        self.cutter = LineCutter(track=False)
+        self.line = 0
+        self.rounded = False
+
+    @property
+    def notes(self) -> list[str]:
+        """What the decoder read in a way worth saying (not an error)."""
+        return [ROUNDED] if self.rounded else []
+
+    def feed(self, data: bytes) -> list[Record]:
+        out: list[Record] = []
+        self._lines(self.cutter.feed(data)[0], out)
+        return out
+
+    def _lines(self, lines: list[bytes], out: list[Record]) -> None:
+        for raw in lines:
+            self.line += 1
+            if raw:
+                self._line(raw.decode("utf-8", "replace"), out)
+
+    def _line(self, text: str, out: list[Record]) -> None:
+        for pattern in self.patterns:
+            m = pattern.search(text)
+            if m is not None:
+                break
+        else:
+            return
+        where = f"line {self.line}"
+        groups = {k: v for k, v in m.groupdict().items() if v is not None}
+        parsed = parse_number(groups.pop("step", ""))
+        if parsed is None:
+            self.note_bad(where, f"step {m.group('step')!r} is not a number")
+            return
+        step = step_of(parsed[0])
+        if isinstance(step, str):
+            self.note_bad(where, step)
+            return
+        self.rounded |= parsed[1]
+        when = _time(groups.pop("time")) if "time" in groups else NAN
+        for key, value in groups.items():
+            x = parse_number(value)
+            if x is None:
+                self.note_bad(where, f"{key} at step {step}: {value!r} is not a number")
+                continue
+            self.grouper.add(step, when if math.isfinite(when) else NAN, key, x[0], out)
+
+    def finish(self) -> list[Record]:
+        out: list[Record] = []
+        self._lines(self.cutter.flush()[0], out)
+        self.grouper.flush(out)
+        return out

@@ -1,0 +1,184 @@
+"""trackio's local store, read without trackio: one SQLite file per project
+(`$TRACKIO_DIR/<project>.db`, by default under ~/.cache/huggingface/trackio), several runs in
+it. Its `metrics` table holds one row per `trackio.log(...)` call: the run's id and name, the
+step, an ISO timestamp and the logged values as one JSON object (an infinity or NaN written as
+the strings "Infinity", "-Infinity", "NaN"). The store is opened read-only (mlflow.py's
+`connect`), so the writer is never blocked or changed.
+
+trackio keeps no record of a run's end (`trackio.finish()` writes nothing to the store), so a
+trackio run never says it ended: `attach --until-end` waits, and `bank` asks for `--ended`.
+"""
+
+from __future__ import annotations
+
+import math
+import sqlite3
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+
+from fontaine_tui.core.log.formats.base import Row, Whole, number, step_of
+from fontaine_tui.core.log.formats.mlflow import connect, locked
+from fontaine_tui.core.log.formats.rows import FormatError
+from fontaine_tui.core.log.records import Record
+
+NAN = float("nan")
+DB_EXT = ".db"
+SQLITE_MAGIC = b"SQLite format 3\x00"
+SPECIAL = {"Infinity": math.inf, "-Infinity": -math.inf, "NaN": NAN}  # trackio's JSON floats
+
+
+@dataclass(frozen=True, slots=True)
+class TrackioRun:
+    run_id: str
+    name: str
+
+    def describe(self) -> str:
+        return (f"{self.name!r}" if self.name == self.run_id
+                else f"{self.name!r} ({self.run_id[:12]})")
+
+
+# a metrics row as the store holds it: (row id, step, timestamp, metrics JSON), unchecked
+RawRow = tuple[object, object, object, object]
+
+
+def is_store(path: Path) -> bool:
+    """Is `path` a trackio project store (an SQLite file with trackio's `metrics` table)?"""
+    try:
+        with open(path, "rb") as fh:
+            if fh.read(len(SQLITE_MAGIC)) != SQLITE_MAGIC:
+                return False
+        db = connect(path)
+    except (OSError, FormatError, ValueError):
+        return False
+    try:
+        return {"run_name", "step", "metrics", "timestamp"} <= _columns(db)
+    except sqlite3.Error:
+        return False
+    finally:
+        db.close()
+
+
+def stores(folder: Path) -> list[Path]:
+    """The trackio project stores in `folder` (TRACKIO_DIR, or a folder holding one)."""
+    return sorted(p for p in folder.glob(f"*{DB_EXT}") if p.is_file() and is_store(p))
+
+
+def _columns(db: sqlite3.Connection) -> set[str]:
+    return {str(r[1]) for r in db.execute("PRAGMA table_info(metrics)")}
+
+
+def _id_column(db: sqlite3.Connection) -> str:
+    """The column naming a run: `run_id` (trackio 0.24 on), else `run_name` (older stores,
+    where a run was only its name)."""
+    return "run_id" if "run_id" in _columns(db) else "run_name"
+
+
+def store_runs(db: sqlite3.Connection) -> list[TrackioRun]:
+    """The store's runs, in the order they first logged."""
+    try:
+        col = _id_column(db)
+        rows = db.execute(f"SELECT {col}, run_name, MIN(id) FROM metrics GROUP BY {col} "
+                          "ORDER BY MIN(id)").fetchall()
+    except sqlite3.Error as exc:
+        raise FormatError(locked(exc) or f"not a trackio store ({exc})") from None
+    return [TrackioRun(str(a), str(b or "")) for a, b, _ in rows]
+
+
+def store_rows(db: sqlite3.Connection, run: TrackioRun) -> list[RawRow]:
+    try:
+        col = _id_column(db)
+        return list(db.execute(f"SELECT id, step, timestamp, metrics FROM metrics "
+                               f"WHERE {col} = ? ORDER BY id", (run.run_id,)))
+    except sqlite3.Error as exc:
+        raise FormatError(locked(exc) or f"cannot read the metrics table ({exc})") from None
+
+
+def choose(runs: list[TrackioRun], where: str, run: str = "") -> TrackioRun:
+    """The run [source] run names (by name, id or id prefix), or the only one; else
+    FormatError naming them (runs are never merged)."""
+    found = [r for r in runs if not run or r.name == run or r.run_id == run]
+    if run and not found:
+        found = [r for r in runs if r.run_id.startswith(run)]
+    if len(found) == 1:
+        return found[0]
+    names = ", ".join(r.describe() for r in (found or runs)[:8]) or "none"
+    if not found:
+        raise FormatError(f"{where}: no run named {run!r}; runs: {names}")
+    chose = f"run={run!r}" if run else "none chosen"
+    raise FormatError(f"{where}: {len(found)} runs and {chose}: set [source] run to one of "
+                      f"{names}")
+
+
+def _time(stamp: object) -> float:
+    """An ISO timestamp (trackio writes UTC with its offset) in seconds; NaN if unreadable."""
+    if not isinstance(stamp, str):
+        return NAN
+    try:
+        return datetime.fromisoformat(stamp).timestamp()
+    except ValueError:
+        return NAN
+
+
+def _value(value: object) -> float | None:
+    if isinstance(value, str):
+        return SPECIAL.get(value)
+    return number(value)
+
+
+class TrackioDecoder(Whole):
+    """The rows of one trackio run in, records out (whole: the run's rows each time). A
+    value that is not a number (text, a histogram, a table, a nested object) is counted
+    among the unreadable entries, never dropped silently."""
+
+    kind = "trackio"
+
+    def feed_rows(self, rows: Iterable[RawRow]) -> list[Record]:
+        import orjson
+
+        self.clear_bad()
+        checked: list[Row] = []
+        for row_id, raw_step, stamp, text in rows:
+            where = f"metrics row {row_id}"
+            step = step_of(raw_step)
+            if isinstance(step, str):
+                self.note_bad(where, step)
+                continue
+            try:
+                doc = orjson.loads(text if isinstance(text, (str, bytes)) else b"")
+            except orjson.JSONDecodeError:
+                self.note_bad(where, f"step {step}: its metrics are not JSON")
+                continue
+            if not isinstance(doc, dict):
+                self.note_bad(where, f"step {step}: its metrics are not a JSON object")
+                continue
+            values: dict[str, float] = {}
+            for key, value in doc.items():
+                x = _value(value)
+                if x is None:
+                    self.note_bad(where, f"{key} at step {step}: {_shown(value)} is not a "
+                                  "number")
+                else:
+                    values[str(key)] = x
+            if values:
+                checked.append((step, _time(stamp), values))
+        return self.group([checked])
+
+    def feed(self, data: bytes) -> list[Record]:
+        raise FormatError("a trackio store is read as rows (feed_rows), not bytes")
+
+
+def _shown(value: object) -> str:
+    text = repr(value)
+    return text if len(text) <= 40 else text[:37] + "..."
+
+
+def run_rows(store: Path, options: Mapping[str, str]) -> tuple[TrackioRun, list[RawRow]]:
+    """Every row of the chosen run of a project store (`<project>.db`)."""
+    db = connect(store)
+    try:
+        info = choose(store_runs(db), "source.run", options.get("run", ""))
+        return info, store_rows(db, info)
+    finally:
+        db.close()
