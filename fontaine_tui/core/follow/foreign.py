@@ -10,7 +10,10 @@ read ours. The transport knows no format; this module is where the two meet.
   that catches a rewrite half-done fails to parse and is retried at the next change); the
   newest `checkpoint-*/trainer_state.json` is looked up again as checkpoints appear.
 - JSONL: appended lines.
-- MLflow stores: re-read every second (a SQLite store read-only), new steps only.
+- MLflow stores and trackio's: re-read every second (a SQLite store read-only), new steps
+  only.
+- printed lines ([source] kind "lines"): appended lines, the torn last one held until its
+  newline.
 """
 
 from __future__ import annotations
@@ -36,9 +39,11 @@ from fontaine_tui.core.log.formats.mlflow import (
 from fontaine_tui.core.log.formats.rows import FormatError
 from fontaine_tui.core.log.formats.source import CSV_NAME, EVENTS, HF_STATE, LIST_TRIES
 from fontaine_tui.core.log.formats.tensorboard import FramingError
+from fontaine_tui.core.log.formats.trackio import TrackioDecoder
+from fontaine_tui.core.log.formats.trackio import run_rows as trackio_rows
 from fontaine_tui.core.log.records import Probe, Record
 from fontaine_tui.core.readfile import read_whole
-from fontaine_tui.core.runfolder import LOG
+from fontaine_tui.core.runfolder import ENGINE_OUT, LOG
 
 MLFLOW_POLL_S = 1.0
 SETTLE_S = 1.0  # quiet this long: a held step's probe is complete
@@ -131,8 +136,9 @@ class ForeignRun:
             async for batch in self._remote(kind):
                 yield batch
             return
-        if kind in ("mlflow", "hf_trainer"):  # read whole again and again
-            async for batch in self._mlflow() if kind == "mlflow" else self._newest():
+        if kind in ("mlflow", "hf_trainer", "trackio"):  # read whole again and again
+            whole = {"mlflow": self._mlflow, "trackio": self._trackio}.get(kind, self._newest)
+            async for batch in whole():
                 yield batch
             return
         said = ""
@@ -161,10 +167,15 @@ class ForeignRun:
             async for batch in self._remote_mlflow(path or SQLITE_STORE):
                 yield batch
             return
+        if kind == "trackio":
+            yield Batch([], 1, note="a trackio store is read on its own host only: attach "
+                                    "there")
+            await self._closed.wait()
+            return
         if kind == "tensorboard":
             under, name = path, ""
         else:
-            default = {"hf_trainer": HF_STATE, "csv": CSV_NAME}.get(kind, "")
+            default = {"hf_trainer": HF_STATE, "csv": CSV_NAME, "lines": ENGINE_OUT}.get(kind, "")
             under, _, name = (path or default).rpartition("/")
             if not name:
                 yield Batch([], 1, note=f"source.path: name the {kind} file to follow on the "
@@ -260,6 +271,17 @@ class ForeignRun:
         async def read() -> list[Record]:
             store = files(self.folder, self.spec)[0]
             rows = (await asyncio.to_thread(run_rows, store, self.spec.options))[1]
+            return dec.feed_rows(rows)
+
+        async for batch in self._poll_whole(dec, read, MLFLOW_POLL_S):
+            yield batch
+
+    async def _trackio(self) -> AsyncIterator[Batch]:
+        dec = TrackioDecoder(self.spec.fields)
+
+        async def read() -> list[Record]:
+            store = files(self.folder, self.spec)[0]
+            rows = (await asyncio.to_thread(trackio_rows, store, self.spec.options))[1]
             return dec.feed_rows(rows)
 
         async for batch in self._poll_whole(dec, read, MLFLOW_POLL_S):
