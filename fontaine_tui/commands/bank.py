@@ -7,12 +7,14 @@ import argparse
 import asyncio
 import json
 import sys
+from types import MappingProxyType
 
 from fontaine_tui.core.errors import InputError
 from fontaine_tui.core.runfolder import check_target
 from fontaine_tui.core.text import literal, require_utf8
 
 ORDER = 47
+RUN_CHOICE = ("mlflow", "trackio")  # the kinds whose store holds several runs: --run picks one
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -33,6 +35,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--ended", action="store_true",
                    help="another trainer's run (TensorBoard, Trainer, CSV, MLflow, JSONL): its "
                         "log does not say when it ended; say that it has")
+    p.add_argument("--run", metavar="NAME", default="",
+                   help="a store holding several runs (MLflow, trackio): the run to bank, by "
+                        "name or id")
     p.add_argument("--even-if-conflicting", action="store_true",
                    help="bank a run whose own evidence conflicts (two probes for one step, "
                         "malformed or out-of-order lines, its own verdict UNDECIDABLE) all the "
@@ -81,7 +86,8 @@ def run(args: argparse.Namespace) -> int:
     bank.check_name(args.name)
     check_target(what[0])
     require_utf8(args.note, "--note")
-    store, prereg, ledger, label, kind = asyncio.run(_read(what[0], args.ssh_config))
+    store, prereg, ledger, label, kind = asyncio.run(_read(what[0], args.ssh_config,
+                                                          args.run))
     if kind and not args.ended:
         raise InputError(f"{label}: another trainer's run: its log does not say it ended; "
                          "bank it with --ended once it has")
@@ -127,9 +133,10 @@ def _conflicts(store, prereg: bytes | None, ledger: tuple[bytes | None, bytes | 
     return reasons
 
 
-async def _read(target: str, ssh_config: str | None):
+async def _read(target: str, ssh_config: str | None, run: str = ""):
     """The whole log (with its rotated segments when local), prereg.json and the amendments
-    ledger, through the same sources the console follows."""
+    ledger, through the same sources the console follows; `run`: the run of a store that
+    holds several (MLflow, trackio)."""
     from fontaine_tui.core.follow import LocalRun, open_source
     from fontaine_tui.core.log.read import load_lines, load_log
     from fontaine_tui.core.runfolder import AMENDMENTS, LOG, PREREG
@@ -150,9 +157,19 @@ async def _read(target: str, ssh_config: str | None):
                 kind = detect_foreign(source.folder)
                 if not kind:
                     raise InputError(f"{log}: no such log")
-                loaded = load_source(source.folder, SourceSpec(kind))
+                if run and kind not in RUN_CHOICE:
+                    raise InputError(f"--run: a {kind} run holds one run (expected only for "
+                                     f"a store holding several: {', '.join(RUN_CHOICE)})")
+                options = MappingProxyType({"run": run} if run else {})
+                loaded = load_source(source.folder, SourceSpec(kind, options=options))
                 return loaded.store, prereg, ledger, loaded.label, kind
+            if run:
+                raise InputError(f"--run: {source.folder} is a run of this console's (expected "
+                                 f"only for a store holding several: {', '.join(RUN_CHOICE)})")
             return load_log(log, history=True), prereg, ledger, str(source.folder), ""
+        if run:
+            raise InputError(f"--run: {source.label} is read over SSH as one of this console's "
+                             "runs (a store holding several is banked on its own host)")
         raw = await source.read_bytes(LOG)
         if raw is None:
             raise InputError(f"{source.label}/{LOG}: no such log")

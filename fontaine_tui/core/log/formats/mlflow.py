@@ -176,7 +176,7 @@ def choose(runs: list[RunInfo], where: str, experiment: str = "", run: str = "")
     if not found:
         return _fail(where, f"no run matches ({chose}); runs: "
                      + (", ".join(r.describe() for r in runs[:8]) or "none"))
-    return _fail(where, f"{len(found)} runs and {chose}: set [source] run to one of "
+    return _fail(where, f"{len(found)} runs and {chose}: set [source] run (bank: --run) to one of "
                  + ", ".join(r.describe() for r in found[:8]))
 
 

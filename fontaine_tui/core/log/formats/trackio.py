@@ -107,8 +107,8 @@ def choose(runs: list[TrackioRun], where: str, run: str = "") -> TrackioRun:
     if not found:
         raise FormatError(f"{where}: no run named {run!r}; runs: {names}")
     chose = f"run={run!r}" if run else "none chosen"
-    raise FormatError(f"{where}: {len(found)} runs and {chose}: set [source] run to one of "
-                      f"{names}")
+    raise FormatError(f"{where}: {len(found)} runs and {chose}: set [source] run (bank: --run) "
+                      f"to one of {names}")
 
 
 def _time(stamp: object) -> float:

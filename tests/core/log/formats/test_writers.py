@@ -102,7 +102,7 @@ def test_mlflow_log_metric_into_both_stores(store, tmp_path, monkeypatch, capsys
     second = _mlflow_run(uri, "second")
     assert main(["verdict", str(folder), "--preset", str(preset)]) == 2
     err = capsys.readouterr().err
-    assert "2 runs and none chosen: set [source] run to one of " in err
+    assert "2 runs and none chosen: set [source] run (bank: --run) to one of " in err
     assert len(err.strip().splitlines()) == 1
     chosen = foreign_preset(tmp_path, f'kind = "mlflow"\nrun = "{second[:8]}"', drift=0.75)
     assert main(["verdict", str(folder), "--preset", str(chosen)]) == 3
