@@ -207,6 +207,7 @@ class ForeignRun:
 
     async def _files(self, match: Callable[[str], bool], under: str) -> AsyncIterator[Batch]:
         decoders: dict[str, Decoder] = {}
+        told: dict[str, list[str]] = {}  # what each file's decoder said it did not apply
         loop = asyncio.get_running_loop()
         last_data, settled = loop.time(), True
         async for chunk in self.transport.follow_files(match, under):
@@ -243,8 +244,13 @@ class ForeignRun:
                     kept = tuple(getattr(exc, "records", ()))  # what came before the break
                     yield Batch([], 1, note=f"{chunk.name}: {exc}", records=kept)
                 continue  # a whole file caught mid-rewrite: the next change reads it again
-            if records or (note and chunk.restart):
-                yield Batch([], 1, note=note if chunk.restart else "", records=tuple(records))
+            notes = decoder_notices(dec, chunk.name)
+            news = [n for n in notes if n not in told.get(chunk.name, ())]
+            told[chunk.name] = notes
+            if chunk.restart and note:
+                news.insert(0, note)
+            if records or news:
+                yield Batch([], 1, note="; ".join(news), records=tuple(records))
 
     async def _newest(self) -> AsyncIterator[Batch]:
         """trainer_state.json from the newest checkpoint (looked up again at each read)."""
