@@ -1,10 +1,12 @@
-"""Property, over every reader (our log, JSONL, CSV, trainer_state.json, TensorBoard, MLflow):
+"""Property, over every reader (our log, JSONL, CSV, trainer_state.json, TensorBoard, MLflow,
+trackio, printed lines):
 whatever a run's probes suffer (a probe repeated, a second value for a step, NaN, a probe
 dropped or malformed, one after the endpoint, the log rotated), the headless verdict is the
 verdict of the clean evidence, or UNDECIDABLE, or exit 2 naming why: never another label.
 
 Each example writes its run with the writer the format comes from (json, csv, transformers'
-TrainerState, torch's SummaryWriter, MLflow's client into a file store) and reads it through
+TrainerState, torch's SummaryWriter, MLflow's client into a file store, trackio's own storage
+into its SQLite store, printed lines as a trainer prints them) and reads it through
 `fontaine-tui verdict --json`. The clean evidence is the run's probes with the faults taken
 out (a malformed, dropped or NaN probe is no evidence, nor a step logged with two values),
 held to the pre-registered rule written out in `oracle`, apart from the code under test."""
@@ -38,10 +40,15 @@ FAULTS = ("repeat", "conflict", "nan-add", "nan", "drop", "malformed", "later", 
 # the anchor (40) and the endpoint (80) are where a fault can change a read: drawn most
 fault = st.tuples(st.sampled_from(FAULTS), st.sampled_from((80, 40, 80, 40, 70, 10)), value)
 
-READERS = ("fontaine", "jsonl", "csv", "hf_trainer", "tensorboard", "mlflow")
+READERS = ("fontaine", "jsonl", "csv", "hf_trainer", "tensorboard", "mlflow", "trackio",
+           "lines")
 METRIC = {"fontaine": "eval_chunk_mae", "jsonl": "eval/mae", "csv": "val_mae",
-          "hf_trainer": "eval_mae", "tensorboard": "eval/mae", "mlflow": "eval/mae"}
-EXAMPLES = {"tensorboard": 30, "mlflow": 30, "hf_trainer": 30}
+          "hf_trainer": "eval_mae", "tensorboard": "eval/mae", "mlflow": "eval/mae",
+          "trackio": "eval/mae", "lines": "eval_mae"}
+EXAMPLES = {"tensorboard": 30, "mlflow": 30, "hf_trainer": 30, "trackio": 30}
+# a [source] beyond its kind: printed lines need the patterns that read them
+SOURCE = {"lines": "patterns = ['step:(?P<step>\\S+) loss:(?P<loss>\\S+)',\n"
+                   "            'step:(?P<step>\\S+) eval_mae:(?P<eval_mae>\\S+)']"}
 COUNT = {"examples": 0}
 
 
@@ -188,13 +195,46 @@ def write_mlflow(folder: Path, entries, rotate: bool) -> None:
     client.set_terminated(run.info.run_id)
 
 
+def write_trackio(folder: Path, entries, rotate: bool) -> None:
+    """Through trackio's own storage (the writer trackio.log's sender thread calls), one
+    metrics row per logged dict; a malformed probe is a text value."""
+    from trackio import sqlite_storage
+
+    was = sqlite_storage.TRACKIO_DIR
+    sqlite_storage.TRACKIO_DIR = folder
+    try:
+        rows = [({"train/loss": v} if kind == "train" else
+                 {"eval/mae": f"{v}?" if bad else v}, step)
+                for step, kind, v, bad in _rows(entries)]
+        sqlite_storage.SQLiteStorage.bulk_log("property", "only", [m for m, _ in rows],
+                                              steps=[s for _, s in rows])
+    finally:
+        sqlite_storage.TRACKIO_DIR = was
+
+
+def write_lines(folder: Path, entries, rotate: bool) -> None:
+    """As a trainer prints them (Python's float repr; NaN as `nan`), with other output
+    between; a malformed probe's number is not one."""
+    with open(folder / "engine.out.log", "w") as f:
+        f.write("Loading dataset ...\n")
+        for step, kind, v, bad in _rows(entries):
+            if kind == "train":
+                f.write(f"INFO step:{step} loss:{v}\n")
+            else:
+                f.write(f"INFO step:{step} eval_mae:{v}{'?' if bad else ''}\n")
+        f.write("End of training\n")
+
+
 WRITERS = {"fontaine": write_fontaine, "jsonl": write_jsonl, "csv": write_csv,
-           "hf_trainer": write_hf, "tensorboard": write_tb, "mlflow": write_mlflow}
-NEEDS = {"hf_trainer": "transformers", "tensorboard": "tensorboard", "mlflow": "mlflow"}
+           "hf_trainer": write_hf, "tensorboard": write_tb, "mlflow": write_mlflow,
+           "trackio": write_trackio, "lines": write_lines}
+NEEDS = {"hf_trainer": "transformers", "tensorboard": "tensorboard", "mlflow": "mlflow",
+         "trackio": "trackio"}
 
 
 def _preset(base: Path, reader: str):
-    path = foreign_preset(base, f'kind = "{reader}"', metric=METRIC[reader])
+    source = f'kind = "{reader}"' + (f"\n{SOURCE[reader]}" if reader in SOURCE else "")
+    path = foreign_preset(base, source, metric=METRIC[reader])
     if reader == "fontaine":  # our own log: the recipe, with probes every 10 to step 80
         text = (Path(__file__).parents[3] / "presets" / "demosonly_1gpu.toml").read_text()
         head = text[:text.index("[verdict]")]
