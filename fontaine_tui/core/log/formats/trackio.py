@@ -103,6 +103,8 @@ def choose(runs: list[TrackioRun], where: str, run: str = "") -> TrackioRun:
         found = [r for r in runs if r.run_id.startswith(run)]
     if len(found) == 1:
         return found[0]
+    if not runs:
+        raise FormatError(f"{where}: no run has logged to this store yet")
     names = ", ".join(r.describe() for r in (found or runs)[:8]) or "none"
     if not found:
         raise FormatError(f"{where}: no run named {run!r}; runs: {names}")

@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from fontaine_tui.cli import main
+from fontaine_tui.core.errors import InputError
 from fontaine_tui.core.follow.foreign import ForeignRun
 from fontaine_tui.core.log.formats import SourceSpec, detect, load_source
 from fontaine_tui.core.log.formats.trackio import TrackioDecoder
@@ -100,6 +101,24 @@ def test_a_run_reads_as_trackio_logged_it(two_runs):
     assert {s: p.fields["eval/chunk_mae"] for s, p in st.probes.items()} == pytest.approx(EVAL)
     assert all(t > 1e9 for t in st.columns["time"])  # trackio's ISO timestamps, in seconds
     assert st.malformed_count == 0
+
+
+def test_source_path_names_the_store_file(two_runs, tmp_path, capsys):
+    store = two_runs / "proj.db"
+    preset = foreign_preset(tmp_path, f'kind = "trackio"\npath = "{store}"\nrun = "drifting"',
+                            drift=0.75)
+    assert main(["verdict", str(tmp_path), "--preset", str(preset)]) == 3
+    assert f"log {store} (trackio; trackio run 'drifting'" in capsys.readouterr().out
+
+
+def test_a_store_no_run_has_logged_to_yet_is_said(tmp_path, monkeypatch):
+    from trackio import sqlite_storage
+
+    monkeypatch.setattr(sqlite_storage, "TRACKIO_DIR", tmp_path)
+    sqlite_storage.SQLiteStorage.init_db("empty")  # trackio's tables, as init makes them
+    assert detect(tmp_path) == "trackio"
+    with pytest.raises(InputError, match="source.run: no run has logged to this store yet"):
+        load_source(tmp_path, SourceSpec("trackio"))
 
 
 def test_the_store_is_opened_read_only(two_runs):
