@@ -9,7 +9,7 @@ A line that matches no pattern is not a metrics line (printed output holds much 
 passed over; a matched line whose step or field is not a number is counted among the
 unreadable entries and said. Numbers may carry LeRobot's decimal suffixes (K, M, B, T, Q:
 thousands, millions, ...); a step printed with one is rounded where it was printed (`10K` is
-any step from 9500 to 10499), which is said once.
+any step from 9500 to 10500), which is said once.
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ from fontaine_tui.core.log.records import Record
 NAN = float("nan")
 SUFFIX = {"K": 1e3, "M": 1e6, "B": 1e9, "T": 1e12, "Q": 1e15}
 ROUNDED = ("steps printed with a K/M/B suffix are rounded where they were printed (10K is any "
-           "step from 9500 to 10499): two prints of one rounded step are read as one step")
+           "step from 9500 to 10500): two prints of one rounded step are read as one step")
 
 
 def compile_patterns(patterns: object, where: str = "source.patterns") -> list[re.Pattern[str]]:
