@@ -21,6 +21,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from fontaine_tui.core.log.formats.base import FieldMap, Grouper
+from fontaine_tui.core.log.formats.protowire import skip as _skip
+from fontaine_tui.core.log.formats.protowire import varint as _varint
 from fontaine_tui.core.log.records import Record
 
 _U64 = struct.Struct("<Q")
@@ -89,35 +91,6 @@ def frame(payload: bytes) -> bytes:
     """One TFRecord (what a writer appends): for tests and the bench's files."""
     head = _U64.pack(len(payload))
     return head + _U32.pack(masked_crc(head)) + payload + _U32.pack(masked_crc(payload))
-
-
-def _varint(buf: bytes, i: int) -> tuple[int, int]:
-    b = buf[i]
-    if b < 0x80:
-        return b, i + 1
-    value, shift = 0, 0
-    while True:
-        b = buf[i]
-        i += 1
-        value |= (b & 0x7F) << shift
-        if b < 0x80:
-            return value, i
-        shift += 7
-        if shift >= 70:  # a varint is at most ten bytes
-            raise ValueError("a varint longer than ten bytes")
-
-
-def _skip(buf: bytes, i: int, wire: int) -> int:
-    if wire == 0:
-        return _varint(buf, i)[1]
-    if wire == 1:
-        return i + 8
-    if wire == 2:
-        n, i = _varint(buf, i)
-        return i + n
-    if wire == 5:
-        return i + 4
-    raise ValueError(f"wire type {wire}")
 
 
 def _tensor_value(buf: bytes) -> tuple[float, int] | None:
