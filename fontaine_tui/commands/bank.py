@@ -34,7 +34,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--json", action="store_true", help="with show: the whole document")
     p.add_argument("--ended", action="store_true",
                    help="another trainer's run (TensorBoard, Trainer, CSV, MLflow, JSONL): its "
-                        "log does not say when it ended; say that it has")
+                        "log does not say when it ended; say that it has (a W&B run's exit "
+                        "says so itself)")
     p.add_argument("--run", metavar="NAME", default="",
                    help="a store holding several runs (MLflow, trackio): the run to bank, by "
                         "name or id")
@@ -88,7 +89,7 @@ def run(args: argparse.Namespace) -> int:
     require_utf8(args.note, "--note")
     store, prereg, ledger, label, kind = asyncio.run(_read(what[0], args.ssh_config,
                                                           args.run))
-    if kind and not args.ended:
+    if kind and not args.ended and store.ended_at is None:
         raise InputError(f"{label}: another trainer's run: its log does not say it ended; "
                          "bank it with --ended once it has")
     doc = bank.document(store, label, args.note, prereg, kind)

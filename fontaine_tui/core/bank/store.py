@@ -104,13 +104,22 @@ def _num(x: float) -> float | None:
     return x if math.isfinite(x) else None
 
 
+def _foreign_end(store: RunStore) -> str:
+    """How a foreign run's end is known: its own `end` event, else the word of the one who
+    banked it."""
+    if store.ended_at is not None and store.events and store.events[-1].event == "end":
+        return f"its log says so ({store.events[-1].detail})"
+    return "said by the one who banked it (bank --ended)"
+
+
 def document(store: RunStore, source: str, note: str = "", prereg: bytes | None = None,
              foreign: str = "") -> dict[str, object]:
     """A finished run as a bank document: every probe (all its numbers by path, the
     per-dataset breakdown), a summary of the train curve, what the meta said it ran (recipe,
     world size, device, code and data identity) and its prereg.json, if any. The log must
     have ended (`event: end`); another trainer's log (`foreign`: its kind) says nothing of its
-    end, so the one banking it says it ended (`bank --ended`), and the document says so."""
+    end (unless it records one: a W&B run's exit), so the one banking it says it ended (`bank
+    --ended`), and the document says which."""
     if not foreign and (not store.events or store.events[-1].event != "end"):
         raise InputError(f"{source}: the run has not finished (no `end` event in its log); "
                          "bank it once it ends")
@@ -151,8 +160,7 @@ def document(store: RunStore, source: str, note: str = "", prereg: bytes | None 
         "probes": probes,
         "train": train,
         "prereg": pre,
-        **({"format": foreign, "ended": "said by the one who banked it (bank --ended)"}
-           if foreign else {}),
+        **({"format": foreign, "ended": _foreign_end(store)} if foreign else {}),
     }
     _check_finite(doc, source)
     return doc
