@@ -38,6 +38,7 @@ from fontaine_tui.core.log.formats.tensorboard import (
 )
 from fontaine_tui.core.log.formats.trackio import TrackioDecoder
 from fontaine_tui.core.log.formats.trackio import run_rows as trackio_rows
+from fontaine_tui.core.log.formats.wandb import WandbDecoder
 from fontaine_tui.core.log.records import TRAIN_FIELDS, Record
 from fontaine_tui.core.log.store import RunStore
 from fontaine_tui.core.readfile import iter_regular, read_whole
@@ -111,6 +112,8 @@ def _load_listed(folder: Path, spec: SourceSpec, paths: list[Path]) -> Loaded:
             for path in paths:
                 records += _read_file(path, dec)
         records += dec.finish()
+        if isinstance(dec, WandbDecoder):
+            detail = dec.describe()
     except (FormatError, FramingError) as exc:
         raise InputError(f"{paths[0]}: {exc}") from None
     except OSError as exc:

@@ -3,16 +3,18 @@ folder's contents say (`detect`), the files to read (`files`) and their decoder 
 read of them all is cold.py's `load_source`).
 
     [source]
-    kind = "tensorboard"          # tensorboard | hf_trainer | csv | mlflow | jsonl | trackio
-                                  # | lines | fontaine
+    kind = "tensorboard"          # tensorboard | hf_trainer | csv | mlflow | jsonl | wandb
+                                  #   | trackio | lines | fontaine
     path = "runs/exp1"            # relative to the run folder; optional where it is found
     eval = ["eval/*"]             # the keys that are eval probes (glob patterns)
     loss = "train/loss"           # the train loss key (default: the first of the usual names)
-    step = "step"                 # row formats: the step column / field
+    step = "step"                 # row formats: the step column / field; W&B: the step key
+                                  #   (default its own `_step`, e.g. "train/global_step")
     probe_field = "split"         # JSONL: the lines whose `split` is "eval" are the probes
     probe_value = "eval"          #   (every number on them an eval key, by its own name)
     experiment = "" ; run = ""    # MLflow: which run, when the store holds several
-                                  # (trackio: `run`, the run's name)
+                                  # (trackio: `run`, the run's name; W&B: `run`, the run
+                                  #   folder's name or its id)
     patterns = ['step:(?P<step>\S+) .*loss:(?P<loss>\S+)']   # lines: printed metrics
 """
 
@@ -45,6 +47,7 @@ from fontaine_tui.core.log.formats.tensorboard import (
     TensorBoardDecoder,
 )
 from fontaine_tui.core.log.formats.trackio import DB_EXT, TrackioDecoder, stores
+from fontaine_tui.core.log.formats.wandb import WandbDecoder
 from fontaine_tui.core.readfile import open_regular, read_whole
 from fontaine_tui.core.runfolder import (
     AMENDMENTS,
@@ -55,13 +58,16 @@ from fontaine_tui.core.runfolder import (
     rotated_segments,
 )
 
-KINDS = ("fontaine", "tensorboard", "hf_trainer", "csv", "mlflow", "jsonl", "trackio", "lines")
+KINDS = ("fontaine", "tensorboard", "hf_trainer", "csv", "mlflow", "jsonl", "wandb", "trackio",
+         "lines")
 TRAIN_KEYS = ("loss", "lr", "grad_norm")  # [source] keys naming a train field's source key
 SOURCE_KEYS = ("kind", "path", "eval", "step", "time", "experiment", "run", "probe_field",
                "probe_value", "patterns", *TRAIN_KEYS)
 EVENTS = "events.out.tfevents."
 HF_STATE = "trainer_state.json"
 CSV_NAME = "metrics.csv"
+WANDB = "wandb"  # the folder wandb.init writes its runs into
+WANDB_RUN = re.compile(r"run-[^/]+\.wandb")  # a run's file: run-<id>.wandb
 OURS = (AMENDMENTS, REVIEW, "babysit.jsonl")  # the ledgers this console writes
 CHECKPOINT = re.compile(r"checkpoint-([0-9]+)")
 LIST_TRIES = 5  # listings of a run's files, when a file listed is gone by its reading
@@ -169,6 +175,8 @@ def detect(folder: Path) -> str:
     """The kind of log a folder holds, by its contents; InputError when none is known."""
     if (folder / LOG).exists() or (folder / PREREG).exists() or rotated_segments(folder / LOG):
         return "fontaine"  # ours (maybe not started, or its log rotated away)
+    if wandb_runs(folder):
+        return "wandb"
     if _event_folders(folder):
         return "tensorboard"
     if (folder / HF_STATE).exists() or any(folder.glob(f"checkpoint-*/{HF_STATE}")):
@@ -183,9 +191,8 @@ def detect(folder: Path) -> str:
     if len(_jsonl(folder)) == 1:
         return "jsonl"
     raise InputError(f"{folder}: no log this console reads: expected {LOG}, {EVENTS}*, "
-                     f"{HF_STATE}, {CSV_NAME}, {FILE_STORE}/, {SQLITE_STORE} or a trackio "
-                     f"<project>{DB_EXT} (or a preset "
-                     "[source] naming the file)")
+                     f"{HF_STATE}, {CSV_NAME}, {FILE_STORE}/, {SQLITE_STORE}, {WANDB}/ or a "
+                     f"trackio <project>{DB_EXT} (or a preset [source] naming the file)")
 
 
 def detect_foreign(folder: Path) -> str:
@@ -222,6 +229,8 @@ def file_kind(name: str) -> str:
     """The kind a single file is by its name ("" when the name does not say)."""
     if name.startswith(EVENTS):
         return "tensorboard"
+    if WANDB_RUN.fullmatch(name):
+        return "wandb"
     return {HF_STATE: "hf_trainer", CSV_NAME: "csv"}.get(name, "")
 
 
@@ -281,6 +290,10 @@ def files(folder: Path, spec: SourceSpec) -> list[Path]:
         if base.is_file():
             return [base]
         return [_one(base, _jsonl(base), "*.jsonl file")]
+    if kind == "wandb":
+        if base.is_file():
+            return [base]
+        return [wandb_run(base, spec.options.get("run", ""))]
     if kind == "trackio":
         if base.is_file():
             return [base]
@@ -292,6 +305,54 @@ def files(folder: Path, spec: SourceSpec) -> list[Path]:
                              "read)")
         return [printed]
     return [base / LOG if base.is_dir() else base]
+
+
+def _run_files(folder: Path) -> list[Path]:
+    """The W&B run files directly in `folder` (a run folder holds one)."""
+    try:
+        return sorted(p for p in folder.iterdir()
+                      if WANDB_RUN.fullmatch(p.name) and p.is_file() and not p.is_symlink())
+    except OSError:
+        return []
+
+
+def wandb_runs(folder: Path) -> list[Path]:
+    """The W&B run files of `folder`: a run folder's own, else those of the run folders in
+    it (`folder` is a `wandb/` folder), else those under its `wandb/`. The `latest-run` link
+    is not a run of its own."""
+    own = _run_files(folder)
+    if own:
+        return own
+    for where in (folder, folder / WANDB):
+        try:
+            runs = sorted(p for p in where.iterdir() if p.is_dir() and not p.is_symlink())
+        except OSError:
+            continue
+        found = [f for run in runs for f in _run_files(run)]
+        if found:
+            return found
+    return []
+
+
+def wandb_run(folder: Path, chosen: str) -> Path:
+    """The run file of `folder` that [source] run names (its folder's name, or its id), or
+    the only one; InputError naming them when there are several, or none is chosen."""
+    found = wandb_runs(folder)
+    if chosen:
+        found = [f for f in found if chosen in (f.parent.name, f.name[4:-6],
+                                                f.parent.name.rpartition("-")[2])]
+    if len(found) == 1:
+        return found[0]
+    every = wandb_runs(folder)
+    names = ", ".join(f.parent.name if f.parent != folder else f.name for f in every[:6])
+    more = ", ..." if len(every) > 6 else ""
+    if not every:
+        raise InputError(f"{folder}: no W&B run here (expected {WANDB}/offline-run-*/"
+                         "run-*.wandb, or a run folder holding its run-*.wandb)")
+    if not found:
+        raise InputError(f"{folder}: source.run: no W&B run {chosen!r} (runs: {names}{more})")
+    raise InputError(f"{folder}: {len(every)} W&B runs ({names}{more}): set [source] run to "
+                     "one (its folder's name or its id)")
 
 
 def _event_time(name: str) -> int:
@@ -366,4 +427,6 @@ def decoder(spec: SourceSpec) -> Decoder:
         return TrackioDecoder(spec.fields)
     if kind == "lines":
         return LinesDecoder(spec.fields, spec.patterns)
+    if kind == "wandb":
+        return WandbDecoder(spec.fields)
     raise InputError(f"source.kind: {kind!r} is read by the log wing's own reader")

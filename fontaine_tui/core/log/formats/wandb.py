@@ -1,0 +1,341 @@
+"""W&B run files (`run-<id>.wandb`, in `wandb/offline-run-*/` and `wandb/run-*/` alike) read
+without wandb: LevelDB's log framing, CRC-checked, and the few protobuf fields of a
+`wandb_internal.Record` that carry a run's history, its id and how it exited.
+
+The file is a 7-byte header (`:W&B`, the magic 0xBEE1 little-endian, a version byte), then
+32 KiB blocks of records. A record is a 7-byte head (a little-endian uint32 checksum, the
+data's length as a uint16, its type: FULL 1, or FIRST 2, MIDDLE 3 and LAST 4 for a record
+cut across blocks) and its data; a block's last bytes, too few for a head, are padding. The
+checksum is zlib's CRC-32 of the type byte and the data (what wandb writes; LevelDB's own
+logs use a masked CRC-32C).
+
+A Record (wandb/proto/wandb_internal.proto): `history` (2): its `item`s (1), each a `key`
+(1) or a `nested_key` path (2, read joined by "."), and a `value_json` (16; `number` 6 and
+`integer` 5 also read), and its `step` (2, `num` 1); `run` (17): `run_id` 1, `project` 3,
+`display_name` 8; `exit` (18): `exit_code` 1. Keys starting with `_` are wandb's own
+(`_step`, `_timestamp`, `_runtime`, `_wandb`): the step and the time, not metrics.
+
+`feed(bytes)` takes the file's appended bytes from any offset on: a torn last record waits
+for the rest of it. A record whose checksum fails, a head that is not one (the rest of its
+block is then unread, and said so), a record that does not decode, a history value that is
+not a number: each is counted (base.py's Unread) and said in the notices, never applied.
+"""
+
+from __future__ import annotations
+
+import struct
+import zlib
+from collections.abc import Callable
+
+from fontaine_tui.core.log import jsontext
+from fontaine_tui.core.log.formats.base import NAN, FieldMap, Grouper, Unread, number, step_of
+from fontaine_tui.core.log.formats.protowire import signed64, skip, varint
+from fontaine_tui.core.log.formats.rows import FormatError
+from fontaine_tui.core.log.records import Event, Record
+
+IDENT = b":W&B\xe1\xbe"  # the header's ident and magic; its seventh byte is the version
+HEADER_LEN = 7
+BLOCK = 32768
+HEAD = struct.Struct("<IHB")  # checksum, length, type
+FULL, FIRST, MIDDLE, LAST = 1, 2, 3, 4
+TYPE_CRC = {t: zlib.crc32(bytes([t])) for t in (FULL, FIRST, MIDDLE, LAST)}
+MAX_RECORD = 1 << 28  # the parts of one record beyond this: not a record
+_F64 = struct.Struct("<d")
+SHOWN = 40  # characters of a value not read quoted in its notice
+
+
+class LogFramer:
+    """Whole records out of a run file's appended bytes, each with the byte it starts at;
+    what it cannot read goes to `note(where, why)`."""
+
+    def __init__(self, note: Callable[[str, str], None]) -> None:
+        self.note = note
+        self._buf = b""
+        self._at = 0  # the file offset of _buf[0]
+        self._drop = 0  # bytes still to pass over: the rest of a block whose framing is lost
+        self._parts: list[bytes] = []  # a record cut across blocks, so far
+        self._start = 0  # the byte its first part starts at
+        self.header = False
+        self.version = -1
+
+    @property
+    def pending(self) -> int:
+        """Bytes of a record not yet whole (its parts so far, or a torn head or data)."""
+        return len(self._buf) + sum(map(len, self._parts))
+
+    def feed(self, data: bytes) -> list[tuple[int, bytes]]:
+        buf = self._buf + data if self._buf else data
+        out: list[tuple[int, bytes]] = []
+        i, n, at = 0, len(buf), self._at
+        if not self.header:
+            if n < HEADER_LEN:
+                self._buf = buf
+                return out
+            if buf[:len(IDENT)] != IDENT:
+                raise FormatError(f"not a W&B run file (expected the :W&B header, got "
+                                  f"{bytes(buf[:HEADER_LEN])!r})")
+            self.header, self.version, i = True, buf[HEADER_LEN - 1], HEADER_LEN
+        while True:
+            if self._drop:
+                take = min(self._drop, n - i)
+                i += take
+                self._drop -= take
+                if self._drop:
+                    break
+            left = BLOCK - (at + i) % BLOCK
+            if left < HEAD.size:  # a block's trailer: padding
+                if n - i < left:
+                    break
+                i += left
+                continue
+            if n - i < HEAD.size:
+                break
+            crc, length, kind = HEAD.unpack_from(buf, i)
+            if kind not in TYPE_CRC or HEAD.size + length > left:
+                self._lost(at + i, left)
+                self._drop = left
+                continue
+            end = i + HEAD.size + length
+            if end > n:
+                break  # torn: the writer has not written all of it yet
+            data_ = buf[i + HEAD.size:end]
+            if zlib.crc32(data_, TYPE_CRC[kind]) != crc:
+                self.note(f"byte {at + i}", "a record that fails its checksum")
+                if self._parts:
+                    self._cut(at + i)
+            else:
+                self._part(at + i, kind, data_, out)
+            i = end
+        self._buf = bytes(buf[i:])
+        self._at = at + i
+        return out
+
+    def _lost(self, where: int, left: int) -> None:
+        self.note(f"byte {where}", f"not a record head: the rest of its block ({left} bytes) "
+                  "is not read")
+        if self._parts:
+            self._cut(where)
+
+    def _cut(self, where: int) -> None:
+        self.note(f"byte {self._start}", f"a record cut across blocks lost its part at byte "
+                  f"{where}")
+        self._parts = []
+
+    def _part(self, where: int, kind: int, data: bytes, out: list[tuple[int, bytes]]) -> None:
+        if kind in (FULL, FIRST) and self._parts:
+            self.note(f"byte {self._start}", "a record cut across blocks without its last part")
+            self._parts = []
+        if kind == FULL:
+            out.append((where, data))
+        elif kind == FIRST:
+            self._parts, self._start = [data], where
+        elif not self._parts:
+            self.note(f"byte {where}", "a part of a record without its first part")
+        elif kind == MIDDLE:
+            self._parts.append(data)
+            if sum(map(len, self._parts)) > MAX_RECORD:
+                self._cut(where)
+        else:
+            out.append((self._start, b"".join([*self._parts, data])))
+            self._parts = []
+
+    def finish(self) -> None:
+        """The file is done: a record not yet whole is counted (cut short)."""
+        left = BLOCK - self._at % BLOCK
+        torn = len(self._buf) if self._buf and not (left < HEAD.size and len(self._buf) < left
+                                                    and not self._buf.strip(b"\0")) else 0
+        torn += sum(map(len, self._parts))
+        if torn:
+            self.note(f"byte {self._start if self._parts else self._at}", f"the last {torn} "
+                      "bytes are a record not yet whole (being written, or cut short)")
+        self._buf, self._parts = b"", []
+
+
+# -- the Record's fields -----------------------------------------------------------------------
+
+Item = tuple[str, object]  # a history item: its key, and its value as JSON reads it (or text)
+
+
+class NotNumber(str):
+    """A history value that is not JSON a number is read from (its text, shown)."""
+
+
+def _text(buf: bytes) -> str:
+    return buf.decode("utf-8", "replace")
+
+
+def _fields(buf: bytes) -> list[tuple[int, int, object]]:
+    """A message's fields in order: (number, wire type, value: int, or bytes for wire 2, or
+    the 8 or 4 raw bytes of a fixed field)."""
+    out: list[tuple[int, int, object]] = []
+    i, n = 0, len(buf)
+    while i < n:
+        key, i = varint(buf, i)
+        field, wire = key >> 3, key & 7
+        if wire == 0:
+            value, i = varint(buf, i)
+            out.append((field, wire, value))
+        elif wire == 2:
+            size, i = varint(buf, i)
+            if i + size > n:
+                raise ValueError("a field past the record's end")
+            out.append((field, wire, buf[i:i + size]))
+            i += size
+        else:
+            j = skip(buf, i, wire)
+            if j > n:
+                raise ValueError("a field past the record's end")
+            out.append((field, wire, buf[i:j]))
+            i = j
+    return out
+
+
+def _item(buf: bytes) -> Item:
+    key, path = "", []
+    value: object = NotNumber("no value")
+    for field, wire, v in _fields(buf):
+        if field == 1 and wire == 2:
+            key = _text(v)  # type: ignore[arg-type]
+        elif field == 2 and wire == 2:
+            path.append(_text(v))  # type: ignore[arg-type]
+        elif field == 16 and wire == 2:
+            text = _text(v)  # type: ignore[arg-type]
+            try:
+                value = jsontext.loads(text)
+            except ValueError:
+                value = NotNumber(text)
+            if isinstance(value, str):
+                value = NotNumber(repr(value))
+        elif field == 6 and wire == 1:
+            value = _F64.unpack(v)[0]  # type: ignore[arg-type]
+        elif field == 5 and wire == 0:  # sint64: zigzag
+            z = int(v)  # type: ignore[call-overload]
+            value = (z >> 1) ^ -(z & 1)
+        elif field in (3, 4, 7, 8):  # none, boolean, text, json: no number
+            value = NotNumber(_text(v) if isinstance(v, bytes) else f"{bool(v)}".lower())
+    return key or ".".join(path), value
+
+
+def parse_record(buf: bytes) -> tuple[str, object]:
+    """("history", (items, step num or None)), ("run", (id, project, name)), ("exit",
+    exit code), or ("", None) for any other record; ValueError (or IndexError) when the
+    bytes are not a Record."""
+    found: tuple[str, object] = ("", None)
+    for field, wire, v in _fields(buf):
+        if wire != 2:
+            continue
+        assert isinstance(v, bytes)
+        if field == 2:
+            items: list[Item] = []
+            num: int | None = None
+            for f, w, x in _fields(v):
+                if f == 1 and w == 2:
+                    items.append(_item(x))  # type: ignore[arg-type]
+                elif f == 2 and w == 2:
+                    for g, u, y in _fields(x):  # type: ignore[arg-type]
+                        if g == 1 and u == 0:
+                            num = signed64(int(y))  # type: ignore[call-overload]
+            found = ("history", (items, num))
+        elif field == 17:
+            run = {f: _text(x) for f, w, x in _fields(v)  # type: ignore[arg-type]
+                   if f in (1, 3, 8) and w == 2}
+            found = ("run", (run.get(1, ""), run.get(3, ""), run.get(8, "")))
+        elif field == 18:
+            code = 0
+            for f, w, x in _fields(v):
+                if f == 1 and w == 0:
+                    code = signed64(int(x)) & 0xFFFFFFFF  # type: ignore[call-overload]
+                    code = code - (1 << 32) if code >= 1 << 31 else code  # an int32
+            found = ("exit", code)
+    return found
+
+
+class WandbDecoder(Unread):
+    """A W&B run file's appended bytes in, records out (see base.py's Decoder): each history
+    row at its `_step` (or the field map's step key), at its `_timestamp`; the exit record an
+    `end` event (exit code 0) or an `error` event (any other), at the last step."""
+
+    kind = "wandb"
+    whole = False
+
+    def __init__(self, fields: FieldMap | None = None) -> None:
+        super().__init__()
+        f = fields or FieldMap()
+        self.grouper = Grouper(f)
+        self.step_key = f.step if f.step != "step" else "_step"
+        self.time_key = f.time or "_timestamp"
+        self.framer = LogFramer(self.note_bad)
+        self.run_id = self.project = self.name = ""
+        self.exit_code: int | None = None
+        self.records = 0
+        self._time = NAN
+        self._top = -1
+
+    def describe(self) -> str:
+        """The run read, for a report's "log ..." line."""
+        if not self.run_id:
+            return "W&B run"
+        named = f"{self.name}, " if self.name else ""
+        return f"W&B run {self.run_id} ({named}project {self.project or '?'})"
+
+    def feed(self, data: bytes) -> list[Record]:
+        out: list[Record] = []
+        for where, payload in self.framer.feed(data):
+            self.records += 1
+            try:
+                kind, value = parse_record(payload)
+            except (IndexError, ValueError, struct.error):
+                self.note_bad(f"byte {where}", "a record that does not decode (not a W&B "
+                              "Record)")
+                continue
+            if kind == "history":
+                items, num = value  # type: ignore[misc]
+                self._row(where, items, num, out)
+            elif kind == "run":
+                self.run_id, self.project, self.name = value  # type: ignore[misc]
+            elif kind == "exit":
+                self._exit(int(value), out)  # type: ignore[call-overload]
+        return out
+
+    def _row(self, where: int, items: list[Item], num: int | None, out: list[Record]) -> None:
+        given = [v for k, v in items if k == self.step_key]
+        if not given and self.step_key == "_step" and num is not None:
+            given = [num]
+        if not given:
+            self.note_bad(f"byte {where}", f"a history row without {self.step_key!r}")
+            return
+        steps = {repr(v) for v in given}
+        step = step_of(given[0]) if len(steps) == 1 else f"{self.step_key!r} written twice " \
+            "with two values"
+        if isinstance(step, str):
+            self.note_bad(f"byte {where}", f"{self.step_key}: {step}")
+            return
+        when = NAN
+        for key, value in items:
+            if key == self.time_key and (x := number(value)) is not None:
+                when = x
+        for key, value in items:
+            if key.startswith("_") or key in (self.step_key, self.time_key):
+                continue
+            x = number(value)
+            if x is None:
+                shown = str(value) if isinstance(value, NotNumber) else repr(value)
+                shown = shown if len(shown) <= SHOWN else shown[:SHOWN] + "..."
+                self.note_bad(f"step {step} {key}", f"value {shown} is not a number")
+                continue
+            self.grouper.add(step, when, key, x, out)
+        self._top = max(self._top, step)
+        if when == when:
+            self._time = when
+
+    def _exit(self, code: int, out: list[Record]) -> None:
+        self.exit_code = code
+        self.grouper.flush(out)
+        out.append(Event(max(self._top, 0), self._time, "end" if code == 0 else "error",
+                         f"W&B exit code {code}"))
+
+    def finish(self) -> list[Record]:
+        out: list[Record] = []
+        self.framer.finish()
+        self.grouper.flush(out)
+        return out
