@@ -97,7 +97,8 @@ class PlainReport:
             self.say(line)
 
     async def take(self, batch: Batch) -> bool:
-        """Report one follower batch; True when it held the log's `end` event."""
+        """Report one follower batch; True when it held the log's `end` event, or an `error`
+        event (the run stopped on it: the engine's own, or another trainer's failed exit)."""
         session, ended, ledger_read = self.session, False, False
         if batch.note:
             self.say(f"-- {literal(batch.note)}")
@@ -121,11 +122,12 @@ class PlainReport:
                     if warning and warning not in self._said:
                         self._said.add(warning)
                         self.say(f"WARNING: {literal(warning)}")
-            ended |= isinstance(rec, Event) and rec.event == "end"
+            ended |= isinstance(rec, Event) and rec.event in ("end", "error")
         return ended
 
     async def follow(self, until_end: bool = False) -> int:
-        """Report the source until it ends (or, with `until_end`, the log's `end`)."""
+        """Report the source until it ends (or, with `until_end`, the log's `end` or
+        `error` event)."""
         source = self.session.source
         self.say(f"following {literal(source.label)}")
         try:
