@@ -10,6 +10,8 @@ read ours. The transport knows no format; this module is where the two meet.
   that catches a rewrite half-done fails to parse and is retried at the next change); the
   newest `checkpoint-*/trainer_state.json` is looked up again as checkpoints appear.
 - JSONL: appended lines.
+- W&B run files (`run-<id>.wandb`): appended records, each file from its own byte offset
+  (wandb writes them in 32 KiB blocks, or each `x_transaction_log_flush_interval`).
 - MLflow stores and trackio's: re-read every second (a SQLite store read-only), new steps
   only.
 - printed lines ([source] kind "lines"): appended lines, the torn last one held until its
@@ -41,7 +43,7 @@ from fontaine_tui.core.log.formats.source import CSV_NAME, EVENTS, HF_STATE, LIS
 from fontaine_tui.core.log.formats.tensorboard import FramingError
 from fontaine_tui.core.log.formats.trackio import TrackioDecoder
 from fontaine_tui.core.log.formats.trackio import run_rows as trackio_rows
-from fontaine_tui.core.log.records import Probe, Record
+from fontaine_tui.core.log.records import Event, Probe, Record
 from fontaine_tui.core.readfile import read_whole
 from fontaine_tui.core.runfolder import ENGINE_OUT, LOG
 
@@ -352,7 +354,9 @@ class ForeignReplay:
         out: list[Record] = [store.train_at(i) for i in range(len(store.steps))]
         out += [store.probes[s] for s in store.probe_steps()]
         out += [c.second for c in store.conflicts]  # replayed as read: still conflicting
-        out.sort(key=lambda r: (r.step, isinstance(r, Probe)))  # a step's probe after its loss
+        # how the run ended, where its log records it (a W&B exit): after its last step
+        out += [e for e in store.events if e.event in ("end", "error")]
+        out.sort(key=lambda r: (r.step, 2 if isinstance(r, Event) else isinstance(r, Probe)))
         return out
 
     async def follow(self, name: str = LOG) -> AsyncIterator[Batch]:

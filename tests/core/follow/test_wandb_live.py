@@ -1,0 +1,104 @@
+"""A W&B run followed while the real wandb library writes it: `attach --plain --until-end`
+as a real subprocess shows the endpoint's probe while the run is still going, and ends on
+the run's exit record; a failed exit ends it too; a replay ends on the recorded exit."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.core.log.formats.conftest import EVAL, foreign_preset, loss
+from tests.core.log.formats.wandbkit import exit_record, frame, history, start_writer
+
+pytest.importorskip("wandb")
+
+
+def _attach(folder: Path, preset: Path) -> subprocess.Popen:
+    return subprocess.Popen([sys.executable, "-m", "fontaine_tui", "attach", str(folder),
+                             "--plain", "--until-end", "--preset", str(preset)],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+def test_attach_follows_a_wandb_run_as_wandb_writes_it(tmp_path):
+    run, go = tmp_path / "run", tmp_path / "go"
+    run.mkdir()
+    preset = foreign_preset(tmp_path, 'kind = "wandb"')
+    rows = [[s, {"train/loss": loss(s), **({"eval/chunk_mae": EVAL[s]} if s in EVAL else {})}]
+            for s in range(1, 82)]  # wandb holds a step's row until the next step comes
+    attach = _attach(run, preset)  # before the run exists: it waits for it
+    writer = start_writer(tmp_path, [{"project": "p", "dir": str(run), "id": "live1",
+                                      "rows": rows, "pace": 0.01, "flush": 0.2,
+                                      "wait_for": str(go)}])
+    lines: list[str] = []
+    seen = threading.Event()
+
+    def read() -> None:
+        assert attach.stdout is not None
+        for line in attach.stdout:
+            lines.append(line.rstrip("\n"))
+            if line.startswith("probe step 80"):
+                seen.set()
+
+    reader = threading.Thread(target=read, daemon=True)
+    reader.start()
+    try:
+        # the endpoint's probe shows while the writer still holds the run open
+        assert seen.wait(90), "\n".join(lines[-20:])
+        assert writer.poll() is None
+        live = len(lines)
+        go.touch()  # now the run finishes: its exit record ends the attach
+        assert attach.wait(60) == 0, attach.stderr.read() if attach.stderr else ""
+        reader.join(10)
+        assert writer.wait(60) == 0
+    finally:
+        for proc in (attach, writer):
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+    assert not any(ln.startswith("event") for ln in lines[:live])
+    assert lines[-1] == "event end at step 81: W&B exit code 0", lines[-5:]
+    verdicts = [ln for ln in lines if ln.startswith("verdict: ")]
+    assert verdicts[-1].startswith("verdict: AMBIGUOUS (final, step 80"), verdicts[-3:]
+    assert [ln.split()[2] for ln in lines if ln.startswith("probe step")] == [
+        f"{s}:" for s in sorted(EVAL)]
+
+
+def _failed_run(tmp_path: Path) -> Path:
+    run = tmp_path / "run" / "wandb" / "offline-run-20260101_000000-f1" / "run-f1.wandb"
+    run.parent.mkdir(parents=True)
+    run.write_bytes(frame([history(s, {"train/loss": 1.0, **({"eval/chunk_mae": 2.0}
+                                                             if s % 10 == 0 else {})})
+                           for s in range(1, 31)] + [exit_record(1)]))
+    return tmp_path / "run"
+
+
+def test_attach_until_end_stops_on_a_failed_exit(tmp_path):
+    folder = _failed_run(tmp_path)
+    attach = _attach(folder, foreign_preset(tmp_path, 'kind = "wandb"'))
+    try:
+        out, err = attach.communicate(timeout=60)
+    finally:
+        if attach.poll() is None:
+            attach.kill()
+    assert attach.returncode == 0, err
+    assert out.splitlines()[-1] == "event error at step 30: W&B exit code 1"
+
+
+def test_replay_of_a_wandb_run_ends_on_its_exit(tmp_path):
+    folder = _failed_run(tmp_path)
+    t0 = time.monotonic()
+    res = subprocess.run([sys.executable, "-m", "fontaine_tui", "replay", str(folder),
+                          "--plain", "--preset",
+                          str(foreign_preset(tmp_path, 'kind = "wandb"'))],
+                         capture_output=True, text=True, timeout=60)
+    assert res.returncode == 0, res.stderr
+    out = res.stdout.splitlines()
+    assert "event error at step 30: W&B exit code 1" in out
+    assert out.index("event error at step 30: W&B exit code 1") > out.index(
+        next(ln for ln in out if ln.startswith("probe step 30")))
+    assert time.monotonic() - t0 < 60
