@@ -1,12 +1,14 @@
 """Property, over every reader (our log, JSONL, CSV, trainer_state.json, TensorBoard, MLflow,
-trackio, printed lines):
+trackio, printed lines, W&B):
 whatever a run's probes suffer (a probe repeated, a second value for a step, NaN, a probe
 dropped or malformed, one after the endpoint, the log rotated), the headless verdict is the
 verdict of the clean evidence, or UNDECIDABLE, or exit 2 naming why: never another label.
 
 Each example writes its run with the writer the format comes from (json, csv, transformers'
 TrainerState, torch's SummaryWriter, MLflow's client into a file store, trackio's own storage
-into its SQLite store, printed lines as a trainer prints them) and reads it through
+into its SQLite store, printed lines as a trainer prints them; W&B's records by wandb's own
+protobuf classes, framed as wandb frames them: wandb will not write a step twice, and a
+malformed record is one whose checksum fails) and reads it through
 `fontaine-tui verdict --json`. The clean evidence is the run's probes with the faults taken
 out (a malformed, dropped or NaN probe is no evidence, nor a step logged with two values),
 held to the pre-registered rule written out in `oracle`, apart from the code under test."""
@@ -41,10 +43,10 @@ FAULTS = ("repeat", "conflict", "nan-add", "nan", "drop", "malformed", "later", 
 fault = st.tuples(st.sampled_from(FAULTS), st.sampled_from((80, 40, 80, 40, 70, 10)), value)
 
 READERS = ("fontaine", "jsonl", "csv", "hf_trainer", "tensorboard", "mlflow", "trackio",
-           "lines")
+           "lines", "wandb")
 METRIC = {"fontaine": "eval_chunk_mae", "jsonl": "eval/mae", "csv": "val_mae",
           "hf_trainer": "eval_mae", "tensorboard": "eval/mae", "mlflow": "eval/mae",
-          "trackio": "eval/mae", "lines": "eval_mae"}
+          "trackio": "eval/mae", "lines": "eval_mae", "wandb": "eval/mae"}
 EXAMPLES = {"tensorboard": 30, "mlflow": 30, "hf_trainer": 30, "trackio": 30}
 # a [source] beyond its kind: printed lines need the patterns that read them
 SOURCE = {"lines": "patterns = ['step:(?P<step>\\S+) loss:(?P<loss>\\S+)',\n"
@@ -225,11 +227,27 @@ def write_lines(folder: Path, entries, rotate: bool) -> None:
         f.write("End of training\n")
 
 
+def write_wandb(folder: Path, entries, rotate: bool) -> None:
+    from tests.core.log.formats.wandbkit import exit_record, frame, history
+
+    payloads, bad = [], []
+    for step, kind, v, malformed in _rows(entries):
+        payloads.append(history(step, {"train/loss" if kind == "train" else "eval/mae": v}))
+        bad.append(malformed)
+    data = bytearray(frame([*payloads, exit_record(0)]))
+    for k, malformed in enumerate(bad):
+        if malformed:  # the record's last byte changed: its checksum fails
+            data[len(frame(payloads[:k + 1])) - 1] ^= 1
+    run = folder / "wandb" / "offline-run-20260101_000000-prop1"
+    run.mkdir(parents=True)
+    (run / "run-prop1.wandb").write_bytes(bytes(data))
+
+
 WRITERS = {"fontaine": write_fontaine, "jsonl": write_jsonl, "csv": write_csv,
            "hf_trainer": write_hf, "tensorboard": write_tb, "mlflow": write_mlflow,
-           "trackio": write_trackio, "lines": write_lines}
+           "trackio": write_trackio, "lines": write_lines, "wandb": write_wandb}
 NEEDS = {"hf_trainer": "transformers", "tensorboard": "tensorboard", "mlflow": "mlflow",
-         "trackio": "trackio"}
+         "trackio": "trackio", "wandb": "wandb"}
 
 
 def _preset(base: Path, reader: str):
