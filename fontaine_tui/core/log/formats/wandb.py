@@ -26,6 +26,7 @@ from __future__ import annotations
 import struct
 import zlib
 from collections.abc import Callable
+from dataclasses import dataclass
 
 from fontaine_tui.core.log import jsontext
 from fontaine_tui.core.log.formats.base import NAN, FieldMap, Grouper, Unread, number, step_of
@@ -164,42 +165,40 @@ def _text(buf: bytes) -> str:
     return buf.decode("utf-8", "replace")
 
 
-def _fields(buf: bytes) -> list[tuple[int, int, object]]:
-    """A message's fields in order: (number, wire type, value: int, or bytes for wire 2, or
-    the 8 or 4 raw bytes of a fixed field)."""
-    out: list[tuple[int, int, object]] = []
+def _fields(buf: bytes) -> list[tuple[int, int, int, bytes]]:
+    """A message's fields in order: (number, wire type, the value of a varint, the bytes of
+    a length-delimited field or of a fixed one)."""
+    out: list[tuple[int, int, int, bytes]] = []
     i, n = 0, len(buf)
     while i < n:
         key, i = varint(buf, i)
         field, wire = key >> 3, key & 7
         if wire == 0:
             value, i = varint(buf, i)
-            out.append((field, wire, value))
-        elif wire == 2:
+            out.append((field, wire, value, b""))
+            continue
+        if wire == 2:
             size, i = varint(buf, i)
-            if i + size > n:
-                raise ValueError("a field past the record's end")
-            out.append((field, wire, buf[i:i + size]))
-            i += size
+            j = i + size
         else:
             j = skip(buf, i, wire)
-            if j > n:
-                raise ValueError("a field past the record's end")
-            out.append((field, wire, buf[i:j]))
-            i = j
+        if j > n:
+            raise ValueError("a field past the record's end")
+        out.append((field, wire, 0, buf[i:j]))
+        i = j
     return out
 
 
 def _item(buf: bytes) -> Item:
     key, path = "", []
     value: object = NotNumber("no value")
-    for field, wire, v in _fields(buf):
+    for field, wire, v, raw in _fields(buf):
         if field == 1 and wire == 2:
-            key = _text(v)  # type: ignore[arg-type]
+            key = _text(raw)
         elif field == 2 and wire == 2:
-            path.append(_text(v))  # type: ignore[arg-type]
+            path.append(_text(raw))
         elif field == 16 and wire == 2:
-            text = _text(v)  # type: ignore[arg-type]
+            text = _text(raw)
             try:
                 value = jsontext.loads(text)
             except ValueError:
@@ -207,46 +206,59 @@ def _item(buf: bytes) -> Item:
             if isinstance(value, str):
                 value = NotNumber(repr(value))
         elif field == 6 and wire == 1:
-            value = _F64.unpack(v)[0]  # type: ignore[arg-type]
+            value = _F64.unpack(raw)[0]
         elif field == 5 and wire == 0:  # sint64: zigzag
-            z = int(v)  # type: ignore[call-overload]
-            value = (z >> 1) ^ -(z & 1)
+            value = (v >> 1) ^ -(v & 1)
         elif field in (3, 4, 7, 8):  # none, boolean, text, json: no number
-            value = NotNumber(_text(v) if isinstance(v, bytes) else f"{bool(v)}".lower())
+            value = NotNumber(_text(raw) if wire == 2 else "null" if field == 3
+                              else f"{bool(v)}".lower())
     return key or ".".join(path), value
 
 
-def parse_record(buf: bytes) -> tuple[str, object]:
-    """("history", (items, step num or None)), ("run", (id, project, name)), ("exit",
-    exit code), or ("", None) for any other record; ValueError (or IndexError) when the
-    bytes are not a Record."""
-    found: tuple[str, object] = ("", None)
-    for field, wire, v in _fields(buf):
+@dataclass(frozen=True, slots=True)
+class Parsed:
+    """What a Record holds that is read: its kind ("history", "run", "exit", or "" for any
+    other) and that kind's fields."""
+
+    kind: str
+    items: tuple[Item, ...] = ()
+    num: int | None = None  # a history row's step field
+    run: tuple[str, str, str] = ("", "", "")  # id, project, display name
+    code: int = 0  # the exit code
+
+
+def _history(buf: bytes) -> Parsed:
+    items: list[Item] = []
+    num: int | None = None
+    for f, w, _, raw in _fields(buf):
+        if f == 1 and w == 2:
+            items.append(_item(raw))
+        elif f == 2 and w == 2:
+            for g, u, y, _ in _fields(raw):
+                if g == 1 and u == 0:
+                    num = signed64(y)
+    return Parsed("history", tuple(items), num)
+
+
+def parse_record(buf: bytes) -> Parsed:
+    """The fields read of one serialized Record; ValueError (or IndexError) when the bytes
+    are not one."""
+    found = Parsed("")
+    for field, wire, _, raw in _fields(buf):
         if wire != 2:
             continue
-        assert isinstance(v, bytes)
         if field == 2:
-            items: list[Item] = []
-            num: int | None = None
-            for f, w, x in _fields(v):
-                if f == 1 and w == 2:
-                    items.append(_item(x))  # type: ignore[arg-type]
-                elif f == 2 and w == 2:
-                    for g, u, y in _fields(x):  # type: ignore[arg-type]
-                        if g == 1 and u == 0:
-                            num = signed64(int(y))  # type: ignore[call-overload]
-            found = ("history", (items, num))
+            found = _history(raw)
         elif field == 17:
-            run = {f: _text(x) for f, w, x in _fields(v)  # type: ignore[arg-type]
-                   if f in (1, 3, 8) and w == 2}
-            found = ("run", (run.get(1, ""), run.get(3, ""), run.get(8, "")))
+            run = {f: _text(x) for f, w, _, x in _fields(raw) if f in (1, 3, 8) and w == 2}
+            found = Parsed("run", run=(run.get(1, ""), run.get(3, ""), run.get(8, "")))
         elif field == 18:
             code = 0
-            for f, w, x in _fields(v):
-                if f == 1 and w == 0:
-                    code = signed64(int(x)) & 0xFFFFFFFF  # type: ignore[call-overload]
-                    code = code - (1 << 32) if code >= 1 << 31 else code  # an int32
-            found = ("exit", code)
+            for f, w, v, _ in _fields(raw):
+                if f == 1 and w == 0:  # an int32, sign-extended to 64 bits when negative
+                    code = v & 0xFFFFFFFF
+                    code = code - (1 << 32) if code >= 1 << 31 else code
+            found = Parsed("exit", code=code)
     return found
 
 
@@ -283,21 +295,21 @@ class WandbDecoder(Unread):
         for where, payload in self.framer.feed(data):
             self.records += 1
             try:
-                kind, value = parse_record(payload)
+                rec = parse_record(payload)
             except (IndexError, ValueError, struct.error):
                 self.note_bad(f"byte {where}", "a record that does not decode (not a W&B "
                               "Record)")
                 continue
-            if kind == "history":
-                items, num = value  # type: ignore[misc]
-                self._row(where, items, num, out)
-            elif kind == "run":
-                self.run_id, self.project, self.name = value  # type: ignore[misc]
-            elif kind == "exit":
-                self._exit(int(value), out)  # type: ignore[call-overload]
+            if rec.kind == "history":
+                self._row(where, rec.items, rec.num, out)
+            elif rec.kind == "run":
+                self.run_id, self.project, self.name = rec.run
+            elif rec.kind == "exit":
+                self._exit(rec.code, out)
         return out
 
-    def _row(self, where: int, items: list[Item], num: int | None, out: list[Record]) -> None:
+    def _row(self, where: int, items: tuple[Item, ...], num: int | None, out: list[Record]
+             ) -> None:
         given = [v for k, v in items if k == self.step_key]
         if not given and self.step_key == "_step" and num is not None:
             given = [num]
