@@ -188,7 +188,7 @@ def test_jsonl_from_another_writer_with_a_field_map(tmp_path, capsys):
 
 @pytest.mark.parametrize("table, message", [
     ({"kind": "comet"}, "source.kind: expected one of fontaine, tensorboard, hf_trainer, csv, "
-                        "mlflow, jsonl, trackio, lines"),
+                        "mlflow, jsonl, wandb, trackio, lines"),
     ({"kind": "comet"}, "got 'comet'"),
     ({"kind": "csv", "colour": "x"}, "source.colour: unknown key"),
     ({"kind": "csv", "eval": []}, "source.eval: expected a glob pattern or a list of them"),
