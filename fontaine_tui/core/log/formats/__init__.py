@@ -7,6 +7,9 @@ transports that know no format and the rules read a foreign run as they read our
 - `rows.py`: Hugging Face Trainer's `trainer_state.json`, CSV (Lightning's `metrics.csv`),
   JSONL from any writer with a field map.
 - `mlflow.py`: MLflow's file store and SQLite store (read-only).
+- `wandb.py`: W&B run files (`run-<id>.wandb`: LevelDB log framing, CRC-checked, the
+  history, run and exit fields of a Record; no wandb), read incrementally from a byte offset.
+- `protowire.py`: the protobuf varint, shared by the two formats that decode it by hand.
 - `trackio.py`: a trackio project's SQLite store (read-only), one chosen run.
 - `printed.py`: printed lines (LeRobot's, any trainer's) read by a preset's patterns.
 - `source.py`: a preset's `[source]`, detection from a folder's contents, the files to read.
