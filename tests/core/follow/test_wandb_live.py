@@ -102,3 +102,38 @@ def test_replay_of_a_wandb_run_ends_on_its_exit(tmp_path):
     assert out.index("event error at step 30: W&B exit code 1") > out.index(
         next(ln for ln in out if ln.startswith("probe step 30")))
     assert time.monotonic() - t0 < 60
+
+
+async def test_follow_a_wandb_run_over_ssh_by_byte_offset(sshd, tmp_path):
+    """Over a real sshd on 127.0.0.1, the run file named by [source] path: its bytes by
+    offset as they are appended (records torn across reads), decoded here, to its exit."""
+    import asyncio
+
+    from fontaine_tui.core.follow.foreign import ForeignRun
+    from fontaine_tui.core.follow.ssh import SshRun
+    from fontaine_tui.core.follow.target import SshTarget
+    from fontaine_tui.core.log.formats import SourceSpec, load_source
+    from tests.core.follow.test_foreign import collect
+    from tests.core.follow.test_ssh import HOST_ALIAS
+
+    folder = _failed_run(tmp_path)
+    path = next(folder.glob("wandb/*/run-*.wandb"))
+    data = path.read_bytes()
+    path.write_bytes(data[:7])
+
+    async def append() -> None:
+        for k in range(7, len(data), 97):
+            with open(path, "ab") as f:
+                f.write(data[k:k + 97])
+            await asyncio.sleep(0.02)
+
+    spec = SourceSpec("wandb", str(path.relative_to(folder)))
+    run = ForeignRun(str(folder), spec, transport=SshRun(SshTarget(HOST_ALIAS, str(folder)),
+                                                         ssh_options=sshd.ssh_options))
+    writing = asyncio.create_task(append())
+    live = await collect(run, lambda st: bool(st.events))
+    await writing
+    cold = load_source(folder, spec).store
+    assert [(e.step, e.event) for e in live.events] == [(30, "error")]
+    assert list(live.steps) == list(cold.steps) == list(range(1, 31))
+    assert sorted(live.probes) == [10, 20, 30]
