@@ -33,6 +33,7 @@ SEVERITIES = ("info", "warn", "alert")
 WINDOW = 10  # recent train records a rate is judged on
 FIRST_POLL_RECORDS = 3  # the first report waits for this many train records (step 1 is slow)
 LOSS_FIELDS = ("loss", "ar_ce", "flow_loss", "grad_norm")
+FOREIGN_LOSS_FIELDS = ("loss",)  # the train loss the [source] maps (FieldMap.train)
 
 
 @dataclass(frozen=True, slots=True)
@@ -63,6 +64,10 @@ class RunContext:
     save_every: int = 0
     ram_history: tuple[RamReading, ...] = ()  # (time, available, total), oldest first
     state_history: tuple[StateReading, ...] = ()  # (time, stall.state_key), oldest first
+    # a run another trainer writes ([source]): no engine column (ar_ce, data_s), file
+    # (engine.out.log) or command applies to it; its loss is the one the source maps
+    foreign: bool = False
+    finished: bool = False  # the run is over by its log: the final read is in
 
 
 def _w(rule: str, severity: str, now: float, message: str, **numbers: float) -> RunWarning:
@@ -86,9 +91,13 @@ def first_poll(store: RunStore, telemetry: TelemetrySnapshot | None, gates: Mapp
     n = len(store.steps)
     if n < FIRST_POLL_RECORDS:
         return None
-    step_s = statistics.median(store.columns["step_s"][1:FIRST_POLL_RECORDS + WINDOW])
-    numbers: dict[str, float] = {"step_s": step_s, "records": float(n)}
-    parts = [f"s/step {_fmt_s(step_s)}"]
+    numbers: dict[str, float] = {"records": float(n)}
+    parts = []
+    rates = [x for x in store.columns["step_s"][1:FIRST_POLL_RECORDS + WINDOW]
+             if math.isfinite(x)]  # a foreign log without times has none
+    if rates:
+        numbers["step_s"] = step_s = statistics.median(rates)
+        parts.append(f"s/step {_fmt_s(step_s)}")
     util = telemetry.gpu_util() if telemetry else None
     if util is not None:
         numbers["gpu_util_pct"] = util
@@ -128,7 +137,9 @@ def starvation(store: RunStore, telemetry: TelemetrySnapshot | None,
                   f"last {min(WINDOW, len(store.steps))} steps (gate {frac_gate:.0%})",
                   data_frac=frac, gate=frac_gate)
     util_gate = gate_of(gates, "gpu_util_min")
-    util = telemetry.gpu_util() if telemetry else None
+    # a foreign run's trainer need not be what uses this host's GPU, nor is its data wait
+    # known: the GPU says nothing about its input
+    util = telemetry.gpu_util() if telemetry and not ctx.foreign else None
     if util is not None and util_gate is not None and process is None and store.steps \
             and util < util_gate:
         return _w("starvation", "warn", now,
@@ -215,22 +226,37 @@ def stall(store: RunStore, telemetry: TelemetrySnapshot | None, gates: Mapping[s
           now: float, process: ExitInfo | None, ctx: RunContext) -> RunWarning | None:
     """No record for stall_factor x the median interval (at least stall_min_s) while running:
     one line of what most likely happens and where to look (stall.py has the precedence).
-    A run whose log ended (an `end` event, no resume after it) is quiet, not stalled."""
-    if process is not None or store.ended_at is not None:
+    A run whose log ended (an `end` or `error` event, no resume after it), or a run with its
+    final read in (`ctx.finished`), is over: quiet, not stalled."""
+    if process is not None or logged_over(store) or ctx.finished:
         return None
     quiet = silence(store, gates, now, ctx.eval_every, ctx.save_every, ctx.steps)
     if quiet is None:
         return None
-    d = diagnose(quiet, telemetry, ctx.ram_history, ctx.state_history, ctx.gpus_used)
+    # a foreign run's process is ours to sample (and its output engine.out.log) only when
+    # this console launched it
+    ours = not ctx.foreign or (telemetry is not None and telemetry.engine_pid is not None)
+    d = diagnose(quiet, telemetry, ctx.ram_history, ctx.state_history, ctx.gpus_used,
+                 engine=ours)
     return _w("stall", d.severity, now, d.message, **d.numbers)
+
+
+def logged_over(store: RunStore) -> bool:
+    """The log says the run is over: its last event is an `end` or an `error` (a resume or
+    start after one is a later event)."""
+    return store.ended_at is not None or bool(store.events) and store.events[-1].event in (
+        "end", "error")
 
 
 def nonfinite_loss(store: RunStore, telemetry: TelemetrySnapshot | None,
                    gates: Mapping[str, object], now: float, process: ExitInfo | None,
                    ctx: RunContext) -> RunWarning | None:
+    """A non-finite loss in the recent records: the engine's losses, or a foreign run's one
+    loss (the [source]'s train loss; the engine's columns are not there to read)."""
     n = len(store.steps)
+    fields = FOREIGN_LOSS_FIELDS if ctx.foreign else LOSS_FIELDS
     for i in range(max(0, n - WINDOW), n):
-        for name in LOSS_FIELDS:
+        for name in fields:
             x = store.columns[name][i]
             if not math.isfinite(x):
                 return _w("nan-loss", "alert", now,
@@ -249,9 +275,9 @@ def exited_early(store: RunStore, telemetry: TelemetrySnapshot | None,
     if last >= ctx.steps and process.status == "finished":
         return None
     severity = "warn" if process.status == "stopped" else "alert"
+    resume = "" if ctx.foreign else ". Continue it with `fontaine-tui launch PRESET --resume`"
     return _w("exited-early", severity, now,
-              f"run ended early at step {last} of {ctx.steps}: {process.describe()}. "
-              f"Continue it with `fontaine-tui launch PRESET --resume`",
+              f"run ended early at step {last} of {ctx.steps}: {process.describe()}{resume}",
               last_step=float(last), steps=float(ctx.steps),
               checkpoint_step=float(-1 if process.checkpoint_step is None
                                     else process.checkpoint_step))
@@ -311,6 +337,11 @@ def context_for(store: RunStore, preset: Preset, telemetry: TelemetrySnapshot | 
     else:
         gpus = world_size(preset.platform)  # every node's GPUs count towards the gate
     spec = preset.verdict
+    if preset.foreign:  # its probes come when the preset says, if it does; no checkpoints
+        every = preset.stated_every[0] if preset.stated_every else 0
+        return RunContext(int(preset.recipe["steps"]), launched_at, gpus,
+                          banked_series(preset, False)[1], spec.metric, spec.anchor_step,
+                          spec.read, every, 0, foreign=True)
     return RunContext(int(preset.recipe["steps"]), launched_at, gpus,
                       banked_series(preset, False)[1], spec.metric, spec.anchor_step, spec.read,
                       int(preset.recipe.get("eval_every") or 0),
@@ -319,12 +350,14 @@ def context_for(store: RunStore, preset: Preset, telemetry: TelemetrySnapshot | 
 
 def evaluate(book: WarningBook, store: RunStore, preset: Preset,
              telemetry: TelemetrySnapshot | None, now: float, process: ExitInfo | None = None,
-             launched_at: float | None = None) -> list[RunWarning]:
+             launched_at: float | None = None, finished: bool = False) -> list[RunWarning]:
     """The active warnings now, each with its first-seen time (the console's one call). The
-    book records the snapshot first, so the rules see it in the history too."""
+    book records the snapshot first, so the rules see it in the history too. `finished`:
+    the run's final read is in (a foreign run with no end event of its own is then over)."""
     book.observe(telemetry)
     ctx = replace(context_for(store, preset, telemetry, launched_at),
-                  ram_history=book.ram_history, state_history=book.state_history)
+                  ram_history=book.ram_history, state_history=book.state_history,
+                  finished=finished)
     return book.update(run_rules(store, telemetry, preset.gates, now, process, ctx))
 
 

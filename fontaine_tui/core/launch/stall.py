@@ -29,6 +29,10 @@ to act on first. Then the GPU: work on it is evidence of progress, an idle GPU w
 sleeping engine the classic hang. CPU comes after the GPU because a CUDA sync spins a core
 while the GPU works. On a CPU run (no GPUs held) the GPU says nothing and is not read.
 
+A run another trainer writes, not launched from here (`engine` False), has no process of
+ours to sample nor an engine.out.log: its headline is the host's RAM forecast, a busy GPU,
+or what cannot be told, and points at the trainer's own output.
+
 Severity: "alert" when the engine is gone or a zombie, or RAM runs out within RAM_OUT_MIN
 (whatever the headline); "warn" otherwise.
 """
@@ -213,7 +217,10 @@ def _no_gpu(t: TelemetrySnapshot | None) -> str:
 
 
 def _headline(q: Silence, t: TelemetrySnapshot | None, key: str, n: int,
-              trend: RamTrend | None, gpus_used: int) -> tuple[str, str]:
+              trend: RamTrend | None, gpus_used: int, engine: bool = True
+              ) -> tuple[str, str]:
+    if not engine:
+        return _foreign_headline(q, t, key, trend, gpus_used)
     p = t.process if t is not None else None
     pid = p.pid if p is not None else (t.engine_pid if t is not None else None)
     dump = f"`py-spy dump --pid {pid}`" if pid is not None else "`py-spy dump` the engine"
@@ -302,8 +309,29 @@ def _headline(q: Silence, t: TelemetrySnapshot | None, key: str, n: int,
                      f"a hang cannot be told from a long GPU step here — {dump} shows which")
 
 
+def _foreign_headline(q: Silence, t: TelemetrySnapshot | None, key: str,
+                      trend: RamTrend | None, gpus_used: int) -> tuple[str, str]:
+    """A run another trainer writes: no engine process, output file or command of ours to
+    point at; what the host says, and where the trainer's own signs are."""
+    oom = trend.minutes_to_oom if trend is not None else None
+    if trend is not None and oom is not None and oom <= RAM_OUT_MIN:
+        when = "under a minute" if oom < 1 else f"~{oom:.0f} min"
+        return "ram-out", (f"host RAM {trend.text()}, {gib(trend.available)} free: out of "
+                           f"memory in {when} at this rate — look at the host's processes "
+                           f"(`top -o RES`)")
+    util = t.gpu_util() if t is not None and gpus_used > 0 else None
+    if util is not None and util >= GPU_IDLE_PCT:
+        return "gpu-busy", (f"GPU busy ({util:.0f} %) with no record: a long step or eval, "
+                            f"or another process on the GPU — wait, or look at the "
+                            f"trainer's own output")
+    return "unsampled", ("the trainer is not a process this console launched, so its state "
+                         "is not sampled: a hang cannot be told from a long step or a run "
+                         "that stopped without saying so — look at the trainer's own output "
+                         "or its process on its host")
+
+
 def _seen(t: TelemetrySnapshot | None, key: str, n: int, trend: RamTrend | None,
-          gpus_used: int) -> list[str]:
+          gpus_used: int, engine: bool = True) -> list[str]:
     if t is None:
         return ["no telemetry"]
     util = t.gpu_util()
@@ -318,6 +346,8 @@ def _seen(t: TelemetrySnapshot | None, key: str, n: int, trend: RamTrend | None,
     else:
         out.append(f"host RAM unknown ({t.ram_reason})")
     p = t.process
+    if not engine:
+        return out  # the trainer's process is not ours to sample
     if p is not None:
         plural = "es" if p.processes != 1 else ""
         out.append(f"engine pid {p.pid} {p.state or 'in an unknown state'} {_for(n)}, "
@@ -330,13 +360,15 @@ def _seen(t: TelemetrySnapshot | None, key: str, n: int, trend: RamTrend | None,
 
 
 def diagnose(q: Silence, t: TelemetrySnapshot | None, ram_history: Sequence[RamReading] = (),
-             state_history: Sequence[StateReading] = (), gpus_used: int = 1) -> Diagnosis:
+             state_history: Sequence[StateReading] = (), gpus_used: int = 1,
+             engine: bool = True) -> Diagnosis:
     """One stall line: the silence, the most likely cause (the module's precedence) and what
-    was seen; severity and numbers with it."""
-    key = state_key(t)
+    was seen; severity and numbers with it. `engine` False: a run another trainer writes
+    (no engine process, output file or command is named)."""
+    key = state_key(t) if engine else "unsampled"
     n = polls(state_history, key, t.time) if t is not None else 1
     trend = ram_trend(ram_history)
-    cause, headline = _headline(q, t, key, n, trend, gpus_used)
+    cause, headline = _headline(q, t, key, n, trend, gpus_used, engine)
     numbers: dict[str, float] = {"quiet_s": q.quiet_s, "limit_s": q.limit_s,
                                  "median_interval_s": q.median_s,
                                  "last_step": float(q.last_step), "state_polls": float(n)}
@@ -352,16 +384,16 @@ def diagnose(q: Silence, t: TelemetrySnapshot | None, ram_history: Sequence[RamR
         numbers["ram_readings"] = float(trend.readings)
         if oom is not None:
             numbers["minutes_to_oom"] = oom
-    p = t.process if t is not None else None
+    p = t.process if t is not None and engine else None
     if p is not None:
         numbers.update(pid=float(p.pid), processes=float(p.processes), rss=float(p.rss))
         if p.cpu_pct is not None:
             numbers["cpu_pct"] = p.cpu_pct
-    elif t is not None and t.engine_pid is not None:
+    elif t is not None and t.engine_pid is not None and engine:
         numbers["pid"] = float(t.engine_pid)
     alert = cause in ("gone", ZOMBIE) or (oom is not None and oom <= RAM_OUT_MIN)
     message = (f"stall: no record for {q.quiet_s:.0f} s (limit {q.limit_s:.0f} s = "
                f"max({q.factor:g} x median interval {q.median_s:.1f} s, {q.floor_s:g} s)); "
                f"last step {q.last_step}. {headline}. Seen: "
-               f"{'; '.join(_seen(t, key, n, trend, gpus_used))}.")
+               f"{'; '.join(_seen(t, key, n, trend, gpus_used, engine))}.")
     return Diagnosis(cause, "alert" if alert else "warn", message, numbers)

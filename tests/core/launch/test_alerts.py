@@ -194,6 +194,19 @@ def test_stall_not_reported_after_exit() -> None:
     assert run(w.stall, st, tel(), now=now_after(st, 1000), process=exit_info(20)) is None
 
 
+@pytest.mark.parametrize("event", ["end", "error"])
+def test_a_log_that_ended_or_failed_is_over_not_stalled(event: str) -> None:
+    """An attached run (no process of ours to poll) whose log's last event says it is over:
+    a clean end, or a failure (the engine's error event, a foreign source's failed status)."""
+    st = store_with(20, interval=2.0)
+    st.add_object({"kind": "event", "step": 20, "time": st.columns["time"][-1],
+                   "event": event, "detail": "MLflow run status FAILED"}, 99)
+    assert run(w.stall, st, tel(), now=now_after(st, 1000)) is None
+    st.add_object({"kind": "event", "step": 20, "time": st.columns["time"][-1] + 5,
+                   "event": "resume", "detail": "resumed"}, 100)  # it goes on: watched again
+    assert run(w.stall, st, tel(), now=now_after(st, 1000)) is not None
+
+
 # -- NaN / Inf loss --------------------------------------------------------------------------
 
 @pytest.mark.parametrize("bad", [math.nan, math.inf, -math.inf])
