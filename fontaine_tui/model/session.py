@@ -274,6 +274,7 @@ class Session:
         self._attempts_key: object = None
         self._attempts: tuple[Attempt, ...] = ()
         self.gpu_hours: float | None = None
+        self._records_at: float | None = None  # time.monotonic() of the last decoded records
         self.version = 0
         self._verdict_key: object = None
         self._latest_key: object = None
@@ -297,6 +298,8 @@ class Session:
             ingest_lines(self.store, batch.lines, batch.first_line)
         for rec in batch.records:  # a foreign run's, decoded by its format
             self.store.add(rec)
+        if batch.records:
+            self._records_at = time.monotonic()
         self.version += 1
         return bool(batch.lines) or bool(batch.records) or bool(batch.note) or batch.segment
 
@@ -323,6 +326,8 @@ class Session:
             else:
                 yield n, rec
             self.version += 1
+        if batch.records:
+            self._records_at = time.monotonic()
         for rec in batch.records:
             st.add(rec)
             self.version += 1
@@ -370,9 +375,19 @@ class Session:
             now = self.store.columns["time"][-1]  # a replay's "now" is the log's own clock
         self.warnings = self.sorted_warnings(
             alerts.evaluate(self.warning_book, self.store, self.preset, telemetry, now,
-                            exit_info, launched_ts) + list(self.extra_warnings.values()))
+                            exit_info, launched_ts, self.finished(), self.settling())
+            + list(self.extra_warnings.values()))
         ctx = alerts.context_for(self.store, self.preset, telemetry, launched_ts)
         self.gpu_hours = alerts.gpu_hours_used(self.store, now, exit_info, ctx)
+
+    def settling(self) -> bool:
+        """A followed foreign run's records came within twice its settle time: its last
+        step's probe may still be held (core/follow/foreign.py), so its silence is not
+        judged yet."""
+        from fontaine_tui.core.follow.foreign import SETTLE_S, ForeignRun
+
+        return (isinstance(self.source, ForeignRun) and self._records_at is not None
+                and time.monotonic() - self._records_at < 2 * SETTLE_S)
 
     @staticmethod
     def sorted_warnings(warnings: list[alerts.RunWarning]) -> tuple[alerts.RunWarning, ...]:
@@ -573,10 +588,19 @@ class Session:
         ev = self.store.events
         return bool(ev) and ev[-1].event == "end"
 
+    def finished(self) -> bool:
+        """The run is over by what it wrote: an `end` or `error` event last, or, for a run
+        another trainer writes (which may never say it ended), its probe at the endpoint in
+        force: the final read is in."""
+        if alerts.logged_over(self.store):
+            return True
+        return (self.preset.foreign and bool(self.store.probes)
+                and self.latest().endpoint_step in self.store.probes)
+
     def view(self) -> RunView:
         verdicts, latest = self._read_verdicts()
         st = self.store
-        status = readout.run_status(self.kind, self.exit_code, bool(st.steps), self.ended())
+        status = readout.run_status(self.kind, self.exit_code, bool(st.steps), self.finished())
         meta = st.metas[-1].run if st.metas else ""
         return RunView(self.version, self.preset.run_name or meta,
                        self.source.label, self.preset, status, st,

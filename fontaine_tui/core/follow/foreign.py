@@ -354,9 +354,10 @@ class ForeignReplay:
         out: list[Record] = [store.train_at(i) for i in range(len(store.steps))]
         out += [store.probes[s] for s in store.probe_steps()]
         out += [c.second for c in store.conflicts]  # replayed as read: still conflicting
-        # how the run ended, where its log records it (a W&B exit): after its last step
+        # how the run ended, where its source says (an MLflow status, a W&B exit code)
         out += [e for e in store.events if e.event in ("end", "error")]
-        out.sort(key=lambda r: (r.step, 2 if isinstance(r, Event) else isinstance(r, Probe)))
+        # a step's probe after its loss, and the end after both
+        out.sort(key=lambda r: (r.step, isinstance(r, Probe) + 2 * isinstance(r, Event)))
         return out
 
     async def follow(self, name: str = LOG) -> AsyncIterator[Batch]:

@@ -68,6 +68,9 @@ class RunContext:
     # (engine.out.log) or command applies to it; its loss is the one the source maps
     foreign: bool = False
     finished: bool = False  # the run is over by its log: the final read is in
+    # a foreign source may still hold its last step's values (it waits for quiet before a
+    # step counts as whole): its silence is not judged until that step is out
+    settling: bool = False
 
 
 def _w(rule: str, severity: str, now: float, message: str, **numbers: float) -> RunWarning:
@@ -112,9 +115,11 @@ def first_poll(store: RunStore, telemetry: TelemetrySnapshot | None, gates: Mapp
 
 
 def data_wait(store: RunStore) -> float | None:
-    """The share of the last WINDOW steps' time spent waiting for data; None before a step."""
-    data, step = sum(_recent(store, "data_s")), sum(_recent(store, "step_s"))
-    return data / step if step > 0 else None
+    """The share of the last WINDOW steps' time spent waiting for data; None before a step,
+    or when the log has no data wait (another trainer's: the engine's own column)."""
+    waits = _recent(store, "data_s")
+    data, step = sum(waits), sum(_recent(store, "step_s"))
+    return data / step if step > 0 and waits else None
 
 
 def data_starved(store: RunStore, gates: Mapping[str, object]) -> tuple[float, float] | None:
@@ -228,7 +233,7 @@ def stall(store: RunStore, telemetry: TelemetrySnapshot | None, gates: Mapping[s
     one line of what most likely happens and where to look (stall.py has the precedence).
     A run whose log ended (an `end` or `error` event, no resume after it), or a run with its
     final read in (`ctx.finished`), is over: quiet, not stalled."""
-    if process is not None or logged_over(store) or ctx.finished:
+    if process is not None or logged_over(store) or ctx.finished or ctx.settling:
         return None
     quiet = silence(store, gates, now, ctx.eval_every, ctx.save_every, ctx.steps)
     if quiet is None:
@@ -350,14 +355,16 @@ def context_for(store: RunStore, preset: Preset, telemetry: TelemetrySnapshot | 
 
 def evaluate(book: WarningBook, store: RunStore, preset: Preset,
              telemetry: TelemetrySnapshot | None, now: float, process: ExitInfo | None = None,
-             launched_at: float | None = None, finished: bool = False) -> list[RunWarning]:
+             launched_at: float | None = None, finished: bool = False,
+             settling: bool = False) -> list[RunWarning]:
     """The active warnings now, each with its first-seen time (the console's one call). The
     book records the snapshot first, so the rules see it in the history too. `finished`:
-    the run's final read is in (a foreign run with no end event of its own is then over)."""
+    the run's final read is in (a foreign run with no end event of its own is then over);
+    `settling`: a foreign source's last step may still be held (RunContext)."""
     book.observe(telemetry)
     ctx = replace(context_for(store, preset, telemetry, launched_at),
                   ram_history=book.ram_history, state_history=book.state_history,
-                  finished=finished)
+                  finished=finished, settling=settling)
     return book.update(run_rules(store, telemetry, preset.gates, now, process, ctx))
 
 
