@@ -239,14 +239,18 @@ class RunsList:
 
 
 def folder_of(source: RunSource) -> Path | None:
-    """Where review.jsonl and verdict.json go: the run folder, or the replayed log's folder;
-    None for a run on another host."""
+    """Where review.jsonl and verdict.json go: the run folder (ours, or another trainer's
+    followed or replayed here), or the replayed log's folder; None for a run on another
+    host."""
+    from fontaine_tui.core.follow.foreign import ForeignReplay, ForeignRun
     from fontaine_tui.core.follow.replay import ReplayRun
 
     if isinstance(source, LocalRun):
         return source.folder
     if isinstance(source, ReplayRun):
         return source.log.parent
+    if isinstance(source, ForeignRun | ForeignReplay) and not getattr(source, "remote", False):
+        return source.folder if source.folder.is_dir() else source.folder.parent
     return None
 
 

@@ -1,0 +1,90 @@
+"""The console on a run another trainer writes (torch's SummaryWriter): no false alert reaches
+a real webhook on 127.0.0.1, a run with its final read in reads ended, and review and export
+write into its folder."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from fontaine_tui.console import make_app
+from fontaine_tui.core.follow.foreign import ForeignRun
+from fontaine_tui.core.log.formats import SourceSpec
+from fontaine_tui.core.verdict.presets import load_preset
+from tests.console.conftest import SIZE, loaded, until
+from tests.core.log.formats.conftest import foreign_preset
+from tests.core.notify.server import Hook
+from tests.foreign_writers import T0, write_tb
+
+
+@pytest.fixture(autouse=True)
+def no_user_config(tmp_path, monkeypatch):
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))
+    monkeypatch.delenv("FONTAINE_NOTIFY", raising=False)
+
+
+@pytest.fixture(scope="module")
+def done(tmp_path_factory):
+    """A real run to its endpoint (80) and its preset; each test copies the folder."""
+    root = tmp_path_factory.mktemp("tb")
+    write_tb(root / "done", 80)
+    return root / "done", load_preset(str(foreign_preset(root, 'kind = "tensorboard"')))
+
+
+def app_on(folder, preset, now: float):
+    return make_app(source=ForeignRun(folder, SourceSpec("tensorboard"), poll_s=0.05),
+                    preset=preset, clock=lambda: now, kind="attach", babysit_host="here",
+                    frame_s=0.05)
+
+
+def copy(folder, tmp_path):
+    import shutil
+
+    return shutil.copytree(folder, tmp_path / "run")
+
+
+async def test_an_attached_foreign_run_posts_no_false_alert_and_reads_ended(
+        done, tmp_path, monkeypatch):
+    folder, preset = copy(done[0], tmp_path), done[1]
+    hook = Hook()
+    monkeypatch.setenv("FONTAINE_NOTIFY", hook.url("/hooks/K1"))
+    app = app_on(folder, preset, T0 + 3600)  # an hour after its last write
+    try:
+        async with app.run_test(size=SIZE) as pilot:
+            await loaded(pilot, 80)
+            await until(pilot, lambda: 80 in app.session.store.probes)
+            await until(pilot, lambda: app.babysitter is not None and app.babysitter.polls > 0)
+            await pilot.pause(0.5)
+            rules = {w.rule for w in app.session.warnings}
+            assert app.view.status == "attached (ended)"
+        posts = [json.loads(r.body) for r in hook.wait_for(1)]
+    finally:
+        hook.close()
+    assert "nan-loss" not in rules and "stall" not in rules
+    said = " ".join(f"{p['title']} {p.get('text', '')}" for p in posts)
+    assert "nan" not in said.lower() and "stall" not in said and "engine.out.log" not in said
+    assert not [p for p in posts if p["level"] == "alert"]
+    (poll,) = [p for p in posts if "first poll" in p["title"]]
+    assert "data wait" not in poll["text"]  # the engine's column: not this run's
+
+
+async def test_review_and_export_write_into_a_foreign_runs_folder(done, tmp_path):
+    pytest.importorskip("matplotlib")
+    folder, preset = copy(done[0], tmp_path), done[1]
+    app = app_on(folder, preset, T0 + 81)
+    async with app.run_test(size=SIZE) as pilot:
+        await loaded(pilot, 80)
+        await until(pilot, lambda: 80 in app.session.store.probes
+                    and app.view.latest.read_step == 80)
+        await pilot.press("v", "a")
+        await until(pilot, lambda: "review.jsonl" in app.review_status)
+        assert "chain intact" in app.review_status
+        await pilot.press("e")
+        await until(pilot, lambda: "wrote" in app.review_status, timeout=60)
+    (line,) = (folder / "review.jsonl").read_text().splitlines()
+    assert json.loads(line)["action"] == "accept"
+    assert json.loads(line)["read_step"] == 80
+    doc = json.loads((folder / "verdict.json").read_text())
+    assert doc["read_step"] == 80 and doc["provisional"] is False
