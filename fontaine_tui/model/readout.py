@@ -19,6 +19,9 @@ from fontaine_tui.core.verdict.rules import Verdict
 MEDIAN_WINDOW = 100  # recent steps in the s/step median
 
 
+ENGINE_FIELDS = frozenset(("eval_chunk_mae", "train_chunk_mae", "eval_ar_ce"))
+
+
 @dataclass(frozen=True, slots=True)
 class ProbeRow:
     step: int
@@ -31,6 +34,8 @@ class ProbeRow:
     metric: str = "eval_chunk_mae"  # the rule's metric, and its value at this probe
     value: float = math.nan
     read: str = "delta"  # what `delta` holds: the delta, or the level
+    # the engine's probe fields this probe logged (ENGINE_FIELDS): another trainer's has none
+    logged: frozenset[str] = ENGINE_FIELDS
 
 
 def probe_rows(store: RunStore, verdicts: Sequence[Verdict]) -> list[ProbeRow]:
@@ -46,7 +51,8 @@ def probe_rows(store: RunStore, verdicts: Sequence[Verdict]) -> list[ProbeRow]:
                              p.train_chunk_mae,
                              train_delta if isinstance(train_delta, float) else None,
                              p.eval_ar_ce, p.breakdown, metric, p.value(metric),
-                             v.read if v is not None else "delta"))
+                             v.read if v is not None else "delta",
+                             frozenset(f for f in ENGINE_FIELDS if p.has(f))))
     return rows
 
 

@@ -1,4 +1,5 @@
-"""The probes table: step, eval MAE, delta, train MAE, train delta, AR CE, per-dataset MAE."""
+"""The probes table: step, eval MAE, delta, train MAE, train delta, AR CE, per-dataset MAE;
+the engine's columns (eval MAE, train MAE and delta, AR CE) only where the run logs them."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ from collections.abc import Sequence
 from textual.widgets import DataTable
 
 from fontaine_tui.core.verdict.text import signed
-from fontaine_tui.model.readout import ProbeRow
+from fontaine_tui.model.readout import ENGINE_FIELDS, ProbeRow
 from fontaine_tui.widgets.safe import cell
 
 FIXED = ("step", "eval MAE", "delta", "train MAE", "train delta", "eval AR CE")
@@ -38,11 +39,18 @@ class ProbesTable(DataTable):
         # a rule on another metric than eval MAE gets its own column, first after the step
         other = next((r.metric for r in rows if r.metric != "eval_chunk_mae"), None)
         read = rows[-1].read if rows else "delta"
+        # the engine's columns, where the run logs them (another trainer's logs none)
+        logged = frozenset().union(*(r.logged for r in rows)) if rows else ENGINE_FIELDS
+        mae, train, ar_ce = (f in logged for f in ("eval_chunk_mae", "train_chunk_mae",
+                                                    "eval_ar_ce"))
         self.clear(columns=True)
-        head = [FIXED[0], *([cell(other)] if other else []), FIXED[1], read, *FIXED[3:]]
+        head = [FIXED[0], *([cell(other)] if other else []), *([FIXED[1]] if mae else []),
+                read, *(FIXED[3:5] if train else ()), *([FIXED[5]] if ar_ce else [])]
         self.add_columns(*head, *(cell(d) for d in datasets))
         for r in rows:
             first = [_num(r.value)] if other else []
-            self.add_row(str(r.step), *first, _num(r.eval_mae), signed(r.delta),
-                         _num(r.train_mae), signed(r.train_delta), _num(r.ar_ce),
+            cells = [*([_num(r.eval_mae)] if mae else []), signed(r.delta),
+                     *([_num(r.train_mae), signed(r.train_delta)] if train else []),
+                     *([_num(r.ar_ce)] if ar_ce else [])]
+            self.add_row(str(r.step), *first, *cells,
                          *(_num(r.breakdown.get(d)) for d in datasets), key=str(r.step))

@@ -1,6 +1,7 @@
 """The console on a run another trainer writes (torch's SummaryWriter): no false alert reaches
 a real webhook on 127.0.0.1, a run with its final read in reads ended, and review and export
-write into its folder."""
+write into its folder; the engine's columns (eval MAE, train MAE and delta, AR CE) are not
+shown for it."""
 
 from __future__ import annotations
 
@@ -12,7 +13,9 @@ from fontaine_tui.console import make_app
 from fontaine_tui.core.follow.foreign import ForeignRun
 from fontaine_tui.core.log.formats import SourceSpec
 from fontaine_tui.core.verdict.presets import load_preset
-from tests.console.conftest import SIZE, loaded, until
+from fontaine_tui.widgets.probes_table import ProbesTable
+from fontaine_tui.widgets.verdict_panel import LedgerPanel
+from tests.console.conftest import SIZE, loaded, text, until
 from tests.core.log.formats.conftest import foreign_preset
 from tests.core.notify.server import Hook
 from tests.foreign_writers import T0, write_tb
@@ -70,7 +73,7 @@ async def test_an_attached_foreign_run_posts_no_false_alert_and_reads_ended(
     assert "data wait" not in poll["text"]  # the engine's column: not this run's
 
 
-async def test_review_and_export_write_into_a_foreign_runs_folder(done, tmp_path):
+async def test_a_foreign_run_shows_its_own_columns_and_is_reviewed_and_exported(done, tmp_path):
     pytest.importorskip("matplotlib")
     folder, preset = copy(done[0], tmp_path), done[1]
     app = app_on(folder, preset, T0 + 81)
@@ -78,7 +81,18 @@ async def test_review_and_export_write_into_a_foreign_runs_folder(done, tmp_path
         await loaded(pilot, 80)
         await until(pilot, lambda: 80 in app.session.store.probes
                     and app.view.latest.read_step == 80)
-        await pilot.press("v", "a")
+        await pilot.press("p")
+        await pilot.pause()
+        table = app.screen.query_one(ProbesTable)  # the engine's columns: not this run's
+        assert [str(c.label) for c in table.columns.values()] == ["step", "eval/chunk_mae",
+                                                                   "delta"]
+        assert table.get_row("80") == ["80", "3.4000", "+0.8000"]
+        await pilot.press("v")
+        await pilot.pause()
+        card = text(app.screen.query_one(LedgerPanel).query_one("#ledger"))
+        assert "corroboration (not gates): eval rises monotonically: yes" in card
+        assert "train-slice" not in card
+        await pilot.press("a")
         await until(pilot, lambda: "review.jsonl" in app.review_status)
         assert "chain intact" in app.review_status
         await pilot.press("e")

@@ -88,6 +88,11 @@ class Probe:
         not a number (`why_not` says which)."""
         return self.fields.get(metric, NAN)
 
+    def has(self, name: str) -> bool:
+        """The record logged `name` at all (a number, NaN or a non-number): the engine's own
+        fields are absent from another trainer's probes."""
+        return name in self.fields or any(k == name for k, _ in self.not_numbers)
+
     def why_not(self, metric: str) -> str:
         """Why `value(metric)` is not a finite number ("" when it is one)."""
         why = dict(self.not_numbers).get(metric)

@@ -380,7 +380,10 @@ def _corroboration(probes: Mapping[int, Probe], anchor: int, read: int, metric: 
     monotone = None
     if len(values) >= 2 and all(math.isfinite(v) for v in values):
         monotone = all(b > a for a, b in zip(values, values[1:], strict=False))
-    train_delta = probes[read].train_chunk_mae - base.train_chunk_mae
+    end = probes[read]
+    # a run that logs no train MAE (another trainer's) has no train-slice delta to show
+    train_delta = (end.train_chunk_mae - base.train_chunk_mae
+                   if base.has("train_chunk_mae") or end.has("train_chunk_mae") else None)
     return {
         "train_delta": train_delta,
         "monotone_rise": monotone,

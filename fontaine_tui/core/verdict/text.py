@@ -185,6 +185,7 @@ def corroboration_line(v: Verdict) -> str:
     mono = corr.get("monotone_rise")
     train = corr.get("train_delta")
     number = train if isinstance(train, (int, float)) and not isinstance(train, bool) else None
-    return ("corroboration (not gates): train-slice delta "
-            f"{signed(number)}; eval rises monotonically: "
-            f"{'n/a' if mono is None else ('yes' if mono else 'no')}")
+    rise = f"eval rises monotonically: {'n/a' if mono is None else ('yes' if mono else 'no')}"
+    if train is None:  # the run logs no train MAE
+        return f"corroboration (not gates): {rise}"
+    return f"corroboration (not gates): train-slice delta {signed(number)}; {rise}"
