@@ -13,17 +13,17 @@ from tests.core.log.formats.conftest import EVAL, loss
 T0 = 1_787_000_000.0  # the runs' step N is written at T0 + N
 
 
-def write_tb(folder: Path, last: int, nan_at: int | None = None) -> Path:
+def write_tb(folder: Path, last: int, nan_at: int | None = None, t0: float = T0) -> Path:
     """torch's SummaryWriter: train/loss each step (NaN at `nan_at`), eval/chunk_mae at the
-    EVAL steps, to step `last`."""
+    EVAL steps, to step `last`; step N's wall time is t0 + N."""
     pytest.importorskip("tensorboard")
     from torch.utils.tensorboard import SummaryWriter
 
     w = SummaryWriter(str(folder))
     for step in range(1, last + 1):
         value = math.nan if step == nan_at else loss(step)
-        w.add_scalar("train/loss", value, step, walltime=T0 + step)
+        w.add_scalar("train/loss", value, step, walltime=t0 + step)
         if step in EVAL:
-            w.add_scalar("eval/chunk_mae", EVAL[step], step, walltime=T0 + step)
+            w.add_scalar("eval/chunk_mae", EVAL[step], step, walltime=t0 + step)
     w.close()
     return folder

@@ -89,9 +89,12 @@ def remember(target: str, preset, mode: str) -> None:
         else:
             run_dir, host = parsed.path, parsed.registry_host
         registry = Registry()
+        # a foreign run has no prereg.json: its preset's file is how `runs` reads it again
+        named = (str(Path(preset.path).resolve()) if preset.foreign and preset.path
+                 and isinstance(parsed, LocalTarget) else preset.name)
         if registry.find(run_dir, host) is None:
             registry.upsert(Entry(name=preset.run_name, run_dir=run_dir, host=host,
-                                  preset=preset.name, preset_sha256=preset.sha256,
+                                  preset=named, preset_sha256=preset.sha256,
                                   status="attached"))
     except (InputError, OSError) as exc:
         print(f"warn: not registered ({exc})", file=sys.stderr)

@@ -84,8 +84,9 @@ def run(args: argparse.Namespace) -> int:
         for h, why in down.items():
             print(literal(f"{h}: {why}; its rows are its last good reading"))
     if args.update:
+        # a foreign run gone quiet may yet write again: not an exit
         changed = [s for s in local.values() if s.entry.status in ("running", "attached")
-                   and s.state not in ("running", "remote")]
+                   and s.state not in ("running", "remote", "quiet")]
         for s in changed:
             registry.update(s.entry.run_dir, s.entry.host, status=s.state,
                             last_step=s.last_step or s.entry.last_step,

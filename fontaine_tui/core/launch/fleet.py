@@ -34,6 +34,7 @@ from fontaine_tui.core.follow.target import check_destination
 from fontaine_tui.core.launch.registry import Entry
 from fontaine_tui.core.log.store import RunStore
 from fontaine_tui.core.readfile import read_text
+from fontaine_tui.core.verdict.presets import Preset
 
 DEADLINE_S = 1.8  # the whole table, every host included
 TAIL = 32 << 10
@@ -161,9 +162,7 @@ def parse_reply(data: bytes) -> list[dict[str, object]] | None:
 
 def read_run(entry: Entry, parts: dict[str, object], now: float) -> FleetRow:
     """One run's row from its parts (see FLEET_SCRIPT)."""
-    from fontaine_tui.core.launch import alerts
     from fontaine_tui.core.verdict.prereg import parse_prereg, parse_utc
-    from fontaine_tui.core.verdict.rules import compute_verdict
 
     base: dict[str, Any] = dict(host=entry.host, name=entry.name, run_dir=entry.run_dir,
                                 checked_at=now)
@@ -192,6 +191,31 @@ def read_run(entry: Entry, parts: dict[str, object], now: float) -> FleetRow:
         state = "running" if parts.get("alive") else ("ended" if ended else "gone")
     else:
         state = "ended" if ended else "attached"
+    return _row(store, preset, launched, state, base, now)
+
+
+def foreign_row(entry: Entry, now: float) -> FleetRow | None:
+    """A run another trainer writes, on this host: its row from its own files
+    (foreign_look.py); None for a run of ours."""
+    from fontaine_tui.core.launch.foreign_look import look_foreign
+
+    if entry.pid > 0 or entry.job or not Path(entry.run_dir).is_dir():
+        return None
+    look = look_foreign(entry.run_dir, entry.preset, entry.preset_sha256, now)
+    if look is None:
+        return None
+    base: dict[str, Any] = dict(host=entry.host, name=entry.name, run_dir=entry.run_dir,
+                                checked_at=now, note=look.detail[:120])
+    return _row(look.store, look.preset, None, look.state, base, now)
+
+
+def _row(store: RunStore, preset: Preset | None, launched: float | None, state: str,
+         base: dict[str, Any], now: float) -> FleetRow:
+    """A row from a run's store and its preset (None: no read, no warnings)."""
+    from fontaine_tui.core.launch import alerts
+    from fontaine_tui.core.verdict.rules import compute_verdict
+
+    ended = state in ("ended", "failed") or alerts.logged_over(store)
     times = [t for t in store.columns["time"] if math.isfinite(t)]
     rates = [x for x in store.columns["step_s"][-10:] if math.isfinite(x) and x > 0]
     row: dict[str, Any] = dict(state=state, step=store.last_step or None,
@@ -210,7 +234,7 @@ def read_run(entry: Entry, parts: dict[str, object], now: float) -> FleetRow:
             v = compute_verdict(store, preset)
             row.update(read=("PROVISIONAL " if v.provisional else "") + v.label)
         ctx = alerts.context_for(store, preset, None, launched)
-        running = state in ("running", "attached") and not ended
+        running = state in ("running", "attached", "quiet") and not ended
         row.update(gpu_hours=alerts.gpu_hours_used(store, now if running else
                                                    (times[-1] if times else now),
                                                    None, ctx))
@@ -256,7 +280,8 @@ def look_host(host: str, entries: Sequence[Entry], here: bool, deadline_s: float
         last = res.stderr.decode("utf-8", "replace").strip().splitlines()[-1:] or [""]
         return HostLook(host, error=f"ssh exit {res.returncode}: {last[0][:120]}")
     now = clock()
-    return HostLook(host, [read_run(e, p, now) for e, p in zip(entries, runs, strict=True)])
+    return HostLook(host, [(here and foreign_row(e, now)) or read_run(e, p, now)
+                           for e, p in zip(entries, runs, strict=True)])
 
 
 def host_envs(config: Path | None = None) -> dict[str, Mapping[str, str]]:

@@ -310,6 +310,12 @@ def live_status(entry: Entry, this_host: str) -> LiveStatus:
     count = len(tried)
     if entry.status in ("running", "attached") and entry.job:
         return _job_status(entry, folder, tail.last_step, tried)
+    if entry.status == "attached" and not entry.pid:  # no process known: its files say
+        from fontaine_tui.core.launch.foreign_look import look_foreign
+
+        look = look_foreign(entry.run_dir, entry.preset, entry.preset_sha256)
+        if look is not None:  # another trainer's run
+            return LiveStatus(entry, look.state, look.store.last_step, look.detail, count)
     if entry.status in ("running", "attached"):
         if pid_alive(entry.pid, entry.pid_started or None):
             return LiveStatus(entry, "running", tail.last_step, f"pid {entry.pid} alive", count)

@@ -1,0 +1,127 @@
+"""A registered run another trainer writes (attached, no process of ours): what it is doing,
+read from its own files. Its log is read whole (core/log/formats cold read) with the preset it
+was attached with, where that still loads, else as its folder's contents say.
+
+- ended: its source said so (an `end` event), or its final read is in (a probe at the
+  preset's endpoint); failed: an `error` event;
+- running: a file of its log was written within the quiet limit (3 x the median interval
+  between its records, at least QUIET_MIN_S);
+- quiet: nothing written for longer, and no end said: it may be slow, stopped or gone.
+"""
+
+from __future__ import annotations
+
+import os
+import statistics
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from fontaine_tui.core.errors import InputError
+from fontaine_tui.core.log.formats.source import SourceSpec, detect_foreign
+from fontaine_tui.core.log.store import RunStore
+from fontaine_tui.core.runfolder import LOG
+from fontaine_tui.core.verdict.presets import Preset, PresetError, load_preset
+
+QUIET_MIN_S = 120.0
+QUIET_FACTOR = 3.0
+WALK_MAX = 2000  # entries of a store folder (an MLflow mlruns/) looked at for its newest write
+
+
+@dataclass(frozen=True, slots=True)
+class ForeignLook:
+    state: str  # "running" | "quiet" | "ended" | "failed"
+    store: RunStore
+    preset: Preset | None
+    kind: str
+    detail: str
+    written_at: float | None  # the newest write to its log's files (unix seconds)
+
+
+def entry_preset(name: str, sha256: str) -> Preset | None:
+    """The preset the run was registered with (name or path), if it still loads as the same
+    one (`sha256`)."""
+    if not name:
+        return None
+    try:
+        preset = load_preset(name)
+    except (PresetError, InputError, OSError):
+        return None
+    if sha256 and preset.sha256 != sha256:
+        return None  # changed since: its bounds are not the run's
+    return preset
+
+
+def _newest(paths: tuple[Path, ...]) -> float | None:
+    """The newest modification time of the files (a folder: of what is in it; an SQLite
+    store: its write-ahead log too)."""
+    times: list[float] = []
+    for p in paths:
+        for q in (p, p.with_name(p.name + "-wal")):
+            try:
+                times.append(q.stat().st_mtime)
+            except OSError:
+                pass
+        if p.is_dir():
+            seen = 0
+            for root, dirs, names in os.walk(p):
+                for n in names:
+                    seen += 1
+                    try:
+                        times.append(os.stat(os.path.join(root, n)).st_mtime)
+                    except OSError:
+                        pass
+                if seen > WALK_MAX:
+                    dirs.clear()
+    return max(times) if times else None
+
+
+def quiet_limit(store: RunStore) -> float:
+    """How long without a write still reads as running: QUIET_FACTOR x the median interval
+    between its recent records, at least QUIET_MIN_S."""
+    times = [t for t in store.columns["time"][-50:] if t == t]
+    gaps = [b - a for a, b in zip(times, times[1:], strict=False) if b >= a]
+    return max(QUIET_MIN_S, QUIET_FACTOR * statistics.median(gaps)) if gaps else QUIET_MIN_S
+
+
+def look_foreign(run_dir: str, preset_name: str = "", preset_sha256: str = "",
+                 now: float | None = None) -> ForeignLook | None:
+    """The state of the run in `run_dir` (registered with that preset) from its files; None
+    when the folder holds a log of ours (or none known): `registry.live_status` reads
+    those."""
+    from fontaine_tui.core.log.formats import load_source
+
+    folder = Path(run_dir)
+    preset = entry_preset(preset_name, preset_sha256)
+    if preset is not None and preset.foreign and preset.source is not None:
+        spec = preset.source
+    elif not (folder / LOG).exists() and (kind := detect_foreign(folder)):
+        spec, preset = SourceSpec(kind), None
+    else:
+        return None
+    now = time.time() if now is None else now
+    try:
+        loaded = load_source(folder, spec)
+    except (InputError, OSError) as exc:
+        return ForeignLook("quiet", RunStore(), preset, spec.kind, f"not read: {exc}", None)
+    store = loaded.store
+    written = _newest(loaded.files)
+    last = store.events[-1] if store.events else None
+    if last is not None and last.event in ("end", "error"):
+        state = "ended" if last.event == "end" else "failed"
+        return ForeignLook(state, store, preset, spec.kind,
+                           f"{last.event} at step {last.step}: {last.detail}", written)
+    if preset is not None and preset.verdict.endpoint_step in store.probes:
+        return ForeignLook("ended", store, preset, spec.kind,
+                           f"its final read is in (step {preset.verdict.endpoint_step})",
+                           written)
+    if written is None:
+        return ForeignLook("quiet", store, preset, spec.kind, "no file written yet", None)
+    age = max(0.0, now - written)
+    limit = quiet_limit(store)
+    if age <= limit:
+        return ForeignLook("running", store, preset, spec.kind,
+                           f"{spec.kind} log written {age:.0f} s ago", written)
+    return ForeignLook("quiet", store, preset, spec.kind,
+                       f"{spec.kind} log not written for {age:.0f} s (limit {limit:.0f} s) "
+                       "and no end said", written)
