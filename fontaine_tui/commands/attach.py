@@ -24,8 +24,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--plain", action="store_true",
                    help="print records and the verdict line by line instead of the console")
     p.add_argument("--until-end", action="store_true",
-                   help="with --plain: stop when the log records `event: end` (or `error`: "
-                        "the run stopped on an error, or another trainer's run failed)")
+                   help="with --plain: stop when the run is over (the log records `event: "
+                   "end` or `error`; another trainer's run: also once its final read is in)")
     p.add_argument("--ssh-config", metavar="FILE", help="ssh client config file (ssh -F FILE)")
     p.set_defaults(func=run)
 

@@ -97,8 +97,8 @@ class PlainReport:
             self.say(line)
 
     async def take(self, batch: Batch) -> bool:
-        """Report one follower batch; True when it held the log's `end` event, or an `error`
-        event (the run stopped on it: the engine's own, or another trainer's failed exit)."""
+        """Report one follower batch; True when the run is over: the batch held the log's
+        `end` or `error` event, or a foreign run's final read is in."""
         session, ended, ledger_read = self.session, False, False
         if batch.note:
             self.say(f"-- {literal(batch.note)}")
@@ -123,11 +123,11 @@ class PlainReport:
                         self._said.add(warning)
                         self.say(f"WARNING: {literal(warning)}")
             ended |= isinstance(rec, Event) and rec.event in ("end", "error")
-        return ended
+        # another trainer may never say its run ended: its final read in, it is over
+        return ended or (session.preset.foreign and session.finished())
 
     async def follow(self, until_end: bool = False) -> int:
-        """Report the source until it ends (or, with `until_end`, the log's `end` or
-        `error` event)."""
+        """Report the source until it ends (or, with `until_end`, until the run is over)."""
         source = self.session.source
         self.say(f"following {literal(source.label)}")
         try:

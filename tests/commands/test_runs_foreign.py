@@ -60,3 +60,15 @@ def test_the_table_shows_the_step_and_state(tmp_path, registry_path):
     (line,) = [x for x in res.stdout.splitlines() if str(folder) in x]
     cells = line.split()
     assert cells[2:4] == ["running", "60/80"], line
+
+
+def test_attach_until_end_stops_once_a_foreign_runs_final_read_is_in(tmp_path, registry_path):
+    done = write_tb(tmp_path / "done", 80)
+    preset = foreign_preset(tmp_path, 'kind = "tensorboard"')
+    res = subprocess.run([sys.executable, "-m", "fontaine_tui", "attach", str(done),
+                          "--preset", str(preset), "--plain", "--until-end"],
+                         capture_output=True, text=True, timeout=30, env={**os.environ})
+    assert res.returncode == 0, res.stderr
+    lines = res.stdout.splitlines()
+    assert lines[-1].startswith("verdict: ") and "step 80" in lines[-1], lines[-3:]
+    assert "PROVISIONAL" not in lines[-1]
