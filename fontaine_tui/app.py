@@ -351,7 +351,7 @@ class FontaineApp(App[int]):
 
     def attach_folder(self, folder: str) -> None:
         """Point the console at another run folder (from the runs list)."""
-        session, why = self.session.attached_to(Path(folder))
+        session, why = self.session.attached_to(Path(folder), self.registry)
         if why is not None:
             self.tell(why)
         self._swap(session)

@@ -468,17 +468,50 @@ class Session:
         return Outcome(f"re-score {'done' if done else 'failed'}: {self.score_state.detail}",
                        "information" if done else "error")
 
-    def attached_to(self, folder: Path) -> tuple[Session, Outcome | None]:
+    def attached_to(self, folder: Path, registry: Registry | None = None
+                    ) -> tuple[Session, Outcome | None]:
         """A session on another run folder (from the runs list), with its frozen preset when
-        it has one; else this one's preset, and why."""
+        it has one; a run another trainer writes (no prereg.json) followed through its
+        format, with the preset it was registered with; else this one's preset, and why."""
         from fontaine_tui.core.verdict.prereg import read_prereg
 
+        if not (folder / PREREG).exists():
+            foreign = self._foreign_at(folder, registry)
+            if foreign is not None:
+                return foreign
         preset, why = self.preset, None
         try:
             preset = read_prereg(RunFolder(folder)).frozen_preset(str(folder / PREREG))
         except Exception as exc:  # keep the current preset, say why
             why = Outcome(f"{folder}: using preset {preset.name} ({exc})", "warning")
         return Session(LocalRun(folder), preset, "attach", None, folder), why
+
+    def _foreign_at(self, folder: Path, registry: Registry | None
+                    ) -> tuple[Session, Outcome | None] | None:
+        """A session on a foreign run folder: how its registered preset reads it, else what
+        its contents are (with this session's preset, said); None for a folder of ours."""
+        from fontaine_tui.core.follow.foreign import ForeignRun
+        from fontaine_tui.core.launch.foreign_look import entry_preset
+        from fontaine_tui.core.log.formats.source import SourceSpec, detect_foreign
+
+        registered = None
+        try:
+            entries = registry.entries() if registry is not None else []
+        except Exception:  # a broken registry: the folder's contents say
+            entries = []
+        for e in entries:
+            if Path(e.run_dir) == folder and not e.pid:
+                registered = entry_preset(e.preset, e.preset_sha256)
+        if registered is not None and registered.foreign and registered.source is not None:
+            return Session(ForeignRun(folder, registered.source), registered, "attach", None,
+                           folder), None
+        kind = detect_foreign(folder)
+        if not kind:
+            return None
+        why = Outcome(f"{folder}: a {kind} run with no preset registered: read with preset "
+                      f"{self.preset.name}", "warning")
+        return Session(ForeignRun(folder, SourceSpec(kind)), self.preset, "attach", None,
+                       folder), why
 
     # -- ledger --------------------------------------------------------------------------
 

@@ -102,3 +102,26 @@ async def test_a_foreign_run_shows_its_own_columns_and_is_reviewed_and_exported(
     assert json.loads(line)["read_step"] == 80
     doc = json.loads((folder / "verdict.json").read_text())
     assert doc["read_step"] == 80 and doc["provisional"] is False
+
+
+async def test_the_runs_list_shows_an_attached_foreign_run_and_enter_follows_it(
+        done, tmp_path, registry_path):
+    from fontaine_tui.commands.attach import remember
+    from fontaine_tui.core.follow.foreign import ForeignRun
+    from fontaine_tui.core.launch.registry import Registry
+    from tests.console.conftest import console, make_run
+
+    folder, preset = copy(done[0], tmp_path), done[1]
+    remember(str(folder), preset, "attach")  # as `fontaine-tui attach` registers it
+    app = console(make_run(tmp_path / "ours", upto=500), registry=Registry(registry_path))
+    async with app.run_test(size=SIZE) as pilot:
+        await loaded(pilot, 500)
+        await pilot.press("r")
+        table = app.screen.query_one("#runs-table")
+        await until(pilot, lambda: table.row_count == 1 and table.get_row_at(0)[3] == "ended")
+        table.focus()
+        await pilot.press("enter")
+        await loaded(pilot, 80)  # its own files, through its format
+        assert isinstance(app.session.source, ForeignRun)
+        assert app.session.preset.sha256 == preset.sha256 and app.session.folder == folder
+        await until(pilot, lambda: app.view.status == "attached (ended)")
