@@ -125,3 +125,52 @@ async def test_the_runs_list_shows_an_attached_foreign_run_and_enter_follows_it(
         assert isinstance(app.session.source, ForeignRun)
         assert app.session.preset.sha256 == preset.sha256 and app.session.folder == folder
         await until(pilot, lambda: app.view.status == "attached (ended)")
+
+
+async def test_a_run_followed_while_summarywriter_writes_it_ends_with_no_alert(
+        tmp_path, monkeypatch):
+    """The real writer writes while the console follows: no alert is posted on the way, and
+    the run reads ended, not stalled, once its final read is in."""
+    import asyncio
+    import threading
+    import time
+
+    pytest.importorskip("tensorboard")
+    from torch.utils.tensorboard import SummaryWriter
+
+    from tests.core.log.formats.conftest import EVAL, loss
+
+    folder = tmp_path / "live"
+    preset = load_preset(str(foreign_preset(tmp_path, 'kind = "tensorboard"')))
+    hook = Hook()
+    monkeypatch.setenv("FONTAINE_NOTIFY", hook.url("/hooks/K2"))
+    w = SummaryWriter(str(folder), flush_secs=1)
+    w.add_scalar("train/loss", loss(1), 1)
+    w.flush()
+
+    def write() -> None:
+        for step in range(2, 81):
+            w.add_scalar("train/loss", loss(step), step)
+            if step in EVAL:
+                w.add_scalar("eval/chunk_mae", EVAL[step], step)
+                w.flush()
+            time.sleep(0.02)
+        w.close()
+
+    app = make_app(source=ForeignRun(folder, SourceSpec("tensorboard"), poll_s=0.05),
+                   preset=preset, kind="attach", babysit_host="here", frame_s=0.05)
+    try:
+        async with app.run_test(size=SIZE) as pilot:
+            writer = threading.Thread(target=write)
+            writer.start()
+            await until(pilot, lambda: app.view is not None
+                        and app.view.status == "attached (ended)", timeout=30)
+            await asyncio.to_thread(writer.join)
+            await pilot.pause(0.5)
+            rules = {x.rule for x in app.session.warnings}
+        posts = [json.loads(r.body) for r in hook.requests]
+    finally:
+        hook.close()
+    assert app.session.store.last_step == 80 and "stall" not in rules
+    assert "nan-loss" not in rules
+    assert not [p for p in posts if p["level"] == "alert"]
