@@ -169,16 +169,34 @@ class Babysitter:
                 self.probe(step, view.verdict_at(step))
         self._poll(telemetry, now)
         self._failed_deliveries(now)
-        if self.auto_final and not self.finalized and session.ended():
+        over = self._over() if self.auto_final and not self.finalized else None
+        if over is not None:
             from fontaine_tui.core.verdict.text import render
 
-            end = session.store.events[-1]
-            if self.notices is not None and self._was_told("verdict", end.step, end.time):
+            step, logged, line = over
+            if self.notices is not None and self._was_told("verdict", step, logged):
                 self.finalized = True  # an earlier watcher posted this end's verdict
                 return
             verdict = session.latest()
-            self.final(verdict, render(verdict, session.source.label),
-                       f"the log ended at step {end.step}: {end.detail}")
+            self.final(verdict, render(verdict, session.source.label), line,
+                       told=(step, logged))
+
+    def _over(self) -> tuple[int, float, str] | None:
+        """(step, logged time, the line) of the run's end when the log says it is over: its
+        `end` event; a foreign run's `error` event, or its final read (another trainer may
+        never say its run ended)."""
+        session = self.session
+        events = session.store.events
+        if session.ended():
+            end = events[-1]
+            return end.step, end.time, f"the log ended at step {end.step}: {end.detail}"
+        if not (session.preset.foreign and session.finished()):
+            return None
+        if events and events[-1].event == "error":
+            end = events[-1]
+            return end.step, end.time, f"the run failed at step {end.step}: {end.detail}"
+        step = session.latest().endpoint_step
+        return step, session.store.probes[step].time, f"its final read is in (step {step})"
 
     def _poll(self, telemetry: TelemetrySnapshot | None, now: float) -> None:
         if self.poll_log is None:
@@ -222,15 +240,18 @@ class Babysitter:
     # -- the end --------------------------------------------------------------------------
 
     def final(self, verdict: Verdict, text: str, exit_line: str,
-              store: RunStore | None = None) -> None:
-        """The final read posted (once: told); `store`: the log as the finish re-read it,
-        which holds the end the session may not have followed yet."""
+              store: RunStore | None = None, told: tuple[int, float] | None = None) -> None:
+        """The final read posted (once: told, at `told`'s step and logged time, else the
+        log's end); `store`: the log as the finish re-read it, which holds the end the
+        session may not have followed yet."""
         self.finalized = True
         if self.notices is not None:
             self.notices.final(verdict, text, exit_line)
             store = store if store is not None else self.session.store
             end = store.events[-1] if store.events and store.ended_at is not None else None
-            if end is not None:
+            if told is not None:
+                self._tell("verdict", *told)
+            elif end is not None:
                 self._tell("verdict", end.step, end.time)
             else:
                 self._tell("verdict", store.last_step or 0, math.nan)

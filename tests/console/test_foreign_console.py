@@ -58,13 +58,25 @@ async def test_an_attached_foreign_run_posts_no_false_alert_and_reads_ended(
         async with app.run_test(size=SIZE) as pilot:
             await loaded(pilot, 80)
             await until(pilot, lambda: 80 in app.session.store.probes)
-            await until(pilot, lambda: app.babysitter is not None and app.babysitter.polls > 0)
+            await until(pilot, lambda: app.babysitter is not None and app.babysitter.polls > 0
+                        and app.babysitter.finalized)
             await pilot.pause(0.5)
             rules = {w.rule for w in app.session.warnings}
             assert app.view.status == "attached (ended)"
-        posts = [json.loads(r.body) for r in hook.wait_for(1)]
+        posts = [json.loads(r.body) for r in hook.wait_for(2)]
+        # attached again: its final read was posted once, not again
+        again = app_on(folder, preset, T0 + 3700)
+        async with again.run_test(size=SIZE) as pilot:
+            await loaded(pilot, 80)
+            await until(pilot, lambda: again.babysitter is not None
+                        and again.babysitter.finalized)
+            await pilot.pause(0.5)
+        reposted = [json.loads(r.body) for r in hook.requests[len(posts):]]
     finally:
         hook.close()
+    finals = [p for p in posts if "VERDICT" in p["title"]]
+    assert len(finals) == 1 and "its final read is in (step 80)" in finals[0]["text"]
+    assert not [p for p in reposted if "VERDICT" in p["title"]]
     assert "nan-loss" not in rules and "stall" not in rules
     said = " ".join(f"{p['title']} {p.get('text', '')}" for p in posts)
     assert "nan" not in said.lower() and "stall" not in said and "engine.out.log" not in said
