@@ -466,8 +466,9 @@ class EngineProcess:
     @classmethod
     def start(cls, argv: list[str], folder: RunFolder, env: Mapping[str, str] | None = None,
               cwd: Path | None = None) -> EngineProcess:
-        """Start the engine (or a preset's [command], in `cwd`) in its own session,
-        stdout+stderr appended to engine.out.log."""
+        """Start the engine (or a user's command) in its own session, stdout+stderr appended
+        to engine.out.log; `env` (default: this one's) and `cwd` (default: this one's) as
+        the argv's maker says (core/launch/makers.py)."""
         run_env = dict(os.environ if env is None else env)
         run_env.setdefault("PYTHONUNBUFFERED", "1")
         try:
@@ -493,6 +494,9 @@ class EngineProcess:
     @property
     def is_child(self) -> bool:
         return self._popen is not None
+
+    def close(self) -> None:
+        """Nothing to let go of: the process is looked at only when polled."""
 
     def poll(self) -> ExitInfo | None:
         """None while running; the exit, once, then the same answer."""
