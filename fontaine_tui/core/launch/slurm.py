@@ -86,12 +86,12 @@ def check_host(name: str) -> None:
 
 
 @dataclass(frozen=True, slots=True)
-class SlurmTarget:
+class OnSlurm:
     partition: str
     host: str | None  # a login node to submit from over SSH; None: submit from here
 
 
-def parse_target(on: str) -> SlurmTarget | None:
+def parse_target(on: str) -> OnSlurm | None:
     """`slurm:PARTITION[@LOGIN]` as a target; None when `on` is a plain host."""
     if not on.startswith("slurm:"):
         return None
@@ -101,7 +101,7 @@ def parse_target(on: str) -> SlurmTarget | None:
                          "letters, digits, '_', '.', '-')")
     if host:
         check_host(host)
-    return SlurmTarget(partition, host or None)
+    return OnSlurm(partition, host or None)
 
 
 @dataclass(frozen=True, slots=True)
