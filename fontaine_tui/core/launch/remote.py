@@ -207,7 +207,8 @@ class RemoteEngine:
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._watch, daemon=True,
                                         name=f"remote-engine-{settings.name}")
-        self._thread.start()
+        self._watching = False  # the thread starts with the first poll: a handle only
+        # launched, stopped or closed never looks over SSH on its own
 
     def _run(self, command: str, timeout: float) -> subprocess.CompletedProcess:
         # ControlMaster=auto: the first command opens the shared connection, the rest reuse it
@@ -260,6 +261,10 @@ class RemoteEngine:
             failed = 0  # running after all, or the host cannot say: look again
 
     def poll(self) -> ExitInfo | None:
+        with self._lock:
+            if not self._watching and not self._stop.is_set():
+                self._watching = True
+                self._thread.start()
         return self._exit
 
     def _ask_exit(self) -> ExitInfo | None:
