@@ -1,0 +1,104 @@
+"""Where a run is launched: the protocols every launch target keeps.
+
+A `Target` checks the host (its guards), prepares the run folder, starts what a maker
+(core/launch/makers.py) says to start and returns a `Handle` on it: a process here
+(launcher.EngineProcess), an engine on another host (remote.RemoteEngine) or a Slurm job
+(slurm.SlurmJob). The sequence around them (guards, freeze, start, attempt, register) is
+model/launched.py's, the same for every target.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Protocol
+
+if TYPE_CHECKING:
+    from fontaine_tui.core.launch.guards import Finding
+    from fontaine_tui.core.launch.launcher import ExitInfo
+    from fontaine_tui.core.launch.makers import ArgvMaker
+    from fontaine_tui.core.launch.registry import Registry
+    from fontaine_tui.core.runfolder import RunFolder
+    from fontaine_tui.core.verdict.prereg import Prereg
+    from fontaine_tui.core.verdict.presets import Preset
+
+
+class Handle(Protocol):
+    """A launched run's process as the launch, the console and `stop` hold it."""
+
+    pid: int  # 0: none on this host (a Slurm job)
+
+    def poll(self) -> ExitInfo | None: ...
+
+    def stop(self) -> ExitInfo: ...
+
+    def close(self) -> None: ...
+
+
+@dataclass(frozen=True, slots=True)
+class Request:
+    """What the user asked of a launch."""
+
+    preset: Preset
+    registry: Registry
+    output_dir: str | None = None
+    resume: bool = False
+    yes_ram: bool = False
+    poll_s: float = 2.0
+
+
+@dataclass(frozen=True, slots=True)
+class Started:
+    """What a target started, as the registry keeps it."""
+
+    handle: Handle
+    run_dir: str
+    pid: int = 0
+    pid_started: float = 0.0
+    job: str = ""
+    prereg: Prereg | None = None  # frozen on the far host (launch --on HOST)
+    kept: Path | None = None  # that prereg.json's copy here
+    extra: Mapping[str, str] = field(default_factory=dict)  # the target's own words
+
+
+class Target(Protocol):
+    """One way to launch. `host` keys the run in the registry; a `remote` target's far
+    fontaine-tui runs the guards, freezes and starts there (`folder` is then None)."""
+
+    host: str
+    remote: bool
+
+    def folder(self, req: Request) -> RunFolder | None: ...
+
+    def check(self, req: Request, folder: RunFolder) -> list[Finding]: ...
+
+    def prepare(self, req: Request, folder: RunFolder, argv: list[str]) -> dict[str, object]:
+        """The run folder made ready (created; a job script written); what prereg.json's
+        provenance records of where the run goes."""
+        ...
+
+    def start(self, req: Request, folder: RunFolder | None, argv: list[str],
+              maker: ArgvMaker) -> Started:
+        """Start it; InputError (one line) when it could not be started."""
+        ...
+
+    def abandon(self, folder: RunFolder) -> None:
+        """A start that failed: what `prepare` wrote, removed (prereg.json is the caller's)."""
+        ...
+
+    def unregistered(self, started: Started) -> str | None:
+        """Why this start cannot go into the registry (stop could not find it safely)."""
+        ...
+
+    def said(self, req: Request, started: Started, sha: str, launched_at: str) -> str:
+        """The launch's one line for the user."""
+        ...
+
+    def where(self, started: Started) -> tuple[str, str]:
+        """(the run's folder, its process) as the launch post and the console name them."""
+        ...
+
+    def hint(self, started: Started) -> str:
+        """How to watch a detached run again."""
+        ...

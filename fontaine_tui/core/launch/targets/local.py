@@ -1,0 +1,77 @@
+"""`launch PRESET`: the run starts on this host, in its own session (launcher.EngineProcess)."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from fontaine_tui.core.errors import InputError
+from fontaine_tui.core.host.memory import hostname
+from fontaine_tui.core.host.telemetry import TelemetrySnapshot, sample
+from fontaine_tui.core.launch import guards
+from fontaine_tui.core.launch.launcher import EngineProcess, label, pid_alive, run_dir
+from fontaine_tui.core.launch.targets.base import Request, Started
+from fontaine_tui.core.runfolder import RunFolder
+from fontaine_tui.core.text import literal
+
+if TYPE_CHECKING:
+    from fontaine_tui.core.launch.makers import ArgvMaker
+
+
+class LocalTarget:
+    """This host: its GPUs and RAM checked (guards.check_all), the process started here."""
+
+    remote = False
+
+    def __init__(self) -> None:
+        self.host = hostname()
+        self.telemetry: TelemetrySnapshot | None = None  # the guards' sample, for prereg.json
+
+    def folder(self, req: Request) -> RunFolder:
+        return RunFolder(run_dir(req.preset, req.output_dir).resolve())
+
+    def check(self, req: Request, folder: RunFolder) -> list[guards.Finding]:
+        entry = req.registry.find(folder.root, self.host)
+        running = (entry.pid if entry is not None and entry.status in ("running", "attached")
+                   and pid_alive(entry.pid, entry.pid_started or None) else None)
+        self.telemetry = sample()
+        return guards.check_all(req.preset, folder, self.telemetry, resume=req.resume,
+                                yes_ram=req.yes_ram, running_pid=running)
+
+    def prepare(self, req: Request, folder: RunFolder, argv: list[str]) -> dict[str, object]:
+        folder.root.mkdir(parents=True, exist_ok=True)
+        telemetry = self.telemetry if self.telemetry is not None else sample()
+        return {"device": {"requested": req.preset.platform["device"],
+                           "gpus": [f"{g.name} {g.uuid}" for g in telemetry.gpus or ()],
+                           "gpu_status": telemetry.gpu_status}}
+
+    def start(self, req: Request, folder: RunFolder | None, argv: list[str],
+              maker: ArgvMaker) -> Started:
+        assert folder is not None  # a local target always has its folder here
+        try:
+            engine = EngineProcess.start(argv, folder, env=maker.env(req.preset, folder.root),
+                                         cwd=maker.cwd(req.preset, folder.root))
+        except OSError as exc:
+            raise InputError(f"cannot start the engine ({argv[0]}): {exc.strerror or exc}"
+                             ) from None
+        return Started(engine, str(folder.root), engine.pid, engine.started or 0.0)
+
+    def abandon(self, folder: RunFolder) -> None:
+        pass  # prepare made the folder only
+
+    def unregistered(self, started: Started) -> str | None:
+        if started.pid_started > 0:
+            return None
+        return (f"engine pid {started.pid}: its start time could not be read, so `stop` "
+                "could not tell it from a later process with that pid")
+
+    def said(self, req: Request, started: Started, sha: str, launched_at: str) -> str:
+        what = "resumed" if req.resume else "launched"
+        return (f"{what} {req.preset.name}: engine pid {started.pid} in "
+                f"{literal(started.run_dir)} (prereg sha256 {sha[:12]}, launched {launched_at})")
+
+    def where(self, started: Started) -> tuple[str, str]:
+        return started.run_dir, label(started.handle)
+
+    def hint(self, started: Started) -> str:
+        return (f"  watch it: fontaine-tui attach {literal(started.run_dir)}  "
+                "(or: fontaine-tui babysit)")

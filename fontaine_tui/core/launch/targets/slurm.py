@@ -1,0 +1,100 @@
+"""`launch --on slurm:PARTITION`: the run as a Slurm batch job, submitted from here, its run
+folder on a filesystem the nodes share (core/launch/slurm.py: the script, sbatch, the job's
+state)."""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import hashlib
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from fontaine_tui.core.errors import InputError
+from fontaine_tui.core.host.memory import hostname
+from fontaine_tui.core.launch import guards, slurm
+from fontaine_tui.core.launch.launcher import run_dir
+from fontaine_tui.core.launch.targets.base import Request, Started
+from fontaine_tui.core.notify.destinations import config_path
+from fontaine_tui.core.runfolder import RunFolder
+from fontaine_tui.core.text import literal
+
+if TYPE_CHECKING:
+    from fontaine_tui.core.launch.makers import ArgvMaker
+
+
+class SlurmTarget:
+    """A partition of the Slurm cluster this host submits to ([slurm] in config.toml)."""
+
+    remote = False
+
+    def __init__(self, partition: str) -> None:
+        self.partition = partition
+        self.host = hostname()
+        self.script: Path | None = None
+        self.sha = ""
+        self.created = False
+        self.settings: slurm.SlurmSettings | None = None
+
+    def folder(self, req: Request) -> RunFolder:
+        settings = slurm.slurm_settings(config_path())
+        if req.preset.slurm.get("time"):  # the experiment's limit, frozen with it, over the user's
+            settings = dataclasses.replace(settings, time=str(req.preset.slurm["time"]))
+        self.settings = settings
+        slurm.tool("sbatch")  # before anything is written
+        return RunFolder(run_dir(req.preset, req.output_dir).resolve())
+
+    def check(self, req: Request, folder: RunFolder) -> list[guards.Finding]:
+        entry = req.registry.find(folder.root, self.host)
+        if entry is not None and entry.job and entry.status in ("running", "attached"):
+            state = slurm.query(entry.job)
+            if state is not None and state.active:
+                raise InputError(f"refusing to launch: {folder.root}: this run is still slurm "
+                                 f"job {entry.job} ({state.state}; fontaine-tui stop it first)")
+        # the folder's guards here; the node's GPUs and RAM are Slurm's request, not this host's
+        return [*guards.check_folder(req.preset, folder, req.resume),
+                *guards.check_init(req.preset)]
+
+    def prepare(self, req: Request, folder: RunFolder, argv: list[str]) -> dict[str, object]:
+        assert self.settings is not None  # folder() read them
+        text = slurm.render_script(argv, req.preset.platform, self.settings, req.preset.run_name)
+        self.created = not folder.root.exists()
+        folder.root.mkdir(parents=True, exist_ok=True)
+        self.script = slurm.write_script(folder, text)
+        self.sha = hashlib.sha256(text.encode()).hexdigest()
+        return {"device": {"requested": req.preset.platform["device"], "gpus": [],
+                           "gpu_status": "on the node Slurm picks"},
+                "slurm": {"partition": self.partition, "script": self.script.name,
+                          "script_sha256": self.sha}}
+
+    def start(self, req: Request, folder: RunFolder | None, argv: list[str],
+              maker: ArgvMaker) -> Started:
+        assert folder is not None and self.script is not None  # prepared
+        since = slurm.offsets(folder)
+        job = slurm.submit(folder, self.script, self.partition, req.preset.run_name)
+        handle = slurm.SlurmJob(folder, job, since, poll_s=min(req.poll_s, slurm.POLL_S))
+        return Started(handle, str(folder.root), 0, 0.0, job)
+
+    def abandon(self, folder: RunFolder) -> None:
+        if self.script is not None:
+            self.script.unlink(missing_ok=True)
+        if self.created:
+            with contextlib.suppress(OSError):  # only when empty: nothing else is removed
+                folder.root.rmdir()
+
+    def unregistered(self, started: Started) -> str | None:
+        return None  # the job id names it
+
+    def said(self, req: Request, started: Started, sha: str, launched_at: str) -> str:
+        what = "resumed" if req.resume else "submitted"
+        script = self.script.name if self.script is not None else slurm.SCRIPT
+        return (f"{what} {req.preset.name} as slurm job {started.job} (partition "
+                f"{self.partition}) in {literal(started.run_dir)} (prereg sha256 {sha[:12]}, "
+                f"launched {launched_at}; script {script})")
+
+    def where(self, started: Started) -> tuple[str, str]:
+        return started.run_dir, f"slurm job {started.job}"
+
+    def hint(self, started: Started) -> str:
+        return (f"  watch it: fontaine-tui attach {literal(started.run_dir)}  (stop it: "
+                f"fontaine-tui stop {started.run_dir})")

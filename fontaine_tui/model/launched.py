@@ -1,0 +1,348 @@
+"""A launched run, from its launch to its end: one home for what `launch`, the launch
+console, `launch --plain`, `stop`, `attach` and `babysit` do with a run they started or
+find again in the registry.
+
+`LaunchedRun.launch` is the one sequence, the same for every target (core/launch/targets/):
+the guards, prereg.json frozen, the start, the attempt in attempts.jsonl, the registry
+entry. `from_registry` finds a registered run's process again (`stop`, `babysit`, `attach`).
+`finish` is the run's end once its process exited: the registry, the attempt's end and its
+incident post, verdict.json, the final read; the console calls it (through `LaunchEnd`) the
+moment it sees the exit, and `after_console` prints what it said once the console closed.
+"""
+
+from __future__ import annotations
+
+import io
+import sys
+import threading
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Protocol, cast
+
+from fontaine_tui.core.errors import InputError
+from fontaine_tui.core.launch import attempts, guards
+from fontaine_tui.core.launch.launcher import EngineProcess, ExitInfo, label
+from fontaine_tui.core.launch.makers import ArgvMaker, maker_for
+from fontaine_tui.core.launch.registry import Entry, Registry
+from fontaine_tui.core.launch.slurm import SlurmJob
+from fontaine_tui.core.launch.targets import Handle, Request, Started, Target
+from fontaine_tui.core.runfolder import RunFolder
+from fontaine_tui.core.verdict.prereg import Prereg, freeze, read_prereg, utc_iso
+from fontaine_tui.core.verdict.presets import Preset
+from fontaine_tui.model.babysitter import Babysitter
+
+if TYPE_CHECKING:
+    from fontaine_tui.core.host.telemetry import TelemetrySnapshot
+    from fontaine_tui.core.launch.attempts import Attempt
+
+__all__ = ["LaunchEnd", "LaunchedRun", "launchable", "prepare"]
+
+
+class LaunchEnd(Protocol):
+    """What the console of a launch holds of the run: the watcher it babysits with, and the
+    run's end, done (once, from a worker thread) when it sees the process exit."""
+
+    def watched_by(self, babysitter: Babysitter) -> None: ...
+
+    def finish_seen(self) -> bool: ...
+
+
+def _warn(text: str) -> None:
+    print(text, file=sys.stderr)
+
+
+def launchable(preset: Preset) -> Preset:
+    if preset.foreign and preset.source is not None:
+        raise InputError(f"{preset.path}: source.kind: {preset.source.kind!r}: this preset reads "
+                         "a run another trainer writes; it cannot be launched (attach, replay, "
+                         "verdict or bank the run's folder with it)")
+    return preset
+
+
+def prepare(preset_name: str, output_dir: str | None, resume: bool, yes_ram: bool,
+            registry: Registry | None = None
+            ) -> tuple[Preset, RunFolder, list[guards.Finding], list[str], Registry,
+                       TelemetrySnapshot | None]:
+    """Everything before a start on this host, written nothing (`doctor` shows it):
+    (preset, folder, findings, argv, registry, telemetry)."""
+    from fontaine_tui.core.launch.targets.local import LocalTarget
+    from fontaine_tui.core.verdict.presets import load_preset
+
+    preset = launchable(load_preset(preset_name))
+    target = LocalTarget()
+    req = Request(preset, registry or Registry(), output_dir, resume, yes_ram)
+    folder = target.folder(req)
+    findings = target.check(req, folder)
+    argv = maker_for(preset).argv(preset, folder.root, resume)
+    return preset, folder, findings, argv, req.registry, target.telemetry
+
+
+@dataclass(eq=False)
+class LaunchedRun:
+    """A run this program started (or found again by its registry entry), with what its end
+    needs. `folder` is None for a run on another host (its files are read over SSH)."""
+
+    handle: Handle
+    registry: Registry
+    host: str  # the registry's key with run_dir: this host, or the far host of launch --on
+    run_dir: str
+    folder: RunFolder | None = None
+    preset: Preset | None = None
+    prereg: Prereg | None = None
+    attempt: int | None = None  # this start's number in attempts.jsonl
+    opened: Attempt | None = None  # from_registry: the open attempt it was found by
+    target: Target | None = None
+    started: Started | None = None
+    babysitter: Babysitter | None = None  # the watcher whose final read the end sends
+    out: io.StringIO = field(default_factory=io.StringIO)  # finish_seen's lines, kept
+    code: int | None = None  # the end's exit code, once finished
+    _lock: threading.Lock = field(default_factory=threading.Lock)
+
+    # -- the launch ---------------------------------------------------------------------
+
+    @classmethod
+    def launch(cls, target: Target, preset: Preset, *, output_dir: str | None = None,
+               resume: bool = False, yes_ram: bool = False, poll_s: float = 2.0,
+               registry: Registry | None = None, maker: ArgvMaker | None = None
+               ) -> LaunchedRun:
+        """Guards, freeze, start, attempt, register: InputError (one line, nothing written)
+        for a refusal; a registry or attempts.jsonl that cannot take it is a warning."""
+        registry = registry if registry is not None else Registry()
+        if not target.remote:  # a far host refuses with its own words
+            launchable(preset)
+        req = Request(preset, registry, output_dir, resume, yes_ram, poll_s)
+        maker = maker if maker is not None else maker_for(preset)
+        folder = target.folder(req)
+        argv: list[str] = []
+        prereg: Prereg | None = None
+        if folder is not None:
+            findings = target.check(req, folder)
+            if (why := guards.refusal(findings)) is not None:
+                raise InputError(why)  # one line, exit 2, nothing written
+            for f in findings:
+                if f.level in ("warn", "info"):
+                    _warn(f"{f.level}: {f.message}")
+            argv = maker.argv(preset, folder.root, resume)
+            where = target.prepare(req, folder, argv)
+            prereg = (read_prereg(folder) if resume else
+                      freeze(folder, preset, argv, target.host,
+                             provenance={**maker.provenance(preset, argv), **where}))
+        try:
+            started = target.start(req, folder, argv, maker)
+        except InputError:
+            if folder is not None:
+                if not resume:  # nothing ran: the folder is not a launched run
+                    folder.prereg.unlink(missing_ok=True)
+                target.abandon(folder)
+            raise
+        prereg = prereg if prereg is not None else started.prereg
+        assert prereg is not None  # frozen here, or read back from the far host
+        run = cls(started.handle, registry, target.host, started.run_dir, folder, preset,
+                  prereg, target=target, started=started)
+        if folder is not None:
+            run.attempt = run.record_attempt("resume" if resume else "launch")
+        run.register(poll_s)
+        return run
+
+    def record_attempt(self, kind: str) -> int | None:
+        """This start as an attempt in attempts.jsonl; None (said) when it cannot be written."""
+        assert self.folder is not None
+        try:
+            return attempts.begin(self.folder, kind,
+                                  cast("EngineProcess | SlurmJob", self.handle), self.host)
+        except OSError as exc:
+            _warn(f"warn: {self.folder.attempts}: attempt not recorded ({exc.strerror or exc})")
+            return None
+
+    def register(self, poll_s: float) -> None:
+        """The run into the registry, as running; a failure is one warning line."""
+        assert self.target is not None and self.started is not None
+        assert self.preset is not None and self.prereg is not None
+        started = self.started
+        entry = Entry(name=self.preset.run_name, run_dir=started.run_dir, host=self.host,
+                      preset=self.preset.name, preset_sha256=self.prereg.preset_sha256,
+                      pid=started.pid, pid_started=started.pid_started,
+                      launched_at=self.prereg.launched_at, status="running", last_step=0,
+                      poll_cadence_s=poll_s, updated_at=utc_iso(time.time()), job=started.job)
+        try:
+            if (why := self.target.unregistered(started)) is not None:
+                raise InputError(why)
+            self.registry.upsert(entry)
+        except (InputError, OSError) as exc:
+            _warn(f"warn: run not registered ({exc})")
+
+    # -- what is said of it -------------------------------------------------------------
+
+    @property
+    def sha(self) -> str:
+        return self.prereg.preset_sha256 if self.prereg is not None else ""
+
+    def said(self, resume: bool) -> str:
+        """The launch's one line."""
+        assert self.target is not None and self.started is not None and self.preset
+        req = Request(self.preset, self.registry, resume=resume)
+        launched_at = self.prereg.launched_at if self.prereg is not None else ""
+        return self.target.said(req, self.started, self.sha, launched_at)
+
+    @property
+    def where(self) -> tuple[str, str]:
+        """(folder, process) as the launch post names them."""
+        if self.target is not None and self.started is not None:
+            return self.target.where(self.started)
+        return self.run_dir, label(self.handle)
+
+    @property
+    def announcement(self) -> tuple[str, str, str]:
+        """The launch post: (folder, process, prereg sha256)."""
+        return (*self.where, self.sha)
+
+    def hint(self) -> str:
+        assert self.target is not None and self.started is not None
+        return self.target.hint(self.started)
+
+    def as_json(self) -> dict[str, object]:
+        """launch --detach --json: the launched run as one JSON object."""
+        doc: dict[str, object] = {"run_dir": self.run_dir, "pid": self.handle.pid}
+        job = self.started.job if self.started is not None else ""
+        if job:
+            doc["job"] = job
+        else:
+            doc["pid_started"] = getattr(self.handle, "started", None)
+        return {**doc, "host": self.host, "attempt": self.attempt,
+                "preset_sha256": self.sha,
+                "launched_at": self.prereg.launched_at if self.prereg is not None else ""}
+
+    def announce(self) -> None:
+        """The launch post of a run nobody watches from here (--detach): sent, then waited
+        for (at most notices.DRAIN_S); a failure is one line on stderr."""
+        from fontaine_tui.model.notices import RunNotices
+
+        assert self.preset is not None
+        notices = RunNotices.configured(self.preset.run_name, _warn, self.preset)
+        if notices is not None:
+            notices.launched(self.preset.name, *self.announcement)
+            for line in notices.close():
+                _warn(line)
+
+    # -- found again --------------------------------------------------------------------
+
+    @classmethod
+    def from_registry(cls, entry: Entry, registry: Registry, this_host: str, *,
+                      ssh_options: Sequence[str] = (), poll_s: float | None = None
+                      ) -> LaunchedRun:
+        """A registered run's process found again: here by its open attempt (its offsets and
+        OOM-kill counters) where the registry agrees on its pid and start time, else by the
+        registry's pid or Slurm job; on another host, its RemoteEngine (InputError for a run
+        only attached there)."""
+        if entry.host != this_host:
+            return cls._remote(entry, registry, ssh_options, poll_s)
+        folder = RunFolder(Path(entry.run_dir))
+        opened = attempts.open_attempt(folder)
+        # the run folder's attempt speaks for the engine only where the registry agrees on
+        # its start time too: a folder anyone may write never vouches for a pid on its own
+        handle: Handle
+        if opened is not None and (opened.job == entry.job if entry.job else
+                                   opened.pid == entry.pid and entry.pid_started > 0
+                                   and opened.pid_started == entry.pid_started):
+            handle = attempts.reattach(folder, opened)
+        elif entry.job:
+            handle, opened = SlurmJob(folder, entry.job), None
+        else:
+            handle, opened = EngineProcess.reattach(folder, entry.pid,
+                                                    entry.pid_started or None), None
+        return cls(handle, registry, entry.host, entry.run_dir, folder,
+                   attempt=opened.number if opened is not None else None, opened=opened)
+
+    @classmethod
+    def _remote(cls, entry: Entry, registry: Registry, ssh_options: Sequence[str],
+                poll_s: float | None) -> LaunchedRun:
+        from fontaine_tui.core.launch.hosts import host_settings
+        from fontaine_tui.core.launch.remote import POLL_S, RemoteEngine
+        from fontaine_tui.core.notify.destinations import config_path
+
+        if not entry.pid and not entry.job:
+            raise InputError(f"{entry.host}:{entry.run_dir}: attached, not launched from here "
+                             f"(no pid or job known); stop it on {entry.host}")
+        engine = RemoteEngine(host_settings(entry.host, config_path()), entry.run_dir,
+                              entry.pid, ssh_options, poll_s=poll_s or POLL_S, job=entry.job)
+        return cls(engine, registry, entry.host, entry.run_dir)
+
+    # -- its end ------------------------------------------------------------------------
+
+    def stop(self) -> ExitInfo:
+        """The stop sequence (SIGINT, SIGTERM, SIGKILL; over SSH for a far run), then the
+        open attempt's end."""
+        info = self.handle.stop()
+        self.end_attempt(info)
+        return info
+
+    def end_attempt(self, info: ExitInfo) -> None:
+        """The attempt found again (from_registry) ends with `info`."""
+        if self.folder is not None and self.opened is not None:
+            attempts.end(self.folder, self.opened.number, info)
+
+    def watched_by(self, babysitter: Babysitter) -> None:
+        self.babysitter = babysitter
+
+    def finish(self, info: ExitInfo, babysitter: Babysitter | None = None,
+               out: io.StringIO | None = None) -> int:
+        """The end of a run launched here: the exit in the registry, the attempt's end (an
+        incident posted), verdict.json, the final read; the verdict's exit code when it
+        finished its recipe, else 1."""
+        from fontaine_tui.model.plain import PlainWatch, finish
+
+        assert self.preset is not None and self.folder is not None and self.prereg
+        watch = PlainWatch(self.preset, self.folder,
+                           cast("EngineProcess | SlurmJob", self.handle), self.prereg, out)
+        watch.babysitter, watch.attempt = babysitter, self.attempt
+        return finish(watch, self.registry, self.host, info)
+
+    def finish_seen(self) -> bool:
+        """Finish once, if the process has exited (any thread); True when finished. Its
+        lines wait in `out` for the console to close (`after_console`)."""
+        with self._lock:
+            if self.code is not None:
+                return True
+            info = self.handle.poll()
+            if info is None:
+                return False
+            self.code = self.finish(info, self.babysitter, self.out)
+            return True
+
+    def after_console(self, code: int) -> int:
+        """The console closed: an exit it saw finished (unless it already was); a run left
+        going stays registered, and unwatched (`fontaine-tui babysit` keeps its
+        notifications coming)."""
+        if self.finish_seen():  # waits for a finish under way
+            sys.stdout.write(self.out.getvalue())
+            return self.code if self.code is not None else 1
+        if self.babysitter is not None:  # detached: the registry keeps it as running
+            for line in self.babysitter.close():
+                _warn(line)
+            if self.babysitter.notices is not None:
+                _warn("notifications stop with the console: `fontaine-tui babysit` keeps "
+                      "them coming for detached runs")
+        return code
+
+    def babysit_plain(self, poll_s: float, stop_on_exit: bool) -> int:
+        """launch --plain: followed line by line to its end (model/plain.py)."""
+        from fontaine_tui.model.plain import babysit
+
+        assert self.preset is not None and self.folder is not None and self.prereg
+        return babysit(self.preset, self.folder, cast("EngineProcess | SlurmJob", self.handle),
+                       self.registry, self.host, self.prereg, poll_s, stop_on_exit,
+                       self.attempt)
+
+    def record_exit(self) -> ExitInfo | None:
+        """A far run's exit seen from here (stopped, or seen gone) into the registry; the
+        exit, or None while it runs. A registry that cannot take it is a warning."""
+        from fontaine_tui.core.launch.remote import RemoteEngine, record_exit
+
+        engine = cast(RemoteEngine, self.handle)
+        try:
+            return record_exit(engine, self.registry)
+        except (InputError, OSError) as exc:
+            _warn(f"warn: exit not recorded in the registry ({exc})")
+            return engine.poll()
