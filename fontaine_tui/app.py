@@ -21,6 +21,7 @@ from fontaine_tui import palette
 from fontaine_tui.core.host.telemetry import TelemetrySnapshot
 from fontaine_tui.core.launch.fleet import Fleet
 from fontaine_tui.model.babysitter import Babysitter
+from fontaine_tui.model.launched import LaunchEnd
 from fontaine_tui.model.session import (
     Outcome,
     Process,
@@ -82,14 +83,14 @@ class FontaineApp(App[int]):
                  start_mode: str = "monitor", frame_s: float = FRAME_S,
                  chart_s: float = CHART_S, babysit_host: str | None = None,
                  fleet: Fleet | None = None, ssh_options: tuple[str, ...] = (),
-                 on_exit: Callable[[Babysitter | None], object] | None = None,
+                 launched: LaunchEnd | None = None,
                  announce: tuple[str, str, str] | None = None) -> None:
         super().__init__()
-        # the launch's end, done when the engine is seen to exit (commands/launch.Finisher)
-        self.on_exit = on_exit
+        # the launch's end, done when the engine is seen to exit (model/launched.py)
+        self.launched = launched
         self._given_process = session.process
         # the launch this console was opened for: its engine stays watched (its end finished
-        # by on_exit) and its babysitter kept for that end, whatever run the console shows
+        # by `launched`) and its babysitter kept for that end, whatever run the console shows
         self.launch_session: Session | None = session if session.kind == "launch" else None
         self.launch_babysitter: Babysitter | None = None
         self.announce = announce  # (folder, what, prereg sha256): the launch post, sent once
@@ -162,6 +163,8 @@ class FontaineApp(App[int]):
             auto_final=not launch, since=self.clock() - 1.0 if launch else None)
         if launch and self.session is self.launch_session:
             self.launch_babysitter = self.babysitter
+            if self.launched is not None:  # the run's end sends this watcher's final read
+                self.launched.watched_by(self.babysitter)
         if self.announce is not None:
             self.babysitter.launched(self.session.given_preset.name, *self.announce)
             self.announce = None
@@ -228,7 +231,7 @@ class FontaineApp(App[int]):
             if session is self.session:
                 notify(self, f"engine {self.session.view().status}", severity="warning")
                 self.schedule_frame()
-            if self.on_exit is not None and session.kind == "launch":
+            if self.launched is not None and session.kind == "launch":
                 self._finish_run()
 
     @work(exclusive=True, group="finish")
@@ -236,14 +239,14 @@ class FontaineApp(App[int]):
         """The launched engine exited: the run's end (registry, attempt, incident,
         verdict.json, the verdict post) now, off the event loop, with the launch's
         babysitter, which ticks no more (the finish closes it)."""
-        on_exit, sitter = self.on_exit, self.launch_babysitter
-        if on_exit is None:
+        launched, sitter = self.launched, self.launch_babysitter
+        if launched is None:
             return
-        self.on_exit = None
+        self.launched = None
         if self.babysitter is sitter:
             self.babysitter = None
         self.launch_babysitter = None
-        await asyncio.to_thread(on_exit, sitter)
+        await asyncio.to_thread(launched.finish_seen)
         self.session.note = "run ended: registry, attempts.jsonl and verdict.json written"
         self.schedule_frame()
 

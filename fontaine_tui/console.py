@@ -12,7 +12,7 @@ from fontaine_tui.core.follow import RunSource
 from fontaine_tui.core.follow.replay import ReplayRun
 from fontaine_tui.core.launch.fleet import Fleet
 from fontaine_tui.core.verdict.presets import Preset
-from fontaine_tui.model.babysitter import Babysitter
+from fontaine_tui.model.launched import LaunchedRun, LaunchEnd
 from fontaine_tui.model.session import Process, Registry, Session
 
 
@@ -22,17 +22,18 @@ def make_app(*, source: RunSource, preset: Preset, telemetry: Sampler | None = N
              folder: Path | None = None,
              start_mode: str = "monitor", frame_s: float = FRAME_S, chart_s: float = CHART_S,
              babysit_host: str | None = None, fleet: Fleet | None = None,
-             on_exit: Callable[[Babysitter | None], object] | None = None,
+             launched: LaunchEnd | None = None,
              announce: tuple[str, str, str] | None = None,
              ssh_options: tuple[str, ...] = ()) -> FontaineApp:
-    """The console over any record source; tests inject a replay, a clock and telemetry."""
+    """The console over any record source; tests inject a replay, a clock and telemetry.
+    `launched`: the run a launch console ends when it sees its process exit."""
     if kind is None:
         kind = ("launch" if process is not None else
                 "replay" if isinstance(source, ReplayRun) else "attach")
     session = Session(source, preset, kind, process, folder)
     return FontaineApp(session, telemetry=telemetry, clock=clock, registry=registry,
                        start_mode=start_mode, frame_s=frame_s, chart_s=chart_s,
-                       babysit_host=babysit_host, fleet=fleet, on_exit=on_exit,
+                       babysit_host=babysit_host, fleet=fleet, launched=launched,
                        announce=announce, ssh_options=ssh_options)
 
 
@@ -52,21 +53,22 @@ def default_telemetry(source: RunSource, process: Process | None = None) -> Samp
 
 def run_console(*, source: RunSource, preset: Preset, mode: str, process: Process | None = None,
                 registry: Registry | None = None, clock: Callable[[], float] = time.time,
-                telemetry: Sampler | None = None,
-                keep: Callable[[FontaineApp], None] | None = None,
-                on_exit: Callable[[Babysitter | None], object] | None = None,
+                telemetry: Sampler | None = None, launched: LaunchedRun | None = None,
                 announce: tuple[str, str, str] | None = None,
                 ssh_options: tuple[str, ...] = ()) -> int:
     """Run the console in this terminal until quit; `mode` is launch, attach or replay.
     Without a registry, the runs mode reads the default one (FONTAINE_REGISTRY or ~). A live
-    run is babysat (model/babysitter.py) from here; `keep` is handed the app once it closed
-    (launch: its babysitter sends the final read). `on_exit` is called (in a worker thread,
-    with the babysitter) once the console sees the engine exit; `announce` (folder, what,
-    prereg sha256) is the launch post its babysitter sends first."""
+    run is babysat (model/babysitter.py) from here. `launched` (launch): the run's process,
+    its launch post sent first, and its end done (`LaunchedRun.finish_seen`, in a worker
+    thread, with the console's babysitter) once the console sees the process exit;
+    `announce` (folder, what, prereg sha256) is another launch post to send first."""
     if registry is None:
         from fontaine_tui.core.launch.registry import Registry
 
         registry = Registry()
+    if launched is not None:
+        process = process if process is not None else launched.handle
+        announce = announce if announce is not None else launched.announcement
     if telemetry is None and mode != "replay":
         telemetry = default_telemetry(source, process)
     from fontaine_tui.core.host.memory import hostname
@@ -79,8 +81,28 @@ def run_console(*, source: RunSource, preset: Preset, mode: str, process: Proces
     app = make_app(source=source, preset=preset, telemetry=telemetry, clock=clock,
                    process=process, registry=registry, kind=mode,
                    babysit_host=None if mode == "replay" else hostname(), fleet=fleet,
-                   on_exit=on_exit, announce=announce, ssh_options=ssh_options)
+                   launched=launched if mode == "launch" else None, announce=announce,
+                   ssh_options=ssh_options)
     app.run()
-    if keep is not None:
-        keep(app)
     return int(app.return_code or 0)
+
+
+def watch_remote(source: RunSource, preset: Preset, launched: LaunchedRun,
+                 announce: tuple[str, str, str] | None = None) -> int:
+    """The console on a run launched on another host (`launch --on`, or `attach HOST:PATH`
+    of one): quitting asks to stop it there (over SSH) or detach; an exit it saw goes into
+    the registry here."""
+    from fontaine_tui.core.launch.remote import RemoteEngine
+
+    engine = launched.handle
+    try:
+        code = run_console(source=source, preset=preset, mode="attach", process=engine,
+                           registry=launched.registry, announce=announce,
+                           ssh_options=engine.ssh.ssh_options
+                           if isinstance(engine, RemoteEngine) else ())
+    finally:
+        engine.close()
+    info = launched.record_exit()
+    if info is not None:
+        print(info.describe())
+    return code

@@ -119,9 +119,12 @@ def console_or_plain(source, preset_arg: str | None, mode: str, args: argparse.N
     engine = launched_there(args.target, options) if getattr(args, "target", None) else None
     if engine is None:
         return run_console(source=source, preset=preset, mode=mode, ssh_options=options)
-    from fontaine_tui.commands.launch import watch_remote
+    from fontaine_tui.console import watch_remote
+    from fontaine_tui.core.launch.registry import Registry
+    from fontaine_tui.model.launched import LaunchedRun
 
-    return watch_remote(source, preset, engine)
+    return watch_remote(source, preset, LaunchedRun(engine, Registry(), engine.settings.name,
+                                                    engine.run_dir))
 
 
 def launched_there(target: str, ssh_options: tuple[str, ...]):

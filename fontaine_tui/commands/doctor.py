@@ -45,8 +45,8 @@ def telemetry_lines(t) -> list[str]:
 
 
 def run(args: argparse.Namespace) -> int:
-    from fontaine_tui.commands.launch import prepare
     from fontaine_tui.core.launch import guards
+    from fontaine_tui.model.launched import prepare
 
     preset, folder, findings, argv, _, telemetry = prepare(
         args.preset, args.output_dir, args.resume, args.yes_ram)

@@ -160,11 +160,11 @@ async def _console_reattaches_and_stops(remote, run_dir: Path, project) -> None:
     """The console as `attach HOST:PATH` opens it: the run's engine there found from the
     registry (commands/attach.launched_there), so quitting offers the stop over SSH."""
     from fontaine_tui.commands.attach import launched_there
-    from fontaine_tui.commands.launch import record_remote_exit
     from fontaine_tui.console import make_app
     from fontaine_tui.core.follow.ssh import SshRun
     from fontaine_tui.core.follow.target import SshTarget
     from fontaine_tui.core.verdict.presets import load_preset
+    from fontaine_tui.model.launched import LaunchedRun
     from fontaine_tui.screens.dialogs import QuitDialog
     from tests.console.conftest import SIZE, until
 
@@ -182,7 +182,8 @@ async def _console_reattaches_and_stops(remote, run_dir: Path, project) -> None:
         await pilot.press("s")  # the stop sequence, run there
         await until(pilot, lambda: not app.is_running, 120)
     engine.close()
-    info = record_remote_exit(engine, Registry())  # what watch_remote does after the console
+    # what console.watch_remote does after the console
+    info = LaunchedRun(engine, Registry(), ALIAS, str(run_dir)).record_exit()
     assert info is not None and info.status == "stopped", info
     assert info.signal == "SIGINT" and info.checkpoint_step == info.last_step
 

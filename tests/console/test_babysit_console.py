@@ -138,10 +138,10 @@ async def test_a_launch_console_posts_launch_and_verdict_when_the_engine_exits_n
     it later finishes nothing twice."""
     import sys
 
-    from fontaine_tui.commands.launch import Finisher, after_console
     from fontaine_tui.core.launch.launcher import EngineProcess
     from fontaine_tui.core.launch.registry import Entry, Registry
     from fontaine_tui.core.verdict.presets import load_preset
+    from fontaine_tui.model.launched import LaunchedRun
     from tests.core.launch.test_launcher import FAKE
 
     hook = Hook()
@@ -154,19 +154,18 @@ async def test_a_launch_console_posts_launch_and_verdict_when_the_engine_exits_n
     registry = Registry(tmp_path / "state" / "runs.json")
     registry.upsert(Entry("smoke", str(folder.root), "here"))
     engine = EngineProcess.start([sys.executable, FAKE, str(folder.root), "finish"], folder)
-    finisher = Finisher(preset, folder, engine, registry, "here", prereg, None)
+    launched = LaunchedRun(engine, registry, "here", str(folder.root), folder, preset, prereg)
     app = make_app(source=LocalRun(folder.root), preset=preset, process=engine,
                    registry=registry, kind="launch", babysit_host="here", frame_s=0.05,
-                   on_exit=finisher, announce=(str(folder.root), "engine pid 1", "ab" * 32))
+                   launched=launched, announce=(str(folder.root), "engine pid 1", "ab" * 32))
     async with app.run_test(size=SIZE) as pilot:
-        await until(pilot, lambda: finisher.code is not None, timeout=30)
+        await until(pilot, lambda: launched.code is not None, timeout=30)
         await until(pilot, lambda: any("verdict" in json.loads(r.body)["title"].lower()
                                        for r in hook.requests), timeout=15)
         assert folder.verdict.exists()  # written before anyone quit
         assert registry.find(folder.root, "here").status == "exited"
         assert app.babysitter is None
-    assert after_console(0, preset, folder, engine, registry, "here", prereg, None, None,
-                         finisher) == finisher.code
+    assert launched.after_console(0) == launched.code
     titles = [json.loads(r.body)["title"] for r in hook.wait_for(2)]
     hook.close()
     assert titles[0] == f"{preset.run_name}: launched"

@@ -213,9 +213,9 @@ def test_sigkill_names_its_likely_sources(tmp_path: Path) -> None:
 
 def test_after_the_console_a_finished_run_is_recorded_and_read(
         tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    from fontaine_tui.commands.launch import after_console
     from fontaine_tui.core.launch.registry import Entry, Registry
     from fontaine_tui.core.verdict.prereg import freeze
+    from fontaine_tui.model.launched import LaunchedRun
 
     folder = RunFolder(tmp_path)
     preset = load_preset("smoke")
@@ -224,7 +224,8 @@ def test_after_the_console_a_finished_run_is_recorded_and_read(
     live = EngineProcess.start([sys.executable, FAKE, str(tmp_path), "run"], folder)
     registry.upsert(Entry("smoke", str(tmp_path), "h", pid=live.pid))
     try:  # the console was closed with "detach": the registry keeps the run as running
-        assert after_console(0, preset, folder, live, registry, "h", prereg) == 0
+        run = LaunchedRun(live, registry, "h", str(folder.root), folder, preset, prereg)
+        assert run.after_console(0) == 0
         assert registry.entries()[0].status == "running" and not folder.verdict.exists()
     finally:
         live.stop(grace_int=10)
@@ -234,7 +235,8 @@ def test_after_the_console_a_finished_run_is_recorded_and_read(
     registry.upsert(Entry("smoke", str(folder.root), "h"))
     done = EngineProcess.start([sys.executable, FAKE, str(folder.root), "finish"], folder)
     done.wait(20)
-    code = after_console(0, preset, folder, done, registry, "h", prereg)
+    code = LaunchedRun(done, registry, "h", str(folder.root), folder, preset,
+                       prereg).after_console(0)
     entry = registry.find(folder.root, "h")
     assert (entry.status, entry.exit_code, entry.last_step) == ("exited", 0, 8)  # 8 of 40
     assert folder.verdict.exists() and "VERDICT: UNDECIDABLE" in capsys.readouterr().out
