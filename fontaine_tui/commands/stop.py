@@ -61,36 +61,20 @@ def find_remote(run: str, registry, host: str):
 
 
 def run(args: argparse.Namespace) -> int:
-    from pathlib import Path
-
     from fontaine_tui.core.host.memory import hostname
-    from fontaine_tui.core.launch import attempts
     from fontaine_tui.core.launch.launcher import EngineProcess, label
     from fontaine_tui.core.launch.registry import Registry
-    from fontaine_tui.core.runfolder import RunFolder
+    from fontaine_tui.model.launched import LaunchedRun
 
     registry, host = Registry(), hostname()
     entry = find_entry(args.run, registry, host, missing_ok=True)
     if entry is None:
         remote = find_remote(args.run, registry, host)
         if remote is not None:
-            return stop_remote(remote, registry, args)
+            return stop_remote(remote, registry, args, host)
         entry = find_entry(args.run, registry, host)  # says why
-    folder = RunFolder(Path(entry.run_dir))
-    open_attempt = attempts.open_attempt(folder)
-    # the run folder's attempt speaks for the engine only where the registry agrees on its
-    # start time too: a folder anyone may write never vouches for a pid on its own
-    if open_attempt is not None and (open_attempt.job == entry.job if entry.job else
-                                     open_attempt.pid == entry.pid and entry.pid_started > 0
-                                     and open_attempt.pid_started == entry.pid_started):
-        engine = attempts.reattach(folder, open_attempt)
-    elif entry.job:
-        from fontaine_tui.core.launch.slurm import SlurmJob
-
-        engine, open_attempt = SlurmJob(folder, entry.job), None
-    else:
-        engine, open_attempt = EngineProcess.reattach(folder, entry.pid,
-                                                      entry.pid_started or None), None
+    launched = LaunchedRun.from_registry(entry, registry, host)
+    engine = launched.handle
     info = engine.poll()
     if info is None and isinstance(engine, EngineProcess) and (why := engine.refusal()):
         raise InputError(f"stop {entry.name}: {why}")  # before asking: nothing is sent
@@ -100,8 +84,7 @@ def run(args: argparse.Namespace) -> int:
         print(f"stopping {label(engine)} (SIGINT, then SIGTERM, then SIGKILL)",
               file=sys.stderr, flush=True)
         info = engine.stop()
-    if open_attempt is not None:
-        attempts.end(folder, open_attempt.number, info)
+    launched.end_attempt(info)
     return recorded(info, entry, registry, args)
 
 
@@ -135,12 +118,10 @@ def recorded(info, entry, registry, args: argparse.Namespace) -> int:
     return 0
 
 
-def stop_remote(entry, registry, args: argparse.Namespace) -> int:
+def stop_remote(entry, registry, args: argparse.Namespace, this_host: str) -> int:
     """The same stop, on the host the run was launched on: `fontaine-tui stop` run there over
     SSH (core/launch/remote.py), after confirmation here; the registry here learns the exit."""
-    from fontaine_tui.core.launch.hosts import host_settings
-    from fontaine_tui.core.launch.remote import RemoteEngine
-    from fontaine_tui.core.notify.destinations import config_path
+    from fontaine_tui.model.launched import LaunchedRun
 
     where = f"{entry.host}:{entry.run_dir}"
     if not entry.pid and not entry.job:
@@ -150,12 +131,12 @@ def stop_remote(entry, registry, args: argparse.Namespace) -> int:
     if not confirmed(args, entry.name, f"{what} on {where}"):
         return 0
     options = ("-F", args.ssh_config) if getattr(args, "ssh_config", None) else ()
-    engine = RemoteEngine(host_settings(entry.host, config_path()), entry.run_dir, entry.pid,
-                          options, poll_s=3600.0, job=entry.job)
+    launched = LaunchedRun.from_registry(entry, registry, this_host, ssh_options=options,
+                                         poll_s=3600.0)
     print(f"stopping {what} on {entry.host} (SIGINT, then SIGTERM, then SIGKILL, over SSH)",
           file=sys.stderr, flush=True)
     try:
-        info = engine.stop()
+        info = launched.stop()
     finally:
-        engine.close()
+        launched.handle.close()
     return recorded(info, entry, registry, args)

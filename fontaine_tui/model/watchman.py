@@ -132,9 +132,7 @@ class RunWatch:
 
         from fontaine_tui.core.follow.ssh import SshRun
         from fontaine_tui.core.host import telemetry
-        from fontaine_tui.core.launch import attempts
-        from fontaine_tui.core.launch.launcher import EngineProcess
-        from fontaine_tui.core.runfolder import RunFolder
+        from fontaine_tui.model.launched import LaunchedRun
 
         if isinstance(source, SshRun):
             return None, partial(telemetry.sample_remote, source.run_command,
@@ -142,14 +140,8 @@ class RunWatch:
         entry = target.entry
         if entry is None or entry.host != this_host or entry.pid <= 0:
             return None, partial(telemetry.sample, pid=None), None
-        folder = RunFolder(Path(entry.run_dir))
-        attempt = attempts.open_attempt(folder)
-        if attempt is not None and attempt.pid == entry.pid:
-            engine = attempts.reattach(folder, attempt)
-        else:
-            engine, attempt = EngineProcess.reattach(folder, entry.pid,
-                                                     entry.pid_started or None), None
-        return engine, partial(telemetry.sample, pid=entry.pid), attempt
+        launched = LaunchedRun.from_registry(entry, Registry(), this_host)
+        return launched.handle, partial(telemetry.sample, pid=entry.pid), launched.opened
 
     @property
     def name(self) -> str:
