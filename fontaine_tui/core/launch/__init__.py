@@ -1,6 +1,7 @@
 """The launch wing: starting the engine and watching it. `launcher.py` (the engine
-subprocess and its exit), `guards.py` (the checks before a launch), `registry.py` (the runs
-this machine launched), `alerts.py` (the warning rules)."""
+subprocess and its exit), `makers.py` (who makes the argv), `targets/` (where a run is
+launched: here, another host, Slurm), `guards.py` (the checks before a launch),
+`registry.py` (the runs this machine launched), `alerts.py` (the warning rules)."""
 
 from __future__ import annotations
 
