@@ -36,6 +36,8 @@ def test_import_contracts_are_kept():
     ("fontaine_tui/core/follow/planted.py", "import fontaine_tui.core.verdict.rules\n",
      "knows no rules"),
     ("engine/planted.py", "import fontaine_tui.core.text\n", "engine never imports"),
+    ("fontaine_tui/core/launch/targets/local.py",
+     "import fontaine_tui.core.launch.targets.ssh\n", "A launch target stands alone"),
 ])
 def test_a_broken_rule_is_caught(tmp_path, where, code, contract):
     """The contracts bite: the same tree with one forbidden import planted fails."""
