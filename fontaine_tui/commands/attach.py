@@ -6,7 +6,6 @@ import argparse
 import asyncio
 
 from fontaine_tui.core.errors import InputError
-from fontaine_tui.core.runfolder import PREREG
 
 ORDER = 20
 
@@ -28,44 +27,6 @@ def register(sub: argparse._SubParsersAction) -> None:
                    "end` or `error`; another trainer's run: also once its final read is in)")
     p.add_argument("--ssh-config", metavar="FILE", help="ssh client config file (ssh -F FILE)")
     p.set_defaults(func=run)
-
-
-async def resolve_preset(source, preset_arg: str | None, strict: bool = True):
-    """The frozen preset in the run's prereg.json, else --preset; InputError if neither.
-    With `strict` (the plain report) a --preset that differs from the frozen one beyond
-    [platform] is refused; the console takes it and shows the difference as a warning."""
-    from fontaine_tui.core.verdict.prereg import frozen_over, parse_prereg
-    from fontaine_tui.core.verdict.presets import load_preset
-
-    raw = await source.read_bytes(PREREG)  # also proves the run folder is reachable
-    given = load_preset(preset_arg) if preset_arg else None
-    origin = file_of(source, PREREG)
-    if raw is None:
-        if given is None:
-            raise InputError(f"{origin}: no such file: no {PREREG} (the run's frozen "
-                             "pre-registration) to read it by; name a preset with --preset P")
-        return given
-    prereg = parse_prereg(raw, origin)
-    if not strict:
-        return given if given is not None else prereg.frozen_preset(origin)
-    return frozen_over(prereg, given, str(preset_arg), origin)
-
-
-def file_of(source, name: str) -> str:
-    """Where the source's `name` (prereg.json) is read from: a local path (beside a replayed
-    log), or host:path over SSH; for the messages that name it."""
-    import posixpath
-    from pathlib import Path
-
-    if (log := getattr(source, "log", None)) is not None:  # a replayed log file
-        return str(Path(log).parent / name)
-    transport = getattr(source, "transport", source)
-    target = getattr(transport, "target", None)
-    if target is not None and hasattr(target, "destination"):  # over SSH
-        port = f" (port {target.port})" if target.port else ""
-        return f"{target.destination}:{posixpath.join(target.path, name)}{port}"
-    folder = getattr(transport, "folder", None) or getattr(source, "folder", None)
-    return str(Path(folder) / name) if folder is not None else f"{source.label}: {name}"
 
 
 def remember(target: str, preset, mode: str) -> None:
@@ -101,22 +62,19 @@ def remember(target: str, preset, mode: str) -> None:
 
 
 def console_or_plain(source, preset_arg: str | None, mode: str, args: argparse.Namespace) -> int:
-    preset = asyncio.run(_guard(source, resolve_preset(source, preset_arg, args.plain)))
-    if getattr(args, "target", None):
-        remember(args.target, preset, mode)
-    if args.plain:
-        from fontaine_tui.model.plain import PlainReport
-        from fontaine_tui.model.session import Session
+    from fontaine_tui.model.followed import follow_plain, guard, resolve_preset
 
-        report = PlainReport(Session(source, preset, mode))
-        return asyncio.run(report.follow(until_end=getattr(args, "until_end", False)))
+    preset = asyncio.run(guard(source, resolve_preset(source, preset_arg, args.plain)))
+    remember(args.target, preset, mode)
+    if args.plain:
+        return follow_plain(source, preset, mode, args.until_end)
     try:
         from fontaine_tui.console import run_console
     except ImportError:
         asyncio.run(source.close())
         raise InputError("the console is not available in this build; use --plain") from None
     options = getattr(args, "ssh_options", ())
-    engine = launched_there(args.target, options) if getattr(args, "target", None) else None
+    engine = launched_there(args.target, options)
     if engine is None:
         return run_console(source=source, preset=preset, mode=mode, ssh_options=options)
     from fontaine_tui.console import watch_remote
@@ -140,15 +98,6 @@ def launched_there(target: str, ssh_options: tuple[str, ...]):
     if not isinstance(parsed, SshTarget):
         return None
     return launched_engine(parsed.registry_host, parsed.path, ssh_options)
-
-
-async def _guard(source, coro):
-    """Run a setup step; on bad input close the source first (no master left behind)."""
-    try:
-        return await coro
-    except BaseException:
-        await source.close()
-        raise
 
 
 def run(args: argparse.Namespace) -> int:

@@ -41,20 +41,36 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from fontaine_tui.commands.attach import console_or_plain
     from fontaine_tui.core.follow.replay import ReplayRun
     from fontaine_tui.core.runfolder import check_target, locate_log
 
     check_target(args.log)
     foreign = _foreign(args.log, args.preset, args.speed)
     if foreign is not None:
-        return console_or_plain(foreign, args.preset, "replay", args)
+        return console_or_plain(foreign, args)
     log, _folder = locate_log(args.log)
     try:
         source = ReplayRun(log, speed=args.speed)
     except OSError as exc:
         raise InputError(f"{log}: cannot read ({exc.strerror})") from None
-    return console_or_plain(source, args.preset, "replay", args)
+    return console_or_plain(source, args)
+
+
+def console_or_plain(source, args: argparse.Namespace) -> int:
+    """The replay in the console, or as plain lines (--plain)."""
+    import asyncio
+
+    from fontaine_tui.model.followed import follow_plain, guard, resolve_preset
+
+    preset = asyncio.run(guard(source, resolve_preset(source, args.preset, args.plain)))
+    if args.plain:
+        return follow_plain(source, preset, "replay")
+    try:
+        from fontaine_tui.console import run_console
+    except ImportError:
+        asyncio.run(source.close())
+        raise InputError("the console is not available in this build; use --plain") from None
+    return run_console(source=source, preset=preset, mode="replay")
 
 
 def _foreign(target: str, preset_arg: str | None, speed: float | None):

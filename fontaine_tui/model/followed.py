@@ -1,0 +1,74 @@
+"""A run followed from its folder (attach, replay): the preset it is read with (its frozen
+prereg.json, or --preset), and its plain report to the end."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable
+from typing import TypeVar
+
+from fontaine_tui.core.errors import InputError
+from fontaine_tui.core.follow import RunSource
+from fontaine_tui.core.runfolder import PREREG
+from fontaine_tui.core.verdict.presets import Preset
+
+T = TypeVar("T")
+
+__all__ = ["file_of", "follow_plain", "guard", "resolve_preset"]
+
+
+async def resolve_preset(source: RunSource, preset_arg: str | None,
+                         strict: bool = True) -> Preset:
+    """The frozen preset in the run's prereg.json, else --preset; InputError if neither.
+    With `strict` (the plain report) a --preset that differs from the frozen one beyond
+    [platform] is refused; the console takes it and shows the difference as a warning."""
+    from fontaine_tui.core.verdict.prereg import frozen_over, parse_prereg
+    from fontaine_tui.core.verdict.presets import load_preset
+
+    raw = await source.read_bytes(PREREG)  # also proves the run folder is reachable
+    given = load_preset(preset_arg) if preset_arg else None
+    origin = file_of(source, PREREG)
+    if raw is None:
+        if given is None:
+            raise InputError(f"{origin}: no such file: no {PREREG} (the run's frozen "
+                             "pre-registration) to read it by; name a preset with --preset P")
+        return given
+    prereg = parse_prereg(raw, origin)
+    if not strict:
+        return given if given is not None else prereg.frozen_preset(origin)
+    return frozen_over(prereg, given, str(preset_arg), origin)
+
+
+def file_of(source: RunSource, name: str) -> str:
+    """Where the source's `name` (prereg.json) is read from: a local path (beside a replayed
+    log), or host:path over SSH; for the messages that name it."""
+    import posixpath
+    from pathlib import Path
+
+    if (log := getattr(source, "log", None)) is not None:  # a replayed log file
+        return str(Path(log).parent / name)
+    transport = getattr(source, "transport", source)
+    target = getattr(transport, "target", None)
+    if target is not None and hasattr(target, "destination"):  # over SSH
+        port = f" (port {target.port})" if target.port else ""
+        return f"{target.destination}:{posixpath.join(target.path, name)}{port}"
+    folder = getattr(transport, "folder", None) or getattr(source, "folder", None)
+    return str(Path(folder) / name) if folder is not None else f"{source.label}: {name}"
+
+
+async def guard(source: RunSource, coro: Awaitable[T]) -> T:
+    """Run a setup step; on bad input close the source first (no master left behind)."""
+    try:
+        return await coro
+    except BaseException:
+        await source.close()
+        raise
+
+
+def follow_plain(source: RunSource, preset: Preset, mode: str, until_end: bool = False) -> int:
+    """--plain: the source's records, warnings and verdicts as lines until it ends."""
+    from fontaine_tui.model.plain import PlainReport
+    from fontaine_tui.model.session import Session
+
+    report = PlainReport(Session(source, preset, mode))
+    return asyncio.run(report.follow(until_end=until_end))
