@@ -95,6 +95,8 @@ def watch_remote(source: RunSource, preset: Preset, launched: LaunchedRun,
     from fontaine_tui.core.launch.remote import RemoteEngine
 
     engine = launched.handle
+    if isinstance(engine, RemoteEngine):
+        engine.watch()  # its state looked at over SSH while the console is open
     try:
         code = run_console(source=source, preset=preset, mode="attach", process=engine,
                            registry=launched.registry, announce=announce,

@@ -198,7 +198,8 @@ class RemoteEngine:
     sequence there and returns how it ended."""
 
     def __init__(self, settings: HostSettings, run_dir: str, pid: int,
-                 ssh_options: Sequence[str] = (), poll_s: float = POLL_S, job: str = "") -> None:
+                 ssh_options: Sequence[str] = (), poll_s: float = POLL_S, job: str = "",
+                 watch: bool = True) -> None:
         self.settings, self.run_dir, self.pid, self.job = settings, run_dir, pid, job
         self.ssh = SshRun(SshTarget(settings.name, run_dir), ssh_options)
         self.poll_s = poll_s
@@ -207,8 +208,17 @@ class RemoteEngine:
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._watch, daemon=True,
                                         name=f"remote-engine-{settings.name}")
-        self._watching = False  # the thread starts with the first poll: a handle only
-        # launched, stopped or closed never looks over SSH on its own
+        self._watching = False
+        if watch:
+            self.watch()
+
+    def watch(self) -> None:
+        """Start looking (once): a handle made with watch=False (launch --on, which may only
+        detach or follow the log) opens no SSH connection of its own until then."""
+        with self._lock:
+            if not self._watching and not self._stop.is_set():
+                self._watching = True
+                self._thread.start()
 
     def _run(self, command: str, timeout: float) -> subprocess.CompletedProcess:
         # ControlMaster=auto: the first command opens the shared connection, the rest reuse it
@@ -261,10 +271,6 @@ class RemoteEngine:
             failed = 0  # running after all, or the host cannot say: look again
 
     def poll(self) -> ExitInfo | None:
-        with self._lock:
-            if not self._watching and not self._stop.is_set():
-                self._watching = True
-                self._thread.start()
         return self._exit
 
     def _ask_exit(self) -> ExitInfo | None:

@@ -53,7 +53,7 @@ class SshHostTarget:
                                      on=None if self.partition is None
                                      else f"slurm:{self.partition}"))
         handle = RemoteEngine(self.settings, done.run_dir, done.pid, self.ssh_options,
-                              job=done.job)
+                              job=done.job, watch=False)  # the console starts its look
         return Started(handle, done.run_dir, done.pid, done.pid_started, done.job,
                        done.prereg, done.local_prereg)
 
