@@ -128,7 +128,8 @@ class LaunchedRun:
             where = target.prepare(req, folder, argv)
             prereg = (read_prereg(folder) if resume else
                       freeze(folder, preset, argv, target.host,
-                             provenance={**maker.provenance(preset, argv), **where}))
+                             provenance={**maker.provenance(preset, folder.root, argv),
+                                         **where}))
         try:
             started = target.start(req, folder, argv, maker)
         except InputError:

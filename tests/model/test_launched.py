@@ -50,7 +50,8 @@ class ToyMaker:
     def cwd(self, preset: Preset, folder: Path) -> Path | None:
         return folder
 
-    def provenance(self, preset: Preset, argv: list[str]) -> dict[str, object]:
+    def provenance(self, preset: Preset, folder: Path, argv: list[str]
+                   ) -> dict[str, object]:
         return {"command": "toy"}
 
 

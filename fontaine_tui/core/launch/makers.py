@@ -30,7 +30,8 @@ class ArgvMaker(Protocol):
         """The child's working folder; None: this process's."""
         ...
 
-    def provenance(self, preset: Preset, argv: list[str]) -> dict[str, object]:
+    def provenance(self, preset: Preset, folder: Path, argv: list[str]
+                   ) -> dict[str, object]:
         """What prereg.json records of what runs (the target adds where it runs)."""
         ...
 
@@ -48,7 +49,8 @@ class EngineMaker:
     def cwd(self, preset: Preset, folder: Path) -> Path | None:
         return None
 
-    def provenance(self, preset: Preset, argv: list[str]) -> dict[str, object]:
+    def provenance(self, preset: Preset, folder: Path, argv: list[str]
+                   ) -> dict[str, object]:
         return engine_identity(argv)
 
 

@@ -40,7 +40,7 @@ class LocalTarget:
     def prepare(self, req: Request, folder: RunFolder, argv: list[str]) -> dict[str, object]:
         folder.root.mkdir(parents=True, exist_ok=True)
         telemetry = self.telemetry if self.telemetry is not None else sample()
-        return {"device": {"requested": req.preset.platform["device"],
+        return {"device": {"requested": req.preset.platform.get("device", ""),
                            "gpus": [f"{g.name} {g.uuid}" for g in telemetry.gpus or ()],
                            "gpu_status": telemetry.gpu_status}}
 
