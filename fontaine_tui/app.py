@@ -369,13 +369,15 @@ class FontaineApp(App[int]):
         if not isinstance(parsed, SshTarget):
             self.attach_folder(str(parsed.folder))
             return
-        from fontaine_tui.core.launch.remote import launched_engine
+        from fontaine_tui.core.launch.registry import Registry as RunRegistry
+        from fontaine_tui.model.launched import LaunchedRun
 
         # a run launched there from here: its engine, so quitting can stop it (over SSH)
-        engine = launched_engine(parsed.registry_host, parsed.path, self.ssh_options,
-                                 getattr(self.registry, "path", None))
+        launched = LaunchedRun.found_there(
+            parsed.registry_host, parsed.path, self.ssh_options,
+            RunRegistry(getattr(self.registry, "path", None)))
         session = Session(SshRun(parsed, self.ssh_options), self.session.preset, "attach",
-                          engine)
+                          launched.handle if launched is not None else None)
         session.preset_named = False  # its prereg.json, read over SSH, is the run's preset
         self._swap(session)
 

@@ -74,22 +74,19 @@ def console_or_plain(source, preset_arg: str | None, mode: str, args: argparse.N
         asyncio.run(source.close())
         raise InputError("the console is not available in this build; use --plain") from None
     options = getattr(args, "ssh_options", ())
-    engine = launched_there(args.target, options)
-    if engine is None:
+    launched = launched_there(args.target, options)
+    if launched is None:
         return run_console(source=source, preset=preset, mode=mode, ssh_options=options)
     from fontaine_tui.console import watch_remote
-    from fontaine_tui.core.launch.registry import Registry
-    from fontaine_tui.model.launched import LaunchedRun
 
-    return watch_remote(source, preset, LaunchedRun(engine, Registry(), engine.settings.name,
-                                                    engine.run_dir))
+    return watch_remote(source, preset, launched)
 
 
 def launched_there(target: str, ssh_options: tuple[str, ...]):
-    """A run this host launched on another (`launch --on`): its RemoteEngine, so the console
-    can stop it there; None for anything else."""
+    """A run this host launched on another (`launch --on`), found again from the registry
+    (model/launched.py), so the console can stop it there; None for anything else."""
     from fontaine_tui.core.follow.target import SshTarget, parse_target
-    from fontaine_tui.core.launch.remote import launched_engine
+    from fontaine_tui.model.launched import LaunchedRun
 
     try:
         parsed = parse_target(target)
@@ -97,7 +94,7 @@ def launched_there(target: str, ssh_options: tuple[str, ...]):
         return None
     if not isinstance(parsed, SshTarget):
         return None
-    return launched_engine(parsed.registry_host, parsed.path, ssh_options)
+    return LaunchedRun.found_there(parsed.registry_host, parsed.path, ssh_options)
 
 
 def run(args: argparse.Namespace) -> int:

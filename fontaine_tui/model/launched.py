@@ -257,6 +257,22 @@ class LaunchedRun:
                    attempt=opened.number if opened is not None else None, opened=opened)
 
     @classmethod
+    def found_there(cls, host: str, run_dir: str, ssh_options: Sequence[str] = (),
+                    registry: Registry | None = None) -> LaunchedRun | None:
+        """A run this host launched on `host` (`launch --on`: the registry here has its pid
+        or Slurm job, and it was running when last seen), so a console attached to it by
+        `attach HOST:PATH` or from the runs list can stop it there; None for anything else
+        (attached only, over, not registered, its host not configured)."""
+        registry = registry if registry is not None else Registry()
+        try:
+            entry = registry.find(run_dir, host)
+            if entry is None or entry.status != "running" or not (entry.pid or entry.job):
+                return None
+            return cls._remote(entry, registry, ssh_options, None)
+        except (InputError, OSError):
+            return None
+
+    @classmethod
     def _remote(cls, entry: Entry, registry: Registry, ssh_options: Sequence[str],
                 poll_s: float | None) -> LaunchedRun:
         from fontaine_tui.core.launch.hosts import host_settings

@@ -164,13 +164,14 @@ async def _console_reattaches_and_stops(remote, run_dir: Path, project) -> None:
     from fontaine_tui.core.follow.ssh import SshRun
     from fontaine_tui.core.follow.target import SshTarget
     from fontaine_tui.core.verdict.presets import load_preset
-    from fontaine_tui.model.launched import LaunchedRun
     from fontaine_tui.screens.dialogs import QuitDialog
     from tests.console.conftest import SIZE, until
 
     options = ("-F", str(remote.config))
-    engine = launched_there(f"{ALIAS}:{run_dir}", options)
-    assert engine is not None and engine.settings.project == str(project)  # [hosts.ALIAS]
+    launched = launched_there(f"{ALIAS}:{run_dir}", options)
+    assert launched is not None
+    engine = launched.handle
+    assert engine.settings.project == str(project)  # [hosts.ALIAS]
     engine.poll_s = 0.5
     source = SshRun(SshTarget(ALIAS, str(run_dir)), options)
     preset = load_preset(project / "presets" / "remote_smoke.toml")
@@ -182,8 +183,7 @@ async def _console_reattaches_and_stops(remote, run_dir: Path, project) -> None:
         await pilot.press("s")  # the stop sequence, run there
         await until(pilot, lambda: not app.is_running, 120)
     engine.close()
-    # what console.watch_remote does after the console
-    info = LaunchedRun(engine, Registry(), ALIAS, str(run_dir)).record_exit()
+    info = launched.record_exit()  # what console.watch_remote does after the console
     assert info is not None and info.status == "stopped", info
     assert info.signal == "SIGINT" and info.checkpoint_step == info.last_step
 

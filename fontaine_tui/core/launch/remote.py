@@ -337,26 +337,6 @@ def record_exit(engine: RemoteEngine, registry) -> ExitInfo | None:
     return info
 
 
-def launched_engine(host: str, run_dir: str, ssh_options: Sequence[str] = (),
-                    registry_path: Path | None = None) -> RemoteEngine | None:
-    """The engine of a run this host launched on `host` (`launch --on`: the registry here has
-    its pid or Slurm job, and it was running when last seen) as a RemoteEngine, so a console
-    attached to it by `attach HOST:PATH` or from the runs list can stop it there; None for
-    anything else (attached only, over, not registered)."""
-    from fontaine_tui.core.launch.hosts import host_settings
-    from fontaine_tui.core.launch.registry import Registry
-    from fontaine_tui.core.notify.destinations import config_path
-
-    try:
-        entry = Registry(registry_path).find(run_dir, host)
-        if entry is None or entry.status != "running" or not (entry.pid or entry.job):
-            return None
-        settings = host_settings(host, config_path())
-    except (InputError, OSError):
-        return None
-    return RemoteEngine(settings, run_dir, entry.pid, ssh_options, job=entry.job)
-
-
 # -- on the host: how a run ended, read only ----------------------------------------------------
 
 
