@@ -4,7 +4,8 @@ find again in the registry.
 
 `LaunchedRun.launch` is the one sequence, the same for every target (core/launch/targets/):
 the guards, prereg.json frozen, the start, the attempt in attempts.jsonl, the registry
-entry. `from_registry` finds a registered run's process again (`stop`, `babysit`, `attach`).
+entry. `from_registry` finds a registered run's process again (`stop`, `babysit`), and
+`found_there` a run launched on another host (`attach HOST:PATH`, the runs list).
 `finish` is the run's end once its process exited: the registry, the attempt's end and its
 incident post, verdict.json, the final read; the console calls it (through `LaunchEnd`) the
 moment it sees the exit, and `after_console` prints what it said once the console closed.
