@@ -55,7 +55,7 @@ def _warn(text: str) -> None:
 
 
 def launchable(preset: Preset) -> Preset:
-    if preset.foreign and preset.source is not None:
+    if not preset.launchable and preset.source is not None:
         raise InputError(f"{preset.path}: source.kind: {preset.source.kind!r}: this preset reads "
                          "a run another trainer writes; it cannot be launched (attach, replay, "
                          "verdict or bank the run's folder with it)")

@@ -13,6 +13,12 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Protocol
 
+from fontaine_tui.core.launch.command import (
+    command_argv,
+    command_cwd,
+    command_env,
+    command_provenance,
+)
 from fontaine_tui.core.launch.launcher import build_argv, engine_identity
 from fontaine_tui.core.verdict.presets import Preset
 
@@ -54,6 +60,28 @@ class EngineMaker:
         return engine_identity(argv)
 
 
+class CommandMaker:
+    """A user's own training command ([command]): its argv with {output_dir} filled in, run
+    in its cwd with its frozen env; its provenance is the command, the sha256 of the files it
+    names and the git state of the code (core/launch/command.py)."""
+
+    def __init__(self, launch_cwd: Path | None = None) -> None:
+        self.launch_cwd = launch_cwd if launch_cwd is not None else Path.cwd()
+
+    def argv(self, preset: Preset, folder: Path, resume: bool) -> list[str]:
+        return command_argv(preset, folder, resume, self.cwd(preset, folder))
+
+    def env(self, preset: Preset, folder: Path) -> Mapping[str, str] | None:
+        return command_env(preset, folder)
+
+    def cwd(self, preset: Preset, folder: Path) -> Path:
+        return command_cwd(preset, self.launch_cwd)
+
+    def provenance(self, preset: Preset, folder: Path, argv: list[str]
+                   ) -> dict[str, object]:
+        return command_provenance(preset, argv, self.cwd(preset, folder), folder)
+
+
 def maker_for(preset: Preset) -> ArgvMaker:
     """The preset's maker: the engine's, unless it names a [command] of its own."""
-    return EngineMaker()
+    return CommandMaker() if preset.command is not None else EngineMaker()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from fontaine_tui.core.errors import InputError
@@ -35,7 +36,7 @@ class LocalTarget:
                    and pid_alive(entry.pid, entry.pid_started or None) else None)
         self.telemetry = sample()
         return guards.check_all(req.preset, folder, self.telemetry, resume=req.resume,
-                                yes_ram=req.yes_ram, running_pid=running)
+                                yes_ram=req.yes_ram, running_pid=running, cwd=Path.cwd())
 
     def prepare(self, req: Request, folder: RunFolder, argv: list[str]) -> dict[str, object]:
         folder.root.mkdir(parents=True, exist_ok=True)
@@ -51,8 +52,11 @@ class LocalTarget:
             engine = EngineProcess.start(argv, folder, env=maker.env(req.preset, folder.root),
                                          cwd=maker.cwd(req.preset, folder.root))
         except OSError as exc:
-            raise InputError(f"cannot start the engine ({argv[0]}): {exc.strerror or exc}"
+            what = "the command" if req.preset.command is not None else "the engine"
+            raise InputError(f"cannot start {what} ({argv[0]}): {exc.strerror or exc}"
                              ) from None
+        if req.preset.command is not None:
+            engine.who = "command"
         return Started(engine, str(folder.root), engine.pid, engine.started or 0.0)
 
     def abandon(self, folder: RunFolder) -> None:
@@ -66,7 +70,7 @@ class LocalTarget:
 
     def said(self, req: Request, started: Started, sha: str, launched_at: str) -> str:
         what = "resumed" if req.resume else "launched"
-        return (f"{what} {req.preset.name}: engine pid {started.pid} in "
+        return (f"{what} {req.preset.name}: {label(started.handle)} in "
                 f"{literal(started.run_dir)} (prereg sha256 {sha[:12]}, launched {launched_at})")
 
     def where(self, started: Started) -> tuple[str, str]:
