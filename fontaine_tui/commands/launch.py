@@ -85,7 +85,7 @@ def watch_here(launched) -> int | None:
     build has no console (then --plain follows)."""
     try:
         from fontaine_tui.console import run_console
-        from fontaine_tui.core.follow.local import LocalRun
+        from fontaine_tui.core.follow import run_source
     except ImportError as exc:  # pragma: no cover - the console lands separately
         print(f"no console ({exc}); following with --plain", file=sys.stderr)
         return None
@@ -97,7 +97,8 @@ def watch_here(launched) -> int | None:
         def telemetry():
             return sample(pid=None if engine.poll() else engine.pid)
 
-    code = run_console(source=LocalRun(launched.run_dir), preset=launched.preset,
+    code = run_console(source=run_source(launched.run_dir, launched.preset.source),
+                       preset=launched.preset,
                        mode="launch", launched=launched, registry=launched.registry,
                        telemetry=telemetry)
     return launched.after_console(code)

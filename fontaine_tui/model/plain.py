@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import math
 import signal
 import sys
@@ -145,11 +146,11 @@ class PlainWatch:
 
     def __init__(self, preset: Preset, folder: RunFolder, engine: EngineProcess | SlurmJob,
                  prereg: Prereg, out: TextIO | None = None, poll_s: float = 0.25) -> None:
-        from fontaine_tui.core.follow.local import LocalRun
+        from fontaine_tui.core.follow import run_source
 
         self.folder, self.engine, self.prereg = folder, engine, prereg
-        self.session = Session(LocalRun(folder.root, poll_s=min(poll_s, 0.25)), preset,
-                               "launch", engine, folder.root)
+        self.session = Session(run_source(folder.root, preset.source, min(poll_s, 0.25)),
+                               preset, "launch", engine, folder.root)
         self.report = PlainReport(self.session, out)
         self.exit: ExitInfo | None = None
         self.babysitter: Babysitter | None = None  # set by babysit()
@@ -218,9 +219,10 @@ class PlainWatch:
 def finish(watch: PlainWatch, registry: Registry, host: str, info: ExitInfo) -> int:
     """Record the exit, write verdict.json, print the final read."""
     folder = watch.folder
-    # the whole log, re-read, with its rotated segments
-    store = load_log(folder.log, history=True) if folder.log.exists() else RunStore()
+    store, where = final_store(folder, watch.preset, watch.say)
     last = max(info.last_step, store.last_step)
+    if last > info.last_step:  # a launched [command]'s step is in its own trainer's log
+        info = dataclasses.replace(info, last_step=last)
     complete = info.status == "finished" and last >= recipe_steps(watch.preset)
     status = info.status if complete or info.status != "finished" else "exited"
     try:
@@ -231,7 +233,7 @@ def finish(watch: PlainWatch, registry: Registry, host: str, info: ExitInfo) -> 
     watch.say(info.describe())
     end_attempt(folder, watch.attempt, info, watch.babysitter, watch.say)
     verdict = watch.verdict(store)
-    text = render(verdict, str(folder.log))
+    text = render(verdict, where)
     watch.say_lines(text)
     if watch.babysitter is not None:
         watch.babysitter.final(verdict, text, info.describe(), store)
@@ -244,6 +246,24 @@ def finish(watch: PlainWatch, registry: Registry, host: str, info: ExitInfo) -> 
     else:
         watch.say(f"verdict.json written to {folder.verdict}")
     return verdict.exit_code if complete else 1
+
+
+def final_store(folder: RunFolder, preset: Preset, say: Callable[[str], None]
+                ) -> tuple[RunStore, str]:
+    """The whole log at the end, re-read, and what it was read from: ours with its rotated
+    segments, or the [source] trainer's (a launched [command]); a log that cannot be read
+    is said, and reads empty."""
+    if preset.foreign and preset.source is not None:
+        from fontaine_tui.core.log.formats import load_source
+
+        try:
+            loaded = load_source(folder.root, preset.source)
+        except InputError as exc:
+            say(f"warn: {exc}")
+            return RunStore(), str(folder.root)
+        return loaded.store, loaded.label
+    return (load_log(folder.log, history=True) if folder.log.exists() else RunStore(),
+            str(folder.log))
 
 
 def end_attempt(folder: RunFolder, attempt: int | None, info: ExitInfo,

@@ -3,12 +3,26 @@ lines and know no log format or rule; `open_source` picks one for a CLI target."
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from fontaine_tui.core.errors import InputError
 from fontaine_tui.core.follow.base import Batch, RunSource
 from fontaine_tui.core.follow.local import LocalRun
+from fontaine_tui.core.log.formats.source import SourceSpec
 from fontaine_tui.core.runfolder import LOG, check_regular
 
-__all__ = ["Batch", "LocalRun", "RunSource", "open_source"]
+__all__ = ["Batch", "LocalRun", "RunSource", "open_source", "run_source"]
+
+
+def run_source(folder: str | Path, spec: SourceSpec | None = None,
+               poll_s: float | None = None) -> RunSource:
+    """The follower of a run folder on this host: our own log, or, with a foreign `spec` (a
+    launched [command] whose [source] is another trainer's), that trainer's files."""
+    if spec is not None and spec.kind != "fontaine":
+        from fontaine_tui.core.follow.foreign import ForeignRun
+
+        return ForeignRun(folder, spec, poll_s=poll_s)
+    return LocalRun(folder) if poll_s is None else LocalRun(folder, poll_s=poll_s)
 
 
 def open_source(target: str, ssh_options: tuple[str, ...] = ()) -> RunSource:
