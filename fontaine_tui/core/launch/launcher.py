@@ -247,6 +247,7 @@ class ExitInfo:
     oom_line: str = ""  # the last printed line naming a failed allocation
     memory: MemoryEvidence | None = None  # the OOM killer's counters at the exit
     sent: str | None = None  # the last signal this console sent it (EngineProcess.stop)
+    who: str = "engine"  # what ran: the engine, or a preset's own "command"
 
     @property
     def cause(self) -> str:
@@ -281,7 +282,9 @@ class ExitInfo:
             else f"crashed ({self.signal})",
             "unknown": "exited (exit status unknown: not started by this console)",
         }[cause]
-        text = f"engine {how} at step {self.last_step} ({ckpt})"
+        text = f"{self.who} {how} at step {self.last_step}"
+        if self.who == "engine":  # a user's command keeps its checkpoints its own way
+            text += f" ({ckpt})"
         if self.code is not None and cause != "crashed":
             text += f", exit {self.code}"
         if cause not in ("finished", "stopped", "unknown") and detail:
@@ -290,7 +293,7 @@ class ExitInfo:
 
 
 EXIT_FIELDS = ("code", "signal", "oom", "last_step", "checkpoint_step", "event", "detail",
-               "output", "oom_line", "sent")
+               "output", "oom_line", "sent", "who")
 
 
 def exit_to_dict(info: ExitInfo) -> dict[str, object]:
@@ -316,7 +319,7 @@ def exit_from_dict(doc: Mapping[str, object]) -> ExitInfo:
                     num("last_step") or 0, num("checkpoint_step"), text("event"), text("detail"),
                     text("output"), text("oom_line"),
                     MemoryEvidence.from_dict(mem) if isinstance(mem, dict) else None,
-                    text("sent") or None)
+                    text("sent") or None, text("who") or "engine")
 
 
 def cause_of(info: ExitInfo, memory: MemoryEvidence | None = None) -> tuple[str, str]:
@@ -400,7 +403,8 @@ def _outside_sigkill(ev: MemoryEvidence | None) -> str:
 
 
 def exit_info(folder: RunFolder, returncode: int | None, since: tuple[int, int] = (0, 0),
-              memory: MemoryEvidence | None = None, sent: str | None = None) -> ExitInfo:
+              memory: MemoryEvidence | None = None, sent: str | None = None,
+              who: str = "engine") -> ExitInfo:
     tail = read_tail(folder, since=since)
     code, sig = returncode, None
     if returncode is not None and returncode < 0:
@@ -415,7 +419,7 @@ def exit_info(folder: RunFolder, returncode: int | None, since: tuple[int, int] 
         # exits 1, or aborts on the way out, and that is not the run's story.
         sig = m.group(1)
     return ExitInfo(code, sig, tail.oom and returncode != 0, tail.last_step, tail.checkpoint_step,
-                    tail.last_event, tail.detail, tail.output, tail.oom_line, memory, sent)
+                    tail.last_event, tail.detail, tail.output, tail.oom_line, memory, sent, who)
 
 
 def process_started(pid: int, zombie_ok: bool = False) -> float | None:
@@ -444,7 +448,8 @@ def pid_alive(pid: int, started: float | None = None) -> bool:
 
 def label(engine: object) -> str:
     """How a run's process is named to the user: "engine pid N", or its Slurm job."""
-    return getattr(engine, "label", None) or f"engine pid {getattr(engine, 'pid', 0)}"
+    return (getattr(engine, "label", None)
+            or f"{getattr(engine, 'who', 'engine')} pid {getattr(engine, 'pid', 0)}")
 
 
 class EngineProcess:
@@ -461,6 +466,7 @@ class EngineProcess:
         self.since = since  # where this start begins in train_log.jsonl and engine.out.log
         self.memory = memory if memory is not None else MemoryWatch.start(pid)
         self.sent: str | None = None  # the last signal sent to its group
+        self.who = "engine"  # or "command": a preset's own training command
         self._exit: ExitInfo | None = None
 
     @classmethod
@@ -510,7 +516,8 @@ class EngineProcess:
         if alive:
             self.memory.refresh()  # a wrapper may have moved it into another cgroup
             return None
-        self._exit = exit_info(self.folder, rc, self.since, self.memory.evidence(), self.sent)
+        self._exit = exit_info(self.folder, rc, self.since, self.memory.evidence(), self.sent,
+                               self.who)
         return self._exit
 
     def wait(self, timeout: float | None = None, interval: float = 0.1) -> ExitInfo | None:
