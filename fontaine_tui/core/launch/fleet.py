@@ -199,14 +199,22 @@ def foreign_row(entry: Entry, now: float) -> FleetRow | None:
     (foreign_look.py); None for a run of ours."""
     from fontaine_tui.core.launch.foreign_look import look_foreign
 
-    if entry.pid > 0 or entry.job or not Path(entry.run_dir).is_dir():
+    if entry.job or not Path(entry.run_dir).is_dir():
         return None
     look = look_foreign(entry.run_dir, entry.preset, entry.preset_sha256, now)
     if look is None:
         return None
+    state = look.state
+    if entry.pid > 0:  # a launched [command]: alive while its process is
+        from fontaine_tui.core.launch.launcher import pid_alive
+
+        if pid_alive(entry.pid, entry.pid_started or None):
+            state = "running"
+        elif state in ("running", "quiet"):
+            state = "gone"
     base: dict[str, Any] = dict(host=entry.host, name=entry.name, run_dir=entry.run_dir,
                                 checked_at=now, note=look.detail[:120])
-    return _row(look.store, look.preset, None, look.state, base, now)
+    return _row(look.store, look.preset, None, state, base, now)
 
 
 def _row(store: RunStore, preset: Preset | None, launched: float | None, state: str,

@@ -20,7 +20,7 @@ from pathlib import Path
 from fontaine_tui.core.errors import InputError
 from fontaine_tui.core.log.formats.source import SourceSpec, detect_foreign
 from fontaine_tui.core.log.store import RunStore
-from fontaine_tui.core.runfolder import LOG
+from fontaine_tui.core.runfolder import LOG, PREREG
 from fontaine_tui.core.verdict.presets import Preset, PresetError, load_preset
 
 QUIET_MIN_S = 120.0
@@ -50,6 +50,19 @@ def entry_preset(name: str, sha256: str) -> Preset | None:
     if sha256 and preset.sha256 != sha256:
         return None  # changed since: its bounds are not the run's
     return preset
+
+
+def frozen_preset(folder: Path) -> Preset | None:
+    """The preset frozen in the folder's prereg.json (a launched [command]'s run), if any."""
+    from fontaine_tui.core.runfolder import RunFolder
+    from fontaine_tui.core.verdict.prereg import read_prereg
+
+    if not (folder / PREREG).is_file():
+        return None
+    try:
+        return read_prereg(RunFolder(folder)).frozen_preset()
+    except (PresetError, InputError, OSError):
+        return None
 
 
 def _newest(paths: tuple[Path, ...]) -> float | None:
@@ -92,7 +105,7 @@ def look_foreign(run_dir: str, preset_name: str = "", preset_sha256: str = "",
     from fontaine_tui.core.log.formats import load_source
 
     folder = Path(run_dir)
-    preset = entry_preset(preset_name, preset_sha256)
+    preset = frozen_preset(folder) or entry_preset(preset_name, preset_sha256)
     if preset is not None and preset.foreign and preset.source is not None:
         spec = preset.source
     elif not (folder / LOG).exists() and (kind := detect_foreign(folder)):

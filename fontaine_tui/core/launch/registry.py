@@ -310,15 +310,18 @@ def live_status(entry: Entry, this_host: str) -> LiveStatus:
     count = len(tried)
     if entry.status in ("running", "attached") and entry.job:
         return _job_status(entry, folder, tail.last_step, tried)
-    if entry.status == "attached" and not entry.pid:  # no process known: its files say
+    step = tail.last_step
+    if entry.status in ("running", "attached") and not folder.log.exists():
         from fontaine_tui.core.launch.foreign_look import look_foreign
 
         look = look_foreign(entry.run_dir, entry.preset, entry.preset_sha256)
-        if look is not None:  # another trainer's run
+        if look is not None and not entry.pid:  # attached, no process known: its files say
             return LiveStatus(entry, look.state, look.store.last_step, look.detail, count)
+        if look is not None:  # a launched [command]: its step is in its trainer's log
+            step = look.store.last_step
     if entry.status in ("running", "attached"):
         if pid_alive(entry.pid, entry.pid_started or None):
-            return LiveStatus(entry, "running", tail.last_step, f"pid {entry.pid} alive", count)
+            return LiveStatus(entry, "running", step, f"pid {entry.pid} alive", count)
         last = tried[-1] if tried and tried[-1].pid == entry.pid else None
         if last is not None and last.ended:
             return LiveStatus(entry, STATUS_OF.get(last.cause, "exited"), last.last_step,
