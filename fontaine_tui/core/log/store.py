@@ -53,6 +53,21 @@ def _probe_values(p: Probe) -> str:
                  sorted(p.fields.items())))
 
 
+def completes(old: Probe, new: Probe) -> bool:
+    """Is `new` `old` with more keys (a foreign step read before its writer logged all of
+    it): every value `old` holds the same in `new`, and `new` holds more?"""
+    if not old.fields or len(new.fields) <= len(old.fields):
+        return False
+    if any(k not in new.fields or repr(new.fields[k]) != repr(v) for k, v in old.fields.items()):
+        return False
+    return all(a != a or repr(a) == repr(b) for a, b in  # NaN: not measured in `old`
+               ((old.eval_chunk_mae, new.eval_chunk_mae), (old.train_chunk_mae,
+                new.train_chunk_mae), (old.eval_ar_ce, new.eval_ar_ce),
+                (old.eval_flow_loss, new.eval_flow_loss))) \
+        and old.breakdown == new.breakdown and old.n_frames == new.n_frames \
+        and old.not_numbers == new.not_numbers
+
+
 @dataclass(frozen=True, slots=True)
 class Conflict:
     """Two different probes for one step with no resume between them: conflicting evidence.
@@ -239,6 +254,10 @@ class RunStore:
         old = self.probes.get(rec.step)
         if old is not None and _probe_values(old) == _probe_values(rec):
             self.repeats += 1  # the same measurement logged again (another time stamp)
+            return
+        if old is not None and completes(old, rec):  # the rest of the step's values
+            self.probes[rec.step] = rec
+            self.probes_version += 1
             return
         if old is not None:  # a resume dropped what came after it: this one is another value
             self.conflicts.append(Conflict(rec.step, old, rec))

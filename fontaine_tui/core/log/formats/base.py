@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from fnmatch import fnmatchcase
 from types import MappingProxyType
 from typing import Protocol
@@ -132,13 +132,30 @@ class Grouper:
 
     def _late(self, step: int, key: str, value: float, out: list[Record]) -> None:
         """A value for a step already out: the same value again changes nothing; another
-        value of an eval key the step's probe holds is a conflicting probe; else it is late."""
+        value of an eval key the step's probe holds is a conflicting probe. A new eval key
+        for the last step out completes it (the step went out on a quiet moment, before the
+        writer logged the rest): its probe again with the key added, which the store takes
+        in place of the first (core/log/store.py). Anything else is late."""
         sent = self._sent.get(step)
         if sent is not None and key in sent[1]:
             if not same(sent[1][key], value):
                 self._probe(step, sent[0], {**sent[1], key: value}, out)
             return
+        if step == self._emitted and self._step is None and self._eval(key):
+            if key not in self.keys:
+                self.keys[key] = None
+            time, evals = sent if sent is not None else (self._time, {})
+            evals = {**evals, key: value}
+            self._sent[step] = (time, evals)
+            self._probe(step, time, evals, out)
+            return
         self.late += 1
+
+    def _eval(self, key: str) -> bool:
+        e = self._is_eval.get(key)
+        if e is None:
+            e = self._is_eval[key] = self.fields.is_eval(key)
+        return e
 
     def purge(self, step: int, time: float, why: str, out: list[Record]) -> None:
         """A restart at `step` that drops what was logged from `step` on (TensorBoard's
@@ -349,16 +366,30 @@ class Whole(Unread):
         fresh = []
         for rec in records:
             seen = self._out.setdefault((type(rec).__name__, rec.step), set())
-            ident = repr(rec)
+            # a train record read again once its step has a later row (an eval logged after
+            # the loss) carries that row's time: the same record, said once
+            ident = repr(replace(rec, time=NAN, step_s=NAN) if isinstance(rec, TrainPoint)
+                         else rec)
             if ident not in seen:
                 seen.add(ident)
                 fresh.append(rec)
         return fresh
 
-    def finish(self) -> list[Record]:
+    def settle_train(self) -> list[Record]:
+        """The held step's train record now (Grouper.settle_train), said once."""
+        out: list[Record] = []
+        self.grouper.settle_train(out)
+        return self._new(out)
+
+    def settle(self) -> list[Record]:
+        """The held step out now (the source has been quiet): what the next read groups for
+        it again is not repeated, and a key it adds later completes its probe."""
         out: list[Record] = []
         self.grouper.flush(out)
         return self._new(out)
+
+    def finish(self) -> list[Record]:
+        return self.settle()
 
 
 def number(value: object) -> float | None:
