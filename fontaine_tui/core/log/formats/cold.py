@@ -102,7 +102,7 @@ def _load_listed(folder: Path, spec: SourceSpec, paths: list[Path]) -> Loaded:
         if isinstance(dec, MlflowDecoder):
             info, rows = run_rows(paths[0], spec.options)
             detail = f"MLflow run {info.describe()}"
-            records = dec.feed_rows(rows)
+            records = dec.feed_rows(rows, info.status, info.end_ms)
         elif isinstance(dec, TrackioDecoder):
             trun, trows = trackio_rows(paths[0], spec.options)
             detail = f"trackio run {trun.describe()}"

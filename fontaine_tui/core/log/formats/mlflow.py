@@ -20,11 +20,14 @@ from pathlib import Path
 from fontaine_tui.core.errors import InputError
 from fontaine_tui.core.log.formats.base import Row, Whole, number, step_of
 from fontaine_tui.core.log.formats.rows import FormatError
-from fontaine_tui.core.log.records import Record
+from fontaine_tui.core.log.records import Event, Record
 from fontaine_tui.core.readfile import check_file, read_text, read_whole
 
 NAN = float("nan")
 FILE_STORE = "mlruns"
+# a file store's meta.yaml keeps a run's status as MLflow's RunStatus number
+FILE_STATUS = {"1": "RUNNING", "2": "SCHEDULED", "3": "FINISHED", "4": "FAILED", "5": "KILLED"}
+ENDS = {"FINISHED": "end", "FAILED": "error", "KILLED": "error"}  # status -> the end's Event
 SQLITE_STORE = "mlflow.db"
 
 
@@ -34,6 +37,8 @@ class RunInfo:
     name: str
     experiment: str  # the experiment's id
     experiment_name: str
+    status: str = ""  # RUNNING, FINISHED, FAILED, KILLED ("": not known)
+    end_ms: float = NAN  # when the run ended, ms since the epoch (NaN: not known)
 
     def describe(self) -> str:
         return f"{self.run_id[:12]} ({self.name or 'unnamed'}, experiment {self.experiment_name})"
@@ -66,7 +71,9 @@ def file_store_runs(root: Path) -> list[RunInfo]:
             if rmeta.get("lifecycle_stage") == "deleted":
                 continue
             runs.append(RunInfo(rmeta.get("run_id") or run.name, rmeta.get("run_name", ""),
-                                exp.name, emeta.get("name", exp.name)))
+                                exp.name, emeta.get("name", exp.name),
+                                FILE_STATUS.get(rmeta.get("status", ""), ""),
+                                _ms(rmeta.get("end_time"))))
     return runs
 
 
@@ -108,12 +115,22 @@ def connect(path: Path) -> sqlite3.Connection:
 def sqlite_runs(db: sqlite3.Connection) -> list[RunInfo]:
     try:
         rows = db.execute(
-            "SELECT r.run_uuid, r.name, r.experiment_id, e.name FROM runs r JOIN experiments e "
+            "SELECT r.run_uuid, r.name, r.experiment_id, e.name, r.status, r.end_time "
+            "FROM runs r JOIN experiments e "
             "ON r.experiment_id = e.experiment_id WHERE r.lifecycle_stage = 'active' "
             "ORDER BY r.start_time").fetchall()
     except sqlite3.Error as exc:
         raise FormatError(locked(exc) or f"not an MLflow store ({exc})") from None
-    return [RunInfo(str(a), str(b or ""), str(c), str(d)) for a, b, c, d in rows]
+    return [RunInfo(str(a), str(b or ""), str(c), str(d), str(st or ""), _ms(end))
+            for a, b, c, d, st, end in rows]
+
+
+def _ms(value: object) -> float:
+    """A store's end time (ms), NaN when there is none or it is not a number."""
+    try:
+        return float(value) if value not in (None, "", "null") else NAN  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        return NAN
 
 
 def sqlite_rows(db: sqlite3.Connection, run: RunInfo) -> list[RawRow]:
@@ -206,11 +223,15 @@ def snapshot_rows(doc: Mapping[str, object], where: str, options: Mapping[str, s
 
 class MlflowDecoder(Whole):
     """The rows of one MLflow run in, records out (whole: the run's rows each time). Two
-    rows for one key and step with different values are a conflict (MLflow keeps both)."""
+    rows for one key and step with different values are a conflict (MLflow keeps both).
+    A run whose status says it ended (FINISHED, FAILED, KILLED) is complete: its last step
+    goes out, then an "end" (FINISHED) or "error" Event at that step, as the engine's own
+    log ends."""
 
     kind = "mlflow"
 
-    def feed_rows(self, rows: Iterable[RawRow]) -> list[Record]:
+    def feed_rows(self, rows: Iterable[RawRow], status: str = "", end_ms: float = NAN
+                  ) -> list[Record]:
         self.clear_bad()
         checked: list[Row] = []
         for raw in rows:
@@ -220,10 +241,29 @@ class MlflowDecoder(Whole):
                 continue
             step, when, key, value = row
             checked.append((step, when, {key: value}))
-        return self.group([checked])
+        out = self.group([checked])
+        event = ENDS.get(status)
+        if event is not None:
+            last = max((r[0] for r in checked), default=0)
+            out += self.settle()
+            out += self._new([Event(last, end_ms / 1000.0, event, f"MLflow run status {status}")])
+        return out
 
     def feed(self, data: bytes) -> list[Record]:
         raise FormatError("an MLflow store is read as rows (feed_rows), not bytes")
+
+
+def store_files(store: Path, run: RunInfo) -> list[Path]:
+    """The files a write to `run` changes: the SQLite store and its journals, or the run's
+    meta.yaml and metric files in a file store (a new metric's file included)."""
+    if not store.is_dir():
+        return [store, store.with_name(store.name + "-wal"),
+                store.with_name(store.name + "-journal")]
+    folder = store / run.experiment / run.run_id
+    out = [folder / "meta.yaml", folder / "metrics"]
+    for where, dirs, names in os.walk(folder / "metrics"):
+        out += [Path(where) / d for d in sorted(dirs)] + [Path(where) / n for n in sorted(names)]
+    return out
 
 
 def run_rows(store: Path, options: Mapping[str, str]) -> tuple[RunInfo, list[RawRow]]:
