@@ -74,7 +74,7 @@ async def follow(folder: Path, steps: int, rate: float) -> dict:
             "probes": probes, "p50_ms": round(statistics.median(lat), 1),
             "p95_ms": round(lat[int(0.95 * (len(lat) - 1))], 1), "max_ms": round(lat[-1], 1),
             # a probe goes out with the next step (its step may get more keys) or after
-            # SETTLE_S of quiet (the last one)
+            # one quiet poll (the last one)
             "probe_p50_ms": round(statistics.median(plat), 1),
             "probe_p95_ms": round(plat[int(0.95 * (len(plat) - 1))], 1),
             "target_p95_ms": 100}

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import asyncio
 import math
+import os
 from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
 from typing import Protocol
@@ -30,13 +31,15 @@ from fontaine_tui.core.errors import InputError
 from fontaine_tui.core.follow.base import Batch, Chunk
 from fontaine_tui.core.follow.local import LocalRun
 from fontaine_tui.core.log.formats import SourceSpec, decoder, files
-from fontaine_tui.core.log.formats.base import Decoder, decoder_notices, groupers
+from fontaine_tui.core.log.formats.base import Decoder, Whole, decoder_notices, groupers
 from fontaine_tui.core.log.formats.mlflow import (
     FILE_STORE,
     SQLITE_STORE,
     MlflowDecoder,
+    RunInfo,
     run_rows,
     snapshot_rows,
+    store_files,
 )
 from fontaine_tui.core.log.formats.rows import FormatError
 from fontaine_tui.core.log.formats.source import CSV_NAME, EVENTS, HF_STATE, LIST_TRIES
@@ -47,17 +50,30 @@ from fontaine_tui.core.log.records import Event, Probe, Record
 from fontaine_tui.core.readfile import read_whole
 from fontaine_tui.core.runfolder import ENGINE_OUT, LOG
 
-MLFLOW_POLL_S = 1.0
-SETTLE_S = 1.0  # quiet this long: a held step's probe is complete
+MLFLOW_POLL_S = 1.0  # a store is read whole at least this often
+CHECK_S = 0.25  # and checked for a change this often (sizes and times: cheap)
 
 
 def settle(dec: Decoder) -> list[Record]:
-    """At the file's current end: the held step's train record (the loss chart need not wait
-    for the next step); its eval values wait for the next step, or SETTLE_S of quiet, since
-    a writer may flush a step's values in more than one write."""
+    """At the source's current end: the held step's train record (the loss chart need not
+    wait for the next step); its eval values wait for the next step, or a quiet poll, since
+    a writer may log a step's values in more than one write."""
+    if isinstance(dec, Whole):
+        return dec.settle_train()
     out: list[Record] = []
     for grouper in groupers(dec):
         grouper.settle_train(out)
+    return out
+
+
+def quiet(dec: Decoder) -> list[Record]:
+    """The source did not change for one poll: the held step goes out whole. A value its
+    writer logs for it later completes its probe (Grouper, RunStore: never a conflict)."""
+    if isinstance(dec, Whole):
+        return dec.settle()
+    out: list[Record] = []
+    for grouper in groupers(dec):
+        grouper.flush(out)
     return out
 
 
@@ -69,25 +85,25 @@ def _matcher(kind: str, name: str) -> Callable[[str], bool]:
 
 
 class _Quiet:
-    """For a source read whole again and again (trainer_state.json, an MLflow store): the
-    held step's train record at once, its probe once nothing new came for SETTLE_S."""
+    """For a source read whole again and again (trainer_state.json, an MLflow store): after a
+    read that changed, the held step's train record at once; at the first read after it that
+    found the source as it was, the held step whole."""
 
     def __init__(self) -> None:
-        self.loop = asyncio.get_running_loop()
-        self.last = self.loop.time()
+        self.seen: object = _NOTHING
         self.settled = True
 
-    def after(self, dec: Decoder, records: list[Record]) -> list[Record]:
-        found = groupers(dec)
-        if records:
-            self.last, self.settled = self.loop.time(), False
-            for grouper in found:
-                grouper.settle_train(records)
-        elif not self.settled and self.loop.time() - self.last >= SETTLE_S:
+    def after(self, dec: Decoder, records: list[Record], seen: object) -> list[Record]:
+        if seen != self.seen:
+            self.seen, self.settled = seen, False
+            return records + settle(dec)
+        if not self.settled:
             self.settled = True
-            for grouper in found:
-                grouper.flush(records)
+            return records + quiet(dec)
         return records
+
+
+_NOTHING = object()
 
 
 class FileTransport(Protocol):
@@ -199,10 +215,10 @@ class ForeignRun:
 
         dec = MlflowDecoder(self.spec.fields)
 
-        async def read() -> list[Record]:
+        async def read() -> tuple[list[Record], object]:
             doc = await snapshot(store)
             where = f"{self.transport.label}/{store}"
-            return dec.feed_rows(snapshot_rows(doc, where, self.spec.options)[1])
+            return dec.feed_rows(snapshot_rows(doc, where, self.spec.options)[1]), repr(doc)
 
         async for batch in self._poll_whole(dec, read, MLFLOW_POLL_S):
             yield batch
@@ -210,21 +226,19 @@ class ForeignRun:
     async def _files(self, match: Callable[[str], bool], under: str) -> AsyncIterator[Batch]:
         decoders: dict[str, Decoder] = {}
         told: dict[str, list[str]] = {}  # what each file's decoder said it did not apply
-        loop = asyncio.get_running_loop()
-        last_data, settled = loop.time(), True
+        settled = True
         async for chunk in self.transport.follow_files(match, under):
-            if chunk.idle:  # quiet for SETTLE_S: the steps still held are complete
-                if not settled and loop.time() - last_data >= SETTLE_S:
+            if chunk.idle:  # no file changed for one poll: the steps still held are complete
+                if not settled:
                     settled = True
                     held: list[Record] = []
                     for d in decoders.values():
-                        for grouper in groupers(d):
-                            grouper.flush(held)
+                        held += quiet(d)
                     if held:
                         yield Batch([], 1, records=tuple(held))
                 continue
-            if chunk.data:
-                last_data, settled = loop.time(), False
+            if chunk.data or chunk.at_end:
+                settled = False
             dec = decoders.get(chunk.name)
             if dec is None or (chunk.restart and not dec.whole):  # appended: decode anew
                 dec = decoders[chunk.name] = decoder(self.spec)
@@ -258,7 +272,7 @@ class ForeignRun:
         """trainer_state.json from the newest checkpoint (looked up again at each read)."""
         dec = decoder(self.spec)
 
-        async def read() -> list[Record]:
+        async def read() -> tuple[list[Record], object]:
             for tries_left in range(LIST_TRIES - 1, -1, -1):
                 path = files(self.folder, self.spec)[0]  # the newest, unless [source] names it
                 try:
@@ -267,44 +281,76 @@ class ForeignRun:
                     if not tries_left:
                         raise
                     continue
-                return dec.feed(data)
+                return dec.feed(data), (path, data)
             raise AssertionError("unreachable")  # pragma: no cover
 
-        async for batch in self._poll_whole(dec, read, self.poll_s or 0.5):
+        async def stamp() -> object:
+            return await asyncio.to_thread(_stamps, [files(self.folder, self.spec)[0]])
+
+        async for batch in self._poll_whole(dec, read, self.poll_s or 0.5, stamp):
             yield batch
 
     async def _mlflow(self) -> AsyncIterator[Batch]:
         dec = MlflowDecoder(self.spec.fields)
+        chosen: list[tuple[Path, RunInfo]] = []  # the store and run read last
 
-        async def read() -> list[Record]:
+        async def read() -> tuple[list[Record], object]:
             store = files(self.folder, self.spec)[0]
-            rows = (await asyncio.to_thread(run_rows, store, self.spec.options))[1]
-            return dec.feed_rows(rows)
+            info, rows = await asyncio.to_thread(run_rows, store, self.spec.options)
+            chosen[:] = [(store, info)]
+            return dec.feed_rows(rows, info.status, info.end_ms), (tuple(rows), info.status)
 
-        async for batch in self._poll_whole(dec, read, MLFLOW_POLL_S):
+        async def stamp() -> object:
+            if not chosen:
+                return None
+            return await asyncio.to_thread(_stamps, store_files(*chosen[0]))
+
+        async for batch in self._poll_whole(dec, read, MLFLOW_POLL_S, stamp):
             yield batch
 
     async def _trackio(self) -> AsyncIterator[Batch]:
         dec = TrackioDecoder(self.spec.fields)
+        chosen: list[Path] = []  # the store read last
 
-        async def read() -> list[Record]:
+        async def read() -> tuple[list[Record], object]:
             store = files(self.folder, self.spec)[0]
+            chosen[:] = [store]
             rows = (await asyncio.to_thread(trackio_rows, store, self.spec.options))[1]
-            return dec.feed_rows(rows)
+            return dec.feed_rows(rows), tuple(rows)
 
-        async for batch in self._poll_whole(dec, read, MLFLOW_POLL_S):
+        async def stamp() -> object:
+            if not chosen:
+                return None
+            db = chosen[0]  # the SQLite store and its journals
+            return await asyncio.to_thread(_stamps, [db, db.with_name(db.name + "-wal"),
+                                                     db.with_name(db.name + "-journal")])
+
+        async for batch in self._poll_whole(dec, read, MLFLOW_POLL_S, stamp):
             yield batch
 
-    async def _poll_whole(self, dec: Decoder, read: Callable[[], Awaitable[list[Record]]],
-                          every: float) -> AsyncIterator[Batch]:
-        """A source read whole each `every` seconds (`read` decodes it: new steps only); a
-        failed read is a note, said once, and tried again."""
-        quiet = _Quiet()
+    async def _poll_whole(self, dec: Decoder,
+                          read: Callable[[], Awaitable[tuple[list[Record], object]]],
+                          every: float, stamp: Callable[[], Awaitable[object]] | None = None
+                          ) -> AsyncIterator[Batch]:
+        """A source read whole (`read` decodes it, new steps only, and says what it read) each
+        `every` seconds, and as soon as its `stamp` (sizes and times) changes, looked at each
+        CHECK_S; a failed read is a note, said once, and tried again."""
+        loop = asyncio.get_running_loop()
+        held = _Quiet()
         said = ""
         told: list[str] = []
+        seen: object = _NOTHING
+        last = -math.inf
+        wait = min(every, CHECK_S) if stamp is not None else every
         while not self._closed.is_set():
             try:
-                records = quiet.after(dec, await read())
+                now = await stamp() if stamp is not None else None
+                if now is None or now != seen or loop.time() - last >= every:
+                    found, what = await read()
+                    seen, last = now, loop.time()
+                else:  # nothing changed since the last read
+                    found, what = [], held.seen
+                records = held.after(dec, found, what)
                 notes = decoder_notices(dec, self.spec.kind)
                 if records or notes != told:
                     news = [n for n in notes if n not in told]
@@ -316,9 +362,23 @@ class ForeignRun:
                     said = str(exc)
                     yield Batch([], 1, note=f"waiting: {exc}")
             try:
-                await asyncio.wait_for(self._closed.wait(), every)
+                await asyncio.wait_for(self._closed.wait(), wait)
             except TimeoutError:
                 pass
+
+
+def _stamps(paths: list[Path]) -> object:
+    """Each file's size and times (None for one that is not there): cheap, and changed by
+    any write."""
+    out: list[tuple[int, int, int, int] | None] = []
+    for path in paths:
+        try:
+            st = os.stat(path)
+        except OSError:
+            out.append(None)
+            continue
+        out.append((st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns))
+    return (tuple(paths), tuple(out))
 
 
 class ForeignReplay:
