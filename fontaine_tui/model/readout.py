@@ -132,15 +132,16 @@ def status_tone(kind: str, exit_code: int | str | None, has_records: bool) -> st
     return "watching"
 
 
-def run_status(kind: str, exit_code: int | str | None, has_records: bool, ended: bool) -> str:
-    """launching / running / exited N / attached / replay (what the header says)."""
+def run_status(kind: str, exit_code: int | str | None, has_records: bool, ended: bool,
+               failed: bool = False) -> str:
+    """launching / running / exited N / attached / replay (what the header says); an ended
+    run's end an `error` event: (failed)."""
     if kind == "launch":
         if exit_code is not None:
             return f"exited {exit_code}"
         return "running" if has_records else "launching"
-    if kind == "replay":
-        return "replay (ended)" if ended else "replay"
-    return "attached (ended)" if ended else "attached"
+    end = (" (failed)" if failed else " (ended)") if ended else ""
+    return ("replay" if kind == "replay" else "attached") + end
 
 
 

@@ -609,6 +609,7 @@ class Session:
 
     def _key(self) -> object:
         return (id(self.store), self.store.probes_version, len(self.store.metas),
+                self.store.ended_at,  # a run's end makes a read without its endpoint final
                 self.preset.sha256,
                 self.ledger.amendments)
 
@@ -622,8 +623,14 @@ class Session:
         return self._verdicts, self.latest()
 
     def ended(self) -> bool:
+        """Has the run ended: the last event its log (or a foreign source that knows its
+        end, as an MLflow run's status) recorded an `end` or an `error`?"""
         ev = self.store.events
-        return bool(ev) and ev[-1].event == "end"
+        return bool(ev) and ev[-1].event in ("end", "error")
+
+    def failed(self) -> bool:
+        ev = self.store.events
+        return bool(ev) and ev[-1].event == "error"
 
     def finished(self) -> bool:
         """The run is over by what it wrote: an `end` or `error` event last, or, for a run
@@ -637,7 +644,8 @@ class Session:
     def view(self) -> RunView:
         verdicts, latest = self._read_verdicts()
         st = self.store
-        status = readout.run_status(self.kind, self.exit_code, bool(st.steps), self.finished())
+        status = readout.run_status(self.kind, self.exit_code, bool(st.steps), self.finished(),
+                                    self.failed())
         meta = st.metas[-1].run if st.metas else ""
         return RunView(self.version, self.preset.run_name or meta,
                        self.source.label, self.preset, status, st,

@@ -61,6 +61,7 @@ def test_status_words():
     assert run_status("launch", 137, True, False) == "exited 137"
     assert run_status("attach", None, True, False) == "attached"
     assert run_status("replay", None, True, True) == "replay (ended)"
+    assert run_status("attach", None, True, True, failed=True) == "attached (failed)"
 
 
 def test_literal_escapes_every_control_character():

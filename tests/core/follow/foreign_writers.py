@@ -165,6 +165,7 @@ class Followed:
     end event came out of the follower (time.time())."""
 
     kind: str
+    folder: Path
     written: dict[int, float] = field(default_factory=dict)
     probes: dict[int, float] = field(default_factory=dict)
     events: list[tuple[float, Event]] = field(default_factory=list)
@@ -179,7 +180,7 @@ async def follow(kind: str, folder: Path, proc: subprocess.Popen, steps: int,
     """Follow the run `proc` writes into `folder` until the writer is done and every probe
     is in (or `linger` seconds past the writer's end, or `timeout`)."""
     folder.mkdir(parents=True, exist_ok=True)
-    got = Followed(kind)
+    got = Followed(kind, folder)
     run = ForeignRun(folder, SourceSpec(SPECS[kind]), poll_s=None)
     assert proc.stdin is not None and proc.stdout is not None
     proc.stdin.write(f"{folder}\n")

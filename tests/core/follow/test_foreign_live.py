@@ -115,3 +115,25 @@ async def test_a_step_completed_after_a_quiet_poll_is_one_probe(tmp_path, kind):
     assert dict(store.probes[2].fields) == {"eval/a": 1.0, "eval/b": 2.0}
     assert store.conflicts == [] and store.out_of_order_count == 0
     assert list(store.steps) == [1, 2, 3]
+
+
+async def test_the_console_session_shows_a_finished_mlflow_run_as_ended(live, tmp_path):
+    from fontaine_tui.core.verdict.presets import load_preset
+    from fontaine_tui.model.session import Session
+    from tests.commands.test_attach_foreign_end import _preset
+
+    preset = load_preset(_preset(tmp_path / "p.toml", "mlflow"))
+    folder = live["mlflow_sqlite"].folder
+    session = Session(ForeignRun(folder, SourceSpec("mlflow")), preset, "attach")
+    statuses = []
+    try:
+        async with asyncio.timeout(20):
+            async for batch in session.source.follow():
+                session.apply(batch)
+                statuses.append(session.view().status)
+                if session.ended():
+                    break
+    finally:
+        await session.source.close()
+    assert statuses[-1] == "attached (ended)"
+    assert session.latest().label == "HEALTHY" and not session.latest().provisional
