@@ -23,8 +23,12 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--plain", action="store_true",
                    help="print records and the verdict line by line instead of the console")
     p.add_argument("--until-end", action="store_true",
-                   help="with --plain: stop when the run is over (the log records `event: "
-                   "end` or `error`; another trainer's run: also once its final read is in)")
+                   help="with --plain: stop at the run's end: the log's `end` or `error` event "
+                   "(an MLflow run's status says it); for another trainer's run also the final "
+                   "read (the probe at the endpoint); exit with the verdict's code")
+    p.add_argument("--quiet-end", type=_seconds, metavar="S",
+                   help="with --plain: stop when no new data came for S seconds, and exit with "
+                   "the verdict's code")
     p.add_argument("--ssh-config", metavar="FILE", help="ssh client config file (ssh -F FILE)")
     p.set_defaults(func=run)
 
@@ -64,10 +68,14 @@ def remember(target: str, preset, mode: str) -> None:
 def console_or_plain(source, preset_arg: str | None, mode: str, args: argparse.Namespace) -> int:
     from fontaine_tui.model.followed import follow_plain, guard, resolve_preset
 
+    if getattr(args, "quiet_end", None) is not None and not args.plain:
+        asyncio.run(source.close())
+        raise InputError("--quiet-end: only with --plain (the console follows until you quit)")
     preset = asyncio.run(guard(source, resolve_preset(source, preset_arg, args.plain)))
     remember(args.target, preset, mode)
     if args.plain:
-        return follow_plain(source, preset, mode, args.until_end)
+        return follow_plain(source, preset, mode, getattr(args, "until_end", False),
+                            getattr(args, "quiet_end", None))
     try:
         from fontaine_tui.console import run_console
     except ImportError:
@@ -80,6 +88,19 @@ def console_or_plain(source, preset_arg: str | None, mode: str, args: argparse.N
     from fontaine_tui.console import watch_remote
 
     return watch_remote(source, preset, launched)
+
+
+def _seconds(text: str) -> float:
+    """--quiet-end's seconds: a positive finite number."""
+    import math
+
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not (math.isfinite(value) and value > 0):
+        raise argparse.ArgumentTypeError(f"expected a positive number of seconds, got {text!r}")
+    return value
 
 
 def launched_there(target: str, ssh_options: tuple[str, ...]):

@@ -65,10 +65,14 @@ async def guard(source: RunSource, coro: Awaitable[T]) -> T:
         raise
 
 
-def follow_plain(source: RunSource, preset: Preset, mode: str, until_end: bool = False) -> int:
-    """--plain: the source's records, warnings and verdicts as lines until it ends."""
+def follow_plain(source: RunSource, preset: Preset, mode: str, until_end: bool = False,
+                 quiet_end: float | None = None) -> int:
+    """--plain: the source's records, warnings and verdicts as lines until it ends (or, with
+    `until_end`, the run's end; with `quiet_end`, that many seconds without new data)."""
+    from fontaine_tui.core.follow.foreign import ForeignRun
     from fontaine_tui.model.plain import PlainReport
     from fontaine_tui.model.session import Session
 
     report = PlainReport(Session(source, preset, mode))
-    return asyncio.run(report.follow(until_end=until_end))
+    return asyncio.run(report.follow(until_end=until_end, quiet_end=quiet_end,
+                                     foreign=isinstance(source, ForeignRun)))

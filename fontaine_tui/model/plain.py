@@ -43,6 +43,7 @@ from fontaine_tui.model.babysitter import Babysitter
 from fontaine_tui.model.readout import recipe_steps
 from fontaine_tui.model.session import Session
 
+ENDS = ("end", "error")  # the events that end a run: finished, failed
 DRAIN_S = 1.0  # after the engine exits, how long the follower gets to read the last lines
 
 
@@ -97,10 +98,10 @@ class PlainReport:
         for line in text.split("\n"):
             self.say(line)
 
-    async def take(self, batch: Batch) -> bool:
-        """Report one follower batch; True when the run is over: the batch held the log's
-        `end` or `error` event, or a foreign run's final read is in."""
-        session, ended, ledger_read = self.session, False, False
+    async def take(self, batch: Batch) -> Event | None:
+        """Report one follower batch; the run's end (an `end` or `error` event) if it held
+        one, else None."""
+        session, ended, ledger_read = self.session, None, False
         if batch.note:
             self.say(f"-- {literal(batch.note)}")
         for n, rec in session.apply_lines(batch):
@@ -123,21 +124,67 @@ class PlainReport:
                     if warning and warning not in self._said:
                         self._said.add(warning)
                         self.say(f"WARNING: {literal(warning)}")
-            ended |= isinstance(rec, Event) and rec.event in ("end", "error")
-        # another trainer may never say its run ended: its final read in, it is over
-        return ended or (session.preset.foreign and session.finished())
+            if isinstance(rec, Event) and rec.event in ENDS:
+                ended = rec
+        return ended
 
-    async def follow(self, until_end: bool = False) -> int:
-        """Report the source until it ends (or, with `until_end`, until the run is over)."""
+    async def follow(self, until_end: bool = False, quiet_end: float | None = None,
+                     foreign: bool = False) -> int:
+        """Report the source until it ends; with `until_end`, until the run's end event (the
+        engine's, or a foreign source's that knows its end: an MLflow run's status), or for
+        a `foreign` run the final read (the probe at the endpoint in force, with the
+        verdict's metric); with `quiet_end`, until no new record came for that many seconds.
+        A foreign run, or one ended by the quiet, says why it ended and exits with the
+        verdict's code (as `fontaine-tui verdict`); the engine's own end exits 0."""
         source = self.session.source
         self.say(f"following {literal(source.label)}")
+        loop = asyncio.get_running_loop()
+        batches = aiter(source.follow())
+        why, news = "", loop.time()
         try:
-            async for batch in source.follow():
-                if await self.take(batch) and until_end:
+            while True:
+                left = None if quiet_end is None else news + quiet_end - loop.time()
+                try:
+                    if left is not None and left <= 0:
+                        raise TimeoutError
+                    batch = await asyncio.wait_for(anext(batches), left)
+                except StopAsyncIteration:
+                    break
+                except TimeoutError:
+                    why = f"no new data for {quiet_end:g} s (--quiet-end)"
+                    break
+                if batch.lines or batch.records:
+                    news = loop.time()
+                end = await self.take(batch)
+                if until_end and end is not None:
+                    if not foreign:
+                        return 0  # the engine's own log: its end event is the last line
+                    why = f"the run's {end.event} event at step {end.step}: {end.detail}"
+                    break
+                if until_end and foreign and (read := self._final()):
+                    why = read
                     break
         finally:
             await source.close()
-        return 0
+        if not why:
+            return 0
+        self.say(f"ended: {literal(why)}")
+        latest = self.session.latest()
+        self.say(f"verdict: {headline(latest)}")
+        return latest.exit_code
+
+    def _final(self) -> str:
+        """The final read, in words, once the verdict reads the endpoint in force for good
+        and its probe holds the metric (a probe sent out before its writer logged the
+        metric is not yet the read); "" before."""
+        latest = self.session.latest()
+        if latest.provisional:
+            return ""
+        probe = self.session.store.probes.get(latest.read_step or -1)
+        if probe is not None and latest.metric not in probe.fields \
+                and latest.metric not in dict(probe.not_numbers):
+            return ""
+        return f"the final read (step {latest.read_step}, the endpoint in force)"
 
 
 class PlainWatch:

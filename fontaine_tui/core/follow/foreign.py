@@ -52,6 +52,7 @@ from fontaine_tui.core.runfolder import ENGINE_OUT, LOG
 
 MLFLOW_POLL_S = 1.0  # a store is read whole at least this often
 CHECK_S = 0.25  # and checked for a change this often (sizes and times: cheap)
+SETTLE_S = MLFLOW_POLL_S  # the longest a followed step is held before it goes out
 
 
 def settle(dec: Decoder) -> list[Record]:
