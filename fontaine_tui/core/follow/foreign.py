@@ -12,10 +12,16 @@ read ours. The transport knows no format; this module is where the two meet.
 - JSONL: appended lines.
 - W&B run files (`run-<id>.wandb`): appended records, each file from its own byte offset
   (wandb writes them in 32 KiB blocks, or each `x_transaction_log_flush_interval`).
-- MLflow stores and trackio's: re-read every second (a SQLite store read-only), new steps
-  only.
+- MLflow and trackio stores: read whole (a SQLite store read-only) when their files' sizes or
+  times move, looked at every CHECK_S, and every second anyway; new steps only, and an MLflow
+  run's end from its status (an "end" or "error" event).
 - printed lines ([source] kind "lines"): appended lines, the torn last one held until its
   newline.
+
+A step's values may come in more than one write, so the last step read is held; it goes out
+at once when the source shows it is complete (a later step, an MLflow run's end), else at
+the first look that finds the source as it was (one quiet poll). A value its writer logs for
+it after that completes its probe (never a conflict).
 """
 
 from __future__ import annotations
