@@ -135,7 +135,8 @@ class PlainReport:
         a `foreign` run the final read (the probe at the endpoint in force, with the
         verdict's metric); with `quiet_end`, until no new record came for that many seconds.
         A foreign run, or one ended by the quiet, says why it ended and exits with the
-        verdict's code (as `fontaine-tui verdict`); the engine's own end exits 0."""
+        verdict's code (as `fontaine-tui verdict`); the engine's own end exits 0, its error
+        1 (as `launch --plain` exits on a failed run)."""
         source = self.session.source
         self.say(f"following {literal(source.label)}")
         loop = asyncio.get_running_loop()
@@ -157,8 +158,8 @@ class PlainReport:
                     news = loop.time()
                 end = await self.take(batch)
                 if until_end and end is not None:
-                    if not foreign:
-                        return 0  # the engine's own log: its end event is the last line
+                    if not foreign:  # the engine's own log: its end event is the last line
+                        return 0 if end.event == "end" else 1  # 1: as launch, a failed run
                     why = f"the run's {end.event} event at step {end.step}: {end.detail}"
                     break
                 if until_end and foreign and (read := self._final()):

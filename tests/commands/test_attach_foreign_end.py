@@ -120,3 +120,22 @@ def test_attach_until_end_ends_by_itself_on_every_kind(tmp_path):
     assert out["finished"][0] == 6  # UNDECIDABLE, final
     assert out["jsonl"][0] == 0  # HEALTHY, final
     assert out["csv"][0] >= 10  # provisional: the endpoint was never reached
+
+
+def test_attach_until_end_ends_at_the_engine_logs_error_event(tmp_path):
+    """The engine's own log ending with an `error` event (a failed run) ends the follow with
+    exit 1, as `launch --plain` exits on a failed run; before, only `end` did."""
+    from tests.commands.test_attach_replay import freeze
+    from tests.logs import dumps, records_upto
+
+    run = tmp_path / "run"
+    freeze(run)
+    recs = records_upto(300)
+    recs.append({"kind": "event", "step": 300, "time": recs[-1]["time"] + 1, "event": "error",
+                 "detail": "FloatingPointError: loss is nan"})
+    (run / "train_log.jsonl").write_text("".join(dumps(r) + "\n" for r in recs))
+    res = subprocess.run([sys.executable, "-m", "fontaine_tui", "attach", str(run), "--plain",
+                          "--until-end"], capture_output=True, text=True, cwd=ROOT, timeout=60)
+    assert res.returncode == 1, res.stderr
+    assert res.stdout.splitlines()[-1] == (
+        "event error at step 300: FloatingPointError: loss is nan")
