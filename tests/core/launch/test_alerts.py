@@ -11,6 +11,7 @@ from fontaine_tui.core.host.nvml import GpuSample
 from fontaine_tui.core.host.telemetry import TelemetrySnapshot
 from fontaine_tui.core.launch import alerts as w
 from fontaine_tui.core.launch.launcher import ExitInfo
+from fontaine_tui.core.log.records import Event
 from fontaine_tui.core.log.store import RunStore
 from fontaine_tui.core.verdict.presets import load_preset
 
@@ -187,6 +188,16 @@ def test_a_long_probe_or_checkpoint_is_a_sign_of_life() -> None:
     assert run(w.stall, st, tel(), now=last + 171.0) is not None
     st.add_object({"kind": "checkpoint", "step": 20, "time": last + 150.0, "path": "c"}, 100)
     assert run(w.stall, st, tel(), now=last + 171.0) is None
+
+
+def test_stall_not_reported_after_the_logs_end_or_error() -> None:
+    """A run whose log (or a foreign source: an MLflow run's status) says it ended, or
+    failed, is quiet, not stalled, with no process to poll (attached)."""
+    for event in ("end", "error"):
+        st = store_with(20, interval=2.0)
+        assert run(w.stall, st, tel(), now=now_after(st, 1000)) is not None
+        st.add(Event(20, st.columns["time"][-1], event, "MLflow run status"))
+        assert run(w.stall, st, tel(), now=now_after(st, 1000)) is None, event
 
 
 def test_stall_not_reported_after_exit() -> None:
