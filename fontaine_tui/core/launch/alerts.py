@@ -235,10 +235,6 @@ def stall(store: RunStore, telemetry: TelemetrySnapshot | None, gates: Mapping[s
     final read in (`ctx.finished`), is over: quiet, not stalled."""
     if process is not None or logged_over(store) or ctx.finished or ctx.settling:
         return None
-    if store.events and store.events[-1].event == "error":
-        return None
-    if store.events and store.events[-1].event == "error":
-        return None
     quiet = silence(store, gates, now, ctx.eval_every, ctx.save_every, ctx.steps)
     if quiet is None:
         return None
