@@ -74,5 +74,7 @@ def follow_plain(source: RunSource, preset: Preset, mode: str, until_end: bool =
     from fontaine_tui.model.session import Session
 
     report = PlainReport(Session(source, preset, mode))
-    return asyncio.run(report.follow(until_end=until_end, quiet_end=quiet_end,
-                                     foreign=isinstance(source, ForeignRun)))
+    foreign = isinstance(source, ForeignRun)
+    return asyncio.run(report.follow(until_end=until_end, quiet_end=quiet_end, foreign=foreign,
+                                     final_ends=not (isinstance(source, ForeignRun)
+                                                     and source.records_end)))

@@ -129,11 +129,12 @@ class PlainReport:
         return ended
 
     async def follow(self, until_end: bool = False, quiet_end: float | None = None,
-                     foreign: bool = False) -> int:
+                     foreign: bool = False, final_ends: bool = True) -> int:
         """Report the source until it ends; with `until_end`, until the run's end event (the
         engine's, or a foreign source's that knows its end: an MLflow run's status), or for
-        a `foreign` run the final read (the probe at the endpoint in force, with the
-        verdict's metric); with `quiet_end`, until no new record came for that many seconds.
+        a `foreign` run whose source says no end (`final_ends`) the final read (the probe at
+        the endpoint in force, with the verdict's metric); with `quiet_end`, until no new
+        record came for that many seconds.
         A foreign run, or one ended by the quiet, says why it ended and exits with the
         verdict's code (as `fontaine-tui verdict`); the engine's own end exits 0, its error
         1 (as `launch --plain` exits on a failed run)."""
@@ -162,7 +163,7 @@ class PlainReport:
                         return 0 if end.event == "end" else 1  # 1: as launch, a failed run
                     why = f"the run's {end.event} event at step {end.step}: {end.detail}"
                     break
-                if until_end and foreign and (read := self._final()):
+                if until_end and foreign and final_ends and (read := self._final()):
                     why = read
                     break
         finally:

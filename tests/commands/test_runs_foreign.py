@@ -68,7 +68,7 @@ def test_attach_until_end_stops_once_a_foreign_runs_final_read_is_in(tmp_path, r
     res = subprocess.run([sys.executable, "-m", "fontaine_tui", "attach", str(done),
                           "--preset", str(preset), "--plain", "--until-end"],
                          capture_output=True, text=True, timeout=30, env={**os.environ})
-    assert res.returncode == 0, res.stderr
+    assert res.returncode == 4, res.stderr  # the verdict's code: AMBIGUOUS
     lines = res.stdout.splitlines()
-    assert lines[-1].startswith("verdict: ") and "step 80" in lines[-1], lines[-3:]
+    assert lines[-1].startswith("verdict: AMBIGUOUS") and "step 80" in lines[-1], lines[-3:]
     assert "PROVISIONAL" not in lines[-1]

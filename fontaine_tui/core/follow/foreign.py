@@ -143,6 +143,13 @@ class ForeignRun:
                       else f"local {self.folder} ({spec.kind})")
         self._closed = asyncio.Event()
 
+    @property
+    def records_end(self) -> bool:
+        """Does this source say when its run ended (a W&B exit record, an MLflow run's
+        status; an MLflow store read over SSH carries no status)? Where it does, a follow to
+        the end waits for that word; elsewhere the final read ends it."""
+        return self.spec.kind == "wandb" or (self.spec.kind == "mlflow" and not self.remote)
+
     async def read_bytes(self, name: str) -> bytes | None:
         return await self.transport.read_bytes(name)
 

@@ -52,7 +52,8 @@ def test_attach_follows_a_wandb_run_as_wandb_writes_it(tmp_path):
         assert writer.poll() is None
         live = len(lines)
         go.touch()  # now the run finishes: its exit record ends the attach
-        assert attach.wait(60) == 0, attach.stderr.read() if attach.stderr else ""
+        # the verdict's exit code: 4, AMBIGUOUS
+        assert attach.wait(60) == 4, attach.stderr.read() if attach.stderr else ""
         reader.join(10)
         assert writer.wait(60) == 0
     finally:
@@ -61,7 +62,8 @@ def test_attach_follows_a_wandb_run_as_wandb_writes_it(tmp_path):
                 proc.kill()
                 proc.wait()
     assert not any(ln.startswith("event") for ln in lines[:live])
-    assert lines[-1] == "event end at step 81: W&B exit code 0", lines[-5:]
+    assert lines[-3] == "event end at step 81: W&B exit code 0", lines[-5:]
+    assert lines[-2] == "ended: the run's end event at step 81: W&B exit code 0", lines[-5:]
     verdicts = [ln for ln in lines if ln.startswith("verdict: ")]
     assert verdicts[-1].startswith("verdict: AMBIGUOUS (final, step 80"), verdicts[-3:]
     assert [ln.split()[2] for ln in lines if ln.startswith("probe step")] == [
@@ -85,8 +87,8 @@ def test_attach_until_end_stops_on_a_failed_exit(tmp_path):
     finally:
         if attach.poll() is None:
             attach.kill()
-    assert attach.returncode == 0, err
-    assert out.splitlines()[-1] == "event error at step 30: W&B exit code 1"
+    assert attach.returncode == 16, err  # the verdict's code: PROVISIONAL UNDECIDABLE
+    assert out.splitlines()[-3] == "event error at step 30: W&B exit code 1"
 
 
 def test_replay_of_a_wandb_run_ends_on_its_exit(tmp_path):
