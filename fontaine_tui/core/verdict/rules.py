@@ -434,6 +434,8 @@ def compute_verdict(
         second = tuple(_secondary(store, spec, r, read_step) for r in spec.secondary)
         if spec.combine == "all" and second:
             label, reason = _all_agree(label, reason, second)
+        if provisional and at_step is None and (off := off_cadence(probes, endpoint)):
+            reason = f"{reason}; {off}"
         return Verdict(
             verdict=label,
             provisional=provisional,
@@ -492,7 +494,7 @@ def compute_verdict(
         return _level_read(store, preset, read_step, applied, result)
     if anchor not in probes:
         why = ("no anchor probe yet" if read_step < anchor else "no anchor probe in the log")
-        return result(UNDECIDABLE, f"{why} (step {anchor})")
+        return result(UNDECIDABLE, f"{why} (step {anchor}); {probes_at(probes)}")
     if read_step < anchor:
         return result(UNDECIDABLE, f"read at step {read_step} precedes the anchor (step {anchor})")
     if read_step not in probes:
@@ -518,6 +520,30 @@ def compute_verdict(
                   (bits, tolerance(bits, a_val, r_val)))
 
 
+def probes_at(probes: Mapping[int, Probe], shown: int = 4) -> str:
+    """Where a run's probes are, for a rule whose step has none (a trainer that probes at
+    global_step - 1 logs 9, 19, 29 where the preset says 10): the first few and the last."""
+    steps = sorted(probes)
+    if not steps:
+        return "the run has no probes"
+    few = steps if len(steps) <= shown + 1 else [*steps[:shown], "...", steps[-1]]
+    return f"the run's probes are at {', '.join(map(str, few))}"
+
+
+def off_cadence(probes: Mapping[int, Probe], step: int) -> str:
+    """Why `step` will not be probed, when the run probes at a steady cadence that misses it
+    (probes at 9, 19, 29 and an endpoint of 40), else ""."""
+    steps = sorted(probes)
+    if len(steps) < 2 or step in probes or step < steps[-1]:
+        return ""
+    every = steps[1] - steps[0]
+    if any(b - a != every for a, b in zip(steps, steps[1:], strict=False)) \
+            or (step - steps[-1]) % every == 0:
+        return ""
+    return (f"the endpoint (step {step}) is off the run's probe cadence; {probes_at(probes)} "
+            f"(every {every})")
+
+
 def read_point(store: RunStore, endpoint: int, at_step: int | None = None
                ) -> tuple[int | None, bool, str]:
     """Where the primary rule reads: (step, provisional, why there is no read).
@@ -531,7 +557,7 @@ def read_point(store: RunStore, endpoint: int, at_step: int | None = None
         return at_step, at_step != endpoint, ""
     if endpoint in store.probes:
         return endpoint, False, ""
-    why = f"no probe at the endpoint (step {endpoint})"
+    why = f"no probe at the endpoint (step {endpoint}); {probes_at(store.probes)}"
     later = store.last_step
     if later > endpoint:
         return endpoint, False, f"{why}; the log reached step {later}"
@@ -593,7 +619,8 @@ def _secondary(store: RunStore, spec: VerdictSpec, rule: RuleShape, read_step: i
     a_val: float | None = None
     if rule.read == "delta":
         if spec.anchor_step not in probes:
-            return no(f"no anchor probe (step {spec.anchor_step})", None, r_val)
+            return no(f"no anchor probe (step {spec.anchor_step}); {probes_at(probes)}", None,
+                      r_val)
         a_val = probes[spec.anchor_step].value(metric)
     for step, v in ((spec.anchor_step, a_val), (read_step, r_val)):
         if v is not None and not math.isfinite(v):
