@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import dataclasses
 import json
 import sys
 from types import MappingProxyType
@@ -14,7 +15,7 @@ from fontaine_tui.core.runfolder import check_target
 from fontaine_tui.core.text import literal, require_utf8
 
 ORDER = 47
-RUN_CHOICE = ("mlflow", "trackio")  # the kinds whose store holds several runs: --run picks one
+RUN_CHOICE = ("mlflow", "trackio", "wandb", "tensorboard")  # the kinds that may hold several runs
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -39,6 +40,10 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--run", metavar="NAME", default="",
                    help="a store holding several runs (MLflow, trackio): the run to bank, by "
                         "name or id")
+    p.add_argument("--preset", metavar="PRESET",
+                   help="another trainer's run: the preset whose [source] says how to read it "
+                        "(its eval keys, path, loss key), so the banked probes hold the keys "
+                        "that preset reads")
     p.add_argument("--even-if-conflicting", action="store_true",
                    help="bank a run whose own evidence conflicts (two probes for one step, "
                         "malformed or out-of-order lines, its own verdict UNDECIDABLE) all the "
@@ -88,7 +93,7 @@ def run(args: argparse.Namespace) -> int:
     check_target(what[0])
     require_utf8(args.note, "--note")
     store, prereg, ledger, label, kind = asyncio.run(_read(what[0], args.ssh_config,
-                                                          args.run))
+                                                          args.run, args.preset))
     if kind and not args.ended and store.ended_at is None:
         raise InputError(f"{label}: another trainer's run: its log does not say it ended; "
                          "bank it with --ended once it has")
@@ -134,10 +139,12 @@ def _conflicts(store, prereg: bytes | None, ledger: tuple[bytes | None, bytes | 
     return reasons
 
 
-async def _read(target: str, ssh_config: str | None, run: str = ""):
+async def _read(target: str, ssh_config: str | None, run: str = "",
+                preset_arg: str | None = None):
     """The whole log (with its rotated segments when local), prereg.json and the amendments
-    ledger, through the same sources the console follows; `run`: the run of a store that
-    holds several (MLflow, trackio)."""
+    ledger, through the same sources the console follows; another trainer's run read as
+    `preset_arg`'s [source] says, when given (else as its folder's contents say); `run`: the
+    run of a store that holds several (MLflow, trackio), over the preset's choice."""
     from fontaine_tui.core.follow import LocalRun, open_source
     from fontaine_tui.core.log.read import load_lines, load_log
     from fontaine_tui.core.runfolder import AMENDMENTS, LOG, PREREG
@@ -156,24 +163,50 @@ async def _read(target: str, ssh_config: str | None, run: str = ""):
                 from fontaine_tui.core.log.formats.source import detect_foreign
 
                 kind = detect_foreign(source.folder)
-                if not kind:
+                if not kind and preset_arg is None:
                     raise InputError(f"{log}: no such log")
-                if run and kind not in RUN_CHOICE:
+                if run and kind not in RUN_CHOICE and preset_arg is None:
                     raise InputError(f"--run: a {kind} run holds one run (expected only for "
                                      f"a store holding several: {', '.join(RUN_CHOICE)})")
-                options = MappingProxyType({"run": run} if run else {})
-                loaded = load_source(source.folder, SourceSpec(kind, options=options))
-                return loaded.store, prereg, ledger, loaded.label, kind
-            if run:
-                raise InputError(f"--run: {source.folder} is a run of this console's (expected "
-                                 f"only for a store holding several: {', '.join(RUN_CHOICE)})")
+                if preset_arg is None:
+                    options = MappingProxyType({"run": run} if run else {})
+                    loaded = load_source(source.folder, SourceSpec(kind, options=options))
+                else:
+                    loaded = _by_preset(source.folder, preset_arg, kind, run)
+                return loaded.store, prereg, ledger, loaded.label, loaded.kind
+            if run or preset_arg is not None:
+                raise InputError(f"--{'run' if run else 'preset'}: {source.folder} is a run of "
+                                 "this console's (its own log and prereg.json say how to read "
+                                 "it)")
             return load_log(log, history=True), prereg, ledger, str(source.folder), ""
-        if run:
-            raise InputError(f"--run: {source.label} is read over SSH as one of this console's "
-                             "runs (a store holding several is banked on its own host)")
+        if run or preset_arg is not None:
+            raise InputError(f"--{'run' if run else 'preset'}: {source.label} is read over SSH "
+                             "as one of this console's runs (another trainer's run is banked "
+                             "on its own host)")
         raw = await source.read_bytes(LOG)
         if raw is None:
             raise InputError(f"{source.label}/{LOG}: no such log")
         return load_lines([raw], final=True), prereg, ledger, source.label, ""
     finally:
         await source.close()
+
+
+def _by_preset(folder, preset_arg: str, kind: str, run: str = ""):
+    """Another trainer's run read as the preset's [source] says (else as detected), with the
+    preset's metric checked to be there: what a preset reading this run reads; `run` over
+    the [source]'s own choice of run."""
+    from fontaine_tui.core.log.formats import SourceSpec, load_source
+    from fontaine_tui.core.verdict.presets import load_preset
+
+    preset = load_preset(preset_arg)
+    spec = preset.source if preset.source and preset.source.kind != "fontaine" else None
+    if spec is None and not kind:
+        raise InputError(f"{folder}: no log this console reads, and --preset {preset_arg} has "
+                         "no [source] saying where it is")
+    spec = spec or SourceSpec(kind)
+    if run:
+        spec = dataclasses.replace(spec, options=MappingProxyType({**spec.options, "run": run}))
+    loaded = load_source(folder, spec)
+    for metric in (preset.verdict.metric, *(r.metric for r in preset.verdict.secondary)):
+        loaded.check_metric(metric, spec)
+    return loaded
