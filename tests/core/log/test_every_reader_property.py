@@ -42,15 +42,20 @@ FAULTS = ("repeat", "conflict", "nan-add", "nan", "drop", "malformed", "later", 
 # the anchor (40) and the endpoint (80) are where a fault can change a read: drawn most
 fault = st.tuples(st.sampled_from(FAULTS), st.sampled_from((80, 40, 80, 40, 70, 10)), value)
 
-READERS = ("fontaine", "jsonl", "csv", "hf_trainer", "tensorboard", "mlflow", "trackio",
-           "lines", "wandb")
+READERS = ("fontaine", "jsonl", "csv", "hf_trainer", "tensorboard", "tensorboard_scalars",
+           "mlflow", "trackio", "lines", "wandb")
 METRIC = {"fontaine": "eval_chunk_mae", "jsonl": "eval/mae", "csv": "val_mae",
-          "hf_trainer": "eval_mae", "tensorboard": "eval/mae", "mlflow": "eval/mae",
+          "hf_trainer": "eval_mae", "tensorboard": "eval/mae",
+          "tensorboard_scalars": "eval_mae/eval", "mlflow": "eval/mae",
           "trackio": "eval/mae", "lines": "eval_mae", "wandb": "eval/mae"}
-EXAMPLES = {"tensorboard": 30, "mlflow": 30, "hf_trainer": 30, "trackio": 30}
-# a [source] beyond its kind: printed lines need the patterns that read them
-SOURCE = {"lines": "patterns = ['step:(?P<step>\\S+) loss:(?P<loss>\\S+)',\n"
-                   "            'step:(?P<step>\\S+) eval_mae:(?P<eval_mae>\\S+)']"}
+EXAMPLES = {"tensorboard": 30, "tensorboard_scalars": 20, "mlflow": 30, "hf_trainer": 30,
+            "trackio": 30}
+# the [source] beyond its kind: printed lines need the patterns that read them; a reader
+# that is not a kind of its own says its kind
+SOURCE = {"lines": "kind = \"lines\"\n"
+                   "patterns = ['step:(?P<step>\\S+) loss:(?P<loss>\\S+)',\n"
+                   "            'step:(?P<step>\\S+) eval_mae:(?P<eval_mae>\\S+)']",
+          "tensorboard_scalars": 'kind = "tensorboard"\neval = ["eval_mae/*"]'}
 COUNT = {"examples": 0}
 
 
@@ -184,6 +189,20 @@ def write_tb(folder: Path, entries, rotate: bool) -> None:
     w.close()
 
 
+def write_tb_scalars(folder: Path, entries, rotate: bool) -> None:
+    """The probes through add_scalars: a writer of their own in the sub-folder `eval_mae`,
+    read as the key `eval_mae/eval`; the train loss in the run's own folder."""
+    from torch.utils.tensorboard import SummaryWriter
+
+    w = SummaryWriter(str(folder))
+    for step, kind, v, bad in _rows(entries):
+        if kind == "train":
+            w.add_scalar("train/loss", v, step)
+        elif not bad:
+            w.add_scalars("eval", {"mae": v}, step)
+    w.close()
+
+
 def write_mlflow(folder: Path, entries, rotate: bool) -> None:
     from mlflow.entities import Metric
     from mlflow.tracking import MlflowClient
@@ -244,15 +263,16 @@ def write_wandb(folder: Path, entries, rotate: bool) -> None:
 
 
 WRITERS = {"fontaine": write_fontaine, "jsonl": write_jsonl, "csv": write_csv,
-           "hf_trainer": write_hf, "tensorboard": write_tb, "mlflow": write_mlflow,
+           "hf_trainer": write_hf, "tensorboard": write_tb,
+           "tensorboard_scalars": write_tb_scalars, "mlflow": write_mlflow,
            "trackio": write_trackio, "lines": write_lines, "wandb": write_wandb}
-NEEDS = {"hf_trainer": "transformers", "tensorboard": "tensorboard", "mlflow": "mlflow",
-         "trackio": "trackio", "wandb": "wandb"}
+NEEDS = {"hf_trainer": "transformers", "tensorboard": "tensorboard",
+         "tensorboard_scalars": "tensorboard", "mlflow": "mlflow", "trackio": "trackio",
+         "wandb": "wandb"}
 
 
 def _preset(base: Path, reader: str):
-    source = f'kind = "{reader}"' + (f"\n{SOURCE[reader]}" if reader in SOURCE else "")
-    path = foreign_preset(base, source, metric=METRIC[reader])
+    path = foreign_preset(base, SOURCE.get(reader, f'kind = "{reader}"'), metric=METRIC[reader])
     if reader == "fontaine":  # our own log: the recipe, with probes every 10 to step 80
         text = (Path(__file__).parents[3] / "presets" / "demosonly_1gpu.toml").read_text()
         head = text[:text.index("[verdict]")]
@@ -269,7 +289,7 @@ def _preset(base: Path, reader: str):
 def test_the_verdict_is_the_clean_evidences_or_undecidable(reader, monkeypatch):
     if reader in NEEDS:
         pytest.importorskip(NEEDS[reader])
-    if reader == "tensorboard":
+    if reader.startswith("tensorboard"):
         pytest.importorskip("torch")
     monkeypatch.setenv("MLFLOW_ALLOW_FILE_STORE", "true")
     base = Path(tempfile.mkdtemp(prefix="prop-"))

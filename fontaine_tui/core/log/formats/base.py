@@ -104,6 +104,11 @@ class Grouper:
         self._train_sent = -1  # the held step whose train record went out early (settle_train)
 
     @property
+    def top(self) -> int:
+        """The highest step held or gone out (-1: none)."""
+        return max(self._emitted, self._step if self._step is not None else -1)
+
+    @property
     def emitted(self) -> int:
         """The last step whose group went out whole (-1: none)."""
         return self._emitted

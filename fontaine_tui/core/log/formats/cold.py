@@ -5,8 +5,8 @@ where they can be (`tensorboard.Columns`), else record by record as a follower r
 from __future__ import annotations
 
 from array import array
-from dataclasses import dataclass
-from operator import ge
+from dataclasses import dataclass, replace
+from operator import attrgetter, ge
 from pathlib import Path
 
 from fontaine_tui.core.errors import InputError
@@ -21,6 +21,13 @@ from fontaine_tui.core.log.formats.base import (
     foreign_probe,
     keys_seen,
 )
+from fontaine_tui.core.log.formats.eventdirs import (
+    EventFile,
+    Span,
+    by_first_write,
+    one_run,
+    span,
+)
 from fontaine_tui.core.log.formats.mlflow import MlflowDecoder, run_rows
 from fontaine_tui.core.log.formats.rows import FormatError
 from fontaine_tui.core.log.formats.source import (
@@ -28,12 +35,15 @@ from fontaine_tui.core.log.formats.source import (
     READ,
     SourceSpec,
     decoder,
+    event_files,
     files,
 )
 from fontaine_tui.core.log.formats.tensorboard import (
+    PURGE,
     Columns,
     Framer,
     FramingError,
+    Scalar,
     TensorBoardDecoder,
 )
 from fontaine_tui.core.log.formats.trackio import TrackioDecoder
@@ -83,8 +93,11 @@ def load_source(folder: Path, spec: SourceSpec) -> Loaded:
     and removed before it is read (Trainer's `save_total_limit` removes the older
     checkpoint-N/ as it saves a new one) is listed again, up to LIST_TRIES times."""
     for tries_left in range(LIST_TRIES - 1, -1, -1):
-        paths = files(folder, spec)
+        listed = event_files(folder, spec) if spec.kind == "tensorboard" else None
+        paths = [e.path for e in listed] if listed is not None else files(folder, spec)
         try:
+            if listed is not None:
+                return _load_tensorboard(listed, spec.fields)
             return _load_listed(folder, spec, paths)
         except InputError:
             if not tries_left or all(p.exists() for p in paths):
@@ -93,8 +106,6 @@ def load_source(folder: Path, spec: SourceSpec) -> Loaded:
 
 
 def _load_listed(folder: Path, spec: SourceSpec, paths: list[Path]) -> Loaded:
-    if spec.kind == "tensorboard":
-        return _load_tensorboard(paths, spec.fields)
     store = RunStore()
     dec = decoder(spec)
     detail = ""
@@ -125,14 +136,20 @@ def _load_listed(folder: Path, spec: SourceSpec, paths: list[Path]) -> Loaded:
     return Loaded(store, tuple(paths), spec.kind, detail, tuple(keys_seen(dec)))
 
 
-def _load_tensorboard(paths: list[Path], fields: FieldMap) -> Loaded:
+def _load_tensorboard(listed: list[EventFile], fields: FieldMap) -> Loaded:
     """Event files read as columns (tensorboard.Columns), then into the store in bulk: the
     train columns appended whole where their steps only move forward, each eval step one
     probe. Anything else (steps that go back: a restart logged into the same folder) goes
-    through the grouper record by record, as a follower reads it."""
+    through the grouper record by record, as a follower reads it. Files of one folder
+    written at once are several runs: refused (eventdirs.py)."""
     cols = Columns()
     torn: list[str] = []
-    for path in paths:
+    paths = [e.path for e in listed]
+    spans: list[Span] = []
+    for ef in listed:
+        path = ef.path
+        cols.prefix = ef.prefix.encode()
+        before = {tag: len(col[0]) for tag, col in cols.by_tag.items()}
         try:
             tail = b""
             for chunk in iter_regular(path, READ):
@@ -144,11 +161,16 @@ def _load_tensorboard(paths: list[Path], fields: FieldMap) -> Loaded:
             raise InputError(f"{path}: cannot read ({exc.strerror or exc})") from None
         if tail:
             torn.append(_torn(path, len(tail)))
+        spans.append(span(path, cols.by_tag, before))
+    listed, spans = by_first_write(listed, spans)
+    restarted = one_run(spans)
     by_tag = cols.by_tag
     keys = tuple(by_tag)
     evals = [tag for tag in keys if fields.is_eval(tag)]
-    if cols.purges or any(_repeats(by_tag[tag][0]) for tag in evals):
-        return _tensorboard_records(paths, fields)
+    if cols.purges or restarted or any(_repeats(by_tag[tag][0]) for tag in evals):
+        if len({e.path.parent for e in listed}) > 1:
+            return merged_records(listed, fields)
+        return _tensorboard_records(listed, fields)
     grouper = Grouper(fields)
     grouper.keys.update(dict.fromkeys(keys))
     train_of = grouper.train_map()  # source tag -> train field
@@ -204,16 +226,18 @@ def _repeats(steps: array) -> bool:
     return len(set(steps)) != len(steps)
 
 
-def _tensorboard_records(paths: list[Path], fields: FieldMap) -> Loaded:
+def _tensorboard_records(listed: list[EventFile], fields: FieldMap) -> Loaded:
     """Event files read record by record, in order, as a follower reads them: where a
-    writer restarted (its purge applied) or logged a step twice (a conflict when the values
-    differ)."""
+    writer restarted (its purge applied, also a new file starting below the step the ones
+    before it reached) or logged a step twice (a conflict when the values differ)."""
     dec = TensorBoardDecoder(fields)
     records: list[Record] = []
     torn: list[str] = []
+    paths = [e.path for e in listed]
     bad = 0
-    for path in paths:
-        dec.framer = Framer()  # each file its own framing: a torn tail is not the next's head
+    for ef in listed:
+        path = ef.path
+        dec.next_file(path.name, ef.prefix)  # each its own framing, its first step checked
         try:
             records += _read_file(path, dec)
         except FramingError as exc:
@@ -233,6 +257,64 @@ def _tensorboard_records(paths: list[Path], fields: FieldMap) -> Loaded:
                              "decode, skipped")
     store.notices += torn
     return Loaded(store, tuple(paths), "tensorboard", "", tuple(dec.grouper.keys))
+
+
+def merged_records(listed: list[EventFile], fields: FieldMap) -> Loaded:
+    """A run of several folders (add_scalars, add_hparams) whose steps go back somewhere:
+    each folder's values in its files' order, what a restart drops taken out there (at a
+    SessionLog START, or where a new file starts below the step the folder reached), then
+    every folder's values in step order through one grouper, so that a step's keys from all
+    its folders are one train record and one probe."""
+    by_folder: dict[Path, list[EventFile]] = {}
+    for ef in listed:
+        by_folder.setdefault(ef.path.parent, []).append(ef)
+    values: list[Scalar] = []
+    notices: list[str] = []
+    bad = 0
+    for found in by_folder.values():
+        kept: list[Scalar] = []
+        top = -1
+        for ef in found:
+            framer = Framer()
+            try:
+                scalars = [s for chunk in iter_regular(ef.path, READ) for s in framer.feed(chunk)]
+            except FramingError as exc:
+                raise InputError(f"{ef.path}: {exc}") from None
+            except OSError as exc:
+                raise InputError(f"{ef.path}: cannot read ({exc.strerror or exc})") from None
+            bad += framer.bad_records
+            if framer.pending:
+                notices.append(_torn(ef.path, framer.pending))
+            for k, sc in enumerate(scalars):
+                if sc.step <= top if sc.tag == PURGE else k == 0 and sc.step < top:
+                    n = len(kept)
+                    kept = [x for x in kept if x.step < sc.step]
+                    top = max((x.step for x in kept), default=-1)
+                    how = "SessionLog START" if sc.tag == PURGE else "a new file below it"
+                    notices.append(f"{ef.path.name}: a restart at step {sc.step} ({how}): "
+                                   f"{n - len(kept)} value(s) from step {sc.step} on logged "
+                                   "before it dropped, as TensorBoard drops them")
+                if sc.tag != PURGE:
+                    kept.append(replace(sc, tag=ef.prefix + sc.tag))
+                    top = max(top, sc.step)
+        values += kept
+    values.sort(key=attrgetter("step"))  # stable: each folder's order kept within a step
+    grouper = Grouper(fields)
+    out: list[Record] = []
+    for sc in values:
+        if sc.bits < 53:
+            grouper.bits[sc.tag] = min(sc.bits, grouper.bits.get(sc.tag, 53))
+        grouper.add(sc.step, sc.wall_time, sc.tag, sc.value, out)
+    grouper.flush(out)
+    store = RunStore()
+    for rec in out:
+        store.add(rec)
+    store.notices += decoder_notices_of([grouper])
+    if bad:
+        store.notices.append(f"{bad} event record(s) failed their checksum or did not "
+                             "decode, skipped")
+    store.notices += notices
+    return Loaded(store, tuple(e.path for e in listed), "tensorboard", "", tuple(grouper.keys))
 
 
 def _aligned(columns: list[array]) -> bool:

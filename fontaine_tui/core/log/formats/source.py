@@ -14,7 +14,9 @@ read of them all is cold.py's `load_source`).
     probe_value = "eval"          #   (every number on them an eval key, by its own name)
     experiment = "" ; run = ""    # MLflow: which run, when the store holds several
                                   # (trackio: `run`, the run's name; W&B: `run`, the run
-                                  #   folder's name or its id)
+                                  #   folder's name or its id; TensorBoard: which writer's
+                                  #   event files, a part of their name: host, pid,
+                                  #   host.pid, when several wrote into one folder at once)
     patterns = ['step:(?P<step>\S+) .*loss:(?P<loss>\S+)']   # lines: printed metrics
 """
 
@@ -32,6 +34,7 @@ from fontaine_tui.core.log.formats.base import (
     Decoder,
     FieldMap,
 )
+from fontaine_tui.core.log.formats.eventdirs import EVENTS, EventFile, event_folders, run_files
 from fontaine_tui.core.log.formats.mlflow import (
     FILE_STORE,
     SQLITE_STORE,
@@ -63,7 +66,6 @@ KINDS = ("fontaine", "tensorboard", "hf_trainer", "csv", "mlflow", "jsonl", "wan
 TRAIN_KEYS = ("loss", "lr", "grad_norm")  # [source] keys naming a train field's source key
 SOURCE_KEYS = ("kind", "path", "eval", "step", "time", "experiment", "run", "probe_field",
                "probe_value", "patterns", *TRAIN_KEYS)
-EVENTS = "events.out.tfevents."
 HF_STATE = "trainer_state.json"
 CSV_NAME = "metrics.csv"
 WANDB = "wandb"  # the folder wandb.init writes its runs into
@@ -153,31 +155,13 @@ def read_spec(table: object, where: str = "source") -> SourceSpec:
 
 # -- detection -------------------------------------------------------------------------------
 
-def _event_folders(root: Path, depth: int = 3) -> list[Path]:
-    """Folders under `root` (itself included) that hold event files, nearest first."""
-    found: list[Path] = []
-    frontier = [root]
-    for _ in range(depth + 1):
-        nxt: list[Path] = []
-        for folder in frontier:
-            try:
-                entries = sorted(folder.iterdir())
-            except OSError:
-                continue
-            if any(p.name.startswith(EVENTS) and p.is_file() for p in entries):
-                found.append(folder)
-            nxt += [p for p in entries if p.is_dir() and not p.name.startswith(".")]
-        frontier = nxt
-    return found
-
-
 def detect(folder: Path) -> str:
     """The kind of log a folder holds, by its contents; InputError when none is known."""
     if (folder / LOG).exists() or (folder / PREREG).exists() or rotated_segments(folder / LOG):
         return "fontaine"  # ours (maybe not started, or its log rotated away)
     if wandb_runs(folder):
         return "wandb"
-    if _event_folders(folder):
+    if event_folders(folder):
         return "tensorboard"
     if (folder / HF_STATE).exists() or any(folder.glob(f"checkpoint-*/{HF_STATE}")):
         return "hf_trainer"
@@ -258,18 +242,25 @@ def _one(folder: Path, found: list[Path], what: str) -> Path:
                       "to one", rel)
 
 
-def files(folder: Path, spec: SourceSpec) -> list[Path]:
-    """The files (or store) to read for `spec` under the run folder, in reading order."""
+def _base(folder: Path, spec: SourceSpec) -> Path:
     base = Path(spec.path) if Path(spec.path).is_absolute() else folder / spec.path
     if spec.path and not base.exists():
         raise InputError(f"{base}: source.path: no such file or folder")
+    return base
+
+
+def event_files(folder: Path, spec: SourceSpec) -> list[EventFile]:
+    """A TensorBoard run's event files under the run folder, each with the prefix its tags
+    are keyed under (eventdirs.py)."""
+    return run_files(_base(folder, spec), spec.options.get("run", ""))
+
+
+def files(folder: Path, spec: SourceSpec) -> list[Path]:
+    """The files (or store) to read for `spec` under the run folder, in reading order."""
+    base = _base(folder, spec)
     kind = spec.kind
     if kind == "tensorboard":
-        if base.is_file():
-            return [base]
-        where = _one(base, _event_folders(base), f"{EVENTS}* event file")
-        return sorted((p for p in where.iterdir() if p.name.startswith(EVENTS)),
-                      key=lambda p: (_event_time(p.name), p.name))
+        return [e.path for e in run_files(base, spec.options.get("run", ""))]
     if kind == "hf_trainer":
         if base.is_file():
             return [base]
@@ -353,12 +344,6 @@ def wandb_run(folder: Path, chosen: str) -> Path:
         raise InputError(f"{folder}: source.run: no W&B run {chosen!r} (runs: {names}{more})")
     raise InputError(f"{folder}: {len(every)} W&B runs ({names}{more}): set [source] run to "
                      "one (its folder's name or its id)")
-
-
-def _event_time(name: str) -> int:
-    """The creation time in an event file's name (events.out.tfevents.<time>.<host>...)."""
-    head = name[len(EVENTS):].split(".", 1)[0]
-    return int(head) if head.isdigit() else 0
 
 
 def newest_state(folder: Path) -> Path:

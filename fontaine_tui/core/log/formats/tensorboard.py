@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from fontaine_tui.core.log.formats.base import FieldMap, Grouper
 from fontaine_tui.core.log.formats.protowire import skip as _skip
 from fontaine_tui.core.log.formats.protowire import varint as _varint
-from fontaine_tui.core.log.records import Record
+from fontaine_tui.core.log.records import Event, Record
 
 _U64 = struct.Struct("<Q")
 _U32 = struct.Struct("<I")
@@ -292,9 +292,38 @@ class TensorBoardDecoder:
     kind = "tensorboard"
     whole = False
 
-    def __init__(self, fields: FieldMap | None = None, check_crc: bool = True) -> None:
+    def __init__(self, fields: FieldMap | None = None, check_crc: bool = True,
+                 prefix: str = "", before: int = -1) -> None:
         self.framer = Framer(check_crc)
         self.grouper = Grouper(fields or FieldMap())
+        self.prefix = prefix  # the key prefix of the file's folder (eventdirs.py)
+        self.before = before  # the highest step the run's other files reached before this
+        self._file = ""  # a new file begun (`next_file`): its first value is checked
+
+    def next_file(self, name: str, prefix: str = "") -> None:
+        """The following bytes are another event file's (of the same run, written after the
+        ones before it)."""
+        self.framer = Framer(self.framer.check_crc)  # a torn tail is not the next's head
+        self._file, self.prefix = name, prefix
+
+    def _restart(self, s: Scalar, out: list[Record]) -> None:
+        """A new event file whose first value is below a step the run's earlier files
+        reached: a restart into the folder. TensorBoard's data server (tensorboard-data-server,
+        its default reader) keeps only the newer value of each series from that step on; so
+        here the older files' events from that step on are dropped, as at a SessionLog
+        START."""
+        name, self._file = self._file, ""
+        g = self.grouper
+        top = max(g.top, self.before)
+        if s.step >= top:  # at the step reached: two values for it, conflicting evidence
+            return
+        why = (f"{name} starts at step {s.step}, below step {top} of the run's earlier event "
+               f"files (a restart into its folder): their events from step {s.step} on are "
+               "dropped, as TensorBoard drops them")
+        if g.top >= s.step:
+            g.purge(s.step, s.wall_time, why, out)
+        else:
+            out.append(Event(s.step - 1, s.wall_time, "resume", why))
 
     def feed(self, data: bytes) -> list[Record]:
         try:
@@ -307,15 +336,19 @@ class TensorBoardDecoder:
     def _records(self, scalars: list[Scalar]) -> list[Record]:
         out: list[Record] = []
         g = self.grouper
+        prefix = self.prefix
         for s in scalars:
+            if self._file:  # a new file: its first step
+                self._restart(s, out)
             if s.tag == PURGE:
                 g.purge(s.step, s.wall_time, "a TensorBoard writer restarted at step "
                         f"{s.step} (SessionLog START): the events from step {s.step} on "
                         "logged before it are dropped", out)
             else:
+                tag = prefix + s.tag if prefix else s.tag
                 if s.bits < 53:
-                    g.bits[s.tag] = s.bits
-                g.add(s.step, s.wall_time, s.tag, s.value, out)
+                    g.bits[tag] = s.bits
+                g.add(s.step, s.wall_time, tag, s.value, out)
         return out
 
     def finish(self) -> list[Record]:
@@ -340,6 +373,7 @@ class Columns:
         self.records = 0
         self.bad_records = 0
         self.purges = 0
+        self.prefix = b""  # the key prefix of the file being read (eventdirs.py)
         self._tags: dict[bytes, tuple[array, array, array]] = {}
 
     def _column(self, name: bytes) -> tuple[array, array, array]:
@@ -357,7 +391,7 @@ class Columns:
         i, n = 0, len(data)
         u64, u32, f64, f32 = _U64.unpack_from, _U32.unpack_from, _F64.unpack_from, _F32.unpack_from
         crc, column, generic = crc32c, self._column, self._generic
-        tags, narrow = self._tags, self._narrow
+        tags, narrow, pre = self._tags, self._narrow, self.prefix
         records = bad = 0
         while n - i >= 12:
             (length,) = u64(data, i)
@@ -405,7 +439,7 @@ class Columns:
                                                    and rest + 2 + p[rest + 1] == length):
                             generic(p)
                             continue
-                        name = p[t0:k]
+                        name = pre + p[t0:k] if pre else p[t0:k]
                         col = tags.get(name)
                         if col is None:
                             col = column(name)
@@ -435,9 +469,11 @@ class Columns:
             if s.tag == PURGE:
                 self.purges += 1  # the cold read reads such files record by record
                 continue
+            name = self.prefix + s.tag.encode()
+            tag = name.decode("utf-8", "replace")
             if s.bits < 53:
-                self.bits[s.tag] = min(s.bits, self.bits.get(s.tag, 53))
-            steps, walls, values = self._column(s.tag.encode())
+                self.bits[tag] = min(s.bits, self.bits.get(tag, 53))
+            steps, walls, values = self._column(name)
             steps.append(s.step)
             walls.append(s.wall_time)
             values.append(s.value)

@@ -12,7 +12,10 @@ import warnings
 import pytest
 
 from fontaine_tui.cli import main
-from tests.core.log.formats.conftest import foreign_preset
+from fontaine_tui.core.errors import InputError
+from fontaine_tui.core.log.formats import SourceSpec, detect, load_source
+from fontaine_tui.core.log.formats.base import FieldMap
+from tests.core.log.formats.conftest import EVAL, foreign_preset, loss
 
 
 @pytest.fixture(scope="module")
@@ -162,3 +165,130 @@ def test_bank_preset_refuses_a_metric_the_run_does_not_log(hf_run, tmp_path, ban
     assert "verdict.metric: no key 'success_rate' in this run" in err
     assert len(err.splitlines()) == 1
     assert not (bank_path / "ref").exists()
+
+
+def _scalars_run(writer_cls, folder, steps=range(0, 81, 10), offset=0.0):
+    """A run logged with add_scalars (train and eval of one main tag, each in a sub-folder),
+    a train loss of its own, and add_hparams at the end."""
+    w = writer_cls(str(folder))
+    for step in steps:
+        w.add_scalar("train/loss", loss(step) + offset, step)
+        if step in EVAL or step == 0:
+            w.add_scalars("mae", {"train": 0.5 * EVAL.get(step, 3.0) + offset,
+                                  "eval": EVAL.get(step, 3.0) + offset}, step)
+    w.add_hparams({"lr": 0.1, "layers": 2}, {"hparam/final_mae": EVAL[80] + offset})
+    w.close()
+
+
+WRITERS = {"torch": ("torch.utils.tensorboard", "mae_eval/mae"),
+           "tensorboardX": ("tensorboardX", "mae/eval/mae")}
+
+
+@pytest.fixture(scope="module", params=sorted(WRITERS))
+def scalars_run(request, tmp_path_factory):
+    pytest.importorskip("tensorboard")
+    module = pytest.importorskip(WRITERS[request.param][0])
+    folder = tmp_path_factory.mktemp(request.param) / "run"
+    _scalars_run(module.SummaryWriter, folder)
+    return folder, WRITERS[request.param][1]
+
+
+def test_add_scalars_and_add_hparams_read_as_one_run(scalars_run, tmp_path, capsys):
+    """The sub-folders add_scalars and add_hparams write are one run's, each tag keyed as
+    TensorBoard shows it: the run `mae_eval` and the tag `mae` are `mae_eval/mae`
+    (tensorboardX nests them: `mae/eval/mae`); add_hparams's metrics keep their tags."""
+    folder, metric = scalars_run
+    assert detect(folder) == "tensorboard"
+    spec = SourceSpec("tensorboard", fields=FieldMap(eval=(metric,)))
+    loaded = load_source(folder, spec)
+    assert len({p.parent for p in loaded.files}) == 4  # the run's own, 2 add_scalars, hparams
+    train_metric = metric.replace("eval", "train")
+    assert {"train/loss", metric, train_metric, "hparam/final_mae"} <= set(loaded.keys)
+    store = loaded.store
+    assert list(store.steps) == list(range(0, 81, 10))
+    assert {s: p.fields[metric] for s, p in store.probes.items() if s} == pytest.approx(EVAL)
+    assert not store.conflicts and not store.notices
+    preset = foreign_preset(tmp_path, f'kind = "tensorboard"\neval = ["{metric}"]',
+                            metric=metric)
+    capsys.readouterr()
+    assert main(["verdict", str(folder), "--preset", str(preset)]) == 4  # AMBIGUOUS
+
+
+@pytest.fixture(scope="module")
+def two_writers(tmp_path_factory):
+    """Two torch SummaryWriters logging into one folder at once: two runs."""
+    pytest.importorskip("tensorboard")
+    from torch.utils.tensorboard import SummaryWriter
+
+    folder = tmp_path_factory.mktemp("two") / "run"
+    a, b = SummaryWriter(str(folder)), SummaryWriter(str(folder))
+    for step in range(0, 81, 10):
+        for w, shift in ((a, 0.0), (b, 1.0)):
+            w.add_scalar("train/loss", loss(step) + shift, step)
+            if step in EVAL:
+                w.add_scalar("eval/chunk_mae", EVAL[step] + shift, step)
+            w.flush()
+    a.close()
+    b.close()
+    return folder
+
+
+def test_two_writers_at_once_in_one_folder_are_never_merged(two_writers, tmp_path, capsys):
+    names = sorted(p.name for p in two_writers.iterdir())
+    with pytest.raises(InputError, match="two writers logged into this folder at once") as exc:
+        load_source(two_writers, SourceSpec("tensorboard"))
+    assert all(n in str(exc.value) for n in names) and "[source] run" in str(exc.value)
+    preset = foreign_preset(tmp_path, 'kind = "tensorboard"')
+    capsys.readouterr()
+    assert main(["verdict", str(two_writers), "--preset", str(preset)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and names[0] in err
+    # chosen by its name, or the part of it that tells the writers apart
+    for k, run in enumerate([names[0], names[1].split(".", 4)[4]]):
+        spec = SourceSpec("tensorboard", options={"run": run})
+        store = load_source(two_writers, spec).store
+        assert {s: p.fields["eval/chunk_mae"] for s, p in store.probes.items()} \
+            == pytest.approx({s: v + k for s, v in EVAL.items()})
+        assert not store.conflicts
+    with pytest.raises(InputError, match="source.run: no event file matches 'nope'"):
+        load_source(two_writers, SourceSpec("tensorboard", options={"run": "nope"}))
+
+
+def _restarted(module, folder, scalars: bool):
+    """A run to step 60, then one restarted into its folder from step 30 (a resume from an
+    older checkpoint), its values shifted by 1."""
+    writer = module.SummaryWriter
+    if scalars:
+        _scalars_run(writer, folder, range(0, 61, 10))
+        _scalars_run(writer, folder, range(30, 81, 10), offset=1.0)
+        return
+    for steps, offset in ((range(0, 61, 10), 0.0), (range(30, 81, 10), 1.0)):
+        w = writer(str(folder))
+        for step in steps:
+            w.add_scalar("train/loss", loss(step) + offset, step)
+            if step in EVAL:
+                w.add_scalar("eval/chunk_mae", EVAL[step] + offset, step)
+        w.close()
+
+
+@pytest.mark.parametrize("scalars", [False, True], ids=["one folder", "add_scalars"])
+def test_a_restart_into_the_folder_drops_the_older_steps_as_tensorboard_does(
+        scalars, tmp_path):
+    """TensorBoard's data server keeps, of each series, only the newer value from the step
+    a restart starts at: the older run's steps 30 to 60 are dropped, not in conflict."""
+    pytest.importorskip("tensorboard")
+    from torch.utils import tensorboard
+
+    folder = tmp_path / "run"
+    _restarted(tensorboard, folder, scalars)
+    metric = "mae_eval/mae" if scalars else "eval/chunk_mae"
+    spec = SourceSpec("tensorboard", fields=FieldMap(eval=(metric,)))
+    store = load_source(folder, spec).store
+    want = {s: v + (s >= 30) for s, v in EVAL.items()}
+    assert {s: p.fields[metric] for s, p in store.probes.items() if s} == pytest.approx(want)
+    assert list(store.steps) == list(range(0, 81, 10))
+    assert list(store.columns["loss"]) == pytest.approx(
+        [loss(s) + (s >= 30) for s in range(0, 81, 10)])
+    assert not store.conflicts and not store.out_of_order
+    said = " ".join(store.notices + [e.detail for e in store.events])
+    assert "restart" in said and "step 30" in said
