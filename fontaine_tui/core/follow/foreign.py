@@ -3,9 +3,11 @@
 yielded as `Batch.records`, so the console, `attach --plain` and the verdict read it as they
 read ours. The transport knows no format; this module is where the two meet.
 
-- event files: every `events.out.tfevents.*` of the run's folder, each decoded from its own
-  byte offset as it grows (a torn last record waits for its end); a file truncated below what
-  was read is decoded again from its start (the steps already in the store are not repeated).
+- event files: every `events.out.tfevents.*` of the run's folder and of the sub-folders
+  add_scalars and add_hparams write, each decoded from its own byte offset as it grows (a
+  torn last record waits for its end; eventrun.py joins the folders and says restarts); a
+  file truncated below what was read is decoded again from its start (the steps already in
+  the store are not repeated).
 - `trainer_state.json`, `metrics.csv`: rewritten whole, so each change is read whole (a read
   that catches a rewrite half-done fails to parse and is retried at the next change); the
   newest `checkpoint-*/trainer_state.json` is looked up again as checkpoints appear.
@@ -35,9 +37,11 @@ from typing import Protocol
 
 from fontaine_tui.core.errors import InputError
 from fontaine_tui.core.follow.base import Batch, Chunk
+from fontaine_tui.core.follow.eventrun import EventRun, events_of
 from fontaine_tui.core.follow.local import LocalRun
 from fontaine_tui.core.log.formats import SourceSpec, decoder, files
 from fontaine_tui.core.log.formats.base import Decoder, Whole, decoder_notices, groupers
+from fontaine_tui.core.log.formats.eventdirs import run_root
 from fontaine_tui.core.log.formats.mlflow import (
     FILE_STORE,
     SQLITE_STORE,
@@ -173,6 +177,10 @@ class ForeignRun:
             async for batch in whole():
                 yield batch
             return
+        if kind == "tensorboard":
+            async for batch in self._event_run():
+                yield batch
+            return
         said = ""
         while True:  # until the run's first file is there
             try:
@@ -191,6 +199,77 @@ class ForeignRun:
         under = str(where.relative_to(self.folder)) if where != self.folder else ""
         async for batch in self._files(_matcher(kind, first.name), under):
             yield batch
+
+    async def _event_run(self) -> AsyncIterator[Batch]:
+        """A TensorBoard run: the event files of its folder and of the sub-folders
+        add_scalars and add_hparams write (looked for again as they appear), each decoded
+        with its folder's key prefix (eventdirs.py); a step's probe logged in several
+        folders goes out as one; a new file of a folder starting below the step the
+        folder reached is a restart (the earlier files' events from there on dropped); two
+        files of one folder written at once are two runs: said, and followed no further."""
+        # a folder's chunk and the event its reader waits on: a file is read on once its
+        # chunk is taken (and the batch made of it handed on), as one folder's would be
+        queue: asyncio.Queue[tuple[Path, Chunk, asyncio.Event]] = asyncio.Queue()
+        pumps: dict[Path, asyncio.Task[None]] = {}
+        run = self.spec.options.get("run", "")
+        base = Path(self.spec.path) if Path(self.spec.path).is_absolute() \
+            else self.folder / self.spec.path
+
+        async def pump(folder: Path, match: Callable[[str], bool]) -> None:
+            under = str(folder.relative_to(self.folder)) if folder != self.folder else ""
+            async for chunk in self.transport.follow_files(match, under):
+                taken = asyncio.Event()
+                await queue.put((folder, chunk, taken))
+                await taken.wait()
+
+        def look() -> tuple[Path | None, str]:
+            """Follow every folder of the run not followed yet: (the run's folder, or None
+            and why there is none yet)."""
+            try:
+                if base.is_file():
+                    found, one = base.parent, base.name
+                    folders = [found]
+                else:
+                    found, folders = run_root(base)
+                    one = ""
+            except (InputError, OSError) as exc:
+                return None, str(exc)
+            for folder in folders:
+                if folder not in pumps:
+                    pumps[folder] = asyncio.create_task(pump(folder, events_of(one, run)))
+            return found, ""
+
+        said = ""
+        root: Path | None = None
+        events = EventRun(self.spec.fields, SETTLE_S)
+        loop = asyncio.get_running_loop()
+        next_look = 0.0
+        try:
+            while not self._closed.is_set():
+                if loop.time() >= next_look:
+                    found, why = look()
+                    root = found or root
+                    next_look = loop.time() + (self.poll_s or 0.25) * 4
+                    if why and why != said:
+                        said = why
+                        yield Batch([], 1, note=f"waiting: {why}")
+                try:
+                    folder, chunk, taken = await asyncio.wait_for(queue.get(),
+                                                                  self.poll_s or 0.25)
+                except TimeoutError:
+                    continue
+                assert root is not None  # a folder is followed once the run's is found
+                batch = events.take(root, folder, chunk, loop.time())
+                if batch is not None:
+                    yield batch
+                taken.set()
+                if events.stopped:
+                    await self._closed.wait()
+                    return
+        finally:
+            for task in pumps.values():
+                task.cancel()
+            await asyncio.gather(*pumps.values(), return_exceptions=True)
 
     async def _remote(self, kind: str) -> AsyncIterator[Batch]:
         """Over SSH: the files [source] names, through the transport's polling."""

@@ -155,8 +155,12 @@ def by_first_write(listed: list[EventFile], spans: list[Span]
     first: dict[Path, int] = {}
     for k, e in enumerate(listed):
         first.setdefault(e.path.parent, k)
-    order = sorted(range(len(listed)), key=lambda i: (
-        first[listed[i].path.parent], spans[i].walls[0] if spans[i].walls else -math.inf, i))
+
+    def began(i: int) -> tuple[int, float, int]:
+        walls = spans[i].walls
+        return first[listed[i].path.parent], walls[0] if walls else -math.inf, i
+
+    order = sorted(range(len(listed)), key=began)
     return [listed[i] for i in order], [spans[i] for i in order]
 
 
