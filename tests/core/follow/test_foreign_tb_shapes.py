@@ -4,6 +4,7 @@ run restarted into the folder of an older one. Live reads as the cold read does.
 
 from __future__ import annotations
 
+import asyncio
 import subprocess
 import sys
 
@@ -82,3 +83,39 @@ async def test_follow_a_run_restarted_into_its_folder(tmp_path):
     assert list(live.columns["loss"]) == pytest.approx(
         [1.0 / s + (s > 30) for s in range(1, 61)])
     assert not live.conflicts
+
+
+TWO = """
+import sys, time
+from torch.utils.tensorboard import SummaryWriter
+a, b = SummaryWriter(sys.argv[1]), SummaryWriter(sys.argv[1])
+for step in range(1, 200):
+    for w, shift in ((a, 0.0), (b, 1.0)):
+        w.add_scalar("train/loss", 1.0 / step + shift, step)
+        w.flush()
+    time.sleep(0.02)
+a.close()
+b.close()
+"""
+
+
+async def test_two_writers_at_once_are_said_and_not_merged(tmp_path):
+    folder = tmp_path / "tb"
+    writer = subprocess.Popen([sys.executable, "-c", TWO, str(folder)])
+    run = ForeignRun(folder, SPEC, poll_s=0.05)
+    notes: list[str] = []
+
+    async def go():
+        async for batch in run.follow():
+            notes.append(batch.note)
+            if "two writers" in batch.note:
+                return
+
+    try:
+        await asyncio.wait_for(go(), 30)
+    finally:
+        await run.close()
+        writer.kill()
+        writer.wait(timeout=60)
+    said = notes[-1]
+    assert "two writers log into this folder at once" in said and "[source] run" in said
