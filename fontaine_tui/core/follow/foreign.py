@@ -52,7 +52,7 @@ from fontaine_tui.core.log.formats.mlflow import (
     store_files,
 )
 from fontaine_tui.core.log.formats.rows import FormatError
-from fontaine_tui.core.log.formats.source import CSV_NAME, EVENTS, HF_STATE, LIST_TRIES
+from fontaine_tui.core.log.formats.source import CSV_NAME, HF_STATE, LIST_TRIES
 from fontaine_tui.core.log.formats.tensorboard import FramingError
 from fontaine_tui.core.log.formats.trackio import TrackioDecoder
 from fontaine_tui.core.log.formats.trackio import run_rows as trackio_rows
@@ -89,9 +89,7 @@ def quiet(dec: Decoder) -> list[Record]:
 
 
 def _matcher(kind: str, name: str) -> Callable[[str], bool]:
-    """The files a kind follows: every event file, else the one file named."""
-    if kind == "tensorboard":
-        return lambda n: n.startswith(EVENTS)
+    """The file a kind follows (event files: eventrun.py's `events_of`): the one named."""
     return lambda n: n == name
 
 
@@ -293,7 +291,9 @@ class ForeignRun:
                                         "remote host")
                 await self._closed.wait()
                 return
-        async for batch in self._files(_matcher(kind, name), under):
+        match = (events_of("", self.spec.options.get("run", "")) if kind == "tensorboard"
+                 else _matcher(kind, name))  # over SSH: the folder [source] names, no deeper
+        async for batch in self._files(match, under):
             yield batch
 
     async def _remote_mlflow(self, store: str) -> AsyncIterator[Batch]:
