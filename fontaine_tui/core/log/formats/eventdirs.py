@@ -104,7 +104,9 @@ def run_files(base: Path, run: str = "") -> list[EventFile]:
     out: list[EventFile] = []
     for folder in folders:
         try:
-            names = [p for p in folder.iterdir() if p.name.startswith(EVENTS) and p.is_file()]
+            # not only regular files: a pipe or a device so named is refused by its read
+            names = [p for p in folder.iterdir() if p.name.startswith(EVENTS)
+                     and not p.is_dir()]
         except OSError:
             continue
         prefix = prefix_of(root, folder)
