@@ -250,6 +250,8 @@ def test_two_writers_at_once_in_one_folder_are_never_merged(two_writers, tmp_pat
         assert {s: p.fields["eval/chunk_mae"] for s, p in store.probes.items()} \
             == pytest.approx({s: v + k for s, v in EVAL.items()})
         assert not store.conflicts
+    chosen = foreign_preset(tmp_path, f'kind = "tensorboard"\nrun = "{names[0]}"')
+    assert main(["verdict", str(two_writers), "--preset", str(chosen)]) == 4  # AMBIGUOUS
     with pytest.raises(InputError, match="source.run: no event file matches 'nope'"):
         load_source(two_writers, SourceSpec("tensorboard", options={"run": "nope"}))
 
