@@ -15,10 +15,16 @@ So a folder holding event files, with sub-folders holding more, is one run. Fold
 side (`version_0/`, `version_1/`, no event file above them) are several runs: one is chosen
 by [source] path.
 
-Several event files in one folder are one run's, read in name order (the creation time
-leads the name: `events.out.tfevents.<time>.<host>.<pid>...`), unless their writers wrote at
-the same time: those are several runs, and [source] run (a dot-separated part of the file
-name: its host, pid, `host.pid`, or the whole name) chooses one.
+Several event files in one folder are one run's, read in the order their writers began,
+unless their writers wrote at the same time: those are several runs, and [source] run (a
+dot-separated part of the file name, `events.out.tfevents.<time>.<host>.<pid>...`: its
+host, pid, `host.pid`, or the whole name) chooses one. A later file that starts below the
+step the earlier ones reached is the run restarted into its folder: TensorBoard's data
+server (tensorboard-data-server, its default reader) then keeps, of each series, only the
+newer values from that step on, and the reader here drops the earlier files' events from
+that step on (the run's whole timeline, as a SessionLog START drops it). A later file that
+starts at the very step the earlier ones reached is not taken for a restart: two values for
+one step stay conflicting evidence.
 """
 
 from __future__ import annotations
