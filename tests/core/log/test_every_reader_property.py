@@ -1,8 +1,8 @@
-"""Property, over every reader (our log, JSONL, CSV, trainer_state.json, TensorBoard, MLflow,
-trackio, printed lines, W&B):
-whatever a run's probes suffer (a probe repeated, a second value for a step, NaN, a probe
-dropped or malformed, one after the endpoint, the log rotated), the headless verdict is the
-verdict of the clean evidence, or UNDECIDABLE, or exit 2 naming why: never another label.
+"""Property, over every reader (our log, JSONL, CSV, trainer_state.json, TensorBoard in one
+folder and in add_scalars' sub-folders, MLflow, trackio, printed lines, W&B): whatever a run's
+probes suffer (a probe repeated, a second value for a step, NaN, a probe dropped or
+malformed, one after the endpoint, the log rotated), the headless verdict is the verdict of
+the clean evidence, or UNDECIDABLE, or exit 2 naming why: never another label.
 
 Each example writes its run with the writer the format comes from (json, csv, transformers'
 TrainerState, torch's SummaryWriter, MLflow's client into a file store, trackio's own storage
