@@ -1,0 +1,63 @@
+"""`fontaine-tui demo` in the console: the shipped run, staged as the command stages it, seen
+in the monitor, probes and verdict modes, with a review key, and no torch imported."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import sys
+
+from fontaine_tui.commands import demo
+from fontaine_tui.screens.monitor import MonitorScreen
+from fontaine_tui.screens.probes import ProbesScreen
+from fontaine_tui.screens.verdict import VerdictScreen
+from fontaine_tui.widgets.chart import Chart
+from fontaine_tui.widgets.verdict_panel import VerdictBanner
+from tests.console.conftest import SIZE, fixed_clock, loaded, text, until
+
+
+async def _drive(app, staged: demo.Staged) -> dict[str, str]:
+    seen: dict[str, str] = {}
+    async with app.run_test(size=SIZE) as pilot:
+        await loaded(pilot, 300)
+        assert isinstance(app.screen, MonitorScreen)
+        seen["monitor"] = text(app.screen.query_one(Chart))
+        await pilot.press("p")
+        await until(pilot, lambda: isinstance(app.screen, ProbesScreen)
+                    and not app.screen.query_one("#probes-chart", Chart).pending)
+        seen["probes"] = text(app.screen.query_one("#probes-chart", Chart))
+        await pilot.press("v")
+        await until(pilot, lambda: isinstance(app.screen, VerdictScreen))
+        await pilot.pause()
+        seen["verdict"] = text(app.screen.query_one(VerdictBanner))
+        await pilot.press("a")  # accept the read: review.jsonl, in the staged copy
+        await until(pilot, lambda: (staged.folder / "review.jsonl").exists())
+        seen["review"] = (staged.folder / "review.jsonl").read_text()
+        await pilot.press("q")
+    return seen
+
+
+def test_demo_in_the_console_monitor_probes_verdict(monkeypatch):
+    from fontaine_tui.console import make_app
+
+    # an `import torch` anywhere on the console's path raises from here on
+    monkeypatch.setitem(sys.modules, "torch", None)
+    monkeypatch.setitem(sys.modules, "transformers", None)
+    package = demo.shipped()
+    with demo.staged(speed=1e6) as staged:
+        assert staged.folder.name == "run" and staged.folder.parent.name.startswith(
+            "fontaine-demo-")
+        app = make_app(source=staged.source, preset=staged.preset, kind="replay",
+                       registry=staged.registry, clock=fixed_clock, frame_s=0.05, chart_s=0.1)
+        seen = asyncio.run(_drive(app, staged))
+    assert not staged.folder.exists()  # the temporary folder went with the demo
+    assert "AR CE" in seen["monitor"] and "step" in seen["monitor"]
+    prereg = json.loads((package / "run" / "prereg.json").read_bytes())
+    sha = prereg["preset"]["comparators"]["dist2"]["bank"].partition("@")[2]
+    assert f"dist2 (banked {sha[:8]})" in seen["probes"]  # the banked comparator's curve
+    assert "this run delta(150->s)" in seen["probes"]
+    assert seen["verdict"].startswith("HEALTHY  [FINAL]  read at step 300 of 300")
+    review = json.loads(seen["review"].splitlines()[0])
+    assert (review["action"], review["verdict"], review["read_step"]) == ("accept", "HEALTHY",
+                                                                          300)
+    assert not (package / "run" / "review.jsonl").is_file()
