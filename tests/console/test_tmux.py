@@ -89,3 +89,34 @@ def test_osc52_in_a_preset_never_reaches_the_clipboard_in_a_real_terminal(tmp_pa
         assert "PWN" not in buffers and buffers.strip() == "", buffers
     finally:
         subprocess.run([TMUX, "-L", sock, "kill-server"], capture_output=True, timeout=10)
+
+
+def test_demo_in_tmux_monitor_probes_verdict(tmp_path):
+    """`fontaine-tui demo` in a real terminal: the replay reaches its end, then the probes
+    chart with the banked curve and the final verdict; q quits."""
+    sock = f"fontaine-demo-{os.getpid()}"
+    # without COLUMNS and LINES (the test process may hold 80 and 24): the pane's own size
+    cmd = (f"env -u COLUMNS -u LINES TEXTUAL_ANIMATIONS=none FONTAINE_BANK={tmp_path}/bank "
+           f"FONTAINE_REGISTRY={tmp_path}/registry.toml {CMD} demo --speed 100")
+    try:
+        subprocess.run([TMUX, "-L", sock, "-f", "/dev/null", "new-session", "-d", "-s", "t",
+                        "-x", "120", "-y", "40", cmd], check=True, timeout=10)
+        wait_pane(sock, ["REPLAY (ENDED)", "step 300 / 300", "training losses"])
+        tmux(sock, "send-keys", "-t", "t", "p")
+        pane = wait_pane(sock, ["dist2 (banked", "this run delta(150->s)"])
+        assert "1 banked run(s) as whole curves" in pane
+        tmux(sock, "send-keys", "-t", "t", "v")
+        pane = wait_pane(sock, ["HEALTHY  [FINAL]  read at step 300 of 300"])
+        assert "decision locked at step 250 (HEALTHY)" in pane
+        tmux(sock, "send-keys", "-t", "t", "q")
+        deadline = time.monotonic() + 15
+        while time.monotonic() < deadline:
+            if subprocess.run([TMUX, "-L", sock, "has-session", "-t", "t"],
+                              capture_output=True).returncode != 0:
+                break
+            time.sleep(0.2)
+        else:
+            raise AssertionError("q did not quit the demo")
+        assert not (tmp_path / "bank").exists() and not (tmp_path / "registry.toml").exists()
+    finally:
+        subprocess.run([TMUX, "-L", sock, "kill-server"], capture_output=True, timeout=10)
