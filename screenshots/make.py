@@ -3,7 +3,9 @@
     python screenshots/make.py
 
 Each mode of the console on a replayed fixture log (the document's scale: step-250 level
-12.5087, so the raw and scale-adjusted rules disagree), at 120x40, fixed clock.
+12.5087, so the raw and scale-adjusted rules disagree), at 120x40, fixed clock; and the
+monitor, probes and verdict of `fontaine-tui demo` (the shipped recorded run, staged as the
+command stages it). `python screenshots/make.py demo` makes only the demo's.
 """
 
 from __future__ import annotations
@@ -44,15 +46,53 @@ async def shoot(name: str, step: int, keys: tuple[str, ...], out: Path) -> None:
         app.save_screenshot(filename=name, path=str(out))
 
 
+DEMO_SHOTS = {"demo-monitor.svg": (), "demo-probes.svg": ("p",), "demo-verdict.svg": ("v",)}
+
+
+async def shoot_demo(name: str, keys: tuple[str, ...], staged, out: Path) -> None:
+    from fontaine_tui.console import make_app
+    from fontaine_tui.core.follow.replay import ReplayRun
+    from tests.console.conftest import fixed_clock
+
+    # the run's path relative to the staged folder: the header reads the same on every machine
+    source = ReplayRun(Path("run") / "train_log.jsonl", speed=None)
+    app = make_app(source=source, preset=staged.preset, kind="replay", registry=staged.registry,
+                   clock=fixed_clock)
+    async with app.run_test(size=SIZE) as pilot:
+        await loaded(pilot, 300)
+        await pilot.press(*keys)
+        await pilot.pause(0.2)
+        app.save_screenshot(filename=name, path=str(out))
+
+
+def demo(out: Path) -> None:
+    from fontaine_tui.commands import demo as command
+
+    for name, keys in DEMO_SHOTS.items():
+        with command.staged() as staged:
+            os.chdir(staged.folder.parent)
+            try:
+                asyncio.run(shoot_demo(name, keys, staged, out))
+            finally:
+                os.chdir(HERE)
+        print(out / name)
+
+
 def main() -> int:
     out = HERE
+    if sys.argv[1:] != ["demo"]:
+        fixtures(out)
+    demo(out)
+    return 0
+
+
+def fixtures(out: Path) -> None:
     for name, (probes, step, keys) in SHOTS.items():
         with tempfile.TemporaryDirectory() as tmp:
             os.chdir(tmp)  # relative paths: the header reads the same on every machine
             make_run(Path(tmp) / "run", upto=step, probes=probes, engine_out=ENGINE_OUT)
             asyncio.run(shoot(name, step, keys, out))
         print(out / name)
-    return 0
 
 
 if __name__ == "__main__":
