@@ -133,8 +133,25 @@ def staged(speed: float | None = None) -> Iterator[Staged]:
             yield Staged(source, preset, Registry(root / "babysit.toml"), folder)
 
 
+@contextmanager
+def _signals_end_the_demo() -> Iterator[None]:
+    """A closed terminal (SIGHUP) or a SIGTERM ends the demo as an exit would, so its
+    temporary folder is removed; the handlers before are put back afterwards."""
+    import signal
+
+    def leave(signum: int, _frame: object) -> None:
+        raise SystemExit(128 + signum)
+
+    old = {sig: signal.signal(sig, leave) for sig in (signal.SIGHUP, signal.SIGTERM)}
+    try:
+        yield
+    finally:
+        for sig, handler in old.items():
+            signal.signal(sig, handler)
+
+
 def run(args: argparse.Namespace) -> int:
-    with staged(args.speed) as demo:
+    with _signals_end_the_demo(), staged(args.speed) as demo:
         if args.plain:
             return _plain(demo.source, demo.preset)
         try:

@@ -7,6 +7,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -109,3 +110,25 @@ def test_a_build_without_the_recording_says_so(tmp_path, monkeypatch):
     monkeypatch.setattr(demo, "shipped", lambda: tmp_path / "missing")
     with pytest.raises(InputError, match="missing from this installation"):
         demo.unpack(tmp_path)
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGHUP])
+def test_a_signal_ends_the_demo_and_removes_its_folder(tmp_path, sig):
+    """A closed terminal (SIGHUP) or a SIGTERM mid-replay: the temporary copy goes too."""
+    env = dict(os.environ, FONTAINE_BANK=str(tmp_path / "users-bank"),
+               PYTHONPATH=os.pathsep.join(filter(None, [str(ROOT),
+                                                        os.environ.get("PYTHONPATH")])))
+    proc = subprocess.Popen([sys.executable, "-m", "fontaine_tui", "demo", "--plain",
+                             "--speed", "1"], stdout=subprocess.PIPE, text=True, env=env,
+                            cwd=tmp_path)
+    try:
+        first = proc.stdout.readline()
+        folder = Path(first.strip().removeprefix("following replay ")).parents[1]
+        assert folder.name.startswith("fontaine-demo-") and (folder / "run").is_dir()
+        proc.send_signal(sig)
+        assert proc.wait(timeout=30) == 128 + sig
+        assert not folder.exists()
+    finally:
+        proc.kill()
+        proc.wait()
+        proc.stdout.close()
