@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 
+from fontaine_tui.commands._args import seconds
 from fontaine_tui.core.errors import InputError
 
 ORDER = 20
@@ -26,7 +27,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="with --plain: stop at the run's end: the log's `end` or `error` event "
                    "(an MLflow run's status says it); for another trainer's run also the final "
                    "read (the probe at the endpoint); exit with the verdict's code")
-    p.add_argument("--quiet-end", type=_seconds, metavar="S",
+    p.add_argument("--quiet-end", type=seconds, metavar="S",
                    help="with --plain: stop when no new data came for S seconds, and exit with "
                    "the verdict's code")
     p.add_argument("--ssh-config", metavar="FILE", help="ssh client config file (ssh -F FILE)")
@@ -88,19 +89,6 @@ def console_or_plain(source, preset_arg: str | None, mode: str, args: argparse.N
     from fontaine_tui.console import watch_remote
 
     return watch_remote(source, preset, launched)
-
-
-def _seconds(text: str) -> float:
-    """--quiet-end's seconds: a positive finite number."""
-    import math
-
-    try:
-        value = float(text)
-    except ValueError:
-        value = math.nan
-    if not (math.isfinite(value) and value > 0):
-        raise argparse.ArgumentTypeError(f"expected a positive number of seconds, got {text!r}")
-    return value
 
 
 def launched_there(target: str, ssh_options: tuple[str, ...]):

@@ -21,7 +21,7 @@ from importlib import resources
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from fontaine_tui.commands.replay import _speed
+from fontaine_tui.commands._args import speed
 from fontaine_tui.core.errors import InputError
 from fontaine_tui.core.runfolder import LOG, PREREG
 
@@ -43,7 +43,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         "tiny model in one process, read against a banked 2-rank run of the same recipe) "
         "in the console: the monitor, the probes chart, the verdict and the review keys. "
         "It runs from a temporary copy; your bank and registry are not touched.")
-    p.add_argument("--speed", type=_speed, metavar="X",
+    p.add_argument("--speed", type=speed, metavar="X",
                    help=f"replay at X times the run's own pace (default: the whole run in "
                         f"about {DURATION_S:g} s)")
     p.add_argument("--plain", action="store_true",
@@ -118,9 +118,9 @@ def staged(speed: float | None = None) -> Iterator[Staged]:
     import asyncio
     import tempfile
 
-    from fontaine_tui.commands.attach import resolve_preset
     from fontaine_tui.core.follow.replay import ReplayRun
     from fontaine_tui.core.launch.registry import Registry
+    from fontaine_tui.model.followed import resolve_preset
 
     with tempfile.TemporaryDirectory(prefix="fontaine-demo-") as tmp:
         root = Path(tmp)

@@ -4,24 +4,10 @@ from __future__ import annotations
 
 import argparse
 
+from fontaine_tui.commands._args import speed
 from fontaine_tui.core.errors import InputError
 
 ORDER = 30
-
-
-SPEED_MIN, SPEED_MAX = 1e-3, 1e6  # slower than 1000x real time never visibly moves
-
-
-def _speed(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a positive number, got {text!r}") from None
-    if not SPEED_MIN <= value <= SPEED_MAX:  # NaN fails both
-        raise argparse.ArgumentTypeError(
-            f"expected a speed from {SPEED_MIN:g} to {SPEED_MAX:g} (times the log's own pace), "
-            f"got {text!r}")
-    return value
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -33,7 +19,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     )
     p.add_argument("log", help="train_log.jsonl, or a run folder holding one")
     p.add_argument("--preset", help="preset name or path (default: prereg.json beside the log)")
-    p.add_argument("--speed", type=_speed, metavar="X",
+    p.add_argument("--speed", type=speed, metavar="X",
                    help="replay at X times the log's own pace (default: as fast as possible)")
     p.add_argument("--plain", action="store_true",
                    help="print records and the verdict line by line; exit at the end")
