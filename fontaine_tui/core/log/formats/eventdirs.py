@@ -49,6 +49,15 @@ class EventFile:
     prefix: str  # what the tags of this file are keyed under ("" or "loss_train/")
 
 
+class SeveralRuns(InputError):
+    """A folder holding several runs of one kind: `found` are their paths, relative to the
+    folder (each one a [source] path that reads that run alone)."""
+
+    def __init__(self, message: str, found: tuple[str, ...]) -> None:
+        super().__init__(message)
+        self.found = found
+
+
 def event_folders(root: Path, depth: int = DEPTH) -> list[Path]:
     """Folders under `root` (itself included) that hold event files, nearest first."""
     found: list[Path] = []
@@ -91,8 +100,9 @@ def run_root(base: Path) -> tuple[Path, list[Path]]:
         return tops[0], [f for f in found if f == tops[0] or tops[0] in f.parents]
     if not tops:
         raise InputError(f"{base}: no {EVENTS}* event file here")
-    names = ", ".join(str(p.relative_to(base)) or "." for p in tops[:6])
-    raise InputError(f"{base}: {len(tops)} runs ({names}): set [source] path to one")
+    rel = tuple(str(p.relative_to(base)) or "." for p in tops)
+    raise SeveralRuns(f"{base}: {len(tops)} runs ({', '.join(rel[:6])}): set [source] path to "
+                      "one", rel)
 
 
 def chosen(name: str, run: str) -> bool:

@@ -34,7 +34,13 @@ from fontaine_tui.core.log.formats.base import (
     Decoder,
     FieldMap,
 )
-from fontaine_tui.core.log.formats.eventdirs import EVENTS, EventFile, event_folders, run_files
+from fontaine_tui.core.log.formats.eventdirs import (
+    EVENTS,
+    EventFile,
+    SeveralRuns,
+    event_folders,
+    run_files,
+)
 from fontaine_tui.core.log.formats.mlflow import (
     FILE_STORE,
     SQLITE_STORE,
@@ -221,15 +227,6 @@ def file_kind(name: str) -> str:
 def _jsonl(folder: Path) -> list[Path]:
     """The JSONL files of a folder that are not this console's own (its ledgers)."""
     return sorted(p for p in folder.glob("*.jsonl") if p.name not in OURS)
-
-
-class SeveralRuns(InputError):
-    """A folder holding several runs of one kind: `found` are their paths, relative to the
-    folder (each one a [source] path that reads that run alone)."""
-
-    def __init__(self, message: str, found: tuple[str, ...]) -> None:
-        super().__init__(message)
-        self.found = found
 
 
 def _one(folder: Path, found: list[Path], what: str) -> Path:
