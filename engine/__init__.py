@@ -11,5 +11,3 @@ import os
 # waiting costs a few percent on an idle machine.
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
-
-__version__ = "0.1.0"

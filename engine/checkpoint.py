@@ -16,7 +16,7 @@ import torch
 from safetensors.torch import load_file, save_file
 from torch.distributed.optim import ZeroRedundancyOptimizer
 
-from engine.stats import NormStats
+from .stats import NormStats
 
 FILES = ("model.safetensors", "optimizer.pt", "stats.json", "meta.json")
 

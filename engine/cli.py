@@ -1,4 +1,4 @@
-"""Command line: `python -m engine train ...`, `parity ...`, `identity` and `score ...`.
+"""Command line: `python -m fontaine_engine train ...`, `parity ...`, `identity` and `score ...`.
 
 Bad flags print one line, `engine: error: ...`, and exit 2 (no usage dump, no traceback).
 """
@@ -163,7 +163,7 @@ def check_writable(flag: str, path: Path) -> None:
 def _check_data_dir(args: argparse.Namespace) -> None:
     """The corpus folder must be ours to (re)build, empty, absent, or hold a valid corpus;
     anything else is refused before a byte is written."""
-    from engine import corpus
+    from . import corpus
 
     root = Path(args.data_dir) if args.data_dir else corpus.default_dir()
     try:
@@ -174,7 +174,7 @@ def _check_data_dir(args: argparse.Namespace) -> None:
 
 def _check_datasets(args: argparse.Namespace) -> None:
     """--datasets names sub-datasets the data folder holds (or the generated corpus will)."""
-    from engine import corpus
+    from . import corpus
 
     chosen = corpus.dataset_names(args.datasets)
     if not chosen:
@@ -201,7 +201,7 @@ def _check_fresh_output(args: argparse.Namespace) -> None:
 def check_gpus(device: str, env: Mapping[str, str], available: bool, count: int) -> None:
     """A CUDA run needs a GPU per rank on this node: the local world size (torchrun's
     LOCAL_WORLD_SIZE, else WORLD_SIZE), not the world across nodes."""
-    from engine.distributed import local_world_size
+    from .distributed import local_world_size
 
     if device == "cuda" and not available:
         raise UsageExit("--device cuda: CUDA is not available on this machine (expected auto or cpu)")
@@ -234,7 +234,7 @@ def _check_resume(args: argparse.Namespace) -> None:
                         f"--steps {args.steps}")
     if not args.resume:
         return
-    from engine import checkpoint
+    from . import checkpoint
 
     found = checkpoint.latest(Path(args.output_dir) / "checkpoints")
     if found is None:
@@ -244,7 +244,7 @@ def _check_resume(args: argparse.Namespace) -> None:
     if not isinstance(saved, dict):
         raise UsageExit(f"--resume: checkpoint {found.name} records no recipe in its meta.json; "
                         "cannot tell whether the recipe changed")
-    from engine.train import RECIPE_KEYS
+    from .train import RECIPE_KEYS
 
     defaults = vars(build_parser().parse_args(["train", "--output-dir", str(args.output_dir)]))
     changed = []
@@ -274,7 +274,7 @@ def _check_resume(args: argparse.Namespace) -> None:
 def _check_init(args: argparse.Namespace) -> None:
     """--init names an engine checkpoint of the recipe's model size, or a Hugging Face model
     folder (engine/init.py); `inherit` needs a decoder to inherit."""
-    from engine.init import InitError, describe
+    from .init import InitError, describe
 
     try:
         init = describe(args.init)
@@ -295,8 +295,8 @@ def _check_init(args: argparse.Namespace) -> None:
 def validate_train(args: argparse.Namespace) -> None:
     import torch
 
-    from engine.distributed import world_from_env
-    from engine.pipeline import LayoutError, chunks_per_rank
+    from .distributed import world_from_env
+    from .pipeline import LayoutError, chunks_per_rank
 
     if args.run_name is None:
         args.run_name = Path(args.output_dir).resolve().name
@@ -337,25 +337,25 @@ def main(argv: list[str] | None = None) -> int:
     if args.command == "identity":
         import json
 
-        from engine import corpus
-        from engine.identity import identity
+        from . import corpus
+        from .identity import identity
 
         root = Path(args.data_dir) if args.data_dir else corpus.default_dir()
         print(json.dumps(identity(root.resolve()), sort_keys=True))
         return 0
     if args.command == "parity":
-        from engine.parity import run_parity
+        from .parity import run_parity
 
         return run_parity(args)
     if args.command == "score":
-        from engine.score import run_score
+        from .score import run_score
 
         try:
             return run_score(args)
         except UsageExit as exc:  # engine/surface.py ScoreError among them
             print(f"engine: error: {exc}", file=sys.stderr)
             return 2
-    from engine.train import UsageError, run
+    from .train import UsageError, run
 
     try:
         return run(args)

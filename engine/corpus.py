@@ -26,8 +26,8 @@ from pathlib import Path
 
 import numpy as np
 
-from engine import lerobot
-from engine.stats import NormStats
+from . import lerobot
+from .stats import NormStats
 
 VERSION = 2
 IMAGE_SIZE = 32

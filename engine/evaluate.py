@@ -11,11 +11,11 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from engine import accel, distributed
-from engine.corpus import Corpus
-from engine.model import EULER_STEPS, Policy
-from engine.pipeline import probe_batch
-from engine.stats import NormStats
+from . import accel, distributed
+from .corpus import Corpus
+from .model import EULER_STEPS, Policy
+from .pipeline import probe_batch
+from .stats import NormStats
 
 EVAL_BATCH = 64
 PROBE_SEED = 0  # the eval probe's noise; the train slice's is PROBE_SEED + 1

@@ -1,7 +1,8 @@
 """What ran and on what: the engine's code identity and the corpus's data identity, stdlib
-only (no torch import). The console asks for both at launch (`python -m engine identity`) and
-freezes them in prereg.json; the train loop writes the same in its `meta` record, so a run
-whose code or data changed under it (a resume on edited code) shows both identities."""
+only (no torch import). The console asks for both at launch (`python -m fontaine_engine
+identity`) and freezes them in prereg.json; the train loop writes the same in its `meta`
+record, so a run whose code or data changed under it (a resume on edited code) shows both
+identities."""
 
 from __future__ import annotations
 

@@ -132,7 +132,7 @@ def describe(value: str) -> Init | None:
                 raise InitError(f"--init {folder}: holds a {found} model (expected a {name})")
             parts[name] = folder
         return Init("hf", path, parts)
-    from engine.checkpoint import latest
+    from .checkpoint import latest
 
     found = path if (path / "model.safetensors").is_file() and (path / "meta.json").is_file() \
         else next((c for c in (latest(path / "checkpoints"), latest(path)) if c is not None), None)

@@ -23,8 +23,8 @@ from transformers import (  # noqa: E402
     SiglipVisionModel,
 )
 
-from engine.corpus import CHUNK, IMAGE_SIZE, MOTORS  # noqa: E402
-from engine.pipeline import BINS  # noqa: E402
+from .corpus import CHUNK, IMAGE_SIZE, MOTORS  # noqa: E402
+from .pipeline import BINS  # noqa: E402
 
 SIZES = {
     "tiny": {"v_hidden": 32, "v_layers": 1, "v_heads": 2, "hidden": 64, "layers": 2,

@@ -1,4 +1,4 @@
-"""`python -m engine parity`: the same optimizer steps as 1 process and as N gloo ranks.
+"""`python -m fontaine_engine parity`: the same optimizer steps as 1 process and as N gloo ranks.
 
 Both runs take the identical global batches (same seed, same per-slot augmentation and
 flow noise, loader workers on, flow insulation on), so any difference beyond float rounding
@@ -47,9 +47,9 @@ from pathlib import Path
 import torch
 import torch.multiprocessing as mp
 
-from engine import corpus, distributed
-from engine.pipeline import StepBatches, loader
-from engine.train import GRAD_CLIP, build_session, cpu_threads, lr_at, optimizer_step
+from . import corpus, distributed
+from .pipeline import StepBatches, loader
+from .train import GRAD_CLIP, build_session, cpu_threads, lr_at, optimizer_step
 
 GRAD_TOLERANCE = 1e-4
 PARAM_TOLERANCE = 3e-5

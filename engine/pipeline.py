@@ -17,8 +17,8 @@ import numpy as np
 import torch
 from torch.utils.data import DataLoader, Dataset, Sampler
 
-from engine.corpus import Corpus
-from engine.stats import NormStats
+from .corpus import Corpus
+from .stats import NormStats
 
 BINS = 256
 FLOW_SAMPLES = 4  # flow-matching time samples per example (MolmoAct2 uses 8)

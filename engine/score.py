@@ -1,4 +1,4 @@
-"""`python -m engine score`: re-score a run's saved checkpoints on a chosen probe surface.
+"""`python -m fontaine_engine score`: re-score a run's saved checkpoints on a chosen probe surface.
 
 A surface (engine/surface.py) is everything the eval probe measures with besides the
 weights: the normalisation stats that turn sampled actions into raw units, the corpus, the
@@ -23,7 +23,7 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from engine.surface import ScoreError, Surface, surface_of
+from .surface import ScoreError, Surface, surface_of
 
 __all__ = ["ScoreError", "run_score"]
 SCORE_KEY = "score"  # the meta record's field that marks a score output (ours to replace)
@@ -55,7 +55,7 @@ class Source:
 
 
 def _meta(folder: Path) -> dict:
-    from engine import checkpoint
+    from . import checkpoint
 
     try:
         meta = checkpoint.load_meta(folder)
@@ -69,7 +69,7 @@ def _meta(folder: Path) -> dict:
 
 
 def _shape(meta: dict) -> tuple[str, int, int, int]:
-    from engine.corpus import CHUNK, MOTORS
+    from .corpus import CHUNK, MOTORS
 
     shape = meta.get("shape") or {}  # a checkpoint from before shapes were recorded: 8 x 6, 6
     size = meta.get("model_size") or meta["recipe"].get("model_size")
@@ -83,7 +83,7 @@ def _shape(meta: dict) -> tuple[str, int, int, int]:
 
 def find_checkpoints(path: Path) -> Source:
     """A run folder, its checkpoints/ folder, or one step folder -> the complete checkpoints."""
-    from engine import checkpoint
+    from . import checkpoint
 
     if not path.exists():
         raise ScoreError(f"--checkpoints {path}: no such folder")
@@ -203,7 +203,7 @@ def check_output(out: Path, src: Source) -> bool:
 
 
 def _corpus(surface: Surface, root: Path, image_size: int):
-    from engine import corpus
+    from . import corpus
 
     try:
         mode = corpus.check_dir(root)
@@ -219,8 +219,8 @@ def _corpus(surface: Surface, root: Path, image_size: int):
 
 
 def _stats_for(surface: Surface, data, folder: Path):
-    from engine import corpus
-    from engine.stats import NormStats
+    from . import corpus
+    from .stats import NormStats
 
     try:
         if surface.stats == "checkpoint":
@@ -247,8 +247,8 @@ def _device(requested: str, precision: str):
     """The device to score on, checked as `train` checks it (engine/cli.py): one process."""
     import torch
 
-    from engine.cli import check_gpus, check_precision
-    from engine.distributed import pick_device
+    from .cli import check_gpus, check_precision
+    from .distributed import pick_device
 
     available = torch.cuda.is_available()
     check_gpus(requested, {}, available, torch.cuda.device_count() if available else 0)
@@ -262,9 +262,9 @@ def _device(requested: str, precision: str):
 def _model(src: Source, device):
     """The policy the checkpoints hold (their recorded architecture), the first one's weights
     loaded: a checkpoint that does not load is refused before a byte is written."""
-    from engine import checkpoint
-    from engine.init import Init
-    from engine.model import Policy
+    from . import checkpoint
+    from .init import Init
+    from .model import Policy
 
     size, chunk, motors, state_dim = _shape(src.newest)
     arch = Init("engine", src.checkpoints[-1], meta=src.newest).architecture()
@@ -285,10 +285,10 @@ def run_score(args: argparse.Namespace) -> int:
     """Validate everything (ScoreError: nothing written), then score and write the log."""
     import torch
 
-    from engine import corpus, distributed
-    from engine.cli import check_writable
-    from engine.init import Init
-    from engine.train import cpu_threads
+    from . import corpus, distributed
+    from .cli import check_writable
+    from .init import Init
+    from .train import cpu_threads
 
     src = find_checkpoints(Path(args.checkpoints))
     surface = surface_of(args, src.newest["recipe"],
@@ -322,10 +322,10 @@ def _score(src: Source, surface: Surface, out: Path, root: Path, data, model, ct
     """Write the meta record, then an eval record per checkpoint as it is scored."""
     import torch
 
-    from engine import checkpoint
-    from engine.evaluate import PROBE_SEED, Probe, eval_record
-    from engine.identity import identity
-    from engine.logwriter import SCHEMA, LogWriter
+    from . import checkpoint
+    from .evaluate import PROBE_SEED, Probe, eval_record
+    from .identity import identity
+    from .logwriter import SCHEMA, LogWriter
 
     eval_idx, train_idx = _frames(surface, data)
     log = LogWriter(out / LOG)

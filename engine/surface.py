@@ -1,6 +1,6 @@
 """A probe surface: everything the eval probe measures with besides the weights (the
 normalisation stats, the corpus, the frame set, the flow sampler's Euler steps, the datasets
-the train slice and the stats are drawn from, the precision), as `python -m engine score`
+the train slice and the stats are drawn from, the precision), as `python -m fontaine_engine score`
 (engine/score.py) chooses it: each knob the run's own unless a flag sets it apart."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ import re
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from engine.cli import UsageExit
+from .cli import UsageExit
 
 STATS = ("checkpoint", "corpus", "recomputed")
 FRAMES = ("draw", "eval-split")
@@ -44,14 +44,14 @@ class Surface:
 
 
 def _datasets(text: str | None) -> tuple[str, ...] | None:
-    from engine import corpus
+    from . import corpus
 
     names = corpus.dataset_names(text)
     return None if not names or names == ("all",) else names
 
 
 def _same_dir(a: str, b: str) -> bool:
-    from engine import corpus
+    from . import corpus
 
     def place(p: str) -> Path:
         return (Path(p) if p else corpus.default_dir()).resolve()
@@ -62,7 +62,7 @@ def _same_dir(a: str, b: str) -> bool:
 def surface_of(args: argparse.Namespace, recipe: dict, platform: dict | None) -> Surface:
     """The flags over the run's own surface (its checkpoint's `recipe` and `platform`); a
     knob left out is the run's."""
-    from engine.model import EULER_STEPS
+    from .model import EULER_STEPS
 
     platform = platform or {}
     run = {"stats": "checkpoint", "data_dir": str(platform.get("data_dir") or ""),

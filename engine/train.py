@@ -23,14 +23,14 @@ import torch
 from torch.distributed.optim import ZeroRedundancyOptimizer
 from torch.nn.parallel import DistributedDataParallel as DDP
 
-from engine import accel, checkpoint, corpus, distributed
-from engine import init as inits
-from engine.evaluate import PROBE_SEED, Probe, eval_record
-from engine.identity import identity
-from engine.logwriter import SCHEMA, LogWriter
-from engine.model import Policy, architecture, count_parameters
-from engine.pipeline import Layout, LayoutError, StepBatches, loader
-from engine.stats import NormStats
+from . import accel, checkpoint, corpus, distributed
+from . import init as inits
+from .evaluate import PROBE_SEED, Probe, eval_record
+from .identity import identity
+from .logwriter import SCHEMA, LogWriter
+from .model import Policy, architecture, count_parameters
+from .pipeline import Layout, LayoutError, StepBatches, loader
+from .stats import NormStats
 
 RECIPE_KEYS = ("model_size", "datasets", "batch_size", "backward_chunks", "micro_batch", "seed",
                "image_augment", "recompute_stats", "objective", "insulate_flow", "flow_decoder_init",
