@@ -121,7 +121,7 @@ for name, n, extra in variants:
     env = {**os.environ, "CUDA_VISIBLE_DEVICES": ",".join(map(str, gpus))}
     head = [sys.executable, "-m"] + (["torch.distributed.run", "--nproc-per-node", str(n), "-m"]
                                      if n > 1 else [])
-    argv = head + ["engine", "train", "--run-name", "bench_engine_gpu", "--output-dir",
+    argv = head + ["fontaine_engine", "train", "--run-name", "bench_engine_gpu", "--output-dir",
                    str(folder), *RECIPE, *extra]
     print(f"== {name}: {' '.join(argv[1:])}", flush=True)
     folder.mkdir(parents=True, exist_ok=True)

@@ -54,7 +54,7 @@ def lines(n: int, style: str = "compact"):
 
     yield dumps({"kind": "meta", "step": 0, "time": T0, "schema": 1, "run": "bench-1m",
                  "world_size": 1, "device": "cuda:0", "recipe": {"steps": 1000, "lr": 3e-4},
-                 "argv": ["python", "-m", "engine", "train"], "host": "bench"})
+                 "argv": ["python", "-m", "fontaine_engine", "train"], "host": "bench"})
     yield dumps({"kind": "event", "step": 0, "time": T0, "event": "start", "detail": ""})
     count, step = 2, 0
     while count < n - 1:

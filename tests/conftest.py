@@ -59,7 +59,7 @@ def frame_cache(tmp_path_factory) -> Path:
 
 @pytest.fixture(scope="session")
 def corpus_dir(tmp_path_factory, frame_cache) -> Path:
-    from engine import corpus
+    from fontaine_engine import corpus
 
     root = tmp_path_factory.mktemp("cache") / "corpus-v2"
     corpus.ensure(root)

@@ -18,7 +18,7 @@ RIGONLY_LIKE = {250: (3.4623, 3.6862), 500: (3.1000, 3.2500), 750: (3.5000, 3.30
 def meta(step: int = 0, t: float = T0, run: str = "fixture", world_size: int = 1) -> dict:
     return {"kind": "meta", "step": step, "time": t, "schema": 1, "run": run,
             "world_size": world_size, "device": "cpu", "recipe": {"batch_size": 96},
-            "argv": ["python", "-m", "engine", "train"], "host": "fixture-host"}
+            "argv": ["python", "-m", "fontaine_engine", "train"], "host": "fixture-host"}
 
 
 def train(step: int, t: float, loss: float | None = None) -> dict:

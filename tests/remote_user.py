@@ -25,7 +25,8 @@ from pathlib import Path
 from tests.sshd_helper import HOST_ALIAS, Sshd
 
 CHECKOUT = Path(__file__).resolve().parents[1]
-PACKAGES = ("fontaine_tui", "engine")  # what the far side imports from this checkout
+# what the far side imports from this checkout: its folder here, the package's name there
+PACKAGES = {"fontaine_tui": "fontaine_tui", "engine": "fontaine_engine"}
 
 # one login per pytest-xdist worker (gw0, gw1, ...): two workers never share an account
 _WORKER = os.environ.get("PYTEST_XDIST_WORKER", "")
@@ -117,8 +118,8 @@ def _checkout_copy(home: Path, venv: Path) -> None:
     removed from the venv (unlinked: this environment's own files stay as they are) and a
     .pth names the copy."""
     dest = home / "checkout"
-    for name in PACKAGES:
-        shutil.copytree(CHECKOUT / name, dest / name,
+    for folder, name in PACKAGES.items():
+        shutil.copytree(CHECKOUT / folder, dest / name,
                         ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
     subprocess.run(["chown", "-R", f"{USER}:", str(dest)], check=True, capture_output=True)
     site = Path(next((venv / "lib").glob("python*"))) / "site-packages"

@@ -1,7 +1,7 @@
 """The environment every child process gets: this process's, less every notification secret.
 
 A webhook URL is a credential. It reaches this program as FONTAINE_NOTIFY or as the variable
-a preset's `[[notify]] url_env` names; a child (the engine, `python -m engine identity`, a
+a preset's `[[notify]] url_env` names; a child (the engine, `python -m fontaine_engine identity`, a
 re-score, sbatch and the job it starts, ssh, squeue) has no use for it, and an engine's
 output, a job's environment dump or a remote shell would carry it further. Each place that
 starts a child passes `child_env(...)` as its environment.

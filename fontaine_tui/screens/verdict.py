@@ -35,7 +35,7 @@ class VerdictScreen(ViewScreen):
         # shown while offered: an AMBIGUOUS-BY-INSTRUMENT run with saved checkpoints
         Binding("c", "app.rescore", "Re-score", id="verdict.rescore",
                 tooltip="Re-score the saved checkpoints on the other stats surface "
-                "(python -m engine score, in the background)"),
+                "(python -m fontaine_engine score, in the background)"),
     ]
 
     def compose(self) -> ComposeResult:

@@ -27,7 +27,8 @@ LOG = "train_log.jsonl"
 
 def freeze(folder: Path, preset_name: str = "demosonly_1gpu") -> None:
     folder.mkdir(parents=True, exist_ok=True)
-    prereg.freeze(RunFolder(folder), load_preset(preset_name), ["python", "-m", "engine"], "h")
+    prereg.freeze(RunFolder(folder), load_preset(preset_name),
+                  ["python", "-m", "fontaine_engine"], "h")
 
 
 def cli(*argv: str, timeout: float = 60) -> subprocess.CompletedProcess:

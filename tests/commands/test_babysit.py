@@ -139,7 +139,8 @@ def test_babysit_a_run_over_ssh_to_its_end(sshd, tmp_path: Path) -> None:
 
     run = tmp_path / "remote run"
     run.mkdir()
-    prereg.freeze(RunFolder(run), load_preset("demosonly_1gpu"), ["python", "-m", "engine"], "h")
+    prereg.freeze(RunFolder(run), load_preset("demosonly_1gpu"),
+                  ["python", "-m", "fontaine_engine"], "h")
     write_log(run / "train_log.jsonl")
     hook = Hook()
     res = subprocess.run(

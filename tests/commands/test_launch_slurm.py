@@ -367,7 +367,7 @@ def test_a_presets_time_limit_is_checked_and_hashed_only_when_set(tmp_path: Path
         load_preset(path)
 
 
-ARGV = ["/opt/py env/bin/python", "-m", "engine", "train", "--run-name", "r",
+ARGV = ["/opt/py env/bin/python", "-m", "fontaine_engine", "train", "--run-name", "r",
         "--output-dir", "/runs/a b; $(touch PWNED)", "--steps", "10"]
 
 
@@ -375,17 +375,18 @@ def test_scripts_for_one_rank_several_ranks_and_several_nodes(tmp_path: Path) ->
     settings = slurm.SlurmSettings(time="60", account="lab", port=29700)
     one = slurm.render_script(ARGV, {"nproc": 1, "nnodes": 1, "device": "cpu"}, settings, "r")
     assert "#SBATCH --nodes=1\n" in one and "--gpus-per-node" not in one
-    assert ("exec '/opt/py env/bin/python' -m engine train --run-name r --output-dir "
+    assert ("exec '/opt/py env/bin/python' -m fontaine_engine train --run-name r --output-dir "
             "'/runs/a b; $(touch PWNED)' --steps 10\n") in one
     ranks = slurm.render_script(ARGV, {"nproc": 4, "nnodes": 1, "device": "cuda"}, settings, "r")
     assert "#SBATCH --gpus-per-node=4\n" in ranks
-    assert "-m torch.distributed.run --nproc-per-node 4 -m engine train" in ranks
+    assert "-m torch.distributed.run --nproc-per-node 4 -m fontaine_engine train" in ranks
     nodes = slurm.render_script(ARGV, {"nproc": 8, "nnodes": 2, "device": "cuda"}, settings, "r")
     assert "#SBATCH --nodes=2\n#SBATCH --ntasks-per-node=1\n#SBATCH --gpus-per-node=8\n" in nodes
     assert "#SBATCH --time=60\n#SBATCH --account=lab\n" in nodes
     assert ('exec srun --kill-on-bad-exit=1 --ntasks-per-node=1 \'/opt/py env/bin/python\' -m '
             'torch.distributed.run --nnodes "$SLURM_NNODES" --nproc-per-node 8 --rdzv-backend '
-            'c10d --rdzv-endpoint "$head:29700" --rdzv-id "$SLURM_JOB_ID" -m engine') in nodes
+            'c10d --rdzv-endpoint "$head:29700" --rdzv-id "$SLURM_JOB_ID" '
+            '-m fontaine_engine') in nodes
     for text in (one, ranks, nodes):  # each a valid bash script
         path = tmp_path / "job.sbatch"
         path.write_text(text)

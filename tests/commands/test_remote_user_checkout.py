@@ -22,8 +22,8 @@ def test_the_login_imports_the_checkout_from_its_home(remote) -> None:
         "PYTHONPATH",
         str(remote.python),
         "-c",
-        "import engine, fontaine_tui, sys; print(fontaine_tui.__file__); "
-        "print(engine.__file__); print(sys.path)",
+        "import fontaine_engine, fontaine_tui, sys; print(fontaine_tui.__file__); "
+        "print(fontaine_engine.__file__); print(sys.path)",
         capture_output=True,
         text=True,
         timeout=60,
@@ -33,7 +33,7 @@ def test_the_login_imports_the_checkout_from_its_home(remote) -> None:
     ours, engine, path = res.stdout.splitlines()
     copy = remote.home / "checkout"
     assert Path(ours) == copy / "fontaine_tui" / "__init__.py"
-    assert Path(engine) == copy / "engine" / "__init__.py"
+    assert Path(engine) == copy / "fontaine_engine" / "__init__.py"
     assert str(CHECKOUT) not in path  # the checkout's own folder is never on its path
     same = subprocess.run(
         [

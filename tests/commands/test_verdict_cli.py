@@ -35,7 +35,7 @@ def test_verdict_json_and_at_step(tmp_path, capsys):
 
 def test_verdict_on_a_run_folder_uses_prereg(tmp_path, capsys, demosonly):
     write_log(tmp_path / "train_log.jsonl", probes=RIGONLY_LIKE)
-    freeze(RunFolder(tmp_path), demosonly, ["python", "-m", "engine", "train"], "host")
+    freeze(RunFolder(tmp_path), demosonly, ["python", "-m", "fontaine_engine", "train"], "host")
     assert main(["verdict", str(tmp_path)]) == 4
     assert demosonly.sha256[:12] in capsys.readouterr().out
     doc = json.loads((tmp_path / "prereg.json").read_text())
@@ -87,7 +87,7 @@ def test_a_run_folder_refuses_a_preset_that_differs_from_its_frozen_one(tmp_path
     run = tmp_path / "run"
     run.mkdir()
     write_log(run / "train_log.jsonl", probes=RIGONLY_LIKE)
-    freeze(RunFolder(run), demosonly, ["python", "-m", "engine", "train"], "host")
+    freeze(RunFolder(run), demosonly, ["python", "-m", "fontaine_engine", "train"], "host")
     loose = preset_variant(tmp_path, "demosonly_1gpu", name="loose", healthy_max="0.7")
     for target in (run, run / "train_log.jsonl"):
         assert main(["verdict", str(target), "--preset", str(loose)]) == 2
@@ -105,7 +105,7 @@ def test_a_foreign_source_preset_cannot_bypass_the_frozen_prereg(tmp_path, capsy
     # a launched run (prereg.json) that drifted: delta +1.5 at the endpoint
     write_log(tmp_path / "train_log.jsonl", probes={250: (3.4623, 3.6), 500: (3.0, 3.1),
                                                     1000: (4.5, 3.1)})
-    freeze(RunFolder(tmp_path), demosonly, ["python", "-m", "engine", "train"], "host")
+    freeze(RunFolder(tmp_path), demosonly, ["python", "-m", "fontaine_engine", "train"], "host")
     assert main(["verdict", str(tmp_path)]) == 3
     capsys.readouterr()
     text = open(demosonly.path).read()

@@ -1,5 +1,6 @@
 """`fontaine-tui verdict` on an AMBIGUOUS-BY-INSTRUMENT engine run with saved checkpoints
-prints the re-score that disambiguates it (`python -m engine score`), paths shell-quoted."""
+prints the re-score that disambiguates it (`python -m fontaine_engine score`), paths
+shell-quoted."""
 
 from __future__ import annotations
 
@@ -32,20 +33,20 @@ def engine_run(folder: Path, probes=SCALED_LIKE, recompute: bool = True,
 
 def command_lines(out: str) -> list[list[str]]:
     return [shlex.split(line) for line in out.splitlines()
-            if line.startswith("  ") and " -m engine score " in line]
+            if line.startswith("  ") and " -m fontaine_engine score " in line]
 
 
 def test_the_verdict_prints_the_rescore_command(tmp_path, capsys, demosonly):
     run = engine_run(tmp_path / "my run's folder")
-    freeze(RunFolder(run), demosonly, [PYTHON, "-m", "engine", "train", "--output-dir", str(run)],
-           "host")
+    freeze(RunFolder(run), demosonly,
+           [PYTHON, "-m", "fontaine_engine", "train", "--output-dir", str(run)], "host")
     assert main(["verdict", str(run)]) == 5
     out = capsys.readouterr().out
     assert "VERDICT: AMBIGUOUS-BY-INSTRUMENT  [final]" in out
-    assert command_lines(out) == [[PYTHON, "-m", "engine", "score", "--checkpoints", str(run),
-                                   "--stats", "corpus", "--output-dir",
+    assert command_lines(out) == [[PYTHON, "-m", "fontaine_engine", "score",
+                                   "--checkpoints", str(run), "--stats", "corpus", "--output-dir",
                                    str(run / "score-stats-corpus")]]
-    line = next(ln for ln in out.splitlines() if " -m engine score " in ln)
+    line = next(ln for ln in out.splitlines() if " -m fontaine_engine score " in ln)
     assert shlex.quote(str(run)) in line and shlex.quote(PYTHON) in line  # quoted for a shell
     assert "disambiguator: re-score the saved checkpoints on the stats-corpus surface" in out
 
@@ -69,10 +70,10 @@ def test_no_command_without_checkpoints_or_for_another_verdict(tmp_path, capsys)
     bare = engine_run(tmp_path / "no-checkpoints", checkpoints=())
     assert main(["verdict", str(bare), "--preset", "demosonly_1gpu"]) == 5
     out = capsys.readouterr().out
-    assert "AMBIGUOUS-BY-INSTRUMENT" in out and " -m engine score " not in out
+    assert "AMBIGUOUS-BY-INSTRUMENT" in out and " -m fontaine_engine score " not in out
     agreeing = engine_run(tmp_path / "agreeing", probes=RIGONLY_LIKE)
     assert main(["verdict", str(agreeing), "--preset", "demosonly_1gpu"]) == 4
-    assert " -m engine score " not in capsys.readouterr().out
+    assert " -m fontaine_engine score " not in capsys.readouterr().out
     (bare / "checkpoints" / "step-000500").mkdir(parents=True)  # no meta.json: incomplete
     assert main(["verdict", str(bare), "--preset", "demosonly_1gpu"]) == 5
-    assert " -m engine score " not in capsys.readouterr().out
+    assert " -m fontaine_engine score " not in capsys.readouterr().out

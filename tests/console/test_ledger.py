@@ -20,7 +20,7 @@ def _folder(tmp_path, preset):
     folder = tmp_path / "run"
     make_run(folder, probes=SCALED_LIKE)
     rf = RunFolder(folder)
-    freeze(rf, preset, ["python", "-m", "engine", "train"], "fixture-host", now=LAUNCHED)
+    freeze(rf, preset, ["python", "-m", "fontaine_engine", "train"], "fixture-host", now=LAUNCHED)
     # declared after step 750 was seen: it would change the read, and is refused
     declare_amendment(rf, factor=2.0, last_step_seen=750, preset=preset, text="too late")
     return folder
@@ -65,7 +65,7 @@ async def test_a_loosened_preset_is_a_warning_and_the_verdict_keeps_the_frozen_b
 
     folder = tmp_path / "run"
     make_run(folder, probes=RIGONLY_LIKE)  # HEALTHY only under healthy_max 0.7
-    freeze(RunFolder(folder), preset, ["python", "-m", "engine", "train"], "fixture-host",
+    freeze(RunFolder(folder), preset, ["python", "-m", "fontaine_engine", "train"], "fixture-host",
            now=LAUNCHED)
     loose = load_preset(str(preset_variant(tmp_path, "demosonly_1gpu", name="loose",
                                            healthy_max="0.7")))
@@ -166,7 +166,7 @@ async def test_code_changed_under_the_run_shows_both_identities(tmp_path, preset
     again = {**meta(500), "code": resumed, "data": launched["data"]}
     cut = next(i for i, r in enumerate(recs) if r["step"] > 500)
     write_log(folder / "train_log.jsonl", [first, *recs[1:cut], again, *recs[cut:]])
-    freeze(RunFolder(folder), preset, ["python", "-m", "engine", "train"], "h",
+    freeze(RunFolder(folder), preset, ["python", "-m", "fontaine_engine", "train"], "h",
            now=LAUNCHED, provenance=launched)
     app = console(folder / "train_log.jsonl", source=LocalRun(folder))
     async with app.run_test(size=SIZE) as pilot:

@@ -1,6 +1,7 @@
 """The verdict console on a real (tiny) engine run that reads AMBIGUOUS-BY-INSTRUMENT: it
-shows the re-score command, `c` runs `python -m engine score` in the background (the console
-keeps answering keys meanwhile), and the re-scored eval MAE appears beside the run's own."""
+shows the re-score command, `c` runs `python -m fontaine_engine score` in the background (the
+console keeps answering keys meanwhile), and the re-scored eval MAE appears beside the run's
+own."""
 
 from __future__ import annotations
 

@@ -30,7 +30,8 @@ def engine_env() -> dict[str, str]:
 
 
 def tiny_argv(out: Path, data: Path, *extra: str, steps: int = 20) -> list[str]:
-    return [sys.executable, "-m", "engine", "train", "--run-name", "t", "--output-dir", str(out),
+    return [sys.executable, "-m", "fontaine_engine", "train", "--run-name", "t",
+            "--output-dir", str(out),
             "--data-dir", str(data), "--model-size", "tiny", "--batch-size", "16",
             "--backward-chunks", "2", "--seed", "0", "--image-augment", "0.8",
             "--recompute-stats", "--objective", "joint", "--insulate-flow", "--lr", "1e-3",
@@ -45,15 +46,15 @@ def run_engine(argv: list[str], timeout: float = 120) -> subprocess.CompletedPro
 
 
 def check_flags(argv: list[str], timeout: float = 0) -> subprocess.CompletedProcess:
-    """`argv` (a `python -m engine ...` command) through the engine's entry point in this
-    process, for commands its flag checks refuse before anything runs (no torch start-up
+    """`argv` (a `python -m fontaine_engine ...` command) through the engine's entry point in
+    this process, for commands its flag checks refuse before anything runs (no torch start-up
     per case): the exit code and stderr as run_engine gives them. `timeout` is unused."""
     import contextlib
     import io
 
-    from engine.cli import main
+    from fontaine_engine.cli import main
 
-    assert argv[1:3] == ["-m", "engine"], argv
+    assert argv[1:3] == ["-m", "fontaine_engine"], argv
     err = io.StringIO()
     with contextlib.redirect_stderr(err):
         code = main(argv[3:])

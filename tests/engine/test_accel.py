@@ -33,7 +33,7 @@ def _train(run):
 
 
 def test_the_gpu_count_is_checked_against_the_ranks_on_this_node():
-    from engine.cli import UsageExit, check_gpus
+    from fontaine_engine.cli import UsageExit, check_gpus
 
     # two nodes of 8 x ... here: 16 ranks in all, 2 on this node, 2 GPUs: fine
     check_gpus("cuda", {"WORLD_SIZE": "16", "LOCAL_WORLD_SIZE": "2"}, True, 2)
@@ -51,7 +51,7 @@ def test_the_gpu_count_is_checked_against_the_ranks_on_this_node():
 
 
 def test_bf16_on_a_gpu_without_it_is_one_line():
-    from engine.cli import UsageExit, check_precision
+    from fontaine_engine.cli import UsageExit, check_precision
 
     check_precision("bf16", True, "NVIDIA H100 80GB HBM3")
     check_precision("fp32", False, "Tesla T4")
@@ -61,7 +61,7 @@ def test_bf16_on_a_gpu_without_it_is_one_line():
 
 
 def test_an_unknown_precision_is_one_line(tmp_path, corpus_dir, capsys):
-    from engine.cli import main
+    from fontaine_engine.cli import main
 
     assert main(_argv(tmp_path, corpus_dir, "--precision", "fp16")[3:]) == 2
     (line,) = capsys.readouterr().err.splitlines()
@@ -72,8 +72,8 @@ def test_an_unknown_precision_is_one_line(tmp_path, corpus_dir, capsys):
 
 
 def _batch(n=4):
-    from engine.corpus import CHUNK, IMAGE_SIZE, MOTORS
-    from engine.pipeline import BINS, FLOW_SAMPLES
+    from fontaine_engine.corpus import CHUNK, IMAGE_SIZE, MOTORS
+    from fontaine_engine.pipeline import BINS, FLOW_SAMPLES
 
     g = torch.Generator().manual_seed(1)
     return {"images": torch.rand(n, 3, IMAGE_SIZE, IMAGE_SIZE, generator=g) * 2 - 1,
@@ -85,8 +85,9 @@ def _batch(n=4):
 
 
 def _loss_and_grads(checkpointing: bool):
-    from engine import accel
-    from engine.model import Policy
+    from fontaine_engine.model import Policy
+
+    from fontaine_engine import accel
 
     torch.manual_seed(0)
     model = Policy("tiny")

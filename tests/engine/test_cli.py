@@ -36,7 +36,7 @@ def _bad_cases(tmp_path, data):
 
 
 def test_bad_flags_exit_2_with_one_line(tmp_path, corpus_dir, capsys):
-    from engine.cli import main
+    from fontaine_engine.cli import main
 
     cases = _bad_cases(tmp_path, corpus_dir)
     for flag, argv in cases:

@@ -21,7 +21,7 @@ pytestmark = pytest.mark.engine
 
 
 def test_cache_is_reused(corpus_dir):
-    from engine import corpus
+    from fontaine_engine import corpus
 
     assert corpus.ensure(corpus_dir) is False
     data = corpus.load(corpus_dir)
@@ -94,7 +94,7 @@ def test_layout_field_by_field(corpus_dir):
 def test_frames_and_vectors_read_back_exactly(corpus_dir):
     """libx264rgb at crf 0 is lossless: the reader returns the rendered frames bit for bit,
     each aligned to its row by timestamp."""
-    from engine import corpus
+    from fontaine_engine import corpus
 
     gen = corpus.generate(0)
     data = corpus.load(corpus_dir)
@@ -107,7 +107,7 @@ def test_frames_and_vectors_read_back_exactly(corpus_dir):
 
 
 def test_datasets_differ_visibly(corpus_dir):
-    from engine import corpus
+    from fontaine_engine import corpus
 
     data = corpus.load(corpus_dir)
     demos = data.images[data.dataset == 0][:500].reshape(-1, 3).mean(0)
@@ -116,7 +116,7 @@ def test_datasets_differ_visibly(corpus_dir):
 
 
 def test_datasets_choose_training_frames_not_the_eval_draw(corpus_dir):
-    from engine import corpus
+    from fontaine_engine import corpus
 
     both, demos = corpus.load(corpus_dir), corpus.load(corpus_dir, ["demos"])
     assert set(demos.dataset[demos.train_index]) == {0}
@@ -134,7 +134,7 @@ def test_datasets_choose_training_frames_not_the_eval_draw(corpus_dir):
 def test_a_single_lerobot_dataset_is_read_in_place_and_resized(tmp_path, corpus_dir, frame_cache):
     """A user's dataset: read (never written), frames resized to the model's size into the
     frame cache outside the folder; no eval split -> a fixed tenth of the episodes held out."""
-    from engine import corpus
+    from fontaine_engine import corpus
     from tests.engine.test_data_safety import _tree
 
     user = tmp_path / "my_so101"
@@ -157,7 +157,7 @@ def test_a_v21_dataset_is_read(tmp_path, corpus_dir):
     """v2.1: meta/episodes.jsonl and tasks.jsonl, one parquet and one mp4 per episode."""
     import pyarrow as pa
 
-    from engine import corpus, lerobot
+    from fontaine_engine import corpus, lerobot
 
     src = lerobot.read(corpus_dir / "demos")
     root = tmp_path / "old_format"
@@ -198,7 +198,7 @@ def test_a_v21_dataset_is_read(tmp_path, corpus_dir):
 
 
 def test_a_bad_dataset_is_one_line(tmp_path, corpus_dir):
-    from engine import corpus
+    from fontaine_engine import corpus
 
     root = tmp_path / "ds"
     shutil.copytree(corpus_dir / "demos", root)
@@ -210,7 +210,7 @@ def test_a_bad_dataset_is_one_line(tmp_path, corpus_dir):
 
 
 def test_corrupt_and_partial_cache_is_detected_and_rebuilt(tmp_path, corpus_dir):
-    from engine import corpus
+    from fontaine_engine import corpus
 
     root = tmp_path / "corpus-v2"
     shutil.copytree(corpus_dir, root)
@@ -232,7 +232,8 @@ def test_corrupt_and_partial_cache_is_detected_and_rebuilt(tmp_path, corpus_dir)
 
 
 def test_an_unknown_dataset_name_is_one_line(tmp_path, corpus_dir, capsys):
-    from engine.cli import main
+    from fontaine_engine.cli import main
+
     from tests.engine.conftest import tiny_argv
 
     out = tmp_path / "run"

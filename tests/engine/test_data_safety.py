@@ -45,7 +45,7 @@ def _user_folder(root: Path) -> Path:
 
 
 def test_a_user_folder_as_data_dir_is_refused_and_kept_byte_for_byte(tmp_path, capsys):
-    from engine.cli import main
+    from fontaine_engine.cli import main
 
     data = _user_folder(tmp_path / "my-dataset")
     before = _tree(data)
@@ -72,7 +72,7 @@ def test_data_dir_dot_in_a_real_process_touches_nothing(tmp_path):
 
 
 def test_parity_refuses_a_user_folder_too(tmp_path, capsys):
-    from engine.cli import main
+    from fontaine_engine.cli import main
 
     data = _user_folder(tmp_path / "ds")
     before = _tree(data)
@@ -82,7 +82,7 @@ def test_parity_refuses_a_user_folder_too(tmp_path, capsys):
 
 
 def test_a_half_written_cache_of_ours_is_rebuilt(tmp_path, corpus_dir):
-    from engine import corpus
+    from fontaine_engine import corpus
 
     root = tmp_path / "corpus-v2"
     shutil.copytree(corpus_dir, root)
@@ -98,7 +98,7 @@ def test_a_half_written_cache_of_ours_is_rebuilt(tmp_path, corpus_dir):
 
 @pytest.mark.parametrize("where", ["notes.txt", "demos/notes.txt", "rig/meta/mine.json"])
 def test_a_cache_of_ours_with_a_user_file_in_it_is_not_rebuilt(tmp_path, corpus_dir, where):
-    from engine import corpus
+    from fontaine_engine import corpus
 
     root = tmp_path / "corpus-v2"
     shutil.copytree(corpus_dir, root)
@@ -111,7 +111,7 @@ def test_a_cache_of_ours_with_a_user_file_in_it_is_not_rebuilt(tmp_path, corpus_
 
 
 def test_discarding_an_old_cache_removes_only_what_the_engine_wrote(tmp_path, corpus_dir):
-    from engine import corpus
+    from fontaine_engine import corpus
 
     root = tmp_path / "old"
     shutil.copytree(corpus_dir, root)
@@ -123,7 +123,7 @@ def test_discarding_an_old_cache_removes_only_what_the_engine_wrote(tmp_path, co
 
 
 def test_an_empty_folder_is_filled_and_a_copied_corpus_is_read_as_a_dataset(tmp_path, corpus_dir):
-    from engine import corpus
+    from fontaine_engine import corpus
 
     empty = tmp_path / "empty"
     empty.mkdir()
@@ -137,7 +137,7 @@ def test_an_empty_folder_is_filled_and_a_copied_corpus_is_read_as_a_dataset(tmp_
 
 
 def test_a_file_as_data_dir_is_refused(tmp_path):
-    from engine import corpus
+    from fontaine_engine import corpus
 
     f = tmp_path / "data"
     f.write_text("x")
@@ -147,7 +147,7 @@ def test_a_file_as_data_dir_is_refused(tmp_path):
 
 
 def test_a_fresh_run_never_writes_into_another_runs_folder(tmp_path, corpus_dir, capsys):
-    from engine.cli import main
+    from fontaine_engine.cli import main
 
     out = tmp_path / "out"
     (out / "checkpoints" / "step-000010").mkdir(parents=True)
@@ -160,7 +160,7 @@ def test_a_fresh_run_never_writes_into_another_runs_folder(tmp_path, corpus_dir,
 
 
 def test_a_step_folder_that_is_not_our_checkpoint_is_left_untouched(tmp_path, corpus_dir):
-    from engine import checkpoint, corpus
+    from fontaine_engine import checkpoint, corpus
 
     stats = corpus.load(corpus_dir).stats()
     model = torch.nn.Linear(2, 2)

@@ -32,7 +32,7 @@ def _weights(run, step=2):
 def _refused(argv, capsys):
     """The flags' check, in-process (it runs before anything is written or trained): exit 2
     and one line."""
-    from engine.cli import main
+    from fontaine_engine.cli import main
 
     assert main(argv[3:]) == 2
     err = capsys.readouterr().err.strip()

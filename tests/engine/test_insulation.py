@@ -9,8 +9,9 @@ pytestmark = pytest.mark.engine
 
 
 def _batch(corpus_dir):
-    from engine import corpus
-    from engine.pipeline import Layout, StepBatches
+    from fontaine_engine.pipeline import Layout, StepBatches
+
+    from fontaine_engine import corpus
 
     data = corpus.load(corpus_dir)
     stats = data.stats()
@@ -19,7 +20,7 @@ def _batch(corpus_dir):
 
 @pytest.mark.parametrize("insulate", [True, False])
 def test_flow_loss_gradient_into_backbone(corpus_dir, insulate):
-    from engine.model import Policy
+    from fontaine_engine.model import Policy
 
     torch.manual_seed(0)
     model = Policy("tiny")
@@ -37,7 +38,7 @@ def test_flow_loss_gradient_into_backbone(corpus_dir, insulate):
 
 def test_joint_insulated_backbone_grad_equals_ar_only(corpus_dir):
     """Joint loss with insulation: backbone grads are exactly the AR loss's grads."""
-    from engine.model import Policy
+    from fontaine_engine.model import Policy
 
     torch.manual_seed(0)
     model = Policy("tiny")

@@ -12,7 +12,8 @@ import pytest
 pytest.importorskip("torch")
 pytestmark = pytest.mark.engine
 
-from engine.pipeline import Layout, LayoutError, chunks_per_rank  # noqa: E402
+from fontaine_engine.pipeline import Layout, LayoutError, chunks_per_rank  # noqa: E402
+
 from tests.engine.conftest import REPO, engine_env, run_engines, tiny_argv  # noqa: E402
 
 
@@ -73,7 +74,7 @@ def test_a_sample_keeps_its_slot_however_the_batch_is_cut():
 
 def test_validate_resolves_the_chunks_for_the_world_size(tmp_path, corpus_dir, monkeypatch):
     """validate_train reads WORLD_SIZE as torchrun sets it (engine/distributed.world_from_env)."""
-    from engine.cli import build_parser, validate_train
+    from fontaine_engine.cli import build_parser, validate_train
 
     base = _without(tiny_argv(tmp_path / "out", corpus_dir), "--backward-chunks")
     base = _replace(base, "--batch-size", "96")

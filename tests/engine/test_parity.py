@@ -1,5 +1,5 @@
-"""`python -m engine parity`: 2 gloo ranks (DDP + ZeRO-1, loader workers on, flow insulated)
-vs 1 process, in both sync modes: the first step's gradient and the parameters after 20
+"""`python -m fontaine_engine parity`: 2 gloo ranks (DDP + ZeRO-1, loader workers on, flow
+insulated) vs 1 process, in both sync modes: the first step's gradient and the parameters after 20
 steps at full learning rate. The check's own self-test injects a gradient-scale bug and
 must see parity fail."""
 
@@ -13,12 +13,13 @@ import pytest
 pytest.importorskip("torch")
 pytestmark = pytest.mark.engine
 
-from engine.parity import GRAD_TOLERANCE, PARAM_TOLERANCE  # noqa: E402
+from fontaine_engine.parity import GRAD_TOLERANCE, PARAM_TOLERANCE  # noqa: E402
+
 from tests.engine.conftest import check_flags, run_engine  # noqa: E402
 
 
 def _parity(corpus_dir, *extra: str):
-    proc = run_engine([sys.executable, "-m", "engine", "parity", "--nproc", "2",
+    proc = run_engine([sys.executable, "-m", "fontaine_engine", "parity", "--nproc", "2",
                        "--data-dir", str(corpus_dir), *extra], timeout=240)
     figures = {k: [float(v) for v in re.findall(rf"^{k} (\S+)$", proc.stdout, re.M)]
                for k in ("max_grad_diff", "max_param_diff")}
@@ -65,7 +66,8 @@ def test_one_rank_scaled_fails_both_comparisons(corpus_dir):
     (["--inject-grad-scale", "2", "--inject-rank", "2"], "--inject-rank 2: expected a rank below"),
 ])
 def test_bad_parity_flags_one_line(corpus_dir, flags, message):
-    proc = check_flags([sys.executable, "-m", "engine", "parity", "--data-dir", str(corpus_dir),
+    proc = check_flags([sys.executable, "-m", "fontaine_engine", "parity",
+                        "--data-dir", str(corpus_dir),
                         *(["--nproc", "2"] if "--nproc" not in flags else []), *flags])
     assert proc.returncode == 2
     assert proc.stderr.strip().splitlines() == [proc.stderr.strip()]

@@ -1,4 +1,4 @@
-"""`python -m engine score`: the run's own surface reproduces its eval records; another
+"""`python -m fontaine_engine score`: the run's own surface reproduces its eval records; another
 surface gives other numbers and says which; bad input is one line and exit 2."""
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ def scored_run(tmp_path_factory, corpus_dir):
 
 
 def score(*args: str):
-    return run_engine([sys.executable, "-m", "engine", "score", *map(str, args)])
+    return run_engine([sys.executable, "-m", "fontaine_engine", "score", *map(str, args)])
 
 
 def evals(path):
@@ -100,7 +100,7 @@ def test_another_surface_gives_other_numbers_and_records_it(scored_run, tmp_path
 
 
 def _one_line_errors(cases, capsys):
-    from engine.cli import main
+    from fontaine_engine.cli import main
 
     for flag, argv in cases:
         assert main(["score", *map(str, argv)]) == 2, flag
@@ -154,7 +154,7 @@ def corpus_folder(tmp_path):
 
 
 def _last_error(checkpoints, out, capsys) -> str:
-    from engine.cli import main
+    from fontaine_engine.cli import main
 
     assert main(["score", "--checkpoints", str(checkpoints), "--output-dir", str(out)]) == 2
     return capsys.readouterr().err
@@ -173,14 +173,14 @@ def test_a_foreign_output_folder_is_refused_and_left_byte_for_byte(scored_run, t
         "(holds notes.md, train_log.jsonl); nothing was touched, choose another folder"]
     assert {p.name: (p.read_bytes(), p.stat().st_mtime_ns) for p in out.iterdir()} == before
     (out / "notes.md").unlink()  # a train_log.jsonl alone that is not a score output: refused
-    from engine.cli import main
+    from fontaine_engine.cli import main
 
     assert main(["score", "--checkpoints", str(scored_run), "--output-dir", str(out)]) == 2
     assert (out / "train_log.jsonl").read_bytes() == before["train_log.jsonl"][0]
 
 
 def test_one_step_folder_is_scored_alone(scored_run, tmp_path):
-    from engine.cli import main
+    from fontaine_engine.cli import main
 
     step = scored_run / "checkpoints" / "step-000020"
     assert main(["score", "--checkpoints", str(step), "--output-dir", str(tmp_path / "o")]) == 0

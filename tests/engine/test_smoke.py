@@ -61,10 +61,11 @@ def test_checkpoint_folder_is_complete(smoke_run):
 
 def test_eval_is_deterministic_for_a_checkpoint(smoke_run, corpus_dir):
     """Re-scoring the step-20 checkpoint twice gives the logged step-20 probe exactly."""
-    from engine import checkpoint, corpus, distributed
-    from engine.evaluate import Probe, eval_record
-    from engine.model import Policy
-    from engine.stats import NormStats
+    from fontaine_engine.evaluate import Probe, eval_record
+    from fontaine_engine.model import Policy
+    from fontaine_engine.stats import NormStats
+
+    from fontaine_engine import checkpoint, corpus, distributed
 
     ck = smoke_run / "checkpoints" / "step-000020"
     ctx = distributed.Context(rank=0, world_size=1, local_rank=0, device=torch.device("cpu"))
@@ -85,7 +86,7 @@ def test_eval_is_deterministic_for_a_checkpoint(smoke_run, corpus_dir):
 def _in_process(argv):
     import signal
 
-    from engine.cli import main
+    from fontaine_engine.cli import main
 
     handlers = {sig: signal.getsignal(sig) for sig in (signal.SIGINT, signal.SIGTERM)}
     try:
@@ -139,10 +140,10 @@ def test_init_that_does_not_fit_the_model_is_one_line_and_logged(smoke_run, corp
 
 def test_init_inherit_and_random_flow_decoder(smoke_run, corpus_dir, tmp_path):
     """--init loads every weight; --flow-decoder-init random re-draws only the flow decoder."""
+    from fontaine_engine.cli import build_parser
     from safetensors.torch import load_file
 
-    from engine import train
-    from engine.cli import build_parser
+    from fontaine_engine import train
 
     ck = load_file(str(smoke_run / "checkpoints" / "step-000020" / "model.safetensors"))
     for mode in ("inherit", "random"):

@@ -11,9 +11,8 @@ pytest.importorskip("torch")
 pytestmark = pytest.mark.engine
 
 import torch  # noqa: E402
-
-from engine.pipeline import BINS, _augment, probe_batch, tokenize  # noqa: E402
-from engine.stats import NormStats  # noqa: E402
+from fontaine_engine.pipeline import BINS, _augment, probe_batch, tokenize  # noqa: E402
+from fontaine_engine.stats import NormStats  # noqa: E402
 
 
 def _stats() -> NormStats:
@@ -33,7 +32,7 @@ def test_actions_beyond_the_quantiles_are_not_clipped():
 
 
 def test_probe_targets_keep_out_of_range_actions(corpus_dir):
-    from engine import corpus
+    from fontaine_engine import corpus
 
     data = corpus.load(corpus_dir)
     tight = NormStats(action_q01=np.full(6, -1.0, np.float32), action_q99=np.full(6, 1.0, np.float32),

@@ -22,6 +22,7 @@ from pathlib import Path
 from fontaine_tui.core.childenv import child_env
 from fontaine_tui.core.errors import InputError
 from fontaine_tui.core.host.oomkill import MemoryEvidence, MemoryWatch
+from fontaine_tui.core.launch.enginename import ENGINE_MODULE
 from fontaine_tui.core.log.records import Checkpoint, Event, Probe, TrainPoint, parse_line
 from fontaine_tui.core.readfile import open_regular
 from fontaine_tui.core.runfolder import RunFolder
@@ -86,7 +87,8 @@ def build_argv(preset: Preset, folder: Path, resume: bool = False,
                      "--rdzv-backend", "c10d", "--rdzv-endpoint", str(plat["rdzv_endpoint"]),
                      "--rdzv-id", str(plat["rdzv_id"]) or preset.run_name]
         head.append("-m")
-    argv = [*head, "engine", "train", "--run-name", preset.run_name, "--output-dir", str(folder)]
+    argv = [*head, ENGINE_MODULE, "train", "--run-name", preset.run_name,
+            "--output-dir", str(folder)]
     data_dir = str(preset.platform["data_dir"])
     if data_dir:
         argv += ["--data-dir", data_dir]
@@ -117,27 +119,27 @@ def build_argv(preset: Preset, folder: Path, resume: bool = False,
 
 def engine_identity(argv: list[str], timeout: float = 60) -> dict[str, object]:
     """What the engine of `argv` (its interpreter and --data-dir) says it is and reads:
-    `python -m engine identity`, for prereg.json. {"error": why} when it cannot say: the
+    `python -m fontaine_engine identity`, for prereg.json. {"error": why} when it cannot say: the
     launch goes on, and the run's provenance is the engine's own meta record alone."""
     import json
 
-    cmd = [argv[0], "-m", "engine", "identity"]
+    cmd = [argv[0], "-m", ENGINE_MODULE, "identity"]
     if "--data-dir" in argv:
         cmd += ["--data-dir", argv[argv.index("--data-dir") + 1]]
     try:
         res = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout,
                              stdin=subprocess.DEVNULL, env=child_env())
     except (OSError, subprocess.TimeoutExpired) as exc:
-        return {"error": f"python -m engine identity: {exc}"}
+        return {"error": f"python -m fontaine_engine identity: {exc}"}
     last = (res.stderr.strip().splitlines() or [f"exit {res.returncode}"])[-1]
     if res.returncode != 0:
-        return {"error": f"python -m engine identity: {last}"}
+        return {"error": f"python -m fontaine_engine identity: {last}"}
     try:
         doc = json.loads(res.stdout)
     except ValueError:
         doc = None
     if not isinstance(doc, dict):
-        return {"error": "python -m engine identity: expected one JSON object"}
+        return {"error": "python -m fontaine_engine identity: expected one JSON object"}
     return doc
 
 

@@ -1,6 +1,6 @@
 """The disambiguator of an AMBIGUOUS-BY-INSTRUMENT verdict: re-score the run's saved
-checkpoints on another probe surface with `python -m engine score` (engine/score.py), run as
-a subprocess with the run's interpreter, and read back what it wrote.
+checkpoints on another probe surface with `python -m fontaine_engine score` (engine/score.py),
+run as a subprocess with the run's interpreter, and read back what it wrote.
 
 The surface offered is the other normalisation: the corpus's own pooled meta/stats.json for a
 run that recomputed its stats (`--recompute-stats`), else the stats recomputed over its train
@@ -24,6 +24,7 @@ from pathlib import Path
 
 from fontaine_tui.core.childenv import child_env
 from fontaine_tui.core.errors import InputError
+from fontaine_tui.core.launch.enginename import ENGINE_MODULE
 from fontaine_tui.core.launch.launcher import newest_checkpoint
 from fontaine_tui.core.log.read import load_log
 from fontaine_tui.core.readfile import read_whole
@@ -109,7 +110,7 @@ def score_offer(folder: RunFolder, verdict: str, python: str | None = None) -> S
     stats = "corpus" if _recomputed(found[1]) else "recomputed"
     surface = f"stats-{stats}"
     out = folder.root / f"{OUTPUT_PREFIX}{surface}"
-    argv = (python or run_python(folder), "-m", "engine", "score",
+    argv = (python or run_python(folder), "-m", ENGINE_MODULE, "score",
             "--checkpoints", str(folder.root), "--stats", stats, "--output-dir", str(out))
     return ScoreOffer(folder.root, surface, stats, out, argv)
 

@@ -42,6 +42,7 @@ from fontaine_tui.core.childenv import child_env
 from fontaine_tui.core.errors import InputError
 from fontaine_tui.core.follow.target import check_destination
 from fontaine_tui.core.host.oomkill import MemoryEvidence, MemoryWatch
+from fontaine_tui.core.launch.enginename import ENGINE_MODULE
 from fontaine_tui.core.launch.launcher import ExitInfo, exit_info
 from fontaine_tui.core.readfile import read_text
 from fontaine_tui.core.runfolder import RunFolder
@@ -153,9 +154,9 @@ def slurm_settings(config: Path) -> SlurmSettings:
 
 
 def _engine_tail(argv: Sequence[str]) -> list[str]:
-    """`engine train ...` of build_argv's command (after its `-m`)."""
+    """`fontaine_engine train ...` of build_argv's command (after its `-m`)."""
     for i in range(1, len(argv)):
-        if argv[i] == "engine" and argv[i - 1] == "-m":
+        if argv[i] == ENGINE_MODULE and argv[i - 1] == "-m":
             return list(argv[i:])
     raise ValueError(f"not an engine command: {argv!r}")
 

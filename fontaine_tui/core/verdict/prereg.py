@@ -34,7 +34,7 @@ class Prereg:
     launched_at: str  # UTC ISO-8601 with Z
     host: str
     version: str
-    # what ran on what, as the engine said at launch (`python -m engine identity`): code,
+    # what ran on what, as the engine said at launch (`python -m fontaine_engine identity`): code,
     # data, versions, host; empty for a run launched before provenance was recorded
     provenance: Mapping[str, object] = dataclasses.field(default_factory=dict)
 

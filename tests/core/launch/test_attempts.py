@@ -64,7 +64,8 @@ def engine_env(**extra: str) -> dict[str, str]:
 
 def train_argv(out: Path, data: Path, *extra: str, steps: int = 3, batch: int = 8,
                save_every: int = 1000) -> list[str]:
-    return [sys.executable, "-m", "engine", "train", "--run-name", "t", "--output-dir", str(out),
+    return [sys.executable, "-m", "fontaine_engine", "train", "--run-name", "t",
+            "--output-dir", str(out),
             "--data-dir", str(data), "--model-size", "tiny", "--batch-size", str(batch),
             "--backward-chunks", "1", "--seed", "0", "--lr", "1e-3", "--warmup-steps", "0",
             "--steps", str(steps), "--eval-every", "1000", "--save-every", str(save_every),

@@ -53,7 +53,7 @@ def test_the_engine_gets_neither_secret(tmp_path: Path, secrets) -> None:
 def test_engine_identity_gets_neither_secret(tmp_path: Path, secrets) -> None:
     python = script(tmp_path / "python", "import json, os\nprint(json.dumps("
                     "{'got': sorted(k for k, v in os.environ.items() if 'SECRETTOKEN' in v)}))")
-    assert engine_identity([str(python), "-m", "engine", "train"]) == {"got": []}
+    assert engine_identity([str(python), "-m", "fontaine_engine", "train"]) == {"got": []}
 
 
 def test_the_rescore_gets_neither_secret(tmp_path: Path, secrets) -> None:

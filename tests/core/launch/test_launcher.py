@@ -28,7 +28,7 @@ FAKE = str(Path(__file__).with_name("fake_engine.py"))
 def test_argv_is_the_preset_one_to_one(tmp_path: Path) -> None:
     argv = build_argv(load_preset("smoke"), Path("/runs/s"), python="PY")
     assert argv == [
-        "PY", "-m", "engine", "train", "--run-name", "smoke", "--output-dir", "/runs/s",
+        "PY", "-m", "fontaine_engine", "train", "--run-name", "smoke", "--output-dir", "/runs/s",
         "--model-size", "tiny", "--batch-size", "8", "--backward-chunks", "2", "--seed", "0",
         "--image-augment", "0.5", "--recompute-stats", "--objective", "joint",
         "--insulate-flow", "--flow-decoder-init", "inherit", "--lr", "0.001",
@@ -44,7 +44,7 @@ def test_argv_for_ranks_flags_and_paths(tmp_path: Path) -> None:
                                    data_dir='"/data/c"', batch_size="8"))
     argv = build_argv(p, Path("/o"), resume=True, python="PY")
     assert argv[:8] == ["PY", "-m", "torch.distributed.run", "--nproc-per-node", "2", "-m",
-                        "engine", "train"]
+                        "fontaine_engine", "train"]
     assert argv[argv.index("--data-dir") + 1] == "/data/c"
     assert argv[argv.index("--init") + 1] == "/ckpt/step-000500"
     assert "--chunk-grad-allreduce" in argv and "--recompute-stats" not in argv
@@ -54,7 +54,7 @@ def test_argv_for_ranks_flags_and_paths(tmp_path: Path) -> None:
 def test_engine_argv_parses_with_the_real_engine_parser(tmp_path: Path) -> None:
     if importlib.util.find_spec("torch") is None:
         pytest.skip("torch is not installed")
-    from engine.cli import build_parser
+    from fontaine_engine.cli import build_parser
 
     for name in ("smoke", "demosonly_1gpu"):
         p = load_preset(name)

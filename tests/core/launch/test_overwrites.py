@@ -35,7 +35,7 @@ def _folder(tmp_path: Path) -> RunFolder:
 def test_prereg_is_created_never_replaced(tmp_path: Path) -> None:
     folder = _folder(tmp_path)
     preset = load_preset("demosonly_1gpu")
-    freeze(folder, preset, ["python", "-m", "engine"], "h")
+    freeze(folder, preset, ["python", "-m", "fontaine_engine"], "h")
     first = folder.prereg.read_bytes()
     with pytest.raises(InputError, match="already exists"):
         freeze(folder, load_preset("smoke"), ["other"], "h2")

@@ -140,7 +140,7 @@ def test_two_nodes_go_through_a_c10d_rendezvous(tmp_path):
     assert argv[:19] == ["PY", "-m", "torch.distributed.run", "--nproc-per-node", "4",
                          "--nnodes", "2", "--node-rank", "1", "--rdzv-backend", "c10d",
                          "--rdzv-endpoint", "10.0.0.1:29500", "--rdzv-id", name, "-m",
-                         "engine", "train", "--run-name"]
+                         "fontaine_engine", "train", "--run-name"]
     assert argv[argv.index("--micro-batch") + 1] == "12"
     assert "--backward-chunks" not in argv  # left at 1: the engine derives it (1 per rank)
     again = build_argv(load_preset(variant(tmp_path, name="id", **TWO_NODES, rdzv_id='"exp7"')),
@@ -154,7 +154,7 @@ def test_two_nodes_go_through_a_c10d_rendezvous(tmp_path):
 
 def test_single_node_argv_has_no_new_flags_at_default(tmp_path):
     argv = build_argv(load_preset(variant(tmp_path, datasets='""')), Path("/o"), python="PY")
-    assert argv[:4] == ["PY", "-m", "engine", "train"]
+    assert argv[:4] == ["PY", "-m", "fontaine_engine", "train"]
     for flag in ("--micro-batch", "--datasets", "--precision", "--activation-checkpointing",
                  "--compile", "--nnodes", "--extend-to"):
         assert flag not in argv
@@ -164,10 +164,9 @@ def test_single_node_argv_has_no_new_flags_at_default(tmp_path):
 def test_the_real_parsers_read_the_launcher_argv(tmp_path):
     if importlib.util.find_spec("torch") is None:
         pytest.skip("torch is not installed")
+    from fontaine_engine.cli import build_parser
+    from fontaine_engine.pipeline import chunks_per_rank
     from torch.distributed.run import get_args_parser
-
-    from engine.cli import build_parser
-    from engine.pipeline import chunks_per_rank
 
     keys = {**TWO_NODES, "precision": '"bf16"', "activation_checkpointing": "true",
             "compile": "true", "datasets": '"demos"'}
@@ -177,7 +176,7 @@ def test_the_real_parsers_read_the_launcher_argv(tmp_path):
     assert (run.nproc_per_node, run.nnodes, run.node_rank) == ("4", "2", 1)
     assert (run.rdzv_backend, run.rdzv_endpoint, run.rdzv_id) == (
         "c10d", "10.0.0.1:29500", p.run_name)
-    assert run.module and run.training_script == "engine"
+    assert run.module and run.training_script == "fontaine_engine"
     args = build_parser().parse_args(run.training_script_args)
     assert (args.micro_batch, args.backward_chunks, args.datasets) == (12, None, "demos")
     assert (args.precision, args.activation_checkpointing, args.compile) == ("bf16", True, True)

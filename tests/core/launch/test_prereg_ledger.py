@@ -32,7 +32,8 @@ def write_log(folder: RunFolder, upto: int, steps: int = 1000) -> None:
 def launched(tmp_path: Path, preset_path: str | Path = "demosonly_1gpu") -> RunFolder:
     folder = RunFolder(tmp_path / "run")
     folder.root.mkdir()
-    freeze(folder, load_preset(preset_path), ["python", "-m", "engine", "train"], "h", now=T)
+    freeze(folder, load_preset(preset_path), ["python", "-m", "fontaine_engine", "train"], "h",
+           now=T)
     return folder
 
 
@@ -48,7 +49,7 @@ def test_freeze_writes_the_contract_and_reads_back(tmp_path: Path) -> None:
     assert parse_utc(doc["launched_at"]) == T
     assert [p.name for p in folder.root.iterdir()] == ["prereg.json"]  # no temp file left
     pr = read_prereg(folder)
-    assert pr.argv == ("python", "-m", "engine", "train") and pr.launched_ts == T
+    assert pr.argv == ("python", "-m", "fontaine_engine", "train") and pr.launched_ts == T
     assert compare(pr, preset) is None
     assert pr.frozen_preset().sha256 == preset.sha256
 
@@ -220,7 +221,7 @@ def test_amend_counts_the_steps_of_rotated_segments(tmp_path: Path, capsys, demo
     main = cli.main
     folder = RunFolder(tmp_path)
     write_records(folder.log, probes=RIGONLY_LIKE)
-    freeze(folder, demosonly, ["python", "-m", "engine", "train"], "host")
+    freeze(folder, demosonly, ["python", "-m", "fontaine_engine", "train"], "host")
     assert main(["verdict", str(tmp_path)]) == 4  # AMBIGUOUS, final
     data = folder.log.read_bytes()
     if rotation == "copytruncate":

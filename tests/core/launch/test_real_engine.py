@@ -114,12 +114,12 @@ def test_sigkill_mid_run_is_an_incident_and_resume_continues(
     edited engine code: the verdict names both code identities."""
     import shutil
 
-    import engine
+    import fontaine_engine
     from fontaine_tui.core.launch.attempts import read_attempts
     from tests.core.notify.server import Hook
 
     code = tmp_path / "code"
-    shutil.copytree(Path(engine.__file__).parent, code / "engine",
+    shutil.copytree(fontaine_engine.__path__[0], code / "fontaine_engine",
                     ignore=shutil.ignore_patterns("__pycache__"))
     folder = RunFolder(tmp_path / "run")
     hook = Hook()
@@ -171,7 +171,7 @@ def test_sigkill_mid_run_is_an_incident_and_resume_continues(
     # at launch the corpus may not be built yet (the engine builds it at its first start)
     assert provenance["data"]["fingerprint"] in (None, meta_data)
     assert launched_code["sha256"] == load_log(folder.log).metas[0].code["sha256"]
-    with open(code / "engine" / "train.py", "a") as fh:
+    with open(code / "fontaine_engine" / "train.py", "a") as fh:
         fh.write("\n# an edit between the launch and the resume\n")
     resumed = launch(tmp_path, "--resume", code=code)
     out, err = resumed.communicate(timeout=TIMEOUT)
