@@ -624,12 +624,16 @@ def validate_scale_amendment(path: str | Path, where: str, fields: Mapping[str, 
 
 
 def preset_dirs() -> list[Path]:
-    """Where preset names are looked up, first match wins."""
+    """Where preset names are looked up, first match wins: FONTAINE_PRESETS, ./presets, the
+    checkout's presets/ beside fontaine_tui/, and the copy installed with the package
+    (fontaine_tui/presets, from the same presets/ folder: setup.py)."""
     dirs = []
     if env := os.environ.get("FONTAINE_PRESETS"):
         dirs += [Path(p) for p in env.split(os.pathsep) if p]
     dirs.append(Path.cwd() / "presets")
-    dirs.append(Path(__file__).resolve().parents[3] / "presets")
+    package = Path(__file__).resolve().parents[2]
+    dirs.append(package.parent / "presets")
+    dirs.append(package / "presets")
     seen, out = set(), []
     for d in dirs:
         key = d.resolve() if d.exists() else d
