@@ -10,5 +10,6 @@ setup(
     packages=[*find_packages(include=["fontaine_tui", "fontaine_tui.*"]),
               "fontaine_tui.presets", "fontaine_engine"],
     package_dir={"fontaine_tui.presets": "presets", "fontaine_engine": "engine"},
-    package_data={"fontaine_tui": ["*.tcss"], "fontaine_tui.presets": ["*.toml"]},
+    package_data={"fontaine_tui": ["*.tcss", "demo/*.toml", "demo/run/*", "demo/bank/*.json"],
+                  "fontaine_tui.presets": ["*.toml"]},
 )
