@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from fontaine_tui.core import exitnote
 from fontaine_tui.core.errors import InputError
 from fontaine_tui.core.host.memory import hostname
 from fontaine_tui.core.host.telemetry import TelemetrySnapshot, sample
@@ -49,7 +50,10 @@ class LocalTarget:
               maker: ArgvMaker) -> Started:
         assert folder is not None  # a local target always has its folder here
         try:
-            engine = EngineProcess.start(argv, folder, env=maker.env(req.preset, folder.root),
+            # a [command] runs under exitnote, so its exit is known after a detach too
+            run = (exitnote.wrapped(argv, folder.root) if req.preset.command is not None
+                   else argv)
+            engine = EngineProcess.start(run, folder, env=maker.env(req.preset, folder.root),
                                          cwd=maker.cwd(req.preset, folder.root))
         except OSError as exc:
             what = "the command" if req.preset.command is not None else "the engine"
