@@ -16,9 +16,10 @@ import subprocess
 import sys
 import time
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
+from fontaine_tui.core import exitnote
 from fontaine_tui.core.childenv import child_env
 from fontaine_tui.core.errors import InputError
 from fontaine_tui.core.host.oomkill import MemoryEvidence, MemoryWatch
@@ -424,6 +425,36 @@ def exit_info(folder: RunFolder, returncode: int | None, since: tuple[int, int] 
                     tail.last_event, tail.detail, tail.output, tail.oom_line, memory, sent, who)
 
 
+def _signum(name: str | None) -> int:
+    try:
+        return signal.Signals[name or ""].value
+    except KeyError:
+        return signal.SIGKILL.value
+
+
+def command_step(folder: RunFolder) -> int:
+    """The last step a launched [command]'s trainer logged, read as its frozen [source] says
+    (0 when it cannot be read)."""
+    from fontaine_tui.core.launch.foreign_look import look_foreign
+
+    look = look_foreign(str(folder.root))
+    return look.store.last_step if look is not None else 0
+
+
+def launched_who(folder: RunFolder) -> str:
+    """What a run folder's launch started: "command" when its prereg.json froze a preset's
+    own [command], else "engine"."""
+    import json
+
+    try:
+        with open_regular(folder.prereg) as fh:
+            doc = json.loads(fh.read(4 << 20))
+    except (OSError, InputError, ValueError):
+        return "engine"
+    prov = doc.get("provenance") if isinstance(doc, dict) else None
+    return "command" if isinstance(prov, dict) and "command" in prov else "engine"
+
+
 def process_started(pid: int, zombie_ok: bool = False) -> float | None:
     """The process's start time (to tell it from a later process given the same pid). A
     zombie has none unless `zombie_ok`: our own unreaped child keeps its pid and start time."""
@@ -495,9 +526,12 @@ class EngineProcess:
     def reattach(cls, folder: RunFolder, pid: int, started: float | None = None,
                  since: tuple[int, int] = (0, 0), memory: MemoryWatch | None = None
                  ) -> EngineProcess:
-        """A run started by an earlier console; exit codes are then unknown, the log tells.
-        `since` and `memory` from its attempt (attempts.py) judge it from its own start."""
-        return cls(folder, pid, None, started, since, memory)
+        """A run started by an earlier console; exit codes are then unknown, the log tells
+        (a launched [command]'s are noted: core/exitnote.py). `since` and `memory` from its
+        attempt (attempts.py) judge it from its own start."""
+        found = cls(folder, pid, None, started, since, memory)
+        found.who = launched_who(folder)
+        return found
 
     @property
     def is_child(self) -> bool:
@@ -518,8 +552,16 @@ class EngineProcess:
         if alive:
             self.memory.refresh()  # a wrapper may have moved it into another cgroup
             return None
+        if rc is None and self.who == "command":  # not our child: its exit was noted
+            noted = exitnote.read(self.folder.root, self.pid)
+            if noted is not None:
+                code, sig = noted
+                rc = code if code is not None else -_signum(sig)
         self._exit = exit_info(self.folder, rc, self.since, self.memory.evidence(), self.sent,
                                self.who)
+        if self.who == "command":  # its steps are in its own trainer's log, not ours
+            self._exit = replace(self._exit, last_step=max(self._exit.last_step,
+                                                           command_step(self.folder)))
         return self._exit
 
     def wait(self, timeout: float | None = None, interval: float = 0.1) -> ExitInfo | None:
