@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import time
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
@@ -21,6 +22,7 @@ from transformers import (  # noqa: E402
     GPT2Config,
     GPT2LMHeadModel,
     Trainer,
+    TrainerCallback,
     TrainingArguments,
 )
 
@@ -45,6 +47,16 @@ class Tokens(torch.utils.data.Dataset):
         return {"input_ids": self.ids[i], "labels": self.ids[i]}
 
 
+class Pause(TrainerCallback):
+    """Wait after each step, so a short run lasts long enough to watch or stop."""
+
+    def __init__(self, seconds: float) -> None:
+        self.seconds = seconds
+
+    def on_step_end(self, args, state, control, **kwargs):  # noqa: ANN001, ANN003
+        time.sleep(self.seconds)
+
+
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--output_dir", required=True)
@@ -52,6 +64,8 @@ def main() -> None:
     p.add_argument("--eval_every", type=int, default=50)
     p.add_argument("--lr", type=float, default=3e-3)
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--pause", type=float, default=0.0,
+                   help="seconds to wait after each step (a slower run, to watch or stop)")
     p.add_argument("--resume_from_checkpoint", default=None,
                    help='"true" (the newest checkpoint in --output_dir) or a checkpoint folder')
     args = p.parse_args()
@@ -68,7 +82,8 @@ def main() -> None:
         save_steps=args.eval_every, logging_steps=10, save_total_limit=2, seed=args.seed,
         report_to="none", use_cpu=True, dataloader_num_workers=0, disable_tqdm=True)
     trainer = Trainer(model=model, args=training, train_dataset=Tokens(2048, args.seed),
-                      eval_dataset=Tokens(128, args.seed + 1))
+                      eval_dataset=Tokens(128, args.seed + 1),
+                      callbacks=[Pause(args.pause)] if args.pause > 0 else None)
     resume = args.resume_from_checkpoint
     trainer.train(resume_from_checkpoint=True if resume == "true" else resume)
     trainer.save_state()  # trainer_state.json in the run folder: the whole log_history
