@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from types import MappingProxyType
 
+from fontaine_tui.core import exitnote
 from fontaine_tui.core.errors import InputError
 from fontaine_tui.core.log.formats.base import (
     EVAL_PATTERNS,
@@ -60,6 +61,7 @@ from fontaine_tui.core.log.formats.wandb import WandbDecoder
 from fontaine_tui.core.readfile import open_regular, read_whole
 from fontaine_tui.core.runfolder import (
     AMENDMENTS,
+    ATTEMPTS,
     ENGINE_OUT,
     LOG,
     PREREG,
@@ -76,7 +78,8 @@ HF_STATE = "trainer_state.json"
 CSV_NAME = "metrics.csv"
 WANDB = "wandb"  # the folder wandb.init writes its runs into
 WANDB_RUN = re.compile(r"run-[^/]+\.wandb")  # a run's file: run-<id>.wandb
-OURS = (AMENDMENTS, REVIEW, "babysit.jsonl")  # the ledgers this console writes
+# the ledgers this console writes in a run folder: never another trainer's JSONL
+OURS = (AMENDMENTS, REVIEW, "babysit.jsonl", ATTEMPTS, exitnote.NOTE)
 CHECKPOINT = re.compile(r"checkpoint-([0-9]+)")
 LIST_TRIES = 5  # listings of a run's files, when a file listed is gone by its reading
 READ = 8 << 20
