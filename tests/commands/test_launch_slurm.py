@@ -411,3 +411,48 @@ def test_the_schedulers_ends_are_said(tmp_path: Path) -> None:
     assert ok.output == "" and ok.code == 0
     failed = slurm.scheduler_exit(folder, "20", slurm.JobState("FAILED", 3, 0))
     assert (failed.code, failed.cause) == (3, "crashed")
+
+
+@pytest.mark.slow
+def test_a_presets_own_command_runs_as_a_slurm_job(cluster, tmp_path: Path,
+                                                   registry_path: Path) -> None:
+    """A [command] preset on Slurm: its argv, cwd and frozen env in the job script, run on
+    the node, its JSONL read through [source], finished with its verdict under --plain."""
+    (tmp_path / "work").mkdir()
+    (tmp_path / "work" / "train.py").write_text(
+        "import json, os, sys\n"
+        "out = os.environ['FONTAINE_OUTPUT_DIR']\n"
+        "assert os.getcwd().endswith('work') and os.environ['MODE'] == 'box', 'cwd or env'\n"
+        "with open(os.path.join(out, 'metrics.jsonl'), 'a') as f:\n"
+        "    for s in range(1, 21):\n"
+        "        f.write(json.dumps({'step': s, 'loss': 1.0 / s}) + '\\n')\n"
+        "        if s % 10 == 0:\n"
+        "            f.write(json.dumps({'step': s, 'eval/mae': 2.0 - s / 20}) + '\\n')\n")
+    preset = tmp_path / "own.toml"
+    preset.write_text(f'''[run]
+name = "own_slurm"
+output_dir = "run"
+[command]
+argv = ["{sys.executable}", "train.py"]
+cwd = "work"
+env = {{ MODE = "box" }}
+[source]
+kind = "jsonl"
+[verdict]
+metric = "eval/mae"
+anchor_step = 10
+endpoint_step = 20
+healthy_max = 0.0
+drift_min = 0.2
+''')
+    res = cli(cluster, tmp_path, "launch", str(preset), "--on", f"slurm:{PARTITION}", "--plain",
+              "--poll", "0.5")
+    out = res.stdout + res.stderr
+    assert "Traceback" not in out, out
+    folder = RunFolder(tmp_path / "run")
+    script = (folder.root / slurm.SCRIPT).read_text()
+    assert "export MODE=box" in script and f"cd {tmp_path / 'work'}" in script, script
+    assert "command finished at step 20, exit 0" in out, out
+    assert res.returncode == 0, out  # HEALTHY, final
+    [attempt] = read_attempts(folder)
+    assert (attempt.cause, attempt.last_step) == ("finished", 20)

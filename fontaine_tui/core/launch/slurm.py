@@ -43,7 +43,12 @@ from fontaine_tui.core.errors import InputError
 from fontaine_tui.core.follow.target import check_destination
 from fontaine_tui.core.host.oomkill import MemoryEvidence, MemoryWatch
 from fontaine_tui.core.launch.enginename import ENGINE_MODULE
-from fontaine_tui.core.launch.launcher import ExitInfo, exit_info
+from fontaine_tui.core.launch.launcher import (
+    ExitInfo,
+    command_step,
+    exit_info,
+    launched_who,
+)
 from fontaine_tui.core.readfile import read_text
 from fontaine_tui.core.runfolder import RunFolder
 
@@ -194,6 +199,30 @@ def render_script(argv: Sequence[str], platform: Mapping[str, object], settings:
         lines.append(f"exec {py} -m torch.distributed.run --nproc-per-node {nproc} -m {quoted}")
     else:
         lines.append(f"exec {py} -m {quoted}")
+    return "\n".join(lines) + "\n"
+
+
+def render_command_script(argv: Sequence[str], cwd: Path, env: Mapping[str, str],
+                          settings: SlurmSettings, run_name: str) -> str:
+    """The batch script for a preset's own [command]: one task, in the command's folder,
+    with its frozen env (and FONTAINE_OUTPUT_DIR) exported, the argv run as it is. GPUs and
+    the rest are the user's to ask for through [slurm] in config.toml (gres, ...)."""
+    lines = ["#!/bin/bash",
+             f"# The [command] of run {_comment(run_name)} as a Slurm batch job: written by",
+             "# `fontaine-tui launch --on slurm:...` beside the run's frozen prereg.json and",
+             "# submitted with sbatch. Resubmitting it by hand starts a run that no console",
+             "# launched: use `fontaine-tui launch PRESET --resume --on slurm:...` instead.",
+             "#SBATCH --nodes=1", "#SBATCH --ntasks-per-node=1"]
+    for key in ("time", "account", "qos", "constraint", "mem", "cpus_per_task", "gres"):
+        value = getattr(settings, key)
+        if value:
+            lines.append(f"#SBATCH --{key.replace('_', '-')}={value}")
+    lines += ["set -u", "export PYTHONUNBUFFERED=1"]
+    lines += [f"export {k}={shlex.quote(v)}" for k, v in sorted(env.items())]
+    lines += ['echo "fontaine-tui: slurm job $SLURM_JOB_ID on $(hostname) '
+              '(nodes: $SLURM_JOB_NODELIST)"',
+              f"cd {shlex.quote(str(cwd))}",
+              "exec " + " ".join(map(shlex.quote, argv))]
     return "\n".join(lines) + "\n"
 
 
@@ -409,7 +438,10 @@ def scheduler_exit(folder: RunFolder, job: str, state: JobState, since: tuple[in
     memory = None
     if state.state == "OUT_OF_MEMORY":
         memory = MemoryEvidence(cgroup=f"slurm job {job}", cgroup_kills=1)
-    info = exit_info(folder, state.returncode(), since, memory, sent)
+    who = launched_who(folder)
+    info = exit_info(folder, state.returncode(), since, memory, sent, who)
+    if who == "command":  # its steps are in its own trainer's log
+        info = dataclasses.replace(info, last_step=max(info.last_step, command_step(folder)))
     why = SCHEDULER_ENDS.get(state.state)
     if why is not None and not (state.state == "CANCELLED" and sent):
         said = f"slurm job {job}: {state.state}: {why}"

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 from fontaine_tui.core.errors import InputError
 from fontaine_tui.core.host.memory import hostname
 from fontaine_tui.core.launch import guards, slurm
+from fontaine_tui.core.launch.command import command_cwd, frozen_env
 from fontaine_tui.core.launch.launcher import run_dir
 from fontaine_tui.core.launch.targets.base import Request, Started
 from fontaine_tui.core.notify.destinations import config_path
@@ -52,17 +53,26 @@ class SlurmTarget:
                 raise InputError(f"refusing to launch: {folder.root}: this run is still slurm "
                                  f"job {entry.job} ({state.state}; fontaine-tui stop it first)")
         # the folder's guards here; the node's GPUs and RAM are Slurm's request, not this host's
+        if req.preset.command is not None:  # the user's command: checked here, run there
+            return [*guards.check_folder(req.preset, folder, req.resume),
+                    *guards.check_command(req.preset, folder, req.resume, Path.cwd())]
         return [*guards.check_folder(req.preset, folder, req.resume),
                 *guards.check_init(req.preset)]
 
     def prepare(self, req: Request, folder: RunFolder, argv: list[str]) -> dict[str, object]:
         assert self.settings is not None  # folder() read them
-        text = slurm.render_script(argv, req.preset.platform, self.settings, req.preset.run_name)
+        if req.preset.command is not None:
+            text = slurm.render_command_script(
+                argv, command_cwd(req.preset, Path.cwd()), frozen_env(req.preset, folder.root),
+                self.settings, req.preset.run_name)
+        else:
+            text = slurm.render_script(argv, req.preset.platform, self.settings,
+                                       req.preset.run_name)
         self.created = not folder.root.exists()
         folder.root.mkdir(parents=True, exist_ok=True)
         self.script = slurm.write_script(folder, text)
         self.sha = hashlib.sha256(text.encode()).hexdigest()
-        return {"device": {"requested": req.preset.platform["device"], "gpus": [],
+        return {"device": {"requested": req.preset.platform.get("device", ""), "gpus": [],
                            "gpu_status": "on the node Slurm picks"},
                 "slurm": {"partition": self.partition, "script": self.script.name,
                           "script_sha256": self.sha}}
