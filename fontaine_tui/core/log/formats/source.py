@@ -164,10 +164,28 @@ def read_spec(table: object, where: str = "source") -> SourceSpec:
 
 # -- detection -------------------------------------------------------------------------------
 
+def frozen_spec(folder: Path) -> SourceSpec | None:
+    """The [source] frozen in the folder's prereg.json when it names another trainer's log
+    (a launched [command]'s run); None for ours, or when there is none to read."""
+    import json
+
+    try:
+        doc = json.loads(read_whole(folder / PREREG, READ))
+        table = {k: v for k, v in doc["preset"]["source"].items()
+                 if k != "eval_every"}  # the preset's cadence, not how the log is read
+        spec = read_spec(table, f"{folder / PREREG}#source")
+    except (OSError, InputError, ValueError, KeyError, TypeError):
+        return None
+    return spec if spec.kind != "fontaine" else None
+
+
 def detect(folder: Path) -> str:
     """The kind of log a folder holds, by its contents; InputError when none is known."""
-    if (folder / LOG).exists() or (folder / PREREG).exists() or rotated_segments(folder / LOG):
-        return "fontaine"  # ours (maybe not started, or its log rotated away)
+    if (folder / LOG).exists() or rotated_segments(folder / LOG):
+        return "fontaine"  # ours (its log maybe rotated away)
+    if (folder / PREREG).exists():  # launched here: a [command]'s frozen [source] says
+        spec = frozen_spec(folder)
+        return spec.kind if spec is not None else "fontaine"  # else ours, not started yet
     if wandb_runs(folder):
         return "wandb"
     if event_folders(folder):
