@@ -94,7 +94,7 @@ def run(args: argparse.Namespace) -> int:
     require_utf8(args.note, "--note")
     store, prereg, ledger, label, kind = asyncio.run(_read(what[0], args.ssh_config,
                                                           args.run, args.preset))
-    if kind and not args.ended and store.ended_at is None:
+    if kind and not args.ended and store.ended_at is None and not _finished_here(what[0]):
         raise InputError(f"{label}: another trainer's run: its log does not say it ended; "
                          "bank it with --ended once it has")
     doc = bank.document(store, label, args.note, prereg, kind)
@@ -160,7 +160,7 @@ async def _read(target: str, ssh_config: str | None, run: str = "",
             log = source.folder / LOG
             if not log.is_file():  # another trainer's run: read through its format
                 from fontaine_tui.core.log.formats import SourceSpec, load_source
-                from fontaine_tui.core.log.formats.source import detect_foreign
+                from fontaine_tui.core.log.formats.source import detect_foreign, frozen_spec
 
                 kind = detect_foreign(source.folder)
                 if not kind and preset_arg is None:
@@ -168,9 +168,12 @@ async def _read(target: str, ssh_config: str | None, run: str = "",
                 if run and kind not in RUN_CHOICE and preset_arg is None:
                     raise InputError(f"--run: a {kind} run holds one run (expected only for "
                                      f"a store holding several: {', '.join(RUN_CHOICE)})")
-                if preset_arg is None:
-                    options = MappingProxyType({"run": run} if run else {})
-                    loaded = load_source(source.folder, SourceSpec(kind, options=options))
+                if preset_arg is None:  # a launched [command]'s run: as its prereg.json froze
+                    spec = frozen_spec(source.folder) or SourceSpec(kind)
+                    if run:
+                        spec = dataclasses.replace(
+                            spec, options=MappingProxyType({**spec.options, "run": run}))
+                    loaded = load_source(source.folder, spec)
                 else:
                     loaded = _by_preset(source.folder, preset_arg, kind, run)
                 return loaded.store, prereg, ledger, loaded.label, loaded.kind
@@ -189,6 +192,24 @@ async def _read(target: str, ssh_config: str | None, run: str = "",
         return load_lines([raw], final=True), prereg, ledger, source.label, ""
     finally:
         await source.close()
+
+
+def _finished_here(target: str) -> bool:
+    """A run this console launched (a [command]) whose last attempt finished: its end is
+    known from attempts.jsonl although its trainer's log does not say it."""
+    from pathlib import Path
+
+    from fontaine_tui.core.launch.attempts import read_attempts
+    from fontaine_tui.core.runfolder import RunFolder
+
+    folder = Path(target)
+    if not (folder / "prereg.json").is_file():
+        return False
+    try:
+        tried = read_attempts(RunFolder(folder))
+    except (InputError, OSError):
+        return False
+    return bool(tried) and tried[-1].ended and tried[-1].cause == "finished"
 
 
 def _by_preset(folder, preset_arg: str, kind: str, run: str = ""):
