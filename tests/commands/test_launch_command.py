@@ -20,7 +20,7 @@ TRAIN = str(ROOT / "examples" / "own_trainer" / "train.py")
 
 def _preset(tmp_path: Path) -> Path:
     common = (f'"{sys.executable}", "{TRAIN}", "--output_dir", "{{output_dir}}", '
-              '"--max_steps", "300", "--eval_every", "50"')
+              '"--max_steps", "200", "--eval_every", "50"')
     path = tmp_path / "own_cmd.toml"
     path.write_text(f'''[run]
 name = "own_cmd"
@@ -38,7 +38,7 @@ eval_every = 50
 [verdict]
 metric = "eval_loss"
 anchor_step = 100
-endpoint_step = 300
+endpoint_step = 200
 healthy_max = 0.0
 drift_min = 0.2
 ''')
@@ -90,7 +90,7 @@ def test_a_launched_command_is_watched_stopped_and_resumed(tmp_path, registry_pa
 
     res = _cli("launch", str(preset), "--resume", "--plain", cwd=tmp_path, timeout=300)
     assert res.returncode == 0, res.stdout[-2000:] + res.stderr  # HEALTHY, final: 0
-    assert "command finished at step 300, exit 0" in res.stdout, res.stdout[-2000:]
+    assert "command finished at step 200, exit 0" in res.stdout, res.stdout[-2000:]
     assert "VERDICT: HEALTHY  [final]" in res.stdout
     argv = json.loads((folder / "prereg.json").read_text())["provenance"]["command"]["argv"]
     assert "--pause" in argv  # the frozen command is the launch's; the resume ran resume_argv
@@ -100,3 +100,18 @@ def test_a_launched_command_is_watched_stopped_and_resumed(tmp_path, registry_pa
     assert _row(tmp_path)["state"] == "finished"
     verdict = json.loads((folder / "verdict.json").read_text())
     assert verdict["label"] == "HEALTHY" and not verdict["provisional"]
+
+    # banked as its frozen [source] reads it, ended by its finished attempt (no --ended)
+    res = _cli("bank", str(folder), "--as", "own_base", cwd=tmp_path)
+    assert res.returncode == 0, res.stderr
+    assert "banked" in res.stdout and "(hf_trainer)" in res.stdout, res.stdout
+    compare = tmp_path / "own_vs_base.toml"  # a second run, compared with the banked one
+    compare.write_text(preset.read_text().replace('name = "own_cmd"', 'name = "own_cmp"')
+                       .replace('output_dir = "runs/own"', 'output_dir = "runs/cmp"')
+                       .replace('"--pause", "0.1"', '"--seed", "1"')
+                       + '\n[comparators.base]\nbank = "own_base"\n')
+    res = _cli("launch", str(compare), "--plain", cwd=tmp_path, timeout=300)
+    assert res.returncode == 0 and "VERDICT: HEALTHY" in res.stdout, res.stdout[-3000:]
+    assert "base" in res.stdout.split("VERDICT:")[1], res.stdout[-3000:]
+    ins = _cli("inspect", str(folder), "--json", cwd=tmp_path)
+    assert ins.returncode == 0 and json.loads(ins.stdout)["format"]["kind"] == "hf_trainer", ins.stdout
