@@ -224,6 +224,8 @@ def foreign_spec(path: Path, source: SourceSpec | None, preset_named: bool,
     run needs a preset (its bounds and metric): InputError when none was named."""
     if source is not None and source.kind != "fontaine":
         spec = source
+    elif path.is_dir() and (frozen := frozen_spec(path)) is not None:
+        return frozen  # a launched [command]'s run: its prereg.json is the preset
     elif path.is_dir() and not (path / LOG).exists() and (kind := detect_foreign(path)):
         spec = SourceSpec(kind)
     elif files_too and path.is_file() and (kind := file_kind(path.name)):
