@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Protocol
 
 from fontaine_tui.core.errors import InputError
-from fontaine_tui.core.follow import Batch, LocalRun, RunSource
+from fontaine_tui.core.follow import Batch, LocalRun, RunSource, run_source
 from fontaine_tui.core.host.telemetry import TelemetrySnapshot
 from fontaine_tui.core.launch import alerts
 from fontaine_tui.core.launch.attempts import Attempt
@@ -484,7 +484,8 @@ class Session:
             preset = read_prereg(RunFolder(folder)).frozen_preset(str(folder / PREREG))
         except Exception as exc:  # keep the current preset, say why
             why = Outcome(f"{folder}: using preset {preset.name} ({exc})", "warning")
-        return Session(LocalRun(folder), preset, "attach", None, folder), why
+        return (Session(run_source(folder, preset.source), preset, "attach", None, folder),
+                why)
 
     def _foreign_at(self, folder: Path, registry: Registry | None
                     ) -> tuple[Session, Outcome | None] | None:

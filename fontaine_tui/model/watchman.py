@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from fontaine_tui.core.errors import InputError
-from fontaine_tui.core.follow import RunSource, open_source
+from fontaine_tui.core.follow import LocalRun, RunSource, open_source, run_source
 from fontaine_tui.core.host.telemetry import TelemetrySnapshot
 from fontaine_tui.core.launch.attempts import Attempt
 from fontaine_tui.core.launch.launcher import ExitInfo
@@ -104,6 +104,9 @@ class RunWatch:
         except BaseException:
             await source.close()
             raise
+        if frozen.foreign and frozen.source is not None and isinstance(source, LocalRun):
+            await source.close()  # a launched [command]: its trainer's log, as frozen
+            source = run_source(source.folder, frozen.source)
         given = frozen
         if target.entry is not None and target.entry.preset:  # its [[notify]], [babysit]
             with contextlib.suppress(InputError):
