@@ -29,7 +29,7 @@ from tests.writers import common
 
 ROOT = Path(__file__).resolve().parents[2]
 LIVE_S = 3.0  # the endpoint probe shown at most this long after the writer finished
-GRACE_S = 8.0  # how long after the writer finished attach --until-end may take to end
+GRACE_S = 5.0  # how long after the writer finished attach --until-end may take to end
 RUNS_EVERY_S = 0.4  # `runs` asked this often while the writer writes
 FIRST = 4  # the verdict of the first preset: AMBIGUOUS (delta 0.16, between 0.05 and 0.5)
 COMPARED = 3  # the second preset's, against the banked run: SAME-DRIFT (0.16 >= 0.5 x 0.16)
@@ -44,8 +44,18 @@ class Kind:
     metric: str
     anchor: int = common.ANCHOR
     endpoint: int = common.ENDPOINT
+    stdout: str = ""  # a file in the run folder the writer's stdout goes to
+    bank_preset: bool = False  # bank reads it only as the preset's [source] says
+
+    def steps(self) -> range:
+        """The train steps it logs (Lightning's from 0)."""
+        return range(self.endpoint - common.STEPS + 1, self.endpoint + 1)
 
 
+PRINTED = r"""kind = "lines"
+path = "train.out"
+eval = ["eval_loss"]
+patterns = ['step:(?P<step>\d+) loss:(?P<loss>\S+)', 'step:(?P<step>\d+) eval_loss:(?P<eval_loss>\S+)']"""
 # Lightning counts steps from 0: its probes land at steps EVERY-1, 2*EVERY-1, ...
 LIGHTNING = dict(anchor=common.ANCHOR - 1, endpoint=common.ENDPOINT - 1)
 KINDS = {
@@ -54,8 +64,15 @@ KINDS = {
                          **LIGHTNING),
     "mlflow-sqlite": Kind(("mlflow_store", "sqlite"), "", 'kind = "mlflow"', "eval/loss"),
     "mlflow-file": Kind(("mlflow_store", "file"), "", 'kind = "mlflow"', "eval/loss"),
-    "tb-add_scalars": Kind(("tb_scalars",), "", 'kind = "tensorboard"', "eval/loss"),
+    # TensorBoard's names: the run `loss_eval` (add_scalars' sub-folder), its tag `loss`
+    "tb-add_scalars": Kind(("tb_scalars",), "", 'kind = "tensorboard"\neval = ["loss_eval/*"]'
+                           '\nloss = "loss_train/loss"', "loss_eval/loss",
+                           bank_preset=True),
     "jsonl": Kind(("jsonl",), "", 'kind = "jsonl"', "eval/loss"),
+    "wandb": Kind(("wandb_run",), "", 'kind = "wandb"', "eval/loss"),
+    "trackio": Kind(("trackio_run",), "", 'kind = "trackio"\nrun = "live"', "eval/loss"),
+    "lines": Kind(("printed",), "", PRINTED, "eval_loss", stdout="train.out",
+                  bank_preset=True),
 }
 
 
@@ -130,10 +147,17 @@ def read_lines(stream, into: list[tuple[float, str]]) -> None:
 def run_writer(writer: tuple[str, ...], names: list[str], root: Path) -> dict[str, Seen]:
     """Start the writer, and at once one attach per kind it writes; ask `runs` while it writes;
     then verdict, bank and the compared verdict of each."""
-    env = {**os.environ, "PYTHONPATH": str(ROOT), "HF_HUB_OFFLINE": "1",
-           "WANDB_MODE": "offline", "FONTAINE_REGISTRY": str(root / "state" / "babysit.toml"),
-           "FONTAINE_BANK": str(root / "bank"), "PYTHONUNBUFFERED": "1"}
     out = root / "out"
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith(("TRACKIO_", "GRADIO_", "WANDB_", "HF_TOKEN"))}
+    env.update(PYTHONPATH=str(ROOT), PYTHONUNBUFFERED="1",
+               FONTAINE_REGISTRY=str(root / "state" / "babysit.toml"),
+               FONTAINE_BANK=str(root / "bank"),
+               # nothing online, nothing in the home folder
+               HF_HUB_OFFLINE="1", HF_HUB_DISABLE_TELEMETRY="1", TRACKIO_DIR=str(out),
+               GRADIO_ANALYTICS_ENABLED="False", WANDB_MODE="offline", WANDB_SILENT="true",
+               WANDB_DIR=str(out), WANDB_CONFIG_DIR=str(root / "wandb-config"),
+               WANDB_CACHE_DIR=str(root / "wandb-cache"), WANDB_DATA_DIR=str(root / "wandb-data"))
     seen = {}
     for name in names:
         kind = KINDS[name]
@@ -142,8 +166,10 @@ def run_writer(writer: tuple[str, ...], names: list[str], root: Path) -> dict[st
         (root / f"{name}.toml").write_text(preset_text(kind, name))
         seen[name] = Seen(kind, folder)
     log = open(root / "writer.log", "w")  # noqa: SIM115 - closed below
+    printed = [s.folder / s.kind.stdout for s in seen.values() if s.kind.stdout]
+    stdout = open(printed[0], "w") if printed else log  # noqa: SIM115 - closed below
     writer = subprocess.Popen([sys.executable, "-m", f"tests.writers.{writer[0]}", str(out),
-                               *writer[1:]], cwd=ROOT, env=env, stdout=log, stderr=log)
+                               *writer[1:]], cwd=ROOT, env=env, stdout=stdout, stderr=log)
     attaches, threads = {}, []
     for name, s in seen.items():
         p = subprocess.Popen([sys.executable, "-m", "fontaine_tui", "attach", str(s.folder),
@@ -162,6 +188,7 @@ def run_writer(writer: tuple[str, ...], names: list[str], root: Path) -> dict[st
             time.sleep(RUNS_EVERY_S)
         end = time.monotonic()
         log.close()
+        stdout.close()
         assert writer.returncode == 0, (root / "writer.log").read_text()[-3000:]
         for name, p in attaches.items():
             s = seen[name]
@@ -190,7 +217,8 @@ def run_writer(writer: tuple[str, ...], names: list[str], root: Path) -> dict[st
         preset = str(root / f"{name}.toml")
         s.verdict_rc, _ = command(["verdict", str(s.folder), "--preset", preset], env)
         bank_name = name.replace("-", "_")
-        s.bank = command(["bank", str(s.folder), "--as", bank_name, "--ended"], env)
+        how = ["--preset", preset] if s.kind.bank_preset else []
+        s.bank = command(["bank", str(s.folder), "--as", bank_name, "--ended", *how], env)
         compared = root / f"{name}-compared.toml"
         compared.write_text(preset_text(s.kind, f"{name}-compared", comparator=bank_name))
         s.compared = command(["verdict", str(s.folder), "--preset", str(compared)], env)
@@ -218,13 +246,28 @@ def observe(tmp_path_factory):
     return get
 
 
+# what each kind still lacks, where a check fails on it today
+SCALARS = ("add_scalars' sub-folders of event files are not read: the run folder holds no "
+           "event file of its own, and bank takes the sub-folders for 3 runs")
+NO_END = ("attach --until-end waits for an end event, which this trainer never writes: its "
+          "final read in does not end the follow")
+MLFLOW_END = ("attach --until-end waits for an end event: neither the MLflow run's status "
+              "(FINISHED) nor its final read in ends the follow")
+CODE = "attach --until-end exits 0, not the verdict's exit code"
+RUNS = ("runs shows an attached foreign run as exited (no pid of ours), never running, "
+        "whatever its own files say")
+TWICE = ("a step's train record is shown again when the live follower reads a source that is "
+         "read whole again (metrics.csv, an MLflow or trackio store)")
+LINES_BANK = "bank reads printed lines only through a preset's [source]: no bank --preset"
+
+
 def marked(missing: dict[str, str]) -> list:
     """Each kind as a case, xfail(strict) where `missing` names what it still lacks."""
     return [pytest.param(name, marks=pytest.mark.xfail(strict=True, reason=missing[name]))
             if name in missing else name for name in KINDS]
 
 
-@pytest.mark.parametrize("name", marked({}))
+@pytest.mark.parametrize("name", marked({"tb-add_scalars": SCALARS}))
 def test_the_endpoint_probe_is_shown_live(name, observe):
     s = observe(name)
     shown = [t for t, line in s.lines if line.startswith(f"probe step {s.kind.endpoint}:")]
@@ -234,11 +277,29 @@ def test_the_endpoint_probe_is_shown_live(name, observe):
         f"shown {shown[0] - s.writer_end:.1f} s after the writer finished:\n{s.text()}")
 
 
-@pytest.mark.parametrize("name", marked({}))
-def test_until_end_ends_with_the_verdicts_code(name, observe):
+@pytest.mark.parametrize("name", marked({
+    "lightning-csv": TWICE, "mlflow-sqlite": TWICE, "mlflow-file": TWICE, "trackio": TWICE,
+    "tb-add_scalars": SCALARS}))
+def test_each_step_is_shown_once(name, observe):
+    s = observe(name)
+    steps = [int(line.split()[1].split("/")[0]) for _, line in s.lines
+             if line.startswith("step ")]
+    assert steps == list(s.kind.steps()), s.text()
+
+
+@pytest.mark.parametrize("name", marked({
+    **{name: NO_END for name in KINDS if name != "wandb"},
+    "mlflow-sqlite": MLFLOW_END, "mlflow-file": MLFLOW_END, "tb-add_scalars": SCALARS}))
+def test_until_end_ends_by_itself(name, observe):
+    s = observe(name)
+    assert s.ended_itself, f"attach --until-end still following after {GRACE_S} s:\n{s.text()}"
+
+
+@pytest.mark.parametrize("name", marked({**{name: CODE for name in KINDS},
+                                          "tb-add_scalars": SCALARS}))
+def test_until_end_exits_with_the_verdicts_code(name, observe):
     s = observe(name)
     assert s.verdict_rc == FIRST
-    assert s.ended_itself, f"attach --until-end still following after {GRACE_S} s:\n{s.text()}"
     assert s.attach_rc == s.verdict_rc, f"{s.text()}\n{s.stderr}"
 
 
@@ -251,7 +312,8 @@ def test_no_false_alert(name, observe):
     assert s.runs_after and not s.runs_after[0]["warnings"], s.runs_after
 
 
-@pytest.mark.parametrize("name", marked({}))
+@pytest.mark.parametrize("name", marked({**dict.fromkeys(KINDS, RUNS),
+                                          "tb-add_scalars": f"{SCALARS}; {RUNS}"}))
 def test_runs_shows_it_running_then_ended(name, observe):
     s = observe(name)
     during = [row["state"] for row in s.runs_during]
@@ -259,7 +321,7 @@ def test_runs_shows_it_running_then_ended(name, observe):
     assert [row["state"] for row in s.runs_after] == ["ended"], s.runs_after
 
 
-@pytest.mark.parametrize("name", marked({}))
+@pytest.mark.parametrize("name", marked({"tb-add_scalars": SCALARS, "lines": LINES_BANK}))
 def test_bank_it_and_compare_against_it(name, observe):
     s = observe(name)
     assert s.bank[0] == 0, s.bank[1]

@@ -1,5 +1,5 @@
-"""torch's SummaryWriter: the train loss by add_scalar, the probe by add_scalars (one
-sub-folder of event files per key), flushed at each step."""
+"""torch's SummaryWriter, its add_scalars: train and eval of one main tag on one chart, each
+key in its own sub-folder of event files (`loss_train/`, `loss_eval/`), flushed each step."""
 
 from __future__ import annotations
 
@@ -10,9 +10,10 @@ from tests.writers.common import EVERY, STEPS, eval_loss, out_folder, pause, tra
 out = out_folder()
 w = SummaryWriter(str(out))
 for step in range(1, STEPS + 1):
-    w.add_scalar("train/loss", train_loss(step), step)
+    values = {"train": train_loss(step)}
     if step % EVERY == 0:
-        w.add_scalars("eval", {"loss": eval_loss(step), "loss_x2": 2 * eval_loss(step)}, step)
+        values["eval"] = eval_loss(step)
+    w.add_scalars("loss", values, step)
     w.flush()
     pause()
 w.close()
