@@ -19,6 +19,7 @@ import subprocess
 import sys
 import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -116,10 +117,14 @@ endpoint_step = {kind.endpoint}
 {bounds}'''
 
 
+COMMAND = threading.Lock()  # the writers run side by side: one command at a time swaps the
+# process's stdout and environment
+
+
 def command(argv: list[str], env: dict[str, str]) -> tuple[int, str]:
     """One fontaine-tui command in this process (faster than a subprocess), in `env`."""
     out = io.StringIO()
-    with pytest.MonkeyPatch.context() as mp:
+    with COMMAND, pytest.MonkeyPatch.context() as mp:
         for k in ("FONTAINE_REGISTRY", "FONTAINE_BANK"):
             mp.setenv(k, env[k])
         with contextlib.redirect_stdout(out), contextlib.redirect_stderr(out):
@@ -182,6 +187,12 @@ def run_writer(writer: tuple[str, ...], names: list[str], root: Path) -> dict[st
         threads.append(t)
     folders = {name: s.folder for name, s in seen.items()}
     try:
+        # the writer waits, its run begun, until each attach is up (`following ...`)
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline and not all(
+                s.lines or attaches[name].poll() is not None for name, s in seen.items()):
+            time.sleep(0.02)
+        (root / "go").touch()
         while writer.poll() is None:
             for name, row in runs_rows(env, folders).items():
                 seen[name].runs_during.append(row)
@@ -226,24 +237,23 @@ def run_writer(writer: tuple[str, ...], names: list[str], root: Path) -> dict[st
 
 
 @pytest.fixture(scope="module")
-def observe(tmp_path_factory):
-    """The run of a kind's writer, once per writer, whichever test asks first."""
-    done: dict[tuple[str, ...], dict[str, Seen] | BaseException] = {}
+def observe(request, tmp_path_factory):
+    """Each writer the selected tests need, all side by side (most of a run is sleeping and
+    waiting), started when the first test asks; a test waits for its own writer's."""
+    here = [item.callspec.params["name"] for item in request.session.items
+            if item.module is request.module and hasattr(item, "callspec")]
+    writers = {KINDS[name].writer for name in here}
+    pool = ThreadPoolExecutor(max_workers=len(writers) or 1)
+    runs = {}
+    for writer in sorted(writers):
+        names = [n for n, k in KINDS.items() if k.writer == writer]
+        runs[writer] = pool.submit(run_writer, writer, names, tmp_path_factory.mktemp(names[0]))
 
     def get(name: str) -> Seen:
-        writer = KINDS[name].writer
-        if writer not in done:  # a writer that failed fails each of its tests, run once
-            names = [n for n, k in KINDS.items() if k.writer == writer]
-            try:
-                done[writer] = run_writer(writer, names, tmp_path_factory.mktemp(names[0]))
-            except Exception as exc:  # noqa: BLE001 - raised again in each test
-                done[writer] = exc
-        got = done[writer]
-        if isinstance(got, BaseException):
-            raise got
-        return got[name]
+        return runs[KINDS[name].writer].result()[name]  # a writer's failure fails its tests
 
-    return get
+    yield get
+    pool.shutdown(wait=True)
 
 
 # what each kind still lacks, where a check fails on it today

@@ -1,5 +1,6 @@
 """What every writer logs: a train loss at each step and an eval probe every EVERY steps, to
-STEPS, with a short sleep between steps, then a clean finish."""
+STEPS, with a short sleep between steps, then a clean finish. Each begins its run, then waits
+for the test's `go` (`ready`) before its first step."""
 
 from __future__ import annotations
 
@@ -32,6 +33,15 @@ def out_folder() -> Path:
     p = argparse.ArgumentParser()
     p.add_argument("out", type=Path)
     return p.parse_args().out
+
+
+def ready(out: Path, limit_s: float = 120.0) -> None:
+    """Wait, the library loaded and its run begun, until the test says its follower is up
+    (the file `go` beside OUT): on a busy machine a writer may otherwise finish before the
+    follower has even started."""
+    go, deadline = out.parent / "go", time.monotonic() + limit_s
+    while not go.exists() and time.monotonic() < deadline:
+        time.sleep(0.02)
 
 
 def pause() -> None:

@@ -10,7 +10,7 @@ import lightning as L
 import torch
 from lightning.pytorch.loggers import CSVLogger, TensorBoardLogger
 
-from tests.writers.common import EVERY, STEPS, eval_loss, out_folder, pause, train_loss
+from tests.writers.common import EVERY, STEPS, eval_loss, out_folder, pause, ready, train_loss
 
 warnings.filterwarnings("ignore")  # no GPU, few workers, small batches: said on stderr
 
@@ -42,4 +42,5 @@ trainer = L.Trainer(max_steps=STEPS, val_check_interval=EVERY, limit_val_batches
                     logger=[CSVLogger(out / "csv", name="", version="",
                                       flush_logs_every_n_steps=1),
                             TensorBoardLogger(out / "tb", name="", version="")])
+ready(out)
 trainer.fit(Tiny(), data, data)

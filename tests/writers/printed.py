@@ -7,9 +7,10 @@ from __future__ import annotations
 import logging
 import sys
 
-from tests.writers.common import EVERY, STEPS, eval_loss, out_folder, pause, train_loss
+from tests.writers.common import EVERY, STEPS, eval_loss, out_folder, pause, ready, train_loss
 
-out_folder()
+out = out_folder()
+ready(out)
 handler = logging.StreamHandler(sys.stdout)
 handler.setFormatter(logging.Formatter("%(levelname)s %(asctime)s %(message)s"))
 log = logging.getLogger("train")

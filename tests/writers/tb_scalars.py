@@ -5,10 +5,11 @@ from __future__ import annotations
 
 from torch.utils.tensorboard import SummaryWriter
 
-from tests.writers.common import EVERY, STEPS, eval_loss, out_folder, pause, train_loss
+from tests.writers.common import EVERY, STEPS, eval_loss, out_folder, pause, ready, train_loss
 
 out = out_folder()
 w = SummaryWriter(str(out))
+ready(out)
 for step in range(1, STEPS + 1):
     values = {"train": train_loss(step)}
     if step % EVERY == 0:

@@ -5,10 +5,11 @@ from __future__ import annotations
 
 import trackio
 
-from tests.writers.common import EVERY, STEPS, eval_loss, out_folder, pause, train_loss
+from tests.writers.common import EVERY, STEPS, eval_loss, out_folder, pause, ready, train_loss
 
-out_folder()
+out = out_folder()
 trackio.init(project="live", name="live")
+ready(out)
 for step in range(1, STEPS + 1):
     values = {"train/loss": train_loss(step)}
     if step % EVERY == 0:

@@ -6,11 +6,12 @@ from __future__ import annotations
 
 import wandb
 
-from tests.writers.common import EVERY, STEPS, eval_loss, out_folder, pause, train_loss
+from tests.writers.common import EVERY, STEPS, eval_loss, out_folder, pause, ready, train_loss
 
 out = out_folder()
 settings = wandb.Settings(x_transaction_log_flush_interval=0.2)
 run = wandb.init(project="live", mode="offline", dir=str(out), id="live1", settings=settings)
+ready(out)
 for step in range(1, STEPS + 1):
     row = {"train/loss": train_loss(step)}
     if step % EVERY == 0:
