@@ -285,6 +285,8 @@ def test_the_endpoint_probe_is_shown_live(name, observe):
     assert s.kind.metric in next(line for t, line in s.lines if t == shown[0])
     assert shown[0] - s.writer_end <= LIVE_S, (
         f"shown {shown[0] - s.writer_end:.1f} s after the writer finished:\n{s.text()}")
+    final = f"verdict: AMBIGUOUS (final, step {s.kind.endpoint} of"
+    assert any(line.startswith(final) for _, line in s.lines), s.text()
 
 
 @pytest.mark.parametrize("name", marked({
