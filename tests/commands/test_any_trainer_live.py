@@ -28,6 +28,10 @@ import pytest
 from fontaine_tui.cli import main
 from tests.writers import common
 
+# one worker runs the whole module (scripts/test: --dist loadgroup), its writers side by side;
+# spread over two, each worker would run every writer
+pytestmark = pytest.mark.xdist_group("any_trainer_live")
+
 ROOT = Path(__file__).resolve().parents[2]
 LIVE_S = 3.0  # the endpoint probe shown at most this long after the writer finished
 GRACE_S = 5.0  # how long after the writer finished attach --until-end may take to end
