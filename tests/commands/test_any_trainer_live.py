@@ -1,11 +1,12 @@
 """Every trainer, end to end: the REAL library writes a tiny run (tests/writers/) while
 `fontaine-tui attach RUN --plain --until-end` follows it, both real subprocesses.
 
-For each kind: the endpoint probe is shown live; `--until-end` ends by itself with the
-verdict's exit code (the one `verdict` gives afterwards); no false alert; `runs` shows the run
-running while it is written and ended after; the run banked, and a second preset that compares
-against it gets a verdict. One writer run per kind serves every check (one Lightning run both
-of its loggers); a kind whose reader or follower does not do this yet is marked xfail(strict).
+For each kind: the endpoint probe is shown live, and each step once; `--until-end` ends by
+itself with the verdict's exit code (the one `verdict` gives afterwards); no false alert, in
+attach's output nor in `runs`; `runs` shows the run running while it is written and ended
+after; the run banked, and a second preset that compares against it gets a verdict. One writer
+run per kind serves every check (one Lightning run both of its loggers), all writers side by
+side; a check a kind does not pass yet is marked xfail(strict), naming what it lacks.
 """
 
 from __future__ import annotations
@@ -59,7 +60,8 @@ class Kind:
 PRINTED = r"""kind = "lines"
 path = "train.out"
 eval = ["eval_loss"]
-patterns = ['step:(?P<step>\d+) loss:(?P<loss>\S+)', 'step:(?P<step>\d+) eval_loss:(?P<eval_loss>\S+)']"""
+patterns = ['step:(?P<step>\d+) loss:(?P<loss>\S+)',
+            'step:(?P<step>\d+) eval_loss:(?P<eval_loss>\S+)']"""
 # Lightning counts steps from 0: its probes land at steps EVERY-1, 2*EVERY-1, ...
 LIGHTNING = dict(anchor=common.ANCHOR - 1, endpoint=common.ENDPOINT - 1)
 KINDS = {
