@@ -196,10 +196,12 @@ def run_writer(writer: tuple[str, ...], names: list[str], root: Path) -> dict[st
                                str(root / "stop")], cwd=ROOT, env=env, stdout=looks,
                               stderr=subprocess.STDOUT)
     try:
-        # the writer waits, its run begun, until each attach is up (`following ...`)
+        # the writer waits, its run begun, until each attach is up (`following ...`) and the
+        # poller has asked runs once
         deadline = time.monotonic() + 120
-        while time.monotonic() < deadline and not all(
-                s.lines or attaches[name].poll() is not None for name, s in seen.items()):
+        while time.monotonic() < deadline and not (
+                all(s.lines or attaches[name].poll() is not None for name, s in seen.items())
+                and ((root / "runs.log").stat().st_size or poller.poll() is not None)):
             time.sleep(0.02)
         (root / "go").touch()
         begun = time.time()
