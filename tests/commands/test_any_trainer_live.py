@@ -6,7 +6,8 @@ itself with the verdict's exit code (the one `verdict` gives afterwards); no fal
 attach's output nor in `runs`; `runs` shows the run running while it is written and ended
 after; the run banked, and a second preset that compares against it gets a verdict. One writer
 run per kind serves every check (one Lightning run both of its loggers), all writers side by
-side; a check a kind does not pass yet is marked xfail(strict), naming what it lacks.
+side. A check a new kind does not pass yet is a `pytest.param(name, marks=pytest.mark.xfail(
+strict=True, reason=...))` in that check's parametrize, naming what the kind lacks.
 """
 
 from __future__ import annotations
@@ -273,19 +274,7 @@ def observe(request, tmp_path_factory):
     pool.shutdown(wait=True)
 
 
-# what each kind still lacks, where a check fails on it today
-SCALARS = ("add_scalars' sub-folders of event files are not read: the run folder holds no "
-           "event file of its own, and bank takes the sub-folders for 3 runs")
-LINES_BANK = "bank reads printed lines only through a preset's [source]: no bank --preset"
-
-
-def marked(missing: dict[str, str]) -> list:
-    """Each kind as a case, xfail(strict) where `missing` names what it still lacks."""
-    return [pytest.param(name, marks=pytest.mark.xfail(strict=True, reason=missing[name]))
-            if name in missing else name for name in KINDS]
-
-
-@pytest.mark.parametrize("name", marked({"tb-add_scalars": SCALARS}))
+@pytest.mark.parametrize("name", KINDS)
 def test_the_endpoint_probe_is_shown_live(name, observe):
     s = observe(name)
     shown = [t for t, line in s.lines if line.startswith(f"probe step {s.kind.endpoint}:")]
@@ -297,7 +286,7 @@ def test_the_endpoint_probe_is_shown_live(name, observe):
     assert any(line.startswith(final) for _, line in s.lines), s.text()
 
 
-@pytest.mark.parametrize("name", marked({"tb-add_scalars": SCALARS}))
+@pytest.mark.parametrize("name", KINDS)
 def test_each_step_is_shown_once(name, observe):
     s = observe(name)
     steps = [int(line.split()[1].split("/")[0]) for _, line in s.lines
@@ -305,20 +294,20 @@ def test_each_step_is_shown_once(name, observe):
     assert steps == list(s.kind.steps()), s.text()
 
 
-@pytest.mark.parametrize("name", marked({"tb-add_scalars": SCALARS}))
+@pytest.mark.parametrize("name", KINDS)
 def test_until_end_ends_by_itself(name, observe):
     s = observe(name)
     assert s.ended_itself, f"attach --until-end still following after {GRACE_S} s:\n{s.text()}"
 
 
-@pytest.mark.parametrize("name", marked({"tb-add_scalars": SCALARS}))
+@pytest.mark.parametrize("name", KINDS)
 def test_until_end_exits_with_the_verdicts_code(name, observe):
     s = observe(name)
     assert s.verdict_rc == FIRST
     assert s.attach_rc == s.verdict_rc, f"{s.text()}\n{s.stderr}"
 
 
-@pytest.mark.parametrize("name", marked({}))
+@pytest.mark.parametrize("name", KINDS)
 def test_no_false_alert(name, observe):
     s = observe(name)
     said = "\n".join([s.text(), s.stderr, *map(json.dumps, s.runs_during + s.runs_after)])
@@ -330,7 +319,7 @@ def test_no_false_alert(name, observe):
     assert not [w for row in rows for w in row["warnings"]], rows
 
 
-@pytest.mark.parametrize("name", marked({"tb-add_scalars": SCALARS}))
+@pytest.mark.parametrize("name", KINDS)
 def test_runs_shows_it_running_then_ended(name, observe):
     s = observe(name)
     during = [row["state"] for row in s.runs_during]
@@ -338,7 +327,7 @@ def test_runs_shows_it_running_then_ended(name, observe):
     assert [row["state"] for row in s.runs_after] == ["ended"], s.runs_after
 
 
-@pytest.mark.parametrize("name", marked({"tb-add_scalars": SCALARS, "lines": LINES_BANK}))
+@pytest.mark.parametrize("name", KINDS)
 def test_bank_it_and_compare_against_it(name, observe):
     s = observe(name)
     assert s.bank[0] == 0, s.bank[1]
