@@ -39,6 +39,7 @@ LIVE_S = 3.0  # the endpoint probe shown at most this long after the writer fini
 GRACE_S = 5.0  # how long after the writer finished attach --until-end may take to end
 FIRST = 4  # the verdict of the first preset: AMBIGUOUS (delta 0.16, between 0.05 and 0.5)
 COMPARED = 3  # the second preset's, against the banked run: SAME-DRIFT (0.16 >= 0.5 x 0.16)
+SIDE_BY_SIDE = 3  # writers at once: fast enough, and leaves the other worker's tests some CPU
 FALSE_ALERTS = ("nan-loss", "stalled", "engine.out.log")
 
 
@@ -256,14 +257,15 @@ def run_writer(writer: tuple[str, ...], names: list[str], root: Path) -> dict[st
 
 @pytest.fixture(scope="module")
 def observe(request, tmp_path_factory):
-    """Each writer the selected tests need, all side by side (most of a run is sleeping and
-    waiting), started when the first test asks; a test waits for its own writer's."""
-    here = [item.callspec.params["name"] for item in request.session.items
-            if item.module is request.module and hasattr(item, "callspec")]
-    writers = {KINDS[name].writer for name in here}
-    pool = ThreadPoolExecutor(max_workers=len(writers) or 1)
+    """Each writer the selected tests need, SIDE_BY_SIDE at a time (most of a run is sleeping
+    and waiting), the slowest (Lightning's) first, started when the first test asks; a test
+    waits for its own writer's."""
+    here = {item.callspec.params["name"] for item in request.session.items
+            if item.module is request.module and hasattr(item, "callspec")}
+    writers = list(dict.fromkeys(k.writer for name, k in KINDS.items() if name in here))
+    pool = ThreadPoolExecutor(max_workers=SIDE_BY_SIDE)
     runs = {}
-    for writer in sorted(writers):
+    for writer in writers:
         names = [n for n, k in KINDS.items() if k.writer == writer]
         runs[writer] = pool.submit(run_writer, writer, names, tmp_path_factory.mktemp(names[0]))
 
