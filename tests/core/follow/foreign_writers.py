@@ -227,7 +227,8 @@ def watch(db, finished):
             con = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
             try:
                 got = {r[0] for r in con.execute(
-                    "SELECT step FROM metrics WHERE metrics LIKE '%eval/chunk_mae%'")}
+                    "SELECT step FROM metrics"
+                    " WHERE CAST(metrics AS TEXT) LIKE '%eval/chunk_mae%'")}
             finally:
                 con.close()
         except sqlite3.Error:
