@@ -239,7 +239,7 @@ class ForeignRun:
 
         said = ""
         root: Path | None = None
-        events = EventRun(self.spec.fields, SETTLE_S)
+        events = EventRun(self.spec.fields, 0.0)  # held steps go out at the first quiet poll
         loop = asyncio.get_running_loop()
         next_look = 0.0
         try:
