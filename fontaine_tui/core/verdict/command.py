@@ -63,11 +63,28 @@ class CommandSpec:
         return out
 
 
+# a name that holds one of these anywhere (HFTOKEN, MY_APIKEY_1), or ends in _PAT or _KEY
+SECRET_PARTS = re.compile(r"TOKEN(?!IZER)|SECRET|PASSW|PASSPHRASE|APIKEY|API_KEY|CREDENTIAL|"
+                          r"PRIVATE_KEY|COOKIE|AUTH(?!OR)|(?:^|_)PAT$|(?:^|_)KEY(?:_?\d*)$|"
+                          r"DATABASE_URL|_DSN$")
+# what common credentials look like, whatever the name they come under
+SECRET_VALUE = re.compile(r"(?:hf_|sk-|sk_live_|ghp_|gho_|ghs_|github_pat_|glpat-|xox[abprs]-|"
+                          r"AKIA|ASIA|AIza|ya29\.)[A-Za-z0-9_\-]{8,}|"
+                          r"://[^/\s:@]+:[^/\s@]+@")  # a password in a URL
+
+
 def is_secret(name: str) -> bool:
-    """Whether an environment variable's name says it holds a credential (HF_TOKEN,
-    WANDB_API_KEY, DB_PASSWORD; not TOKENIZERS_PARALLELISM)."""
-    words = [w for w in name.upper().split("_") if w]
-    return bool(words) and (words[-1] == "KEY" or any(w in SECRET_WORDS for w in words))
+    """Whether an environment variable's or flag's name says it holds a credential
+    (HF_TOKEN, HFTOKEN, WANDB_API_KEY, DB_PASSWORD, GH_PAT; not TOKENIZERS_PARALLELISM)."""
+    words = [w for w in name.upper().replace("-", "_").split("_") if w]
+    return bool(words) and (any(w in SECRET_WORDS for w in words)
+                            or bool(SECRET_PARTS.search(name.upper().replace("-", "_"))))
+
+
+def looks_secret(text: str) -> bool:
+    """Whether a value looks like a credential (an hf_..., sk-..., ghp_... token, an AWS key
+    id, a password in a URL)."""
+    return bool(SECRET_VALUE.search(text))
 
 
 def substitute(text: str, output_dir: str) -> str:
@@ -120,6 +137,14 @@ def _argv(table: dict, key: str, where: str | Path) -> tuple[str, ...]:
             raise PresetError(where, f"command.{key}[{i}]",
                               "expected a string without a NUL character")
         _placeholders(arg, f"command.{key}[{i}]", where)
+        flag = arg.lstrip("-").split("=", 1)
+        named = arg.startswith("-") and is_secret(flag[0])
+        if looks_secret(arg) or (named and len(flag) == 2) or (
+                i > 0 and value[i - 1].startswith("-") and "=" not in value[i - 1]
+                and is_secret(value[i - 1].lstrip("-"))):
+            raise PresetError(where, f"command.{key}[{i}]", "looks like a secret; the "
+                              "command is frozen into prereg.json and shown: let the "
+                              "trainer read it from the launching shell's environment")
     return tuple(value)
 
 
@@ -144,7 +169,7 @@ def _env(value: object, where: str | Path) -> Mapping[str, str]:
             raise PresetError(where, key, "expected a variable name (letters, digits, _)")
         if not isinstance(text, str):
             raise PresetError(where, key, "expected a string")
-        if is_secret(name):
+        if is_secret(name) or looks_secret(text):
             raise PresetError(where, key, f"looks like a secret; {SECRET_HINT}")
         if name == OUTPUT_ENV:
             raise PresetError(where, key, "is set by the launch (the run folder); remove it")
