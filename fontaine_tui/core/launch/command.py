@@ -12,6 +12,7 @@ from __future__ import annotations
 import difflib
 import hashlib
 import os
+import re
 import subprocess
 from collections.abc import Mapping
 from pathlib import Path
@@ -20,7 +21,13 @@ from fontaine_tui.core.childenv import child_env
 from fontaine_tui.core.errors import InputError
 from fontaine_tui.core.readfile import open_regular, read_whole
 from fontaine_tui.core.text import literal
-from fontaine_tui.core.verdict.command import OUTPUT_ENV, CommandSpec, substitute
+from fontaine_tui.core.verdict.command import (
+    OUTPUT_ENV,
+    CommandSpec,
+    is_secret,
+    looks_secret,
+    substitute,
+)
 from fontaine_tui.core.verdict.presets import Preset
 
 GIT_TIMEOUT_S = 30.0
@@ -94,7 +101,7 @@ def file_record(path: Path) -> dict[str, object] | None:
         st = path.stat()
     except (OSError, ValueError):
         return None
-    if not path.is_file():
+    if not _is_file(path):
         return None
     if st.st_size > HASH_MOST:
         return {"size": st.st_size, "mtime_ns": st.st_mtime_ns,
@@ -125,13 +132,21 @@ def named_files(spec: CommandSpec, argv: list[str], cwd: Path) -> dict[str, dict
     return out
 
 
+def _is_file(path: Path) -> bool:
+    """Path.is_file, False for a name the system refuses (over NAME_MAX, ...)."""
+    try:
+        return path.is_file()
+    except OSError:
+        return False
+
+
 def code_root(spec: CommandSpec, argv: list[str], cwd: Path) -> Path:
     """Where the code's repository is looked for: the script's folder, else the folder of
     the first file argv names by a relative path, else cwd."""
     if spec.script:
         return _against(spec.script, cwd).parent
     for arg in argv:
-        if arg and "\0" not in arg and not Path(arg).is_absolute() and (cwd / arg).is_file():
+        if arg and "\0" not in arg and not Path(arg).is_absolute() and _is_file(cwd / arg):
             return (cwd / arg).parent
     return cwd
 
@@ -276,10 +291,23 @@ def _split(path: Path, marker: str) -> tuple[list[bytes], int]:
                      "the marker line that starts the command block")
 
 
+ASSIGNMENT = re.compile(r"^(\s*(?:export\s+)?)([A-Za-z_][A-Za-z0-9_]*)=(.*)$")
+
+
+def redacted(line: str) -> str:
+    """A launcher line as it may be frozen and shown: a secret-named variable's value, or a
+    value that looks like a credential, replaced by <redacted>."""
+    m = ASSIGNMENT.match(line)
+    if m is not None and (is_secret(m.group(2)) or looks_secret(m.group(3))):
+        return f"{m.group(1)}{m.group(2)}=<redacted>"
+    return "<redacted: the line holds what looks like a credential>" if looks_secret(line) \
+        else line
+
+
 def _shown(lines: list[bytes], i: int) -> str:
     if i >= len(lines):
         return "(end of file)"
-    return repr(literal(lines[i].decode("utf-8", "replace").rstrip("\r\n")))
+    return repr(literal(redacted(lines[i].decode("utf-8", "replace").rstrip("\r\n"))))
 
 
 def check_block(script: Path, reference: Path, marker: str) -> list[str]:
@@ -299,7 +327,7 @@ def check_block(script: Path, reference: Path, marker: str) -> list[str]:
             f"{ref_at + 2 + i} of the reference is {_shown(theirs, ref_at + 1 + i)}")
 
     def text(lines: list[bytes]) -> list[str]:
-        return [ln.decode("utf-8", "replace").rstrip("\r\n") for ln in lines]
+        return [redacted(ln.decode("utf-8", "replace").rstrip("\r\n")) for ln in lines]
 
     return list(difflib.unified_diff(text(theirs[:ref_at]), text(ours[:at]), str(reference),
                                      str(script), n=0, lineterm=""))
