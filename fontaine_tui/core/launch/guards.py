@@ -116,6 +116,28 @@ def check_gpus(preset: Preset, telemetry: TelemetrySnapshot, own_pid: int | None
     return out
 
 
+def _foreign_log_there(preset: Preset, folder: RunFolder) -> str:
+    """What of a launched [command]'s [source] log a folder already holds (an earlier run's
+    checkpoint, a stray *.jsonl): "" when none. A store outside the folder (an absolute
+    [source] path) is the user's to share between runs."""
+    from fontaine_tui.core.errors import InputError
+    from fontaine_tui.core.log.formats.source import SeveralRuns, files
+
+    spec = preset.source
+    if (preset.command is None or spec is None or spec.kind == "fontaine"
+            or Path(spec.path).is_absolute() or not folder.root.is_dir()):
+        return ""
+    try:
+        found = [p for p in files(folder.root, spec) if p.exists()]
+    except SeveralRuns as exc:  # several logs already: any of them would be read
+        return f"{spec.kind} log ({', '.join(exc.found[:3])})"
+    except (InputError, OSError):  # none there yet
+        return ""
+    names = ", ".join(str(p.relative_to(folder.root)) if folder.root in p.parents else str(p)
+                      for p in found[:3])
+    return f"{spec.kind} log ({names})" if found else ""
+
+
 def check_folder(preset: Preset, folder: RunFolder, resume: bool,
                  running_pid: int | None = None) -> list[Finding]:
     """A fresh launch needs a folder without a launched run; --resume needs one with it."""
@@ -134,6 +156,9 @@ def check_folder(preset: Preset, folder: RunFolder, resume: bool,
                             "--resume to continue it, or --output-dir DIR for a new run")]
         if root.exists() and not root.is_dir():
             return [Finding("folder", "refuse", f"{root}: exists and is not a folder")]
+        if (found := _foreign_log_there(preset, folder)):
+            return [Finding("folder", "refuse", f"{root} already holds a {found}: a new run "
+                            "there would be read with it; --output-dir DIR for a new run")]
         return [Finding("folder", "ok", f"run folder {root} (new)")]
     if not folder.prereg.exists():
         why = ("was not launched by fontaine-tui (no prereg.json)" if folder.log.exists()
