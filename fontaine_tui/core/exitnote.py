@@ -54,6 +54,17 @@ def read(folder: Path, pid: int) -> tuple[int | None, str | None] | None:
     return None
 
 
+def _die_with_parent() -> None:
+    """In the child before exec: should this parent be killed (kill -9 of the registered
+    pid), the kernel sends the child SIGTERM, so no trainer runs on unwatched (Linux)."""
+    try:
+        import ctypes
+
+        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
+    except (OSError, AttributeError):
+        pass
+
+
 def _ignore(signum: int, frame: object) -> None:
     """The group's signal reached this parent too: the child has it, and decides."""
 
@@ -66,7 +77,7 @@ def main(args: list[str]) -> int:
     for sig in FORWARDED:  # a handler, not SIG_IGN: the child gets the default back at exec
         signal.signal(sig, _ignore)
     try:
-        child = subprocess.Popen(argv)
+        child = subprocess.Popen(argv, preexec_fn=_die_with_parent)
     except OSError as exc:
         print(f"cannot start {argv[0]}: {exc.strerror or exc}", file=sys.stderr)
         return 127
@@ -74,13 +85,15 @@ def main(args: list[str]) -> int:
     line = {"pid": os.getpid(), "child": child.pid, "code": rc if rc >= 0 else None,
             "signal": signal.Signals(-rc).name if rc < 0 else None}
     try:
-        fd = os.open(note, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        # never through a link: the note is ours, in the run folder, or nothing
+        fd = os.open(note, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW, 0o644)
         with os.fdopen(fd, "a", encoding="utf-8") as fh:
             fh.write(json.dumps(line) + "\n")
     except OSError as exc:
         print(f"{note}: exit not noted ({exc.strerror or exc})", file=sys.stderr)
     if rc < 0:  # die of the same signal, so whoever waits for this parent sees it
-        signal.signal(-rc, signal.SIG_DFL)
+        if -rc not in (signal.SIGKILL, signal.SIGSTOP):  # those two have no handler to reset
+            signal.signal(-rc, signal.SIG_DFL)
         os.kill(os.getpid(), -rc)
     return rc if rc >= 0 else 128 - rc
 

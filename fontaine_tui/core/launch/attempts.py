@@ -193,7 +193,8 @@ def reattach(folder: RunFolder, attempt: Attempt) -> EngineProcess | SlurmJob:
 def _append(folder: RunFolder, make: Callable[[list[dict[str, Any]]], dict[str, Any] | None]
             ) -> dict[str, Any] | None:
     """Under an exclusive lock on the file: read it, and append make(records) unless None."""
-    fd = os.open(folder.attempts, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o644)
+    # never through a link planted in the folder: it would write where it points
+    fd = os.open(folder.attempts, os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW, 0o644)
     try:
         fcntl.flock(fd, fcntl.LOCK_EX)
         data = read_whole(folder.attempts)

@@ -514,7 +514,10 @@ class EngineProcess:
             log_size = folder.log.stat().st_size
         except FileNotFoundError:
             log_size = 0
-        with open(folder.engine_out, "ab") as out:
+        # never through a link planted in the folder: the output would land where it points
+        fd = os.open(folder.engine_out, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW,
+                     0o644)
+        with os.fdopen(fd, "ab") as out:
             since = (log_size, out.seek(0, os.SEEK_END))
             popen = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=out,
                                      stderr=subprocess.STDOUT, start_new_session=True,
