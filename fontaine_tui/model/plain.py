@@ -168,6 +168,9 @@ class PlainReport:
                     break
         finally:
             await source.close()
+        refused = getattr(source, "refused", "")
+        if refused:  # several runs and none chosen: as `verdict` says
+            raise InputError(refused)
         if not why:
             return 0
         self.say(f"ended: {literal(why)}")

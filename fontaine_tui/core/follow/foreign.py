@@ -31,6 +31,7 @@ from __future__ import annotations
 import asyncio
 import math
 import os
+import re
 from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
 from typing import Protocol
@@ -52,7 +53,13 @@ from fontaine_tui.core.log.formats.mlflow import (
     store_files,
 )
 from fontaine_tui.core.log.formats.rows import FormatError
-from fontaine_tui.core.log.formats.source import CSV_NAME, HF_STATE, LIST_TRIES
+from fontaine_tui.core.log.formats.source import (
+    CSV_NAME,
+    EVENTS,
+    HF_STATE,
+    LIST_TRIES,
+    SeveralRuns,
+)
 from fontaine_tui.core.log.formats.tensorboard import FramingError
 from fontaine_tui.core.log.formats.trackio import TrackioDecoder
 from fontaine_tui.core.log.formats.trackio import run_rows as trackio_rows
@@ -63,6 +70,27 @@ from fontaine_tui.core.runfolder import ENGINE_OUT, LOG
 MLFLOW_POLL_S = 1.0  # a store is read whole at least this often
 CHECK_S = 0.25  # and checked for a change this often (sizes and times: cheap)
 SETTLE_S = MLFLOW_POLL_S  # the longest a followed step is held before it goes out
+
+
+SEVERAL = re.compile(r"\b(?:[2-9]|[1-9][0-9]+) (?:W&B )?runs\b")  # "2 runs and none chosen"
+
+
+def refusal(exc: BaseException) -> bool:
+    """Whether a source's error is for good, not a run yet to start: several runs in its
+    folder or store and none chosen (waiting would never end it)."""
+    text = str(exc)
+    return isinstance(exc, SeveralRuns) or "writers logged into" in text or (
+        bool(SEVERAL.search(text)) and "[source] run" in text)
+
+
+def at_once(base: Path) -> None:
+    """InputError when the event files already in a run's folder were written by two
+    writers at once (the cold read's rule, eventdirs.one_run), before any is followed."""
+    from fontaine_tui.core.log.formats.cold import load_source
+
+    files_there = [p for p in base.rglob(f"{EVENTS}*") if p.is_file()] if base.is_dir() else []
+    if len({p.parent for p in files_there}) < len(files_there):  # two files in one folder
+        load_source(base, SourceSpec("tensorboard"))
 
 
 def settle(dec: Decoder) -> list[Record]:
@@ -144,6 +172,9 @@ class ForeignRun:
         self.label = (f"{transport.label} ({spec.kind})" if transport is not None
                       else f"local {self.folder} ({spec.kind})")
         self._closed = asyncio.Event()
+        # why the run cannot be followed at all (several runs and none chosen): said as a
+        # note, the follow ends, and `attach --plain` exits 2 with it
+        self.refused = ""
 
     @property
     def records_end(self) -> bool:
@@ -185,6 +216,10 @@ class ForeignRun:
                 first = files(self.folder, self.spec)[0]
                 break
             except InputError as exc:
+                if refusal(exc):
+                    self.refused = str(exc)
+                    yield Batch([], 1, note=str(exc))
+                    return
                 if str(exc) != said:
                     said = str(exc)
                     yield Batch([], 1, note=f"waiting: {exc}")
@@ -231,7 +266,16 @@ class ForeignRun:
                     found, folders = run_root(base)
                     one = ""
             except (InputError, OSError) as exc:
+                if refusal(exc):
+                    self.refused = str(exc)
                 return None, str(exc)
+            if not pumps and not one and not run:  # files there: the cold read's rule
+                try:
+                    at_once(base)
+                except InputError as exc:
+                    if refusal(exc):
+                        self.refused = str(exc)
+                        return None, str(exc)
             for folder in folders:
                 if folder not in pumps:
                     pumps[folder] = asyncio.create_task(pump(folder, events_of(one, run)))
@@ -246,6 +290,9 @@ class ForeignRun:
             while not self._closed.is_set():
                 if loop.time() >= next_look:
                     found, why = look()
+                    if self.refused:
+                        yield Batch([], 1, note=self.refused)
+                        return
                     root = found or root
                     next_look = loop.time() + (self.poll_s or 0.25) * 4
                     if why and why != said:
@@ -262,7 +309,7 @@ class ForeignRun:
                     yield batch
                 taken.set()
                 if events.stopped:
-                    await self._closed.wait()
+                    self.refused = batch.note if batch is not None else "several runs"
                     return
         finally:
             for task in pumps.values():
@@ -451,6 +498,10 @@ class ForeignRun:
                     yield Batch([], 1, note="; ".join(news), records=tuple(records))
                 said = ""
             except (InputError, FormatError, OSError) as exc:
+                if refusal(exc):
+                    self.refused = str(exc)
+                    yield Batch([], 1, note=str(exc))
+                    return
                 if str(exc) != said:
                     said = str(exc)
                     yield Batch([], 1, note=f"waiting: {exc}")
