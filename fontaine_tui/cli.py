@@ -16,6 +16,7 @@ import traceback
 from typing import NoReturn
 
 from fontaine_tui import __version__, commands
+from fontaine_tui.commands._args import HelpFormatter
 from fontaine_tui.core.errors import InputError
 from fontaine_tui.core.text import LiteralStream, literal
 
@@ -24,6 +25,10 @@ DEBUG_ENV = "FONTAINE_DEBUG"  # =1: an internal error prints its whole traceback
 
 
 class _Parser(argparse.ArgumentParser):
+    def __init__(self, *args, **kwargs) -> None:  # every subcommand's --help: its examples kept
+        kwargs.setdefault("formatter_class", HelpFormatter)
+        super().__init__(*args, **kwargs)
+
     def error(self, message: str) -> NoReturn:  # one line, exit 2 (argparse's own code)
         self.exit(2, f"{self.prog}: error: {message}\n")
 
@@ -69,7 +74,7 @@ def main(argv: list[str] | None = None) -> int:
 
 def _main(argv: list[str] | None) -> int:
     parser = build_parser()
-    args = parser.parse_args(argv)
+    args = parser.parse_args(_legacy(sys.argv[1:] if argv is None else list(argv)))
     try:
         code = args.func(args)
     except InputError as exc:
@@ -80,6 +85,23 @@ def _main(argv: list[str] | None) -> int:
     except BrokenPipeError:
         return 0
     return int(code or 0)
+
+
+def _legacy(argv: list[str]) -> list[str]:
+    """The command line in its current form: a command's module may take an older form for one
+    release (its `legacy(rest)` returns the new form of what follows the command, and says so
+    on stderr)."""
+    at = 0
+    while at < len(argv) and argv[at].startswith("-"):  # the global options
+        at += 2 if argv[at] == "--ssh-config" else 1
+    if at >= len(argv) or not argv[at].isidentifier():
+        return argv
+    try:
+        module = importlib.import_module(f"{commands.__name__}.{argv[at]}")
+    except ImportError:
+        return argv
+    legacy = getattr(module, "legacy", None)
+    return argv if legacy is None else [*argv[:at + 1], *legacy(argv[at + 1:])]
 
 
 def _internal_error(exc: BaseException) -> int:

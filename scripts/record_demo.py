@@ -53,7 +53,7 @@ def main() -> int:
         dist, run = work / COMPARATOR, work / RUN
         cli("launch", str(DEMO / f"{COMPARATOR}.toml"), "--plain", "--output-dir", str(dist),
             env=env)
-        cli("bank", str(dist), "--as", COMPARATOR, env=env)
+        cli("bank", "add", str(dist), "--as", COMPARATOR, env=env)
         cli("launch", str(DEMO / f"{RUN}.toml"), "--plain", "--output-dir", str(run), env=env)
         verdict = json.loads((run / "verdict.json").read_text())
         if verdict.get("verdict") == "UNDECIDABLE":

@@ -31,3 +31,27 @@ def seconds(text: str) -> float:
     if not (math.isfinite(value) and value > 0):
         raise argparse.ArgumentTypeError(f"expected a positive number of seconds, got {text!r}")
     return value
+
+
+class HelpFormatter(argparse.RawDescriptionHelpFormatter):
+    """argparse's RawDescriptionHelpFormatter that still wraps a paragraph written as one
+    line: a description reads as prose, an epilog's example lines keep their breaks."""
+
+    def _fill_text(self, text: str, width: int, indent: str) -> str:
+        return "\n\n".join(
+            part if "\n" in part else argparse.HelpFormatter._fill_text(self, part, width, indent)
+            for part in text.split("\n\n"))
+
+
+def examples(*lines: str, exits: str = "") -> str:
+    """An epilog: `examples:` with one command line each, then what the exit codes mean."""
+    text = "examples:\n" + "\n".join(f"  {line}" for line in lines)
+    return text + (f"\n\nexit codes: {exits}" if exits else "")
+
+
+def ssh_config(p: argparse.ArgumentParser, help: str = "ssh client config file (ssh -F FILE)"
+               ) -> None:
+    """--ssh-config after the command: the global option (`fontaine-tui --ssh-config FILE
+    COMMAND`) still taken here; absent unless given, so it never hides the global one."""
+    p.add_argument("--ssh-config", metavar="FILE", default=argparse.SUPPRESS,
+                   help=f"{help}; also before the command")

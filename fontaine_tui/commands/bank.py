@@ -1,4 +1,4 @@
-"""`fontaine-tui bank RUN --as NAME`: keep a finished run as a comparator; `bank list`,
+"""`fontaine-tui bank add RUN --as NAME`: keep a finished run as a comparator; `bank list`,
 `bank show NAME[@sha]`."""
 
 from __future__ import annotations
@@ -10,6 +10,7 @@ import json
 import sys
 from types import MappingProxyType
 
+from fontaine_tui.commands._args import examples, ssh_config
 from fontaine_tui.core.errors import InputError
 from fontaine_tui.core.runfolder import check_target
 from fontaine_tui.core.text import literal, require_utf8
@@ -18,83 +19,125 @@ ORDER = 47
 RUN_CHOICE = ("mlflow", "trackio", "wandb", "tensorboard")  # the kinds that may hold several runs
 
 
+SUBCOMMANDS = ("add", "list", "show")
+
+
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
-        "bank", help="bank a finished run as a comparator; bank list; bank show NAME",
-        description="`bank RUN --as NAME` stores a finished run's curves (every probe, a train "
-        "summary, recipe, world size, device, code and data identity, its prereg.json) as one "
-        "canonical JSON document with its sha256, in $FONTAINE_BANK (else "
-        "$XDG_DATA_HOME/fontaine-tui/bank). RUN is a run folder, [user@]host:/path or "
-        "ssh://... `bank list` lists the banked runs; `bank show NAME[@SHA]` prints one.")
-    p.add_argument("what", nargs="+", metavar="RUN | list | show NAME",
-                   help="a run to bank, or `list`, or `show NAME[@sha256 prefix]`")
-    p.add_argument("--as", dest="name", metavar="NAME", help="the name to bank the run under")
-    p.add_argument("--note", default="", help="a note kept with the banked run")
-    p.add_argument("--replace", action="store_true",
+        "bank", help="bank a finished run as a comparator: bank add, bank list, bank show",
+        description="The bank keeps finished runs as comparators, in $FONTAINE_BANK (else "
+        "$XDG_DATA_HOME/fontaine-tui/bank).",
+        epilog=examples("fontaine-tui bank add runs/ref --as ref-2rank",
+                        "fontaine-tui bank list", "fontaine-tui bank show ref-2rank@1a2b3c -j",
+                        exits="0 done, 2 bad input or nothing banked"))
+    actions = p.add_subparsers(dest="action", metavar="ACTION")
+    actions.required = True
+    a = actions.add_parser(
+        "add", help="bank a finished run under a name",
+        description="Store a finished run's curves (every probe, a train summary, recipe, "
+        "world size, device, code and data identity, its prereg.json) as one canonical JSON "
+        "document with its sha256. RUN is a run folder, [user@]host:/path or ssh://...",
+        epilog=examples("fontaine-tui bank add runs/ref --as ref-2rank --note 'two ranks'",
+                        "fontaine-tui bank add gpu1:/runs/r7 --as r7 --replace",
+                        "fontaine-tui bank add mlruns --as ml --ended --run 3f2a -p my-preset",
+                        exits="0 banked, 2 bad input or refused (nothing was banked)"))
+    a.add_argument("target", metavar="RUN", help="a run folder, [user@]host:/path or ssh://...")
+    _add_options(a)
+    a.set_defaults(func=run)
+    ls = actions.add_parser("list", help="list the banked runs",
+                            description="List the banked runs, and those a preset cannot use.",
+                            epilog=examples("fontaine-tui bank list",
+                                            "FONTAINE_BANK=/shared/bank fontaine-tui bank list"))
+    ls.set_defaults(func=run_list)
+    sh = actions.add_parser("show", help="print one banked run",
+                            description="Print one banked run: NAME's current version, or "
+                            "NAME@SHA256-PREFIX for an older one.",
+                            epilog=examples("fontaine-tui bank show ref-2rank",
+                                            "fontaine-tui bank show ref-2rank@1a2b3c",
+                                            "fontaine-tui bank show ref-2rank -j | jq .probes",
+                                            exits="0 shown, 2 no such banked run"))
+    sh.add_argument("entry", metavar="NAME[@SHA]", help="a banked name[@sha256 prefix]")
+    sh.add_argument("-j", "--json", action="store_true", help="the whole document as JSON")
+    sh.set_defaults(func=run_show)
+
+
+def _add_options(a: argparse.ArgumentParser) -> None:
+    a.add_argument("--as", dest="name", metavar="NAME", required=True,
+                   help="the name to bank the run under")
+    a.add_argument("--note", default="", help="a note kept with the banked run")
+    a.add_argument("--replace", action="store_true",
                    help="make this run the current version of NAME (the old one is kept)")
-    p.add_argument("--json", action="store_true", help="with show: the whole document")
-    p.add_argument("--ended", action="store_true",
+    a.add_argument("--ended", action="store_true",
                    help="another trainer's run (TensorBoard, Trainer, CSV, MLflow, JSONL): its "
                         "log does not say when it ended; say that it has (a W&B run's exit "
                         "says so itself)")
-    p.add_argument("--run", metavar="NAME", default="",
+    a.add_argument("--run", metavar="NAME", default="",
                    help="a store holding several runs (MLflow, trackio): the run to bank, by "
                         "name or id")
-    p.add_argument("--preset", metavar="PRESET",
+    a.add_argument("-p", "--preset", metavar="PRESET",
                    help="another trainer's run: the preset whose [source] says how to read it "
                         "(its eval keys, path, loss key), so the banked probes hold the keys "
                         "that preset reads")
-    p.add_argument("--even-if-conflicting", action="store_true",
+    a.add_argument("--even-if-conflicting", action="store_true",
                    help="bank a run whose own evidence conflicts (two probes for one step, "
                         "malformed or out-of-order lines, its own verdict UNDECIDABLE) all the "
                         "same, marked: a preset that uses it refuses to load")
-    p.add_argument("--ssh-config", metavar="FILE", help="ssh client config file (ssh -F FILE)")
-    p.set_defaults(func=run)
+    ssh_config(a)
+
+
+def legacy(rest: list[str]) -> list[str]:
+    """`bank RUN --as NAME` (before `bank add`): taken for one more release, with a note."""
+    if not rest or rest[0] in (*SUBCOMMANDS, "-h", "--help"):
+        return rest
+    print("fontaine-tui: `bank RUN --as NAME` is deprecated and will be removed in the next "
+          "release: use `bank add RUN --as NAME`", file=sys.stderr)
+    return ["add", *rest]
+
+
+def run_list(args: argparse.Namespace) -> int:
+    from fontaine_tui.core.bank import store as bank
+
+    rows = [f"{e.name:<24}{e.sha256[:12]}  {len(e.probes()):>4} probes  "
+            f"{len(bank.versions(e.name))} version(s)  {e.where()}"
+            + ("  MARKED: conflicting evidence" if e.marked else "")
+            for e in bank.entries()]
+    bad = bank.unusable()
+    if not rows:
+        rows = [f"nothing usable banked in {bank.bank_dir()}" if bad else
+                f"nothing banked in {bank.bank_dir()}"]
+    rows += [f"{name:<24}not listed (a preset naming it is refused): {literal(why)}"
+             for name, why in bad]
+    sys.stdout.write("\n".join(rows) + "\n")
+    return 0
+
+
+def run_show(args: argparse.Namespace) -> int:
+    from fontaine_tui.core.bank import store as bank
+
+    entry = bank.get(args.entry)
+    if args.json:
+        sys.stdout.write(json.dumps(entry.doc, indent=2, sort_keys=True) + "\n")
+        return 0
+    probes = entry.probes()
+    doc = entry.doc
+    sys.stdout.write(
+        f"{entry.name}  sha256 {entry.sha256}{'' if entry.current else '  (not current)'}\n"
+        f"source {doc.get('source')}  run {doc.get('run')}  {entry.where()}\n"
+        f"probes at steps {', '.join(map(str, probes)) or 'none'}\n"
+        + (f"note: {doc.get('note')}\n" if doc.get("note") else "")
+        + "".join(f"marked: {why}\n" for why in entry.marked))
+    return 0
 
 
 def run(args: argparse.Namespace) -> int:
     from fontaine_tui.core.bank import store as bank
 
-    what = args.what
-    if what == ["list"]:
-        rows = [f"{e.name:<24}{e.sha256[:12]}  {len(e.probes()):>4} probes  "
-                f"{len(bank.versions(e.name))} version(s)  {e.where()}"
-                + ("  MARKED: conflicting evidence" if e.marked else "")
-                for e in bank.entries()]
-        bad = bank.unusable()
-        if not rows:
-            rows = [f"nothing usable banked in {bank.bank_dir()}" if bad else
-                    f"nothing banked in {bank.bank_dir()}"]
-        rows += [f"{name:<24}not listed (a preset naming it is refused): {literal(why)}"
-                 for name, why in bad]
-        sys.stdout.write("\n".join(rows) + "\n")
-        return 0
-    if what[0] == "show":
-        if len(what) != 2:
-            raise InputError("bank show: expected one NAME or NAME@sha256-prefix")
-        entry = bank.get(what[1])
-        if args.json:
-            sys.stdout.write(json.dumps(entry.doc, indent=2, sort_keys=True) + "\n")
-            return 0
-        probes = entry.probes()
-        doc = entry.doc
-        sys.stdout.write(
-            f"{entry.name}  sha256 {entry.sha256}{'' if entry.current else '  (not current)'}\n"
-            f"source {doc.get('source')}  run {doc.get('run')}  {entry.where()}\n"
-            f"probes at steps {', '.join(map(str, probes)) or 'none'}\n"
-            + (f"note: {doc.get('note')}\n" if doc.get("note") else "")
-            + "".join(f"marked: {why}\n" for why in entry.marked))
-        return 0
-    if len(what) != 1:
-        raise InputError("bank: expected one RUN (or `list`, or `show NAME`)")
-    if not args.name:
-        raise InputError("bank RUN: expected --as NAME")
+    target, ssh = args.target, getattr(args, "ssh_config", None)
     bank.check_name(args.name)
-    check_target(what[0])
+    check_target(target)
     require_utf8(args.note, "--note")
-    store, prereg, ledger, label, kind = asyncio.run(_read(what[0], args.ssh_config,
-                                                          args.run, args.preset))
-    if kind and not args.ended and store.ended_at is None and not _finished_here(what[0]):
+    store, prereg, ledger, label, kind = asyncio.run(_read(target, ssh, args.run, args.preset))
+    if kind and not args.ended and store.ended_at is None and not _finished_here(target):
         raise InputError(f"{label}: another trainer's run: its log does not say it ended; "
                          "bank it with --ended once it has")
     doc = bank.document(store, label, args.note, prereg, kind)

@@ -248,7 +248,7 @@ def run_writer(writer: tuple[str, ...], names: list[str], root: Path) -> dict[st
         s.verdict_rc, _ = command(["verdict", str(s.folder), "--preset", preset], env)
         bank_name = name.replace("-", "_")
         how = ["--preset", preset] if s.kind.bank_preset else []
-        s.bank = command(["bank", str(s.folder), "--as", bank_name, "--ended", *how], env)
+        s.bank = command(["bank", "add", str(s.folder), "--as", bank_name, "--ended", *how], env)
         compared = root / f"{name}-compared.toml"
         compared.write_text(preset_text(s.kind, f"{name}-compared", comparator=bank_name))
         s.compared = command(["verdict", str(s.folder), "--preset", str(compared)], env)

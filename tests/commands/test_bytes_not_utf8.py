@@ -52,9 +52,9 @@ def test_paths_and_notes_that_are_not_utf8(tmp_path: Path) -> None:
         (["verdict", run, "--preset", "smoke"], None),
         (["replay", run, "--plain", "--preset", "smoke"], None),
         (["attach", run, "--plain", "--until-end", "--preset", "smoke"], None),
-        (["bank", run, "--as", "x"], 0),
+        (["bank", "add", run, "--as", "x"], 0),
         (["bank", "show", "x"], 0),
-        (["bank", run, "--as", "y", "--note", b"n\xfeote"], 2),
+        (["bank", "add", run, "--as", "y", "--note", b"n\xfeote"], 2),
         (["amend", run, "--extend-to", "2000", "--text", b"why\xfe", "--preset", "smoke"], 2),
     ]:
         res = _run(*argv, env_extra=env)

@@ -70,7 +70,7 @@ def test_amend_and_bank_print_the_folder_on_one_line(forged_run: Path, tmp_path:
     res = cli("amend", str(forged_run), "--extend-to", "1250")
     assert res.returncode == 1, res.stderr  # recorded, refused: the run ended at 1000
     assert not starting(res.stdout, "VERDICT:") and "x\\nVERDICT" in res.stdout, res.stdout
-    res = cli("bank", str(forged_run), "--as", "ref")
+    res = cli("bank", "add", str(forged_run), "--as", "ref")
     assert res.returncode == 0, res.stderr
     assert not starting(res.stdout, "VERDICT:") and "x\\nVERDICT" in res.stdout, res.stdout
 

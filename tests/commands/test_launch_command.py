@@ -102,7 +102,7 @@ def test_a_launched_command_is_watched_stopped_and_resumed(tmp_path, registry_pa
     assert verdict["label"] == "HEALTHY" and not verdict["provisional"]
 
     # banked as its frozen [source] reads it, ended by its finished attempt (no --ended)
-    res = _cli("bank", str(folder), "--as", "own_base", cwd=tmp_path)
+    res = _cli("bank", "add", str(folder), "--as", "own_base", cwd=tmp_path)
     assert res.returncode == 0, res.stderr
     assert "banked" in res.stdout and "(hf_trainer)" in res.stdout, res.stdout
     compare = tmp_path / "own_vs_base.toml"  # a second run, compared with the banked one

@@ -16,7 +16,7 @@ COMMANDS = [
     ["verdict", "{t}"],
     ["verdict", "{t}", "--preset", "smoke"],
     ["replay", "{t}", "--plain", "--preset", "smoke"],
-    ["bank", "{t}", "--as", "x"],
+    ["bank", "add", "{t}", "--as", "x"],
     ["amend", "{t}", "--extend-to", "50", "--preset", "smoke"],
     ["attach", "{t}", "--plain", "--until-end", "--preset", "smoke"],
 ]

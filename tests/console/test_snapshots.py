@@ -69,7 +69,7 @@ def test_probes_with_banked_curves_snapshot(keys, snap_compare, tmp_path, monkey
                                 1000: (4.6, 3.4)}),
                          ("b", {250: (3.4, 3.6), 500: (3.0, 3.2), 1000: (5.2, 3.4)})):
         write_log(tmp_path / name / "train_log.jsonl", records(probes=probes))
-        assert main(["bank", name, "--as", f"drift_{name}"]) == 0  # relative: a stable sha
+        assert main(["bank", "add", name, "--as", f"drift_{name}"]) == 0  # relative: a stable sha
     text = (Path(__file__).parents[2] / "presets" / "demosonly_1gpu.toml").read_text()
     text = text.replace("[[amendments]]", '''[comparators.drift_a]
 bank = "drift_a"

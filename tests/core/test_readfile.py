@@ -47,7 +47,7 @@ def test_a_fifo_in_a_launched_run_folder_is_refused(tmp_path, name, command, ban
     folder, _ = three(tmp_path)
     path = fifo(folder.root / name)
     argv = {"verdict": ["verdict", str(folder.root)],
-            "bank": ["bank", str(folder.root), "--as", "x"],
+            "bank": ["bank", "add", str(folder.root), "--as", "x"],
             "amend": ["amend", str(folder.root), "--scale-factor", "3"]}[command]
     refused(cli(*argv), path)
 
@@ -58,7 +58,7 @@ def test_a_fifo_as_the_log_or_a_preset_is_refused(tmp_path):
     refused(cli("verdict", str(folder.root), "--preset", str(preset)), preset)
     log = fifo(folder.log)
     for argv in (["verdict", str(folder.root)], ["replay", str(folder.root), "--plain"],
-                 ["bank", str(folder.root), "--as", "y"]):
+                 ["bank", "add", str(folder.root), "--as", "y"]):
         refused(cli(*argv), log)
 
 
@@ -88,7 +88,7 @@ def test_a_fifo_as_a_foreign_file_is_refused(tmp_path, kind, bank_path):
     refused(cli("verdict", str(run), "--preset", str(preset)), path)
     refused(cli("replay", str(run), "--preset", str(preset), "--plain"), path)
     if kind != "jsonl":  # bank tells a foreign run by its files (a *.jsonl needs a preset)
-        refused(cli("bank", str(run), "--as", "f", "--ended"), path)
+        refused(cli("bank", "add", str(run), "--as", "f", "--ended"), path)
 
 
 @pytest.mark.parametrize("name", ["trainer_state.json", "metrics.csv"])

@@ -35,7 +35,7 @@ def _one_line(capsys: pytest.CaptureFixture[str], *says: str) -> None:
 
 
 def test_nan_in_the_meta_record_is_named(tmp_path, bank_path, capsys) -> None:
-    assert main(["bank", str(_run(tmp_path, nan_meta=True)), "--as", "a"]) == 2
+    assert main(["bank", "add", str(_run(tmp_path, nan_meta=True)), "--as", "a"]) == 2
     _one_line(
         capsys, "the log's meta record: recipe.lr: nan is not a finite number", "nothing was banked"
     )
@@ -46,7 +46,7 @@ def test_nan_in_the_meta_record_is_named(tmp_path, bank_path, capsys) -> None:
 def test_nan_in_prereg_is_named(tmp_path, bank_path, capsys, value: str) -> None:
     folder = _run(tmp_path)
     (folder / "prereg.json").write_text('{"preset": {"verdict": {"bound": [1, ' + value + "]}}}")
-    assert main(["bank", str(folder), "--as", "a"]) == 2
+    assert main(["bank", "add", str(folder), "--as", "a"]) == 2
     _one_line(capsys, "prereg.json: preset.verdict.bound[1]:", "nothing was banked")
     assert not bank_path.exists()
 
@@ -54,7 +54,7 @@ def test_nan_in_prereg_is_named(tmp_path, bank_path, capsys, value: str) -> None
 def test_deep_prereg_is_not_json(tmp_path, bank_path, capsys) -> None:
     folder = _run(tmp_path)
     (folder / "prereg.json").write_text("[" * 100_000 + "]" * 100_000)
-    assert main(["bank", str(folder), "--as", "a"]) == 2
+    assert main(["bank", "add", str(folder), "--as", "a"]) == 2
     _one_line(capsys, "prereg.json is not JSON")
 
 
@@ -91,7 +91,7 @@ def test_a_full_disk_leaves_nothing(tmp_path, tiny, monkeypatch, capsys) -> None
     root = tiny / "bank"
     monkeypatch.setenv("FONTAINE_BANK", str(root))
     _fill(tiny, 0)
-    assert main(["bank", str(_run(tmp_path)), "--as", "a"]) == 2
+    assert main(["bank", "add", str(_run(tmp_path)), "--as", "a"]) == 2
     _one_line(capsys, f"{root / 'a'}: cannot bank (No space left on device)", "nothing was banked")
     assert sorted(p.name for p in tiny.iterdir()) == ["filler"]
 
@@ -101,7 +101,7 @@ def test_a_disk_full_before_current_keeps_the_old_version(
 ) -> None:
     root = tiny / "bank"
     monkeypatch.setenv("FONTAINE_BANK", str(root))
-    assert main(["bank", str(_run(tmp_path, "a")), "--as", "ref"]) == 0
+    assert main(["bank", "add", str(_run(tmp_path, "a")), "--as", "ref"]) == 0
     first = bank.get("ref").sha256
     other = tmp_path / "b"
     recs = records()
@@ -109,7 +109,7 @@ def test_a_disk_full_before_current_keeps_the_old_version(
     write_log(other / "train_log.jsonl", recs)
     capsys.readouterr()
     _fill(tiny, 1)  # the new version fits, the new CURRENT does not
-    assert main(["bank", str(other), "--as", "ref", "--replace"]) == 2
+    assert main(["bank", "add", str(other), "--as", "ref", "--replace"]) == 2
     _one_line(capsys, "cannot bank (No space left on device)", "nothing was banked")
     assert bank.get("ref").sha256 == first
     assert bank.versions("ref") == [first]

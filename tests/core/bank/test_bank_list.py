@@ -12,7 +12,7 @@ from tests.logs import records, write_log
 
 def test_an_edited_entry_is_named_with_why(tmp_path: Path, bank_path: Path, capsys) -> None:
     write_log(tmp_path / "a" / "train_log.jsonl", records())
-    assert main(["bank", str(tmp_path / "a"), "--as", "ref"]) == 0
+    assert main(["bank", "add", str(tmp_path / "a"), "--as", "ref"]) == 0
     version = bank_path / "ref" / f"{bank.get('ref').sha256}.json"
     version.write_text(version.read_text().replace('"note":""', '"note":"x"'))
     capsys.readouterr()

@@ -52,7 +52,7 @@ def _refused(res: subprocess.CompletedProcess, bank_path: Path, *named: str) -> 
 
 def test_a_conflicting_probe_is_not_banked(tmp_path, bank_path):
     run = _conflicting(tmp_path)  # step 750 logged twice with other values, no resume
-    _refused(_bank(str(run), "--as", "ref"), bank_path,
+    _refused(_bank("add", str(run), "--as", "ref"), bank_path,
              f"{run}: its own evidence conflicts:",
              "two different probes for step 750 (line")
 
@@ -63,7 +63,7 @@ def test_malformed_probe_lines_are_not_banked(tmp_path, bank_path):
     torn = '{"kind": "eval", "step": 500, "eval_chunk_mae": 3.1, "train_chunk'
     bad = '{"kind": "eval", "step": 750, "eval_chunk_mae": 3.5,, "n_frames": 256}'
     run = _log(tmp_path / "run", recs, {i500: torn, i750: bad})
-    _refused(_bank(str(run), "--as", "ref"), bank_path,
+    _refused(_bank("add", str(run), "--as", "ref"), bank_path,
              f"2 malformed lines (line {i500 + 1}, line {i750 + 2})")
 
 
@@ -74,7 +74,7 @@ def test_out_of_order_probes_and_records_are_not_banked(tmp_path, bank_path):
     back = dict(recs[_index(recs, "train", 900)], step=100)  # a train record going back
     recs.insert(_index(recs, "train", 900) + 1, back)
     run = _log(tmp_path / "run", recs)
-    _refused(_bank(str(run), "--as", "ref"), bank_path,
+    _refused(_bank("add", str(run), "--as", "ref"), bank_path,
              "2 out-of-order records not applied (line")
 
 
@@ -85,7 +85,7 @@ def test_a_run_whose_own_verdict_is_undecidable_is_not_banked(tmp_path, bank_pat
            now=1.8e9)
     recs = [r for r in records() if not (r["kind"] == "eval" and r["step"] == 1000)]
     _log(run, recs)
-    _refused(_bank(str(run), "--as", "ref"), bank_path,
+    _refused(_bank("add", str(run), "--as", "ref"), bank_path,
              "its own verdict is UNDECIDABLE: no probe at the endpoint (step 1000)")
 
 
@@ -95,7 +95,7 @@ def test_a_clean_launched_run_still_banks(tmp_path, bank_path):
     freeze(RunFolder(run), load_preset(without_amendments(tmp_path)), ["engine"], "h",
            now=1.8e9)
     write_log(run / "train_log.jsonl", records())
-    res = _bank(str(run), "--as", "ref")
+    res = _bank("add", str(run), "--as", "ref")
     assert res.returncode == 0, res.stderr
     assert "conflicting_evidence" not in bank.get("ref").doc
 
@@ -109,7 +109,7 @@ def _conflicting(tmp_path: Path) -> Path:
 
 def test_banked_even_if_conflicting_it_is_marked(tmp_path, bank_path, capsys):
     run = _conflicting(tmp_path)
-    res = _bank(str(run), "--as", "ref", "--even-if-conflicting")
+    res = _bank("add", str(run), "--as", "ref", "--even-if-conflicting")
     assert res.returncode == 0, res.stderr
     assert res.stdout.startswith(f"banked {run} as ref (MARKED: its own evidence conflicts)")
     entry = bank.get("ref")
@@ -123,7 +123,7 @@ def test_banked_even_if_conflicting_it_is_marked(tmp_path, bank_path, capsys):
 
 
 def test_a_preset_that_uses_a_marked_entry_refuses_to_load(tmp_path, bank_path, capsys):
-    assert _bank(str(_conflicting(tmp_path)), "--as", "ref",
+    assert _bank("add", str(_conflicting(tmp_path)), "--as", "ref",
                  "--even-if-conflicting").returncode == 0
     entry = bank.get("ref")
     # a preset that derives its bounds from it refuses to load: one line, the entry named
@@ -146,7 +146,7 @@ def test_a_preset_that_uses_a_marked_entry_refuses_to_load(tmp_path, bank_path, 
 
 def test_a_marked_entry_keeps_its_mark_in_its_sha256(tmp_path, bank_path):
     """Dropping the mark from the file is an edit: the entry is refused, never read clean."""
-    assert _bank(str(_conflicting(tmp_path)), "--as", "ref",
+    assert _bank("add", str(_conflicting(tmp_path)), "--as", "ref",
                  "--even-if-conflicting").returncode == 0
     sha = bank.get("ref").sha256
     path = bank_path / "ref" / f"{sha}.json"

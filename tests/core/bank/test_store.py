@@ -27,7 +27,7 @@ def run_folder(tmp_path: Path, name: str, probes=RIGONLY_LIKE, finished: bool = 
 
 def test_bank_a_finished_run_and_read_it_back(tmp_path, bank_path, capsys):
     folder = run_folder(tmp_path, "a")
-    assert main(["bank", str(folder), "--as", "rigonly", "--note", "the fixture"]) == 0
+    assert main(["bank", "add", str(folder), "--as", "rigonly", "--note", "the fixture"]) == 0
     out = capsys.readouterr().out
     entry = bank.get("rigonly")
     assert out.startswith(f"banked {folder} as rigonly: sha256 {entry.sha256} (4 probes")
@@ -42,21 +42,21 @@ def test_bank_a_finished_run_and_read_it_back(tmp_path, bank_path, capsys):
     import hashlib
     assert hashlib.sha256(path.read_bytes().rstrip(b"\n")).hexdigest() == entry.sha256
     # the same run again: nothing changes
-    assert main(["bank", str(folder), "--as", "rigonly", "--note", "the fixture"]) == 0
+    assert main(["bank", "add", str(folder), "--as", "rigonly", "--note", "the fixture"]) == 0
     assert capsys.readouterr().out.startswith("unchanged ")
     assert bank.versions("rigonly") == [entry.sha256]
 
 
 def test_other_content_under_a_taken_name_needs_replace_and_keeps_the_old(tmp_path, capsys):
-    main(["bank", str(run_folder(tmp_path, "a")), "--as", "ref"])
+    main(["bank", "add", str(run_folder(tmp_path, "a")), "--as", "ref"])
     first = bank.get("ref").sha256
     other = run_folder(tmp_path, "b", probes=SCALED_LIKE)
-    res = subprocess.run([sys.executable, "-m", "fontaine_tui", "bank", str(other), "--as",
+    res = subprocess.run([sys.executable, "-m", "fontaine_tui", "bank", "add", str(other), "--as",
                           "ref"], capture_output=True, text=True, cwd=ROOT)
     assert res.returncode == 2 and res.stderr.count("\n") == 1
     assert f"already holds another run (sha256 {first[:12]}); pass --replace" in res.stderr
     assert bank.get("ref").sha256 == first
-    assert main(["bank", str(other), "--as", "ref", "--replace"]) == 0
+    assert main(["bank", "add", str(other), "--as", "ref", "--replace"]) == 0
     second = bank.get("ref").sha256
     assert second != first and sorted(bank.versions("ref")) == sorted([first, second])
     pinned = bank.get(f"ref@{first[:8]}")
@@ -70,7 +70,7 @@ def test_other_content_under_a_taken_name_needs_replace_and_keeps_the_old(tmp_pa
 
 
 def test_an_edited_bank_entry_is_refused(tmp_path, bank_path):
-    main(["bank", str(run_folder(tmp_path, "a")), "--as", "ref"])
+    main(["bank", "add", str(run_folder(tmp_path, "a")), "--as", "ref"])
     sha = bank.get("ref").sha256
     path = bank_path / "ref" / f"{sha}.json"
     path.write_text(path.read_text().replace('"eval_chunk_mae":3.7929', '"eval_chunk_mae":3.0'))
@@ -78,10 +78,29 @@ def test_an_edited_bank_entry_is_refused(tmp_path, bank_path):
         bank.get("ref")
 
 
+def test_the_old_form_still_banks_with_one_deprecation_line(tmp_path, bank_path):
+    """`bank RUN --as NAME` (before `bank add`) banks as `bank add` does, and says so once."""
+    res = subprocess.run([sys.executable, "-m", "fontaine_tui", "bank",
+                          str(run_folder(tmp_path, "a")), "--as", "old"],
+                         capture_output=True, text=True, cwd=ROOT)
+    assert res.returncode == 0, res.stderr
+    assert res.stderr == ("fontaine-tui: `bank RUN --as NAME` is deprecated and will be removed "
+                          "in the next release: use `bank add RUN --as NAME`\n")
+    assert res.stdout.startswith("banked ") and bank.get("old").name == "old"
+    assert main(["bank", "list"]) == 0  # the new forms take no note
+
+
+def test_bank_is_three_subcommands(bank_path, capsys):
+    assert main(["bank", "--help"]) == 0
+    out = capsys.readouterr().out
+    assert all(f"    {name} " in out for name in ("add", "list", "show")), out
+    assert main(["bank", "list"]) == 0 and capsys.readouterr().err == ""
+
+
 @pytest.mark.parametrize("argv, message", [
-    (["bank", "RUN", "--as", ".hidden"], "--as: expected a name of letters"),
-    (["bank", "RUN"], "bank RUN: expected --as NAME"),
-    (["bank", "show"], "bank show: expected one NAME"),
+    (["bank", "add", "RUN", "--as", ".hidden"], "--as: expected a name of letters"),
+    (["bank", "add", "RUN"], "the following arguments are required: --as"),
+    (["bank", "show"], "the following arguments are required: NAME[@SHA]"),
     (["bank", "show", "nothing"], "bank nothing: no such banked run"),
 ])
 def test_bad_bank_commands_are_one_line_exit_2(tmp_path, argv, message):
@@ -93,7 +112,7 @@ def test_bad_bank_commands_are_one_line_exit_2(tmp_path, argv, message):
 
 
 def test_an_unfinished_run_is_not_banked(tmp_path, bank_path):
-    res = subprocess.run([sys.executable, "-m", "fontaine_tui", "bank",
+    res = subprocess.run([sys.executable, "-m", "fontaine_tui", "bank", "add",
                           str(run_folder(tmp_path, "a", finished=False)), "--as", "x"],
                          capture_output=True, text=True, cwd=ROOT)
     assert res.returncode == 2 and "the run has not finished" in res.stderr
@@ -105,7 +124,7 @@ def test_bank_over_ssh(sshd, tmp_path):
     from tests.sshd_helper import HOST_ALIAS
 
     folder = run_folder(tmp_path, "remote")
-    assert main(["bank", f"{HOST_ALIAS}:{folder}", "--as", "far",
+    assert main(["bank", "add", f"{HOST_ALIAS}:{folder}", "--as", "far",
                  "--ssh-config", str(sshd.config)]) == 0
     entry = bank.get("far")
     assert entry.doc["source"] == f"ssh {HOST_ALIAS}:{folder}"
@@ -120,7 +139,7 @@ def _bank_at_once(barrier, folder: str, name: str, codes) -> None:
 
     barrier.wait(30)
     with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
-        code = main(["bank", folder, "--as", name])
+        code = main(["bank", "add", folder, "--as", name])
     codes.put((folder, code))
 
 
@@ -143,7 +162,7 @@ def test_two_banks_of_one_name_at_once_one_is_refused_nothing_is_lost(tmp_path, 
         entry = bank.get(f"n{round_}")
         assert entry.doc["source"] == winner and bank.versions(f"n{round_}") == [entry.sha256]
     # the same through two `fontaine-tui bank` commands started together
-    procs = [subprocess.Popen([sys.executable, "-m", "fontaine_tui", "bank", f, "--as", "cli"],
+    procs = [subprocess.Popen([sys.executable, "-m", "fontaine_tui", "bank", "add", f, "--as", "cli"],
                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                               cwd=ROOT) for f in folders]
     outs = [(p.wait(120), *p.communicate()) for p in procs]

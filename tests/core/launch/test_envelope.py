@@ -16,7 +16,7 @@ def preset_with_group(tmp_path):
                                 1000: (3.8, 3.4)}),
                          ("b", {250: (3.4, 3.6), 500: (3.0, 3.2), 1000: (4.0, 3.4)})):
         write_log(tmp_path / name / "train_log.jsonl", records(probes=probes))
-        assert main(["bank", str(tmp_path / name), "--as", f"run_{name}"]) == 0
+        assert main(["bank", "add", str(tmp_path / name), "--as", f"run_{name}"]) == 0
     path = without_amendments(tmp_path)
     path.write_text(path.read_text().replace("[gates]", '[comparators.run_a]\nbank = "run_a"\n'
                                              'group = "drifting"\n\n[comparators.run_b]\n'

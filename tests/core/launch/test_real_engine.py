@@ -256,7 +256,7 @@ def test_bank_a_real_run_and_launch_another_against_it(tmp_path: Path) -> None:
                             "--output-dir", "a", "--poll", "0.5"], cwd=tmp_path,
                            capture_output=True, text=True, timeout=TIMEOUT)
     assert "engine finished at step 40" in first.stdout, first.stderr[-2000:]
-    res = subprocess.run([sys.executable, "-m", "fontaine_tui", "bank", "a", "--as", "smoke_a"],
+    res = subprocess.run([sys.executable, "-m", "fontaine_tui", "bank", "add", "a", "--as", "smoke_a"],
                          cwd=tmp_path, capture_output=True, text=True)
     assert res.returncode == 0, res.stderr
     entry = bank.get("smoke_a")

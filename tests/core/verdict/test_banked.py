@@ -17,7 +17,7 @@ from tests.logs import RIGONLY_LIKE, SCALED_LIKE, records, write_log
 
 def banked(tmp_path, name="rig", probes=RIGONLY_LIKE, extra=""):
     write_log(tmp_path / name / "train_log.jsonl", records(probes=probes))
-    assert main(["bank", str(tmp_path / name), "--as", "rig", *extra.split()]) == 0
+    assert main(["bank", "add", str(tmp_path / name), "--as", "rig", *extra.split()]) == 0
     path = without_amendments(tmp_path)
     path.write_text(path.read_text().replace("[gates]", '[comparators.rig]\nbank = "rig"\n'
                                              'level_step = 250\n\n[gates]'))
@@ -52,7 +52,7 @@ def test_the_frozen_bank_reference_reads_without_the_bank_and_a_change_is_detect
     assert read_prereg(folder).frozen_preset().sha256 == load_preset(path).sha256
     # the bank's `rig` replaced by another run: the preset no longer matches the frozen one
     write_log(tmp_path / "other" / "train_log.jsonl", records(probes=SCALED_LIKE))
-    assert main(["bank", str(tmp_path / "other"), "--as", "rig", "--replace"]) == 0
+    assert main(["bank", "add", str(tmp_path / "other"), "--as", "rig", "--replace"]) == 0
     change = compare(read_prereg(folder), load_preset(path))
     assert change is not None and change.math_changed
     assert f'comparators.rig.bank: frozen "rig@{first}", given "rig@' in change.detail
@@ -89,7 +89,7 @@ def test_a_scale_against_a_banked_run_shows_the_ar_ce_beside_it(tmp_path):
         if r["kind"] == "eval" and r["step"] == 250:
             r["eval_ar_ce"] = 0.6116
     write_log(tmp_path / "ref" / "train_log.jsonl", ref)
-    assert main(["bank", str(tmp_path / "ref"), "--as", "demos"]) == 0
+    assert main(["bank", "add", str(tmp_path / "ref"), "--as", "demos"]) == 0
     path = without_amendments(tmp_path)
     path.write_text(path.read_text().replace("[gates]", '''[comparators.demos]
 bank = "demos"
@@ -128,7 +128,7 @@ def test_the_probes_chart_draws_banked_curves_and_their_envelope(tmp_path):
     b = {250: (3.4, 3.6), 500: (3.0, 3.2), 1000: (4.0, 3.4)}  # no probe at 750
     for name, probes in (("a", a), ("b", b)):
         write_log(tmp_path / name / "train_log.jsonl", records(probes=probes))
-        assert main(["bank", str(tmp_path / name), "--as", f"run_{name}"]) == 0
+        assert main(["bank", "add", str(tmp_path / name), "--as", f"run_{name}"]) == 0
     path = without_amendments(tmp_path)
     path.write_text(path.read_text().replace("[gates]", '''[comparators.run_a]
 bank = "run_a"

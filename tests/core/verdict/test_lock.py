@@ -69,7 +69,7 @@ def test_without_a_stated_change_it_comes_from_the_banked_comparators(tmp_path):
     write_log(tmp_path / "b" / "train_log.jsonl",
               records(probes={250: (3.4, 3.6), 500: (3.1, 3.2), 750: (3.4, 3.3),
                               1000: (3.5, 3.4)}))
-    assert main(["bank", str(tmp_path / "b"), "--as", "drifty"]) == 0
+    assert main(["bank", "add", str(tmp_path / "b"), "--as", "drifty"]) == 0
     path = without_amendments(tmp_path)
     path.write_text(path.read_text().replace("[gates]", '[comparators.drifty]\nbank = "drifty"'
                                              '\n\n[gates]'))

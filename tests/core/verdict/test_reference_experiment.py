@@ -18,7 +18,7 @@ def test_the_discriminator_needs_the_banked_run_and_then_pins_it(tmp_path, capsy
                                          "no such banked run"):
         load_preset("demosonly_1proc_cpu")
     write_log(tmp_path / "dist2" / "train_log.jsonl", records(probes=RIGONLY_LIKE))
-    assert main(["bank", str(tmp_path / "dist2"), "--as", "demosonly_2rank_cpu"]) == 0
+    assert main(["bank", "add", str(tmp_path / "dist2"), "--as", "demosonly_2rank_cpu"]) == 0
     disc = load_preset("demosonly_1proc_cpu")
     dist2 = disc.comparators["dist2"]
     assert dist2.bank == f"demosonly_2rank_cpu@{bank.get('demosonly_2rank_cpu').sha256}"
@@ -30,7 +30,7 @@ def test_the_discriminator_needs_the_banked_run_and_then_pins_it(tmp_path, capsy
 
 def test_the_two_runs_differ_only_in_the_distributed_machinery(tmp_path):
     write_log(tmp_path / "dist2" / "train_log.jsonl", records(probes=RIGONLY_LIKE))
-    assert main(["bank", str(tmp_path / "dist2"), "--as", "demosonly_2rank_cpu"]) == 0
+    assert main(["bank", "add", str(tmp_path / "dist2"), "--as", "demosonly_2rank_cpu"]) == 0
     dist, disc = load_preset("demosonly_2rank_cpu"), load_preset("demosonly_1proc_cpu")
     machinery = {"backward_chunks", "chunk_grad_allreduce"}
     assert {k: v for k, v in dist.recipe.items() if k not in machinery} == {

@@ -108,9 +108,9 @@ def test_bank_a_tensorboard_run_and_read_another_against_it(tb_run, tmp_path, ca
     from fontaine_tui.core.bank import store as bank
     from fontaine_tui.core.verdict.presets import load_preset
 
-    assert main(["bank", str(tb_run), "--as", "tb_ref"]) == 2
+    assert main(["bank", "add", str(tb_run), "--as", "tb_ref"]) == 2
     assert "its log does not say it ended; bank it with --ended" in capsys.readouterr().err
-    assert main(["bank", str(tb_run), "--as", "tb_ref", "--ended"]) == 0
+    assert main(["bank", "add", str(tb_run), "--as", "tb_ref", "--ended"]) == 0
     entry = bank.get("tb_ref")
     assert entry.doc["format"] == "tensorboard"
     assert sorted(entry.probes()) == sorted(EVAL)

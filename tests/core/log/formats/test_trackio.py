@@ -128,10 +128,10 @@ def test_the_store_is_opened_read_only(two_runs):
 
 
 def test_bank_chooses_a_run_with_run(two_runs, capsys):
-    assert main(["bank", str(two_runs), "--as", "tk", "--ended"]) == 2
+    assert main(["bank", "add", str(two_runs), "--as", "tk", "--ended"]) == 2
     err = capsys.readouterr().err
     assert "2 runs and none chosen" in err and "--run" in err
-    assert main(["bank", str(two_runs), "--as", "tk", "--ended", "--run", "drifting"]) == 0
+    assert main(["bank", "add", str(two_runs), "--as", "tk", "--ended", "--run", "drifting"]) == 0
     out = capsys.readouterr().out
     assert "as tk: sha256" in out and "(8 probes" in out
     assert main(["bank", "show", "tk"]) == 0
@@ -140,7 +140,7 @@ def test_bank_chooses_a_run_with_run(two_runs, capsys):
 
 def test_bank_run_is_refused_where_a_run_holds_one(tmp_path, capsys):
     (tmp_path / "log.jsonl").write_text('{"step": 1, "loss": 1.0}\n')
-    assert main(["bank", str(tmp_path), "--as", "x", "--ended", "--run", "a"]) == 2
+    assert main(["bank", "add", str(tmp_path), "--as", "x", "--ended", "--run", "a"]) == 2
     err = capsys.readouterr().err
     assert "--run: a jsonl run holds one run" in err and err.count("\n") == 1
 

@@ -120,9 +120,9 @@ def test_several_runs_in_one_folder_are_never_merged(runs, tmp_path):
 
 def test_bank_a_wandb_run_then_compare_against_it(runs, tmp_path, monkeypatch):
     monkeypatch.setenv("FONTAINE_BANK", str(tmp_path / "bank"))
-    code, _, err = cli("bank", str(runs["failed"]), "--as", "wb-failed")
+    code, _, err = cli("bank", "add", str(runs["failed"]), "--as", "wb-failed")
     assert code == 2 and "--ended" in err  # its exit was an error: not ended as it should
-    code, out, err = cli("bank", str(runs["clean"]), "--as", "wb-ref")  # its exit says it ended
+    code, out, err = cli("bank", "add", str(runs["clean"]), "--as", "wb-ref")  # its exit says it ended
     assert code == 0, err
     assert "8 probes" in out
     code, out, _ = cli("bank", "show", "wb-ref", "--json")

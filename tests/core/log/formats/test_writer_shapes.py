@@ -146,7 +146,7 @@ def test_a_trainer_run_banks_the_keys_its_preset_reads(hf_run, tmp_path, bank_pa
 
     reader, compare = _hf_presets(tmp_path)
     capsys.readouterr()
-    assert main(["bank", str(hf_run), "--as", "ref", "--ended", "--preset", str(reader)]) == 0
+    assert main(["bank", "add", str(hf_run), "--as", "ref", "--ended", "--preset", str(reader)]) == 0
     entry = bank.get("ref")
     assert {s: entry.value(s, "rollout_success") for s in entry.probes()} == ROLLOUT
     assert entry.value(40, "eval_loss") > 0  # the Trainer's own eval keys are kept too
@@ -160,7 +160,7 @@ def test_bank_preset_refuses_a_metric_the_run_does_not_log(hf_run, tmp_path, ban
     reader, _ = _hf_presets(tmp_path)
     reader.write_text(reader.read_text().replace('"rollout_success"', '"success_rate"'))
     capsys.readouterr()
-    assert main(["bank", str(hf_run), "--as", "ref", "--ended", "--preset", str(reader)]) == 2
+    assert main(["bank", "add", str(hf_run), "--as", "ref", "--ended", "--preset", str(reader)]) == 2
     err = capsys.readouterr().err.strip()
     assert "verdict.metric: no key 'success_rate' in this run" in err
     assert len(err.splitlines()) == 1

@@ -108,9 +108,9 @@ def test_mlflow_log_metric_into_both_stores(store, tmp_path, monkeypatch, capsys
     assert main(["verdict", str(folder), "--preset", str(chosen)]) == 3
     capsys.readouterr()
     # bank makes the same choice with --run
-    assert main(["bank", str(folder), "--as", "ml", "--ended"]) == 2
+    assert main(["bank", "add", str(folder), "--as", "ml", "--ended"]) == 2
     assert "2 runs and none chosen" in capsys.readouterr().err
-    assert main(["bank", str(folder), "--as", "ml", "--ended", "--run", second[:8]]) == 0
+    assert main(["bank", "add", str(folder), "--as", "ml", "--ended", "--run", second[:8]]) == 0
     assert main(["bank", "show", "ml"]) == 0
     assert f"MLflow run {second[:12]} (second" in capsys.readouterr().out
 
