@@ -16,7 +16,7 @@ import traceback
 from typing import NoReturn
 
 from fontaine_tui import __version__, commands
-from fontaine_tui.commands._args import HelpFormatter
+from fontaine_tui.commands._args import HelpFormatter, examples
 from fontaine_tui.core.errors import InputError
 from fontaine_tui.core.text import LiteralStream, literal
 
@@ -37,8 +37,13 @@ def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(
         prog="fontaine-tui",
         description="Launch, watch and read pre-registered ML training runs.",
+        epilog=examples("fontaine-tui demo", "fontaine-tui launch my-preset",
+                        "fontaine-tui --ssh-config ~/.ssh/lab attach gpu1:/runs/r7",
+                        "fontaine-tui COMMAND --help"),
     )
     parser.add_argument("--version", action="version", version=f"fontaine-tui {__version__}")
+    parser.add_argument("--ssh-config", metavar="FILE",
+                        help="ssh client config file (ssh -F FILE) for every SSH connection")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     sub.required = True
     modules = [

@@ -6,6 +6,7 @@ import argparse
 import math
 from pathlib import Path
 
+from fontaine_tui.commands._args import examples
 from fontaine_tui.core.errors import InputError
 from fontaine_tui.core.runfolder import check_target
 from fontaine_tui.core.text import literal, require_utf8
@@ -30,7 +31,11 @@ def register(sub: argparse._SubParsersAction) -> None:
         "prereg.json) with the declaration time and the last step seen in the log. Every "
         "declaration is recorded; the verdict uses it only if it was declared before the step "
         "it first affects (a scale: the anchor probe; an extend: the endpoint in force). "
-        "Exit 0 when it is in force, 1 when it is recorded but refused.")
+        "Exit 0 when it is in force, 1 when it is recorded but refused.",
+        epilog=examples("fontaine-tui amend runs/r7 --scale-from-step 200 --text 'half batch'",
+                        "fontaine-tui amend runs/r7 --extend-to 3000 --text 'slow warm-up'",
+                        "fontaine-tui amend runs/r7 --scale-factor 1.25 -p my-preset",
+                        exits="0 in force, 1 recorded but refused, 2 bad input"))
     p.add_argument("run", help="run folder (holding prereg.json)")
     p.add_argument("--scale-from-step", type=int, metavar="N",
                    help="scale = this run's level at probe step N / the comparator's")

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 
-from fontaine_tui.commands._args import seconds
+from fontaine_tui.commands._args import examples, seconds, ssh_config
 from fontaine_tui.core.errors import InputError
 
 ORDER = 20
@@ -18,6 +18,11 @@ def register(sub: argparse._SubParsersAction) -> None:
         description="Follow a run's train_log.jsonl as it grows. TARGET is a run folder, "
         "[user@]host:/path/to/run or ssh://user@host:port/path (the system ssh client is "
         "used, so ~/.ssh/config, the agent and ProxyJump apply).",
+        epilog=examples("fontaine-tui attach runs/r7",
+                        "fontaine-tui attach gpu1:/runs/r7 --plain --until-end",
+                        "fontaine-tui --ssh-config ~/.ssh/lab attach ssh://me@gpu1:2222/runs/r7",
+                        exits="with --until-end or --quiet-end the verdict's code (as `verdict`), "
+                        "2 bad input"),
     )
     p.add_argument("target", help="run folder, [user@]host:/path or ssh://[user@]host[:port]/path")
     p.add_argument("--preset", help="preset name or path (default: the run's prereg.json)")
@@ -30,7 +35,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--quiet-end", type=seconds, metavar="S",
                    help="with --plain: stop when no new data came for S seconds, and exit with "
                    "the verdict's code")
-    p.add_argument("--ssh-config", metavar="FILE", help="ssh client config file (ssh -F FILE)")
+    ssh_config(p)
     p.set_defaults(func=run)
 
 

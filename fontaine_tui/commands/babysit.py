@@ -8,6 +8,8 @@ import argparse
 import os
 import sys
 
+from fontaine_tui.commands._args import examples, ssh_config
+
 ORDER = 57
 UNIT_ENV = ("FONTAINE_REGISTRY", "XDG_CONFIG_HOME", "XDG_STATE_HOME", "XDG_CACHE_HOME")
 
@@ -21,8 +23,12 @@ def register(sub: argparse._SubParsersAction) -> None:
         "FONTAINE_NOTIFY, the preset's [[notify]]). RUN is a registered run's name, a run "
         "folder or [user@]host:/path; none: every live run of the registry, read again for "
         "runs launched since. Leave it in tmux, or as a systemd user service (--print-unit).",
-        epilog="exits 0 when the named runs ended (or on Ctrl-C), 1 when a named run could "
-        "not be watched, 2 for bad input")
+        epilog=examples("fontaine-tui babysit",
+                        "fontaine-tui babysit r7 gpu1:/runs/r8 --poll 30",
+                        "fontaine-tui babysit --once",
+                        "fontaine-tui babysit --print-unit > babysit.service",
+                        exits="0 the named runs ended (or Ctrl-C), 1 a named run could not be "
+                        "watched, 2 bad input"))
     p.add_argument("runs", nargs="*", metavar="RUN", help="run name, folder or host:/path")
     p.add_argument("--poll", type=float, default=10.0, metavar="S",
                    help="seconds between looks at each run (default 10)")
@@ -30,7 +36,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="with no RUN: seconds between reads of the registry (default 30)")
     p.add_argument("--once", action="store_true",
                    help="one look at each run, then exit (from cron)")
-    p.add_argument("--ssh-config", metavar="FILE", help="ssh client config file (ssh -F FILE)")
+    ssh_config(p)
     p.add_argument("--print-unit", action="store_true",
                    help="print a systemd user unit that runs this babysitter, and exit")
     p.set_defaults(func=run)

@@ -21,7 +21,7 @@ from importlib import resources
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from fontaine_tui.commands._args import speed
+from fontaine_tui.commands._args import examples, speed
 from fontaine_tui.core.errors import InputError
 from fontaine_tui.core.runfolder import LOG, PREREG
 
@@ -42,7 +42,10 @@ def register(sub: argparse._SubParsersAction) -> None:
         description="Replay a real recorded run of the reference recipe (300 steps of the "
         "tiny model in one process, read against a banked 2-rank run of the same recipe) "
         "in the console: the monitor, the probes chart, the verdict and the review keys. "
-        "It runs from a temporary copy; your bank and registry are not touched.")
+        "It runs from a temporary copy; your bank and registry are not touched.",
+        epilog=examples("fontaine-tui demo", "fontaine-tui demo --speed 4",
+                        "fontaine-tui demo --plain",
+                        exits="with --plain the verdict's code (as `verdict`)"))
     p.add_argument("--speed", type=speed, metavar="X",
                    help=f"replay at X times the run's own pace (default: the whole run in "
                         f"about {DURATION_S:g} s)")

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import shlex
 
+from fontaine_tui.commands._args import examples
 from fontaine_tui.core.text import gib, literal, mib
 
 ORDER = 60
@@ -14,7 +15,11 @@ def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("doctor", help="run the launch checks for a preset without launching",
                        description="Print the host checks `launch` would make (GPUs free, RAM, "
                        "run folder, frozen bounds), the telemetry and the engine command. "
-                       "Exit 0 when a launch would go ahead, 1 when it would be refused.")
+                       "Exit 0 when a launch would go ahead, 1 when it would be refused.",
+                       epilog=examples("fontaine-tui doctor my-preset",
+                                       "fontaine-tui doctor my-preset --resume --output-dir r7",
+                                       exits="0 a launch would go ahead, 1 it would be refused, "
+                                       "2 bad input"))
     p.add_argument("preset", help="preset name or path")
     p.add_argument("--resume", action="store_true", help="check as `launch --resume` would")
     p.add_argument("--output-dir", metavar="DIR", help="run folder to check")

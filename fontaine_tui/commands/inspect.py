@@ -11,6 +11,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from fontaine_tui.commands._args import examples
 from fontaine_tui.core.errors import InputError
 
 if TYPE_CHECKING:
@@ -25,6 +26,10 @@ def register(sub: argparse._SubParsersAction) -> None:
         help="what a run folder holds: format, keys, probe cadence, end (and a preset)",
         description="Show what a run folder holds (any format a preset's [source] reads), "
                     "and write a starting preset for it with --preset-out.",
+        epilog=examples("fontaine-tui inspect runs/hf-trainer",
+                        "fontaine-tui inspect mlruns --run 3f2a -j",
+                        "fontaine-tui inspect runs/tb --kind tensorboard --preset-out mine.toml",
+                        exits="0 inspected, 2 bad input or nothing readable"),
     )
     p.add_argument("run", help="a run folder (local)")
     p.add_argument("--json", action="store_true", help="print the inspection as JSON")

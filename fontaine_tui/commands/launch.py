@@ -9,13 +9,17 @@ import json
 import sys
 import time
 
+from fontaine_tui.commands._args import examples, ssh_config
 from fontaine_tui.core.errors import InputError
 from fontaine_tui.core.text import literal
 
 ORDER = 10
-EPILOG = ("--plain exits with the verdict's code (as `fontaine-tui verdict`) when the engine "
-          "finished, 1 when it did not, 2 when the launch was refused, 130 when detached by "
-          "Ctrl-C (the run keeps going)")
+EPILOG = examples(
+    "fontaine-tui launch my-preset", "fontaine-tui launch my-preset --resume --output-dir runs/r7",
+    "fontaine-tui launch my-preset --detach -j", "fontaine-tui launch my-preset --on gpu1",
+    exits="with --plain the verdict's code (as `fontaine-tui verdict`) when the engine "
+    "finished, 1 when it did not, 2 when the launch was refused, 130 when detached by Ctrl-C "
+    "(the run keeps going)")
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -43,7 +47,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="launch on HOST over SSH (its [hosts.HOST] in config.toml: project, "
                    "python, env), then watch it from here; slurm:PARTITION submits the run "
                    "as a Slurm batch job ([slurm] in config.toml: time, account, qos, ...)")
-    p.add_argument("--ssh-config", metavar="FILE", help="with --on: ssh client config file")
+    ssh_config(p, "with --on: ssh client config file")
     p.set_defaults(func=run)
 
 

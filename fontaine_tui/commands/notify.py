@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import argparse
 
+from fontaine_tui.commands._args import examples
+
 ORDER = 70
 WAIT = 30.0  # seconds the test waits for every delivery
 
@@ -12,14 +14,21 @@ WAIT = 30.0  # seconds the test waits for every delivery
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("notify", help="notification destinations: send a test message",
                        description="Notifications go to the [[notify]] tables of "
-                       "$XDG_CONFIG_HOME/fontaine-tui/config.toml and to FONTAINE_NOTIFY=URL[,URL].")
+                       "$XDG_CONFIG_HOME/fontaine-tui/config.toml and to FONTAINE_NOTIFY=URL[,URL].",
+                       epilog=examples("fontaine-tui notify test",
+                                       "fontaine-tui notify test --url https://ntfy.sh/my-runs"))
     actions = p.add_subparsers(dest="action", metavar="ACTION")
     actions.required = True
     t = actions.add_parser("test", help="send one test message and say what became of it",
                            description="Send one message to every configured destination "
                            "(or only --url) and print, per destination, delivered or failed. "
                            "Exit 0 if all were delivered, 1 if any failed, 2 for bad config "
-                           "or no destination.")
+                           "or no destination.",
+                           epilog=examples("fontaine-tui notify test",
+                                           "fontaine-tui notify test --level alert",
+                                           "fontaine-tui notify test --url https://ntfy.sh/my-runs",
+                                           exits="0 all delivered, 1 any failed, 2 bad config "
+                                           "or no destination"))
     t.add_argument("--url", help="send to this URL only (the service told apart by the URL)")
     t.add_argument("--level", default="info", choices=("info", "warn", "alert"),
                    help="the test message's level (a destination whose least level is "

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 
+from fontaine_tui.commands._args import examples
 from fontaine_tui.core.errors import InputError
 from fontaine_tui.core.verdict.presets import list_presets, load_preset, resolve
 
@@ -13,7 +14,10 @@ ORDER = 50
 
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("presets", help="list presets, or show one with its sha256",
-                       description="List the presets found, or print one.")
+                       description="List the presets found, or print one.",
+                       epilog=examples("fontaine-tui presets",
+                                       "fontaine-tui presets show my-preset",
+                                       "fontaine-tui presets show ./presets/mine.toml"))
     p.add_argument("action", nargs="?", choices=["list", "show"], default="list")
     p.add_argument("name", nargs="?", help="preset name or path (with show)")
     p.set_defaults(func=run)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from fontaine_tui.commands._args import speed
+from fontaine_tui.commands._args import examples, speed
 from fontaine_tui.core.errors import InputError
 
 ORDER = 30
@@ -16,6 +16,9 @@ def register(sub: argparse._SubParsersAction) -> None:
         help="replay a finished log in the console (or as plain lines)",
         description="Feed a finished train_log.jsonl to the console as if it were being "
         "written: as fast as possible, or --speed X times its own time stamps.",
+        epilog=examples("fontaine-tui replay runs/r7", "fontaine-tui replay runs/r7 --speed 50",
+                        "fontaine-tui replay old/train_log.jsonl -p my-preset --plain",
+                        exits="with --plain the verdict's code (as `verdict`), 2 bad input"),
     )
     p.add_argument("log", help="train_log.jsonl, or a run folder holding one")
     p.add_argument("--preset", help="preset name or path (default: prereg.json beside the log)")

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import argparse
 
+from fontaine_tui.commands._args import examples, ssh_config
+
 ORDER = 55
 
 
@@ -14,14 +16,17 @@ def register(sub: argparse._SubParsersAction) -> None:
                        description="List the babysit registry ($FONTAINE_REGISTRY, else "
                        "$XDG_STATE_HOME/fontaine-tui/babysit.toml) with each run's live state: "
                        "runs of this host read directly, other hosts' over one SSH connection "
-                       "per host, all at once, within --timeout.")
+                       "per host, all at once, within --timeout.",
+                       epilog=examples("fontaine-tui runs", "fontaine-tui runs -j",
+                                       "fontaine-tui runs --update",
+                                       "fontaine-tui --ssh-config ~/.ssh/lab runs --timeout 5"))
     p.add_argument("--update", action="store_true",
                    help="record observed exits (a registered pid that is gone) in the registry")
     p.add_argument("--timeout", type=float, default=1.8, metavar="S",
                    help="how long the table waits for the hosts, however slow one is "
                    "(default 1.8)")
     p.add_argument("--json", action="store_true", help="one JSON object per run")
-    p.add_argument("--ssh-config", metavar="FILE", help="ssh client config file (ssh -F FILE)")
+    ssh_config(p)
     p.set_defaults(func=run)
 
 

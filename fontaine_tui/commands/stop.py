@@ -9,6 +9,7 @@ import argparse
 import json
 import sys
 
+from fontaine_tui.commands._args import examples, ssh_config
 from fontaine_tui.core.errors import InputError
 
 ORDER = 56
@@ -21,12 +22,13 @@ def register(sub: argparse._SubParsersAction) -> None:
                        "SIGKILL after 30 more. A run already gone is only recorded. A run "
                        "launched on another host with `launch --on` (its name or HOST:/folder) "
                        "is stopped there, over SSH.",
-                       epilog="exits 0 once the run is stopped (or was gone), 2 for bad input")
+                       epilog=examples("fontaine-tui stop r7", "fontaine-tui stop runs/r7 --yes -j",
+                                       "fontaine-tui --ssh-config ~/.ssh/lab stop gpu1:/runs/r7",
+                                       exits="0 stopped (or was gone), 2 bad input"))
     p.add_argument("run", help="a registered run's name or its run folder")
     p.add_argument("--yes", action="store_true", help="do not ask for confirmation")
     p.add_argument("--json", action="store_true", help="print the exit as one JSON line")
-    p.add_argument("--ssh-config", metavar="FILE",
-                   help="ssh client config file (ssh -F FILE) for a run on another host")
+    ssh_config(p, "ssh client config file (ssh -F FILE) for a run on another host")
     p.set_defaults(func=run)
 
 

@@ -6,6 +6,7 @@ import argparse
 import json
 import sys
 
+from fontaine_tui.commands._args import examples
 from fontaine_tui.core import runfolder
 from fontaine_tui.core.errors import InputError
 from fontaine_tui.core.log.read import default_workers, load_log
@@ -15,9 +16,11 @@ from fontaine_tui.core.verdict.text import render
 
 ORDER = 40
 
-EPILOG = "exit codes: " + ", ".join(f"{k} {c}" for k, c in EXIT_CODES.items()) + (
-    f"; a PROVISIONAL read (before the endpoint) adds {PROVISIONAL_OFFSET}; 2 bad input"
-)
+EPILOG = examples(
+    "fontaine-tui verdict runs/r7", "fontaine-tui verdict runs/r7 --at-step 1500",
+    "fontaine-tui verdict old/train_log.jsonl -p my-preset -j",
+    exits=", ".join(f"{k} {c}" for k, c in EXIT_CODES.items())
+    + f"; a PROVISIONAL read (before the endpoint) adds {PROVISIONAL_OFFSET}; 2 bad input")
 
 
 def register(sub: argparse._SubParsersAction) -> None:
