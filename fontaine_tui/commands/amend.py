@@ -47,7 +47,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="extend: move the endpoint to probe step N (reads after the old "
                    "endpoint are PROVISIONAL until N)")
     p.add_argument("--text", default="", help="why (kept in the ledger)")
-    p.add_argument("--preset", help="preset name or path when the folder has no prereg.json")
+    p.add_argument("-p", "--preset", help="preset name or path when the folder has no prereg.json")
     p.set_defaults(func=run)
 
 

@@ -25,7 +25,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                         "2 bad input"),
     )
     p.add_argument("target", help="run folder, [user@]host:/path or ssh://[user@]host[:port]/path")
-    p.add_argument("--preset", help="preset name or path (default: the run's prereg.json)")
+    p.add_argument("-p", "--preset", help="preset name or path (default: the run's prereg.json)")
     p.add_argument("--plain", action="store_true",
                    help="print records and the verdict line by line instead of the console")
     p.add_argument("--until-end", action="store_true",

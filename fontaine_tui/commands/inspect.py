@@ -32,7 +32,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                         exits="0 inspected, 2 bad input or nothing readable"),
     )
     p.add_argument("run", help="a run folder (local)")
-    p.add_argument("--json", action="store_true", help="print the inspection as JSON")
+    p.add_argument("-j", "--json", action="store_true", help="print the inspection as JSON")
     p.add_argument("--kind", default="", help="read it as this [source] kind")
     p.add_argument("--path", default="", help="the [source] path of one of several runs")
     p.add_argument("--run", dest="run_id", default="",

@@ -41,7 +41,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="seconds between process/telemetry polls (default 2)")
     p.add_argument("--detach", action="store_true",
                    help="start, register and exit: the run goes on unwatched (babysit, attach)")
-    p.add_argument("--json", action="store_true",
+    p.add_argument("-j", "--json", action="store_true",
                    help="with --detach: print the launched run as one JSON line")
     p.add_argument("--on", metavar="HOST",
                    help="launch on HOST over SSH (its [hosts.HOST] in config.toml: project, "

@@ -21,7 +21,8 @@ def register(sub: argparse._SubParsersAction) -> None:
                         exits="with --plain the verdict's code (as `verdict`), 2 bad input"),
     )
     p.add_argument("log", help="train_log.jsonl, or a run folder holding one")
-    p.add_argument("--preset", help="preset name or path (default: prereg.json beside the log)")
+    p.add_argument("-p", "--preset",
+                   help="preset name or path (default: prereg.json beside the log)")
     p.add_argument("--speed", type=speed, metavar="X",
                    help="replay at X times the log's own pace (default: as fast as possible)")
     p.add_argument("--plain", action="store_true",

@@ -25,7 +25,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--timeout", type=float, default=1.8, metavar="S",
                    help="how long the table waits for the hosts, however slow one is "
                    "(default 1.8)")
-    p.add_argument("--json", action="store_true", help="one JSON object per run")
+    p.add_argument("-j", "--json", action="store_true", help="one JSON object per run")
     ssh_config(p)
     p.set_defaults(func=run)
 

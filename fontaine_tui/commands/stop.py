@@ -27,7 +27,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                                        exits="0 stopped (or was gone), 2 bad input"))
     p.add_argument("run", help="a registered run's name or its run folder")
     p.add_argument("--yes", action="store_true", help="do not ask for confirmation")
-    p.add_argument("--json", action="store_true", help="print the exit as one JSON line")
+    p.add_argument("-j", "--json", action="store_true", help="print the exit as one JSON line")
     ssh_config(p, "ssh client config file (ssh -F FILE) for a run on another host")
     p.set_defaults(func=run)
 

@@ -31,8 +31,9 @@ def register(sub: argparse._SubParsersAction) -> None:
         epilog=EPILOG,
     )
     p.add_argument("log", help="train_log.jsonl, or a run folder holding one")
-    p.add_argument("--preset", help="preset name or path (default: the run folder's prereg.json)")
-    p.add_argument("--json", action="store_true", help="print verdict.json instead of text")
+    p.add_argument("-p", "--preset",
+                   help="preset name or path (default: the run folder's prereg.json)")
+    p.add_argument("-j", "--json", action="store_true", help="print verdict.json instead of text")
     p.add_argument("--at-step", type=int, metavar="N", help="read at probe step N")
     p.set_defaults(func=run)
 
