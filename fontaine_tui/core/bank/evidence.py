@@ -1,5 +1,5 @@
 """What in a run's own log contradicts itself: a comparator is banked from a run whose
-evidence holds together, or marked (`bank --even-if-conflicting`) so that no preset derives
+evidence holds together, or marked (`bank add --even-if-conflicting`) so that no preset derives
 a bound from it. The run's own verdict (UNDECIDABLE) is the verdict layer's to add."""
 
 from __future__ import annotations

@@ -28,7 +28,7 @@ from fontaine_tui.core.readfile import read_text, read_whole
 from fontaine_tui.core.text import literal
 
 SCHEMA = "fontaine-tui/bank/1"
-# a run banked although its own evidence conflicts (`bank --even-if-conflicting`): the
+# a run banked although its own evidence conflicts (`bank add --even-if-conflicting`): the
 # reasons, in the document (so in its sha256); a preset refuses to derive a bound from it
 MARK = "conflicting_evidence"
 NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}")

@@ -128,7 +128,7 @@ def typed_in_caveat(v: Verdict) -> str:
         return ""
     return ("every comparator is a number typed into the preset, none a run banked on this "
             "host: this run is read against numbers measured elsewhere (other code, data or "
-            "hardware); bank a run here (fontaine-tui bank) and name it in [comparators] to "
+            "hardware); bank a run here (fontaine-tui bank add) and name it in [comparators] to "
             "compare like with like")
 
 
