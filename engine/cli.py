@@ -9,16 +9,12 @@ import argparse
 import json
 import os
 import sys
-import tempfile
-from collections.abc import Mapping
 from pathlib import Path
+
+from .flags import UsageExit, check_gpus, check_precision, check_writable
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_NO_ADVISORY_WARNINGS", "1")
-
-
-class UsageExit(Exception):
-    """Carries the one-line message of a bad invocation."""
 
 
 class Parser(argparse.ArgumentParser):
@@ -151,15 +147,6 @@ def _add_score(sub) -> None:
                    help="the forward passes' autocast (default: the run's)")
 
 
-def check_writable(flag: str, path: Path) -> None:
-    try:
-        path.mkdir(parents=True, exist_ok=True)
-        with tempfile.NamedTemporaryFile(dir=path, prefix=".probe-"):
-            pass
-    except OSError as exc:
-        raise UsageExit(f"{flag} {path}: not a writable directory ({exc.strerror or exc})") from None
-
-
 def _check_data_dir(args: argparse.Namespace) -> None:
     """The corpus folder must be ours to (re)build, empty, absent, or hold a valid corpus;
     anything else is refused before a byte is written."""
@@ -196,25 +183,6 @@ def _check_fresh_output(args: argparse.Namespace) -> None:
     if held and not args.resume:
         raise UsageExit(f"--output-dir {out}: already holds a run ({', '.join(held)}); pass "
                         "--resume to continue it, or choose another folder")
-
-
-def check_gpus(device: str, env: Mapping[str, str], available: bool, count: int) -> None:
-    """A CUDA run needs a GPU per rank on this node: the local world size (torchrun's
-    LOCAL_WORLD_SIZE, else WORLD_SIZE), not the world across nodes."""
-    from .distributed import local_world_size
-
-    if device == "cuda" and not available:
-        raise UsageExit("--device cuda: CUDA is not available on this machine (expected auto or cpu)")
-    local = local_world_size(env)
-    if (device == "cuda" or (device == "auto" and available)) and local > count:
-        raise UsageExit(f"--device {device}: local world size {local} (ranks on this node) "
-                        f"exceeds the {count} visible GPUs")
-
-
-def check_precision(precision: str, bf16_supported: bool, gpu: str) -> None:
-    """bf16 on a CUDA run needs a GPU that computes in bf16 (CPU autocast always can)."""
-    if precision == "bf16" and not bf16_supported:
-        raise UsageExit(f"--precision bf16: the GPU ({gpu}) has no bf16 support (expected fp32)")
 
 
 def _show(value: object) -> str:

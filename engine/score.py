@@ -247,8 +247,8 @@ def _device(requested: str, precision: str):
     """The device to score on, checked as `train` checks it (engine/cli.py): one process."""
     import torch
 
-    from .cli import check_gpus, check_precision
     from .distributed import pick_device
+    from .flags import check_gpus, check_precision
 
     available = torch.cuda.is_available()
     check_gpus(requested, {}, available, torch.cuda.device_count() if available else 0)
@@ -286,7 +286,7 @@ def run_score(args: argparse.Namespace) -> int:
     import torch
 
     from . import corpus, distributed
-    from .cli import check_writable
+    from .flags import check_writable
     from .init import Init
     from .train import cpu_threads
 

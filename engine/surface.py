@@ -10,7 +10,7 @@ import re
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from .cli import UsageExit
+from .flags import UsageExit
 
 STATS = ("checkpoint", "corpus", "recomputed")
 FRAMES = ("draw", "eval-split")
@@ -20,7 +20,7 @@ SURFACE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._+-]{0,63}")
 
 class ScoreError(UsageExit):
     """Bad input to `score`: one line, `engine: error: ...`, and exit code 2, as every flag
-    check of engine/cli.py (whose checks `score` shares)."""
+    check of engine/flags.py (whose checks `score` shares with `train`)."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -33,7 +33,7 @@ def _train(run):
 
 
 def test_the_gpu_count_is_checked_against_the_ranks_on_this_node():
-    from fontaine_engine.cli import UsageExit, check_gpus
+    from fontaine_engine.flags import UsageExit, check_gpus
 
     # two nodes of 8 x ... here: 16 ranks in all, 2 on this node, 2 GPUs: fine
     check_gpus("cuda", {"WORLD_SIZE": "16", "LOCAL_WORLD_SIZE": "2"}, True, 2)
