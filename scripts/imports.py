@@ -1,12 +1,15 @@
-"""The import graph of fontaine_tui: cycles, imports that run back up a layer, largest modules.
+"""The import graph of fontaine_tui and the engine (engine/): cycles, largest modules.
 
     python scripts/imports.py
 
-Every `import`/`from ... import` of a fontaine_tui module counts, also those inside functions
-and under TYPE_CHECKING (a cycle hidden in a function is still a cycle in the design).
+Every `import`/`from ... import` of a fontaine_tui or engine module counts, also those inside
+functions and under TYPE_CHECKING (a cycle hidden in a function is still a cycle in the
+design), and relative ones (`from .x import y`, `from . import x`: the engine imports its own
+modules only so). The engine's installed name, fontaine_engine, is read as engine.
 Layers, top to bottom (ARCHITECTURE.md): cli/commands > console > app > screens >
-widgets/palette > model > core wings (launch > verdict > follow/host > log) > core shared. An import from a lower layer to a higher one is reported.
-Exit 1 when there is a cycle or an upward import.
+widgets/palette > model > core wings (launch > verdict > follow/host > log) > core shared; the
+layers themselves are import-linter's contracts (pyproject.toml).
+Exit 1 when there is a cycle.
 """
 
 from __future__ import annotations
@@ -16,7 +19,10 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-PKG = "fontaine_tui"
+PKGS = ("fontaine_tui", "engine")
+ALIASES = {"fontaine_engine": "engine"}  # installed name -> folder
+
+
 def module_name(path: Path) -> str:
     rel = path.relative_to(ROOT).with_suffix("")
     parts = list(rel.parts)
@@ -25,26 +31,32 @@ def module_name(path: Path) -> str:
     return ".".join(parts)
 
 
+def canonical(name: str) -> str:
+    head, dot, rest = name.partition(".")
+    return ALIASES.get(head, head) + dot + rest
+
+
 def graph() -> tuple[dict[str, set[str]], dict[str, int]]:
-    mods = {module_name(p): p for p in (ROOT / PKG).rglob("*.py")}
+    mods = {module_name(p): p for pkg in PKGS for p in sorted((ROOT / pkg).rglob("*.py"))}
     edges: dict[str, set[str]] = {m: set() for m in mods}
     for mod, path in mods.items():
         is_pkg = path.name == "__init__.py"
         for node in ast.walk(ast.parse(path.read_text(), str(path))):
             targets: list[str] = []
             if isinstance(node, ast.Import):
-                targets = [a.name for a in node.names]
+                targets = [canonical(a.name) for a in node.names]
             elif isinstance(node, ast.ImportFrom):
                 base = node.module or ""
                 if node.level:
                     parent = mod.split(".")[: len(mod.split(".")) - node.level + (1 if is_pkg else 0)]
                     base = ".".join([*parent, base] if base else parent)
+                base = canonical(base)
                 targets = [f"{base}.{a.name}" if f"{base}.{a.name}" in mods else base
                            for a in node.names]
             for t in targets:
                 while t and t not in mods:
                     t = t.rpartition(".")[0]
-                if t and t != mod and t.startswith(PKG):
+                if t and t != mod:
                     edges[mod].add(t)
     lines = {m: len(p.read_text().splitlines()) for m, p in mods.items()}
     return edges, lines

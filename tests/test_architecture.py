@@ -60,7 +60,7 @@ def test_mypy_passes_over_fontaine_tui():
 
 
 def test_no_import_cycle():
-    """Inside a layer too, where the layers contracts allow any import."""
+    """Inside a layer too, where the layers contracts allow any import, and in the engine."""
     proc = subprocess.run([sys.executable, "scripts/imports.py"], cwd=ROOT,
                           capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stdout
@@ -79,6 +79,19 @@ def test_a_planted_import_cycle_is_counted(tmp_path):
                           capture_output=True, text=True, timeout=120)
     assert proc.returncode == 1 and "import cycles: 1" in proc.stdout, proc.stdout
     assert "fontaine_tui.core.log.planted_a <-> fontaine_tui.core.log.planted_b" in proc.stdout
+
+
+def test_a_planted_engine_import_cycle_is_counted(tmp_path):
+    """The engine imports its own modules relatively, and hides some imports in functions."""
+    for name in ("fontaine_tui", "engine", "scripts"):
+        shutil.copytree(ROOT / name, tmp_path / name,
+                        ignore=shutil.ignore_patterns("__pycache__"))
+    (tmp_path / "engine/planted_a.py").write_text("def f():\n    from . import planted_b\n")
+    (tmp_path / "engine/planted_b.py").write_text("from .planted_a import f\n")
+    proc = subprocess.run([sys.executable, "scripts/imports.py"], cwd=tmp_path,
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 1 and "import cycles: 1" in proc.stdout, proc.stdout
+    assert "engine.planted_a <-> engine.planted_b" in proc.stdout
 
 
 def test_importing_every_core_and_model_module_and_the_cli_loads_neither_textual_nor_torch():
