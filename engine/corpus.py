@@ -500,7 +500,7 @@ def load(root: Path, datasets: Sequence[str] | None = None, image_size: int = IM
     names = tuple(p.name for p in folders)
     chosen = tuple(datasets) if datasets else names
     check_datasets(chosen, names, root)
-    parts = {k: [] for k in ("images", "states", "actions", "frame_actions", "dataset",
+    parts: dict[str, list[np.ndarray]] = {k: [] for k in ("images", "states", "actions", "frame_actions", "dataset",
                              "episode", "split")}
     stats, fps, shapes, first_episode = {}, None, None, 0
     try:

@@ -51,8 +51,8 @@ def setup(requested_device: str) -> Context:
     device = pick_device(requested_device, local)
     if world > 1 and not dist.is_initialized():
         backend = "nccl" if device.type == "cuda" else "gloo"
-        kwargs = {"device_id": device} if device.type == "cuda" else {}
-        dist.init_process_group(backend=backend, rank=rank, world_size=world, **kwargs)
+        dist.init_process_group(backend=backend, rank=rank, world_size=world,
+                                device_id=device if device.type == "cuda" else None)
     return Context(rank=rank, world_size=world, local_rank=local, device=device)
 
 

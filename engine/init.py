@@ -127,9 +127,9 @@ def describe(value: str) -> Init | None:
     if subs:
         parts = {}
         for name, folder in subs.items():
-            found = _hf_part(folder)
-            if found != name:
-                raise InitError(f"--init {folder}: holds a {found} model (expected a {name})")
+            held = _hf_part(folder)
+            if held != name:
+                raise InitError(f"--init {folder}: holds a {held} model (expected a {name})")
             parts[name] = folder
         return Init("hf", path, parts)
     from .checkpoint import latest
@@ -152,9 +152,9 @@ def vision_backbone(init: Init | None):
     it does not give), local files only, SDPA attention."""
     if init is None or init.kind != "hf":
         return None, None
-    from transformers import Qwen2Model, SiglipVisionModel
+    from transformers import PreTrainedModel, Qwen2Model, SiglipVisionModel
 
-    out = {}
+    out: dict[str, PreTrainedModel | None] = {}
     for name, cls in (("vision", SiglipVisionModel), ("backbone", Qwen2Model)):
         folder = init.parts.get(name)
         if folder is None:

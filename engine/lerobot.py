@@ -221,7 +221,8 @@ def read(root: Path, camera: str | None = None) -> Dataset:
             raise DatasetError(f"{root}: episode {ep.index} has no frames in data/")
         placed.append(Episode(ep.index, ep.length, starts[ep.index], ep.tasks, ep.video))
     stats = _json(root / STATS_PATH) if (root / STATS_PATH).is_file() else {}
-    splits = info.get("splits") if isinstance(info.get("splits"), dict) else {}
+    splits = info.get("splits")
+    splits = splits if isinstance(splits, dict) else {}
     return Dataset(root=root, version=version, fps=fps, info=info, camera=key, state=state,
                    action=action, episode_index=episode_index, timestamp=timestamp,
                    episodes=tuple(placed), splits=dict(splits), stats=stats if isinstance(stats, dict) else {})

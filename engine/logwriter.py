@@ -30,7 +30,7 @@ class LogWriter:
 
     def __init__(self, path: Path | None) -> None:
         self.path = path
-        self._fd = None
+        self._fd: int | None = None
         if path is not None:
             self._fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
             self._heal_torn_tail(path)
@@ -39,7 +39,7 @@ class LogWriter:
         """A killed writer can leave a line without its newline: end it so the next record
         starts on a fresh line (readers skip the torn one)."""
         size = path.stat().st_size
-        if size:
+        if size and self._fd is not None:
             with open(path, "rb") as f:
                 f.seek(size - 1)
                 if f.read(1) != b"\n":

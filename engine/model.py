@@ -78,6 +78,8 @@ class Policy(nn.Module):
     """`chunk` x `motors` actions per prediction and a `state_dim` state, from the dataset's
     info.json (the generated corpus: 8 x 6 and 6)."""
 
+    mask: torch.Tensor  # the attention mask buffer (register_buffer in __init__)
+
     def __init__(self, size: str, chunk: int = CHUNK, motors: int = MOTORS,
                  state_dim: int | None = None, vision: SiglipVisionModel | None = None,
                  backbone: Qwen2Model | None = None,
@@ -105,7 +107,11 @@ class Policy(nn.Module):
             vision.head.requires_grad_(False)
         self.vision = vision
         vcfg = vision.config
-        self.image_size, self.patch = int(vcfg.image_size), int(vcfg.patch_size)
+        side, patch = vcfg.image_size, vcfg.patch_size  # the config's types allow pairs too
+        if not isinstance(side, int) or not isinstance(patch, int):
+            raise ValueError(f"vision encoder image_size {side!r}, patch_size {patch!r}: "
+                             "expected one side each (square images and patches)")
+        self.image_size, self.patch = side, patch
         self.prefix_len = (self.image_size // self.patch) ** 2 + 1
         seq = self.prefix_len + chunk * motors
         if backbone is None and "backbone" in arch:

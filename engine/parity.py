@@ -96,14 +96,13 @@ def train_steps(ns: argparse.Namespace, ctx: distributed.Context, root: Path,
                           for n, p in session.module.named_parameters() if p.grad is not None})
         return step_fn(*a, **kw)
 
-    session.optimizer.step = snapshot_then_step
+    # this instance's step only (ZeRO's too), after clipping: an optimizer hook would be a
+    # second path to keep equal to it
+    session.optimizer.step = snapshot_then_step  # type: ignore[method-assign]
     batches = iter(loader(StepBatches(data, data.stats(), session.layout, ns.seed, ns.image_augment),
                           0, ns.run_steps, workers=WORKERS, prefetch=PREFETCH, pin=False))
-    norm = None
-    for step in range(ns.run_steps):
-        metrics = optimizer_step(session, batches, step)
-        if norm is None:
-            norm = metrics["grad_norm"]
+    norms = [optimizer_step(session, batches, step)["grad_norm"] for step in range(ns.run_steps)]
+    norm = norms[0]  # run_steps >= 1
     del batches  # shuts the loader's workers down
     # clip_grad_norm_ multiplied the gradient by min(1, GRAD_CLIP / (norm + 1e-6))
     unclip = max(1.0, (norm + 1e-6) / GRAD_CLIP)

@@ -217,11 +217,10 @@ def _worker_init(_: int) -> None:
 
 def loader(dataset: StepBatches, start: int, stop: int, workers: int, prefetch: int,
            pin: bool) -> DataLoader:
-    kwargs = {}
     # More workers than cores is deliberate (they mostly sleep on a full prefetch queue).
     warnings.filterwarnings("ignore", message="This DataLoader will create")
-    if workers > 0:
-        kwargs = {"prefetch_factor": prefetch, "persistent_workers": True,
-                  "worker_init_fn": _worker_init}
+    more = workers > 0  # prefetch and persistence are for worker processes only
     return DataLoader(dataset, batch_size=None, sampler=StepKeys(start, stop),
-                      num_workers=workers, pin_memory=pin, **kwargs)
+                      num_workers=workers, pin_memory=pin,
+                      prefetch_factor=prefetch if more else None, persistent_workers=more,
+                      worker_init_fn=_worker_init if more else None)

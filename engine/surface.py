@@ -9,6 +9,7 @@ import argparse
 import re
 from dataclasses import asdict, dataclass
 from pathlib import Path
+from typing import Any
 
 from .flags import UsageExit
 
@@ -65,7 +66,7 @@ def surface_of(args: argparse.Namespace, recipe: dict, platform: dict | None) ->
     from .model import EULER_STEPS
 
     platform = platform or {}
-    run = {"stats": "checkpoint", "data_dir": str(platform.get("data_dir") or ""),
+    run: dict[str, Any] = {"stats": "checkpoint", "data_dir": str(platform.get("data_dir") or ""),
            "frames": "draw", "sampling_steps": EULER_STEPS,
            "datasets": _datasets(recipe.get("datasets")),
            "precision": str(platform.get("precision") or "fp32")}

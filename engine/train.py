@@ -126,6 +126,7 @@ def build_session(args, ctx: distributed.Context, data: corpus.Corpus | None = N
     if getattr(args, "compile", False):
         accel.compile_module(module)
     model: torch.nn.Module = module
+    optimizer: torch.optim.Optimizer
     if ctx.distributed:
         model = DDP(module, device_ids=[ctx.local_rank] if ctx.device.type == "cuda" else None,
                     find_unused_parameters=args.objective != "joint")
@@ -150,7 +151,7 @@ def optimizer_step(s: Session, batches, step: int) -> dict:
     for k in range(chunks):
         batch = {key: v[k].to(s.ctx.device, non_blocking=True) for key, v in step_batch.items()}
         sync_later = s.ctx.distributed and k < chunks - 1 and not args.chunk_grad_allreduce
-        with s.model.no_sync() if sync_later else nullcontext():
+        with s.model.no_sync() if sync_later and isinstance(s.model, DDP) else nullcontext():
             with accel.autocast(s.ctx.device, getattr(args, "precision", "fp32")):
                 out = s.model(batch, args.objective, args.insulate_flow)
             (out["loss"] / chunks).backward()
@@ -211,7 +212,7 @@ def _rng_meta() -> dict:
 
 def save_checkpoint(s: Session, step: int, stats: NormStats, log: LogWriter) -> None:
     opt_state = checkpoint.optimizer_state(s.optimizer)  # collective under ZeRO
-    if s.ctx.main:
+    if s.ctx.main and opt_state is not None:  # rank 0 holds the whole state
         recipe = {k: getattr(s.args, k) for k in RECIPE_KEYS}
         meta = {"step": step, "samples": step * s.args.batch_size, "recipe": recipe,
                 "extend_to": getattr(s.args, "extend_to", 0),  # --extend-to N, 0 when not extended

@@ -1,5 +1,6 @@
 """The house's rules, checked by the real tools: import-linter's contracts (pyproject.toml),
-mypy over fontaine_tui, no import cycle, and what importing the core actually loads."""
+mypy over fontaine_tui and engine, no import cycle, and what importing the core actually
+loads."""
 
 from __future__ import annotations
 
@@ -53,7 +54,11 @@ def test_a_broken_rule_is_caught(tmp_path, where, code, contract):
     assert contract in proc.stdout.split("Broken contracts")[-1], proc.stdout[-3000:]
 
 
-def test_mypy_passes_over_fontaine_tui():
+def test_mypy_passes_over_fontaine_tui_and_the_engine():
+    import tomllib
+
+    files = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["mypy"]["files"]
+    assert {"fontaine_tui", "engine"} <= set(files), files
     proc = subprocess.run([sys.executable, "-m", "mypy", "--no-error-summary"], cwd=ROOT,
                           capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-1000:]
