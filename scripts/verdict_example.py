@@ -1,7 +1,7 @@
-"""The README's verdict.json example, computed by the code (so it cannot drift from it).
+"""The docs' verdict.json example, computed by the code (so it cannot drift from it).
 
     python scripts/verdict_example.py            # print it
-    python scripts/verdict_example.py --write    # put it into README.md between the markers
+    python scripts/verdict_example.py --write    # write it into docs/verdict-json.md
 
 The case is the reference pre-registration's instrument disagreement: the step-250 probe reads
 12.5087 against demosonly's 3.4623 (scale s = 3.613), and the endpoint delta +0.6929 is
@@ -49,10 +49,10 @@ def main() -> int:
     if "--write" not in sys.argv[1:]:
         print(example())
         return 0
-    readme = ROOT / "README.md"
-    text = readme.read_text()
+    page = ROOT / "docs" / "verdict-json.md"
+    text = page.read_text()
     start, end = text.index(BEGIN), text.index(END) + len(END)
-    readme.write_text(text[:start] + block() + text[end:])
+    page.write_text(text[:start] + block() + text[end:])
     return 0
 
 
