@@ -202,11 +202,11 @@ def test_a_bad_source_table_is_one_line_naming_the_key(table, message, tmp_path,
     assert message in err and len(err.splitlines()) == 1
 
 
-def test_the_readme_foreign_preset_loads_and_is_not_launched(tmp_path, capsys):
+def test_the_docs_foreign_preset_loads_and_is_not_launched(tmp_path, capsys):
     from pathlib import Path
 
-    text = (Path(__file__).parents[4] / "README.md").read_text()
-    block = text[text.index("## Runs from other trainers"):].split("```toml\n", 1)[1]
+    text = (Path(__file__).parents[4] / "docs" / "own-trainer.md").read_text()
+    block = text[text.index("## A preset for another trainer's run"):].split("```toml\n", 1)[1]
     path = tmp_path / "hf_sft.toml"
     path.write_text(block.split("```", 1)[0])
     from fontaine_tui.core.verdict.presets import load_preset
