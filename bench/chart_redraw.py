@@ -6,7 +6,7 @@ Three figures: the loss chart as laid out in the monitor of a 120x40 console (th
 app does: the monitor's default EMA curves over the raw ones, drawn faint), the same chart
 filling the whole terminal (the worst case), and the probes chart with 5 banked comparators
 of 1,000 probes each (their curves and envelope, this run on top). Each redraw builds the
-spec, as the screens do. Target: <= 30 ms per redraw (the README's performance table). Prints one JSON line per figure (wall and CPU time, with the load
+spec, as the screens do. Target: <= 30 ms per redraw (docs/performance.md). Prints one JSON line per figure (wall and CPU time, with the load
 average, since a shared machine's other work shows up in wall time); exit 1 if the
 in-console median misses.
 """

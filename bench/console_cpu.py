@@ -6,7 +6,7 @@ The console runs headless (Textual's test driver: every frame is composed, nothi
 written to a terminal) in this process and follows a real run folder through the local
 follower; a separate writer process appends train records, so its CPU is not counted.
 Figures are this process's user+system CPU time over the window, as % of one core.
-Targets (the README's performance table): idle <= 1 %, 100 lines/s <= 5 %. Prints one JSON line per phase.
+Targets (docs/performance.md): idle <= 1 %, 100 lines/s <= 5 %. Prints one JSON line per phase.
 """
 
 from __future__ import annotations

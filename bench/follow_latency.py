@@ -8,7 +8,7 @@ with RunStore.add_line and notes when each record comes out. Reported: p50/p95/m
 --lines records for: local with inotify (the default), local polling only (the fallback
 for filesystems without inotify), and SSH through a real sshd on 127.0.0.1 (the test
 helper from tests/sshd_helper.py; skipped if sshd is missing).
-Targets (the README's performance table): p95 <= 50 ms local, <= 250 ms over SSH.
+Targets (docs/performance.md): p95 <= 50 ms local, <= 250 ms over SSH.
 --cpu also reports the follower's own CPU (process time / wall time) following two files of
 an idle run, and at 100 lines/s written by another process, next to a bare asyncio loop
 waking 100 times a second on the same machine; and over SSH, the local follower's CPU next

@@ -7,7 +7,7 @@ with the next step's first value (or after a second of quiet), so one step later
 
     python bench/tb_follow_latency.py [--steps 300] [--rate 20]
 
-Target: p95 <= 100 ms (the README's performance table). Prints one JSON line; exit 1 if the
+Target: p95 <= 100 ms (docs/performance.md). Prints one JSON line; exit 1 if the
 p95 misses or a record is missing.
 """
 

@@ -1,4 +1,4 @@
-"""Regenerate the README's screenshots through the console test harness.
+"""Regenerate the README's and the docs' screenshots through the console test harness.
 
     python screenshots/make.py
 

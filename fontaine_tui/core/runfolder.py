@@ -1,4 +1,4 @@
-"""The run folder contract (README, "Run folder"): one folder per run, fixed file names."""
+"""The run folder contract (docs/run-folder.md): one folder per run, fixed file names."""
 
 from __future__ import annotations
 

@@ -79,7 +79,7 @@ def test_a_down_host_degrades_its_rows_not_the_table(sshd, tmp_path, registry_pa
         assert "300/1000" in lines["flaky"] and "s ago (down)" in lines["flaky"]
         assert " running " in lines["live"] and "now" in lines["live"]
         assert f"{FLAKY}: " in res.stdout and "its rows are its last good reading" in res.stdout
-        print(f"runs with {FLAKY} down: {wall:.2f} s")  # the README's figure (-s)
+        print(f"runs with {FLAKY} down: {wall:.2f} s")  # docs/performance.md's figure (-s)
     finally:
         sleeper.kill()
         sleeper.wait()

@@ -1,4 +1,4 @@
-"""Schema v1 check of train_log.jsonl records, written from the README's schema section (independent of the engine)."""
+"""Schema v1 check of train_log.jsonl records, written from the docs' schema section (docs/run-folder.md) (independent of the engine)."""
 
 from __future__ import annotations
 

@@ -125,7 +125,7 @@ def six_steps(tmp_path_factory, corpus_dir):
 
 
 def _lr(step, base=1e-3, warmup=2, total=6, floor=0.1):
-    """The README's schedule, written out here: linear warmup, cosine to floor x base at the
+    """The engine README's schedule, written out here: linear warmup, cosine to floor x base at the
     recipe's steps, then that floor (step is 0-based)."""
     if step < warmup:
         return base * (step + 1) / warmup

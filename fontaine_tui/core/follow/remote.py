@@ -25,7 +25,7 @@ from __future__ import annotations
 # Where the host has python3, STREAM_PY (below) does the streaming in one process; else a shell
 # loop does, where `tail -f` on the name only wakes the reader (with inotify where there is one:
 # not on /dev/fd), the name watch once a second besides, so a missed wake costs a second, never
-# data. Same rules either way; the shell loop costs more CPU on the remote host (README).
+# data. Same rules either way; the shell loop costs more CPU on the remote host (docs/performance.md).
 FOLLOW_SCRIPT = r"""
 dir=$1 name=$2 off=$3 had=$4 hl=$5 hh=$6 dig=$7 al=$8 ah=$9 py=${10}
 cd -- "$dir" 2>/dev/null || { if [ -e "$dir" ]; then echo "@fontaine denied"; else echo "@fontaine norun"; fi; exit 0; }

@@ -152,7 +152,7 @@ class Verdict:
         return code + PROVISIONAL_OFFSET if self.provisional else code
 
     def to_json(self) -> dict:
-        """The verdict.json document (schema SCHEMA, described in the README). Every key of
+        """The verdict.json document (schema SCHEMA, described in docs/verdict-json.md). Every key of
         schema 1 is still there with its meaning; schema 2 adds the rest."""
         return {
             "schema": SCHEMA,
