@@ -12,7 +12,8 @@ appends one line `{"pid": <its own pid>, "child": <ARGV's pid>, "code": N | null
 "signal": "SIGINT" | null}` to the note (appended, so nothing is written over), and exits as
 ARGV did (the same code, or the same signal). `read` finds the line of a given pid.
 
-It imports nothing of the package beyond the standard library, so it starts fast.
+It imports nothing of the package but childenv (the environment less notification secrets,
+as every child gets), so it starts fast.
 """
 
 from __future__ import annotations
@@ -23,6 +24,8 @@ import signal
 import subprocess
 import sys
 from pathlib import Path
+
+from fontaine_tui.core.childenv import child_env
 
 NOTE = "command.exits.jsonl"
 FORWARDED = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT, signal.SIGUSR1,
@@ -77,7 +80,7 @@ def main(args: list[str]) -> int:
     for sig in FORWARDED:  # a handler, not SIG_IGN: the child gets the default back at exec
         signal.signal(sig, _ignore)
     try:
-        child = subprocess.Popen(argv, preexec_fn=_die_with_parent)
+        child = subprocess.Popen(argv, preexec_fn=_die_with_parent, env=child_env(os.environ))
     except OSError as exc:
         print(f"cannot start {argv[0]}: {exc.strerror or exc}", file=sys.stderr)
         return 127
