@@ -234,7 +234,11 @@ def two_writers(tmp_path_factory):
 
 
 def test_two_writers_at_once_in_one_folder_are_never_merged(two_writers, tmp_path, capsys):
-    names = sorted(p.name for p in two_writers.iterdir())
+    def started(name: str) -> tuple[int, ...]:  # events.out.tfevents.TIME.HOST.PID.N: N counts
+        parts = name.split(".")                    # the writers one process made (not 9 < 10)
+        return tuple(int(x) for x in (parts[3], parts[-2], parts[-1]) if x.isdigit())
+
+    names = sorted((p.name for p in two_writers.iterdir()), key=started)
     with pytest.raises(InputError, match="two writers logged into this folder at once") as exc:
         load_source(two_writers, SourceSpec("tensorboard"))
     assert all(n in str(exc.value) for n in names) and "[source] run" in str(exc.value)
