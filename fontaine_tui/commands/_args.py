@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import math
+from collections.abc import Callable
 
 SPEED_MIN, SPEED_MAX = 1e-3, 1e6  # slower than 1000x real time never visibly moves
 
@@ -22,15 +23,22 @@ def speed(text: str) -> float:
     return value
 
 
-def seconds(text: str) -> float:
-    """A span of seconds: a positive finite number."""
-    try:
-        value = float(text)
-    except ValueError:
-        value = math.nan
-    if not (math.isfinite(value) and value > 0):
-        raise argparse.ArgumentTypeError(f"expected a positive number of seconds, got {text!r}")
-    return value
+def positive(what: str) -> Callable[[str], float]:
+    """An argument type for a positive finite number; `what` names it in the error."""
+
+    def parse(text: str) -> float:
+        try:
+            value = float(text)
+        except ValueError:
+            value = math.nan
+        if not (math.isfinite(value) and value > 0):
+            raise argparse.ArgumentTypeError(f"expected {what}, got {text!r}")
+        return value
+
+    return parse
+
+
+seconds = positive("a positive number of seconds")  # a span of seconds
 
 
 class HelpFormatter(argparse.RawDescriptionHelpFormatter):

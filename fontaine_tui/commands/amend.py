@@ -3,10 +3,9 @@
 from __future__ import annotations
 
 import argparse
-import math
 from pathlib import Path
 
-from fontaine_tui.commands._args import examples
+from fontaine_tui.commands._args import examples, positive
 from fontaine_tui.core.errors import InputError
 from fontaine_tui.core.runfolder import check_target
 from fontaine_tui.core.text import literal, require_utf8
@@ -14,14 +13,7 @@ from fontaine_tui.core.text import literal, require_utf8
 ORDER = 45
 
 
-def _factor(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        value = math.nan
-    if not (math.isfinite(value) and value > 0):
-        raise argparse.ArgumentTypeError(f"expected a positive factor (a finite number), got {text!r}")
-    return value
+_factor = positive("a positive factor (a finite number)")
 
 
 def register(sub: argparse._SubParsersAction) -> None:
