@@ -111,10 +111,16 @@ def watch_here(launched) -> int | None:
 def watch_far(launched, args: argparse.Namespace, options: tuple[str, ...]) -> int:
     """A run launched on another host, watched from here over SSH: in the console (quitting
     asks to stop it there or detach), or as plain lines until its log's end."""
+    from fontaine_tui.core.follow.base import RunSource
     from fontaine_tui.core.follow.ssh import SshRun
     from fontaine_tui.core.follow.target import SshTarget
 
-    source = SshRun(SshTarget(launched.host, launched.run_dir), ssh_options=options)
+    ssh = SshRun(SshTarget(launched.host, launched.run_dir), ssh_options=options)
+    source: RunSource = ssh
+    if launched.preset.foreign and launched.preset.source is not None:
+        from fontaine_tui.core.follow.foreign import ForeignRun  # a [command]'s own log
+
+        source = ForeignRun(launched.run_dir, launched.preset.source, transport=ssh)
     if not args.plain:
         from fontaine_tui.console import watch_remote
 
