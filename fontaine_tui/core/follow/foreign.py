@@ -305,11 +305,12 @@ class ForeignRun:
                     continue
                 assert root is not None  # a folder is followed once the run's is found
                 batch = events.take(root, folder, chunk, loop.time())
+                if events.stopped:  # said before the batch goes out: a reader may stop there
+                    self.refused = batch.note if batch is not None else "several runs"
                 if batch is not None:
                     yield batch
                 taken.set()
                 if events.stopped:
-                    self.refused = batch.note if batch is not None else "several runs"
                     return
         finally:
             for task in pumps.values():
