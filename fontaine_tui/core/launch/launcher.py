@@ -444,15 +444,13 @@ def command_step(folder: RunFolder) -> int:
 def launched_who(folder: RunFolder) -> str:
     """What a run folder's launch started: "command" when its prereg.json froze a preset's
     own [command], else "engine"."""
-    import json
+    from fontaine_tui.core.verdict.prereg import read_prereg
 
     try:
-        with open_regular(folder.prereg) as fh:
-            doc = json.loads(fh.read(4 << 20))
-    except (OSError, InputError, ValueError):
+        prov = read_prereg(folder).provenance
+    except (OSError, InputError):
         return "engine"
-    prov = doc.get("provenance") if isinstance(doc, dict) else None
-    return "command" if isinstance(prov, dict) and "command" in prov else "engine"
+    return "command" if "command" in prov else "engine"
 
 
 def process_started(pid: int, zombie_ok: bool = False) -> float | None:
