@@ -7,9 +7,14 @@ which no wheel holds."""
 from setuptools import find_packages, setup
 
 setup(
-    packages=[*find_packages(include=["fontaine_tui", "fontaine_tui.*"]),
-              "fontaine_tui.presets", "fontaine_engine"],
+    packages=[
+        *find_packages(include=["fontaine_tui", "fontaine_tui.*"]),
+        "fontaine_tui.presets",
+        "fontaine_engine",
+    ],
     package_dir={"fontaine_tui.presets": "presets", "fontaine_engine": "engine"},
-    package_data={"fontaine_tui": ["*.tcss", "demo/*.toml", "demo/run/*", "demo/bank/*.json"],
-                  "fontaine_tui.presets": ["*.toml"]},
+    package_data={
+        "fontaine_tui": ["*.tcss", "demo/*.toml", "demo/run/*", "demo/bank/*.json"],
+        "fontaine_tui.presets": ["*.toml"],
+    },
 )

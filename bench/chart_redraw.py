@@ -38,8 +38,9 @@ def store_with(points: int) -> RunStore:
     store = RunStore()
     for s in range(1, points + 1):
         loss = 2.0 * math.exp(-s / (points / 3)) + 0.3 + 0.05 * math.sin(s / 7)
-        store.add(TrainPoint(s, float(s), loss, loss * 0.8, loss * 0.2, 3e-4, 1.0, 0.5, 0.01,
-                             s * 96.0))
+        store.add(
+            TrainPoint(s, float(s), loss, loss * 0.8, loss * 0.2, 3e-4, 1.0, 0.5, 0.01, s * 96.0)
+        )
     return store
 
 
@@ -82,15 +83,25 @@ def _p95(xs: list[float]) -> float:
     return round(xs[int(0.95 * (len(xs) - 1))], 2)
 
 
-def _figures(where: str, chart: Chart, spec, times: tuple[list[float], list[float]],
-             points: int) -> dict:
+def _figures(
+    where: str, chart: Chart, spec, times: tuple[list[float], list[float]], points: int
+) -> dict:
     wall, cpu = times
-    return {"bench": "chart_redraw", "where": where, "points_per_curve": points,
-            "curves": len(spec.curves), "chart_size": f"{chart.size.width}x{chart.size.height}",
-            "repeat": len(wall), "median_ms": round(statistics.median(wall), 2),
-            "p95_ms": _p95(wall), "max_ms": round(wall[-1], 2),
-            "cpu_median_ms": round(statistics.median(cpu), 2), "cpu_p95_ms": _p95(cpu),
-            "load_1min": round(os.getloadavg()[0], 2), "target_ms": 30}
+    return {
+        "bench": "chart_redraw",
+        "where": where,
+        "points_per_curve": points,
+        "curves": len(spec.curves),
+        "chart_size": f"{chart.size.width}x{chart.size.height}",
+        "repeat": len(wall),
+        "median_ms": round(statistics.median(wall), 2),
+        "p95_ms": _p95(wall),
+        "max_ms": round(wall[-1], 2),
+        "cpu_median_ms": round(statistics.median(cpu), 2),
+        "cpu_p95_ms": _p95(cpu),
+        "load_1min": round(os.getloadavg()[0], 2),
+        "target_ms": 30,
+    }
 
 
 async def in_console(points: int, repeat: int, size: tuple[int, int]) -> dict:
@@ -109,8 +120,13 @@ async def in_console(points: int, repeat: int, size: tuple[int, int]) -> dict:
         def build():  # the monitor's default: EMA curves over the raw ones, drawn faint
             return loss_chart(store, EMA_DEFAULT)
 
-        return _figures("monitor loss chart in a 120x40 console", chart, build(),
-                        _time(chart, build, repeat), points)
+        return _figures(
+            "monitor loss chart in a 120x40 console",
+            chart,
+            build(),
+            _time(chart, build, repeat),
+            points,
+        )
 
 
 async def full_screen(points: int, repeat: int, size: tuple[int, int]) -> dict:
@@ -123,12 +139,14 @@ async def full_screen(points: int, repeat: int, size: tuple[int, int]) -> dict:
     async with app.run_test(size=size) as pilot:
         await pilot.pause()
         chart = app.query_one(Chart)
-        return _figures("chart filling the terminal", chart, build(),
-                        _time(chart, build, repeat), points)
+        return _figures(
+            "chart filling the terminal", chart, build(), _time(chart, build, repeat), points
+        )
 
 
-async def banked_probes(repeat: int, size: tuple[int, int], runs: int = 5,
-                        probes: int = 1000) -> dict:
+async def banked_probes(
+    repeat: int, size: tuple[int, int], runs: int = 5, probes: int = 1000
+) -> dict:
     """The probes screen's chart with `runs` banked comparators of `probes` probes each."""
     import tempfile
 
@@ -143,23 +161,44 @@ async def banked_probes(repeat: int, size: tuple[int, int], runs: int = 5,
         st.add(Meta(0, 0.0, 1, f"run{k}", 1, "cpu", {}, (), "bench"), 1)
         for s in range(1, probes + 101):
             v = 3.0 + k * s / probes + 0.02 * math.sin(s / 5)
-            st.add(Probe(s, float(s), v, v, 0.6, 0.07, {}, 256, s + 1,
-                         fields={"eval_chunk_mae": v, "train_chunk_mae": v}), s + 1)
+            st.add(
+                Probe(
+                    s,
+                    float(s),
+                    v,
+                    v,
+                    0.6,
+                    0.07,
+                    {},
+                    256,
+                    s + 1,
+                    fields={"eval_chunk_mae": v, "train_chunk_mae": v},
+                ),
+                s + 1,
+            )
         st.add(Event(probes + 100, 0.0, "end", ""), probes + 102)
         return st
 
     tmp = Path(tempfile.mkdtemp(prefix="fontaine-bench-bank-"))
     os.environ["FONTAINE_BANK"] = str(tmp / "bank")
     text = (Path(__file__).resolve().parents[1] / "presets" / "demosonly_1gpu.toml").read_text()
-    text = text[:text.index("[[amendments]]")] + text[text.index("[gates]"):]
-    for key, value in (("steps", probes + 100), ("eval_every", 1), ("save_every", probes + 100),
-                       ("anchor_step", 100), ("endpoint_step", probes + 100)):
-        text = "\n".join(f"{key} = {value}" if line.startswith(f"{key} = ") else line
-                         for line in text.split("\n"))
+    text = text[: text.index("[[amendments]]")] + text[text.index("[gates]") :]
+    for key, value in (
+        ("steps", probes + 100),
+        ("eval_every", 1),
+        ("save_every", probes + 100),
+        ("anchor_step", 100),
+        ("endpoint_step", probes + 100),
+    ):
+        text = "\n".join(
+            f"{key} = {value}" if line.startswith(f"{key} = ") else line
+            for line in text.split("\n")
+        )
     for i in range(runs):
         bank.put(f"run{i}", bank.document(run_store(0.5 + i * 0.3), f"bench run {i}"))
-        text = text.replace("[gates]", f'[comparators.run{i}]\nbank = "run{i}"\n'
-                                       f'group = "drifting"\n\n[gates]')
+        text = text.replace(
+            "[gates]", f'[comparators.run{i}]\nbank = "run{i}"\ngroup = "drifting"\n\n[gates]'
+        )
     (tmp / "banked.toml").write_text(text)
     preset = load_preset(tmp / "banked.toml")
     store = run_store(0.2)
@@ -178,8 +217,13 @@ async def banked_probes(repeat: int, size: tuple[int, int], runs: int = 5,
 
         spec = build()
         wall, cpu = _time(chart, build, repeat)
-        out = _figures(f"probes chart, {runs} banked comparators x {probes} probes + envelope",
-                       chart, spec, (wall, cpu), probes)
+        out = _figures(
+            f"probes chart, {runs} banked comparators x {probes} probes + envelope",
+            chart,
+            spec,
+            (wall, cpu),
+            probes,
+        )
         out["bands"] = len(spec.bands)
         return out
 

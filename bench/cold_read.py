@@ -88,8 +88,9 @@ def bare_orjson(path: Path, preset) -> str:
 
 def jq(path: Path, preset) -> str:
     with open(path, "rb") as f:
-        subprocess.run(["jq", "-c", 'select(.kind=="eval")'], stdin=f,
-                       stdout=subprocess.DEVNULL, check=True)
+        subprocess.run(
+            ["jq", "-c", 'select(.kind=="eval")'], stdin=f, stdout=subprocess.DEVNULL, check=True
+        )
     return "ok"
 
 
@@ -106,8 +107,11 @@ def main() -> int:
     else:
         files = {style: ensure(style=style) for style in args.styles.split(",")}
     preset = load_preset("demosonly_1gpu")
-    contestants = {"verdict": verdict_path, "verdict-1p": verdict_lean_single,
-                   "orjson": bare_orjson}
+    contestants = {
+        "verdict": verdict_path,
+        "verdict-1p": verdict_lean_single,
+        "orjson": bare_orjson,
+    }
     if not args.no_jq and shutil.which("jq"):
         contestants["jq"] = jq
     if not args.no_full:
@@ -125,21 +129,26 @@ def main() -> int:
                 t0 = time.perf_counter()
                 answers[fname, cname] = fn(path, preset)
                 times[fname, cname].append(time.perf_counter() - t0)
-    print(f"cpus {len(os.sched_getaffinity(0))}, workers {default_workers()}, "
-          f"load {os.getloadavg()[0]:.2f}, best of {args.repeat}")
+    print(
+        f"cpus {len(os.sched_getaffinity(0))}, workers {default_workers()}, "
+        f"load {os.getloadavg()[0]:.2f}, best of {args.repeat}"
+    )
     for fname, path in files.items():
         size = path.stat().st_size
         best = {c: min(times[fname, c]) for c in contestants}
         print(f"{fname}: {path.name}, {size / 1e6:.1f} MB")
         for cname, t in best.items():
-            print(f"  {cname:<10} {t:7.2f} s  (median {statistics.median(times[fname, cname]):6.2f})"
-                  f"  {size / t / 1e6:6.1f} MB/s  -> {answers[fname, cname]}")
+            print(
+                f"  {cname:<10} {t:7.2f} s  (median {statistics.median(times[fname, cname]):6.2f})"
+                f"  {size / t / 1e6:6.1f} MB/s  -> {answers[fname, cname]}"
+            )
         base = best["orjson"]
         print(f"  time verdict / orjson     = {best['verdict'] / base:.2f}x  (target <= 1.0)")
         print(f"  time verdict-1p / orjson  = {best['verdict-1p'] / base:.2f}x  (one process)")
         if "jq" in best:
-            print(f"  speed-up over jq          = {best['jq'] / best['verdict']:.2f}x  "
-                  "(target >= 4)")
+            print(
+                f"  speed-up over jq          = {best['jq'] / best['verdict']:.2f}x  (target >= 4)"
+            )
         if "attach" in best:
             print(f"  time attach / orjson      = {best['attach'] / base:.2f}x")
             print(f"  time verdict/1 / orjson   = {best['verdict/1'] / base:.2f}x")

@@ -64,8 +64,9 @@ async def window(seconds: float) -> tuple[float, float]:
     return cpu_seconds(proc) - c0, time.monotonic() - w0
 
 
-async def run(seconds: float, rate: float, mode: str, start_steps: int,
-              telemetry: bool = False) -> list[dict]:
+async def run(
+    seconds: float, rate: float, mode: str, start_steps: int, telemetry: bool = False
+) -> list[dict]:
     from fontaine_tui.console import default_telemetry, make_app
     from fontaine_tui.core.follow.local import LocalRun
     from fontaine_tui.core.verdict.presets import load_preset
@@ -73,12 +74,21 @@ async def run(seconds: float, rate: float, mode: str, start_steps: int,
     folder = Path(tempfile.mkdtemp(prefix="fontaine-cpu-"))
     log = folder / "train_log.jsonl"
     t0 = time.time() - start_steps
-    log.write_text("".join(dumps(r) + "\n" for r in
-                           [meta(t=t0), *(train(s, t0 + s) for s in range(1, start_steps + 1))]))
+    log.write_text(
+        "".join(
+            dumps(r) + "\n"
+            for r in [meta(t=t0), *(train(s, t0 + s) for s in range(1, start_steps + 1))]
+        )
+    )
     (folder / "engine.out.log").write_text("engine: started\n")
     source = LocalRun(folder)
-    app = make_app(source=source, preset=load_preset("demosonly_1gpu"), kind="attach",
-                   start_mode=mode, telemetry=default_telemetry(source) if telemetry else None)
+    app = make_app(
+        source=source,
+        preset=load_preset("demosonly_1gpu"),
+        kind="attach",
+        start_mode=mode,
+        telemetry=default_telemetry(source) if telemetry else None,
+    )
     out = []
     async with app.run_test(size=(120, 40)) as pilot:
         deadline = time.monotonic() + 30
@@ -86,22 +96,44 @@ async def run(seconds: float, rate: float, mode: str, start_steps: int,
             await pilot.pause(0.05)
         await asyncio.sleep(2.0)  # let the first frames settle
         cpu, wall = await window(seconds)
-        out.append({"bench": "console_cpu", "phase": "idle", "mode": mode, "telemetry": telemetry, "seconds": round(wall, 1),
-                    "cpu_s": round(cpu, 3), "pct_of_core": round(100 * cpu / wall, 2),
-                    "target_pct": 1.0, "frames": app.frames})
+        out.append(
+            {
+                "bench": "console_cpu",
+                "phase": "idle",
+                "mode": mode,
+                "telemetry": telemetry,
+                "seconds": round(wall, 1),
+                "cpu_s": round(cpu, 3),
+                "pct_of_core": round(100 * cpu / wall, 2),
+                "target_pct": 1.0,
+                "frames": app.frames,
+            }
+        )
         frames0, step0 = app.frames, app.session.store.last_step
-        writer = subprocess.Popen([sys.executable, "-c", WRITER, str(log), str(rate),
-                                   str(start_steps), str(seconds + 1)], stdout=subprocess.PIPE)
+        writer = subprocess.Popen(
+            [sys.executable, "-c", WRITER, str(log), str(rate), str(start_steps), str(seconds + 1)],
+            stdout=subprocess.PIPE,
+        )
         try:
             cpu, wall = await window(seconds)
         finally:
             writer.wait(timeout=seconds + 30)
         await pilot.pause(0.5)
         lines = app.session.store.last_step - step0
-        out.append({"bench": "console_cpu", "phase": f"{rate:g} lines/s", "mode": mode, "telemetry": telemetry,
-                    "seconds": round(wall, 1), "cpu_s": round(cpu, 3),
-                    "pct_of_core": round(100 * cpu / wall, 2), "target_pct": 5.0,
-                    "lines_followed": lines, "frames": app.frames - frames0})
+        out.append(
+            {
+                "bench": "console_cpu",
+                "phase": f"{rate:g} lines/s",
+                "mode": mode,
+                "telemetry": telemetry,
+                "seconds": round(wall, 1),
+                "cpu_s": round(cpu, 3),
+                "pct_of_core": round(100 * cpu / wall, 2),
+                "target_pct": 5.0,
+                "lines_followed": lines,
+                "frames": app.frames - frames0,
+            }
+        )
     return out
 
 
@@ -111,11 +143,13 @@ def main() -> int:
     ap.add_argument("--rate", type=float, default=100.0)
     ap.add_argument("--mode", default="monitor", choices=("monitor", "probes", "verdict", "runs"))
     ap.add_argument("--start-steps", type=int, default=500)
-    ap.add_argument("--telemetry", action="store_true",
-                    help="sample this host every 5 s as `attach` does (psutil, NVML if present)")
+    ap.add_argument(
+        "--telemetry",
+        action="store_true",
+        help="sample this host every 5 s as `attach` does (psutil, NVML if present)",
+    )
     args = ap.parse_args()
-    results = asyncio.run(run(args.seconds, args.rate, args.mode, args.start_steps,
-                              args.telemetry))
+    results = asyncio.run(run(args.seconds, args.rate, args.mode, args.start_steps, args.telemetry))
     for r in results:
         print(json.dumps(r))
     return 0 if all(r["pct_of_core"] <= r["target_pct"] for r in results) else 1

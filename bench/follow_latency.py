@@ -42,9 +42,24 @@ LOG = "train_log.jsonl"
 
 
 def line(step: int) -> bytes:
-    return json.dumps({"kind": "train", "step": step, "time": time.time(), "loss": 1.5,
-                       "ar_ce": 1.2, "flow_loss": 0.3, "lr": 3e-4, "grad_norm": 1.1,
-                       "step_s": 0.5, "data_s": 0.01, "samples": step * 96}).encode() + b"\n"
+    return (
+        json.dumps(
+            {
+                "kind": "train",
+                "step": step,
+                "time": time.time(),
+                "loss": 1.5,
+                "ar_ce": 1.2,
+                "flow_loss": 0.3,
+                "lr": 3e-4,
+                "grad_norm": 1.1,
+                "step_s": 0.5,
+                "data_s": 0.01,
+                "samples": step * 96,
+            }
+        ).encode()
+        + b"\n"
+    )
 
 
 async def measure(source, folder: Path, n: int, warmup: int = 5) -> list[float]:
@@ -107,8 +122,9 @@ def start_writer(folder: Path, seconds: float):
     """Another process appending 100 lines/s to the log for `seconds`."""
     import subprocess
 
-    return subprocess.Popen([sys.executable, "-c", WRITER, str(folder / LOG),
-                             str(int(seconds * 100))])
+    return subprocess.Popen(
+        [sys.executable, "-c", WRITER, str(folder / LOG), str(int(seconds * 100))]
+    )
 
 
 async def cpu(folder: Path, inotify: bool, rate: bool, seconds: float = 10.0) -> float:
@@ -144,8 +160,11 @@ def script_cpu(folder: Path) -> float:
     total, scripts = 0.0, []
     for p in psutil.process_iter(["name", "cmdline"]):
         cmd = " ".join(p.info["cmdline"] or [])
-        if p.info["name"] in ("sh", "dash", "bash") and "@fontaine ok" in cmd \
-                and str(folder) in cmd:
+        if (
+            p.info["name"] in ("sh", "dash", "bash")
+            and "@fontaine ok" in cmd
+            and str(folder) in cmd
+        ):
             scripts.append(p)
     pids = {p.pid for p in scripts}
     for script in (p for p in scripts if p.ppid() not in pids):
@@ -179,8 +198,7 @@ async def ssh_cpu(src, folder: Path, rate: bool, seconds: float = 10.0) -> tuple
     c0, r0, w0 = time.process_time(), script_cpu(folder), time.perf_counter()
     await asyncio.sleep(seconds)
     wall = time.perf_counter() - w0
-    local, remote = (time.process_time() - c0) / wall * 100, \
-        (script_cpu(folder) - r0) / wall * 100
+    local, remote = (time.process_time() - c0) / wall * 100, (script_cpu(folder) - r0) / wall * 100
     if writer is not None:
         writer.wait()
     await src.close()
@@ -200,19 +218,26 @@ async def bare_loop(seconds: float = 5.0) -> float:
 def report(name: str, ms: list[float], target: float) -> None:
     q = statistics.quantiles(ms, n=100)
     p95 = q[94]
-    print(f"  {name:<22} n={len(ms):4d}  p50 {q[49]:6.2f} ms  p95 {p95:6.2f} ms  "
-          f"max {max(ms):7.2f} ms  target p95 <= {target:g} ms: "
-          f"{'met' if p95 <= target else 'MISSED'}")
+    print(
+        f"  {name:<22} n={len(ms):4d}  p50 {q[49]:6.2f} ms  p95 {p95:6.2f} ms  "
+        f"max {max(ms):7.2f} ms  target p95 <= {target:g} ms: "
+        f"{'met' if p95 <= target else 'MISSED'}"
+    )
 
 
 async def main_async(args) -> int:
-    print(f"follow latency, {args.lines} appends each, load {os.getloadavg()[0]:.2f}, "
-          f"cpus {len(os.sched_getaffinity(0))}")
+    print(
+        f"follow latency, {args.lines} appends each, load {os.getloadavg()[0]:.2f}, "
+        f"cpus {len(os.sched_getaffinity(0))}"
+    )
     with tempfile.TemporaryDirectory(prefix="follow-bench-") as tmp:
         folder = Path(tmp)
         report("local (inotify)", await measure(LocalRun(folder), folder, args.lines), 50)
-        report("local (polling only)",
-               await measure(LocalRun(folder, inotify=False), folder, args.lines), 50)
+        report(
+            "local (polling only)",
+            await measure(LocalRun(folder, inotify=False), folder, args.lines),
+            50,
+        )
         if not args.no_ssh:
             from tests.sshd_helper import HOST_ALIAS, Sshd, find_sshd
 
@@ -225,21 +250,34 @@ async def main_async(args) -> int:
             sshd = Sshd(folder / "sshd").start()
             try:
                 for py in (True, False):
-                    src = SshRun(SshTarget(HOST_ALIAS, str(folder)),
-                                 ssh_options=sshd.ssh_options, remote_python=py)
-                    report(f"ssh loopback, {'python3' if py else 'shell'}",
-                           await measure(src, folder, args.lines), 250)
+                    src = SshRun(
+                        SshTarget(HOST_ALIAS, str(folder)),
+                        ssh_options=sshd.ssh_options,
+                        remote_python=py,
+                    )
+                    report(
+                        f"ssh loopback, {'python3' if py else 'shell'}",
+                        await measure(src, folder, args.lines),
+                        250,
+                    )
                 if args.cpu:
-                    print("SSH follow CPU, % of one core: the local follower / the remote "
-                          "script (its shell and every command it runs)")
+                    print(
+                        "SSH follow CPU, % of one core: the local follower / the remote "
+                        "script (its shell and every command it runs)"
+                    )
                     for py in (True, False):
                         for rate in (False, True):
-                            src = SshRun(SshTarget(HOST_ALIAS, str(folder)),
-                                         ssh_options=sshd.ssh_options, remote_python=py)
+                            src = SshRun(
+                                SshTarget(HOST_ALIAS, str(folder)),
+                                ssh_options=sshd.ssh_options,
+                                remote_python=py,
+                            )
                             here, there = await ssh_cpu(src, folder, rate)
-                            print(f"  {'python3' if py else 'shell':<8} "
-                                  f"{'100 lines/s' if rate else 'idle':<12} local {here:5.2f} %"
-                                  f"  remote {there:5.2f} %")
+                            print(
+                                f"  {'python3' if py else 'shell':<8} "
+                                f"{'100 lines/s' if rate else 'idle':<12} local {here:5.2f} %"
+                                f"  remote {there:5.2f} %"
+                            )
             finally:
                 sshd.stop()
         if args.cpu:

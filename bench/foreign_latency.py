@@ -48,8 +48,18 @@ from tests.core.follow.foreign_writers import (  # noqa: E402
     writer,
 )
 
-ORDER = ("mlflow_sqlite", "mlflow_file", "hf_trainer", "csv", "tensorboard", "jsonl", "wandb",
-         "trackio", "lines", "tensorboard_scalars")
+ORDER = (
+    "mlflow_sqlite",
+    "mlflow_file",
+    "hf_trainer",
+    "csv",
+    "tensorboard",
+    "jsonl",
+    "wandb",
+    "trackio",
+    "lines",
+    "tensorboard_scalars",
+)
 
 
 def pct(xs: list[float], q: float) -> float:
@@ -93,13 +103,17 @@ def row(name: str, got: list[Followed], steps: int, since: str) -> dict:
                     missing += 1
     ms = [x * 1000 for x in ends]
     all_ms = [x * 1000 for x in every]
-    return {"kind": name, "since": since, "steps": steps,
-            "endpoint_p50_ms": round(statistics.median(ms), 1) if ms else None,
-            "endpoint_p95_ms": round(pct(ms, 0.95), 1) if ms else None,
-            "endpoint_max_ms": round(max(ms), 1) if ms else None,
-            "probe_p50_ms": round(statistics.median(all_ms), 1) if all_ms else None,
-            "probe_p95_ms": round(pct(all_ms, 0.95), 1) if all_ms else None,
-            "endpoint_missing": missing}
+    return {
+        "kind": name,
+        "since": since,
+        "steps": steps,
+        "endpoint_p50_ms": round(statistics.median(ms), 1) if ms else None,
+        "endpoint_p95_ms": round(pct(ms, 0.95), 1) if ms else None,
+        "endpoint_max_ms": round(max(ms), 1) if ms else None,
+        "probe_p50_ms": round(statistics.median(all_ms), 1) if all_ms else None,
+        "probe_p95_ms": round(pct(all_ms, 0.95), 1) if all_ms else None,
+        "endpoint_missing": missing,
+    }
 
 
 def main() -> int:
@@ -107,20 +121,29 @@ def main() -> int:
     ap.add_argument("--runs", type=int, default=10)
     ap.add_argument("--steps", type=int, default=7)
     ap.add_argument("--spacing", type=float, default=0.3)
-    ap.add_argument("--kinds", default=",".join(ORDER),
-                    help=f"comma-separated, of: {', '.join(sorted(WRITERS))}")
+    ap.add_argument(
+        "--kinds",
+        default=",".join(ORDER),
+        help=f"comma-separated, of: {', '.join(sorted(WRITERS))}",
+    )
     ap.add_argument("--json", action="store_true", help="one JSON object per kind")
     args = ap.parse_args()
     kinds = [k for k in args.kinds.split(",") if k]
     unknown = [k for k in kinds if k not in WRITERS]
     if unknown:
-        print(f"--kinds: unknown {', '.join(unknown)} (known: {', '.join(sorted(WRITERS))})",
-              file=sys.stderr)
+        print(
+            f"--kinds: unknown {', '.join(unknown)} (known: {', '.join(sorted(WRITERS))})",
+            file=sys.stderr,
+        )
         return 2
-    print(f"# follow: whole reads checked each {CHECK_S} s, read at least each "
-          f"{MLFLOW_POLL_S} s (MLflow); files polled at 0.25 s with inotify")
-    print(f"{'kind':<19} {'runs':>4} {'end p50':>8} {'end p95':>8} {'end max':>8} "
-          f"{'all p50':>8} {'all p95':>8} {'missing':>7}  (ms)")
+    print(
+        f"# follow: whole reads checked each {CHECK_S} s, read at least each "
+        f"{MLFLOW_POLL_S} s (MLflow); files polled at 0.25 s with inotify"
+    )
+    print(
+        f"{'kind':<19} {'runs':>4} {'end p50':>8} {'end p95':>8} {'end max':>8} "
+        f"{'all p50':>8} {'all p95':>8} {'missing':>7}  (ms)"
+    )
     bad = 0
     with tempfile.TemporaryDirectory(prefix="fontaine-foreign-latency-") as tmp:
         for kind in kinds:
@@ -130,10 +153,13 @@ def main() -> int:
                 if args.json:
                     print(json.dumps(row), flush=True)
                     continue
-                print(f"{row['kind']:<19} {row['runs']:>4} {row['endpoint_p50_ms']!s:>8} "
-                      f"{row['endpoint_p95_ms']!s:>8} {row['endpoint_max_ms']!s:>8} "
-                      f"{row['probe_p50_ms']!s:>8} {row['probe_p95_ms']!s:>8} "
-                      f"{row['endpoint_missing']:>7}", flush=True)
+                print(
+                    f"{row['kind']:<19} {row['runs']:>4} {row['endpoint_p50_ms']!s:>8} "
+                    f"{row['endpoint_p95_ms']!s:>8} {row['endpoint_max_ms']!s:>8} "
+                    f"{row['probe_p50_ms']!s:>8} {row['probe_p95_ms']!s:>8} "
+                    f"{row['endpoint_missing']:>7}",
+                    flush=True,
+                )
     return 1 if bad else 0
 
 

@@ -23,8 +23,12 @@ from pathlib import Path
 
 OUT = Path(__file__).resolve().parent / "out"
 T0 = 1_787_000_000.0
-PROBES = {250: (3.4623, 3.6862), 500: (3.1000, 3.2500), 750: (3.5000, 3.3000),
-          1000: (3.7929, 3.4100)}
+PROBES = {
+    250: (3.4623, 3.6862),
+    500: (3.1000, 3.2500),
+    750: (3.5000, 3.3000),
+    1000: (3.7929, 3.4100),
+}
 DATASETS = ("demos_pick", "demos_place", "rig_pick", "rig_place")
 
 
@@ -52,35 +56,77 @@ def lines(n: int, style: str = "compact"):
     rng = random.Random(0)
     dumps = _writer(style)
 
-    yield dumps({"kind": "meta", "step": 0, "time": T0, "schema": 1, "run": "bench-1m",
-                 "world_size": 1, "device": "cuda:0", "recipe": {"steps": 1000, "lr": 3e-4},
-                 "argv": ["python", "-m", "fontaine_engine", "train"], "host": "bench"})
+    yield dumps(
+        {
+            "kind": "meta",
+            "step": 0,
+            "time": T0,
+            "schema": 1,
+            "run": "bench-1m",
+            "world_size": 1,
+            "device": "cuda:0",
+            "recipe": {"steps": 1000, "lr": 3e-4},
+            "argv": ["python", "-m", "fontaine_engine", "train"],
+            "host": "bench",
+        }
+    )
     yield dumps({"kind": "event", "step": 0, "time": T0, "event": "start", "detail": ""})
     count, step = 2, 0
     while count < n - 1:
         step += 1
         t = round(T0 + step * 0.512 + rng.random() * 0.01, 3)
         loss = 2.0 * math.exp(-step / 4000) + 0.3 + rng.gauss(0, 0.02)
-        yield dumps({"kind": "train", "step": step, "time": t, "loss": loss,
-                     "ar_ce": round(loss * 0.8 + rng.random() * 1e-3, 12),
-                     "flow_loss": round(loss * 0.2, 9), "lr": round(3e-4 * min(1.0, step / 50), 9),
-                     "grad_norm": round(1.0 + rng.random(), 9),
-                     "step_s": round(0.5 + rng.random() * 0.02, 7),
-                     "data_s": round(0.01 + rng.random() * 1e-3, 8), "samples": step * 96})
+        yield dumps(
+            {
+                "kind": "train",
+                "step": step,
+                "time": t,
+                "loss": loss,
+                "ar_ce": round(loss * 0.8 + rng.random() * 1e-3, 12),
+                "flow_loss": round(loss * 0.2, 9),
+                "lr": round(3e-4 * min(1.0, step / 50), 9),
+                "grad_norm": round(1.0 + rng.random(), 9),
+                "step_s": round(0.5 + rng.random() * 0.02, 7),
+                "data_s": round(0.01 + rng.random() * 1e-3, 8),
+                "samples": step * 96,
+            }
+        )
         count += 1
         if step % 250 == 0 and count < n - 1:
             ev, tr = PROBES.get(step, (3.7 + rng.random() * 0.1, 3.4 + rng.random() * 0.1))
-            yield dumps({"kind": "eval", "step": step, "time": t + 0.1, "eval_chunk_mae": ev,
-                         "train_chunk_mae": tr, "eval_ar_ce": 0.6, "eval_flow_loss": 0.07,
-                         "breakdown": {d: ev * (0.9 + 0.05 * i) for i, d in enumerate(DATASETS)},
-                         "n_frames": 256})
+            yield dumps(
+                {
+                    "kind": "eval",
+                    "step": step,
+                    "time": t + 0.1,
+                    "eval_chunk_mae": ev,
+                    "train_chunk_mae": tr,
+                    "eval_ar_ce": 0.6,
+                    "eval_flow_loss": 0.07,
+                    "breakdown": {d: ev * (0.9 + 0.05 * i) for i, d in enumerate(DATASETS)},
+                    "n_frames": 256,
+                }
+            )
             count += 1
         if step % 500 == 0 and count < n - 1:
-            yield dumps({"kind": "checkpoint", "step": step, "time": t + 0.2,
-                         "path": f"checkpoints/step-{step:06d}"})
+            yield dumps(
+                {
+                    "kind": "checkpoint",
+                    "step": step,
+                    "time": t + 0.2,
+                    "path": f"checkpoints/step-{step:06d}",
+                }
+            )
             count += 1
-    yield dumps({"kind": "event", "step": step, "time": T0 + step * 0.512 + 1, "event": "end",
-                 "detail": "finished"})
+    yield dumps(
+        {
+            "kind": "event",
+            "step": step,
+            "time": T0 + step * 0.512 + 1,
+            "event": "end",
+            "detail": "finished",
+        }
+    )
 
 
 def make(path: Path, n: int = 1_000_000, style: str = "compact") -> Path:

@@ -1,7 +1,7 @@
 """Resident memory after loading the 1M-line log into the columnar store (target <= 250 MB).
 
-    python bench/make_log.py      # once
-    python bench/memory.py
+python bench/make_log.py      # once
+python bench/memory.py
 """
 
 from __future__ import annotations
@@ -25,8 +25,10 @@ def main() -> int:
     store = load_log(path)
     after = psutil.Process().memory_info().rss
     print(f"{path.name}: {len(store.steps)} train rows, {len(store.probes)} probes")
-    print(f"rss before {before / 2**20:.0f} MB, after {after / 2**20:.0f} MB "
-          f"(store adds {(after - before) / 2**20:.0f} MB); target <= 250 MB")
+    print(
+        f"rss before {before / 2**20:.0f} MB, after {after / 2**20:.0f} MB "
+        f"(store adds {(after - before) / 2**20:.0f} MB); target <= 250 MB"
+    )
     return 0 if after <= 250 * 2**20 else 1
 
 

@@ -74,16 +74,20 @@ async def one(kind: str, url: str | None, keys: int, base: Path) -> dict:
                 await pilot.pause()
                 times.append(time.perf_counter() - t)
             sitter = app.babysitter
-            stats = (sitter.notices.notifier.stats() if sitter and sitter.notices else {})
+            stats = sitter.notices.notifier.stats() if sitter and sitter.notices else {}
     finally:
         stop.set()
         th.join()
     q = sorted(times)
-    return {"destination": kind, "keys": keys, "median_ms": 1e3 * statistics.median(q),
-            "p95_ms": 1e3 * q[int(0.95 * (len(q) - 1))],
-            "queued": sum(s.queued for s in stats.values()),
-            "delivered": sum(s.delivered for s in stats.values()),
-            "failed": sum(s.failed for s in stats.values())}
+    return {
+        "destination": kind,
+        "keys": keys,
+        "median_ms": 1e3 * statistics.median(q),
+        "p95_ms": 1e3 * q[int(0.95 * (len(q) - 1))],
+        "queued": sum(s.queued for s in stats.values()),
+        "delivered": sum(s.delivered for s in stats.values()),
+        "failed": sum(s.failed for s in stats.values()),
+    }
 
 
 def main() -> int:
@@ -101,8 +105,11 @@ def main() -> int:
     refused.bind(("127.0.0.1", 0))
     refused_port = refused.getsockname()[1]
     refused.close()
-    configs = [("none", None), ("silent", f"http://127.0.0.1:{silent.getsockname()[1]}/h"),
-               ("refused", f"http://127.0.0.1:{refused_port}/h")]
+    configs = [
+        ("none", None),
+        ("silent", f"http://127.0.0.1:{silent.getsockname()[1]}/h"),
+        ("refused", f"http://127.0.0.1:{refused_port}/h"),
+    ]
     rows: dict[str, list[dict]] = {}
     for _ in range(args.repeat):
         for kind, url in configs:
@@ -117,11 +124,18 @@ def main() -> int:
     def p95(kind: str) -> float:
         return statistics.median(r["p95_ms"] for r in rows[kind])
 
-    print(json.dumps({"summary": True,
-                      "silent_vs_none_median": med("silent") / med("none"),
-                      "silent_vs_none_p95": p95("silent") / p95("none"),
-                      "refused_vs_none_median": med("refused") / med("none"),
-                      "none_median_ms": med("none"), "silent_median_ms": med("silent")}))
+    print(
+        json.dumps(
+            {
+                "summary": True,
+                "silent_vs_none_median": med("silent") / med("none"),
+                "silent_vs_none_p95": p95("silent") / p95("none"),
+                "refused_vs_none_median": med("refused") / med("none"),
+                "none_median_ms": med("none"),
+                "silent_median_ms": med("silent"),
+            }
+        )
+    )
     return 0
 
 

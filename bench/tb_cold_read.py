@@ -77,8 +77,9 @@ def accumulator(folder: Path) -> tuple[float, dict]:
     wall = time.perf_counter() - t0
     values = {"train/loss": [(e.step, e.value) for e in acc.Scalars("train/loss")]}
     for tag in ("eval/chunk_mae", "eval/rig"):
-        values[tag] = [(e.step, float(tensor_util.make_ndarray(e.tensor_proto)))
-                       for e in acc.Tensors(tag)]
+        values[tag] = [
+            (e.step, float(tensor_util.make_ndarray(e.tensor_proto))) for e in acc.Tensors(tag)
+        ]
     return wall, values
 
 
@@ -101,12 +102,22 @@ def main() -> int:
         count = sum(len(v) for v in v_ours.values())
     best = {k: min(v) for k, v in times.items()}
     ratio = best["accumulator"] / best["ours"]
-    print(json.dumps({"bench": "tb_cold_read", "scalars": count, "file_mb":
-                      round(path.stat().st_size / 1e6, 1), "crc": CRC_IMPLEMENTATION,
-                      "ours_s": round(best["ours"], 3),
-                      "accumulator_s": round(best["accumulator"], 3),
-                      "speedup": round(ratio, 2), "same_values": same, "target": 5.0,
-                      "rounds": args.repeat}))
+    print(
+        json.dumps(
+            {
+                "bench": "tb_cold_read",
+                "scalars": count,
+                "file_mb": round(path.stat().st_size / 1e6, 1),
+                "crc": CRC_IMPLEMENTATION,
+                "ours_s": round(best["ours"], 3),
+                "accumulator_s": round(best["accumulator"], 3),
+                "speedup": round(ratio, 2),
+                "same_values": same,
+                "target": 5.0,
+                "rounds": args.repeat,
+            }
+        )
+    )
     return 0 if same and ratio >= 5.0 else 1
 
 

@@ -70,14 +70,21 @@ async def follow(folder: Path, steps: int, rate: float) -> dict:
         writer.wait(timeout=60)
     lat.sort()
     plat.sort()
-    return {"bench": "tb_follow_latency", "steps": steps, "rate": rate, "train_records": train,
-            "probes": probes, "p50_ms": round(statistics.median(lat), 1),
-            "p95_ms": round(lat[int(0.95 * (len(lat) - 1))], 1), "max_ms": round(lat[-1], 1),
-            # a probe goes out with the next step (its step may get more keys) or after
-            # one quiet poll (the last one)
-            "probe_p50_ms": round(statistics.median(plat), 1),
-            "probe_p95_ms": round(plat[int(0.95 * (len(plat) - 1))], 1),
-            "target_p95_ms": 100}
+    return {
+        "bench": "tb_follow_latency",
+        "steps": steps,
+        "rate": rate,
+        "train_records": train,
+        "probes": probes,
+        "p50_ms": round(statistics.median(lat), 1),
+        "p95_ms": round(lat[int(0.95 * (len(lat) - 1))], 1),
+        "max_ms": round(lat[-1], 1),
+        # a probe goes out with the next step (its step may get more keys) or after
+        # one quiet poll (the last one)
+        "probe_p50_ms": round(statistics.median(plat), 1),
+        "probe_p95_ms": round(plat[int(0.95 * (len(plat) - 1))], 1),
+        "target_p95_ms": 100,
+    }
 
 
 def main() -> int:

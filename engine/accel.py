@@ -28,7 +28,9 @@ def enable_activation_checkpointing(module: nn.Module) -> list[str]:
     for name in ("vision", "backbone"):
         sub = getattr(module, name)
         kwargs = {"use_reentrant": False}
-        if hasattr(sub, "activation_checkpointing_enable"):  # gradient_checkpointing_enable's new name
+        if hasattr(
+            sub, "activation_checkpointing_enable"
+        ):  # gradient_checkpointing_enable's new name
             sub.activation_checkpointing_enable(activation_checkpointing_kwargs=kwargs)
         else:
             sub.gradient_checkpointing_enable(gradient_checkpointing_kwargs=kwargs)
@@ -49,8 +51,10 @@ def is_compile_error(exc: BaseException) -> bool:
     for _ in range(8):
         if seen is None:
             return False
-        if any(c.__module__.startswith(("torch._dynamo", "torch._inductor"))
-               for c in type(seen).__mro__):
+        if any(
+            c.__module__.startswith(("torch._dynamo", "torch._inductor"))
+            for c in type(seen).__mro__
+        ):
             return True
         seen = seen.__cause__ or seen.__context__
     return False
@@ -66,5 +70,7 @@ def first_line(exc: BaseException) -> str:
 
 
 def compile_failure(exc: BaseException) -> str:
-    return (f"--compile: torch.compile failed at the first step ({first_line(exc)}); "
-            "run without --compile")
+    return (
+        f"--compile: torch.compile failed at the first step ({first_line(exc)}); "
+        "run without --compile"
+    )

@@ -49,18 +49,24 @@ def _discard(folder: Path) -> None:
         pass
 
 
-def save(root: Path, step: int, model: torch.nn.Module, opt_state: dict, stats: NormStats,
-         meta: dict) -> Path:
+def save(
+    root: Path, step: int, model: torch.nn.Module, opt_state: dict, stats: NormStats, meta: dict
+) -> Path:
     root.mkdir(parents=True, exist_ok=True)
     final = step_dir(root, step)
     if final.exists() or final.is_symlink():
         # re-run after a resume: the old copy is replaced, but only a complete checkpoint
         # of this engine holding nothing else
-        extra = sorted(p.name for p in final.iterdir() if p.name not in FILES) \
-            if final.is_dir() and not final.is_symlink() else ["(not a folder)"]
+        extra = (
+            sorted(p.name for p in final.iterdir() if p.name not in FILES)
+            if final.is_dir() and not final.is_symlink()
+            else ["(not a folder)"]
+        )
         if extra or not is_complete(final):
-            raise CheckpointError(f"{final}: in the way and not a checkpoint of this engine "
-                                  f"({', '.join(extra[:3]) or 'incomplete'}); left untouched")
+            raise CheckpointError(
+                f"{final}: in the way and not a checkpoint of this engine "
+                f"({', '.join(extra[:3]) or 'incomplete'}); left untouched"
+            )
     tmp = Path(tempfile.mkdtemp(prefix=f".step-{step:06d}.tmp-", dir=root))
     placed = False
     try:
@@ -95,8 +101,11 @@ def latest(root: Path) -> Path | None:
     """Newest complete step-NNNNNN folder under root."""
     if not root.is_dir():
         return None
-    found = sorted((p for p in root.glob("step-*") if p.name[5:].isdigit()),
-                   key=lambda p: int(p.name[5:]), reverse=True)
+    found = sorted(
+        (p for p in root.glob("step-*") if p.name[5:].isdigit()),
+        key=lambda p: int(p.name[5:]),
+        reverse=True,
+    )
     return next((p for p in found if is_complete(p)), None)
 
 

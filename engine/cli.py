@@ -54,19 +54,37 @@ def build_parser() -> Parser:
     parser = Parser(prog="engine", description="Fontaine grasp-policy training engine")
     sub = parser.add_subparsers(dest="command", required=True, parser_class=Parser)
     t = sub.add_parser("train", help="train (also under torchrun --nproc-per-node N)")
-    t.add_argument("--run-name", help="the run's name in its log (default: the output folder's name)")
+    t.add_argument(
+        "--run-name", help="the run's name in its log (default: the output folder's name)"
+    )
     t.add_argument("--output-dir", required=True)
-    t.add_argument("--data-dir", default="", help="a LeRobotDataset folder or a folder of several (default: the generated corpus in ~/.cache/fontaine-engine/corpus-v2)")
+    t.add_argument(
+        "--data-dir",
+        default="",
+        help="a LeRobotDataset folder or a folder of several (default: the generated corpus in ~/.cache/fontaine-engine/corpus-v2)",
+    )
     t.add_argument("--model-size", choices=("tiny", "small", "base"), default="small")
-    t.add_argument("--datasets", default="", help="sub-datasets to train on, e.g. demos,rig "
-                   "(default: all; the eval draw always covers all)")
+    t.add_argument(
+        "--datasets",
+        default="",
+        help="sub-datasets to train on, e.g. demos,rig "
+        "(default: all; the eval draw always covers all)",
+    )
     t.add_argument("--batch-size", type=_positive_int, default=96, help="effective batch")
-    t.add_argument("--backward-chunks", type=_positive_int, default=None,
-                   help="backward chunks per rank (default 8; with --micro-batch: batch-size / "
-                   "(micro-batch x world size), and it must agree if given too)")
-    t.add_argument("--micro-batch", type=_positive_int, default=0,
-                   help="per-rank micro-batch; backward chunks per rank = batch-size / "
-                   "(micro-batch x world size), a whole number")
+    t.add_argument(
+        "--backward-chunks",
+        type=_positive_int,
+        default=None,
+        help="backward chunks per rank (default 8; with --micro-batch: batch-size / "
+        "(micro-batch x world size), and it must agree if given too)",
+    )
+    t.add_argument(
+        "--micro-batch",
+        type=_positive_int,
+        default=0,
+        help="per-rank micro-batch; backward chunks per rank = batch-size / "
+        "(micro-batch x world size), a whole number",
+    )
     t.add_argument("--seed", type=int, default=0)
     t.add_argument("--image-augment", type=_probability, default=0.0)
     t.add_argument("--recompute-stats", action="store_true")
@@ -84,27 +102,46 @@ def build_parser() -> Parser:
     t.add_argument("--num-workers", type=_non_negative_int, default=8)
     t.add_argument("--prefetch-factor", type=_positive_int, default=4)
     t.add_argument("--device", choices=("auto", "cpu", "cuda"), default="auto")
-    t.add_argument("--precision", choices=("fp32", "bf16"), default="fp32",
-                   help="bf16: forward passes under bf16 autocast (parameters, optimizer state "
-                   "and losses stay fp32)")
-    t.add_argument("--activation-checkpointing", action="store_true",
-                   help="recompute the vision encoder's and backbone's activations in backward")
+    t.add_argument(
+        "--precision",
+        choices=("fp32", "bf16"),
+        default="fp32",
+        help="bf16: forward passes under bf16 autocast (parameters, optimizer state "
+        "and losses stay fp32)",
+    )
+    t.add_argument(
+        "--activation-checkpointing",
+        action="store_true",
+        help="recompute the vision encoder's and backbone's activations in backward",
+    )
     t.add_argument("--compile", action="store_true", help="torch.compile the model's forward")
     t.add_argument("--resume", action="store_true")
-    t.add_argument("--extend-to", type=_positive_int, default=0, metavar="N",
-                   help="with --resume: train past the recipe's steps to step N, the schedule "
-                   "kept to its endpoint and then at its final (floor) learning rate")
-    p = sub.add_parser("parity", help="N ranks vs 1 process on the same data: step-1 gradient "
-                       "and parameters after --steps")
+    t.add_argument(
+        "--extend-to",
+        type=_positive_int,
+        default=0,
+        metavar="N",
+        help="with --resume: train past the recipe's steps to step N, the schedule "
+        "kept to its endpoint and then at its final (floor) learning rate",
+    )
+    p = sub.add_parser(
+        "parity",
+        help="N ranks vs 1 process on the same data: step-1 gradient and parameters after --steps",
+    )
     p.add_argument("--nproc", type=_positive_int, default=2)
     p.add_argument("--steps", type=_positive_int, default=20)
     p.add_argument("--data-dir", default="")
     p.add_argument("--model-size", choices=("tiny", "small", "base"), default="tiny")
     p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--mode", choices=("no_sync", "chunk", "both"), default="both",
-                   help="no_sync accumulation, --chunk-grad-allreduce, or both")
-    p.add_argument("--inject-grad-scale", type=_positive_float, default=None,
-                   help=argparse.SUPPRESS)  # self-test: the N-rank run's gradients x this factor
+    p.add_argument(
+        "--mode",
+        choices=("no_sync", "chunk", "both"),
+        default="both",
+        help="no_sync accumulation, --chunk-grad-allreduce, or both",
+    )
+    p.add_argument(
+        "--inject-grad-scale", type=_positive_float, default=None, help=argparse.SUPPRESS
+    )  # self-test: the N-rank run's gradients x this factor
     p.add_argument("--inject-rank", type=_non_negative_int, default=None, help=argparse.SUPPRESS)
     i = sub.add_parser("identity", help="print the code and data identity a run records (JSON)")
     i.add_argument("--data-dir", default="")
@@ -115,36 +152,78 @@ def build_parser() -> Parser:
 def _add_score(sub) -> None:
     """`score`: engine/score.py. Every surface knob defaults to the run's own (None here)."""
     s = sub.add_parser(
-        "score", help="re-score a run's saved checkpoints on a chosen probe surface",
+        "score",
+        help="re-score a run's saved checkpoints on a chosen probe surface",
         description="Re-score every saved checkpoint of a run on a probe surface and write "
         "the eval records (train_log.jsonl, the engine's schema) into --output-dir. Each "
         "surface knob defaults to what the run used, so the defaults reproduce the run's own "
-        "eval records.")
-    s.add_argument("--checkpoints", required=True, metavar="RUN",
-                   help="a run folder, its checkpoints/ folder, or one step-NNNNNN folder")
-    s.add_argument("--output-dir", required=True, metavar="OUT",
-                   help="an empty or new folder, or an earlier score output (replaced)")
-    s.add_argument("--surface", metavar="NAME", help="the surface's name in the output "
-                   "(default: as-run, or the knobs set apart, e.g. stats-corpus_steps-2)")
-    s.add_argument("--stats", choices=("checkpoint", "corpus", "recomputed"), default=None,
-                   help="normalisation stats: each checkpoint's stats.json (the run's: default), "
-                   "the corpus's pooled meta/stats.json, or recomputed over the train datasets")
-    s.add_argument("--data-dir", default=None, metavar="DIR",
-                   help="the corpus to score on (default: the run's)")
-    s.add_argument("--frames", choices=("draw", "eval-split"), default=None,
-                   help="draw: the fixed 256-frame eval draw (the run's); eval-split: every "
-                   "frame of the eval split (the train slice stays the fixed one)")
-    s.add_argument("--sampling-steps", type=_positive_int, default=None, metavar="N",
-                   help="the flow sampler's Euler steps (default: engine.model.EULER_STEPS)")
-    s.add_argument("--datasets", default=None, help="sub-datasets the train slice and the "
-                   "corpus/recomputed stats are drawn from, e.g. demos,rig, or all "
-                   "(default: the run's --datasets; the eval frames cover every one)")
-    s.add_argument("--breakdown", action=argparse.BooleanOptionalAction, default=None,
-                   help="the per-dataset eval breakdown (default: the run's "
-                   "--eval-dataset-breakdown)")
+        "eval records.",
+    )
+    s.add_argument(
+        "--checkpoints",
+        required=True,
+        metavar="RUN",
+        help="a run folder, its checkpoints/ folder, or one step-NNNNNN folder",
+    )
+    s.add_argument(
+        "--output-dir",
+        required=True,
+        metavar="OUT",
+        help="an empty or new folder, or an earlier score output (replaced)",
+    )
+    s.add_argument(
+        "--surface",
+        metavar="NAME",
+        help="the surface's name in the output "
+        "(default: as-run, or the knobs set apart, e.g. stats-corpus_steps-2)",
+    )
+    s.add_argument(
+        "--stats",
+        choices=("checkpoint", "corpus", "recomputed"),
+        default=None,
+        help="normalisation stats: each checkpoint's stats.json (the run's: default), "
+        "the corpus's pooled meta/stats.json, or recomputed over the train datasets",
+    )
+    s.add_argument(
+        "--data-dir",
+        default=None,
+        metavar="DIR",
+        help="the corpus to score on (default: the run's)",
+    )
+    s.add_argument(
+        "--frames",
+        choices=("draw", "eval-split"),
+        default=None,
+        help="draw: the fixed 256-frame eval draw (the run's); eval-split: every "
+        "frame of the eval split (the train slice stays the fixed one)",
+    )
+    s.add_argument(
+        "--sampling-steps",
+        type=_positive_int,
+        default=None,
+        metavar="N",
+        help="the flow sampler's Euler steps (default: engine.model.EULER_STEPS)",
+    )
+    s.add_argument(
+        "--datasets",
+        default=None,
+        help="sub-datasets the train slice and the "
+        "corpus/recomputed stats are drawn from, e.g. demos,rig, or all "
+        "(default: the run's --datasets; the eval frames cover every one)",
+    )
+    s.add_argument(
+        "--breakdown",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="the per-dataset eval breakdown (default: the run's --eval-dataset-breakdown)",
+    )
     s.add_argument("--device", choices=("auto", "cpu", "cuda"), default="auto")
-    s.add_argument("--precision", choices=("fp32", "bf16"), default=None,
-                   help="the forward passes' autocast (default: the run's)")
+    s.add_argument(
+        "--precision",
+        choices=("fp32", "bf16"),
+        default=None,
+        help="the forward passes' autocast (default: the run's)",
+    )
 
 
 def _check_data_dir(args: argparse.Namespace) -> None:
@@ -181,8 +260,10 @@ def _check_fresh_output(args: argparse.Namespace) -> None:
     steps = sorted(p.name for p in (out / "checkpoints").glob("step-*"))
     held = ([f"{log.name}"] if log.is_file() and log.stat().st_size else []) + steps[-1:]
     if held and not args.resume:
-        raise UsageExit(f"--output-dir {out}: already holds a run ({', '.join(held)}); pass "
-                        "--resume to continue it, or choose another folder")
+        raise UsageExit(
+            f"--output-dir {out}: already holds a run ({', '.join(held)}); pass "
+            "--resume to continue it, or choose another folder"
+        )
 
 
 def _show(value: object) -> str:
@@ -195,11 +276,14 @@ def _check_resume(args: argparse.Namespace) -> None:
     recipe key the checkpoint does not record (added to the engine later) stands at its
     default."""
     if args.extend_to and not args.resume:
-        raise UsageExit(f"--extend-to {args.extend_to}: only with --resume (it extends a run "
-                        "that has checkpoints past its recipe's steps)")
+        raise UsageExit(
+            f"--extend-to {args.extend_to}: only with --resume (it extends a run "
+            "that has checkpoints past its recipe's steps)"
+        )
     if args.extend_to and args.extend_to <= args.steps:
-        raise UsageExit(f"--extend-to {args.extend_to}: expected a step after the recipe's "
-                        f"--steps {args.steps}")
+        raise UsageExit(
+            f"--extend-to {args.extend_to}: expected a step after the recipe's --steps {args.steps}"
+        )
     if not args.resume:
         return
     from . import checkpoint
@@ -210,8 +294,10 @@ def _check_resume(args: argparse.Namespace) -> None:
     meta = checkpoint.load_meta(found)
     saved = meta.get("recipe")
     if not isinstance(saved, dict):
-        raise UsageExit(f"--resume: checkpoint {found.name} records no recipe in its meta.json; "
-                        "cannot tell whether the recipe changed")
+        raise UsageExit(
+            f"--resume: checkpoint {found.name} records no recipe in its meta.json; "
+            "cannot tell whether the recipe changed"
+        )
     from .train import RECIPE_KEYS
 
     defaults = vars(build_parser().parse_args(["train", "--output-dir", str(args.output_dir)]))
@@ -224,19 +310,28 @@ def _check_resume(args: argparse.Namespace) -> None:
         if then != now:
             changed.append(f"{key} {_show(then)} -> {_show(now)}")
     if changed:
-        hint = " (to train past its steps: the same --steps and --extend-to N)" \
-            if any(c.startswith("steps ") for c in changed) else ""
-        raise UsageExit(f"--resume: the recipe changed since checkpoint {found.name}: "
-                        f"{', '.join(changed)}; resume with the checkpoint's recipe{hint}")
+        hint = (
+            " (to train past its steps: the same --steps and --extend-to N)"
+            if any(c.startswith("steps ") for c in changed)
+            else ""
+        )
+        raise UsageExit(
+            f"--resume: the recipe changed since checkpoint {found.name}: "
+            f"{', '.join(changed)}; resume with the checkpoint's recipe{hint}"
+        )
     step, endpoint = int(meta["step"]), args.extend_to or args.steps
     if step > endpoint:
         was = meta.get("extend_to") or 0
         if args.extend_to:
-            raise UsageExit(f"--extend-to {args.extend_to}: checkpoint {found.name} is already "
-                            f"past it (step {step})")
-        raise UsageExit(f"--resume: checkpoint {found.name} (step {step}) is past the recipe's "
-                        f"steps {args.steps}: the run was extended"
-                        + (f" to {was}; pass --extend-to {was}" if was else "; pass --extend-to N"))
+            raise UsageExit(
+                f"--extend-to {args.extend_to}: checkpoint {found.name} is already "
+                f"past it (step {step})"
+            )
+        raise UsageExit(
+            f"--resume: checkpoint {found.name} (step {step}) is past the recipe's "
+            f"steps {args.steps}: the run was extended"
+            + (f" to {was}; pass --extend-to {was}" if was else "; pass --extend-to N")
+        )
 
 
 def _check_init(args: argparse.Namespace) -> None:
@@ -251,13 +346,17 @@ def _check_init(args: argparse.Namespace) -> None:
     if init is None:
         return
     if init.kind == "hf" and args.flow_decoder_init == "inherit":
-        raise UsageExit(f"--flow-decoder-init inherit: --init {args.init} is a Hugging Face "
-                        f"model folder ({' and '.join(init.parts)}), which has no flow decoder "
-                        "(expected --flow-decoder-init random, or an engine checkpoint)")
+        raise UsageExit(
+            f"--flow-decoder-init inherit: --init {args.init} is a Hugging Face "
+            f"model folder ({' and '.join(init.parts)}), which has no flow decoder "
+            "(expected --flow-decoder-init random, or an engine checkpoint)"
+        )
     size = init.meta.get("model_size")
     if init.kind == "engine" and size and size != args.model_size:
-        raise UsageExit(f"--init {init.path}: a {size!r} model (expected the recipe's "
-                        f"--model-size {args.model_size!r})")
+        raise UsageExit(
+            f"--init {init.path}: a {size!r} model (expected the recipe's "
+            f"--model-size {args.model_size!r})"
+        )
 
 
 def validate_train(args: argparse.Namespace) -> None:
@@ -273,16 +372,22 @@ def validate_train(args: argparse.Namespace) -> None:
 
     _, world, _ = world_from_env()
     try:  # from here on backward_chunks is the chunks per rank this run takes
-        args.backward_chunks = chunks_per_rank(args.batch_size, world, args.backward_chunks,
-                                               args.micro_batch)
+        args.backward_chunks = chunks_per_rank(
+            args.batch_size, world, args.backward_chunks, args.micro_batch
+        )
     except LayoutError as exc:
         raise UsageExit(str(exc)) from None
     available = torch.cuda.is_available()
     check_gpus(args.device, os.environ, available, torch.cuda.device_count() if available else 0)
-    if args.precision == "bf16" and (args.device == "cuda" or (args.device == "auto" and available)):
+    if args.precision == "bf16" and (
+        args.device == "cuda" or (args.device == "auto" and available)
+    ):
         # native bf16 (compute capability 8.0+): an emulated one is slower than fp32
-        check_precision(args.precision, torch.cuda.is_bf16_supported(including_emulation=False),
-                        torch.cuda.get_device_name())
+        check_precision(
+            args.precision,
+            torch.cuda.is_bf16_supported(including_emulation=False),
+            torch.cuda.get_device_name(),
+        )
     _check_init(args)
     _check_datasets(args)
     _check_resume(args)

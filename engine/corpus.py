@@ -41,10 +41,18 @@ DATASETS = ("demos", "rig")
 EPISODES = {"demos": 480, "rig": 240}
 EVAL_FRACTION = 0.1
 CAMERA = "observation.images.top"
-STATE_NAMES = ("shoulder_pan.pos", "shoulder_lift.pos", "elbow_flex.pos", "wrist_flex.pos",
-               "wrist_roll.pos", "gripper.pos")
-TASKS = {"demos": "Grasp the red or orange object and lift it.",
-         "rig": "Grasp the green or blue block and lift it."}
+STATE_NAMES = (
+    "shoulder_pan.pos",
+    "shoulder_lift.pos",
+    "elbow_flex.pos",
+    "wrist_flex.pos",
+    "wrist_roll.pos",
+    "gripper.pos",
+)
+TASKS = {
+    "demos": "Grasp the red or orange object and lift it.",
+    "rig": "Grasp the green or blue block and lift it.",
+}
 EVAL_SEED, SLICE_SEED = 0xE7A1, 0x7A11  # the probe frames are fixed per corpus, not per run
 
 # Arm geometry in image units (0..1, base at bottom centre).
@@ -122,8 +130,10 @@ class Corpus:
         try:
             return NormStats.pooled([(p[lerobot.STATE_KEY], p[lerobot.ACTION_KEY]) for p in parts])
         except (KeyError, TypeError, ValueError) as exc:
-            raise CorpusError(f"{self.root}: meta/stats.json: expected {lerobot.STATE_KEY} "
-                              f"mean/std/count and {lerobot.ACTION_KEY} q01/q99/count ({exc})") from None
+            raise CorpusError(
+                f"{self.root}: meta/stats.json: expected {lerobot.STATE_KEY} "
+                f"mean/std/count and {lerobot.ACTION_KEY} q01/q99/count ({exc})"
+            ) from None
 
     def recomputed_stats(self) -> NormStats:
         """The same quantities computed from the training frames of the chosen datasets."""
@@ -183,8 +193,20 @@ def _episode_poses(rng: np.random.Generator, obj_xy: np.ndarray, obj_size: float
 
 _STYLE = {
     # background, object colours, gripper colour, square objects?, camera jitter (px)
-    "demos": ((0.78, 0.76, 0.70), ((0.85, 0.15, 0.10), (0.95, 0.55, 0.05)), (0.15, 0.15, 0.2), False, 0.0),
-    "rig": ((0.25, 0.30, 0.38), ((0.10, 0.75, 0.30), (0.20, 0.45, 0.95)), (0.95, 0.9, 0.3), True, 2.0),
+    "demos": (
+        (0.78, 0.76, 0.70),
+        ((0.85, 0.15, 0.10), (0.95, 0.55, 0.05)),
+        (0.15, 0.15, 0.2),
+        False,
+        0.0,
+    ),
+    "rig": (
+        (0.25, 0.30, 0.38),
+        ((0.10, 0.75, 0.30), (0.20, 0.45, 0.95)),
+        (0.95, 0.9, 0.3),
+        True,
+        2.0,
+    ),
 }
 
 
@@ -217,7 +239,12 @@ def _render(name: str, rng: np.random.Generator, poses: np.ndarray, obj_xy, obj_
     ax, ay = 0.5, 1.0
     vx, vy = tip[:, 0] - ax, tip[:, 1] - ay
     ll = np.maximum(vx**2 + vy**2, 1e-6)
-    u = np.clip(((px[None] - ax) * vx[:, None, None] + (py[None] - ay) * vy[:, None, None]) / ll[:, None, None], 0, 1)
+    u = np.clip(
+        ((px[None] - ax) * vx[:, None, None] + (py[None] - ay) * vy[:, None, None])
+        / ll[:, None, None],
+        0,
+        1,
+    )
     seg = np.hypot(px[None] - ax - u * vx[:, None, None], py[None] - ay - u * vy[:, None, None])
     paint(img, 0.5 - (seg - 0.025) * h, np.asarray(grip_colour) * 0.7 + 0.15)
     # Gripper jaws: two dots across the arm direction, spread by the gripper opening.
@@ -274,8 +301,9 @@ def _sha256(path: Path) -> str:
 
 def _files(root: Path) -> list[Path]:
     """Every file the corpus writes, relative to root (the marker and the manifest aside)."""
-    return sorted(p.relative_to(root) for name in DATASETS for p in (root / name).rglob("*")
-                  if p.is_file())
+    return sorted(
+        p.relative_to(root) for name in DATASETS for p in (root / name).rglob("*") if p.is_file()
+    )
 
 
 def _manifest_ok(root: Path, seed: int) -> bool:
@@ -298,8 +326,14 @@ def _manifest_ok(root: Path, seed: int) -> bool:
 MARKER = ".fontaine-engine-corpus"  # written by build() into every folder it creates
 OURS = frozenset({*DATASETS, "manifest.json", MARKER})
 # what lerobot.write() puts in a dataset folder: only these are ever deleted
-WRITTEN = (lerobot.INFO_PATH, lerobot.STATS_PATH, lerobot.TASKS_PATH, "meta/episodes/chunk-*/file-*.parquet",
-           "data/chunk-*/file-*.parquet", f"videos/{CAMERA}/chunk-*/file-*.mp4")
+WRITTEN = (
+    lerobot.INFO_PATH,
+    lerobot.STATS_PATH,
+    lerobot.TASKS_PATH,
+    "meta/episodes/chunk-*/file-*.parquet",
+    "data/chunk-*/file-*.parquet",
+    f"videos/{CAMERA}/chunk-*/file-*.mp4",
+)
 
 
 def is_ours(root: Path) -> bool:
@@ -342,14 +376,18 @@ def check_dir(root: Path, seed: int = 0) -> str:
         raise CorpusError(
             f"{root}: not a corpus the engine made (no {MARKER} marker) and not a dataset it "
             f"can read (expected {lerobot.INFO_PATH} of a LeRobotDataset, or sub-folders that "
-            "hold one); nothing in it was touched")
+            "hold one); nothing in it was touched"
+        )
     foreign = [name for name in entries if name not in OURS]
-    foreign += [str(p) for name in DATASETS if (root / name).is_dir()
-                for p in _unwritten(root / name)]
+    foreign += [
+        str(p) for name in DATASETS if (root / name).is_dir() for p in _unwritten(root / name)
+    ]
     if foreign:
         shown = ", ".join(foreign[:3]) + (", ..." if len(foreign) > 3 else "")
-        raise CorpusError(f"{root}: the corpus cache needs rebuilding but also holds files the "
-                          f"engine did not write ({shown}); move them out, nothing was touched")
+        raise CorpusError(
+            f"{root}: the corpus cache needs rebuilding but also holds files the "
+            f"engine did not write ({shown}); move them out, nothing was touched"
+        )
     return "rebuild"
 
 
@@ -359,8 +397,9 @@ def _written(folder: Path) -> list[Path]:
 
 def _unwritten(folder: Path) -> list[Path]:
     mine = set(_written(folder))
-    return [p.relative_to(folder.parent) for p in folder.rglob("*")
-            if p.is_file() and p not in mine]
+    return [
+        p.relative_to(folder.parent) for p in folder.rglob("*") if p.is_file() and p not in mine
+    ]
 
 
 def _discard(folder: Path) -> None:
@@ -390,15 +429,33 @@ def _discard(folder: Path) -> None:
 def write_corpus(folder: Path, seed: int = 0) -> None:
     """Render the corpus and write it into folder (new or empty) as LeRobotDatasets."""
     for name, gen in generate(seed).items():
-        lerobot.write(folder / name, fps=FPS, camera=CAMERA, frames_by_episode=gen.frames,
-                      states=gen.states, actions=gen.actions,
-                      tasks=[TASKS[name]] * len(gen.frames), state_names=STATE_NAMES,
-                      robot_type="so101_follower", eval_from=gen.eval_from)
-    files = {str(rel): {"bytes": (folder / rel).stat().st_size, "sha256": _sha256(folder / rel)}
-             for rel in _files(folder)}
-    manifest = {"version": VERSION, "seed": seed, "format": "LeRobotDataset v3.0",
-                "image_size": IMAGE_SIZE, "fps": FPS, "chunk": CHUNK,
-                "datasets": list(DATASETS), "created": time.time(), "files": files}
+        lerobot.write(
+            folder / name,
+            fps=FPS,
+            camera=CAMERA,
+            frames_by_episode=gen.frames,
+            states=gen.states,
+            actions=gen.actions,
+            tasks=[TASKS[name]] * len(gen.frames),
+            state_names=STATE_NAMES,
+            robot_type="so101_follower",
+            eval_from=gen.eval_from,
+        )
+    files = {
+        str(rel): {"bytes": (folder / rel).stat().st_size, "sha256": _sha256(folder / rel)}
+        for rel in _files(folder)
+    }
+    manifest = {
+        "version": VERSION,
+        "seed": seed,
+        "format": "LeRobotDataset v3.0",
+        "image_size": IMAGE_SIZE,
+        "fps": FPS,
+        "chunk": CHUNK,
+        "datasets": list(DATASETS),
+        "created": time.time(),
+        "files": files,
+    }
     (folder / "manifest.json").write_text(json.dumps(manifest, indent=1))
 
 
@@ -414,8 +471,10 @@ def build(root: Path, seed: int = 0) -> None:
     tmp = Path(tempfile.mkdtemp(prefix=f".{root.name}.tmp-", dir=root.parent))
     placed = False
     try:
-        (tmp / MARKER).write_text("created by the fontaine engine's corpus builder; "
-                                  "the engine may delete and rebuild this folder\n")
+        (tmp / MARKER).write_text(
+            "created by the fontaine engine's corpus builder; "
+            "the engine may delete and rebuild this folder\n"
+        )
         write_corpus(tmp, seed)
         if action == "rebuild":
             if check_dir(root, seed) == "use":  # another process rebuilt it meanwhile
@@ -485,35 +544,48 @@ def check_datasets(chosen: Sequence[str], names: Sequence[str], root: Path) -> N
     """CorpusError unless every chosen sub-dataset is one of `names` (those under root)."""
     unknown = [n for n in chosen if n not in names]
     if unknown:
-        raise CorpusError(f"--datasets {','.join(chosen)}: {', '.join(unknown)} not found under "
-                          f"{root} (expected some of: {','.join(names)})")
+        raise CorpusError(
+            f"--datasets {','.join(chosen)}: {', '.join(unknown)} not found under "
+            f"{root} (expected some of: {','.join(names)})"
+        )
 
 
-def load(root: Path, datasets: Sequence[str] | None = None, image_size: int = IMAGE_SIZE,
-         camera: str | None = None) -> Corpus:
+def load(
+    root: Path,
+    datasets: Sequence[str] | None = None,
+    image_size: int = IMAGE_SIZE,
+    camera: str | None = None,
+) -> Corpus:
     """Every sub-dataset under root, with `datasets` (default: all) chosen to train on."""
     root = Path(root)
     folders = dataset_folders(root)
     if not folders:
-        raise CorpusError(f"{root}: no LeRobotDataset found (expected {lerobot.INFO_PATH} in it "
-                          "or in its sub-folders)")
+        raise CorpusError(
+            f"{root}: no LeRobotDataset found (expected {lerobot.INFO_PATH} in it "
+            "or in its sub-folders)"
+        )
     names = tuple(p.name for p in folders)
     chosen = tuple(datasets) if datasets else names
     check_datasets(chosen, names, root)
-    parts: dict[str, list[np.ndarray]] = {k: [] for k in ("images", "states", "actions", "frame_actions", "dataset",
-                             "episode", "split")}
+    parts: dict[str, list[np.ndarray]] = {
+        k: []
+        for k in ("images", "states", "actions", "frame_actions", "dataset", "episode", "split")
+    }
     stats, fps, shapes, first_episode = {}, None, None, 0
     try:
         for ds_index, folder in enumerate(folders):
             ds = lerobot.read(folder, camera)
             if fps is not None and ds.fps != fps:
-                raise CorpusError(f"{folder}: fps {ds.fps} differs from {folders[0].name}'s {fps} "
-                                  "(expected one frame rate across the datasets)")
+                raise CorpusError(
+                    f"{folder}: fps {ds.fps} differs from {folders[0].name}'s {fps} "
+                    "(expected one frame rate across the datasets)"
+                )
             fps = ds.fps
             shape = (ds.state.shape[1], ds.action.shape[1])
             if shapes is not None and shape != shapes:
-                raise CorpusError(f"{folder}: state/action sizes {shape} differ from "
-                                  f"{folders[0].name}'s {shapes}")
+                raise CorpusError(
+                    f"{folder}: state/action sizes {shape} differ from {folders[0].name}'s {shapes}"
+                )
             shapes = shape
             chunk = chunk_for(ds.fps)
             n = len(ds.timestamp)
@@ -522,9 +594,9 @@ def load(root: Path, datasets: Sequence[str] | None = None, image_size: int = IM
             split = np.zeros(n, dtype=np.int8)
             evals = ds.eval_episodes() or _holdout(ds.name, len(ds.episodes))
             for ep in ds.episodes:
-                ends[ep.start:ep.start + ep.length] = ep.start + ep.length - 1
+                ends[ep.start : ep.start + ep.length] = ep.start + ep.length - 1
                 if ep.index in evals:
-                    split[ep.start:ep.start + ep.length] = 1
+                    split[ep.start : ep.start + ep.length] = 1
             # the chunk at a frame: its own action and the next chunk-1, the last one repeated
             # past the episode's end (lerobot pads the same way)
             idx = np.minimum(rows[:, None] + np.arange(chunk)[None, :], ends[:, None])
@@ -540,5 +612,6 @@ def load(root: Path, datasets: Sequence[str] | None = None, image_size: int = IM
     except lerobot.DatasetError as exc:
         raise CorpusError(str(exc)) from None
     arrays = {k: (v[0] if len(v) == 1 else np.concatenate(v)) for k, v in parts.items()}
-    return Corpus(root=root, names=names, train_names=chosen, fps=int(fps or 0),
-                  dataset_stats=stats, **arrays)
+    return Corpus(
+        root=root, names=names, train_names=chosen, fps=int(fps or 0), dataset_stats=stats, **arrays
+    )

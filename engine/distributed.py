@@ -27,8 +27,11 @@ class Context:
 
 
 def world_from_env() -> tuple[int, int, int]:
-    return (int(os.environ.get("RANK", "0")), int(os.environ.get("WORLD_SIZE", "1")),
-            int(os.environ.get("LOCAL_RANK", "0")))
+    return (
+        int(os.environ.get("RANK", "0")),
+        int(os.environ.get("WORLD_SIZE", "1")),
+        int(os.environ.get("LOCAL_RANK", "0")),
+    )
 
 
 def local_world_size(env: Mapping[str, str] | None = None) -> int:
@@ -51,8 +54,12 @@ def setup(requested_device: str) -> Context:
     device = pick_device(requested_device, local)
     if world > 1 and not dist.is_initialized():
         backend = "nccl" if device.type == "cuda" else "gloo"
-        dist.init_process_group(backend=backend, rank=rank, world_size=world,
-                                device_id=device if device.type == "cuda" else None)
+        dist.init_process_group(
+            backend=backend,
+            rank=rank,
+            world_size=world,
+            device_id=device if device.type == "cuda" else None,
+        )
     return Context(rank=rank, world_size=world, local_rank=local, device=device)
 
 

@@ -24,9 +24,16 @@ PROBE_SEED = 0  # the eval probe's noise; the train slice's is PROBE_SEED + 1
 class Probe:
     """A fixed frame set with its fixed noise, scored against a model."""
 
-    def __init__(self, corpus: Corpus, idx: np.ndarray, stats: NormStats, seed: int,
-                 ctx: distributed.Context, precision: str = "fp32",
-                 sampling_steps: int = EULER_STEPS) -> None:
+    def __init__(
+        self,
+        corpus: Corpus,
+        idx: np.ndarray,
+        stats: NormStats,
+        seed: int,
+        ctx: distributed.Context,
+        precision: str = "fp32",
+        sampling_steps: int = EULER_STEPS,
+    ) -> None:
         self.stats, self.ctx, self.names = stats, ctx, corpus.names
         self.precision = precision  # the forward passes' autocast, as in training
         self.sampling_steps = sampling_steps  # Euler steps of the flow sampler
@@ -47,36 +54,46 @@ class Probe:
         acc = torch.zeros(2 * n_ds + 2, dtype=torch.float64)
         n = len(self.batch["dataset"])
         for start in range(0, n, EVAL_BATCH):
-            b = {k: v[start:start + EVAL_BATCH].to(self.ctx.device) for k, v in self.batch.items()}
+            b = {
+                k: v[start : start + EVAL_BATCH].to(self.ctx.device) for k, v in self.batch.items()
+            }
             m = len(b["dataset"])
             with accel.autocast(self.ctx.device, self.precision):
                 prefix_h, act_h = model.encode(b)
                 out = model.heads(prefix_h, act_h, b)
-                pred = self.stats.unnorm_actions(model.sample(prefix_h, b["sample_noise"],
-                                                           self.sampling_steps).float())
+                pred = self.stats.unnorm_actions(
+                    model.sample(prefix_h, b["sample_noise"], self.sampling_steps).float()
+                )
             err = (pred - b["raw_actions"]).abs().mean(dim=(1, 2)).double().cpu()
             ds = b["dataset"].cpu()
             acc[:n_ds] += torch.zeros(n_ds, dtype=torch.float64).index_add_(0, ds, err)
-            acc[n_ds:2 * n_ds] += torch.bincount(ds, minlength=n_ds).double()
+            acc[n_ds : 2 * n_ds] += torch.bincount(ds, minlength=n_ds).double()
             acc[-2] += out["ar_ce"].double().cpu() * m
             acc[-1] += out["flow_loss"].double().cpu() * m
         acc = distributed.all_sum(self.ctx, acc)
         model.train(was_training)
-        count = acc[n_ds:2 * n_ds]
+        count = acc[n_ds : 2 * n_ds]
         total = float(count.sum())
         nan = float("nan")
         return {
             "mae": float(acc[:n_ds].sum()) / total if total else nan,
             "ar_ce": float(acc[-2]) / total if total else nan,
             "flow_loss": float(acc[-1]) / total if total else nan,
-            "breakdown": {name: (float(acc[i] / count[i]) if count[i] else nan)
-                          for i, name in enumerate(self.names)},
+            "breakdown": {
+                name: (float(acc[i] / count[i]) if count[i] else nan)
+                for i, name in enumerate(self.names)
+            },
             "n_frames": int(total),
         }
 
 
 def eval_record(eval_probe: Probe, train_probe: Probe, model: Policy, breakdown: bool) -> dict:
     ev, tr = eval_probe.score(model), train_probe.score(model)
-    return {"eval_chunk_mae": ev["mae"], "train_chunk_mae": tr["mae"], "eval_ar_ce": ev["ar_ce"],
-            "eval_flow_loss": ev["flow_loss"], "breakdown": ev["breakdown"] if breakdown else {},
-            "n_frames": ev["n_frames"]}
+    return {
+        "eval_chunk_mae": ev["mae"],
+        "train_chunk_mae": tr["mae"],
+        "eval_ar_ce": ev["ar_ce"],
+        "eval_flow_loss": ev["flow_loss"],
+        "breakdown": ev["breakdown"] if breakdown else {},
+        "n_frames": ev["n_frames"],
+    }

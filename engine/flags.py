@@ -23,7 +23,9 @@ def check_writable(flag: str, path: Path) -> None:
         with tempfile.NamedTemporaryFile(dir=path, prefix=".probe-"):
             pass
     except OSError as exc:
-        raise UsageExit(f"{flag} {path}: not a writable directory ({exc.strerror or exc})") from None
+        raise UsageExit(
+            f"{flag} {path}: not a writable directory ({exc.strerror or exc})"
+        ) from None
 
 
 def check_gpus(device: str, env: Mapping[str, str], available: bool, count: int) -> None:
@@ -32,11 +34,15 @@ def check_gpus(device: str, env: Mapping[str, str], available: bool, count: int)
     from .distributed import local_world_size
 
     if device == "cuda" and not available:
-        raise UsageExit("--device cuda: CUDA is not available on this machine (expected auto or cpu)")
+        raise UsageExit(
+            "--device cuda: CUDA is not available on this machine (expected auto or cpu)"
+        )
     local = local_world_size(env)
     if (device == "cuda" or (device == "auto" and available)) and local > count:
-        raise UsageExit(f"--device {device}: local world size {local} (ranks on this node) "
-                        f"exceeds the {count} visible GPUs")
+        raise UsageExit(
+            f"--device {device}: local world size {local} (ranks on this node) "
+            f"exceeds the {count} visible GPUs"
+        )
 
 
 def check_precision(precision: str, bf16_supported: bool, gpu: str) -> None:

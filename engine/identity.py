@@ -46,13 +46,19 @@ def data_identity(root: Path) -> dict[str, object]:
     except (OSError, ValueError):
         manifest = None
     if isinstance(manifest, dict):
-        what = {k: manifest.get(k) for k in ("version", "seed", "image_size", "chunk", "datasets",
-                                             "files")}
+        what = {
+            k: manifest.get(k)
+            for k in ("version", "seed", "image_size", "chunk", "datasets", "files")
+        }
         out["fingerprint"] = hashlib.sha256(
-            json.dumps(what, sort_keys=True, separators=(",", ":")).encode()).hexdigest()
+            json.dumps(what, sort_keys=True, separators=(",", ":")).encode()
+        ).hexdigest()
         return out
-    folders = [root] if (root / "meta" / "info.json").is_file() else sorted(
-        p for p in _listdir(root) if (p / "meta" / "info.json").is_file())
+    folders = (
+        [root]
+        if (root / "meta" / "info.json").is_file()
+        else sorted(p for p in _listdir(root) if (p / "meta" / "info.json").is_file())
+    )
     if not folders:
         out["fingerprint"] = None  # not built yet: the engine builds it at its first start
         return out
@@ -80,19 +86,27 @@ def _listdir(root: Path) -> list[Path]:
 
 
 def versions() -> dict[str, str]:
-    return {"python": platform.python_version(), "torch": _version("torch") or "absent",
-            "transformers": _version("transformers") or "absent"}
+    return {
+        "python": platform.python_version(),
+        "torch": _version("torch") or "absent",
+        "transformers": _version("transformers") or "absent",
+    }
 
 
 def identity(data_root: Path) -> dict[str, object]:
-    return {"code": code_identity(), "data": data_identity(data_root), "versions": versions(),
-            "host": platform.node()}
+    return {
+        "code": code_identity(),
+        "data": data_identity(data_root),
+        "versions": versions(),
+        "host": platform.node(),
+    }
 
 
 def _git(*args: str) -> str:
     try:
-        res = subprocess.run(["git", "-C", str(ROOT), *args], capture_output=True, text=True,
-                             timeout=5)
+        res = subprocess.run(
+            ["git", "-C", str(ROOT), *args], capture_output=True, text=True, timeout=5
+        )
     except (OSError, subprocess.TimeoutExpired):
         return ""
     return res.stdout.strip() if res.returncode == 0 else ""

@@ -67,13 +67,18 @@ class Init:
         files = []
         for folder in folders:
             for p in sorted(folder.iterdir()):
-                if p.is_file() and (p.suffix == ".safetensors" or p.name in WEIGHTS
-                                    or p.name == "config.json"):
+                if p.is_file() and (
+                    p.suffix == ".safetensors" or p.name in WEIGHTS or p.name == "config.json"
+                ):
                     files.append(p)
                     h.update(p.name.encode() + b"\0" + _file_digest(p))
-        return {"kind": self.kind, "path": str(self.path), "sha256": h.hexdigest(),
-                "files": len(files), **({"parts": {k: str(v) for k, v in self.parts.items()}}
-                                        if self.parts else {})}
+        return {
+            "kind": self.kind,
+            "path": str(self.path),
+            "sha256": h.hexdigest(),
+            "files": len(files),
+            **({"parts": {k: str(v) for k, v in self.parts.items()}} if self.parts else {}),
+        }
 
 
 def _file_digest(path: Path) -> bytes:
@@ -102,14 +107,18 @@ def _hf_part(folder: Path) -> str:
     doc = _config(folder)
     kind = doc.get("model_type")
     if not any((folder / w).is_file() for w in WEIGHTS):
-        raise InitError(f"--init {folder}: config.json but no weights (expected "
-                        f"{' or '.join(WEIGHTS)}: safetensors, written by save_pretrained)")
+        raise InitError(
+            f"--init {folder}: config.json but no weights (expected "
+            f"{' or '.join(WEIGHTS)}: safetensors, written by save_pretrained)"
+        )
     if kind in VISION_TYPES:
         return "vision"
     if kind in BACKBONE_TYPES:
         return "backbone"
-    raise InitError(f"--init {folder}: model_type {kind!r} (expected a vision encoder: "
-                    f"{', '.join(VISION_TYPES)}, or a backbone: {', '.join(BACKBONE_TYPES)})")
+    raise InitError(
+        f"--init {folder}: model_type {kind!r} (expected a vision encoder: "
+        f"{', '.join(VISION_TYPES)}, or a backbone: {', '.join(BACKBONE_TYPES)})"
+    )
 
 
 def describe(value: str) -> Init | None:
@@ -118,12 +127,18 @@ def describe(value: str) -> Init | None:
         return None
     path = Path(value)
     if not path.is_dir():
-        raise InitError(f"--init {value}: no such folder (expected an engine checkpoint or a "
-                        "Hugging Face model folder)")
+        raise InitError(
+            f"--init {value}: no such folder (expected an engine checkpoint or a "
+            "Hugging Face model folder)"
+        )
     if (path / "config.json").is_file():
         part = _hf_part(path)
         return Init("hf", path, {part: path})
-    subs = {name: path / name for name in ("vision", "backbone") if (path / name / "config.json").is_file()}
+    subs = {
+        name: path / name
+        for name in ("vision", "backbone")
+        if (path / name / "config.json").is_file()
+    }
     if subs:
         parts = {}
         for name, folder in subs.items():
@@ -134,12 +149,17 @@ def describe(value: str) -> Init | None:
         return Init("hf", path, parts)
     from .checkpoint import latest
 
-    found = path if (path / "model.safetensors").is_file() and (path / "meta.json").is_file() \
+    found = (
+        path
+        if (path / "model.safetensors").is_file() and (path / "meta.json").is_file()
         else next((c for c in (latest(path / "checkpoints"), latest(path)) if c is not None), None)
+    )
     if found is None:
-        raise InitError(f"--init {value}: expected an engine checkpoint (step-NNNNNN with "
-                        "model.safetensors and meta.json, or a run folder holding one) or a "
-                        "Hugging Face model folder (config.json + safetensors)")
+        raise InitError(
+            f"--init {value}: expected an engine checkpoint (step-NNNNNN with "
+            "model.safetensors and meta.json, or a run folder holding one) or a "
+            "Hugging Face model folder (config.json + safetensors)"
+        )
     try:
         meta = json.loads((found / "meta.json").read_text())
     except (OSError, ValueError) as exc:
@@ -161,8 +181,9 @@ def vision_backbone(init: Init | None):
             out[name] = None
             continue
         try:
-            out[name] = cls.from_pretrained(str(folder), local_files_only=True,
-                                            attn_implementation="sdpa")
+            out[name] = cls.from_pretrained(
+                str(folder), local_files_only=True, attn_implementation="sdpa"
+            )
         except (OSError, ValueError, KeyError, RuntimeError) as exc:
             first = next((ln for ln in str(exc).splitlines() if ln.strip()), type(exc).__name__)
             raise InitError(f"--init {folder}: from_pretrained failed ({first.strip()})") from None

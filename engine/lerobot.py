@@ -117,8 +117,10 @@ def _split_range(ds: Dataset, name: str) -> range:
     try:
         lo, hi = (int(x) for x in text.split(":"))
     except ValueError:
-        raise DatasetError(f"{ds.root / INFO_PATH}: splits.{name}: expected 'start:end' episode "
-                           f"indices, got {text!r}") from None
+        raise DatasetError(
+            f"{ds.root / INFO_PATH}: splits.{name}: expected 'start:end' episode "
+            f"indices, got {text!r}"
+        ) from None
     return range(lo, hi)
 
 
@@ -137,8 +139,10 @@ def _parquet(path: Path, columns: Sequence[str] | None = None):
     try:
         return pq.read_table(path, columns=list(columns) if columns else None)
     except (OSError, ValueError) as exc:  # pyarrow's ArrowInvalid is a ValueError
-        raise DatasetError(f"{path}: not a readable parquet file with columns "
-                           f"{', '.join(columns or ['*'])} ({exc})") from None
+        raise DatasetError(
+            f"{path}: not a readable parquet file with columns "
+            f"{', '.join(columns or ['*'])} ({exc})"
+        ) from None
 
 
 def _matrix(table, column: str, path: Path) -> np.ndarray:
@@ -146,8 +150,11 @@ def _matrix(table, column: str, path: Path) -> np.ndarray:
     import pyarrow as pa
 
     col = table.column(column).combine_chunks()
-    if pa.types.is_fixed_size_list(col.type) or pa.types.is_list(col.type) \
-            or pa.types.is_large_list(col.type):
+    if (
+        pa.types.is_fixed_size_list(col.type)
+        or pa.types.is_list(col.type)
+        or pa.types.is_large_list(col.type)
+    ):
         flat = np.asarray(col.flatten().to_numpy(zero_copy_only=False), dtype=np.float32)
         n = len(col)
         if n and flat.size % n:
@@ -165,19 +172,23 @@ def _features(root: Path, info: dict, camera: str | None) -> str:
         raise DatasetError(f"{path}: features: expected a table of features")
     for key in (STATE_KEY, ACTION_KEY):
         if key not in features:
-            raise DatasetError(f"{path}: features.{key}: missing (expected the robot's state "
-                               "and action vectors)")
+            raise DatasetError(
+                f"{path}: features.{key}: missing (expected the robot's state and action vectors)"
+            )
     cameras = [k for k, f in features.items() if isinstance(f, dict) and f.get("dtype") == "video"]
     images = [k for k, f in features.items() if isinstance(f, dict) and f.get("dtype") == "image"]
     if camera:
         if camera not in cameras:
-            raise DatasetError(f"{path}: features.{camera}: expected a camera stored as video "
-                               f"(video features: {', '.join(cameras) or 'none'})")
+            raise DatasetError(
+                f"{path}: features.{camera}: expected a camera stored as video "
+                f"(video features: {', '.join(cameras) or 'none'})"
+            )
         return camera
     if not cameras:
         what = f"; image features ({', '.join(images)}) are not read" if images else ""
-        raise DatasetError(f"{path}: features: expected a camera stored as video (dtype "
-                           f"\"video\"){what}")
+        raise DatasetError(
+            f'{path}: features: expected a camera stored as video (dtype "video"){what}'
+        )
     return sorted(cameras)[0]
 
 
@@ -189,8 +200,9 @@ def read(root: Path, camera: str | None = None) -> Dataset:
         raise DatasetError(f"{root / INFO_PATH}: expected a JSON object")
     version = str(info.get("codebase_version", ""))
     if not version.startswith(("v2.", "v3.")):
-        raise DatasetError(f"{root / INFO_PATH}: codebase_version: expected v2.x or v3.x, got "
-                           f"{version or 'none'}")
+        raise DatasetError(
+            f"{root / INFO_PATH}: codebase_version: expected v2.x or v3.x, got {version or 'none'}"
+        )
     try:
         fps = int(info["fps"])
     except (KeyError, TypeError, ValueError):
@@ -198,8 +210,11 @@ def read(root: Path, camera: str | None = None) -> Dataset:
     if fps <= 0:
         raise DatasetError(f"{root / INFO_PATH}: fps: expected a positive integer")
     key = _features(root, info, camera)
-    episodes = _episodes_v3(root, info, key) if version.startswith("v3.") \
+    episodes = (
+        _episodes_v3(root, info, key)
+        if version.startswith("v3.")
         else _episodes_v2(root, info, key)
+    )
     columns = (STATE_KEY, ACTION_KEY, "episode_index", "timestamp")
     states, actions, eps, times = [], [], [], []
     for path in _data_files(root, info, episodes, version):
@@ -213,8 +228,9 @@ def read(root: Path, camera: str | None = None) -> Dataset:
     state = np.concatenate(states)[order]
     action = np.concatenate(actions)[order]
     episode_index, timestamp = episode_index[order], np.concatenate(times)[order]
-    starts = {int(e): int(i) for e, i in zip(*np.unique(episode_index, return_index=True),
-                                             strict=True)}
+    starts = {
+        int(e): int(i) for e, i in zip(*np.unique(episode_index, return_index=True), strict=True)
+    }
     placed = []
     for ep in episodes:
         if ep.index not in starts:
@@ -223,31 +239,58 @@ def read(root: Path, camera: str | None = None) -> Dataset:
     stats = _json(root / STATS_PATH) if (root / STATS_PATH).is_file() else {}
     splits = info.get("splits")
     splits = splits if isinstance(splits, dict) else {}
-    return Dataset(root=root, version=version, fps=fps, info=info, camera=key, state=state,
-                   action=action, episode_index=episode_index, timestamp=timestamp,
-                   episodes=tuple(placed), splits=dict(splits), stats=stats if isinstance(stats, dict) else {})
+    return Dataset(
+        root=root,
+        version=version,
+        fps=fps,
+        info=info,
+        camera=key,
+        state=state,
+        action=action,
+        episode_index=episode_index,
+        timestamp=timestamp,
+        episodes=tuple(placed),
+        splits=dict(splits),
+        stats=stats if isinstance(stats, dict) else {},
+    )
 
 
 def _episodes_v3(root: Path, info: dict, camera: str) -> list[Episode]:
     files = sorted((root / EPISODES_DIR).glob("chunk-*/file-*.parquet"))
     if not files:
-        raise DatasetError(f"{root / EPISODES_DIR}: expected chunk-NNN/file-NNN.parquet "
-                           "episode tables")
+        raise DatasetError(
+            f"{root / EPISODES_DIR}: expected chunk-NNN/file-NNN.parquet episode tables"
+        )
     video_tpl = str(info.get("video_path") or VIDEO_PATH)
     out = []
     for path in files:
         rows = _parquet(path).to_pylist()
         for row in rows:
             try:
-                video = {camera: (video_tpl.format(
-                    video_key=camera, chunk_index=int(row[f"videos/{camera}/chunk_index"]),
-                    file_index=int(row[f"videos/{camera}/file_index"])),
-                    float(row[f"videos/{camera}/from_timestamp"]))}
-                out.append(Episode(int(row["episode_index"]), int(row["length"]), 0,
-                                   tuple(row.get("tasks") or ()), video))
+                video = {
+                    camera: (
+                        video_tpl.format(
+                            video_key=camera,
+                            chunk_index=int(row[f"videos/{camera}/chunk_index"]),
+                            file_index=int(row[f"videos/{camera}/file_index"]),
+                        ),
+                        float(row[f"videos/{camera}/from_timestamp"]),
+                    )
+                }
+                out.append(
+                    Episode(
+                        int(row["episode_index"]),
+                        int(row["length"]),
+                        0,
+                        tuple(row.get("tasks") or ()),
+                        video,
+                    )
+                )
             except (KeyError, TypeError, ValueError) as exc:
-                raise DatasetError(f"{path}: episode row: missing or bad {exc} (expected "
-                                   "lerobot v3 episode columns)") from None
+                raise DatasetError(
+                    f"{path}: episode row: missing or bad {exc} (expected "
+                    "lerobot v3 episode columns)"
+                ) from None
     return sorted(out, key=lambda e: e.index)
 
 
@@ -258,8 +301,10 @@ def _episodes_v2(root: Path, info: dict, camera: str) -> list[Episode]:
     except OSError as exc:
         raise DatasetError(f"{path}: cannot read ({exc.strerror or exc})") from None
     chunks = int(info.get("chunks_size") or 1000)
-    video_tpl = str(info.get("video_path") or
-                    "videos/chunk-{episode_chunk:03d}/{video_key}/episode_{episode_index:06d}.mp4")
+    video_tpl = str(
+        info.get("video_path")
+        or "videos/chunk-{episode_chunk:03d}/{video_key}/episode_{episode_index:06d}.mp4"
+    )
     out = []
     for n, line in enumerate(lines, 1):
         if not line.strip():
@@ -267,8 +312,14 @@ def _episodes_v2(root: Path, info: dict, camera: str) -> list[Episode]:
         try:
             row = json.loads(line)
             index = int(row["episode_index"])
-            video = {camera: (video_tpl.format(video_key=camera, episode_chunk=index // chunks,
-                                               episode_index=index), 0.0)}
+            video = {
+                camera: (
+                    video_tpl.format(
+                        video_key=camera, episode_chunk=index // chunks, episode_index=index
+                    ),
+                    0.0,
+                )
+            }
             out.append(Episode(index, int(row["length"]), 0, tuple(row.get("tasks") or ()), video))
         except (KeyError, TypeError, ValueError) as exc:
             raise DatasetError(f"{path}:{n}: expected episode_index and length ({exc})") from None
@@ -281,10 +332,14 @@ def _data_files(root: Path, info: dict, episodes: list[Episode], version: str) -
         if not found:
             raise DatasetError(f"{root / 'data'}: expected chunk-NNN/file-NNN.parquet frame tables")
         return found
-    tpl = str(info.get("data_path") or "data/chunk-{episode_chunk:03d}/episode_{episode_index:06d}.parquet")
+    tpl = str(
+        info.get("data_path")
+        or "data/chunk-{episode_chunk:03d}/episode_{episode_index:06d}.parquet"
+    )
     chunks = int(info.get("chunks_size") or 1000)
-    return [root / tpl.format(episode_chunk=e.index // chunks, episode_index=e.index)
-            for e in episodes]
+    return [
+        root / tpl.format(episode_chunk=e.index // chunks, episode_index=e.index) for e in episodes
+    ]
 
 
 # --------------------------------------------------------------------------- frames
@@ -332,9 +387,11 @@ def frames(ds: Dataset, size: int, cache: Path | None = None) -> np.ndarray:
             at = np.clip(np.searchsorted(times, query - TOLERANCE_S), 0, max(len(times) - 1, 0))
             if not len(times) or np.abs(times[at] - query).max() > TOLERANCE_S:
                 worst = float(query[np.argmax(np.abs(times[at] - query))]) if len(times) else 0.0
-                raise DatasetError(f"{ds.root / name}: no frame at {worst:.4f} s for episode "
-                                   f"{ep.index} (expected the episode's timestamps within "
-                                   f"{TOLERANCE_S} s of a video frame)")
+                raise DatasetError(
+                    f"{ds.root / name}: no frame at {worst:.4f} s for episode "
+                    f"{ep.index} (expected the episode's timestamps within "
+                    f"{TOLERANCE_S} s of a video frame)"
+                )
             out[rows] = decoded[at]
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=cache)
     try:
@@ -365,8 +422,9 @@ def _decode(path: Path, size: int) -> tuple[np.ndarray, np.ndarray]:
             images.append(_rgb(frame))
             times.append(float(frame.time))
     order = np.argsort(times, kind="stable")
-    return np.asarray(times)[order], np.stack(images)[order] if images else \
-        np.zeros((0, size, size, 3), np.uint8)
+    return np.asarray(times)[order], np.stack(images)[order] if images else np.zeros(
+        (0, size, size, 3), np.uint8
+    )
 
 
 def _rgb(frame) -> np.ndarray:
@@ -384,8 +442,13 @@ def _rgb(frame) -> np.ndarray:
 
 def _stats(values: np.ndarray) -> dict[str, list]:
     v = np.asarray(values, dtype=np.float64)
-    out = {"min": v.min(axis=0), "max": v.max(axis=0), "mean": v.mean(axis=0),
-           "std": v.std(axis=0), "count": np.array([len(v)])}
+    out = {
+        "min": v.min(axis=0),
+        "max": v.max(axis=0),
+        "mean": v.mean(axis=0),
+        "std": v.std(axis=0),
+        "count": np.array([len(v)]),
+    }
     for q in QUANTILES:
         out[f"q{int(round(q * 100)):02d}"] = np.quantile(v, q, axis=0)
     return {k: np.asarray(x).tolist() for k, x in out.items()}
@@ -399,20 +462,51 @@ def _image_stats(images: np.ndarray) -> dict[str, list]:
 
 
 TASKS_PANDAS_META = {
-    "index_columns": ["task"], "column_indexes": [{"name": None, "field_name": None,
-                                                    "pandas_type": "unicode", "numpy_type": "object",
-                                                    "metadata": {"encoding": "UTF-8"}}],
-    "columns": [{"name": "task_index", "field_name": "task_index", "pandas_type": "int64",
-                 "numpy_type": "int64", "metadata": None},
-                {"name": "task", "field_name": "task", "pandas_type": "unicode",
-                 "numpy_type": "object", "metadata": None}],
-    "creator": {"library": "pyarrow"}, "pandas_version": "2.2.3"}
+    "index_columns": ["task"],
+    "column_indexes": [
+        {
+            "name": None,
+            "field_name": None,
+            "pandas_type": "unicode",
+            "numpy_type": "object",
+            "metadata": {"encoding": "UTF-8"},
+        }
+    ],
+    "columns": [
+        {
+            "name": "task_index",
+            "field_name": "task_index",
+            "pandas_type": "int64",
+            "numpy_type": "int64",
+            "metadata": None,
+        },
+        {
+            "name": "task",
+            "field_name": "task",
+            "pandas_type": "unicode",
+            "numpy_type": "object",
+            "metadata": None,
+        },
+    ],
+    "creator": {"library": "pyarrow"},
+    "pandas_version": "2.2.3",
+}
 
 
-def write(root: Path, *, fps: int, camera: str, frames_by_episode: Sequence[np.ndarray],
-          states: Sequence[np.ndarray], actions: Sequence[np.ndarray], tasks: Sequence[str],
-          state_names: Sequence[str], robot_type: str, eval_from: int | None = None,
-          episodes_per_file: int = 1000) -> None:
+def write(
+    root: Path,
+    *,
+    fps: int,
+    camera: str,
+    frames_by_episode: Sequence[np.ndarray],
+    states: Sequence[np.ndarray],
+    actions: Sequence[np.ndarray],
+    tasks: Sequence[str],
+    state_names: Sequence[str],
+    robot_type: str,
+    eval_from: int | None = None,
+    episodes_per_file: int = 1000,
+) -> None:
     """Write a LeRobotDataset v3.0 folder (root must not exist or be empty).
 
     Episodes [eval_from, end) form the split "eval". Each data/video file holds at most
@@ -437,11 +531,23 @@ def write(root: Path, *, fps: int, camera: str, frames_by_episode: Sequence[np.n
         (root / video_rel).parent.mkdir(parents=True, exist_ok=True)
         t_file = 0  # frames already in this video file
         vector = pa.list_(pa.float32(), motors)
-        with av.open(str(root / video_rel), "w") as out, \
-                pq.ParquetWriter(root / data_rel, pa.schema([
-                    (STATE_KEY, vector), (ACTION_KEY, vector), ("timestamp", pa.float32()),
-                    ("frame_index", pa.int64()), ("episode_index", pa.int64()),
-                    ("index", pa.int64()), ("task_index", pa.int64())])) as writer:
+        with (
+            av.open(str(root / video_rel), "w") as out,
+            pq.ParquetWriter(
+                root / data_rel,
+                pa.schema(
+                    [
+                        (STATE_KEY, vector),
+                        (ACTION_KEY, vector),
+                        ("timestamp", pa.float32()),
+                        ("frame_index", pa.int64()),
+                        ("episode_index", pa.int64()),
+                        ("index", pa.int64()),
+                        ("task_index", pa.int64()),
+                    ]
+                ),
+            ) as writer,
+        ):
             stream = out.add_stream("libx264rgb", rate=fps)
             stream.width, stream.height, stream.pix_fmt = width, height, "rgb24"
             stream.options = {"crf": "0", "preset": "ultrafast", "g": "2"}
@@ -452,23 +558,40 @@ def write(root: Path, *, fps: int, camera: str, frames_by_episode: Sequence[np.n
                         out.mux(packet)
                 ts = (np.arange(length) / fps).astype(np.float32)
                 task_index = task_names.index(tasks[ep])
-                writer.write_table(pa.table({  # one row group per episode, as lerobot writes
-                    STATE_KEY: pa.FixedSizeListArray.from_arrays(
-                        pa.array(np.asarray(states[ep], np.float32).ravel()), motors),
-                    ACTION_KEY: pa.FixedSizeListArray.from_arrays(
-                        pa.array(np.asarray(actions[ep], np.float32).ravel()), motors),
-                    "timestamp": ts, "frame_index": np.arange(length, dtype=np.int64),
-                    "episode_index": np.full(length, ep, np.int64),
-                    "index": np.arange(offset, offset + length, dtype=np.int64),
-                    "task_index": np.full(length, task_index, np.int64)}))
-                ep_rows.append({
-                    "episode_index": ep, "tasks": [tasks[ep]], "length": length,
-                    "dataset_from_index": offset, "dataset_to_index": offset + length,
-                    "data/chunk_index": chunk_index, "data/file_index": file_index,
-                    f"videos/{key}/chunk_index": chunk_index, f"videos/{key}/file_index": file_index,
-                    f"videos/{key}/from_timestamp": t_file / fps,
-                    f"videos/{key}/to_timestamp": (t_file + length) / fps,
-                    "meta/episodes/chunk_index": 0, "meta/episodes/file_index": 0})
+                writer.write_table(
+                    pa.table(
+                        {  # one row group per episode, as lerobot writes
+                            STATE_KEY: pa.FixedSizeListArray.from_arrays(
+                                pa.array(np.asarray(states[ep], np.float32).ravel()), motors
+                            ),
+                            ACTION_KEY: pa.FixedSizeListArray.from_arrays(
+                                pa.array(np.asarray(actions[ep], np.float32).ravel()), motors
+                            ),
+                            "timestamp": ts,
+                            "frame_index": np.arange(length, dtype=np.int64),
+                            "episode_index": np.full(length, ep, np.int64),
+                            "index": np.arange(offset, offset + length, dtype=np.int64),
+                            "task_index": np.full(length, task_index, np.int64),
+                        }
+                    )
+                )
+                ep_rows.append(
+                    {
+                        "episode_index": ep,
+                        "tasks": [tasks[ep]],
+                        "length": length,
+                        "dataset_from_index": offset,
+                        "dataset_to_index": offset + length,
+                        "data/chunk_index": chunk_index,
+                        "data/file_index": file_index,
+                        f"videos/{key}/chunk_index": chunk_index,
+                        f"videos/{key}/file_index": file_index,
+                        f"videos/{key}/from_timestamp": t_file / fps,
+                        f"videos/{key}/to_timestamp": (t_file + length) / fps,
+                        "meta/episodes/chunk_index": 0,
+                        "meta/episodes/file_index": 0,
+                    }
+                )
                 offset += length
                 t_file += length
             for packet in stream.encode():
@@ -476,14 +599,22 @@ def write(root: Path, *, fps: int, camera: str, frames_by_episode: Sequence[np.n
     episodes_path = root / EPISODES_PATH.format(chunk_index=0, file_index=0)
     episodes_path.parent.mkdir(parents=True, exist_ok=True)
     pq.write_table(pa.Table.from_pylist(ep_rows), episodes_path)
-    tasks_table = pa.table({"task_index": pa.array(range(len(task_names)), pa.int64()),
-                            "task": pa.array(task_names, pa.string())})
+    tasks_table = pa.table(
+        {
+            "task_index": pa.array(range(len(task_names)), pa.int64()),
+            "task": pa.array(task_names, pa.string()),
+        }
+    )
     tasks_table = tasks_table.replace_schema_metadata(
-        {b"pandas": json.dumps(TASKS_PANDAS_META).encode()})
+        {b"pandas": json.dumps(TASKS_PANDAS_META).encode()}
+    )
     pq.write_table(tasks_table, root / TASKS_PATH)
     all_images = np.concatenate(frames_by_episode)
-    stats = {STATE_KEY: _stats(np.concatenate(states)), ACTION_KEY: _stats(np.concatenate(actions)),
-             camera: _image_stats(all_images)}
+    stats = {
+        STATE_KEY: _stats(np.concatenate(states)),
+        ACTION_KEY: _stats(np.concatenate(actions)),
+        camera: _image_stats(all_images),
+    }
     (root / STATS_PATH).write_text(json.dumps(stats, indent=1))
     video_info = _video_info(root / VIDEO_PATH.format(video_key=key, chunk_index=0, file_index=0))
     splits = {"train": f"0:{n_eps if eval_from is None else eval_from}"}
@@ -491,13 +622,25 @@ def write(root: Path, *, fps: int, camera: str, frames_by_episode: Sequence[np.n
         splits["eval"] = f"{eval_from}:{n_eps}"
     names = list(state_names)
     info = {
-        "codebase_version": "v3.0", "robot_type": robot_type, "total_episodes": n_eps,
-        "total_frames": offset, "total_tasks": len(task_names), "chunks_size": 1000,
-        "data_files_size_in_mb": 100, "video_files_size_in_mb": 200, "fps": fps,
-        "splits": splits, "data_path": DATA_PATH, "video_path": VIDEO_PATH,
+        "codebase_version": "v3.0",
+        "robot_type": robot_type,
+        "total_episodes": n_eps,
+        "total_frames": offset,
+        "total_tasks": len(task_names),
+        "chunks_size": 1000,
+        "data_files_size_in_mb": 100,
+        "video_files_size_in_mb": 200,
+        "fps": fps,
+        "splits": splits,
+        "data_path": DATA_PATH,
+        "video_path": VIDEO_PATH,
         "features": {
-            camera: {"dtype": "video", "shape": [int(height), int(width), 3],
-                     "names": ["height", "width", "channels"], "info": video_info},
+            camera: {
+                "dtype": "video",
+                "shape": [int(height), int(width), 3],
+                "names": ["height", "width", "channels"],
+                "info": video_info,
+            },
             STATE_KEY: {"dtype": "float32", "shape": [motors], "names": names},
             ACTION_KEY: {"dtype": "float32", "shape": [motors], "names": names},
             **DEFAULT_FEATURES,
@@ -512,9 +655,15 @@ def _video_info(path: Path) -> dict[str, object]:
 
     with av.open(str(path)) as f:
         s = f.streams.video[0]
-        return {"video.height": s.height, "video.width": s.width,
-                "video.codec": s.codec_context.codec.canonical_name if hasattr(
-                    s.codec_context.codec, "canonical_name") else s.codec_context.name,
-                "video.pix_fmt": s.pix_fmt, "video.is_depth_map": False,
-                "video.fps": int(s.base_rate) if s.base_rate else 0, "video.channels": 3,
-                "has_audio": False}
+        return {
+            "video.height": s.height,
+            "video.width": s.width,
+            "video.codec": s.codec_context.codec.canonical_name
+            if hasattr(s.codec_context.codec, "canonical_name")
+            else s.codec_context.name,
+            "video.pix_fmt": s.pix_fmt,
+            "video.is_depth_map": False,
+            "video.fps": int(s.base_rate) if s.base_rate else 0,
+            "video.channels": 3,
+            "has_audio": False,
+        }

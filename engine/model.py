@@ -27,14 +27,41 @@ from .corpus import CHUNK, IMAGE_SIZE, MOTORS  # noqa: E402
 from .pipeline import BINS  # noqa: E402
 
 SIZES = {
-    "tiny": {"v_hidden": 32, "v_layers": 1, "v_heads": 2, "hidden": 64, "layers": 2,
-             "heads": 2, "kv_heads": 1, "inter": 128, "flow": 128},
+    "tiny": {
+        "v_hidden": 32,
+        "v_layers": 1,
+        "v_heads": 2,
+        "hidden": 64,
+        "layers": 2,
+        "heads": 2,
+        "kv_heads": 1,
+        "inter": 128,
+        "flow": 128,
+    },
     # ~0.3M params, sequence 65 tokens: ~0.5 CPU-seconds per batch-96 step, so the
     # 1000-step recipe stays under 12 minutes on two cores even when they are shared.
-    "small": {"v_hidden": 48, "v_layers": 1, "v_heads": 4, "hidden": 64, "layers": 3,
-              "heads": 4, "kv_heads": 2, "inter": 192, "flow": 160},
-    "base": {"v_hidden": 384, "v_layers": 6, "v_heads": 6, "hidden": 512, "layers": 8,
-             "heads": 8, "kv_heads": 4, "inter": 1536, "flow": 1024},
+    "small": {
+        "v_hidden": 48,
+        "v_layers": 1,
+        "v_heads": 4,
+        "hidden": 64,
+        "layers": 3,
+        "heads": 4,
+        "kv_heads": 2,
+        "inter": 192,
+        "flow": 160,
+    },
+    "base": {
+        "v_hidden": 384,
+        "v_layers": 6,
+        "v_heads": 6,
+        "hidden": 512,
+        "layers": 8,
+        "heads": 8,
+        "kv_heads": 4,
+        "inter": 1536,
+        "flow": 1024,
+    },
 }
 PATCH = 8
 EULER_STEPS = 10
@@ -57,8 +84,10 @@ class FlowDecoder(nn.Module):
         self.t_dim = 64
         self.ctx = nn.Sequential(nn.Linear(2 * ctx_dim, width), nn.SiLU())
         self.net = nn.Sequential(
-            nn.Linear(chunk * motors + self.t_dim + width, width), nn.SiLU(),
-            nn.Linear(width, width), nn.SiLU(),
+            nn.Linear(chunk * motors + self.t_dim + width, width),
+            nn.SiLU(),
+            nn.Linear(width, width),
+            nn.SiLU(),
             nn.Linear(width, chunk * motors),
         )
 
@@ -69,8 +98,14 @@ class FlowDecoder(nn.Module):
     def forward(self, x_t: torch.Tensor, t: torch.Tensor, ctx: torch.Tensor) -> torch.Tensor:
         """x_t (..., chunk, motors), t (...), ctx broadcastable to (..., width)."""
         lead = x_t.shape[:-2]
-        feats = torch.cat([x_t.reshape(*lead, -1), timestep_embedding(t, self.t_dim),
-                           ctx.expand(*lead, ctx.shape[-1])], dim=-1)
+        feats = torch.cat(
+            [
+                x_t.reshape(*lead, -1),
+                timestep_embedding(t, self.t_dim),
+                ctx.expand(*lead, ctx.shape[-1]),
+            ],
+            dim=-1,
+        )
         return self.net(feats).reshape(*lead, self.chunk, self.motors)
 
 
@@ -80,10 +115,16 @@ class Policy(nn.Module):
 
     mask: torch.Tensor  # the attention mask buffer (register_buffer in __init__)
 
-    def __init__(self, size: str, chunk: int = CHUNK, motors: int = MOTORS,
-                 state_dim: int | None = None, vision: SiglipVisionModel | None = None,
-                 backbone: Qwen2Model | None = None,
-                 architecture: dict[str, dict] | None = None) -> None:
+    def __init__(
+        self,
+        size: str,
+        chunk: int = CHUNK,
+        motors: int = MOTORS,
+        state_dim: int | None = None,
+        vision: SiglipVisionModel | None = None,
+        backbone: Qwen2Model | None = None,
+        architecture: dict[str, dict] | None = None,
+    ) -> None:
         """`vision` / `backbone`: pretrained parts (engine/init.py) used as they are;
         `architecture`: the parts' configs an engine checkpoint recorded, built fresh (its
         weights are loaded after). Otherwise both come from SIZES[size]."""
@@ -96,10 +137,15 @@ class Policy(nn.Module):
             vision = SiglipVisionModel(_sdpa(SiglipVisionConfig.from_dict(arch["vision"])))
         if vision is None:
             vcfg = SiglipVisionConfig(
-                hidden_size=c["v_hidden"], intermediate_size=4 * c["v_hidden"],
-                num_hidden_layers=c["v_layers"], num_attention_heads=c["v_heads"],
-                image_size=IMAGE_SIZE, patch_size=PATCH, vision_use_head=False,
-                attention_dropout=0.0)
+                hidden_size=c["v_hidden"],
+                intermediate_size=4 * c["v_hidden"],
+                num_hidden_layers=c["v_layers"],
+                num_attention_heads=c["v_heads"],
+                image_size=IMAGE_SIZE,
+                patch_size=PATCH,
+                vision_use_head=False,
+                attention_dropout=0.0,
+            )
             vcfg._attn_implementation = "sdpa"
             vision = SiglipVisionModel(vcfg)
         if getattr(vision, "head", None) is not None:
@@ -109,8 +155,10 @@ class Policy(nn.Module):
         vcfg = vision.config
         side, patch = vcfg.image_size, vcfg.patch_size  # the config's types allow pairs too
         if not isinstance(side, int) or not isinstance(patch, int):
-            raise ValueError(f"vision encoder image_size {side!r}, patch_size {patch!r}: "
-                             "expected one side each (square images and patches)")
+            raise ValueError(
+                f"vision encoder image_size {side!r}, patch_size {patch!r}: "
+                "expected one side each (square images and patches)"
+            )
         self.image_size, self.patch = side, patch
         self.prefix_len = (self.image_size // self.patch) ** 2 + 1
         seq = self.prefix_len + chunk * motors
@@ -118,10 +166,17 @@ class Policy(nn.Module):
             backbone = Qwen2Model(_sdpa(Qwen2Config.from_dict(arch["backbone"])))
         if backbone is None:
             bcfg = Qwen2Config(
-                vocab_size=BINS + 1, hidden_size=c["hidden"], intermediate_size=c["inter"],
-                num_hidden_layers=c["layers"], num_attention_heads=c["heads"],
-                num_key_value_heads=c["kv_heads"], max_position_embeddings=max(128, seq),
-                tie_word_embeddings=False, attention_dropout=0.0, use_sliding_window=False)
+                vocab_size=BINS + 1,
+                hidden_size=c["hidden"],
+                intermediate_size=c["inter"],
+                num_hidden_layers=c["layers"],
+                num_attention_heads=c["heads"],
+                num_key_value_heads=c["kv_heads"],
+                max_position_embeddings=max(128, seq),
+                tie_word_embeddings=False,
+                attention_dropout=0.0,
+                use_sliding_window=False,
+            )
             bcfg._attn_implementation = "sdpa"
             backbone = Qwen2Model(bcfg)
         self.backbone = backbone
@@ -150,15 +205,22 @@ class Policy(nn.Module):
         x = torch.cat([prefix, ar_in], dim=1)
         mask = self.mask.expand(x.shape[0], 1, -1, -1)
         h = self.backbone(inputs_embeds=x, attention_mask=mask).last_hidden_state
-        return h[:, :self.prefix_len], h[:, self.prefix_len:]
+        return h[:, : self.prefix_len], h[:, self.prefix_len :]
 
-    def forward(self, batch: dict[str, torch.Tensor], objective: str = "joint",
-                insulate: bool = False) -> dict[str, torch.Tensor]:
+    def forward(
+        self, batch: dict[str, torch.Tensor], objective: str = "joint", insulate: bool = False
+    ) -> dict[str, torch.Tensor]:
         prefix_h, act_h = self.encode(batch)
         return self.heads(prefix_h, act_h, batch, objective, insulate)
 
-    def heads(self, prefix_h: torch.Tensor, act_h: torch.Tensor, batch: dict[str, torch.Tensor],
-              objective: str = "joint", insulate: bool = False) -> dict[str, torch.Tensor]:
+    def heads(
+        self,
+        prefix_h: torch.Tensor,
+        act_h: torch.Tensor,
+        batch: dict[str, torch.Tensor],
+        objective: str = "joint",
+        insulate: bool = False,
+    ) -> dict[str, torch.Tensor]:
         """AR cross-entropy and flow-matching loss from backbone hidden states."""
         logits = self.lm_head(act_h)
         ar_ce = F.cross_entropy(logits.reshape(-1, BINS).float(), batch["tokens"].reshape(-1))
@@ -179,8 +241,9 @@ class Policy(nn.Module):
         return {"loss": loss, "ar_ce": ar_ce.detach(), "flow_loss": flow_loss.detach()}
 
     @torch.no_grad()
-    def sample(self, prefix_h: torch.Tensor, noise: torch.Tensor,
-               steps: int = EULER_STEPS) -> torch.Tensor:
+    def sample(
+        self, prefix_h: torch.Tensor, noise: torch.Tensor, steps: int = EULER_STEPS
+    ) -> torch.Tensor:
         """Euler-integrate the flow from noise (t=1) to actions (t=0) in `steps` steps,
         normalized units."""
         ctx = self.flow.context(prefix_h)

@@ -65,10 +65,19 @@ MODES = {"no_sync": "no_sync accumulation", "chunk": "per-chunk all-reduce"}
 
 def recipe(args: argparse.Namespace, nproc: int, mode: str) -> argparse.Namespace:
     return argparse.Namespace(
-        model_size=args.model_size, batch_size=MICRO * CHUNKS * nproc, backward_chunks=CHUNKS,
-        seed=args.seed, image_augment=0.8, objective="joint", insulate_flow=True,
-        lr=LR, warmup_steps=0, steps=SCHEDULE_STEPS, run_steps=args.steps,
-        chunk_grad_allreduce=mode == "chunk")
+        model_size=args.model_size,
+        batch_size=MICRO * CHUNKS * nproc,
+        backward_chunks=CHUNKS,
+        seed=args.seed,
+        image_augment=0.8,
+        objective="joint",
+        insulate_flow=True,
+        lr=LR,
+        warmup_steps=0,
+        steps=SCHEDULE_STEPS,
+        run_steps=args.steps,
+        chunk_grad_allreduce=mode == "chunk",
+    )
 
 
 def _inject(module: torch.nn.Module, factor: float) -> None:
@@ -78,8 +87,9 @@ def _inject(module: torch.nn.Module, factor: float) -> None:
             p.register_hook(lambda g, f=factor: g * f)
 
 
-def train_steps(ns: argparse.Namespace, ctx: distributed.Context, root: Path,
-                inject: float = 1.0) -> dict:
+def train_steps(
+    ns: argparse.Namespace, ctx: distributed.Context, root: Path, inject: float = 1.0
+) -> dict:
     """Run ns.run_steps optimizer steps; return the first step's pre-clip gradient, the
     initial and the final parameters."""
     data = corpus.load(root)
@@ -92,29 +102,58 @@ def train_steps(ns: argparse.Namespace, ctx: distributed.Context, root: Path,
 
     def snapshot_then_step(*a, **kw):
         if not grads:
-            grads.update({n: p.grad.detach().cpu().clone()
-                          for n, p in session.module.named_parameters() if p.grad is not None})
+            grads.update(
+                {
+                    n: p.grad.detach().cpu().clone()
+                    for n, p in session.module.named_parameters()
+                    if p.grad is not None
+                }
+            )
         return step_fn(*a, **kw)
 
     # this instance's step only (ZeRO's too), after clipping: an optimizer hook would be a
     # second path to keep equal to it
     session.optimizer.step = snapshot_then_step  # type: ignore[method-assign]
-    batches = iter(loader(StepBatches(data, data.stats(), session.layout, ns.seed, ns.image_augment),
-                          0, ns.run_steps, workers=WORKERS, prefetch=PREFETCH, pin=False))
+    batches = iter(
+        loader(
+            StepBatches(data, data.stats(), session.layout, ns.seed, ns.image_augment),
+            0,
+            ns.run_steps,
+            workers=WORKERS,
+            prefetch=PREFETCH,
+            pin=False,
+        )
+    )
     norms = [optimizer_step(session, batches, step)["grad_norm"] for step in range(ns.run_steps)]
     norm = norms[0]  # run_steps >= 1
     del batches  # shuts the loader's workers down
     # clip_grad_norm_ multiplied the gradient by min(1, GRAD_CLIP / (norm + 1e-6))
     unclip = max(1.0, (norm + 1e-6) / GRAD_CLIP)
-    return {"grads": {n: g.double() * unclip for n, g in grads.items()}, "grad_norm": norm,
-            "initial": initial,
-            "params": {k: v.detach().cpu().clone() for k, v in session.module.state_dict().items()}}
+    return {
+        "grads": {n: g.double() * unclip for n, g in grads.items()},
+        "grad_norm": norm,
+        "initial": initial,
+        "params": {k: v.detach().cpu().clone() for k, v in session.module.state_dict().items()},
+    }
 
 
-def _rank(rank: int, world: int, port: int, ns: argparse.Namespace, root: str, out: str,
-          inject: float, inject_rank: int | None) -> None:
-    os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port), RANK=str(rank),
-                      WORLD_SIZE=str(world), LOCAL_RANK=str(rank))
+def _rank(
+    rank: int,
+    world: int,
+    port: int,
+    ns: argparse.Namespace,
+    root: str,
+    out: str,
+    inject: float,
+    inject_rank: int | None,
+) -> None:
+    os.environ.update(
+        MASTER_ADDR="127.0.0.1",
+        MASTER_PORT=str(port),
+        RANK=str(rank),
+        WORLD_SIZE=str(world),
+        LOCAL_RANK=str(rank),
+    )
     torch.set_num_threads(1)
     ctx = distributed.setup("cpu")
     try:
@@ -132,8 +171,9 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
-def compare_grads(single: dict, multi: dict, skip: list[str]
-                  ) -> tuple[float, float, list[tuple[str, float]], list[str]]:
+def compare_grads(
+    single: dict, multi: dict, skip: list[str]
+) -> tuple[float, float, list[tuple[str, float]], list[str]]:
     """(largest |difference|, worst per-tensor relative difference, the 3 worst tensors,
     tensors with a gradient in one run only), over the tensors not in `skip`."""
     a, b = single["grads"], multi["grads"]
@@ -160,13 +200,17 @@ def gradient_free(single: dict) -> list[str]:
     return sorted(n for n, g in grads.items() if float(g.abs().max()) <= ROUNDING * top)
 
 
-def compare_params(single: dict, multi: dict,
-                   skip: list[str]) -> tuple[float, list[tuple[str, float]], float]:
+def compare_params(
+    single: dict, multi: dict, skip: list[str]
+) -> tuple[float, list[tuple[str, float]], float]:
     """(largest |difference|, the 3 worst tensors, largest |change| over the steps), over
     the parameters not in `skip`."""
     a, b, init = single["params"], multi["params"], single["initial"]
-    diffs = {k: float((a[k].double() - b[k].double()).abs().max()) for k in a
-             if a[k].is_floating_point() and k not in skip}
+    diffs = {
+        k: float((a[k].double() - b[k].double()).abs().max())
+        for k in a
+        if a[k].is_floating_point() and k not in skip
+    }
     moved = max(float((a[k].double() - init[k].double()).abs().max()) for k in diffs)
     worst = sorted(diffs.items(), key=lambda kv: kv[1], reverse=True)[:3]
     return max(diffs.values()), worst, moved
@@ -190,12 +234,16 @@ def run_parity(args: argparse.Namespace) -> int:
     root = Path(args.data_dir) if args.data_dir else corpus.default_dir()
     corpus.ensure(root)
     modes = list(MODES) if args.mode == "both" else [args.mode]
-    print(f"recipe: {args.model_size} model, batch {MICRO * CHUNKS * n} ({CHUNKS} chunks), "
-          f"{args.steps} steps at lr {LR:g} (no warmup; {lr_at(args.steps - 1, LR, 0, SCHEDULE_STEPS):.4g} "
-          f"at the last), flow insulated, image augment 0.8, {WORKERS} loader workers, seed {args.seed}")
+    print(
+        f"recipe: {args.model_size} model, batch {MICRO * CHUNKS * n} ({CHUNKS} chunks), "
+        f"{args.steps} steps at lr {LR:g} (no warmup; {lr_at(args.steps - 1, LR, 0, SCHEDULE_STEPS):.4g} "
+        f"at the last), flow insulated, image augment 0.8, {WORKERS} loader workers, seed {args.seed}"
+    )
     if inject is not None:
         who = "every rank" if inject_rank is None else f"rank {inject_rank}"
-        print(f"self-test: gradients x {inject:g} on {who} of the {n}-rank run (the check must fail)")
+        print(
+            f"self-test: gradients x {inject:g} on {who} of the {n}-rank run (the check must fail)"
+        )
     # The ranks go first: forking them before this process runs any torch op (and so
     # before OpenMP starts its threads) is safe and skips re-importing torch per rank.
     method = "fork" if "fork" in mp.get_all_start_methods() else "spawn"
@@ -204,9 +252,21 @@ def run_parity(args: argparse.Namespace) -> int:
         for mode in modes:
             t0 = time.perf_counter()
             out = os.path.join(tmp, f"{mode}.pt")
-            mp.start_processes(_rank, args=(n, _free_port(), recipe(args, n, mode), str(root), out,
-                                            1.0 if inject is None else inject, inject_rank),
-                               nprocs=n, join=True, start_method=method)
+            mp.start_processes(
+                _rank,
+                args=(
+                    n,
+                    _free_port(),
+                    recipe(args, n, mode),
+                    str(root),
+                    out,
+                    1.0 if inject is None else inject,
+                    inject_rank,
+                ),
+                nprocs=n,
+                join=True,
+                start_method=method,
+            )
             multi[mode] = torch.load(out, weights_only=True)
             took[mode] = time.perf_counter() - t0
     torch.set_num_threads(cpu_threads())
@@ -216,17 +276,23 @@ def run_parity(args: argparse.Namespace) -> int:
     print(f"1 process: {CHUNKS} chunks x {MICRO * n} ({time.perf_counter() - t0:.1f}s)")
     skip = gradient_free(single)
     if skip:
-        print(f"left out of both comparisons (gradient-free, rounding-level step-1 "
-              f"gradient): {', '.join(skip)}")
+        print(
+            f"left out of both comparisons (gradient-free, rounding-level step-1 "
+            f"gradient): {', '.join(skip)}"
+        )
     ok = True
     for mode in modes:
         m = multi[mode]
-        print(f"{n} ranks (gloo, DDP + ZeRO-1, {MODES[mode]}): {CHUNKS} chunks x {MICRO} per rank "
-              f"({took[mode]:.1f}s)")
+        print(
+            f"{n} ranks (gloo, DDP + ZeRO-1, {MODES[mode]}): {CHUNKS} chunks x {MICRO} per rank "
+            f"({took[mode]:.1f}s)"
+        )
         g_abs, g_rel, g_worst, missing = compare_grads(single, m, skip)
         grad_ok = g_rel <= GRAD_TOLERANCE and not missing
-        print(f"  step 1 gradient before clipping (norm {single['grad_norm']:.6g} vs "
-              f"{m['grad_norm']:.6g}): largest |diff| {g_abs:.3g}; per tensor over its max |g|:")
+        print(
+            f"  step 1 gradient before clipping (norm {single['grad_norm']:.6g} vs "
+            f"{m['grad_norm']:.6g}): largest |diff| {g_abs:.3g}; per tensor over its max |g|:"
+        )
         for name, d in g_worst:
             print(f"    {name}: {d:.3g}")
         if missing:
@@ -234,8 +300,10 @@ def run_parity(args: argparse.Namespace) -> int:
         print(f"  within tolerance {GRAD_TOLERANCE:g}: {'yes' if grad_ok else 'NO'}")
         p_abs, p_worst, moved = compare_params(single, m, skip)
         param_ok = p_abs <= PARAM_TOLERANCE
-        print(f"  parameters after {args.steps} steps (largest change {moved:.3g}): "
-              f"largest |diff| {p_abs:.3g}")
+        print(
+            f"  parameters after {args.steps} steps (largest change {moved:.3g}): "
+            f"largest |diff| {p_abs:.3g}"
+        )
         for name, d in p_worst:
             print(f"    {name}: {d:.3g}")
         print(f"  within tolerance {PARAM_TOLERANCE:g}: {'yes' if param_ok else 'NO'}")

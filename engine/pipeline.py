@@ -39,15 +39,18 @@ def flow_time(rng: np.random.Generator, size) -> np.ndarray:
     return (rng.beta(1.5, 1.0, size=size) * 0.999 + 0.001).astype(np.float32)
 
 
-DEFAULT_CHUNKS = 8  # backward chunks per rank when neither --backward-chunks nor --micro-batch is given
+DEFAULT_CHUNKS = (
+    8  # backward chunks per rank when neither --backward-chunks nor --micro-batch is given
+)
 
 
 class LayoutError(ValueError):
     """A batch that cannot be cut as asked; the message names the numbers."""
 
 
-def chunks_per_rank(batch_size: int, world_size: int, chunks: int | None = None,
-                    micro: int = 0) -> int:
+def chunks_per_rank(
+    batch_size: int, world_size: int, chunks: int | None = None, micro: int = 0
+) -> int:
     """Backward chunks per rank. With the per-rank micro-batch stated (micro > 0): chunks =
     batch_size / (micro x world_size), a whole number >= 1, and a chunk count given as well
     must be that number. Without it: chunks (default DEFAULT_CHUNKS) x world_size must divide
@@ -57,19 +60,22 @@ def chunks_per_rank(batch_size: int, world_size: int, chunks: int | None = None,
         if rest or per_rank < 1:
             raise LayoutError(
                 f"--batch-size {batch_size}: expected a multiple of --micro-batch x world size "
-                f"({micro} x {world_size} = {micro * world_size}), for whole backward chunks per rank")
+                f"({micro} x {world_size} = {micro * world_size}), for whole backward chunks per rank"
+            )
         if chunks is not None and chunks != per_rank:
             raise LayoutError(
                 f"--backward-chunks {chunks} and --micro-batch {micro} disagree: batch "
                 f"{batch_size} / ({micro} x world size {world_size}) = {per_rank} chunk(s) per "
-                "rank (give one of them)")
+                "rank (give one of them)"
+            )
         return per_rank
     chunks = DEFAULT_CHUNKS if chunks is None else chunks
     if batch_size % (chunks * world_size):
         raise LayoutError(
             f"--batch-size {batch_size}: expected a multiple of --backward-chunks x world size "
             f"({chunks} x {world_size} = {chunks * world_size}); or state the per-rank "
-            "micro-batch with --micro-batch M (chunks per rank = batch-size / (M x world size))")
+            "micro-batch with --micro-batch M (chunks per rank = batch-size / (M x world size))"
+        )
     return chunks
 
 
@@ -87,11 +93,13 @@ class Layout:
     rank: int
 
     @classmethod
-    def of(cls, batch_size: int, world_size: int, rank: int, chunks: int | None = None,
-           micro: int = 0) -> Layout:
+    def of(
+        cls, batch_size: int, world_size: int, rank: int, chunks: int | None = None, micro: int = 0
+    ) -> Layout:
         """The layout of `chunks_per_rank`'s rule (LayoutError when the batch cannot be cut)."""
-        return cls(batch_size, chunks_per_rank(batch_size, world_size, chunks, micro),
-                   world_size, rank)
+        return cls(
+            batch_size, chunks_per_rank(batch_size, world_size, chunks, micro), world_size, rank
+        )
 
     @property
     def micro(self) -> int:
@@ -112,7 +120,7 @@ def _augment(img: np.ndarray, rng: np.random.Generator) -> np.ndarray:
     h, w, _ = img.shape
     dy, dx = rng.integers(-1, 2, size=2)
     padded = np.pad(img, ((1, 1), (1, 1), (0, 0)), mode="edge")
-    img = padded[1 + dy:1 + dy + h, 1 + dx:1 + dx + w]
+    img = padded[1 + dy : 1 + dy + h, 1 + dx : 1 + dx + w]
     gain = rng.uniform(0.8, 1.2) * rng.uniform(0.95, 1.05, size=3)
     mean = img.mean()
     contrast = rng.uniform(0.8, 1.2)
@@ -124,8 +132,9 @@ class StepBatches(Dataset):
     for that step, stacked on a leading chunk dimension (one worker->main transfer per step,
     not one per chunk: each transfer costs the main process a few milliseconds)."""
 
-    def __init__(self, corpus: Corpus, stats: NormStats, layout: Layout, seed: int,
-                 augment: float) -> None:
+    def __init__(
+        self, corpus: Corpus, stats: NormStats, layout: Layout, seed: int, augment: float
+    ) -> None:
         self.corpus, self.stats, self.layout = corpus, stats, layout
         self.seed, self.augment = seed, augment
         self.train = corpus.train_index
@@ -138,7 +147,9 @@ class StepBatches(Dataset):
         if epoch not in self._perms:
             if len(self._perms) > 2:
                 self._perms.pop(min(self._perms))
-            self._perms[epoch] = np.random.default_rng([self.seed, epoch]).permutation(len(self.train))
+            self._perms[epoch] = np.random.default_rng([self.seed, epoch]).permutation(
+                len(self.train)
+            )
         return self._perms[epoch]
 
     def indices(self, step: int, chunk: int) -> np.ndarray:
@@ -159,16 +170,20 @@ class StepBatches(Dataset):
             if rng.random() < self.augment:
                 images[i] = _augment(images[i], rng)
             times.append(flow_time(rng, FLOW_SAMPLES))
-            noises.append(rng.standard_normal((FLOW_SAMPLES, *self.corpus.actions.shape[1:]),
-                                              dtype=np.float32))
+            noises.append(
+                rng.standard_normal(
+                    (FLOW_SAMPLES, *self.corpus.actions.shape[1:]), dtype=np.float32
+                )
+            )
         batch = encode(self.corpus, idx, self.stats, images)
         batch["flow_t"] = torch.from_numpy(np.stack(times))
         batch["flow_noise"] = torch.from_numpy(np.stack(noises))
         return batch
 
 
-def encode(corpus: Corpus, idx: np.ndarray, stats: NormStats,
-           images: np.ndarray | None = None) -> dict[str, torch.Tensor]:
+def encode(
+    corpus: Corpus, idx: np.ndarray, stats: NormStats, images: np.ndarray | None = None
+) -> dict[str, torch.Tensor]:
     """Model inputs and targets for frames idx (images given as float HWC if augmented)."""
     if images is None:
         images = corpus.images[idx].astype(np.float32)
@@ -176,7 +191,9 @@ def encode(corpus: Corpus, idx: np.ndarray, stats: NormStats,
     actions = stats.norm_actions(raw_actions).astype(np.float32)
     return {
         "images": torch.from_numpy(np.ascontiguousarray(_images(images))),
-        "state": torch.from_numpy(stats.norm_state(np.asarray(corpus.states[idx])).astype(np.float32)),
+        "state": torch.from_numpy(
+            stats.norm_state(np.asarray(corpus.states[idx])).astype(np.float32)
+        ),
         "actions": torch.from_numpy(actions),
         "raw_actions": torch.from_numpy(raw_actions),
         "tokens": torch.from_numpy(tokenize(actions).reshape(len(idx), -1)),
@@ -184,13 +201,16 @@ def encode(corpus: Corpus, idx: np.ndarray, stats: NormStats,
     }
 
 
-def probe_batch(corpus: Corpus, idx: np.ndarray, stats: NormStats, seed: int) -> dict[str, torch.Tensor]:
+def probe_batch(
+    corpus: Corpus, idx: np.ndarray, stats: NormStats, seed: int
+) -> dict[str, torch.Tensor]:
     """An un-augmented batch with fixed flow noise (for the eval probe)."""
     batch = encode(corpus, idx, stats)
     rng = np.random.default_rng([seed, 0xE5A1])
     batch["flow_t"] = torch.from_numpy(flow_time(rng, (len(idx), FLOW_SAMPLES)))
     batch["flow_noise"] = torch.from_numpy(
-        rng.standard_normal((len(idx), FLOW_SAMPLES, *corpus.actions.shape[1:]), dtype=np.float32))
+        rng.standard_normal((len(idx), FLOW_SAMPLES, *corpus.actions.shape[1:]), dtype=np.float32)
+    )
     return batch
 
 
@@ -215,12 +235,19 @@ def _worker_init(_: int) -> None:
     signal.signal(signal.SIGTERM, signal.SIG_IGN)
 
 
-def loader(dataset: StepBatches, start: int, stop: int, workers: int, prefetch: int,
-           pin: bool) -> DataLoader:
+def loader(
+    dataset: StepBatches, start: int, stop: int, workers: int, prefetch: int, pin: bool
+) -> DataLoader:
     # More workers than cores is deliberate (they mostly sleep on a full prefetch queue).
     warnings.filterwarnings("ignore", message="This DataLoader will create")
     more = workers > 0  # prefetch and persistence are for worker processes only
-    return DataLoader(dataset, batch_size=None, sampler=StepKeys(start, stop),
-                      num_workers=workers, pin_memory=pin,
-                      prefetch_factor=prefetch if more else None, persistent_workers=more,
-                      worker_init_fn=_worker_init if more else None)
+    return DataLoader(
+        dataset,
+        batch_size=None,
+        sampler=StepKeys(start, stop),
+        num_workers=workers,
+        pin_memory=pin,
+        prefetch_factor=prefetch if more else None,
+        persistent_workers=more,
+        worker_init_fn=_worker_init if more else None,
+    )

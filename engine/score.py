@@ -61,10 +61,15 @@ def _meta(folder: Path) -> dict:
         meta = checkpoint.load_meta(folder)
     except (OSError, ValueError) as exc:
         raise ScoreError(f"--checkpoints {folder}: meta.json unreadable ({exc})") from None
-    if not isinstance(meta, dict) or not isinstance(meta.get("step"), int) \
-            or not isinstance(meta.get("recipe"), dict):
-        raise ScoreError(f"--checkpoints {folder}: meta.json records no step and recipe "
-                         "(expected a checkpoint of this engine)")
+    if (
+        not isinstance(meta, dict)
+        or not isinstance(meta.get("step"), int)
+        or not isinstance(meta.get("recipe"), dict)
+    ):
+        raise ScoreError(
+            f"--checkpoints {folder}: meta.json records no step and recipe "
+            "(expected a checkpoint of this engine)"
+        )
     return meta
 
 
@@ -74,11 +79,17 @@ def _shape(meta: dict) -> tuple[str, int, int, int]:
     shape = meta.get("shape") or {}  # a checkpoint from before shapes were recorded: 8 x 6, 6
     size = meta.get("model_size") or meta["recipe"].get("model_size")
     try:
-        return (str(size), int(shape.get("chunk", CHUNK)), int(shape.get("motors", MOTORS)),
-                int(shape.get("state_dim", MOTORS)))
+        return (
+            str(size),
+            int(shape.get("chunk", CHUNK)),
+            int(shape.get("motors", MOTORS)),
+            int(shape.get("state_dim", MOTORS)),
+        )
     except (TypeError, ValueError):
-        raise ScoreError(f"checkpoint step {meta['step']}: meta.json shape {shape!r} is not "
-                         "{chunk, motors, state_dim} integers") from None
+        raise ScoreError(
+            f"checkpoint step {meta['step']}: meta.json shape {shape!r} is not "
+            "{chunk, motors, state_dim} integers"
+        ) from None
 
 
 def find_checkpoints(path: Path) -> Source:
@@ -88,48 +99,66 @@ def find_checkpoints(path: Path) -> Source:
     if not path.exists():
         raise ScoreError(f"--checkpoints {path}: no such folder")
     if not path.is_dir():
-        raise ScoreError(f"--checkpoints {path}: not a folder (expected a run folder, its "
-                         "checkpoints/ folder or a step-NNNNNN checkpoint folder)")
+        raise ScoreError(
+            f"--checkpoints {path}: not a folder (expected a run folder, its "
+            "checkpoints/ folder or a step-NNNNNN checkpoint folder)"
+        )
     if (path / "meta.json").is_file() or (path / "model.safetensors").is_file():
         if not checkpoint.is_complete(path):
-            raise ScoreError(f"--checkpoints {path}: an incomplete checkpoint (expected "
-                             f"{', '.join(checkpoint.FILES)} and a step in meta.json)")
+            raise ScoreError(
+                f"--checkpoints {path}: an incomplete checkpoint (expected "
+                f"{', '.join(checkpoint.FILES)} and a step in meta.json)"
+            )
         folders, root, skipped = [path], path.parent, []
     else:
         run_like = (path / "checkpoints").is_dir() or (path / LOG).is_file()
         root = path / "checkpoints" if run_like else path
         try:
-            found = sorted((p for p in (root.iterdir() if root.is_dir() else ())
-                            if STEP_DIR.fullmatch(p.name) and p.is_dir()),
-                           key=lambda p: int(p.name[5:]))
+            found = sorted(
+                (
+                    p
+                    for p in (root.iterdir() if root.is_dir() else ())
+                    if STEP_DIR.fullmatch(p.name) and p.is_dir()
+                ),
+                key=lambda p: int(p.name[5:]),
+            )
         except OSError as exc:
-            raise ScoreError(f"--checkpoints {path}: cannot list {root} ({exc.strerror})") \
-                from None
+            raise ScoreError(f"--checkpoints {path}: cannot list {root} ({exc.strerror})") from None
         if not found and not run_like:
-            raise ScoreError(f"--checkpoints {path}: not a checkpoint folder of this engine, nor "
-                             "a run or checkpoints folder holding one (expected step-NNNNNN/ "
-                             "with meta.json and model.safetensors)")
+            raise ScoreError(
+                f"--checkpoints {path}: not a checkpoint folder of this engine, nor "
+                "a run or checkpoints folder holding one (expected step-NNNNNN/ "
+                "with meta.json and model.safetensors)"
+            )
         folders = [p for p in found if checkpoint.is_complete(p)]
         skipped = [p.name for p in found if p not in folders]
         if not folders:
             why = f"{len(found)} incomplete step folder(s)" if found else "no step-NNNNNN folder"
-            raise ScoreError(f"--checkpoints {path}: no complete checkpoint in {root} ({why}; "
-                             "the run saved none yet?)")
+            raise ScoreError(
+                f"--checkpoints {path}: no complete checkpoint in {root} ({why}; "
+                "the run saved none yet?)"
+            )
     metas = [_meta(p) for p in folders]
-    shapes = {(_shape(m), json.dumps(m.get("architecture") or {}, sort_keys=True))
-              for m in metas}
+    shapes = {(_shape(m), json.dumps(m.get("architecture") or {}, sort_keys=True)) for m in metas}
     if len(shapes) > 1:
-        raise ScoreError(f"--checkpoints {path}: checkpoints of different models "
-                         f"({'; '.join(str(s[0]) for s in sorted(shapes))}, or their recorded "
-                         "architecture); score one run at a time")
+        raise ScoreError(
+            f"--checkpoints {path}: checkpoints of different models "
+            f"({'; '.join(str(s[0]) for s in sorted(shapes))}, or their recorded "
+            "architecture); score one run at a time"
+        )
     steps = [int(m["step"]) for m in metas]
     if len(set(steps)) != len(steps):
         raise ScoreError(f"--checkpoints {path}: two checkpoints record the same step")
     order = sorted(range(len(steps)), key=steps.__getitem__)
     run_dir = root.parent if root.name == "checkpoints" else None
-    return Source(tuple(folders[i] for i in order), tuple(steps[i] for i in order),
-                  tuple(metas[i] for i in order), run_dir, _run_name(run_dir, path),
-                  tuple(skipped))
+    return Source(
+        tuple(folders[i] for i in order),
+        tuple(steps[i] for i in order),
+        tuple(metas[i] for i in order),
+        run_dir,
+        _run_name(run_dir, path),
+        tuple(skipped),
+    )
 
 
 def _run_meta(run_dir: Path | None) -> dict:
@@ -170,18 +199,24 @@ def is_score_output(log: Path) -> bool:
             first = json.loads(fh.readline() or b"null")
     except (OSError, ValueError):
         return False
-    return isinstance(first, dict) and first.get("kind") == "meta" \
+    return (
+        isinstance(first, dict)
+        and first.get("kind") == "meta"
         and isinstance(first.get(SCORE_KEY), dict)
+    )
 
 
 def check_output(out: Path, src: Source) -> bool:
     """May the score write into `out`? True when an earlier score output of ours is there to
     be replaced; ScoreError (nothing touched) for anything else that is in the way."""
     here = out.resolve()
-    if any(here == p or p in here.parents for p in (c.resolve() for c in src.checkpoints)) \
-            or (src.run_dir is not None and here == src.run_dir.resolve()):
-        raise ScoreError(f"--output-dir {out}: is the source run or inside one of its "
-                         "checkpoints; choose another folder")
+    if any(here == p or p in here.parents for p in (c.resolve() for c in src.checkpoints)) or (
+        src.run_dir is not None and here == src.run_dir.resolve()
+    ):
+        raise ScoreError(
+            f"--output-dir {out}: is the source run or inside one of its "
+            "checkpoints; choose another folder"
+        )
     if not out.exists():
         return False
     if not out.is_dir():
@@ -195,8 +230,10 @@ def check_output(out: Path, src: Source) -> bool:
     if entries == [LOG] and (out / LOG).is_file() and is_score_output(out / LOG):
         return True
     shown = ", ".join(entries[:3]) + (", ..." if len(entries) > 3 else "")
-    raise ScoreError(f"--output-dir {out}: not empty and not a score output of this engine "
-                     f"(holds {shown}); nothing was touched, choose another folder")
+    raise ScoreError(
+        f"--output-dir {out}: not empty and not a score output of this engine "
+        f"(holds {shown}); nothing was touched, choose another folder"
+    )
 
 
 # -- scoring ----------------------------------------------------------------------------------
@@ -209,8 +246,10 @@ def _corpus(surface: Surface, root: Path, image_size: int):
         mode = corpus.check_dir(root)
         if mode != "use":
             if root != corpus.default_dir().resolve():
-                raise ScoreError(f"--data-dir {root}: no corpus to score on (expected the "
-                                 "corpus the run trained on, or a LeRobotDataset folder)")
+                raise ScoreError(
+                    f"--data-dir {root}: no corpus to score on (expected the "
+                    "corpus the run trained on, or a LeRobotDataset folder)"
+                )
             corpus.ensure(root)  # the engine's own cache, rebuilt deterministically
         return corpus.load(root, surface.datasets, image_size)
     except corpus.CorpusError as exc:
@@ -231,8 +270,9 @@ def _stats_for(surface: Surface, data, folder: Path):
     except corpus.CorpusError as exc:
         raise ScoreError(f"--stats {surface.stats}: {exc}") from None
     except (OSError, ValueError, KeyError) as exc:
-        raise ScoreError(f"--stats checkpoint: {folder / 'stats.json'} unreadable ({exc})") \
-            from None
+        raise ScoreError(
+            f"--stats checkpoint: {folder / 'stats.json'} unreadable ({exc})"
+        ) from None
 
 
 def _frames(surface: Surface, data):
@@ -254,8 +294,11 @@ def _device(requested: str, precision: str):
     check_gpus(requested, {}, available, torch.cuda.device_count() if available else 0)
     device = pick_device(requested, 0)
     if precision == "bf16" and device.type == "cuda":
-        check_precision(precision, torch.cuda.is_bf16_supported(including_emulation=False),
-                        torch.cuda.get_device_name())
+        check_precision(
+            precision,
+            torch.cuda.is_bf16_supported(including_emulation=False),
+            torch.cuda.get_device_name(),
+        )
     return device
 
 
@@ -272,12 +315,14 @@ def _model(src: Source, device):
         model = Policy(size, chunk, motors, state_dim, architecture=arch or None).to(device)
         checkpoint.load_weights(src.checkpoints[0], model)
     except KeyError:
-        raise ScoreError(f"--checkpoints {src.checkpoints[0]}: unknown model size {size!r}") \
-            from None
+        raise ScoreError(
+            f"--checkpoints {src.checkpoints[0]}: unknown model size {size!r}"
+        ) from None
     except Exception as exc:
         first = next((ln for ln in str(exc).splitlines() if ln.strip()), type(exc).__name__)
-        raise ScoreError(f"--checkpoints {src.checkpoints[0]}: cannot load its weights "
-                         f"({first.strip()[:200]})") from None
+        raise ScoreError(
+            f"--checkpoints {src.checkpoints[0]}: cannot load its weights ({first.strip()[:200]})"
+        ) from None
     return model
 
 
@@ -291,8 +336,11 @@ def run_score(args: argparse.Namespace) -> int:
     from .train import cpu_threads
 
     src = find_checkpoints(Path(args.checkpoints))
-    surface = surface_of(args, src.newest["recipe"],
-                         src.newest.get("platform") or _run_meta(src.run_dir).get("platform"))
+    surface = surface_of(
+        args,
+        src.newest["recipe"],
+        src.newest.get("platform") or _run_meta(src.run_dir).get("platform"),
+    )
     out = Path(args.output_dir)
     replace = check_output(out, src)
     root = (Path(surface.data_dir) if surface.data_dir else corpus.default_dir()).resolve()
@@ -301,9 +349,11 @@ def run_score(args: argparse.Namespace) -> int:
     _, chunk, motors, state_dim = _shape(src.newest)
     have = (data.chunk, data.motors, int(data.states.shape[1]))
     if have != (chunk, motors, state_dim):
-        raise ScoreError(f"--data-dir {root}: incompatible shape: the checkpoints predict "
-                         f"{chunk} x {motors} actions from a {state_dim}-d state, the corpus has "
-                         f"{have[0]} x {have[1]} and {have[2]}")
+        raise ScoreError(
+            f"--data-dir {root}: incompatible shape: the checkpoints predict "
+            f"{chunk} x {motors} actions from a {state_dim}-d state, the corpus has "
+            f"{have[0]} x {have[1]} and {have[2]}"
+        )
     device = _device(surface.device, surface.precision)
     if device.type == "cpu":
         torch.set_num_threads(cpu_threads())
@@ -317,8 +367,9 @@ def run_score(args: argparse.Namespace) -> int:
     return _score(src, surface, out, root, data, model, ctx, stats)
 
 
-def _score(src: Source, surface: Surface, out: Path, root: Path, data, model, ctx,
-           stats: list) -> int:
+def _score(
+    src: Source, surface: Surface, out: Path, root: Path, data, model, ctx, stats: list
+) -> int:
     """Write the meta record, then an eval record per checkpoint as it is scored."""
     import torch
 
@@ -332,37 +383,79 @@ def _score(src: Source, surface: Surface, out: Path, root: Path, data, model, ct
     step = src.steps[0]
     try:
         ident = identity(root)
-        log.write("meta", 0, schema=SCHEMA, run=f"{src.run_name}:score-{surface.name}",
-                  world_size=1, device=str(ctx.device), recipe=src.newest["recipe"],
-                  argv=list(sys.argv), host=socket.gethostname(), code=ident["code"],
-                  data=ident["data"], versions=ident["versions"],
-                  platform={"device": surface.device, "precision": surface.precision,
-                            "data_dir": str(root), "threads": torch.get_num_threads()},
-                  score={"source_run": src.run_name,
-                         "source": str(src.run_dir or src.checkpoints[0].parent),
-                         "checkpoints": [str(p) for p in src.checkpoints],
-                         "steps": list(src.steps), "skipped": list(src.skipped),
-                         "surface": surface.to_json()})
+        log.write(
+            "meta",
+            0,
+            schema=SCHEMA,
+            run=f"{src.run_name}:score-{surface.name}",
+            world_size=1,
+            device=str(ctx.device),
+            recipe=src.newest["recipe"],
+            argv=list(sys.argv),
+            host=socket.gethostname(),
+            code=ident["code"],
+            data=ident["data"],
+            versions=ident["versions"],
+            platform={
+                "device": surface.device,
+                "precision": surface.precision,
+                "data_dir": str(root),
+                "threads": torch.get_num_threads(),
+            },
+            score={
+                "source_run": src.run_name,
+                "source": str(src.run_dir or src.checkpoints[0].parent),
+                "checkpoints": [str(p) for p in src.checkpoints],
+                "steps": list(src.steps),
+                "skipped": list(src.skipped),
+                "surface": surface.to_json(),
+            },
+        )
         skipped = f"; skipped {', '.join(src.skipped)} (incomplete)" if src.skipped else ""
-        log.event(0, "start", f"re-scoring {len(src.checkpoints)} checkpoint(s) of "
-                              f"{src.run_name} on surface {surface.name} (stats {surface.stats}, "
-                              f"frames {surface.frames}, {surface.sampling_steps} Euler steps, "
-                              f"data {root}){skipped}")
+        log.event(
+            0,
+            "start",
+            f"re-scoring {len(src.checkpoints)} checkpoint(s) of "
+            f"{src.run_name} on surface {surface.name} (stats {surface.stats}, "
+            f"frames {surface.frames}, {surface.sampling_steps} Euler steps, "
+            f"data {root}){skipped}",
+        )
         probes = None
-        for i, (folder, step, meta) in enumerate(zip(src.checkpoints, src.steps, src.metas,
-                                                     strict=True)):
+        for i, (folder, step, meta) in enumerate(
+            zip(src.checkpoints, src.steps, src.metas, strict=True)
+        ):
             if i:
                 checkpoint.load_weights(folder, model)
             if probes is None or probes[0] is not stats[i]:  # frames normalised by the stats
-                probes = (stats[i], *(Probe(data, idx, stats[i], seed, ctx, surface.precision,
-                                            surface.sampling_steps)
-                                      for idx, seed in ((eval_idx, PROBE_SEED),
-                                                        (train_idx, PROBE_SEED + 1))))
+                probes = (
+                    stats[i],
+                    *(
+                        Probe(
+                            data,
+                            idx,
+                            stats[i],
+                            seed,
+                            ctx,
+                            surface.precision,
+                            surface.sampling_steps,
+                        )
+                        for idx, seed in ((eval_idx, PROBE_SEED), (train_idx, PROBE_SEED + 1))
+                    ),
+                )
             record = eval_record(probes[1], probes[2], model, surface.breakdown)
-            log.write("eval", step, **record, checkpoint=str(folder), surface=surface.name,
-                      samples=meta.get("samples"))
-        log.event(step, "end", f"finished: {len(src.checkpoints)} checkpoint(s) scored on "
-                               f"surface {surface.name}")
+            log.write(
+                "eval",
+                step,
+                **record,
+                checkpoint=str(folder),
+                surface=surface.name,
+                samples=meta.get("samples"),
+            )
+        log.event(
+            step,
+            "end",
+            f"finished: {len(src.checkpoints)} checkpoint(s) scored on surface {surface.name}",
+        )
         return 0
     except KeyboardInterrupt:
         log.event(step, "error", f"interrupted (SIGINT) at step {step}")

@@ -37,6 +37,7 @@ class NormStats:
         """From lerobot stats.json entries (state {mean, std, count}, action {q01, q99, count})
         of one or more datasets: mean and std pooled exactly, quantiles weighted by count (as
         lerobot's aggregate_stats does)."""
+
         def arr(d: dict, key: str) -> np.ndarray:
             return np.asarray(d[key], dtype=np.float64).reshape(-1)
 
@@ -49,32 +50,51 @@ class NormStats:
         var = (w * (stds**2 + (means - mean) ** 2)).sum(axis=0)
         wa = ac[:, None] / ac.sum()
         return cls(
-            action_q01=(wa * np.stack([arr(a, "q01") for _, a in parts])).sum(axis=0).astype(np.float32),
-            action_q99=(wa * np.stack([arr(a, "q99") for _, a in parts])).sum(axis=0).astype(np.float32),
+            action_q01=(wa * np.stack([arr(a, "q01") for _, a in parts]))
+            .sum(axis=0)
+            .astype(np.float32),
+            action_q99=(wa * np.stack([arr(a, "q99") for _, a in parts]))
+            .sum(axis=0)
+            .astype(np.float32),
             state_mean=mean.astype(np.float32),
             state_std=np.maximum(np.sqrt(var), 1e-3).astype(np.float32),
         )
 
     def to_tensor(self) -> torch.Tensor:
         """Pack into one flat float64 tensor (q01, q99, mean, std), for broadcasting."""
-        return torch.from_numpy(np.concatenate([self.action_q01, self.action_q99,
-                                                self.state_mean, self.state_std]).astype(np.float64))
+        return torch.from_numpy(
+            np.concatenate(
+                [self.action_q01, self.action_q99, self.state_mean, self.state_std]
+            ).astype(np.float64)
+        )
 
     @classmethod
     def from_tensor(cls, t: torch.Tensor, action_dim: int) -> NormStats:
         a = t.detach().cpu().numpy().astype(np.float32)
         s = (len(a) - 2 * action_dim) // 2
-        return cls(action_q01=a[:action_dim], action_q99=a[action_dim:2 * action_dim],
-                   state_mean=a[2 * action_dim:2 * action_dim + s], state_std=a[2 * action_dim + s:])
+        return cls(
+            action_q01=a[:action_dim],
+            action_q99=a[action_dim : 2 * action_dim],
+            state_mean=a[2 * action_dim : 2 * action_dim + s],
+            state_std=a[2 * action_dim + s :],
+        )
 
     def to_json(self) -> dict:
-        return {"action_q01": self.action_q01.tolist(), "action_q99": self.action_q99.tolist(),
-                "state_mean": self.state_mean.tolist(), "state_std": self.state_std.tolist()}
+        return {
+            "action_q01": self.action_q01.tolist(),
+            "action_q99": self.action_q99.tolist(),
+            "state_mean": self.state_mean.tolist(),
+            "state_std": self.state_std.tolist(),
+        }
 
     @classmethod
     def from_json(cls, d: dict) -> NormStats:
-        return cls(**{k: np.asarray(d[k], dtype=np.float32) for k in
-                      ("action_q01", "action_q99", "state_mean", "state_std")})
+        return cls(
+            **{
+                k: np.asarray(d[k], dtype=np.float32)
+                for k in ("action_q01", "action_q99", "state_mean", "state_std")
+            }
+        )
 
     def save(self, path: Path) -> None:
         path.write_text(json.dumps(self.to_json(), indent=1))

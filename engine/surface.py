@@ -66,14 +66,22 @@ def surface_of(args: argparse.Namespace, recipe: dict, platform: dict | None) ->
     from .model import EULER_STEPS
 
     platform = platform or {}
-    run: dict[str, Any] = {"stats": "checkpoint", "data_dir": str(platform.get("data_dir") or ""),
-           "frames": "draw", "sampling_steps": EULER_STEPS,
-           "datasets": _datasets(recipe.get("datasets")),
-           "precision": str(platform.get("precision") or "fp32")}
-    given = {"stats": args.stats, "data_dir": args.data_dir, "frames": args.frames,
-             "sampling_steps": args.sampling_steps,
-             "datasets": _datasets(args.datasets) if args.datasets is not None else run["datasets"],
-             "precision": args.precision}
+    run: dict[str, Any] = {
+        "stats": "checkpoint",
+        "data_dir": str(platform.get("data_dir") or ""),
+        "frames": "draw",
+        "sampling_steps": EULER_STEPS,
+        "datasets": _datasets(recipe.get("datasets")),
+        "precision": str(platform.get("precision") or "fp32"),
+    }
+    given = {
+        "stats": args.stats,
+        "data_dir": args.data_dir,
+        "frames": args.frames,
+        "sampling_steps": args.sampling_steps,
+        "datasets": _datasets(args.datasets) if args.datasets is not None else run["datasets"],
+        "precision": args.precision,
+    }
     chosen = {k: (run[k] if given[k] is None else given[k]) for k in run}
     differs = []
     for key in run:
@@ -82,16 +90,30 @@ def surface_of(args: argparse.Namespace, recipe: dict, platform: dict | None) ->
             differs.append(key)
     if args.surface is not None:
         if not SURFACE_NAME.fullmatch(args.surface):
-            raise ScoreError(f"--surface {args.surface!r}: expected a name of letters, digits "
-                             "and . _ + - (at most 64, starting with a letter or digit)")
+            raise ScoreError(
+                f"--surface {args.surface!r}: expected a name of letters, digits "
+                "and . _ + - (at most 64, starting with a letter or digit)"
+            )
         name = args.surface
     else:
         name = surface_name(chosen, differs)
-    breakdown = bool(recipe.get("eval_dataset_breakdown", False)) if args.breakdown is None \
+    breakdown = (
+        bool(recipe.get("eval_dataset_breakdown", False))
+        if args.breakdown is None
         else args.breakdown
-    return Surface(name, chosen["stats"], chosen["data_dir"], chosen["frames"],
-                   int(chosen["sampling_steps"]), chosen["datasets"], breakdown,
-                   chosen["precision"], args.device, tuple(differs))
+    )
+    return Surface(
+        name,
+        chosen["stats"],
+        chosen["data_dir"],
+        chosen["frames"],
+        int(chosen["sampling_steps"]),
+        chosen["datasets"],
+        breakdown,
+        chosen["precision"],
+        args.device,
+        tuple(differs),
+    )
 
 
 def surface_name(chosen: dict, differs: list[str]) -> str:

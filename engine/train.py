@@ -32,12 +32,36 @@ from .model import Policy, architecture, count_parameters
 from .pipeline import Layout, LayoutError, StepBatches, loader
 from .stats import NormStats
 
-RECIPE_KEYS = ("model_size", "datasets", "batch_size", "backward_chunks", "micro_batch", "seed",
-               "image_augment", "recompute_stats", "objective", "insulate_flow", "flow_decoder_init",
-               "init", "lr", "warmup_steps", "steps", "eval_every", "eval_dataset_breakdown",
-               "save_every", "chunk_grad_allreduce")
-PLATFORM_KEYS = ("num_workers", "prefetch_factor", "device", "data_dir", "precision",
-                 "activation_checkpointing", "compile")
+RECIPE_KEYS = (
+    "model_size",
+    "datasets",
+    "batch_size",
+    "backward_chunks",
+    "micro_batch",
+    "seed",
+    "image_augment",
+    "recompute_stats",
+    "objective",
+    "insulate_flow",
+    "flow_decoder_init",
+    "init",
+    "lr",
+    "warmup_steps",
+    "steps",
+    "eval_every",
+    "eval_dataset_breakdown",
+    "save_every",
+    "chunk_grad_allreduce",
+)
+PLATFORM_KEYS = (
+    "num_workers",
+    "prefetch_factor",
+    "device",
+    "data_dir",
+    "precision",
+    "activation_checkpointing",
+    "compile",
+)
 MIN_LR_FRACTION = 0.1
 GRAD_CLIP = 1.0
 NONFINITE_EXIT = 3  # a step's loss was NaN or infinite: the run stops, its weights unsaved
@@ -57,7 +81,9 @@ def lr_at(step: int, base: float, warmup: int, total: int) -> float:
         return base * (step + 1) / warmup
     span = max(1, total - warmup)
     progress = min(1.0, (step - warmup) / span)
-    return base * (MIN_LR_FRACTION + (1 - MIN_LR_FRACTION) * 0.5 * (1 + math.cos(math.pi * progress)))
+    return base * (
+        MIN_LR_FRACTION + (1 - MIN_LR_FRACTION) * 0.5 * (1 + math.cos(math.pi * progress))
+    )
 
 
 @dataclass
@@ -81,14 +107,22 @@ def datasets_of(args: argparse.Namespace) -> tuple[str, ...] | None:
     return corpus.dataset_names(getattr(args, "datasets", "")) or None
 
 
-def resolve_stats(args, ctx: distributed.Context, data: corpus.Corpus,
-                  resume_from: Path | None, init: inits.Init | None = None) -> tuple[NormStats, str]:
+def resolve_stats(
+    args,
+    ctx: distributed.Context,
+    data: corpus.Corpus,
+    resume_from: Path | None,
+    init: inits.Init | None = None,
+) -> tuple[NormStats, str]:
     """Rank 0 decides the stats; every rank gets rank 0's copy."""
     source = "corpus"
     stats = None
     if ctx.main:
         if resume_from is not None:
-            stats, source = NormStats.load(resume_from / "stats.json"), f"checkpoint {resume_from.name}"
+            stats, source = (
+                NormStats.load(resume_from / "stats.json"),
+                f"checkpoint {resume_from.name}",
+            )
         elif args.recompute_stats:
             stats, source = data.recomputed_stats(), f"recomputed over {','.join(data.train_names)}"
         elif init is not None and init.kind == "engine":
@@ -100,27 +134,36 @@ def resolve_stats(args, ctx: distributed.Context, data: corpus.Corpus,
     return NormStats.from_tensor(distributed.broadcast(ctx, packed), data.motors), source
 
 
-def build_session(args, ctx: distributed.Context, data: corpus.Corpus | None = None,
-                  init: inits.Init | None = None) -> Session:
+def build_session(
+    args,
+    ctx: distributed.Context,
+    data: corpus.Corpus | None = None,
+    init: inits.Init | None = None,
+) -> Session:
     """Model (same init on every rank, shaped by the data's chunk, motors and state, its
     vision encoder and backbone from a Hugging Face init or built as an engine init's
     architecture), DDP wrapper and (ZeRO-1) AdamW."""
     world = ctx.world_size
     try:
-        layout = Layout.of(args.batch_size, world, ctx.rank, args.backward_chunks,
-                           getattr(args, "micro_batch", 0))
+        layout = Layout.of(
+            args.batch_size, world, ctx.rank, args.backward_chunks, getattr(args, "micro_batch", 0)
+        )
     except LayoutError as exc:
         raise UsageError(str(exc)) from None
     if ctx.device.type == "cuda":
         torch.backends.cuda.matmul.allow_tf32 = True
         torch.backends.cudnn.allow_tf32 = True
     torch.manual_seed(args.seed)
-    shape = {} if data is None else {"chunk": data.chunk, "motors": data.motors,
-                                     "state_dim": int(data.states.shape[1])}
+    shape = (
+        {}
+        if data is None
+        else {"chunk": data.chunk, "motors": data.motors, "state_dim": int(data.states.shape[1])}
+    )
     vision, backbone = inits.vision_backbone(init)
     arch = init.architecture() if init is not None and init.kind == "engine" else None
-    module = Policy(args.model_size, **shape, vision=vision, backbone=backbone,
-                    architecture=arch).to(ctx.device)
+    module = Policy(
+        args.model_size, **shape, vision=vision, backbone=backbone, architecture=arch
+    ).to(ctx.device)
     if getattr(args, "activation_checkpointing", False):
         accel.enable_activation_checkpointing(module)
     if getattr(args, "compile", False):
@@ -128,13 +171,22 @@ def build_session(args, ctx: distributed.Context, data: corpus.Corpus | None = N
     model: torch.nn.Module = module
     optimizer: torch.optim.Optimizer
     if ctx.distributed:
-        model = DDP(module, device_ids=[ctx.local_rank] if ctx.device.type == "cuda" else None,
-                    find_unused_parameters=args.objective != "joint")
-        optimizer = ZeroRedundancyOptimizer(module.parameters(), optimizer_class=torch.optim.AdamW,
-                                            lr=args.lr, betas=(0.9, 0.95), weight_decay=0.01)
+        model = DDP(
+            module,
+            device_ids=[ctx.local_rank] if ctx.device.type == "cuda" else None,
+            find_unused_parameters=args.objective != "joint",
+        )
+        optimizer = ZeroRedundancyOptimizer(
+            module.parameters(),
+            optimizer_class=torch.optim.AdamW,
+            lr=args.lr,
+            betas=(0.9, 0.95),
+            weight_decay=0.01,
+        )
     else:
-        optimizer = torch.optim.AdamW(module.parameters(), lr=args.lr, betas=(0.9, 0.95),
-                                      weight_decay=0.01)
+        optimizer = torch.optim.AdamW(
+            module.parameters(), lr=args.lr, betas=(0.9, 0.95), weight_decay=0.01
+        )
     return Session(args, ctx, module, model, optimizer, layout)
 
 
@@ -160,8 +212,14 @@ def optimizer_step(s: Session, batches, step: int) -> dict:
     s.optimizer.step()
     s.optimizer.zero_grad(set_to_none=True)
     mean = distributed.all_sum(s.ctx, sums.cpu() / chunks) / s.ctx.world_size
-    return {"loss": float(mean[0]), "ar_ce": float(mean[1]), "flow_loss": float(mean[2]),
-            "lr": lr, "grad_norm": float(grad_norm), "data_s": data_s}
+    return {
+        "loss": float(mean[0]),
+        "ar_ce": float(mean[1]),
+        "flow_loss": float(mean[2]),
+        "lr": lr,
+        "grad_norm": float(grad_norm),
+        "data_s": data_s,
+    }
 
 
 def nonfinite(metrics: dict) -> str:
@@ -191,8 +249,11 @@ def load_init(s: Session, args, init: inits.Init | None) -> str:
         return ""
     if init.kind == "hf":
         return f"; init {init.path} ({' + '.join(init.parts)} from_pretrained, flow decoder random)"
-    want = {"chunk": s.module.chunk, "motors": s.module.motors,
-            "state_dim": s.module.state_proj.in_features}
+    want = {
+        "chunk": s.module.chunk,
+        "motors": s.module.motors,
+        "state_dim": s.module.state_proj.in_features,
+    }
     have = init.meta.get("shape")
     if isinstance(have, dict) and have != want:
         raise UsageError(f"--init {init.path}: its shape {have} does not fit this corpus's {want}")
@@ -206,25 +267,37 @@ def load_init(s: Session, args, init: inits.Init | None) -> str:
 
 
 def _rng_meta() -> dict:
-    return {"torch": base64.b64encode(torch.get_rng_state().numpy().tobytes()).decode(),
-            "numpy": base64.b64encode(repr(np.random.get_state()).encode()).decode()}
+    return {
+        "torch": base64.b64encode(torch.get_rng_state().numpy().tobytes()).decode(),
+        "numpy": base64.b64encode(repr(np.random.get_state()).encode()).decode(),
+    }
 
 
 def save_checkpoint(s: Session, step: int, stats: NormStats, log: LogWriter) -> None:
     opt_state = checkpoint.optimizer_state(s.optimizer)  # collective under ZeRO
     if s.ctx.main and opt_state is not None:  # rank 0 holds the whole state
         recipe = {k: getattr(s.args, k) for k in RECIPE_KEYS}
-        meta = {"step": step, "samples": step * s.args.batch_size, "recipe": recipe,
-                "extend_to": getattr(s.args, "extend_to", 0),  # --extend-to N, 0 when not extended
-                "world_size": s.ctx.world_size, "model_size": s.args.model_size,
-                # what a re-score (engine/score.py) defaults its surface to
-                "platform": {k: getattr(s.args, k, None) for k in PLATFORM_KEYS},
-                "shape": {"chunk": s.module.chunk, "motors": s.module.motors,
-                          "state_dim": s.module.state_proj.in_features},
-                "architecture": architecture(s.module),
-                "rng": _rng_meta(), "time": time.time()}
-        path = checkpoint.save(Path(s.args.output_dir) / "checkpoints", step, s.module,
-                               opt_state, stats, meta)
+        meta = {
+            "step": step,
+            "samples": step * s.args.batch_size,
+            "recipe": recipe,
+            "extend_to": getattr(s.args, "extend_to", 0),  # --extend-to N, 0 when not extended
+            "world_size": s.ctx.world_size,
+            "model_size": s.args.model_size,
+            # what a re-score (engine/score.py) defaults its surface to
+            "platform": {k: getattr(s.args, k, None) for k in PLATFORM_KEYS},
+            "shape": {
+                "chunk": s.module.chunk,
+                "motors": s.module.motors,
+                "state_dim": s.module.state_proj.in_features,
+            },
+            "architecture": architecture(s.module),
+            "rng": _rng_meta(),
+            "time": time.time(),
+        }
+        path = checkpoint.save(
+            Path(s.args.output_dir) / "checkpoints", step, s.module, opt_state, stats, meta
+        )
         log.write("checkpoint", step, path=str(path))
     distributed.barrier(s.ctx)
 
@@ -277,25 +350,45 @@ def run(args: argparse.Namespace) -> int:
         s = build_session(args, ctx, data, init)
         # after the corpus is in place, so the meta names the data it trains on
         ident = identity(root.resolve())
-        log.write("meta", step,
-                  schema=SCHEMA, run=args.run_name, world_size=ctx.world_size,
-                  device=str(ctx.device), recipe=recipe, extend_to=args.extend_to,
-                  argv=list(sys.argv), host=socket.gethostname(),
-                  code=ident["code"], data=ident["data"], versions=ident["versions"],
-                  init=init.identity() if init is not None else None,
-                  platform={**{k: getattr(args, k) for k in PLATFORM_KEYS},
-                            "threads": torch.get_num_threads()})
+        log.write(
+            "meta",
+            step,
+            schema=SCHEMA,
+            run=args.run_name,
+            world_size=ctx.world_size,
+            device=str(ctx.device),
+            recipe=recipe,
+            extend_to=args.extend_to,
+            argv=list(sys.argv),
+            host=socket.gethostname(),
+            code=ident["code"],
+            data=ident["data"],
+            versions=ident["versions"],
+            init=init.identity() if init is not None else None,
+            platform={
+                **{k: getattr(args, k) for k in PLATFORM_KEYS},
+                "threads": torch.get_num_threads(),
+            },
+        )
         stats, stats_source = resolve_stats(args, ctx, data, resume_from, init)
         if resume_from is not None:
             checkpoint.load_weights(resume_from, s.module)
             s.optimizer.load_state_dict(checkpoint.load_optimizer(resume_from))
-            log.event(step, "resume", f"resumed from checkpoint {resume_from.name} (step {step}); "
-                                      f"stats from {stats_source}")
+            log.event(
+                step,
+                "resume",
+                f"resumed from checkpoint {resume_from.name} (step {step}); "
+                f"stats from {stats_source}",
+            )
         else:
             note = load_init(s, args, init)
             note += " (--resume: no checkpoint yet)" if args.resume else ""
-            log.event(0, "start", f"model {args.model_size} {count_parameters(s.module)} params, "
-                                  f"device {ctx.device}, world {ctx.world_size}, stats {stats_source}{note}")
+            log.event(
+                0,
+                "start",
+                f"model {args.model_size} {count_parameters(s.module)} params, "
+                f"device {ctx.device}, world {ctx.world_size}, stats {stats_source}{note}",
+            )
         torch.manual_seed(args.seed + ctx.rank + 7919 * step)
         eval_probe = Probe(data, data.eval_draw(), stats, PROBE_SEED, ctx, args.precision)
         train_probe = Probe(data, data.train_slice(), stats, PROBE_SEED + 1, ctx, args.precision)
@@ -303,18 +396,33 @@ def run(args: argparse.Namespace) -> int:
         # --extend-to N trains past the recipe's steps: lr_at keeps the schedule to `steps` and
         # holds its floor after it; the recipe's endpoint keeps its probe and checkpoint
         endpoint = args.extend_to or args.steps
-        batches = iter(loader(dataset, step, endpoint, args.num_workers, args.prefetch_factor,
-                              pin=ctx.device.type == "cuda"))
+        batches = iter(
+            loader(
+                dataset,
+                step,
+                endpoint,
+                args.num_workers,
+                args.prefetch_factor,
+                pin=ctx.device.type == "cuda",
+            )
+        )
         first = True  # a --compile failure surfaces in the first step
         while step < endpoint:
             t0 = time.perf_counter()
-            metrics = first_step(s, batches, step, log) if first else optimizer_step(s, batches, step)
+            metrics = (
+                first_step(s, batches, step, log) if first else optimizer_step(s, batches, step)
+            )
             first = False
             if ctx.device.type == "cuda":
                 torch.cuda.synchronize(ctx.device)
             step += 1
-            log.write("train", step, step_s=time.perf_counter() - t0,
-                      samples=step * args.batch_size, **metrics)
+            log.write(
+                "train",
+                step,
+                step_s=time.perf_counter() - t0,
+                samples=step * args.batch_size,
+                **metrics,
+            )
             if bad := nonfinite(metrics):
                 # the optimizer step already took these weights: no probe, no checkpoint
                 message = f"non-finite loss: {bad} at step {step}"
@@ -325,8 +433,11 @@ def run(args: argparse.Namespace) -> int:
                 return NONFINITE_EXIT
             last = step in (args.steps, endpoint)
             if step % args.eval_every == 0 or last:
-                log.write("eval", step, **eval_record(eval_probe, train_probe, s.module,
-                                                      args.eval_dataset_breakdown))
+                log.write(
+                    "eval",
+                    step,
+                    **eval_record(eval_probe, train_probe, s.module, args.eval_dataset_breakdown),
+                )
             # Any rank's signal stops every rank at the same step, after its probe.
             stopping = distributed.all_sum(ctx, torch.tensor([1.0 if stop.signum else 0.0]))[0] > 0
             if stopping or step % args.save_every == 0 or last:

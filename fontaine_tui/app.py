@@ -53,21 +53,56 @@ QUIT_DRAIN_S = 2.0  # how long quitting waits for notifications still queued
 class FontaineApp(App[int]):
     CSS_PATH = "app.tcss"
     TITLE = "fontaine-tui"
-    MODES = {"monitor": MonitorScreen, "probes": ProbesScreen, "verdict": VerdictScreen,
-             "runs": RunsScreen}
+    MODES = {
+        "monitor": MonitorScreen,
+        "probes": ProbesScreen,
+        "verdict": VerdictScreen,
+        "runs": RunsScreen,
+    }
     BINDINGS = [
-        Binding("m", "switch_mode('monitor')", "Monitor", id="mode.monitor",
-                tooltip="Progress, losses, telemetry, warnings, engine output"),
-        Binding("p", "switch_mode('probes')", "Probes", id="mode.probes",
-                tooltip="Delta chart against comparators and bounds; probes table"),
-        Binding("v", "switch_mode('verdict')", "Verdict", id="mode.verdict",
-                tooltip="Raw and scale-adjusted rules, combined verdict, ledger, review"),
-        Binding("r", "switch_mode('runs')", "Runs", id="mode.runs",
-                tooltip="Runs in the babysit registry; attach to one"),
-        Binding("question_mark", "help", "Help", key_display="?", id="app.help",
-                tooltip="List every key binding"),
-        Binding("q", "quit", "Quit", id="app.quit",
-                tooltip="Quit; with a launched run alive, asks: stop it or detach"),
+        Binding(
+            "m",
+            "switch_mode('monitor')",
+            "Monitor",
+            id="mode.monitor",
+            tooltip="Progress, losses, telemetry, warnings, engine output",
+        ),
+        Binding(
+            "p",
+            "switch_mode('probes')",
+            "Probes",
+            id="mode.probes",
+            tooltip="Delta chart against comparators and bounds; probes table",
+        ),
+        Binding(
+            "v",
+            "switch_mode('verdict')",
+            "Verdict",
+            id="mode.verdict",
+            tooltip="Raw and scale-adjusted rules, combined verdict, ledger, review",
+        ),
+        Binding(
+            "r",
+            "switch_mode('runs')",
+            "Runs",
+            id="mode.runs",
+            tooltip="Runs in the babysit registry; attach to one",
+        ),
+        Binding(
+            "question_mark",
+            "help",
+            "Help",
+            key_display="?",
+            id="app.help",
+            tooltip="List every key binding",
+        ),
+        Binding(
+            "q",
+            "quit",
+            "Quit",
+            id="app.quit",
+            tooltip="Quit; with a launched run alive, asks: stop it or detach",
+        ),
     ]
 
     # App-wide state, watched by the screens; `var`: setting one repaints nothing by itself.
@@ -78,13 +113,22 @@ class FontaineApp(App[int]):
     tail_total: var[int] = var(0)
     review_status: var[str] = var("")
 
-    def __init__(self, session: Session, *, telemetry: Sampler | None = None,
-                 clock: Callable[[], float] = time.time, registry: Registry | None = None,
-                 start_mode: str = "monitor", frame_s: float = FRAME_S,
-                 chart_s: float = CHART_S, babysit_host: str | None = None,
-                 fleet: Fleet | None = None, ssh_options: tuple[str, ...] = (),
-                 launched: LaunchEnd | None = None,
-                 announce: tuple[str, str, str] | None = None) -> None:
+    def __init__(
+        self,
+        session: Session,
+        *,
+        telemetry: Sampler | None = None,
+        clock: Callable[[], float] = time.time,
+        registry: Registry | None = None,
+        start_mode: str = "monitor",
+        frame_s: float = FRAME_S,
+        chart_s: float = CHART_S,
+        babysit_host: str | None = None,
+        fleet: Fleet | None = None,
+        ssh_options: tuple[str, ...] = (),
+        launched: LaunchEnd | None = None,
+        announce: tuple[str, str, str] | None = None,
+    ) -> None:
         super().__init__()
         # the launch's end, done when the engine is seen to exit (model/launched.py)
         self.launched = launched
@@ -99,8 +143,11 @@ class FontaineApp(App[int]):
         self.chart_s = chart_s
         self.session = session
         self.telemetry = telemetry
-        self.telemetry_reason = "" if telemetry else (
-            "replay: no live machine" if session.kind == "replay" else "no sampler given")
+        self.telemetry_reason = (
+            ""
+            if telemetry
+            else ("replay: no live machine" if session.kind == "replay" else "no sampler given")
+        )
         self.clock = clock
         self.registry = registry
         self.runs = RunsList(registry, fleet=fleet)
@@ -159,8 +206,14 @@ class FontaineApp(App[int]):
 
         launch = self.session.kind == "launch"  # a launch's polls begin with this attempt
         self.babysitter = Babysitter.for_session(
-            self.session, "console", self.babysit_host, say, clock=self.clock,
-            auto_final=not launch, since=self.clock() - 1.0 if launch else None)
+            self.session,
+            "console",
+            self.babysit_host,
+            say,
+            clock=self.clock,
+            auto_final=not launch,
+            since=self.clock() - 1.0 if launch else None,
+        )
         if launch and self.session is self.launch_session:
             self.launch_babysitter = self.babysitter
             if self.launched is not None:  # the run's end sends this watcher's final read
@@ -287,8 +340,9 @@ class FontaineApp(App[int]):
 
     def action_review(self, action: str, note: str = "") -> None:
         if self.view is not None:
-            self.review_status = self.tell(self.session.review(
-                self.view, self.read_step, action, note, self.clock))
+            self.review_status = self.tell(
+                self.session.review(self.view, self.read_step, action, note, self.clock)
+            )
 
     def action_note(self) -> None:
         def done(text: str | None) -> None:
@@ -300,8 +354,9 @@ class FontaineApp(App[int]):
     @work(exclusive=True, group="export")
     async def action_export(self) -> None:
         if self.view is not None:
-            outcome = await asyncio.to_thread(self.session.export, self.view, self.read_step,
-                                              self.scaled)
+            outcome = await asyncio.to_thread(
+                self.session.export, self.view, self.read_step, self.scaled
+            )
             self.review_status = self.tell(outcome, timeout=8)
 
     def watch_view(self, view: RunView | None) -> None:
@@ -374,10 +429,17 @@ class FontaineApp(App[int]):
 
         # a run launched there from here: its engine, so quitting can stop it (over SSH)
         launched = LaunchedRun.found_there(
-            parsed.registry_host, parsed.path, self.ssh_options,
-            RunRegistry(getattr(self.registry, "path", None)))
-        session = Session(SshRun(parsed, self.ssh_options), self.session.preset, "attach",
-                          launched.handle if launched is not None else None)
+            parsed.registry_host,
+            parsed.path,
+            self.ssh_options,
+            RunRegistry(getattr(self.registry, "path", None)),
+        )
+        session = Session(
+            SshRun(parsed, self.ssh_options),
+            self.session.preset,
+            "attach",
+            launched.handle if launched is not None else None,
+        )
         session.preset_named = False  # its prereg.json, read over SSH, is the run's preset
         self._swap(session)
 
@@ -387,8 +449,7 @@ class FontaineApp(App[int]):
         if old.kind == "attach":  # a remote engine looked at from here: stop looking
             self.run_worker(asyncio.to_thread(self._let_go, old), group="close")
         if self.babysitter is not None and self.babysitter is not self.launch_babysitter:
-            self.run_worker(asyncio.to_thread(self.babysitter.close, QUIT_DRAIN_S),
-                            group="close")
+            self.run_worker(asyncio.to_thread(self.babysitter.close, QUIT_DRAIN_S), group="close")
         self.babysitter = None  # a launch's is kept for its end (launch_babysitter)
         self.start_babysitting()
         self.refresh_ledger()

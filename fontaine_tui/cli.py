@@ -37,13 +37,19 @@ def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(
         prog="fontaine-tui",
         description="Launch, watch and read pre-registered ML training runs.",
-        epilog=examples("fontaine-tui demo", "fontaine-tui launch my-preset",
-                        "fontaine-tui --ssh-config ~/.ssh/lab attach gpu1:/runs/r7",
-                        "fontaine-tui COMMAND --help"),
+        epilog=examples(
+            "fontaine-tui demo",
+            "fontaine-tui launch my-preset",
+            "fontaine-tui --ssh-config ~/.ssh/lab attach gpu1:/runs/r7",
+            "fontaine-tui COMMAND --help",
+        ),
     )
     parser.add_argument("--version", action="version", version=f"fontaine-tui {__version__}")
-    parser.add_argument("--ssh-config", metavar="FILE",
-                        help="ssh client config file (ssh -F FILE) for every SSH connection")
+    parser.add_argument(
+        "--ssh-config",
+        metavar="FILE",
+        help="ssh client config file (ssh -F FILE) for every SSH connection",
+    )
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     sub.required = True
     modules = [
@@ -106,7 +112,7 @@ def _legacy(argv: list[str]) -> list[str]:
     except ImportError:
         return argv
     legacy = getattr(module, "legacy", None)
-    return argv if legacy is None else [*argv[:at + 1], *legacy(argv[at + 1:])]
+    return argv if legacy is None else [*argv[: at + 1], *legacy(argv[at + 1 :])]
 
 
 def _internal_error(exc: BaseException) -> int:
@@ -121,8 +127,9 @@ def _internal_error(exc: BaseException) -> int:
         where = f" at {os.path.basename(tb[-1].filename)}:{tb[-1].lineno}"
     text = literal(str(exc))
     text = text if len(text) <= 500 else text[:500] + "..."
-    print(f"fontaine-tui: internal error: {type(exc).__name__}: {text}{where}{hint}",
-          file=sys.stderr)
+    print(
+        f"fontaine-tui: internal error: {type(exc).__name__}: {text}{where}{hint}", file=sys.stderr
+    )
     return INTERNAL_ERROR
 
 

@@ -16,25 +16,50 @@ from fontaine_tui.model.launched import LaunchedRun, LaunchEnd
 from fontaine_tui.model.session import Process, Registry, Session
 
 
-def make_app(*, source: RunSource, preset: Preset, telemetry: Sampler | None = None,
-             clock: Callable[[], float] = time.time, process: Process | None = None,
-             registry: Registry | None = None, kind: str | None = None,
-             folder: Path | None = None,
-             start_mode: str = "monitor", frame_s: float = FRAME_S, chart_s: float = CHART_S,
-             babysit_host: str | None = None, fleet: Fleet | None = None,
-             launched: LaunchEnd | None = None,
-             announce: tuple[str, str, str] | None = None,
-             ssh_options: tuple[str, ...] = ()) -> FontaineApp:
+def make_app(
+    *,
+    source: RunSource,
+    preset: Preset,
+    telemetry: Sampler | None = None,
+    clock: Callable[[], float] = time.time,
+    process: Process | None = None,
+    registry: Registry | None = None,
+    kind: str | None = None,
+    folder: Path | None = None,
+    start_mode: str = "monitor",
+    frame_s: float = FRAME_S,
+    chart_s: float = CHART_S,
+    babysit_host: str | None = None,
+    fleet: Fleet | None = None,
+    launched: LaunchEnd | None = None,
+    announce: tuple[str, str, str] | None = None,
+    ssh_options: tuple[str, ...] = (),
+) -> FontaineApp:
     """The console over any record source; tests inject a replay, a clock and telemetry.
     `launched`: the run a launch console ends when it sees its process exit."""
     if kind is None:
-        kind = ("launch" if process is not None else
-                "replay" if isinstance(source, ReplayRun) else "attach")
+        kind = (
+            "launch"
+            if process is not None
+            else "replay"
+            if isinstance(source, ReplayRun)
+            else "attach"
+        )
     session = Session(source, preset, kind, process, folder)
-    return FontaineApp(session, telemetry=telemetry, clock=clock, registry=registry,
-                       start_mode=start_mode, frame_s=frame_s, chart_s=chart_s,
-                       babysit_host=babysit_host, fleet=fleet, launched=launched,
-                       announce=announce, ssh_options=ssh_options)
+    return FontaineApp(
+        session,
+        telemetry=telemetry,
+        clock=clock,
+        registry=registry,
+        start_mode=start_mode,
+        frame_s=frame_s,
+        chart_s=chart_s,
+        babysit_host=babysit_host,
+        fleet=fleet,
+        launched=launched,
+        announce=announce,
+        ssh_options=ssh_options,
+    )
 
 
 def default_telemetry(source: RunSource, process: Process | None = None) -> Sampler | None:
@@ -47,15 +72,24 @@ def default_telemetry(source: RunSource, process: Process | None = None) -> Samp
 
     if isinstance(source, SshRun):
         return partial(telemetry.sample_remote, source.run_command, source.target.host)
-    return partial(telemetry.sample, pid=process.pid if process is not None and process.pid
-                   else None)  # a Slurm job has no pid here
+    return partial(
+        telemetry.sample, pid=process.pid if process is not None and process.pid else None
+    )  # a Slurm job has no pid here
 
 
-def run_console(*, source: RunSource, preset: Preset, mode: str, process: Process | None = None,
-                registry: Registry | None = None, clock: Callable[[], float] = time.time,
-                telemetry: Sampler | None = None, launched: LaunchedRun | None = None,
-                announce: tuple[str, str, str] | None = None,
-                ssh_options: tuple[str, ...] = ()) -> int:
+def run_console(
+    *,
+    source: RunSource,
+    preset: Preset,
+    mode: str,
+    process: Process | None = None,
+    registry: Registry | None = None,
+    clock: Callable[[], float] = time.time,
+    telemetry: Sampler | None = None,
+    launched: LaunchedRun | None = None,
+    announce: tuple[str, str, str] | None = None,
+    ssh_options: tuple[str, ...] = (),
+) -> int:
     """Run the console in this terminal until quit; `mode` is launch, attach or replay.
     Without a registry, the runs mode reads the default one (FONTAINE_REGISTRY or ~). A live
     run is babysat (model/babysitter.py) from here. `launched` (launch): the run's process,
@@ -76,19 +110,31 @@ def run_console(*, source: RunSource, preset: Preset, mode: str, process: Proces
     from fontaine_tui.core.launch.registry import default_path
 
     state = Path(getattr(registry, "path", default_path())).parent
-    fleet = Fleet(state / "fleet.json", control_dir(), hostname(), ssh_options,
-                  envs=host_envs())
-    app = make_app(source=source, preset=preset, telemetry=telemetry, clock=clock,
-                   process=process, registry=registry, kind=mode,
-                   babysit_host=None if mode == "replay" else hostname(), fleet=fleet,
-                   launched=launched if mode == "launch" else None, announce=announce,
-                   ssh_options=ssh_options)
+    fleet = Fleet(state / "fleet.json", control_dir(), hostname(), ssh_options, envs=host_envs())
+    app = make_app(
+        source=source,
+        preset=preset,
+        telemetry=telemetry,
+        clock=clock,
+        process=process,
+        registry=registry,
+        kind=mode,
+        babysit_host=None if mode == "replay" else hostname(),
+        fleet=fleet,
+        launched=launched if mode == "launch" else None,
+        announce=announce,
+        ssh_options=ssh_options,
+    )
     app.run()
     return int(app.return_code or 0)
 
 
-def watch_remote(source: RunSource, preset: Preset, launched: LaunchedRun,
-                 announce: tuple[str, str, str] | None = None) -> int:
+def watch_remote(
+    source: RunSource,
+    preset: Preset,
+    launched: LaunchedRun,
+    announce: tuple[str, str, str] | None = None,
+) -> int:
     """The console on a run launched on another host (`launch --on`, or `attach HOST:PATH`
     of one): quitting asks to stop it there (over SSH) or detach; an exit it saw goes into
     the registry here."""
@@ -98,10 +144,15 @@ def watch_remote(source: RunSource, preset: Preset, launched: LaunchedRun,
     if isinstance(engine, RemoteEngine):
         engine.watch()  # its state looked at over SSH while the console is open
     try:
-        code = run_console(source=source, preset=preset, mode="attach", process=engine,
-                           registry=launched.registry, announce=announce,
-                           ssh_options=engine.ssh.ssh_options
-                           if isinstance(engine, RemoteEngine) else ())
+        code = run_console(
+            source=source,
+            preset=preset,
+            mode="attach",
+            process=engine,
+            registry=launched.registry,
+            announce=announce,
+            ssh_options=engine.ssh.ssh_options if isinstance(engine, RemoteEngine) else (),
+        )
     finally:
         engine.close()
     info = launched.record_exit()

@@ -38,7 +38,9 @@ SHOTS = {  # file: (probes, step, keys)
 
 
 async def shoot(name: str, step: int, keys: tuple[str, ...], out: Path) -> None:
-    app = console(Path("run") / "train_log.jsonl", registry=sample_registry(Path.cwd() / "registry.toml"))
+    app = console(
+        Path("run") / "train_log.jsonl", registry=sample_registry(Path.cwd() / "registry.toml")
+    )
     async with app.run_test(size=SIZE) as pilot:
         await loaded(pilot, step)
         await pilot.press(*keys)
@@ -56,8 +58,13 @@ async def shoot_demo(name: str, keys: tuple[str, ...], staged, out: Path) -> Non
 
     # the run's path relative to the staged folder: the header reads the same on every machine
     source = ReplayRun(Path("run") / "train_log.jsonl", speed=None)
-    app = make_app(source=source, preset=staged.preset, kind="replay", registry=staged.registry,
-                   clock=fixed_clock)
+    app = make_app(
+        source=source,
+        preset=staged.preset,
+        kind="replay",
+        registry=staged.registry,
+        clock=fixed_clock,
+    )
     async with app.run_test(size=SIZE) as pilot:
         await loaded(pilot, 300)
         await pilot.press(*keys)

@@ -48,11 +48,14 @@ def graph() -> tuple[dict[str, set[str]], dict[str, int]]:
             elif isinstance(node, ast.ImportFrom):
                 base = node.module or ""
                 if node.level:
-                    parent = mod.split(".")[: len(mod.split(".")) - node.level + (1 if is_pkg else 0)]
+                    parent = mod.split(".")[
+                        : len(mod.split(".")) - node.level + (1 if is_pkg else 0)
+                    ]
                     base = ".".join([*parent, base] if base else parent)
                 base = canonical(base)
-                targets = [f"{base}.{a.name}" if f"{base}.{a.name}" in mods else base
-                           for a in node.names]
+                targets = [
+                    f"{base}.{a.name}" if f"{base}.{a.name}" in mods else base for a in node.names
+                ]
             for t in targets:
                 while t and t not in mods:
                     t = t.rpartition(".")[0]

@@ -32,8 +32,7 @@ def cli(*args: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
     """`fontaine-tui ARGS` from this checkout, its output shown as it comes."""
     argv = [sys.executable, "-m", "fontaine_tui", *args]
     print("$ fontaine-tui", " ".join(args), flush=True)
-    proc = subprocess.run(argv, cwd=ROOT, env=env, text=True, capture_output=True,
-                          timeout=LIMIT_S)
+    proc = subprocess.run(argv, cwd=ROOT, env=env, text=True, capture_output=True, timeout=LIMIT_S)
     tail = proc.stdout.splitlines()[-6:]
     print("\n".join(f"  {line}" for line in tail), flush=True)
     if proc.returncode != 0:
@@ -44,15 +43,25 @@ def cli(*args: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
 def main() -> int:
     with tempfile.TemporaryDirectory(prefix="fontaine-record-demo-") as tmp:
         work = Path(tmp)
-        env = dict(os.environ, FONTAINE_BANK=str(work / "bank"),
-                   FONTAINE_REGISTRY=str(work / "babysit.toml"),
-                   PYTHONPATH=os.pathsep.join(filter(None, [str(ROOT),
-                                                            os.environ.get("PYTHONPATH")])),
-                   XDG_CONFIG_HOME=str(work / "config"),  # no [[notify]] of the user's
-                   HF_HUB_OFFLINE="1", WANDB_MODE="offline", FONTAINE_NOTIFY="")
+        env = dict(
+            os.environ,
+            FONTAINE_BANK=str(work / "bank"),
+            FONTAINE_REGISTRY=str(work / "babysit.toml"),
+            PYTHONPATH=os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])),
+            XDG_CONFIG_HOME=str(work / "config"),  # no [[notify]] of the user's
+            HF_HUB_OFFLINE="1",
+            WANDB_MODE="offline",
+            FONTAINE_NOTIFY="",
+        )
         dist, run = work / COMPARATOR, work / RUN
-        cli("launch", str(DEMO / f"{COMPARATOR}.toml"), "--plain", "--output-dir", str(dist),
-            env=env)
+        cli(
+            "launch",
+            str(DEMO / f"{COMPARATOR}.toml"),
+            "--plain",
+            "--output-dir",
+            str(dist),
+            env=env,
+        )
         cli("bank", "add", str(dist), "--as", COMPARATOR, env=env)
         cli("launch", str(DEMO / f"{RUN}.toml"), "--plain", "--output-dir", str(run), env=env)
         verdict = json.loads((run / "verdict.json").read_text())

@@ -27,13 +27,30 @@ PROBES = {250: (12.5087, 12.4202), 500: (12.9, 12.6), 750: (13.3, 12.7), 1000: (
 
 
 def example() -> str:
-    recs: list[dict] = [{"kind": "meta", "step": 0, "time": 0.0, "schema": 1, "run": "example",
-                         "world_size": 1, "device": "cuda:0"}]
+    recs: list[dict] = [
+        {
+            "kind": "meta",
+            "step": 0,
+            "time": 0.0,
+            "schema": 1,
+            "run": "example",
+            "world_size": 1,
+            "device": "cuda:0",
+        }
+    ]
     for step, (eval_mae, train_mae) in PROBES.items():
-        recs.append({"kind": "eval", "step": step, "time": float(step), "eval_chunk_mae": eval_mae,
-                     "train_chunk_mae": train_mae, "eval_ar_ce": 0.64, "eval_flow_loss": 0.07,
-                     "breakdown": {"demos": round(eval_mae * 0.9, 4),
-                                   "rig": round(eval_mae * 1.1, 4)}})
+        recs.append(
+            {
+                "kind": "eval",
+                "step": step,
+                "time": float(step),
+                "eval_chunk_mae": eval_mae,
+                "train_chunk_mae": train_mae,
+                "eval_ar_ce": 0.64,
+                "eval_flow_loss": 0.07,
+                "breakdown": {"demos": round(eval_mae * 0.9, 4), "rig": round(eval_mae * 1.1, 4)},
+            }
+        )
     store = load_lines([b"".join(json.dumps(r).encode() + b"\n" for r in recs)])
     verdict = compute_verdict(store, load_preset(ROOT / "presets" / "demosonly_1gpu.toml"))
     doc = verdict.to_json()

@@ -74,6 +74,8 @@ def sshd(tmp_path_factory):
     server = Sshd(tmp_path_factory.mktemp("sshd")).start()
     yield server
     server.stop()
+
+
 @pytest.fixture
 def preset():
     """demosonly_1gpu, by name as a user gives it."""
@@ -90,7 +92,7 @@ def raw_only(tmp_path):
     """demosonly_1gpu without its amendment: the kit's raw rule alone."""
     text = (PRESETS / "demosonly_1gpu.toml").read_text()
     head, _, tail = text.partition("[[amendments]]")
-    tail = tail[tail.index("[gates]"):]
+    tail = tail[tail.index("[gates]") :]
     path = tmp_path / "raw_only.toml"
     path.write_text(head + tail)
     return load_preset(path)

@@ -43,8 +43,9 @@ class RemoteUser:
     created: bool
 
     def run_as(self, *argv: str, **kw) -> subprocess.CompletedProcess:
-        return subprocess.run(["su", "-s", "/bin/sh", self.name, "-c",
-                               " ".join(map(_q, argv))], **kw)
+        return subprocess.run(
+            ["su", "-s", "/bin/sh", self.name, "-c", " ".join(map(_q, argv))], **kw
+        )
 
 
 def _q(text: str) -> str:
@@ -101,14 +102,16 @@ def make(root: Path, sshd: Sshd) -> RemoteUser:
 
 def _venv(venv: Path) -> None:
     if not venv.exists():
-        subprocess.run([str(_system_python()), "-m", "venv", "--without-pip", str(venv)],
-                       check=True)
+        subprocess.run(
+            [str(_system_python()), "-m", "venv", "--without-pip", str(venv)], check=True
+        )
         ours = Path(sysconfig.get_paths()["purelib"])
         theirs = Path(next((venv / "lib").glob("python*"))) / "site-packages"
         shutil.rmtree(theirs)
         # links, never chown'ed or written: they are this environment's own files
-        subprocess.run(["cp", "-al", str(ours), str(theirs)], check=True,
-                       capture_output=True)  # fails across filesystems: the test is skipped
+        subprocess.run(
+            ["cp", "-al", str(ours), str(theirs)], check=True, capture_output=True
+        )  # fails across filesystems: the test is skipped
 
 
 def _checkout_copy(home: Path, venv: Path) -> None:
@@ -119,8 +122,9 @@ def _checkout_copy(home: Path, venv: Path) -> None:
     .pth names the copy."""
     dest = home / "checkout"
     for folder, name in PACKAGES.items():
-        shutil.copytree(CHECKOUT / folder, dest / name,
-                        ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
+        shutil.copytree(
+            CHECKOUT / folder, dest / name, ignore=shutil.ignore_patterns("__pycache__", "*.pyc")
+        )
     subprocess.run(["chown", "-R", f"{USER}:", str(dest)], check=True, capture_output=True)
     site = Path(next((venv / "lib").glob("python*"))) / "site-packages"
     for path in site.iterdir():

@@ -70,8 +70,14 @@ class SlurmError(RuntimeError):
 class SlurmCluster:
     """Start with `SlurmCluster(root).start()`; `env()` is the environment for client commands."""
 
-    def __init__(self, root: Path, *, cpus: int | None = None, startup_timeout: float = 60.0,
-                 extra_conf: str = "") -> None:
+    def __init__(
+        self,
+        root: Path,
+        *,
+        cpus: int | None = None,
+        startup_timeout: float = 60.0,
+        extra_conf: str = "",
+    ) -> None:
         self.root = Path(root)
         self.extra_conf = extra_conf
         self.hostname = socket.gethostname().split(".")[0]
@@ -105,10 +111,13 @@ class SlurmCluster:
         env["SLURM_CONF"] = str(self.conf)
         return env
 
-    def run(self, *args: str, check: bool = False, timeout: float = 30) -> subprocess.CompletedProcess:
+    def run(
+        self, *args: str, check: bool = False, timeout: float = 30
+    ) -> subprocess.CompletedProcess:
         """Run a client command against this cluster (text output)."""
-        return subprocess.run(list(args), env=self.env(), capture_output=True, text=True,
-                              check=check, timeout=timeout)
+        return subprocess.run(
+            list(args), env=self.env(), capture_output=True, text=True, check=check, timeout=timeout
+        )
 
     def start(self) -> SlurmCluster:
         missing = missing_tools()
@@ -117,16 +126,31 @@ class SlurmCluster:
         # unix socket paths (munged's, slurmstepd's <spool>/<node>_<job>.<step>) hold 107 bytes
         longest = max(len(str(self.munge_socket)), len(str(self.slurm_dir / "spool")) + 30)
         if longest > 104:
-            raise SlurmError(f"root {self.root} is too long for unix socket paths ({longest} > 104)")
+            raise SlurmError(
+                f"root {self.root} is too long for unix socket paths ({longest} > 104)"
+            )
         t0 = time.monotonic()
         try:
             self._start_munged()
             self._write_conf()
-            self._start_daemon("slurmctld", [find_tool("slurmctld"), "-D", "-f", str(self.conf),
-                                             "-L", str(self.ctld_log)])
+            self._start_daemon(
+                "slurmctld",
+                [find_tool("slurmctld"), "-D", "-f", str(self.conf), "-L", str(self.ctld_log)],
+            )
             self._wait_ctld()
-            self._start_daemon("slurmd", [find_tool("slurmd"), "-D", "-f", str(self.conf),
-                                          "-N", self.hostname, "-L", str(self.slurmd_log)])
+            self._start_daemon(
+                "slurmd",
+                [
+                    find_tool("slurmd"),
+                    "-D",
+                    "-f",
+                    str(self.conf),
+                    "-N",
+                    self.hostname,
+                    "-L",
+                    str(self.slurmd_log),
+                ],
+            )
             self._wait_node_idle()
         except BaseException:
             self.stop()
@@ -160,8 +184,13 @@ class SlurmCluster:
     def logs(self, lines: int = 30) -> str:
         """The last lines of each daemon's log and stdout/stderr (for error messages)."""
         out = []
-        paths = [self.munged_log, self.ctld_log, self.slurmd_log,
-                 self.root / "slurmctld.stdout", self.root / "slurmd.stdout"]
+        paths = [
+            self.munged_log,
+            self.ctld_log,
+            self.slurmd_log,
+            self.root / "slurmctld.stdout",
+            self.root / "slurmd.stdout",
+        ]
         for path in paths:
             if path.exists():
                 tail = path.read_text(errors="replace").splitlines()[-lines:]
@@ -176,13 +205,23 @@ class SlurmCluster:
         # warns unless everyone may traverse the socket's folder (clients of other users)
         self.munge_dir.chmod(0o755)
         self.root.chmod(self.root.stat().st_mode & ~0o022)
-        subprocess.run([find_tool("mungekey"), "--create", "--keyfile", str(self.munge_key)],
-                       check=True, capture_output=True, text=True)
+        subprocess.run(
+            [find_tool("mungekey"), "--create", "--keyfile", str(self.munge_key)],
+            check=True,
+            capture_output=True,
+            text=True,
+        )
         self.munge_key.chmod(0o600)
-        cmd = [find_tool("munged"), "-F", "-f",
-               f"--socket={self.munge_socket}", f"--key-file={self.munge_key}",
-               f"--pid-file={self.munge_dir / 'munged.pid'}",
-               f"--log-file={self.munge_dir / 'munged.log'}", f"--seed-file={self.munge_dir / 'munged.seed'}"]
+        cmd = [
+            find_tool("munged"),
+            "-F",
+            "-f",
+            f"--socket={self.munge_socket}",
+            f"--key-file={self.munge_key}",
+            f"--pid-file={self.munge_dir / 'munged.pid'}",
+            f"--log-file={self.munge_dir / 'munged.log'}",
+            f"--seed-file={self.munge_dir / 'munged.seed'}",
+        ]
         self._start_daemon("munged", cmd)
         deadline = time.monotonic() + 15
         while not self.munge_socket.exists():
@@ -195,7 +234,8 @@ class SlurmCluster:
 
     def conf_text(self) -> str:
         d = self.slurm_dir
-        return f"""\
+        return (
+            f"""\
 ClusterName={CLUSTER_NAME}
 SlurmctldHost={self.hostname}(127.0.0.1)
 SlurmctldPort={self.ctld_port}
@@ -205,10 +245,10 @@ SlurmdUser=root
 AuthType=auth/munge
 CredType=cred/munge
 AuthInfo=socket={self.munge_socket}
-StateSaveLocation={d / 'state'}
-SlurmdSpoolDir={d / 'spool'}
-SlurmctldPidFile={d / 'slurmctld.pid'}
-SlurmdPidFile={d / 'slurmd.pid'}
+StateSaveLocation={d / "state"}
+SlurmdSpoolDir={d / "spool"}
+SlurmctldPidFile={d / "slurmctld.pid"}
+SlurmdPidFile={d / "slurmd.pid"}
 SlurmctldLogFile={self.ctld_log}
 SlurmdLogFile={self.slurmd_log}
 SlurmctldDebug=info
@@ -231,7 +271,9 @@ KillWait=5
 MinJobAge=300
 NodeName={self.hostname} NodeAddr=127.0.0.1 NodeHostname={self.hostname} CPUs={self.cpus} RealMemory={self.memory_mb} State=UNKNOWN
 PartitionName={PARTITION} Nodes={self.hostname} Default=YES MaxTime=INFINITE State=UP
-""" + self.extra_conf
+"""
+            + self.extra_conf
+        )
 
     def _write_conf(self) -> None:
         for sub in ("state", "spool"):
@@ -242,9 +284,15 @@ PartitionName={PARTITION} Nodes={self.hostname} Default=YES MaxTime=INFINITE Sta
         out = open(self.root / f"{name}.stdout", "wb")
         env = self.env()
         # own session: a Ctrl-C in the test runner does not reach them, stop() does
-        self.procs[name] = subprocess.Popen([str(c) for c in cmd], stdin=subprocess.DEVNULL,
-                                            stdout=out, stderr=subprocess.STDOUT, env=env,
-                                            start_new_session=True, cwd=self.root)
+        self.procs[name] = subprocess.Popen(
+            [str(c) for c in cmd],
+            stdin=subprocess.DEVNULL,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            env=env,
+            start_new_session=True,
+            cwd=self.root,
+        )
         out.close()
 
     def _check_alive(self, name: str) -> None:
@@ -282,7 +330,9 @@ PartitionName={PARTITION} Nodes={self.hostname} Default=YES MaxTime=INFINITE Sta
                 return
             if time.monotonic() > deadline:
                 reason = self.run(find_tool("scontrol"), "show", "node", self.hostname).stdout
-                raise SlurmError(f"node {self.hostname} is {state!r}, not idle\n{reason}\n{self.logs()}")
+                raise SlurmError(
+                    f"node {self.hostname} is {state!r}, not idle\n{reason}\n{self.logs()}"
+                )
             time.sleep(0.1)
 
     def _kill_leftover_stepds(self) -> None:
@@ -318,8 +368,15 @@ PartitionName={PARTITION} Nodes={self.hostname} Default=YES MaxTime=INFINITE Sta
             r = self.run(find_tool("squeue"), "-h", "-j", job_id, "-o", "%T")
             # a finished job may still show briefly as COMPLETING/COMPLETED, or be unknown
             state = r.stdout.strip()
-            if r.returncode == 0 and state in ("", "COMPLETED", "FAILED", "CANCELLED",
-                                                "TIMEOUT", "OUT_OF_MEMORY", "NODE_FAIL"):
+            if r.returncode == 0 and state in (
+                "",
+                "COMPLETED",
+                "FAILED",
+                "CANCELLED",
+                "TIMEOUT",
+                "OUT_OF_MEMORY",
+                "NODE_FAIL",
+            ):
                 return
             if r.returncode != 0 and "Invalid job id" in r.stderr:
                 return

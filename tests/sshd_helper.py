@@ -34,8 +34,11 @@ def free_port() -> int:
 
 
 def _keygen(path: Path) -> None:
-    subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(path)],
-                   check=True, stdout=subprocess.DEVNULL)
+    subprocess.run(
+        ["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(path)],
+        check=True,
+        stdout=subprocess.DEVNULL,
+    )
 
 
 class Sshd:
@@ -101,8 +104,10 @@ LogLevel ERROR
     def _launch(self, sshd: str) -> Sshd:
         self.proc = subprocess.Popen(
             [sshd, "-D", "-e", "-f", str(self.root / "sshd_config")],
-            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-            stderr=open(self.root / "sshd.log", "wb"))  # noqa: SIM115
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=open(self.root / "sshd.log", "wb"),
+        )  # noqa: SIM115
         deadline = time.monotonic() + 10
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:

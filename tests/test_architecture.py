@@ -1,6 +1,8 @@
-"""The house's rules, checked by the real tools: import-linter's contracts (pyproject.toml),
-mypy over fontaine_tui and engine, no import cycle, and what importing the core actually
-loads."""
+"""The house's rules, checked by the real tools.
+
+import-linter's contracts (pyproject.toml), mypy over fontaine_tui and engine, ruff's lint
+and format check over the tree, no import cycle, and what importing the core actually loads.
+"""
 
 from __future__ import annotations
 
@@ -21,8 +23,36 @@ ROOT = Path(__file__).resolve().parents[1]
 def lint_imports(cwd: Path) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "PYTHONPATH": str(cwd)}
     exe = shutil.which("lint-imports") or str(Path(sys.executable).parent / "lint-imports")
-    return subprocess.run([exe, "--no-cache"], cwd=cwd, env=env, capture_output=True,
-                          text=True, timeout=300)
+    return subprocess.run(
+        [exe, "--no-cache"], cwd=cwd, env=env, capture_output=True, text=True, timeout=300
+    )
+
+
+def ruff(*args: str) -> subprocess.CompletedProcess[str]:
+    exe = shutil.which("ruff") or str(Path(sys.executable).parent / "ruff")
+    return subprocess.run([exe, *args], cwd=ROOT, capture_output=True, text=True, timeout=120)
+
+
+def test_ruff_finds_nothing_to_fix():
+    proc = ruff("check", "--no-cache", ".")
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-2000:]
+
+
+def test_the_tree_is_formatted():
+    """`ruff format --check .` is clean: run `ruff format .` before committing."""
+    proc = ruff("format", "--check", "--no-cache", ".")
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-2000:]
+
+
+def test_ruff_format_check_catches_an_unformatted_file(tmp_path):
+    bad = tmp_path / "bad.py"
+    bad.write_text("x = {  'a':1 }\n")
+    exe = shutil.which("ruff") or str(Path(sys.executable).parent / "ruff")
+    proc = subprocess.run(
+        [exe, "format", "--check", "--no-cache", str(bad)], capture_output=True, text=True
+    )
+    assert proc.returncode == 1
+    assert "bad.py" in proc.stdout + proc.stderr
 
 
 def test_import_contracts_are_kept():
@@ -31,20 +61,28 @@ def test_import_contracts_are_kept():
     assert "0 broken" in proc.stdout
 
 
-@pytest.mark.parametrize("where, code, contract", [
-    ("fontaine_tui/core/log/planted.py", "import textual\n", "never import Textual"),
-    ("fontaine_tui/widgets/planted.py", "import fontaine_tui.screens.monitor\n", "Layers"),
-    ("fontaine_tui/core/follow/planted.py", "import fontaine_tui.core.verdict.rules\n",
-     "knows no rules"),
-    ("engine/planted.py", "import fontaine_tui.core.text\n", "engine never imports"),
-    ("fontaine_tui/core/launch/targets/local.py",
-     "import fontaine_tui.core.launch.targets.ssh\n", "A launch target stands alone"),
-])
+@pytest.mark.parametrize(
+    "where, code, contract",
+    [
+        ("fontaine_tui/core/log/planted.py", "import textual\n", "never import Textual"),
+        ("fontaine_tui/widgets/planted.py", "import fontaine_tui.screens.monitor\n", "Layers"),
+        (
+            "fontaine_tui/core/follow/planted.py",
+            "import fontaine_tui.core.verdict.rules\n",
+            "knows no rules",
+        ),
+        ("engine/planted.py", "import fontaine_tui.core.text\n", "engine never imports"),
+        (
+            "fontaine_tui/core/launch/targets/local.py",
+            "import fontaine_tui.core.launch.targets.ssh\n",
+            "A launch target stands alone",
+        ),
+    ],
+)
 def test_a_broken_rule_is_caught(tmp_path, where, code, contract):
     """The contracts bite: the same tree with one forbidden import planted fails."""
     for name in ("fontaine_tui", "engine"):
-        shutil.copytree(ROOT / name, tmp_path / name,
-                        ignore=shutil.ignore_patterns("__pycache__"))
+        shutil.copytree(ROOT / name, tmp_path / name, ignore=shutil.ignore_patterns("__pycache__"))
     shutil.copy(ROOT / "pyproject.toml", tmp_path / "pyproject.toml")
     (tmp_path / where).write_text(code)
     proc = lint_imports(tmp_path)
@@ -59,29 +97,45 @@ def test_mypy_passes_over_fontaine_tui_and_the_engine():
 
     files = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["mypy"]["files"]
     assert {"fontaine_tui", "engine"} <= set(files), files
-    proc = subprocess.run([sys.executable, "-m", "mypy", "--no-error-summary"], cwd=ROOT,
-                          capture_output=True, text=True, timeout=600)
+    proc = subprocess.run(
+        [sys.executable, "-m", "mypy", "--no-error-summary"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-1000:]
 
 
 def test_no_import_cycle():
     """Inside a layer too, where the layers contracts allow any import, and in the engine."""
-    proc = subprocess.run([sys.executable, "scripts/imports.py"], cwd=ROOT,
-                          capture_output=True, text=True, timeout=120)
+    proc = subprocess.run(
+        [sys.executable, "scripts/imports.py"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert proc.returncode == 0, proc.stdout
     assert "import cycles: 0" in proc.stdout
 
 
 def test_a_planted_import_cycle_is_counted(tmp_path):
     for name in ("fontaine_tui", "scripts"):
-        shutil.copytree(ROOT / name, tmp_path / name,
-                        ignore=shutil.ignore_patterns("__pycache__"))
+        shutil.copytree(ROOT / name, tmp_path / name, ignore=shutil.ignore_patterns("__pycache__"))
     (tmp_path / "fontaine_tui/core/log/planted_a.py").write_text(
-        "def f():\n    from fontaine_tui.core.log import planted_b\n")
+        "def f():\n    from fontaine_tui.core.log import planted_b\n"
+    )
     (tmp_path / "fontaine_tui/core/log/planted_b.py").write_text(
-        "from fontaine_tui.core.log import planted_a\n")
-    proc = subprocess.run([sys.executable, "scripts/imports.py"], cwd=tmp_path,
-                          capture_output=True, text=True, timeout=120)
+        "from fontaine_tui.core.log import planted_a\n"
+    )
+    proc = subprocess.run(
+        [sys.executable, "scripts/imports.py"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert proc.returncode == 1 and "import cycles: 1" in proc.stdout, proc.stdout
     assert "fontaine_tui.core.log.planted_a <-> fontaine_tui.core.log.planted_b" in proc.stdout
 
@@ -89,12 +143,16 @@ def test_a_planted_import_cycle_is_counted(tmp_path):
 def test_a_planted_engine_import_cycle_is_counted(tmp_path):
     """The engine imports its own modules relatively, and hides some imports in functions."""
     for name in ("fontaine_tui", "engine", "scripts"):
-        shutil.copytree(ROOT / name, tmp_path / name,
-                        ignore=shutil.ignore_patterns("__pycache__"))
+        shutil.copytree(ROOT / name, tmp_path / name, ignore=shutil.ignore_patterns("__pycache__"))
     (tmp_path / "engine/planted_a.py").write_text("def f():\n    from . import planted_b\n")
     (tmp_path / "engine/planted_b.py").write_text("from .planted_a import f\n")
-    proc = subprocess.run([sys.executable, "scripts/imports.py"], cwd=tmp_path,
-                          capture_output=True, text=True, timeout=120)
+    proc = subprocess.run(
+        [sys.executable, "scripts/imports.py"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert proc.returncode == 1 and "import cycles: 1" in proc.stdout, proc.stdout
     assert "engine.planted_a <-> engine.planted_b" in proc.stdout
 
@@ -113,8 +171,7 @@ def test_importing_every_core_and_model_module_and_the_cli_loads_neither_textual
         "bad = sorted(k for k in ('torch', 'transformers', 'textual') if k in sys.modules)\n"
         "assert not bad, bad\n"
     )
-    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                          timeout=60)
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert proc.returncode == 0, proc.stderr
 
 

@@ -15,8 +15,10 @@ except ModuleNotFoundError:  # Python 3.10
 
 ROOT = Path(__file__).resolve().parents[1]
 README = ROOT / "README.md"
-INSTALL_AND_RUN = ("pip install -e '.[engine]' && fontaine-tui launch pretrain_so101 --plain "
-                   "&& fontaine-tui launch demosonly_1gpu")
+INSTALL_AND_RUN = (
+    "pip install -e '.[engine]' && fontaine-tui launch pretrain_so101 --plain "
+    "&& fontaine-tui launch demosonly_1gpu"
+)
 TEST = "bash scripts/test"
 
 
@@ -51,15 +53,15 @@ def test_what_the_first_two_commands_name_exists():
     from fontaine_tui.cli import main
 
     extras = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"][
-        "optional-dependencies"]
+        "optional-dependencies"
+    ]
     assert "engine" in extras and {"pytest>=8,<9"} <= set(extras["test"])
     assert (ROOT / "scripts" / "test").is_file()
     for preset in ("pretrain_so101", "demosonly_1gpu"):
         assert main(["presets", "show", preset]) == 0
 
 
-@pytest.mark.parametrize("target", sorted(set(re.findall(
-    r"\]\(([^)\s]+)\)", README.read_text()))))
+@pytest.mark.parametrize("target", sorted(set(re.findall(r"\]\(([^)\s]+)\)", README.read_text()))))
 def test_every_readme_link_leads_somewhere(target):
     if target.startswith(("http://", "https://")):
         return

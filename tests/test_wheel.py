@@ -27,20 +27,38 @@ pytestmark = [pytest.mark.slow]
 REPO = Path(__file__).resolve().parents[1]
 # what a build reads (pyproject.toml, setup.py); the checkout's fontaine_engine/ is not here:
 # the wheel's engine comes from engine/ alone
-SOURCES = ("pyproject.toml", "setup.py", "README.md", "LICENSE", "fontaine_tui", "engine",
-           "presets")
+SOURCES = (
+    "pyproject.toml",
+    "setup.py",
+    "README.md",
+    "LICENSE",
+    "fontaine_tui",
+    "engine",
+    "presets",
+)
 
 
 def _env(**extra: str) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "FONTAINE_PRESETS",
-                                                           "FONTAINE_NOTIFY")}
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if k not in ("PYTHONPATH", "FONTAINE_PRESETS", "FONTAINE_NOTIFY")
+    }
     return {**env, "PYTHONUNBUFFERED": "1", **extra}
 
 
-def _run(argv: list[str | Path], cwd: Path, timeout: float = 120,
-         **extra: str) -> subprocess.CompletedProcess:
-    return subprocess.run([str(a) for a in argv], cwd=cwd, env=_env(**extra), text=True,
-                          capture_output=True, timeout=timeout, stdin=subprocess.DEVNULL)
+def _run(
+    argv: list[str | Path], cwd: Path, timeout: float = 120, **extra: str
+) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [str(a) for a in argv],
+        cwd=cwd,
+        env=_env(**extra),
+        text=True,
+        capture_output=True,
+        timeout=timeout,
+        stdin=subprocess.DEVNULL,
+    )
 
 
 @pytest.fixture(scope="module")
@@ -53,24 +71,52 @@ def installed(tmp_path_factory) -> tuple[Path, Path, Path]:
         if not path.exists():  # the wheel's checks say what it lacks
             continue
         if path.is_dir():
-            shutil.copytree(path, src / name,
-                            ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
+            shutil.copytree(path, src / name, ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
         else:
             src.mkdir(exist_ok=True)
             shutil.copy2(path, src / name)
-    built = _run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation",
-                  "--no-index", "--no-cache-dir", "-w", root / "dist", src], cwd=root,
-                 timeout=300)
+    built = _run(
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "wheel",
+            "--no-deps",
+            "--no-build-isolation",
+            "--no-index",
+            "--no-cache-dir",
+            "-w",
+            root / "dist",
+            src,
+        ],
+        cwd=root,
+        timeout=300,
+    )
     assert built.returncode == 0, built.stdout + built.stderr
     [wheel] = (root / "dist").glob("*.whl")
     venv = root / "venv"
-    made = _run([sys.executable, "-m", "venv", "--system-site-packages", "--without-pip", venv],
-                cwd=root)
+    made = _run(
+        [sys.executable, "-m", "venv", "--system-site-packages", "--without-pip", venv], cwd=root
+    )
     assert made.returncode == 0, made.stderr
     python = venv / "bin" / "python"
     # this interpreter's pip, into the venv; its dependencies are the system site-packages'
-    got = _run([python, "-m", "pip", "install", "--no-index", "--no-deps", "--ignore-installed",
-                "--no-cache-dir", "--disable-pip-version-check", wheel], cwd=root, timeout=300)
+    got = _run(
+        [
+            python,
+            "-m",
+            "pip",
+            "install",
+            "--no-index",
+            "--no-deps",
+            "--ignore-installed",
+            "--no-cache-dir",
+            "--disable-pip-version-check",
+            wheel,
+        ],
+        cwd=root,
+        timeout=300,
+    )
     assert got.returncode == 0, got.stdout + got.stderr
     work = root / "elsewhere"
     work.mkdir()
@@ -94,8 +140,15 @@ def test_the_wheel_holds_its_two_packages_and_the_license(installed) -> None:
 def test_the_installed_copy_runs_from_the_venv(installed) -> None:
     _, bin_, work = installed
     venv = bin_.parent.resolve()
-    where = _run([bin_ / "python", "-c", "import fontaine_tui, fontaine_engine.identity as i; "
-                  "print(fontaine_tui.__file__); print(i.__file__)"], cwd=work)
+    where = _run(
+        [
+            bin_ / "python",
+            "-c",
+            "import fontaine_tui, fontaine_engine.identity as i; "
+            "print(fontaine_tui.__file__); print(i.__file__)",
+        ],
+        cwd=work,
+    )
     assert where.returncode == 0, where.stderr
     for line in where.stdout.splitlines():
         assert Path(line).resolve().is_relative_to(venv), line
@@ -123,10 +176,14 @@ def test_presets_are_found_from_any_folder(installed) -> None:
 def test_launch_smoke_runs_the_installed_engine_to_its_verdict(installed) -> None:
     _, bin_, work = installed
     run = work / "run"
-    done = _run([bin_ / "fontaine-tui", "launch", "smoke", "--plain", "--output-dir", run,
-                 "--poll", "0.5"], cwd=work, timeout=300, XDG_CONFIG_HOME=str(work / "config"),
-                FONTAINE_REGISTRY=str(work / "state" / "babysit.toml"),
-                FONTAINE_BANK=str(work / "bank"))
+    done = _run(
+        [bin_ / "fontaine-tui", "launch", "smoke", "--plain", "--output-dir", run, "--poll", "0.5"],
+        cwd=work,
+        timeout=300,
+        XDG_CONFIG_HOME=str(work / "config"),
+        FONTAINE_REGISTRY=str(work / "state" / "babysit.toml"),
+        FONTAINE_BANK=str(work / "bank"),
+    )
     assert "Traceback" not in done.stderr, done.stderr
     verdict = json.loads((run / "verdict.json").read_text())
     assert verdict["read_step"] == 40 and verdict["provisional"] is False

@@ -64,26 +64,56 @@ def main() -> None:
     p.add_argument("--eval_every", type=int, default=50)
     p.add_argument("--lr", type=float, default=3e-3)
     p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--pause", type=float, default=0.0,
-                   help="seconds to wait after each step (a slower run, to watch or stop)")
-    p.add_argument("--resume_from_checkpoint", default=None,
-                   help='"true" (the newest checkpoint in --output_dir) or a checkpoint folder')
+    p.add_argument(
+        "--pause",
+        type=float,
+        default=0.0,
+        help="seconds to wait after each step (a slower run, to watch or stop)",
+    )
+    p.add_argument(
+        "--resume_from_checkpoint",
+        default=None,
+        help='"true" (the newest checkpoint in --output_dir) or a checkpoint folder',
+    )
     args = p.parse_args()
 
     torch.manual_seed(args.seed)
     torch.set_num_threads(1)
-    config = GPT2Config(vocab_size=VOCAB, n_positions=LENGTH, n_embd=32, n_layer=2, n_head=2,
-                        bos_token_id=0, eos_token_id=0)
+    config = GPT2Config(
+        vocab_size=VOCAB,
+        n_positions=LENGTH,
+        n_embd=32,
+        n_layer=2,
+        n_head=2,
+        bos_token_id=0,
+        eos_token_id=0,
+    )
     model = GPT2LMHeadModel(config)
     training = TrainingArguments(
-        output_dir=args.output_dir, max_steps=args.max_steps, learning_rate=args.lr,
-        per_device_train_batch_size=16, per_device_eval_batch_size=64,
-        eval_strategy="steps", eval_steps=args.eval_every, save_strategy="steps",
-        save_steps=args.eval_every, logging_steps=10, save_total_limit=2, seed=args.seed,
-        report_to="none", use_cpu=True, dataloader_num_workers=0, disable_tqdm=True)
-    trainer = Trainer(model=model, args=training, train_dataset=Tokens(2048, args.seed),
-                      eval_dataset=Tokens(128, args.seed + 1),
-                      callbacks=[Pause(args.pause)] if args.pause > 0 else None)
+        output_dir=args.output_dir,
+        max_steps=args.max_steps,
+        learning_rate=args.lr,
+        per_device_train_batch_size=16,
+        per_device_eval_batch_size=64,
+        eval_strategy="steps",
+        eval_steps=args.eval_every,
+        save_strategy="steps",
+        save_steps=args.eval_every,
+        logging_steps=10,
+        save_total_limit=2,
+        seed=args.seed,
+        report_to="none",
+        use_cpu=True,
+        dataloader_num_workers=0,
+        disable_tqdm=True,
+    )
+    trainer = Trainer(
+        model=model,
+        args=training,
+        train_dataset=Tokens(2048, args.seed),
+        eval_dataset=Tokens(128, args.seed + 1),
+        callbacks=[Pause(args.pause)] if args.pause > 0 else None,
+    )
     resume = args.resume_from_checkpoint
     trainer.train(resume_from_checkpoint=True if resume == "true" else resume)
     trainer.save_state()  # trainer_state.json in the run folder: the whole log_history

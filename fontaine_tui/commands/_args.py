@@ -19,7 +19,8 @@ def speed(text: str) -> float:
     if not SPEED_MIN <= value <= SPEED_MAX:  # NaN fails both
         raise argparse.ArgumentTypeError(
             f"expected a speed from {SPEED_MIN:g} to {SPEED_MAX:g} (times the log's own pace), "
-            f"got {text!r}")
+            f"got {text!r}"
+        )
     return value
 
 
@@ -48,7 +49,8 @@ class HelpFormatter(argparse.RawDescriptionHelpFormatter):
     def _fill_text(self, text: str, width: int, indent: str) -> str:
         return "\n\n".join(
             part if "\n" in part else argparse.HelpFormatter._fill_text(self, part, width, indent)
-            for part in text.split("\n\n"))
+            for part in text.split("\n\n")
+        )
 
 
 def examples(*lines: str, exits: str = "") -> str:
@@ -57,9 +59,14 @@ def examples(*lines: str, exits: str = "") -> str:
     return text + (f"\n\nexit codes: {exits}" if exits else "")
 
 
-def ssh_config(p: argparse.ArgumentParser, help: str = "ssh client config file (ssh -F FILE)"
-               ) -> None:
+def ssh_config(
+    p: argparse.ArgumentParser, help: str = "ssh client config file (ssh -F FILE)"
+) -> None:
     """--ssh-config after the command: the global option (`fontaine-tui --ssh-config FILE
     COMMAND`) still taken here; absent unless given, so it never hides the global one."""
-    p.add_argument("--ssh-config", metavar="FILE", default=argparse.SUPPRESS,
-                   help=f"{help}; also before the command")
+    p.add_argument(
+        "--ssh-config",
+        metavar="FILE",
+        default=argparse.SUPPRESS,
+        help=f"{help}; also before the command",
+    )

@@ -18,26 +18,40 @@ _factor = positive("a positive factor (a finite number)")
 
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
-        "amend", help="declare a scale or extend amendment in a run's amendments.jsonl",
+        "amend",
+        help="declare a scale or extend amendment in a run's amendments.jsonl",
         description="Append an amendment to RUN/amendments.jsonl (hash-chained from "
         "prereg.json) with the declaration time and the last step seen in the log. Every "
         "declaration is recorded; the verdict uses it only if it was declared before the step "
         "it first affects (a scale: the anchor probe; an extend: the endpoint in force). "
         "Exit 0 when it is in force, 1 when it is recorded but refused.",
-        epilog=examples("fontaine-tui amend runs/r7 --scale-from-step 200 --text 'half batch'",
-                        "fontaine-tui amend runs/r7 --extend-to 3000 --text 'slow warm-up'",
-                        "fontaine-tui amend runs/r7 --scale-factor 1.25 -p my-preset",
-                        exits="0 in force, 1 recorded but refused, 2 bad input"))
+        epilog=examples(
+            "fontaine-tui amend runs/r7 --scale-from-step 200 --text 'half batch'",
+            "fontaine-tui amend runs/r7 --extend-to 3000 --text 'slow warm-up'",
+            "fontaine-tui amend runs/r7 --scale-factor 1.25 -p my-preset",
+            exits="0 in force, 1 recorded but refused, 2 bad input",
+        ),
+    )
     p.add_argument("run", help="run folder (holding prereg.json)")
-    p.add_argument("--scale-from-step", type=int, metavar="N",
-                   help="scale = this run's level at probe step N / the comparator's")
-    p.add_argument("--comparator", metavar="NAME",
-                   help="comparator whose banked level is the denominator "
-                   "(default: the verdict's reference)")
+    p.add_argument(
+        "--scale-from-step",
+        type=int,
+        metavar="N",
+        help="scale = this run's level at probe step N / the comparator's",
+    )
+    p.add_argument(
+        "--comparator",
+        metavar="NAME",
+        help="comparator whose banked level is the denominator (default: the verdict's reference)",
+    )
     p.add_argument("--scale-factor", type=_factor, metavar="F", help="a fixed scale factor")
-    p.add_argument("--extend-to", type=int, metavar="N",
-                   help="extend: move the endpoint to probe step N (reads after the old "
-                   "endpoint are PROVISIONAL until N)")
+    p.add_argument(
+        "--extend-to",
+        type=int,
+        metavar="N",
+        help="extend: move the endpoint to probe step N (reads after the old "
+        "endpoint are PROVISIONAL until N)",
+    )
     p.add_argument("--text", default="", help="why (kept in the ledger)")
     p.add_argument("-p", "--preset", help="preset name or path when the folder has no prereg.json")
     p.set_defaults(func=run)
@@ -66,25 +80,40 @@ def run(args: argparse.Namespace) -> int:
     else:
         preset = read_prereg(folder).frozen_preset(str(folder.prereg))
     source = preset.source if preset.source and preset.source.kind != "fontaine" else None
-    seen = (foreign_step_seen(root, source) if source is not None else
-            max_step_seen(folder.log))
+    seen = foreign_step_seen(root, source) if source is not None else max_step_seen(folder.log)
     try:
-        amendment = declare_amendment(folder, kind="scale" if args.extend_to is None
-                                      else "extend", from_step=args.scale_from_step,
-                                      comparator=args.comparator, factor=args.scale_factor,
-                                      to_step=args.extend_to, last_step_seen=seen,
-                                      preset=preset, text=args.text)
+        amendment = declare_amendment(
+            folder,
+            kind="scale" if args.extend_to is None else "extend",
+            from_step=args.scale_from_step,
+            comparator=args.comparator,
+            factor=args.scale_factor,
+            to_step=args.extend_to,
+            last_step_seen=seen,
+            preset=preset,
+            text=args.text,
+        )
     except OSError as exc:
-        raise InputError(f"{folder.amendments}: cannot write the amendment ledger "
-                         f"({exc.strerror or exc})") from None
+        raise InputError(
+            f"{folder.amendments}: cannot write the amendment ledger ({exc.strerror or exc})"
+        ) from None
     every = [*preset.amendments, *read_amendments(folder)]
     checks = check_amendments(every, preset)
-    check = next(c for a, c in zip(every, checks, strict=True)
-                 if a.source == "ledger" and a.id == amendment.id)
-    rule = (f"extend the endpoint to {amendment.to_step}" if amendment.kind == "extend" else
-            f"fixed factor {amendment.factor:g}" if amendment.comparator == "" else
-            f"scale from step {amendment.from_step} against {amendment.comparator}")
-    print(f"amendment {amendment.id} ({rule}) recorded in {literal(str(folder.amendments))}: declared at "
-          f"{amendment.declared_at}, last step seen {seen}")
+    check = next(
+        c
+        for a, c in zip(every, checks, strict=True)
+        if a.source == "ledger" and a.id == amendment.id
+    )
+    rule = (
+        f"extend the endpoint to {amendment.to_step}"
+        if amendment.kind == "extend"
+        else f"fixed factor {amendment.factor:g}"
+        if amendment.comparator == ""
+        else f"scale from step {amendment.from_step} against {amendment.comparator}"
+    )
+    print(
+        f"amendment {amendment.id} ({rule}) recorded in {literal(str(folder.amendments))}: declared at "
+        f"{amendment.declared_at}, last step seen {seen}"
+    )
     print(f"{check.status}: {literal(check.reason)}")
     return 0 if check.status == "applied" else 1

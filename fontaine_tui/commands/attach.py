@@ -18,23 +18,34 @@ def register(sub: argparse._SubParsersAction) -> None:
         description="Follow a run's train_log.jsonl as it grows. TARGET is a run folder, "
         "[user@]host:/path/to/run or ssh://user@host:port/path (the system ssh client is "
         "used, so ~/.ssh/config, the agent and ProxyJump apply).",
-        epilog=examples("fontaine-tui attach runs/r7",
-                        "fontaine-tui attach gpu1:/runs/r7 --plain --until-end",
-                        "fontaine-tui --ssh-config ~/.ssh/lab attach ssh://me@gpu1:2222/runs/r7",
-                        exits="with --until-end or --quiet-end the verdict's code (as `verdict`), "
-                        "2 bad input"),
+        epilog=examples(
+            "fontaine-tui attach runs/r7",
+            "fontaine-tui attach gpu1:/runs/r7 --plain --until-end",
+            "fontaine-tui --ssh-config ~/.ssh/lab attach ssh://me@gpu1:2222/runs/r7",
+            exits="with --until-end or --quiet-end the verdict's code (as `verdict`), 2 bad input",
+        ),
     )
     p.add_argument("target", help="run folder, [user@]host:/path or ssh://[user@]host[:port]/path")
     p.add_argument("-p", "--preset", help="preset name or path (default: the run's prereg.json)")
-    p.add_argument("--plain", action="store_true",
-                   help="print records and the verdict line by line instead of the console")
-    p.add_argument("--until-end", action="store_true",
-                   help="with --plain: stop at the run's end: the log's `end` or `error` event "
-                   "(an MLflow run's status says it); for another trainer's run also the final "
-                   "read (the probe at the endpoint); exit with the verdict's code")
-    p.add_argument("--quiet-end", type=seconds, metavar="S",
-                   help="with --plain: stop when no new data came for S seconds, and exit with "
-                   "the verdict's code")
+    p.add_argument(
+        "--plain",
+        action="store_true",
+        help="print records and the verdict line by line instead of the console",
+    )
+    p.add_argument(
+        "--until-end",
+        action="store_true",
+        help="with --plain: stop at the run's end: the log's `end` or `error` event "
+        "(an MLflow run's status says it); for another trainer's run also the final "
+        "read (the probe at the endpoint); exit with the verdict's code",
+    )
+    p.add_argument(
+        "--quiet-end",
+        type=seconds,
+        metavar="S",
+        help="with --plain: stop when no new data came for S seconds, and exit with "
+        "the verdict's code",
+    )
     ssh_config(p)
     p.set_defaults(func=run)
 
@@ -61,12 +72,22 @@ def remember(target: str, preset, mode: str) -> None:
             run_dir, host = parsed.path, parsed.registry_host
         registry = Registry()
         # a foreign run has no prereg.json: its preset's file is how `runs` reads it again
-        named = (str(Path(preset.path).resolve()) if preset.foreign and preset.path
-                 and isinstance(parsed, LocalTarget) else preset.name)
+        named = (
+            str(Path(preset.path).resolve())
+            if preset.foreign and preset.path and isinstance(parsed, LocalTarget)
+            else preset.name
+        )
         if registry.find(run_dir, host) is None:
-            registry.upsert(Entry(name=preset.run_name, run_dir=run_dir, host=host,
-                                  preset=named, preset_sha256=preset.sha256,
-                                  status="attached"))
+            registry.upsert(
+                Entry(
+                    name=preset.run_name,
+                    run_dir=run_dir,
+                    host=host,
+                    preset=named,
+                    preset_sha256=preset.sha256,
+                    status="attached",
+                )
+            )
     except (InputError, OSError) as exc:
         print(f"warn: not registered ({exc})", file=sys.stderr)
 
@@ -80,8 +101,13 @@ def console_or_plain(source, preset_arg: str | None, mode: str, args: argparse.N
     preset = asyncio.run(guard(source, resolve_preset(source, preset_arg, args.plain)))
     remember(args.target, preset, mode)
     if args.plain:
-        return follow_plain(source, preset, mode, getattr(args, "until_end", False),
-                            getattr(args, "quiet_end", None))
+        return follow_plain(
+            source,
+            preset,
+            mode,
+            getattr(args, "until_end", False),
+            getattr(args, "quiet_end", None),
+        )
     try:
         from fontaine_tui.console import run_console
     except ImportError:
@@ -118,8 +144,9 @@ def run(args: argparse.Namespace) -> int:
     check_target(args.target)  # a host:path that is no local path passes
     options = ("-F", args.ssh_config) if args.ssh_config else ()
     args.ssh_options = options
-    source = (_foreign(args.target, args.preset, options)
-              or open_source(args.target, ssh_options=options))
+    source = _foreign(args.target, args.preset, options) or open_source(
+        args.target, ssh_options=options
+    )
     return console_or_plain(source, args.preset, "attach", args)
 
 
@@ -141,8 +168,9 @@ def _foreign(target: str, preset_arg: str | None, ssh_options: tuple[str, ...] =
             return None  # one of ours: its train_log.jsonl
         from fontaine_tui.core.follow.ssh import SshRun
 
-        return ForeignRun(parsed.path, preset.source,
-                          transport=SshRun(parsed, ssh_options=ssh_options))
+        return ForeignRun(
+            parsed.path, preset.source, transport=SshRun(parsed, ssh_options=ssh_options)
+        )
     folder = Path(parsed.folder)
     spec = foreign_spec(folder, preset.source if preset else None, preset is not None)
     return ForeignRun(folder, spec) if spec is not None else None

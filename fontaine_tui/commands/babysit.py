@@ -16,29 +16,47 @@ UNIT_ENV = ("FONTAINE_REGISTRY", "XDG_CONFIG_HOME", "XDG_STATE_HOME", "XDG_CACHE
 
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
-        "babysit", help="watch detached runs: babysit polls and notifications, no console",
+        "babysit",
+        help="watch detached runs: babysit polls and notifications, no console",
         description="Watch runs without a console: each run's warnings, probe reads, babysit "
         "polls ([babysit] in its preset: babysit.jsonl in the run folder) and the final "
         "verdict go to the notification destinations (config.toml [[notify]], "
         "FONTAINE_NOTIFY, the preset's [[notify]]). RUN is a registered run's name, a run "
         "folder or [user@]host:/path; none: every live run of the registry, read again for "
         "runs launched since. Leave it in tmux, or as a systemd user service (--print-unit).",
-        epilog=examples("fontaine-tui babysit",
-                        "fontaine-tui babysit r7 gpu1:/runs/r8 --poll 30",
-                        "fontaine-tui babysit --once",
-                        "fontaine-tui babysit --print-unit > babysit.service",
-                        exits="0 the named runs ended (or Ctrl-C), 1 a named run could not be "
-                        "watched, 2 bad input"))
+        epilog=examples(
+            "fontaine-tui babysit",
+            "fontaine-tui babysit r7 gpu1:/runs/r8 --poll 30",
+            "fontaine-tui babysit --once",
+            "fontaine-tui babysit --print-unit > babysit.service",
+            exits="0 the named runs ended (or Ctrl-C), 1 a named run could not be "
+            "watched, 2 bad input",
+        ),
+    )
     p.add_argument("runs", nargs="*", metavar="RUN", help="run name, folder or host:/path")
-    p.add_argument("--poll", type=float, default=10.0, metavar="S",
-                   help="seconds between looks at each run (default 10)")
-    p.add_argument("--rescan", type=float, default=30.0, metavar="S",
-                   help="with no RUN: seconds between reads of the registry (default 30)")
-    p.add_argument("--once", action="store_true",
-                   help="one look at each run, then exit (from cron)")
+    p.add_argument(
+        "--poll",
+        type=float,
+        default=10.0,
+        metavar="S",
+        help="seconds between looks at each run (default 10)",
+    )
+    p.add_argument(
+        "--rescan",
+        type=float,
+        default=30.0,
+        metavar="S",
+        help="with no RUN: seconds between reads of the registry (default 30)",
+    )
+    p.add_argument(
+        "--once", action="store_true", help="one look at each run, then exit (from cron)"
+    )
     ssh_config(p)
-    p.add_argument("--print-unit", action="store_true",
-                   help="print a systemd user unit that runs this babysitter, and exit")
+    p.add_argument(
+        "--print-unit",
+        action="store_true",
+        help="print a systemd user unit that runs this babysitter, and exit",
+    )
     p.set_defaults(func=run)
 
 
@@ -48,18 +66,26 @@ def _quote(text: str) -> str:
     return '"' + text.replace("%", "%%").replace("$", "$$") + '"'
 
 
-def unit(args: argparse.Namespace, env: dict[str, str] | None = None,
-         python: str = sys.executable) -> str:
+def unit(
+    args: argparse.Namespace, env: dict[str, str] | None = None, python: str = sys.executable
+) -> str:
     env = dict(os.environ if env is None else env)
-    argv = [python, "-m", "fontaine_tui", "babysit", "--poll", f"{args.poll:g}",
-            *(["--ssh-config", os.path.abspath(args.ssh_config)] if args.ssh_config else []),
-            *args.runs]
+    argv = [
+        python,
+        "-m",
+        "fontaine_tui",
+        "babysit",
+        "--poll",
+        f"{args.poll:g}",
+        *(["--ssh-config", os.path.abspath(args.ssh_config)] if args.ssh_config else []),
+        *args.runs,
+    ]
     lines = [
         "# fontaine-tui babysitter: polls and notifications for detached runs.",
         "# Install it as a systemd user service:",
         "#   fontaine-tui babysit --print-unit > ~/.config/systemd/user/fontaine-babysit.service",
         "#   systemctl --user daemon-reload && systemctl --user enable --now fontaine-babysit",
-        "#   loginctl enable-linger \"$USER\"   # keep it running after you log out",
+        '#   loginctl enable-linger "$USER"   # keep it running after you log out',
         "# FONTAINE_NOTIFY is not copied here (a webhook URL is a secret): put destinations",
         "# in config.toml's [[notify]], or in a file named by EnvironmentFile=.",
         "[Unit]",
@@ -86,8 +112,9 @@ def run(args: argparse.Namespace) -> int:
 
     for name in ("poll", "rescan"):
         if not getattr(args, name) > 0:
-            raise InputError(f"--{name}: expected a positive number of seconds, got "
-                             f"{getattr(args, name)}")
+            raise InputError(
+                f"--{name}: expected a positive number of seconds, got {getattr(args, name)}"
+            )
     if args.print_unit:
         sys.stdout.write(unit(args))
         return 0
@@ -105,13 +132,24 @@ def run(args: argparse.Namespace) -> int:
 
     options = ("-F", args.ssh_config) if args.ssh_config else ()
     registry = Registry()
+
     def stop(signum: int, frame: object) -> None:  # systemd's stop is a SIGTERM
         raise KeyboardInterrupt
 
     signal.signal(signal.SIGTERM, stop)
     try:
-        return asyncio.run(watch(args.runs, registry, hostname(), args.poll, say, args.rescan,
-                                 once=args.once, ssh_options=options))
+        return asyncio.run(
+            watch(
+                args.runs,
+                registry,
+                hostname(),
+                args.poll,
+                say,
+                args.rescan,
+                once=args.once,
+                ssh_options=options,
+            )
+        )
     except KeyboardInterrupt:
         say("babysit: stopped")
         return 0

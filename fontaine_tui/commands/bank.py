@@ -24,64 +24,99 @@ SUBCOMMANDS = ("add", "list", "show")
 
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
-        "bank", help="bank a finished run as a comparator: bank add, bank list, bank show",
+        "bank",
+        help="bank a finished run as a comparator: bank add, bank list, bank show",
         description="The bank keeps finished runs as comparators, in $FONTAINE_BANK (else "
         "$XDG_DATA_HOME/fontaine-tui/bank).",
-        epilog=examples("fontaine-tui bank add runs/ref --as ref-2rank",
-                        "fontaine-tui bank list", "fontaine-tui bank show ref-2rank@1a2b3c -j",
-                        exits="0 done, 2 bad input or nothing banked"))
+        epilog=examples(
+            "fontaine-tui bank add runs/ref --as ref-2rank",
+            "fontaine-tui bank list",
+            "fontaine-tui bank show ref-2rank@1a2b3c -j",
+            exits="0 done, 2 bad input or nothing banked",
+        ),
+    )
     actions = p.add_subparsers(dest="action", metavar="ACTION")
     actions.required = True
     a = actions.add_parser(
-        "add", help="bank a finished run under a name",
+        "add",
+        help="bank a finished run under a name",
         description="Store a finished run's curves (every probe, a train summary, recipe, "
         "world size, device, code and data identity, its prereg.json) as one canonical JSON "
         "document with its sha256. RUN is a run folder, [user@]host:/path or ssh://...",
-        epilog=examples("fontaine-tui bank add runs/ref --as ref-2rank --note 'two ranks'",
-                        "fontaine-tui bank add gpu1:/runs/r7 --as r7 --replace",
-                        "fontaine-tui bank add mlruns --as ml --ended --run 3f2a -p my-preset",
-                        exits="0 banked, 2 bad input or refused (nothing was banked)"))
+        epilog=examples(
+            "fontaine-tui bank add runs/ref --as ref-2rank --note 'two ranks'",
+            "fontaine-tui bank add gpu1:/runs/r7 --as r7 --replace",
+            "fontaine-tui bank add mlruns --as ml --ended --run 3f2a -p my-preset",
+            exits="0 banked, 2 bad input or refused (nothing was banked)",
+        ),
+    )
     a.add_argument("target", metavar="RUN", help="a run folder, [user@]host:/path or ssh://...")
     _add_options(a)
     a.set_defaults(func=run)
-    ls = actions.add_parser("list", help="list the banked runs",
-                            description="List the banked runs, and those a preset cannot use.",
-                            epilog=examples("fontaine-tui bank list",
-                                            "FONTAINE_BANK=/shared/bank fontaine-tui bank list"))
+    ls = actions.add_parser(
+        "list",
+        help="list the banked runs",
+        description="List the banked runs, and those a preset cannot use.",
+        epilog=examples(
+            "fontaine-tui bank list", "FONTAINE_BANK=/shared/bank fontaine-tui bank list"
+        ),
+    )
     ls.set_defaults(func=run_list)
-    sh = actions.add_parser("show", help="print one banked run",
-                            description="Print one banked run: NAME's current version, or "
-                            "NAME@SHA256-PREFIX for an older one.",
-                            epilog=examples("fontaine-tui bank show ref-2rank",
-                                            "fontaine-tui bank show ref-2rank@1a2b3c",
-                                            "fontaine-tui bank show ref-2rank -j | jq .probes",
-                                            exits="0 shown, 2 no such banked run"))
+    sh = actions.add_parser(
+        "show",
+        help="print one banked run",
+        description="Print one banked run: NAME's current version, or "
+        "NAME@SHA256-PREFIX for an older one.",
+        epilog=examples(
+            "fontaine-tui bank show ref-2rank",
+            "fontaine-tui bank show ref-2rank@1a2b3c",
+            "fontaine-tui bank show ref-2rank -j | jq .probes",
+            exits="0 shown, 2 no such banked run",
+        ),
+    )
     sh.add_argument("entry", metavar="NAME[@SHA]", help="a banked name[@sha256 prefix]")
     sh.add_argument("-j", "--json", action="store_true", help="the whole document as JSON")
     sh.set_defaults(func=run_show)
 
 
 def _add_options(a: argparse.ArgumentParser) -> None:
-    a.add_argument("--as", dest="name", metavar="NAME", required=True,
-                   help="the name to bank the run under")
+    a.add_argument(
+        "--as", dest="name", metavar="NAME", required=True, help="the name to bank the run under"
+    )
     a.add_argument("--note", default="", help="a note kept with the banked run")
-    a.add_argument("--replace", action="store_true",
-                   help="make this run the current version of NAME (the old one is kept)")
-    a.add_argument("--ended", action="store_true",
-                   help="another trainer's run (TensorBoard, Trainer, CSV, MLflow, JSONL): its "
-                        "log does not say when it ended; say that it has (a W&B run's exit "
-                        "says so itself)")
-    a.add_argument("--run", metavar="NAME", default="",
-                   help="a store holding several runs (MLflow, trackio): the run to bank, by "
-                        "name or id")
-    a.add_argument("-p", "--preset", metavar="PRESET",
-                   help="another trainer's run: the preset whose [source] says how to read it "
-                        "(its eval keys, path, loss key), so the banked probes hold the keys "
-                        "that preset reads")
-    a.add_argument("--even-if-conflicting", action="store_true",
-                   help="bank a run whose own evidence conflicts (two probes for one step, "
-                        "malformed or out-of-order lines, its own verdict UNDECIDABLE) all the "
-                        "same, marked: a preset that uses it refuses to load")
+    a.add_argument(
+        "--replace",
+        action="store_true",
+        help="make this run the current version of NAME (the old one is kept)",
+    )
+    a.add_argument(
+        "--ended",
+        action="store_true",
+        help="another trainer's run (TensorBoard, Trainer, CSV, MLflow, JSONL): its "
+        "log does not say when it ended; say that it has (a W&B run's exit "
+        "says so itself)",
+    )
+    a.add_argument(
+        "--run",
+        metavar="NAME",
+        default="",
+        help="a store holding several runs (MLflow, trackio): the run to bank, by name or id",
+    )
+    a.add_argument(
+        "-p",
+        "--preset",
+        metavar="PRESET",
+        help="another trainer's run: the preset whose [source] says how to read it "
+        "(its eval keys, path, loss key), so the banked probes hold the keys "
+        "that preset reads",
+    )
+    a.add_argument(
+        "--even-if-conflicting",
+        action="store_true",
+        help="bank a run whose own evidence conflicts (two probes for one step, "
+        "malformed or out-of-order lines, its own verdict UNDECIDABLE) all the "
+        "same, marked: a preset that uses it refuses to load",
+    )
     ssh_config(a)
 
 
@@ -89,24 +124,33 @@ def legacy(rest: list[str]) -> list[str]:
     """`bank RUN --as NAME` (before `bank add`): taken for one more release, with a note."""
     if not rest or rest[0] in (*SUBCOMMANDS, "-h", "--help"):
         return rest
-    print("fontaine-tui: `bank RUN --as NAME` is deprecated and will be removed in the next "
-          "release: use `bank add RUN --as NAME`", file=sys.stderr)
+    print(
+        "fontaine-tui: `bank RUN --as NAME` is deprecated and will be removed in the next "
+        "release: use `bank add RUN --as NAME`",
+        file=sys.stderr,
+    )
     return ["add", *rest]
 
 
 def run_list(args: argparse.Namespace) -> int:
     from fontaine_tui.core.bank import store as bank
 
-    rows = [f"{e.name:<24}{e.sha256[:12]}  {len(e.probes()):>4} probes  "
-            f"{len(bank.versions(e.name))} version(s)  {e.where()}"
-            + ("  MARKED: conflicting evidence" if e.marked else "")
-            for e in bank.entries()]
+    rows = [
+        f"{e.name:<24}{e.sha256[:12]}  {len(e.probes()):>4} probes  "
+        f"{len(bank.versions(e.name))} version(s)  {e.where()}"
+        + ("  MARKED: conflicting evidence" if e.marked else "")
+        for e in bank.entries()
+    ]
     bad = bank.unusable()
     if not rows:
-        rows = [f"nothing usable banked in {bank.bank_dir()}" if bad else
-                f"nothing banked in {bank.bank_dir()}"]
-    rows += [f"{name:<24}not listed (a preset naming it is refused): {literal(why)}"
-             for name, why in bad]
+        rows = [
+            f"nothing usable banked in {bank.bank_dir()}"
+            if bad
+            else f"nothing banked in {bank.bank_dir()}"
+        ]
+    rows += [
+        f"{name:<24}not listed (a preset naming it is refused): {literal(why)}" for name, why in bad
+    ]
     sys.stdout.write("\n".join(rows) + "\n")
     return 0
 
@@ -125,7 +169,8 @@ def run_show(args: argparse.Namespace) -> int:
         f"source {doc.get('source')}  run {doc.get('run')}  {entry.where()}\n"
         f"probes at steps {', '.join(map(str, probes)) or 'none'}\n"
         + (f"note: {doc.get('note')}\n" if doc.get("note") else "")
-        + "".join(f"marked: {why}\n" for why in entry.marked))
+        + "".join(f"marked: {why}\n" for why in entry.marked)
+    )
     return 0
 
 
@@ -138,25 +183,32 @@ def run(args: argparse.Namespace) -> int:
     require_utf8(args.note, "--note")
     store, prereg, ledger, label, kind = asyncio.run(_read(target, ssh, args.run, args.preset))
     if kind and not args.ended and store.ended_at is None and not _finished_here(target):
-        raise InputError(f"{label}: another trainer's run: its log does not say it ended; "
-                         "bank it with --ended once it has")
+        raise InputError(
+            f"{label}: another trainer's run: its log does not say it ended; "
+            "bank it with --ended once it has"
+        )
     doc = bank.document(store, label, args.note, prereg, kind)
     reasons = _conflicts(store, prereg, ledger, label)
     if reasons and not args.even_if_conflicting:
-        raise InputError(f"{label}: its own evidence conflicts: {'; '.join(reasons)}; nothing "
-                         "was banked (--even-if-conflicting banks it marked, and no preset "
-                         "will derive a bound from it)")
+        raise InputError(
+            f"{label}: its own evidence conflicts: {'; '.join(reasons)}; nothing "
+            "was banked (--even-if-conflicting banks it marked, and no preset "
+            "will derive a bound from it)"
+        )
     if reasons:
         doc = bank.mark(doc, reasons)
     entry, done = bank.put_whole(args.name, doc, args.replace)
     marked = " (MARKED: its own evidence conflicts)" if entry.marked else ""
-    print(f"{done} {literal(label)} as {entry.name}{marked}: sha256 {entry.sha256} "
-          f"({len(entry.probes())} probes, {entry.where()}) in {bank.bank_dir() / entry.name}")
+    print(
+        f"{done} {literal(label)} as {entry.name}{marked}: sha256 {entry.sha256} "
+        f"({len(entry.probes())} probes, {entry.where()}) in {bank.bank_dir() / entry.name}"
+    )
     return 0
 
 
-def _conflicts(store, prereg: bytes | None, ledger: tuple[bytes | None, bytes | None],
-               label: str) -> list[str]:
+def _conflicts(
+    store, prereg: bytes | None, ledger: tuple[bytes | None, bytes | None], label: str
+) -> list[str]:
     """What in the run's own evidence conflicts, in words: the log's own contradictions, and
     its own verdict when UNDECIDABLE (read by its prereg.json and amendments, as `verdict`
     reads it; `ledger`: amendments.jsonl's bytes and its head file's, each None if absent)."""
@@ -173,17 +225,20 @@ def _conflicts(store, prereg: bytes | None, ledger: tuple[bytes | None, bytes | 
 
     frozen = parse_prereg(prereg, f"{label}/{PREREG}")
     chain, head = ledger
-    amendments = (parse_amendments(chain, f"{label}/{AMENDMENTS}", genesis(prereg), head)
-                  if chain is not None else ())
-    own = compute_verdict(store, frozen.frozen_preset(f"{label}/{PREREG}"), None, amendments,
-                          frozen.provenance)
+    amendments = (
+        parse_amendments(chain, f"{label}/{AMENDMENTS}", genesis(prereg), head)
+        if chain is not None
+        else ()
+    )
+    own = compute_verdict(
+        store, frozen.frozen_preset(f"{label}/{PREREG}"), None, amendments, frozen.provenance
+    )
     if own.verdict == UNDECIDABLE:
         reasons.append(f"its own verdict is UNDECIDABLE: {own.reason}")
     return reasons
 
 
-async def _read(target: str, ssh_config: str | None, run: str = "",
-                preset_arg: str | None = None):
+async def _read(target: str, ssh_config: str | None, run: str = "", preset_arg: str | None = None):
     """The whole log (with its rotated segments when local), prereg.json and the amendments
     ledger, through the same sources the console follows; another trainer's run read as
     `preset_arg`'s [source] says, when given (else as its folder's contents say); `run`: the
@@ -197,8 +252,10 @@ async def _read(target: str, ssh_config: str | None, run: str = "",
     try:
         prereg = await source.read_bytes(PREREG)
         # the ledger and its head file (how long the chain was, as recorded)
-        ledger = (await source.read_bytes(AMENDMENTS),
-                  await source.read_bytes(head_name(AMENDMENTS)))
+        ledger = (
+            await source.read_bytes(AMENDMENTS),
+            await source.read_bytes(head_name(AMENDMENTS)),
+        )
         if isinstance(source, LocalRun):
             log = source.folder / LOG
             if not log.is_file():  # another trainer's run: read through its format
@@ -209,26 +266,33 @@ async def _read(target: str, ssh_config: str | None, run: str = "",
                 if not kind and preset_arg is None:
                     raise InputError(f"{log}: no such log")
                 if run and kind not in RUN_CHOICE and preset_arg is None:
-                    raise InputError(f"--run: a {kind} run holds one run (expected only for "
-                                     f"a store holding several: {', '.join(RUN_CHOICE)})")
+                    raise InputError(
+                        f"--run: a {kind} run holds one run (expected only for "
+                        f"a store holding several: {', '.join(RUN_CHOICE)})"
+                    )
                 if preset_arg is None:  # a launched [command]'s run: as its prereg.json froze
                     spec = frozen_spec(source.folder) or SourceSpec(kind)
                     if run:
                         spec = dataclasses.replace(
-                            spec, options=MappingProxyType({**spec.options, "run": run}))
+                            spec, options=MappingProxyType({**spec.options, "run": run})
+                        )
                     loaded = load_source(source.folder, spec)
                 else:
                     loaded = _by_preset(source.folder, preset_arg, kind, run)
                 return loaded.store, prereg, ledger, loaded.label, loaded.kind
             if run or preset_arg is not None:
-                raise InputError(f"--{'run' if run else 'preset'}: {source.folder} is a run of "
-                                 "this console's (its own log and prereg.json say how to read "
-                                 "it)")
+                raise InputError(
+                    f"--{'run' if run else 'preset'}: {source.folder} is a run of "
+                    "this console's (its own log and prereg.json say how to read "
+                    "it)"
+                )
             return load_log(log, history=True), prereg, ledger, str(source.folder), ""
         if run or preset_arg is not None:
-            raise InputError(f"--{'run' if run else 'preset'}: {source.label} is read over SSH "
-                             "as one of this console's runs (another trainer's run is banked "
-                             "on its own host)")
+            raise InputError(
+                f"--{'run' if run else 'preset'}: {source.label} is read over SSH "
+                "as one of this console's runs (another trainer's run is banked "
+                "on its own host)"
+            )
         raw = await source.read_bytes(LOG)
         if raw is None:
             raise InputError(f"{source.label}/{LOG}: no such log")
@@ -265,8 +329,10 @@ def _by_preset(folder, preset_arg: str, kind: str, run: str = ""):
     preset = load_preset(preset_arg)
     spec = preset.source if preset.source and preset.source.kind != "fontaine" else None
     if spec is None and not kind:
-        raise InputError(f"{folder}: no log this console reads, and --preset {preset_arg} has "
-                         "no [source] saying where it is")
+        raise InputError(
+            f"{folder}: no log this console reads, and --preset {preset_arg} has "
+            "no [source] saying where it is"
+        )
     spec = spec or SourceSpec(kind)
     if run:
         spec = dataclasses.replace(spec, options=MappingProxyType({**spec.options, "run": run}))

@@ -43,14 +43,25 @@ def register(sub: argparse._SubParsersAction) -> None:
         "tiny model in one process, read against a banked 2-rank run of the same recipe) "
         "in the console: the monitor, the probes chart, the verdict and the review keys. "
         "It runs from a temporary copy; your bank and registry are not touched.",
-        epilog=examples("fontaine-tui demo", "fontaine-tui demo --speed 4",
-                        "fontaine-tui demo --plain",
-                        exits="with --plain the verdict's code (as `verdict`)"))
-    p.add_argument("--speed", type=speed, metavar="X",
-                   help=f"replay at X times the run's own pace (default: the whole run in "
-                        f"about {DURATION_S:g} s)")
-    p.add_argument("--plain", action="store_true",
-                   help="print the replayed records, then the verdict; exit with its code")
+        epilog=examples(
+            "fontaine-tui demo",
+            "fontaine-tui demo --speed 4",
+            "fontaine-tui demo --plain",
+            exits="with --plain the verdict's code (as `verdict`)",
+        ),
+    )
+    p.add_argument(
+        "--speed",
+        type=speed,
+        metavar="X",
+        help=f"replay at X times the run's own pace (default: the whole run in "
+        f"about {DURATION_S:g} s)",
+    )
+    p.add_argument(
+        "--plain",
+        action="store_true",
+        help="print the replayed records, then the verdict; exit with its code",
+    )
     p.set_defaults(func=run)
 
 
@@ -72,8 +83,9 @@ def unpack(into: Path) -> Path:
             (folder / name).write_bytes((data / "run" / name).read_bytes())
         doc = json.loads((data / "bank" / f"{COMPARATOR}.json").read_bytes())
     except FileNotFoundError as exc:
-        raise InputError(f"{exc.filename}: the demo's recorded run is missing from this "
-                         "installation") from None
+        raise InputError(
+            f"{exc.filename}: the demo's recorded run is missing from this installation"
+        ) from None
     bank.put_whole(COMPARATOR, doc, root=into / "bank")
     return folder
 
@@ -161,8 +173,9 @@ def run(args: argparse.Namespace) -> int:
             from fontaine_tui.console import run_console
         except ImportError:
             raise InputError("the console is not available in this build; use --plain") from None
-        return run_console(source=demo.source, preset=demo.preset, mode="replay",
-                           registry=demo.registry)
+        return run_console(
+            source=demo.source, preset=demo.preset, mode="replay", registry=demo.registry
+        )
 
 
 def _plain(source, preset) -> int:

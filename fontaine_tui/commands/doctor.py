@@ -12,14 +12,18 @@ ORDER = 60
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("doctor", help="run the launch checks for a preset without launching",
-                       description="Print the host checks `launch` would make (GPUs free, RAM, "
-                       "run folder, frozen bounds), the telemetry and the engine command. "
-                       "Exit 0 when a launch would go ahead, 1 when it would be refused.",
-                       epilog=examples("fontaine-tui doctor my-preset",
-                                       "fontaine-tui doctor my-preset --resume --output-dir r7",
-                                       exits="0 a launch would go ahead, 1 it would be refused, "
-                                       "2 bad input"))
+    p = sub.add_parser(
+        "doctor",
+        help="run the launch checks for a preset without launching",
+        description="Print the host checks `launch` would make (GPUs free, RAM, "
+        "run folder, frozen bounds), the telemetry and the engine command. "
+        "Exit 0 when a launch would go ahead, 1 when it would be refused.",
+        epilog=examples(
+            "fontaine-tui doctor my-preset",
+            "fontaine-tui doctor my-preset --resume --output-dir r7",
+            exits="0 a launch would go ahead, 1 it would be refused, 2 bad input",
+        ),
+    )
     p.add_argument("preset", help="preset name or path")
     p.add_argument("--resume", action="store_true", help="check as `launch --resume` would")
     p.add_argument("--output-dir", metavar="DIR", help="run folder to check")
@@ -32,20 +36,27 @@ def telemetry_lines(t) -> list[str]:
     if t.gpus is None:
         out.append(f"gpu: {t.gpu_status}")
     for g in t.gpus or ():
-        mem = ("?" if g.mem_used is None or g.mem_total is None
-               else f"{mib(g.mem_used, 0, unit=False)}/{mib(g.mem_total, 0)}")
+        mem = (
+            "?"
+            if g.mem_used is None or g.mem_total is None
+            else f"{mib(g.mem_used, 0, unit=False)}/{mib(g.mem_total, 0)}"
+        )
         util = "?" if g.util_pct is None else f"{g.util_pct:.0f} %"
         power = "?" if g.power_w is None else f"{g.power_w:.0f} W"
         temp = "?" if g.temp_c is None else f"{g.temp_c:.0f} C"
-        procs = ("not listed" if g.processes is None else
-                 ", ".join(f"pid {p.pid} {p.name}" for p in g.processes) or "none")
-        out.append(f"gpu {g.cuda_index}: {g.name} {g.uuid}: util {util}, mem {mem}, "
-                   f"{power}, {temp}; compute processes: {procs}")
+        procs = (
+            "not listed"
+            if g.processes is None
+            else ", ".join(f"pid {p.pid} {p.name}" for p in g.processes) or "none"
+        )
+        out.append(
+            f"gpu {g.cuda_index}: {g.name} {g.uuid}: util {util}, mem {mem}, "
+            f"{power}, {temp}; compute processes: {procs}"
+        )
     if t.ram is None:
         out.append(f"ram: unknown ({t.ram_reason})")
     else:
-        out.append(f"ram: {gib(t.ram.available)} available of "
-                   f"{gib(t.ram.total)} ({t.ram.source})")
+        out.append(f"ram: {gib(t.ram.available)} available of {gib(t.ram.total)} ({t.ram.source})")
     return out
 
 
@@ -54,7 +65,8 @@ def run(args: argparse.Namespace) -> int:
     from fontaine_tui.model.launched import prepare
 
     preset, folder, findings, argv, _, telemetry = prepare(
-        args.preset, args.output_dir, args.resume, args.yes_ram)
+        args.preset, args.output_dir, args.resume, args.yes_ram
+    )
     print(f"preset {preset.name} ({literal(str(preset.path))}) sha256 {preset.sha256[:12]}")
     print(f"run folder {literal(str(folder.root))}")
     for line in telemetry_lines(telemetry):

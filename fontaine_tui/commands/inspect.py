@@ -25,20 +25,27 @@ def register(sub: argparse._SubParsersAction) -> None:
         "inspect",
         help="what a run folder holds: format, keys, probe cadence, end (and a preset)",
         description="Show what a run folder holds (any format a preset's [source] reads), "
-                    "and write a starting preset for it with --preset-out.",
-        epilog=examples("fontaine-tui inspect runs/hf-trainer",
-                        "fontaine-tui inspect mlruns --run 3f2a -j",
-                        "fontaine-tui inspect runs/tb --kind tensorboard --preset-out mine.toml",
-                        exits="0 inspected, 2 bad input or nothing readable"),
+        "and write a starting preset for it with --preset-out.",
+        epilog=examples(
+            "fontaine-tui inspect runs/hf-trainer",
+            "fontaine-tui inspect mlruns --run 3f2a -j",
+            "fontaine-tui inspect runs/tb --kind tensorboard --preset-out mine.toml",
+            exits="0 inspected, 2 bad input or nothing readable",
+        ),
     )
     p.add_argument("run", help="a run folder (local)")
     p.add_argument("-j", "--json", action="store_true", help="print the inspection as JSON")
     p.add_argument("--kind", default="", help="read it as this [source] kind")
     p.add_argument("--path", default="", help="the [source] path of one of several runs")
-    p.add_argument("--run", dest="run_id", default="",
-                   help="the [source] run of a store holding several (MLflow)")
-    p.add_argument("--preset-out", metavar="FILE",
-                   help="write a starting preset (its bounds left to complete)")
+    p.add_argument(
+        "--run",
+        dest="run_id",
+        default="",
+        help="the [source] run of a store holding several (MLflow)",
+    )
+    p.add_argument(
+        "--preset-out", metavar="FILE", help="write a starting preset (its bounds left to complete)"
+    )
     p.add_argument("--metric", default="", help="the preset's metric (default: an eval key)")
     p.add_argument("--direction", default="", help="lower or higher (default: by its name)")
     p.add_argument("--force", action="store_true", help="overwrite FILE if it exists")
@@ -52,8 +59,10 @@ def run(args: argparse.Namespace) -> int:
 
     target = args.run
     if isinstance(parse_target(target), SshTarget):
-        raise InputError(f"{target}: inspect reads a local folder (copy the run here, or run "
-                         "fontaine-tui inspect on that host)")
+        raise InputError(
+            f"{target}: inspect reads a local folder (copy the run here, or run "
+            "fontaine-tui inspect on that host)"
+        )
     runfolder.check_target(target)
     ins = inspect_run(Path(target), args.kind, args.path, args.run_id)
     text = None
@@ -70,8 +79,10 @@ def run(args: argparse.Namespace) -> int:
     else:
         sys.stdout.write("\n".join(render(ins)) + "\n")
         if args.preset_out:
-            sys.stdout.write(f"\nwrote {args.preset_out}: complete its [verdict] bounds, then "
-                             f"fontaine-tui verdict {target} --preset {args.preset_out}\n")
+            sys.stdout.write(
+                f"\nwrote {args.preset_out}: complete its [verdict] bounds, then "
+                f"fontaine-tui verdict {target} --preset {args.preset_out}\n"
+            )
     return 0
 
 
@@ -95,26 +106,35 @@ def _write(path: Path, text: str, force: bool) -> None:
 def render(ins: Inspection) -> list[str]:
     """The inspection as plain text."""
     c = ins.chosen
-    out = [f"run      {ins.folder}",
-           f"format   {c.kind}" + (f" ({ins.detail})" if ins.detail else ""),
-           f"files    {', '.join(ins.files[:3])}"
-           + (f" and {len(ins.files) - 3} more" if len(ins.files) > 3 else "")]
+    out = [
+        f"run      {ins.folder}",
+        f"format   {c.kind}" + (f" ({ins.detail})" if ins.detail else ""),
+        f"files    {', '.join(ins.files[:3])}"
+        + (f" and {len(ins.files) - 3} more" if len(ins.files) > 3 else ""),
+    ]
     if len(ins.candidates) > 1:
-        out.append(f"several runs or formats here ({len(ins.candidates)}); this one is read "
-                   "(--kind/--path/--run choose another), a preset names one in [source]:")
+        out.append(
+            f"several runs or formats here ({len(ins.candidates)}); this one is read "
+            "(--kind/--path/--run choose another), a preset names one in [source]:"
+        )
         for cand in ins.candidates:
             mark = "*" if cand == c else " "
-            out.append(f"  {mark} {cand.label()}" + (f"   {cand.describe}" if cand.describe
-                                                      else ""))
+            out.append(
+                f"  {mark} {cand.label()}" + (f"   {cand.describe}" if cand.describe else "")
+            )
     if ins.step_key != "step":
         out.append(f"step key {ins.step_key!r} (not 'step': [source] step = {ins.step_key!r})")
     out.append("")
     width = max([len(k.key) for k in ins.keys] + [3])
-    out.append(f"{'key':<{width}}  {'role':<5} {'first':>8} {'last':>8} {'count':>7} "
-               f"{'nan':>5} {'not#':>5}")
+    out.append(
+        f"{'key':<{width}}  {'role':<5} {'first':>8} {'last':>8} {'count':>7} "
+        f"{'nan':>5} {'not#':>5}"
+    )
     for k in ins.keys:
-        out.append(f"{k.key:<{width}}  {k.role:<5} {k.first:>8} {k.last:>8} {k.count:>7} "
-                   f"{k.nan:>5} {k.not_number:>5}")
+        out.append(
+            f"{k.key:<{width}}  {k.role:<5} {k.first:>8} {k.last:>8} {k.count:>7} "
+            f"{k.nan:>5} {k.not_number:>5}"
+        )
     if not ins.keys:
         out.append("(no keys)")
     out.append("")
@@ -122,8 +142,10 @@ def render(ins: Inspection) -> list[str]:
     out.append(f"last     step {ins.last_step}")
     if ins.ended is not None:
         e = ins.ended
-        out.append(f"ended    {'cleanly' if e.event == 'end' else 'with an error'} at step "
-                   f"{e.step}" + (f" ({e.detail})" if e.detail else ""))
+        out.append(
+            f"ended    {'cleanly' if e.event == 'end' else 'with an error'} at step "
+            f"{e.step}" + (f" ({e.detail})" if e.detail else "")
+        )
     else:
         out.append("ended    not known (no end or error record)")
     if ins.notices:

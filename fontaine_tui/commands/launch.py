@@ -15,38 +15,73 @@ from fontaine_tui.core.text import literal
 
 ORDER = 10
 EPILOG = examples(
-    "fontaine-tui launch my-preset", "fontaine-tui launch my-preset --resume --output-dir runs/r7",
-    "fontaine-tui launch my-preset --detach -j", "fontaine-tui launch my-preset --on gpu1",
+    "fontaine-tui launch my-preset",
+    "fontaine-tui launch my-preset --resume --output-dir runs/r7",
+    "fontaine-tui launch my-preset --detach -j",
+    "fontaine-tui launch my-preset --on gpu1",
     exits="with --plain the verdict's code (as `fontaine-tui verdict`) when the engine "
     "finished, 1 when it did not, 2 when the launch was refused, 130 when detached by Ctrl-C "
-    "(the run keeps going)")
+    "(the run keeps going)",
+)
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("launch", help="check the host, freeze the pre-registration, start and "
-                       "watch a run", description="Check the host, freeze prereg.json, start the "
-                       "engine in its own session, register it, and watch it.", epilog=EPILOG)
+    p = sub.add_parser(
+        "launch",
+        help="check the host, freeze the pre-registration, start and watch a run",
+        description="Check the host, freeze prereg.json, start the "
+        "engine in its own session, register it, and watch it.",
+        epilog=EPILOG,
+    )
     p.add_argument("preset", help="preset name or path")
-    p.add_argument("--resume", action="store_true",
-                   help="continue the run in its folder from its newest checkpoint")
-    p.add_argument("--output-dir", metavar="DIR", help="run folder (default: the preset's "
-                   "run.output_dir, relative to the current folder)")
-    p.add_argument("--plain", action="store_true",
-                   help="print records, warnings and the verdict line by line (no console)")
-    p.add_argument("--yes-ram", action="store_true",
-                   help="launch even if the RAM check would refuse")
-    p.add_argument("--stop-on-exit", action="store_true",
-                   help="with --plain: Ctrl-C stops the engine instead of detaching")
-    p.add_argument("--poll", type=float, default=2.0, metavar="S",
-                   help="seconds between process/telemetry polls (default 2)")
-    p.add_argument("--detach", action="store_true",
-                   help="start, register and exit: the run goes on unwatched (babysit, attach)")
-    p.add_argument("-j", "--json", action="store_true",
-                   help="with --detach: print the launched run as one JSON line")
-    p.add_argument("--on", metavar="HOST",
-                   help="launch on HOST over SSH (its [hosts.HOST] in config.toml: project, "
-                   "python, env), then watch it from here; slurm:PARTITION submits the run "
-                   "as a Slurm batch job ([slurm] in config.toml: time, account, qos, ...)")
+    p.add_argument(
+        "--resume",
+        action="store_true",
+        help="continue the run in its folder from its newest checkpoint",
+    )
+    p.add_argument(
+        "--output-dir",
+        metavar="DIR",
+        help="run folder (default: the preset's run.output_dir, relative to the current folder)",
+    )
+    p.add_argument(
+        "--plain",
+        action="store_true",
+        help="print records, warnings and the verdict line by line (no console)",
+    )
+    p.add_argument(
+        "--yes-ram", action="store_true", help="launch even if the RAM check would refuse"
+    )
+    p.add_argument(
+        "--stop-on-exit",
+        action="store_true",
+        help="with --plain: Ctrl-C stops the engine instead of detaching",
+    )
+    p.add_argument(
+        "--poll",
+        type=float,
+        default=2.0,
+        metavar="S",
+        help="seconds between process/telemetry polls (default 2)",
+    )
+    p.add_argument(
+        "--detach",
+        action="store_true",
+        help="start, register and exit: the run goes on unwatched (babysit, attach)",
+    )
+    p.add_argument(
+        "-j",
+        "--json",
+        action="store_true",
+        help="with --detach: print the launched run as one JSON line",
+    )
+    p.add_argument(
+        "--on",
+        metavar="HOST",
+        help="launch on HOST over SSH (its [hosts.HOST] in config.toml: project, "
+        "python, env), then watch it from here; slurm:PARTITION submits the run "
+        "as a Slurm batch job ([slurm] in config.toml: time, account, qos, ...)",
+    )
     ssh_config(p, "with --on: ssh client config file")
     p.set_defaults(func=run)
 
@@ -60,8 +95,14 @@ def run(args: argparse.Namespace) -> int:
         raise InputError(f"--poll: expected a positive number of seconds, got {args.poll}")
     options = ("-F", args.ssh_config) if args.on and args.ssh_config else ()
     target = pick_target(args.on, options)
-    launched = LaunchedRun.launch(target, load_preset(args.preset), output_dir=args.output_dir,
-                                  resume=args.resume, yes_ram=args.yes_ram, poll_s=args.poll)
+    launched = LaunchedRun.launch(
+        target,
+        load_preset(args.preset),
+        output_dir=args.output_dir,
+        resume=args.resume,
+        yes_ram=args.yes_ram,
+        poll_s=args.poll,
+    )
     try:
         if args.detach and args.json and not target.remote:
             launched.handle.close()
@@ -98,13 +139,18 @@ def watch_here(launched) -> int | None:
     engine = launched.handle
     telemetry = None
     if engine.pid:  # a Slurm job has no process here: the default sampler, of no pid
+
         def telemetry():
             return sample(pid=None if engine.poll() else engine.pid)
 
-    code = run_console(source=run_source(launched.run_dir, launched.preset.source),
-                       preset=launched.preset,
-                       mode="launch", launched=launched, registry=launched.registry,
-                       telemetry=telemetry)
+    code = run_console(
+        source=run_source(launched.run_dir, launched.preset.source),
+        preset=launched.preset,
+        mode="launch",
+        launched=launched,
+        registry=launched.registry,
+        telemetry=telemetry,
+    )
     return launched.after_console(code)
 
 
@@ -124,8 +170,7 @@ def watch_far(launched, args: argparse.Namespace, options: tuple[str, ...]) -> i
     if not args.plain:
         from fontaine_tui.console import watch_remote
 
-        return watch_remote(source, launched.preset, launched,
-                            announce=launched.announcement)
+        return watch_remote(source, launched.preset, launched, announce=launched.announcement)
     from fontaine_tui.core.host.memory import hostname
     from fontaine_tui.model.babysitter import Babysitter
     from fontaine_tui.model.plain import PlainReport
@@ -134,9 +179,14 @@ def watch_far(launched, args: argparse.Namespace, options: tuple[str, ...]) -> i
     where, what = launched.where
     report = PlainReport(Session(source, launched.preset, "attach"))
     # the log's end posts the final read; the watcher's polls are kept beside the registry
-    report.babysitter = Babysitter.for_session(report.session, "launch --plain", hostname(),
-                                               report.say, auto_final=True,
-                                               since=time.time() - 1.0)
+    report.babysitter = Babysitter.for_session(
+        report.session,
+        "launch --plain",
+        hostname(),
+        report.say,
+        auto_final=True,
+        since=time.time() - 1.0,
+    )
     report.babysitter.launched(launched.preset.name, where, what, launched.sha)
     try:
         code = asyncio.run(report.follow(until_end=True))
@@ -145,8 +195,10 @@ def watch_far(launched, args: argparse.Namespace, options: tuple[str, ...]) -> i
         report.babysitter.tick(None)
         return code
     except KeyboardInterrupt:
-        print(f"detached: the run goes on on {launched.host}; fontaine-tui attach "
-              f"{literal(str(where))}")
+        print(
+            f"detached: the run goes on on {launched.host}; fontaine-tui attach "
+            f"{literal(str(where))}"
+        )
         return 130
     finally:
         for line in report.babysitter.close():

@@ -12,27 +12,38 @@ WAIT = 30.0  # seconds the test waits for every delivery
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("notify", help="notification destinations: send a test message",
-                       description="Notifications go to the [[notify]] tables of "
-                       "$XDG_CONFIG_HOME/fontaine-tui/config.toml and to FONTAINE_NOTIFY=URL[,URL].",
-                       epilog=examples("fontaine-tui notify test",
-                                       "fontaine-tui notify test --url https://ntfy.sh/my-runs"))
+    p = sub.add_parser(
+        "notify",
+        help="notification destinations: send a test message",
+        description="Notifications go to the [[notify]] tables of "
+        "$XDG_CONFIG_HOME/fontaine-tui/config.toml and to FONTAINE_NOTIFY=URL[,URL].",
+        epilog=examples(
+            "fontaine-tui notify test", "fontaine-tui notify test --url https://ntfy.sh/my-runs"
+        ),
+    )
     actions = p.add_subparsers(dest="action", metavar="ACTION")
     actions.required = True
-    t = actions.add_parser("test", help="send one test message and say what became of it",
-                           description="Send one message to every configured destination "
-                           "(or only --url) and print, per destination, delivered or failed. "
-                           "Exit 0 if all were delivered, 1 if any failed, 2 for bad config "
-                           "or no destination.",
-                           epilog=examples("fontaine-tui notify test",
-                                           "fontaine-tui notify test --level alert",
-                                           "fontaine-tui notify test --url https://ntfy.sh/my-runs",
-                                           exits="0 all delivered, 1 any failed, 2 bad config "
-                                           "or no destination"))
+    t = actions.add_parser(
+        "test",
+        help="send one test message and say what became of it",
+        description="Send one message to every configured destination "
+        "(or only --url) and print, per destination, delivered or failed. "
+        "Exit 0 if all were delivered, 1 if any failed, 2 for bad config "
+        "or no destination.",
+        epilog=examples(
+            "fontaine-tui notify test",
+            "fontaine-tui notify test --level alert",
+            "fontaine-tui notify test --url https://ntfy.sh/my-runs",
+            exits="0 all delivered, 1 any failed, 2 bad config or no destination",
+        ),
+    )
     t.add_argument("--url", help="send to this URL only (the service told apart by the URL)")
-    t.add_argument("--level", default="info", choices=("info", "warn", "alert"),
-                   help="the test message's level (a destination whose least level is "
-                   "higher is skipped)")
+    t.add_argument(
+        "--level",
+        default="info",
+        choices=("info", "warn", "alert"),
+        help="the test message's level (a destination whose least level is higher is skipped)",
+    )
     t.set_defaults(func=run_test)
 
 
@@ -53,12 +64,16 @@ def run_test(args: argparse.Namespace) -> int:
     else:
         dests = load_destinations()
     if not dests:
-        raise InputError(f"no notification destination: add a [[notify]] table with a url to "
-                         f"{config_path()}, or set FONTAINE_NOTIFY=URL")
-    message = Message(level=args.level, title="fontaine-tui test notification",
-                      text=f"A test message from `fontaine-tui notify test` on "
-                      f"{socket.gethostname()}.",
-                      fields={"level": args.level})
+        raise InputError(
+            f"no notification destination: add a [[notify]] table with a url to "
+            f"{config_path()}, or set FONTAINE_NOTIFY=URL"
+        )
+    message = Message(
+        level=args.level,
+        title="fontaine-tui test notification",
+        text=f"A test message from `fontaine-tui notify test` on {socket.gethostname()}.",
+        fields={"level": args.level},
+    )
     chosen = [d for d in dests if d.accepts(args.level)]
     notifier = Notifier(chosen)
     notifier.send(message)

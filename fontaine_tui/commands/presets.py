@@ -13,11 +13,16 @@ ORDER = 50
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("presets", help="list presets, or show one with its sha256",
-                       description="List the presets found, or print one.",
-                       epilog=examples("fontaine-tui presets",
-                                       "fontaine-tui presets show my-preset",
-                                       "fontaine-tui presets show ./presets/mine.toml"))
+    p = sub.add_parser(
+        "presets",
+        help="list presets, or show one with its sha256",
+        description="List the presets found, or print one.",
+        epilog=examples(
+            "fontaine-tui presets",
+            "fontaine-tui presets show my-preset",
+            "fontaine-tui presets show ./presets/mine.toml",
+        ),
+    )
     p.add_argument("action", nargs="?", choices=["list", "show"], default="list")
     p.add_argument("name", nargs="?", help="preset name or path (with show)")
     p.set_defaults(func=run)
@@ -31,8 +36,10 @@ def run(args: argparse.Namespace) -> int:
 
         preset = load_preset(args.name)
         # a [[notify]] url is a credential: its token shown as ***, as everywhere
-        text = redact_text(resolve(args.name).read_text(),
-                           [(spec.url, spec.service) for spec in preset.notify if spec.url])
+        text = redact_text(
+            resolve(args.name).read_text(),
+            [(spec.url, spec.service) for spec in preset.notify if spec.url],
+        )
         sys.stdout.write(text if text.endswith("\n") else text + "\n")
         sys.stdout.write(f"# path: {preset.path}\n# sha256 (canonical form): {preset.sha256}\n")
         return 0

@@ -16,17 +16,28 @@ def register(sub: argparse._SubParsersAction) -> None:
         help="replay a finished log in the console (or as plain lines)",
         description="Feed a finished train_log.jsonl to the console as if it were being "
         "written: as fast as possible, or --speed X times its own time stamps.",
-        epilog=examples("fontaine-tui replay runs/r7", "fontaine-tui replay runs/r7 --speed 50",
-                        "fontaine-tui replay old/train_log.jsonl -p my-preset --plain",
-                        exits="with --plain the verdict's code (as `verdict`), 2 bad input"),
+        epilog=examples(
+            "fontaine-tui replay runs/r7",
+            "fontaine-tui replay runs/r7 --speed 50",
+            "fontaine-tui replay old/train_log.jsonl -p my-preset --plain",
+            exits="with --plain the verdict's code (as `verdict`), 2 bad input",
+        ),
     )
     p.add_argument("log", help="train_log.jsonl, or a run folder holding one")
-    p.add_argument("-p", "--preset",
-                   help="preset name or path (default: prereg.json beside the log)")
-    p.add_argument("--speed", type=speed, metavar="X",
-                   help="replay at X times the log's own pace (default: as fast as possible)")
-    p.add_argument("--plain", action="store_true",
-                   help="print records and the verdict line by line; exit at the end")
+    p.add_argument(
+        "-p", "--preset", help="preset name or path (default: prereg.json beside the log)"
+    )
+    p.add_argument(
+        "--speed",
+        type=speed,
+        metavar="X",
+        help="replay at X times the log's own pace (default: as fast as possible)",
+    )
+    p.add_argument(
+        "--plain",
+        action="store_true",
+        help="print records and the verdict line by line; exit at the end",
+    )
     p.set_defaults(func=run)
 
 

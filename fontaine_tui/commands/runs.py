@@ -12,19 +12,32 @@ ORDER = 55
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("runs", help="list launched and attached runs with live status",
-                       description="List the babysit registry ($FONTAINE_REGISTRY, else "
-                       "$XDG_STATE_HOME/fontaine-tui/babysit.toml) with each run's live state: "
-                       "runs of this host read directly, other hosts' over one SSH connection "
-                       "per host, all at once, within --timeout.",
-                       epilog=examples("fontaine-tui runs", "fontaine-tui runs -j",
-                                       "fontaine-tui runs --update",
-                                       "fontaine-tui --ssh-config ~/.ssh/lab runs --timeout 5"))
-    p.add_argument("--update", action="store_true",
-                   help="record observed exits (a registered pid that is gone) in the registry")
-    p.add_argument("--timeout", type=float, default=1.8, metavar="S",
-                   help="how long the table waits for the hosts, however slow one is "
-                   "(default 1.8)")
+    p = sub.add_parser(
+        "runs",
+        help="list launched and attached runs with live status",
+        description="List the babysit registry ($FONTAINE_REGISTRY, else "
+        "$XDG_STATE_HOME/fontaine-tui/babysit.toml) with each run's live state: "
+        "runs of this host read directly, other hosts' over one SSH connection "
+        "per host, all at once, within --timeout.",
+        epilog=examples(
+            "fontaine-tui runs",
+            "fontaine-tui runs -j",
+            "fontaine-tui runs --update",
+            "fontaine-tui --ssh-config ~/.ssh/lab runs --timeout 5",
+        ),
+    )
+    p.add_argument(
+        "--update",
+        action="store_true",
+        help="record observed exits (a registered pid that is gone) in the registry",
+    )
+    p.add_argument(
+        "--timeout",
+        type=float,
+        default=1.8,
+        metavar="S",
+        help="how long the table waits for the hosts, however slow one is (default 1.8)",
+    )
     p.add_argument("-j", "--json", action="store_true", help="one JSON object per run")
     ssh_config(p)
     p.set_defaults(func=run)
@@ -57,8 +70,9 @@ def run(args: argparse.Namespace) -> int:
             check_destination(e.host, f"{registry.path}: run {e.name!r}: host")
     state = registry.path.parent
     options = ("-F", args.ssh_config) if args.ssh_config else ()
-    fleet = Fleet(state / "fleet.json", control_dir(), host, options, args.timeout,
-                  envs=host_envs())
+    fleet = Fleet(
+        state / "fleet.json", control_dir(), host, options, args.timeout, envs=host_envs()
+    )
     with ThreadPoolExecutor(max_workers=1) as pool:
         # this host's runs (pid, attempts; a Slurm job: its scheduler) beside the other hosts
         mine = pool.submit(live_statuses, entries, host, args.timeout)
@@ -72,16 +86,39 @@ def run(args: argparse.Namespace) -> int:
                 doc.update(state=s.state, attempts=s.attempts, detail=s.detail)
             print(json.dumps(doc, default=str))
     else:
-        header = ("NAME", "HOST", "STATE", "STEP", "S/STEP", "PROBE", "READ", "GPU-H", "WARN",
-                  "ATT", "CHECKED", "RUN FOLDER")
+        header = (
+            "NAME",
+            "HOST",
+            "STATE",
+            "STEP",
+            "S/STEP",
+            "PROBE",
+            "READ",
+            "GPU-H",
+            "WARN",
+            "ATT",
+            "CHECKED",
+            "RUN FOLDER",
+        )
         table: list[tuple[str, ...]] = [header]
         for r in rows:
             s = local.get((r.host, r.run_dir))
             st = s.state if s is not None else r.state
             step, step_s, probe, read, gpu_h, warn, checked = row_cells(r, now)
-            cells = (r.name, r.host, st, step, step_s, probe, read, gpu_h, warn,
-                     "-" if s is None or s.attempts is None else str(s.attempts), checked,
-                     r.run_dir)
+            cells = (
+                r.name,
+                r.host,
+                st,
+                step,
+                step_s,
+                probe,
+                read,
+                gpu_h,
+                warn,
+                "-" if s is None or s.attempts is None else str(s.attempts),
+                checked,
+                r.run_dir,
+            )
             table.append(tuple(literal(str(c)) for c in cells))
         widths = [max(len(t[i]) for t in table) for i in range(len(header) - 1)]
         for t in table:
@@ -90,11 +127,19 @@ def run(args: argparse.Namespace) -> int:
             print(literal(f"{h}: {why}; its rows are its last good reading"))
     if args.update:
         # a foreign run gone quiet may yet write again: not an exit
-        changed = [s for s in local.values() if s.entry.status in ("running", "attached")
-                   and s.state not in ("running", "remote", "quiet")]
+        changed = [
+            s
+            for s in local.values()
+            if s.entry.status in ("running", "attached")
+            and s.state not in ("running", "remote", "quiet")
+        ]
         for s in changed:
-            registry.update(s.entry.run_dir, s.entry.host, status=s.state,
-                            last_step=s.last_step or s.entry.last_step,
-                            updated_at=utc_iso(time.time()))
+            registry.update(
+                s.entry.run_dir,
+                s.entry.host,
+                status=s.state,
+                last_step=s.last_step or s.entry.last_step,
+                updated_at=utc_iso(time.time()),
+            )
         print(f"{len(changed)} exit(s) recorded in {registry.path}")
     return 0

@@ -16,15 +16,21 @@ ORDER = 56
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("stop", help="stop a launched run (SIGINT, then SIGTERM, then SIGKILL)",
-                       description="Stop a run of this host's registry by its name or run "
-                       "folder: SIGINT (the engine checkpoints and exits), SIGTERM after 60 s, "
-                       "SIGKILL after 30 more. A run already gone is only recorded. A run "
-                       "launched on another host with `launch --on` (its name or HOST:/folder) "
-                       "is stopped there, over SSH.",
-                       epilog=examples("fontaine-tui stop r7", "fontaine-tui stop runs/r7 --yes -j",
-                                       "fontaine-tui --ssh-config ~/.ssh/lab stop gpu1:/runs/r7",
-                                       exits="0 stopped (or was gone), 2 bad input"))
+    p = sub.add_parser(
+        "stop",
+        help="stop a launched run (SIGINT, then SIGTERM, then SIGKILL)",
+        description="Stop a run of this host's registry by its name or run "
+        "folder: SIGINT (the engine checkpoints and exits), SIGTERM after 60 s, "
+        "SIGKILL after 30 more. A run already gone is only recorded. A run "
+        "launched on another host with `launch --on` (its name or HOST:/folder) "
+        "is stopped there, over SSH.",
+        epilog=examples(
+            "fontaine-tui stop r7",
+            "fontaine-tui stop runs/r7 --yes -j",
+            "fontaine-tui --ssh-config ~/.ssh/lab stop gpu1:/runs/r7",
+            exits="0 stopped (or was gone), 2 bad input",
+        ),
+    )
     p.add_argument("run", help="a registered run's name or its run folder")
     p.add_argument("--yes", action="store_true", help="do not ask for confirmation")
     p.add_argument("-j", "--json", action="store_true", help="print the exit as one JSON line")
@@ -83,8 +89,11 @@ def run(args: argparse.Namespace) -> int:
     if info is None:
         if not confirmed(args, entry.name, f"{label(engine)} in {entry.run_dir}"):
             return 0
-        print(f"stopping {label(engine)} (SIGINT, then SIGTERM, then SIGKILL)",
-              file=sys.stderr, flush=True)
+        print(
+            f"stopping {label(engine)} (SIGINT, then SIGTERM, then SIGKILL)",
+            file=sys.stderr,
+            flush=True,
+        )
         info = engine.stop()
     launched.end_attempt(info)
     return recorded(info, entry, registry, args)
@@ -110,9 +119,14 @@ def recorded(info, entry, registry, args: argparse.Namespace) -> int:
     from fontaine_tui.core.launch.launcher import exit_to_dict
     from fontaine_tui.core.verdict.prereg import utc_iso
 
-    registry.update(entry.run_dir, entry.host, status=info.status, exit_code=info.code,
-                    last_step=max(info.last_step, entry.last_step),
-                    updated_at=utc_iso(time.time()))
+    registry.update(
+        entry.run_dir,
+        entry.host,
+        status=info.status,
+        exit_code=info.code,
+        last_step=max(info.last_step, entry.last_step),
+        updated_at=utc_iso(time.time()),
+    )
     if args.json:
         print(json.dumps(exit_to_dict(info), default=str))
     else:
@@ -127,16 +141,22 @@ def stop_remote(entry, registry, args: argparse.Namespace, this_host: str) -> in
 
     where = f"{entry.host}:{entry.run_dir}"
     if not entry.pid and not entry.job:
-        raise InputError(f"{where}: attached, not launched from here (no pid or job known); "
-                         f"stop it on {entry.host}")
+        raise InputError(
+            f"{where}: attached, not launched from here (no pid or job known); "
+            f"stop it on {entry.host}"
+        )
     what = f"slurm job {entry.job}" if entry.job else f"engine pid {entry.pid}"
     if not confirmed(args, entry.name, f"{what} on {where}"):
         return 0
     options = ("-F", args.ssh_config) if getattr(args, "ssh_config", None) else ()
-    launched = LaunchedRun.from_registry(entry, registry, this_host, ssh_options=options,
-                                         poll_s=3600.0)
-    print(f"stopping {what} on {entry.host} (SIGINT, then SIGTERM, then SIGKILL, over SSH)",
-          file=sys.stderr, flush=True)
+    launched = LaunchedRun.from_registry(
+        entry, registry, this_host, ssh_options=options, poll_s=3600.0
+    )
+    print(
+        f"stopping {what} on {entry.host} (SIGINT, then SIGTERM, then SIGKILL, over SSH)",
+        file=sys.stderr,
+        flush=True,
+    )
     try:
         info = launched.stop()
     finally:

@@ -17,10 +17,12 @@ from fontaine_tui.core.verdict.text import render
 ORDER = 40
 
 EPILOG = examples(
-    "fontaine-tui verdict runs/r7", "fontaine-tui verdict runs/r7 --at-step 1500",
+    "fontaine-tui verdict runs/r7",
+    "fontaine-tui verdict runs/r7 --at-step 1500",
     "fontaine-tui verdict old/train_log.jsonl -p my-preset -j",
     exits=", ".join(f"{k} {c}" for k, c in EXIT_CODES.items())
-    + f"; a PROVISIONAL read (before the endpoint) adds {PROVISIONAL_OFFSET}; 2 bad input")
+    + f"; a PROVISIONAL read (before the endpoint) adds {PROVISIONAL_OFFSET}; 2 bad input",
+)
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -31,8 +33,9 @@ def register(sub: argparse._SubParsersAction) -> None:
         epilog=EPILOG,
     )
     p.add_argument("log", help="train_log.jsonl, or a run folder holding one")
-    p.add_argument("-p", "--preset",
-                   help="preset name or path (default: the run folder's prereg.json)")
+    p.add_argument(
+        "-p", "--preset", help="preset name or path (default: the run folder's prereg.json)"
+    )
     p.add_argument("-j", "--json", action="store_true", help="print verdict.json instead of text")
     p.add_argument("--at-step", type=int, metavar="N", help="read at probe step N")
     p.set_defaults(func=run)
@@ -84,8 +87,7 @@ def _ledger(folder: runfolder.RunFolder | None):
     from fontaine_tui.core.verdict.head import head_path
     from fontaine_tui.core.verdict.ledger import read_amendments
 
-    if folder is None or not (folder.amendments.exists()
-                              or head_path(folder.amendments).exists()):
+    if folder is None or not (folder.amendments.exists() or head_path(folder.amendments).exists()):
         return ()
 
     return read_amendments(folder)
@@ -123,14 +125,16 @@ def run(args: argparse.Namespace) -> int:
             preset, provenance = _preset_for(args, folder)
         try:
             # a run folder's log is read with its rotated segments (train_log.jsonl.1, ...)
-            store = load_log(log, columns=False, workers=default_workers(),
-                             history=folder is not None)
+            store = load_log(
+                log, columns=False, workers=default_workers(), history=folder is not None
+            )
         except OSError as exc:
             raise InputError(f"{log}: cannot read ({exc.strerror})") from None
     if args.at_step is not None and args.at_step not in store.probes:
         steps = ", ".join(map(str, store.probe_steps())) or "none"
-        raise InputError(f"{log_path}: --at-step {args.at_step}: expected a probe step "
-                         f"(probes: {steps})")
+        raise InputError(
+            f"{log_path}: --at-step {args.at_step}: expected a probe step (probes: {steps})"
+        )
     verdict = compute_verdict(store, preset, args.at_step, _ledger(folder), provenance)
     if args.json:
         sys.stdout.write(json.dumps(verdict.to_json(), indent=2) + "\n")

@@ -93,8 +93,9 @@ def create_new(path: str | Path, data: bytes | str) -> None:
     fsync_dir(path.parent)
 
 
-def replace_own(path: str | Path, data: bytes | str, ours: Callable[[bytes], bool],
-                what: str) -> None:
+def replace_own(
+    path: str | Path, data: bytes | str, ours: Callable[[bytes], bool], what: str
+) -> None:
     """atomic_write, but only over a file that `ours(first bytes)` recognises as one this
     program wrote (or no file at all); anything else raises InputError and stays as it is."""
     from fontaine_tui.core.errors import InputError
@@ -110,6 +111,8 @@ def replace_own(path: str | Path, data: bytes | str, ours: Callable[[bytes], boo
     except InputError as exc:  # a folder, a pipe, a device
         raise InputError(f"{exc}; not {what}, left untouched") from None
     if head is not None and not ours(head):
-        raise InputError(f"{path}: exists and is not {what} written by fontaine-tui; "
-                         "left untouched (move it away to write a new one)")
+        raise InputError(
+            f"{path}: exists and is not {what} written by fontaine-tui; "
+            "left untouched (move it away to write a new one)"
+        )
     atomic_write(path, data)

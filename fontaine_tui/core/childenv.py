@@ -26,8 +26,7 @@ def secret_names() -> frozenset[str]:
     return frozenset(_NAMED)
 
 
-def child_env(base: Mapping[str, str] | None = None, also: Iterable[str] = ()
-              ) -> dict[str, str]:
+def child_env(base: Mapping[str, str] | None = None, also: Iterable[str] = ()) -> dict[str, str]:
     """`base` (this process's environment when None) without FONTAINE_NOTIFY, without every
     url_env variable named so far, and without `also`."""
     env = dict(os.environ if base is None else base)

@@ -28,8 +28,14 @@ from pathlib import Path
 from fontaine_tui.core.childenv import child_env
 
 NOTE = "command.exits.jsonl"
-FORWARDED = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT, signal.SIGUSR1,
-             signal.SIGUSR2)
+FORWARDED = (
+    signal.SIGINT,
+    signal.SIGTERM,
+    signal.SIGHUP,
+    signal.SIGQUIT,
+    signal.SIGUSR1,
+    signal.SIGUSR2,
+)
 
 
 def wrapped(argv: list[str], folder: Path, python: str = sys.executable) -> list[str]:
@@ -52,8 +58,10 @@ def read(folder: Path, pid: int) -> tuple[int | None, str | None] | None:
             continue
         if isinstance(doc, dict) and doc.get("pid") == pid:
             code, sig = doc.get("code"), doc.get("signal")
-            return (code if isinstance(code, int) and not isinstance(code, bool) else None,
-                    sig if isinstance(sig, str) else None)
+            return (
+                code if isinstance(code, int) and not isinstance(code, bool) else None,
+                sig if isinstance(sig, str) else None,
+            )
     return None
 
 
@@ -85,8 +93,12 @@ def main(args: list[str]) -> int:
         print(f"cannot start {argv[0]}: {exc.strerror or exc}", file=sys.stderr)
         return 127
     rc = child.wait()
-    line = {"pid": os.getpid(), "child": child.pid, "code": rc if rc >= 0 else None,
-            "signal": signal.Signals(-rc).name if rc < 0 else None}
+    line = {
+        "pid": os.getpid(),
+        "child": child.pid,
+        "code": rc if rc >= 0 else None,
+        "signal": signal.Signals(-rc).name if rc < 0 else None,
+    }
     try:
         # never through a link: the note is ours, in the run folder, or nothing
         fd = os.open(note, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW, 0o644)

@@ -58,8 +58,10 @@ def open_fd(path: str | Path) -> int:
         raise
     if not stat.S_ISREG(mode):
         os.close(fd)
-        raise InputError(f"{path}: not a regular file ({_kind(mode)}); refused: reading it "
-                         "could wait or run forever")
+        raise InputError(
+            f"{path}: not a regular file ({_kind(mode)}); refused: reading it "
+            "could wait or run forever"
+        )
     return fd
 
 
@@ -69,8 +71,10 @@ def open_regular(path: str | Path) -> BinaryIO:
 
 
 def too_big(path: str | Path, size: int, most: int) -> InputError:
-    return InputError(f"{path}: {size} bytes or more, over the {most} bytes read whole from "
-                      f"one file (${LIMIT_ENV} sets another limit); refused")
+    return InputError(
+        f"{path}: {size} bytes or more, over the {most} bytes read whole from "
+        f"one file (${LIMIT_ENV} sets another limit); refused"
+    )
 
 
 def read_whole(path: str | Path, most: int | None = None) -> bytes:
@@ -87,8 +91,9 @@ def read_whole(path: str | Path, most: int | None = None) -> bytes:
     return data
 
 
-def iter_regular(path: str | Path, chunk: int, start: int = 0, stop: int | None = None
-                 ) -> Iterator[bytes]:
+def iter_regular(
+    path: str | Path, chunk: int, start: int = 0, stop: int | None = None
+) -> Iterator[bytes]:
     """The bytes of the regular file at `path` from `start` to `stop` (default: its size
     when opened, so a read always ends), `chunk` bytes at a time."""
     with open_regular(path) as fh:

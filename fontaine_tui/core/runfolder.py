@@ -65,8 +65,10 @@ NAME_MAX = 255  # bytes in one name of a path, on every file system Linux mounts
 
 def _short(path: str) -> str:
     """`path` with each name longer than NAME_MAX cut, its length said (for one line)."""
-    parts = [p if len(os.fsencode(p)) <= NAME_MAX else
-             f"{p[:24]}...({len(os.fsencode(p))} bytes)" for p in path.split(os.sep)]
+    parts = [
+        p if len(os.fsencode(p)) <= NAME_MAX else f"{p[:24]}...({len(os.fsencode(p))} bytes)"
+        for p in path.split(os.sep)
+    ]
     return os.sep.join(parts)
 
 
@@ -83,9 +85,11 @@ def check_target(target: str | Path) -> None:
         return
     except OSError as exc:
         if exc.errno == errno.ENAMETOOLONG:
-            raise InputError(f"{_short(text)}: a name in this path is longer than a file "
-                             f"system allows ({NAME_MAX} bytes) or the path is too long: "
-                             "not a run folder") from None
+            raise InputError(
+                f"{_short(text)}: a name in this path is longer than a file "
+                f"system allows ({NAME_MAX} bytes) or the path is too long: "
+                "not a run folder"
+            ) from None
         raise InputError(f"{text}: cannot look it up ({exc.strerror or exc})") from None
     if stat.S_ISDIR(st.st_mode) and os.path.realpath(text) == os.sep:
         how = "" if os.path.abspath(text) == os.sep else " (through a link)"

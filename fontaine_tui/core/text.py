@@ -35,8 +35,7 @@ def mib(n: float | None, places: int = 1, unit: bool = True) -> str:
 
 
 _BIDI = (0x061C, 0x200E, 0x200F, *range(0x202A, 0x202F), *range(0x2066, 0x206A))
-_TABLE: dict[int, str] = {i: f"\\x{i:02x}" for i in (*range(32), 127, *range(0x80, 0xA0))
-                          if i != 9}
+_TABLE: dict[int, str] = {i: f"\\x{i:02x}" for i in (*range(32), 127, *range(0x80, 0xA0)) if i != 9}
 _TABLE.update({i: f"\\u{i:04x}" for i in _BIDI})
 _TABLE.update({10: "\\n", 13: "\\r"})  # as written in a string: `\n` reads as one
 # the Unicode line and paragraph separators end a line for many readers (splitlines, editors)
@@ -68,8 +67,10 @@ def require_utf8(text: str, what: str) -> str:
     try:
         text.encode("utf-8")
     except UnicodeEncodeError as exc:
-        raise InputError(f"{what}: expected UTF-8 text, got '{literal(text)}' (character "
-                         f"{exc.start + 1} is not UTF-8)") from None
+        raise InputError(
+            f"{what}: expected UTF-8 text, got '{literal(text)}' (character "
+            f"{exc.start + 1} is not UTF-8)"
+        ) from None
     return text
 
 

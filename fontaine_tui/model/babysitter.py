@@ -57,10 +57,19 @@ class Babysitter:
     """Polls and notifications for one `Session`. `notices` None: nothing is sent (polls are
     still written); `poll_log` None: polls are not written (nor taken)."""
 
-    def __init__(self, session: Session, notices: RunNotices | None, *, watcher: str,
-                 poll_log: Path | None, lock: WatchLock | None = None,
-                 clock: Callable[[], float] = time.time, say: Callable[[str], None] = print,
-                 since: float | None = None, auto_final: bool = False) -> None:
+    def __init__(
+        self,
+        session: Session,
+        notices: RunNotices | None,
+        *,
+        watcher: str,
+        poll_log: Path | None,
+        lock: WatchLock | None = None,
+        clock: Callable[[], float] = time.time,
+        say: Callable[[str], None] = print,
+        since: float | None = None,
+        auto_final: bool = False,
+    ) -> None:
         self.session, self.notices, self.watcher = session, notices, watcher
         self.auto_final = auto_final  # the log's end sends the final read (no launcher here)
         self.finalized = False
@@ -69,8 +78,7 @@ class Babysitter:
         self._clock: PollClock | None = None
         self._sent_probes: set[int] = set(session.store.probes)  # read before: not news
         # what an earlier watcher of this run posted (babysit.jsonl): not posted again
-        self._told = read_told(poll_log) if poll_log is not None and notices is not None \
-            else set()
+        self._told = read_told(poll_log) if poll_log is not None and notices is not None else set()
         # a watcher that comes to a run already under way (attach, babysit): its first look
         # at the log posts the newest probe read nobody was told of, not the whole history
         self._catching_up = session.kind == "attach"
@@ -79,10 +87,17 @@ class Babysitter:
         self.last_poll: dict[str, object] | None = None  # set by the tick that took it
 
     @classmethod
-    def for_session(cls, session: Session, watcher: str, host: str,
-                    say: Callable[[str], None], env: Mapping[str, str] | None = None,
-                    clock: Callable[[], float] = time.time,
-                    since: float | None = None, auto_final: bool = False) -> Babysitter:
+    def for_session(
+        cls,
+        session: Session,
+        watcher: str,
+        host: str,
+        say: Callable[[str], None],
+        env: Mapping[str, str] | None = None,
+        clock: Callable[[], float] = time.time,
+        since: float | None = None,
+        auto_final: bool = False,
+    ) -> Babysitter:
         """The watcher that babysits `session`'s run, or (another one holds the run's lock)
         one that only shows it."""
         key = f"{host}:{session.folder if session.folder is not None else session.source.label}"
@@ -93,19 +108,33 @@ class Babysitter:
             say(f"warn: babysit lock {lock.path}: {exc.strerror or exc}; babysitting anyway")
             held = True
         if not held:
-            say(f"babysat by {lock.holder()} (lock {lock.path}): this {watcher} shows the "
-                "run but neither polls nor notifies")
+            say(
+                f"babysat by {lock.holder()} (lock {lock.path}): this {watcher} shows the "
+                "run but neither polls nor notifies"
+            )
             return cls(session, None, watcher=watcher, poll_log=None, clock=clock, say=say)
         preset = session.given_preset
-        notices = RunNotices.configured(preset.run_name or session.source.label, say, preset,
-                                        env if env is not None else os.environ)
+        notices = RunNotices.configured(
+            preset.run_name or session.source.label,
+            say,
+            preset,
+            env if env is not None else os.environ,
+        )
         if session.folder is not None:
             poll_log = session.folder / BABYSIT_LOG
         else:  # a run over SSH: its polls are kept here, by host and folder
             poll_log = lock.path.with_suffix(".babysit.jsonl")
-        return cls(session, notices, watcher=watcher, poll_log=poll_log,
-                   lock=lock if lock.held else None,
-                   clock=clock, say=say, since=since, auto_final=auto_final)
+        return cls(
+            session,
+            notices,
+            watcher=watcher,
+            poll_log=poll_log,
+            lock=lock if lock.held else None,
+            clock=clock,
+            say=say,
+            since=since,
+            auto_final=auto_final,
+        )
 
     # -- events ---------------------------------------------------------------------------
 
@@ -138,8 +167,7 @@ class Babysitter:
         if self.poll_log is None:
             return
         try:
-            append_poll(self.poll_log, told_record(what, step, logged, self.clock(),
-                                                   self.watcher))
+            append_poll(self.poll_log, told_record(what, step, logged, self.clock(), self.watcher))
         except OSError as exc:
             self.say(f"warn: {self.poll_log}: not written ({exc.strerror or exc})")
 
@@ -153,8 +181,9 @@ class Babysitter:
         session = self.session
         self.last_poll = None
         # the first poll is a poll; an early end is the incident the watcher's finish sends
-        new = [w for w in session.warning_book.last_new
-               if w.rule not in ("first-poll", "exited-early")]
+        new = [
+            w for w in session.warning_book.last_new if w.rule not in ("first-poll", "exited-early")
+        ]
         if self.notices is not None:
             for w in new:
                 self.notices.warning(w, session.store.last_step or None)
@@ -178,8 +207,7 @@ class Babysitter:
                 self.finalized = True  # an earlier watcher posted this end's verdict
                 return
             verdict = session.latest()
-            self.final(verdict, render(verdict, session.source.label), line,
-                       told=(step, logged))
+            self.final(verdict, render(verdict, session.source.label), line, told=(step, logged))
 
     def _over(self) -> tuple[int, float, str] | None:
         """(step, logged time, the line) of the run's end when the log says it is over: its
@@ -202,14 +230,27 @@ class Babysitter:
         if self.poll_log is None:
             return
         if self._clock is None:
-            self._clock = resumed_clock(Cadence.of(self.session.given_preset),
-                                        _launched(self.session), self.poll_log, self.since)
+            self._clock = resumed_clock(
+                Cadence.of(self.session.given_preset),
+                _launched(self.session),
+                self.poll_log,
+                self.since,
+            )
         kind = self._clock.due(self.session.store, now)
         if kind is None:
             return
         session = self.session
-        rec = poll_record(kind, session.store, telemetry, session.latest(), session.warnings,
-                          now, recipe_steps(session.preset), self.watcher, session.gpu_hours)
+        rec = poll_record(
+            kind,
+            session.store,
+            telemetry,
+            session.latest(),
+            session.warnings,
+            now,
+            recipe_steps(session.preset),
+            self.watcher,
+            session.gpu_hours,
+        )
         self._clock.done(now)
         self.polls += 1
         self.last_poll = rec
@@ -229,18 +270,29 @@ class Babysitter:
         if len(failures) == self._failures_seen:
             return
         self._failures_seen = len(failures)
-        warning = RunWarning(NOTIFY_RULE, "warn", now,
-                             f"{len(failures)} notification(s) failed; last: {failures[-1]}",
-                             {"failures": float(len(failures))})
+        warning = RunWarning(
+            NOTIFY_RULE,
+            "warn",
+            now,
+            f"{len(failures)} notification(s) failed; last: {failures[-1]}",
+            {"failures": float(len(failures))},
+        )
         self.session.extra_warnings[NOTIFY_RULE] = warning
         self.session.warnings = self.session.sorted_warnings(
-            [w for w in self.session.warnings if w.rule != NOTIFY_RULE] + [warning])
+            [w for w in self.session.warnings if w.rule != NOTIFY_RULE] + [warning]
+        )
         self.say(f"warn: {failures[-1]}")
 
     # -- the end --------------------------------------------------------------------------
 
-    def final(self, verdict: Verdict, text: str, exit_line: str,
-              store: RunStore | None = None, told: tuple[int, float] | None = None) -> None:
+    def final(
+        self,
+        verdict: Verdict,
+        text: str,
+        exit_line: str,
+        store: RunStore | None = None,
+        told: tuple[int, float] | None = None,
+    ) -> None:
         """The final read posted (once: told, at `told`'s step and logged time, else the
         log's end); `store`: the log as the finish re-read it, which holds the end the
         session may not have followed yet."""
@@ -261,9 +313,8 @@ class Babysitter:
         failure not said yet. Releases the lock."""
         lines: list[str] = []
         if self.notices is not None:
-            closing = (self.notices.close() if drain_s is None
-                       else self.notices.close(drain_s))
-            lines = closing[self._failures_seen:]
+            closing = self.notices.close() if drain_s is None else self.notices.close(drain_s)
+            lines = closing[self._failures_seen :]
         if self.lock is not None:
             self.lock.release()
         return lines

@@ -17,8 +17,7 @@ T = TypeVar("T")
 __all__ = ["file_of", "follow_plain", "guard", "resolve_preset"]
 
 
-async def resolve_preset(source: RunSource, preset_arg: str | None,
-                         strict: bool = True) -> Preset:
+async def resolve_preset(source: RunSource, preset_arg: str | None, strict: bool = True) -> Preset:
     """The frozen preset in the run's prereg.json, else --preset; InputError if neither.
     With `strict` (the plain report) a --preset that differs from the frozen one beyond
     [platform] is refused; the console takes it and shows the difference as a warning."""
@@ -30,8 +29,10 @@ async def resolve_preset(source: RunSource, preset_arg: str | None,
     origin = file_of(source, PREREG)
     if raw is None:
         if given is None:
-            raise InputError(f"{origin}: no such file: no {PREREG} (the run's frozen "
-                             "pre-registration) to read it by; name a preset with --preset P")
+            raise InputError(
+                f"{origin}: no such file: no {PREREG} (the run's frozen "
+                "pre-registration) to read it by; name a preset with --preset P"
+            )
         return given
     prereg = parse_prereg(raw, origin)
     if not strict:
@@ -65,8 +66,13 @@ async def guard(source: RunSource, coro: Awaitable[T]) -> T:
         raise
 
 
-def follow_plain(source: RunSource, preset: Preset, mode: str, until_end: bool = False,
-                 quiet_end: float | None = None) -> int:
+def follow_plain(
+    source: RunSource,
+    preset: Preset,
+    mode: str,
+    until_end: bool = False,
+    quiet_end: float | None = None,
+) -> int:
     """--plain: the source's records, warnings and verdicts as lines until it ends (or, with
     `until_end`, the run's end; with `quiet_end`, that many seconds without new data)."""
     from fontaine_tui.core.follow.foreign import ForeignRun
@@ -75,6 +81,11 @@ def follow_plain(source: RunSource, preset: Preset, mode: str, until_end: bool =
 
     report = PlainReport(Session(source, preset, mode))
     foreign = isinstance(source, ForeignRun)
-    return asyncio.run(report.follow(until_end=until_end, quiet_end=quiet_end, foreign=foreign,
-                                     final_ends=not (isinstance(source, ForeignRun)
-                                                     and source.records_end)))
+    return asyncio.run(
+        report.follow(
+            until_end=until_end,
+            quiet_end=quiet_end,
+            foreign=foreign,
+            final_ends=not (isinstance(source, ForeignRun) and source.records_end),
+        )
+    )

@@ -56,16 +56,21 @@ def _warn(text: str) -> None:
 
 def launchable(preset: Preset) -> Preset:
     if not preset.launchable and preset.source is not None:
-        raise InputError(f"{preset.path}: source.kind: {preset.source.kind!r}: this preset reads "
-                         "a run another trainer writes; it cannot be launched (attach, replay, "
-                         "verdict or bank the run's folder with it)")
+        raise InputError(
+            f"{preset.path}: source.kind: {preset.source.kind!r}: this preset reads "
+            "a run another trainer writes; it cannot be launched (attach, replay, "
+            "verdict or bank the run's folder with it)"
+        )
     return preset
 
 
-def prepare(preset_name: str, output_dir: str | None, resume: bool, yes_ram: bool,
-            registry: Registry | None = None
-            ) -> tuple[Preset, RunFolder, list[guards.Finding], list[str], Registry,
-                       TelemetrySnapshot | None]:
+def prepare(
+    preset_name: str,
+    output_dir: str | None,
+    resume: bool,
+    yes_ram: bool,
+    registry: Registry | None = None,
+) -> tuple[Preset, RunFolder, list[guards.Finding], list[str], Registry, TelemetrySnapshot | None]:
     """Everything before a start on this host, written nothing (`doctor` shows it):
     (preset, folder, findings, argv, registry, telemetry)."""
     from fontaine_tui.core.launch.targets.local import LocalTarget
@@ -104,10 +109,18 @@ class LaunchedRun:
     # -- the launch ---------------------------------------------------------------------
 
     @classmethod
-    def launch(cls, target: Target, preset: Preset, *, output_dir: str | None = None,
-               resume: bool = False, yes_ram: bool = False, poll_s: float = 2.0,
-               registry: Registry | None = None, maker: ArgvMaker | None = None
-               ) -> LaunchedRun:
+    def launch(
+        cls,
+        target: Target,
+        preset: Preset,
+        *,
+        output_dir: str | None = None,
+        resume: bool = False,
+        yes_ram: bool = False,
+        poll_s: float = 2.0,
+        registry: Registry | None = None,
+        maker: ArgvMaker | None = None,
+    ) -> LaunchedRun:
         """Guards, freeze, start, attempt, register: InputError (one line, nothing written)
         for a refusal; a registry or attempts.jsonl that cannot take it is a warning."""
         registry = registry if registry is not None else Registry()
@@ -127,10 +140,17 @@ class LaunchedRun:
                     _warn(f"{f.level}: {f.message}")
             argv = maker.argv(preset, folder.root, resume)
             where = target.prepare(req, folder, argv)
-            prereg = (read_prereg(folder) if resume else
-                      freeze(folder, preset, argv, target.host,
-                             provenance={**maker.provenance(preset, folder.root, argv),
-                                         **where}))
+            prereg = (
+                read_prereg(folder)
+                if resume
+                else freeze(
+                    folder,
+                    preset,
+                    argv,
+                    target.host,
+                    provenance={**maker.provenance(preset, folder.root, argv), **where},
+                )
+            )
         try:
             started = target.start(req, folder, argv, maker)
         except InputError:
@@ -141,8 +161,17 @@ class LaunchedRun:
             raise
         prereg = prereg if prereg is not None else started.prereg
         assert prereg is not None  # frozen here, or read back from the far host
-        run = cls(started.handle, registry, target.host, started.run_dir, folder, preset,
-                  prereg, target=target, started=started)
+        run = cls(
+            started.handle,
+            registry,
+            target.host,
+            started.run_dir,
+            folder,
+            preset,
+            prereg,
+            target=target,
+            started=started,
+        )
         if folder is not None:
             run.attempt = run.record_attempt("resume" if resume else "launch")
         run.register(poll_s)
@@ -152,8 +181,9 @@ class LaunchedRun:
         """This start as an attempt in attempts.jsonl; None (said) when it cannot be written."""
         assert self.folder is not None
         try:
-            return attempts.begin(self.folder, kind,
-                                  cast("EngineProcess | SlurmJob", self.handle), self.host)
+            return attempts.begin(
+                self.folder, kind, cast("EngineProcess | SlurmJob", self.handle), self.host
+            )
         except OSError as exc:
             _warn(f"warn: {self.folder.attempts}: attempt not recorded ({exc.strerror or exc})")
             return None
@@ -163,11 +193,21 @@ class LaunchedRun:
         assert self.target is not None and self.started is not None
         assert self.preset is not None and self.prereg is not None
         started = self.started
-        entry = Entry(name=self.preset.run_name, run_dir=started.run_dir, host=self.host,
-                      preset=self.preset.name, preset_sha256=self.prereg.preset_sha256,
-                      pid=started.pid, pid_started=started.pid_started,
-                      launched_at=self.prereg.launched_at, status="running", last_step=0,
-                      poll_cadence_s=poll_s, updated_at=utc_iso(time.time()), job=started.job)
+        entry = Entry(
+            name=self.preset.run_name,
+            run_dir=started.run_dir,
+            host=self.host,
+            preset=self.preset.name,
+            preset_sha256=self.prereg.preset_sha256,
+            pid=started.pid,
+            pid_started=started.pid_started,
+            launched_at=self.prereg.launched_at,
+            status="running",
+            last_step=0,
+            poll_cadence_s=poll_s,
+            updated_at=utc_iso(time.time()),
+            job=started.job,
+        )
         try:
             if (why := self.target.unregistered(started)) is not None:
                 raise InputError(why)
@@ -212,9 +252,13 @@ class LaunchedRun:
             doc["job"] = job
         else:
             doc["pid_started"] = getattr(self.handle, "started", None)
-        return {**doc, "host": self.host, "attempt": self.attempt,
-                "preset_sha256": self.sha,
-                "launched_at": self.prereg.launched_at if self.prereg is not None else ""}
+        return {
+            **doc,
+            "host": self.host,
+            "attempt": self.attempt,
+            "preset_sha256": self.sha,
+            "launched_at": self.prereg.launched_at if self.prereg is not None else "",
+        }
 
     def announce(self) -> None:
         """The launch post of a run nobody watches from here (--detach): sent, then waited
@@ -231,9 +275,15 @@ class LaunchedRun:
     # -- found again --------------------------------------------------------------------
 
     @classmethod
-    def from_registry(cls, entry: Entry, registry: Registry, this_host: str, *,
-                      ssh_options: Sequence[str] = (), poll_s: float | None = None
-                      ) -> LaunchedRun:
+    def from_registry(
+        cls,
+        entry: Entry,
+        registry: Registry,
+        this_host: str,
+        *,
+        ssh_options: Sequence[str] = (),
+        poll_s: float | None = None,
+    ) -> LaunchedRun:
         """A registered run's process found again: here by its open attempt (its offsets and
         OOM-kill counters) where the registry agrees on its pid and start time, else by the
         registry's pid or Slurm job; on another host, its RemoteEngine (InputError for a run
@@ -245,21 +295,39 @@ class LaunchedRun:
         # the run folder's attempt speaks for the engine only where the registry agrees on
         # its start time too: a folder anyone may write never vouches for a pid on its own
         handle: Handle
-        if opened is not None and (opened.job == entry.job if entry.job else
-                                   opened.pid == entry.pid and entry.pid_started > 0
-                                   and opened.pid_started == entry.pid_started):
+        if opened is not None and (
+            opened.job == entry.job
+            if entry.job
+            else opened.pid == entry.pid
+            and entry.pid_started > 0
+            and opened.pid_started == entry.pid_started
+        ):
             handle = attempts.reattach(folder, opened)
         elif entry.job:
             handle, opened = SlurmJob(folder, entry.job), None
         else:
-            handle, opened = EngineProcess.reattach(folder, entry.pid,
-                                                    entry.pid_started or None), None
-        return cls(handle, registry, entry.host, entry.run_dir, folder,
-                   attempt=opened.number if opened is not None else None, opened=opened)
+            handle, opened = (
+                EngineProcess.reattach(folder, entry.pid, entry.pid_started or None),
+                None,
+            )
+        return cls(
+            handle,
+            registry,
+            entry.host,
+            entry.run_dir,
+            folder,
+            attempt=opened.number if opened is not None else None,
+            opened=opened,
+        )
 
     @classmethod
-    def found_there(cls, host: str, run_dir: str, ssh_options: Sequence[str] = (),
-                    registry: Registry | None = None) -> LaunchedRun | None:
+    def found_there(
+        cls,
+        host: str,
+        run_dir: str,
+        ssh_options: Sequence[str] = (),
+        registry: Registry | None = None,
+    ) -> LaunchedRun | None:
         """A run this host launched on `host` (`launch --on`: the registry here has its pid
         or Slurm job, and it was running when last seen), so a console attached to it by
         `attach HOST:PATH` or from the runs list can stop it there; None for anything else
@@ -274,17 +342,26 @@ class LaunchedRun:
             return None
 
     @classmethod
-    def _remote(cls, entry: Entry, registry: Registry, ssh_options: Sequence[str],
-                poll_s: float | None) -> LaunchedRun:
+    def _remote(
+        cls, entry: Entry, registry: Registry, ssh_options: Sequence[str], poll_s: float | None
+    ) -> LaunchedRun:
         from fontaine_tui.core.launch.hosts import host_settings
         from fontaine_tui.core.launch.remote import POLL_S, RemoteEngine
         from fontaine_tui.core.notify.destinations import config_path
 
         if not entry.pid and not entry.job:
-            raise InputError(f"{entry.host}:{entry.run_dir}: attached, not launched from here "
-                             f"(no pid or job known); stop it on {entry.host}")
-        engine = RemoteEngine(host_settings(entry.host, config_path()), entry.run_dir,
-                              entry.pid, ssh_options, poll_s=poll_s or POLL_S, job=entry.job)
+            raise InputError(
+                f"{entry.host}:{entry.run_dir}: attached, not launched from here "
+                f"(no pid or job known); stop it on {entry.host}"
+            )
+        engine = RemoteEngine(
+            host_settings(entry.host, config_path()),
+            entry.run_dir,
+            entry.pid,
+            ssh_options,
+            poll_s=poll_s or POLL_S,
+            job=entry.job,
+        )
         return cls(engine, registry, entry.host, entry.run_dir)
 
     # -- its end ------------------------------------------------------------------------
@@ -304,16 +381,22 @@ class LaunchedRun:
     def watched_by(self, babysitter: Babysitter) -> None:
         self.babysitter = babysitter
 
-    def finish(self, info: ExitInfo, babysitter: Babysitter | None = None,
-               out: io.StringIO | None = None) -> int:
+    def finish(
+        self, info: ExitInfo, babysitter: Babysitter | None = None, out: io.StringIO | None = None
+    ) -> int:
         """The end of a run launched here: the exit in the registry, the attempt's end (an
         incident posted), verdict.json, the final read; the verdict's exit code when it
         finished its recipe, else 1."""
         from fontaine_tui.model.plain import PlainWatch, finish
 
         assert self.preset is not None and self.folder is not None and self.prereg
-        watch = PlainWatch(self.preset, self.folder,
-                           cast("EngineProcess | SlurmJob", self.handle), self.prereg, out)
+        watch = PlainWatch(
+            self.preset,
+            self.folder,
+            cast("EngineProcess | SlurmJob", self.handle),
+            self.prereg,
+            out,
+        )
         watch.babysitter, watch.attempt = babysitter, self.attempt
         return finish(watch, self.registry, self.host, info)
 
@@ -340,8 +423,10 @@ class LaunchedRun:
             for line in self.babysitter.close():
                 _warn(line)
             if self.babysitter.notices is not None:
-                _warn("notifications stop with the console: `fontaine-tui babysit` keeps "
-                      "them coming for detached runs")
+                _warn(
+                    "notifications stop with the console: `fontaine-tui babysit` keeps "
+                    "them coming for detached runs"
+                )
         return code
 
     def babysit_plain(self, poll_s: float, stop_on_exit: bool) -> int:
@@ -349,9 +434,17 @@ class LaunchedRun:
         from fontaine_tui.model.plain import babysit
 
         assert self.preset is not None and self.folder is not None and self.prereg
-        return babysit(self.preset, self.folder, cast("EngineProcess | SlurmJob", self.handle),
-                       self.registry, self.host, self.prereg, poll_s, stop_on_exit,
-                       self.attempt)
+        return babysit(
+            self.preset,
+            self.folder,
+            cast("EngineProcess | SlurmJob", self.handle),
+            self.registry,
+            self.host,
+            self.prereg,
+            poll_s,
+            stop_on_exit,
+            self.attempt,
+        )
 
     def record_exit(self) -> ExitInfo | None:
         """A far run's exit seen from here (stopped, or seen gone) into the registry; the

@@ -22,8 +22,13 @@ from fontaine_tui.core.verdict.text import headline, signed
 from fontaine_tui.core.verdict.watching import preset_destinations
 
 DRAIN_S = 10.0  # how long the end of a watch waits for the last deliveries
-TITLES = {"gpu-hours": "GPU-hours gate", "exited-early": "run ended early",
-          "nan-loss": "non-finite loss", "ram": "RAM pressure", "stall": "stall"}
+TITLES = {
+    "gpu-hours": "GPU-hours gate",
+    "exited-early": "run ended early",
+    "nan-loss": "non-finite loss",
+    "ram": "RAM pressure",
+    "stall": "stall",
+}
 
 
 def _level(v: Verdict) -> str:
@@ -37,8 +42,13 @@ class RunNotices:
         self.notifier, self.run = notifier, run
 
     @classmethod
-    def configured(cls, run: str, say: Callable[[str], None], preset: Preset | None = None,
-                   env: Mapping[str, str] | None = None) -> RunNotices | None:
+    def configured(
+        cls,
+        run: str,
+        say: Callable[[str], None],
+        preset: Preset | None = None,
+        env: Mapping[str, str] | None = None,
+    ) -> RunNotices | None:
         """From the user's config.toml, FONTAINE_NOTIFY and the preset's [[notify]]; a bad
         one is said, not fatal (the run is already going)."""
         env = os.environ if env is None else env
@@ -55,19 +65,33 @@ class RunNotices:
             destinations += [d for d in extra if d.url not in known]
         return cls(Notifier(destinations), run) if destinations else None
 
-    def _send(self, level: str, title: str, text: str, step: int | None = None,
-              **fields: str) -> None:
-        self.notifier.send(Message(level=level, title=title, text=text, run=self.run, step=step,
-                                   fields=dict(fields)))
+    def _send(
+        self, level: str, title: str, text: str, step: int | None = None, **fields: str
+    ) -> None:
+        self.notifier.send(
+            Message(
+                level=level, title=title, text=text, run=self.run, step=step, fields=dict(fields)
+            )
+        )
 
     def launched(self, preset: str, folder: str, what: str, sha: str) -> None:
         """`what`: the process as the user knows it ("engine pid N", "slurm job N")."""
-        self._send("info", f"{self.run}: launched", f"preset {preset}, {what} in "
-                   f"{folder} (prereg sha256 {sha[:12]})", 0, preset=preset)
+        self._send(
+            "info",
+            f"{self.run}: launched",
+            f"preset {preset}, {what} in {folder} (prereg sha256 {sha[:12]})",
+            0,
+            preset=preset,
+        )
 
     def probe(self, step: int, verdict: Verdict) -> None:
-        self._send("info", f"{self.run}: probe at step {step}", f"verdict: {headline(verdict)}",
-                   step, verdict=verdict.label)
+        self._send(
+            "info",
+            f"{self.run}: probe at step {step}",
+            f"verdict: {headline(verdict)}",
+            step,
+            verdict=verdict.label,
+        )
 
     def warning(self, w: RunWarning, step: int | None) -> None:
         title = TITLES.get(w.rule, w.rule)
@@ -76,12 +100,18 @@ class RunNotices:
     def poll(self, rec: Mapping[str, object], n: int) -> None:
         kind = "first poll" if rec.get("kind") == "first" else f"poll {n}"
         step = rec.get("step")
-        self._send(str(rec.get("level", "info")), f"{self.run}: {kind}", poll_text(rec),
-                   step if isinstance(step, int) else None, verdict=str(rec.get("verdict")))
+        self._send(
+            str(rec.get("level", "info")),
+            f"{self.run}: {kind}",
+            poll_text(rec),
+            step if isinstance(step, int) else None,
+            verdict=str(rec.get("verdict")),
+        )
 
     def incident(self, attempt: int, cause: str, text: str, step: int | None) -> None:
-        self._send("alert", f"{self.run}: incident: attempt {attempt} {cause}", text, step,
-                   cause=cause)
+        self._send(
+            "alert", f"{self.run}: incident: attempt {attempt} {cause}", text, step, cause=cause
+        )
 
     def final(self, verdict: Verdict, text: str, exit_line: str) -> None:
         """The verdict; each dataset's read as a field (Slack, Discord) and as a line of the
@@ -89,18 +119,33 @@ class RunNotices:
         breakdown = {name: f"{verdict.read} {signed(x)}" for name, x in verdict.datasets.items()}
         fields = {"verdict": verdict.label}
         fields.update({f"dataset {name}": value for name, value in breakdown.items()})
-        detail = "\n".join([f"per dataset (the bounds are {verdict.metric}'s):",
-                            *(f"  {name}: {value}" for name, value in breakdown.items())]
-                           ) if breakdown else ""
-        self.notifier.send(Message(level=_level(verdict), title=f"{self.run}: VERDICT "
-                                   f"{verdict.label}", text=f"{exit_line}\n{text}",
-                                   run=self.run, step=verdict.read_step, fields=fields,
-                                   detail=detail))
+        detail = (
+            "\n".join(
+                [
+                    f"per dataset (the bounds are {verdict.metric}'s):",
+                    *(f"  {name}: {value}" for name, value in breakdown.items()),
+                ]
+            )
+            if breakdown
+            else ""
+        )
+        self.notifier.send(
+            Message(
+                level=_level(verdict),
+                title=f"{self.run}: VERDICT {verdict.label}",
+                text=f"{exit_line}\n{text}",
+                run=self.run,
+                step=verdict.read_step,
+                fields=fields,
+                detail=detail,
+            )
+        )
 
     @property
     def failures(self) -> list[str]:
-        return [f"notification to {f.destination} failed: {f.reason}"
-                for f in self.notifier.failures]
+        return [
+            f"notification to {f.destination} failed: {f.reason}" for f in self.notifier.failures
+        ]
 
     def close(self, drain_s: float = DRAIN_S) -> list[str]:
         """Wait for the deliveries (at most `drain_s`); a line per one that failed, and one
@@ -109,5 +154,6 @@ class RunNotices:
         left = self.notifier.pending()
         if not drained and left:
             return [f"warn: {line}" for line in self.failures] + [
-                f"warn: {left} notification(s) not delivered within {drain_s:g} s (dropped)"]
+                f"warn: {left} notification(s) not delivered within {drain_s:g} s (dropped)"
+            ]
         return [f"warn: {line}" for line in self.failures]

@@ -57,23 +57,32 @@ def describe_record(rec: object, steps: int) -> str | None:
             rate = f"  {_num(rec.step_s, 2)} s/step" if math.isfinite(rec.step_s) else ""
             return f"step {rec.step}/{steps}  loss {_num(rec.loss)}{rate}"
         data = f"{rec.data_s / rec.step_s:.0%}" if rec.step_s > 0 else "?"
-        return (f"step {rec.step}/{steps}  loss {_num(rec.loss)}  ar_ce {_num(rec.ar_ce)}  "
-                f"flow {_num(rec.flow_loss)}  {_num(rec.step_s, 2)} s/step  data {data}")
+        return (
+            f"step {rec.step}/{steps}  loss {_num(rec.loss)}  ar_ce {_num(rec.ar_ce)}  "
+            f"flow {_num(rec.flow_loss)}  {_num(rec.step_s, 2)} s/step  data {data}"
+        )
     if isinstance(rec, Probe):
         if math.isnan(rec.eval_chunk_mae) and "eval_chunk_mae" not in rec.fields and rec.fields:
             shown = list(rec.fields.items())[:6]  # another trainer's: its own keys
             more = ", ..." if len(rec.fields) > 6 else ""
-            return (f"probe step {rec.step}: "
-                    + ", ".join(f"{literal(k)} {_num(v)}" for k, v in shown) + more)
-        return (f"probe step {rec.step}: eval_chunk_mae {_num(rec.eval_chunk_mae)}  "
-                f"train_chunk_mae {_num(rec.train_chunk_mae)}")
+            return (
+                f"probe step {rec.step}: "
+                + ", ".join(f"{literal(k)} {_num(v)}" for k, v in shown)
+                + more
+            )
+        return (
+            f"probe step {rec.step}: eval_chunk_mae {_num(rec.eval_chunk_mae)}  "
+            f"train_chunk_mae {_num(rec.train_chunk_mae)}"
+        )
     if isinstance(rec, Checkpoint):
         return f"checkpoint step {rec.step}: {literal(rec.path)}"
     if isinstance(rec, Event):
         return f"event {literal(rec.event)} at step {rec.step}: {literal(rec.detail)}"
     if isinstance(rec, Meta):
-        return (f"meta: run {literal(rec.run)}, world size {rec.world_size}, device "
-                f"{literal(rec.device)}, host {literal(rec.host)}")
+        return (
+            f"meta: run {literal(rec.run)}, world size {rec.world_size}, device "
+            f"{literal(rec.device)}, host {literal(rec.host)}"
+        )
     return None
 
 
@@ -106,8 +115,9 @@ class PlainReport:
             self.say(f"-- {literal(batch.note)}")
         for n, rec in session.apply_lines(batch):
             if isinstance(rec, Malformed):
-                self.say(f"line {n}: malformed ({rec.reason})" if rec.reason
-                         else f"line {n}: malformed")
+                self.say(
+                    f"line {n}: malformed ({rec.reason})" if rec.reason else f"line {n}: malformed"
+                )
                 continue
             text = describe_record(rec, self.steps)
             if text:
@@ -128,8 +138,13 @@ class PlainReport:
                 ended = rec
         return ended
 
-    async def follow(self, until_end: bool = False, quiet_end: float | None = None,
-                     foreign: bool = False, final_ends: bool = True) -> int:
+    async def follow(
+        self,
+        until_end: bool = False,
+        quiet_end: float | None = None,
+        foreign: bool = False,
+        final_ends: bool = True,
+    ) -> int:
         """Report the source until it ends; with `until_end`, until the run's end event (the
         engine's, or a foreign source's that knows its end: an MLflow run's status), or for
         a `foreign` run whose source says no end (`final_ends`) the final read (the probe at
@@ -186,8 +201,11 @@ class PlainReport:
         if latest.provisional:
             return ""
         probe = self.session.store.probes.get(latest.read_step or -1)
-        if probe is not None and latest.metric not in probe.fields \
-                and latest.metric not in dict(probe.not_numbers):
+        if (
+            probe is not None
+            and latest.metric not in probe.fields
+            and latest.metric not in dict(probe.not_numbers)
+        ):
             return ""
         return f"the final read (step {latest.read_step}, the endpoint in force)"
 
@@ -196,13 +214,25 @@ class PlainWatch:
     """`launch --plain`: a `PlainReport` on the launched run, the engine polled and the
     warning rules judged between reads."""
 
-    def __init__(self, preset: Preset, folder: RunFolder, engine: EngineProcess | SlurmJob,
-                 prereg: Prereg, out: TextIO | None = None, poll_s: float = 0.25) -> None:
+    def __init__(
+        self,
+        preset: Preset,
+        folder: RunFolder,
+        engine: EngineProcess | SlurmJob,
+        prereg: Prereg,
+        out: TextIO | None = None,
+        poll_s: float = 0.25,
+    ) -> None:
         from fontaine_tui.core.follow import run_source
 
         self.folder, self.engine, self.prereg = folder, engine, prereg
-        self.session = Session(run_source(folder.root, preset.source, min(poll_s, 0.25)),
-                               preset, "launch", engine, folder.root)
+        self.session = Session(
+            run_source(folder.root, preset.source, min(poll_s, 0.25)),
+            preset,
+            "launch",
+            engine,
+            folder.root,
+        )
         self.report = PlainReport(self.session, out)
         self.exit: ExitInfo | None = None
         self.babysitter: Babysitter | None = None  # set by babysit()
@@ -222,8 +252,9 @@ class PlainWatch:
         ledger = read_ledger(self.folder)  # a break is said; the amendments before it count
         if ledger.broken:
             self.say(f"WARNING: {literal(ledger.broken)}")
-        return compute_verdict(store, self.preset, amendments=ledger.amendments,
-                               provenance=self.prereg.provenance)
+        return compute_verdict(
+            store, self.preset, amendments=ledger.amendments, provenance=self.prereg.provenance
+        )
 
     def look(self) -> tuple[ExitInfo | None, TelemetrySnapshot]:
         """The blocking part of a poll (process, NVML, /proc), run off the event loop."""
@@ -278,8 +309,14 @@ def finish(watch: PlainWatch, registry: Registry, host: str, info: ExitInfo) -> 
     complete = info.status == "finished" and last >= recipe_steps(watch.preset)
     status = info.status if complete or info.status != "finished" else "exited"
     try:
-        registry.update(folder.root, host, status=status, exit_code=info.code,
-                        last_step=last, updated_at=utc_iso(time.time()))
+        registry.update(
+            folder.root,
+            host,
+            status=status,
+            exit_code=info.code,
+            last_step=last,
+            updated_at=utc_iso(time.time()),
+        )
     except Exception as exc:  # the run's outcome is still printed and written below
         watch.say(f"warn: exit not recorded in the registry ({exc})")
     watch.say(info.describe())
@@ -300,8 +337,9 @@ def finish(watch: PlainWatch, registry: Registry, host: str, info: ExitInfo) -> 
     return verdict.exit_code if complete else 1
 
 
-def final_store(folder: RunFolder, preset: Preset, say: Callable[[str], None]
-                ) -> tuple[RunStore, str]:
+def final_store(
+    folder: RunFolder, preset: Preset, say: Callable[[str], None]
+) -> tuple[RunStore, str]:
     """The whole log at the end, re-read, and what it was read from: ours with its rotated
     segments, or the [source] trainer's (a launched [command]); a log that cannot be read
     is said, and reads empty."""
@@ -314,12 +352,19 @@ def final_store(folder: RunFolder, preset: Preset, say: Callable[[str], None]
             say(f"warn: {exc}")
             return RunStore(), str(folder.root)
         return loaded.store, loaded.label
-    return (load_log(folder.log, history=True) if folder.log.exists() else RunStore(),
-            str(folder.log))
+    return (
+        load_log(folder.log, history=True) if folder.log.exists() else RunStore(),
+        str(folder.log),
+    )
 
 
-def end_attempt(folder: RunFolder, attempt: int | None, info: ExitInfo,
-                babysitter: Babysitter | None, say: Callable[[str], None]) -> None:
+def end_attempt(
+    folder: RunFolder,
+    attempt: int | None,
+    info: ExitInfo,
+    babysitter: Babysitter | None,
+    say: Callable[[str], None],
+) -> None:
     """The attempt's end in attempts.jsonl; one that did not finish (nor was stopped) is an
     incident, posted with its cause."""
     from fontaine_tui.core.launch import attempts
@@ -332,21 +377,28 @@ def end_attempt(folder: RunFolder, attempt: int | None, info: ExitInfo,
         say(f"warn: {folder.attempts}: attempt end not recorded ({exc.strerror or exc})")
     cause, detail = info.cause, info.cause_detail
     if cause not in ("finished", "stopped") and babysitter is not None:
-        babysitter.incident(attempt, cause, f"{info.describe()}\n{detail}".strip(),
-                            info.last_step)
+        babysitter.incident(attempt, cause, f"{info.describe()}\n{detail}".strip(), info.last_step)
 
 
-def babysit(preset: Preset, folder: RunFolder, engine: EngineProcess | SlurmJob,
-            registry: Registry,
-            host: str, prereg: Prereg, poll_s: float, stop_on_exit: bool,
-            attempt: int | None = None) -> int:
+def babysit(
+    preset: Preset,
+    folder: RunFolder,
+    engine: EngineProcess | SlurmJob,
+    registry: Registry,
+    host: str,
+    prereg: Prereg,
+    poll_s: float,
+    stop_on_exit: bool,
+    attempt: int | None = None,
+) -> int:
     """Watch the launched engine until it exits. Ctrl-C, SIGTERM and SIGHUP (a closed
     terminal, a job scheduler's kill) are one thing: with `stop_on_exit` the engine is stopped
     and its exit recorded; without, the console detaches and says how to come back."""
     watch = PlainWatch(preset, folder, engine, prereg, poll_s=poll_s)
     watch.attempt = attempt
-    sitter = Babysitter.for_session(watch.session, "launch --plain", host, watch.say,
-                                    since=time.time() - 1.0)  # earlier attempts' polls: not this one's
+    sitter = Babysitter.for_session(
+        watch.session, "launch --plain", host, watch.say, since=time.time() - 1.0
+    )  # earlier attempts' polls: not this one's
     watch.babysitter = watch.report.babysitter = sitter
     sitter.launched(preset.name, str(folder.root), label(engine), prereg.preset_sha256)
     old = {sig: signal.signal(sig, _interrupt) for sig in (signal.SIGTERM, signal.SIGHUP)}

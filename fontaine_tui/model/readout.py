@@ -47,12 +47,21 @@ def probe_rows(store: RunStore, verdicts: Sequence[Verdict]) -> list[ProbeRow]:
         v = by_step.get(s)
         train_delta = v.corroboration.get("train_delta") if v is not None else None
         metric = v.metric if v is not None else "eval_chunk_mae"
-        rows.append(ProbeRow(s, p.eval_chunk_mae, v.delta if v is not None else None,
-                             p.train_chunk_mae,
-                             train_delta if isinstance(train_delta, float) else None,
-                             p.eval_ar_ce, p.breakdown, metric, p.value(metric),
-                             v.read if v is not None else "delta",
-                             frozenset(f for f in ENGINE_FIELDS if p.has(f))))
+        rows.append(
+            ProbeRow(
+                s,
+                p.eval_chunk_mae,
+                v.delta if v is not None else None,
+                p.train_chunk_mae,
+                train_delta if isinstance(train_delta, float) else None,
+                p.eval_ar_ce,
+                p.breakdown,
+                metric,
+                p.value(metric),
+                v.read if v is not None else "delta",
+                frozenset(f for f in ENGINE_FIELDS if p.has(f)),
+            )
+        )
     return rows
 
 
@@ -87,15 +96,24 @@ def progress(store: RunStore, preset: Preset) -> Progress:
     gate = gate_of(preset.gates, "gpu_hours")
     data = _finite(store.columns["data_s"][-MEDIAN_WINDOW:])
     frac = sum(data) / sum(recent) if data and recent and sum(recent) > 0 else None
-    return Progress(step, total, last, median, eta, None, gate, world, frac,
-                    alerts.data_starved(store, preset.gates) is not None)
+    return Progress(
+        step,
+        total,
+        last,
+        median,
+        eta,
+        None,
+        gate,
+        world,
+        frac,
+        alerts.data_starved(store, preset.gates) is not None,
+    )
 
 
 def recipe_steps(preset: Preset) -> int:
     """recipe.steps (the preset loader checked it is an integer); 0 when absent."""
     steps = preset.recipe.get("steps", 0)
     return int(steps) if isinstance(steps, (int, float)) and math.isfinite(steps) else 0
-
 
 
 def duration(seconds: float | None) -> str:
@@ -132,8 +150,9 @@ def status_tone(kind: str, exit_code: int | str | None, has_records: bool) -> st
     return "watching"
 
 
-def run_status(kind: str, exit_code: int | str | None, has_records: bool, ended: bool,
-               failed: bool = False) -> str:
+def run_status(
+    kind: str, exit_code: int | str | None, has_records: bool, ended: bool, failed: bool = False
+) -> str:
     """launching / running / exited N / attached / replay (what the header says); an ended
     run's end an `error` event: (failed)."""
     if kind == "launch":
@@ -142,8 +161,6 @@ def run_status(kind: str, exit_code: int | str | None, has_records: bool, ended:
         return "running" if has_records else "launching"
     end = (" (failed)" if failed else " (ended)") if ended else ""
     return ("replay" if kind == "replay" else "attached") + end
-
-
 
 
 @dataclass(frozen=True, slots=True)
@@ -159,23 +176,31 @@ class RunEvent:
 
 def run_events(store: RunStore, limit: int = 6) -> list[RunEvent]:
     """The last `limit` of them, oldest first; texts are literal (from the log)."""
-    out = [RunEvent(c.line, c.step, "checkpoint", f"checkpoint {literal(c.path)}")
-           for c in store.checkpoints]
+    out = [
+        RunEvent(c.line, c.step, "checkpoint", f"checkpoint {literal(c.path)}")
+        for c in store.checkpoints
+    ]
     for e in store.events:
         text = f"{literal(e.event)}: {literal(e.detail)}" if e.detail else literal(e.event)
         if e.event == "resume":
             gone = sorted(p.step for p in store.superseded if p.step > e.step and p.line < e.line)
             if gone:
-                text += f" (superseded probe{'s' if len(gone) > 1 else ''} " \
-                        f"{', '.join(map(str, gone))}; the later ones count)"
+                text += (
+                    f" (superseded probe{'s' if len(gone) > 1 else ''} "
+                    f"{', '.join(map(str, gone))}; the later ones count)"
+                )
         out.append(RunEvent(e.line, e.step, e.event, text))
     for g in store.segments:
-        out.append(RunEvent(g.first_line, None, "segment",
-                            f"reading {literal(g.name)}" + (f" ({literal(g.why)})" if g.why else "")))
+        out.append(
+            RunEvent(
+                g.first_line,
+                None,
+                "segment",
+                f"reading {literal(g.name)}" + (f" ({literal(g.why)})" if g.why else ""),
+            )
+        )
     out.sort(key=lambda r: r.line)
     return out[-limit:]
-
-
 
 
 def evidence_lines(store: RunStore) -> tuple[str, ...]:
@@ -184,10 +209,14 @@ def evidence_lines(store: RunStore) -> tuple[str, ...]:
     out = []
     if store.out_of_order_count:
         first = store.out_of_order[0]
-        out.append(f"{store.out_of_order_count} record(s) out of order, not applied (first: "
-                   f"{store.where(first.line)}, {first.why})")
+        out.append(
+            f"{store.out_of_order_count} record(s) out of order, not applied (first: "
+            f"{store.where(first.line)}, {first.why})"
+        )
     for c in store.conflicts[:3]:
-        out.append(f"conflicting probes for step {c.step}: {store.where(c.first.line)} and "
-                   f"{store.where(c.second.line)} (no resume between them)")
+        out.append(
+            f"conflicting probes for step {c.step}: {store.where(c.first.line)} and "
+            f"{store.where(c.second.line)} (no resume between them)"
+        )
     out += store.notices[:3]
     return tuple(literal(line) for line in out)

@@ -195,8 +195,18 @@ def fleet_entries(registry: Registry, fleet: Fleet) -> tuple[list[RunEntry], str
         st = live.get(e.key)
         state = st.state if st is not None else r.state
         cells = row_cells(r, now)
-        out.append(RunEntry(e.name, e.run_dir, e.pid or None, state, e.launched_at, e.host,
-                            f"{cells[0]}  {cells[3]}  {cells[-1]}", cells))
+        out.append(
+            RunEntry(
+                e.name,
+                e.run_dir,
+                e.pid or None,
+                state,
+                e.launched_at,
+                e.host,
+                f"{cells[0]}  {cells[3]}  {cells[-1]}",
+                cells,
+            )
+        )
     why = "; ".join(f"{h}: {w}" for h, w in down.items())
     return out, why or "the registry is empty"
 
@@ -207,9 +217,13 @@ class RunsList:
     every host's runs are checked too, in a thread: `rows` answers at once with the last
     look (the first time: this host's runs, the others "checking")."""
 
-    def __init__(self, registry: Registry | None, every_s: float = 2.0,
-                 clock: Callable[[], float] = time.monotonic, fleet: Fleet | None = None
-                 ) -> None:
+    def __init__(
+        self,
+        registry: Registry | None,
+        every_s: float = 2.0,
+        clock: Callable[[], float] = time.monotonic,
+        fleet: Fleet | None = None,
+    ) -> None:
         self.registry, self.every_s, self.clock, self.fleet = registry, every_s, clock, fleet
         self._at: float | None = None
         self._rows: tuple[list[RunEntry], str] = ([], "")
@@ -225,8 +239,10 @@ class RunsList:
         if self._looking is None or not self._looking.is_alive():
             if self._at is None:  # nothing yet: this host's rows now, the rest to come
                 rows, why = registry_entries(self.registry)
-                self._rows = ([replace(r, state="checking") if r.state == "remote" else r
-                               for r in rows], why)
+                self._rows = (
+                    [replace(r, state="checking") if r.state == "remote" else r for r in rows],
+                    why,
+                )
             self._at = now
             registry, fleet = self.registry, self.fleet
 
@@ -255,8 +271,14 @@ def folder_of(source: RunSource) -> Path | None:
 
 
 class Session:
-    def __init__(self, source: RunSource, preset: Preset, kind: str,
-                 process: Process | None = None, folder: Path | None = None) -> None:
+    def __init__(
+        self,
+        source: RunSource,
+        preset: Preset,
+        kind: str,
+        process: Process | None = None,
+        folder: Path | None = None,
+    ) -> None:
         self.source = source
         self.preset = preset  # what the verdict computes with: the frozen one once read
         self.given_preset = preset  # what the command line or registry named
@@ -284,8 +306,10 @@ class Session:
         self._latest_key: object = None
         self._verdicts: tuple[Verdict, ...] = ()
         self._latest: Verdict | None = None
-        self._checked: tuple[tuple[Amendment, ...], str, tuple[Amendment, ...],
-                             tuple[AmendmentCheck, ...]] | None = None
+        self._checked: (
+            tuple[tuple[Amendment, ...], str, tuple[Amendment, ...], tuple[AmendmentCheck, ...]]
+            | None
+        ) = None
         self.score_state: ScoreState | None = None
         self._offer_key: object = None
         self._offer: ScoreOffer | None = None
@@ -325,8 +349,14 @@ class Session:
             rec = st.add_line(raw, n)
             if st.malformed_count > bad:
                 kept = st.malformed[-1] if len(st.malformed) > 0 else None
-                yield n, (kept if kept is not None and kept.line == n + st.line_base
-                          else Malformed(n, "", ""))
+                yield (
+                    n,
+                    (
+                        kept
+                        if kept is not None and kept.line == n + st.line_base
+                        else Malformed(n, "", "")
+                    ),
+                )
             else:
                 yield n, rec
             self.version += 1
@@ -360,8 +390,7 @@ class Session:
 
     @property
     def process_alive(self) -> bool:
-        return (self.process is not None and self.exit_code is None
-                and self.process.poll() is None)
+        return self.process is not None and self.exit_code is None and self.process.poll() is None
 
     def update_warnings(self, telemetry: TelemetrySnapshot | None, now: float) -> None:
         """Re-evaluate the warning rules (core.launch.alerts) and the GPU-hours they gate
@@ -378,9 +407,19 @@ class Session:
         if self.kind == "replay" and self.store.steps:
             now = self.store.columns["time"][-1]  # a replay's "now" is the log's own clock
         self.warnings = self.sorted_warnings(
-            alerts.evaluate(self.warning_book, self.store, self.preset, telemetry, now,
-                            exit_info, launched_ts, self.finished(), self.settling())
-            + list(self.extra_warnings.values()))
+            alerts.evaluate(
+                self.warning_book,
+                self.store,
+                self.preset,
+                telemetry,
+                now,
+                exit_info,
+                launched_ts,
+                self.finished(),
+                self.settling(),
+            )
+            + list(self.extra_warnings.values())
+        )
         ctx = alerts.context_for(self.store, self.preset, telemetry, launched_ts)
         self.gpu_hours = alerts.gpu_hours_used(self.store, now, exit_info, ctx)
 
@@ -390,8 +429,11 @@ class Session:
         judged yet."""
         from fontaine_tui.core.follow.foreign import SETTLE_S, ForeignRun
 
-        return (isinstance(self.source, ForeignRun) and self._records_at is not None
-                and time.monotonic() - self._records_at < 2 * SETTLE_S)
+        return (
+            isinstance(self.source, ForeignRun)
+            and self._records_at is not None
+            and time.monotonic() - self._records_at < 2 * SETTLE_S
+        )
 
     @staticmethod
     def sorted_warnings(warnings: list[alerts.RunWarning]) -> tuple[alerts.RunWarning, ...]:
@@ -399,8 +441,14 @@ class Session:
 
     # -- actions ---------------------------------------------------------------------------
 
-    def review(self, view: RunView, step: int | None, action: str, note: str = "",
-               clock: Callable[[], float] = time.time) -> Outcome:
+    def review(
+        self,
+        view: RunView,
+        step: int | None,
+        action: str,
+        note: str = "",
+        clock: Callable[[], float] = time.time,
+    ) -> Outcome:
         """Append accept / flag / note for the read at `step` to review.jsonl."""
         from fontaine_tui.core.verdict import review as reviewer
 
@@ -416,10 +464,12 @@ class Session:
             return Outcome(str(exc), "error")
         check = reviewer.verify(path)
         chain = "chain intact" if check.ok else f"CHAIN BROKEN: {check.reason}"
-        return Outcome(f"review.jsonl line {entry.line}: {action} {v.label} at step "
-                       f"{v.read_step}{' (provisional)' if v.provisional else ''}; "
-                       f"{check.lines} line(s), {chain}",
-                       "information" if check.ok else "error")
+        return Outcome(
+            f"review.jsonl line {entry.line}: {action} {v.label} at step "
+            f"{v.read_step}{' (provisional)' if v.provisional else ''}; "
+            f"{check.lines} line(s), {chain}",
+            "information" if check.ok else "error",
+        )
 
     def export(self, view: RunView, step: int | None, scaled: bool) -> Outcome:
         """verdict.json and the overlay chart for the read at `step` (blocking: a thread)."""
@@ -431,9 +481,11 @@ class Session:
             return Outcome("export needs a run folder (none for this source)", "error")
         spec = probes_chart(view.store, view.preset, view.verdicts, v, scaled)
         result = exporter.export(self.folder, v, spec)
-        return Outcome(f"wrote {result.verdict_path}" + (
-            f" and {result.chart_path}" if result.chart_path else f"; {result.chart_message}"),
-            "information" if result.chart_path else "warning")
+        return Outcome(
+            f"wrote {result.verdict_path}"
+            + (f" and {result.chart_path}" if result.chart_path else f"; {result.chart_message}"),
+            "information" if result.chart_path else "warning",
+        )
 
     def score_offer(self, v: Verdict) -> ScoreOffer | None:
         """The re-score to offer for the run's latest read (a local run folder only)."""
@@ -453,11 +505,13 @@ class Session:
 
         offer = self.score_offer(self.latest())
         if offer is None:
-            return Outcome("re-score: offered for an AMBIGUOUS-BY-INSTRUMENT verdict of an "
-                           "engine run with saved checkpoints", "warning")
+            return Outcome(
+                "re-score: offered for an AMBIGUOUS-BY-INSTRUMENT verdict of an "
+                "engine run with saved checkpoints",
+                "warning",
+            )
         if self.score_state is not None and self.score_state.status == "running":
-            return Outcome(f"re-score already running: {self.score_state.offer.command}",
-                           "warning")
+            return Outcome(f"re-score already running: {self.score_state.offer.command}", "warning")
         self.score_state = ScoreState(offer, "running", f"running: {offer.command}")
         self.version += 1
         changed()
@@ -465,11 +519,14 @@ class Session:
         self.score_state = await rescore(offer, own)
         self.version += 1
         done = self.score_state.status == "done"
-        return Outcome(f"re-score {'done' if done else 'failed'}: {self.score_state.detail}",
-                       "information" if done else "error")
+        return Outcome(
+            f"re-score {'done' if done else 'failed'}: {self.score_state.detail}",
+            "information" if done else "error",
+        )
 
-    def attached_to(self, folder: Path, registry: Registry | None = None
-                    ) -> tuple[Session, Outcome | None]:
+    def attached_to(
+        self, folder: Path, registry: Registry | None = None
+    ) -> tuple[Session, Outcome | None]:
         """A session on another run folder (from the runs list), with its frozen preset when
         it has one; a run another trainer writes (no prereg.json) followed through its
         format, with the preset it was registered with; else this one's preset, and why."""
@@ -484,11 +541,11 @@ class Session:
             preset = read_prereg(RunFolder(folder)).frozen_preset(str(folder / PREREG))
         except Exception as exc:  # keep the current preset, say why
             why = Outcome(f"{folder}: using preset {preset.name} ({exc})", "warning")
-        return (Session(run_source(folder, preset.source), preset, "attach", None, folder),
-                why)
+        return (Session(run_source(folder, preset.source), preset, "attach", None, folder), why)
 
-    def _foreign_at(self, folder: Path, registry: Registry | None
-                    ) -> tuple[Session, Outcome | None] | None:
+    def _foreign_at(
+        self, folder: Path, registry: Registry | None
+    ) -> tuple[Session, Outcome | None] | None:
         """A session on a foreign run folder: how its registered preset reads it, else what
         its contents are (with this session's preset, said); None for a folder of ours."""
         from fontaine_tui.core.follow.foreign import ForeignRun
@@ -504,15 +561,20 @@ class Session:
             if Path(e.run_dir) == folder and not e.pid:
                 registered = entry_preset(e.preset, e.preset_sha256)
         if registered is not None and registered.foreign and registered.source is not None:
-            return Session(ForeignRun(folder, registered.source), registered, "attach", None,
-                           folder), None
+            return Session(
+                ForeignRun(folder, registered.source), registered, "attach", None, folder
+            ), None
         kind = detect_foreign(folder)
         if not kind:
             return None
-        why = Outcome(f"{folder}: a {kind} run with no preset registered: read with preset "
-                      f"{self.preset.name}", "warning")
-        return Session(ForeignRun(folder, SourceSpec(kind)), self.preset, "attach", None,
-                       folder), why
+        why = Outcome(
+            f"{folder}: a {kind} run with no preset registered: read with preset "
+            f"{self.preset.name}",
+            "warning",
+        )
+        return Session(
+            ForeignRun(folder, SourceSpec(kind)), self.preset, "attach", None, folder
+        ), why
 
     # -- ledger --------------------------------------------------------------------------
 
@@ -530,18 +592,23 @@ class Session:
                     files[name] = read_whole(path) if path.exists() else None
                 except (OSError, InputError) as exc:
                     files[name] = None
-                    self.note = (f"{path}: cannot read ({exc.strerror})"
-                                 if isinstance(exc, OSError) else str(exc))
+                    self.note = (
+                        f"{path}: cannot read ({exc.strerror})"
+                        if isinstance(exc, OSError)
+                        else str(exc)
+                    )
             else:
                 files[name] = await self.source.read_bytes(name)
         where = str(self.folder) if self.folder is not None else self.source.label
-        self.ledger = self._ledger_from(files[PREREG], files[AMENDMENTS], where,
-                                        files[head_name(AMENDMENTS)])
+        self.ledger = self._ledger_from(
+            files[PREREG], files[AMENDMENTS], where, files[head_name(AMENDMENTS)]
+        )
         self._verdict_key = self._latest_key = None
         self.version += 1
 
-    def _ledger_from(self, prereg: bytes | None, ledger: bytes | None, where: str,
-                     head: bytes | None = None) -> Ledger:
+    def _ledger_from(
+        self, prereg: bytes | None, ledger: bytes | None, where: str, head: bytes | None = None
+    ) -> Ledger:
         from fontaine_tui.core.verdict.ledger import genesis, parse_ledger
         from fontaine_tui.core.verdict.prereg import compare, parse_prereg
 
@@ -562,11 +629,21 @@ class Session:
                 if change is None:
                     status, ok = "matches prereg.json", True
                 elif change.math_changed:
-                    status, ok = (f"the preset given differs from the frozen prereg.json "
-                                  f"({change.detail}): computing with the frozen bounds"), False
+                    status, ok = (
+                        (
+                            f"the preset given differs from the frozen prereg.json "
+                            f"({change.detail}): computing with the frozen bounds"
+                        ),
+                        False,
+                    )
                 else:
-                    status, ok = (f"matches prereg.json (the preset given differs only in "
-                                  f"[platform]: {change.detail})"), True
+                    status, ok = (
+                        (
+                            f"matches prereg.json (the preset given differs only in "
+                            f"[platform]: {change.detail})"
+                        ),
+                        True,
+                    )
             except InputError as exc:
                 status, ok = str(exc), False
         return Ledger(launched, self.preset.sha256, status, ok, amendments, error, provenance)
@@ -578,8 +655,10 @@ class Session:
         key = self._key()
         if key != self._latest_key or self._latest is None:
             applied, checks = self._amendments()
-            self._latest = replace(compute_verdict(self.store, self.preset, None, applied,
-                                                   self.ledger.provenance), amendments=checks)
+            self._latest = replace(
+                compute_verdict(self.store, self.preset, None, applied, self.ledger.provenance),
+                amendments=checks,
+            )
             self._latest_key = key
         return self._latest
 
@@ -592,34 +671,48 @@ class Session:
         the checks of the whole ledger. A read at each new probe costs a few amendments,
         not the whole ledger (20,000 declarations were seconds of work per probe)."""
         cache = self._checked
-        if cache is None or cache[0] is not self.ledger.amendments \
-                or cache[1] != self.preset.sha256:
+        if (
+            cache is None
+            or cache[0] is not self.ledger.amendments
+            or cache[1] != self.preset.sha256
+        ):
             ledger = self.ledger.amendments
             every = [*self.preset.amendments, *ledger]
             checks = tuple(check_amendments(every, self.preset))
-            ours = checks[len(self.preset.amendments):]
+            ours = checks[len(self.preset.amendments) :]
             applied = [a for a, c in zip(ledger, ours, strict=True) if c.status == "applied"]
             extends = [a for a in applied if a.kind == "extend"]
             if len(extends) > 1:
                 first = extends[0]
-                applied = [*(a for a in applied if a.kind != "extend"), replace(
-                    extends[-1], declared_after_step=first.declared_after_step,
-                    declared_before_step=first.declared_before_step)]
+                applied = [
+                    *(a for a in applied if a.kind != "extend"),
+                    replace(
+                        extends[-1],
+                        declared_after_step=first.declared_after_step,
+                        declared_before_step=first.declared_before_step,
+                    ),
+                ]
             cache = self._checked = (ledger, self.preset.sha256, tuple(applied), checks)
         return cache[2], cache[3]
 
     def _key(self) -> object:
-        return (id(self.store), self.store.probes_version, len(self.store.metas),
-                self.store.ended_at,  # a run's end makes a read without its endpoint final
-                self.preset.sha256,
-                self.ledger.amendments)
+        return (
+            id(self.store),
+            self.store.probes_version,
+            len(self.store.metas),
+            self.store.ended_at,  # a run's end makes a read without its endpoint final
+            self.preset.sha256,
+            self.ledger.amendments,
+        )
 
     def _read_verdicts(self) -> tuple[tuple[Verdict, ...], Verdict]:
         key = self._key()
         if key != self._verdict_key:
             applied, checks = self._amendments()
-            self._verdicts = tuple(replace(v, amendments=checks) for v in verdict_series(
-                self.store, self.preset, applied, self.ledger.provenance))
+            self._verdicts = tuple(
+                replace(v, amendments=checks)
+                for v in verdict_series(self.store, self.preset, applied, self.ledger.provenance)
+            )
             self._verdict_key = key
         return self._verdicts, self.latest()
 
@@ -639,23 +732,38 @@ class Session:
         force: the final read is in."""
         if alerts.logged_over(self.store):
             return True
-        return (self.preset.foreign and bool(self.store.probes)
-                and self.latest().endpoint_step in self.store.probes)
+        return (
+            self.preset.foreign
+            and bool(self.store.probes)
+            and self.latest().endpoint_step in self.store.probes
+        )
 
     def view(self) -> RunView:
         verdicts, latest = self._read_verdicts()
         st = self.store
-        status = readout.run_status(self.kind, self.exit_code, bool(st.steps), self.finished(),
-                                    self.failed())
+        status = readout.run_status(
+            self.kind, self.exit_code, bool(st.steps), self.finished(), self.failed()
+        )
         meta = st.metas[-1].run if st.metas else ""
-        return RunView(self.version, self.preset.run_name or meta,
-                       self.source.label, self.preset, status, st,
-                       replace(readout.progress(st, self.preset), gpu_hours=self.gpu_hours),
-                       verdicts, latest,
-                       tuple(readout.probe_rows(st, verdicts)), self.ledger, self.warnings,
-                       self.note,
-                       readout.status_tone(self.kind, self.exit_code, bool(st.steps)),
-                       self.score_offer(latest), self.score_state, self.attempts())
+        return RunView(
+            self.version,
+            self.preset.run_name or meta,
+            self.source.label,
+            self.preset,
+            status,
+            st,
+            replace(readout.progress(st, self.preset), gpu_hours=self.gpu_hours),
+            verdicts,
+            latest,
+            tuple(readout.probe_rows(st, verdicts)),
+            self.ledger,
+            self.warnings,
+            self.note,
+            readout.status_tone(self.kind, self.exit_code, bool(st.steps)),
+            self.score_offer(latest),
+            self.score_state,
+            self.attempts(),
+        )
 
     def attempts(self) -> tuple[Attempt, ...]:
         """attempts.jsonl of a local run folder, read again only when it changed."""
@@ -673,4 +781,3 @@ class Session:
         if key != self._attempts_key:
             self._attempts, self._attempts_key = tuple(read_attempts(folder)), key
         return self._attempts
-

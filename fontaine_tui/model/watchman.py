@@ -55,29 +55,44 @@ def targets(names: list[str], registry: Registry, this_host: str) -> list[Target
     for name in names:
         named = [e for e in entries if e.name == name]
         if len(named) > 1:
-            raise InputError(f"{name}: {len(named)} registered runs have this name; name the "
-                             "run folder instead (fontaine-tui runs lists them)")
+            raise InputError(
+                f"{name}: {len(named)} registered runs have this name; name the "
+                "run folder instead (fontaine-tui runs lists them)"
+            )
         if named:
             out.append(_of(named[0], this_host))
             continue
         local = Path(name).expanduser()
-        found = next((e for e in entries if e.host == this_host and local.is_dir()
-                      and Path(e.run_dir) == local.resolve()), None)
+        found = next(
+            (
+                e
+                for e in entries
+                if e.host == this_host and local.is_dir() and Path(e.run_dir) == local.resolve()
+            ),
+            None,
+        )
         out.append(Target(str(local.resolve()) if local.is_dir() else name, found))
     return out
 
 
 def _of(entry: Entry, this_host: str) -> Target:
-    return Target(entry.run_dir if entry.host == this_host else f"{entry.host}:{entry.run_dir}",
-                  entry)
+    return Target(
+        entry.run_dir if entry.host == this_host else f"{entry.host}:{entry.run_dir}", entry
+    )
 
 
 class RunWatch:
     """One run, followed and babysat until it ends (or the watch is closed)."""
 
-    def __init__(self, target: Target, session: Session, babysitter: Babysitter,
-                 sampler: Callable[[], object] | None, say: Callable[[str], None],
-                 clock: Callable[[], float]) -> None:
+    def __init__(
+        self,
+        target: Target,
+        session: Session,
+        babysitter: Babysitter,
+        sampler: Callable[[], object] | None,
+        say: Callable[[str], None],
+        clock: Callable[[], float],
+    ) -> None:
         self.target, self.session, self.babysitter = target, session, babysitter
         self.sampler, self.say, self.clock = sampler, say, clock
         self.telemetry: TelemetrySnapshot | None = None
@@ -87,9 +102,14 @@ class RunWatch:
         self._reader: asyncio.Task | None = None
 
     @classmethod
-    async def open(cls, target: Target, this_host: str, say: Callable[[str], None],
-                   clock: Callable[[], float] = time.time,
-                   ssh_options: tuple[str, ...] = ()) -> RunWatch:
+    async def open(
+        cls,
+        target: Target,
+        this_host: str,
+        say: Callable[[str], None],
+        clock: Callable[[], float] = time.time,
+        ssh_options: tuple[str, ...] = (),
+    ) -> RunWatch:
         from fontaine_tui.core.runfolder import PREREG
         from fontaine_tui.core.verdict.prereg import parse_prereg
         from fontaine_tui.core.verdict.presets import load_preset
@@ -98,8 +118,9 @@ class RunWatch:
         try:
             raw = await source.read_bytes(PREREG)  # also proves the folder is reachable
             if raw is None:
-                raise InputError(f"{source.label}: no {PREREG} in the run folder (babysit "
-                                 "watches launched runs)")
+                raise InputError(
+                    f"{source.label}: no {PREREG} in the run folder (babysit watches launched runs)"
+                )
             frozen = parse_prereg(raw, f"{source.label}/{PREREG}").frozen_preset()
         except BaseException:
             await source.close()
@@ -119,16 +140,23 @@ class RunWatch:
         if attempt is not None:
             with contextlib.suppress(ValueError):
                 since = parse_utc(attempt.began_at)
-        sitter = Babysitter.for_session(session, "babysit", this_host,
-                                        lambda text: say(f"{label}: {text}"), clock=clock,
-                                        auto_final=process is None, since=since)
+        sitter = Babysitter.for_session(
+            session,
+            "babysit",
+            this_host,
+            lambda text: say(f"{label}: {text}"),
+            clock=clock,
+            auto_final=process is None,
+            since=since,
+        )
         watch = cls(target, session, sitter, sampler, say, clock)
         watch.attempt = attempt
         return watch
 
     @staticmethod
-    def _process(target: Target, source: RunSource, this_host: str
-                 ) -> tuple[Process | None, Callable[[], object], Attempt | None]:
+    def _process(
+        target: Target, source: RunSource, this_host: str
+    ) -> tuple[Process | None, Callable[[], object], Attempt | None]:
         """The engine found again by pid (a run of this host's registry), judged from its
         attempt's start (attempts.jsonl: its log offsets, its OOM-kill counters)."""
         from functools import partial
@@ -138,8 +166,11 @@ class RunWatch:
         from fontaine_tui.model.launched import LaunchedRun
 
         if isinstance(source, SshRun):
-            return None, partial(telemetry.sample_remote, source.run_command,
-                                 source.target.host), None
+            return (
+                None,
+                partial(telemetry.sample_remote, source.run_command, source.target.host),
+                None,
+            )
         entry = target.entry
         if entry is None or entry.host != this_host or entry.pid <= 0:
             return None, partial(telemetry.sample, pid=None), None
@@ -180,11 +211,17 @@ class RunWatch:
                 from fontaine_tui.core.runfolder import RunFolder
                 from fontaine_tui.model.plain import end_attempt
 
-                end_attempt(RunFolder(session.folder), self.attempt.number, exit_info,
-                            self.babysitter, lambda text: self.say(f"{self.name}: {text}"))
+                end_attempt(
+                    RunFolder(session.folder),
+                    self.attempt.number,
+                    exit_info,
+                    self.babysitter,
+                    lambda text: self.say(f"{self.name}: {text}"),
+                )
             verdict = session.latest()
-            self.babysitter.final(verdict, render(verdict, session.source.label),
-                                  exit_info.describe())
+            self.babysitter.final(
+                verdict, render(verdict, session.source.label), exit_info.describe()
+            )
             self.ended, self.exit = exit_info.describe(), exit_info
         elif self.babysitter.finalized:
             self.ended = "the log ended"
@@ -202,10 +239,17 @@ class RunWatch:
             self.say(f"{self.name}: {line}")
 
 
-async def watch(names: list[str], registry: Registry, this_host: str, poll_s: float,
-                say: Callable[[str], None], rescan_s: float = 30.0,
-                clock: Callable[[], float] = time.time, once: bool = False,
-                ssh_options: tuple[str, ...] = ()) -> int:
+async def watch(
+    names: list[str],
+    registry: Registry,
+    this_host: str,
+    poll_s: float,
+    say: Callable[[str], None],
+    rescan_s: float = 30.0,
+    clock: Callable[[], float] = time.time,
+    once: bool = False,
+    ssh_options: tuple[str, ...] = (),
+) -> int:
     """Watch until every named run ended (or, with no names, for ever). `once`: one poll of
     each, then stop (a cron job's way). 0, or 1 when a named run could not be watched."""
     watches: dict[str, RunWatch] = {}
@@ -217,16 +261,17 @@ async def watch(names: list[str], registry: Registry, this_host: str, poll_s: fl
             if t.key in watches or t.key in failed:
                 continue
             try:
-                w = await asyncio.wait_for(
-                    RunWatch.open(t, this_host, say, clock, ssh_options), 60)
+                w = await asyncio.wait_for(RunWatch.open(t, this_host, say, clock, ssh_options), 60)
             except (InputError, OSError, asyncio.TimeoutError) as exc:
                 failed.add(t.key)
                 say(f"{t.spec}: not watched: {exc or 'timed out'}")
                 continue
             w.start()
             watches[t.key] = w
-            say(f"{w.name}: babysitting {w.session.source.label}"
-                + ("" if w.babysitter.poll_log else " (shown only: another watcher has it)"))
+            say(
+                f"{w.name}: babysitting {w.session.source.label}"
+                + ("" if w.babysitter.poll_log else " (shown only: another watcher has it)")
+            )
 
     await add(targets(names, registry, this_host))
     if names and not watches:
@@ -262,8 +307,13 @@ def _record(registry: Registry, w: RunWatch, now: float) -> None:
     if entry is None or info is None:
         return
     try:
-        registry.update(entry.run_dir, entry.host, status=info.status, exit_code=info.code,
-                        last_step=max(info.last_step, w.session.store.last_step),
-                        updated_at=utc_iso(now))
+        registry.update(
+            entry.run_dir,
+            entry.host,
+            status=info.status,
+            exit_code=info.code,
+            last_step=max(info.last_step, w.session.store.last_step),
+            updated_at=utc_iso(now),
+        )
     except (InputError, OSError) as exc:
         w.say(f"{w.name}: warn: exit not recorded in the registry ({exc})")

@@ -29,9 +29,11 @@ class NoteDialog(ModalScreen[str | None]):
 class QuitDialog(ModalScreen[str | None]):
     """Returns "stop", "detach", or None (stay)."""
 
-    BINDINGS = [Binding("escape", "cancel", "Cancel", id="quit.cancel"),
-                Binding("s", "choose('stop')", "Stop run", id="quit.stop"),
-                Binding("d", "choose('detach')", "Detach", id="quit.detach")]
+    BINDINGS = [
+        Binding("escape", "cancel", "Cancel", id="quit.cancel"),
+        Binding("s", "choose('stop')", "Stop run", id="quit.stop"),
+        Binding("d", "choose('detach')", "Detach", id="quit.detach"),
+    ]
 
     def __init__(self, pid: int | None, what: str | None = None) -> None:
         super().__init__()

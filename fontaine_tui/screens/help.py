@@ -14,8 +14,11 @@ def all_bindings(app: App[int]) -> list[tuple[str, str, Binding]]:
     from fontaine_tui.screens.dialogs import NoteDialog, QuitDialog
 
     out = [("everywhere", b) for b in type(app).BINDINGS if isinstance(b, Binding)]
-    for name, screen in [*getattr(app, "MODES", {}).items(), ("note dialog", NoteDialog),
-                         ("quit dialog", QuitDialog)]:
+    for name, screen in [
+        *getattr(app, "MODES", {}).items(),
+        ("note dialog", NoteDialog),
+        ("quit dialog", QuitDialog),
+    ]:
         out += [(name, b) for b in getattr(screen, "BINDINGS", []) if isinstance(b, Binding)]
     return [(where, b.key_display or b.key, b) for where, b in out]
 

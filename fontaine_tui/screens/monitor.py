@@ -27,12 +27,28 @@ EVENTS_SHOWN = 6
 class MonitorScreen(ViewScreen):
     TITLE = "monitor"
     BINDINGS = [
-        Binding("e", "smoothing(1)", "Smoother", id="monitor.smoother",
-                tooltip="More EMA smoothing of the loss curves (off, 0.6 ... 0.99)"),
-        Binding("E", "smoothing(-1)", "Rougher", id="monitor.rougher", show=False,
-                tooltip="Less EMA smoothing of the loss curves (down to off)"),
-        Binding("g", "toggle_log", "Log/linear", id="monitor.log",
-                tooltip="Switch the loss chart between a linear and a log y axis"),
+        Binding(
+            "e",
+            "smoothing(1)",
+            "Smoother",
+            id="monitor.smoother",
+            tooltip="More EMA smoothing of the loss curves (off, 0.6 ... 0.99)",
+        ),
+        Binding(
+            "E",
+            "smoothing(-1)",
+            "Rougher",
+            id="monitor.rougher",
+            show=False,
+            tooltip="Less EMA smoothing of the loss curves (down to off)",
+        ),
+        Binding(
+            "g",
+            "toggle_log",
+            "Log/linear",
+            id="monitor.log",
+            tooltip="Switch the loss chart between a linear and a log y axis",
+        ),
     ]
 
     smoothing = EMA_DEFAULT
@@ -73,7 +89,9 @@ class MonitorScreen(ViewScreen):
         st = view.store
         self.query_one("#loss-chart", Chart).show(
             loss_chart(st, self.smoothing, self.log_scale),
-            key=(id(st), st.version, self.smoothing, self.log_scale), force=force)
+            key=(id(st), st.version, self.smoothing, self.log_scale),
+            force=force,
+        )
 
     def action_smoothing(self, direction: int) -> None:
         i = EMA_FACTORS.index(self.smoothing) if self.smoothing in EMA_FACTORS else 0
@@ -89,8 +107,9 @@ class MonitorScreen(ViewScreen):
         if view is not None:
             self._draw_losses(view, force=True)
         smooth = f"EMA {self.smoothing:g}" if self.smoothing else "no smoothing"
-        self.notify(f"loss chart: {smooth}, {'log' if self.log_scale else 'linear'} scale",
-                    timeout=2)
+        self.notify(
+            f"loss chart: {smooth}, {'log' if self.log_scale else 'linear'} scale", timeout=2
+        )
 
     def _on_telemetry(self, snap: TelemetrySnapshot | None) -> None:
         view = self.console.view

@@ -17,11 +17,21 @@ from fontaine_tui.widgets.safe import assemble
 class ProbesScreen(ViewScreen):
     TITLE = "probes"
     BINDINGS = [
-        Binding("s", "app.toggle_scale", "Raw/scaled", id="probes.toggle_scale",
-                tooltip="Switch the chart between raw and scale-adjusted units"),
-        Binding("d", "toggle_datasets", "Per dataset", id="probes.datasets",
-                tooltip="Switch the chart between the verdict's metric and the per-dataset "
-                        "curves (this run's and the banked comparators')"),
+        Binding(
+            "s",
+            "app.toggle_scale",
+            "Raw/scaled",
+            id="probes.toggle_scale",
+            tooltip="Switch the chart between raw and scale-adjusted units",
+        ),
+        Binding(
+            "d",
+            "toggle_datasets",
+            "Per dataset",
+            id="probes.datasets",
+            tooltip="Switch the chart between the verdict's metric and the per-dataset "
+            "curves (this run's and the banked comparators')",
+        ),
     ]
 
     by_dataset = False
@@ -44,9 +54,15 @@ class ProbesScreen(ViewScreen):
             spec = probes_chart(view.store, view.preset, view.verdicts, view.latest, scaled)
         self.query_one("#probes-chart", Chart).show(spec, key=spec)
         mode = "scale-adjusted" if scaled else "raw"
-        self.query_one("#probes-note", Static).update(assemble(
-            ("units: ", "$text-muted"), (mode, "bold"), ("  (s toggles; d: per dataset)  ", "$text-muted"),
-            spec.note, (_comparator_note(view), "$text-muted")))
+        self.query_one("#probes-note", Static).update(
+            assemble(
+                ("units: ", "$text-muted"),
+                (mode, "bold"),
+                ("  (s toggles; d: per dataset)  ", "$text-muted"),
+                spec.note,
+                (_comparator_note(view), "$text-muted"),
+            )
+        )
         self.query_one(ProbesTable).show(view.rows)
 
     def action_toggle_datasets(self) -> None:
@@ -60,5 +76,6 @@ def _comparator_note(view: RunView) -> str:
     typed = len(view.preset.comparators) - banked
     if not banked:
         return "  typed-in comparators: endpoint deltas, drawn at the endpoint"
-    return (f"  {banked} banked run(s) as whole curves" +
-            (f"; {typed} typed-in as endpoint deltas" if typed else ""))
+    return f"  {banked} banked run(s) as whole curves" + (
+        f"; {typed} typed-in as endpoint deltas" if typed else ""
+    )

@@ -38,22 +38,40 @@ class RunsScreen(ViewScreen):
             self._shown = tuple(entries)
             table.clear(columns=True)
             if any(e.cells for e in entries):  # every host checked: as `fontaine-tui runs`
-                table.add_columns("run", "host", "state", *(c.lower() for c in CELLS), "pid",
-                                  "folder", "launched")
+                table.add_columns(
+                    "run", "host", "state", *(c.lower() for c in CELLS), "pid", "folder", "launched"
+                )
                 for e in entries:
                     cells = e.cells or ("",) * len(CELLS)
-                    table.add_row(cell(e.name), cell(e.host), cell(e.state),
-                                  *(cell(c) for c in cells), str(e.pid or "—"), cell(e.folder),
-                                  cell(e.launched), key=e.target)
+                    table.add_row(
+                        cell(e.name),
+                        cell(e.host),
+                        cell(e.state),
+                        *(cell(c) for c in cells),
+                        str(e.pid or "—"),
+                        cell(e.folder),
+                        cell(e.launched),
+                        key=e.target,
+                    )
             else:
                 table.add_columns("run", "folder", "pid", "state", "launched")
                 for e in entries:
-                    table.add_row(cell(e.name), cell(e.folder), str(e.pid or "—"),
-                                  cell(e.state), cell(e.launched), key=e.target)
-        title = (f"{len(entries)} run(s) in the registry; enter attaches to one"
-                 if entries else self.console.registry_reason)
-        self.query_one("#runs-title", Static).update(assemble(
-            ("watching: ", "$text-muted"), (view.label, "bold"), "\n", title))
+                    table.add_row(
+                        cell(e.name),
+                        cell(e.folder),
+                        str(e.pid or "—"),
+                        cell(e.state),
+                        cell(e.launched),
+                        key=e.target,
+                    )
+        title = (
+            f"{len(entries)} run(s) in the registry; enter attaches to one"
+            if entries
+            else self.console.registry_reason
+        )
+        self.query_one("#runs-title", Static).update(
+            assemble(("watching: ", "$text-muted"), (view.label, "bold"), "\n", title)
+        )
 
     def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
         if event.row_key.value:

@@ -18,24 +18,60 @@ from fontaine_tui.widgets.verdict_panel import LABEL_STYLE, LedgerPanel, RulesPa
 class VerdictScreen(ViewScreen):
     TITLE = "verdict"
     BINDINGS = [
-        Binding("left,[", "app.step_read(-1)", "Prev read", id="verdict.prev",
-                tooltip="Show the verdict as it read at the previous probe"),
-        Binding("right,]", "app.step_read(1)", "Next read", id="verdict.next",
-                tooltip="Show the verdict as it read at the next probe"),
-        Binding("l", "app.live_read", "Latest", id="verdict.latest",
-                tooltip="Back to the latest read"),
-        Binding("a", "app.review('accept')", "Accept", id="review.accept",
-                tooltip="Append 'accept' for the shown read to review.jsonl"),
-        Binding("f", "app.review('flag')", "Flag", id="review.flag",
-                tooltip="Append 'flag' for the shown read to review.jsonl"),
-        Binding("n", "app.note", "Note", id="review.note",
-                tooltip="Write a note about the shown read into review.jsonl"),
-        Binding("e", "app.export", "Export", id="review.export",
-                tooltip="Write verdict.json and the overlay chart image"),
+        Binding(
+            "left,[",
+            "app.step_read(-1)",
+            "Prev read",
+            id="verdict.prev",
+            tooltip="Show the verdict as it read at the previous probe",
+        ),
+        Binding(
+            "right,]",
+            "app.step_read(1)",
+            "Next read",
+            id="verdict.next",
+            tooltip="Show the verdict as it read at the next probe",
+        ),
+        Binding(
+            "l", "app.live_read", "Latest", id="verdict.latest", tooltip="Back to the latest read"
+        ),
+        Binding(
+            "a",
+            "app.review('accept')",
+            "Accept",
+            id="review.accept",
+            tooltip="Append 'accept' for the shown read to review.jsonl",
+        ),
+        Binding(
+            "f",
+            "app.review('flag')",
+            "Flag",
+            id="review.flag",
+            tooltip="Append 'flag' for the shown read to review.jsonl",
+        ),
+        Binding(
+            "n",
+            "app.note",
+            "Note",
+            id="review.note",
+            tooltip="Write a note about the shown read into review.jsonl",
+        ),
+        Binding(
+            "e",
+            "app.export",
+            "Export",
+            id="review.export",
+            tooltip="Write verdict.json and the overlay chart image",
+        ),
         # shown while offered: an AMBIGUOUS-BY-INSTRUMENT run with saved checkpoints
-        Binding("c", "app.rescore", "Re-score", id="verdict.rescore",
-                tooltip="Re-score the saved checkpoints on the other stats surface "
-                "(python -m fontaine_engine score, in the background)"),
+        Binding(
+            "c",
+            "app.rescore",
+            "Re-score",
+            id="verdict.rescore",
+            tooltip="Re-score the saved checkpoints on the other stats surface "
+            "(python -m fontaine_engine score, in the background)",
+        ),
     ]
 
     def compose(self) -> ComposeResult:
@@ -70,12 +106,20 @@ class VerdictScreen(ViewScreen):
         reads.append(("   ←/→ step through reads, l latest", "$text-muted"))
         self.query_one("#reads", Static).update(assemble(*reads))
         self.query_one(RulesPanel).show(v)
-        self.query_one("#interpretation", Static).update(assemble(
-            ("interpretation: ", "bold"), v.interpretation or "—", "\n",
-            ("reason: ", "$text-muted"), v.reason,
-            *((("\ncaveat: ", "bold $warning"), caveat) if (caveat := typed_in_caveat(v))
-              else ())))
+        self.query_one("#interpretation", Static).update(
+            assemble(
+                ("interpretation: ", "bold"),
+                v.interpretation or "—",
+                "\n",
+                ("reason: ", "$text-muted"),
+                v.reason,
+                *(
+                    (("\ncaveat: ", "bold $warning"), caveat)
+                    if (caveat := typed_in_caveat(v))
+                    else ()
+                ),
+            )
+        )
         self.query_one(ScorePanel).show(view.score_offer, view.score_state)
         self.query_one(LedgerPanel).show(v, view.ledger, view.latest.decision)
-        self.query_one("#review-status", Static).update(
-            assemble(self.console.review_status))
+        self.query_one("#review-status", Static).update(assemble(self.console.review_status))

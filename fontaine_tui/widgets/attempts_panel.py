@@ -9,8 +9,12 @@ from fontaine_tui.core.text import literal
 from fontaine_tui.widgets.quiet import QuietStatic
 from fontaine_tui.widgets.safe import assemble
 
-CAUSE_STYLE = {"finished": "$success", "stopped": "$warning", "running": "bold $accent",
-               "unknown": "$text-muted"}
+CAUSE_STYLE = {
+    "finished": "$success",
+    "stopped": "$warning",
+    "running": "bold $accent",
+    "unknown": "$text-muted",
+}
 SHOWN = 4  # the latest attempts; earlier ones are counted
 
 

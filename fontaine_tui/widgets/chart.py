@@ -18,9 +18,17 @@ from fontaine_tui.core.text import literal
 from fontaine_tui.core.verdict.chart import ChartSpec, downsample, log_ticks, thin
 
 # faint (dim) variants of the chart colours, for a curve drawn beneath the others
-FAINT = {"cyan": (0, 105, 105), "magenta": (110, 0, 110), "green": (0, 105, 0),
-         "orange": (130, 75, 0), "blue": (30, 30, 140), "yellow": (110, 110, 0),
-         "red": (120, 0, 0), "white": (100, 100, 100), "gray": (90, 90, 90)}
+FAINT = {
+    "cyan": (0, 105, 105),
+    "magenta": (110, 0, 110),
+    "green": (0, 105, 0),
+    "orange": (130, 75, 0),
+    "blue": (30, 30, 140),
+    "yellow": (110, 110, 0),
+    "red": (120, 0, 0),
+    "white": (100, 100, 100),
+    "gray": (90, 90, 90),
+}
 
 
 _SGR = re.compile(r"\x1b\[([0-9;]*)m")
@@ -31,9 +39,11 @@ def _style(fg: str | None, bg: str | None, bold: bool) -> Style:
     key = (fg, bg, bold)
     style = _STYLES.get(key)
     if style is None:
-        style = _STYLES[key] = Style(color=Color.parse(fg) if fg else None,
-                                     bgcolor=Color.parse(bg) if bg else None,
-                                     bold=bold or None)
+        style = _STYLES[key] = Style(
+            color=Color.parse(fg) if fg else None,
+            bgcolor=Color.parse(bg) if bg else None,
+            bold=bold or None,
+        )
     return style
 
 
@@ -72,7 +82,7 @@ def ansi_text(ansi: str) -> Text:
                 bold = False
                 j += 1
             elif c in ("38", "48") and (color_end := _color_end(codes, j)):
-                args = codes[j + 2:color_end]  # 5;N (256 colours) or 2;R;G;B (truecolour)
+                args = codes[j + 2 : color_end]  # 5;N (256 colours) or 2;R;G;B (truecolour)
                 color = f"color({args[0]})" if len(args) == 1 else f"rgb({','.join(args)})"
                 fg, bg = (color, bg) if c == "38" else (fg, color)
                 j = color_end
@@ -104,8 +114,9 @@ class Chart(PlotextPlot):
     Chart { height: 1fr; min-height: 8; }
     """
 
-    def __init__(self, *, id: str | None = None, classes: str | None = None,
-                 min_interval: float = 1.0) -> None:
+    def __init__(
+        self, *, id: str | None = None, classes: str | None = None, min_interval: float = 1.0
+    ) -> None:
         super().__init__(id=id, classes=classes)
         self._spec: ChartSpec | None = None
         self._key: object = None
@@ -183,8 +194,7 @@ class Chart(PlotextPlot):
                 continue
             label = literal(c.label)
             if c.faint:
-                series.append(_Series(xs, ys, True, label, FAINT.get(c.color, c.color),
-                                      "braille"))
+                series.append(_Series(xs, ys, True, label, FAINT.get(c.color, c.color), "braille"))
             elif c.points:
                 series.append(_Series(xs, ys, False, label, c.color, "●"))
             else:
@@ -198,8 +208,9 @@ class Chart(PlotextPlot):
                 series.append(_Series(bx, low, True, literal(b.label), b.color, "braille"))
                 series.append(_Series(hx, high, True, None, b.color, "braille"))
         ys = [y for s in series for y in (min(s.ys), max(s.ys))]
-        ys += [y for y in [h.y for h in spec.hlines] + [m.y for m in spec.marks]
-               if math.isfinite(y)]
+        ys += [
+            y for y in [h.y for h in spec.hlines] + [m.y for m in spec.marks] if math.isfinite(y)
+        ]
         ylim = None
         rows = max(4, self.size.height - 5)  # less the title and the x axis
         if ys:
@@ -216,8 +227,9 @@ class Chart(PlotextPlot):
             if s.line and ylim is not None and xlim is not None:  # a point per cell crossed
                 # 2 x 4 dots a braille cell; a faint curve is thinned to whole cells
                 fine = s.marker == "braille" and s.color not in FAINT.values()
-                xs, ys = thin(xs, ys, xlim, ylim, width * (2 if fine else 1),
-                              rows * (4 if fine else 1))
+                xs, ys = thin(
+                    xs, ys, xlim, ylim, width * (2 if fine else 1), rows * (4 if fine else 1)
+                )
             draw = plt.plot if s.line else plt.scatter
             draw(xs, ys, label=s.label, color=s.color, marker=s.marker)
         for h in spec.hlines:

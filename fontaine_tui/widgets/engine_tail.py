@@ -26,5 +26,5 @@ class EngineTail(Log):
         new = total - self._seen
         if new <= 0:
             return
-        self.write_lines(list(lines)[-min(new, len(lines)):])
+        self.write_lines(list(lines)[-min(new, len(lines)) :])
         self._seen = total

@@ -7,8 +7,14 @@ from fontaine_tui.model.readout import RunEvent
 from fontaine_tui.widgets.quiet import QuietStatic
 from fontaine_tui.widgets.safe import assemble
 
-KIND_STYLE = {"checkpoint": "$success", "resume": "bold $warning", "error": "bold $error",
-              "segment": "$accent", "start": "$text-muted", "end": "$text-muted"}
+KIND_STYLE = {
+    "checkpoint": "$success",
+    "resume": "bold $warning",
+    "error": "bold $error",
+    "segment": "$accent",
+    "start": "$text-muted",
+    "end": "$text-muted",
+}
 
 
 class EventsPanel(QuietStatic):
@@ -26,8 +32,11 @@ class EventsPanel(QuietStatic):
             parts.append(("no checkpoint or resume yet", "$text-muted"))
         for i, e in enumerate(events):
             at = f"step {e.step}" if e.step is not None else f"line {e.line}"
-            parts += ["\n" if i else "", (f"{at:>10} ", "$text-muted"),
-                      (e.text, KIND_STYLE.get(e.kind, ""))]
+            parts += [
+                "\n" if i else "",
+                (f"{at:>10} ", "$text-muted"),
+                (e.text, KIND_STYLE.get(e.kind, "")),
+            ]
         if total is not None and total > len(events):
             parts.append((f"\n(last {len(events)} of {total})", "$text-muted"))
         self.show_content(assemble(*parts))

@@ -41,16 +41,31 @@ class ProbesTable(DataTable):
         read = rows[-1].read if rows else "delta"
         # the engine's columns, where the run logs them (another trainer's logs none)
         logged = frozenset().union(*(r.logged for r in rows)) if rows else ENGINE_FIELDS
-        mae, train, ar_ce = (f in logged for f in ("eval_chunk_mae", "train_chunk_mae",
-                                                    "eval_ar_ce"))
+        mae, train, ar_ce = (
+            f in logged for f in ("eval_chunk_mae", "train_chunk_mae", "eval_ar_ce")
+        )
         self.clear(columns=True)
-        head = [FIXED[0], *([cell(other)] if other else []), *([FIXED[1]] if mae else []),
-                read, *(FIXED[3:5] if train else ()), *([FIXED[5]] if ar_ce else [])]
+        head = [
+            FIXED[0],
+            *([cell(other)] if other else []),
+            *([FIXED[1]] if mae else []),
+            read,
+            *(FIXED[3:5] if train else ()),
+            *([FIXED[5]] if ar_ce else []),
+        ]
         self.add_columns(*head, *(cell(d) for d in datasets))
         for r in rows:
             first = [_num(r.value)] if other else []
-            cells = [*([_num(r.eval_mae)] if mae else []), signed(r.delta),
-                     *([_num(r.train_mae), signed(r.train_delta)] if train else []),
-                     *([_num(r.ar_ce)] if ar_ce else [])]
-            self.add_row(str(r.step), *first, *cells,
-                         *(_num(r.breakdown.get(d)) for d in datasets), key=str(r.step))
+            cells = [
+                *([_num(r.eval_mae)] if mae else []),
+                signed(r.delta),
+                *([_num(r.train_mae), signed(r.train_delta)] if train else []),
+                *([_num(r.ar_ce)] if ar_ce else []),
+            ]
+            self.add_row(
+                str(r.step),
+                *first,
+                *cells,
+                *(_num(r.breakdown.get(d)) for d in datasets),
+                key=str(r.step),
+            )

@@ -15,8 +15,12 @@ from fontaine_tui.widgets.safe import assemble
 if TYPE_CHECKING:
     from fontaine_tui.model.session import RunView
 
-TONE_STYLE = {"live": "bold $success", "waiting": "bold $warning", "watching": "bold $accent",
-              "stopped": "bold $error"}
+TONE_STYLE = {
+    "live": "bold $success",
+    "waiting": "bold $warning",
+    "watching": "bold $accent",
+    "stopped": "bold $error",
+}
 
 
 class RunHeader(Vertical):
@@ -37,22 +41,38 @@ class RunHeader(Vertical):
     def show(self, view: RunView) -> None:
         p = view.progress
         style = TONE_STYLE.get(view.status_tone, "bold")
-        self.query_one("#title", QuietStatic).show_content(assemble(
-            (view.name or "?", "bold"), "  preset ", (view.preset.name, "bold"),
-            f" ({view.preset.sha256[:12]})  ", (view.status.upper(), style),
-            f"  {view.label}"))
+        self.query_one("#title", QuietStatic).show_content(
+            assemble(
+                (view.name or "?", "bold"),
+                "  preset ",
+                (view.preset.name, "bold"),
+                f" ({view.preset.sha256[:12]})  ",
+                (view.status.upper(), style),
+                f"  {view.label}",
+            )
+        )
         bar = self.query_one("#bar", ProgressBar)
         total, done = max(p.total, 1), min(p.step, max(p.total, 1))
         if (bar.total, bar.progress) != (total, done):
             bar.update(total=total, progress=done)
         eta = duration(p.eta_s) if p.step < p.total else "done"
-        self.query_one("#pace", QuietStatic).show_content(assemble(
-            ("step ", "dim"), (f"{p.step}", "bold"), f" / {p.total}  ",
-            pace_text(p), "  ETA ", (eta, "bold"), "  ", gpu_hours_text(p), *_locked(view)))
+        self.query_one("#pace", QuietStatic).show_content(
+            assemble(
+                ("step ", "dim"),
+                (f"{p.step}", "bold"),
+                f" / {p.total}  ",
+                pace_text(p),
+                "  ETA ",
+                (eta, "bold"),
+                "  ",
+                gpu_hours_text(p),
+                *_locked(view),
+            )
+        )
 
 
 def _locked(view: RunView) -> tuple[str | tuple[str, str], ...]:
-    """"locked at step S" once the decision lock holds before the endpoint."""
+    """ "locked at step S" once the decision lock holds before the endpoint."""
     lock = view.latest.decision
     if lock is None or lock.step is None or lock.step >= view.latest.endpoint_step:
         return ()

@@ -42,17 +42,31 @@ class ScorePanel(Static):
         assert shown is not None
         parts: list[tuple[str, str] | str] = [
             f"the same checkpoints' probe set on the {shown.surface} surface "
-            f"({STATS_WORDS.get(shown.stats, shown.stats)}); ", (key, "bold reverse"),
+            f"({STATS_WORDS.get(shown.stats, shown.stats)}); ",
+            (key, "bold reverse"),
             " runs it in the background\n",
-            ("$ ", "$text-muted"), shown.command]
+            ("$ ", "$text-muted"),
+            shown.command,
+        ]
         if state is not None:
-            parts += ["\n", (state.status, f"bold {STATUS_STYLE.get(state.status, '$text')}"),
-                      f": {state.detail}"]
+            parts += [
+                "\n",
+                (state.status, f"bold {STATUS_STYLE.get(state.status, '$text')}"),
+                f": {state.detail}",
+            ]
             if state.rows:
-                parts += ["\n", (f"{'step':>8}  {'run eval_chunk_mae':>20}  "
-                                 f"{'re-scored (' + state.offer.surface + ')':>28}  "
-                                 f"{'difference':>10}", "bold")]
+                parts += [
+                    "\n",
+                    (
+                        f"{'step':>8}  {'run eval_chunk_mae':>20}  "
+                        f"{'re-scored (' + state.offer.surface + ')':>28}  "
+                        f"{'difference':>10}",
+                        "bold",
+                    ),
+                ]
                 for r in state.rows:
-                    parts.append(f"\n{r.step:>8}  {_num(r.run):>20}  {_num(r.rescored):>28}  "
-                                 f"{_diff(r.run, r.rescored):>10}")
+                    parts.append(
+                        f"\n{r.step:>8}  {_num(r.run):>20}  {_num(r.rescored):>28}  "
+                        f"{_diff(r.run, r.rescored):>10}"
+                    )
         self.update(assemble(*parts))

@@ -21,8 +21,13 @@ class TelemetryPanel(QuietStatic):
     def on_mount(self) -> None:
         self.border_title = "telemetry"
 
-    def show(self, snap: TelemetrySnapshot | None, data_frac: float | None,
-             starved: bool = False, reason: str = "") -> None:
+    def show(
+        self,
+        snap: TelemetrySnapshot | None,
+        data_frac: float | None,
+        starved: bool = False,
+        reason: str = "",
+    ) -> None:
         """`snap` None with `reason` saying why; `starved`: the data wait is over the
         preset's gate (decided by the model, as the starvation rule decides)."""
         parts: list[tuple[str, str] | str] = []
@@ -36,21 +41,27 @@ class TelemetryPanel(QuietStatic):
                 for g in gpus:
                     used, total = gib(g.mem_used, unit=False), gib(g.mem_total, unit=False)
                     power = "—" if g.power_w is None else f"{g.power_w:.0f} W"
-                    parts.append(f"GPU{g.index} {g.name[:20]}  util {_pct(g.util_pct)}  "
-                                 f"mem {used}/{total} GiB  {power}  {g.uuid[:12]}\n")
+                    parts.append(
+                        f"GPU{g.index} {g.name[:20]}  util {_pct(g.util_pct)}  "
+                        f"mem {used}/{total} GiB  {power}  {g.uuid[:12]}\n"
+                    )
             else:
                 parts += [(snap.gpu_status or "no GPU telemetry", "$text-muted"), "\n"]
             ram = snap.ram
             if ram is not None:
                 used = gib(ram.total - ram.available, unit=False)
-                parts.append(f"host RAM {used}/{gib(ram.total, unit=False)} GiB used "
-                             f"({gib(ram.available, unit=False)} GiB free, {ram.source})\n")
+                parts.append(
+                    f"host RAM {used}/{gib(ram.total, unit=False)} GiB used "
+                    f"({gib(ram.available, unit=False)} GiB free, {ram.source})\n"
+                )
             else:
                 parts += [(f"host RAM unknown ({snap.ram_reason})", "$text-muted"), "\n"]
             proc = snap.process
             if proc is not None:
-                parts.append(f"engine pid {proc.pid}: RSS {gib(proc.rss, unit=False)} GiB, "
-                             f"CPU {_pct(proc.cpu_pct)} ({proc.processes} processes)\n")
+                parts.append(
+                    f"engine pid {proc.pid}: RSS {gib(proc.rss, unit=False)} GiB, "
+                    f"CPU {_pct(proc.cpu_pct)} ({proc.processes} processes)\n"
+                )
             else:
                 parts += [(f"engine: {snap.process_reason}", "$text-muted"), "\n"]
         parts += ["data-wait fraction ", (wait, style)]

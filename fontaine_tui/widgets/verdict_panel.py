@@ -28,10 +28,20 @@ from fontaine_tui.core.verdict.text import (
 from fontaine_tui.model.session import Ledger
 from fontaine_tui.widgets.safe import assemble
 
-LABEL_STYLE = {HEALTHY: "bold $success", SAME_DRIFT: "bold $error", AMBIGUOUS: "bold $warning",
-               BY_INSTRUMENT: "bold $warning", UNDECIDABLE: "bold $text-muted"}
-LABEL_CLASS = {HEALTHY: "-healthy", SAME_DRIFT: "-drift", AMBIGUOUS: "-ambiguous",
-               BY_INSTRUMENT: "-ambiguous", UNDECIDABLE: "-undecidable"}
+LABEL_STYLE = {
+    HEALTHY: "bold $success",
+    SAME_DRIFT: "bold $error",
+    AMBIGUOUS: "bold $warning",
+    BY_INSTRUMENT: "bold $warning",
+    UNDECIDABLE: "bold $text-muted",
+}
+LABEL_CLASS = {
+    HEALTHY: "-healthy",
+    SAME_DRIFT: "-drift",
+    AMBIGUOUS: "-ambiguous",
+    BY_INSTRUMENT: "-ambiguous",
+    UNDECIDABLE: "-undecidable",
+}
 
 
 def label(cls: str, v: Verdict | None = None) -> tuple[str, str]:
@@ -58,9 +68,14 @@ class VerdictBanner(Static):
         status = "PROVISIONAL" if v.provisional else "FINAL"
         at = f"step {v.read_step}" if v.read_step is not None else "no probe yet"
         self.border_title = "verdict (latest read)" if live else "verdict (stepping through reads)"
-        self.update(assemble(
-            f"{v.label}", "  ", (f"[{status}]", "reverse" if v.provisional else ""),
-            f"  read at {at} of {v.endpoint_step}  {v.read} {signed(v.delta)}"))
+        self.update(
+            assemble(
+                f"{v.label}",
+                "  ",
+                (f"[{status}]", "reverse" if v.provisional else ""),
+                f"  read at {at} of {v.endpoint_step}  {v.read} {signed(v.delta)}",
+            )
+        )
 
 
 def _rule_column(title: str, rule: RuleRead | None, absent: str, v: Verdict) -> Content:
@@ -68,11 +83,14 @@ def _rule_column(title: str, rule: RuleRead | None, absent: str, v: Verdict) -> 
         return assemble((title, "bold underline"), "\n", (absent, "$text-muted"))
     healthy, drift = bound_words(rule.direction)
     return assemble(
-        (title, "bold underline"), "\n",
+        (title, "bold underline"),
+        "\n",
         f"healthy if {rule.read} {healthy} {signed(rule.healthy)}\n",
         f"drift   if {rule.read} {drift} {signed(rule.drift)}\n",
         f"{rule.read:<17}{signed(rule.value)}\n",
-        "reads            ", label(rule.label, v))
+        "reads            ",
+        label(rule.label, v),
+    )
 
 
 class RulesPanel(Horizontal):
@@ -88,11 +106,13 @@ class RulesPanel(Horizontal):
         yield Static(id="scaled")
 
     def show(self, v: Verdict) -> None:
-        self.query_one("#raw", Static).update(
-            _rule_column("raw rule", v.raw, v.reason, v))
-        title = (f"scale-adjusted rule (x{v.scale.value:.3f})" if v.scale is not None
-                 else "scale-adjusted rule")
-        absent = ("no scale amendment in force" if v.raw is not None else v.reason)
+        self.query_one("#raw", Static).update(_rule_column("raw rule", v.raw, v.reason, v))
+        title = (
+            f"scale-adjusted rule (x{v.scale.value:.3f})"
+            if v.scale is not None
+            else "scale-adjusted rule"
+        )
+        absent = "no scale amendment in force" if v.raw is not None else v.reason
         self.query_one("#scaled", Static).update(_rule_column(title, v.scaled, absent, v))
 
 
@@ -119,14 +139,19 @@ class LedgerPanel(Vertical):
         hash_style = "$success" if ok else ("$error" if ok is False else "$text-muted")
         parts: list[tuple[str, str] | str] = [
             f"preset sha256 {v.preset.get('sha256', '')[:16]}  ",
-            (ledger.hash_status, hash_style), "\n",
+            (ledger.hash_status, hash_style),
+            "\n",
             f"launched {ledger.launched_at or '—'}\n",
         ]
         for a in v.amendments:
             style = "$success" if a.status == "applied" else "$error"
-            parts += [f"amendment {a.id} ({a.kind}, {a.source}",
-                      f", declared {a.declared_at}" if a.declared_at else "", "): ",
-                      (a.status, style), f" — {a.reason}\n"]
+            parts += [
+                f"amendment {a.id} ({a.kind}, {a.source}",
+                f", declared {a.declared_at}" if a.declared_at else "",
+                "): ",
+                (a.status, style),
+                f" — {a.reason}\n",
+            ]
         if not v.amendments:
             parts.append(("no amendments\n", "$text-muted"))
         if ledger.error:  # a break in the amendment chain, or a ledger that cannot be read

@@ -9,8 +9,13 @@ from fontaine_tui.core.launch.alerts import RunWarning
 from fontaine_tui.widgets.quiet import QuietStatic
 from fontaine_tui.widgets.safe import assemble
 
-SEVERITY_STYLE = {"alert": "bold $error", "error": "bold $error", "warn": "bold $warning",
-                  "warning": "bold $warning", "info": "$accent"}
+SEVERITY_STYLE = {
+    "alert": "bold $error",
+    "error": "bold $error",
+    "warn": "bold $warning",
+    "warning": "bold $warning",
+    "info": "$accent",
+}
 
 
 def _since(ts: object) -> str:
@@ -28,8 +33,9 @@ class WarningsPanel(QuietStatic):
     def on_mount(self) -> None:
         self.border_title = "warnings"
 
-    def show(self, warnings: tuple[RunWarning, ...], note: str = "",
-             evidence: tuple[str, ...] = ()) -> None:
+    def show(
+        self, warnings: tuple[RunWarning, ...], note: str = "", evidence: tuple[str, ...] = ()
+    ) -> None:
         """`evidence`: what the log itself got wrong (records out of order, conflicting
         probes, a meta record of another run), one line each."""
         parts: list[tuple[str, str] | str] = []
@@ -39,8 +45,12 @@ class WarningsPanel(QuietStatic):
             parts.append(("no warnings", "$text-muted"))
         for w in warnings:
             sev = w.severity
-            parts += [(f"{sev.upper():6}", SEVERITY_STYLE.get(sev.lower(), "bold")),
-                      f" {w.rule} since {_since(w.since)}: ", w.message, "\n"]
+            parts += [
+                (f"{sev.upper():6}", SEVERITY_STYLE.get(sev.lower(), "bold")),
+                f" {w.rule} since {_since(w.since)}: ",
+                w.message,
+                "\n",
+            ]
         if note:
             parts += ["\n", ("follower: ", "$text-muted"), note]
         self.show_content(assemble(*parts))

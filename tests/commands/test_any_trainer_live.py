@@ -68,19 +68,21 @@ patterns = ['step:(?P<step>\d+) loss:(?P<loss>\S+)',
 LIGHTNING = dict(anchor=common.ANCHOR - 1, endpoint=common.ENDPOINT - 1)
 KINDS = {
     "lightning-csv": Kind(("lightning_run",), "csv", 'kind = "csv"', "val_loss", **LIGHTNING),
-    "lightning-tb": Kind(("lightning_run",), "tb", 'kind = "tensorboard"', "val_loss",
-                         **LIGHTNING),
+    "lightning-tb": Kind(("lightning_run",), "tb", 'kind = "tensorboard"', "val_loss", **LIGHTNING),
     "mlflow-sqlite": Kind(("mlflow_store", "sqlite"), "", 'kind = "mlflow"', "eval/loss"),
     "mlflow-file": Kind(("mlflow_store", "file"), "", 'kind = "mlflow"', "eval/loss"),
     # TensorBoard's names: the run `loss_eval` (add_scalars' sub-folder), its tag `loss`
-    "tb-add_scalars": Kind(("tb_scalars",), "", 'kind = "tensorboard"\neval = ["loss_eval/*"]'
-                           '\nloss = "loss_train/loss"', "loss_eval/loss",
-                           bank_preset=True),
+    "tb-add_scalars": Kind(
+        ("tb_scalars",),
+        "",
+        'kind = "tensorboard"\neval = ["loss_eval/*"]\nloss = "loss_train/loss"',
+        "loss_eval/loss",
+        bank_preset=True,
+    ),
     "jsonl": Kind(("jsonl",), "", 'kind = "jsonl"', "eval/loss"),
     "wandb": Kind(("wandb_run",), "", 'kind = "wandb"', "eval/loss"),
     "trackio": Kind(("trackio_run",), "", 'kind = "trackio"\nrun = "live"', "eval/loss"),
-    "lines": Kind(("printed",), "", PRINTED, "eval_loss", stdout="train.out",
-                  bank_preset=True),
+    "lines": Kind(("printed",), "", PRINTED, "eval_loss", stdout="train.out", bank_preset=True),
 }
 
 
@@ -108,8 +110,10 @@ class Seen:
 def preset_text(kind: Kind, name: str, comparator: str = "") -> str:
     bounds = "healthy_max = 0.05\ndrift_min = 0.5\n"
     if comparator:
-        bounds = (f'healthy_max = 0.05\nreference = "base"\ndrift_fraction = 0.5\n'
-                  f"drift_min = 0.08\n\n[comparators.base]\nbank = \"{comparator}\"\n")
+        bounds = (
+            f'healthy_max = 0.05\nreference = "base"\ndrift_fraction = 0.5\n'
+            f'drift_min = 0.08\n\n[comparators.base]\nbank = "{comparator}"\n'
+        )
     return f'''[run]
 name = "{name}"
 question = "Does the eval loss rise after the first probe?"
@@ -160,16 +164,28 @@ def run_writer(writer: tuple[str, ...], names: list[str], root: Path) -> dict[st
     """Start the writer, and at once one attach per kind it writes; ask `runs` while it writes;
     then verdict, bank and the compared verdict of each."""
     out = root / "out"
-    env = {k: v for k, v in os.environ.items()
-           if not k.startswith(("TRACKIO_", "GRADIO_", "WANDB_", "HF_TOKEN"))}
-    env.update(PYTHONPATH=str(ROOT), PYTHONUNBUFFERED="1",
-               FONTAINE_REGISTRY=str(root / "state" / "babysit.toml"),
-               FONTAINE_BANK=str(root / "bank"),
-               # nothing online, nothing in the home folder
-               HF_HUB_OFFLINE="1", HF_HUB_DISABLE_TELEMETRY="1", TRACKIO_DIR=str(out),
-               GRADIO_ANALYTICS_ENABLED="False", WANDB_MODE="offline", WANDB_SILENT="true",
-               WANDB_DIR=str(out), WANDB_CONFIG_DIR=str(root / "wandb-config"),
-               WANDB_CACHE_DIR=str(root / "wandb-cache"), WANDB_DATA_DIR=str(root / "wandb-data"))
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if not k.startswith(("TRACKIO_", "GRADIO_", "WANDB_", "HF_TOKEN"))
+    }
+    env.update(
+        PYTHONPATH=str(ROOT),
+        PYTHONUNBUFFERED="1",
+        FONTAINE_REGISTRY=str(root / "state" / "babysit.toml"),
+        FONTAINE_BANK=str(root / "bank"),
+        # nothing online, nothing in the home folder
+        HF_HUB_OFFLINE="1",
+        HF_HUB_DISABLE_TELEMETRY="1",
+        TRACKIO_DIR=str(out),
+        GRADIO_ANALYTICS_ENABLED="False",
+        WANDB_MODE="offline",
+        WANDB_SILENT="true",
+        WANDB_DIR=str(out),
+        WANDB_CONFIG_DIR=str(root / "wandb-config"),
+        WANDB_CACHE_DIR=str(root / "wandb-cache"),
+        WANDB_DATA_DIR=str(root / "wandb-data"),
+    )
     seen = {}
     for name in names:
         kind = KINDS[name]
@@ -180,30 +196,54 @@ def run_writer(writer: tuple[str, ...], names: list[str], root: Path) -> dict[st
     log = open(root / "writer.log", "w")  # noqa: SIM115 - closed below
     printed = [s.folder / s.kind.stdout for s in seen.values() if s.kind.stdout]
     stdout = open(printed[0], "w") if printed else log  # noqa: SIM115 - closed below
-    writer = subprocess.Popen([sys.executable, "-m", f"tests.writers.{writer[0]}", str(out),
-                               *writer[1:]], cwd=ROOT, env=env, stdout=stdout, stderr=log)
+    writer = subprocess.Popen(
+        [sys.executable, "-m", f"tests.writers.{writer[0]}", str(out), *writer[1:]],
+        cwd=ROOT,
+        env=env,
+        stdout=stdout,
+        stderr=log,
+    )
     attaches, threads = {}, []
     for name, s in seen.items():
-        p = subprocess.Popen([sys.executable, "-m", "fontaine_tui", "attach", str(s.folder),
-                              "--plain", "--until-end", "--preset", str(root / f"{name}.toml")],
-                             cwd=ROOT, env=env, stdout=subprocess.PIPE,
-                             stderr=subprocess.PIPE, text=True)
+        p = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "fontaine_tui",
+                "attach",
+                str(s.folder),
+                "--plain",
+                "--until-end",
+                "--preset",
+                str(root / f"{name}.toml"),
+            ],
+            cwd=ROOT,
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
         attaches[name] = p
         t = threading.Thread(target=read_lines, args=(p.stdout, s.lines), daemon=True)
         t.start()
         threads.append(t)
     folders = {name: s.folder for name, s in seen.items()}
     looks = open(root / "runs.log", "w")  # noqa: SIM115 - closed below
-    poller = subprocess.Popen([sys.executable, "-m", "tests.writers.poll_runs",
-                               str(root / "stop")], cwd=ROOT, env=env, stdout=looks,
-                              stderr=subprocess.STDOUT)
+    poller = subprocess.Popen(
+        [sys.executable, "-m", "tests.writers.poll_runs", str(root / "stop")],
+        cwd=ROOT,
+        env=env,
+        stdout=looks,
+        stderr=subprocess.STDOUT,
+    )
     try:
         # the writer waits, its run begun, until each attach is up (`following ...`) and the
         # poller has asked runs once
         deadline = time.monotonic() + 120
         while time.monotonic() < deadline and not (
-                all(s.lines or attaches[name].poll() is not None for name, s in seen.items())
-                and ((root / "runs.log").stat().st_size or poller.poll() is not None)):
+            all(s.lines or attaches[name].poll() is not None for name, s in seen.items())
+            and ((root / "runs.log").stat().st_size or poller.poll() is not None)
+        ):
             time.sleep(0.02)
         (root / "go").touch()
         begun = time.time()
@@ -236,8 +276,11 @@ def run_writer(writer: tuple[str, ...], names: list[str], root: Path) -> dict[st
                 p.wait()
     for t in threads:
         t.join(5)
-    during = [line.split(" ", 1)[1] for line in (root / "runs.log").read_text().splitlines()
-              if " " in line and begun <= float(line.split(" ", 1)[0]) < finished]
+    during = [
+        line.split(" ", 1)[1]
+        for line in (root / "runs.log").read_text().splitlines()
+        if " " in line and begun <= float(line.split(" ", 1)[0]) < finished
+    ]
     _, answer = command(["runs", "--json"], env)
     after = runs_rows(answer.splitlines(), folders)
     for name, rows in runs_rows(during, folders).items():
@@ -260,8 +303,11 @@ def observe(request, tmp_path_factory):
     """Each writer the selected tests need, SIDE_BY_SIDE at a time (most of a run is sleeping
     and waiting), the slowest (Lightning's) first, started when the first test asks; a test
     waits for its own writer's."""
-    here = {item.callspec.params["name"] for item in request.session.items
-            if item.module is request.module and hasattr(item, "callspec")}
+    here = {
+        item.callspec.params["name"]
+        for item in request.session.items
+        if item.module is request.module and hasattr(item, "callspec")
+    }
     writers = list(dict.fromkeys(k.writer for name, k in KINDS.items() if name in here))
     pool = ThreadPoolExecutor(max_workers=SIDE_BY_SIDE)
     runs = {}
@@ -283,7 +329,8 @@ def test_the_endpoint_probe_is_shown_live(name, observe):
     assert shown, f"no probe at step {s.kind.endpoint} in:\n{s.text()}\n{s.stderr}"
     assert s.kind.metric in next(line for t, line in s.lines if t == shown[0])
     assert shown[0] - s.writer_end <= LIVE_S, (
-        f"shown {shown[0] - s.writer_end:.1f} s after the writer finished:\n{s.text()}")
+        f"shown {shown[0] - s.writer_end:.1f} s after the writer finished:\n{s.text()}"
+    )
     final = f"verdict: AMBIGUOUS (final, step {s.kind.endpoint} of"
     assert any(line.startswith(final) for _, line in s.lines), s.text()
 
@@ -291,8 +338,7 @@ def test_the_endpoint_probe_is_shown_live(name, observe):
 @pytest.mark.parametrize("name", KINDS)
 def test_each_step_is_shown_once(name, observe):
     s = observe(name)
-    steps = [int(line.split()[1].split("/")[0]) for _, line in s.lines
-             if line.startswith("step ")]
+    steps = [int(line.split()[1].split("/")[0]) for _, line in s.lines if line.startswith("step ")]
     assert steps == list(s.kind.steps()), s.text()
 
 

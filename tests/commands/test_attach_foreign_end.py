@@ -41,16 +41,34 @@ drift_min = 1.0
 
 
 def _attach(folder: Path, preset: Path, *extra: str) -> subprocess.Popen:
-    return subprocess.Popen([sys.executable, "-m", "fontaine_tui", "attach", str(folder),
-                             "--plain", "--until-end", "--preset", str(preset), *extra],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            cwd=ROOT)
+    return subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "fontaine_tui",
+            "attach",
+            str(folder),
+            "--plain",
+            "--until-end",
+            "--preset",
+            str(preset),
+            *extra,
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        cwd=ROOT,
+    )
 
 
 def _verdict(folder: Path, preset: Path) -> int:
-    return subprocess.run([sys.executable, "-m", "fontaine_tui", "verdict", str(folder),
-                           "--preset", str(preset)], capture_output=True, text=True,
-                          cwd=ROOT, timeout=60).returncode
+    return subprocess.run(
+        [sys.executable, "-m", "fontaine_tui", "verdict", str(folder), "--preset", str(preset)],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=60,
+    ).returncode
 
 
 def _csv_writer(path: Path) -> None:
@@ -69,18 +87,23 @@ def test_attach_until_end_ends_by_itself_on_every_kind(tmp_path):
     runs = {name: tmp_path / name for name in ("finished", "failed", "jsonl", "csv")}
     for folder in runs.values():
         folder.mkdir()
-    presets = {"finished": _preset(tmp_path / "m.toml", "mlflow"),
-               "failed": _preset(tmp_path / "m.toml", "mlflow"),
-               "jsonl": _preset(tmp_path / "j.toml", "jsonl"),
-               "csv": _preset(tmp_path / "c.toml", "csv", "val_mae", endpoint=9)}
+    presets = {
+        "finished": _preset(tmp_path / "m.toml", "mlflow"),
+        "failed": _preset(tmp_path / "m.toml", "mlflow"),
+        "jsonl": _preset(tmp_path / "j.toml", "jsonl"),
+        "csv": _preset(tmp_path / "c.toml", "csv", "val_mae", endpoint=9),
+    }
     started = time.monotonic()
-    attached = {name: _attach(runs[name], presets[name],
-                              *(["--quiet-end", "1.5"] if name == "csv" else []))
-                for name in runs}
+    attached = {
+        name: _attach(runs[name], presets[name], *(["--quiet-end", "1.5"] if name == "csv" else []))
+        for name in runs
+    }
     # FINISHED at step 5, before the endpoint (7): only the run's end can end the follow
-    writers = {"finished": writer("mlflow_file", 5, 0.3),
-               "failed": writer("mlflow_sqlite", 7, 0.3, fail_at=4),
-               "jsonl": writer("jsonl", 7, 0.3)}
+    writers = {
+        "finished": writer("mlflow_file", 5, 0.3),
+        "failed": writer("mlflow_sqlite", 7, 0.3, fail_at=4),
+        "jsonl": writer("jsonl", 7, 0.3),
+    }
     for name, proc in writers.items():
         assert proc.stdin is not None
         proc.stdin.write(f"{runs[name]}\n")
@@ -90,8 +113,7 @@ def test_attach_until_end_ends_by_itself_on_every_kind(tmp_path):
     out = {}
     try:
         for name, proc in attached.items():
-            stdout, stderr = proc.communicate(timeout=max(5.0, 120 - (time.monotonic()
-                                                                      - started)))
+            stdout, stderr = proc.communicate(timeout=max(5.0, 120 - (time.monotonic() - started)))
             out[name] = (proc.returncode, stdout, stderr)
     finally:
         for proc in attached.values():
@@ -131,11 +153,24 @@ def test_attach_until_end_ends_at_the_engine_logs_error_event(tmp_path):
     run = tmp_path / "run"
     freeze(run)
     recs = records_upto(300)
-    recs.append({"kind": "event", "step": 300, "time": recs[-1]["time"] + 1, "event": "error",
-                 "detail": "FloatingPointError: loss is nan"})
+    recs.append(
+        {
+            "kind": "event",
+            "step": 300,
+            "time": recs[-1]["time"] + 1,
+            "event": "error",
+            "detail": "FloatingPointError: loss is nan",
+        }
+    )
     (run / "train_log.jsonl").write_text("".join(dumps(r) + "\n" for r in recs))
-    res = subprocess.run([sys.executable, "-m", "fontaine_tui", "attach", str(run), "--plain",
-                          "--until-end"], capture_output=True, text=True, cwd=ROOT, timeout=60)
+    res = subprocess.run(
+        [sys.executable, "-m", "fontaine_tui", "attach", str(run), "--plain", "--until-end"],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=60,
+    )
     assert res.returncode == 1, res.stderr
     assert res.stdout.splitlines()[-1] == (
-        "event error at step 300: FloatingPointError: loss is nan")
+        "event error at step 300: FloatingPointError: loss is nan"
+    )

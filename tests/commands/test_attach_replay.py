@@ -27,27 +27,36 @@ LOG = "train_log.jsonl"
 
 def freeze(folder: Path, preset_name: str = "demosonly_1gpu") -> None:
     folder.mkdir(parents=True, exist_ok=True)
-    prereg.freeze(RunFolder(folder), load_preset(preset_name),
-                  ["python", "-m", "fontaine_engine"], "h")
+    prereg.freeze(
+        RunFolder(folder), load_preset(preset_name), ["python", "-m", "fontaine_engine"], "h"
+    )
 
 
 def cli(*argv: str, timeout: float = 60) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "fontaine_tui", *argv], capture_output=True,
-                          text=True, timeout=timeout, cwd=Path(__file__).parents[2])
+    return subprocess.run(
+        [sys.executable, "-m", "fontaine_tui", *argv],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        cwd=Path(__file__).parents[2],
+    )
 
 
-@pytest.mark.parametrize("text, expected", [
-    ("gpu1:/runs/a", SshTarget("gpu1", "/runs/a")),
-    ("me@gpu1:/runs/a b", SshTarget("gpu1", "/runs/a b", "me")),
-    ("me@10.0.0.2:runs/a", SshTarget("10.0.0.2", "runs/a", "me")),
-    ("ssh://me@gpu1:2222/runs/a", SshTarget("gpu1", "/runs/a", "me", 2222)),
-    ("ssh://gpu1/runs/a%20b", SshTarget("gpu1", "/runs/a b")),
-    ("ssh://me@[::1]:22/r", SshTarget("::1", "/r", "me", 22)),
-    ("gpu1:~/runs/a", SshTarget("gpu1", "runs/a")),
-    ("ssh://gpu1/~/runs/a", SshTarget("gpu1", "runs/a")),
-    ("./outputs/x", LocalTarget(Path("./outputs/x"))),
-    ("/abs/x:y", LocalTarget(Path("/abs/x:y"))),
-])
+@pytest.mark.parametrize(
+    "text, expected",
+    [
+        ("gpu1:/runs/a", SshTarget("gpu1", "/runs/a")),
+        ("me@gpu1:/runs/a b", SshTarget("gpu1", "/runs/a b", "me")),
+        ("me@10.0.0.2:runs/a", SshTarget("10.0.0.2", "runs/a", "me")),
+        ("ssh://me@gpu1:2222/runs/a", SshTarget("gpu1", "/runs/a", "me", 2222)),
+        ("ssh://gpu1/runs/a%20b", SshTarget("gpu1", "/runs/a b")),
+        ("ssh://me@[::1]:22/r", SshTarget("::1", "/r", "me", 22)),
+        ("gpu1:~/runs/a", SshTarget("gpu1", "runs/a")),
+        ("ssh://gpu1/~/runs/a", SshTarget("gpu1", "runs/a")),
+        ("./outputs/x", LocalTarget(Path("./outputs/x"))),
+        ("/abs/x:y", LocalTarget(Path("/abs/x:y"))),
+    ],
+)
 def test_parse_target(text, expected):
     assert parse_target(text) == expected
 
@@ -80,7 +89,9 @@ def test_replay_without_a_preset_is_one_line_exit_2(tmp_path):
     log = write_log(tmp_path / "run" / LOG)
     res = cli("replay", str(log), "--plain")
     assert res.returncode == 2
-    assert res.stderr.count("\n") == 1 and "--preset" in res.stderr and "Traceback" not in res.stderr
+    assert (
+        res.stderr.count("\n") == 1 and "--preset" in res.stderr and "Traceback" not in res.stderr
+    )
     res = cli("replay", str(tmp_path / "nope.jsonl"), "--preset", "smoke", "--plain")
     assert res.returncode == 2 and res.stderr.count("\n") == 1
 
@@ -149,8 +160,9 @@ def test_attach_plain_over_ssh(sshd, tmp_path):
     run = tmp_path / "remote run"
     freeze(run)
     write_log(run / LOG)
-    res = cli("attach", f"{HOST_ALIAS}:{run}", "--ssh-config", str(sshd.config), "--plain",
-              "--until-end")
+    res = cli(
+        "attach", f"{HOST_ALIAS}:{run}", "--ssh-config", str(sshd.config), "--plain", "--until-end"
+    )
     assert res.returncode == 0, res.stderr
     assert f"following ssh {HOST_ALIAS}:{run}" in res.stdout
     assert "verdict: AMBIGUOUS (final, step 1000 of 1000" in res.stdout
@@ -163,8 +175,9 @@ def test_attach_plain_over_ssh(sshd, tmp_path):
 @pytest.mark.ssh
 def test_attach_ssh_errors_are_one_line_exit_2(sshd, tmp_path, monkeypatch):
     monkeypatch.setenv("FONTAINE_SSH_CONNECT_S", "0")  # a refused port: said at once
-    res = cli("attach", f"{HOST_ALIAS}:{tmp_path}/nope", "--ssh-config", str(sshd.config),
-              "--plain")
+    res = cli(
+        "attach", f"{HOST_ALIAS}:{tmp_path}/nope", "--ssh-config", str(sshd.config), "--plain"
+    )
     assert res.returncode == 2 and res.stderr.count("\n") == 1
     assert "no such run folder; try by hand: ssh -F" in res.stderr
     cfg = tmp_path / "down_config"
@@ -217,8 +230,7 @@ async def test_the_console_follows_a_growing_local_run(tmp_path):
         await pilot.press("q")
 
 
-def test_plain_replay_and_attach_refuse_a_preset_that_loosens_the_frozen_bounds(tmp_path,
-                                                                                capsys):
+def test_plain_replay_and_attach_refuse_a_preset_that_loosens_the_frozen_bounds(tmp_path, capsys):
     from tests.core.launch.conftest import preset_variant
     from tests.logs import RIGONLY_LIKE
 
@@ -236,10 +248,15 @@ def test_plain_replay_and_attach_refuse_a_preset_that_loosens_the_frozen_bounds(
         assert last and not last[-1].startswith("verdict: HEALTHY"), last[-1:]
 
 
-@pytest.mark.parametrize("target", ["ssh://-oProxyCommand=touch%20pwned/run",
-                                    "ssh://-oProxyCommand=x@host/run",
-                                    "-oProxyCommand=touch pwned:/run",
-                                    "me@-oProxyCommand=touch:/run"])
+@pytest.mark.parametrize(
+    "target",
+    [
+        "ssh://-oProxyCommand=touch%20pwned/run",
+        "ssh://-oProxyCommand=x@host/run",
+        "-oProxyCommand=touch pwned:/run",
+        "me@-oProxyCommand=touch:/run",
+    ],
+)
 def test_a_host_or_user_beginning_with_a_dash_is_refused(tmp_path, monkeypatch, target):
     monkeypatch.chdir(tmp_path)
     res = cli("attach", target, "--plain", timeout=30)

@@ -41,9 +41,25 @@ def env_for(tmp_path: Path, **more: str) -> dict[str, str]:
 def test_babysit_watches_a_detached_run_to_its_end(tmp_path: Path, registry_path: Path) -> None:
     folder = RunFolder(tmp_path / "run")
     launcher = subprocess.Popen(
-        [sys.executable, "-m", "fontaine_tui", "launch", "smoke", "--plain", "--output-dir",
-         "run", "--poll", "0.5"], cwd=tmp_path, env=env_for(tmp_path), text=True,
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
+        [
+            sys.executable,
+            "-m",
+            "fontaine_tui",
+            "launch",
+            "smoke",
+            "--plain",
+            "--output-dir",
+            "run",
+            "--poll",
+            "0.5",
+        ],
+        cwd=tmp_path,
+        env=env_for(tmp_path),
+        text=True,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        start_new_session=True,
+    )
     [entry] = [None]
     try:
         deadline = time.monotonic() + TIMEOUT
@@ -58,8 +74,12 @@ def test_babysit_watches_a_detached_run_to_its_end(tmp_path: Path, registry_path
         hook = Hook()
         res = subprocess.run(
             [sys.executable, "-m", "fontaine_tui", "babysit", "smoke", "--poll", "0.3"],
-            cwd=tmp_path, env=env_for(tmp_path, FONTAINE_NOTIFY=hook.url("/hooks/TOKEN42")),
-            capture_output=True, text=True, timeout=TIMEOUT)
+            cwd=tmp_path,
+            env=env_for(tmp_path, FONTAINE_NOTIFY=hook.url("/hooks/TOKEN42")),
+            capture_output=True,
+            text=True,
+            timeout=TIMEOUT,
+        )
     finally:
         if entry is not None:
             try:
@@ -91,14 +111,25 @@ def test_babysit_watches_a_detached_run_to_its_end(tmp_path: Path, registry_path
 
 def test_the_unit_runs_this_babysitter_with_its_paths_literal(tmp_path: Path) -> None:
     args = argparse.Namespace(poll=30.0, ssh_config=None, runs=["my run", "h:/x $HOME"])
-    env = {"FONTAINE_REGISTRY": "/srv/state 100%/babysit.toml", "FONTAINE_NOTIFY": "https://x/y",
-           "XDG_CONFIG_HOME": "/home/u/.config"}
+    env = {
+        "FONTAINE_REGISTRY": "/srv/state 100%/babysit.toml",
+        "FONTAINE_NOTIFY": "https://x/y",
+        "XDG_CONFIG_HOME": "/home/u/.config",
+    }
     text = unit(args, env, python="/opt/my env/bin/python")
     [exec_line] = [ln for ln in text.splitlines() if ln.startswith("ExecStart=")]
     # systemd's quoting: "..." words, \\ and \" escaped, % and $ doubled
-    words = shlex.split(exec_line[len("ExecStart="):].replace("%%", "%").replace("$$", "$"))
-    assert words == ["/opt/my env/bin/python", "-m", "fontaine_tui", "babysit", "--poll", "30",
-                     "my run", "h:/x $HOME"]
+    words = shlex.split(exec_line[len("ExecStart=") :].replace("%%", "%").replace("$$", "$"))
+    assert words == [
+        "/opt/my env/bin/python",
+        "-m",
+        "fontaine_tui",
+        "babysit",
+        "--poll",
+        "30",
+        "my run",
+        "h:/x $HOME",
+    ]
     assert 'Environment="FONTAINE_REGISTRY=/srv/state 100%%/babysit.toml"' in text
     assert "FONTAINE_NOTIFY=" not in text.replace("# FONTAINE_NOTIFY", "")  # a secret
     assert "[Install]\nWantedBy=default.target" in text
@@ -106,23 +137,36 @@ def test_the_unit_runs_this_babysitter_with_its_paths_literal(tmp_path: Path) ->
     if analyze:  # where systemd is installed, it checks the unit itself
         path = tmp_path / "fontaine-babysit.service"
         path.write_text(unit(argparse.Namespace(poll=30.0, ssh_config=None, runs=[]), {}))
-        res = subprocess.run([analyze, "verify", "--user", str(path)], capture_output=True,
-                             text=True)
+        res = subprocess.run(
+            [analyze, "verify", "--user", str(path)], capture_output=True, text=True
+        )
         assert "fontaine-babysit.service:" not in res.stderr, res.stderr
 
 
 def test_babysit_refuses_bad_input_in_one_line(tmp_path: Path) -> None:
-    for argv, expected in ((["--poll", "0"], "--poll: expected a positive number"),
-                           (["no-such-run"], "no-such-run: not watched")):
-        res = subprocess.run([sys.executable, "-m", "fontaine_tui", "babysit", *argv],
-                             cwd=tmp_path, env=env_for(tmp_path), capture_output=True,
-                             text=True, timeout=60)
+    for argv, expected in (
+        (["--poll", "0"], "--poll: expected a positive number"),
+        (["no-such-run"], "no-such-run: not watched"),
+    ):
+        res = subprocess.run(
+            [sys.executable, "-m", "fontaine_tui", "babysit", *argv],
+            cwd=tmp_path,
+            env=env_for(tmp_path),
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
         assert expected in res.stdout + res.stderr and "Traceback" not in res.stderr
         assert res.returncode == (2 if argv[0] == "--poll" else 1)
     # nothing registered, one look: nothing to do
-    res = subprocess.run([sys.executable, "-m", "fontaine_tui", "babysit", "--once"],
-                         cwd=tmp_path, env=env_for(tmp_path), capture_output=True, text=True,
-                         timeout=60)
+    res = subprocess.run(
+        [sys.executable, "-m", "fontaine_tui", "babysit", "--once"],
+        cwd=tmp_path,
+        env=env_for(tmp_path),
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert res.returncode == 0 and res.stderr == ""
 
 
@@ -139,15 +183,29 @@ def test_babysit_a_run_over_ssh_to_its_end(sshd, tmp_path: Path) -> None:
 
     run = tmp_path / "remote run"
     run.mkdir()
-    prereg.freeze(RunFolder(run), load_preset("demosonly_1gpu"),
-                  ["python", "-m", "fontaine_engine"], "h")
+    prereg.freeze(
+        RunFolder(run), load_preset("demosonly_1gpu"), ["python", "-m", "fontaine_engine"], "h"
+    )
     write_log(run / "train_log.jsonl")
     hook = Hook()
     res = subprocess.run(
-        [sys.executable, "-m", "fontaine_tui", "babysit", f"{HOST_ALIAS}:{run}", "--poll", "0.3",
-         "--ssh-config", str(sshd.config)], cwd=tmp_path,
-        env=env_for(tmp_path, FONTAINE_NOTIFY=hook.url()), capture_output=True, text=True,
-        timeout=120)
+        [
+            sys.executable,
+            "-m",
+            "fontaine_tui",
+            "babysit",
+            f"{HOST_ALIAS}:{run}",
+            "--poll",
+            "0.3",
+            "--ssh-config",
+            str(sshd.config),
+        ],
+        cwd=tmp_path,
+        env=env_for(tmp_path, FONTAINE_NOTIFY=hook.url()),
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     posts = [json.loads(r.body) for r in hook.requests]
     hook.close()
     assert res.returncode == 0, res.stdout + res.stderr

@@ -41,10 +41,12 @@ def test_every_help_has_examples_that_keep_their_lines(path, capsys):
     assert "\nexamples:\n" in out, out
     lines = out.split("\nexamples:\n")[1].split("\n\n")[0].splitlines()
     assert 2 <= len(lines) <= 4, lines
-    assert all(line.startswith(f"  fontaine-tui {path[0]}")
-               or line.startswith(f"  FONTAINE_BANK=/shared/bank fontaine-tui {path[0]}")
-               or line.startswith(f"  fontaine-tui --ssh-config ~/.ssh/lab {path[0]}")
-               for line in lines), lines
+    assert all(
+        line.startswith(f"  fontaine-tui {path[0]}")
+        or line.startswith(f"  FONTAINE_BANK=/shared/bank fontaine-tui {path[0]}")
+        or line.startswith(f"  fontaine-tui --ssh-config ~/.ssh/lab {path[0]}")
+        for line in lines
+    ), lines
 
 
 def test_the_examples_parse():
@@ -55,7 +57,7 @@ def test_the_examples_parse():
     for sub in [parser, *(sub for _, sub in COMMANDS)]:
         for line in sub.epilog.split("examples:\n")[1].split("\n\n")[0].splitlines():
             argv = shlex.split(line.split("|")[0].split(">")[0])
-            argv = argv[argv.index("fontaine-tui") + 1:]
+            argv = argv[argv.index("fontaine-tui") + 1 :]
             if argv == ["COMMAND", "--help"]:
                 continue
             parser.parse_args(argv)  # a usage error exits 2: SystemExit fails the test
@@ -67,8 +69,12 @@ def test_the_top_help_has_examples(capsys):
 
 
 def _unit(*argv: str, cwd: Path) -> str:
-    res = subprocess.run([sys.executable, "-m", "fontaine_tui", *argv, "--print-unit"],
-                         capture_output=True, text=True, cwd=cwd)
+    res = subprocess.run(
+        [sys.executable, "-m", "fontaine_tui", *argv, "--print-unit"],
+        capture_output=True,
+        text=True,
+        cwd=cwd,
+    )
     assert res.returncode == 0, res.stderr
     return res.stdout
 
@@ -82,8 +88,16 @@ def test_ssh_config_is_a_global_option_still_taken_after_the_command(tmp_path):
     assert f'"{tmp_path / "b.conf"}"' in both and "a.conf" not in both  # the nearer one
 
 
-@pytest.mark.parametrize("argv", [["attach", "h:/r"], ["runs"], ["stop", "r7"],
-                                  ["launch", "p", "--on", "h"], ["bank", "add", "r", "--as", "n"]])
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["attach", "h:/r"],
+        ["runs"],
+        ["stop", "r7"],
+        ["launch", "p", "--on", "h"],
+        ["bank", "add", "r", "--as", "n"],
+    ],
+)
 def test_every_ssh_command_reads_the_global_ssh_config(argv):
     parser = build_parser()
     assert parser.parse_args(["--ssh-config", "g", *argv]).ssh_config == "g"
@@ -105,8 +119,13 @@ def test_short_flags_mean_the_same_everywhere_and_never_clash():
                     seen.add((path, flag))
                 elif flag in action.option_strings:
                     pytest.fail(f"{' '.join(path)}: {flag} is not {long}")
-    assert {(("verdict",), "-p"), (("verdict",), "-j"), (("bank", "add"), "-p"),
-            (("bank", "show"), "-j"), (("runs",), "-j")} <= seen
+    assert {
+        (("verdict",), "-p"),
+        (("verdict",), "-j"),
+        (("bank", "add"), "-p"),
+        (("bank", "show"), "-j"),
+        (("runs",), "-j"),
+    } <= seen
 
 
 def test_short_flags_work(tmp_path, capsys):

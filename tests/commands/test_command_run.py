@@ -24,16 +24,19 @@ from fontaine_tui.core.verdict.presets import load_preset
 
 ROOT = Path(__file__).resolve().parents[2]
 MARK = "# ---- command block ----"
-BLOCK = (f'"{sys.executable}" {ROOT}/examples/own_trainer/train.py --output_dir "$FONTAINE_OUTPUT_DIR" '
-         "--max_steps 40 --eval_every 10\n")
+BLOCK = (
+    f'"{sys.executable}" {ROOT}/examples/own_trainer/train.py --output_dir "$FONTAINE_OUTPUT_DIR" '
+    "--max_steps 40 --eval_every 10\n"
+)
 
 
 @pytest.mark.slow
 def test_the_own_trainer_runs_through_its_launcher_and_is_read(tmp_path, capsys):
     pytest.importorskip("transformers")
     (tmp_path / "box_launcher.sh").write_text(f"#!/bin/bash\nset -e\n{MARK}\n{BLOCK}")
-    (tmp_path / "launch_box.sh").write_text(f"#!/bin/bash\nset -e\nexport OMP_NUM_THREADS=1\n"
-                                            f"{MARK}\n{BLOCK}")
+    (tmp_path / "launch_box.sh").write_text(
+        f"#!/bin/bash\nset -e\nexport OMP_NUM_THREADS=1\n{MARK}\n{BLOCK}"
+    )
     path = tmp_path / "own.toml"
     path.write_text(f'''[run]
 name = "own"
@@ -57,12 +60,19 @@ drift_min = 0.2
     folder.root.mkdir(parents=True)
     cwd = command_cwd(preset, tmp_path)
     argv = command_argv(preset, folder.root, False, cwd)
-    freeze(folder, preset, argv, "host",
-           provenance=command_provenance(preset, argv, cwd, folder.root))
+    freeze(
+        folder, preset, argv, "host", provenance=command_provenance(preset, argv, cwd, folder.root)
+    )
     with open(folder.engine_out, "wb") as out:
-        proc = subprocess.run(argv, cwd=cwd, env=command_env(preset, folder.root),
-                              stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT,
-                              timeout=300)
+        proc = subprocess.run(
+            argv,
+            cwd=cwd,
+            env=command_env(preset, folder.root),
+            stdin=subprocess.DEVNULL,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            timeout=300,
+        )
     assert proc.returncode == 0, folder.engine_out.read_text()[-2000:]
     assert (folder.root / "trainer_state.json").is_file()
     assert (folder.root / "checkpoint-40").is_dir()
@@ -70,8 +80,9 @@ drift_min = 0.2
     text = capsys.readouterr().out
     assert code == 0, text
     assert "eval_loss(20)" in text and "VERDICT: HEALTHY" in text, text
-    assert ("platform delta (launcher above its command block, vs the reference): 1 line(s)"
-            in text), text
+    assert (
+        "platform delta (launcher above its command block, vs the reference): 1 line(s)" in text
+    ), text
     assert "  +export OMP_NUM_THREADS=1" in text
     frozen = json.loads(folder.prereg.read_text())["provenance"]
     assert frozen["command"]["env"]["FONTAINE_OUTPUT_DIR"] == str(folder.root)

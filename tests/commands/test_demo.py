@@ -21,25 +21,37 @@ from fontaine_tui.core.errors import InputError
 ROOT = Path(__file__).parents[2]
 FAST = ("--speed", "1e6")
 # torch (and transformers) poisoned: an `import torch` anywhere on the path raises
-POISON = ("import sys; sys.modules['torch'] = None; sys.modules['transformers'] = None; "
-          "from fontaine_tui.cli import main; rc = main(sys.argv[1:]); "
-          "assert 'torch' not in [m.split('.')[0] for m in sys.modules if sys.modules[m]]; "
-          "sys.exit(rc)")
+POISON = (
+    "import sys; sys.modules['torch'] = None; sys.modules['transformers'] = None; "
+    "from fontaine_tui.cli import main; rc = main(sys.argv[1:]); "
+    "assert 'torch' not in [m.split('.')[0] for m in sys.modules if sys.modules[m]]; "
+    "sys.exit(rc)"
+)
 
 
 def tree(path: Path) -> dict[str, tuple[int, int]]:
-    return {str(p.relative_to(path)): (p.stat().st_size, p.stat().st_mtime_ns)
-            for p in sorted(path.rglob("*"))}
+    return {
+        str(p.relative_to(path)): (p.stat().st_size, p.stat().st_mtime_ns)
+        for p in sorted(path.rglob("*"))
+    }
 
 
 def run(tmp_path: Path, *argv: str, code: str | None = None) -> subprocess.CompletedProcess:
-    env = dict(os.environ, FONTAINE_BANK=str(tmp_path / "users-bank"),
-               FONTAINE_REGISTRY=str(tmp_path / "users-registry.toml"),
-               PYTHONPATH=os.pathsep.join(filter(None, [str(ROOT),
-                                                        os.environ.get("PYTHONPATH")])))
+    env = dict(
+        os.environ,
+        FONTAINE_BANK=str(tmp_path / "users-bank"),
+        FONTAINE_REGISTRY=str(tmp_path / "users-registry.toml"),
+        PYTHONPATH=os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])),
+    )
     head = ["-c", code] if code else ["-m", "fontaine_tui"]
-    return subprocess.run([sys.executable, *head, *argv], capture_output=True, text=True,
-                          timeout=120, cwd=tmp_path, env=env)
+    return subprocess.run(
+        [sys.executable, *head, *argv],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=tmp_path,
+        env=env,
+    )
 
 
 @pytest.fixture(scope="module")
@@ -95,8 +107,11 @@ def test_the_shipped_comparator_is_the_one_the_prereg_pins():
 
 
 def test_shipped_data_stays_small():
-    total = sum(p.stat().st_size for p in (Path(demo.__file__).parents[1] / "demo").rglob("*")
-                if p.is_file())
+    total = sum(
+        p.stat().st_size
+        for p in (Path(demo.__file__).parents[1] / "demo").rglob("*")
+        if p.is_file()
+    )
     assert total < 200_000, total
 
 
@@ -115,12 +130,18 @@ def test_a_build_without_the_recording_says_so(tmp_path, monkeypatch):
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGHUP])
 def test_a_signal_ends_the_demo_and_removes_its_folder(tmp_path, sig):
     """A closed terminal (SIGHUP) or a SIGTERM mid-replay: the temporary copy goes too."""
-    env = dict(os.environ, FONTAINE_BANK=str(tmp_path / "users-bank"),
-               PYTHONPATH=os.pathsep.join(filter(None, [str(ROOT),
-                                                        os.environ.get("PYTHONPATH")])))
-    proc = subprocess.Popen([sys.executable, "-m", "fontaine_tui", "demo", "--plain",
-                             "--speed", "1"], stdout=subprocess.PIPE, text=True, env=env,
-                            cwd=tmp_path)
+    env = dict(
+        os.environ,
+        FONTAINE_BANK=str(tmp_path / "users-bank"),
+        PYTHONPATH=os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])),
+    )
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "fontaine_tui", "demo", "--plain", "--speed", "1"],
+        stdout=subprocess.PIPE,
+        text=True,
+        env=env,
+        cwd=tmp_path,
+    )
     try:
         first = proc.stdout.readline()
         folder = Path(first.strip().removeprefix("following replay ")).parents[1]

@@ -34,9 +34,14 @@ def run_folder(root: Path, upto: int) -> Path:
 
 def runs(tmp_path: Path, config: Path) -> tuple[subprocess.CompletedProcess, float]:
     t0 = time.monotonic()
-    res = subprocess.run([sys.executable, "-m", "fontaine_tui", "runs", "--ssh-config",
-                          str(config)], capture_output=True, text=True, timeout=60,
-                         cwd=tmp_path, env={**os.environ})
+    res = subprocess.run(
+        [sys.executable, "-m", "fontaine_tui", "runs", "--ssh-config", str(config)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=tmp_path,
+        env={**os.environ},
+    )
     return res, time.monotonic() - t0
 
 
@@ -47,11 +52,14 @@ def test_a_down_host_degrades_its_rows_not_the_table(sshd, tmp_path, registry_pa
     reg = Registry(registry_path)
     sleeper = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
     try:
-        for name, folder, host, pid in (("done", here, hostname(), 0),
-                                        ("live", there, HOST_ALIAS, sleeper.pid),
-                                        ("flaky", flaky, FLAKY, 0)):
-            reg.upsert(Entry(name=name, run_dir=str(folder), host=host, pid=pid,
-                             preset="demosonly_1gpu"))
+        for name, folder, host, pid in (
+            ("done", here, hostname(), 0),
+            ("live", there, HOST_ALIAS, sleeper.pid),
+            ("flaky", flaky, FLAKY, 0),
+        ):
+            reg.upsert(
+                Entry(name=name, run_dir=str(folder), host=host, pid=pid, preset="demosonly_1gpu")
+            )
         config = tmp_path / "ssh_config"
         base = sshd.config.read_text()
         flaky_host = base.replace(f"Host {HOST_ALIAS}\n", f"Host {FLAKY}\n")
@@ -67,8 +75,7 @@ def test_a_down_host_degrades_its_rows_not_the_table(sshd, tmp_path, registry_pa
         # the flaky host goes down: it accepts the connection and never answers
         silent = Silent()
         try:
-            config.write_text(base + flaky_host.replace(f"Port {sshd.port}",
-                                                        f"Port {silent.port}"))
+            config.write_text(base + flaky_host.replace(f"Port {sshd.port}", f"Port {silent.port}"))
             time.sleep(1.0)  # so the last good reading has an age
             res, wall = runs(tmp_path, config)
         finally:
@@ -87,17 +94,43 @@ def test_a_down_host_degrades_its_rows_not_the_table(sshd, tmp_path, registry_pa
 
 def test_attach_registers_what_it_attaches_to(sshd, tmp_path, registry_path):
     folder = run_folder(tmp_path / "run over ssh", 1000)
-    res = subprocess.run([sys.executable, "-m", "fontaine_tui", "attach",
-                          f"{HOST_ALIAS}:{folder}", "--plain", "--until-end", "--ssh-config",
-                          str(sshd.config)], capture_output=True, text=True, timeout=60)
+    res = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "fontaine_tui",
+            "attach",
+            f"{HOST_ALIAS}:{folder}",
+            "--plain",
+            "--until-end",
+            "--ssh-config",
+            str(sshd.config),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert res.returncode == 0, res.stderr
     [entry] = Registry(registry_path).entries()
     assert (entry.host, entry.run_dir, entry.status) == (HOST_ALIAS, str(folder), "attached")
     assert entry.name == "grasp_sft_v2_demosonly_1gpu_disc"
     # a second attach leaves the entry as it is
-    subprocess.run([sys.executable, "-m", "fontaine_tui", "attach", f"{HOST_ALIAS}:{folder}",
-                    "--plain", "--until-end", "--ssh-config", str(sshd.config)],
-                   capture_output=True, text=True, timeout=60)
+    subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "fontaine_tui",
+            "attach",
+            f"{HOST_ALIAS}:{folder}",
+            "--plain",
+            "--until-end",
+            "--ssh-config",
+            str(sshd.config),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert Registry(registry_path).entries() == [entry]
 
 
@@ -106,21 +139,40 @@ def test_attach_by_uri_registers_the_port_and_runs_reaches_it(sshd, tmp_path, re
     `runs` looks at the run on that port; `stop` of a run only attached there refuses."""
     folder = run_folder(tmp_path / "run on a port", 1000)
     config = tmp_path / "ssh_config"  # this host by its address, the port from the URI only
-    config.write_text(sshd.config.read_text().replace(f"Host {HOST_ALIAS}\n", "Host 127.0.0.1\n")
-                      .replace(f"  Port {sshd.port}\n", ""))
+    config.write_text(
+        sshd.config.read_text()
+        .replace(f"Host {HOST_ALIAS}\n", "Host 127.0.0.1\n")
+        .replace(f"  Port {sshd.port}\n", "")
+    )
     uri = f"ssh://{sshd.user}@127.0.0.1:{sshd.port}{folder}"
-    res = subprocess.run([sys.executable, "-m", "fontaine_tui", "attach", uri, "--plain",
-                          "--until-end", "--ssh-config", str(config)],
-                         capture_output=True, text=True, timeout=60)
+    res = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "fontaine_tui",
+            "attach",
+            uri,
+            "--plain",
+            "--until-end",
+            "--ssh-config",
+            str(config),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert res.returncode == 0, res.stderr
     [entry] = Registry(registry_path).entries()
-    assert (entry.host, entry.run_dir) == (f"ssh://{sshd.user}@127.0.0.1:{sshd.port}",
-                                           str(folder))
+    assert (entry.host, entry.run_dir) == (f"ssh://{sshd.user}@127.0.0.1:{sshd.port}", str(folder))
     res, _ = runs(tmp_path, config)
     assert res.returncode == 0, res.stderr
     [line] = [ln for ln in res.stdout.splitlines()[1:] if ln.startswith(entry.name)]
     assert "1000/1000" in line and "(down)" not in line, res.stdout
-    res = subprocess.run([sys.executable, "-m", "fontaine_tui", "stop", entry.name, "--yes"],
-                         capture_output=True, text=True, timeout=60)
+    res = subprocess.run(
+        [sys.executable, "-m", "fontaine_tui", "stop", entry.name, "--yes"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert res.returncode == 2 and res.stderr.count("\n") == 1, res.stderr
     assert "attached, not launched from here" in res.stderr

@@ -22,8 +22,9 @@ HEALTHY = {250: (3.4623, 3.6862), 500: (3.3, 3.4), 750: (3.35, 3.3), 1000: (3.4,
 
 
 def cli(*argv: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "fontaine_tui", *argv], capture_output=True,
-                          text=True, timeout=120)
+    return subprocess.run(
+        [sys.executable, "-m", "fontaine_tui", *argv], capture_output=True, text=True, timeout=120
+    )
 
 
 @pytest.fixture
@@ -42,7 +43,8 @@ def test_verdict_of_a_folder_named_with_a_newline(forged_run: Path) -> None:
     res = cli("verdict", str(forged_run))
     assert res.returncode == 0, res.stderr
     assert starting(res.stdout, "VERDICT:") == [
-        next(ln for ln in res.stdout.splitlines() if ln.startswith("VERDICT: HEALTHY"))]
+        next(ln for ln in res.stdout.splitlines() if ln.startswith("VERDICT: HEALTHY"))
+    ]
     assert "x\\nVERDICT: SAME-DRIFT [final]/train_log.jsonl" in res.stdout
 
 
@@ -54,9 +56,16 @@ def test_replay_plain_of_a_folder_named_with_a_newline(forged_run: Path) -> None
 
 
 def test_runs_with_registry_fields_holding_a_newline(tmp_path: Path, forged_run: Path) -> None:
-    Registry().upsert(Entry(name=f"n{FORGED}", run_dir=str(forged_run),
-                            host=socket.gethostname(), preset=f"p{FORGED}",
-                            status="finished", last_step=1000))
+    Registry().upsert(
+        Entry(
+            name=f"n{FORGED}",
+            run_dir=str(forged_run),
+            host=socket.gethostname(),
+            preset=f"p{FORGED}",
+            status="finished",
+            last_step=1000,
+        )
+    )
     res = cli("runs")
     assert res.returncode == 0, res.stderr
     assert starting(res.stdout, "VERDICT:") == [], res.stdout
@@ -64,8 +73,9 @@ def test_runs_with_registry_fields_holding_a_newline(tmp_path: Path, forged_run:
     assert "nx\\nVERDICT: SAME-DRIFT [final]" in res.stdout
 
 
-def test_amend_and_bank_print_the_folder_on_one_line(forged_run: Path, tmp_path: Path,
-                                                     monkeypatch) -> None:
+def test_amend_and_bank_print_the_folder_on_one_line(
+    forged_run: Path, tmp_path: Path, monkeypatch
+) -> None:
     monkeypatch.setenv("FONTAINE_BANK", str(tmp_path / "bank"))
     res = cli("amend", str(forged_run), "--extend-to", "1250")
     assert res.returncode == 1, res.stderr  # recorded, refused: the run ended at 1000

@@ -18,8 +18,13 @@ VAL = {s: 3.0 - 0.01 * s for s in range(9, 80, 10)}  # Lightning validates at gl
 
 
 def cli(*argv: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "fontaine_tui", *argv], capture_output=True,
-                          text=True, timeout=120, cwd=ROOT)
+    return subprocess.run(
+        [sys.executable, "-m", "fontaine_tui", *argv],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=ROOT,
+    )
 
 
 @pytest.fixture(scope="module")
@@ -44,8 +49,15 @@ def test_inspect_then_preset_then_verdict(run, tmp_path):
     assert "ended    not known" in shown.stdout
     doc = json.loads(cli("inspect", str(run), "--json").stdout)
     keys = {k["key"]: k for k in doc["keys"]}
-    assert keys["val_mae"] == {"key": "val_mae", "role": "eval", "first": 9, "last": 79,
-                               "count": 8, "nan": 0, "not_number": 0}
+    assert keys["val_mae"] == {
+        "key": "val_mae",
+        "role": "eval",
+        "first": 9,
+        "last": 79,
+        "count": 8,
+        "nan": 0,
+        "not_number": 0,
+    }
     assert keys["train_loss"]["role"] == "loss" and keys["train_loss"]["count"] == 80
     assert doc["probes"]["every"] == 10 and doc["probes"]["first"] == 9
 
@@ -63,8 +75,9 @@ def test_inspect_then_preset_then_verdict(run, tmp_path):
     refused = cli("verdict", str(run), "--preset", str(preset))
     assert refused.returncode == 2 and refused.stderr.count("\n") == 1
     assert "complete the [verdict] bounds" in refused.stderr
-    preset.write_text(text.replace('"COMPLETE: a number"', "0.1", 1)
-                      .replace('"COMPLETE: a number"', "0.5", 1))
+    preset.write_text(
+        text.replace('"COMPLETE: a number"', "0.1", 1).replace('"COMPLETE: a number"', "0.5", 1)
+    )
     read = cli("verdict", str(run), "--preset", str(preset), "--json")
     verdict = json.loads(read.stdout)
     assert verdict["read_step"] == 79 and verdict["verdict"] == "HEALTHY"
@@ -73,9 +86,14 @@ def test_inspect_then_preset_then_verdict(run, tmp_path):
     assert forced.returncode == 0 and preset.read_text() == text
 
 
-@pytest.mark.parametrize("target, message", [
-    ("missing", "no such folder"), ("empty", "no log this console reads"),
-    ("gpu1:/runs/a", "inspect reads a local folder")])
+@pytest.mark.parametrize(
+    "target, message",
+    [
+        ("missing", "no such folder"),
+        ("empty", "no log this console reads"),
+        ("gpu1:/runs/a", "inspect reads a local folder"),
+    ],
+)
 def test_bad_input_is_one_line_exit_2(target, message, tmp_path):
     (tmp_path / "empty").mkdir()
     (tmp_path / "empty" / "notes.txt").write_text("nothing to read")

@@ -19,10 +19,12 @@ TRAIN = str(ROOT / "examples" / "own_trainer" / "train.py")
 
 
 def _preset(tmp_path: Path) -> Path:
-    common = (f'"{sys.executable}", "{TRAIN}", "--output_dir", "{{output_dir}}", '
-              '"--max_steps", "200", "--eval_every", "50"')
+    common = (
+        f'"{sys.executable}", "{TRAIN}", "--output_dir", "{{output_dir}}", '
+        '"--max_steps", "200", "--eval_every", "50"'
+    )
     path = tmp_path / "own_cmd.toml"
-    path.write_text(f'''[run]
+    path.write_text(f"""[run]
 name = "own_cmd"
 output_dir = "runs/own"
 
@@ -41,14 +43,19 @@ anchor_step = 100
 endpoint_step = 200
 healthy_max = 0.0
 drift_min = 0.2
-''')
+""")
     return path
 
 
 def _cli(*args: str, cwd: Path, timeout: float = 120) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "fontaine_tui", *args], cwd=cwd,
-                          capture_output=True, text=True, timeout=timeout,
-                          env={**os.environ, "HF_HUB_OFFLINE": "1"})
+    return subprocess.run(
+        [sys.executable, "-m", "fontaine_tui", *args],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env={**os.environ, "HF_HUB_OFFLINE": "1"},
+    )
 
 
 def _row(cwd: Path) -> dict:
@@ -96,7 +103,11 @@ def test_a_launched_command_is_watched_stopped_and_resumed(tmp_path, registry_pa
     assert "--pause" in argv  # the frozen command is the launch's; the resume ran resume_argv
     ends = [json.loads(x) for x in (folder / "attempts.jsonl").read_text().splitlines()]
     assert [(e["event"], e.get("kind") or e.get("cause")) for e in ends] == [
-        ("begin", "launch"), ("end", "stopped"), ("begin", "resume"), ("end", "finished")]
+        ("begin", "launch"),
+        ("end", "stopped"),
+        ("begin", "resume"),
+        ("end", "finished"),
+    ]
     assert _row(tmp_path)["state"] == "finished"
     verdict = json.loads((folder / "verdict.json").read_text())
     assert verdict["label"] == "HEALTHY" and not verdict["provisional"]
@@ -106,12 +117,17 @@ def test_a_launched_command_is_watched_stopped_and_resumed(tmp_path, registry_pa
     assert res.returncode == 0, res.stderr
     assert "banked" in res.stdout and "(hf_trainer)" in res.stdout, res.stdout
     compare = tmp_path / "own_vs_base.toml"  # a second run, compared with the banked one
-    compare.write_text(preset.read_text().replace('name = "own_cmd"', 'name = "own_cmp"')
-                       .replace('output_dir = "runs/own"', 'output_dir = "runs/cmp"')
-                       .replace('"--pause", "0.1"', '"--seed", "1"')
-                       + '\n[comparators.base]\nbank = "own_base"\n')
+    compare.write_text(
+        preset.read_text()
+        .replace('name = "own_cmd"', 'name = "own_cmp"')
+        .replace('output_dir = "runs/own"', 'output_dir = "runs/cmp"')
+        .replace('"--pause", "0.1"', '"--seed", "1"')
+        + '\n[comparators.base]\nbank = "own_base"\n'
+    )
     res = _cli("launch", str(compare), "--plain", cwd=tmp_path, timeout=300)
     assert res.returncode == 0 and "VERDICT: HEALTHY" in res.stdout, res.stdout[-3000:]
     assert "base" in res.stdout.split("VERDICT:")[1], res.stdout[-3000:]
     ins = _cli("inspect", str(folder), "--json", cwd=tmp_path)
-    assert ins.returncode == 0 and json.loads(ins.stdout)["format"]["kind"] == "hf_trainer", ins.stdout
+    assert ins.returncode == 0 and json.loads(ins.stdout)["format"]["kind"] == "hf_trainer", (
+        ins.stdout
+    )

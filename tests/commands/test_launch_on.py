@@ -29,8 +29,14 @@ TIMEOUT = 300
 def cli(tmp_path: Path, *argv: str, timeout: float = TIMEOUT) -> subprocess.CompletedProcess:
     env = {**os.environ, "XDG_CONFIG_HOME": str(tmp_path / "config"), "PYTHONUNBUFFERED": "1"}
     env.pop("FONTAINE_NOTIFY", None)
-    return subprocess.run([sys.executable, "-m", "fontaine_tui", *argv], cwd=tmp_path,
-                          env=env, capture_output=True, text=True, timeout=timeout)
+    return subprocess.run(
+        [sys.executable, "-m", "fontaine_tui", *argv],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
 
 
 def long_smoke(folder: Path) -> Path:
@@ -38,8 +44,11 @@ def long_smoke(folder: Path) -> Path:
     folder.mkdir(parents=True, exist_ok=True)
     text = (ROOT / "presets" / "smoke.toml").read_text()
     path = folder / "remote_smoke.toml"
-    path.write_text(text.replace("\nsteps = 40\n", "\nsteps = 4000\n")
-                    .replace('name = "smoke"', 'name = "remote_smoke"'))
+    path.write_text(
+        text.replace("\nsteps = 40\n", "\nsteps = 4000\n").replace(
+            'name = "smoke"', 'name = "remote_smoke"'
+        )
+    )
     return path
 
 
@@ -66,15 +75,29 @@ def test_launch_on_a_host_cut_reattach_and_stop(remote, sshd, tmp_path, monkeypa
     state = remote.home / "state"
     config = tmp_path / "config" / "fontaine-tui" / "config.toml"
     config.parent.mkdir(parents=True)
-    env = {"FONTAINE_REGISTRY": str(state / "babysit.toml"),
-           "XDG_CACHE_HOME": str(remote.home / "cache"), "XDG_CONFIG_HOME": str(remote.home)}
-    config.write_text(f"[hosts.{ALIAS}]\nproject = {json.dumps(str(project))}\n"
-                      f"python = {json.dumps(str(remote.python))}\n"
-                      "env = {" + ", ".join(f"{k} = {json.dumps(v)}" for k, v in env.items())
-                      + "}\n")
+    env = {
+        "FONTAINE_REGISTRY": str(state / "babysit.toml"),
+        "XDG_CACHE_HOME": str(remote.home / "cache"),
+        "XDG_CONFIG_HOME": str(remote.home),
+    }
+    config.write_text(
+        f"[hosts.{ALIAS}]\nproject = {json.dumps(str(project))}\n"
+        f"python = {json.dumps(str(remote.python))}\n"
+        "env = {" + ", ".join(f"{k} = {json.dumps(v)}" for k, v in env.items()) + "}\n"
+    )
     preset = long_smoke(tmp_path / "presets")
-    res = cli(tmp_path, "launch", str(preset), "--on", ALIAS, "--detach", "--output-dir",
-              "runs/a b; $(touch PWNED)", "--ssh-config", str(remote.config))
+    res = cli(
+        tmp_path,
+        "launch",
+        str(preset),
+        "--on",
+        ALIAS,
+        "--detach",
+        "--output-dir",
+        "runs/a b; $(touch PWNED)",
+        "--ssh-config",
+        str(remote.config),
+    )
     assert res.returncode == 0, res.stdout + res.stderr
     run_dir = project / "runs" / "a b; $(touch PWNED)"
     assert f"launched remote_smoke on {ALIAS}: engine pid " in res.stdout
@@ -93,35 +116,53 @@ def test_launch_on_a_host_cut_reattach_and_stop(remote, sshd, tmp_path, monkeypa
         # cut: the engine, in its own session there, goes on, and the watcher reconnects
         target = f"{ALIAS}:{run_dir}"
         watcher = subprocess.Popen(
-            [sys.executable, "-m", "fontaine_tui", "attach", target, "--plain",
-             "--ssh-config", str(remote.config)], cwd=tmp_path, stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT, text=True,
-            env={**os.environ, "XDG_CONFIG_HOME": str(tmp_path / "config")})
+            [
+                sys.executable,
+                "-m",
+                "fontaine_tui",
+                "attach",
+                target,
+                "--plain",
+                "--ssh-config",
+                str(remote.config),
+            ],
+            cwd=tmp_path,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+            env={**os.environ, "XDG_CONFIG_HOME": str(tmp_path / "config")},
+        )
         try:
             seen = _lines_until(watcher, lambda ln: ln.startswith("step "), 120)
             assert sshd.cut() >= 1  # a live connection, the watcher's, was cut
             step = log_step(log)
             wait_for(lambda: log_step(log) > step + 2, "training after the cut", 120)
             assert engine.is_running() and engine.status() != psutil.STATUS_ZOMBIE
-            after = _lines_until(watcher, lambda ln: ln.startswith("step ")
-                                 and int(ln.split()[1].split("/")[0]) > step, 120)
+            after = _lines_until(
+                watcher,
+                lambda ln: ln.startswith("step ") and int(ln.split()[1].split("/")[0]) > step,
+                120,
+            )
             assert after and seen
         finally:
             watcher.kill()
             watcher.communicate()
         monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))  # [hosts.ALIAS]
         asyncio.run(_console_reattaches_and_stops(remote, run_dir, project))
-        wait_for(lambda: not psutil.pid_exists(entry.pid) or
-                 engine.status() == psutil.STATUS_ZOMBIE, "the engine gone", 60)
+        wait_for(
+            lambda: not psutil.pid_exists(entry.pid) or engine.status() == psutil.STATUS_ZOMBIE,
+            "the engine gone",
+            60,
+        )
         ends = [json.loads(x) for x in (run_dir / "attempts.jsonl").read_text().splitlines()]
-        assert [(e["event"], e.get("cause")) for e in ends] == [("begin", None),
-                                                                ("end", "stopped")]
+        assert [(e["event"], e.get("cause")) for e in ends] == [("begin", None), ("end", "stopped")]
         [entry] = Registry(tmp_path / "state" / "babysit.toml").entries()
         assert entry.status == "stopped"  # the console's stop, recorded here
         # `fontaine-tui stop` of the remote run by its name: asked there over SSH (the run is
         # gone: only how it ended is read and said)
-        res = cli(tmp_path, "stop", "remote_smoke", "--yes", "--json",
-                  "--ssh-config", str(remote.config))
+        res = cli(
+            tmp_path, "stop", "remote_smoke", "--yes", "--json", "--ssh-config", str(remote.config)
+        )
         assert res.returncode == 0, res.stdout + res.stderr
         assert json.loads(res.stdout.splitlines()[-1])["status"] == "stopped"
         runs = cli(tmp_path, "runs", "--ssh-config", str(remote.config))
@@ -189,8 +230,14 @@ async def _console_reattaches_and_stops(remote, run_dir: Path, project) -> None:
 
 
 def test_host_names_stay_literal(tmp_path: Path) -> None:
-    for host in ("nohost;touch PWNED", "x$(touch PWNED)", "`touch PWNED`",
-                 "h;touch${IFS}PWNED", "h&&touch${IFS}PWNED", "h|touch${IFS}PWNED"):
+    for host in (
+        "nohost;touch PWNED",
+        "x$(touch PWNED)",
+        "`touch PWNED`",
+        "h;touch${IFS}PWNED",
+        "h&&touch${IFS}PWNED",
+        "h|touch${IFS}PWNED",
+    ):
         res = cli(tmp_path, "launch", "smoke", "--on", host, timeout=60)
         assert res.returncode == 2 and res.stderr.count("\n") == 1, res.stderr
         assert "Traceback" not in res.stderr

@@ -37,8 +37,10 @@ ODD = "run a; $(touch PWNED) `touch PWNED`"  # a literal folder name, never run
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory):
     if missing := missing_tools():
-        pytest.skip(f"Slurm is not installed here ({', '.join(missing)}; apt-get install "
-                    "slurmctld slurmd slurm-client munge)")
+        pytest.skip(
+            f"Slurm is not installed here ({', '.join(missing)}; apt-get install "
+            "slurmctld slurmd slurm-client munge)"
+        )
     if os.geteuid() != 0:
         pytest.skip("slurmd runs jobs as their user only when started as root")
     if importlib.util.find_spec("torch") is None:
@@ -57,16 +59,24 @@ def cluster(tmp_path_factory):
     shutil.rmtree(root, ignore_errors=True)
 
 
-def cli(cluster, tmp_path: Path, *argv: str, config: str = "",
-        timeout: float = TIMEOUT) -> subprocess.CompletedProcess:
+def cli(
+    cluster, tmp_path: Path, *argv: str, config: str = "", timeout: float = TIMEOUT
+) -> subprocess.CompletedProcess:
     conf = tmp_path / "config" / "fontaine-tui" / "config.toml"
     conf.parent.mkdir(parents=True, exist_ok=True)
     conf.write_text(config)
-    env = cluster.env({**os.environ, "XDG_CONFIG_HOME": str(tmp_path / "config"),
-                       "PYTHONUNBUFFERED": "1"})
+    env = cluster.env(
+        {**os.environ, "XDG_CONFIG_HOME": str(tmp_path / "config"), "PYTHONUNBUFFERED": "1"}
+    )
     env.pop("FONTAINE_NOTIFY", None)
-    return subprocess.run([sys.executable, "-m", "fontaine_tui", *argv], cwd=tmp_path, env=env,
-                          capture_output=True, text=True, timeout=timeout)
+    return subprocess.run(
+        [sys.executable, "-m", "fontaine_tui", *argv],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
 
 
 def log_step(folder: RunFolder) -> int:
@@ -85,11 +95,22 @@ def wait_for(pred, what: str, timeout: float = TIMEOUT) -> None:
 @pytest.mark.engine
 @pytest.mark.slow
 def test_submitted_run_trains_shows_in_runs_and_stops_with_a_checkpoint(
-        cluster, tmp_path: Path, registry_path: Path) -> None:
+    cluster, tmp_path: Path, registry_path: Path
+) -> None:
     preset = long_smoke(tmp_path / "presets")
     preset.write_text(preset.read_text() + '\n[slurm]\ntime = "45"\n')  # over config's 30
-    res = cli(cluster, tmp_path, "launch", str(preset), "--on", f"slurm:{PARTITION}",
-              "--detach", "--output-dir", ODD, config='[slurm]\ntime = "30"\nqos = "normal"\n')
+    res = cli(
+        cluster,
+        tmp_path,
+        "launch",
+        str(preset),
+        "--on",
+        f"slurm:{PARTITION}",
+        "--detach",
+        "--output-dir",
+        ODD,
+        config='[slurm]\ntime = "30"\nqos = "normal"\n',
+    )
     assert res.returncode == 0, res.stdout + res.stderr
     [entry] = Registry(registry_path).entries()
     folder = RunFolder(tmp_path / ODD)
@@ -124,12 +145,22 @@ def test_submitted_run_trains_shows_in_runs_and_stops_with_a_checkpoint(
 @pytest.mark.engine
 @pytest.mark.slow
 def test_the_console_follows_the_job_and_its_quit_dialog_stops_it(
-        cluster, tmp_path: Path, registry_path: Path, monkeypatch) -> None:
+    cluster, tmp_path: Path, registry_path: Path, monkeypatch
+) -> None:
     import asyncio
 
     preset = long_smoke(tmp_path / "presets")
-    res = cli(cluster, tmp_path, "launch", str(preset), "--on", f"slurm:{PARTITION}",
-              "--detach", "--output-dir", "run")
+    res = cli(
+        cluster,
+        tmp_path,
+        "launch",
+        str(preset),
+        "--on",
+        f"slurm:{PARTITION}",
+        "--detach",
+        "--output-dir",
+        "run",
+    )
     assert res.returncode == 0, res.stdout + res.stderr
     [entry] = Registry(registry_path).entries()
     folder = RunFolder(tmp_path / "run")
@@ -151,8 +182,9 @@ async def _console_stops(folder: RunFolder, job: str, preset_path: Path) -> None
     [attempt] = read_attempts(folder)
     engine = reattach(folder, attempt)  # the attempt's job, judged from its own start
     assert isinstance(engine, slurm.SlurmJob) and engine.job == job
-    app = make_app(source=LocalRun(folder.root), preset=load_preset(preset_path),
-                   process=engine, kind="launch")
+    app = make_app(
+        source=LocalRun(folder.root), preset=load_preset(preset_path), process=engine, kind="launch"
+    )
     async with app.run_test(size=SIZE) as pilot:
         await until(pilot, lambda: app.session.store.last_step > 1, 120)
         assert engine.poll() is None and engine.last is not None
@@ -169,10 +201,20 @@ async def _console_stops(folder: RunFolder, job: str, preset_path: Path) -> None
 
 @pytest.mark.engine
 @pytest.mark.slow
-def test_plain_follows_the_job_to_its_verdict(cluster, tmp_path: Path,
-                                              registry_path: Path) -> None:
-    res = cli(cluster, tmp_path, "launch", "smoke", "--on", f"slurm:{PARTITION}", "--plain",
-              "--poll", "0.5", "--output-dir", "run")
+def test_plain_follows_the_job_to_its_verdict(cluster, tmp_path: Path, registry_path: Path) -> None:
+    res = cli(
+        cluster,
+        tmp_path,
+        "launch",
+        "smoke",
+        "--on",
+        f"slurm:{PARTITION}",
+        "--plain",
+        "--poll",
+        "0.5",
+        "--output-dir",
+        "run",
+    )
     out = res.stdout + res.stderr
     assert res.returncode in (0, 1) and "Traceback" not in out, out
     folder = RunFolder(tmp_path / "run")
@@ -185,26 +227,46 @@ def test_plain_follows_the_job_to_its_verdict(cluster, tmp_path: Path,
     assert "fontaine-tui: slurm job" in folder.engine_out.read_text()  # the job's own output
 
 
-def test_a_refused_submission_leaves_no_launched_run(cluster, tmp_path: Path,
-                                                     registry_path: Path) -> None:
-    res = cli(cluster, tmp_path, "launch", "smoke", "--on", "slurm:nosuchpartition",
-              "--output-dir", "run")
+def test_a_refused_submission_leaves_no_launched_run(
+    cluster, tmp_path: Path, registry_path: Path
+) -> None:
+    res = cli(
+        cluster, tmp_path, "launch", "smoke", "--on", "slurm:nosuchpartition", "--output-dir", "run"
+    )
     assert res.returncode == 2 and res.stderr.count("\n") == 1, res.stderr
     assert "sbatch --partition=nosuchpartition:" in res.stderr and "Traceback" not in res.stderr
     folder = RunFolder(tmp_path / "run")
     assert not folder.root.exists()  # made for this launch, empty again: removed
     assert Registry(registry_path).entries() == []
-    again = cli(cluster, tmp_path, "launch", "smoke", "--on", "slurm:debug", "--detach",
-                "--output-dir", "run", config='[slurm]\nmem = "64G\\n#SBATCH --uid=0"\n')
+    again = cli(
+        cluster,
+        tmp_path,
+        "launch",
+        "smoke",
+        "--on",
+        "slurm:debug",
+        "--detach",
+        "--output-dir",
+        "run",
+        config='[slurm]\nmem = "64G\\n#SBATCH --uid=0"\n',
+    )
     assert again.returncode == 2 and "slurm.mem: expected a size" in again.stderr
 
 
-def test_a_job_held_in_the_queue_is_cancelled(cluster, tmp_path: Path,
-                                              registry_path: Path) -> None:
+def test_a_job_held_in_the_queue_is_cancelled(cluster, tmp_path: Path, registry_path: Path) -> None:
     cluster.run("scontrol", "update", f"PartitionName={PARTITION}", "State=DOWN", check=True)
     try:
-        res = cli(cluster, tmp_path, "launch", "smoke", "--on", f"slurm:{PARTITION}",
-                  "--detach", "--output-dir", "run")
+        res = cli(
+            cluster,
+            tmp_path,
+            "launch",
+            "smoke",
+            "--on",
+            f"slurm:{PARTITION}",
+            "--detach",
+            "--output-dir",
+            "run",
+        )
         assert res.returncode == 0, res.stdout + res.stderr
         [entry] = Registry(registry_path).entries()
         runs = cli(cluster, tmp_path, "runs", "--json")
@@ -223,8 +285,9 @@ PERCENT = "run %j %x 100%% %N done%"  # sbatch's filename patterns, literal in a
 
 
 @pytest.mark.parametrize("name", [PERCENT, "back\\slash %j"])
-def test_the_jobs_output_lands_in_a_folder_named_with_patterns(cluster, tmp_path: Path,
-                                                               name: str) -> None:
+def test_the_jobs_output_lands_in_a_folder_named_with_patterns(
+    cluster, tmp_path: Path, name: str
+) -> None:
     """sbatch expands %j, %x, %%... in --output (a backslash turns that off and is itself
     an escape): the folder's own engine.out.log gets the output, not a file named after the
     job, and the job runs in the folder (--chdir is taken as it is)."""
@@ -233,8 +296,11 @@ def test_the_jobs_output_lands_in_a_folder_named_with_patterns(cluster, tmp_path
     script = folder.root / "job.sbatch"
     script.write_text('#!/bin/bash\necho "job $SLURM_JOB_ID in $PWD"\n')
     job = slurm.submit(folder, script, PARTITION, "pct", env=cluster.env())
-    wait_for(lambda: (s := slurm.query(job, cluster.env())) is not None and not s.active,
-             "the job ends", 120)
+    wait_for(
+        lambda: (s := slurm.query(job, cluster.env())) is not None and not s.active,
+        "the job ends",
+        120,
+    )
     assert folder.engine_out.read_text() == f"job {job} in {folder.root}\n"
     assert sorted(p.name for p in tmp_path.iterdir()) == [name]  # nothing beside it
 
@@ -242,8 +308,9 @@ def test_the_jobs_output_lands_in_a_folder_named_with_patterns(cluster, tmp_path
 @pytest.mark.ssh
 @pytest.mark.engine
 @pytest.mark.slow
-def test_submitted_from_a_login_node_over_ssh(cluster, remote, tmp_path: Path,
-                                              registry_path: Path) -> None:
+def test_submitted_from_a_login_node_over_ssh(
+    cluster, remote, tmp_path: Path, registry_path: Path
+) -> None:
     from fontaine_tui.core.launch.hosts import HostSettings
     from fontaine_tui.core.launch.remote import RemoteEngine
 
@@ -251,15 +318,33 @@ def test_submitted_from_a_login_node_over_ssh(cluster, remote, tmp_path: Path,
     long_smoke(project / "presets")
     for path in (project, project / "presets"):
         shutil.chown(path, USER)
-    env = {"SLURM_CONF": str(cluster.conf), "FONTAINE_REGISTRY": str(remote.home / "st.toml"),
-           "XDG_CACHE_HOME": str(remote.home / "cache"), "XDG_CONFIG_HOME": str(remote.home)}
-    config = (f"[hosts.{ALIAS}]\nproject = {json.dumps(str(project))}\n"
-              f"python = {json.dumps(str(remote.python))}\nenv = {{"
-              + ", ".join(f"{k} = {json.dumps(v)}" for k, v in env.items()) + "}\n")
+    env = {
+        "SLURM_CONF": str(cluster.conf),
+        "FONTAINE_REGISTRY": str(remote.home / "st.toml"),
+        "XDG_CACHE_HOME": str(remote.home / "cache"),
+        "XDG_CONFIG_HOME": str(remote.home),
+    }
+    config = (
+        f"[hosts.{ALIAS}]\nproject = {json.dumps(str(project))}\n"
+        f"python = {json.dumps(str(remote.python))}\nenv = {{"
+        + ", ".join(f"{k} = {json.dumps(v)}" for k, v in env.items())
+        + "}\n"
+    )
     preset = long_smoke(tmp_path / "presets")
-    res = cli(cluster, tmp_path, "launch", str(preset), "--on", f"slurm:{PARTITION}@{ALIAS}",
-              "--detach", "--output-dir", "runs/s", "--ssh-config", str(remote.config),
-              config=config)
+    res = cli(
+        cluster,
+        tmp_path,
+        "launch",
+        str(preset),
+        "--on",
+        f"slurm:{PARTITION}@{ALIAS}",
+        "--detach",
+        "--output-dir",
+        "runs/s",
+        "--ssh-config",
+        str(remote.config),
+        config=config,
+    )
     assert res.returncode == 0, res.stdout + res.stderr
     [entry] = Registry(registry_path).entries()
     assert (entry.host, entry.pid, entry.run_dir) == (ALIAS, 0, str(project / "runs" / "s"))
@@ -267,21 +352,30 @@ def test_submitted_from_a_login_node_over_ssh(cluster, remote, tmp_path: Path,
     assert cluster.show_job(entry.job)["UserId"].startswith(f"{USER}(")  # submitted as the login
     folder = RunFolder(project / "runs" / "s")
     wait_for(lambda: log_step(folder) >= 2, "the job trains")
-    runs = cli(cluster, tmp_path, "runs", "--json", "--ssh-config", str(remote.config),
-               "--timeout", "20", config=config)
+    runs = cli(
+        cluster,
+        tmp_path,
+        "runs",
+        "--json",
+        "--ssh-config",
+        str(remote.config),
+        "--timeout",
+        "20",
+        config=config,
+    )
     [row] = [json.loads(ln) for ln in runs.stdout.splitlines()]
     assert (row["host"], row["state"]) == (ALIAS, "running"), row
     settings = HostSettings(ALIAS, str(project), str(remote.python), env)
-    engine = RemoteEngine(settings, entry.run_dir, 0, ("-F", str(remote.config)), 0.5,
-                          job=entry.job)
+    engine = RemoteEngine(
+        settings, entry.run_dir, 0, ("-F", str(remote.config)), 0.5, job=entry.job
+    )
     try:
         assert engine.alive() is True
         info = engine.stop()  # `fontaine-tui stop` there: scancel --signal=INT, ...
     finally:
         engine.close()
     assert (info.status, info.signal) == ("stopped", "SIGINT"), info
-    again = RemoteEngine(settings, entry.run_dir, 0, ("-F", str(remote.config)), 60,
-                         job=entry.job)
+    again = RemoteEngine(settings, entry.run_dir, 0, ("-F", str(remote.config)), 60, job=entry.job)
     try:
         assert again.alive() is False  # squeue there no longer lists it
     finally:
@@ -289,11 +383,29 @@ def test_submitted_from_a_login_node_over_ssh(cluster, remote, tmp_path: Path,
 
 
 def test_without_slurm_on_path_nothing_is_written(tmp_path: Path) -> None:
-    env = {**os.environ, "PATH": str(Path(sys.executable).parent),
-           "XDG_CONFIG_HOME": str(tmp_path / "config")}
-    res = subprocess.run([sys.executable, "-m", "fontaine_tui", "launch", "smoke", "--on",
-                          "slurm:gpu", "--output-dir", "run"], cwd=tmp_path, env=env,
-                         capture_output=True, text=True, timeout=120)
+    env = {
+        **os.environ,
+        "PATH": str(Path(sys.executable).parent),
+        "XDG_CONFIG_HOME": str(tmp_path / "config"),
+    }
+    res = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "fontaine_tui",
+            "launch",
+            "smoke",
+            "--on",
+            "slurm:gpu",
+            "--output-dir",
+            "run",
+        ],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert res.returncode == 2 and res.stderr.count("\n") == 1, res.stderr
     assert "sbatch: not found on PATH" in res.stderr and not (tmp_path / "run").exists()
 
@@ -310,20 +422,25 @@ def test_targets() -> None:
             slurm.parse_target(bad)
 
 
-def test_sbatch_gets_the_output_path_escaped_and_the_folder_as_it_is(tmp_path: Path,
-                                                                      monkeypatch) -> None:
+def test_sbatch_gets_the_output_path_escaped_and_the_folder_as_it_is(
+    tmp_path: Path, monkeypatch
+) -> None:
     """The sbatch on PATH here records its argv: --output has `%` written `%%` (a path with a
     backslash: its backslashes doubled, its `%` left, as Slurm then expands nothing), while
     --chdir and the script's path are literal."""
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
     sbatch = bin_dir / "sbatch"
-    sbatch.write_text('#!/bin/sh\nfor a in "$@"; do printf \'%s\\n\' "$a"; done > "$0.argv"\n'
-                      "echo 42\n")
+    sbatch.write_text(
+        '#!/bin/sh\nfor a in "$@"; do printf \'%s\\n\' "$a"; done > "$0.argv"\necho 42\n'
+    )
     sbatch.chmod(0o755)
     monkeypatch.setenv("PATH", f"{bin_dir}:{os.environ['PATH']}")
-    for name, output in ((PERCENT, "run %%j %%x 100%%%% %%N done%%"),
-                         ("a\\b %j", "a\\\\b %j"), ("plain", "plain")):
+    for name, output in (
+        (PERCENT, "run %%j %%x 100%%%% %%N done%%"),
+        ("a\\b %j", "a\\\\b %j"),
+        ("plain", "plain"),
+    ):
         folder = RunFolder(tmp_path / name)
         folder.root.mkdir()
         script = folder.root / "job.sbatch"
@@ -336,14 +453,25 @@ def test_sbatch_gets_the_output_path_escaped_and_the_folder_as_it_is(tmp_path: P
 def test_settings_are_checked_key_by_key(tmp_path: Path) -> None:
     conf = tmp_path / "config.toml"
     assert slurm.slurm_settings(conf) == slurm.SlurmSettings()
-    conf.write_text('[slurm]\ntime = "1-12:00:00"\naccount = "ml-lab"\ncpus_per_task = 8\n'
-                    'gres = "gpu:a100:8"\nport = 29600\n')
+    conf.write_text(
+        '[slurm]\ntime = "1-12:00:00"\naccount = "ml-lab"\ncpus_per_task = 8\n'
+        'gres = "gpu:a100:8"\nport = 29600\n'
+    )
     s = slurm.slurm_settings(conf)
     assert (s.time, s.account, s.cpus_per_task, s.gres, s.port) == (
-        "1-12:00:00", "ml-lab", "8", "gpu:a100:8", 29600)
-    for text, key in (('qos = "a b"', "slurm.qos"), ('time = "1h"', "slurm.time"),
-                      ("port = 0", "slurm.port"), ('partition = "x"', "slurm.partition"),
-                      ('account = "x\\n#SBATCH --uid=0"', "slurm.account")):
+        "1-12:00:00",
+        "ml-lab",
+        "8",
+        "gpu:a100:8",
+        29600,
+    )
+    for text, key in (
+        ('qos = "a b"', "slurm.qos"),
+        ('time = "1h"', "slurm.time"),
+        ("port = 0", "slurm.port"),
+        ('partition = "x"', "slurm.partition"),
+        ('account = "x\\n#SBATCH --uid=0"', "slurm.account"),
+    ):
         conf.write_text(f"[slurm]\n{text}\n")
         with pytest.raises(InputError, match=key.replace(".", r"\.")):
             slurm.slurm_settings(conf)
@@ -367,26 +495,40 @@ def test_a_presets_time_limit_is_checked_and_hashed_only_when_set(tmp_path: Path
         load_preset(path)
 
 
-ARGV = ["/opt/py env/bin/python", "-m", "fontaine_engine", "train", "--run-name", "r",
-        "--output-dir", "/runs/a b; $(touch PWNED)", "--steps", "10"]
+ARGV = [
+    "/opt/py env/bin/python",
+    "-m",
+    "fontaine_engine",
+    "train",
+    "--run-name",
+    "r",
+    "--output-dir",
+    "/runs/a b; $(touch PWNED)",
+    "--steps",
+    "10",
+]
 
 
 def test_scripts_for_one_rank_several_ranks_and_several_nodes(tmp_path: Path) -> None:
     settings = slurm.SlurmSettings(time="60", account="lab", port=29700)
     one = slurm.render_script(ARGV, {"nproc": 1, "nnodes": 1, "device": "cpu"}, settings, "r")
     assert "#SBATCH --nodes=1\n" in one and "--gpus-per-node" not in one
-    assert ("exec '/opt/py env/bin/python' -m fontaine_engine train --run-name r --output-dir "
-            "'/runs/a b; $(touch PWNED)' --steps 10\n") in one
+    assert (
+        "exec '/opt/py env/bin/python' -m fontaine_engine train --run-name r --output-dir "
+        "'/runs/a b; $(touch PWNED)' --steps 10\n"
+    ) in one
     ranks = slurm.render_script(ARGV, {"nproc": 4, "nnodes": 1, "device": "cuda"}, settings, "r")
     assert "#SBATCH --gpus-per-node=4\n" in ranks
     assert "-m torch.distributed.run --nproc-per-node 4 -m fontaine_engine train" in ranks
     nodes = slurm.render_script(ARGV, {"nproc": 8, "nnodes": 2, "device": "cuda"}, settings, "r")
     assert "#SBATCH --nodes=2\n#SBATCH --ntasks-per-node=1\n#SBATCH --gpus-per-node=8\n" in nodes
     assert "#SBATCH --time=60\n#SBATCH --account=lab\n" in nodes
-    assert ('exec srun --kill-on-bad-exit=1 --ntasks-per-node=1 \'/opt/py env/bin/python\' -m '
-            'torch.distributed.run --nnodes "$SLURM_NNODES" --nproc-per-node 8 --rdzv-backend '
-            'c10d --rdzv-endpoint "$head:29700" --rdzv-id "$SLURM_JOB_ID" '
-            '-m fontaine_engine') in nodes
+    assert (
+        "exec srun --kill-on-bad-exit=1 --ntasks-per-node=1 '/opt/py env/bin/python' -m "
+        'torch.distributed.run --nnodes "$SLURM_NNODES" --nproc-per-node 8 --rdzv-backend '
+        'c10d --rdzv-endpoint "$head:29700" --rdzv-id "$SLURM_JOB_ID" '
+        "-m fontaine_engine"
+    ) in nodes
     for text in (one, ranks, nodes):  # each a valid bash script
         path = tmp_path / "job.sbatch"
         path.write_text(text)
@@ -397,7 +539,9 @@ def test_a_new_script_never_replaces_a_file(tmp_path: Path) -> None:
     folder = RunFolder(tmp_path)
     (tmp_path / "job.sbatch").write_text("the user's own\n")
     path = slurm.write_script(folder, "#!/bin/bash\n")
-    assert path.name == "job.2.sbatch" and (tmp_path / "job.sbatch").read_text() == "the user's own\n"
+    assert (
+        path.name == "job.2.sbatch" and (tmp_path / "job.sbatch").read_text() == "the user's own\n"
+    )
 
 
 def test_the_schedulers_ends_are_said(tmp_path: Path) -> None:
@@ -414,8 +558,9 @@ def test_the_schedulers_ends_are_said(tmp_path: Path) -> None:
 
 
 @pytest.mark.slow
-def test_a_presets_own_command_runs_as_a_slurm_job(cluster, tmp_path: Path,
-                                                   registry_path: Path) -> None:
+def test_a_presets_own_command_runs_as_a_slurm_job(
+    cluster, tmp_path: Path, registry_path: Path
+) -> None:
     """A [command] preset on Slurm: its argv, cwd and frozen env in the job script, run on
     the node, its JSONL read through [source], finished with its verdict under --plain."""
     (tmp_path / "work").mkdir()
@@ -427,7 +572,8 @@ def test_a_presets_own_command_runs_as_a_slurm_job(cluster, tmp_path: Path,
         "    for s in range(1, 21):\n"
         "        f.write(json.dumps({'step': s, 'loss': 1.0 / s}) + '\\n')\n"
         "        if s % 10 == 0:\n"
-        "            f.write(json.dumps({'step': s, 'eval/mae': 2.0 - s / 20}) + '\\n')\n")
+        "            f.write(json.dumps({'step': s, 'eval/mae': 2.0 - s / 20}) + '\\n')\n"
+    )
     preset = tmp_path / "own.toml"
     preset.write_text(f'''[run]
 name = "own_slurm"
@@ -445,8 +591,17 @@ endpoint_step = 20
 healthy_max = 0.0
 drift_min = 0.2
 ''')
-    res = cli(cluster, tmp_path, "launch", str(preset), "--on", f"slurm:{PARTITION}", "--plain",
-              "--poll", "0.5")
+    res = cli(
+        cluster,
+        tmp_path,
+        "launch",
+        str(preset),
+        "--on",
+        f"slurm:{PARTITION}",
+        "--plain",
+        "--poll",
+        "0.5",
+    )
     out = res.stdout + res.stderr
     assert "Traceback" not in out, out
     folder = RunFolder(tmp_path / "run")

@@ -14,7 +14,6 @@ from tests.core.notify.server import dead_port
 TOKEN = "SECRETTOKEN"
 
 
-
 @pytest.fixture
 def config(tmp_path_factory, tmp_path, monkeypatch):
     """config.toml outside tmp_path (it holds the token by necessity); cwd is tmp_path."""
@@ -38,31 +37,38 @@ def no_token_anywhere(capsys, tmp_path: Path) -> tuple[str, str]:
 
 def test_every_destination_gets_the_message(hook, config, capsys, tmp_path):
     slack = hook.url(f"/services/T000/B000/{TOKEN}")
-    config.write_text(f'[[notify]]\nurl = "{slack}"\nservice = "slack"\n\n'
-                      f'[[notify]]\nurl = "{hook.url(f"/{TOKEN}")}"\nlevel = "alert"\n')
+    config.write_text(
+        f'[[notify]]\nurl = "{slack}"\nservice = "slack"\n\n'
+        f'[[notify]]\nurl = "{hook.url(f"/{TOKEN}")}"\nlevel = "alert"\n'
+    )
     assert main(["notify", "test"]) == 0
     out, err = no_token_anywhere(capsys, tmp_path)
     assert out.splitlines() == [
         f"slack    http://127.0.0.1:{hook.port}/services/***/***/***  delivered",
-        f"generic  {hook.url('/***')}  skipped: its least level is alert"]
+        f"generic  {hook.url('/***')}  skipped: its least level is alert",
+    ]
     assert err == ""
     (req,) = hook.requests
     assert req.path.endswith(TOKEN)
     assert json.loads(req.body)["blocks"][0]["text"]["text"] == "fontaine-tui test notification"
 
 
-def test_a_failed_destination_exits_1_with_its_reason(hook, config, capsys, tmp_path,
-                                                      monkeypatch):
+def test_a_failed_destination_exits_1_with_its_reason(hook, config, capsys, tmp_path, monkeypatch):
     hook.fail(500, 10)
-    config.write_text(f'[[notify]]\nurl = "{hook.url(f"/services/T000/B000/{TOKEN}")}"\n'
-                      'service = "slack"\n')
+    config.write_text(
+        f'[[notify]]\nurl = "{hook.url(f"/services/T000/B000/{TOKEN}")}"\nservice = "slack"\n'
+    )
     monkeypatch.setenv("FONTAINE_NOTIFY", f"http://127.0.0.1:{dead_port()}/h?key={TOKEN}")
     assert main(["notify", "test", "--level", "alert"]) == 1
     out, _ = no_token_anywhere(capsys, tmp_path)
     lines = out.splitlines()
-    assert lines[0] == (f"slack    http://127.0.0.1:{hook.port}/services/***/***/***  "
-                        "failed: HTTP 500 Internal Server Error")
-    assert lines[1].startswith("generic  http://127.0.0.1:") and "/***?key=***  failed: " in lines[1]
+    assert lines[0] == (
+        f"slack    http://127.0.0.1:{hook.port}/services/***/***/***  "
+        "failed: HTTP 500 Internal Server Error"
+    )
+    assert (
+        lines[1].startswith("generic  http://127.0.0.1:") and "/***?key=***  failed: " in lines[1]
+    )
     assert "cannot connect" in lines[1]
     assert len(hook.requests) == 4  # the default: 4 tries
 
@@ -85,12 +91,15 @@ def test_no_destination_is_exit_2_in_one_line(config, capsys, tmp_path):
 
 
 def test_a_bad_config_is_exit_2_naming_the_key(config, capsys, tmp_path):
-    config.write_text(f'[[notify]]\nurl = "https://hooks.slack.com/services/T/B/{TOKEN}"\n'
-                      'level = "urgent"\n')
+    config.write_text(
+        f'[[notify]]\nurl = "https://hooks.slack.com/services/T/B/{TOKEN}"\nlevel = "urgent"\n'
+    )
     assert main(["notify", "test"]) == 2
     _, err = no_token_anywhere(capsys, tmp_path)
-    assert err == (f"fontaine-tui: error: {config}: notify[0].level: expected one of info, "
-                   "warn, alert, got 'urgent'\n")
+    assert err == (
+        f"fontaine-tui: error: {config}: notify[0].level: expected one of info, "
+        "warn, alert, got 'urgent'\n"
+    )
 
 
 # a control character inside the token: the URL is refused when the destination is made, in
@@ -120,8 +129,9 @@ def test_a_config_url_with_a_control_character_is_refused(hook, config, capsys, 
 
 
 @pytest.mark.parametrize("char", CONTROL.values(), ids=CONTROL.keys())
-def test_an_environment_url_with_a_control_character_is_refused(hook, config, capsys,
-                                                                 monkeypatch, char):
+def test_an_environment_url_with_a_control_character_is_refused(
+    hook, config, capsys, monkeypatch, char
+):
     monkeypatch.setenv("FONTAINE_NOTIFY", hook.url(f"/hook/SECRET{char}TOKEN"))
     assert main(["notify", "test"]) == 2
     _, err = capsys.readouterr()
@@ -139,8 +149,10 @@ def test_a_preset_url_with_a_control_character_is_refused(config, capsys, tmp_pa
     from tests.core.launch.conftest import preset_variant
 
     path = preset_variant(tmp_path, "smoke", "hooked")
-    path.write_text(path.read_text() + '\n[[notify]]\nurl = "https://hooks.slack.com/services/'
-                    f'T000/B000/SECRET{in_toml(char)}TOKEN"\n')
+    path.write_text(
+        path.read_text() + '\n[[notify]]\nurl = "https://hooks.slack.com/services/'
+        f'T000/B000/SECRET{in_toml(char)}TOKEN"\n'
+    )
     assert main(["presets", "show", str(path)]) == 2
     out, err = capsys.readouterr()
     no_token_halves(out + err)
@@ -156,8 +168,9 @@ def test_a_url_env_url_with_a_control_character_is_refused(hook, config, tmp_pat
     path = preset_variant(tmp_path, "smoke", "hooked")
     path.write_text(path.read_text() + '\n[[notify]]\nurl_env = "RUN_HOOK"\n')
     said: list[str] = []
-    notices = RunNotices.configured("smoke", said.append, load_preset(path),
-                                    {"RUN_HOOK": hook.url(f"/x/SECRET{char}TOKEN")})
+    notices = RunNotices.configured(
+        "smoke", said.append, load_preset(path), {"RUN_HOOK": hook.url(f"/x/SECRET{char}TOKEN")}
+    )
     assert notices is None and len(said) == 1, said
     no_token_halves(said[0])
     assert "notify[0].url" in said[0] and "control character" in said[0], said
@@ -167,8 +180,10 @@ def test_presets_show_redacts_a_notify_url(config, capsys, tmp_path):
     from tests.core.launch.conftest import preset_variant
 
     path = preset_variant(tmp_path.parent, "smoke", "hooked")  # the file holds the token
-    path.write_text(path.read_text() + "\n[[notify]]\nurl = \"https://hooks.slack.com/services/"
-                    f"T000/B000/{TOKEN}\"\n\n[[notify]]\nurl = \"https://ntfy.sh/{TOKEN}2\"\n")
+    path.write_text(
+        path.read_text() + '\n[[notify]]\nurl = "https://hooks.slack.com/services/'
+        f'T000/B000/{TOKEN}"\n\n[[notify]]\nurl = "https://ntfy.sh/{TOKEN}2"\n'
+    )
     assert main(["presets", "show", str(path)]) == 0
     out, _ = no_token_anywhere(capsys, tmp_path)
     assert 'url = "https://hooks.slack.com/services/***/***/***"' in out

@@ -18,8 +18,13 @@ from tests.foreign_writers import write_tb
 
 
 def runs(*args: str) -> list[dict]:
-    res = subprocess.run([sys.executable, "-m", "fontaine_tui", "runs", "--json", *args],
-                         capture_output=True, text=True, timeout=60, env={**os.environ})
+    res = subprocess.run(
+        [sys.executable, "-m", "fontaine_tui", "runs", "--json", *args],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={**os.environ},
+    )
     assert res.returncode == 0, res.stderr
     return [json.loads(x) for x in res.stdout.splitlines() if x.startswith("{")]
 
@@ -53,10 +58,16 @@ def test_attached_foreign_runs_read_alive_ended_and_quiet(tmp_path, registry_pat
 
 def test_the_table_shows_the_step_and_state(tmp_path, registry_path):
     folder = write_tb(tmp_path / "live", 60, t0=time.time() - 100)
-    remember(str(folder), load_preset(str(foreign_preset(tmp_path, 'kind = "tensorboard"'))),
-             "attach")
-    res = subprocess.run([sys.executable, "-m", "fontaine_tui", "runs"], capture_output=True,
-                         text=True, timeout=60, env={**os.environ})
+    remember(
+        str(folder), load_preset(str(foreign_preset(tmp_path, 'kind = "tensorboard"'))), "attach"
+    )
+    res = subprocess.run(
+        [sys.executable, "-m", "fontaine_tui", "runs"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={**os.environ},
+    )
     (line,) = [x for x in res.stdout.splitlines() if str(folder) in x]
     cells = line.split()
     assert cells[2:4] == ["running", "60/80"], line
@@ -65,9 +76,23 @@ def test_the_table_shows_the_step_and_state(tmp_path, registry_path):
 def test_attach_until_end_stops_once_a_foreign_runs_final_read_is_in(tmp_path, registry_path):
     done = write_tb(tmp_path / "done", 80)
     preset = foreign_preset(tmp_path, 'kind = "tensorboard"')
-    res = subprocess.run([sys.executable, "-m", "fontaine_tui", "attach", str(done),
-                          "--preset", str(preset), "--plain", "--until-end"],
-                         capture_output=True, text=True, timeout=30, env={**os.environ})
+    res = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "fontaine_tui",
+            "attach",
+            str(done),
+            "--preset",
+            str(preset),
+            "--plain",
+            "--until-end",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=30,
+        env={**os.environ},
+    )
     assert res.returncode == 4, res.stderr  # the verdict's code: AMBIGUOUS
     lines = res.stdout.splitlines()
     assert lines[-1].startswith("verdict: AMBIGUOUS") and "step 80" in lines[-1], lines[-3:]

@@ -12,16 +12,22 @@ from pathlib import Path
 import pytest
 
 
-def stop_victim(registry_path: Path, folder: Path, pid: int, started_line: str
-                ) -> subprocess.CompletedProcess:
+def stop_victim(
+    registry_path: Path, folder: Path, pid: int, started_line: str
+) -> subprocess.CompletedProcess:
     """Register `pid` as the run "victim" (with `started_line` for its start time) and run
     `fontaine-tui stop victim --yes`."""
     registry_path.parent.mkdir(parents=True, exist_ok=True)
     registry_path.write_text(
         f'[[runs]]\nname = "victim"\nrun_dir = "{folder}"\nhost = "{socket.gethostname()}"\n'
-        f'pid = {pid}\n{started_line}status = "running"\n')
-    return subprocess.run([sys.executable, "-m", "fontaine_tui", "stop", "victim", "--yes"],
-                          capture_output=True, text=True, timeout=60)
+        f'pid = {pid}\n{started_line}status = "running"\n'
+    )
+    return subprocess.run(
+        [sys.executable, "-m", "fontaine_tui", "stop", "victim", "--yes"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
 
 
 def stranger() -> subprocess.Popen:
@@ -32,10 +38,12 @@ def stranger() -> subprocess.Popen:
     return proc
 
 
-@pytest.mark.parametrize("started_line", ["", "pid_started = 0.0\n"],
-                         ids=["pid_started missing", "pid_started 0.0"])
+@pytest.mark.parametrize(
+    "started_line", ["", "pid_started = 0.0\n"], ids=["pid_started missing", "pid_started 0.0"]
+)
 def test_stop_never_signals_a_pid_without_a_recorded_start(
-        tmp_path: Path, registry_path: Path, started_line: str) -> None:
+    tmp_path: Path, registry_path: Path, started_line: str
+) -> None:
     folder = tmp_path / "run"
     folder.mkdir()
     sleeper = stranger()
@@ -54,7 +62,8 @@ def test_stop_never_signals_a_pid_without_a_recorded_start(
 
 
 def test_stop_of_a_pid_whose_start_time_differs_signals_nobody(
-        tmp_path: Path, registry_path: Path) -> None:
+    tmp_path: Path, registry_path: Path
+) -> None:
     """A recorded start time that does not match: the engine is gone, the process is not ours."""
     import psutil
 
@@ -72,10 +81,14 @@ def test_stop_of_a_pid_whose_start_time_differs_signals_nobody(
         sleeper.wait()
 
 
-@pytest.mark.parametrize("started_line", ["pid_started = 0.0\n", "pid_started = 1e9\n"],
-                         ids=["registry 0.0", "registry another start"])
+@pytest.mark.parametrize(
+    "started_line",
+    ["pid_started = 0.0\n", "pid_started = 1e9\n"],
+    ids=["registry 0.0", "registry another start"],
+)
 def test_the_run_folders_attempts_never_vouch_for_a_pid_alone(
-        tmp_path: Path, registry_path: Path, started_line: str) -> None:
+    tmp_path: Path, registry_path: Path, started_line: str
+) -> None:
     """attempts.jsonl lives in the run folder, which anyone who can write there may edit: its
     start time for the registered pid counts only where the registry's agrees."""
     import json
@@ -87,10 +100,22 @@ def test_the_run_folders_attempts_never_vouch_for_a_pid_alone(
     sleeper = stranger()
     try:
         started = psutil.Process(sleeper.pid).create_time()
-        (folder / "attempts.jsonl").write_text(json.dumps(
-            {"event": "begin", "attempt": 1, "kind": "launch", "pid": sleeper.pid,
-             "pid_started": started, "host": socket.gethostname(), "at": "x",
-             "log_offset": 0, "out_offset": 0}) + "\n")
+        (folder / "attempts.jsonl").write_text(
+            json.dumps(
+                {
+                    "event": "begin",
+                    "attempt": 1,
+                    "kind": "launch",
+                    "pid": sleeper.pid,
+                    "pid_started": started,
+                    "host": socket.gethostname(),
+                    "at": "x",
+                    "log_offset": 0,
+                    "out_offset": 0,
+                }
+            )
+            + "\n"
+        )
         res = stop_victim(registry_path, folder, sleeper.pid, started_line)
         assert "Traceback" not in res.stderr and "stopping" not in res.stderr, res.stderr
         time.sleep(0.3)

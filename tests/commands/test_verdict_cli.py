@@ -26,8 +26,10 @@ def test_verdict_text_shows_both_rules_side_by_side(tmp_path, capsys):
 
 def test_verdict_json_and_at_step(tmp_path, capsys):
     log = write_log(tmp_path / "train_log.jsonl", probes=RIGONLY_LIKE)
-    assert main(["verdict", str(log), "--preset", "demosonly_1gpu", "--json",
-                 "--at-step", "750"]) == 14
+    assert (
+        main(["verdict", str(log), "--preset", "demosonly_1gpu", "--json", "--at-step", "750"])
+        == 14
+    )
     doc = json.loads(capsys.readouterr().out)
     assert doc["provisional"] is True and doc["read_step"] == 750
     assert doc["verdict"] == "AMBIGUOUS"
@@ -61,13 +63,20 @@ def test_bad_inputs_exit_2_with_one_line(tmp_path, capsys):
 
 
 def test_installed_command_exit_codes(tmp_path):
-    healthy = write_log(tmp_path / "h.jsonl", probes={250: (3.4623, 3.6), 500: (3.0, 3.1),
-                                                      1000: (3.1, 3.1)})
-    drift = write_log(tmp_path / "d.jsonl", probes={250: (3.4623, 3.6), 500: (3.0, 3.1),
-                                                    1000: (4.5, 3.1)})
-    codes = [subprocess.run([sys.executable, "-m", "fontaine_tui", "verdict", str(p), "--preset",
-                             "demosonly_1gpu"], capture_output=True, timeout=60).returncode
-             for p in (healthy, drift)]
+    healthy = write_log(
+        tmp_path / "h.jsonl", probes={250: (3.4623, 3.6), 500: (3.0, 3.1), 1000: (3.1, 3.1)}
+    )
+    drift = write_log(
+        tmp_path / "d.jsonl", probes={250: (3.4623, 3.6), 500: (3.0, 3.1), 1000: (4.5, 3.1)}
+    )
+    codes = [
+        subprocess.run(
+            [sys.executable, "-m", "fontaine_tui", "verdict", str(p), "--preset", "demosonly_1gpu"],
+            capture_output=True,
+            timeout=60,
+        ).returncode
+        for p in (healthy, drift)
+    ]
     assert codes == [0, 3]
 
 
@@ -80,8 +89,9 @@ def test_presets_list_and_show(capsys):
     assert "sha256 (canonical form):" in out and "[recipe]" in out
 
 
-def test_a_run_folder_refuses_a_preset_that_differs_from_its_frozen_one(tmp_path, capsys,
-                                                                        demosonly):
+def test_a_run_folder_refuses_a_preset_that_differs_from_its_frozen_one(
+    tmp_path, capsys, demosonly
+):
     from tests.core.launch.conftest import preset_variant
 
     run = tmp_path / "run"
@@ -103,19 +113,24 @@ def test_a_run_folder_refuses_a_preset_that_differs_from_its_frozen_one(tmp_path
 
 def test_a_foreign_source_preset_cannot_bypass_the_frozen_prereg(tmp_path, capsys, demosonly):
     # a launched run (prereg.json) that drifted: delta +1.5 at the endpoint
-    write_log(tmp_path / "train_log.jsonl", probes={250: (3.4623, 3.6), 500: (3.0, 3.1),
-                                                    1000: (4.5, 3.1)})
+    write_log(
+        tmp_path / "train_log.jsonl", probes={250: (3.4623, 3.6), 500: (3.0, 3.1), 1000: (4.5, 3.1)}
+    )
     freeze(RunFolder(tmp_path), demosonly, ["python", "-m", "fontaine_engine", "train"], "host")
     assert main(["verdict", str(tmp_path)]) == 3
     capsys.readouterr()
     text = open(demosonly.path).read()
-    for was, now in (("drift_min = 1.0158", "drift_min = 5.0"), ("healthy_max = 0.30",
-                     "healthy_max = 3.0"), ('reference = "demosonly"', ""),
-                     ("drift_fraction = 0.5", "")):
+    for was, now in (
+        ("drift_min = 1.0158", "drift_min = 5.0"),
+        ("healthy_max = 0.30", "healthy_max = 3.0"),
+        ('reference = "demosonly"', ""),
+        ("drift_fraction = 0.5", ""),
+    ):
         text = text.replace(was, now)
     loose = tmp_path.parent / "loose.toml"
-    loose.write_text(text + '\n[source]\nkind = "jsonl"\npath = "train_log.jsonl"\n'
-                     'eval = ["eval_chunk_mae"]\n')
+    loose.write_text(
+        text + '\n[source]\nkind = "jsonl"\npath = "train_log.jsonl"\neval = ["eval_chunk_mae"]\n'
+    )
     copy = tmp_path.parent / "copy"  # the same log without a prereg.json: the loose read
     copy.mkdir()
     (copy / "train_log.jsonl").write_bytes((tmp_path / "train_log.jsonl").read_bytes())

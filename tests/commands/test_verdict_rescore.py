@@ -17,8 +17,12 @@ from tests.logs import RIGONLY_LIKE, SCALED_LIKE, write_log
 PYTHON = "/opt/engine venv/bin/python"  # the interpreter the run was launched with
 
 
-def engine_run(folder: Path, probes=SCALED_LIKE, recompute: bool = True,
-               checkpoints: tuple[int, ...] = (500, 1000)) -> Path:
+def engine_run(
+    folder: Path,
+    probes=SCALED_LIKE,
+    recompute: bool = True,
+    checkpoints: tuple[int, ...] = (500, 1000),
+) -> Path:
     """A run folder as the engine leaves it: the log and checkpoints/step-NNNNNN folders."""
     write_log(folder / "train_log.jsonl", probes=probes)
     for step in checkpoints:
@@ -26,26 +30,47 @@ def engine_run(folder: Path, probes=SCALED_LIKE, recompute: bool = True,
         ck.mkdir(parents=True)
         for name in ("model.safetensors", "optimizer.pt", "stats.json"):
             (ck / name).write_bytes(b"")
-        (ck / "meta.json").write_text(json.dumps(
-            {"step": step, "recipe": {"recompute_stats": recompute}, "model_size": "small"}))
+        (ck / "meta.json").write_text(
+            json.dumps(
+                {"step": step, "recipe": {"recompute_stats": recompute}, "model_size": "small"}
+            )
+        )
     return folder
 
 
 def command_lines(out: str) -> list[list[str]]:
-    return [shlex.split(line) for line in out.splitlines()
-            if line.startswith("  ") and " -m fontaine_engine score " in line]
+    return [
+        shlex.split(line)
+        for line in out.splitlines()
+        if line.startswith("  ") and " -m fontaine_engine score " in line
+    ]
 
 
 def test_the_verdict_prints_the_rescore_command(tmp_path, capsys, demosonly):
     run = engine_run(tmp_path / "my run's folder")
-    freeze(RunFolder(run), demosonly,
-           [PYTHON, "-m", "fontaine_engine", "train", "--output-dir", str(run)], "host")
+    freeze(
+        RunFolder(run),
+        demosonly,
+        [PYTHON, "-m", "fontaine_engine", "train", "--output-dir", str(run)],
+        "host",
+    )
     assert main(["verdict", str(run)]) == 5
     out = capsys.readouterr().out
     assert "VERDICT: AMBIGUOUS-BY-INSTRUMENT  [final]" in out
-    assert command_lines(out) == [[PYTHON, "-m", "fontaine_engine", "score",
-                                   "--checkpoints", str(run), "--stats", "corpus", "--output-dir",
-                                   str(run / "score-stats-corpus")]]
+    assert command_lines(out) == [
+        [
+            PYTHON,
+            "-m",
+            "fontaine_engine",
+            "score",
+            "--checkpoints",
+            str(run),
+            "--stats",
+            "corpus",
+            "--output-dir",
+            str(run / "score-stats-corpus"),
+        ]
+    ]
     line = next(ln for ln in out.splitlines() if " -m fontaine_engine score " in ln)
     assert shlex.quote(str(run)) in line and shlex.quote(PYTHON) in line  # quoted for a shell
     assert "disambiguator: re-score the saved checkpoints on the stats-corpus surface" in out

@@ -28,8 +28,9 @@ def replay_source(log: Path):
     return ReplayRun(log, speed=None)
 
 
-def make_run(folder: Path, upto: int = 1000, probes=RIGONLY_LIKE, engine_out: str | None = None
-             ) -> Path:
+def make_run(
+    folder: Path, upto: int = 1000, probes=RIGONLY_LIKE, engine_out: str | None = None
+) -> Path:
     folder.mkdir(parents=True, exist_ok=True)
     log = write_log(folder / "train_log.jsonl", records_upto(upto, probes))
     if engine_out is not None:
@@ -53,11 +54,21 @@ def sample_registry(path: Path):
     from fontaine_tui.core.launch.registry import Entry, Registry
 
     reg = Registry(path)
-    for name, status, pid in (("grasp_sft_v2_demosonly_1gpu_disc", "running", 4242),
-                              ("smoke", "finished", 0)):
-        reg.upsert(Entry(name=name, run_dir=f"outputs/train/{name}", host="h100-box",
-                         preset=name, pid=pid, launched_at="2026-08-17T18:41:00Z",
-                         status=status))
+    for name, status, pid in (
+        ("grasp_sft_v2_demosonly_1gpu_disc", "running", 4242),
+        ("smoke", "finished", 0),
+    ):
+        reg.upsert(
+            Entry(
+                name=name,
+                run_dir=f"outputs/train/{name}",
+                host="h100-box",
+                preset=name,
+                pid=pid,
+                launched_at="2026-08-17T18:41:00Z",
+                status=status,
+            )
+        )
     return reg
 
 
@@ -74,9 +85,15 @@ async def loaded(pilot, step: int) -> None:
     app = pilot.app
     from fontaine_tui.widgets.chart import Chart
 
-    await until(pilot, lambda: app.view is not None and app.view.progress.step == step
-                and app.session.store.last_step == step
-                and not any(c.pending for c in app.screen.query(Chart)))
+    await until(
+        pilot,
+        lambda: (
+            app.view is not None
+            and app.view.progress.step == step
+            and app.session.store.last_step == step
+            and not any(c.pending for c in app.screen.query(Chart))
+        ),
+    )
     await pilot.pause()
 
 

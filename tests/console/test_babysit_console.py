@@ -35,8 +35,14 @@ def run_folder(tmp_path, preset, name="run"):
 
 def app_on(folder, preset):
     # the clock: just after the last record, so the run is not (yet) stalled
-    return make_app(source=LocalRun(folder), preset=preset, clock=lambda: T0 + 301,
-                    kind="attach", babysit_host="here", frame_s=0.05)
+    return make_app(
+        source=LocalRun(folder),
+        preset=preset,
+        clock=lambda: T0 + 301,
+        kind="attach",
+        babysit_host="here",
+        frame_s=0.05,
+    )
 
 
 async def test_the_console_posts_probe_reads_and_the_first_poll(tmp_path, preset, monkeypatch):
@@ -69,7 +75,8 @@ async def test_the_console_posts_probe_reads_and_the_first_poll(tmp_path, preset
 
 
 async def test_a_finished_run_attached_twice_gets_one_verdict_post_and_no_stall(
-        tmp_path, preset, monkeypatch):
+    tmp_path, preset, monkeypatch
+):
     hook = Hook()
     monkeypatch.setenv("FONTAINE_NOTIFY", hook.url("/hooks/KEY78"))
     folder = tmp_path / "done"
@@ -77,21 +84,29 @@ async def test_a_finished_run_attached_twice_gets_one_verdict_post_and_no_stall(
     freeze(RunFolder(folder), preset, ["launch"], "here", now=T0 - 10)
 
     def late_console():  # an hour after the end: silence, but of a finished run
-        return make_app(source=LocalRun(folder), preset=preset, clock=lambda: T0 + 3600,
-                        kind="attach", babysit_host="here", frame_s=0.05)
+        return make_app(
+            source=LocalRun(folder),
+            preset=preset,
+            clock=lambda: T0 + 3600,
+            kind="attach",
+            babysit_host="here",
+            frame_s=0.05,
+        )
 
     verdicts = []
     for _ in range(2):
         app = late_console()
         async with app.run_test(size=SIZE) as pilot:
             await loaded(pilot, 1000)
-            await until(pilot, lambda app=app: app.babysitter is not None
-                        and app.babysitter.finalized)
+            await until(
+                pilot, lambda app=app: app.babysitter is not None and app.babysitter.finalized
+            )
             await pilot.pause(1.0)
             assert "stall" not in {w.rule for w in app.session.warnings}
         bodies = [json.loads(r.body) for r in hook.wait_for(1)]
-        verdicts.append([b for b in bodies if "VERDICT" in b["title"].upper()
-                         or "verdict" in b["title"]])
+        verdicts.append(
+            [b for b in bodies if "VERDICT" in b["title"].upper() or "verdict" in b["title"]]
+        )
     hook.close()
     assert len(verdicts[0]) == 1 and len(verdicts[1]) == 1  # the second attach: no repost
 
@@ -105,8 +120,11 @@ async def _keys_time(app) -> float:
         await pilot.pause()
         elapsed = time.perf_counter() - t0
         sitter = app.babysitter
-        queued = 0 if sitter is None or sitter.notices is None else sum(
-            s.queued for s in sitter.notices.notifier.stats().values())
+        queued = (
+            0
+            if sitter is None or sitter.notices is None
+            else sum(s.queued for s in sitter.notices.notifier.stats().values())
+        )
     return elapsed, queued
 
 
@@ -116,8 +134,11 @@ async def test_a_dead_endpoint_does_not_slow_the_console(tmp_path, preset, monke
     silent = Silent()
     try:
         times = {}
-        for name, url in (("none", None), ("dead", f"http://127.0.0.1:{silent.port}/h"),
-                          ("none2", None)):
+        for name, url in (
+            ("none", None),
+            ("dead", f"http://127.0.0.1:{silent.port}/h"),
+            ("none2", None),
+        ):
             if url:
                 monkeypatch.setenv("FONTAINE_NOTIFY", url)
             else:
@@ -132,7 +153,8 @@ async def test_a_dead_endpoint_does_not_slow_the_console(tmp_path, preset, monke
 
 
 async def test_a_launch_console_posts_launch_and_verdict_when_the_engine_exits_not_at_quit(
-        tmp_path, monkeypatch):
+    tmp_path, monkeypatch
+):
     """The console of a launch: the launch post first; the engine's exit is the run's end at
     once (registry, verdict.json, the verdict post) while the console stays open; closing
     it later finishes nothing twice."""
@@ -155,13 +177,24 @@ async def test_a_launch_console_posts_launch_and_verdict_when_the_engine_exits_n
     registry.upsert(Entry("smoke", str(folder.root), "here"))
     engine = EngineProcess.start([sys.executable, FAKE, str(folder.root), "finish"], folder)
     launched = LaunchedRun(engine, registry, "here", str(folder.root), folder, preset, prereg)
-    app = make_app(source=LocalRun(folder.root), preset=preset, process=engine,
-                   registry=registry, kind="launch", babysit_host="here", frame_s=0.05,
-                   launched=launched, announce=(str(folder.root), "engine pid 1", "ab" * 32))
+    app = make_app(
+        source=LocalRun(folder.root),
+        preset=preset,
+        process=engine,
+        registry=registry,
+        kind="launch",
+        babysit_host="here",
+        frame_s=0.05,
+        launched=launched,
+        announce=(str(folder.root), "engine pid 1", "ab" * 32),
+    )
     async with app.run_test(size=SIZE) as pilot:
         await until(pilot, lambda: launched.code is not None, timeout=30)
-        await until(pilot, lambda: any("verdict" in json.loads(r.body)["title"].lower()
-                                       for r in hook.requests), timeout=15)
+        await until(
+            pilot,
+            lambda: any("verdict" in json.loads(r.body)["title"].lower() for r in hook.requests),
+            timeout=15,
+        )
         assert folder.verdict.exists()  # written before anyone quit
         assert registry.find(folder.root, "here").status == "exited"
         assert app.babysitter is None

@@ -27,24 +27,45 @@ def cells(text: Text) -> list[tuple]:
             return None if c is None else (c.type, c.number, c.triplet)
 
         for ch in seg.text:
-            out.append((ch, key(st.color) if st else None, key(st.bgcolor) if st else None,
-                        bool(st and st.bold)))
+            out.append(
+                (
+                    ch,
+                    key(st.color) if st else None,
+                    key(st.bgcolor) if st else None,
+                    bool(st and st.bold),
+                )
+            )
     return out
 
 
 def probes_like() -> ChartSpec:
     xs = [float(s) for s in range(500, 1001, 10)]
-    curves = tuple(Curve(f"run{k}", xs, [math.sin(x / 90 + k) for x in xs],
-                         ("red", "magenta", "orange")[k]) for k in range(3))
-    curves += (Curve("faint", xs, [0.5 * math.cos(x / 70) for x in xs], "cyan", faint=True),
-               Curve("this run", xs[:4], [0.1, 0.2, 0.15, 0.3], "cyan", points=True))
-    band = Band("envelope", xs, [math.sin(x / 90) - 0.3 for x in xs],
-                [math.sin(x / 90) + 0.3 for x in xs], "gray")
-    return ChartSpec("delta(s)", "step", "delta", curves,
-                     (HLine(0.3, "healthy <= +0.3000", "green"),
-                      HLine(1.0, "same-drift >= +1.0000", "red")),
-                     (Mark(1000.0, 0.7, "typed +0.7000 @ endpoint", "yellow"),), (480.0, 1020.0),
-                     "note", (band,))
+    curves = tuple(
+        Curve(f"run{k}", xs, [math.sin(x / 90 + k) for x in xs], ("red", "magenta", "orange")[k])
+        for k in range(3)
+    )
+    curves += (
+        Curve("faint", xs, [0.5 * math.cos(x / 70) for x in xs], "cyan", faint=True),
+        Curve("this run", xs[:4], [0.1, 0.2, 0.15, 0.3], "cyan", points=True),
+    )
+    band = Band(
+        "envelope",
+        xs,
+        [math.sin(x / 90) - 0.3 for x in xs],
+        [math.sin(x / 90) + 0.3 for x in xs],
+        "gray",
+    )
+    return ChartSpec(
+        "delta(s)",
+        "step",
+        "delta",
+        curves,
+        (HLine(0.3, "healthy <= +0.3000", "green"), HLine(1.0, "same-drift >= +1.0000", "red")),
+        (Mark(1000.0, 0.7, "typed +0.7000 @ endpoint", "yellow"),),
+        (480.0, 1020.0),
+        "note",
+        (band,),
+    )
 
 
 async def test_ansi_text_draws_what_richs_decoder_draws():
@@ -73,9 +94,13 @@ async def test_ansi_text_draws_what_richs_decoder_draws():
 
 
 def test_the_codes_plotext_writes_and_one_it_does_not():
-    text = ansi_text("\x1b[48;5;15m\x1b[38;5;0mab\x1b[0m c\x1b[1;38;2;0;105;105md\x1b[22me"
-                     "\x1b[7mf\x1b[0m")
+    text = ansi_text(
+        "\x1b[48;5;15m\x1b[38;5;0mab\x1b[0m c\x1b[1;38;2;0;105;105md\x1b[22me\x1b[7mf\x1b[0m"
+    )
     assert text.plain == "ab cdef"
     # reverse video (7) is not a code plotext writes: ignored, the rest as rich reads it
-    assert cells(text) == cells(Text.from_ansi("\x1b[48;5;15m\x1b[38;5;0mab\x1b[0m c"
-                                               "\x1b[1;38;2;0;105;105md\x1b[22mef\x1b[0m"))
+    assert cells(text) == cells(
+        Text.from_ansi(
+            "\x1b[48;5;15m\x1b[38;5;0mab\x1b[0m c\x1b[1;38;2;0;105;105md\x1b[22mef\x1b[0m"
+        )
+    )

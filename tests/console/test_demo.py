@@ -23,8 +23,13 @@ async def _drive(app, staged: demo.Staged) -> dict[str, str]:
         assert isinstance(app.screen, MonitorScreen)
         seen["monitor"] = text(app.screen.query_one(Chart))
         await pilot.press("p")
-        await until(pilot, lambda: isinstance(app.screen, ProbesScreen)
-                    and not app.screen.query_one("#probes-chart", Chart).pending)
+        await until(
+            pilot,
+            lambda: (
+                isinstance(app.screen, ProbesScreen)
+                and not app.screen.query_one("#probes-chart", Chart).pending
+            ),
+        )
         seen["probes"] = text(app.screen.query_one("#probes-chart", Chart))
         await pilot.press("v")
         await until(pilot, lambda: isinstance(app.screen, VerdictScreen))
@@ -46,9 +51,17 @@ def test_demo_in_the_console_monitor_probes_verdict(monkeypatch):
     package = demo.shipped()
     with demo.staged(speed=1e6) as staged:
         assert staged.folder.name == "run" and staged.folder.parent.name.startswith(
-            "fontaine-demo-")
-        app = make_app(source=staged.source, preset=staged.preset, kind="replay",
-                       registry=staged.registry, clock=fixed_clock, frame_s=0.05, chart_s=0.1)
+            "fontaine-demo-"
+        )
+        app = make_app(
+            source=staged.source,
+            preset=staged.preset,
+            kind="replay",
+            registry=staged.registry,
+            clock=fixed_clock,
+            frame_s=0.05,
+            chart_s=0.1,
+        )
         seen = asyncio.run(_drive(app, staged))
     assert not staged.folder.exists()  # the temporary folder went with the demo
     assert "AR CE" in seen["monitor"] and "step" in seen["monitor"]
@@ -58,6 +71,5 @@ def test_demo_in_the_console_monitor_probes_verdict(monkeypatch):
     assert "this run delta(150->s)" in seen["probes"]
     assert seen["verdict"].startswith("HEALTHY  [FINAL]  read at step 300 of 300")
     review = json.loads(seen["review"].splitlines()[0])
-    assert (review["action"], review["verdict"], review["read_step"]) == ("accept", "HEALTHY",
-                                                                          300)
+    assert (review["action"], review["verdict"], review["read_step"]) == ("accept", "HEALTHY", 300)
     assert not (package / "run" / "review.jsonl").is_file()

@@ -37,9 +37,14 @@ def done(tmp_path_factory):
 
 
 def app_on(folder, preset, now: float):
-    return make_app(source=ForeignRun(folder, SourceSpec("tensorboard"), poll_s=0.05),
-                    preset=preset, clock=lambda: now, kind="attach", babysit_host="here",
-                    frame_s=0.05)
+    return make_app(
+        source=ForeignRun(folder, SourceSpec("tensorboard"), poll_s=0.05),
+        preset=preset,
+        clock=lambda: now,
+        kind="attach",
+        babysit_host="here",
+        frame_s=0.05,
+    )
 
 
 def copy(folder, tmp_path):
@@ -49,7 +54,8 @@ def copy(folder, tmp_path):
 
 
 async def test_an_attached_foreign_run_posts_no_false_alert_and_reads_ended(
-        done, tmp_path, monkeypatch):
+    done, tmp_path, monkeypatch
+):
     folder, preset = copy(done[0], tmp_path), done[1]
     hook = Hook()
     monkeypatch.setenv("FONTAINE_NOTIFY", hook.url("/hooks/K1"))
@@ -58,8 +64,14 @@ async def test_an_attached_foreign_run_posts_no_false_alert_and_reads_ended(
         async with app.run_test(size=SIZE) as pilot:
             await loaded(pilot, 80)
             await until(pilot, lambda: 80 in app.session.store.probes)
-            await until(pilot, lambda: app.babysitter is not None and app.babysitter.polls > 0
-                        and app.babysitter.finalized)
+            await until(
+                pilot,
+                lambda: (
+                    app.babysitter is not None
+                    and app.babysitter.polls > 0
+                    and app.babysitter.finalized
+                ),
+            )
             await pilot.pause(0.5)
             rules = {w.rule for w in app.session.warnings}
             assert app.view.status == "attached (ended)"
@@ -68,10 +80,9 @@ async def test_an_attached_foreign_run_posts_no_false_alert_and_reads_ended(
         again = app_on(folder, preset, T0 + 3700)
         async with again.run_test(size=SIZE) as pilot:
             await loaded(pilot, 80)
-            await until(pilot, lambda: again.babysitter is not None
-                        and again.babysitter.finalized)
+            await until(pilot, lambda: again.babysitter is not None and again.babysitter.finalized)
             await pilot.pause(0.5)
-        reposted = [json.loads(r.body) for r in hook.requests[len(posts):]]
+        reposted = [json.loads(r.body) for r in hook.requests[len(posts) :]]
     finally:
         hook.close()
     finals = [p for p in posts if "VERDICT" in p["title"]]
@@ -91,13 +102,13 @@ async def test_a_foreign_run_shows_its_own_columns_and_is_reviewed_and_exported(
     app = app_on(folder, preset, T0 + 81)
     async with app.run_test(size=SIZE) as pilot:
         await loaded(pilot, 80)
-        await until(pilot, lambda: 80 in app.session.store.probes
-                    and app.view.latest.read_step == 80)
+        await until(
+            pilot, lambda: 80 in app.session.store.probes and app.view.latest.read_step == 80
+        )
         await pilot.press("p")
         await pilot.pause()
         table = app.screen.query_one(ProbesTable)  # the engine's columns: not this run's
-        assert [str(c.label) for c in table.columns.values()] == ["step", "eval/chunk_mae",
-                                                                   "delta"]
+        assert [str(c.label) for c in table.columns.values()] == ["step", "eval/chunk_mae", "delta"]
         assert table.get_row("80") == ["80", "3.4000", "+0.8000"]
         await pilot.press("v")
         await pilot.pause()
@@ -117,7 +128,8 @@ async def test_a_foreign_run_shows_its_own_columns_and_is_reviewed_and_exported(
 
 
 async def test_the_runs_list_shows_an_attached_foreign_run_and_enter_follows_it(
-        done, tmp_path, registry_path):
+    done, tmp_path, registry_path
+):
     from fontaine_tui.commands.attach import remember
     from fontaine_tui.core.follow.foreign import ForeignRun
     from fontaine_tui.core.launch.registry import Registry
@@ -140,7 +152,8 @@ async def test_the_runs_list_shows_an_attached_foreign_run_and_enter_follows_it(
 
 
 async def test_a_run_followed_while_summarywriter_writes_it_ends_with_no_alert(
-        tmp_path, monkeypatch):
+    tmp_path, monkeypatch
+):
     """The real writer writes while the console follows: no alert is posted on the way, and
     the run reads ended, not stalled, once its final read is in."""
     import asyncio
@@ -169,14 +182,22 @@ async def test_a_run_followed_while_summarywriter_writes_it_ends_with_no_alert(
             time.sleep(0.02)
         w.close()
 
-    app = make_app(source=ForeignRun(folder, SourceSpec("tensorboard"), poll_s=0.05),
-                   preset=preset, kind="attach", babysit_host="here", frame_s=0.05)
+    app = make_app(
+        source=ForeignRun(folder, SourceSpec("tensorboard"), poll_s=0.05),
+        preset=preset,
+        kind="attach",
+        babysit_host="here",
+        frame_s=0.05,
+    )
     try:
         async with app.run_test(size=SIZE) as pilot:
             writer = threading.Thread(target=write)
             writer.start()
-            await until(pilot, lambda: app.view is not None
-                        and app.view.status == "attached (ended)", timeout=30)
+            await until(
+                pilot,
+                lambda: app.view is not None and app.view.status == "attached (ended)",
+                timeout=30,
+            )
             await asyncio.to_thread(writer.join)
             await pilot.pause(0.5)
             rules = {x.rule for x in app.session.warnings}

@@ -54,8 +54,17 @@ def _evil_run(tmp_path: Path) -> tuple[Path, Path, Path]:
     (folder / "engine.out.log").write_text(f"engine says {EVIL}\n")
     freeze(RunFolder(folder), load_preset(str(preset_path)), ["python", EVIL], EVIL)
     registry = Registry(tmp_path / "registry.toml")
-    registry.upsert(Entry(name=EVIL, run_dir=str(folder), host=EVIL, preset=EVIL, pid=0,
-                          launched_at=EVIL, status="finished"))
+    registry.upsert(
+        Entry(
+            name=EVIL,
+            run_dir=str(folder),
+            host=EVIL,
+            preset=EVIL,
+            pid=0,
+            launched_at=EVIL,
+            status="finished",
+        )
+    )
     return preset_path, folder, registry.path
 
 
@@ -67,13 +76,17 @@ def _clean(out: str, where: str) -> None:
 def test_plain_outputs_show_foreign_text_literally(tmp_path, capsys, monkeypatch):
     preset_path, folder, registry = _evil_run(tmp_path)
     monkeypatch.setenv("FONTAINE_REGISTRY", str(registry))
-    runs = [["verdict", str(folder)], ["verdict", str(folder), "--json"],
-            ["verdict", str(folder / "train_log.jsonl"), "--preset", str(preset_path)],
-            ["replay", str(folder / "train_log.jsonl"), "--plain"],
-            ["attach", str(folder), "--plain", "--until-end"],
-            ["runs"], ["presets", "show", str(preset_path)],
-            ["verdict", str(tmp_path / f"missing{EVIL}")],  # an error echoing a user path
-            ["attach", f"ssh://h/{EVIL}", "--plain", "--ssh-config", str(tmp_path / EVIL)]]
+    runs = [
+        ["verdict", str(folder)],
+        ["verdict", str(folder), "--json"],
+        ["verdict", str(folder / "train_log.jsonl"), "--preset", str(preset_path)],
+        ["replay", str(folder / "train_log.jsonl"), "--plain"],
+        ["attach", str(folder), "--plain", "--until-end"],
+        ["runs"],
+        ["presets", "show", str(preset_path)],
+        ["verdict", str(tmp_path / f"missing{EVIL}")],  # an error echoing a user path
+        ["attach", f"ssh://h/{EVIL}", "--plain", "--ssh-config", str(tmp_path / EVIL)],
+    ]
     for argv in runs:
         main(argv)
         got = capsys.readouterr()
@@ -92,8 +105,12 @@ def _screen_text(app) -> str:
 
 async def test_every_screen_shows_foreign_text_literally(tmp_path):
     preset_path, folder, registry = _evil_run(tmp_path)
-    app = console(folder / "train_log.jsonl", source=LocalRun(folder),
-                  preset=load_preset(str(preset_path)), registry=Registry(registry))
+    app = console(
+        folder / "train_log.jsonl",
+        source=LocalRun(folder),
+        preset=load_preset(str(preset_path)),
+        registry=Registry(registry),
+    )
     async with app.run_test(size=SIZE) as pilot:
         await loaded(pilot, 1000)
         await until(pilot, lambda: app.session.ledger.hash_ok is not None)

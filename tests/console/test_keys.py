@@ -18,8 +18,12 @@ async def test_mode_keys_switch_screens(tmp_path):
     async with app.run_test(size=SIZE) as pilot:
         await loaded(pilot, 1000)
         assert isinstance(app.screen, MonitorScreen)
-        for key, screen in (("p", ProbesScreen), ("v", VerdictScreen), ("r", RunsScreen),
-                            ("m", MonitorScreen)):
+        for key, screen in (
+            ("p", ProbesScreen),
+            ("v", VerdictScreen),
+            ("r", RunsScreen),
+            ("m", MonitorScreen),
+        ):
             await pilot.press(key)
             await pilot.pause()
             assert isinstance(app.screen, screen), key
@@ -74,8 +78,12 @@ async def test_verdict_steps_through_reads(tmp_path):
             await pilot.press("left")
             await pilot.pause()
             seen.append((app.read_step, text(banner).split("  ")[0]))
-        assert seen == [(750, "AMBIGUOUS-BY-INSTRUMENT"), (500, "HEALTHY"),
-                        (250, "UNDECIDABLE"), (250, "UNDECIDABLE")]
+        assert seen == [
+            (750, "AMBIGUOUS-BY-INSTRUMENT"),
+            (500, "HEALTHY"),
+            (250, "UNDECIDABLE"),
+            (250, "UNDECIDABLE"),
+        ]
         assert "[PROVISIONAL]" in text(banner)
         await pilot.press("right")
         await pilot.pause()
@@ -92,9 +100,21 @@ async def test_palette_offers_the_actions(tmp_path):
     async with app.run_test(size=SIZE) as pilot:
         await loaded(pilot, 1000)
         commands = {c.title: c for c in app.get_system_commands(app.screen)}
-        assert {"Monitor (m)", "Probes (p)", "Verdict (v)", "Runs (r)", "Help (?)",
-                "Raw/scaled (s)", "Prev read (left)", "Next read (right)", "Latest (l)",
-                "Accept (a)", "Flag (f)", "Note (n)", "Export (e)"} <= set(commands)
+        assert {
+            "Monitor (m)",
+            "Probes (p)",
+            "Verdict (v)",
+            "Runs (r)",
+            "Help (?)",
+            "Raw/scaled (s)",
+            "Prev read (left)",
+            "Next read (right)",
+            "Latest (l)",
+            "Accept (a)",
+            "Flag (f)",
+            "Note (n)",
+            "Export (e)",
+        } <= set(commands)
         assert commands["Export (e)"].help == "Write verdict.json and the overlay chart image"
         await commands["Raw/scaled (s)"].callback()
         assert app.scaled is True

@@ -60,15 +60,22 @@ async def test_bounds_changed_after_launch_is_shown(tmp_path, preset):
 
 
 async def test_a_loosened_preset_is_a_warning_and_the_verdict_keeps_the_frozen_bounds(
-        tmp_path, preset):
+    tmp_path, preset
+):
     from tests.core.launch.conftest import preset_variant
 
     folder = tmp_path / "run"
     make_run(folder, probes=RIGONLY_LIKE)  # HEALTHY only under healthy_max 0.7
-    freeze(RunFolder(folder), preset, ["python", "-m", "fontaine_engine", "train"], "fixture-host",
-           now=LAUNCHED)
-    loose = load_preset(str(preset_variant(tmp_path, "demosonly_1gpu", name="loose",
-                                           healthy_max="0.7")))
+    freeze(
+        RunFolder(folder),
+        preset,
+        ["python", "-m", "fontaine_engine", "train"],
+        "fixture-host",
+        now=LAUNCHED,
+    )
+    loose = load_preset(
+        str(preset_variant(tmp_path, "demosonly_1gpu", name="loose", healthy_max="0.7"))
+    )
     app = console(folder / "train_log.jsonl", source=LocalRun(folder), preset=loose)
     async with app.run_test(size=SIZE) as pilot:
         await until(pilot, lambda: app.session.ledger.hash_ok is not None)
@@ -157,8 +164,10 @@ async def test_code_changed_under_the_run_shows_both_identities(tmp_path, preset
     """prereg.json froze one engine code identity; a resume's meta record names another."""
     from tests.logs import meta, records_upto, write_log
 
-    launched = {"code": {"sha256": "a" * 64, "git_commit": "1" * 40, "dirty": False},
-                "data": {"fingerprint": "d" * 64, "root": "/data/corpus"}}
+    launched = {
+        "code": {"sha256": "a" * 64, "git_commit": "1" * 40, "dirty": False},
+        "data": {"fingerprint": "d" * 64, "root": "/data/corpus"},
+    }
     resumed = {"sha256": "b" * 64, "git_commit": "1" * 40, "dirty": True}
     folder = tmp_path / "run"
     recs = records_upto(1000)
@@ -166,13 +175,21 @@ async def test_code_changed_under_the_run_shows_both_identities(tmp_path, preset
     again = {**meta(500), "code": resumed, "data": launched["data"]}
     cut = next(i for i, r in enumerate(recs) if r["step"] > 500)
     write_log(folder / "train_log.jsonl", [first, *recs[1:cut], again, *recs[cut:]])
-    freeze(RunFolder(folder), preset, ["python", "-m", "fontaine_engine", "train"], "h",
-           now=LAUNCHED, provenance=launched)
+    freeze(
+        RunFolder(folder),
+        preset,
+        ["python", "-m", "fontaine_engine", "train"],
+        "h",
+        now=LAUNCHED,
+        provenance=launched,
+    )
     app = console(folder / "train_log.jsonl", source=LocalRun(folder))
     async with app.run_test(size=SIZE) as pilot:
         shown = await ledger_text(pilot, app, "changed under the run")
-        assert ("WARNING: the code changed under the run: launched with git 111111111111, "
-                "source sha256 aaaaaaaaaaaa; the log's meta at step 500") in shown
+        assert (
+            "WARNING: the code changed under the run: launched with git 111111111111, "
+            "source sha256 aaaaaaaaaaaa; the log's meta at step 500"
+        ) in shown
         assert "says git 111111111111 + uncommitted changes, source sha256 bbbbbbbbbbbb" in shown
         assert "data changed" not in shown  # the corpus is the same
 
@@ -184,8 +201,10 @@ async def test_a_broken_amendment_chain_is_shown_and_nothing_from_it_applies(tmp
     app = console(folder / "train_log.jsonl", source=LocalRun(folder))
     async with app.run_test(size=SIZE) as pilot:
         shown = await ledger_text(pilot, app, "LEDGER:")
-        assert (f"LEDGER: {ledger}:1: its content does not match its hash (edited); "
-                "amendments from line 1 on are not applied") in shown
+        assert (
+            f"LEDGER: {ledger}:1: its content does not match its hash (edited); "
+            "amendments from line 1 on are not applied"
+        ) in shown
         assert "amendment 2" not in shown  # the edited line is not applied, nor shown as in force
         assert app.session.ledger.amendments == ()
 
@@ -196,12 +215,26 @@ async def test_the_declared_platform_delta_is_on_the_ledger(tmp_path, preset):
 
     folder = tmp_path / "run"
     write_log(folder / "train_log.jsonl", records_upto(1000))
-    delta = ["--- ref.sh", "+++ box.sh", "@@ -2 +2,2 @@", "-module load a",
-             "+module load b", "+export NCCL_IB_DISABLE=1"]
-    freeze(RunFolder(folder), preset, ["bash", "box.sh"], "h", now=LAUNCHED,
-           provenance={"platform_delta": delta})
+    delta = [
+        "--- ref.sh",
+        "+++ box.sh",
+        "@@ -2 +2,2 @@",
+        "-module load a",
+        "+module load b",
+        "+export NCCL_IB_DISABLE=1",
+    ]
+    freeze(
+        RunFolder(folder),
+        preset,
+        ["bash", "box.sh"],
+        "h",
+        now=LAUNCHED,
+        provenance={"platform_delta": delta},
+    )
     app = console(folder / "train_log.jsonl", source=LocalRun(folder))
     async with app.run_test(size=SIZE) as pilot:
         shown = await ledger_text(pilot, app, "platform delta")
-        assert ("platform delta (launcher above its command block, vs the reference): 3 "
-                "line(s) -module load a +module load b +export NCCL_IB_DISABLE=1") in shown
+        assert (
+            "platform delta (launcher above its command block, vs the reference): 3 "
+            "line(s) -module load a +module load b +export NCCL_IB_DISABLE=1"
+        ) in shown

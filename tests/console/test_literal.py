@@ -16,8 +16,7 @@ async def test_markup_and_ansi_render_literally(tmp_path):
         tail = app.screen.query_one(EngineTail)
         await until(pilot, lambda: tail.line_count >= 2)
         line = tail.lines[-1]
-        assert line == ("loss [bold red]x[/] then \\x1b[31mred\\x1b[0m and "
-                        "\\x1b]0;title\\x07 done")
+        assert line == ("loss [bold red]x[/] then \\x1b[31mred\\x1b[0m and \\x1b]0;title\\x07 done")
         await pilot.pause()
         # what is on screen: the same characters, in the widget's plain style
         strip = tail.render_line(tail.line_count - 1 - int(tail.scroll_offset.y))

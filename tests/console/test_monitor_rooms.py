@@ -39,13 +39,21 @@ async def test_engine_pane_shown_when_the_engine_printed(tmp_path: Path) -> None
 
 
 async def test_events_panel_shows_checkpoints_and_a_resume_with_superseded_probes(
-        tmp_path: Path) -> None:
+    tmp_path: Path,
+) -> None:
     recs = records_upto(800, RIGONLY_LIKE)
     t = T0 + 900
     # the engine died after step 800 and resumed from the step-500 checkpoint: the probe at
     # 750 of the abandoned timeline is superseded by the one written after the resume
-    recs.append({"kind": "event", "step": 500, "time": t, "event": "resume",
-                 "detail": "from checkpoints/step-000500"})
+    recs.append(
+        {
+            "kind": "event",
+            "step": 500,
+            "time": t,
+            "event": "resume",
+            "detail": "from checkpoints/step-000500",
+        }
+    )
     for s in range(501, 901):
         recs.append(train(s, t + s))
         if s == 750:

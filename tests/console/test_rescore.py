@@ -125,6 +125,5 @@ async def test_c_rescores_in_the_background_and_shows_the_figures(tiny_run):
         for step in (10, 20, STEPS):
             row = next(ln.split() for ln in shown.splitlines() if ln.split()[:1] == [str(step)])
             mine, rescored = own[step]["eval_chunk_mae"], again[step]["eval_chunk_mae"]
-            assert row == [str(step), f"{mine:.4f}", f"{rescored:.4f}",
-                           f"{rescored - mine:+.4f}"]
+            assert row == [str(step), f"{mine:.4f}", f"{rescored:.4f}", f"{rescored - mine:+.4f}"]
             assert abs(rescored - mine) > 1e-6  # another surface: other numbers

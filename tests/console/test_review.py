@@ -34,7 +34,10 @@ async def test_accept_flag_note_chain_and_tamper(tmp_path):
         assert [json.loads(x)["action"] for x in lines] == ["accept", "flag", "note"]
         docs = [json.loads(x) for x in lines]
         assert [(d["verdict"], d["read_step"], d["provisional"]) for d in docs] == [
-            ("AMBIGUOUS", 750, True), ("HEALTHY", 500, True), ("HEALTHY", 500, True)]
+            ("AMBIGUOUS", 750, True),
+            ("HEALTHY", 500, True),
+            ("HEALTHY", 500, True),
+        ]
         assert docs[2]["note"] == "[bold]ask owner[/]"
         assert {d["time"] for d in docs} == {"2026-08-17T21:03:20Z"}  # the injected clock
         assert docs[0]["prev"] == review.GENESIS

@@ -36,8 +36,10 @@ async def test_a_level_read_of_a_success_rate_in_the_presets_words(tmp_path):
         assert table.get_row("1000")[1] == "0.3000"
         chart = app.screen.query_one("#probes-chart", Chart)
         assert chart.spec.title == "success_rate(s), the level read (higher is better)"
-        assert [h.label for h in chart.spec.hlines] == ["healthy >= +0.8000",
-                                                        "same-drift <= +0.5000"]
+        assert [h.label for h in chart.spec.hlines] == [
+            "healthy >= +0.8000",
+            "same-drift <= +0.5000",
+        ]
 
 
 async def test_the_header_says_when_the_decision_locked(tmp_path):
@@ -45,8 +47,9 @@ async def test_the_header_says_when_the_decision_locked(tmp_path):
     from tests.core.launch.conftest import without_amendments
 
     path = without_amendments(tmp_path)
-    path.write_text(path.read_text().replace("drift_min = 1.0158",
-                                             "drift_min = 1.0158\nmax_probe_change = 0.2"))
+    path.write_text(
+        path.read_text().replace("drift_min = 1.0158", "drift_min = 1.0158\nmax_probe_change = 0.2")
+    )
     probes = {250: (3.40, 3.6), 500: (3.10, 3.2), 750: (3.15, 3.25), 1000: (3.20, 3.3)}
     log = write_log(tmp_path / "run" / "train_log.jsonl", records(probes=probes))
     app = console(log, preset=load_preset(path))

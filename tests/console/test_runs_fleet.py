@@ -29,8 +29,14 @@ async def test_enter_on_a_remote_row_attaches_over_ssh(sshd, tmp_path, preset, r
     reg.upsert(Entry(name="far", run_dir=str(there), host=HOST_ALIAS, preset=preset.name))
     options = ("-F", str(sshd.config))
     fleet = Fleet(tmp_path / "fleet.json", control_dir(), hostname(), options)
-    app = make_app(source=LocalRun(here), preset=preset, clock=fixed_clock, registry=reg,
-                   kind="attach", start_mode="runs")
+    app = make_app(
+        source=LocalRun(here),
+        preset=preset,
+        clock=fixed_clock,
+        registry=reg,
+        kind="attach",
+        start_mode="runs",
+    )
     app.runs.fleet, app.ssh_options = fleet, options
     async with app.run_test(size=SIZE) as pilot:
         table = app.screen.query_one(DataTable)
@@ -48,8 +54,9 @@ async def test_enter_on_a_remote_row_attaches_over_ssh(sshd, tmp_path, preset, r
         assert row["step"] == "600/1000" and float(row["s/step"]) > 0
         assert row["probe"].startswith("500:") and "PROVISIONAL" in row["read"]
         assert {"gpu-h", "warn", "pid", "folder"} <= set(cols)
-        table.move_cursor(row=[i for i in range(table.row_count)
-                               if str(table.get_row_at(i)[0]) == "far"][0])
+        table.move_cursor(
+            row=[i for i in range(table.row_count) if str(table.get_row_at(i)[0]) == "far"][0]
+        )
         await pilot.press("enter")
         await until(pilot, lambda: app.session.store.last_step == 600, 20)
         assert app.session.source.label == f"ssh {HOST_ALIAS}:{there}"

@@ -19,9 +19,17 @@ async def test_runs_mode_lists_the_registry_and_enter_attaches(tmp_path):
     registry = Registry(tmp_path / "registry.toml")
     from fontaine_tui.core.host.memory import hostname
 
-    registry.upsert(Entry(name="other-run", run_dir=str(other), host=hostname(),
-                          preset="demosonly_1gpu", pid=0, launched_at="2026-08-17T18:41:00Z",
-                          status="exited"))
+    registry.upsert(
+        Entry(
+            name="other-run",
+            run_dir=str(other),
+            host=hostname(),
+            preset="demosonly_1gpu",
+            pid=0,
+            launched_at="2026-08-17T18:41:00Z",
+            status="exited",
+        )
+    )
     app = console(replayed, registry=registry)
     async with app.run_test(size=SIZE) as pilot:
         await loaded(pilot, 500)
@@ -50,8 +58,10 @@ async def test_no_telemetry_is_said_and_a_sampler_is_shown(tmp_path):
 
     import os
 
-    app = console(log, telemetry=lambda: sample(pid=os.getpid(), meminfo_text=MEMINFO,
-                                                cuda_visible_devices=None))
+    app = console(
+        log,
+        telemetry=lambda: sample(pid=os.getpid(), meminfo_text=MEMINFO, cuda_visible_devices=None),
+    )
     async with app.run_test(size=SIZE) as pilot:
         await loaded(pilot, 500)
         panel = app.screen.query_one(TelemetryPanel)

@@ -13,9 +13,11 @@ import pytest
 from tests.console.conftest import SIZE, console, loaded, make_run, sample_registry
 from tests.logs import RIGONLY_LIKE, SCALED_LIKE
 
-ENGINE_OUT = ("engine: step 998 loss 0.4113\n"
-              "engine: step 999 loss 0.4109 [bold red]not markup[/]\n"
-              "engine: \x1b[31mnot red\x1b[0m step 1000 done\n")
+ENGINE_OUT = (
+    "engine: step 998 loss 0.4113\n"
+    "engine: step 999 loss 0.4109 [bold red]not markup[/]\n"
+    "engine: \x1b[31mnot red\x1b[0m step 1000 done\n"
+)
 
 CASES = {
     "monitor": (SCALED_LIKE, 1000, ()),
@@ -65,13 +67,16 @@ def test_probes_with_banked_curves_snapshot(keys, snap_compare, tmp_path, monkey
     from tests.logs import records, write_log
 
     monkeypatch.chdir(tmp_path)
-    for name, probes in (("a", {250: (3.4, 3.6), 500: (3.1, 3.2), 750: (3.9, 3.3),
-                                1000: (4.6, 3.4)}),
-                         ("b", {250: (3.4, 3.6), 500: (3.0, 3.2), 1000: (5.2, 3.4)})):
+    for name, probes in (
+        ("a", {250: (3.4, 3.6), 500: (3.1, 3.2), 750: (3.9, 3.3), 1000: (4.6, 3.4)}),
+        ("b", {250: (3.4, 3.6), 500: (3.0, 3.2), 1000: (5.2, 3.4)}),
+    ):
         write_log(tmp_path / name / "train_log.jsonl", records(probes=probes))
         assert main(["bank", "add", name, "--as", f"drift_{name}"]) == 0  # relative: a stable sha
     text = (Path(__file__).parents[2] / "presets" / "demosonly_1gpu.toml").read_text()
-    text = text.replace("[[amendments]]", '''[comparators.drift_a]
+    text = text.replace(
+        "[[amendments]]",
+        """[comparators.drift_a]
 bank = "drift_a"
 group = "drifting"
 
@@ -79,7 +84,9 @@ group = "drifting"
 bank = "drift_b"
 group = "drifting"
 
-[[amendments]]''', 1)
+[[amendments]]""",
+        1,
+    )
     (tmp_path / "banked.toml").write_text(text)
     make_run(tmp_path / "run", upto=1000, probes=SCALED_LIKE, engine_out=ENGINE_OUT)
     app = console(Path("run") / "train_log.jsonl", preset=load_preset(tmp_path / "banked.toml"))

@@ -19,8 +19,11 @@ EXPECTED = [
 ]
 
 
-@pytest.mark.parametrize(("step", "label", "provisional", "delta", "title"), EXPECTED,
-                         ids=[f"step{e[0]}" for e in EXPECTED])
+@pytest.mark.parametrize(
+    ("step", "label", "provisional", "delta", "title"),
+    EXPECTED,
+    ids=[f"step{e[0]}" for e in EXPECTED],
+)
 async def test_each_mode_at_probe_step(tmp_path, step, label, provisional, delta, title):
     log = make_run(tmp_path / "run", upto=step)
     app = console(log)

@@ -13,13 +13,16 @@ from tests.console.conftest import make_run
 
 TMUX = shutil.which("tmux")
 CMD = shutil.which("fontaine-tui")
-pytestmark = [pytest.mark.skipif(TMUX is None, reason="tmux is not installed"),
-              pytest.mark.skipif(CMD is None, reason="fontaine-tui is not installed")]
+pytestmark = [
+    pytest.mark.skipif(TMUX is None, reason="tmux is not installed"),
+    pytest.mark.skipif(CMD is None, reason="fontaine-tui is not installed"),
+]
 
 
 def tmux(sock: str, *args: str) -> str:
-    return subprocess.run([TMUX, "-L", sock, *args], capture_output=True, text=True,
-                          timeout=10).stdout
+    return subprocess.run(
+        [TMUX, "-L", sock, *args], capture_output=True, text=True, timeout=10
+    ).stdout
 
 
 def wait_pane(sock: str, want: list[str], timeout: float = 30.0) -> str:
@@ -38,8 +41,26 @@ def test_replay_in_tmux_shows_the_verdict(tmp_path):
     sock = f"fontaine-test-{os.getpid()}"
     env_cmd = f"TEXTUAL_ANIMATIONS=none {CMD} replay {log} --preset demosonly_1gpu"
     try:
-        subprocess.run([TMUX, "-L", sock, "-f", "/dev/null", "new-session", "-d", "-s", "t",
-                        "-x", "120", "-y", "40", env_cmd], check=True, timeout=10)
+        subprocess.run(
+            [
+                TMUX,
+                "-L",
+                sock,
+                "-f",
+                "/dev/null",
+                "new-session",
+                "-d",
+                "-s",
+                "t",
+                "-x",
+                "120",
+                "-y",
+                "40",
+                env_cmd,
+            ],
+            check=True,
+            timeout=10,
+        )
         pane = wait_pane(sock, ["REPLAY", "step 1000 / 1000"])
         assert "engine: [bold red]x[/] \\x1b[31mred" in pane  # literal in a real terminal
         tmux(sock, "send-keys", "-t", "t", "v")
@@ -51,8 +72,12 @@ def test_replay_in_tmux_shows_the_verdict(tmp_path):
         tmux(sock, "send-keys", "-t", "t", "q")
         deadline = time.monotonic() + 15
         while time.monotonic() < deadline:
-            if subprocess.run([TMUX, "-L", sock, "has-session", "-t", "t"],
-                              capture_output=True).returncode != 0:
+            if (
+                subprocess.run(
+                    [TMUX, "-L", sock, "has-session", "-t", "t"], capture_output=True
+                ).returncode
+                != 0
+            ):
                 break  # the command quit and its pane closed
             time.sleep(0.2)
         else:
@@ -69,14 +94,32 @@ def test_osc52_in_a_preset_never_reaches_the_clipboard_in_a_real_terminal(tmp_pa
 
     preset_path, folder, registry = _evil_run(tmp_path)
     sock = f"fontaine-osc-{os.getpid()}"
-    env = (f"TEXTUAL_ANIMATIONS=none FONTAINE_REGISTRY={registry}")
+    env = f"TEXTUAL_ANIMATIONS=none FONTAINE_REGISTRY={registry}"
     conf = tmp_path / "tmux.conf"
     conf.write_text("set -g set-clipboard on\n")
     console_cmd = f"{env} {CMD} replay '{folder}/train_log.jsonl'"
     plain_cmd = f"{env} {CMD} verdict '{folder}'; {env} {CMD} runs; sleep 30"
     try:
-        subprocess.run([TMUX, "-L", sock, "-f", str(conf), "new-session", "-d", "-s", "t",
-                        "-x", "160", "-y", "50", console_cmd], check=True, timeout=10)
+        subprocess.run(
+            [
+                TMUX,
+                "-L",
+                sock,
+                "-f",
+                str(conf),
+                "new-session",
+                "-d",
+                "-s",
+                "t",
+                "-x",
+                "160",
+                "-y",
+                "50",
+                console_cmd,
+            ],
+            check=True,
+            timeout=10,
+        )
         wait_pane(sock, ["REPLAY", "step 1000 / 1000"])
         tmux(sock, "send-keys", "-t", "t", "v")
         wait_pane(sock, ["interpretation:", "\\x1b]52;c;UFdO"])
@@ -96,11 +139,31 @@ def test_demo_in_tmux_monitor_probes_verdict(tmp_path):
     chart with the banked curve and the final verdict; q quits."""
     sock = f"fontaine-demo-{os.getpid()}"
     # without COLUMNS and LINES (the test process may hold 80 and 24): the pane's own size
-    cmd = (f"env -u COLUMNS -u LINES TEXTUAL_ANIMATIONS=none FONTAINE_BANK={tmp_path}/bank "
-           f"FONTAINE_REGISTRY={tmp_path}/registry.toml {CMD} demo --speed 100")
+    cmd = (
+        f"env -u COLUMNS -u LINES TEXTUAL_ANIMATIONS=none FONTAINE_BANK={tmp_path}/bank "
+        f"FONTAINE_REGISTRY={tmp_path}/registry.toml {CMD} demo --speed 100"
+    )
     try:
-        subprocess.run([TMUX, "-L", sock, "-f", "/dev/null", "new-session", "-d", "-s", "t",
-                        "-x", "120", "-y", "40", cmd], check=True, timeout=10)
+        subprocess.run(
+            [
+                TMUX,
+                "-L",
+                sock,
+                "-f",
+                "/dev/null",
+                "new-session",
+                "-d",
+                "-s",
+                "t",
+                "-x",
+                "120",
+                "-y",
+                "40",
+                cmd,
+            ],
+            check=True,
+            timeout=10,
+        )
         wait_pane(sock, ["REPLAY (ENDED)", "step 300 / 300", "training losses"])
         tmux(sock, "send-keys", "-t", "t", "p")
         pane = wait_pane(sock, ["dist2 (banked", "this run delta(150->s)"])
@@ -111,8 +174,12 @@ def test_demo_in_tmux_monitor_probes_verdict(tmp_path):
         tmux(sock, "send-keys", "-t", "t", "q")
         deadline = time.monotonic() + 15
         while time.monotonic() < deadline:
-            if subprocess.run([TMUX, "-L", sock, "has-session", "-t", "t"],
-                              capture_output=True).returncode != 0:
+            if (
+                subprocess.run(
+                    [TMUX, "-L", sock, "has-session", "-t", "t"], capture_output=True
+                ).returncode
+                != 0
+            ):
                 break
             time.sleep(0.2)
         else:

@@ -20,9 +20,15 @@ ROOT = Path(__file__).parents[2]
 
 
 def cli(*argv: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "fontaine_tui", *argv], capture_output=True,
-                          text=True, cwd=ROOT, timeout=30, env={**os.environ, **(env or {})},
-                          stdin=subprocess.DEVNULL)
+    return subprocess.run(
+        [sys.executable, "-m", "fontaine_tui", *argv],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=30,
+        env={**os.environ, **(env or {})},
+        stdin=subprocess.DEVNULL,
+    )
 
 
 def refused(res: subprocess.CompletedProcess[str], path: Path, what: str = "") -> None:
@@ -46,9 +52,11 @@ def test_a_fifo_in_a_launched_run_folder_is_refused(tmp_path, name, command, ban
         pytest.skip("bank reads prereg.json, not the ledger")
     folder, _ = three(tmp_path)
     path = fifo(folder.root / name)
-    argv = {"verdict": ["verdict", str(folder.root)],
-            "bank": ["bank", "add", str(folder.root), "--as", "x"],
-            "amend": ["amend", str(folder.root), "--scale-factor", "3"]}[command]
+    argv = {
+        "verdict": ["verdict", str(folder.root)],
+        "bank": ["bank", "add", str(folder.root), "--as", "x"],
+        "amend": ["amend", str(folder.root), "--scale-factor", "3"],
+    }[command]
     refused(cli(*argv), path)
 
 
@@ -57,8 +65,11 @@ def test_a_fifo_as_the_log_or_a_preset_is_refused(tmp_path):
     preset = fifo(tmp_path / "p.toml")
     refused(cli("verdict", str(folder.root), "--preset", str(preset)), preset)
     log = fifo(folder.log)
-    for argv in (["verdict", str(folder.root)], ["replay", str(folder.root), "--plain"],
-                 ["bank", "add", str(folder.root), "--as", "y"]):
+    for argv in (
+        ["verdict", str(folder.root)],
+        ["replay", str(folder.root), "--plain"],
+        ["bank", "add", str(folder.root), "--as", "y"],
+    ):
         refused(cli(*argv), log)
 
 
@@ -116,11 +127,17 @@ def test_an_oversized_file_is_refused_naming_its_size(tmp_path):
     with open(state, "wb") as fh:  # sparse: 3 GB on paper, nothing on disk
         fh.truncate(3 << 30)
     preset = foreign_preset(tmp_path, 'kind = "hf_trainer"')
-    refused(cli("verdict", str(run), "--preset", str(preset)), state,
-            f"{3 << 30} bytes or more, over the {512 << 20} bytes")
+    refused(
+        cli("verdict", str(run), "--preset", str(preset)),
+        state,
+        f"{3 << 30} bytes or more, over the {512 << 20} bytes",
+    )
     state.write_bytes(b"{" + b" " * 5000 + b"}")  # a lower limit, as the tests set it
-    refused(cli("verdict", str(run), "--preset", str(preset),
-                env={"FONTAINE_READ_LIMIT": "4096"}), state, "5002 bytes or more")
+    refused(
+        cli("verdict", str(run), "--preset", str(preset), env={"FONTAINE_READ_LIMIT": "4096"}),
+        state,
+        "5002 bytes or more",
+    )
 
 
 def test_read_whole_refuses_at_once_and_bounds_what_it_reads(tmp_path, monkeypatch):
@@ -151,9 +168,11 @@ def test_trainer_state_is_read_once(tmp_path, monkeypatch):
     (run / "checkpoint-10").mkdir(parents=True)
     history = ",".join(f'{{"step": {s}, "loss": 1.0}}' for s in range(1, 5000))
     (run / "trainer_state.json").write_text(
-        f'{{"epoch": 1.0, "global_step": 4999, "log_history": [{history}]}}')
+        f'{{"epoch": 1.0, "global_step": 4999, "log_history": [{history}]}}'
+    )
     (run / "checkpoint-10" / "trainer_state.json").write_text(
-        '{"global_step": 10, "log_history": []}')
+        '{"global_step": 10, "log_history": []}'
+    )
     reads: list[str] = []
     whole = readfile.read_whole
 

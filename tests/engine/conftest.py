@@ -30,19 +30,56 @@ def engine_env() -> dict[str, str]:
 
 
 def tiny_argv(out: Path, data: Path, *extra: str, steps: int = 20) -> list[str]:
-    return [sys.executable, "-m", "fontaine_engine", "train", "--run-name", "t",
-            "--output-dir", str(out),
-            "--data-dir", str(data), "--model-size", "tiny", "--batch-size", "16",
-            "--backward-chunks", "2", "--seed", "0", "--image-augment", "0.8",
-            "--recompute-stats", "--objective", "joint", "--insulate-flow", "--lr", "1e-3",
-            "--warmup-steps", "5", "--steps", str(steps), "--eval-every", "10",
-            "--eval-dataset-breakdown", "--save-every", "10", "--num-workers", "2",
-            "--prefetch-factor", "2", "--device", "cpu", *extra]
+    return [
+        sys.executable,
+        "-m",
+        "fontaine_engine",
+        "train",
+        "--run-name",
+        "t",
+        "--output-dir",
+        str(out),
+        "--data-dir",
+        str(data),
+        "--model-size",
+        "tiny",
+        "--batch-size",
+        "16",
+        "--backward-chunks",
+        "2",
+        "--seed",
+        "0",
+        "--image-augment",
+        "0.8",
+        "--recompute-stats",
+        "--objective",
+        "joint",
+        "--insulate-flow",
+        "--lr",
+        "1e-3",
+        "--warmup-steps",
+        "5",
+        "--steps",
+        str(steps),
+        "--eval-every",
+        "10",
+        "--eval-dataset-breakdown",
+        "--save-every",
+        "10",
+        "--num-workers",
+        "2",
+        "--prefetch-factor",
+        "2",
+        "--device",
+        "cpu",
+        *extra,
+    ]
 
 
 def run_engine(argv: list[str], timeout: float = 120) -> subprocess.CompletedProcess:
-    return subprocess.run(argv, cwd=REPO, env=engine_env(), capture_output=True, text=True,
-                          timeout=timeout)
+    return subprocess.run(
+        argv, cwd=REPO, env=engine_env(), capture_output=True, text=True, timeout=timeout
+    )
 
 
 def check_flags(argv: list[str], timeout: float = 0) -> subprocess.CompletedProcess:
@@ -64,8 +101,17 @@ def check_flags(argv: list[str], timeout: float = 0) -> subprocess.CompletedProc
 def run_engines(argvs: list[list[str]], timeout: float = 180) -> list[subprocess.CompletedProcess]:
     """Several engine commands at once (the two cores overlap one's start-up with another's
     steps); their results in order."""
-    procs = [subprocess.Popen(argv, cwd=REPO, env=engine_env(), stdout=subprocess.PIPE,
-                              stderr=subprocess.PIPE, text=True) for argv in argvs]
+    procs = [
+        subprocess.Popen(
+            argv,
+            cwd=REPO,
+            env=engine_env(),
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for argv in argvs
+    ]
     done = []
     for argv, proc in zip(argvs, procs, strict=True):
         out, err = proc.communicate(timeout=timeout)

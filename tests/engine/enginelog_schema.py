@@ -8,12 +8,33 @@ from pathlib import Path
 
 NUM = (int, float)
 FIELDS = {
-    "meta": {"schema": int, "run": str, "world_size": int, "device": str, "recipe": dict,
-             "argv": list, "host": str},
-    "train": {"loss": NUM, "ar_ce": NUM, "flow_loss": NUM, "lr": NUM, "grad_norm": NUM,
-              "step_s": NUM, "data_s": NUM, "samples": int},
-    "eval": {"eval_chunk_mae": NUM, "train_chunk_mae": NUM, "eval_ar_ce": NUM,
-             "eval_flow_loss": NUM, "breakdown": dict, "n_frames": int},
+    "meta": {
+        "schema": int,
+        "run": str,
+        "world_size": int,
+        "device": str,
+        "recipe": dict,
+        "argv": list,
+        "host": str,
+    },
+    "train": {
+        "loss": NUM,
+        "ar_ce": NUM,
+        "flow_loss": NUM,
+        "lr": NUM,
+        "grad_norm": NUM,
+        "step_s": NUM,
+        "data_s": NUM,
+        "samples": int,
+    },
+    "eval": {
+        "eval_chunk_mae": NUM,
+        "train_chunk_mae": NUM,
+        "eval_ar_ce": NUM,
+        "eval_flow_loss": NUM,
+        "breakdown": dict,
+        "n_frames": int,
+    },
     "checkpoint": {"path": str},
     "event": {"event": str, "detail": str},
 }

@@ -42,8 +42,9 @@ def test_the_gpu_count_is_checked_against_the_ranks_on_this_node():
     check_gpus("auto", {"WORLD_SIZE": "4"}, False, 0)  # auto without CUDA runs on CPU
     with pytest.raises(UsageExit) as info:
         check_gpus("cuda", {"WORLD_SIZE": "16", "LOCAL_WORLD_SIZE": "4"}, True, 2)
-    assert str(info.value) == ("--device cuda: local world size 4 (ranks on this node) exceeds "
-                               "the 2 visible GPUs")
+    assert str(info.value) == (
+        "--device cuda: local world size 4 (ranks on this node) exceeds the 2 visible GPUs"
+    )
     with pytest.raises(UsageExit, match="local world size 3"):  # one node: WORLD_SIZE is local
         check_gpus("auto", {"WORLD_SIZE": "3"}, True, 2)
     with pytest.raises(UsageExit, match="CUDA is not available"):
@@ -57,7 +58,10 @@ def test_bf16_on_a_gpu_without_it_is_one_line():
     check_precision("fp32", False, "Tesla T4")
     with pytest.raises(UsageExit) as info:
         check_precision("bf16", False, "Tesla T4")
-    assert str(info.value) == "--precision bf16: the GPU (Tesla T4) has no bf16 support (expected fp32)"
+    assert (
+        str(info.value)
+        == "--precision bf16: the GPU (Tesla T4) has no bf16 support (expected fp32)"
+    )
 
 
 def test_an_unknown_precision_is_one_line(tmp_path, corpus_dir, capsys):
@@ -76,12 +80,14 @@ def _batch(n=4):
     from fontaine_engine.pipeline import BINS, FLOW_SAMPLES
 
     g = torch.Generator().manual_seed(1)
-    return {"images": torch.rand(n, 3, IMAGE_SIZE, IMAGE_SIZE, generator=g) * 2 - 1,
-            "state": torch.randn(n, MOTORS, generator=g),
-            "actions": torch.randn(n, CHUNK, MOTORS, generator=g).clamp(-1, 1),
-            "tokens": torch.randint(0, BINS, (n, CHUNK * MOTORS), generator=g),
-            "flow_t": torch.rand(n, FLOW_SAMPLES, generator=g),
-            "flow_noise": torch.randn(n, FLOW_SAMPLES, CHUNK, MOTORS, generator=g)}
+    return {
+        "images": torch.rand(n, 3, IMAGE_SIZE, IMAGE_SIZE, generator=g) * 2 - 1,
+        "state": torch.randn(n, MOTORS, generator=g),
+        "actions": torch.randn(n, CHUNK, MOTORS, generator=g).clamp(-1, 1),
+        "tokens": torch.randint(0, BINS, (n, CHUNK * MOTORS), generator=g),
+        "flow_t": torch.rand(n, FLOW_SAMPLES, generator=g),
+        "flow_noise": torch.randn(n, FLOW_SAMPLES, CHUNK, MOTORS, generator=g),
+    }
 
 
 def _loss_and_grads(checkpointing: bool):
@@ -99,7 +105,8 @@ def _loss_and_grads(checkpointing: bool):
     mlp.forward = lambda *a, **k: calls.append(1) or forward(*a, **k)
     saved = []  # bytes autograd keeps for backward
     with torch.autograd.graph.saved_tensors_hooks(
-            lambda t: saved.append(t.numel() * t.element_size()) or t, lambda t: t):
+        lambda t: saved.append(t.numel() * t.element_size()) or t, lambda t: t
+    ):
         out = model(_batch(), "joint", True)
     out["loss"].backward()
     grads = {n: p.grad.clone() for n, p in model.named_parameters() if p.grad is not None}
@@ -126,7 +133,9 @@ def test_bf16_and_checkpointed_runs_against_fp32(tmp_path, corpus_dir):
     checkpointing. bf16's first loss (before any update) is fp32's up to bf16 rounding, and
     not the same number (autocast did run); checkpointing changes nothing."""
     runs = {"fp32": [], "bf16": ["--precision", "bf16"], "ac": ["--activation-checkpointing"]}
-    results = run_engines([_argv(tmp_path / name, corpus_dir, *extra) for name, extra in runs.items()])
+    results = run_engines(
+        [_argv(tmp_path / name, corpus_dir, *extra) for name, extra in runs.items()]
+    )
     for name, done in zip(runs, results, strict=True):
         assert done.returncode == 0, (name, done.stderr)
     fp32, bf16, ac = (_train(tmp_path / n) for n in runs)
@@ -144,10 +153,12 @@ def test_bf16_and_checkpointed_runs_against_fp32(tmp_path, corpus_dir):
 
 
 @pytest.mark.slow
-@pytest.mark.skipif(not os.environ.get("FONTAINE_TEST_COMPILE"),
-                    reason="inductor's first CPU compile of the policy takes about a minute, "
-                    "over the suite's budget: FONTAINE_TEST_COMPILE=1 runs it (the compiler-"
-                    "failure test below runs --compile's path every time)")
+@pytest.mark.skipif(
+    not os.environ.get("FONTAINE_TEST_COMPILE"),
+    reason="inductor's first CPU compile of the policy takes about a minute, "
+    "over the suite's budget: FONTAINE_TEST_COMPILE=1 runs it (the compiler-"
+    "failure test below runs --compile's path every time)",
+)
 def test_compile_on_cpu_runs_two_steps(tmp_path, corpus_dir, monkeypatch):
     """torch.compile (inductor, the machine's C++ compiler) on CPU: a 2-step run completes
     with fp32's losses up to the compiled kernels' rounding. Its own inductor cache, so the
@@ -173,5 +184,5 @@ def test_a_compiler_failure_is_one_line_and_exit_2(tmp_path, corpus_dir, monkeyp
     assert line.startswith("engine: error: --compile: torch.compile failed at the first step (")
     assert line.endswith("; run without --compile") and "no-such-compiler" in line
     events = [r for r in _log(tmp_path / "run") if r["kind"] == "event"]
-    assert events[-1]["event"] == "error" and events[-1]["detail"] == line[len("engine: error: "):]
+    assert events[-1]["event"] == "error" and events[-1]["detail"] == line[len("engine: error: ") :]
     assert not _train(tmp_path / "run")

@@ -56,5 +56,6 @@ def test_bad_flag_as_a_real_process(tmp_path, corpus_dir):
     assert proc.stderr.splitlines() == [
         "engine: error: --batch-size 15: expected a multiple of --backward-chunks x world size "
         "(2 x 1 = 2); or state the per-rank micro-batch with --micro-batch M (chunks per rank = "
-        "batch-size / (M x world size))"]
+        "batch-size / (M x world size))"
+    ]
     assert not (tmp_path / "train_log.jsonl").exists()

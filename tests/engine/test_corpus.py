@@ -42,8 +42,9 @@ def test_layout_field_by_field(corpus_dir):
     info = json.loads((root / "meta/info.json").read_text())
     assert info["codebase_version"] == "v3.0" and info["fps"] == 10
     assert info["data_path"] == "data/chunk-{chunk_index:03d}/file-{file_index:03d}.parquet"
-    assert info["video_path"] == \
-        "videos/{video_key}/chunk-{chunk_index:03d}/file-{file_index:03d}.mp4"
+    assert (
+        info["video_path"] == "videos/{video_key}/chunk-{chunk_index:03d}/file-{file_index:03d}.mp4"
+    )
     assert info["total_episodes"] == 480 and info["total_frames"] == 480 * 32
     assert info["total_tasks"] == 1 and info["splits"] == {"train": "0:432", "eval": "432:480"}
     for key in ("chunks_size", "data_files_size_in_mb", "video_files_size_in_mb", "robot_type"):
@@ -73,8 +74,9 @@ def test_layout_field_by_field(corpus_dir):
     assert (e1["data/chunk_index"], e1["data/file_index"]) == (0, 0)
     v = "videos/observation.images.top/"
     assert (e1[v + "chunk_index"], e1[v + "file_index"]) == (0, 0)
-    assert e1[v + "from_timestamp"] == pytest.approx(3.2) and e1[v + "to_timestamp"] == \
-        pytest.approx(6.4)
+    assert e1[v + "from_timestamp"] == pytest.approx(3.2) and e1[
+        v + "to_timestamp"
+    ] == pytest.approx(6.4)
 
     data = pq.ParquetFile(root / "data/chunk-000/file-000.parquet")
     assert data.metadata.num_row_groups == 480  # one row group per episode
@@ -147,8 +149,9 @@ def test_a_single_lerobot_dataset_is_read_in_place_and_resized(tmp_path, corpus_
     data = corpus.load(user, image_size=16)
     assert data.names == ("my_so101",) and data.images.shape == (240 * 32, 16, 16, 3)
     held = set(data.episode[data.split == 1])
-    assert len(held) == 24 and held == set(corpus.load(user, image_size=16).episode[
-        corpus.load(user, image_size=16).split == 1])
+    assert len(held) == 24 and held == set(
+        corpus.load(user, image_size=16).episode[corpus.load(user, image_size=16).split == 1]
+    )
     assert _tree(user) == before
     assert any(p.name.startswith("my_so101-") for p in frame_cache.iterdir())
 
@@ -162,9 +165,12 @@ def test_a_v21_dataset_is_read(tmp_path, corpus_dir):
     src = lerobot.read(corpus_dir / "demos")
     root = tmp_path / "old_format"
     (root / "meta").mkdir(parents=True)
-    info = dict(src.info, codebase_version="v2.1",
-                data_path="data/chunk-{episode_chunk:03d}/episode_{episode_index:06d}.parquet",
-                video_path="videos/chunk-{episode_chunk:03d}/{video_key}/episode_{episode_index:06d}.mp4")
+    info = dict(
+        src.info,
+        codebase_version="v2.1",
+        data_path="data/chunk-{episode_chunk:03d}/episode_{episode_index:06d}.parquet",
+        video_path="videos/chunk-{episode_chunk:03d}/{video_key}/episode_{episode_index:06d}.mp4",
+    )
     info.pop("splits")
     (root / "meta/info.json").write_text(json.dumps(info))
     (root / "meta/tasks.jsonl").write_text(json.dumps({"task_index": 0, "task": "grasp"}) + "\n")
@@ -177,10 +183,17 @@ def test_a_v21_dataset_is_read(tmp_path, corpus_dir):
             rows = slice(ep * 32, ep * 32 + 32)
             path = root / f"data/chunk-000/episode_{ep:06d}.parquet"
             path.parent.mkdir(parents=True, exist_ok=True)
-            pq.write_table(pa.table({
-                "observation.state": src.state[rows].tolist(), "action": src.action[rows].tolist(),
-                "timestamp": src.timestamp[rows] - src.timestamp[rows][0],
-                "episode_index": np.full(32, ep)}), path)
+            pq.write_table(
+                pa.table(
+                    {
+                        "observation.state": src.state[rows].tolist(),
+                        "action": src.action[rows].tolist(),
+                        "timestamp": src.timestamp[rows] - src.timestamp[rows][0],
+                        "episode_index": np.full(32, ep),
+                    }
+                ),
+                path,
+            )
             video = root / f"videos/chunk-000/observation.images.top/episode_{ep:06d}.mp4"
             video.parent.mkdir(parents=True, exist_ok=True)
             with av.open(str(video), "w") as out:
@@ -240,5 +253,6 @@ def test_an_unknown_dataset_name_is_one_line(tmp_path, corpus_dir, capsys):
     assert main(tiny_argv(out, corpus_dir, "--datasets", "demos,pick")[3:]) == 2
     assert capsys.readouterr().err.strip() == (
         f"engine: error: --datasets demos,pick: pick not found under {corpus_dir} "
-        "(expected some of: demos,rig)")
+        "(expected some of: demos,rig)"
+    )
     assert not out.exists()

@@ -30,8 +30,10 @@ def _tree(root: Path) -> dict[str, tuple[str, int]]:
             out[str(p.relative_to(root))] = ("dir", p.stat().st_mode)
         for name in filenames:
             p = Path(dirpath) / name
-            out[str(p.relative_to(root))] = (hashlib.sha256(p.read_bytes()).hexdigest(),
-                                              p.stat().st_mode)
+            out[str(p.relative_to(root))] = (
+                hashlib.sha256(p.read_bytes()).hexdigest(),
+                p.stat().st_mode,
+            )
     return out
 
 
@@ -64,8 +66,9 @@ def test_data_dir_dot_in_a_real_process_touches_nothing(tmp_path):
     before = _tree(home)
     argv = tiny_argv(tmp_path / "out", Path("."))
     # run from inside the user's folder, as `--data-dir .` would be typed
-    proc = subprocess.run(argv, cwd=home, env=engine_env(), capture_output=True, text=True,
-                          timeout=120)
+    proc = subprocess.run(
+        argv, cwd=home, env=engine_env(), capture_output=True, text=True, timeout=120
+    )
     assert proc.returncode == 2, proc.stderr
     assert len(proc.stderr.strip().splitlines()) == 1 and "Traceback" not in proc.stderr
     assert _tree(home) == before
@@ -118,8 +121,12 @@ def test_discarding_an_old_cache_removes_only_what_the_engine_wrote(tmp_path, co
     (root / "demos/videos/observation.images.top/notes.txt").write_text("mine")
     corpus._discard(root)
     left = sorted(str(p.relative_to(root)) for p in root.rglob("*"))
-    assert left == ["demos", "demos/videos", "demos/videos/observation.images.top",
-                    "demos/videos/observation.images.top/notes.txt"]
+    assert left == [
+        "demos",
+        "demos/videos",
+        "demos/videos/observation.images.top",
+        "demos/videos/observation.images.top/notes.txt",
+    ]
 
 
 def test_an_empty_folder_is_filled_and_a_copied_corpus_is_read_as_a_dataset(tmp_path, corpus_dir):

@@ -48,13 +48,29 @@ def hf_folder(tmp_path_factory):
 
     root = tmp_path_factory.mktemp("hf-init")
     torch.manual_seed(123)
-    vision = SiglipVisionModel(SiglipVisionConfig(
-        hidden_size=40, intermediate_size=80, num_hidden_layers=1, num_attention_heads=2,
-        image_size=48, patch_size=16, vision_use_head=True))
+    vision = SiglipVisionModel(
+        SiglipVisionConfig(
+            hidden_size=40,
+            intermediate_size=80,
+            num_hidden_layers=1,
+            num_attention_heads=2,
+            image_size=48,
+            patch_size=16,
+            vision_use_head=True,
+        )
+    )
     vision.save_pretrained(root / "vision")
-    backbone = Qwen2Model(Qwen2Config(
-        vocab_size=1000, hidden_size=48, intermediate_size=96, num_hidden_layers=2,
-        num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=256))
+    backbone = Qwen2Model(
+        Qwen2Config(
+            vocab_size=1000,
+            hidden_size=48,
+            intermediate_size=96,
+            num_hidden_layers=2,
+            num_attention_heads=4,
+            num_key_value_heads=2,
+            max_position_embeddings=256,
+        )
+    )
     backbone.save_pretrained(root / "backbone", max_shard_size="100KB")
     return root
 
@@ -64,14 +80,18 @@ def test_hf_folder_init_loads_both_parts_with_from_pretrained(tmp_path, corpus_d
     shards = set(index["weight_map"].values())
     assert len(shards) > 1  # the sharded form, read through its index
     out = tmp_path / "run"
-    proc = run_engine(_argv(out, corpus_dir, "--init", str(hf_folder), "--flow-decoder-init",
-                            "random"), timeout=180)
+    proc = run_engine(
+        _argv(out, corpus_dir, "--init", str(hf_folder), "--flow-decoder-init", "random"),
+        timeout=180,
+    )
     assert proc.returncode == 0, proc.stdout + proc.stderr
     records = read(out / "train_log.jsonl")
     check(records)
     meta = records[0]
     assert meta["init"]["kind"] == "hf" and set(meta["init"]["parts"]) == {"vision", "backbone"}
-    assert len(meta["init"]["sha256"]) == 64 and meta["init"]["files"] == len(shards) + 4  # + 2 configs, the index, vision weights
+    assert (
+        len(meta["init"]["sha256"]) == 64 and meta["init"]["files"] == len(shards) + 4
+    )  # + 2 configs, the index, vision weights
     start = next(r for r in records if r.get("event") == "start")
     assert "vision + backbone from_pretrained" in start["detail"]
     saved = _weights(out)
@@ -79,8 +99,8 @@ def test_hf_folder_init_loads_both_parts_with_from_pretrained(tmp_path, corpus_d
     pre_b = {}
     for shard in shards:
         pre_b.update(load_file(str(hf_folder / "backbone" / shard)))
-    v = {k[len("vision."):]: t for k, t in saved.items() if k.startswith("vision.")}
-    b = {k[len("backbone."):]: t for k, t in saved.items() if k.startswith("backbone.")}
+    v = {k[len("vision.") :]: t for k, t in saved.items() if k.startswith("vision.")}
+    b = {k[len("backbone.") :]: t for k, t in saved.items() if k.startswith("backbone.")}
     assert set(v) == {k.removeprefix("vision_model.") for k in pre_v} or set(v) == set(pre_v)
     assert set(b) == {k.removeprefix("model.") for k in pre_b} or set(b) == set(pre_b)
     for name, tensor in pre_v.items():
@@ -102,20 +122,33 @@ def test_hf_init_with_inherit_is_refused(tmp_path, corpus_dir, hf_folder, capsys
     assert not out.exists()
 
 
-@pytest.mark.parametrize("make, message", [
-    (lambda p: None, "no such folder"),
-    (lambda p: p.mkdir(), "expected an engine checkpoint"),
-    (lambda p: (p.mkdir(), (p / "config.json").write_text('{"model_type": "llama"}'),
-                (p / "model.safetensors").write_bytes(b"x")), "model_type 'llama'"),
-    (lambda p: (p.mkdir(), (p / "config.json").write_text('{"model_type": "qwen2"}')),
-     "config.json but no weights"),
-])
+@pytest.mark.parametrize(
+    "make, message",
+    [
+        (lambda p: None, "no such folder"),
+        (lambda p: p.mkdir(), "expected an engine checkpoint"),
+        (
+            lambda p: (
+                p.mkdir(),
+                (p / "config.json").write_text('{"model_type": "llama"}'),
+                (p / "model.safetensors").write_bytes(b"x"),
+            ),
+            "model_type 'llama'",
+        ),
+        (
+            lambda p: (p.mkdir(), (p / "config.json").write_text('{"model_type": "qwen2"}')),
+            "config.json but no weights",
+        ),
+    ],
+)
 def test_bad_init_one_line(tmp_path, corpus_dir, make, message, capsys):
     target = tmp_path / "init"
     make(target)
     before = sorted(p.name for p in target.iterdir()) if target.is_dir() else None
-    err = _refused(_argv(tmp_path / "run", corpus_dir, "--init", str(target),
-                         "--flow-decoder-init", "random"), capsys)
+    err = _refused(
+        _argv(tmp_path / "run", corpus_dir, "--init", str(target), "--flow-decoder-init", "random"),
+        capsys,
+    )
     assert message in err and str(target) in err
     assert (sorted(p.name for p in target.iterdir()) if target.is_dir() else None) == before
 
@@ -143,8 +176,9 @@ def test_engine_checkpoint_init_inherits_decoder_and_stats(tmp_path, corpus_dir,
     for name in before:  # every weight, the flow decoder's included
         assert torch.allclose(before[name], after[name], atol=1e-6), name
     # the init checkpoint's stats, not the corpus's
-    assert json.loads((out / "checkpoints" / "step-000002" / "stats.json").read_text()) == \
-        json.loads((src / "stats.json").read_text())
+    assert json.loads(
+        (out / "checkpoints" / "step-000002" / "stats.json").read_text()
+    ) == json.loads((src / "stats.json").read_text())
     records = read(out / "train_log.jsonl")
     assert records[0]["init"]["kind"] == "engine" and records[0]["init"]["path"] == str(src)
     start = next(r for r in records if r.get("event") == "start")
@@ -154,13 +188,24 @@ def test_engine_checkpoint_init_inherits_decoder_and_stats(tmp_path, corpus_dir,
 def test_random_decoder_and_recomputed_stats_differ_from_the_init(tmp_path, corpus_dir, released):
     src = released / "checkpoints" / "step-000004"
     out = tmp_path / "run"
-    proc = run_engine(_argv(out, corpus_dir, "--init", str(src), "--flow-decoder-init", "random",
-                            "--datasets", "demos"))
+    proc = run_engine(
+        _argv(
+            out,
+            corpus_dir,
+            "--init",
+            str(src),
+            "--flow-decoder-init",
+            "random",
+            "--datasets",
+            "demos",
+        )
+    )
     assert proc.returncode == 0, proc.stdout + proc.stderr
     before, after = load_file(str(src / "model.safetensors")), _weights(out)
     flow = [n for n in before if n.startswith("flow.")]
-    assert flow and all(not torch.allclose(before[n], after[n], atol=1e-3) for n in flow
-                        if before[n].numel() > 1)
+    assert flow and all(
+        not torch.allclose(before[n], after[n], atol=1e-3) for n in flow if before[n].numel() > 1
+    )
     rest = [n for n in before if not n.startswith("flow.")]
     assert all(torch.allclose(before[n], after[n], atol=1e-6) for n in rest)
     # --recompute-stats over demos alone: not the init's pooled demos + rig stats
@@ -178,7 +223,9 @@ def test_init_of_another_model_size_is_refused(tmp_path, corpus_dir, released, c
     assert "a 'tiny' model (expected the recipe's --model-size 'small')" in err
 
 
-def test_two_seeds_are_scored_on_the_same_frames_with_the_same_noise(tmp_path, corpus_dir, released):
+def test_two_seeds_are_scored_on_the_same_frames_with_the_same_noise(
+    tmp_path, corpus_dir, released
+):
     """The same starting weights (lr 1e-9), two training seeds: the eval probe reads the same,
     as its frames are drawn per corpus and its noise is fixed, not taken from --seed."""
     argvs = []
@@ -191,7 +238,9 @@ def test_two_seeds_are_scored_on_the_same_frames_with_the_same_noise(tmp_path, c
     reads = []
     for seed, proc in zip(("0", "7"), run_engines(argvs), strict=True):
         assert proc.returncode == 0, proc.stdout + proc.stderr
-        [ev] = [r for r in read(tmp_path / f"seed{seed}" / "train_log.jsonl") if r["kind"] == "eval"]
+        [ev] = [
+            r for r in read(tmp_path / f"seed{seed}" / "train_log.jsonl") if r["kind"] == "eval"
+        ]
         reads.append(ev)
     a, b = reads
     assert a["n_frames"] == b["n_frames"] == 256

@@ -28,7 +28,9 @@ def test_flow_loss_gradient_into_backbone(corpus_dir, insulate):
     out["loss"].backward()
     upstream = dict(model.backbone_parameters())
     assert len(upstream) > 20 and any(n.startswith("vision.") for n in upstream)
-    nonzero = [n for n, p in upstream.items() if p.grad is not None and bool(p.grad.abs().max() > 0)]
+    nonzero = [
+        n for n, p in upstream.items() if p.grad is not None and bool(p.grad.abs().max() > 0)
+    ]
     if insulate:
         assert nonzero == []
     else:  # the same check must be able to see gradient when it is there

@@ -41,11 +41,23 @@ def _wait_for(path, predicate, proc, timeout=90.0):
 def test_sigkill_then_resume(tmp_path, corpus_dir):
     log = tmp_path / "train_log.jsonl"
     argv = tiny_argv(tmp_path, corpus_dir, "--save-every", "4", steps=24)
-    proc = subprocess.Popen(argv, cwd=REPO, env=engine_env(), stdout=subprocess.DEVNULL,
-                            stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        argv,
+        cwd=REPO,
+        env=engine_env(),
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     try:
-        _wait_for(log, lambda rs: any(r["kind"] == "checkpoint" and r["step"] >= 4 for r in rs)
-                  and max(r["step"] for r in rs) >= 6, proc)
+        _wait_for(
+            log,
+            lambda rs: (
+                any(r["kind"] == "checkpoint" and r["step"] >= 4 for r in rs)
+                and max(r["step"] for r in rs) >= 6
+            ),
+            proc,
+        )
         proc.send_signal(signal.SIGKILL)
         proc.wait(timeout=30)
     finally:
@@ -61,7 +73,7 @@ def test_sigkill_then_resume(tmp_path, corpus_dir):
     records = _records(log)
     lines = log.read_text().splitlines()
     assert len(records) >= len(lines) - 1  # at most the one torn line from the kill
-    after = records[len(before):]
+    after = records[len(before) :]
     check(after)
     resume = [r for r in after if r["kind"] == "event" and r["event"] == "resume"]
     assert len(resume) == 1 and resume[0]["step"] == saved
@@ -81,9 +93,14 @@ def test_sigkill_then_resume(tmp_path, corpus_dir):
 
 def test_sigterm_checkpoints_and_exits_143(tmp_path, corpus_dir):
     log = tmp_path / "train_log.jsonl"
-    proc = subprocess.Popen(tiny_argv(tmp_path, corpus_dir, steps=500), cwd=REPO,
-                            env=engine_env(), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-                            text=True)
+    proc = subprocess.Popen(
+        tiny_argv(tmp_path, corpus_dir, steps=500),
+        cwd=REPO,
+        env=engine_env(),
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     try:
         _wait_for(log, lambda rs: sum(r["kind"] == "train" for r in rs) >= 3, proc)
         proc.send_signal(signal.SIGTERM)
@@ -105,8 +122,10 @@ def test_sigterm_checkpoints_and_exits_143(tmp_path, corpus_dir):
 
 def _tree(root):
     """Every file under root with its size and mtime: a refused resume changes none."""
-    return {str(p.relative_to(root)): (p.stat().st_size, p.stat().st_mtime_ns)
-            for p in sorted(root.rglob("*"))}
+    return {
+        str(p.relative_to(root)): (p.stat().st_size, p.stat().st_mtime_ns)
+        for p in sorted(root.rglob("*"))
+    }
 
 
 def _six_step_argv(out, data):
@@ -133,14 +152,24 @@ def _lr(step, base=1e-3, warmup=2, total=6, floor=0.1):
     return base * (floor + (1 - floor) * 0.5 * (1 + math.cos(math.pi * progress)))
 
 
-@pytest.mark.parametrize(("extra", "expected"), [
-    (["--steps", "9"], "--resume: the recipe changed since checkpoint step-000006: steps 6 -> 9; "
-                       "resume with the checkpoint's recipe (to train past its steps: the same "
-                       "--steps and --extend-to N)"),
-    (["--lr", "2e-3"], "--resume: the recipe changed since checkpoint step-000006: lr 0.001 -> "
-                       "0.002; resume with the checkpoint's recipe"),
-    (["--extend-to", "6"], "--extend-to 6: expected a step after the recipe's --steps 6"),
-], ids=["steps", "lr", "extend-to-within-steps"])
+@pytest.mark.parametrize(
+    ("extra", "expected"),
+    [
+        (
+            ["--steps", "9"],
+            "--resume: the recipe changed since checkpoint step-000006: steps 6 -> 9; "
+            "resume with the checkpoint's recipe (to train past its steps: the same "
+            "--steps and --extend-to N)",
+        ),
+        (
+            ["--lr", "2e-3"],
+            "--resume: the recipe changed since checkpoint step-000006: lr 0.001 -> "
+            "0.002; resume with the checkpoint's recipe",
+        ),
+        (["--extend-to", "6"], "--extend-to 6: expected a step after the recipe's --steps 6"),
+    ],
+    ids=["steps", "lr", "extend-to-within-steps"],
+)
 def test_a_resume_that_changes_the_recipe_is_refused(six_steps, corpus_dir, extra, expected):
     argv = _six_step_argv(six_steps, corpus_dir)
     for flag, value in zip(extra[::2], extra[1::2], strict=True):
@@ -160,7 +189,8 @@ def test_extend_to_needs_resume(tmp_path, corpus_dir):
     assert proc.returncode == 2
     assert proc.stderr.splitlines() == [
         "engine: error: --extend-to 9: only with --resume (it extends a run that has "
-        "checkpoints past its recipe's steps)"]
+        "checkpoints past its recipe's steps)"
+    ]
     assert not any(tmp_path.iterdir())
 
 
@@ -172,7 +202,7 @@ def test_extend_to_trains_past_the_steps_at_the_floor_lr(six_steps, tmp_path, co
     done = run_engine(_six_step_argv(run, corpus_dir) + ["--resume", "--extend-to", "9"])
     assert done.returncode == 0, done.stderr
     records = _records(log)
-    after = records[len(first):]
+    after = records[len(first) :]
     check(after)
     assert after[0]["kind"] == "meta" and after[0]["extend_to"] == 9
     assert after[0]["recipe"]["steps"] == 6
@@ -198,8 +228,10 @@ def test_extend_to_trains_past_the_steps_at_the_floor_lr(six_steps, tmp_path, co
     assert proc.returncode == 2
     assert proc.stderr.splitlines() == [
         "engine: error: --resume: checkpoint step-000009 (step 9) is past the recipe's steps 6: "
-        "the run was extended to 9; pass --extend-to 9"]
+        "the run was extended to 9; pass --extend-to 9"
+    ]
     proc = check_flags(_six_step_argv(run, corpus_dir) + ["--resume", "--extend-to", "8"])
     assert proc.returncode == 2
     assert proc.stderr.splitlines() == [
-        "engine: error: --extend-to 8: checkpoint step-000009 is already past it (step 9)"]
+        "engine: error: --extend-to 8: checkpoint step-000009 is already past it (step 9)"
+    ]

@@ -45,12 +45,16 @@ def test_score_on_the_runs_surface_reproduces_its_eval_records(scored_run, tmp_p
     meta = records[0]
     assert meta["run"] == "t:score-as-run"
     assert meta["score"]["source_run"] == "t" and meta["score"]["steps"] == [10, 20]
-    assert meta["score"]["checkpoints"] == [str(scored_run / "checkpoints" / f"step-0000{s}")
-                                            for s in (10, 20)]
+    assert meta["score"]["checkpoints"] == [
+        str(scored_run / "checkpoints" / f"step-0000{s}") for s in (10, 20)
+    ]
     surface = meta["score"]["surface"]
     assert surface["name"] == "as-run" and surface["differs"] == []
-    assert (surface["stats"], surface["frames"], surface["sampling_steps"]) == \
-        ("checkpoint", "draw", 10)
+    assert (surface["stats"], surface["frames"], surface["sampling_steps"]) == (
+        "checkpoint",
+        "draw",
+        10,
+    )
     own, again = evals(scored_run), evals(out)
     assert sorted(again) == sorted(own) == [10, 20]
     for step in own:
@@ -63,8 +67,9 @@ def test_score_on_the_runs_surface_reproduces_its_eval_records(scored_run, tmp_p
 
     store = load_log(out / "train_log.jsonl")
     assert store.counts()["malformed"] == 0
-    assert {s: p.eval_chunk_mae for s, p in store.probes.items()} == \
-        {s: r["eval_chunk_mae"] for s, r in again.items()}
+    assert {s: p.eval_chunk_mae for s, p in store.probes.items()} == {
+        s: r["eval_chunk_mae"] for s, r in again.items()
+    }
 
 
 def test_another_surface_gives_other_numbers_and_records_it(scored_run, tmp_path):
@@ -72,8 +77,9 @@ def test_another_surface_gives_other_numbers_and_records_it(scored_run, tmp_path
     2 moves only the sampled MAE (the AR CE and flow loss never sample). The second score
     replaces the first in the same folder: it is ours."""
     own, out = evals(scored_run), tmp_path / "score"
-    proc = score("--checkpoints", scored_run / "checkpoints", "--stats", "corpus",
-                 "--output-dir", out)
+    proc = score(
+        "--checkpoints", scored_run / "checkpoints", "--stats", "corpus", "--output-dir", out
+    )
     assert proc.returncode == 0, proc.stderr
     meta = read(out / "train_log.jsonl")[0]
     assert meta["score"]["surface"]["name"] == "stats-corpus"
@@ -83,15 +89,26 @@ def test_another_surface_gives_other_numbers_and_records_it(scored_run, tmp_path
         for key in ("eval_chunk_mae", "train_chunk_mae", "eval_ar_ce"):
             assert abs(corpus_stats[step][key] - own[step][key]) > 1e-6, (step, key)
 
-    proc = score("--checkpoints", scored_run, "--sampling-steps", "2", "--surface", "euler-2",
-                 "--output-dir", out)
+    proc = score(
+        "--checkpoints",
+        scored_run,
+        "--sampling-steps",
+        "2",
+        "--surface",
+        "euler-2",
+        "--output-dir",
+        out,
+    )
     assert proc.returncode == 0, proc.stderr
     records = read(out / "train_log.jsonl")
     check(records)
     assert [r["kind"] for r in records].count("meta") == 1  # replaced, not appended to
     surface = records[0]["score"]["surface"]
-    assert (surface["name"], surface["sampling_steps"], surface["differs"]) == \
-        ("euler-2", 2, ["sampling_steps"])
+    assert (surface["name"], surface["sampling_steps"], surface["differs"]) == (
+        "euler-2",
+        2,
+        ["sampling_steps"],
+    )
     two = evals(out)
     for step in own:
         assert abs(two[step]["eval_chunk_mae"] - own[step]["eval_chunk_mae"]) > 1e-6
@@ -134,8 +151,10 @@ def test_bad_input_is_one_line_and_exit_2(scored_run, tmp_path, capsys):
         ("--data-dir", ["--checkpoints", other, "--output-dir", new]),  # incompatible shape
         ("--output-dir", ["--checkpoints", scored_run, "--output-dir", scored_run]),
         ("--surface", ["--checkpoints", scored_run, "--surface", "a b", "--output-dir", new]),
-        ("--sampling-steps", ["--checkpoints", scored_run, "--sampling-steps", "0",
-                              "--output-dir", new]),
+        (
+            "--sampling-steps",
+            ["--checkpoints", scored_run, "--sampling-steps", "0", "--output-dir", new],
+        ),
         ("--stats", ["--checkpoints", scored_run, "--stats", "mean", "--output-dir", new]),
         ("--datasets", ["--checkpoints", scored_run, "--datasets", "nope", "--output-dir", new]),
     ]
@@ -170,7 +189,8 @@ def test_a_foreign_output_folder_is_refused_and_left_byte_for_byte(scored_run, t
     assert proc.returncode == 2
     assert proc.stderr.splitlines() == [
         f"engine: error: --output-dir {out}: not empty and not a score output of this engine "
-        "(holds notes.md, train_log.jsonl); nothing was touched, choose another folder"]
+        "(holds notes.md, train_log.jsonl); nothing was touched, choose another folder"
+    ]
     assert {p.name: (p.read_bytes(), p.stat().st_mtime_ns) for p in out.iterdir()} == before
     (out / "notes.md").unlink()  # a train_log.jsonl alone that is not a score output: refused
     from fontaine_engine.cli import main

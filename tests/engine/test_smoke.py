@@ -52,8 +52,12 @@ def test_smoke_log_parses_with_console_parser(smoke_run):
 
 def test_checkpoint_folder_is_complete(smoke_run):
     ck = smoke_run / "checkpoints" / "step-000020"
-    assert {p.name for p in ck.iterdir()} == {"model.safetensors", "optimizer.pt", "stats.json",
-                                              "meta.json"}
+    assert {p.name for p in ck.iterdir()} == {
+        "model.safetensors",
+        "optimizer.pt",
+        "stats.json",
+        "meta.json",
+    }
     meta = json.loads((ck / "meta.json").read_text())
     assert meta["step"] == 20 and meta["samples"] == 320 and "torch" in meta["rng"]
     assert not [p for p in ck.parent.iterdir() if p.name.startswith(".")]  # no temp leftovers
@@ -106,8 +110,10 @@ def test_failure_after_start_logs_error_event_and_exits_1(smoke_run, corpus_dir,
     with open(init / "model.safetensors", "r+b") as f:
         f.truncate(100)
     out = tmp_path / "run"
-    assert _in_process(tiny_argv(out, corpus_dir, "--init", str(init), "--num-workers", "0",
-                                 steps=5)) == 1
+    assert (
+        _in_process(tiny_argv(out, corpus_dir, "--init", str(init), "--num-workers", "0", steps=5))
+        == 1
+    )
     err = capsys.readouterr().err
     assert "Traceback" not in err and err.startswith("engine: ") and len(err.splitlines()) == 1
     records = read(out / "train_log.jsonl")
@@ -116,8 +122,9 @@ def test_failure_after_start_logs_error_event_and_exits_1(smoke_run, corpus_dir,
     assert records[-1]["event"] == "error"
 
 
-def test_init_that_does_not_fit_the_model_is_one_line_and_logged(smoke_run, corpus_dir, tmp_path,
-                                                                 capsys):
+def test_init_that_does_not_fit_the_model_is_one_line_and_logged(
+    smoke_run, corpus_dir, tmp_path, capsys
+):
     """A checkpoint whose meta.json claims the recipe's size but holds another model's weights
     passes the flag check and is caught as it loads: one line, exit 2, `event: error`."""
     import json
@@ -128,7 +135,9 @@ def test_init_that_does_not_fit_the_model_is_one_line_and_logged(smoke_run, corp
     meta = json.loads((init / "meta.json").read_text())
     meta.pop("architecture", None)
     (init / "meta.json").write_text(json.dumps({**meta, "model_size": "small"}))
-    argv = tiny_argv(tmp_path / "run", corpus_dir, "--init", str(init), "--num-workers", "0", steps=5)
+    argv = tiny_argv(
+        tmp_path / "run", corpus_dir, "--init", str(init), "--num-workers", "0", steps=5
+    )
     argv[argv.index("--model-size") + 1] = "small"
     assert _in_process(argv) == 2
     err = capsys.readouterr().err.strip()
@@ -147,8 +156,11 @@ def test_init_inherit_and_random_flow_decoder(smoke_run, corpus_dir, tmp_path):
 
     ck = load_file(str(smoke_run / "checkpoints" / "step-000020" / "model.safetensors"))
     for mode in ("inherit", "random"):
-        args = build_parser().parse_args(tiny_argv(tmp_path, corpus_dir, "--init", str(smoke_run),
-                                                   "--flow-decoder-init", mode)[3:])
+        args = build_parser().parse_args(
+            tiny_argv(tmp_path, corpus_dir, "--init", str(smoke_run), "--flow-decoder-init", mode)[
+                3:
+            ]
+        )
         ctx = train.distributed.Context(0, 1, 0, torch.device("cpu"))
         init = train.inits.describe(args.init)
         session = train.build_session(args, ctx, init=init)

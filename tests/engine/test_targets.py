@@ -35,8 +35,12 @@ def test_probe_targets_keep_out_of_range_actions(corpus_dir):
     from fontaine_engine import corpus
 
     data = corpus.load(corpus_dir)
-    tight = NormStats(action_q01=np.full(6, -1.0, np.float32), action_q99=np.full(6, 1.0, np.float32),
-                      state_mean=np.zeros(6, np.float32), state_std=np.ones(6, np.float32))
+    tight = NormStats(
+        action_q01=np.full(6, -1.0, np.float32),
+        action_q99=np.full(6, 1.0, np.float32),
+        state_mean=np.zeros(6, np.float32),
+        state_std=np.ones(6, np.float32),
+    )
     idx = data.eval_draw()[:32]
     batch = probe_batch(data, idx, tight, 0)
     # the corpus's joint angles span tens of degrees: normalised by a +-1 band they reach far

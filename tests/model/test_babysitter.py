@@ -25,7 +25,6 @@ from tests.logs import T0, records_upto, write_log
 MIN = 60.0
 
 
-
 @pytest.fixture(autouse=True)
 def no_user_config(tmp_path, monkeypatch):
     monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
@@ -36,8 +35,7 @@ def run_folder(tmp_path: Path, upto: int) -> Path:
     root = tmp_path / "run"
     root.mkdir(exist_ok=True)
     if not (root / "prereg.json").exists():
-        freeze(RunFolder(root), load_preset("demosonly_1gpu"), ["launch"], "here",
-               now=T0 - 10)
+        freeze(RunFolder(root), load_preset("demosonly_1gpu"), ["launch"], "here", now=T0 - 10)
     write_log(root / "train_log.jsonl", records_upto(upto))
     return root
 
@@ -62,8 +60,9 @@ def test_ticks_send_polls_probes_and_warnings_at_the_cadence(tmp_path, hook, mon
     async def main():
         s = await session_at(root)
         now = T0 + 61.0  # a second after step 120's record
-        sitter = Babysitter.for_session(s, "test", "here", print, clock=lambda: now,
-                                        auto_final=True)
+        sitter = Babysitter.for_session(
+            s, "test", "here", print, clock=lambda: now, auto_final=True
+        )
         s.update_warnings(None, now)
         sitter.tick(None, now)  # the first poll: there is an s/step to read
         assert sitter.polls == 1
@@ -154,12 +153,12 @@ def test_a_second_watcher_shows_but_does_not_post(tmp_path, hook, monkeypatch):
 
     asyncio.run(main())
     assert [json.loads(r.body)["title"] for r in hook.wait_for(1)] == [
-        "grasp_sft_v2_demosonly_1gpu_disc: first poll"]
+        "grasp_sft_v2_demosonly_1gpu_disc: first poll"
+    ]
     assert len(read_polls(root / "babysit.jsonl")) == 1
 
 
-def test_the_gpu_hours_gate_is_posted_and_its_clock_stops_at_the_end(tmp_path, hook,
-                                                                       monkeypatch):
+def test_the_gpu_hours_gate_is_posted_and_its_clock_stops_at_the_end(tmp_path, hook, monkeypatch):
     monkeypatch.setenv("FONTAINE_NOTIFY", hook.url("/h/TOKEN124"))
     root = run_folder(tmp_path, 600)
 

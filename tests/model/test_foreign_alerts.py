@@ -59,8 +59,14 @@ def test_a_stalled_foreign_run_is_not_told_about_the_engines_files(runs):
     found = rules(session_on(root / "cut", preset), T0 + 3600)
     message = found["stall"]
     assert "last step 60" in message
-    for engine_thing in ("engine.out.log", "engine pid", "py-spy dump --pid", "checkpoint",
-                         "save_every", "fontaine-tui launch"):
+    for engine_thing in (
+        "engine.out.log",
+        "engine pid",
+        "py-spy dump --pid",
+        "checkpoint",
+        "save_every",
+        "fontaine-tui launch",
+    ):
         assert engine_thing not in message
     assert "the trainer's own output" in message
 

@@ -50,8 +50,7 @@ class ToyMaker:
     def cwd(self, preset: Preset, folder: Path) -> Path | None:
         return folder
 
-    def provenance(self, preset: Preset, folder: Path, argv: list[str]
-                   ) -> dict[str, object]:
+    def provenance(self, preset: Preset, folder: Path, argv: list[str]) -> dict[str, object]:
         return {"command": "toy"}
 
 
@@ -64,11 +63,18 @@ def _wait(run: LaunchedRun, timeout: float = 30.0):
 
 
 def test_a_local_launch_registers_runs_and_finishes_once(
-        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     preset = load_preset("smoke")
     registry = Registry()
-    run = LaunchedRun.launch(LocalTarget(), preset, output_dir=str(tmp_path / "run"),
-                             poll_s=0.5, registry=registry, maker=ToyMaker())
+    run = LaunchedRun.launch(
+        LocalTarget(),
+        preset,
+        output_dir=str(tmp_path / "run"),
+        poll_s=0.5,
+        registry=registry,
+        maker=ToyMaker(),
+    )
     folder = RunFolder(tmp_path / "run")
     assert run.folder == folder and run.run_dir == str(folder.root)
     entry = registry.find(folder.root, hostname())
@@ -99,9 +105,13 @@ def test_a_local_launch_registers_runs_and_finishes_once(
 def test_a_start_that_fails_leaves_no_launched_run(tmp_path: Path) -> None:
     registry = Registry()
     with pytest.raises(InputError, match=r"cannot start the engine \(/nonexistent/toy\)"):
-        LaunchedRun.launch(LocalTarget(), load_preset("smoke"),
-                           output_dir=str(tmp_path / "run"), registry=registry,
-                           maker=ToyMaker("/nonexistent/toy"))
+        LaunchedRun.launch(
+            LocalTarget(),
+            load_preset("smoke"),
+            output_dir=str(tmp_path / "run"),
+            registry=registry,
+            maker=ToyMaker("/nonexistent/toy"),
+        )
     folder = RunFolder(tmp_path / "run")
     assert not folder.prereg.exists() and not folder.attempts.exists()
     assert registry.entries() == []

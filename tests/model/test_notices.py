@@ -18,9 +18,12 @@ from fontaine_tui.model.notices import RunNotices
 from tests.core.notify.server import Hook
 from tests.logs import records_upto, write_log
 
-PATHS = {"generic": "/SECRETTOKEN", "ntfy": "/mytopic", "slack": "/services/T0/B0/SECRETTOKEN",
-         "discord": "/api/webhooks/1/SECRETTOKEN"}
-
+PATHS = {
+    "generic": "/SECRETTOKEN",
+    "ntfy": "/mytopic",
+    "slack": "/services/T0/B0/SECRETTOKEN",
+    "discord": "/api/webhooks/1/SECRETTOKEN",
+}
 
 
 @pytest.fixture
@@ -55,8 +58,10 @@ def test_generic_and_ntfy_text_carry_each_dataset(hook, verdict):
 
 def test_slack_and_discord_keep_the_datasets_as_fields_only(hook, verdict):
     bodies = final_bodies(hook, verdict)
-    want = {"verdict": verdict.label,
-            **{f"dataset {n}": f"{verdict.read} {signed(x)}" for n, x in verdict.datasets.items()}}
+    want = {
+        "verdict": verdict.label,
+        **{f"dataset {n}": f"{verdict.read} {signed(x)}" for n, x in verdict.datasets.items()},
+    }
     slack = json.loads(bodies["slack"])
     _, section, fields, _ = slack["blocks"]
     assert fields["fields"] == [{"type": "mrkdwn", "text": f"*{k}*\n{v}"} for k, v in want.items()]

@@ -25,18 +25,19 @@ FAKE = str(Path(__file__).parents[1] / "core" / "launch" / "fake_engine.py")
 TOKENS = ("GENERICSECRET1", "GENERICSECRET2", "NTFYTOPICSECRET")
 
 
-
 def test_first_segment_tokens_are_in_no_output_and_no_file(tmp_path, hook, monkeypatch, capsys):
     config = tmp_path / "config" / "fontaine-tui" / "config.toml"  # holds tokens by necessity
     config.parent.mkdir(parents=True)
     dead = dead_port()
-    config.write_text(f'[[notify]]\nurl = "http://127.0.0.1:{dead}/NTFYTOPICSECRET"\n'
-                      'service = "ntfy"\n')
+    config.write_text(
+        f'[[notify]]\nurl = "http://127.0.0.1:{dead}/NTFYTOPICSECRET"\nservice = "ntfy"\n'
+    )
     monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
     # one try each: a refused connection fails at once, no back-off to wait out
     monkeypatch.setattr(delivery, "Policy", functools.partial(delivery.Policy, tries=1))
-    monkeypatch.setenv("FONTAINE_NOTIFY", f"{hook.url('/GENERICSECRET1')},"
-                       f"http://127.0.0.1:{dead}/GENERICSECRET2")
+    monkeypatch.setenv(
+        "FONTAINE_NOTIFY", f"{hook.url('/GENERICSECRET1')},http://127.0.0.1:{dead}/GENERICSECRET2"
+    )
     (tmp_path / "run").mkdir()
     folder = RunFolder(tmp_path / "run")
     preset = load_preset("smoke")

@@ -50,8 +50,9 @@ def _ctrl_c_when(folder: RunFolder, step: int, sig: int = signal.SIGINT) -> thre
 
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM, signal.SIGHUP])
 @pytest.mark.parametrize("stop_on_exit", [False, True])
-def test_ctrl_c_in_plain_mode(tmp_path: Path, capsys: pytest.CaptureFixture[str],
-                              stop_on_exit: bool, sig: int) -> None:
+def test_ctrl_c_in_plain_mode(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], stop_on_exit: bool, sig: int
+) -> None:
     folder, preset, prereg, engine, registry = _launched(tmp_path)
     try:
         _ctrl_c_when(folder, 5, sig)
@@ -60,8 +61,10 @@ def test_ctrl_c_in_plain_mode(tmp_path: Path, capsys: pytest.CaptureFixture[str]
         [entry] = registry.entries()
         if not stop_on_exit:
             assert code == 128 + sig and engine.poll() is None and pid_alive(engine.pid)
-            assert f"detached ({signal.Signals(sig).name}): engine pid {engine.pid} keeps " \
-                   "running" in out
+            assert (
+                f"detached ({signal.Signals(sig).name}): engine pid {engine.pid} keeps "
+                "running" in out
+            )
             assert entry.status == "running" and not folder.verdict.exists()
         else:
             assert code == 1 and engine.poll() is not None
@@ -115,6 +118,8 @@ def test_the_final_read_with_a_broken_ledger_says_so_and_applies_what_precedes(t
     write_log(folder.log, steps=40, probes={10: (3.0, 3.0), 20: (3.1, 3.0), 40: (3.2, 3.0)})
     buf = io.StringIO()
     v = PlainWatch(preset, folder, engine, prereg, out=buf).verdict(load_log(folder.log))
-    assert buf.getvalue() == (f"WARNING: {folder.amendments}:2: its content does not match its "
-                              "hash (edited); amendments from line 2 on are not applied\n")
+    assert buf.getvalue() == (
+        f"WARNING: {folder.amendments}:2: its content does not match its "
+        "hash (edited); amendments from line 2 on are not applied\n"
+    )
     assert [(a.id, a.status) for a in v.amendments] == [(1, "applied"), (2, "refused")]

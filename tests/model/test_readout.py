@@ -26,8 +26,10 @@ def test_downsample_keeps_spikes_and_bounds_the_points():
     assert all(math.isfinite(y) for y in out)
 
 
-@given(st.lists(st.floats(allow_nan=True, allow_infinity=False, width=32), max_size=600),
-       st.integers(1, 80))
+@given(
+    st.lists(st.floats(allow_nan=True, allow_infinity=False, width=32), max_size=600),
+    st.integers(1, 80),
+)
 def test_downsample_extremes_survive(values, width):
     xs, ys = downsample(list(range(len(values))), values, width)
     finite = [v for v in values if math.isfinite(v)]
@@ -93,14 +95,14 @@ async def test_gpu_hours_in_the_header_are_the_gate_rules(tmp_path):
         expected = (store.columns["time"][-1] - store.metas[0].time) / 3600 * ctx.gpus_used
         assert ctx.gpus_used == 2 and abs(app.view.progress.gpu_hours - expected) < 1e-9
         assert f"GPU-h {expected:.2f}/12" in text(
-            app.screen.query_one(RunHeader).query_one("#pace"))
+            app.screen.query_one(RunHeader).query_one("#pace")
+        )
 
     cpu = console(make_run(tmp_path / "cpu", upto=600))
     async with cpu.run_test(size=SIZE) as pilot:
         await loaded(pilot, 600)
         assert cpu.view.progress.gpu_hours is None
-        assert "GPU-h —/12 (no GPU)" in text(
-            cpu.screen.query_one(RunHeader).query_one("#pace"))
+        assert "GPU-h —/12 (no GPU)" in text(cpu.screen.query_one(RunHeader).query_one("#pace"))
 
 
 def test_data_wait_is_flagged_by_the_presets_starvation_gate(tmp_path, preset):

@@ -47,8 +47,7 @@ def test_a_bad_ledger_line_is_named_by_its_real_path(tmp_path, demosonly):
     assert session.ledger.hash_ok is True and session.ledger.launched_at
 
 
-def test_the_ledger_over_the_wire_is_read_from_bytes_and_named_by_the_source(tmp_path,
-                                                                             demosonly):
+def test_the_ledger_over_the_wire_is_read_from_bytes_and_named_by_the_source(tmp_path, demosonly):
     root = _run(tmp_path, demosonly, b"")
     declare_amendment(RunFolder(root), factor=1.5, last_step_seen=100, preset=demosonly)
     with open(root / "amendments.jsonl", "ab") as fh:
@@ -58,13 +57,16 @@ def test_the_ledger_over_the_wire_is_read_from_bytes_and_named_by_the_source(tmp
     asyncio.run(session.read_ledger())
     assert session.ledger.error == ""
     assert [(a.id, a.factor, a.declared_before_step) for a in session.ledger.amendments] == [
-        (2, 1.5, 101)]  # id 1 is the preset's own amendment
+        (2, 1.5, 101)
+    ]  # id 1 is the preset's own amendment
     assert session.ledger.hash_ok is True
 
     (root / "amendments.jsonl").write_bytes(b"[1, 2]\n")
     asyncio.run(session.read_ledger())
-    assert session.ledger.error == (f"gpu-box:{root}/amendments.jsonl:1: expected a JSON "
-                                    "object; amendments from line 1 on are not applied")
+    assert session.ledger.error == (
+        f"gpu-box:{root}/amendments.jsonl:1: expected a JSON "
+        "object; amendments from line 1 on are not applied"
+    )
 
 
 def test_a_tampered_prereg_is_reported_against_the_source(tmp_path, demosonly):
@@ -75,8 +77,9 @@ def test_a_tampered_prereg_is_reported_against_the_source(tmp_path, demosonly):
     session = Session(FolderOverWire(root), demosonly, "attach")
     asyncio.run(session.read_ledger())
     assert session.ledger.hash_ok is False
-    assert session.ledger.hash_status.startswith(f"gpu-box:{root}/prereg.json: "), \
+    assert session.ledger.hash_status.startswith(f"gpu-box:{root}/prereg.json: "), (
         session.ledger.hash_status
+    )
 
 
 def test_the_plain_report_says_a_ledger_break_once(tmp_path, demosonly):
@@ -94,6 +97,8 @@ def test_the_plain_report_says_a_ledger_break_once(tmp_path, demosonly):
     out = io.StringIO()
     asyncio.run(PlainReport(Session(ReplayRun(log), demosonly, "replay"), out).follow())
     warnings = [ln for ln in out.getvalue().splitlines() if ln.startswith("WARNING: ")]
-    assert warnings == [f"WARNING: {ledger}:1: its content does not match its hash (edited); "
-                        "amendments from line 1 on are not applied"]
+    assert warnings == [
+        f"WARNING: {ledger}:1: its content does not match its hash (edited); "
+        "amendments from line 1 on are not applied"
+    ]
     assert out.getvalue().count("verdict: ") == 4

@@ -35,12 +35,20 @@ class Tiny(L.LightningModule):
 
 out = out_folder()
 data = torch.utils.data.DataLoader(torch.zeros(STEPS, 2), batch_size=1)
-trainer = L.Trainer(max_steps=STEPS, val_check_interval=EVERY, limit_val_batches=1,
-                    num_sanity_val_steps=0, log_every_n_steps=1, accelerator="cpu",
-                    enable_checkpointing=False, enable_progress_bar=False,
-                    enable_model_summary=False,
-                    logger=[CSVLogger(out / "csv", name="", version="",
-                                      flush_logs_every_n_steps=1),
-                            TensorBoardLogger(out / "tb", name="", version="")])
+trainer = L.Trainer(
+    max_steps=STEPS,
+    val_check_interval=EVERY,
+    limit_val_batches=1,
+    num_sanity_val_steps=0,
+    log_every_n_steps=1,
+    accelerator="cpu",
+    enable_checkpointing=False,
+    enable_progress_bar=False,
+    enable_model_summary=False,
+    logger=[
+        CSVLogger(out / "csv", name="", version="", flush_logs_every_n_steps=1),
+        TensorBoardLogger(out / "tb", name="", version=""),
+    ],
+)
 ready(out)
 trainer.fit(Tiny(), data, data)

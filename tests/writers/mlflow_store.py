@@ -14,8 +14,9 @@ from tests.writers.common import EVERY, STEPS, eval_loss, out_folder, pause, rea
 store = sys.argv.pop(2)
 out = out_folder()
 out.mkdir(parents=True, exist_ok=True)
-mlflow.set_tracking_uri(f"sqlite:///{out / 'mlflow.db'}" if store == "sqlite"
-                        else (out / "mlruns").as_uri())
+mlflow.set_tracking_uri(
+    f"sqlite:///{out / 'mlflow.db'}" if store == "sqlite" else (out / "mlruns").as_uri()
+)
 with mlflow.start_run(run_name="live"):
     ready(out)
     for step in range(1, STEPS + 1):

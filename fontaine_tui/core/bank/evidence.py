@@ -28,14 +28,21 @@ def conflicts(store: RunStore) -> list[str]:
     """What in the log contradicts itself or was not applied, in words, one item each:
     the steps with two different probes, the malformed lines, the records not applied for
     going back (a probe logged after a later step's among them). Empty: nothing."""
-    out = [f"two different probes for step {c.step} ({store.where(c.first.line)} and "
-           f"{store.where(c.second.line)})" for c in store.conflicts]
+    out = [
+        f"two different probes for step {c.step} ({store.where(c.first.line)} and "
+        f"{store.where(c.second.line)})"
+        for c in store.conflicts
+    ]
     if store.malformed_count:
         where = [store.where(m.line) for m in store.malformed]
-        out.append(f"{_plural(store.malformed_count, 'malformed line')} "
-                   f"({_places(where, store.malformed_count)})")
+        out.append(
+            f"{_plural(store.malformed_count, 'malformed line')} "
+            f"({_places(where, store.malformed_count)})"
+        )
     if store.out_of_order_count:
         where = [store.where(o.line) for o in store.out_of_order]
-        out.append(f"{_plural(store.out_of_order_count, 'out-of-order record')} not applied "
-                   f"({_places(where, store.out_of_order_count)})")
+        out.append(
+            f"{_plural(store.out_of_order_count, 'out-of-order record')} not applied "
+            f"({_places(where, store.out_of_order_count)})"
+        )
     return out

@@ -41,8 +41,9 @@ def bank_dir() -> Path:
     """$FONTAINE_BANK, else $XDG_DATA_HOME/fontaine-tui/bank (~/.local/share by default)."""
     if env := os.environ.get("FONTAINE_BANK"):
         return Path(env)
-    base = os.environ.get("XDG_DATA_HOME") or os.path.join(os.path.expanduser("~"), ".local",
-                                                            "share")
+    base = os.environ.get("XDG_DATA_HOME") or os.path.join(
+        os.path.expanduser("~"), ".local", "share"
+    )
     return Path(base) / "fontaine-tui" / "bank"
 
 
@@ -92,8 +93,10 @@ class Entry:
         """Where the run came from, in words: host, ranks, device."""
         d = self.doc
         ranks = d.get("world_size")
-        return (f"banked run, {d.get('host') or 'unknown host'}, "
-                f"{ranks if ranks is not None else '?'} rank(s), {d.get('device') or '?'}")
+        return (
+            f"banked run, {d.get('host') or 'unknown host'}, "
+            f"{ranks if ranks is not None else '?'} rank(s), {d.get('device') or '?'}"
+        )
 
 
 def canonical(doc: Mapping[str, object]) -> bytes:
@@ -112,8 +115,9 @@ def _foreign_end(store: RunStore) -> str:
     return "said by the one who banked it (bank --ended)"
 
 
-def document(store: RunStore, source: str, note: str = "", prereg: bytes | None = None,
-             foreign: str = "") -> dict[str, object]:
+def document(
+    store: RunStore, source: str, note: str = "", prereg: bytes | None = None, foreign: str = ""
+) -> dict[str, object]:
     """A finished run as a bank document: every probe (all its numbers by path, the
     per-dataset breakdown), a summary of the train curve, what the meta said it ran (recipe,
     world size, device, code and data identity) and its prereg.json, if any. The log must
@@ -121,24 +125,36 @@ def document(store: RunStore, source: str, note: str = "", prereg: bytes | None 
     end (unless it records one: a W&B run's exit), so the one banking it says it ended (`bank
     --ended`), and the document says which."""
     if not foreign and (not store.events or store.events[-1].event != "end"):
-        raise InputError(f"{source}: the run has not finished (no `end` event in its log); "
-                         "bank it once it ends")
+        raise InputError(
+            f"{source}: the run has not finished (no `end` event in its log); bank it once it ends"
+        )
     if not store.probes:
         raise InputError(f"{source}: no eval probe in the log: nothing to compare with")
     meta = store.metas[-1] if store.metas else None
     probes = []
     for step in store.probe_steps():
         p = store.probes[step]
-        probes.append({"step": step,
-                       "fields": {k: _num(v) for k, v in sorted(p.fields.items())},
-                       "breakdown": {k: _num(v) for k, v in sorted(p.breakdown.items())}})
+        probes.append(
+            {
+                "step": step,
+                "fields": {k: _num(v) for k, v in sorted(p.fields.items())},
+                "breakdown": {k: _num(v) for k, v in sorted(p.breakdown.items())},
+            }
+        )
     loss = [x for x in store.columns["loss"] if math.isfinite(x)] if store.has_columns else []
-    step_s = ([x for x in store.columns["step_s"] if math.isfinite(x) and x > 0]
-              if store.has_columns else [])
-    train = {"records": len(store.steps), "last_step": store.last_step,
-             "loss_first": loss[0] if loss else None, "loss_last": loss[-1] if loss else None,
-             "loss_min": min(loss) if loss else None,
-             "step_s_median": statistics.median(step_s) if step_s else None}
+    step_s = (
+        [x for x in store.columns["step_s"] if math.isfinite(x) and x > 0]
+        if store.has_columns
+        else []
+    )
+    train = {
+        "records": len(store.steps),
+        "last_step": store.last_step,
+        "loss_first": loss[0] if loss else None,
+        "loss_last": loss[-1] if loss else None,
+        "loss_min": min(loss) if loss else None,
+        "step_s_median": statistics.median(step_s) if step_s else None,
+    }
     pre = None
     if prereg is not None:
         try:
@@ -177,9 +193,11 @@ def _check_finite(doc: Mapping[str, object], source: str) -> None:
             part, _, inner = key.partition(".")
             what = "prereg.json" if part == "prereg" else "the log's meta record"
             inner = inner if part == "prereg" else key
-            raise InputError(f"{source}: {what}: {literal(inner)}: {value} is not a finite "
-                             "number (a bank document is JSON, which has none); nothing was "
-                             "banked")
+            raise InputError(
+                f"{source}: {what}: {literal(inner)}: {value} is not a finite "
+                "number (a bank document is JSON, which has none); nothing was "
+                "banked"
+            )
         if isinstance(value, Mapping):
             stack += [(f"{key}.{k}", v) for k, v in value.items()]
         elif isinstance(value, list):
@@ -194,13 +212,16 @@ def mark(doc: Mapping[str, object], reasons: list[str]) -> dict[str, object]:
 
 def check_name(name: str) -> str:
     if not NAME.fullmatch(name):
-        raise InputError(f"--as: expected a name of letters, digits, '_', '.', '-' (at most "
-                         f"64, not starting with a dot), got {name!r}")
+        raise InputError(
+            f"--as: expected a name of letters, digits, '_', '.', '-' (at most "
+            f"64, not starting with a dot), got {name!r}"
+        )
     return name
 
 
-def put(name: str, doc: Mapping[str, object], replace: bool = False,
-        root: Path | None = None) -> tuple[Entry, str]:
+def put(
+    name: str, doc: Mapping[str, object], replace: bool = False, root: Path | None = None
+) -> tuple[Entry, str]:
     """Bank `doc` under `name`. Returns the entry and what happened: "banked", "unchanged"
     (the same content is already current) or "replaced" (the old version is kept)."""
     root = root or bank_dir()
@@ -214,9 +235,11 @@ def put(name: str, doc: Mapping[str, object], replace: bool = False,
         if old == sha:
             return Entry(name, sha, doc), "unchanged"
         if old is not None and not replace:
-            raise InputError(f"bank {name}: already holds another run (sha256 {old[:12]}); "
-                             "pass --replace to make this one current (the old version is "
-                             "kept)")
+            raise InputError(
+                f"bank {name}: already holds another run (sha256 {old[:12]}); "
+                "pass --replace to make this one current (the old version is "
+                "kept)"
+            )
         try:
             create_new(folder / f"{sha}.json", data + b"\n")
         except FileExistsError:  # this content was banked before: make it current again
@@ -225,8 +248,9 @@ def put(name: str, doc: Mapping[str, object], replace: bool = False,
     return Entry(name, sha, doc), "banked" if old is None else "replaced"
 
 
-def put_whole(name: str, doc: Mapping[str, object], replace: bool = False,
-              root: Path | None = None) -> tuple[Entry, str]:
+def put_whole(
+    name: str, doc: Mapping[str, object], replace: bool = False, root: Path | None = None
+) -> tuple[Entry, str]:
     """`put`, or nothing at all: when a write fails (a full disk, a read-only bank), what
     this put made (its version file, an empty name folder, an empty bank folder) is removed
     again and one InputError names the folder and the reason."""
@@ -242,8 +266,9 @@ def put_whole(name: str, doc: Mapping[str, object], replace: bool = False,
                 path.rmdir() if path.name != LOCK and path != version else path.unlink()
             except OSError:
                 pass  # not made by this put after all, or not empty: left as it is
-        raise InputError(f"{folder}: cannot bank ({exc.strerror or exc}); nothing was "
-                         "banked") from None
+        raise InputError(
+            f"{folder}: cannot bank ({exc.strerror or exc}); nothing was banked"
+        ) from None
 
 
 def current_sha(folder: Path) -> str | None:
@@ -274,8 +299,10 @@ def get(ref: str, root: Path | None = None) -> Entry:
             raise InputError(f"bank {ref}: expected NAME@<hex sha256 prefix>")
         found = sorted(p.stem for p in folder.glob(f"{pin}*.json"))
         if len(found) != 1:
-            raise InputError(f"bank {ref}: {'no' if not found else 'more than one'} version "
-                             f"matches {pin} in {folder}")
+            raise InputError(
+                f"bank {ref}: {'no' if not found else 'more than one'} version "
+                f"matches {pin} in {folder}"
+            )
         sha = found[0]
     elif current is None:
         raise InputError(f"bank {name}: {folder / CURRENT} is missing")

@@ -14,8 +14,9 @@ from fontaine_tui.core.runfolder import LOG, check_regular
 __all__ = ["Batch", "LocalRun", "RunSource", "open_source", "run_source"]
 
 
-def run_source(folder: str | Path, spec: SourceSpec | None = None,
-               poll_s: float | None = None) -> RunSource:
+def run_source(
+    folder: str | Path, spec: SourceSpec | None = None, poll_s: float | None = None
+) -> RunSource:
     """The follower of a run folder on this host: our own log, or, with a foreign `spec` (a
     launched [command] whose [source] is another trainer's), that trainer's files."""
     if spec is not None and spec.kind != "fontaine":

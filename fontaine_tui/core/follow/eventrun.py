@@ -70,8 +70,10 @@ class EventRun:
                 note = f"{chunk.name} was truncated or replaced: read again"
             others = [d for p, d in self.decoders.items() if p.parent == folder and p != path]
             dec = self.decoders[path] = TensorBoardDecoder(
-                self.fields, prefix=prefix_of(root, folder),
-                before=max((d.grouper.top for d in others), default=-1))
+                self.fields,
+                prefix=prefix_of(root, folder),
+                before=max((d.grouper.top for d in others), default=-1),
+            )
             dec.next_file(chunk.name, dec.prefix)
             self.epoch[path] = self.folder_epoch.get(folder, 0)
             if not chunk.restart:
@@ -80,10 +82,14 @@ class EventRun:
             newer = self.newest[folder]
             if self.decoders[newer].grouper.top >= 0:  # an older file still written
                 self.stopped = True
-                return Batch([], 1, note=f"{folder}: source.run: two writers log into this "
-                             f"folder at once ({chunk.name} and {newer.name}): several runs, "
-                             "not merged; set [source] run to one file's name, or a part of "
-                             "it (its host, pid or host.pid)")
+                return Batch(
+                    [],
+                    1,
+                    note=f"{folder}: source.run: two writers log into this "
+                    f"folder at once ({chunk.name} and {newer.name}): several runs, "
+                    "not merged; set [source] run to one file's name, or a part of "
+                    "it (its host, pid or host.pid)",
+                )
         try:
             records = dec.feed(chunk.data) if chunk.data else []
             if chunk.at_end:  # the writer flushed: its last step's train record now
@@ -95,8 +101,15 @@ class EventRun:
 
     def _batch(self, records: list[Record], note: str = "") -> Batch | None:
         if self.dropped:
-            note = "; ".join(n for n in (note, f"{self.dropped} value(s) of the run before its "
-                                               "restart, read after it, dropped") if n)
+            note = "; ".join(
+                n
+                for n in (
+                    note,
+                    f"{self.dropped} value(s) of the run before its "
+                    "restart, read after it, dropped",
+                )
+                if n
+            )
             self.dropped = 0
         return Batch([], 1, note=note, records=tuple(records)) if records or note else None
 
@@ -131,7 +144,6 @@ class EventRun:
                     for p in mine.values():
                         fields.update(p.fields)
                         bits.update(p.bits)
-                    rec = replace(rec, fields=MappingProxyType(fields),
-                                  bits=MappingProxyType(bits))
+                    rec = replace(rec, fields=MappingProxyType(fields), bits=MappingProxyType(bits))
             out.append(rec)
         return out

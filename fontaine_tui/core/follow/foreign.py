@@ -79,8 +79,11 @@ def refusal(exc: BaseException) -> bool:
     """Whether a source's error is for good, not a run yet to start: several runs in its
     folder or store and none chosen (waiting would never end it)."""
     text = str(exc)
-    return isinstance(exc, SeveralRuns) or "writers logged into" in text or (
-        bool(SEVERAL.search(text)) and "[source] run" in text)
+    return (
+        isinstance(exc, SeveralRuns)
+        or "writers logged into" in text
+        or (bool(SEVERAL.search(text)) and "[source] run" in text)
+    )
 
 
 def at_once(base: Path) -> None:
@@ -149,8 +152,9 @@ class FileTransport(Protocol):
 
     label: str
 
-    def follow_files(self, match: Callable[[str], bool], under: str = ""
-                     ) -> AsyncIterator[Chunk]: ...
+    def follow_files(
+        self, match: Callable[[str], bool], under: str = ""
+    ) -> AsyncIterator[Chunk]: ...
 
     async def read_bytes(self, name: str) -> bytes | None: ...
 
@@ -162,15 +166,23 @@ class ForeignRun:
     SshRun) on another, where the files are found by the preset's [source] (event files in
     the folder or its `path`; a named trainer_state.json, metrics.csv or JSONL file)."""
 
-    def __init__(self, folder: str | Path, spec: SourceSpec, poll_s: float | None = None,
-                 transport: FileTransport | None = None) -> None:
+    def __init__(
+        self,
+        folder: str | Path,
+        spec: SourceSpec,
+        poll_s: float | None = None,
+        transport: FileTransport | None = None,
+    ) -> None:
         self.folder = Path(folder)
         self.spec = spec
         self.remote = transport is not None
         self.transport: FileTransport = transport or LocalRun(self.folder, poll_s=poll_s)
         self.poll_s = poll_s
-        self.label = (f"{transport.label} ({spec.kind})" if transport is not None
-                      else f"local {self.folder} ({spec.kind})")
+        self.label = (
+            f"{transport.label} ({spec.kind})"
+            if transport is not None
+            else f"local {self.folder} ({spec.kind})"
+        )
         self._closed = asyncio.Event()
         # why the run cannot be followed at all (several runs and none chosen): said as a
         # note, the follow ends, and `attach --plain` exits 2 with it
@@ -245,8 +257,11 @@ class ForeignRun:
         queue: asyncio.Queue[tuple[Path, Chunk, asyncio.Event]] = asyncio.Queue()
         pumps: dict[Path, asyncio.Task[None]] = {}
         run = self.spec.options.get("run", "")
-        base = Path(self.spec.path) if Path(self.spec.path).is_absolute() \
+        base = (
+            Path(self.spec.path)
+            if Path(self.spec.path).is_absolute()
             else self.folder / self.spec.path
+        )
 
         async def pump(folder: Path, match: Callable[[str], bool]) -> None:
             under = str(folder.relative_to(self.folder)) if folder != self.folder else ""
@@ -299,8 +314,7 @@ class ForeignRun:
                         said = why
                         yield Batch([], 1, note=f"waiting: {why}")
                 try:
-                    folder, chunk, taken = await asyncio.wait_for(queue.get(),
-                                                                  self.poll_s or 0.25)
+                    folder, chunk, taken = await asyncio.wait_for(queue.get(), self.poll_s or 0.25)
                 except TimeoutError:
                     continue
                 assert root is not None  # a folder is followed once the run's is found
@@ -325,8 +339,7 @@ class ForeignRun:
                 yield batch
             return
         if kind == "trackio":
-            yield Batch([], 1, note="a trackio store is read on its own host only: attach "
-                                    "there")
+            yield Batch([], 1, note="a trackio store is read on its own host only: attach there")
             await self._closed.wait()
             return
         if kind == "tensorboard":
@@ -335,12 +348,16 @@ class ForeignRun:
             default = {"hf_trainer": HF_STATE, "csv": CSV_NAME, "lines": ENGINE_OUT}.get(kind, "")
             under, _, name = (path or default).rpartition("/")
             if not name:
-                yield Batch([], 1, note=f"source.path: name the {kind} file to follow on the "
-                                        "remote host")
+                yield Batch(
+                    [], 1, note=f"source.path: name the {kind} file to follow on the remote host"
+                )
                 await self._closed.wait()
                 return
-        match = (events_of("", self.spec.options.get("run", "")) if kind == "tensorboard"
-                 else _matcher(kind, name))  # over SSH: the folder [source] names, no deeper
+        match = (
+            events_of("", self.spec.options.get("run", ""))
+            if kind == "tensorboard"
+            else _matcher(kind, name)
+        )  # over SSH: the folder [source] names, no deeper
         async for batch in self._files(match, under):
             yield batch
 
@@ -349,8 +366,12 @@ class ForeignRun:
         second, over the transport's shared connection (new steps only)."""
         snapshot = getattr(self.transport, "mlflow_snapshot", None)
         if snapshot is None or store.endswith(FILE_STORE):
-            yield Batch([], 1, note="an MLflow file store (mlruns/) is read on its own host "
-                                    "only: attach there, or use the SQLite store")
+            yield Batch(
+                [],
+                1,
+                note="an MLflow file store (mlruns/) is read on its own host "
+                "only: attach there, or use the SQLite store",
+            )
             await self._closed.wait()
             return
 
@@ -383,8 +404,11 @@ class ForeignRun:
             dec = decoders.get(chunk.name)
             if dec is None or (chunk.restart and not dec.whole):  # appended: decode anew
                 dec = decoders[chunk.name] = decoder(self.spec)
-            note = (f"{chunk.name} was truncated or replaced: read again"
-                    if chunk.restart and chunk.offset == 0 and not dec.whole else "")
+            note = (
+                f"{chunk.name} was truncated or replaced: read again"
+                if chunk.restart and chunk.offset == 0 and not dec.whole
+                else ""
+            )
             records: list[Record] = []
             try:
                 if dec.whole:  # rewritten in place: any change means the whole file again
@@ -463,16 +487,20 @@ class ForeignRun:
             if not chosen:
                 return None
             db = chosen[0]  # the SQLite store and its journals
-            return await asyncio.to_thread(_stamps, [db, db.with_name(db.name + "-wal"),
-                                                     db.with_name(db.name + "-journal")])
+            return await asyncio.to_thread(
+                _stamps, [db, db.with_name(db.name + "-wal"), db.with_name(db.name + "-journal")]
+            )
 
         async for batch in self._poll_whole(dec, read, MLFLOW_POLL_S, stamp):
             yield batch
 
-    async def _poll_whole(self, dec: Decoder,
-                          read: Callable[[], Awaitable[tuple[list[Record], object]]],
-                          every: float, stamp: Callable[[], Awaitable[object]] | None = None
-                          ) -> AsyncIterator[Batch]:
+    async def _poll_whole(
+        self,
+        dec: Decoder,
+        read: Callable[[], Awaitable[tuple[list[Record], object]]],
+        every: float,
+        stamp: Callable[[], Awaitable[object]] | None = None,
+    ) -> AsyncIterator[Batch]:
         """A source read whole (`read` decodes it, new steps only, and says what it read) each
         `every` seconds, and as soon as its `stamp` (sizes and times) changes, looked at each
         CHECK_S; a failed read is a note, said once, and tried again."""
@@ -533,8 +561,7 @@ class ForeignReplay:
 
     BATCH = 256
 
-    def __init__(self, folder: str | Path, spec: SourceSpec, speed: float | None = None
-                 ) -> None:
+    def __init__(self, folder: str | Path, spec: SourceSpec, speed: float | None = None) -> None:
         if speed is not None and not speed > 0:
             raise InputError(f"--speed: expected a positive number, got {speed}")
         self.folder, self.spec, self.speed = Path(folder), spec, speed

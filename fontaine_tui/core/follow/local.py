@@ -59,8 +59,7 @@ _LIBC = _libc()
 class Waker:
     """Sleep until the watched folder says `name` changed, or `poll_s` passes (polling fallback)."""
 
-    def __init__(self, folder: Path, name: str, poll_s: float | None, inotify: bool = True
-                 ) -> None:
+    def __init__(self, folder: Path, name: str, poll_s: float | None, inotify: bool = True) -> None:
         self.folder, self.name, self.poll_s = folder, os.fsencode(name), poll_s
         self._event = asyncio.Event()
         self._fd = -1
@@ -121,8 +120,7 @@ class Waker:
                 self._unwatch()  # the folder went away: poll until it is back
                 self._event.set()
                 return
-            if (wd == self._file_wd or name == self.name or not self.name
-                    or mask & _IN_OVERFLOW):
+            if wd == self._file_wd or name == self.name or not self.name or mask & _IN_OVERFLOW:
                 self._event.set()
 
     async def wait(self) -> None:
@@ -197,8 +195,11 @@ class _LocalFile:
             return True
         # nothing read yet and empty, but a new name.1 beside it: a copy-truncate came between
         # two reads (or before the first)
-        return self.pos == 0 and st.st_size == 0 and \
-            _ident(self.path.with_name(self.path.name + ".1")) not in (None, self.sibling)
+        return (
+            self.pos == 0
+            and st.st_size == 0
+            and _ident(self.path.with_name(self.path.name + ".1")) not in (None, self.sibling)
+        )
 
     def read(self, size: int) -> bytes:
         data = os.pread(self.fd, size, self.pos)
@@ -233,8 +234,7 @@ def _ident(path: Path) -> tuple[int, int] | None:
     return st.st_dev, st.st_ino
 
 
-def _continuation(path: Path, offset: int, digest: str, old: tuple[int, int] | None
-                  ) -> Path | None:
+def _continuation(path: Path, offset: int, digest: str, old: tuple[int, int] | None) -> Path | None:
     """A rotated copy of the followed file (`name.1`, `name.1.gz`) that starts with exactly the
     bytes read so far: where a copy-truncate rotation put the lines we had not read yet. With
     nothing read (offset 0) every file qualifies, so only one made since we opened (not `old`)."""
@@ -261,9 +261,15 @@ class LocalRun:
     by a copy-truncate rotation is finished from the copy, then followed on from its start.
     """
 
-    def __init__(self, folder: str | Path, poll_s: float | None = None, line_cap: int = LINE_CAP,
-                 inotify: bool = True, chunk: int = CHUNK, min_gap_s: float = MIN_GAP
-                 ) -> None:
+    def __init__(
+        self,
+        folder: str | Path,
+        poll_s: float | None = None,
+        line_cap: int = LINE_CAP,
+        inotify: bool = True,
+        chunk: int = CHUNK,
+        min_gap_s: float = MIN_GAP,
+    ) -> None:
         self.folder = Path(folder)
         self.min_gap_s = min_gap_s
         self.label = f"local {self.folder}"
@@ -286,8 +292,9 @@ class LocalRun:
         for waker in list(self._wakers):
             waker._event.set()
 
-    async def follow_files(self, match: Callable[[str], bool], under: str = ""
-                           ) -> AsyncIterator[Chunk]:
+    async def follow_files(
+        self, match: Callable[[str], bool], under: str = ""
+    ) -> AsyncIterator[Chunk]:
         """Endless: the bytes of every file in the folder (or its subfolder `under`) whose
         name `match`es, as they are written, in name order each round; a file that was
         truncated below what was read, or replaced by another file, starts again from its
@@ -315,11 +322,14 @@ class LocalRun:
                         continue
                     try:
                         st = os.fstat(fd)
-                        pos, ident, mtime = seen.get(name, (0, (st.st_dev, st.st_ino),
-                                                            st.st_mtime_ns))
+                        pos, ident, mtime = seen.get(
+                            name, (0, (st.st_dev, st.st_ino), st.st_mtime_ns)
+                        )
                         restart = name in seen and (
-                            ident != (st.st_dev, st.st_ino) or st.st_size < pos
-                            or (st.st_size == pos and st.st_mtime_ns != mtime))
+                            ident != (st.st_dev, st.st_ino)
+                            or st.st_size < pos
+                            or (st.st_size == pos and st.st_mtime_ns != mtime)
+                        )
                         if restart:
                             pos = 0
                         start = pos
@@ -375,8 +385,7 @@ class LocalRun:
             for batch in finish(cutter):
                 yield batch
 
-    async def _drain(self, f: _LocalFile, name: str, note: str = ""
-                     ) -> AsyncIterator[Batch]:
+    async def _drain(self, f: _LocalFile, name: str, note: str = "") -> AsyncIterator[Batch]:
         """Read the open file to its end now; `note` rides on the first batch."""
         while not self._closed.is_set():
             data = await self._read(f)
@@ -399,8 +408,9 @@ class LocalRun:
         if await asyncio.to_thread(f.starts_with_what_was_read):  # only the torn tail changed
             f.resume_at_offset()
             return
-        copy = await asyncio.to_thread(_continuation, f.path, f.cutter.offset,
-                                       f.cutter.digest(), f.sibling)
+        copy = await asyncio.to_thread(
+            _continuation, f.path, f.cutter.offset, f.cutter.digest(), f.sibling
+        )
         if copy is not None:  # copy-truncate: the rest of what we had not read is in the copy
             from fontaine_tui.core.log.read import segment_chunks
 
@@ -476,16 +486,25 @@ class LocalRun:
                     st = None
                     if not said_gone:
                         said_gone = True
-                        yield Batch([], f.cutter.next_line,
-                                    note=f"{name} removed; waiting for it to reappear",
-                                    end_offset=f.cutter.offset)
+                        yield Batch(
+                            [],
+                            f.cutter.next_line,
+                            note=f"{name} removed; waiting for it to reappear",
+                            end_offset=f.cutter.offset,
+                        )
                 if st is not None and (st.st_dev, st.st_ino) != f.ident:
                     if st.st_size == 0:  # renamed, its successor still empty: the writer may
                         if not said_renamed:  # still be writing to the old file
                             said_renamed = True
-                            yield Batch([], f.cutter.next_line, note=(
-                                f"{name} was renamed; reading the old file until the new one "
-                                "has data"), end_offset=f.cutter.offset)
+                            yield Batch(
+                                [],
+                                f.cutter.next_line,
+                                note=(
+                                    f"{name} was renamed; reading the old file until the new one "
+                                    "has data"
+                                ),
+                                end_offset=f.cutter.offset,
+                            )
                     else:
                         async for batch in self._switch(f, name):
                             yield batch
@@ -521,13 +540,19 @@ class LocalRun:
         if await asyncio.to_thread(f.starts_with_what_was_read):
             os.close(old)
             f.resume_at_offset()
-            yield Batch([], f.cutter.next_line, note=(
-                f"{name} was replaced by a file with the same content; continuing"),
-                end_offset=f.cutter.offset)
+            yield Batch(
+                [],
+                f.cutter.next_line,
+                note=(f"{name} was replaced by a file with the same content; continuing"),
+                end_offset=f.cutter.offset,
+            )
             return
         os.close(old)
         for batch in finish(f.cutter):
             yield batch
         f.restart()
-        yield self._segment(name, f"{name} was rotated or replaced: reading the new file "
-                                  "(everything read before is kept)")
+        yield self._segment(
+            name,
+            f"{name} was rotated or replaced: reading the new file "
+            "(everything read before is kept)",
+        )

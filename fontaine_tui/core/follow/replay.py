@@ -34,8 +34,13 @@ def _stamp(line: bytes) -> float | None:
 class ReplayRun:
     """ReplayRun(log, speed=None): speed is a multiple of the log's own time stamps."""
 
-    def __init__(self, log: str | Path, speed: float | None = None, line_cap: int = LINE_CAP,
-                 chunk: int = CHUNK) -> None:
+    def __init__(
+        self,
+        log: str | Path,
+        speed: float | None = None,
+        line_cap: int = LINE_CAP,
+        chunk: int = CHUNK,
+    ) -> None:
         self.log = Path(log)
         if speed is not None and not speed > 0:
             raise InputError(f"--speed: expected a positive number, got {speed}")
@@ -79,8 +84,9 @@ class ReplayRun:
                 return
         yield Batch([], 1, note=f"end of replay ({path.name})")
 
-    async def _replay(self, path: Path, name: str, clock: _Pacer | None, final: bool
-                      ) -> AsyncIterator[Batch]:
+    async def _replay(
+        self, path: Path, name: str, clock: _Pacer | None, final: bool
+    ) -> AsyncIterator[Batch]:
         cutter = LineCutter(self.line_cap)
         skipped = self.skipped_lines.setdefault(name, [])
         async for data in self._chunks(path):

@@ -53,12 +53,26 @@ from fontaine_tui.core.runfolder import LOG
 # another file with data has the name: either way we reconnect and let the header check decide
 REMOTE_FILES_POLL = 0.5  # follow_files over SSH: a listing of the folder this often
 _TAIL_CHANGE = re.compile(rb"@fontaine (truncated|moved)")
-_UNREACHABLE = ("could not resolve hostname", "name or service not known", "connection refused",
-                "connection timed out", "no route to host", "network is unreachable",
-                "operation timed out", "connection reset", "connection closed by",
-                "temporary failure in name resolution", "kex_exchange_identification")
-_AUTH = ("permission denied (", "host key verification failed", "too many authentication",
-         "no more authentication methods", "authentication failed")
+_UNREACHABLE = (
+    "could not resolve hostname",
+    "name or service not known",
+    "connection refused",
+    "connection timed out",
+    "no route to host",
+    "network is unreachable",
+    "operation timed out",
+    "connection reset",
+    "connection closed by",
+    "temporary failure in name resolution",
+    "kex_exchange_identification",
+)
+_AUTH = (
+    "permission denied (",
+    "host key verification failed",
+    "too many authentication",
+    "no more authentication methods",
+    "authentication failed",
+)
 _NO_SUCH_HOST = ("name or service not known", "no address associated with hostname")
 # The first connection to a host is tried again with the same back-off as a reconnect, this
 # long in all (a loaded machine, a host still booting, sshd not yet listening), before it is
@@ -94,11 +108,20 @@ def remote_command(script: str, *args: str) -> str:
 class SshRun:
     """A run folder on another machine, e.g. SshRun(SshTarget("gpu1", "/runs/a"))."""
 
-    def __init__(self, target: SshTarget, ssh_options: Sequence[str] = (),
-                 line_cap: int = LINE_CAP, alive_interval: int = 5, alive_count: int = 3,
-                 persist_s: int = 60, backoff: tuple[float, float] = (0.25, 5.0),
-                 connect_timeout: int = 10, ssh: str = "ssh", min_gap_s: float = MIN_GAP,
-                 remote_python: bool = True) -> None:
+    def __init__(
+        self,
+        target: SshTarget,
+        ssh_options: Sequence[str] = (),
+        line_cap: int = LINE_CAP,
+        alive_interval: int = 5,
+        alive_count: int = 3,
+        persist_s: int = 60,
+        backoff: tuple[float, float] = (0.25, 5.0),
+        connect_timeout: int = 10,
+        ssh: str = "ssh",
+        min_gap_s: float = MIN_GAP,
+        remote_python: bool = True,
+    ) -> None:
         self.target = target
         self.remote_python = remote_python  # False: the shell loop even where python3 is
         self.min_gap_s = min_gap_s
@@ -109,12 +132,18 @@ class SshRun:
         self._dir = Path(tempfile.mkdtemp(prefix="fontaine-ssh-"))
         self._common = [
             *self.ssh_options,
-            "-o", "BatchMode=yes",
-            "-o", f"ServerAliveInterval={alive_interval}",
-            "-o", f"ServerAliveCountMax={alive_count}",
-            "-o", f"ConnectTimeout={connect_timeout}",
-            "-o", f"ControlPath={self._dir}/%C",
-            "-o", f"ControlPersist={persist_s}",
+            "-o",
+            "BatchMode=yes",
+            "-o",
+            f"ServerAliveInterval={alive_interval}",
+            "-o",
+            f"ServerAliveCountMax={alive_count}",
+            "-o",
+            f"ConnectTimeout={connect_timeout}",
+            "-o",
+            f"ControlPath={self._dir}/%C",
+            "-o",
+            f"ControlPersist={persist_s}",
             *(["-p", str(target.port)] if target.port else []),
         ]
         self._locks: dict[asyncio.AbstractEventLoop, asyncio.Lock] = {}
@@ -130,8 +159,15 @@ class SshRun:
     # -- connection ---------------------------------------------------------------------
 
     def argv(self, command: str, master: str = "no") -> list[str]:
-        return [self.ssh, *self._common, "-o", f"ControlMaster={master}",
-                "--", self.target.destination, command]
+        return [
+            self.ssh,
+            *self._common,
+            "-o",
+            f"ControlMaster={master}",
+            "--",
+            self.target.destination,
+            command,
+        ]
 
     def explain(self, stderr: bytes | str, tried: str = "") -> str:
         text = stderr.decode("utf-8", "replace") if isinstance(stderr, bytes) else stderr
@@ -144,8 +180,10 @@ class SshRun:
             what = "ssh failed"
         last = [ln.strip() for ln in text.strip().splitlines() if ln.strip()]
         detail = f" ({last[-1][:160]})" if last else ""
-        return f"{self.target.destination}: {what}{detail}{tried}; try by hand: " + \
-            self.target.hand_command(self.ssh_options)
+        return (
+            f"{self.target.destination}: {what}{detail}{tried}; try by hand: "
+            + self.target.hand_command(self.ssh_options)
+        )
 
     def control_argv(self, op: str) -> list[str]:
         """`ssh -O OP` for the shared connection (check, exit)."""
@@ -155,15 +193,23 @@ class SshRun:
         """close() for a caller without an event loop of its own (a thread, a callback)."""
         self._closed = True
         with contextlib.suppress(OSError, subprocess.TimeoutExpired):
-            subprocess.run(self.control_argv("exit"), capture_output=True, timeout=10,
-                           stdin=subprocess.DEVNULL, env=child_env())
+            subprocess.run(
+                self.control_argv("exit"),
+                capture_output=True,
+                timeout=10,
+                stdin=subprocess.DEVNULL,
+                env=child_env(),
+            )
         shutil.rmtree(self._dir, ignore_errors=True)
 
     async def _control(self, op: str) -> tuple[int, bytes]:
         proc = await asyncio.create_subprocess_exec(
             *self.control_argv(op),
-            stdin=asyncio.subprocess.DEVNULL, stdout=asyncio.subprocess.DEVNULL,
-            stderr=asyncio.subprocess.PIPE, env=child_env())
+            stdin=asyncio.subprocess.DEVNULL,
+            stdout=asyncio.subprocess.DEVNULL,
+            stderr=asyncio.subprocess.PIPE,
+            env=child_env(),
+        )
         _, err = await proc.communicate()
         assert proc.returncode is not None  # communicate() waited for the exit
         return proc.returncode, err
@@ -190,10 +236,16 @@ class SshRun:
                 self.connect_tries += 1
                 low = err.decode("utf-8", "replace").lower()
                 spent = time.monotonic() - start
-                if self._closed or any(s in low for s in (*_AUTH, *_NO_SUCH_HOST)) \
-                        or spent + delay > limit:
-                    tried = (f"; {self.connect_tries} tries in {spent:.0f} s"
-                             if self.connect_tries > 1 else "")
+                if (
+                    self._closed
+                    or any(s in low for s in (*_AUTH, *_NO_SUCH_HOST))
+                    or spent + delay > limit
+                ):
+                    tried = (
+                        f"; {self.connect_tries} tries in {spent:.0f} s"
+                        if self.connect_tries > 1
+                        else ""
+                    )
                     raise SshError(self.explain(err, tried))
                 await asyncio.sleep(delay)
                 delay = min(delay * 2, self.backoff[1])
@@ -207,9 +259,19 @@ class SshRun:
         with open(log, "wb") as err:
             # -f: fork once authenticated; its stderr is a file so nothing waits on a pipe
             proc = await asyncio.create_subprocess_exec(
-                self.ssh, *self._common, "-o", "ControlMaster=yes", "-f", "-N",
-                "--", self.target.destination, stdin=asyncio.subprocess.DEVNULL,
-                stdout=asyncio.subprocess.DEVNULL, stderr=err, env=child_env())
+                self.ssh,
+                *self._common,
+                "-o",
+                "ControlMaster=yes",
+                "-f",
+                "-N",
+                "--",
+                self.target.destination,
+                stdin=asyncio.subprocess.DEVNULL,
+                stdout=asyncio.subprocess.DEVNULL,
+                stderr=err,
+                env=child_env(),
+            )
         try:
             rc = await asyncio.wait_for(proc.wait(), self.connect_timeout + 20)
         except asyncio.TimeoutError:
@@ -224,15 +286,20 @@ class SshRun:
     # take seconds; a caller with a longer legitimate step passes its own `timeout`.
     EXEC_TIMEOUT_S = 300.0
 
-    async def _exec(self, command: str, timeout: float | None = EXEC_TIMEOUT_S
-                    ) -> tuple[int, bytes, bytes]:
+    async def _exec(
+        self, command: str, timeout: float | None = EXEC_TIMEOUT_S
+    ) -> tuple[int, bytes, bytes]:
         """(exit status, stdout, stderr) of `command` over the shared connection; SshError
         when ssh fails (255) or the command has not finished within `timeout` seconds (None:
         no limit), the ssh client then killed."""
         await self.ensure_master()
         proc = await asyncio.create_subprocess_exec(
-            *self.argv(command), stdin=asyncio.subprocess.DEVNULL,
-            stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE, env=child_env())
+            *self.argv(command),
+            stdin=asyncio.subprocess.DEVNULL,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.PIPE,
+            env=child_env(),
+        )
         self._procs.add(proc)
         try:
             out, err = await asyncio.wait_for(proc.communicate(), timeout)
@@ -247,10 +314,12 @@ class SshRun:
                 transport.close()
             with contextlib.suppress(asyncio.TimeoutError):
                 await asyncio.wait_for(proc.wait(), 10)
-            raise SshError(f"{self.target.destination}: no answer from the remote command in "
-                           f"{timeout:g} s (the host or the command there stopped answering); "
-                           "cut here, it may still be running there; try by hand: "
-                           + self.target.hand_command(self.ssh_options)) from None
+            raise SshError(
+                f"{self.target.destination}: no answer from the remote command in "
+                f"{timeout:g} s (the host or the command there stopped answering); "
+                "cut here, it may still be running there; try by hand: "
+                + self.target.hand_command(self.ssh_options)
+            ) from None
         finally:
             self._procs.discard(proc)
         assert proc.returncode is not None  # communicate() waited for the exit
@@ -258,8 +327,9 @@ class SshRun:
             raise SshError(self.explain(err))
         return proc.returncode, out, err
 
-    async def shell(self, command: str, timeout: float | None = EXEC_TIMEOUT_S
-                    ) -> tuple[int, bytes, bytes]:
+    async def shell(
+        self, command: str, timeout: float | None = EXEC_TIMEOUT_S
+    ) -> tuple[int, bytes, bytes]:
         """(exit status, stdout, stderr) of one remote shell command line over the shared
         connection; the caller quotes every piece it did not write (remote_command). SshError
         when it has not finished within `timeout` seconds (None: no limit)."""
@@ -273,8 +343,10 @@ class SshRun:
         rc, out, err = await self._exec(shlex.join(argv))
         if rc != 0:
             line = err.decode("utf-8", "replace").strip().splitlines()[-1:] or [""]
-            raise SshError(f"{self.target.destination}: {shlex.join(argv)} exited {rc}"
-                           + (f" ({line[0][:160]})" if line[0] else ""))
+            raise SshError(
+                f"{self.target.destination}: {shlex.join(argv)} exited {rc}"
+                + (f" ({line[0][:160]})" if line[0] else "")
+            )
         return out
 
     async def read_bytes(self, name: str) -> bytes | None:
@@ -287,20 +359,29 @@ class SshRun:
         if rc == 4:
             return None
         if rc == 6:  # a pipe would hold the remote cat for ever
-            raise InputError(f"{where}: not a regular file (a pipe, device or folder); "
-                             "refused: reading it could wait or run forever")
+            raise InputError(
+                f"{where}: not a regular file (a pipe, device or folder); "
+                "refused: reading it could wait or run forever"
+            )
         hand = self.target.hand_command(self.ssh_options)
         if rc == 3:
-            raise SshError(f"{self.target.destination}:{self.target.path}: no such run folder;"
-                           f" try by hand: {hand}")
+            raise SshError(
+                f"{self.target.destination}:{self.target.path}: no such run folder;"
+                f" try by hand: {hand}"
+            )
         if rc == 5:
-            raise SshError(f"{self.target.destination}:{self.target.path}/{name}: permission "
-                           f"denied; try by hand: {hand}")
-        raise SshError(f"{self.target.destination}:{self.target.path}/{name}: cannot read "
-                       f"(exit {rc}); try by hand: {hand}")
+            raise SshError(
+                f"{self.target.destination}:{self.target.path}/{name}: permission "
+                f"denied; try by hand: {hand}"
+            )
+        raise SshError(
+            f"{self.target.destination}:{self.target.path}/{name}: cannot read "
+            f"(exit {rc}); try by hand: {hand}"
+        )
 
-    async def follow_files(self, match: Callable[[str], bool], under: str = "",
-                           poll_s: float = REMOTE_FILES_POLL) -> AsyncIterator[Chunk]:
+    async def follow_files(
+        self, match: Callable[[str], bool], under: str = "", poll_s: float = REMOTE_FILES_POLL
+    ) -> AsyncIterator[Chunk]:
         """As LocalRun.follow_files, over the shared connection by polling: each round one
         listing of the folder (size and inode of each file), then the new bytes of each
         matching file that grew, read from the offset already read (`tail -c +N`); a file
@@ -328,7 +409,8 @@ class SshRun:
                     data = b""
                     if size > pos:
                         rc, data, err = await self._exec(
-                            remote_command(RANGE_SCRIPT, folder, name, str(pos)))
+                            remote_command(RANGE_SCRIPT, folder, name, str(pos))
+                        )
                         if rc != 0:
                             continue  # gone between the listing and the read: next round
                     if data:
@@ -347,8 +429,9 @@ class SshRun:
         writer is never blocked or changed)."""
         import json
 
-        rc, out, err = await self._exec(remote_command(MLFLOW_SCRIPT, self.target.path, store,
-                                                       MLFLOW_PY))
+        rc, out, err = await self._exec(
+            remote_command(MLFLOW_SCRIPT, self.target.path, store, MLFLOW_PY)
+        )
         where = f"{self.target.destination}:{self.target.path}/{store}"
         if rc == 4:
             raise SshError(f"{where}: no such MLflow store")
@@ -405,8 +488,7 @@ class SshRun:
         if found:
             yield Batch([], 1, True, f"reading {name}", 0, name)
 
-    async def follow(self, name: str = LOG, history: bool | None = None
-                     ) -> AsyncIterator[Batch]:
+    async def follow(self, name: str = LOG, history: bool | None = None) -> AsyncIterator[Batch]:
         """Endless: complete lines of `name`; survives cuts, resumes at the last full line.
         With `history` (default: for the run's log), its rotated segments come first."""
         cutter = LineCutter(self.line_cap)
@@ -435,13 +517,27 @@ class SshRun:
             try:
                 await self.ensure_master()
                 proc = await asyncio.create_subprocess_exec(
-                    *self.argv(remote_command(
-                        FOLLOW_SCRIPT, self.target.path, name, str(cutter.offset), ident,
-                        str(len(head)), hashlib.sha256(head).hexdigest(), cutter.digest(),
-                        str(len(anchor)), hashlib.sha256(anchor).hexdigest(),
-                        STREAM_PY if self.remote_python else "")),
-                    stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
-                    stderr=asyncio.subprocess.PIPE, limit=CHUNK, env=child_env())
+                    *self.argv(
+                        remote_command(
+                            FOLLOW_SCRIPT,
+                            self.target.path,
+                            name,
+                            str(cutter.offset),
+                            ident,
+                            str(len(head)),
+                            hashlib.sha256(head).hexdigest(),
+                            cutter.digest(),
+                            str(len(anchor)),
+                            hashlib.sha256(anchor).hexdigest(),
+                            STREAM_PY if self.remote_python else "",
+                        )
+                    ),
+                    stdin=asyncio.subprocess.PIPE,
+                    stdout=asyncio.subprocess.PIPE,
+                    stderr=asyncio.subprocess.PIPE,
+                    limit=CHUNK,
+                    env=child_env(),
+                )
                 self._procs.add(proc)
                 header = await asyncio.wait_for(self._header(proc), self.connect_timeout + 20)
                 while header[:2] in ([b"@fontaine", b"rest"], [b"@fontaine", b"next"]):
@@ -455,16 +551,16 @@ class SshRun:
                             cutter.rebase()
                             note = f"{name} was rotated more than once: {seg} read too"
                         else:  # a file of its own
-                            for batch in self._new_file(cutter, seg,
-                                                        f"reading rotated segment {seg}"):
+                            for batch in self._new_file(
+                                cutter, seg, f"reading rotated segment {seg}"
+                            ):
                                 yield batch
                             cutter, note = LineCutter(self.line_cap), ""
                     else:
                         break
                     async for batch in self._rest(proc, cutter, int(header[2]), note):
                         yield batch
-                    header = await asyncio.wait_for(self._header(proc),
-                                                    self.connect_timeout + 20)
+                    header = await asyncio.wait_for(self._header(proc), self.connect_timeout + 20)
                     note = ""
                 if header[:2] == [b"@fontaine", b"ok"] and len(header) == 5:
                     new_ident, start, mode = header[2].decode(), int(header[3]), header[4]
@@ -478,12 +574,17 @@ class SshRun:
                         cutter.rebase()
                         head = b""
                         self.resets += 1
-                        note = (f"{name} truncated: following its new content; nothing read "
-                                "before is dropped")
+                        note = (
+                            f"{name} truncated: following its new content; nothing read "
+                            "before is dropped"
+                        )
                     else:  # another file took the name
                         for batch in self._new_file(
-                                cutter, name, f"{name} was rotated or replaced: reading the "
-                                "new file (everything read before is kept)"):
+                            cutter,
+                            name,
+                            f"{name} was rotated or replaced: reading the "
+                            "new file (everything read before is kept)",
+                        ):
                             yield batch
                         cutter, head = LineCutter(self.line_cap), b""
                         self.resets += 1
@@ -493,8 +594,7 @@ class SshRun:
                     said: list[bytes] = []
                     watcher = asyncio.create_task(self._watch_stderr(proc, said))
                     try:
-                        async for sent in self._stream(proc, cutter, head, start, skipped,
-                                                       note):
+                        async for sent in self._stream(proc, cutter, head, start, skipped, note):
                             batch, head = sent
                             yield batch
                     finally:
@@ -503,12 +603,17 @@ class SshRun:
                         await asyncio.sleep(0.05)
                         continue  # the file changed under tail: re-check it at once
                     error = "connection lost" + (
-                        f" ({said[-1].decode('utf-8', 'replace').strip()[:160]})" if said else "")
+                        f" ({said[-1].decode('utf-8', 'replace').strip()[:160]})" if said else ""
+                    )
                 elif header[:2] == [b"@fontaine", b"absent"]:
                     if not waiting:
                         waiting = True
-                        yield Batch([], cutter.next_line, note=f"waiting for {name}",
-                                    end_offset=cutter.offset)
+                        yield Batch(
+                            [],
+                            cutter.next_line,
+                            note=f"waiting for {name}",
+                            end_offset=cutter.offset,
+                        )
                     await proc.wait()
                     await self._pause(1.0)
                     continue
@@ -520,9 +625,14 @@ class SshRun:
                     await proc.wait()
                     assert proc.stderr is not None  # spawned with stderr=PIPE
                     err = await proc.stderr.read()
-                    error = self.explain(err) if proc.returncode == 255 else (
-                        f"remote follow failed (exit {proc.returncode}): "
-                        + err.decode("utf-8", "replace").strip()[:160])
+                    error = (
+                        self.explain(err)
+                        if proc.returncode == 255
+                        else (
+                            f"remote follow failed (exit {proc.returncode}): "
+                            + err.decode("utf-8", "replace").strip()[:160]
+                        )
+                    )
             except SshError as exc:
                 error = str(exc)
             except (asyncio.TimeoutError, asyncio.IncompleteReadError):
@@ -533,8 +643,12 @@ class SshRun:
             if self._closed:
                 break
             self.reconnects += 1
-            yield Batch([], cutter.next_line, note=f"{error}; reconnecting in {delay:g} s",
-                        end_offset=cutter.offset)
+            yield Batch(
+                [],
+                cutter.next_line,
+                note=f"{error}; reconnecting in {delay:g} s",
+                end_offset=cutter.offset,
+            )
             await self._pause(delay)
             delay = min(delay * 2, self.backoff[1])
 
@@ -544,8 +658,9 @@ class SshRun:
         with a fresh cutter."""
         return [*finish(cutter), Batch([], 1, True, note, 0, name)]
 
-    async def _rest(self, proc: asyncio.subprocess.Process, cutter: LineCutter, size: int,
-                    note: str) -> AsyncIterator[Batch]:
+    async def _rest(
+        self, proc: asyncio.subprocess.Process, cutter: LineCutter, size: int, note: str
+    ) -> AsyncIterator[Batch]:
         """Bytes sent from a rotated segment: the rest of the file we were reading, or all of
         one rotated after it."""
         if not size and note:
@@ -574,9 +689,15 @@ class SshRun:
                 return line.split()
         return []
 
-    async def _stream(self, proc: asyncio.subprocess.Process, cutter: LineCutter, head: bytes,
-                      pos: int, skipped: list[int], note: str
-                      ) -> AsyncIterator[tuple[Batch, bytes]]:
+    async def _stream(
+        self,
+        proc: asyncio.subprocess.Process,
+        cutter: LineCutter,
+        head: bytes,
+        pos: int,
+        skipped: list[int],
+        note: str,
+    ) -> AsyncIterator[tuple[Batch, bytes]]:
         if note:
             yield Batch([], cutter.next_line, False, note, cutter.offset), head
             note = ""

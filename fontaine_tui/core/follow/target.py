@@ -11,7 +11,9 @@ from urllib.parse import unquote, urlsplit
 from fontaine_tui.core.errors import InputError
 from fontaine_tui.core.text import literal
 
-_SCP = re.compile(r"^(?:(?P<user>[^@/:\s]+)@)?(?P<host>\[[0-9A-Fa-f:.]+\]|[^@/:\s\[\]]+):(?P<path>.*)$")
+_SCP = re.compile(
+    r"^(?:(?P<user>[^@/:\s]+)@)?(?P<host>\[[0-9A-Fa-f:.]+\]|[^@/:\s\[\]]+):(?P<path>.*)$"
+)
 
 
 def check_destination(text: str, what: str = "host") -> str:
@@ -20,14 +22,19 @@ def check_destination(text: str, what: str = "host") -> str:
     read it as an option: -oProxyCommand=...) or hold white space or a control character.
     Every ssh destination (launch --on, attach, stop, runs) passes here; InputError naming
     `what` otherwise."""
-    rest = text[len("ssh://"):] if text.startswith("ssh://") else text
+    rest = text[len("ssh://") :] if text.startswith("ssh://") else text
     user, at, host = rest.rpartition("@")
-    for value in ((user, host) if at else (host,)):
-        if not value or value.startswith("-") or any(c.isspace() or not c.isprintable()
-                                                     for c in value):
-            raise InputError(f"{what} {literal(text)}: expected a host name or ssh alias "
-                             "([user@]host: the user and the host may not be empty, may not "
-                             "begin with '-', and hold no white space or control character)")
+    for value in (user, host) if at else (host,):
+        if (
+            not value
+            or value.startswith("-")
+            or any(c.isspace() or not c.isprintable() for c in value)
+        ):
+            raise InputError(
+                f"{what} {literal(text)}: expected a host name or ssh alias "
+                "([user@]host: the user and the host may not be empty, may not "
+                "begin with '-', and hold no white space or control character)"
+            )
     return text
 
 
@@ -107,8 +114,7 @@ def parse_target(text: str) -> Target:
     if local.exists():
         return LocalTarget(local)
     if text.startswith("-") and ":" in text.split("/", 1)[0]:
-        raise InputError(f"{text}: a host may not begin with '-' (ssh would read it as an "
-                         "option)")
+        raise InputError(f"{text}: a host may not begin with '-' (ssh would read it as an option)")
     m = _SCP.match(text)
     # scp's rule: a colon before any slash means host:path
     if m and "/" not in text.split(":", 1)[0]:

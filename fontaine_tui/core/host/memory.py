@@ -94,8 +94,9 @@ def _candidates(base: Path, path: str | None) -> list[Path]:
     return out
 
 
-def cgroup_limit(root: Path = Path("/sys/fs/cgroup"), self_cgroup: str | None = None
-                 ) -> tuple[int, int, str] | None:
+def cgroup_limit(
+    root: Path = Path("/sys/fs/cgroup"), self_cgroup: str | None = None
+) -> tuple[int, int, str] | None:
     """(limit, usage excluding reclaimable page cache, source) of the tightest memory cgroup,
     or None when no limit applies."""
     if self_cgroup is None:
@@ -107,8 +108,14 @@ def cgroup_limit(root: Path = Path("/sys/fs/cgroup"), self_cgroup: str | None = 
     best: tuple[int, int, str] | None = None
     layouts = (
         (root, v2, "memory.max", "memory.current", "inactive_file", "cgroup v2"),
-        (root / "memory", v1, "memory.limit_in_bytes", "memory.usage_in_bytes",
-         "total_inactive_file", "cgroup v1"),
+        (
+            root / "memory",
+            v1,
+            "memory.limit_in_bytes",
+            "memory.usage_in_bytes",
+            "total_inactive_file",
+            "cgroup v1",
+        ),
     )
     for base, path, limit_name, usage_name, cache_key, label in layouts:
         if not base.is_dir():
@@ -124,8 +131,11 @@ def cgroup_limit(root: Path = Path("/sys/fs/cgroup"), self_cgroup: str | None = 
     return best
 
 
-def host_ram(meminfo_text: str | None = None, cgroup_root: Path = Path("/sys/fs/cgroup"),
-             self_cgroup: str | None = None) -> tuple[HostRam | None, str]:
+def host_ram(
+    meminfo_text: str | None = None,
+    cgroup_root: Path = Path("/sys/fs/cgroup"),
+    self_cgroup: str | None = None,
+) -> tuple[HostRam | None, str]:
     """(RAM as we can use it, "") or (None, reason)."""
     if meminfo_text is None:
         try:

@@ -98,8 +98,13 @@ def _processes(nv: Any, handle: Any) -> tuple[GpuProcess, ...] | None:
     out: list[GpuProcess] = []
     for p in listed:
         used = getattr(p, "usedGpuMemory", None)
-        out.append(GpuProcess(int(p.pid), _process_name(nv, int(p.pid)),
-                              int(used) if isinstance(used, int) else None))
+        out.append(
+            GpuProcess(
+                int(p.pid),
+                _process_name(nv, int(p.pid)),
+                int(used) if isinstance(used, int) else None,
+            )
+        )
     return tuple(out)
 
 
@@ -109,8 +114,7 @@ def _load() -> Any:
     return pynvml
 
 
-def read_gpus(visible: str | None, nvml: Any = None
-              ) -> tuple[tuple[GpuSample, ...] | None, str]:
+def read_gpus(visible: str | None, nvml: Any = None) -> tuple[tuple[GpuSample, ...] | None, str]:
     """(one sample per GPU the process would see, "") or (None, why there is none)."""
     try:
         nv = nvml if nvml is not None else _load()
@@ -136,18 +140,20 @@ def read_gpus(visible: str | None, nvml: Any = None
             mem = _maybe(lambda h: nv.nvmlDeviceGetMemoryInfo(h), h)
             power = _maybe(lambda h: nv.nvmlDeviceGetPowerUsage(h), h)
             temp = _maybe(lambda h: nv.nvmlDeviceGetTemperature(h, 0), h)  # 0: GPU sensor
-            out.append(GpuSample(
-                uuid=uuids[i],
-                index=i,
-                cuda_index=cuda_index,
-                name=_text(_maybe(lambda h: nv.nvmlDeviceGetName(h), h) or "?"),
-                util_pct=None if util is None else float(util),
-                mem_used=None if mem is None else int(mem.used),
-                mem_total=None if mem is None else int(mem.total),
-                power_w=None if power is None else power / 1000.0,
-                temp_c=None if temp is None else float(temp),
-                processes=_processes(nv, h),
-            ))
+            out.append(
+                GpuSample(
+                    uuid=uuids[i],
+                    index=i,
+                    cuda_index=cuda_index,
+                    name=_text(_maybe(lambda h: nv.nvmlDeviceGetName(h), h) or "?"),
+                    util_pct=None if util is None else float(util),
+                    mem_used=None if mem is None else int(mem.used),
+                    mem_total=None if mem is None else int(mem.total),
+                    power_w=None if power is None else power / 1000.0,
+                    temp_c=None if temp is None else float(temp),
+                    processes=_processes(nv, h),
+                )
+            )
         return tuple(out), ""
     except Exception as exc:  # a driver error mid-query degrades the same way
         return None, _reason(exc)

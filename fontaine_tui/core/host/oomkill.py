@@ -104,7 +104,7 @@ def cgroup_from(text: str, proc: Path = PROC, root: Path = CGROUP_ROOT) -> Cgrou
         if mount_root != "/":  # the hierarchy is mounted from a folder down (a container)
             if path != mount_root and not path.startswith(mount_root.rstrip("/") + "/"):
                 continue
-            path = path[len(mount_root):]
+            path = path[len(mount_root) :]
         group = Cgroup(mount / path.strip("/"), version)
         if group.events.is_file():
             return group
@@ -129,9 +129,14 @@ class MemoryEvidence:
     system_kills: int | None = None
 
     def as_dict(self) -> dict[str, object]:
-        return {"cgroup": self.cgroup, "version": self.version,
-                "cgroup_oom_kills": self.cgroup_kills, "limit": self.limit,
-                "limit_at": self.limit_at, "system_oom_kills": self.system_kills}
+        return {
+            "cgroup": self.cgroup,
+            "version": self.version,
+            "cgroup_oom_kills": self.cgroup_kills,
+            "limit": self.limit,
+            "limit_at": self.limit_at,
+            "system_oom_kills": self.system_kills,
+        }
 
     @classmethod
     def from_dict(cls, doc: Mapping[str, object]) -> MemoryEvidence:
@@ -143,8 +148,14 @@ class MemoryEvidence:
             v = doc.get(key)
             return v if isinstance(v, str) else None
 
-        return cls(text("cgroup"), num("version"), num("cgroup_oom_kills"), num("limit"),
-                   text("limit_at"), num("system_oom_kills"))
+        return cls(
+            text("cgroup"),
+            num("version"),
+            num("cgroup_oom_kills"),
+            num("limit"),
+            text("limit_at"),
+            num("system_oom_kills"),
+        )
 
 
 class MemoryWatch:
@@ -152,9 +163,15 @@ class MemoryWatch:
     (one read of /proc/PID/cgroup; a new cgroup's counter is taken when it is first seen),
     and read again at its exit (`evidence`)."""
 
-    def __init__(self, pid: int, cgroup: Cgroup | None, cgroup_at_start: int | None,
-                 vmstat_at_start: int | None, proc: Path = PROC, root: Path = CGROUP_ROOT
-                 ) -> None:
+    def __init__(
+        self,
+        pid: int,
+        cgroup: Cgroup | None,
+        cgroup_at_start: int | None,
+        vmstat_at_start: int | None,
+        proc: Path = PROC,
+        root: Path = CGROUP_ROOT,
+    ) -> None:
         self.pid, self.cgroup, self.cgroup_at_start = pid, cgroup, cgroup_at_start
         self.vmstat_at_start = vmstat_at_start
         self._proc, self._root = proc, root
@@ -181,9 +198,15 @@ class MemoryWatch:
         return cls(pid, group, at_start, vm if isinstance(vm, int) else None)
 
     def baseline(self) -> dict[str, object]:
-        cg = None if self.cgroup is None else {
-            "path": str(self.cgroup.path), "version": self.cgroup.version,
-            "oom_kill_at_start": self.cgroup_at_start}
+        cg = (
+            None
+            if self.cgroup is None
+            else {
+                "path": str(self.cgroup.path),
+                "version": self.cgroup.version,
+                "oom_kill_at_start": self.cgroup_at_start,
+            }
+        )
         return {"cgroup": cg, "vmstat_oom_kill_at_start": self.vmstat_at_start}
 
     def refresh(self) -> None:
@@ -205,21 +228,26 @@ class MemoryWatch:
             stat = (self._proc / str(self.pid) / "stat").read_bytes()
         except OSError:
             return True
-        fields = stat[stat.rfind(b")") + 2:].split()
+        fields = stat[stat.rfind(b")") + 2 :].split()
         return len(fields) < 7 or fields[0] in (b"Z", b"X") or bool(int(fields[6]) & 0x4)
 
     def evidence(self) -> MemoryEvidence:
         system = vmstat_oom_kills(self._proc)
-        rise = None if system is None or self.vmstat_at_start is None \
+        rise = (
+            None
+            if system is None or self.vmstat_at_start is None
             else system - self.vmstat_at_start
+        )
         if self.cgroup is None:
             return MemoryEvidence(system_kills=rise)
         now = self.cgroup.oom_kills()
-        kills = None if now is None or self.cgroup_at_start is None \
-            else now - self.cgroup_at_start
+        kills = None if now is None or self.cgroup_at_start is None else now - self.cgroup_at_start
         limit = self.cgroup.limit()
-        return MemoryEvidence(str(self.cgroup.path), self.cgroup.version, kills,
-                              limit[0] if limit else None,
-                              str(limit[1]) if limit else None, rise)
-
-
+        return MemoryEvidence(
+            str(self.cgroup.path),
+            self.cgroup.version,
+            kills,
+            limit[0] if limit else None,
+            str(limit[1]) if limit else None,
+            rise,
+        )

@@ -17,8 +17,18 @@ from fontaine_tui.core.host.memory import HostRam, host_ram, parse_meminfo
 from fontaine_tui.core.host.nvml import GpuProcess, GpuSample, read_gpus
 from fontaine_tui.core.text import MIB
 
-__all__ = ["GpuProcess", "GpuSample", "ProcessSample", "TelemetrySnapshot", "sample",
-           "sample_remote", "parse_smi_gpus", "parse_smi_apps", "SMI_GPU_QUERY", "SMI_APPS_QUERY"]
+__all__ = [
+    "GpuProcess",
+    "GpuSample",
+    "ProcessSample",
+    "TelemetrySnapshot",
+    "sample",
+    "sample_remote",
+    "parse_smi_gpus",
+    "parse_smi_apps",
+    "SMI_GPU_QUERY",
+    "SMI_APPS_QUERY",
+]
 
 _ENV = object()
 GONE = " is gone"  # the end of process_reason when the engine's pid no longer exists
@@ -142,27 +152,43 @@ def sample_process(pid: int) -> tuple[ProcessSample | None, str]:
     return ProcessSample(pid, rss, None if first else cpu, len(states), root, tuple(states)), ""
 
 
-def sample(cuda_visible_devices: Any = _ENV, pid: int | None = None, *, nvml: Any = None,
-           meminfo_text: str | None = None, clock: Callable[[], float] = time.time
-           ) -> TelemetrySnapshot:
+def sample(
+    cuda_visible_devices: Any = _ENV,
+    pid: int | None = None,
+    *,
+    nvml: Any = None,
+    meminfo_text: str | None = None,
+    clock: Callable[[], float] = time.time,
+) -> TelemetrySnapshot:
     """Sample this host. `cuda_visible_devices` defaults to the environment's value."""
     from fontaine_tui.core.host.memory import hostname
 
-    visible = (os.environ.get("CUDA_VISIBLE_DEVICES") if cuda_visible_devices is _ENV
-               else cuda_visible_devices)
+    visible = (
+        os.environ.get("CUDA_VISIBLE_DEVICES")
+        if cuda_visible_devices is _ENV
+        else cuda_visible_devices
+    )
     gpus, gpu_reason = read_gpus(visible, nvml)
     ram, ram_reason = host_ram(meminfo_text)
     proc, proc_reason = (None, "no engine process") if pid is None else sample_process(pid)
-    return TelemetrySnapshot(clock(), gpus, gpu_reason, ram, ram_reason, proc, proc_reason,
-                             hostname(), pid)
+    return TelemetrySnapshot(
+        clock(), gpus, gpu_reason, ram, ram_reason, proc, proc_reason, hostname(), pid
+    )
 
 
 # -- remote (over the SSH source's run_command) ----------------------------------------------
 
-SMI_GPU_QUERY = ("nvidia-smi", "--query-gpu=uuid,index,name,utilization.gpu,memory.used,"
-                 "memory.total,power.draw,temperature.gpu", "--format=csv,noheader,nounits")
-SMI_APPS_QUERY = ("nvidia-smi", "--query-compute-apps=gpu_uuid,pid,process_name,used_memory",
-                  "--format=csv,noheader,nounits")
+SMI_GPU_QUERY = (
+    "nvidia-smi",
+    "--query-gpu=uuid,index,name,utilization.gpu,memory.used,"
+    "memory.total,power.draw,temperature.gpu",
+    "--format=csv,noheader,nounits",
+)
+SMI_APPS_QUERY = (
+    "nvidia-smi",
+    "--query-compute-apps=gpu_uuid,pid,process_name,used_memory",
+    "--format=csv,noheader,nounits",
+)
 
 
 def _field(text: str) -> float | None:
@@ -183,11 +209,20 @@ def parse_smi_gpus(text: str) -> tuple[GpuSample, ...]:
             raise ValueError(f"not an nvidia-smi GPU row: {line[:80]!r}")
         uuid, index, name, util, used, total, power, temp = cols
         mem_used, mem_total = _field(used), _field(total)
-        out.append(GpuSample(
-            uuid=uuid, index=int(index), cuda_index=len(out), name=name, util_pct=_field(util),
-            mem_used=None if mem_used is None else int(mem_used * MIB),
-            mem_total=None if mem_total is None else int(mem_total * MIB),
-            power_w=_field(power), temp_c=_field(temp), processes=None))
+        out.append(
+            GpuSample(
+                uuid=uuid,
+                index=int(index),
+                cuda_index=len(out),
+                name=name,
+                util_pct=_field(util),
+                mem_used=None if mem_used is None else int(mem_used * MIB),
+                mem_total=None if mem_total is None else int(mem_total * MIB),
+                power_w=_field(power),
+                temp_c=_field(temp),
+                processes=None,
+            )
+        )
     return tuple(out)
 
 
@@ -200,8 +235,10 @@ def parse_smi_apps(text: str) -> dict[str, list[GpuProcess]]:
             continue
         used = _field(cols[3])
         out.setdefault(cols[0], []).append(
-            GpuProcess(int(cols[1]), cols[2].rsplit("/", 1)[-1],
-                       None if used is None else int(used * MIB)))
+            GpuProcess(
+                int(cols[1]), cols[2].rsplit("/", 1)[-1], None if used is None else int(used * MIB)
+            )
+        )
     return out
 
 
@@ -212,9 +249,11 @@ async def _call(run_command: Callable[[list[str]], Any], argv: tuple[str, ...]) 
     return result.decode(errors="replace") if isinstance(result, bytes) else str(result)
 
 
-async def sample_remote(run_command: Callable[[list[str]], bytes | Awaitable[bytes]],
-                        host: str = "", clock: Callable[[], float] = time.time
-                        ) -> TelemetrySnapshot:
+async def sample_remote(
+    run_command: Callable[[list[str]], bytes | Awaitable[bytes]],
+    host: str = "",
+    clock: Callable[[], float] = time.time,
+) -> TelemetrySnapshot:
     """The same snapshot from nvidia-smi and /proc/meminfo on the far side."""
     gpus: tuple[GpuSample, ...] | None = None
     try:
@@ -238,8 +277,16 @@ async def sample_remote(run_command: Callable[[list[str]], bytes | Awaitable[byt
             ram = HostRam(parsed[0], parsed[1], "remote meminfo")
     except Exception as exc:  # the link failed: RAM is unknown this time
         ram_reason = f"remote /proc/meminfo: {_why(exc, ('cat', '/proc/meminfo'))}"
-    return TelemetrySnapshot(clock(), gpus, gpu_reason, ram, ram_reason, None,
-                             "remote run: engine process not sampled", host)
+    return TelemetrySnapshot(
+        clock(),
+        gpus,
+        gpu_reason,
+        ram,
+        ram_reason,
+        None,
+        "remote run: engine process not sampled",
+        host,
+    )
 
 
 def _why(exc: BaseException, argv: tuple[str, ...]) -> str:

@@ -9,5 +9,13 @@ from fontaine_tui.core.launch.alerts import RunWarning, WarningBook, evaluate
 from fontaine_tui.core.launch.launcher import EngineProcess, ExitInfo
 from fontaine_tui.core.launch.registry import Entry, Registry, live_status
 
-__all__ = ["EngineProcess", "Entry", "ExitInfo", "Registry", "RunWarning", "WarningBook",
-           "evaluate", "live_status"]
+__all__ = [
+    "EngineProcess",
+    "Entry",
+    "ExitInfo",
+    "Registry",
+    "RunWarning",
+    "WarningBook",
+    "evaluate",
+    "live_status",
+]

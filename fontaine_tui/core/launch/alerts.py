@@ -88,16 +88,23 @@ def _fmt_s(x: float) -> str:
 # -- the rules -----------------------------------------------------------------------------
 
 
-def first_poll(store: RunStore, telemetry: TelemetrySnapshot | None, gates: Mapping[str, object],
-               now: float, process: ExitInfo | None, ctx: RunContext) -> RunWarning | None:
+def first_poll(
+    store: RunStore,
+    telemetry: TelemetrySnapshot | None,
+    gates: Mapping[str, object],
+    now: float,
+    process: ExitInfo | None,
+    ctx: RunContext,
+) -> RunWarning | None:
     """The first look once training runs: util, s/step and free RAM."""
     n = len(store.steps)
     if n < FIRST_POLL_RECORDS:
         return None
     numbers: dict[str, float] = {"records": float(n)}
     parts = []
-    rates = [x for x in store.columns["step_s"][1:FIRST_POLL_RECORDS + WINDOW]
-             if math.isfinite(x)]  # a foreign log without times has none
+    rates = [
+        x for x in store.columns["step_s"][1 : FIRST_POLL_RECORDS + WINDOW] if math.isfinite(x)
+    ]  # a foreign log without times has none
     if rates:
         numbers["step_s"] = step_s = statistics.median(rates)
         parts.append(f"s/step {_fmt_s(step_s)}")
@@ -109,8 +116,9 @@ def first_poll(store: RunStore, telemetry: TelemetrySnapshot | None, gates: Mapp
         parts.append(telemetry.gpu_status)
     if telemetry is not None and telemetry.ram is not None:
         numbers["ram_available"] = float(telemetry.ram.available)
-        parts.append(f"RAM free {gib(telemetry.ram.available)} of "
-                     f"{gib(telemetry.ram.total, unit=False)}")
+        parts.append(
+            f"RAM free {gib(telemetry.ram.available)} of {gib(telemetry.ram.total, unit=False)}"
+        )
     return _w("first-poll", "info", now, "first poll: " + ", ".join(parts), **numbers)
 
 
@@ -129,52 +137,87 @@ def data_starved(store: RunStore, gates: Mapping[str, object]) -> tuple[float, f
     return (frac, gate) if frac is not None and gate is not None and frac > gate else None
 
 
-def starvation(store: RunStore, telemetry: TelemetrySnapshot | None,
-               gates: Mapping[str, object], now: float, process: ExitInfo | None,
-               ctx: RunContext) -> RunWarning | None:
+def starvation(
+    store: RunStore,
+    telemetry: TelemetrySnapshot | None,
+    gates: Mapping[str, object],
+    now: float,
+    process: ExitInfo | None,
+    ctx: RunContext,
+) -> RunWarning | None:
     """Waiting for data over starvation_data_frac of the step, or GPU util under gpu_util_min
     while training."""
     starved = data_starved(store, gates)
     if starved is not None:
         frac, frac_gate = starved
-        return _w("starvation", "warn", now,
-                  f"input starvation: waiting for data {frac:.0%} of step time over the "
-                  f"last {min(WINDOW, len(store.steps))} steps (gate {frac_gate:.0%})",
-                  data_frac=frac, gate=frac_gate)
+        return _w(
+            "starvation",
+            "warn",
+            now,
+            f"input starvation: waiting for data {frac:.0%} of step time over the "
+            f"last {min(WINDOW, len(store.steps))} steps (gate {frac_gate:.0%})",
+            data_frac=frac,
+            gate=frac_gate,
+        )
     util_gate = gate_of(gates, "gpu_util_min")
     # a foreign run's trainer need not be what uses this host's GPU, nor is its data wait
     # known: the GPU says nothing about its input
     util = telemetry.gpu_util() if telemetry and not ctx.foreign else None
-    if util is not None and util_gate is not None and process is None and store.steps \
-            and util < util_gate:
-        return _w("starvation", "warn", now,
-                  f"input starvation: GPU util {util:.0f} % while training (gate "
-                  f"{util_gate:.0f} %)", gpu_util_pct=util, gate=util_gate)
+    if (
+        util is not None
+        and util_gate is not None
+        and process is None
+        and store.steps
+        and util < util_gate
+    ):
+        return _w(
+            "starvation",
+            "warn",
+            now,
+            f"input starvation: GPU util {util:.0f} % while training (gate {util_gate:.0f} %)",
+            gpu_util_pct=util,
+            gate=util_gate,
+        )
     return None
 
 
-def ram_pressure(store: RunStore, telemetry: TelemetrySnapshot | None,
-                 gates: Mapping[str, object], now: float, process: ExitInfo | None,
-                 ctx: RunContext) -> RunWarning | None:
+def ram_pressure(
+    store: RunStore,
+    telemetry: TelemetrySnapshot | None,
+    gates: Mapping[str, object],
+    now: float,
+    process: ExitInfo | None,
+    ctx: RunContext,
+) -> RunWarning | None:
     if telemetry is None or telemetry.ram is None or telemetry.ram.total <= 0:
         return None
     frac = telemetry.ram.available / telemetry.ram.total
     alert, warn = gate_of(gates, "ram_alert_frac"), gate_of(gates, "ram_warn_frac")
     for severity, gate in (("alert", alert), ("warn", warn)):
         if gate is not None and frac < gate:
-            return _w("ram", severity, now,
-                      f"RAM pressure: {frac:.1%} available "
-                      f"({gib(telemetry.ram.available, 2)} of "
-                      f"{gib(telemetry.ram.total, unit=False)}, {telemetry.ram.source}); "
-                      f"{severity} under {gate:.0%}",
-                      available_frac=frac, gate=gate,
-                      available=float(telemetry.ram.available))
+            return _w(
+                "ram",
+                severity,
+                now,
+                f"RAM pressure: {frac:.1%} available "
+                f"({gib(telemetry.ram.available, 2)} of "
+                f"{gib(telemetry.ram.total, unit=False)}, {telemetry.ram.source}); "
+                f"{severity} under {gate:.0%}",
+                available_frac=frac,
+                gate=gate,
+                available=float(telemetry.ram.available),
+            )
     return None
 
 
-def slow_steps(store: RunStore, telemetry: TelemetrySnapshot | None,
-               gates: Mapping[str, object], now: float, process: ExitInfo | None,
-               ctx: RunContext) -> RunWarning | None:
+def slow_steps(
+    store: RunStore,
+    telemetry: TelemetrySnapshot | None,
+    gates: Mapping[str, object],
+    now: float,
+    process: ExitInfo | None,
+    ctx: RunContext,
+) -> RunWarning | None:
     """Median s/step over the recent window above the preset's estimate."""
     high = gate_of(gates, "step_s_estimate_max")
     recent = _recent(store, "step_s")
@@ -186,16 +229,26 @@ def slow_steps(store: RunStore, telemetry: TelemetrySnapshot | None,
     low = gate_of(gates, "step_s_estimate_min")
     span = f"{_fmt_s(low)}–{_fmt_s(high)}" if low is not None else f"≤ {_fmt_s(high)}"
     hardware = str(gates.get("step_s_estimate_hardware") or "the reference hardware")
-    return _w("slow-steps", "warn", now,
-              f"s/step {_fmt_s(median)} is above the estimate {span}; the estimate is for "
-              f"{hardware}, not necessarily this host", step_s=median, estimate_max=high)
+    return _w(
+        "slow-steps",
+        "warn",
+        now,
+        f"s/step {_fmt_s(median)} is above the estimate {span}; the estimate is for "
+        f"{hardware}, not necessarily this host",
+        step_s=median,
+        estimate_max=high,
+    )
 
 
-def gpu_hours_used(store: RunStore, now: float, process: ExitInfo | None,
-                   ctx: RunContext) -> float | None:
+def gpu_hours_used(
+    store: RunStore, now: float, process: ExitInfo | None, ctx: RunContext
+) -> float | None:
     """GPU-hours = wall hours since launch x GPUs held; None on CPU or before a start."""
-    start = ctx.launched_at if ctx.launched_at is not None else (
-        store.metas[0].time if store.metas else None)
+    start = (
+        ctx.launched_at
+        if ctx.launched_at is not None
+        else (store.metas[0].time if store.metas else None)
+    )
     if ctx.gpus_used <= 0 or start is None:
         return None
     end = now
@@ -205,9 +258,14 @@ def gpu_hours_used(store: RunStore, now: float, process: ExitInfo | None,
     return max(0.0, end - start) / 3600.0 * ctx.gpus_used
 
 
-def gpu_hours(store: RunStore, telemetry: TelemetrySnapshot | None,
-              gates: Mapping[str, object], now: float, process: ExitInfo | None,
-              ctx: RunContext) -> RunWarning | None:
+def gpu_hours(
+    store: RunStore,
+    telemetry: TelemetrySnapshot | None,
+    gates: Mapping[str, object],
+    now: float,
+    process: ExitInfo | None,
+    ctx: RunContext,
+) -> RunWarning | None:
     """GPU-hours against the gate: warn past its warn fraction, alert at the gate."""
     gate = gate_of(gates, "gpu_hours")
     used = gpu_hours_used(store, now, process, ctx)
@@ -217,18 +275,32 @@ def gpu_hours(store: RunStore, telemetry: TelemetrySnapshot | None,
     numbers = {"gpu_hours": used, "gate": gate, "gpus": float(ctx.gpus_used)}
     eps = 1e-9 * gate  # 0.8 x 12 is 9.600000000000001: at the bound counts
     if used >= gate - eps:
-        return _w("gpu-hours", "alert", now,
-                  f"GPU-hours {used:.2f} reached the gate {gate:g} ({ctx.gpus_used} GPU(s))",
-                  **numbers)
+        return _w(
+            "gpu-hours",
+            "alert",
+            now,
+            f"GPU-hours {used:.2f} reached the gate {gate:g} ({ctx.gpus_used} GPU(s))",
+            **numbers,
+        )
     if used >= warn * gate - eps:
-        return _w("gpu-hours", "warn", now,
-                  f"GPU-hours {used:.2f} past {warn:.0%} of the gate {gate:g} "
-                  f"({ctx.gpus_used} GPU(s))", **numbers)
+        return _w(
+            "gpu-hours",
+            "warn",
+            now,
+            f"GPU-hours {used:.2f} past {warn:.0%} of the gate {gate:g} ({ctx.gpus_used} GPU(s))",
+            **numbers,
+        )
     return None
 
 
-def stall(store: RunStore, telemetry: TelemetrySnapshot | None, gates: Mapping[str, object],
-          now: float, process: ExitInfo | None, ctx: RunContext) -> RunWarning | None:
+def stall(
+    store: RunStore,
+    telemetry: TelemetrySnapshot | None,
+    gates: Mapping[str, object],
+    now: float,
+    process: ExitInfo | None,
+    ctx: RunContext,
+) -> RunWarning | None:
     """No record for stall_factor x the median interval (at least stall_min_s) while running:
     one line of what most likely happens and where to look (stall.py has the precedence).
     A run whose log ended (an `end` or `error` event, no resume after it), or a run with its
@@ -241,21 +313,28 @@ def stall(store: RunStore, telemetry: TelemetrySnapshot | None, gates: Mapping[s
     # a foreign run's process is ours to sample (and its output engine.out.log) only when
     # this console launched it
     ours = not ctx.foreign or (telemetry is not None and telemetry.engine_pid is not None)
-    d = diagnose(quiet, telemetry, ctx.ram_history, ctx.state_history, ctx.gpus_used,
-                 engine=ours)
+    d = diagnose(quiet, telemetry, ctx.ram_history, ctx.state_history, ctx.gpus_used, engine=ours)
     return _w("stall", d.severity, now, d.message, **d.numbers)
 
 
 def logged_over(store: RunStore) -> bool:
     """The log says the run is over: its last event is an `end` or an `error` (a resume or
     start after one is a later event)."""
-    return store.ended_at is not None or bool(store.events) and store.events[-1].event in (
-        "end", "error")
+    return (
+        store.ended_at is not None
+        or bool(store.events)
+        and store.events[-1].event in ("end", "error")
+    )
 
 
-def nonfinite_loss(store: RunStore, telemetry: TelemetrySnapshot | None,
-                   gates: Mapping[str, object], now: float, process: ExitInfo | None,
-                   ctx: RunContext) -> RunWarning | None:
+def nonfinite_loss(
+    store: RunStore,
+    telemetry: TelemetrySnapshot | None,
+    gates: Mapping[str, object],
+    now: float,
+    process: ExitInfo | None,
+    ctx: RunContext,
+) -> RunWarning | None:
     """A non-finite loss in the recent records: the engine's losses, or a foreign run's one
     loss (the [source]'s train loss; the engine's columns are not there to read)."""
     n = len(store.steps)
@@ -264,15 +343,24 @@ def nonfinite_loss(store: RunStore, telemetry: TelemetrySnapshot | None,
         for name in fields:
             x = store.columns[name][i]
             if not math.isfinite(x):
-                return _w("nan-loss", "alert", now,
-                          f"{name} is {x!r} at step {store.steps[i]}",
-                          step=float(store.steps[i]))
+                return _w(
+                    "nan-loss",
+                    "alert",
+                    now,
+                    f"{name} is {x!r} at step {store.steps[i]}",
+                    step=float(store.steps[i]),
+                )
     return None
 
 
-def exited_early(store: RunStore, telemetry: TelemetrySnapshot | None,
-                 gates: Mapping[str, object], now: float, process: ExitInfo | None,
-                 ctx: RunContext) -> RunWarning | None:
+def exited_early(
+    store: RunStore,
+    telemetry: TelemetrySnapshot | None,
+    gates: Mapping[str, object],
+    now: float,
+    process: ExitInfo | None,
+    ctx: RunContext,
+) -> RunWarning | None:
     """The engine is gone before recipe.steps: an incident, with the last step."""
     if process is None:
         return None
@@ -281,16 +369,25 @@ def exited_early(store: RunStore, telemetry: TelemetrySnapshot | None,
         return None
     severity = "warn" if process.status == "stopped" else "alert"
     resume = "" if ctx.foreign else ". Continue it with `fontaine-tui launch PRESET --resume`"
-    return _w("exited-early", severity, now,
-              f"run ended early at step {last} of {ctx.steps}: {process.describe()}{resume}",
-              last_step=float(last), steps=float(ctx.steps),
-              checkpoint_step=float(-1 if process.checkpoint_step is None
-                                    else process.checkpoint_step))
+    return _w(
+        "exited-early",
+        severity,
+        now,
+        f"run ended early at step {last} of {ctx.steps}: {process.describe()}{resume}",
+        last_step=float(last),
+        steps=float(ctx.steps),
+        checkpoint_step=float(-1 if process.checkpoint_step is None else process.checkpoint_step),
+    )
 
 
-def left_envelope(store: RunStore, telemetry: TelemetrySnapshot | None,
-                  gates: Mapping[str, object], now: float, process: ExitInfo | None,
-                  ctx: RunContext) -> RunWarning | None:
+def left_envelope(
+    store: RunStore,
+    telemetry: TelemetrySnapshot | None,
+    gates: Mapping[str, object],
+    now: float,
+    process: ExitInfo | None,
+    ctx: RunContext,
+) -> RunWarning | None:
     """The latest probe's read lies outside a group's envelope of banked comparators at the
     same step (the envelope drawn on the probes chart)."""
     if not ctx.envelopes or not store.probes:
@@ -310,28 +407,52 @@ def left_envelope(store: RunStore, telemetry: TelemetrySnapshot | None,
         lo, hi = band.lo[i], band.hi[i]
         if x < lo or x > hi:
             side = "below" if x < lo else "above"
-            return _w("left-envelope", "warn", now,
-                      f"the run left the {band.label} at step {step}: {ctx.read} {x:+.4f} is "
-                      f"{side} [{lo:+.4f}, {hi:+.4f}]", step=float(step), value=x)
+            return _w(
+                "left-envelope",
+                "warn",
+                now,
+                f"the run left the {band.label} at step {step}: {ctx.read} {x:+.4f} is "
+                f"{side} [{lo:+.4f}, {hi:+.4f}]",
+                step=float(step),
+                value=x,
+            )
     return None
 
 
 Rule = Callable[..., RunWarning | None]
-RULES: tuple[Rule, ...] = (first_poll, starvation, ram_pressure, slow_steps, gpu_hours, stall,
-                           nonfinite_loss, exited_early, left_envelope)
+RULES: tuple[Rule, ...] = (
+    first_poll,
+    starvation,
+    ram_pressure,
+    slow_steps,
+    gpu_hours,
+    stall,
+    nonfinite_loss,
+    exited_early,
+    left_envelope,
+)
 STICKY = ("first-poll",)  # a report: the first reading is kept, not recomputed
 
 
-def run_rules(store: RunStore, telemetry: TelemetrySnapshot | None,
-              gates: Mapping[str, object], now: float, process: ExitInfo | None,
-              ctx: RunContext) -> list[RunWarning]:
+def run_rules(
+    store: RunStore,
+    telemetry: TelemetrySnapshot | None,
+    gates: Mapping[str, object],
+    now: float,
+    process: ExitInfo | None,
+    ctx: RunContext,
+) -> list[RunWarning]:
     """Every rule once, most severe first (`since` is `now`: a WarningBook sets it)."""
     out = [w for rule in RULES if (w := rule(store, telemetry, gates, now, process, ctx))]
     return sorted(out, key=lambda w: -SEVERITIES.index(w.severity))
 
 
-def context_for(store: RunStore, preset: Preset, telemetry: TelemetrySnapshot | None = None,
-                launched_at: float | None = None) -> RunContext:
+def context_for(
+    store: RunStore,
+    preset: Preset,
+    telemetry: TelemetrySnapshot | None = None,
+    launched_at: float | None = None,
+) -> RunContext:
     """GPUs held: the engine's own meta record says (device, world size); before it, the
     preset's platform, counted only where telemetry shows GPUs."""
     if store.metas:
@@ -344,27 +465,54 @@ def context_for(store: RunStore, preset: Preset, telemetry: TelemetrySnapshot | 
     spec = preset.verdict
     if preset.foreign:  # its probes come when the preset says, if it does; no checkpoints
         every = preset.stated_every[0] if preset.stated_every else 0
-        return RunContext(int(preset.recipe["steps"]), launched_at, gpus,
-                          banked_series(preset, False)[1], spec.metric, spec.anchor_step,
-                          spec.read, every, 0, foreign=True)
-    return RunContext(int(preset.recipe["steps"]), launched_at, gpus,
-                      banked_series(preset, False)[1], spec.metric, spec.anchor_step, spec.read,
-                      int(preset.recipe.get("eval_every") or 0),
-                      int(preset.recipe.get("save_every") or 0))
+        return RunContext(
+            int(preset.recipe["steps"]),
+            launched_at,
+            gpus,
+            banked_series(preset, False)[1],
+            spec.metric,
+            spec.anchor_step,
+            spec.read,
+            every,
+            0,
+            foreign=True,
+        )
+    return RunContext(
+        int(preset.recipe["steps"]),
+        launched_at,
+        gpus,
+        banked_series(preset, False)[1],
+        spec.metric,
+        spec.anchor_step,
+        spec.read,
+        int(preset.recipe.get("eval_every") or 0),
+        int(preset.recipe.get("save_every") or 0),
+    )
 
 
-def evaluate(book: WarningBook, store: RunStore, preset: Preset,
-             telemetry: TelemetrySnapshot | None, now: float, process: ExitInfo | None = None,
-             launched_at: float | None = None, finished: bool = False,
-             settling: bool = False) -> list[RunWarning]:
+def evaluate(
+    book: WarningBook,
+    store: RunStore,
+    preset: Preset,
+    telemetry: TelemetrySnapshot | None,
+    now: float,
+    process: ExitInfo | None = None,
+    launched_at: float | None = None,
+    finished: bool = False,
+    settling: bool = False,
+) -> list[RunWarning]:
     """The active warnings now, each with its first-seen time (the console's one call). The
     book records the snapshot first, so the rules see it in the history too. `finished`:
     the run's final read is in (a foreign run with no end event of its own is then over);
     `settling`: a foreign source's last step may still be held (RunContext)."""
     book.observe(telemetry)
-    ctx = replace(context_for(store, preset, telemetry, launched_at),
-                  ram_history=book.ram_history, state_history=book.state_history,
-                  finished=finished, settling=settling)
+    ctx = replace(
+        context_for(store, preset, telemetry, launched_at),
+        ram_history=book.ram_history,
+        state_history=book.state_history,
+        finished=finished,
+        settling=settling,
+    )
     return book.update(run_rules(store, telemetry, preset.gates, now, process, ctx))
 
 
@@ -410,8 +558,11 @@ class WarningBook:
         for rule in STICKY:  # a report stays once made
             if rule in self._active and rule not in now_active:
                 now_active[rule] = self._active[rule]
-        new = [w for r, w in now_active.items() if r not in self._active
-               or self._active[r].severity != w.severity]
+        new = [
+            w
+            for r, w in now_active.items()
+            if r not in self._active or self._active[r].severity != w.severity
+        ]
         self._active = now_active
         self.last_new = new
         return sorted(now_active.values(), key=lambda w: -SEVERITIES.index(w.severity))

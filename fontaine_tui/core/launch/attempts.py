@@ -29,8 +29,17 @@ from fontaine_tui.core.runfolder import RunFolder
 from fontaine_tui.core.text import literal
 from fontaine_tui.core.verdict.prereg import utc_iso
 
-__all__ = ["CAUSES", "KINDS", "Attempt", "begin", "cause_of", "end", "open_attempt",
-           "read_attempts", "reattach"]
+__all__ = [
+    "CAUSES",
+    "KINDS",
+    "Attempt",
+    "begin",
+    "cause_of",
+    "end",
+    "open_attempt",
+    "read_attempts",
+    "reattach",
+]
 
 KINDS = ("launch", "resume")
 
@@ -76,13 +85,19 @@ class Attempt:
         code = "" if self.exit_code is None else f", exit {self.exit_code}"
         sig = "" if self.signal is None else f", {self.signal}"
         what = f"slurm job {self.job}" if self.job else f"pid {self.pid}"
-        return (f"attempt {self.number} ({self.kind}, {what}, {self.began_at}): "
-                f"{self.cause}{step}{code}{sig}" + (f": {literal(self.detail)}"
-                                                    if self.detail else ""))
+        return (
+            f"attempt {self.number} ({self.kind}, {what}, {self.began_at}): "
+            f"{self.cause}{step}{code}{sig}" + (f": {literal(self.detail)}" if self.detail else "")
+        )
 
 
-def begin(folder: RunFolder, kind: str, engine: EngineProcess | SlurmJob,
-          host: str | None = None, clock: Callable[[], float] = time.time) -> int:
+def begin(
+    folder: RunFolder,
+    kind: str,
+    engine: EngineProcess | SlurmJob,
+    host: str | None = None,
+    clock: Callable[[], float] = time.time,
+) -> int:
     """Record that `engine` (just started, or resumed, or a Slurm job just submitted) is
     attempt N of the run; returns N."""
     if kind not in KINDS:
@@ -91,12 +106,19 @@ def begin(folder: RunFolder, kind: str, engine: EngineProcess | SlurmJob,
     def line(records: list[dict[str, Any]]) -> dict[str, Any]:
         numbers = [r["attempt"] for r in records if r["event"] == "begin"]
         base = engine.memory.baseline()
-        rec: dict[str, Any] = {"event": "begin", "attempt": max(numbers, default=0) + 1, "kind": kind,
-                "pid": engine.pid, "pid_started": engine.started,
-                "host": host or socket.gethostname(), "at": utc_iso(clock()),
-                "log_offset": engine.since[0], "out_offset": engine.since[1],
-                "cgroup": base["cgroup"],
-                "vmstat_oom_kill_at_start": base["vmstat_oom_kill_at_start"]}
+        rec: dict[str, Any] = {
+            "event": "begin",
+            "attempt": max(numbers, default=0) + 1,
+            "kind": kind,
+            "pid": engine.pid,
+            "pid_started": engine.started,
+            "host": host or socket.gethostname(),
+            "at": utc_iso(clock()),
+            "log_offset": engine.since[0],
+            "out_offset": engine.since[1],
+            "cgroup": base["cgroup"],
+            "vmstat_oom_kill_at_start": base["vmstat_oom_kill_at_start"],
+        }
         if isinstance(engine, SlurmJob):
             rec["job"] = engine.job
         return rec
@@ -106,8 +128,9 @@ def begin(folder: RunFolder, kind: str, engine: EngineProcess | SlurmJob,
     return int(rec["attempt"])
 
 
-def end(folder: RunFolder, attempt: int, info: ExitInfo,
-        clock: Callable[[], float] = time.time) -> bool:
+def end(
+    folder: RunFolder, attempt: int, info: ExitInfo, clock: Callable[[], float] = time.time
+) -> bool:
     """Record how attempt `attempt` ended; False (nothing written) when an end line for it is
     already there (two consoles saw the same exit)."""
     cause, detail = cause_of(info)
@@ -115,17 +138,28 @@ def end(folder: RunFolder, attempt: int, info: ExitInfo,
     def line(records: list[dict[str, Any]]) -> dict[str, Any] | None:
         if any(r["event"] == "end" and r["attempt"] == attempt for r in records):
             return None
-        return {"event": "end", "attempt": attempt, "cause": cause, "detail": detail,
-                "status": info.status, "last_step": info.last_step,
-                "checkpoint_step": info.checkpoint_step, "exit_code": info.code,
-                "signal": info.signal, "at": utc_iso(clock()),
-                "memory": None if info.memory is None else info.memory.as_dict()}
+        return {
+            "event": "end",
+            "attempt": attempt,
+            "cause": cause,
+            "detail": detail,
+            "status": info.status,
+            "last_step": info.last_step,
+            "checkpoint_step": info.checkpoint_step,
+            "exit_code": info.code,
+            "signal": info.signal,
+            "at": utc_iso(clock()),
+            "memory": None if info.memory is None else info.memory.as_dict(),
+        }
 
     return _append(folder, line) is not None
 
 
-def read_attempts(folder: RunFolder, host: str | None = None,
-                  alive: Callable[[int, float | None], bool] = pid_alive) -> list[Attempt]:
+def read_attempts(
+    folder: RunFolder,
+    host: str | None = None,
+    alive: Callable[[int, float | None], bool] = pid_alive,
+) -> list[Attempt]:
     """The attempts in the order they began. One without an end line is "running" while its
     pid (on this host) is alive, else "unknown"."""
     try:
@@ -146,29 +180,50 @@ def read_attempts(folder: RunFolder, host: str | None = None,
         elif i + 1 < len(begins):
             cause, detail = "unknown", "no end recorded; a later attempt began"
         elif isinstance(b.get("job"), str) and b["job"]:
-            cause, detail = "running", (f"slurm job {b['job']}: no end recorded yet "
-                                        f"(`fontaine-tui runs` asks the scheduler)")
+            cause, detail = (
+                "running",
+                (
+                    f"slurm job {b['job']}: no end recorded yet "
+                    f"(`fontaine-tui runs` asks the scheduler)"
+                ),
+            )
         elif str(b.get("host", "")) != here:
-            cause, detail = "unknown", (f"no end recorded; pid {pid} on {b.get('host')} is not "
-                                        "checked from here")
+            cause, detail = (
+                "unknown",
+                (f"no end recorded; pid {pid} on {b.get('host')} is not checked from here"),
+            )
         elif alive(pid, started):
             cause, detail = "running", f"pid {pid} alive"
         else:
-            cause, detail = "unknown", (f"no end recorded: pid {pid} is gone (no console saw "
-                                        "its exit)")
+            cause, detail = (
+                "unknown",
+                (f"no end recorded: pid {pid} is gone (no console saw its exit)"),
+            )
         cg = b.get("cgroup")
         mem = e.get("memory") if e is not None else None
-        out.append(Attempt(
-            b["attempt"], str(b.get("kind", "")), pid, started, str(b.get("host", "")),
-            str(b.get("at", "")), _int(b.get("log_offset")) or 0,
-            _int(b.get("out_offset")) or 0, cg if isinstance(cg, dict) else None,
-            _int(b.get("vmstat_oom_kill_at_start")), cause, detail,
-            _int(e.get("last_step")) if e else None, _int(e.get("checkpoint_step")) if e else None,
-            _int(e.get("exit_code")) if e else None,
-            str(e["signal"]) if e and isinstance(e.get("signal"), str) else None,
-            str(e.get("at", "")) if e else None,
-            MemoryEvidence.from_dict(mem) if isinstance(mem, dict) else None,
-            str(b["job"]) if isinstance(b.get("job"), str) else ""))
+        out.append(
+            Attempt(
+                b["attempt"],
+                str(b.get("kind", "")),
+                pid,
+                started,
+                str(b.get("host", "")),
+                str(b.get("at", "")),
+                _int(b.get("log_offset")) or 0,
+                _int(b.get("out_offset")) or 0,
+                cg if isinstance(cg, dict) else None,
+                _int(b.get("vmstat_oom_kill_at_start")),
+                cause,
+                detail,
+                _int(e.get("last_step")) if e else None,
+                _int(e.get("checkpoint_step")) if e else None,
+                _int(e.get("exit_code")) if e else None,
+                str(e["signal"]) if e and isinstance(e.get("signal"), str) else None,
+                str(e.get("at", "")) if e else None,
+                MemoryEvidence.from_dict(mem) if isinstance(mem, dict) else None,
+                str(b["job"]) if isinstance(b.get("job"), str) else "",
+            )
+        )
     return out
 
 
@@ -183,15 +238,21 @@ def reattach(folder: RunFolder, attempt: Attempt) -> EngineProcess | SlurmJob:
     attempt's own start: its offsets in the log and output, and its OOM-kill counters."""
     if attempt.job:
         return SlurmJob(folder, attempt.job, attempt.since)
-    return EngineProcess.reattach(folder, attempt.pid, attempt.pid_started, attempt.since,
-                                  MemoryWatch.restore(attempt.pid, attempt.baseline()))
+    return EngineProcess.reattach(
+        folder,
+        attempt.pid,
+        attempt.pid_started,
+        attempt.since,
+        MemoryWatch.restore(attempt.pid, attempt.baseline()),
+    )
 
 
 # -- the file --------------------------------------------------------------------------------
 
 
-def _append(folder: RunFolder, make: Callable[[list[dict[str, Any]]], dict[str, Any] | None]
-            ) -> dict[str, Any] | None:
+def _append(
+    folder: RunFolder, make: Callable[[list[dict[str, Any]]], dict[str, Any] | None]
+) -> dict[str, Any] | None:
     """Under an exclusive lock on the file: read it, and append make(records) unless None."""
     # never through a link planted in the folder: it would write where it points
     fd = os.open(folder.attempts, os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW, 0o644)
@@ -217,8 +278,11 @@ def _records(data: bytes) -> list[dict[str, Any]]:
             rec = json.loads(raw)
         except ValueError:
             continue
-        if (isinstance(rec, dict) and rec.get("event") in ("begin", "end")
-                and isinstance(rec.get("attempt"), int)):
+        if (
+            isinstance(rec, dict)
+            and rec.get("event") in ("begin", "end")
+            and isinstance(rec.get("attempt"), int)
+        ):
             out.append(rec)
     return out
 

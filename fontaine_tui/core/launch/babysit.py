@@ -44,8 +44,11 @@ class Cadence:
     @classmethod
     def of(cls, preset: Preset) -> Cadence:
         b = preset.babysit
-        return cls(int(b.get("first_poll_steps", 0)), 60.0 * float(b.get("first_poll_minutes", 0)),
-                   60.0 * float(b.get("cadence_minutes", 30.0)))
+        return cls(
+            int(b.get("first_poll_steps", 0)),
+            60.0 * float(b.get("first_poll_minutes", 0)),
+            60.0 * float(b.get("cadence_minutes", 30.0)),
+        )
 
 
 class PollClock:
@@ -53,22 +56,31 @@ class PollClock:
     since launch, whichever comes first; with neither set, at the first s/step reading (the
     first-poll rule's). Then every `every_s` after the previous one."""
 
-    def __init__(self, cadence: Cadence, launched_at: float | None = None,
-                 last: float | None = None, count: int = 0) -> None:
+    def __init__(
+        self,
+        cadence: Cadence,
+        launched_at: float | None = None,
+        last: float | None = None,
+        count: int = 0,
+    ) -> None:
         self.cadence, self.launched_at = cadence, launched_at
         self.last, self.count = last, count
 
     def due(self, store: RunStore, now: float) -> str | None:
-        """"first", "cadence" or None."""
+        """ "first", "cadence" or None."""
         c = self.cadence
         if self.last is None:
             step = store.last_step
             by_steps = c.first_steps > 0 and step >= c.first_steps
-            start = self.launched_at if self.launched_at is not None else (
-                store.metas[0].time if store.metas else None)
+            start = (
+                self.launched_at
+                if self.launched_at is not None
+                else (store.metas[0].time if store.metas else None)
+            )
             by_time = c.first_s > 0 and start is not None and now - start >= c.first_s
-            by_rate = (c.first_steps == 0 and c.first_s == 0
-                       and len(store.steps) >= FIRST_POLL_RECORDS)
+            by_rate = (
+                c.first_steps == 0 and c.first_s == 0 and len(store.steps) >= FIRST_POLL_RECORDS
+            )
             return "first" if by_steps or by_time or by_rate else None
         return "cadence" if now - self.last >= c.every_s else None
 
@@ -82,37 +94,57 @@ def step_time(store: RunStore) -> float | None:
     return statistics.median(xs) if xs else None
 
 
-def poll_record(kind: str, store: RunStore, telemetry: TelemetrySnapshot | None,
-                verdict: Verdict, warnings: Sequence[RunWarning], now: float, steps: int,
-                watcher: str, gpu_hours: float | None = None) -> dict[str, object]:
+def poll_record(
+    kind: str,
+    store: RunStore,
+    telemetry: TelemetrySnapshot | None,
+    verdict: Verdict,
+    warnings: Sequence[RunWarning],
+    now: float,
+    steps: int,
+    watcher: str,
+    gpu_hours: float | None = None,
+) -> dict[str, object]:
     """What one poll saw, as babysit.jsonl's line (numbers that could not be read: null)."""
     ram = telemetry.ram if telemetry is not None else None
     shown = [w for w in warnings if w.rule != "first-poll"]
     level = max((w.severity for w in shown), key=SEVERITIES.index, default="info")
     return {
-        "time": now, "at": utc_iso(now), "kind": kind, "watcher": watcher, "level": level,
-        "step": store.last_step, "steps": steps, "s_per_step": step_time(store),
+        "time": now,
+        "at": utc_iso(now),
+        "kind": kind,
+        "watcher": watcher,
+        "level": level,
+        "step": store.last_step,
+        "steps": steps,
+        "s_per_step": step_time(store),
         "gpu_util_pct": telemetry.gpu_util() if telemetry is not None else None,
         "gpu_status": telemetry.gpu_status if telemetry is not None else "no telemetry",
         "ram_available": ram.available if ram is not None else None,
         "ram_total": ram.total if ram is not None else None,
-        "data_wait": data_wait_of(store), "gpu_hours": gpu_hours,
-        "verdict": verdict.label, "provisional": verdict.provisional,
-        "read_step": verdict.read_step, "headline": headline(verdict),
-        "warnings": [{"rule": w.rule, "severity": w.severity, "message": w.message}
-                     for w in shown],
+        "data_wait": data_wait_of(store),
+        "gpu_hours": gpu_hours,
+        "verdict": verdict.label,
+        "provisional": verdict.provisional,
+        "read_step": verdict.read_step,
+        "headline": headline(verdict),
+        "warnings": [{"rule": w.rule, "severity": w.severity, "message": w.message} for w in shown],
     }
 
 
 def poll_text(rec: Mapping[str, object]) -> str:
     """The poll as the notification's text: one line of numbers, then each warning."""
+
     def num(key: str, fmt: str) -> str | None:
         x = rec.get(key)
         return fmt.format(x) if isinstance(x, (int, float)) and math.isfinite(x) else None
 
-    parts = [f"step {rec['step']}/{rec['steps']}", num("s_per_step", "{:.3g} s/step"),
-             num("gpu_util_pct", "GPU util {:.0f} %") or str(rec.get("gpu_status") or ""),
-             num("data_wait", "data wait {:.0%}")]
+    parts = [
+        f"step {rec['step']}/{rec['steps']}",
+        num("s_per_step", "{:.3g} s/step"),
+        num("gpu_util_pct", "GPU util {:.0f} %") or str(rec.get("gpu_status") or ""),
+        num("data_wait", "data wait {:.0%}"),
+    ]
     avail, total = rec.get("ram_available"), rec.get("ram_total")
     if isinstance(avail, int) and isinstance(total, int):
         parts.append(f"RAM free {gib(avail)} of {gib(total, unit=False)}")
@@ -161,13 +193,19 @@ def read_polls(path: Path) -> list[dict[str, Any]]:
     return [rec for rec in _lines(path) if rec.get("kind") != TOLD]
 
 
-def told_record(what: str, step: int, logged: float, now: float, watcher: str
-                ) -> dict[str, object]:
+def told_record(what: str, step: int, logged: float, now: float, watcher: str) -> dict[str, object]:
     """babysit.jsonl's line for a post that went out: `what` ("probe", "verdict") about the
     log's record at `step` written at `logged` (a record logged again after a resume is news
     again)."""
-    return {"time": now, "at": utc_iso(now), "kind": TOLD, "what": what, "step": step,
-            "logged": logged if math.isfinite(logged) else None, "watcher": watcher}
+    return {
+        "time": now,
+        "at": utc_iso(now),
+        "kind": TOLD,
+        "what": what,
+        "step": step,
+        "logged": logged if math.isfinite(logged) else None,
+        "watcher": watcher,
+    }
 
 
 def read_told(path: Path) -> set[tuple[str, int, float | None]]:
@@ -175,16 +213,25 @@ def read_told(path: Path) -> set[tuple[str, int, float | None]]:
     comes back (a console re-attached, a babysitter restarted) does not post it again."""
     out: set[tuple[str, int, float | None]] = set()
     for rec in _lines(path):
-        if rec.get("kind") == TOLD and isinstance(rec.get("step"), int) \
-                and isinstance(rec.get("what"), str):
+        if (
+            rec.get("kind") == TOLD
+            and isinstance(rec.get("step"), int)
+            and isinstance(rec.get("what"), str)
+        ):
             logged = rec.get("logged")
-            out.add((rec["what"], rec["step"],
-                     float(logged) if isinstance(logged, (int, float)) else None))
+            out.add(
+                (
+                    rec["what"],
+                    rec["step"],
+                    float(logged) if isinstance(logged, (int, float)) else None,
+                )
+            )
     return out
 
 
-def resumed_clock(cadence: Cadence, launched_at: float | None, path: Path,
-                  since: float | None = None) -> PollClock:
+def resumed_clock(
+    cadence: Cadence, launched_at: float | None, path: Path, since: float | None = None
+) -> PollClock:
     """A clock that carries on from the polls already in babysit.jsonl (a watcher restarted
     does not poll "first" again); `since`: polls before this time (an earlier attempt's)
     do not count."""

@@ -49,8 +49,10 @@ def command_cwd(preset: Preset, launch_cwd: Path) -> Path:
     path = Path(spec.cwd or ".")
     path = (path if path.is_absolute() else launch_cwd / path).resolve()
     if not path.is_dir():
-        raise InputError(f"{preset.path}: command.cwd: {literal(spec.cwd or '.')}: expected a "
-                         f"folder, {literal(str(path))} is not one")
+        raise InputError(
+            f"{preset.path}: command.cwd: {literal(spec.cwd or '.')}: expected a "
+            f"folder, {literal(str(path))} is not one"
+        )
     return path
 
 
@@ -59,16 +61,16 @@ def _script(spec: CommandSpec, cwd: Path) -> Path:
     return (path if path.is_absolute() else cwd / path).absolute()
 
 
-def command_argv(preset: Preset, folder: Path, resume: bool, cwd: Path | None = None
-                 ) -> list[str]:
+def command_argv(preset: Preset, folder: Path, resume: bool, cwd: Path | None = None) -> list[str]:
     """The command line: argv (resume_argv with --resume) with {output_dir} as the absolute
     run folder, or `bash SCRIPT`."""
     spec = spec_of(preset)
     out = str(folder.absolute())
     if resume:
         if not spec.resume_argv:
-            raise InputError(f"{preset.path}: [command] has no resume_argv: this run cannot "
-                             "be resumed")
+            raise InputError(
+                f"{preset.path}: [command] has no resume_argv: this run cannot be resumed"
+            )
         return [substitute(a, out) for a in spec.resume_argv]
     if spec.script:
         return ["bash", str(_script(spec, cwd or command_cwd(preset, Path.cwd())))]
@@ -104,8 +106,11 @@ def file_record(path: Path) -> dict[str, object] | None:
     if not _is_file(path):
         return None
     if st.st_size > HASH_MOST:
-        return {"size": st.st_size, "mtime_ns": st.st_mtime_ns,
-                "note": f"over {HASH_MOST >> 20} MiB: not hashed"}
+        return {
+            "size": st.st_size,
+            "mtime_ns": st.st_mtime_ns,
+            "note": f"over {HASH_MOST >> 20} MiB: not hashed",
+        }
     digest = hashlib.sha256()
     try:
         with open_regular(path) as fh:
@@ -153,9 +158,14 @@ def code_root(spec: CommandSpec, argv: list[str], cwd: Path) -> Path:
 
 def _git(args: list[str], where: Path) -> bytes:
     """git's stdout; CalledProcessError, FileNotFoundError or TimeoutExpired as run raises."""
-    return subprocess.run(["git", "-C", str(where), *args], env=child_env(),
-                          stdin=subprocess.DEVNULL, capture_output=True, check=True,
-                          timeout=GIT_TIMEOUT_S).stdout
+    return subprocess.run(
+        ["git", "-C", str(where), *args],
+        env=child_env(),
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        check=True,
+        timeout=GIT_TIMEOUT_S,
+    ).stdout
 
 
 def git_state(where: Path, run_folder: Path | None = None) -> dict[str, object]:
@@ -174,8 +184,10 @@ def git_state(where: Path, run_folder: Path | None = None) -> dict[str, object]:
     except FileNotFoundError:
         return {"git": "git not found: the code's state is not recorded"}
     except subprocess.TimeoutExpired:
-        return {"git": f"git did not answer within {GIT_TIMEOUT_S:g} s: the code's state is "
-                       "not recorded"}
+        return {
+            "git": f"git did not answer within {GIT_TIMEOUT_S:g} s: the code's state is "
+            "not recorded"
+        }
     except subprocess.CalledProcessError:
         return {"git": "not a git checkout"}
     except OSError as exc:
@@ -193,8 +205,13 @@ def git_state(where: Path, run_folder: Path | None = None) -> dict[str, object]:
             digest.update(os.fsencode(os.readlink(path)))
         elif (record := file_record(path)) is not None:
             digest.update(repr(sorted(record.items())).encode())
-    return {"root": str(root), "commit": commit, "diff_sha256": digest.hexdigest(),
-            "dirty": bool(diff) or untracked > 0, "untracked": untracked}
+    return {
+        "root": str(root),
+        "commit": commit,
+        "diff_sha256": digest.hexdigest(),
+        "dirty": bool(diff) or untracked > 0,
+        "untracked": untracked,
+    }
 
 
 def _run_folders(root: Path, listed: bytes, run_folder: Path | None) -> list[Path]:
@@ -206,8 +223,9 @@ def _run_folders(root: Path, listed: bytes, run_folder: Path | None) -> list[Pat
     return out
 
 
-def command_provenance(preset: Preset, argv: list[str], cwd: Path, run_folder: Path
-                       ) -> dict[str, object]:
+def command_provenance(
+    preset: Preset, argv: list[str], cwd: Path, run_folder: Path
+) -> dict[str, object]:
     """What prereg.json freezes of a command: argv, cwd, env, the files named and the code
     (the run folder itself left out of it); with a block reference, the launcher's declared
     platform delta (check_block)."""
@@ -218,13 +236,19 @@ def command_provenance(preset: Preset, argv: list[str], cwd: Path, run_folder: P
         "code": git_state(code_root(spec, argv, cwd), run_folder),
     }
     if spec.block_reference:
-        out["platform_delta"] = check_block(_script(spec, cwd), _against(spec.block_reference,
-                                                                         cwd), spec.block_marker)
+        out["platform_delta"] = check_block(
+            _script(spec, cwd), _against(spec.block_reference, cwd), spec.block_marker
+        )
     return out
 
 
-def code_changes(frozen: Mapping[str, object], preset: Preset, argv: list[str], cwd: Path,
-                 run_folder: Path | None = None) -> list[str]:
+def code_changes(
+    frozen: Mapping[str, object],
+    preset: Preset,
+    argv: list[str],
+    cwd: Path,
+    run_folder: Path | None = None,
+) -> list[str]:
     """What changed since launch, as read now for --resume: each file frozen that argv (or
     the script) names now, the commit and the uncommitted changes; [] where nothing did."""
     spec = spec_of(preset)
@@ -238,22 +262,30 @@ def code_changes(frozen: Mapping[str, object], preset: Preset, argv: list[str], 
                 continue
             now = now_files.get(name)
             if now != was:
-                out.append(f"{literal(name)} changed under the run: launched with "
-                           f"{_file_word(was)}, now {_file_word(now)}")
+                out.append(
+                    f"{literal(name)} changed under the run: launched with "
+                    f"{_file_word(was)}, now {_file_word(now)}"
+                )
     was_code = frozen.get("code")
     if isinstance(was_code, Mapping) and was_code.get("root"):
         now_code = git_state(code_root(spec, argv, cwd), run_folder)
         if not now_code.get("root"):
-            out.append(f"the code's git checkout changed under the run: launched with "
-                       f"{_commit(was_code)}, now {now_code.get('git')}")
+            out.append(
+                f"the code's git checkout changed under the run: launched with "
+                f"{_commit(was_code)}, now {now_code.get('git')}"
+            )
         elif now_code.get("commit") != was_code.get("commit"):
-            out.append(f"the commit changed under the run: launched with {_commit(was_code)}, "
-                       f"now {_commit(now_code)}")
+            out.append(
+                f"the commit changed under the run: launched with {_commit(was_code)}, "
+                f"now {_commit(now_code)}"
+            )
         elif now_code.get("diff_sha256") != was_code.get("diff_sha256"):
             root = literal(str(now_code["root"]))
-            out.append(f"the uncommitted changes changed under the run: launched with diff "
-                       f"sha256 {str(was_code.get('diff_sha256'))[:12]}, now "
-                       f"{str(now_code.get('diff_sha256'))[:12]} ({root})")
+            out.append(
+                f"the uncommitted changes changed under the run: launched with diff "
+                f"sha256 {str(was_code.get('diff_sha256'))[:12]}, now "
+                f"{str(now_code.get('diff_sha256'))[:12]} ({root})"
+            )
     return out
 
 
@@ -270,7 +302,8 @@ def _file_word(record: object) -> str:
 def _commit(code: Mapping[str, object]) -> str:
     commit = str(code.get("commit") or "")
     return (f"git {commit[:12]}" if commit else "no commit") + (
-        " + uncommitted changes" if code.get("dirty") else "")
+        " + uncommitted changes" if code.get("dirty") else ""
+    )
 
 
 # -- the launcher block ---------------------------------------------------------------------
@@ -287,8 +320,10 @@ def _split(path: Path, marker: str) -> tuple[list[bytes], int]:
     for i, line in enumerate(lines):
         if line.rstrip(b"\r\n") == want:
             return lines, i
-    raise InputError(f"{path}: no line {literal(marker)!r} (command.block_marker): expected "
-                     "the marker line that starts the command block")
+    raise InputError(
+        f"{path}: no line {literal(marker)!r} (command.block_marker): expected "
+        "the marker line that starts the command block"
+    )
 
 
 ASSIGNMENT = re.compile(r"^(\s*(?:export\s+)?)([A-Za-z_][A-Za-z0-9_]*)=(.*)$")
@@ -300,8 +335,7 @@ def redacted(line: str) -> str:
     m = ASSIGNMENT.match(line)
     if m is not None and (is_secret(m.group(2)) or looks_secret(m.group(3))):
         return f"{m.group(1)}{m.group(2)}=<redacted>"
-    return "<redacted: the line holds what looks like a credential>" if looks_secret(line) \
-        else line
+    return "<redacted: the line holds what looks like a credential>" if looks_secret(line) else line
 
 
 def _shown(lines: list[bytes], i: int) -> str:
@@ -316,18 +350,23 @@ def check_block(script: Path, reference: Path, marker: str) -> list[str]:
     lines above the marker that differ from the reference's, as a small unified diff."""
     ours, at = _split(script, marker)
     theirs, ref_at = _split(reference, marker)
-    block, ref_block = ours[at + 1:], theirs[ref_at + 1:]
+    block, ref_block = ours[at + 1 :], theirs[ref_at + 1 :]
     if block != ref_block:
-        i = next((k for k, (a, b) in enumerate(zip(block, ref_block, strict=False))
-                  if a != b),
-                 min(len(block), len(ref_block)))
+        i = next(
+            (k for k, (a, b) in enumerate(zip(block, ref_block, strict=False)) if a != b),
+            min(len(block), len(ref_block)),
+        )
         raise InputError(
             f"{script}: the command block below {literal(marker)!r} differs from "
             f"{reference}'s: line {at + 2 + i} is {_shown(ours, at + 1 + i)}, line "
-            f"{ref_at + 2 + i} of the reference is {_shown(theirs, ref_at + 1 + i)}")
+            f"{ref_at + 2 + i} of the reference is {_shown(theirs, ref_at + 1 + i)}"
+        )
 
     def text(lines: list[bytes]) -> list[str]:
         return [redacted(ln.decode("utf-8", "replace").rstrip("\r\n")) for ln in lines]
 
-    return list(difflib.unified_diff(text(theirs[:ref_at]), text(ours[:at]), str(reference),
-                                     str(script), n=0, lineterm=""))
+    return list(
+        difflib.unified_diff(
+            text(theirs[:ref_at]), text(ours[:at]), str(reference), str(script), n=0, lineterm=""
+        )
+    )

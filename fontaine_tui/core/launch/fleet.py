@@ -107,10 +107,20 @@ def row_cells(r: FleetRow, now: float) -> tuple[str, ...]:
     if r.steps:
         step += f"/{r.steps}"
     probe = "-" if r.probe_step is None else f"{r.probe_step}:{_num(r.probe_value, '{:.4f}')}"
-    checked = ("now" if not r.stale else
-               (f"{age_text(r.age(now))} (down)" if r.checked_at else "never (down)"))
-    return (step, _num(r.step_s, "{:.3g}"), probe, r.read or "-", _num(r.gpu_hours, "{:.2f}"),
-            ",".join(w.split(":", 1)[-1] for w in r.warnings) or "-", checked)
+    checked = (
+        "now"
+        if not r.stale
+        else (f"{age_text(r.age(now))} (down)" if r.checked_at else "never (down)")
+    )
+    return (
+        step,
+        _num(r.step_s, "{:.3g}"),
+        probe,
+        r.read or "-",
+        _num(r.gpu_hours, "{:.2f}"),
+        ",".join(w.split(":", 1)[-1] for w in r.warnings) or "-",
+        checked,
+    )
 
 
 @dataclass
@@ -164,8 +174,9 @@ def read_run(entry: Entry, parts: dict[str, object], now: float) -> FleetRow:
     """One run's row from its parts (see FLEET_SCRIPT)."""
     from fontaine_tui.core.verdict.prereg import parse_prereg, parse_utc
 
-    base: dict[str, Any] = dict(host=entry.host, name=entry.name, run_dir=entry.run_dir,
-                                checked_at=now)
+    base: dict[str, Any] = dict(
+        host=entry.host, name=entry.name, run_dir=entry.run_dir, checked_at=now
+    )
     if not parts.get("exists"):
         return FleetRow(state="no folder", note="the run folder is gone", **base)
     store = RunStore()
@@ -212,13 +223,24 @@ def foreign_row(entry: Entry, now: float) -> FleetRow | None:
             state = "running"
         elif state in ("running", "quiet"):
             state = "gone"
-    base: dict[str, Any] = dict(host=entry.host, name=entry.name, run_dir=entry.run_dir,
-                                checked_at=now, note=look.detail[:120])
+    base: dict[str, Any] = dict(
+        host=entry.host,
+        name=entry.name,
+        run_dir=entry.run_dir,
+        checked_at=now,
+        note=look.detail[:120],
+    )
     return _row(look.store, look.preset, None, state, base, now)
 
 
-def _row(store: RunStore, preset: Preset | None, launched: float | None, state: str,
-         base: dict[str, Any], now: float) -> FleetRow:
+def _row(
+    store: RunStore,
+    preset: Preset | None,
+    launched: float | None,
+    state: str,
+    base: dict[str, Any],
+    now: float,
+) -> FleetRow:
     """A row from a run's store and its preset (None: no read, no warnings)."""
     from fontaine_tui.core.launch import alerts
     from fontaine_tui.core.verdict.rules import compute_verdict
@@ -226,8 +248,11 @@ def _row(store: RunStore, preset: Preset | None, launched: float | None, state: 
     ended = state in ("ended", "failed") or alerts.logged_over(store)
     times = [t for t in store.columns["time"] if math.isfinite(t)]
     rates = [x for x in store.columns["step_s"][-10:] if math.isfinite(x) and x > 0]
-    row: dict[str, Any] = dict(state=state, step=store.last_step or None,
-               step_s=statistics.median(rates) if rates else None)
+    row: dict[str, Any] = dict(
+        state=state,
+        step=store.last_step or None,
+        step_s=statistics.median(rates) if rates else None,
+    )
     if store.probes:
         last = max(store.probes)
         row.update(probe_step=last)
@@ -243,42 +268,78 @@ def _row(store: RunStore, preset: Preset | None, launched: float | None, state: 
             row.update(read=("PROVISIONAL " if v.provisional else "") + v.label)
         ctx = alerts.context_for(store, preset, None, launched)
         running = state in ("running", "attached", "quiet") and not ended
-        row.update(gpu_hours=alerts.gpu_hours_used(store, now if running else
-                                                   (times[-1] if times else now),
-                                                   None, ctx))
+        row.update(
+            gpu_hours=alerts.gpu_hours_used(
+                store, now if running else (times[-1] if times else now), None, ctx
+            )
+        )
         if running:
             found = alerts.run_rules(store, None, preset.gates, now, None, ctx)
-            row.update(warnings=tuple(f"{w.severity}:{w.rule}" for w in found
-                                      if w.rule != "first-poll"))
+            row.update(
+                warnings=tuple(f"{w.severity}:{w.rule}" for w in found if w.rule != "first-poll")
+            )
     return FleetRow(**row, **base)
 
 
-def ssh_argv(host: str, command: str, control_dir: Path, ssh_options: Sequence[str] = (),
-             connect_timeout: int = 1) -> list[str]:
+def ssh_argv(
+    host: str,
+    command: str,
+    control_dir: Path,
+    ssh_options: Sequence[str] = (),
+    connect_timeout: int = 1,
+) -> list[str]:
     check_destination(host, "registry host")
-    return ["ssh", *ssh_options, "-o", "BatchMode=yes", "-o", f"ConnectTimeout={connect_timeout}",
-            "-o", "ControlMaster=auto", "-o", f"ControlPath={control_dir}/%C",
-            "-o", "ControlPersist=300", "--", host, command]
+    return [
+        "ssh",
+        *ssh_options,
+        "-o",
+        "BatchMode=yes",
+        "-o",
+        f"ConnectTimeout={connect_timeout}",
+        "-o",
+        "ControlMaster=auto",
+        "-o",
+        f"ControlPath={control_dir}/%C",
+        "-o",
+        "ControlPersist=300",
+        "--",
+        host,
+        command,
+    ]
 
 
-def look_host(host: str, entries: Sequence[Entry], here: bool, deadline_s: float,
-              control_dir: Path, ssh_options: Sequence[str] = (),
-              clock: Callable[[], float] = time.time,
-              env: Mapping[str, str] | None = None) -> HostLook:
+def look_host(
+    host: str,
+    entries: Sequence[Entry],
+    here: bool,
+    deadline_s: float,
+    control_dir: Path,
+    ssh_options: Sequence[str] = (),
+    clock: Callable[[], float] = time.time,
+    env: Mapping[str, str] | None = None,
+) -> HostLook:
     """One command on `host` (or here) for all its runs, with the host's `[hosts.NAME] env`
     (a SLURM_CONF there, for squeue); an error instead of rows when it does not answer in
     time."""
     prefix = ["env", "--", *(shlex.quote(f"{k}={v}") for k, v in env.items())] if env else []
-    command = " ".join([*prefix, "sh", "-c", shlex.quote(FLEET_SCRIPT), "fleet",
-                        *map(shlex.quote, script_argv(entries))])
+    command = " ".join(
+        [
+            *prefix,
+            "sh",
+            "-c",
+            shlex.quote(FLEET_SCRIPT),
+            "fleet",
+            *map(shlex.quote, script_argv(entries)),
+        ]
+    )
     try:
-        argv = ["sh", "-c", command] if here else ssh_argv(host, command, control_dir,
-                                                           ssh_options)
+        argv = ["sh", "-c", command] if here else ssh_argv(host, command, control_dir, ssh_options)
     except InputError as exc:  # never reaches ssh
         return HostLook(host, error=str(exc))
     try:
-        res = subprocess.run(argv, capture_output=True, timeout=deadline_s,
-                             stdin=subprocess.DEVNULL, env=child_env())
+        res = subprocess.run(
+            argv, capture_output=True, timeout=deadline_s, stdin=subprocess.DEVNULL, env=child_env()
+        )
     except subprocess.TimeoutExpired:
         return HostLook(host, error=f"no answer within {deadline_s:g} s")
     except OSError as exc:
@@ -288,8 +349,13 @@ def look_host(host: str, entries: Sequence[Entry], here: bool, deadline_s: float
         last = res.stderr.decode("utf-8", "replace").strip().splitlines()[-1:] or [""]
         return HostLook(host, error=f"ssh exit {res.returncode}: {last[0][:120]}")
     now = clock()
-    return HostLook(host, [(here and foreign_row(e, now)) or read_run(e, p, now)
-                           for e, p in zip(entries, runs, strict=True)])
+    return HostLook(
+        host,
+        [
+            (here and foreign_row(e, now)) or read_run(e, p, now)
+            for e, p in zip(entries, runs, strict=True)
+        ],
+    )
 
 
 def host_envs(config: Path | None = None) -> dict[str, Mapping[str, str]]:
@@ -318,8 +384,11 @@ def control_dir() -> Path:
     try:
         path.mkdir(mode=0o700, exist_ok=True)
         st = path.lstat()
-        if stat.S_ISDIR(st.st_mode) and st.st_uid == os.getuid() and \
-                stat.S_IMODE(st.st_mode) == 0o700:
+        if (
+            stat.S_ISDIR(st.st_mode)
+            and st.st_uid == os.getuid()
+            and stat.S_IMODE(st.st_mode) == 0o700
+        ):
             return path
     except OSError:
         pass
@@ -329,10 +398,16 @@ def control_dir() -> Path:
 class Fleet:
     """Looks at every registered run; the last good reading per run kept in `cache`."""
 
-    def __init__(self, cache: Path, control_dir: Path, this_host: str,
-                 ssh_options: Sequence[str] = (), deadline_s: float = DEADLINE_S,
-                 clock: Callable[[], float] = time.time,
-                 envs: Mapping[str, Mapping[str, str]] | None = None) -> None:
+    def __init__(
+        self,
+        cache: Path,
+        control_dir: Path,
+        this_host: str,
+        ssh_options: Sequence[str] = (),
+        deadline_s: float = DEADLINE_S,
+        clock: Callable[[], float] = time.time,
+        envs: Mapping[str, Mapping[str, str]] | None = None,
+    ) -> None:
         self.cache, self.control_dir, self.this_host = cache, control_dir, this_host
         self.ssh_options, self.deadline_s, self.clock = tuple(ssh_options), deadline_s, clock
         self.envs = dict(envs or {})  # host -> its [hosts.NAME] env
@@ -343,10 +418,20 @@ class Fleet:
         for e in entries:
             by_host.setdefault(e.host, []).append(e)
         with ThreadPoolExecutor(max_workers=max(1, min(16, len(by_host)))) as pool:
-            futures = {h: pool.submit(look_host, h, es, h == self.this_host, self.deadline_s,
-                                      self.control_dir, self.ssh_options, self.clock,
-                                      None if h == self.this_host else self.envs.get(h))
-                       for h, es in by_host.items()}
+            futures = {
+                h: pool.submit(
+                    look_host,
+                    h,
+                    es,
+                    h == self.this_host,
+                    self.deadline_s,
+                    self.control_dir,
+                    self.ssh_options,
+                    self.clock,
+                    None if h == self.this_host else self.envs.get(h),
+                )
+                for h, es in by_host.items()
+            }
             looks = {h: f.result() for h, f in futures.items()}
         good = self._read_cache()
         rows: dict[tuple[str, str], FleetRow] = {}
@@ -358,8 +443,11 @@ class Fleet:
                     old = good.get(f"{host}\0{e.run_dir}")
                     rows[(host, e.run_dir)] = (
                         FleetRow(**{**old, "stale": True, "warnings": tuple(old["warnings"])})
-                        if old else FleetRow(host, e.name, e.run_dir, "down",
-                                             note="no reading yet", stale=True))
+                        if old
+                        else FleetRow(
+                            host, e.name, e.run_dir, "down", note="no reading yet", stale=True
+                        )
+                    )
             else:
                 for r in look.rows:
                     rows[(host, r.run_dir)] = r
@@ -376,7 +464,9 @@ class Fleet:
 
     def _write_cache(self, rows: dict[str, dict[str, Any]]) -> None:
         try:
-            atomic_write(self.cache, json.dumps({"schema": "fontaine-tui/fleet/1",
-                                                 "rows": rows}, default=str))
+            atomic_write(
+                self.cache,
+                json.dumps({"schema": "fontaine-tui/fleet/1", "rows": rows}, default=str),
+            )
         except OSError:
             pass  # a cache: the next look tries again

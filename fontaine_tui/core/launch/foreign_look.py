@@ -97,8 +97,9 @@ def quiet_limit(store: RunStore) -> float:
     return max(QUIET_MIN_S, QUIET_FACTOR * statistics.median(gaps)) if gaps else QUIET_MIN_S
 
 
-def look_foreign(run_dir: str, preset_name: str = "", preset_sha256: str = "",
-                 now: float | None = None) -> ForeignLook | None:
+def look_foreign(
+    run_dir: str, preset_name: str = "", preset_sha256: str = "", now: float | None = None
+) -> ForeignLook | None:
     """The state of the run in `run_dir` (registered with that preset) from its files; None
     when the folder holds a log of ours (or none known): `registry.live_status` reads
     those."""
@@ -122,19 +123,36 @@ def look_foreign(run_dir: str, preset_name: str = "", preset_sha256: str = "",
     last = store.events[-1] if store.events else None
     if last is not None and last.event in ("end", "error"):
         state = "ended" if last.event == "end" else "failed"
-        return ForeignLook(state, store, preset, spec.kind,
-                           f"{last.event} at step {last.step}: {last.detail}", written)
+        return ForeignLook(
+            state,
+            store,
+            preset,
+            spec.kind,
+            f"{last.event} at step {last.step}: {last.detail}",
+            written,
+        )
     if preset is not None and preset.verdict.endpoint_step in store.probes:
-        return ForeignLook("ended", store, preset, spec.kind,
-                           f"its final read is in (step {preset.verdict.endpoint_step})",
-                           written)
+        return ForeignLook(
+            "ended",
+            store,
+            preset,
+            spec.kind,
+            f"its final read is in (step {preset.verdict.endpoint_step})",
+            written,
+        )
     if written is None:
         return ForeignLook("quiet", store, preset, spec.kind, "no file written yet", None)
     age = max(0.0, now - written)
     limit = quiet_limit(store)
     if age <= limit:
-        return ForeignLook("running", store, preset, spec.kind,
-                           f"{spec.kind} log written {age:.0f} s ago", written)
-    return ForeignLook("quiet", store, preset, spec.kind,
-                       f"{spec.kind} log not written for {age:.0f} s (limit {limit:.0f} s) "
-                       "and no end said", written)
+        return ForeignLook(
+            "running", store, preset, spec.kind, f"{spec.kind} log written {age:.0f} s ago", written
+        )
+    return ForeignLook(
+        "quiet",
+        store,
+        preset,
+        spec.kind,
+        f"{spec.kind} log not written for {age:.0f} s (limit {limit:.0f} s) and no end said",
+        written,
+    )

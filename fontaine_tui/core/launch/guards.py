@@ -22,8 +22,12 @@ WORKER_BYTES = 400 * MIB  # one DataLoader worker process
 SAMPLE_BYTES = 16 << 10  # one prefetched sample: 32x32x3 float image, actions, flow noise
 LEVELS = ("ok", "info", "warn", "refuse")
 # NVML answers that mean CUDA cannot see a GPU either (other NVML errors only blind us)
-NO_GPU = ("no NVIDIA GPU", "CUDA_VISIBLE_DEVICES=", "NVML: library not found",
-          "NVML: driver not loaded")
+NO_GPU = (
+    "no NVIDIA GPU",
+    "CUDA_VISIBLE_DEVICES=",
+    "NVML: library not found",
+    "NVML: driver not loaded",
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -48,9 +52,11 @@ def ram_estimate(preset: Preset) -> RamEstimate:
     _, micro = layout(preset.path, preset.recipe, preset.platform)  # the preset load checked it
     per_worker = WORKER_BYTES + prefetch * micro * SAMPLE_BYTES
     total = nproc * (RANK_BYTES + workers * per_worker)
-    formula = (f"{nproc} rank(s) x ({RANK_BYTES // MIB} MiB + {workers} workers x "
-               f"({WORKER_BYTES // MIB} MiB + prefetch {prefetch} x micro-batch {micro} x "
-               f"{SAMPLE_BYTES >> 10} KiB))")
+    formula = (
+        f"{nproc} rank(s) x ({RANK_BYTES // MIB} MiB + {workers} workers x "
+        f"({WORKER_BYTES // MIB} MiB + prefetch {prefetch} x micro-batch {micro} x "
+        f"{SAMPLE_BYTES >> 10} KiB))"
+    )
     return RamEstimate(total, formula)
 
 
@@ -62,23 +68,32 @@ def check_ram(preset: Preset, telemetry: TelemetrySnapshot, yes_ram: bool = Fals
     alert = float(preset.gates["ram_alert_frac"]) * ram.total
     warn = float(preset.gates["ram_warn_frac"]) * ram.total
     left = ram.available - est.bytes
-    numbers = (f"the platform knobs imply ~{gib(est.bytes)} [{est.formula}]; "
-               f"{gib(ram.available)} available of {gib(ram.total)} ({ram.source})")
+    numbers = (
+        f"the platform knobs imply ~{gib(est.bytes)} [{est.formula}]; "
+        f"{gib(ram.available)} available of {gib(ram.total)} ({ram.source})"
+    )
     if left < alert:
         if yes_ram:
             return Finding("ram", "warn", f"RAM: {numbers}; launching anyway (--yes-ram)")
-        return Finding("ram", "refuse",
-                       f"RAM: {numbers}, which would leave under "
-                       f"{float(preset.gates['ram_alert_frac']):.0%} free; lower "
-                       f"platform.num_workers / prefetch_factor, or --yes-ram to launch anyway")
+        return Finding(
+            "ram",
+            "refuse",
+            f"RAM: {numbers}, which would leave under "
+            f"{float(preset.gates['ram_alert_frac']):.0%} free; lower "
+            f"platform.num_workers / prefetch_factor, or --yes-ram to launch anyway",
+        )
     if left < warn:
-        return Finding("ram", "warn", f"RAM: {numbers}: under "
-                       f"{float(preset.gates['ram_warn_frac']):.0%} would be left free")
+        return Finding(
+            "ram",
+            "warn",
+            f"RAM: {numbers}: under {float(preset.gates['ram_warn_frac']):.0%} would be left free",
+        )
     return Finding("ram", "ok", f"RAM: {numbers}")
 
 
-def check_gpus(preset: Preset, telemetry: TelemetrySnapshot, own_pid: int | None = None
-               ) -> list[Finding]:
+def check_gpus(
+    preset: Preset, telemetry: TelemetrySnapshot, own_pid: int | None = None
+) -> list[Finding]:
     device = str(preset.platform["device"])
     nproc = int(preset.platform["nproc"])
     if device == "cpu":
@@ -88,27 +103,45 @@ def check_gpus(preset: Preset, telemetry: TelemetrySnapshot, own_pid: int | None
         return [Finding("gpu", "refuse", f"platform.device = cuda but {telemetry.gpu_status}")]
     if gpus is None:
         level = "warn" if device == "cuda" else "info"
-        return [Finding("gpu", level, f"{telemetry.gpu_status}: cannot check that GPUs are free"
-                        + ("; device auto will run on CPU if CUDA sees none"
-                           if device == "auto" else ""))]
+        return [
+            Finding(
+                "gpu",
+                level,
+                f"{telemetry.gpu_status}: cannot check that GPUs are free"
+                + ("; device auto will run on CPU if CUDA sees none" if device == "auto" else ""),
+            )
+        ]
     if nproc > len(gpus):
-        return [Finding("gpu", "refuse", f"GPU: platform.nproc = {nproc} but only {len(gpus)} "
-                        f"GPU(s) are visible (CUDA_VISIBLE_DEVICES="
-                        f"{os.environ.get('CUDA_VISIBLE_DEVICES', 'unset')})")]
+        return [
+            Finding(
+                "gpu",
+                "refuse",
+                f"GPU: platform.nproc = {nproc} but only {len(gpus)} "
+                f"GPU(s) are visible (CUDA_VISIBLE_DEVICES="
+                f"{os.environ.get('CUDA_VISIBLE_DEVICES', 'unset')})",
+            )
+        ]
     out = []
     own = os.getpid() if own_pid is None else own_pid
     for g in gpus[:nproc]:
         label = f"GPU {g.cuda_index} ({g.name}, {g.uuid})"
         if g.processes is None:
-            out.append(Finding("gpu", "warn", f"{label}: the driver does not list its compute "
-                               "processes; cannot check that it is free"))
+            out.append(
+                Finding(
+                    "gpu",
+                    "warn",
+                    f"{label}: the driver does not list its compute "
+                    "processes; cannot check that it is free",
+                )
+            )
             continue
         foreign = [p for p in g.processes if p.pid != own]
         if foreign:
             held = ", ".join(
-                f"pid {p.pid} {p.name}" + ("" if p.used_mem is None else
-                                           f" holding {mib(p.used_mem, 0)}")
-                for p in foreign)
+                f"pid {p.pid} {p.name}"
+                + ("" if p.used_mem is None else f" holding {mib(p.used_mem, 0)}")
+                for p in foreign
+            )
             out.append(Finding("gpu", "refuse", f"{label} is busy: {held}"))
         else:
             used = "" if g.mem_used is None else f", {mib(g.mem_used, 0)} used"
@@ -124,8 +157,13 @@ def _foreign_log_there(preset: Preset, folder: RunFolder) -> str:
     from fontaine_tui.core.log.formats.source import SeveralRuns, files
 
     spec = preset.source
-    if (preset.command is None or spec is None or spec.kind == "fontaine"
-            or Path(spec.path).is_absolute() or not folder.root.is_dir()):
+    if (
+        preset.command is None
+        or spec is None
+        or spec.kind == "fontaine"
+        or Path(spec.path).is_absolute()
+        or not folder.root.is_dir()
+    ):
         return ""
     try:
         found = [p for p in files(folder.root, spec) if p.exists()]
@@ -133,36 +171,59 @@ def _foreign_log_there(preset: Preset, folder: RunFolder) -> str:
         return f"{spec.kind} log ({', '.join(exc.found[:3])})"
     except (InputError, OSError):  # none there yet
         return ""
-    names = ", ".join(str(p.relative_to(folder.root)) if folder.root in p.parents else str(p)
-                      for p in found[:3])
+    names = ", ".join(
+        str(p.relative_to(folder.root)) if folder.root in p.parents else str(p) for p in found[:3]
+    )
     return f"{spec.kind} log ({names})" if found else ""
 
 
-def check_folder(preset: Preset, folder: RunFolder, resume: bool,
-                 running_pid: int | None = None) -> list[Finding]:
+def check_folder(
+    preset: Preset, folder: RunFolder, resume: bool, running_pid: int | None = None
+) -> list[Finding]:
     """A fresh launch needs a folder without a launched run; --resume needs one with it."""
     from fontaine_tui.core.errors import InputError
     from fontaine_tui.core.verdict.prereg import compare, read_prereg
 
     root = folder.root
     if running_pid is not None:
-        return [Finding("folder", "refuse", f"{root}: this run is still running as pid "
-                        f"{running_pid} (fontaine-tui runs; stop it first)")]
+        return [
+            Finding(
+                "folder",
+                "refuse",
+                f"{root}: this run is still running as pid "
+                f"{running_pid} (fontaine-tui runs; stop it first)",
+            )
+        ]
     marks = [p.name for p in (folder.prereg, folder.log, folder.checkpoints) if p.exists()]
     if not resume:
         if marks:
             what = ", ".join(marks)
-            return [Finding("folder", "refuse", f"{root} already holds a launched run ({what}); "
-                            "--resume to continue it, or --output-dir DIR for a new run")]
+            return [
+                Finding(
+                    "folder",
+                    "refuse",
+                    f"{root} already holds a launched run ({what}); "
+                    "--resume to continue it, or --output-dir DIR for a new run",
+                )
+            ]
         if root.exists() and not root.is_dir():
             return [Finding("folder", "refuse", f"{root}: exists and is not a folder")]
-        if (found := _foreign_log_there(preset, folder)):
-            return [Finding("folder", "refuse", f"{root} already holds a {found}: a new run "
-                            "there would be read with it; --output-dir DIR for a new run")]
+        if found := _foreign_log_there(preset, folder):
+            return [
+                Finding(
+                    "folder",
+                    "refuse",
+                    f"{root} already holds a {found}: a new run "
+                    "there would be read with it; --output-dir DIR for a new run",
+                )
+            ]
         return [Finding("folder", "ok", f"run folder {root} (new)")]
     if not folder.prereg.exists():
-        why = ("was not launched by fontaine-tui (no prereg.json)" if folder.log.exists()
-               else "holds no launched run")
+        why = (
+            "was not launched by fontaine-tui (no prereg.json)"
+            if folder.log.exists()
+            else "holds no launched run"
+        )
         return [Finding("folder", "refuse", f"--resume: {root} {why}")]
     try:
         prereg = read_prereg(folder)
@@ -173,17 +234,35 @@ def check_folder(preset: Preset, folder: RunFolder, resume: bool,
     if change is not None and change.math_changed:
         return [Finding("bounds", "refuse", f"--resume: {change.message}")]
     if change is not None:
-        out.append(Finding("bounds", "warn", f"{change.message} (machinery only: resuming; "
-                           "prereg.json keeps the launch-time preset)"))
+        out.append(
+            Finding(
+                "bounds",
+                "warn",
+                f"{change.message} (machinery only: resuming; "
+                "prereg.json keeps the launch-time preset)",
+            )
+        )
     else:
-        out.append(Finding("bounds", "ok", f"preset matches prereg.json "
-                           f"(sha256 {prereg.preset_sha256[:12]}, launched {prereg.launched_at})"))
+        out.append(
+            Finding(
+                "bounds",
+                "ok",
+                f"preset matches prereg.json "
+                f"(sha256 {prereg.preset_sha256[:12]}, launched {prereg.launched_at})",
+            )
+        )
     if preset.command is not None:  # its own trainer finds its checkpoints (resume_argv)
         return out
     ckpt = newest_checkpoint(folder)
     if ckpt is None:
-        out.append(Finding("folder", "warn", f"--resume: no complete checkpoint in "
-                           f"{folder.checkpoints}: the engine starts again from step 0"))
+        out.append(
+            Finding(
+                "folder",
+                "warn",
+                f"--resume: no complete checkpoint in "
+                f"{folder.checkpoints}: the engine starts again from step 0",
+            )
+        )
     else:
         out.append(Finding("folder", "ok", f"--resume from {ckpt[1].name} (step {ckpt[0]})"))
     return out
@@ -196,14 +275,16 @@ def init_found(path: Path) -> bool:
     a complete step-NNNNNN checkpoint."""
     if not path.is_dir():
         return False
-    if (path / "config.json").is_file() or any((path / part / "config.json").is_file()
-                                               for part in ("vision", "backbone")):
+    if (path / "config.json").is_file() or any(
+        (path / part / "config.json").is_file() for part in ("vision", "backbone")
+    ):
         return True
     for folder in (path, path / "checkpoints"):
         if (folder / "model.safetensors").is_file() and (folder / "meta.json").is_file():
             return True
-        if folder.is_dir() and any(CHECKPOINT_DIR.match(p.name) and (p / "meta.json").is_file()
-                                   for p in folder.iterdir()):
+        if folder.is_dir() and any(
+            CHECKPOINT_DIR.match(p.name) and (p / "meta.json").is_file() for p in folder.iterdir()
+        ):
             return True
     return False
 
@@ -228,14 +309,27 @@ def check_init(preset: Preset, cwd: Path | None = None) -> list[Finding]:
             continue
         if other.name != preset.name and Path(str(other.run["output_dir"])) == Path(init):
             makers.append(name)
-    hint = (f"; it is the run folder of preset {makers[0]}: run `fontaine-tui launch "
-            f"{makers[0]}` from this folder first") if makers else ""
-    return [Finding("init", "refuse", f"recipe.init {init}: no engine checkpoint or Hugging "
-                    f"Face model folder at {path}{hint}")]
+    hint = (
+        (
+            f"; it is the run folder of preset {makers[0]}: run `fontaine-tui launch "
+            f"{makers[0]}` from this folder first"
+        )
+        if makers
+        else ""
+    )
+    return [
+        Finding(
+            "init",
+            "refuse",
+            f"recipe.init {init}: no engine checkpoint or Hugging "
+            f"Face model folder at {path}{hint}",
+        )
+    ]
 
 
-def check_command(preset: Preset, folder: RunFolder, resume: bool, cwd: Path | None = None
-                  ) -> list[Finding]:
+def check_command(
+    preset: Preset, folder: RunFolder, resume: bool, cwd: Path | None = None
+) -> list[Finding]:
     """A [command] preset's launch: its folder, program, script and launcher block are there
     and right (refused otherwise); on --resume, each change since launch to the files it
     names or to its code is a warning, as the engine's own code change is (the run goes on,
@@ -255,45 +349,78 @@ def check_command(preset: Preset, folder: RunFolder, resume: bool, cwd: Path | N
     env_path = command.command_env(preset, folder.root).get("PATH", os.defpath)
     program = argv[0]
     if not shutil.which(program, path=env_path) and not (
-            os.sep in program and shutil.which(str(where / program))):
-        return [Finding("command", "refuse", f"{preset.path}: command: program "
-                        f"{literal(program)!r} not found (PATH, or {literal(str(where))})")]
+        os.sep in program and shutil.which(str(where / program))
+    ):
+        return [
+            Finding(
+                "command",
+                "refuse",
+                f"{preset.path}: command: program "
+                f"{literal(program)!r} not found (PATH, or {literal(str(where))})",
+            )
+        ]
     if spec.script and not command.file_record(where / spec.script):
-        return [Finding("command", "refuse", f"{preset.path}: command.script: no file "
-                        f"{literal(str(where / spec.script))}")]
-    out = [Finding("command", "ok", f"command: {literal(shlex.join(argv))} in "
-                   f"{literal(str(where))}")]
+        return [
+            Finding(
+                "command",
+                "refuse",
+                f"{preset.path}: command.script: no file {literal(str(where / spec.script))}",
+            )
+        ]
+    out = [
+        Finding("command", "ok", f"command: {literal(shlex.join(argv))} in {literal(str(where))}")
+    ]
     if spec.block_reference:
         try:
-            delta = command.check_block(where / spec.script, where / spec.block_reference,
-                                        spec.block_marker)
+            delta = command.check_block(
+                where / spec.script, where / spec.block_reference, spec.block_marker
+            )
         except InputError as exc:
             return [Finding("command", "refuse", str(exc))]
         changed = sum(ln.startswith(("+", "-")) for ln in delta[2:])
-        out.append(Finding("command", "ok", f"command block matches "
-                           f"{literal(spec.block_reference)}; platform delta: {changed} line(s)"))
+        out.append(
+            Finding(
+                "command",
+                "ok",
+                f"command block matches "
+                f"{literal(spec.block_reference)}; platform delta: {changed} line(s)",
+            )
+        )
     if resume and folder.prereg.exists():
         try:
             frozen = read_prereg(folder).provenance
         except InputError:
             return out  # check_folder refuses it
-        out += [Finding("code", "warn", f"--resume: {change}")
-                for change in command.code_changes(frozen, preset, argv, where, folder.root)]
+        out += [
+            Finding("code", "warn", f"--resume: {change}")
+            for change in command.code_changes(frozen, preset, argv, where, folder.root)
+        ]
     return out
 
 
-def check_all(preset: Preset, folder: RunFolder, telemetry: TelemetrySnapshot, *,
-              resume: bool = False, yes_ram: bool = False, running_pid: int | None = None,
-              cwd: Path | None = None) -> list[Finding]:
+def check_all(
+    preset: Preset,
+    folder: RunFolder,
+    telemetry: TelemetrySnapshot,
+    *,
+    resume: bool = False,
+    yes_ram: bool = False,
+    running_pid: int | None = None,
+    cwd: Path | None = None,
+) -> list[Finding]:
     """Every guard. A [command] preset's trainer is the user's: the folder and the command
     are checked, not the engine's GPU and RAM needs."""
     if preset.command is not None:
-        return [*check_folder(preset, folder, resume, running_pid),
-                *check_command(preset, folder, resume, cwd)]
-    return [*check_folder(preset, folder, resume, running_pid),
-            *check_init(preset),
-            *check_gpus(preset, telemetry),
-            check_ram(preset, telemetry, yes_ram)]
+        return [
+            *check_folder(preset, folder, resume, running_pid),
+            *check_command(preset, folder, resume, cwd),
+        ]
+    return [
+        *check_folder(preset, folder, resume, running_pid),
+        *check_init(preset),
+        *check_gpus(preset, telemetry),
+        check_ram(preset, telemetry, yes_ram),
+    ]
 
 
 def refusal(findings: list[Finding]) -> str | None:

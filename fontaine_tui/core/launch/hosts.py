@@ -58,11 +58,13 @@ def parse_hosts(data: Mapping[str, Any], path: Path | str) -> dict[str, HostSett
                 raise InputError(f"{where}.{key}: expected a non-empty string")
         env = table.get("env", {})
         if not isinstance(env, dict) or not all(
-                isinstance(k, str) and _ENV_NAME.fullmatch(k) and isinstance(v, str)
-                for k, v in env.items()):
-            raise InputError(f"{where}.env: expected a table of NAME = \"value\" strings")
-        out[name] = HostSettings(name, table.get("project", "."), table.get("python", "python3"),
-                                 dict(env))
+            isinstance(k, str) and _ENV_NAME.fullmatch(k) and isinstance(v, str)
+            for k, v in env.items()
+        ):
+            raise InputError(f'{where}.env: expected a table of NAME = "value" strings')
+        out[name] = HostSettings(
+            name, table.get("project", "."), table.get("python", "python3"), dict(env)
+        )
     return out
 
 

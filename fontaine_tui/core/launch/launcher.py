@@ -31,24 +31,53 @@ from fontaine_tui.core.text import GIB, gib, literal, mib
 from fontaine_tui.core.verdict.presets import LATER_KEYS, PLATFORM, RECIPE, Preset
 
 # recipe/platform key -> engine flag, in the engine's argv order
-RECIPE_FLAGS = ("model_size", "batch_size", "backward_chunks", "seed", "image_augment",
-                "recompute_stats", "objective", "insulate_flow", "flow_decoder_init", "init",
-                "lr", "warmup_steps", "steps", "eval_every", "eval_dataset_breakdown",
-                "save_every", "chunk_grad_allreduce", "micro_batch", "datasets")
-PLATFORM_FLAGS = ("num_workers", "prefetch_factor", "device", "precision",
-                  "activation_checkpointing", "compile")
+RECIPE_FLAGS = (
+    "model_size",
+    "batch_size",
+    "backward_chunks",
+    "seed",
+    "image_augment",
+    "recompute_stats",
+    "objective",
+    "insulate_flow",
+    "flow_decoder_init",
+    "init",
+    "lr",
+    "warmup_steps",
+    "steps",
+    "eval_every",
+    "eval_dataset_breakdown",
+    "save_every",
+    "chunk_grad_allreduce",
+    "micro_batch",
+    "datasets",
+)
+PLATFORM_FLAGS = (
+    "num_workers",
+    "prefetch_factor",
+    "device",
+    "precision",
+    "activation_checkpointing",
+    "compile",
+)
 TAIL_BYTES = 256 << 10
 # what the engine prints when an allocation fails: on the GPU (torch.OutOfMemoryError and
 # its text), or in host memory (MemoryError and its kin, numpy's "Unable to allocate", glibc
 # and ENOMEM); GPU_OOM is tried first ("OutOfMemoryError" holds "MemoryError")
-GPU_OOM = re.compile(r"CUDA out of memory|HIP out of memory|OutOfMemoryError|"
-                     r"CUDA error: out of memory|CUBLAS_STATUS_ALLOC_FAILED|"
-                     r"MPS backend out of memory")
-HOST_OOM = re.compile(r"MemoryError|Cannot allocate memory|can't allocate memory|"
-                      r"not enough memory|Unable to allocate|std::bad_alloc|"
-                      r"malloc of size \d+ failed", re.IGNORECASE)
-OOM = re.compile(("|".join((GPU_OOM.pattern, HOST_OOM.pattern, "out of memory"))).encode(),
-                 re.IGNORECASE)
+GPU_OOM = re.compile(
+    r"CUDA out of memory|HIP out of memory|OutOfMemoryError|"
+    r"CUDA error: out of memory|CUBLAS_STATUS_ALLOC_FAILED|"
+    r"MPS backend out of memory"
+)
+HOST_OOM = re.compile(
+    r"MemoryError|Cannot allocate memory|can't allocate memory|"
+    r"not enough memory|Unable to allocate|std::bad_alloc|"
+    r"malloc of size \d+ failed",
+    re.IGNORECASE,
+)
+OOM = re.compile(
+    ("|".join((GPU_OOM.pattern, HOST_OOM.pattern, "out of memory"))).encode(), re.IGNORECASE
+)
 NONFINITE = re.compile(r"non-finite loss")  # the engine's error event (engine/train.py)
 NONFINITE_EXIT = 3  # the engine's exit code after a non-finite loss
 # a child (a loader worker, a rank under torchrun) killed by SIGKILL, in the engine's words
@@ -65,15 +94,15 @@ def _value(value: object) -> str:
     return repr(value) if isinstance(value, float) else str(value)
 
 
-def run_dir(preset: Preset, output_dir: str | Path | None = None,
-            cwd: Path | None = None) -> Path:
+def run_dir(preset: Preset, output_dir: str | Path | None = None, cwd: Path | None = None) -> Path:
     """The run folder: --output-dir, else the preset's run.output_dir, against the cwd."""
     target = Path(output_dir) if output_dir else Path(str(preset.run["output_dir"]))
     return (cwd or Path.cwd()) / target if not target.is_absolute() else target
 
 
-def build_argv(preset: Preset, folder: Path, resume: bool = False,
-               python: str = sys.executable) -> list[str]:
+def build_argv(
+    preset: Preset, folder: Path, resume: bool = False, python: str = sys.executable
+) -> list[str]:
     """The engine command, 1:1 from [recipe] and [platform]: booleans are flags present or
     absent, empty strings are omitted, and so is a key added later (presets.LATER_KEYS) at
     its default (the engine's default is the same). More than one rank (nproc per node x
@@ -84,18 +113,37 @@ def build_argv(preset: Preset, folder: Path, resume: bool = False,
     if nproc > 1 or nnodes > 1:
         head += ["torch.distributed.run", "--nproc-per-node", str(nproc)]
         if nnodes > 1:
-            head += ["--nnodes", str(nnodes), "--node-rank", str(plat["node_rank"]),
-                     "--rdzv-backend", "c10d", "--rdzv-endpoint", str(plat["rdzv_endpoint"]),
-                     "--rdzv-id", str(plat["rdzv_id"]) or preset.run_name]
+            head += [
+                "--nnodes",
+                str(nnodes),
+                "--node-rank",
+                str(plat["node_rank"]),
+                "--rdzv-backend",
+                "c10d",
+                "--rdzv-endpoint",
+                str(plat["rdzv_endpoint"]),
+                "--rdzv-id",
+                str(plat["rdzv_id"]) or preset.run_name,
+            ]
         head.append("-m")
-    argv = [*head, ENGINE_MODULE, "train", "--run-name", preset.run_name,
-            "--output-dir", str(folder)]
+    argv = [
+        *head,
+        ENGINE_MODULE,
+        "train",
+        "--run-name",
+        preset.run_name,
+        "--output-dir",
+        str(folder),
+    ]
     data_dir = str(preset.platform["data_dir"])
     if data_dir:
         argv += ["--data-dir", data_dir]
 
-    later = {k: spec[k][1] for spec, keys in ((RECIPE, LATER_KEYS["recipe"]),
-                                              (PLATFORM, LATER_KEYS["platform"])) for k in keys}
+    later = {
+        k: spec[k][1]
+        for spec, keys in ((RECIPE, LATER_KEYS["recipe"]), (PLATFORM, LATER_KEYS["platform"]))
+        for k in keys
+    }
 
     def add(table: Mapping[str, object], key: str) -> None:
         value = table.get(key, later.get(key, ""))
@@ -128,8 +176,14 @@ def engine_identity(argv: list[str], timeout: float = 60) -> dict[str, object]:
     if "--data-dir" in argv:
         cmd += ["--data-dir", argv[argv.index("--data-dir") + 1]]
     try:
-        res = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout,
-                             stdin=subprocess.DEVNULL, env=child_env())
+        res = subprocess.run(
+            cmd,
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            stdin=subprocess.DEVNULL,
+            env=child_env(),
+        )
     except (OSError, subprocess.TimeoutExpired) as exc:
         return {"error": f"python -m fontaine_engine identity: {exc}"}
     last = (res.stderr.strip().splitlines() or [f"exit {res.returncode}"])[-1]
@@ -174,8 +228,9 @@ class LogTail:
     oom_line: str = ""  # the last printed line that names a failed allocation
 
 
-def read_tail(folder: RunFolder, nbytes: int = TAIL_BYTES, since: tuple[int, int] = (0, 0)
-              ) -> LogTail:
+def read_tail(
+    folder: RunFolder, nbytes: int = TAIL_BYTES, since: tuple[int, int] = (0, 0)
+) -> LogTail:
     """The end of train_log.jsonl and engine.out.log without reading a long log whole.
 
     `since` = (log offset, output offset) where this start began: events and output from an
@@ -202,8 +257,9 @@ def read_tail(folder: RunFolder, nbytes: int = TAIL_BYTES, since: tuple[int, int
     lines = [ln for ln in out.splitlines() if ln.strip()]
     last_line = lines[-1] if lines else b""
     oom_line = next((ln for ln in reversed(lines) if OOM.search(ln)), b"") if oom else b""
-    return LogTail(last_step, last_time, event, detail, ckpt, oom, _shown(last_line),
-                   _shown(oom_line))
+    return LogTail(
+        last_step, last_time, event, detail, ckpt, oom, _shown(last_line), _shown(oom_line)
+    )
 
 
 def _shown(line: bytes) -> str:
@@ -228,13 +284,32 @@ def _tail_bytes(path: Path, nbytes: int, offset: int = 0) -> tuple[int, bytes]:
 
 # -- the process ------------------------------------------------------------------------------
 
-CAUSES = ("finished", "stopped", "crashed", "killed", "oom-killed", "host-oom", "cuda-oom",
-          "nan", "unknown")
-STATUS_OF = {"finished": "finished", "stopped": "stopped", "killed": "killed",
-             "oom-killed": "oom", "host-oom": "oom", "cuda-oom": "oom", "nan": "failed",
-             "crashed": "failed", "unknown": "exited"}
-OUTSIDE_SIGKILL = ("SIGKILL from outside the program: a user, a scheduler, or an OOM killer "
-                   "this machine does not report")
+CAUSES = (
+    "finished",
+    "stopped",
+    "crashed",
+    "killed",
+    "oom-killed",
+    "host-oom",
+    "cuda-oom",
+    "nan",
+    "unknown",
+)
+STATUS_OF = {
+    "finished": "finished",
+    "stopped": "stopped",
+    "killed": "killed",
+    "oom-killed": "oom",
+    "host-oom": "oom",
+    "cuda-oom": "oom",
+    "nan": "failed",
+    "crashed": "failed",
+    "unknown": "exited",
+}
+OUTSIDE_SIGKILL = (
+    "SIGKILL from outside the program: a user, a scheduler, or an OOM killer "
+    "this machine does not report"
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -269,8 +344,11 @@ class ExitInfo:
 
     def describe(self) -> str:
         cause, detail = cause_of(self)
-        ckpt = ("no checkpoint" if self.checkpoint_step is None
-                else f"last checkpoint step {self.checkpoint_step}")
+        ckpt = (
+            "no checkpoint"
+            if self.checkpoint_step is None
+            else f"last checkpoint step {self.checkpoint_step}"
+        )
         sig = self.signal or self.sent
         crashed = "failed" if self.code is None else f"failed (exit {self.code})"
         how = {
@@ -281,7 +359,8 @@ class ExitInfo:
             "host-oom": "out of host memory",
             "cuda-oom": "CUDA out of memory",
             "nan": "stopped on a non-finite loss",
-            "crashed": crashed if self.code is not None or not self.signal
+            "crashed": crashed
+            if self.code is not None or not self.signal
             else f"crashed ({self.signal})",
             "unknown": "exited (exit status unknown: not started by this console)",
         }[cause]
@@ -295,8 +374,19 @@ class ExitInfo:
         return text
 
 
-EXIT_FIELDS = ("code", "signal", "oom", "last_step", "checkpoint_step", "event", "detail",
-               "output", "oom_line", "sent", "who")
+EXIT_FIELDS = (
+    "code",
+    "signal",
+    "oom",
+    "last_step",
+    "checkpoint_step",
+    "event",
+    "detail",
+    "output",
+    "oom_line",
+    "sent",
+    "who",
+)
 
 
 def exit_to_dict(info: ExitInfo) -> dict[str, object]:
@@ -309,6 +399,7 @@ def exit_to_dict(info: ExitInfo) -> dict[str, object]:
 
 def exit_from_dict(doc: Mapping[str, object]) -> ExitInfo:
     """The same exit, its cause judged again from the same fields."""
+
     def num(key: str) -> int | None:
         v = doc.get(key)
         return v if isinstance(v, int) and not isinstance(v, bool) else None
@@ -318,11 +409,20 @@ def exit_from_dict(doc: Mapping[str, object]) -> ExitInfo:
         return v if isinstance(v, str) else ""
 
     mem = doc.get("memory")
-    return ExitInfo(num("code"), text("signal") or None, doc.get("oom") is True,
-                    num("last_step") or 0, num("checkpoint_step"), text("event"), text("detail"),
-                    text("output"), text("oom_line"),
-                    MemoryEvidence.from_dict(mem) if isinstance(mem, dict) else None,
-                    text("sent") or None, text("who") or "engine")
+    return ExitInfo(
+        num("code"),
+        text("signal") or None,
+        doc.get("oom") is True,
+        num("last_step") or 0,
+        num("checkpoint_step"),
+        text("event"),
+        text("detail"),
+        text("output"),
+        text("oom_line"),
+        MemoryEvidence.from_dict(mem) if isinstance(mem, dict) else None,
+        text("sent") or None,
+        text("who") or "engine",
+    )
 
 
 def cause_of(info: ExitInfo, memory: MemoryEvidence | None = None) -> tuple[str, str]:
@@ -346,28 +446,38 @@ def cause_of(info: ExitInfo, memory: MemoryEvidence | None = None) -> tuple[str,
             return "host-oom", host
         if info.oom:  # "out of memory" alone
             line = info.oom_line or (texts[0] if texts else "out of memory")
-            return ("cuda-oom" if re.search(r"CUDA|GPU|cuDNN|cuBLAS|NCCL", line, re.IGNORECASE)
-                    else "host-oom"), line
+            return (
+                "cuda-oom"
+                if re.search(r"CUDA|GPU|cuDNN|cuBLAS|NCCL", line, re.IGNORECASE)
+                else "host-oom"
+            ), line
     child = any(CHILD_KILLED.search(t) for t in texts)
     silent = info.code is None and sig is None and event not in ("error", "end")
     if ev is not None and (sig == "SIGKILL" or child or silent):
         if ev.cgroup_kills:
             return "oom-killed", _cgroup_words(ev)
         if ev.cgroup_kills is None and ev.system_kills and (sig == "SIGKILL" or child):
-            return "oom-killed", (f"the system-wide OOM-kill counter (/proc/vmstat oom_kill) "
-                                  f"rose by {ev.system_kills} while it ran; its cgroup's "
-                                  "counter could not be read, so this is weaker evidence")
+            return "oom-killed", (
+                f"the system-wide OOM-kill counter (/proc/vmstat oom_kill) "
+                f"rose by {ev.system_kills} while it ran; its cgroup's "
+                "counter could not be read, so this is weaker evidence"
+            )
     if sig == "SIGKILL":
         if info.sent == "SIGKILL":
-            return "killed", ("SIGKILL from this console's stop: SIGINT and SIGTERM went "
-                              "unanswered")
+            return "killed", (
+                "SIGKILL from this console's stop: SIGINT and SIGTERM went unanswered"
+            )
         return "killed", _outside_sigkill(ev)
     if sig in ("SIGINT", "SIGTERM", "SIGHUP") and event != "error":
         if info.sent == sig:
-            return "stopped", f"{sig} from this console's stop; no end event (no checkpoint " \
-                              "on the way out)"
-        return "killed", f"{sig} from outside the program before it could stop cleanly " \
-                         "(no end event)"
+            return (
+                "stopped",
+                f"{sig} from this console's stop; no end event (no checkpoint on the way out)",
+            )
+        return (
+            "killed",
+            f"{sig} from outside the program before it could stop cleanly (no end event)",
+        )
     if info.code is not None or event == "error" or sig is not None:
         what = detail if event == "error" and detail else info.output
         if sig is not None and info.code is None:
@@ -397,17 +507,26 @@ def _size(n: int) -> str:
 def _outside_sigkill(ev: MemoryEvidence | None) -> str:
     if ev is None or ev.cgroup_kills is None:
         return OUTSIDE_SIGKILL
-    text = (f"SIGKILL from outside the program: a user or a scheduler (its cgroup {ev.cgroup} "
-            "counted no OOM kill")
+    text = (
+        f"SIGKILL from outside the program: a user or a scheduler (its cgroup {ev.cgroup} "
+        "counted no OOM kill"
+    )
     if ev.system_kills:
-        text += (f"; the system-wide OOM-kill counter rose by {ev.system_kills}: another "
-                 "process was the victim")
+        text += (
+            f"; the system-wide OOM-kill counter rose by {ev.system_kills}: another "
+            "process was the victim"
+        )
     return text + ")"
 
 
-def exit_info(folder: RunFolder, returncode: int | None, since: tuple[int, int] = (0, 0),
-              memory: MemoryEvidence | None = None, sent: str | None = None,
-              who: str = "engine") -> ExitInfo:
+def exit_info(
+    folder: RunFolder,
+    returncode: int | None,
+    since: tuple[int, int] = (0, 0),
+    memory: MemoryEvidence | None = None,
+    sent: str | None = None,
+    who: str = "engine",
+) -> ExitInfo:
     tail = read_tail(folder, since=since)
     code, sig = returncode, None
     if returncode is not None and returncode < 0:
@@ -421,8 +540,20 @@ def exit_info(folder: RunFolder, returncode: int | None, since: tuple[int, int] 
         # This start's log says how it stopped; torchrun around ranks that stopped cleanly
         # exits 1, or aborts on the way out, and that is not the run's story.
         sig = m.group(1)
-    return ExitInfo(code, sig, tail.oom and returncode != 0, tail.last_step, tail.checkpoint_step,
-                    tail.last_event, tail.detail, tail.output, tail.oom_line, memory, sent, who)
+    return ExitInfo(
+        code,
+        sig,
+        tail.oom and returncode != 0,
+        tail.last_step,
+        tail.checkpoint_step,
+        tail.last_event,
+        tail.detail,
+        tail.output,
+        tail.oom_line,
+        memory,
+        sent,
+        who,
+    )
 
 
 def _signum(name: str | None) -> int:
@@ -479,17 +610,25 @@ def pid_alive(pid: int, started: float | None = None) -> bool:
 
 def label(engine: object) -> str:
     """How a run's process is named to the user: "engine pid N", or its Slurm job."""
-    return (getattr(engine, "label", None)
-            or f"{getattr(engine, 'who', 'engine')} pid {getattr(engine, 'pid', 0)}")
+    return (
+        getattr(engine, "label", None)
+        or f"{getattr(engine, 'who', 'engine')} pid {getattr(engine, 'pid', 0)}"
+    )
 
 
 class EngineProcess:
     """An engine run: started here (a child) or found again by pid (reattached). `memory`
     follows its OOM-kill counters; each poll while it runs refreshes its cgroup."""
 
-    def __init__(self, folder: RunFolder, pid: int, popen: subprocess.Popen | None,
-                 started: float | None, since: tuple[int, int] = (0, 0),
-                 memory: MemoryWatch | None = None) -> None:
+    def __init__(
+        self,
+        folder: RunFolder,
+        pid: int,
+        popen: subprocess.Popen | None,
+        started: float | None,
+        since: tuple[int, int] = (0, 0),
+        memory: MemoryWatch | None = None,
+    ) -> None:
         self.folder, self.pid, self._popen = folder, pid, popen
         self.started: float | None = None  # 0.0 or none at all: not recorded
         if isinstance(started, (int, float)) and not isinstance(started, bool) and started > 0:
@@ -501,8 +640,13 @@ class EngineProcess:
         self._exit: ExitInfo | None = None
 
     @classmethod
-    def start(cls, argv: list[str], folder: RunFolder, env: Mapping[str, str] | None = None,
-              cwd: Path | None = None) -> EngineProcess:
+    def start(
+        cls,
+        argv: list[str],
+        folder: RunFolder,
+        env: Mapping[str, str] | None = None,
+        cwd: Path | None = None,
+    ) -> EngineProcess:
         """Start the engine (or a user's command) in its own session, stdout+stderr appended
         to engine.out.log; `env` (default: this one's) and `cwd` (default: this one's) as
         the argv's maker says (core/launch/makers.py)."""
@@ -513,20 +657,32 @@ class EngineProcess:
         except FileNotFoundError:
             log_size = 0
         # never through a link planted in the folder: the output would land where it points
-        fd = os.open(folder.engine_out, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW,
-                     0o644)
+        fd = os.open(
+            folder.engine_out, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW, 0o644
+        )
         with os.fdopen(fd, "ab") as out:
             since = (log_size, out.seek(0, os.SEEK_END))
-            popen = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=out,
-                                     stderr=subprocess.STDOUT, start_new_session=True,
-                                     env=child_env(run_env),  # no webhook token
-                                     cwd=cwd, close_fds=True)
+            popen = subprocess.Popen(
+                argv,
+                stdin=subprocess.DEVNULL,
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+                env=child_env(run_env),  # no webhook token
+                cwd=cwd,
+                close_fds=True,
+            )
         return cls(folder, popen.pid, popen, process_started(popen.pid, zombie_ok=True), since)
 
     @classmethod
-    def reattach(cls, folder: RunFolder, pid: int, started: float | None = None,
-                 since: tuple[int, int] = (0, 0), memory: MemoryWatch | None = None
-                 ) -> EngineProcess:
+    def reattach(
+        cls,
+        folder: RunFolder,
+        pid: int,
+        started: float | None = None,
+        since: tuple[int, int] = (0, 0),
+        memory: MemoryWatch | None = None,
+    ) -> EngineProcess:
         """A run started by an earlier console; exit codes are then unknown, the log tells
         (a launched [command]'s are noted: core/exitnote.py). `since` and `memory` from its
         attempt (attempts.py) judge it from its own start."""
@@ -558,11 +714,13 @@ class EngineProcess:
             if noted is not None:
                 code, sig = noted
                 rc = code if code is not None else -_signum(sig)
-        self._exit = exit_info(self.folder, rc, self.since, self.memory.evidence(), self.sent,
-                               self.who)
+        self._exit = exit_info(
+            self.folder, rc, self.since, self.memory.evidence(), self.sent, self.who
+        )
         if self.who == "command":  # its steps are in its own trainer's log, not ours
-            self._exit = replace(self._exit, last_step=max(self._exit.last_step,
-                                                           command_step(self.folder)))
+            self._exit = replace(
+                self._exit, last_step=max(self._exit.last_step, command_step(self.folder))
+            )
         return self._exit
 
     def wait(self, timeout: float | None = None, interval: float = 0.1) -> ExitInfo | None:
@@ -579,9 +737,11 @@ class EngineProcess:
         holds the pid now may be anyone's."""
         if self._popen is not None or self.started is not None:
             return None
-        return (f"engine pid {self.pid}: no start time recorded for it (pid_started missing "
-                "or 0), so the process holding that pid now may not be the engine; not "
-                "signalled (stop it by hand if it is yours)")
+        return (
+            f"engine pid {self.pid}: no start time recorded for it (pid_started missing "
+            "or 0), so the process holding that pid now may not be the engine; not "
+            "signalled (stop it by hand if it is yours)"
+        )
 
     def signal_group(self, sig: int) -> bool:
         """Send `sig` to the engine's process group (torchrun and its ranks, loader workers)."""

@@ -36,8 +36,7 @@ class ArgvMaker(Protocol):
         """The child's working folder; None: this process's."""
         ...
 
-    def provenance(self, preset: Preset, folder: Path, argv: list[str]
-                   ) -> dict[str, object]:
+    def provenance(self, preset: Preset, folder: Path, argv: list[str]) -> dict[str, object]:
         """What prereg.json records of what runs (the target adds where it runs)."""
         ...
 
@@ -55,8 +54,7 @@ class EngineMaker:
     def cwd(self, preset: Preset, folder: Path) -> Path | None:
         return None
 
-    def provenance(self, preset: Preset, folder: Path, argv: list[str]
-                   ) -> dict[str, object]:
+    def provenance(self, preset: Preset, folder: Path, argv: list[str]) -> dict[str, object]:
         return engine_identity(argv)
 
 
@@ -77,8 +75,7 @@ class CommandMaker:
     def cwd(self, preset: Preset, folder: Path) -> Path:
         return command_cwd(preset, self.launch_cwd)
 
-    def provenance(self, preset: Preset, folder: Path, argv: list[str]
-                   ) -> dict[str, object]:
+    def provenance(self, preset: Preset, folder: Path, argv: list[str]) -> dict[str, object]:
         return command_provenance(preset, argv, self.cwd(preset, folder), folder)
 
 

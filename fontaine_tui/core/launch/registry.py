@@ -84,8 +84,9 @@ class EntryChanges(TypedDict, total=False):
 def default_path() -> Path:
     if env := os.environ.get("FONTAINE_REGISTRY"):
         return Path(env)
-    state = os.environ.get("XDG_STATE_HOME") or os.path.join(os.path.expanduser("~"),
-                                                             ".local", "state")
+    state = os.environ.get("XDG_STATE_HOME") or os.path.join(
+        os.path.expanduser("~"), ".local", "state"
+    )
     return Path(state) / "fontaine-tui" / "babysit.toml"
 
 
@@ -100,8 +101,11 @@ def _pid_max() -> int:
         return PID_MAX_LIMIT
 
 
-_INT_RANGE = {"pid": (0, None), "last_step": (0, (1 << 63) - 1),
-              "exit_code": (-(1 << 31), (1 << 31) - 1)}
+_INT_RANGE = {
+    "pid": (0, None),
+    "last_step": (0, (1 << 63) - 1),
+    "exit_code": (-(1 << 31), (1 << 31) - 1),
+}
 _FLOAT_FIELDS = ("pid_started", "poll_cadence_s")
 
 
@@ -123,13 +127,19 @@ def _check_field(name: str, value: object, where: str) -> None:
             high = _pid_max()
         assert high is not None
         if not low <= value <= high:
-            raise InputError(f"{where}.{name}: expected an integer from {low} to {high}, "
-                             f"not {_shown(value)}")
+            raise InputError(
+                f"{where}.{name}: expected an integer from {low} to {high}, not {_shown(value)}"
+            )
     elif name in _FLOAT_FIELDS:
-        if not isinstance(value, (int, float)) or isinstance(value, bool) \
-                or not math.isfinite(value) or value < 0:
-            raise InputError(f"{where}.{name}: expected a number of seconds >= 0, "
-                             f"not {_shown(value)}")
+        if (
+            not isinstance(value, (int, float))
+            or isinstance(value, bool)
+            or not math.isfinite(value)
+            or value < 0
+        ):
+            raise InputError(
+                f"{where}.{name}: expected a number of seconds >= 0, not {_shown(value)}"
+            )
     elif not isinstance(value, str):
         raise InputError(f"{where}.{name}: expected a string, not {_shown(value)}")
 
@@ -182,8 +192,10 @@ class Registry:
             raise InputError(f"{self.path}: the registry is not valid TOML ({exc})") from None
         other = sorted(k for k in doc if k != "runs")
         if other:  # not a registry: some other file, left untouched
-            raise InputError(f"{self.path}: {other[0]}: expected only [[runs]] tables (is this "
-                             "file a fontaine-tui registry? it is left untouched)")
+            raise InputError(
+                f"{self.path}: {other[0]}: expected only [[runs]] tables (is this "
+                "file a fontaine-tui registry? it is left untouched)"
+            )
         runs = doc.get("runs", [])
         if not isinstance(runs, list):
             raise InputError(f"{self.path}: runs: expected [[runs]] tables")
@@ -207,10 +219,16 @@ class Registry:
 
         if text is None:
             doc = tomlkit.document()
-            doc.add(tomlkit.comment("fontaine-tui babysit registry: one [[runs]] table per "
-                                    "run. Written by"))
-            doc.add(tomlkit.comment("fontaine-tui (locked, atomic); safe to read, edit only "
-                                    "when no console runs."))
+            doc.add(
+                tomlkit.comment(
+                    "fontaine-tui babysit registry: one [[runs]] table per run. Written by"
+                )
+            )
+            doc.add(
+                tomlkit.comment(
+                    "fontaine-tui (locked, atomic); safe to read, edit only when no console runs."
+                )
+            )
             old: list = []
         else:
             doc = tomlkit.parse(text)
@@ -261,8 +279,9 @@ class Registry:
         self.change(edit)
         return entry
 
-    def update(self, run_dir: str | Path, host: str, **changes: Unpack[EntryChanges]
-               ) -> Entry | None:
+    def update(
+        self, run_dir: str | Path, host: str, **changes: Unpack[EntryChanges]
+    ) -> Entry | None:
         """Change fields of one entry; None if it is not registered."""
         key = (host, str(run_dir))
         found: list[Entry] = []
@@ -324,25 +343,33 @@ def live_status(entry: Entry, this_host: str) -> LiveStatus:
             return LiveStatus(entry, "running", step, f"pid {entry.pid} alive", count)
         last = tried[-1] if tried and tried[-1].pid == entry.pid else None
         if last is not None and last.ended:
-            return LiveStatus(entry, STATUS_OF.get(last.cause, "exited"), last.last_step,
-                              f"pid {entry.pid} gone: "
-                              f"{last.describe()}", count)
+            return LiveStatus(
+                entry,
+                STATUS_OF.get(last.cause, "exited"),
+                last.last_step,
+                f"pid {entry.pid} gone: {last.describe()}",
+                count,
+            )
         # judged from its attempt's start: its offsets, its OOM-kill counters
-        info = (attempts.reattach(folder, last).poll() if last is not None else None) \
-            or exit_info(folder, None)
-        return LiveStatus(entry, info.status, info.last_step,
-                          f"pid {entry.pid} gone: {info.describe()}", count)
+        info = (attempts.reattach(folder, last).poll() if last is not None else None) or exit_info(
+            folder, None
+        )
+        return LiveStatus(
+            entry, info.status, info.last_step, f"pid {entry.pid} gone: {info.describe()}", count
+        )
     code = "" if entry.exit_code is None else f" (exit {entry.exit_code})"
     last_cause = f"; attempt {tried[-1].number}: {tried[-1].cause}" if tried else ""
-    return LiveStatus(entry, entry.status, tail.last_step, f"{entry.status}{code}{last_cause}",
-                      count)
+    return LiveStatus(
+        entry, entry.status, tail.last_step, f"{entry.status}{code}{last_cause}", count
+    )
 
 
 _LOOKING: set[tuple[str, str]] = set()  # entries whose live_status is still being taken
 
 
-def live_statuses(entries: Sequence[Entry], this_host: str, deadline_s: float
-                  ) -> dict[tuple[str, str], LiveStatus]:
+def live_statuses(
+    entries: Sequence[Entry], this_host: str, deadline_s: float
+) -> dict[tuple[str, str], LiveStatus]:
     """`live_status` of this host's entries, side by side, within `deadline_s` in all (a
     Slurm job's asks the scheduler, which may be slow to answer): an entry not done in time
     is left out, for the caller to show from what else it has. The looks run on daemon
@@ -385,15 +412,30 @@ def _job_status(entry: Entry, folder, last_step: int, tried: list) -> LiveStatus
     state = slurm.query(job)
     last = tried[-1] if tried and tried[-1].job == job else None
     if state is None:
-        return LiveStatus(entry, entry.status, last_step, f"slurm job {job}: the scheduler "
-                          "does not say (squeue, sacct and scontrol have no answer)", count)
+        return LiveStatus(
+            entry,
+            entry.status,
+            last_step,
+            f"slurm job {job}: the scheduler "
+            "does not say (squeue, sacct and scontrol have no answer)",
+            count,
+        )
     if state.active:
         why = f" ({state.reason})" if state.reason and state.state == "PENDING" else ""
-        return LiveStatus(entry, "running", last_step, f"slurm job {job} {state.state}{why}",
-                          count)
+        return LiveStatus(entry, "running", last_step, f"slurm job {job} {state.state}{why}", count)
     if last is not None and last.ended:
-        return LiveStatus(entry, STATUS_OF.get(last.cause, "exited"), last.last_step,
-                          f"slurm job {job} {state.state}: {last.describe()}", count)
+        return LiveStatus(
+            entry,
+            STATUS_OF.get(last.cause, "exited"),
+            last.last_step,
+            f"slurm job {job} {state.state}: {last.describe()}",
+            count,
+        )
     info = slurm.scheduler_exit(folder, job, state, last.since if last else (0, 0))
-    return LiveStatus(entry, info.status, info.last_step,
-                      f"slurm job {job} {state.state}: {info.describe()}", count)
+    return LiveStatus(
+        entry,
+        info.status,
+        info.last_step,
+        f"slurm job {job} {state.state}: {info.describe()}",
+        count,
+    )

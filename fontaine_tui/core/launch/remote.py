@@ -41,8 +41,17 @@ from fontaine_tui.core.launch.slurm import check_host
 from fontaine_tui.core.verdict.prereg import Prereg, parse_prereg
 from fontaine_tui.core.verdict.presets import Preset
 
-__all__ = ["RemoteEngine", "RemoteLaunch", "check_host", "fontaine_command", "keep_prereg",
-           "launch_on", "python_command", "read_exit", "report_exit"]
+__all__ = [
+    "RemoteEngine",
+    "RemoteLaunch",
+    "check_host",
+    "fontaine_command",
+    "keep_prereg",
+    "launch_on",
+    "python_command",
+    "read_exit",
+    "report_exit",
+]
 
 POLL_S = 5.0  # how often RemoteEngine looks at the remote pid
 # an SSH connection (ConnectTimeout, a slow login) and the remote python's start, on top of
@@ -58,15 +67,29 @@ STOP_TIMEOUT_S = slurm.stop_bound() + CONNECT_S
 # read_exit there: one look at a job (squeue, sacct, scontrol), and the connection
 READ_TIMEOUT_S = slurm.LOOK_S + CONNECT_S
 READ_TRIES = 3  # reads that fail in a row before a run seen gone ends with the failure said
-READ_EXIT = ("import sys; from fontaine_tui.core.launch.remote import report_exit; "
-             "sys.exit(report_exit(*sys.argv[1:]))")
+READ_EXIT = (
+    "import sys; from fontaine_tui.core.launch.remote import report_exit; "
+    "sys.exit(report_exit(*sys.argv[1:]))"
+)
 
 
 def python_command(settings: HostSettings, *argv: str) -> str:
     """`cd PROJECT && exec env K=V... PYTHON ARGV...`, every piece quoted."""
     env = [shlex.quote(f"{k}={v}") for k, v in settings.env.items()]
-    return " ".join(["cd", "--", shlex.quote(settings.project), "&&", "exec", "env", "--", *env,
-                     shlex.quote(settings.python), *map(shlex.quote, argv)])
+    return " ".join(
+        [
+            "cd",
+            "--",
+            shlex.quote(settings.project),
+            "&&",
+            "exec",
+            "env",
+            "--",
+            *env,
+            shlex.quote(settings.python),
+            *map(shlex.quote, argv),
+        ]
+    )
 
 
 def fontaine_command(settings: HostSettings, *args: str) -> str:
@@ -92,19 +115,30 @@ def _last_line(err: bytes) -> str:
     return lines[-1][:300] if lines else ""
 
 
-async def _call(ssh: SshRun, settings: HostSettings, *args: str,
-                timeout: float = CALL_TIMEOUT_S) -> tuple[int, bytes, bytes]:
+async def _call(
+    ssh: SshRun, settings: HostSettings, *args: str, timeout: float = CALL_TIMEOUT_S
+) -> tuple[int, bytes, bytes]:
     rc, out, err = await ssh.shell(fontaine_command(settings, *args), timeout)
     if rc == 127 or b"No module named fontaine_tui" in err:
-        raise InputError(f"{settings.name}: {settings.python} -m fontaine_tui: not found in "
-                         f"{settings.project} ({_last_line(err)}); set [hosts.{settings.name}] "
-                         "project and python in config.toml")
+        raise InputError(
+            f"{settings.name}: {settings.python} -m fontaine_tui: not found in "
+            f"{settings.project} ({_last_line(err)}); set [hosts.{settings.name}] "
+            "project and python in config.toml"
+        )
     return rc, out, err
 
 
-async def launch_on(settings: HostSettings, preset: Preset, keep: Path, *,
-                    output_dir: str | None = None, resume: bool = False, yes_ram: bool = False,
-                    ssh_options: Sequence[str] = (), on: str | None = None) -> RemoteLaunch:
+async def launch_on(
+    settings: HostSettings,
+    preset: Preset,
+    keep: Path,
+    *,
+    output_dir: str | None = None,
+    resume: bool = False,
+    yes_ram: bool = False,
+    ssh_options: Sequence[str] = (),
+    on: str | None = None,
+) -> RemoteLaunch:
     """Launch `preset` on the host (with `on`, the host's own `--on`: slurm:PARTITION
     submits it to Slurm from there); InputError (one line) for a refusal there or here."""
     host = settings.name
@@ -116,9 +150,11 @@ async def launch_on(settings: HostSettings, preset: Preset, keep: Path, *,
         theirs = out.decode("utf-8", "replace").rpartition("# sha256 (canonical form): ")[2]
         theirs = theirs.strip()
         if theirs != preset.sha256:
-            raise InputError(f"{host}: preset {preset.name} there is not this one (sha256 "
-                             f"{theirs[:12] or '?'} there, {preset.sha256[:12]} here): copy "
-                             "it there first; nothing was launched")
+            raise InputError(
+                f"{host}: preset {preset.name} there is not this one (sha256 "
+                f"{theirs[:12] or '?'} there, {preset.sha256[:12]} here): copy "
+                "it there first; nothing was launched"
+            )
         args = ["launch", preset.name, "--detach", "--json"]
         args += ["--output-dir", output_dir] if output_dir else []
         args += ["--resume"] if resume else []
@@ -127,8 +163,9 @@ async def launch_on(settings: HostSettings, preset: Preset, keep: Path, *,
         try:
             rc, out, err = await _call(ssh, settings, *args, timeout=LAUNCH_TIMEOUT_S)
         except SshError as exc:  # cut mid-launch: what it did there is not known here
-            raise InputError(f"{exc}; the launch there may have gone on: see "
-                             f"`fontaine-tui runs` on {host}") from None
+            raise InputError(
+                f"{exc}; the launch there may have gone on: see `fontaine-tui runs` on {host}"
+            ) from None
         if rc != 0:  # the remote guards' one line (exit 2), or its failure
             raise InputError(f"{host}: {_last_line(err) or f'launch exited {rc}'}")
         try:
@@ -138,8 +175,9 @@ async def launch_on(settings: HostSettings, preset: Preset, keep: Path, *,
             if not math.isfinite(started):
                 raise ValueError("pid_started")
         except (ValueError, IndexError, KeyError, TypeError):
-            raise InputError(f"{host}: launch --detach --json: expected one JSON line, got "
-                             f"{out[:200]!r}") from None
+            raise InputError(
+                f"{host}: launch --detach --json: expected one JSON line, got {out[:200]!r}"
+            ) from None
     finally:
         await ssh.close()
     try:
@@ -147,15 +185,19 @@ async def launch_on(settings: HostSettings, preset: Preset, keep: Path, *,
     except (InputError, SshError, OSError) as exc:
         # launched there all the same: say so, and how to reach it, rather than a refusal
         what = f"slurm job {job}" if job else f"engine pid {pid}"
-        raise InputError(f"{exc}; the run was launched there and goes on ({what} in "
-                         f"{run_dir}): fontaine-tui attach {host}:{run_dir}, or stop it with "
-                         f"fontaine-tui stop {run_dir} on {host}") from None
-    return RemoteLaunch(host, run_dir, pid, started,
-                        prereg.preset_sha256, prereg.launched_at, prereg, local, job)
+        raise InputError(
+            f"{exc}; the run was launched there and goes on ({what} in "
+            f"{run_dir}): fontaine-tui attach {host}:{run_dir}, or stop it with "
+            f"fontaine-tui stop {run_dir} on {host}"
+        ) from None
+    return RemoteLaunch(
+        host, run_dir, pid, started, prereg.preset_sha256, prereg.launched_at, prereg, local, job
+    )
 
 
-async def _keep_frozen(host: str, run_dir: str, preset: Preset, keep: Path,
-                       ssh_options: Sequence[str]) -> tuple[Prereg, Path]:
+async def _keep_frozen(
+    host: str, run_dir: str, preset: Preset, keep: Path, ssh_options: Sequence[str]
+) -> tuple[Prereg, Path]:
     """The run's prereg.json there, checked to freeze `preset`, kept here byte for byte."""
     folder = SshRun(SshTarget(host, run_dir), ssh_options)
     try:
@@ -166,8 +208,10 @@ async def _keep_frozen(host: str, run_dir: str, preset: Preset, keep: Path,
         raise InputError(f"{host}:{run_dir}: no prereg.json after the launch")
     prereg = parse_prereg(raw, f"{host}:{run_dir}/prereg.json")
     if prereg.preset_sha256 != preset.sha256:
-        raise InputError(f"{host}:{run_dir}/prereg.json: froze sha256 "
-                         f"{prereg.preset_sha256[:12]}, not this preset's {preset.sha256[:12]}")
+        raise InputError(
+            f"{host}:{run_dir}/prereg.json: froze sha256 "
+            f"{prereg.preset_sha256[:12]}, not this preset's {preset.sha256[:12]}"
+        )
     return prereg, keep_prereg(keep, host, run_dir, raw)
 
 
@@ -197,17 +241,25 @@ class RemoteEngine:
     connection, and reads how the run ended there once it is gone), `stop` runs the stop
     sequence there and returns how it ended."""
 
-    def __init__(self, settings: HostSettings, run_dir: str, pid: int,
-                 ssh_options: Sequence[str] = (), poll_s: float = POLL_S, job: str = "",
-                 watch: bool = True) -> None:
+    def __init__(
+        self,
+        settings: HostSettings,
+        run_dir: str,
+        pid: int,
+        ssh_options: Sequence[str] = (),
+        poll_s: float = POLL_S,
+        job: str = "",
+        watch: bool = True,
+    ) -> None:
         self.settings, self.run_dir, self.pid, self.job = settings, run_dir, pid, job
         self.ssh = SshRun(SshTarget(settings.name, run_dir), ssh_options)
         self.poll_s = poll_s
         self._exit: ExitInfo | None = None
         self._lock = threading.Lock()
         self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._watch, daemon=True,
-                                        name=f"remote-engine-{settings.name}")
+        self._thread = threading.Thread(
+            target=self._watch, daemon=True, name=f"remote-engine-{settings.name}"
+        )
         self._watching = False
         if watch:
             self.watch()
@@ -222,8 +274,13 @@ class RemoteEngine:
 
     def _run(self, command: str, timeout: float) -> subprocess.CompletedProcess:
         # ControlMaster=auto: the first command opens the shared connection, the rest reuse it
-        return subprocess.run(self.ssh.argv(command, master="auto"), capture_output=True,
-                              timeout=timeout, stdin=subprocess.DEVNULL, env=child_env())
+        return subprocess.run(
+            self.ssh.argv(command, master="auto"),
+            capture_output=True,
+            timeout=timeout,
+            stdin=subprocess.DEVNULL,
+            env=child_env(),
+        )
 
     def _scheduler(self, argv: Sequence[str]) -> subprocess.CompletedProcess[str] | None:
         """A Slurm client command run there (slurm.Runner): None when it could not be run (ssh
@@ -236,9 +293,12 @@ class RemoteEngine:
             return None
         if res.returncode in (126, 127, 255):
             return None
-        return subprocess.CompletedProcess(res.args, res.returncode,
-                                           res.stdout.decode("utf-8", "replace"),
-                                           res.stderr.decode("utf-8", "replace"))
+        return subprocess.CompletedProcess(
+            res.args,
+            res.returncode,
+            res.stdout.decode("utf-8", "replace"),
+            res.stderr.decode("utf-8", "replace"),
+        )
 
     def alive(self) -> bool | None:
         """Is the pid there (a Slurm job: queued or running, as slurm.alive asks squeue, then
@@ -277,8 +337,9 @@ class RemoteEngine:
         """How the run ended, as the host's fontaine-tui reads its folder (`read_exit` there:
         nothing is stopped or written); None while it runs there after all, or while its
         scheduler cannot say; InputError when it cannot be read."""
-        command = python_command(self.settings, "-c", READ_EXIT, self.run_dir, str(self.pid),
-                                 self.job)
+        command = python_command(
+            self.settings, "-c", READ_EXIT, self.run_dir, str(self.pid), self.job
+        )
         where = f"{self.settings.name}: reading how {self.run_dir} ended"
         try:
             res = self._run(command, READ_TIMEOUT_S)
@@ -302,8 +363,9 @@ class RemoteEngine:
         except (OSError, subprocess.TimeoutExpired) as exc:
             raise InputError(f"{self.settings.name}: stop: {exc}") from None
         if res.returncode != 0:
-            raise InputError(f"{self.settings.name}: stop exited {res.returncode}: "
-                             f"{_last_line(res.stderr)}")
+            raise InputError(
+                f"{self.settings.name}: stop exited {res.returncode}: {_last_line(res.stderr)}"
+            )
         try:
             return exit_from_dict(json.loads(res.stdout.decode().strip().splitlines()[-1]))
         except (ValueError, IndexError) as exc:
@@ -331,9 +393,14 @@ def record_exit(engine: RemoteEngine, registry) -> ExitInfo | None:
 
     info = engine.poll()
     if info is not None:
-        registry.update(engine.run_dir, engine.settings.name, status=info.status,
-                        exit_code=info.code, last_step=info.last_step,
-                        updated_at=utc_iso(time.time()))
+        registry.update(
+            engine.run_dir,
+            engine.settings.name,
+            status=info.status,
+            exit_code=info.code,
+            last_step=info.last_step,
+            updated_at=utc_iso(time.time()),
+        )
     return info
 
 
@@ -358,8 +425,11 @@ def read_exit(run_dir: str, pid: int, job: str = "") -> tuple[bool | None, ExitI
     if job:
         state, not_held = slurm.look_up(job)
         if state is not None:
-            return (True, None) if state.active else \
-                (False, slurm.scheduler_exit(folder, job, state, since))
+            return (
+                (True, None)
+                if state.active
+                else (False, slurm.scheduler_exit(folder, job, state, since))
+            )
         return (False, exit_info(folder, None, since)) if not_held else (None, None)
     if last is not None and not last.ended:
         engine = attempts.reattach(folder, last)
@@ -379,6 +449,10 @@ def report_exit(run_dir: str, pid: str, job: str = "") -> int:
     except (InputError, OSError, ValueError) as exc:
         print(f"fontaine-tui: {exc}", file=sys.stderr)
         return 2
-    print(json.dumps({"alive": alive, "exit": None if info is None else exit_to_dict(info)},
-                     default=str), flush=True)
+    print(
+        json.dumps(
+            {"alive": alive, "exit": None if info is None else exit_to_dict(info)}, default=str
+        ),
+        flush=True,
+    )
     return 0

@@ -36,7 +36,7 @@ OUTPUT_PREFIX = "score-"
 STATS_WORDS = {
     "corpus": "the corpus's own meta/stats.json instead of the stats the run recomputed",
     "recomputed": "stats recomputed over the train datasets instead of those the run used "
-                  "(the corpus's meta/stats.json, or its init checkpoint's)",
+    "(the corpus's meta/stats.json, or its init checkpoint's)",
 }
 
 
@@ -57,8 +57,11 @@ class ScoreOffer:
 
     def describe(self) -> list[str]:
         """What the offer is, in words, then the command (for plain output)."""
-        return [f"disambiguator: re-score the saved checkpoints on the {self.surface} surface "
-                f"({STATS_WORDS.get(self.stats, self.stats)}):", f"  {self.command}"]
+        return [
+            f"disambiguator: re-score the saved checkpoints on the {self.surface} surface "
+            f"({STATS_WORDS.get(self.stats, self.stats)}):",
+            f"  {self.command}",
+        ]
 
 
 @dataclass(frozen=True, slots=True)
@@ -85,8 +88,13 @@ def run_python(folder: RunFolder) -> str:
         argv = json.loads(read_whole(folder.prereg)).get("argv")
     except (OSError, ValueError, AttributeError):
         argv = None
-    if isinstance(argv, list) and len(argv) > 2 and argv[1] == "-m" \
-            and all(isinstance(a, str) for a in argv[:2]) and argv[0]:
+    if (
+        isinstance(argv, list)
+        and len(argv) > 2
+        and argv[1] == "-m"
+        and all(isinstance(a, str) for a in argv[:2])
+        and argv[0]
+    ):
         return argv[0]
     return sys.executable
 
@@ -110,21 +118,34 @@ def score_offer(folder: RunFolder, verdict: str, python: str | None = None) -> S
     stats = "corpus" if _recomputed(found[1]) else "recomputed"
     surface = f"stats-{stats}"
     out = folder.root / f"{OUTPUT_PREFIX}{surface}"
-    argv = (python or run_python(folder), "-m", ENGINE_MODULE, "score",
-            "--checkpoints", str(folder.root), "--stats", stats, "--output-dir", str(out))
+    argv = (
+        python or run_python(folder),
+        "-m",
+        ENGINE_MODULE,
+        "score",
+        "--checkpoints",
+        str(folder.root),
+        "--stats",
+        stats,
+        "--output-dir",
+        str(out),
+    )
     return ScoreOffer(folder.root, surface, stats, out, argv)
 
 
-async def run_score(offer: ScoreOffer, env: Mapping[str, str] | None = None
-                    ) -> tuple[int, str]:
+async def run_score(offer: ScoreOffer, env: Mapping[str, str] | None = None) -> tuple[int, str]:
     """Run the offer's command to its end without blocking the loop: (exit code, the last
     line it printed, made literal). Cancelled (the console quits), it stops the process."""
     run_env = dict(os.environ if env is None else env)
     run_env.setdefault("PYTHONUNBUFFERED", "1")
     proc = await asyncio.create_subprocess_exec(
-        *offer.argv, stdin=asyncio.subprocess.DEVNULL, stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.STDOUT, start_new_session=True,
-        env=child_env(run_env))
+        *offer.argv,
+        stdin=asyncio.subprocess.DEVNULL,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.STDOUT,
+        start_new_session=True,
+        env=child_env(run_env),
+    )
     tail: deque[bytes] = deque(maxlen=20)
     try:
         assert proc.stdout is not None
@@ -143,8 +164,10 @@ async def run_score(offer: ScoreOffer, env: Mapping[str, str] | None = None
 def read_scores(output_dir: Path, own: Mapping[int, float]) -> tuple[ScoreRow, ...]:
     """The re-scored eval_chunk_mae per step beside the run's own (`own`: step -> value)."""
     store = load_log(output_dir / LOG)
-    return tuple(ScoreRow(step, own.get(step), probe.eval_chunk_mae)
-                 for step, probe in sorted(store.probes.items()))
+    return tuple(
+        ScoreRow(step, own.get(step), probe.eval_chunk_mae)
+        for step, probe in sorted(store.probes.items())
+    )
 
 
 async def rescore(offer: ScoreOffer, own: Mapping[int, float]) -> ScoreState:
@@ -152,13 +175,18 @@ async def rescore(offer: ScoreOffer, own: Mapping[int, float]) -> ScoreState:
     try:
         code, last = await run_score(offer)
     except OSError as exc:
-        return ScoreState(offer, "failed", f"cannot start {literal(offer.argv[0])}: "
-                                           f"{exc.strerror or exc}")
+        return ScoreState(
+            offer, "failed", f"cannot start {literal(offer.argv[0])}: {exc.strerror or exc}"
+        )
     if code != 0:
         return ScoreState(offer, "failed", f"exit {code}: {last or 'no output'}")
     try:
         rows = await asyncio.to_thread(read_scores, offer.output_dir, own)
     except (OSError, InputError) as exc:
         return ScoreState(offer, "failed", f"cannot read its output: {literal(str(exc))}")
-    return ScoreState(offer, "done", f"{len(rows)} checkpoint(s) re-scored into "
-                                     f"{literal(str(offer.output_dir))}", rows)
+    return ScoreState(
+        offer,
+        "done",
+        f"{len(rows)} checkpoint(s) re-scored into {literal(str(offer.output_dir))}",
+        rows,
+    )

@@ -59,9 +59,24 @@ LOOK_S = 3 * QUERY_TIMEOUT_S  # one look at a job: squeue, then sacct, then scon
 # SlurmJob.stop's graces: after SIGINT (the engine checkpoints), after SIGTERM, after scancel
 GRACE_INT_S, GRACE_TERM_S, GRACE_CANCEL_S = 60.0, 30.0, 120.0
 # the scheduler's states while the job has not ended (squeue's %T words)
-ACTIVE = frozenset({"PENDING", "CONFIGURING", "RUNNING", "COMPLETING", "SUSPENDED",
-                    "REQUEUED", "REQUEUE_FED", "REQUEUE_HOLD", "RESIZING", "SIGNALING",
-                    "STAGE_OUT", "RESV_DEL_HOLD", "SPECIAL_EXIT", "STOPPED"})
+ACTIVE = frozenset(
+    {
+        "PENDING",
+        "CONFIGURING",
+        "RUNNING",
+        "COMPLETING",
+        "SUSPENDED",
+        "REQUEUED",
+        "REQUEUE_FED",
+        "REQUEUE_HOLD",
+        "RESIZING",
+        "SIGNALING",
+        "STAGE_OUT",
+        "RESV_DEL_HOLD",
+        "SPECIAL_EXIT",
+        "STOPPED",
+    }
+)
 # ends the scheduler caused: said with the exit (the engine's log alone would not know)
 SCHEDULER_ENDS = {
     "TIMEOUT": "the job reached its time limit",
@@ -101,10 +116,12 @@ def parse_target(on: str) -> OnSlurm | None:
     """`slurm:PARTITION[@LOGIN]` as a target; None when `on` is a plain host."""
     if not on.startswith("slurm:"):
         return None
-    partition, _, host = on[len("slurm:"):].partition("@")
+    partition, _, host = on[len("slurm:") :].partition("@")
     if not PARTITION.fullmatch(partition):
-        raise InputError(f"--on {on!r}: expected slurm:PARTITION[@LOGIN] (a partition name of "
-                         "letters, digits, '_', '.', '-')")
+        raise InputError(
+            f"--on {on!r}: expected slurm:PARTITION[@LOGIN] (a partition name of "
+            "letters, digits, '_', '.', '-')"
+        )
     if host:
         check_host(host)
     return OnSlurm(partition, host or None)
@@ -140,8 +157,9 @@ def slurm_settings(config: Path) -> SlurmSettings:
     values: dict[str, Any] = {}
     for key, value in raw.items():
         if key not in known:
-            raise InputError(f"{config}: slurm.{key}: unknown key (expected one of "
-                             f"{', '.join(sorted(known))})")
+            raise InputError(
+                f"{config}: slurm.{key}: unknown key (expected one of {', '.join(sorted(known))})"
+            )
         if key == "port":
             if not isinstance(value, int) or isinstance(value, bool) or not 0 < value < 65536:
                 raise InputError(f"{config}: slurm.port: expected a port number, got {value!r}")
@@ -166,35 +184,43 @@ def _engine_tail(argv: Sequence[str]) -> list[str]:
     raise ValueError(f"not an engine command: {argv!r}")
 
 
-def render_script(argv: Sequence[str], platform: Mapping[str, object], settings: SlurmSettings,
-                  run_name: str) -> str:
+def render_script(
+    argv: Sequence[str], platform: Mapping[str, object], settings: SlurmSettings, run_name: str
+) -> str:
     """The batch script for build_argv's `argv` under [platform] (nproc, nnodes, device)."""
     python, tail = argv[0], _engine_tail(argv)
     nproc, nnodes = int(str(platform["nproc"])), int(str(platform.get("nnodes", 1)))
     cuda = str(platform.get("device", "cpu")) == "cuda"
-    lines = ["#!/bin/bash",
-             f"# The engine of run {_comment(run_name)} as a Slurm batch job: written by",
-             "# `fontaine-tui launch --on slurm:...` beside the run's frozen prereg.json and",
-             "# submitted with sbatch. Resubmitting it by hand starts a run that no console",
-             "# launched: use `fontaine-tui launch PRESET --resume --on slurm:...` instead.",
-             f"#SBATCH --nodes={nnodes}", "#SBATCH --ntasks-per-node=1"]
+    lines = [
+        "#!/bin/bash",
+        f"# The engine of run {_comment(run_name)} as a Slurm batch job: written by",
+        "# `fontaine-tui launch --on slurm:...` beside the run's frozen prereg.json and",
+        "# submitted with sbatch. Resubmitting it by hand starts a run that no console",
+        "# launched: use `fontaine-tui launch PRESET --resume --on slurm:...` instead.",
+        f"#SBATCH --nodes={nnodes}",
+        "#SBATCH --ntasks-per-node=1",
+    ]
     if cuda:
         lines.append(f"#SBATCH --gpus-per-node={nproc}")
     for key in ("time", "account", "qos", "constraint", "mem", "cpus_per_task", "gres"):
         value = getattr(settings, key)
         if value:
             lines.append(f"#SBATCH --{key.replace('_', '-')}={value}")
-    lines += ["set -u", "export PYTHONUNBUFFERED=1 HF_HUB_OFFLINE=1",
-              'echo "fontaine-tui: slurm job $SLURM_JOB_ID on $(hostname) '
-              '(nodes: $SLURM_JOB_NODELIST)"']
+    lines += [
+        "set -u",
+        "export PYTHONUNBUFFERED=1 HF_HUB_OFFLINE=1",
+        'echo "fontaine-tui: slurm job $SLURM_JOB_ID on $(hostname) (nodes: $SLURM_JOB_NODELIST)"',
+    ]
     quoted = " ".join(map(shlex.quote, tail))
     py = shlex.quote(python)
     if nnodes > 1:
-        lines += ['head=$(scontrol show hostnames "$SLURM_JOB_NODELIST" | head -n 1)',
-                  f"exec srun --kill-on-bad-exit=1 --ntasks-per-node=1 {py} -m "
-                  f'torch.distributed.run --nnodes "$SLURM_NNODES" --nproc-per-node {nproc} '
-                  f'--rdzv-backend c10d --rdzv-endpoint "$head:{settings.port}" '
-                  f'--rdzv-id "$SLURM_JOB_ID" -m {quoted}']
+        lines += [
+            'head=$(scontrol show hostnames "$SLURM_JOB_NODELIST" | head -n 1)',
+            f"exec srun --kill-on-bad-exit=1 --ntasks-per-node=1 {py} -m "
+            f'torch.distributed.run --nnodes "$SLURM_NNODES" --nproc-per-node {nproc} '
+            f'--rdzv-backend c10d --rdzv-endpoint "$head:{settings.port}" '
+            f'--rdzv-id "$SLURM_JOB_ID" -m {quoted}',
+        ]
     elif nproc > 1:
         lines.append(f"exec {py} -m torch.distributed.run --nproc-per-node {nproc} -m {quoted}")
     else:
@@ -202,27 +228,32 @@ def render_script(argv: Sequence[str], platform: Mapping[str, object], settings:
     return "\n".join(lines) + "\n"
 
 
-def render_command_script(argv: Sequence[str], cwd: Path, env: Mapping[str, str],
-                          settings: SlurmSettings, run_name: str) -> str:
+def render_command_script(
+    argv: Sequence[str], cwd: Path, env: Mapping[str, str], settings: SlurmSettings, run_name: str
+) -> str:
     """The batch script for a preset's own [command]: one task, in the command's folder,
     with its frozen env (and FONTAINE_OUTPUT_DIR) exported, the argv run as it is. GPUs and
     the rest are the user's to ask for through [slurm] in config.toml (gres, ...)."""
-    lines = ["#!/bin/bash",
-             f"# The [command] of run {_comment(run_name)} as a Slurm batch job: written by",
-             "# `fontaine-tui launch --on slurm:...` beside the run's frozen prereg.json and",
-             "# submitted with sbatch. Resubmitting it by hand starts a run that no console",
-             "# launched: use `fontaine-tui launch PRESET --resume --on slurm:...` instead.",
-             "#SBATCH --nodes=1", "#SBATCH --ntasks-per-node=1"]
+    lines = [
+        "#!/bin/bash",
+        f"# The [command] of run {_comment(run_name)} as a Slurm batch job: written by",
+        "# `fontaine-tui launch --on slurm:...` beside the run's frozen prereg.json and",
+        "# submitted with sbatch. Resubmitting it by hand starts a run that no console",
+        "# launched: use `fontaine-tui launch PRESET --resume --on slurm:...` instead.",
+        "#SBATCH --nodes=1",
+        "#SBATCH --ntasks-per-node=1",
+    ]
     for key in ("time", "account", "qos", "constraint", "mem", "cpus_per_task", "gres"):
         value = getattr(settings, key)
         if value:
             lines.append(f"#SBATCH --{key.replace('_', '-')}={value}")
     lines += ["set -u", "export PYTHONUNBUFFERED=1"]
     lines += [f"export {k}={shlex.quote(v)}" for k, v in sorted(env.items())]
-    lines += ['echo "fontaine-tui: slurm job $SLURM_JOB_ID on $(hostname) '
-              '(nodes: $SLURM_JOB_NODELIST)"',
-              f"cd {shlex.quote(str(cwd))}",
-              "exec " + " ".join(map(shlex.quote, argv))]
+    lines += [
+        'echo "fontaine-tui: slurm job $SLURM_JOB_ID on $(hostname) (nodes: $SLURM_JOB_NODELIST)"',
+        f"cd {shlex.quote(str(cwd))}",
+        "exec " + " ".join(map(shlex.quote, argv)),
+    ]
     return "\n".join(lines) + "\n"
 
 
@@ -247,6 +278,7 @@ def write_script(folder: RunFolder, text: str) -> Path:
 
 def offsets(folder: RunFolder) -> tuple[int, int]:
     """Where this attempt starts in train_log.jsonl and engine.out.log (its `since`)."""
+
     def size(path: Path) -> int:
         try:
             return path.stat().st_size
@@ -259,8 +291,10 @@ def offsets(folder: RunFolder) -> tuple[int, int]:
 def tool(name: str) -> str:
     found = shutil.which(name)
     if found is None:
-        raise InputError(f"{name}: not found on PATH (is this a Slurm login node? the Slurm "
-                         "client commands are needed to submit and watch the job)")
+        raise InputError(
+            f"{name}: not found on PATH (is this a Slurm login node? the Slurm "
+            "client commands are needed to submit and watch the job)"
+        )
     return found
 
 
@@ -275,24 +309,45 @@ def stdio_path(path: Path | str) -> str:
     return text.replace("%", "%%")
 
 
-def submit_argv(sbatch: str, folder: RunFolder, script: Path, partition: str,
-                job_name: str) -> list[str]:
+def submit_argv(
+    sbatch: str, folder: RunFolder, script: Path, partition: str, job_name: str
+) -> list[str]:
     """sbatch's command line: the output appended to engine.out.log, run in the folder."""
-    return [sbatch, "--parsable", f"--partition={partition}", f"--job-name={job_name}",
-            f"--output={stdio_path(folder.engine_out)}", "--open-mode=append",
-            f"--chdir={folder.root}", str(script)]
+    return [
+        sbatch,
+        "--parsable",
+        f"--partition={partition}",
+        f"--job-name={job_name}",
+        f"--output={stdio_path(folder.engine_out)}",
+        "--open-mode=append",
+        f"--chdir={folder.root}",
+        str(script),
+    ]
 
 
-def submit(folder: RunFolder, script: Path, partition: str, job_name: str,
-           env: Mapping[str, str] | None = None) -> str:
+def submit(
+    folder: RunFolder,
+    script: Path,
+    partition: str,
+    job_name: str,
+    env: Mapping[str, str] | None = None,
+) -> str:
     """sbatch the script (its output appended to engine.out.log); the job id."""
     argv = submit_argv(tool("sbatch"), folder, script, partition, job_name)
     try:  # sbatch hands the job the environment it gets: no notification secret in it
-        res = subprocess.run(argv, capture_output=True, text=True, timeout=QUERY_TIMEOUT_S,
-                             env=child_env(env), stdin=subprocess.DEVNULL)
+        res = subprocess.run(
+            argv,
+            capture_output=True,
+            text=True,
+            timeout=QUERY_TIMEOUT_S,
+            env=child_env(env),
+            stdin=subprocess.DEVNULL,
+        )
     except subprocess.TimeoutExpired:
-        raise InputError(f"sbatch: no answer from the scheduler in {QUERY_TIMEOUT_S:.0f} s; "
-                         "nothing was submitted that fontaine-tui knows of") from None
+        raise InputError(
+            f"sbatch: no answer from the scheduler in {QUERY_TIMEOUT_S:.0f} s; "
+            "nothing was submitted that fontaine-tui knows of"
+        ) from None
     if res.returncode != 0:
         why = (res.stderr.strip().splitlines() or [f"exit {res.returncode}"])[-1]
         raise InputError(f"sbatch --partition={partition}: {why[:300]}")
@@ -353,16 +408,20 @@ def parse_scontrol(text: str) -> dict[str, str]:
 Runner = Callable[[Sequence[str]], "subprocess.CompletedProcess[str] | None"]
 
 
-def local_runner(env: Mapping[str, str] | None = None,
-                 timeout: float = QUERY_TIMEOUT_S) -> Runner:
+def local_runner(env: Mapping[str, str] | None = None, timeout: float = QUERY_TIMEOUT_S) -> Runner:
     def run(argv: Sequence[str]) -> subprocess.CompletedProcess[str] | None:
         path = shutil.which(argv[0])
         if path is None:
             return None
         try:
-            return subprocess.run([path, *argv[1:]], capture_output=True, text=True,
-                                  timeout=timeout, stdin=subprocess.DEVNULL,
-                                  env=child_env(env))
+            return subprocess.run(
+                [path, *argv[1:]],
+                capture_output=True,
+                text=True,
+                timeout=timeout,
+                stdin=subprocess.DEVNULL,
+                env=child_env(env),
+            )
         except (OSError, subprocess.TimeoutExpired):
             return None
 
@@ -379,8 +438,12 @@ def _not_held(res: subprocess.CompletedProcess[str] | None) -> bool:
     return "invalid job id" in res.stderr.lower()
 
 
-def look_up(job: str, env: Mapping[str, str] | None = None, timeout: float = QUERY_TIMEOUT_S,
-            run: Runner | None = None) -> tuple[JobState | None, bool]:
+def look_up(
+    job: str,
+    env: Mapping[str, str] | None = None,
+    timeout: float = QUERY_TIMEOUT_S,
+    run: Runner | None = None,
+) -> tuple[JobState | None, bool]:
     """(the job's state now, or None when no command can say; whether the controller said it
     holds no such job). squeue for a queued or running job; once it has left the queue,
     sacct (accounting), else scontrol (a finished job kept for MinJobAge). True beside None:
@@ -401,20 +464,29 @@ def look_up(job: str, env: Mapping[str, str] | None = None, timeout: float = QUE
     if res is not None and res.returncode == 0 and res.stdout.strip():
         fields = parse_scontrol(res.stdout)
         ec, sig = _exit_code(fields.get("ExitCode", ""))
-        return JobState(fields.get("JobState", "UNKNOWN"), ec, sig, fields.get("Reason", ""),
-                        source="scontrol"), False
+        return JobState(
+            fields.get("JobState", "UNKNOWN"), ec, sig, fields.get("Reason", ""), source="scontrol"
+        ), False
     return None, _not_held(queue) and _not_held(res)
 
 
-def query(job: str, env: Mapping[str, str] | None = None, timeout: float = QUERY_TIMEOUT_S,
-          run: Runner | None = None) -> JobState | None:
+def query(
+    job: str,
+    env: Mapping[str, str] | None = None,
+    timeout: float = QUERY_TIMEOUT_S,
+    run: Runner | None = None,
+) -> JobState | None:
     """The job's state now; None when no command can say (the scheduler not answering, or a
     finished job forgotten by a cluster without accounting)."""
     return look_up(job, env, timeout, run)[0]
 
 
-def alive(job: str, env: Mapping[str, str] | None = None, timeout: float = QUERY_TIMEOUT_S,
-          run: Runner | None = None) -> bool | None:
+def alive(
+    job: str,
+    env: Mapping[str, str] | None = None,
+    timeout: float = QUERY_TIMEOUT_S,
+    run: Runner | None = None,
+) -> bool | None:
     """Is the job queued or running? False once it has ended (or the controller holds it no
     more); None when the scheduler cannot say now: a failing squeue is never "gone"."""
     state, not_held = look_up(job, env, timeout, run)
@@ -423,16 +495,24 @@ def alive(job: str, env: Mapping[str, str] | None = None, timeout: float = QUERY
     return False if not_held else None
 
 
-def stop_bound(grace_int: float = GRACE_INT_S, grace_term: float = GRACE_TERM_S,
-               grace_cancel: float = GRACE_CANCEL_S) -> float:
+def stop_bound(
+    grace_int: float = GRACE_INT_S,
+    grace_term: float = GRACE_TERM_S,
+    grace_cancel: float = GRACE_CANCEL_S,
+) -> float:
     """The longest SlurmJob.stop can take with these graces: its first look, then for each of
     SIGINT, SIGTERM and scancel a scancel call, the grace, and the look that runs past it,
     every scheduler command taking its whole QUERY_TIMEOUT_S."""
     return LOOK_S + 3 * (QUERY_TIMEOUT_S + LOOK_S) + grace_int + grace_term + grace_cancel
 
 
-def scheduler_exit(folder: RunFolder, job: str, state: JobState, since: tuple[int, int] = (0, 0),
-                   sent: str | None = None) -> ExitInfo:
+def scheduler_exit(
+    folder: RunFolder,
+    job: str,
+    state: JobState,
+    since: tuple[int, int] = (0, 0),
+    sent: str | None = None,
+) -> ExitInfo:
     """The exit as the engine's log and output tell it, with what Slurm says about it: a
     time limit, a preemption, Slurm's own OOM kill (its cgroup's, so the cause is oom-killed)."""
     memory = None
@@ -445,8 +525,10 @@ def scheduler_exit(folder: RunFolder, job: str, state: JobState, since: tuple[in
     why = SCHEDULER_ENDS.get(state.state)
     if why is not None and not (state.state == "CANCELLED" and sent):
         said = f"slurm job {job}: {state.state}: {why}"
-        info = dataclasses.replace(info, output=said if not info.output else
-                                   f"{said}; the engine's last line: {info.output}")
+        info = dataclasses.replace(
+            info,
+            output=said if not info.output else f"{said}; the engine's last line: {info.output}",
+        )
         if info.code is None and info.signal is None and info.event not in ("end", "error"):
             info = dataclasses.replace(info, signal="SIGKILL")
     return info
@@ -458,9 +540,15 @@ class SlurmJob:
 
     pid = 0  # no process here: the job runs on a node Slurm picks
 
-    def __init__(self, folder: RunFolder, job: str, since: tuple[int, int] = (0, 0),
-                 env: Mapping[str, str] | None = None, poll_s: float = POLL_S,
-                 watch: bool = True) -> None:
+    def __init__(
+        self,
+        folder: RunFolder,
+        job: str,
+        since: tuple[int, int] = (0, 0),
+        env: Mapping[str, str] | None = None,
+        poll_s: float = POLL_S,
+        watch: bool = True,
+    ) -> None:
         self.folder, self.job, self.since, self.env = folder, job, since, env
         self.poll_s = poll_s
         self.started: float | None = None
@@ -472,8 +560,9 @@ class SlurmJob:
         self._lock = threading.Lock()
         self._thread: threading.Thread | None = None
         if watch:
-            self._thread = threading.Thread(target=self._watch, daemon=True,
-                                            name=f"slurm-job-{job}")
+            self._thread = threading.Thread(
+                target=self._watch, daemon=True, name=f"slurm-job-{job}"
+            )
             self._thread.start()
 
     @property
@@ -486,8 +575,7 @@ class SlurmJob:
             if state is not None:
                 self.last = state
                 if not state.active and self._exit is None:
-                    self._exit = scheduler_exit(self.folder, self.job, state, self.since,
-                                                self.sent)
+                    self._exit = scheduler_exit(self.folder, self.job, state, self.since, self.sent)
         return state
 
     def _watch(self) -> None:
@@ -515,9 +603,14 @@ class SlurmJob:
 
     def scancel(self, *args: str) -> bool:
         try:
-            res = subprocess.run([tool("scancel"), *args, self.job], capture_output=True,
-                                 text=True, timeout=QUERY_TIMEOUT_S, stdin=subprocess.DEVNULL,
-                                 env=child_env(self.env))
+            res = subprocess.run(
+                [tool("scancel"), *args, self.job],
+                capture_output=True,
+                text=True,
+                timeout=QUERY_TIMEOUT_S,
+                stdin=subprocess.DEVNULL,
+                env=child_env(self.env),
+            )
         except (OSError, subprocess.TimeoutExpired):
             return False
         return res.returncode == 0
@@ -532,8 +625,12 @@ class SlurmJob:
             self.sent = name
         return ok
 
-    def stop(self, grace_int: float = GRACE_INT_S, grace_term: float = GRACE_TERM_S,
-             grace_cancel: float = GRACE_CANCEL_S) -> ExitInfo:
+    def stop(
+        self,
+        grace_int: float = GRACE_INT_S,
+        grace_term: float = GRACE_TERM_S,
+        grace_cancel: float = GRACE_CANCEL_S,
+    ) -> ExitInfo:
         """SIGINT (the engine checkpoints and exits), SIGTERM, then scancel (Slurm's own
         SIGTERM-then-SIGKILL); a job not yet running is cancelled at once."""
         state = self.look()
@@ -554,8 +651,10 @@ class SlurmJob:
                 self.scancel()
                 info = self.wait(grace_cancel)
         if info is None:
-            raise InputError(f"slurm job {self.job}: still {self.last.state if self.last else '?'}"
-                             f" after scancel; see `scontrol show job {self.job}`")
+            raise InputError(
+                f"slurm job {self.job}: still {self.last.state if self.last else '?'}"
+                f" after scancel; see `scontrol show job {self.job}`"
+            )
         self.close()
         return info
 

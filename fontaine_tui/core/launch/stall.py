@@ -86,8 +86,14 @@ class Silence:
         return ""
 
 
-def silence(store: RunStore, gates: Mapping[str, object], now: float, eval_every: int = 0,
-            save_every: int = 0, steps: int = 0) -> Silence | None:
+def silence(
+    store: RunStore,
+    gates: Mapping[str, object],
+    now: float,
+    eval_every: int = 0,
+    save_every: int = 0,
+    steps: int = 0,
+) -> Silence | None:
     """The silence when it is past stall_factor x the median record interval (at least
     stall_min_s), else None. Any record counts as a sign of life: a long eval probe or a
     checkpoint is not a stall."""
@@ -103,7 +109,8 @@ def silence(store: RunStore, gates: Mapping[str, object], now: float, eval_every
     median = statistics.median(gaps)
     limit = max(factor * median, floor)
     others: list[Probe | Checkpoint | Event] = (
-        [store.probes[max(store.probes)]] if store.probes else [])
+        [store.probes[max(store.probes)]] if store.probes else []
+    )
     others += [*store.checkpoints[-1:], *store.events[-1:]]
     seen = [times[-1], *(r.time for r in others)]
     quiet = now - max(t for t in seen if math.isfinite(t))
@@ -114,8 +121,11 @@ def silence(store: RunStore, gates: Mapping[str, object], now: float, eval_every
     due = ""
     if eval_every > 0 and (last % eval_every == 0 or end) and last not in store.probes:
         due = "eval"  # the engine writes a step's train record, then its probe, then saves
-    elif save_every > 0 and (last % save_every == 0 or end) \
-            and not any(c.step == last for c in store.checkpoints[-3:]):
+    elif (
+        save_every > 0
+        and (last % save_every == 0 or end)
+        and not any(c.step == last for c in store.checkpoints[-3:])
+    ):
         due = "checkpoint"
     return Silence(quiet, limit, median, factor, floor, last, due, eval_every, save_every)
 
@@ -152,8 +162,9 @@ def ram_trend(history: Sequence[RamReading]) -> RamTrend | None:
         return None
     t_mean = sum(ts) / len(ts)
     a_mean = sum(a for _, a, _ in history) / len(history)
-    slope = (sum((t - t_mean) * (a - a_mean) for t, a, _ in history)
-             / sum((t - t_mean) ** 2 for t in ts))
+    slope = sum((t - t_mean) * (a - a_mean) for t, a, _ in history) / sum(
+        (t - t_mean) ** 2 for t in ts
+    )
     _, available, total = history[-1]
     return RamTrend(slope * 60.0, available, total, len(history), span)
 
@@ -216,133 +227,201 @@ def _no_gpu(t: TelemetrySnapshot | None) -> str:
     return "no telemetry" if t is None else t.gpu_status or "GPU util not reported"
 
 
-def _headline(q: Silence, t: TelemetrySnapshot | None, key: str, n: int,
-              trend: RamTrend | None, gpus_used: int, engine: bool = True
-              ) -> tuple[str, str]:
+def _headline(
+    q: Silence,
+    t: TelemetrySnapshot | None,
+    key: str,
+    n: int,
+    trend: RamTrend | None,
+    gpus_used: int,
+    engine: bool = True,
+) -> tuple[str, str]:
     if not engine:
         return _foreign_headline(q, t, key, trend, gpus_used)
     p = t.process if t is not None else None
     pid = p.pid if p is not None else (t.engine_pid if t is not None else None)
     dump = f"`py-spy dump --pid {pid}`" if pid is not None else "`py-spy dump` the engine"
     if key == "gone":
-        return key, (f"engine pid {pid} is gone and no exit was seen: it died outside the "
-                     f"console (the OOM killer, a scheduler, `kill -9`) — look at the end of "
-                     f"{ENGINE_OUT} and `dmesg`")
+        return key, (
+            f"engine pid {pid} is gone and no exit was seen: it died outside the "
+            f"console (the OOM killer, a scheduler, `kill -9`) — look at the end of "
+            f"{ENGINE_OUT} and `dmesg`"
+        )
     if p is not None and key == ZOMBIE:
-        return key, (f"engine pid {p.pid} is a zombie (exited, not reaped): the trainer is "
-                     f"dead — look at the end of {ENGINE_OUT} for its last error")
+        return key, (
+            f"engine pid {p.pid} is a zombie (exited, not reaped): the trainer is "
+            f"dead — look at the end of {ENGINE_OUT} for its last error"
+        )
     if p is not None and key == "stopped":
         pids = p.pids_in(*STOPPED)
         if p.pids_in("stopped"):
-            return key, (f"{_who(p, pids)} stopped (SIGSTOP / Ctrl-Z) {_for(n)}: nothing runs "
-                         f"until it is continued — `kill -CONT {' '.join(map(str, pids))}`")
-        return key, (f"{_who(p, pids)} held by a tracer (tracing-stop: gdb, strace, py-spy) "
-                     f"{_for(n)}: nothing runs until it lets go — detach the tracer")
+            return key, (
+                f"{_who(p, pids)} stopped (SIGSTOP / Ctrl-Z) {_for(n)}: nothing runs "
+                f"until it is continued — `kill -CONT {' '.join(map(str, pids))}`"
+            )
+        return key, (
+            f"{_who(p, pids)} held by a tracer (tracing-stop: gdb, strace, py-spy) "
+            f"{_for(n)}: nothing runs until it lets go — detach the tracer"
+        )
     if p is not None and key == DISK:
-        line = (f"{_who(p, p.pids_in(DISK))} in D state (uninterruptible I/O) {_for(n)}: "
-                f"likely blocked on the filesystem — look at the data_dir / output_dir mount "
-                f"(NFS, a full or slow disk)")
+        line = (
+            f"{_who(p, p.pids_in(DISK))} in D state (uninterruptible I/O) {_for(n)}: "
+            f"likely blocked on the filesystem — look at the data_dir / output_dir mount "
+            f"(NFS, a full or slow disk)"
+        )
         return key, line + (f"; {q.due_text()} is next" if q.due == "checkpoint" else "")
     if p is not None and key == "dead-child":
-        return key, (f"{_who(p, p.pids_in(ZOMBIE))} is a zombie {_for(n)} (a DataLoader worker "
-                     f"or a rank exited) and the engine waits on it — look at {ENGINE_OUT} "
-                     f"for its error; it will not come back: stop the run and resume")
+        return key, (
+            f"{_who(p, p.pids_in(ZOMBIE))} is a zombie {_for(n)} (a DataLoader worker "
+            f"or a rank exited) and the engine waits on it — look at {ENGINE_OUT} "
+            f"for its error; it will not come back: stop the run and resume"
+        )
     oom = trend.minutes_to_oom if trend is not None else None
     if trend is not None and oom is not None and oom <= RAM_OUT_MIN:
         when = "under a minute" if oom < 1 else f"~{oom:.0f} min"
-        where = (f"the engine tree's RSS ({gib(p.rss)}, {p.processes} processes) and the "
-                 f"host's other processes (`top -o RES`)" if p is not None
-                 else "the host's processes (`top -o RES`)")
-        return "ram-out", (f"host RAM {trend.text()}, {gib(trend.available)} free: out of "
-                           f"memory in {when} at this rate — loader workers' RSS or a leak; "
-                           f"look at {where}")
+        where = (
+            f"the engine tree's RSS ({gib(p.rss)}, {p.processes} processes) and the "
+            f"host's other processes (`top -o RES`)"
+            if p is not None
+            else "the host's processes (`top -o RES`)"
+        )
+        return "ram-out", (
+            f"host RAM {trend.text()}, {gib(trend.available)} free: out of "
+            f"memory in {when} at this rate — loader workers' RSS or a leak; "
+            f"look at {where}"
+        )
     util = t.gpu_util() if t is not None and gpus_used > 0 else None
     if util is not None and util >= GPU_IDLE_PCT:
         if q.due == "eval":
-            line = (f"GPU busy ({util:.0f} %) with no record: likely {q.due_text()}, not a "
-                    f"hang — wait")
+            line = (
+                f"GPU busy ({util:.0f} %) with no record: likely {q.due_text()}, not a hang — wait"
+            )
         else:
             every = f" ({q.eval_every})" if q.eval_every else ""
-            line = (f"GPU busy ({util:.0f} %) with no record: a long step or eval probe, not a "
-                    f"hang — wait, or compare with eval_every{every}")
+            line = (
+                f"GPU busy ({util:.0f} %) with no record: a long step or eval probe, not a "
+                f"hang — wait, or compare with eval_every{every}"
+            )
         if gpus_used > 1:
-            line += (f"; on {gpus_used} GPUs a hung NCCL collective reads busy too: if it "
-                     f"lasts, {dump}")
+            line += (
+                f"; on {gpus_used} GPUs a hung NCCL collective reads busy too: if it lasts, {dump}"
+            )
         return "gpu-busy", line
     if p is None:
-        gpu = (f"GPU idle ({util:.0f} %)" if util is not None
-               else "the run is on the CPU" if gpus_used <= 0
-               else _no_gpu(t))
+        gpu = (
+            f"GPU idle ({util:.0f} %)"
+            if util is not None
+            else "the run is on the CPU"
+            if gpus_used <= 0
+            else _no_gpu(t)
+        )
         reason = t.process_reason if t is not None else "no telemetry"
         if util is not None:
-            return "unsampled", (f"{gpu} and the engine process not sampled ({reason}): likely "
-                                 f"a hang (NCCL, a DataLoader deadlock) or blocked I/O — "
-                                 f"`py-spy dump` the engine on its host")
-        return "unsampled", (f"the engine process is not sampled ({reason}) and {gpu}: a hang "
-                             f"cannot be told from a long step — look at the end of "
-                             f"{ENGINE_OUT}, or `py-spy dump` the engine on its host")
+            return "unsampled", (
+                f"{gpu} and the engine process not sampled ({reason}): likely "
+                f"a hang (NCCL, a DataLoader deadlock) or blocked I/O — "
+                f"`py-spy dump` the engine on its host"
+            )
+        return "unsampled", (
+            f"the engine process is not sampled ({reason}) and {gpu}: a hang "
+            f"cannot be told from a long step — look at the end of "
+            f"{ENGINE_OUT}, or `py-spy dump` the engine on its host"
+        )
     state = p.state or "in an unknown state"
     busy = p.cpu_pct >= CPU_BUSY_PCT if p.cpu_pct is not None else p.state == "running"
     if busy:
-        cpu = (f"{p.cpu_pct:.0f} % of a core" if p.cpu_pct is not None
-               else "state running, CPU not measured yet")
+        cpu = (
+            f"{p.cpu_pct:.0f} % of a core"
+            if p.cpu_pct is not None
+            else "state running, CPU not measured yet"
+        )
         if gpus_used <= 0:
-            return "cpu-busy", (f"engine busy on the CPU ({cpu}) on a CPU run: a long step, "
-                                f"not a hang — wait, or compare with the median interval "
-                                f"{q.median_s:.1f} s")
+            return "cpu-busy", (
+                f"engine busy on the CPU ({cpu}) on a CPU run: a long step, "
+                f"not a hang — wait, or compare with the median interval "
+                f"{q.median_s:.1f} s"
+            )
         if util is not None:
-            return "cpu-busy", (f"engine busy on the CPU ({cpu}) with the GPU idle "
-                                f"({util:.0f} %): CPU-bound work (data decoding, a CPU "
-                                f"fallback, a Python loop) or a busy-wait — {dump}")
-        return "cpu-busy", (f"engine busy on the CPU ({cpu}), {_no_gpu(t)}: "
-                            f"CPU-bound work, a busy-wait, or a CUDA sync spinning on a long "
-                            f"GPU step — {dump}")
+            return "cpu-busy", (
+                f"engine busy on the CPU ({cpu}) with the GPU idle "
+                f"({util:.0f} %): CPU-bound work (data decoding, a CPU "
+                f"fallback, a Python loop) or a busy-wait — {dump}"
+            )
+        return "cpu-busy", (
+            f"engine busy on the CPU ({cpu}), {_no_gpu(t)}: "
+            f"CPU-bound work, a busy-wait, or a CUDA sync spinning on a long "
+            f"GPU step — {dump}"
+        )
     if util is not None:
-        cause = ("likely a hung collective (NCCL) or a DataLoader deadlock" if gpus_used > 1
-                 else "likely a DataLoader deadlock or a wait on a lock or queue")
-        return "hang", (f"GPU idle ({util:.0f} %) and the engine {state} ({_cpu(p)}): "
-                        f"{cause} — {dump}")
+        cause = (
+            "likely a hung collective (NCCL) or a DataLoader deadlock"
+            if gpus_used > 1
+            else "likely a DataLoader deadlock or a wait on a lock or queue"
+        )
+        return "hang", (
+            f"GPU idle ({util:.0f} %) and the engine {state} ({_cpu(p)}): {cause} — {dump}"
+        )
     if gpus_used <= 0:
-        return "hang", (f"engine {state} ({_cpu(p)}) on a CPU run, so not computing: likely a "
-                        f"DataLoader deadlock or a wait on a peer rank (gloo) — {dump}")
-    return "blind", (f"engine {state} ({_cpu(p)}) and {_no_gpu(t)}: "
-                     f"a hang cannot be told from a long GPU step here — {dump} shows which")
+        return "hang", (
+            f"engine {state} ({_cpu(p)}) on a CPU run, so not computing: likely a "
+            f"DataLoader deadlock or a wait on a peer rank (gloo) — {dump}"
+        )
+    return "blind", (
+        f"engine {state} ({_cpu(p)}) and {_no_gpu(t)}: "
+        f"a hang cannot be told from a long GPU step here — {dump} shows which"
+    )
 
 
-def _foreign_headline(q: Silence, t: TelemetrySnapshot | None, key: str,
-                      trend: RamTrend | None, gpus_used: int) -> tuple[str, str]:
+def _foreign_headline(
+    q: Silence, t: TelemetrySnapshot | None, key: str, trend: RamTrend | None, gpus_used: int
+) -> tuple[str, str]:
     """A run another trainer writes: no engine process, output file or command of ours to
     point at; what the host says, and where the trainer's own signs are."""
     oom = trend.minutes_to_oom if trend is not None else None
     if trend is not None and oom is not None and oom <= RAM_OUT_MIN:
         when = "under a minute" if oom < 1 else f"~{oom:.0f} min"
-        return "ram-out", (f"host RAM {trend.text()}, {gib(trend.available)} free: out of "
-                           f"memory in {when} at this rate — look at the host's processes "
-                           f"(`top -o RES`)")
+        return "ram-out", (
+            f"host RAM {trend.text()}, {gib(trend.available)} free: out of "
+            f"memory in {when} at this rate — look at the host's processes "
+            f"(`top -o RES`)"
+        )
     util = t.gpu_util() if t is not None and gpus_used > 0 else None
     if util is not None and util >= GPU_IDLE_PCT:
-        return "gpu-busy", (f"GPU busy ({util:.0f} %) with no record: a long step or eval, "
-                            f"or another process on the GPU — wait, or look at the "
-                            f"trainer's own output")
-    return "unsampled", ("the trainer is not a process this console launched, so its state "
-                         "is not sampled: a hang cannot be told from a long step or a run "
-                         "that stopped without saying so — look at the trainer's own output "
-                         "or its process on its host")
+        return "gpu-busy", (
+            f"GPU busy ({util:.0f} %) with no record: a long step or eval, "
+            f"or another process on the GPU — wait, or look at the "
+            f"trainer's own output"
+        )
+    return "unsampled", (
+        "the trainer is not a process this console launched, so its state "
+        "is not sampled: a hang cannot be told from a long step or a run "
+        "that stopped without saying so — look at the trainer's own output "
+        "or its process on its host"
+    )
 
 
-def _seen(t: TelemetrySnapshot | None, key: str, n: int, trend: RamTrend | None,
-          gpus_used: int, engine: bool = True) -> list[str]:
+def _seen(
+    t: TelemetrySnapshot | None,
+    key: str,
+    n: int,
+    trend: RamTrend | None,
+    gpus_used: int,
+    engine: bool = True,
+) -> list[str]:
     if t is None:
         return ["no telemetry"]
     util = t.gpu_util()
     gpu = f"GPU {util:.0f} %" if util is not None else _no_gpu(t)
     out = [gpu + (" (not used: a CPU run)" if gpus_used <= 0 and t.gpus else "")]
     if trend is not None:
-        out.append(f"host RAM {trend.text()}, {gib(trend.available)} free of "
-                   f"{gib(trend.total, unit=False)}")
+        out.append(
+            f"host RAM {trend.text()}, {gib(trend.available)} free of "
+            f"{gib(trend.total, unit=False)}"
+        )
     elif t.ram is not None:
-        out.append(f"host RAM {gib(t.ram.available)} free of {gib(t.ram.total, unit=False)} "
-                   f"(no trend yet)")
+        out.append(
+            f"host RAM {gib(t.ram.available)} free of {gib(t.ram.total, unit=False)} (no trend yet)"
+        )
     else:
         out.append(f"host RAM unknown ({t.ram_reason})")
     p = t.process
@@ -350,8 +429,10 @@ def _seen(t: TelemetrySnapshot | None, key: str, n: int, trend: RamTrend | None,
         return out  # the trainer's process is not ours to sample
     if p is not None:
         plural = "es" if p.processes != 1 else ""
-        out.append(f"engine pid {p.pid} {p.state or 'in an unknown state'} {_for(n)}, "
-                   f"{p.processes} process{plural}, {_cpu(p)}, RSS {gib(p.rss)}")
+        out.append(
+            f"engine pid {p.pid} {p.state or 'in an unknown state'} {_for(n)}, "
+            f"{p.processes} process{plural}, {_cpu(p)}, RSS {gib(p.rss)}"
+        )
     elif key == "gone":
         out.append(f"engine pid {t.engine_pid} gone")
     else:
@@ -359,9 +440,14 @@ def _seen(t: TelemetrySnapshot | None, key: str, n: int, trend: RamTrend | None,
     return out
 
 
-def diagnose(q: Silence, t: TelemetrySnapshot | None, ram_history: Sequence[RamReading] = (),
-             state_history: Sequence[StateReading] = (), gpus_used: int = 1,
-             engine: bool = True) -> Diagnosis:
+def diagnose(
+    q: Silence,
+    t: TelemetrySnapshot | None,
+    ram_history: Sequence[RamReading] = (),
+    state_history: Sequence[StateReading] = (),
+    gpus_used: int = 1,
+    engine: bool = True,
+) -> Diagnosis:
     """One stall line: the silence, the most likely cause (the module's precedence) and what
     was seen; severity and numbers with it. `engine` False: a run another trainer writes
     (no engine process, output file or command is named)."""
@@ -369,9 +455,13 @@ def diagnose(q: Silence, t: TelemetrySnapshot | None, ram_history: Sequence[RamR
     n = polls(state_history, key, t.time) if t is not None else 1
     trend = ram_trend(ram_history)
     cause, headline = _headline(q, t, key, n, trend, gpus_used, engine)
-    numbers: dict[str, float] = {"quiet_s": q.quiet_s, "limit_s": q.limit_s,
-                                 "median_interval_s": q.median_s,
-                                 "last_step": float(q.last_step), "state_polls": float(n)}
+    numbers: dict[str, float] = {
+        "quiet_s": q.quiet_s,
+        "limit_s": q.limit_s,
+        "median_interval_s": q.median_s,
+        "last_step": float(q.last_step),
+        "state_polls": float(n),
+    }
     util = t.gpu_util() if t is not None else None
     if util is not None:
         numbers["gpu_util_pct"] = util
@@ -392,8 +482,10 @@ def diagnose(q: Silence, t: TelemetrySnapshot | None, ram_history: Sequence[RamR
     elif t is not None and t.engine_pid is not None and engine:
         numbers["pid"] = float(t.engine_pid)
     alert = cause in ("gone", ZOMBIE) or (oom is not None and oom <= RAM_OUT_MIN)
-    message = (f"stall: no record for {q.quiet_s:.0f} s (limit {q.limit_s:.0f} s = "
-               f"max({q.factor:g} x median interval {q.median_s:.1f} s, {q.floor_s:g} s)); "
-               f"last step {q.last_step}. {headline}. Seen: "
-               f"{'; '.join(_seen(t, key, n, trend, gpus_used, engine))}.")
+    message = (
+        f"stall: no record for {q.quiet_s:.0f} s (limit {q.limit_s:.0f} s = "
+        f"max({q.factor:g} x median interval {q.median_s:.1f} s, {q.floor_s:g} s)); "
+        f"last step {q.last_step}. {headline}. Seen: "
+        f"{'; '.join(_seen(t, key, n, trend, gpus_used, engine))}."
+    )
     return Diagnosis(cause, "alert" if alert else "warn", message, numbers)

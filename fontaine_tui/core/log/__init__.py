@@ -19,6 +19,19 @@ from fontaine_tui.core.log.records import (
 )
 from fontaine_tui.core.log.store import RunStore
 
-__all__ = ["LINE_CAP", "Checkpoint", "Event", "LineCutter", "Malformed", "Meta", "Probe",
-           "Record", "RunStore", "TrainPoint", "ingest_lines", "load_lines", "load_log",
-           "parse_line"]
+__all__ = [
+    "LINE_CAP",
+    "Checkpoint",
+    "Event",
+    "LineCutter",
+    "Malformed",
+    "Meta",
+    "Probe",
+    "Record",
+    "RunStore",
+    "TrainPoint",
+    "ingest_lines",
+    "load_lines",
+    "load_log",
+    "parse_line",
+]

@@ -12,8 +12,8 @@ from collections.abc import Iterable
 
 from fontaine_tui.core.text import mib
 
-LINE_CAP = 16 << 20        # a longer line is skipped, counted and reported
-ANCHOR = 4096              # the last bytes read, checked again before anything after them is sent
+LINE_CAP = 16 << 20  # a longer line is skipped, counted and reported
+ANCHOR = 4096  # the last bytes read, checked again before anything after them is sent
 CR_NOTE = "its lines end in a bare CR (no newline): read with CR as the line end"
 
 
@@ -48,21 +48,22 @@ class LineCutter:
     starts with exactly what was read; the cold reader, which reads a file once, goes without.
     """
 
-    def __init__(self, cap: int = LINE_CAP, first_line: int = 1, offset: int = 0,
-                 track: bool = True) -> None:
+    def __init__(
+        self, cap: int = LINE_CAP, first_line: int = 1, offset: int = 0, track: bool = True
+    ) -> None:
         self.cap = cap
         self.track = track
         self.next_line = first_line
-        self.offset = offset          # byte offset just past the last complete line
+        self.offset = offset  # byte offset just past the last complete line
         self.tail = b""
-        self.skip_bytes = -1          # >= 0 while dropping an over-long line
+        self.skip_bytes = -1  # >= 0 while dropping an over-long line
         self.skipped: list[int] = []  # line numbers of over-long lines
         self._hash = hashlib.sha256()
         self._skip_hash = self._hash
-        self._foreign = 0             # leading bytes of `tail` from the previous file
-        self._recent = b""            # the last ANCHOR bytes consumed (now before `offset`)
-        self._skip_recent = b""       # the same while dropping an over-long line
-        self.cr: bool | None = None   # lines end in a bare CR (cr_only)
+        self._foreign = 0  # leading bytes of `tail` from the previous file
+        self._recent = b""  # the last ANCHOR bytes consumed (now before `offset`)
+        self._skip_recent = b""  # the same while dropping an over-long line
+        self.cr: bool | None = None  # lines end in a bare CR (cr_only)
 
     def digest(self) -> str:
         return self._hash.hexdigest()

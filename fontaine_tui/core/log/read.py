@@ -131,8 +131,7 @@ _LEAN_ERRORS = (msgspec.DecodeError, RecursionError, OverflowError)
 _STEP_OF, _KIND_OF = attrgetter("step"), attrgetter("kind")
 
 
-def _parse_block_steps(block: bytes | memoryview, lines: list[bytes], first: int
-                       ) -> Parsed | None:
+def _parse_block_steps(block: bytes | memoryview, lines: list[bytes], first: int) -> Parsed | None:
     """The lean parse of a block of complete lines; None when the block must be parsed
     line by line (see above)."""
     n = len(lines)
@@ -167,8 +166,9 @@ def _parse_block_steps(block: bytes | memoryview, lines: list[bytes], first: int
     return out
 
 
-def parse_block(block: bytes | memoryview, lines: list[bytes], first: int,
-                columns: bool = True) -> Parsed:
+def parse_block(
+    block: bytes | memoryview, lines: list[bytes], first: int, columns: bool = True
+) -> Parsed:
     """Decode complete lines, given both as one block and split (`LineCutter.feed_block`; an
     empty block when the cutter dropped a line in it)."""
     if not columns and lines and len(block):
@@ -200,9 +200,7 @@ def _apply_train_rows(store: RunStore, parsed: Parsed, a: int, b: int, offset: i
     if a >= b:
         return
     steps = parsed.train_steps[a:b]
-    forward = (not store.steps or steps[0] > store.steps[-1]) and not any(
-        map(ge, steps, steps[1:])
-    )
+    forward = (not store.steps or steps[0] > store.steps[-1]) and not any(map(ge, steps, steps[1:]))
     cols = parsed.columns
     if forward:
         store.steps.extend(steps)
@@ -230,15 +228,17 @@ CHUNK = 4 << 20
 PARALLEL_MIN_BYTES = 32 << 20
 
 
-def iter_chunks(path: Path, chunk: int = CHUNK, start: int = 0, stop: int | None = None
-                ) -> Iterator[bytes]:
+def iter_chunks(
+    path: Path, chunk: int = CHUNK, start: int = 0, stop: int | None = None
+) -> Iterator[bytes]:
     """The file's bytes from `start` to `stop` (default: its size when opened); a pipe or a
     device is refused (core/readfile.py)."""
     return iter_regular(path, chunk, start, stop)
 
 
-def load_lines(chunks: Iterable[bytes], store: RunStore | None = None, final: bool = False
-               ) -> RunStore:
+def load_lines(
+    chunks: Iterable[bytes], store: RunStore | None = None, final: bool = False
+) -> RunStore:
     """Read a whole log from byte chunks. A torn last line is left pending, not counted,
     unless `final` (the file is finished: a rotated segment), when it is read as a line."""
     store = store or RunStore()
@@ -250,13 +250,20 @@ def load_lines(chunks: Iterable[bytes], store: RunStore | None = None, final: bo
         if lines:
             apply_parsed(store, parse_lines(lines, first, store.has_columns))
     if cutter.cr:
-        store.notices.append(f"{store.segments[-1].name if store.segments else 'the log'}: "
-                             + CR_NOTE)
+        store.notices.append(
+            f"{store.segments[-1].name if store.segments else 'the log'}: " + CR_NOTE
+        )
     return store
 
 
-def _read_lines(store: RunStore, cutter: LineCutter, lines: list[bytes], first: int,
-                skipped: list[int], block: bytes | memoryview) -> None:
+def _read_lines(
+    store: RunStore,
+    cutter: LineCutter,
+    lines: list[bytes],
+    first: int,
+    skipped: list[int],
+    block: bytes | memoryview,
+) -> None:
     if lines:
         apply_parsed(store, parse_block(block, lines, first, store.has_columns))
     if skipped:
@@ -298,8 +305,13 @@ def segment_chunks(path: Path, chunk: int = CHUNK) -> Iterator[bytes]:
         raise InputError(f"{path}: cannot decompress ({exc})") from None
 
 
-def load_log(path: str | Path, columns: bool = True, workers: int = 1,
-             parallel_min_bytes: int = PARALLEL_MIN_BYTES, history: bool = False) -> RunStore:
+def load_log(
+    path: str | Path,
+    columns: bool = True,
+    workers: int = 1,
+    parallel_min_bytes: int = PARALLEL_MIN_BYTES,
+    history: bool = False,
+) -> RunStore:
     """Read a log file into a RunStore. With `history`, its rotated segments are read first
     (oldest first, .gz too), each a Segment of the store. With workers > 1 a large file is
     parsed in parallel processes (fork; only from a single-threaded caller such as the CLI)."""
@@ -315,8 +327,10 @@ def load_log(path: str | Path, columns: bool = True, workers: int = 1,
     _load_file(store, path, columns, workers, parallel_min_bytes)
     torn = _unfinished(path)
     if torn:
-        store.notices.append(f"{path.name}: the last {torn} bytes are a line without its "
-                             "newline (being written, or cut short): not read")
+        store.notices.append(
+            f"{path.name}: the last {torn} bytes are a line without its "
+            "newline (being written, or cut short): not read"
+        )
     return store
 
 
@@ -331,8 +345,9 @@ def _unfinished(path: Path) -> int:
     return len(tail) - cut - 1
 
 
-def _load_file(store: RunStore, path: Path, columns: bool, workers: int,
-               parallel_min_bytes: int) -> None:
+def _load_file(
+    store: RunStore, path: Path, columns: bool, workers: int, parallel_min_bytes: int
+) -> None:
     size = check_regular(path)
     methods = multiprocessing.get_all_start_methods()
     with open_regular(path) as fh:
@@ -348,8 +363,11 @@ def _load_file(store: RunStore, path: Path, columns: bool, workers: int,
     points = _split_points(path, complete, workers)
     ctx = multiprocessing.get_context("fork")
     with ProcessPoolExecutor(max_workers=workers, mp_context=ctx) as pool:
-        futures = [pool.submit(_parse_range, str(path), a, b, columns)
-                   for a, b in zip(points, points[1:], strict=False) if b > a]
+        futures = [
+            pool.submit(_parse_range, str(path), a, b, columns)
+            for a, b in zip(points, points[1:], strict=False)
+            if b > a
+        ]
         offset = 0
         for fut in futures:
             batches = fut.result()
@@ -360,5 +378,12 @@ def _load_file(store: RunStore, path: Path, columns: bool, workers: int,
 
 
 def default_workers() -> int:
-    return max(1, min(4, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity")
-                      else (os.cpu_count() or 1)))
+    return max(
+        1,
+        min(
+            4,
+            len(os.sched_getaffinity(0))
+            if hasattr(os, "sched_getaffinity")
+            else (os.cpu_count() or 1),
+        ),
+    )

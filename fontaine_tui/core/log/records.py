@@ -145,7 +145,9 @@ def _not_a_metric(value: object) -> str | None:
     if isinstance(value, float):
         return None if math.isfinite(value) else repr(value)
     if isinstance(value, int):
-        return None if math.isfinite(_num(value)) else f"an integer of {len(str(abs(value)))} digits"
+        return (
+            None if math.isfinite(_num(value)) else f"an integer of {len(str(abs(value)))} digits"
+        )
     if value is None:
         return "null"
     if isinstance(value, str):
@@ -157,8 +159,13 @@ _NO_FIELDS: Mapping[str, float] = MappingProxyType({})
 FIELDS_KEPT = 256  # numbers kept per eval record (a runaway record is not held whole)
 
 
-def _flatten(obj: Mapping[str, object], numbers: dict[str, float],
-             not_numbers: list[tuple[str, str]], prefix: str = "", depth: int = 0) -> None:
+def _flatten(
+    obj: Mapping[str, object],
+    numbers: dict[str, float],
+    not_numbers: list[tuple[str, str]],
+    prefix: str = "",
+    depth: int = 0,
+) -> None:
     """Every leaf of an eval record by its dotted path: numbers into `numbers`, anything
     else (a boolean, a string, null, an array) with what it is into `not_numbers`."""
     for key, value in obj.items():
@@ -188,8 +195,10 @@ def _step(value: object) -> int:
     """The record's step, or ValueError saying what is wrong with it."""
     if isinstance(value, bool) or not isinstance(value, int):
         if isinstance(value, float) and math.isfinite(value) and value.is_integer():
-            raise ValueError(f"'step' is {value!r}, a float: expected a non-negative integer "
-                             f"(write {int(value)})")
+            raise ValueError(
+                f"'step' is {value!r}, a float: expected a non-negative integer "
+                f"(write {int(value)})"
+            )
         raise ValueError("'step' is not a non-negative integer")
     if value < 0:
         raise ValueError(f"'step' is {value}: expected a non-negative integer")
@@ -206,8 +215,6 @@ def _text(value: object) -> str:
     if value is None:
         return ""
     return value if isinstance(value, str) else json.dumps(value)
-
-
 
 
 def decode_line(raw: bytes) -> dict:
@@ -235,9 +242,7 @@ def to_record(obj: dict, line: int = 0) -> Record | None:
         return TrainPoint(step, t, *(_num(obj.get(name)) for name in TRAIN_FIELDS))
     if kind == "eval":
         raw = obj.get("breakdown")
-        breakdown = (
-            {str(k): _num(v) for k, v in raw.items()} if isinstance(raw, dict) else {}
-        )
+        breakdown = {str(k): _num(v) for k, v in raw.items()} if isinstance(raw, dict) else {}
         numbers: dict[str, float] = {}
         odd: list[tuple[str, str]] = []
         _flatten({k: v for k, v in obj.items() if k not in _NOT_METRICS}, numbers, odd)
@@ -272,8 +277,10 @@ def to_record(obj: dict, line: int = 0) -> Record | None:
             tuple(str(a) for a in argv) if isinstance(argv, list) else (),
             _text(obj.get("host")),
             line,
-            *(MappingProxyType(dict(v)) if isinstance(v := obj.get(k), dict) else _NO_MAP
-              for k in ("code", "data", "versions")),
+            *(
+                MappingProxyType(dict(v)) if isinstance(v := obj.get(k), dict) else _NO_MAP
+                for k in ("code", "data", "versions")
+            ),
         )
     return None
 

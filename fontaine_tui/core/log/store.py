@@ -41,16 +41,28 @@ class Segment:
 
 def _identity(rec: Record) -> str:
     """Everything a record says except where it was read (NaN-safe, unlike ==)."""
-    return repr(replace(rec, line=0)) if isinstance(rec, (Probe, Event, Checkpoint, Meta)) \
+    return (
+        repr(replace(rec, line=0))
+        if isinstance(rec, (Probe, Event, Checkpoint, Meta))
         else repr(rec)
+    )
 
 
 def _probe_values(p: Probe) -> str:
     """What a probe measured (not when it was logged or where): two probes for one step that
     differ here are conflicting evidence."""
-    return repr((p.eval_chunk_mae, p.train_chunk_mae, p.eval_ar_ce, p.eval_flow_loss,
-                 sorted(p.breakdown.items()), p.n_frames, sorted(p.not_numbers),
-                 sorted(p.fields.items())))
+    return repr(
+        (
+            p.eval_chunk_mae,
+            p.train_chunk_mae,
+            p.eval_ar_ce,
+            p.eval_flow_loss,
+            sorted(p.breakdown.items()),
+            p.n_frames,
+            sorted(p.not_numbers),
+            sorted(p.fields.items()),
+        )
+    )
 
 
 def completes(old: Probe, new: Probe) -> bool:
@@ -60,12 +72,20 @@ def completes(old: Probe, new: Probe) -> bool:
         return False
     if any(k not in new.fields or repr(new.fields[k]) != repr(v) for k, v in old.fields.items()):
         return False
-    return all(a != a or repr(a) == repr(b) for a, b in  # NaN: not measured in `old`
-               ((old.eval_chunk_mae, new.eval_chunk_mae), (old.train_chunk_mae,
-                new.train_chunk_mae), (old.eval_ar_ce, new.eval_ar_ce),
-                (old.eval_flow_loss, new.eval_flow_loss))) \
-        and old.breakdown == new.breakdown and old.n_frames == new.n_frames \
+    return (
+        all(
+            a != a or repr(a) == repr(b)
+            for a, b in (  # NaN: not measured in `old`
+                (old.eval_chunk_mae, new.eval_chunk_mae),
+                (old.train_chunk_mae, new.train_chunk_mae),
+                (old.eval_ar_ce, new.eval_ar_ce),
+                (old.eval_flow_loss, new.eval_flow_loss),
+            )
+        )
+        and old.breakdown == new.breakdown
+        and old.n_frames == new.n_frames
         and old.not_numbers == new.not_numbers
+    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -115,7 +135,8 @@ class RunStore:
 
     steps: array = field(default_factory=lambda: array("q"), repr=False)
     columns: dict[str, array] = field(
-        default_factory=lambda: {n: array("d") for n in COLUMNS}, repr=False)
+        default_factory=lambda: {n: array("d") for n in COLUMNS}, repr=False
+    )
     probes: dict[int, Probe] = field(default_factory=dict, repr=False)
     superseded: list[Probe] = field(default_factory=list, repr=False)
     metas: list[Meta] = field(default_factory=list)
@@ -222,8 +243,12 @@ class RunStore:
         self.version += 1
         if isinstance(rec, TrainPoint):
             if self.steps and rec.step <= self.steps[-1]:
-                self._out_of_order(line, "train", rec.step,
-                                   f"step {rec.step} after step {self.steps[-1]} without a resume")
+                self._out_of_order(
+                    line,
+                    "train",
+                    rec.step,
+                    f"step {rec.step} after step {self.steps[-1]} without a resume",
+                )
                 return
             self.steps.append(rec.step)
             if self.has_columns:
@@ -236,9 +261,12 @@ class RunStore:
         elif isinstance(rec, Event):
             if rec.event == "resume":
                 if self.ended_at is not None and rec.step < self.ended_at:
-                    self._out_of_order(rec.line, "event", rec.step,
-                                       f"a resume to step {rec.step} after the run ended at "
-                                       f"step {self.ended_at}")
+                    self._out_of_order(
+                        rec.line,
+                        "event",
+                        rec.step,
+                        f"a resume to step {rec.step} after the run ended at step {self.ended_at}",
+                    )
                     return
                 self._rewind(rec.step)
                 self.ended_at = None
@@ -264,12 +292,21 @@ class RunStore:
             self.probes_version += 1
             return
         if self.ended_at is not None and rec.step < self.ended_at:
-            self._out_of_order(rec.line, "eval", rec.step, f"a probe for step {rec.step} "
-                               f"after the run ended at step {self.ended_at}")
+            self._out_of_order(
+                rec.line,
+                "eval",
+                rec.step,
+                f"a probe for step {rec.step} after the run ended at step {self.ended_at}",
+            )
             return
         if rec.step < self._probe_max:
-            self._out_of_order(rec.line, "eval", rec.step, f"a probe for step {rec.step} "
-                               f"after the probe for step {self._probe_max} without a resume")
+            self._out_of_order(
+                rec.line,
+                "eval",
+                rec.step,
+                f"a probe for step {rec.step} "
+                f"after the probe for step {self._probe_max} without a resume",
+            )
             return
         self.probes[rec.step] = rec
         self.probes_version += 1
@@ -286,8 +323,10 @@ class RunStore:
         if rec.world_size != first.world_size:
             diffs.append(f"world size {rec.world_size} (the log began with {first.world_size})")
         if diffs:
-            self.notices.append(f"{self.where(rec.line)}: a meta record for {' and '.join(diffs)}"
-                                "; two runs may be writing one file")
+            self.notices.append(
+                f"{self.where(rec.line)}: a meta record for {' and '.join(diffs)}"
+                "; two runs may be writing one file"
+            )
 
     def _out_of_order(self, line: int, kind: str, step: int, why: str) -> None:
         self.out_of_order_count += 1
@@ -338,8 +377,9 @@ class RunStore:
         cols = self.columns
         if not self.has_columns:
             return TrainPoint(self.steps[index], NAN, *(NAN for _ in TRAIN_FIELDS))
-        return TrainPoint(self.steps[index], cols["time"][index],
-                          *(cols[n][index] for n in TRAIN_FIELDS))
+        return TrainPoint(
+            self.steps[index], cols["time"][index], *(cols[n][index] for n in TRAIN_FIELDS)
+        )
 
     def last_train(self) -> TrainPoint | None:
         return self.train_at(len(self.steps) - 1) if self.steps else None

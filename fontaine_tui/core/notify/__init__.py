@@ -19,6 +19,19 @@ from fontaine_tui.core.notify.destinations import (
 from fontaine_tui.core.notify.payloads import Message
 from fontaine_tui.core.notify.redact import redact_text, redact_url
 
-__all__ = ["LEVELS", "Destination", "Failure", "Message", "Notifier", "Policy", "Stats",
-           "config_path", "detect_service", "load_destinations", "make_destination",
-           "parse_config", "redact_text", "redact_url"]
+__all__ = [
+    "LEVELS",
+    "Destination",
+    "Failure",
+    "Message",
+    "Notifier",
+    "Policy",
+    "Stats",
+    "config_path",
+    "detect_service",
+    "load_destinations",
+    "make_destination",
+    "parse_config",
+    "redact_text",
+    "redact_url",
+]

@@ -185,8 +185,9 @@ def _too_slow(policy: Policy) -> str:
 
 
 def _post(url: str, body: bytes, headers: dict[str, str], policy: Policy) -> None:
-    req = urllib.request.Request(url, data=body, method="POST",
-                                 headers={"User-Agent": USER_AGENT, **headers})
+    req = urllib.request.Request(
+        url, data=body, method="POST", headers={"User-Agent": USER_AGENT, **headers}
+    )
     try:
         with _OPENER.open(req, timeout=policy.timeout) as resp:
             resp.read(RESPONSE_CAP)
@@ -194,8 +195,9 @@ def _post(url: str, body: bytes, headers: dict[str, str], policy: Policy) -> Non
         status = f"HTTP {exc.code} {exc.reason}".rstrip()
         exc.close()
         if exc.code == 429:
-            raise _Retry(status, retry_after(exc.headers.get("Retry-After"),
-                                             policy.retry_after_cap)) from None
+            raise _Retry(
+                status, retry_after(exc.headers.get("Retry-After"), policy.retry_after_cap)
+            ) from None
         if exc.code >= 500:
             raise _Retry(status) from None
         raise _GiveUp(status) from None
@@ -215,8 +217,9 @@ def send_apprise(url: str, m: Message) -> None:
     sender = lib.Apprise()
     if not sender.add(url):
         raise _GiveUp("apprise does not know this URL")
-    ok = sender.notify(title=m.title, body=m.full_text or m.title,
-                       notify_type=APPRISE_TYPE[m.level])
+    ok = sender.notify(
+        title=m.title, body=m.full_text or m.title, notify_type=APPRISE_TYPE[m.level]
+    )
     if not ok:
         raise _Retry("apprise reported a failed delivery")
 
@@ -230,8 +233,7 @@ class _Lane:
         self.queue: collections.deque[Message] = collections.deque()
         self.busy = False
         self.stats = Stats()
-        self.thread = threading.Thread(target=self._run, daemon=True,
-                                       name=f"notify-{dest.service}")
+        self.thread = threading.Thread(target=self._run, daemon=True, name=f"notify-{dest.service}")
 
     def _run(self) -> None:
         n = self.notifier
@@ -284,8 +286,13 @@ class _Lane:
 class Notifier:
     """Background delivery to `destinations`; `send` never blocks."""
 
-    def __init__(self, destinations: Iterable[Destination], *, policy: Policy | None = None,
-                 on_failure: Callable[[str, str], None] | None = None) -> None:
+    def __init__(
+        self,
+        destinations: Iterable[Destination],
+        *,
+        policy: Policy | None = None,
+        on_failure: Callable[[str, str], None] | None = None,
+    ) -> None:
         self.policy = policy or Policy()
         self.on_failure = on_failure
         self.failures: list[Failure] = []
@@ -333,9 +340,15 @@ class Notifier:
 
     def _fail(self, lane: _Lane, m: Message, reason: str, tries: int) -> None:
         reason = redact_text(reason, self._urls)
-        failure = Failure(destination=lane.dest.label, service=lane.dest.service,
-                          title=redact_text(m.title, self._urls), reason=reason,
-                          tries=tries, time=time.time(), source=lane.dest.source)
+        failure = Failure(
+            destination=lane.dest.label,
+            service=lane.dest.service,
+            title=redact_text(m.title, self._urls),
+            reason=reason,
+            tries=tries,
+            time=time.time(),
+            source=lane.dest.source,
+        )
         with self._cond:
             lane.stats.failed += 1
             self.failures.append(failure)

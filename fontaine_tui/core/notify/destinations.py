@@ -115,15 +115,17 @@ def detect_service(url: str) -> str:
 
 
 def _at(source: str, key: str) -> str:
-    """"PATH: notify[0].url" for a config table, "FONTAINE_NOTIFY: url" otherwise."""
+    """ "PATH: notify[0].url" for a config table, "FONTAINE_NOTIFY: url" otherwise."""
     return f"{source}.{key}" if source.endswith("]") else f"{source}: {key}"
 
 
 def _check_apprise(url: str, where: str) -> None:
     lib = _apprise()
     if lib is None:
-        raise InputError(f"{where}: a {urlsplit(url).scheme}:// URL is sent through the "
-                         f"apprise library, which is not installed: {APPRISE_HINT}")
+        raise InputError(
+            f"{where}: a {urlsplit(url).scheme}:// URL is sent through the "
+            f"apprise library, which is not installed: {APPRISE_HINT}"
+        )
     if not lib.Apprise().add(url):
         raise InputError(f"{where}: apprise does not know this URL ({redact_url(url)})")
 
@@ -137,28 +139,31 @@ def _unsafe_char(url: str) -> str | None:
     return None
 
 
-def make_destination(url: str, *, level: str = "info", service: str | None = None,
-                     source: str = "--url") -> Destination:
+def make_destination(
+    url: str, *, level: str = "info", service: str | None = None, source: str = "--url"
+) -> Destination:
     """One destination, checked; InputError naming `source` and what was expected."""
     if (c := _unsafe_char(url)) is not None:
         code = f"\\x{ord(c):02x}" if ord(c) < 0x100 else f"\\u{ord(c):04x}"
-        raise InputError(f"{_at(source, 'url')}: expected a URL without control characters "
-                         f"or white space, got {code} in {literal(redact_url(url))}")
+        raise InputError(
+            f"{_at(source, 'url')}: expected a URL without control characters "
+            f"or white space, got {code} in {literal(redact_url(url))}"
+        )
     if level not in LEVELS:
-        raise InputError(f"{_at(source, 'level')}: expected one of {', '.join(LEVELS)}, "
-                         f"got {level!r}")
+        raise InputError(
+            f"{_at(source, 'level')}: expected one of {', '.join(LEVELS)}, got {level!r}"
+        )
     if service is None:
         try:
             service = detect_service(url)
         except ValueError as exc:
             raise InputError(f"{_at(source, 'url')}: expected {exc}") from None
     elif service not in SERVICES:
-        raise InputError(f"{_at(source, 'service')}: expected one of {', '.join(SERVICES)}, "
-                         f"got {service!r}")
-    elif service != "apprise" and urlsplit(url).scheme.lower() not in ("http", "https",
-                                                                         "ntfy"):
-        raise InputError(f"{_at(source, 'url')}: expected an http(s) URL for service "
-                         f"{service}")
+        raise InputError(
+            f"{_at(source, 'service')}: expected one of {', '.join(SERVICES)}, got {service!r}"
+        )
+    elif service != "apprise" and urlsplit(url).scheme.lower() not in ("http", "https", "ntfy"):
+        raise InputError(f"{_at(source, 'url')}: expected an http(s) URL for service {service}")
     if service == "apprise":
         _check_apprise(url, _at(source, "url"))
     return Destination(url=url, service=service, level=level, source=source)
@@ -170,28 +175,34 @@ def parse_config(data: Mapping[str, Any], path: Path | str) -> list[Destination]
     if isinstance(tables, dict):
         tables = [tables]
     if not isinstance(tables, list):
-        raise InputError(f"{path}: notify: expected [[notify]] tables, "
-                         f"got {type(tables).__name__}")
+        raise InputError(f"{path}: notify: expected [[notify]] tables, got {type(tables).__name__}")
     out = []
     for i, table in enumerate(tables):
         where = f"{path}: notify[{i}]"
         if not isinstance(table, dict):
-            raise InputError(f"{where}: expected a table with url, got "
-                             f"{type(table).__name__}")
+            raise InputError(f"{where}: expected a table with url, got {type(table).__name__}")
         unknown = sorted(set(table) - set(KEYS))
         if unknown:
-            raise InputError(f"{where}.{unknown[0]}: unknown key (expected "
-                             f"{', '.join(KEYS)})")
+            raise InputError(f"{where}.{unknown[0]}: unknown key (expected {', '.join(KEYS)})")
         url = table.get("url")
         if not isinstance(url, str) or not url.strip():
-            raise InputError(f"{where}.url: expected a URL string, got "
-                             f"{'nothing' if url is None else type(url).__name__}")
+            raise InputError(
+                f"{where}.url: expected a URL string, got "
+                f"{'nothing' if url is None else type(url).__name__}"
+            )
         for key in ("level", "service"):
             if key in table and not isinstance(table[key], str):
-                raise InputError(f"{where}.{key}: expected a string, got "
-                                 f"{type(table[key]).__name__}")
-        out.append(make_destination(url.strip(), level=table.get("level", "info"),
-                                    service=table.get("service"), source=where))
+                raise InputError(
+                    f"{where}.{key}: expected a string, got {type(table[key]).__name__}"
+                )
+        out.append(
+            make_destination(
+                url.strip(),
+                level=table.get("level", "info"),
+                service=table.get("service"),
+                source=where,
+            )
+        )
     return out
 
 

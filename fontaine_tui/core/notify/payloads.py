@@ -58,10 +58,13 @@ class Message:
         return datetime.fromtimestamp(self.time, timezone.utc).isoformat(timespec="seconds")
 
     def context(self) -> str:
-        """"run demosonly · step 250 · 2025-01-01T00:00:00+00:00 · WARN"."""
-        parts = [f"run {self.run}" if self.run else "",
-                 f"step {self.step}" if self.step is not None else "",
-                 self.iso_time, self.level.upper()]
+        """ "run demosonly · step 250 · 2025-01-01T00:00:00+00:00 · WARN"."""
+        parts = [
+            f"run {self.run}" if self.run else "",
+            f"step {self.step}" if self.step is not None else "",
+            self.iso_time,
+            self.level.upper(),
+        ]
         return " · ".join(p for p in parts if p)
 
 
@@ -86,49 +89,93 @@ def _slack_mrkdwn(text: str, limit: int) -> str:
 
 def slack(m: Message) -> dict[str, Any]:
     blocks: list[dict[str, Any]] = [
-        {"type": "header",
-         "text": {"type": "plain_text", "text": truncate(m.title or m.level, SLACK_HEADER)}},
-        {"type": "section", "text": {"type": "mrkdwn", "text": _slack_mrkdwn(m.text or " ",
-                                                                              SLACK_TEXT)}},
+        {
+            "type": "header",
+            "text": {"type": "plain_text", "text": truncate(m.title or m.level, SLACK_HEADER)},
+        },
+        {
+            "type": "section",
+            "text": {"type": "mrkdwn", "text": _slack_mrkdwn(m.text or " ", SLACK_TEXT)},
+        },
     ]
     if m.fields:
-        blocks.append({"type": "section", "fields": [
-            {"type": "mrkdwn", "text": _slack_mrkdwn(f"*{k}*\n{v}", SLACK_FIELD)}
-            for k, v in list(m.fields.items())[:SLACK_FIELDS]]})
-    blocks.append({"type": "context",
-                   "elements": [{"type": "mrkdwn", "text": _slack_escape(m.context())}]})
+        blocks.append(
+            {
+                "type": "section",
+                "fields": [
+                    {"type": "mrkdwn", "text": _slack_mrkdwn(f"*{k}*\n{v}", SLACK_FIELD)}
+                    for k, v in list(m.fields.items())[:SLACK_FIELDS]
+                ],
+            }
+        )
+    blocks.append(
+        {"type": "context", "elements": [{"type": "mrkdwn", "text": _slack_escape(m.context())}]}
+    )
     fallback = f"[{m.level.upper()}] {m.title}: {m.text}" if m.title else m.text
     return {"text": _slack_mrkdwn(fallback, SLACK_TEXT), "blocks": blocks}
 
 
 def discord(m: Message) -> dict[str, Any]:
     title = truncate(m.title or m.level, DISCORD_TITLE)
-    footer = truncate(" · ".join(p for p in (f"run {m.run}" if m.run else "",
-                                             f"step {m.step}" if m.step is not None else "")
-                                 if p) or "fontaine-tui", 2048)
-    fields: list[dict[str, Any]] = [{"name": truncate(k, DISCORD_FIELD_NAME) or "-",
-               "value": truncate(v, DISCORD_FIELD_VALUE) or "-", "inline": True}
-              for k, v in list(m.fields.items())[:DISCORD_FIELDS]]
+    footer = truncate(
+        " · ".join(
+            p
+            for p in (
+                f"run {m.run}" if m.run else "",
+                f"step {m.step}" if m.step is not None else "",
+            )
+            if p
+        )
+        or "fontaine-tui",
+        2048,
+    )
+    fields: list[dict[str, Any]] = [
+        {
+            "name": truncate(k, DISCORD_FIELD_NAME) or "-",
+            "value": truncate(v, DISCORD_FIELD_VALUE) or "-",
+            "inline": True,
+        }
+        for k, v in list(m.fields.items())[:DISCORD_FIELDS]
+    ]
 
     def size(description: str) -> int:
-        return (len(title) + len(description) + len(footer)
-                + sum(len(f["name"]) + len(f["value"]) for f in fields))
+        return (
+            len(title)
+            + len(description)
+            + len(footer)
+            + sum(len(f["name"]) + len(f["value"]) for f in fields)
+        )
 
     description = truncate(m.text, DISCORD_DESCRIPTION)
     while fields and size(description) > DISCORD_EMBED_TOTAL:
         fields.pop()
     if size(description) > DISCORD_EMBED_TOTAL:
         description = truncate(description, DISCORD_EMBED_TOTAL - size(""))
-    embed = {"title": title, "description": description, "color": COLORS[m.level],
-             "fields": fields, "timestamp": m.iso_time, "footer": {"text": footer}}
+    embed = {
+        "title": title,
+        "description": description,
+        "color": COLORS[m.level],
+        "fields": fields,
+        "timestamp": m.iso_time,
+        "footer": {"text": footer},
+    }
     content = f"[{m.level.upper()}] {m.title}" if m.title else m.text
-    return {"content": truncate(content, DISCORD_CONTENT), "embeds": [embed],
-            "allowed_mentions": {"parse": []}}
+    return {
+        "content": truncate(content, DISCORD_CONTENT),
+        "embeds": [embed],
+        "allowed_mentions": {"parse": []},
+    }
 
 
 def generic(m: Message) -> dict[str, Any]:
-    return {"level": m.level, "title": m.title, "text": m.full_text, "run": m.run,
-            "step": m.step, "time": m.iso_time}
+    return {
+        "level": m.level,
+        "title": m.title,
+        "text": m.full_text,
+        "run": m.run,
+        "step": m.step,
+        "time": m.iso_time,
+    }
 
 
 def _header(value: str) -> str:
@@ -147,9 +194,12 @@ def ntfy(m: Message) -> tuple[bytes, dict[str, str]]:
     if len(data) > NTFY_BODY_BYTES:
         cut = NTFY_BODY_BYTES - len(ELLIPSIS.encode())
         data = data[:cut].decode("utf-8", "ignore").encode() + ELLIPSIS.encode()
-    headers = {"Title": _header(truncate(m.title or m.level, 250)),
-               "Priority": NTFY_PRIORITY[m.level], "Tags": NTFY_TAGS[m.level],
-               "Content-Type": "text/plain; charset=utf-8"}
+    headers = {
+        "Title": _header(truncate(m.title or m.level, 250)),
+        "Priority": NTFY_PRIORITY[m.level],
+        "Tags": NTFY_TAGS[m.level],
+        "Content-Type": "text/plain; charset=utf-8",
+    }
     return data, headers
 
 
@@ -158,5 +208,4 @@ def request_body(service: str, m: Message) -> tuple[bytes, dict[str, str]]:
     if service == "ntfy":
         return ntfy(m)
     build = {"slack": slack, "discord": discord, "generic": generic}[service]
-    return (json.dumps(build(m), ensure_ascii=False).encode(),
-            {"Content-Type": "application/json"})
+    return (json.dumps(build(m), ensure_ascii=False).encode(), {"Content-Type": "application/json"})

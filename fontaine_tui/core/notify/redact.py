@@ -41,8 +41,7 @@ def _named(segments: list[str]) -> list[int]:
     return [i for i, s in enumerate(segments) if s]
 
 
-def _secret_segments(scheme: str, segments: list[str], service: str | None = None
-                     ) -> list[int]:
+def _secret_segments(scheme: str, segments: list[str], service: str | None = None) -> list[int]:
     """Indexes of the path segments that are secret: all of them but the fixed part of a
     Slack or Discord webhook's path (`service` None: told by the path's shape)."""
     named = _named(segments)
@@ -77,8 +76,10 @@ def redact_url(url: str, service: str | None = None) -> str:
             netloc = MASK
     path = "/".join(MASK if i in secret else s for i, s in enumerate(segments))
     # a name=value pair keeps its name; a part without "=" may be the token itself
-    query = "&".join(f"{quote(unquote(k))}={MASK}" if sep else MASK
-                     for k, sep, _ in (p.partition("=") for p in parts.query.split("&") if p))
+    query = "&".join(
+        f"{quote(unquote(k))}={MASK}" if sep else MASK
+        for k, sep, _ in (p.partition("=") for p in parts.query.split("&") if p)
+    )
     if parts.query and not query:
         query = MASK
     fragment = MASK if parts.fragment else ""

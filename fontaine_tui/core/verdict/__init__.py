@@ -13,6 +13,21 @@ from fontaine_tui.core.verdict.rules import Verdict, compute_verdict, verdict_se
 from fontaine_tui.core.verdict.shape import Comparator, VerdictSpec
 from fontaine_tui.core.verdict.text import headline, render
 
-__all__ = ["LABELS", "Amendment", "Comparator", "Prereg", "Preset", "Verdict", "VerdictSpec",
-           "compute_verdict", "headline", "load_preset", "parse_amendments", "parse_prereg",
-           "read_amendments", "read_prereg", "render", "verdict_series"]
+__all__ = [
+    "LABELS",
+    "Amendment",
+    "Comparator",
+    "Prereg",
+    "Preset",
+    "Verdict",
+    "VerdictSpec",
+    "compute_verdict",
+    "headline",
+    "load_preset",
+    "parse_amendments",
+    "parse_prereg",
+    "read_amendments",
+    "read_prereg",
+    "render",
+    "verdict_series",
+]

@@ -76,8 +76,9 @@ class ChartSpec:
         return sum(len(c.xs) for c in self.curves) + 2 * sum(len(b.xs) for b in self.bands)
 
 
-def downsample(xs: Sequence[float], ys: Sequence[float], width: int
-               ) -> tuple[list[float], list[float]]:
+def downsample(
+    xs: Sequence[float], ys: Sequence[float], width: int
+) -> tuple[list[float], list[float]]:
     """At most two points per column (the min and max of each bucket, in x order), so a spike
     survives; non-finite y values are dropped."""
     n = len(ys)
@@ -137,11 +138,11 @@ class Ema:
         if stamp != self._stamp or len(column) < self._seen:
             self._reset(stamp)
         f, acc, n, out = self.factor, self._acc, self._n, self.out
-        for x in column[self._seen:]:
+        for x in column[self._seen :]:
             if math.isfinite(x):
                 acc = f * acc + (1.0 - f) * x
                 n += 1
-                out.append(acc / (1.0 - f ** n))
+                out.append(acc / (1.0 - f**n))
             else:
                 out.append(math.nan)
         self._acc, self._n, self._seen = acc, n, len(column)
@@ -162,8 +163,14 @@ def ema(store: RunStore, name: str, factor: float) -> list[float]:
     return _EMAS[key].extend(store.replaced_steps)
 
 
-def thin(xs: Sequence[float], ys: Sequence[float], xlim: tuple[float, float],
-         ylim: tuple[float, float], cols: int, rows: int) -> tuple[list[float], list[float]]:
+def thin(
+    xs: Sequence[float],
+    ys: Sequence[float],
+    xlim: tuple[float, float],
+    ylim: tuple[float, float],
+    cols: int,
+    rows: int,
+) -> tuple[list[float], list[float]]:
     """A line's points less those in the same cell of a `cols` x `rows` grid over the
     limits as the point kept before them (the last point always kept): drawn, the line is
     the same to within a cell, and the canvas draws one segment per point."""
@@ -195,7 +202,7 @@ def log_ticks(lo: float, hi: float, most: int = 6) -> tuple[list[float], list[st
         for m in (1, 2, 5):
             t = math.log10(m) + e
             if lo <= t <= hi:
-                ticks.append((t, m * 10.0 ** e))
+                ticks.append((t, m * 10.0**e))
     if len(ticks) > most:  # the powers of ten alone, thinned if still too many
         tens = [t for t in ticks if abs(t[0] - round(t[0])) < 1e-9]
         if len(tens) >= 2:
@@ -203,7 +210,7 @@ def log_ticks(lo: float, hi: float, most: int = 6) -> tuple[list[float], list[st
         else:
             ticks = ticks[:: math.ceil(len(ticks) / most)]
     if len(ticks) < 2:  # a narrow range: its two ends
-        ticks = [(lo, 10.0 ** lo), (hi, 10.0 ** hi)]
+        ticks = [(lo, 10.0**lo), (hi, 10.0**hi)]
     return [t for t, _ in ticks], [f"{v:.3g}" for _, v in ticks]
 
 
@@ -211,8 +218,11 @@ def losses(store: RunStore) -> tuple[tuple[str, str, str], ...]:
     """The loss columns to draw: the engine's AR CE and flow loss, or, for another trainer's
     run (which logs one train loss), its `loss`."""
     cols = store.columns
-    if store.steps and all(math.isnan(cols[n][-1]) for n, _, _ in LOSSES) and \
-            math.isfinite(cols["loss"][-1]):
+    if (
+        store.steps
+        and all(math.isnan(cols[n][-1]) for n, _, _ in LOSSES)
+        and math.isfinite(cols["loss"][-1])
+    ):
         return (("loss", "loss", "cyan"),)
     return LOSSES
 
@@ -223,16 +233,17 @@ def loss_chart(store: RunStore, smoothing: float = 0.0, log: bool = False) -> Ch
     curves: list[Curve] = []
     for name, label, color in losses(store):
         if smoothing > 0:
-            curves.append(Curve(f"{label} raw", store.steps, store.columns[name], color,
-                                faint=True))
-            curves.append(Curve(f"{label} EMA {smoothing:g}", store.steps,
-                                ema(store, name, smoothing), color))
+            curves.append(
+                Curve(f"{label} raw", store.steps, store.columns[name], color, faint=True)
+            )
+            curves.append(
+                Curve(f"{label} EMA {smoothing:g}", store.steps, ema(store, name, smoothing), color)
+            )
         else:
             curves.append(Curve(label, store.steps, store.columns[name], color))
     smooth = f"EMA {smoothing:g}, debiased" if smoothing > 0 else "no smoothing"
     title = f"training losses  [{smooth}; {'log' if log else 'linear'} scale]"
-    return ChartSpec(title, "step", "loss (log scale)" if log else "loss", tuple(curves),
-                     ylog=log)
+    return ChartSpec(title, "step", "loss (log scale)" if log else "loss", tuple(curves), ylog=log)
 
 
 def comparator_marks(preset: Preset, scale: float | None) -> tuple[Mark, ...]:
@@ -243,13 +254,24 @@ def comparator_marks(preset: Preset, scale: float | None) -> tuple[Mark, ...]:
     marks = []
     for i, comp in enumerate(preset.comparators.values()):
         unit = ", raw units" if scale is not None else ""
-        marks.append(Mark(x, comp.delta, f"{comp.name} {signed(comp.delta)}{unit} @ endpoint",
-                          MARK_COLORS[i % len(MARK_COLORS)]))
+        marks.append(
+            Mark(
+                x,
+                comp.delta,
+                f"{comp.name} {signed(comp.delta)}{unit} @ endpoint",
+                MARK_COLORS[i % len(MARK_COLORS)],
+            )
+        )
     return tuple(marks)
 
 
-def probes_chart(store: RunStore, preset: Preset, verdicts: Sequence[Verdict],
-                 latest: Verdict | None, scaled: bool) -> ChartSpec:
+def probes_chart(
+    store: RunStore,
+    preset: Preset,
+    verdicts: Sequence[Verdict],
+    latest: Verdict | None,
+    scaled: bool,
+) -> ChartSpec:
     """delta(s) against banked endpoints and bounds; before the anchor, eval levels against
     the comparators' levels at their level step."""
     spec = preset.verdict
@@ -260,9 +282,14 @@ def probes_chart(store: RunStore, preset: Preset, verdicts: Sequence[Verdict],
         return _levels_chart(store, preset, (0.0, anchor * 1.1))
     pad = (endpoint - anchor) * 0.08
     xlim = (anchor - pad, endpoint + pad)
-    pts = [(float(v.read_step), v.delta) for v in verdicts
-           if v.read_step is not None and v.read_step >= anchor
-           and v.delta is not None and math.isfinite(v.delta)]
+    pts = [
+        (float(v.read_step), v.delta)
+        for v in verdicts
+        if v.read_step is not None
+        and v.read_step >= anchor
+        and v.delta is not None
+        and math.isfinite(v.delta)
+    ]
     note = ""
     scale = latest.scale.value if (latest is not None and latest.scale is not None) else None
     rule = latest.raw if latest is not None else None
@@ -275,15 +302,36 @@ def probes_chart(store: RunStore, preset: Preset, verdicts: Sequence[Verdict],
     h_op, d_op = ("<=", ">=") if spec.lower_is_better else (">=", "<=")
     use_scale = scale if scaled else None
     which = f"scale-adjusted x{scale:.3f}" if use_scale is not None else "raw"
-    curve = Curve(f"this run delta({anchor}->s)", tuple(p[0] for p in pts),
-                  tuple(p[1] for p in pts), "cyan", points=len(pts) < 2)
-    hlines = (HLine(healthy, f"healthy {h_op} {signed(healthy)}", "green"),
-              HLine(drift, f"same-drift {d_op} {signed(drift)}", "red"))
+    curve = Curve(
+        f"this run delta({anchor}->s)",
+        tuple(p[0] for p in pts),
+        tuple(p[1] for p in pts),
+        "cyan",
+        points=len(pts) < 2,
+    )
+    hlines = (
+        HLine(healthy, f"healthy {h_op} {signed(healthy)}", "green"),
+        HLine(drift, f"same-drift {d_op} {signed(drift)}", "red"),
+    )
     banked, bands = banked_series(preset, use_scale is not None)
-    marks = tuple(m for m, c in zip(comparator_marks(preset, use_scale),
-                                    preset.comparators.values(), strict=True) if not c.bank)
-    return ChartSpec(f"delta(s) = {spec.metric}(s) - {spec.metric}({anchor})  [{which}]",
-                     "step", "delta", (*banked, curve), hlines, marks, xlim, note, bands)
+    marks = tuple(
+        m
+        for m, c in zip(
+            comparator_marks(preset, use_scale), preset.comparators.values(), strict=True
+        )
+        if not c.bank
+    )
+    return ChartSpec(
+        f"delta(s) = {spec.metric}(s) - {spec.metric}({anchor})  [{which}]",
+        "step",
+        "delta",
+        (*banked, curve),
+        hlines,
+        marks,
+        xlim,
+        note,
+        bands,
+    )
 
 
 DATASET_COLORS = ("cyan", "green", "orange", "magenta", "blue", "yellow")
@@ -311,18 +359,33 @@ def datasets_chart(store: RunStore, preset: Preset, scaled: bool = False) -> Cha
         field = f"breakdown.{name}"
         color = DATASET_COLORS[i % len(DATASET_COLORS)]
         base = 0.0 if level else store.probes[anchor].value(field)
-        pts = [(float(s), store.probes[s].value(field) - base) for s in store.probe_steps()
-               if level or s >= anchor]
+        pts = [
+            (float(s), store.probes[s].value(field) - base)
+            for s in store.probe_steps()
+            if level or s >= anchor
+        ]
         pts = [(x, y) for x, y in pts if math.isfinite(y)]
         for comp in preset.comparators.values():
-            theirs = (banked_levels(comp, field) if level
-                      else banked_curve(preset, comp, field))
+            theirs = banked_levels(comp, field) if level else banked_curve(preset, comp, field)
             if theirs:
-                curves.append(Curve(f"{comp.name} {name} (banked)", tuple(float(x) for x, _ in
-                                                                          theirs),
-                                    tuple(y for _, y in theirs), color, faint=True))
-        curves.append(Curve(f"this run {name}", tuple(x for x, _ in pts),
-                            tuple(y for _, y in pts), color, points=len(pts) < 2))
+                curves.append(
+                    Curve(
+                        f"{comp.name} {name} (banked)",
+                        tuple(float(x) for x, _ in theirs),
+                        tuple(y for _, y in theirs),
+                        color,
+                        faint=True,
+                    )
+                )
+        curves.append(
+            Curve(
+                f"this run {name}",
+                tuple(x for x, _ in pts),
+                tuple(y for _, y in pts),
+                color,
+                points=len(pts) < 2,
+            )
+        )
     what = f"{spec.metric} by dataset" if level else f"delta({anchor}->s) by dataset"
     if not names:
         note = "no per-dataset breakdown in this run's probes yet"
@@ -335,9 +398,14 @@ def datasets_chart(store: RunStore, preset: Preset, scaled: bool = False) -> Cha
     end = float(spec.endpoint_step)
     start = 0.0 if level else float(anchor)
     pad = (end - start) * 0.05
-    return ChartSpec(f"per-dataset {what}  (d: back to {spec.metric})", "step",
-                     "level" if level else "delta", tuple(curves),
-                     xlim=(start - pad, end + pad), note=note)
+    return ChartSpec(
+        f"per-dataset {what}  (d: back to {spec.metric})",
+        "step",
+        "level" if level else "delta",
+        tuple(curves),
+        xlim=(start - pad, end + pad),
+        note=note,
+    )
 
 
 _SERIES: dict[tuple[str, bool], tuple[tuple[Curve, ...], tuple[Band, ...]]] = {}
@@ -366,9 +434,14 @@ def _banked_series(preset: Preset, scaled: bool) -> tuple[tuple[Curve, ...], tup
         if not points:
             continue
         unit = ", raw units" if scaled else ""
-        curves.append(Curve(f"{comp.name} (banked {comp.bank.partition('@')[2][:8]}{unit})",
-                            tuple(float(s) for s, _ in points), tuple(v for _, v in points),
-                            MARK_COLORS[i % len(MARK_COLORS)]))
+        curves.append(
+            Curve(
+                f"{comp.name} (banked {comp.bank.partition('@')[2][:8]}{unit})",
+                tuple(float(s) for s, _ in points),
+                tuple(v for _, v in points),
+                MARK_COLORS[i % len(MARK_COLORS)],
+            )
+        )
         if comp.group:
             groups.setdefault(comp.group, []).append(points)
     bands: list[Band] = []
@@ -384,8 +457,15 @@ def _banked_series(preset: Preset, scaled: bool) -> tuple[tuple[Curve, ...], tup
                 lo.append(min(vals))
                 hi.append(max(vals))
         if xs:
-            bands.append(Band(f"{group} envelope ({len(members)} runs)", tuple(xs), tuple(lo),
-                              tuple(hi), "gray"))
+            bands.append(
+                Band(
+                    f"{group} envelope ({len(members)} runs)",
+                    tuple(xs),
+                    tuple(lo),
+                    tuple(hi),
+                    "gray",
+                )
+            )
     return tuple(curves), tuple(bands)
 
 
@@ -408,39 +488,75 @@ def _levels_chart(store: RunStore, preset: Preset, xlim: tuple[float, float]) ->
     probes = [store.probes[s] for s in store.probe_steps()]
     metric = preset.verdict.metric
     curves: tuple[Curve, ...] = (
-        Curve(f"this run {metric}", tuple(float(p.step) for p in probes),
-              tuple(p.value(metric) for p in probes), "cyan", points=True),
-        Curve("this run train_chunk_mae", tuple(float(p.step) for p in probes),
-              tuple(p.train_chunk_mae for p in probes), "blue", points=True),
+        Curve(
+            f"this run {metric}",
+            tuple(float(p.step) for p in probes),
+            tuple(p.value(metric) for p in probes),
+            "cyan",
+            points=True,
+        ),
+        Curve(
+            "this run train_chunk_mae",
+            tuple(float(p.step) for p in probes),
+            tuple(p.train_chunk_mae for p in probes),
+            "blue",
+            points=True,
+        ),
     )
     banked, drawn = [], set()
     for i, comp in enumerate(preset.comparators.values()):  # banked runs: their level curves
         pts = [(s, v) for s, v in banked_levels(comp, metric) if s <= xlim[1]]
         if pts:
             drawn.add(comp.name)
-            banked.append(Curve(f"{comp.name} {metric} (banked {comp.bank.partition('@')[2][:8]})",
-                                tuple(float(s) for s, _ in pts), tuple(v for _, v in pts),
-                                MARK_COLORS[i % len(MARK_COLORS)]))
+            banked.append(
+                Curve(
+                    f"{comp.name} {metric} (banked {comp.bank.partition('@')[2][:8]})",
+                    tuple(float(s) for s, _ in pts),
+                    tuple(v for _, v in pts),
+                    MARK_COLORS[i % len(MARK_COLORS)],
+                )
+            )
     curves = (*banked, *curves)
     marks = []
     for comp in preset.comparators.values():
         if comp.name in drawn:
             continue  # its whole level curve is drawn
         if comp.level_step and math.isfinite(comp.eval_level):
-            marks.append(Mark(float(comp.level_step), comp.eval_level,
-                              f"{comp.name} eval {comp.eval_level:.4f} @ {comp.level_step}",
-                              "red", align="left"))
-    return ChartSpec(f"eval levels before the anchor probe (step {preset.verdict.anchor_step})",
-                     "step", metric, curves, (), tuple(marks), xlim,
-                     "deltas start at the anchor probe")
+            marks.append(
+                Mark(
+                    float(comp.level_step),
+                    comp.eval_level,
+                    f"{comp.name} eval {comp.eval_level:.4f} @ {comp.level_step}",
+                    "red",
+                    align="left",
+                )
+            )
+    return ChartSpec(
+        f"eval levels before the anchor probe (step {preset.verdict.anchor_step})",
+        "step",
+        metric,
+        curves,
+        (),
+        tuple(marks),
+        xlim,
+        "deltas start at the anchor probe",
+    )
 
 
-def _level_read_chart(store: RunStore, preset: Preset, verdicts: Sequence[Verdict],
-                      latest: Verdict | None, scaled: bool) -> ChartSpec:
+def _level_read_chart(
+    store: RunStore,
+    preset: Preset,
+    verdicts: Sequence[Verdict],
+    latest: Verdict | None,
+    scaled: bool,
+) -> ChartSpec:
     """`read = "level"`: the metric itself at each probe, against the bounds."""
     spec = preset.verdict
-    pts = [(float(v.read_step), v.delta) for v in verdicts
-           if v.read_step is not None and v.delta is not None and math.isfinite(v.delta)]
+    pts = [
+        (float(v.read_step), v.delta)
+        for v in verdicts
+        if v.read_step is not None and v.delta is not None and math.isfinite(v.delta)
+    ]
     rule = latest.raw if latest is not None else None
     note = ""
     if scaled and (latest is None or latest.scaled is None):
@@ -451,11 +567,25 @@ def _level_read_chart(store: RunStore, preset: Preset, verdicts: Sequence[Verdic
     drift = rule.drift if rule is not None else spec.drift
     h_op, d_op = ("<=", ">=") if spec.lower_is_better else (">=", "<=")
     better = "lower" if spec.lower_is_better else "higher"
-    curve = Curve(f"this run {spec.metric}", tuple(p[0] for p in pts), tuple(p[1] for p in pts),
-                  "cyan", points=len(pts) < 2)
-    hlines = (HLine(healthy, f"healthy {h_op} {signed(healthy)}", "green"),
-              HLine(drift, f"same-drift {d_op} {signed(drift)}", "red"))
+    curve = Curve(
+        f"this run {spec.metric}",
+        tuple(p[0] for p in pts),
+        tuple(p[1] for p in pts),
+        "cyan",
+        points=len(pts) < 2,
+    )
+    hlines = (
+        HLine(healthy, f"healthy {h_op} {signed(healthy)}", "green"),
+        HLine(drift, f"same-drift {d_op} {signed(drift)}", "red"),
+    )
     pad = spec.endpoint_step * 0.05
-    return ChartSpec(f"{spec.metric}(s), the level read ({better} is better)", "step",
-                     spec.metric, (curve,), hlines, (), (0.0 - pad, spec.endpoint_step + pad),
-                     note)
+    return ChartSpec(
+        f"{spec.metric}(s), the level read ({better} is better)",
+        "step",
+        spec.metric,
+        (curve,),
+        hlines,
+        (),
+        (0.0 - pad, spec.endpoint_step + pad),
+        note,
+    )

@@ -49,7 +49,10 @@ def type_name(t: type | tuple[type, ...]) -> str:
     if t is NUMBER:
         return "a number"
     names: dict[type | tuple[type, ...], str] = {
-        str: "a string", int: "an integer", bool: "true or false"}
+        str: "a string",
+        int: "an integer",
+        bool: "true or false",
+    }
     return names.get(t, str(t))
 
 
@@ -58,8 +61,9 @@ def check_section(path: Path, where: str, table: object, spec: Spec) -> dict[str
         raise PresetError(path, where, "expected a table")
     for key in table:
         if key not in spec:
-            raise PresetError(path, f"{where}.{key}",
-                              f"unknown key (expected one of: {', '.join(spec)})")
+            raise PresetError(
+                path, f"{where}.{key}", f"unknown key (expected one of: {', '.join(spec)})"
+            )
     out: dict[str, Scalar] = {}
     for key, (typ, default) in spec.items():
         if key not in table:
@@ -70,8 +74,11 @@ def check_section(path: Path, where: str, table: object, spec: Spec) -> dict[str
         value = table[key]
         ok = isinstance(value, typ) and not (isinstance(value, bool) and typ is not bool)
         if not ok:
-            raise PresetError(path, f"{where}.{key}",
-                              f"expected {type_name(typ)}, got {json.dumps(value, default=str)}")
+            raise PresetError(
+                path,
+                f"{where}.{key}",
+                f"expected {type_name(typ)}, got {json.dumps(value, default=str)}",
+            )
         if typ is NUMBER:
             try:
                 value = float(value)
@@ -80,11 +87,15 @@ def check_section(path: Path, where: str, table: object, spec: Spec) -> dict[str
             if not math.isfinite(value):
                 raise PresetError(path, f"{where}.{key}", f"expected a finite number, got {value}")
             if where == "gates" and value < 0:
-                raise PresetError(path, f"{where}.{key}",
-                                  f"expected a number >= 0 (a limit or a duration), got {value:g}")
+                raise PresetError(
+                    path,
+                    f"{where}.{key}",
+                    f"expected a number >= 0 (a limit or a duration), got {value:g}",
+                )
         elif typ is int and not 0 <= value <= INT_MAX:
-            raise PresetError(path, f"{where}.{key}",
-                              f"expected an integer in [0, {INT_MAX}], got {value}")
+            raise PresetError(
+                path, f"{where}.{key}", f"expected an integer in [0, {INT_MAX}], got {value}"
+            )
         out[key] = value
     return out
 

@@ -32,11 +32,28 @@ PLACEHOLDER = "output_dir"
 OUTPUT_ENV = "FONTAINE_OUTPUT_DIR"  # the run folder, in every command's environment
 KEYS = ("argv", "cwd", "env", "resume_argv", "script", "block_reference", "block_marker")
 # an env name holding one of these words (split at "_") is taken for a secret
-SECRET_WORDS = frozenset({"TOKEN", "TOKENS", "SECRET", "SECRETS", "PASSWORD", "PASSWORDS",
-                          "PASSWD", "PASSPHRASE", "APIKEY", "CREDENTIAL", "CREDENTIALS", "AUTH",
-                          "AUTHORIZATION", "COOKIE", "COOKIES"})
-SECRET_HINT = ("env is frozen into prereg.json and shown; keep secrets in the launching "
-               "shell's environment")
+SECRET_WORDS = frozenset(
+    {
+        "TOKEN",
+        "TOKENS",
+        "SECRET",
+        "SECRETS",
+        "PASSWORD",
+        "PASSWORDS",
+        "PASSWD",
+        "PASSPHRASE",
+        "APIKEY",
+        "CREDENTIAL",
+        "CREDENTIALS",
+        "AUTH",
+        "AUTHORIZATION",
+        "COOKIE",
+        "COOKIES",
+    }
+)
+SECRET_HINT = (
+    "env is frozen into prereg.json and shown; keep secrets in the launching shell's environment"
+)
 ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 
@@ -58,27 +75,38 @@ class CommandSpec:
         for key in KEYS:
             value = getattr(self, key)
             if value:
-                out[key] = (list(value) if isinstance(value, tuple) else
-                            dict(sorted(value.items())) if isinstance(value, Mapping) else value)
+                out[key] = (
+                    list(value)
+                    if isinstance(value, tuple)
+                    else dict(sorted(value.items()))
+                    if isinstance(value, Mapping)
+                    else value
+                )
         return out
 
 
 # a name that holds one of these anywhere (HFTOKEN, MY_APIKEY_1), or ends in _PAT or _KEY
-SECRET_PARTS = re.compile(r"TOKEN(?!IZER)|SECRET|PASSW|PASSPHRASE|APIKEY|API_KEY|CREDENTIAL|"
-                          r"PRIVATE_KEY|COOKIE|AUTH(?!OR)|(?:^|_)PAT$|(?:^|_)KEY(?:_?\d*)$|"
-                          r"DATABASE_URL|_DSN$")
+SECRET_PARTS = re.compile(
+    r"TOKEN(?!IZER)|SECRET|PASSW|PASSPHRASE|APIKEY|API_KEY|CREDENTIAL|"
+    r"PRIVATE_KEY|COOKIE|AUTH(?!OR)|(?:^|_)PAT$|(?:^|_)KEY(?:_?\d*)$|"
+    r"DATABASE_URL|_DSN$"
+)
 # what common credentials look like, whatever the name they come under
-SECRET_VALUE = re.compile(r"(?:hf_|sk-|sk_live_|ghp_|gho_|ghs_|github_pat_|glpat-|xox[abprs]-|"
-                          r"AKIA|ASIA|AIza|ya29\.)[A-Za-z0-9_\-]{8,}|"
-                          r"://[^/\s:@]+:[^/\s@]+@")  # a password in a URL
+SECRET_VALUE = re.compile(
+    r"(?:hf_|sk-|sk_live_|ghp_|gho_|ghs_|github_pat_|glpat-|xox[abprs]-|"
+    r"AKIA|ASIA|AIza|ya29\.)[A-Za-z0-9_\-]{8,}|"
+    r"://[^/\s:@]+:[^/\s@]+@"
+)  # a password in a URL
 
 
 def is_secret(name: str) -> bool:
     """Whether an environment variable's or flag's name says it holds a credential
     (HF_TOKEN, HFTOKEN, WANDB_API_KEY, DB_PASSWORD, GH_PAT; not TOKENIZERS_PARALLELISM)."""
     words = [w for w in name.upper().replace("-", "_").split("_") if w]
-    return bool(words) and (any(w in SECRET_WORDS for w in words)
-                            or bool(SECRET_PARTS.search(name.upper().replace("-", "_"))))
+    return bool(words) and (
+        any(w in SECRET_WORDS for w in words)
+        or bool(SECRET_PARTS.search(name.upper().replace("-", "_")))
+    )
 
 
 def looks_secret(text: str) -> bool:
@@ -98,29 +126,48 @@ def read_command(table: object, where: str | Path) -> CommandSpec:
         raise PresetError(where, "command", "expected a table")
     for key in table:
         if key not in KEYS:
-            raise PresetError(where, f"command.{key}",
-                              f"unknown key (expected one of: {', '.join(KEYS)})")
+            raise PresetError(
+                where, f"command.{key}", f"unknown key (expected one of: {', '.join(KEYS)})"
+            )
     if ("argv" in table) == ("script" in table):
-        raise PresetError(where, "command", "expected exactly one of argv (the command line) "
-                          "and script (a launcher script run with bash)")
+        raise PresetError(
+            where,
+            "command",
+            "expected exactly one of argv (the command line) "
+            "and script (a launcher script run with bash)",
+        )
     argv = _argv(table, "argv", where)
     resume = _argv(table, "resume_argv", where)
-    texts = {key: _text(table, key, where) for key in ("cwd", "script", "block_reference",
-                                                       "block_marker")}
+    texts = {
+        key: _text(table, key, where)
+        for key in ("cwd", "script", "block_reference", "block_marker")
+    }
     for key in ("block_reference", "block_marker"):
         if key in table and "script" not in table:
-            raise PresetError(where, f"command.{key}", "expected only with script (the block "
-                              "below the marker in the script is checked against the reference)")
+            raise PresetError(
+                where,
+                f"command.{key}",
+                "expected only with script (the block "
+                "below the marker in the script is checked against the reference)",
+            )
     if ("block_reference" in table) != ("block_marker" in table):
         missing = "block_marker" if "block_reference" in table else "block_reference"
-        raise PresetError(where, f"command.{missing}",
-                          "missing; expected both block_reference and block_marker, or neither")
+        raise PresetError(
+            where,
+            f"command.{missing}",
+            "missing; expected both block_reference and block_marker, or neither",
+        )
     if "\n" in texts["block_marker"] or "\r" in texts["block_marker"]:
         raise PresetError(where, "command.block_marker", "expected one line")
-    return CommandSpec(argv=argv, cwd=texts["cwd"], env=_env(table.get("env", {}), where),
-                       resume_argv=resume, script=texts["script"],
-                       block_reference=texts["block_reference"],
-                       block_marker=texts["block_marker"])
+    return CommandSpec(
+        argv=argv,
+        cwd=texts["cwd"],
+        env=_env(table.get("env", {}), where),
+        resume_argv=resume,
+        script=texts["script"],
+        block_reference=texts["block_reference"],
+        block_marker=texts["block_marker"],
+    )
 
 
 def _argv(table: dict, key: str, where: str | Path) -> tuple[str, ...]:
@@ -128,23 +175,39 @@ def _argv(table: dict, key: str, where: str | Path) -> tuple[str, ...]:
         return ()
     value = table[key]
     if not (isinstance(value, list) and value and all(isinstance(a, str) for a in value)):
-        raise PresetError(where, f"command.{key}", "expected a non-empty list of strings "
-                          '(["python", "train.py", "--output_dir", "{output_dir}"])')
+        raise PresetError(
+            where,
+            f"command.{key}",
+            "expected a non-empty list of strings "
+            '(["python", "train.py", "--output_dir", "{output_dir}"])',
+        )
     if not value[0]:
         raise PresetError(where, f"command.{key}[0]", "expected the program, got an empty string")
     for i, arg in enumerate(value):
         if "\0" in arg:
-            raise PresetError(where, f"command.{key}[{i}]",
-                              "expected a string without a NUL character")
+            raise PresetError(
+                where, f"command.{key}[{i}]", "expected a string without a NUL character"
+            )
         _placeholders(arg, f"command.{key}[{i}]", where)
         flag = arg.lstrip("-").split("=", 1)
         named = arg.startswith("-") and is_secret(flag[0])
-        if looks_secret(arg) or (named and len(flag) == 2) or (
-                i > 0 and value[i - 1].startswith("-") and "=" not in value[i - 1]
-                and is_secret(value[i - 1].lstrip("-"))):
-            raise PresetError(where, f"command.{key}[{i}]", "looks like a secret; the "
-                              "command is frozen into prereg.json and shown: let the "
-                              "trainer read it from the launching shell's environment")
+        if (
+            looks_secret(arg)
+            or (named and len(flag) == 2)
+            or (
+                i > 0
+                and value[i - 1].startswith("-")
+                and "=" not in value[i - 1]
+                and is_secret(value[i - 1].lstrip("-"))
+            )
+        ):
+            raise PresetError(
+                where,
+                f"command.{key}[{i}]",
+                "looks like a secret; the "
+                "command is frozen into prereg.json and shown: let the "
+                "trainer read it from the launching shell's environment",
+            )
     return tuple(value)
 
 
@@ -161,8 +224,11 @@ def _text(table: dict, key: str, where: str | Path) -> str:
 
 def _env(value: object, where: str | Path) -> Mapping[str, str]:
     if not isinstance(value, dict):
-        raise PresetError(where, "command.env", "expected a table of strings "
-                          '({ TOKENIZERS_PARALLELISM = "false" })')
+        raise PresetError(
+            where,
+            "command.env",
+            'expected a table of strings ({ TOKENIZERS_PARALLELISM = "false" })',
+        )
     for name, text in value.items():
         key = f"command.env.{name}"
         if not ENV_NAME.fullmatch(name):
@@ -184,11 +250,24 @@ def _placeholders(text: str, key: str, where: str | Path) -> None:
     try:
         parts = list(string.Formatter().parse(text))
     except ValueError as exc:
-        raise PresetError(where, key, f"expected {{output_dir}} as the only placeholder "
-                          f"({exc}; write {{{{ or }}}} for a brace)") from None
+        raise PresetError(
+            where,
+            key,
+            f"expected {{output_dir}} as the only placeholder "
+            f"({exc}; write {{{{ or }}}} for a brace)",
+        ) from None
     for _, name, spec, conversion in parts:
         if name is not None and (name != PLACEHOLDER or spec or conversion):
-            shown = "{" + name + (f"!{conversion}" if conversion else "") + (
-                f":{spec}" if spec else "") + "}"
-            raise PresetError(where, key, f"expected {{output_dir}} as the only placeholder, "
-                              f"got {shown} (write {{{{ or }}}} for a brace)")
+            shown = (
+                "{"
+                + name
+                + (f"!{conversion}" if conversion else "")
+                + (f":{spec}" if spec else "")
+                + "}"
+            )
+            raise PresetError(
+                where,
+                key,
+                f"expected {{output_dir}} as the only placeholder, "
+                f"got {shown} (write {{{{ or }}}} for a brace)",
+            )

@@ -34,8 +34,9 @@ def banked_levels(comp: Comparator, metric: str) -> list[tuple[int, float]]:
     return [] if entry is None else [(s, entry.value(s, metric)) for s in sorted(entry.probes())]
 
 
-def banked_curve(preset: Preset, comp: Comparator, metric: str | None = None
-                 ) -> list[tuple[int, float]]:
+def banked_curve(
+    preset: Preset, comp: Comparator, metric: str | None = None
+) -> list[tuple[int, float]]:
     """(step, delta or level) at each probe the banked run measured, from the anchor on for a
     delta read; [] for a typed-in comparator or a banked run not in this bank."""
     spec = preset.verdict
@@ -62,5 +63,6 @@ def banked_value(comp: Comparator, step: int, metric: str) -> float:
 
 
 def banked_curves(preset: Preset) -> list[tuple[str, list[tuple[int, float]]]]:
-    return [(c.name, curve) for c in preset.comparators.values()
-            if (curve := banked_curve(preset, c))]
+    return [
+        (c.name, curve) for c in preset.comparators.values() if (curve := banked_curve(preset, c))
+    ]

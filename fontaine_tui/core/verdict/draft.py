@@ -15,10 +15,37 @@ from fontaine_tui.core.verdict.shape import DIRECTIONS, PLACEHOLDER
 
 # an eval key that says how long or how fast, not how good: never the default metric
 NOT_A_MEASURE = ("runtime", "per_second", "epoch", "samples", "steps", "flos", "time")
-LOWER = ("loss", "mae", "mse", "rmse", "err", "error", "perplexity", "ppl", "cer", "wer",
-         "nll", "distance", "regret")
-HIGHER = ("acc", "accuracy", "f1", "auc", "precision", "recall", "bleu", "rouge", "score",
-          "reward", "return", "success", "iou", "map")
+LOWER = (
+    "loss",
+    "mae",
+    "mse",
+    "rmse",
+    "err",
+    "error",
+    "perplexity",
+    "ppl",
+    "cer",
+    "wer",
+    "nll",
+    "distance",
+    "regret",
+)
+HIGHER = (
+    "acc",
+    "accuracy",
+    "f1",
+    "auc",
+    "precision",
+    "recall",
+    "bleu",
+    "rouge",
+    "score",
+    "reward",
+    "return",
+    "success",
+    "iou",
+    "map",
+)
 
 
 def _q(text: str) -> str:
@@ -36,8 +63,10 @@ def pick_metric(ins: Inspection) -> str:
                 return key
     if measures or evals:
         return (measures or [k.key for k in evals])[0]
-    raise InputError(f"{ins.folder}: no eval key to read a verdict on (keys: "
-                     f"{', '.join(k.key for k in ins.keys[:10]) or 'none'}): give --metric")
+    raise InputError(
+        f"{ins.folder}: no eval key to read a verdict on (keys: "
+        f"{', '.join(k.key for k in ins.keys[:10]) or 'none'}): give --metric"
+    )
 
 
 def _words(key: str) -> list[str]:
@@ -58,30 +87,41 @@ def draft(ins: Inspection, metric: str = "", direction: str = "") -> str:
     metric = metric or pick_metric(ins)
     stats = ins.stats(metric)
     if stats is None:
-        raise InputError(f"{ins.folder}: --metric {metric!r}: no such key in this run (eval "
-                         f"keys: {', '.join(ins.eval_keys[:10]) or 'none'})")
+        raise InputError(
+            f"{ins.folder}: --metric {metric!r}: no such key in this run (eval "
+            f"keys: {', '.join(ins.eval_keys[:10]) or 'none'})"
+        )
     if direction and direction not in DIRECTIONS:
-        raise InputError(f"--direction: expected one of {', '.join(DIRECTIONS)}, "
-                         f"got {direction!r}")
+        raise InputError(f"--direction: expected one of {', '.join(DIRECTIONS)}, got {direction!r}")
     direction = direction or guess_direction(metric)
     chosen = ins.chosen
     if chosen.kind == "fontaine":
-        raise InputError(f"{ins.folder}: a run of this console: its preset is the one it was "
-                         "launched with (prereg.json); `fontaine-tui verdict` reads it")
+        raise InputError(
+            f"{ins.folder}: a run of this console: its preset is the one it was "
+            "launched with (prereg.json); `fontaine-tui verdict` reads it"
+        )
     endpoint = stats.last
     anchors = [s for s in stats.steps if 0 < s < endpoint]  # a delta's anchor is past step 0
     read = "delta" if anchors else "level"
     anchor = anchors[0] if anchors else 0
     grid = cadence(stats.steps)
     name = ins.folder.resolve().name or "run"
-    lines = [f"# A starting preset for {ins.folder.resolve()}, written by fontaine-tui inspect.",
-             "# Complete the [verdict] bounds (the strings marked " + _q(PLACEHOLDER) + ")",
-             "# with numbers chosen before reading the run: until then it gives no verdict.",
-             "", "[run]", f"name = {_q(name)}", 'question = ""', "", "[source]",
-             *chosen.source_lines()]
+    lines = [
+        f"# A starting preset for {ins.folder.resolve()}, written by fontaine-tui inspect.",
+        "# Complete the [verdict] bounds (the strings marked " + _q(PLACEHOLDER) + ")",
+        "# with numbers chosen before reading the run: until then it gives no verdict.",
+        "",
+        "[run]",
+        f"name = {_q(name)}",
+        'question = ""',
+        "",
+        "[source]",
+        *chosen.source_lines(),
+    ]
     if FieldMap().is_eval(metric):
-        lines.append(f"# eval: the default patterns ({', '.join(EVAL_PATTERNS[:4])}, ...) "
-                     "hold the metric")
+        lines.append(
+            f"# eval: the default patterns ({', '.join(EVAL_PATTERNS[:4])}, ...) hold the metric"
+        )
     else:
         lines.append(f"eval = [{_q(metric)}]")
     if ins.loss_key:
@@ -92,23 +132,34 @@ def draft(ins: Inspection, metric: str = "", direction: str = "") -> str:
     if every and not grid.off_grid and not anchor % every and not endpoint % every:
         lines.append(f"eval_every = {every}  # the probe cadence")
     elif every:
-        lines.append(f"# probes {grid.describe()}: eval_every left out (anchor and "
-                     "endpoint must be multiples of it)")
-    healthy, drift = ("healthy_max", "drift_min") if direction == "lower" else (
-        "healthy_min", "drift_max")
+        lines.append(
+            f"# probes {grid.describe()}: eval_every left out (anchor and "
+            "endpoint must be multiples of it)"
+        )
+    healthy, drift = (
+        ("healthy_max", "drift_min") if direction == "lower" else ("healthy_min", "drift_max")
+    )
     what = "delta" if read == "delta" else "value"
     better = "at most" if direction == "lower" else "at least"
     worse = "at least" if direction == "lower" else "at most"
-    lines += ["", "[verdict]", f"metric = {_q(metric)}",
-              f"direction = {_q(direction)}  # which way is better: lower or higher",
-              f"read = {_q(read)}"
-              + ("  # the change from anchor_step to endpoint_step" if read == "delta"
-                 else "  # the value at endpoint_step (one probe: no anchor)")]
+    lines += [
+        "",
+        "[verdict]",
+        f"metric = {_q(metric)}",
+        f"direction = {_q(direction)}  # which way is better: lower or higher",
+        f"read = {_q(read)}"
+        + (
+            "  # the change from anchor_step to endpoint_step"
+            if read == "delta"
+            else "  # the value at endpoint_step (one probe: no anchor)"
+        ),
+    ]
     if read == "delta":
         lines.append(f"anchor_step = {anchor}  # the first probe")
-    lines += [f"endpoint_step = {endpoint}  # the last probe",
-              f"{healthy} = {_q(PLACEHOLDER + ': a number')}  # HEALTHY: the {what} is "
-              f"{better} this",
-              f"{drift} = {_q(PLACEHOLDER + ': a number')}  # SAME-DRIFT: the {what} is "
-              f"{worse} this", ""]
+    lines += [
+        f"endpoint_step = {endpoint}  # the last probe",
+        f"{healthy} = {_q(PLACEHOLDER + ': a number')}  # HEALTHY: the {what} is {better} this",
+        f"{drift} = {_q(PLACEHOLDER + ': a number')}  # SAME-DRIFT: the {what} is {worse} this",
+        "",
+    ]
     return "\n".join(lines)

@@ -15,8 +15,14 @@ from fontaine_tui.core.verdict.rules import Verdict
 CHART_HINT = "pip install 'fontaine-tui[chart]'"
 CHART_NAME = "disc_overlay.png"
 # plotext colour names as matplotlib colours (yellow is unreadable on white paper)
-_COLORS = {"yellow": "darkgoldenrod", "cyan": "tab:cyan", "magenta": "tab:purple",
-           "green": "tab:green", "red": "tab:red", "blue": "tab:blue"}
+_COLORS = {
+    "yellow": "darkgoldenrod",
+    "cyan": "tab:cyan",
+    "magenta": "tab:purple",
+    "green": "tab:green",
+    "red": "tab:red",
+    "blue": "tab:blue",
+}
 
 
 @dataclass(frozen=True, slots=True)
@@ -41,8 +47,9 @@ def write_verdict(path: str | Path, verdict: Verdict) -> Path:
     """verdict.json, atomically; an existing verdict.json that is not ours is never replaced
     (InputError)."""
     path = Path(path)
-    replace_own(path, json.dumps(verdict.to_json(), indent=2) + "\n", _our_verdict,
-                "a verdict.json")
+    replace_own(
+        path, json.dumps(verdict.to_json(), indent=2) + "\n", _our_verdict, "a verdict.json"
+    )
     return path
 
 
@@ -56,8 +63,15 @@ def render_png(spec: ChartSpec) -> bytes:
     fig = Figure(figsize=(9, 5), dpi=110)
     ax = fig.add_subplot()
     for b in spec.bands:
-        ax.fill_between(b.xs, b.lo, b.hi, color=_COLORS.get(b.color, b.color), alpha=0.25,
-                        label=b.label, zorder=1)
+        ax.fill_between(
+            b.xs,
+            b.lo,
+            b.hi,
+            color=_COLORS.get(b.color, b.color),
+            alpha=0.25,
+            label=b.label,
+            zorder=1,
+        )
     for c in sorted(spec.curves, key=lambda c: not c.faint):  # the faint ones beneath
         color = _COLORS.get(c.color, c.color)
         if c.faint:
@@ -70,8 +84,9 @@ def render_png(spec: ChartSpec) -> bytes:
         ax.axhline(h.y, color=_COLORS.get(h.color, h.color), linestyle="--", label=h.label)
     for m in spec.marks:
         ax.scatter([m.x], [m.y], color=_COLORS.get(m.color, m.color), marker="D", zorder=3)
-        ax.annotate(m.label, (m.x, m.y), textcoords="offset points", xytext=(-6, 4),
-                    ha="right", fontsize=8)
+        ax.annotate(
+            m.label, (m.x, m.y), textcoords="offset points", xytext=(-6, 4), ha="right", fontsize=8
+        )
     if spec.xlim:
         ax.set_xlim(*spec.xlim)
     if spec.ylog:

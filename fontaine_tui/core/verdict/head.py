@@ -62,8 +62,10 @@ def check(origin: str, head: bytes | None, links: Sequence[str], marked: bool) -
     where = head_name(origin)
     if head is None:
         if marked:
-            return (f"{origin}: its lines say {Path(where).name} is kept, but it is missing "
-                    "(removed, with the chain's last lines perhaps)")
+            return (
+                f"{origin}: its lines say {Path(where).name} is kept, but it is missing "
+                "(removed, with the chain's last lines perhaps)"
+            )
         return ""
     try:
         doc = json.loads(head)
@@ -71,12 +73,13 @@ def check(origin: str, head: bytes | None, links: Sequence[str], marked: bool) -
         if not isinstance(n, int) or isinstance(n, bool) or n < 0 or not isinstance(last, str):
             raise TypeError
     except (ValueError, KeyError, TypeError):
-        return f"{where}: expected {{\"lines\": N, \"last\": sha256}} (edited)"
+        return f'{where}: expected {{"lines": N, "last": sha256}} (edited)'
     have = len(links) - 1
     if have < n:
-        return (f"{origin}: holds {have} line(s) but {n} were recorded in {where} (its last "
-                "line(s) removed, or the file cut short)")
+        return (
+            f"{origin}: holds {have} line(s) but {n} were recorded in {where} (its last "
+            "line(s) removed, or the file cut short)"
+        )
     if links[n] != last:
-        return (f"{origin}: line {n} is not the one recorded in {where} (the chain was "
-                "rewritten)")
+        return f"{origin}: line {n} is not the one recorded in {where} (the chain was rewritten)"
     return ""

@@ -58,8 +58,7 @@ def _to_amendment(obj: object, where: str) -> Amendment:
             to_step=int(rule.get("to_step") or 0),
         )
     except (KeyError, TypeError, ValueError) as exc:
-        raise InputError(f"{where}: expected an amendment ({type(exc).__name__}: {exc})"
-                         ) from None
+        raise InputError(f"{where}: expected an amendment ({type(exc).__name__}: {exc})") from None
 
 
 @dataclass(frozen=True, slots=True)
@@ -112,8 +111,9 @@ def read_ledger(folder: RunFolder) -> LedgerRead:
     return parse_ledger(data, str(path), genesis_of(folder), chain_head.read(path))
 
 
-def parse_amendments(data: bytes, origin: str, genesis: str = "",
-                     head: bytes | None = None) -> list[Amendment]:
+def parse_amendments(
+    data: bytes, origin: str, genesis: str = "", head: bytes | None = None
+) -> list[Amendment]:
     """The ledger's bytes (read locally or through a run source) as `read_amendments` reads
     them; `origin` names the file in errors, `genesis` is `genesis_of` the run folder, `head`
     the bytes of its head file (core/verdict/head.py), if any."""
@@ -123,8 +123,7 @@ def parse_amendments(data: bytes, origin: str, genesis: str = "",
     return list(read.amendments)
 
 
-def parse_ledger(data: bytes, origin: str, genesis: str, head: bytes | None = None
-                 ) -> LedgerRead:
+def parse_ledger(data: bytes, origin: str, genesis: str, head: bytes | None = None) -> LedgerRead:
     """Walk the chain: each line's `hash` is the sha256 of its canonical JSON without it, its
     `prev` the sha256 of the line before (of prereg.json for the first). Amendments from the
     first line that does not hold on are not applied. A last line without its newline is
@@ -132,8 +131,7 @@ def parse_ledger(data: bytes, origin: str, genesis: str, head: bytes | None = No
     reach the head recorded beside it (`head`'s bytes): a cut at its end is named."""
     read = _walk(data, origin, genesis)
     why = read.broken or chain_head.check(origin, head, read.links, read.marked)
-    return LedgerRead(read.amendments, why, read.prev, read.torn, len(read.links) - 1,
-                      read.newline)
+    return LedgerRead(read.amendments, why, read.prev, read.torn, len(read.links) - 1, read.newline)
 
 
 @dataclass(frozen=True, slots=True)
@@ -168,16 +166,22 @@ def _walk(data: bytes, origin: str, genesis: str) -> _Walk:
             return _Walk(tuple(out), f"{origin}:{n}: expected a JSON object{stop}")
         claimed = obj.pop("hash", None)
         if claimed is None:
-            return _Walk(tuple(out), f"{origin}:{n}: no hash (not written by "
-                         f"`fontaine-tui amend`, or edited){stop}")
+            return _Walk(
+                tuple(out),
+                f"{origin}:{n}: no hash (not written by `fontaine-tui amend`, or edited){stop}",
+            )
         if claimed != _sha(_canonical(obj)):
-            return _Walk(tuple(out), f"{origin}:{n}: its content does not match its "
-                         f"hash (edited){stop}")
+            return _Walk(
+                tuple(out), f"{origin}:{n}: its content does not match its hash (edited){stop}"
+            )
         if obj.get("prev") != prev:
             where = "prereg.json" if n == 1 else f"line {n - 1}"
-            return _Walk(tuple(out), f"{origin}:{n}: does not follow {where} (a line "
-                         f"before it was edited, removed, inserted or reordered, or "
-                         f"prereg.json changed){stop}")
+            return _Walk(
+                tuple(out),
+                f"{origin}:{n}: does not follow {where} (a line "
+                f"before it was edited, removed, inserted or reordered, or "
+                f"prereg.json changed){stop}",
+            )
         try:
             out.append(_to_amendment(obj, f"{origin}:{n}"))
         except InputError as exc:
@@ -208,10 +212,18 @@ def _canonical(doc: dict) -> bytes:
     return json.dumps(doc, sort_keys=True, separators=(",", ":"), allow_nan=False).encode()
 
 
-def declare_amendment(folder: RunFolder, *, kind: str = "scale", from_step: int | None = None,
-                      comparator: str | None = None, factor: float | None = None,
-                      to_step: int | None = None, last_step_seen: int, preset: Preset,
-                      text: str = "") -> Amendment:
+def declare_amendment(
+    folder: RunFolder,
+    *,
+    kind: str = "scale",
+    from_step: int | None = None,
+    comparator: str | None = None,
+    factor: float | None = None,
+    to_step: int | None = None,
+    last_step_seen: int,
+    preset: Preset,
+    text: str = "",
+) -> Amendment:
     """Validate and append one declaration; returns it as the verdict will read it."""
     if kind not in KINDS:
         raise InputError(f"--kind: expected one of {', '.join(KINDS)}, got {kind!r}")
@@ -219,8 +231,13 @@ def declare_amendment(folder: RunFolder, *, kind: str = "scale", from_step: int 
     if kind == "extend":
         if to_step is None or factor is not None or from_step is not None:
             raise InputError("amend: an extend amendment takes --extend-to N alone")
-        validate_extend_amendment(folder.amendments, "new amendment", to_step, preset.verdict,
-                                  int(preset.recipe["eval_every"]))
+        validate_extend_amendment(
+            folder.amendments,
+            "new amendment",
+            to_step,
+            preset.verdict,
+            int(preset.recipe["eval_every"]),
+        )
         rule["to_step"] = to_step
     else:
         _scale_rule(rule, folder, from_step, comparator, factor, preset)
@@ -229,42 +246,65 @@ def declare_amendment(folder: RunFolder, *, kind: str = "scale", from_step: int 
     return _append(folder, rule, last_step_seen, preset)
 
 
-def _scale_rule(rule: dict[str, object], folder: RunFolder, from_step: int | None,
-                comparator: str | None, factor: float | None, preset: Preset) -> None:
+def _scale_rule(
+    rule: dict[str, object],
+    folder: RunFolder,
+    from_step: int | None,
+    comparator: str | None,
+    factor: float | None,
+    preset: Preset,
+) -> None:
     if factor is not None and (from_step is not None or comparator is not None):
-        raise InputError("amend: expected either a fixed factor or --scale-from-step with "
-                         "--comparator, not both")
+        raise InputError(
+            "amend: expected either a fixed factor or --scale-from-step with --comparator, not both"
+        )
     if factor is None:
         if from_step is None:
-            raise InputError("amend: expected --scale-factor F, or --scale-from-step N "
-                             "(with --comparator NAME)")
+            raise InputError(
+                "amend: expected --scale-factor F, or --scale-from-step N (with --comparator NAME)"
+            )
         comparator = comparator or preset.verdict.reference
-    fields = {"from_step": from_step or 0, "comparator": comparator or "",
-              "factor": math.nan if factor is None else float(factor)}
-    validate_scale_amendment(folder.amendments, "new amendment", fields, preset.comparators,
-                             int(preset.recipe["eval_every"]))
+    fields = {
+        "from_step": from_step or 0,
+        "comparator": comparator or "",
+        "factor": math.nan if factor is None else float(factor),
+    }
+    validate_scale_amendment(
+        folder.amendments,
+        "new amendment",
+        fields,
+        preset.comparators,
+        int(preset.recipe["eval_every"]),
+    )
     if factor is not None:
         rule["factor"] = float(factor)
     else:
         rule.update(from_step=from_step, comparator=comparator)
 
 
-def _append(folder: RunFolder, rule: dict[str, object], last_step_seen: int,
-            preset: Preset) -> Amendment:
+def _append(
+    folder: RunFolder, rule: dict[str, object], last_step_seen: int, preset: Preset
+) -> Amendment:
     # The lock makes (next id, append, head) one step for concurrent declarations.
     with locked(folder.amendments):
         read = read_ledger(folder)
         if read.broken:  # never extend a chain that does not hold
             raise InputError(f"{read.broken}; nothing was written")
         if read.torn:
-            raise InputError(f"{folder.amendments}: ends in a torn line (a write was cut "
-                             "short); move that last partial line away by hand, then declare "
-                             "again; nothing was written")
+            raise InputError(
+                f"{folder.amendments}: ends in a torn line (a write was cut "
+                "short); move that last partial line away by hand, then declare "
+                "again; nothing was written"
+            )
         ids = {a.id for a in read.amendments} | {a.id for a in preset.amendments}
         record: dict[str, object] = {
-            "id": max(ids, default=0) + 1, "declared_at": utc_iso(time.time()),
-            "last_step_seen": int(last_step_seen), "rule": rule,
-            "prev": read.prev, chain_head.MARK: chain_head.head_name(folder.amendments.name)}
+            "id": max(ids, default=0) + 1,
+            "declared_at": utc_iso(time.time()),
+            "last_step_seen": int(last_step_seen),
+            "rule": rule,
+            "prev": read.prev,
+            chain_head.MARK: chain_head.head_name(folder.amendments.name),
+        }
         record["hash"] = _sha(_canonical(record))
         line = _canonical(record)
         # a whole last line without its newline gets one first, in the same write

@@ -17,18 +17,18 @@ from fontaine_tui.core.verdict.shape import VerdictSpec, combine, read_rule
 class Distance:
     step: int
     to_healthy: float  # how far the read may move before it leaves HEALTHY (< 0: not healthy)
-    to_drift: float    # how far it is from the drift bound (< 0: past it)
+    to_drift: float  # how far it is from the drift bound (< 0: past it)
 
 
 @dataclass(frozen=True, slots=True)
 class Lock:
-    step: int | None       # the first probe from which the verdict cannot change; None: not yet
-    label: str | None      # the verdict it locked on
+    step: int | None  # the first probe from which the verdict cannot change; None: not yet
+    label: str | None  # the verdict it locked on
     max_change: float | None  # the largest change one probe can bring (None: unknown)
-    source: str            # where max_change comes from, in words
+    source: str  # where max_change comes from, in words
     distances: tuple[Distance, ...] = ()
     every: int | None = None  # the probe cadence counted on (None: unknown, no lock claimed)
-    every_from: str = ""      # where `every` comes from, in words
+    every_from: str = ""  # where `every` comes from, in words
 
     def describe(self) -> str:
         if self.every is None and self.every_from:
@@ -36,14 +36,19 @@ class Lock:
         if self.max_change is None:
             return f"decision lock unknown: {self.source}"
         if self.step is None:
-            return (f"decision not locked: a remaining probe can still change it (largest "
-                    f"change per probe {self.max_change:.4f}, {self.source})")
-        return (f"decision locked at step {self.step} ({self.label}): no remaining probe can "
-                f"change it (largest change per probe {self.max_change:.4f}, {self.source})")
+            return (
+                f"decision not locked: a remaining probe can still change it (largest "
+                f"change per probe {self.max_change:.4f}, {self.source})"
+            )
+        return (
+            f"decision locked at step {self.step} ({self.label}): no remaining probe can "
+            f"change it (largest change per probe {self.max_change:.4f}, {self.source})"
+        )
 
 
-def probe_cadence(steps: Sequence[int], stated: int | None, stated_from: str = ""
-                  ) -> tuple[int | None, str]:
+def probe_cadence(
+    steps: Sequence[int], stated: int | None, stated_from: str = ""
+) -> tuple[int | None, str]:
     """Every how many steps a probe comes: the smallest gap between consecutive probe steps
     seen (`steps`, in order), never more than the cadence the preset states (`stated`, from
     `stated_from`); None when neither is known (fewer than two probes and none stated)."""
@@ -56,17 +61,27 @@ def probe_cadence(steps: Sequence[int], stated: int | None, stated_from: str = "
     return None, "fewer than two probes seen and no eval_every in the preset"
 
 
-def decision_lock(points: Sequence[tuple[int, float]], bounds: Sequence[tuple[float, float]],
-                  lower: bool, endpoint: int, every: int | None, max_change: float | None,
-                  source: str, every_from: str = "") -> Lock:
+def decision_lock(
+    points: Sequence[tuple[int, float]],
+    bounds: Sequence[tuple[float, float]],
+    lower: bool,
+    endpoint: int,
+    every: int | None,
+    max_change: float | None,
+    source: str,
+    every_from: str = "",
+) -> Lock:
     """`points`: the read (delta or level) at each probe so far, in step order; `bounds`:
     (healthy, drift) of the raw rule and, with a scale amendment in force, of the scaled one;
     `every`: the probe cadence (None: unknown, and then no lock is claimed).
     The lock is the first probe from which, at every later probe, no value within the
     remaining probes x `max_change` gives any rule another label."""
     h0, d0 = bounds[0]
-    distances = tuple(Distance(s, h0 - x, d0 - x) if lower else Distance(s, x - h0, x - d0)
-                      for s, x in points if math.isfinite(x))
+    distances = tuple(
+        Distance(s, h0 - x, d0 - x) if lower else Distance(s, x - h0, x - d0)
+        for s, x in points
+        if math.isfinite(x)
+    )
     if every is not None and every <= 0:
         every = None
     if max_change is None or every is None:
@@ -94,10 +109,9 @@ def decision_lock(points: Sequence[tuple[int, float]], bounds: Sequence[tuple[fl
     return Lock(lock[0], lock[1], max_change, source, distances, every, every_from)
 
 
-
-def max_probe_change(spec: VerdictSpec, every: int | None,
-                     curves: Iterable[tuple[str, Sequence[tuple[int, float]]]]
-                     ) -> tuple[float | None, str]:
+def max_probe_change(
+    spec: VerdictSpec, every: int | None, curves: Iterable[tuple[str, Sequence[tuple[int, float]]]]
+) -> tuple[float | None, str]:
     """The largest change of the read from one probe to the next: the preset's
     `verdict.max_probe_change`, else the largest step-to-step change among the banked
     comparators' curves (scaled to `every` steps, the probe cadence; None: unknown),
@@ -105,17 +119,23 @@ def max_probe_change(spec: VerdictSpec, every: int | None,
     if math.isfinite(spec.max_probe_change):
         return spec.max_probe_change, "stated in the preset (verdict.max_probe_change)"
     if every is None:
-        return None, ("no verdict.max_probe_change in the preset, and no probe cadence to "
-                      "scale the banked comparators' curves to")
+        return None, (
+            "no verdict.max_probe_change in the preset, and no probe cadence to "
+            "scale the banked comparators' curves to"
+        )
     best: tuple[float, str] | None = None
     for name, points in curves:
         pts = [(s, v) for s, v in points if math.isfinite(v)]
         for (s0, v0), (s1, v1) in zip(pts, pts[1:], strict=False):
             change = abs(v1 - v0) * every / (s1 - s0)
             if best is None or change > best[0]:
-                best = (change, f"the largest among the banked comparators: {name}, step "
-                                f"{s0} to {s1}")
+                best = (
+                    change,
+                    f"the largest among the banked comparators: {name}, step {s0} to {s1}",
+                )
     if best is None:
-        return None, ("no verdict.max_probe_change in the preset and no banked comparator "
-                      "curve to take it from")
+        return None, (
+            "no verdict.max_probe_change in the preset and no banked comparator "
+            "curve to take it from"
+        )
     return best

@@ -71,9 +71,11 @@ class BoundsChange:
 
     @property
     def message(self) -> str:
-        return (f"bounds changed after launch: [{'], ['.join(self.sections)}] differ from "
-                f"prereg.json (frozen sha256 {self.frozen_sha256[:12]}, "
-                f"now {self.current_sha256[:12]})")
+        return (
+            f"bounds changed after launch: [{'], ['.join(self.sections)}] differ from "
+            f"prereg.json (frozen sha256 {self.frozen_sha256[:12]}, "
+            f"now {self.current_sha256[:12]})"
+        )
 
 
 def utc_iso(ts: float) -> str:
@@ -81,12 +83,17 @@ def utc_iso(ts: float) -> str:
 
 
 def parse_utc(text: str) -> float:
-    return datetime.strptime(text, "%Y-%m-%dT%H:%M:%S.%fZ").replace(
-        tzinfo=timezone.utc).timestamp()
+    return datetime.strptime(text, "%Y-%m-%dT%H:%M:%S.%fZ").replace(tzinfo=timezone.utc).timestamp()
 
 
-def freeze(folder: RunFolder, preset: Preset, argv: list[str] | tuple[str, ...], host: str,
-           now: float | None = None, provenance: Mapping[str, object] | None = None) -> Prereg:
+def freeze(
+    folder: RunFolder,
+    preset: Preset,
+    argv: list[str] | tuple[str, ...],
+    host: str,
+    now: float | None = None,
+    provenance: Mapping[str, object] | None = None,
+) -> Prereg:
     """Write prereg.json, whole, where none exists yet; the folder must exist."""
     prereg = Prereg(
         schema=SCHEMA,
@@ -115,8 +122,10 @@ def freeze(folder: RunFolder, preset: Preset, argv: list[str] | tuple[str, ...],
     try:  # never over another launch's pre-registration
         create_new(folder.prereg, json.dumps(doc, indent=2, sort_keys=True) + "\n")
     except FileExistsError:
-        raise InputError(f"{folder.prereg}: already exists (this folder holds a launched run); "
-                         "nothing was changed") from None
+        raise InputError(
+            f"{folder.prereg}: already exists (this folder holds a launched run); "
+            "nothing was changed"
+        ) from None
     return prereg
 
 
@@ -126,8 +135,9 @@ def read_prereg(folder: RunFolder) -> Prereg:
     try:
         raw = read_whole(path)
     except FileNotFoundError:
-        raise InputError(f"{path}: no prereg.json (was this run launched by fontaine-tui?)"
-                         ) from None
+        raise InputError(
+            f"{path}: no prereg.json (was this run launched by fontaine-tui?)"
+        ) from None
     except OSError as exc:
         raise InputError(f"{path}: expected a JSON prereg ({exc})") from None
     return parse_prereg(raw, str(path))
@@ -146,20 +156,28 @@ def parse_prereg(raw: bytes, origin: str) -> Prereg:
         if not isinstance(preset, dict):
             raise TypeError("preset is not an object")
         prereg = Prereg(
-            schema=doc["schema"], preset_name=str(doc["preset_name"]),
-            preset_path=str(doc.get("preset_path", "")), preset=MappingProxyType(preset),
-            preset_sha256=str(doc["preset_sha256"]), argv=tuple(map(str, doc["argv"])),
-            launched_at=str(doc["launched_at"]), host=str(doc.get("host", "")),
+            schema=doc["schema"],
+            preset_name=str(doc["preset_name"]),
+            preset_path=str(doc.get("preset_path", "")),
+            preset=MappingProxyType(preset),
+            preset_sha256=str(doc["preset_sha256"]),
+            argv=tuple(map(str, doc["argv"])),
+            launched_at=str(doc["launched_at"]),
+            host=str(doc.get("host", "")),
             version=str(doc.get("version", "")),
-            provenance=MappingProxyType(_object(doc.get("provenance", {}), "provenance")))
+            provenance=MappingProxyType(_object(doc.get("provenance", {}), "provenance")),
+        )
         parse_utc(prereg.launched_at)
     except (KeyError, TypeError, ValueError) as exc:
-        raise InputError(f"{origin}: expected a prereg document ({type(exc).__name__}: {exc})"
-                         ) from None
+        raise InputError(
+            f"{origin}: expected a prereg document ({type(exc).__name__}: {exc})"
+        ) from None
     actual = hashlib.sha256(canonical_bytes(prereg.preset)).hexdigest()
     if actual != prereg.preset_sha256:
-        raise InputError(f"{origin}: preset_sha256: the frozen preset hashes to {actual[:12]}, "
-                         f"not {prereg.preset_sha256[:12]} (prereg.json was edited)")
+        raise InputError(
+            f"{origin}: preset_sha256: the frozen preset hashes to {actual[:12]}, "
+            f"not {prereg.preset_sha256[:12]} (prereg.json was edited)"
+        )
     return prereg
 
 
@@ -182,8 +200,10 @@ def provenance_changes(frozen: Mapping[str, object], metas: Sequence[Meta]) -> t
             now = m.code if key == "code" else m.data
             if not now.get(field_) or now.get(field_) == was.get(field_):
                 continue
-            out.append(f"{what} changed under the run: launched with {_ident(was)}; the log's "
-                       f"meta at step {m.step} (line {m.line}) says {_ident(now)}")
+            out.append(
+                f"{what} changed under the run: launched with {_ident(was)}; the log's "
+                f"meta at step {m.step} (line {m.line}) says {_ident(now)}"
+            )
     return tuple(out)
 
 
@@ -191,8 +211,11 @@ def _ident(d: Mapping[str, object]) -> str:
     if "fingerprint" in d:
         return f"corpus {str(d.get('fingerprint'))[:12]} ({d.get('root', '?')})"
     commit = d.get("git_commit")
-    where = (f"git {str(commit)[:12]}{' + uncommitted changes' if d.get('dirty') else ''}"
-             if commit else f"version {d.get('version', '?')}")
+    where = (
+        f"git {str(commit)[:12]}{' + uncommitted changes' if d.get('dirty') else ''}"
+        if commit
+        else f"version {d.get('version', '?')}"
+    )
     return f"{where}, source sha256 {str(d.get('sha256', '?'))[:12]}"
 
 
@@ -206,7 +229,8 @@ def frozen_over(prereg: Prereg, given: Preset | None, given_name: str, origin: s
             raise InputError(
                 f"--preset {given_name}: differs from the run's frozen pre-registration "
                 f"({origin}): {change.detail}; a run folder is read with the bounds frozen at "
-                "launch (leave out --preset)")
+                "launch (leave out --preset)"
+            )
     return prereg.frozen_preset(origin)
 
 
@@ -228,7 +252,7 @@ def _show(value: object) -> str:
     if value is _ABSENT:
         return "(absent)"
     text = json.dumps(value, sort_keys=True)
-    return text if len(text) <= 80 else text[:76] + "...\""[: 4 if text[0] == '"' else 3]
+    return text if len(text) <= 80 else text[:76] + '..."'[: 4 if text[0] == '"' else 3]
 
 
 def _leaf_differences(frozen: object, given: object, path: str = "") -> list[str]:

@@ -95,8 +95,15 @@ PLATFORM: Spec = {
 # the key existed keeps its sha256 (and reads the same as the preset it was frozen from).
 LATER_KEYS = {
     "recipe": ("micro_batch", "datasets"),
-    "platform": ("precision", "activation_checkpointing", "compile", "nnodes", "node_rank",
-                 "rdzv_endpoint", "rdzv_id"),
+    "platform": (
+        "precision",
+        "activation_checkpointing",
+        "compile",
+        "nnodes",
+        "node_rank",
+        "rdzv_endpoint",
+        "rdzv_id",
+    ),
 }
 COMPARATOR: Spec = {
     "delta": (NUMBER, math.nan),  # typed in, or computed from the banked run (`bank`)
@@ -175,9 +182,22 @@ class PlatformFields(TypedDict):
     rdzv_id: str
 
 
-SECTIONS = ("run", "recipe", "platform", "verdict", "comparators", "amendments", "gates",
-            "labels", "interpretation", "source", "babysit", "notify",
-            "slurm", "command")
+SECTIONS = (
+    "run",
+    "recipe",
+    "platform",
+    "verdict",
+    "comparators",
+    "amendments",
+    "gates",
+    "labels",
+    "interpretation",
+    "source",
+    "babysit",
+    "notify",
+    "slurm",
+    "command",
+)
 MODEL_SIZES = ("tiny", "small", "base")
 OBJECTIVES = ("joint", "ar", "flow")
 DEVICES = ("auto", "cpu", "cuda")
@@ -264,7 +284,9 @@ def gate_of(gates: Mapping[str, object], key: str) -> float | None:
 def _validate(path: Path, doc: dict) -> Preset:
     for key in doc:
         if key not in SECTIONS:
-            raise PresetError(path, key, f"unknown section (expected one of: {', '.join(SECTIONS)})")
+            raise PresetError(
+                path, key, f"unknown section (expected one of: {', '.join(SECTIONS)})"
+            )
     check_placeholders(path, doc.get("verdict"))
     source, source_every = None, 0
     if "source" in doc:
@@ -273,9 +295,12 @@ def _validate(path: Path, doc: dict) -> Preset:
             table = {k: v for k, v in table.items() if k != "eval_every"}
             source_every = doc["source"]["eval_every"]
             if not (type(source_every) is int and source_every > 0):
-                raise PresetError(path, "source.eval_every",
-                                  f"expected a positive integer (the steps from one probe "
-                                  f"to the next), got {source_every!r}")
+                raise PresetError(
+                    path,
+                    "source.eval_every",
+                    f"expected a positive integer (the steps from one probe "
+                    f"to the next), got {source_every!r}",
+                )
         try:
             source = read_spec(table)
         except ValueError as exc:
@@ -290,8 +315,9 @@ def _validate(path: Path, doc: dict) -> Preset:
         doc.setdefault("recipe", _foreign_recipe(doc["verdict"], source_every))
         doc.setdefault("platform", {})
         if command is None:  # trained elsewhere; a command's run needs its folder
-            doc["run"] = ({"output_dir": "", **doc["run"]} if isinstance(doc["run"], dict)
-                          else doc["run"])
+            doc["run"] = (
+                {"output_dir": "", **doc["run"]} if isinstance(doc["run"], dict) else doc["run"]
+            )
     run = check_section(path, "run", doc["run"], RUN)
     recipe = check_section(path, "recipe", doc["recipe"], RECIPE)
     platform = check_section(path, "platform", doc["platform"], PLATFORM)
@@ -299,9 +325,9 @@ def _validate(path: Path, doc: dict) -> Preset:
     if not isinstance(verdict_table, dict):
         raise PresetError(path, "verdict", "expected a table")
     secondary = verdict_table.get("secondary", [])
-    verdict_fields = check_section(path, "verdict",
-                                    {k: v for k, v in verdict_table.items() if k != "secondary"},
-                                    VERDICT)
+    verdict_fields = check_section(
+        path, "verdict", {k: v for k, v in verdict_table.items() if k != "secondary"}, VERDICT
+    )
     gates = check_section(path, "gates", doc.get("gates", {}), GATES)
     babysit = babysit_section(path, doc.get("babysit"))
     notify = notify_section(path, doc.get("notify", []))
@@ -322,28 +348,45 @@ def _validate(path: Path, doc: dict) -> Preset:
     positive(path, "platform.nproc", plat["nproc"])
     positive(path, "platform.nnodes", plat["nnodes"])
     if plat["node_rank"] >= plat["nnodes"]:
-        raise PresetError(path, "platform.node_rank",
-                          f"expected an integer below platform.nnodes = {plat['nnodes']}, "
-                          f"got {plat['node_rank']}")
+        raise PresetError(
+            path,
+            "platform.node_rank",
+            f"expected an integer below platform.nnodes = {plat['nnodes']}, "
+            f"got {plat['node_rank']}",
+        )
     if plat["nnodes"] > 1 and not re.fullmatch(r"\S+:\d+", plat["rdzv_endpoint"]):
-        raise PresetError(path, "platform.rdzv_endpoint",
-                          f"expected HOST:PORT of the rendezvous with platform.nnodes = "
-                          f"{plat['nnodes']}, got {plat['rdzv_endpoint']!r}")
+        raise PresetError(
+            path,
+            "platform.rdzv_endpoint",
+            f"expected HOST:PORT of the rendezvous with platform.nnodes = "
+            f"{plat['nnodes']}, got {plat['rdzv_endpoint']!r}",
+        )
     positive(path, "platform.num_workers", plat["num_workers"], 0)
     positive(path, "platform.prefetch_factor", plat["prefetch_factor"])
     if not 0.0 <= rec["image_augment"] <= 1.0:
-        raise PresetError(path, "recipe.image_augment",
-                          f"expected a probability in [0, 1], got {rec['image_augment']}")
+        raise PresetError(
+            path,
+            "recipe.image_augment",
+            f"expected a probability in [0, 1], got {rec['image_augment']}",
+        )
     if rec["lr"] <= 0:
         raise PresetError(path, "recipe.lr", f"expected a positive number, got {rec['lr']}")
     layout(path, rec, plat)
 
     every = rec["eval_every"]
     if engine and source_every and source_every != every:
-        raise PresetError(path, "source.eval_every",
-                          f"expected recipe.eval_every = {every} or left out, got {source_every}")
-    stated = ((every, "recipe.eval_every") if engine else
-              (source_every, "source.eval_every") if source_every else None)
+        raise PresetError(
+            path,
+            "source.eval_every",
+            f"expected recipe.eval_every = {every} or left out, got {source_every}",
+        )
+    stated = (
+        (every, "recipe.eval_every")
+        if engine
+        else (source_every, "source.eval_every")
+        if source_every
+        else None
+    )
     comparators = _comparators(path, doc.get("comparators", {}), every, verdict_fields)
     verdict = verdict_spec(path, verdict_fields, comparators, every, rec["steps"], secondary)
 
@@ -359,30 +402,51 @@ def _validate(path: Path, doc: dict) -> Preset:
         cls = by_label.get(key, key if key not in by_label.values() else "")
         if cls not in LABELS:
             names = [labels.get(c, c) for c in LABELS]
-            raise PresetError(path, f"interpretation.{key}",
-                              f"unknown key (expected one of: {', '.join(names)})")
+            raise PresetError(
+                path, f"interpretation.{key}", f"unknown key (expected one of: {', '.join(names)})"
+            )
         if not isinstance(value, str):
             raise PresetError(path, f"interpretation.{key}", "expected a string")
         interpretation[cls] = " ".join(value.split())
 
     canonical = {
         "run": run,
-        **({"recipe": _frozen_form(recipe, RECIPE, "recipe"),
-            "platform": _frozen_form(platform, PLATFORM, "platform")} if engine else {}),
+        **(
+            {
+                "recipe": _frozen_form(recipe, RECIPE, "recipe"),
+                "platform": _frozen_form(platform, PLATFORM, "platform"),
+            }
+            if engine
+            else {}
+        ),
         "verdict": verdict_canonical(verdict_fields, verdict),
         "comparators": {
-            n: set_only({k: getattr(c, k) for k in COMPARATOR
-                         if k not in ("bank", "group") or getattr(c, k)})
+            n: set_only(
+                {
+                    k: getattr(c, k)
+                    for k in COMPARATOR
+                    if k not in ("bank", "group") or getattr(c, k)
+                }
+            )
             for n, c in sorted(comparators.items())
         },
-        "amendments": [set_only({k: getattr(a, k) for k in AMENDMENT
-                                  if k != "to_step" or a.to_step}) for a in amendments],
+        "amendments": [
+            set_only({k: getattr(a, k) for k in AMENDMENT if k != "to_step" or a.to_step})
+            for a in amendments
+        ],
         "gates": set_only(gates),
         "interpretation": interpretation,
         **({"labels": labels} if labels else {}),
-        **({"source": {**source.canonical(),
-                       **({"eval_every": source_every} if source_every else {})}}
-           if source is not None else {}),
+        **(
+            {
+                "source": {
+                    **source.canonical(),
+                    **({"eval_every": source_every} if source_every else {}),
+                }
+            }
+            if source is not None
+            else {}
+        ),
         **({"babysit": b} if (b := babysit_canonical(babysit)) else {}),
         **({"slurm": dict(slurm)} if slurm["time"] else {}),
         **({"command": command.canonical()} if command is not None else {}),
@@ -419,11 +483,19 @@ def _command(path: Path, doc: dict) -> CommandSpec | None:
         return None
     command = read_command(doc["command"], path)
     if "source" not in doc:
-        raise PresetError(path, "command", 'expected a [source] too (how the command\'s log is '
-                          'read: kind = "hf_trainer", "tensorboard", ...)')
+        raise PresetError(
+            path,
+            "command",
+            "expected a [source] too (how the command's log is "
+            'read: kind = "hf_trainer", "tensorboard", ...)',
+        )
     if engine := [k for k in ("recipe", "platform") if k in doc]:
-        raise PresetError(path, engine[0], "a [command] preset starts its own trainer: "
-                          "[recipe] and [platform] (the engine's) do not apply; remove them")
+        raise PresetError(
+            path,
+            engine[0],
+            "a [command] preset starts its own trainer: "
+            "[recipe] and [platform] (the engine's) do not apply; remove them",
+        )
     return command
 
 
@@ -432,8 +504,9 @@ def world_size(platform: Mapping[str, object]) -> int:
     return int(cast(int, platform["nproc"])) * int(cast(int, platform.get("nnodes", 1)))
 
 
-def layout(path: str | Path, recipe: Mapping[str, object], platform: Mapping[str, object]
-           ) -> tuple[int, int]:
+def layout(
+    path: str | Path, recipe: Mapping[str, object], platform: Mapping[str, object]
+) -> tuple[int, int]:
     """(backward chunks per rank, per-rank micro-batch), the engine's rule
     (engine/pipeline.py chunks_per_rank): with micro_batch stated, chunks = batch_size /
     (micro_batch x world size), and backward_chunks must be that number unless left at its
@@ -444,18 +517,26 @@ def layout(path: str | Path, recipe: Mapping[str, object], platform: Mapping[str
     if micro:
         per_rank, rest = divmod(batch, micro * world)
         if rest or per_rank < 1:
-            raise PresetError(path, "recipe.batch_size",
-                              f"expected a multiple of micro_batch x {ranks} = {micro * world}, "
-                              f"got {batch}")
+            raise PresetError(
+                path,
+                "recipe.batch_size",
+                f"expected a multiple of micro_batch x {ranks} = {micro * world}, got {batch}",
+            )
         if chunks not in (1, per_rank):
-            raise PresetError(path, "recipe.backward_chunks",
-                              f"expected {per_rank} (batch_size {batch} / (micro_batch {micro} x "
-                              f"{ranks} {world})) or left out, got {chunks}")
+            raise PresetError(
+                path,
+                "recipe.backward_chunks",
+                f"expected {per_rank} (batch_size {batch} / (micro_batch {micro} x "
+                f"{ranks} {world})) or left out, got {chunks}",
+            )
         return per_rank, micro
     if batch % (chunks * world):
-        raise PresetError(path, "recipe.batch_size",
-                          f"expected a multiple of backward_chunks x {ranks} = {chunks * world}, "
-                          f"got {batch}; or state the per-rank micro-batch (micro_batch)")
+        raise PresetError(
+            path,
+            "recipe.batch_size",
+            f"expected a multiple of backward_chunks x {ranks} = {chunks * world}, "
+            f"got {batch}; or state the per-rank micro-batch (micro_batch)",
+        )
     return chunks, batch // chunks // world
 
 
@@ -476,8 +557,14 @@ def _foreign_recipe(verdict: object, stated: int = 0) -> dict[str, object]:
     ints = [v for v in (anchor, end) if isinstance(v, int) and not isinstance(v, bool) and v > 0]
     every = stated or (math.gcd(*ints) if ints else 1)
     steps = end if isinstance(end, int) and not isinstance(end, bool) and end > 0 else 1
-    return {"model_size": "small", "batch_size": 1, "backward_chunks": 1, "steps": steps,
-            "eval_every": every, "save_every": steps}
+    return {
+        "model_size": "small",
+        "batch_size": 1,
+        "backward_chunks": 1,
+        "steps": steps,
+        "eval_every": every,
+        "save_every": steps,
+    }
 
 
 _T = TypeVar("_T")
@@ -489,8 +576,9 @@ def _made(cls: type[_T], fields: Mapping[str, Scalar], **more: object) -> _T:
     return cls(**more, **cast(dict[str, Any], fields))
 
 
-def _comparators(path: Path, table: object, every: int, rule: Mapping[str, Scalar]
-                 ) -> dict[str, Comparator]:
+def _comparators(
+    path: Path, table: object, every: int, rule: Mapping[str, Scalar]
+) -> dict[str, Comparator]:
     if not isinstance(table, dict):
         raise PresetError(path, "comparators", "expected [comparators.NAME] tables")
     out: dict[str, Comparator] = {}
@@ -499,19 +587,26 @@ def _comparators(path: Path, table: object, every: int, rule: Mapping[str, Scala
         if fields["bank"]:
             c = _banked(path, name, fields, rule)
         elif not math.isfinite(float(fields["delta"])):
-            raise PresetError(path, f"comparators.{name}.delta",
-                              'missing; expected a number, or bank = "NAME" (a banked run)')
+            raise PresetError(
+                path,
+                f"comparators.{name}.delta",
+                'missing; expected a number, or bank = "NAME" (a banked run)',
+            )
         else:
             c = _made(Comparator, fields, name=name)
         if c.level_step and c.level_step % every:
-            raise PresetError(path, f"comparators.{name}.level_step",
-                              f"expected a multiple of recipe.eval_every = {every}")
+            raise PresetError(
+                path,
+                f"comparators.{name}.level_step",
+                f"expected a multiple of recipe.eval_every = {every}",
+            )
         out[name] = c
     return out
 
 
-def _banked(path: Path, name: str, fields: Mapping[str, Scalar], rule: Mapping[str, Scalar]
-            ) -> Comparator:
+def _banked(
+    path: Path, name: str, fields: Mapping[str, Scalar], rule: Mapping[str, Scalar]
+) -> Comparator:
     """A comparator from the bank: its delta (or level) read from the banked run's curve as
     the preset's rule reads this run, pinned to the banked version's sha256. A frozen preset
     (prereg.json) carries the numbers and the full sha256, so it reads where the bank is
@@ -527,43 +622,71 @@ def _banked(path: Path, name: str, fields: Mapping[str, Scalar], rule: Mapping[s
         entry = bank.get(ref)
     except InputError as exc:
         if pinned and math.isfinite(delta):  # frozen form, read without the bank
-            return _made(Comparator, {k: v for k, v in fields.items() if k != "bank"},
-                         name=name, bank=ref, where="banked run (its bank entry is not here)")
+            return _made(
+                Comparator,
+                {k: v for k, v in fields.items() if k != "bank"},
+                name=name,
+                bank=ref,
+                where="banked run (its bank entry is not here)",
+            )
         raise PresetError(path, f"{where}.bank", f"{exc}") from None
     if entry.marked:  # banked at the user's word although its own evidence conflicts
-        raise PresetError(path, f"{where}.bank",
-                          f"the banked run {entry.name}@{entry.sha256[:12]} was banked with its "
-                          f"own evidence conflicting ({'; '.join(entry.marked)}): no bound is "
-                          "derived from it")
+        raise PresetError(
+            path,
+            f"{where}.bank",
+            f"the banked run {entry.name}@{entry.sha256[:12]} was banked with its "
+            f"own evidence conflicting ({'; '.join(entry.marked)}): no bound is "
+            "derived from it",
+        )
     if math.isfinite(delta) and not pinned:
-        raise PresetError(path, f"{where}.delta",
-                          "a banked comparator's delta is read from the banked run; remove it")
+        raise PresetError(
+            path,
+            f"{where}.delta",
+            "a banked comparator's delta is read from the banked run; remove it",
+        )
     end = entry.value(endpoint, metric)
     start = entry.value(anchor, metric) if read == "delta" else 0.0
     if not (math.isfinite(end) and math.isfinite(start)):
         step = endpoint if not math.isfinite(end) else anchor
-        raise PresetError(path, f"{where}.bank",
-                          f"the banked run {entry.name} has no {metric} at step {step} "
-                          f"(its probes: {', '.join(map(str, entry.probes())) or 'none'})")
+        raise PresetError(
+            path,
+            f"{where}.bank",
+            f"the banked run {entry.name} has no {metric} at step {step} "
+            f"(its probes: {', '.join(map(str, entry.probes())) or 'none'})",
+        )
     computed = end - start
     if math.isfinite(delta) and abs(delta - computed) > 1e-9:
-        raise PresetError(path, f"{where}.delta",
-                          f"expected the banked run's {computed!r} ({entry.name}@{entry.sha256[:12]}), "
-                          f"got {delta!r}")
+        raise PresetError(
+            path,
+            f"{where}.delta",
+            f"expected the banked run's {computed!r} ({entry.name}@{entry.sha256[:12]}), "
+            f"got {delta!r}",
+        )
     level_step = int(fields["level_step"])
-    levels = {"eval_level": float(fields["eval_level"]),
-              "train_level": float(fields["train_level"])}
+    levels = {
+        "eval_level": float(fields["eval_level"]),
+        "train_level": float(fields["train_level"]),
+    }
     if level_step:
         for key, field_ in (("eval_level", metric), ("train_level", "train_chunk_mae")):
             if not math.isfinite(levels[key]):
                 levels[key] = entry.value(level_step, field_)
-    return Comparator(name, computed, level_step, levels["eval_level"], levels["train_level"],
-                      str(fields["description"]) or str(entry.doc.get("note") or ""),
-                      entry.ref, str(fields["group"]), entry.where())
+    return Comparator(
+        name,
+        computed,
+        level_step,
+        levels["eval_level"],
+        levels["train_level"],
+        str(fields["description"]) or str(entry.doc.get("note") or ""),
+        entry.ref,
+        str(fields["group"]),
+        entry.where(),
+    )
 
 
-def _amendments(path: Path, items: object, comparators: Mapping[str, Comparator],
-                spec: VerdictSpec, every: int) -> tuple[Amendment, ...]:
+def _amendments(
+    path: Path, items: object, comparators: Mapping[str, Comparator], spec: VerdictSpec, every: int
+) -> tuple[Amendment, ...]:
     if not isinstance(items, list):
         raise PresetError(path, "amendments", "expected an array of [[amendments]] tables")
     out: list[Amendment] = []
@@ -579,26 +702,38 @@ def _amendments(path: Path, items: object, comparators: Mapping[str, Comparator]
         else:
             validate_extend_amendment(path, where, am.to_step, spec, every)
         if am.declared_after_step >= am.declared_before_step:
-            raise PresetError(path, f"{where}.declared_before_step",
-                              f"expected a step after declared_after_step "
-                              f"{am.declared_after_step}, got {am.declared_before_step}")
+            raise PresetError(
+                path,
+                f"{where}.declared_before_step",
+                f"expected a step after declared_after_step "
+                f"{am.declared_after_step}, got {am.declared_before_step}",
+            )
         out.append(am)
     if sum(a.kind == "scale" for a in out) > 1:
         raise PresetError(path, "amendments", "expected at most one scale amendment")
     return tuple(out)
 
 
-def validate_extend_amendment(path: str | Path, where: str, to_step: int, spec: VerdictSpec,
-                              every: int) -> None:
+def validate_extend_amendment(
+    path: str | Path, where: str, to_step: int, spec: VerdictSpec, every: int
+) -> None:
     """An extend names a later probe step as the endpoint."""
     if to_step <= spec.endpoint_step or to_step % every:
-        raise PresetError(path, f"{where}.to_step",
-                          f"expected a probe step (a multiple of {every}) after the endpoint "
-                          f"{spec.endpoint_step}, got {to_step}")
+        raise PresetError(
+            path,
+            f"{where}.to_step",
+            f"expected a probe step (a multiple of {every}) after the endpoint "
+            f"{spec.endpoint_step}, got {to_step}",
+        )
 
 
-def validate_scale_amendment(path: str | Path, where: str, fields: Mapping[str, object],
-                             comparators: Mapping[str, Comparator], every: int) -> None:
+def validate_scale_amendment(
+    path: str | Path,
+    where: str,
+    fields: Mapping[str, object],
+    comparators: Mapping[str, Comparator],
+    every: int,
+) -> None:
     """A scale amendment names either a fixed factor or a (comparator, from_step) level ratio."""
     factor = fields.get("factor", math.nan)
     if isinstance(factor, float) and math.isfinite(factor):
@@ -607,17 +742,23 @@ def validate_scale_amendment(path: str | Path, where: str, fields: Mapping[str, 
         return
     name = fields.get("comparator", "")
     if name not in comparators or not isinstance(name, str):  # a name found is a str
-        raise PresetError(path, f"{where}.comparator",
-                          f"expected a comparator name or a fixed factor, got {name!r}")
+        raise PresetError(
+            path,
+            f"{where}.comparator",
+            f"expected a comparator name or a fixed factor, got {name!r}",
+        )
     comp = comparators[name]
     step = fields.get("from_step", 0)
     if not isinstance(step, int) or step <= 0 or step % every:
-        raise PresetError(path, f"{where}.from_step",
-                          f"expected a probe step (a multiple of {every}), got {step}")
+        raise PresetError(
+            path, f"{where}.from_step", f"expected a probe step (a multiple of {every}), got {step}"
+        )
     if comp.level_step != step or not math.isfinite(comp.eval_level) or comp.eval_level <= 0:
-        raise PresetError(path, f"{where}.from_step",
-                          f"expected comparators.{name} to bank a positive eval_level at "
-                          f"level_step = {step}")
+        raise PresetError(
+            path,
+            f"{where}.from_step",
+            f"expected comparators.{name} to bank a positive eval_level at level_step = {step}",
+        )
 
 
 # -- finding and loading --------------------------------------------------------------------

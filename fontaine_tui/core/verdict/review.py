@@ -78,8 +78,13 @@ def _read(path: Path) -> bytes:
         return b""
 
 
-def append(path: str | Path, action: str, verdict: Verdict, note: str = "",
-           clock: Callable[[], float] = time.time) -> ReviewEntry:
+def append(
+    path: str | Path,
+    action: str,
+    verdict: Verdict,
+    note: str = "",
+    clock: Callable[[], float] = time.time,
+) -> ReviewEntry:
     """Append one action, chained to the line before it (under the file's lock)."""
     if action not in ACTIONS:
         raise ValueError(f"action: expected one of {', '.join(ACTIONS)}, got {action!r}")
@@ -106,8 +111,9 @@ def append(path: str | Path, action: str, verdict: Verdict, note: str = "",
         # a last line without its newline gets one first, in the same write
         append_line(path, line if not data or data.endswith(b"\n") else b"\n" + line)
         chain_head.record(path, len(lines) + 1, _sha(line))
-    return ReviewEntry(len(lines) + 1, stamp, action, note, verdict.verdict,
-                       verdict.provisional, verdict.read_step)
+    return ReviewEntry(
+        len(lines) + 1, stamp, action, note, verdict.verdict, verdict.provisional, verdict.read_step
+    )
 
 
 def read(path: str | Path) -> list[ReviewEntry]:
@@ -117,8 +123,17 @@ def read(path: str | Path) -> list[ReviewEntry]:
     for i, raw in enumerate(data.splitlines(), 1):
         try:
             d = json.loads(raw)
-            out.append(ReviewEntry(i, str(d["time"]), str(d["action"]), str(d.get("note", "")),
-                                   str(d["verdict"]), bool(d["provisional"]), d.get("read_step")))
+            out.append(
+                ReviewEntry(
+                    i,
+                    str(d["time"]),
+                    str(d["action"]),
+                    str(d.get("note", "")),
+                    str(d["verdict"]),
+                    bool(d["provisional"]),
+                    d.get("read_step"),
+                )
+            )
         except (ValueError, KeyError, TypeError):
             continue
     return out
@@ -145,8 +160,12 @@ def verify(path: str | Path) -> ChainCheck:
             return ChainCheck(len(lines), i, f"line {i}: content does not match its hash (edited)")
         if doc.get("prev") != prev:
             where = "the start of the file" if i == 1 else f"line {i - 1}"
-            return ChainCheck(len(lines), i, f"line {i}: does not follow {where} (a line "
-                              "before it was edited, removed or inserted)")
+            return ChainCheck(
+                len(lines),
+                i,
+                f"line {i}: does not follow {where} (a line "
+                "before it was edited, removed or inserted)",
+            )
         prev = _sha(raw)
         links.append(prev)
         marked = marked or chain_head.MARK in doc

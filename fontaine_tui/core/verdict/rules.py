@@ -37,6 +37,7 @@ SCHEMA = "fontaine-tui/verdict/2"  # 1: before rule shapes, datasets and provena
 EXIT_CODES = {HEALTHY: 0, SAME_DRIFT: 3, AMBIGUOUS: 4, BY_INSTRUMENT: 5, UNDECIDABLE: 6}
 PROVISIONAL_OFFSET = 10
 
+
 @dataclass(frozen=True, slots=True)
 class RuleRead:
     """One rule's read: `value` (the delta, or the level) against its two bounds."""
@@ -157,7 +158,7 @@ class Verdict:
         return {
             "schema": SCHEMA,
             "verdict": self.verdict,  # the class: exit codes and tools key on it
-            "label": self.label,      # the preset's word for it
+            "label": self.label,  # the preset's word for it
             "provisional": self.provisional,
             "read_step": self.read_step,
             "reason": self.reason,
@@ -177,7 +178,9 @@ class Verdict:
             },
             "combine": self.combine,
             "primary_label": self.primary_label or self.verdict,
-            "scale": None if self.scale is None else {
+            "scale": None
+            if self.scale is None
+            else {
                 k: _json_num(v) if isinstance(v, float) else v
                 for k, v in asdict(self.scale).items()
             },
@@ -187,23 +190,31 @@ class Verdict:
                 for k, v in self.corroboration.items()
             },
             "datasets": {k: _json_num(v) for k, v in self.datasets.items()},
-            "precision": {"bits": self.precision[0], "tolerance": self.precision[1],
-                          "stored_as": {53: "float64", 24: "float32",
-                                        11: "float16"}.get(self.precision[0],
-                                                           f"{self.precision[0]} bits")},
+            "precision": {
+                "bits": self.precision[0],
+                "tolerance": self.precision[1],
+                "stored_as": {53: "float64", 24: "float32", 11: "float16"}.get(
+                    self.precision[0], f"{self.precision[0]} bits"
+                ),
+            },
             "decision": None if self.decision is None else _lock_json(self.decision),
             "comparators": [_comparator_json(c) for c in self.comparators],
-            "provenance": {"frozen": dict(self.provenance),
-                           "log": [dict(m) for m in self.provenance_log],
-                           "changed": list(self.provenance_changes)},
+            "provenance": {
+                "frozen": dict(self.provenance),
+                "log": [dict(m) for m in self.provenance_log],
+                "changed": list(self.provenance_changes),
+            },
             "labels": {c: self.labels.get(c, c) for c in EXIT_CODES},
             "interpretation": self.interpretation,
             "preset": dict(self.preset),
-            "log": {**self.counts, "malformed_lines": list(self.malformed_lines),
-                    "segments": [{"name": n, "first_line": line} for n, line in self.segments],
-                    "out_of_order_records": [{"at": w, "why": y} for w, y in self.out_of_order],
-                    "conflicting_probes": list(self.conflicts),
-                    "notices": list(self.notices)},
+            "log": {
+                **self.counts,
+                "malformed_lines": list(self.malformed_lines),
+                "segments": [{"name": n, "first_line": line} for n, line in self.segments],
+                "out_of_order_records": [{"at": w, "why": y} for w, y in self.out_of_order],
+                "conflicting_probes": list(self.conflicts),
+                "notices": list(self.notices),
+            },
         }
 
 
@@ -216,21 +227,45 @@ def _json_num(x: float | None) -> float | str | None:
 
 def _comparator_json(c: Mapping[str, object]) -> dict:
     curve = c.get("curve")
-    return {k: (_json_num(v) if isinstance(v, float) else
-                [[step, _json_num(x)] for step, x in curve] if k == "curve" and
-                isinstance(curve, list) else v) for k, v in c.items()}
+    return {
+        k: (
+            _json_num(v)
+            if isinstance(v, float)
+            else [[step, _json_num(x)] for step, x in curve]
+            if k == "curve" and isinstance(curve, list)
+            else v
+        )
+        for k, v in c.items()
+    }
 
 
 def _lock_json(lock: Lock) -> dict:
-    return {"locked_at": lock.step, "label": lock.label,
-            "max_probe_change": lock.max_change, "max_probe_change_from": lock.source,
-            "probe_every": lock.every, "probe_every_from": lock.every_from,
-            "distances": [{"step": d.step, "to_healthy": _json_num(d.to_healthy),
-                           "to_drift": _json_num(d.to_drift)} for d in lock.distances]}
+    return {
+        "locked_at": lock.step,
+        "label": lock.label,
+        "max_probe_change": lock.max_change,
+        "max_probe_change_from": lock.source,
+        "probe_every": lock.every,
+        "probe_every_from": lock.every_from,
+        "distances": [
+            {
+                "step": d.step,
+                "to_healthy": _json_num(d.to_healthy),
+                "to_drift": _json_num(d.to_drift),
+            }
+            for d in lock.distances
+        ],
+    }
 
 
-def _lock(store: RunStore, preset: Preset, endpoint: int, read_step: int | None,
-          raw: RuleRead | None, scaled: RuleRead | None) -> Lock | None:
+def _lock(
+    store: RunStore,
+    preset: Preset,
+    endpoint: int,
+    read_step: int | None,
+    raw: RuleRead | None,
+    scaled: RuleRead | None,
+) -> Lock | None:
     """The decision lock over the reads up to `read_step` (None without a primary read),
     counting the probes left to `endpoint` (the endpoint in force) at the cadence of the
     probes seen, never more than the preset states."""
@@ -240,28 +275,38 @@ def _lock(store: RunStore, preset: Preset, endpoint: int, read_step: int | None,
     probes, metric = store.probes, spec.metric
     base = probes[spec.anchor_step].value(metric) if spec.read == "delta" else 0.0
     start = spec.anchor_step if spec.read == "delta" else 0
-    points = [(s, probes[s].value(metric) - base) for s in store.probe_steps()
-              if start <= s <= read_step]
+    points = [
+        (s, probes[s].value(metric) - base) for s in store.probe_steps() if start <= s <= read_step
+    ]
     bounds = [(raw.healthy, raw.drift), *([(scaled.healthy, scaled.drift)] if scaled else [])]
     said = preset.stated_every
-    every, every_from = probe_cadence(store.probe_steps(), said[0] if said else None,
-                                      said[1] if said else "")
+    every, every_from = probe_cadence(
+        store.probe_steps(), said[0] if said else None, said[1] if said else ""
+    )
     change, source = max_probe_change(spec, every, banked_curves(preset))
-    return decision_lock(points, bounds, spec.lower_is_better, endpoint, every, change, source,
-                         every_from)
+    return decision_lock(
+        points, bounds, spec.lower_is_better, endpoint, every, change, source, every_from
+    )
 
 
 def _secondary_json(s: SecondaryRead) -> dict:
-    return {"name": s.name, "metric": s.metric, "anchor_value": _json_num(s.anchor_value),
-            "read_value": _json_num(s.read_value), "rule": _rule_json(s.rule),
-            "label": s.label, "reason": s.reason}
+    return {
+        "name": s.name,
+        "metric": s.metric,
+        "anchor_value": _json_num(s.anchor_value),
+        "read_value": _json_num(s.read_value),
+        "rule": _rule_json(s.rule),
+        "label": s.label,
+        "reason": s.reason,
+    }
 
 
 def _rule_json(rule: RuleRead | None) -> dict | None:
     if rule is None:
         return None
-    healthy, drift = (("healthy_max", "drift_min") if rule.lower_is_better
-                      else ("healthy_min", "drift_max"))
+    healthy, drift = (
+        ("healthy_max", "drift_min") if rule.lower_is_better else ("healthy_min", "drift_max")
+    )
     return {
         healthy: rule.healthy,
         drift: rule.drift,
@@ -289,11 +334,15 @@ def check_amendments(amendments: Iterable[Amendment], preset: Preset) -> list[Am
             first, kind, where = scale_first, "a scale amendment", what
         reason = ""
         if a.declared_after_step >= first:
-            reason = (f"declared after step {a.declared_after_step} was seen; {kind} "
-                      f"must be declared before step {first} ({where})")
+            reason = (
+                f"declared after step {a.declared_after_step} was seen; {kind} "
+                f"must be declared before step {first} ({where})"
+            )
         elif a.declared_before_step > first:
-            reason = (f"declared before step {a.declared_before_step}, but it affects step "
-                      f"{first} ({where})")
+            reason = (
+                f"declared before step {a.declared_before_step}, but it affects step "
+                f"{first} ({where})"
+            )
         elif a.kind == "extend" and a.to_step <= endpoint:
             reason = f"moves the endpoint to {a.to_step}, not past {endpoint} (in force)"
         elif a.kind != "extend" and scale_in_force:
@@ -306,13 +355,17 @@ def check_amendments(amendments: Iterable[Amendment], preset: Preset) -> list[Am
                 endpoint = a.to_step
             else:
                 scale_in_force = True
-        checks.append(AmendmentCheck(a.id, a.kind, a.source, a.declared_at,
-                                     a.declared_after_step, first, status, reason))
+        checks.append(
+            AmendmentCheck(
+                a.id, a.kind, a.source, a.declared_at, a.declared_after_step, first, status, reason
+            )
+        )
     return checks
 
 
-def endpoint_in_force(preset: Preset, amendments: Iterable[Amendment],
-                      checks: Iterable[AmendmentCheck]) -> int:
+def endpoint_in_force(
+    preset: Preset, amendments: Iterable[Amendment], checks: Iterable[AmendmentCheck]
+) -> int:
     """The endpoint after the applied extends (the preset's own when none)."""
     endpoint = preset.verdict.endpoint_step
     for a, c in zip(amendments, checks, strict=True):
@@ -334,11 +387,19 @@ class _ReadFields(TypedDict, total=False):
     precision: tuple[int, float]
 
 
-def _scale(amendment: Amendment, preset: Preset, probes: Mapping[int, Probe]
-           ) -> tuple[Scale | None, str]:
+def _scale(
+    amendment: Amendment, preset: Preset, probes: Mapping[int, Probe]
+) -> tuple[Scale | None, str]:
     if math.isfinite(amendment.factor):
-        return Scale(amendment.factor, None, None, None, None, amendment.id,
-                     f"fixed factor {amendment.factor:g} (amendment {amendment.id})"), ""
+        return Scale(
+            amendment.factor,
+            None,
+            None,
+            None,
+            None,
+            amendment.id,
+            f"fixed factor {amendment.factor:g} (amendment {amendment.id})",
+        ), ""
     comp = preset.comparators[amendment.comparator]
     probe = probes.get(amendment.from_step)
     metric = preset.verdict.metric
@@ -349,13 +410,24 @@ def _scale(amendment: Amendment, preset: Preset, probes: Mapping[int, Probe]
         what = probe.why_not(metric) or repr(level)
         return None, f"{metric} at step {amendment.from_step} is {what}: no scale factor"
     if level <= 0:  # an error level is positive: a ratio to a non-positive one is no scale
-        return None, (f"{metric} at step {amendment.from_step} is {level!r}, not positive: "
-                      "no scale factor")
+        return None, (
+            f"{metric} at step {amendment.from_step} is {level!r}, not positive: no scale factor"
+        )
     value = level / comp.eval_level
-    provenance = (f"{metric}({amendment.from_step}) / {comp.name} level at {comp.level_step} = "
-                  f"{level:.4f} / {comp.eval_level:.4f} = {value:.3f} (amendment {amendment.id})")
-    return Scale(value, level, comp.eval_level, amendment.from_step, comp.name, amendment.id,
-                 provenance, _ar_ce_evidence(preset, comp.name, probe)), ""
+    provenance = (
+        f"{metric}({amendment.from_step}) / {comp.name} level at {comp.level_step} = "
+        f"{level:.4f} / {comp.eval_level:.4f} = {value:.3f} (amendment {amendment.id})"
+    )
+    return Scale(
+        value,
+        level,
+        comp.eval_level,
+        amendment.from_step,
+        comp.name,
+        amendment.id,
+        provenance,
+        _ar_ce_evidence(preset, comp.name, probe),
+    ), ""
 
 
 def _ar_ce_evidence(preset: Preset, name: str, probe: Probe) -> str:
@@ -367,12 +439,15 @@ def _ar_ce_evidence(preset: Preset, name: str, probe: Probe) -> str:
     ours = probe.value("eval_ar_ce")
     if not (math.isfinite(theirs) and math.isfinite(ours)):
         return ""
-    return (f"eval AR CE at step {probe.step}: this run {ours:.4f}, {name} {theirs:.4f} "
-            f"(ratio {ours / theirs:.3f}): the model tracks it while the units differ")
+    return (
+        f"eval AR CE at step {probe.step}: this run {ours:.4f}, {name} {theirs:.4f} "
+        f"(ratio {ours / theirs:.3f}): the model tracks it while the units differ"
+    )
 
 
-def _corroboration(probes: Mapping[int, Probe], anchor: int, read: int, metric: str
-                   ) -> dict[str, object]:
+def _corroboration(
+    probes: Mapping[int, Probe], anchor: int, read: int, metric: str
+) -> dict[str, object]:
     base = probes[anchor]
     window = [probes[s] for s in sorted(probes) if anchor <= s <= read]
     deltas = {str(p.step): p.value(metric) - base.value(metric) for p in window}
@@ -382,8 +457,11 @@ def _corroboration(probes: Mapping[int, Probe], anchor: int, read: int, metric: 
         monotone = all(b > a for a, b in zip(values, values[1:], strict=False))
     end = probes[read]
     # a run that logs no train MAE (another trainer's) has no train-slice delta to show
-    train_delta = (end.train_chunk_mae - base.train_chunk_mae
-                   if base.has("train_chunk_mae") or end.has("train_chunk_mae") else None)
+    train_delta = (
+        end.train_chunk_mae - base.train_chunk_mae
+        if base.has("train_chunk_mae") or end.has("train_chunk_mae")
+        else None
+    )
     return {
         "train_delta": train_delta,
         "monotone_rise": monotone,
@@ -399,10 +477,12 @@ def conflict_reason(store: RunStore, c: Conflict, metric: str) -> str:
     def at(p: Probe) -> str:  # a foreign source's records have no line number
         return f" ({store.where(p.line)})" if p.line > 0 else ""
 
-    what = (f"{metric} {a!r}{at(first)} and {b!r}{at(second)}" if repr(a) != repr(b) else
-            f"the same {metric} but other values"
-            + (f" ({store.where(first.line)} and {store.where(second.line)})"
-               if first.line > 0 else ""))
+    what = (
+        f"{metric} {a!r}{at(first)} and {b!r}{at(second)}"
+        if repr(a) != repr(b)
+        else f"the same {metric} but other values"
+        + (f" ({store.where(first.line)} and {store.where(second.line)})" if first.line > 0 else "")
+    )
     return f"two different probes for step {c.step} with no resume between them: {what}"
 
 
@@ -421,13 +501,13 @@ def compute_verdict(
     probes = store.probes
     every = [*preset.amendments, *amendments]
     checks = check_amendments(every, preset)
-    applied = [a for a, c in zip(every, checks, strict=True)
-               if c.status == "applied" and a.kind == "scale"]
+    applied = [
+        a for a, c in zip(every, checks, strict=True) if c.status == "applied" and a.kind == "scale"
+    ]
     anchor, metric = spec.anchor_step, spec.metric
     endpoint = endpoint_in_force(preset, every, checks)
     changed = provenance_changes(provenance, store.metas) if provenance else ()
     read_step, provisional, missing = read_point(store, endpoint, at_step)
-
 
     def result(label: str, reason: str, **kw: Unpack[_ReadFields]) -> Verdict:
         primary = label
@@ -466,24 +546,42 @@ def compute_verdict(
             direction=spec.direction,
             provenance=dict(provenance or {}),
             provenance_changes=changed,
-            provenance_log=tuple({"step": m.step, "line": m.line, "code": dict(m.code),
-                                  "data": dict(m.data), "versions": dict(m.versions)}
-                                 for m in store.metas if m.code or m.data),
+            provenance_log=tuple(
+                {
+                    "step": m.step,
+                    "line": m.line,
+                    "code": dict(m.code),
+                    "data": dict(m.data),
+                    "versions": dict(m.versions),
+                }
+                for m in store.metas
+                if m.code or m.data
+            ),
             secondary=second,
             combine=spec.combine,
             primary_label=primary,
             datasets=_datasets(probes, spec, read_step),
             labels=dict(preset.labels),
-            comparators=tuple({"name": c.name, "delta": c.delta, "where": c.where,
-                               "bank": c.bank or None, "group": c.group or None,
-                               # the curve with the latest read only (a series stays linear)
-                               "curve": ([[st, x] for st, x in banked_curve(preset, c)] or None)
-                               if at_step is None else None}
-                              for c in preset.comparators.values()),
+            comparators=tuple(
+                {
+                    "name": c.name,
+                    "delta": c.delta,
+                    "where": c.where,
+                    "bank": c.bank or None,
+                    "group": c.group or None,
+                    # the curve with the latest read only (a series stays linear)
+                    "curve": ([[st, x] for st, x in banked_curve(preset, c)] or None)
+                    if at_step is None
+                    else None,
+                }
+                for c in preset.comparators.values()
+            ),
             # the latest read only: a series of reads (verdict_series) would make it quadratic
-            decision=(_lock(store, preset, endpoint, read_step, kw.get("raw"),
-                            kw.get("scaled"))
-                      if at_step is None else None),
+            decision=(
+                _lock(store, preset, endpoint, read_step, kw.get("raw"), kw.get("scaled"))
+                if at_step is None
+                else None
+            ),
         )
 
     if missing:
@@ -493,7 +591,7 @@ def compute_verdict(
     if spec.read == "level":
         return _level_read(store, preset, read_step, applied, result)
     if anchor not in probes:
-        why = ("no anchor probe yet" if read_step < anchor else "no anchor probe in the log")
+        why = "no anchor probe yet" if read_step < anchor else "no anchor probe in the log"
         return result(UNDECIDABLE, f"{why} (step {anchor}); {probes_at(probes)}")
     if read_step < anchor:
         return result(UNDECIDABLE, f"read at step {read_step} precedes the anchor (step {anchor})")
@@ -511,13 +609,24 @@ def compute_verdict(
     if not (math.isfinite(a_val) and math.isfinite(r_val)):
         bad = anchor if not math.isfinite(a_val) else read_step
         what = probes[bad].why_not(metric) or repr(probes[bad].value(metric))
-        return result(UNDECIDABLE, f"{metric} at step {bad} is {what}, not a finite number",
-                      **values)
-    extra: _ReadFields = {**values,
-                          "corroboration": _corroboration(probes, anchor, read_step, metric)}
+        return result(
+            UNDECIDABLE, f"{metric} at step {bad} is {what}, not a finite number", **values
+        )
+    extra: _ReadFields = {
+        **values,
+        "corroboration": _corroboration(probes, anchor, read_step, metric),
+    }
     bits = min(probes[anchor].precision(metric), probes[read_step].precision(metric))
-    return _judge(preset, r_val - a_val, read_step, applied, probes, extra, result,
-                  (bits, tolerance(bits, a_val, r_val)))
+    return _judge(
+        preset,
+        r_val - a_val,
+        read_step,
+        applied,
+        probes,
+        extra,
+        result,
+        (bits, tolerance(bits, a_val, r_val)),
+    )
 
 
 def probes_at(probes: Mapping[int, Probe], shown: int = 4) -> str:
@@ -537,15 +646,20 @@ def off_cadence(probes: Mapping[int, Probe], step: int) -> str:
     if len(steps) < 2 or step in probes or step < steps[-1]:
         return ""
     every = steps[1] - steps[0]
-    if any(b - a != every for a, b in zip(steps, steps[1:], strict=False)) \
-            or (step - steps[-1]) % every == 0:
+    if (
+        any(b - a != every for a, b in zip(steps, steps[1:], strict=False))
+        or (step - steps[-1]) % every == 0
+    ):
         return ""
-    return (f"the endpoint (step {step}) is off the run's probe cadence; {probes_at(probes)} "
-            f"(every {every})")
+    return (
+        f"the endpoint (step {step}) is off the run's probe cadence; {probes_at(probes)} "
+        f"(every {every})"
+    )
 
 
-def read_point(store: RunStore, endpoint: int, at_step: int | None = None
-               ) -> tuple[int | None, bool, str]:
+def read_point(
+    store: RunStore, endpoint: int, at_step: int | None = None
+) -> tuple[int | None, bool, str]:
     """Where the primary rule reads: (step, provisional, why there is no read).
 
     The final read is at the endpoint in force and nowhere else. Without a probe there, a
@@ -571,9 +685,16 @@ class _Result(Protocol):
     def __call__(self, label: str, reason: str, **kw: Unpack[_ReadFields]) -> Verdict: ...
 
 
-def _judge(preset: Preset, x: float, read_step: int, applied: list[Amendment],
-           probes: Mapping[int, Probe], extra: _ReadFields, result: _Result,
-           precision: tuple[int, float] = (53, 0.0)) -> Verdict:
+def _judge(
+    preset: Preset,
+    x: float,
+    read_step: int,
+    applied: list[Amendment],
+    probes: Mapping[int, Probe],
+    extra: _ReadFields,
+    result: _Result,
+    precision: tuple[int, float] = (53, 0.0),
+) -> Verdict:
     """Hold the read `x` (a delta or a level) to the raw bounds and, with a scale amendment
     in force, to the bounds x s; the two rules combined. `precision`: the significand bits
     the source stored the read's numbers in, and how close to a bound is on it."""
@@ -582,16 +703,26 @@ def _judge(preset: Preset, x: float, read_step: int, applied: list[Amendment],
     tol = precision[1]
 
     def rule(name: str, s: float) -> RuleRead:
-        return RuleRead(name, spec.healthy * s, spec.drift * s, x,
-                        read_rule(x, spec.healthy * s, spec.drift * s, lower, tol),
-                        spec.direction, spec.read)
+        return RuleRead(
+            name,
+            spec.healthy * s,
+            spec.drift * s,
+            x,
+            read_rule(x, spec.healthy * s, spec.drift * s, lower, tol),
+            spec.direction,
+            spec.read,
+        )
 
     raw = rule("raw", 1.0)
     extra = _ReadFields(**extra, delta=x, raw=raw, precision=precision)
     if raw.label == UNDECIDABLE:  # x is finite here: the precision spans both bounds
-        return result(UNDECIDABLE, f"{spec.read} {x!r} at step {read_step} is within "
-                      f"{tol:.3g} of both bounds, the rounding of numbers stored in "
-                      f"{precision[0]} bits: the source cannot tell them apart", **extra)
+        return result(
+            UNDECIDABLE,
+            f"{spec.read} {x!r} at step {read_step} is within "
+            f"{tol:.3g} of both bounds, the rounding of numbers stored in "
+            f"{precision[0]} bits: the source cannot tell them apart",
+            **extra,
+        )
     if not applied:
         return result(raw.label, f"raw rule at step {read_step}; no amendment in force", **extra)
     scale, why = _scale(applied[0], preset, probes)
@@ -599,14 +730,18 @@ def _judge(preset: Preset, x: float, read_step: int, applied: list[Amendment],
         return result(UNDECIDABLE, why, **extra)
     scaled = rule("scaled", scale.value)
     label = combine(raw.label, scaled.label)
-    reason = (f"raw and scale-adjusted rules agree at step {read_step}" if label != BY_INSTRUMENT
-              else f"raw says {raw.label}, scale-adjusted says {scaled.label} at step {read_step}")
+    reason = (
+        f"raw and scale-adjusted rules agree at step {read_step}"
+        if label != BY_INSTRUMENT
+        else f"raw says {raw.label}, scale-adjusted says {scaled.label} at step {read_step}"
+    )
     read: _ReadFields = {**extra, "scaled": scaled, "scale": scale}
     return result(label, reason, **read)
 
 
-def _secondary(store: RunStore, spec: VerdictSpec, rule: RuleShape, read_step: int | None
-               ) -> SecondaryRead:
+def _secondary(
+    store: RunStore, spec: VerdictSpec, rule: RuleShape, read_step: int | None
+) -> SecondaryRead:
     """A secondary rule read at the primary's read step, against its raw bounds."""
     probes, metric = store.probes, rule.metric
 
@@ -619,21 +754,25 @@ def _secondary(store: RunStore, spec: VerdictSpec, rule: RuleShape, read_step: i
     a_val: float | None = None
     if rule.read == "delta":
         if spec.anchor_step not in probes:
-            return no(f"no anchor probe (step {spec.anchor_step}); {probes_at(probes)}", None,
-                      r_val)
+            return no(
+                f"no anchor probe (step {spec.anchor_step}); {probes_at(probes)}", None, r_val
+            )
         a_val = probes[spec.anchor_step].value(metric)
     for step, v in ((spec.anchor_step, a_val), (read_step, r_val)):
         if v is not None and not math.isfinite(v):
             what = probes[step].why_not(metric) or repr(v)
             return no(f"{metric} at step {step} is {what}, not a finite number", a_val, r_val)
     x = r_val - a_val if a_val is not None else r_val
-    bits = min(probes[s].precision(metric) for s in (
-        (spec.anchor_step, read_step) if a_val is not None else (read_step,)))
+    bits = min(
+        probes[s].precision(metric)
+        for s in ((spec.anchor_step, read_step) if a_val is not None else (read_step,))
+    )
     tol = tolerance(bits, r_val, *((a_val,) if a_val is not None else ()))
     label = read_rule(x, rule.healthy, rule.drift, rule.lower_is_better, tol)
     read = RuleRead(rule.name, rule.healthy, rule.drift, x, label, rule.direction, rule.read)
-    return SecondaryRead(rule.name, metric, a_val, r_val, read, label,
-                         f"{rule.read} {x:+.4f} at step {read_step}")
+    return SecondaryRead(
+        rule.name, metric, a_val, r_val, read, label, f"{rule.read} {x:+.4f} at step {read_step}"
+    )
 
 
 def _all_agree(label: str, reason: str, second: tuple[SecondaryRead, ...]) -> tuple[str, str]:
@@ -647,8 +786,9 @@ def _all_agree(label: str, reason: str, second: tuple[SecondaryRead, ...]) -> tu
     return AMBIGUOUS, f"the rules disagree ({said}); combine = all asks them to agree"
 
 
-def _datasets(probes: Mapping[int, Probe], spec: VerdictSpec, read_step: int | None
-              ) -> dict[str, float]:
+def _datasets(
+    probes: Mapping[int, Probe], spec: VerdictSpec, read_step: int | None
+) -> dict[str, float]:
     """Every dataset of the eval breakdown, read as the primary rule reads (a delta from the
     anchor probe, or a level): verdict.json carries them whatever the rules are."""
     if read_step is None or read_step not in probes:
@@ -662,33 +802,42 @@ def _datasets(probes: Mapping[int, Probe], spec: VerdictSpec, read_step: int | N
     return {k: v - base.breakdown[k] for k, v in sorted(at.items()) if k in base.breakdown}
 
 
-def _level_read(store: RunStore, preset: Preset, read_step: int, applied: list[Amendment],
-                result: _Result) -> Verdict:
+def _level_read(
+    store: RunStore, preset: Preset, read_step: int, applied: list[Amendment], result: _Result
+) -> Verdict:
     """`read = "level"`: the metric at the read step itself, no anchor."""
     spec, probes, metric = preset.verdict, store.probes, preset.verdict.metric
     if read_step not in probes:
         return result(UNDECIDABLE, f"no probe at step {read_step}")
-    used = [read_step] + ([applied[0].from_step] if applied and
-                          not math.isfinite(applied[0].factor) else [])
+    used = [read_step] + (
+        [applied[0].from_step] if applied and not math.isfinite(applied[0].factor) else []
+    )
     anchor = probes.get(spec.anchor_step) if spec.anchor_step else None
     value = probes[read_step].value(metric)
-    values: _ReadFields = {"read_value": value,
-                           "anchor_value": anchor.value(metric) if anchor else None}
+    values: _ReadFields = {
+        "read_value": value,
+        "anchor_value": anchor.value(metric) if anchor else None,
+    }
     conflict = next((c for c in store.conflicts if c.step in used), None)
     if conflict is not None:
         return result(UNDECIDABLE, conflict_reason(store, conflict, metric), **values)
     if not math.isfinite(value):
         what = probes[read_step].why_not(metric) or repr(value)
-        return result(UNDECIDABLE, f"{metric} at step {read_step} is {what}, not a finite "
-                      "number", **values)
+        return result(
+            UNDECIDABLE, f"{metric} at step {read_step} is {what}, not a finite number", **values
+        )
     bits = probes[read_step].precision(metric)
-    return _judge(preset, value, read_step, applied, probes, values, result,
-                  (bits, tolerance(bits, value)))
+    return _judge(
+        preset, value, read_step, applied, probes, values, result, (bits, tolerance(bits, value))
+    )
 
 
-def verdict_series(store: RunStore, preset: Preset, amendments: Iterable[Amendment] = (),
-                   provenance: Mapping[str, object] | None = None) -> list[Verdict]:
+def verdict_series(
+    store: RunStore,
+    preset: Preset,
+    amendments: Iterable[Amendment] = (),
+    provenance: Mapping[str, object] | None = None,
+) -> list[Verdict]:
     """The verdict as it read at each probe step ("what did it say at 750?")."""
     amendments = tuple(amendments)
-    return [compute_verdict(store, preset, s, amendments, provenance)
-            for s in store.probe_steps()]
+    return [compute_verdict(store, preset, s, amendments, provenance) for s in store.probe_steps()]

@@ -32,9 +32,9 @@ from fontaine_tui.core.verdict.checks import (
 
 VERDICT: Spec = {
     "metric": (str, "eval_chunk_mae"),
-    "direction": (str, "lower"),    # which way is better: "lower" (an error) or "higher"
-    "read": (str, "delta"),         # "delta": m(read) - m(anchor); "level": m(read) itself
-    "anchor_step": (int, 0),        # required for a delta read
+    "direction": (str, "lower"),  # which way is better: "lower" (an error) or "higher"
+    "read": (str, "delta"),  # "delta": m(read) - m(anchor); "level": m(read) itself
+    "anchor_step": (int, 0),  # required for a delta read
     "endpoint_step": (int, REQUIRED),
     # the bounds: healthy_max and drift_min when lower is better, healthy_min and drift_max
     # when higher is; absolute numbers, or the drift bound as drift_fraction x a comparator's
@@ -49,8 +49,17 @@ VERDICT: Spec = {
     # the banked comparators' curves)
     "max_probe_change": (NUMBER, math.nan),
 }
-RULE_KEYS = ("metric", "direction", "read", "healthy_max", "drift_min", "healthy_min",
-             "drift_max", "reference", "drift_fraction")
+RULE_KEYS = (
+    "metric",
+    "direction",
+    "read",
+    "healthy_max",
+    "drift_min",
+    "healthy_min",
+    "drift_max",
+    "reference",
+    "drift_fraction",
+)
 # a secondary rule: its own metric, direction, read and bounds, read at the primary's steps
 SECONDARY: Spec = {"name": (str, REQUIRED), **{k: VERDICT[k] for k in RULE_KEYS}}
 SECONDARY["metric"] = (str, REQUIRED)
@@ -60,8 +69,13 @@ DIRECTIONS = ("lower", "higher")
 READS = ("delta", "level")
 # keys whose default stays out of the canonical form, so a preset written before they existed
 # hashes as it did (its prereg.json still matches)
-VERDICT_QUIET: dict[str, object] = {"direction": "lower", "read": "delta", "anchor_step": 0,
-                                    "reference": "", "combine": "primary"}
+VERDICT_QUIET: dict[str, object] = {
+    "direction": "lower",
+    "read": "delta",
+    "anchor_step": 0,
+    "reference": "",
+    "combine": "primary",
+}
 # a field, a dotted path into the eval record, or a foreign source's own key (eval/chunk_mae)
 METRIC_PATH = re.compile(r"[A-Za-z_][A-Za-z0-9_/:@+-]*(\.[A-Za-z0-9_/:@+-]+)*")
 
@@ -97,8 +111,9 @@ class _Directed:
     @property
     def bound_keys(self) -> tuple[str, str]:
         """The preset keys of (healthy, drift) in this direction."""
-        return ("healthy_max", "drift_min") if self.lower_is_better else ("healthy_min",
-                                                                           "drift_max")
+        return (
+            ("healthy_max", "drift_min") if self.lower_is_better else ("healthy_min", "drift_max")
+        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -143,15 +158,23 @@ def check_placeholders(path: Path, table: object) -> None:
     if not isinstance(table, dict):
         return
     more = table.get("secondary")
-    rules = [("verdict", table), *((f"verdict.secondary[{i}]", t) for i, t in
-                                   enumerate(more if isinstance(more, list) else []))]
+    rules = [
+        ("verdict", table),
+        *(
+            (f"verdict.secondary[{i}]", t)
+            for i, t in enumerate(more if isinstance(more, list) else [])
+        ),
+    ]
     for where, rule in rules:
         for key in BOUNDS:
             value = rule.get(key) if isinstance(rule, dict) else None
             if isinstance(value, str) and value.startswith(PLACEHOLDER):
-                raise PresetError(path, f"{where}.{key}",
-                                  f"{value!r} is a placeholder: complete the [verdict] bounds "
-                                  "(numbers chosen before reading the run)")
+                raise PresetError(
+                    path,
+                    f"{where}.{key}",
+                    f"{value!r} is a placeholder: complete the [verdict] bounds "
+                    "(numbers chosen before reading the run)",
+                )
 
 
 def check_labels(path: Path, table: object) -> dict[str, str]:
@@ -162,8 +185,9 @@ def check_labels(path: Path, table: object) -> dict[str, str]:
     out: dict[str, str] = {}
     for key, value in table.items():
         if key not in LABELS:
-            raise PresetError(path, f"labels.{key}",
-                              f"unknown class (expected one of: {', '.join(LABELS)})")
+            raise PresetError(
+                path, f"labels.{key}", f"unknown class (expected one of: {', '.join(LABELS)})"
+            )
         if not isinstance(value, str) or not value.strip() or value != " ".join(value.split()):
             raise PresetError(path, f"labels.{key}", "expected a non-empty one-line label")
         out[key] = value
@@ -174,8 +198,14 @@ def check_labels(path: Path, table: object) -> dict[str, str]:
     return out
 
 
-def verdict_spec(path: Path, f: Mapping[str, Scalar], comparators: Mapping[str, Comparator],
-                  every: int, steps: int, secondary: object) -> VerdictSpec:
+def verdict_spec(
+    path: Path,
+    f: Mapping[str, Scalar],
+    comparators: Mapping[str, Comparator],
+    every: int,
+    steps: int,
+    secondary: object,
+) -> VerdictSpec:
     """[verdict] held to its rules: the metric a field path, the direction and read known, the
     bounds of that direction (and no others) in order, the probe steps on the eval grid; and
     each [[verdict.secondary]] rule, read at the same steps."""
@@ -184,50 +214,83 @@ def verdict_spec(path: Path, f: Mapping[str, Scalar], comparators: Mapping[str, 
     if shape.read == "delta":
         positive(path, "verdict.anchor_step", anchor)
     if endpoint <= anchor:
-        raise PresetError(path, "verdict.endpoint_step",
-                          f"expected a step after anchor_step {anchor}, got {endpoint}")
+        raise PresetError(
+            path,
+            "verdict.endpoint_step",
+            f"expected a step after anchor_step {anchor}, got {endpoint}",
+        )
     if endpoint > steps:
-        raise PresetError(path, "verdict.endpoint_step",
-                          f"expected at most recipe.steps = {steps}, got {endpoint}")
+        raise PresetError(
+            path,
+            "verdict.endpoint_step",
+            f"expected at most recipe.steps = {steps}, got {endpoint}",
+        )
     for key, step in (("anchor_step", anchor), ("endpoint_step", endpoint)):
         if step % every:
-            raise PresetError(path, f"verdict.{key}",
-                              f"expected a multiple of recipe.eval_every = {every} (a probe step), "
-                              f"got {step}")
+            raise PresetError(
+                path,
+                f"verdict.{key}",
+                f"expected a multiple of recipe.eval_every = {every} (a probe step), got {step}",
+            )
     choice(path, "verdict.combine", f["combine"], COMBINES)
     if not isinstance(secondary, list):
-        raise PresetError(path, "verdict.secondary",
-                          "expected an array of [[verdict.secondary]] tables")
+        raise PresetError(
+            path, "verdict.secondary", "expected an array of [[verdict.secondary]] tables"
+        )
     rules: list[RuleShape] = []
     for i, body in enumerate(secondary):
         where = f"verdict.secondary[{i}]"
         fields = check_section(path, where, body, SECONDARY)
         rule = _rule_shape(path, where, fields, comparators, str(fields["name"]))
         if not rule.name or rule.name in {r.name for r in rules} | {"raw", "scaled"}:
-            raise PresetError(path, f"{where}.name",
-                              f"expected a unique name (not raw or scaled), got {rule.name!r}")
+            raise PresetError(
+                path,
+                f"{where}.name",
+                f"expected a unique name (not raw or scaled), got {rule.name!r}",
+            )
         if rule.read == "delta" and not anchor:
-            raise PresetError(path, f"{where}.read",
-                              "a delta read needs verdict.anchor_step; expected \"level\"")
+            raise PresetError(
+                path, f"{where}.read", 'a delta read needs verdict.anchor_step; expected "level"'
+            )
         rules.append(rule)
     change = float(f["max_probe_change"])
     if math.isfinite(change) and change <= 0:
-        raise PresetError(path, "verdict.max_probe_change",
-                          f"expected a positive number, got {change}")
-    return VerdictSpec(shape.metric, anchor, endpoint, shape.healthy, shape.drift,
-                       shape.reference, shape.drift_fraction, shape.direction, shape.read,
-                       tuple(rules), str(f["combine"]), change)
+        raise PresetError(
+            path, "verdict.max_probe_change", f"expected a positive number, got {change}"
+        )
+    return VerdictSpec(
+        shape.metric,
+        anchor,
+        endpoint,
+        shape.healthy,
+        shape.drift,
+        shape.reference,
+        shape.drift_fraction,
+        shape.direction,
+        shape.read,
+        tuple(rules),
+        str(f["combine"]),
+        change,
+    )
 
 
-def _rule_shape(path: Path, where: str, f: Mapping[str, Scalar],
-                comparators: Mapping[str, Comparator], name: str = "") -> RuleShape:
+def _rule_shape(
+    path: Path,
+    where: str,
+    f: Mapping[str, Scalar],
+    comparators: Mapping[str, Comparator],
+    name: str = "",
+) -> RuleShape:
     """One rule's metric, direction, read and bounds, held to their rules."""
     metric, direction, read = str(f["metric"]), str(f["direction"]), str(f["read"])
     if not METRIC_PATH.fullmatch(metric):
-        raise PresetError(path, f"{where}.metric",
-                          f"expected a field of the eval record or a dotted path into it "
-                          f"(like eval_chunk_mae or breakdown.rig), or a source's key (like "
-                          f"eval/chunk_mae), got {metric!r}")
+        raise PresetError(
+            path,
+            f"{where}.metric",
+            f"expected a field of the eval record or a dotted path into it "
+            f"(like eval_chunk_mae or breakdown.rig), or a source's key (like "
+            f"eval/chunk_mae), got {metric!r}",
+        )
     choice(path, f"{where}.direction", direction, DIRECTIONS)
     choice(path, f"{where}.read", read, READS)
     lower = direction == "lower"
@@ -235,52 +298,78 @@ def _rule_shape(path: Path, where: str, f: Mapping[str, Scalar],
     others = ("healthy_min", "drift_max") if lower else ("healthy_max", "drift_min")
     for key in others:
         if math.isfinite(float(f[key])):
-            raise PresetError(path, f"{where}.{key}",
-                              f"not a bound when {direction} is better (expected "
-                              f"{' and '.join(keys)})")
+            raise PresetError(
+                path,
+                f"{where}.{key}",
+                f"not a bound when {direction} is better (expected {' and '.join(keys)})",
+            )
     for key in keys:
         if not math.isfinite(float(f[key])):
-            raise PresetError(path, f"{where}.{key}",
-                              f"missing; expected a number (with {direction} better, the "
-                              f"bounds are {' and '.join(keys)})")
+            raise PresetError(
+                path,
+                f"{where}.{key}",
+                f"missing; expected a number (with {direction} better, the "
+                f"bounds are {' and '.join(keys)})",
+            )
     healthy, drift = float(f[keys[0]]), float(f[keys[1]])
     if (healthy >= drift) if lower else (healthy <= drift):
-        raise PresetError(path, f"{where}.{keys[0]}",
-                          f"expected a healthy bound {'below' if lower else 'above'} "
-                          f"{keys[1]} {drift}, got {healthy}")
+        raise PresetError(
+            path,
+            f"{where}.{keys[0]}",
+            f"expected a healthy bound {'below' if lower else 'above'} "
+            f"{keys[1]} {drift}, got {healthy}",
+        )
     ref, fraction = str(f["reference"]), float(f["drift_fraction"])
     if ref and ref not in comparators:
-        raise PresetError(path, f"{where}.reference",
-                          f"expected the name of a [comparators.*] table, got {ref!r}")
+        raise PresetError(
+            path, f"{where}.reference", f"expected the name of a [comparators.*] table, got {ref!r}"
+        )
     if math.isfinite(fraction):
         if not ref:
-            raise PresetError(path, f"{where}.reference",
-                              "missing; drift_fraction is a fraction of a comparator's delta: "
-                              "expected the comparator's name")
+            raise PresetError(
+                path,
+                f"{where}.reference",
+                "missing; drift_fraction is a fraction of a comparator's delta: "
+                "expected the comparator's name",
+            )
         if not 0 < fraction <= 1:
-            raise PresetError(path, f"{where}.drift_fraction",
-                              f"expected a fraction in (0, 1], got {fraction}")
+            raise PresetError(
+                path, f"{where}.drift_fraction", f"expected a fraction in (0, 1], got {fraction}"
+            )
         implied = fraction * comparators[ref].delta
         if abs(implied - drift) > ROUNDING:
-            raise PresetError(path, f"{where}.{keys[1]}",
-                              f"expected drift_fraction x comparators.{ref}.delta = "
-                              f"{fraction} x {comparators[ref].delta} = {implied:.5f} "
-                              f"(to 4 decimals), got {drift}")
+            raise PresetError(
+                path,
+                f"{where}.{keys[1]}",
+                f"expected drift_fraction x comparators.{ref}.delta = "
+                f"{fraction} x {comparators[ref].delta} = {implied:.5f} "
+                f"(to 4 decimals), got {drift}",
+            )
     return RuleShape(name, metric, direction, read, healthy, drift, ref, fraction)
 
 
 def verdict_canonical(fields: Mapping[str, Scalar], spec: VerdictSpec) -> dict[str, object]:
     """[verdict] as hashed: defaults of keys newer than the first presets left out, so a
     preset written before them hashes as it did (its prereg.json still matches)."""
-    out: dict[str, object] = {k: v for k, v in set_only(fields).items()
-                              if k not in VERDICT_QUIET or v != VERDICT_QUIET[k]}
+    out: dict[str, object] = {
+        k: v for k, v in set_only(fields).items() if k not in VERDICT_QUIET or v != VERDICT_QUIET[k]
+    }
     if spec.secondary:
         out["secondary"] = [
-            set_only({"name": r.name, "metric": r.metric, "direction": r.direction,
-                       "read": r.read, r.bound_keys[0]: r.healthy, r.bound_keys[1]: r.drift,
-                       **({"reference": r.reference} if r.reference else {}),
-                       "drift_fraction": r.drift_fraction})
-            for r in spec.secondary]
+            set_only(
+                {
+                    "name": r.name,
+                    "metric": r.metric,
+                    "direction": r.direction,
+                    "read": r.read,
+                    r.bound_keys[0]: r.healthy,
+                    r.bound_keys[1]: r.drift,
+                    **({"reference": r.reference} if r.reference else {}),
+                    "drift_fraction": r.drift_fraction,
+                }
+            )
+            for r in spec.secondary
+        ]
     return out
 
 
@@ -296,8 +385,9 @@ def _round(x: float) -> float:
     return round(scaled) * RESOLUTION
 
 
-def read_rule(x: float, healthy: float, drift: float, lower: bool = True,
-              tolerance: float = 0.0) -> str:
+def read_rule(
+    x: float, healthy: float, drift: float, lower: bool = True, tolerance: float = 0.0
+) -> str:
     """With lower better: HEALTHY if x <= healthy, SAME-DRIFT if x >= drift. With higher
     better: HEALTHY if x >= healthy, SAME-DRIFT if x <= drift. Else AMBIGUOUS.
 
@@ -321,7 +411,7 @@ def tolerance(bits: int, *values: float) -> float:
     may be from the one computed at full precision (0 for doubles: RESOLUTION covers it)."""
     if bits >= 53:
         return 0.0
-    return sum(abs(v) for v in values if math.isfinite(v)) * 2.0 ** -bits
+    return sum(abs(v) for v in values if math.isfinite(v)) * 2.0**-bits
 
 
 def combine(raw: str, scaled: str | None) -> str:

@@ -23,8 +23,9 @@ def status_word(v: Verdict) -> str:
 def headline(v: Verdict) -> str:
     """One line: the combined verdict with its status, step and delta."""
     at = f"step {v.read_step}" if v.read_step is not None else "no probe"
-    return literal(f"{v.label} ({status_word(v)}, {at} of {v.endpoint_step}, {v.read} "
-                   f"{signed(v.delta)})")
+    return literal(
+        f"{v.label} ({status_word(v)}, {at} of {v.endpoint_step}, {v.read} {signed(v.delta)})"
+    )
 
 
 def bound_words(direction: str) -> tuple[str, str]:
@@ -32,8 +33,9 @@ def bound_words(direction: str) -> tuple[str, str]:
     return ("<=", ">=") if direction == "lower" else (">=", "<=")
 
 
-def _rule_rows(v: Verdict, raw: RuleRead | None, scaled: RuleRead | None,
-               scale: float | None) -> list[str]:
+def _rule_rows(
+    v: Verdict, raw: RuleRead | None, scaled: RuleRead | None, scale: float | None
+) -> list[str]:
     right_title = f"scale-adjusted (x{scale:.3f})" if scale is not None else "scale-adjusted"
     rows = [f"{'':18}{'raw rule':<24}{right_title}"]
 
@@ -46,8 +48,12 @@ def _rule_rows(v: Verdict, raw: RuleRead | None, scaled: RuleRead | None,
         return value if isinstance(value, str) else signed(value)
 
     healthy, drift = bound_words(v.direction)
-    for title, attr in ((f"healthy if {healthy}", "healthy"), (f"drift if {drift}", "drift"),
-                        (v.read, "value"), ("reads", "label")):
+    for title, attr in (
+        (f"healthy if {healthy}", "healthy"),
+        (f"drift if {drift}", "drift"),
+        (v.read, "value"),
+        ("reads", "label"),
+    ):
         rows.append(f"{title:<18}{cell(raw, attr):<24}{cell(scaled, attr)}")
     if scaled is None:
         rows.append(f"{'':18}{'':24}(no scale amendment in force)")
@@ -67,9 +73,13 @@ def render(v: Verdict, log_label: str = "") -> str:
         lines.append(
             f"log {log_label}: {counts.get('records', 0)} records, "
             f"{counts.get('malformed', 0)} malformed lines"
-            + (f" ({', '.join(_where(v)[:10])}"
-               + (", ..." if counts.get("malformed", 0) > 10 else "") + ")"
-               if counts.get("malformed") else "")
+            + (
+                f" ({', '.join(_where(v)[:10])}"
+                + (", ..." if counts.get("malformed", 0) > 10 else "")
+                + ")"
+                if counts.get("malformed")
+                else ""
+            )
             + (f", {counts.get('resumes')} resume(s)" if counts.get("resumes") else "")
             + (f", {counts.get('repeats')} repeated record(s)" if counts.get("repeats") else "")
         )
@@ -77,18 +87,23 @@ def render(v: Verdict, log_label: str = "") -> str:
             lines.append("read from " + ", then ".join(name for name, _ in v.segments))
         if counts.get("out_of_order"):
             shown = "; ".join(f"{where}: {why}" for where, why in v.out_of_order[:3])
-            lines.append(f"{counts['out_of_order']} record(s) out of order, not applied "
-                         f"({shown}{'; ...' if counts['out_of_order'] > 3 else ''})")
+            lines.append(
+                f"{counts['out_of_order']} record(s) out of order, not applied "
+                f"({shown}{'; ...' if counts['out_of_order'] > 3 else ''})"
+            )
         if counts.get("conflicts"):
-            lines.append(f"{counts['conflicts']} conflicting probe(s): "
-                         + "; ".join(v.conflicts[:3]))
+            lines.append(
+                f"{counts['conflicts']} conflicting probe(s): " + "; ".join(v.conflicts[:3])
+            )
         lines += [f"note: {n}" for n in v.notices]
     lines += [f"WARNING: {c}" for c in v.provenance_changes]
     read = "—" if v.read_step is None else str(v.read_step)
     better = "" if v.direction == "lower" else ", higher is better"
     if v.read == "level":
-        lines.append(f"read at step {read} (endpoint {v.endpoint_step}{better}): "
-                     f"{v.metric}({read}) = {signed(v.read_value).lstrip('+')}, the level read")
+        lines.append(
+            f"read at step {read} (endpoint {v.endpoint_step}{better}): "
+            f"{v.metric}({read}) = {signed(v.read_value).lstrip('+')}, the level read"
+        )
     else:
         lines.append(
             f"read at step {read} (anchor {v.anchor_step}, endpoint {v.endpoint_step}{better}): "
@@ -126,27 +141,34 @@ def typed_in_caveat(v: Verdict) -> str:
     this run with numbers measured elsewhere ("" when some comparator was banked)."""
     if not v.comparators or any(c.get("bank") for c in v.comparators):
         return ""
-    return ("every comparator is a number typed into the preset, none a run banked on this "
-            "host: this run is read against numbers measured elsewhere (other code, data or "
-            "hardware); bank a run here (fontaine-tui bank add) and name it in [comparators] to "
-            "compare like with like")
+    return (
+        "every comparator is a number typed into the preset, none a run banked on this "
+        "host: this run is read against numbers measured elsewhere (other code, data or "
+        "hardware); bank a run here (fontaine-tui bank add) and name it in [comparators] to "
+        "compare like with like"
+    )
 
 
 def secondary_lines(v: Verdict) -> list[str]:
     """Each secondary rule's read, one line each, and how the rules combine."""
     if not v.secondary:
         return []
-    how = ("the primary rule decides; these corroborate" if v.combine == "primary"
-           else "all rules must agree")
+    how = (
+        "the primary rule decides; these corroborate"
+        if v.combine == "primary"
+        else "all rules must agree"
+    )
     out = [f"secondary rules ({how}):"]
     for s in v.secondary:
         if s.rule is None:
             out.append(f"  secondary rule {s.name} ({s.metric}): {s.label}: {s.reason}")
             continue
         h, d = bound_words(s.rule.direction)
-        out.append(f"  secondary rule {s.name} ({s.metric}): {s.rule.read} "
-                   f"{signed(s.rule.value)}  healthy if {h} {signed(s.rule.healthy)}, drift if "
-                   f"{d} {signed(s.rule.drift)}: {s.label}")
+        out.append(
+            f"  secondary rule {s.name} ({s.metric}): {s.rule.read} "
+            f"{signed(s.rule.value)}  healthy if {h} {signed(s.rule.healthy)}, drift if "
+            f"{d} {signed(s.rule.drift)}: {s.label}"
+        )
     return out
 
 
@@ -171,10 +193,17 @@ def platform_delta_lines(v: Verdict, most: int = 4) -> list[str]:
         return []
     changed = [str(ln) for ln in delta[2:] if str(ln)[:1] in ("+", "-")]
     shown = [f"  {ln}" for ln in changed[:most]]
-    more = [f"  ... {len(changed) - most} more (prereg.json provenance.platform_delta)"
-            ] if len(changed) > most else []
-    return [f"platform delta (launcher above its command block, vs the reference): "
-            f"{len(changed)} line(s)", *shown, *more]
+    more = (
+        [f"  ... {len(changed) - most} more (prereg.json provenance.platform_delta)"]
+        if len(changed) > most
+        else []
+    )
+    return [
+        f"platform delta (launcher above its command block, vs the reference): "
+        f"{len(changed)} line(s)",
+        *shown,
+        *more,
+    ]
 
 
 def corroboration_line(v: Verdict) -> str:

@@ -45,8 +45,11 @@ _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 def babysit_section(path: Path, table: object) -> dict[str, Scalar]:
     out = check_section(path, "babysit", table if table is not None else {}, BABYSIT)
     if float(out["cadence_minutes"]) <= 0:
-        raise PresetError(path, "babysit.cadence_minutes",
-                          f"expected a number of minutes > 0, got {out['cadence_minutes']:g}")
+        raise PresetError(
+            path,
+            "babysit.cadence_minutes",
+            f"expected a number of minutes > 0, got {out['cadence_minutes']:g}",
+        )
     return out
 
 
@@ -56,8 +59,9 @@ def slurm_section(path: Path, table: object) -> dict[str, Scalar]:
     QOS, memory) are the user's, in config.toml's [slurm] (core/launch/slurm.py)."""
     out = check_section(path, "slurm", table if table is not None else {}, {"time": (str, "")})
     if out["time"] and not SLURM_TIME.fullmatch(str(out["time"])):
-        raise PresetError(path, "slurm.time", "expected minutes, H:MM:SS or D-HH:MM:SS, got "
-                          f"{out['time']!r}")
+        raise PresetError(
+            path, "slurm.time", f"expected minutes, H:MM:SS or D-HH:MM:SS, got {out['time']!r}"
+        )
     return out
 
 
@@ -95,8 +99,11 @@ def notify_section(path: Path, items: object) -> tuple[NotifySpec, ...]:
             raise PresetError(path, where, "expected a table with url or url_env")
         unknown = sorted(set(table) - set(NOTIFY_KEYS))
         if unknown:
-            raise PresetError(path, f"{where}.{unknown[0]}",
-                              f"unknown key (expected one of: {', '.join(NOTIFY_KEYS)})")
+            raise PresetError(
+                path,
+                f"{where}.{unknown[0]}",
+                f"unknown key (expected one of: {', '.join(NOTIFY_KEYS)})",
+            )
         for key in NOTIFY_KEYS:
             if key in table and (not isinstance(table[key], str) or not table[key].strip()):
                 raise PresetError(path, f"{where}.{key}", "expected a non-empty string")
@@ -104,24 +111,28 @@ def notify_section(path: Path, items: object) -> tuple[NotifySpec, ...]:
             raise PresetError(path, where, "expected exactly one of url and url_env")
         level = table.get("level", "info")
         if level not in LEVELS:
-            raise PresetError(path, f"{where}.level",
-                              f"expected one of {', '.join(LEVELS)}, got {level!r}")
+            raise PresetError(
+                path, f"{where}.level", f"expected one of {', '.join(LEVELS)}, got {level!r}"
+            )
         env = table.get("url_env", "")
         if env and not _ENV_NAME.fullmatch(env):
-            raise PresetError(path, f"{where}.url_env",
-                              f"expected an environment variable name, got {env!r}")
+            raise PresetError(
+                path, f"{where}.url_env", f"expected an environment variable name, got {env!r}"
+            )
         if env:
             keep_out(env)  # a webhook URL: no child of this process gets the variable
         url = table.get("url", "").strip()
         if url:
-            make_destination(url, level=level, service=table.get("service"),
-                             source=f"{path}: {where}")
+            make_destination(
+                url, level=level, service=table.get("service"), source=f"{path}: {where}"
+            )
         out.append(NotifySpec(f"{path}: {where}", url, env, level, table.get("service")))
     return tuple(out)
 
 
-def preset_destinations(specs: tuple[NotifySpec, ...], env: Mapping[str, str]
-                        ) -> tuple[list, list[str]]:
+def preset_destinations(
+    specs: tuple[NotifySpec, ...], env: Mapping[str, str]
+) -> tuple[list, list[str]]:
     """(destinations, one line per table left off: a variable not set)."""
     from fontaine_tui.core.notify.destinations import make_destination
 
@@ -129,12 +140,12 @@ def preset_destinations(specs: tuple[NotifySpec, ...], env: Mapping[str, str]
     for spec in specs:
         url = spec.url or env.get(spec.url_env, "").strip()
         if not url:
-            off.append(f"{spec.where}.url_env: ${spec.url_env} is not set; this destination "
-                       "is off")
+            off.append(f"{spec.where}.url_env: ${spec.url_env} is not set; this destination is off")
             continue
         try:
-            found.append(make_destination(url, level=spec.level, service=spec.service,
-                                          source=spec.where))
+            found.append(
+                make_destination(url, level=spec.level, service=spec.service, source=spec.where)
+            )
         except InputError as exc:
             off.append(str(exc))
     return found, off

@@ -114,5 +114,6 @@ def test_a_disk_full_before_current_keeps_the_old_version(
     assert bank.get("ref").sha256 == first
     assert bank.versions("ref") == [first]
     # no half-written file left (the name's lock file is the bank's own, from the first put)
-    assert not [p for p in (root / "ref").iterdir()
-                if p.name.startswith(".") and p.name != bank.LOCK]
+    assert not [
+        p for p in (root / "ref").iterdir() if p.name.startswith(".") and p.name != bank.LOCK
+    ]

@@ -36,8 +36,12 @@ def _index(recs: list[dict], kind: str, step: int) -> int:
 
 
 def _bank(*argv: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "fontaine_tui", "bank", *argv],
-                          capture_output=True, text=True, cwd=ROOT)
+    return subprocess.run(
+        [sys.executable, "-m", "fontaine_tui", "bank", *argv],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+    )
 
 
 def _refused(res: subprocess.CompletedProcess, bank_path: Path, *named: str) -> str:
@@ -52,9 +56,12 @@ def _refused(res: subprocess.CompletedProcess, bank_path: Path, *named: str) -> 
 
 def test_a_conflicting_probe_is_not_banked(tmp_path, bank_path):
     run = _conflicting(tmp_path)  # step 750 logged twice with other values, no resume
-    _refused(_bank("add", str(run), "--as", "ref"), bank_path,
-             f"{run}: its own evidence conflicts:",
-             "two different probes for step 750 (line")
+    _refused(
+        _bank("add", str(run), "--as", "ref"),
+        bank_path,
+        f"{run}: its own evidence conflicts:",
+        "two different probes for step 750 (line",
+    )
 
 
 def test_malformed_probe_lines_are_not_banked(tmp_path, bank_path):
@@ -63,8 +70,11 @@ def test_malformed_probe_lines_are_not_banked(tmp_path, bank_path):
     torn = '{"kind": "eval", "step": 500, "eval_chunk_mae": 3.1, "train_chunk'
     bad = '{"kind": "eval", "step": 750, "eval_chunk_mae": 3.5,, "n_frames": 256}'
     run = _log(tmp_path / "run", recs, {i500: torn, i750: bad})
-    _refused(_bank("add", str(run), "--as", "ref"), bank_path,
-             f"2 malformed lines (line {i500 + 1}, line {i750 + 2})")
+    _refused(
+        _bank("add", str(run), "--as", "ref"),
+        bank_path,
+        f"2 malformed lines (line {i500 + 1}, line {i750 + 2})",
+    )
 
 
 def test_out_of_order_probes_and_records_are_not_banked(tmp_path, bank_path):
@@ -74,26 +84,28 @@ def test_out_of_order_probes_and_records_are_not_banked(tmp_path, bank_path):
     back = dict(recs[_index(recs, "train", 900)], step=100)  # a train record going back
     recs.insert(_index(recs, "train", 900) + 1, back)
     run = _log(tmp_path / "run", recs)
-    _refused(_bank("add", str(run), "--as", "ref"), bank_path,
-             "2 out-of-order records not applied (line")
+    _refused(
+        _bank("add", str(run), "--as", "ref"), bank_path, "2 out-of-order records not applied (line"
+    )
 
 
 def test_a_run_whose_own_verdict_is_undecidable_is_not_banked(tmp_path, bank_path):
     run = tmp_path / "run"
     run.mkdir()
-    freeze(RunFolder(run), load_preset(without_amendments(tmp_path)), ["engine"], "h",
-           now=1.8e9)
+    freeze(RunFolder(run), load_preset(without_amendments(tmp_path)), ["engine"], "h", now=1.8e9)
     recs = [r for r in records() if not (r["kind"] == "eval" and r["step"] == 1000)]
     _log(run, recs)
-    _refused(_bank("add", str(run), "--as", "ref"), bank_path,
-             "its own verdict is UNDECIDABLE: no probe at the endpoint (step 1000)")
+    _refused(
+        _bank("add", str(run), "--as", "ref"),
+        bank_path,
+        "its own verdict is UNDECIDABLE: no probe at the endpoint (step 1000)",
+    )
 
 
 def test_a_clean_launched_run_still_banks(tmp_path, bank_path):
     run = tmp_path / "run"
     run.mkdir()
-    freeze(RunFolder(run), load_preset(without_amendments(tmp_path)), ["engine"], "h",
-           now=1.8e9)
+    freeze(RunFolder(run), load_preset(without_amendments(tmp_path)), ["engine"], "h", now=1.8e9)
     write_log(run / "train_log.jsonl", records())
     res = _bank("add", str(run), "--as", "ref")
     assert res.returncode == 0, res.stderr
@@ -123,19 +135,28 @@ def test_banked_even_if_conflicting_it_is_marked(tmp_path, bank_path, capsys):
 
 
 def test_a_preset_that_uses_a_marked_entry_refuses_to_load(tmp_path, bank_path, capsys):
-    assert _bank("add", str(_conflicting(tmp_path)), "--as", "ref",
-                 "--even-if-conflicting").returncode == 0
+    assert (
+        _bank("add", str(_conflicting(tmp_path)), "--as", "ref", "--even-if-conflicting").returncode
+        == 0
+    )
     entry = bank.get("ref")
     # a preset that derives its bounds from it refuses to load: one line, the entry named
     path = without_amendments(tmp_path)
-    path.write_text(path.read_text().replace("[gates]", '[comparators.ref]\nbank = "ref"\n\n'
-                                             "[gates]"))
+    path.write_text(
+        path.read_text().replace("[gates]", '[comparators.ref]\nbank = "ref"\n\n[gates]')
+    )
     clean = _log(tmp_path / "clean", records())
-    res = subprocess.run([sys.executable, "-m", "fontaine_tui", "verdict", str(clean),
-                          "--preset", str(path)], capture_output=True, text=True, cwd=ROOT)
+    res = subprocess.run(
+        [sys.executable, "-m", "fontaine_tui", "verdict", str(clean), "--preset", str(path)],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+    )
     assert res.returncode == 2 and res.stderr.count("\n") == 1, res.stderr
-    assert (f"comparators.ref.bank: the banked run ref@{entry.sha256[:12]} was banked with "
-            f"its own evidence conflicting (two different probes for step 750") in res.stderr
+    assert (
+        f"comparators.ref.bank: the banked run ref@{entry.sha256[:12]} was banked with "
+        f"its own evidence conflicting (two different probes for step 750"
+    ) in res.stderr
     assert "no bound is derived from it" in res.stderr
     # pinned by its full sha256 too
     pinned = path.read_text().replace('bank = "ref"', f'bank = "ref@{entry.sha256}"')
@@ -146,8 +167,10 @@ def test_a_preset_that_uses_a_marked_entry_refuses_to_load(tmp_path, bank_path, 
 
 def test_a_marked_entry_keeps_its_mark_in_its_sha256(tmp_path, bank_path):
     """Dropping the mark from the file is an edit: the entry is refused, never read clean."""
-    assert _bank("add", str(_conflicting(tmp_path)), "--as", "ref",
-                 "--even-if-conflicting").returncode == 0
+    assert (
+        _bank("add", str(_conflicting(tmp_path)), "--as", "ref", "--even-if-conflicting").returncode
+        == 0
+    )
     sha = bank.get("ref").sha256
     path = bank_path / "ref" / f"{sha}.json"
     doc = json.loads(path.read_text())

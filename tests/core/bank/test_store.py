@@ -20,8 +20,10 @@ ROOT = Path(__file__).parents[3]
 
 def run_folder(tmp_path: Path, name: str, probes=RIGONLY_LIKE, finished: bool = True) -> Path:
     folder = tmp_path / name
-    write_log(folder / "train_log.jsonl",
-              records(probes=probes) if finished else records_upto(600, probes))
+    write_log(
+        folder / "train_log.jsonl",
+        records(probes=probes) if finished else records_upto(600, probes),
+    )
     return folder
 
 
@@ -40,6 +42,7 @@ def test_bank_a_finished_run_and_read_it_back(tmp_path, bank_path, capsys):
     path = bank_path / "rigonly" / f"{entry.sha256}.json"
     assert (bank_path / "rigonly" / "CURRENT").read_text().strip() == entry.sha256
     import hashlib
+
     assert hashlib.sha256(path.read_bytes().rstrip(b"\n")).hexdigest() == entry.sha256
     # the same run again: nothing changes
     assert main(["bank", "add", str(folder), "--as", "rigonly", "--note", "the fixture"]) == 0
@@ -51,8 +54,12 @@ def test_other_content_under_a_taken_name_needs_replace_and_keeps_the_old(tmp_pa
     main(["bank", "add", str(run_folder(tmp_path, "a")), "--as", "ref"])
     first = bank.get("ref").sha256
     other = run_folder(tmp_path, "b", probes=SCALED_LIKE)
-    res = subprocess.run([sys.executable, "-m", "fontaine_tui", "bank", "add", str(other), "--as",
-                          "ref"], capture_output=True, text=True, cwd=ROOT)
+    res = subprocess.run(
+        [sys.executable, "-m", "fontaine_tui", "bank", "add", str(other), "--as", "ref"],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+    )
     assert res.returncode == 2 and res.stderr.count("\n") == 1
     assert f"already holds another run (sha256 {first[:12]}); pass --replace" in res.stderr
     assert bank.get("ref").sha256 == first
@@ -63,8 +70,10 @@ def test_other_content_under_a_taken_name_needs_replace_and_keeps_the_old(tmp_pa
     assert (pinned.sha256, pinned.current) == (first, False)
     capsys.readouterr()
     assert main(["bank", "list"]) == 0
-    assert f"ref                     {second[:12]}     4 probes  2 version(s)" in \
-        capsys.readouterr().out
+    assert (
+        f"ref                     {second[:12]}     4 probes  2 version(s)"
+        in capsys.readouterr().out
+    )
     assert main(["bank", "show", f"ref@{first[:8]}"]) == 0
     assert "(not current)" in capsys.readouterr().out
 
@@ -80,12 +89,25 @@ def test_an_edited_bank_entry_is_refused(tmp_path, bank_path):
 
 def test_the_old_form_still_banks_with_one_deprecation_line(tmp_path, bank_path):
     """`bank RUN --as NAME` (before `bank add`) banks as `bank add` does, and says so once."""
-    res = subprocess.run([sys.executable, "-m", "fontaine_tui", "bank",
-                          str(run_folder(tmp_path, "a")), "--as", "old"],
-                         capture_output=True, text=True, cwd=ROOT)
+    res = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "fontaine_tui",
+            "bank",
+            str(run_folder(tmp_path, "a")),
+            "--as",
+            "old",
+        ],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+    )
     assert res.returncode == 0, res.stderr
-    assert res.stderr == ("fontaine-tui: `bank RUN --as NAME` is deprecated and will be removed "
-                          "in the next release: use `bank add RUN --as NAME`\n")
+    assert res.stderr == (
+        "fontaine-tui: `bank RUN --as NAME` is deprecated and will be removed "
+        "in the next release: use `bank add RUN --as NAME`\n"
+    )
     assert res.stdout.startswith("banked ") and bank.get("old").name == "old"
     assert main(["bank", "list"]) == 0  # the new forms take no note
 
@@ -97,24 +119,40 @@ def test_bank_is_three_subcommands(bank_path, capsys):
     assert main(["bank", "list"]) == 0 and capsys.readouterr().err == ""
 
 
-@pytest.mark.parametrize("argv, message", [
-    (["bank", "add", "RUN", "--as", ".hidden"], "--as: expected a name of letters"),
-    (["bank", "add", "RUN"], "the following arguments are required: --as"),
-    (["bank", "show"], "the following arguments are required: NAME[@SHA]"),
-    (["bank", "show", "nothing"], "bank nothing: no such banked run"),
-])
+@pytest.mark.parametrize(
+    "argv, message",
+    [
+        (["bank", "add", "RUN", "--as", ".hidden"], "--as: expected a name of letters"),
+        (["bank", "add", "RUN"], "the following arguments are required: --as"),
+        (["bank", "show"], "the following arguments are required: NAME[@SHA]"),
+        (["bank", "show", "nothing"], "bank nothing: no such banked run"),
+    ],
+)
 def test_bad_bank_commands_are_one_line_exit_2(tmp_path, argv, message):
     argv = [str(run_folder(tmp_path, "a")) if a == "RUN" else a for a in argv]
-    res = subprocess.run([sys.executable, "-m", "fontaine_tui", *argv], capture_output=True,
-                         text=True, cwd=ROOT)
+    res = subprocess.run(
+        [sys.executable, "-m", "fontaine_tui", *argv], capture_output=True, text=True, cwd=ROOT
+    )
     assert res.returncode == 2 and res.stderr.count("\n") == 1, res.stderr
     assert message in res.stderr
 
 
 def test_an_unfinished_run_is_not_banked(tmp_path, bank_path):
-    res = subprocess.run([sys.executable, "-m", "fontaine_tui", "bank", "add",
-                          str(run_folder(tmp_path, "a", finished=False)), "--as", "x"],
-                         capture_output=True, text=True, cwd=ROOT)
+    res = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "fontaine_tui",
+            "bank",
+            "add",
+            str(run_folder(tmp_path, "a", finished=False)),
+            "--as",
+            "x",
+        ],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+    )
     assert res.returncode == 2 and "the run has not finished" in res.stderr
     assert not bank_path.exists()
 
@@ -124,8 +162,20 @@ def test_bank_over_ssh(sshd, tmp_path):
     from tests.sshd_helper import HOST_ALIAS
 
     folder = run_folder(tmp_path, "remote")
-    assert main(["bank", "add", f"{HOST_ALIAS}:{folder}", "--as", "far",
-                 "--ssh-config", str(sshd.config)]) == 0
+    assert (
+        main(
+            [
+                "bank",
+                "add",
+                f"{HOST_ALIAS}:{folder}",
+                "--as",
+                "far",
+                "--ssh-config",
+                str(sshd.config),
+            ]
+        )
+        == 0
+    )
     entry = bank.get("far")
     assert entry.doc["source"] == f"ssh {HOST_ALIAS}:{folder}"
     local = bank.document(load_log(folder / "train_log.jsonl"), "here")
@@ -150,8 +200,10 @@ def test_two_banks_of_one_name_at_once_one_is_refused_nothing_is_lost(tmp_path, 
     ctx = multiprocessing.get_context("fork")
     for round_ in range(12):  # real processes released together, on a fresh name each round
         barrier, codes = ctx.Barrier(2), ctx.Queue()
-        procs = [ctx.Process(target=_bank_at_once, args=(barrier, f, f"n{round_}", codes))
-                 for f in folders]
+        procs = [
+            ctx.Process(target=_bank_at_once, args=(barrier, f, f"n{round_}", codes))
+            for f in folders
+        ]
         for p in procs:
             p.start()
         got = dict(codes.get(timeout=60) for _ in procs)
@@ -162,9 +214,16 @@ def test_two_banks_of_one_name_at_once_one_is_refused_nothing_is_lost(tmp_path, 
         entry = bank.get(f"n{round_}")
         assert entry.doc["source"] == winner and bank.versions(f"n{round_}") == [entry.sha256]
     # the same through two `fontaine-tui bank` commands started together
-    procs = [subprocess.Popen([sys.executable, "-m", "fontaine_tui", "bank", "add", f, "--as", "cli"],
-                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                              cwd=ROOT) for f in folders]
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "-m", "fontaine_tui", "bank", "add", f, "--as", "cli"],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            cwd=ROOT,
+        )
+        for f in folders
+    ]
     outs = [(p.wait(120), *p.communicate()) for p in procs]
     assert sorted(code for code, _, _ in outs) == [0, 2], outs
     loser = next(err for code, _, err in outs if code == 2)

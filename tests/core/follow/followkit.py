@@ -13,15 +13,31 @@ from fontaine_tui.core.log.store import RunStore
 
 
 def train_line(step: int, **extra: object) -> bytes:
-    rec = {"kind": "train", "step": step, "time": 1700000000.0 + step, "loss": 1.0 / (step + 1),
-           "ar_ce": 0.5, "flow_loss": 0.25, "lr": 1e-4, "grad_norm": 1.5, "step_s": 0.5,
-           "data_s": 0.01, "samples": step * 16, **extra}
+    rec = {
+        "kind": "train",
+        "step": step,
+        "time": 1700000000.0 + step,
+        "loss": 1.0 / (step + 1),
+        "ar_ce": 0.5,
+        "flow_loss": 0.25,
+        "lr": 1e-4,
+        "grad_norm": 1.5,
+        "step_s": 0.5,
+        "data_s": 0.01,
+        "samples": step * 16,
+        **extra,
+    }
     return json.dumps(rec, separators=(",", ":")).encode() + b"\n"
 
 
 def event_line(step: int, event: str, detail: str = "") -> bytes:
-    rec = {"kind": "event", "step": step, "time": 1700000000.0 + step, "event": event,
-           "detail": detail}
+    rec = {
+        "kind": "event",
+        "step": step,
+        "time": 1700000000.0 + step,
+        "event": event,
+        "detail": detail,
+    }
     return json.dumps(rec, separators=(",", ":")).encode() + b"\n"
 
 
@@ -33,11 +49,11 @@ class Collector:
         self.source, self.name = source, name
         self.store = RunStore()
         self.lines: list[tuple[int, bytes]] = []
-        self.segment_of: list[int] = []   # for each of self.lines: how many segments began before
+        self.segment_of: list[int] = []  # for each of self.lines: how many segments began before
         self.records: list[object] = []
         self.batches: list[Batch] = []
         self.notes: list[str] = []
-        self.history: list[object] = []   # every record step delivered, ("SEGMENT", name) at each
+        self.history: list[object] = []  # every record step delivered, ("SEGMENT", name) at each
         self.segments = 0
         self.task: asyncio.Task | None = None
 

@@ -331,15 +331,19 @@ LINES_PATTERNS = (
     r"loss:(?P<loss>\S+) grdn:(?P<grad_norm>\S+) lr:(?P<lr>\S+)",
     r"step:(?P<step>\S+) .* success:(?P<success>\S+)",
 )
-SPECS = {"mlflow_sqlite": SourceSpec("mlflow"), "mlflow_file": SourceSpec("mlflow"),
-         **{k: SourceSpec(k) for k in ("hf_trainer", "csv", "tensorboard", "jsonl", "wandb",
-                                       "trackio")},
-         "lines": SourceSpec("lines", fields=FieldMap(eval=("success",)),
-                             patterns=LINES_PATTERNS),
-         "tensorboard_scalars": SourceSpec("tensorboard",
-                                           fields=FieldMap(eval=("mae_eval/*",)))}
-METRIC = {"hf_trainer": "eval_loss", "csv": "val_mae", "lines": "success",
-          "tensorboard_scalars": "mae_eval/mae"}  # else eval/chunk_mae
+SPECS = {
+    "mlflow_sqlite": SourceSpec("mlflow"),
+    "mlflow_file": SourceSpec("mlflow"),
+    **{k: SourceSpec(k) for k in ("hf_trainer", "csv", "tensorboard", "jsonl", "wandb", "trackio")},
+    "lines": SourceSpec("lines", fields=FieldMap(eval=("success",)), patterns=LINES_PATTERNS),
+    "tensorboard_scalars": SourceSpec("tensorboard", fields=FieldMap(eval=("mae_eval/*",))),
+}
+METRIC = {
+    "hf_trainer": "eval_loss",
+    "csv": "val_mae",
+    "lines": "success",
+    "tensorboard_scalars": "mae_eval/mae",
+}  # else eval/chunk_mae
 
 
 def probe_steps(steps: int) -> list[int]:
@@ -348,13 +352,21 @@ def probe_steps(steps: int) -> list[int]:
 
 def writer(kind: str, steps: int, spacing: float, fail_at: int = 0) -> subprocess.Popen:
     """The writer process of `kind`, waiting for run folders on its stdin."""
-    env = {**os.environ, "MLFLOW_ALLOW_FILE_STORE": "true", "HF_HUB_OFFLINE": "1",
-           "WANDB_MODE": "offline", "PYTHONUNBUFFERED": "1"}
-    code = (f"KIND = {kind!r}\nHEAD = {HEAD!r}\nCHILD = {TRACKIO_RUN!r}\n" + HEAD
-            + WRITERS[kind])
-    return subprocess.Popen([sys.executable, "-c", code, str(steps), str(spacing),
-                             str(fail_at)], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                            text=True, env=env)
+    env = {
+        **os.environ,
+        "MLFLOW_ALLOW_FILE_STORE": "true",
+        "HF_HUB_OFFLINE": "1",
+        "WANDB_MODE": "offline",
+        "PYTHONUNBUFFERED": "1",
+    }
+    code = f"KIND = {kind!r}\nHEAD = {HEAD!r}\nCHILD = {TRACKIO_RUN!r}\n" + HEAD + WRITERS[kind]
+    return subprocess.Popen(
+        [sys.executable, "-c", code, str(steps), str(spacing), str(fail_at)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+        env=env,
+    )
 
 
 @dataclass
@@ -378,8 +390,9 @@ class Followed:
         return self.probes.get(step, float("inf")) - getattr(self, since)[step]
 
 
-async def follow(kind: str, folder: Path, proc: subprocess.Popen, steps: int,
-                 timeout: float, linger: float = 2.5) -> Followed:
+async def follow(
+    kind: str, folder: Path, proc: subprocess.Popen, steps: int, timeout: float, linger: float = 2.5
+) -> Followed:
     """Follow the run `proc` writes into `folder` until the writer is done and every probe
     is in (or `linger` seconds past the writer's end, or `timeout`)."""
     folder.mkdir(parents=True, exist_ok=True)
@@ -416,8 +429,11 @@ async def follow(kind: str, folder: Path, proc: subprocess.Popen, steps: int,
                     got.events.append((now, rec))
             for s in got.store.probes:
                 got.probes.setdefault(s, now)
-            if done.is_set() and want <= got.probes.keys() and (
-                    not kind.startswith("mlflow") or got.events):
+            if (
+                done.is_set()
+                and want <= got.probes.keys()
+                and (not kind.startswith("mlflow") or got.events)
+            ):
                 return
 
     async def until_done() -> None:

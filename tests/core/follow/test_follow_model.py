@@ -37,7 +37,7 @@ class FollowerModel(RuleBasedStateMachine):
         self.fd = os.open(self.log, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
         self.expected: list[bytes] = []
         self.torn: bytes | None = None  # the rest of a line whose start is in the file
-        self.cut: bytes | None = None   # a torn line's start, left behind in a file now gone
+        self.cut: bytes | None = None  # a torn line's start, left behind in a file now gone
         self.n = 0
         self.reads = 0
 
@@ -155,8 +155,12 @@ class PollingFollowerModel(FollowerModel):
     inotify = False
 
 
-_settings = settings(max_examples=25, stateful_step_count=25, deadline=None,
-                     suppress_health_check=[HealthCheck.too_slow])
+_settings = settings(
+    max_examples=25,
+    stateful_step_count=25,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow],
+)
 TestFollowerModelInotify = FollowerModel.TestCase
 TestFollowerModelInotify.settings = _settings
 TestFollowerModelPolling = PollingFollowerModel.TestCase

@@ -54,15 +54,18 @@ async def test_follow_a_growing_event_file_while_summarywriter_writes_it(tmp_pat
     folder = tmp_path / "tb"
     writer = subprocess.Popen([sys.executable, "-c", WRITER, str(folder), "60", "0.02"])
     try:
-        live = await collect(ForeignRun(folder, SourceSpec("tensorboard")),
-                             lambda st: len(st.steps) >= 60 and len(st.probes) >= 6)
+        live = await collect(
+            ForeignRun(folder, SourceSpec("tensorboard")),
+            lambda st: len(st.steps) >= 60 and len(st.probes) >= 6,
+        )
     finally:
         assert writer.wait(timeout=60) == 0
     cold = load_source(folder, SourceSpec("tensorboard")).store
     assert list(live.steps) == list(cold.steps) == list(range(1, 61))
     assert list(live.columns["loss"]) == list(cold.columns["loss"])
     assert {s: p.fields for s, p in live.probes.items()} == {
-        s: p.fields for s, p in cold.probes.items()}
+        s: p.fields for s, p in cold.probes.items()
+    }
     assert live.out_of_order_count == 0 and live.repeats == 0
 
 
@@ -89,7 +92,7 @@ async def test_a_torn_tail_waits_and_a_truncation_mid_record_reads_again(tmp_pat
             f.truncate(cut - 40)
         await asyncio.sleep(0.5)  # the follower sees it shorter: reads it again from byte 0
         with open(path, "ab") as f:
-            f.write(data[cut - 40:])
+            f.write(data[cut - 40 :])
 
     async def go():
         stage = 0
@@ -107,6 +110,7 @@ async def test_a_torn_tail_waits_and_a_truncation_mid_record_reads_again(tmp_pat
                 refill = asyncio.create_task(truncate_then_refill())
             elif stage == 2 and refill is not None and refill.done() and store.repeats >= 40:
                 return  # everything read again came in as repeats
+
     path.write_bytes(data[:cut])
     try:
         await asyncio.wait_for(go(), 30)
@@ -177,8 +181,7 @@ async def test_the_console_on_a_tensorboard_run(tmp_path):
 
     folder = tmp_path / "tb"
     subprocess.run([sys.executable, "-c", WRITER, str(folder), "80", "0"], check=True)
-    preset = load_preset(foreign_preset(tmp_path, 'kind = "tensorboard"', healthy=0.1,
-                                        drift=0.35))
+    preset = load_preset(foreign_preset(tmp_path, 'kind = "tensorboard"', healthy=0.1, drift=0.35))
     app = console(folder, preset=preset, source=ForeignReplay(folder, preset.source))
     async with app.run_test(size=SIZE) as pilot:
         await loaded(pilot, 80)
@@ -215,7 +218,8 @@ async def test_follow_a_tensorboard_run_over_ssh_while_it_is_written(sshd, tmp_p
     cold = load_source(folder, SourceSpec("tensorboard")).store
     assert list(live.steps) == list(cold.steps) == list(range(1, 41))
     assert {s: p.fields for s, p in live.probes.items()} == {
-        s: p.fields for s, p in cold.probes.items()}
+        s: p.fields for s, p in cold.probes.items()
+    }
 
 
 async def test_a_path_with_spaces_and_metacharacters_stays_literal_over_ssh(sshd, tmp_path):
@@ -234,8 +238,7 @@ async def test_a_path_with_spaces_and_metacharacters_stays_literal_over_ssh(sshd
     assert not any(p.exists() for p in (tmp_path / "pwned", Path.home() / "pwned"))
 
 
-async def test_an_mlflow_sqlite_store_over_ssh_as_read_only_snapshots(sshd, tmp_path,
-                                                                      monkeypatch):
+async def test_an_mlflow_sqlite_store_over_ssh_as_read_only_snapshots(sshd, tmp_path, monkeypatch):
     """The store on the 'other host' is read by python3 there, read-only, over the shared
     connection; new steps come as the run logs them."""
     pytest.importorskip("sqlalchemy")
@@ -295,7 +298,8 @@ async def test_follow_lightning_metrics_csv_as_it_is_rewritten(tmp_path):
         await writer
     assert list(store.steps) == list(range(1, 31))
     assert {s: p.fields["val_mae"] for s, p in store.probes.items()} == pytest.approx(
-        {10: 3.1, 20: 3.2, 30: 3.3})
+        {10: 3.1, 20: 3.2, 30: 3.3}
+    )
     assert store.out_of_order_count == 0 and store.conflicts == []
 
 
@@ -320,7 +324,7 @@ async def test_records_before_a_framing_break_in_one_chunk_are_kept(tmp_path):
         await asyncio.wait_for(go(), 30)
     finally:
         await run.close()
-    assert sorted(store.probes) == [10, 20, 30, 40][:len(store.probes)] and store.probes
+    assert sorted(store.probes) == [10, 20, 30, 40][: len(store.probes)] and store.probes
     assert len(store.steps) >= 39  # the whole file before the break
 
 
@@ -330,5 +334,6 @@ def test_a_torn_last_event_record_is_said(tmp_path):
     folder.mkdir()
     (folder / "events.out.tfevents.1.host").write_bytes(data[:-7])  # the last record cut
     loaded = load_source(folder, SourceSpec("tensorboard"))
-    assert any("not yet whole" in n and "events.out.tfevents.1.host" in n
-               for n in loaded.store.notices), loaded.store.notices
+    assert any(
+        "not yet whole" in n and "events.out.tfevents.1.host" in n for n in loaded.store.notices
+    ), loaded.store.notices

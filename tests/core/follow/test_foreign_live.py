@@ -30,8 +30,9 @@ def live(tmp_path_factory):
     procs = {k: writer(k, STEPS, SPACING) for k in KINDS}
 
     async def every():
-        return await asyncio.gather(*(follow(k, root / k, procs[k], STEPS, timeout=90)
-                                      for k in KINDS))
+        return await asyncio.gather(
+            *(follow(k, root / k, procs[k], STEPS, timeout=90) for k in KINDS)
+        )
 
     try:
         found = dict(zip(KINDS, asyncio.run(every()), strict=True))
@@ -68,8 +69,11 @@ def _jsonl(path, rows):
 def _csv(path, rows, seen):
     seen += rows  # the rows so far: the file is rewritten whole
     keys = ["step", "train/loss", "eval/a", "eval/b"]
-    text = ",".join(keys) + "\n" + "".join(
-        ",".join(str(r.get(k, "")) for k in keys) + "\n" for r in seen)
+    text = (
+        ",".join(keys)
+        + "\n"
+        + "".join(",".join(str(r.get(k, "")) for k in keys) + "\n" for r in seen)
+    )
     tmp = path.with_suffix(".tmp")
     tmp.write_text(text)
     tmp.replace(path)
@@ -90,8 +94,14 @@ async def test_a_step_completed_after_a_quiet_poll_is_one_probe(tmp_path, kind):
     seen: list[dict] = []
 
     async def writer():
-        write(path, [{"step": 1, "train/loss": 1.0}, {"step": 2, "train/loss": 0.5},
-                     {"step": 2, "eval/a": 1.0}])
+        write(
+            path,
+            [
+                {"step": 1, "train/loss": 1.0},
+                {"step": 2, "train/loss": 0.5},
+                {"step": 2, "eval/a": 1.0},
+            ],
+        )
         await asyncio.sleep(1.5)  # past a quiet poll (and the former quiet second)
         seen.append({s: dict(p.fields) for s, p in store.probes.items()})
         write(path, [{"step": 2, "eval/b": 2.0}])

@@ -38,8 +38,9 @@ SPEC = SourceSpec("tensorboard", fields=FieldMap(eval=("mae_eval/*", "eval/*")))
 
 
 def _write(folder, first: int, last: int, shift: float = 0.0) -> subprocess.Popen:
-    return subprocess.Popen([sys.executable, "-c", WRITER, str(folder), str(first), str(last),
-                             str(shift)])
+    return subprocess.Popen(
+        [sys.executable, "-c", WRITER, str(folder), str(first), str(last), str(shift)]
+    )
 
 
 def _fields(store):
@@ -50,16 +51,22 @@ async def test_follow_add_scalars_sub_folders_as_one_run(tmp_path):
     folder = tmp_path / "tb"
     writer = _write(folder, 1, 60)
     try:
-        live = await collect(ForeignRun(folder, SPEC, poll_s=0.05),
-                             lambda st: len(st.steps) >= 60 and len(st.probes) >= 6
-                             and all(len(p.fields) == 2 for p in st.probes.values()),
-                             timeout=30)
+        live = await collect(
+            ForeignRun(folder, SPEC, poll_s=0.05),
+            lambda st: (
+                len(st.steps) >= 60
+                and len(st.probes) >= 6
+                and all(len(p.fields) == 2 for p in st.probes.values())
+            ),
+            timeout=30,
+        )
     finally:
         assert writer.wait(timeout=60) == 0
     cold = load_source(folder, SPEC).store
     assert _fields(live) == _fields(cold)
     assert {s: p["mae_eval/mae"] for s, p in _fields(live).items()} == pytest.approx(
-        {s: 3.0 + s / 100 for s in range(10, 61, 10)})
+        {s: 3.0 + s / 100 for s in range(10, 61, 10)}
+    )
     assert list(live.steps) == list(range(1, 61))
     assert not live.conflicts and live.out_of_order_count == 0
 
@@ -72,8 +79,11 @@ async def test_follow_a_run_restarted_into_its_folder(tmp_path):
     run = ForeignRun(folder, SPEC, poll_s=0.05)
     writer = _write(folder, 31, 60, shift=1.0)
     try:
-        live = await collect(run, lambda st: len(st.steps) >= 60 and 60 in st.probes
-                             and len(st.probes[60].fields) == 2, timeout=30)
+        live = await collect(
+            run,
+            lambda st: len(st.steps) >= 60 and 60 in st.probes and len(st.probes[60].fields) == 2,
+            timeout=30,
+        )
     finally:
         assert writer.wait(timeout=60) == 0
     cold = load_source(folder, SPEC).store
@@ -81,8 +91,7 @@ async def test_follow_a_run_restarted_into_its_folder(tmp_path):
     assert {s: p["mae_eval/mae"] for s, p in _fields(live).items()} == pytest.approx(want)
     assert _fields(live) == _fields(cold)
     assert list(live.steps) == list(range(1, 61))
-    assert list(live.columns["loss"]) == pytest.approx(
-        [1.0 / s + (s > 30) for s in range(1, 61)])
+    assert list(live.columns["loss"]) == pytest.approx([1.0 / s + (s > 30) for s in range(1, 61)])
     assert not live.conflicts
 
 

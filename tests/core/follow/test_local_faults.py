@@ -107,7 +107,9 @@ async def test_torn_write_across_a_rename_is_one_malformed_line(tmp_path, make_l
     await c.quiet()
     assert c.store.malformed_count == 2  # the cut line in the old file, its end in the new
     assert [c.store.where(m.line) for m in c.store.malformed] == [
-        "line 3", "train_log.jsonl line 1"]
+        "line 3",
+        "train_log.jsonl line 1",
+    ]
     assert c.numbering_ok()
     await c.stop()
 
@@ -119,11 +121,11 @@ async def test_copy_truncate_rotation_loses_and_doubles_nothing(tmp_path, make_l
     fd = os.open(log, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
     os.write(fd, lines_of(range(1, 4)))
     c = Collector(LocalRun(tmp_path, poll_s=30, inotify=False)).start()  # reads only when
-    await c.until(lambda: c.steps == [1, 2, 3], timeout=40)             # woken
+    await c.until(lambda: c.steps == [1, 2, 3], timeout=40)  # woken
     os.write(fd, lines_of([4, 5]) + train_line(6)[:30])  # not read yet: the copy holds it
-    shutil.copyfile(log, tmp_path / (LOG + ".1"))          # logrotate copytruncate
+    shutil.copyfile(log, tmp_path / (LOG + ".1"))  # logrotate copytruncate
     os.ftruncate(fd, 0)
-    os.write(fd, train_line(6)[30:] + lines_of([7]))       # the writer goes on mid-line
+    os.write(fd, train_line(6)[30:] + lines_of([7]))  # the writer goes on mid-line
     for w in list(c.source._wakers):
         w._event.set()
     await c.until(lambda: c.steps == list(range(1, 8)))
@@ -182,7 +184,10 @@ async def test_rotated_segments_are_read_first(tmp_path, make_local):
     await c.until(lambda: c.steps == [1, 2, 3, 5, 6])
     await c.quiet()
     assert [h for h in c.history if isinstance(h, tuple)] == [
-        ("SEGMENT", LOG + ".2.gz"), ("SEGMENT", LOG + ".1"), ("SEGMENT", LOG)]
+        ("SEGMENT", LOG + ".2.gz"),
+        ("SEGMENT", LOG + ".1"),
+        ("SEGMENT", LOG),
+    ]
     assert c.store.malformed_count == 1
     assert c.store.where(c.store.malformed[0].line) == "train_log.jsonl.1 line 2"
     assert c.numbering_ok()
@@ -243,8 +248,9 @@ async def test_17_mib_line_is_skipped_counted_and_numbered(tmp_path, make_local)
     c = Collector(src).start()
     append(log, train_line(1))
     await c.until(lambda: c.steps == [1])
-    big = json.dumps({"kind": "event", "step": 2, "time": 0.0, "event": "start",
-                      "detail": "x" * (17 << 20)}).encode()
+    big = json.dumps(
+        {"kind": "event", "step": 2, "time": 0.0, "event": "start", "detail": "x" * (17 << 20)}
+    ).encode()
     assert len(big) > LINE_CAP
     for i in range(0, len(big), 1 << 20):  # arrives in pieces, as a writer would flush it
         append(log, big[i : i + (1 << 20)])

@@ -30,8 +30,12 @@ def follow_scripts(folder: Path) -> list[psutil.Process]:
     out = []
     for p in psutil.process_iter(["name", "cmdline"]):
         cmd = p.info["cmdline"] or []
-        if p.info["name"] in ("sh", "dash") and "fontaine" in cmd and str(folder) in cmd \
-                and "@fontaine ok" in " ".join(cmd):
+        if (
+            p.info["name"] in ("sh", "dash")
+            and "fontaine" in cmd
+            and str(folder) in cmd
+            and "@fontaine ok" in " ".join(cmd)
+        ):
             out.append(p)
     pids = {p.pid for p in out}
     return [p for p in out if p.ppid() not in pids]  # not the shell loop's subshells
@@ -266,8 +270,10 @@ async def test_two_copy_truncate_rotations_while_disconnected(sshd, tmp_path, st
     await c.until(lambda: any("reconnecting" in n for n in c.notes), timeout=20)
     os.write(fd, b"".join(train_line(s) for s in range(11, 16)) + train_line(16)[:20])
     rotate_copy(run, fd)
-    os.write(fd, train_line(16)[20:] + b"".join(train_line(s) for s in range(17, 21))
-             + train_line(21)[:10])
+    os.write(
+        fd,
+        train_line(16)[20:] + b"".join(train_line(s) for s in range(17, 21)) + train_line(21)[:10],
+    )
     rotate_copy(run, fd)
     os.write(fd, train_line(21)[10:] + b"".join(train_line(s) for s in range(22, 26)))
     os.close(fd)
@@ -299,8 +305,10 @@ async def test_two_rename_rotations_while_disconnected(sshd, tmp_path):
     append(run / LOG, train_line(10))
     await c.until(lambda: list(c.store.steps) == list(range(1, 11)), timeout=20)
     await c.quiet(0.3)
-    assert [h for h in c.history if isinstance(h, tuple)] == [("SEGMENT", LOG + ".1"),
-                                                              ("SEGMENT", LOG)]
+    assert [h for h in c.history if isinstance(h, tuple)] == [
+        ("SEGMENT", LOG + ".1"),
+        ("SEGMENT", LOG),
+    ]
     assert c.store.malformed_count == 0 and c.store.repeats == 0
     await c.stop()
 
@@ -316,7 +324,10 @@ async def test_rotated_segments_over_ssh_come_first(sshd, tmp_path):
     c = Collector(source(sshd, run)).start()
     await c.until(lambda: c.steps == [1, 2, 3], timeout=20)
     assert [h for h in c.history if isinstance(h, tuple)] == [
-        ("SEGMENT", LOG + ".2.gz"), ("SEGMENT", LOG + ".1"), ("SEGMENT", LOG)]
+        ("SEGMENT", LOG + ".2.gz"),
+        ("SEGMENT", LOG + ".1"),
+        ("SEGMENT", LOG),
+    ]
     await c.stop()
 
 
@@ -335,8 +346,11 @@ async def test_late_file_then_two_files_and_telemetry_over_one_connection(sshd, 
     assert meminfo.startswith(b"MemTotal:")
     assert await src.master_pid() is not None
     # two tails and a telemetry command, one TCP connection (one post-auth sshd process)
-    sessions = [p for p in sshd.connection_processes()
-                if p.pid not in before and "@notty" in " ".join(p.cmdline())]
+    sessions = [
+        p
+        for p in sshd.connection_processes()
+        if p.pid not in before and "@notty" in " ".join(p.cmdline())
+    ]
     assert len(sessions) == 1
     await log.stop()
     await out.stop()
@@ -364,8 +378,10 @@ async def test_a_chatty_login_shell_does_not_confuse_the_stream(tmp_path):
     from tests.sshd_helper import Sshd
 
     chatty = tmp_path / "chatty-login"
-    chatty.write_text("#!/bin/sh\necho 'Welcome to the cluster'\necho '@fontaine? not ours'\n"
-                      'exec /bin/sh -c "$SSH_ORIGINAL_COMMAND"\n')
+    chatty.write_text(
+        "#!/bin/sh\necho 'Welcome to the cluster'\necho '@fontaine? not ours'\n"
+        'exec /bin/sh -c "$SSH_ORIGINAL_COMMAND"\n'
+    )
     chatty.chmod(0o755)
     server = Sshd(tmp_path / "sshd", extra_config=f"ForceCommand {chatty}")
     try:
@@ -387,7 +403,9 @@ async def test_errors_are_one_line_with_a_command_to_try(sshd, tmp_path, monkeyp
     run = tmp_path / "run"
     run.mkdir()
     src = source(sshd, tmp_path / "missing")
-    with pytest.raises(SshError, match=r"no such run folder; try by hand: ssh -F \S+ -- fontaine-test 'ls -la /"):
+    with pytest.raises(
+        SshError, match=r"no such run folder; try by hand: ssh -F \S+ -- fontaine-test 'ls -la /"
+    ):
         await src.read_bytes("prereg.json")
     await src.close()
 
@@ -423,8 +441,19 @@ def _other_user() -> str | None:
         pwd.getpwnam(name)
     except KeyError:
         # password "*": no password login, but not "locked" (sshd refuses locked accounts)
-        done = subprocess.run(["useradd", "--system", "--no-create-home", "--shell", "/bin/sh",
-                               "--password", "*", name], capture_output=True)
+        done = subprocess.run(
+            [
+                "useradd",
+                "--system",
+                "--no-create-home",
+                "--shell",
+                "/bin/sh",
+                "--password",
+                "*",
+                name,
+            ],
+            capture_output=True,
+        )
         if done.returncode != 0:
             return None
     subprocess.run(["usermod", "--password", "*", name], capture_output=True)
@@ -499,16 +528,16 @@ async def test_the_first_connection_is_tried_again_until_sshd_listens(tmp_path, 
     (run / "prereg.json").write_text("{}")
     late = Sshd(tmp_path / "late").start(listen_after=3.0)
     try:
-        src = SshRun(SshTarget(HOST_ALIAS, str(run)), ssh_options=late.ssh_options,
-                     backoff=(0.25, 1.0))
+        src = SshRun(
+            SshTarget(HOST_ALIAS, str(run)), ssh_options=late.ssh_options, backoff=(0.25, 1.0)
+        )
         assert await src.read_bytes("prereg.json") == b"{}"
         assert src.connect_tries >= 2
         await src.close()
         # the limit holds: with none left, a refused port is said at once
         monkeypatch.setenv("FONTAINE_SSH_CONNECT_S", "0")
         cfg = tmp_path / "down_config"
-        cfg.write_text(late.config.read_text().replace(f"Port {late.port}",
-                                                       f"Port {free_port()}"))
+        cfg.write_text(late.config.read_text().replace(f"Port {late.port}", f"Port {free_port()}"))
         down = SshRun(SshTarget(HOST_ALIAS, str(run)), ssh_options=("-F", str(cfg)))
         with pytest.raises(SshError, match="host unreachable"):
             await down.read_bytes("prereg.json")
@@ -522,8 +551,9 @@ async def test_the_first_connection_gives_up_within_its_limit(sshd, tmp_path, mo
     monkeypatch.setenv("FONTAINE_SSH_CONNECT_S", "2")
     cfg = tmp_path / "down_config"
     cfg.write_text(sshd.config.read_text().replace(f"Port {sshd.port}", f"Port {free_port()}"))
-    down = SshRun(SshTarget(HOST_ALIAS, str(tmp_path)), ssh_options=("-F", str(cfg)),
-                  backoff=(0.25, 1.0))
+    down = SshRun(
+        SshTarget(HOST_ALIAS, str(tmp_path)), ssh_options=("-F", str(cfg)), backoff=(0.25, 1.0)
+    )
     start = time.monotonic()
     with pytest.raises(SshError, match=r"host unreachable .*tries in [0-9]+ s; try by hand"):
         await down.read_bytes("prereg.json")

@@ -17,8 +17,11 @@ pytestmark = pytest.mark.ssh
 
 
 def ssh_clients(marker: str) -> list[psutil.Process]:
-    return [p for p in psutil.process_iter(["name", "cmdline"])
-            if p.info["name"] == "ssh" and any(marker in a for a in p.info["cmdline"] or [])]
+    return [
+        p
+        for p in psutil.process_iter(["name", "cmdline"])
+        if p.info["name"] == "ssh" and any(marker in a for a in p.info["cmdline"] or [])
+    ]
 
 
 async def test_a_command_past_its_timeout_is_cut(sshd, tmp_path):

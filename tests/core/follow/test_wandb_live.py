@@ -19,21 +19,47 @@ pytest.importorskip("wandb")
 
 
 def _attach(folder: Path, preset: Path) -> subprocess.Popen:
-    return subprocess.Popen([sys.executable, "-m", "fontaine_tui", "attach", str(folder),
-                             "--plain", "--until-end", "--preset", str(preset)],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    return subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "fontaine_tui",
+            "attach",
+            str(folder),
+            "--plain",
+            "--until-end",
+            "--preset",
+            str(preset),
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
 
 
 def test_attach_follows_a_wandb_run_as_wandb_writes_it(tmp_path):
     run, go = tmp_path / "run", tmp_path / "go"
     run.mkdir()
     preset = foreign_preset(tmp_path, 'kind = "wandb"')
-    rows = [[s, {"train/loss": loss(s), **({"eval/chunk_mae": EVAL[s]} if s in EVAL else {})}]
-            for s in range(1, 82)]  # wandb holds a step's row until the next step comes
+    rows = [
+        [s, {"train/loss": loss(s), **({"eval/chunk_mae": EVAL[s]} if s in EVAL else {})}]
+        for s in range(1, 82)
+    ]  # wandb holds a step's row until the next step comes
     attach = _attach(run, preset)  # before the run exists: it waits for it
-    writer = start_writer(tmp_path, [{"project": "p", "dir": str(run), "id": "live1",
-                                      "rows": rows, "pace": 0.01, "flush": 0.2,
-                                      "wait_for": str(go)}])
+    writer = start_writer(
+        tmp_path,
+        [
+            {
+                "project": "p",
+                "dir": str(run),
+                "id": "live1",
+                "rows": rows,
+                "pace": 0.01,
+                "flush": 0.2,
+                "wait_for": str(go),
+            }
+        ],
+    )
     lines: list[str] = []
     seen = threading.Event()
 
@@ -67,15 +93,22 @@ def test_attach_follows_a_wandb_run_as_wandb_writes_it(tmp_path):
     verdicts = [ln for ln in lines if ln.startswith("verdict: ")]
     assert verdicts[-1].startswith("verdict: AMBIGUOUS (final, step 80"), verdicts[-3:]
     assert [ln.split()[2] for ln in lines if ln.startswith("probe step")] == [
-        f"{s}:" for s in sorted(EVAL)]
+        f"{s}:" for s in sorted(EVAL)
+    ]
 
 
 def _failed_run(tmp_path: Path) -> Path:
     run = tmp_path / "run" / "wandb" / "offline-run-20260101_000000-f1" / "run-f1.wandb"
     run.parent.mkdir(parents=True)
-    run.write_bytes(frame([history(s, {"train/loss": 1.0, **({"eval/chunk_mae": 2.0}
-                                                             if s % 10 == 0 else {})})
-                           for s in range(1, 31)] + [exit_record(1)]))
+    run.write_bytes(
+        frame(
+            [
+                history(s, {"train/loss": 1.0, **({"eval/chunk_mae": 2.0} if s % 10 == 0 else {})})
+                for s in range(1, 31)
+            ]
+            + [exit_record(1)]
+        )
+    )
     return tmp_path / "run"
 
 
@@ -94,15 +127,27 @@ def test_attach_until_end_stops_on_a_failed_exit(tmp_path):
 def test_replay_of_a_wandb_run_ends_on_its_exit(tmp_path):
     folder = _failed_run(tmp_path)
     t0 = time.monotonic()
-    res = subprocess.run([sys.executable, "-m", "fontaine_tui", "replay", str(folder),
-                          "--plain", "--preset",
-                          str(foreign_preset(tmp_path, 'kind = "wandb"'))],
-                         capture_output=True, text=True, timeout=60)
+    res = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "fontaine_tui",
+            "replay",
+            str(folder),
+            "--plain",
+            "--preset",
+            str(foreign_preset(tmp_path, 'kind = "wandb"')),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert res.returncode == 0, res.stderr
     out = res.stdout.splitlines()
     assert "event error at step 30: W&B exit code 1" in out
     assert out.index("event error at step 30: W&B exit code 1") > out.index(
-        next(ln for ln in out if ln.startswith("probe step 30")))
+        next(ln for ln in out if ln.startswith("probe step 30"))
+    )
     assert time.monotonic() - t0 < 60
 
 
@@ -126,12 +171,15 @@ async def test_follow_a_wandb_run_over_ssh_by_byte_offset(sshd, tmp_path):
     async def append() -> None:
         for k in range(7, len(data), 97):
             with open(path, "ab") as f:
-                f.write(data[k:k + 97])
+                f.write(data[k : k + 97])
             await asyncio.sleep(0.02)
 
     spec = SourceSpec("wandb", str(path.relative_to(folder)))
-    run = ForeignRun(str(folder), spec, transport=SshRun(SshTarget(HOST_ALIAS, str(folder)),
-                                                         ssh_options=sshd.ssh_options))
+    run = ForeignRun(
+        str(folder),
+        spec,
+        transport=SshRun(SshTarget(HOST_ALIAS, str(folder)), ssh_options=sshd.ssh_options),
+    )
     writing = asyncio.create_task(append())
     live = await collect(run, lambda st: bool(st.events))
     await writing

@@ -97,11 +97,13 @@ def test_missing_meminfo_is_a_reason_not_a_number() -> None:
 
 
 def test_engine_process_tree_rss_and_cpu() -> None:
-    code = ("import subprocess, sys, time\n"
-            "c = subprocess.Popen([sys.executable, '-c', 'x = bytearray(64 << 20); "
-            "import time; time.sleep(30)'])\n"
-            "t = time.time()\n"
-            "while time.time() - t < 30: pass\n")
+    code = (
+        "import subprocess, sys, time\n"
+        "c = subprocess.Popen([sys.executable, '-c', 'x = bytearray(64 << 20); "
+        "import time; time.sleep(30)'])\n"
+        "t = time.time()\n"
+        "while time.time() - t < 30: pass\n"
+    )
     proc = subprocess.Popen([sys.executable, "-c", code], start_new_session=True)
     try:
         first, reason = sample_process(proc.pid)
@@ -128,8 +130,10 @@ def test_local_sample_has_reasons_for_missing_parts() -> None:
     assert (t.gpus is None) == bool(t.gpu_reason)
 
 
-SMI = ("GPU-aaaa, 0, NVIDIA H200, 87, 70000, 143771, 512.34, 61\n"
-       "GPU-bbbb, 1, NVIDIA H200, [N/A], 1, 143771, [Not Supported], 40\n")
+SMI = (
+    "GPU-aaaa, 0, NVIDIA H200, 87, 70000, 143771, 512.34, 61\n"
+    "GPU-bbbb, 1, NVIDIA H200, [N/A], 1, 143771, [Not Supported], 40\n"
+)
 APPS = "GPU-aaaa, 777, /usr/bin/python3, 69000\n"
 
 
@@ -155,12 +159,24 @@ def _runner(answers: dict[tuple[str, ...], bytes | Exception], asynchronous: boo
 
 @pytest.mark.parametrize("asynchronous", [True, False])
 def test_remote_sample_from_nvidia_smi_and_meminfo(asynchronous: bool) -> None:
-    run, calls = _runner({SMI_GPU_QUERY: SMI.encode(), SMI_APPS_QUERY: APPS.encode(),
-                          ("cat", "/proc/meminfo"): MEMINFO.encode()}, asynchronous)
+    run, calls = _runner(
+        {
+            SMI_GPU_QUERY: SMI.encode(),
+            SMI_APPS_QUERY: APPS.encode(),
+            ("cat", "/proc/meminfo"): MEMINFO.encode(),
+        },
+        asynchronous,
+    )
     t = asyncio.run(sample_remote(run, host="gpubox"))
     a, b = t.gpus
     assert (a.uuid, a.index, a.name, a.util_pct, a.power_w, a.temp_c) == (
-        "GPU-aaaa", 0, "NVIDIA H200", 87.0, 512.34, 61.0)
+        "GPU-aaaa",
+        0,
+        "NVIDIA H200",
+        87.0,
+        512.34,
+        61.0,
+    )
     assert a.mem_used == 70000 << 20 and a.mem_total == 143771 << 20
     assert [(p.pid, p.name, p.used_mem) for p in a.processes] == [(777, "python3", 69000 << 20)]
     assert b.util_pct is None and b.power_w is None and b.processes == ()
@@ -169,8 +185,12 @@ def test_remote_sample_from_nvidia_smi_and_meminfo(asynchronous: bool) -> None:
 
 
 def test_remote_without_nvidia_smi_keeps_ram_and_says_why() -> None:
-    run, _ = _runner({SMI_GPU_QUERY: RuntimeError("sh: 1: nvidia-smi: not found"),
-                      ("cat", "/proc/meminfo"): MEMINFO.encode()})
+    run, _ = _runner(
+        {
+            SMI_GPU_QUERY: RuntimeError("sh: 1: nvidia-smi: not found"),
+            ("cat", "/proc/meminfo"): MEMINFO.encode(),
+        }
+    )
     t = asyncio.run(sample_remote(run))
     assert t.gpus is None and t.gpu_reason == "nvidia-smi: sh: 1: nvidia-smi: not found"
     assert t.gpu_status.startswith("no GPU telemetry")
@@ -178,8 +198,13 @@ def test_remote_without_nvidia_smi_keeps_ram_and_says_why() -> None:
 
 
 def test_remote_garbage_output_is_a_reason() -> None:
-    run, _ = _runner({SMI_GPU_QUERY: b"NVIDIA-SMI has failed because it couldn't communicate "
-                      b"with the NVIDIA driver.\n", ("cat", "/proc/meminfo"): b""})
+    run, _ = _runner(
+        {
+            SMI_GPU_QUERY: b"NVIDIA-SMI has failed because it couldn't communicate "
+            b"with the NVIDIA driver.\n",
+            ("cat", "/proc/meminfo"): b"",
+        }
+    )
     t = asyncio.run(sample_remote(run))
     assert t.gpus is None and "not an nvidia-smi GPU row" in t.gpu_reason
     assert t.ram is None and "MemTotal" in t.ram_reason

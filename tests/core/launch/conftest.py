@@ -10,8 +10,9 @@ ROOT = Path(__file__).resolve().parents[3]
 PRESETS = ROOT / "presets"
 
 
-def preset_variant(tmp_path: Path, base: str = "smoke", name: str | None = None,
-                   **replacements: str) -> Path:
+def preset_variant(
+    tmp_path: Path, base: str = "smoke", name: str | None = None, **replacements: str
+) -> Path:
     """A copy of presets/BASE.toml with `key = value` lines replaced (regex on the key)."""
     text = (PRESETS / f"{base}.toml").read_text()
     for key, value in replacements.items():
@@ -80,8 +81,12 @@ class FakeNvml:
 
     NVMLError = NVMLError
 
-    def __init__(self, gpus: list[FakeGpu], init_error: Exception | None = None,
-                 names: dict[int, str] | None = None) -> None:
+    def __init__(
+        self,
+        gpus: list[FakeGpu],
+        init_error: Exception | None = None,
+        names: dict[int, str] | None = None,
+    ) -> None:
         self.gpus, self.init_error, self.names = gpus, init_error, names or {}
         self.inits = self.shutdowns = 0
 

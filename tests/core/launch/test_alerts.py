@@ -21,32 +21,61 @@ GATES = dict(load_preset("demosonly_1gpu").gates)  # gpu_hours 12, step_s estima
 CTX = w.RunContext(steps=1000, launched_at=T0, gpus_used=1)
 
 
-def store_with(n: int, step_s: float = 30.0, data_s: float = 0.5, loss: float = 1.0,
-               interval: float | None = None, losses: dict[int, float] | None = None
-               ) -> RunStore:
+def store_with(
+    n: int,
+    step_s: float = 30.0,
+    data_s: float = 0.5,
+    loss: float = 1.0,
+    interval: float | None = None,
+    losses: dict[int, float] | None = None,
+) -> RunStore:
     st = RunStore()
-    st.add_object({"kind": "meta", "step": 0, "time": T0, "schema": 1, "run": "r",
-                   "world_size": 1, "device": "cuda:0"}, 1)
+    st.add_object(
+        {
+            "kind": "meta",
+            "step": 0,
+            "time": T0,
+            "schema": 1,
+            "run": "r",
+            "world_size": 1,
+            "device": "cuda:0",
+        },
+        1,
+    )
     for s in range(1, n + 1):
-        st.add_object({"kind": "train", "step": s, "time": T0 + s * (interval or step_s),
-                       "loss": (losses or {}).get(s, loss), "ar_ce": 0.5, "flow_loss": 0.5,
-                       "lr": 1e-4, "grad_norm": 1.0, "step_s": step_s, "data_s": data_s,
-                       "samples": s * 96}, s + 1)
+        st.add_object(
+            {
+                "kind": "train",
+                "step": s,
+                "time": T0 + s * (interval or step_s),
+                "loss": (losses or {}).get(s, loss),
+                "ar_ce": 0.5,
+                "flow_loss": 0.5,
+                "lr": 1e-4,
+                "grad_norm": 1.0,
+                "step_s": step_s,
+                "data_s": data_s,
+                "samples": s * 96,
+            },
+            s + 1,
+        )
     return st
 
 
-def tel(util: float | None = 90.0, avail_frac: float = 0.5, total: int = 100 * GIB
-        ) -> TelemetrySnapshot:
+def tel(
+    util: float | None = 90.0, avail_frac: float = 0.5, total: int = 100 * GIB
+) -> TelemetrySnapshot:
     gpu = GpuSample("GPU-x", 0, 0, "H100", util, GIB, 80 * GIB, 300.0, 50.0, ())
-    return TelemetrySnapshot(T0, (gpu,), "", HostRam(total, int(total * avail_frac), "meminfo"),
-                             "")
+    return TelemetrySnapshot(T0, (gpu,), "", HostRam(total, int(total * avail_frac), "meminfo"), "")
 
 
 def exit_info(last: int, status: str = "killed", ckpt: int | None = 500) -> ExitInfo:
     if status == "killed":
         return ExitInfo(None, "SIGKILL", False, last, ckpt, "", "")
     if status == "stopped":
-        return ExitInfo(130, "SIGINT", False, last, ckpt, "end", f"stopped by SIGINT at step {last}")
+        return ExitInfo(
+            130, "SIGINT", False, last, ckpt, "end", f"stopped by SIGINT at step {last}"
+        )
     if status == "oom":
         return ExitInfo(1, None, True, last, ckpt, "error", "RuntimeError: CUDA out of memory")
     return ExitInfo(0, None, False, last, ckpt, "end", f"finished at step {last}")
@@ -61,6 +90,7 @@ def run(rule, st, t=None, now=None, process=None, gates=GATES, ctx=CTX):
 
 
 # -- first poll ------------------------------------------------------------------------------
+
 
 def test_first_poll_waits_for_three_train_records() -> None:
     assert run(w.first_poll, store_with(2), tel()) is None
@@ -80,8 +110,10 @@ def test_first_poll_without_gpu_says_why() -> None:
 
 # -- starvation ------------------------------------------------------------------------------
 
-@pytest.mark.parametrize(("data_s", "fires"), [(0.24 * 30, False), (0.25 * 30, False),
-                                               (0.26 * 30, True)])
+
+@pytest.mark.parametrize(
+    ("data_s", "fires"), [(0.24 * 30, False), (0.25 * 30, False), (0.26 * 30, True)]
+)
 def test_starvation_by_data_wait(data_s: float, fires: bool) -> None:
     got = run(w.starvation, store_with(12, data_s=data_s), tel(util=95.0))
     assert (got is not None) == fires
@@ -105,8 +137,11 @@ def test_starvation_gate_from_preset_overrides() -> None:
 
 # -- RAM pressure ----------------------------------------------------------------------------
 
-@pytest.mark.parametrize(("frac", "severity"), [(0.11, None), (0.10, None), (0.09, "warn"),
-                                                (0.05, "warn"), (0.049, "alert")])
+
+@pytest.mark.parametrize(
+    ("frac", "severity"),
+    [(0.11, None), (0.10, None), (0.09, "warn"), (0.05, "warn"), (0.049, "alert")],
+)
 def test_ram_pressure(frac: float, severity: str | None) -> None:
     got = run(w.ram_pressure, store_with(1), tel(avail_frac=frac))
     assert (got.severity if got else None) == severity
@@ -120,6 +155,7 @@ def test_ram_pressure_unknown_ram_is_silent() -> None:
 
 
 # -- s/step above the estimate ---------------------------------------------------------------
+
 
 @pytest.mark.parametrize(("step_s", "fires"), [(31.9, False), (32.0, False), (32.5, True)])
 def test_slow_steps_against_estimate(step_s: float, fires: bool) -> None:
@@ -137,8 +173,10 @@ def test_slow_steps_without_an_estimate_is_silent() -> None:
 
 # -- GPU-hours -------------------------------------------------------------------------------
 
-@pytest.mark.parametrize(("hours", "severity"), [(9.5, None), (9.6, "warn"), (11.99, "warn"),
-                                                 (12.0, "alert")])
+
+@pytest.mark.parametrize(
+    ("hours", "severity"), [(9.5, None), (9.6, "warn"), (11.99, "warn"), (12.0, "alert")]
+)
 def test_gpu_hours_one_gpu(hours: float, severity: str | None) -> None:
     st = store_with(3)
     got = run(w.gpu_hours, st, tel(), now=T0 + hours * 3600)
@@ -163,6 +201,7 @@ def test_gpu_hours_clock_stops_when_the_run_exits() -> None:
 
 
 # -- stall -----------------------------------------------------------------------------------
+
 
 def test_stall_uses_three_times_the_median_interval() -> None:
     st = store_with(20, interval=30.0)  # median gap 30 s -> limit 90 s
@@ -210,15 +249,32 @@ def test_a_log_that_ended_or_failed_is_over_not_stalled(event: str) -> None:
     """An attached run (no process of ours to poll) whose log's last event says it is over:
     a clean end, or a failure (the engine's error event, a foreign source's failed status)."""
     st = store_with(20, interval=2.0)
-    st.add_object({"kind": "event", "step": 20, "time": st.columns["time"][-1],
-                   "event": event, "detail": "MLflow run status FAILED"}, 99)
+    st.add_object(
+        {
+            "kind": "event",
+            "step": 20,
+            "time": st.columns["time"][-1],
+            "event": event,
+            "detail": "MLflow run status FAILED",
+        },
+        99,
+    )
     assert run(w.stall, st, tel(), now=now_after(st, 1000)) is None
-    st.add_object({"kind": "event", "step": 20, "time": st.columns["time"][-1] + 5,
-                   "event": "resume", "detail": "resumed"}, 100)  # it goes on: watched again
+    st.add_object(
+        {
+            "kind": "event",
+            "step": 20,
+            "time": st.columns["time"][-1] + 5,
+            "event": "resume",
+            "detail": "resumed",
+        },
+        100,
+    )  # it goes on: watched again
     assert run(w.stall, st, tel(), now=now_after(st, 1000)) is not None
 
 
 # -- NaN / Inf loss --------------------------------------------------------------------------
+
 
 @pytest.mark.parametrize("bad", [math.nan, math.inf, -math.inf])
 def test_nonfinite_loss_alerts(bad: float) -> None:
@@ -233,6 +289,7 @@ def test_finite_loss_is_quiet() -> None:
 
 # -- process exited early --------------------------------------------------------------------
 
+
 def test_sigkill_mid_run_is_an_incident_with_the_last_step() -> None:
     got = run(w.exited_early, store_with(523), tel(), process=exit_info(523))
     assert got.severity == "alert"
@@ -244,19 +301,23 @@ def test_finished_at_the_last_step_is_not_early() -> None:
     st = store_with(1000, step_s=1.0)
     assert run(w.exited_early, st, tel(), process=exit_info(1000, "finished")) is None
     assert run(w.exited_early, st, tel(), process=None) is None
-    got = run(w.exited_early, store_with(999, step_s=1.0), tel(),
-              process=exit_info(999, "finished"))
+    got = run(
+        w.exited_early, store_with(999, step_s=1.0), tel(), process=exit_info(999, "finished")
+    )
     assert got is not None  # exit 0 one step short is still early
 
 
 def test_stopped_is_a_warning_and_oom_an_alert() -> None:
-    assert run(w.exited_early, store_with(40), tel(),
-               process=exit_info(40, "stopped")).severity == "warn"
+    assert (
+        run(w.exited_early, store_with(40), tel(), process=exit_info(40, "stopped")).severity
+        == "warn"
+    )
     got = run(w.exited_early, store_with(40), tel(), process=exit_info(40, "oom"))
     assert got.severity == "alert" and "out of memory" in got.message
 
 
 # -- the book --------------------------------------------------------------------------------
+
 
 def test_book_keeps_first_seen_and_forgets_cleared() -> None:
     preset = load_preset("demosonly_1gpu")
@@ -290,8 +351,14 @@ def test_before_the_meta_record_every_nodes_gpus_count(tmp_path) -> None:
     """A 2-node preset with 4 GPUs per node holds 8 GPUs towards the GPU-hours gate."""
     from tests.core.launch.conftest import preset_variant
 
-    path = preset_variant(tmp_path, "demosonly_1gpu", nproc="4\nnnodes = 2\nrdzv_endpoint = \"head:29500\"",
-                          batch_size="96", backward_chunks="1", init='""')
+    path = preset_variant(
+        tmp_path,
+        "demosonly_1gpu",
+        nproc='4\nnnodes = 2\nrdzv_endpoint = "head:29500"',
+        batch_size="96",
+        backward_chunks="1",
+        init='""',
+    )
     preset = load_preset(str(path))
     assert w.context_for(RunStore(), preset, tel()).gpus_used == 8
     assert w.context_for(RunStore(), load_preset("smoke"), tel()).gpus_used == 0  # device cpu

@@ -62,19 +62,48 @@ def engine_env(**extra: str) -> dict[str, str]:
     return env
 
 
-def train_argv(out: Path, data: Path, *extra: str, steps: int = 3, batch: int = 8,
-               save_every: int = 1000) -> list[str]:
-    return [sys.executable, "-m", "fontaine_engine", "train", "--run-name", "t",
-            "--output-dir", str(out),
-            "--data-dir", str(data), "--model-size", "tiny", "--batch-size", str(batch),
-            "--backward-chunks", "1", "--seed", "0", "--lr", "1e-3", "--warmup-steps", "0",
-            "--steps", str(steps), "--eval-every", "1000", "--save-every", str(save_every),
-            "--num-workers", "0", "--device", "cpu", *extra]
+def train_argv(
+    out: Path, data: Path, *extra: str, steps: int = 3, batch: int = 8, save_every: int = 1000
+) -> list[str]:
+    return [
+        sys.executable,
+        "-m",
+        "fontaine_engine",
+        "train",
+        "--run-name",
+        "t",
+        "--output-dir",
+        str(out),
+        "--data-dir",
+        str(data),
+        "--model-size",
+        "tiny",
+        "--batch-size",
+        str(batch),
+        "--backward-chunks",
+        "1",
+        "--seed",
+        "0",
+        "--lr",
+        "1e-3",
+        "--warmup-steps",
+        "0",
+        "--steps",
+        str(steps),
+        "--eval-every",
+        "1000",
+        "--save-every",
+        str(save_every),
+        "--num-workers",
+        "0",
+        "--device",
+        "cpu",
+        *extra,
+    ]
 
 
 def log_events(folder: RunFolder) -> list[dict]:
-    return [r for r in map(json.loads, folder.log.read_text().splitlines())
-            if r["kind"] == "event"]
+    return [r for r in map(json.loads, folder.log.read_text().splitlines()) if r["kind"] == "event"]
 
 
 def lines(folder: RunFolder) -> list[dict]:
@@ -106,23 +135,36 @@ class MemoryCgroup:
         v1 = Path("/sys/fs/cgroup/memory")
         if (v1 / "memory.limit_in_bytes").is_file():
             group = cls(v1 / name, 1)
-            files = [("memory.limit_in_bytes", str(limit)),
-                     ("memory.memsw.limit_in_bytes", str(limit))]
+            files = [
+                ("memory.limit_in_bytes", str(limit)),
+                ("memory.memsw.limit_in_bytes", str(limit)),
+            ]
         else:
-            base = next((b for b in (Path("/sys/fs/cgroup"), Path("/sys/fs/cgroup/unified"))
-                         if (b / "cgroup.controllers").is_file()), None)
+            base = next(
+                (
+                    b
+                    for b in (Path("/sys/fs/cgroup"), Path("/sys/fs/cgroup/unified"))
+                    if (b / "cgroup.controllers").is_file()
+                ),
+                None,
+            )
             if base is None:
-                raise NoCgroup("no cgroup v1 memory hierarchy at /sys/fs/cgroup/memory and no "
-                               "cgroup v2 hierarchy at /sys/fs/cgroup or /sys/fs/cgroup/unified")
+                raise NoCgroup(
+                    "no cgroup v1 memory hierarchy at /sys/fs/cgroup/memory and no "
+                    "cgroup v2 hierarchy at /sys/fs/cgroup or /sys/fs/cgroup/unified"
+                )
             if "memory" not in (base / "cgroup.controllers").read_text().split():
-                raise NoCgroup(f"the memory controller is not available in {base} "
-                               "(cgroup.controllers)")
+                raise NoCgroup(
+                    f"the memory controller is not available in {base} (cgroup.controllers)"
+                )
             try:
                 if "memory" not in (base / "cgroup.subtree_control").read_text().split():
                     (base / "cgroup.subtree_control").write_text("+memory")
             except OSError as exc:
-                raise NoCgroup(f"cannot enable the memory controller for children of {base}: "
-                               f"{exc.strerror or exc}") from None
+                raise NoCgroup(
+                    f"cannot enable the memory controller for children of {base}: "
+                    f"{exc.strerror or exc}"
+                ) from None
             group = cls(base / name, 2)
             files = [("memory.max", str(limit)), ("memory.swap.max", "0")]
         try:
@@ -141,8 +183,13 @@ class MemoryCgroup:
     def wrap(self, argv: list[str]) -> list[str]:
         """argv started inside the cgroup by a wrapper that moves itself there shortly after
         it starts (the sleep: the console sees the move on a poll, not at the start)."""
-        return ["sh", "-c", f'sleep 0.3; echo $$ > {self.path}/cgroup.procs && exec "$@"',
-                "sh", *argv]
+        return [
+            "sh",
+            "-c",
+            f'sleep 0.3; echo $$ > {self.path}/cgroup.procs && exec "$@"',
+            "sh",
+            *argv,
+        ]
 
     def remove(self) -> None:
         """rmdir, once no process is left in it."""
@@ -189,13 +236,16 @@ class Fleet:
         folder = RunFolder(root / name)
         folder.root.mkdir(parents=True)
         engine = EngineProcess.start(argv, folder, env=engine_env(**env))
-        notices = RunNotices.configured(name, print, None,
-                                        {"FONTAINE_NOTIFY": self.hook.url(f"/h/{name}")})
-        session = Session(LocalRun(folder.root), load_preset("smoke"), "launch", engine,
-                          folder.root)
+        notices = RunNotices.configured(
+            name, print, None, {"FONTAINE_NOTIFY": self.hook.url(f"/h/{name}")}
+        )
+        session = Session(
+            LocalRun(folder.root), load_preset("smoke"), "launch", engine, folder.root
+        )
         sitter = Babysitter(session, notices, watcher="test", poll_log=None)
-        self.runs[name] = Run(folder, engine, attempts.begin(folder, "launch", engine, HOST),
-                              sitter)
+        self.runs[name] = Run(
+            folder, engine, attempts.begin(folder, "launch", engine, HOST), sitter
+        )
 
     def _poll(self) -> None:
         """As a launch does: poll each engine (refreshing its cgroup), end its attempt (an
@@ -247,13 +297,26 @@ def fleet(corpus_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterato
         except NoCgroup as exc:
             fl.skipped["oom-killed"] = f"no memory cgroup for the OOM-kill test: {exc}"
         if fl.cgroup is not None:
-            fl.start("oom-killed", root, fl.cgroup.wrap(
-                train_argv(root / "oom-killed", corpus_dir, steps=5, batch=256)))
-        fl.start("nan", root, train_argv(root / "nan", corpus_dir, "--lr", "1e6", steps=30,
-                                         save_every=1))
-        fl.start("host-oom", root, ["sh", "-c", f'ulimit -v {ULIMIT_V_KIB} && exec "$@"', "sh",
-                                    *train_argv(root / "host-oom", corpus_dir)],
-                 OMP_NUM_THREADS="1")
+            fl.start(
+                "oom-killed",
+                root,
+                fl.cgroup.wrap(train_argv(root / "oom-killed", corpus_dir, steps=5, batch=256)),
+            )
+        fl.start(
+            "nan", root, train_argv(root / "nan", corpus_dir, "--lr", "1e6", steps=30, save_every=1)
+        )
+        fl.start(
+            "host-oom",
+            root,
+            [
+                "sh",
+                "-c",
+                f'ulimit -v {ULIMIT_V_KIB} && exec "$@"',
+                "sh",
+                *train_argv(root / "host-oom", corpus_dir),
+            ],
+            OMP_NUM_THREADS="1",
+        )
         fl.start("finished", root, train_argv(root / "finished", corpus_dir, steps=3))
         fl._thread.start()
         yield fl
@@ -269,8 +332,9 @@ def test_the_kernel_oom_killing_the_engine_in_its_cgroup_is_oom_killed(fleet: Fl
     assert info.signal == "SIGKILL" and info.code is None, out[-2000:]
     assert [e["event"] for e in log_events(run.folder)] == ["start"]  # died training
     assert info.cause == "oom-killed" and info.status == "oom"
-    assert info.cause_detail == (f"cgroup {group.path} (memory limit 576 MiB) counted 1 OOM "
-                                 "kill while it ran")
+    assert info.cause_detail == (
+        f"cgroup {group.path} (memory limit 576 MiB) counted 1 OOM kill while it ran"
+    )
     assert info.describe().startswith("engine killed by the kernel's OOM killer at step 0 ")
     begin, end = lines(run.folder)
     # it moved into the cgroup after its start: the poll found it there
@@ -289,10 +353,15 @@ def test_a_non_finite_loss_stops_the_engine_without_a_checkpoint(fleet: Fleet) -
     detail = "non-finite loss: loss=nan, ar_ce=nan, flow_loss=nan at step 2"  # lr 1e6
     assert (info.code, info.cause, info.cause_detail) == (3, "nan", detail)
     assert info.status == "failed" and info.last_step == 2 and info.checkpoint_step == 1
-    assert info.describe() == ("engine stopped on a non-finite loss at step 2 (last checkpoint "
-                               f"step 1), exit 3: {detail}")
-    assert log_events(run.folder)[-1] == {**log_events(run.folder)[-1], "event": "error",
-                                          "detail": detail, "step": 2}
+    assert info.describe() == (
+        f"engine stopped on a non-finite loss at step 2 (last checkpoint step 1), exit 3: {detail}"
+    )
+    assert log_events(run.folder)[-1] == {
+        **log_events(run.folder)[-1],
+        "event": "error",
+        "detail": detail,
+        "step": 2,
+    }
     ckpts = sorted(p.name for p in run.folder.checkpoints.iterdir() if not p.name.startswith("."))
     assert ckpts == ["step-000001"]  # the weights after the NaN step were not saved
     recs = [json.loads(x) for x in run.folder.log.read_text().splitlines()]
@@ -359,10 +428,19 @@ def test_sigkill_mid_run_then_a_resume_that_crashes(corpus_dir: Path, tmp_path: 
     assert info.last_step == killed_at >= 4 and info.checkpoint_step is not None
     begin, end = lines(folder)
     assert (begin["event"], begin["attempt"], begin["kind"], begin["pid"]) == (
-        "begin", 1, "launch", engine.pid)
+        "begin",
+        1,
+        "launch",
+        engine.pid,
+    )
     assert begin["log_offset"] == 0 and begin["host"] == HOST and begin["at"].endswith("Z")
     assert (end["event"], end["attempt"], end["cause"], end["last_step"], end["signal"]) == (
-        "end", 1, info.cause, killed_at, "SIGKILL")
+        "end",
+        1,
+        info.cause,
+        killed_at,
+        "SIGKILL",
+    )
 
     newest = max(folder.checkpoints.glob("step-*"))
     (newest / "model.safetensors").write_bytes(b"\xff" * 64)  # unreadable now
@@ -379,21 +457,28 @@ def test_sigkill_mid_run_then_a_resume_that_crashes(corpus_dir: Path, tmp_path: 
     assert error["event"] == "error" and crash.code == 1, folder.engine_out.read_text()[-2000:]
     assert (crash.cause, crash.cause_detail, crash.status) == ("crashed", error["detail"], "failed")
     assert crash.output == f"engine: {error['detail']}"  # its last line says the same
-    assert crash.describe().endswith(f"(exit 1) at step {crash.last_step} (last checkpoint "
-                                     f"step {crash.checkpoint_step}): {error['detail']}")
+    assert crash.describe().endswith(
+        f"(exit 1) at step {crash.last_step} (last checkpoint "
+        f"step {crash.checkpoint_step}): {error['detail']}"
+    )
     one, two = attempts.read_attempts(folder, host=HOST)
     assert (one.number, one.kind, one.cause, one.last_step) == (1, "launch", info.cause, killed_at)
     assert (two.number, two.kind, two.cause, two.exit_code) == (2, "resume", "crashed", 1)
     assert (one.log_offset, one.out_offset, two.log_offset, two.out_offset) == (
-        0, 0, log_size, out_size)
+        0,
+        0,
+        log_size,
+        out_size,
+    )
     assert two.detail == error["detail"] and two.pid == resumed.pid
 
 
 def test_a_stop_from_the_console_is_stopped(corpus_dir: Path, tmp_path: Path) -> None:
     folder = RunFolder(tmp_path / "run")
     folder.root.mkdir()
-    engine = EngineProcess.start(train_argv(folder.root, corpus_dir, steps=1000), folder,
-                                 env=engine_env())
+    engine = EngineProcess.start(
+        train_argv(folder.root, corpus_dir, steps=1000), folder, env=engine_env()
+    )
     try:
         n = attempts.begin(folder, "launch", engine, HOST)
         deadline = time.monotonic() + TIMEOUT
@@ -404,22 +489,32 @@ def test_a_stop_from_the_console_is_stopped(corpus_dir: Path, tmp_path: Path) ->
         info = engine.stop(grace_int=60, grace_term=10)
     finally:
         kill_group(engine.pid)
-    assert (info.code, info.signal, info.cause, info.status) == (130, "SIGINT", "stopped",
-                                                                 "stopped")
+    assert (info.code, info.signal, info.cause, info.status) == (
+        130,
+        "SIGINT",
+        "stopped",
+        "stopped",
+    )
     assert info.cause_detail == f"stopped by SIGINT at step {info.last_step}"
     assert info.checkpoint_step == info.last_step  # it checkpointed on the way out
     attempts.end(folder, n, info)
     [a] = attempts.read_attempts(folder, host=HOST)
-    assert (a.cause, a.signal, a.exit_code, a.last_step) == ("stopped", "SIGINT", 130,
-                                                             info.last_step)
+    assert (a.cause, a.signal, a.exit_code, a.last_step) == (
+        "stopped",
+        "SIGINT",
+        130,
+        info.last_step,
+    )
 
 
 # -- causes told from what the engine prints ------------------------------------------------------
 
-TORCH_OOM = ("torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB (GPU 0; "
-             "79.15 GiB total capacity; 76.02 GiB already allocated; 1.12 GiB free; 77.50 GiB "
-             "reserved in total by PyTorch) If reserved memory is >> allocated memory try "
-             "setting max_split_size_mb to avoid fragmentation.")
+TORCH_OOM = (
+    "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB (GPU 0; "
+    "79.15 GiB total capacity; 76.02 GiB already allocated; 1.12 GiB free; 77.50 GiB "
+    "reserved in total by PyTorch) If reserved memory is >> allocated memory try "
+    "setting max_split_size_mb to avoid fragmentation."
+)
 
 
 def test_cuda_out_of_memory_from_the_engine_output(tmp_path: Path) -> None:
@@ -429,18 +524,23 @@ def test_cuda_out_of_memory_from_the_engine_output(tmp_path: Path) -> None:
     folder.log.write_text(
         '{"kind":"event","step":0,"time":1.0,"event":"start","detail":"model small"}\n'
         '{"kind":"train","step":7,"time":2.0,"loss":1.0}\n'
-        + json.dumps({"kind": "event", "step": 7, "time": 3.0, "event": "error",
-                      "detail": detail}) + "\n")
-    folder.engine_out.write_text(f"Traceback (most recent call last):\n  ...\n{TORCH_OOM}\n"
-                                 f"engine: {detail}\n")
+        + json.dumps({"kind": "event", "step": 7, "time": 3.0, "event": "error", "detail": detail})
+        + "\n"
+    )
+    folder.engine_out.write_text(
+        f"Traceback (most recent call last):\n  ...\n{TORCH_OOM}\nengine: {detail}\n"
+    )
     info = exit_info(folder, 1)
     assert (info.cause, info.cause_detail, info.status) == ("cuda-oom", detail, "oom")
-    assert info.describe().startswith("engine CUDA out of memory at step 7 (no checkpoint), "
-                                      "exit 1: OutOfMemoryError: CUDA out of memory. Tried")
+    assert info.describe().startswith(
+        "engine CUDA out of memory at step 7 (no checkpoint), "
+        "exit 1: OutOfMemoryError: CUDA out of memory. Tried"
+    )
     # under torchrun: no event from a rank that died in its traceback, torchrun's report last
     folder.log.write_text('{"kind":"train","step":7,"time":2.0,"loss":1.0}\n')
-    folder.engine_out.write_text(f"[rank0]: {TORCH_OOM}\nE1204 ... failed (exitcode: 1)\n"
-                                 + "=" * 60 + "\n")
+    folder.engine_out.write_text(
+        f"[rank0]: {TORCH_OOM}\nE1204 ... failed (exitcode: 1)\n" + "=" * 60 + "\n"
+    )
     info = exit_info(folder, 1)
     assert (info.cause, info.cause_detail) == ("cuda-oom", f"[rank0]: {TORCH_OOM}"[:300])
     assert attempts.cause_of(info) == (info.cause, info.cause_detail)
@@ -467,8 +567,9 @@ def test_attempts_file_is_appended_only_and_tolerates_a_torn_line(tmp_path: Path
     finally:
         kill_group(first.pid)
     assert info is not None and (info.cause, info.signal) == ("stopped", "SIGTERM")
-    assert info.cause_detail == ("SIGTERM from this console's stop; no end event (no checkpoint "
-                                 "on the way out)")
+    assert info.cause_detail == (
+        "SIGTERM from this console's stop; no end event (no checkpoint on the way out)"
+    )
     [a] = attempts.read_attempts(folder, host=HOST)
     assert a.cause == "unknown" and "no end recorded: pid" in a.detail  # gone, no end line
     before = folder.attempts.read_bytes()
@@ -496,16 +597,19 @@ def test_attempts_file_is_appended_only_and_tolerates_a_torn_line(tmp_path: Path
         attempts.begin(folder, "rerun", second, HOST)
 
 
-def test_the_cgroup_counter_is_found_on_v1_v2_hybrid_and_container_layouts(
-        tmp_path: Path) -> None:
+def test_the_cgroup_counter_is_found_on_v1_v2_hybrid_and_container_layouts(tmp_path: Path) -> None:
     """/proc/PID/cgroup's line -> the folder whose oom_kill the kernel counts in (folders
     laid out as the kernel shows them; the machine's own are in the tests above)."""
     from fontaine_tui.core.host.oomkill import Cgroup, cgroup_from
 
     root, proc = tmp_path / "cg", tmp_path / "proc"
     (proc / "self").mkdir(parents=True)
-    layout = (("memory/jobs/a", "memory.oom_control"), ("unified/svc/b", "memory.events"),
-              ("unified/svc", "memory.events"), ("c", "memory.events"))
+    layout = (
+        ("memory/jobs/a", "memory.oom_control"),
+        ("unified/svc/b", "memory.events"),
+        ("unified/svc", "memory.events"),
+        ("c", "memory.events"),
+    )
     for folder, name in layout:
         (root / folder).mkdir(parents=True, exist_ok=True)
         (root / folder / name).write_text("oom_kill_disable 0\noom_kill 2\n")
@@ -520,8 +624,10 @@ def test_the_cgroup_counter_is_found_on_v1_v2_hybrid_and_container_layouts(
     assert b.oom_kills() == 2 and b.limit() == (1 << 30, root / "unified/svc")  # its parent's
     # a container: the hierarchy mounted from /docker/x down, at the usual place
     (proc / "self" / "mountinfo").write_text(
-        f"35 31 0:32 /docker/x {root}/memory rw,relatime - cgroup cgroup rw,memory\n")
+        f"35 31 0:32 /docker/x {root}/memory rw,relatime - cgroup cgroup rw,memory\n"
+    )
     (root / "memory/memory.oom_control").write_text("oom_kill 0\n")
     assert cgroup_from("4:memory:/docker/x\n", proc, root) == Cgroup(root / "memory", 1)
     assert cgroup_from("4:memory:/docker/x/jobs/a\n", proc, root) == Cgroup(
-        root / "memory/jobs/a", 1)
+        root / "memory/jobs/a", 1
+    )

@@ -20,8 +20,12 @@ from tests.core.launch.test_alerts import GIB, T0, store_with, tel
 MIN = 60.0
 
 
-def clock(first_steps: int = 0, first_min: float = 0.0, every_min: float = 30.0,
-          launched: float | None = T0) -> b.PollClock:
+def clock(
+    first_steps: int = 0,
+    first_min: float = 0.0,
+    every_min: float = 30.0,
+    launched: float | None = T0,
+) -> b.PollClock:
     return b.PollClock(b.Cadence(first_steps, first_min * MIN, every_min * MIN), launched)
 
 
@@ -75,11 +79,19 @@ def test_a_poll_records_the_documents_numbers() -> None:
     st = store_with(12, step_s=2.0, data_s=0.8)
     preset = load_preset("demosonly_1gpu")
     v = compute_verdict(st, preset)
-    starving = RunWarning("starvation", "warn", T0, "input starvation: waiting for data 40 %",
-                          {})
+    starving = RunWarning("starvation", "warn", T0, "input starvation: waiting for data 40 %", {})
     first = RunWarning("first-poll", "info", T0, "first poll: ...", {})
-    rec = b.poll_record("first", st, tel(util=12.0, avail_frac=0.25), v, [starving, first],
-                        T0 + 30, 1000, "launch --plain", gpu_hours=0.5)
+    rec = b.poll_record(
+        "first",
+        st,
+        tel(util=12.0, avail_frac=0.25),
+        v,
+        [starving, first],
+        T0 + 30,
+        1000,
+        "launch --plain",
+        gpu_hours=0.5,
+    )
     assert rec["s_per_step"] == 2.0 and rec["gpu_util_pct"] == 12.0
     assert rec["ram_available"] == 25 * GIB and rec["ram_total"] == 100 * GIB
     assert rec["data_wait"] == pytest.approx(0.4)
@@ -87,8 +99,10 @@ def test_a_poll_records_the_documents_numbers() -> None:
     assert rec["verdict"] == v.label and rec["step"] == 12 and rec["steps"] == 1000
     json.dumps(rec, allow_nan=False)  # one strict JSON line
     text = b.poll_text(rec)
-    assert text.splitlines()[0] == ("step 12/1000 · 2 s/step · GPU util 12 % · data wait 40% · "
-                                    "RAM free 25.0 GiB of 100.0 · 0.50 GPU-hours")
+    assert text.splitlines()[0] == (
+        "step 12/1000 · 2 s/step · GPU util 12 % · data wait 40% · "
+        "RAM free 25.0 GiB of 100.0 · 0.50 GPU-hours"
+    )
     assert "warn: input starvation" in text
     assert text.endswith("fix the input starvation before letting it ride")
     # a later poll says the numbers, not the first poll's advice
@@ -122,8 +136,9 @@ time.sleep(30)
 def test_one_watcher_babysits_a_run(tmp_path: Path) -> None:
     """A second process holding the lock keeps this one from babysitting the same run;
     another run is free; once the holder is gone (killed: no clean-up) the lock is free."""
-    holder = subprocess.Popen([sys.executable, "-c", LOCKER, str(tmp_path)],
-                              stdout=subprocess.PIPE, text=True)
+    holder = subprocess.Popen(
+        [sys.executable, "-c", LOCKER, str(tmp_path)], stdout=subprocess.PIPE, text=True
+    )
     try:
         assert holder.stdout is not None and holder.stdout.readline().strip() == "True"
         mine = b.WatchLock(tmp_path, "host:/run")
@@ -149,8 +164,10 @@ def test_preset_babysit_and_notify_sections(tmp_path: Path) -> None:
     assert load_preset("smoke").sha256.startswith("7b90f466640b")
     secret = "https://hooks.slack.com/services/T0/B0/SECRETTOKEN"
     p = tmp_path / "watched.toml"
-    p.write_text(base + f'\n[babysit]\ncadence_minutes = 45\n\n[[notify]]\nurl = "{secret}"\n'
-                 'level = "warn"\n\n[[notify]]\nurl_env = "RUN_HOOK"\n')
+    p.write_text(
+        base + f'\n[babysit]\ncadence_minutes = 45\n\n[[notify]]\nurl = "{secret}"\n'
+        'level = "warn"\n\n[[notify]]\nurl_env = "RUN_HOOK"\n'
+    )
     watched = load_preset(p)
     assert watched.babysit["cadence_minutes"] == 45.0
     assert b.Cadence.of(watched).every_s == 45 * MIN
@@ -173,15 +190,18 @@ def test_preset_babysit_and_notify_sections(tmp_path: Path) -> None:
     assert [d.service for d in found] == ["slack", "ntfy"] and off == []
 
 
-@pytest.mark.parametrize("extra, key", [
-    ("[babysit]\ncadence_minutes = 0\n", "babysit.cadence_minutes"),
-    ("[babysit]\nevery = 5\n", "babysit.every"),
-    ('[[notify]]\nurl = "https://x.example/h"\nurl_env = "X"\n', "notify[0]"),
-    ('[[notify]]\nlevel = "loud"\nurl_env = "X"\n', "notify[0].level"),
-    ('[[notify]]\nurl_env = "not a name"\n', "notify[0].url_env"),
-    ('[[notify]]\nurl = "ftp://x.example/h"\n', "notify[0].url"),
-    ('[[notify]]\nurl_env = "X"\ntoken = "y"\n', "notify[0].token"),
-])
+@pytest.mark.parametrize(
+    "extra, key",
+    [
+        ("[babysit]\ncadence_minutes = 0\n", "babysit.cadence_minutes"),
+        ("[babysit]\nevery = 5\n", "babysit.every"),
+        ('[[notify]]\nurl = "https://x.example/h"\nurl_env = "X"\n', "notify[0]"),
+        ('[[notify]]\nlevel = "loud"\nurl_env = "X"\n', "notify[0].level"),
+        ('[[notify]]\nurl_env = "not a name"\n', "notify[0].url_env"),
+        ('[[notify]]\nurl = "ftp://x.example/h"\n', "notify[0].url"),
+        ('[[notify]]\nurl_env = "X"\ntoken = "y"\n', "notify[0].token"),
+    ],
+)
 def test_bad_watching_sections_are_one_line(tmp_path: Path, extra: str, key: str) -> None:
     p = tmp_path / "bad.toml"
     p.write_text(Path(load_preset("smoke").path).read_text() + "\n" + extra)

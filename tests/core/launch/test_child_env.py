@@ -22,8 +22,10 @@ SECRET = "https://hooks.slack.com/services/T000/B000/SECRETTOKEN"
 VAR = "RUN_HOOK_SECRET"
 ROOT = Path(__file__).resolve().parents[3]
 # prints the names of the variables it got whose value holds the secret, as one JSON list
-DUMP = ("import json, os; print(json.dumps(sorted(k for k, v in os.environ.items() "
-        "if 'SECRETTOKEN' in v)))")
+DUMP = (
+    "import json, os; print(json.dumps(sorted(k for k, v in os.environ.items() "
+    "if 'SECRETTOKEN' in v)))"
+)
 
 
 @pytest.fixture
@@ -51,8 +53,11 @@ def test_the_engine_gets_neither_secret(tmp_path: Path, secrets) -> None:
 
 
 def test_engine_identity_gets_neither_secret(tmp_path: Path, secrets) -> None:
-    python = script(tmp_path / "python", "import json, os\nprint(json.dumps("
-                    "{'got': sorted(k for k, v in os.environ.items() if 'SECRETTOKEN' in v)}))")
+    python = script(
+        tmp_path / "python",
+        "import json, os\nprint(json.dumps("
+        "{'got': sorted(k for k, v in os.environ.items() if 'SECRETTOKEN' in v)}))",
+    )
     assert engine_identity([str(python), "-m", "fontaine_engine", "train"]) == {"got": []}
 
 
@@ -64,8 +69,9 @@ def test_the_rescore_gets_neither_secret(tmp_path: Path, secrets) -> None:
     assert (code, json.loads(last)) == (0, [])
 
 
-def test_sbatch_and_its_job_get_neither_secret(tmp_path: Path, secrets,
-                                               monkeypatch: pytest.MonkeyPatch) -> None:
+def test_sbatch_and_its_job_get_neither_secret(
+    tmp_path: Path, secrets, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """sbatch hands the job the environment it was given (--export=ALL): a stand-in sbatch
     prints what it got and a job id."""
     from fontaine_tui.core.launch import slurm
@@ -73,9 +79,12 @@ def test_sbatch_and_its_job_get_neither_secret(tmp_path: Path, secrets,
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
     got = tmp_path / "sbatch-env.json"
-    script(bin_dir / "sbatch", "import json, os\n"
-           f"open({str(got)!r}, 'w').write(json.dumps(sorted(k for k, v in os.environ.items() "
-           "if 'SECRETTOKEN' in v)))\nprint('4242')")
+    script(
+        bin_dir / "sbatch",
+        "import json, os\n"
+        f"open({str(got)!r}, 'w').write(json.dumps(sorted(k for k, v in os.environ.items() "
+        "if 'SECRETTOKEN' in v)))\nprint('4242')",
+    )
     monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
     folder = RunFolder(tmp_path / "run")
     folder.root.mkdir()
@@ -94,17 +103,26 @@ def test_ssh_gets_neither_secret(tmp_path: Path, secrets, monkeypatch) -> None:
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
     got = tmp_path / "ssh-env.json"
-    script(bin_dir / "ssh", "import json, os\n"
-           f"open({str(got)!r}, 'w').write(json.dumps(sorted(k for k, v in os.environ.items() "
-           "if 'SECRETTOKEN' in v)))")
+    script(
+        bin_dir / "ssh",
+        "import json, os\n"
+        f"open({str(got)!r}, 'w').write(json.dumps(sorted(k for k, v in os.environ.items() "
+        "if 'SECRETTOKEN' in v)))",
+    )
     monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
     look_host("elsewhere", [], False, 10, tmp_path)
     assert json.loads(got.read_text()) == []
 
 
-SPAWNS = {("subprocess", "run"), ("subprocess", "Popen"), ("subprocess", "check_output"),
-          ("subprocess", "call"), ("subprocess", "check_call"),
-          ("asyncio", "create_subprocess_exec"), ("asyncio", "create_subprocess_shell")}
+SPAWNS = {
+    ("subprocess", "run"),
+    ("subprocess", "Popen"),
+    ("subprocess", "check_output"),
+    ("subprocess", "call"),
+    ("subprocess", "check_call"),
+    ("asyncio", "create_subprocess_exec"),
+    ("asyncio", "create_subprocess_shell"),
+}
 
 
 def test_every_child_process_is_started_with_child_env() -> None:
@@ -112,12 +130,18 @@ def test_every_child_process_is_started_with_child_env() -> None:
     bare = []
     for path in sorted((ROOT / "fontaine_tui").rglob("*.py")):
         for node in ast.walk(ast.parse(path.read_text(), str(path))):
-            if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
-                    and isinstance(node.func.value, ast.Name)
-                    and (node.func.value.id, node.func.attr) in SPAWNS):
+            if not (
+                isinstance(node, ast.Call)
+                and isinstance(node.func, ast.Attribute)
+                and isinstance(node.func.value, ast.Name)
+                and (node.func.value.id, node.func.attr) in SPAWNS
+            ):
                 continue
             env = next((k.value for k in node.keywords if k.arg == "env"), None)
-            if not (isinstance(env, ast.Call) and isinstance(env.func, ast.Name)
-                    and env.func.id == "child_env"):
+            if not (
+                isinstance(env, ast.Call)
+                and isinstance(env.func, ast.Name)
+                and env.func.id == "child_env"
+            ):
                 bare.append(f"{path.relative_to(ROOT)}:{node.lineno}")
     assert bare == []

@@ -27,8 +27,10 @@ from fontaine_tui.core.runfolder import RunFolder
 from fontaine_tui.core.verdict.prereg import freeze
 from fontaine_tui.core.verdict.presets import load_preset
 
-TAIL = ('[source]\nkind = "hf_trainer"\n[verdict]\nmetric = "eval_loss"\nanchor_step = 10\n'
-        'endpoint_step = 20\nhealthy_max = 0.0\ndrift_min = 0.2\n')
+TAIL = (
+    '[source]\nkind = "hf_trainer"\n[verdict]\nmetric = "eval_loss"\nanchor_step = 10\n'
+    "endpoint_step = 20\nhealthy_max = 0.0\ndrift_min = 0.2\n"
+)
 MARK = "# ---- command block ----"
 
 
@@ -39,9 +41,13 @@ def preset_at(where: Path, command: str):
 
 
 def git(where: Path, *args: str) -> str:
-    return subprocess.run(["git", "-C", str(where), "-c", "user.name=t", "-c",
-                           "user.email=t@example.com", *args], check=True, capture_output=True,
-                          text=True, timeout=30).stdout.strip()
+    return subprocess.run(
+        ["git", "-C", str(where), "-c", "user.name=t", "-c", "user.email=t@example.com", *args],
+        check=True,
+        capture_output=True,
+        text=True,
+        timeout=30,
+    ).stdout.strip()
 
 
 @pytest.fixture
@@ -57,16 +63,24 @@ def repo(tmp_path: Path) -> Path:
     return root
 
 
-ARGV = ('argv = ["python", "train.py", "--output_dir", "{output_dir}", "--x", "{{a}}"]\n'
-        'resume_argv = ["python", "train.py", "--output_dir", "{output_dir}", "--resume"]\n'
-        'env = { TOKENIZERS_PARALLELISM = "false", LOGS = "{output_dir}/logs" }')
+ARGV = (
+    'argv = ["python", "train.py", "--output_dir", "{output_dir}", "--x", "{{a}}"]\n'
+    'resume_argv = ["python", "train.py", "--output_dir", "{output_dir}", "--resume"]\n'
+    'env = { TOKENIZERS_PARALLELISM = "false", LOGS = "{output_dir}/logs" }'
+)
 
 
 def test_argv_and_env_carry_the_run_folder(tmp_path, monkeypatch):
     preset = preset_at(tmp_path, ARGV)
     run = tmp_path / "runs" / "own"
-    assert command_argv(preset, run, False) == ["python", "train.py", "--output_dir", str(run),
-                                                "--x", "{a}"]
+    assert command_argv(preset, run, False) == [
+        "python",
+        "train.py",
+        "--output_dir",
+        str(run),
+        "--x",
+        "{a}",
+    ]
     assert command_argv(preset, run, True)[-1] == "--resume"
     monkeypatch.setenv("FONTAINE_NOTIFY", "https://hooks.example/secret")
     monkeypatch.setenv("KEEP_ME", "1")
@@ -78,8 +92,11 @@ def test_argv_and_env_carry_the_run_folder(tmp_path, monkeypatch):
 
 def test_resume_without_resume_argv_is_refused(tmp_path):
     preset = preset_at(tmp_path, 'argv = ["python", "train.py"]')
-    with pytest.raises(InputError, match=r"\[command\] has no resume_argv: this run cannot be "
-                       "resumed"):
+    with pytest.raises(
+        InputError,
+        match=r"\[command\] has no resume_argv: this run cannot be "
+        "resumed",
+    ):
         command_argv(preset, tmp_path / "run", True)
 
 
@@ -98,9 +115,15 @@ def test_provenance_of_a_clean_repository(repo, tmp_path):
     run = repo / "runs" / "own"
     argv = command_argv(preset, run, False)
     prov = command_provenance(preset, argv, repo, run)
-    assert prov["command"] == {"argv": argv, "cwd": str(repo), "env": {
-        "FONTAINE_OUTPUT_DIR": str(run), "LOGS": f"{run}/logs",
-        "TOKENIZERS_PARALLELISM": "false"}}
+    assert prov["command"] == {
+        "argv": argv,
+        "cwd": str(repo),
+        "env": {
+            "FONTAINE_OUTPUT_DIR": str(run),
+            "LOGS": f"{run}/logs",
+            "TOKENIZERS_PARALLELISM": "false",
+        },
+    }
     digest = hashlib.sha256((repo / "train.py").read_bytes()).hexdigest()
     assert prov["files"] == {"train.py": {"sha256": digest, "size": 15}}
     code = prov["code"]
@@ -134,7 +157,8 @@ def test_provenance_outside_a_repository_and_without_git(tmp_path, monkeypatch):
     preset = preset_at(tmp_path, ARGV)
     argv = command_argv(preset, tmp_path / "run", False)
     assert command_provenance(preset, argv, tmp_path, tmp_path / "run")["code"] == {
-        "git": "not a git checkout"}
+        "git": "not a git checkout"
+    }
     empty = tmp_path / "bin"
     empty.mkdir()
     monkeypatch.setenv("PATH", str(empty))  # no git on PATH: said, not a crash
@@ -149,17 +173,27 @@ def write_pair(where: Path, head: str, ref_head: str, block: str, ref_block: str
 
 
 def test_an_equal_block_gives_the_platform_delta(tmp_path):
-    block = "python train.py --output_dir \"$FONTAINE_OUTPUT_DIR\"\n"
-    script, ref = write_pair(tmp_path, "#!/bin/bash\nexport NCCL_IB_DISABLE=1\nmodule load x\n",
-                             "#!/bin/bash\nmodule load x\n", block, block)
+    block = 'python train.py --output_dir "$FONTAINE_OUTPUT_DIR"\n'
+    script, ref = write_pair(
+        tmp_path,
+        "#!/bin/bash\nexport NCCL_IB_DISABLE=1\nmodule load x\n",
+        "#!/bin/bash\nmodule load x\n",
+        block,
+        block,
+    )
     delta = check_block(script, ref, MARK)
     assert delta[2:] == ["@@ -1,0 +2 @@", "+export NCCL_IB_DISABLE=1"]
     assert check_block(ref, ref, MARK) == []
 
 
 def test_a_block_one_byte_off_is_refused_naming_both_lines(tmp_path):
-    script, ref = write_pair(tmp_path, "#!/bin/bash\nset -e\n", "#!/bin/bash\n",
-                             "a\npython train.py --lr 3e-4\nb\n", "a\npython train.py --lr 3e-3\nb\n")
+    script, ref = write_pair(
+        tmp_path,
+        "#!/bin/bash\nset -e\n",
+        "#!/bin/bash\n",
+        "a\npython train.py --lr 3e-4\nb\n",
+        "a\npython train.py --lr 3e-3\nb\n",
+    )
     with pytest.raises(InputError) as info:
         check_block(script, ref, MARK)
     text = str(info.value)
@@ -187,8 +221,9 @@ def test_resume_finds_the_code_changed_and_warns(repo, tmp_path):
     folder = RunFolder(repo / "runs" / "own")
     folder.root.mkdir(parents=True)
     argv = command_argv(preset, folder.root, False)
-    freeze(folder, preset, argv, "host",
-           provenance=command_provenance(preset, argv, repo, folder.root))
+    freeze(
+        folder, preset, argv, "host", provenance=command_provenance(preset, argv, repo, folder.root)
+    )
     (folder.root / "checkpoint-10").mkdir()  # the run's own output changes nothing
     (folder.root / "checkpoint-10" / "trainer_state.json").write_text("{}")
     assert [f.level for f in guards.check_command(preset, folder, True, repo)] == ["ok"]
@@ -196,13 +231,13 @@ def test_resume_finds_the_code_changed_and_warns(repo, tmp_path):
     findings = guards.check_command(preset, folder, True, repo)
     warned = [f.message for f in findings if f.level == "warn"]
     assert len(warned) == 2, findings
-    assert warned[0].startswith("--resume: train.py changed under the run: launched with "
-                                "sha256 ")
+    assert warned[0].startswith("--resume: train.py changed under the run: launched with sha256 ")
     assert "the uncommitted changes changed under the run" in warned[1]
     git(repo, "commit", "-qam", "edit")
     changes = code_changes(folder_provenance(folder), preset, argv, repo, folder.root)
-    assert any(c.startswith("the commit changed under the run: launched with git ")
-               for c in changes), changes
+    assert any(
+        c.startswith("the commit changed under the run: launched with git ") for c in changes
+    ), changes
     assert guards.refusal(guards.check_all(preset, folder, None, resume=True, cwd=repo)) is None
     # the engine's checkpoints are not looked for: the command's own trainer resumes
     assert [f.level for f in guards.check_folder(preset, folder, True)] == ["ok"]
@@ -219,8 +254,10 @@ def test_the_guards_refuse_a_missing_program_script_or_block(tmp_path):
     preset = preset_at(tmp_path, 'argv = ["no-such-program-here", "x"]')
     (refused,) = guards.check_command(preset, folder, False, tmp_path)
     assert refused.level == "refuse" and "no-such-program-here" in refused.message
-    preset = preset_at(tmp_path, f'script = "launch_box.sh"\nblock_reference = '
-                       f'"box_launcher.sh"\nblock_marker = "{MARK}"')
+    preset = preset_at(
+        tmp_path,
+        f'script = "launch_box.sh"\nblock_reference = "box_launcher.sh"\nblock_marker = "{MARK}"',
+    )
     (refused,) = guards.check_command(preset, folder, False, tmp_path)
     assert refused.level == "refuse" and "command.script" in refused.message
     write_pair(tmp_path, "", "", "x\n", "y\n")
@@ -244,17 +281,23 @@ def test_a_script_starts_in_its_folder_with_the_run_folder(tmp_path, monkeypatch
 
     (tmp_path / "src").mkdir()
     (tmp_path / "src" / "go.sh").write_text(
-        'echo "cwd=$PWD out=$FONTAINE_OUTPUT_DIR notify=${FONTAINE_NOTIFY:-none} a=$A"\n')
+        'echo "cwd=$PWD out=$FONTAINE_OUTPUT_DIR notify=${FONTAINE_NOTIFY:-none} a=$A"\n'
+    )
     preset = preset_at(tmp_path, 'script = "go.sh"\ncwd = "src"\nenv = { A = "{output_dir}/a" }')
     monkeypatch.setenv("FONTAINE_NOTIFY", "https://hooks.example/secret")
     folder = RunFolder(tmp_path / "run")
     folder.root.mkdir()
     cwd = command_cwd(preset, tmp_path)
-    engine = EngineProcess.start(command_argv(preset, folder.root, False, cwd), folder,
-                                 env=command_env(preset, folder.root), cwd=cwd)
+    engine = EngineProcess.start(
+        command_argv(preset, folder.root, False, cwd),
+        folder,
+        env=command_env(preset, folder.root),
+        cwd=cwd,
+    )
     deadline = time.monotonic() + 30
     while (done := engine.poll()) is None and time.monotonic() < deadline:
         time.sleep(0.05)
     assert done is not None and done.code == 0, done
-    assert folder.engine_out.read_text() == (f"cwd={cwd} out={folder.root} notify=none "
-                                             f"a={folder.root}/a\n")
+    assert folder.engine_out.read_text() == (
+        f"cwd={cwd} out={folder.root} notify=none a={folder.root}/a\n"
+    )

@@ -18,9 +18,20 @@ def _look(run: Path) -> fleet.FleetRow:
 
 
 def _lines(first: int, last: int) -> str:
-    return "".join(json.dumps({"kind": "train", "step": s, "time": float(s), "loss": 1.0,
-                               "step_s": 0.5, "pad": "x" * 200}) + "\n"
-                   for s in range(first, last + 1))
+    return "".join(
+        json.dumps(
+            {
+                "kind": "train",
+                "step": s,
+                "time": float(s),
+                "loss": 1.0,
+                "step_s": 0.5,
+                "pad": "x" * 200,
+            }
+        )
+        + "\n"
+        for s in range(first, last + 1)
+    )
 
 
 def test_a_short_log_keeps_its_first_line(tmp_path: Path) -> None:

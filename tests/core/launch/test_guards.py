@@ -25,8 +25,9 @@ def tel(available: int, total: int = 64 * GIB) -> TelemetrySnapshot:
 def test_ram_estimate_follows_the_knobs() -> None:
     demos = guards.ram_estimate(load_preset("demosonly_1gpu"))
     micro = 96 // 8
-    assert demos.bytes == guards.RANK_BYTES + 8 * (guards.WORKER_BYTES
-                                                   + 4 * micro * guards.SAMPLE_BYTES)
+    assert demos.bytes == guards.RANK_BYTES + 8 * (
+        guards.WORKER_BYTES + 4 * micro * guards.SAMPLE_BYTES
+    )
     assert "8 workers" in demos.formula and "prefetch 4 x micro-batch 12" in demos.formula
     assert guards.ram_estimate(load_preset("smoke")).bytes < demos.bytes
 
@@ -36,8 +37,12 @@ def test_ram_check_on_both_sides_of_warn_and_refuse() -> None:
     need = guards.ram_estimate(preset).bytes
     total = 64 * GIB
     warn_left, alert_left = math.ceil(0.10 * total), math.ceil(0.05 * total)
-    cases = [(need + warn_left, "ok"), (need + warn_left - 1, "warn"),
-             (need + alert_left, "warn"), (need + alert_left - 1, "refuse")]
+    cases = [
+        (need + warn_left, "ok"),
+        (need + warn_left - 1, "warn"),
+        (need + alert_left, "warn"),
+        (need + alert_left - 1, "refuse"),
+    ]
     for available, level in cases:
         f = guards.check_ram(preset, tel(available, total))
         assert f.level == level, (available, f)
@@ -68,8 +73,9 @@ def test_a_running_run_cannot_be_launched_again(tmp_path: Path) -> None:
     assert f.level == "refuse" and "still running as pid 1234" in f.message
 
 
-def test_cli_refuses_a_registered_live_run(tmp_path: Path, capsys: pytest.CaptureFixture[str],
-                                           monkeypatch: pytest.MonkeyPatch) -> None:
+def test_cli_refuses_a_registered_live_run(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
     import os
 
     import psutil
@@ -79,8 +85,9 @@ def test_cli_refuses_a_registered_live_run(tmp_path: Path, capsys: pytest.Captur
     monkeypatch.chdir(tmp_path)
     run = (tmp_path / "run").resolve()
     me = psutil.Process(os.getpid())
-    Registry().upsert(Entry("smoke", str(run), hostname(), pid=me.pid,
-                            pid_started=me.create_time()))
+    Registry().upsert(
+        Entry("smoke", str(run), hostname(), pid=me.pid, pid_started=me.create_time())
+    )
     assert cli.main(["launch", "smoke", "--plain", "--output-dir", "run", "--resume"]) == 2
     err = capsys.readouterr().err
     assert f"still running as pid {me.pid}" in err
@@ -105,29 +112,36 @@ def test_bad_preset_and_poll_are_one_line(capsys: pytest.CaptureFixture[str]) ->
     assert len(err) == 2 and all(e.startswith("fontaine-tui: error:") for e in err)
 
 
-def test_missing_init_is_refused_naming_the_preset_that_makes_it(tmp_path: Path,
-                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+def test_missing_init_is_refused_naming_the_preset_that_makes_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.chdir(tmp_path)
     preset = load_preset("demosonly_1gpu")
     assert preset.recipe["init"] == "outputs/train/pretrain_so101"
     [finding] = guards.check_init(preset)
     assert finding.level == "refuse"
-    assert finding.message.startswith("recipe.init outputs/train/pretrain_so101: no engine "
-                                      "checkpoint or Hugging Face model folder at ")
+    assert finding.message.startswith(
+        "recipe.init outputs/train/pretrain_so101: no engine "
+        "checkpoint or Hugging Face model folder at "
+    )
     assert "run `fontaine-tui launch pretrain_so101` from this folder first" in finding.message
     # the launch refuses it in the same one line as the other reasons
     findings = guards.check_all(preset, RunFolder(tmp_path / "run"), tel(60 * GIB))
     assert "pretrain_so101" in (guards.refusal(findings) or "")
 
 
-@pytest.mark.parametrize("layout", [
-    ("checkpoints/step-000300/meta.json",),  # the pretraining run's folder
-    ("model.safetensors", "meta.json"),  # one engine checkpoint
-    ("config.json",),  # a Hugging Face model folder
-    ("vision/config.json", "backbone/config.json"),  # its two parts
-])
-def test_init_found_in_each_form(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-                                 layout: tuple[str, ...]) -> None:
+@pytest.mark.parametrize(
+    "layout",
+    [
+        ("checkpoints/step-000300/meta.json",),  # the pretraining run's folder
+        ("model.safetensors", "meta.json"),  # one engine checkpoint
+        ("config.json",),  # a Hugging Face model folder
+        ("vision/config.json", "backbone/config.json"),  # its two parts
+    ],
+)
+def test_init_found_in_each_form(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, layout: tuple[str, ...]
+) -> None:
     monkeypatch.chdir(tmp_path)
     root = tmp_path / "outputs/train/pretrain_so101"
     for name in layout:
@@ -137,7 +151,9 @@ def test_init_found_in_each_form(tmp_path: Path, monkeypatch: pytest.MonkeyPatch
     assert finding.level == "ok", finding
 
 
-def test_incomplete_checkpoint_is_not_an_init(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_incomplete_checkpoint_is_not_an_init(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.chdir(tmp_path)
     step = tmp_path / "outputs/train/pretrain_so101/checkpoints/step-000300"
     step.mkdir(parents=True)

@@ -17,21 +17,27 @@ from fontaine_tui.core.launch.remote import fontaine_command, keep_prereg
 
 def test_hosts_from_config(tmp_path: Path) -> None:
     cfg = tmp_path / "config.toml"
-    cfg.write_text('[hosts.box]\nproject = "/srv/f"\npython = "/v/bin/python"\n'
-                   'env = { HF_HOME = "/scratch" }\n')
-    assert host_settings("box", cfg) == HostSettings("box", "/srv/f", "/v/bin/python",
-                                                     {"HF_HOME": "/scratch"})
+    cfg.write_text(
+        '[hosts.box]\nproject = "/srv/f"\npython = "/v/bin/python"\n'
+        'env = { HF_HOME = "/scratch" }\n'
+    )
+    assert host_settings("box", cfg) == HostSettings(
+        "box", "/srv/f", "/v/bin/python", {"HF_HOME": "/scratch"}
+    )
     assert host_settings("other", cfg) == HostSettings("other")
     assert host_settings("x", tmp_path / "none.toml") == HostSettings("x")
 
 
-@pytest.mark.parametrize("table, key", [
-    ({"box": {"projct": "/x"}}, "hosts.box.projct"),
-    ({"box": {"python": ""}}, "hosts.box.python"),
-    ({"box": {"env": {"1BAD": "x"}}}, "hosts.box.env"),
-    ({"box": {"env": {"A": 1}}}, "hosts.box.env"),
-    ({"box": "x"}, "hosts.box"),
-])
+@pytest.mark.parametrize(
+    "table, key",
+    [
+        ({"box": {"projct": "/x"}}, "hosts.box.projct"),
+        ({"box": {"python": ""}}, "hosts.box.python"),
+        ({"box": {"env": {"1BAD": "x"}}}, "hosts.box.env"),
+        ({"box": {"env": {"A": 1}}}, "hosts.box.env"),
+        ({"box": "x"}, "hosts.box"),
+    ],
+)
 def test_bad_hosts_are_one_line(table, key) -> None:
     with pytest.raises(InputError) as err:
         parse_hosts({"hosts": table}, "config.toml")
@@ -42,13 +48,16 @@ def test_the_remote_command_line_is_literal(tmp_path: Path) -> None:
     project = tmp_path / "my project $(touch PWNED) `touch PWNED`; rm -rf x"
     project.mkdir()
     fake = tmp_path / "py thon"  # stands for the remote python: prints what it was given
-    fake.write_text(f"#!{sys.executable}\nimport json, os, sys\n"
-                    "print(json.dumps([os.getcwd(), os.environ.get('V'), sys.argv[1:]]))\n")
+    fake.write_text(
+        f"#!{sys.executable}\nimport json, os, sys\n"
+        "print(json.dumps([os.getcwd(), os.environ.get('V'), sys.argv[1:]]))\n"
+    )
     fake.chmod(0o755)
     settings = HostSettings("h", str(project), str(fake), {"V": "a $(touch PWNED) b"})
     line = fontaine_command(settings, "launch", "x; touch PWNED", "--output-dir", "a b")
-    out = subprocess.run(["sh", "-c", line], capture_output=True, text=True, check=True,
-                         cwd=tmp_path).stdout
+    out = subprocess.run(
+        ["sh", "-c", line], capture_output=True, text=True, check=True, cwd=tmp_path
+    ).stdout
     cwd, v, argv = json.loads(out)
     assert cwd == str(project) and v == "a $(touch PWNED) b"
     assert argv == ["-m", "fontaine_tui", "launch", "x; touch PWNED", "--output-dir", "a b"]

@@ -28,23 +28,74 @@ FAKE = str(Path(__file__).with_name("fake_engine.py"))
 def test_argv_is_the_preset_one_to_one(tmp_path: Path) -> None:
     argv = build_argv(load_preset("smoke"), Path("/runs/s"), python="PY")
     assert argv == [
-        "PY", "-m", "fontaine_engine", "train", "--run-name", "smoke", "--output-dir", "/runs/s",
-        "--model-size", "tiny", "--batch-size", "8", "--backward-chunks", "2", "--seed", "0",
-        "--image-augment", "0.5", "--recompute-stats", "--objective", "joint",
-        "--insulate-flow", "--flow-decoder-init", "inherit", "--lr", "0.001",
-        "--warmup-steps", "5", "--steps", "40", "--eval-every", "10",
-        "--eval-dataset-breakdown", "--save-every", "20", "--num-workers", "1",
-        "--prefetch-factor", "2", "--device", "cpu"]
+        "PY",
+        "-m",
+        "fontaine_engine",
+        "train",
+        "--run-name",
+        "smoke",
+        "--output-dir",
+        "/runs/s",
+        "--model-size",
+        "tiny",
+        "--batch-size",
+        "8",
+        "--backward-chunks",
+        "2",
+        "--seed",
+        "0",
+        "--image-augment",
+        "0.5",
+        "--recompute-stats",
+        "--objective",
+        "joint",
+        "--insulate-flow",
+        "--flow-decoder-init",
+        "inherit",
+        "--lr",
+        "0.001",
+        "--warmup-steps",
+        "5",
+        "--steps",
+        "40",
+        "--eval-every",
+        "10",
+        "--eval-dataset-breakdown",
+        "--save-every",
+        "20",
+        "--num-workers",
+        "1",
+        "--prefetch-factor",
+        "2",
+        "--device",
+        "cpu",
+    ]
     assert "--init" not in argv and "--chunk-grad-allreduce" not in argv  # "" and false
 
 
 def test_argv_for_ranks_flags_and_paths(tmp_path: Path) -> None:
-    p = load_preset(preset_variant(tmp_path, nproc="2", chunk_grad_allreduce="true",
-                                   recompute_stats="false", init='"/ckpt/step-000500"',
-                                   data_dir='"/data/c"', batch_size="8"))
+    p = load_preset(
+        preset_variant(
+            tmp_path,
+            nproc="2",
+            chunk_grad_allreduce="true",
+            recompute_stats="false",
+            init='"/ckpt/step-000500"',
+            data_dir='"/data/c"',
+            batch_size="8",
+        )
+    )
     argv = build_argv(p, Path("/o"), resume=True, python="PY")
-    assert argv[:8] == ["PY", "-m", "torch.distributed.run", "--nproc-per-node", "2", "-m",
-                        "fontaine_engine", "train"]
+    assert argv[:8] == [
+        "PY",
+        "-m",
+        "torch.distributed.run",
+        "--nproc-per-node",
+        "2",
+        "-m",
+        "fontaine_engine",
+        "train",
+    ]
     assert argv[argv.index("--data-dir") + 1] == "/data/c"
     assert argv[argv.index("--init") + 1] == "/ckpt/step-000500"
     assert "--chunk-grad-allreduce" in argv and "--recompute-stats" not in argv
@@ -59,9 +110,19 @@ def test_engine_argv_parses_with_the_real_engine_parser(tmp_path: Path) -> None:
     for name in ("smoke", "demosonly_1gpu"):
         p = load_preset(name)
         argv = build_argv(p, tmp_path, resume=True)
-        args = build_parser().parse_args(argv[argv.index("train"):])
-        for key in ("batch_size", "backward_chunks", "steps", "eval_every", "save_every",
-                    "seed", "warmup_steps", "recompute_stats", "insulate_flow", "init"):
+        args = build_parser().parse_args(argv[argv.index("train") :])
+        for key in (
+            "batch_size",
+            "backward_chunks",
+            "steps",
+            "eval_every",
+            "save_every",
+            "seed",
+            "warmup_steps",
+            "recompute_stats",
+            "insulate_flow",
+            "init",
+        ):
             assert getattr(args, key) == p.recipe[key], key
         assert args.lr == p.recipe["lr"] and args.image_augment == p.recipe["image_augment"]
         assert args.num_workers == p.platform["num_workers"] and args.resume
@@ -121,8 +182,11 @@ def test_reattach_by_pid_from_another_console(tmp_path: Path) -> None:
     folder = RunFolder(tmp_path / "run")
     folder.root.mkdir()
     # an earlier console started it; this one only knows the pid and start time
-    earlier = subprocess.Popen([sys.executable, FAKE, str(folder.root), "run"],
-                               start_new_session=True, stdout=subprocess.DEVNULL)
+    earlier = subprocess.Popen(
+        [sys.executable, FAKE, str(folder.root), "run"],
+        start_new_session=True,
+        stdout=subprocess.DEVNULL,
+    )
     try:
         import psutil
 
@@ -199,8 +263,10 @@ def test_a_failure_the_log_does_not_explain_shows_the_engine_output(tmp_path: Pa
     # a later start is judged on its own output, not on the earlier OOM in engine.out.log
     info = EngineProcess.start([sys.executable, FAKE, str(tmp_path), "fail"], folder).wait(20)
     assert (info.status, info.code, info.oom) == ("failed", 2, False)
-    assert info.describe() == ("engine failed (exit 2) at step 3 (no checkpoint): "
-                               "engine: error: --batch-size 7: expected a multiple of 2")
+    assert info.describe() == (
+        "engine failed (exit 2) at step 3 (no checkpoint): "
+        "engine: error: --batch-size 7: expected a multiple of 2"
+    )
 
 
 def test_sigkill_names_its_likely_sources(tmp_path: Path) -> None:
@@ -212,7 +278,8 @@ def test_sigkill_names_its_likely_sources(tmp_path: Path) -> None:
 
 
 def test_after_the_console_a_finished_run_is_recorded_and_read(
-        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     from fontaine_tui.core.launch.registry import Entry, Registry
     from fontaine_tui.core.verdict.prereg import freeze
     from fontaine_tui.model.launched import LaunchedRun
@@ -235,8 +302,9 @@ def test_after_the_console_a_finished_run_is_recorded_and_read(
     registry.upsert(Entry("smoke", str(folder.root), "h"))
     done = EngineProcess.start([sys.executable, FAKE, str(folder.root), "finish"], folder)
     done.wait(20)
-    code = LaunchedRun(done, registry, "h", str(folder.root), folder, preset,
-                       prereg).after_console(0)
+    code = LaunchedRun(done, registry, "h", str(folder.root), folder, preset, prereg).after_console(
+        0
+    )
     entry = registry.find(folder.root, "h")
     assert (entry.status, entry.exit_code, entry.last_step) == ("exited", 0, 8)  # 8 of 40
     assert folder.verdict.exists() and "VERDICT: UNDECIDABLE" in capsys.readouterr().out
@@ -254,9 +322,11 @@ def test_a_reattached_run_that_logged_an_error_reads_as_failed(tmp_path: Path) -
     from fontaine_tui.core.launch.launcher import exit_info
 
     folder = RunFolder(tmp_path)
-    folder.log.write_text('{"kind":"train","step":9,"time":1.0,"loss":1}\n'
-                          '{"kind":"event","step":9,"time":2.0,"event":"error",'
-                          '"detail":"ValueError: bad batch"}\n')
+    folder.log.write_text(
+        '{"kind":"train","step":9,"time":1.0,"loss":1}\n'
+        '{"kind":"event","step":9,"time":2.0,"event":"error",'
+        '"detail":"ValueError: bad batch"}\n'
+    )
     info = exit_info(folder, None)  # not our child: no exit status
     assert info.status == "failed"
     assert info.describe() == "engine failed at step 9 (no checkpoint): ValueError: bad batch"
@@ -267,7 +337,9 @@ def test_the_engine_never_gets_the_notification_token(tmp_path: Path) -> None:
     env = {**os.environ, "FONTAINE_NOTIFY": "https://hooks.example.org/SECRET123"}
     engine = EngineProcess.start(
         [sys.executable, "-c", "import os; print(sorted(k for k in os.environ if 'NOTIFY' in k))"],
-        folder, env)
+        folder,
+        env,
+    )
     engine.wait(20)
     assert folder.engine_out.read_text().strip() == "[]"
 
@@ -291,7 +363,8 @@ def test_an_engine_that_exits_at_once_still_has_its_start_time_recorded(tmp_path
 
 @pytest.mark.parametrize("started", [None, 0.0])
 def test_a_found_again_pid_without_its_start_time_is_never_signalled(
-        tmp_path: Path, started: float | None) -> None:
+    tmp_path: Path, started: float | None
+) -> None:
     from fontaine_tui.core.errors import InputError
 
     leader = subprocess.Popen(["sleep", "30"], start_new_session=True)

@@ -39,8 +39,11 @@ def _files(root: Path) -> list[str]:
 
 
 def test_foreign_compute_process_refuses_launch_and_writes_nothing(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
-        registry_path: Path) -> None:
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    registry_path: Path,
+) -> None:
     fake = _fake(busy_pid=4242, on=0)
     monkeypatch.setattr(nvml, "_load", lambda: fake)
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "0")
@@ -61,7 +64,8 @@ def test_foreign_compute_process_refuses_launch_and_writes_nothing(
 
 
 def test_busy_gpu_outside_the_visible_set_does_not_refuse(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     # GPU 0 busy, but CUDA_VISIBLE_DEVICES points the run at NVML GPU 2 (by UUID prefix)
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "GPU-cccc")
     preset = load_preset(preset_variant(tmp_path, device='"cuda"'))
@@ -92,8 +96,8 @@ def test_more_ranks_than_visible_gpus_refuses(tmp_path: Path) -> None:
 
 
 def test_driver_error_degrades_to_no_gpu_telemetry(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-        capsys: pytest.CaptureFixture[str]) -> None:
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
     fake = FakeNvml([FakeGpu(UUIDS[0])], init_error=NVMLError_DriverNotLoaded())
     t = sample(None, nvml=fake)
     assert t.gpus is None
@@ -147,17 +151,20 @@ def test_real_nvml_without_a_driver_reports_why() -> None:
     assert reason.startswith("NVML: ")
 
 
-@pytest.mark.parametrize(("spec", "expected"), [
-    (None, [0, 1, 2]),
-    ("2,0", [2, 0]),
-    ("GPU-bbbb", [1]),
-    ("bbbb2222", [1]),
-    ("1,7,0", [1]),  # CUDA stops at the first invalid entry
-    ("0,0", []),  # a repeated device invalidates the list
-    ("", []),
-    ("-1", []),
-    ("GPU-", []),  # ambiguous prefix
-])
+@pytest.mark.parametrize(
+    ("spec", "expected"),
+    [
+        (None, [0, 1, 2]),
+        ("2,0", [2, 0]),
+        ("GPU-bbbb", [1]),
+        ("bbbb2222", [1]),
+        ("1,7,0", [1]),  # CUDA stops at the first invalid entry
+        ("0,0", []),  # a repeated device invalidates the list
+        ("", []),
+        ("-1", []),
+        ("GPU-", []),  # ambiguous prefix
+    ],
+)
 def test_visible_order_follows_cuda_rules(spec: str | None, expected: list[int]) -> None:
     assert visible_order(spec, UUIDS) == expected
 

@@ -22,14 +22,36 @@ from fontaine_tui.core.verdict.presets import (
 )
 from tests.core.launch.conftest import PRESETS
 
-DEFAULTS = {"micro_batch": "0", "datasets": '""', "precision": '"fp32"',
-            "activation_checkpointing": "false", "compile": "false", "nnodes": "1",
-            "node_rank": "0", "rdzv_endpoint": '""', "rdzv_id": '""'}
-DEFAULT_VALUES = {"micro_batch": 0, "datasets": "", "precision": "fp32",
-                  "activation_checkpointing": False, "compile": False, "nnodes": 1,
-                  "node_rank": 0, "rdzv_endpoint": "", "rdzv_id": ""}
-TWO_NODES = {"nproc": "4", "nnodes": "2", "node_rank": "1", "rdzv_endpoint": '"10.0.0.1:29500"',
-             "backward_chunks": "1", "micro_batch": "12"}
+DEFAULTS = {
+    "micro_batch": "0",
+    "datasets": '""',
+    "precision": '"fp32"',
+    "activation_checkpointing": "false",
+    "compile": "false",
+    "nnodes": "1",
+    "node_rank": "0",
+    "rdzv_endpoint": '""',
+    "rdzv_id": '""',
+}
+DEFAULT_VALUES = {
+    "micro_batch": 0,
+    "datasets": "",
+    "precision": "fp32",
+    "activation_checkpointing": False,
+    "compile": False,
+    "nnodes": 1,
+    "node_rank": 0,
+    "rdzv_endpoint": "",
+    "rdzv_id": "",
+}
+TWO_NODES = {
+    "nproc": "4",
+    "nnodes": "2",
+    "node_rank": "1",
+    "rdzv_endpoint": '"10.0.0.1:29500"',
+    "backward_chunks": "1",
+    "micro_batch": "12",
+}
 
 
 def variant(tmp_path: Path, base: str = "demosonly_1gpu", name: str = "v", **keys: str) -> Path:
@@ -74,8 +96,13 @@ def test_the_new_keys_at_their_default_leave_every_shipped_hash_as_it_was(tmp_pa
 def test_a_new_key_set_enters_the_hash_and_round_trips(tmp_path):
     base = load_preset(variant(tmp_path, name="base", datasets='""'))
     assert "datasets" not in base.canonical["recipe"]
-    for key, value in (("micro_batch", "12"), ("datasets", '"rig"'), ("precision", '"bf16"'),
-                       ("activation_checkpointing", "true"), ("compile", "true")):
+    for key, value in (
+        ("micro_batch", "12"),
+        ("datasets", '"rig"'),
+        ("precision", '"bf16"'),
+        ("activation_checkpointing", "true"),
+        ("compile", "true"),
+    ):
         p = load_preset(variant(tmp_path, name=key, **{"datasets": '""', key: value}))
         assert p.sha256 != base.sha256, key
         section = "recipe" if key in LATER_KEYS["recipe"] else "platform"
@@ -86,34 +113,76 @@ def test_a_new_key_set_enters_the_hash_and_round_trips(tmp_path):
     assert "rdzv_id" not in two.canonical["platform"]  # left at ""
 
 
-@pytest.mark.parametrize(("keys", "where", "expected"), [
-    ({"nnodes": "2"}, "platform.rdzv_endpoint",
-     "expected HOST:PORT of the rendezvous with platform.nnodes = 2, got ''"),
-    ({"nnodes": "2", "rdzv_endpoint": '"10.0.0.1"'}, "platform.rdzv_endpoint",
-     "expected HOST:PORT of the rendezvous with platform.nnodes = 2, got '10.0.0.1'"),
-    ({"nnodes": "2", "node_rank": "2", "rdzv_endpoint": '"h:1"'}, "platform.node_rank",
-     "expected an integer below platform.nnodes = 2, got 2"),
-    ({"node_rank": "1"}, "platform.node_rank", "expected an integer below platform.nnodes = 1, got 1"),
-    ({"nnodes": "0"}, "platform.nnodes", "expected an integer >= 1, got 0"),
-    ({"precision": '"fp16"'}, "platform.precision", "expected one of fp32, bf16, got 'fp16'"),
-    ({"compile": "1"}, "platform.compile", "expected true or false, got 1"),
-    ({"micro_batch": "10"}, "recipe.batch_size",
-     "expected a multiple of micro_batch x platform.nproc = 10, got 96"),
-    ({"micro_batch": "12", "nproc": "4", "nnodes": "2", "rdzv_endpoint": '"h:1"'},
-     "recipe.backward_chunks",  # demosonly's backward_chunks = 8 on 8 ranks ...
-     "expected 1 (batch_size 96 / (micro_batch 12 x platform.nproc x platform.nnodes 8)) or left "
-     "out, got 8"),
-    ({"micro_batch": "12", "backward_chunks": "4"}, "recipe.backward_chunks",  # ... one rank: 8
-     "expected 8 (batch_size 96 / (micro_batch 12 x platform.nproc 1)) or left out, got 4"),
-    ({"nproc": "8"}, "recipe.batch_size",  # the drifting recipe's 8 chunks read per rank
-     "expected a multiple of backward_chunks x platform.nproc = 64, got 96; or state the "
-     "per-rank micro-batch (micro_batch)"),
-    ({"nproc": "4", "nnodes": "2", "rdzv_endpoint": '"h:1"'}, "recipe.batch_size",
-     "expected a multiple of backward_chunks x platform.nproc x platform.nnodes = 64, got 96; "
-     "or state the per-rank micro-batch (micro_batch)"),
-], ids=["no-endpoint", "endpoint-without-port", "node-rank-past", "node-rank-one-node",
-        "nnodes-0", "precision", "compile-type", "micro-not-dividing", "chunks-8-vs-micro-8-ranks",
-        "chunks-disagree", "chunks-per-rank-8-ranks", "chunks-per-rank-2-nodes"])
+@pytest.mark.parametrize(
+    ("keys", "where", "expected"),
+    [
+        (
+            {"nnodes": "2"},
+            "platform.rdzv_endpoint",
+            "expected HOST:PORT of the rendezvous with platform.nnodes = 2, got ''",
+        ),
+        (
+            {"nnodes": "2", "rdzv_endpoint": '"10.0.0.1"'},
+            "platform.rdzv_endpoint",
+            "expected HOST:PORT of the rendezvous with platform.nnodes = 2, got '10.0.0.1'",
+        ),
+        (
+            {"nnodes": "2", "node_rank": "2", "rdzv_endpoint": '"h:1"'},
+            "platform.node_rank",
+            "expected an integer below platform.nnodes = 2, got 2",
+        ),
+        (
+            {"node_rank": "1"},
+            "platform.node_rank",
+            "expected an integer below platform.nnodes = 1, got 1",
+        ),
+        ({"nnodes": "0"}, "platform.nnodes", "expected an integer >= 1, got 0"),
+        ({"precision": '"fp16"'}, "platform.precision", "expected one of fp32, bf16, got 'fp16'"),
+        ({"compile": "1"}, "platform.compile", "expected true or false, got 1"),
+        (
+            {"micro_batch": "10"},
+            "recipe.batch_size",
+            "expected a multiple of micro_batch x platform.nproc = 10, got 96",
+        ),
+        (
+            {"micro_batch": "12", "nproc": "4", "nnodes": "2", "rdzv_endpoint": '"h:1"'},
+            "recipe.backward_chunks",  # demosonly's backward_chunks = 8 on 8 ranks ...
+            "expected 1 (batch_size 96 / (micro_batch 12 x platform.nproc x platform.nnodes 8)) or left "
+            "out, got 8",
+        ),
+        (
+            {"micro_batch": "12", "backward_chunks": "4"},
+            "recipe.backward_chunks",  # ... one rank: 8
+            "expected 8 (batch_size 96 / (micro_batch 12 x platform.nproc 1)) or left out, got 4",
+        ),
+        (
+            {"nproc": "8"},
+            "recipe.batch_size",  # the drifting recipe's 8 chunks read per rank
+            "expected a multiple of backward_chunks x platform.nproc = 64, got 96; or state the "
+            "per-rank micro-batch (micro_batch)",
+        ),
+        (
+            {"nproc": "4", "nnodes": "2", "rdzv_endpoint": '"h:1"'},
+            "recipe.batch_size",
+            "expected a multiple of backward_chunks x platform.nproc x platform.nnodes = 64, got 96; "
+            "or state the per-rank micro-batch (micro_batch)",
+        ),
+    ],
+    ids=[
+        "no-endpoint",
+        "endpoint-without-port",
+        "node-rank-past",
+        "node-rank-one-node",
+        "nnodes-0",
+        "precision",
+        "compile-type",
+        "micro-not-dividing",
+        "chunks-8-vs-micro-8-ranks",
+        "chunks-disagree",
+        "chunks-per-rank-8-ranks",
+        "chunks-per-rank-2-nodes",
+    ],
+)
 def test_bad_keys_are_one_line_naming_the_key(tmp_path, capsys, keys, where, expected):
     path = variant(tmp_path, **keys)
     with pytest.raises(PresetError) as info:
@@ -125,10 +194,12 @@ def test_bad_keys_are_one_line_naming_the_key(tmp_path, capsys, keys, where, exp
 
 
 def test_the_micro_batch_layouts_that_load(tmp_path):
-    for keys in ({"micro_batch": "12", "backward_chunks": "8"},  # one rank: agrees
-                 {"micro_batch": "12", "backward_chunks": "1"},  # left at its default
-                 {"micro_batch": "12", "backward_chunks": "1", "nproc": "8"},
-                 TWO_NODES):
+    for keys in (
+        {"micro_batch": "12", "backward_chunks": "8"},  # one rank: agrees
+        {"micro_batch": "12", "backward_chunks": "1"},  # left at its default
+        {"micro_batch": "12", "backward_chunks": "1", "nproc": "8"},
+        TWO_NODES,
+    ):
         p = load_preset(variant(tmp_path, **keys))
         assert "micro-batch 12 " in ram_estimate(p).formula, keys
 
@@ -137,26 +208,57 @@ def test_two_nodes_go_through_a_c10d_rendezvous(tmp_path):
     p = load_preset(variant(tmp_path, **TWO_NODES))
     argv = build_argv(p, Path("/o"), python="PY")
     name = "grasp_sft_v2_demosonly_1gpu_disc"
-    assert argv[:19] == ["PY", "-m", "torch.distributed.run", "--nproc-per-node", "4",
-                         "--nnodes", "2", "--node-rank", "1", "--rdzv-backend", "c10d",
-                         "--rdzv-endpoint", "10.0.0.1:29500", "--rdzv-id", name, "-m",
-                         "fontaine_engine", "train", "--run-name"]
+    assert argv[:19] == [
+        "PY",
+        "-m",
+        "torch.distributed.run",
+        "--nproc-per-node",
+        "4",
+        "--nnodes",
+        "2",
+        "--node-rank",
+        "1",
+        "--rdzv-backend",
+        "c10d",
+        "--rdzv-endpoint",
+        "10.0.0.1:29500",
+        "--rdzv-id",
+        name,
+        "-m",
+        "fontaine_engine",
+        "train",
+        "--run-name",
+    ]
     assert argv[argv.index("--micro-batch") + 1] == "12"
     assert "--backward-chunks" not in argv  # left at 1: the engine derives it (1 per rank)
-    again = build_argv(load_preset(variant(tmp_path, name="id", **TWO_NODES, rdzv_id='"exp7"')),
-                       Path("/o"), python="PY")
+    again = build_argv(
+        load_preset(variant(tmp_path, name="id", **TWO_NODES, rdzv_id='"exp7"')),
+        Path("/o"),
+        python="PY",
+    )
     assert again[again.index("--rdzv-id") + 1] == "exp7"
-    one_rank_two_nodes = load_preset(variant(tmp_path, name="n1", **{**TWO_NODES, "nproc": "1",
-                                                                  "micro_batch": "48"}))
+    one_rank_two_nodes = load_preset(
+        variant(tmp_path, name="n1", **{**TWO_NODES, "nproc": "1", "micro_batch": "48"})
+    )
     assert build_argv(one_rank_two_nodes, Path("/o"), python="PY")[2:5] == [
-        "torch.distributed.run", "--nproc-per-node", "1"]
+        "torch.distributed.run",
+        "--nproc-per-node",
+        "1",
+    ]
 
 
 def test_single_node_argv_has_no_new_flags_at_default(tmp_path):
     argv = build_argv(load_preset(variant(tmp_path, datasets='""')), Path("/o"), python="PY")
     assert argv[:4] == ["PY", "-m", "fontaine_engine", "train"]
-    for flag in ("--micro-batch", "--datasets", "--precision", "--activation-checkpointing",
-                 "--compile", "--nnodes", "--extend-to"):
+    for flag in (
+        "--micro-batch",
+        "--datasets",
+        "--precision",
+        "--activation-checkpointing",
+        "--compile",
+        "--nnodes",
+        "--extend-to",
+    ):
         assert flag not in argv
     assert argv[argv.index("--backward-chunks") + 1] == "8"
 
@@ -168,14 +270,22 @@ def test_the_real_parsers_read_the_launcher_argv(tmp_path):
     from fontaine_engine.pipeline import chunks_per_rank
     from torch.distributed.run import get_args_parser
 
-    keys = {**TWO_NODES, "precision": '"bf16"', "activation_checkpointing": "true",
-            "compile": "true", "datasets": '"demos"'}
+    keys = {
+        **TWO_NODES,
+        "precision": '"bf16"',
+        "activation_checkpointing": "true",
+        "compile": "true",
+        "datasets": '"demos"',
+    }
     p = load_preset(variant(tmp_path, **keys))
     argv = build_argv(p, tmp_path, resume=True)
     run = get_args_parser().parse_args(argv[3:])
     assert (run.nproc_per_node, run.nnodes, run.node_rank) == ("4", "2", 1)
     assert (run.rdzv_backend, run.rdzv_endpoint, run.rdzv_id) == (
-        "c10d", "10.0.0.1:29500", p.run_name)
+        "c10d",
+        "10.0.0.1:29500",
+        p.run_name,
+    )
     assert run.module and run.training_script == "fontaine_engine"
     args = build_parser().parse_args(run.training_script_args)
     assert (args.micro_batch, args.backward_chunks, args.datasets) == (12, None, "demos")

@@ -24,16 +24,20 @@ T = 1_800_000_000.25
 
 
 def write_log(folder: RunFolder, upto: int, steps: int = 1000) -> None:
-    recs = [r for r in records(RIGONLY_LIKE, steps=steps) if r["step"] <= upto
-            and not (r["kind"] == "event" and r["event"] == "end")]
+    recs = [
+        r
+        for r in records(RIGONLY_LIKE, steps=steps)
+        if r["step"] <= upto and not (r["kind"] == "event" and r["event"] == "end")
+    ]
     folder.log.write_text("".join(json.dumps(r) + "\n" for r in recs))
 
 
 def launched(tmp_path: Path, preset_path: str | Path = "demosonly_1gpu") -> RunFolder:
     folder = RunFolder(tmp_path / "run")
     folder.root.mkdir()
-    freeze(folder, load_preset(preset_path), ["python", "-m", "fontaine_engine", "train"], "h",
-           now=T)
+    freeze(
+        folder, load_preset(preset_path), ["python", "-m", "fontaine_engine", "train"], "h", now=T
+    )
     return folder
 
 
@@ -41,8 +45,17 @@ def test_freeze_writes_the_contract_and_reads_back(tmp_path: Path) -> None:
     preset = load_preset("demosonly_1gpu")
     folder = launched(tmp_path)
     doc = json.loads(folder.prereg.read_text())
-    assert set(doc) == {"schema", "preset_name", "preset_path", "preset", "preset_sha256",
-                        "argv", "launched_at", "host", "version"}
+    assert set(doc) == {
+        "schema",
+        "preset_name",
+        "preset_path",
+        "preset",
+        "preset_sha256",
+        "argv",
+        "launched_at",
+        "host",
+        "version",
+    }
     assert doc["schema"] == SCHEMA and doc["preset_name"] == "demosonly_1gpu"
     assert doc["preset_sha256"] == preset.sha256
     assert doc["launched_at"] == "2027-01-15T08:00:00.250000Z"
@@ -106,20 +119,29 @@ def test_tampered_prereg_is_refused(tmp_path: Path) -> None:
 
 # -- amendments ------------------------------------------------------------------------------
 
+
 def test_amendment_after_step_500_is_refused_with_the_reason(
-        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     folder = launched(tmp_path, without_amendments(tmp_path))
     write_log(folder, upto=510)
-    code = cli.main(["amend", str(folder.root), "--scale-from-step", "250",
-                     "--comparator", "demosonly"])
+    code = cli.main(
+        ["amend", str(folder.root), "--scale-from-step", "250", "--comparator", "demosonly"]
+    )
     out = capsys.readouterr().out
     assert code == 1
     assert "last step seen 510" in out
-    assert ("refused: declared after step 510 was seen; a scale amendment must be declared "
-            "before step 500 (the anchor probe)") in out
+    assert (
+        "refused: declared after step 510 was seen; a scale amendment must be declared "
+        "before step 500 (the anchor probe)"
+    ) in out
     [a] = read_amendments(folder)  # recorded anyway: the ledger is an honest record
     assert (a.source, a.declared_after_step, a.from_step, a.comparator) == (
-        "ledger", 510, 250, "demosonly")
+        "ledger",
+        510,
+        250,
+        "demosonly",
+    )
     store = load_log(folder.log)
     v = compute_verdict(store, folder_preset(folder), amendments=read_amendments(folder))
     assert v.scaled is None and v.amendments[0].status == "refused"
@@ -135,8 +157,9 @@ def test_scale_amendment_around_the_anchor(tmp_path: Path, seen: int, status: st
     write_log(folder, upto=seen)
     assert max_step_seen(folder.log) == seen
     preset = folder_preset(folder)
-    a = declare_amendment(folder, from_step=250, comparator="demosonly", last_step_seen=seen,
-                          preset=preset)
+    a = declare_amendment(
+        folder, from_step=250, comparator="demosonly", last_step_seen=seen, preset=preset
+    )
     assert a.declared_after_step == seen and a.declared_before_step == seen + 1
     write_log(folder, upto=1000)
     v = compute_verdict(load_log(folder.log), preset, amendments=read_amendments(folder))
@@ -165,17 +188,20 @@ def test_preset_amendment_ids_are_not_reused(tmp_path: Path) -> None:
     assert a.id == 2
 
 
-@pytest.mark.parametrize(("argv", "message"), [
-    (["--scale-factor", "-1"], "expected a positive factor"),
-    (["--scale-from-step", "250", "--comparator", "nosuch"], "expected a comparator name"),
-    (["--scale-from-step", "100", "--comparator", "demosonly"], "expected a probe step"),
-    (["--scale-from-step", "500", "--comparator", "demosonly"], "level_step = 500"),
-    ([], "expected --scale-factor F"),
-    (["--scale-factor", "2", "--scale-from-step", "250"], "not both"),
-])
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["--scale-factor", "-1"], "expected a positive factor"),
+        (["--scale-from-step", "250", "--comparator", "nosuch"], "expected a comparator name"),
+        (["--scale-from-step", "100", "--comparator", "demosonly"], "expected a probe step"),
+        (["--scale-from-step", "500", "--comparator", "demosonly"], "level_step = 500"),
+        ([], "expected --scale-factor F"),
+        (["--scale-factor", "2", "--scale-from-step", "250"], "not both"),
+    ],
+)
 def test_bad_amendments_are_one_line_exit_2_and_write_nothing(
-        tmp_path: Path, capsys: pytest.CaptureFixture[str], argv: list[str], message: str
-        ) -> None:
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], argv: list[str], message: str
+) -> None:
     folder = launched(tmp_path, without_amendments(tmp_path))
     assert cli.main(["amend", str(folder.root), *argv]) == 2
     err = capsys.readouterr().err
@@ -196,8 +222,11 @@ def test_ledger_tolerates_a_torn_last_line_and_names_a_bad_one(tmp_path: Path) -
         fh.write(b'{"id": 9, "rule"')
     assert len(read_amendments(folder)) == 1
     folder.amendments.write_text('{"id": 1}\n')
-    with pytest.raises(InputError, match=r"amendments.jsonl:1: no hash \(not written by "
-                       r"`fontaine-tui amend`, or edited\); amendments from line 1 on"):
+    with pytest.raises(
+        InputError,
+        match=r"amendments.jsonl:1: no hash \(not written by "
+        r"`fontaine-tui amend`, or edited\); amendments from line 1 on",
+    ):
         read_amendments(folder)
 
 
@@ -205,16 +234,18 @@ def test_max_step_seen_counts_steps_a_resume_replayed(tmp_path: Path) -> None:
     folder = RunFolder(tmp_path)
     recs = [r for r in records(RIGONLY_LIKE, steps=40) if r["step"] <= 35]
     recs.append({"kind": "event", "step": 20, "time": 0, "event": "resume", "detail": ""})
-    recs += [r for r in records(RIGONLY_LIKE, steps=40) if r["kind"] == "train"
-             and 20 < r["step"] <= 25]
+    recs += [
+        r for r in records(RIGONLY_LIKE, steps=40) if r["kind"] == "train" and 20 < r["step"] <= 25
+    ]
     folder.log.write_text("".join(json.dumps(r) + "\n" for r in recs))
     assert load_log(folder.log).last_step == 25
     assert max_step_seen(folder.log) == 35
 
 
 @pytest.mark.parametrize("rotation", ["copytruncate", "rename", "rename-gz"])
-def test_amend_counts_the_steps_of_rotated_segments(tmp_path: Path, capsys, demosonly,
-                                                    rotation) -> None:
+def test_amend_counts_the_steps_of_rotated_segments(
+    tmp_path: Path, capsys, demosonly, rotation
+) -> None:
     # a finished run whose log was rotated: an extend declared now comes after the endpoint
     from tests.logs import write_log as write_records
 

@@ -29,8 +29,7 @@ pytestmark = [pytest.mark.engine, pytest.mark.slow]
 TIMEOUT = 300
 
 
-def launch(cwd: Path, *extra: str, code: Path | None = None,
-           notify: str = "") -> subprocess.Popen:
+def launch(cwd: Path, *extra: str, code: Path | None = None, notify: str = "") -> subprocess.Popen:
     """`launch smoke --plain`; with `code`, the engine package is imported from there; with
     `notify`, FONTAINE_NOTIFY (the user's config.toml kept out either way)."""
     env = {**os.environ, "PYTHONUNBUFFERED": "1", "XDG_CONFIG_HOME": str(cwd / "config")}
@@ -39,10 +38,26 @@ def launch(cwd: Path, *extra: str, code: Path | None = None,
         env["FONTAINE_NOTIFY"] = notify
     if code is not None:
         env["PYTHONPATH"] = os.pathsep.join([str(code), *filter(None, [env.get("PYTHONPATH")])])
-    return subprocess.Popen([sys.executable, "-m", "fontaine_tui", "launch", "smoke", "--plain",
-                             "--output-dir", "run", "--poll", "0.5", *extra],
-                            cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            text=True)
+    return subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "fontaine_tui",
+            "launch",
+            "smoke",
+            "--plain",
+            "--output-dir",
+            "run",
+            "--poll",
+            "0.5",
+            *extra,
+        ],
+        cwd=cwd,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
 
 
 def test_launch_smoke_end_to_end(tmp_path: Path, registry_path: Path) -> None:
@@ -109,7 +124,8 @@ def test_launch_smoke_end_to_end(tmp_path: Path, registry_path: Path) -> None:
 
 
 def test_sigkill_mid_run_is_an_incident_and_resume_continues(
-        tmp_path: Path, registry_path: Path) -> None:
+    tmp_path: Path, registry_path: Path
+) -> None:
     """... posted as an incident, each start an attempt in attempts.jsonl; and the resume runs
     edited engine code: the verdict names both code identities."""
     import shutil
@@ -119,8 +135,11 @@ def test_sigkill_mid_run_is_an_incident_and_resume_continues(
     from tests.core.notify.server import Hook
 
     code = tmp_path / "code"
-    shutil.copytree(fontaine_engine.__path__[0], code / "fontaine_engine",
-                    ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copytree(
+        fontaine_engine.__path__[0],
+        code / "fontaine_engine",
+        ignore=shutil.ignore_patterns("__pycache__"),
+    )
     folder = RunFolder(tmp_path / "run")
     hook = Hook()
     proc = launch(tmp_path, code=code, notify=hook.url())
@@ -153,8 +172,12 @@ def test_sigkill_mid_run_is_an_incident_and_resume_continues(
     assert (entry.status, entry.last_step) == ("killed", killed_at)
     assert json.loads(folder.verdict.read_text())["provisional"] is True
     [first] = read_attempts(folder)
-    assert (first.number, first.kind, first.cause, first.last_step) == (1, "launch", "killed",
-                                                                        killed_at)
+    assert (first.number, first.kind, first.cause, first.last_step) == (
+        1,
+        "launch",
+        "killed",
+        killed_at,
+    )
     posts = [json.loads(r.body) for r in hook.requests]
     [incident] = [p for p in posts if "incident" in p["title"]]
     assert incident["title"] == "smoke: incident: attempt 1 killed"
@@ -185,9 +208,12 @@ def test_sigkill_mid_run_is_an_incident_and_resume_continues(
     [entry] = Registry(registry_path).entries()
     assert (entry.status, entry.exit_code, entry.last_step) == ("finished", 0, 40)
     assert [(a.number, a.kind, a.cause) for a in read_attempts(folder)] == [
-        (1, "launch", "killed"), (2, "resume", "finished")]
-    res = subprocess.run([sys.executable, "-m", "fontaine_tui", "runs"], capture_output=True,
-                         text=True)
+        (1, "launch", "killed"),
+        (2, "resume", "finished"),
+    ]
+    res = subprocess.run(
+        [sys.executable, "-m", "fontaine_tui", "runs"], capture_output=True, text=True
+    )
     assert res.returncode == 0
     row = res.stdout.splitlines()[1].split()
     assert row[:4] == ["smoke", socket.gethostname(), "finished", "40/40"]
@@ -199,22 +225,42 @@ def test_sigkill_mid_run_is_an_incident_and_resume_continues(
     [change] = verdict["provenance"]["changed"]
     assert change.startswith("the code changed under the run: launched with ")
     assert str(launched_code["sha256"])[:12] in change and str(new_code["sha256"])[:12] in change
-    res = subprocess.run([sys.executable, "-m", "fontaine_tui", "verdict", str(folder.root)],
-                         capture_output=True, text=True)
+    res = subprocess.run(
+        [sys.executable, "-m", "fontaine_tui", "verdict", str(folder.root)],
+        capture_output=True,
+        text=True,
+    )
     assert f"WARNING: {change}" in res.stdout
 
 
 def test_ctrl_c_detaches_and_the_run_survives_the_console(
-        tmp_path: Path, registry_path: Path) -> None:
+    tmp_path: Path, registry_path: Path
+) -> None:
     from fontaine_tui.core.launch.launcher import EngineProcess, pid_alive
 
     folder = RunFolder(tmp_path / "run")
     env = {**os.environ, "PYTHONUNBUFFERED": "1"}
     # its own process group, as a terminal's foreground job: Ctrl-C = SIGINT to that group
-    proc = subprocess.Popen([sys.executable, "-m", "fontaine_tui", "launch", "smoke", "--plain",
-                             "--output-dir", "run", "--poll", "0.5"], cwd=tmp_path, env=env,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            start_new_session=True)
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "fontaine_tui",
+            "launch",
+            "smoke",
+            "--plain",
+            "--output-dir",
+            "run",
+            "--poll",
+            "0.5",
+        ],
+        cwd=tmp_path,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
     engine = None
     try:
         deadline = time.monotonic() + TIMEOUT
@@ -252,23 +298,60 @@ def test_bank_a_real_run_and_launch_another_against_it(tmp_path: Path) -> None:
     from fontaine_tui.core.verdict.rules import verdict_series
     from tests.core.launch.conftest import preset_variant
 
-    first = subprocess.run([sys.executable, "-m", "fontaine_tui", "launch", "smoke", "--plain",
-                            "--output-dir", "a", "--poll", "0.5"], cwd=tmp_path,
-                           capture_output=True, text=True, timeout=TIMEOUT)
+    first = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "fontaine_tui",
+            "launch",
+            "smoke",
+            "--plain",
+            "--output-dir",
+            "a",
+            "--poll",
+            "0.5",
+        ],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=TIMEOUT,
+    )
     assert "engine finished at step 40" in first.stdout, first.stderr[-2000:]
-    res = subprocess.run([sys.executable, "-m", "fontaine_tui", "bank", "add", "a", "--as", "smoke_a"],
-                         cwd=tmp_path, capture_output=True, text=True)
+    res = subprocess.run(
+        [sys.executable, "-m", "fontaine_tui", "bank", "add", "a", "--as", "smoke_a"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+    )
     assert res.returncode == 0, res.stderr
     entry = bank.get("smoke_a")
     assert sorted(entry.probes()) == [10, 20, 30, 40]
     assert entry.doc["code"] and entry.doc["prereg"]["preset_name"] == "smoke"
     path = preset_variant(tmp_path, "smoke", name="against_a")
-    path.write_text(path.read_text().replace("[comparators.rigonly]",
-                                             '[comparators.smoke_a]\nbank = "smoke_a"\n\n'
-                                             "[comparators.rigonly]"))
-    second = subprocess.run([sys.executable, "-m", "fontaine_tui", "launch", str(path),
-                             "--plain", "--output-dir", "b", "--poll", "0.5"], cwd=tmp_path,
-                            capture_output=True, text=True, timeout=TIMEOUT)
+    path.write_text(
+        path.read_text().replace(
+            "[comparators.rigonly]",
+            '[comparators.smoke_a]\nbank = "smoke_a"\n\n[comparators.rigonly]',
+        )
+    )
+    second = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "fontaine_tui",
+            "launch",
+            str(path),
+            "--plain",
+            "--output-dir",
+            "b",
+            "--poll",
+            "0.5",
+        ],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=TIMEOUT,
+    )
     assert "engine finished at step 40" in second.stdout, second.stderr[-2000:]
     folder = RunFolder(tmp_path / "b")
     frozen = read_prereg(folder).frozen_preset()

@@ -29,8 +29,10 @@ for i in range(n):
 def test_concurrent_writers_lose_nothing(tmp_path: Path) -> None:
     path = tmp_path / "reg" / "babysit.toml"
     writers, each = 4, 12
-    procs = [subprocess.Popen([sys.executable, "-c", WRITER, str(path), f"w{k}", str(each)])
-             for k in range(writers)]
+    procs = [
+        subprocess.Popen([sys.executable, "-c", WRITER, str(path), f"w{k}", str(each)])
+        for k in range(writers)
+    ]
     assert [p.wait(timeout=60) for p in procs] == [0] * writers
     entries = Registry(path).entries()
     assert len(entries) == writers * each
@@ -58,7 +60,9 @@ def test_default_path_honours_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Pat
     assert default_path() == tmp_path / "state" / "fontaine-tui" / "babysit.toml"
     monkeypatch.delenv("XDG_STATE_HOME")
     monkeypatch.setenv("HOME", str(tmp_path / "home"))
-    assert default_path() == tmp_path / "home" / ".local" / "state" / "fontaine-tui" / "babysit.toml"
+    assert (
+        default_path() == tmp_path / "home" / ".local" / "state" / "fontaine-tui" / "babysit.toml"
+    )
 
 
 def test_a_broken_registry_is_an_input_error_and_is_not_overwritten(tmp_path: Path) -> None:
@@ -82,7 +86,8 @@ def test_live_status_checks_the_pid_and_reads_the_log(tmp_path: Path) -> None:
     run.mkdir()
     (run / "train_log.jsonl").write_text(
         '{"kind":"train","step":7,"time":1.0,"loss":1}\n'
-        '{"kind":"checkpoint","step":5,"time":1.0,"path":"c"}\n')
+        '{"kind":"checkpoint","step":5,"time":1.0,"path":"c"}\n'
+    )
     sleeper = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
     try:
         started = psutil.Process(sleeper.pid).create_time()
@@ -90,8 +95,9 @@ def test_live_status_checks_the_pid_and_reads_the_log(tmp_path: Path) -> None:
         s = live_status(e, "here")
         assert (s.state, s.last_step) == ("running", 7)
         # the same pid with another start time is another process: the run is gone
-        s = live_status(Entry("r", str(run), "here", pid=sleeper.pid,
-                              pid_started=started - 100), "here")
+        s = live_status(
+            Entry("r", str(run), "here", pid=sleeper.pid, pid_started=started - 100), "here"
+        )
         assert s.state == "exited" and "not started by this console" in s.detail
     finally:
         sleeper.kill()
@@ -102,7 +108,8 @@ def test_live_status_checks_the_pid_and_reads_the_log(tmp_path: Path) -> None:
 
 
 def test_runs_command_lists_and_records_exits(
-        tmp_path: Path, registry_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    tmp_path: Path, registry_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     from fontaine_tui.core.host.memory import hostname
 
     assert cli.main(["runs"]) == 0
@@ -111,11 +118,20 @@ def test_runs_command_lists_and_records_exits(
     run.mkdir()
     (run / "train_log.jsonl").write_text(
         '{"kind":"train","step":12,"time":1.0,"loss":1}\n'
-        '{"kind":"event","step":12,"time":2.0,"event":"end","detail":"stopped by SIGINT at step 12"}\n')
+        '{"kind":"event","step":12,"time":2.0,"event":"end","detail":"stopped by SIGINT at step 12"}\n'
+    )
     dead = subprocess.Popen([sys.executable, "-c", "pass"])
     dead.wait()
-    Registry().upsert(Entry("myrun", str(run), hostname(), pid=dead.pid, pid_started=time.time(),
-                            launched_at="2026-12-01T10:00:00.000000Z"))
+    Registry().upsert(
+        Entry(
+            "myrun",
+            str(run),
+            hostname(),
+            pid=dead.pid,
+            pid_started=time.time(),
+            launched_at="2026-12-01T10:00:00.000000Z",
+        )
+    )
     assert cli.main(["runs", "--update"]) == 0
     out = capsys.readouterr().out
     assert "myrun" in out and "stopped" in out and "12" in out
@@ -146,20 +162,27 @@ def test_live_statuses_answer_within_the_deadline(tmp_path: Path, monkeypatch) -
 
 def test_a_write_keeps_the_users_comments_and_unknown_keys(tmp_path: Path) -> None:
     path = tmp_path / "babysit.toml"
-    path.write_text('# my runs, see the wiki\n\n[[runs]]\n# the baseline: do not remove\n'
-                    'name = "base"\nrun_dir = "/runs/base"\nhost = "h"\n'
-                    'owner = "ana"  # who to ask\n\n'
-                    '[[runs]]\nname = "old"\nrun_dir = "/runs/old"\nhost = "h"\n')
+    path.write_text(
+        "# my runs, see the wiki\n\n[[runs]]\n# the baseline: do not remove\n"
+        'name = "base"\nrun_dir = "/runs/base"\nhost = "h"\n'
+        'owner = "ana"  # who to ask\n\n'
+        '[[runs]]\nname = "old"\nrun_dir = "/runs/old"\nhost = "h"\n'
+    )
     reg = Registry(path)
     reg.upsert(Entry("new", "/runs/new", "h", pid=7, last_step=3))
     reg.update("/runs/base", "h", status="finished", exit_code=0)
     assert reg.remove("/runs/old", "h")
     text = path.read_text()
-    for kept in ("# my runs, see the wiki", "# the baseline: do not remove",
-                 'owner = "ana"  # who to ask'):
+    for kept in (
+        "# my runs, see the wiki",
+        "# the baseline: do not remove",
+        'owner = "ana"  # who to ask',
+    ):
         assert kept in text
     assert [(e.name, e.status, e.exit_code) for e in reg.entries()] == [
-        ("base", "finished", 0), ("new", "running", None)]
+        ("base", "finished", 0),
+        ("new", "running", None),
+    ]
     assert "/runs/old" not in text
 
 
@@ -167,8 +190,10 @@ def test_a_registry_written_as_inline_tables_is_updated(tmp_path) -> None:
     from fontaine_tui.core.launch.registry import Registry
 
     path = tmp_path / "babysit.toml"
-    path.write_text('runs = [ { name = "r", run_dir = "/x/r", host = "h", pid = 5, '
-                    'pid_started = 5.0, status = "running", mine = 1 } ]  # kept as written\n')
+    path.write_text(
+        'runs = [ { name = "r", run_dir = "/x/r", host = "h", pid = 5, '
+        'pid_started = 5.0, status = "running", mine = 1 } ]  # kept as written\n'
+    )
     reg = Registry(path)
     [entry] = reg.entries()
     reg.change(lambda entries: [replace(e, status="finished") for e in entries])

@@ -36,8 +36,12 @@ INVALID = "slurm_load_jobs error: Invalid job id specified"
 
 def tool(rc: int, out: str = "", err: str = "") -> str:
     """A Slurm client command's body: every call logged, then the given answer."""
-    return ('echo "$0 $*" >> "$CALLS"\n' + (f"printf '%s\\n' '{out}'\n" if out else "")
-            + (f"echo '{err}' >&2\n" if err else "") + f"exit {rc}\n")
+    return (
+        'echo "$0 $*" >> "$CALLS"\n'
+        + (f"printf '%s\\n' '{out}'\n" if out else "")
+        + (f"echo '{err}' >&2\n" if err else "")
+        + f"exit {rc}\n"
+    )
 
 
 def fake_slurm(folder: Path, **tools: str) -> Path:
@@ -50,23 +54,31 @@ def fake_slurm(folder: Path, **tools: str) -> Path:
 
 
 def settings_for(tmp_path: Path, bin_dir: Path | None = None) -> HostSettings:
-    env = {"FONTAINE_REGISTRY": str(tmp_path / "there" / "babysit.toml"),
-           "CALLS": str(tmp_path / "calls"), "PYTHONDONTWRITEBYTECODE": "1",
-           "PATH": f"{bin_dir}:/usr/bin:/bin" if bin_dir else "/usr/bin:/bin"}
+    env = {
+        "FONTAINE_REGISTRY": str(tmp_path / "there" / "babysit.toml"),
+        "CALLS": str(tmp_path / "calls"),
+        "PYTHONDONTWRITEBYTECODE": "1",
+        "PATH": f"{bin_dir}:/usr/bin:/bin" if bin_dir else "/usr/bin:/bin",
+    }
     return HostSettings(HOST_ALIAS, str(ROOT), sys.executable, env)
 
 
 def calls(tmp_path: Path) -> list[str]:
     path = tmp_path / "calls"
-    return [Path(ln.split()[0]).name + " " + " ".join(ln.split()[1:])
-            for ln in path.read_text().splitlines()] if path.exists() else []
+    return (
+        [
+            Path(ln.split()[0]).name + " " + " ".join(ln.split()[1:])
+            for ln in path.read_text().splitlines()
+        ]
+        if path.exists()
+        else []
+    )
 
 
 @pytest.fixture
 def engine_process():
     """`sleep` in its own session, as a launched engine is: its pid leads its group."""
-    proc = subprocess.Popen(["sleep", "300"], start_new_session=True,
-                            stdin=subprocess.DEVNULL)
+    proc = subprocess.Popen(["sleep", "300"], start_new_session=True, stdin=subprocess.DEVNULL)
     yield proc
     if proc.poll() is None:
         os.killpg(proc.pid, signal.SIGKILL)
@@ -77,36 +89,71 @@ def engine_process():
 
 
 @pytest.mark.ssh
-@pytest.mark.parametrize("answers, expected", [
-    # slurmctld unreachable: squeue, sacct and scontrol all fail: cannot say
-    ({"squeue": tool(1, err=DOWN), "sacct": tool(1, err="Slurm accounting storage is disabled"),
-      "scontrol": tool(1, err=DOWN)}, None),
-    # squeue times out (killed by its own timeout), the rest not there to ask
-    ({"squeue": tool(124), "sacct": tool(127), "scontrol": tool(124)}, None),
-    # squeue answers empty; accounting says it runs (a controller that lost it for a moment)
-    ({"squeue": tool(0), "sacct": tool(0, out="RUNNING|0:0")}, True),
-    # squeue answers empty; scontrol holds the job, still COMPLETING
-    ({"squeue": tool(0), "sacct": tool(1, err="Slurm accounting storage is disabled"),
-      "scontrol": tool(0, out="JobId=123 JobName=x JobState=COMPLETING Reason=None "
-                              "ExitCode=0:0")}, True),
-    # squeue answers empty, and scontrol cannot reach the controller: cannot say
-    ({"squeue": tool(0), "sacct": tool(1, err="Slurm accounting storage is disabled"),
-      "scontrol": tool(1, err=DOWN)}, None),
-    # ended, as scontrol keeps it for MinJobAge
-    ({"squeue": tool(0), "sacct": tool(1, err="Slurm accounting storage is disabled"),
-      "scontrol": tool(0, out="JobId=123 JobName=x JobState=COMPLETED Reason=None "
-                              "ExitCode=0:0")}, False),
-    # forgotten: squeue and scontrol both answer that the controller holds no such job
-    ({"squeue": tool(1, err=INVALID), "sacct": tool(1, err="Slurm accounting storage is "
-                                                           "disabled"),
-      "scontrol": tool(1, err=INVALID)}, False),
-    # running, as squeue says
-    ({"squeue": tool(0, out="RUNNING|None")}, True),
-])
+@pytest.mark.parametrize(
+    "answers, expected",
+    [
+        # slurmctld unreachable: squeue, sacct and scontrol all fail: cannot say
+        (
+            {
+                "squeue": tool(1, err=DOWN),
+                "sacct": tool(1, err="Slurm accounting storage is disabled"),
+                "scontrol": tool(1, err=DOWN),
+            },
+            None,
+        ),
+        # squeue times out (killed by its own timeout), the rest not there to ask
+        ({"squeue": tool(124), "sacct": tool(127), "scontrol": tool(124)}, None),
+        # squeue answers empty; accounting says it runs (a controller that lost it for a moment)
+        ({"squeue": tool(0), "sacct": tool(0, out="RUNNING|0:0")}, True),
+        # squeue answers empty; scontrol holds the job, still COMPLETING
+        (
+            {
+                "squeue": tool(0),
+                "sacct": tool(1, err="Slurm accounting storage is disabled"),
+                "scontrol": tool(
+                    0, out="JobId=123 JobName=x JobState=COMPLETING Reason=None ExitCode=0:0"
+                ),
+            },
+            True,
+        ),
+        # squeue answers empty, and scontrol cannot reach the controller: cannot say
+        (
+            {
+                "squeue": tool(0),
+                "sacct": tool(1, err="Slurm accounting storage is disabled"),
+                "scontrol": tool(1, err=DOWN),
+            },
+            None,
+        ),
+        # ended, as scontrol keeps it for MinJobAge
+        (
+            {
+                "squeue": tool(0),
+                "sacct": tool(1, err="Slurm accounting storage is disabled"),
+                "scontrol": tool(
+                    0, out="JobId=123 JobName=x JobState=COMPLETED Reason=None ExitCode=0:0"
+                ),
+            },
+            False,
+        ),
+        # forgotten: squeue and scontrol both answer that the controller holds no such job
+        (
+            {
+                "squeue": tool(1, err=INVALID),
+                "sacct": tool(1, err="Slurm accounting storage is disabled"),
+                "scontrol": tool(1, err=INVALID),
+            },
+            False,
+        ),
+        # running, as squeue says
+        ({"squeue": tool(0, out="RUNNING|None")}, True),
+    ],
+)
 def test_a_job_is_gone_only_when_the_scheduler_says_so(sshd, tmp_path, answers, expected):
     bin_dir = fake_slurm(tmp_path / "bin", **answers)
-    engine = RemoteEngine(settings_for(tmp_path, bin_dir), str(tmp_path), 0, sshd.ssh_options,
-                          poll_s=3600, job="123")
+    engine = RemoteEngine(
+        settings_for(tmp_path, bin_dir), str(tmp_path), 0, sshd.ssh_options, poll_s=3600, job="123"
+    )
     try:
         assert engine.alive() is expected
     finally:
@@ -117,13 +164,19 @@ def test_a_job_is_gone_only_when_the_scheduler_says_so(sshd, tmp_path, answers, 
 def test_a_failing_squeue_neither_ends_nor_stops_the_run(sshd, tmp_path):
     """The console's thread looks again and again while the scheduler cannot say: no exit,
     no `fontaine-tui stop` there, no scancel."""
-    bin_dir = fake_slurm(tmp_path / "bin", squeue=tool(1, err=DOWN), sacct=tool(1, err=DOWN),
-                         scontrol=tool(1, err=DOWN), scancel=tool(0))
+    bin_dir = fake_slurm(
+        tmp_path / "bin",
+        squeue=tool(1, err=DOWN),
+        sacct=tool(1, err=DOWN),
+        scontrol=tool(1, err=DOWN),
+        scancel=tool(0),
+    )
     folder = tmp_path / "run"
     folder.mkdir()
     settings = settings_for(tmp_path, bin_dir)
-    Registry(settings.env["FONTAINE_REGISTRY"]).upsert(Entry(
-        "r", str(folder), hostname(), job="123", status="running"))
+    Registry(settings.env["FONTAINE_REGISTRY"]).upsert(
+        Entry("r", str(folder), hostname(), job="123", status="running")
+    )
     engine = RemoteEngine(settings, str(folder), 0, sshd.ssh_options, poll_s=0.1, job="123")
     try:
         deadline = time.monotonic() + 60
@@ -140,8 +193,9 @@ def test_a_failing_squeue_neither_ends_nor_stops_the_run(sshd, tmp_path):
 @pytest.mark.ssh
 def test_the_pid_is_gone_only_when_test_says_so(sshd, tmp_path, engine_process):
     settings = settings_for(tmp_path)
-    engine = RemoteEngine(settings, str(tmp_path), engine_process.pid, sshd.ssh_options,
-                          poll_s=3600)
+    engine = RemoteEngine(
+        settings, str(tmp_path), engine_process.pid, sshd.ssh_options, poll_s=3600
+    )
     try:
         assert engine.alive() is True
         os.killpg(engine_process.pid, signal.SIGKILL)
@@ -185,8 +239,7 @@ def test_asking_how_a_live_run_ended_stops_nothing(sshd, tmp_path, engine_proces
     folder = tmp_path / "run"
     write_log(folder / "train_log.jsonl", [meta(), train(1, T0 + 1), train(2, T0 + 2)])
     settings, registry, before = registered_running(tmp_path, folder, engine_process.pid)
-    engine = RemoteEngine(settings, str(folder), engine_process.pid, sshd.ssh_options,
-                          poll_s=3600)
+    engine = RemoteEngine(settings, str(folder), engine_process.pid, sshd.ssh_options, poll_s=3600)
     try:
         assert engine._ask_exit() is None  # it runs: no exit to tell
     finally:
@@ -206,14 +259,23 @@ def test_a_run_seen_gone_is_read_there(sshd, tmp_path, engine_process):
 
     folder = tmp_path / "run"
     folder.mkdir()
-    attempts.begin(RunFolder(folder), "launch", EngineProcess.reattach(
-        RunFolder(folder), engine_process.pid), hostname())
-    write_log(folder / "train_log.jsonl", [
-        meta(), train(1, T0 + 1), train(2, T0 + 2),
-        {"kind": "event", "step": 2, "time": T0 + 3, "event": "end", "detail": "finished"}])
+    attempts.begin(
+        RunFolder(folder),
+        "launch",
+        EngineProcess.reattach(RunFolder(folder), engine_process.pid),
+        hostname(),
+    )
+    write_log(
+        folder / "train_log.jsonl",
+        [
+            meta(),
+            train(1, T0 + 1),
+            train(2, T0 + 2),
+            {"kind": "event", "step": 2, "time": T0 + 3, "event": "end", "detail": "finished"},
+        ],
+    )
     settings, registry, before = registered_running(tmp_path, folder, engine_process.pid)
-    engine = RemoteEngine(settings, str(folder), engine_process.pid, sshd.ssh_options,
-                          poll_s=0.1)
+    engine = RemoteEngine(settings, str(folder), engine_process.pid, sshd.ssh_options, poll_s=0.1)
     try:
         time.sleep(0.5)
         assert engine.poll() is None
@@ -228,13 +290,18 @@ def test_a_run_seen_gone_is_read_there(sshd, tmp_path, engine_process):
 
 @pytest.mark.ssh
 def test_a_forgotten_job_is_read_from_its_folder(sshd, tmp_path):
-    bin_dir = fake_slurm(tmp_path / "bin", squeue=tool(1, err=INVALID),
-                         sacct=tool(1, err="Slurm accounting storage is disabled"),
-                         scontrol=tool(1, err=INVALID), scancel=tool(0))
+    bin_dir = fake_slurm(
+        tmp_path / "bin",
+        squeue=tool(1, err=INVALID),
+        sacct=tool(1, err="Slurm accounting storage is disabled"),
+        scontrol=tool(1, err=INVALID),
+        scancel=tool(0),
+    )
     folder = tmp_path / "run"
     write_log(folder / "train_log.jsonl", [meta(), train(1, T0 + 1), train(7, T0 + 2)])
-    engine = RemoteEngine(settings_for(tmp_path, bin_dir), str(folder), 0, sshd.ssh_options,
-                          poll_s=0.1, job="123")
+    engine = RemoteEngine(
+        settings_for(tmp_path, bin_dir), str(folder), 0, sshd.ssh_options, poll_s=0.1, job="123"
+    )
     try:
         info = exit_seen(engine)
     finally:
@@ -246,12 +313,12 @@ def test_a_forgotten_job_is_read_from_its_folder(sshd, tmp_path):
 def test_read_exit_of_a_job_that_runs_or_cannot_be_asked(tmp_path, monkeypatch):
     folder = tmp_path / "run"
     folder.mkdir()
-    answers = {"RUNNING": (slurm.JobState("RUNNING", source="squeue"), False),
-               "?": (None, False)}
+    answers = {"RUNNING": (slurm.JobState("RUNNING", source="squeue"), False), "?": (None, False)}
     for key, answer in answers.items():
         monkeypatch.setattr(slurm, "look_up", lambda job, a=answer: a)
-        assert remote.read_exit(str(folder), 0, "9") == ((True, None) if key == "RUNNING"
-                                                         else (None, None))
+        assert remote.read_exit(str(folder), 0, "9") == (
+            (True, None) if key == "RUNNING" else (None, None)
+        )
     with pytest.raises(InputError, match="no such run folder"):
         remote.read_exit(str(tmp_path / "missing"), 0, "9")
 
@@ -266,7 +333,10 @@ def test_the_stop_wait_covers_the_remote_stop_sequence():
     assert graces == 210.0
     defaults = inspect.signature(slurm.SlurmJob.stop).parameters
     assert [defaults[k].default for k in ("grace_int", "grace_term", "grace_cancel")] == [
-        slurm.GRACE_INT_S, slurm.GRACE_TERM_S, slurm.GRACE_CANCEL_S]
+        slurm.GRACE_INT_S,
+        slurm.GRACE_TERM_S,
+        slurm.GRACE_CANCEL_S,
+    ]
     assert slurm.stop_bound() >= graces + 4 * slurm.LOOK_S + 3 * slurm.QUERY_TIMEOUT_S
     assert remote.STOP_TIMEOUT_S > slurm.stop_bound()
     pid = inspect.signature(EngineProcess.stop).parameters

@@ -36,33 +36,70 @@ T0 = 1_800_000_000.0
 GIB = 1 << 30
 PID, WORKER = 4242, 4300
 PRESET = load_preset("demosonly_1gpu")  # eval_every 250, save_every 500, stall floor 60 s
-QUIET = s.Silence(quiet_s=400.0, limit_s=90.0, median_s=30.0, factor=3.0, floor_s=60.0,
-                  last_step=20, eval_every=250, save_every=500)
+QUIET = s.Silence(
+    quiet_s=400.0,
+    limit_s=90.0,
+    median_s=30.0,
+    factor=3.0,
+    floor_s=60.0,
+    last_step=20,
+    eval_every=250,
+    save_every=500,
+)
 NOW = T0 + 1000.0
-FALLING = tuple((NOW - 60.0 + 5.0 * i, int(5 * GIB - i * GIB / 12), 64 * GIB)
-                for i in range(13))  # 1 GiB/min over a minute, 4 GiB free at the end
+FALLING = tuple(
+    (NOW - 60.0 + 5.0 * i, int(5 * GIB - i * GIB / 12), 64 * GIB) for i in range(13)
+)  # 1 GiB/min over a minute, 4 GiB free at the end
 
 
-def proc(state: str = "sleeping", cpu: float | None = 1.0,
-         workers: tuple[str, ...] = ("sleeping",)) -> ProcessSample:
+def proc(
+    state: str = "sleeping", cpu: float | None = 1.0, workers: tuple[str, ...] = ("sleeping",)
+) -> ProcessSample:
     states = ((PID, state), *((WORKER + i, w) for i, w in enumerate(workers)))
     return ProcessSample(PID, 3 * GIB, cpu, len(states), state, states)
 
 
-def snap(p: ProcessSample | None = None, util: float | None = 0.0, gpus: int = 1,
-         free: float = 40.0, reason: str = "no engine process", at: float = NOW
-         ) -> TelemetrySnapshot:
-    rows = None if util is None else tuple(
-        GpuSample(f"GPU-{i}", i, i, "H100", util, GIB, 80 * GIB, 300.0, 50.0, ())
-        for i in range(gpus))
-    return TelemetrySnapshot(at, rows, "no NVIDIA GPU" if rows is None else "",
-                             HostRam(64 * GIB, int(free * GIB), "meminfo"), "", p, reason,
-                             "", PID if p is not None else None)
+def snap(
+    p: ProcessSample | None = None,
+    util: float | None = 0.0,
+    gpus: int = 1,
+    free: float = 40.0,
+    reason: str = "no engine process",
+    at: float = NOW,
+) -> TelemetrySnapshot:
+    rows = (
+        None
+        if util is None
+        else tuple(
+            GpuSample(f"GPU-{i}", i, i, "H100", util, GIB, 80 * GIB, 300.0, 50.0, ())
+            for i in range(gpus)
+        )
+    )
+    return TelemetrySnapshot(
+        at,
+        rows,
+        "no NVIDIA GPU" if rows is None else "",
+        HostRam(64 * GIB, int(free * GIB), "meminfo"),
+        "",
+        p,
+        reason,
+        "",
+        PID if p is not None else None,
+    )
 
 
 def gone() -> TelemetrySnapshot:
-    return TelemetrySnapshot(NOW, None, "no NVIDIA GPU", HostRam(64 * GIB, 40 * GIB, "meminfo"),
-                             "", None, gone_reason(PID), "", PID)
+    return TelemetrySnapshot(
+        NOW,
+        None,
+        "no NVIDIA GPU",
+        HostRam(64 * GIB, 40 * GIB, "meminfo"),
+        "",
+        None,
+        gone_reason(PID),
+        "",
+        PID,
+    )
 
 
 def steady(n: int = 13) -> tuple[tuple[float, int, int], ...]:
@@ -72,80 +109,197 @@ def steady(n: int = 13) -> tuple[tuple[float, int, int], ...]:
 # -- the matrix: each case of the precedence, its headline and severity -------------------------
 
 CASES = {
-    "gone": (gone(), 1, (), "gone", "alert",
-             "engine pid 4242 is gone and no exit was seen: it died outside the console (the "
-             "OOM killer, a scheduler, `kill -9`) — look at the end of engine.out.log and "
-             "`dmesg`"),
-    "zombie": (snap(proc("zombie", 0.0, ())), 1, (), "zombie", "alert",
-               "engine pid 4242 is a zombie (exited, not reaped): the trainer is dead — look at "
-               "the end of engine.out.log for its last error"),
-    "stopped": (snap(proc("stopped", 0.0, ("stopped",))), 1, (), "stopped", "warn",
-                "engine pid 4242 stopped (SIGSTOP / Ctrl-Z) at the last poll: nothing runs "
-                "until it is continued — `kill -CONT 4242 4300`"),
-    "traced worker": (snap(proc("sleeping", 0.0, ("tracing-stop",))), 1, (), "stopped", "warn",
-                      "pid 4300 of the engine tree held by a tracer (tracing-stop: gdb, strace, "
-                      "py-spy) at the last poll: nothing runs until it lets go — detach the "
-                      "tracer"),
-    "D state": (snap(proc("disk-sleep")), 1, ((NOW - 5, "disk-sleep"),), "disk-sleep", "warn",
-                "engine pid 4242 in D state (uninterruptible I/O) for the last 2 polls: likely "
-                "blocked on the filesystem — look at the data_dir / output_dir mount (NFS, a "
-                "full or slow disk)"),
-    "D state worker": (snap(proc("sleeping", 0.0, ("disk-sleep",))), 1, (), "disk-sleep", "warn",
-                       "pid 4300 of the engine tree in D state (uninterruptible I/O) at the last "
-                       "poll: likely blocked on the filesystem"),
-    "dead worker": (snap(proc("sleeping", 0.0, ("zombie", "sleeping"))), 1, (), "dead-child",
-                    "warn", "pid 4300 of the engine tree is a zombie at the last poll (a "
-                    "DataLoader worker or a rank exited) and the engine waits on it — look at "
-                    "engine.out.log for its error; it will not come back: stop the run and "
-                    "resume"),
-    "GPU busy": (snap(proc("running", 100.0), util=97.0), 1, (), "gpu-busy", "warn",
-                 "GPU busy (97 %) with no record: a long step or eval probe, not a hang — wait, "
-                 "or compare with eval_every (250)"),
-    "GPU busy, 8 GPUs": (snap(proc(), util=97.0, gpus=8), 8, (), "gpu-busy", "warn",
-                         "a long step or eval probe, not a hang — wait, or compare with "
-                         "eval_every (250); on 8 GPUs a hung NCCL collective reads busy too: if "
-                         "it lasts, `py-spy dump --pid 4242`"),
-    "hang, 8 GPUs": (snap(proc(), gpus=8), 8, (), "hang", "warn",
-                     "GPU idle (0 %) and the engine sleeping (CPU 1 %): likely a hung collective "
-                     "(NCCL) or a DataLoader deadlock — `py-spy dump --pid 4242`"),
-    "hang, 1 GPU": (snap(proc()), 1, (), "hang", "warn",
-                    "GPU idle (0 %) and the engine sleeping (CPU 1 %): likely a DataLoader "
-                    "deadlock or a wait on a lock or queue — `py-spy dump --pid 4242`"),
-    "CPU busy": (snap(proc("running", 180.0)), 1, (), "cpu-busy", "warn",
-                 "engine busy on the CPU (180 % of a core) with the GPU idle (0 %): CPU-bound "
-                 "work (data decoding, a CPU fallback, a Python loop) or a busy-wait — "
-                 "`py-spy dump --pid 4242`"),
-    "CPU run, busy": (snap(proc("running", 100.0), util=None), 0, (), "cpu-busy", "warn",
-                      "engine busy on the CPU (100 % of a core) on a CPU run: a long step, not "
-                      "a hang — wait, or compare with the median interval 30.0 s"),
-    "CPU run, GPU idle but unused": (snap(proc("running", 100.0), util=0.0), 0, (), "cpu-busy",
-                                     "warn", "on a CPU run: a long step, not a hang"),
-    "CPU run, sleeping": (snap(proc(), util=None), 0, (), "hang", "warn",
-                          "engine sleeping (CPU 1 %) on a CPU run, so not computing: likely a "
-                          "DataLoader deadlock or a wait on a peer rank (gloo) — "
-                          "`py-spy dump --pid 4242`"),
-    "no GPU telemetry": (snap(proc(), util=None), 1, (), "blind", "warn",
-                         "engine sleeping (CPU 1 %) and no GPU telemetry (no NVIDIA GPU): a hang "
-                         "cannot be told from a long GPU step here — `py-spy dump --pid 4242` "
-                         "shows which"),
-    "first look": (snap(proc("running", None), util=None), 1, (), "cpu-busy", "warn",
-                   "engine busy on the CPU (state running, CPU not measured yet), no GPU "
-                   "telemetry (no NVIDIA GPU): CPU-bound work, a busy-wait, or a CUDA sync "
-                   "spinning on a long GPU step — `py-spy dump --pid 4242`"),
-    "remote, GPU idle": (snap(None, reason="remote run: engine process not sampled"), 1, (),
-                         "unsampled", "warn",
-                         "GPU idle (0 %) and the engine process not sampled (remote run: engine "
-                         "process not sampled): likely a hang (NCCL, a DataLoader deadlock) or "
-                         "blocked I/O — `py-spy dump` the engine on its host"),
-    "remote, no GPU": (snap(None, util=None, reason="remote run: engine process not sampled"),
-                       1, (), "unsampled", "warn",
-                       "the engine process is not sampled (remote run: engine process not "
-                       "sampled) and no GPU telemetry (no NVIDIA GPU): a hang cannot be told "
-                       "from a long step — look at the end of engine.out.log, or `py-spy dump` "
-                       "the engine on its host"),
-    "remote state unknown": (snap(ProcessSample(PID, GIB, None, 1)), 1, (), "hang", "warn",
-                             "GPU idle (0 %) and the engine in an unknown state (CPU not measured "
-                             "yet)"),
+    "gone": (
+        gone(),
+        1,
+        (),
+        "gone",
+        "alert",
+        "engine pid 4242 is gone and no exit was seen: it died outside the console (the "
+        "OOM killer, a scheduler, `kill -9`) — look at the end of engine.out.log and "
+        "`dmesg`",
+    ),
+    "zombie": (
+        snap(proc("zombie", 0.0, ())),
+        1,
+        (),
+        "zombie",
+        "alert",
+        "engine pid 4242 is a zombie (exited, not reaped): the trainer is dead — look at "
+        "the end of engine.out.log for its last error",
+    ),
+    "stopped": (
+        snap(proc("stopped", 0.0, ("stopped",))),
+        1,
+        (),
+        "stopped",
+        "warn",
+        "engine pid 4242 stopped (SIGSTOP / Ctrl-Z) at the last poll: nothing runs "
+        "until it is continued — `kill -CONT 4242 4300`",
+    ),
+    "traced worker": (
+        snap(proc("sleeping", 0.0, ("tracing-stop",))),
+        1,
+        (),
+        "stopped",
+        "warn",
+        "pid 4300 of the engine tree held by a tracer (tracing-stop: gdb, strace, "
+        "py-spy) at the last poll: nothing runs until it lets go — detach the "
+        "tracer",
+    ),
+    "D state": (
+        snap(proc("disk-sleep")),
+        1,
+        ((NOW - 5, "disk-sleep"),),
+        "disk-sleep",
+        "warn",
+        "engine pid 4242 in D state (uninterruptible I/O) for the last 2 polls: likely "
+        "blocked on the filesystem — look at the data_dir / output_dir mount (NFS, a "
+        "full or slow disk)",
+    ),
+    "D state worker": (
+        snap(proc("sleeping", 0.0, ("disk-sleep",))),
+        1,
+        (),
+        "disk-sleep",
+        "warn",
+        "pid 4300 of the engine tree in D state (uninterruptible I/O) at the last "
+        "poll: likely blocked on the filesystem",
+    ),
+    "dead worker": (
+        snap(proc("sleeping", 0.0, ("zombie", "sleeping"))),
+        1,
+        (),
+        "dead-child",
+        "warn",
+        "pid 4300 of the engine tree is a zombie at the last poll (a "
+        "DataLoader worker or a rank exited) and the engine waits on it — look at "
+        "engine.out.log for its error; it will not come back: stop the run and "
+        "resume",
+    ),
+    "GPU busy": (
+        snap(proc("running", 100.0), util=97.0),
+        1,
+        (),
+        "gpu-busy",
+        "warn",
+        "GPU busy (97 %) with no record: a long step or eval probe, not a hang — wait, "
+        "or compare with eval_every (250)",
+    ),
+    "GPU busy, 8 GPUs": (
+        snap(proc(), util=97.0, gpus=8),
+        8,
+        (),
+        "gpu-busy",
+        "warn",
+        "a long step or eval probe, not a hang — wait, or compare with "
+        "eval_every (250); on 8 GPUs a hung NCCL collective reads busy too: if "
+        "it lasts, `py-spy dump --pid 4242`",
+    ),
+    "hang, 8 GPUs": (
+        snap(proc(), gpus=8),
+        8,
+        (),
+        "hang",
+        "warn",
+        "GPU idle (0 %) and the engine sleeping (CPU 1 %): likely a hung collective "
+        "(NCCL) or a DataLoader deadlock — `py-spy dump --pid 4242`",
+    ),
+    "hang, 1 GPU": (
+        snap(proc()),
+        1,
+        (),
+        "hang",
+        "warn",
+        "GPU idle (0 %) and the engine sleeping (CPU 1 %): likely a DataLoader "
+        "deadlock or a wait on a lock or queue — `py-spy dump --pid 4242`",
+    ),
+    "CPU busy": (
+        snap(proc("running", 180.0)),
+        1,
+        (),
+        "cpu-busy",
+        "warn",
+        "engine busy on the CPU (180 % of a core) with the GPU idle (0 %): CPU-bound "
+        "work (data decoding, a CPU fallback, a Python loop) or a busy-wait — "
+        "`py-spy dump --pid 4242`",
+    ),
+    "CPU run, busy": (
+        snap(proc("running", 100.0), util=None),
+        0,
+        (),
+        "cpu-busy",
+        "warn",
+        "engine busy on the CPU (100 % of a core) on a CPU run: a long step, not "
+        "a hang — wait, or compare with the median interval 30.0 s",
+    ),
+    "CPU run, GPU idle but unused": (
+        snap(proc("running", 100.0), util=0.0),
+        0,
+        (),
+        "cpu-busy",
+        "warn",
+        "on a CPU run: a long step, not a hang",
+    ),
+    "CPU run, sleeping": (
+        snap(proc(), util=None),
+        0,
+        (),
+        "hang",
+        "warn",
+        "engine sleeping (CPU 1 %) on a CPU run, so not computing: likely a "
+        "DataLoader deadlock or a wait on a peer rank (gloo) — "
+        "`py-spy dump --pid 4242`",
+    ),
+    "no GPU telemetry": (
+        snap(proc(), util=None),
+        1,
+        (),
+        "blind",
+        "warn",
+        "engine sleeping (CPU 1 %) and no GPU telemetry (no NVIDIA GPU): a hang "
+        "cannot be told from a long GPU step here — `py-spy dump --pid 4242` "
+        "shows which",
+    ),
+    "first look": (
+        snap(proc("running", None), util=None),
+        1,
+        (),
+        "cpu-busy",
+        "warn",
+        "engine busy on the CPU (state running, CPU not measured yet), no GPU "
+        "telemetry (no NVIDIA GPU): CPU-bound work, a busy-wait, or a CUDA sync "
+        "spinning on a long GPU step — `py-spy dump --pid 4242`",
+    ),
+    "remote, GPU idle": (
+        snap(None, reason="remote run: engine process not sampled"),
+        1,
+        (),
+        "unsampled",
+        "warn",
+        "GPU idle (0 %) and the engine process not sampled (remote run: engine "
+        "process not sampled): likely a hang (NCCL, a DataLoader deadlock) or "
+        "blocked I/O — `py-spy dump` the engine on its host",
+    ),
+    "remote, no GPU": (
+        snap(None, util=None, reason="remote run: engine process not sampled"),
+        1,
+        (),
+        "unsampled",
+        "warn",
+        "the engine process is not sampled (remote run: engine process not "
+        "sampled) and no GPU telemetry (no NVIDIA GPU): a hang cannot be told "
+        "from a long step — look at the end of engine.out.log, or `py-spy dump` "
+        "the engine on its host",
+    ),
+    "remote state unknown": (
+        snap(ProcessSample(PID, GIB, None, 1)),
+        1,
+        (),
+        "hang",
+        "warn",
+        "GPU idle (0 %) and the engine in an unknown state (CPU not measured yet)",
+    ),
 }
 
 
@@ -155,8 +309,10 @@ def test_each_case_gives_its_line(case: str) -> None:
     d = s.diagnose(QUIET, t, steady(), states, gpus_used)
     assert (d.cause, d.severity) == (cause, severity)
     assert headline in d.message
-    assert d.message.startswith("stall: no record for 400 s (limit 90 s = max(3 x median "
-                                "interval 30.0 s, 60 s)); last step 20. ")
+    assert d.message.startswith(
+        "stall: no record for 400 s (limit 90 s = max(3 x median "
+        "interval 30.0 s, 60 s)); last step 20. "
+    )
     assert "; host RAM steady, 40.0 GiB free of 64.0" in d.message
     assert d.numbers["quiet_s"] == 400.0 and d.numbers["limit_s"] == 90.0
     assert d.numbers["ram_rate_bytes_per_min"] == pytest.approx(0.0, abs=1.0)
@@ -164,32 +320,54 @@ def test_each_case_gives_its_line(case: str) -> None:
 
 
 def test_the_seen_part_lists_gpu_ram_and_process() -> None:
-    d = s.diagnose(QUIET, snap(proc("disk-sleep", 2.0)), steady(),
-                   ((NOW - 10, "disk-sleep"), (NOW - 5, "disk-sleep")), 1)
-    assert d.message.endswith("Seen: GPU 0 %; host RAM steady, 40.0 GiB free of 64.0; engine "
-                              "pid 4242 disk-sleep for the last 3 polls, 2 processes, CPU 2 %, "
-                              "RSS 3.0 GiB.")
+    d = s.diagnose(
+        QUIET,
+        snap(proc("disk-sleep", 2.0)),
+        steady(),
+        ((NOW - 10, "disk-sleep"), (NOW - 5, "disk-sleep")),
+        1,
+    )
+    assert d.message.endswith(
+        "Seen: GPU 0 %; host RAM steady, 40.0 GiB free of 64.0; engine "
+        "pid 4242 disk-sleep for the last 3 polls, 2 processes, CPU 2 %, "
+        "RSS 3.0 GiB."
+    )
     assert d.numbers["state_polls"] == 3 and d.numbers["pid"] == PID
     assert d.numbers["cpu_pct"] == 2.0 and d.numbers["gpu_util_pct"] == 0.0
     assert d.numbers["rss"] == 3 * GIB and d.numbers["processes"] == 2
 
 
 def test_a_poll_in_another_state_breaks_the_run_of_polls() -> None:
-    history = ((NOW - 15, "disk-sleep"), (NOW - 10, "sleeping"), (NOW - 5, "disk-sleep"),
-               (NOW, "disk-sleep"))  # the current snapshot in the history counts once
+    history = (
+        (NOW - 15, "disk-sleep"),
+        (NOW - 10, "sleeping"),
+        (NOW - 5, "disk-sleep"),
+        (NOW, "disk-sleep"),
+    )  # the current snapshot in the history counts once
     d = s.diagnose(QUIET, snap(proc("disk-sleep")), (), history, 1)
     assert "for the last 2 polls" in d.message and d.numbers["state_polls"] == 2
 
 
 def test_precedence_peels_off_in_the_documented_order() -> None:
     """Everything wrong at once; removing the headline's condition gives the next case."""
-    everything = dict(state="zombie", workers=("stopped", "disk-sleep", "zombie"), cpu=180.0,
-                      ram=FALLING, util=97.0)
-    steps = [({}, "zombie"), ({"state": "sleeping"}, "stopped"),
-             ({"workers": ("disk-sleep", "zombie")}, "disk-sleep"),
-             ({"workers": ("zombie",)}, "dead-child"), ({"workers": ()}, "ram-out"),
-             ({"ram": steady()}, "gpu-busy"), ({"util": 0.0}, "cpu-busy"),
-             ({"cpu": 1.0}, "hang"), ({"util": None}, "blind")]
+    everything = dict(
+        state="zombie",
+        workers=("stopped", "disk-sleep", "zombie"),
+        cpu=180.0,
+        ram=FALLING,
+        util=97.0,
+    )
+    steps = [
+        ({}, "zombie"),
+        ({"state": "sleeping"}, "stopped"),
+        ({"workers": ("disk-sleep", "zombie")}, "disk-sleep"),
+        ({"workers": ("zombie",)}, "dead-child"),
+        ({"workers": ()}, "ram-out"),
+        ({"ram": steady()}, "gpu-busy"),
+        ({"util": 0.0}, "cpu-busy"),
+        ({"cpu": 1.0}, "hang"),
+        ({"util": None}, "blind"),
+    ]
     got = []
     for change, _ in steps:
         everything.update(change)
@@ -207,15 +385,18 @@ def test_gone_beats_everything_else() -> None:
 
 # -- the RAM trend -------------------------------------------------------------------------------
 
+
 def test_falling_one_gib_a_minute_with_four_free_is_four_minutes_and_an_alert() -> None:
     d = s.diagnose(QUIET, snap(proc(), free=4.0), FALLING, (), 1)
     assert d.cause == "ram-out" and d.severity == "alert"
     assert d.numbers["ram_rate_bytes_per_min"] == pytest.approx(-GIB, rel=1e-6)
     assert d.numbers["minutes_to_oom"] == pytest.approx(4.0, rel=1e-6)
     assert d.numbers["ram_readings"] == 13
-    assert ("host RAM falling 1.0 GiB/min, 4.0 GiB free: out of memory in ~4 min at this rate "
-            "— loader workers' RSS or a leak; look at the engine tree's RSS (3.0 GiB, 2 "
-            "processes) and the host's other processes (`top -o RES`)") in d.message
+    assert (
+        "host RAM falling 1.0 GiB/min, 4.0 GiB free: out of memory in ~4 min at this rate "
+        "— loader workers' RSS or a leak; look at the engine tree's RSS (3.0 GiB, 2 "
+        "processes) and the host's other processes (`top -o RES`)"
+    ) in d.message
 
 
 def test_ram_running_out_raises_the_severity_under_another_headline() -> None:
@@ -225,8 +406,10 @@ def test_ram_running_out_raises_the_severity_under_another_headline() -> None:
 
 
 def test_ram_falling_slowly_is_said_but_is_not_the_headline() -> None:
-    slow = tuple((t, int(20 * GIB + (12 - i) * GIB / 12), total)  # 1 GiB/min, 20 GiB left
-                 for i, (t, _, total) in enumerate(FALLING))
+    slow = tuple(
+        (t, int(20 * GIB + (12 - i) * GIB / 12), total)  # 1 GiB/min, 20 GiB left
+        for i, (t, _, total) in enumerate(FALLING)
+    )
     d = s.diagnose(QUIET, snap(proc(), free=20.0), slow, (), 1)
     assert d.cause == "hang" and d.severity == "warn"
     assert d.numbers["minutes_to_oom"] == pytest.approx(20.0, rel=1e-6)
@@ -234,12 +417,20 @@ def test_ram_falling_slowly_is_said_but_is_not_the_headline() -> None:
 
 
 def test_the_trend_is_a_least_squares_slope() -> None:
-    noisy = tuple((t, a + (GIB // 4 if i % 2 else -GIB // 4), total)
-                  for i, (t, a, total) in enumerate(FALLING))
+    noisy = tuple(
+        (t, a + (GIB // 4 if i % 2 else -GIB // 4), total)
+        for i, (t, a, total) in enumerate(FALLING)
+    )
     trend = s.ram_trend(noisy)
     assert trend is not None and trend.rate == pytest.approx(-GIB, rel=0.05)
-    rising = tuple(reversed([(t, a, total) for (_, a, total), (t, _, _)
-                             in zip(FALLING, reversed(FALLING), strict=True)]))
+    rising = tuple(
+        reversed(
+            [
+                (t, a, total)
+                for (_, a, total), (t, _, _) in zip(FALLING, reversed(FALLING), strict=True)
+            ]
+        )
+    )
     up = s.ram_trend(rising)
     assert up is not None and up.rate == pytest.approx(GIB) and up.minutes_to_oom is None
     assert up.text() == "rising 1.0 GiB/min"
@@ -247,8 +438,9 @@ def test_the_trend_is_a_least_squares_slope() -> None:
     assert mib is not None and mib.text() == "falling 100 MiB/min"
 
 
-@pytest.mark.parametrize("history", [FALLING[:2], FALLING[:4], ()],
-                         ids=["two readings", "fifteen seconds", "none"])
+@pytest.mark.parametrize(
+    "history", [FALLING[:2], FALLING[:4], ()], ids=["two readings", "fifteen seconds", "none"]
+)
 def test_too_little_history_says_nothing_about_the_trend(history) -> None:
     d = s.diagnose(QUIET, snap(proc(), free=4.0), history, (), 1)
     assert s.ram_trend(history) is None
@@ -258,8 +450,11 @@ def test_too_little_history_says_nothing_about_the_trend(history) -> None:
 
 
 def test_twenty_seconds_of_three_readings_is_enough() -> None:
-    three = ((NOW - 20, 6 * GIB, 64 * GIB), (NOW - 10, 5 * GIB, 64 * GIB),
-             (NOW, 4 * GIB, 64 * GIB))  # 6 GiB/min
+    three = (
+        (NOW - 20, 6 * GIB, 64 * GIB),
+        (NOW - 10, 5 * GIB, 64 * GIB),
+        (NOW, 4 * GIB, 64 * GIB),
+    )  # 6 GiB/min
     d = s.diagnose(QUIET, snap(proc(), free=4.0), three, (), 1)
     assert d.cause == "ram-out" and d.numbers["minutes_to_oom"] == pytest.approx(40 / 60)
     assert "out of memory in under a minute" in d.message
@@ -267,14 +462,36 @@ def test_twenty_seconds_of_three_readings_is_enough() -> None:
 
 # -- silence: the limit, and what the engine writes next -----------------------------------------
 
+
 def stalled_store(n: int = 20, interval: float = 30.0) -> RunStore:
     st = RunStore()
-    st.add_object({"kind": "meta", "step": 0, "time": T0, "schema": 1, "run": "r",
-                   "world_size": 1, "device": "cuda:0"}, 1)
+    st.add_object(
+        {
+            "kind": "meta",
+            "step": 0,
+            "time": T0,
+            "schema": 1,
+            "run": "r",
+            "world_size": 1,
+            "device": "cuda:0",
+        },
+        1,
+    )
     for i in range(1, n + 1):
-        st.add_object({"kind": "train", "step": i, "time": T0 + i * interval, "loss": 1.0,
-                       "ar_ce": 0.5, "flow_loss": 0.5, "grad_norm": 1.0, "step_s": interval,
-                       "data_s": 0.1}, i + 1)
+        st.add_object(
+            {
+                "kind": "train",
+                "step": i,
+                "time": T0 + i * interval,
+                "loss": 1.0,
+                "ar_ce": 0.5,
+                "flow_loss": 0.5,
+                "grad_norm": 1.0,
+                "step_s": interval,
+                "data_s": 0.1,
+            },
+            i + 1,
+        )
     return st
 
 
@@ -295,14 +512,19 @@ def test_a_probe_step_with_the_gpu_busy_is_the_eval_probe() -> None:
     st = stalled_store(250, interval=1.0)  # median 1 s: the 60 s floor is the limit
     last = st.columns["time"][-1]
     ctx = alerts.context_for(st, PRESET)
-    got = alerts.stall(st, snap(proc("running", 100.0), util=97.0), PRESET.gates, last + 300.0,
-                       None, ctx)
+    got = alerts.stall(
+        st, snap(proc("running", 100.0), util=97.0), PRESET.gates, last + 300.0, None, ctx
+    )
     assert got.numbers["limit_s"] == 60.0
-    assert ("GPU busy (97 %) with no record: likely the eval probe at step 250 (eval_every "
-            "250), not a hang — wait") in got.message
+    assert (
+        "GPU busy (97 %) with no record: likely the eval probe at step 250 (eval_every "
+        "250), not a hang — wait"
+    ) in got.message
     st.add_object({"kind": "eval", "step": 250, "time": last + 1.0, "eval_chunk_mae": 1.0}, 999)
-    assert "likely the eval probe" not in alerts.stall(
-        st, snap(proc()), PRESET.gates, last + 300.0, None, ctx).message
+    assert (
+        "likely the eval probe"
+        not in alerts.stall(st, snap(proc()), PRESET.gates, last + 300.0, None, ctx).message
+    )
 
 
 def test_a_save_step_in_d_state_names_the_checkpoint() -> None:
@@ -315,6 +537,7 @@ def test_a_save_step_in_d_state_names_the_checkpoint() -> None:
 
 
 # -- the book's histories ------------------------------------------------------------------------
+
 
 def test_the_book_keeps_a_bounded_history_one_reading_per_snapshot() -> None:
     book = alerts.WarningBook()
@@ -350,6 +573,7 @@ def test_evaluate_feeds_the_trend_and_the_polls_to_the_stall() -> None:
 
 # -- real processes ------------------------------------------------------------------------------
 
+
 def wait_for_state(pid: int, want: str, deadline_s: float = 10.0) -> ProcessSample:
     end = time.monotonic() + deadline_s
     while True:
@@ -379,17 +603,20 @@ def test_a_real_stopped_process_is_stopped_and_says_kill_cont() -> None:
         child.wait()
 
 
-ZOMBIE_MAKER = ("import os, sys, time\n"
-                "pid = os.fork()\n"
-                "if pid == 0:\n"
-                "    os._exit(0)\n"
-                "print(pid, flush=True)\n"
-                "time.sleep(60)\n")  # never waits: the child stays a zombie
+ZOMBIE_MAKER = (
+    "import os, sys, time\n"
+    "pid = os.fork()\n"
+    "if pid == 0:\n"
+    "    os._exit(0)\n"
+    "print(pid, flush=True)\n"
+    "time.sleep(60)\n"
+)  # never waits: the child stays a zombie
 
 
 def test_a_real_zombie_child_and_a_real_zombie_root() -> None:
-    parent = subprocess.Popen([sys.executable, "-c", ZOMBIE_MAKER], stdout=subprocess.PIPE,
-                              text=True)
+    parent = subprocess.Popen(
+        [sys.executable, "-c", ZOMBIE_MAKER], stdout=subprocess.PIPE, text=True
+    )
     try:
         zombie = int(parent.stdout.readline())
         end = time.monotonic() + 10

@@ -42,20 +42,45 @@ FAULTS = ("repeat", "conflict", "nan-add", "nan", "drop", "malformed", "later", 
 # the anchor (40) and the endpoint (80) are where a fault can change a read: drawn most
 fault = st.tuples(st.sampled_from(FAULTS), st.sampled_from((80, 40, 80, 40, 70, 10)), value)
 
-READERS = ("fontaine", "jsonl", "csv", "hf_trainer", "tensorboard", "tensorboard_scalars",
-           "mlflow", "trackio", "lines", "wandb")
-METRIC = {"fontaine": "eval_chunk_mae", "jsonl": "eval/mae", "csv": "val_mae",
-          "hf_trainer": "eval_mae", "tensorboard": "eval/mae",
-          "tensorboard_scalars": "eval_mae/eval", "mlflow": "eval/mae",
-          "trackio": "eval/mae", "lines": "eval_mae", "wandb": "eval/mae"}
-EXAMPLES = {"tensorboard": 30, "tensorboard_scalars": 20, "mlflow": 30, "hf_trainer": 30,
-            "trackio": 30}
+READERS = (
+    "fontaine",
+    "jsonl",
+    "csv",
+    "hf_trainer",
+    "tensorboard",
+    "tensorboard_scalars",
+    "mlflow",
+    "trackio",
+    "lines",
+    "wandb",
+)
+METRIC = {
+    "fontaine": "eval_chunk_mae",
+    "jsonl": "eval/mae",
+    "csv": "val_mae",
+    "hf_trainer": "eval_mae",
+    "tensorboard": "eval/mae",
+    "tensorboard_scalars": "eval_mae/eval",
+    "mlflow": "eval/mae",
+    "trackio": "eval/mae",
+    "lines": "eval_mae",
+    "wandb": "eval/mae",
+}
+EXAMPLES = {
+    "tensorboard": 30,
+    "tensorboard_scalars": 20,
+    "mlflow": 30,
+    "hf_trainer": 30,
+    "trackio": 30,
+}
 # the [source] beyond its kind: printed lines need the patterns that read them; a reader
 # that is not a kind of its own says its kind
-SOURCE = {"lines": "kind = \"lines\"\n"
-                   "patterns = ['step:(?P<step>\\S+) loss:(?P<loss>\\S+)',\n"
-                   "            'step:(?P<step>\\S+) eval_mae:(?P<eval_mae>\\S+)']",
-          "tensorboard_scalars": 'kind = "tensorboard"\neval = ["eval_mae/*"]'}
+SOURCE = {
+    "lines": 'kind = "lines"\n'
+    "patterns = ['step:(?P<step>\\S+) loss:(?P<loss>\\S+)',\n"
+    "            'step:(?P<step>\\S+) eval_mae:(?P<eval_mae>\\S+)']",
+    "tensorboard_scalars": 'kind = "tensorboard"\neval = ["eval_mae/*"]',
+}
 COUNT = {"examples": 0}
 
 
@@ -121,7 +146,7 @@ def write_fontaine(folder: Path, entries, rotate: bool) -> None:
     by_step: dict[int, list] = {}
     for e in entries:
         by_step.setdefault(e[0], []).append(e)
-    late = [e for e in entries[len(PROBES):] if e[0] <= LAST]  # appended faults
+    late = [e for e in entries[len(PROBES) :] if e[0] <= LAST]  # appended faults
     for s in range(5, _train_steps(entries) + 1, 5):
         lines.append(json.dumps(train(s, T0 + s)))
         for step, v, bad in by_step.get(s, []):
@@ -142,21 +167,25 @@ def _rows(entries):
     """(step, kind, value, malformed) in writing order: train every 5 steps, each probe
     after its step's train row, appended faults at the end."""
     out = []
-    first = entries[:len(PROBES)]
+    first = entries[: len(PROBES)]
     for s in range(5, _train_steps(entries) + 1, 5):
         out.append((s, "train", loss(s), False))
         out += [(step, "eval", v, bad) for step, v, bad in first if step == s]
-        out += [(step, "eval", v, bad) for step, v, bad in entries[len(PROBES):]
-                if step == s and step > LAST]
-    out += [(step, "eval", v, bad) for step, v, bad in entries[len(PROBES):] if step <= LAST]
+        out += [
+            (step, "eval", v, bad)
+            for step, v, bad in entries[len(PROBES) :]
+            if step == s and step > LAST
+        ]
+    out += [(step, "eval", v, bad) for step, v, bad in entries[len(PROBES) :] if step <= LAST]
     return out
 
 
 def write_jsonl(folder: Path, entries, rotate: bool) -> None:
     with open(folder / "log.jsonl", "w") as f:
         for step, kind, v, bad in _rows(entries):
-            rec = json.dumps({"step": step, "loss": v} if kind == "train" else
-                             {"step": step, "eval/mae": v})
+            rec = json.dumps(
+                {"step": step, "loss": v} if kind == "train" else {"step": step, "eval/mae": v}
+            )
             f.write((rec[:-3] if bad else rec) + "\n")
 
 
@@ -172,11 +201,15 @@ def write_csv(folder: Path, entries, rotate: bool) -> None:
 def write_hf(folder: Path, entries, rotate: bool) -> None:
     from transformers import TrainerState
 
-    history = [{"loss": v, "step": step} if kind == "train" else
-               {"eval_mae": v, "step": f"{step}" if bad else step}
-               for step, kind, v, bad in _rows(entries)]
+    history = [
+        {"loss": v, "step": step}
+        if kind == "train"
+        else {"eval_mae": v, "step": f"{step}" if bad else step}
+        for step, kind, v, bad in _rows(entries)
+    ]
     TrainerState(global_step=LAST, log_history=history).save_to_json(
-        str(folder / "trainer_state.json"))
+        str(folder / "trainer_state.json")
+    )
 
 
 def write_tb(folder: Path, entries, rotate: bool) -> None:
@@ -209,10 +242,13 @@ def write_mlflow(folder: Path, entries, rotate: bool) -> None:
 
     client = MlflowClient(tracking_uri=(folder / "mlruns").as_uri())
     run = client.create_run(client.create_experiment("property"))
-    metrics = [Metric("train/loss" if kind == "train" else "eval/mae", v, 1000 + n, step)
-               for n, (step, kind, v, bad) in enumerate(_rows(entries)) if not bad]
+    metrics = [
+        Metric("train/loss" if kind == "train" else "eval/mae", v, 1000 + n, step)
+        for n, (step, kind, v, bad) in enumerate(_rows(entries))
+        if not bad
+    ]
     for k in range(0, len(metrics), 500):
-        client.log_batch(run.info.run_id, metrics=metrics[k:k + 500])
+        client.log_batch(run.info.run_id, metrics=metrics[k : k + 500])
     client.set_terminated(run.info.run_id)
 
 
@@ -224,11 +260,13 @@ def write_trackio(folder: Path, entries, rotate: bool) -> None:
     was = sqlite_storage.TRACKIO_DIR
     sqlite_storage.TRACKIO_DIR = folder
     try:
-        rows = [({"train/loss": v} if kind == "train" else
-                 {"eval/mae": f"{v}?" if bad else v}, step)
-                for step, kind, v, bad in _rows(entries)]
-        sqlite_storage.SQLiteStorage.bulk_log("property", "only", [m for m, _ in rows],
-                                              steps=[s for _, s in rows])
+        rows = [
+            ({"train/loss": v} if kind == "train" else {"eval/mae": f"{v}?" if bad else v}, step)
+            for step, kind, v, bad in _rows(entries)
+        ]
+        sqlite_storage.SQLiteStorage.bulk_log(
+            "property", "only", [m for m, _ in rows], steps=[s for _, s in rows]
+        )
     finally:
         sqlite_storage.TRACKIO_DIR = was
 
@@ -256,31 +294,47 @@ def write_wandb(folder: Path, entries, rotate: bool) -> None:
     data = bytearray(frame([*payloads, exit_record(0)]))
     for k, malformed in enumerate(bad):
         if malformed:  # the record's last byte changed: its checksum fails
-            data[len(frame(payloads[:k + 1])) - 1] ^= 1
+            data[len(frame(payloads[: k + 1])) - 1] ^= 1
     run = folder / "wandb" / "offline-run-20260101_000000-prop1"
     run.mkdir(parents=True)
     (run / "run-prop1.wandb").write_bytes(bytes(data))
 
 
-WRITERS = {"fontaine": write_fontaine, "jsonl": write_jsonl, "csv": write_csv,
-           "hf_trainer": write_hf, "tensorboard": write_tb,
-           "tensorboard_scalars": write_tb_scalars, "mlflow": write_mlflow,
-           "trackio": write_trackio, "lines": write_lines, "wandb": write_wandb}
-NEEDS = {"hf_trainer": "transformers", "tensorboard": "tensorboard",
-         "tensorboard_scalars": "tensorboard", "mlflow": "mlflow", "trackio": "trackio",
-         "wandb": "wandb"}
+WRITERS = {
+    "fontaine": write_fontaine,
+    "jsonl": write_jsonl,
+    "csv": write_csv,
+    "hf_trainer": write_hf,
+    "tensorboard": write_tb,
+    "tensorboard_scalars": write_tb_scalars,
+    "mlflow": write_mlflow,
+    "trackio": write_trackio,
+    "lines": write_lines,
+    "wandb": write_wandb,
+}
+NEEDS = {
+    "hf_trainer": "transformers",
+    "tensorboard": "tensorboard",
+    "tensorboard_scalars": "tensorboard",
+    "mlflow": "mlflow",
+    "trackio": "trackio",
+    "wandb": "wandb",
+}
 
 
 def _preset(base: Path, reader: str):
     path = foreign_preset(base, SOURCE.get(reader, f'kind = "{reader}"'), metric=METRIC[reader])
     if reader == "fontaine":  # our own log: the recipe, with probes every 10 to step 80
         text = (Path(__file__).parents[3] / "presets" / "demosonly_1gpu.toml").read_text()
-        head = text[:text.index("[verdict]")]
-        for was, now in (("steps = 1000", f"steps = {LAST}"), ("eval_every = 250",
-                         "eval_every = 10"), ("save_every = 500", "save_every = 40")):
+        head = text[: text.index("[verdict]")]
+        for was, now in (
+            ("steps = 1000", f"steps = {LAST}"),
+            ("eval_every = 250", "eval_every = 10"),
+            ("save_every = 500", "save_every = 40"),
+        ):
             head = head.replace(was, now)
         body = path.read_text()
-        path.write_text(head + body[body.index("[verdict]"):])
+        path.write_text(head + body[body.index("[verdict]") :])
     load_preset(str(path))  # a preset the suite can read
     return path
 
@@ -296,10 +350,16 @@ def test_the_verdict_is_the_clean_evidences_or_undecidable(reader, monkeypatch):
     preset_path = _preset(base, reader)
     write = WRITERS[reader]
 
-    @settings(max_examples=EXAMPLES.get(reader, 60), deadline=None, derandomize=True,
-              suppress_health_check=[HealthCheck.too_slow])
-    @given(values=st.lists(value, min_size=len(PROBES), max_size=len(PROBES)),
-           faults=st.lists(fault, min_size=1, max_size=3))
+    @settings(
+        max_examples=EXAMPLES.get(reader, 60),
+        deadline=None,
+        derandomize=True,
+        suppress_health_check=[HealthCheck.too_slow],
+    )
+    @given(
+        values=st.lists(value, min_size=len(PROBES), max_size=len(PROBES)),
+        faults=st.lists(fault, min_size=1, max_size=3),
+    )
     @example(values=[1.0] * len(PROBES), faults=[("drop", 80, 0.0), ("later", 80, 3.0)])
     @example(values=[1.0] * len(PROBES), faults=[("malformed", 80, 0.0), ("later", 80, 3.0)])
     @example(values=[1.0] * len(PROBES), faults=[("conflict", 80, 3.0), ("rotate", 80, 0.0)])
@@ -322,7 +382,8 @@ def test_the_verdict_is_the_clean_evidences_or_undecidable(reader, monkeypatch):
         got = (doc["verdict"], doc["provisional"])
         assert got == want or doc["verdict"] == "UNDECIDABLE", (
             f"{reader}: {got} where the clean evidence reads {want} ({doc['reason']}); "
-            f"faults {faults}")
+            f"faults {faults}"
+        )
 
     try:
         check()

@@ -20,8 +20,9 @@ UNDECIDABLE = 6
 
 
 def _write(path: Path, recs: list, extra_lines: tuple[str, ...] = ()) -> Path:
-    path.write_text("".join((r if isinstance(r, str) else dumps(r)) + "\n"
-                            for r in [*recs, *extra_lines]))
+    path.write_text(
+        "".join((r if isinstance(r, str) else dumps(r)) + "\n" for r in [*recs, *extra_lines])
+    )
     return path
 
 
@@ -38,13 +39,20 @@ def _json(path: Path, capsys) -> dict:
 
 
 def test_the_clean_fixture_reads_ambiguous(tmp_path, capsys):
-    assert _verdict(_write(tmp_path / "log.jsonl", records(probes=RIGONLY_LIKE)), capsys)[0] == CLEAN
+    assert (
+        _verdict(_write(tmp_path / "log.jsonl", records(probes=RIGONLY_LIKE)), capsys)[0] == CLEAN
+    )
 
 
-@pytest.mark.parametrize("value, said", [("true", "true (a boolean)"),
-                                         ("false", "false (a boolean)"),
-                                         ("1" + "0" * 400, "an integer of 401 digits"),
-                                         ('"3.1"', "a string")])
+@pytest.mark.parametrize(
+    "value, said",
+    [
+        ("true", "true (a boolean)"),
+        ("false", "false (a boolean)"),
+        ("1" + "0" * 400, "an integer of 401 digits"),
+        ('"3.1"', "a string"),
+    ],
+)
 def test_a_metric_that_is_not_a_real_number_is_undecidable(tmp_path, capsys, value, said):
     recs = records(probes=RIGONLY_LIKE)
     lines = [dumps(r) for r in recs]
@@ -60,8 +68,9 @@ def test_a_metric_that_is_not_a_real_number_is_undecidable(tmp_path, capsys, val
 def test_huge_values_and_deep_nesting_are_no_crash(tmp_path, capsys):
     recs = records(probes={**RIGONLY_LIKE, 500: (-1e308, 3.25), 1000: (1e308, 3.41)})
     deep = "[" * 100_000 + "]" * 100_000
-    log = _write(tmp_path / "log.jsonl", recs, (deep, '{"kind": "train", "step": 1001.0, '
-                                                      '"time": 1}'))
+    log = _write(
+        tmp_path / "log.jsonl", recs, (deep, '{"kind": "train", "step": 1001.0, "time": 1}')
+    )
     doc = _json(log, capsys)
     # delta = 1e308 - (-1e308) overflows to inf: undecidable, not a traceback
     assert doc["code"] == UNDECIDABLE
@@ -101,13 +110,21 @@ def test_an_identical_repeat_of_a_probe_is_fine(tmp_path, capsys):
 
 
 def test_after_a_resume_the_later_probe_wins(tmp_path, capsys):
-    recs = [r for r in records(probes=RIGONLY_LIKE, steps=1000) if r["step"] <= 600
-            and r.get("event") != "end"]
-    recs += [meta(step=500, t=T0 + 900),
-             {"kind": "event", "step": 500, "time": T0 + 900, "event": "resume", "detail": ""},
-             probe(500, T0 + 901, 3.1, 3.25)]  # re-probed after the resume: same anchor
-    recs += [r for r in records(probes=RIGONLY_LIKE, steps=1000) if r["step"] > 500
-             and r["kind"] != "meta" and r.get("event") != "start"]
+    recs = [
+        r
+        for r in records(probes=RIGONLY_LIKE, steps=1000)
+        if r["step"] <= 600 and r.get("event") != "end"
+    ]
+    recs += [
+        meta(step=500, t=T0 + 900),
+        {"kind": "event", "step": 500, "time": T0 + 900, "event": "resume", "detail": ""},
+        probe(500, T0 + 901, 3.1, 3.25),
+    ]  # re-probed after the resume: same anchor
+    recs += [
+        r
+        for r in records(probes=RIGONLY_LIKE, steps=1000)
+        if r["step"] > 500 and r["kind"] != "meta" and r.get("event") != "start"
+    ]
     doc = _json(_write(tmp_path / "log.jsonl", recs), capsys)
     assert doc["code"] == CLEAN and doc["log"]["conflicts"] == 0 and doc["log"]["resumes"] == 1
 
@@ -154,8 +171,9 @@ def test_a_meta_record_of_another_run_mid_log_is_noted(tmp_path, capsys):
 
 
 @pytest.mark.parametrize("workers", [1, 2])
-def test_a_log_with_bare_cr_line_ends_reads_like_the_same_log_with_newlines(tmp_path, capsys,
-                                                                            workers):
+def test_a_log_with_bare_cr_line_ends_reads_like_the_same_log_with_newlines(
+    tmp_path, capsys, workers
+):
     recs = records(probes=RIGONLY_LIKE)
     cr = tmp_path / "cr" / "train_log.jsonl"
     cr.parent.mkdir()

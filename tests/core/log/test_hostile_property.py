@@ -32,8 +32,15 @@ def _clean(values: dict[int, tuple[float, float]], ended: bool) -> list[dict]:
         if s % 500 == 0:
             out.append({"kind": "checkpoint", "step": s, "time": T0 + s, "path": f"ck/{s}"})
     if ended:
-        out.append({"kind": "event", "step": STEPS, "time": T0 + STEPS + 1, "event": "end",
-                    "detail": "finished"})
+        out.append(
+            {
+                "kind": "event",
+                "step": STEPS,
+                "time": T0 + STEPS + 1,
+                "event": "end",
+                "detail": "finished",
+            }
+        )
     return out
 
 
@@ -42,8 +49,9 @@ def _fault(kind: str, step: int, value: float) -> str:
     if kind == "bool":
         return dumps({**probe(step, T0, 1.0, 1.0), "eval_chunk_mae": True})
     if kind == "huge-int":
-        return dumps(probe(step, T0, 1.0, 1.0)).replace('"eval_chunk_mae": 1.0',
-                                                        '"eval_chunk_mae": 1' + "0" * 400)
+        return dumps(probe(step, T0, 1.0, 1.0)).replace(
+            '"eval_chunk_mae": 1.0', '"eval_chunk_mae": 1' + "0" * 400
+        )
     if kind == "huge-float":
         return dumps(probe(step, T0, 1e308 if value > 8 else -1e308, 1.0))
     if kind == "other-probe":  # a different value for a probe step, no resume
@@ -51,32 +59,62 @@ def _fault(kind: str, step: int, value: float) -> str:
     if kind == "rewind":
         return dumps(train(step, T0 + 6000))
     if kind == "resume":  # a resume going back, anywhere in the log (after the end: refused)
-        return dumps({"kind": "event", "step": step - 100, "time": T0, "event": "resume",
-                      "detail": "from an older checkpoint"})
+        return dumps(
+            {
+                "kind": "event",
+                "step": step - 100,
+                "time": T0,
+                "event": "resume",
+                "detail": "from an older checkpoint",
+            }
+        )
     if kind == "meta":
         return dumps(meta(step=step, run="another-run", world_size=8))
     if kind == "float-step":
-        return json.dumps({"kind": "eval", "step": float(step), "time": T0,
-                           "eval_chunk_mae": value})
+        return json.dumps(
+            {"kind": "eval", "step": float(step), "time": T0, "eval_chunk_mae": value}
+        )
     if kind == "deep":
         return "[" * 50_000 + "]" * 50_000
     return "{torn junk"
 
 
-FAULTS = ("bool", "huge-int", "huge-float", "other-probe", "rewind", "resume", "meta",
-          "float-step", "deep", "junk")
+FAULTS = (
+    "bool",
+    "huge-int",
+    "huge-float",
+    "other-probe",
+    "rewind",
+    "resume",
+    "meta",
+    "float-step",
+    "deep",
+    "junk",
+)
 
 
 @st.composite
 def hostile_logs(draw):
-    values = {s: (draw(level), draw(level)) for s in PROBE_STEPS
-              if draw(st.booleans()) or s in (500, 1000)}
+    values = {
+        s: (draw(level), draw(level))
+        for s in PROBE_STEPS
+        if draw(st.booleans()) or s in (500, 1000)
+    }
     ended = draw(st.booleans())
     clean = [dumps(r) for r in _clean(values, ended)]
     # a fault names a step the clean log probed: a probe at a step it lacks is new evidence,
     # not a fault (its worth is the clean reader's business)
-    faults = draw(st.lists(st.tuples(st.sampled_from(FAULTS), st.sampled_from(sorted(values)),
-                                     level, st.integers(0, len(clean))), max_size=6))
+    faults = draw(
+        st.lists(
+            st.tuples(
+                st.sampled_from(FAULTS),
+                st.sampled_from(sorted(values)),
+                level,
+                st.integers(0, len(clean)),
+            ),
+            max_size=6,
+        )
+    )
     lines = list(clean)
     for kind, step, value, where in sorted(faults, key=lambda f: -f[3]):
         lines.insert(where, _fault(kind, step, value))
@@ -87,7 +125,13 @@ def hostile_logs(draw):
     return clean, chunks, faults
 
 
-@settings(max_examples=120, database=None, derandomize=True, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(
+    max_examples=120,
+    database=None,
+    derandomize=True,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow],
+)
 @given(hostile_logs(), st.booleans())
 def test_faults_never_raise_and_never_give_a_final_label_the_clean_log_would_not(case, lean):
     clean_lines, chunks, faults = case
@@ -97,8 +141,7 @@ def test_faults_never_raise_and_never_give_a_final_label_the_clean_log_would_not
     json.dumps(got.to_json(), allow_nan=False)
     ref = compute_verdict(load_lines([("\n".join(clean_lines) + "\n").encode()]), PRESET)
     if not got.provisional and got.verdict != "UNDECIDABLE":
-        assert not ref.provisional and got.verdict == ref.verdict, (faults, got.reason,
-                                                                     ref.reason)
+        assert not ref.provisional and got.verdict == ref.verdict, (faults, got.reason, ref.reason)
 
 
 def _store(lean: bool):

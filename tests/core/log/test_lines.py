@@ -11,8 +11,9 @@ def stream(rng: random.Random, n: int, cap: int) -> bytes:
     out = []
     for i in range(n):
         size = rng.choice([5, 40, 300, min(cap, 9000) + rng.randint(1, 3 * ANCHOR)])
-        out.append(rng.randbytes(size).replace(b"\n", b"n").replace(b"\r", b"r")
-                   + f"{i}\n".encode())
+        out.append(
+            rng.randbytes(size).replace(b"\n", b"n").replace(b"\r", b"r") + f"{i}\n".encode()
+        )
     return b"".join(out)
 
 

@@ -21,16 +21,19 @@ def _one_line(capsys) -> str:
     return err[0]
 
 
-@pytest.mark.parametrize("key, value, said", [
-    ("healthy_max", "-inf", "verdict.healthy_max: expected a finite number, got -inf"),
-    ("lr", "inf", "recipe.lr: expected a finite number, got inf"),
-    ("gpu_hours", "-1", "gates.gpu_hours: expected a number >= 0"),
-    ("gpu_hours", "inf", "gates.gpu_hours: expected a finite number"),
-    ("stall_min_s", "-5", "gates.stall_min_s: expected a number >= 0"),
-    ("warmup_steps", "-5", "recipe.warmup_steps: expected an integer in [0,"),
-    ("declared_after_step", "-1", "declared_after_step: expected an integer in [0,"),
-    ("steps", "99999999999999999999", "recipe.steps: expected an integer in [0,"),
-])
+@pytest.mark.parametrize(
+    "key, value, said",
+    [
+        ("healthy_max", "-inf", "verdict.healthy_max: expected a finite number, got -inf"),
+        ("lr", "inf", "recipe.lr: expected a finite number, got inf"),
+        ("gpu_hours", "-1", "gates.gpu_hours: expected a number >= 0"),
+        ("gpu_hours", "inf", "gates.gpu_hours: expected a finite number"),
+        ("stall_min_s", "-5", "gates.stall_min_s: expected a number >= 0"),
+        ("warmup_steps", "-5", "recipe.warmup_steps: expected an integer in [0,"),
+        ("declared_after_step", "-1", "declared_after_step: expected an integer in [0,"),
+        ("steps", "99999999999999999999", "recipe.steps: expected an integer in [0,"),
+    ],
+)
 def test_senseless_preset_values_are_one_line_exit_2(tmp_path, capsys, key, value, said):
     text = (Path(__file__).resolve().parents[3] / "presets" / "demosonly_1gpu.toml").read_text()
     if f"\n{key} = " not in text:  # a key the preset leaves at its default: add it
@@ -48,12 +51,25 @@ def test_senseless_preset_values_are_one_line_exit_2(tmp_path, capsys, key, valu
 def test_replay_speed_and_scale_factor_must_make_sense(tmp_path, capsys):
     log = write_log(tmp_path / "run" / "train_log.jsonl", probes=RIGONLY_LIKE)
     for speed in ("1e-300", "0", "nan", "1e300"):
-        assert main(["replay", str(log), "--preset", "demosonly_1gpu", "--plain",
-                     "--speed", speed]) == 2
+        assert (
+            main(["replay", str(log), "--preset", "demosonly_1gpu", "--plain", "--speed", speed])
+            == 2
+        )
         assert "--speed" in _one_line(capsys)
     for factor in ("nan", "inf", "-2", "0"):
-        assert main(["amend", str(tmp_path / "run"), "--scale-factor", factor,
-                     "--preset", "demosonly_1gpu"]) == 2
+        assert (
+            main(
+                [
+                    "amend",
+                    str(tmp_path / "run"),
+                    "--scale-factor",
+                    factor,
+                    "--preset",
+                    "demosonly_1gpu",
+                ]
+            )
+            == 2
+        )
         line = _one_line(capsys)
         assert "--scale-factor" in line and "comparator" not in line, line
 
@@ -78,10 +94,16 @@ def test_a_log_that_is_not_a_regular_file_is_refused_at_once(tmp_path, kind, com
     else:
         (run / "train_log.jsonl").symlink_to("/dev/zero")
     target = str(run / "train_log.jsonl") if command == "replay" else str(run)
-    argv = {"verdict": [target, "--preset", "demosonly_1gpu"],
-            "replay": [target, "--preset", "demosonly_1gpu", "--plain"],
-            "attach": [target, "--preset", "demosonly_1gpu", "--plain", "--until-end"]}[command]
-    res = subprocess.run([sys.executable, "-m", "fontaine_tui", command, *argv],
-                         capture_output=True, text=True, timeout=30)
+    argv = {
+        "verdict": [target, "--preset", "demosonly_1gpu"],
+        "replay": [target, "--preset", "demosonly_1gpu", "--plain"],
+        "attach": [target, "--preset", "demosonly_1gpu", "--plain", "--until-end"],
+    }[command]
+    res = subprocess.run(
+        [sys.executable, "-m", "fontaine_tui", command, *argv],
+        capture_output=True,
+        text=True,
+        timeout=30,
+    )
     assert res.returncode == 2 and "Traceback" not in res.stderr, res.stderr[-500:]
     assert "not a regular file" in res.stderr and len(res.stderr.strip().splitlines()) == 1

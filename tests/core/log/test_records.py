@@ -49,8 +49,13 @@ def test_torn_line_split_byte_by_byte_gives_the_same_records():
 
 
 def test_malformed_middle_line_is_counted_with_its_line_number_and_skipped():
-    data = (_bytes([meta(), train(1, 1.0)]) + b"{not json at all\n"
-            + b"[1, 2]\n" + b'{"kind": "train"}\n' + _bytes([train(2, 2.0)]))
+    data = (
+        _bytes([meta(), train(1, 1.0)])
+        + b"{not json at all\n"
+        + b"[1, 2]\n"
+        + b'{"kind": "train"}\n'
+        + _bytes([train(2, 2.0)])
+    )
     store = load_lines([data])
     assert list(store.steps) == [1, 2]
     assert [m.line for m in store.malformed] == [3, 4, 5]
@@ -61,11 +66,26 @@ def test_malformed_middle_line_is_counted_with_its_line_number_and_skipped():
 
 
 def test_duplicated_step_after_resume_later_record_wins():
-    recs = [meta(), train(1, 1.0), train(2, 2.0), probe(2, 2.1, 5.0, 5.0), train(3, 3.0),
-            train(4, 4.0, loss=9.0), probe(4, 4.1, 4.0, 4.0),
-            meta(step=2, t=10.0), {"kind": "event", "step": 2, "time": 10.0, "event": "resume",
-                                   "detail": "from checkpoints/step-000002"},
-            train(3, 11.0, loss=0.5), train(4, 12.0, loss=0.25), probe(4, 12.1, 3.0, 3.0)]
+    recs = [
+        meta(),
+        train(1, 1.0),
+        train(2, 2.0),
+        probe(2, 2.1, 5.0, 5.0),
+        train(3, 3.0),
+        train(4, 4.0, loss=9.0),
+        probe(4, 4.1, 4.0, 4.0),
+        meta(step=2, t=10.0),
+        {
+            "kind": "event",
+            "step": 2,
+            "time": 10.0,
+            "event": "resume",
+            "detail": "from checkpoints/step-000002",
+        },
+        train(3, 11.0, loss=0.5),
+        train(4, 12.0, loss=0.25),
+        probe(4, 12.1, 3.0, 3.0),
+    ]
     store = load_lines([_bytes(recs)])
     assert list(store.steps) == [1, 2, 3, 4]
     assert list(store.columns["loss"])[2:] == [0.5, 0.25]
@@ -94,8 +114,10 @@ def test_nan_and_infinity_are_floats():
 
 
 def test_unknown_kinds_and_fields_are_ignored_crlf_tolerated():
-    data = (b'{"kind": "gossip", "step": 1, "time": 1}\r\n'
-            b'{"kind": "eval", "step": 250, "time": 2, "eval_chunk_mae": 3.5, "new": [1]}\r\n')
+    data = (
+        b'{"kind": "gossip", "step": 1, "time": 1}\r\n'
+        b'{"kind": "eval", "step": 250, "time": 2, "eval_chunk_mae": 3.5, "new": [1]}\r\n'
+    )
     store = load_lines([data])
     assert store.ignored == 1 and store.malformed_count == 0
     p = store.probes[250]

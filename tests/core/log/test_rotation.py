@@ -39,9 +39,11 @@ def test_a_run_split_by_rotation_reads_as_the_whole_run(tmp_path: Path, capsys) 
     (split / (LOG + ".1")).write_bytes(_text(recs[a:b]))
     (split / LOG).write_bytes(_text(recs[b:]))
     code, doc = _verdict_json(split, capsys)
-    assert (code, doc["verdict"], doc["delta"]) == (code_whole, doc_whole["verdict"],
-                                                     doc_whole["delta"]) == (4, "AMBIGUOUS",
-                                                                             doc["delta"])
+    assert (
+        (code, doc["verdict"], doc["delta"])
+        == (code_whole, doc_whole["verdict"], doc_whole["delta"])
+        == (4, "AMBIGUOUS", doc["delta"])
+    )
     assert doc["log"]["records"] == doc_whole["log"]["records"] == len(recs)
     assert [g["name"] for g in doc["log"]["segments"]] == [LOG + ".2.gz", LOG + ".1", LOG]
     assert doc["log"]["segments"][1]["first_line"] == a + 1
@@ -54,15 +56,24 @@ def test_a_resume_into_a_fresh_file_that_repeats_the_anchor_probe(tmp_path: Path
     """The user moved the log away before `--resume` started a new one, back from step 250."""
     first = [r for r in records(RIGONLY_LIKE) if r["step"] <= 600 and r.get("event") != "end"]
     t = 1_787_100_000.0
-    second = [meta(step=250, t=t), {"kind": "event", "step": 250, "time": t, "event": "resume",
-                                   "detail": "resumed from checkpoint step-000250"}]
+    second = [
+        meta(step=250, t=t),
+        {
+            "kind": "event",
+            "step": 250,
+            "time": t,
+            "event": "resume",
+            "detail": "resumed from checkpoint step-000250",
+        },
+    ]
     for s in range(251, 1001):
         second.append(train(s, t + s))
         if s in (500, 750, 1000):
             ev = {500: 3.2000, 750: 3.5000, 1000: 4.3000}[s]  # the new timeline's probes
             second.append(probe(s, t + s + 0.1, ev, 3.3))
-    second.append({"kind": "event", "step": 1000, "time": t + 2000, "event": "end",
-                   "detail": "finished"})
+    second.append(
+        {"kind": "event", "step": 1000, "time": t + 2000, "event": "end", "detail": "finished"}
+    )
     run = tmp_path / "run"
     run.mkdir()
     (run / (LOG + ".1")).write_bytes(_text(first))
@@ -87,8 +98,10 @@ def test_identical_records_read_twice_change_nothing() -> None:
     assert twice.probes == once.probes and not twice.superseded
     assert twice.replaced_steps == 0 and twice.repeats == once.records
     preset = load_preset("demosonly_1gpu")
-    assert compute_verdict(twice, preset).to_json()["delta"] == \
-        compute_verdict(once, preset).to_json()["delta"]
+    assert (
+        compute_verdict(twice, preset).to_json()["delta"]
+        == compute_verdict(once, preset).to_json()["delta"]
+    )
 
 
 def test_replay_of_a_run_folder_plays_the_rotated_segments_first(tmp_path: Path, capsys) -> None:
@@ -115,9 +128,12 @@ def test_a_pipe_or_device_as_a_log_or_segment_is_one_line_exit_2(tmp_path, capsy
     run.mkdir()
     (run / LOG).write_text("".join(dumps(r) + "\n" for r in records(probes=RIGONLY_LIKE)))
     os.mkfifo(run / f"{LOG}.1")  # a reader that opened this would wait for ever
-    res = subprocess.run([sys.executable, "-m", "fontaine_tui", "verdict", str(run),
-                          "--preset", "demosonly_1gpu"], capture_output=True, text=True,
-                         timeout=60)
+    res = subprocess.run(
+        [sys.executable, "-m", "fontaine_tui", "verdict", str(run), "--preset", "demosonly_1gpu"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert res.returncode == 2 and "Traceback" not in res.stderr
     err = res.stderr.strip().splitlines()
     assert len(err) == 1 and f"{LOG}.1: not a regular file" in err[0]

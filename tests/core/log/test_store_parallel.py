@@ -15,22 +15,39 @@ def _messy_log(path):
     lines.insert(300, "")
     lines.insert(400, '{"kind": "train", "step": 7.5, "time": 1}')
     lines.insert(450, '{"kind": "checkpoint", "step": 9, "time": NaN, "path": "x"}')
-    resume = [meta(step=250, t=2.0),
-              dumps({"kind": "event", "step": 250, "time": 2.0, "event": "resume",
-                     "detail": "from step 250"}),
-              *[dumps(train(s, 3.0 + s, loss=0.1)) for s in range(251, 501)],
-              dumps(probe(500, 600.0, 2.5, 2.6)),
-              *[dumps(train(s, 3.0 + s, loss=0.1)) for s in range(501, 520)]]
+    resume = [
+        meta(step=250, t=2.0),
+        dumps(
+            {
+                "kind": "event",
+                "step": 250,
+                "time": 2.0,
+                "event": "resume",
+                "detail": "from step 250",
+            }
+        ),
+        *[dumps(train(s, 3.0 + s, loss=0.1)) for s in range(251, 501)],
+        dumps(probe(500, 600.0, 2.5, 2.6)),
+        *[dumps(train(s, 3.0 + s, loss=0.1)) for s in range(501, 520)],
+    ]
     lines += [r if isinstance(r, str) else dumps(r) for r in resume]
-    path.write_bytes(("\r\n".join(lines[:50]) + "\n" + "\n".join(lines[50:]) + "\n"
-                      + '{"kind": "train", "st').encode())
+    path.write_bytes(
+        (
+            "\r\n".join(lines[:50]) + "\n" + "\n".join(lines[50:]) + "\n" + '{"kind": "train", "st'
+        ).encode()
+    )
     return path
 
 
 def _view(store):
-    return (list(store.steps), {k: v.tobytes() for k, v in store.columns.items()},
-            store.probes, [p.step for p in store.superseded], store.counts(),
-            [(m.line, m.reason) for m in store.malformed])
+    return (
+        list(store.steps),
+        {k: v.tobytes() for k, v in store.columns.items()},
+        store.probes,
+        [p.step for p in store.superseded],
+        store.counts(),
+        [(m.line, m.reason) for m in store.malformed],
+    )
 
 
 @pytest.mark.parametrize("workers", [2, 3])

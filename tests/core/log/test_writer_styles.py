@@ -27,9 +27,15 @@ MAKE_LOG = _make_log()
 
 
 def _lean_view(st):
-    return (list(st.steps), st.probes, [p.step for p in st.superseded], st.counts(),
-            [(m.line, m.reason) for m in st.malformed], [c.step for c in st.checkpoints],
-            [(e.line, e.event) for e in st.events])
+    return (
+        list(st.steps),
+        st.probes,
+        [p.step for p in st.superseded],
+        st.counts(),
+        [(m.line, m.reason) for m in st.malformed],
+        [c.step for c in st.checkpoints],
+        [(e.line, e.event) for e in st.events],
+    )
 
 
 @pytest.mark.parametrize("style", MAKE_LOG.STYLES)

@@ -35,8 +35,11 @@ class Hook:
             def do_POST(self) -> None:
                 body = self.rfile.read(int(self.headers.get("Content-Length", 0)))
                 with hook.lock:
-                    hook.requests.append(Request("POST", self.path, dict(self.headers.items()),
-                                                 body, time.perf_counter()))
+                    hook.requests.append(
+                        Request(
+                            "POST", self.path, dict(self.headers.items()), body, time.perf_counter()
+                        )
+                    )
                     step = hook.script.pop(0) if hook.script else ("status", 200)
                 if step[0] == "hang":
                     hook.stop.wait(60)
@@ -52,8 +55,7 @@ class Hook:
         self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self.server.daemon_threads = True
         self.port = self.server.server_address[1]
-        self.thread = threading.Thread(target=self.server.serve_forever, args=(0.05,),
-                                       daemon=True)
+        self.thread = threading.Thread(target=self.server.serve_forever, args=(0.05,), daemon=True)
         self.thread.start()
 
     def url(self, path: str = "/hook") -> str:

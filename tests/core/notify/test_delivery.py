@@ -35,8 +35,11 @@ def test_the_last_try_failing_is_a_recorded_failure(hook):
     hook.fail(500, 10)
     seen = []
     dest = make_destination(hook.url(SECRET), service="slack")
-    notifier = Notifier([dest], policy=Policy(timeout=2, tries=3, backoff=0.01),
-                        on_failure=lambda label, reason: seen.append((label, reason)))
+    notifier = Notifier(
+        [dest],
+        policy=Policy(timeout=2, tries=3, backoff=0.01),
+        on_failure=lambda label, reason: seen.append((label, reason)),
+    )
     notifier.send(msg())
     assert notifier.close(10)
     assert len(hook.requests) == 3
@@ -57,8 +60,10 @@ def test_a_4xx_is_not_retried(hook):
 
 def test_429_retry_after_is_honoured(hook):
     hook.script.append(("retry_after", "1"))
-    notifier = Notifier([make_destination(hook.url(), service="discord")],
-                        policy=Policy(timeout=2, tries=2, backoff=0.01))
+    notifier = Notifier(
+        [make_destination(hook.url(), service="discord")],
+        policy=Policy(timeout=2, tries=2, backoff=0.01),
+    )
     notifier.send(msg())
     assert notifier.close(10)
     first, second = hook.wait_for(2)
@@ -90,9 +95,11 @@ def test_a_dead_endpoint_never_slows_the_caller(endpoint, silent):
     port = dead_port() if endpoint == "refused" else silent.port
     url = f"http://127.0.0.1:{port}{SECRET}"
     seen = []
-    notifier = Notifier([make_destination(url, service="slack")],
-                        policy=Policy(timeout=0.3, tries=2, backoff=0.01, queue_size=5),
-                        on_failure=lambda label, reason: seen.append(reason))
+    notifier = Notifier(
+        [make_destination(url, service="slack")],
+        policy=Policy(timeout=0.3, tries=2, backoff=0.01, queue_size=5),
+        on_failure=lambda label, reason: seen.append(reason),
+    )
     worst = _send_100(notifier)
     print(f"\n{endpoint}: slowest of 100 send() calls {worst * 1e3:.3f} ms")
     assert worst < 0.005
@@ -140,8 +147,9 @@ def test_after_close_nothing_is_queued(hook):
 
 def test_a_request_that_gets_no_answer_is_tried_again(hook):
     hook.script.append(("hang",))
-    notifier = Notifier([make_destination(hook.url())],
-                        policy=Policy(timeout=0.3, tries=2, backoff=0.01))
+    notifier = Notifier(
+        [make_destination(hook.url())], policy=Policy(timeout=0.3, tries=2, backoff=0.01)
+    )
     notifier.send(msg())
     assert notifier.close(10)
     assert len(hook.wait_for(2)) == 2 and notifier.failures == []
@@ -208,8 +216,10 @@ def test_a_destination_that_trickles_is_given_up_within_the_total_time(where):
 
     threading.Thread(target=serve, daemon=True).start()
     try:
-        notifier = Notifier([make_destination(f"http://127.0.0.1:{listener.getsockname()[1]}/h")],
-                            policy=Policy(timeout=1.0, tries=2, backoff=0.05))
+        notifier = Notifier(
+            [make_destination(f"http://127.0.0.1:{listener.getsockname()[1]}/h")],
+            policy=Policy(timeout=1.0, tries=2, backoff=0.05),
+        )
         t = time.monotonic()
         notifier.send(msg())
         assert notifier.flush(8), "the delivery is still held by the trickling server"

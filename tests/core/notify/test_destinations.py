@@ -11,18 +11,21 @@ SLACK = "https://hooks.slack.com/services/T000/B000/SECRETTOKEN"
 DISCORD = "https://discord.com/api/webhooks/123456/SECRETTOKEN"
 
 
-@pytest.mark.parametrize("url, service", [
-    (SLACK, "slack"),
-    (DISCORD, "discord"),
-    ("https://discordapp.com/api/webhooks/1/SECRETTOKEN", "discord"),
-    ("https://discord.com/channels/1/2", "generic"),  # not a webhook
-    ("https://ntfy.sh/my-runs", "ntfy"),
-    ("ntfy://ntfy.example.org/my-runs", "ntfy"),
-    ("https://example.org/hook", "generic"),
-    ("http://127.0.0.1:8080/x", "generic"),
-    ("apprise://apprise.example.org/key", "apprise"),
-    ("tgram://bottoken/chatid", "apprise"),
-])
+@pytest.mark.parametrize(
+    "url, service",
+    [
+        (SLACK, "slack"),
+        (DISCORD, "discord"),
+        ("https://discordapp.com/api/webhooks/1/SECRETTOKEN", "discord"),
+        ("https://discord.com/channels/1/2", "generic"),  # not a webhook
+        ("https://ntfy.sh/my-runs", "ntfy"),
+        ("ntfy://ntfy.example.org/my-runs", "ntfy"),
+        ("https://example.org/hook", "generic"),
+        ("http://127.0.0.1:8080/x", "generic"),
+        ("apprise://apprise.example.org/key", "apprise"),
+        ("tgram://bottoken/chatid", "apprise"),
+    ],
+)
 def test_the_service_is_told_apart_by_the_url(url, service):
     assert detect_service(url) == service
 
@@ -34,7 +37,9 @@ def write(path, text):
 
 
 def test_config_tables_and_the_environment(no_user_config, monkeypatch):
-    write(no_user_config, f"""
+    write(
+        no_user_config,
+        f"""
 [engine]
 unrelated = 1
 
@@ -45,11 +50,15 @@ level = "warn"
 [[notify]]
 url = "http://127.0.0.1:9/topic"
 service = "ntfy"
-""")
+""",
+    )
     monkeypatch.setenv("FONTAINE_NOTIFY", f"https://example.org/a, {SLACK}")
     dests = load_destinations()
     assert [(d.service, d.level) for d in dests] == [
-        ("slack", "warn"), ("ntfy", "info"), ("generic", "info")]  # SLACK once
+        ("slack", "warn"),
+        ("ntfy", "info"),
+        ("generic", "info"),
+    ]  # SLACK once
     assert dests[0].source == f"{no_user_config}: notify[0]"
     assert dests[2].source == "FONTAINE_NOTIFY"
     assert not dests[0].accepts("info") and dests[0].accepts("warn") and dests[0].accepts("alert")
@@ -66,20 +75,31 @@ def test_ntfy_scheme_posts_over_https():
     assert d.post_url == "https://ntfy.example.org/my-runs"
 
 
-@pytest.mark.parametrize("body, expected", [
-    ('[[notify]]\nurl = "https://x.org/h"\nlevel = "loud"\n',
-     "notify[0].level: expected one of info, warn, alert, got 'loud'"),
-    ('[[notify]]\nlevel = "info"\n', "notify[0].url: expected a URL string, got nothing"),
-    ('[[notify]]\nurl = 3\n', "notify[0].url: expected a URL string, got int"),
-    ('[[notify]]\nurl = "https://x.org/h"\nchannel = "a"\n',
-     "notify[0].channel: unknown key (expected url, level, service)"),
-    ('[[notify]]\nurl = "https://x.org/h"\nservice = "pager"\n',
-     "notify[0].service: expected one of slack, discord, ntfy, generic, apprise, got 'pager'"),
-    ('[[notify]]\nurl = "hooks.slack.com/services/T/B/SECRETTOKEN"\n',
-     "notify[0].url: expected a URL with a scheme"),
-    ('notify = "https://x.org/h"\n', "notify: expected [[notify]] tables, got str"),
-    ('[[notify]\nurl = "x"\n', "expected TOML: "),
-])
+@pytest.mark.parametrize(
+    "body, expected",
+    [
+        (
+            '[[notify]]\nurl = "https://x.org/h"\nlevel = "loud"\n',
+            "notify[0].level: expected one of info, warn, alert, got 'loud'",
+        ),
+        ('[[notify]]\nlevel = "info"\n', "notify[0].url: expected a URL string, got nothing"),
+        ("[[notify]]\nurl = 3\n", "notify[0].url: expected a URL string, got int"),
+        (
+            '[[notify]]\nurl = "https://x.org/h"\nchannel = "a"\n',
+            "notify[0].channel: unknown key (expected url, level, service)",
+        ),
+        (
+            '[[notify]]\nurl = "https://x.org/h"\nservice = "pager"\n',
+            "notify[0].service: expected one of slack, discord, ntfy, generic, apprise, got 'pager'",
+        ),
+        (
+            '[[notify]]\nurl = "hooks.slack.com/services/T/B/SECRETTOKEN"\n',
+            "notify[0].url: expected a URL with a scheme",
+        ),
+        ('notify = "https://x.org/h"\n', "notify: expected [[notify]] tables, got str"),
+        ('[[notify]\nurl = "x"\n', "expected TOML: "),
+    ],
+)
 def test_a_bad_config_is_one_line_naming_file_and_key(no_user_config, body, expected):
     write(no_user_config, body)
     with pytest.raises(InputError) as err:

@@ -17,8 +17,15 @@ from fontaine_tui.core.notify.payloads import (
 
 T0 = 1_700_000_000.0
 ISO = "2023-11-14T22:13:20+00:00"
-MSG = Message(level="warn", title="loss spike", text="train loss 4.2 > 3 × median <x> & y",
-              run="demosonly_1gpu", step=250, time=T0, fields={"loss": "4.2", "lr": "3e-4"})
+MSG = Message(
+    level="warn",
+    title="loss spike",
+    text="train loss 4.2 > 3 × median <x> & y",
+    run="demosonly_1gpu",
+    step=250,
+    time=T0,
+    fields={"loss": "4.2", "lr": "3e-4"},
+)
 
 
 def deliver(hook, service, message=MSG, path="/hook"):
@@ -41,12 +48,18 @@ def test_slack_text_and_blocks(hook):
     assert body["text"] == "[WARN] loss spike: train loss 4.2 &gt; 3 × median &lt;x&gt; &amp; y"
     header, section, fields, context = body["blocks"]
     assert header == {"type": "header", "text": {"type": "plain_text", "text": "loss spike"}}
-    assert section == {"type": "section", "text": {
-        "type": "mrkdwn", "text": "train loss 4.2 &gt; 3 × median &lt;x&gt; &amp; y"}}
-    assert fields["fields"] == [{"type": "mrkdwn", "text": "*loss*\n4.2"},
-                                {"type": "mrkdwn", "text": "*lr*\n3e-4"}]
-    assert context == {"type": "context", "elements": [
-        {"type": "mrkdwn", "text": f"run demosonly_1gpu · step 250 · {ISO} · WARN"}]}
+    assert section == {
+        "type": "section",
+        "text": {"type": "mrkdwn", "text": "train loss 4.2 &gt; 3 × median &lt;x&gt; &amp; y"},
+    }
+    assert fields["fields"] == [
+        {"type": "mrkdwn", "text": "*loss*\n4.2"},
+        {"type": "mrkdwn", "text": "*lr*\n3e-4"},
+    ]
+    assert context == {
+        "type": "context",
+        "elements": [{"type": "mrkdwn", "text": f"run demosonly_1gpu · step 250 · {ISO} · WARN"}],
+    }
 
 
 def test_discord_content_and_embed(hook):
@@ -59,8 +72,10 @@ def test_discord_content_and_embed(hook):
     assert embed["description"] == MSG.text
     assert embed["color"] == 0xE67E22
     assert embed["timestamp"] == ISO
-    assert embed["fields"] == [{"name": "loss", "value": "4.2", "inline": True},
-                               {"name": "lr", "value": "3e-4", "inline": True}]
+    assert embed["fields"] == [
+        {"name": "loss", "value": "4.2", "inline": True},
+        {"name": "lr", "value": "3e-4", "inline": True},
+    ]
     assert embed["footer"] == {"text": "run demosonly_1gpu · step 250"}
 
 
@@ -81,8 +96,14 @@ def test_ntfy_non_ascii_title_is_an_encoded_word(hook):
 
 def test_generic_json(hook):
     body = json.loads(deliver(hook, "generic").body)
-    assert body == {"level": "warn", "title": "loss spike", "text": MSG.text,
-                    "run": "demosonly_1gpu", "step": 250, "time": ISO}
+    assert body == {
+        "level": "warn",
+        "title": "loss spike",
+        "text": MSG.text,
+        "run": "demosonly_1gpu",
+        "step": 250,
+        "time": ISO,
+    }
 
 
 @pytest.mark.parametrize("service", ["slack", "discord"])

@@ -18,38 +18,50 @@ from tests.core.notify.server import dead_port
 UUID = "0b9c4e2a-7f1d-4c3b-9a8e-5d6f7a8b9c0d"
 
 
-@pytest.mark.parametrize("url, shown", [
-    ("https://hooks.slack.com/services/T000/B000/SECRETTOKEN",
-     "https://hooks.slack.com/services/***/***/***"),
-    ("https://discord.com/api/webhooks/123456/SECRETTOKEN",
-     "https://discord.com/api/webhooks/123456/***"),
-    ("https://user:SECRETTOKEN@example.org/hook", "https://***@example.org/***"),
-    ("https://example.org/hook?token=SECRETTOKEN&x=1", "https://example.org/***?token=***&x=***"),
-    ("http://127.0.0.1:18777/hook?BAREQUERYTOKEN", "http://127.0.0.1:18777/***?***"),
-    ("https://example.org/hook?a=1&BARETOKEN", "https://example.org/***?a=***&***"),
-    ("https://example.org/hook#SECRETTOKEN", "https://example.org/***#***"),
-    ("https://ntfy.sh/SECRETTOKEN", "https://ntfy.sh/***"),
-    ("ntfy://ntfy.example.org/SECRETTOKEN", "ntfy://ntfy.example.org/***"),
-    ("tgram://SECRETTOKEN/chat", "tgram://***/***"),
-    ("https://example.org/hook", "https://example.org/***"),
-    ("https://chat.example.org/hooks/SECRETTOKEN", "https://chat.example.org/***/***"),
-    ("http://127.0.0.1:8080/webhook/SECRET/TOKEN", "http://127.0.0.1:8080/***/***/***"),
-    # any other http(s) webhook: the first segment may be the secret as well
-    ("http://127.0.0.1:8080/SECRETTOKEN", "http://127.0.0.1:8080/***"),
-    (f"https://webhook.site/{UUID}", "https://webhook.site/***"),
-    ("https://ntfy.example.com/SECRETTOKEN", "https://ntfy.example.com/***"),
-    ("https://example.org/SECRETTOKEN/services/T0/B0/X", "https://example.org/***/***/***/***/***"),
-    ("https://example.org/", "https://example.org/"),
-    ("not a url SECRETTOKEN", "***"),
-])
+@pytest.mark.parametrize(
+    "url, shown",
+    [
+        (
+            "https://hooks.slack.com/services/T000/B000/SECRETTOKEN",
+            "https://hooks.slack.com/services/***/***/***",
+        ),
+        (
+            "https://discord.com/api/webhooks/123456/SECRETTOKEN",
+            "https://discord.com/api/webhooks/123456/***",
+        ),
+        ("https://user:SECRETTOKEN@example.org/hook", "https://***@example.org/***"),
+        (
+            "https://example.org/hook?token=SECRETTOKEN&x=1",
+            "https://example.org/***?token=***&x=***",
+        ),
+        ("http://127.0.0.1:18777/hook?BAREQUERYTOKEN", "http://127.0.0.1:18777/***?***"),
+        ("https://example.org/hook?a=1&BARETOKEN", "https://example.org/***?a=***&***"),
+        ("https://example.org/hook#SECRETTOKEN", "https://example.org/***#***"),
+        ("https://ntfy.sh/SECRETTOKEN", "https://ntfy.sh/***"),
+        ("ntfy://ntfy.example.org/SECRETTOKEN", "ntfy://ntfy.example.org/***"),
+        ("tgram://SECRETTOKEN/chat", "tgram://***/***"),
+        ("https://example.org/hook", "https://example.org/***"),
+        ("https://chat.example.org/hooks/SECRETTOKEN", "https://chat.example.org/***/***"),
+        ("http://127.0.0.1:8080/webhook/SECRET/TOKEN", "http://127.0.0.1:8080/***/***/***"),
+        # any other http(s) webhook: the first segment may be the secret as well
+        ("http://127.0.0.1:8080/SECRETTOKEN", "http://127.0.0.1:8080/***"),
+        (f"https://webhook.site/{UUID}", "https://webhook.site/***"),
+        ("https://ntfy.example.com/SECRETTOKEN", "https://ntfy.example.com/***"),
+        (
+            "https://example.org/SECRETTOKEN/services/T0/B0/X",
+            "https://example.org/***/***/***/***/***",
+        ),
+        ("https://example.org/", "https://example.org/"),
+        ("not a url SECRETTOKEN", "***"),
+    ],
+)
 def test_redact_url(url, shown):
     assert redact_url(url) == shown
 
 
 def test_redact_text_hides_the_url_and_its_pieces():
     url = "https://hooks.slack.com/services/T000/B000/SECRETTOKEN"
-    text = (f"POST {url} failed; token SECRETTOKEN; quoted "
-            "services%2FT000%2FB000%2FSECRETTOKEN")
+    text = f"POST {url} failed; token SECRETTOKEN; quoted services%2FT000%2FB000%2FSECRETTOKEN"
     out = redact_text(text, [url])
     assert "SECRETTOKEN" not in out
     assert out.startswith("POST https://hooks.slack.com/services/***/***/*** failed; token ***")
@@ -57,21 +69,44 @@ def test_redact_text_hides_the_url_and_its_pieces():
 
 # (url, service as destinations.py decides it, the label, the secret pieces)
 CASES = [
-    ("https://ntfy.example.com/mytopicSECRET", "ntfy", "https://ntfy.example.com/***",
-     ["mytopicSECRET"]),
-    ("https://ntfy.example.com/services", "ntfy", "https://ntfy.example.com/***",
-     ["services"]),  # a self-hosted ntfy topic that looks like Slack's path
-    ("http://127.0.0.1:8080/SECRETTOKEN", "generic", "http://127.0.0.1:8080/***",
-     ["SECRETTOKEN"]),
+    (
+        "https://ntfy.example.com/mytopicSECRET",
+        "ntfy",
+        "https://ntfy.example.com/***",
+        ["mytopicSECRET"],
+    ),
+    (
+        "https://ntfy.example.com/services",
+        "ntfy",
+        "https://ntfy.example.com/***",
+        ["services"],
+    ),  # a self-hosted ntfy topic that looks like Slack's path
+    ("http://127.0.0.1:8080/SECRETTOKEN", "generic", "http://127.0.0.1:8080/***", ["SECRETTOKEN"]),
     (f"https://webhook.site/{UUID}", "generic", "https://webhook.site/***", [UUID]),
-    ("https://example.org/api/webhooks/123456/SECRETTOKEN", "generic",
-     "https://example.org/***/***/***/***", ["123456", "SECRETTOKEN"]),
-    ("https://hooks.slack.com/services/T000/B000/SECRETTOKEN", "slack",
-     "https://hooks.slack.com/services/***/***/***", ["T000", "B000", "SECRETTOKEN"]),
-    ("https://discord.com/api/webhooks/123456/SECRETTOKEN", "discord",
-     "https://discord.com/api/webhooks/123456/***", ["SECRETTOKEN"]),
-    ("https://mattermost.example.org/hooks/SECRETTOKEN", "slack",  # Slack-compatible
-     "https://mattermost.example.org/***/***", ["SECRETTOKEN"]),
+    (
+        "https://example.org/api/webhooks/123456/SECRETTOKEN",
+        "generic",
+        "https://example.org/***/***/***/***",
+        ["123456", "SECRETTOKEN"],
+    ),
+    (
+        "https://hooks.slack.com/services/T000/B000/SECRETTOKEN",
+        "slack",
+        "https://hooks.slack.com/services/***/***/***",
+        ["T000", "B000", "SECRETTOKEN"],
+    ),
+    (
+        "https://discord.com/api/webhooks/123456/SECRETTOKEN",
+        "discord",
+        "https://discord.com/api/webhooks/123456/***",
+        ["SECRETTOKEN"],
+    ),
+    (
+        "https://mattermost.example.org/hooks/SECRETTOKEN",
+        "slack",  # Slack-compatible
+        "https://mattermost.example.org/***/***",
+        ["SECRETTOKEN"],
+    ),
 ]
 
 
@@ -88,8 +123,11 @@ def test_the_label_text_and_pieces_hide_the_secret(url, service, shown, secrets)
 
 
 def test_a_self_hosted_ntfy_and_a_bare_path_are_hidden_from_the_url_alone():
-    for url in ("https://ntfy.example.com/mytopicSECRET", "http://127.0.0.1:9/SECRETTOKEN",
-                f"https://webhook.site/{UUID}"):
+    for url in (
+        "https://ntfy.example.com/mytopicSECRET",
+        "http://127.0.0.1:9/SECRETTOKEN",
+        f"https://webhook.site/{UUID}",
+    ):
         assert redact_url(url).count("/") == 3 and redact_url(url).endswith("/***")
         out = redact_text(f"{url} said no: {url.rpartition('/')[2]}", [url])
         assert url.rpartition("/")[2] not in out
@@ -98,14 +136,17 @@ def test_a_self_hosted_ntfy_and_a_bare_path_are_hidden_from_the_url_alone():
 def test_a_service_detected_by_url_is_redacted_by_it():
     assert make_destination("https://ntfy.sh/SECRETTOKEN").label == "https://ntfy.sh/***"
     assert make_destination("ntfy://ntfy.example.org/SECRETTOKEN").label == (
-        "ntfy://ntfy.example.org/***")
+        "ntfy://ntfy.example.org/***"
+    )
     assert make_destination(f"http://127.0.0.1:8080/{UUID}").label == "http://127.0.0.1:8080/***"
 
 
 def test_a_failure_names_neither_a_self_hosted_topic_nor_a_first_segment_token():
     port = dead_port()
-    dests = [make_destination(f"http://127.0.0.1:{port}/mytopicSECRET", service="ntfy"),
-             make_destination(f"http://127.0.0.1:{port}/SECRETTOKEN")]
+    dests = [
+        make_destination(f"http://127.0.0.1:{port}/mytopicSECRET", service="ntfy"),
+        make_destination(f"http://127.0.0.1:{port}/SECRETTOKEN"),
+    ]
     notifier = Notifier(dests, policy=Policy(timeout=2, tries=1))
     assert notifier.send(Message(level="info", title="t", text="x")) == 2
     assert notifier.close(10)

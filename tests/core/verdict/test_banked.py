@@ -19,8 +19,11 @@ def banked(tmp_path, name="rig", probes=RIGONLY_LIKE, extra=""):
     write_log(tmp_path / name / "train_log.jsonl", records(probes=probes))
     assert main(["bank", "add", str(tmp_path / name), "--as", "rig", *extra.split()]) == 0
     path = without_amendments(tmp_path)
-    path.write_text(path.read_text().replace("[gates]", '[comparators.rig]\nbank = "rig"\n'
-                                             'level_step = 250\n\n[gates]'))
+    path.write_text(
+        path.read_text().replace(
+            "[gates]", '[comparators.rig]\nbank = "rig"\nlevel_step = 250\n\n[gates]'
+        )
+    )
     return path
 
 
@@ -37,7 +40,8 @@ def test_a_banked_comparator_is_read_from_the_bank_and_pinned(tmp_path, capsys):
 
 
 def test_the_frozen_bank_reference_reads_without_the_bank_and_a_change_is_detected(
-        tmp_path, monkeypatch, capsys):
+    tmp_path, monkeypatch, capsys
+):
     path = banked(tmp_path)
     folder = RunFolder(tmp_path / "run")
     folder.root.mkdir()
@@ -67,8 +71,11 @@ def test_bad_bank_references_are_one_line(tmp_path, bank_path):
     with pytest.raises(InputError, match=r"comparators.rig.bank: bank nope: no such banked run"):
         load_preset(path)
     path.write_text(text.replace('bank = "rig"', 'bank = "rig"\ndelta = 0.7'))
-    with pytest.raises(InputError, match="comparators.rig.delta: a banked comparator's delta is "
-                       "read from the banked run; remove it"):
+    with pytest.raises(
+        InputError,
+        match="comparators.rig.delta: a banked comparator's delta is "
+        "read from the banked run; remove it",
+    ):
         load_preset(path)
     entry = bank.get("rig")
     stored = bank_path / "rig" / f"{entry.sha256}.json"
@@ -91,7 +98,10 @@ def test_a_scale_against_a_banked_run_shows_the_ar_ce_beside_it(tmp_path):
     write_log(tmp_path / "ref" / "train_log.jsonl", ref)
     assert main(["bank", "add", str(tmp_path / "ref"), "--as", "demos"]) == 0
     path = without_amendments(tmp_path)
-    path.write_text(path.read_text().replace("[gates]", '''[comparators.demos]
+    path.write_text(
+        path.read_text().replace(
+            "[gates]",
+            """[comparators.demos]
 bank = "demos"
 level_step = 250
 
@@ -103,17 +113,27 @@ comparator = "demos"
 declared_after_step = 250
 declared_before_step = 500
 
-[gates]'''))
-    ours = records(probes={250: (12.5087, 12.4202), 500: (12.9, 12.6), 750: (13.3, 12.7),
-                           1000: (13.5929, 12.76)})
+[gates]""",
+        )
+    )
+    ours = records(
+        probes={
+            250: (12.5087, 12.4202),
+            500: (12.9, 12.6),
+            750: (13.3, 12.7),
+            1000: (13.5929, 12.76),
+        }
+    )
     for r in ours:
         if r["kind"] == "eval" and r["step"] == 250:
             r["eval_ar_ce"] = 0.6385
     store = load_lines([b"".join(dumps(r).encode() + b"\n" for r in ours)])
     v = compute_verdict(store, load_preset(path))
     assert v.scale is not None and v.scale.value == pytest.approx(12.5087 / 3.4623)
-    assert v.scale.evidence == ("eval AR CE at step 250: this run 0.6385, demos 0.6116 "
-                                "(ratio 1.044): the model tracks it while the units differ")
+    assert v.scale.evidence == (
+        "eval AR CE at step 250: this run 0.6385, demos 0.6116 "
+        "(ratio 1.044): the model tracks it while the units differ"
+    )
     assert f"scale evidence: {v.scale.evidence}" in render(v)
     assert "caveat:" not in render(v)  # a banked comparator: compared like with like
 
@@ -130,7 +150,10 @@ def test_the_probes_chart_draws_banked_curves_and_their_envelope(tmp_path):
         write_log(tmp_path / name / "train_log.jsonl", records(probes=probes))
         assert main(["bank", "add", str(tmp_path / name), "--as", f"run_{name}"]) == 0
     path = without_amendments(tmp_path)
-    path.write_text(path.read_text().replace("[gates]", '''[comparators.run_a]
+    path.write_text(
+        path.read_text().replace(
+            "[gates]",
+            """[comparators.run_a]
 bank = "run_a"
 group = "drifting"
 
@@ -138,11 +161,14 @@ group = "drifting"
 bank = "run_b"
 group = "drifting"
 
-[gates]'''))
+[gates]""",
+        )
+    )
     preset = load_preset(path)
     store = load_lines([b"".join(dumps(r).encode() + b"\n" for r in records(probes=RIGONLY_LIKE))])
-    spec = probes_chart(store, preset, verdict_series(store, preset),
-                        compute_verdict(store, preset), scaled=False)
+    spec = probes_chart(
+        store, preset, verdict_series(store, preset), compute_verdict(store, preset), scaled=False
+    )
     by_label = {c.label.split(" ")[0]: c for c in spec.curves}
     assert list(by_label["run_a"].xs) == [500.0, 750.0, 1000.0]
     assert list(by_label["run_a"].ys) == pytest.approx([0.0, 0.4, 0.7])
@@ -156,8 +182,12 @@ group = "drifting"
     assert list(band.lo) == pytest.approx([0.0, 0.4, 0.7])
     assert list(band.hi) == pytest.approx([0.0, 0.5, 1.0])
     assert spec.curves[-1].label.startswith("this run")  # drawn on top
-    assert {m.label.split(" ")[0] for m in spec.marks} == {"demosonly", "mixedv2",
-                                                           "run2_pooled", "rigonly"}
+    assert {m.label.split(" ")[0] for m in spec.marks} == {
+        "demosonly",
+        "mixedv2",
+        "run2_pooled",
+        "rigonly",
+    }
 
 
 def test_before_the_anchor_the_levels_view_draws_the_banked_level_curves(tmp_path):
@@ -185,23 +215,31 @@ def test_the_per_dataset_view_draws_each_datasets_delta_and_the_banked_ones(tmp_
     store = load_lines([b"".join(dumps(r).encode() + b"\n" for r in records(probes=SCALED_LIKE))])
     spec = datasets_chart(store, preset, scaled=True)
     by_label = {c.label: c for c in spec.curves}
-    assert set(by_label) == {"this run demos", "this run rig", "rig demos (banked)",
-                             "rig rig (banked)"}
+    assert set(by_label) == {
+        "this run demos",
+        "this run rig",
+        "rig demos (banked)",
+        "rig rig (banked)",
+    }
     ours = by_label["this run demos"]  # the fixture logs demos at 0.9 x the eval MAE
     assert list(ours.xs) == [500.0, 750.0, 1000.0]
     assert list(ours.ys) == pytest.approx(
-        [0.9 * (SCALED_LIKE[s][0] - SCALED_LIKE[500][0]) for s in (500, 750, 1000)])
+        [0.9 * (SCALED_LIKE[s][0] - SCALED_LIKE[500][0]) for s in (500, 750, 1000)]
+    )
     theirs = by_label["rig rig (banked)"]
     assert theirs.faint and theirs.color == by_label["this run rig"].color
     assert list(theirs.ys) == pytest.approx(
-        [1.1 * (RIGONLY_LIKE[s][0] - RIGONLY_LIKE[500][0]) for s in (500, 750, 1000)])
+        [1.1 * (RIGONLY_LIKE[s][0] - RIGONLY_LIKE[500][0]) for s in (500, 750, 1000)]
+    )
     assert spec.hlines == () and spec.title.startswith("per-dataset delta(500->s)")
-    assert spec.note == ("bounds apply to eval_chunk_mae, not drawn here; per-dataset curves "
-                         "are in raw units")
+    assert spec.note == (
+        "bounds apply to eval_chunk_mae, not drawn here; per-dataset curves are in raw units"
+    )
     # before the anchor probe: the datasets' levels, the banked ones included
     early = load_lines([b"".join(dumps(r).encode() + b"\n" for r in records_upto(260))])
     spec = datasets_chart(early, preset)
     levels = {c.label: c for c in spec.curves}
     assert list(levels["rig demos (banked)"].ys) == pytest.approx(
-        [0.9 * RIGONLY_LIKE[s][0] for s in (250, 500, 750, 1000)])
+        [0.9 * RIGONLY_LIKE[s][0] for s in (250, 500, 750, 1000)]
+    )
     assert spec.note == "levels until the anchor probe (step 500); deltas from it"

@@ -31,8 +31,13 @@ def head_path(chain: Path) -> Path:
 
 
 def _verdict_cli(folder: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "fontaine_tui", "verdict", str(folder)],
-                          capture_output=True, text=True, cwd=ROOT, timeout=120)
+    return subprocess.run(
+        [sys.executable, "-m", "fontaine_tui", "verdict", str(folder)],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=120,
+    )
 
 
 def test_a_removed_last_amendment_is_named_and_the_verdict_refuses(tmp_path):
@@ -67,8 +72,9 @@ def test_a_whole_last_line_without_its_newline_is_read_and_appended_to(tmp_path)
     folder, lines = three(tmp_path)
     folder.amendments.write_bytes(b"".join(lines)[:-1])  # only the final newline removed
     assert [a.factor for a in read_amendments(folder)] == [1.5, 2.0, 2.5]
-    declare_amendment(folder, factor=3.0, last_step_seen=400,
-                      preset=load_preset(without_amendments(tmp_path)))
+    declare_amendment(
+        folder, factor=3.0, last_step_seen=400, preset=load_preset(without_amendments(tmp_path))
+    )
     assert [a.factor for a in read_amendments(folder)] == [1.5, 2.0, 2.5, 3.0]
     assert folder.amendments.read_bytes().count(b"\n") == 4
 
@@ -81,8 +87,9 @@ def test_a_ledger_from_before_heads_still_reads(tmp_path):
         doc = json.loads(raw)
         doc.pop("hash"), doc.pop("head", None)
         doc["prev"] = prev
-        doc["hash"] = hashlib.sha256(json.dumps(doc, sort_keys=True, separators=(",", ":"))
-                                     .encode()).hexdigest()
+        doc["hash"] = hashlib.sha256(
+            json.dumps(doc, sort_keys=True, separators=(",", ":")).encode()
+        ).hexdigest()
         line = json.dumps(doc, sort_keys=True, separators=(",", ":")).encode()
         prev = hashlib.sha256(line).hexdigest()
         old.append(line + b"\n")

@@ -15,8 +15,10 @@ from fontaine_tui.core.verdict.presets import PresetError, load_preset, preset_f
 
 ARGV = 'argv = ["python", "train.py", "--output_dir", "{output_dir}"]'
 SOURCE = '[source]\nkind = "hf_trainer"\n'
-VERDICT = ('[verdict]\nmetric = "eval_loss"\nanchor_step = 100\nendpoint_step = 200\n'
-           'healthy_max = 0.0\ndrift_min = 0.2\n')
+VERDICT = (
+    '[verdict]\nmetric = "eval_loss"\nanchor_step = 100\nendpoint_step = 200\n'
+    "healthy_max = 0.0\ndrift_min = 0.2\n"
+)
 
 
 def write(tmp_path: Path, command: str | None, more: str = SOURCE, name: str = "p") -> Path:
@@ -31,28 +33,64 @@ BAD = [
     ("neither", 'cwd = "."', "command", "exactly one of argv"),
     ("empty argv", "argv = []", "command.argv", "non-empty list of strings"),
     ("argv not strings", 'argv = ["python", 3]', "command.argv", "non-empty list of strings"),
-    ("other placeholder", 'argv = ["python", "t.py", "{run_dir}"]', "command.argv[2]",
-     "got {run_dir}"),
-    ("attribute placeholder", 'argv = ["x", "{output_dir.name}"]', "command.argv[1]",
-     "only placeholder"),
+    (
+        "other placeholder",
+        'argv = ["python", "t.py", "{run_dir}"]',
+        "command.argv[2]",
+        "got {run_dir}",
+    ),
+    (
+        "attribute placeholder",
+        'argv = ["x", "{output_dir.name}"]',
+        "command.argv[1]",
+        "only placeholder",
+    ),
     ("lone brace", 'argv = ["x", "a{b"]', "command.argv[1]", "only placeholder"),
     ("resume empty", f"{ARGV}\nresume_argv = []", "command.resume_argv", "non-empty list"),
     ("env not a table", f'{ARGV}\nenv = "A=1"', "command.env", "table of strings"),
     ("env not a string", f"{ARGV}\nenv = {{ A = 1 }}", "command.env.A", "expected a string"),
-    ("env token", f'{ARGV}\nenv = {{ HF_TOKEN = "x" }}', "command.env.HF_TOKEN",
-     "keep secrets in the launching shell's environment"),
-    ("env api key", f'{ARGV}\nenv = {{ WANDB_API_KEY = "x" }}', "command.env.WANDB_API_KEY",
-     "looks like a secret"),
-    ("env password", f'{ARGV}\nenv = {{ db_password = "x" }}', "command.env.db_password",
-     "looks like a secret"),
-    ("env placeholder", f'{ARGV}\nenv = {{ OUT = "{{run}}" }}', "command.env.OUT",
-     "only placeholder"),
-    ("env own", f'{ARGV}\nenv = {{ FONTAINE_OUTPUT_DIR = "x" }}',
-     "command.env.FONTAINE_OUTPUT_DIR", "set by the launch"),
-    ("reference without script", f'{ARGV}\nblock_reference = "r.sh"\nblock_marker = "# x"',
-     "command.block_reference", "only with script"),
-    ("reference without marker", 'script = "go.sh"\nblock_reference = "r.sh"',
-     "command.block_marker", "both block_reference and block_marker"),
+    (
+        "env token",
+        f'{ARGV}\nenv = {{ HF_TOKEN = "x" }}',
+        "command.env.HF_TOKEN",
+        "keep secrets in the launching shell's environment",
+    ),
+    (
+        "env api key",
+        f'{ARGV}\nenv = {{ WANDB_API_KEY = "x" }}',
+        "command.env.WANDB_API_KEY",
+        "looks like a secret",
+    ),
+    (
+        "env password",
+        f'{ARGV}\nenv = {{ db_password = "x" }}',
+        "command.env.db_password",
+        "looks like a secret",
+    ),
+    (
+        "env placeholder",
+        f'{ARGV}\nenv = {{ OUT = "{{run}}" }}',
+        "command.env.OUT",
+        "only placeholder",
+    ),
+    (
+        "env own",
+        f'{ARGV}\nenv = {{ FONTAINE_OUTPUT_DIR = "x" }}',
+        "command.env.FONTAINE_OUTPUT_DIR",
+        "set by the launch",
+    ),
+    (
+        "reference without script",
+        f'{ARGV}\nblock_reference = "r.sh"\nblock_marker = "# x"',
+        "command.block_reference",
+        "only with script",
+    ),
+    (
+        "reference without marker",
+        'script = "go.sh"\nblock_reference = "r.sh"',
+        "command.block_marker",
+        "both block_reference and block_marker",
+    ),
     ("unknown key", f'{ARGV}\nargs = ["x"]', "command.args", "unknown key"),
     ("empty cwd", f'{ARGV}\ncwd = ""', "command.cwd", "non-empty string"),
     ("nul in argv", 'argv = ["python", "a\\u0000b"]', "command.argv[1]", "NUL"),
@@ -61,8 +99,7 @@ BAD = [
 
 
 @pytest.mark.parametrize(("case", "body", "key", "words"), BAD, ids=[b[0] for b in BAD])
-def test_a_bad_command_is_one_line_naming_file_and_key(tmp_path, capsys, case, body, key,
-                                                        words):
+def test_a_bad_command_is_one_line_naming_file_and_key(tmp_path, capsys, case, body, key, words):
     path = write(tmp_path, body)
     with pytest.raises(PresetError) as info:
         load_preset(path)
@@ -73,11 +110,14 @@ def test_a_bad_command_is_one_line_naming_file_and_key(tmp_path, capsys, case, b
     assert err.count("\n") == 1 and str(path) in err and key in err, err
 
 
-@pytest.mark.parametrize(("more", "key"), [
-    ("", "command"),  # no [source]: nothing says how its log is read
-    (SOURCE + '[recipe]\nmodel_size = "tiny"\n', "recipe"),
-    (SOURCE + "[platform]\nnproc = 1\n", "platform"),
-])
+@pytest.mark.parametrize(
+    ("more", "key"),
+    [
+        ("", "command"),  # no [source]: nothing says how its log is read
+        (SOURCE + '[recipe]\nmodel_size = "tiny"\n', "recipe"),
+        (SOURCE + "[platform]\nnproc = 1\n", "platform"),
+    ],
+)
 def test_a_command_needs_a_source_and_no_engine_recipe(tmp_path, more, key):
     with pytest.raises(PresetError) as info:
         load_preset(write(tmp_path, ARGV, more))
@@ -86,24 +126,36 @@ def test_a_command_needs_a_source_and_no_engine_recipe(tmp_path, more, key):
 
 def test_a_bad_command_through_the_real_cli_exits_2(tmp_path):
     path = write(tmp_path, f'{ARGV}\nenv = {{ GITHUB_TOKEN = "ghp_x" }}')
-    proc = subprocess.run([sys.executable, "-m", "fontaine_tui", "presets", "show", str(path)],
-                          capture_output=True, text=True, timeout=60)
+    proc = subprocess.run(
+        [sys.executable, "-m", "fontaine_tui", "presets", "show", str(path)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert proc.returncode == 2, proc.stderr
     assert proc.stderr.count("\n") == 1 and "Traceback" not in proc.stderr
     assert "command.env.GITHUB_TOKEN" in proc.stderr and "ghp_x" not in proc.stderr
 
 
 def test_a_command_is_read_and_hashed(tmp_path):
-    path = write(tmp_path, f'{ARGV}\nenv = {{ TOKENIZERS_PARALLELISM = "false", '
-                 f'OUT = "{{output_dir}}/x", B = "{{{{lit}}}}" }}\ncwd = "src"')
+    path = write(
+        tmp_path,
+        f'{ARGV}\nenv = {{ TOKENIZERS_PARALLELISM = "false", '
+        f'OUT = "{{output_dir}}/x", B = "{{{{lit}}}}" }}\ncwd = "src"',
+    )
     preset = load_preset(path)
     assert preset.command is not None and preset.launchable and preset.foreign
     assert preset.command.argv == ("python", "train.py", "--output_dir", "{output_dir}")
-    assert dict(preset.command.env) == {"B": "{{lit}}", "OUT": "{output_dir}/x",
-                                        "TOKENIZERS_PARALLELISM": "false"}
+    assert dict(preset.command.env) == {
+        "B": "{{lit}}",
+        "OUT": "{output_dir}/x",
+        "TOKENIZERS_PARALLELISM": "false",
+    }
     assert preset.canonical["command"] == {
-        "argv": ["python", "train.py", "--output_dir", "{output_dir}"], "cwd": "src",
-        "env": {"B": "{{lit}}", "OUT": "{output_dir}/x", "TOKENIZERS_PARALLELISM": "false"}}
+        "argv": ["python", "train.py", "--output_dir", "{output_dir}"],
+        "cwd": "src",
+        "env": {"B": "{{lit}}", "OUT": "{output_dir}/x", "TOKENIZERS_PARALLELISM": "false"},
+    }
     assert "recipe" not in preset.canonical and "platform" not in preset.canonical
     again = preset_from_canonical(preset.canonical, "prereg.json#p")
     assert again.sha256 == preset.sha256 and again.command == preset.command

@@ -26,8 +26,11 @@ def store_at(step: int, probes=CURVE):
 
 def stated(tmp_path, change: str):
     path = without_amendments(tmp_path)
-    path.write_text(path.read_text().replace("drift_min = 1.0158",
-                                             f"drift_min = 1.0158\nmax_probe_change = {change}"))
+    path.write_text(
+        path.read_text().replace(
+            "drift_min = 1.0158", f"drift_min = 1.0158\nmax_probe_change = {change}"
+        )
+    )
     return load_preset(path)
 
 
@@ -40,9 +43,11 @@ def test_it_locks_at_750_and_not_at_500(tmp_path):
     # at 750: delta +0.05, one probe left, reach 0.2: [-0.15, +0.25] is all HEALTHY
     at = compute_verdict(store_at(750), preset).decision
     assert at is not None and (at.step, at.label) == (750, "HEALTHY")
-    assert at.describe() == ("decision locked at step 750 (HEALTHY): no remaining probe can "
-                             "change it (largest change per probe 0.2000, stated in the "
-                             "preset (verdict.max_probe_change))")
+    assert at.describe() == (
+        "decision locked at step 750 (HEALTHY): no remaining probe can "
+        "change it (largest change per probe 0.2000, stated in the "
+        "preset (verdict.max_probe_change))"
+    )
     final = compute_verdict(store_at(1000), preset)
     assert final.decision is not None and final.decision.step == 750
     d = {x.step: x for x in final.decision.distances}
@@ -57,8 +62,9 @@ def test_a_larger_change_delays_the_lock_and_a_lock_breaks_when_the_label_moves(
     points = [(500, 0.0), (750, 0.05), (1000, 0.1)]
     lock = decision_lock(points, [(0.30, 1.0158)], True, 1000, 250, 0.3, "x")
     assert lock.step == 1000  # reach 0.3 at 750 touches 0.35 > 0.30
-    moved = decision_lock([(500, 0.0), (750, 0.05), (1000, 0.5)], [(0.30, 1.0158)], True,
-                          1000, 250, 0.3, "x")
+    moved = decision_lock(
+        [(500, 0.0), (750, 0.05), (1000, 0.5)], [(0.30, 1.0158)], True, 1000, 250, 0.3, "x"
+    )
     assert (moved.step, moved.label) == (1000, "AMBIGUOUS")
     both = decision_lock(points, [(0.30, 1.0158), (0.125, 0.3)], True, 1000, 250, 0.07, "x")
     assert (both.step, both.label) == (750, "HEALTHY")  # both rules settled from 750 on
@@ -66,18 +72,21 @@ def test_a_larger_change_delays_the_lock_and_a_lock_breaks_when_the_label_moves(
 
 
 def test_without_a_stated_change_it_comes_from_the_banked_comparators(tmp_path):
-    write_log(tmp_path / "b" / "train_log.jsonl",
-              records(probes={250: (3.4, 3.6), 500: (3.1, 3.2), 750: (3.4, 3.3),
-                              1000: (3.5, 3.4)}))
+    write_log(
+        tmp_path / "b" / "train_log.jsonl",
+        records(probes={250: (3.4, 3.6), 500: (3.1, 3.2), 750: (3.4, 3.3), 1000: (3.5, 3.4)}),
+    )
     assert main(["bank", "add", str(tmp_path / "b"), "--as", "drifty"]) == 0
     path = without_amendments(tmp_path)
-    path.write_text(path.read_text().replace("[gates]", '[comparators.drifty]\nbank = "drifty"'
-                                             '\n\n[gates]'))
+    path.write_text(
+        path.read_text().replace("[gates]", '[comparators.drifty]\nbank = "drifty"\n\n[gates]')
+    )
     v = compute_verdict(store_at(1000), load_preset(path))
     assert v.decision is not None
     assert v.decision.max_change == pytest.approx(0.3)  # drifty's 500 -> 750
-    assert v.decision.source == ("the largest among the banked comparators: drifty, step 500 "
-                                 "to 750")
+    assert v.decision.source == (
+        "the largest among the banked comparators: drifty, step 500 to 750"
+    )
     plain = compute_verdict(store_at(1000), load_preset(without_amendments(tmp_path)))
     assert plain.decision is not None and plain.decision.max_change is None
     assert plain.decision.describe().startswith("decision lock unknown: no verdict.max_probe_")
@@ -98,7 +107,7 @@ def _jsonl_run(folder, evals):
 def _foreign(tmp_path, source_extra=""):
     """A [source] preset with no recipe: anchor 30, endpoint 60 (their gcd is 30)."""
     path = tmp_path / "cadence.toml"
-    path.write_text(f'''[run]
+    path.write_text(f"""[run]
 name = "cadence"
 
 [source]
@@ -112,12 +121,11 @@ endpoint_step = 60
 healthy_max = 0.3
 drift_min = 1.0
 max_probe_change = 0.1
-''')
+""")
     return path
 
 
-def test_a_foreign_run_probed_every_10_is_not_locked_while_probe_50_can_cross(tmp_path,
-                                                                              capsys):
+def test_a_foreign_run_probed_every_10_is_not_locked_while_probe_50_can_cross(tmp_path, capsys):
     # probes every 10; at 40 the delta is +0.25: the probes at 50 and 60 can each add 0.1,
     # so the read can still cross healthy_max 0.3. gcd(30, 60) = 30 would count no probe
     # left before 60 and call it locked.
@@ -127,8 +135,9 @@ def test_a_foreign_run_probed_every_10_is_not_locked_while_probe_50_can_cross(tm
     assert code == 10 and doc["read_step"] == 40  # HEALTHY, provisional
     assert doc["decision"]["locked_at"] is None
     assert doc["decision"]["probe_every"] == 10
-    assert doc["decision"]["probe_every_from"] == ("the smallest gap between the probes seen "
-                                                   "(step 10 to 20)")
+    assert doc["decision"]["probe_every_from"] == (
+        "the smallest gap between the probes seen (step 10 to 20)"
+    )
     main(["verdict", str(run), "--preset", str(_foreign(tmp_path))])
     assert "decision not locked: a remaining probe can still change it" in capsys.readouterr().out
 
@@ -149,8 +158,10 @@ def test_with_one_probe_seen_and_no_cadence_stated_no_lock_is_claimed(tmp_path, 
     doc = json.loads(capsys.readouterr().out)["decision"]
     assert doc["locked_at"] is None and doc["probe_every"] is None
     main(["verdict", str(run), "--preset", str(_foreign(tmp_path))])
-    assert ("decision not locked: the probe cadence is unknown (fewer than two probes seen "
-            "and no eval_every in the preset)") in capsys.readouterr().out
+    assert (
+        "decision not locked: the probe cadence is unknown (fewer than two probes seen "
+        "and no eval_every in the preset)"
+    ) in capsys.readouterr().out
 
 
 def test_a_stated_cadence_counts_and_the_probes_seen_can_only_lower_it(tmp_path, capsys):
@@ -160,8 +171,10 @@ def test_a_stated_cadence_counts_and_the_probes_seen_can_only_lower_it(tmp_path,
     doc = json.loads(capsys.readouterr().out)["decision"]
     # stated 10: three probes left from the anchor, reach 0.3 stays on the bound (the same
     # run without the key claims no lock: the test above)
-    assert (doc["probe_every"], doc["probe_every_from"]) == (10, "stated in the preset "
-                                                                 "(source.eval_every)")
+    assert (doc["probe_every"], doc["probe_every_from"]) == (
+        10,
+        "stated in the preset (source.eval_every)",
+    )
     assert (doc["locked_at"], doc["label"]) == (30, "HEALTHY")
     every5 = _jsonl_run(tmp_path / "five", {25: 2.8, 30: 2.7, 35: 2.7})
     main(["verdict", str(every5), "--preset", str(stated), "--json"])
@@ -169,8 +182,7 @@ def test_a_stated_cadence_counts_and_the_probes_seen_can_only_lower_it(tmp_path,
     assert doc["probe_every"] == 5  # probes come more often than stated: theirs counts
 
 
-def test_a_stated_source_cadence_must_be_a_positive_integer_and_match_a_recipe(tmp_path,
-                                                                              capsys):
+def test_a_stated_source_cadence_must_be_a_positive_integer_and_match_a_recipe(tmp_path, capsys):
     run = _jsonl_run(tmp_path / "run", {30: 2.7})
     bad = _foreign(tmp_path, 'eval_every = "10"')
     assert main(["verdict", str(run), "--preset", str(bad)]) == 2
@@ -181,11 +193,16 @@ def test_a_stated_source_cadence_must_be_a_positive_integer_and_match_a_recipe(t
 
 def test_an_applied_extend_leaves_more_probes_to_come_and_no_lock(tmp_path):
     path = without_amendments(tmp_path)
-    path.write_text(path.read_text()
-                    .replace("drift_min = 1.0158", "drift_min = 1.0158\nmax_probe_change = 0.2")
-                    .replace("[gates]", '[[amendments]]\nid = 1\nkind = "extend"\nto_step = 1500'
-                             '\ndeclared_after_step = 500\ndeclared_before_step = 750\n'
-                             'text = "read later"\n\n[gates]'))
+    path.write_text(
+        path.read_text()
+        .replace("drift_min = 1.0158", "drift_min = 1.0158\nmax_probe_change = 0.2")
+        .replace(
+            "[gates]",
+            '[[amendments]]\nid = 1\nkind = "extend"\nto_step = 1500'
+            "\ndeclared_after_step = 500\ndeclared_before_step = 750\n"
+            'text = "read later"\n\n[gates]',
+        )
+    )
     v = compute_verdict(store_at(750), load_preset(path))
     # locked at 750 with the endpoint at 1000 (the test above); at 1500 three probes remain
     assert v.endpoint_step == 1500 and v.decision is not None
@@ -195,8 +212,11 @@ def test_an_applied_extend_leaves_more_probes_to_come_and_no_lock(tmp_path):
 def test_a_source_cadence_other_than_the_recipe_s_is_refused(tmp_path, capsys):
     run = _jsonl_run(tmp_path / "run", {30: 2.7})
     path = without_amendments(tmp_path)
-    path.write_text(path.read_text().replace("[verdict]", '[source]\nkind = "jsonl"\n'
-                                             'eval_every = 10\n\n[verdict]'))
+    path.write_text(
+        path.read_text().replace(
+            "[verdict]", '[source]\nkind = "jsonl"\neval_every = 10\n\n[verdict]'
+        )
+    )
     assert main(["verdict", str(run), "--preset", str(path)]) == 2
     err = capsys.readouterr().err.strip()
     assert "source.eval_every: expected recipe.eval_every = 250 or left out, got 10" in err

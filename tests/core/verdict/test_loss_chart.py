@@ -45,7 +45,8 @@ def test_the_debiased_ema_starts_at_the_first_value_and_matches_the_weighted_mea
     assert math.isnan(got[2])
     want = reference(xs, 0.9)
     assert [g for g in got if math.isfinite(g)] == pytest.approx(
-        [w for w in want if math.isfinite(w)])
+        [w for w in want if math.isfinite(w)]
+    )
     assert Ema(0.9, [2.5] * 50).extend() == pytest.approx([2.5] * 50)  # a flat curve stays
 
 
@@ -64,7 +65,8 @@ def test_the_ema_extends_with_the_column_and_starts_over_when_steps_are_replaced
         store.add(point(i, v))
     assert store.replaced_steps > 0 and list(store.columns["ar_ce"]) == [3.0, 2.0, 9.0, 9.0]
     assert list(loss_chart(store, 0.8).curves[1].ys) == pytest.approx(
-        reference([3.0, 2.0, 9.0, 9.0], 0.8))
+        reference([3.0, 2.0, 9.0, 9.0], 0.8)
+    )
 
 
 def test_smoothing_keeps_the_raw_curves_faint_beneath_and_says_the_factor():
@@ -74,8 +76,11 @@ def test_smoothing_keeps_the_raw_curves_faint_beneath_and_says_the_factor():
     assert not any(c.faint for c in plain.curves)
     smooth = loss_chart(store, 0.95, log=True)
     assert [(c.label, c.faint) for c in smooth.curves] == [
-        ("AR CE raw", True), ("AR CE EMA 0.95", False),
-        ("flow raw", True), ("flow EMA 0.95", False)]
+        ("AR CE raw", True),
+        ("AR CE EMA 0.95", False),
+        ("flow raw", True),
+        ("flow EMA 0.95", False),
+    ]
     assert smooth.curves[0].ys is store.columns["ar_ce"]  # the raw curve is the column
     assert smooth.title == "training losses  [EMA 0.95, debiased; log scale]"
     assert smooth.ylog and smooth.ylabel == "loss (log scale)"
@@ -104,8 +109,7 @@ def test_thin_keeps_one_point_per_cell_crossed_and_both_ends():
     spike[37] = 0.95  # one point in another row: kept, and the one after it
     sx, sy = thin(xs, spike, (0.0, 1.0), (0.0, 1.0), 10, 10)
     assert 0.95 in sy and len(sx) == 13
-    assert thin([1.0, 2.0], [3.0, 4.0], (0.0, 1.0), (0.0, 1.0), 10, 10) == ([1.0, 2.0],
-                                                                          [3.0, 4.0])
+    assert thin([1.0, 2.0], [3.0, 4.0], (0.0, 1.0), (0.0, 1.0), 10, 10) == ([1.0, 2.0], [3.0, 4.0])
 
 
 def test_another_trainers_run_draws_its_one_train_loss():

@@ -27,16 +27,26 @@ def test_demosonly_encodes_the_preregistration(demosonly):
     assert (p["num_workers"], p["prefetch_factor"], p["nproc"]) == (8, 4, 1)
     assert (v.anchor_step, v.endpoint_step, v.healthy, v.drift) == (500, 1000, 0.30, 1.0158)
     deltas = {n: c.delta for n, c in demosonly.comparators.items()}
-    assert deltas == {"demosonly": 2.0317, "mixedv2": 2.3319, "run2_pooled": 0.4640,
-                      "rigonly": 0.6929}
+    assert deltas == {
+        "demosonly": 2.0317,
+        "mixedv2": 2.3319,
+        "run2_pooled": 0.4640,
+        "rigonly": 0.6929,
+    }
     ref = demosonly.reference
     assert (ref.level_step, ref.eval_level, ref.train_level) == (250, 3.4623, 3.6862)
     (a,) = demosonly.amendments
-    assert (a.kind, a.from_step, a.comparator, a.declared_before_step) == ("scale", 250,
-                                                                          "demosonly", 500)
+    assert (a.kind, a.from_step, a.comparator, a.declared_before_step) == (
+        "scale",
+        250,
+        "demosonly",
+        500,
+    )
     assert demosonly.gates["gpu_hours"] == 12
     assert (demosonly.gates["step_s_estimate_min"], demosonly.gates["step_s_estimate_max"]) == (
-        25, 32)
+        25,
+        32,
+    )
     assert demosonly.interpretation["HEALTHY"].startswith("CONVICTED")
     assert demosonly.interpretation["SAME-DRIFT"].startswith("EXONERATED")
     assert "escalate" in demosonly.interpretation["AMBIGUOUS"]
@@ -68,8 +78,12 @@ def test_bad_preset_is_one_line_naming_file_and_key(name, key, capsys):
 
 def test_bad_preset_through_the_real_command_exits_2():
     path = BAD / "wrong_type.toml"
-    proc = subprocess.run([sys.executable, "-m", "fontaine_tui", "verdict", str(path),
-                           "--preset", str(path)], capture_output=True, text=True, timeout=60)
+    proc = subprocess.run(
+        [sys.executable, "-m", "fontaine_tui", "verdict", str(path), "--preset", str(path)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert proc.returncode == 2
     assert proc.stderr.strip().count("\n") == 0
     assert "recipe.batch_size" in proc.stderr and "Traceback" not in proc.stderr

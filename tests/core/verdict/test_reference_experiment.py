@@ -14,8 +14,9 @@ from tests.logs import RIGONLY_LIKE, records, write_log
 
 
 def test_the_discriminator_needs_the_banked_run_and_then_pins_it(tmp_path, capsys):
-    with pytest.raises(InputError, match="comparators.dist2.bank: bank demosonly_2rank_cpu: "
-                                         "no such banked run"):
+    with pytest.raises(
+        InputError, match="comparators.dist2.bank: bank demosonly_2rank_cpu: no such banked run"
+    ):
         load_preset("demosonly_1proc_cpu")
     write_log(tmp_path / "dist2" / "train_log.jsonl", records(probes=RIGONLY_LIKE))
     assert main(["bank", "add", str(tmp_path / "dist2"), "--as", "demosonly_2rank_cpu"]) == 0
@@ -34,7 +35,8 @@ def test_the_two_runs_differ_only_in_the_distributed_machinery(tmp_path):
     dist, disc = load_preset("demosonly_2rank_cpu"), load_preset("demosonly_1proc_cpu")
     machinery = {"backward_chunks", "chunk_grad_allreduce"}
     assert {k: v for k, v in dist.recipe.items() if k not in machinery} == {
-        k: v for k, v in disc.recipe.items() if k not in machinery}
+        k: v for k, v in disc.recipe.items() if k not in machinery
+    }
     for preset, ranks in ((dist, 2), (disc, 1)):  # effective batch 96, micro-batch 12
         r = preset.recipe
         assert preset.platform["nproc"] == ranks
@@ -48,4 +50,6 @@ def test_the_two_runs_differ_only_in_the_distributed_machinery(tmp_path):
     assert load_preset("demosonly_1gpu").sha256.startswith("cdddd9927f7f")
     for preset in (dist, disc):
         assert (preset.recipe["init"], preset.recipe["datasets"]) == (
-            "outputs/train/pretrain_so101", "demos")
+            "outputs/train/pretrain_so101",
+            "demos",
+        )

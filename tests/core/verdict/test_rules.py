@@ -35,8 +35,9 @@ def test_drift_bound_is_half_the_demosonly_delta(demosonly):
 
 def test_scale_factor_and_scaled_bounds_match_the_document(demosonly):
     # The amendment's own numbers: step-250 eval 12.5087 against demosonly's 3.4623.
-    v = compute_verdict(store_of({250: (12.5087, 12.4202), 500: (12.0, 12.0),
-                                  1000: (12.5, 12.2)}), demosonly)
+    v = compute_verdict(
+        store_of({250: (12.5087, 12.4202), 500: (12.0, 12.0), 1000: (12.5, 12.2)}), demosonly
+    )
     assert round(v.scale.value, 3) == 3.613
     assert v.scale.numerator == 12.5087 and v.scale.denominator == 3.4623
     assert round(v.scaled.healthy, 3) == 1.084
@@ -54,8 +55,9 @@ def test_rigonly_fixture_reads_ambiguous(demosonly, raw_only):
 
 
 def test_raw_same_drift_scaled_ambiguous_is_ambiguous_by_instrument(demosonly):
-    v = compute_verdict(store_of({250: (12.5087, 12.42), 500: (12.0, 12.0),
-                                  1000: (13.5, 12.1)}), demosonly)
+    v = compute_verdict(
+        store_of({250: (12.5087, 12.42), 500: (12.0, 12.0), 1000: (13.5, 12.1)}), demosonly
+    )
     assert v.raw.label == SAME_DRIFT and v.scaled.label == AMBIGUOUS
     assert v.verdict == BY_INSTRUMENT
     assert v.exit_code == 5
@@ -88,8 +90,9 @@ def test_a_probe_after_a_missing_endpoint_never_stands_in(demosonly):
 
 
 def test_an_ended_run_without_its_endpoint_probe_is_undecidable(demosonly):
-    v = compute_verdict(store_of({250: (3.4623, 3.6), 500: (3.1, 3.2), 750: (3.2, 3.3)},
-                                 steps=760), demosonly)
+    v = compute_verdict(
+        store_of({250: (3.4623, 3.6), 500: (3.1, 3.2), 750: (3.2, 3.3)}, steps=760), demosonly
+    )
     assert v.verdict == UNDECIDABLE and not v.provisional
     assert "no probe at the endpoint (step 1000)" in v.reason and "ended" in v.reason
 
@@ -109,8 +112,7 @@ def test_at_step_past_the_endpoint_is_never_final(demosonly):
 
 
 def test_no_anchor_probe_is_undecidable(demosonly):
-    v = compute_verdict(store_of({250: (3.4, 3.5), 750: (3.0, 3.0), 1000: (3.0, 3.0)}),
-                        demosonly)
+    v = compute_verdict(store_of({250: (3.4, 3.5), 750: (3.0, 3.0), 1000: (3.0, 3.0)}), demosonly)
     assert v.verdict == UNDECIDABLE and "anchor" in v.reason
     assert v.exit_code == 6
 
@@ -124,8 +126,9 @@ def test_before_the_anchor_and_empty_log_are_undecidable_and_provisional(demoson
 
 @pytest.mark.parametrize("bad", [float("nan"), float("inf")])
 def test_non_finite_metric_is_undecidable(demosonly, bad):
-    v = compute_verdict(store_of({250: (3.4623, 3.6), 500: (3.1, 3.2), 1000: (bad, 3.0)}),
-                        demosonly)
+    v = compute_verdict(
+        store_of({250: (3.4623, 3.6), 500: (3.1, 3.2), 1000: (bad, 3.0)}), demosonly
+    )
     assert v.verdict == UNDECIDABLE and "finite" in v.reason
     json.dumps(v.to_json(), allow_nan=False)  # verdict.json stays strict JSON
 
@@ -133,15 +136,16 @@ def test_non_finite_metric_is_undecidable(demosonly, bad):
 @pytest.mark.parametrize(
     ("end", "label"),
     [
-        (3.7623, HEALTHY),      # delta exactly +0.3000
-        (3.7624, AMBIGUOUS),    # one step past it
-        (4.4781, SAME_DRIFT),   # delta exactly +1.0158
-        (4.4780, AMBIGUOUS),    # one step short of it
+        (3.7623, HEALTHY),  # delta exactly +0.3000
+        (3.7624, AMBIGUOUS),  # one step past it
+        (4.4781, SAME_DRIFT),  # delta exactly +1.0158
+        (4.4780, AMBIGUOUS),  # one step short of it
     ],
 )
 def test_raw_bound_edges_both_sides(raw_only, end, label):
-    v = compute_verdict(store_of({250: (3.4623, 3.6), 500: (3.4623, 3.6), 1000: (end, 3.6)}),
-                        raw_only)
+    v = compute_verdict(
+        store_of({250: (3.4623, 3.6), 500: (3.4623, 3.6), 1000: (end, 3.6)}), raw_only
+    )
     assert v.raw.label == label == v.verdict
 
 
@@ -162,11 +166,23 @@ def test_combine_table():
 
 
 def test_amendment_declared_after_the_anchor_is_refused(raw_only):
-    late = Amendment(id=2, kind="scale", from_step=250, comparator="demosonly",
-                     factor=float("nan"), declared_after_step=500, declared_before_step=501,
-                     text="", declared_at="2026-08-17T22:00:00Z", source="ledger")
-    v = compute_verdict(store_of({250: (12.5087, 12.4), 500: (12.0, 12.0),
-                                  1000: (13.5, 12.1)}), raw_only, amendments=[late])
+    late = Amendment(
+        id=2,
+        kind="scale",
+        from_step=250,
+        comparator="demosonly",
+        factor=float("nan"),
+        declared_after_step=500,
+        declared_before_step=501,
+        text="",
+        declared_at="2026-08-17T22:00:00Z",
+        source="ledger",
+    )
+    v = compute_verdict(
+        store_of({250: (12.5087, 12.4), 500: (12.0, 12.0), 1000: (13.5, 12.1)}),
+        raw_only,
+        amendments=[late],
+    )
     assert v.amendments[0].status == "refused"
     assert "before step 500" in v.amendments[0].reason
     assert v.scaled is None and v.verdict == SAME_DRIFT
@@ -181,8 +197,10 @@ def test_corroboration_train_delta_and_monotone_rise(demosonly):
     v = compute_verdict(store_of(RIGONLY_LIKE), demosonly)
     assert round(v.corroboration["train_delta"], 4) == round(3.41 - 3.25, 4)
     assert v.corroboration["monotone_rise"] is True
-    dip = compute_verdict(store_of({250: (3.4623, 3.6), 500: (3.1, 3.2), 750: (3.6, 3.3),
-                                    1000: (3.5, 3.3)}), demosonly)
+    dip = compute_verdict(
+        store_of({250: (3.4623, 3.6), 500: (3.1, 3.2), 750: (3.6, 3.3), 1000: (3.5, 3.3)}),
+        demosonly,
+    )
     assert dip.corroboration["monotone_rise"] is False
 
 

@@ -78,8 +78,9 @@ class Target(Protocol):
         provenance records of where the run goes."""
         ...
 
-    def start(self, req: Request, folder: RunFolder | None, argv: list[str],
-              maker: ArgvMaker) -> Started:
+    def start(
+        self, req: Request, folder: RunFolder | None, argv: list[str], maker: ArgvMaker
+    ) -> Started:
         """Start it; InputError (one line) when it could not be started."""
         ...
 

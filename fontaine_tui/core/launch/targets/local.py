@@ -33,32 +33,51 @@ class LocalTarget:
 
     def check(self, req: Request, folder: RunFolder) -> list[guards.Finding]:
         entry = req.registry.find(folder.root, self.host)
-        running = (entry.pid if entry is not None and entry.status in ("running", "attached")
-                   and pid_alive(entry.pid, entry.pid_started or None) else None)
+        running = (
+            entry.pid
+            if entry is not None
+            and entry.status in ("running", "attached")
+            and pid_alive(entry.pid, entry.pid_started or None)
+            else None
+        )
         self.telemetry = sample()
-        return guards.check_all(req.preset, folder, self.telemetry, resume=req.resume,
-                                yes_ram=req.yes_ram, running_pid=running, cwd=Path.cwd())
+        return guards.check_all(
+            req.preset,
+            folder,
+            self.telemetry,
+            resume=req.resume,
+            yes_ram=req.yes_ram,
+            running_pid=running,
+            cwd=Path.cwd(),
+        )
 
     def prepare(self, req: Request, folder: RunFolder, argv: list[str]) -> dict[str, object]:
         folder.root.mkdir(parents=True, exist_ok=True)
         telemetry = self.telemetry if self.telemetry is not None else sample()
-        return {"device": {"requested": req.preset.platform.get("device", ""),
-                           "gpus": [f"{g.name} {g.uuid}" for g in telemetry.gpus or ()],
-                           "gpu_status": telemetry.gpu_status}}
+        return {
+            "device": {
+                "requested": req.preset.platform.get("device", ""),
+                "gpus": [f"{g.name} {g.uuid}" for g in telemetry.gpus or ()],
+                "gpu_status": telemetry.gpu_status,
+            }
+        }
 
-    def start(self, req: Request, folder: RunFolder | None, argv: list[str],
-              maker: ArgvMaker) -> Started:
+    def start(
+        self, req: Request, folder: RunFolder | None, argv: list[str], maker: ArgvMaker
+    ) -> Started:
         assert folder is not None  # a local target always has its folder here
         try:
             # a [command] runs under exitnote, so its exit is known after a detach too
-            run = (exitnote.wrapped(argv, folder.root) if req.preset.command is not None
-                   else argv)
-            engine = EngineProcess.start(run, folder, env=maker.env(req.preset, folder.root),
-                                         cwd=maker.cwd(req.preset, folder.root))
+            run = exitnote.wrapped(argv, folder.root) if req.preset.command is not None else argv
+            engine = EngineProcess.start(
+                run,
+                folder,
+                env=maker.env(req.preset, folder.root),
+                cwd=maker.cwd(req.preset, folder.root),
+            )
         except OSError as exc:
             what = "the command" if req.preset.command is not None else "the engine"
-            raise InputError(f"cannot start {what} ({argv[0]}): {exc.strerror or exc}"
-                             ) from None
+            raise InputError(f"cannot start {what} ({argv[0]}): {exc.strerror or exc}") from None
         if req.preset.command is not None:
             engine.who = "command"
         return Started(engine, str(folder.root), engine.pid, engine.started or 0.0)
@@ -69,17 +88,23 @@ class LocalTarget:
     def unregistered(self, started: Started) -> str | None:
         if started.pid_started > 0:
             return None
-        return (f"engine pid {started.pid}: its start time could not be read, so `stop` "
-                "could not tell it from a later process with that pid")
+        return (
+            f"engine pid {started.pid}: its start time could not be read, so `stop` "
+            "could not tell it from a later process with that pid"
+        )
 
     def said(self, req: Request, started: Started, sha: str, launched_at: str) -> str:
         what = "resumed" if req.resume else "launched"
-        return (f"{what} {req.preset.name}: {label(started.handle)} in "
-                f"{literal(started.run_dir)} (prereg sha256 {sha[:12]}, launched {launched_at})")
+        return (
+            f"{what} {req.preset.name}: {label(started.handle)} in "
+            f"{literal(started.run_dir)} (prereg sha256 {sha[:12]}, launched {launched_at})"
+        )
 
     def where(self, started: Started) -> tuple[str, str]:
         return started.run_dir, label(started.handle)
 
     def hint(self, started: Started) -> str:
-        return (f"  watch it: fontaine-tui attach {literal(started.run_dir)}  "
-                "(or: fontaine-tui babysit)")
+        return (
+            f"  watch it: fontaine-tui attach {literal(started.run_dir)}  "
+            "(or: fontaine-tui babysit)"
+        )

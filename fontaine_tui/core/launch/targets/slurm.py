@@ -50,35 +50,55 @@ class SlurmTarget:
         if entry is not None and entry.job and entry.status in ("running", "attached"):
             state = slurm.query(entry.job)
             if state is not None and state.active:
-                raise InputError(f"refusing to launch: {folder.root}: this run is still slurm "
-                                 f"job {entry.job} ({state.state}; fontaine-tui stop it first)")
+                raise InputError(
+                    f"refusing to launch: {folder.root}: this run is still slurm "
+                    f"job {entry.job} ({state.state}; fontaine-tui stop it first)"
+                )
         # the folder's guards here; the node's GPUs and RAM are Slurm's request, not this host's
         if req.preset.command is not None:  # the user's command: checked here, run there
-            return [*guards.check_folder(req.preset, folder, req.resume),
-                    *guards.check_command(req.preset, folder, req.resume, Path.cwd())]
-        return [*guards.check_folder(req.preset, folder, req.resume),
-                *guards.check_init(req.preset)]
+            return [
+                *guards.check_folder(req.preset, folder, req.resume),
+                *guards.check_command(req.preset, folder, req.resume, Path.cwd()),
+            ]
+        return [
+            *guards.check_folder(req.preset, folder, req.resume),
+            *guards.check_init(req.preset),
+        ]
 
     def prepare(self, req: Request, folder: RunFolder, argv: list[str]) -> dict[str, object]:
         assert self.settings is not None  # folder() read them
         if req.preset.command is not None:
             text = slurm.render_command_script(
-                argv, command_cwd(req.preset, Path.cwd()), frozen_env(req.preset, folder.root),
-                self.settings, req.preset.run_name)
+                argv,
+                command_cwd(req.preset, Path.cwd()),
+                frozen_env(req.preset, folder.root),
+                self.settings,
+                req.preset.run_name,
+            )
         else:
-            text = slurm.render_script(argv, req.preset.platform, self.settings,
-                                       req.preset.run_name)
+            text = slurm.render_script(
+                argv, req.preset.platform, self.settings, req.preset.run_name
+            )
         self.created = not folder.root.exists()
         folder.root.mkdir(parents=True, exist_ok=True)
         self.script = slurm.write_script(folder, text)
         self.sha = hashlib.sha256(text.encode()).hexdigest()
-        return {"device": {"requested": req.preset.platform.get("device", ""), "gpus": [],
-                           "gpu_status": "on the node Slurm picks"},
-                "slurm": {"partition": self.partition, "script": self.script.name,
-                          "script_sha256": self.sha}}
+        return {
+            "device": {
+                "requested": req.preset.platform.get("device", ""),
+                "gpus": [],
+                "gpu_status": "on the node Slurm picks",
+            },
+            "slurm": {
+                "partition": self.partition,
+                "script": self.script.name,
+                "script_sha256": self.sha,
+            },
+        }
 
-    def start(self, req: Request, folder: RunFolder | None, argv: list[str],
-              maker: ArgvMaker) -> Started:
+    def start(
+        self, req: Request, folder: RunFolder | None, argv: list[str], maker: ArgvMaker
+    ) -> Started:
         assert folder is not None and self.script is not None  # prepared
         since = slurm.offsets(folder)
         job = slurm.submit(folder, self.script, self.partition, req.preset.run_name)
@@ -98,13 +118,17 @@ class SlurmTarget:
     def said(self, req: Request, started: Started, sha: str, launched_at: str) -> str:
         what = "resumed" if req.resume else "submitted"
         script = self.script.name if self.script is not None else slurm.SCRIPT
-        return (f"{what} {req.preset.name} as slurm job {started.job} (partition "
-                f"{self.partition}) in {literal(started.run_dir)} (prereg sha256 {sha[:12]}, "
-                f"launched {launched_at}; script {script})")
+        return (
+            f"{what} {req.preset.name} as slurm job {started.job} (partition "
+            f"{self.partition}) in {literal(started.run_dir)} (prereg sha256 {sha[:12]}, "
+            f"launched {launched_at}; script {script})"
+        )
 
     def where(self, started: Started) -> tuple[str, str]:
         return started.run_dir, f"slurm job {started.job}"
 
     def hint(self, started: Started) -> str:
-        return (f"  watch it: fontaine-tui attach {literal(started.run_dir)}  (stop it: "
-                f"fontaine-tui stop {started.run_dir})")
+        return (
+            f"  watch it: fontaine-tui attach {literal(started.run_dir)}  (stop it: "
+            f"fontaine-tui stop {started.run_dir})"
+        )

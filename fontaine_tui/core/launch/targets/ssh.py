@@ -27,8 +27,9 @@ class SshHostTarget:
 
     remote = True
 
-    def __init__(self, host: str, on: str, partition: str | None = None,
-                 ssh_options: Sequence[str] = ()) -> None:
+    def __init__(
+        self, host: str, on: str, partition: str | None = None, ssh_options: Sequence[str] = ()
+    ) -> None:
         check_host(host)
         self.host, self.on, self.partition = host, on, partition
         self.ssh_options = tuple(ssh_options)
@@ -44,18 +45,34 @@ class SshHostTarget:
     def prepare(self, req: Request, folder: RunFolder, argv: list[str]) -> dict[str, object]:
         return {}  # frozen there
 
-    def start(self, req: Request, folder: RunFolder | None, argv: list[str],
-              maker: ArgvMaker) -> Started:
+    def start(
+        self, req: Request, folder: RunFolder | None, argv: list[str], maker: ArgvMaker
+    ) -> Started:
         assert self.settings is not None  # folder() read them
-        done = asyncio.run(launch_on(self.settings, req.preset, req.registry.path.parent,
-                                     output_dir=req.output_dir, resume=req.resume,
-                                     yes_ram=req.yes_ram, ssh_options=self.ssh_options,
-                                     on=None if self.partition is None
-                                     else f"slurm:{self.partition}"))
-        handle = RemoteEngine(self.settings, done.run_dir, done.pid, self.ssh_options,
-                              job=done.job, watch=False)  # the console starts its look
-        return Started(handle, done.run_dir, done.pid, done.pid_started, done.job,
-                       done.prereg, done.local_prereg)
+        done = asyncio.run(
+            launch_on(
+                self.settings,
+                req.preset,
+                req.registry.path.parent,
+                output_dir=req.output_dir,
+                resume=req.resume,
+                yes_ram=req.yes_ram,
+                ssh_options=self.ssh_options,
+                on=None if self.partition is None else f"slurm:{self.partition}",
+            )
+        )
+        handle = RemoteEngine(
+            self.settings, done.run_dir, done.pid, self.ssh_options, job=done.job, watch=False
+        )  # the console starts its look
+        return Started(
+            handle,
+            done.run_dir,
+            done.pid,
+            done.pid_started,
+            done.job,
+            done.prereg,
+            done.local_prereg,
+        )
 
     def abandon(self, folder: RunFolder) -> None:
         pass  # nothing is written here before the host launched
@@ -63,22 +80,32 @@ class SshHostTarget:
     def unregistered(self, started: Started) -> str | None:
         if started.job or started.pid_started > 0:
             return None
-        return (f"engine pid {started.pid} on {self.host}: its start time was not reported, "
-                "so `stop` could not tell it from a later process")
+        return (
+            f"engine pid {started.pid} on {self.host}: its start time was not reported, "
+            "so `stop` could not tell it from a later process"
+        )
 
     def said(self, req: Request, started: Started, sha: str, launched_at: str) -> str:
         what = "resumed" if req.resume else "launched"
-        return (f"{what} {req.preset.name} on {self.on}: {self._how(started)} in "
-                f"{literal(str(started.run_dir))} (prereg sha256 {sha[:12]}, launched "
-                f"{launched_at}; kept here as {started.kept})")
+        return (
+            f"{what} {req.preset.name} on {self.on}: {self._how(started)} in "
+            f"{literal(str(started.run_dir))} (prereg sha256 {sha[:12]}, launched "
+            f"{launched_at}; kept here as {started.kept})"
+        )
 
     def _how(self, started: Started) -> str:
-        return (f"slurm job {started.job} via {self.host}" if started.job
-                else f"engine pid {started.pid}")
+        return (
+            f"slurm job {started.job} via {self.host}"
+            if started.job
+            else f"engine pid {started.pid}"
+        )
 
     def where(self, started: Started) -> tuple[str, str]:
-        what = (f"slurm job {started.job} via {self.host}" if started.job
-                else f"engine pid {started.pid} on {self.host}")
+        what = (
+            f"slurm job {started.job} via {self.host}"
+            if started.job
+            else f"engine pid {started.pid} on {self.host}"
+        )
         return f"{self.host}:{started.run_dir}", what
 
     def hint(self, started: Started) -> str:

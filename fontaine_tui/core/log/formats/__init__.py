@@ -29,5 +29,16 @@ from fontaine_tui.core.log.formats.source import (
     read_spec,
 )
 
-__all__ = ["KINDS", "Decoder", "FieldMap", "Grouper", "Loaded", "SourceSpec", "decoder",
-           "detect", "files", "load_source", "read_spec"]
+__all__ = [
+    "KINDS",
+    "Decoder",
+    "FieldMap",
+    "Grouper",
+    "Loaded",
+    "SourceSpec",
+    "decoder",
+    "detect",
+    "files",
+    "load_source",
+    "read_spec",
+]

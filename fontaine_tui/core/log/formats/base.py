@@ -26,14 +26,21 @@ from typing import Protocol
 from fontaine_tui.core.log.records import TRAIN_FIELDS, Event, Probe, Record, TrainPoint
 
 NAN = float("nan")
-EVAL_PATTERNS = ("eval/*", "eval_*", "eval.*", "val/*", "val_*", "validation/*", "test/*",
-                 "test_*")
+EVAL_PATTERNS = ("eval/*", "eval_*", "eval.*", "val/*", "val_*", "validation/*", "test/*", "test_*")
 # the train loss, by the names trainers give it (the first one present wins)
-LOSS_NAMES = ("train/loss", "train_loss", "loss", "train/loss_step", "train_loss_step",
-              "Loss/train", "loss/train")
-TRAIN_ALIASES = {"lr": ("train/learning_rate", "learning_rate", "lr", "train/lr", "lr-Adam",
-                        "lr-AdamW"),
-                 "grad_norm": ("train/grad_norm", "grad_norm")}
+LOSS_NAMES = (
+    "train/loss",
+    "train_loss",
+    "loss",
+    "train/loss_step",
+    "train_loss_step",
+    "Loss/train",
+    "loss/train",
+)
+TRAIN_ALIASES = {
+    "lr": ("train/learning_rate", "learning_rate", "lr", "train/lr", "lr-Adam", "lr-AdamW"),
+    "grad_norm": ("train/grad_norm", "grad_norm"),
+}
 
 
 class Decoder(Protocol):
@@ -185,8 +192,7 @@ class Grouper:
         if len(self.conflict_notes) < 20:
             self.conflict_notes.append(f"{key} at step {step}: {first!r} and {second!r}")
 
-    def add_row(self, step: int, time: float, row: Mapping[str, float], out: list[Record]
-                ) -> None:
+    def add_row(self, step: int, time: float, row: Mapping[str, float], out: list[Record]) -> None:
         for key, value in row.items():
             self.add(step, time, key, value, out)
 
@@ -255,8 +261,11 @@ class Grouper:
                 e = is_eval[key] = self.fields.is_eval(key)
             if e:
                 evals[key] = value
-        train = ({dst: values[src] for src, dst in self.train_map().items() if src in values}
-                 if self.with_train else {})
+        train = (
+            {dst: values[src] for src, dst in self.train_map().items() if src in values}
+            if self.with_train
+            else {}
+        )
         time = self._time
         if train:
             step_s = NAN
@@ -267,29 +276,49 @@ class Grouper:
             row = {name: train.get(name, NAN) for name in TRAIN_FIELDS}
             if not math.isfinite(row["step_s"]):
                 row["step_s"] = step_s
-            out.append(TrainPoint(step, time, row["loss"], row["ar_ce"], row["flow_loss"],
-                                  row["lr"], row["grad_norm"], row["step_s"], row["data_s"],
-                                  row["samples"]))
+            out.append(
+                TrainPoint(
+                    step,
+                    time,
+                    row["loss"],
+                    row["ar_ce"],
+                    row["flow_loss"],
+                    row["lr"],
+                    row["grad_norm"],
+                    row["step_s"],
+                    row["data_s"],
+                    row["samples"],
+                )
+            )
         if evals:
             self._sent[step] = (time, evals)
             self._probe(step, time, evals, out)
 
-    def _probe(self, step: int, time: float, evals: dict[str, float], out: list[Record]
-               ) -> None:
+    def _probe(self, step: int, time: float, evals: dict[str, float], out: list[Record]) -> None:
         out.append(foreign_probe(step, time, evals, self.bits))
 
 
 _NO_BITS: Mapping[str, int] = MappingProxyType({})
 
 
-def foreign_probe(step: int, time: float, evals: dict[str, float],
-                  bits: Mapping[str, int]) -> Probe:
+def foreign_probe(
+    step: int, time: float, evals: dict[str, float], bits: Mapping[str, int]
+) -> Probe:
     """A probe of another trainer's log: its eval keys as fields (`evals` is the probe's
     own: it is not copied), and the significand bits of the source's narrow keys (`bits`,
     shared by the probes of one read: a key's entry only ever narrows)."""
-    return Probe(step, time, evals.get("eval_chunk_mae", NAN), evals.get("train_chunk_mae", NAN),
-                 NAN, NAN, _NO_FIELDS, None, fields=MappingProxyType(evals),
-                 bits=MappingProxyType(bits) if bits else _NO_BITS)
+    return Probe(
+        step,
+        time,
+        evals.get("eval_chunk_mae", NAN),
+        evals.get("train_chunk_mae", NAN),
+        NAN,
+        NAN,
+        _NO_FIELDS,
+        None,
+        fields=MappingProxyType(evals),
+        bits=MappingProxyType(bits) if bits else _NO_BITS,
+    )
 
 
 _NO_FIELDS: Mapping[str, float] = MappingProxyType({})
@@ -361,8 +390,7 @@ class Whole(Unread):
         self.backwards = back
         grouper = Grouper(self.fields)
         out: list[Record] = []
-        for step, time, row in sorted((r for rows in readings for r in rows),
-                                      key=lambda r: r[0]):
+        for step, time, row in sorted((r for rows in readings for r in rows), key=lambda r: r[0]):
             grouper.add_row(step, time, row, out)
         self.grouper = grouper
         return self._new(out)
@@ -373,8 +401,7 @@ class Whole(Unread):
             seen = self._out.setdefault((type(rec).__name__, rec.step), set())
             # a train record read again once its step has a later row (an eval logged after
             # the loss) carries that row's time: the same record, said once
-            ident = repr(replace(rec, time=NAN, step_s=NAN) if isinstance(rec, TrainPoint)
-                         else rec)
+            ident = repr(replace(rec, time=NAN, step_s=NAN) if isinstance(rec, TrainPoint) else rec)
             if ident not in seen:
                 seen.add(ident)
                 fresh.append(rec)
@@ -433,14 +460,18 @@ def decoder_notices(dec: Decoder, name: str) -> list[str]:
     bad, count = (dec.bad, dec.bad_count) if isinstance(dec, Unread) else ([], 0)
     if count:
         shown = "; ".join(f"{where}: {why}" for where, why in bad[:3])
-        out.append(f"{count} unreadable entr{'y' if count == 1 else 'ies'} in {name}, not "
-                   f"applied ({shown}{'; ...' if count > 3 else ''})")
+        out.append(
+            f"{count} unreadable entr{'y' if count == 1 else 'ies'} in {name}, not "
+            f"applied ({shown}{'; ...' if count > 3 else ''})"
+        )
     out += decoder_notices_of(groupers(dec))
     out += list(getattr(dec, "notes", ()))  # what a decoder says of how it read (printed.py)
     back = getattr(dec, "backwards", 0)
     if back:
-        out.append(f"{back} entr{'y' if back == 1 else 'ies'} going back in steps in the "
-                   "file's order (read at their step)")
+        out.append(
+            f"{back} entr{'y' if back == 1 else 'ies'} going back in steps in the "
+            "file's order (read at their step)"
+        )
     return out
 
 
@@ -451,8 +482,10 @@ def decoder_notices_of(found: list[Grouper]) -> list[str]:
         if g.late:
             out.append(f"{g.late} value(s) logged at a step already past, not applied")
         if g.conflicts:
-            out.append(f"{g.conflicts} train value(s) logged twice for one step with another "
-                       f"value, the first kept: {'; '.join(g.conflict_notes[:5])}")
+            out.append(
+                f"{g.conflicts} train value(s) logged twice for one step with another "
+                f"value, the first kept: {'; '.join(g.conflict_notes[:5])}"
+            )
     return out
 
 

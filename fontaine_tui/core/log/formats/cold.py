@@ -76,11 +76,15 @@ class Loaded:
         evals = [k for k in self.keys if spec.fields.is_eval(k)]
         where = f"{self.files[0] if self.files else '?'}: verdict.metric"
         if metric in self.keys:
-            raise InputError(f"{where}: {metric!r} is logged but is not an eval key (source.eval"
-                             f" = {list(spec.fields.eval)}): add it to [source] eval")
+            raise InputError(
+                f"{where}: {metric!r} is logged but is not an eval key (source.eval"
+                f" = {list(spec.fields.eval)}): add it to [source] eval"
+            )
         if not evals:
-            raise InputError(f"{where}: no eval keys in this run (source.eval = "
-                             f"{list(spec.fields.eval)}; keys: {_few(self.keys)})")
+            raise InputError(
+                f"{where}: no eval keys in this run (source.eval = "
+                f"{list(spec.fields.eval)}; keys: {_few(self.keys)})"
+            )
         raise InputError(f"{where}: no key {metric!r} in this run (eval keys: {_few(evals)})")
 
 
@@ -154,7 +158,7 @@ def _load_tensorboard(listed: list[EventFile], fields: FieldMap) -> Loaded:
             tail = b""
             for chunk in iter_regular(path, READ):
                 data = tail + chunk if tail else chunk
-                tail = data[cols.read(data):]
+                tail = data[cols.read(data) :]
         except FramingError as exc:
             raise InputError(f"{path}: {exc}") from None
         except OSError as exc:
@@ -192,8 +196,9 @@ def _load_tensorboard(listed: list[EventFile], fields: FieldMap) -> Loaded:
         store.version += 1
     elif train:  # steps that go back: record by record
         out: list[Record] = []
-        rows = sorted((s, w, tag, v) for tag, _ in train
-                      for s, w, v in zip(*by_tag[tag], strict=True))
+        rows = sorted(
+            (s, w, tag, v) for tag, _ in train for s, w, v in zip(*by_tag[tag], strict=True)
+        )
         for s, w, tag, v in rows:
             grouper.add(s, w, tag, v, out)
         grouper.flush(out)
@@ -210,15 +215,18 @@ def _load_tensorboard(listed: list[EventFile], fields: FieldMap) -> Loaded:
     for s in sorted(probes):
         store.add(foreign_probe(s, times[s], probes[s], cols.bits))
     if cols.bad_records:
-        store.notices.append(f"{cols.bad_records} event record(s) failed their checksum or "
-                             "did not decode, skipped")
+        store.notices.append(
+            f"{cols.bad_records} event record(s) failed their checksum or did not decode, skipped"
+        )
     store.notices += torn
     return Loaded(store, tuple(paths), "tensorboard", "", keys)
 
 
 def _torn(path: Path, size: int) -> str:
-    return (f"{path.name}: the last {size} bytes are a record not yet whole (being written, "
-            "or cut short): not read")
+    return (
+        f"{path.name}: the last {size} bytes are a record not yet whole (being written, "
+        "or cut short): not read"
+    )
 
 
 def _repeats(steps: array) -> bool:
@@ -253,8 +261,9 @@ def _tensorboard_records(listed: list[EventFile], fields: FieldMap) -> Loaded:
         store.add(rec)
     store.notices += decoder_notices(dec, paths[0].name if paths else "")
     if bad:
-        store.notices.append(f"{bad} event record(s) failed their checksum or did not "
-                             "decode, skipped")
+        store.notices.append(
+            f"{bad} event record(s) failed their checksum or did not decode, skipped"
+        )
     store.notices += torn
     return Loaded(store, tuple(paths), "tensorboard", "", tuple(dec.grouper.keys))
 
@@ -291,9 +300,11 @@ def merged_records(listed: list[EventFile], fields: FieldMap) -> Loaded:
                     kept = [x for x in kept if x.step < sc.step]
                     top = max((x.step for x in kept), default=-1)
                     how = "SessionLog START" if sc.tag == PURGE else "a new file below it"
-                    notices.append(f"{ef.path.name}: a restart at step {sc.step} ({how}): "
-                                   f"{n - len(kept)} value(s) from step {sc.step} on logged "
-                                   "before it dropped, as TensorBoard drops them")
+                    notices.append(
+                        f"{ef.path.name}: a restart at step {sc.step} ({how}): "
+                        f"{n - len(kept)} value(s) from step {sc.step} on logged "
+                        "before it dropped, as TensorBoard drops them"
+                    )
                 if sc.tag != PURGE:
                     kept.append(replace(sc, tag=ef.prefix + sc.tag))
                     top = max(top, sc.step)
@@ -311,8 +322,9 @@ def merged_records(listed: list[EventFile], fields: FieldMap) -> Loaded:
         store.add(rec)
     store.notices += decoder_notices_of([grouper])
     if bad:
-        store.notices.append(f"{bad} event record(s) failed their checksum or did not "
-                             "decode, skipped")
+        store.notices.append(
+            f"{bad} event record(s) failed their checksum or did not decode, skipped"
+        )
     store.notices += notices
     return Loaded(store, tuple(e.path for e in listed), "tensorboard", "", tuple(grouper.keys))
 
@@ -341,5 +353,3 @@ def _read_file(path: Path, dec: Decoder) -> list:
     for chunk in iter_regular(path, READ):
         out += dec.feed(chunk)
     return out
-
-

@@ -78,7 +78,7 @@ def event_folders(root: Path, depth: int = DEPTH) -> list[Path]:
 
 def event_time(name: str) -> int:
     """The creation time in an event file's name (events.out.tfevents.<time>.<host>...)."""
-    head = name[len(EVENTS):].split(".", 1)[0]
+    head = name[len(EVENTS) :].split(".", 1)[0]
     return int(head) if head.isdigit() else 0
 
 
@@ -101,14 +101,15 @@ def run_root(base: Path) -> tuple[Path, list[Path]]:
     if not tops:
         raise InputError(f"{base}: no {EVENTS}* event file here")
     rel = tuple(str(p.relative_to(base)) or "." for p in tops)
-    raise SeveralRuns(f"{base}: {len(tops)} runs ({', '.join(rel[:6])}): set [source] path to "
-                      "one", rel)
+    raise SeveralRuns(
+        f"{base}: {len(tops)} runs ({', '.join(rel[:6])}): set [source] path to one", rel
+    )
 
 
 def chosen(name: str, run: str) -> bool:
     """Whether an event file is [source] run's: `run` is the whole name or a dot-separated
     part of what follows `events.out.tfevents.` (`host`, `pid`, `host.pid`, the time)."""
-    return not run or name == run or f".{run}." in f".{name[len(EVENTS):]}."
+    return not run or name == run or f".{run}." in f".{name[len(EVENTS) :]}."
 
 
 def run_files(base: Path, run: str = "") -> list[EventFile]:
@@ -121,18 +122,21 @@ def run_files(base: Path, run: str = "") -> list[EventFile]:
     for folder in folders:
         try:
             # not only regular files: a pipe or a device so named is refused by its read
-            names = [p for p in folder.iterdir() if p.name.startswith(EVENTS)
-                     and not p.is_dir()]
+            names = [p for p in folder.iterdir() if p.name.startswith(EVENTS) and not p.is_dir()]
         except OSError:
             continue
         prefix = prefix_of(root, folder)
-        out += [EventFile(p, prefix) for p in sorted(names, key=lambda p: (event_time(p.name),
-                                                                           p.name))
-                if chosen(p.name, run)]
+        out += [
+            EventFile(p, prefix)
+            for p in sorted(names, key=lambda p: (event_time(p.name), p.name))
+            if chosen(p.name, run)
+        ]
     if not out:
         present = sorted(p.name for p in root.iterdir() if p.name.startswith(EVENTS))
-        raise InputError(f"{root}: source.run: no event file matches {run!r} (here: "
-                         f"{', '.join(present[:6]) or 'none'})")
+        raise InputError(
+            f"{root}: source.run: no event file matches {run!r} (here: "
+            f"{', '.join(present[:6]) or 'none'})"
+        )
     return out
 
 
@@ -145,8 +149,9 @@ class Span:
     walls: tuple[float, float] | None
 
 
-def span(path: Path, by_tag: Mapping[str, tuple[array, array, array]],
-         before: Mapping[str, int]) -> Span:
+def span(
+    path: Path, by_tag: Mapping[str, tuple[array, array, array]], before: Mapping[str, int]
+) -> Span:
     """A file's span from the columns it appended to (`before`: their lengths before it)."""
     lo_s: int | None = None
     hi_s: int | None = None
@@ -165,8 +170,9 @@ def span(path: Path, by_tag: Mapping[str, tuple[array, array, array]],
     return Span(path, (lo_s, hi_s), (lo_w, hi_w) if lo_w <= hi_w else None)
 
 
-def by_first_write(listed: list[EventFile], spans: list[Span]
-                   ) -> tuple[list[EventFile], list[Span]]:
+def by_first_write(
+    listed: list[EventFile], spans: list[Span]
+) -> tuple[list[EventFile], list[Span]]:
     """Each folder's files in the order their writers began (their first value's wall time):
     the name's time is in whole seconds, and within one second the names do not say it
     (`...pid.10` sorts before `...pid.6`)."""
@@ -194,7 +200,7 @@ def one_run(spans: list[Span]) -> bool:
     for folder, found in by_folder.items():
         for j, later in enumerate(found[1:], 1):
             for earlier in found[:j]:
-                if (later.walls and earlier.walls and later.walls[0] < earlier.walls[1]):
+                if later.walls and earlier.walls and later.walls[0] < earlier.walls[1]:
                     raise InputError(_at_once(folder, earlier, later))
             top = max(s.steps[1] for s in found[:j] if s.steps is not None)
             if later.steps is not None and later.steps[0] < top:
@@ -207,6 +213,8 @@ def _at_once(folder: Path, a: Span, b: Span) -> str:
         lo, hi = s.steps or (0, 0)
         return f"{s.path.name} (steps {lo} to {hi})"
 
-    return (f"{folder}: source.run: two writers logged into this folder at once, "
-            f"{said(a)} and {said(b)}: several runs, not merged; set [source] run to one "
-            f"file's name, or a part of it (its host, pid or host.pid)")
+    return (
+        f"{folder}: source.run: two writers logged into this folder at once, "
+        f"{said(a)} and {said(b)}: several runs, not merged; set [source] run to one "
+        f"file's name, or a part of it (its host, pid or host.pid)"
+    )

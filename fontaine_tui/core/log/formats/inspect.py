@@ -95,8 +95,15 @@ class KeyStats:
     steps: tuple[int, ...] = field(default=(), repr=False)  # every step, in order
 
     def to_json(self) -> dict[str, object]:
-        return {"key": self.key, "role": self.role, "first": self.first, "last": self.last,
-                "count": self.count, "nan": self.nan, "not_number": self.not_number}
+        return {
+            "key": self.key,
+            "role": self.role,
+            "first": self.first,
+            "last": self.last,
+            "count": self.count,
+            "nan": self.nan,
+            "not_number": self.not_number,
+        }
 
 
 @dataclass(frozen=True, slots=True)
@@ -122,8 +129,10 @@ class Cadence:
             return f"one probe step ({self.steps[0]})"
         text = f"every {self.every} steps from {self.steps[0]} to {self.steps[-1]}"
         if self.steps[0] % self.every:
-            text += (f" (offset {self.steps[0] % self.every}: logged at a multiple of "
-                     f"{self.every} minus {self.every - self.steps[0] % self.every})")
+            text += (
+                f" (offset {self.steps[0] % self.every}: logged at a multiple of "
+                f"{self.every} minus {self.every - self.steps[0] % self.every})"
+            )
         if self.off_grid:
             shown = ", ".join(map(str, self.off_grid[:6]))
             text += f"; off that grid: {shown}{', ...' if len(self.off_grid) > 6 else ''}"
@@ -157,21 +166,41 @@ class Inspection:
         return {
             "schema": SCHEMA,
             "folder": str(self.folder),
-            "format": {"kind": self.chosen.kind, "path": self.chosen.path,
-                       "run": self.chosen.run, "files": list(self.files),
-                       "detail": self.detail},
-            "candidates": [{"kind": x.kind, "path": x.path, "run": x.run,
-                            "describe": x.describe, "source": x.source_lines()}
-                           for x in self.candidates],
+            "format": {
+                "kind": self.chosen.kind,
+                "path": self.chosen.path,
+                "run": self.chosen.run,
+                "files": list(self.files),
+                "detail": self.detail,
+            },
+            "candidates": [
+                {
+                    "kind": x.kind,
+                    "path": x.path,
+                    "run": x.run,
+                    "describe": x.describe,
+                    "source": x.source_lines(),
+                }
+                for x in self.candidates
+            ],
             "step_key": self.step_key,
             "loss_key": self.loss_key or None,
             "keys": [k.to_json() for k in self.keys],
-            "probes": {"keys": self.eval_keys, "steps": len(c.steps), "first": c.first,
-                       "last": c.last, "every": c.every or None, "off_grid": list(c.off_grid),
-                       "describe": c.describe()},
+            "probes": {
+                "keys": self.eval_keys,
+                "steps": len(c.steps),
+                "first": c.first,
+                "last": c.last,
+                "every": c.every or None,
+                "off_grid": list(c.off_grid),
+                "describe": c.describe(),
+            },
             "last_step": self.last_step,
-            "ended": ({"event": self.ended.event, "step": self.ended.step,
-                       "detail": self.ended.detail} if self.ended else None),
+            "ended": (
+                {"event": self.ended.event, "step": self.ended.step, "detail": self.ended.detail}
+                if self.ended
+                else None
+            ),
             "notices": list(self.notices),
         }
 
@@ -184,6 +213,7 @@ def _quote(text: str) -> str:
 
 
 # -- the candidates ---------------------------------------------------------------------------
+
 
 def candidates(folder: Path) -> list[Candidate]:
     """Every run the folder holds that a [source] could name, the detected kind's first:
@@ -220,8 +250,10 @@ def candidates(folder: Path) -> list[Candidate]:
             shown += f" and {len(paths) - 2} more" if len(paths) > 2 else ""
             runs = _store_runs(kind, paths[0])
             if len(runs) > 1:
-                out += [Candidate(kind, rel, run_id, f"{shown}: MLflow run {text}")
-                        for run_id, text in runs]
+                out += [
+                    Candidate(kind, rel, run_id, f"{shown}: MLflow run {text}")
+                    for run_id, text in runs
+                ]
             else:
                 out.append(Candidate(kind, rel, "", shown))
     return out
@@ -254,6 +286,7 @@ def _rel(folder: Path, path: Path) -> str:
 
 # -- the read ---------------------------------------------------------------------------------
 
+
 def inspect_run(folder: Path, kind: str = "", path: str = "", run: str = "") -> Inspection:
     """What `folder` holds, read as the first candidate (or the one `kind`, `path` and `run`
     name); InputError (one line) for a folder that is not there or holds nothing readable."""
@@ -265,12 +298,22 @@ def inspect_run(folder: Path, kind: str = "", path: str = "", run: str = "") -> 
     if kind and kind not in KINDS:
         raise InputError(f"--kind: expected one of {', '.join(KINDS)}, got {kind!r}")
     if kind or path or run:
-        chosen = next((c for c in found if (not kind or c.kind == kind)
-                       and (not path or c.path == path) and (not run or c.run == run)), None)
+        chosen = next(
+            (
+                c
+                for c in found
+                if (not kind or c.kind == kind)
+                and (not path or c.path == path)
+                and (not run or c.run == run)
+            ),
+            None,
+        )
         if chosen is None:
             if not kind:
-                raise InputError(f"{folder}: no run matches --path {path!r} --run {run!r} "
-                                 f"(found: {'; '.join(c.label() for c in found) or 'none'})")
+                raise InputError(
+                    f"{folder}: no run matches --path {path!r} --run {run!r} "
+                    f"(found: {'; '.join(c.label() for c in found) or 'none'})"
+                )
             chosen = Candidate(kind, path, run)  # named: read as told, its errors its own
     elif found:
         chosen = found[0]
@@ -304,19 +347,26 @@ def _load(folder: Path, chosen: Candidate) -> tuple[Loaded, str]:
     return loaded, "step"
 
 
-def _inspect_foreign(folder: Path, chosen: Candidate, found: tuple[Candidate, ...]
-                     ) -> Inspection:
+def _inspect_foreign(folder: Path, chosen: Candidate, found: tuple[Candidate, ...]) -> Inspection:
     loaded, step_key = _load(folder, chosen)
     store = loaded.store
     stats = _probe_stats(store, list(loaded.keys), foreign=True)
     loss = next((n for n in LOSS_NAMES if n in loaded.keys), "")
     stats = [replace(s, role="loss") if s.key == loss else s for s in stats]
-    return _inspection(folder, chosen, found, tuple(str(p) for p in loaded.files),
-                       loaded.detail, step_key, loss, stats, store)
+    return _inspection(
+        folder,
+        chosen,
+        found,
+        tuple(str(p) for p in loaded.files),
+        loaded.detail,
+        step_key,
+        loss,
+        stats,
+        store,
+    )
 
 
-def _inspect_ours(folder: Path, chosen: Candidate, found: tuple[Candidate, ...]
-                  ) -> Inspection:
+def _inspect_ours(folder: Path, chosen: Candidate, found: tuple[Candidate, ...]) -> Inspection:
     from fontaine_tui.core.log.read import load_log
 
     log = folder / LOG
@@ -330,10 +380,18 @@ def _inspect_ours(folder: Path, chosen: Candidate, found: tuple[Candidate, ...]
         col = store.columns[name]
         held = [(s, v) for s, v in zip(steps, col, strict=False) if not math.isnan(v)]
         if held:
-            stats.append(KeyStats(name, "loss" if name == "loss" else "train", held[0][0],
-                                  held[-1][0], len(held),
-                                  sum(not math.isfinite(v) for _, v in held), 0,
-                                  tuple(s for s, _ in held)))
+            stats.append(
+                KeyStats(
+                    name,
+                    "loss" if name == "loss" else "train",
+                    held[0][0],
+                    held[-1][0],
+                    len(held),
+                    sum(not math.isfinite(v) for _, v in held),
+                    0,
+                    tuple(s for s, _ in held),
+                )
+            )
     probe_keys: dict[str, None] = {}
     for p in store.probes.values():
         probe_keys.update(dict.fromkeys(p.fields))
@@ -361,22 +419,45 @@ def _probe_stats(store: RunStore, keys: list[str], foreign: bool) -> list[KeySta
         if not steps:
             continue
         role = "eval" if (defaults.is_eval(key) if foreign else True) else "train"
-        out.append(KeyStats(key, role, steps[0], steps[-1], len(steps), nan, odd,
-                            tuple(steps)))
+        out.append(KeyStats(key, role, steps[0], steps[-1], len(steps), nan, odd, tuple(steps)))
     return out
 
 
-def _inspection(folder: Path, chosen: Candidate, found: tuple[Candidate, ...],
-                paths: tuple[str, ...], detail: str, step_key: str, loss: str,
-                stats: list[KeyStats], store: RunStore) -> Inspection:
+def _inspection(
+    folder: Path,
+    chosen: Candidate,
+    found: tuple[Candidate, ...],
+    paths: tuple[str, ...],
+    detail: str,
+    step_key: str,
+    loss: str,
+    stats: list[KeyStats],
+    store: RunStore,
+) -> Inspection:
     evals = {k.key for k in stats if k.role == "eval"}
-    probe_steps = tuple(sorted(s for s, p in store.probes.items()
-                               if evals & set(p.fields) or evals & {k for k, _ in p.not_numbers}))
+    probe_steps = tuple(
+        sorted(
+            s
+            for s, p in store.probes.items()
+            if evals & set(p.fields) or evals & {k for k, _ in p.not_numbers}
+        )
+    )
     ends = [e for e in store.events if e.event in ENDS]
     last = max([store.last_step, *(e.step for e in store.events)], default=0)
-    return Inspection(folder, chosen, found, paths, detail, step_key, loss, tuple(stats),
-                      cadence(probe_steps), last, ends[-1] if ends else None,
-                      tuple(_notices(store)))
+    return Inspection(
+        folder,
+        chosen,
+        found,
+        paths,
+        detail,
+        step_key,
+        loss,
+        tuple(stats),
+        cadence(probe_steps),
+        last,
+        ends[-1] if ends else None,
+        tuple(_notices(store)),
+    )
 
 
 def cadence(steps: tuple[int, ...]) -> Cadence:
@@ -399,6 +480,8 @@ def _notices(store: RunStore) -> list[str]:
         out.append(f"{store.out_of_order_count} record(s) going back in steps, not applied")
     if store.conflicts:
         steps = ", ".join(str(c.step) for c in store.conflicts[:5])
-        out.append(f"{len(store.conflicts)} step(s) logged twice with other values "
-                   f"(a verdict read there is UNDECIDABLE): {steps}")
+        out.append(
+            f"{len(store.conflicts)} step(s) logged twice with other values "
+            f"(a verdict read there is UNDECIDABLE): {steps}"
+        )
     return out

@@ -70,10 +70,16 @@ def file_store_runs(root: Path) -> list[RunInfo]:
             rmeta = _meta(run / "meta.yaml")
             if rmeta.get("lifecycle_stage") == "deleted":
                 continue
-            runs.append(RunInfo(rmeta.get("run_id") or run.name, rmeta.get("run_name", ""),
-                                exp.name, emeta.get("name", exp.name),
-                                FILE_STATUS.get(rmeta.get("status", ""), ""),
-                                _ms(rmeta.get("end_time"))))
+            runs.append(
+                RunInfo(
+                    rmeta.get("run_id") or run.name,
+                    rmeta.get("run_name", ""),
+                    exp.name,
+                    emeta.get("name", exp.name),
+                    FILE_STATUS.get(rmeta.get("status", ""), ""),
+                    _ms(rmeta.get("end_time")),
+                )
+            )
     return runs
 
 
@@ -90,14 +96,22 @@ def file_store_rows(root: Path, run: RunInfo) -> list[RawRow]:
             key = path.relative_to(metrics).as_posix()
             lines = read_whole(path).split(b"\n")
             if lines[-1].strip():  # no newline yet: being written, or cut short
-                out.append((f"{key} line {len(lines)}", None, key,
-                            b"no newline at its end (being written, or cut short)", 0))
+                out.append(
+                    (
+                        f"{key} line {len(lines)}",
+                        None,
+                        key,
+                        b"no newline at its end (being written, or cut short)",
+                        0,
+                    )
+                )
             for n, line in enumerate(lines[:-1], start=1):
                 parts = line.split()
                 text = [p.decode("utf-8", "replace") for p in parts]
                 if len(text) not in (2, 3):
-                    out.append((f"{key} line {n}", None, key,
-                                b"expected 'timestamp value step'", 0))
+                    out.append(
+                        (f"{key} line {n}", None, key, b"expected 'timestamp value step'", 0)
+                    )
                     continue
                 out.append((text[2] if len(text) > 2 else "0", text[0], key, text[1], 0))
     return out
@@ -118,11 +132,14 @@ def sqlite_runs(db: sqlite3.Connection) -> list[RunInfo]:
             "SELECT r.run_uuid, r.name, r.experiment_id, e.name, r.status, r.end_time "
             "FROM runs r JOIN experiments e "
             "ON r.experiment_id = e.experiment_id WHERE r.lifecycle_stage = 'active' "
-            "ORDER BY r.start_time").fetchall()
+            "ORDER BY r.start_time"
+        ).fetchall()
     except sqlite3.Error as exc:
         raise FormatError(locked(exc) or f"not an MLflow store ({exc})") from None
-    return [RunInfo(str(a), str(b or ""), str(c), str(d), str(st or ""), _ms(end))
-            for a, b, c, d, st, end in rows]
+    return [
+        RunInfo(str(a), str(b or ""), str(c), str(d), str(st or ""), _ms(end))
+        for a, b, c, d, st, end in rows
+    ]
 
 
 def _ms(value: object) -> float:
@@ -135,8 +152,13 @@ def _ms(value: object) -> float:
 
 def sqlite_rows(db: sqlite3.Connection, run: RunInfo) -> list[RawRow]:
     try:
-        return list(db.execute("SELECT step, timestamp, key, value, is_nan FROM metrics "
-                               "WHERE run_uuid = ? ORDER BY step, timestamp", (run.run_id,)))
+        return list(
+            db.execute(
+                "SELECT step, timestamp, key, value, is_nan FROM metrics "
+                "WHERE run_uuid = ? ORDER BY step, timestamp",
+                (run.run_id,),
+            )
+        )
     except sqlite3.Error as exc:
         raise FormatError(locked(exc) or f"cannot read the metrics table ({exc})") from None
 
@@ -182,33 +204,51 @@ def check_row(raw: RawRow) -> tuple[int, float, str, float] | str:
 def choose(runs: list[RunInfo], where: str, experiment: str = "", run: str = "") -> RunInfo:
     """The run the options name (experiment by id or name, run by id, id prefix or name),
     or the only one; else FormatError listing them."""
-    found = [r for r in runs if not experiment or experiment in (r.experiment,
-                                                                  r.experiment_name)]
+    found = [r for r in runs if not experiment or experiment in (r.experiment, r.experiment_name)]
     if run:
         found = [r for r in found if r.run_id.startswith(run) or r.name == run]
     if len(found) == 1:
         return found[0]
-    chose = " ".join(x for x in (f"experiment={experiment!r}" if experiment else "",
-                                 f"run={run!r}" if run else "") if x) or "none chosen"
+    chose = (
+        " ".join(
+            x
+            for x in (
+                f"experiment={experiment!r}" if experiment else "",
+                f"run={run!r}" if run else "",
+            )
+            if x
+        )
+        or "none chosen"
+    )
     if not found:
-        return _fail(where, f"no run matches ({chose}); runs: "
-                     + (", ".join(r.describe() for r in runs[:8]) or "none"))
-    return _fail(where, f"{len(found)} runs and {chose}: set [source] run (bank: --run) to one of "
-                 + ", ".join(r.describe() for r in found[:8]))
+        return _fail(
+            where,
+            f"no run matches ({chose}); runs: "
+            + (", ".join(r.describe() for r in runs[:8]) or "none"),
+        )
+    return _fail(
+        where,
+        f"{len(found)} runs and {chose}: set [source] run (bank: --run) to one of "
+        + ", ".join(r.describe() for r in found[:8]),
+    )
 
 
 def _fail(where: str, why: str) -> RunInfo:
     raise FormatError(f"{where}: {why}")
 
 
-def snapshot_rows(doc: Mapping[str, object], where: str, options: Mapping[str, str]
-                  ) -> tuple[RunInfo, list[RawRow]]:
+def snapshot_rows(
+    doc: Mapping[str, object], where: str, options: Mapping[str, str]
+) -> tuple[RunInfo, list[RawRow]]:
     """The chosen run's rows from a store snapshot read on another host (SshRun.mlflow_snapshot:
     {"runs": [[id, name, experiment id, experiment name]], "rows": {id: [[step, ms, key,
     value, is_nan]]}})."""
     raw_runs = doc.get("runs")
-    runs = [RunInfo(str(r[0]), str(r[1]), str(r[2]), str(r[3])) for r in
-            (raw_runs if isinstance(raw_runs, list) else []) if isinstance(r, list) and len(r) == 4]
+    runs = [
+        RunInfo(str(r[0]), str(r[1]), str(r[2]), str(r[3]))
+        for r in (raw_runs if isinstance(raw_runs, list) else [])
+        if isinstance(r, list) and len(r) == 4
+    ]
     info = choose(runs, where, options.get("experiment", ""), options.get("run", ""))
     table = doc.get("rows")
     rows = table.get(info.run_id, []) if isinstance(table, dict) else []
@@ -230,8 +270,9 @@ class MlflowDecoder(Whole):
 
     kind = "mlflow"
 
-    def feed_rows(self, rows: Iterable[RawRow], status: str = "", end_ms: float = NAN
-                  ) -> list[Record]:
+    def feed_rows(
+        self, rows: Iterable[RawRow], status: str = "", end_ms: float = NAN
+    ) -> list[Record]:
         self.clear_bad()
         checked: list[Row] = []
         for raw in rows:
@@ -257,8 +298,11 @@ def store_files(store: Path, run: RunInfo) -> list[Path]:
     """The files a write to `run` changes: the SQLite store and its journals, or the run's
     meta.yaml and metric files in a file store (a new metric's file included)."""
     if not store.is_dir():
-        return [store, store.with_name(store.name + "-wal"),
-                store.with_name(store.name + "-journal")]
+        return [
+            store,
+            store.with_name(store.name + "-wal"),
+            store.with_name(store.name + "-journal"),
+        ]
     folder = store / run.experiment / run.run_id
     out = [folder / "meta.yaml", folder / "metrics"]
     for where, dirs, names in os.walk(folder / "metrics"):

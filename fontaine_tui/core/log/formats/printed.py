@@ -25,18 +25,24 @@ from fontaine_tui.core.log.records import Record
 
 NAN = float("nan")
 SUFFIX = {"K": 1e3, "M": 1e6, "B": 1e9, "T": 1e12, "Q": 1e15}
-ROUNDED = ("steps printed with a K/M/B suffix are rounded where they were printed (10K is any "
-           "step from 9500 to 10500): two prints of one rounded step are read as one step")
+ROUNDED = (
+    "steps printed with a K/M/B suffix are rounded where they were printed (10K is any "
+    "step from 9500 to 10500): two prints of one rounded step are read as one step"
+)
 
 
 def compile_patterns(patterns: object, where: str = "source.patterns") -> list[re.Pattern[str]]:
     """[source] patterns, compiled; ValueError(key, expected) naming a bad one."""
     if isinstance(patterns, str):
         patterns = [patterns]
-    if not (isinstance(patterns, list) and patterns
-            and all(isinstance(p, str) and p for p in patterns)):
-        raise ValueError(where, "expected a regular expression or a list of them, each with "
-                         "a named group `step` (like 'step:(?P<step>\\S+) .*loss:(?P<loss>\\S+)')")
+    if not (
+        isinstance(patterns, list) and patterns and all(isinstance(p, str) and p for p in patterns)
+    ):
+        raise ValueError(
+            where,
+            "expected a regular expression or a list of them, each with "
+            "a named group `step` (like 'step:(?P<step>\\S+) .*loss:(?P<loss>\\S+)')",
+        )
     out = []
     for n, text in enumerate(patterns):
         key = f"{where}[{n}]"
@@ -45,11 +51,12 @@ def compile_patterns(patterns: object, where: str = "source.patterns") -> list[r
         except re.error as exc:
             raise ValueError(key, f"{text!r} is not a regular expression ({exc})") from None
         if "step" not in compiled.groupindex:
-            raise ValueError(key, f"{text!r} has no named group `step` (expected "
-                             "(?P<step>...))")
+            raise ValueError(key, f"{text!r} has no named group `step` (expected (?P<step>...))")
         if len(compiled.groupindex) < 2:
-            raise ValueError(key, f"{text!r} names no field besides the step (expected a "
-                             "group like (?P<loss>\\S+))")
+            raise ValueError(
+                key,
+                f"{text!r} names no field besides the step (expected a group like (?P<loss>\\S+))",
+            )
         out.append(compiled)
     return out
 
@@ -87,8 +94,7 @@ class LinesDecoder(Unread):
     kind = "lines"
     whole = False
 
-    def __init__(self, fields: FieldMap | None = None,
-                 patterns: Sequence[str] = ()) -> None:
+    def __init__(self, fields: FieldMap | None = None, patterns: Sequence[str] = ()) -> None:
         super().__init__()
         self.patterns = compile_patterns(list(patterns)) if patterns else []
         self.grouper = Grouper(fields or FieldMap())

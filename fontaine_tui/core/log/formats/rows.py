@@ -31,8 +31,13 @@ from fontaine_tui.core.log.records import Record
 
 NAN = float("nan")
 # the summary Trainer adds at the end of training (train_loss there is the mean over the run)
-HF_SUMMARY = ("train_runtime", "train_samples_per_second", "train_steps_per_second",
-              "total_flos", "train_loss")
+HF_SUMMARY = (
+    "train_runtime",
+    "train_samples_per_second",
+    "train_steps_per_second",
+    "total_flos",
+    "train_loss",
+)
 HF_FRAME = ("step", "epoch")
 
 
@@ -53,8 +58,10 @@ class TrainerStateDecoder(Whole):
         except ValueError as exc:
             raise FormatError(str(exc)) from None
         self.clear_bad()
-        readings = [self._rows(doc, count=k == 0)  # the first reading counts what is unread
-                    for k, doc in enumerate(jsontext.readings(data, state))]
+        readings = [
+            self._rows(doc, count=k == 0)  # the first reading counts what is unread
+            for k, doc in enumerate(jsontext.readings(data, state))
+        ]
         first = readings[0]
         for other in readings[1:]:  # an entry whose step is written twice: no step
             for n in set(first) & set(other):
@@ -68,8 +75,10 @@ class TrainerStateDecoder(Whole):
         left out); an entry without a whole-number step is counted (once)."""
         history = state.get("log_history") if isinstance(state, dict) else None
         if not isinstance(history, list):
-            raise FormatError("expected a JSON object with a log_history list (a Hugging Face "
-                              "Trainer trainer_state.json)")
+            raise FormatError(
+                "expected a JSON object with a log_history list (a Hugging Face "
+                "Trainer trainer_state.json)"
+            )
         rows: dict[int, Row] = {}
         for n, entry in enumerate(history):
             if not isinstance(entry, dict):
@@ -110,8 +119,9 @@ class CsvDecoder(Whole):
         if header is None:
             return []
         if fields.step not in header:
-            raise FormatError(f"expected a {fields.step!r} column (columns: "
-                              f"{', '.join(header[:12])})")
+            raise FormatError(
+                f"expected a {fields.step!r} column (columns: {', '.join(header[:12])})"
+            )
         at = header.index(fields.step)
         when = header.index(fields.time) if fields.time and fields.time in header else -1
         skip = {fields.step, fields.time, "epoch"}
@@ -128,8 +138,9 @@ class CsvDecoder(Whole):
                 cell = cells[i] if i < len(cells) else ""
                 value = number(_cell(cell)) if cell else None
                 if value is not None:
-                    rows.append((step, _float(cells[when]) if 0 <= when < len(cells) else NAN,
-                                 {key: value}))
+                    rows.append(
+                        (step, _float(cells[when]) if 0 <= when < len(cells) else NAN, {key: value})
+                    )
         return rows
 
 
@@ -251,8 +262,13 @@ def _text(value: object) -> str:
     return value if isinstance(value, str) else "" if value is None else str(value)
 
 
-def _flatten(obj: Mapping[str, object], out: list[tuple[str, float]], prefix: str,
-             skip: tuple[str, ...], depth: int = 0) -> None:
+def _flatten(
+    obj: Mapping[str, object],
+    out: list[tuple[str, float]],
+    prefix: str,
+    skip: tuple[str, ...],
+    depth: int = 0,
+) -> None:
     for key, value in obj.items():
         if not prefix and key in skip:
             continue

@@ -69,11 +69,31 @@ from fontaine_tui.core.runfolder import (
     rotated_segments,
 )
 
-KINDS = ("fontaine", "tensorboard", "hf_trainer", "csv", "mlflow", "jsonl", "wandb", "trackio",
-         "lines")
+KINDS = (
+    "fontaine",
+    "tensorboard",
+    "hf_trainer",
+    "csv",
+    "mlflow",
+    "jsonl",
+    "wandb",
+    "trackio",
+    "lines",
+)
 TRAIN_KEYS = ("loss", "lr", "grad_norm")  # [source] keys naming a train field's source key
-SOURCE_KEYS = ("kind", "path", "eval", "step", "time", "experiment", "run", "probe_field",
-               "probe_value", "patterns", *TRAIN_KEYS)
+SOURCE_KEYS = (
+    "kind",
+    "path",
+    "eval",
+    "step",
+    "time",
+    "experiment",
+    "run",
+    "probe_field",
+    "probe_value",
+    "patterns",
+    *TRAIN_KEYS,
+)
 HF_STATE = "trainer_state.json"
 CSV_NAME = "metrics.csv"
 WANDB = "wandb"  # the folder wandb.init writes its runs into
@@ -120,8 +140,9 @@ def read_spec(table: object, where: str = "source") -> SourceSpec:
         raise ValueError(where, "expected a table")
     for key in table:
         if key not in SOURCE_KEYS:
-            raise ValueError(f"{where}.{key}", f"unknown key (expected one of "
-                             f"{', '.join(SOURCE_KEYS)})")
+            raise ValueError(
+                f"{where}.{key}", f"unknown key (expected one of {', '.join(SOURCE_KEYS)})"
+            )
     for key, value in table.items():
         if key not in ("eval", "patterns") and not isinstance(value, str):
             raise ValueError(f"{where}.{key}", "expected a string")
@@ -131,38 +152,50 @@ def read_spec(table: object, where: str = "source") -> SourceSpec:
     patterns = table.get("eval", list(EVAL_PATTERNS))
     if isinstance(patterns, str):
         patterns = [patterns]
-    if not (isinstance(patterns, list) and patterns
-            and all(isinstance(p, str) and p for p in patterns)):
-        raise ValueError(f"{where}.eval", "expected a glob pattern or a list of them "
-                         "(like \"eval/*\")")
+    if not (
+        isinstance(patterns, list) and patterns and all(isinstance(p, str) and p for p in patterns)
+    ):
+        raise ValueError(
+            f"{where}.eval", 'expected a glob pattern or a list of them (like "eval/*")'
+        )
     probe_field, probe_value = table.get("probe_field", ""), table.get("probe_value", "")
     if bool(probe_field) != bool(probe_value):
-        raise ValueError(f"{where}.probe_value" if probe_field else f"{where}.probe_field",
-                         "expected both probe_field and probe_value (the field that tells a "
-                         "probe line, and its value there: probe_field = \"split\", "
-                         "probe_value = \"eval\")")
+        raise ValueError(
+            f"{where}.probe_value" if probe_field else f"{where}.probe_field",
+            "expected both probe_field and probe_value (the field that tells a "
+            'probe line, and its value there: probe_field = "split", '
+            'probe_value = "eval")',
+        )
     if probe_field and kind != "jsonl":
-        raise ValueError(f"{where}.probe_field", "expected only with kind = \"jsonl\"")
+        raise ValueError(f"{where}.probe_field", 'expected only with kind = "jsonl"')
     printed: tuple[str, ...] = ()
     if kind == "lines":
         if "patterns" not in table:
-            raise ValueError(f"{where}.patterns", "expected with kind = \"lines\": regular "
-                             "expressions with a named group `step` (like "
-                             "'step:(?P<step>\\S+) .*loss:(?P<loss>\\S+)')")
+            raise ValueError(
+                f"{where}.patterns",
+                'expected with kind = "lines": regular '
+                "expressions with a named group `step` (like "
+                "'step:(?P<step>\\S+) .*loss:(?P<loss>\\S+)')",
+            )
         compile_patterns(table["patterns"], f"{where}.patterns")
         raw = table["patterns"]
         printed = tuple([raw] if isinstance(raw, str) else raw)
     elif "patterns" in table:
-        raise ValueError(f"{where}.patterns", "expected only with kind = \"lines\"")
-    fields = FieldMap(tuple(patterns), MappingProxyType({k: table[k] for k in TRAIN_KEYS
-                                                         if table.get(k)}),
-                      table.get("step") or "step", table.get("time", ""),
-                      probe_field, probe_value)
+        raise ValueError(f"{where}.patterns", 'expected only with kind = "lines"')
+    fields = FieldMap(
+        tuple(patterns),
+        MappingProxyType({k: table[k] for k in TRAIN_KEYS if table.get(k)}),
+        table.get("step") or "step",
+        table.get("time", ""),
+        probe_field,
+        probe_value,
+    )
     options = {k: table[k] for k in ("experiment", "run") if table.get(k)}
     return SourceSpec(kind, table.get("path", ""), fields, MappingProxyType(options), printed)
 
 
 # -- detection -------------------------------------------------------------------------------
+
 
 def frozen_spec(folder: Path) -> SourceSpec | None:
     """The [source] frozen in the folder's prereg.json when it names another trainer's log
@@ -171,8 +204,9 @@ def frozen_spec(folder: Path) -> SourceSpec | None:
 
     try:
         doc = json.loads(read_whole(folder / PREREG, READ))
-        table = {k: v for k, v in doc["preset"]["source"].items()
-                 if k != "eval_every"}  # the preset's cadence, not how the log is read
+        table = {
+            k: v for k, v in doc["preset"]["source"].items() if k != "eval_every"
+        }  # the preset's cadence, not how the log is read
         spec = read_spec(table, f"{folder / PREREG}#source")
     except (OSError, InputError, ValueError, KeyError, TypeError):
         return None
@@ -196,14 +230,19 @@ def detect(folder: Path) -> str:
         return "mlflow"
     if stores(folder):
         return "trackio"
-    if (folder / CSV_NAME).exists() or any(folder.glob(f"*/version_*/{CSV_NAME}")) or any(
-            folder.glob(f"version_*/{CSV_NAME}")):
+    if (
+        (folder / CSV_NAME).exists()
+        or any(folder.glob(f"*/version_*/{CSV_NAME}"))
+        or any(folder.glob(f"version_*/{CSV_NAME}"))
+    ):
         return "csv"
     if len(_jsonl(folder)) == 1:
         return "jsonl"
-    raise InputError(f"{folder}: no log this console reads: expected {LOG}, {EVENTS}*, "
-                     f"{HF_STATE}, {CSV_NAME}, {FILE_STORE}/, {SQLITE_STORE}, {WANDB}/ or a "
-                     f"trackio <project>{DB_EXT} (or a preset [source] naming the file)")
+    raise InputError(
+        f"{folder}: no log this console reads: expected {LOG}, {EVENTS}*, "
+        f"{HF_STATE}, {CSV_NAME}, {FILE_STORE}/, {SQLITE_STORE}, {WANDB}/ or a "
+        f"trackio <project>{DB_EXT} (or a preset [source] naming the file)"
+    )
 
 
 def detect_foreign(folder: Path) -> str:
@@ -216,8 +255,9 @@ def detect_foreign(folder: Path) -> str:
     return "" if kind == "fontaine" else kind
 
 
-def foreign_spec(path: Path, source: SourceSpec | None, preset_named: bool,
-                 files_too: bool = False) -> SourceSpec | None:
+def foreign_spec(
+    path: Path, source: SourceSpec | None, preset_named: bool, files_too: bool = False
+) -> SourceSpec | None:
     """How to read `path` when it is another trainer's run, or None when it is one of ours:
     the preset's foreign [source] (`source`), else what the folder holds (with `files_too`,
     also a single event file, trainer_state.json or metrics.csv named directly). A foreign
@@ -233,8 +273,10 @@ def foreign_spec(path: Path, source: SourceSpec | None, preset_named: bool,
     else:
         return None
     if not preset_named:
-        raise InputError(f"--preset: expected a preset name or path ({path} is a {spec.kind} "
-                         "run: the preset says how to read it)")
+        raise InputError(
+            f"--preset: expected a preset name or path ({path} is a {spec.kind} "
+            "run: the preset says how to read it)"
+        )
     return spec
 
 
@@ -258,8 +300,9 @@ def _one(folder: Path, found: list[Path], what: str) -> Path:
     if not found:
         raise InputError(f"{folder}: no {what} here")
     rel = tuple(str(p.relative_to(folder)) or "." for p in found)
-    raise SeveralRuns(f"{folder}: {len(found)} runs ({', '.join(rel[:6])}): set [source] path "
-                      "to one", rel)
+    raise SeveralRuns(
+        f"{folder}: {len(found)} runs ({', '.join(rel[:6])}): set [source] path to one", rel
+    )
 
 
 def _base(folder: Path, spec: SourceSpec) -> Path:
@@ -288,9 +331,12 @@ def files(folder: Path, spec: SourceSpec) -> list[Path]:
     if kind == "csv":
         if base.is_file():
             return [base]
-        found = ([base / CSV_NAME] if (base / CSV_NAME).exists() else
-                 sorted(base.glob(f"version_*/{CSV_NAME}")) or
-                 sorted(base.glob(f"*/version_*/{CSV_NAME}")))
+        found = (
+            [base / CSV_NAME]
+            if (base / CSV_NAME).exists()
+            else sorted(base.glob(f"version_*/{CSV_NAME}"))
+            or sorted(base.glob(f"*/version_*/{CSV_NAME}"))
+        )
         return [_one(base, found, CSV_NAME)]
     if kind == "mlflow":
         if base.is_file() or base.name == FILE_STORE:
@@ -312,8 +358,7 @@ def files(folder: Path, spec: SourceSpec) -> list[Path]:
     if kind == "lines":
         printed = base if spec.path else folder / ENGINE_OUT
         if not printed.is_file():
-            raise InputError(f"{printed}: source.path: no such file (the printed lines to "
-                             "read)")
+            raise InputError(f"{printed}: source.path: no such file (the printed lines to read)")
         return [printed]
     return [base / LOG if base.is_dir() else base]
 
@@ -321,8 +366,11 @@ def files(folder: Path, spec: SourceSpec) -> list[Path]:
 def _run_files(folder: Path) -> list[Path]:
     """The W&B run files directly in `folder` (a run folder holds one)."""
     try:
-        return sorted(p for p in folder.iterdir()
-                      if WANDB_RUN.fullmatch(p.name) and p.is_file() and not p.is_symlink())
+        return sorted(
+            p
+            for p in folder.iterdir()
+            if WANDB_RUN.fullmatch(p.name) and p.is_file() and not p.is_symlink()
+        )
     except OSError:
         return []
 
@@ -350,28 +398,38 @@ def wandb_run(folder: Path, chosen: str) -> Path:
     the only one; InputError naming them when there are several, or none is chosen."""
     found = wandb_runs(folder)
     if chosen:
-        found = [f for f in found if chosen in (f.parent.name, f.name[4:-6],
-                                                f.parent.name.rpartition("-")[2])]
+        found = [
+            f
+            for f in found
+            if chosen in (f.parent.name, f.name[4:-6], f.parent.name.rpartition("-")[2])
+        ]
     if len(found) == 1:
         return found[0]
     every = wandb_runs(folder)
     names = ", ".join(f.parent.name if f.parent != folder else f.name for f in every[:6])
     more = ", ..." if len(every) > 6 else ""
     if not every:
-        raise InputError(f"{folder}: no W&B run here (expected {WANDB}/offline-run-*/"
-                         "run-*.wandb, or a run folder holding its run-*.wandb)")
+        raise InputError(
+            f"{folder}: no W&B run here (expected {WANDB}/offline-run-*/"
+            "run-*.wandb, or a run folder holding its run-*.wandb)"
+        )
     if not found:
         raise InputError(f"{folder}: source.run: no W&B run {chosen!r} (runs: {names}{more})")
-    raise InputError(f"{folder}: {len(every)} W&B runs ({names}{more}): set [source] run to "
-                     "one (its folder's name or its id)")
+    raise InputError(
+        f"{folder}: {len(every)} W&B runs ({names}{more}): set [source] run to "
+        "one (its folder's name or its id)"
+    )
 
 
 def newest_state(folder: Path) -> Path:
     """The trainer_state.json with the most history: the run folder's own (written at the end
     by `save_state`) or the newest `checkpoint-N/`'s, by step."""
     for _ in range(LIST_TRIES):  # a checkpoint-N/ listed may be gone by its look: again
-        listed = [(int(m.group(1)), p) for p in folder.glob("checkpoint-*")
-                  if (m := CHECKPOINT.fullmatch(p.name))]
+        listed = [
+            (int(m.group(1)), p)
+            for p in folder.glob("checkpoint-*")
+            if (m := CHECKPOINT.fullmatch(p.name))
+        ]
         candidates = [(n, p / HF_STATE) for n, p in listed if (p / HF_STATE).exists()]
         if candidates or not listed:
             break
@@ -405,8 +463,11 @@ def _global_step(path: Path) -> int:
     except (OSError, InputError):
         return 0
     found = GLOBAL_STEP.findall(head)
-    if len(head) == STATE_HEAD and len(found) == 1 \
-            and b'"log_history"' in head.split(b'"global_step"')[1]:
+    if (
+        len(head) == STATE_HEAD
+        and len(found) == 1
+        and b'"log_history"' in head.split(b'"global_step"')[1]
+    ):
         return int(found[0])  # before log_history: the top level's, not an entry's
     try:
         data = head if len(head) < STATE_HEAD else read_whole(path)

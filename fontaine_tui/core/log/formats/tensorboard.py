@@ -107,13 +107,13 @@ def _tensor_value(buf: bytes) -> tuple[float, int] | None:
             dtype, i = _varint(buf, i)
         elif field == 4 and wire == 2:
             size, i = _varint(buf, i)
-            content, i = buf[i:i + size], i + size
+            content, i = buf[i : i + size], i + size
         elif field in (5, 6):  # float_val, double_val: packed or not
             real = _F32 if field == 5 else _F64
             bits = F32_BITS if field == 5 else 53
             if wire == 2:
                 size, i = _varint(buf, i)
-                values += [v for (v,) in real.iter_unpack(buf[i:i + size])]
+                values += [v for (v,) in real.iter_unpack(buf[i : i + size])]
                 i += size
             else:
                 values.append(real.unpack_from(buf, i)[0])
@@ -131,8 +131,9 @@ def _tensor_value(buf: bytes) -> tuple[float, int] | None:
         else:
             i = _skip(buf, i, wire)
     if content and not values:
-        fmt = {DT_FLOAT: "<f", DT_DOUBLE: "<d", DT_HALF: "<e", DT_INT32: "<i",
-               DT_INT64: "<q"}.get(dtype)
+        fmt = {DT_FLOAT: "<f", DT_DOUBLE: "<d", DT_HALF: "<e", DT_INT32: "<i", DT_INT64: "<q"}.get(
+            dtype
+        )
         if fmt is None or struct.calcsize(fmt) != len(content):
             return None
         bits = {DT_FLOAT: F32_BITS, DT_HALF: F16_BITS}.get(dtype, 53)
@@ -154,14 +155,14 @@ def _summary_values(buf: bytes, step: int, wall: float, out: list[Scalar]) -> No
             k, i = _varint(buf, i)
             if k == 0x0A:  # tag
                 m, i = _varint(buf, i)
-                tag = buf[i:i + m].decode("utf-8", "replace")
+                tag = buf[i : i + m].decode("utf-8", "replace")
                 i += m
             elif k == 0x15:  # simple_value
                 value = _F32.unpack_from(buf, i)[0], F32_BITS
                 i += 4
             elif k == 0x42:  # tensor
                 m, i = _varint(buf, i)
-                value = _tensor_value(buf[i:i + m])
+                value = _tensor_value(buf[i : i + m])
                 i += m
             else:
                 i = _skip(buf, i, k & 7)
@@ -204,11 +205,11 @@ def event_scalars(payload: bytes, out: list[Scalar]) -> None:
                 step -= 1 << 64
         elif key == 0x2A:
             size, i = _varint(payload, i)
-            summaries.append(payload[i:i + size])
+            summaries.append(payload[i : i + size])
             i += size
         elif key == 0x3A:  # session_log
             size, i = _varint(payload, i)
-            start = _session_start(payload[i:i + size])
+            start = _session_start(payload[i : i + size])
             i += size
         else:
             i = _skip(payload, i, key & 7)
@@ -252,7 +253,7 @@ class Framer:
         i, n = 0, len(buf)
         check = self.check_crc
         while n - i >= 12:
-            head = buf[i:i + 8]
+            head = buf[i : i + 8]
             (length,) = _U64.unpack(head)
             if check and _U32.unpack_from(buf, i + 8)[0] != masked_crc(head):
                 raise self._lost(f"bad record length checksum at byte {self.offset}", out)
@@ -261,7 +262,7 @@ class Framer:
             end = i + 12 + length + 4
             if end > n:
                 break  # torn: wait for the writer
-            payload = buf[i + 12:end - 4]
+            payload = buf[i + 12 : end - 4]
             if check and _U32.unpack_from(buf, end - 4)[0] != masked_crc(payload):
                 self.bad_records += 1
             else:
@@ -292,8 +293,13 @@ class TensorBoardDecoder:
     kind = "tensorboard"
     whole = False
 
-    def __init__(self, fields: FieldMap | None = None, check_crc: bool = True,
-                 prefix: str = "", before: int = -1) -> None:
+    def __init__(
+        self,
+        fields: FieldMap | None = None,
+        check_crc: bool = True,
+        prefix: str = "",
+        before: int = -1,
+    ) -> None:
         self.framer = Framer(check_crc)
         self.grouper = Grouper(fields or FieldMap())
         self.prefix = prefix  # the key prefix of the file's folder (eventdirs.py)
@@ -317,9 +323,11 @@ class TensorBoardDecoder:
         top = max(g.top, self.before)
         if s.step >= top:  # at the step reached: two values for it, conflicting evidence
             return
-        why = (f"{name} starts at step {s.step}, below step {top} of the run's earlier event "
-               f"files (a restart into its folder): their events from step {s.step} on are "
-               "dropped, as TensorBoard drops them")
+        why = (
+            f"{name} starts at step {s.step}, below step {top} of the run's earlier event "
+            f"files (a restart into its folder): their events from step {s.step} on are "
+            "dropped, as TensorBoard drops them"
+        )
         if g.top >= s.step:
             g.purge(s.step, s.wall_time, why, out)
         else:
@@ -341,9 +349,14 @@ class TensorBoardDecoder:
             if self._file:  # a new file: its first step
                 self._restart(s, out)
             if s.tag == PURGE:
-                g.purge(s.step, s.wall_time, "a TensorBoard writer restarted at step "
-                        f"{s.step} (SessionLog START): the events from step {s.step} on "
-                        "logged before it are dropped", out)
+                g.purge(
+                    s.step,
+                    s.wall_time,
+                    "a TensorBoard writer restarted at step "
+                    f"{s.step} (SessionLog START): the events from step {s.step} on "
+                    "logged before it are dropped",
+                    out,
+                )
             else:
                 tag = prefix + s.tag if prefix else s.tag
                 if s.bits < 53:
@@ -395,7 +408,7 @@ class Columns:
         records = bad = 0
         while n - i >= 12:
             (length,) = u64(data, i)
-            c = crc(data[i:i + 8])  # masked_crc, inlined (twice a record)
+            c = crc(data[i : i + 8])  # masked_crc, inlined (twice a record)
             if u32(data, i + 8)[0] != (((c >> 15) | (c << 17)) + MASK_DELTA) & 0xFFFFFFFF:
                 raise FramingError(f"bad record length checksum at byte {i}")
             if length > MAX_RECORD:
@@ -403,7 +416,7 @@ class Columns:
             end = i + 16 + length
             if end > n:
                 break
-            p = data[i + 12:end - 4]
+            p = data[i + 12 : end - 4]
             records += 1
             c = crc(p)
             if u32(data, end - 4)[0] != (((c >> 15) | (c << 17)) + MASK_DELTA) & 0xFFFFFFFF:
@@ -423,20 +436,26 @@ class Columns:
                             continue
                     # one summary holding one value, ending the payload: anything more
                     # (a field written twice, another summary) is for the general decoder
-                    if (p[j] == 0x2A and p[j + 2] == 0x0A and p[j + 4] == 0x0A
-                            and p[j + 1] == p[j + 3] + 2 and j + 2 + p[j + 1] == length):
+                    if (
+                        p[j] == 0x2A
+                        and p[j + 2] == 0x0A
+                        and p[j + 4] == 0x0A
+                        and p[j + 1] == p[j + 3] + 2
+                        and j + 2 + p[j + 1] == length
+                    ):
                         t0 = j + 6
                         k = t0 + p[j + 5]
                         if p[k] == 0x15:
                             value, rest = f32(p, k + 1)[0], k + 5
-                        elif p[k:k + 6] == _TENSOR_F32:
+                        elif p[k : k + 6] == _TENSOR_F32:
                             value, rest = f32(p, k + 6)[0], k + 10
                         else:
                             generic(p)
                             continue
                         # then the end, or only the value's metadata (field 9) to the end
-                        if rest != length and not (p[rest] == 0x4A
-                                                   and rest + 2 + p[rest + 1] == length):
+                        if rest != length and not (
+                            p[rest] == 0x4A and rest + 2 + p[rest + 1] == length
+                        ):
                             generic(p)
                             continue
                         name = pre + p[t0:k] if pre else p[t0:k]

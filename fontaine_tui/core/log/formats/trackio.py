@@ -35,8 +35,9 @@ class TrackioRun:
     name: str
 
     def describe(self) -> str:
-        return (f"{self.name!r}" if self.name == self.run_id
-                else f"{self.name!r} ({self.run_id[:12]})")
+        return (
+            f"{self.name!r}" if self.name == self.run_id else f"{self.name!r} ({self.run_id[:12]})"
+        )
 
 
 # a metrics row as the store holds it: (row id, step, timestamp, metrics JSON), unchecked
@@ -79,8 +80,9 @@ def store_runs(db: sqlite3.Connection) -> list[TrackioRun]:
     """The store's runs, in the order they first logged."""
     try:
         col = _id_column(db)
-        rows = db.execute(f"SELECT {col}, run_name, MIN(id) FROM metrics GROUP BY {col} "
-                          "ORDER BY MIN(id)").fetchall()
+        rows = db.execute(
+            f"SELECT {col}, run_name, MIN(id) FROM metrics GROUP BY {col} ORDER BY MIN(id)"
+        ).fetchall()
     except sqlite3.Error as exc:
         raise FormatError(locked(exc) or f"not a trackio store ({exc})") from None
     return [TrackioRun(str(a), str(b or "")) for a, b, _ in rows]
@@ -89,8 +91,12 @@ def store_runs(db: sqlite3.Connection) -> list[TrackioRun]:
 def store_rows(db: sqlite3.Connection, run: TrackioRun) -> list[RawRow]:
     try:
         col = _id_column(db)
-        return list(db.execute(f"SELECT id, step, timestamp, metrics FROM metrics "
-                               f"WHERE {col} = ? ORDER BY id", (run.run_id,)))
+        return list(
+            db.execute(
+                f"SELECT id, step, timestamp, metrics FROM metrics WHERE {col} = ? ORDER BY id",
+                (run.run_id,),
+            )
+        )
     except sqlite3.Error as exc:
         raise FormatError(locked(exc) or f"cannot read the metrics table ({exc})") from None
 
@@ -109,8 +115,9 @@ def choose(runs: list[TrackioRun], where: str, run: str = "") -> TrackioRun:
     if not found:
         raise FormatError(f"{where}: no run named {run!r}; runs: {names}")
     chose = f"run={run!r}" if run else "none chosen"
-    raise FormatError(f"{where}: {len(found)} runs and {chose}: set [source] run (bank: --run) "
-                      f"to one of {names}")
+    raise FormatError(
+        f"{where}: {len(found)} runs and {chose}: set [source] run (bank: --run) to one of {names}"
+    )
 
 
 def _time(stamp: object) -> float:
@@ -159,8 +166,7 @@ class TrackioDecoder(Whole):
             for key, value in doc.items():
                 x = _value(value)
                 if x is None:
-                    self.note_bad(where, f"{key} at step {step}: {_shown(value)} is not a "
-                                  "number")
+                    self.note_bad(where, f"{key} at step {step}: {_shown(value)} is not a number")
                 else:
                     values[str(key)] = x
             if values:

@@ -72,9 +72,11 @@ class LogFramer:
             if n < HEADER_LEN:
                 self._buf = buf
                 return out
-            if buf[:len(IDENT)] != IDENT:
-                raise FormatError(f"not a W&B run file (expected the :W&B header, got "
-                                  f"{bytes(buf[:HEADER_LEN])!r})")
+            if buf[: len(IDENT)] != IDENT:
+                raise FormatError(
+                    f"not a W&B run file (expected the :W&B header, got "
+                    f"{bytes(buf[:HEADER_LEN])!r})"
+                )
             self.header, self.version, i = True, buf[HEADER_LEN - 1], HEADER_LEN
         while True:
             if self._drop:
@@ -99,7 +101,7 @@ class LogFramer:
             end = i + HEAD.size + length
             if end > n:
                 break  # torn: the writer has not written all of it yet
-            data_ = buf[i + HEAD.size:end]
+            data_ = buf[i + HEAD.size : end]
             if zlib.crc32(data_, TYPE_CRC[kind]) != crc:
                 self.note(f"byte {at + i}", "a record that fails its checksum")
                 if self._parts:
@@ -112,14 +114,16 @@ class LogFramer:
         return out
 
     def _lost(self, where: int, left: int) -> None:
-        self.note(f"byte {where}", f"not a record head: the rest of its block ({left} bytes) "
-                  "is not read")
+        self.note(
+            f"byte {where}", f"not a record head: the rest of its block ({left} bytes) is not read"
+        )
         if self._parts:
             self._cut(where)
 
     def _cut(self, where: int) -> None:
-        self.note(f"byte {self._start}", f"a record cut across blocks lost its part at byte "
-                  f"{where}")
+        self.note(
+            f"byte {self._start}", f"a record cut across blocks lost its part at byte {where}"
+        )
         self._parts = []
 
     def _part(self, where: int, kind: int, data: bytes, out: list[tuple[int, bytes]]) -> None:
@@ -143,12 +147,18 @@ class LogFramer:
     def finish(self) -> None:
         """The file is done: a record not yet whole is counted (cut short)."""
         left = BLOCK - self._at % BLOCK
-        torn = len(self._buf) if self._buf and not (left < HEAD.size and len(self._buf) < left
-                                                    and not self._buf.strip(b"\0")) else 0
+        torn = (
+            len(self._buf)
+            if self._buf
+            and not (left < HEAD.size and len(self._buf) < left and not self._buf.strip(b"\0"))
+            else 0
+        )
         torn += sum(map(len, self._parts))
         if torn:
-            self.note(f"byte {self._start if self._parts else self._at}", f"the last {torn} "
-                      "bytes are a record not yet whole (being written, or cut short)")
+            self.note(
+                f"byte {self._start if self._parts else self._at}",
+                f"the last {torn} bytes are a record not yet whole (being written, or cut short)",
+            )
         self._buf, self._parts = b"", []
 
 
@@ -210,8 +220,9 @@ def _item(buf: bytes) -> Item:
         elif field == 5 and wire == 0:  # sint64: zigzag
             value = (v >> 1) ^ -(v & 1)
         elif field in (3, 4, 7, 8):  # none, boolean, text, json: no number
-            value = NotNumber(_text(raw) if wire == 2 else "null" if field == 3
-                              else f"{bool(v)}".lower())
+            value = NotNumber(
+                _text(raw) if wire == 2 else "null" if field == 3 else f"{bool(v)}".lower()
+            )
     return key or ".".join(path), value
 
 
@@ -297,8 +308,7 @@ class WandbDecoder(Unread):
             try:
                 rec = parse_record(payload)
             except (IndexError, ValueError, struct.error):
-                self.note_bad(f"byte {where}", "a record that does not decode (not a W&B "
-                              "Record)")
+                self.note_bad(f"byte {where}", "a record that does not decode (not a W&B Record)")
                 continue
             if rec.kind == "history":
                 self._row(where, rec.items, rec.num, out)
@@ -308,8 +318,7 @@ class WandbDecoder(Unread):
                 self._exit(rec.code, out)
         return out
 
-    def _row(self, where: int, items: tuple[Item, ...], num: int | None, out: list[Record]
-             ) -> None:
+    def _row(self, where: int, items: tuple[Item, ...], num: int | None, out: list[Record]) -> None:
         given = [v for k, v in items if k == self.step_key]
         if not given and self.step_key == "_step" and num is not None:
             given = [num]
@@ -317,8 +326,11 @@ class WandbDecoder(Unread):
             self.note_bad(f"byte {where}", f"a history row without {self.step_key!r}")
             return
         steps = {repr(v) for v in given}
-        step = step_of(given[0]) if len(steps) == 1 else f"{self.step_key!r} written twice " \
-            "with two values"
+        step = (
+            step_of(given[0])
+            if len(steps) == 1
+            else f"{self.step_key!r} written twice with two values"
+        )
         if isinstance(step, str):
             self.note_bad(f"byte {where}", f"{self.step_key}: {step}")
             return
@@ -343,8 +355,14 @@ class WandbDecoder(Unread):
     def _exit(self, code: int, out: list[Record]) -> None:
         self.exit_code = code
         self.grouper.flush(out)
-        out.append(Event(max(self._top, 0), self._time, "end" if code == 0 else "error",
-                         f"W&B exit code {code}"))
+        out.append(
+            Event(
+                max(self._top, 0),
+                self._time,
+                "end" if code == 0 else "error",
+                f"W&B exit code {code}",
+            )
+        )
 
     def finish(self) -> list[Record]:
         out: list[Record] = []

@@ -16,8 +16,13 @@ def loss(step: int) -> float:
     return 2.0 * math.exp(-step / 30) + 0.1
 
 
-def foreign_preset(tmp_path: Path, source: str, metric: str = "eval/chunk_mae",
-                   healthy: float = 0.3, drift: float = 1.0) -> Path:
+def foreign_preset(
+    tmp_path: Path,
+    source: str,
+    metric: str = "eval/chunk_mae",
+    healthy: float = 0.3,
+    drift: float = 1.0,
+) -> Path:
     """A preset for a run trained elsewhere: [source], no recipe, anchor 40, endpoint 80."""
     path = tmp_path / "foreign.toml"
     path.write_text(f'''[run]
@@ -52,8 +57,7 @@ def tb_run(tmp_path):
         w.add_scalar("train/loss", loss(step), step)
         if step in EVAL:
             w.add_scalar("eval/chunk_mae", EVAL[step], step, new_style=True)
-            w.add_scalar("eval/rig", EVAL[step] * 1.1, step, new_style=True,
-                          double_precision=True)
+            w.add_scalar("eval/rig", EVAL[step] * 1.1, step, new_style=True, double_precision=True)
     w.add_text("notes", "not a scalar", 5)
     w.add_histogram("weights", np.arange(10.0), 5)
     w.close()

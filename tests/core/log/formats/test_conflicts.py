@@ -34,16 +34,21 @@ def _undecidable_naming(doc: dict, *values: float) -> None:
 
 # -- JSONL ---------------------------------------------------------------------------------
 
-def _jsonl(path, extra: list[str] = (), evals=EVAL, split: bool = False,
-           eval_first: bool = False):
+
+def _jsonl(path, extra: list[str] = (), evals=EVAL, split: bool = False, eval_first: bool = False):
     path.parent.mkdir(parents=True, exist_ok=True)
     lines = []
     for step in range(1, 81):
         lines.append(json.dumps({"step": step, "loss": loss(step)}))
         if step in evals:
-            lines.insert(len(lines) - eval_first, json.dumps(
-                {"step": step, "split": "eval", "mae": evals[step]} if split else
-                {"step": step, "eval/mae": evals[step]}))
+            lines.insert(
+                len(lines) - eval_first,
+                json.dumps(
+                    {"step": step, "split": "eval", "mae": evals[step]}
+                    if split
+                    else {"step": step, "eval/mae": evals[step]}
+                ),
+            )
     path.write_text("\n".join([*lines, *extra]) + "\n")
     return path
 
@@ -63,8 +68,7 @@ def test_jsonl_a_key_written_twice_in_one_line(tmp_path, capsys):
     line = json.dumps({"step": 80, "eval/mae": EVAL[80]})[:-1] + f', "eval/mae": {DRIFTED}}}'
     evals = {s: v for s, v in EVAL.items() if s != 80}
     _jsonl(tmp_path / "run" / "log.jsonl", [line], evals)
-    _, doc = _verdict(tmp_path / "run", foreign_preset(tmp_path, JSONL, metric="eval/mae"),
-                      capsys)
+    _, doc = _verdict(tmp_path / "run", foreign_preset(tmp_path, JSONL, metric="eval/mae"), capsys)
     _undecidable_naming(doc, EVAL[80], DRIFTED)
 
 
@@ -72,11 +76,13 @@ def test_jsonl_nan_big_integers_and_deep_nesting(tmp_path, capsys):
     # json.dumps writes NaN by default: the endpoint probe is read, and it is not a number
     evals = {s: v for s, v in EVAL.items() if s != 80}
     deep = '{"step": 79, "x": ' + "[" * 3000 + "]" * 3000 + "}"
-    extra = [json.dumps({"step": 80, "eval/mae": float("nan")}),
-             '{"step": 80, "big": 123456789012345678901234567890}', deep]
+    extra = [
+        json.dumps({"step": 80, "eval/mae": float("nan")}),
+        '{"step": 80, "big": 123456789012345678901234567890}',
+        deep,
+    ]
     _jsonl(tmp_path / "run" / "log.jsonl", extra, evals)
-    _, doc = _verdict(tmp_path / "run", foreign_preset(tmp_path, JSONL, metric="eval/mae"),
-                      capsys)
+    _, doc = _verdict(tmp_path / "run", foreign_preset(tmp_path, JSONL, metric="eval/mae"), capsys)
     assert doc["verdict"] == "UNDECIDABLE" and "nan" in doc["reason"], doc["reason"]
     assert doc["log"]["malformed"] == 1  # the line nested too deep: counted, said
     assert any("nested too deep" in n for n in doc["log"]["notices"]), doc["log"]["notices"]
@@ -86,8 +92,7 @@ def test_jsonl_a_dropped_endpoint_line_never_lets_a_later_step_decide(tmp_path, 
     evals = {s: v for s, v in EVAL.items() if s != 80}
     extra = ['{"step": 80, "eval/mae": 2.0', json.dumps({"step": 90, "eval/mae": 2.6})]
     _jsonl(tmp_path / "run" / "log.jsonl", extra, evals)
-    _, doc = _verdict(tmp_path / "run", foreign_preset(tmp_path, JSONL, metric="eval/mae"),
-                      capsys)
+    _, doc = _verdict(tmp_path / "run", foreign_preset(tmp_path, JSONL, metric="eval/mae"), capsys)
     assert doc["verdict"] == "UNDECIDABLE" and not doc["provisional"]
     assert "no probe at the endpoint (step 80)" in doc["reason"]
 
@@ -97,13 +102,13 @@ def test_jsonl_probe_lines_told_by_a_field_in_any_order(tmp_path, capsys, eval_f
     # eval_first: each eval line before the train line of its step
     _jsonl(tmp_path / "run" / "log.jsonl", split=True, eval_first=eval_first)
     source = JSONL + '\nprobe_field = "split"\nprobe_value = "eval"'
-    code, doc = _verdict(tmp_path / "run", foreign_preset(tmp_path, source, metric="mae"),
-                         capsys)
+    code, doc = _verdict(tmp_path / "run", foreign_preset(tmp_path, source, metric="mae"), capsys)
     assert doc["delta"] == pytest.approx(EVAL[80] - EVAL[40])
     assert (code, doc["verdict"]) == (4, "AMBIGUOUS")
 
 
 # -- CSV -----------------------------------------------------------------------------------
+
 
 def _lightning(tmp_path):
     pytest.importorskip("lightning")
@@ -125,8 +130,9 @@ def test_csv_two_rows_for_the_endpoint(tmp_path, capsys):
     path = _lightning(tmp_path)
     header = next(csv.reader(open(path)))
     with open(path, "a", newline="") as f:
-        csv.writer(f).writerow([DRIFTED if k == "val_mae" else 80 if k == "step" else ""
-                                for k in header])
+        csv.writer(f).writerow(
+            [DRIFTED if k == "val_mae" else 80 if k == "step" else "" for k in header]
+        )
     _, doc = _verdict(tmp_path, foreign_preset(tmp_path, CSV, metric="val_mae"), capsys)
     _undecidable_naming(doc, EVAL[80], DRIFTED)
 
@@ -135,9 +141,11 @@ def test_csv_a_fractional_step_is_never_rounded_onto_the_endpoint(tmp_path, caps
     path = _lightning(tmp_path)
     text = path.read_text()
     header = next(csv.reader([text.splitlines()[0]]))
-    rows = [[DRIFTED if k == "val_mae" else "80.9" if k == "step" else "" for k in header],
-            ["inf" if k == "step" else "" for k in header],
-            ["1e30" if k == "step" else "" for k in header]]
+    rows = [
+        [DRIFTED if k == "val_mae" else "80.9" if k == "step" else "" for k in header],
+        ["inf" if k == "step" else "" for k in header],
+        ["1e30" if k == "step" else "" for k in header],
+    ]
     with open(path, "a", newline="") as f:
         csv.writer(f).writerows(rows)
     code, doc = _verdict(tmp_path, foreign_preset(tmp_path, CSV, metric="val_mae"), capsys)
@@ -161,6 +169,7 @@ def test_csv_a_column_named_twice_and_a_bom(tmp_path, capsys):
 
 
 # -- trainer_state.json ----------------------------------------------------------------------
+
 
 def _state(path, history):
     pytest.importorskip("transformers")
@@ -197,8 +206,7 @@ def test_trainer_state_with_nan_as_transformers_writes_it(tmp_path, capsys):
     history.insert(3, {"loss": float("nan"), "step": 12, "epoch": 1.0})  # a diverged step
     path = _state(tmp_path / "hf" / "trainer_state.json", history)
     assert "NaN" in path.read_text()
-    code, doc = _verdict(tmp_path / "hf", foreign_preset(tmp_path, HF, metric="eval_mae"),
-                         capsys)
+    code, doc = _verdict(tmp_path / "hf", foreign_preset(tmp_path, HF, metric="eval_mae"), capsys)
     assert (code, doc["verdict"]) == (4, "AMBIGUOUS")
     assert doc["delta"] == pytest.approx(EVAL[80] - EVAL[40])
 
@@ -213,6 +221,7 @@ def test_trainer_state_a_key_written_twice(tmp_path, capsys):
 
 
 # -- TensorBoard -----------------------------------------------------------------------------
+
 
 def _writer(folder, **kw):
     pytest.importorskip("tensorboard")
@@ -266,6 +275,7 @@ def test_tensorboard_a_purged_restart_reads_the_new_timeline(tmp_path, capsys):
 
 # -- MLflow ----------------------------------------------------------------------------------
 
+
 def _mlflow(folder, monkeypatch, second: float | None = DRIFTED):
     mlflow = pytest.importorskip("mlflow")
     pytest.importorskip("sqlalchemy")
@@ -292,14 +302,18 @@ def test_mlflow_rows_with_null_or_text_are_counted_not_raised(tmp_path, capsys, 
     con = sqlite3.connect(db)
     run = con.execute("SELECT run_uuid FROM runs").fetchone()[0]
     con.execute("PRAGMA writable_schema = 1")  # MLflow's schema says NOT NULL: break it
-    con.execute("UPDATE sqlite_master SET sql = replace(sql, 'NOT NULL', '') "
-                "WHERE name = 'metrics'")
+    con.execute(
+        "UPDATE sqlite_master SET sql = replace(sql, 'NOT NULL', '') WHERE name = 'metrics'"
+    )
     con.commit()
     con.close()
     con = sqlite3.connect(db)
     for step, stamp, value in ((None, 1, 1.0), (81, None, 1.0), (82, 1, "high")):
-        con.execute("INSERT INTO metrics (key, value, timestamp, run_uuid, step, is_nan) "
-                    "VALUES ('eval/chunk_mae', ?, ?, ?, ?, 0)", (value, stamp, run, step))
+        con.execute(
+            "INSERT INTO metrics (key, value, timestamp, run_uuid, step, is_nan) "
+            "VALUES ('eval/chunk_mae', ?, ?, ?, ?, 0)",
+            (value, stamp, run, step),
+        )
     con.commit()
     con.close()
     code, doc = _verdict(tmp_path, foreign_preset(tmp_path, 'kind = "mlflow"'), capsys)
@@ -337,8 +351,9 @@ def test_our_own_log_a_metric_written_twice_in_one_probe(tmp_path, capsys, demos
     recs = records(probes={250: (3.4623, 3.6), 500: (3.0, 3.1), 1000: (3.1, 3.1)})
     lines = [json.dumps(r) for r in recs]
     i = next(k for k, r in enumerate(recs) if r["kind"] == "eval" and r["step"] == 1000)
-    lines[i] = lines[i].replace('"eval_chunk_mae": 3.1', f'"eval_chunk_mae": {DRIFTED}, '
-                                '"eval_chunk_mae": 3.1')
+    lines[i] = lines[i].replace(
+        '"eval_chunk_mae": 3.1', f'"eval_chunk_mae": {DRIFTED}, "eval_chunk_mae": 3.1'
+    )
     log = tmp_path / "train_log.jsonl"
     log.write_text("\n".join(lines) + "\n")
     capsys.readouterr()
@@ -358,11 +373,13 @@ def test_a_delta_on_a_bound_reads_the_same_from_float32_event_files(tmp_path, ca
     _state(tmp_path / "hf" / "trainer_state.json", history)
     docs = {}
     for kind, folder in (("tensorboard", "tb"), ("hf_trainer", "hf")):
-        preset = foreign_preset(tmp_path, f'kind = "{kind}"', metric="eval/chunk_mae"
-                                if kind == "tensorboard" else "eval_chunk_mae")
+        preset = foreign_preset(
+            tmp_path,
+            f'kind = "{kind}"',
+            metric="eval/chunk_mae" if kind == "tensorboard" else "eval_chunk_mae",
+        )
         code, docs[kind] = _verdict(tmp_path / folder, preset, capsys)
         assert (code, docs[kind]["verdict"]) == (3, "SAME-DRIFT"), (kind, docs[kind]["delta"])
     assert docs["tensorboard"]["delta"] != docs["hf_trainer"]["delta"]  # as each stored it
     assert docs["tensorboard"]["precision"]["stored_as"] == "float32"
-    assert docs["hf_trainer"]["precision"] == {"bits": 53, "tolerance": 0.0,
-                                               "stored_as": "float64"}
+    assert docs["hf_trainer"]["precision"] == {"bits": 53, "tolerance": 0.0, "stored_as": "float64"}

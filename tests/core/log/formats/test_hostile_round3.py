@@ -43,8 +43,7 @@ def test_a_probe_line_with_its_step_written_twice_is_no_probe(tmp_path, capsys):
     lines.insert(40, '{"step": 40, "eval/mae": 2.6}')  # right after step 40's train line
     lines.append('{"step": 70, "eval/mae": 2.6, "step": 80}')
     (run / "log.jsonl").write_text("\n".join(lines) + "\n")
-    _, doc = _verdict(run, foreign_preset(tmp_path, 'kind = "jsonl"', metric="eval/mae"),
-                      capsys)
+    _, doc = _verdict(run, foreign_preset(tmp_path, 'kind = "jsonl"', metric="eval/mae"), capsys)
     assert doc["read_step"] != 80 and doc["provisional"], doc["reason"]
     assert doc["log"]["malformed"] == 1
 
@@ -66,7 +65,7 @@ def test_a_resume_never_lets_a_probe_before_it_be_replaced(tmp_path, capsys, whe
         recs += [{**resume, "step": 1000}, *extra]
     else:
         at = next(i for i, r in enumerate(recs) if r["kind"] == "train" and r["step"] == 800)
-        recs[at + 1:at + 1] = [{**resume, "step": 800}, *extra]
+        recs[at + 1 : at + 1] = [{**resume, "step": 800}, *extra]
     code, doc = _ours(tmp_path, [dumps(r) for r in recs], capsys)
     assert doc["verdict"] == "UNDECIDABLE" and "step 500" in doc["reason"], doc["reason"]
 
@@ -110,8 +109,7 @@ def _event(step: int, *summaries: bytes) -> bytes:
 def _value(tag: bytes, *values: float) -> bytes:
     import struct
 
-    v = b"\x0a" + bytes([len(tag)]) + tag + b"".join(b"\x15" + struct.pack("<f", x)
-                                                     for x in values)
+    v = b"\x0a" + bytes([len(tag)]) + tag + b"".join(b"\x15" + struct.pack("<f", x) for x in values)
     return b"\x0a" + bytes([len(v)]) + v
 
 
@@ -131,6 +129,7 @@ def test_repeated_protobuf_fields_read_the_same_on_both_paths(tmp_path, capsys, 
         import struct
 
         from fontaine_tui.core.log.formats.tensorboard import frame
+
         data = frame(b"\x09" + struct.pack("<d", T0) + b"\x10\x00" + b"\x3a\x02\x08\x01") + data
     (folder / "events.out.tfevents.1.host").write_bytes(data)
     _, doc = _verdict(folder, foreign_preset(tmp_path, 'kind = "tensorboard"'), capsys)
@@ -147,8 +146,7 @@ def test_a_key_reached_nested_and_dotted_is_two_values(tmp_path, capsys):
             lines.append(json.dumps({"step": 40, "eval": {"mae": 2.6}}))
     lines.append(json.dumps({"step": 80, "eval": {"mae": 2.75}, "eval.mae": DRIFTED}))
     (run / "log.jsonl").write_text("\n".join(lines) + "\n")
-    _, doc = _verdict(run, foreign_preset(tmp_path, 'kind = "jsonl"', metric="eval.mae"),
-                      capsys)
+    _, doc = _verdict(run, foreign_preset(tmp_path, 'kind = "jsonl"', metric="eval.mae"), capsys)
     _undecidable_naming(doc, 2.75, DRIFTED)
     # our own eval record: breakdown.rig nested and dotted is a malformed record
     recs = records(probes=RIGONLY_LIKE)
@@ -168,18 +166,25 @@ def test_integer_csv_cells_are_values(tmp_path, capsys):
         for step in range(10, 81, 10):
             w.writerow([step, 1.0, ""])
         w.writerows([[40, "", 2.0], [80, "", 2.1], [80, "", 5]])
-    _, doc = _verdict(tmp_path, foreign_preset(tmp_path, 'kind = "csv"\npath = "lit"',
-                                               metric="val_loss"), capsys)
+    _, doc = _verdict(
+        tmp_path, foreign_preset(tmp_path, 'kind = "csv"\npath = "lit"', metric="val_loss"), capsys
+    )
     _undecidable_naming(doc, 2.1, 5.0)
 
 
 def test_a_csv_the_reader_cannot_take_is_one_line(tmp_path, capsys):
     folder = tmp_path / "lit"
     folder.mkdir()
-    (folder / "metrics.csv").write_bytes(b"step,val_loss\r40,2.0\r80,2.1\x00\r\"x" * 3)
+    (folder / "metrics.csv").write_bytes(b'step,val_loss\r40,2.0\r80,2.1\x00\r"x' * 3)
     capsys.readouterr()
-    code = main(["verdict", str(tmp_path), "--preset", str(foreign_preset(
-        tmp_path, 'kind = "csv"\npath = "lit"', metric="val_loss"))])
+    code = main(
+        [
+            "verdict",
+            str(tmp_path),
+            "--preset",
+            str(foreign_preset(tmp_path, 'kind = "csv"\npath = "lit"', metric="val_loss")),
+        ]
+    )
     err = capsys.readouterr().err
     assert code in (2, 6) and "Traceback" not in err
     if code == 2:
@@ -211,8 +216,7 @@ def test_a_precision_wider_than_the_bounds_reads_undecidable(tmp_path, capsys):
     w.add_scalar("eval/chunk_mae", 10_000_000.0, 40)
     w.add_scalar("eval/chunk_mae", 10_000_001.0, 80)  # delta +1.0: a float32 holds ~7 digits
     w.close()
-    _, doc = _verdict(tmp_path / "tb", foreign_preset(tmp_path, 'kind = "tensorboard"'),
-                      capsys)
+    _, doc = _verdict(tmp_path / "tb", foreign_preset(tmp_path, 'kind = "tensorboard"'), capsys)
     assert doc["verdict"] == "UNDECIDABLE" and "both bounds" in doc["reason"], doc["reason"]
 
 
@@ -227,8 +231,7 @@ def test_a_double_first_then_float32_tag_keeps_float32_precision(tmp_path, capsy
     w.add_scalar("eval/chunk_mae", 0.3, 40, new_style=True, double_precision=True)
     w.add_scalar("eval/chunk_mae", 1.3, 80)
     w.close()
-    _, doc = _verdict(tmp_path / "tb", foreign_preset(tmp_path, 'kind = "tensorboard"'),
-                      capsys)
+    _, doc = _verdict(tmp_path / "tb", foreign_preset(tmp_path, 'kind = "tensorboard"'), capsys)
     assert doc["precision"]["stored_as"] == "float32"
 
 
@@ -240,9 +243,14 @@ def test_an_unfinished_mlflow_file_store_line_is_said(tmp_path, capsys, monkeypa
 
     client = MlflowClient(tracking_uri=(tmp_path / "mlruns").as_uri())
     run = client.create_run(client.create_experiment("x"))
-    client.log_batch(run.info.run_id, metrics=[
-        *(Metric("train/loss", 1.0, 0, s) for s in range(10, 81, 10)),
-        Metric("eval/chunk_mae", 2.6, 0, 40), Metric("eval/chunk_mae", 2.7, 0, 80)])
+    client.log_batch(
+        run.info.run_id,
+        metrics=[
+            *(Metric("train/loss", 1.0, 0, s) for s in range(10, 81, 10)),
+            Metric("eval/chunk_mae", 2.6, 0, 40),
+            Metric("eval/chunk_mae", 2.7, 0, 80),
+        ],
+    )
     [metrics] = tmp_path.glob(f"mlruns/*/{run.info.run_id}/metrics")
     with open(metrics / "eval" / "chunk_mae", "a") as f:
         f.write(f"{int(T0 * 1000)} {DRIFTED} 80")  # no newline
@@ -266,12 +274,16 @@ def test_trainer_state_eval_keys_in_the_summary_entry_are_read(tmp_path, capsys)
     from transformers import TrainerState
 
     history = [{"loss": loss(s), "step": s} for s in range(10, 81, 10)]
-    history += [{"eval_loss": 2.6, "step": 40}, {"eval_loss": 2.7, "step": 80},
-                {"step": 80, "train_runtime": 12.3, "train_loss": 1.0, "eval_loss": DRIFTED}]
+    history += [
+        {"eval_loss": 2.6, "step": 40},
+        {"eval_loss": 2.7, "step": 80},
+        {"step": 80, "train_runtime": 12.3, "train_loss": 1.0, "eval_loss": DRIFTED},
+    ]
     (tmp_path / "hf").mkdir()
     TrainerState(log_history=history).save_to_json(str(tmp_path / "hf" / "trainer_state.json"))
-    _, doc = _verdict(tmp_path / "hf", foreign_preset(tmp_path, 'kind = "hf_trainer"',
-                                                      metric="eval_loss"), capsys)
+    _, doc = _verdict(
+        tmp_path / "hf", foreign_preset(tmp_path, 'kind = "hf_trainer"', metric="eval_loss"), capsys
+    )
     _undecidable_naming(doc, 2.7, DRIFTED)
 
 
@@ -283,5 +295,4 @@ def test_a_zero_padded_segment_number_is_not_a_rotation(tmp_path, capsys):
     (tmp_path / "train_log.jsonl").write_text("\n".join(lines[half:]) + "\n")
     from fontaine_tui.core.runfolder import rotated_segments
 
-    assert [p.name for p in rotated_segments(tmp_path / "train_log.jsonl")] == [
-        "train_log.jsonl.1"]
+    assert [p.name for p in rotated_segments(tmp_path / "train_log.jsonl")] == ["train_log.jsonl.1"]

@@ -49,14 +49,19 @@ def lightning_run(tmp_path_factory) -> Path:
     folder = tmp_path_factory.mktemp("lit")
     g = torch.Generator().manual_seed(0)
     xs = torch.randn(64, 4, generator=g)
-    data = torch.utils.data.DataLoader(torch.utils.data.TensorDataset(xs, xs.sum(1)),
-                                       batch_size=8)
-    trainer = L.Trainer(max_steps=40, val_check_interval=10, check_val_every_n_epoch=None,
-                        log_every_n_steps=5, accelerator="cpu", limit_val_batches=2,
-                        logger=[CSVLogger(str(folder), name="csv"),
-                                TensorBoardLogger(str(folder), name="tb")],
-                        enable_checkpointing=False, enable_progress_bar=False,
-                        enable_model_summary=False)
+    data = torch.utils.data.DataLoader(torch.utils.data.TensorDataset(xs, xs.sum(1)), batch_size=8)
+    trainer = L.Trainer(
+        max_steps=40,
+        val_check_interval=10,
+        check_val_every_n_epoch=None,
+        log_every_n_steps=5,
+        accelerator="cpu",
+        limit_val_batches=2,
+        logger=[CSVLogger(str(folder), name="csv"), TensorBoardLogger(str(folder), name="tb")],
+        enable_checkpointing=False,
+        enable_progress_bar=False,
+        enable_model_summary=False,
+    )
     trainer.fit(Tiny(), data, data)
     return folder
 
@@ -74,8 +79,15 @@ def mlflow_store(tmp_path_factory) -> tuple[Path, list[str]]:
     for name in ("first", "second"):  # one batch per run: a metric a call is slow on SQLite
         run = client.create_run("0", run_name=name)
         metrics = [Metric("train/loss", loss(step), 1000 * step, step) for step in range(1, 81)]
-        metrics += [Metric("eval/chunk_mae", math.nan if name == "second" and step == 30
-                           else value, 1000 * step, step) for step, value in EVAL.items()]
+        metrics += [
+            Metric(
+                "eval/chunk_mae",
+                math.nan if name == "second" and step == 30 else value,
+                1000 * step,
+                step,
+            )
+            for step, value in EVAL.items()
+        ]
         client.log_batch(run.info.run_id, metrics=metrics)
         ids.append(run.info.run_id)
     return folder, ids
@@ -103,16 +115,25 @@ def test_the_written_preset_refuses_until_its_bounds_are_complete(lightning_run,
     text = draft(ins)
     path = tmp_path / "lit.toml"
     path.write_text(text)
-    with pytest.raises(PresetError, match=r"verdict\.healthy_max: .*complete the \[verdict\] "
-                                          "bounds"):
+    with pytest.raises(
+        PresetError,
+        match=r"verdict\.healthy_max: .*complete the \[verdict\] "
+        "bounds",
+    ):
         load_preset(path)
-    filled = text.replace('healthy_max = "COMPLETE: a number"', "healthy_max = 0.1") \
-        .replace('drift_min = "COMPLETE: a number"', "drift_min = 0.5")
+    filled = text.replace('healthy_max = "COMPLETE: a number"', "healthy_max = 0.1").replace(
+        'drift_min = "COMPLETE: a number"', "drift_min = 0.5"
+    )
     path.write_text(filled)
     preset = load_preset(path)
     v = preset.verdict
-    assert (v.metric, v.direction, v.read, v.anchor_step, v.endpoint_step) == \
-        ("val_loss", "lower", "delta", 9, 39)
+    assert (v.metric, v.direction, v.read, v.anchor_step, v.endpoint_step) == (
+        "val_loss",
+        "lower",
+        "delta",
+        9,
+        39,
+    )
     assert preset.source.kind == "csv" and preset.source.fields.train["loss"] == "train_loss"
 
 
@@ -134,10 +155,18 @@ def test_json_reads_back(mlflow_store):
     assert doc["schema"] == 1 and doc["format"]["kind"] == "mlflow"
     assert doc["format"]["run"] == ids[1]
     assert [c["source"] for c in doc["candidates"]] == [
-        ['kind = "mlflow"', f'run = "{i}"'] for i in ids]
+        ['kind = "mlflow"', f'run = "{i}"'] for i in ids
+    ]
     keys = {k["key"]: k for k in doc["keys"]}
-    assert keys["eval/chunk_mae"] == {"key": "eval/chunk_mae", "role": "eval", "first": 10,
-                                      "last": 80, "count": 8, "nan": 1, "not_number": 0}
+    assert keys["eval/chunk_mae"] == {
+        "key": "eval/chunk_mae",
+        "role": "eval",
+        "first": 10,
+        "last": 80,
+        "count": 8,
+        "nan": 1,
+        "not_number": 0,
+    }
     assert keys["train/loss"]["role"] == "loss" and doc["loss_key"] == "train/loss"
     assert doc["probes"]["every"] == 10 and doc["probes"]["first"] == 10
     assert doc["probes"]["keys"] == ["eval/chunk_mae"]
@@ -163,14 +192,17 @@ def test_a_jsonl_step_field_of_another_name_and_what_is_not_read(tmp_path):
     text = draft(ins)
     assert 'step = "global_step"' in text and 'direction = "higher"' in text
     assert "healthy_min" in text and "eval_every" not in text.split("[verdict]")[0].replace(
-        "# probes", "")
+        "# probes", ""
+    )
 
 
 def test_an_end_event_is_reported(tmp_path):
     log = tmp_path / "train_log.jsonl"
     rec = [{"kind": "train", "step": s, "time": s, "loss": 1.0 / s} for s in range(1, 21)]
-    rec += [{"kind": "eval", "step": s, "time": s, "eval_chunk_mae": 1.0, "n_frames": 3}
-            for s in (10, 20)]
+    rec += [
+        {"kind": "eval", "step": s, "time": s, "eval_chunk_mae": 1.0, "n_frames": 3}
+        for s in (10, 20)
+    ]
     rec.append({"kind": "event", "step": 20, "time": 21, "event": "end", "detail": "done"})
     log.write_text("".join(json.dumps(r) + "\n" for r in sorted(rec, key=lambda r: r["time"])))
     ins = inspect_run(tmp_path)
@@ -179,9 +211,16 @@ def test_an_end_event_is_reported(tmp_path):
     assert ins.stats("eval_chunk_mae").count == 2 and ins.stats("loss").count == 20
 
 
-@pytest.mark.parametrize("steps, every, off", [
-    ((), 0, ()), ((5,), 0, ()), ((9, 19, 29, 39), 10, ()),
-    ((10, 20, 30, 35), 10, (35,)), ((0, 100, 200, 300, 350, 400), 100, (350,))])
+@pytest.mark.parametrize(
+    "steps, every, off",
+    [
+        ((), 0, ()),
+        ((5,), 0, ()),
+        ((9, 19, 29, 39), 10, ()),
+        ((10, 20, 30, 35), 10, (35,)),
+        ((0, 100, 200, 300, 350, 400), 100, (350,)),
+    ],
+)
 def test_cadence(steps, every, off):
     c = cadence(steps)
     assert (c.every, c.off_grid) == (every, off)
@@ -206,8 +245,10 @@ def test_several_event_folders_are_each_a_candidate_path(tmp_path):
                 writer.add_scalar("eval/mae", 1.0 / step, step)
         writer.close()
     ins = inspect_run(tmp_path)
-    assert [(c.kind, c.path) for c in ins.candidates] == [("tensorboard", "runs/a"),
-                                                          ("tensorboard", "runs/b")]
+    assert [(c.kind, c.path) for c in ins.candidates] == [
+        ("tensorboard", "runs/a"),
+        ("tensorboard", "runs/b"),
+    ]
     assert ins.last_step == 30
     other = inspect_run(tmp_path, path="runs/b")
     assert other.last_step == 50 and other.stats("eval/mae").count == 5
@@ -219,9 +260,11 @@ def test_the_preset_for_one_mlflow_run_reads_that_run(mlflow_store, tmp_path, ca
 
     folder, ids = mlflow_store
     path = tmp_path / "mf.toml"
-    path.write_text(draft(inspect_run(folder, run=ids[1]))
-                    .replace('"COMPLETE: a number"', "0.1", 1)
-                    .replace('"COMPLETE: a number"', "0.9", 1))
+    path.write_text(
+        draft(inspect_run(folder, run=ids[1]))
+        .replace('"COMPLETE: a number"', "0.1", 1)
+        .replace('"COMPLETE: a number"', "0.9", 1)
+    )
     capsys.readouterr()
     code = main(["verdict", str(folder), "--preset", str(path), "--json"])
     doc = json.loads(capsys.readouterr().out)

@@ -27,7 +27,7 @@ from fontaine_tui.core.verdict.presets import load_preset
 # characters of path:line right-aligned, the message), MetricsTracker.__str__ (step, smpl, ep
 # with format_big_number; epch to 2 places; each AverageMeter as name:avg in its format).
 # argv: steps, log_freq, eval_freq, pause between steps, then "bad" to print grdn:-- once.
-PRINTER = r'''
+PRINTER = r"""
 import sys, time
 from datetime import datetime
 
@@ -65,7 +65,7 @@ for step in range(1, steps + 1):
         success = 50.0 + 15.0 * (step / steps)
         info(f"{head} \u2211rwrd:{12.345:.3f} success:{success:.1f} eval_s:{1.5:.3f}", 250)
 print("End of training", flush=True)
-'''
+"""
 
 PATTERNS = r"""patterns = [
   '^INFO (?P<time>\d{4}-\d\d-\d\d \d\d:\d\d:\d\d) .*step:(?P<step>\S+) .* loss:(?P<loss>\S+) grdn:(?P<grad_norm>\S+) lr:(?P<lr>\S+)',
@@ -73,10 +73,9 @@ PATTERNS = r"""patterns = [
 ]"""
 
 
-def preset(tmp_path: Path, source: str = PATTERNS, anchor: int = 200,
-           endpoint: int = 400) -> Path:
+def preset(tmp_path: Path, source: str = PATTERNS, anchor: int = 200, endpoint: int = 400) -> Path:
     path = tmp_path / "printed.toml"
-    path.write_text(f'''[run]
+    path.write_text(f"""[run]
 name = "printed"
 question = "Does the success rate hold after step {anchor}?"
 
@@ -92,15 +91,14 @@ anchor_step = {anchor}
 endpoint_step = {endpoint}
 healthy_min = -2.0
 drift_max = -10.0
-''')
+""")
     return path
 
 
 def printed(folder: Path, *argv: str) -> None:
     folder.mkdir(exist_ok=True)
     with open(folder / "engine.out.log", "wb") as out:
-        subprocess.run([sys.executable, "-c", PRINTER, *argv], stdout=out, check=True,
-                       timeout=60)
+        subprocess.run([sys.executable, "-c", PRINTER, *argv], stdout=out, check=True, timeout=60)
 
 
 @pytest.fixture(scope="module")
@@ -116,16 +114,21 @@ def test_lerobot_lines_read_cold(run_400, tmp_path, capsys):
     assert spec is not None
     st = load_source(run_400, spec).store
     assert list(st.steps) == list(range(20, 401, 20))
-    assert st.columns["loss"][0] == pytest.approx(round(1 / 20 ** 0.5, 3))
+    assert st.columns["loss"][0] == pytest.approx(round(1 / 20**0.5, 3))
     assert st.columns["lr"][0] == pytest.approx(1e-4)
     assert {s: p.fields["success"] for s, p in st.probes.items()} == {
-        100: 53.8, 200: 57.5, 300: 61.2, 400: 65.0}
+        100: 53.8,
+        200: 57.5,
+        300: 61.2,
+        400: 65.0,
+    }
     assert st.columns["time"][0] > 1.7e9  # the printed date and time
     # grdn:-- at step 40 is counted and said; the line's other values are read
     assert st.malformed_count == 1
-    assert any("line" in n and "grad_norm at step 40: '--' is not a number" in n
-               for n in st.notices)
-    assert st.columns["loss"][1] == pytest.approx(round(1 / 40 ** 0.5, 3))
+    assert any(
+        "line" in n and "grad_norm at step 40: '--' is not a number" in n for n in st.notices
+    )
+    assert st.columns["loss"][1] == pytest.approx(round(1 / 40**0.5, 3))
     assert main(["verdict", str(run_400), "--preset", str(preset(tmp_path))]) == 0
     assert "VERDICT: HEALTHY" in capsys.readouterr().out
 
@@ -143,17 +146,26 @@ def test_k_suffixed_steps_are_read_and_their_rounding_said(tmp_path):
     assert any("train value(s) logged twice for one step" in n for n in st.notices)
 
 
-@pytest.mark.parametrize(("patterns", "said"), [
-    ("patterns = ['step:(?P<step>\\S+ loss:(?P<loss>\\S+)']",
-     "source.patterns[0]: 'step:(?P<step>\\\\S+ loss:(?P<loss>\\\\S+)' is not a regular "
-     "expression (missing ), unterminated subpattern"),
-    ("patterns = ['loss:(?P<loss>\\S+)']",
-     "source.patterns[0]: 'loss:(?P<loss>\\\\S+)' has no named group `step`"),
-    ("patterns = ['x', 'step:(?P<step>\\d+) loss:(?P<loss>\\S+)']",
-     "source.patterns[0]: 'x' has no named group `step`"),
-    ("patterns = []", "source.patterns: expected a regular expression or a list of them"),
-    ("", "source.patterns: expected with kind = \"lines\""),
-])
+@pytest.mark.parametrize(
+    ("patterns", "said"),
+    [
+        (
+            "patterns = ['step:(?P<step>\\S+ loss:(?P<loss>\\S+)']",
+            "source.patterns[0]: 'step:(?P<step>\\\\S+ loss:(?P<loss>\\\\S+)' is not a regular "
+            "expression (missing ), unterminated subpattern",
+        ),
+        (
+            "patterns = ['loss:(?P<loss>\\S+)']",
+            "source.patterns[0]: 'loss:(?P<loss>\\\\S+)' has no named group `step`",
+        ),
+        (
+            "patterns = ['x', 'step:(?P<step>\\d+) loss:(?P<loss>\\S+)']",
+            "source.patterns[0]: 'x' has no named group `step`",
+        ),
+        ("patterns = []", "source.patterns: expected a regular expression or a list of them"),
+        ("", 'source.patterns: expected with kind = "lines"'),
+    ],
+)
 def test_a_bad_pattern_is_refused_at_preset_load(tmp_path, capsys, patterns, said):
     path = preset(tmp_path, patterns)
     with pytest.raises(InputError, match="source.patterns") as caught:
@@ -206,11 +218,24 @@ def test_attach_plain_follows_printed_lines_live(tmp_path):
     path = preset(tmp_path)
     env = {**os.environ, "PYTHONPATH": str(Path(__file__).parents[4])}
     with open(folder / "engine.out.log", "wb") as out:
-        trainer = subprocess.Popen([sys.executable, "-c", PRINTER, "400", "20", "100",
-                                    "0.01", "bad"], stdout=out)
+        trainer = subprocess.Popen(
+            [sys.executable, "-c", PRINTER, "400", "20", "100", "0.01", "bad"], stdout=out
+        )
         attach = subprocess.Popen(
-            [sys.executable, "-m", "fontaine_tui.cli", "attach", str(folder), "--plain",
-             "--preset", str(path)], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=env)
+            [
+                sys.executable,
+                "-m",
+                "fontaine_tui.cli",
+                "attach",
+                str(folder),
+                "--plain",
+                "--preset",
+                str(path),
+            ],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            env=env,
+        )
         try:
             early = _read_until(attach, "probe step 100", 60)
             running = trainer.poll() is None
@@ -222,8 +247,10 @@ def test_attach_plain_follows_printed_lines_live(tmp_path):
     assert "probe step 100: success 53.8000" in early and running, early
     assert "probe step 400: success 65.0000" in text, text
     # the matched value that is not a number is said while following, not only when cold
-    assert "1 unreadable entry in engine.out.log, not applied (line 4: grad_norm at step " \
+    assert (
+        "1 unreadable entry in engine.out.log, not applied (line 4: grad_norm at step "
         "40: '--' is not a number)" in text
+    )
     assert "verdict: HEALTHY (final, step 400 of 400" in text, text
     spec = load_preset(str(path)).source
     assert spec is not None and spec.kind == "lines"

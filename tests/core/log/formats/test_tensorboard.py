@@ -39,8 +39,7 @@ def test_both_scalar_styles_read_as_tensorboard_reads_them(tb_run):
     from tensorboard.util import tensor_util
 
     for tag in ("eval/chunk_mae", "eval/rig"):
-        theirs = {e.step: float(tensor_util.make_ndarray(e.tensor_proto))
-                  for e in acc.Tensors(tag)}
+        theirs = {e.step: float(tensor_util.make_ndarray(e.tensor_proto)) for e in acc.Tensors(tag)}
         assert {s: p.fields[tag] for s, p in store.probes.items()} == theirs
     assert store.probes[40].value("eval/chunk_mae") == pytest.approx(EVAL[40])
     assert set(store.probes[40].fields) == {"eval/chunk_mae", "eval/rig"}  # text/histogram not
@@ -77,8 +76,10 @@ def test_the_verdict_of_a_tensorboard_run(tb_run, tmp_path, capsys):
     out = capsys.readouterr().out
     delta = EVAL[80] - EVAL[40]
     assert code == 4, out  # AMBIGUOUS: +0.8 is between the bounds
-    assert f"eval/chunk_mae(40) = {EVAL[40]:.4f}, eval/chunk_mae(80) = {EVAL[80]:.4f}, " \
-           f"delta = +{delta:.4f}" in out
+    assert (
+        f"eval/chunk_mae(40) = {EVAL[40]:.4f}, eval/chunk_mae(80) = {EVAL[80]:.4f}, "
+        f"delta = +{delta:.4f}" in out
+    )
     assert "(tensorboard): 88 records" in out  # 80 train points and 8 probes
     preset = foreign_preset(tmp_path, 'kind = "tensorboard"', drift=0.75)
     assert main(["verdict", str(tb_run), "--preset", str(preset), "--json"]) == 3
@@ -92,15 +93,17 @@ def test_detection_and_one_line_errors(tb_run, tmp_path, capsys):
     preset = foreign_preset(tmp_path, 'kind = "tensorboard"', metric="eval/nope")
     assert main(["verdict", str(tb_run), "--preset", str(preset)]) == 2
     err = capsys.readouterr().err.strip()
-    assert err.endswith("verdict.metric: no key 'eval/nope' in this run (eval keys: "
-                        "eval/chunk_mae, eval/rig)")
+    assert err.endswith(
+        "verdict.metric: no key 'eval/nope' in this run (eval keys: eval/chunk_mae, eval/rig)"
+    )
     assert len(err.splitlines()) == 1 and "events.out.tfevents." in err
     # no [source]: the folder's contents say it is TensorBoard
     from fontaine_tui.core.log.formats import detect
 
     assert detect(tb_run) == "tensorboard"
-    assert math.isfinite(load_source(tb_run, SourceSpec("tensorboard")).store.probes[80]
-                         .value("eval/rig"))
+    assert math.isfinite(
+        load_source(tb_run, SourceSpec("tensorboard")).store.probes[80].value("eval/rig")
+    )
 
 
 def test_bank_a_tensorboard_run_and_read_another_against_it(tb_run, tmp_path, capsys):

@@ -50,16 +50,27 @@ for spec in sys.argv[2:]:
 
 def writer_env(folder: Path) -> dict[str, str]:
     """trackio local only: its store in `folder`, no Space, no server, nothing online."""
-    env = {k: v for k, v in os.environ.items()
-           if not k.startswith(("TRACKIO_", "HF_TOKEN", "GRADIO_"))}
-    env.update(TRACKIO_DIR=str(folder), HF_HUB_OFFLINE="1", HF_HUB_DISABLE_TELEMETRY="1",
-               GRADIO_ANALYTICS_ENABLED="False", PYTHONUNBUFFERED="1")
+    env = {
+        k: v for k, v in os.environ.items() if not k.startswith(("TRACKIO_", "HF_TOKEN", "GRADIO_"))
+    }
+    env.update(
+        TRACKIO_DIR=str(folder),
+        HF_HUB_OFFLINE="1",
+        HF_HUB_DISABLE_TELEMETRY="1",
+        GRADIO_ANALYTICS_ENABLED="False",
+        PYTHONUNBUFFERED="1",
+    )
     return env
 
 
 def write(folder: Path, *runs: str) -> None:
-    subprocess.run([sys.executable, "-c", WRITER, "proj", *runs], check=True,
-                   env=writer_env(folder), stdout=subprocess.DEVNULL, timeout=120)
+    subprocess.run(
+        [sys.executable, "-c", WRITER, "proj", *runs],
+        check=True,
+        env=writer_env(folder),
+        stdout=subprocess.DEVNULL,
+        timeout=120,
+    )
 
 
 @pytest.fixture(scope="module")
@@ -105,8 +116,9 @@ def test_a_run_reads_as_trackio_logged_it(two_runs):
 
 def test_source_path_names_the_store_file(two_runs, tmp_path, capsys):
     store = two_runs / "proj.db"
-    preset = foreign_preset(tmp_path, f'kind = "trackio"\npath = "{store}"\nrun = "drifting"',
-                            drift=0.75)
+    preset = foreign_preset(
+        tmp_path, f'kind = "trackio"\npath = "{store}"\nrun = "drifting"', drift=0.75
+    )
     assert main(["verdict", str(tmp_path), "--preset", str(preset)]) == 3
     assert f"log {store} (trackio; trackio run 'drifting'" in capsys.readouterr().out
 
@@ -148,8 +160,11 @@ def test_bank_run_is_refused_where_a_run_holds_one(tmp_path, capsys):
 async def test_a_live_run_shows_its_steps_while_trackio_writes(tmp_path):
     folder = tmp_path / "live"
     folder.mkdir()
-    writer = subprocess.Popen([sys.executable, "-c", WRITER, "proj", "drifting:80:0.03:0"],
-                              env=writer_env(folder), stdout=subprocess.DEVNULL)
+    writer = subprocess.Popen(
+        [sys.executable, "-c", WRITER, "proj", "drifting:80:0.03:0"],
+        env=writer_env(folder),
+        stdout=subprocess.DEVNULL,
+    )
     live = RunStore()
     seen_while_writing: list[int] = []
     run = ForeignRun(folder, SourceSpec("trackio"), poll_s=0.1)
@@ -173,18 +188,24 @@ async def test_a_live_run_shows_its_steps_while_trackio_writes(tmp_path):
     cold = load_source(folder, SourceSpec("trackio")).store
     assert list(live.steps) == list(cold.steps) == list(range(1, 81))
     assert {s: p.fields for s, p in live.probes.items()} == {
-        s: p.fields for s, p in cold.probes.items()}
+        s: p.fields for s, p in cold.probes.items()
+    }
 
 
 def test_special_values_and_bad_rows_are_counted():
     dec = TrackioDecoder()
-    records = dec.feed_rows([
-        (1, 1, "2025-01-02T10:00:00+00:00", '{"loss": "Infinity", "eval/a": "NaN"}'),
-        (2, 2, "2025-01-02T10:00:01+00:00", '{"loss": 1.5, "hist": {"_type": "h"}}'),
-        (3, 2.5, "x", '{"loss": 1.0}'),
-        (4, 3, "x", "not json"),
-        (5, 4, None, '{"ok": true}'),
-    ]) + dec.finish()
+    records = (
+        dec.feed_rows(
+            [
+                (1, 1, "2025-01-02T10:00:00+00:00", '{"loss": "Infinity", "eval/a": "NaN"}'),
+                (2, 2, "2025-01-02T10:00:01+00:00", '{"loss": 1.5, "hist": {"_type": "h"}}'),
+                (3, 2.5, "x", '{"loss": 1.0}'),
+                (4, 3, "x", "not json"),
+                (5, 4, None, '{"ok": true}'),
+            ]
+        )
+        + dec.finish()
+    )
     losses = [r.loss for r in records if hasattr(r, "loss")]
     assert losses[0] == float("inf") and losses[1] == 1.5
     assert dec.bad_count == 4

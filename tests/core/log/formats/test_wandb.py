@@ -30,8 +30,10 @@ pytest.importorskip("wandb")
 
 
 def rows(last: int = 80) -> list:
-    return [[s, {"train/loss": loss(s), **({"eval/chunk_mae": EVAL[s]} if s in EVAL else {})}]
-            for s in range(1, last + 1)]
+    return [
+        [s, {"train/loss": loss(s), **({"eval/chunk_mae": EVAL[s]} if s in EVAL else {})}]
+        for s in range(1, last + 1)
+    ]
 
 
 @pytest.fixture(scope="module")
@@ -41,11 +43,19 @@ def runs(tmp_path_factory) -> dict[str, Path]:
     folder holding both."""
     tmp = tmp_path_factory.mktemp("wandb")
     clean, failed = tmp / "clean", tmp / "failed"
-    write_runs(tmp, [
-        {"project": "p", "dir": str(clean), "id": "clean1", "rows": rows(),
-         "config": {"blob": "x" * 70000}},
-        {"project": "p", "dir": str(failed), "id": "fail1", "rows": rows(50), "exit": 1},
-    ])
+    write_runs(
+        tmp,
+        [
+            {
+                "project": "p",
+                "dir": str(clean),
+                "id": "clean1",
+                "rows": rows(),
+                "config": {"blob": "x" * 70000},
+            },
+            {"project": "p", "dir": str(failed), "id": "fail1", "rows": rows(50), "exit": 1},
+        ],
+    )
     both = tmp / "both"
     for src in (clean, failed):
         shutil.copytree(run_file(src).parent, both / "wandb" / run_file(src).parent.name)
@@ -76,8 +86,7 @@ def test_a_real_offline_run_reads_its_history_and_its_end(runs):
 
 def test_a_run_that_exits_with_an_error_is_an_error_event_at_its_last_step(runs):
     store = load_source(runs["failed"], SourceSpec("wandb")).store
-    assert [(e.step, e.event, e.detail) for e in store.events] == [
-        (50, "error", "W&B exit code 1")]
+    assert [(e.step, e.event, e.detail) for e in store.events] == [(50, "error", "W&B exit code 1")]
     assert store.ended_at is None and store.probe_steps() == [10, 20, 30, 40, 50]
 
 
@@ -88,7 +97,7 @@ def test_the_framing_here_is_wandbs_byte_for_byte(runs):
     got: list[tuple[int, bytes]] = []
     framer = LogFramer(lambda where, why: pytest.fail(f"{where}: {why}"))
     for k in range(0, len(data), 4096):  # appended in pieces, as a follower reads it
-        got += framer.feed(data[k:k + 4096])
+        got += framer.feed(data[k : k + 4096])
     framer.finish()
     assert max(len(p) for _, p in got) > 70000  # the config: FIRST, MIDDLE, LAST
     assert frame([p for _, p in got]) == data
@@ -112,8 +121,9 @@ def test_several_runs_in_one_folder_are_never_merged(runs, tmp_path):
     chosen = foreign_preset(tmp_path, 'kind = "wandb"\nrun = "clean1"')
     code, out, _ = cli("verdict", str(runs["both"]), "--preset", str(chosen), "--json")
     assert code == 4 and json.loads(out)["read_step"] == 80
-    by_folder = foreign_preset(tmp_path, f'kind = "wandb"\nrun = '
-                               f'"{run_file(runs["failed"]).parent.name}"')
+    by_folder = foreign_preset(
+        tmp_path, f'kind = "wandb"\nrun = "{run_file(runs["failed"]).parent.name}"'
+    )
     code, out, _ = cli("verdict", str(runs["both"]), "--preset", str(by_folder), "--json")
     assert json.loads(out)["provisional"] is True  # the failed run: probes to step 50
 
@@ -122,7 +132,9 @@ def test_bank_a_wandb_run_then_compare_against_it(runs, tmp_path, monkeypatch):
     monkeypatch.setenv("FONTAINE_BANK", str(tmp_path / "bank"))
     code, _, err = cli("bank", "add", str(runs["failed"]), "--as", "wb-failed")
     assert code == 2 and "--ended" in err  # its exit was an error: not ended as it should
-    code, out, err = cli("bank", "add", str(runs["clean"]), "--as", "wb-ref")  # its exit says it ended
+    code, out, err = cli(
+        "bank", "add", str(runs["clean"]), "--as", "wb-ref"
+    )  # its exit says it ended
     assert code == 0, err
     assert "8 probes" in out
     code, out, _ = cli("bank", "show", "wb-ref", "--json")
@@ -139,9 +151,22 @@ def test_bank_a_wandb_run_then_compare_against_it(runs, tmp_path, monkeypatch):
 def test_the_step_key_can_be_another_logged_key(tmp_path):
     run = tmp_path / "wandb" / "offline-run-20260101_000000-gs1" / "run-gs1.wandb"
     run.parent.mkdir(parents=True)
-    run.write_bytes(frame([run_record("gs1")] + [
-        history(k, {"train/global_step": 10 * k, "train/loss": 1.0,
-                    **({"eval/chunk_mae": 0.5} if k % 4 == 0 else {})}) for k in range(1, 9)]))
+    run.write_bytes(
+        frame(
+            [run_record("gs1")]
+            + [
+                history(
+                    k,
+                    {
+                        "train/global_step": 10 * k,
+                        "train/loss": 1.0,
+                        **({"eval/chunk_mae": 0.5} if k % 4 == 0 else {}),
+                    },
+                )
+                for k in range(1, 9)
+            ]
+        )
+    )
     store = load_source(tmp_path, SourceSpec("wandb")).store
     assert store.probe_steps() == [4, 8]
     spec = load_source(tmp_path, _spec(step="train/global_step")).store
@@ -162,8 +187,11 @@ def _damaged(tmp_path: Path, data: bytes) -> Path:
 
 
 def test_a_record_that_fails_its_checksum_is_counted_not_taken(tmp_path):
-    records = [run_record("bad1")] + [history(s, {"eval/chunk_mae": 1.0 + s / 100})
-                                      for s in (10, 20, 30)] + [exit_record(0)]
+    records = (
+        [run_record("bad1")]
+        + [history(s, {"eval/chunk_mae": 1.0 + s / 100}) for s in (10, 20, 30)]
+        + [exit_record(0)]
+    )
     data = bytearray(frame(records))
     at = data.index(b"1.2")  # step 20's value, 1.2 -> 1.9: the checksum no longer holds
     data[at + 2] = ord("9")
@@ -187,11 +215,13 @@ def test_a_torn_last_record_is_said_and_waits_when_followed(tmp_path):
 
 
 def test_values_that_are_not_numbers_and_a_step_logged_twice(tmp_path):
-    records = [history(10, {"eval/chunk_mae": 1.0, "note": "\"text\""}),
-               history(20, {"eval/chunk_mae": 2.0}),
-               history(20, {"eval/chunk_mae": 2.5}),  # the same step, another value
-               history(30, {"eval/chunk_mae": "1.0.0"}),  # not JSON
-               exit_record(3)]
+    records = [
+        history(10, {"eval/chunk_mae": 1.0, "note": '"text"'}),
+        history(20, {"eval/chunk_mae": 2.0}),
+        history(20, {"eval/chunk_mae": 2.5}),  # the same step, another value
+        history(30, {"eval/chunk_mae": "1.0.0"}),  # not JSON
+        exit_record(3),
+    ]
     store = load_source(_damaged(tmp_path, frame(records)), SourceSpec("wandb")).store
     assert [c.step for c in store.conflicts] == [20]
     assert store.malformed_count == 2

@@ -54,30 +54,44 @@ def lightning_run(tmp_path_factory):
     logging.getLogger("lightning").setLevel(logging.ERROR)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        trainer = L.Trainer(max_steps=40, val_check_interval=10, log_every_n_steps=10,
-                            logger=[TensorBoardLogger(str(root), name="tb"),
-                                    CSVLogger(str(root), name="csv")],
-                            enable_checkpointing=False, enable_progress_bar=False,
-                            enable_model_summary=False, accelerator="cpu",
-                            num_sanity_val_steps=0)
+        trainer = L.Trainer(
+            max_steps=40,
+            val_check_interval=10,
+            log_every_n_steps=10,
+            logger=[TensorBoardLogger(str(root), name="tb"), CSVLogger(str(root), name="csv")],
+            enable_checkpointing=False,
+            enable_progress_bar=False,
+            enable_model_summary=False,
+            accelerator="cpu",
+            num_sanity_val_steps=0,
+        )
         trainer.fit(Tiny(), train, val)
     return root
 
 
 def _lightning_preset(root, source: str, anchor: int, endpoint: int):
     path = foreign_preset(root, source, metric="val_loss")
-    path.write_text(path.read_text().replace("anchor_step = 40", f"anchor_step = {anchor}")
-                    .replace("endpoint_step = 80", f"endpoint_step = {endpoint}"))
+    path.write_text(
+        path.read_text()
+        .replace("anchor_step = 40", f"anchor_step = {anchor}")
+        .replace("endpoint_step = 80", f"endpoint_step = {endpoint}")
+    )
     return path
 
 
-@pytest.mark.parametrize("source", ['kind = "csv"\npath = "csv"',
-                                    'kind = "tensorboard"\npath = "tb"'])
-@pytest.mark.parametrize(("anchor", "endpoint", "said"), [
-    (20, 40, "no anchor probe in the log (step 20)"),
-    (19, 40, "the endpoint (step 40) is off the run's probe cadence")])
+@pytest.mark.parametrize(
+    "source", ['kind = "csv"\npath = "csv"', 'kind = "tensorboard"\npath = "tb"']
+)
+@pytest.mark.parametrize(
+    ("anchor", "endpoint", "said"),
+    [
+        (20, 40, "no anchor probe in the log (step 20)"),
+        (19, 40, "the endpoint (step 40) is off the run's probe cadence"),
+    ],
+)
 def test_a_rule_step_off_the_probe_steps_names_the_steps_there_are(
-        lightning_run, source, anchor, endpoint, said, capsys):
+    lightning_run, source, anchor, endpoint, said, capsys
+):
     """Lightning logs its probes at global_step - 1 (9, 19, ...): a preset that says 20 or
     40 reads UNDECIDABLE (an anchor not in the log) or PROVISIONAL (an endpoint not reached),
     and says where the run's probes are."""
@@ -117,12 +131,23 @@ def hf_run(tmp_path_factory):
     xs = torch.randn(64, 4, generator=g)
     data = [{"x": x, "labels": x.sum()} for x in xs]
     out = tmp_path_factory.mktemp("hf") / "run"
-    args = TrainingArguments(output_dir=str(out), max_steps=40, logging_steps=5,
-                             eval_strategy="steps", eval_steps=10, save_strategy="no",
-                             per_device_train_batch_size=8, learning_rate=0.05,
-                             report_to="none", use_cpu=True, seed=0, disable_tqdm=True)
-    trainer = Trainer(model=Tiny(), args=args, train_dataset=data, eval_dataset=data[:16],
-                      callbacks=[Rollout()])
+    args = TrainingArguments(
+        output_dir=str(out),
+        max_steps=40,
+        logging_steps=5,
+        eval_strategy="steps",
+        eval_steps=10,
+        save_strategy="no",
+        per_device_train_batch_size=8,
+        learning_rate=0.05,
+        report_to="none",
+        use_cpu=True,
+        seed=0,
+        disable_tqdm=True,
+    )
+    trainer = Trainer(
+        model=Tiny(), args=args, train_dataset=data, eval_dataset=data[:16], callbacks=[Rollout()]
+    )
     trainer.train()
     trainer.save_state()
     return out
@@ -131,10 +156,14 @@ def hf_run(tmp_path_factory):
 def _hf_presets(tmp_path):
     """The preset that reads the run (its own key an eval key), and one comparing with the
     run banked as `ref`."""
-    reader = foreign_preset(tmp_path, 'kind = "hf_trainer"\neval = ["eval_*", "rollout_*"]',
-                            metric="rollout_success")
-    reader.write_text(reader.read_text().replace("anchor_step = 40", "anchor_step = 20")
-                      .replace("endpoint_step = 80", "endpoint_step = 40"))
+    reader = foreign_preset(
+        tmp_path, 'kind = "hf_trainer"\neval = ["eval_*", "rollout_*"]', metric="rollout_success"
+    )
+    reader.write_text(
+        reader.read_text()
+        .replace("anchor_step = 40", "anchor_step = 20")
+        .replace("endpoint_step = 80", "endpoint_step = 40")
+    )
     compare = tmp_path / "compare.toml"
     compare.write_text(reader.read_text() + '\n[comparators.ref]\nbank = "ref"\n')
     return reader, compare
@@ -146,7 +175,9 @@ def test_a_trainer_run_banks_the_keys_its_preset_reads(hf_run, tmp_path, bank_pa
 
     reader, compare = _hf_presets(tmp_path)
     capsys.readouterr()
-    assert main(["bank", "add", str(hf_run), "--as", "ref", "--ended", "--preset", str(reader)]) == 0
+    assert (
+        main(["bank", "add", str(hf_run), "--as", "ref", "--ended", "--preset", str(reader)]) == 0
+    )
     entry = bank.get("ref")
     assert {s: entry.value(s, "rollout_success") for s in entry.probes()} == ROLLOUT
     assert entry.value(40, "eval_loss") > 0  # the Trainer's own eval keys are kept too
@@ -155,12 +186,13 @@ def test_a_trainer_run_banks_the_keys_its_preset_reads(hf_run, tmp_path, bank_pa
     assert main(["verdict", str(hf_run), "--preset", str(compare)]) in (0, 3, 4)
 
 
-def test_bank_preset_refuses_a_metric_the_run_does_not_log(hf_run, tmp_path, bank_path,
-                                                             capsys):
+def test_bank_preset_refuses_a_metric_the_run_does_not_log(hf_run, tmp_path, bank_path, capsys):
     reader, _ = _hf_presets(tmp_path)
     reader.write_text(reader.read_text().replace('"rollout_success"', '"success_rate"'))
     capsys.readouterr()
-    assert main(["bank", "add", str(hf_run), "--as", "ref", "--ended", "--preset", str(reader)]) == 2
+    assert (
+        main(["bank", "add", str(hf_run), "--as", "ref", "--ended", "--preset", str(reader)]) == 2
+    )
     err = capsys.readouterr().err.strip()
     assert "verdict.metric: no key 'success_rate' in this run" in err
     assert len(err.splitlines()) == 1
@@ -174,14 +206,19 @@ def _scalars_run(writer_cls, folder, steps=range(0, 81, 10), offset=0.0):
     for step in steps:
         w.add_scalar("train/loss", loss(step) + offset, step)
         if step in EVAL or step == 0:
-            w.add_scalars("mae", {"train": 0.5 * EVAL.get(step, 3.0) + offset,
-                                  "eval": EVAL.get(step, 3.0) + offset}, step)
+            w.add_scalars(
+                "mae",
+                {"train": 0.5 * EVAL.get(step, 3.0) + offset, "eval": EVAL.get(step, 3.0) + offset},
+                step,
+            )
     w.add_hparams({"lr": 0.1, "layers": 2}, {"hparam/final_mae": EVAL[80] + offset})
     w.close()
 
 
-WRITERS = {"torch": ("torch.utils.tensorboard", "mae_eval/mae"),
-           "tensorboardX": ("tensorboardX", "mae/eval/mae")}
+WRITERS = {
+    "torch": ("torch.utils.tensorboard", "mae_eval/mae"),
+    "tensorboardX": ("tensorboardX", "mae/eval/mae"),
+}
 
 
 @pytest.fixture(scope="module", params=sorted(WRITERS))
@@ -208,8 +245,7 @@ def test_add_scalars_and_add_hparams_read_as_one_run(scalars_run, tmp_path, caps
     assert list(store.steps) == list(range(0, 81, 10))
     assert {s: p.fields[metric] for s, p in store.probes.items() if s} == pytest.approx(EVAL)
     assert not store.conflicts and not store.notices
-    preset = foreign_preset(tmp_path, f'kind = "tensorboard"\neval = ["{metric}"]',
-                            metric=metric)
+    preset = foreign_preset(tmp_path, f'kind = "tensorboard"\neval = ["{metric}"]', metric=metric)
     capsys.readouterr()
     assert main(["verdict", str(folder), "--preset", str(preset)]) == 4  # AMBIGUOUS
 
@@ -235,7 +271,7 @@ def two_writers(tmp_path_factory):
 
 def test_two_writers_at_once_in_one_folder_are_never_merged(two_writers, tmp_path, capsys):
     def started(name: str) -> tuple[int, ...]:  # events.out.tfevents.TIME.HOST.PID.N: N counts
-        parts = name.split(".")                    # the writers one process made (not 9 < 10)
+        parts = name.split(".")  # the writers one process made (not 9 < 10)
         return tuple(int(x) for x in (parts[3], parts[-2], parts[-1]) if x.isdigit())
 
     names = sorted((p.name for p in two_writers.iterdir()), key=started)
@@ -251,8 +287,9 @@ def test_two_writers_at_once_in_one_folder_are_never_merged(two_writers, tmp_pat
     for k, run in enumerate([names[0], names[1].split(".", 4)[4]]):
         spec = SourceSpec("tensorboard", options={"run": run})
         store = load_source(two_writers, spec).store
-        assert {s: p.fields["eval/chunk_mae"] for s, p in store.probes.items()} \
-            == pytest.approx({s: v + k for s, v in EVAL.items()})
+        assert {s: p.fields["eval/chunk_mae"] for s, p in store.probes.items()} == pytest.approx(
+            {s: v + k for s, v in EVAL.items()}
+        )
         assert not store.conflicts
     chosen = foreign_preset(tmp_path, f'kind = "tensorboard"\nrun = "{names[0]}"')
     assert main(["verdict", str(two_writers), "--preset", str(chosen)]) == 4  # AMBIGUOUS
@@ -278,8 +315,7 @@ def _restarted(module, folder, scalars: bool):
 
 
 @pytest.mark.parametrize("scalars", [False, True], ids=["one folder", "add_scalars"])
-def test_a_restart_into_the_folder_drops_the_older_steps_as_tensorboard_does(
-        scalars, tmp_path):
+def test_a_restart_into_the_folder_drops_the_older_steps_as_tensorboard_does(scalars, tmp_path):
     """TensorBoard's data server keeps, of each series, only the newer value from the step
     a restart starts at: the older run's steps 30 to 60 are dropped, not in conflict."""
     pytest.importorskip("tensorboard")
@@ -294,7 +330,8 @@ def test_a_restart_into_the_folder_drops_the_older_steps_as_tensorboard_does(
     assert {s: p.fields[metric] for s, p in store.probes.items() if s} == pytest.approx(want)
     assert list(store.steps) == list(range(0, 81, 10))
     assert list(store.columns["loss"]) == pytest.approx(
-        [loss(s) + (s >= 30) for s in range(0, 81, 10)])
+        [loss(s) + (s >= 30) for s in range(0, 81, 10)]
+    )
     assert not store.conflicts and not store.out_of_order
     said = " ".join(store.notices + [e.detail for e in store.events])
     assert "restart" in said and "step 30" in said

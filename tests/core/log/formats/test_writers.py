@@ -33,10 +33,20 @@ def test_a_real_trainer_run_reads_from_its_newest_checkpoint(tmp_path, capsys):
     xs = torch.randn(64, 4, generator=g)
     data = [{"x": x, "labels": x.sum()} for x in xs]
     out = tmp_path / "hf"
-    args = TrainingArguments(output_dir=str(out), max_steps=40, logging_steps=5,
-                             eval_strategy="steps", eval_steps=10, save_steps=20,
-                             per_device_train_batch_size=8, learning_rate=0.05,
-                             report_to="none", use_cpu=True, seed=0, disable_tqdm=True)
+    args = TrainingArguments(
+        output_dir=str(out),
+        max_steps=40,
+        logging_steps=5,
+        eval_strategy="steps",
+        eval_steps=10,
+        save_steps=20,
+        per_device_train_batch_size=8,
+        learning_rate=0.05,
+        report_to="none",
+        use_cpu=True,
+        seed=0,
+        disable_tqdm=True,
+    )
     trainer = Trainer(model=Tiny(), args=args, train_dataset=data, eval_dataset=data[:16])
     trainer.train()
     state = json.loads((out / "checkpoint-40" / "trainer_state.json").read_text())
@@ -54,9 +64,12 @@ def test_a_real_trainer_run_reads_from_its_newest_checkpoint(tmp_path, capsys):
     assert sorted(evals) == [10, 20, 30, 40]
     # the verdict on the Trainer's own key
     preset = tmp_path / "hf.toml"
-    preset.write_text(foreign_preset(tmp_path, 'kind = "hf_trainer"', metric="eval_loss")
-                      .read_text().replace("anchor_step = 40", "anchor_step = 20")
-                      .replace("endpoint_step = 80", "endpoint_step = 40"))
+    preset.write_text(
+        foreign_preset(tmp_path, 'kind = "hf_trainer"', metric="eval_loss")
+        .read_text()
+        .replace("anchor_step = 40", "anchor_step = 20")
+        .replace("endpoint_step = 80", "endpoint_step = 40")
+    )
     capsys.readouterr()  # the Trainer prints its logs
     code = main(["verdict", str(out), "--preset", str(preset), "--json"])
     doc = json.loads(capsys.readouterr().out)
@@ -167,33 +180,43 @@ def test_jsonl_from_another_writer_with_a_field_map(tmp_path, capsys):
     log.parent.mkdir()
     with open(log, "w") as f:
         for step in range(1, 81):
-            f.write(json.dumps({"update": step, "t": 1000.0 + step, "l1_loss": loss(step)})
-                    + "\n")
+            f.write(json.dumps({"update": step, "t": 1000.0 + step, "l1_loss": loss(step)}) + "\n")
             if step in EVAL:
-                f.write(json.dumps({"update": step, "eval": {"mae": EVAL[step],
-                                                              "success": 0.5}}) + "\n")
+                f.write(
+                    json.dumps({"update": step, "eval": {"mae": EVAL[step], "success": 0.5}}) + "\n"
+                )
         f.write('{"update": 81, "l1_loss": 0.2')  # torn: a line being written
-    spec = read_spec({"kind": "jsonl", "step": "update", "time": "t", "eval": "eval.*",
-                      "loss": "l1_loss"})
+    spec = read_spec(
+        {"kind": "jsonl", "step": "update", "time": "t", "eval": "eval.*", "loss": "l1_loss"}
+    )
     st = load_source(tmp_path / "run", spec).store
     assert list(st.steps) == list(range(1, 81))
     assert list(st.columns["loss"]) == pytest.approx([loss(s) for s in range(1, 81)])
     assert st.columns["step_s"][5] == pytest.approx(1.0)  # from the time field
     assert set(st.probes[40].fields) == {"eval.mae", "eval.success"}
-    preset = foreign_preset(tmp_path, 'kind = "jsonl"\nstep = "update"\neval = "eval.*"\n'
-                                      'loss = "l1_loss"', metric="eval.mae")
+    preset = foreign_preset(
+        tmp_path,
+        'kind = "jsonl"\nstep = "update"\neval = "eval.*"\nloss = "l1_loss"',
+        metric="eval.mae",
+    )
     assert main(["verdict", str(tmp_path / "run"), "--preset", str(preset)]) == 4
     assert math.isfinite(st.probes[80].value("eval.mae"))
 
 
-@pytest.mark.parametrize("table, message", [
-    ({"kind": "comet"}, "source.kind: expected one of fontaine, tensorboard, hf_trainer, csv, "
-                        "mlflow, jsonl, wandb, trackio, lines"),
-    ({"kind": "comet"}, "got 'comet'"),
-    ({"kind": "csv", "colour": "x"}, "source.colour: unknown key"),
-    ({"kind": "csv", "eval": []}, "source.eval: expected a glob pattern or a list of them"),
-    ({"kind": "csv", "step": 3}, "source.step: expected a string"),
-])
+@pytest.mark.parametrize(
+    "table, message",
+    [
+        (
+            {"kind": "comet"},
+            "source.kind: expected one of fontaine, tensorboard, hf_trainer, csv, "
+            "mlflow, jsonl, wandb, trackio, lines",
+        ),
+        ({"kind": "comet"}, "got 'comet'"),
+        ({"kind": "csv", "colour": "x"}, "source.colour: unknown key"),
+        ({"kind": "csv", "eval": []}, "source.eval: expected a glob pattern or a list of them"),
+        ({"kind": "csv", "step": 3}, "source.step: expected a string"),
+    ],
+)
 def test_a_bad_source_table_is_one_line_naming_the_key(table, message, tmp_path, capsys):
     body = "\n".join(f"{k} = {json.dumps(v)}" for k, v in table.items())
     preset = foreign_preset(tmp_path, body)
@@ -206,7 +229,7 @@ def test_the_docs_foreign_preset_loads_and_is_not_launched(tmp_path, capsys):
     from pathlib import Path
 
     text = (Path(__file__).parents[4] / "docs" / "own-trainer.md").read_text()
-    block = text[text.index("## A preset for another trainer's run"):].split("```toml\n", 1)[1]
+    block = text[text.index("## A preset for another trainer's run") :].split("```toml\n", 1)[1]
     path = tmp_path / "hf_sft.toml"
     path.write_text(block.split("```", 1)[0])
     from fontaine_tui.core.verdict.presets import load_preset
@@ -219,8 +242,10 @@ def test_the_docs_foreign_preset_loads_and_is_not_launched(tmp_path, capsys):
     assert preset_from_canonical(preset.canonical, "prereg.json").sha256 == preset.sha256
     assert main(["launch", str(path), "--plain"]) == 2
     err = capsys.readouterr().err
-    assert "source.kind: 'hf_trainer': this preset reads a run another trainer writes; it " \
-           "cannot be launched" in err
+    assert (
+        "source.kind: 'hf_trainer': this preset reads a run another trainer writes; it "
+        "cannot be launched" in err
+    )
 
 
 def test_a_folder_of_ours_is_never_taken_for_a_foreign_run(tmp_path):
@@ -247,10 +272,16 @@ def test_a_folder_of_ours_is_never_taken_for_a_foreign_run(tmp_path):
 def test_a_trainer_state_read_mid_rewrite_is_retried_not_an_error():
     from fontaine_tui.core.log.formats.rows import FormatError, TrainerStateDecoder
 
-    whole = json.dumps({"global_step": 20, "log_history": [
-        {"step": 10, "loss": 1.0, "learning_rate": 0.1},
-        {"step": 10, "eval_loss": 2.0},
-        {"step": 20, "loss": 0.5, "learning_rate": 0.05}]}).encode()
+    whole = json.dumps(
+        {
+            "global_step": 20,
+            "log_history": [
+                {"step": 10, "loss": 1.0, "learning_rate": 0.1},
+                {"step": 10, "eval_loss": 2.0},
+                {"step": 20, "loss": 0.5, "learning_rate": 0.05},
+            ],
+        }
+    ).encode()
     dec = TrainerStateDecoder()
     with pytest.raises(FormatError, match="not JSON"):
         dec.feed(whole[: len(whole) // 2])  # caught while Trainer rewrote it

@@ -36,9 +36,14 @@ for run in json.loads(sys.argv[1]):
 
 def writer_env(tmp: Path) -> dict[str, str]:
     env = dict(os.environ)
-    env.update(WANDB_MODE="offline", WANDB_SILENT="true", WANDB_DIR=str(tmp),
-               WANDB_CONFIG_DIR=str(tmp / ".config"), WANDB_CACHE_DIR=str(tmp / ".cache"),
-               WANDB_DATA_DIR=str(tmp / ".data"))
+    env.update(
+        WANDB_MODE="offline",
+        WANDB_SILENT="true",
+        WANDB_DIR=str(tmp),
+        WANDB_CONFIG_DIR=str(tmp / ".config"),
+        WANDB_CACHE_DIR=str(tmp / ".cache"),
+        WANDB_DATA_DIR=str(tmp / ".data"),
+    )
     env.pop("WANDB_API_KEY", None)
     return env
 
@@ -46,14 +51,22 @@ def writer_env(tmp: Path) -> dict[str, str]:
 def write_runs(tmp: Path, runs: list[dict]) -> None:
     """Each run ({"project", "dir", "rows": [[step, {key: value}]], "exit", "id",
     "config"}) written by wandb, one after the other, in one child process."""
-    subprocess.run([sys.executable, "-c", WRITER, json.dumps(runs)], env=writer_env(tmp),
-                   check=True, timeout=120, capture_output=True)
+    subprocess.run(
+        [sys.executable, "-c", WRITER, json.dumps(runs)],
+        env=writer_env(tmp),
+        check=True,
+        timeout=120,
+        capture_output=True,
+    )
 
 
 def start_writer(tmp: Path, runs: list[dict]) -> subprocess.Popen:
-    return subprocess.Popen([sys.executable, "-c", WRITER, json.dumps(runs)],
-                            env=writer_env(tmp), stdout=subprocess.DEVNULL,
-                            stderr=subprocess.PIPE)
+    return subprocess.Popen(
+        [sys.executable, "-c", WRITER, json.dumps(runs)],
+        env=writer_env(tmp),
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
 
 
 def run_file(folder: Path) -> Path:
@@ -72,7 +85,7 @@ def frame(payloads: list[bytes], version: int = 0) -> bytes:
             if left < 7:
                 out += b"\0" * left
                 continue
-            chunk, rest = rest[:left - 7], rest[left - 7:]
+            chunk, rest = rest[: left - 7], rest[left - 7 :]
             kind = (FULL if not rest else FIRST) if first else (LAST if not rest else MIDDLE)
             crc = zlib.crc32(chunk, zlib.crc32(bytes([kind])))
             out += struct.pack("<IHB", crc, len(chunk), kind) + chunk
