@@ -240,7 +240,7 @@ def _check_data_dir(args: argparse.Namespace) -> None:
 
 def _check_datasets(args: argparse.Namespace) -> None:
     """--datasets names sub-datasets the data folder holds (or the generated corpus will)."""
-    from . import corpus
+    from . import corpus, synthetic
 
     chosen = corpus.dataset_names(args.datasets)
     if not chosen:
@@ -248,7 +248,7 @@ def _check_datasets(args: argparse.Namespace) -> None:
     root = Path(args.data_dir) if args.data_dir else corpus.default_dir()
     found = [p.name for p in corpus.dataset_folders(root)] if root.is_dir() else []
     try:
-        corpus.check_datasets(chosen, found or corpus.DATASETS, root)
+        corpus.check_datasets(chosen, found or synthetic.DATASETS, root)
     except corpus.CorpusError as exc:
         raise UsageExit(str(exc)) from None
 

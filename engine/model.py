@@ -23,8 +23,9 @@ from transformers import (  # noqa: E402
     SiglipVisionModel,
 )
 
-from .corpus import CHUNK, IMAGE_SIZE, MOTORS  # noqa: E402
+from .corpus import CHUNK  # noqa: E402
 from .pipeline import BINS  # noqa: E402
+from .synthetic import IMAGE_SIZE, MOTORS  # noqa: E402
 
 SIZES = {
     "tiny": {

@@ -74,7 +74,8 @@ def _meta(folder: Path) -> dict:
 
 
 def _shape(meta: dict) -> tuple[str, int, int, int]:
-    from .corpus import CHUNK, MOTORS
+    from .corpus import CHUNK
+    from .synthetic import MOTORS
 
     shape = meta.get("shape") or {}  # a checkpoint from before shapes were recorded: 8 x 6, 6
     size = meta.get("model_size") or meta["recipe"].get("model_size")
@@ -330,7 +331,7 @@ def run_score(args: argparse.Namespace) -> int:
     """Validate everything (ScoreError: nothing written), then score and write the log."""
     import torch
 
-    from . import corpus, distributed
+    from . import corpus, distributed, synthetic
     from .flags import check_writable
     from .init import Init
     from .train import cpu_threads
@@ -345,7 +346,7 @@ def run_score(args: argparse.Namespace) -> int:
     replace = check_output(out, src)
     root = (Path(surface.data_dir) if surface.data_dir else corpus.default_dir()).resolve()
     init = Init("engine", src.checkpoints[-1], meta=src.newest)
-    data = _corpus(surface, root, init.image_size(corpus.IMAGE_SIZE))
+    data = _corpus(surface, root, init.image_size(synthetic.IMAGE_SIZE))
     _, chunk, motors, state_dim = _shape(src.newest)
     have = (data.chunk, data.motors, int(data.states.shape[1]))
     if have != (chunk, motors, state_dim):

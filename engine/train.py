@@ -31,6 +31,7 @@ from .logwriter import SCHEMA, LogWriter
 from .model import Policy, architecture, count_parameters
 from .pipeline import Layout, LayoutError, StepBatches, loader
 from .stats import NormStats
+from .synthetic import IMAGE_SIZE
 
 RECIPE_KEYS = (
     "model_size",
@@ -339,7 +340,7 @@ def run(args: argparse.Namespace) -> int:
         recipe = {k: getattr(args, k) for k in RECIPE_KEYS}
         root = data_root(args)
         init = inits.describe(args.init)  # validated by the CLI
-        size = init.image_size(corpus.IMAGE_SIZE) if init is not None else corpus.IMAGE_SIZE
+        size = init.image_size(IMAGE_SIZE) if init is not None else IMAGE_SIZE
         data = None
         if ctx.main:  # builds the corpus and decodes its frames into the cache, once
             corpus.ensure(root)

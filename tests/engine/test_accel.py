@@ -76,8 +76,9 @@ def test_an_unknown_precision_is_one_line(tmp_path, corpus_dir, capsys):
 
 
 def _batch(n=4):
-    from fontaine_engine.corpus import CHUNK, IMAGE_SIZE, MOTORS
+    from fontaine_engine.corpus import CHUNK
     from fontaine_engine.pipeline import BINS, FLOW_SAMPLES
+    from fontaine_engine.synthetic import IMAGE_SIZE, MOTORS
 
     g = torch.Generator().manual_seed(1)
     return {

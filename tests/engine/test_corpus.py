@@ -21,12 +21,12 @@ pytestmark = pytest.mark.engine
 
 
 def test_cache_is_reused(corpus_dir):
-    from fontaine_engine import corpus
+    from fontaine_engine import corpus, synthetic
 
     assert corpus.ensure(corpus_dir) is False
     data = corpus.load(corpus_dir)
     assert data.names == ("demos", "rig") and data.fps == 10
-    assert data.images.shape[1:] == (corpus.IMAGE_SIZE, corpus.IMAGE_SIZE, 3)
+    assert data.images.shape[1:] == (synthetic.IMAGE_SIZE, synthetic.IMAGE_SIZE, 3)
     assert data.actions.shape[1:] == (8, 6) and data.chunk == corpus.chunk_for(10) == 8
     assert set(np.unique(data.dataset)) == {0, 1}
     ev = data.eval_draw()
@@ -96,9 +96,9 @@ def test_layout_field_by_field(corpus_dir):
 def test_frames_and_vectors_read_back_exactly(corpus_dir):
     """libx264rgb at crf 0 is lossless: the reader returns the rendered frames bit for bit,
     each aligned to its row by timestamp."""
-    from fontaine_engine import corpus
+    from fontaine_engine import corpus, synthetic
 
-    gen = corpus.generate(0)
+    gen = synthetic.generate(0)
     data = corpus.load(corpus_dir)
     assert np.array_equal(data.images, np.concatenate(gen["demos"].frames + gen["rig"].frames))
     assert np.array_equal(data.states, np.concatenate(gen["demos"].states + gen["rig"].states))
