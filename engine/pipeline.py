@@ -8,7 +8,11 @@ makes the parity check meaningful, and what makes a resumed run replay its data.
 
 from __future__ import annotations
 
+import ctypes
+import os
 import signal
+import sys
+import threading
 import warnings
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -21,6 +25,7 @@ from .corpus import Corpus
 from .stats import NormStats
 
 BINS = 256
+PR_SET_PDEATHSIG = 1  # prctl(2)
 FLOW_SAMPLES = 4  # flow-matching time samples per example (MolmoAct2 uses 8)
 
 
@@ -228,11 +233,43 @@ class StepKeys(Sampler):
 
 
 def _worker_init(_: int) -> None:
-    # Workers must not steal the main process's cores, nor die on the terminal's Ctrl-C:
-    # the main process decides when to stop and shuts them down.
+    """A loader worker: one thread, deaf to the terminal's Ctrl-C, and dies with its parent.
+
+    The main process decides when to stop (SIGINT or SIGTERM to the process group finishes
+    the step first), so a worker ignores those signals from anyone else; but a SIGTERM from
+    its parent (multiprocessing's terminate() at the parent's exit) ends it, and so does the
+    parent's death (Linux: PR_SET_PDEATHSIG), so a process holding a loader never hangs at
+    exit and no worker outlives it."""
     torch.set_num_threads(1)
     signal.signal(signal.SIGINT, signal.SIG_IGN)
-    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    parent = os.getppid()
+    _die_with_parent(parent)
+    if not hasattr(signal, "sigwaitinfo"):  # no sender to tell apart: SIGTERM ends it
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
+        return
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)  # an ignored signal is never pending
+    signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGTERM})
+
+    def wait() -> None:
+        while True:
+            info = signal.sigwaitinfo({signal.SIGTERM})
+            if info.si_pid == parent or os.getppid() != parent:
+                os._exit(128 + signal.SIGTERM)
+
+    threading.Thread(target=wait, name="sigterm-from-parent", daemon=True).start()
+
+
+def _die_with_parent(parent: int) -> None:
+    """Ask Linux to SIGKILL this process when its parent dies."""
+    if not sys.platform.startswith("linux"):
+        return
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(PR_SET_PDEATHSIG, int(signal.SIGKILL), 0, 0, 0)
+    except (OSError, AttributeError):
+        return
+    if os.getppid() != parent:  # it died before the request took effect
+        os._exit(1)
 
 
 def loader(
