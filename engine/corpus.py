@@ -16,12 +16,12 @@ import os
 import tempfile
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 
-from . import lerobot, synthetic, videos
+from . import datastats, lerobot, synthetic, videos
 from .stats import NormStats
 from .synthetic import DATASETS, EVAL_FRACTION, FPS, IMAGE_SIZE, VERSION
 
@@ -66,7 +66,9 @@ class Corpus:
     dataset: np.ndarray  # (N,) int8 index into names
     episode: np.ndarray  # (N,) int32, unique across sub-datasets
     split: np.ndarray  # (N,) int8: 0 train, 1 eval
-    dataset_stats: dict  # name -> that dataset's meta/stats.json
+    dataset_stats: dict  # name -> that dataset's stats, completed from its frames
+    stats_origin: dict = field(default_factory=dict)  # name -> which were read, which computed
+    action_names: tuple[str, ...] = ()  # the first dataset's names of the action's dimensions
 
     @property
     def chunk(self) -> int:
@@ -95,14 +97,15 @@ class Corpus:
         return np.sort(rng.choice(pool, size=min(TRAIN_SLICE, len(pool)), replace=False))
 
     def stats(self) -> NormStats:
-        """The normalisation the datasets' own meta/stats.json give for the datasets trained
-        on: action q01/q99 and state mean/std, pooled by frame count over several."""
+        """The normalisation the datasets' own stats give for the datasets trained on (those
+        missing computed from the frames): action q01/q99 and state mean/std, pooled by frame
+        count over several."""
         parts = [self.dataset_stats[n] for n in self.train_names]
         try:
             return NormStats.pooled([(p[lerobot.STATE_KEY], p[lerobot.ACTION_KEY]) for p in parts])
         except (KeyError, TypeError, ValueError) as exc:
             raise CorpusError(
-                f"{self.root}: meta/stats.json: expected {lerobot.STATE_KEY} "
+                f"{self.root}: stats: expected {lerobot.STATE_KEY} "
                 f"mean/std/count and {lerobot.ACTION_KEY} q01/q99/count ({exc})"
             ) from None
 
@@ -380,7 +383,8 @@ def load(
         k: []
         for k in ("images", "states", "actions", "frame_actions", "dataset", "episode", "split")
     }
-    stats, fps, shapes, first_episode = {}, None, None, 0
+    stats, origins, fps, shapes, first_episode = {}, {}, None, None, 0
+    action_names: tuple[str, ...] = ()
     try:
         for ds_index, folder in enumerate(folders):
             ds = lerobot.read(folder, camera)
@@ -417,10 +421,20 @@ def load(
             parts["episode"].append((first_episode + ds.episode_index).astype(np.int32))
             parts["split"].append(split)
             first_episode += int(ds.episode_index.max()) + 1 if n else 0
-            stats[ds.name] = ds.stats
+            stats[ds.name], origins[ds.name] = datastats.complete(ds)
+            if not action_names:
+                dims = ds.info["features"][lerobot.ACTION_KEY].get("names")
+                action_names = tuple(str(n) for n in dims) if isinstance(dims, list) else ()
     except lerobot.DatasetError as exc:
         raise CorpusError(str(exc)) from None
     arrays = {k: (v[0] if len(v) == 1 else np.concatenate(v)) for k, v in parts.items()}
     return Corpus(
-        root=root, names=names, train_names=chosen, fps=int(fps or 0), dataset_stats=stats, **arrays
+        root=root,
+        names=names,
+        train_names=chosen,
+        fps=int(fps or 0),
+        dataset_stats=stats,
+        stats_origin=origins,
+        action_names=action_names,
+        **arrays,
     )

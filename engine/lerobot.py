@@ -39,6 +39,7 @@ VIDEO_PATH = "videos/{video_key}/" + CHUNK_FILE + ".mp4"
 EPISODES_PATH = EPISODES_DIR + "/" + CHUNK_FILE + ".parquet"
 LEGACY_EPISODES = "meta/episodes.jsonl"
 LEGACY_TASKS = "meta/tasks.jsonl"
+LEGACY_EPISODES_STATS = "meta/episodes_stats.jsonl"  # v2.1: per-episode, no meta/stats.json
 STATE_KEY = "observation.state"
 ACTION_KEY = "action"
 QUANTILES = (0.01, 0.10, 0.50, 0.90, 0.99)
@@ -83,7 +84,8 @@ class Dataset:
     timestamp: np.ndarray  # (N,) float64
     episodes: tuple[Episode, ...]
     splits: dict[str, str]
-    stats: dict
+    stats: dict  # feature -> stat -> numbers, as read from stats_file
+    stats_file: str | None = None  # meta/stats.json, meta/episodes_stats.jsonl, or none
 
     @property
     def name(self) -> str:
@@ -225,7 +227,7 @@ def read(root: Path, camera: str | None = None) -> Dataset:
         if ep.index not in starts:
             raise DatasetError(f"{root}: episode {ep.index} has no frames in data/")
         placed.append(Episode(ep.index, ep.length, starts[ep.index], ep.tasks, ep.video))
-    stats = _json(root / STATS_PATH) if (root / STATS_PATH).is_file() else {}
+    stats, stats_file = _stats(root)
     splits = info.get("splits")
     splits = splits if isinstance(splits, dict) else {}
     return Dataset(
@@ -240,8 +242,64 @@ def read(root: Path, camera: str | None = None) -> Dataset:
         timestamp=timestamp,
         episodes=tuple(placed),
         splits=dict(splits),
-        stats=stats if isinstance(stats, dict) else {},
+        stats=stats,
+        stats_file=stats_file,
     )
+
+
+def _stats(root: Path) -> tuple[dict, str | None]:
+    """The dataset's stats as written: meta/stats.json, or (v2.1, which writes none) the
+    episodes' stats of meta/episodes_stats.jsonl pooled exactly (min, max, mean, std, count;
+    per-episode quantiles cannot be pooled into the dataset's, so none are taken)."""
+    if (root / STATS_PATH).is_file():
+        stats = _json(root / STATS_PATH)
+        if not isinstance(stats, dict):
+            raise DatasetError(f"{root / STATS_PATH}: expected a JSON object of features")
+        return stats, STATS_PATH
+    path = root / LEGACY_EPISODES_STATS
+    if not path.is_file():
+        return {}, None
+    try:
+        lines = path.read_text().splitlines()
+    except OSError as exc:
+        raise DatasetError(f"{path}: cannot read ({exc.strerror or exc})") from None
+    parts: dict[str, list[dict]] = {STATE_KEY: [], ACTION_KEY: []}
+    for n, line in enumerate(lines, 1):
+        if not line.strip():
+            continue
+        where = "stats"
+        try:
+            row = json.loads(line)["stats"]
+            for key, found in parts.items():
+                entry = {}
+                for k in ("min", "max", "mean", "std", "count"):
+                    where = f"stats.{key}.{k}"
+                    entry[k] = np.asarray(row[key][k], dtype=np.float64).reshape(-1)
+                found.append(entry)
+        except (KeyError, TypeError, ValueError):
+            raise DatasetError(
+                f"{path}:{n}: {where}: expected numbers (min, max, mean, std and count of "
+                f"{STATE_KEY} and {ACTION_KEY} per episode)"
+            ) from None
+    if not parts[STATE_KEY]:
+        return {}, None
+    return {key: _pooled(found) for key, found in parts.items()}, LEGACY_EPISODES_STATS
+
+
+def _pooled(parts: list[dict]) -> dict[str, list]:
+    """Per-episode min/max/mean/std/count pooled into the whole dataset's (exact)."""
+    counts = np.array([float(p["count"][0]) for p in parts])
+    means = np.stack([p["mean"] for p in parts])
+    w = counts[:, None] / counts.sum()
+    mean = (w * means).sum(axis=0)
+    var = (w * (np.stack([p["std"] for p in parts]) ** 2 + (means - mean) ** 2)).sum(axis=0)
+    return {
+        "min": np.min([p["min"] for p in parts], axis=0).tolist(),
+        "max": np.max([p["max"] for p in parts], axis=0).tolist(),
+        "mean": mean.tolist(),
+        "std": np.sqrt(var).tolist(),
+        "count": [int(counts.sum())],
+    }
 
 
 def _episodes_v3(root: Path, info: dict, camera: str) -> list[Episode]:

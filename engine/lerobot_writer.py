@@ -14,13 +14,13 @@ from pathlib import Path
 
 import numpy as np
 
+from .datastats import feature_stats
 from .lerobot import (
     ACTION_KEY,
     DATA_PATH,
     DEFAULT_FEATURES,
     EPISODES_PATH,
     INFO_PATH,
-    QUANTILES,
     STATE_KEY,
     STATS_PATH,
     TASKS_PATH,
@@ -28,24 +28,10 @@ from .lerobot import (
 )
 
 
-def _stats(values: np.ndarray) -> dict[str, list]:
-    v = np.asarray(values, dtype=np.float64)
-    out = {
-        "min": v.min(axis=0),
-        "max": v.max(axis=0),
-        "mean": v.mean(axis=0),
-        "std": v.std(axis=0),
-        "count": np.array([len(v)]),
-    }
-    for q in QUANTILES:
-        out[f"q{int(round(q * 100)):02d}"] = np.quantile(v, q, axis=0)
-    return {k: np.asarray(x).tolist() for k, x in out.items()}
-
-
 def _image_stats(images: np.ndarray) -> dict[str, list]:
     """Per channel over all pixels, in [0, 1], shaped (3, 1, 1) as lerobot writes them."""
     flat = images.reshape(-1, 3)
-    per = _stats(flat[:: max(1, len(flat) // 200_000)].astype(np.float64) / 255.0)
+    per = feature_stats(flat[:: max(1, len(flat) // 200_000)].astype(np.float64) / 255.0)
     return {k: [[[x]] for x in v] if k != "count" else [len(images)] for k, v in per.items()}
 
 
@@ -199,8 +185,8 @@ def write(
     pq.write_table(tasks_table, root / TASKS_PATH)
     all_images = np.concatenate(frames_by_episode)
     stats = {
-        STATE_KEY: _stats(np.concatenate(states)),
-        ACTION_KEY: _stats(np.concatenate(actions)),
+        STATE_KEY: feature_stats(np.concatenate(states)),
+        ACTION_KEY: feature_stats(np.concatenate(actions)),
         camera: _image_stats(all_images),
     }
     (root / STATS_PATH).write_text(json.dumps(stats, indent=1))

@@ -23,7 +23,7 @@ import torch
 from torch.distributed.optim import ZeroRedundancyOptimizer
 from torch.nn.parallel import DistributedDataParallel as DDP
 
-from . import accel, checkpoint, corpus, distributed
+from . import accel, checkpoint, corpus, datastats, distributed
 from . import init as inits
 from .evaluate import PROBE_SEED, Probe, eval_record
 from .identity import identity
@@ -133,6 +133,18 @@ def resolve_stats(
     size = 2 * data.motors + 2 * data.states.shape[1]
     packed = stats.to_tensor() if stats is not None else torch.zeros(size, dtype=torch.float64)
     return NormStats.from_tensor(distributed.broadcast(ctx, packed), data.motors), source
+
+
+def clip_warning(data: corpus.Corpus, stats: NormStats, source: str) -> str | None:
+    """A line when the stats leave a large share of the train action targets beyond
+    q01/q99 (engine/datastats.py)."""
+    return datastats.clip_warning(
+        data.actions[data.train_index],
+        stats.action_q01,
+        stats.action_q99,
+        list(data.action_names),
+        source,
+    )
 
 
 def build_session(
@@ -349,6 +361,7 @@ def run(args: argparse.Namespace) -> int:
         if data is None:  # the other ranks read what rank 0 built and decoded
             data = corpus.load(root, datasets_of(args), size)
         s = build_session(args, ctx, data, init)
+        stats, stats_source = resolve_stats(args, ctx, data, resume_from, init)
         # after the corpus is in place, so the meta names the data it trains on
         ident = identity(root.resolve())
         log.write(
@@ -370,8 +383,11 @@ def run(args: argparse.Namespace) -> int:
                 **{k: getattr(args, k) for k in PLATFORM_KEYS},
                 "threads": torch.get_num_threads(),
             },
+            stats={"source": stats_source, "datasets": data.stats_origin},
         )
-        stats, stats_source = resolve_stats(args, ctx, data, resume_from, init)
+        if ctx.main and (warning := clip_warning(data, stats, stats_source)):
+            log.event(step, "warning", warning)
+            print(f"engine: warning: {warning}", file=sys.stderr)
         if resume_from is not None:
             checkpoint.load_weights(resume_from, s.module)
             s.optimizer.load_state_dict(checkpoint.load_optimizer(resume_from))

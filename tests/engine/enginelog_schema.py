@@ -38,7 +38,7 @@ FIELDS = {
     "checkpoint": {"path": str},
     "event": {"event": str, "detail": str},
 }
-EVENTS = {"start", "resume", "end", "error"}
+EVENTS = {"start", "resume", "end", "error", "warning"}
 
 
 def read(path: Path) -> list[dict]:
