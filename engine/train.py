@@ -468,6 +468,9 @@ def run(args: argparse.Namespace) -> int:
     except UsageError as exc:  # found once the data and model are in hand: logged, exit 2
         log.event(step, "error", str(exc))
         raise
+    except corpus.CorpusError as exc:  # a dataset that cannot be read: logged, exit 2
+        log.event(step, "error", str(exc))
+        raise UsageError(str(exc)) from None
     except Exception as exc:  # logged for the console, then a non-zero exit
         return log.failed(step, exc)
     finally:

@@ -274,3 +274,18 @@ def test_narrow_quantiles_are_warned_of(tmp_path, formats):
     warnings = [r for r in records if r.get("event") == "warning"]
     assert len(warnings) == 1 and "beyond q01/q99" in warnings[0]["detail"]
     assert "engine: warning: stats from corpus meta/stats.json" in proc.stderr
+
+
+def test_unreadable_stats_are_one_line_and_exit_2(tmp_path, formats):
+    base, _, _ = formats
+    root = tmp_path / "bad"
+    shutil.copytree(base / "v30", root)
+    stats = json.loads((root / "meta/stats.json").read_text())
+    stats["action"]["mean"] = [0.0, 1.0]
+    (root / "meta/stats.json").write_text(json.dumps(stats))
+    proc, _ = _train(tmp_path, root)
+    assert proc.returncode == 2, proc.stderr
+    assert proc.stderr.strip() == (
+        f"engine: error: {root / 'meta/stats.json'}: action.mean: expected 6 finite numbers, "
+        "got [0.0, 1.0]"
+    )
