@@ -245,7 +245,7 @@ async def main_async(args) -> int:
                 print("  ssh: skipped (no sshd; install openssh-server)")
                 return 0
             from fontaine_tui.core.follow.ssh import SshRun
-            from fontaine_tui.core.follow.target import SshTarget
+            from fontaine_tui.core.ssh.destination import SshTarget
 
             sshd = Sshd(folder / "sshd").start()
             try:

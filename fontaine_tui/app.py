@@ -418,7 +418,8 @@ class FontaineApp(App[int]):
         """A runs-list row: a folder here, or host:folder, followed over SSH (its prereg.json
         read through the connection, as `attach host:/path` does)."""
         from fontaine_tui.core.follow.ssh import SshRun
-        from fontaine_tui.core.follow.target import SshTarget, parse_target
+        from fontaine_tui.core.follow.target import parse_target
+        from fontaine_tui.core.ssh.destination import SshTarget
 
         parsed = parse_target(target)
         if not isinstance(parsed, SshTarget):

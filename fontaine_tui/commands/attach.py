@@ -125,7 +125,8 @@ def console_or_plain(source, preset_arg: str | None, mode: str, args: argparse.N
 def launched_there(target: str, ssh_options: tuple[str, ...]):
     """A run this host launched on another (`launch --on`), found again from the registry
     (model/launched.py), so the console can stop it there; None for anything else."""
-    from fontaine_tui.core.follow.target import SshTarget, parse_target
+    from fontaine_tui.core.follow.target import parse_target
+    from fontaine_tui.core.ssh.destination import SshTarget
     from fontaine_tui.model.launched import LaunchedRun
 
     try:

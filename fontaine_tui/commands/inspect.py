@@ -54,8 +54,9 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from fontaine_tui.core import runfolder
-    from fontaine_tui.core.follow.target import SshTarget, parse_target
+    from fontaine_tui.core.follow.target import parse_target
     from fontaine_tui.core.log.formats.inspect import inspect_run
+    from fontaine_tui.core.ssh.destination import SshTarget
 
     target = args.run
     if isinstance(parse_target(target), SshTarget):

@@ -159,7 +159,7 @@ def watch_far(launched, args: argparse.Namespace, options: tuple[str, ...]) -> i
     asks to stop it there or detach), or as plain lines until its log's end."""
     from fontaine_tui.core.follow.base import RunSource
     from fontaine_tui.core.follow.ssh import SshRun
-    from fontaine_tui.core.follow.target import SshTarget
+    from fontaine_tui.core.ssh.destination import SshTarget
 
     ssh = SshRun(SshTarget(launched.host, launched.run_dir), ssh_options=options)
     source: RunSource = ssh

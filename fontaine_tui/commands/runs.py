@@ -50,10 +50,10 @@ def run(args: argparse.Namespace) -> int:
     from dataclasses import asdict
 
     from fontaine_tui.core.errors import InputError
-    from fontaine_tui.core.follow.target import check_destination
     from fontaine_tui.core.host.memory import hostname
     from fontaine_tui.core.launch.fleet import Fleet, control_dir, host_envs, row_cells
     from fontaine_tui.core.launch.registry import Registry, live_statuses
+    from fontaine_tui.core.ssh.destination import check_destination
     from fontaine_tui.core.text import literal
     from fontaine_tui.core.verdict.prereg import utc_iso
 

@@ -209,16 +209,6 @@ for f in "$2".*; do [ -f "$f" ] && printf '%s\n' "$f"; done
 exit 0
 """
 
-# $1 folder, $2 file: exit 3 no such folder, 4 no such file, 5 unreadable
-READ_SCRIPT = r"""
-[ -d "$1" ] || exit 3
-cd -- "$1" 2>/dev/null || exit 5
-[ -e "$2" ] || exit 4
-[ -f "$2" ] || exit 6
-[ -r "$2" ] || exit 5
-exec cat -- "$2"
-"""
-
 # $1 folder: each regular file as "SIZE INODE NAME" (one line each; a name with a newline
 # is left out); exit 3 no such folder
 FILES_SCRIPT = r"""

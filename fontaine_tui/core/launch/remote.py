@@ -32,12 +32,12 @@ from pathlib import Path
 
 from fontaine_tui.core.childenv import child_env
 from fontaine_tui.core.errors import InputError
-from fontaine_tui.core.follow.ssh import SshError, SshRun
-from fontaine_tui.core.follow.target import SshTarget
 from fontaine_tui.core.launch import slurm
 from fontaine_tui.core.launch.hosts import HostSettings
 from fontaine_tui.core.launch.launcher import ExitInfo, exit_from_dict, exit_to_dict
 from fontaine_tui.core.launch.slurm import check_host
+from fontaine_tui.core.ssh.connection import SshConnection, SshError
+from fontaine_tui.core.ssh.destination import SshTarget
 from fontaine_tui.core.verdict.prereg import Prereg, parse_prereg
 from fontaine_tui.core.verdict.presets import Preset
 
@@ -116,7 +116,7 @@ def _last_line(err: bytes) -> str:
 
 
 async def _call(
-    ssh: SshRun, settings: HostSettings, *args: str, timeout: float = CALL_TIMEOUT_S
+    ssh: SshConnection, settings: HostSettings, *args: str, timeout: float = CALL_TIMEOUT_S
 ) -> tuple[int, bytes, bytes]:
     rc, out, err = await ssh.shell(fontaine_command(settings, *args), timeout)
     if rc == 127 or b"No module named fontaine_tui" in err:
@@ -142,7 +142,7 @@ async def launch_on(
     """Launch `preset` on the host (with `on`, the host's own `--on`: slurm:PARTITION
     submits it to Slurm from there); InputError (one line) for a refusal there or here."""
     host = settings.name
-    ssh = SshRun(SshTarget(host, settings.project), ssh_options)
+    ssh = SshConnection(SshTarget(host, settings.project), ssh_options)
     try:
         rc, out, err = await _call(ssh, settings, "presets", "show", preset.name)
         if rc != 0:
@@ -199,7 +199,7 @@ async def _keep_frozen(
     host: str, run_dir: str, preset: Preset, keep: Path, ssh_options: Sequence[str]
 ) -> tuple[Prereg, Path]:
     """The run's prereg.json there, checked to freeze `preset`, kept here byte for byte."""
-    folder = SshRun(SshTarget(host, run_dir), ssh_options)
+    folder = SshConnection(SshTarget(host, run_dir), ssh_options)
     try:
         raw = await folder.read_bytes("prereg.json")
     finally:
@@ -252,7 +252,7 @@ class RemoteEngine:
         watch: bool = True,
     ) -> None:
         self.settings, self.run_dir, self.pid, self.job = settings, run_dir, pid, job
-        self.ssh = SshRun(SshTarget(settings.name, run_dir), ssh_options)
+        self.ssh = SshConnection(SshTarget(settings.name, run_dir), ssh_options)
         self.poll_s = poll_s
         self._exit: ExitInfo | None = None
         self._lock = threading.Lock()

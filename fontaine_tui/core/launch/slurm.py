@@ -40,7 +40,6 @@ from typing import Any
 from fontaine_tui.core import tomlfile
 from fontaine_tui.core.childenv import child_env
 from fontaine_tui.core.errors import InputError
-from fontaine_tui.core.follow.target import check_destination
 from fontaine_tui.core.host.oomkill import MemoryEvidence, MemoryWatch
 from fontaine_tui.core.launch.enginename import ENGINE_MODULE
 from fontaine_tui.core.launch.launcher import (
@@ -51,6 +50,7 @@ from fontaine_tui.core.launch.launcher import (
 )
 from fontaine_tui.core.readfile import read_text
 from fontaine_tui.core.runfolder import RunFolder
+from fontaine_tui.core.ssh.destination import check_destination
 
 SCRIPT = "job.sbatch"
 POLL_S = 3.0

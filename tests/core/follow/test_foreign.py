@@ -201,7 +201,7 @@ async def test_follow_a_tensorboard_run_over_ssh_while_it_is_written(sshd, tmp_p
     """Over a real sshd on 127.0.0.1: the event file's bytes by offset through the shared
     connection, decoded here; the same records as a cold read on the host."""
     from fontaine_tui.core.follow.ssh import SshRun
-    from fontaine_tui.core.follow.target import SshTarget
+    from fontaine_tui.core.ssh.destination import SshTarget
     from tests.core.follow.test_ssh import HOST_ALIAS
 
     folder = tmp_path / "tb"
@@ -224,7 +224,7 @@ async def test_follow_a_tensorboard_run_over_ssh_while_it_is_written(sshd, tmp_p
 
 async def test_a_path_with_spaces_and_metacharacters_stays_literal_over_ssh(sshd, tmp_path):
     from fontaine_tui.core.follow.ssh import SshRun
-    from fontaine_tui.core.follow.target import SshTarget
+    from fontaine_tui.core.ssh.destination import SshTarget
     from tests.core.follow.test_ssh import HOST_ALIAS
 
     folder = tmp_path / "a run; $(touch pwned) 'q'"
@@ -244,7 +244,7 @@ async def test_an_mlflow_sqlite_store_over_ssh_as_read_only_snapshots(sshd, tmp_
     pytest.importorskip("sqlalchemy")
     mlflow = pytest.importorskip("mlflow")
     from fontaine_tui.core.follow.ssh import SshRun
-    from fontaine_tui.core.follow.target import SshTarget
+    from fontaine_tui.core.ssh.destination import SshTarget
     from tests.core.follow.test_ssh import HOST_ALIAS
 
     monkeypatch.chdir(tmp_path)

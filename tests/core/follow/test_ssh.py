@@ -11,8 +11,9 @@ from pathlib import Path
 import psutil
 import pytest
 
-from fontaine_tui.core.follow.ssh import SshError, SshRun
-from fontaine_tui.core.follow.target import SshTarget
+from fontaine_tui.core.follow.ssh import SshRun
+from fontaine_tui.core.ssh.connection import SshError
+from fontaine_tui.core.ssh.destination import SshTarget
 from tests.core.follow.followkit import Collector, append, event_line, train_line
 from tests.sshd_helper import HOST_ALIAS, free_port
 

@@ -9,8 +9,9 @@ import time
 import psutil
 import pytest
 
-from fontaine_tui.core.follow.ssh import SshError, SshRun
-from fontaine_tui.core.follow.target import SshTarget
+from fontaine_tui.core.follow.ssh import SshRun
+from fontaine_tui.core.ssh.connection import SshError
+from fontaine_tui.core.ssh.destination import SshTarget
 from tests.sshd_helper import HOST_ALIAS
 
 pytestmark = pytest.mark.ssh

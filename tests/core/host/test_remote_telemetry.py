@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 
 from fontaine_tui.core.follow.ssh import SshRun
-from fontaine_tui.core.follow.target import SshTarget
 from fontaine_tui.core.host.memory import parse_meminfo
 from fontaine_tui.core.host.telemetry import sample_remote
+from fontaine_tui.core.ssh.destination import SshTarget
 from tests.sshd_helper import HOST_ALIAS, Sshd, find_sshd
 
 pytestmark = pytest.mark.ssh

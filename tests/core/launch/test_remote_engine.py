@@ -19,13 +19,13 @@ from pathlib import Path
 import pytest
 
 from fontaine_tui.core.errors import InputError
-from fontaine_tui.core.follow.ssh import SshError, SshRun
 from fontaine_tui.core.host.memory import hostname
 from fontaine_tui.core.launch import remote, slurm
 from fontaine_tui.core.launch.hosts import HostSettings
 from fontaine_tui.core.launch.launcher import EngineProcess
 from fontaine_tui.core.launch.registry import Entry, Registry
 from fontaine_tui.core.launch.remote import RemoteEngine
+from fontaine_tui.core.ssh.connection import SshConnection, SshError
 from tests.logs import T0, meta, train, write_log
 from tests.sshd_helper import HOST_ALIAS
 
@@ -351,7 +351,7 @@ def test_the_launch_there_gets_a_long_wait_and_a_cut_one_says_so(tmp_path, monke
     preset = load_preset("smoke")
     seen: list[tuple[str, float | None]] = []
 
-    async def shell(self, command, timeout=SshRun.EXEC_TIMEOUT_S):
+    async def shell(self, command, timeout=SshConnection.EXEC_TIMEOUT_S):
         seen.append((command.split(" -m fontaine_tui ")[-1].split()[0], timeout))
         if " presets show " in command:
             return 0, f"# sha256 (canonical form): {preset.sha256}\n".encode(), b""
@@ -360,12 +360,12 @@ def test_the_launch_there_gets_a_long_wait_and_a_cut_one_says_so(tmp_path, monke
     async def close(self):
         pass
 
-    monkeypatch.setattr(SshRun, "shell", shell)
-    monkeypatch.setattr(SshRun, "close", close)
+    monkeypatch.setattr(SshConnection, "shell", shell)
+    monkeypatch.setattr(SshConnection, "close", close)
     with pytest.raises(InputError) as err:
         asyncio.run(remote.launch_on(HostSettings(HOST_ALIAS), preset, tmp_path))
     assert seen == [("presets", remote.CALL_TIMEOUT_S), ("launch", remote.LAUNCH_TIMEOUT_S)]
-    assert remote.LAUNCH_TIMEOUT_S > SshRun.EXEC_TIMEOUT_S
+    assert remote.LAUNCH_TIMEOUT_S > SshConnection.EXEC_TIMEOUT_S
     assert "may have gone on: see `fontaine-tui runs` on" in str(err.value)
     assert "\n" not in str(err.value)
 
