@@ -79,7 +79,7 @@ def _foreign(target: str, preset_arg: str | None, speed: float | None):
     [source] is foreign), replayed through its format."""
     from pathlib import Path
 
-    from fontaine_tui.core.follow.foreign import ForeignReplay
+    from fontaine_tui.core.follow.replay import ForeignReplay
     from fontaine_tui.core.log.formats.source import foreign_spec
     from fontaine_tui.core.verdict.presets import load_preset
 

@@ -258,8 +258,8 @@ def folder_of(source: RunSource) -> Path | None:
     """Where review.jsonl and verdict.json go: the run folder (ours, or another trainer's
     followed or replayed here), or the replayed log's folder; None for a run on another
     host."""
-    from fontaine_tui.core.follow.foreign import ForeignReplay, ForeignRun
-    from fontaine_tui.core.follow.replay import ReplayRun
+    from fontaine_tui.core.follow.foreign import ForeignRun
+    from fontaine_tui.core.follow.replay import ForeignReplay, ReplayRun
 
     if isinstance(source, LocalRun):
         return source.folder

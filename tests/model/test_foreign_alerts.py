@@ -9,7 +9,7 @@ import math
 import pytest
 
 from fontaine_tui.core.follow.base import Batch
-from fontaine_tui.core.follow.foreign import ForeignReplay
+from fontaine_tui.core.follow.replay import ForeignReplay
 from fontaine_tui.core.log.formats import SourceSpec
 from fontaine_tui.core.verdict.presets import load_preset
 from fontaine_tui.model.session import Session

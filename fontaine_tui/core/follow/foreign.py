@@ -20,17 +20,14 @@ read ours. The transport knows no format; this module is where the two meet.
 - printed lines ([source] kind "lines"): appended lines, the torn last one held until its
   newline.
 
-A step's values may come in more than one write, so the last step read is held; it goes out
-at once when the source shows it is complete (a later step, an MLflow run's end), else at
-the first look that finds the source as it was (one quiet poll). A value its writer logs for
-it after that completes its probe (never a conflict).
+A step's values may come in more than one write, so the last step read is held until the
+source shows it complete (held.py); a source read whole is polled by wholeread.py. A finished
+foreign run replayed is replay.py's ForeignReplay.
 """
 
 from __future__ import annotations
 
 import asyncio
-import math
-import os
 import re
 from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
@@ -39,9 +36,11 @@ from typing import Protocol
 from fontaine_tui.core.errors import InputError
 from fontaine_tui.core.follow.base import Batch, Chunk
 from fontaine_tui.core.follow.eventrun import EventRun, events_of
+from fontaine_tui.core.follow.held import quiet, settle
 from fontaine_tui.core.follow.local import LocalRun
+from fontaine_tui.core.follow.wholeread import poll_whole, stamps
 from fontaine_tui.core.log.formats import SourceSpec, decoder, files
-from fontaine_tui.core.log.formats.base import Decoder, Whole, decoder_notices, groupers
+from fontaine_tui.core.log.formats.base import Decoder, decoder_notices
 from fontaine_tui.core.log.formats.eventdirs import run_root
 from fontaine_tui.core.log.formats.mlflow import (
     FILE_STORE,
@@ -63,12 +62,11 @@ from fontaine_tui.core.log.formats.source import (
 from fontaine_tui.core.log.formats.tensorboard import FramingError
 from fontaine_tui.core.log.formats.trackio import TrackioDecoder
 from fontaine_tui.core.log.formats.trackio import run_rows as trackio_rows
-from fontaine_tui.core.log.records import Event, Probe, Record
+from fontaine_tui.core.log.records import Record
 from fontaine_tui.core.readfile import read_whole
 from fontaine_tui.core.runfolder import ENGINE_OUT, LOG
 
-MLFLOW_POLL_S = 1.0  # a store is read whole at least this often
-CHECK_S = 0.25  # and checked for a change this often (sizes and times: cheap)
+MLFLOW_POLL_S = 1.0  # a store is read whole at least this often (checked each CHECK_S)
 SETTLE_S = MLFLOW_POLL_S  # the longest a followed step is held before it goes out
 
 
@@ -96,54 +94,9 @@ def at_once(base: Path) -> None:
         load_source(base, SourceSpec("tensorboard"))
 
 
-def settle(dec: Decoder) -> list[Record]:
-    """At the source's current end: the held step's train record (the loss chart need not
-    wait for the next step); its eval values wait for the next step, or a quiet poll, since
-    a writer may log a step's values in more than one write."""
-    if isinstance(dec, Whole):
-        return dec.settle_train()
-    out: list[Record] = []
-    for grouper in groupers(dec):
-        grouper.settle_train(out)
-    return out
-
-
-def quiet(dec: Decoder) -> list[Record]:
-    """The source did not change for one poll: the held step goes out whole. A value its
-    writer logs for it later completes its probe (Grouper, RunStore: never a conflict)."""
-    if isinstance(dec, Whole):
-        return dec.settle()
-    out: list[Record] = []
-    for grouper in groupers(dec):
-        grouper.flush(out)
-    return out
-
-
 def _matcher(kind: str, name: str) -> Callable[[str], bool]:
     """The file a kind follows (event files: eventrun.py's `events_of`): the one named."""
     return lambda n: n == name
-
-
-class _Quiet:
-    """For a source read whole again and again (trainer_state.json, an MLflow store): after a
-    read that changed, the held step's train record at once; at the first read after it that
-    found the source as it was, the held step whole."""
-
-    def __init__(self) -> None:
-        self.seen: object = _NOTHING
-        self.settled = True
-
-    def after(self, dec: Decoder, records: list[Record], seen: object) -> list[Record]:
-        if seen != self.seen:
-            self.seen, self.settled = seen, False
-            return records + settle(dec)
-        if not self.settled:
-            self.settled = True
-            return records + quiet(dec)
-        return records
-
-
-_NOTHING = object()
 
 
 class FileTransport(Protocol):
@@ -450,7 +403,7 @@ class ForeignRun:
             raise AssertionError("unreachable")  # pragma: no cover
 
         async def stamp() -> object:
-            return await asyncio.to_thread(_stamps, [files(self.folder, self.spec)[0]])
+            return await asyncio.to_thread(stamps, [files(self.folder, self.spec)[0]])
 
         async for batch in self._poll_whole(dec, read, self.poll_s or 0.5, stamp):
             yield batch
@@ -468,7 +421,7 @@ class ForeignRun:
         async def stamp() -> object:
             if not chosen:
                 return None
-            return await asyncio.to_thread(_stamps, store_files(*chosen[0]))
+            return await asyncio.to_thread(stamps, store_files(*chosen[0]))
 
         async for batch in self._poll_whole(dec, read, MLFLOW_POLL_S, stamp):
             yield batch
@@ -488,140 +441,25 @@ class ForeignRun:
                 return None
             db = chosen[0]  # the SQLite store and its journals
             return await asyncio.to_thread(
-                _stamps, [db, db.with_name(db.name + "-wal"), db.with_name(db.name + "-journal")]
+                stamps, [db, db.with_name(db.name + "-wal"), db.with_name(db.name + "-journal")]
             )
 
         async for batch in self._poll_whole(dec, read, MLFLOW_POLL_S, stamp):
             yield batch
 
-    async def _poll_whole(
+    def _refuses(self, exc: BaseException) -> bool:
+        """Whether `exc` ends the follow for good (refusal); its words kept as `refused`."""
+        if refusal(exc):
+            self.refused = str(exc)
+            return True
+        return False
+
+    def _poll_whole(
         self,
         dec: Decoder,
         read: Callable[[], Awaitable[tuple[list[Record], object]]],
         every: float,
         stamp: Callable[[], Awaitable[object]] | None = None,
     ) -> AsyncIterator[Batch]:
-        """A source read whole (`read` decodes it, new steps only, and says what it read) each
-        `every` seconds, and as soon as its `stamp` (sizes and times) changes, looked at each
-        CHECK_S; a failed read is a note, said once, and tried again."""
-        loop = asyncio.get_running_loop()
-        held = _Quiet()
-        said = ""
-        told: list[str] = []
-        seen: object = _NOTHING
-        last = -math.inf
-        wait = min(every, CHECK_S) if stamp is not None else every
-        while not self._closed.is_set():
-            try:
-                now = await stamp() if stamp is not None else None
-                if now is None or now != seen or loop.time() - last >= every:
-                    found, what = await read()
-                    seen, last = now, loop.time()
-                else:  # nothing changed since the last read
-                    found, what = [], held.seen
-                records = held.after(dec, found, what)
-                notes = decoder_notices(dec, self.spec.kind)
-                if records or notes != told:
-                    news = [n for n in notes if n not in told]
-                    told = notes
-                    yield Batch([], 1, note="; ".join(news), records=tuple(records))
-                said = ""
-            except (InputError, FormatError, OSError) as exc:
-                if refusal(exc):
-                    self.refused = str(exc)
-                    yield Batch([], 1, note=str(exc))
-                    return
-                if str(exc) != said:
-                    said = str(exc)
-                    yield Batch([], 1, note=f"waiting: {exc}")
-            try:
-                await asyncio.wait_for(self._closed.wait(), wait)
-            except TimeoutError:
-                pass
-
-
-def _stamps(paths: list[Path]) -> object:
-    """Each file's size and times (None for one that is not there): cheap, and changed by
-    any write."""
-    out: list[tuple[int, int, int, int] | None] = []
-    for path in paths:
-        try:
-            st = os.stat(path)
-        except OSError:
-            out.append(None)
-            continue
-        out.append((st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns))
-    return (tuple(paths), tuple(out))
-
-
-class ForeignReplay:
-    """A finished foreign run replayed as if it were being written (`replay`): its records
-    in step order, as fast as possible or at `speed` times its own time stamps, then an
-    "end of replay" note."""
-
-    BATCH = 256
-
-    def __init__(self, folder: str | Path, spec: SourceSpec, speed: float | None = None) -> None:
-        if speed is not None and not speed > 0:
-            raise InputError(f"--speed: expected a positive number, got {speed}")
-        self.folder, self.spec, self.speed = Path(folder), spec, speed
-        self.label = f"replay {self.folder} ({spec.kind})"
-        self.notices: list[str] = []
-        self._closed = asyncio.Event()
-
-    async def read_bytes(self, name: str) -> bytes | None:
-        try:
-            return await asyncio.to_thread(read_whole, self.folder / name)
-        except FileNotFoundError:
-            return None
-
-    async def close(self) -> None:
-        self._closed.set()
-
-    def records(self) -> list[Record]:
-        from fontaine_tui.core.log.formats import load_source
-
-        store = load_source(self.folder, self.spec).store
-        self.notices = list(store.notices)
-        out: list[Record] = [store.train_at(i) for i in range(len(store.steps))]
-        out += [store.probes[s] for s in store.probe_steps()]
-        out += [c.second for c in store.conflicts]  # replayed as read: still conflicting
-        # how the run ended, where its source says (an MLflow status, a W&B exit code)
-        out += [e for e in store.events if e.event in ("end", "error")]
-        # a step's probe after its loss, and the end after both
-        out.sort(key=lambda r: (r.step, isinstance(r, Probe) + 2 * isinstance(r, Event)))
-        return out
-
-    async def follow(self, name: str = LOG) -> AsyncIterator[Batch]:
-        if name != LOG:
-            return
-        records = await asyncio.to_thread(self.records)
-        if self.notices:
-            yield Batch([], 1, note="; ".join(self.notices))
-        loop = asyncio.get_running_loop()
-        t0: float | None = None
-        w0 = 0.0
-        start = 0
-        for i, rec in enumerate(records):
-            if self._closed.is_set():
-                return
-            if self.speed and math.isfinite(rec.time):
-                if t0 is None:
-                    t0, w0 = rec.time, loop.time()
-                wait = w0 + (rec.time - t0) / self.speed - loop.time()  # its own pace
-                if wait > 0:
-                    if i > start:
-                        yield Batch([], 1, records=tuple(records[start:i]))
-                        start = i
-                    try:
-                        await asyncio.wait_for(self._closed.wait(), wait)
-                        return
-                    except TimeoutError:
-                        pass
-            if i - start >= self.BATCH:
-                yield Batch([], 1, records=tuple(records[start:i]))
-                start = i
-                await asyncio.sleep(0)
-        if start < len(records):
-            yield Batch([], 1, records=tuple(records[start:]))
-        yield Batch([], 1, note=f"end of replay ({self.folder.name}, {self.spec.kind})")
+        """wholeread.poll_whole for this run's source, until it is closed."""
+        return poll_whole(dec, read, every, stamp, self._closed, self.spec.kind, self._refuses)

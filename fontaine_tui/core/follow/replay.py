@@ -1,20 +1,24 @@
-"""Replay a finished log as if it were being written: as fast as possible or at a speed.
+"""Replay a finished run as if it were being written: as fast as possible or at a speed.
 
-Unlike the live followers, `follow()` ends after the last line (with an "end of replay"
-note), so a plain reader knows when to stop.
+ReplayRun replays our log line by line, ForeignReplay another trainer's run as records (its
+cold read, in step order). Unlike the live followers, `follow()` ends after the last line or
+record (with an "end of replay" note), so a plain reader knows when to stop.
 """
 
 from __future__ import annotations
 
 import asyncio
+import math
 import re
 from collections.abc import AsyncIterator
 from pathlib import Path
 
 from fontaine_tui.core.errors import InputError
 from fontaine_tui.core.follow.base import CHUNK, Batch
+from fontaine_tui.core.log.formats.source import SourceSpec
 from fontaine_tui.core.log.lines import LINE_CAP, LineCutter
 from fontaine_tui.core.log.read import segment_chunks
+from fontaine_tui.core.log.records import Event, Probe, Record
 from fontaine_tui.core.readfile import read_whole
 from fontaine_tui.core.runfolder import LOG, rotated_segments
 
@@ -138,3 +142,76 @@ class _Pacer:
             self.t0, self.w0 = stamp, self.loop.time()
             return 0.0
         return self.w0 + (stamp - self.t0) / self.speed - self.loop.time()
+
+
+class ForeignReplay:
+    """A finished foreign run replayed as if it were being written (`replay`): its records
+    in step order, as fast as possible or at `speed` times its own time stamps, then an
+    "end of replay" note."""
+
+    BATCH = 256
+
+    def __init__(self, folder: str | Path, spec: SourceSpec, speed: float | None = None) -> None:
+        if speed is not None and not speed > 0:
+            raise InputError(f"--speed: expected a positive number, got {speed}")
+        self.folder, self.spec, self.speed = Path(folder), spec, speed
+        self.label = f"replay {self.folder} ({spec.kind})"
+        self.notices: list[str] = []
+        self._closed = asyncio.Event()
+
+    async def read_bytes(self, name: str) -> bytes | None:
+        try:
+            return await asyncio.to_thread(read_whole, self.folder / name)
+        except FileNotFoundError:
+            return None
+
+    async def close(self) -> None:
+        self._closed.set()
+
+    def records(self) -> list[Record]:
+        from fontaine_tui.core.log.formats import load_source
+
+        store = load_source(self.folder, self.spec).store
+        self.notices = list(store.notices)
+        out: list[Record] = [store.train_at(i) for i in range(len(store.steps))]
+        out += [store.probes[s] for s in store.probe_steps()]
+        out += [c.second for c in store.conflicts]  # replayed as read: still conflicting
+        # how the run ended, where its source says (an MLflow status, a W&B exit code)
+        out += [e for e in store.events if e.event in ("end", "error")]
+        # a step's probe after its loss, and the end after both
+        out.sort(key=lambda r: (r.step, isinstance(r, Probe) + 2 * isinstance(r, Event)))
+        return out
+
+    async def follow(self, name: str = LOG) -> AsyncIterator[Batch]:
+        if name != LOG:
+            return
+        records = await asyncio.to_thread(self.records)
+        if self.notices:
+            yield Batch([], 1, note="; ".join(self.notices))
+        loop = asyncio.get_running_loop()
+        t0: float | None = None
+        w0 = 0.0
+        start = 0
+        for i, rec in enumerate(records):
+            if self._closed.is_set():
+                return
+            if self.speed and math.isfinite(rec.time):
+                if t0 is None:
+                    t0, w0 = rec.time, loop.time()
+                wait = w0 + (rec.time - t0) / self.speed - loop.time()  # its own pace
+                if wait > 0:
+                    if i > start:
+                        yield Batch([], 1, records=tuple(records[start:i]))
+                        start = i
+                    try:
+                        await asyncio.wait_for(self._closed.wait(), wait)
+                        return
+                    except TimeoutError:
+                        pass
+            if i - start >= self.BATCH:
+                yield Batch([], 1, records=tuple(records[start:i]))
+                start = i
+                await asyncio.sleep(0)
+        if start < len(records):
+            yield Batch([], 1, records=tuple(records[start:]))
+        yield Batch([], 1, note=f"end of replay ({self.folder.name}, {self.spec.kind})")

@@ -173,7 +173,7 @@ def test_replay_plain_of_a_tensorboard_run(tmp_path, capsys):
 
 async def test_the_console_on_a_tensorboard_run(tmp_path):
     """The monitor draws the run's one train loss; the probes chart reads its own key."""
-    from fontaine_tui.core.follow.foreign import ForeignReplay
+    from fontaine_tui.core.follow.replay import ForeignReplay
     from fontaine_tui.core.verdict.presets import load_preset
     from fontaine_tui.widgets.chart import Chart
     from tests.console.conftest import SIZE, console, loaded
