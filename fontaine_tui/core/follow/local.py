@@ -1,255 +1,32 @@
 """Follow a run folder's files as batches of complete lines: local files here.
 
-The SSH follower is in `follow_ssh.py`, the finished-log replay in `replay.py`; all three
-yield the same `Batch` and share `LineCutter`. Watch events only wake the reader up: every
-wake fstat()s and reads to EOF, so a missed or absent event costs latency, never data.
+The SSH follower is in `ssh.py`, the finished-log replay in `replay.py`; all three yield the
+same `Batch` and share `LineCutter`. Watch events only wake the reader up (waker.py): every
+wake fstat()s and reads to EOF, so a missed or absent event costs latency, never data. One
+followed file, and how a rotation or truncation is told, is localfile.py's `LocalFile`.
 """
 
 from __future__ import annotations
 
 import asyncio
-import ctypes
-import ctypes.util
-import errno
 import os
-import struct
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 
 from fontaine_tui.core.errors import InputError
 from fontaine_tui.core.follow.base import (
     CHUNK,
-    HEAD,
     MIN_GAP,
-    POLL_ONLY,
-    POLL_WATCHED,
     THREAD_READ,
     Batch,
     Chunk,
     finish,
 )
-from fontaine_tui.core.log.lines import LINE_CAP, LineCutter, prefix_digest
+from fontaine_tui.core.follow.localfile import LocalFile, continuation, open_file
+from fontaine_tui.core.follow.waker import Waker
+from fontaine_tui.core.log.lines import LINE_CAP, LineCutter
 from fontaine_tui.core.readfile import open_fd, read_whole
 from fontaine_tui.core.runfolder import LOG
-
-# -- wake-ups -----------------------------------------------------------------------------
-
-# The folder watch sees names come and go; the file watch sees writes to the one open file.
-# (A folder watch that also took IN_MODIFY would wake every follower of the folder on every
-# write to any file in it.)
-_IN_DIR = 0x40 | 0x80 | 0x100 | 0x200 | 0x400 | 0x800  # moved from/to, create, delete, *_self
-_IN_FILE = 0x2 | 0x4 | 0x8  # modify, attrib (truncate via chmod-less tools), close_write
-_IN_SELF = 0x400 | 0x800  # the folder itself was deleted or moved
-_IN_OVERFLOW = 0x4000
-_EVENT = struct.Struct("iIII")
-
-
-def _libc() -> ctypes.CDLL | None:
-    try:
-        lib = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
-        lib.inotify_init1  # noqa: B018 - probe for the symbol
-    except (OSError, AttributeError):
-        return None
-    return lib
-
-
-_LIBC = _libc()
-
-
-class Waker:
-    """Sleep until the watched folder says `name` changed, or `poll_s` passes (polling fallback)."""
-
-    def __init__(self, folder: Path, name: str, poll_s: float | None, inotify: bool = True) -> None:
-        self.folder, self.name, self.poll_s = folder, os.fsencode(name), poll_s
-        self._event = asyncio.Event()
-        self._fd = -1
-        self._dir_wd = self._file_wd = -1
-        self._use = inotify and _LIBC is not None
-        self._loop = asyncio.get_running_loop()
-
-    @property
-    def watching(self) -> bool:
-        return self._fd >= 0
-
-    def _watch(self) -> None:
-        if not self._use or _LIBC is None or self._fd >= 0:  # _use: _LIBC is not None
-            return
-        fd = _LIBC.inotify_init1(os.O_NONBLOCK | os.O_CLOEXEC)
-        if fd < 0:
-            self._use = False
-            return
-        # with no name (follow_files: any file of the folder), writes to its files wake too
-        mask = _IN_DIR if self.name else _IN_DIR | _IN_FILE
-        wd = _LIBC.inotify_add_watch(fd, os.fsencode(self.folder), mask)
-        if wd < 0:
-            os.close(fd)  # the folder may not exist yet: retry on the next wait
-            return
-        self._fd, self._dir_wd, self._file_wd = fd, wd, -1
-
-    def track(self, path: Path) -> None:
-        """Watch writes to the file now at `path` (call after each open)."""
-        self._watch()
-        if self._fd < 0:
-            return
-        assert _LIBC is not None  # a watch is up, so _watch found libc
-        if self._file_wd >= 0:
-            _LIBC.inotify_rm_watch(self._fd, self._file_wd)
-        self._file_wd = _LIBC.inotify_add_watch(self._fd, os.fsencode(path), _IN_FILE)
-
-    def _unwatch(self) -> None:
-        if self._fd >= 0:
-            self._loop.remove_reader(self._fd)
-            os.close(self._fd)
-            self._fd = -1
-
-    def _on_events(self) -> None:
-        try:
-            data = os.read(self._fd, 65536)
-        except BlockingIOError:
-            return
-        except OSError:
-            self._unwatch()
-            self._event.set()
-            return
-        pos = 0
-        while pos + _EVENT.size <= len(data):
-            wd, mask, _cookie, length = _EVENT.unpack_from(data, pos)
-            name = data[pos + _EVENT.size : pos + _EVENT.size + length].rstrip(b"\0")
-            pos += _EVENT.size + length
-            if wd == self._dir_wd and mask & _IN_SELF:
-                self._unwatch()  # the folder went away: poll until it is back
-                self._event.set()
-                return
-            if wd == self._file_wd or name == self.name or not self.name or mask & _IN_OVERFLOW:
-                self._event.set()
-
-    async def wait(self) -> None:
-        # The kernel queues events while we are not listening (between two waits), so the
-        # fd is read only here: a fast writer costs one wake-up per wait, not one per write.
-        self._watch()
-        fd = self._fd
-        if fd >= 0:
-            self._loop.add_reader(fd, self._on_events)
-        if not self._event.is_set():
-            timeout = self.poll_s or (POLL_WATCHED if self.watching else POLL_ONLY)
-            timer = self._loop.call_later(timeout, self._event.set)  # lighter than wait_for
-            try:
-                await self._event.wait()
-            finally:
-                timer.cancel()
-        if fd >= 0 and fd == self._fd:
-            self._loop.remove_reader(fd)
-        self._event.clear()
-
-    def close(self) -> None:
-        self._unwatch()
-
-
-# -- local follower -----------------------------------------------------------------------
-
-
-def _open(path: Path) -> tuple[int, tuple[int, int]] | None:
-    try:
-        fd = open_fd(path)
-    except FileNotFoundError:
-        return None
-    except InputError:  # a pipe, a device, a folder: said as a read that failed
-        raise IsADirectoryError(errno.EISDIR, "not a regular file") from None
-    st = os.fstat(fd)
-    return fd, (st.st_dev, st.st_ino)
-
-
-class _LocalFile:
-    """One followed file: the open fd, where we are in it, and its first bytes."""
-
-    def __init__(self, path: Path, cap: int) -> None:
-        self.path, self.cap = path, cap
-        self.fd = -1
-        self.ident: tuple[int, int] | None = None
-        self.pos = 0
-        self.head = b""
-        self.cutter = LineCutter(cap)
-        self.seen: tuple[int, int] | None = None  # (size, mtime_ns) at the last check
-        self.sibling: tuple[int, int] | None = None  # name.1 when the file was opened
-
-    def restart(self) -> None:
-        self.pos, self.head, self.cutter, self.seen = 0, b"", LineCutter(self.cap), None
-
-    def note_sibling(self) -> None:
-        self.sibling = _ident(self.path.with_name(self.path.name + ".1"))
-
-    def close(self) -> None:
-        if self.fd >= 0:
-            os.close(self.fd)
-            self.fd = -1
-
-    def head_changed(self) -> bool:
-        return bool(self.head) and os.pread(self.fd, len(self.head), 0) != self.head
-
-    def truncated(self) -> bool:
-        st = os.fstat(self.fd)
-        seen, self.seen = self.seen, (st.st_size, st.st_mtime_ns)
-        if seen == self.seen:  # untouched since the last look: skip the head read
-            return False
-        if st.st_size < self.pos or self.head_changed():
-            return True
-        # nothing read yet and empty, but a new name.1 beside it: a copy-truncate came between
-        # two reads (or before the first)
-        return (
-            self.pos == 0
-            and st.st_size == 0
-            and _ident(self.path.with_name(self.path.name + ".1")) not in (None, self.sibling)
-        )
-
-    def read(self, size: int) -> bytes:
-        data = os.pread(self.fd, size, self.pos)
-        if self.pos < HEAD and data:
-            self.head += data[: HEAD - self.pos]
-        self.pos += len(data)
-        return data
-
-    def chunks(self, start: int = 0) -> Iterator[bytes]:
-        """The open file's bytes from `start`, as it is now."""
-        while data := os.pread(self.fd, CHUNK, start):
-            start += len(data)
-            yield data
-
-    def starts_with_what_was_read(self) -> bool:
-        """Do the open file's first bytes hash to what the cutter consumed?"""
-        offset = self.cutter.offset
-        return offset > 0 and prefix_digest(self.chunks(), offset) == self.cutter.digest()
-
-    def resume_at_offset(self) -> None:
-        """Go on from the last complete line (the torn tail is read again)."""
-        self.cutter = self.cutter.resume()
-        self.pos, self.seen = self.cutter.offset, None
-        self.head = os.pread(self.fd, min(HEAD, self.pos), 0)
-
-
-def _ident(path: Path) -> tuple[int, int] | None:
-    try:
-        st = os.stat(path)
-    except OSError:
-        return None
-    return st.st_dev, st.st_ino
-
-
-def _continuation(path: Path, offset: int, digest: str, old: tuple[int, int] | None) -> Path | None:
-    """A rotated copy of the followed file (`name.1`, `name.1.gz`) that starts with exactly the
-    bytes read so far: where a copy-truncate rotation put the lines we had not read yet. With
-    nothing read (offset 0) every file qualifies, so only one made since we opened (not `old`)."""
-    from fontaine_tui.core.log.read import segment_chunks
-
-    for name in (f"{path.name}.1", f"{path.name}.1.gz"):
-        cand = path.with_name(name)
-        if offset == 0 and _ident(cand) == old:
-            continue
-        try:
-            if cand.is_file() and prefix_digest(segment_chunks(cand), offset) == digest:
-                return cand
-        except (OSError, InputError):
-            continue
-    return None
 
 
 class LocalRun:
@@ -290,7 +67,7 @@ class LocalRun:
     async def close(self) -> None:
         self._closed.set()
         for waker in list(self._wakers):
-            waker._event.set()
+            waker.wake()
 
     async def follow_files(
         self, match: Callable[[str], bool], under: str = ""
@@ -354,7 +131,7 @@ class LocalRun:
             waker.close()
             self._wakers.discard(waker)
 
-    async def _read(self, f: _LocalFile) -> bytes:
+    async def _read(self, f: LocalFile) -> bytes:
         size = min(self.chunk, os.fstat(f.fd).st_size - f.pos)
         if size <= 0:
             return b""
@@ -385,7 +162,7 @@ class LocalRun:
             for batch in finish(cutter):
                 yield batch
 
-    async def _drain(self, f: _LocalFile, name: str, note: str = "") -> AsyncIterator[Batch]:
+    async def _drain(self, f: LocalFile, name: str, note: str = "") -> AsyncIterator[Batch]:
         """Read the open file to its end now; `note` rides on the first batch."""
         while not self._closed.is_set():
             data = await self._read(f)
@@ -403,13 +180,13 @@ class LocalRun:
         if note:
             yield Batch([], f.cutter.next_line, note=note, end_offset=f.cutter.offset)
 
-    async def _truncated(self, f: _LocalFile, name: str) -> AsyncIterator[Batch]:
+    async def _truncated(self, f: LocalFile, name: str) -> AsyncIterator[Batch]:
         """The open file now holds less, or other first bytes, than what was read."""
         if await asyncio.to_thread(f.starts_with_what_was_read):  # only the torn tail changed
             f.resume_at_offset()
             return
         copy = await asyncio.to_thread(
-            _continuation, f.path, f.cutter.offset, f.cutter.digest(), f.sibling
+            continuation, f.path, f.cutter.offset, f.cutter.digest(), f.sibling
         )
         if copy is not None:  # copy-truncate: the rest of what we had not read is in the copy
             from fontaine_tui.core.log.read import segment_chunks
@@ -439,7 +216,7 @@ class LocalRun:
         path = self.folder / name
         waker = Waker(self.folder, name, self.poll_s, self.inotify)
         self._wakers.add(waker)
-        f = _LocalFile(path, self.line_cap)
+        f = LocalFile(path, self.line_cap)
         f.note_sibling()  # name.1 as it is now: read as history, or older than this follow
         note, said_waiting, said_gone, said_renamed = "", False, False, False
         loop, last_read = asyncio.get_running_loop(), 0.0
@@ -453,7 +230,7 @@ class LocalRun:
             while not self._closed.is_set():
                 if f.fd < 0:
                     try:
-                        opened = _open(path)
+                        opened = open_file(path)
                     except OSError as exc:  # unreadable for now: say so, keep trying
                         opened, why = None, f"{name}: cannot read ({exc.strerror}); retrying"
                     else:
@@ -523,14 +300,14 @@ class LocalRun:
             waker.close()
             self._wakers.discard(waker)
 
-    async def _switch(self, f: _LocalFile, name: str) -> AsyncIterator[Batch]:
+    async def _switch(self, f: LocalFile, name: str) -> AsyncIterator[Batch]:
         """Another file has the log's name: finish the old one, then take the new one, as a
         continuation when it starts with what was read, else as a new segment."""
         async for batch in self._drain(f, name):
             yield batch
         old = f.fd
         try:
-            opened = _open(f.path)
+            opened = open_file(f.path)
         except OSError:
             opened = None
         if opened is None:  # gone again: keep the old file, look later

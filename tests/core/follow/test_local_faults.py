@@ -371,7 +371,8 @@ async def test_large_catch_up_streams_in_batches_without_stalling_the_loop(tmp_p
 
 
 async def test_inotify_wakes_the_reader_without_polling(tmp_path):
-    from fontaine_tui.core.follow.local import _LIBC, LocalRun
+    from fontaine_tui.core.follow.local import LocalRun
+    from fontaine_tui.core.follow.waker import _LIBC
 
     if _LIBC is None:
         import pytest
