@@ -2,7 +2,7 @@
 # The reference recipe on CPU, end to end, as the presets say it: first the "released"
 # checkpoint (presets/pretrain_so101.toml: a short pretraining run on demos + rig), then the
 # demosonly_1gpu recipe (presets/demosonly_1gpu.toml) starting from it, on the LeRobot-format
-# corpus. The engine commands are the launcher's own (fontaine_tui.core.launch.launcher
+# corpus. The engine commands are the launcher's own (fontaine_tui.core.launch.engine_argv
 # build_argv), with --init pointed at this bench's pretraining run.
 # Prints per run: wall time, CPU time, load average, median s/step, data-wait fraction and the
 # probes; then whether the eval MAE fell over the first 500 steps.
@@ -17,7 +17,7 @@ exec python - "$OUT" <<'PY'
 import json, os, resource, statistics, subprocess, sys, time
 from pathlib import Path
 
-from fontaine_tui.core.launch.launcher import build_argv
+from fontaine_tui.core.launch.engine_argv import build_argv
 from fontaine_tui.core.verdict.presets import load_preset
 
 out = Path(sys.argv[1]).resolve()

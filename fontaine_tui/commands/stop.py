@@ -116,7 +116,7 @@ def recorded(info, entry, registry, args: argparse.Namespace) -> int:
     """The exit into the registry, then said (one JSON line with --json)."""
     import time
 
-    from fontaine_tui.core.launch.launcher import exit_to_dict
+    from fontaine_tui.core.launch.exits import exit_to_dict
     from fontaine_tui.core.verdict.prereg import utc_iso
 
     registry.update(

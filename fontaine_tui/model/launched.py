@@ -24,7 +24,8 @@ from typing import TYPE_CHECKING, Protocol, cast
 
 from fontaine_tui.core.errors import InputError
 from fontaine_tui.core.launch import attempts, guards
-from fontaine_tui.core.launch.launcher import EngineProcess, ExitInfo, label
+from fontaine_tui.core.launch.exits import ExitInfo
+from fontaine_tui.core.launch.launcher import EngineProcess, label
 from fontaine_tui.core.launch.makers import ArgvMaker, maker_for
 from fontaine_tui.core.launch.registry import Entry, Registry
 from fontaine_tui.core.launch.slurm import SlurmJob

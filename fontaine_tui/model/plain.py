@@ -25,7 +25,8 @@ if TYPE_CHECKING:
     from fontaine_tui.core.host.telemetry import TelemetrySnapshot
 from fontaine_tui.core.follow import Batch
 from fontaine_tui.core.launch.babysit import poll_text
-from fontaine_tui.core.launch.launcher import EngineProcess, ExitInfo, label
+from fontaine_tui.core.launch.exits import ExitInfo
+from fontaine_tui.core.launch.launcher import EngineProcess, label
 from fontaine_tui.core.launch.registry import Registry
 from fontaine_tui.core.launch.slurm import SlurmJob
 from fontaine_tui.core.log.read import load_log

@@ -18,8 +18,8 @@ from fontaine_tui.core.follow import Batch, LocalRun, RunSource, run_source
 from fontaine_tui.core.host.telemetry import TelemetrySnapshot
 from fontaine_tui.core.launch import alerts
 from fontaine_tui.core.launch.attempts import Attempt
+from fontaine_tui.core.launch.exits import ExitInfo
 from fontaine_tui.core.launch.fleet import Fleet
-from fontaine_tui.core.launch.launcher import ExitInfo
 from fontaine_tui.core.launch.registry import Entry
 from fontaine_tui.core.launch.rescore import ScoreOffer, ScoreState
 from fontaine_tui.core.log.read import ingest_lines

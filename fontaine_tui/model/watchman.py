@@ -22,7 +22,7 @@ from fontaine_tui.core.errors import InputError
 from fontaine_tui.core.follow import LocalRun, RunSource, open_source, run_source
 from fontaine_tui.core.host.telemetry import TelemetrySnapshot
 from fontaine_tui.core.launch.attempts import Attempt
-from fontaine_tui.core.launch.launcher import ExitInfo
+from fontaine_tui.core.launch.exits import ExitInfo
 from fontaine_tui.core.launch.registry import Entry, Registry
 from fontaine_tui.core.text import literal
 from fontaine_tui.core.verdict.prereg import parse_utc

@@ -21,7 +21,7 @@ import pytest
 from fontaine_tui.commands.babysit import unit
 from fontaine_tui.core.launch.attempts import read_attempts
 from fontaine_tui.core.launch.babysit import read_polls
-from fontaine_tui.core.launch.launcher import read_tail
+from fontaine_tui.core.launch.logtail import read_tail
 from fontaine_tui.core.launch.registry import Registry
 from fontaine_tui.core.runfolder import RunFolder
 from tests.core.notify.server import Hook

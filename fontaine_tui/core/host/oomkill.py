@@ -4,7 +4,7 @@ v1 memory.oom_control: `oom_kill`) and /proc/vmstat's system-wide `oom_kill`.
 A SIGKILL says nothing of who sent it. The OOM killer counts each kill in the victim's
 memory cgroup and in /proc/vmstat, so `MemoryWatch` takes those counters when the engine
 starts, follows the engine's cgroup on each poll (a wrapper may move it right after the
-start), and `evidence()` says by how much they rose (core/launch/launcher.cause_of reads it).
+start), and `evidence()` says by how much they rose (core/launch/exits.cause_of reads it).
 """
 
 from __future__ import annotations

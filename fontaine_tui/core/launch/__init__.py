@@ -1,12 +1,13 @@
 """The launch wing: starting the engine and watching it. `launcher.py` (the engine
-subprocess and its exit), `makers.py` (who makes the argv), `targets/` (where a run is
+subprocess), `exits.py` (its exit and cause), `makers.py` (who makes the argv), `targets/` (where a run is
 launched: here, another host, Slurm), `guards.py` (the checks before a launch),
 `registry.py` (the runs this machine launched), `alerts.py` (the warning rules)."""
 
 from __future__ import annotations
 
 from fontaine_tui.core.launch.alerts import RunWarning, WarningBook, evaluate
-from fontaine_tui.core.launch.launcher import EngineProcess, ExitInfo
+from fontaine_tui.core.launch.exits import ExitInfo
+from fontaine_tui.core.launch.launcher import EngineProcess
 from fontaine_tui.core.launch.registry import Entry, Registry, live_status
 
 __all__ = [

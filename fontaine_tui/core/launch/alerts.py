@@ -27,7 +27,7 @@ from fontaine_tui.core.verdict.chart import Band, banked_series
 from fontaine_tui.core.verdict.presets import Preset, gate_of, world_size
 
 if TYPE_CHECKING:
-    from fontaine_tui.core.launch.launcher import ExitInfo
+    from fontaine_tui.core.launch.exits import ExitInfo
 
 SEVERITIES = ("info", "warn", "alert")
 WINDOW = 10  # recent train records a rate is judged on

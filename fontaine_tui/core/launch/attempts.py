@@ -3,7 +3,7 @@
 attempts.jsonl is written by this program only, one JSON object a line, appended and never
 rewritten: a "begin" line when an engine starts (its pid, where its output starts in the
 log and engine.out.log, and the OOM killer's counters then) and an "end" line when its exit
-is seen, with the cause (`launcher.cause_of`: finished, stopped, crashed, killed,
+is seen, with the cause (`exits.cause_of`: finished, stopped, crashed, killed,
 oom-killed, host-oom, cuda-oom, nan) and what says so. The begin line keeps the counters so
 that a console that reattaches later still judges a SIGKILL against the attempt's start.
 A torn last line (a console killed mid-write) is skipped when read and ended with a newline
@@ -22,7 +22,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from fontaine_tui.core.host.oomkill import MemoryEvidence, MemoryWatch
-from fontaine_tui.core.launch.launcher import CAUSES, EngineProcess, ExitInfo, cause_of, pid_alive
+from fontaine_tui.core.launch.exits import CAUSES, ExitInfo, cause_of
+from fontaine_tui.core.launch.launcher import EngineProcess, pid_alive
 from fontaine_tui.core.launch.slurm import SlurmJob
 from fontaine_tui.core.readfile import read_whole
 from fontaine_tui.core.runfolder import RunFolder
@@ -58,7 +59,7 @@ class Attempt:
     out_offset: int  # ... and in engine.out.log
     cgroup: Mapping[str, object] | None  # {path, version, oom_kill_at_start}
     vmstat_oom_kill_at_start: int | None
-    cause: str  # one of launcher.CAUSES; "running" or "unknown" without an end line
+    cause: str  # one of exits.CAUSES; "running" or "unknown" without an end line
     detail: str
     last_step: int | None = None
     checkpoint_step: int | None = None

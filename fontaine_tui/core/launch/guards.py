@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from fontaine_tui.core.host.telemetry import TelemetrySnapshot
-from fontaine_tui.core.launch.launcher import CHECKPOINT_DIR, newest_checkpoint
+from fontaine_tui.core.launch.logtail import CHECKPOINT_DIR, newest_checkpoint
 from fontaine_tui.core.runfolder import RunFolder
 from fontaine_tui.core.text import MIB, gib, literal, mib
 from fontaine_tui.core.verdict.presets import Preset, layout

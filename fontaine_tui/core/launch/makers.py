@@ -1,7 +1,7 @@
 """Who makes a launched run's command line: the argv, its environment, its working folder
 and what prereg.json records of it (its provenance).
 
-Two makers: the engine's, from [recipe] and [platform] (launcher.build_argv, and `python -m
+Two makers: the engine's, from [recipe] and [platform] (engine_argv.build_argv, and `python -m
 engine identity` for the provenance), and a user's own [command] (core/launch/command.py).
 A target (core/launch/targets/) starts whatever argv a maker gives it, so a new kind of
 command is one maker here, not a new launch path.
@@ -19,7 +19,7 @@ from fontaine_tui.core.launch.command import (
     command_env,
     command_provenance,
 )
-from fontaine_tui.core.launch.launcher import build_argv, engine_identity
+from fontaine_tui.core.launch.engine_argv import build_argv, engine_identity
 from fontaine_tui.core.verdict.presets import Preset
 
 

@@ -316,7 +316,9 @@ class LiveStatus:
 def live_status(entry: Entry, this_host: str) -> LiveStatus:
     """What the entry's run is doing now: its pid checked, its log's tail read."""
     from fontaine_tui.core.launch import attempts
-    from fontaine_tui.core.launch.launcher import STATUS_OF, exit_info, pid_alive, read_tail
+    from fontaine_tui.core.launch.exits import STATUS_OF, exit_info
+    from fontaine_tui.core.launch.launcher import pid_alive
+    from fontaine_tui.core.launch.logtail import read_tail
     from fontaine_tui.core.runfolder import RunFolder
 
     if entry.host != this_host:
@@ -406,7 +408,7 @@ def _job_status(entry: Entry, folder, last_step: int, tried: list) -> LiveStatus
     """A run submitted to Slurm: the scheduler says whether its job is queued, running or
     over; an end its attempt recorded is the story, else the scheduler's state and the log."""
     from fontaine_tui.core.launch import slurm
-    from fontaine_tui.core.launch.launcher import STATUS_OF
+    from fontaine_tui.core.launch.exits import STATUS_OF
 
     job, count = entry.job, len(tried)
     state = slurm.query(job)

@@ -33,8 +33,8 @@ from pathlib import Path
 from fontaine_tui.core.childenv import child_env
 from fontaine_tui.core.errors import InputError
 from fontaine_tui.core.launch import slurm
+from fontaine_tui.core.launch.exits import ExitInfo, exit_from_dict, exit_to_dict
 from fontaine_tui.core.launch.hosts import HostSettings
-from fontaine_tui.core.launch.launcher import ExitInfo, exit_from_dict, exit_to_dict
 from fontaine_tui.core.launch.slurm import check_host
 from fontaine_tui.core.ssh.connection import SshConnection, SshError
 from fontaine_tui.core.ssh.destination import SshTarget
@@ -58,7 +58,7 @@ POLL_S = 5.0  # how often RemoteEngine looks at the remote pid
 # what a remote command itself waits for
 CONNECT_S = 60.0
 CALL_TIMEOUT_S = 120.0  # a short remote fontaine-tui command (`presets show`)
-# `launch --detach --json` there: its guards' probes, the engine's identity (launcher's 60 s),
+# `launch --detach --json` there: its guards' probes, the engine's identity (engine_argv's 60 s),
 # sbatch (slurm.QUERY_TIMEOUT_S) and a python start on a slow shared file system
 LAUNCH_TIMEOUT_S = 600.0
 # the remote stop: SlurmJob.stop's longest sequence (graces and scheduler calls), which
@@ -413,7 +413,8 @@ def read_exit(run_dir: str, pid: int, job: str = "") -> tuple[bool | None, ExitI
     cancelled or written. (False, its exit) once it has ended; (True, None) while it runs;
     (None, None) when the scheduler cannot say now."""
     from fontaine_tui.core.launch import attempts
-    from fontaine_tui.core.launch.launcher import EngineProcess, exit_info
+    from fontaine_tui.core.launch.exits import exit_info
+    from fontaine_tui.core.launch.launcher import EngineProcess
     from fontaine_tui.core.runfolder import RunFolder
 
     folder = RunFolder(Path(run_dir))

@@ -25,7 +25,7 @@ from pathlib import Path
 from fontaine_tui.core.childenv import child_env
 from fontaine_tui.core.errors import InputError
 from fontaine_tui.core.launch.enginename import ENGINE_MODULE
-from fontaine_tui.core.launch.launcher import newest_checkpoint
+from fontaine_tui.core.launch.logtail import newest_checkpoint
 from fontaine_tui.core.log.read import load_log
 from fontaine_tui.core.readfile import read_whole
 from fontaine_tui.core.runfolder import LOG, RunFolder

@@ -42,12 +42,8 @@ from fontaine_tui.core.childenv import child_env
 from fontaine_tui.core.errors import InputError
 from fontaine_tui.core.host.oomkill import MemoryEvidence, MemoryWatch
 from fontaine_tui.core.launch.enginename import ENGINE_MODULE
-from fontaine_tui.core.launch.launcher import (
-    ExitInfo,
-    command_step,
-    exit_info,
-    launched_who,
-)
+from fontaine_tui.core.launch.exits import ExitInfo, exit_info
+from fontaine_tui.core.launch.logtail import command_step, launched_who
 from fontaine_tui.core.readfile import read_text
 from fontaine_tui.core.runfolder import RunFolder
 from fontaine_tui.core.ssh.destination import check_destination

@@ -10,7 +10,7 @@ from fontaine_tui.core.host.memory import HostRam
 from fontaine_tui.core.host.nvml import GpuSample
 from fontaine_tui.core.host.telemetry import TelemetrySnapshot
 from fontaine_tui.core.launch import alerts as w
-from fontaine_tui.core.launch.launcher import ExitInfo
+from fontaine_tui.core.launch.exits import ExitInfo
 from fontaine_tui.core.log.records import Event
 from fontaine_tui.core.log.store import RunStore
 from fontaine_tui.core.verdict.presets import load_preset

@@ -26,13 +26,9 @@ import pytest
 
 from fontaine_tui.core.follow.local import LocalRun
 from fontaine_tui.core.launch import attempts
-from fontaine_tui.core.launch.launcher import (
-    HOST_OOM,
-    EngineProcess,
-    ExitInfo,
-    exit_info,
-    read_tail,
-)
+from fontaine_tui.core.launch.exits import ExitInfo, exit_info
+from fontaine_tui.core.launch.launcher import EngineProcess
+from fontaine_tui.core.launch.logtail import HOST_OOM, read_tail
 from fontaine_tui.core.runfolder import RunFolder
 from fontaine_tui.core.verdict.presets import load_preset
 from fontaine_tui.model.babysitter import Babysitter

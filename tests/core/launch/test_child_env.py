@@ -13,7 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from fontaine_tui.core.launch.launcher import EngineProcess, engine_identity
+from fontaine_tui.core.launch.engine_argv import engine_identity
+from fontaine_tui.core.launch.launcher import EngineProcess
 from fontaine_tui.core.runfolder import RunFolder
 from fontaine_tui.core.verdict.presets import load_preset
 from tests.core.launch.conftest import preset_variant

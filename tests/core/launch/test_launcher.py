@@ -12,12 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from fontaine_tui.core.launch.launcher import (
-    EngineProcess,
-    build_argv,
-    newest_checkpoint,
-    read_tail,
-)
+from fontaine_tui.core.launch.engine_argv import build_argv
+from fontaine_tui.core.launch.launcher import EngineProcess
+from fontaine_tui.core.launch.logtail import newest_checkpoint, read_tail
 from fontaine_tui.core.runfolder import RunFolder
 from fontaine_tui.core.verdict.presets import load_preset
 from tests.core.launch.conftest import preset_variant
@@ -319,7 +316,7 @@ def test_a_clean_stop_under_a_wrapper_that_exits_1_is_still_a_stop(tmp_path: Pat
 
 
 def test_a_reattached_run_that_logged_an_error_reads_as_failed(tmp_path: Path) -> None:
-    from fontaine_tui.core.launch.launcher import exit_info
+    from fontaine_tui.core.launch.exits import exit_info
 
     folder = RunFolder(tmp_path)
     folder.log.write_text(

@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 
 from fontaine_tui.cli import main
+from fontaine_tui.core.launch.engine_argv import build_argv
 from fontaine_tui.core.launch.guards import ram_estimate
-from fontaine_tui.core.launch.launcher import build_argv
 from fontaine_tui.core.verdict.presets import (
     LATER_KEYS,
     PresetError,

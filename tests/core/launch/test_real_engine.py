@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from fontaine_tui.core.launch.launcher import read_tail
+from fontaine_tui.core.launch.logtail import read_tail
 from fontaine_tui.core.launch.registry import Registry
 from fontaine_tui.core.log.read import load_log
 from fontaine_tui.core.runfolder import RunFolder

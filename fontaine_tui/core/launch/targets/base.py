@@ -15,8 +15,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
 if TYPE_CHECKING:
+    from fontaine_tui.core.launch.exits import ExitInfo
     from fontaine_tui.core.launch.guards import Finding
-    from fontaine_tui.core.launch.launcher import ExitInfo
     from fontaine_tui.core.launch.makers import ArgvMaker
     from fontaine_tui.core.launch.registry import Registry
     from fontaine_tui.core.runfolder import RunFolder

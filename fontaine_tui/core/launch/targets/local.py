@@ -10,7 +10,8 @@ from fontaine_tui.core.errors import InputError
 from fontaine_tui.core.host.memory import hostname
 from fontaine_tui.core.host.telemetry import TelemetrySnapshot, sample
 from fontaine_tui.core.launch import guards
-from fontaine_tui.core.launch.launcher import EngineProcess, label, pid_alive, run_dir
+from fontaine_tui.core.launch.engine_argv import run_dir
+from fontaine_tui.core.launch.launcher import EngineProcess, label, pid_alive
 from fontaine_tui.core.launch.targets.base import Request, Started
 from fontaine_tui.core.runfolder import RunFolder
 from fontaine_tui.core.text import literal

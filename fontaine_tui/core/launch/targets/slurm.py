@@ -14,7 +14,7 @@ from fontaine_tui.core.errors import InputError
 from fontaine_tui.core.host.memory import hostname
 from fontaine_tui.core.launch import guards, slurm
 from fontaine_tui.core.launch.command import command_cwd, frozen_env
-from fontaine_tui.core.launch.launcher import run_dir
+from fontaine_tui.core.launch.engine_argv import run_dir
 from fontaine_tui.core.launch.targets.base import Request, Started
 from fontaine_tui.core.notify.destinations import config_path
 from fontaine_tui.core.runfolder import RunFolder

@@ -1,0 +1,160 @@
+"""The engine's command line from a preset: its argv, its run folder and what it says it is.
+
+[recipe] and [platform] go 1:1 into `python -m fontaine_engine train` flags (through
+torch.distributed.run for several ranks); `engine_identity` asks the same interpreter what
+code and data the run uses, for prereg.json.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from collections.abc import Mapping
+from pathlib import Path
+
+from fontaine_tui.core.childenv import child_env
+from fontaine_tui.core.launch.enginename import ENGINE_MODULE
+from fontaine_tui.core.verdict.presets import LATER_KEYS, PLATFORM, RECIPE, Preset
+
+# recipe/platform key -> engine flag, in the engine's argv order
+RECIPE_FLAGS = (
+    "model_size",
+    "batch_size",
+    "backward_chunks",
+    "seed",
+    "image_augment",
+    "recompute_stats",
+    "objective",
+    "insulate_flow",
+    "flow_decoder_init",
+    "init",
+    "lr",
+    "warmup_steps",
+    "steps",
+    "eval_every",
+    "eval_dataset_breakdown",
+    "save_every",
+    "chunk_grad_allreduce",
+    "micro_batch",
+    "datasets",
+)
+PLATFORM_FLAGS = (
+    "num_workers",
+    "prefetch_factor",
+    "device",
+    "precision",
+    "activation_checkpointing",
+    "compile",
+)
+
+
+def _flag(key: str) -> str:
+    return "--" + key.replace("_", "-")
+
+
+def _value(value: object) -> str:
+    return repr(value) if isinstance(value, float) else str(value)
+
+
+def run_dir(preset: Preset, output_dir: str | Path | None = None, cwd: Path | None = None) -> Path:
+    """The run folder: --output-dir, else the preset's run.output_dir, against the cwd."""
+    target = Path(output_dir) if output_dir else Path(str(preset.run["output_dir"]))
+    return (cwd or Path.cwd()) / target if not target.is_absolute() else target
+
+
+def build_argv(
+    preset: Preset, folder: Path, resume: bool = False, python: str = sys.executable
+) -> list[str]:
+    """The engine command, 1:1 from [recipe] and [platform]: booleans are flags present or
+    absent, empty strings are omitted, and so is a key added later (presets.LATER_KEYS) at
+    its default (the engine's default is the same). More than one rank (nproc per node x
+    nnodes) goes through torch.distributed.run, with nnodes > 1 over a c10d rendezvous."""
+    plat = preset.platform
+    nproc, nnodes = int(plat["nproc"]), int(plat.get("nnodes", 1))
+    head = [python, "-m"]
+    if nproc > 1 or nnodes > 1:
+        head += ["torch.distributed.run", "--nproc-per-node", str(nproc)]
+        if nnodes > 1:
+            head += [
+                "--nnodes",
+                str(nnodes),
+                "--node-rank",
+                str(plat["node_rank"]),
+                "--rdzv-backend",
+                "c10d",
+                "--rdzv-endpoint",
+                str(plat["rdzv_endpoint"]),
+                "--rdzv-id",
+                str(plat["rdzv_id"]) or preset.run_name,
+            ]
+        head.append("-m")
+    argv = [
+        *head,
+        ENGINE_MODULE,
+        "train",
+        "--run-name",
+        preset.run_name,
+        "--output-dir",
+        str(folder),
+    ]
+    data_dir = str(preset.platform["data_dir"])
+    if data_dir:
+        argv += ["--data-dir", data_dir]
+
+    later = {
+        k: spec[k][1]
+        for spec, keys in ((RECIPE, LATER_KEYS["recipe"]), (PLATFORM, LATER_KEYS["platform"]))
+        for k in keys
+    }
+
+    def add(table: Mapping[str, object], key: str) -> None:
+        value = table.get(key, later.get(key, ""))
+        if key in later and value == later[key]:
+            return
+        if key == "backward_chunks" and table.get("micro_batch") and value == 1:
+            return  # left at its default: the engine derives it from micro_batch
+        if isinstance(value, bool):
+            if value:
+                argv.append(_flag(key))
+        elif value != "":
+            argv.extend((_flag(key), _value(value)))
+
+    for key in RECIPE_FLAGS:
+        add(preset.recipe, key)
+    for key in PLATFORM_FLAGS:
+        add(preset.platform, key)
+    if resume:
+        argv.append("--resume")
+    return argv
+
+
+def engine_identity(argv: list[str], timeout: float = 60) -> dict[str, object]:
+    """What the engine of `argv` (its interpreter and --data-dir) says it is and reads:
+    `python -m fontaine_engine identity`, for prereg.json. {"error": why} when it cannot say: the
+    launch goes on, and the run's provenance is the engine's own meta record alone."""
+    import json
+
+    cmd = [argv[0], "-m", ENGINE_MODULE, "identity"]
+    if "--data-dir" in argv:
+        cmd += ["--data-dir", argv[argv.index("--data-dir") + 1]]
+    try:
+        res = subprocess.run(
+            cmd,
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            stdin=subprocess.DEVNULL,
+            env=child_env(),
+        )
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        return {"error": f"python -m fontaine_engine identity: {exc}"}
+    last = (res.stderr.strip().splitlines() or [f"exit {res.returncode}"])[-1]
+    if res.returncode != 0:
+        return {"error": f"python -m fontaine_engine identity: {last}"}
+    try:
+        doc = json.loads(res.stdout)
+    except ValueError:
+        doc = None
+    if not isinstance(doc, dict):
+        return {"error": "python -m fontaine_engine identity: expected one JSON object"}
+    return doc

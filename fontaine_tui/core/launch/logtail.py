@@ -1,0 +1,142 @@
+"""What a run folder says after a start: its log's and output's tail, its checkpoints, who ran.
+
+The tail of train_log.jsonl (last step, last event) and engine.out.log (the last printed
+line, and the last one that names a failed allocation) are read without reading a long log
+whole; the newest complete checkpoint; what the launch started (the engine or a preset's own
+[command]) and the last step such a command's trainer logged.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+from fontaine_tui.core.errors import InputError
+from fontaine_tui.core.log.records import Checkpoint, Event, Probe, TrainPoint, parse_line
+from fontaine_tui.core.readfile import open_regular
+from fontaine_tui.core.runfolder import RunFolder
+from fontaine_tui.core.text import literal
+
+TAIL_BYTES = 256 << 10
+# what the engine prints when an allocation fails: on the GPU (torch.OutOfMemoryError and
+# its text), or in host memory (MemoryError and its kin, numpy's "Unable to allocate", glibc
+# and ENOMEM); GPU_OOM is tried first ("OutOfMemoryError" holds "MemoryError")
+GPU_OOM = re.compile(
+    r"CUDA out of memory|HIP out of memory|OutOfMemoryError|"
+    r"CUDA error: out of memory|CUBLAS_STATUS_ALLOC_FAILED|"
+    r"MPS backend out of memory"
+)
+HOST_OOM = re.compile(
+    r"MemoryError|Cannot allocate memory|can't allocate memory|"
+    r"not enough memory|Unable to allocate|std::bad_alloc|"
+    r"malloc of size \d+ failed",
+    re.IGNORECASE,
+)
+OOM = re.compile(
+    ("|".join((GPU_OOM.pattern, HOST_OOM.pattern, "out of memory"))).encode(), re.IGNORECASE
+)
+CHECKPOINT_DIR = re.compile(r"step-(\d+)$")
+
+
+def newest_checkpoint(folder: RunFolder) -> tuple[int, Path] | None:
+    """(step, path) of the newest complete checkpoint (meta.json is written last)."""
+    best = None
+    root = folder.checkpoints
+    if not root.is_dir():
+        return None
+    for p in root.iterdir():
+        m = CHECKPOINT_DIR.match(p.name)
+        if m and (p / "meta.json").is_file():
+            step = int(m.group(1))
+            if best is None or step > best[0]:
+                best = (step, p)
+    return best
+
+
+@dataclass(frozen=True, slots=True)
+class LogTail:
+    last_step: int  # newest step with a train or eval record
+    last_time: float | None
+    last_event: str  # "end", "error", "start", "resume" or ""
+    detail: str
+    checkpoint_step: int | None
+    oom: bool
+    output: str  # the last line the engine printed (engine.out.log)
+    oom_line: str = ""  # the last printed line that names a failed allocation
+
+
+def read_tail(
+    folder: RunFolder, nbytes: int = TAIL_BYTES, since: tuple[int, int] = (0, 0)
+) -> LogTail:
+    """The end of train_log.jsonl and engine.out.log without reading a long log whole.
+
+    `since` = (log offset, output offset) where this start began: events and output from an
+    earlier start (before a resume) do not explain this start's exit."""
+    last_step, last_time, event, detail, ckpt = 0, None, "", "", None
+    pos, data = _tail_bytes(folder.log, nbytes)
+    for raw in data.split(b"\n")[:-1]:  # the last piece is torn or empty
+        here, pos = pos, pos + len(raw) + 1
+        try:
+            rec = parse_line(raw)
+        except ValueError:
+            continue
+        if isinstance(rec, (TrainPoint, Probe)):
+            last_step, last_time = max(last_step, rec.step), rec.time
+        elif isinstance(rec, Event):
+            if rec.event == "resume":
+                last_step = rec.step
+            if here >= since[0]:
+                event, detail = rec.event, rec.detail
+        elif isinstance(rec, Checkpoint):
+            ckpt = rec.step
+    _, out = _tail_bytes(folder.engine_out, 16 << 10, since[1])
+    oom = bool(OOM.search(detail.encode())) or bool(OOM.search(out))
+    lines = [ln for ln in out.splitlines() if ln.strip()]
+    last_line = lines[-1] if lines else b""
+    oom_line = next((ln for ln in reversed(lines) if OOM.search(ln)), b"") if oom else b""
+    return LogTail(
+        last_step, last_time, event, detail, ckpt, oom, _shown(last_line), _shown(oom_line)
+    )
+
+
+def _shown(line: bytes) -> str:
+    return literal(line.decode("utf-8", "replace").strip())[:300]
+
+
+def _tail_bytes(path: Path, nbytes: int, offset: int = 0) -> tuple[int, bytes]:
+    """(file offset of the first whole line returned, bytes to EOF)."""
+    try:
+        with open_regular(path) as fh:
+            size = fh.seek(0, os.SEEK_END)
+            start = max(offset, size - nbytes)
+            fh.seek(start)
+            data = fh.read(max(0, size - start))
+    except (OSError, InputError):  # gone, unreadable, or a pipe: no tail
+        return offset, b""
+    if start > offset:  # drop the partial first line
+        cut = data.find(b"\n") + 1
+        start, data = start + cut, data[cut:]
+    return start, data
+
+
+def command_step(folder: RunFolder) -> int:
+    """The last step a launched [command]'s trainer logged, read as its frozen [source] says
+    (0 when it cannot be read)."""
+    from fontaine_tui.core.launch.foreign_look import look_foreign
+
+    look = look_foreign(str(folder.root))
+    return look.store.last_step if look is not None else 0
+
+
+def launched_who(folder: RunFolder) -> str:
+    """What a run folder's launch started: "command" when its prereg.json froze a preset's
+    own [command], else "engine"."""
+    from fontaine_tui.core.verdict.prereg import read_prereg
+
+    try:
+        prov = read_prereg(folder).provenance
+    except (OSError, InputError):
+        return "engine"
+    return "command" if "command" in prov else "engine"
