@@ -28,7 +28,7 @@ from fontaine_tui.core.launch.exits import ExitInfo
 from fontaine_tui.core.launch.launcher import EngineProcess, label
 from fontaine_tui.core.launch.makers import ArgvMaker, maker_for
 from fontaine_tui.core.launch.registry import Entry, Registry
-from fontaine_tui.core.launch.slurm import SlurmJob
+from fontaine_tui.core.launch.slurm_job import SlurmJob
 from fontaine_tui.core.launch.targets import Handle, Request, Started, Target
 from fontaine_tui.core.runfolder import RunFolder
 from fontaine_tui.core.verdict.prereg import Prereg, freeze, read_prereg, utc_iso

@@ -28,7 +28,7 @@ from fontaine_tui.core.launch.babysit import poll_text
 from fontaine_tui.core.launch.exits import ExitInfo
 from fontaine_tui.core.launch.launcher import EngineProcess, label
 from fontaine_tui.core.launch.registry import Registry
-from fontaine_tui.core.launch.slurm import SlurmJob
+from fontaine_tui.core.launch.slurm_job import SlurmJob
 from fontaine_tui.core.log.read import load_log
 from fontaine_tui.core.log.records import Checkpoint, Event, Malformed, Meta, Probe, TrainPoint
 from fontaine_tui.core.log.store import RunStore

@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 
 from fontaine_tui.core.errors import InputError
-from fontaine_tui.core.launch import slurm
+from fontaine_tui.core.launch import slurm, slurm_client, slurm_job
 from fontaine_tui.core.launch.attempts import read_attempts
 from fontaine_tui.core.launch.registry import Registry
 from fontaine_tui.core.runfolder import RunFolder
@@ -181,7 +181,7 @@ async def _console_stops(folder: RunFolder, job: str, preset_path: Path) -> None
 
     [attempt] = read_attempts(folder)
     engine = reattach(folder, attempt)  # the attempt's job, judged from its own start
-    assert isinstance(engine, slurm.SlurmJob) and engine.job == job
+    assert isinstance(engine, slurm_job.SlurmJob) and engine.job == job
     app = make_app(
         source=LocalRun(folder.root), preset=load_preset(preset_path), process=engine, kind="launch"
     )
@@ -295,9 +295,9 @@ def test_the_jobs_output_lands_in_a_folder_named_with_patterns(
     folder.root.mkdir()
     script = folder.root / "job.sbatch"
     script.write_text('#!/bin/bash\necho "job $SLURM_JOB_ID in $PWD"\n')
-    job = slurm.submit(folder, script, PARTITION, "pct", env=cluster.env())
+    job = slurm_client.submit(folder, script, PARTITION, "pct", env=cluster.env())
     wait_for(
-        lambda: (s := slurm.query(job, cluster.env())) is not None and not s.active,
+        lambda: (s := slurm_client.query(job, cluster.env())) is not None and not s.active,
         "the job ends",
         120,
     )
@@ -444,7 +444,7 @@ def test_sbatch_gets_the_output_path_escaped_and_the_folder_as_it_is(
         folder = RunFolder(tmp_path / name)
         folder.root.mkdir()
         script = folder.root / "job.sbatch"
-        assert slurm.submit(folder, script, "gpu", "x") == "42"
+        assert slurm_client.submit(folder, script, "gpu", "x") == "42"
         argv = (bin_dir / "sbatch.argv").read_text().splitlines()
         assert f"--output={tmp_path}/{output}/engine.out.log" in argv, argv
         assert f"--chdir={folder.root}" in argv and argv[-1] == str(script)
@@ -547,13 +547,13 @@ def test_a_new_script_never_replaces_a_file(tmp_path: Path) -> None:
 def test_the_schedulers_ends_are_said(tmp_path: Path) -> None:
     folder = RunFolder(tmp_path)
     write_log(folder.log, [meta(), train(5, T0 + 5, 2.0)])
-    oom = slurm.scheduler_exit(folder, "17", slurm.JobState("OUT_OF_MEMORY", 0, 9))
+    oom = slurm_job.scheduler_exit(folder, "17", slurm_client.JobState("OUT_OF_MEMORY", 0, 9))
     assert oom.cause == "oom-killed" and "slurm job 17" in oom.cause_detail
-    gone = slurm.scheduler_exit(folder, "18", slurm.JobState("NODE_FAIL", None, None))
+    gone = slurm_job.scheduler_exit(folder, "18", slurm_client.JobState("NODE_FAIL", None, None))
     assert gone.status == "killed" and "a node of the job failed" in gone.output
-    ok = slurm.scheduler_exit(folder, "19", slurm.JobState("COMPLETED", 0, 0))
+    ok = slurm_job.scheduler_exit(folder, "19", slurm_client.JobState("COMPLETED", 0, 0))
     assert ok.output == "" and ok.code == 0
-    failed = slurm.scheduler_exit(folder, "20", slurm.JobState("FAILED", 3, 0))
+    failed = slurm_job.scheduler_exit(folder, "20", slurm_client.JobState("FAILED", 3, 0))
     assert (failed.code, failed.cause) == (3, "crashed")
 
 

@@ -24,7 +24,7 @@ from typing import Any
 from fontaine_tui.core.host.oomkill import MemoryEvidence, MemoryWatch
 from fontaine_tui.core.launch.exits import CAUSES, ExitInfo, cause_of
 from fontaine_tui.core.launch.launcher import EngineProcess, pid_alive
-from fontaine_tui.core.launch.slurm import SlurmJob
+from fontaine_tui.core.launch.slurm_job import SlurmJob
 from fontaine_tui.core.readfile import read_whole
 from fontaine_tui.core.runfolder import RunFolder
 from fontaine_tui.core.text import literal

@@ -407,11 +407,11 @@ def live_statuses(
 def _job_status(entry: Entry, folder, last_step: int, tried: list) -> LiveStatus:
     """A run submitted to Slurm: the scheduler says whether its job is queued, running or
     over; an end its attempt recorded is the story, else the scheduler's state and the log."""
-    from fontaine_tui.core.launch import slurm
+    from fontaine_tui.core.launch import slurm_client, slurm_job
     from fontaine_tui.core.launch.exits import STATUS_OF
 
     job, count = entry.job, len(tried)
-    state = slurm.query(job)
+    state = slurm_client.query(job)
     last = tried[-1] if tried and tried[-1].job == job else None
     if state is None:
         return LiveStatus(
@@ -433,7 +433,7 @@ def _job_status(entry: Entry, folder, last_step: int, tried: list) -> LiveStatus
             f"slurm job {job} {state.state}: {last.describe()}",
             count,
         )
-    info = slurm.scheduler_exit(folder, job, state, last.since if last else (0, 0))
+    info = slurm_job.scheduler_exit(folder, job, state, last.since if last else (0, 0))
     return LiveStatus(
         entry,
         info.status,

@@ -32,7 +32,7 @@ from pathlib import Path
 
 from fontaine_tui.core.childenv import child_env
 from fontaine_tui.core.errors import InputError
-from fontaine_tui.core.launch import slurm
+from fontaine_tui.core.launch import slurm_client, slurm_job
 from fontaine_tui.core.launch.exits import ExitInfo, exit_from_dict, exit_to_dict
 from fontaine_tui.core.launch.hosts import HostSettings
 from fontaine_tui.core.launch.slurm import check_host
@@ -59,13 +59,13 @@ POLL_S = 5.0  # how often RemoteEngine looks at the remote pid
 CONNECT_S = 60.0
 CALL_TIMEOUT_S = 120.0  # a short remote fontaine-tui command (`presets show`)
 # `launch --detach --json` there: its guards' probes, the engine's identity (engine_argv's 60 s),
-# sbatch (slurm.QUERY_TIMEOUT_S) and a python start on a slow shared file system
+# sbatch (slurm_client.QUERY_TIMEOUT_S) and a python start on a slow shared file system
 LAUNCH_TIMEOUT_S = 600.0
 # the remote stop: SlurmJob.stop's longest sequence (graces and scheduler calls), which
 # covers the pid sequence (SIGINT 60 s, SIGTERM 30 s, SIGKILL 10 s), and the connection
-STOP_TIMEOUT_S = slurm.stop_bound() + CONNECT_S
+STOP_TIMEOUT_S = slurm_job.stop_bound() + CONNECT_S
 # read_exit there: one look at a job (squeue, sacct, scontrol), and the connection
-READ_TIMEOUT_S = slurm.LOOK_S + CONNECT_S
+READ_TIMEOUT_S = slurm_client.LOOK_S + CONNECT_S
 READ_TRIES = 3  # reads that fail in a row before a run seen gone ends with the failure said
 READ_EXIT = (
     "import sys; from fontaine_tui.core.launch.remote import report_exit; "
@@ -283,12 +283,12 @@ class RemoteEngine:
         )
 
     def _scheduler(self, argv: Sequence[str]) -> subprocess.CompletedProcess[str] | None:
-        """A Slurm client command run there (slurm.Runner): None when it could not be run (ssh
+        """A Slurm client command run there (slurm_client.Runner): None when it could not be run (ssh
         failed, no such command there) or did not finish."""
         env = [shlex.quote(f"{k}={v}") for k, v in self.settings.env.items()]
         command = " ".join(["env", "--", *env, *map(shlex.quote, argv)])
         try:
-            res = self._run(command, slurm.QUERY_TIMEOUT_S + CONNECT_S)
+            res = self._run(command, slurm_client.QUERY_TIMEOUT_S + CONNECT_S)
         except (OSError, subprocess.TimeoutExpired):
             return None
         if res.returncode in (126, 127, 255):
@@ -301,10 +301,10 @@ class RemoteEngine:
         )
 
     def alive(self) -> bool | None:
-        """Is the pid there (a Slurm job: queued or running, as slurm.alive asks squeue, then
+        """Is the pid there (a Slurm job: queued or running, as slurm_client.alive asks squeue, then
         sacct, then scontrol there)? None when the host or its scheduler cannot say now."""
         if self.job:
-            return slurm.alive(str(int(self.job)), run=self._scheduler)
+            return slurm_client.alive(str(int(self.job)), run=self._scheduler)
         try:
             res = self._run(f"test -d /proc/{int(self.pid)}", 30)
         except (OSError, subprocess.TimeoutExpired):
@@ -424,12 +424,12 @@ def read_exit(run_dir: str, pid: int, job: str = "") -> tuple[bool | None, ExitI
     last = next((a for a in reversed(tried) if (a.job == job if job else a.pid == pid)), None)
     since = last.since if last is not None else (0, 0)
     if job:
-        state, not_held = slurm.look_up(job)
+        state, not_held = slurm_client.look_up(job)
         if state is not None:
             return (
                 (True, None)
                 if state.active
-                else (False, slurm.scheduler_exit(folder, job, state, since))
+                else (False, slurm_job.scheduler_exit(folder, job, state, since))
             )
         return (False, exit_info(folder, None, since)) if not_held else (None, None)
     if last is not None and not last.ended:

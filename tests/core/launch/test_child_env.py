@@ -75,7 +75,7 @@ def test_sbatch_and_its_job_get_neither_secret(
 ) -> None:
     """sbatch hands the job the environment it was given (--export=ALL): a stand-in sbatch
     prints what it got and a job id."""
-    from fontaine_tui.core.launch import slurm
+    from fontaine_tui.core.launch import slurm_client
 
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
@@ -89,11 +89,11 @@ def test_sbatch_and_its_job_get_neither_secret(
     monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
     folder = RunFolder(tmp_path / "run")
     folder.root.mkdir()
-    assert slurm.submit(folder, tmp_path / "job.sh", "debug", "smoke") == "4242"
+    assert slurm_client.submit(folder, tmp_path / "job.sh", "debug", "smoke") == "4242"
     assert json.loads(got.read_text()) == []
     # a scheduler query (squeue) gets none either
     script(bin_dir / "squeue", DUMP)
-    res = slurm.local_runner()(["squeue"])
+    res = slurm_client.local_runner()(["squeue"])
     assert res is not None and json.loads(res.stdout) == []
 
 

@@ -20,7 +20,7 @@ import pytest
 
 from fontaine_tui.core.errors import InputError
 from fontaine_tui.core.host.memory import hostname
-from fontaine_tui.core.launch import remote, slurm
+from fontaine_tui.core.launch import remote, slurm_client, slurm_job
 from fontaine_tui.core.launch.hosts import HostSettings
 from fontaine_tui.core.launch.launcher import EngineProcess
 from fontaine_tui.core.launch.registry import Entry, Registry
@@ -313,9 +313,12 @@ def test_a_forgotten_job_is_read_from_its_folder(sshd, tmp_path):
 def test_read_exit_of_a_job_that_runs_or_cannot_be_asked(tmp_path, monkeypatch):
     folder = tmp_path / "run"
     folder.mkdir()
-    answers = {"RUNNING": (slurm.JobState("RUNNING", source="squeue"), False), "?": (None, False)}
+    answers = {
+        "RUNNING": (slurm_client.JobState("RUNNING", source="squeue"), False),
+        "?": (None, False),
+    }
     for key, answer in answers.items():
-        monkeypatch.setattr(slurm, "look_up", lambda job, a=answer: a)
+        monkeypatch.setattr(slurm_client, "look_up", lambda job, a=answer: a)
         assert remote.read_exit(str(folder), 0, "9") == (
             (True, None) if key == "RUNNING" else (None, None)
         )
@@ -329,16 +332,19 @@ def test_read_exit_of_a_job_that_runs_or_cannot_be_asked(tmp_path, monkeypatch):
 def test_the_stop_wait_covers_the_remote_stop_sequence():
     """A remote Slurm stop is SIGINT 60 s, SIGTERM 30 s, scancel 120 s, each around scheduler
     calls within their timeouts, plus the connection; the pid sequence is shorter."""
-    graces = slurm.GRACE_INT_S + slurm.GRACE_TERM_S + slurm.GRACE_CANCEL_S
+    graces = slurm_job.GRACE_INT_S + slurm_job.GRACE_TERM_S + slurm_job.GRACE_CANCEL_S
     assert graces == 210.0
-    defaults = inspect.signature(slurm.SlurmJob.stop).parameters
+    defaults = inspect.signature(slurm_job.SlurmJob.stop).parameters
     assert [defaults[k].default for k in ("grace_int", "grace_term", "grace_cancel")] == [
-        slurm.GRACE_INT_S,
-        slurm.GRACE_TERM_S,
-        slurm.GRACE_CANCEL_S,
+        slurm_job.GRACE_INT_S,
+        slurm_job.GRACE_TERM_S,
+        slurm_job.GRACE_CANCEL_S,
     ]
-    assert slurm.stop_bound() >= graces + 4 * slurm.LOOK_S + 3 * slurm.QUERY_TIMEOUT_S
-    assert remote.STOP_TIMEOUT_S > slurm.stop_bound()
+    assert (
+        slurm_job.stop_bound()
+        >= graces + 4 * slurm_client.LOOK_S + 3 * slurm_client.QUERY_TIMEOUT_S
+    )
+    assert remote.STOP_TIMEOUT_S > slurm_job.stop_bound()
     pid = inspect.signature(EngineProcess.stop).parameters
     assert remote.STOP_TIMEOUT_S > pid["grace_int"].default + pid["grace_term"].default + 10
 

@@ -3,7 +3,7 @@
 A `Target` checks the host (its guards), prepares the run folder, starts what a maker
 (core/launch/makers.py) says to start and returns a `Handle` on it: a process here
 (launcher.EngineProcess), an engine on another host (remote.RemoteEngine) or a Slurm job
-(slurm.SlurmJob). The sequence around them (guards, freeze, start, attempt, register) is
+(slurm_job.SlurmJob). The sequence around them (guards, freeze, start, attempt, register) is
 model/launched.py's, the same for every target.
 """
 

@@ -1,6 +1,6 @@
 """`launch --on slurm:PARTITION`: the run as a Slurm batch job, submitted from here, its run
-folder on a filesystem the nodes share (core/launch/slurm.py: the script, sbatch, the job's
-state)."""
+folder on a filesystem the nodes share (core/launch/slurm.py: the job script; slurm_client.py:
+sbatch and the job's state; slurm_job.py: the job's handle)."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 
 from fontaine_tui.core.errors import InputError
 from fontaine_tui.core.host.memory import hostname
-from fontaine_tui.core.launch import guards, slurm
+from fontaine_tui.core.launch import guards, slurm, slurm_client, slurm_job
 from fontaine_tui.core.launch.command import command_cwd, frozen_env
 from fontaine_tui.core.launch.engine_argv import run_dir
 from fontaine_tui.core.launch.targets.base import Request, Started
@@ -42,13 +42,13 @@ class SlurmTarget:
         if req.preset.slurm.get("time"):  # the experiment's limit, frozen with it, over the user's
             settings = dataclasses.replace(settings, time=str(req.preset.slurm["time"]))
         self.settings = settings
-        slurm.tool("sbatch")  # before anything is written
+        slurm_client.tool("sbatch")  # before anything is written
         return RunFolder(run_dir(req.preset, req.output_dir).resolve())
 
     def check(self, req: Request, folder: RunFolder) -> list[guards.Finding]:
         entry = req.registry.find(folder.root, self.host)
         if entry is not None and entry.job and entry.status in ("running", "attached"):
-            state = slurm.query(entry.job)
+            state = slurm_client.query(entry.job)
             if state is not None and state.active:
                 raise InputError(
                     f"refusing to launch: {folder.root}: this run is still slurm "
@@ -100,9 +100,9 @@ class SlurmTarget:
         self, req: Request, folder: RunFolder | None, argv: list[str], maker: ArgvMaker
     ) -> Started:
         assert folder is not None and self.script is not None  # prepared
-        since = slurm.offsets(folder)
-        job = slurm.submit(folder, self.script, self.partition, req.preset.run_name)
-        handle = slurm.SlurmJob(folder, job, since, poll_s=min(req.poll_s, slurm.POLL_S))
+        since = slurm_job.offsets(folder)
+        job = slurm_client.submit(folder, self.script, self.partition, req.preset.run_name)
+        handle = slurm_job.SlurmJob(folder, job, since, poll_s=min(req.poll_s, slurm_job.POLL_S))
         return Started(handle, str(folder.root), 0, 0.0, job)
 
     def abandon(self, folder: RunFolder) -> None:

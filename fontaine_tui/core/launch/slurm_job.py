@@ -1,0 +1,226 @@
+"""A run's Slurm job as the console's handle: its state polled, its exit told, its stop.
+
+`SlurmJob` is the console's handle on the job (`poll`, `stop`, as EngineProcess): a thread
+asks the scheduler every few seconds (slurm_client.query), so the console never waits on the
+scheduler. `scheduler_exit` tells the job's end as the engine's log does, with what Slurm
+says about it (a time limit, a preemption, its own OOM kill). `stop` is the local sequence
+through `scancel --full --signal`: SIGINT (the engine checkpoints and exits), SIGTERM, then
+`scancel` itself; a job still pending is cancelled.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import subprocess
+import threading
+import time
+from collections.abc import Mapping
+from pathlib import Path
+
+from fontaine_tui.core.childenv import child_env
+from fontaine_tui.core.errors import InputError
+from fontaine_tui.core.host.oomkill import MemoryEvidence, MemoryWatch
+from fontaine_tui.core.launch.exits import ExitInfo, exit_info
+from fontaine_tui.core.launch.logtail import command_step, launched_who
+from fontaine_tui.core.launch.slurm_client import (
+    LOOK_S,
+    QUERY_TIMEOUT_S,
+    JobState,
+    query,
+    tool,
+)
+from fontaine_tui.core.runfolder import RunFolder
+
+POLL_S = 3.0
+# SlurmJob.stop's graces: after SIGINT (the engine checkpoints), after SIGTERM, after scancel
+GRACE_INT_S, GRACE_TERM_S, GRACE_CANCEL_S = 60.0, 30.0, 120.0
+# ends the scheduler caused: said with the exit (the engine's log alone would not know)
+SCHEDULER_ENDS = {
+    "TIMEOUT": "the job reached its time limit",
+    "OUT_OF_MEMORY": "the job went over its memory request (Slurm's OOM kill)",
+    "NODE_FAIL": "a node of the job failed",
+    "PREEMPTED": "the job was preempted",
+    "BOOT_FAIL": "a node of the job did not boot",
+    "DEADLINE": "the job reached its deadline",
+    "CANCELLED": "the job was cancelled (scancel, or an administrator)",
+    "REVOKED": "the job was revoked (a federated sibling ran it)",
+}
+
+
+def offsets(folder: RunFolder) -> tuple[int, int]:
+    """Where this attempt starts in train_log.jsonl and engine.out.log (its `since`)."""
+
+    def size(path: Path) -> int:
+        try:
+            return path.stat().st_size
+        except FileNotFoundError:
+            return 0
+
+    return size(folder.log), size(folder.engine_out)
+
+
+def stop_bound(
+    grace_int: float = GRACE_INT_S,
+    grace_term: float = GRACE_TERM_S,
+    grace_cancel: float = GRACE_CANCEL_S,
+) -> float:
+    """The longest SlurmJob.stop can take with these graces: its first look, then for each of
+    SIGINT, SIGTERM and scancel a scancel call, the grace, and the look that runs past it,
+    every scheduler command taking its whole QUERY_TIMEOUT_S."""
+    return LOOK_S + 3 * (QUERY_TIMEOUT_S + LOOK_S) + grace_int + grace_term + grace_cancel
+
+
+def scheduler_exit(
+    folder: RunFolder,
+    job: str,
+    state: JobState,
+    since: tuple[int, int] = (0, 0),
+    sent: str | None = None,
+) -> ExitInfo:
+    """The exit as the engine's log and output tell it, with what Slurm says about it: a
+    time limit, a preemption, Slurm's own OOM kill (its cgroup's, so the cause is oom-killed)."""
+    memory = None
+    if state.state == "OUT_OF_MEMORY":
+        memory = MemoryEvidence(cgroup=f"slurm job {job}", cgroup_kills=1)
+    who = launched_who(folder)
+    info = exit_info(folder, state.returncode(), since, memory, sent, who)
+    if who == "command":  # its steps are in its own trainer's log
+        info = dataclasses.replace(info, last_step=max(info.last_step, command_step(folder)))
+    why = SCHEDULER_ENDS.get(state.state)
+    if why is not None and not (state.state == "CANCELLED" and sent):
+        said = f"slurm job {job}: {state.state}: {why}"
+        info = dataclasses.replace(
+            info,
+            output=said if not info.output else f"{said}; the engine's last line: {info.output}",
+        )
+        if info.code is None and info.signal is None and info.event not in ("end", "error"):
+            info = dataclasses.replace(info, signal="SIGKILL")
+    return info
+
+
+class SlurmJob:
+    """A run's Slurm job as the console's `Process`: `poll` answers from the last look (a
+    thread asks every `poll_s`), `stop` runs the stop sequence through scancel."""
+
+    pid = 0  # no process here: the job runs on a node Slurm picks
+
+    def __init__(
+        self,
+        folder: RunFolder,
+        job: str,
+        since: tuple[int, int] = (0, 0),
+        env: Mapping[str, str] | None = None,
+        poll_s: float = POLL_S,
+        watch: bool = True,
+    ) -> None:
+        self.folder, self.job, self.since, self.env = folder, job, since, env
+        self.poll_s = poll_s
+        self.started: float | None = None
+        self.memory = MemoryWatch(0, None, None, None)  # attempts.begin's baseline: none here
+        self.sent: str | None = None
+        self.last: JobState | None = None
+        self._exit: ExitInfo | None = None
+        self._done = threading.Event()
+        self._lock = threading.Lock()
+        self._thread: threading.Thread | None = None
+        if watch:
+            self._thread = threading.Thread(
+                target=self._watch, daemon=True, name=f"slurm-job-{job}"
+            )
+            self._thread.start()
+
+    @property
+    def label(self) -> str:
+        return f"slurm job {self.job}"
+
+    def look(self) -> JobState | None:
+        state = query(self.job, self.env)
+        with self._lock:
+            if state is not None:
+                self.last = state
+                if not state.active and self._exit is None:
+                    self._exit = scheduler_exit(self.folder, self.job, state, self.since, self.sent)
+        return state
+
+    def _watch(self) -> None:
+        while not self._done.is_set():
+            self.look()
+            if self._exit is not None:
+                return
+            self._done.wait(self.poll_s)
+
+    def poll(self) -> ExitInfo | None:
+        if self._thread is None and self._exit is None:
+            self.look()
+        return self._exit
+
+    def wait(self, timeout: float | None = None, interval: float = 0.5) -> ExitInfo | None:
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while True:
+            if self._exit is None:
+                self.look()
+            if self._exit is not None:
+                return self._exit
+            if deadline is not None and time.monotonic() >= deadline:
+                return None
+            time.sleep(interval)
+
+    def scancel(self, *args: str) -> bool:
+        try:
+            res = subprocess.run(
+                [tool("scancel"), *args, self.job],
+                capture_output=True,
+                text=True,
+                timeout=QUERY_TIMEOUT_S,
+                stdin=subprocess.DEVNULL,
+                env=child_env(self.env),
+            )
+        except (OSError, subprocess.TimeoutExpired):
+            return False
+        return res.returncode == 0
+
+    def signal_job(self, name: str) -> bool:
+        """`scancel --full --signal=NAME`: every process of the job, the batch script's
+        included (torchrun and its ranks, as a process group here)."""
+        if self.poll() is not None:
+            return False
+        ok = self.scancel("--full", f"--signal={name.removeprefix('SIG')}")
+        if ok:
+            self.sent = name
+        return ok
+
+    def stop(
+        self,
+        grace_int: float = GRACE_INT_S,
+        grace_term: float = GRACE_TERM_S,
+        grace_cancel: float = GRACE_CANCEL_S,
+    ) -> ExitInfo:
+        """SIGINT (the engine checkpoints and exits), SIGTERM, then scancel (Slurm's own
+        SIGTERM-then-SIGKILL); a job not yet running is cancelled at once."""
+        state = self.look()
+        if self._exit is not None:
+            return self._exit
+        if state is not None and state.state == "PENDING":
+            self.scancel()  # nothing ran: no signal, Slurm's CANCELLED says it
+            info = self.wait(grace_cancel)
+        else:
+            info = None
+            for sig, grace in (("SIGINT", grace_int), ("SIGTERM", grace_term)):
+                self.signal_job(sig)
+                info = self.wait(grace)
+                if info is not None:
+                    break
+            if info is None:
+                self.sent = "SIGKILL"
+                self.scancel()
+                info = self.wait(grace_cancel)
+        if info is None:
+            raise InputError(
+                f"slurm job {self.job}: still {self.last.state if self.last else '?'}"
+                f" after scancel; see `scontrol show job {self.job}`"
+            )
+        self.close()
+        return info
+
+    def close(self) -> None:
+        self._done.set()
