@@ -16,7 +16,7 @@ from typing import Protocol
 from fontaine_tui.core.errors import InputError
 from fontaine_tui.core.follow import Batch, LocalRun, RunSource, run_source
 from fontaine_tui.core.host.telemetry import TelemetrySnapshot
-from fontaine_tui.core.launch import alerts
+from fontaine_tui.core.launch import alert_book, alerts
 from fontaine_tui.core.launch.attempts import Attempt
 from fontaine_tui.core.launch.exits import ExitInfo
 from fontaine_tui.core.launch.fleet import Fleet
@@ -295,7 +295,7 @@ class Session:
         self.exit_code: int | str | None = None
         self.ledger = Ledger("", preset.sha256, "no prereg.json read yet", None, ())
         self.warnings: tuple[alerts.RunWarning, ...] = ()
-        self.warning_book = alerts.WarningBook()
+        self.warning_book = alert_book.WarningBook()
         self.extra_warnings: dict[str, alerts.RunWarning] = {}  # the babysitter's (notify)
         self._attempts_key: object = None
         self._attempts: tuple[Attempt, ...] = ()
@@ -407,7 +407,7 @@ class Session:
         if self.kind == "replay" and self.store.steps:
             now = self.store.columns["time"][-1]  # a replay's "now" is the log's own clock
         self.warnings = self.sorted_warnings(
-            alerts.evaluate(
+            alert_book.evaluate(
                 self.warning_book,
                 self.store,
                 self.preset,
@@ -420,7 +420,7 @@ class Session:
             )
             + list(self.extra_warnings.values())
         )
-        ctx = alerts.context_for(self.store, self.preset, telemetry, launched_ts)
+        ctx = alert_book.context_for(self.store, self.preset, telemetry, launched_ts)
         self.gpu_hours = alerts.gpu_hours_used(self.store, now, exit_info, ctx)
 
     def settling(self) -> bool:

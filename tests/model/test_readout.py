@@ -76,7 +76,7 @@ async def test_gpu_hours_in_the_header_are_the_gate_rules(tmp_path):
     """A CUDA run's hours come from core.launch.alerts' gate rule; a CPU run holds no GPU."""
     import json
 
-    from fontaine_tui.core.launch import alerts as rules
+    from fontaine_tui.core.launch import alert_book
     from fontaine_tui.widgets.run_header import RunHeader
     from tests.console.conftest import SIZE, console, loaded, text
     from tests.logs import records_upto
@@ -91,7 +91,7 @@ async def test_gpu_hours_in_the_header_are_the_gate_rules(tmp_path):
     async with app.run_test(size=SIZE) as pilot:
         await loaded(pilot, 600)
         store, preset = app.session.store, app.session.preset
-        ctx = rules.context_for(store, preset)
+        ctx = alert_book.context_for(store, preset)
         expected = (store.columns["time"][-1] - store.metas[0].time) / 3600 * ctx.gpus_used
         assert ctx.gpus_used == 2 and abs(app.view.progress.gpu_hours - expected) < 1e-9
         assert f"GPU-h {expected:.2f}/12" in text(

@@ -242,7 +242,7 @@ def _row(
     now: float,
 ) -> FleetRow:
     """A row from a run's store and its preset (None: no read, no warnings)."""
-    from fontaine_tui.core.launch import alerts
+    from fontaine_tui.core.launch import alert_book, alerts
     from fontaine_tui.core.verdict.rules import compute_verdict
 
     ended = state in ("ended", "failed") or alerts.logged_over(store)
@@ -266,7 +266,7 @@ def _row(
         if store.probes:
             v = compute_verdict(store, preset)
             row.update(read=("PROVISIONAL " if v.provisional else "") + v.label)
-        ctx = alerts.context_for(store, preset, None, launched)
+        ctx = alert_book.context_for(store, preset, None, launched)
         running = state in ("running", "attached", "quiet") and not ended
         row.update(
             gpu_hours=alerts.gpu_hours_used(

@@ -4,7 +4,7 @@ what is most likely happening and where to look, not a bare "no record for N s".
 Silence alone cannot tell a hang from a long step; read with what the host says at the same
 moment it usually can: the engine process tree's states (psutil: D state, zombie, stopped),
 the GPU's utilisation, the tree's CPU and the host RAM trend. Pure: the WarningBook
-(alerts.py) keeps the short histories (RAM readings, process states) and hands them in
+(alert_book.py) keeps the short histories (RAM readings, process states) and hands them in
 through RunContext; nothing here samples.
 
 Precedence: the first case that holds is the headline; the others' readings follow it

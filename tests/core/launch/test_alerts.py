@@ -9,6 +9,7 @@ import pytest
 from fontaine_tui.core.host.memory import HostRam
 from fontaine_tui.core.host.nvml import GpuSample
 from fontaine_tui.core.host.telemetry import TelemetrySnapshot
+from fontaine_tui.core.launch import alert_book
 from fontaine_tui.core.launch import alerts as w
 from fontaine_tui.core.launch.exits import ExitInfo
 from fontaine_tui.core.log.records import Event
@@ -321,18 +322,18 @@ def test_stopped_is_a_warning_and_oom_an_alert() -> None:
 
 def test_book_keeps_first_seen_and_forgets_cleared() -> None:
     preset = load_preset("demosonly_1gpu")
-    book = w.WarningBook()
+    book = alert_book.WarningBook()
     st = store_with(12)
-    first = w.evaluate(book, st, preset, tel(avail_frac=0.07), T0 + 1000)
+    first = alert_book.evaluate(book, st, preset, tel(avail_frac=0.07), T0 + 1000)
     ram = next(x for x in first if x.rule == "ram")
     assert ram.since == T0 + 1000 and [x.rule for x in book.last_new].count("ram") == 1
-    again = w.evaluate(book, st, preset, tel(avail_frac=0.03), T0 + 2000)
+    again = alert_book.evaluate(book, st, preset, tel(avail_frac=0.03), T0 + 2000)
     ram2 = next(x for x in again if x.rule == "ram")
     assert ram2.severity == "alert" and ram2.since == T0 + 1000  # first seen kept
     assert [x.rule for x in again][0] == "ram"  # most severe first
-    cleared = w.evaluate(book, st, preset, tel(avail_frac=0.5), T0 + 3000)
+    cleared = alert_book.evaluate(book, st, preset, tel(avail_frac=0.5), T0 + 3000)
     assert "ram" not in [x.rule for x in cleared]
-    back = w.evaluate(book, st, preset, tel(avail_frac=0.07), T0 + 4000)
+    back = alert_book.evaluate(book, st, preset, tel(avail_frac=0.07), T0 + 4000)
     assert next(x for x in back if x.rule == "ram").since == T0 + 4000
     # the first-poll report is made once and kept as first made
     polls = [x for x in back if x.rule == "first-poll"]
@@ -341,10 +342,10 @@ def test_book_keeps_first_seen_and_forgets_cleared() -> None:
 
 def test_context_counts_gpus_from_the_meta_record() -> None:
     preset = load_preset("smoke")
-    assert w.context_for(store_with(1), preset).gpus_used == 1  # meta says cuda:0
+    assert alert_book.context_for(store_with(1), preset).gpus_used == 1  # meta says cuda:0
     st = RunStore()
     st.add_object({"kind": "meta", "step": 0, "time": T0, "device": "cpu", "world_size": 1}, 1)
-    assert w.context_for(st, preset, tel()).gpus_used == 0
+    assert alert_book.context_for(st, preset, tel()).gpus_used == 0
 
 
 def test_before_the_meta_record_every_nodes_gpus_count(tmp_path) -> None:
@@ -360,5 +361,6 @@ def test_before_the_meta_record_every_nodes_gpus_count(tmp_path) -> None:
         init='""',
     )
     preset = load_preset(str(path))
-    assert w.context_for(RunStore(), preset, tel()).gpus_used == 8
-    assert w.context_for(RunStore(), load_preset("smoke"), tel()).gpus_used == 0  # device cpu
+    assert alert_book.context_for(RunStore(), preset, tel()).gpus_used == 8
+    # device cpu
+    assert alert_book.context_for(RunStore(), load_preset("smoke"), tel()).gpus_used == 0

@@ -4,7 +4,7 @@ banked comparators at the same step."""
 from __future__ import annotations
 
 from fontaine_tui.cli import main
-from fontaine_tui.core.launch import alerts
+from fontaine_tui.core.launch import alert_book, alerts
 from fontaine_tui.core.log.read import load_lines
 from fontaine_tui.core.verdict.presets import load_preset
 from tests.core.launch.conftest import without_amendments
@@ -33,7 +33,7 @@ def preset_with_group(tmp_path):
 def warnings_at(preset, delta_750: float) -> list[alerts.RunWarning]:
     probes = {250: (3.4, 3.6), 500: (3.1, 3.2), 750: (3.1 + delta_750, 3.3)}
     store = load_lines([b"".join(dumps(r).encode() + b"\n" for r in records_upto(760, probes))])
-    ctx = alerts.context_for(store, preset)
+    ctx = alert_book.context_for(store, preset)
     return [
         w
         for w in alerts.run_rules(store, None, preset.gates, 0.0, None, ctx)
@@ -56,7 +56,7 @@ def test_leaving_the_envelope_warns_and_inside_it_does_not(tmp_path):
     # without banked groups there is nothing to leave
     plain = load_preset(without_amendments(tmp_path))
     store = load_lines([b"".join(dumps(r).encode() + b"\n" for r in records_upto(760))])
-    ctx = alerts.context_for(store, plain)
+    ctx = alert_book.context_for(store, plain)
     assert not [
         w
         for w in alerts.run_rules(store, None, plain.gates, 0.0, None, ctx)

@@ -27,7 +27,7 @@ from fontaine_tui.core.host.telemetry import (
     sample_process,
     sample_remote,
 )
-from fontaine_tui.core.launch import alerts
+from fontaine_tui.core.launch import alert_book, alerts
 from fontaine_tui.core.launch import stall as s
 from fontaine_tui.core.log.store import RunStore
 from fontaine_tui.core.verdict.presets import load_preset
@@ -498,7 +498,7 @@ def stalled_store(n: int = 20, interval: float = 30.0) -> RunStore:
 def test_silence_below_the_limit_is_no_stall_whatever_the_process_says() -> None:
     st = stalled_store()
     last = st.columns["time"][-1]
-    ctx = alerts.context_for(st, PRESET)
+    ctx = alert_book.context_for(st, PRESET)
     worst = snap(proc("zombie", 0.0, ()), at=last + 90.0)
     assert alerts.stall(st, worst, PRESET.gates, last + 90.0, None, ctx) is None
     st.add_object({"kind": "eval", "step": 20, "time": last + 80.0, "eval_chunk_mae": 1.0}, 99)
@@ -511,7 +511,7 @@ def test_silence_below_the_limit_is_no_stall_whatever_the_process_says() -> None
 def test_a_probe_step_with_the_gpu_busy_is_the_eval_probe() -> None:
     st = stalled_store(250, interval=1.0)  # median 1 s: the 60 s floor is the limit
     last = st.columns["time"][-1]
-    ctx = alerts.context_for(st, PRESET)
+    ctx = alert_book.context_for(st, PRESET)
     got = alerts.stall(
         st, snap(proc("running", 100.0), util=97.0), PRESET.gates, last + 300.0, None, ctx
     )
@@ -531,7 +531,7 @@ def test_a_save_step_in_d_state_names_the_checkpoint() -> None:
     st = stalled_store(500, interval=1.0)
     last = st.columns["time"][-1]
     st.add_object({"kind": "eval", "step": 500, "time": last + 1.0, "eval_chunk_mae": 1.0}, 999)
-    ctx = alerts.context_for(st, PRESET)
+    ctx = alert_book.context_for(st, PRESET)
     got = alerts.stall(st, snap(proc("disk-sleep")), PRESET.gates, last + 300.0, None, ctx)
     assert got.message.count("; the checkpoint at step 500 (save_every 500) is next") == 1
 
@@ -540,7 +540,7 @@ def test_a_save_step_in_d_state_names_the_checkpoint() -> None:
 
 
 def test_the_book_keeps_a_bounded_history_one_reading_per_snapshot() -> None:
-    book = alerts.WarningBook()
+    book = alert_book.WarningBook()
     for i in range(30):
         t = snap(proc(), free=40.0 - i, at=T0 + 5.0 * i)
         book.observe(t)
@@ -557,11 +557,11 @@ def test_the_book_keeps_a_bounded_history_one_reading_per_snapshot() -> None:
 def test_evaluate_feeds_the_trend_and_the_polls_to_the_stall() -> None:
     st = stalled_store()
     last = st.columns["time"][-1]
-    book = alerts.WarningBook()
+    book = alert_book.WarningBook()
     severities = []
     for i in range(13):  # 1 GiB/min for a minute, ending at 4 GiB free, D state throughout
         t = snap(proc("disk-sleep"), free=5.0 - i / 12, at=last + 400.0 + 5.0 * i)
-        got = alerts.evaluate(book, st, PRESET, t, t.time)
+        got = alert_book.evaluate(book, st, PRESET, t, t.time)
         stall = next(w for w in got if w.rule == "stall")
         severities.append(stall.severity)
     # no trend until 5 readings span 20 s; then ~4.7 min left: an alert
