@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 
 from fontaine_tui import __version__
-from fontaine_tui.core.verdict.rules import EXIT_CODES
+from fontaine_tui.core.verdict.record import EXIT_CODES
 
 pytestmark = [pytest.mark.slow]
 REPO = Path(__file__).resolve().parents[1]

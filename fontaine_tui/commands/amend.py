@@ -59,6 +59,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from fontaine_tui.core.runfolder import RunFolder
+    from fontaine_tui.core.verdict.amendments import check_amendments
     from fontaine_tui.core.verdict.ledger import (
         declare_amendment,
         foreign_step_seen,
@@ -67,7 +68,6 @@ def run(args: argparse.Namespace) -> int:
     )
     from fontaine_tui.core.verdict.prereg import read_prereg
     from fontaine_tui.core.verdict.presets import load_preset
-    from fontaine_tui.core.verdict.rules import check_amendments
 
     require_utf8(args.text, "--text")  # the ledger is UTF-8 JSON
     check_target(args.run)

@@ -31,7 +31,7 @@ from fontaine_tui.core.launch.babysit import (
 )
 from fontaine_tui.core.log.store import RunStore
 from fontaine_tui.core.verdict.prereg import parse_utc
-from fontaine_tui.core.verdict.rules import Verdict
+from fontaine_tui.core.verdict.record import Verdict
 from fontaine_tui.model.notices import RunNotices
 from fontaine_tui.model.readout import recipe_steps
 from fontaine_tui.model.session import Session

@@ -17,7 +17,7 @@ from fontaine_tui.core.launch.babysit import poll_text
 from fontaine_tui.core.notify import Message, Notifier, load_destinations
 from fontaine_tui.core.verdict.checks import BY_INSTRUMENT, HEALTHY
 from fontaine_tui.core.verdict.presets import Preset
-from fontaine_tui.core.verdict.rules import Verdict
+from fontaine_tui.core.verdict.record import Verdict
 from fontaine_tui.core.verdict.text import headline, signed
 from fontaine_tui.core.verdict.watching import preset_destinations
 

@@ -38,7 +38,8 @@ from fontaine_tui.core.verdict.export import write_verdict
 from fontaine_tui.core.verdict.ledger import read_ledger
 from fontaine_tui.core.verdict.prereg import Prereg, utc_iso
 from fontaine_tui.core.verdict.presets import Preset
-from fontaine_tui.core.verdict.rules import Verdict, compute_verdict
+from fontaine_tui.core.verdict.record import Verdict
+from fontaine_tui.core.verdict.rules import compute_verdict
 from fontaine_tui.core.verdict.text import headline, render
 from fontaine_tui.model.babysitter import Babysitter
 from fontaine_tui.model.readout import recipe_steps

@@ -14,7 +14,7 @@ from fontaine_tui.core.launch import alerts
 from fontaine_tui.core.log.store import RunStore
 from fontaine_tui.core.text import literal
 from fontaine_tui.core.verdict.presets import Preset, gate_of
-from fontaine_tui.core.verdict.rules import Verdict
+from fontaine_tui.core.verdict.record import Verdict
 
 MEDIAN_WINDOW = 100  # recent steps in the s/step median
 

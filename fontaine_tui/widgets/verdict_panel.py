@@ -7,16 +7,15 @@ from textual.containers import Horizontal, Vertical
 from textual.content import Content
 from textual.widgets import Static
 
-from fontaine_tui.core.verdict.lock import Lock
-from fontaine_tui.core.verdict.rules import (
+from fontaine_tui.core.verdict.checks import (
     AMBIGUOUS,
     BY_INSTRUMENT,
     HEALTHY,
     SAME_DRIFT,
     UNDECIDABLE,
-    RuleRead,
-    Verdict,
 )
+from fontaine_tui.core.verdict.lock import Lock
+from fontaine_tui.core.verdict.record import RuleRead, Verdict
 from fontaine_tui.core.verdict.text import (
     bound_words,
     comparator_lines,

@@ -29,7 +29,7 @@ from fontaine_tui.core.readfile import read_whole
 from fontaine_tui.core.text import gib, literal
 from fontaine_tui.core.verdict.prereg import utc_iso
 from fontaine_tui.core.verdict.presets import Preset
-from fontaine_tui.core.verdict.rules import Verdict
+from fontaine_tui.core.verdict.record import Verdict
 from fontaine_tui.core.verdict.text import headline
 
 BABYSIT_LOG = "babysit.jsonl"

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from fontaine_tui.core.log.store import RunStore
 from fontaine_tui.core.verdict.curves import banked_curve, banked_levels
 from fontaine_tui.core.verdict.presets import Preset
-from fontaine_tui.core.verdict.rules import Verdict
+from fontaine_tui.core.verdict.record import Verdict
 from fontaine_tui.core.verdict.text import signed
 
 MARK_COLORS = ("red", "magenta", "orange", "yellow", "blue", "white")

@@ -10,7 +10,7 @@ from pathlib import Path
 from fontaine_tui import __version__
 from fontaine_tui.core.atomic import replace_own
 from fontaine_tui.core.verdict.chart import ChartSpec
-from fontaine_tui.core.verdict.rules import Verdict
+from fontaine_tui.core.verdict.record import Verdict
 
 CHART_HINT = "pip install 'fontaine-tui[chart]'"
 CHART_NAME = "disc_overlay.png"

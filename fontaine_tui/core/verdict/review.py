@@ -21,7 +21,7 @@ from pathlib import Path
 from fontaine_tui.core.atomic import append_line, locked
 from fontaine_tui.core.readfile import read_whole
 from fontaine_tui.core.verdict import head as chain_head
-from fontaine_tui.core.verdict.rules import Verdict
+from fontaine_tui.core.verdict.record import Verdict
 
 SCHEMA = "fontaine-tui/review/1"
 ACTIONS = ("accept", "flag", "note")

@@ -4,22 +4,22 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Mapping
-from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Protocol, TypedDict
 
 from fontaine_tui.core.log.records import Probe
 from fontaine_tui.core.log.store import Conflict, RunStore
-from fontaine_tui.core.verdict.checks import (  # the classes, defined once, re-exported
+from fontaine_tui.core.verdict.amendments import check_amendments, endpoint_in_force
+from fontaine_tui.core.verdict.checks import (
     AMBIGUOUS,
     BY_INSTRUMENT,
-    HEALTHY,
-    SAME_DRIFT,
     UNDECIDABLE,
 )
 from fontaine_tui.core.verdict.curves import banked_curve, banked_curves
 from fontaine_tui.core.verdict.lock import Lock, decision_lock, max_probe_change, probe_cadence
 from fontaine_tui.core.verdict.prereg import provenance_changes
 from fontaine_tui.core.verdict.presets import Amendment, Preset
+from fontaine_tui.core.verdict.readpoint import off_cadence, probes_at, read_point
+from fontaine_tui.core.verdict.record import RuleRead, Scale, SecondaryRead, Verdict, json_num
 from fontaine_tui.core.verdict.shape import (  # re-exported: the rule's reading of a number
     RuleShape,
     VerdictSpec,
@@ -30,232 +30,6 @@ from fontaine_tui.core.verdict.shape import (  # re-exported: the rule's reading
 
 if TYPE_CHECKING:
     from typing import Unpack  # 3.11+; annotations only, so 3.10 runs without it
-
-SCHEMA = "fontaine-tui/verdict/2"  # 1: before rule shapes, datasets and provenance
-
-# Exit codes of `fontaine-tui verdict`: one per class; a provisional read adds 10.
-EXIT_CODES = {HEALTHY: 0, SAME_DRIFT: 3, AMBIGUOUS: 4, BY_INSTRUMENT: 5, UNDECIDABLE: 6}
-PROVISIONAL_OFFSET = 10
-
-
-@dataclass(frozen=True, slots=True)
-class RuleRead:
-    """One rule's read: `value` (the delta, or the level) against its two bounds."""
-
-    name: str
-    healthy: float
-    drift: float
-    value: float
-    label: str
-    direction: str = "lower"
-    read: str = "delta"
-
-    @property
-    def lower_is_better(self) -> bool:
-        return self.direction == "lower"
-
-
-@dataclass(frozen=True, slots=True)
-class SecondaryRead:
-    """A secondary rule's read at the primary's read step (raw bounds only)."""
-
-    name: str
-    metric: str
-    anchor_value: float | None
-    read_value: float | None
-    rule: RuleRead | None  # None when it could not be read (`reason` says why)
-    label: str
-    reason: str
-
-
-@dataclass(frozen=True, slots=True)
-class AmendmentCheck:
-    """Whether an amendment counts: declared before the step it first affects."""
-
-    id: int
-    kind: str
-    source: str
-    declared_at: str
-    last_step_seen: int
-    first_affected_step: int
-    status: str  # "applied" | "refused"
-    reason: str
-
-
-@dataclass(frozen=True, slots=True)
-class Scale:
-    value: float
-    numerator: float | None
-    denominator: float | None
-    from_step: int | None
-    comparator: str | None
-    amendment: int
-    provenance: str
-    # the model tracks while the units differ: this run's eval AR CE at the scale's step
-    # beside the banked comparator's (the document's 0.6385 vs 0.6116); "" when not banked
-    evidence: str = ""
-
-
-@dataclass(frozen=True, slots=True)
-class Verdict:
-    verdict: str
-    provisional: bool
-    read_step: int | None
-    anchor_step: int
-    endpoint_step: int
-    metric: str
-    anchor_value: float | None
-    read_value: float | None
-    delta: float | None
-    raw: RuleRead | None
-    scaled: RuleRead | None
-    scale: Scale | None
-    amendments: tuple[AmendmentCheck, ...]
-    corroboration: Mapping[str, object]
-    reason: str
-    interpretation: str
-    preset: Mapping[str, str]
-    counts: Mapping[str, int] = field(default_factory=dict)
-    malformed_lines: tuple[int, ...] = ()
-    malformed_at: tuple[str, ...] = ()  # the same lines as "train_log.jsonl.1 line 12"
-    segments: tuple[tuple[str, int], ...] = ()  # (file, its first line) when read from several
-    out_of_order: tuple[tuple[str, str], ...] = ()  # (where, why) of records not applied
-    conflicts: tuple[str, ...] = ()  # each conflicting probe pair, in words
-    notices: tuple[str, ...] = ()  # e.g. a meta record of another run in the middle of the log
-    provenance: Mapping[str, object] = field(default_factory=dict)  # frozen at launch
-    provenance_changes: tuple[str, ...] = ()  # the log's meta names other code or data
-    provenance_log: tuple[Mapping[str, object], ...] = ()  # each meta's code/data/versions
-    read: str = "delta"  # what `delta` holds: "delta" (m(read) - m(anchor)) or "level" (m(read))
-    direction: str = "lower"  # which way is better
-    secondary: tuple[SecondaryRead, ...] = ()
-    combine: str = "primary"  # "primary": the secondary rules corroborate; "all": must agree
-    primary_label: str = ""  # the primary rule's own label (before an "all" combination)
-    datasets: Mapping[str, float] = field(default_factory=dict)  # breakdown.* read as `read`
-    labels: Mapping[str, str] = field(default_factory=dict)  # class -> the preset's word
-    # each comparator: name, delta, where its numbers come from, the banked version if any
-    comparators: tuple[Mapping[str, object], ...] = ()
-    decision: Lock | None = None  # distances to the bounds and the decision lock
-    # the significand bits the read's numbers were stored in (53: doubles), and how close to
-    # a bound a read is on it because of that (0: compared at RESOLUTION)
-    precision: tuple[int, float] = (53, 0.0)
-
-    @property
-    def label(self) -> str:
-        """The verdict in the preset's words (`verdict` is the class, for exit codes)."""
-        return self.labels.get(self.verdict, self.verdict)
-
-    def label_of(self, cls: str) -> str:
-        return self.labels.get(cls, cls)
-
-    @property
-    def exit_code(self) -> int:
-        code = EXIT_CODES[self.verdict]
-        return code + PROVISIONAL_OFFSET if self.provisional else code
-
-    def to_json(self) -> dict:
-        """The verdict.json document (schema SCHEMA, described in docs/verdict-json.md). Every key of
-        schema 1 is still there with its meaning; schema 2 adds the rest."""
-        return {
-            "schema": SCHEMA,
-            "verdict": self.verdict,  # the class: exit codes and tools key on it
-            "label": self.label,  # the preset's word for it
-            "provisional": self.provisional,
-            "read_step": self.read_step,
-            "reason": self.reason,
-            "metric": self.metric,
-            "read": self.read,
-            "direction": self.direction,
-            "anchor_step": self.anchor_step,
-            "endpoint_step": self.endpoint_step,
-            "anchor_value": _json_num(self.anchor_value),
-            "read_value": _json_num(self.read_value),
-            "delta": _json_num(self.delta) if self.read == "delta" else None,
-            "level": _json_num(self.delta) if self.read == "level" else None,
-            "rules": {
-                "raw": _rule_json(self.raw),
-                "scaled": _rule_json(self.scaled),
-                "secondary": [_secondary_json(s) for s in self.secondary],
-            },
-            "combine": self.combine,
-            "primary_label": self.primary_label or self.verdict,
-            "scale": None
-            if self.scale is None
-            else {
-                k: _json_num(v) if isinstance(v, float) else v
-                for k, v in asdict(self.scale).items()
-            },
-            "amendments": [asdict(a) for a in self.amendments],
-            "corroboration": {
-                k: (_json_num(v) if isinstance(v, float) else v)
-                for k, v in self.corroboration.items()
-            },
-            "datasets": {k: _json_num(v) for k, v in self.datasets.items()},
-            "precision": {
-                "bits": self.precision[0],
-                "tolerance": self.precision[1],
-                "stored_as": {53: "float64", 24: "float32", 11: "float16"}.get(
-                    self.precision[0], f"{self.precision[0]} bits"
-                ),
-            },
-            "decision": None if self.decision is None else _lock_json(self.decision),
-            "comparators": [_comparator_json(c) for c in self.comparators],
-            "provenance": {
-                "frozen": dict(self.provenance),
-                "log": [dict(m) for m in self.provenance_log],
-                "changed": list(self.provenance_changes),
-            },
-            "labels": {c: self.labels.get(c, c) for c in EXIT_CODES},
-            "interpretation": self.interpretation,
-            "preset": dict(self.preset),
-            "log": {
-                **self.counts,
-                "malformed_lines": list(self.malformed_lines),
-                "segments": [{"name": n, "first_line": line} for n, line in self.segments],
-                "out_of_order_records": [{"at": w, "why": y} for w, y in self.out_of_order],
-                "conflicting_probes": list(self.conflicts),
-                "notices": list(self.notices),
-            },
-        }
-
-
-def _json_num(x: float | None) -> float | str | None:
-    """Finite floats as numbers; NaN and infinities as strings so verdict.json stays strict."""
-    if x is None:
-        return None
-    return x if math.isfinite(x) else repr(x)
-
-
-def _comparator_json(c: Mapping[str, object]) -> dict:
-    curve = c.get("curve")
-    return {
-        k: (
-            _json_num(v)
-            if isinstance(v, float)
-            else [[step, _json_num(x)] for step, x in curve]
-            if k == "curve" and isinstance(curve, list)
-            else v
-        )
-        for k, v in c.items()
-    }
-
-
-def _lock_json(lock: Lock) -> dict:
-    return {
-        "locked_at": lock.step,
-        "label": lock.label,
-        "max_probe_change": lock.max_change,
-        "max_probe_change_from": lock.source,
-        "probe_every": lock.every,
-        "probe_every_from": lock.every_from,
-        "distances": [
-            {
-                "step": d.step,
-                "to_healthy": _json_num(d.to_healthy),
-                "to_drift": _json_num(d.to_drift),
-            }
-            for d in lock.distances
-        ],
-    }
 
 
 def _lock(
@@ -287,91 +61,6 @@ def _lock(
     return decision_lock(
         points, bounds, spec.lower_is_better, endpoint, every, change, source, every_from
     )
-
-
-def _secondary_json(s: SecondaryRead) -> dict:
-    return {
-        "name": s.name,
-        "metric": s.metric,
-        "anchor_value": _json_num(s.anchor_value),
-        "read_value": _json_num(s.read_value),
-        "rule": _rule_json(s.rule),
-        "label": s.label,
-        "reason": s.reason,
-    }
-
-
-def _rule_json(rule: RuleRead | None) -> dict | None:
-    if rule is None:
-        return None
-    healthy, drift = (
-        ("healthy_max", "drift_min") if rule.lower_is_better else ("healthy_min", "drift_max")
-    )
-    return {
-        healthy: rule.healthy,
-        drift: rule.drift,
-        rule.read: _json_num(rule.value),
-        "label": rule.label,
-    }
-
-
-def check_amendments(amendments: Iterable[Amendment], preset: Preset) -> list[AmendmentCheck]:
-    """An amendment counts only if the last step seen at declaration precedes the first step
-    it affects. A scale amendment first affects the anchor probe (the first delta; in a level
-    read, the first probe) and only one is in force. An extend first affects the endpoint in
-    force when it is declared (that read would have been final) and moves it later; several
-    extends apply in turn."""
-    spec = preset.verdict
-    scale_first = spec.anchor_step if spec.read == "delta" else int(preset.recipe["eval_every"])
-    what = "the anchor probe" if spec.read == "delta" else "the first probe"
-    endpoint = spec.endpoint_step
-    checks = []
-    scale_in_force = False
-    for a in amendments:
-        if a.kind == "extend":
-            first, kind, where = endpoint, "an extend", "the endpoint in force"
-        else:
-            first, kind, where = scale_first, "a scale amendment", what
-        reason = ""
-        if a.declared_after_step >= first:
-            reason = (
-                f"declared after step {a.declared_after_step} was seen; {kind} "
-                f"must be declared before step {first} ({where})"
-            )
-        elif a.declared_before_step > first:
-            reason = (
-                f"declared before step {a.declared_before_step}, but it affects step "
-                f"{first} ({where})"
-            )
-        elif a.kind == "extend" and a.to_step <= endpoint:
-            reason = f"moves the endpoint to {a.to_step}, not past {endpoint} (in force)"
-        elif a.kind != "extend" and scale_in_force:
-            reason = "a scale amendment is already in force"
-        status = "refused" if reason else "applied"
-        if not reason:
-            reason = f"declared after step {a.declared_after_step} was seen, before step {first}"
-            if a.kind == "extend":
-                reason += f": the endpoint moves from {endpoint} to {a.to_step}"
-                endpoint = a.to_step
-            else:
-                scale_in_force = True
-        checks.append(
-            AmendmentCheck(
-                a.id, a.kind, a.source, a.declared_at, a.declared_after_step, first, status, reason
-            )
-        )
-    return checks
-
-
-def endpoint_in_force(
-    preset: Preset, amendments: Iterable[Amendment], checks: Iterable[AmendmentCheck]
-) -> int:
-    """The endpoint after the applied extends (the preset's own when none)."""
-    endpoint = preset.verdict.endpoint_step
-    for a, c in zip(amendments, checks, strict=True):
-        if a.kind == "extend" and c.status == "applied":
-            endpoint = a.to_step
-    return endpoint
 
 
 class _ReadFields(TypedDict, total=False):
@@ -465,7 +154,7 @@ def _corroboration(
     return {
         "train_delta": train_delta,
         "monotone_rise": monotone,
-        "eval_deltas": {k: _json_num(v) for k, v in deltas.items()},
+        "eval_deltas": {k: json_num(v) for k, v in deltas.items()},
     }
 
 
@@ -627,58 +316,6 @@ def compute_verdict(
         result,
         (bits, tolerance(bits, a_val, r_val)),
     )
-
-
-def probes_at(probes: Mapping[int, Probe], shown: int = 4) -> str:
-    """Where a run's probes are, for a rule whose step has none (a trainer that probes at
-    global_step - 1 logs 9, 19, 29 where the preset says 10): the first few and the last."""
-    steps = sorted(probes)
-    if not steps:
-        return "the run has no probes"
-    few = steps if len(steps) <= shown + 1 else [*steps[:shown], "...", steps[-1]]
-    return f"the run's probes are at {', '.join(map(str, few))}"
-
-
-def off_cadence(probes: Mapping[int, Probe], step: int) -> str:
-    """Why `step` will not be probed, when the run probes at a steady cadence that misses it
-    (probes at 9, 19, 29 and an endpoint of 40), else ""."""
-    steps = sorted(probes)
-    if len(steps) < 2 or step in probes or step < steps[-1]:
-        return ""
-    every = steps[1] - steps[0]
-    if (
-        any(b - a != every for a, b in zip(steps, steps[1:], strict=False))
-        or (step - steps[-1]) % every == 0
-    ):
-        return ""
-    return (
-        f"the endpoint (step {step}) is off the run's probe cadence; {probes_at(probes)} "
-        f"(every {every})"
-    )
-
-
-def read_point(
-    store: RunStore, endpoint: int, at_step: int | None = None
-) -> tuple[int | None, bool, str]:
-    """Where the primary rule reads: (step, provisional, why there is no read).
-
-    The final read is at the endpoint in force and nowhere else. Without a probe there, a
-    run that can still reach it reads PROVISIONAL at its latest probe before it; once the run
-    has ended or logged a later step, it never will, and the read is UNDECIDABLE naming the
-    endpoint (a probe after it never stands in). A read asked for at another step
-    (`at_step`) is never final."""
-    if at_step is not None:
-        return at_step, at_step != endpoint, ""
-    if endpoint in store.probes:
-        return endpoint, False, ""
-    why = f"no probe at the endpoint (step {endpoint}); {probes_at(store.probes)}"
-    later = store.last_step
-    if later > endpoint:
-        return endpoint, False, f"{why}; the log reached step {later}"
-    if store.ended_at is not None:
-        return endpoint, False, f"{why}; the run ended at step {store.ended_at}"
-    before = [s for s in store.probes if s < endpoint]
-    return max(before, default=None), True, ""
 
 
 class _Result(Protocol):

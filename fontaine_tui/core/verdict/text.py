@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 
 from fontaine_tui.core.text import literal
-from fontaine_tui.core.verdict.rules import RuleRead, Verdict
+from fontaine_tui.core.verdict.record import RuleRead, Verdict
 
 
 def signed(x: float | None, places: int = 4) -> str:

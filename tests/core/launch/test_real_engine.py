@@ -21,7 +21,7 @@ from fontaine_tui.core.launch.registry import Registry
 from fontaine_tui.core.log.read import load_log
 from fontaine_tui.core.runfolder import RunFolder
 from fontaine_tui.core.verdict.prereg import read_prereg
-from fontaine_tui.core.verdict.rules import EXIT_CODES
+from fontaine_tui.core.verdict.record import EXIT_CODES
 
 if importlib.util.find_spec("torch") is None:  # the engine needs it (not imported here)
     pytest.skip("torch is not installed", allow_module_level=True)

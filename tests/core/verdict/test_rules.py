@@ -7,18 +7,15 @@ import json
 import pytest
 
 from fontaine_tui.core.log.read import load_lines
-from fontaine_tui.core.verdict.presets import Amendment
-from fontaine_tui.core.verdict.rules import (
+from fontaine_tui.core.verdict.checks import (
     AMBIGUOUS,
     BY_INSTRUMENT,
     HEALTHY,
     SAME_DRIFT,
     UNDECIDABLE,
-    combine,
-    compute_verdict,
-    read_rule,
-    verdict_series,
 )
+from fontaine_tui.core.verdict.presets import Amendment
+from fontaine_tui.core.verdict.rules import combine, compute_verdict, read_rule, verdict_series
 from tests.logs import RIGONLY_LIKE, dumps, records, records_upto
 
 

@@ -1,0 +1,61 @@
+"""Where the primary rule reads: the endpoint's probe, a provisional read before it, or no
+read (naming where the run's probes are)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from fontaine_tui.core.log.records import Probe
+from fontaine_tui.core.log.store import RunStore
+
+
+def probes_at(probes: Mapping[int, Probe], shown: int = 4) -> str:
+    """Where a run's probes are, for a rule whose step has none (a trainer that probes at
+    global_step - 1 logs 9, 19, 29 where the preset says 10): the first few and the last."""
+    steps = sorted(probes)
+    if not steps:
+        return "the run has no probes"
+    few = steps if len(steps) <= shown + 1 else [*steps[:shown], "...", steps[-1]]
+    return f"the run's probes are at {', '.join(map(str, few))}"
+
+
+def off_cadence(probes: Mapping[int, Probe], step: int) -> str:
+    """Why `step` will not be probed, when the run probes at a steady cadence that misses it
+    (probes at 9, 19, 29 and an endpoint of 40), else ""."""
+    steps = sorted(probes)
+    if len(steps) < 2 or step in probes or step < steps[-1]:
+        return ""
+    every = steps[1] - steps[0]
+    if (
+        any(b - a != every for a, b in zip(steps, steps[1:], strict=False))
+        or (step - steps[-1]) % every == 0
+    ):
+        return ""
+    return (
+        f"the endpoint (step {step}) is off the run's probe cadence; {probes_at(probes)} "
+        f"(every {every})"
+    )
+
+
+def read_point(
+    store: RunStore, endpoint: int, at_step: int | None = None
+) -> tuple[int | None, bool, str]:
+    """Where the primary rule reads: (step, provisional, why there is no read).
+
+    The final read is at the endpoint in force and nowhere else. Without a probe there, a
+    run that can still reach it reads PROVISIONAL at its latest probe before it; once the run
+    has ended or logged a later step, it never will, and the read is UNDECIDABLE naming the
+    endpoint (a probe after it never stands in). A read asked for at another step
+    (`at_step`) is never final."""
+    if at_step is not None:
+        return at_step, at_step != endpoint, ""
+    if endpoint in store.probes:
+        return endpoint, False, ""
+    why = f"no probe at the endpoint (step {endpoint}); {probes_at(store.probes)}"
+    later = store.last_step
+    if later > endpoint:
+        return endpoint, False, f"{why}; the log reached step {later}"
+    if store.ended_at is not None:
+        return endpoint, False, f"{why}; the run ended at step {store.ended_at}"
+    before = [s for s in store.probes if s < endpoint]
+    return max(before, default=None), True, ""
