@@ -26,10 +26,10 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from fontaine_tui.cli import main  # noqa: E402
+from fontaine_tui.core.preset.find import load_preset  # noqa: E402
 from fontaine_tui.core.runfolder import RunFolder  # noqa: E402
 from fontaine_tui.core.verdict.ledger import _canonical, _sha, genesis_of  # noqa: E402
 from fontaine_tui.core.verdict.prereg import freeze  # noqa: E402
-from fontaine_tui.core.verdict.presets import load_preset  # noqa: E402
 from tests.logs import write_log  # noqa: E402
 
 

@@ -106,7 +106,7 @@ def _figures(
 
 async def in_console(points: int, repeat: int, size: tuple[int, int]) -> dict:
     from fontaine_tui.console import make_app
-    from fontaine_tui.core.verdict.presets import load_preset
+    from fontaine_tui.core.preset.find import load_preset
 
     store = store_with(points)
 
@@ -153,8 +153,8 @@ async def banked_probes(
     from fontaine_tui.console import make_app
     from fontaine_tui.core.bank import store as bank
     from fontaine_tui.core.log.records import Event, Meta, Probe
+    from fontaine_tui.core.preset.find import load_preset
     from fontaine_tui.core.verdict.chart import probes_chart
-    from fontaine_tui.core.verdict.presets import load_preset
 
     def run_store(k: float) -> RunStore:
         st = RunStore()

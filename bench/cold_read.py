@@ -39,7 +39,7 @@ from make_log import STYLES, ensure  # noqa: E402
 from fontaine_tui.core.follow.local import LocalRun  # noqa: E402
 from fontaine_tui.core.log.read import default_workers, ingest_lines, load_log  # noqa: E402
 from fontaine_tui.core.log.store import RunStore  # noqa: E402
-from fontaine_tui.core.verdict.presets import load_preset  # noqa: E402
+from fontaine_tui.core.preset.find import load_preset  # noqa: E402
 from fontaine_tui.core.verdict.rules import compute_verdict  # noqa: E402
 
 

@@ -69,7 +69,7 @@ async def run(
 ) -> list[dict]:
     from fontaine_tui.console import default_telemetry, make_app
     from fontaine_tui.core.follow.local import LocalRun
-    from fontaine_tui.core.verdict.presets import load_preset
+    from fontaine_tui.core.preset.find import load_preset
 
     folder = Path(tempfile.mkdtemp(prefix="fontaine-cpu-"))
     log = folder / "train_log.jsonl"

@@ -18,7 +18,7 @@ import json, os, resource, statistics, subprocess, sys, time
 from pathlib import Path
 
 from fontaine_tui.core.launch.engine_argv import build_argv
-from fontaine_tui.core.verdict.presets import load_preset
+from fontaine_tui.core.preset.find import load_preset
 
 out = Path(sys.argv[1]).resolve()
 

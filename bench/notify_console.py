@@ -31,9 +31,9 @@ os.environ.setdefault("TEXTUAL_ANIMATIONS", "none")
 
 from fontaine_tui.console import make_app  # noqa: E402
 from fontaine_tui.core.follow.local import LocalRun  # noqa: E402
+from fontaine_tui.core.preset.find import load_preset  # noqa: E402
 from fontaine_tui.core.runfolder import RunFolder  # noqa: E402
 from fontaine_tui.core.verdict.prereg import freeze  # noqa: E402
-from fontaine_tui.core.verdict.presets import load_preset  # noqa: E402
 from tests.logs import dumps, meta, probe, train  # noqa: E402
 
 

@@ -11,7 +11,7 @@ from fontaine_tui.app import CHART_S, FRAME_S, FontaineApp, Sampler
 from fontaine_tui.core.follow import RunSource
 from fontaine_tui.core.follow.replay import ReplayRun
 from fontaine_tui.core.launch.fleet import Fleet
-from fontaine_tui.core.verdict.presets import Preset
+from fontaine_tui.core.preset.record import Preset
 from fontaine_tui.model.launched import LaunchedRun, LaunchEnd
 from fontaine_tui.model.session import Process, Registry, Session
 

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from fontaine_tui.core.verdict.presets import load_preset
+from fontaine_tui.core.preset.find import load_preset
 from tests.sshd_helper import Sshd, find_sshd
 
 PRESETS = Path(__file__).resolve().parents[1] / "presets"

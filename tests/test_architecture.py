@@ -175,7 +175,9 @@ def test_importing_every_core_and_model_module_and_the_cli_loads_neither_textual
     assert proc.returncode == 0, proc.stderr
 
 
-@pytest.mark.parametrize("wing", ["log", "follow", "verdict", "launch", "host", "bank", "notify"])
+@pytest.mark.parametrize(
+    "wing", ["log", "follow", "verdict", "preset", "launch", "host", "bank", "notify"]
+)
 def test_each_core_wing_has_a_curated_face(wing):
     """Each wing's __init__ names what it offers (__all__), and each name is there."""
     import importlib

@@ -58,6 +58,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from fontaine_tui.core.preset.find import load_preset
     from fontaine_tui.core.runfolder import RunFolder
     from fontaine_tui.core.verdict.amendments import check_amendments
     from fontaine_tui.core.verdict.ledger import (
@@ -67,7 +68,6 @@ def run(args: argparse.Namespace) -> int:
         read_amendments,
     )
     from fontaine_tui.core.verdict.prereg import read_prereg
-    from fontaine_tui.core.verdict.presets import load_preset
 
     require_utf8(args.text, "--text")  # the ledger is UTF-8 JSON
     check_target(args.run)

@@ -160,7 +160,7 @@ def _foreign(target: str, preset_arg: str | None, ssh_options: tuple[str, ...] =
     from fontaine_tui.core.follow.foreign import ForeignRun
     from fontaine_tui.core.follow.target import LocalTarget, parse_target
     from fontaine_tui.core.log.formats.source import foreign_spec
-    from fontaine_tui.core.verdict.presets import load_preset
+    from fontaine_tui.core.preset.find import load_preset
 
     parsed = parse_target(target)
     preset = load_preset(preset_arg) if preset_arg else None

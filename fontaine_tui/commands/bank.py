@@ -217,8 +217,8 @@ def _conflicts(
     reasons = conflicts(store)
     if prereg is None:
         return reasons
+    from fontaine_tui.core.preset.checks import UNDECIDABLE
     from fontaine_tui.core.runfolder import AMENDMENTS, PREREG
-    from fontaine_tui.core.verdict.checks import UNDECIDABLE
     from fontaine_tui.core.verdict.ledger import genesis, parse_amendments
     from fontaine_tui.core.verdict.prereg import parse_prereg
     from fontaine_tui.core.verdict.rules import compute_verdict
@@ -324,7 +324,7 @@ def _by_preset(folder, preset_arg: str, kind: str, run: str = ""):
     preset's metric checked to be there: what a preset reading this run reads; `run` over
     the [source]'s own choice of run."""
     from fontaine_tui.core.log.formats import SourceSpec, load_source
-    from fontaine_tui.core.verdict.presets import load_preset
+    from fontaine_tui.core.preset.find import load_preset
 
     preset = load_preset(preset_arg)
     spec = preset.source if preset.source and preset.source.kind != "fontaine" else None

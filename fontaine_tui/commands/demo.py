@@ -32,7 +32,7 @@ COMPARATOR = "demo_2rank_cpu"  # the banked run's name, as the recorded prereg.j
 if TYPE_CHECKING:
     from fontaine_tui.core.follow.replay import ReplayRun
     from fontaine_tui.core.launch.registry import Registry
-    from fontaine_tui.core.verdict.presets import Preset
+    from fontaine_tui.core.preset.record import Preset
 
 
 def register(sub: argparse._SubParsersAction) -> None:

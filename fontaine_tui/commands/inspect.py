@@ -68,7 +68,7 @@ def run(args: argparse.Namespace) -> int:
     ins = inspect_run(Path(target), args.kind, args.path, args.run_id)
     text = None
     if args.preset_out:
-        from fontaine_tui.core.verdict.draft import draft
+        from fontaine_tui.core.preset.draft import draft
 
         text = draft(ins, args.metric, args.direction)
         _write(Path(args.preset_out), text, args.force)

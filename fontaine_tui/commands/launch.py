@@ -88,7 +88,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from fontaine_tui.core.launch.targets import pick_target
-    from fontaine_tui.core.verdict.presets import load_preset
+    from fontaine_tui.core.preset.find import load_preset
     from fontaine_tui.model.launched import LaunchedRun
 
     if args.poll <= 0:

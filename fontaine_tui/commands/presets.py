@@ -7,7 +7,7 @@ import sys
 
 from fontaine_tui.commands._args import examples
 from fontaine_tui.core.errors import InputError
-from fontaine_tui.core.verdict.presets import list_presets, load_preset, resolve
+from fontaine_tui.core.preset.find import list_presets, load_preset, resolve
 
 ORDER = 50
 

@@ -81,7 +81,7 @@ def _foreign(target: str, preset_arg: str | None, speed: float | None):
 
     from fontaine_tui.core.follow.replay import ForeignReplay
     from fontaine_tui.core.log.formats.source import foreign_spec
-    from fontaine_tui.core.verdict.presets import load_preset
+    from fontaine_tui.core.preset.find import load_preset
 
     path = Path(target)
     preset = load_preset(preset_arg) if preset_arg else None

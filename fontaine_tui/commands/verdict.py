@@ -10,7 +10,7 @@ from fontaine_tui.commands._args import examples
 from fontaine_tui.core import runfolder
 from fontaine_tui.core.errors import InputError
 from fontaine_tui.core.log.read import default_workers, load_log
-from fontaine_tui.core.verdict.presets import load_preset
+from fontaine_tui.core.preset.find import load_preset
 from fontaine_tui.core.verdict.record import EXIT_CODES, PROVISIONAL_OFFSET
 from fontaine_tui.core.verdict.rules import compute_verdict
 from fontaine_tui.core.verdict.text import render

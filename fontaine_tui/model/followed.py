@@ -9,8 +9,8 @@ from typing import TypeVar
 
 from fontaine_tui.core.errors import InputError
 from fontaine_tui.core.follow import RunSource
+from fontaine_tui.core.preset.record import Preset
 from fontaine_tui.core.runfolder import PREREG
-from fontaine_tui.core.verdict.presets import Preset
 
 T = TypeVar("T")
 
@@ -21,8 +21,8 @@ async def resolve_preset(source: RunSource, preset_arg: str | None, strict: bool
     """The frozen preset in the run's prereg.json, else --preset; InputError if neither.
     With `strict` (the plain report) a --preset that differs from the frozen one beyond
     [platform] is refused; the console takes it and shows the difference as a warning."""
+    from fontaine_tui.core.preset.find import load_preset
     from fontaine_tui.core.verdict.prereg import frozen_over, parse_prereg
-    from fontaine_tui.core.verdict.presets import load_preset
 
     raw = await source.read_bytes(PREREG)  # also proves the run folder is reachable
     given = load_preset(preset_arg) if preset_arg else None

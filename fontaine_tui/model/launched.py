@@ -30,9 +30,9 @@ from fontaine_tui.core.launch.makers import ArgvMaker, maker_for
 from fontaine_tui.core.launch.registry import Entry, Registry
 from fontaine_tui.core.launch.slurm_job import SlurmJob
 from fontaine_tui.core.launch.targets import Handle, Request, Started, Target
+from fontaine_tui.core.preset.record import Preset
 from fontaine_tui.core.runfolder import RunFolder
 from fontaine_tui.core.verdict.prereg import Prereg, freeze, read_prereg, utc_iso
-from fontaine_tui.core.verdict.presets import Preset
 from fontaine_tui.model.babysitter import Babysitter
 
 if TYPE_CHECKING:
@@ -75,7 +75,7 @@ def prepare(
     """Everything before a start on this host, written nothing (`doctor` shows it):
     (preset, folder, findings, argv, registry, telemetry)."""
     from fontaine_tui.core.launch.targets.local import LocalTarget
-    from fontaine_tui.core.verdict.presets import load_preset
+    from fontaine_tui.core.preset.find import load_preset
 
     preset = launchable(load_preset(preset_name))
     target = LocalTarget()

@@ -15,11 +15,11 @@ from fontaine_tui.core.errors import InputError
 from fontaine_tui.core.launch.alerts import RunWarning
 from fontaine_tui.core.launch.babysit import poll_text
 from fontaine_tui.core.notify import Message, Notifier, load_destinations
-from fontaine_tui.core.verdict.checks import BY_INSTRUMENT, HEALTHY
-from fontaine_tui.core.verdict.presets import Preset
+from fontaine_tui.core.preset.checks import BY_INSTRUMENT, HEALTHY
+from fontaine_tui.core.preset.record import Preset
+from fontaine_tui.core.preset.watching import preset_destinations
 from fontaine_tui.core.verdict.record import Verdict
 from fontaine_tui.core.verdict.text import headline, signed
-from fontaine_tui.core.verdict.watching import preset_destinations
 
 DRAIN_S = 10.0  # how long the end of a watch waits for the last deliveries
 TITLES = {

@@ -32,12 +32,12 @@ from fontaine_tui.core.launch.slurm_job import SlurmJob
 from fontaine_tui.core.log.read import load_log
 from fontaine_tui.core.log.records import Checkpoint, Event, Malformed, Meta, Probe, TrainPoint
 from fontaine_tui.core.log.store import RunStore
+from fontaine_tui.core.preset.record import Preset
 from fontaine_tui.core.runfolder import RunFolder
 from fontaine_tui.core.text import literal
 from fontaine_tui.core.verdict.export import write_verdict
 from fontaine_tui.core.verdict.ledger import read_ledger
 from fontaine_tui.core.verdict.prereg import Prereg, utc_iso
-from fontaine_tui.core.verdict.presets import Preset
 from fontaine_tui.core.verdict.record import Verdict
 from fontaine_tui.core.verdict.rules import compute_verdict
 from fontaine_tui.core.verdict.text import headline, render

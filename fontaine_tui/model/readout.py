@@ -12,8 +12,8 @@ from dataclasses import dataclass, field
 
 from fontaine_tui.core.launch import alerts
 from fontaine_tui.core.log.store import RunStore
+from fontaine_tui.core.preset.record import Preset, gate_of
 from fontaine_tui.core.text import literal
-from fontaine_tui.core.verdict.presets import Preset, gate_of
 from fontaine_tui.core.verdict.record import Verdict
 
 MEDIAN_WINDOW = 100  # recent steps in the s/step median

@@ -25,12 +25,12 @@ from fontaine_tui.core.launch.rescore import ScoreOffer, ScoreState
 from fontaine_tui.core.log.read import ingest_lines
 from fontaine_tui.core.log.records import Malformed, Record
 from fontaine_tui.core.log.store import RunStore
+from fontaine_tui.core.preset.record import Amendment, Preset
 from fontaine_tui.core.readfile import read_whole
 from fontaine_tui.core.runfolder import AMENDMENTS, PREREG, RunFolder
 from fontaine_tui.core.text import literal
 from fontaine_tui.core.verdict.amendments import check_amendments
 from fontaine_tui.core.verdict.head import head_name
-from fontaine_tui.core.verdict.presets import Amendment, Preset
 from fontaine_tui.core.verdict.record import AmendmentCheck, Verdict
 from fontaine_tui.core.verdict.rules import compute_verdict, verdict_series
 from fontaine_tui.model import readout

@@ -110,9 +110,9 @@ class RunWatch:
         clock: Callable[[], float] = time.time,
         ssh_options: tuple[str, ...] = (),
     ) -> RunWatch:
+        from fontaine_tui.core.preset.find import load_preset
         from fontaine_tui.core.runfolder import PREREG
         from fontaine_tui.core.verdict.prereg import parse_prereg
-        from fontaine_tui.core.verdict.presets import load_preset
 
         source: RunSource = open_source(target.spec, ssh_options=ssh_options)
         try:

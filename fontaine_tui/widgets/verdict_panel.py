@@ -7,7 +7,7 @@ from textual.containers import Horizontal, Vertical
 from textual.content import Content
 from textual.widgets import Static
 
-from fontaine_tui.core.verdict.checks import (
+from fontaine_tui.core.preset.checks import (
     AMBIGUOUS,
     BY_INSTRUMENT,
     HEALTHY,

@@ -16,10 +16,10 @@ from fontaine_tui.cli import main
 from fontaine_tui.core.errors import InputError
 from fontaine_tui.core.follow.replay import ReplayRun
 from fontaine_tui.core.follow.target import LocalTarget, parse_target
+from fontaine_tui.core.preset.find import load_preset
 from fontaine_tui.core.runfolder import RunFolder
 from fontaine_tui.core.ssh.destination import SshTarget
 from fontaine_tui.core.verdict import prereg
-from fontaine_tui.core.verdict.presets import load_preset
 from tests.logs import dumps, records, write_log
 from tests.sshd_helper import HOST_ALIAS, free_port, processes_mentioning
 

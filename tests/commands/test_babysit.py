@@ -176,8 +176,8 @@ def test_babysit_a_run_over_ssh_to_its_end(sshd, tmp_path: Path) -> None:
     follows its log over SSH, polls with the far host's telemetry, posts the final read when
     the log ends, keeps its polls beside the registry (not in the remote folder), and closes
     its master connection."""
+    from fontaine_tui.core.preset.find import load_preset
     from fontaine_tui.core.verdict import prereg
-    from fontaine_tui.core.verdict.presets import load_preset
     from tests.logs import write_log
     from tests.sshd_helper import HOST_ALIAS, processes_mentioning
 

@@ -18,9 +18,9 @@ from fontaine_tui.core.launch.command import (
     command_env,
     command_provenance,
 )
+from fontaine_tui.core.preset.find import load_preset
 from fontaine_tui.core.runfolder import RunFolder
 from fontaine_tui.core.verdict.prereg import freeze
-from fontaine_tui.core.verdict.presets import load_preset
 
 ROOT = Path(__file__).resolve().parents[2]
 MARK = "# ---- command block ----"

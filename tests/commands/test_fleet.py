@@ -14,9 +14,9 @@ import pytest
 
 from fontaine_tui.core.host.memory import hostname
 from fontaine_tui.core.launch.registry import Entry, Registry
+from fontaine_tui.core.preset.find import load_preset
 from fontaine_tui.core.runfolder import RunFolder
 from fontaine_tui.core.verdict import prereg
-from fontaine_tui.core.verdict.presets import load_preset
 from tests.core.notify.server import Silent
 from tests.logs import records_upto, write_log
 from tests.sshd_helper import HOST_ALIAS

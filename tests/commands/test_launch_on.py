@@ -203,8 +203,8 @@ async def _console_reattaches_and_stops(remote, run_dir: Path, project) -> None:
     from fontaine_tui.commands.attach import launched_there
     from fontaine_tui.console import make_app
     from fontaine_tui.core.follow.ssh import SshRun
+    from fontaine_tui.core.preset.find import load_preset
     from fontaine_tui.core.ssh.destination import SshTarget
-    from fontaine_tui.core.verdict.presets import load_preset
     from fontaine_tui.screens.dialogs import QuitDialog
     from tests.console.conftest import SIZE, until
 

@@ -175,7 +175,7 @@ async def _console_stops(folder: RunFolder, job: str, preset_path: Path) -> None
     from fontaine_tui.console import make_app
     from fontaine_tui.core.follow.local import LocalRun
     from fontaine_tui.core.launch.attempts import reattach
-    from fontaine_tui.core.verdict.presets import load_preset
+    from fontaine_tui.core.preset.find import load_preset
     from fontaine_tui.screens.dialogs import QuitDialog
     from tests.console.conftest import SIZE, until
 
@@ -478,7 +478,8 @@ def test_settings_are_checked_key_by_key(tmp_path: Path) -> None:
 
 
 def test_a_presets_time_limit_is_checked_and_hashed_only_when_set(tmp_path: Path) -> None:
-    from fontaine_tui.core.verdict.presets import PresetError, load_preset
+    from fontaine_tui.core.preset.checks import PresetError
+    from fontaine_tui.core.preset.find import load_preset
 
     text = (ROOT / "presets" / "smoke.toml").read_text()
     plain = load_preset(ROOT / "presets" / "smoke.toml")

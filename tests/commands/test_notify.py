@@ -161,7 +161,7 @@ def test_a_preset_url_with_a_control_character_is_refused(config, capsys, tmp_pa
 
 @pytest.mark.parametrize("char", CONTROL.values(), ids=CONTROL.keys())
 def test_a_url_env_url_with_a_control_character_is_refused(hook, config, tmp_path, char):
-    from fontaine_tui.core.verdict.presets import load_preset
+    from fontaine_tui.core.preset.find import load_preset
     from fontaine_tui.model.notices import RunNotices
     from tests.core.launch.conftest import preset_variant
 

@@ -12,7 +12,7 @@ import time
 
 from fontaine_tui.commands.attach import remember
 from fontaine_tui.core.launch.registry import Registry
-from fontaine_tui.core.verdict.presets import load_preset
+from fontaine_tui.core.preset.find import load_preset
 from tests.core.log.formats.conftest import foreign_preset
 from tests.foreign_writers import write_tb
 

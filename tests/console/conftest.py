@@ -10,7 +10,7 @@ from pathlib import Path
 os.environ["TEXTUAL_ANIMATIONS"] = "none"
 
 
-from fontaine_tui.core.verdict.presets import load_preset  # noqa: E402
+from fontaine_tui.core.preset.find import load_preset  # noqa: E402
 from tests.logs import RIGONLY_LIKE, records_upto, write_log  # noqa: E402
 
 CLOCK = 1_787_000_600.0

@@ -162,7 +162,7 @@ async def test_a_launch_console_posts_launch_and_verdict_when_the_engine_exits_n
 
     from fontaine_tui.core.launch.launcher import EngineProcess
     from fontaine_tui.core.launch.registry import Entry, Registry
-    from fontaine_tui.core.verdict.presets import load_preset
+    from fontaine_tui.core.preset.find import load_preset
     from fontaine_tui.model.launched import LaunchedRun
     from tests.core.launch.test_launcher import FAKE
 

@@ -12,10 +12,10 @@ from pathlib import Path
 from fontaine_tui.cli import main
 from fontaine_tui.core.follow.local import LocalRun
 from fontaine_tui.core.launch.registry import Entry, Registry
+from fontaine_tui.core.preset.find import load_preset
 from fontaine_tui.core.runfolder import RunFolder
 from fontaine_tui.core.text import unsafe
 from fontaine_tui.core.verdict.prereg import freeze
-from fontaine_tui.core.verdict.presets import load_preset
 from tests.console.conftest import SIZE, console, loaded, until
 from tests.logs import RIGONLY_LIKE, dumps, records
 

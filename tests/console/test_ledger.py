@@ -5,10 +5,10 @@ from __future__ import annotations
 import json
 
 from fontaine_tui.core.follow.local import LocalRun
+from fontaine_tui.core.preset.find import load_preset
 from fontaine_tui.core.runfolder import RunFolder
 from fontaine_tui.core.verdict.ledger import declare_amendment
 from fontaine_tui.core.verdict.prereg import freeze
-from fontaine_tui.core.verdict.presets import load_preset
 from fontaine_tui.widgets.verdict_panel import LedgerPanel, VerdictBanner
 from tests.console.conftest import SIZE, console, loaded, make_run, text, until
 from tests.logs import RIGONLY_LIKE, SCALED_LIKE

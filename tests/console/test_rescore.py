@@ -13,7 +13,7 @@ import pytest
 pytest.importorskip("torch")
 pytestmark = pytest.mark.engine
 
-from fontaine_tui.core.verdict.presets import load_preset  # noqa: E402
+from fontaine_tui.core.preset.find import load_preset  # noqa: E402
 from fontaine_tui.widgets.score_panel import ScorePanel  # noqa: E402
 from fontaine_tui.widgets.verdict_panel import VerdictBanner  # noqa: E402
 from tests.console.conftest import SIZE, console, loaded, text, until  # noqa: E402

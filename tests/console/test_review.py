@@ -57,7 +57,7 @@ async def test_accept_flag_note_chain_and_tamper(tmp_path):
 
 def _verdict(tmp_path):
     store = load_log(make_run(tmp_path / "v", upto=1000))
-    from fontaine_tui.core.verdict.presets import load_preset
+    from fontaine_tui.core.preset.find import load_preset
 
     return compute_verdict(store, load_preset("demosonly_1gpu"))
 
@@ -108,7 +108,7 @@ async def test_export_writes_verdict_json_and_chart(tmp_path):
 def test_export_without_matplotlib_says_how_to_get_it(tmp_path, monkeypatch):
     v = _verdict(tmp_path)
     store = load_log(tmp_path / "v" / "train_log.jsonl")
-    from fontaine_tui.core.verdict.presets import load_preset
+    from fontaine_tui.core.preset.find import load_preset
 
     preset = load_preset("demosonly_1gpu")
     spec = probes_chart(store, preset, verdict_series(store, preset), v, False)

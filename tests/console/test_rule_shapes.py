@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from fontaine_tui.core.verdict.presets import load_preset
+from fontaine_tui.core.preset.find import load_preset
 from fontaine_tui.widgets.chart import Chart
 from fontaine_tui.widgets.probes_table import ProbesTable
 from fontaine_tui.widgets.verdict_panel import VerdictBanner

@@ -63,7 +63,7 @@ def test_runs_snapshot(snap_compare, tmp_path, monkeypatch):
 def test_probes_with_banked_curves_snapshot(keys, snap_compare, tmp_path, monkeypatch):
     """Two banked runs of one group: their curves, the envelope, the bounds, this run on top."""
     from fontaine_tui.cli import main
-    from fontaine_tui.core.verdict.presets import load_preset
+    from fontaine_tui.core.preset.find import load_preset
     from tests.logs import records, write_log
 
     monkeypatch.chdir(tmp_path)

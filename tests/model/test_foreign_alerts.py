@@ -11,7 +11,7 @@ import pytest
 from fontaine_tui.core.follow.base import Batch
 from fontaine_tui.core.follow.replay import ForeignReplay
 from fontaine_tui.core.log.formats import SourceSpec
-from fontaine_tui.core.verdict.presets import load_preset
+from fontaine_tui.core.preset.find import load_preset
 from fontaine_tui.model.session import Session
 from tests.core.log.formats.conftest import foreign_preset
 from tests.foreign_writers import T0, write_tb

@@ -17,8 +17,9 @@ from fontaine_tui.core.launch import attempts
 from fontaine_tui.core.launch.registry import Registry
 from fontaine_tui.core.launch.targets import pick_target
 from fontaine_tui.core.launch.targets.local import LocalTarget
+from fontaine_tui.core.preset.find import load_preset
+from fontaine_tui.core.preset.record import Preset
 from fontaine_tui.core.runfolder import RunFolder
-from fontaine_tui.core.verdict.presets import Preset, load_preset
 from fontaine_tui.model.launched import LaunchedRun
 
 # writes its log into its working folder (the maker's cwd), its end event's detail from

@@ -11,7 +11,7 @@ import pytest
 
 from fontaine_tui.core.log.read import load_log
 from fontaine_tui.core.notify import Notifier, Policy, make_destination
-from fontaine_tui.core.verdict.presets import load_preset
+from fontaine_tui.core.preset.find import load_preset
 from fontaine_tui.core.verdict.rules import compute_verdict
 from fontaine_tui.core.verdict.text import render, signed
 from fontaine_tui.model.notices import RunNotices

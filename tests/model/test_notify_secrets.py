@@ -15,9 +15,9 @@ from pathlib import Path
 from fontaine_tui.core.launch.launcher import EngineProcess
 from fontaine_tui.core.launch.registry import Entry, Registry
 from fontaine_tui.core.notify import delivery
+from fontaine_tui.core.preset.find import load_preset
 from fontaine_tui.core.runfolder import RunFolder
 from fontaine_tui.core.verdict.prereg import freeze
-from fontaine_tui.core.verdict.presets import load_preset
 from fontaine_tui.model.plain import babysit
 from tests.core.notify.server import dead_port
 

@@ -19,9 +19,9 @@ from fontaine_tui.core.launch.launcher import EngineProcess, pid_alive
 from fontaine_tui.core.launch.logtail import read_tail
 from fontaine_tui.core.launch.registry import Entry, Registry
 from fontaine_tui.core.log.records import Event
+from fontaine_tui.core.preset.find import load_preset
 from fontaine_tui.core.runfolder import RunFolder
 from fontaine_tui.core.verdict.prereg import freeze
-from fontaine_tui.core.verdict.presets import load_preset
 from fontaine_tui.model.plain import PlainWatch, babysit, describe_record
 
 FAKE = str(Path(__file__).parents[1] / "core" / "launch" / "fake_engine.py")

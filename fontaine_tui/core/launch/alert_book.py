@@ -15,8 +15,9 @@ from fontaine_tui.core.host.telemetry import TelemetrySnapshot
 from fontaine_tui.core.launch.alerts import SEVERITIES, RunContext, RunWarning, run_rules
 from fontaine_tui.core.launch.stall import HISTORY, RamReading, StateReading, state_key
 from fontaine_tui.core.log.store import RunStore
+from fontaine_tui.core.preset.record import Preset
+from fontaine_tui.core.preset.sections import world_size
 from fontaine_tui.core.verdict.chart import banked_series
-from fontaine_tui.core.verdict.presets import Preset, world_size
 
 if TYPE_CHECKING:
     from fontaine_tui.core.launch.exits import ExitInfo

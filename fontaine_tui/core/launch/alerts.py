@@ -19,9 +19,9 @@ from fontaine_tui.core.launch.stall import (
     silence,
 )
 from fontaine_tui.core.log.store import RunStore
+from fontaine_tui.core.preset.record import gate_of
 from fontaine_tui.core.text import gib
 from fontaine_tui.core.verdict.chart import Band
-from fontaine_tui.core.verdict.presets import gate_of
 
 if TYPE_CHECKING:
     from fontaine_tui.core.launch.exits import ExitInfo

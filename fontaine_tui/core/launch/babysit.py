@@ -25,10 +25,10 @@ from fontaine_tui.core.host.telemetry import TelemetrySnapshot
 from fontaine_tui.core.launch.alerts import FIRST_POLL_RECORDS, SEVERITIES, WINDOW, RunWarning
 from fontaine_tui.core.launch.alerts import data_wait as data_wait_of
 from fontaine_tui.core.log.store import RunStore
+from fontaine_tui.core.preset.record import Preset
 from fontaine_tui.core.readfile import read_whole
 from fontaine_tui.core.text import gib, literal
 from fontaine_tui.core.verdict.prereg import utc_iso
-from fontaine_tui.core.verdict.presets import Preset
 from fontaine_tui.core.verdict.record import Verdict
 from fontaine_tui.core.verdict.text import headline
 

@@ -19,16 +19,16 @@ from pathlib import Path
 
 from fontaine_tui.core.childenv import child_env
 from fontaine_tui.core.errors import InputError
-from fontaine_tui.core.readfile import open_regular, read_whole
-from fontaine_tui.core.text import literal
-from fontaine_tui.core.verdict.command import (
+from fontaine_tui.core.preset.command import (
     OUTPUT_ENV,
     CommandSpec,
     is_secret,
     looks_secret,
     substitute,
 )
-from fontaine_tui.core.verdict.presets import Preset
+from fontaine_tui.core.preset.record import Preset
+from fontaine_tui.core.readfile import open_regular, read_whole
+from fontaine_tui.core.text import literal
 
 GIT_TIMEOUT_S = 30.0
 HASH_MOST = 64 << 20  # a file argv names over this is recorded by size and time, not hashed

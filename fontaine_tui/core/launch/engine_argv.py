@@ -14,7 +14,8 @@ from pathlib import Path
 
 from fontaine_tui.core.childenv import child_env
 from fontaine_tui.core.launch.enginename import ENGINE_MODULE
-from fontaine_tui.core.verdict.presets import LATER_KEYS, PLATFORM, RECIPE, Preset
+from fontaine_tui.core.preset.record import Preset
+from fontaine_tui.core.preset.sections import LATER_KEYS, PLATFORM, RECIPE
 
 # recipe/platform key -> engine flag, in the engine's argv order
 RECIPE_FLAGS = (

@@ -32,9 +32,9 @@ from fontaine_tui.core.childenv import child_env
 from fontaine_tui.core.errors import InputError
 from fontaine_tui.core.launch.registry import Entry
 from fontaine_tui.core.log.store import RunStore
+from fontaine_tui.core.preset.record import Preset
 from fontaine_tui.core.readfile import read_text
 from fontaine_tui.core.ssh.destination import check_destination
-from fontaine_tui.core.verdict.presets import Preset
 
 DEADLINE_S = 1.8  # the whole table, every host included
 TAIL = 32 << 10

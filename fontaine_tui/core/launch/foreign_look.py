@@ -20,8 +20,10 @@ from pathlib import Path
 from fontaine_tui.core.errors import InputError
 from fontaine_tui.core.log.formats.source import SourceSpec, detect_foreign
 from fontaine_tui.core.log.store import RunStore
+from fontaine_tui.core.preset.checks import PresetError
+from fontaine_tui.core.preset.find import load_preset
+from fontaine_tui.core.preset.record import Preset
 from fontaine_tui.core.runfolder import LOG, PREREG
-from fontaine_tui.core.verdict.presets import Preset, PresetError, load_preset
 
 QUIET_MIN_S = 120.0
 QUIET_FACTOR = 3.0

@@ -11,9 +11,10 @@ from pathlib import Path
 
 from fontaine_tui.core.host.telemetry import TelemetrySnapshot
 from fontaine_tui.core.launch.logtail import CHECKPOINT_DIR, newest_checkpoint
+from fontaine_tui.core.preset.record import Preset
+from fontaine_tui.core.preset.sections import layout
 from fontaine_tui.core.runfolder import RunFolder
 from fontaine_tui.core.text import MIB, gib, literal, mib
-from fontaine_tui.core.verdict.presets import Preset, layout
 
 # RAM the engine needs, per piece (estimates measured on the tiny/small engine, rounded up;
 # RSS counts pages shared with the parent, so the sum errs on the safe side).
@@ -299,7 +300,7 @@ def check_init(preset: Preset, cwd: Path | None = None) -> list[Finding]:
     path = Path(init) if Path(init).is_absolute() else (cwd or Path.cwd()) / init
     if init_found(path):
         return [Finding("init", "ok", f"init {init}: found")]
-    from fontaine_tui.core.verdict.presets import list_presets, load_preset
+    from fontaine_tui.core.preset.find import list_presets, load_preset
 
     makers = []
     for name, preset_path in list_presets().items():

@@ -20,7 +20,7 @@ from fontaine_tui.core.launch.command import (
     command_provenance,
 )
 from fontaine_tui.core.launch.engine_argv import build_argv, engine_identity
-from fontaine_tui.core.verdict.presets import Preset
+from fontaine_tui.core.preset.record import Preset
 
 
 class ArgvMaker(Protocol):

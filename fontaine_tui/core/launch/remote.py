@@ -36,10 +36,10 @@ from fontaine_tui.core.launch import slurm_client, slurm_job
 from fontaine_tui.core.launch.exits import ExitInfo, exit_from_dict, exit_to_dict
 from fontaine_tui.core.launch.hosts import HostSettings
 from fontaine_tui.core.launch.slurm import check_host
+from fontaine_tui.core.preset.record import Preset
 from fontaine_tui.core.ssh.connection import SshConnection, SshError
 from fontaine_tui.core.ssh.destination import SshTarget
 from fontaine_tui.core.verdict.prereg import Prereg, parse_prereg
-from fontaine_tui.core.verdict.presets import Preset
 
 __all__ = [
     "RemoteEngine",

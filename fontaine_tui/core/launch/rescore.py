@@ -27,10 +27,10 @@ from fontaine_tui.core.errors import InputError
 from fontaine_tui.core.launch.enginename import ENGINE_MODULE
 from fontaine_tui.core.launch.logtail import newest_checkpoint
 from fontaine_tui.core.log.read import load_log
+from fontaine_tui.core.preset.checks import BY_INSTRUMENT
 from fontaine_tui.core.readfile import read_whole
 from fontaine_tui.core.runfolder import LOG, RunFolder
 from fontaine_tui.core.text import literal
-from fontaine_tui.core.verdict.checks import BY_INSTRUMENT
 
 OUTPUT_PREFIX = "score-"
 STATS_WORDS = {

@@ -47,9 +47,9 @@ from dataclasses import dataclass
 from fontaine_tui.core.host.telemetry import ProcessSample, TelemetrySnapshot
 from fontaine_tui.core.log.records import Checkpoint, Event, Probe
 from fontaine_tui.core.log.store import RunStore
+from fontaine_tui.core.preset.record import gate_of
 from fontaine_tui.core.runfolder import ENGINE_OUT
 from fontaine_tui.core.text import GIB, MIB, gib
-from fontaine_tui.core.verdict.presets import gate_of
 
 HISTORY = 12  # snapshots a WarningBook keeps: about a minute at the console's 5 s telemetry
 GPU_IDLE_PCT = 5.0  # mean GPU util under this is idle

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from fontaine_tui.core.verdict.presets import Amendment, Preset
+from fontaine_tui.core.preset.record import Amendment, Preset
 from fontaine_tui.core.verdict.record import AmendmentCheck
 
 

@@ -11,8 +11,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from fontaine_tui.core.log.store import RunStore
+from fontaine_tui.core.preset.record import Preset
 from fontaine_tui.core.verdict.curves import banked_curve, banked_levels
-from fontaine_tui.core.verdict.presets import Preset
 from fontaine_tui.core.verdict.record import Verdict
 from fontaine_tui.core.verdict.text import signed
 

@@ -7,8 +7,8 @@ import math
 
 from fontaine_tui.core.bank.store import Entry, get
 from fontaine_tui.core.errors import InputError
-from fontaine_tui.core.verdict.presets import Preset
-from fontaine_tui.core.verdict.shape import Comparator
+from fontaine_tui.core.preset.record import Preset
+from fontaine_tui.core.preset.rule import Comparator
 
 # NAME@sha256 -> its entry, and (ref, metric, anchor, read) -> its curve: a banked version
 # never changes, so both are kept once read. A ref this machine's bank lacks is not kept: the

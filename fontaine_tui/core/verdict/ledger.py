@@ -17,16 +17,12 @@ from typing import TYPE_CHECKING
 
 from fontaine_tui.core.atomic import append_line, locked
 from fontaine_tui.core.errors import InputError
+from fontaine_tui.core.preset.amendments import validate_extend_amendment, validate_scale_amendment
+from fontaine_tui.core.preset.record import Amendment, Preset
 from fontaine_tui.core.readfile import read_whole
 from fontaine_tui.core.runfolder import RunFolder
 from fontaine_tui.core.verdict import head as chain_head
 from fontaine_tui.core.verdict.prereg import utc_iso
-from fontaine_tui.core.verdict.presets import (
-    Amendment,
-    Preset,
-    validate_extend_amendment,
-    validate_scale_amendment,
-)
 
 if TYPE_CHECKING:
     from fontaine_tui.core.log.formats.source import SourceSpec

@@ -10,7 +10,8 @@ import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from fontaine_tui.core.verdict.shape import VerdictSpec, combine, read_rule
+from fontaine_tui.core.preset.rule import VerdictSpec
+from fontaine_tui.core.verdict.bounds import combine, read_rule
 
 
 @dataclass(frozen=True, slots=True)

@@ -15,10 +15,11 @@ from fontaine_tui import __version__
 from fontaine_tui.core.atomic import create_new
 from fontaine_tui.core.errors import InputError
 from fontaine_tui.core.log.records import Meta
+from fontaine_tui.core.preset.checks import canonical_bytes
+from fontaine_tui.core.preset.record import Preset
+from fontaine_tui.core.preset.validate import preset_from_canonical
 from fontaine_tui.core.readfile import read_whole
 from fontaine_tui.core.runfolder import RunFolder
-from fontaine_tui.core.verdict.checks import canonical_bytes
-from fontaine_tui.core.verdict.presets import Preset, preset_from_canonical
 
 SCHEMA = "fontaine-tui/prereg/1"
 

@@ -10,7 +10,7 @@ import math
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 
-from fontaine_tui.core.verdict.checks import (
+from fontaine_tui.core.preset.checks import (
     AMBIGUOUS,
     BY_INSTRUMENT,
     HEALTHY,

@@ -8,25 +8,16 @@ from typing import TYPE_CHECKING, Protocol, TypedDict
 
 from fontaine_tui.core.log.records import Probe
 from fontaine_tui.core.log.store import Conflict, RunStore
+from fontaine_tui.core.preset.checks import AMBIGUOUS, BY_INSTRUMENT, UNDECIDABLE
+from fontaine_tui.core.preset.record import Amendment, Preset
+from fontaine_tui.core.preset.rule import RuleShape, VerdictSpec
 from fontaine_tui.core.verdict.amendments import check_amendments, endpoint_in_force
-from fontaine_tui.core.verdict.checks import (
-    AMBIGUOUS,
-    BY_INSTRUMENT,
-    UNDECIDABLE,
-)
+from fontaine_tui.core.verdict.bounds import combine, read_rule, tolerance
 from fontaine_tui.core.verdict.curves import banked_curve, banked_curves
 from fontaine_tui.core.verdict.lock import Lock, decision_lock, max_probe_change, probe_cadence
 from fontaine_tui.core.verdict.prereg import provenance_changes
-from fontaine_tui.core.verdict.presets import Amendment, Preset
 from fontaine_tui.core.verdict.readpoint import off_cadence, probes_at, read_point
 from fontaine_tui.core.verdict.record import RuleRead, Scale, SecondaryRead, Verdict, json_num
-from fontaine_tui.core.verdict.shape import (  # re-exported: the rule's reading of a number
-    RuleShape,
-    VerdictSpec,
-    combine,
-    read_rule,
-    tolerance,
-)
 
 if TYPE_CHECKING:
     from typing import Unpack  # 3.11+; annotations only, so 3.10 runs without it

@@ -11,9 +11,9 @@ from pathlib import Path
 
 from fontaine_tui.cli import main
 from fontaine_tui.core.bank import store as bank
+from fontaine_tui.core.preset.find import load_preset
 from fontaine_tui.core.runfolder import RunFolder
 from fontaine_tui.core.verdict.prereg import freeze
-from fontaine_tui.core.verdict.presets import load_preset
 from tests.core.launch.conftest import without_amendments
 from tests.logs import dumps, probe, records, write_log
 

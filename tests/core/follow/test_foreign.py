@@ -130,7 +130,7 @@ async def test_attach_plain_follows_a_tensorboard_run(tmp_path, capsys):
     subprocess.run([sys.executable, "-c", WRITER, str(folder), "80", "0"], check=True)
     preset = foreign_preset(tmp_path, 'kind = "tensorboard"', healthy=0.1, drift=0.35)
     from fontaine_tui.commands.attach import _foreign
-    from fontaine_tui.core.verdict.presets import load_preset
+    from fontaine_tui.core.preset.find import load_preset
     from fontaine_tui.model.plain import PlainReport
     from fontaine_tui.model.session import Session
 
@@ -174,7 +174,7 @@ def test_replay_plain_of_a_tensorboard_run(tmp_path, capsys):
 async def test_the_console_on_a_tensorboard_run(tmp_path):
     """The monitor draws the run's one train loss; the probes chart reads its own key."""
     from fontaine_tui.core.follow.replay import ForeignReplay
-    from fontaine_tui.core.verdict.presets import load_preset
+    from fontaine_tui.core.preset.find import load_preset
     from fontaine_tui.widgets.chart import Chart
     from tests.console.conftest import SIZE, console, loaded
     from tests.core.log.formats.conftest import foreign_preset

@@ -128,7 +128,7 @@ async def test_a_step_completed_after_a_quiet_poll_is_one_probe(tmp_path, kind):
 
 
 async def test_the_console_session_shows_a_finished_mlflow_run_as_ended(live, tmp_path):
-    from fontaine_tui.core.verdict.presets import load_preset
+    from fontaine_tui.core.preset.find import load_preset
     from fontaine_tui.model.session import Session
     from tests.commands.test_attach_foreign_end import _preset
 

@@ -14,7 +14,7 @@ from fontaine_tui.core.launch import alerts as w
 from fontaine_tui.core.launch.exits import ExitInfo
 from fontaine_tui.core.log.records import Event
 from fontaine_tui.core.log.store import RunStore
-from fontaine_tui.core.verdict.presets import load_preset
+from fontaine_tui.core.preset.find import load_preset
 
 T0 = 1_800_000_000.0
 GIB = 1 << 30

@@ -29,8 +29,8 @@ from fontaine_tui.core.launch import attempts
 from fontaine_tui.core.launch.exits import ExitInfo, exit_info
 from fontaine_tui.core.launch.launcher import EngineProcess
 from fontaine_tui.core.launch.logtail import HOST_OOM, read_tail
+from fontaine_tui.core.preset.find import load_preset
 from fontaine_tui.core.runfolder import RunFolder
-from fontaine_tui.core.verdict.presets import load_preset
 from fontaine_tui.model.babysitter import Babysitter
 from fontaine_tui.model.notices import RunNotices
 from fontaine_tui.model.plain import end_attempt

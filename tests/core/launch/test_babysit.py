@@ -13,7 +13,7 @@ import pytest
 from fontaine_tui.core.errors import InputError
 from fontaine_tui.core.launch import babysit as b
 from fontaine_tui.core.launch.alerts import RunWarning
-from fontaine_tui.core.verdict.presets import load_preset
+from fontaine_tui.core.preset.find import load_preset
 from fontaine_tui.core.verdict.rules import compute_verdict
 from tests.core.launch.test_alerts import GIB, T0, store_with, tel
 
@@ -181,7 +181,7 @@ def test_preset_babysit_and_notify_sections(tmp_path: Path) -> None:
     q.write_text(base + "\n[babysit]\ncadence_minutes = 45\n")
     assert load_preset(q).sha256 == watched.sha256
 
-    from fontaine_tui.core.verdict.watching import preset_destinations
+    from fontaine_tui.core.preset.watching import preset_destinations
 
     found, off = preset_destinations(watched.notify, {})
     assert [d.service for d in found] == ["slack"] and found[0].level == "warn"

@@ -15,8 +15,8 @@ import pytest
 
 from fontaine_tui.core.launch.engine_argv import engine_identity
 from fontaine_tui.core.launch.launcher import EngineProcess
+from fontaine_tui.core.preset.find import load_preset
 from fontaine_tui.core.runfolder import RunFolder
-from fontaine_tui.core.verdict.presets import load_preset
 from tests.core.launch.conftest import preset_variant
 
 SECRET = "https://hooks.slack.com/services/T000/B000/SECRETTOKEN"

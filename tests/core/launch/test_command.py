@@ -23,9 +23,9 @@ from fontaine_tui.core.launch.command import (
     command_provenance,
     git_state,
 )
+from fontaine_tui.core.preset.find import load_preset
 from fontaine_tui.core.runfolder import RunFolder
 from fontaine_tui.core.verdict.prereg import freeze
-from fontaine_tui.core.verdict.presets import load_preset
 
 TAIL = (
     '[source]\nkind = "hf_trainer"\n[verdict]\nmetric = "eval_loss"\nanchor_step = 10\n'

@@ -12,8 +12,8 @@ from fontaine_tui.core.host.memory import HostRam
 from fontaine_tui.core.host.telemetry import TelemetrySnapshot
 from fontaine_tui.core.launch import guards
 from fontaine_tui.core.launch.registry import Entry, Registry
+from fontaine_tui.core.preset.find import load_preset
 from fontaine_tui.core.runfolder import RunFolder
-from fontaine_tui.core.verdict.presets import load_preset
 
 GIB = 1 << 30
 

@@ -15,8 +15,8 @@ import pytest
 from fontaine_tui.core.launch.engine_argv import build_argv
 from fontaine_tui.core.launch.launcher import EngineProcess
 from fontaine_tui.core.launch.logtail import newest_checkpoint, read_tail
+from fontaine_tui.core.preset.find import load_preset
 from fontaine_tui.core.runfolder import RunFolder
-from fontaine_tui.core.verdict.presets import load_preset
 from tests.core.launch.conftest import preset_variant
 
 FAKE = str(Path(__file__).with_name("fake_engine.py"))

@@ -13,8 +13,8 @@ from fontaine_tui.core.host import nvml
 from fontaine_tui.core.host.nvml import read_gpus, visible_order
 from fontaine_tui.core.host.telemetry import sample
 from fontaine_tui.core.launch import guards
+from fontaine_tui.core.preset.find import load_preset
 from fontaine_tui.core.runfolder import RunFolder
-from fontaine_tui.core.verdict.presets import load_preset
 from tests.core.launch.conftest import (
     FakeGpu,
     FakeNvml,

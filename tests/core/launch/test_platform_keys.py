@@ -13,13 +13,10 @@ import pytest
 from fontaine_tui.cli import main
 from fontaine_tui.core.launch.engine_argv import build_argv
 from fontaine_tui.core.launch.guards import ram_estimate
-from fontaine_tui.core.verdict.presets import (
-    LATER_KEYS,
-    PresetError,
-    list_presets,
-    load_preset,
-    preset_from_canonical,
-)
+from fontaine_tui.core.preset.checks import PresetError
+from fontaine_tui.core.preset.find import list_presets, load_preset
+from fontaine_tui.core.preset.sections import LATER_KEYS
+from fontaine_tui.core.preset.validate import preset_from_canonical
 from tests.core.launch.conftest import PRESETS
 
 DEFAULTS = {

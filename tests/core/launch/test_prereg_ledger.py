@@ -12,10 +12,10 @@ from fontaine_tui import cli
 from fontaine_tui.core.errors import InputError
 from fontaine_tui.core.launch import guards
 from fontaine_tui.core.log.read import load_log
+from fontaine_tui.core.preset.find import load_preset
 from fontaine_tui.core.runfolder import RunFolder
 from fontaine_tui.core.verdict.ledger import declare_amendment, max_step_seen, read_amendments
 from fontaine_tui.core.verdict.prereg import SCHEMA, compare, freeze, parse_utc, read_prereg
-from fontaine_tui.core.verdict.presets import load_preset
 from fontaine_tui.core.verdict.rules import compute_verdict
 from tests.core.launch.conftest import preset_variant, without_amendments
 from tests.logs import RIGONLY_LIKE, records

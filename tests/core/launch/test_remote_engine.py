@@ -352,7 +352,7 @@ def test_the_stop_wait_covers_the_remote_stop_sequence():
 def test_the_launch_there_gets_a_long_wait_and_a_cut_one_says_so(tmp_path, monkeypatch):
     """`presets show` a short wait, the remote launch a long one; a launch cut by its wait
     says that it may have gone on there."""
-    from fontaine_tui.core.verdict.presets import load_preset
+    from fontaine_tui.core.preset.find import load_preset
 
     preset = load_preset("smoke")
     seen: list[tuple[str, float | None]] = []

@@ -30,7 +30,7 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from fontaine_tui.cli import main
-from fontaine_tui.core.verdict.presets import load_preset
+from fontaine_tui.core.preset.find import load_preset
 from tests.core.log.formats.conftest import foreign_preset, loss
 from tests.logs import T0, probe, train
 

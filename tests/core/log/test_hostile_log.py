@@ -11,7 +11,7 @@ import pytest
 
 from fontaine_tui.cli import main
 from fontaine_tui.core.log.read import load_log
-from fontaine_tui.core.verdict.presets import load_preset
+from fontaine_tui.core.preset.find import load_preset
 from fontaine_tui.core.verdict.rules import compute_verdict
 from tests.logs import RIGONLY_LIKE, T0, dumps, meta, probe, records, train
 

@@ -11,7 +11,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from fontaine_tui.core.log.read import load_lines
-from fontaine_tui.core.verdict.presets import load_preset
+from fontaine_tui.core.preset.find import load_preset
 from fontaine_tui.core.verdict.rules import compute_verdict
 from fontaine_tui.core.verdict.text import render
 from tests.logs import T0, dumps, meta, probe, train

@@ -8,9 +8,9 @@ import pytest
 from fontaine_tui.cli import main
 from fontaine_tui.core.bank import store as bank
 from fontaine_tui.core.errors import InputError
+from fontaine_tui.core.preset.find import load_preset
 from fontaine_tui.core.runfolder import RunFolder
 from fontaine_tui.core.verdict.prereg import compare, freeze, read_prereg
-from fontaine_tui.core.verdict.presets import load_preset
 from tests.core.launch.conftest import without_amendments
 from tests.logs import RIGONLY_LIKE, SCALED_LIKE, records, write_log
 

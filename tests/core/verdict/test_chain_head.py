@@ -15,9 +15,9 @@ import pytest
 
 from fontaine_tui.core.errors import InputError
 from fontaine_tui.core.log.read import load_log
+from fontaine_tui.core.preset.find import load_preset
 from fontaine_tui.core.verdict import review
 from fontaine_tui.core.verdict.ledger import declare_amendment, read_amendments, read_ledger
-from fontaine_tui.core.verdict.presets import load_preset
 from fontaine_tui.core.verdict.rules import compute_verdict
 from tests.console.conftest import make_run
 from tests.core.launch.conftest import without_amendments

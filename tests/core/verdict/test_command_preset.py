@@ -11,7 +11,9 @@ import pytest
 
 from fontaine_tui.cli import main
 from fontaine_tui.core.errors import InputError
-from fontaine_tui.core.verdict.presets import PresetError, load_preset, preset_from_canonical
+from fontaine_tui.core.preset.checks import PresetError
+from fontaine_tui.core.preset.find import load_preset
+from fontaine_tui.core.preset.validate import preset_from_canonical
 
 ARGV = 'argv = ["python", "train.py", "--output_dir", "{output_dir}"]'
 SOURCE = '[source]\nkind = "hf_trainer"\n'

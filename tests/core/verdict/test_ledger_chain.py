@@ -11,10 +11,10 @@ from pathlib import Path
 import pytest
 
 from fontaine_tui.core.errors import InputError
+from fontaine_tui.core.preset.find import load_preset
 from fontaine_tui.core.runfolder import RunFolder
 from fontaine_tui.core.verdict.ledger import declare_amendment, read_amendments, read_ledger
 from fontaine_tui.core.verdict.prereg import freeze
-from fontaine_tui.core.verdict.presets import load_preset
 from tests.core.launch.conftest import without_amendments
 from tests.logs import RIGONLY_LIKE, write_log
 

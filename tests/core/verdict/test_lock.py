@@ -9,8 +9,8 @@ import pytest
 
 from fontaine_tui.cli import main
 from fontaine_tui.core.log.read import load_lines
+from fontaine_tui.core.preset.find import load_preset
 from fontaine_tui.core.verdict.lock import decision_lock
-from fontaine_tui.core.verdict.presets import load_preset
 from fontaine_tui.core.verdict.rules import compute_verdict
 from fontaine_tui.core.verdict.text import render
 from tests.core.launch.conftest import without_amendments

@@ -9,7 +9,9 @@ from pathlib import Path
 import pytest
 
 from fontaine_tui.cli import main
-from fontaine_tui.core.verdict.presets import PresetError, load_preset, preset_from_canonical
+from fontaine_tui.core.preset.checks import PresetError
+from fontaine_tui.core.preset.find import load_preset
+from fontaine_tui.core.preset.validate import preset_from_canonical
 
 BAD = Path(__file__).resolve().parents[2] / "data" / "presets_bad"
 CASES = [line.split("\t") for line in (BAD / "expected.tsv").read_text().splitlines() if line]

@@ -9,7 +9,7 @@ from fontaine_tui.cli import main
 from fontaine_tui.core.bank import store as bank
 from fontaine_tui.core.errors import InputError
 from fontaine_tui.core.launch.engine_argv import build_argv
-from fontaine_tui.core.verdict.presets import load_preset
+from fontaine_tui.core.preset.find import load_preset
 from tests.logs import RIGONLY_LIKE, records, write_log
 
 

@@ -7,14 +7,14 @@ import json
 import pytest
 
 from fontaine_tui.core.log.read import load_lines
-from fontaine_tui.core.verdict.checks import (
+from fontaine_tui.core.preset.checks import (
     AMBIGUOUS,
     BY_INSTRUMENT,
     HEALTHY,
     SAME_DRIFT,
     UNDECIDABLE,
 )
-from fontaine_tui.core.verdict.presets import Amendment
+from fontaine_tui.core.preset.record import Amendment
 from fontaine_tui.core.verdict.rules import combine, compute_verdict, read_rule, verdict_series
 from tests.logs import RIGONLY_LIKE, dumps, records, records_upto
 

@@ -13,7 +13,7 @@ import pytest
 from fontaine_tui.cli import main
 from fontaine_tui.core.errors import InputError
 from fontaine_tui.core.log.read import load_lines
-from fontaine_tui.core.verdict.presets import load_preset
+from fontaine_tui.core.preset.find import load_preset
 from fontaine_tui.core.verdict.rules import compute_verdict
 from fontaine_tui.core.verdict.text import render
 from tests.logs import RIGONLY_LIKE, dumps, probe, records, write_log

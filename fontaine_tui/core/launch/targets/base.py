@@ -19,9 +19,9 @@ if TYPE_CHECKING:
     from fontaine_tui.core.launch.guards import Finding
     from fontaine_tui.core.launch.makers import ArgvMaker
     from fontaine_tui.core.launch.registry import Registry
+    from fontaine_tui.core.preset.record import Preset
     from fontaine_tui.core.runfolder import RunFolder
     from fontaine_tui.core.verdict.prereg import Prereg
-    from fontaine_tui.core.verdict.presets import Preset
 
 
 class Handle(Protocol):

@@ -13,9 +13,9 @@ import pytest
 
 from fontaine_tui.core.errors import InputError
 from fontaine_tui.core.log.formats.inspect import cadence, inspect_run
-from fontaine_tui.core.verdict.checks import PresetError
-from fontaine_tui.core.verdict.draft import draft
-from fontaine_tui.core.verdict.presets import load_preset
+from fontaine_tui.core.preset.checks import PresetError
+from fontaine_tui.core.preset.draft import draft
+from fontaine_tui.core.preset.find import load_preset
 from tests.core.log.formats.conftest import EVAL, loss
 
 

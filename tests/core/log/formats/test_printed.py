@@ -21,7 +21,7 @@ from fontaine_tui.core.errors import InputError
 from fontaine_tui.core.log.formats import load_source
 from fontaine_tui.core.log.formats.printed import ROUNDED, LinesDecoder
 from fontaine_tui.core.log.records import Probe, TrainPoint
-from fontaine_tui.core.verdict.presets import load_preset
+from fontaine_tui.core.preset.find import load_preset
 
 # LeRobot's train loop, printing only: init_logging's format (level, date, the last 15
 # characters of path:line right-aligned, the message), MetricsTracker.__str__ (step, smpl, ep

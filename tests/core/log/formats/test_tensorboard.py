@@ -109,7 +109,7 @@ def test_detection_and_one_line_errors(tb_run, tmp_path, capsys):
 def test_bank_a_tensorboard_run_and_read_another_against_it(tb_run, tmp_path, capsys):
     """A foreign run as a banked comparator: its whole curve, by the source's own key."""
     from fontaine_tui.core.bank import store as bank
-    from fontaine_tui.core.verdict.presets import load_preset
+    from fontaine_tui.core.preset.find import load_preset
 
     assert main(["bank", "add", str(tb_run), "--as", "tb_ref"]) == 2
     assert "its log does not say it ended; bank it with --ended" in capsys.readouterr().err

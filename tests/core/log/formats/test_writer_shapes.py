@@ -171,7 +171,7 @@ def _hf_presets(tmp_path):
 
 def test_a_trainer_run_banks_the_keys_its_preset_reads(hf_run, tmp_path, bank_path, capsys):
     from fontaine_tui.core.bank import store as bank
-    from fontaine_tui.core.verdict.presets import load_preset
+    from fontaine_tui.core.preset.find import load_preset
 
     reader, compare = _hf_presets(tmp_path)
     capsys.readouterr()

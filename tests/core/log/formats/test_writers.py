@@ -232,12 +232,12 @@ def test_the_docs_foreign_preset_loads_and_is_not_launched(tmp_path, capsys):
     block = text[text.index("## A preset for another trainer's run") :].split("```toml\n", 1)[1]
     path = tmp_path / "hf_sft.toml"
     path.write_text(block.split("```", 1)[0])
-    from fontaine_tui.core.verdict.presets import load_preset
+    from fontaine_tui.core.preset.find import load_preset
 
     preset = load_preset(path)
     assert preset.foreign and preset.source.kind == "hf_trainer"
     assert preset.verdict.metric == "eval_loss" and "recipe" not in preset.canonical
-    from fontaine_tui.core.verdict.presets import preset_from_canonical
+    from fontaine_tui.core.preset.validate import preset_from_canonical
 
     assert preset_from_canonical(preset.canonical, "prereg.json").sha256 == preset.sha256
     assert main(["launch", str(path), "--plain"]) == 2

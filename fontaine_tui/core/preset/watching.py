@@ -30,7 +30,7 @@ from pathlib import Path
 
 from fontaine_tui.core.childenv import keep_out
 from fontaine_tui.core.errors import InputError
-from fontaine_tui.core.verdict.checks import NUMBER, PresetError, Scalar, Spec, check_section
+from fontaine_tui.core.preset.checks import NUMBER, PresetError, Scalar, Spec, check_section
 
 BABYSIT: Spec = {
     "first_poll_steps": (int, 0),

@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from types import MappingProxyType
 
-from fontaine_tui.core.verdict.checks import PresetError
+from fontaine_tui.core.preset.checks import PresetError
 
 PLACEHOLDER = "output_dir"
 OUTPUT_ENV = "FONTAINE_OUTPUT_DIR"  # the run folder, in every command's environment

@@ -1,7 +1,7 @@
 """A starting preset for a run another trainer wrote, from what `inspect` found there: [run]
 named after the folder, [source] as the run was read, and a [verdict] on an eval key read
 from its first probe to its last, with the bounds left as placeholders. A placeholder is a
-string where a number goes, and loading refuses it (shape.py's `check_placeholders`): a
+string where a number goes, and loading refuses it (rule.py's `check_placeholders`): a
 preset written here gives no verdict until its bounds are chosen."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ import json
 from fontaine_tui.core.errors import InputError
 from fontaine_tui.core.log.formats.base import EVAL_PATTERNS, FieldMap
 from fontaine_tui.core.log.formats.inspect import Inspection, cadence
-from fontaine_tui.core.verdict.shape import DIRECTIONS, PLACEHOLDER
+from fontaine_tui.core.preset.rule import DIRECTIONS, PLACEHOLDER
 
 # an eval key that says how long or how fast, not how good: never the default metric
 NOT_A_MEASURE = ("runtime", "per_second", "epoch", "samples", "steps", "flos", "time")

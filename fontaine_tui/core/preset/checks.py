@@ -8,11 +8,11 @@ import json
 import math
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Final
+from typing import Any, Final, TypeVar, cast
 
 from fontaine_tui.core.errors import InputError
 
-# the verdict's classes (rules.py computes them; [labels] and [interpretation] key on them)
+# the verdict's classes (the verdict wing's rules.py computes them; [labels] and [interpretation] key on them)
 HEALTHY = "HEALTHY"
 SAME_DRIFT = "SAME-DRIFT"
 AMBIGUOUS = "AMBIGUOUS"
@@ -118,3 +118,12 @@ def set_only(table: Mapping[str, object]) -> dict[str, object]:
 def canonical_bytes(data: Mapping[str, object]) -> bytes:
     """Sorted keys, no spaces, floats as Python writes them: the form that is hashed."""
     return json.dumps(dict(data), sort_keys=True, separators=(",", ":"), allow_nan=False).encode()
+
+
+_T = TypeVar("_T")
+
+
+def made(cls: type[_T], fields: Mapping[str, Scalar], **more: object) -> _T:
+    """A section's dataclass from what check_section returned: each value already has its
+    spec row's type, which mypy cannot follow from the Spec tables (hence the one cast)."""
+    return cls(**more, **cast(dict[str, Any], fields))

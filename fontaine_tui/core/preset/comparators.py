@@ -1,0 +1,121 @@
+"""A preset's [comparators.NAME]: numbers typed in, or read from a banked run (`bank =
+"NAME"`) as the preset's rule reads this run, pinned to the banked version's sha256."""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Mapping
+from pathlib import Path
+
+from fontaine_tui.core.bank import store as bank
+from fontaine_tui.core.errors import InputError
+from fontaine_tui.core.preset.checks import PresetError, Scalar, check_section, made
+from fontaine_tui.core.preset.rule import Comparator
+from fontaine_tui.core.preset.sections import COMPARATOR
+
+
+def read_comparators(
+    path: Path, table: object, every: int, rule: Mapping[str, Scalar]
+) -> dict[str, Comparator]:
+    if not isinstance(table, dict):
+        raise PresetError(path, "comparators", "expected [comparators.NAME] tables")
+    out: dict[str, Comparator] = {}
+    for name, body in table.items():
+        fields = check_section(path, f"comparators.{name}", body, COMPARATOR)
+        if fields["bank"]:
+            c = _banked(path, name, fields, rule)
+        elif not math.isfinite(float(fields["delta"])):
+            raise PresetError(
+                path,
+                f"comparators.{name}.delta",
+                'missing; expected a number, or bank = "NAME" (a banked run)',
+            )
+        else:
+            c = made(Comparator, fields, name=name)
+        if c.level_step and c.level_step % every:
+            raise PresetError(
+                path,
+                f"comparators.{name}.level_step",
+                f"expected a multiple of recipe.eval_every = {every}",
+            )
+        out[name] = c
+    return out
+
+
+def _banked(
+    path: Path, name: str, fields: Mapping[str, Scalar], rule: Mapping[str, Scalar]
+) -> Comparator:
+    """A comparator from the bank: its delta (or level) read from the banked run's curve as
+    the preset's rule reads this run, pinned to the banked version's sha256. A frozen preset
+    (prereg.json) carries the numbers and the full sha256, so it reads where the bank is
+    not; where the bank is, the numbers must be the banked run's."""
+    where = f"comparators.{name}"
+    ref, delta = str(fields["bank"]), float(fields["delta"])
+    pinned = re.fullmatch(r"[^@]+@[0-9a-f]{64}", ref) is not None
+    metric, read = str(rule["metric"]), str(rule["read"])
+    anchor, endpoint = int(rule["anchor_step"]), int(rule["endpoint_step"])
+    try:
+        entry = bank.get(ref)
+    except InputError as exc:
+        if pinned and math.isfinite(delta):  # frozen form, read without the bank
+            return made(
+                Comparator,
+                {k: v for k, v in fields.items() if k != "bank"},
+                name=name,
+                bank=ref,
+                where="banked run (its bank entry is not here)",
+            )
+        raise PresetError(path, f"{where}.bank", f"{exc}") from None
+    if entry.marked:  # banked at the user's word although its own evidence conflicts
+        raise PresetError(
+            path,
+            f"{where}.bank",
+            f"the banked run {entry.name}@{entry.sha256[:12]} was banked with its "
+            f"own evidence conflicting ({'; '.join(entry.marked)}): no bound is "
+            "derived from it",
+        )
+    if math.isfinite(delta) and not pinned:
+        raise PresetError(
+            path,
+            f"{where}.delta",
+            "a banked comparator's delta is read from the banked run; remove it",
+        )
+    end = entry.value(endpoint, metric)
+    start = entry.value(anchor, metric) if read == "delta" else 0.0
+    if not (math.isfinite(end) and math.isfinite(start)):
+        step = endpoint if not math.isfinite(end) else anchor
+        raise PresetError(
+            path,
+            f"{where}.bank",
+            f"the banked run {entry.name} has no {metric} at step {step} "
+            f"(its probes: {', '.join(map(str, entry.probes())) or 'none'})",
+        )
+    computed = end - start
+    if math.isfinite(delta) and abs(delta - computed) > 1e-9:
+        raise PresetError(
+            path,
+            f"{where}.delta",
+            f"expected the banked run's {computed!r} ({entry.name}@{entry.sha256[:12]}), "
+            f"got {delta!r}",
+        )
+    level_step = int(fields["level_step"])
+    levels = {
+        "eval_level": float(fields["eval_level"]),
+        "train_level": float(fields["train_level"]),
+    }
+    if level_step:
+        for key, field_ in (("eval_level", metric), ("train_level", "train_chunk_mae")):
+            if not math.isfinite(levels[key]):
+                levels[key] = entry.value(level_step, field_)
+    return Comparator(
+        name,
+        computed,
+        level_step,
+        levels["eval_level"],
+        levels["train_level"],
+        str(fields["description"]) or str(entry.doc.get("note") or ""),
+        entry.ref,
+        str(fields["group"]),
+        entry.where(),
+    )

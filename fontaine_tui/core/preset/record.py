@@ -1,0 +1,90 @@
+"""The preset as a record: Preset (every section checked, its canonical form and sha256) and
+Amendment (a declared change to how the run is read)."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+from fontaine_tui.core.log.formats.source import SourceSpec
+from fontaine_tui.core.preset.checks import Scalar, canonical_bytes
+from fontaine_tui.core.preset.command import CommandSpec
+from fontaine_tui.core.preset.rule import Comparator, VerdictSpec
+from fontaine_tui.core.preset.watching import NotifySpec
+
+
+@dataclass(frozen=True, slots=True)
+class Amendment:
+    """A declared change to how the run is read. `declared_after_step` is the last step seen."""
+
+    id: int
+    kind: str
+    from_step: int
+    comparator: str
+    factor: float
+    declared_after_step: int
+    declared_before_step: int
+    text: str
+    declared_at: str = ""
+    source: str = "preset"
+    to_step: int = 0  # kind "extend": the endpoint it moves the read to
+
+
+@dataclass(frozen=True, slots=True)
+class Preset:
+    name: str
+    path: str
+    run: Mapping[str, Scalar]
+    recipe: Mapping[str, Scalar]
+    platform: Mapping[str, Scalar]
+    verdict: VerdictSpec
+    comparators: Mapping[str, Comparator]
+    amendments: tuple[Amendment, ...]
+    gates: Mapping[str, float | str]
+    interpretation: Mapping[str, str]  # by class (HEALTHY, ...), whatever the labels
+    canonical: Mapping[str, object]
+    sha256: str
+    labels: Mapping[str, str] = field(default_factory=dict)  # class -> the preset's word
+    source: SourceSpec | None = None  # [source]: a run trained elsewhere, and how to read it
+    babysit: Mapping[str, Scalar] = field(default_factory=dict)  # [babysit] (watching.py)
+    notify: tuple[NotifySpec, ...] = ()  # [[notify]]: never in the canonical form
+    slurm: Mapping[str, Scalar] = field(default_factory=dict)  # [slurm] (watching.py)
+    # the probe cadence the preset states and its key ([recipe] or [source] eval_every);
+    # None: a [source] preset that states none (its recipe's eval_every is only a default)
+    stated_every: tuple[int, str] | None = None
+    command: CommandSpec | None = None  # [command]: the user's own trainer, launched
+
+    @property
+    def foreign(self) -> bool:
+        """The preset reads a run another trainer writes ([source] of a foreign kind): it has
+        no engine recipe, and its run is read through [source] (launched by its [command],
+        or trained elsewhere)."""
+        return self.source is not None and self.source.kind != "fontaine"
+
+    @property
+    def launchable(self) -> bool:
+        """`launch` can start its run: the engine's [recipe], or the user's [command]."""
+        return self.command is not None or not self.foreign
+
+    def label(self, cls: str) -> str:
+        """The preset's word for a verdict class (the class itself by default)."""
+        return self.labels.get(cls, cls)
+
+    @property
+    def run_name(self) -> str:
+        return str(self.run["name"])
+
+    @property
+    def reference(self) -> Comparator | None:
+        """The comparator the drift bound is a fraction of, if the preset names one."""
+        return self.comparators.get(self.verdict.reference) if self.verdict.reference else None
+
+    def canonical_json(self) -> bytes:
+        return canonical_bytes(self.canonical)
+
+
+def gate_of(gates: Mapping[str, object], key: str) -> float | None:
+    """A [gates] number, or None where it is not a finite one (an unset inf/nan default)."""
+    value = gates.get(key)
+    return float(value) if isinstance(value, (int, float)) and math.isfinite(value) else None
