@@ -9,6 +9,7 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from fontaine_tui.core.bank import store as bank
+from fontaine_tui.core.bank.store import Entry
 from fontaine_tui.core.errors import InputError
 from fontaine_tui.core.preset.checks import PresetError, Scalar, check_section, made
 from fontaine_tui.core.preset.rule import Comparator
@@ -49,7 +50,8 @@ def _banked(
     """A comparator from the bank: its delta (or level) read from the banked run's curve as
     the preset's rule reads this run, pinned to the banked version's sha256. A frozen preset
     (prereg.json) carries the numbers and the full sha256, so it reads where the bank is
-    not; where the bank is, the numbers must be the banked run's."""
+    not; where the bank is, the numbers must be the banked run's. The entry read here goes
+    with the comparator: the rules read its curves from it, never from the bank again."""
     where = f"comparators.{name}"
     ref, delta = str(fields["bank"]), float(fields["delta"])
     pinned = re.fullmatch(r"[^@]+@[0-9a-f]{64}", ref) is not None
@@ -118,4 +120,20 @@ def _banked(
         entry.ref,
         str(fields["group"]),
         entry.where(),
+        entry,
+        banked_curve(entry, metric, read, anchor),
     )
+
+
+def banked_curve(
+    entry: Entry, metric: str, read: str, anchor: int
+) -> tuple[tuple[int, float], ...]:
+    """(step, delta or level) of `metric` at each probe the banked run measured, from the
+    anchor on for a delta read; () when the anchor has no finite value."""
+    levels = [(s, entry.value(s, metric)) for s in sorted(entry.probes())]
+    if read == "level":
+        return tuple(levels)
+    base = dict(levels).get(anchor, math.nan)
+    if not math.isfinite(base):
+        return ()
+    return tuple((s, v - base) for s, v in levels if s >= anchor)

@@ -8,9 +8,10 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
+from fontaine_tui.core.bank.store import Entry
 from fontaine_tui.core.preset.checks import (
     LABELS,
     NUMBER,
@@ -91,6 +92,11 @@ class Comparator:
     bank: str = ""  # NAME@sha256 of the banked run it comes from ("" for a typed-in number)
     group: str = ""  # comparators of one group are drawn with their min-max envelope
     where: str = "typed into the preset"  # where its numbers come from, in words
+    # the banked run as read when the preset was loaded (None: typed in, or not in this bank),
+    # and its curve as the preset's rule reads it (banked_curve): the rules and charts read
+    # them from here, never from the bank again
+    entry: Entry | None = field(default=None, compare=False, repr=False)
+    curve: tuple[tuple[int, float], ...] = field(default=(), compare=False, repr=False)
 
 
 class _Directed:

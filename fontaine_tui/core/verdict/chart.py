@@ -419,7 +419,7 @@ def banked_series(preset: Preset, scaled: bool) -> tuple[tuple[Curve, ...], tupl
         return _SERIES[key]
     series = _banked_series(preset, scaled)
     if len(series[0]) == sum(1 for c in preset.comparators.values() if c.bank):
-        _SERIES[key] = series  # kept only once every banked run was found in this bank
+        _SERIES[key] = series  # kept only once every banked run was read with the preset
     return series
 
 
@@ -428,7 +428,7 @@ def _banked_series(preset: Preset, scaled: bool) -> tuple[tuple[Curve, ...], tup
     for each `group` of two or more banked comparators the min-max envelope, on the union of
     their steps, each curve interpolated between its measured steps (never extrapolated)."""
     curves: list[Curve] = []
-    groups: dict[str, list[list[tuple[int, float]]]] = {}
+    groups: dict[str, list[Sequence[tuple[int, float]]]] = {}
     for i, comp in enumerate(preset.comparators.values()):
         points = banked_curve(preset, comp)
         if not points:

@@ -243,3 +243,29 @@ def test_the_per_dataset_view_draws_each_datasets_delta_and_the_banked_ones(tmp_
         [0.9 * RIGONLY_LIKE[s][0] for s in (250, 500, 750, 1000)]
     )
     assert spec.note == "levels until the anchor probe (step 500); deltas from it"
+
+
+def test_the_rules_read_the_banked_run_the_preset_read_not_the_bank(tmp_path, monkeypatch):
+    """A loaded preset carries the banked run it read: the verdict's comparator curve, the
+    decision lock and the chart come from it, so a bank moved away after loading (or another
+    FONTAINE_BANK) changes nothing the rules say about this preset."""
+    from fontaine_tui.core.log.read import load_lines
+    from fontaine_tui.core.verdict.chart import banked_series
+    from fontaine_tui.core.verdict.rules import compute_verdict
+    from tests.logs import dumps
+
+    # a banked run of its own (a sha256 no other test banks), so nothing read before counts
+    probes = dict(RIGONLY_LIKE)
+    probes[750] = (3.5 + (abs(hash(str(tmp_path))) % 10_000) * 1e-9, 3.3)
+    preset = load_preset(banked(tmp_path, probes=probes))
+    store = load_lines([b"".join(dumps(r).encode() + b"\n" for r in records(probes=probes))])
+    monkeypatch.setenv("FONTAINE_BANK", str(tmp_path / "elsewhere"))  # the bank moved away
+    v = compute_verdict(store, preset)
+    [rig] = [c for c in v.comparators if c["name"] == "rig"]
+    assert rig["curve"] == [
+        [s, pytest.approx(probes[s][0] - probes[500][0])] for s in (500, 750, 1000)
+    ]
+    assert v.decision is not None
+    assert v.decision.source.startswith("the largest among the banked comparators: rig")
+    curves, _ = banked_series(preset, False)
+    assert [c.label.split(" ")[0] for c in curves] == ["rig"]
