@@ -470,7 +470,7 @@ class Session:
     def export(self, view: RunView, step: int | None, scaled: bool) -> Outcome:
         """verdict.json and the overlay chart for the read at `step` (blocking: a thread)."""
         from fontaine_tui.core.verdict import export as exporter
-        from fontaine_tui.core.verdict.chart import probes_chart
+        from fontaine_tui.core.verdict.probechart import probes_chart
 
         v = view.verdict_at(step)
         if self.folder is None:

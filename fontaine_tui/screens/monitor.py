@@ -9,7 +9,7 @@ from textual.containers import Horizontal, Vertical
 from textual.widgets import Footer
 
 from fontaine_tui.core.host.telemetry import TelemetrySnapshot
-from fontaine_tui.core.verdict.chart import EMA_DEFAULT, EMA_FACTORS, loss_chart
+from fontaine_tui.core.verdict.losschart import EMA_DEFAULT, EMA_FACTORS, loss_chart
 from fontaine_tui.model.readout import evidence_lines, run_events
 from fontaine_tui.model.session import RunView
 from fontaine_tui.screens.base import ViewScreen

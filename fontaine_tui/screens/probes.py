@@ -6,7 +6,7 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.widgets import Footer, Static
 
-from fontaine_tui.core.verdict.chart import datasets_chart, probes_chart
+from fontaine_tui.core.verdict.probechart import datasets_chart, probes_chart
 from fontaine_tui.model.session import RunView
 from fontaine_tui.screens.base import ViewScreen
 from fontaine_tui.widgets.chart import Chart

@@ -11,7 +11,7 @@ import pytest
 from fontaine_tui.core.log.read import load_log
 from fontaine_tui.core.verdict import export as exporter
 from fontaine_tui.core.verdict import review
-from fontaine_tui.core.verdict.chart import probes_chart
+from fontaine_tui.core.verdict.probechart import probes_chart
 from fontaine_tui.core.verdict.rules import compute_verdict, verdict_series
 from fontaine_tui.screens.dialogs import NoteDialog
 from tests.console.conftest import CLOCK, SIZE, console, loaded, make_run, until

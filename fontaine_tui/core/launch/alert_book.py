@@ -17,7 +17,7 @@ from fontaine_tui.core.launch.stall import HISTORY, RamReading, StateReading, st
 from fontaine_tui.core.log.store import RunStore
 from fontaine_tui.core.preset.record import Preset
 from fontaine_tui.core.preset.sections import world_size
-from fontaine_tui.core.verdict.chart import banked_series
+from fontaine_tui.core.verdict.envelope import banked_series
 
 if TYPE_CHECKING:
     from fontaine_tui.core.launch.exits import ExitInfo

@@ -19,8 +19,8 @@ from fontaine_tui.core.log.read import load_log
 from fontaine_tui.core.preset.find import load_preset
 from fontaine_tui.core.runfolder import RunFolder
 from fontaine_tui.core.verdict import export as exporter
-from fontaine_tui.core.verdict.chart import probes_chart
 from fontaine_tui.core.verdict.prereg import freeze, read_prereg
+from fontaine_tui.core.verdict.probechart import probes_chart
 from fontaine_tui.core.verdict.rules import compute_verdict
 from tests.logs import RIGONLY_LIKE, records
 

@@ -294,7 +294,7 @@ def test_bank_a_real_run_and_launch_another_against_it(tmp_path: Path) -> None:
     """Two real engine runs: the first banked, the second launched with it as a comparator;
     the probes chart and verdict.json carry the banked curve and its sha256."""
     from fontaine_tui.core.bank import store as bank
-    from fontaine_tui.core.verdict.chart import probes_chart
+    from fontaine_tui.core.verdict.probechart import probes_chart
     from fontaine_tui.core.verdict.rules import verdict_series
     from tests.core.launch.conftest import preset_variant
 

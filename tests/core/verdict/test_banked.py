@@ -140,7 +140,7 @@ declared_before_step = 500
 
 def test_the_probes_chart_draws_banked_curves_and_their_envelope(tmp_path):
     from fontaine_tui.core.log.read import load_lines
-    from fontaine_tui.core.verdict.chart import probes_chart
+    from fontaine_tui.core.verdict.probechart import probes_chart
     from fontaine_tui.core.verdict.rules import compute_verdict, verdict_series
     from tests.logs import dumps
 
@@ -192,7 +192,7 @@ group = "drifting"
 
 def test_before_the_anchor_the_levels_view_draws_the_banked_level_curves(tmp_path):
     from fontaine_tui.core.log.read import load_lines
-    from fontaine_tui.core.verdict.chart import probes_chart
+    from fontaine_tui.core.verdict.probechart import probes_chart
     from tests.logs import dumps, records_upto
 
     preset = load_preset(banked(tmp_path))
@@ -208,7 +208,7 @@ def test_before_the_anchor_the_levels_view_draws_the_banked_level_curves(tmp_pat
 
 def test_the_per_dataset_view_draws_each_datasets_delta_and_the_banked_ones(tmp_path):
     from fontaine_tui.core.log.read import load_lines
-    from fontaine_tui.core.verdict.chart import datasets_chart
+    from fontaine_tui.core.verdict.probechart import datasets_chart
     from tests.logs import dumps, records_upto
 
     preset = load_preset(banked(tmp_path))  # `rig`, banked from a RIGONLY_LIKE run
@@ -250,7 +250,7 @@ def test_the_rules_read_the_banked_run_the_preset_read_not_the_bank(tmp_path, mo
     decision lock and the chart come from it, so a bank moved away after loading (or another
     FONTAINE_BANK) changes nothing the rules say about this preset."""
     from fontaine_tui.core.log.read import load_lines
-    from fontaine_tui.core.verdict.chart import banked_series
+    from fontaine_tui.core.verdict.envelope import banked_series
     from fontaine_tui.core.verdict.rules import compute_verdict
     from tests.logs import dumps
 

@@ -8,7 +8,8 @@ import pytest
 
 from fontaine_tui.core.log.records import Event, TrainPoint
 from fontaine_tui.core.log.store import RunStore
-from fontaine_tui.core.verdict.chart import EMA_FACTORS, Ema, log_ticks, loss_chart
+from fontaine_tui.core.verdict.chart import log_ticks
+from fontaine_tui.core.verdict.losschart import EMA_FACTORS, Ema, loss_chart
 
 
 def point(step: int, loss: float) -> TrainPoint:

@@ -1,0 +1,99 @@
+"""The loss chart: the train losses, raw or smoothed by a debiased EMA kept per column."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+from fontaine_tui.core.log.store import RunStore
+from fontaine_tui.core.verdict.chart import ChartSpec, Curve
+
+EMA_FACTORS = (0.0, 0.6, 0.8, 0.9, 0.95, 0.98, 0.99)  # the loss chart's smoothing steps
+EMA_DEFAULT = 0.9
+LOSSES = (("ar_ce", "AR CE", "cyan"), ("flow_loss", "flow", "magenta"))
+
+
+class Ema:
+    """The debiased exponential moving average of a growing column, extended in place: a
+    redraw adds only the points logged since the last one.
+
+    s_t = f * s_(t-1) + (1 - f) * x_t, read as s_t / (1 - f^n) over the n finite points so
+    far, so the curve starts at the first value instead of rising from zero; a non-finite
+    point leaves the average where it was (and is not drawn)."""
+
+    __slots__ = ("factor", "column", "_acc", "_n", "_seen", "_stamp", "out")
+
+    def __init__(self, factor: float, column: Sequence[float]) -> None:
+        self.factor = factor
+        self.column = column  # held, so its id names it for as long as this is cached
+        self._reset(0)
+
+    def _reset(self, stamp: int) -> None:
+        self._acc = 0.0
+        self._n = 0  # finite points averaged
+        self._seen = 0  # points of the column consumed
+        self._stamp = stamp
+        self.out: list[float] = []
+
+    def extend(self, stamp: int = 0) -> list[float]:
+        """Average the points added since the last call; `stamp` moves when earlier points
+        were replaced (a resume rewound the log), which starts the average over."""
+        column = self.column
+        if stamp != self._stamp or len(column) < self._seen:
+            self._reset(stamp)
+        f, acc, n, out = self.factor, self._acc, self._n, self.out
+        for x in column[self._seen :]:
+            if math.isfinite(x):
+                acc = f * acc + (1.0 - f) * x
+                n += 1
+                out.append(acc / (1.0 - f**n))
+            else:
+                out.append(math.nan)
+        self._acc, self._n, self._seen = acc, n, len(column)
+        return out
+
+
+_EMAS: dict[tuple[int, float], Ema] = {}
+
+
+def ema(store: RunStore, name: str, factor: float) -> list[float]:
+    """The store's column `name` smoothed by `factor`, kept per column and factor."""
+    column = store.columns[name]
+    key = (id(column), factor)
+    if key not in _EMAS:
+        if len(_EMAS) > 64:  # stores come and go with runs: keep the cache small
+            _EMAS.clear()
+        _EMAS[key] = Ema(factor, column)
+    return _EMAS[key].extend(store.replaced_steps)
+
+
+def losses(store: RunStore) -> tuple[tuple[str, str, str], ...]:
+    """The loss columns to draw: the engine's AR CE and flow loss, or, for another trainer's
+    run (which logs one train loss), its `loss`."""
+    cols = store.columns
+    if (
+        store.steps
+        and all(math.isnan(cols[n][-1]) for n, _, _ in LOSSES)
+        and math.isfinite(cols["loss"][-1])
+    ):
+        return (("loss", "loss", "cyan"),)
+    return LOSSES
+
+
+def loss_chart(store: RunStore, smoothing: float = 0.0, log: bool = False) -> ChartSpec:
+    """The train losses; with `smoothing` (an EMA factor in [0, 1)) the smoothed curves on
+    top of the raw ones drawn faint; `log` for a log y axis."""
+    curves: list[Curve] = []
+    for name, label, color in losses(store):
+        if smoothing > 0:
+            curves.append(
+                Curve(f"{label} raw", store.steps, store.columns[name], color, faint=True)
+            )
+            curves.append(
+                Curve(f"{label} EMA {smoothing:g}", store.steps, ema(store, name, smoothing), color)
+            )
+        else:
+            curves.append(Curve(label, store.steps, store.columns[name], color))
+    smooth = f"EMA {smoothing:g}, debiased" if smoothing > 0 else "no smoothing"
+    title = f"training losses  [{smooth}; {'log' if log else 'linear'} scale]"
+    return ChartSpec(title, "step", "loss (log scale)" if log else "loss", tuple(curves), ylog=log)

@@ -1,0 +1,285 @@
+"""The probes charts: the rule's read at each probe against its bounds and the banked
+comparators (a delta from the anchor, or a level), the eval levels before the anchor, and
+the per-dataset view."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+from fontaine_tui.core.log.store import RunStore
+from fontaine_tui.core.preset.record import Preset
+from fontaine_tui.core.verdict.chart import MARK_COLORS, ChartSpec, Curve, HLine, Mark
+from fontaine_tui.core.verdict.curves import banked_curve, banked_levels
+from fontaine_tui.core.verdict.envelope import banked_series
+from fontaine_tui.core.verdict.record import Verdict
+from fontaine_tui.core.verdict.text import signed
+
+
+def comparator_marks(preset: Preset, scale: float | None) -> tuple[Mark, ...]:
+    """Banked endpoint deltas, always in their own units: beside the scale-adjusted bounds
+    they are annotated "raw units", never multiplied (the scale is an estimate for this
+    run's instrument, not a conversion of the comparators')."""
+    x = float(preset.verdict.endpoint_step)
+    marks = []
+    for i, comp in enumerate(preset.comparators.values()):
+        unit = ", raw units" if scale is not None else ""
+        marks.append(
+            Mark(
+                x,
+                comp.delta,
+                f"{comp.name} {signed(comp.delta)}{unit} @ endpoint",
+                MARK_COLORS[i % len(MARK_COLORS)],
+            )
+        )
+    return tuple(marks)
+
+
+def probes_chart(
+    store: RunStore,
+    preset: Preset,
+    verdicts: Sequence[Verdict],
+    latest: Verdict | None,
+    scaled: bool,
+) -> ChartSpec:
+    """delta(s) against banked endpoints and bounds; before the anchor, eval levels against
+    the comparators' levels at their level step."""
+    spec = preset.verdict
+    anchor, endpoint = spec.anchor_step, spec.endpoint_step
+    if spec.read == "level":
+        return _level_read_chart(store, preset, verdicts, latest, scaled)
+    if anchor not in store.probes:
+        return _levels_chart(store, preset, (0.0, anchor * 1.1))
+    pad = (endpoint - anchor) * 0.08
+    xlim = (anchor - pad, endpoint + pad)
+    pts = [
+        (float(v.read_step), v.delta)
+        for v in verdicts
+        if v.read_step is not None
+        and v.read_step >= anchor
+        and v.delta is not None
+        and math.isfinite(v.delta)
+    ]
+    note = ""
+    scale = latest.scale.value if (latest is not None and latest.scale is not None) else None
+    rule = latest.raw if latest is not None else None
+    if scaled and scale is None:
+        note = "no scale amendment in force: raw bounds shown"
+    if scaled and latest is not None and latest.scaled is not None:
+        rule = latest.scaled
+    healthy = rule.healthy if rule is not None else spec.healthy
+    drift = rule.drift if rule is not None else spec.drift
+    h_op, d_op = ("<=", ">=") if spec.lower_is_better else (">=", "<=")
+    use_scale = scale if scaled else None
+    which = f"scale-adjusted x{scale:.3f}" if use_scale is not None else "raw"
+    curve = Curve(
+        f"this run delta({anchor}->s)",
+        tuple(p[0] for p in pts),
+        tuple(p[1] for p in pts),
+        "cyan",
+        points=len(pts) < 2,
+    )
+    hlines = (
+        HLine(healthy, f"healthy {h_op} {signed(healthy)}", "green"),
+        HLine(drift, f"same-drift {d_op} {signed(drift)}", "red"),
+    )
+    banked, bands = banked_series(preset, use_scale is not None)
+    marks = tuple(
+        m
+        for m, c in zip(
+            comparator_marks(preset, use_scale), preset.comparators.values(), strict=True
+        )
+        if not c.bank
+    )
+    return ChartSpec(
+        f"delta(s) = {spec.metric}(s) - {spec.metric}({anchor})  [{which}]",
+        "step",
+        "delta",
+        (*banked, curve),
+        hlines,
+        marks,
+        xlim,
+        note,
+        bands,
+    )
+
+
+DATASET_COLORS = ("cyan", "green", "orange", "magenta", "blue", "yellow")
+
+
+def datasets(store: RunStore) -> list[str]:
+    """The datasets of the run's per-dataset eval breakdown, in the order first logged."""
+    names: dict[str, None] = {}
+    for step in store.probe_steps():
+        names.update(dict.fromkeys(store.probes[step].breakdown))
+    return list(names)
+
+
+def datasets_chart(store: RunStore, preset: Preset, scaled: bool = False) -> ChartSpec:
+    """The per-dataset view: for each dataset of the eval breakdown, this run's delta (or,
+    for a level read, its level) at each probe, and each banked comparator's curve of the
+    same dataset drawn faint in the dataset's colour. No bounds: they are the rule's, on
+    the verdict's metric; and always raw units (a scale amendment is for the metric)."""
+    spec = preset.verdict
+    anchor = spec.anchor_step
+    level = spec.read == "level" or anchor not in store.probes
+    names = datasets(store)
+    curves: list[Curve] = []
+    for i, name in enumerate(names):
+        field = f"breakdown.{name}"
+        color = DATASET_COLORS[i % len(DATASET_COLORS)]
+        base = 0.0 if level else store.probes[anchor].value(field)
+        pts = [
+            (float(s), store.probes[s].value(field) - base)
+            for s in store.probe_steps()
+            if level or s >= anchor
+        ]
+        pts = [(x, y) for x, y in pts if math.isfinite(y)]
+        for comp in preset.comparators.values():
+            theirs = banked_levels(comp, field) if level else banked_curve(preset, comp, field)
+            if theirs:
+                curves.append(
+                    Curve(
+                        f"{comp.name} {name} (banked)",
+                        tuple(float(x) for x, _ in theirs),
+                        tuple(y for _, y in theirs),
+                        color,
+                        faint=True,
+                    )
+                )
+        curves.append(
+            Curve(
+                f"this run {name}",
+                tuple(x for x, _ in pts),
+                tuple(y for _, y in pts),
+                color,
+                points=len(pts) < 2,
+            )
+        )
+    what = f"{spec.metric} by dataset" if level else f"delta({anchor}->s) by dataset"
+    if not names:
+        note = "no per-dataset breakdown in this run's probes yet"
+    elif level and spec.read != "level":
+        note = f"levels until the anchor probe (step {anchor}); deltas from it"
+    else:
+        note = f"bounds apply to {spec.metric}, not drawn here"
+    if scaled:
+        note += "; per-dataset curves are in raw units"
+    end = float(spec.endpoint_step)
+    start = 0.0 if level else float(anchor)
+    pad = (end - start) * 0.05
+    return ChartSpec(
+        f"per-dataset {what}  (d: back to {spec.metric})",
+        "step",
+        "level" if level else "delta",
+        tuple(curves),
+        xlim=(start - pad, end + pad),
+        note=note,
+    )
+
+
+def _levels_chart(store: RunStore, preset: Preset, xlim: tuple[float, float]) -> ChartSpec:
+    probes = [store.probes[s] for s in store.probe_steps()]
+    metric = preset.verdict.metric
+    curves: tuple[Curve, ...] = (
+        Curve(
+            f"this run {metric}",
+            tuple(float(p.step) for p in probes),
+            tuple(p.value(metric) for p in probes),
+            "cyan",
+            points=True,
+        ),
+        Curve(
+            "this run train_chunk_mae",
+            tuple(float(p.step) for p in probes),
+            tuple(p.train_chunk_mae for p in probes),
+            "blue",
+            points=True,
+        ),
+    )
+    banked, drawn = [], set()
+    for i, comp in enumerate(preset.comparators.values()):  # banked runs: their level curves
+        pts = [(s, v) for s, v in banked_levels(comp, metric) if s <= xlim[1]]
+        if pts:
+            drawn.add(comp.name)
+            banked.append(
+                Curve(
+                    f"{comp.name} {metric} (banked {comp.bank.partition('@')[2][:8]})",
+                    tuple(float(s) for s, _ in pts),
+                    tuple(v for _, v in pts),
+                    MARK_COLORS[i % len(MARK_COLORS)],
+                )
+            )
+    curves = (*banked, *curves)
+    marks = []
+    for comp in preset.comparators.values():
+        if comp.name in drawn:
+            continue  # its whole level curve is drawn
+        if comp.level_step and math.isfinite(comp.eval_level):
+            marks.append(
+                Mark(
+                    float(comp.level_step),
+                    comp.eval_level,
+                    f"{comp.name} eval {comp.eval_level:.4f} @ {comp.level_step}",
+                    "red",
+                    align="left",
+                )
+            )
+    return ChartSpec(
+        f"eval levels before the anchor probe (step {preset.verdict.anchor_step})",
+        "step",
+        metric,
+        curves,
+        (),
+        tuple(marks),
+        xlim,
+        "deltas start at the anchor probe",
+    )
+
+
+def _level_read_chart(
+    store: RunStore,
+    preset: Preset,
+    verdicts: Sequence[Verdict],
+    latest: Verdict | None,
+    scaled: bool,
+) -> ChartSpec:
+    """`read = "level"`: the metric itself at each probe, against the bounds."""
+    spec = preset.verdict
+    pts = [
+        (float(v.read_step), v.delta)
+        for v in verdicts
+        if v.read_step is not None and v.delta is not None and math.isfinite(v.delta)
+    ]
+    rule = latest.raw if latest is not None else None
+    note = ""
+    if scaled and (latest is None or latest.scaled is None):
+        note = "no scale amendment in force: raw bounds shown"
+    elif scaled and latest is not None:
+        rule = latest.scaled
+    healthy = rule.healthy if rule is not None else spec.healthy
+    drift = rule.drift if rule is not None else spec.drift
+    h_op, d_op = ("<=", ">=") if spec.lower_is_better else (">=", "<=")
+    better = "lower" if spec.lower_is_better else "higher"
+    curve = Curve(
+        f"this run {spec.metric}",
+        tuple(p[0] for p in pts),
+        tuple(p[1] for p in pts),
+        "cyan",
+        points=len(pts) < 2,
+    )
+    hlines = (
+        HLine(healthy, f"healthy {h_op} {signed(healthy)}", "green"),
+        HLine(drift, f"same-drift {d_op} {signed(drift)}", "red"),
+    )
+    pad = spec.endpoint_step * 0.05
+    return ChartSpec(
+        f"{spec.metric}(s), the level read ({better} is better)",
+        "step",
+        spec.metric,
+        (curve,),
+        hlines,
+        (),
+        (0.0 - pad, spec.endpoint_step + pad),
+        note,
+    )
