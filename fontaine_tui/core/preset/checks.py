@@ -12,7 +12,8 @@ from typing import Any, Final, TypeVar, cast
 
 from fontaine_tui.core.errors import InputError
 
-# the verdict's classes (the verdict wing's rules.py computes them; [labels] and [interpretation] key on them)
+# the verdict's classes (the verdict wing's rules.py computes them; [labels] and
+# [interpretation] key on them)
 HEALTHY = "HEALTHY"
 SAME_DRIFT = "SAME-DRIFT"
 AMBIGUOUS = "AMBIGUOUS"
