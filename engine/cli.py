@@ -90,8 +90,20 @@ def build_parser() -> Parser:
     t.add_argument("--recompute-stats", action="store_true")
     t.add_argument("--objective", choices=("joint", "ar", "flow"), default="joint")
     t.add_argument("--insulate-flow", action="store_true")
-    t.add_argument("--flow-decoder-init", choices=("inherit", "random"), default="inherit")
-    t.add_argument("--init", default="", help="checkpoint of this engine to start from")
+    t.add_argument(
+        "--flow-decoder-init",
+        choices=("inherit", "random"),
+        default=None,
+        help="inherit: the --init checkpoint's flow decoder; random: a fresh one (default: "
+        "random for a Hugging Face --init, which has none; inherit otherwise)",
+    )
+    t.add_argument(
+        "--init",
+        default="",
+        help="what to start from: a checkpoint of this engine (or a run folder holding one) "
+        "or a Hugging Face model folder (a SigLIP vision tower, a Qwen2 backbone, or vision/ "
+        "and backbone/ sub-folders); its weights are loaded as fp32",
+    )
     t.add_argument("--lr", type=_positive_float, default=3e-4)
     t.add_argument("--warmup-steps", type=_non_negative_int, default=50)
     t.add_argument("--steps", type=_positive_int, default=1000)
@@ -343,6 +355,8 @@ def _check_init(args: argparse.Namespace) -> None:
         init = describe(args.init)
     except InitError as exc:
         raise UsageExit(str(exc)) from None
+    if args.flow_decoder_init is None:  # nothing to inherit from a Hugging Face folder
+        args.flow_decoder_init = "random" if init is not None and init.kind == "hf" else "inherit"
     if init is None:
         return
     if init.kind == "hf" and args.flow_decoder_init == "inherit":

@@ -12,7 +12,10 @@
   The parts keep their own architecture (hidden sizes, layers, the vision encoder's image
   and patch size: the frames are decoded at its image size); the projections, the action
   head and the flow decoder are new (the recipe's model size sets the decoder's width), so
-  `--flow-decoder-init inherit` has nothing to inherit and is refused.
+  `--flow-decoder-init` defaults to `random` for it and `inherit` is refused. The weights are
+  cast to fp32 at load (released ones are often bf16; the engine's parameters are fp32 and
+  bf16 is its autocast), and a backbone whose vocabulary is smaller than the engine's action
+  tokens (256 bins + BOS) has its embeddings resized to fit (`TOKENS`).
 
 `describe` validates without torch (one line per problem, InitError); `vision_backbone`
 builds the parts.
@@ -167,11 +170,19 @@ def describe(value: str) -> Init | None:
     return Init("engine", found, meta=meta if isinstance(meta, dict) else {})
 
 
+TOKENS = 257  # the engine's action tokens: 256 bins and BOS (engine/model.py)
+
+
 def vision_backbone(init: Init | None):
-    """(vision, backbone) modules loaded with from_pretrained from an HF init (None for a part
-    it does not give), local files only, SDPA attention."""
+    """(vision, backbone) modules loaded with from_pretrained from an HF init.
+
+    None for a part it does not give; local files only, SDPA attention, fp32 weights
+    whatever dtype they were saved in. A backbone vocabulary under TOKENS is resized to
+    TOKENS: the engine's tokens are its own action bins, learned anew on any vocabulary.
+    """
     if init is None or init.kind != "hf":
         return None, None
+    import torch
     from transformers import PreTrainedModel, Qwen2Model, SiglipVisionModel
 
     out: dict[str, PreTrainedModel | None] = {}
@@ -182,9 +193,26 @@ def vision_backbone(init: Init | None):
             continue
         try:
             out[name] = cls.from_pretrained(
-                str(folder), local_files_only=True, attn_implementation="sdpa"
+                str(folder),
+                local_files_only=True,
+                attn_implementation="sdpa",
+                dtype=torch.float32,  # a released bf16 checkpoint: the engine's fp32
             )
         except (OSError, ValueError, KeyError, RuntimeError) as exc:
             first = next((ln for ln in str(exc).splitlines() if ln.strip()), type(exc).__name__)
             raise InitError(f"--init {folder}: from_pretrained failed ({first.strip()})") from None
-    return out["vision"], out["backbone"]
+    backbone = out["backbone"]
+    if backbone is not None and int(backbone.config.vocab_size) < TOKENS:
+        backbone.resize_token_embeddings(TOKENS, mean_resizing=False)
+    return out["vision"], backbone
+
+
+def resized_note(init: Init | None) -> str:
+    """What the start event says of a backbone vocabulary resized to TOKENS ("" if none)."""
+    folder = init.parts.get("backbone") if init is not None and init.kind == "hf" else None
+    if folder is None:
+        return ""
+    vocab = _config(folder).get("vocab_size")
+    if isinstance(vocab, int) and vocab < TOKENS:
+        return f"; backbone vocabulary {vocab} resized to {TOKENS} (the action tokens)"
+    return ""

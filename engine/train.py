@@ -261,7 +261,10 @@ def load_init(s: Session, args, init: inits.Init | None) -> str:
     if init is None:
         return ""
     if init.kind == "hf":
-        return f"; init {init.path} ({' + '.join(init.parts)} from_pretrained, flow decoder random)"
+        return (
+            f"; init {init.path} ({' + '.join(init.parts)} from_pretrained, flow decoder "
+            f"random){inits.resized_note(init)}"
+        )
     want = {
         "chunk": s.module.chunk,
         "motors": s.module.motors,

@@ -43,7 +43,8 @@ def _refused(argv, capsys):
 @pytest.fixture(scope="module")
 def hf_folder(tmp_path_factory):
     """vision/ (a SigLIP vision tower: 48-pixel images, 16-pixel patches) and backbone/ (a Qwen2
-    with a real-sized vocabulary, saved in shards with an index), as save_pretrained writes."""
+    with a real-sized vocabulary, saved in shards with an index), as save_pretrained writes,
+    in bf16 as released weights are."""
     from transformers import Qwen2Config, Qwen2Model, SiglipVisionConfig, SiglipVisionModel
 
     root = tmp_path_factory.mktemp("hf-init")
@@ -59,7 +60,7 @@ def hf_folder(tmp_path_factory):
             vision_use_head=True,
         )
     )
-    vision.save_pretrained(root / "vision")
+    vision.to(torch.bfloat16).save_pretrained(root / "vision")
     backbone = Qwen2Model(
         Qwen2Config(
             vocab_size=1000,
@@ -71,8 +72,26 @@ def hf_folder(tmp_path_factory):
             max_position_embeddings=256,
         )
     )
-    backbone.save_pretrained(root / "backbone", max_shard_size="100KB")
+    backbone.to(torch.bfloat16).save_pretrained(root / "backbone", max_shard_size="100KB")
     return root
+
+
+def _qwen2(folder, vocab):
+    from transformers import Qwen2Config, Qwen2Model
+
+    model = Qwen2Model(
+        Qwen2Config(
+            vocab_size=vocab,
+            hidden_size=48,
+            intermediate_size=96,
+            num_hidden_layers=1,
+            num_attention_heads=4,
+            num_key_value_heads=2,
+            max_position_embeddings=256,
+        )
+    )
+    model.to(torch.bfloat16).save_pretrained(folder)
+    return folder
 
 
 def test_hf_folder_init_loads_both_parts_with_from_pretrained(tmp_path, corpus_dir, hf_folder):
@@ -80,20 +99,20 @@ def test_hf_folder_init_loads_both_parts_with_from_pretrained(tmp_path, corpus_d
     shards = set(index["weight_map"].values())
     assert len(shards) > 1  # the sharded form, read through its index
     out = tmp_path / "run"
-    proc = run_engine(
-        _argv(out, corpus_dir, "--init", str(hf_folder), "--flow-decoder-init", "random"),
-        timeout=180,
-    )
+    # the plain --init: a Hugging Face folder has no flow decoder, so it starts a random one
+    proc = run_engine(_argv(out, corpus_dir, "--init", str(hf_folder)), timeout=180)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     records = read(out / "train_log.jsonl")
     check(records)
     meta = records[0]
+    assert meta["recipe"]["flow_decoder_init"] == "random"
     assert meta["init"]["kind"] == "hf" and set(meta["init"]["parts"]) == {"vision", "backbone"}
     assert (
         len(meta["init"]["sha256"]) == 64 and meta["init"]["files"] == len(shards) + 4
     )  # + 2 configs, the index, vision weights
     start = next(r for r in records if r.get("event") == "start")
-    assert "vision + backbone from_pretrained" in start["detail"]
+    assert "vision + backbone from_pretrained, flow decoder random" in start["detail"]
+    assert "resized" not in start["detail"]
     saved = _weights(out)
     pre_v = load_file(str(hf_folder / "vision" / "model.safetensors"))
     pre_b = {}
@@ -103,10 +122,13 @@ def test_hf_folder_init_loads_both_parts_with_from_pretrained(tmp_path, corpus_d
     b = {k[len("backbone.") :]: t for k, t in saved.items() if k.startswith("backbone.")}
     assert set(v) == {k.removeprefix("vision_model.") for k in pre_v} or set(v) == set(pre_v)
     assert set(b) == {k.removeprefix("model.") for k in pre_b} or set(b) == set(pre_b)
-    for name, tensor in pre_v.items():
-        assert torch.allclose(v[name.removeprefix("vision_model.")], tensor, atol=1e-6), name
+    for name, tensor in pre_v.items():  # bf16 on disk, fp32 in the run: the same values
+        assert tensor.dtype == torch.bfloat16, name
+        got = v[name.removeprefix("vision_model.")]
+        assert got.dtype == torch.float32 and torch.allclose(got, tensor.float(), atol=1e-6), name
     for name, tensor in pre_b.items():
-        assert torch.allclose(b[name.removeprefix("model.")], tensor, atol=1e-6), name
+        got = b[name.removeprefix("model.")]
+        assert got.dtype == torch.float32 and torch.allclose(got, tensor.float(), atol=1e-6), name
     # the parts keep their shapes: a 1000-token vocabulary, 48-pixel frames in 3x3 patches
     assert b["embed_tokens.weight"].shape == (1000, 48)
     ck = json.loads((out / "checkpoints" / "step-000002" / "meta.json").read_text())
@@ -115,9 +137,27 @@ def test_hf_folder_init_loads_both_parts_with_from_pretrained(tmp_path, corpus_d
     assert evals and all(v == v for v in evals[-1]["breakdown"].values())
 
 
+def test_a_backbone_vocabulary_under_the_action_tokens_is_resized(tmp_path, corpus_dir):
+    """A Qwen2 with 100 tokens (the engine's are 256 bins + BOS): its embeddings grow to 257
+    rows, the first 100 kept, and the run trains, its checkpoint's architecture saying 257."""
+    folder = _qwen2(tmp_path / "small-vocab", 100)
+    out = tmp_path / "run"
+    proc = run_engine(_argv(out, corpus_dir, "--init", str(folder)), timeout=180)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    start = next(r for r in read(out / "train_log.jsonl") if r.get("event") == "start")
+    assert "backbone vocabulary 100 resized to 257 (the action tokens)" in start["detail"]
+    embed = _weights(out)["backbone.embed_tokens.weight"]
+    before = load_file(str(folder / "model.safetensors"))
+    old = next(t for k, t in before.items() if k.endswith("embed_tokens.weight"))
+    assert embed.shape == (257, 48) and torch.allclose(embed[:100], old.float(), atol=1e-6)
+    ck = json.loads((out / "checkpoints" / "step-000002" / "meta.json").read_text())
+    assert ck["architecture"]["backbone"]["vocab_size"] == 257
+
+
 def test_hf_init_with_inherit_is_refused(tmp_path, corpus_dir, hf_folder, capsys):
     out = tmp_path / "run"
-    err = _refused(_argv(out, corpus_dir, "--init", str(hf_folder / "vision")), capsys)
+    argv = _argv(out, corpus_dir, "--init", str(hf_folder / "vision"))
+    err = _refused([*argv, "--flow-decoder-init", "inherit"], capsys)
     assert "--flow-decoder-init inherit" in err and "no flow decoder" in err
     assert not out.exists()
 
