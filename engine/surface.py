@@ -79,10 +79,11 @@ def surface_of(args: argparse.Namespace, recipe: dict, platform: dict | None) ->
         "data_dir": args.data_dir,
         "frames": args.frames,
         "sampling_steps": args.sampling_steps,
-        "datasets": _datasets(args.datasets) if args.datasets is not None else run["datasets"],
         "precision": args.precision,
     }
-    chosen = {k: (run[k] if given[k] is None else given[k]) for k in run}
+    chosen = {k: (run[k] if given.get(k) is None else given[k]) for k in run}
+    if args.datasets is not None:  # `all` (None here): every sub-dataset, not the run's
+        chosen["datasets"] = _datasets(args.datasets)
     differs = []
     for key in run:
         same = _same_dir(chosen[key], run[key]) if key == "data_dir" else chosen[key] == run[key]

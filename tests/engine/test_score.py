@@ -212,3 +212,31 @@ def test_one_step_folder_is_scored_alone(scored_run, tmp_path):
     assert again["step"] == 20 and again["checkpoint"] == str(step)
     for key in FIELDS:
         assert again[key] == pytest.approx(evals(scored_run)[20][key], rel=1e-9, abs=0), key
+
+
+def test_datasets_all_is_every_dataset_not_the_runs(tmp_path):
+    """`--datasets all` on a run trained on demos alone: the surface pools every sub-dataset
+    (None) and says it differs; left out, it is the run's demos."""
+    import argparse
+
+    from fontaine_engine.surface import surface_of
+
+    def surface(datasets):
+        args = argparse.Namespace(
+            stats=None,
+            data_dir=None,
+            frames=None,
+            sampling_steps=None,
+            datasets=datasets,
+            precision=None,
+            surface=None,
+            breakdown=None,
+            device="cpu",
+        )
+        return surface_of(args, {"datasets": "demos"}, {"data_dir": str(tmp_path)})
+
+    every = surface("all")
+    assert every.datasets is None and every.differs == ("datasets",)
+    assert every.name == "datasets-all" and every.to_json()["datasets"] == "all"
+    assert surface(None).datasets == ("demos",) and surface(None).name == "as-run"
+    assert surface("demos,rig").datasets == ("demos", "rig")
