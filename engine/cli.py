@@ -191,10 +191,13 @@ def _add_score(sub) -> None:
     )
     s.add_argument(
         "--stats",
-        choices=("checkpoint", "corpus", "recomputed"),
+        choices=("checkpoint", "corpus", "recomputed", "init"),
         default=None,
         help="normalisation stats: each checkpoint's stats.json (the run's: default), "
-        "the corpus's pooled meta/stats.json, or recomputed over the train datasets",
+        "the corpus's pooled meta/stats.json, recomputed over the train datasets, or the "
+        "--init checkpoint's stats.json. Not only the units: the stats normalise the "
+        "model's state input and the actions, so the AR target bins and flow targets "
+        "change too",
     )
     s.add_argument(
         "--data-dir",

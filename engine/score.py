@@ -258,22 +258,47 @@ def _corpus(surface: Surface, root: Path, image_size: int):
         raise ScoreError(text if text.startswith("--") else f"--data-dir {text}") from None
 
 
-def _stats_for(surface: Surface, data, folder: Path):
+def init_stats_file(src: Source) -> Path:
+    """The stats.json of the engine checkpoint the run started from (`--stats init`): the
+    checkpoint its meta record names, else its recipe's --init as found now."""
+    from .init import InitError, describe
+
+    named = _run_meta(src.run_dir).get("init") or {}
+    if isinstance(named, dict) and named.get("kind") == "engine" and named.get("path"):
+        return Path(str(named["path"])) / "stats.json"
+    value = str(src.newest["recipe"].get("init") or "")
+    if not value:
+        raise ScoreError(
+            f"--stats init: run {src.run_name} started from no --init (expected a run "
+            "trained from an engine checkpoint)"
+        )
+    try:
+        init = describe(value)
+    except InitError as exc:
+        raise ScoreError(f"--stats init: {exc}") from None
+    if init is None or init.kind != "engine":
+        raise ScoreError(
+            f"--stats init: --init {value} is a Hugging Face model folder, which has no "
+            "stats (expected an engine checkpoint)"
+        )
+    return init.path / "stats.json"
+
+
+def _stats_for(surface: Surface, data, folder: Path, src: Source):
     from . import corpus
     from .stats import NormStats
 
+    file = init_stats_file(src) if surface.stats == "init" else folder / "stats.json"
     try:
-        if surface.stats == "checkpoint":
-            return NormStats.load(folder / "stats.json")
+        if surface.stats in ("checkpoint", "init"):
+            return NormStats.load(file)
         if surface.stats == "corpus":
             return data.stats()
         return data.recomputed_stats()
     except corpus.CorpusError as exc:
         raise ScoreError(f"--stats {surface.stats}: {exc}") from None
     except (OSError, ValueError, KeyError) as exc:
-        raise ScoreError(
-            f"--stats checkpoint: {folder / 'stats.json'} unreadable ({exc})"
-        ) from None
+        raise ScoreError(f"--stats {surface.stats}: {file} unreadable ({exc})") from None
 
 
 def _frames(surface: Surface, data):
@@ -359,8 +384,10 @@ def run_score(args: argparse.Namespace) -> int:
     if device.type == "cpu":
         torch.set_num_threads(cpu_threads())
     model = _model(src, device)
-    shared = None if surface.stats == "checkpoint" else _stats_for(surface, data, src.newest_dir)
-    stats = [shared or _stats_for(surface, data, p) for p in src.checkpoints]
+    shared = (
+        None if surface.stats == "checkpoint" else _stats_for(surface, data, src.newest_dir, src)
+    )
+    stats = [shared or _stats_for(surface, data, p, src) for p in src.checkpoints]
     check_writable("--output-dir", out)
     if replace:
         (out / LOG).unlink()
@@ -417,7 +444,9 @@ def _score(
             0,
             "start",
             f"re-scoring {len(src.checkpoints)} checkpoint(s) of "
-            f"{src.run_name} on surface {surface.name} (stats {surface.stats}, "
+            f"{src.run_name} on surface {surface.name} (stats {surface.stats}"
+            + (f" {init_stats_file(src)}" if surface.stats == "init" else "")
+            + ", "
             f"frames {surface.frames}, {surface.sampling_steps} Euler steps, "
             f"data {root}){skipped}",
         )

@@ -7,6 +7,7 @@ what was loaded can be read back from it."""
 from __future__ import annotations
 
 import json
+import sys
 
 import pytest
 
@@ -254,6 +255,38 @@ def test_random_decoder_and_recomputed_stats_differ_from_the_init(tmp_path, corp
     assert mine != theirs
     start = next(r for r in read(out / "train_log.jsonl") if r.get("event") == "start")
     assert "recomputed over demos" in start["detail"] and "flow decoder random" in start["detail"]
+    # `score --stats init`: the same checkpoints with the init's stats, not the run's own
+    scored = tmp_path / "score"
+    done = run_engine(
+        [sys.executable, "-m", "fontaine_engine", "score", "--checkpoints", str(out)]
+        + ["--output-dir", str(scored), "--stats", "init"]
+    )
+    assert done.returncode == 0, done.stderr
+    records = read(scored / "train_log.jsonl")
+    surface = records[0]["score"]["surface"]
+    assert (surface["name"], surface["stats"], surface["differs"]) == (
+        "stats-init",
+        "init",
+        ["stats"],
+    )
+    begun = next(r for r in records if r.get("event") == "start")
+    assert f"(stats init {src / 'stats.json'}, " in begun["detail"]
+    own = [r for r in read(out / "train_log.jsonl") if r["kind"] == "eval"][-1]
+    again = [r for r in records if r["kind"] == "eval"][-1]
+    assert again["step"] == own["step"] and again["eval_ar_ce"] != own["eval_ar_ce"]
+
+
+def test_score_stats_init_of_a_run_without_init_is_one_line(tmp_path, released, capsys):
+    from fontaine_engine.cli import main
+
+    argv = ["score", "--checkpoints", str(released), "--output-dir", str(tmp_path / "s")]
+    assert main([*argv, "--stats", "init"]) == 2
+    (line,) = capsys.readouterr().err.splitlines()
+    assert line == (
+        "engine: error: --stats init: run t started from no --init (expected a run trained "
+        "from an engine checkpoint)"
+    )
+    assert not (tmp_path / "s").exists()
 
 
 def test_init_of_another_model_size_is_refused(tmp_path, corpus_dir, released, capsys):
