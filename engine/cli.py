@@ -109,6 +109,17 @@ def build_parser() -> Parser:
     t.add_argument("--steps", type=_positive_int, default=1000)
     t.add_argument("--eval-every", type=_positive_int, default=250)
     t.add_argument("--eval-dataset-breakdown", action="store_true")
+    t.add_argument(
+        "--probe-at-start",
+        action="store_true",
+        help="an eval probe at step 0, of the starting weights before any update",
+    )
+    t.add_argument(
+        "--eval-batch",
+        type=_positive_int,
+        default=64,
+        help="frames per forward pass of the eval probe (memory only; default 64)",
+    )
     t.add_argument("--save-every", type=_positive_int, default=500)
     t.add_argument("--chunk-grad-allreduce", action="store_true")
     t.add_argument("--num-workers", type=_non_negative_int, default=8)

@@ -17,7 +17,7 @@ from .model import EULER_STEPS, Policy
 from .pipeline import probe_batch
 from .stats import NormStats
 
-EVAL_BATCH = 64
+EVAL_BATCH = 64  # --eval-batch's default
 PROBE_SEED = 0  # the eval probe's noise; the train slice's is PROBE_SEED + 1
 
 
@@ -33,8 +33,10 @@ class Probe:
         ctx: distributed.Context,
         precision: str = "fp32",
         sampling_steps: int = EULER_STEPS,
+        batch: int = EVAL_BATCH,
     ) -> None:
         self.stats, self.ctx, self.names = stats, ctx, corpus.names
+        self.eval_batch = batch  # frames per forward pass (memory, not the numbers)
         self.precision = precision  # the forward passes' autocast, as in training
         self.sampling_steps = sampling_steps  # Euler steps of the flow sampler
         full = probe_batch(corpus, idx, stats, seed)
@@ -53,10 +55,9 @@ class Probe:
         # [abs_err per dataset..., count per dataset..., ar_ce*n, flow*n]
         acc = torch.zeros(2 * n_ds + 2, dtype=torch.float64)
         n = len(self.batch["dataset"])
-        for start in range(0, n, EVAL_BATCH):
-            b = {
-                k: v[start : start + EVAL_BATCH].to(self.ctx.device) for k, v in self.batch.items()
-            }
+        for start in range(0, n, self.eval_batch):
+            end = start + self.eval_batch
+            b = {k: v[start:end].to(self.ctx.device) for k, v in self.batch.items()}
             m = len(b["dataset"])
             with accel.autocast(self.ctx.device, self.precision):
                 prefix_h, act_h = model.encode(b)

@@ -53,6 +53,7 @@ RECIPE_KEYS = (
     "eval_dataset_breakdown",
     "save_every",
     "chunk_grad_allreduce",
+    "probe_at_start",
 )
 PLATFORM_KEYS = (
     "num_workers",
@@ -62,6 +63,7 @@ PLATFORM_KEYS = (
     "precision",
     "activation_checkpointing",
     "compile",
+    "eval_batch",
 )
 MIN_LR_FRACTION = 0.1
 GRAD_CLIP = 1.0
@@ -410,8 +412,13 @@ def run(args: argparse.Namespace) -> int:
                 f"device {ctx.device}, world {ctx.world_size}, stats {stats_source}{note}",
             )
         torch.manual_seed(args.seed + ctx.rank + 7919 * step)
-        eval_probe = Probe(data, data.eval_draw(), stats, PROBE_SEED, ctx, args.precision)
-        train_probe = Probe(data, data.train_slice(), stats, PROBE_SEED + 1, ctx, args.precision)
+        probes = [
+            Probe(data, idx, stats, seed, ctx, args.precision, batch=args.eval_batch)
+            for idx, seed in ((data.eval_draw(), PROBE_SEED), (data.train_slice(), PROBE_SEED + 1))
+        ]
+        eval_probe, train_probe = probes
+        if args.probe_at_start and step == 0:  # the starting weights, before any update
+            log.write("eval", 0, **eval_record(*probes, s.module, args.eval_dataset_breakdown))
         dataset = StepBatches(data, stats, s.layout, args.seed, args.image_augment)
         # --extend-to N trains past the recipe's steps: lr_at keeps the schedule to `steps` and
         # holds its floor after it; the recipe's endpoint keeps its probe and checkpoint

@@ -170,3 +170,23 @@ def test_init_inherit_and_random_flow_decoder(smoke_run, corpus_dir, tmp_path):
         assert all(v for k, v in same.items() if not k.startswith("flow."))
         flow_same = [v for k, v in same.items() if k.startswith("flow.")]
         assert all(flow_same) if mode == "inherit" else not any(flow_same)
+
+
+def test_probe_at_start_scores_the_starting_weights(corpus_dir, tmp_path):
+    """--probe-at-start: an eval record at step 0, before any update (the untrained AR head
+    reads near ln 256), then the cadence's; --eval-batch recorded in the platform."""
+    out = tmp_path / "run"
+    argv = tiny_argv(out, corpus_dir, "--probe-at-start", "--eval-batch", "7", steps=1)
+    argv[argv.index("--num-workers") + 1] = "0"
+    proc = run_engine(argv)
+    assert proc.returncode == 0, proc.stderr
+    records = read(out / "train_log.jsonl")
+    check(records)
+    evals = [r for r in records if r["kind"] == "eval"]
+    assert [r["step"] for r in evals] == [0, 1]
+    assert abs(evals[0]["eval_ar_ce"] - 5.545) < 0.3 and evals[0]["n_frames"] == 256
+    assert evals[0]["eval_ar_ce"] != evals[1]["eval_ar_ce"]
+    kinds = [(r["kind"], r["step"]) for r in records]
+    assert kinds.index(("eval", 0)) < kinds.index(("train", 1))
+    meta = records[0]
+    assert meta["recipe"]["probe_at_start"] is True and meta["platform"]["eval_batch"] == 7

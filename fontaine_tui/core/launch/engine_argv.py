@@ -38,6 +38,7 @@ RECIPE_FLAGS = (
     "chunk_grad_allreduce",
     "micro_batch",
     "datasets",
+    "probe_at_start",
 )
 PLATFORM_FLAGS = (
     "num_workers",
@@ -46,6 +47,7 @@ PLATFORM_FLAGS = (
     "precision",
     "activation_checkpointing",
     "compile",
+    "eval_batch",
 )
 
 

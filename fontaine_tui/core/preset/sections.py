@@ -32,6 +32,7 @@ RECIPE: Spec = {
     "chunk_grad_allreduce": (bool, False),
     "micro_batch": (int, 0),  # per-rank micro-batch; 0: backward_chunks says how to cut
     "datasets": (str, ""),  # sub-datasets trained on, "demos,rig"; "": all of them
+    "probe_at_start": (bool, False),  # an eval probe at step 0, before any update
 }
 PLATFORM: Spec = {
     "nproc": (int, 1),  # ranks per node
@@ -46,12 +47,13 @@ PLATFORM: Spec = {
     "node_rank": (int, 0),
     "rdzv_endpoint": (str, ""),  # HOST:PORT of the c10d rendezvous, with nnodes > 1
     "rdzv_id": (str, ""),  # the rendezvous id ("": the run's name)
+    "eval_batch": (int, 64),  # frames per eval forward pass (memory only)
 }
 # Keys added to [recipe] and [platform] after presets were first frozen into prereg.json:
 # at their default they stay out of the canonical form, so a pre-registration frozen before
 # the key existed keeps its sha256 (and reads the same as the preset it was frozen from).
 LATER_KEYS = {
-    "recipe": ("micro_batch", "datasets"),
+    "recipe": ("micro_batch", "datasets", "probe_at_start"),
     "platform": (
         "precision",
         "activation_checkpointing",
@@ -60,6 +62,7 @@ LATER_KEYS = {
         "node_rank",
         "rdzv_endpoint",
         "rdzv_id",
+        "eval_batch",
     ),
 }
 COMPARATOR: Spec = {
@@ -122,6 +125,7 @@ class RecipeFields(TypedDict):
     chunk_grad_allreduce: bool
     micro_batch: int
     datasets: str
+    probe_at_start: bool
 
 
 class PlatformFields(TypedDict):
@@ -137,6 +141,7 @@ class PlatformFields(TypedDict):
     node_rank: int
     rdzv_endpoint: str
     rdzv_id: str
+    eval_batch: int
 
 
 SECTIONS = (

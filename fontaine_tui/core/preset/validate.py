@@ -125,6 +125,7 @@ def validate(path: Path, doc: dict) -> Preset:
     for knob in ("batch_size", "backward_chunks", "steps", "eval_every", "save_every"):
         positive(path, f"recipe.{knob}", rec[knob])
     positive(path, "platform.nproc", plat["nproc"])
+    positive(path, "platform.eval_batch", plat["eval_batch"])
     positive(path, "platform.nnodes", plat["nnodes"])
     if plat["node_rank"] >= plat["nnodes"]:
         raise PresetError(

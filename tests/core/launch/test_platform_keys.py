@@ -29,6 +29,8 @@ DEFAULTS = {
     "node_rank": "0",
     "rdzv_endpoint": '""',
     "rdzv_id": '""',
+    "probe_at_start": "false",
+    "eval_batch": "64",
 }
 DEFAULT_VALUES = {
     "micro_batch": 0,
@@ -40,6 +42,8 @@ DEFAULT_VALUES = {
     "node_rank": 0,
     "rdzv_endpoint": "",
     "rdzv_id": "",
+    "probe_at_start": False,
+    "eval_batch": 64,
 }
 TWO_NODES = {
     "nproc": "4",
@@ -99,6 +103,8 @@ def test_a_new_key_set_enters_the_hash_and_round_trips(tmp_path):
         ("precision", '"bf16"'),
         ("activation_checkpointing", "true"),
         ("compile", "true"),
+        ("probe_at_start", "true"),
+        ("eval_batch", "16"),
     ):
         p = load_preset(variant(tmp_path, name=key, **{"datasets": '""', key: value}))
         assert p.sha256 != base.sha256, key
@@ -255,6 +261,8 @@ def test_single_node_argv_has_no_new_flags_at_default(tmp_path):
         "--compile",
         "--nnodes",
         "--extend-to",
+        "--probe-at-start",
+        "--eval-batch",
     ):
         assert flag not in argv
     assert argv[argv.index("--backward-chunks") + 1] == "8"
@@ -273,6 +281,8 @@ def test_the_real_parsers_read_the_launcher_argv(tmp_path):
         "activation_checkpointing": "true",
         "compile": "true",
         "datasets": '"demos"',
+        "probe_at_start": "true",
+        "eval_batch": "16",
     }
     p = load_preset(variant(tmp_path, **keys))
     argv = build_argv(p, tmp_path, resume=True)
@@ -288,5 +298,6 @@ def test_the_real_parsers_read_the_launcher_argv(tmp_path):
     assert (args.micro_batch, args.backward_chunks, args.datasets) == (12, None, "demos")
     assert (args.precision, args.activation_checkpointing, args.compile) == ("bf16", True, True)
     assert args.resume and args.extend_to == 0
+    assert (args.probe_at_start, args.eval_batch) == (True, 16)
     # what the engine then cuts, with WORLD_SIZE = 4 x 2 from the rendezvous
     assert chunks_per_rank(args.batch_size, 8, args.backward_chunks, args.micro_batch) == 1
