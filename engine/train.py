@@ -20,10 +20,9 @@ from pathlib import Path
 
 import numpy as np
 import torch
-from torch.distributed.optim import ZeroRedundancyOptimizer
 from torch.nn.parallel import DistributedDataParallel as DDP
 
-from . import accel, checkpoint, corpus, datastats, distributed
+from . import accel, checkpoint, corpus, datastats, distributed, optim
 from . import init as inits
 from .evaluate import PROBE_SEED, Probe, eval_record
 from .identity import identity
@@ -184,24 +183,13 @@ def build_session(
     if getattr(args, "compile", False):
         accel.compile_module(module)
     model: torch.nn.Module = module
-    optimizer: torch.optim.Optimizer
     if ctx.distributed:
         model = DDP(
             module,
             device_ids=[ctx.local_rank] if ctx.device.type == "cuda" else None,
             find_unused_parameters=args.objective != "joint",
         )
-        optimizer = ZeroRedundancyOptimizer(
-            module.parameters(),
-            optimizer_class=torch.optim.AdamW,
-            lr=args.lr,
-            betas=(0.9, 0.95),
-            weight_decay=0.01,
-        )
-    else:
-        optimizer = torch.optim.AdamW(
-            module.parameters(), lr=args.lr, betas=(0.9, 0.95), weight_decay=0.01
-        )
+    optimizer = optim.build(module, args.lr, ctx.distributed)
     return Session(args, ctx, module, model, optimizer, layout)
 
 
@@ -384,6 +372,7 @@ def run(args: argparse.Namespace) -> int:
             data=ident["data"],
             versions=ident["versions"],
             init=init.identity() if init is not None else None,
+            optimizer=optim.describe(s.module),
             platform={
                 **{k: getattr(args, k) for k in PLATFORM_KEYS},
                 "threads": torch.get_num_threads(),
@@ -395,7 +384,9 @@ def run(args: argparse.Namespace) -> int:
             print(f"engine: warning: {warning}", file=sys.stderr)
         if resume_from is not None:
             checkpoint.load_weights(resume_from, s.module)
-            s.optimizer.load_state_dict(checkpoint.load_optimizer(resume_from))
+            s.optimizer.load_state_dict(
+                optim.regroup(checkpoint.load_optimizer(resume_from), s.module)
+            )
             log.event(
                 step,
                 "resume",

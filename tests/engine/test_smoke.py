@@ -190,3 +190,4 @@ def test_probe_at_start_scores_the_starting_weights(corpus_dir, tmp_path):
     assert kinds.index(("eval", 0)) < kinds.index(("train", 1))
     meta = records[0]
     assert meta["recipe"]["probe_at_start"] is True and meta["platform"]["eval_batch"] == 7
+    assert meta["optimizer"]["weight_decay"] == 0.01 and meta["optimizer"]["no_decay_tensors"] > 0
