@@ -1,6 +1,11 @@
-"""Platform knobs of the forward and backward passes: bf16 autocast, activation checkpointing
-and torch.compile. None of them changes the training math beyond rounding: parameters,
-gradients and optimizer state stay fp32, and the losses are computed in fp32."""
+"""Platform knobs of the forward and backward passes: bf16 autocast, TF32 matmuls, activation
+checkpointing and torch.compile. None of them changes the training math beyond rounding:
+parameters, gradients and optimizer state stay fp32, and the losses are computed in fp32.
+
+Precision: "fp32" is full fp32 (TF32 off on CUDA, cuBLAS and cuDNN alike, whatever the
+process's defaults were), "tf32" lets CUDA matmuls and convolutions round their inputs to
+TF32 (10-bit mantissa), "bf16" runs the forward passes under bf16 autocast (TF32 off for
+what stays fp32). On CPU "tf32" is fp32."""
 
 from __future__ import annotations
 
@@ -9,12 +14,23 @@ from contextlib import AbstractContextManager, nullcontext
 import torch
 from torch import nn
 
-PRECISIONS = ("fp32", "bf16")
+PRECISIONS = ("fp32", "tf32", "bf16")
+
+
+def set_tf32(device: torch.device, precision: str) -> bool:
+    """TF32 on for "tf32", off for the others, on a CUDA device (CPU: untouched, False);
+    returns whether it is on."""
+    if device.type != "cuda":
+        return False
+    on = precision == "tf32"
+    torch.backends.cuda.matmul.allow_tf32 = on
+    torch.backends.cudnn.allow_tf32 = on
+    return on
 
 
 def autocast(device: torch.device, precision: str) -> AbstractContextManager:
-    """The forward passes' autocast: bf16 on CPU and CUDA alike, nothing for fp32."""
-    if precision == "fp32":
+    """The forward passes' autocast: bf16 on CPU and CUDA alike, nothing for fp32 and tf32."""
+    if precision in ("fp32", "tf32"):
         return nullcontext()
     if precision == "bf16":
         return torch.autocast(device_type=device.type, dtype=torch.bfloat16)

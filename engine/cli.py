@@ -127,9 +127,10 @@ def build_parser() -> Parser:
     t.add_argument("--device", choices=("auto", "cpu", "cuda"), default="auto")
     t.add_argument(
         "--precision",
-        choices=("fp32", "bf16"),
+        choices=("fp32", "tf32", "bf16"),
         default="fp32",
-        help="bf16: forward passes under bf16 autocast (parameters, optimizer state "
+        help="fp32: full fp32 (TF32 off on CUDA); tf32: CUDA matmuls and convolutions in "
+        "TF32; bf16: forward passes under bf16 autocast (parameters, optimizer state "
         "and losses stay fp32)",
     )
     t.add_argument(
@@ -246,9 +247,9 @@ def _add_score(sub) -> None:
     s.add_argument("--device", choices=("auto", "cpu", "cuda"), default="auto")
     s.add_argument(
         "--precision",
-        choices=("fp32", "bf16"),
+        choices=("fp32", "tf32", "bf16"),
         default=None,
-        help="the forward passes' autocast (default: the run's)",
+        help="the forward passes' precision (default: the run's)",
     )
 
 

@@ -356,7 +356,7 @@ def run_score(args: argparse.Namespace) -> int:
     """Validate everything (ScoreError: nothing written), then score and write the log."""
     import torch
 
-    from . import corpus, distributed, synthetic
+    from . import accel, corpus, distributed, synthetic
     from .flags import check_writable
     from .init import Init
     from .train import cpu_threads
@@ -381,6 +381,7 @@ def run_score(args: argparse.Namespace) -> int:
             f"{have[0]} x {have[1]} and {have[2]}"
         )
     device = _device(surface.device, surface.precision)
+    accel.set_tf32(device, surface.precision)  # TF32 only for a "tf32" surface
     if device.type == "cpu":
         torch.set_num_threads(cpu_threads())
     model = _model(src, device)

@@ -164,9 +164,7 @@ def build_session(
         )
     except LayoutError as exc:
         raise UsageError(str(exc)) from None
-    if ctx.device.type == "cuda":
-        torch.backends.cuda.matmul.allow_tf32 = True
-        torch.backends.cudnn.allow_tf32 = True
+    accel.set_tf32(ctx.device, getattr(args, "precision", "fp32"))
     torch.manual_seed(args.seed)
     shape = (
         {}
@@ -376,6 +374,7 @@ def run(args: argparse.Namespace) -> int:
             platform={
                 **{k: getattr(args, k) for k in PLATFORM_KEYS},
                 "threads": torch.get_num_threads(),
+                "tf32": accel.set_tf32(ctx.device, args.precision),
             },
             stats={"source": stats_source, "datasets": data.stats_origin},
         )

@@ -187,3 +187,39 @@ def test_a_compiler_failure_is_one_line_and_exit_2(tmp_path, corpus_dir, monkeyp
     events = [r for r in _log(tmp_path / "run") if r["kind"] == "event"]
     assert events[-1]["event"] == "error" and events[-1]["detail"] == line[len("engine: error: ") :]
     assert not _train(tmp_path / "run")
+
+
+def test_fp32_means_tf32_off_and_tf32_turns_it_on():
+    """On a CUDA device "fp32" turns TF32 off (cuBLAS and cuDNN, whatever the process had),
+    "tf32" on, "bf16" off; build_session applies it before the model is built. On CPU the
+    flags are left alone."""
+    from fontaine_engine.train import build_session
+
+    from fontaine_engine import accel, distributed
+
+    flags = torch.backends.cuda.matmul, torch.backends.cudnn
+    saved = [f.allow_tf32 for f in flags]
+    cuda = torch.device("cuda")
+    try:
+        for f in flags:
+            f.allow_tf32 = True
+        assert accel.set_tf32(cuda, "fp32") is False
+        assert [f.allow_tf32 for f in flags] == [False, False]
+        assert accel.set_tf32(cuda, "tf32") is True
+        assert [f.allow_tf32 for f in flags] == [True, True]
+        assert accel.set_tf32(cuda, "bf16") is False
+        assert accel.set_tf32(torch.device("cpu"), "tf32") is False
+        assert [f.allow_tf32 for f in flags] == [False, False]  # CPU: left as they were
+        ns = type("Args", (), {"batch_size": 4, "backward_chunks": 1, "seed": 0})()
+        ns.model_size, ns.precision, ns.lr = "tiny", "fp32", 1e-3
+        ctx = distributed.Context(rank=0, world_size=1, local_rank=0, device=cuda)
+        for f in flags:
+            f.allow_tf32 = True
+        try:
+            build_session(ns, ctx)
+        except (AssertionError, RuntimeError):  # a torch without CUDA cannot move the model
+            pass
+        assert [f.allow_tf32 for f in flags] == [False, False]
+    finally:
+        for f, value in zip(flags, saved, strict=True):
+            f.allow_tf32 = value

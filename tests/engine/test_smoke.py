@@ -176,7 +176,9 @@ def test_probe_at_start_scores_the_starting_weights(corpus_dir, tmp_path):
     """--probe-at-start: an eval record at step 0, before any update (the untrained AR head
     reads near ln 256), then the cadence's; --eval-batch recorded in the platform."""
     out = tmp_path / "run"
-    argv = tiny_argv(out, corpus_dir, "--probe-at-start", "--eval-batch", "7", steps=1)
+    argv = tiny_argv(
+        out, corpus_dir, "--probe-at-start", "--eval-batch", "7", "--precision", "tf32", steps=1
+    )
     argv[argv.index("--num-workers") + 1] = "0"
     proc = run_engine(argv)
     assert proc.returncode == 0, proc.stderr
@@ -191,3 +193,4 @@ def test_probe_at_start_scores_the_starting_weights(corpus_dir, tmp_path):
     meta = records[0]
     assert meta["recipe"]["probe_at_start"] is True and meta["platform"]["eval_batch"] == 7
     assert meta["optimizer"]["weight_decay"] == 0.01 and meta["optimizer"]["no_decay_tensors"] > 0
+    assert meta["platform"]["precision"] == "tf32" and meta["platform"]["tf32"] is False  # CPU

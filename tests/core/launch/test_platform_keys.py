@@ -140,7 +140,11 @@ def test_a_new_key_set_enters_the_hash_and_round_trips(tmp_path):
             "expected an integer below platform.nnodes = 1, got 1",
         ),
         ({"nnodes": "0"}, "platform.nnodes", "expected an integer >= 1, got 0"),
-        ({"precision": '"fp16"'}, "platform.precision", "expected one of fp32, bf16, got 'fp16'"),
+        (
+            {"precision": '"fp16"'},
+            "platform.precision",
+            "expected one of fp32, tf32, bf16, got 'fp16'",
+        ),
         ({"compile": "1"}, "platform.compile", "expected true or false, got 1"),
         (
             {"micro_batch": "10"},
