@@ -57,7 +57,11 @@ def enable_activation_checkpointing(module: nn.Module) -> list[str]:
 
 
 def compile_module(module: nn.Module) -> None:
-    """torch.compile the module's forward in place (its state_dict keys stay the same)."""
+    """torch.compile the module's forward in place (its state_dict keys stay the same).
+
+    Under DDP it is given the DDP wrapper (engine/train.py build_session), never the module
+    inside it, as PyTorch's DDP + compile guidance says.
+    """
     module.compile()
 
 

@@ -178,8 +178,6 @@ def build_session(
     ).to(ctx.device)
     if getattr(args, "activation_checkpointing", False):
         accel.enable_activation_checkpointing(module)
-    if getattr(args, "compile", False):
-        accel.compile_module(module)
     model: torch.nn.Module = module
     if ctx.distributed:
         model = DDP(
@@ -187,6 +185,10 @@ def build_session(
             device_ids=[ctx.local_rank] if ctx.device.type == "cuda" else None,
             find_unused_parameters=args.objective != "joint",
         )
+    if getattr(args, "compile", False):
+        # the wrapper, after DDP's wrap: dynamo's DDPOptimizer then cuts the compiled graph at
+        # DDP's buckets, so each bucket's all-reduce overlaps the rest of the backward
+        accel.compile_module(model)
     optimizer = optim.build(module, args.lr, ctx.distributed)
     return Session(args, ctx, module, model, optimizer, layout)
 

@@ -223,3 +223,38 @@ def test_fp32_means_tf32_off_and_tf32_turns_it_on():
     finally:
         for f, value in zip(flags, saved, strict=True):
             f.allow_tf32 = value
+
+
+def test_compile_wraps_ddp_not_the_module_inside_it(tmp_path):
+    """--compile under DDP compiles the DDP wrapper, after the wrap (dynamo's DDPOptimizer
+    then splits the graph at DDP's buckets, so all-reduce overlaps backward); the module it
+    wraps, which eval and checkpoints use, stays eager. A 1-rank gloo group stands for the
+    ranks (DDP wraps the same way); nothing is compiled until a forward runs."""
+    import argparse
+
+    import torch.distributed as dist
+    from fontaine_engine.train import build_session
+    from torch.nn.parallel import DistributedDataParallel as DDP
+
+    from fontaine_engine import distributed
+
+    store = f"file://{tmp_path / 'store'}"
+    dist.init_process_group("gloo", init_method=store, rank=0, world_size=1)
+    try:
+        ns = argparse.Namespace(
+            model_size="tiny",
+            batch_size=8,
+            backward_chunks=1,
+            micro_batch=0,
+            seed=0,
+            lr=1e-3,
+            objective="joint",
+            compile=True,
+        )
+        ctx = distributed.Context(rank=0, world_size=2, local_rank=0, device=torch.device("cpu"))
+        s = build_session(ns, ctx)
+        assert isinstance(s.model, DDP) and s.model.module is s.module
+        assert s.model._compiled_call_impl is not None  # the wrapper is compiled
+        assert s.module._compiled_call_impl is None  # the module inside it is not
+    finally:
+        dist.destroy_process_group()
