@@ -404,13 +404,16 @@ def run(args: argparse.Namespace) -> int:
                 f"device {ctx.device}, world {ctx.world_size}, stats {stats_source}{note}",
             )
         torch.manual_seed(args.seed + ctx.rank + 7919 * step)
-        probes = [
+        eval_probe, train_probe = (
             Probe(data, idx, stats, seed, ctx, args.precision, batch=args.eval_batch)
             for idx, seed in ((data.eval_draw(), PROBE_SEED), (data.train_slice(), PROBE_SEED + 1))
-        ]
-        eval_probe, train_probe = probes
+        )
         if args.probe_at_start and step == 0:  # the starting weights, before any update
-            log.write("eval", 0, **eval_record(*probes, s.module, args.eval_dataset_breakdown))
+            log.write(
+                "eval",
+                0,
+                **eval_record(eval_probe, train_probe, s.module, args.eval_dataset_breakdown),
+            )
         dataset = StepBatches(data, stats, s.layout, args.seed, args.image_augment)
         # --extend-to N trains past the recipe's steps: lr_at keeps the schedule to `steps` and
         # holds its floor after it; the recipe's endpoint keeps its probe and checkpoint
