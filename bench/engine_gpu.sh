@@ -9,7 +9,9 @@
 # proof: pynvml's own reading of each GPU, and the console's (fontaine_tui.core.host.telemetry).
 # Needs a CUDA build of torch==2.13.0 (pip install torch==2.13.0 --index-url .../cu12x).
 # Usage: bench/engine_gpu.sh [OUT_DIR]   env: STEPS (100 per variant), MODEL_SIZE (small: the
-#        recipe; base: a GPU-sized model), NUM_WORKERS (8), DATA_DIR (the corpus; default the
+#        recipe; base: 40M; large: ~0.29B, a GPU's work: its variants are bf16 with and
+#        without activation checkpointing, tf32 and bf16 + compile, fp32 being slow and
+#        not what it runs with), NUM_WORKERS (8), DATA_DIR (the corpus; default the
 #        engine's cache), VARIANTS (comma list of names to run; default all)
 # Without a CUDA GPU it prints one line saying so and exits 2 (nothing measured).
 set -euo pipefail
@@ -79,10 +81,17 @@ if os.environ.get("DATA_DIR"):
 variants = [("fp32", 1, []), ("bf16", 1, ["--precision", "bf16"]),
             ("bf16+checkpointing", 1, ["--precision", "bf16", "--activation-checkpointing"]),
             ("bf16+compile", 1, ["--precision", "bf16", "--compile"])]
+if size == "large":  # ~0.29B parameters: bf16 with checkpointing is how it runs
+    variants = [("bf16+checkpointing", 1, ["--precision", "bf16", "--activation-checkpointing"]),
+                ("bf16", 1, ["--precision", "bf16"]), ("tf32", 1, ["--precision", "tf32"]),
+                ("bf16+checkpointing+compile", 1,
+                 ["--precision", "bf16", "--activation-checkpointing", "--compile"])]
 ranks = max((n for n in (8, 4, 2) if n <= len(pool)), default=0)
 if ranks:
-    variants.append((f"fp32 torchrun x{ranks}", ranks, []))
-    variants.append((f"bf16 torchrun x{ranks}", ranks, ["--precision", "bf16"]))
+    if size != "large":
+        variants.append((f"fp32 torchrun x{ranks}", ranks, []))
+    variants.append((f"bf16 torchrun x{ranks}", ranks, ["--precision", "bf16"]
+                     + (["--activation-checkpointing"] if size == "large" else [])))
 else:
     print("(one GPU visible: no torchrun variant)")
 chosen = [v.strip() for v in os.environ.get("VARIANTS", "").split(",") if v.strip()]

@@ -22,6 +22,9 @@ class Parser(argparse.ArgumentParser):
         raise UsageExit(message)
 
 
+SIZES = ("tiny", "small", "base", "large")  # engine/model.py SIZES, without importing torch
+
+
 def _positive_int(text: str) -> int:
     value = int(text)
     if value <= 0:
@@ -63,7 +66,13 @@ def build_parser() -> Parser:
         default="",
         help="a LeRobotDataset folder or a folder of several (default: the generated corpus in ~/.cache/fontaine-engine/corpus-v2)",
     )
-    t.add_argument("--model-size", choices=("tiny", "small", "base"), default="small")
+    t.add_argument(
+        "--model-size",
+        choices=SIZES,
+        default="small",
+        help="tiny, small (0.32M parameters, the CPU recipe's), base, or large (~300M: a GPU's, "
+        "with --precision bf16 --activation-checkpointing)",
+    )
     t.add_argument(
         "--datasets",
         default="",
@@ -155,7 +164,7 @@ def build_parser() -> Parser:
     p.add_argument("--nproc", type=_positive_int, default=2)
     p.add_argument("--steps", type=_positive_int, default=20)
     p.add_argument("--data-dir", default="")
-    p.add_argument("--model-size", choices=("tiny", "small", "base"), default="tiny")
+    p.add_argument("--model-size", choices=SIZES, default="tiny")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument(
         "--mode",

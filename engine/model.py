@@ -63,6 +63,19 @@ SIZES = {
         "inter": 1536,
         "flow": 1024,
     },
+    # ~300M params (a SigLIP-base-sized vision encoder, an 18-layer 1024-wide Qwen2): a GPU's
+    # size, meant for --precision bf16 and --activation-checkpointing (docs/performance.md)
+    "large": {
+        "v_hidden": 768,
+        "v_layers": 12,
+        "v_heads": 12,
+        "hidden": 1024,
+        "layers": 18,
+        "heads": 16,
+        "kv_heads": 4,
+        "inter": 2816,
+        "flow": 1024,
+    },
 }
 PATCH = 8
 EULER_STEPS = 10

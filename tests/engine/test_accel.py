@@ -258,3 +258,21 @@ def test_compile_wraps_ddp_not_the_module_inside_it(tmp_path):
         assert s.module._compiled_call_impl is None  # the module inside it is not
     finally:
         dist.destroy_process_group()
+
+
+def test_the_large_size_is_hundreds_of_millions_of_parameters():
+    """`--model-size large`: ~0.29B parameters (built on the meta device, nothing allocated),
+    a GPU's work; checkpointing applies to its vision encoder and backbone as to the others."""
+    from fontaine_engine.cli import build_parser
+    from fontaine_engine.model import Policy, count_parameters
+
+    from fontaine_engine import accel
+
+    with torch.device("meta"):
+        model = Policy("large")
+    assert 250e6 < count_parameters(model) < 350e6
+    assert count_parameters(model.backbone) > 150e6 and count_parameters(model.vision) > 80e6
+    assert accel.enable_activation_checkpointing(model) == ["vision", "backbone"]
+    assert model.backbone.is_gradient_checkpointing and model.vision.is_gradient_checkpointing
+    args = build_parser().parse_args(["train", "--output-dir", "o", "--model-size", "large"])
+    assert args.model_size == "large"

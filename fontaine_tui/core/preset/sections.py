@@ -160,7 +160,7 @@ SECTIONS = (
     "slurm",
     "command",
 )
-MODEL_SIZES = ("tiny", "small", "base")
+MODEL_SIZES = ("tiny", "small", "base", "large")
 OBJECTIVES = ("joint", "ar", "flow")
 DEVICES = ("auto", "cpu", "cuda")
 PRECISIONS = ("fp32", "tf32", "bf16")
