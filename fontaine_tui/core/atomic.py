@@ -9,7 +9,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-OWN_HEAD = 4096  # how much of an existing file replace_own() looks at
+OWN_HEAD = 4096  # how much of an existing file replace_own() reads to recognise it
 
 
 def fsync_dir(folder: str | Path) -> None:
@@ -26,7 +26,7 @@ def fsync_dir(folder: str | Path) -> None:
 
 
 def _temp_beside(path: Path, data: bytes | str) -> str:
-    """`data` written and fsynced to a new temp file in `path`'s folder; its name."""
+    """Write and fsync `data` to a new temp file in `path`'s folder, and return its name."""
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
         with os.fdopen(fd, "wb") as fh:
@@ -70,9 +70,12 @@ def append_line(path: str | Path, line: bytes | str) -> None:
 
 @contextmanager
 def locked(path: str | Path) -> Iterator[None]:
-    """Hold an exclusive lock on `path` (created empty if missing; an fcntl lock, so it is
-    released when the holder dies) for a read-change-write that must be one step across
-    processes: an append to a hash chain, a bank entry, the registry."""
+    """Hold an exclusive lock on `path` for a read-change-write across processes.
+
+    The file is created empty if missing. The lock is an fcntl lock, so it is released when
+    the holder dies. Use it for a read-change-write that must be one step across processes:
+    an append to a hash chain, a bank entry, the registry.
+    """
     fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_APPEND, 0o644)
     try:
         fcntl.flock(fd, fcntl.LOCK_EX)
@@ -82,8 +85,11 @@ def locked(path: str | Path) -> Iterator[None]:
 
 
 def create_new(path: str | Path, data: bytes | str) -> None:
-    """Write a file that must not exist yet, whole: FileExistsError if the name is taken
-    (written to a temp file, then hard-linked into place, which never replaces)."""
+    """Write a file that must not exist yet, whole.
+
+    Raises FileExistsError if the name is taken. The data is written to a temp file, then
+    hard-linked into place, which never replaces a file.
+    """
     path = Path(path)
     tmp = _temp_beside(path, data)
     try:
@@ -96,8 +102,12 @@ def create_new(path: str | Path, data: bytes | str) -> None:
 def replace_own(
     path: str | Path, data: bytes | str, ours: Callable[[bytes], bool], what: str
 ) -> None:
-    """atomic_write, but only over a file that `ours(first bytes)` recognises as one this
-    program wrote (or no file at all); anything else raises InputError and stays as it is."""
+    """Write `path` as `atomic_write` does, but only over a file this program wrote.
+
+    The write goes ahead when there is no file at `path` or when `ours(first bytes)`
+    recognises the file as one this program wrote. Anything else raises InputError and stays
+    as it is.
+    """
     from fontaine_tui.core.errors import InputError
 
     path = Path(path)

@@ -17,8 +17,10 @@ _NAMED: set[str] = {NOTIFY_ENV}  # and each url_env of a preset loaded in this p
 
 
 def keep_out(name: str) -> None:
-    """Name a variable that holds a notification URL (a preset's `url_env`): from now on no
-    child of this process gets it."""
+    """Keep the variable `name` out of every child's environment from now on.
+
+    `name` holds a notification URL (a preset's `url_env`).
+    """
     _NAMED.add(name)
 
 
@@ -27,8 +29,11 @@ def secret_names() -> frozenset[str]:
 
 
 def child_env(base: Mapping[str, str] | None = None, also: Iterable[str] = ()) -> dict[str, str]:
-    """`base` (this process's environment when None) without FONTAINE_NOTIFY, without every
-    url_env variable named so far, and without `also`."""
+    """Return `base` without the notification secrets and without the names in `also`.
+
+    `base` is this process's environment when None. The result lacks FONTAINE_NOTIFY and
+    every url_env variable named so far.
+    """
     env = dict(os.environ if base is None else base)
     for name in (*_NAMED, *also):
         env.pop(name, None)

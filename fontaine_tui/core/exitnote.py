@@ -1,8 +1,8 @@
 """How a launched command ended, kept where a later console can read it.
 
 A process that is not our child cannot be waited for: once a launch is detached (or the
-console that launched it closes), its exit code and signal are lost, and the engine tells
-them in its own log while a user's own trainer does not. So a [command] runs under this
+console that launched it closes), its exit code and signal are lost, and the engine writes
+them to its own log while a user's own trainer does not. So a [command] runs under this
 small parent, in the same process group:
 
     python -m fontaine_tui.core.exitnote RUN_FOLDER/command.exits.jsonl -- ARGV...
@@ -44,8 +44,11 @@ def wrapped(argv: list[str], folder: Path, python: str = sys.executable) -> list
 
 
 def read(folder: Path, pid: int) -> tuple[int | None, str | None] | None:
-    """(exit code, signal name) noted for the parent `pid`, or None when none was (still
-    running, killed with its group by SIGKILL, or not run under this module)."""
+    """The (exit code, signal name) noted for the parent `pid`, or None when none was noted.
+
+    None means the command is still running, was killed with its group by SIGKILL, or did
+    not run under this module.
+    """
     try:
         with open(folder / NOTE, "rb") as fh:
             lines = fh.read(1 << 20).splitlines()
@@ -66,8 +69,11 @@ def read(folder: Path, pid: int) -> tuple[int | None, str | None] | None:
 
 
 def _die_with_parent() -> None:
-    """In the child before exec: should this parent be killed (kill -9 of the registered
-    pid), the kernel sends the child SIGTERM, so no trainer runs on unwatched (Linux)."""
+    """Ask the kernel to send the child SIGTERM when this parent dies (Linux).
+
+    It runs in the child before exec. Should this parent be killed (kill -9 of the registered
+    pid), the child gets SIGTERM, so no trainer keeps running unwatched.
+    """
     try:
         import ctypes
 

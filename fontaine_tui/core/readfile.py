@@ -47,9 +47,11 @@ def _kind(mode: int) -> str:
 
 
 def open_fd(path: str | Path) -> int:
-    """A file descriptor open for reading on the regular file at `path` (links followed);
-    InputError for a FIFO, a device, a folder or a socket, at once (the open never waits for a
-    writer). FileNotFoundError and other OSErrors as open raises them."""
+    """A file descriptor open for reading on the regular file at `path` (links followed).
+
+    Raises InputError for a FIFO, a device, a folder or a socket, at once (the open never
+    waits for a writer). Raises FileNotFoundError and other OSErrors as open raises them.
+    """
     fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
     try:
         mode = os.fstat(fd).st_mode
@@ -78,8 +80,11 @@ def too_big(path: str | Path, size: int, most: int) -> InputError:
 
 
 def read_whole(path: str | Path, most: int | None = None) -> bytes:
-    """The bytes of the regular file at `path`, at most `most` (default `limit()`) of them;
-    InputError naming the file and its size when it holds more."""
+    """The bytes of the regular file at `path`, at most `most` of them.
+
+    `most` defaults to `limit()`. Raises InputError naming the file and its size when the
+    file holds more.
+    """
     most = limit() if most is None else most
     with open_regular(path) as fh:
         size = os.fstat(fh.fileno()).st_size
@@ -94,8 +99,10 @@ def read_whole(path: str | Path, most: int | None = None) -> bytes:
 def iter_regular(
     path: str | Path, chunk: int, start: int = 0, stop: int | None = None
 ) -> Iterator[bytes]:
-    """The bytes of the regular file at `path` from `start` to `stop` (default: its size
-    when opened, so a read always ends), `chunk` bytes at a time."""
+    """The bytes of the regular file at `path` from `start` to `stop`, `chunk` at a time.
+
+    `stop` defaults to the file's size when opened, so a read always ends.
+    """
     with open_regular(path) as fh:
         end = os.fstat(fh.fileno()).st_size if stop is None else stop
         fh.seek(start)
@@ -114,8 +121,10 @@ def read_text(path: str | Path, encoding: str = "utf-8", errors: str = "strict")
 
 
 def check_file(path: str | Path) -> int:
-    """The size of the regular file at `path`, refused as `open_fd` refuses (for a reader
-    that opens it by other means, such as SQLite)."""
+    """The size of the regular file at `path`, refused as `open_fd` refuses.
+
+    For a reader that opens the file by other means, such as SQLite.
+    """
     fd = open_fd(path)
     try:
         return os.fstat(fd).st_size

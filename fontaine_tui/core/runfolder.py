@@ -73,11 +73,13 @@ def _short(path: str) -> str:
 
 
 def check_target(target: str | Path) -> None:
-    """A run folder or log named on the command line, looked at before anything reads it:
-    InputError for a path the system refuses to look up (a name over 255 bytes, a loop of
-    links, a folder we may not enter) and for a folder that is `/` itself (a link to it
-    would have every reader walk the whole machine and `amend` write into it). A path that
-    does not exist passes: each command says what it expected there."""
+    """Check a run folder or log named on the command line, before anything reads it.
+
+    Raises InputError for a path the system refuses to look up (a name over 255 bytes, a
+    loop of links, a folder we may not enter) and for a folder that is `/` itself (a link to
+    it would have every reader walk the whole machine and `amend` write into it). A path
+    that does not exist passes: each command says what it expected there.
+    """
     text = os.fspath(target)
     try:
         st = os.stat(text)
@@ -97,8 +99,11 @@ def check_target(target: str | Path) -> None:
 
 
 def check_regular(path: Path) -> int:
-    """The size of a regular file; InputError for a FIFO, a device, a folder (a read of
-    /dev/zero or a pipe would never end)."""
+    """The size of the regular file at `path`.
+
+    Raises InputError for a FIFO, a device, a folder (a read of /dev/zero or a pipe would
+    never end), a missing file or one that cannot be read.
+    """
     try:
         return check_file(path)
     except FileNotFoundError:
@@ -126,9 +131,11 @@ ROTATED = re.compile(r"\.([1-9][0-9]{0,5})(\.gz)?")  # logrotate's numbers: .1, 
 
 
 def rotated_segments(log: str | Path) -> list[Path]:
-    """The log's rotated segments beside it, oldest first: train_log.jsonl.3.gz, .2, .1
-    (logrotate's numbering: .1 is the newest). With both `.N` and `.N.gz` (a rotation caught
-    compressing), the plain file is read."""
+    """The log's rotated segments beside it, oldest first.
+
+    For example train_log.jsonl.3.gz, .2, .1 (logrotate's numbering: .1 is the newest).
+    With both `.N` and `.N.gz` (a rotation caught compressing), the plain file is read.
+    """
     log = Path(log)
     found: dict[int, Path] = {}
     try:

@@ -1,4 +1,6 @@
-"""Text that did not come from our own code, made safe to show: a log line, a preset's
+"""Text from outside the program, made safe to show, and the one way sizes are written.
+
+Outside text is text that did not come from our own code: a log line, a preset's
 interpretation text, a registry field, a file name, an error message echoing a user path.
 
 Every control character (C0 but tab and, in blocks, newline; ESC; DEL; C1) and every
@@ -7,7 +9,8 @@ the text can steer the terminal (OSC 52 clipboard writes, colours, cursor moves)
 what the reader sees. A byte that was not UTF-8 (a lone surrogate, as Python decodes a file
 name or an argument) shows as `\\xff`, so any UTF-8 stream can write the text.
 
-Sizes are written here too, one way: `gib` and `mib`."""
+Sizes are written here too, one way: `gib` and `mib`.
+"""
 
 from __future__ import annotations
 
@@ -49,9 +52,11 @@ _BLOCK = {k: v for k, v in _TABLE.items() if k != 10}
 
 
 def literal(text: str) -> str:
-    """A one-line field of outside text (a folder name, a registry field, a tag, a note),
-    safe to show on one line: a newline in it shows as `\\n`, so it can never start a line
-    of its own (a forged `VERDICT:` line) in plain output."""
+    """A one-line field of outside text, made safe to show on one line.
+
+    The field is a folder name, a registry field, a tag or a note. A newline in it shows as
+    `\\n`, so it can never start a line of its own (a forged `VERDICT:` line) in plain output.
+    """
     return text.translate(_TABLE).expandtabs(4)
 
 
@@ -61,9 +66,11 @@ def literal_block(text: str) -> str:
 
 
 def require_utf8(text: str, what: str) -> str:
-    """`text` if it can be kept as UTF-8 (a JSON or TOML file); else an InputError naming
-    `what` and showing the byte that is not UTF-8 (a lone surrogate, as Python decodes a file
-    name or an argument)."""
+    """`text` if it can be kept as UTF-8 (a JSON or TOML file), else an InputError.
+
+    The error names `what` and shows the byte that is not UTF-8 (a lone surrogate, as Python
+    decodes a file name or an argument).
+    """
     try:
         text.encode("utf-8")
     except UnicodeEncodeError as exc:
@@ -80,8 +87,11 @@ def unsafe(text: str) -> list[str]:
 
 
 class LiteralStream(io.TextIOBase):
-    """A text stream that writes through `literal_block`: the command line's stdout and
-    stderr, so plain reports and error lines never carry a control sequence."""
+    """A text stream that writes through `literal_block`.
+
+    The command line's stdout and stderr are such streams, so plain reports and error lines
+    never carry a control sequence.
+    """
 
     def __init__(self, inner: TextIO) -> None:
         self.inner = inner

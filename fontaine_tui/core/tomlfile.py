@@ -36,8 +36,10 @@ class TooDeep(tomllib.TOMLDecodeError):
 
 
 def depth(text: str) -> int:
-    """How deep the text's brackets and braces nest (strings and comments left out), or
-    `MAX_DEPTH + 1` when a dotted key has more parts than that."""
+    """How deep the text's brackets and braces nest, strings and comments left out.
+
+    `MAX_DEPTH + 1` when a dotted key has more parts than that.
+    """
     plain = _OPAQUE.sub("s", text)
     if _DOTTED.search(plain):
         return MAX_DEPTH + 1
