@@ -44,9 +44,9 @@ from fontaine_tui.widgets.safe import notify
 Sampler = Callable[[], "TelemetrySnapshot | Awaitable[TelemetrySnapshot]"]
 FRAME_S = 0.5  # at most two redraws a second, however fast lines arrive
 CHART_S = 2.0  # the loss chart: at most one plotext rebuild per this many seconds
-TELEMETRY_S = 5.0  # GPU, RAM and engine RSS move slowly; each look also repaints a panel
+TELEMETRY_S = 5.0  # GPU, RAM and engine RSS move slowly; each sample also repaints a panel
 POLL_S = 1.0
-BABYSIT_S = 5.0  # the babysitter's look (warnings, polls, notifications) with no new lines
+BABYSIT_S = 5.0  # the babysitter's check (warnings, polls, notifications) with no new lines
 QUIT_DRAIN_S = 2.0  # how long quitting waits for notifications still queued
 
 
@@ -177,9 +177,12 @@ class FontaineApp(App[int]):
             self.set_interval(BABYSIT_S, self._babysit)
 
     def _let_go(self, session: Session) -> None:
-        """A RemoteEngine of a run picked from the runs list: its look closed, an exit it saw
-        (stopped from here) written into the registry. The engine given by the command
-        (launch --on, attach) is the command's to close."""
+        """Close the remote engine of a run picked from the runs list, as the console leaves it.
+
+        Only a RemoteEngine is closed: its connection is closed, and an exit it saw (a stop
+        sent from here) is written into the registry. The engine given by the command
+        (launch --on, attach) is the command's to close.
+        """
         from fontaine_tui.core.launch.remote import RemoteEngine, record_exit
 
         engine = session.process
@@ -223,9 +226,11 @@ class FontaineApp(App[int]):
             self.announce = None
 
     def _babysit(self) -> None:
-        """Between frames too: a run gone quiet is still judged, polled and posted about.
-        Sending only queues (the notifier's threads deliver): a dead endpoint costs nothing
-        here."""
+        """Judge, poll and post about the run between frames too, so a quiet run is still seen.
+
+        Sending only queues (the notifier's threads deliver), so a dead endpoint costs nothing
+        here.
+        """
         if self.babysitter is None:
             return
         now = self.clock()
@@ -289,9 +294,12 @@ class FontaineApp(App[int]):
 
     @work(exclusive=True, group="finish")
     async def _finish_run(self) -> None:
-        """The launched engine exited: the run's end (registry, attempt, incident,
-        verdict.json, the verdict post) now, off the event loop, with the launch's
-        babysitter, which ticks no more (the finish closes it)."""
+        """End the run now that the launched engine has exited, off the event loop.
+
+        The run's end writes the registry, the attempt, the incident and verdict.json, and
+        sends the verdict post. It uses the launch's babysitter, which ticks no more (the
+        finish closes it).
+        """
         launched, sitter = self.launched, self.launch_babysitter
         if launched is None:
             return
@@ -395,8 +403,10 @@ class FontaineApp(App[int]):
 
     @work(exclusive=True, group="stop")
     async def _stop_run(self, process: Process) -> None:
-        """The stop sequence off the event loop (over SSH it may take minutes); a stop that
-        fails is said, and the console stays."""
+        """Run the stop sequence off the event loop (over SSH it may take minutes).
+
+        A stop that fails is shown, and the console stays.
+        """
         from fontaine_tui.core.errors import InputError
 
         try:
@@ -415,8 +425,11 @@ class FontaineApp(App[int]):
         self._swap(session)
 
     def attach_target(self, target: str) -> None:
-        """A runs-list row: a folder here, or host:folder, followed over SSH (its prereg.json
-        read through the connection, as `attach host:/path` does)."""
+        """Point the console at a runs-list row: a folder here, or host:folder.
+
+        A host:folder row is followed over SSH, its prereg.json read through the connection,
+        as `attach host:/path` does.
+        """
         from fontaine_tui.core.follow.ssh import SshRun
         from fontaine_tui.core.follow.target import parse_target
         from fontaine_tui.core.ssh.destination import SshTarget
@@ -447,7 +460,7 @@ class FontaineApp(App[int]):
     def _swap(self, session: Session) -> None:
         old, self.session = self.session, session
         self.run_worker(old.source.close(), group="close")
-        if old.kind == "attach":  # a remote engine looked at from here: stop looking
+        if old.kind == "attach":  # a remote engine polled from here: close it
             self.run_worker(asyncio.to_thread(self._let_go, old), group="close")
         if self.babysitter is not None and self.babysitter is not self.launch_babysitter:
             self.run_worker(asyncio.to_thread(self.babysitter.close, QUIT_DRAIN_S), group="close")

@@ -1,5 +1,8 @@
-"""Build and run the console: a session over a source, the app over the session, this
-host's or the far host's telemetry sampler, the registry for the runs mode."""
+"""Build and run the console over a run's records.
+
+The console is a session over a source, the app over the session, this host's or the far
+host's telemetry sampler, and the registry for the runs mode.
+"""
 
 from __future__ import annotations
 
@@ -35,8 +38,11 @@ def make_app(
     announce: tuple[str, str, str] | None = None,
     ssh_options: tuple[str, ...] = (),
 ) -> FontaineApp:
-    """The console over any record source; tests inject a replay, a clock and telemetry.
-    `launched`: the run a launch console ends when it sees its process exit."""
+    """Build the console app over any record source.
+
+    Tests inject a replay, a clock and telemetry. `launched` is the run a launch console
+    ends when it sees its process exit.
+    """
     if kind is None:
         kind = (
             "launch"
@@ -63,8 +69,11 @@ def make_app(
 
 
 def default_telemetry(source: RunSource, process: Process | None = None) -> Sampler | None:
-    """This host's sampler (with the engine's pid when launched here), or the far host's
-    over the SSH source's connection."""
+    """Pick the telemetry sampler: this host's, or the far host's for an SSH source.
+
+    This host's sampler gets the engine's pid when the run was launched here. The far host's
+    is read over the SSH source's connection.
+    """
     from functools import partial
 
     from fontaine_tui.core.follow.ssh import SshRun
@@ -90,12 +99,15 @@ def run_console(
     announce: tuple[str, str, str] | None = None,
     ssh_options: tuple[str, ...] = (),
 ) -> int:
-    """Run the console in this terminal until quit; `mode` is launch, attach or replay.
-    Without a registry, the runs mode reads the default one (FONTAINE_REGISTRY or ~). A live
-    run is babysat (model/babysitter.py) from here. `launched` (launch): the run's process,
-    its launch post sent first, and its end done (`LaunchedRun.finish_seen`, in a worker
-    thread, with the console's babysitter) once the console sees the process exit;
-    `announce` (folder, what, prereg sha256) is another launch post to send first."""
+    """Run the console in this terminal until it quits, and return its exit code.
+
+    `mode` is launch, attach or replay. Without a registry, the runs mode reads the default
+    one (FONTAINE_REGISTRY or ~). A live run is babysat (model/babysitter.py) from here.
+    `launched` (launch only) is the run's process: its launch post is sent first, and its end
+    is done (`LaunchedRun.finish_seen`, in a worker thread, with the console's babysitter)
+    once the console sees the process exit. `announce` (folder, what, prereg sha256) is
+    another launch post to send first.
+    """
     if registry is None:
         from fontaine_tui.core.launch.registry import Registry
 
@@ -135,14 +147,17 @@ def watch_remote(
     launched: LaunchedRun,
     announce: tuple[str, str, str] | None = None,
 ) -> int:
-    """The console on a run launched on another host (`launch --on`, or `attach HOST:PATH`
-    of one): quitting asks to stop it there (over SSH) or detach; an exit it saw goes into
-    the registry here."""
+    """Run the console on a run launched on another host.
+
+    Such a run comes from `launch --on`, or from `attach HOST:PATH` of one. Quitting asks
+    whether to stop it there (over SSH) or detach. An exit the console saw goes into the
+    registry here.
+    """
     from fontaine_tui.core.launch.remote import RemoteEngine
 
     engine = launched.handle
     if isinstance(engine, RemoteEngine):
-        engine.watch()  # its state looked at over SSH while the console is open
+        engine.watch()  # its state polled over SSH while the console is open
     try:
         code = run_console(
             source=source,

@@ -1,6 +1,8 @@
-"""The command palette (ctrl+p), built from the bindings themselves: every binding with an
-id and a tooltip becomes a command of the same name, help and action, so the palette can
-never describe a key the console does not have."""
+"""The command palette (ctrl+p), built from the bindings themselves.
+
+Every binding with an id and a tooltip becomes a command of the same name, help and action,
+so the palette can never describe a key the console does not have.
+"""
 
 from __future__ import annotations
 
