@@ -11,8 +11,10 @@ from fontaine_tui.model.session import RunEntry, RunView, Session
 
 
 class Console(Protocol):
-    """What the screens read from the app (fontaine_tui.app.FontaineApp), typed here so that
-    a screen never imports the app."""
+    """What the screens read from the app (fontaine_tui.app.FontaineApp).
+
+    It is typed here so that a screen never imports the app.
+    """
 
     view: RunView | None
     scaled: bool

@@ -1,5 +1,8 @@
-"""Monitor mode: progress, losses, telemetry, warnings, the run's events (checkpoints,
-resumes, segments) and the engine's output, which takes room only once there is some."""
+"""Monitor mode: progress, losses, telemetry, warnings, events and the engine's output.
+
+The run's events are its checkpoints, resumes and segments. The engine's output takes room
+only once there is some.
+"""
 
 from __future__ import annotations
 

@@ -17,7 +17,7 @@ class RunsScreen(ViewScreen):
 
     def on_mount(self) -> None:
         super().on_mount()
-        # the fleet's look lands in a thread: drawn when it does, not at the run's next line
+        # the fleet's poll ends in a thread: drawn when it does, not at the run's next line
         # (a finished run has none); a table that did not change is left as it is
         self.set_interval(1.0, self._look_again)
 
