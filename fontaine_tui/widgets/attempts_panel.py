@@ -1,6 +1,9 @@
-"""The run's attempts on the monitor, as a timeline: each launch and resume, when it began,
-and how it ended (core/launch/attempts.py). Hidden for a run with no attempts.jsonl (a
-replay, a run another trainer wrote, a run over SSH)."""
+"""The run's attempts on the monitor, as a timeline of each launch and resume.
+
+Each attempt shows when it began and how it ended (core/launch/attempts.py). The panel is
+hidden for a run with no attempts.jsonl (a replay, a run another trainer wrote, a run over
+SSH).
+"""
 
 from __future__ import annotations
 

@@ -55,9 +55,12 @@ def _color_end(codes: list[str], j: int) -> int:
 
 
 def ansi_text(ansi: str) -> Text:
-    """plotext's output as a rich Text: the few SGR codes it writes (reset, bold, 256-colour
-    and truecolour foreground and background), read by one split instead of rich's general
-    ANSI decoder; the same characters in the same colours (tests/console/test_chart_text.py)."""
+    """plotext's output as a rich Text: the same characters in the same colours.
+
+    Only the few SGR codes plotext writes (reset, bold, 256-colour and truecolour foreground
+    and background) are read, by one split instead of rich's general ANSI decoder
+    (tests/console/test_chart_text.py).
+    """
     parts = _SGR.split(ansi)
     plain: list[str] = []
     spans: list[Span] = []
@@ -106,9 +109,12 @@ def ansi_text(ansi: str) -> Text:
 
 
 class Chart(PlotextPlot):
-    """`show(spec, key)` replots: not at all when `key` has not changed, and at most once per
+    """A plotext chart that replots only when its spec changed, and not too often.
+
+    `show(spec, key)` replots: not at all when `key` has not changed, and at most once per
     `min_interval` seconds otherwise (the last spec shown wins), since a plotext figure costs
-    milliseconds per build and a loss curve needs no more than one redraw a second."""
+    milliseconds per build and a loss curve needs no more than one redraw a second.
+    """
 
     DEFAULT_CSS = """
     Chart { height: 1fr; min-height: 8; }
@@ -132,9 +138,11 @@ class Chart(PlotextPlot):
         return self._spec
 
     def render(self) -> RenderResult:
-        """The built figure, cached: a repaint of the screen must not rebuild the plot. As
-        PlotextPlot.render, with plotext's ANSI read by `ansi_text` (rich's general decoder
-        took a quarter of a redraw)."""
+        """The built figure, cached, so a repaint of the screen does not rebuild the plot.
+
+        As PlotextPlot.render, with plotext's ANSI read by `ansi_text` (rich's general
+        decoder took a quarter of a redraw).
+        """
         key = (self.replots, self.size, self.app.theme, self.theme)
         if self._rendered is None or self._rendered[0] != key:
             plot = self.plt

@@ -1,5 +1,8 @@
-"""The run's story on the monitor: checkpoints written, starts, resumes (with the probes
-they superseded), ends, errors and the log segments read (`readout.run_events`)."""
+"""The run's story on the monitor, from its starts and checkpoints to its ends and errors.
+
+It lists checkpoints written, starts, resumes (with the probes they superseded), ends,
+errors and the log segments read (`readout.run_events`).
+"""
 
 from __future__ import annotations
 

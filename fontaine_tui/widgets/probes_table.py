@@ -1,5 +1,9 @@
-"""The probes table: step, eval MAE, delta, train MAE, train delta, AR CE, per-dataset MAE;
-the engine's columns (eval MAE, train MAE and delta, AR CE) only where the run logs them."""
+"""The probes table: each probe's step, MAEs, deltas and AR CE.
+
+Its columns are step, eval MAE, delta, train MAE, train delta, AR CE and per-dataset MAE.
+The engine's columns (eval MAE, train MAE and delta, AR CE) appear only where the run logs
+them.
+"""
 
 from __future__ import annotations
 

@@ -1,5 +1,8 @@
-"""A Static that repaints only when what it shows changed, and re-lays-out only when its
-line count changed: a frame that only moves a step counter must not re-layout the screen."""
+"""A Static that repaints only when what it shows changed.
+
+It re-lays-out only when its line count changed: a frame that only moves a step counter
+must not re-layout the screen.
+"""
 
 from __future__ import annotations
 

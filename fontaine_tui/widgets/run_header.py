@@ -72,7 +72,7 @@ class RunHeader(Vertical):
 
 
 def _locked(view: RunView) -> tuple[str | tuple[str, str], ...]:
-    """ "locked at step S" once the decision lock holds before the endpoint."""
+    """The "locked at step S" part, once the decision lock holds before the endpoint."""
     lock = view.latest.decision
     if lock is None or lock.step is None or lock.step >= view.latest.endpoint_step:
         return ()

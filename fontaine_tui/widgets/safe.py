@@ -1,6 +1,9 @@
-"""Every string a widget shows goes through here: what came from a log, a preset, the
-registry, a file name or an error message is shown literally (`core.text`), never obeyed
-by the terminal and never read as markup."""
+"""The one way a widget shows a string: literally, never obeyed or read as markup.
+
+Every string a widget shows goes through here. What came from a log, a preset, the
+registry, a file name or an error message is shown literally (`core.text`), never obeyed by
+the terminal and never read as markup.
+"""
 
 from __future__ import annotations
 
@@ -10,8 +13,10 @@ from fontaine_tui.core.text import literal, literal_block
 
 
 def assemble(*parts: str | tuple[str, str] | Content) -> Content:
-    """`Content.assemble`, with every text part made literal (our own text has nothing
-    to escape, so it is unchanged)."""
+    """`Content.assemble`, with every text part made literal.
+
+    Our own text has nothing to escape, so it is unchanged.
+    """
     safe: list[str | tuple[str, str] | Content] = []
     for part in parts:
         if isinstance(part, str):

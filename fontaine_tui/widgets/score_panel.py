@@ -1,5 +1,8 @@
-"""The disambiguating re-score of an AMBIGUOUS-BY-INSTRUMENT run: the command, its progress,
-and the re-scored eval MAE per step beside the run's own."""
+"""The disambiguating re-score of an AMBIGUOUS-BY-INSTRUMENT run.
+
+The panel shows the command, its progress, and the re-scored eval MAE per step beside the
+run's own.
+"""
 
 from __future__ import annotations
 

@@ -28,8 +28,12 @@ class TelemetryPanel(QuietStatic):
         starved: bool = False,
         reason: str = "",
     ) -> None:
-        """`snap` None with `reason` saying why; `starved`: the data wait is over the
-        preset's gate (decided by the model, as the starvation rule decides)."""
+        """Show a telemetry snapshot and the data-wait fraction.
+
+        `snap` is None when there is none, with `reason` saying why. `starved` means the data
+        wait is over the preset's gate (decided by the model, as the starvation rule
+        decides).
+        """
         parts: list[tuple[str, str] | str] = []
         wait = "—" if data_frac is None else f"{data_frac * 100:.1f}%"
         style = "$error" if starved else ""

@@ -131,8 +131,11 @@ class LedgerPanel(Vertical):
         self.border_title = "ledger"
 
     def show(self, v: Verdict, ledger: Ledger, decision: Lock | None = None) -> None:
-        """`decision`: the latest read's decision lock (it is about the run, not the read
-        being stepped through)."""
+        """Show the ledger of verdict `v`, with the decision lock when one holds.
+
+        `decision` is the latest read's decision lock: it is about the run, not the read
+        being stepped through.
+        """
         decision = decision if decision is not None else v.decision
         ok = ledger.hash_ok
         hash_style = "$success" if ok else ("$error" if ok is False else "$text-muted")

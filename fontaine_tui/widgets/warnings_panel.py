@@ -1,5 +1,7 @@
-"""Active warnings: severity, since when, and the message, which says its numbers in
-words with their units (`core.launch.alerts`)."""
+"""Active warnings: severity, since when, and the message.
+
+The message says its numbers in words with their units (`core.launch.alerts`).
+"""
 
 from __future__ import annotations
 
@@ -36,8 +38,11 @@ class WarningsPanel(QuietStatic):
     def show(
         self, warnings: tuple[RunWarning, ...], note: str = "", evidence: tuple[str, ...] = ()
     ) -> None:
-        """`evidence`: what the log itself got wrong (records out of order, conflicting
-        probes, a meta record of another run), one line each."""
+        """Show what the log itself got wrong, the active warnings and the follower's note.
+
+        `evidence` is what the log itself got wrong (records out of order, conflicting
+        probes, a meta record of another run), one line each.
+        """
         parts: list[tuple[str, str] | str] = []
         for line in evidence:
             parts += [("LOG    ", "bold $warning"), line, "\n"]
