@@ -1,5 +1,7 @@
-"""`fontaine-tui verdict` and `replay --plain` on a run whose amendments.jsonl holds many
-declarations (20,000 by default): a ledger a script wrote in a loop.
+"""Verdict and replay time on a run whose amendments.jsonl holds many declarations.
+
+The commands are `fontaine-tui verdict` and `replay --plain`, on a run whose amendments.jsonl
+holds many declarations (20,000 by default): a ledger a script wrote in a loop.
 
     python bench/amendments.py [--count 20000] [--probes 100] [--kind mixed] [--repeat 3]
 
@@ -42,8 +44,11 @@ def _rule(i: int, kind: str) -> dict[str, object]:
 
 
 def _seen(i: int, kind: str, endpoint: int) -> int:
-    """The last step seen at a declaration: 100, or with `late` each extend declared just
-    before the endpoint in force (after the preset's own), every fifth one after it."""
+    """The last step seen at declaration `i`: 100, unless `kind` is "late".
+
+    With "late", each extend is declared just before the endpoint in force (after the
+    preset's own), and every fifth one after it.
+    """
     if kind != "late":
         return 100
     return endpoint - 50 if i % 5 else endpoint + 50

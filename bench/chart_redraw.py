@@ -6,9 +6,9 @@ Three figures: the loss chart as laid out in the monitor of a 120x40 console (th
 app does: the monitor's default EMA curves over the raw ones, drawn faint), the same chart
 filling the whole terminal (the worst case), and the probes chart with 5 banked comparators
 of 1,000 probes each (their curves and envelope, this run on top). Each redraw builds the
-spec, as the screens do. Target: <= 30 ms per redraw (docs/performance.md). Prints one JSON line per figure (wall and CPU time, with the load
-average, since a shared machine's other work shows up in wall time); exit 1 if the
-in-console median misses.
+spec, as the screens do. Target: <= 30 ms per redraw (docs/performance.md). Prints one JSON
+line per figure (wall and CPU time, with the load average, since a shared machine's other
+work shows up in wall time); exit 1 if the in-console median misses.
 """
 
 from __future__ import annotations
@@ -63,9 +63,11 @@ class Bench(App):
 
 
 def _time(chart: Chart, build, repeat: int) -> tuple[list[float], list[float]]:
-    """(wall ms, CPU ms) per redraw, the spec built each time by `build()` as the screen
-    does. On a shared machine the wall time also counts other processes' turns on the core;
-    the CPU time is this redraw's own work."""
+    """(wall ms, CPU ms) per redraw, the spec built each time by `build()` as the screen does.
+
+    On a shared machine the wall time also counts other processes' turns on the core. The
+    CPU time is this redraw's own work.
+    """
     chart.show(build())
     chart.render()  # warm-up: theme registration, first figure
     wall, cpu = [], []

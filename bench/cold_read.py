@@ -1,6 +1,7 @@
-"""Cold read of a 1M-line log, side by side in one run, on the same records written three
-ways (bench/make_log.py: the engine's compact form, Python's default json.dumps, keys in a
-random order per record):
+"""Cold read of a 1M-line log by several readers, side by side in one run.
+
+The readers read the same records written three ways (bench/make_log.py: the engine's
+compact form, Python's default json.dumps, keys in a random order per record):
 
   verdict     `fontaine-tui verdict`'s own path: load_log(columns=False, workers=default) +
               compute_verdict (fork workers on a big file)

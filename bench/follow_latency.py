@@ -153,8 +153,11 @@ async def cpu(folder: Path, inotify: bool, rate: bool, seconds: float = 10.0) ->
 
 
 def script_cpu(folder: Path) -> float:
-    """CPU seconds so far of the remote follow scripts for `folder` (the shell, its subshells
-    and every command they ran and reaped), as the sshd side's processes show them."""
+    """CPU seconds so far of the remote follow scripts for `folder`.
+
+    It counts the shell, its subshells and every command they ran and reaped, as the sshd
+    side's processes show them.
+    """
     import psutil
 
     total, scripts = 0.0, []

@@ -69,8 +69,12 @@ def pct(xs: list[float], q: float) -> float:
 
 
 async def one_kind(kind: str, runs: int, steps: int, spacing: float, root: Path) -> list[dict]:
-    """The kind's row (from the writer's flush), and for a library that buffers its rows (the
-    writer notes when each lands in the file) a second row from that landing."""
+    """The kind's latency rows: one from the writer's flush, one more for a buffering library.
+
+    The first row is timed from the writer's flush. A library that buffers its rows gets a
+    second row, timed from the moment each row lands in the file (the writer notes when it
+    does).
+    """
     proc = writer(kind, steps, spacing)
     got = []
     t0 = time.monotonic()

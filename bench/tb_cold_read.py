@@ -1,4 +1,6 @@
-"""Cold read of a TensorBoard event file with 1,000,000 scalars, side by side in one run:
+"""Cold read of a TensorBoard event file with 1,000,000 scalars, by two readers.
+
+The two readers, side by side in one run:
 
   ours         fontaine-tui's reader (core/log/formats): TFRecord framing, CRC-32C checked,
                scalars grouped into records in a RunStore (what `verdict` reads)

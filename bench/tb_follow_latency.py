@@ -1,9 +1,11 @@
-"""Append -> record latency while torch's SummaryWriter writes an event file, flushing after
-every step: a writer subprocess logs train/loss (and eval/chunk_mae every 10th step) at
-`--rate` steps/s; the follower (ForeignRun: LocalRun.follow_files + the TensorBoard decoder)
-timestamps each record as it comes out. Latency = that time - the scalar's wall_time (both
-this machine's clock): for train records (the loss chart), and for probes, which go out
-with the next step's first value (or after a second of quiet), so one step later.
+"""Append -> record latency while torch's SummaryWriter writes an event file.
+
+A writer subprocess logs train/loss (and eval/chunk_mae every 10th step) at `--rate`
+steps/s, flushing after every step. The follower (ForeignRun: LocalRun.follow_files + the
+TensorBoard decoder) timestamps each record as it comes out. Latency = that time - the
+scalar's wall_time (both this machine's clock), for train records (the loss chart) and for
+probes. Probes go out with the next step's first value (or after a second of quiet), so one
+step later.
 
     python bench/tb_follow_latency.py [--steps 300] [--rate 20]
 
