@@ -1,6 +1,9 @@
-"""Fixtures for every test: its own babysit registry (the user's is never touched), a real
-sshd on 127.0.0.1 (throwaway keys, one per session) and the demosonly_1gpu preset with and
-without its amendment."""
+"""Fixtures for every test: its own registry, a real sshd and the demosonly_1gpu preset.
+
+Each test gets its own babysit registry (the user's is never touched). The sshd runs on
+127.0.0.1 with throwaway keys, one per session. The preset comes with and without its
+amendment.
+"""
 
 from __future__ import annotations
 
@@ -17,11 +20,14 @@ PRESETS = Path(__file__).resolve().parents[1] / "presets"
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    """Ctrl-C as a terminal delivers it. A suite started in the background by a shell without
-    job control (`nohup bash scripts/test &`, some CI runners) inherits SIGINT *ignored*, and an
-    ignored signal stays ignored across exec: every `fontaine-tui` the tests start would then
-    ignore the SIGINT a test sends it as the user's Ctrl-C. A handler (not an ignore) is reset
-    to the default in each child, so the children start as from a terminal."""
+    """Deliver Ctrl-C to the tests' children as a terminal does.
+
+    A suite started in the background by a shell without job control (`nohup bash
+    scripts/test &`, some CI runners) inherits SIGINT *ignored*, and an ignored signal stays
+    ignored across exec. Every `fontaine-tui` the tests start would then ignore the SIGINT a
+    test sends it as the user's Ctrl-C. A handler (not an ignore) is reset to the default in
+    each child, so the children start as from a terminal.
+    """
     if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
         signal.signal(signal.SIGINT, signal.default_int_handler)
 
@@ -44,9 +50,11 @@ def bank_path(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 @pytest.fixture(scope="session")
 def frame_cache(tmp_path_factory) -> Path:
-    """The engine's decoded-frame cache ($XDG_CACHE_HOME/fontaine-engine/frames) in a temp
-    folder for the session, for this process and the engines it starts (every engine test
-    uses it: tests/engine/conftest.py)."""
+    """The engine's decoded-frame cache in a temp folder for the session.
+
+    The cache ($XDG_CACHE_HOME/fontaine-engine/frames) serves this process and the engines it
+    starts. Every engine test uses it (tests/engine/conftest.py).
+    """
     cache = tmp_path_factory.mktemp("xdg-cache")
     old = os.environ.get("XDG_CACHE_HOME")
     os.environ["XDG_CACHE_HOME"] = str(cache)

@@ -1,5 +1,7 @@
-"""Foreign runs written by the real libraries, for the tests of what the console, the alerts
-and `runs` make of them."""
+"""Foreign runs written by the real libraries, for the tests.
+
+The tests check what the console, the alerts and `runs` make of them.
+"""
 
 from __future__ import annotations
 
@@ -14,8 +16,11 @@ T0 = 1_787_000_000.0  # the runs' step N is written at T0 + N
 
 
 def write_tb(folder: Path, last: int, nan_at: int | None = None, t0: float = T0) -> Path:
-    """torch's SummaryWriter: train/loss each step (NaN at `nan_at`), eval/chunk_mae at the
-    EVAL steps, to step `last`; step N's wall time is t0 + N."""
+    """Write a TensorBoard run with torch's SummaryWriter, up to step `last`.
+
+    It logs train/loss each step (NaN at `nan_at`) and eval/chunk_mae at the EVAL steps.
+    Step N's wall time is t0 + N.
+    """
     pytest.importorskip("tensorboard")
     from torch.utils.tensorboard import SummaryWriter
 

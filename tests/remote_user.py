@@ -1,5 +1,6 @@
-"""A non-root login on the test sshd, able to run this checkout's fontaine-tui and engine:
-the far side of `launch --on HOST` in the tests.
+"""A non-root login on the test sshd, able to run this checkout's fontaine-tui and engine.
+
+It is the far side of `launch --on HOST` in the tests.
 
 Made only where the tests run as root (to add the user) and a system python of the same
 minor version exists (its standard library readable by anyone). The user's interpreter is a
@@ -115,11 +116,13 @@ def _venv(venv: Path) -> None:
 
 
 def _checkout_copy(home: Path, venv: Path) -> None:
-    """This checkout's packages, copied into the login's home (owned by it), and the venv
-    made to import them from there. The editable install's import hooks in the venv's
-    site-packages, links to this environment's files that name the checkout's path, are
-    removed from the venv (unlinked: this environment's own files stay as they are) and a
-    .pth names the copy."""
+    """Copy this checkout's packages into the login's home and have the venv import them.
+
+    The copy is owned by the login. The editable install's import hooks in the venv's
+    site-packages (links to this environment's files that name the checkout's path) are
+    removed from the venv. They are unlinked, so this environment's own files stay as they
+    are, and a .pth names the copy.
+    """
     dest = home / "checkout"
     for folder, name in PACKAGES.items():
         shutil.copytree(

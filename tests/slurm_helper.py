@@ -54,8 +54,10 @@ def free_port() -> int:
 
 
 def real_memory_mb() -> int:
-    """MemTotal from /proc/meminfo in MiB, less 10 % (slurmd drains a node whose RealMemory
-    is above what it finds)."""
+    """MemTotal from /proc/meminfo in MiB, less 10 %.
+
+    slurmd drains a node whose RealMemory is above what it finds.
+    """
     with open("/proc/meminfo") as f:
         for line in f:
             if line.startswith("MemTotal:"):
@@ -105,8 +107,8 @@ class SlurmCluster:
     def env(self, base: dict[str, str] | None = None) -> dict[str, str]:
         """The environment a client command (sbatch, squeue, scontrol, sacct...) needs.
 
-        SLURM_CONF is enough: the conf's AuthInfo=socket=... tells the clients' auth/munge
-        plugin which munged to talk to."""
+        SLURM_CONF is enough: the conf's AuthInfo=socket=... names the munged that the
+        clients' auth/munge plugin talks to."""
         env = dict(os.environ if base is None else base)
         env["SLURM_CONF"] = str(self.conf)
         return env
@@ -159,8 +161,11 @@ class SlurmCluster:
         return self
 
     def stop(self) -> None:
-        """Kill slurmd, slurmctld and munged (in that order); nothing outside root is touched,
-        nothing under root is removed (the logs stay for a post-mortem)."""
+        """Kill slurmd, slurmctld and munged, in that order.
+
+        Nothing outside root is touched, and nothing under root is removed (the logs stay
+        for a post-mortem).
+        """
         for name in ("slurmd", "slurmctld", "munged"):
             proc = self.procs.pop(name, None)
             if proc is None or proc.poll() is not None:

@@ -60,8 +60,11 @@ class Sshd:
         return ("-F", str(self.config))
 
     def start(self, listen_after: float = 0.0) -> Sshd:
-        """Keys and configs written, then sshd started: now, or (`listen_after` seconds) from
-        a timer thread, its port refusing connections until then (a host still booting)."""
+        """Write the keys and configs, then start sshd, now or after `listen_after` seconds.
+
+        With `listen_after`, a timer thread starts it and its port refuses connections until
+        then (a host still booting).
+        """
         sshd = find_sshd()
         if sshd is None:
             raise FileNotFoundError("sshd")

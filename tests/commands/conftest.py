@@ -1,5 +1,8 @@
-"""The non-root login on the test sshd (tests/remote_user.py), one per test module that
-asks for it: the far side of `launch --on HOST` and `--on slurm:PARTITION@HOST`."""
+"""The non-root login on the test sshd (tests/remote_user.py), one per test module.
+
+Each test module that asks for it gets one. It is the far side of `launch --on HOST` and
+`--on slurm:PARTITION@HOST`.
+"""
 
 from __future__ import annotations
 

@@ -18,8 +18,10 @@ REPO = Path(__file__).resolve().parents[2]
 
 @pytest.fixture(scope="session", autouse=True)
 def _engine_frame_cache(frame_cache) -> Path:
-    """Every engine test (and the engines it starts) decodes into the session's frame cache
-    (tests/conftest.py)."""
+    """Have every engine test decode into the session's frame cache.
+
+    The engines the test starts use it too (tests/conftest.py).
+    """
     return frame_cache
 
 
@@ -83,9 +85,12 @@ def run_engine(argv: list[str], timeout: float = 120) -> subprocess.CompletedPro
 
 
 def check_flags(argv: list[str], timeout: float = 0) -> subprocess.CompletedProcess:
-    """`argv` (a `python -m fontaine_engine ...` command) through the engine's entry point in
-    this process, for commands its flag checks refuse before anything runs (no torch start-up
-    per case): the exit code and stderr as run_engine gives them. `timeout` is unused."""
+    """Run `argv` through the engine's entry point in this process, for a refused flag.
+
+    `argv` is a `python -m fontaine_engine ...` command that the engine's flag checks refuse
+    before anything runs, so no case pays for a torch start-up. It returns the exit code and
+    stderr as run_engine gives them. `timeout` is unused.
+    """
     import contextlib
     import io
 
@@ -99,8 +104,10 @@ def check_flags(argv: list[str], timeout: float = 0) -> subprocess.CompletedProc
 
 
 def run_engines(argvs: list[list[str]], timeout: float = 180) -> list[subprocess.CompletedProcess]:
-    """Several engine commands at once (the two cores overlap one's start-up with another's
-    steps); their results in order."""
+    """Run several engine commands at once and return their results in order.
+
+    The two cores overlap one command's start-up with another's steps.
+    """
     procs = [
         subprocess.Popen(
             argv,
