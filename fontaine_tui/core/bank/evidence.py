@@ -1,6 +1,8 @@
-"""What in a run's own log contradicts itself: a comparator is banked from a run whose
-evidence holds together, or marked (`bank add --even-if-conflicting`) so that no preset derives
-a bound from it. The run's own verdict (UNDECIDABLE) is the verdict layer's to add."""
+"""What in a run's own log contradicts itself.
+
+A comparator is banked from a run whose evidence holds together, or marked
+(`bank add --even-if-conflicting`) so that no preset derives a bound from it. The run's own verdict
+(UNDECIDABLE) is the verdict layer's to add."""
 
 from __future__ import annotations
 
@@ -25,9 +27,11 @@ def _places(places: list[str], total: int) -> str:
 
 
 def conflicts(store: RunStore) -> list[str]:
-    """What in the log contradicts itself or was not applied, in words, one item each:
-    the steps with two different probes, the malformed lines, the records not applied for
-    going back (a probe logged after a later step's among them). Empty: nothing."""
+    """What in the log contradicts itself or was not applied, in words, one item each.
+
+    The items are the steps with two different probes, the malformed lines, and the records not
+    applied for going back (among them a probe logged after a later step's). An empty list means
+    nothing was found."""
     out = [
         f"two different probes for step {c.step} ({store.where(c.first.line)} and "
         f"{store.where(c.second.line)})"

@@ -108,8 +108,9 @@ def _num(x: float) -> float | None:
 
 
 def _foreign_end(store: RunStore) -> str:
-    """How a foreign run's end is known: its own `end` event, else the word of the one who
-    banked it."""
+    """How a foreign run's end is known, in words.
+
+    Its own `end` event, else the word of the one who banked it."""
     if store.ended_at is not None and store.events and store.events[-1].event == "end":
         return f"its log says so ({store.events[-1].detail})"
     return "said by the one who banked it (bank --ended)"
@@ -118,12 +119,14 @@ def _foreign_end(store: RunStore) -> str:
 def document(
     store: RunStore, source: str, note: str = "", prereg: bytes | None = None, foreign: str = ""
 ) -> dict[str, object]:
-    """A finished run as a bank document: every probe (all its numbers by path, the
-    per-dataset breakdown), a summary of the train curve, what the meta said it ran (recipe,
-    world size, device, code and data identity) and its prereg.json, if any. The log must
-    have ended (`event: end`); another trainer's log (`foreign`: its kind) says nothing of its
-    end (unless it records one: a W&B run's exit), so the one banking it says it ended (`bank
-    --ended`), and the document says which."""
+    """A finished run as a bank document.
+
+    The document holds every probe (all its numbers by path, the per-dataset breakdown), a
+    summary of the train curve, what the meta said it ran (recipe, world size, device, code and
+    data identity) and its prereg.json, if any. The log must have ended (`event: end`). Another
+    trainer's log (`foreign`: its kind) says nothing of its end (unless it records one, such as
+    a W&B run's exit), so the one banking it says it ended (`bank --ended`), and the document
+    says which."""
     if not foreign and (not store.events or store.events[-1].event != "end"):
         raise InputError(
             f"{source}: the run has not finished (no `end` event in its log); bank it once it ends"
@@ -183,9 +186,11 @@ def document(
 
 
 def _check_finite(doc: Mapping[str, object], source: str) -> None:
-    """A bank document is JSON, which has no NaN or infinity: a number that is not finite
-    in what the log's meta record or prereg.json says is named (file and key), and nothing
-    is banked. (A probe's or the train curve's non-finite value is kept as null.)"""
+    """The check that a bank document holds no NaN or infinity.
+
+    A bank document is JSON, which has no NaN or infinity. A number that is not finite in what
+    the log's meta record or prereg.json says is named (file and key), and nothing is banked. A
+    probe's or the train curve's non-finite value is kept as null."""
     stack: list[tuple[str, object]] = [(k, v) for k, v in doc.items()]
     while stack:
         key, value = stack.pop()
@@ -205,8 +210,10 @@ def _check_finite(doc: Mapping[str, object], source: str) -> None:
 
 
 def mark(doc: Mapping[str, object], reasons: list[str]) -> dict[str, object]:
-    """`doc` marked: its run's own evidence conflicts (`reasons`, in words), banked all the
-    same at the user's word; no preset derives a bound from a marked entry."""
+    """`doc` marked as a run whose own evidence conflicts.
+
+    The conflicts are `reasons`, in words. The run is banked all the same at the user's word,
+    and no preset derives a bound from a marked entry."""
     return {**doc, MARK: list(reasons)}
 
 
@@ -222,8 +229,10 @@ def check_name(name: str) -> str:
 def put(
     name: str, doc: Mapping[str, object], replace: bool = False, root: Path | None = None
 ) -> tuple[Entry, str]:
-    """Bank `doc` under `name`. Returns the entry and what happened: "banked", "unchanged"
-    (the same content is already current) or "replaced" (the old version is kept)."""
+    """Bank `doc` under `name`.
+
+    Returns the entry and what happened: "banked", "unchanged" (the same content is already
+    current) or "replaced" (the old version is kept)."""
     root = root or bank_dir()
     check_name(name)
     data = canonical(doc)
@@ -251,9 +260,11 @@ def put(
 def put_whole(
     name: str, doc: Mapping[str, object], replace: bool = False, root: Path | None = None
 ) -> tuple[Entry, str]:
-    """`put`, or nothing at all: when a write fails (a full disk, a read-only bank), what
-    this put made (its version file, an empty name folder, an empty bank folder) is removed
-    again and one InputError names the folder and the reason."""
+    """`put`, or nothing at all left behind.
+
+    When a write fails (a full disk, a read-only bank), what this put made (its version file, an
+    empty name folder, an empty bank folder) is removed again and one InputError names the
+    folder and the reason."""
     root = root or bank_dir()
     folder = root / check_name(name)
     version = folder / f"{hashlib.sha256(canonical(doc)).hexdigest()}.json"
@@ -284,8 +295,10 @@ def current_sha(folder: Path) -> str | None:
 
 
 def get(ref: str, root: Path | None = None) -> Entry:
-    """`NAME` (the current version) or `NAME@<sha256 prefix>` (a pinned one), checked: the
-    file's bytes must hash to its name, so an edited entry is an error, never a comparator."""
+    """The banked entry that `ref` names, checked against its hash.
+
+    `ref` is `NAME` (the current version) or `NAME@<sha256 prefix>` (a pinned one). The file's
+    bytes must hash to its name, so an edited entry is an error, never a comparator."""
     root = root or bank_dir()
     name, _, pin = ref.partition("@")
     check_name(name)
