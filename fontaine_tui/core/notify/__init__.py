@@ -1,8 +1,11 @@
-"""The notify wing: run events to chat and push services, in the background.
-`destinations.py` (config.toml's `[[notify]]` tables and FONTAINE_NOTIFY; the service told
-apart by the URL), `payloads.py` (a `Message` and each service's body), `redact.py` (webhook
-tokens replaced by *** in whatever may be shown), `delivery.py` (the `Notifier`: a daemon
-thread and a bounded queue per destination, retries with back-off, failures as warnings)."""
+"""The notify wing: run events sent to chat and push services, in the background.
+
+`destinations.py`: config.toml's `[[notify]]` tables and FONTAINE_NOTIFY, the service
+  recognized from the URL.
+`payloads.py`: a `Message` and each service's body.
+`redact.py`: webhook tokens replaced by *** in whatever may be shown.
+`delivery.py`: the `Notifier`, a daemon thread and a bounded queue per destination, retries
+  with back-off, failures as warnings."""
 
 from __future__ import annotations
 

@@ -3,9 +3,10 @@
 `Notifier.send` only appends to the queues (the oldest message is dropped, and counted, when
 one is full), so the console, the follower or the run never waits on a webhook. Each worker
 POSTs with urllib within a deadline over the whole request (a server that trickles its
-answer a byte at a time has its connection shut when the deadline passes), retries connection errors, 5xx and 429 with exponential
-back-off (429's Retry-After seconds honoured, capped), and after the last try records a
-`Failure` (its reason redacted: redact.py) and calls `on_failure(label, reason)`.
+answer a byte at a time has its connection shut when the deadline passes). It retries
+connection errors, 5xx and 429 with exponential back-off (429's Retry-After seconds honoured,
+capped). After the last try it records a `Failure` (its reason redacted by redact.py) and
+calls `on_failure(label, reason)`.
 `close(timeout)` lets the queues drain for at most `timeout` seconds.
 """
 
@@ -160,8 +161,9 @@ def retry_after(value: str | None, cap: float) -> float | None:
 
 
 def post(url: str, body: bytes, headers: dict[str, str], policy: Policy) -> None:
-    """One POST, all of it within `policy.timeout` seconds; returns on 2xx; _Retry for what
-    may pass, _GiveUp for what will not."""
+    """One POST, all of it within `policy.timeout` seconds.
+
+    Returns on 2xx. Raises _Retry for a failure that may pass, _GiveUp for one that will not."""
     deadline = _Deadline()
     timer = threading.Timer(policy.timeout, deadline.expire)
     timer.daemon = True
@@ -374,8 +376,10 @@ class Notifier:
         return True
 
     def close(self, timeout: float = 5.0) -> bool:
-        """Stop taking messages; let the queues drain for at most `timeout` s. True if they
-        did; otherwise waits and retries are cut short and the threads (daemons) left."""
+        """Stop taking messages and let the queues drain for at most `timeout` seconds.
+
+        Returns True if they drained. Otherwise waits and retries are cut short and the
+        threads (daemons) are left running."""
         with self._cond:
             self._closing = True
             self._cond.notify_all()

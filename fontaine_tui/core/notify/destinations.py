@@ -11,7 +11,7 @@ url = "https://ntfy.sh/my-runs"
 service = "ntfy"          # optional: slack | discord | ntfy | generic | apprise
 ```
 
-`FONTAINE_NOTIFY=URL[,URL]` adds destinations at level info. The service is told apart by
+`FONTAINE_NOTIFY=URL[,URL]` adds destinations at level info. The service is recognized from
 the URL (`detect_service`); `service` overrides it. A destination's URL is never in its repr
 or in an error line: `Destination.label` is the redacted form (redact.py).
 """
@@ -115,7 +115,9 @@ def detect_service(url: str) -> str:
 
 
 def _at(source: str, key: str) -> str:
-    """ "PATH: notify[0].url" for a config table, "FONTAINE_NOTIFY: url" otherwise."""
+    """Where a notify setting comes from, as an error line names it.
+
+    "PATH: notify[0].url" for a config table, "FONTAINE_NOTIFY: url" otherwise."""
     return f"{source}.{key}" if source.endswith("]") else f"{source}: {key}"
 
 
@@ -131,8 +133,10 @@ def _check_apprise(url: str, where: str) -> None:
 
 
 def _unsafe_char(url: str) -> str | None:
-    """The first control character or white space in `url`, or None. Such a URL is never
-    sent: an HTTP client refuses it with an error that quotes the URL, token and all."""
+    """The first control character or white space in `url`, or None.
+
+    Such a URL is never sent: an HTTP client refuses it with an error that quotes the URL, token
+    and all."""
     for c in url:
         if ord(c) < 0x21 or 0x7F <= ord(c) < 0xA0 or c.isspace():
             return c

@@ -58,7 +58,10 @@ class Message:
         return datetime.fromtimestamp(self.time, timezone.utc).isoformat(timespec="seconds")
 
     def context(self) -> str:
-        """ "run demosonly · step 250 · 2025-01-01T00:00:00+00:00 · WARN"."""
+        """The message's run, step, time and level on one line, joined by " · ".
+
+        For example "run demosonly · step 250 · 2025-01-01T00:00:00+00:00 · WARN". An absent
+        run or step is left out."""
         parts = [
             f"run {self.run}" if self.run else "",
             f"step {self.step}" if self.step is not None else "",

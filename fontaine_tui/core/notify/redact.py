@@ -16,7 +16,7 @@ access with `***`:
 
 The destination's service (destinations.py) says which: given, a Slack or Discord path is
 kept only for that service (a self-hosted ntfy topic named `services` is hidden); not given,
-it is told from the path's shape. `redact_text` does the same inside any text (an error
+it is inferred from the path's shape. `redact_text` does the same inside any text (an error
 message, a reason) that might quote the URL or a piece of it: `secrets_of` gives it the
 pieces `redact_url` hides.
 """
@@ -42,8 +42,10 @@ def _named(segments: list[str]) -> list[int]:
 
 
 def _secret_segments(scheme: str, segments: list[str], service: str | None = None) -> list[int]:
-    """Indexes of the path segments that are secret: all of them but the fixed part of a
-    Slack or Discord webhook's path (`service` None: told by the path's shape)."""
+    """Indexes of the path segments that are secret.
+
+    These are all of them but the fixed part of a Slack or Discord webhook's path. With
+    `service` None the service is inferred from the path's shape."""
     named = _named(segments)
     if scheme not in ("http", "https"):  # ntfy://host/topic, apprise URLs: all of the path
         return named
@@ -59,8 +61,10 @@ def _secret_segments(scheme: str, segments: list[str], service: str | None = Non
 
 
 def redact_url(url: str, service: str | None = None) -> str:
-    """`url` with its userinfo, secret path segments, query values and fragment as `***`;
-    `service`: the destination's (slack, discord, ntfy, generic, apprise), None: unknown."""
+    """`url` with its userinfo, secret path segments, query values and fragment as `***`.
+
+    `service` is the destination's service (slack, discord, ntfy, generic, apprise), or None
+    when it is unknown."""
     parts = _split(url)
     if parts is None or not parts.scheme or not parts.netloc:
         return MASK
@@ -87,8 +91,9 @@ def redact_url(url: str, service: str | None = None) -> str:
 
 
 def secrets_of(url: str, service: str | None = None) -> list[str]:
-    """The pieces of `url` that `redact_url(url, service)` hides, longest first (raw and
-    percent-decoded)."""
+    """The pieces of `url` that `redact_url(url, service)` hides, longest first.
+
+    Each piece is given raw and percent-decoded."""
     parts = _split(url)
     if parts is None:
         return [url]
@@ -112,8 +117,9 @@ def secrets_of(url: str, service: str | None = None) -> list[str]:
 
 
 def redact_text(text: str, urls: Iterable[str | tuple[str, str | None]]) -> str:
-    """`text` with each of `urls` (whole, then each secret piece of it) replaced; an item may
-    be `(url, service)`, the destination's service (see `redact_url`)."""
+    """`text` with each of `urls` replaced: whole, then each secret piece of it.
+
+    An item may be `(url, service)`, with the destination's service (see `redact_url`)."""
     pairs = [u if isinstance(u, tuple) else (u, None) for u in urls]
     pairs = [(u, service) for u, service in pairs if u]
     for url, service in sorted(pairs, key=lambda p: len(p[0]), reverse=True):
