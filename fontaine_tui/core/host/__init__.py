@@ -1,5 +1,8 @@
-"""The host wing: what this machine has. `telemetry.py` (one snapshot: GPUs, RAM, the
-engine's processes), `nvml.py` (NVIDIA GPUs through NVML), `memory.py` (cgroup-aware RAM)."""
+"""The host wing: what this machine has.
+
+`telemetry.py`: one snapshot of the GPUs, the RAM and the engine's processes.
+`nvml.py`: NVIDIA GPUs through NVML.
+`memory.py`: cgroup-aware RAM."""
 
 from __future__ import annotations
 

@@ -79,8 +79,10 @@ def _cgroup_paths(self_cgroup: str) -> tuple[str | None, str | None]:
 
 
 def _candidates(base: Path, path: str | None) -> list[Path]:
-    """The cgroup's own folder and its ancestors (a limit anywhere above binds too); the
-    mount root as well, since inside a container the listed path is often not mounted."""
+    """The cgroup's own folder, its ancestors and the mount root.
+
+    A limit anywhere above the cgroup binds too. The mount root is included since inside a
+    container the listed path is often not mounted."""
     out: list[Path] = []
     if path:
         p = Path(path.lstrip("/"))
@@ -97,8 +99,9 @@ def _candidates(base: Path, path: str | None) -> list[Path]:
 def cgroup_limit(
     root: Path = Path("/sys/fs/cgroup"), self_cgroup: str | None = None
 ) -> tuple[int, int, str] | None:
-    """(limit, usage excluding reclaimable page cache, source) of the tightest memory cgroup,
-    or None when no limit applies."""
+    """The tightest memory cgroup's limit, usage and source, or None when no limit applies.
+
+    The result is (limit, usage excluding reclaimable page cache, source)."""
     if self_cgroup is None:
         try:
             self_cgroup = Path("/proc/self/cgroup").read_text()

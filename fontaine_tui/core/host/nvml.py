@@ -34,8 +34,9 @@ class GpuSample:
 
 
 def visible_order(spec: str | None, uuids: list[str]) -> list[int]:
-    """NVML indices in CUDA order under CUDA_VISIBLE_DEVICES (CUDA stops at the first bad
-    entry, and a repeated device makes the whole list invalid)."""
+    """NVML indices in CUDA order under CUDA_VISIBLE_DEVICES.
+
+    CUDA stops at the first bad entry, and a repeated device makes the whole list invalid."""
     if spec is None:
         return list(range(len(uuids)))
     out: list[int] = []

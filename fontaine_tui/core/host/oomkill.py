@@ -1,5 +1,7 @@
-"""The kernel OOM killer's counters for one process: its memory cgroup (v2 memory.events,
-v1 memory.oom_control: `oom_kill`) and /proc/vmstat's system-wide `oom_kill`.
+"""The kernel OOM killer's counters for one process.
+
+The counters are those of its memory cgroup (v2 memory.events, v1 memory.oom_control: `oom_kill`)
+and /proc/vmstat's system-wide `oom_kill`.
 
 A SIGKILL says nothing of who sent it. The OOM killer counts each kill in the victim's
 memory cgroup and in /proc/vmstat, so `MemoryWatch` takes those counters when the engine
@@ -62,8 +64,10 @@ def _key(path: Path, key: str) -> int | None:
 
 
 def _cgroup_mounts(proc: Path, root: Path) -> list[tuple[int, str, Path]]:
-    """(version, mount root inside the hierarchy, mount point) of the memory hierarchies:
-    from mountinfo, else the usual places (v1 under memory/, v2 at the root or unified/)."""
+    """The memory hierarchies as (version, mount root inside the hierarchy, mount point).
+
+    They are read from mountinfo, else taken from the usual places (v1 under memory/, v2 at the
+    root or unified/)."""
     found: list[tuple[int, str, Path]] = []
     try:
         lines = (proc / "self" / "mountinfo").read_text().splitlines()
@@ -86,8 +90,10 @@ def _cgroup_mounts(proc: Path, root: Path) -> list[tuple[int, str, Path]]:
 
 
 def cgroup_from(text: str, proc: Path = PROC, root: Path = CGROUP_ROOT) -> Cgroup | None:
-    """The memory cgroup named by /proc/PID/cgroup's `text` whose OOM-kill counter this
-    machine shows: a v1 "N:memory:/path" line, else the v2 "0::/path" line."""
+    """The memory cgroup named by /proc/PID/cgroup's `text`, or None.
+
+    The cgroup is one whose OOM-kill counter this machine shows. A v1 "N:memory:/path" line is
+    used, else the v2 "0::/path" line."""
     paths: dict[int, str] = {}
     for line in text.splitlines():
         parts = line.split(":", 2)
@@ -118,8 +124,10 @@ def vmstat_oom_kills(proc: Path = PROC) -> int | None:
 
 @dataclass(frozen=True, slots=True)
 class MemoryEvidence:
-    """What the OOM killer's counters said when an attempt ended: the rise since its start
-    of its cgroup's oom_kill and of the system-wide one (None: not readable)."""
+    """What the OOM killer's counters said when an attempt ended.
+
+    Each is the rise since its start, of its cgroup's oom_kill and of the system-wide one (None
+    when not readable)."""
 
     cgroup: str | None = None  # the engine's memory cgroup folder, last seen
     version: int | None = None
@@ -159,9 +167,10 @@ class MemoryEvidence:
 
 
 class MemoryWatch:
-    """The engine's OOM-kill counters: taken at its start, its cgroup followed on each poll
-    (one read of /proc/PID/cgroup; a new cgroup's counter is taken when it is first seen),
-    and read again at its exit (`evidence`)."""
+    """The engine's OOM-kill counters, taken at its start and read again at its exit.
+
+    The engine's cgroup is followed on each poll (one read of /proc/PID/cgroup), and a new
+    cgroup's counter is taken when it is first seen. `evidence` gives the rise at the exit."""
 
     def __init__(
         self,
@@ -185,8 +194,9 @@ class MemoryWatch:
 
     @classmethod
     def restore(cls, pid: int, baseline: Mapping[str, object]) -> MemoryWatch:
-        """From `baseline()`'s form (attempts.jsonl keeps it): a reattached engine's counters
-        are still judged from its start."""
+        """A watch rebuilt from `baseline()`'s form, which attempts.jsonl keeps.
+
+        A reattached engine's counters are thus still judged from its start."""
         cg = baseline.get("cgroup")
         group, at_start = None, None
         if isinstance(cg, Mapping) and isinstance(cg.get("path"), str):

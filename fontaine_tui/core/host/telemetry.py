@@ -110,8 +110,10 @@ def _forget(pid: int) -> None:
 
 
 def sample_process(pid: int) -> tuple[ProcessSample | None, str]:
-    """The tree under `pid`: RSS, CPU and each member's status. A zombie is still a process
-    (its status says "zombie"); a pid with no process at all is gone."""
+    """The process tree under `pid`: RSS, CPU and each member's status.
+
+    A zombie is still a process (its status says "zombie"). A pid with no process at all is
+    gone."""
     import psutil
 
     try:
