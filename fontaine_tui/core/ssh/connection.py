@@ -3,7 +3,7 @@
 One master connection (ControlMaster in a private folder) carries every command sent to the
 host: the follower's streams and reads (core/follow/ssh.py), telemetry, and a launch's
 remote fontaine-tui (core/launch/remote.py). The user's ~/.ssh/config, agent and ProxyJump
-apply. The first connection is tried again within a bound; a failure is said in one line that
+apply. The first connection is tried again within a bound; a failure is reported in one line that
 names its kind (authentication, an unreachable host) and the command to try by hand.
 """
 
@@ -50,8 +50,8 @@ _AUTH = (
 _NO_SUCH_HOST = ("name or service not known", "no address associated with hostname")
 # The first connection to a host is tried again with the same back-off as a reconnect, this
 # long in all (a loaded machine, a host still booting, sshd not yet listening), before it is
-# said to have failed; FONTAINE_SSH_CONNECT_S changes it. An authentication failure or a
-# host name that does not resolve is said at once.
+# reported to have failed; FONTAINE_SSH_CONNECT_S changes it. An authentication failure or a
+# host name that does not resolve is reported at once.
 FIRST_CONNECT_S = 20.0
 CONNECT_ENV = "FONTAINE_SSH_CONNECT_S"
 
@@ -91,8 +91,10 @@ exec cat -- "$2"
 
 
 class SshConnection:
-    """The shared connection to a host, addressed to a folder there, e.g.
-    SshConnection(SshTarget("gpu1", "/runs/a")): remote commands, and its files read whole."""
+    """The shared connection to a host, addressed to a folder there.
+
+    For example SshConnection(SshTarget("gpu1", "/runs/a")). It runs remote commands and reads
+    their files whole."""
 
     def __init__(
         self,
@@ -130,7 +132,7 @@ class SshConnection:
         self._procs: set[asyncio.subprocess.Process] = set()
         self._closed = False
         self._closed_ev = asyncio.Event()
-        self._connected = False  # a master has been up once: later failures are said at once
+        self._connected = False  # a master has been up once: later failures are reported at once
         self.connect_tries = 0  # master starts tried for the first connection
 
     def argv(self, command: str, master: str = "no") -> list[str]:
@@ -264,9 +266,10 @@ class SshConnection:
     async def _exec(
         self, command: str, timeout: float | None = EXEC_TIMEOUT_S
     ) -> tuple[int, bytes, bytes]:
-        """(exit status, stdout, stderr) of `command` over the shared connection; SshError
-        when ssh fails (255) or the command has not finished within `timeout` seconds (None:
-        no limit), the ssh client then killed."""
+        """Run `command` over the shared connection and return (exit status, stdout, stderr).
+
+        Raises SshError when ssh fails (255) or the command has not finished within
+        `timeout` seconds (None: no limit). The ssh client is then killed."""
         await self.ensure_master()
         proc = await asyncio.create_subprocess_exec(
             *self.argv(command),
@@ -305,9 +308,11 @@ class SshConnection:
     async def shell(
         self, command: str, timeout: float | None = EXEC_TIMEOUT_S
     ) -> tuple[int, bytes, bytes]:
-        """(exit status, stdout, stderr) of one remote shell command line over the shared
-        connection; the caller quotes every piece it did not write (remote_command). SshError
-        when it has not finished within `timeout` seconds (None: no limit)."""
+        """Run one remote shell command line over the shared connection.
+
+        Returns (exit status, stdout, stderr). The caller quotes every piece it did not
+        write (remote_command). Raises SshError when it has not finished within `timeout`
+        seconds (None: no limit)."""
         return await self._exec(command, timeout)
 
     async def run_command(self, argv: list[str]) -> bytes:

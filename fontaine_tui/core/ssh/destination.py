@@ -14,11 +14,13 @@ from fontaine_tui.core.text import literal
 
 
 def check_destination(text: str, what: str = "host") -> str:
-    """`text` as an ssh destination: `[user@]host`, or the URI form `ssh://[user@]host[:port]`
-    a registry keeps. Its user part and host part may not be empty, begin with '-' (ssh would
-    read it as an option: -oProxyCommand=...) or hold white space or a control character.
-    Every ssh destination (launch --on, attach, stop, runs) passes here; InputError naming
-    `what` otherwise."""
+    """`text` checked as an ssh destination.
+
+    The forms are `[user@]host`, or the URI form `ssh://[user@]host[:port]` a registry keeps.
+    Its user part and host part may not be empty, begin with '-' (ssh would read it as an
+    option: -oProxyCommand=...) or hold white space or a control character. Every ssh
+    destination (launch --on, attach, stop, runs) passes here. Otherwise an InputError names
+    `what`."""
     rest = text[len("ssh://") :] if text.startswith("ssh://") else text
     user, at, host = rest.rpartition("@")
     for value in (user, host) if at else (host,):
@@ -53,9 +55,11 @@ class SshTarget:
 
     @property
     def registry_host(self) -> str:
-        """How the registry names this host: the destination as ssh takes it (`user@host`,
-        an alias); with a port, the URI form OpenSSH also takes (`ssh://user@host:2222`), so
-        the fleet and a later attach reach it on the same port."""
+        """How the registry names this host.
+
+        It is the destination as ssh takes it (`user@host`, an alias). With a port it is the
+        URI form OpenSSH also takes (`ssh://user@host:2222`), so the fleet and a later
+        attach reach it on the same port."""
         if not self.port:
             return self.destination
         host = f"[{self.host}]" if ":" in self.host else self.host
