@@ -1,5 +1,6 @@
-"""The follow wing: byte transports for a run folder's files (local, SSH, replay). They cut
-lines and know no log format or rule; `open_source` picks one for a CLI target."""
+"""The follow wing: byte transports for a run folder's files (local, SSH, replay).
+
+They cut lines and know no log format or rule. `open_source` picks one for a CLI target."""
 
 from __future__ import annotations
 
@@ -17,8 +18,10 @@ __all__ = ["Batch", "LocalRun", "RunSource", "open_source", "run_source"]
 def run_source(
     folder: str | Path, spec: SourceSpec | None = None, poll_s: float | None = None
 ) -> RunSource:
-    """The follower of a run folder on this host: our own log, or, with a foreign `spec` (a
-    launched [command] whose [source] is another trainer's), that trainer's files."""
+    """The follower of a run folder on this host.
+
+    It follows our own log, or, with a foreign `spec` (a launched [command] whose [source] is
+    another trainer's), that trainer's files."""
     if spec is not None and spec.kind != "fontaine":
         from fontaine_tui.core.follow.foreign import ForeignRun
 

@@ -1,14 +1,15 @@
-"""A TensorBoard run followed live, on the decoding side: the chunks of every event file of
-its folder and sub-folders (core/log/formats/eventdirs.py) in, records out, as the cold read
-reads the same files:
+"""A TensorBoard run followed live, on the decoding side.
+
+The chunks of every event file of its folder and sub-folders (core/log/formats/eventdirs.py) go in
+and records come out, as the cold read reads the same files:
 
 - a decoder per file, its tags keyed with its folder's prefix (`loss_train/loss`);
 - a step's probes from several folders (add_scalars' writers) joined into one probe (the
   store takes a probe holding the first's values and more in the first's place);
 - a restart (a SessionLog START, or a folder's new file starting below the step the
-  folder reached) said once for the run as a resume; an older file's values past it, read
+  folder reached) reported once for the run as a resume; an older file's values past it, read
   after it, dropped, as TensorBoard drops them;
-- two files of one folder written at once: two runs, said, and followed no further.
+- two files of one folder written at once: two runs, reported, and followed no further.
 """
 
 from __future__ import annotations
@@ -114,8 +115,10 @@ class EventRun:
         return Batch([], 1, note=note, records=tuple(records)) if records or note else None
 
     def _apply(self, records: Sequence[Record], path: Path) -> list[Record]:
-        """A file's records for the run: its restarts said once, an older file's records
-        past a restart dropped, each probe joined with the other folders' for its step."""
+        """A file's records as they count for the run.
+
+        Its restarts are reported once, an older file's records past a restart are dropped,
+        and each probe is joined with the other folders' for its step."""
         out: list[Record] = []
         folder = path.parent
         for rec in records:
@@ -125,7 +128,7 @@ class EventRun:
                 self.folder_epoch[folder] = max(self.folder_epoch.get(folder, 0), e + 1)
                 if e < len(self.restarts):
                     if rec.step >= self.restarts[e]:
-                        continue  # this restart, said already by another folder
+                        continue  # this restart, reported already by another folder
                     self.restarts[e] = rec.step
                 else:
                     self.restarts.append(rec.step)

@@ -1,11 +1,13 @@
-"""A run another trainer writes, followed live: the local transport's bytes
-(`LocalRun.follow_files`) through the run's format decoder (core/log/formats) into records,
-yielded as `Batch.records`, so the console, `attach --plain` and the verdict read it as they
-read ours. The transport knows no format; this module is where the two meet.
+"""A run another trainer writes, followed live.
+
+The local transport's bytes (`LocalRun.follow_files`) go through the run's format decoder
+(core/log/formats) into records, yielded as `Batch.records`, so the console, `attach --plain` and
+the verdict read it as they read ours. The transport knows no format. This module is where the two
+meet.
 
 - event files: every `events.out.tfevents.*` of the run's folder and of the sub-folders
   add_scalars and add_hparams write, each decoded from its own byte offset as it grows (a
-  torn last record waits for its end; eventrun.py joins the folders and says restarts); a
+  torn last record waits for its end; eventrun.py joins the folders and reports restarts); a
   file truncated below what was read is decoded again from its start (the steps already in
   the store are not repeated).
 - `trainer_state.json`, `metrics.csv`: rewritten whole, so each change is read whole (a read
@@ -15,7 +17,7 @@ read ours. The transport knows no format; this module is where the two meet.
 - W&B run files (`run-<id>.wandb`): appended records, each file from its own byte offset
   (wandb writes them in 32 KiB blocks, or each `x_transaction_log_flush_interval`).
 - MLflow and trackio stores: read whole (a SQLite store read-only) when their files' sizes or
-  times move, looked at every CHECK_S, and every second anyway; new steps only, and an MLflow
+  times move, checked every CHECK_S, and every second anyway; new steps only, and an MLflow
   run's end from its status (an "end" or "error" event).
 - printed lines ([source] kind "lines"): appended lines, the torn last one held until its
   newline.
@@ -74,8 +76,10 @@ SEVERAL = re.compile(r"\b(?:[2-9]|[1-9][0-9]+) (?:W&B )?runs\b")  # "2 runs and 
 
 
 def refusal(exc: BaseException) -> bool:
-    """Whether a source's error is for good, not a run yet to start: several runs in its
-    folder or store and none chosen (waiting would never end it)."""
+    """Whether a source's error is for good, not a run yet to start.
+
+    Such an error is several runs in its folder or store and none chosen (waiting would never
+    end it)."""
     text = str(exc)
     return (
         isinstance(exc, SeveralRuns)
@@ -85,8 +89,10 @@ def refusal(exc: BaseException) -> bool:
 
 
 def at_once(base: Path) -> None:
-    """InputError when the event files already in a run's folder were written by two
-    writers at once (the cold read's rule, eventdirs.one_run), before any is followed."""
+    """Refuse a run whose event files were written by two writers at once, before any is followed.
+
+    Raises InputError when the event files already in a run's folder were written by two writers
+    at once (the cold read's rule, eventdirs.one_run)."""
     from fontaine_tui.core.log.formats.cold import load_source
 
     files_there = [p for p in base.rglob(f"{EVENTS}*") if p.is_file()] if base.is_dir() else []
@@ -100,8 +106,9 @@ def _matcher(kind: str, name: str) -> Callable[[str], bool]:
 
 
 class FileTransport(Protocol):
-    """What a foreign run needs of a transport: LocalRun, or SshRun (polling over its
-    shared connection)."""
+    """What a foreign run needs of a transport.
+
+    The transport is LocalRun, or SshRun (polling over its shared connection)."""
 
     label: str
 
@@ -115,9 +122,11 @@ class FileTransport(Protocol):
 
 
 class ForeignRun:
-    """A RunSource for a foreign run folder: on this machine, or through `transport` (an
-    SshRun) on another, where the files are found by the preset's [source] (event files in
-    the folder or its `path`; a named trainer_state.json, metrics.csv or JSONL file)."""
+    """A RunSource for a foreign run folder, on this machine or on another.
+
+    On another machine it reads through `transport` (an SshRun). The files are found by the
+    preset's [source]: event files in the folder or its `path`, or a named trainer_state.json,
+    metrics.csv or JSONL file."""
 
     def __init__(
         self,
@@ -137,15 +146,17 @@ class ForeignRun:
             else f"local {self.folder} ({spec.kind})"
         )
         self._closed = asyncio.Event()
-        # why the run cannot be followed at all (several runs and none chosen): said as a
+        # why the run cannot be followed at all (several runs and none chosen): shown as a
         # note, the follow ends, and `attach --plain` exits 2 with it
         self.refused = ""
 
     @property
     def records_end(self) -> bool:
-        """Does this source say when its run ended (a W&B exit record, an MLflow run's
-        status; an MLflow store read over SSH carries no status)? Where it does, a follow to
-        the end waits for that word; elsewhere the final read ends it."""
+        """Whether this source says when its run ended.
+
+        A W&B exit record or an MLflow run's status says it. An MLflow store read over SSH
+        carries no status. Where the source says it, a follow to the end waits for that
+        word. Elsewhere the final read ends it."""
         return self.spec.kind == "wandb" or (self.spec.kind == "mlflow" and not self.remote)
 
     async def read_bytes(self, name: str) -> bytes | None:
@@ -156,8 +167,10 @@ class ForeignRun:
         await self.transport.close()
 
     async def follow(self, name: str = LOG) -> AsyncIterator[Batch]:
-        """The run's records as they are written (`name` other than the log: nothing, a
-        foreign run has no engine output file of ours)."""
+        """The run's records as they are written.
+
+        With `name` other than the log nothing is yielded: a foreign run has no engine
+        output file of ours."""
         if name != LOG:
             await self._closed.wait()
             return
@@ -199,12 +212,14 @@ class ForeignRun:
             yield batch
 
     async def _event_run(self) -> AsyncIterator[Batch]:
-        """A TensorBoard run: the event files of its folder and of the sub-folders
-        add_scalars and add_hparams write (looked for again as they appear), each decoded
-        with its folder's key prefix (eventdirs.py); a step's probe logged in several
-        folders goes out as one; a new file of a folder starting below the step the
-        folder reached is a restart (the earlier files' events from there on dropped); two
-        files of one folder written at once are two runs: said, and followed no further."""
+        """A TensorBoard run's records, from the event files of its folder and sub-folders.
+
+        The sub-folders are those add_scalars and add_hparams write, searched for again as
+        they appear. Each file is decoded with its folder's key prefix (eventdirs.py). A
+        step's probe logged in several folders goes out as one. A new file of a folder
+        starting below the step the folder reached is a restart (the earlier files' events
+        from there on are dropped). Two files of one folder written at once are two runs:
+        this is reported, and the run is followed no further."""
         # a folder's chunk and the event its reader waits on: a file is read on once its
         # chunk is taken (and the batch made of it handed on), as one folder's would be
         queue: asyncio.Queue[tuple[Path, Chunk, asyncio.Event]] = asyncio.Queue()
@@ -224,8 +239,9 @@ class ForeignRun:
                 await taken.wait()
 
         def look() -> tuple[Path | None, str]:
-            """Follow every folder of the run not followed yet: (the run's folder, or None
-            and why there is none yet)."""
+            """Follow every folder of the run not followed yet.
+
+            Returns the run's folder, or None and why there is none yet."""
             try:
                 if base.is_file():
                     found, one = base.parent, base.name
@@ -272,7 +288,7 @@ class ForeignRun:
                     continue
                 assert root is not None  # a folder is followed once the run's is found
                 batch = events.take(root, folder, chunk, loop.time())
-                if events.stopped:  # said before the batch goes out: a reader may stop there
+                if events.stopped:  # reported before the batch goes out: a reader may stop there
                     self.refused = batch.note if batch is not None else "several runs"
                 if batch is not None:
                     yield batch
@@ -315,8 +331,10 @@ class ForeignRun:
             yield batch
 
     async def _remote_mlflow(self, store: str) -> AsyncIterator[Batch]:
-        """An MLflow SQLite store on another host: a read-only snapshot of its rows each
-        second, over the transport's shared connection (new steps only)."""
+        """An MLflow SQLite store on another host, read as a snapshot each second.
+
+        The read-only snapshot of its rows goes over the transport's shared connection, and
+        only new steps go out."""
         snapshot = getattr(self.transport, "mlflow_snapshot", None)
         if snapshot is None or store.endswith(FILE_STORE):
             yield Batch(

@@ -13,9 +13,11 @@ from fontaine_tui.core.log.records import Record
 
 
 def settle(dec: Decoder) -> list[Record]:
-    """At the source's current end: the held step's train record (the loss chart need not
-    wait for the next step); its eval values wait for the next step, or a quiet poll, since
-    a writer may log a step's values in more than one write."""
+    """The records due at the source's current end.
+
+    The held step's train record goes out at once (the loss chart need not wait for the next
+    step). Its eval values wait for the next step, or a quiet poll, since a writer may log a
+    step's values in more than one write."""
     if isinstance(dec, Whole):
         return dec.settle_train()
     out: list[Record] = []
@@ -25,8 +27,10 @@ def settle(dec: Decoder) -> list[Record]:
 
 
 def quiet(dec: Decoder) -> list[Record]:
-    """The source did not change for one poll: the held step goes out whole. A value its
-    writer logs for it later completes its probe (Grouper, RunStore: never a conflict)."""
+    """The held step whole, once the source did not change for one poll.
+
+    A value its writer logs for it later completes its probe (Grouper, RunStore: never a
+    conflict)."""
     if isinstance(dec, Whole):
         return dec.settle()
     out: list[Record] = []
@@ -36,9 +40,11 @@ def quiet(dec: Decoder) -> list[Record]:
 
 
 class Quiet:
-    """For a source read whole again and again (trainer_state.json, an MLflow store): after a
-    read that changed, the held step's train record at once; at the first read after it that
-    found the source as it was, the held step whole."""
+    """The held step's release for a source read whole again and again.
+
+    Such a source is trainer_state.json or an MLflow store. After a read that changed, the held
+    step's train record goes out at once. At the first read after it that found the source as it
+    was, the held step goes out whole."""
 
     def __init__(self) -> None:
         self.seen: object = _NOTHING

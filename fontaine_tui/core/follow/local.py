@@ -3,7 +3,7 @@
 The SSH follower is in `ssh.py`, the finished-log replay in `replay.py`; all three yield the
 same `Batch` and share `LineCutter`. Watch events only wake the reader up (waker.py): every
 wake fstat()s and reads to EOF, so a missed or absent event costs latency, never data. One
-followed file, and how a rotation or truncation is told, is localfile.py's `LocalFile`.
+followed file, and how a rotation or truncation is recognized, is localfile.py's `LocalFile`.
 """
 
 from __future__ import annotations
@@ -72,11 +72,13 @@ class LocalRun:
     async def follow_files(
         self, match: Callable[[str], bool], under: str = ""
     ) -> AsyncIterator[Chunk]:
-        """Endless: the bytes of every file in the folder (or its subfolder `under`) whose
-        name `match`es, as they are written, in name order each round; a file that was
-        truncated below what was read, or replaced by another file, starts again from its
-        first byte (`restart`). For formats that are not lines (event files) and files that
-        are rewritten whole (trainer_state.json): the bytes only, no format."""
+        """The bytes of every matching file in the folder as they are written, without end.
+
+        The files are those in the folder (or its subfolder `under`) whose name `match`es,
+        in name order each round. A file that was truncated below what was read, or replaced
+        by another file, starts again from its first byte (`restart`). This is for formats
+        that are not lines (event files) and files that are rewritten whole
+        (trainer_state.json): the bytes only, no format."""
         folder = self.folder / under if under else self.folder
         waker = Waker(folder, "", self.poll_s, self.inotify)  # any name in the folder
         self._wakers.add(waker)
@@ -211,8 +213,9 @@ class LocalRun:
         f.note_sibling()
 
     async def follow(self, name: str = LOG, history: bool | None = None) -> AsyncIterator[Batch]:
-        """Endless: complete lines of `name` as they are written, until close(). With
-        `history` (default: for the run's log), its rotated segments come first."""
+        """Complete lines of `name` as they are written, without end, until close().
+
+        With `history` (default: for the run's log), its rotated segments come first."""
         path = self.folder / name
         waker = Waker(self.folder, name, self.poll_s, self.inotify)
         self._wakers.add(waker)
@@ -301,8 +304,10 @@ class LocalRun:
             self._wakers.discard(waker)
 
     async def _switch(self, f: LocalFile, name: str) -> AsyncIterator[Batch]:
-        """Another file has the log's name: finish the old one, then take the new one, as a
-        continuation when it starts with what was read, else as a new segment."""
+        """Follow the new file that has the log's name.
+
+        The old one is finished first. The new one is taken as a continuation when it starts
+        with what was read, else as a new segment."""
         async for batch in self._drain(f, name):
             yield batch
         old = f.fd

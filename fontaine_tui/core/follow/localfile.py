@@ -1,6 +1,6 @@
 """One followed local file: its open descriptor, how far it was read, its first bytes.
 
-How a change under the follower is told apart: the same file grown, a truncated or rewritten
+The changes under the follower it distinguishes are the same file grown, a truncated or rewritten
 one (`LocalFile.truncated`), a rotated copy that holds what was read and its rest
 (`continuation`, after a copy-truncate).
 """
@@ -19,13 +19,14 @@ from fontaine_tui.core.readfile import open_fd
 
 
 def open_file(path: Path) -> tuple[int, tuple[int, int]] | None:
-    """The file at `path` opened: (fd, (device, inode)); None where there is none. A pipe, a
-    device or a folder raises IsADirectoryError, a read that failed."""
+    """The file at `path` opened, as (fd, (device, inode)), or None where there is none.
+
+    A pipe, a device or a folder raises IsADirectoryError, a read that failed."""
     try:
         fd = open_fd(path)
     except FileNotFoundError:
         return None
-    except InputError:  # a pipe, a device, a folder: said as a read that failed
+    except InputError:  # a pipe, a device, a folder: reported as a read that failed
         raise IsADirectoryError(errno.EISDIR, "not a regular file") from None
     st = os.fstat(fd)
     return fd, (st.st_dev, st.st_ino)
@@ -99,7 +100,7 @@ class LocalFile:
 
 
 def ident_of(path: Path) -> tuple[int, int] | None:
-    """(device, inode) of the file at `path`; None where it cannot be looked at."""
+    """(device, inode) of the file at `path`; None where it cannot be examined."""
     try:
         st = os.stat(path)
     except OSError:
@@ -108,9 +109,11 @@ def ident_of(path: Path) -> tuple[int, int] | None:
 
 
 def continuation(path: Path, offset: int, digest: str, old: tuple[int, int] | None) -> Path | None:
-    """A rotated copy of the followed file (`name.1`, `name.1.gz`) that starts with exactly the
-    bytes read so far: where a copy-truncate rotation put the lines we had not read yet. With
-    nothing read (offset 0) every file qualifies, so only one made since we opened (not `old`)."""
+    """A rotated copy of the followed file that starts with exactly the bytes read so far.
+
+    Such a copy (`name.1`, `name.1.gz`) is where a copy-truncate rotation put the lines we had
+    not read yet. With nothing read (offset 0) every file qualifies, so only one made since we
+    opened (not `old`) is taken."""
     from fontaine_tui.core.log.read import segment_chunks
 
     for name in (f"{path.name}.1", f"{path.name}.1.gz"):

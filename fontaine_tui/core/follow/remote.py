@@ -1,7 +1,8 @@
-"""The scripts the SSH follower (`ssh.py`) runs on the remote host: POSIX sh with GNU
-coreutils, and a stdlib-only python3 stream where the host has python3. They are sent with
-every command (nothing is installed on the remote host) and take their arguments as $1...;
-the protocol lines they answer with start with "@fontaine"."""
+"""The scripts the SSH follower (`ssh.py`) runs on the remote host.
+
+They are POSIX sh with GNU coreutils, and a stdlib-only python3 stream where the host has python3.
+They are sent with every command (nothing is installed on the remote host) and take their arguments
+as $1... The protocol lines they answer with start with "@fontaine"."""
 
 from __future__ import annotations
 

@@ -145,9 +145,10 @@ class _Pacer:
 
 
 class ForeignReplay:
-    """A finished foreign run replayed as if it were being written (`replay`): its records
-    in step order, as fast as possible or at `speed` times its own time stamps, then an
-    "end of replay" note."""
+    """A finished foreign run replayed as if it were being written (`replay`).
+
+    Its records come in step order, as fast as possible or at `speed` times its own time stamps,
+    then an "end of replay" note."""
 
     BATCH = 256
 

@@ -45,8 +45,9 @@ _TAIL_CHANGE = re.compile(rb"@fontaine (truncated|moved)")
 
 
 class SshRun(SshConnection):
-    """A run folder on another machine, e.g. SshRun(SshTarget("gpu1", "/runs/a")): its
-    files followed over the shared connection."""
+    """A run folder on another machine, its files followed over the shared connection.
+
+    For example SshRun(SshTarget("gpu1", "/runs/a"))."""
 
     def __init__(
         self,
@@ -83,10 +84,12 @@ class SshRun(SshConnection):
     async def follow_files(
         self, match: Callable[[str], bool], under: str = "", poll_s: float = REMOTE_FILES_POLL
     ) -> AsyncIterator[Chunk]:
-        """As LocalRun.follow_files, over the shared connection by polling: each round one
-        listing of the folder (size and inode of each file), then the new bytes of each
-        matching file that grew, read from the offset already read (`tail -c +N`); a file
-        shorter than what was read, or another file under its name, is read from byte 0."""
+        """LocalRun.follow_files, over the shared connection by polling.
+
+        Each round makes one listing of the folder (size and inode of each file), then reads
+        the new bytes of each matching file that grew, from the offset already read
+        (`tail -c +N`). A file shorter than what was read, or another file under its name,
+        is read from byte 0."""
         folder = f"{self.target.path.rstrip('/')}/{under}" if under else self.target.path
         seen: dict[str, tuple[int, str]] = {}  # name -> (bytes read, inode)
         while not self._closed:
@@ -125,9 +128,10 @@ class SshRun(SshConnection):
             await self._pause(poll_s)
 
     async def mlflow_snapshot(self, store: str) -> dict:
-        """An MLflow SQLite store's active runs and their metric rows, read by python3 on
-        the host from a read-only connection, over the shared connection (a snapshot: the
-        writer is never blocked or changed)."""
+        """An MLflow SQLite store's active runs and their metric rows, read on the host.
+
+        python3 on the host reads them from a read-only connection, over the shared
+        connection. It is a snapshot: the writer is never blocked or changed."""
         import json
 
         rc, out, err = await self._exec(
@@ -180,8 +184,10 @@ class SshRun(SshConnection):
             yield Batch([], 1, True, f"reading {name}", 0, name)
 
     async def follow(self, name: str = LOG, history: bool | None = None) -> AsyncIterator[Batch]:
-        """Endless: complete lines of `name`; survives cuts, resumes at the last full line.
-        With `history` (default: for the run's log), its rotated segments come first."""
+        """Complete lines of `name` as they are written, without end.
+
+        The follow survives cuts and resumes at the last full line. With `history` (default:
+        for the run's log), its rotated segments come first."""
         cutter = LineCutter(self.line_cap)
         ident, head = "-", b""
         delay = self.backoff[0]
@@ -345,15 +351,17 @@ class SshRun(SshConnection):
 
     @staticmethod
     def _new_file(cutter: LineCutter, name: str, note: str) -> list[Batch]:
-        """The last file's torn line, then the segment mark for `name`; the caller goes on
-        with a fresh cutter."""
+        """The last file's torn line, then the segment mark for `name`.
+
+        The caller goes on with a fresh cutter."""
         return [*finish(cutter), Batch([], 1, True, note, 0, name)]
 
     async def _rest(
         self, proc: asyncio.subprocess.Process, cutter: LineCutter, size: int, note: str
     ) -> AsyncIterator[Batch]:
-        """Bytes sent from a rotated segment: the rest of the file we were reading, or all of
-        one rotated after it."""
+        """Bytes sent from a rotated segment.
+
+        They are the rest of the file we were reading, or all of one rotated after it."""
         if not size and note:
             yield Batch([], cutter.next_line, note=note, end_offset=cutter.offset)
         assert proc.stdout is not None  # spawned with stdout=PIPE

@@ -1,7 +1,7 @@
 """A foreign source read whole again and again: trainer_state.json, an MLflow or trackio store.
 
 `poll_whole` reads it each `every` seconds, and as soon as its stamp (each file's size and
-times: `stamps`) changes, looked at each CHECK_S; held.py's `Quiet` says when its held step
+times: `stamps`) changes, checked each CHECK_S; held.py's `Quiet` says when its held step
 goes out.
 """
 
@@ -25,8 +25,9 @@ _NOTHING = object()  # read nothing yet
 
 
 def stamps(paths: list[Path]) -> object:
-    """Each file's size and times (None for one that is not there): cheap, and changed by
-    any write."""
+    """Each file's size and times (None for one that is not there).
+
+    They are cheap to read, and changed by any write."""
     out: list[tuple[int, int, int, int] | None] = []
     for path in paths:
         try:
@@ -47,11 +48,12 @@ async def poll_whole(
     kind: str,
     refuses: Callable[[BaseException], bool],
 ) -> AsyncIterator[Batch]:
-    """A source read whole (`read` decodes it, new steps only, and says what it read) each
-    `every` seconds, and as soon as its `stamp` (sizes and times) changes, looked at each
-    CHECK_S, until `closed`; a failed read is a note, said once, and tried again, unless
-    `refuses` it (the follow then ends with it). `kind` names the source in the decoder's
-    notices."""
+    """A source read whole, each `every` seconds and as soon as it changes, until `closed`.
+
+    `read` decodes it (new steps only) and says what it read. Its `stamp` (sizes and times) is
+    checked each CHECK_S, and a change starts a read at once. A failed read is a note, reported
+    once, and tried again, unless `refuses` it (the follow then ends with it). `kind` names the
+    source in the decoder's notices."""
     loop = asyncio.get_running_loop()
     held = Quiet()
     said = ""
