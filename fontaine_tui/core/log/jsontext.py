@@ -1,5 +1,7 @@
-"""JSON text as trainers write it: NaN and Infinity tokens (Python's `json.dumps` default),
-integers past 64 bits, and objects that name one key twice.
+"""JSON text as trainers write it.
+
+This covers NaN and Infinity tokens (Python's `json.dumps` default), integers past 64 bits, and
+objects that name one key twice.
 
 A key written twice is two values for one thing: JSON parsers keep the last silently, so a
 reader that cares asks `readings` for both (the first occurrence's reading and the last's),
@@ -47,8 +49,10 @@ def _first_wins(pairs: list[tuple[str, object]]) -> dict[str, object]:
 
 
 def readings(raw: bytes | str, obj: object) -> list[object]:
-    """`obj` (the text parsed, last value of a repeated key kept) alone, or, when the text
-    names a key twice with different values, the first occurrence's reading before it."""
+    """`obj` alone, or with the first occurrence's reading of a repeated key before it.
+
+    `obj` is the text parsed, with the last value of a repeated key kept. When the text names a
+    key twice with different values, the first occurrence's reading comes before it."""
     text = raw.encode() if isinstance(raw, str) else raw
     if len(_KEY.findall(text)) <= _keys(obj):
         return [obj]  # no key written twice (every key text found a key in the object)

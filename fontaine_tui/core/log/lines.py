@@ -1,5 +1,7 @@
-"""Bytes in, complete lines out: the one line cutter every reader of a log uses (the cold
-reader in `read.py`, the followers in `core/follow/`, the ledger's step scan).
+"""Bytes in, complete lines out: the one line cutter every reader of a log uses.
+
+Its users are the cold reader in `read.py`, the followers in `core/follow/` and the ledger's step
+scan.
 
 A torn last line waits for its newline; a file whose first line ends in a bare CR is read with
 CR as the line end; an over-long line is dropped as it streams and counted.
@@ -18,9 +20,10 @@ CR_NOTE = "its lines end in a bare CR (no newline): read with CR as the line end
 
 
 def cr_only(buf: bytes) -> bool | None:
-    """Does this file end its lines in a bare CR (old Mac style)? Decided by its first line
-    end: True for a CR not followed by LF, False for LF or CRLF, None while there is none
-    (or the buffer ends in a CR whose LF may follow)."""
+    """Whether this file ends its lines in a bare CR (old Mac style).
+
+    It is decided by its first line end: True for a CR not followed by LF, False for LF or CRLF,
+    None while there is none (or the buffer ends in a CR whose LF may follow)."""
     cr, lf = buf.find(b"\r"), buf.find(b"\n")
     if cr < 0 or (0 <= lf < cr):
         return False if lf >= 0 else None
@@ -30,9 +33,11 @@ def cr_only(buf: bytes) -> bool | None:
 
 
 def to_lf(cr: bool | None, pending: bytes, data: bytes) -> tuple[bool | None, bytes]:
-    """The bare-CR rule for a stream read in pieces: decide (once a line end shows) from
-    `pending + data`, then give CR line ends as LF, at the same length so offsets stay right.
-    Returns the decision so far and the data to split on LF."""
+    """The bare-CR rule for a stream read in pieces.
+
+    The rule is decided from `pending + data` once a line end shows. CR line ends are then given
+    as LF, at the same length so offsets stay right. Returns the decision so far and the data to
+    split on LF."""
     if cr is None and data:
         cr = cr_only(pending + data)
     return cr, data.replace(b"\r", b"\n") if cr else data
@@ -44,7 +49,7 @@ class LineCutter:
     An over-long line is dropped as it streams (never held whole) and stands in the output as
     an empty line, so later line numbers stay right; consumers skip blank lines. With `track`
     (the followers) the cutter keeps the sha256 of the file's bytes before `offset` and its
-    last bytes (`anchor`), so a file that took the log's place can be told apart from one that
+    last bytes (`anchor`), so a file that took the log's place can be distinguished from one that
     starts with exactly what was read; the cold reader, which reads a file once, goes without.
     """
 
@@ -69,8 +74,9 @@ class LineCutter:
         return self._hash.hexdigest()
 
     def anchor(self) -> bytes:
-        """The file's last bytes before `offset` (at most ANCHOR, none from a previous file):
-        a follower checks that the file still holds them before trusting what comes after."""
+        """The file's last bytes before `offset` (at most ANCHOR, none from a previous file).
+
+        A follower checks that the file still holds them before trusting what comes after."""
         n = min(ANCHOR, self.offset, len(self._recent))
         return self._recent[len(self._recent) - n :] if n > 0 else b""
 
@@ -93,8 +99,10 @@ class LineCutter:
         return other
 
     def rebase(self) -> None:
-        """The stream goes on in a new file (a copy-truncate rotation): keep the line count
-        and the torn tail, count offsets and the digest from the new file's first byte."""
+        """Go on in a new file, after a copy-truncate rotation.
+
+        The line count and the torn tail are kept. Offsets and the digest count from the new
+        file's first byte."""
         if self.skip_bytes >= 0:
             self.offset, self._skip_hash = -self.skip_bytes, hashlib.sha256()
         else:
@@ -124,8 +132,10 @@ class LineCutter:
         return out, first, skipped
 
     def feed_block(self, data: bytes) -> tuple[list[bytes], int, list[int], bytes | memoryview]:
-        """As `feed`, with the same lines also as one block ending in a newline (a view of
-        the bytes, no copy) for a whole-block parse; an empty block when a line was dropped."""
+        """`feed`, with the same lines also as one block ending in a newline.
+
+        The block is a view of the bytes, no copy, for a whole-block parse. The block is
+        empty when a line was dropped."""
         first = self.next_line
         out: list[bytes] = []
         skipped: list[int] = []

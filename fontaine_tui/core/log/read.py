@@ -1,6 +1,8 @@
-"""Reading lines into a `RunStore`: a batch of lines (as a follower yields them, parsed in
-one pass, train rows straight into columns), or a whole file, its rotated segments first, in
-parallel processes when it is large."""
+"""Reading lines into a `RunStore`.
+
+A batch of lines is read as a follower yields them, parsed in one pass, with train rows straight
+into columns. A whole file is read with its rotated segments first, in parallel processes when it is
+large."""
 
 from __future__ import annotations
 
@@ -132,8 +134,9 @@ _STEP_OF, _KIND_OF = attrgetter("step"), attrgetter("kind")
 
 
 def _parse_block_steps(block: bytes | memoryview, lines: list[bytes], first: int) -> Parsed | None:
-    """The lean parse of a block of complete lines; None when the block must be parsed
-    line by line (see above)."""
+    """The lean parse of a block of complete lines.
+
+    Returns None when the block must be parsed line by line (see above)."""
     n = len(lines)
     try:
         recs = _LEAN.decode_lines(block)
@@ -169,8 +172,10 @@ def _parse_block_steps(block: bytes | memoryview, lines: list[bytes], first: int
 def parse_block(
     block: bytes | memoryview, lines: list[bytes], first: int, columns: bool = True
 ) -> Parsed:
-    """Decode complete lines, given both as one block and split (`LineCutter.feed_block`; an
-    empty block when the cutter dropped a line in it)."""
+    """Decode complete lines, given both as one block and split.
+
+    The block comes from `LineCutter.feed_block`, and is empty when the cutter dropped a line in
+    it."""
     if not columns and lines and len(block):
         lean = _parse_block_steps(block, lines, first)
         if lean is not None:
@@ -179,9 +184,11 @@ def parse_block(
 
 
 def apply_parsed(store: RunStore, parsed: Parsed, offset: int = 0) -> None:
-    """Apply a parsed batch in line order; runs of train rows that only move forward are
-    appended in bulk, anything that goes back is applied record by record. Line numbers are
-    the batch's plus `offset`, within the store's current segment."""
+    """Apply a parsed batch in line order.
+
+    Runs of train rows that only move forward are appended in bulk. Anything that goes back is
+    applied record by record. Line numbers are the batch's plus `offset`, within the store's
+    current segment."""
     offset += store.line_base
     store.lines = max(store.lines, parsed.last_line + offset)
     for line, reason, raw in parsed.malformed:
@@ -231,16 +238,19 @@ PARALLEL_MIN_BYTES = 32 << 20
 def iter_chunks(
     path: Path, chunk: int = CHUNK, start: int = 0, stop: int | None = None
 ) -> Iterator[bytes]:
-    """The file's bytes from `start` to `stop` (default: its size when opened); a pipe or a
-    device is refused (core/readfile.py)."""
+    """The file's bytes from `start` to `stop` (default: its size when opened).
+
+    A pipe or a device is refused (core/readfile.py)."""
     return iter_regular(path, chunk, start, stop)
 
 
 def load_lines(
     chunks: Iterable[bytes], store: RunStore | None = None, final: bool = False
 ) -> RunStore:
-    """Read a whole log from byte chunks. A torn last line is left pending, not counted,
-    unless `final` (the file is finished: a rotated segment), when it is read as a line."""
+    """Read a whole log from byte chunks.
+
+    A torn last line is left pending, not counted, unless `final` (the file is finished: a
+    rotated segment), when it is read as a line."""
     store = store or RunStore()
     cutter = LineCutter(track=False)
     for data in chunks:
@@ -312,9 +322,11 @@ def load_log(
     parallel_min_bytes: int = PARALLEL_MIN_BYTES,
     history: bool = False,
 ) -> RunStore:
-    """Read a log file into a RunStore. With `history`, its rotated segments are read first
-    (oldest first, .gz too), each a Segment of the store. With workers > 1 a large file is
-    parsed in parallel processes (fork; only from a single-threaded caller such as the CLI)."""
+    """Read a log file into a RunStore.
+
+    With `history`, its rotated segments are read first (oldest first, .gz too), each a Segment
+    of the store. With workers > 1 a large file is parsed in parallel processes (fork, so only
+    from a single-threaded caller such as the CLI)."""
     path = Path(path)
     store = RunStore(has_columns=columns)
     older = rotated_segments(path) if history else []

@@ -1,4 +1,6 @@
-"""Log schema v1: parse `train_log.jsonl` lines into typed records (read into the store by read.py)."""
+"""Log schema v1: parse `train_log.jsonl` lines into typed records.
+
+The records are read into the store by read.py."""
 
 from __future__ import annotations
 
@@ -84,13 +86,15 @@ class Probe:
         return self.bits.get(metric, DOUBLE_BITS)
 
     def value(self, metric: str) -> float:
-        """The logged number at `metric` (a field name or a dotted path); NaN when absent or
-        not a number (`why_not` says which)."""
+        """The logged number at `metric` (a field name or a dotted path).
+
+        It is NaN when absent or not a number (`why_not` says which)."""
         return self.fields.get(metric, NAN)
 
     def has(self, name: str) -> bool:
-        """The record logged `name` at all (a number, NaN or a non-number): the engine's own
-        fields are absent from another trainer's probes."""
+        """Whether the record logged `name` at all (a number, NaN or a non-number).
+
+        The engine's own fields are absent from another trainer's probes."""
         return name in self.fields or any(k == name for k, _ in self.not_numbers)
 
     def why_not(self, metric: str) -> str:
@@ -124,8 +128,9 @@ Record = Meta | TrainPoint | Probe | Checkpoint | Event
 
 
 def _num(value: object) -> float:
-    """A JSON number (or NaN/Infinity) as float; anything else is NaN. A boolean is not a
-    number (`true` is not 1.0), nor is an integer beyond the float range."""
+    """A JSON number (or NaN/Infinity) as float; anything else is NaN.
+
+    A boolean is not a number (`true` is not 1.0), nor is an integer beyond the float range."""
     if isinstance(value, bool):
         return NAN
     if isinstance(value, float):
@@ -166,8 +171,10 @@ def _flatten(
     prefix: str = "",
     depth: int = 0,
 ) -> None:
-    """Every leaf of an eval record by its dotted path: numbers into `numbers`, anything
-    else (a boolean, a string, null, an array) with what it is into `not_numbers`."""
+    """Every leaf of an eval record by its dotted path.
+
+    Numbers go into `numbers`. Anything else (a boolean, a string, null, an array) goes into
+    `not_numbers` with what it is."""
     for key, value in obj.items():
         if len(numbers) + len(not_numbers) >= FIELDS_KEPT:
             return
@@ -230,7 +237,9 @@ def _snippet(raw: bytes) -> str:
 
 
 def to_record(obj: dict, line: int = 0) -> Record | None:
-    """A decoded object as a typed record; None for an unknown kind. Raises ValueError if invalid."""
+    """A decoded object as a typed record, or None for an unknown kind.
+
+    Raises ValueError if the object is invalid."""
     kind = obj.get("kind")
     if not isinstance(kind, str):
         raise ValueError("missing 'kind'")

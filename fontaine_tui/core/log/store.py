@@ -1,5 +1,7 @@
-"""The columnar run store: train rows as columns, probes, checkpoints, events, segments, and
-the rules for a step seen twice. `read.py` reads lines and whole files into it."""
+"""The columnar run store.
+
+It holds train rows as columns, probes, checkpoints, events, segments, and the rules for a step seen
+twice. `read.py` reads lines and whole files into it."""
 
 from __future__ import annotations
 
@@ -31,8 +33,10 @@ COLUMNS = ("time", *TRAIN_FIELDS)
 
 @dataclass(frozen=True, slots=True)
 class Segment:
-    """One file of a log read as several: a rotated segment, or the file that took the log's
-    name after a rotation. Line numbers in the store count on across segments."""
+    """One file of a log read as several.
+
+    It is a rotated segment, or the file that took the log's name after a rotation. Line numbers
+    in the store count on across segments."""
 
     name: str
     first_line: int  # the store's number for the segment's first line
@@ -49,8 +53,9 @@ def _identity(rec: Record) -> str:
 
 
 def _probe_values(p: Probe) -> str:
-    """What a probe measured (not when it was logged or where): two probes for one step that
-    differ here are conflicting evidence."""
+    """What a probe measured, not when it was logged or where.
+
+    Two probes for one step that differ here are conflicting evidence."""
     return repr(
         (
             p.eval_chunk_mae,
@@ -66,8 +71,10 @@ def _probe_values(p: Probe) -> str:
 
 
 def completes(old: Probe, new: Probe) -> bool:
-    """Is `new` `old` with more keys (a foreign step read before its writer logged all of
-    it): every value `old` holds the same in `new`, and `new` holds more?"""
+    """Whether `new` is `old` with more keys.
+
+    Such a `new` is a foreign step read before its writer logged all of it: every value `old`
+    holds is the same in `new`, and `new` holds more."""
     if not old.fields or len(new.fields) <= len(old.fields):
         return False
     if any(k not in new.fields or repr(new.fields[k]) != repr(v) for k, v in old.fields.items()):
@@ -91,7 +98,8 @@ def completes(old: Probe, new: Probe) -> bool:
 @dataclass(frozen=True, slots=True)
 class Conflict:
     """Two different probes for one step with no resume between them: conflicting evidence.
-    The first stays in `probes`; a verdict that reads this step is UNDECIDABLE."""
+
+    The first stays in `probes`. A verdict that reads this step is UNDECIDABLE."""
 
     step: int
     first: Probe
@@ -100,8 +108,9 @@ class Conflict:
 
 @dataclass(frozen=True, slots=True)
 class OutOfOrder:
-    """A record that goes back in steps without a resume (or after the run's end): reported,
-    never applied, so it cannot rewind the run or supersede a probe."""
+    """A record that goes back in steps without a resume, or after the run's end.
+
+    It is reported, never applied, so it cannot rewind the run or supersede a probe."""
 
     line: int
     kind: str
@@ -185,8 +194,9 @@ class RunStore:
             self.malformed.append(Malformed(line, reason, _snippet(raw)))
 
     def add_line(self, raw: bytes, line: int) -> Record | None:
-        """Parse and apply one complete line (numbered within the current file); malformed
-        lines are counted, never raised."""
+        """Parse and apply one complete line (numbered within the current file).
+
+        Malformed lines are counted, never raised."""
         line += self.line_base
         self.lines = max(self.lines, line)
         try:
@@ -216,10 +226,11 @@ class RunStore:
         return rec
 
     def _add_twice(self, both: list[object], line: int, raw: bytes) -> Record | None:
-        """A record that names one key twice with different values: a probe is two probes
-        for its step (conflicting evidence, reported as such); any other record, or a probe
-        whose step is written twice, is malformed (which of the two it meant cannot be
-        told)."""
+        """Apply a record that names one key twice with different values.
+
+        A probe is two probes for its step (conflicting evidence, reported as such). Any
+        other record, or a probe whose step is written twice, is malformed, since which of
+        the two it meant cannot be known."""
         recs = []
         for obj in both:
             try:

@@ -1,5 +1,6 @@
-"""Logs from other trainers, each format a module behind one decoder interface (base.py):
-bytes (or an MLflow store's rows) in, the log wing's records out, so the followers stay
+"""Logs from other trainers, each format a module behind one decoder interface (base.py).
+
+Bytes (or an MLflow store's rows) go in and the log wing's records come out, so the followers stay
 transports that know no format and the rules read a foreign run as they read ours.
 
 - `tensorboard.py`: event files (TFRecord framing, CRC-32C checked, the scalar fields of an

@@ -80,10 +80,12 @@ def same(a: float, b: float) -> bool:
 
 
 class Grouper:
-    """Scalars (step, time, key, value) in, records out: everything logged at one step is one
-    train record and, if it has eval keys, one probe. A step's group is held until a later
-    step shows up (or `finish()`), since its keys arrive one by one; a key logged at a step
-    already emitted is counted in `late`, not applied (records only grow).
+    """Scalars (step, time, key, value) in, records out.
+
+    Everything logged at one step is one train record and, if it has eval keys, one probe. A
+    step's group is held until a later step shows up (or `finish()`), since its keys arrive one
+    by one. A key logged at a step already emitted is counted in `late`, not applied (records
+    only grow).
 
     A key logged twice for one step with two different values is conflicting evidence: an
     eval key makes a second probe for the step with the other value (the store reports the
@@ -143,11 +145,13 @@ class Grouper:
             self._others.setdefault(key, []).append(value)
 
     def _late(self, step: int, key: str, value: float, out: list[Record]) -> None:
-        """A value for a step already out: the same value again changes nothing; another
-        value of an eval key the step's probe holds is a conflicting probe. A new eval key
-        for the last step out completes it (the step went out on a quiet moment, before the
-        writer logged the rest): its probe again with the key added, which the store takes
-        in place of the first (core/log/store.py). Anything else is late."""
+        """Take a value for a step already out.
+
+        The same value again changes nothing. Another value of an eval key the step's probe
+        holds is a conflicting probe. A new eval key for the last step out completes it (the
+        step went out on a quiet moment, before the writer logged the rest): its probe goes
+        out again with the key added, which the store takes in place of the first
+        (core/log/store.py). Anything else is late."""
         sent = self._sent.get(step)
         if sent is not None and key in sent[1]:
             if not same(sent[1][key], value):
@@ -170,9 +174,11 @@ class Grouper:
         return e
 
     def purge(self, step: int, time: float, why: str, out: list[Record]) -> None:
-        """A restart at `step` that drops what was logged from `step` on (TensorBoard's
-        SessionLog START): a resume to the step before it, for the store (which keeps the
-        dropped probes as superseded); values from `step` on are taken anew."""
+        """Take a restart at `step` that drops what was logged from `step` on.
+
+        This is TensorBoard's SessionLog START. The store gets a resume to the step before
+        it (and keeps the dropped probes as superseded). Values from `step` on are taken
+        anew."""
         held = self._step
         if held is not None and held < step:
             self.flush(out)
@@ -216,9 +222,11 @@ class Grouper:
         return self._train_of
 
     def settle_train(self, out: list[Record]) -> None:
-        """The held step's train record now (the writer flushed: a live chart need not wait
-        for the next step); its eval values stay held for keys still to come at that step,
-        until a later step or `flush`. A train key logged for it later is counted late."""
+        """Send the held step's train record out now, the writer having flushed.
+
+        A live chart need not wait for the next step. Its eval values stay held for keys
+        still to come at that step, until a later step or `flush`. A train key logged for it
+        later is counted late."""
         step, values = self._step, self._values
         if step is None or step == self._train_sent:
             return
@@ -304,9 +312,11 @@ _NO_BITS: Mapping[str, int] = MappingProxyType({})
 def foreign_probe(
     step: int, time: float, evals: dict[str, float], bits: Mapping[str, int]
 ) -> Probe:
-    """A probe of another trainer's log: its eval keys as fields (`evals` is the probe's
-    own: it is not copied), and the significand bits of the source's narrow keys (`bits`,
-    shared by the probes of one read: a key's entry only ever narrows)."""
+    """A probe of another trainer's log.
+
+    Its eval keys are its fields (`evals` is the probe's own: it is not copied). `bits` holds
+    the significand bits of the source's narrow keys, shared by the probes of one read (a key's
+    entry only ever narrows)."""
     return Probe(
         step,
         time,
@@ -340,8 +350,10 @@ Row = tuple[int, float, Mapping[str, float]]  # (step, time, values by key)
 
 
 class Unread:
-    """Entries a decoder could not read: counted in `bad_count`, the first few kept in `bad`
-    (where, why) for the notice that says so."""
+    """Entries a decoder could not read.
+
+    They are counted in `bad_count`, and the first few are kept in `bad` (where, why) for the
+    notice that reports them."""
 
     KEPT = 50
 
@@ -360,10 +372,11 @@ class Unread:
 
 
 class Whole(Unread):
-    """A file rewritten in place, or a store read whole: each read is grouped again from the
-    start (rows in step order; the last step held back until a later one or `finish()`,
-    since a later write may add keys to it), and only records not returned before come out.
-    A past step read again with other values comes out again, so the store sees both: a
+    """A file rewritten in place, or a store read whole, grouped again from the start at each read.
+
+    Rows are taken in step order, and the last step is held back until a later one or
+    `finish()`, since a later write may add keys to it. Only records not returned before come
+    out. A past step read again with other values comes out again, so the store sees both: a
     conflicting probe, or a train record out of order.
 
     `backwards` counts the rows of the latest read whose step goes back in the file's own
@@ -379,8 +392,10 @@ class Whole(Unread):
         self.backwards = 0
 
     def group(self, readings: Sequence[Sequence[Row]]) -> list[Record]:
-        """Records from the rows of one whole read (a second reading, of a text that names a
-        key twice, adds its values: the same ones change nothing, others conflict)."""
+        """Records from the rows of one whole read.
+
+        A second reading, of a text that names a key twice, adds its values: the same ones
+        change nothing, others conflict."""
         first = readings[0] if readings else ()
         back, top = 0, -1
         for step, _, _ in first:
@@ -400,7 +415,7 @@ class Whole(Unread):
         for rec in records:
             seen = self._out.setdefault((type(rec).__name__, rec.step), set())
             # a train record read again once its step has a later row (an eval logged after
-            # the loss) carries that row's time: the same record, said once
+            # the loss) carries that row's time: the same record, sent once
             ident = repr(replace(rec, time=NAN, step_s=NAN) if isinstance(rec, TrainPoint) else rec)
             if ident not in seen:
                 seen.add(ident)
@@ -408,14 +423,16 @@ class Whole(Unread):
         return fresh
 
     def settle_train(self) -> list[Record]:
-        """The held step's train record now (Grouper.settle_train), said once."""
+        """The held step's train record now (Grouper.settle_train), sent once."""
         out: list[Record] = []
         self.grouper.settle_train(out)
         return self._new(out)
 
     def settle(self) -> list[Record]:
-        """The held step out now (the source has been quiet): what the next read groups for
-        it again is not repeated, and a key it adds later completes its probe."""
+        """The held step out now, the source having been quiet.
+
+        What the next read groups for it again is not repeated, and a key it adds later
+        completes its probe."""
         out: list[Record] = []
         self.grouper.flush(out)
         return self._new(out)

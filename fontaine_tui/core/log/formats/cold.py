@@ -1,5 +1,6 @@
-"""The cold read: a foreign run's whole log read once into a `RunStore` (`load_source`), for
-the headless verdict, bank, amend and replay. TensorBoard event files are read as columns
+"""The cold read: a foreign run's whole log read once into a `RunStore` (`load_source`).
+
+It serves the headless verdict, bank, amend and replay. TensorBoard event files are read as columns
 where they can be (`tensorboard.Columns`), else record by record as a follower reads them."""
 
 from __future__ import annotations
@@ -93,8 +94,9 @@ def _few(keys: list[str] | tuple[str, ...]) -> str:
 
 
 def load_source(folder: Path, spec: SourceSpec) -> Loaded:
-    """Every record of a foreign run, read once into a store (columns kept). A file listed
-    and removed before it is read (Trainer's `save_total_limit` removes the older
+    """Every record of a foreign run, read once into a store (columns kept).
+
+    A file listed and removed before it is read (Trainer's `save_total_limit` removes the older
     checkpoint-N/ as it saves a new one) is listed again, up to LIST_TRIES times."""
     for tries_left in range(LIST_TRIES - 1, -1, -1):
         listed = event_files(folder, spec) if spec.kind == "tensorboard" else None
@@ -141,11 +143,12 @@ def _load_listed(folder: Path, spec: SourceSpec, paths: list[Path]) -> Loaded:
 
 
 def _load_tensorboard(listed: list[EventFile], fields: FieldMap) -> Loaded:
-    """Event files read as columns (tensorboard.Columns), then into the store in bulk: the
-    train columns appended whole where their steps only move forward, each eval step one
-    probe. Anything else (steps that go back: a restart logged into the same folder) goes
-    through the grouper record by record, as a follower reads it. Files of one folder
-    written at once are several runs: refused (eventdirs.py)."""
+    """Event files read as columns (tensorboard.Columns), then into the store in bulk.
+
+    The train columns are appended whole where their steps only move forward, and each eval step
+    is one probe. Anything else (steps that go back: a restart logged into the same folder) goes
+    through the grouper record by record, as a follower reads it. Files of one folder written at
+    once are several runs, and are refused (eventdirs.py)."""
     cols = Columns()
     torn: list[str] = []
     paths = [e.path for e in listed]
@@ -235,9 +238,11 @@ def _repeats(steps: array) -> bool:
 
 
 def _tensorboard_records(listed: list[EventFile], fields: FieldMap) -> Loaded:
-    """Event files read record by record, in order, as a follower reads them: where a
-    writer restarted (its purge applied, also a new file starting below the step the ones
-    before it reached) or logged a step twice (a conflict when the values differ)."""
+    """Event files read record by record, in order, as a follower reads them.
+
+    This is the read where a writer restarted (its purge applied, also a new file starting below
+    the step the ones before it reached) or logged a step twice (a conflict when the values
+    differ)."""
     dec = TensorBoardDecoder(fields)
     records: list[Record] = []
     torn: list[str] = []
@@ -269,11 +274,12 @@ def _tensorboard_records(listed: list[EventFile], fields: FieldMap) -> Loaded:
 
 
 def merged_records(listed: list[EventFile], fields: FieldMap) -> Loaded:
-    """A run of several folders (add_scalars, add_hparams) whose steps go back somewhere:
-    each folder's values in its files' order, what a restart drops taken out there (at a
-    SessionLog START, or where a new file starts below the step the folder reached), then
-    every folder's values in step order through one grouper, so that a step's keys from all
-    its folders are one train record and one probe."""
+    """A run of several folders (add_scalars, add_hparams) whose steps go back somewhere.
+
+    Each folder's values are taken in its files' order, and what a restart drops is taken out
+    there (at a SessionLog START, or where a new file starts below the step the folder reached).
+    Then every folder's values go in step order through one grouper, so that a step's keys from
+    all its folders are one train record and one probe."""
     by_folder: dict[Path, list[EventFile]] = {}
     for ef in listed:
         by_folder.setdefault(ef.path.parent, []).append(ef)
@@ -345,8 +351,10 @@ def _step_s(steps: array, walls: array) -> array:
 
 
 def _read_file(path: Path, dec: Decoder) -> list:
-    """A file's records: read whole (bounded, core/readfile.py) for a format read whole, else
-    in chunks up to its size when opened; a pipe or a device is refused."""
+    """A file's records, read whole for a format read whole, else in chunks.
+
+    A whole read is bounded (core/readfile.py). Chunks are read up to the file's size when
+    opened. A pipe or a device is refused."""
     if dec.whole:
         return dec.feed(read_whole(path))
     out = []

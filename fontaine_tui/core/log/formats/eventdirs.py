@@ -50,8 +50,10 @@ class EventFile:
 
 
 class SeveralRuns(InputError):
-    """A folder holding several runs of one kind: `found` are their paths, relative to the
-    folder (each one a [source] path that reads that run alone)."""
+    """A folder holding several runs of one kind.
+
+    `found` are their paths, relative to the folder (each one a [source] path that reads that
+    run alone)."""
 
     def __init__(self, message: str, found: tuple[str, ...]) -> None:
         super().__init__(message)
@@ -83,8 +85,9 @@ def event_time(name: str) -> int:
 
 
 def prefix_of(root: Path, folder: Path) -> str:
-    """The key prefix of a run's sub-folder: its path under the run's folder, and "/"; none
-    for the run's own folder and add_hparams's time-named one."""
+    """The key prefix of a run's sub-folder: its path under the run's folder, and "/".
+
+    There is none for the run's own folder and add_hparams's time-named one."""
     if folder == root:
         return ""
     rel = folder.relative_to(root).as_posix()
@@ -92,8 +95,9 @@ def prefix_of(root: Path, folder: Path) -> str:
 
 
 def run_root(base: Path) -> tuple[Path, list[Path]]:
-    """The one run's folder under `base` and its folders holding event files (its own
-    first); InputError when there is none, or several runs side by side."""
+    """The one run's folder under `base` and its folders holding event files (its own first).
+
+    Raises InputError when there is none, or several runs side by side."""
     found = event_folders(base)
     tops = [f for f in found if not any(t in f.parents for t in found)]
     if len(tops) == 1:
@@ -107,14 +111,18 @@ def run_root(base: Path) -> tuple[Path, list[Path]]:
 
 
 def chosen(name: str, run: str) -> bool:
-    """Whether an event file is [source] run's: `run` is the whole name or a dot-separated
-    part of what follows `events.out.tfevents.` (`host`, `pid`, `host.pid`, the time)."""
+    """Whether an event file belongs to the [source]'s `run`.
+
+    `run` is the whole name or a dot-separated part of what follows `events.out.tfevents.`
+    (`host`, `pid`, `host.pid`, the time)."""
     return not run or name == run or f".{run}." in f".{name[len(EVENTS) :]}."
 
 
 def run_files(base: Path, run: str = "") -> list[EventFile]:
-    """The event files of the run under `base` (a folder, or one event file), the run's own
-    folder's first, each folder's in name order; `run` keeps only the files it names."""
+    """The event files of the run under `base` (a folder, or one event file).
+
+    The run's own folder's files come first, each folder's in name order. `run` keeps only the
+    files it names."""
     if base.is_file():
         return [EventFile(base, "")]
     root, folders = run_root(base)
@@ -173,8 +181,9 @@ def span(
 def by_first_write(
     listed: list[EventFile], spans: list[Span]
 ) -> tuple[list[EventFile], list[Span]]:
-    """Each folder's files in the order their writers began (their first value's wall time):
-    the name's time is in whole seconds, and within one second the names do not say it
+    """Each folder's files in the order their writers began (their first value's wall time).
+
+    The name's time is in whole seconds, and within one second the names do not give the order
     (`...pid.10` sorts before `...pid.6`)."""
     first: dict[Path, int] = {}
     for k, e in enumerate(listed):
@@ -189,9 +198,10 @@ def by_first_write(
 
 
 def one_run(spans: list[Span]) -> bool:
-    """Whether a later file of a folder restarts the run below a step the earlier ones
-    reached (TensorBoard then drops the earlier files' events from there on). InputError
-    when two files of one folder were written at once: two writers, several runs."""
+    """Whether a later file of a folder restarts the run below a step the earlier ones reached.
+
+    TensorBoard then drops the earlier files' events from there on. Raises InputError when two
+    files of one folder were written at once: two writers, several runs."""
     restarted = False
     by_folder: dict[Path, list[Span]] = {}
     for s in spans:

@@ -1,6 +1,7 @@
-"""What a run folder holds, for writing a preset for a run someone else wrote: the formats
-found (each candidate a [source] could name), every key with its steps, the probe cadence,
-the last step, whether the run ended, and what could not be read.
+"""What a run folder holds, for writing a preset for a run someone else wrote.
+
+It lists the formats found (each candidate a [source] could name), every key with its steps, the
+probe cadence, the last step, whether the run ended, and what could not be read.
 
 Built on the generic reading (source.py's `files`, cold.py's `load_source`): the run is read
 once with every key taken as an eval key (`eval = ["*"]`), so each key's steps and values
@@ -58,8 +59,10 @@ ENDS = ("end", "error")
 
 @dataclass(frozen=True, slots=True)
 class Candidate:
-    """One run a [source] could name: its kind, path (relative to the folder; "" for the
-    folder itself) and, for a store of several runs, the run."""
+    """One run a [source] could name.
+
+    It has its kind, path (relative to the folder; "" for the folder itself) and, for a store of
+    several runs, the run."""
 
     kind: str
     path: str = ""
@@ -216,9 +219,10 @@ def _quote(text: str) -> str:
 
 
 def candidates(folder: Path) -> list[Candidate]:
-    """Every run the folder holds that a [source] could name, the detected kind's first:
-    each kind whose files are found (a kind whose files another kind already reads is left
-    out), each of several runs of one kind, each run of a store of several."""
+    """Every run the folder holds that a [source] could name, the detected kind's first.
+
+    The list holds each kind whose files are found (a kind whose files another kind already
+    reads is left out), each of several runs of one kind, and each run of a store of several."""
     try:
         primary = detect(folder)
     except InputError:
@@ -288,8 +292,9 @@ def _rel(folder: Path, path: Path) -> str:
 
 
 def inspect_run(folder: Path, kind: str = "", path: str = "", run: str = "") -> Inspection:
-    """What `folder` holds, read as the first candidate (or the one `kind`, `path` and `run`
-    name); InputError (one line) for a folder that is not there or holds nothing readable."""
+    """What `folder` holds, read as the first candidate or the one `kind`, `path` and `run` name.
+
+    Raises InputError (one line) for a folder that is not there or holds nothing readable."""
     if not folder.exists():
         raise InputError(f"{folder}: no such folder")
     if not folder.is_dir():
@@ -314,7 +319,7 @@ def inspect_run(folder: Path, kind: str = "", path: str = "", run: str = "") -> 
                     f"{folder}: no run matches --path {path!r} --run {run!r} "
                     f"(found: {'; '.join(c.label() for c in found) or 'none'})"
                 )
-            chosen = Candidate(kind, path, run)  # named: read as told, its errors its own
+            chosen = Candidate(kind, path, run)  # named: read as named, its errors its own
     elif found:
         chosen = found[0]
     else:
@@ -326,8 +331,10 @@ def inspect_run(folder: Path, kind: str = "", path: str = "", run: str = "") -> 
 
 
 def _load(folder: Path, chosen: Candidate) -> tuple[Loaded, str]:
-    """The run read with every key an eval key, and its step field: "step", else the first
-    of STEP_NAMES that reads keys (a row format written with another name for it)."""
+    """The run read with every key an eval key, and its step field.
+
+    The step field is "step", else the first of STEP_NAMES that reads keys (a row format written
+    with another name for it)."""
     try:
         loaded, error = load_source(folder, chosen.spec()), None
     except InputError as exc:
@@ -401,8 +408,10 @@ def _inspect_ours(folder: Path, chosen: Candidate, found: tuple[Candidate, ...])
 
 
 def _probe_stats(store: RunStore, keys: list[str], foreign: bool) -> list[KeyStats]:
-    """Each key's steps among the store's probes; `foreign`: its role by the default eval
-    patterns (a probe of our own log is an eval record whatever its fields' names)."""
+    """Each key's steps among the store's probes.
+
+    With `foreign`, its role is set by the default eval patterns (a probe of our own log is an
+    eval record whatever its fields' names)."""
     defaults = FieldMap()
     probes: list[Probe] = [store.probes[s] for s in sorted(store.probes)]
     out = []
@@ -461,8 +470,9 @@ def _inspection(
 
 
 def cadence(steps: tuple[int, ...]) -> Cadence:
-    """The usual spacing of probe steps (the commonest gap; the smaller on a tie) and the
-    steps off the grid it makes from the first."""
+    """The usual spacing of probe steps and the steps off the grid it makes from the first.
+
+    The usual spacing is the commonest gap, the smaller on a tie."""
     if len(steps) < 2:
         return Cadence(steps, 0, ())
     gaps = Counter(b - a for a, b in zip(steps, steps[1:], strict=False))

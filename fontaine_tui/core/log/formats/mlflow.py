@@ -1,7 +1,9 @@
-"""MLflow's two local stores, read without MLflow: the file store (`mlruns/<experiment>/<run>/
-metrics/<key>`, one `timestamp value step` line per logged value; a key with `/` is a
-nested folder) and the SQLite store (`mlflow.db`, MLflow's default; its `metrics`, `runs` and
-`experiments` tables), opened read-only so a writer is never disturbed.
+"""MLflow's two local stores, read without MLflow.
+
+The file store is `mlruns/<experiment>/<run>/metrics/<key>`, one `timestamp value step` line per
+logged value (a key with `/` is a nested folder). The SQLite store is `mlflow.db`, MLflow's default,
+with its `metrics`, `runs` and `experiments` tables, opened read-only so a writer is never
+disturbed.
 
 Both are whole reads (`rows(...)` returns every (step, time, key, value) of the run); the
 store is small next to a training run and re-read when it changes.
@@ -164,16 +166,19 @@ def sqlite_rows(db: sqlite3.Connection, run: RunInfo) -> list[RawRow]:
 
 
 def locked(exc: sqlite3.Error) -> str:
-    """What to say when another process holds the store locked (SQLITE_BUSY/LOCKED); ""
-    for any other error."""
+    """What to say when another process holds the store locked (SQLITE_BUSY/LOCKED).
+
+    Returns "" for any other error."""
     if getattr(exc, "sqlite_errorcode", None) in (5, 6) or "locked" in str(exc):
         return f"locked by another process ({exc}); try again when the writer lets go"
     return ""
 
 
 def check_row(raw: RawRow) -> tuple[int, float, str, float] | str:
-    """A metric row as (step, time in s, key, value), or why it cannot be read (a NULL or
-    text step, a text value: a store written by something other than MLflow, or damaged)."""
+    """A metric row as (step, time in s, key, value), or why it cannot be read.
+
+    A row cannot be read with a NULL or text step, or a text value: a store written by something
+    other than MLflow, or damaged."""
     step, stamp, key, value, is_nan = raw
     if stamp is None and isinstance(value, bytes):  # a file store line that is not one
         return f"metrics/{step}: {value.decode()}"
@@ -202,8 +207,10 @@ def check_row(raw: RawRow) -> tuple[int, float, str, float] | str:
 
 
 def choose(runs: list[RunInfo], where: str, experiment: str = "", run: str = "") -> RunInfo:
-    """The run the options name (experiment by id or name, run by id, id prefix or name),
-    or the only one; else FormatError listing them."""
+    """The run the options name, or the only one.
+
+    The experiment is named by id or name, the run by id, id prefix or name. Otherwise a
+    FormatError lists the runs."""
     found = [r for r in runs if not experiment or experiment in (r.experiment, r.experiment_name)]
     if run:
         found = [r for r in found if r.run_id.startswith(run) or r.name == run]
@@ -240,9 +247,10 @@ def _fail(where: str, why: str) -> RunInfo:
 def snapshot_rows(
     doc: Mapping[str, object], where: str, options: Mapping[str, str]
 ) -> tuple[RunInfo, list[RawRow]]:
-    """The chosen run's rows from a store snapshot read on another host (SshRun.mlflow_snapshot:
-    {"runs": [[id, name, experiment id, experiment name]], "rows": {id: [[step, ms, key,
-    value, is_nan]]}})."""
+    """The chosen run's rows from a store snapshot read on another host.
+
+    The snapshot is SshRun.mlflow_snapshot's: {"runs": [[id, name, experiment id, experiment
+    name]], "rows": {id: [[step, ms, key, value, is_nan]]}}."""
     raw_runs = doc.get("runs")
     runs = [
         RunInfo(str(r[0]), str(r[1]), str(r[2]), str(r[3]))
@@ -262,11 +270,11 @@ def snapshot_rows(
 
 
 class MlflowDecoder(Whole):
-    """The rows of one MLflow run in, records out (whole: the run's rows each time). Two
-    rows for one key and step with different values are a conflict (MLflow keeps both).
-    A run whose status says it ended (FINISHED, FAILED, KILLED) is complete: its last step
-    goes out, then an "end" (FINISHED) or "error" Event at that step, as the engine's own
-    log ends."""
+    """The rows of one MLflow run in, records out (whole: the run's rows each time).
+
+    Two rows for one key and step with different values are a conflict (MLflow keeps both). A
+    run whose status says it ended (FINISHED, FAILED, KILLED) is complete: its last step goes
+    out, then an "end" (FINISHED) or "error" Event at that step, as the engine's own log ends."""
 
     kind = "mlflow"
 
@@ -295,8 +303,10 @@ class MlflowDecoder(Whole):
 
 
 def store_files(store: Path, run: RunInfo) -> list[Path]:
-    """The files a write to `run` changes: the SQLite store and its journals, or the run's
-    meta.yaml and metric files in a file store (a new metric's file included)."""
+    """The files a write to `run` changes.
+
+    They are the SQLite store and its journals, or the run's meta.yaml and metric files in a
+    file store (a new metric's file included)."""
     if not store.is_dir():
         return [
             store,

@@ -1,16 +1,16 @@
-"""Printed lines: a trainer that prints its metrics and logs them nowhere else (LeRobot's
-`lerobot-train` prints `step:10K smpl:320K ep:1K epch:0.50 loss:0.123 grdn:1.234
-lr:1.0e-05 ...`). A preset's [source] `patterns` are regular expressions with named groups:
-a `step` group (required), an optional `time` group (epoch seconds, or an ISO date and time
-such as `2025-01-02 10:00:00`, local time), and every other named group a numeric field
-named by the group.
+"""Printed lines: a trainer that prints its metrics and logs them nowhere else.
 
-A line that matches no pattern is not a metrics line (printed output holds much else) and is
-passed over; a matched line whose step or field is not a number is counted among the
-unreadable entries and said. Numbers may carry LeRobot's decimal suffixes (K, M, B, T, Q:
-thousands, millions, ...); a step printed with one is rounded where it was printed (`10K` is
-any step from 9500 to 10500), which is said once.
-"""
+LeRobot's `lerobot-train`, for one, prints
+`step:10K smpl:320K ep:1K epch:0.50 loss:0.123 grdn:1.234 lr:1.0e-05 ...`. A preset's [source]
+`patterns` are regular expressions with named groups: a `step` group (required), an optional `time`
+group (epoch seconds, or an ISO date and time such as `2025-01-02 10:00:00`, local time), and every
+other named group a numeric field named by the group.
+
+A line that matches no pattern is not a metrics line (printed output holds much else) and is passed
+over. A matched line whose step or field is not a number is counted among the unreadable entries and
+reported. Numbers may carry LeRobot's decimal suffixes (K, M, B, T, Q: thousands, millions, ...). A
+step printed with one is rounded where it was printed (`10K` is any step from 9500 to 10500), which
+is reported once."""
 
 from __future__ import annotations
 
@@ -62,8 +62,9 @@ def compile_patterns(patterns: object, where: str = "source.patterns") -> list[r
 
 
 def parse_number(text: str) -> tuple[float, bool] | None:
-    """A printed number, with LeRobot's K/M/B/T/Q suffix if it has one: (value, suffixed);
-    None when it is not a number."""
+    """A printed number, with LeRobot's K/M/B/T/Q suffix if it has one.
+
+    Returns (value, suffixed), or None when the text is not a number."""
     text = text.strip().rstrip(",;")
     scale = SUFFIX.get(text[-1:], 0.0)
     body = text[:-1] if scale else text
@@ -88,8 +89,10 @@ def _time(text: str) -> float:
 
 
 class LinesDecoder(Unread):
-    """Printed lines in (appended bytes), records out: each line matched by a pattern is
-    one step's values, grouped (base.Grouper) into its train record and probe."""
+    """Printed lines (appended bytes) in, records out.
+
+    Each line matched by a pattern is one step's values, grouped (base.Grouper) into its train
+    record and probe."""
 
     kind = "lines"
     whole = False

@@ -1,13 +1,15 @@
-"""The protobuf wire format, read by hand (no protobuf runtime): a varint and a field
-skipped by its wire type. The formats that carry protobuf records (TensorBoard's events,
-W&B's run files) decode the few fields they need with these."""
+"""The protobuf wire format, read by hand (no protobuf runtime).
+
+It reads a varint and skips a field by its wire type. The formats that carry protobuf records
+(TensorBoard's events, W&B's run files) decode the few fields they need with these."""
 
 from __future__ import annotations
 
 
 def varint(buf: bytes, i: int) -> tuple[int, int]:
-    """The varint at `buf[i]` and the index after it; ValueError past ten bytes, IndexError
-    when `buf` ends inside it."""
+    """The varint at `buf[i]` and the index after it.
+
+    Raises ValueError past ten bytes, IndexError when `buf` ends inside it."""
     b = buf[i]
     if b < 0x80:
         return b, i + 1

@@ -1,5 +1,7 @@
-"""Row formats: Hugging Face Trainer's `trainer_state.json`, CSV (Lightning's `CSVLogger`
-`metrics.csv`, or any CSV with a step column), and JSONL from any writer with a field map.
+"""Row formats: Hugging Face Trainer's `trainer_state.json`, CSV, and JSONL.
+
+The CSV is Lightning's `CSVLogger` `metrics.csv`, or any CSV with a step column. The JSONL comes
+from any writer, read with a field map.
 
 `trainer_state.json` and Lightning's `metrics.csv` are rewritten in place (`whole = True`):
 each feed is the whole file, and only the steps after those already returned come out (the
@@ -46,9 +48,11 @@ class FormatError(ValueError):
 
 
 class TrainerStateDecoder(Whole):
-    """`trainer_state.json`: its `log_history`, one entry per `logging_steps` (train loss,
-    learning rate, grad norm) and per evaluation (`eval_*`), each with its `step`. NaN and
-    Infinity (which transformers writes for a diverged loss) are read as numbers."""
+    """`trainer_state.json`: its `log_history`, read into records.
+
+    It has one entry per `logging_steps` (train loss, learning rate, grad norm) and per
+    evaluation (`eval_*`), each with its `step`. NaN and Infinity (which transformers writes for
+    a diverged loss) are read as numbers."""
 
     kind = "hf_trainer"
 
@@ -71,8 +75,10 @@ class TrainerStateDecoder(Whole):
         return self.group([list(rows.values()) for rows in readings])
 
     def _rows(self, state: object, count: bool) -> dict[int, Row]:
-        """The rows of a log_history by entry index (the end-of-training summary's own keys
-        left out); an entry without a whole-number step is counted (once)."""
+        """The rows of a log_history by entry index.
+
+        The end-of-training summary's own keys are left out. An entry without a whole-number
+        step is counted (once)."""
         history = state.get("log_history") if isinstance(state, dict) else None
         if not isinstance(history, list):
             raise FormatError(
@@ -96,10 +102,12 @@ class TrainerStateDecoder(Whole):
 
 
 class CsvDecoder(Whole):
-    """A CSV with a header and a step column (`FieldMap.step`); empty cells are absent, so
-    Lightning's sparse rows (train and val metrics on separate rows) group by step. A column
-    named twice in the header keeps both cells (two values for one key: a conflict when they
-    differ); a row whose step is not a whole number is counted, never rounded."""
+    """A CSV with a header and a step column (`FieldMap.step`).
+
+    Empty cells are absent, so Lightning's sparse rows (train and val metrics on separate rows)
+    group by step. A column named twice in the header keeps both cells (two values for one key:
+    a conflict when they differ). A row whose step is not a whole number is counted, never
+    rounded."""
 
     kind = "csv"
 
@@ -145,8 +153,9 @@ class CsvDecoder(Whole):
 
 
 def _step_cell(cell: str) -> int | str:
-    """A step cell as a whole number, read from its text ("80.0" is 80; "79.9999999999999999",
-    which a float would round onto 80, is not a step)."""
+    """A step cell as a whole number, read from its text.
+
+    "80.0" is 80. "79.9999999999999999", which a float would round onto 80, is not a step."""
     text = cell.strip()
     try:
         exact = Decimal(text)
@@ -178,13 +187,14 @@ def _float(cell: str | None) -> float:
 
 
 class JsonlDecoder(Unread):
-    """JSON lines from any writer: each object's `FieldMap.step` field is its step; its
-    numbers (nested objects flattened as `a.b`) are the keys the field map sorts into eval
-    probe and train loss, or, with the field map's `probe_field`, the line is a probe or a
-    train line by that field's value (in any order of lines). NaN and Infinity tokens are
-    numbers; a line that cannot be read, or has no whole-number step, is counted in
-    `bad_count` (`bad`: where and why). A key written twice in a line with two values is
-    two values for the step (a conflict, when it is an eval key)."""
+    """JSON lines from any writer, read with a field map.
+
+    Each object's `FieldMap.step` field is its step. Its numbers (nested objects flattened as
+    `a.b`) are the keys the field map sorts into eval probe and train loss. With the field map's
+    `probe_field`, the line is instead a probe or a train line by that field's value (in any
+    order of lines). NaN and Infinity tokens are numbers. A line that cannot be read, or has no
+    whole-number step, is counted in `bad_count` (`bad`: where and why). A key written twice in
+    a line with two values is two values for the step (a conflict, when it is an eval key)."""
 
     kind = "jsonl"
     whole = False
@@ -226,7 +236,7 @@ class JsonlDecoder(Unread):
                 continue
             readings = jsontext.readings(raw, obj)
             steps = {repr(r.get(f.step)) if isinstance(r, dict) else "" for r in readings}
-            if len(steps) > 1:  # which step the line is for cannot be told
+            if len(steps) > 1:  # which step the line is for cannot be known
                 self._note(f"{f.step!r} written twice with two values")
                 continue
             for reading in readings:

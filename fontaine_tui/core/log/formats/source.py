@@ -1,6 +1,8 @@
-r"""Where a foreign run's log is and how to read it: a preset's `[source]` table, or what a
-folder's contents say (`detect`), the files to read (`files`) and their decoder (the cold
-read of them all is cold.py's `load_source`).
+r"""Where a foreign run's log is and how to read it.
+
+The place comes from a preset's `[source]` table, or from what a folder's contents say (`detect`).
+This module also gives the files to read (`files`) and their decoder. The cold read of them all is
+cold.py's `load_source`.
 
     [source]
     kind = "tensorboard"          # tensorboard | hf_trainer | csv | mlflow | jsonl | wandb
@@ -198,8 +200,9 @@ def read_spec(table: object, where: str = "source") -> SourceSpec:
 
 
 def frozen_spec(folder: Path) -> SourceSpec | None:
-    """The [source] frozen in the folder's prereg.json when it names another trainer's log
-    (a launched [command]'s run); None for ours, or when there is none to read."""
+    """The [source] frozen in the folder's prereg.json when it names another trainer's log.
+
+    Such a run is a launched [command]'s. Returns None for ours, or when there is none to read."""
     import json
 
     try:
@@ -246,8 +249,10 @@ def detect(folder: Path) -> str:
 
 
 def detect_foreign(folder: Path) -> str:
-    """Another trainer's kind of log in `folder`, or "" (ours, or nothing known yet: a run
-    of ours not started is read by the log wing's own reader, which waits for it)."""
+    """Another trainer's kind of log in `folder`, or "".
+
+    "" means ours, or nothing known yet: a run of ours not started is read by the log wing's own
+    reader, which waits for it."""
     try:
         kind = detect(folder)
     except InputError:
@@ -258,10 +263,11 @@ def detect_foreign(folder: Path) -> str:
 def foreign_spec(
     path: Path, source: SourceSpec | None, preset_named: bool, files_too: bool = False
 ) -> SourceSpec | None:
-    """How to read `path` when it is another trainer's run, or None when it is one of ours:
-    the preset's foreign [source] (`source`), else what the folder holds (with `files_too`,
-    also a single event file, trainer_state.json or metrics.csv named directly). A foreign
-    run needs a preset (its bounds and metric): InputError when none was named."""
+    """How to read `path` when it is another trainer's run, or None when it is one of ours.
+
+    The spec is the preset's foreign [source] (`source`), else what the folder holds (with
+    `files_too`, also a single event file, trainer_state.json or metrics.csv named directly). A
+    foreign run needs a preset (its bounds and metric): InputError when none was named."""
     if source is not None and source.kind != "fontaine":
         spec = source
     elif path.is_dir() and (frozen := frozen_spec(path)) is not None:
@@ -313,8 +319,9 @@ def _base(folder: Path, spec: SourceSpec) -> Path:
 
 
 def event_files(folder: Path, spec: SourceSpec) -> list[EventFile]:
-    """A TensorBoard run's event files under the run folder, each with the prefix its tags
-    are keyed under (eventdirs.py)."""
+    """A TensorBoard run's event files under the run folder.
+
+    Each comes with the prefix its tags are keyed under (eventdirs.py)."""
     return run_files(_base(folder, spec), spec.options.get("run", ""))
 
 
@@ -376,9 +383,10 @@ def _run_files(folder: Path) -> list[Path]:
 
 
 def wandb_runs(folder: Path) -> list[Path]:
-    """The W&B run files of `folder`: a run folder's own, else those of the run folders in
-    it (`folder` is a `wandb/` folder), else those under its `wandb/`. The `latest-run` link
-    is not a run of its own."""
+    """The W&B run files of `folder`.
+
+    They are a run folder's own, else those of the run folders in it (`folder` is a `wandb/`
+    folder), else those under its `wandb/`. The `latest-run` link is not a run of its own."""
     own = _run_files(folder)
     if own:
         return own
@@ -394,8 +402,10 @@ def wandb_runs(folder: Path) -> list[Path]:
 
 
 def wandb_run(folder: Path, chosen: str) -> Path:
-    """The run file of `folder` that [source] run names (its folder's name, or its id), or
-    the only one; InputError naming them when there are several, or none is chosen."""
+    """The run file of `folder` that [source] run names, or the only one.
+
+    The run is named by its folder's name, or its id. Raises InputError naming them when there
+    are several, or none is chosen."""
     found = wandb_runs(folder)
     if chosen:
         found = [
@@ -422,8 +432,10 @@ def wandb_run(folder: Path, chosen: str) -> Path:
 
 
 def newest_state(folder: Path) -> Path:
-    """The trainer_state.json with the most history: the run folder's own (written at the end
-    by `save_state`) or the newest `checkpoint-N/`'s, by step."""
+    """The trainer_state.json with the most history.
+
+    It is the run folder's own (written at the end by `save_state`) or the newest
+    `checkpoint-N/`'s, by step."""
     for _ in range(LIST_TRIES):  # a checkpoint-N/ listed may be gone by its look: again
         listed = [
             (int(m.group(1)), p)
@@ -453,8 +465,10 @@ STATE_HEAD = 1 << 16  # Trainer writes its keys sorted: global_step comes before
 
 
 def _global_step(path: Path) -> int:
-    """trainer_state.json's global_step, from its first bytes when it is there (so the file,
-    which may be large, is read whole once: by the decoder), else from the whole file."""
+    """trainer_state.json's global_step, read from its first bytes where it is there.
+
+    Else it is read from the whole file. This way the file, which may be large, is read whole
+    once: by the decoder."""
     import orjson
 
     try:

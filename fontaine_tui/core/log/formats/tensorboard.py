@@ -1,5 +1,7 @@
-"""TensorBoard event files (`events.out.tfevents.*`) without TensorFlow: the TFRecord framing,
-CRC-checked, and the few protobuf fields of an `Event` that carry a scalar.
+"""TensorBoard event files (`events.out.tfevents.*`) read without TensorFlow.
+
+The reader handles the TFRecord framing, CRC-checked, and the few protobuf fields of an `Event` that
+carry a scalar.
 
 A file is a sequence of records: a little-endian uint64 length, the masked CRC-32C of those
 8 bytes, the payload, the masked CRC-32C of the payload. The payload is a serialized
@@ -68,7 +70,9 @@ def _crc32c_table() -> Callable[[bytes], int]:
 
 
 def _crc32c() -> tuple[Callable[[bytes], int], str]:
-    """google-crc32c's C implementation when installed (the `tensorboard` extra), else a
+    """The CRC-32C function, and which implementation it is ("c" or "python").
+
+    google-crc32c's C implementation is used when installed (the `tensorboard` extra), else a
     table in Python (the same numbers, some 100x slower)."""
     try:
         import google_crc32c
@@ -94,8 +98,9 @@ def frame(payload: bytes) -> bytes:
 
 
 def _tensor_value(buf: bytes) -> tuple[float, int] | None:
-    """A TensorProto holding one number, with the significand bits it is stored in, or None
-    (a histogram, text, an image...)."""
+    """A TensorProto holding one number, with the significand bits it is stored in, or None.
+
+    None is for anything else: a histogram, text, an image..."""
     dtype, i, n = 0, 0, len(buf)
     values: list[float] = []
     bits = 53
@@ -186,10 +191,12 @@ def _session_start(buf: bytes) -> bool:
 
 
 def event_scalars(payload: bytes, out: list[Scalar]) -> None:
-    """Append the scalars of one serialized Event (none for file_version, graphs, ...). A
-    SessionLog START (what a writer restarted with `purge_step` writes) is a Scalar tagged
-    PURGE at its step: TensorBoard drops every event from that step on logged before it.
-    A step outside int64, or a varint past ten bytes, is a ValueError (a bad record)."""
+    """Append the scalars of one serialized Event to `out`.
+
+    There are none for file_version, graphs, ... A SessionLog START (what a writer restarted
+    with `purge_step` writes) is a Scalar tagged PURGE at its step: TensorBoard drops every
+    event from that step on logged before it. A step outside int64, or a varint past ten bytes,
+    is a ValueError (a bad record)."""
     i, n = 0, len(payload)
     step, wall = 0, 0.0
     summaries: list[bytes] = []  # protobuf merges a message field written twice
@@ -278,8 +285,10 @@ class Framer:
 
 
 class FramingLost(FramingError):
-    """The framing was lost after some whole records of the same bytes: those are in
-    `scalars` (and, from a decoder, as `records`), so nothing read before is dropped."""
+    """The framing was lost after some whole records of the same bytes.
+
+    Those records are in `scalars` (and, from a decoder, in `records`), so nothing read before
+    is dropped."""
 
     def __init__(self, message: str, scalars: list[Scalar]) -> None:
         super().__init__(message)
@@ -307,17 +316,19 @@ class TensorBoardDecoder:
         self._file = ""  # a new file begun (`next_file`): its first value is checked
 
     def next_file(self, name: str, prefix: str = "") -> None:
-        """The following bytes are another event file's (of the same run, written after the
-        ones before it)."""
+        """Mark the following bytes as another event file's.
+
+        That file is of the same run, written after the ones before it."""
         self.framer = Framer(self.framer.check_crc)  # a torn tail is not the next's head
         self._file, self.prefix = name, prefix
 
     def _restart(self, s: Scalar, out: list[Record]) -> None:
-        """A new event file whose first value is below a step the run's earlier files
-        reached: a restart into the folder. TensorBoard's data server (tensorboard-data-server,
-        its default reader) keeps only the newer value of each series from that step on; so
-        here the older files' events from that step on are dropped, as at a SessionLog
-        START."""
+        """Take a new event file whose first value is below a step the run's earlier files reached.
+
+        This is a restart into the folder. TensorBoard's data server
+        (tensorboard-data-server, its default reader) keeps only the newer value of each
+        series from that step on. So here the older files' events from that step on are
+        dropped, as at a SessionLog START."""
         name, self._file = self._file, ""
         g = self.grouper
         top = max(g.top, self.before)
@@ -374,10 +385,11 @@ _TENSOR_F32 = b"\x42\x08\x08\x01\x2a\x04"  # tensor { dtype: DT_FLOAT, float_val
 
 
 class Columns:
-    """A cold read's scalars by tag, as columns (steps, wall times, values), for a whole
-    file at C speed where it can: the common one-value Event (simple_value, or the tensor
-    style's one float) is decoded in place, anything else by `event_scalars`. Same framing
-    and CRC checks as `Framer`."""
+    """A cold read's scalars by tag, as columns (steps, wall times, values).
+
+    A whole file is read at C speed where it can be: the common one-value Event (simple_value,
+    or the tensor style's one float) is decoded in place, anything else by `event_scalars`. The
+    framing and CRC checks are the same as `Framer`'s."""
 
     def __init__(self) -> None:
         self.by_tag: dict[str, tuple[array, array, array]] = {}

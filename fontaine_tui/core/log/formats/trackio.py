@@ -1,9 +1,10 @@
-"""trackio's local store, read without trackio: one SQLite file per project
-(`$TRACKIO_DIR/<project>.db`, by default under ~/.cache/huggingface/trackio), several runs in
-it. Its `metrics` table holds one row per `trackio.log(...)` call: the run's id and name, the
-step, an ISO timestamp and the logged values as one JSON object (an infinity or NaN written as
-the strings "Infinity", "-Infinity", "NaN"). The store is opened read-only (mlflow.py's
-`connect`), so the writer is never blocked or changed.
+"""trackio's local store, read without trackio.
+
+The store is one SQLite file per project (`$TRACKIO_DIR/<project>.db`, by default under
+~/.cache/huggingface/trackio), with several runs in it. Its `metrics` table holds one row per
+`trackio.log(...)` call: the run's id and name, the step, an ISO timestamp and the logged values as
+one JSON object (an infinity or NaN written as the strings "Infinity", "-Infinity", "NaN"). The
+store is opened read-only (mlflow.py's `connect`), so the writer is never blocked or changed.
 
 trackio keeps no record of a run's end (`trackio.finish()` writes nothing to the store), so a
 trackio run never says it ended: `attach --until-end` waits, and `bank` asks for `--ended`.
@@ -71,8 +72,10 @@ def _columns(db: sqlite3.Connection) -> set[str]:
 
 
 def _id_column(db: sqlite3.Connection) -> str:
-    """The column naming a run: `run_id` (trackio 0.24 on), else `run_name` (older stores,
-    where a run was only its name)."""
+    """The column naming a run.
+
+    It is `run_id` (trackio 0.24 on), else `run_name` (older stores, where a run was only its
+    name)."""
     return "run_id" if "run_id" in _columns(db) else "run_name"
 
 
@@ -102,8 +105,9 @@ def store_rows(db: sqlite3.Connection, run: TrackioRun) -> list[RawRow]:
 
 
 def choose(runs: list[TrackioRun], where: str, run: str = "") -> TrackioRun:
-    """The run [source] run names (by name, id or id prefix), or the only one; else
-    FormatError naming them (runs are never merged)."""
+    """The run [source] run names (by name, id or id prefix), or the only one.
+
+    Otherwise a FormatError names the runs (runs are never merged)."""
     found = [r for r in runs if not run or r.name == run or r.run_id == run]
     if run and not found:
         found = [r for r in runs if r.run_id.startswith(run)]
@@ -137,9 +141,10 @@ def _value(value: object) -> float | None:
 
 
 class TrackioDecoder(Whole):
-    """The rows of one trackio run in, records out (whole: the run's rows each time). A
-    value that is not a number (text, a histogram, a table, a nested object) is counted
-    among the unreadable entries, never dropped silently."""
+    """The rows of one trackio run in, records out (whole: the run's rows each time).
+
+    A value that is not a number (text, a histogram, a table, a nested object) is counted among
+    the unreadable entries, never dropped silently."""
 
     kind = "trackio"
 

@@ -1,6 +1,8 @@
-"""W&B run files (`run-<id>.wandb`, in `wandb/offline-run-*/` and `wandb/run-*/` alike) read
-without wandb: LevelDB's log framing, CRC-checked, and the few protobuf fields of a
-`wandb_internal.Record` that carry a run's history, its id and how it exited.
+"""W&B run files (`run-<id>.wandb`) read without wandb.
+
+The files are in `wandb/offline-run-*/` and `wandb/run-*/` alike. The reader handles LevelDB's log
+framing, CRC-checked, and the few protobuf fields of a `wandb_internal.Record` that carry a run's
+history, its id and how it exited.
 
 The file is a 7-byte header (`:W&B`, the magic 0xBEE1 little-endian, a version byte), then
 32 KiB blocks of records. A record is a 7-byte head (a little-endian uint32 checksum, the
@@ -17,8 +19,8 @@ A Record (wandb/proto/wandb_internal.proto): `history` (2): its `item`s (1), eac
 
 `feed(bytes)` takes the file's appended bytes from any offset on: a torn last record waits
 for the rest of it. A record whose checksum fails, a head that is not one (the rest of its
-block is then unread, and said so), a record that does not decode, a history value that is
-not a number: each is counted (base.py's Unread) and said in the notices, never applied.
+block is then unread, and reported so), a record that does not decode, a history value that is
+not a number: each is counted (base.py's Unread) and reported in the notices, never applied.
 """
 
 from __future__ import annotations
@@ -46,8 +48,9 @@ SHOWN = 40  # characters of a value not read quoted in its notice
 
 
 class LogFramer:
-    """Whole records out of a run file's appended bytes, each with the byte it starts at;
-    what it cannot read goes to `note(where, why)`."""
+    """Whole records out of a run file's appended bytes, each with the byte it starts at.
+
+    What it cannot read goes to `note(where, why)`."""
 
     def __init__(self, note: Callable[[str, str], None]) -> None:
         self.note = note
@@ -176,8 +179,10 @@ def _text(buf: bytes) -> str:
 
 
 def _fields(buf: bytes) -> list[tuple[int, int, int, bytes]]:
-    """A message's fields in order: (number, wire type, the value of a varint, the bytes of
-    a length-delimited field or of a fixed one)."""
+    """A message's fields in order.
+
+    Each is (number, wire type, the value of a varint, the bytes of a length-delimited field or
+    of a fixed one)."""
     out: list[tuple[int, int, int, bytes]] = []
     i, n = 0, len(buf)
     while i < n:
@@ -228,8 +233,9 @@ def _item(buf: bytes) -> Item:
 
 @dataclass(frozen=True, slots=True)
 class Parsed:
-    """What a Record holds that is read: its kind ("history", "run", "exit", or "" for any
-    other) and that kind's fields."""
+    """What a Record holds that is read: its kind and that kind's fields.
+
+    The kind is "history", "run", "exit", or "" for any other."""
 
     kind: str
     items: tuple[Item, ...] = ()
@@ -252,8 +258,9 @@ def _history(buf: bytes) -> Parsed:
 
 
 def parse_record(buf: bytes) -> Parsed:
-    """The fields read of one serialized Record; ValueError (or IndexError) when the bytes
-    are not one."""
+    """The fields read of one serialized Record.
+
+    Raises ValueError (or IndexError) when the bytes are not one."""
     found = Parsed("")
     for field, wire, _, raw in _fields(buf):
         if wire != 2:
@@ -274,9 +281,11 @@ def parse_record(buf: bytes) -> Parsed:
 
 
 class WandbDecoder(Unread):
-    """A W&B run file's appended bytes in, records out (see base.py's Decoder): each history
-    row at its `_step` (or the field map's step key), at its `_timestamp`; the exit record an
-    `end` event (exit code 0) or an `error` event (any other), at the last step."""
+    """A W&B run file's appended bytes in, records out (see base.py's Decoder).
+
+    Each history row goes out at its `_step` (or the field map's step key), at its `_timestamp`.
+    The exit record is an `end` event (exit code 0) or an `error` event (any other), at the last
+    step."""
 
     kind = "wandb"
     whole = False
