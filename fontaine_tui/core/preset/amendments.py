@@ -1,6 +1,7 @@
-"""A preset's [[amendments]]: each one's keys and kind held to their rules (a scale names a
-factor or a comparator's level, an extend a later probe step); the ledger's declarations are
-held to the same rules."""
+"""A preset's [[amendments]], each one's keys and kind held to their rules.
+
+A scale names a factor or a comparator's level, an extend a later probe step. The ledger's
+declarations are held to the same rules."""
 
 from __future__ import annotations
 

@@ -1,5 +1,7 @@
-"""The checking primitives every preset section is held to: the spec tables' types, the one
-error a bad preset raises (file, key, what was expected), and the canonical JSON it hashes."""
+"""The checking primitives every preset section is held to.
+
+They are the spec tables' types, the one error a bad preset raises (file, key, what was
+expected), and the canonical JSON a preset hashes."""
 
 from __future__ import annotations
 
@@ -125,6 +127,8 @@ _T = TypeVar("_T")
 
 
 def made(cls: type[_T], fields: Mapping[str, Scalar], **more: object) -> _T:
-    """A section's dataclass from what check_section returned: each value already has its
-    spec row's type, which mypy cannot follow from the Spec tables (hence the one cast)."""
+    """Build a section's dataclass from what check_section returned.
+
+    Each value already has its spec row's type, which mypy cannot follow from the Spec tables
+    (hence the one cast)."""
     return cls(**more, **cast(dict[str, Any], fields))

@@ -100,8 +100,9 @@ SECRET_VALUE = re.compile(
 
 
 def is_secret(name: str) -> bool:
-    """Whether an environment variable's or flag's name says it holds a credential
-    (HF_TOKEN, HFTOKEN, WANDB_API_KEY, DB_PASSWORD, GH_PAT; not TOKENIZERS_PARALLELISM)."""
+    """Whether an environment variable's or flag's name says it holds a credential.
+
+    Examples: HF_TOKEN, HFTOKEN, WANDB_API_KEY, DB_PASSWORD, GH_PAT; not TOKENIZERS_PARALLELISM."""
     words = [w for w in name.upper().replace("-", "_").split("_") if w]
     return bool(words) and (
         any(w in SECRET_WORDS for w in words)
@@ -110,8 +111,9 @@ def is_secret(name: str) -> bool:
 
 
 def looks_secret(text: str) -> bool:
-    """Whether a value looks like a credential (an hf_..., sk-..., ghp_... token, an AWS key
-    id, a password in a URL)."""
+    """Whether a value has the form of a credential.
+
+    Such values are an hf_..., sk-..., ghp_... token, an AWS key id, or a password in a URL."""
     return bool(SECRET_VALUE.search(text))
 
 

@@ -1,5 +1,7 @@
-"""A preset's [comparators.NAME]: numbers typed in, or read from a banked run (`bank =
-"NAME"`) as the preset's rule reads this run, pinned to the banked version's sha256."""
+"""A preset's [comparators.NAME]: numbers typed in, or read from a banked run.
+
+A banked comparator (`bank = "NAME"`) is read as the preset's rule reads this run, pinned to
+the banked version's sha256."""
 
 from __future__ import annotations
 
@@ -47,11 +49,13 @@ def read_comparators(
 def _banked(
     path: Path, name: str, fields: Mapping[str, Scalar], rule: Mapping[str, Scalar]
 ) -> Comparator:
-    """A comparator from the bank: its delta (or level) read from the banked run's curve as
-    the preset's rule reads this run, pinned to the banked version's sha256. A frozen preset
-    (prereg.json) carries the numbers and the full sha256, so it reads where the bank is
-    not; where the bank is, the numbers must be the banked run's. The entry read here goes
-    with the comparator: the rules read its curves from it, never from the bank again."""
+    """Build a comparator from the bank.
+
+    Its delta (or level) is read from the banked run's curve as the preset's rule reads this run,
+    pinned to the banked version's sha256. A frozen preset (prereg.json) carries the numbers and
+    the full sha256, so it reads where the bank is not. Where the bank is, the numbers must be
+    the banked run's. The entry read here goes with the comparator: the rules read its curves
+    from it, never from the bank again."""
     where = f"comparators.{name}"
     ref, delta = str(fields["bank"]), float(fields["delta"])
     pinned = re.fullmatch(r"[^@]+@[0-9a-f]{64}", ref) is not None
@@ -128,8 +132,9 @@ def _banked(
 def banked_curve(
     entry: Entry, metric: str, read: str, anchor: int
 ) -> tuple[tuple[int, float], ...]:
-    """(step, delta or level) of `metric` at each probe the banked run measured, from the
-    anchor on for a delta read; () when the anchor has no finite value."""
+    """The (step, delta or level) of `metric` at each probe the banked run measured.
+
+    For a delta read, the points run from the anchor on; () when the anchor has no finite value."""
     levels = [(s, entry.value(s, metric)) for s in sorted(entry.probes())]
     if read == "level":
         return tuple(levels)

@@ -1,8 +1,9 @@
-"""A starting preset for a run another trainer wrote, from what `inspect` found there: [run]
-named after the folder, [source] as the run was read, and a [verdict] on an eval key read
-from its first probe to its last, with the bounds left as placeholders. A placeholder is a
-string where a number goes, and loading refuses it (rule.py's `check_placeholders`): a
-preset written here gives no verdict until its bounds are chosen."""
+"""A starting preset for a run another trainer wrote, from what `inspect` found there.
+
+[run] is named after the folder, [source] is as the run was read, and the [verdict] is on an
+eval key read from its first probe to its last, with the bounds left as placeholders. A
+placeholder is a string where a number goes, and loading refuses it (rule.py's
+`check_placeholders`): a preset written here gives no verdict until its bounds are chosen."""
 
 from __future__ import annotations
 
@@ -53,8 +54,9 @@ def _q(text: str) -> str:
 
 
 def pick_metric(ins: Inspection) -> str:
-    """The eval key a verdict most likely reads: one named as an error or a score, with
-    finite values; else the first eval key."""
+    """Pick the eval key a verdict most likely reads.
+
+    That is one named as an error or a score, with finite values; else the first eval key."""
     evals = [k for k in ins.keys if k.role == "eval" and k.count > k.nan + k.not_number]
     measures = [k.key for k in evals if not any(w in k.key.lower() for w in NOT_A_MEASURE)]
     for words in (LOWER, HIGHER):

@@ -1,5 +1,7 @@
-"""Finding presets on disk: the folders a name is looked up in, a name or path resolved to
-its file, every known preset, and a preset loaded from its TOML."""
+"""Find presets on disk and load them.
+
+This module holds the folders a name is looked up in, a name or path resolved to its file,
+every known preset, and a preset loaded from its TOML."""
 
 from __future__ import annotations
 
@@ -20,9 +22,11 @@ else:  # pragma: no cover
 
 
 def preset_dirs() -> list[Path]:
-    """Where preset names are looked up, first match wins: FONTAINE_PRESETS, ./presets, the
-    checkout's presets/ beside fontaine_tui/, and the copy installed with the package
-    (fontaine_tui/presets, from the same presets/ folder: setup.py)."""
+    """The folders preset names are looked up in, first match wins.
+
+    In order: FONTAINE_PRESETS, ./presets, the checkout's presets/ beside fontaine_tui/, and the
+    copy installed with the package (fontaine_tui/presets, from the same presets/ folder:
+    setup.py)."""
     dirs = []
     if env := os.environ.get("FONTAINE_PRESETS"):
         dirs += [Path(p) for p in env.split(os.pathsep) if p]

@@ -1,5 +1,7 @@
-"""The preset as a record: Preset (every section checked, its canonical form and sha256) and
-Amendment (a declared change to how the run is read)."""
+"""The preset as a record: Preset and Amendment.
+
+Preset holds every section checked, its canonical form and sha256. Amendment is a declared
+change to how the run is read."""
 
 from __future__ import annotations
 
@@ -57,9 +59,10 @@ class Preset:
 
     @property
     def foreign(self) -> bool:
-        """The preset reads a run another trainer writes ([source] of a foreign kind): it has
-        no engine recipe, and its run is read through [source] (launched by its [command],
-        or trained elsewhere)."""
+        """Whether the preset reads a run another trainer writes ([source] of a foreign kind).
+
+        Such a preset has no engine recipe, and its run is read through [source] (launched by its
+        [command], or trained elsewhere)."""
         return self.source is not None and self.source.kind != "fontaine"
 
     @property

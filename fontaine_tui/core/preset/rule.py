@@ -1,7 +1,9 @@
-"""The rule a preset states: which metric is read (a field or a dotted path), which way is
-better, as a delta or a level, against which bounds (absolute, or a fraction of a banked
-comparator), the secondary rules and how they combine, and the preset's words for the
-classes. Validated here; the verdict wing's `rules.py` reads a run with it."""
+"""The rule a preset states, validated here.
+
+It says which metric is read (a field or a dotted path), which way is better, as a delta or
+a level, against which bounds (absolute, or a fraction of a banked comparator), the secondary
+rules and how they combine, and the preset's words for the classes. The verdict wing's
+`rules.py` reads a run with it."""
 
 from __future__ import annotations
 
@@ -119,8 +121,10 @@ class _Directed:
 
 @dataclass(frozen=True, slots=True)
 class RuleShape(_Directed):
-    """A secondary rule (and the primary's shape while it is checked): read `metric` as a
-    delta or a level, hold it to `healthy` and `drift` in its direction."""
+    """A secondary rule (and the primary's shape while it is checked).
+
+    It reads `metric` as a delta or a level and holds it to `healthy` and `drift` in its
+    direction."""
 
     name: str
     metric: str
@@ -134,10 +138,11 @@ class RuleShape(_Directed):
 
 @dataclass(frozen=True, slots=True)
 class VerdictSpec(_Directed):
-    """The rule: read `metric` at the endpoint (as a delta from the anchor probe, or as a
-    level) and hold it to two bounds. `healthy` and `drift` are the bounds in the preset's
-    direction: with lower better, healthy if x <= healthy and drift if x >= drift; with higher
-    better, healthy if x >= healthy and drift if x <= drift."""
+    """The rule: read `metric` at the endpoint and hold it to two bounds.
+
+    The metric is read as a delta from the anchor probe, or as a level. `healthy` and `drift` are
+    the bounds in the preset's direction. With lower better, healthy if x <= healthy and drift if
+    x >= drift. With higher better, healthy if x >= healthy and drift if x <= drift."""
 
     metric: str
     anchor_step: int
@@ -154,8 +159,10 @@ class VerdictSpec(_Directed):
 
 
 def check_placeholders(path: Path, table: object) -> None:
-    """[verdict] (and its secondary rules) with a bound still a placeholder: refused, saying
-    what to do, so a written preset never gives a verdict with bounds nobody chose."""
+    """Refuse a [verdict] (or a secondary rule) whose bound is still a placeholder.
+
+    The error says what to do, so a written preset never gives a verdict with bounds nobody
+    chose."""
     if not isinstance(table, dict):
         return
     more = table.get("secondary")
@@ -179,8 +186,9 @@ def check_placeholders(path: Path, table: object) -> None:
 
 
 def check_labels(path: Path, table: object) -> dict[str, str]:
-    """[labels]: the preset's own word for each verdict class it renames (exit codes and
-    verdict.json's `verdict` stay the class; what the reader sees is the label)."""
+    """Check [labels], the preset's own word for each verdict class it renames.
+
+    Exit codes and verdict.json's `verdict` stay the class; what the reader sees is the label."""
     if not isinstance(table, dict):
         raise PresetError(path, "labels", "expected a table")
     out: dict[str, str] = {}
@@ -207,9 +215,11 @@ def verdict_spec(
     steps: int,
     secondary: object,
 ) -> VerdictSpec:
-    """[verdict] held to its rules: the metric a field path, the direction and read known, the
-    bounds of that direction (and no others) in order, the probe steps on the eval grid; and
-    each [[verdict.secondary]] rule, read at the same steps."""
+    """Hold [verdict] to its rules.
+
+    The metric must be a field path, the direction and read known, the bounds those of that
+    direction (and no others) in order, the probe steps on the eval grid. Each
+    [[verdict.secondary]] rule is checked too, read at the same steps."""
     shape = _rule_shape(path, "verdict", f, comparators)
     anchor, endpoint = int(f["anchor_step"]), int(f["endpoint_step"])
     if shape.read == "delta":
@@ -350,8 +360,10 @@ def _rule_shape(
 
 
 def verdict_canonical(fields: Mapping[str, Scalar], spec: VerdictSpec) -> dict[str, object]:
-    """[verdict] as hashed: defaults of keys newer than the first presets left out, so a
-    preset written before them hashes as it did (its prereg.json still matches)."""
+    """[verdict] as hashed, with the defaults of newer keys left out.
+
+    Keys newer than the first presets are left out at their defaults, so a preset written before
+    them hashes as it did (its prereg.json still matches)."""
     out: dict[str, object] = {
         k: v for k, v in set_only(fields).items() if k not in VERDICT_QUIET or v != VERDICT_QUIET[k]
     }

@@ -1,6 +1,8 @@
-"""A preset's engine sections and their keys: [run], [recipe], [platform], [comparators],
-[[amendments]] and [gates] as spec tables, the choices they take, the keys added after the
-first presets, and the rank layout [recipe] and [platform] must describe together."""
+"""A preset's engine sections and their keys.
+
+[run], [recipe], [platform], [comparators], [[amendments]] and [gates] as spec tables, the
+choices they take, the keys added after the first presets, and the rank layout [recipe] and
+[platform] must describe together."""
 
 from __future__ import annotations
 
@@ -175,10 +177,11 @@ def world_size(platform: Mapping[str, object]) -> int:
 def layout(
     path: str | Path, recipe: Mapping[str, object], platform: Mapping[str, object]
 ) -> tuple[int, int]:
-    """(backward chunks per rank, per-rank micro-batch), the engine's rule
-    (engine/pipeline.py chunks_per_rank): with micro_batch stated, chunks = batch_size /
-    (micro_batch x world size), and backward_chunks must be that number unless left at its
-    default 1; without it, backward_chunks x world size must divide batch_size."""
+    """The (backward chunks per rank, per-rank micro-batch) of a preset, by the engine's rule.
+
+    The rule is engine/pipeline.py's chunks_per_rank. With micro_batch stated, chunks =
+    batch_size / (micro_batch x world size), and backward_chunks must be that number unless left
+    at its default 1. Without it, backward_chunks x world size must divide batch_size."""
     batch, chunks = int(cast(int, recipe["batch_size"])), int(cast(int, recipe["backward_chunks"]))
     micro, world = int(cast(int, recipe.get("micro_batch", 0))), world_size(platform)
     ranks = "platform.nproc" + (" x platform.nnodes" if world != platform["nproc"] else "")

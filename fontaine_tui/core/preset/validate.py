@@ -1,5 +1,7 @@
-"""A preset document held to its rules: every section checked, one `file: key: expected`
-line for the first thing wrong, and the Preset with its canonical form and sha256."""
+"""A preset document held to its rules.
+
+Every section is checked, the first thing wrong gives one `file: key: expected` line, and a
+valid document gives the Preset with its canonical form and sha256."""
 
 from __future__ import annotations
 
@@ -257,8 +259,9 @@ def validate(path: Path, doc: dict) -> Preset:
 
 
 def _command(path: Path, doc: dict) -> CommandSpec | None:
-    """[command], checked: it starts another trainer, read through [source], so it comes
-    with a [source] and without the engine's [recipe] and [platform]."""
+    """Check [command], which starts another trainer read through [source].
+
+    So it comes with a [source] and without the engine's [recipe] and [platform]."""
     if "command" not in doc:
         return None
     command = read_command(doc["command"], path)
@@ -280,11 +283,12 @@ def _command(path: Path, doc: dict) -> CommandSpec | None:
 
 
 def _foreign_recipe(verdict: object, stated: int = 0) -> dict[str, object]:
-    """The recipe a [source] preset stands on when it gives none: the probes every `stated`
-    steps ([source] eval_every), else at the multiples of the anchor and endpoint's greatest
-    common divisor, the run ending at the endpoint (what the rules need of a recipe: when
-    probes come, how long the run is). The divisor only places the steps the preset names;
-    the decision lock never counts on it (Preset.stated_every)."""
+    """The recipe a [source] preset stands on when it gives none.
+
+    The probes come every `stated` steps ([source] eval_every), else at the multiples of the
+    anchor and endpoint's greatest common divisor, the run ending at the endpoint (what the rules
+    need of a recipe: when probes come, how long the run is). The divisor only places the steps
+    the preset names; the decision lock never counts on it (Preset.stated_every)."""
     anchor = verdict.get("anchor_step", 0) if isinstance(verdict, dict) else 0
     end = verdict.get("endpoint_step", 1) if isinstance(verdict, dict) else 1
     ints = [v for v in (anchor, end) if isinstance(v, int) and not isinstance(v, bool) and v > 0]

@@ -1,6 +1,7 @@
-"""A preset's watching sections: `[babysit]` (when the run is looked at), `[[notify]]` (who
-is told) and `[slurm]` (the time limit of a run submitted to Slurm). None changes what the
-run means.
+"""A preset's watching sections: `[babysit]`, `[[notify]]` and `[slurm]`.
+
+`[babysit]` says when the run is polled, `[[notify]]` who is sent its news, and `[slurm]` the
+time limit of a run submitted to Slurm. None changes what the run means.
 
 ```toml
 [babysit]
@@ -16,9 +17,9 @@ level = "warn"            # info | warn | alert: the least level sent (default i
 ```
 
 `[babysit]` and `[slurm]` enter the canonical form (and prereg.json) only when set away from
-their defaults, so presets written before them keep their sha256; a change to either after
-launch is not a change of bounds (prereg.compare). `[[notify]]` never enters the canonical form: prereg.json is written
-into the run folder and shared, and a webhook URL is a secret.
+their defaults, so presets written before them keep their sha256. A change to either after
+launch is not a change of bounds (prereg.compare). `[[notify]]` never enters the canonical
+form: prereg.json is written into the run folder and shared, and a webhook URL is a secret.
 """
 
 from __future__ import annotations
@@ -54,9 +55,11 @@ def babysit_section(path: Path, table: object) -> dict[str, Scalar]:
 
 
 def slurm_section(path: Path, table: object) -> dict[str, Scalar]:
-    """`[slurm]` of a preset: the job's time limit (`time`, as sbatch --time takes it), the
-    part of a Slurm request that belongs to the experiment. The cluster's own asks (account,
-    QOS, memory) are the user's, in config.toml's [slurm] (core/launch/slurm.py)."""
+    """Check `[slurm]` of a preset: the job's time limit.
+
+    `time` is as sbatch --time takes it, the part of a Slurm request that belongs to the
+    experiment. The cluster's own asks (account, QOS, memory) are the user's, in config.toml's
+    [slurm] (core/launch/slurm.py)."""
     out = check_section(path, "slurm", table if table is not None else {}, {"time": (str, "")})
     if out["time"] and not SLURM_TIME.fullmatch(str(out["time"])):
         raise PresetError(
@@ -85,8 +88,10 @@ class NotifySpec:
 
 
 def notify_section(path: Path, items: object) -> tuple[NotifySpec, ...]:
-    """Each table checked now (so a typo is one line at load, not a silent miss at the end
-    of a run); a `url_env` is read when the run is watched."""
+    """Check each [[notify]] table now.
+
+    A typo is then one line at load, not a silent miss at the end of a run. A `url_env` is read
+    when the run is watched."""
     from fontaine_tui.core.notify.destinations import LEVELS, make_destination
 
     tables = [items] if isinstance(items, dict) else items
