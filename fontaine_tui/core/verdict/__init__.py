@@ -1,4 +1,5 @@
 """The verdict wing: the pure rules that read a run against its preset's frozen bounds.
+
 `rules.py` (the verdict), `record.py` (the Verdict record and verdict.json), `bounds.py` (a
 read number against its bounds), `amendments.py` (which amendments count), `readpoint.py`
 (where the rule reads), `curves.py` (the banked comparators' curves), `lock.py` (the

@@ -9,11 +9,13 @@ from fontaine_tui.core.verdict.record import AmendmentCheck
 
 
 def check_amendments(amendments: Iterable[Amendment], preset: Preset) -> list[AmendmentCheck]:
-    """An amendment counts only if the last step seen at declaration precedes the first step
-    it affects. A scale amendment first affects the anchor probe (the first delta; in a level
-    read, the first probe) and only one is in force. An extend first affects the endpoint in
-    force when it is declared (that read would have been final) and moves it later; several
-    extends apply in turn."""
+    """Check which amendments count, by the steps they were declared at and first affect.
+
+    An amendment counts only if the last step seen at declaration precedes the first step it
+    affects. A scale amendment first affects the anchor probe (the first delta; in a level read,
+    the first probe) and only one is in force. An extend first affects the endpoint in force when
+    it is declared (that read would have been final) and moves it later; several extends apply in
+    turn."""
     spec = preset.verdict
     scale_first = spec.anchor_step if spec.read == "delta" else int(preset.recipe["eval_every"])
     what = "the anchor probe" if spec.read == "delta" else "the first probe"

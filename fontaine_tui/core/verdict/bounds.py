@@ -1,5 +1,7 @@
-"""How a read number meets its bounds: the class a delta or level reads as, the tolerance of
-numbers stored with fewer bits, and two rules combined."""
+"""How a read number meets its bounds.
+
+This module holds the class a delta or level reads as, the tolerance of numbers stored with
+fewer bits, and two rules combined."""
 
 from __future__ import annotations
 
@@ -28,12 +30,14 @@ def _round(x: float) -> float:
 def read_rule(
     x: float, healthy: float, drift: float, lower: bool = True, tolerance: float = 0.0
 ) -> str:
-    """With lower better: HEALTHY if x <= healthy, SAME-DRIFT if x >= drift. With higher
-    better: HEALTHY if x >= healthy, SAME-DRIFT if x <= drift. Else AMBIGUOUS.
+    """The class a read `x` gets against its two bounds.
 
-    A read within `tolerance` of a bound is on it: the precision its source stored the
-    numbers in (a float32 scalar holds some 7 digits), so one run reads the same from every
-    file it wrote. Beyond that, numbers are compared at RESOLUTION."""
+    With lower better: HEALTHY if x <= healthy, SAME-DRIFT if x >= drift. With higher better:
+    HEALTHY if x >= healthy, SAME-DRIFT if x <= drift. Else AMBIGUOUS.
+
+    A read within `tolerance` of a bound is on it: the precision its source stored the numbers in
+    (a float32 scalar holds some 7 digits), so one run reads the same from every file it wrote.
+    Beyond that, numbers are compared at RESOLUTION."""
     if not math.isfinite(x):
         return UNDECIDABLE
     if tolerance and abs(x - healthy) <= tolerance and abs(x - drift) <= tolerance:
@@ -47,8 +51,9 @@ def read_rule(
 
 
 def tolerance(bits: int, *values: float) -> float:
-    """How far a sum or difference of `values`, each stored with `bits` significand bits,
-    may be from the one computed at full precision (0 for doubles: RESOLUTION covers it)."""
+    """How far a sum or difference of `values` may be from the one computed at full precision.
+
+    Each value is stored with `bits` significand bits; 0 for doubles (RESOLUTION covers it)."""
     if bits >= 53:
         return 0.0
     return sum(abs(v) for v in values if math.isfinite(v)) * 2.0**-bits

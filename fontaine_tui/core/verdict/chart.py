@@ -1,5 +1,7 @@
-"""Chart specs as plain data: what to draw (curves, bounds, comparator marks), not how, and
-the helpers every renderer shares (downsampling, thinning, log-axis ticks).
+"""Chart specs as plain data, and the helpers every renderer shares.
+
+A spec says what to draw (curves, bounds, comparator marks), not how. The shared helpers are
+downsampling, thinning and log-axis ticks.
 
 One spec feeds both the terminal chart (widgets/chart.py) and the PNG export. The specs
 themselves are built in losschart.py (the train losses), probechart.py (the probes and
@@ -75,8 +77,9 @@ class ChartSpec:
 def downsample(
     xs: Sequence[float], ys: Sequence[float], width: int
 ) -> tuple[list[float], list[float]]:
-    """At most two points per column (the min and max of each bucket, in x order), so a spike
-    survives; non-finite y values are dropped."""
+    """Keep at most two points per column, so a spike survives.
+
+    The two are the min and max of each bucket, in x order; non-finite y values are dropped."""
     n = len(ys)
     width = max(1, width)
     if n <= 2 * width:
@@ -108,9 +111,11 @@ def thin(
     cols: int,
     rows: int,
 ) -> tuple[list[float], list[float]]:
-    """A line's points less those in the same cell of a `cols` x `rows` grid over the
-    limits as the point kept before them (the last point always kept): drawn, the line is
-    the same to within a cell, and the canvas draws one segment per point."""
+    """Drop a line's points that add nothing at the canvas's resolution.
+
+    A point is dropped when it is in the same cell of a `cols` x `rows` grid over the limits as
+    the point kept before it (the last point is always kept). Drawn, the line is the same to
+    within a cell, and the canvas draws one segment per point."""
     n = len(xs)
     if n <= 2:
         return list(xs), list(ys)
@@ -131,9 +136,11 @@ def thin(
 
 
 def log_ticks(lo: float, hi: float, most: int = 6) -> tuple[list[float], list[str]]:
-    """Ticks for a log axis drawn as log10(y) between `lo` and `hi` (exponents): at 1, 2
-    and 5 times each power of ten inside; past `most` of them, the powers of ten alone
-    (every other one if still too many); labelled with the values themselves."""
+    """Ticks for a log axis drawn as log10(y) between `lo` and `hi` (exponents).
+
+    The ticks are at 1, 2 and 5 times each power of ten inside. Past `most` of them, the powers
+    of ten alone (every other one if still too many). They are labelled with the values
+    themselves."""
     ticks: list[tuple[float, float]] = []
     for e in range(math.floor(lo), math.ceil(hi) + 1):
         for m in (1, 2, 5):

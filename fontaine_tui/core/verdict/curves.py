@@ -1,5 +1,7 @@
-"""The banked comparators' curves, read as the preset's rule reads this run: each probe's
-delta from the anchor (or level), at the steps the banked run measured.
+"""The banked comparators' curves, read as the preset's rule reads this run.
+
+Each curve holds each probe's delta from the anchor (or level), at the steps the banked run
+measured.
 
 Each comparator carries the banked entry its preset read when it was loaded, and the curve
 of the rule's metric (`Comparator.entry`, `Comparator.curve`): the curves come from them,
@@ -24,8 +26,10 @@ def banked_levels(comp: Comparator, metric: str) -> list[tuple[int, float]]:
 def banked_curve(
     preset: Preset, comp: Comparator, metric: str | None = None
 ) -> Sequence[tuple[int, float]]:
-    """(step, delta or level) at each probe the banked run measured, from the anchor on for a
-    delta read; empty for a typed-in comparator or a banked run not in this bank."""
+    """The (step, delta or level) at each probe the banked run measured.
+
+    For a delta read, the points run from the anchor on. Empty for a typed-in comparator or a
+    banked run not in this bank."""
     spec = preset.verdict
     if metric is None or metric == spec.metric:
         return comp.curve  # read with the preset

@@ -1,5 +1,6 @@
-"""The banked comparators' whole curves and, for each group of them, their min-max envelope:
-drawn on the probes chart, and held by the alerts as the band a run is expected in."""
+"""The banked comparators' whole curves and the min-max envelope of each group of them.
+
+They are drawn on the probes chart, and held by the alerts as the band a run is expected in."""
 
 from __future__ import annotations
 
@@ -15,8 +16,9 @@ _SERIES: dict[tuple[str, bool], tuple[tuple[Curve, ...], tuple[Band, ...]]] = {}
 
 
 def banked_series(preset: Preset, scaled: bool) -> tuple[tuple[Curve, ...], tuple[Band, ...]]:
-    """As `_banked_series`, kept per preset (its sha256 pins every banked version): the
-    probes screen rebuilds its spec on every redraw, the banked curves never change."""
+    """The same as `_banked_series`, kept per preset (its sha256 pins every banked version).
+
+    The probes screen rebuilds its spec on every redraw, and the banked curves never change."""
     key = (preset.sha256, scaled)
     if key in _SERIES:
         return _SERIES[key]
@@ -27,9 +29,11 @@ def banked_series(preset: Preset, scaled: bool) -> tuple[tuple[Curve, ...], tupl
 
 
 def _banked_series(preset: Preset, scaled: bool) -> tuple[tuple[Curve, ...], tuple[Band, ...]]:
-    """Each banked comparator's whole curve (its own units, at the steps it measured), and
-    for each `group` of two or more banked comparators the min-max envelope, on the union of
-    their steps, each curve interpolated between its measured steps (never extrapolated)."""
+    """Each banked comparator's whole curve, and the min-max envelope of each group.
+
+    A curve is in its own units, at the steps it measured. For each `group` of two or more banked
+    comparators the envelope is on the union of their steps, each curve interpolated between its
+    measured steps (never extrapolated)."""
     curves: list[Curve] = []
     groups: dict[str, list[Sequence[tuple[int, float]]]] = {}
     for i, comp in enumerate(preset.comparators.values()):
@@ -73,8 +77,10 @@ def _banked_series(preset: Preset, scaled: bool) -> tuple[tuple[Curve, ...], tup
 
 
 def _interpolate(points: Sequence[tuple[int, float]], step: int) -> float | None:
-    """The curve at `step` (points in step order): measured, or linear between the two
-    measured steps around it; None outside the measured range or next to a non-finite value."""
+    """The curve's value at `step` (points in step order).
+
+    The value is measured, or linear between the two measured steps around it. None outside the
+    measured range or next to a non-finite value."""
     i = bisect_left(points, (step, -math.inf))
     if i < len(points) and points[i][0] == step:
         v = points[i][1]

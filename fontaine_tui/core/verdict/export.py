@@ -44,8 +44,9 @@ def _our_png(head: bytes) -> bool:
 
 
 def write_verdict(path: str | Path, verdict: Verdict) -> Path:
-    """verdict.json, atomically; an existing verdict.json that is not ours is never replaced
-    (InputError)."""
+    """Write verdict.json atomically.
+
+    An existing verdict.json that is not ours is never replaced (InputError)."""
     path = Path(path)
     replace_own(
         path, json.dumps(verdict.to_json(), indent=2) + "\n", _our_verdict, "a verdict.json"

@@ -35,8 +35,9 @@ def head_path(chain: str | Path) -> Path:
 
 
 def record(chain: str | Path, lines: int, last: str) -> None:
-    """Record that `chain` now holds `lines` lines, the last with sha256 `last` (call it
-    under the chain's lock, after the line is written)."""
+    """Record that `chain` now holds `lines` lines, the last with sha256 `last`.
+
+    Call it under the chain's lock, after the line is written."""
     doc = {"schema": SCHEMA, "lines": lines, "last": last}
     atomic_write(head_path(chain), json.dumps(doc, sort_keys=True) + "\n")
 
@@ -56,9 +57,10 @@ def read(chain: str | Path) -> bytes | None:
 
 
 def check(origin: str, head: bytes | None, links: Sequence[str], marked: bool) -> str:
-    """Why the chain as walked is not the one recorded, in words ("" when it is). `origin`
-    names the chain, `links[0]` is its genesis and `links[k]` the sha256 of its line k,
-    `marked`: one of its lines says a head is kept."""
+    """Why the chain as walked is not the one recorded, in words ("" when it is).
+
+    `origin` names the chain, `links[0]` is its genesis and `links[k]` the sha256 of its line k.
+    `marked` says one of its lines states that a head is kept."""
     where = head_name(origin)
     if head is None:
         if marked:

@@ -59,8 +59,10 @@ def _to_amendment(obj: object, where: str) -> Amendment:
 
 @dataclass(frozen=True, slots=True)
 class LedgerRead:
-    """The ledger as read: the amendments up to the first line that breaks the chain, and
-    that break in words ("" when the chain holds)."""
+    """The ledger as read, with the break in its chain if any.
+
+    It holds the amendments up to the first line that breaks the chain, and that break in words
+    ("" when the chain holds)."""
 
     amendments: tuple[Amendment, ...]
     broken: str = ""
@@ -86,9 +88,11 @@ def genesis_of(folder: RunFolder) -> str:
 
 
 def read_amendments(folder: RunFolder) -> list[Amendment]:
-    """Every declaration in the ledger, in order; InputError naming the line where the chain
-    breaks (an edited, removed, inserted or reordered line), or a line that is no amendment.
-    A torn last line (a writer killed mid-line) is skipped."""
+    """Every declaration in the ledger, in order.
+
+    Raises InputError naming the line where the chain breaks (an edited, removed, inserted or
+    reordered line), or a line that is no amendment. A torn last line (a writer killed
+    mid-line) is skipped."""
     read = read_ledger(folder)
     if read.broken:
         raise InputError(read.broken)
@@ -110,9 +114,11 @@ def read_ledger(folder: RunFolder) -> LedgerRead:
 def parse_amendments(
     data: bytes, origin: str, genesis: str = "", head: bytes | None = None
 ) -> list[Amendment]:
-    """The ledger's bytes (read locally or through a run source) as `read_amendments` reads
-    them; `origin` names the file in errors, `genesis` is `genesis_of` the run folder, `head`
-    the bytes of its head file (core/verdict/head.py), if any."""
+    """Parse the ledger's bytes as `read_amendments` reads them.
+
+    The bytes are read locally or through a run source. `origin` names the file in errors,
+    `genesis` is `genesis_of` the run folder, `head` the bytes of its head file
+    (core/verdict/head.py), if any."""
     read = parse_ledger(data, origin, genesis, head)
     if read.broken:
         raise InputError(read.broken)
@@ -120,11 +126,13 @@ def parse_amendments(
 
 
 def parse_ledger(data: bytes, origin: str, genesis: str, head: bytes | None = None) -> LedgerRead:
-    """Walk the chain: each line's `hash` is the sha256 of its canonical JSON without it, its
-    `prev` the sha256 of the line before (of prereg.json for the first). Amendments from the
-    first line that does not hold on are not applied. A last line without its newline is
-    read when it is whole and holds on; else it is a torn write, skipped. The chain must
-    reach the head recorded beside it (`head`'s bytes): a cut at its end is named."""
+    """Walk the ledger's hash chain and return the amendments it holds.
+
+    Each line's `hash` is the sha256 of its canonical JSON without it, its `prev` the sha256 of
+    the line before (of prereg.json for the first). Amendments from the first line that does not
+    hold on are not applied. A last line without its newline is read when it is whole and holds
+    on; else it is a torn write, skipped. The chain must reach the head recorded beside it
+    (`head`'s bytes): a cut at its end is named."""
     read = _walk(data, origin, genesis)
     why = read.broken or chain_head.check(origin, head, read.links, read.marked)
     return LedgerRead(read.amendments, why, read.prev, read.torn, len(read.links) - 1, read.newline)
@@ -310,9 +318,10 @@ def _append(
 
 
 def max_step_seen(log: Path) -> int:
-    """The highest step of any train or eval record in the log and its rotated segments (every
-    file the verdict reads), including steps a resume later replayed: what had been seen, not
-    what survives."""
+    """The highest step of any train or eval record in the log and its rotated segments.
+
+    The segments are every file the verdict reads. Steps a resume later replayed are included:
+    the figure is what had been seen, not what survives."""
     from fontaine_tui.core.log.lines import LineCutter
     from fontaine_tui.core.log.read import segment_chunks
     from fontaine_tui.core.log.records import Probe, TrainPoint, parse_line

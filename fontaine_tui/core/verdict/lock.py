@@ -1,8 +1,11 @@
-"""Distance to the bounds and the decision lock: at each probe, how far the read is from each
-bound, and from which probe no remaining probe can change the verdict, given the largest
-change one probe can bring (stated in the preset, else the largest step-to-step change of the
-banked comparators' curves; which one is said) and how many probes remain (the cadence: the
-smallest gap between the probes seen, never more than the preset states; unknown, no lock)."""
+"""Distance to the bounds and the decision lock.
+
+At each probe, this module gives how far the read is from each bound, and from which probe no
+remaining probe can change the verdict. That depends on the largest change one probe can
+bring (stated in the preset, else the largest step-to-step change of the banked comparators'
+curves; which one is said) and on how many probes remain. The count of probes comes from the
+cadence: the smallest gap between the probes seen, never more than the preset states. With
+the cadence unknown, there is no lock."""
 
 from __future__ import annotations
 
@@ -50,9 +53,11 @@ class Lock:
 def probe_cadence(
     steps: Sequence[int], stated: int | None, stated_from: str = ""
 ) -> tuple[int | None, str]:
-    """Every how many steps a probe comes: the smallest gap between consecutive probe steps
-    seen (`steps`, in order), never more than the cadence the preset states (`stated`, from
-    `stated_from`); None when neither is known (fewer than two probes and none stated)."""
+    """Every how many steps a probe comes.
+
+    The cadence is the smallest gap between consecutive probe steps seen (`steps`, in order),
+    never more than the cadence the preset states (`stated`, from `stated_from`). None when
+    neither is known (fewer than two probes and none stated)."""
     gaps = [(b - a, a, b) for a, b in zip(steps, steps[1:], strict=False) if b > a]
     seen = min(gaps, default=None)
     if seen is not None and (stated is None or seen[0] < stated):
@@ -72,11 +77,14 @@ def decision_lock(
     source: str,
     every_from: str = "",
 ) -> Lock:
-    """`points`: the read (delta or level) at each probe so far, in step order; `bounds`:
-    (healthy, drift) of the raw rule and, with a scale amendment in force, of the scaled one;
-    `every`: the probe cadence (None: unknown, and then no lock is claimed).
-    The lock is the first probe from which, at every later probe, no value within the
-    remaining probes x `max_change` gives any rule another label."""
+    """The decision lock: the probe from which no remaining probe can change the verdict.
+
+    `points`: the read (delta or level) at each probe so far, in step order. `bounds`: (healthy,
+    drift) of the raw rule and, with a scale amendment in force, of the scaled one. `every`: the
+    probe cadence (None: unknown, and then no lock is claimed).
+
+    The lock is the first probe from which, at every later probe, no value within the remaining
+    probes x `max_change` gives any rule another label."""
     h0, d0 = bounds[0]
     distances = tuple(
         Distance(s, h0 - x, d0 - x) if lower else Distance(s, x - h0, x - d0)
@@ -113,9 +121,10 @@ def decision_lock(
 def max_probe_change(
     spec: VerdictSpec, every: int | None, curves: Iterable[tuple[str, Sequence[tuple[int, float]]]]
 ) -> tuple[float | None, str]:
-    """The largest change of the read from one probe to the next: the preset's
-    `verdict.max_probe_change`, else the largest step-to-step change among the banked
-    comparators' curves (scaled to `every` steps, the probe cadence; None: unknown),
+    """The largest change of the read from one probe to the next, and where it comes from.
+
+    It is the preset's `verdict.max_probe_change`, else the largest step-to-step change among the
+    banked comparators' curves (scaled to `every` steps, the probe cadence; None: unknown),
     naming the comparator and the steps."""
     if math.isfinite(spec.max_probe_change):
         return spec.max_probe_change, "stated in the preset (verdict.max_probe_change)"

@@ -14,8 +14,9 @@ LOSSES = (("ar_ce", "AR CE", "cyan"), ("flow_loss", "flow", "magenta"))
 
 
 class Ema:
-    """The debiased exponential moving average of a growing column, extended in place: a
-    redraw adds only the points logged since the last one.
+    """The debiased exponential moving average of a growing column, extended in place.
+
+    A redraw adds only the points logged since the last one.
 
     s_t = f * s_(t-1) + (1 - f) * x_t, read as s_t / (1 - f^n) over the n finite points so
     far, so the curve starts at the first value instead of rising from zero; a non-finite
@@ -36,8 +37,10 @@ class Ema:
         self.out: list[float] = []
 
     def extend(self, stamp: int = 0) -> list[float]:
-        """Average the points added since the last call; `stamp` moves when earlier points
-        were replaced (a resume rewound the log), which starts the average over."""
+        """Average the points added since the last call.
+
+        `stamp` moves when earlier points were replaced (a resume rewound the log), which starts the
+        average over."""
         column = self.column
         if stamp != self._stamp or len(column) < self._seen:
             self._reset(stamp)
@@ -68,8 +71,10 @@ def ema(store: RunStore, name: str, factor: float) -> list[float]:
 
 
 def losses(store: RunStore) -> tuple[tuple[str, str, str], ...]:
-    """The loss columns to draw: the engine's AR CE and flow loss, or, for another trainer's
-    run (which logs one train loss), its `loss`."""
+    """The loss columns to draw.
+
+    They are the engine's AR CE and flow loss, or, for another trainer's run (which logs one
+    train loss), its `loss`."""
     cols = store.columns
     if (
         store.steps
@@ -81,8 +86,10 @@ def losses(store: RunStore) -> tuple[tuple[str, str, str], ...]:
 
 
 def loss_chart(store: RunStore, smoothing: float = 0.0, log: bool = False) -> ChartSpec:
-    """The train losses; with `smoothing` (an EMA factor in [0, 1)) the smoothed curves on
-    top of the raw ones drawn faint; `log` for a log y axis."""
+    """The train losses chart.
+
+    With `smoothing` (an EMA factor in [0, 1)), the smoothed curves are drawn on top of the raw
+    ones, drawn faint. `log` gives a log y axis."""
     curves: list[Curve] = []
     for name, label, color in losses(store):
         if smoothing > 0:

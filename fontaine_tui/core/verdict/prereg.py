@@ -66,8 +66,10 @@ class BoundsChange:
 
     @property
     def math_changed(self) -> bool:
-        """Anything beyond [platform] (machinery-only knobs), [slurm] and [babysit] (when the run
-        is looked at) changed."""
+        """Whether anything changed beyond the knobs that leave the read alone.
+
+        Those are [platform] (machinery-only knobs), [slurm] and [babysit] (when the run is
+        polled)."""
         return any(s not in ("platform", "babysit", "slurm") for s in self.sections)
 
     @property
@@ -189,9 +191,10 @@ def _object(value: object, key: str) -> dict:
 
 
 def provenance_changes(frozen: Mapping[str, object], metas: Sequence[Meta]) -> tuple[str, ...]:
-    """Where the log's meta records name other code or data than was frozen at launch (a
-    resume on edited code, another corpus), in words naming both; () when they agree or
-    either side did not record it."""
+    """Where the log's meta records name other code or data than was frozen at launch.
+
+    Such a change is a resume on edited code, or another corpus. Each is described in words
+    naming both sides; () when they agree or either side did not record it."""
     out: list[str] = []
     for key, what, field_ in (("code", "the code", "sha256"), ("data", "the data", "fingerprint")):
         was = frozen.get(key)
@@ -221,9 +224,11 @@ def _ident(d: Mapping[str, object]) -> str:
 
 
 def frozen_over(prereg: Prereg, given: Preset | None, given_name: str, origin: str) -> Preset:
-    """The preset a run is read with: the frozen one. A `given` preset that differs from it
-    beyond [platform] is refused (InputError naming the keys); the headless readers call
-    this, the console instead shows the difference as a ledger warning."""
+    """The preset a run is read with: the frozen one.
+
+    A `given` preset that differs from it beyond [platform] is refused (InputError naming the
+    keys). The headless readers call this; the console instead shows the difference as a ledger
+    warning."""
     if given is not None:
         change = compare(prereg, given)
         if change is not None and change.math_changed:

@@ -1,6 +1,7 @@
-"""The probes charts: the rule's read at each probe against its bounds and the banked
-comparators (a delta from the anchor, or a level), the eval levels before the anchor, and
-the per-dataset view."""
+"""The probes charts: the rule's read at each probe, and the per-dataset view.
+
+The read (a delta from the anchor, or a level) is drawn against its bounds and the banked
+comparators, with the eval levels before the anchor."""
 
 from __future__ import annotations
 
@@ -17,9 +18,10 @@ from fontaine_tui.core.verdict.text import signed
 
 
 def comparator_marks(preset: Preset, scale: float | None) -> tuple[Mark, ...]:
-    """Banked endpoint deltas, always in their own units: beside the scale-adjusted bounds
-    they are annotated "raw units", never multiplied (the scale is an estimate for this
-    run's instrument, not a conversion of the comparators')."""
+    """Banked endpoint deltas, always in their own units.
+
+    Beside the scale-adjusted bounds they are annotated "raw units", never multiplied (the scale
+    is an estimate for this run's instrument, not a conversion of the comparators')."""
     x = float(preset.verdict.endpoint_step)
     marks = []
     for i, comp in enumerate(preset.comparators.values()):
@@ -42,8 +44,10 @@ def probes_chart(
     latest: Verdict | None,
     scaled: bool,
 ) -> ChartSpec:
-    """delta(s) against banked endpoints and bounds; before the anchor, eval levels against
-    the comparators' levels at their level step."""
+    """The probes chart: delta(s) against banked endpoints and bounds.
+
+    Before the anchor, eval levels are drawn against the comparators' levels at their level
+    step."""
     spec = preset.verdict
     anchor, endpoint = spec.anchor_step, spec.endpoint_step
     if spec.read == "level":
@@ -116,10 +120,12 @@ def datasets(store: RunStore) -> list[str]:
 
 
 def datasets_chart(store: RunStore, preset: Preset, scaled: bool = False) -> ChartSpec:
-    """The per-dataset view: for each dataset of the eval breakdown, this run's delta (or,
-    for a level read, its level) at each probe, and each banked comparator's curve of the
-    same dataset drawn faint in the dataset's colour. No bounds: they are the rule's, on
-    the verdict's metric; and always raw units (a scale amendment is for the metric)."""
+    """The per-dataset view of the eval breakdown.
+
+    For each dataset, this run's delta (or, for a level read, its level) at each probe, and each
+    banked comparator's curve of the same dataset drawn faint in the dataset's colour. No bounds:
+    they are the rule's, on the verdict's metric. Always raw units (a scale amendment is for the
+    metric)."""
     spec = preset.verdict
     anchor = spec.anchor_step
     level = spec.read == "level" or anchor not in store.probes

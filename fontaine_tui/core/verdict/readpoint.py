@@ -1,5 +1,7 @@
-"""Where the primary rule reads: the endpoint's probe, a provisional read before it, or no
-read (naming where the run's probes are)."""
+"""Where the primary rule reads.
+
+The read is at the endpoint's probe, a provisional read before it, or no read (naming where
+the run's probes are)."""
 
 from __future__ import annotations
 
@@ -10,8 +12,9 @@ from fontaine_tui.core.log.store import RunStore
 
 
 def probes_at(probes: Mapping[int, Probe], shown: int = 4) -> str:
-    """Where a run's probes are, for a rule whose step has none (a trainer that probes at
-    global_step - 1 logs 9, 19, 29 where the preset says 10): the first few and the last."""
+    """Where a run's probes are (the first few and the last), for a rule whose step has none.
+
+    A trainer that probes at global_step - 1 logs 9, 19, 29 where the preset says 10."""
     steps = sorted(probes)
     if not steps:
         return "the run has no probes"
@@ -20,8 +23,10 @@ def probes_at(probes: Mapping[int, Probe], shown: int = 4) -> str:
 
 
 def off_cadence(probes: Mapping[int, Probe], step: int) -> str:
-    """Why `step` will not be probed, when the run probes at a steady cadence that misses it
-    (probes at 9, 19, 29 and an endpoint of 40), else ""."""
+    """Why `step` will not be probed, else "".
+
+    That is when the run probes at a steady cadence that misses it (probes at 9, 19, 29 and an
+    endpoint of 40)."""
     steps = sorted(probes)
     if len(steps) < 2 or step in probes or step < steps[-1]:
         return ""

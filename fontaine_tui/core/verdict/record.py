@@ -1,5 +1,6 @@
-"""The verdict as a record: each rule's read, the amendments' checks, the scale, and the
-verdict.json document they make (schema SCHEMA).
+"""The verdict as a record, and the verdict.json document it makes (schema SCHEMA).
+
+The record holds each rule's read, the amendments' checks and the scale.
 
 `rules.py` computes it; text.py, export.py and the console read it.
 """
@@ -141,8 +142,9 @@ class Verdict:
         return code + PROVISIONAL_OFFSET if self.provisional else code
 
     def to_json(self) -> dict:
-        """The verdict.json document (schema SCHEMA, described in docs/verdict-json.md). Every key of
-        schema 1 is still there with its meaning; schema 2 adds the rest."""
+        """The verdict.json document (schema SCHEMA, described in docs/verdict-json.md).
+
+        Every key of schema 1 is still there with its meaning; schema 2 adds the rest."""
         return {
             "schema": SCHEMA,
             "verdict": self.verdict,  # the class: exit codes and tools key on it

@@ -140,8 +140,10 @@ def read(path: str | Path) -> list[ReviewEntry]:
 
 
 def verify(path: str | Path) -> ChainCheck:
-    """Walk the chain; report the first line whose own hash or link does not hold, or a
-    chain cut short of the head recorded beside it."""
+    """Walk the chain and report the first link that does not hold.
+
+    That is the first line whose own hash or link does not hold, or a chain cut short of the
+    head recorded beside it."""
     path = Path(path)
     lines = _lines(_read(path))
     head = chain_head.read(path)

@@ -31,9 +31,10 @@ def _lock(
     raw: RuleRead | None,
     scaled: RuleRead | None,
 ) -> Lock | None:
-    """The decision lock over the reads up to `read_step` (None without a primary read),
-    counting the probes left to `endpoint` (the endpoint in force) at the cadence of the
-    probes seen, never more than the preset states."""
+    """The decision lock over the reads up to `read_step` (None without a primary read).
+
+    It counts the probes left to `endpoint` (the endpoint in force) at the cadence of the probes
+    seen, never more than the preset states."""
     spec = preset.verdict
     if read_step is None or raw is None:
         return None
@@ -111,8 +112,9 @@ def _scale(
 
 
 def _ar_ce_evidence(preset: Preset, name: str, probe: Probe) -> str:
-    """This run's eval AR CE at the scale's step beside the banked comparator's, when the
-    bank holds it."""
+    """This run's eval AR CE at the scale's step beside the banked comparator's.
+
+    Given only when the bank holds it."""
     from fontaine_tui.core.verdict.curves import banked_value
 
     theirs = banked_value(preset.comparators[name], probe.step, "eval_ar_ce")
@@ -323,9 +325,11 @@ def _judge(
     result: _Result,
     precision: tuple[int, float] = (53, 0.0),
 ) -> Verdict:
-    """Hold the read `x` (a delta or a level) to the raw bounds and, with a scale amendment
-    in force, to the bounds x s; the two rules combined. `precision`: the significand bits
-    the source stored the read's numbers in, and how close to a bound is on it."""
+    """Hold the read `x` (a delta or a level) to its bounds and combine the two rules.
+
+    The bounds are the raw ones and, with a scale amendment in force, the bounds x s.
+    `precision`: the significand bits the source stored the read's numbers in, and how close to
+    a bound is on it."""
     spec = preset.verdict
     lower = spec.lower_is_better
     tol = precision[1]
@@ -417,8 +421,10 @@ def _all_agree(label: str, reason: str, second: tuple[SecondaryRead, ...]) -> tu
 def _datasets(
     probes: Mapping[int, Probe], spec: VerdictSpec, read_step: int | None
 ) -> dict[str, float]:
-    """Every dataset of the eval breakdown, read as the primary rule reads (a delta from the
-    anchor probe, or a level): verdict.json carries them whatever the rules are."""
+    """Every dataset of the eval breakdown, read as the primary rule reads.
+
+    That is a delta from the anchor probe, or a level. verdict.json carries them whatever the
+    rules are."""
     if read_step is None or read_step not in probes:
         return {}
     at = probes[read_step].breakdown

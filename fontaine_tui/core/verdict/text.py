@@ -137,8 +137,10 @@ def render(v: Verdict, log_label: str = "") -> str:
 
 
 def typed_in_caveat(v: Verdict) -> str:
-    """When no comparator of the read is a banked run, say that its interpretation compares
-    this run with numbers measured elsewhere ("" when some comparator was banked)."""
+    """The caveat that the read compares with numbers measured elsewhere, if none is banked.
+
+    When no comparator of the read is a banked run, its interpretation compares this run with
+    numbers measured elsewhere. "" when some comparator was banked."""
     if not v.comparators or any(c.get("bank") for c in v.comparators):
         return ""
     return (
@@ -185,9 +187,10 @@ def comparator_lines(v: Verdict) -> list[str]:
 
 
 def platform_delta_lines(v: Verdict, most: int = 4) -> list[str]:
-    """The launcher script's declared platform delta, as frozen at launch (the lines above
-    its command block that differ from the reference launcher's): a count and the first
-    `most` changed lines; [] when the run has none."""
+    """The launcher script's declared platform delta, as frozen at launch.
+
+    The delta is the lines above its command block that differ from the reference launcher's:
+    a count and the first `most` changed lines; [] when the run has none."""
     delta = v.provenance.get("platform_delta")
     if not isinstance(delta, list) or not delta:
         return []
