@@ -31,8 +31,10 @@ def context_for(
     telemetry: TelemetrySnapshot | None = None,
     launched_at: float | None = None,
 ) -> RunContext:
-    """GPUs held: the engine's own meta record says (device, world size); before it, the
-    preset's platform, counted only where telemetry shows GPUs."""
+    """The RunContext the rules read a run with, including the GPUs it holds.
+
+    The GPUs held are what the engine's own meta record says (device, world size). Before that
+    record, they are the preset's platform, counted only where telemetry shows GPUs."""
     if store.metas:
         meta = store.metas[-1]
         gpus = (meta.world_size or 1) if meta.device.startswith("cuda") else 0
@@ -79,9 +81,10 @@ def evaluate(
     finished: bool = False,
     settling: bool = False,
 ) -> list[RunWarning]:
-    """The active warnings now, each with its first-seen time (the console's one call). The
-    book records the snapshot first, so the rules see it in the history too. `finished`:
-    the run's final read is in (a foreign run with no end event of its own is then over);
+    """The active warnings now, each with its first-seen time (the console's one call).
+
+    The book records the snapshot first, so the rules see it in the history too. `finished`:
+    the run's final read is in (a foreign run with no end event of its own is then over).
     `settling`: a foreign source's last step may still be held (RunContext)."""
     book.observe(telemetry)
     ctx = replace(
@@ -95,9 +98,11 @@ def evaluate(
 
 
 class WarningBook:
-    """Remembers when each active warning was first seen; a warning that clears and comes
-    back is new. Also the last HISTORY snapshots' RAM readings and process states, one per
-    distinct snapshot time, which a rule given one snapshot cannot see (the stall's trend)."""
+    """Remembers when each active warning was first seen.
+
+    A warning that clears and comes back is new. The book also keeps the last HISTORY snapshots'
+    RAM readings and process states, one per distinct snapshot time, which a rule given one
+    snapshot cannot see (the stall's trend)."""
 
     def __init__(self) -> None:
         self._active: dict[str, RunWarning] = {}
@@ -106,8 +111,10 @@ class WarningBook:
         self._states: deque[StateReading] = deque(maxlen=HISTORY)
 
     def observe(self, telemetry: TelemetrySnapshot | None) -> None:
-        """Record a snapshot newer than the last one seen; the same or an older one is not
-        a new poll (the console evaluates more often than it samples)."""
+        """Record a snapshot newer than the last one seen.
+
+        The same or an older one is not a new poll (the console evaluates more often than it
+        samples)."""
         if telemetry is None or (self._states and telemetry.time <= self._states[-1][0]):
             return
         self._states.append((telemetry.time, state_key(telemetry)))

@@ -1,6 +1,8 @@
-"""Warning rules: pure functions of what the log and the telemetry say, thresholds from the
-preset's [gates]. Each rule answers a RunWarning or None; `run_rules` runs them all once
-(core/launch/alert_book.py keeps when each was first seen across evaluations)."""
+"""Warning rules: pure functions of what the log and the telemetry say.
+
+Their thresholds come from the preset's [gates]. Each rule answers a RunWarning or None;
+`run_rules` runs them all once (core/launch/alert_book.py keeps when each was first seen
+across evaluations)."""
 
 from __future__ import annotations
 
@@ -47,8 +49,9 @@ Warning = RunWarning  # the name the rest of the code reads; the builtin is not 
 
 @dataclass(frozen=True, slots=True)
 class RunContext:
-    """What the rules need beyond the log and the one snapshot: the plan, the launch, and the
-    WarningBook's short history of earlier snapshots."""
+    """What the rules need beyond the log and the one snapshot.
+
+    That is the plan, the launch, and the WarningBook's short history of earlier snapshots."""
 
     steps: int  # recipe.steps
     launched_at: float | None  # unix seconds; None: the first meta record's time
@@ -93,7 +96,7 @@ def first_poll(
     process: ExitInfo | None,
     ctx: RunContext,
 ) -> RunWarning | None:
-    """The first look once training runs: util, s/step and free RAM."""
+    """The first poll once training runs: util, s/step and free RAM."""
     n = len(store.steps)
     if n < FIRST_POLL_RECORDS:
         return None
@@ -120,16 +123,19 @@ def first_poll(
 
 
 def data_wait(store: RunStore) -> float | None:
-    """The share of the last WINDOW steps' time spent waiting for data; None before a step,
-    or when the log has no data wait (another trainer's: the engine's own column)."""
+    """The share of the last WINDOW steps' time spent waiting for data.
+
+    None before a step, or when the log has no data wait (another trainer's log: the data wait
+    is the engine's own column)."""
     waits = _recent(store, "data_s")
     data, step = sum(waits), sum(_recent(store, "step_s"))
     return data / step if step > 0 and waits else None
 
 
 def data_starved(store: RunStore, gates: Mapping[str, object]) -> tuple[float, float] | None:
-    """(data-wait share, gate) when the share is over starvation_data_frac, else None: the
-    starvation rule's test, which the console's telemetry panel also shows."""
+    """The (data-wait share, gate) when the share is over starvation_data_frac, else None.
+
+    This is the starvation rule's test, which the console's telemetry panel also shows."""
     frac, gate = data_wait(store), gate_of(gates, "starvation_data_frac")
     return (frac, gate) if frac is not None and gate is not None and frac > gate else None
 
@@ -142,8 +148,10 @@ def starvation(
     process: ExitInfo | None,
     ctx: RunContext,
 ) -> RunWarning | None:
-    """Waiting for data over starvation_data_frac of the step, or GPU util under gpu_util_min
-    while training."""
+    """Warn of input starvation.
+
+    That is waiting for data over starvation_data_frac of the step, or GPU util under
+    gpu_util_min while training."""
     starved = data_starved(store, gates)
     if starved is not None:
         frac, frac_gate = starved
@@ -298,10 +306,12 @@ def stall(
     process: ExitInfo | None,
     ctx: RunContext,
 ) -> RunWarning | None:
-    """No record for stall_factor x the median interval (at least stall_min_s) while running:
-    one line of what most likely happens and where to look (stall.py has the precedence).
-    A run whose log ended (an `end` or `error` event, no resume after it), or a run with its
-    final read in (`ctx.finished`), is over: quiet, not stalled."""
+    """Warn of a stall: no record for stall_factor x the median interval while running.
+
+    The interval is at least stall_min_s. The warning is one line of what most likely happens
+    and where to look (stall.py has the precedence). A run whose log ended (an `end` or `error`
+    event, no resume after it), or a run with its final read in (`ctx.finished`), is over:
+    quiet, not stalled."""
     if process is not None or logged_over(store) or ctx.finished or ctx.settling:
         return None
     quiet = silence(store, gates, now, ctx.eval_every, ctx.save_every, ctx.steps)
@@ -315,8 +325,10 @@ def stall(
 
 
 def logged_over(store: RunStore) -> bool:
-    """The log says the run is over: its last event is an `end` or an `error` (a resume or
-    start after one is a later event)."""
+    """Whether the log says the run is over.
+
+    It is over when its last event is an `end` or an `error` (a resume or start after one is a
+    later event)."""
     return (
         store.ended_at is not None
         or bool(store.events)
@@ -332,8 +344,10 @@ def nonfinite_loss(
     process: ExitInfo | None,
     ctx: RunContext,
 ) -> RunWarning | None:
-    """A non-finite loss in the recent records: the engine's losses, or a foreign run's one
-    loss (the [source]'s train loss; the engine's columns are not there to read)."""
+    """Warn of a non-finite loss in the recent records.
+
+    The losses are the engine's, or a foreign run's one loss (the [source]'s train loss; the
+    engine's columns are not there to read)."""
     n = len(store.steps)
     fields = FOREIGN_LOSS_FIELDS if ctx.foreign else LOSS_FIELDS
     for i in range(max(0, n - WINDOW), n):
@@ -385,8 +399,9 @@ def left_envelope(
     process: ExitInfo | None,
     ctx: RunContext,
 ) -> RunWarning | None:
-    """The latest probe's read lies outside a group's envelope of banked comparators at the
-    same step (the envelope drawn on the probes chart)."""
+    """Warn when the latest probe's read lies outside a group's envelope of banked comparators.
+
+    The envelope is taken at the same step; it is the one drawn on the probes chart."""
     if not ctx.envelopes or not store.probes:
         return None
     step = store.probe_steps()[-1]

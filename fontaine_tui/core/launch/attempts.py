@@ -99,8 +99,9 @@ def begin(
     host: str | None = None,
     clock: Callable[[], float] = time.time,
 ) -> int:
-    """Record that `engine` (just started, or resumed, or a Slurm job just submitted) is
-    attempt N of the run; returns N."""
+    """Record that `engine` is attempt N of the run, and return N.
+
+    The engine is just started, or resumed, or a Slurm job just submitted."""
     if kind not in KINDS:
         raise ValueError(f"attempt kind {kind!r}: expected one of {', '.join(KINDS)}")
 
@@ -132,8 +133,10 @@ def begin(
 def end(
     folder: RunFolder, attempt: int, info: ExitInfo, clock: Callable[[], float] = time.time
 ) -> bool:
-    """Record how attempt `attempt` ended; False (nothing written) when an end line for it is
-    already there (two consoles saw the same exit)."""
+    """Record how attempt `attempt` ended.
+
+    Returns False (nothing written) when an end line for it is already there (two consoles saw
+    the same exit)."""
     cause, detail = cause_of(info)
 
     def line(records: list[dict[str, Any]]) -> dict[str, Any] | None:
@@ -161,8 +164,9 @@ def read_attempts(
     host: str | None = None,
     alive: Callable[[int, float | None], bool] = pid_alive,
 ) -> list[Attempt]:
-    """The attempts in the order they began. One without an end line is "running" while its
-    pid (on this host) is alive, else "unknown"."""
+    """The attempts in the order they began.
+
+    One without an end line is "running" while its pid (on this host) is alive, else "unknown"."""
     try:
         data = read_whole(folder.attempts)
     except OSError:
@@ -235,8 +239,10 @@ def open_attempt(folder: RunFolder) -> Attempt | None:
 
 
 def reattach(folder: RunFolder, attempt: Attempt) -> EngineProcess | SlurmJob:
-    """The attempt's engine, found again by pid (or its Slurm job by id) and judged from the
-    attempt's own start: its offsets in the log and output, and its OOM-kill counters."""
+    """The attempt's engine, found again by pid (or its Slurm job by id).
+
+    It is judged from the attempt's own start: its offsets in the log and output, and its
+    OOM-kill counters."""
     if attempt.job:
         return SlurmJob(folder, attempt.job, attempt.since)
     return EngineProcess.reattach(

@@ -1,5 +1,7 @@
-"""Babysitting: when a run is looked at ([babysit] in the preset), what each look records
-(a line of the run folder's babysit.jsonl), and which watcher does it.
+"""Babysitting: when a run is polled, what each poll records, and which watcher does it.
+
+The poll times come from [babysit] in the preset, and each poll is a line of the run folder's
+babysit.jsonl.
 
 The reference workflow's cadence: a first poll as soon as there is a step time to read
 (GPU util, s/step, free RAM, data wait: "fix input starvation before letting it ride"),
@@ -52,9 +54,11 @@ class Cadence:
 
 
 class PollClock:
-    """When the next poll is due. The first: after `first_steps` steps or `first_s` seconds
-    since launch, whichever comes first; with neither set, at the first s/step reading (the
-    first-poll rule's). Then every `every_s` after the previous one."""
+    """When the next poll is due.
+
+    The first: after `first_steps` steps or `first_s` seconds since launch, whichever comes
+    first. With neither set, at the first s/step reading (the first-poll rule's). Then every
+    `every_s` after the previous one."""
 
     def __init__(
         self,
@@ -67,7 +71,7 @@ class PollClock:
         self.last, self.count = last, count
 
     def due(self, store: RunStore, now: float) -> str | None:
-        """ "first", "cadence" or None."""
+        """Which poll is due now: "first", "cadence" or None."""
         c = self.cadence
         if self.last is None:
             step = store.last_step
@@ -194,9 +198,10 @@ def read_polls(path: Path) -> list[dict[str, Any]]:
 
 
 def told_record(what: str, step: int, logged: float, now: float, watcher: str) -> dict[str, object]:
-    """babysit.jsonl's line for a post that went out: `what` ("probe", "verdict") about the
-    log's record at `step` written at `logged` (a record logged again after a resume is news
-    again)."""
+    """babysit.jsonl's line for a post that went out.
+
+    `what` ("probe", "verdict") is about the log's record at `step` written at `logged` (a record
+    logged again after a resume is news again)."""
     return {
         "time": now,
         "at": utc_iso(now),
@@ -209,8 +214,10 @@ def told_record(what: str, step: int, logged: float, now: float, watcher: str) -
 
 
 def read_told(path: Path) -> set[tuple[str, int, float | None]]:
-    """What babysit.jsonl says was already posted, as (what, step, logged): a watcher that
-    comes back (a console re-attached, a babysitter restarted) does not post it again."""
+    """What babysit.jsonl says was already posted, as (what, step, logged).
+
+    A watcher that comes back (a console re-attached, a babysitter restarted) does not post it
+    again."""
     out: set[tuple[str, int, float | None]] = set()
     for rec in _lines(path):
         if (
@@ -232,9 +239,10 @@ def read_told(path: Path) -> set[tuple[str, int, float | None]]:
 def resumed_clock(
     cadence: Cadence, launched_at: float | None, path: Path, since: float | None = None
 ) -> PollClock:
-    """A clock that carries on from the polls already in babysit.jsonl (a watcher restarted
-    does not poll "first" again); `since`: polls before this time (an earlier attempt's)
-    do not count."""
+    """A clock that carries on from the polls already in babysit.jsonl.
+
+    A watcher restarted does not poll "first" again. `since`: polls before this time (an earlier
+    attempt's) do not count."""
     polls = [p for p in read_polls(path) if since is None or float(p["time"]) >= since]
     if not polls:
         return PollClock(cadence, launched_at)
@@ -242,8 +250,10 @@ def resumed_clock(
 
 
 class WatchLock:
-    """Held by the one watcher that babysits a run (posts and polls). An flock on a file in
-    the state folder, keyed by host and run folder: released when its process ends."""
+    """Held by the one watcher that babysits a run (posts and polls).
+
+    An flock on a file in the state folder, keyed by host and run folder: released when its
+    process ends."""
 
     def __init__(self, folder: Path, key: str) -> None:
         digest = hashlib.sha256(key.encode()).hexdigest()[:24]

@@ -1,6 +1,8 @@
-"""A preset's [command] made ready to run: its argv, environment and folder, and the
-provenance frozen into prereg.json (the files it names, the code's git state, the launcher
-script's declared platform delta), read again on --resume to say what changed.
+"""A preset's [command] made ready to run, and the provenance frozen into prereg.json.
+
+Ready to run means its argv, environment and folder. The provenance is the files it names,
+the code's git state and the launcher script's declared platform delta, read again on
+--resume to say what changed.
 
 A script runs as `bash SCRIPT` with no arguments; it finds the run folder in
 FONTAINE_OUTPUT_DIR, which every command's environment holds. Relative paths (script,
@@ -62,8 +64,9 @@ def _script(spec: CommandSpec, cwd: Path) -> Path:
 
 
 def command_argv(preset: Preset, folder: Path, resume: bool, cwd: Path | None = None) -> list[str]:
-    """The command line: argv (resume_argv with --resume) with {output_dir} as the absolute
-    run folder, or `bash SCRIPT`."""
+    """The command line: argv, or `bash SCRIPT`.
+
+    The argv is resume_argv with --resume, with {output_dir} as the absolute run folder."""
     spec = spec_of(preset)
     out = str(folder.absolute())
     if resume:
@@ -97,8 +100,9 @@ def _against(name: str, cwd: Path) -> Path:
 
 
 def file_record(path: Path) -> dict[str, object] | None:
-    """sha256 and size of a regular file (size and mtime alone over HASH_MOST); None when
-    there is no regular file there."""
+    """The sha256 and size of a regular file; None when there is no regular file there.
+
+    Over HASH_MOST bytes, the size and mtime alone."""
     try:
         st = path.stat()
     except (OSError, ValueError):
@@ -122,8 +126,10 @@ def file_record(path: Path) -> dict[str, object] | None:
 
 
 def named_files(spec: CommandSpec, argv: list[str], cwd: Path) -> dict[str, dict[str, object]]:
-    """The script, the reference launcher and each argv element that names a regular file
-    (against cwd), by the name as written (a file named twice: by its first name)."""
+    """The files a command names, by the name as written.
+
+    They are the script, the reference launcher and each argv element that names a regular file
+    (against cwd). A file named twice is kept by its first name."""
     names = [n for n in (spec.script, spec.block_reference) if n]
     names += [a for a in argv if a and "\0" not in a]
     out: dict[str, dict[str, object]] = {}
@@ -146,8 +152,10 @@ def _is_file(path: Path) -> bool:
 
 
 def code_root(spec: CommandSpec, argv: list[str], cwd: Path) -> Path:
-    """Where the code's repository is looked for: the script's folder, else the folder of
-    the first file argv names by a relative path, else cwd."""
+    """Where the code's repository is looked for.
+
+    That is the script's folder, else the folder of the first file argv names by a relative path,
+    else cwd."""
     if spec.script:
         return _against(spec.script, cwd).parent
     for arg in argv:
@@ -169,9 +177,11 @@ def _git(args: list[str], where: Path) -> bytes:
 
 
 def git_state(where: Path, run_folder: Path | None = None) -> dict[str, object]:
-    """The repository holding `where`: its root, HEAD commit and a sha256 of what is not
-    committed (`git diff HEAD --binary`, then each untracked, non-ignored file's name and
-    bytes; run folders, those holding a prereg.json, left out); or {"git": why not}."""
+    """The git state of the repository holding `where`, or {"git": why not}.
+
+    The state is its root, HEAD commit and a sha256 of what is not committed:
+    `git diff HEAD --binary`, then each untracked, non-ignored file's name and bytes (run
+    folders, those holding a prereg.json, left out)."""
     try:
         root = Path(os.fsdecode(_git(["rev-parse", "--show-toplevel"], where).rstrip(b"\n")))
         try:
@@ -226,9 +236,10 @@ def _run_folders(root: Path, listed: bytes, run_folder: Path | None) -> list[Pat
 def command_provenance(
     preset: Preset, argv: list[str], cwd: Path, run_folder: Path
 ) -> dict[str, object]:
-    """What prereg.json freezes of a command: argv, cwd, env, the files named and the code
-    (the run folder itself left out of it); with a block reference, the launcher's declared
-    platform delta (check_block)."""
+    """What prereg.json freezes of a command.
+
+    That is argv, cwd, env, the files named and the code (the run folder itself left out of it).
+    With a block reference, also the launcher's declared platform delta (check_block)."""
     spec = spec_of(preset)
     out: dict[str, object] = {
         "command": {"argv": list(argv), "cwd": str(cwd), "env": frozen_env(preset, run_folder)},
@@ -249,8 +260,10 @@ def code_changes(
     cwd: Path,
     run_folder: Path | None = None,
 ) -> list[str]:
-    """What changed since launch, as read now for --resume: each file frozen that argv (or
-    the script) names now, the commit and the uncommitted changes; [] where nothing did."""
+    """What changed since launch, as read now for --resume; [] where nothing did.
+
+    Each frozen file that argv (or the script) names now is compared, and so are the commit and
+    the uncommitted changes."""
     spec = spec_of(preset)
     out: list[str] = []
     was_files = frozen.get("files")
@@ -330,8 +343,10 @@ ASSIGNMENT = re.compile(r"^(\s*(?:export\s+)?)([A-Za-z_][A-Za-z0-9_]*)=(.*)$")
 
 
 def redacted(line: str) -> str:
-    """A launcher line as it may be frozen and shown: a secret-named variable's value, or a
-    value that looks like a credential, replaced by <redacted>."""
+    """A launcher line as it may be frozen and shown.
+
+    A secret-named variable's value, or a value that looks like a credential, is replaced by
+    <redacted>."""
     m = ASSIGNMENT.match(line)
     if m is not None and (is_secret(m.group(2)) or looks_secret(m.group(3))):
         return f"{m.group(1)}{m.group(2)}=<redacted>"
@@ -345,9 +360,11 @@ def _shown(lines: list[bytes], i: int) -> str:
 
 
 def check_block(script: Path, reference: Path, marker: str) -> list[str]:
-    """The block below the marker line in `script` must equal `reference`'s byte for byte
-    (InputError showing the first differing line); returns the declared platform delta: the
-    lines above the marker that differ from the reference's, as a small unified diff."""
+    """Check the script's block against the reference, and return the declared platform delta.
+
+    The block below the marker line in `script` must equal `reference`'s byte for byte
+    (InputError showing the first differing line). The declared platform delta is the lines
+    above the marker that differ from the reference's, as a small unified diff."""
     ours, at = _split(script, marker)
     theirs, ref_at = _split(reference, marker)
     block, ref_block = ours[at + 1 :], theirs[ref_at + 1 :]

@@ -68,10 +68,12 @@ def run_dir(preset: Preset, output_dir: str | Path | None = None, cwd: Path | No
 def build_argv(
     preset: Preset, folder: Path, resume: bool = False, python: str = sys.executable
 ) -> list[str]:
-    """The engine command, 1:1 from [recipe] and [platform]: booleans are flags present or
-    absent, empty strings are omitted, and so is a key added later (presets.LATER_KEYS) at
-    its default (the engine's default is the same). More than one rank (nproc per node x
-    nnodes) goes through torch.distributed.run, with nnodes > 1 over a c10d rendezvous."""
+    """The engine command, built 1:1 from [recipe] and [platform].
+
+    Booleans are flags present or absent, empty strings are omitted, and so is a key added later
+    (presets.LATER_KEYS) at its default (the engine's default is the same). More than one rank
+    (nproc per node x nnodes) goes through torch.distributed.run, with nnodes > 1 over a c10d
+    rendezvous."""
     plat = preset.platform
     nproc, nnodes = int(plat["nproc"]), int(plat.get("nnodes", 1))
     head = [python, "-m"]
@@ -132,9 +134,11 @@ def build_argv(
 
 
 def engine_identity(argv: list[str], timeout: float = 60) -> dict[str, object]:
-    """What the engine of `argv` (its interpreter and --data-dir) says it is and reads:
-    `python -m fontaine_engine identity`, for prereg.json. {"error": why} when it cannot say: the
-    launch goes on, and the run's provenance is the engine's own meta record alone."""
+    """What the engine of `argv` says it is and reads, for prereg.json.
+
+    The engine is named by its interpreter and --data-dir, and asked with
+    `python -m fontaine_engine identity`. {"error": why} when it cannot say: the launch goes
+    on, and the run's provenance is the engine's own meta record alone."""
     import json
 
     cmd = [argv[0], "-m", ENGINE_MODULE, "identity"]

@@ -1,6 +1,6 @@
-"""An attempt's exit: what ended it, told from its exit status, its log and the OOM killer.
+"""An attempt's exit: what ended it, read from its exit status, its log and the OOM killer.
 
-A SIGKILL says nothing of who sent it: `cause_of` tells an OOM kill from a plain SIGKILL by
+A SIGKILL says nothing of who sent it: `cause_of` distinguishes an OOM kill from a plain SIGKILL by
 whether the OOM killer's counters rose while the engine ran (core/host/oomkill.py).
 `ExitInfo` is the same for every target (a process here, an engine on another host, a Slurm
 job); `exit_to_dict` and `exit_from_dict` carry it over `fontaine-tui stop --json`.
@@ -78,8 +78,9 @@ class ExitInfo:
 
     @property
     def status(self) -> str:
-        """finished | stopped | killed | oom | failed | exited (not our child, no end event);
-        the registry's word for the cause."""
+        """The registry's word for the cause of the exit.
+
+        One of finished | stopped | killed | oom | failed | exited (not our child, no end event)."""
         return STATUS_OF[self.cause]
 
     def describe(self) -> str:
@@ -166,8 +167,10 @@ def exit_from_dict(doc: Mapping[str, object]) -> ExitInfo:
 
 
 def cause_of(info: ExitInfo, memory: MemoryEvidence | None = None) -> tuple[str, str]:
-    """(cause, detail) of an attempt's end, from its exit, its log and output, and the OOM
-    killer's counters (`memory`, else the info's own). The cause is one of CAUSES."""
+    """The (cause, detail) of an attempt's end.
+
+    They are read from its exit, its log and output, and the OOM killer's counters (`memory`,
+    else the info's own). The cause is one of CAUSES."""
     ev = memory if memory is not None else info.memory
     sig, event, detail = info.signal, info.event, info.detail
     texts = [t for t in (detail if event == "error" else "", info.oom_line, info.output) if t]

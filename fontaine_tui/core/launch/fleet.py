@@ -1,10 +1,10 @@
 """The fleet: every registered run checked live, hosts in parallel, each within a deadline.
 
-One look per host: one command (a POSIX sh script, `FLEET_SCRIPT`) that reports, for each of
+One poll per host: one command (a POSIX sh script, `FLEET_SCRIPT`) that reports, for each of
 that host's run folders, whether its pid is there, its prereg.json, its probe and meta lines
 and the last 32 KiB of its log. Here it runs under `sh`; on another host over SSH, through
 one multiplexed connection per host (ControlMaster in the state folder, kept a few minutes,
-so the next look reuses it). What each run reads like is computed here from those bytes,
+so the next poll reuses it). What each run reads like is computed here from those bytes,
 with the run's frozen preset: step/total, s/step, the last probe and the read against the
 bounds, GPU-hours, warnings.
 
@@ -100,9 +100,10 @@ CELLS = ("STEP", "S/STEP", "PROBE", "READ", "GPU-H", "WARN", "CHECKED")
 
 
 def row_cells(r: FleetRow, now: float) -> tuple[str, ...]:
-    """The columns `fontaine-tui runs` and the runs screen show for a row, as `CELLS` names
-    them: step/total, s/step, the last probe (step:value), its read against the bounds,
-    GPU-hours, the warnings' rules, and when it was checked (a down host's: its age)."""
+    """The columns `fontaine-tui runs` and the runs screen show for a row, as `CELLS` names them.
+
+    They are step/total, s/step, the last probe (step:value), its read against the bounds,
+    GPU-hours, the warnings' rules, and when it was checked (for a down host: its age)."""
     step = "?" if r.step is None else str(r.step)
     if r.steps:
         step += f"/{r.steps}"
@@ -131,8 +132,9 @@ class HostLook:
 
 
 def script_argv(entries: Sequence[Entry]) -> list[str]:
-    """The script's arguments: folder and pid of each run (job:ID for a Slurm job: alive
-    while squeue lists it), in order."""
+    """The script's arguments: folder and pid of each run, in order.
+
+    A Slurm job is given as job:ID, alive while squeue lists it."""
     out = []
     for e in entries:
         out += [e.run_dir, f"job:{e.job}" if e.job else str(e.pid)]
@@ -206,8 +208,9 @@ def read_run(entry: Entry, parts: dict[str, object], now: float) -> FleetRow:
 
 
 def foreign_row(entry: Entry, now: float) -> FleetRow | None:
-    """A run another trainer writes, on this host: its row from its own files
-    (foreign_look.py); None for a run of ours."""
+    """The row of a run another trainer writes on this host, from its own files (foreign_look.py).
+
+    None for a run of ours."""
     from fontaine_tui.core.launch.foreign_look import look_foreign
 
     if entry.job or not Path(entry.run_dir).is_dir():
@@ -318,9 +321,10 @@ def look_host(
     clock: Callable[[], float] = time.time,
     env: Mapping[str, str] | None = None,
 ) -> HostLook:
-    """One command on `host` (or here) for all its runs, with the host's `[hosts.NAME] env`
-    (a SLURM_CONF there, for squeue); an error instead of rows when it does not answer in
-    time."""
+    """Run one command on `host` (or here) for all its runs.
+
+    It runs with the host's `[hosts.NAME] env` (a SLURM_CONF there, for squeue). An error comes
+    instead of rows when the host does not answer in time."""
     prefix = ["env", "--", *(shlex.quote(f"{k}={v}") for k, v in env.items())] if env else []
     command = " ".join(
         [
@@ -359,8 +363,10 @@ def look_host(
 
 
 def host_envs(config: Path | None = None) -> dict[str, Mapping[str, str]]:
-    """Each configured host's `env` (config.toml's [hosts.NAME]); none when the file cannot
-    be read (the table is still shown: a broken config is `launch --on`'s to report)."""
+    """Each configured host's `env` (config.toml's [hosts.NAME]).
+
+    None when the file cannot be read (the table is still shown: a broken config is
+    `launch --on`'s to report)."""
     from fontaine_tui.core.errors import InputError
     from fontaine_tui.core.launch.hosts import parse_hosts
     from fontaine_tui.core.notify.destinations import config_path
@@ -374,8 +380,10 @@ def host_envs(config: Path | None = None) -> dict[str, Mapping[str, str]]:
 
 
 def control_dir() -> Path:
-    """Where the fleet's shared SSH connections live between two looks: a short path (a
-    socket's path is limited to 108 bytes), this user's own and private, else a new one."""
+    """Where the fleet's shared SSH connections live between two polls.
+
+    It is a short path (a socket's path is limited to 108 bytes), this user's own and private,
+    else a new one."""
     import os
     import stat
     import tempfile
@@ -469,4 +477,4 @@ class Fleet:
                 json.dumps({"schema": "fontaine-tui/fleet/1", "rows": rows}, default=str),
             )
         except OSError:
-            pass  # a cache: the next look tries again
+            pass  # a cache: the next poll tries again

@@ -1,6 +1,7 @@
-"""A registered run another trainer writes (attached, no process of ours): what it is doing,
-read from its own files. Its log is read whole (core/log/formats cold read) with the preset it
-was attached with, where that still loads, else as its folder's contents say.
+"""A registered run another trainer writes (attached, no process of ours), read from its files.
+
+Its log is read whole (core/log/formats cold read) with the preset it was attached with,
+where that still loads, else as its folder's contents say. What the run is doing:
 
 - ended: its source said so (an `end` event), or its final read is in (a probe at the
   preset's endpoint); failed: an `error` event;
@@ -27,7 +28,7 @@ from fontaine_tui.core.runfolder import LOG, PREREG
 
 QUIET_MIN_S = 120.0
 QUIET_FACTOR = 3.0
-WALK_MAX = 2000  # entries of a store folder (an MLflow mlruns/) looked at for its newest write
+WALK_MAX = 2000  # entries of a store folder (an MLflow mlruns/) read for its newest write
 
 
 @dataclass(frozen=True, slots=True)
@@ -41,8 +42,9 @@ class ForeignLook:
 
 
 def entry_preset(name: str, sha256: str) -> Preset | None:
-    """The preset the run was registered with (name or path), if it still loads as the same
-    one (`sha256`)."""
+    """The preset the run was registered with (name or path), if it still loads as the same one.
+
+    The same one means the same `sha256`."""
     if not name:
         return None
     try:
@@ -68,8 +70,9 @@ def frozen_preset(folder: Path) -> Preset | None:
 
 
 def _newest(paths: tuple[Path, ...]) -> float | None:
-    """The newest modification time of the files (a folder: of what is in it; an SQLite
-    store: its write-ahead log too)."""
+    """The newest modification time of the files.
+
+    For a folder, of what is in it; for an SQLite store, its write-ahead log too."""
     times: list[float] = []
     for p in paths:
         for q in (p, p.with_name(p.name + "-wal")):
@@ -92,8 +95,10 @@ def _newest(paths: tuple[Path, ...]) -> float | None:
 
 
 def quiet_limit(store: RunStore) -> float:
-    """How long without a write still reads as running: QUIET_FACTOR x the median interval
-    between its recent records, at least QUIET_MIN_S."""
+    """How long without a write still reads as running.
+
+    That is QUIET_FACTOR x the median interval between its recent records, at least
+    QUIET_MIN_S."""
     times = [t for t in store.columns["time"][-50:] if t == t]
     gaps = [b - a for a, b in zip(times, times[1:], strict=False) if b >= a]
     return max(QUIET_MIN_S, QUIET_FACTOR * statistics.median(gaps)) if gaps else QUIET_MIN_S
@@ -102,8 +107,9 @@ def quiet_limit(store: RunStore) -> float:
 def look_foreign(
     run_dir: str, preset_name: str = "", preset_sha256: str = "", now: float | None = None
 ) -> ForeignLook | None:
-    """The state of the run in `run_dir` (registered with that preset) from its files; None
-    when the folder holds a log of ours (or none known): `registry.live_status` reads
+    """The state of the run in `run_dir` (registered with that preset), read from its files.
+
+    None when the folder holds a log of ours (or none known): `registry.live_status` reads
     those."""
     from fontaine_tui.core.log.formats import load_source
 

@@ -1,5 +1,7 @@
-"""Host guards: is this launch safe? Pure checks over a preset, a telemetry snapshot and the
-run folder; each answers with findings, and any "refuse" finding stops the launch."""
+"""Host guards: checks of whether a launch is safe.
+
+They are pure checks over a preset, a telemetry snapshot and the run folder. Each answers
+with findings, and any "refuse" finding stops the launch."""
 
 from __future__ import annotations
 
@@ -45,8 +47,10 @@ class RamEstimate:
 
 
 def ram_estimate(preset: Preset) -> RamEstimate:
-    """RAM implied by the platform knobs: per rank, the process plus its loader workers, each
-    holding prefetch_factor micro-batches in flight."""
+    """The RAM implied by the platform knobs.
+
+    Per rank, that is the process plus its loader workers, each holding prefetch_factor
+    micro-batches in flight."""
     nproc = int(preset.platform["nproc"])
     workers = int(preset.platform["num_workers"])
     prefetch = int(preset.platform["prefetch_factor"])
@@ -151,9 +155,10 @@ def check_gpus(
 
 
 def _foreign_log_there(preset: Preset, folder: RunFolder) -> str:
-    """What of a launched [command]'s [source] log a folder already holds (an earlier run's
-    checkpoint, a stray *.jsonl): "" when none. A store outside the folder (an absolute
-    [source] path) is the user's to share between runs."""
+    """What of a launched [command]'s [source] log a folder already holds; "" when none.
+
+    Such a file is an earlier run's checkpoint or a stray *.jsonl. A store outside the folder
+    (an absolute [source] path) is the user's to share between runs."""
     from fontaine_tui.core.errors import InputError
     from fontaine_tui.core.log.formats.source import SeveralRuns, files
 
@@ -270,10 +275,11 @@ def check_folder(
 
 
 def init_found(path: Path) -> bool:
-    """Whether `path` holds something the engine can start from (engine/init.py has the
-    full rules): a Hugging Face model folder (config.json, or vision/ and backbone/ ones), an
-    engine checkpoint (model.safetensors + meta.json), or a run or checkpoints folder with
-    a complete step-NNNNNN checkpoint."""
+    """Whether `path` holds something the engine can start from.
+
+    engine/init.py has the full rules. It is a Hugging Face model folder (config.json, or
+    vision/ and backbone/ ones), an engine checkpoint (model.safetensors + meta.json), or a run
+    or checkpoints folder with a complete step-NNNNNN checkpoint."""
     if not path.is_dir():
         return False
     if (path / "config.json").is_file() or any(
@@ -291,9 +297,10 @@ def init_found(path: Path) -> bool:
 
 
 def check_init(preset: Preset, cwd: Path | None = None) -> list[Finding]:
-    """recipe.init names a starting point that is there (relative to the current folder,
-    as the engine reads it). Where it is another preset's run folder, the refusal names the
-    launch that makes it."""
+    """Check that recipe.init names a starting point that is there.
+
+    The path is relative to the current folder, as the engine reads it. Where it is another
+    preset's run folder, the refusal names the launch that makes it."""
     init = str(preset.recipe.get("init", ""))
     if not init:
         return []
@@ -331,10 +338,11 @@ def check_init(preset: Preset, cwd: Path | None = None) -> list[Finding]:
 def check_command(
     preset: Preset, folder: RunFolder, resume: bool, cwd: Path | None = None
 ) -> list[Finding]:
-    """A [command] preset's launch: its folder, program, script and launcher block are there
-    and right (refused otherwise); on --resume, each change since launch to the files it
-    names or to its code is a warning, as the engine's own code change is (the run goes on,
-    the change said)."""
+    """Check a [command] preset's launch.
+
+    Its folder, program, script and launcher block must be there and right (refused
+    otherwise). On --resume, each change since launch to the files it names or to its code is a
+    warning, as the engine's own code change is (the run goes on, the change said)."""
     if preset.command is None:
         return []
     from fontaine_tui.core.errors import InputError
@@ -409,8 +417,10 @@ def check_all(
     running_pid: int | None = None,
     cwd: Path | None = None,
 ) -> list[Finding]:
-    """Every guard. A [command] preset's trainer is the user's: the folder and the command
-    are checked, not the engine's GPU and RAM needs."""
+    """Run every guard.
+
+    A [command] preset's trainer is the user's: the folder and the command are checked, not the
+    engine's GPU and RAM needs."""
     if preset.command is not None:
         return [
             *check_folder(preset, folder, resume, running_pid),

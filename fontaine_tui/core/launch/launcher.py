@@ -32,8 +32,9 @@ def _signum(name: str | None) -> int:
 
 
 def process_started(pid: int, zombie_ok: bool = False) -> float | None:
-    """The process's start time (to tell it from a later process given the same pid). A
-    zombie has none unless `zombie_ok`: our own unreaped child keeps its pid and start time."""
+    """The process's start time, which distinguishes it from a later process given the same pid.
+
+    A zombie has none unless `zombie_ok`: our own unreaped child keeps its pid and start time."""
     import psutil
 
     try:
@@ -64,8 +65,9 @@ def label(engine: object) -> str:
 
 
 class EngineProcess:
-    """An engine run: started here (a child) or found again by pid (reattached). `memory`
-    follows its OOM-kill counters; each poll while it runs refreshes its cgroup."""
+    """An engine run: started here (a child) or found again by pid (reattached).
+
+    `memory` follows its OOM-kill counters; each poll while it runs refreshes its cgroup."""
 
     def __init__(
         self,
@@ -94,9 +96,10 @@ class EngineProcess:
         env: Mapping[str, str] | None = None,
         cwd: Path | None = None,
     ) -> EngineProcess:
-        """Start the engine (or a user's command) in its own session, stdout+stderr appended
-        to engine.out.log; `env` (default: this one's) and `cwd` (default: this one's) as
-        the argv's maker says (core/launch/makers.py)."""
+        """Start the engine (or a user's command) in its own session.
+
+        Its stdout+stderr are appended to engine.out.log. `env` (default: this one's) and `cwd`
+        (default: this one's) are as the argv's maker says (core/launch/makers.py)."""
         run_env = dict(os.environ if env is None else env)
         run_env.setdefault("PYTHONUNBUFFERED", "1")
         try:
@@ -130,9 +133,11 @@ class EngineProcess:
         since: tuple[int, int] = (0, 0),
         memory: MemoryWatch | None = None,
     ) -> EngineProcess:
-        """A run started by an earlier console; exit codes are then unknown, the log tells
-        (a launched [command]'s are noted: core/exitnote.py). `since` and `memory` from its
-        attempt (attempts.py) judge it from its own start."""
+        """A run started by an earlier console.
+
+        Its exit codes are then unknown and the log says how it ended (a launched [command]'s are
+        noted: core/exitnote.py). `since` and `memory` from its attempt (attempts.py) judge it from
+        its own start."""
         found = cls(folder, pid, None, started, since, memory)
         found.who = launched_who(folder)
         return found
@@ -142,7 +147,7 @@ class EngineProcess:
         return self._popen is not None
 
     def close(self) -> None:
-        """Nothing to let go of: the process is looked at only when polled."""
+        """Release nothing: the process is read only when polled."""
 
     def poll(self) -> ExitInfo | None:
         """None while running; the exit, once, then the same answer."""
@@ -179,9 +184,10 @@ class EngineProcess:
         return info
 
     def refusal(self) -> str | None:
-        """Why this engine's pid is never signalled, or None. A pid found again (not our
-        child) is signalled only with its recorded start time: without one, the process that
-        holds the pid now may be anyone's."""
+        """Why this engine's pid is never signalled, or None.
+
+        A pid found again (not our child) is signalled only with its recorded start time: without
+        one, the process that holds the pid now may be anyone's."""
         if self._popen is not None or self.started is not None:
             return None
         return (
@@ -204,10 +210,12 @@ class EngineProcess:
         return True
 
     def _leads_its_group(self) -> bool:
-        """Is the group `pid` names still the engine's? Its leader must be the process we
-        started or registered (same start time when known), leading its own group, and never
-        init's or this program's own group: a pid reused by another process, or a registry
-        entry edited by hand, never turns a stop into a kill of someone else's processes."""
+        """Whether the group `pid` names is still the engine's.
+
+        Its leader must be the process we started or registered (same start time when known),
+        leading its own group, and never init's or this program's own group. So a pid reused by
+        another process, or a registry entry edited by hand, never turns a stop into a kill of
+        someone else's processes."""
         if self.pid <= 1:
             return False
         try:
@@ -220,8 +228,9 @@ class EngineProcess:
         return pid_alive(self.pid, self.started)  # a zombie is gone
 
     def stop(self, grace_int: float = 60.0, grace_term: float = 30.0) -> ExitInfo:
-        """SIGINT (the engine checkpoints and exits), then SIGTERM, then SIGKILL; InputError
-        (nothing sent) for a pid without its recorded start time (`refusal`)."""
+        """Stop the engine: SIGINT (it checkpoints and exits), then SIGTERM, then SIGKILL.
+
+        Raises InputError (nothing sent) for a pid without its recorded start time (`refusal`)."""
         if (why := self.refusal()) is not None and self.poll() is None:
             raise InputError(why)
         for sig, grace in ((signal.SIGINT, grace_int), (signal.SIGTERM, grace_term)):

@@ -122,8 +122,9 @@ def _tail_bytes(path: Path, nbytes: int, offset: int = 0) -> tuple[int, bytes]:
 
 
 def command_step(folder: RunFolder) -> int:
-    """The last step a launched [command]'s trainer logged, read as its frozen [source] says
-    (0 when it cannot be read)."""
+    """The last step a launched [command]'s trainer logged, read as its frozen [source] says.
+
+    0 when it cannot be read."""
     from fontaine_tui.core.launch.foreign_look import look_foreign
 
     look = look_foreign(str(folder.root))
@@ -131,8 +132,9 @@ def command_step(folder: RunFolder) -> int:
 
 
 def launched_who(folder: RunFolder) -> str:
-    """What a run folder's launch started: "command" when its prereg.json froze a preset's
-    own [command], else "engine"."""
+    """What a run folder's launch started: "command" or "engine".
+
+    "command" when its prereg.json froze a preset's own [command], else "engine"."""
     from fontaine_tui.core.verdict.prereg import read_prereg
 
     try:

@@ -1,10 +1,12 @@
-"""Who makes a launched run's command line: the argv, its environment, its working folder
-and what prereg.json records of it (its provenance).
+"""Who makes a launched run's command line.
 
-Two makers: the engine's, from [recipe] and [platform] (engine_argv.build_argv, and `python -m
-engine identity` for the provenance), and a user's own [command] (core/launch/command.py).
-A target (core/launch/targets/) starts whatever argv a maker gives it, so a new kind of
-command is one maker here, not a new launch path.
+A maker gives the argv, its environment, its working folder and what prereg.json records of
+it (its provenance).
+
+Two makers: the engine's, from [recipe] and [platform] (engine_argv.build_argv, and
+`python -m engine identity` for the provenance), and a user's own [command]
+(core/launch/command.py). A target (core/launch/targets/) starts whatever argv a maker gives
+it, so a new kind of command is one maker here, not a new launch path.
 """
 
 from __future__ import annotations
@@ -42,8 +44,9 @@ class ArgvMaker(Protocol):
 
 
 class EngineMaker:
-    """The engine's command, 1:1 from [recipe] and [platform]; its identity (code and data)
-    asked of the engine itself."""
+    """The engine's command, built 1:1 from [recipe] and [platform].
+
+    Its identity (code and data) is asked of the engine itself."""
 
     def argv(self, preset: Preset, folder: Path, resume: bool) -> list[str]:
         return build_argv(preset, folder, resume)
@@ -59,9 +62,11 @@ class EngineMaker:
 
 
 class CommandMaker:
-    """A user's own training command ([command]): its argv with {output_dir} filled in, run
-    in its cwd with its frozen env; its provenance is the command, the sha256 of the files it
-    names and the git state of the code (core/launch/command.py)."""
+    """A user's own training command ([command]).
+
+    Its argv has {output_dir} filled in and runs in its cwd with its frozen env. Its provenance
+    is the command, the sha256 of the files it names and the git state of the code
+    (core/launch/command.py)."""
 
     def __init__(self, launch_cwd: Path | None = None) -> None:
         self.launch_cwd = launch_cwd if launch_cwd is not None else Path.cwd()

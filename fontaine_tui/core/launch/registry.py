@@ -212,9 +212,10 @@ class Registry:
             yield
 
     def _write(self, text: str | None, entries: list[Entry]) -> None:
-        """Write `entries` over the file as `text` held it: each run's table edited in place
-        (the keys it does not know, comments and layout stay), tables of removed runs
-        dropped, new ones added."""
+        """Write `entries` over the file as `text` held it.
+
+        Each run's table is edited in place (the keys it does not know, comments and layout stay),
+        tables of removed runs are dropped, and new ones added."""
         import tomlkit
 
         if text is None:
@@ -372,11 +373,12 @@ _LOOKING: set[tuple[str, str]] = set()  # entries whose live_status is still bei
 def live_statuses(
     entries: Sequence[Entry], this_host: str, deadline_s: float
 ) -> dict[tuple[str, str], LiveStatus]:
-    """`live_status` of this host's entries, side by side, within `deadline_s` in all (a
-    Slurm job's asks the scheduler, which may be slow to answer): an entry not done in time
-    is left out, for the caller to show from what else it has. The looks run on daemon
-    threads (a hung scheduler holds neither the caller nor the exit), and an entry whose
-    last look has not come back is not looked at again meanwhile."""
+    """The `live_status` of this host's entries, side by side, within `deadline_s` in all.
+
+    A Slurm job's status asks the scheduler, which may be slow to answer. An entry not done in
+    time is left out, for the caller to show from what else it has. The reads run on daemon
+    threads (a hung scheduler holds neither the caller nor the exit), and an entry whose last
+    read has not come back is not read again meanwhile."""
     import threading
     import time
 
@@ -405,8 +407,10 @@ def live_statuses(
 
 
 def _job_status(entry: Entry, folder, last_step: int, tried: list) -> LiveStatus:
-    """A run submitted to Slurm: the scheduler says whether its job is queued, running or
-    over; an end its attempt recorded is the story, else the scheduler's state and the log."""
+    """The status of a run submitted to Slurm.
+
+    The scheduler says whether its job is queued, running or over. An end its attempt recorded
+    is the story, else the scheduler's state and the log."""
     from fontaine_tui.core.launch import slurm_client, slurm_job
     from fontaine_tui.core.launch.exits import STATUS_OF
 

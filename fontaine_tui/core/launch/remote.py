@@ -53,7 +53,7 @@ __all__ = [
     "report_exit",
 ]
 
-POLL_S = 5.0  # how often RemoteEngine looks at the remote pid
+POLL_S = 5.0  # how often RemoteEngine polls the remote pid
 # an SSH connection (ConnectTimeout, a slow login) and the remote python's start, on top of
 # what a remote command itself waits for
 CONNECT_S = 60.0
@@ -64,7 +64,7 @@ LAUNCH_TIMEOUT_S = 600.0
 # the remote stop: SlurmJob.stop's longest sequence (graces and scheduler calls), which
 # covers the pid sequence (SIGINT 60 s, SIGTERM 30 s, SIGKILL 10 s), and the connection
 STOP_TIMEOUT_S = slurm_job.stop_bound() + CONNECT_S
-# read_exit there: one look at a job (squeue, sacct, scontrol), and the connection
+# read_exit there: one status query of a job (squeue, sacct, scontrol), and the connection
 READ_TIMEOUT_S = slurm_client.LOOK_S + CONNECT_S
 READ_TRIES = 3  # reads that fail in a row before a run seen gone ends with the failure said
 READ_EXIT = (
@@ -139,8 +139,10 @@ async def launch_on(
     ssh_options: Sequence[str] = (),
     on: str | None = None,
 ) -> RemoteLaunch:
-    """Launch `preset` on the host (with `on`, the host's own `--on`: slurm:PARTITION
-    submits it to Slurm from there); InputError (one line) for a refusal there or here."""
+    """Launch `preset` on the host.
+
+    With `on`, the host's own `--on` (slurm:PARTITION submits it to Slurm from there). Raises
+    InputError (one line) for a refusal there or here."""
     host = settings.name
     ssh = SshConnection(SshTarget(host, settings.project), ssh_options)
     try:
@@ -216,8 +218,10 @@ async def _keep_frozen(
 
 
 def keep_prereg(keep: Path, host: str, run_dir: str, raw: bytes) -> Path:
-    """The remote prereg.json, byte for byte, here: created once, never replaced (a resume
-    finds the same bytes; other bytes are kept beside it, numbered)."""
+    """Keep the remote prereg.json here, byte for byte.
+
+    It is created once, never replaced: a resume finds the same bytes, and other bytes are kept
+    beside it, numbered."""
     folder = keep / "remote" / hashlib.sha256(f"{host}:{run_dir}".encode()).hexdigest()[:24]
     folder.mkdir(parents=True, exist_ok=True)
     (folder / "where").write_text(f"{host}:{run_dir}\n")
@@ -236,9 +240,10 @@ def keep_prereg(keep: Path, host: str, run_dir: str, raw: bytes) -> Path:
 
 
 class RemoteEngine:
-    """The engine of a run launched on another host, as the console's `Process`: `poll`
-    answers at once from the last look (a thread looks every POLL_S over the shared
-    connection, and reads how the run ended there once it is gone), `stop` runs the stop
+    """The engine of a run launched on another host, as the console's `Process`.
+
+    `poll` answers at once from the last poll of the host (a thread polls every POLL_S over the
+    shared connection, and reads how the run ended there once it is gone). `stop` runs the stop
     sequence there and returns how it ended."""
 
     def __init__(
@@ -265,8 +270,10 @@ class RemoteEngine:
             self.watch()
 
     def watch(self) -> None:
-        """Start looking (once): a handle made with watch=False (launch --on, which may only
-        detach or follow the log) opens no SSH connection of its own until then."""
+        """Start following the run (once).
+
+        A handle made with watch=False (launch --on, which may only detach or follow the log) opens
+        no SSH connection of its own until then."""
         with self._lock:
             if not self._watching and not self._stop.is_set():
                 self._watching = True
@@ -283,8 +290,9 @@ class RemoteEngine:
         )
 
     def _scheduler(self, argv: Sequence[str]) -> subprocess.CompletedProcess[str] | None:
-        """A Slurm client command run there (slurm_client.Runner): None when it could not be run (ssh
-        failed, no such command there) or did not finish."""
+        """Run a Slurm client command there (slurm_client.Runner).
+
+        None when it could not be run (ssh failed, no such command there) or did not finish."""
         env = [shlex.quote(f"{k}={v}") for k, v in self.settings.env.items()]
         command = " ".join(["env", "--", *env, *map(shlex.quote, argv)])
         try:
@@ -301,8 +309,10 @@ class RemoteEngine:
         )
 
     def alive(self) -> bool | None:
-        """Is the pid there (a Slurm job: queued or running, as slurm_client.alive asks squeue, then
-        sacct, then scontrol there)? None when the host or its scheduler cannot say now."""
+        """Whether the pid is there; None when the host or its scheduler cannot say now.
+
+        For a Slurm job: queued or running, as slurm_client.alive asks squeue, then sacct, then
+        scontrol there."""
         if self.job:
             return slurm_client.alive(str(int(self.job)), run=self._scheduler)
         try:
@@ -328,15 +338,16 @@ class RemoteEngine:
                     if self._exit is None:
                         self._exit = info
                 return
-            failed = 0  # running after all, or the host cannot say: look again
+            failed = 0  # running after all, or the host cannot say: poll again
 
     def poll(self) -> ExitInfo | None:
         return self._exit
 
     def _ask_exit(self) -> ExitInfo | None:
-        """How the run ended, as the host's fontaine-tui reads its folder (`read_exit` there:
-        nothing is stopped or written); None while it runs there after all, or while its
-        scheduler cannot say; InputError when it cannot be read."""
+        """How the run ended, as the host's fontaine-tui reads its folder.
+
+        That is `read_exit` there: nothing is stopped or written. None while it runs there after
+        all, or while its scheduler cannot say. Raises InputError when it cannot be read."""
         command = python_command(
             self.settings, "-c", READ_EXIT, self.run_dir, str(self.pid), self.job
         )
@@ -380,15 +391,16 @@ class RemoteEngine:
         return info
 
     def close(self) -> None:
-        """Stop looking; close the shared connection (the engine there goes on)."""
+        """Stop following; close the shared connection (the engine there goes on)."""
         self._stop.set()
         self.ssh.close_sync()
 
 
 def record_exit(engine: RemoteEngine, registry) -> ExitInfo | None:
-    """An exit seen of a remote engine (stopped from here, or seen gone) into the registry
-    here, keyed by its host and folder; the exit, or None while it runs. The registry's own
-    errors (InputError, OSError) are the caller's to say."""
+    """Record an exit seen of a remote engine in the registry here, keyed by its host and folder.
+
+    The engine was stopped from here, or seen gone. Returns the exit, or None while it runs.
+    The registry's own errors (InputError, OSError) are the caller's to say."""
     from fontaine_tui.core.verdict.prereg import utc_iso
 
     info = engine.poll()
@@ -408,10 +420,11 @@ def record_exit(engine: RemoteEngine, registry) -> ExitInfo | None:
 
 
 def read_exit(run_dir: str, pid: int, job: str = "") -> tuple[bool | None, ExitInfo | None]:
-    """The run in `run_dir` (its engine `pid` here, or its Slurm `job`), read as `fontaine-tui
-    stop` reads a run already gone, without its stop or its record: nothing is signalled,
-    cancelled or written. (False, its exit) once it has ended; (True, None) while it runs;
-    (None, None) when the scheduler cannot say now."""
+    """Read how the run in `run_dir` ended, as `fontaine-tui stop` reads a run already gone.
+
+    The run is named by its engine `pid` here, or its Slurm `job`. It is read without its stop
+    or its record: nothing is signalled, cancelled or written. Returns (False, its exit) once it
+    has ended, (True, None) while it runs, and (None, None) when the scheduler cannot say now."""
     from fontaine_tui.core.launch import attempts
     from fontaine_tui.core.launch.exits import exit_info
     from fontaine_tui.core.launch.launcher import EngineProcess
@@ -441,8 +454,10 @@ def read_exit(run_dir: str, pid: int, job: str = "") -> tuple[bool | None, ExitI
 
 
 def report_exit(run_dir: str, pid: str, job: str = "") -> int:
-    """read_exit as one JSON line, {"alive": true|false|null, "exit": {...}|null} (RemoteEngine
-    runs this on the host); exit 2 with one line on stderr when it cannot be read."""
+    """Print read_exit as one JSON line (RemoteEngine runs this on the host).
+
+    The line is {"alive": true|false|null, "exit": {...}|null}. Returns 2, with one line on
+    stderr, when it cannot be read."""
     import sys
 
     try:

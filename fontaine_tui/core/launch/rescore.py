@@ -1,11 +1,14 @@
-"""The disambiguator of an AMBIGUOUS-BY-INSTRUMENT verdict: re-score the run's saved
-checkpoints on another probe surface with `python -m fontaine_engine score` (engine/score.py),
-run as a subprocess with the run's interpreter, and read back what it wrote.
+"""The disambiguator of an AMBIGUOUS-BY-INSTRUMENT verdict: re-score the saved checkpoints.
+
+The run's saved checkpoints are scored again on another probe surface with
+`python -m fontaine_engine score` (engine/score.py), run as a subprocess with the run's
+interpreter, and what it wrote is read back.
 
 The surface offered is the other normalisation: the corpus's own pooled meta/stats.json for a
 run that recomputed its stats (`--recompute-stats`), else the stats recomputed over its train
-datasets (the run read the corpus's or its init checkpoint's). The stats are what turns sampled actions into the raw units the eval MAE is read in,
-so a disagreement carried by the instrument's units shows up there.
+datasets (the run read the corpus's or its init checkpoint's). The stats are what turns
+sampled actions into the raw units the eval MAE is read in, so a disagreement carried by the
+instrument's units shows up there.
 """
 
 from __future__ import annotations
@@ -82,8 +85,9 @@ class ScoreState:
 
 
 def run_python(folder: RunFolder) -> str:
-    """The run's interpreter: the one prereg.json's engine command starts (`PY -m ...`),
-    else this one."""
+    """The run's interpreter.
+
+    It is the one prereg.json's engine command starts (`PY -m ...`), else this one."""
     try:
         argv = json.loads(read_whole(folder.prereg)).get("argv")
     except (OSError, ValueError, AttributeError):
@@ -108,8 +112,10 @@ def _recomputed(checkpoint: Path) -> bool:
 
 
 def score_offer(folder: RunFolder, verdict: str, python: str | None = None) -> ScoreOffer | None:
-    """The re-score to run for a verdict of this run folder: only for AMBIGUOUS-BY-INSTRUMENT,
-    and only for an engine run with a saved checkpoint."""
+    """The re-score to run for a verdict of this run folder, if any.
+
+    It is offered only for AMBIGUOUS-BY-INSTRUMENT, and only for an engine run with a saved
+    checkpoint."""
     if verdict != BY_INSTRUMENT:
         return None
     found = newest_checkpoint(folder)
@@ -134,8 +140,10 @@ def score_offer(folder: RunFolder, verdict: str, python: str | None = None) -> S
 
 
 async def run_score(offer: ScoreOffer, env: Mapping[str, str] | None = None) -> tuple[int, str]:
-    """Run the offer's command to its end without blocking the loop: (exit code, the last
-    line it printed, made literal). Cancelled (the console quits), it stops the process."""
+    """Run the offer's command to its end without blocking the loop.
+
+    Returns (exit code, the last line it printed, made literal). Cancelled (the console quits),
+    it stops the process."""
     run_env = dict(os.environ if env is None else env)
     run_env.setdefault("PYTHONUNBUFFERED", "1")
     proc = await asyncio.create_subprocess_exec(

@@ -47,8 +47,10 @@ PATTERNS: dict[str, tuple[re.Pattern[str], str]] = {
 
 
 def check_host(name: str) -> None:
-    """A host as ssh will take it: no option, no space, no shell or control character (here,
-    beside `slurm:PARTITION@LOGIN`'s parsing, so that remote.py may import this module)."""
+    """Check a host as ssh will take it: no option, no space, no shell or control character.
+
+    The check lives here, beside `slurm:PARTITION@LOGIN`'s parsing, so that remote.py may import
+    this module."""
     check_destination(name, "--on")
 
 
@@ -75,8 +77,10 @@ def parse_target(on: str) -> OnSlurm | None:
 
 @dataclass(frozen=True, slots=True)
 class SlurmSettings:
-    """`[slurm]` in config.toml: what a user's cluster asks of every job (never part of the
-    preset, never hashed: an account or a QOS is the user's, not the experiment's)."""
+    """`[slurm]` in config.toml: what a user's cluster asks of every job.
+
+    It is never part of the preset and never hashed: an account or a QOS is the user's, not the
+    experiment's."""
 
     time: str = ""
     account: str = ""
@@ -177,9 +181,11 @@ def render_script(
 def render_command_script(
     argv: Sequence[str], cwd: Path, env: Mapping[str, str], settings: SlurmSettings, run_name: str
 ) -> str:
-    """The batch script for a preset's own [command]: one task, in the command's folder,
-    with its frozen env (and FONTAINE_OUTPUT_DIR) exported, the argv run as it is. GPUs and
-    the rest are the user's to ask for through [slurm] in config.toml (gres, ...)."""
+    """The batch script for a preset's own [command].
+
+    It runs one task, in the command's folder, with its frozen env (and FONTAINE_OUTPUT_DIR)
+    exported, the argv run as it is. GPUs and the rest are the user's to ask for through
+    [slurm] in config.toml (gres, ...)."""
     lines = [
         "#!/bin/bash",
         f"# The [command] of run {_comment(run_name)} as a Slurm batch job: written by",
@@ -208,8 +214,9 @@ def _comment(text: str) -> str:
 
 
 def write_script(folder: RunFolder, text: str) -> Path:
-    """The job's script in the run folder: job.sbatch, or job.N.sbatch for a later attempt
-    (created, never written over: a file there is the user's or an earlier attempt's)."""
+    """Write the job's script in the run folder: job.sbatch, or job.N.sbatch for a later attempt.
+
+    The file is created, never written over: a file there is the user's or an earlier attempt's."""
     for n in range(1, 1000):
         path = folder.root / (SCRIPT if n == 1 else f"job.{n}.sbatch")
         try:

@@ -21,7 +21,7 @@ from fontaine_tui.core.errors import InputError
 from fontaine_tui.core.runfolder import RunFolder
 
 QUERY_TIMEOUT_S = 30.0  # one scheduler command (squeue, sacct, scontrol, scancel, sbatch)
-LOOK_S = 3 * QUERY_TIMEOUT_S  # one look at a job: squeue, then sacct, then scontrol
+LOOK_S = 3 * QUERY_TIMEOUT_S  # one status query of a job: squeue, then sacct, then scontrol
 # the scheduler's states while the job has not ended (squeue's %T words)
 ACTIVE = frozenset(
     {
@@ -54,10 +54,12 @@ def tool(name: str) -> str:
 
 
 def stdio_path(path: Path | str) -> str:
-    """`path` as sbatch's --output/--error/--input take it literally. Slurm expands filename
-    patterns there (%j, %x, %N, %%...), so `%` is written `%%`; but a name holding a backslash
-    is not expanded at all, its backslashes taken as escapes instead (two for one): then only
-    the backslashes are doubled. --chdir and the script's path are taken as they are."""
+    """`path` as sbatch's --output/--error/--input take it literally.
+
+    Slurm expands filename patterns there (%j, %x, %N, %%...), so `%` is written `%%`. But a name
+    holding a backslash is not expanded at all, its backslashes taken as escapes instead (two for
+    one): then only the backslashes are doubled. --chdir and the script's path are taken as they
+    are."""
     text = str(path)
     if "\\" in text:
         return text.replace("\\", "\\\\")
@@ -143,8 +145,9 @@ def _exit_code(text: str) -> tuple[int | None, int | None]:
 
 
 def parse_scontrol(text: str) -> dict[str, str]:
-    """Key=Value fields of one `scontrol show job -o` record (a value with spaces runs on to
-    the next ` Key=`)."""
+    """The Key=Value fields of one `scontrol show job -o` record.
+
+    A value with spaces runs on to the next ` Key=`."""
     out: dict[str, str] = {}
     key = None
     for token in text.strip().split(" "):
@@ -184,8 +187,10 @@ def local_runner(env: Mapping[str, str] | None = None, timeout: float = QUERY_TI
 
 
 def _not_held(res: subprocess.CompletedProcess[str] | None) -> bool:
-    """The controller answered, and does not hold the job (any more): an empty answer, or
-    its "Invalid job id specified". Not a failure to ask (slurmctld unreachable, a timeout)."""
+    """Whether the controller answered that it does not hold the job (any more).
+
+    That is an empty answer, or its "Invalid job id specified". Not a failure to ask
+    (slurmctld unreachable, a timeout)."""
     if res is None:
         return False
     if res.returncode == 0:
@@ -199,8 +204,10 @@ def look_up(
     timeout: float = QUERY_TIMEOUT_S,
     run: Runner | None = None,
 ) -> tuple[JobState | None, bool]:
-    """(the job's state now, or None when no command can say; whether the controller said it
-    holds no such job). squeue for a queued or running job; once it has left the queue,
+    """Look the job up: its state now, and whether the controller holds no such job.
+
+    Returns (the job's state now, or None when no command can say; whether the controller said
+    it holds no such job). squeue for a queued or running job; once it has left the queue,
     sacct (accounting), else scontrol (a finished job kept for MinJobAge). True beside None:
     squeue and scontrol both answered and neither holds it (a finished job forgotten by a
     cluster without accounting), not that they could not be asked."""
@@ -231,8 +238,10 @@ def query(
     timeout: float = QUERY_TIMEOUT_S,
     run: Runner | None = None,
 ) -> JobState | None:
-    """The job's state now; None when no command can say (the scheduler not answering, or a
-    finished job forgotten by a cluster without accounting)."""
+    """The job's state now.
+
+    None when no command can say (the scheduler not answering, or a finished job forgotten by a
+    cluster without accounting)."""
     return look_up(job, env, timeout, run)[0]
 
 
@@ -242,8 +251,10 @@ def alive(
     timeout: float = QUERY_TIMEOUT_S,
     run: Runner | None = None,
 ) -> bool | None:
-    """Is the job queued or running? False once it has ended (or the controller holds it no
-    more); None when the scheduler cannot say now: a failing squeue is never "gone"."""
+    """Whether the job is queued or running.
+
+    False once it has ended (or the controller holds it no more). None when the scheduler cannot
+    say now: a failing squeue is never "gone"."""
     state, not_held = look_up(job, env, timeout, run)
     if state is not None:
         return state.active

@@ -1,8 +1,8 @@
-"""A run's Slurm job as the console's handle: its state polled, its exit told, its stop.
+"""A run's Slurm job as the console's handle: its state polled, its exit read, its stop.
 
 `SlurmJob` is the console's handle on the job (`poll`, `stop`, as EngineProcess): a thread
 asks the scheduler every few seconds (slurm_client.query), so the console never waits on the
-scheduler. `scheduler_exit` tells the job's end as the engine's log does, with what Slurm
+scheduler. `scheduler_exit` gives the job's end as the engine's log does, with what Slurm
 says about it (a time limit, a preemption, its own OOM kill). `stop` is the local sequence
 through `scancel --full --signal`: SIGINT (the engine checkpoints and exits), SIGTERM, then
 `scancel` itself; a job still pending is cancelled.
@@ -64,9 +64,11 @@ def stop_bound(
     grace_term: float = GRACE_TERM_S,
     grace_cancel: float = GRACE_CANCEL_S,
 ) -> float:
-    """The longest SlurmJob.stop can take with these graces: its first look, then for each of
-    SIGINT, SIGTERM and scancel a scancel call, the grace, and the look that runs past it,
-    every scheduler command taking its whole QUERY_TIMEOUT_S."""
+    """The longest SlurmJob.stop can take with these graces.
+
+    That is its first status query, then for each of SIGINT, SIGTERM and scancel: a scancel
+    call, the grace, and the query that runs past it. Every scheduler command is counted at its
+    whole QUERY_TIMEOUT_S."""
     return LOOK_S + 3 * (QUERY_TIMEOUT_S + LOOK_S) + grace_int + grace_term + grace_cancel
 
 
@@ -77,8 +79,10 @@ def scheduler_exit(
     since: tuple[int, int] = (0, 0),
     sent: str | None = None,
 ) -> ExitInfo:
-    """The exit as the engine's log and output tell it, with what Slurm says about it: a
-    time limit, a preemption, Slurm's own OOM kill (its cgroup's, so the cause is oom-killed)."""
+    """The exit as the engine's log and output give it, with what Slurm says about it.
+
+    Slurm may say a time limit, a preemption, or its own OOM kill (its cgroup's, so the cause is
+    oom-killed)."""
     memory = None
     if state.state == "OUT_OF_MEMORY":
         memory = MemoryEvidence(cgroup=f"slurm job {job}", cgroup_kills=1)
@@ -99,8 +103,10 @@ def scheduler_exit(
 
 
 class SlurmJob:
-    """A run's Slurm job as the console's `Process`: `poll` answers from the last look (a
-    thread asks every `poll_s`), `stop` runs the stop sequence through scancel."""
+    """A run's Slurm job as the console's `Process`.
+
+    `poll` answers from the last status query (a thread asks every `poll_s`). `stop` runs the
+    stop sequence through scancel."""
 
     pid = 0  # no process here: the job runs on a node Slurm picks
 
@@ -180,8 +186,10 @@ class SlurmJob:
         return res.returncode == 0
 
     def signal_job(self, name: str) -> bool:
-        """`scancel --full --signal=NAME`: every process of the job, the batch script's
-        included (torchrun and its ranks, as a process group here)."""
+        """Send a signal with `scancel --full --signal=NAME` to every process of the job.
+
+        The batch script's processes are included (torchrun and its ranks, as a process group
+        here)."""
         if self.poll() is not None:
             return False
         ok = self.scancel("--full", f"--signal={name.removeprefix('SIG')}")
@@ -195,8 +203,9 @@ class SlurmJob:
         grace_term: float = GRACE_TERM_S,
         grace_cancel: float = GRACE_CANCEL_S,
     ) -> ExitInfo:
-        """SIGINT (the engine checkpoints and exits), SIGTERM, then scancel (Slurm's own
-        SIGTERM-then-SIGKILL); a job not yet running is cancelled at once."""
+        """Stop the job: SIGINT (the engine checkpoints and exits), SIGTERM, then scancel.
+
+        scancel is Slurm's own SIGTERM-then-SIGKILL. A job not yet running is cancelled at once."""
         state = self.look()
         if self._exit is not None:
             return self._exit

@@ -1,5 +1,6 @@
-"""The stall diagnosis: when the log has gone quiet past the stall limit, one line that says
-what is most likely happening and where to look, not a bare "no record for N s".
+"""The stall diagnosis: one line saying why the log has gone quiet past the stall limit.
+
+It says what is most likely happening and where to look, not a bare "no record for N s".
 
 Silence alone cannot tell a hang from a long step; read with what the host says at the same
 moment it usually can: the engine process tree's states (psutil: D state, zombie, stopped),
@@ -31,7 +32,7 @@ while the GPU works. On a CPU run (no GPUs held) the GPU says nothing and is not
 
 A run another trainer writes, not launched from here (`engine` False), has no process of
 ours to sample nor an engine.out.log: its headline is the host's RAM forecast, a busy GPU,
-or what cannot be told, and points at the trainer's own output.
+or what cannot be known from here, and points at the trainer's own output.
 
 Severity: "alert" when the engine is gone or a zombie, or RAM runs out within RAM_OUT_MIN
 (whatever the headline); "warn" otherwise.
@@ -94,9 +95,10 @@ def silence(
     save_every: int = 0,
     steps: int = 0,
 ) -> Silence | None:
-    """The silence when it is past stall_factor x the median record interval (at least
-    stall_min_s), else None. Any record counts as a sign of life: a long eval probe or a
-    checkpoint is not a stall."""
+    """The silence, when it is past stall_factor x the median record interval, else None.
+
+    The limit is at least stall_min_s. Any record counts as a sign of life: a long eval probe or
+    a checkpoint is not a stall."""
     times = store.columns["time"]
     if len(times) < 2:
         return None
@@ -152,8 +154,9 @@ class RamTrend:
 
 
 def ram_trend(history: Sequence[RamReading]) -> RamTrend | None:
-    """The least-squares slope of available RAM over time; None with fewer than
-    RAM_MIN_READINGS readings or a span under RAM_MIN_SPAN_S."""
+    """The least-squares slope of available RAM over time.
+
+    None with fewer than RAM_MIN_READINGS readings or a span under RAM_MIN_SPAN_S."""
     if len(history) < RAM_MIN_READINGS:
         return None
     ts = [t for t, _, _ in history]
@@ -188,8 +191,9 @@ def state_key(t: TelemetrySnapshot | None) -> str:
 
 
 def polls(history: Sequence[StateReading], key: str, at: float) -> int:
-    """Consecutive polls up to the one at `at` (counted whether or not it is in the history)
-    that read `key`."""
+    """The count of consecutive polls up to the one at `at` that read `key`.
+
+    The poll at `at` is counted whether or not it is in the history."""
     n = 1
     for t, k in reversed(history):
         if t >= at:
@@ -375,8 +379,10 @@ def _headline(
 def _foreign_headline(
     q: Silence, t: TelemetrySnapshot | None, key: str, trend: RamTrend | None, gpus_used: int
 ) -> tuple[str, str]:
-    """A run another trainer writes: no engine process, output file or command of ours to
-    point at; what the host says, and where the trainer's own signs are."""
+    """The headline for a run another trainer writes.
+
+    There is no engine process, output file or command of ours to point at. The line gives what
+    the host says, and where the trainer's own signs are."""
     oom = trend.minutes_to_oom if trend is not None else None
     if trend is not None and oom is not None and oom <= RAM_OUT_MIN:
         when = "under a minute" if oom < 1 else f"~{oom:.0f} min"
@@ -448,9 +454,10 @@ def diagnose(
     gpus_used: int = 1,
     engine: bool = True,
 ) -> Diagnosis:
-    """One stall line: the silence, the most likely cause (the module's precedence) and what
-    was seen; severity and numbers with it. `engine` False: a run another trainer writes
-    (no engine process, output file or command is named)."""
+    """One stall line: the silence, the most likely cause and what was seen.
+
+    The cause follows the module's precedence; severity and numbers come with it. `engine` False:
+    a run another trainer writes (no engine process, output file or command is named)."""
     key = state_key(t) if engine else "unsampled"
     n = polls(state_history, key, t.time) if t is not None else 1
     trend = ram_trend(ram_history)

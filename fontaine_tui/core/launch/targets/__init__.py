@@ -1,5 +1,7 @@
-"""Launch targets, one module each: local.py (this host), ssh.py (another host's
-fontaine-tui over SSH), slurm.py (a Slurm partition); base.py holds what they keep."""
+"""Launch targets, one module each.
+
+local.py (this host), ssh.py (another host's fontaine-tui over SSH), slurm.py (a Slurm
+partition); base.py holds what they share."""
 
 from __future__ import annotations
 

@@ -63,8 +63,10 @@ class Started:
 
 
 class Target(Protocol):
-    """One way to launch. `host` keys the run in the registry; a `remote` target's far
-    fontaine-tui runs the guards, freezes and starts there (`folder` is then None)."""
+    """One way to launch.
+
+    `host` keys the run in the registry. A `remote` target's far fontaine-tui runs the guards,
+    freezes and starts there (`folder` is then None)."""
 
     host: str
     remote: bool
@@ -74,8 +76,9 @@ class Target(Protocol):
     def check(self, req: Request, folder: RunFolder) -> list[Finding]: ...
 
     def prepare(self, req: Request, folder: RunFolder, argv: list[str]) -> dict[str, object]:
-        """The run folder made ready (created; a job script written); what prereg.json's
-        provenance records of where the run goes."""
+        """Make the run folder ready, and say where the run goes for prereg.json's provenance.
+
+        The folder is created, and a job script written where the target needs one."""
         ...
 
     def start(

@@ -1,6 +1,7 @@
-"""`launch --on slurm:PARTITION`: the run as a Slurm batch job, submitted from here, its run
-folder on a filesystem the nodes share (core/launch/slurm.py: the job script; slurm_client.py:
-sbatch and the job's state; slurm_job.py: the job's handle)."""
+"""`launch --on slurm:PARTITION`: the run as a Slurm batch job, submitted from here.
+
+Its run folder is on a filesystem the nodes share (core/launch/slurm.py: the job script;
+slurm_client.py: sbatch and the job's state; slurm_job.py: the job's handle)."""
 
 from __future__ import annotations
 

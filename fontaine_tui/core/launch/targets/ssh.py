@@ -1,7 +1,8 @@
-"""`launch --on HOST`: the run launched by HOST's own fontaine-tui over SSH, which runs the
-guards on that machine, freezes prereg.json there and starts the engine (core/launch/
-remote.py); here the run is registered with its host and held as a RemoteEngine.
-`--on slurm:PARTITION@LOGIN` is the same, the login node submitting the job."""
+"""`launch --on HOST`: the run launched by HOST's own fontaine-tui over SSH.
+
+That fontaine-tui runs the guards on its machine, freezes prereg.json there and starts the
+engine (core/launch/remote.py). Here the run is registered with its host and held as a
+RemoteEngine. `--on slurm:PARTITION@LOGIN` is the same, the login node submitting the job."""
 
 from __future__ import annotations
 
@@ -22,8 +23,9 @@ if TYPE_CHECKING:
 
 
 class SshHostTarget:
-    """[hosts.HOST] in config.toml (its project folder, python, env); `partition`: submitted
-    to Slurm from there."""
+    """[hosts.HOST] in config.toml: its project folder, python and env.
+
+    `partition`: the run is submitted to Slurm from there."""
 
     remote = True
 
@@ -63,7 +65,7 @@ class SshHostTarget:
         )
         handle = RemoteEngine(
             self.settings, done.run_dir, done.pid, self.ssh_options, job=done.job, watch=False
-        )  # the console starts its look
+        )  # the console starts polling
         return Started(
             handle,
             done.run_dir,
