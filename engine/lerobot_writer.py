@@ -2,8 +2,10 @@
 
 It writes the files lerobot's own LeRobotDataset writer writes (meta/info.json,
 meta/stats.json, meta/tasks.parquet, meta/episodes/, data/, videos/; the layout is described
-in engine/lerobot.py). Videos are lossless (libx264rgb, crf 0): decoded, the frames are the
-written ones, bit for bit.
+in engine/lerobot.py). Videos are h264 yuv444p at crf 0 (engine/yuvframes.py), with the
+encoder settings in info.json as lerobot records them, so lerobot's tools re-encode them the
+same way. Frames must be a fixed point of the yuv444p round trip (yuvframes.stable()):
+decoded, they are then the written ones, bit for bit; any other frame is refused.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ from pathlib import Path
 
 import numpy as np
 
+from . import yuvframes
 from .datastats import feature_stats
 from .lerobot import (
     ACTION_KEY,
@@ -84,7 +87,8 @@ def write(
     """Write a LeRobotDataset v3.0 folder (root must not exist or be empty).
 
     Episodes [eval_from, end) form the split "eval". Each data/video file holds at most
-    episodes_per_file episodes (lerobot splits by megabytes; the layout is the same).
+    episodes_per_file episodes (lerobot splits by megabytes; the layout is the same). A frame
+    the yuv444p video would not give back exactly is a ValueError (yuvframes.stable()).
     """
     import av
     import pyarrow as pa
@@ -122,13 +126,22 @@ def write(
                 ),
             ) as writer,
         ):
-            stream = out.add_stream("libx264rgb", rate=fps)
-            stream.width, stream.height, stream.pix_fmt = width, height, "rgb24"
-            stream.options = {"crf": "0", "preset": "ultrafast", "g": "2"}
+            stream = out.add_stream(yuvframes.CODEC, rate=fps)
+            stream.width, stream.height = width, height
+            stream.pix_fmt = yuvframes.PIX_FMT
+            stream.options = {k: str(v) for k, v in yuvframes.OPTIONS.items()}
             for ep in eps:
                 length = len(frames_by_episode[ep])
-                for img in frames_by_episode[ep]:
-                    for packet in stream.encode(av.VideoFrame.from_ndarray(img, format="rgb24")):
+                planes = yuvframes.to_yuv(frames_by_episode[ep])
+                bad = yuvframes.unstable(frames_by_episode[ep], planes)
+                if len(bad):
+                    raise ValueError(
+                        f"episode {ep}: frame {int(bad[0])} would not read back exactly from "
+                        f"{yuvframes.PIX_FMT} (expected frames from yuvframes.stable())"
+                    )
+                for plane in planes:
+                    frame = av.VideoFrame.from_ndarray(plane, format=yuvframes.PIX_FMT)
+                    for packet in stream.encode(frame):
                         out.mux(packet)
                 ts = (np.arange(length) / fps).astype(np.float32)
                 task_index = task_names.index(tasks[ep])
@@ -224,7 +237,8 @@ def write(
 
 
 def _video_info(path: Path) -> dict[str, object]:
-    """The video.* entries lerobot records from the first video file's stream."""
+    """The video.* entries lerobot records: the first video file's stream and the encoder's
+    settings (lerobot's get_video_info)."""
     import av
 
     with av.open(str(path)) as f:
@@ -240,4 +254,10 @@ def _video_info(path: Path) -> dict[str, object]:
             "video.fps": int(s.base_rate) if s.base_rate else 0,
             "video.channels": 3,
             "has_audio": False,
+            # the encoder's settings, as lerobot records them: its tools re-encode with these
+            **{f"video.{k}": v for k, v in yuvframes.OPTIONS.items()},
+            "video.fast_decode": 0,
+            "video.video_backend": "pyav",
+            "video.extra_options": {},
+            "is_depth_map": False,
         }

@@ -15,6 +15,7 @@ from pathlib import Path
 
 import numpy as np
 
+from . import yuvframes
 from .lerobot import Dataset, DatasetError, Episode
 
 TOLERANCE_S = 1e-4  # lerobot's default: a frame's timestamp must match a video frame this well
@@ -87,18 +88,36 @@ def _decode(path: Path, size: int) -> tuple[np.ndarray, np.ndarray]:
         container = av.open(str(path))
     except (OSError, av.error.FFmpegError) as exc:
         raise DatasetError(f"{path}: not a readable video ({exc})") from None
-    times, images = [], []
+    times, images, planar = [], [], []
     with container:
         stream = container.streams.video[0]
         stream.thread_type = "AUTO"
         for frame in container.decode(stream):
             if frame.width != size or frame.height != size:
                 frame = frame.reformat(width=size, height=size, interpolation="AREA")
-            images.append(_rgb(frame))
+            if _default_yuv444(frame):
+                planar.append(len(images))
+                images.append(_planes(frame))  # converted below
+            else:
+                images.append(_rgb(frame))
             times.append(float(frame.time))
+    if planar:  # one conversion for all: the same as each frame's own, ~10x faster
+        rgb = yuvframes.to_rgb(np.stack([images[i] for i in planar]))
+        for i, img in zip(planar, rgb, strict=True):
+            images[i] = img
     order = np.argsort(times, kind="stable")
     return np.asarray(times)[order], np.stack(images)[order] if images else np.zeros(
         (0, size, size, 3), np.uint8
+    )
+
+
+def _default_yuv444(frame) -> bool:
+    """yuv444p with no colour space or range of its own (BT.601, limited range: FFmpeg's
+    default), as the engine writes it."""
+    return (
+        frame.format.name == yuvframes.PIX_FMT
+        and frame.colorspace in (2, 5, 6)  # unspecified, BT.470BG, SMPTE 170M: BT.601
+        and frame.color_range in (0, 1)  # unspecified, limited ("tv")
     )
 
 
@@ -106,7 +125,14 @@ def _rgb(frame) -> np.ndarray:
     """(H, W, 3) RGB of a decoded frame. Planar GBR (libx264rgb) is read plane by plane:
     exact, and ~8x faster than a colour conversion for small frames."""
     if frame.format.name == "gbrp":
-        h, w = frame.height, frame.width
-        g, b, r = (np.frombuffer(p, np.uint8).reshape(h, p.line_size)[:, :w] for p in frame.planes)
+        g, b, r = _planes(frame)
         return np.stack([r, g, b], axis=-1)
     return frame.to_ndarray(format="rgb24")
+
+
+def _planes(frame) -> np.ndarray:
+    """(3, H, W) uint8: the three full-size planes of a planar 8-bit frame, as stored."""
+    h, w = frame.height, frame.width
+    return np.stack(
+        [np.frombuffer(p, np.uint8).reshape(h, p.line_size)[:, :w] for p in frame.planes]
+    )

@@ -54,6 +54,7 @@ def test_layout_field_by_field(corpus_dir):
     assert cam["dtype"] == "video" and cam["shape"] == [32, 32, 3]
     assert cam["names"] == ["height", "width", "channels"]
     assert cam["info"]["video.codec"] == "h264" and cam["info"]["video.fps"] == 10
+    assert cam["info"]["video.pix_fmt"] == "yuv444p" and cam["info"]["video.crf"] == 0
     assert cam["info"]["video.height"] == 32 and cam["info"]["has_audio"] is False
     for key in ("observation.state", "action"):
         assert feats[key]["dtype"] == "float32" and feats[key]["shape"] == [6]
@@ -94,8 +95,8 @@ def test_layout_field_by_field(corpus_dir):
 
 
 def test_frames_and_vectors_read_back_exactly(corpus_dir):
-    """libx264rgb at crf 0 is lossless: the reader returns the rendered frames bit for bit,
-    each aligned to its row by timestamp."""
+    """h264 yuv444p at crf 0 of frames at the colour round trip's fixed point: the reader
+    returns the generated frames bit for bit, each aligned to its row by timestamp."""
     from fontaine_engine import corpus, synthetic
 
     gen = synthetic.generate(0)
