@@ -64,7 +64,7 @@ def build_parser() -> Parser:
     t.add_argument(
         "--data-dir",
         default="",
-        help="a LeRobotDataset folder or a folder of several (default: the generated corpus in ~/.cache/fontaine-engine/corpus-v2)",
+        help="a LeRobotDataset folder or a folder of several (default: the generated corpus in ~/.cache/fontaine-engine/corpus-v3)",
     )
     t.add_argument(
         "--model-size",

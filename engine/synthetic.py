@@ -21,7 +21,8 @@ import numpy as np
 
 from . import lerobot_writer, yuvframes
 
-VERSION = 2
+VERSION = 3  # the corpus's format: its cache folder (corpus-v3) and manifest; 3: yuv444p videos
+SCENES = 2  # the scenes' random draw, unchanged since version 2
 IMAGE_SIZE = 32
 FPS = 10
 MOTORS = 6
@@ -182,7 +183,7 @@ def generate(seed: int = 0) -> dict[str, Generated]:
     """Render every episode of every sub-dataset (deterministic for a seed)."""
     out = {}
     for ds_index, name in enumerate(DATASETS):
-        rng = np.random.default_rng([seed, VERSION, ds_index])
+        rng = np.random.default_rng([seed, SCENES, ds_index])
         n_eps = EPISODES[name]
         frames, states, actions = [], [], []
         for _ in range(n_eps):

@@ -211,6 +211,19 @@ def test_a_v21_dataset_is_read(tmp_path, corpus_dir):
     assert np.array_equal(data.states, src.state[:96])
 
 
+def test_a_cache_of_the_earlier_format_is_rebuilt_not_read(tmp_path, corpus_dir):
+    """Version 2 wrote RGB (gbrp) videos that lerobot's tools cannot re-encode: such a cache
+    is rebuilt, and the default folder is a new one."""
+    from fontaine_engine import corpus
+
+    root = tmp_path / "corpus-v2"
+    shutil.copytree(corpus_dir, root)
+    manifest = json.loads((root / "manifest.json").read_text())
+    (root / "manifest.json").write_text(json.dumps({**manifest, "version": 2}))
+    assert corpus.check_dir(root) == "rebuild" and not corpus._manifest_ok(root, 0)
+    assert corpus.default_dir().name == "corpus-v3"
+
+
 def test_a_bad_dataset_is_one_line(tmp_path, corpus_dir):
     from fontaine_engine import corpus
 
