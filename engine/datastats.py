@@ -32,8 +32,8 @@ def feature_stats(values: np.ndarray) -> dict[str, list]:
         "std": v.std(axis=0),
         "count": np.array([len(v)]),
     }
-    for q in QUANTILES:
-        out[f"q{int(round(q * 100)):02d}"] = np.quantile(v, q, axis=0)
+    for q, value in zip(QUANTILES, np.quantile(v, list(QUANTILES), axis=0), strict=True):
+        out[f"q{int(round(q * 100)):02d}"] = value
     return {k: np.asarray(x).tolist() for k, x in out.items()}
 
 

@@ -6,6 +6,8 @@ in engine/lerobot.py). Videos are h264 yuv444p at crf 0 (engine/yuvframes.py), w
 encoder settings in info.json as lerobot records them, so lerobot's tools re-encode them the
 same way. Frames must be a fixed point of the yuv444p round trip (yuvframes.stable()):
 decoded, they are then the written ones, bit for bit; any other frame is refused.
+meta/episodes holds each episode's `stats/<feature>/<stat>` columns, as lerobot's writer
+does: its tools pool them into meta/stats.json when they edit a dataset.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ from .lerobot import (
     DEFAULT_FEATURES,
     EPISODES_PATH,
     INFO_PATH,
+    QUANTILES,
     STATE_KEY,
     STATS_PATH,
     TASKS_PATH,
@@ -32,10 +35,41 @@ from .lerobot import (
 
 
 def _image_stats(images: np.ndarray) -> dict[str, list]:
-    """Per channel over all pixels, in [0, 1], shaped (3, 1, 1) as lerobot writes them."""
-    flat = images.reshape(-1, 3)
-    per = feature_stats(flat[:: max(1, len(flat) // 200_000)].astype(np.float64) / 255.0)
-    return {k: [[[x]] for x in v] if k != "count" else [len(images)] for k, v in per.items()}
+    """Per channel over all pixels, in [0, 1], shaped (3, 1, 1) as lerobot writes them; count
+    is the number of frames. Exact, from each channel's histogram of its 256 levels."""
+    pixels = np.asarray(images, np.uint8).reshape(-1, 3)
+    levels = np.arange(256, dtype=np.float64)
+    out: dict[str, list] = {k: [] for k in ("min", "max", "mean", "std")}
+    out.update({f"q{round(q * 100):02d}": [] for q in QUANTILES})
+    for c in range(3):
+        counts = np.bincount(pixels[:, c], minlength=256)
+        n, seen = int(counts.sum()), np.flatnonzero(counts)
+        mean = float(counts @ levels) / n
+        out["min"].append(float(seen[0]))
+        out["max"].append(float(seen[-1]))
+        out["mean"].append(mean)
+        out["std"].append(float(np.sqrt(counts @ (levels - mean) ** 2 / n)))
+        ends = np.cumsum(counts)  # the k-th smallest value is the level whose run holds k
+        for q in QUANTILES:  # np.quantile's default (linear) from the sorted order
+            pos = q * (n - 1)
+            lo, hi = (
+                int(np.searchsorted(ends, k, side="right")) for k in (np.floor(pos), np.ceil(pos))
+            )
+            out[f"q{round(q * 100):02d}"].append(lo + (hi - lo) * (pos - np.floor(pos)))
+    stats = {k: [[[x / 255.0]] for x in v] for k, v in out.items()}
+    return {**stats, "count": [len(images)]}
+
+
+def _episode_stats(camera: str, images: np.ndarray, columns: dict[str, np.ndarray]) -> dict:
+    """One episode's `stats/<feature>/<stat>` columns of meta/episodes, as lerobot's writer
+    flattens its compute_episode_stats (every feature: the camera per channel in [0, 1],
+    shaped (3, 1, 1); vectors per dimension; scalars as one value). lerobot's tools pool
+    these when they edit a dataset (aggregate_stats); quantiles here are exact."""
+    stats = {camera: _image_stats(images)}
+    for key, values in columns.items():
+        arr = np.asarray(values, dtype=np.float64)
+        stats[key] = feature_stats(arr.reshape(len(arr), -1))
+    return {f"stats/{key}/{name}": v for key, per in stats.items() for name, v in per.items()}
 
 
 TASKS_PANDAS_META = {
@@ -145,20 +179,25 @@ def write(
                         out.mux(packet)
                 ts = (np.arange(length) / fps).astype(np.float32)
                 task_index = task_names.index(tasks[ep])
+                state = np.asarray(states[ep], np.float32)
+                action = np.asarray(actions[ep], np.float32)
+                columns = {
+                    "timestamp": ts,
+                    "frame_index": np.arange(length, dtype=np.int64),
+                    "episode_index": np.full(length, ep, np.int64),
+                    "index": np.arange(offset, offset + length, dtype=np.int64),
+                    "task_index": np.full(length, task_index, np.int64),
+                }
                 writer.write_table(
                     pa.table(
                         {  # one row group per episode, as lerobot writes
                             STATE_KEY: pa.FixedSizeListArray.from_arrays(
-                                pa.array(np.asarray(states[ep], np.float32).ravel()), motors
+                                pa.array(state.ravel()), motors
                             ),
                             ACTION_KEY: pa.FixedSizeListArray.from_arrays(
-                                pa.array(np.asarray(actions[ep], np.float32).ravel()), motors
+                                pa.array(action.ravel()), motors
                             ),
-                            "timestamp": ts,
-                            "frame_index": np.arange(length, dtype=np.int64),
-                            "episode_index": np.full(length, ep, np.int64),
-                            "index": np.arange(offset, offset + length, dtype=np.int64),
-                            "task_index": np.full(length, task_index, np.int64),
+                            **columns,
                         }
                     )
                 )
@@ -177,6 +216,11 @@ def write(
                         f"videos/{key}/to_timestamp": (t_file + length) / fps,
                         "meta/episodes/chunk_index": 0,
                         "meta/episodes/file_index": 0,
+                        **_episode_stats(
+                            camera,
+                            frames_by_episode[ep],
+                            {STATE_KEY: state, ACTION_KEY: action, **columns},
+                        ),
                     }
                 )
                 offset += length
