@@ -15,6 +15,7 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING, cast
 
 import numpy as np
 
@@ -32,6 +33,9 @@ from .lerobot import (
     TASKS_PATH,
     VIDEO_PATH,
 )
+
+if TYPE_CHECKING:
+    from av.video.stream import VideoStream
 
 
 def _image_stats(images: np.ndarray) -> dict[str, list]:
@@ -160,7 +164,7 @@ def write(
                 ),
             ) as writer,
         ):
-            stream = out.add_stream(yuvframes.CODEC, rate=fps)
+            stream = cast("VideoStream", out.add_stream(yuvframes.CODEC, rate=fps))
             stream.width, stream.height = width, height
             stream.pix_fmt = yuvframes.PIX_FMT
             stream.options = {k: str(v) for k, v in yuvframes.OPTIONS.items()}
@@ -181,7 +185,7 @@ def write(
                 task_index = task_names.index(tasks[ep])
                 state = np.asarray(states[ep], np.float32)
                 action = np.asarray(actions[ep], np.float32)
-                columns = {
+                columns: dict[str, np.ndarray] = {
                     "timestamp": ts,
                     "frame_index": np.arange(length, dtype=np.int64),
                     "episode_index": np.full(length, ep, np.int64),

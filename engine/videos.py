@@ -88,7 +88,9 @@ def _decode(path: Path, size: int) -> tuple[np.ndarray, np.ndarray]:
         container = av.open(str(path))
     except (OSError, av.error.FFmpegError) as exc:
         raise DatasetError(f"{path}: not a readable video ({exc})") from None
-    times, images, planar = [], [], []
+    times: list[float] = []
+    images: list[np.ndarray] = []  # RGB frames, or planes converted after the loop
+    planar: list[int] = []
     with container:
         stream = container.streams.video[0]
         stream.thread_type = "AUTO"
