@@ -22,16 +22,9 @@ from fontaine_tui.core.host.telemetry import TelemetrySnapshot
 from fontaine_tui.core.launch.fleet import Fleet
 from fontaine_tui.model.babysitter import Babysitter
 from fontaine_tui.model.launched import LaunchEnd
-from fontaine_tui.model.session import (
-    Outcome,
-    Process,
-    Registry,
-    RunEntry,
-    RunsList,
-    RunView,
-    Session,
-    step_read,
-)
+from fontaine_tui.model.runs import Registry, RunEntry, RunsList, open_run
+from fontaine_tui.model.session import Process, Session
+from fontaine_tui.model.view import Outcome, RunView, step_read
 from fontaine_tui.screens.dialogs import NoteDialog, QuitDialog
 from fontaine_tui.screens.help import HelpScreen
 from fontaine_tui.screens.monitor import MonitorScreen
@@ -419,7 +412,7 @@ class FontaineApp(App[int]):
 
     def attach_folder(self, folder: str) -> None:
         """Point the console at another run folder (from the runs list)."""
-        session, why = self.session.attached_to(Path(folder), self.registry)
+        session, why = open_run(self.session, Path(folder), self.registry)
         if why is not None:
             self.tell(why)
         self._swap(session)

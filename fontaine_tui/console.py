@@ -16,7 +16,8 @@ from fontaine_tui.core.follow.replay import ReplayRun
 from fontaine_tui.core.launch.fleet import Fleet
 from fontaine_tui.core.preset.record import Preset
 from fontaine_tui.model.launched import LaunchedRun, LaunchEnd
-from fontaine_tui.model.session import Process, Registry, Session
+from fontaine_tui.model.runs import Registry
+from fontaine_tui.model.session import Process, Session
 
 
 def make_app(

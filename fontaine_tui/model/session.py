@@ -1,39 +1,39 @@
-"""The console's model, no Textual: one run's store, ledger, warnings and verdicts, and what
-review, export, attach and stepping through reads do. Methods return results (`Outcome`);
-the app turns them into notifications and screens. Screens render `RunView`s.
+"""The console's model, no Textual: one run's store, ledger, warnings and verdicts.
+
+What review, export and a re-score do; methods return results (`Outcome`, model/view.py),
+the app turns them into notifications and screens. Screens render the `RunView`s a session
+builds; the runs list and opening a run from it are model/runs.py's, reading the ledger
+model/ledger.py's.
 """
 
 from __future__ import annotations
 
-import threading
 import time
 from collections import deque
-from collections.abc import Callable, Iterator, Mapping
-from dataclasses import dataclass, replace
+from collections.abc import Callable, Iterator
+from dataclasses import replace
 from pathlib import Path
 from typing import Protocol
 
 from fontaine_tui.core.errors import InputError
-from fontaine_tui.core.follow import Batch, LocalRun, RunSource, run_source
+from fontaine_tui.core.follow import Batch, LocalRun, RunSource
 from fontaine_tui.core.host.telemetry import TelemetrySnapshot
 from fontaine_tui.core.launch import alert_book, alerts
 from fontaine_tui.core.launch.attempts import Attempt
 from fontaine_tui.core.launch.exits import ExitInfo
-from fontaine_tui.core.launch.fleet import Fleet
-from fontaine_tui.core.launch.registry import Entry
 from fontaine_tui.core.launch.rescore import ScoreOffer, ScoreState
 from fontaine_tui.core.log.read import ingest_lines
 from fontaine_tui.core.log.records import Malformed, Record
 from fontaine_tui.core.log.store import RunStore
 from fontaine_tui.core.preset.record import Amendment, Preset
-from fontaine_tui.core.readfile import read_whole
-from fontaine_tui.core.runfolder import AMENDMENTS, PREREG, RunFolder
+from fontaine_tui.core.runfolder import RunFolder
 from fontaine_tui.core.text import literal
 from fontaine_tui.core.verdict.amendments import check_amendments
-from fontaine_tui.core.verdict.head import head_name
 from fontaine_tui.core.verdict.record import AmendmentCheck, Verdict
 from fontaine_tui.core.verdict.rules import compute_verdict, verdict_series
 from fontaine_tui.model import readout
+from fontaine_tui.model.ledger import Ledger, ledger_from, read_ledger_files
+from fontaine_tui.model.view import Outcome, RunView
 
 TAIL_LINES = 400
 
@@ -46,208 +46,6 @@ class Process(Protocol):
     def poll(self) -> ExitInfo | None: ...
 
     def stop(self) -> ExitInfo: ...
-
-
-class Registry(Protocol):
-    def entries(self) -> list[Entry]: ...
-
-
-@dataclass(frozen=True, slots=True)
-class Outcome:
-    """What an action did, as one line for the user; severity as Textual's notify takes it."""
-
-    message: str
-    severity: str = "information"  # "information" | "warning" | "error"
-
-
-@dataclass(frozen=True, slots=True)
-class Ledger:
-    launched_at: str
-    preset_sha256: str
-    hash_status: str  # "matches prereg.json", "bounds changed after launch: ...", or why unknown
-    hash_ok: bool | None
-    amendments: tuple[Amendment, ...]
-    error: str = ""
-    provenance: Mapping[str, object] | None = None  # as frozen in prereg.json
-
-
-@dataclass(frozen=True, slots=True, eq=False)
-class RunView:
-    """Everything a screen shows at one moment; rebuilt at most a few times a second."""
-
-    version: int
-    name: str
-    label: str
-    preset: Preset
-    status: str
-    store: RunStore
-    progress: readout.Progress
-    verdicts: tuple[Verdict, ...]
-    latest: Verdict
-    rows: tuple[readout.ProbeRow, ...]
-    ledger: Ledger
-    warnings: tuple[alerts.RunWarning, ...]
-    note: str
-    status_tone: str = "watching"  # readout.status_tone: how the header colours the status
-    # the disambiguating re-score of an AMBIGUOUS-BY-INSTRUMENT run (core/launch/rescore.py)
-    score_offer: ScoreOffer | None = None
-    score_state: ScoreState | None = None
-    attempts: tuple[Attempt, ...] = ()  # launches and resumes, oldest first (attempts.jsonl)
-
-    def verdict_at(self, step: int | None) -> Verdict:
-        """The read at a probe step; the latest read when `step` is None or not a probe."""
-        if step is not None:
-            for v in self.verdicts:
-                if v.read_step == step:
-                    return v
-        return self.latest
-
-
-def step_read(view: RunView, current: int | None, delta: int) -> int | None:
-    """The probe step `delta` reads away from `current` (None: the latest), clamped."""
-    steps = [v.read_step for v in view.verdicts if v.read_step is not None]
-    if not steps:
-        return None
-    here = current if current in steps else view.latest.read_step
-    i = steps.index(here) if here in steps else len(steps) - 1
-    return steps[max(0, min(len(steps) - 1, i + delta))]
-
-
-@dataclass(frozen=True, slots=True)
-class RunEntry:
-    name: str
-    folder: str
-    pid: int | None
-    state: str
-    launched: str
-    host: str = ""  # set by a fleet look (core/launch/fleet.py): every host's runs
-    reading: str = ""  # step/total, the read, and how old the reading is
-    cells: tuple[str, ...] = ()  # a fleet look's columns (fleet.CELLS), as `runs` shows them
-
-    @property
-    def target(self) -> str:
-        """What attach takes: the folder here, host:folder on another host (a host with a
-        port, registered as ssh://user@host:port: that URI with the folder as its path)."""
-        if not self.host or self.local:
-            return self.folder
-        if self.host.startswith("ssh://"):
-            from urllib.parse import quote
-
-            # a folder relative to the remote home keeps its /~/ (the URI's path is absolute)
-            path = self.folder[1:] if self.folder.startswith("/") else f"~/{self.folder}"
-            return f"{self.host}/{quote(path)}"
-        return f"{self.host}:{self.folder}"
-
-    @property
-    def local(self) -> bool:
-        from fontaine_tui.core.host.memory import hostname
-
-        return not self.host or self.host == hostname()
-
-
-LOCAL_LOOK_S = 0.5  # the runs screen's first draw waits at most this for this host's runs
-
-
-def registry_entries(registry: Registry | None) -> tuple[list[RunEntry], str]:
-    """The runs screen's rows and, when there are none, why. The state is the live one (pid
-    checked, log tail read: `registry.live_status`), as `fontaine-tui runs` shows it."""
-    from fontaine_tui.core.host.memory import hostname
-    from fontaine_tui.core.launch.registry import live_statuses
-
-    if registry is None:
-        return [], "no registry given"
-    try:
-        items: list[Entry] = list(registry.entries())
-    except Exception as exc:  # a broken registry file is shown, not raised
-        return [], f"registry unreadable: {exc}"
-    host = hostname()
-    # on the screen's first draw: a Slurm job's scheduler may be slow; its row says so
-    live = live_statuses(items, host, LOCAL_LOOK_S)
-    rows = []
-    for e in items:
-        st = live.get(e.key)
-        state = st.state if st is not None else ("remote" if e.host != host else "checking")
-        rows.append(RunEntry(e.name, e.run_dir, e.pid or None, state, e.launched_at))
-    return rows, "the registry is empty"
-
-
-def fleet_entries(registry: Registry, fleet: Fleet) -> tuple[list[RunEntry], str]:
-    """Every registered run, every host's checked live (`fontaine-tui runs`' look)."""
-    from fontaine_tui.core.host.memory import hostname
-    from fontaine_tui.core.launch.fleet import row_cells
-    from fontaine_tui.core.launch.registry import live_statuses
-
-    try:
-        items = registry.entries()
-    except Exception as exc:
-        return [], f"registry unreadable: {exc}"
-    here = hostname()
-    t0 = time.monotonic()
-    rows, down = fleet.look(items)
-    live = live_statuses(items, here, max(0.2, fleet.deadline_s - (time.monotonic() - t0)))
-    now = time.time()
-    out = []
-    for e, r in zip(items, rows, strict=True):
-        st = live.get(e.key)
-        state = st.state if st is not None else r.state
-        cells = row_cells(r, now)
-        out.append(
-            RunEntry(
-                e.name,
-                e.run_dir,
-                e.pid or None,
-                state,
-                e.launched_at,
-                e.host,
-                f"{cells[0]}  {cells[3]}  {cells[-1]}",
-                cells,
-            )
-        )
-    why = "; ".join(f"{h}: {w}" for h, w in down.items())
-    return out, why or "the registry is empty"
-
-
-class RunsList:
-    """The runs screen's rows, looked up at most every `every_s` however often the screen
-    redraws: each look reads the registry and every local run's log tail. With a `fleet`,
-    every host's runs are checked too, in a thread: `rows` answers at once with the last
-    look (the first time: this host's runs, the others "checking")."""
-
-    def __init__(
-        self,
-        registry: Registry | None,
-        every_s: float = 2.0,
-        clock: Callable[[], float] = time.monotonic,
-        fleet: Fleet | None = None,
-    ) -> None:
-        self.registry, self.every_s, self.clock, self.fleet = registry, every_s, clock, fleet
-        self._at: float | None = None
-        self._rows: tuple[list[RunEntry], str] = ([], "")
-        self._looking: threading.Thread | None = None
-
-    def rows(self) -> tuple[list[RunEntry], str]:
-        now = self.clock()
-        if self._at is not None and now - self._at < self.every_s:
-            return self._rows
-        if self.fleet is None or self.registry is None:
-            self._rows, self._at = registry_entries(self.registry), now
-            return self._rows
-        if self._looking is None or not self._looking.is_alive():
-            if self._at is None:  # nothing yet: this host's rows now, the rest to come
-                rows, why = registry_entries(self.registry)
-                self._rows = (
-                    [replace(r, state="checking") if r.state == "remote" else r for r in rows],
-                    why,
-                )
-            self._at = now
-            registry, fleet = self.registry, self.fleet
-
-            def look() -> None:
-                self._rows = fleet_entries(registry, fleet)
-
-            self._looking = threading.Thread(target=look, daemon=True, name="fleet")
-            self._looking.start()
-        return self._rows
 
 
 def folder_of(source: RunSource) -> Path | None:
@@ -520,58 +318,6 @@ class Session:
             "information" if done else "error",
         )
 
-    def attached_to(
-        self, folder: Path, registry: Registry | None = None
-    ) -> tuple[Session, Outcome | None]:
-        """A session on another run folder (from the runs list), with its frozen preset when
-        it has one; a run another trainer writes (no prereg.json) followed through its
-        format, with the preset it was registered with; else this one's preset, and why."""
-        from fontaine_tui.core.verdict.prereg import read_prereg
-
-        if not (folder / PREREG).exists():
-            foreign = self._foreign_at(folder, registry)
-            if foreign is not None:
-                return foreign
-        preset, why = self.preset, None
-        try:
-            preset = read_prereg(RunFolder(folder)).frozen_preset(str(folder / PREREG))
-        except Exception as exc:  # keep the current preset, say why
-            why = Outcome(f"{folder}: using preset {preset.name} ({exc})", "warning")
-        return (Session(run_source(folder, preset.source), preset, "attach", None, folder), why)
-
-    def _foreign_at(
-        self, folder: Path, registry: Registry | None
-    ) -> tuple[Session, Outcome | None] | None:
-        """A session on a foreign run folder: how its registered preset reads it, else what
-        its contents are (with this session's preset, said); None for a folder of ours."""
-        from fontaine_tui.core.follow.foreign import ForeignRun
-        from fontaine_tui.core.launch.foreign_look import entry_preset
-        from fontaine_tui.core.log.formats.source import SourceSpec, detect_foreign
-
-        registered = None
-        try:
-            entries = registry.entries() if registry is not None else []
-        except Exception:  # a broken registry: the folder's contents say
-            entries = []
-        for e in entries:
-            if Path(e.run_dir) == folder and not e.pid:
-                registered = entry_preset(e.preset, e.preset_sha256)
-        if registered is not None and registered.foreign and registered.source is not None:
-            return Session(
-                ForeignRun(folder, registered.source), registered, "attach", None, folder
-            ), None
-        kind = detect_foreign(folder)
-        if not kind:
-            return None
-        why = Outcome(
-            f"{folder}: a {kind} run with no preset registered: read with preset "
-            f"{self.preset.name}",
-            "warning",
-        )
-        return Session(
-            ForeignRun(folder, SourceSpec(kind)), self.preset, "attach", None, folder
-        ), why
-
     # -- ledger --------------------------------------------------------------------------
 
     async def read_ledger(self) -> None:
@@ -580,69 +326,14 @@ class Session:
         if self.folder is None and not isinstance(self.source, RunSource):
             self.ledger = Ledger("", self.preset.sha256, "no run folder (log only)", None, ())
             return
-        files: dict[str, bytes | None] = {}
-        for name in (PREREG, AMENDMENTS, head_name(AMENDMENTS)):
-            if self.folder is not None:
-                path = self.folder / name
-                try:
-                    files[name] = read_whole(path) if path.exists() else None
-                except (OSError, InputError) as exc:
-                    files[name] = None
-                    self.note = (
-                        f"{path}: cannot read ({exc.strerror})"
-                        if isinstance(exc, OSError)
-                        else str(exc)
-                    )
-            else:
-                files[name] = await self.source.read_bytes(name)
+        files = await read_ledger_files(self.folder, self.source)
+        if files.note:
+            self.note = files.note
         where = str(self.folder) if self.folder is not None else self.source.label
-        self.ledger = self._ledger_from(
-            files[PREREG], files[AMENDMENTS], where, files[head_name(AMENDMENTS)]
-        )
+        given = self.given_preset if self.preset_named else None
+        self.ledger, self.preset = ledger_from(files, where, given, self.preset)
         self._verdict_key = self._latest_key = None
         self.version += 1
-
-    def _ledger_from(
-        self, prereg: bytes | None, ledger: bytes | None, where: str, head: bytes | None = None
-    ) -> Ledger:
-        from fontaine_tui.core.verdict.ledger import genesis, parse_ledger
-        from fontaine_tui.core.verdict.prereg import compare, parse_prereg
-
-        amendments: tuple[Amendment, ...] = ()
-        error = ""
-        if ledger or head:  # the amendments before a break in the chain count; it is shown
-            read = parse_ledger(ledger or b"", f"{where}/{AMENDMENTS}", genesis(prereg), head)
-            amendments, error = read.amendments, read.broken
-        launched, status, ok = "", "no prereg.json beside the log", None
-        provenance: Mapping[str, object] | None = None
-        if prereg is not None:
-            try:
-                pr = parse_prereg(prereg, f"{where}/{PREREG}")
-                launched, provenance = pr.launched_at, pr.provenance
-                change = compare(pr, self.given_preset) if self.preset_named else None
-                # the frozen pre-registration is the authority: compute with its bounds
-                self.preset = pr.frozen_preset()
-                if change is None:
-                    status, ok = "matches prereg.json", True
-                elif change.math_changed:
-                    status, ok = (
-                        (
-                            f"the preset given differs from the frozen prereg.json "
-                            f"({change.detail}): computing with the frozen bounds"
-                        ),
-                        False,
-                    )
-                else:
-                    status, ok = (
-                        (
-                            f"matches prereg.json (the preset given differs only in "
-                            f"[platform]: {change.detail})"
-                        ),
-                        True,
-                    )
-            except InputError as exc:
-                status, ok = str(exc), False
-        return Ledger(launched, self.preset.sha256, status, ok, amendments, error, provenance)
 
     # -- output --------------------------------------------------------------------------
 

@@ -7,7 +7,9 @@ from typing import Protocol, cast
 from textual.screen import Screen
 
 from fontaine_tui.core.host.telemetry import TelemetrySnapshot
-from fontaine_tui.model.session import RunEntry, RunView, Session
+from fontaine_tui.model.runs import RunEntry
+from fontaine_tui.model.session import Session
+from fontaine_tui.model.view import RunView
 
 
 class Console(Protocol):

@@ -14,7 +14,7 @@ from textual.widgets import Footer
 from fontaine_tui.core.host.telemetry import TelemetrySnapshot
 from fontaine_tui.core.verdict.losschart import EMA_DEFAULT, EMA_FACTORS, loss_chart
 from fontaine_tui.model.readout import evidence_lines, run_events
-from fontaine_tui.model.session import RunView
+from fontaine_tui.model.view import RunView
 from fontaine_tui.screens.base import ViewScreen
 from fontaine_tui.widgets.attempts_panel import AttemptsPanel
 from fontaine_tui.widgets.chart import Chart

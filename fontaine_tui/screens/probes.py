@@ -7,7 +7,7 @@ from textual.binding import Binding
 from textual.widgets import Footer, Static
 
 from fontaine_tui.core.verdict.probechart import datasets_chart, probes_chart
-from fontaine_tui.model.session import RunView
+from fontaine_tui.model.view import RunView
 from fontaine_tui.screens.base import ViewScreen
 from fontaine_tui.widgets.chart import Chart
 from fontaine_tui.widgets.probes_table import ProbesTable

@@ -6,7 +6,7 @@ from textual.app import ComposeResult
 from textual.widgets import DataTable, Footer, Static
 
 from fontaine_tui.core.launch.fleet import CELLS
-from fontaine_tui.model.session import RunView
+from fontaine_tui.model.view import RunView
 from fontaine_tui.screens.base import ViewScreen
 from fontaine_tui.widgets.safe import assemble, cell
 

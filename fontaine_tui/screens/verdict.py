@@ -8,7 +8,7 @@ from textual.containers import VerticalScroll
 from textual.widgets import Footer, Static
 
 from fontaine_tui.core.verdict.text import typed_in_caveat
-from fontaine_tui.model.session import RunView
+from fontaine_tui.model.view import RunView
 from fontaine_tui.screens.base import ViewScreen
 from fontaine_tui.widgets.safe import assemble
 from fontaine_tui.widgets.score_panel import ScorePanel

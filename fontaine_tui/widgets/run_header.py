@@ -13,7 +13,7 @@ from fontaine_tui.widgets.quiet import QuietStatic
 from fontaine_tui.widgets.safe import assemble
 
 if TYPE_CHECKING:
-    from fontaine_tui.model.session import RunView
+    from fontaine_tui.model.view import RunView
 
 TONE_STYLE = {
     "live": "bold $success",

@@ -24,7 +24,7 @@ from fontaine_tui.core.verdict.text import (
     secondary_lines,
     signed,
 )
-from fontaine_tui.model.session import Ledger
+from fontaine_tui.model.ledger import Ledger
 from fontaine_tui.widgets.safe import assemble
 
 LABEL_STYLE = {

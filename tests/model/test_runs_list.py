@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from fontaine_tui.core.host.memory import hostname
 from fontaine_tui.core.launch.registry import Entry, Registry
-from fontaine_tui.model.session import RunsList
+from fontaine_tui.model.runs import RunsList
 
 
 def test_rows_are_looked_up_again_only_after_every_s(tmp_path):

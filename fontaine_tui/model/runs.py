@@ -1,0 +1,205 @@
+"""The runs list: every registered run as a row of the runs screen, its state checked live.
+
+`registry_entries` reads this host's runs, `fleet_entries` every host's (`fontaine-tui runs`'
+look), `RunsList` looks them up at most every few seconds however often the screen redraws,
+and `open_run` opens a session on the run picked.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Protocol
+from urllib.parse import quote
+
+from fontaine_tui.core.follow import run_source
+from fontaine_tui.core.follow.foreign import ForeignRun
+from fontaine_tui.core.host.memory import hostname
+from fontaine_tui.core.launch.fleet import Fleet, row_cells
+from fontaine_tui.core.launch.foreign_look import entry_preset
+from fontaine_tui.core.launch.registry import Entry, live_statuses
+from fontaine_tui.core.log.formats.source import SourceSpec, detect_foreign
+from fontaine_tui.core.runfolder import PREREG, RunFolder
+from fontaine_tui.core.verdict.prereg import read_prereg
+from fontaine_tui.model.session import Session
+from fontaine_tui.model.view import Outcome
+
+
+class Registry(Protocol):
+    def entries(self) -> list[Entry]: ...
+
+
+@dataclass(frozen=True, slots=True)
+class RunEntry:
+    name: str
+    folder: str
+    pid: int | None
+    state: str
+    launched: str
+    host: str = ""  # set by a fleet look (core/launch/fleet.py): every host's runs
+    reading: str = ""  # step/total, the read, and how old the reading is
+    cells: tuple[str, ...] = ()  # a fleet look's columns (fleet.CELLS), as `runs` shows them
+
+    @property
+    def target(self) -> str:
+        """What attach takes: the folder here, host:folder on another host (a host with a
+        port, registered as ssh://user@host:port: that URI with the folder as its path)."""
+        if not self.host or self.local:
+            return self.folder
+        if self.host.startswith("ssh://"):
+            # a folder relative to the remote home keeps its /~/ (the URI's path is absolute)
+            path = self.folder[1:] if self.folder.startswith("/") else f"~/{self.folder}"
+            return f"{self.host}/{quote(path)}"
+        return f"{self.host}:{self.folder}"
+
+    @property
+    def local(self) -> bool:
+        return not self.host or self.host == hostname()
+
+
+LOCAL_LOOK_S = 0.5  # the runs screen's first draw waits at most this for this host's runs
+
+
+def registry_entries(registry: Registry | None) -> tuple[list[RunEntry], str]:
+    """The runs screen's rows and, when there are none, why. The state is the live one (pid
+    checked, log tail read: `registry.live_status`), as `fontaine-tui runs` shows it."""
+    if registry is None:
+        return [], "no registry given"
+    try:
+        items: list[Entry] = list(registry.entries())
+    except Exception as exc:  # a broken registry file is shown, not raised
+        return [], f"registry unreadable: {exc}"
+    host = hostname()
+    # on the screen's first draw: a Slurm job's scheduler may be slow; its row says so
+    live = live_statuses(items, host, LOCAL_LOOK_S)
+    rows = []
+    for e in items:
+        st = live.get(e.key)
+        state = st.state if st is not None else ("remote" if e.host != host else "checking")
+        rows.append(RunEntry(e.name, e.run_dir, e.pid or None, state, e.launched_at))
+    return rows, "the registry is empty"
+
+
+def fleet_entries(registry: Registry, fleet: Fleet) -> tuple[list[RunEntry], str]:
+    """Every registered run, every host's checked live (`fontaine-tui runs`' look)."""
+    try:
+        items = registry.entries()
+    except Exception as exc:
+        return [], f"registry unreadable: {exc}"
+    here = hostname()
+    t0 = time.monotonic()
+    rows, down = fleet.look(items)
+    live = live_statuses(items, here, max(0.2, fleet.deadline_s - (time.monotonic() - t0)))
+    now = time.time()
+    out = []
+    for e, r in zip(items, rows, strict=True):
+        st = live.get(e.key)
+        state = st.state if st is not None else r.state
+        cells = row_cells(r, now)
+        out.append(
+            RunEntry(
+                e.name,
+                e.run_dir,
+                e.pid or None,
+                state,
+                e.launched_at,
+                e.host,
+                f"{cells[0]}  {cells[3]}  {cells[-1]}",
+                cells,
+            )
+        )
+    why = "; ".join(f"{h}: {w}" for h, w in down.items())
+    return out, why or "the registry is empty"
+
+
+class RunsList:
+    """The runs screen's rows, looked up at most every `every_s` however often the screen
+    redraws: each look reads the registry and every local run's log tail. With a `fleet`,
+    every host's runs are checked too, in a thread: `rows` answers at once with the last
+    look (the first time: this host's runs, the others "checking")."""
+
+    def __init__(
+        self,
+        registry: Registry | None,
+        every_s: float = 2.0,
+        clock: Callable[[], float] = time.monotonic,
+        fleet: Fleet | None = None,
+    ) -> None:
+        self.registry, self.every_s, self.clock, self.fleet = registry, every_s, clock, fleet
+        self._at: float | None = None
+        self._rows: tuple[list[RunEntry], str] = ([], "")
+        self._looking: threading.Thread | None = None
+
+    def rows(self) -> tuple[list[RunEntry], str]:
+        now = self.clock()
+        if self._at is not None and now - self._at < self.every_s:
+            return self._rows
+        if self.fleet is None or self.registry is None:
+            self._rows, self._at = registry_entries(self.registry), now
+            return self._rows
+        if self._looking is None or not self._looking.is_alive():
+            if self._at is None:  # nothing yet: this host's rows now, the rest to come
+                rows, why = registry_entries(self.registry)
+                self._rows = (
+                    [replace(r, state="checking") if r.state == "remote" else r for r in rows],
+                    why,
+                )
+            self._at = now
+            registry, fleet = self.registry, self.fleet
+
+            def look() -> None:
+                self._rows = fleet_entries(registry, fleet)
+
+            self._looking = threading.Thread(target=look, daemon=True, name="fleet")
+            self._looking.start()
+        return self._rows
+
+
+def open_run(
+    session: Session, folder: Path, registry: Registry | None = None
+) -> tuple[Session, Outcome | None]:
+    """A session on the run folder picked from the runs list, with its frozen preset when it
+    has one; a run another trainer writes (no prereg.json) followed through its format, with
+    the preset it was registered with; else `session`'s preset, and why."""
+    if not (folder / PREREG).exists():
+        foreign = _foreign_at(session, folder, registry)
+        if foreign is not None:
+            return foreign
+    preset, why = session.preset, None
+    try:
+        preset = read_prereg(RunFolder(folder)).frozen_preset(str(folder / PREREG))
+    except Exception as exc:  # keep the current preset, say why
+        why = Outcome(f"{folder}: using preset {preset.name} ({exc})", "warning")
+    return (Session(run_source(folder, preset.source), preset, "attach", None, folder), why)
+
+
+def _foreign_at(
+    session: Session, folder: Path, registry: Registry | None
+) -> tuple[Session, Outcome | None] | None:
+    """A session on a foreign run folder: how its registered preset reads it, else what its
+    contents are (with `session`'s preset, said); None for a folder of ours."""
+    registered = None
+    try:
+        entries = registry.entries() if registry is not None else []
+    except Exception:  # a broken registry: the folder's contents say
+        entries = []
+    for e in entries:
+        if Path(e.run_dir) == folder and not e.pid:
+            registered = entry_preset(e.preset, e.preset_sha256)
+    if registered is not None and registered.foreign and registered.source is not None:
+        return Session(
+            ForeignRun(folder, registered.source), registered, "attach", None, folder
+        ), None
+    kind = detect_foreign(folder)
+    if not kind:
+        return None
+    why = Outcome(
+        f"{folder}: a {kind} run with no preset registered: read with preset {session.preset.name}",
+        "warning",
+    )
+    return Session(
+        ForeignRun(folder, SourceSpec(kind)), session.preset, "attach", None, folder
+    ), why
