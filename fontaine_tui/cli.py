@@ -1,8 +1,10 @@
-"""Command line: argparse subcommands that call core functions or open the console.
+"""Command line: the table of sub-commands, parsed with argparse, one module each.
 
-Each module in `fontaine_tui.commands` adds its own subcommand through `register(sub)`;
-its `ORDER` places it in --help. Heavy imports (Textual, psutil) happen inside the
-command, so `fontaine-tui --help` stays fast and never imports torch.
+`COMMANDS` names every sub-command, its module in `fontaine_tui.commands` and its one-line
+help, in the order --help lists them. Only the chosen sub-command's module is imported (its
+`register(sub)` adds its parser), so `fontaine-tui --help` imports none and
+`fontaine-tui verdict --help` only the verdict's; this is the one place the command line
+imports lazily. The console (Textual) loads only when a command opens it.
 """
 
 from __future__ import annotations
@@ -10,10 +12,11 @@ from __future__ import annotations
 import argparse
 import importlib
 import os
-import pkgutil
 import sys
 import traceback
-from typing import NoReturn
+from collections.abc import Iterable
+from types import ModuleType
+from typing import Any, NamedTuple, NoReturn
 
 from fontaine_tui import __version__, commands
 from fontaine_tui.commands._args import HelpFormatter, examples
@@ -24,8 +27,55 @@ INTERNAL_ERROR = 70  # sysexits' EX_SOFTWARE: a bug of ours, not bad input (2) n
 DEBUG_ENV = "FONTAINE_DEBUG"  # =1: an internal error prints its whole traceback
 
 
+class Command(NamedTuple):
+    """A sub-command: its name, its module in fontaine_tui.commands, its line in --help."""
+
+    name: str
+    module: str
+    help: str
+
+
+COMMANDS = (
+    Command(
+        "demo",
+        "demo",
+        "replay a recorded run in the console: a first look, nothing to install or train",
+    ),
+    Command(
+        "launch", "launch", "check the host, freeze the pre-registration, start and watch a run"
+    ),
+    Command("attach", "attach", "follow a run folder, here or on another machine over SSH"),
+    Command("replay", "replay", "replay a finished log in the console (or as plain lines)"),
+    Command("verdict", "verdict", "read a log against a preset's frozen bounds (headless)"),
+    Command(
+        "inspect",
+        "inspect",
+        "what a run folder holds: format, keys, probe cadence, end (and a preset)",
+    ),
+    Command("amend", "amend", "declare a scale or extend amendment in a run's amendments.jsonl"),
+    Command("bank", "bank", "bank a finished run as a comparator: bank add, bank list, bank show"),
+    Command("presets", "presets", "list presets, or show one with its sha256"),
+    Command("runs", "runs", "list launched and attached runs with live status"),
+    Command("stop", "stop", "stop a launched run (SIGINT, then SIGTERM, then SIGKILL)"),
+    Command(
+        "babysit", "babysit", "watch detached runs: babysit polls and notifications, no console"
+    ),
+    Command("doctor", "doctor", "run the launch checks for a preset without launching"),
+    Command("notify", "notify", "notification destinations: send a test message"),
+)
+_BY_NAME = {c.name: c for c in COMMANDS}
+
+
+def command_module(name: str) -> ModuleType | None:
+    """The module of the sub-command `name` (imported now), None for no such sub-command."""
+    command = _BY_NAME.get(name)
+    if command is None:
+        return None
+    return importlib.import_module(f"{commands.__name__}.{command.module}")
+
+
 class _Parser(argparse.ArgumentParser):
-    def __init__(self, *args, **kwargs) -> None:  # every subcommand's --help: its examples kept
+    def __init__(self, *args: Any, **kwargs: Any) -> None:  # every --help keeps its examples
         kwargs.setdefault("formatter_class", HelpFormatter)
         super().__init__(*args, **kwargs)
 
@@ -33,7 +83,18 @@ class _Parser(argparse.ArgumentParser):
         self.exit(2, f"{self.prog}: error: {message}\n")
 
 
-def build_parser() -> argparse.ArgumentParser:
+class _Commands(argparse._SubParsersAction):
+    """The sub-commands' action: a sub-command's parser gets its help line from COMMANDS."""
+
+    def add_parser(self, name: str, **kwargs: Any) -> argparse.ArgumentParser:
+        if name in _BY_NAME:
+            kwargs.setdefault("help", _BY_NAME[name].help)
+        return super().add_parser(name, **kwargs)
+
+
+def build_parser(chosen: Iterable[str] | None = None) -> argparse.ArgumentParser:
+    """The command line's parser. Every sub-command is listed; the `chosen` ones (None: all)
+    have their whole parser, their module imported, the others stand in by name and help."""
     parser = _Parser(
         prog="fontaine-tui",
         description="Launch, watch and read pre-registered ML training runs.",
@@ -50,16 +111,25 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="FILE",
         help="ssh client config file (ssh -F FILE) for every SSH connection",
     )
-    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+    sub = parser.add_subparsers(
+        dest="command", metavar="COMMAND", parser_class=_Parser, action=_Commands
+    )
     sub.required = True
-    modules = [
-        importlib.import_module(f"{commands.__name__}.{info.name}")
-        for info in pkgutil.iter_modules(commands.__path__)
-        if not info.name.startswith("_")
-    ]
-    for module in sorted(modules, key=lambda m: (getattr(m, "ORDER", 99), m.__name__)):
-        module.register(sub)
+    wanted = None if chosen is None else set(chosen)
+    for command in COMMANDS:
+        module = command_module(command.name) if wanted is None or command.name in wanted else None
+        if module is not None:
+            module.register(sub)
+        else:  # listed by --help; parsing it takes what follows for the second parse
+            sub.add_parser(command.name, add_help=False)
     return parser
+
+
+def parse(argv: list[str]) -> argparse.Namespace:
+    """The command line parsed: first which sub-command (every module left unimported, so
+    the top --help, --version and a usage error import none), then its own parser."""
+    first, _ = build_parser(()).parse_known_args(argv)
+    return build_parser((first.command,)).parse_args(argv)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -84,8 +154,7 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _main(argv: list[str] | None) -> int:
-    parser = build_parser()
-    args = parser.parse_args(_legacy(sys.argv[1:] if argv is None else list(argv)))
+    args = parse(_legacy(sys.argv[1:] if argv is None else list(argv)))
     try:
         code = args.func(args)
     except InputError as exc:
@@ -105,11 +174,8 @@ def _legacy(argv: list[str]) -> list[str]:
     at = 0
     while at < len(argv) and argv[at].startswith("-"):  # the global options
         at += 2 if argv[at] == "--ssh-config" else 1
-    if at >= len(argv) or not argv[at].isidentifier():
-        return argv
-    try:
-        module = importlib.import_module(f"{commands.__name__}.{argv[at]}")
-    except ImportError:
+    module = command_module(argv[at]) if at < len(argv) else None
+    if module is None:
         return argv
     legacy = getattr(module, "legacy", None)
     return argv if legacy is None else [*argv[: at + 1], *legacy(argv[at + 1 :])]

@@ -10,16 +10,12 @@ from fontaine_tui.core.errors import InputError
 from fontaine_tui.core.runfolder import check_target
 from fontaine_tui.core.text import literal, require_utf8
 
-ORDER = 45
-
-
 _factor = positive("a positive factor (a finite number)")
 
 
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
         "amend",
-        help="declare a scale or extend amendment in a run's amendments.jsonl",
         description="Append an amendment to RUN/amendments.jsonl (hash-chained from "
         "prereg.json) with the declaration time and the last step seen in the log. Every "
         "declaration is recorded; the verdict uses it only if it was declared before the step "

@@ -8,13 +8,10 @@ import asyncio
 from fontaine_tui.commands._args import examples, seconds, ssh_config
 from fontaine_tui.core.errors import InputError
 
-ORDER = 20
-
 
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
         "attach",
-        help="follow a run folder, here or on another machine over SSH",
         description="Follow a run's train_log.jsonl as it grows. TARGET is a run folder, "
         "[user@]host:/path/to/run or ssh://user@host:port/path (the system ssh client is "
         "used, so ~/.ssh/config, the agent and ProxyJump apply).",

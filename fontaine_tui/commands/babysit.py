@@ -10,14 +10,12 @@ import sys
 
 from fontaine_tui.commands._args import examples, ssh_config
 
-ORDER = 57
 UNIT_ENV = ("FONTAINE_REGISTRY", "XDG_CONFIG_HOME", "XDG_STATE_HOME", "XDG_CACHE_HOME")
 
 
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
         "babysit",
-        help="watch detached runs: babysit polls and notifications, no console",
         description="Watch runs without a console: each run's warnings, probe reads, babysit "
         "polls ([babysit] in its preset: babysit.jsonl in the run folder) and the final "
         "verdict go to the notification destinations (config.toml [[notify]], "

@@ -15,7 +15,6 @@ from fontaine_tui.core.errors import InputError
 from fontaine_tui.core.runfolder import check_target
 from fontaine_tui.core.text import literal, require_utf8
 
-ORDER = 47
 RUN_CHOICE = ("mlflow", "trackio", "wandb", "tensorboard")  # the kinds that may hold several runs
 
 
@@ -25,7 +24,6 @@ SUBCOMMANDS = ("add", "list", "show")
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
         "bank",
-        help="bank a finished run as a comparator: bank add, bank list, bank show",
         description="The bank keeps finished runs as comparators, in $FONTAINE_BANK (else "
         "$XDG_DATA_HOME/fontaine-tui/bank).",
         epilog=examples(

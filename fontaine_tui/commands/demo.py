@@ -25,7 +25,6 @@ from fontaine_tui.commands._args import examples, speed
 from fontaine_tui.core.errors import InputError
 from fontaine_tui.core.runfolder import LOG, PREREG
 
-ORDER = 5
 DURATION_S = 10.0  # the default speed replays the whole recorded run in about this long
 COMPARATOR = "demo_2rank_cpu"  # the banked run's name, as the recorded prereg.json pins it
 
@@ -38,7 +37,6 @@ if TYPE_CHECKING:
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
         "demo",
-        help="replay a recorded run in the console: a first look, nothing to install or train",
         description="Replay a real recorded run of the reference recipe (300 steps of the "
         "tiny model in one process, read against a banked 2-rank run of the same recipe) "
         "in the console: the monitor, the probes chart, the verdict and the review keys. "

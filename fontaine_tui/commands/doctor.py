@@ -8,13 +8,10 @@ import shlex
 from fontaine_tui.commands._args import examples
 from fontaine_tui.core.text import gib, literal, mib
 
-ORDER = 60
-
 
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
         "doctor",
-        help="run the launch checks for a preset without launching",
         description="Print the host checks `launch` would make (GPUs free, RAM, "
         "run folder, frozen bounds), the telemetry and the engine command. "
         "Exit 0 when a launch would go ahead, 1 when it would be refused.",

@@ -17,13 +17,10 @@ from fontaine_tui.core.errors import InputError
 if TYPE_CHECKING:
     from fontaine_tui.core.log.formats.inspect import Inspection
 
-ORDER = 42
-
 
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
         "inspect",
-        help="what a run folder holds: format, keys, probe cadence, end (and a preset)",
         description="Show what a run folder holds (any format a preset's [source] reads), "
         "and write a starting preset for it with --preset-out.",
         epilog=examples(

@@ -13,7 +13,6 @@ from fontaine_tui.commands._args import examples, ssh_config
 from fontaine_tui.core.errors import InputError
 from fontaine_tui.core.text import literal
 
-ORDER = 10
 EPILOG = examples(
     "fontaine-tui launch my-preset",
     "fontaine-tui launch my-preset --resume --output-dir runs/r7",
@@ -28,7 +27,6 @@ EPILOG = examples(
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
         "launch",
-        help="check the host, freeze the pre-registration, start and watch a run",
         description="Check the host, freeze prereg.json, start the "
         "engine in its own session, register it, and watch it.",
         epilog=EPILOG,

@@ -7,14 +7,12 @@ import argparse
 
 from fontaine_tui.commands._args import examples
 
-ORDER = 70
 WAIT = 30.0  # seconds the test waits for every delivery
 
 
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
         "notify",
-        help="notification destinations: send a test message",
         description="Notifications go to the [[notify]] tables of "
         "$XDG_CONFIG_HOME/fontaine-tui/config.toml and to FONTAINE_NOTIFY=URL[,URL].",
         epilog=examples(

@@ -9,13 +9,10 @@ from fontaine_tui.commands._args import examples
 from fontaine_tui.core.errors import InputError
 from fontaine_tui.core.preset.find import list_presets, load_preset, resolve
 
-ORDER = 50
-
 
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
         "presets",
-        help="list presets, or show one with its sha256",
         description="List the presets found, or print one.",
         epilog=examples(
             "fontaine-tui presets",

@@ -7,13 +7,10 @@ import argparse
 from fontaine_tui.commands._args import examples, speed
 from fontaine_tui.core.errors import InputError
 
-ORDER = 30
-
 
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
         "replay",
-        help="replay a finished log in the console (or as plain lines)",
         description="Feed a finished train_log.jsonl to the console as if it were being "
         "written: as fast as possible, or --speed X times its own time stamps.",
         epilog=examples(

@@ -8,13 +8,10 @@ import argparse
 
 from fontaine_tui.commands._args import examples, ssh_config
 
-ORDER = 55
-
 
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
         "runs",
-        help="list launched and attached runs with live status",
         description="List the babysit registry ($FONTAINE_REGISTRY, else "
         "$XDG_STATE_HOME/fontaine-tui/babysit.toml) with each run's live state: "
         "runs of this host read directly, other hosts' over one SSH connection "

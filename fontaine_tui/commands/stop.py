@@ -12,13 +12,10 @@ import sys
 from fontaine_tui.commands._args import examples, ssh_config
 from fontaine_tui.core.errors import InputError
 
-ORDER = 56
-
 
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
         "stop",
-        help="stop a launched run (SIGINT, then SIGTERM, then SIGKILL)",
         description="Stop a run of this host's registry by its name or run "
         "folder: SIGINT (the engine checkpoints and exits), SIGTERM after 60 s, "
         "SIGKILL after 30 more. A run already gone is only recorded. A run "

@@ -15,8 +15,6 @@ from fontaine_tui.core.verdict.record import EXIT_CODES, PROVISIONAL_OFFSET
 from fontaine_tui.core.verdict.rules import compute_verdict
 from fontaine_tui.core.verdict.text import render
 
-ORDER = 40
-
 EPILOG = examples(
     "fontaine-tui verdict runs/r7",
     "fontaine-tui verdict runs/r7 --at-step 1500",
@@ -29,7 +27,6 @@ EPILOG = examples(
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
         "verdict",
-        help="read a log against a preset's frozen bounds (headless)",
         description="Read a train_log.jsonl (or a run folder) against a preset's rules.",
         epilog=EPILOG,
     )
