@@ -114,8 +114,8 @@ class FontaineApp(App[int]):
         clock: Callable[[], float] = time.time,
         registry: Registry | None = None,
         start_mode: str = "monitor",
-        frame_s: float = FRAME_S,
-        chart_s: float = CHART_S,
+        frame_s: float | None = None,  # None: FRAME_S
+        chart_s: float | None = None,  # None: CHART_S
         babysit_host: str | None = None,
         fleet: Fleet | None = None,
         ssh_options: tuple[str, ...] = (),
@@ -133,7 +133,7 @@ class FontaineApp(App[int]):
         self.announce = announce  # (folder, what, prereg sha256): the launch post, sent once
         self.babysit_host = babysit_host  # set: this console babysits what it shows
         self.babysitter: Babysitter | None = None
-        self.chart_s = chart_s
+        self.chart_s = CHART_S if chart_s is None else chart_s
         self.session = session
         self.telemetry = telemetry
         self.telemetry_reason = (
@@ -147,7 +147,7 @@ class FontaineApp(App[int]):
         self.ssh_options = ssh_options
         self.registry_reason = "no registry given"
         self.start_mode = start_mode
-        self.frame_s = frame_s
+        self.frame_s = FRAME_S if frame_s is None else frame_s
         self.frames = 0
         self._frame_timer: Timer | None = None
         self._probes_seen = 0

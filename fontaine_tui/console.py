@@ -2,22 +2,45 @@
 
 The console is a session over a source, the app over the session, this host's or the far
 host's telemetry sampler, and the registry for the runs mode.
+
+Importing this module loads no Textual: `load_app` does, when a console opens, so the
+commands import it at their top, and --plain, the headless commands and every --help run
+without Textual.
 """
 
 from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from functools import partial
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from fontaine_tui.app import CHART_S, FRAME_S, FontaineApp, Sampler
 from fontaine_tui.core.follow import RunSource
 from fontaine_tui.core.follow.replay import ReplayRun
-from fontaine_tui.core.launch.fleet import Fleet
+from fontaine_tui.core.follow.ssh import SshRun
+from fontaine_tui.core.host.memory import hostname
+from fontaine_tui.core.host.telemetry import sample, sample_remote
+from fontaine_tui.core.launch.fleet import Fleet, control_dir, host_envs
+from fontaine_tui.core.launch.registry import Registry as RegistryFile
+from fontaine_tui.core.launch.registry import default_path
+from fontaine_tui.core.launch.remote import RemoteEngine
 from fontaine_tui.core.preset.record import Preset
 from fontaine_tui.model.launched import LaunchedRun, LaunchEnd
 from fontaine_tui.model.runs import Registry
 from fontaine_tui.model.session import Process, Session
+
+if TYPE_CHECKING:
+    from fontaine_tui.app import FontaineApp, Sampler
+
+
+def load_app() -> type[FontaineApp]:
+    """The console's Textual app, imported now: the one place the command line loads Textual.
+
+    Raises ImportError where this build has no console (then --plain is the way)."""
+    from fontaine_tui.app import FontaineApp
+
+    return FontaineApp
 
 
 def make_app(
@@ -31,8 +54,8 @@ def make_app(
     kind: str | None = None,
     folder: Path | None = None,
     start_mode: str = "monitor",
-    frame_s: float = FRAME_S,
-    chart_s: float = CHART_S,
+    frame_s: float | None = None,  # None: the app's own pacing (app.FRAME_S, app.CHART_S)
+    chart_s: float | None = None,
     babysit_host: str | None = None,
     fleet: Fleet | None = None,
     launched: LaunchEnd | None = None,
@@ -53,7 +76,7 @@ def make_app(
             else "attach"
         )
     session = Session(source, preset, kind, process, folder)
-    return FontaineApp(
+    return load_app()(
         session,
         telemetry=telemetry,
         clock=clock,
@@ -75,15 +98,10 @@ def default_telemetry(source: RunSource, process: Process | None = None) -> Samp
     This host's sampler gets the engine's pid when the run was launched here. The far host's
     is read over the SSH source's connection.
     """
-    from functools import partial
-
-    from fontaine_tui.core.follow.ssh import SshRun
-    from fontaine_tui.core.host import telemetry
-
     if isinstance(source, SshRun):
-        return partial(telemetry.sample_remote, source.run_command, source.target.host)
+        return partial(sample_remote, source.run_command, source.target.host)
     return partial(
-        telemetry.sample, pid=process.pid if process is not None and process.pid else None
+        sample, pid=process.pid if process is not None and process.pid else None
     )  # a Slurm job has no pid here
 
 
@@ -110,17 +128,12 @@ def run_console(
     another launch post to send first.
     """
     if registry is None:
-        from fontaine_tui.core.launch.registry import Registry
-
-        registry = Registry()
+        registry = RegistryFile()
     if launched is not None:
         process = process if process is not None else launched.handle
         announce = announce if announce is not None else launched.announcement
     if telemetry is None and mode != "replay":
         telemetry = default_telemetry(source, process)
-    from fontaine_tui.core.host.memory import hostname
-    from fontaine_tui.core.launch.fleet import control_dir, host_envs
-    from fontaine_tui.core.launch.registry import default_path
 
     state = Path(getattr(registry, "path", default_path())).parent
     fleet = Fleet(state / "fleet.json", control_dir(), hostname(), ssh_options, envs=host_envs())
@@ -154,8 +167,6 @@ def watch_remote(
     whether to stop it there (over SSH) or detach. An exit the console saw goes into the
     registry here.
     """
-    from fontaine_tui.core.launch.remote import RemoteEngine
-
     engine = launched.handle
     if isinstance(engine, RemoteEngine):
         engine.watch()  # its state polled over SSH while the console is open

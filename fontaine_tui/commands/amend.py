@@ -7,8 +7,17 @@ from pathlib import Path
 
 from fontaine_tui.commands._args import examples, positive
 from fontaine_tui.core.errors import InputError
-from fontaine_tui.core.runfolder import check_target
+from fontaine_tui.core.preset.find import load_preset
+from fontaine_tui.core.runfolder import RunFolder, check_target
 from fontaine_tui.core.text import literal, require_utf8
+from fontaine_tui.core.verdict.amendments import check_amendments
+from fontaine_tui.core.verdict.ledger import (
+    declare_amendment,
+    foreign_step_seen,
+    max_step_seen,
+    read_amendments,
+)
+from fontaine_tui.core.verdict.prereg import read_prereg
 
 _factor = positive("a positive factor (a finite number)")
 
@@ -54,17 +63,6 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from fontaine_tui.core.preset.find import load_preset
-    from fontaine_tui.core.runfolder import RunFolder
-    from fontaine_tui.core.verdict.amendments import check_amendments
-    from fontaine_tui.core.verdict.ledger import (
-        declare_amendment,
-        foreign_step_seen,
-        max_step_seen,
-        read_amendments,
-    )
-    from fontaine_tui.core.verdict.prereg import read_prereg
-
     require_utf8(args.text, "--text")  # the ledger is UTF-8 JSON
     check_target(args.run)
     root = Path(args.run)

@@ -4,9 +4,24 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import sys
+from pathlib import Path
 
 from fontaine_tui.commands._args import examples, seconds, ssh_config
+from fontaine_tui.console import load_app, run_console, watch_remote
 from fontaine_tui.core.errors import InputError
+from fontaine_tui.core.follow import open_source
+from fontaine_tui.core.follow.foreign import ForeignRun
+from fontaine_tui.core.follow.ssh import SshRun
+from fontaine_tui.core.follow.target import LocalTarget, parse_target
+from fontaine_tui.core.host.memory import hostname
+from fontaine_tui.core.launch.registry import Entry, Registry
+from fontaine_tui.core.log.formats.source import foreign_spec
+from fontaine_tui.core.preset.find import load_preset
+from fontaine_tui.core.runfolder import check_target
+from fontaine_tui.core.ssh.destination import SshTarget
+from fontaine_tui.model.followed import follow_plain, guard, resolve_preset
+from fontaine_tui.model.launched import LaunchedRun
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -50,13 +65,6 @@ def register(sub: argparse._SubParsersAction) -> None:
 def remember(target: str, preset, mode: str) -> None:
     """An attached run goes into the registry (status "attached"), so `runs` and the babysitter
     see it; a run already there (launched, or attached before) is left as it is."""
-    import sys
-    from pathlib import Path
-
-    from fontaine_tui.core.follow.target import LocalTarget, parse_target
-    from fontaine_tui.core.host.memory import hostname
-    from fontaine_tui.core.launch.registry import Entry, Registry
-
     if mode != "attach":
         return
     try:
@@ -90,8 +98,6 @@ def remember(target: str, preset, mode: str) -> None:
 
 
 def console_or_plain(source, preset_arg: str | None, mode: str, args: argparse.Namespace) -> int:
-    from fontaine_tui.model.followed import follow_plain, guard, resolve_preset
-
     if getattr(args, "quiet_end", None) is not None and not args.plain:
         asyncio.run(source.close())
         raise InputError("--quiet-end: only with --plain (the console follows until you quit)")
@@ -106,7 +112,7 @@ def console_or_plain(source, preset_arg: str | None, mode: str, args: argparse.N
             getattr(args, "quiet_end", None),
         )
     try:
-        from fontaine_tui.console import run_console
+        load_app()
     except ImportError:
         asyncio.run(source.close())
         raise InputError("the console is not available in this build; use --plain") from None
@@ -114,7 +120,6 @@ def console_or_plain(source, preset_arg: str | None, mode: str, args: argparse.N
     launched = launched_there(args.target, options)
     if launched is None:
         return run_console(source=source, preset=preset, mode=mode, ssh_options=options)
-    from fontaine_tui.console import watch_remote
 
     return watch_remote(source, preset, launched)
 
@@ -122,10 +127,6 @@ def console_or_plain(source, preset_arg: str | None, mode: str, args: argparse.N
 def launched_there(target: str, ssh_options: tuple[str, ...]):
     """A run this host launched on another (`launch --on`), found again from the registry
     (model/launched.py), so the console can stop it there; None for anything else."""
-    from fontaine_tui.core.follow.target import parse_target
-    from fontaine_tui.core.ssh.destination import SshTarget
-    from fontaine_tui.model.launched import LaunchedRun
-
     try:
         parsed = parse_target(target)
     except InputError:
@@ -136,9 +137,6 @@ def launched_there(target: str, ssh_options: tuple[str, ...]):
 
 
 def run(args: argparse.Namespace) -> int:
-    from fontaine_tui.core.follow import open_source
-    from fontaine_tui.core.runfolder import check_target
-
     check_target(args.target)  # a host:path that is no local path passes
     options = ("-F", args.ssh_config) if args.ssh_config else ()
     args.ssh_options = options
@@ -152,19 +150,11 @@ def _foreign(target: str, preset_arg: str | None, ssh_options: tuple[str, ...] =
     """A run folder another trainer writes (here: no train_log.jsonl, or a preset whose
     [source] is foreign; over SSH: a preset whose [source] is foreign), followed through its
     format (core/follow/foreign.py)."""
-    from pathlib import Path
-
-    from fontaine_tui.core.follow.foreign import ForeignRun
-    from fontaine_tui.core.follow.target import LocalTarget, parse_target
-    from fontaine_tui.core.log.formats.source import foreign_spec
-    from fontaine_tui.core.preset.find import load_preset
-
     parsed = parse_target(target)
     preset = load_preset(preset_arg) if preset_arg else None
     if not isinstance(parsed, LocalTarget):
         if preset is None or not preset.foreign or preset.source is None:
             return None  # one of ours: its train_log.jsonl
-        from fontaine_tui.core.follow.ssh import SshRun
 
         return ForeignRun(
             parsed.path, preset.source, transport=SshRun(parsed, ssh_options=ssh_options)

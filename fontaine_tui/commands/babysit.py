@@ -5,10 +5,17 @@ unit that runs it."""
 from __future__ import annotations
 
 import argparse
+import asyncio
 import os
+import signal
 import sys
 
 from fontaine_tui.commands._args import examples, ssh_config
+from fontaine_tui.core.errors import InputError
+from fontaine_tui.core.host.memory import hostname
+from fontaine_tui.core.launch.registry import Registry
+from fontaine_tui.core.text import literal
+from fontaine_tui.model.watchman import watch
 
 UNIT_ENV = ("FONTAINE_REGISTRY", "XDG_CONFIG_HOME", "XDG_STATE_HOME", "XDG_CACHE_HOME")
 
@@ -106,8 +113,6 @@ def unit(
 
 
 def run(args: argparse.Namespace) -> int:
-    from fontaine_tui.core.errors import InputError
-
     for name in ("poll", "rescan"):
         if not getattr(args, name) > 0:
             raise InputError(
@@ -116,16 +121,8 @@ def run(args: argparse.Namespace) -> int:
     if args.print_unit:
         sys.stdout.write(unit(args))
         return 0
-    import asyncio
-    import signal
-
-    from fontaine_tui.core.host.memory import hostname
-    from fontaine_tui.core.launch.registry import Registry
-    from fontaine_tui.model.watchman import watch
 
     def say(text: str) -> None:
-        from fontaine_tui.core.text import literal
-
         print(literal(text), flush=True)  # one line, whatever a run's name holds
 
     options = ("-F", args.ssh_config) if args.ssh_config else ()

@@ -8,12 +8,26 @@ import asyncio
 import dataclasses
 import json
 import sys
+from pathlib import Path
 from types import MappingProxyType
 
 from fontaine_tui.commands._args import examples, ssh_config
+from fontaine_tui.core.bank import store as bank
+from fontaine_tui.core.bank.evidence import conflicts
 from fontaine_tui.core.errors import InputError
-from fontaine_tui.core.runfolder import check_target
+from fontaine_tui.core.follow import LocalRun, open_source
+from fontaine_tui.core.launch.attempts import read_attempts
+from fontaine_tui.core.log.formats import SourceSpec, load_source
+from fontaine_tui.core.log.formats.source import detect_foreign, frozen_spec
+from fontaine_tui.core.log.read import load_lines, load_log
+from fontaine_tui.core.preset.checks import UNDECIDABLE
+from fontaine_tui.core.preset.find import load_preset
+from fontaine_tui.core.runfolder import AMENDMENTS, LOG, PREREG, RunFolder, check_target
 from fontaine_tui.core.text import literal, require_utf8
+from fontaine_tui.core.verdict.head import head_name
+from fontaine_tui.core.verdict.ledger import genesis, parse_amendments
+from fontaine_tui.core.verdict.prereg import parse_prereg
+from fontaine_tui.core.verdict.rules import compute_verdict
 
 RUN_CHOICE = ("mlflow", "trackio", "wandb", "tensorboard")  # the kinds that may hold several runs
 
@@ -131,8 +145,6 @@ def legacy(rest: list[str]) -> list[str]:
 
 
 def run_list(args: argparse.Namespace) -> int:
-    from fontaine_tui.core.bank import store as bank
-
     rows = [
         f"{e.name:<24}{e.sha256[:12]}  {len(e.probes()):>4} probes  "
         f"{len(bank.versions(e.name))} version(s)  {e.where()}"
@@ -154,8 +166,6 @@ def run_list(args: argparse.Namespace) -> int:
 
 
 def run_show(args: argparse.Namespace) -> int:
-    from fontaine_tui.core.bank import store as bank
-
     entry = bank.get(args.entry)
     if args.json:
         sys.stdout.write(json.dumps(entry.doc, indent=2, sort_keys=True) + "\n")
@@ -173,8 +183,6 @@ def run_show(args: argparse.Namespace) -> int:
 
 
 def run(args: argparse.Namespace) -> int:
-    from fontaine_tui.core.bank import store as bank
-
     target, ssh = args.target, getattr(args, "ssh_config", None)
     bank.check_name(args.name)
     check_target(target)
@@ -210,16 +218,9 @@ def _conflicts(
     """What in the run's own evidence conflicts, in words: the log's own contradictions, and
     its own verdict when UNDECIDABLE (read by its prereg.json and amendments, as `verdict`
     reads it; `ledger`: amendments.jsonl's bytes and its head file's, each None if absent)."""
-    from fontaine_tui.core.bank.evidence import conflicts
-
     reasons = conflicts(store)
     if prereg is None:
         return reasons
-    from fontaine_tui.core.preset.checks import UNDECIDABLE
-    from fontaine_tui.core.runfolder import AMENDMENTS, PREREG
-    from fontaine_tui.core.verdict.ledger import genesis, parse_amendments
-    from fontaine_tui.core.verdict.prereg import parse_prereg
-    from fontaine_tui.core.verdict.rules import compute_verdict
 
     frozen = parse_prereg(prereg, f"{label}/{PREREG}")
     chain, head = ledger
@@ -241,11 +242,6 @@ async def _read(target: str, ssh_config: str | None, run: str = "", preset_arg: 
     ledger, through the same sources the console follows; another trainer's run read as
     `preset_arg`'s [source] says, when given (else as its folder's contents say); `run`: the
     run of a store that holds several (MLflow, trackio), over the preset's choice."""
-    from fontaine_tui.core.follow import LocalRun, open_source
-    from fontaine_tui.core.log.read import load_lines, load_log
-    from fontaine_tui.core.runfolder import AMENDMENTS, LOG, PREREG
-    from fontaine_tui.core.verdict.head import head_name
-
     source = open_source(target, ssh_options=("-F", ssh_config) if ssh_config else ())
     try:
         prereg = await source.read_bytes(PREREG)
@@ -257,9 +253,6 @@ async def _read(target: str, ssh_config: str | None, run: str = "", preset_arg: 
         if isinstance(source, LocalRun):
             log = source.folder / LOG
             if not log.is_file():  # another trainer's run: read through its format
-                from fontaine_tui.core.log.formats import SourceSpec, load_source
-                from fontaine_tui.core.log.formats.source import detect_foreign, frozen_spec
-
                 kind = detect_foreign(source.folder)
                 if not kind and preset_arg is None:
                     raise InputError(f"{log}: no such log")
@@ -302,11 +295,6 @@ async def _read(target: str, ssh_config: str | None, run: str = "", preset_arg: 
 def _finished_here(target: str) -> bool:
     """A run this console launched (a [command]) whose last attempt finished: its end is
     known from attempts.jsonl although its trainer's log does not say it."""
-    from pathlib import Path
-
-    from fontaine_tui.core.launch.attempts import read_attempts
-    from fontaine_tui.core.runfolder import RunFolder
-
     folder = Path(target)
     if not (folder / "prereg.json").is_file():
         return False
@@ -321,9 +309,6 @@ def _by_preset(folder, preset_arg: str, kind: str, run: str = ""):
     """Another trainer's run read as the preset's [source] says (else as detected), with the
     preset's metric checked to be there: what a preset reading this run reads; `run` over
     the [source]'s own choice of run."""
-    from fontaine_tui.core.log.formats import SourceSpec, load_source
-    from fontaine_tui.core.preset.find import load_preset
-
     preset = load_preset(preset_arg)
     spec = preset.source if preset.source and preset.source.kind != "fontaine" else None
     if spec is None and not kind:

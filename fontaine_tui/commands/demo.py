@@ -11,27 +11,33 @@ Nothing on this path imports torch.
 from __future__ import annotations
 
 import argparse
+import asyncio
 import json
 import os
+import signal
 import sys
+import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from fontaine_tui.commands._args import examples, speed
+from fontaine_tui.console import load_app, run_console
+from fontaine_tui.core.bank import store as bank
 from fontaine_tui.core.errors import InputError
+from fontaine_tui.core.follow.replay import ReplayRun
+from fontaine_tui.core.launch.registry import Registry
+from fontaine_tui.core.preset.record import Preset
 from fontaine_tui.core.runfolder import LOG, PREREG
+from fontaine_tui.core.verdict.text import headline, render
+from fontaine_tui.model.followed import resolve_preset
+from fontaine_tui.model.plain import PlainReport
+from fontaine_tui.model.session import Session
 
 DURATION_S = 10.0  # the default speed replays the whole recorded run in about this long
 COMPARATOR = "demo_2rank_cpu"  # the banked run's name, as the recorded prereg.json pins it
-
-if TYPE_CHECKING:
-    from fontaine_tui.core.follow.replay import ReplayRun
-    from fontaine_tui.core.launch.registry import Registry
-    from fontaine_tui.core.preset.record import Preset
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -71,8 +77,6 @@ def shipped() -> resources.abc.Traversable:
 def unpack(into: Path) -> Path:
     """Copy the recorded run into `into`/run and bank its comparator in `into`/bank; the run
     folder. InputError when the package lacks its data (a build that left it out)."""
-    from fontaine_tui.core.bank import store as bank
-
     data = shipped()
     folder = into / "run"
     folder.mkdir()
@@ -128,13 +132,6 @@ def staged(speed: float | None = None) -> Iterator[Staged]:
     """The recorded run copied, its comparator banked and named by FONTAINE_BANK, all in a
     temporary folder that is removed afterwards; `speed` None: the whole run in about
     DURATION_S."""
-    import asyncio
-    import tempfile
-
-    from fontaine_tui.core.follow.replay import ReplayRun
-    from fontaine_tui.core.launch.registry import Registry
-    from fontaine_tui.model.followed import resolve_preset
-
     with tempfile.TemporaryDirectory(prefix="fontaine-demo-") as tmp:
         root = Path(tmp)
         folder = unpack(root)
@@ -150,7 +147,6 @@ def staged(speed: float | None = None) -> Iterator[Staged]:
 def _signals_end_the_demo() -> Iterator[None]:
     """A closed terminal (SIGHUP) or a SIGTERM ends the demo as an exit would, so its
     temporary folder is removed; the handlers before are put back afterwards."""
-    import signal
 
     def leave(signum: int, _frame: object) -> None:
         raise SystemExit(128 + signum)
@@ -168,7 +164,7 @@ def run(args: argparse.Namespace) -> int:
         if args.plain:
             return _plain(demo.source, demo.preset)
         try:
-            from fontaine_tui.console import run_console
+            load_app()
         except ImportError:
             raise InputError("the console is not available in this build; use --plain") from None
         return run_console(
@@ -177,12 +173,6 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _plain(source, preset) -> int:
-    import asyncio
-
-    from fontaine_tui.core.verdict.text import headline, render
-    from fontaine_tui.model.plain import PlainReport
-    from fontaine_tui.model.session import Session
-
     session = Session(source, preset, "replay")
     asyncio.run(PlainReport(session).follow())
     verdict = session.latest()

@@ -6,7 +6,9 @@ import argparse
 import shlex
 
 from fontaine_tui.commands._args import examples
+from fontaine_tui.core.launch import guards
 from fontaine_tui.core.text import gib, literal, mib
+from fontaine_tui.model.launched import prepare
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -58,9 +60,6 @@ def telemetry_lines(t) -> list[str]:
 
 
 def run(args: argparse.Namespace) -> int:
-    from fontaine_tui.core.launch import guards
-    from fontaine_tui.model.launched import prepare
-
     preset, folder, findings, argv, _, telemetry = prepare(
         args.preset, args.output_dir, args.resume, args.yes_ram
     )

@@ -9,13 +9,15 @@ import argparse
 import json
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from fontaine_tui.commands._args import examples
+from fontaine_tui.core import runfolder
+from fontaine_tui.core.atomic import atomic_write, create_new
 from fontaine_tui.core.errors import InputError
-
-if TYPE_CHECKING:
-    from fontaine_tui.core.log.formats.inspect import Inspection
+from fontaine_tui.core.follow.target import parse_target
+from fontaine_tui.core.log.formats.inspect import Inspection, inspect_run
+from fontaine_tui.core.preset.draft import draft
+from fontaine_tui.core.ssh.destination import SshTarget
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -50,11 +52,6 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from fontaine_tui.core import runfolder
-    from fontaine_tui.core.follow.target import parse_target
-    from fontaine_tui.core.log.formats.inspect import inspect_run
-    from fontaine_tui.core.ssh.destination import SshTarget
-
     target = args.run
     if isinstance(parse_target(target), SshTarget):
         raise InputError(
@@ -65,8 +62,6 @@ def run(args: argparse.Namespace) -> int:
     ins = inspect_run(Path(target), args.kind, args.path, args.run_id)
     text = None
     if args.preset_out:
-        from fontaine_tui.core.preset.draft import draft
-
         text = draft(ins, args.metric, args.direction)
         _write(Path(args.preset_out), text, args.force)
     if args.json:
@@ -86,8 +81,6 @@ def run(args: argparse.Namespace) -> int:
 
 def _write(path: Path, text: str, force: bool) -> None:
     """The preset, never over a file that is there unless --force."""
-    from fontaine_tui.core.atomic import atomic_write, create_new
-
     if path.is_dir():
         raise InputError(f"{path}: --preset-out: a folder; expected a file name")
     try:

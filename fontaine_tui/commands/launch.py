@@ -10,8 +10,22 @@ import sys
 import time
 
 from fontaine_tui.commands._args import examples, ssh_config
+from fontaine_tui.console import load_app, run_console, watch_remote
 from fontaine_tui.core.errors import InputError
+from fontaine_tui.core.follow import run_source
+from fontaine_tui.core.follow.base import RunSource
+from fontaine_tui.core.follow.foreign import ForeignRun
+from fontaine_tui.core.follow.ssh import SshRun
+from fontaine_tui.core.host.memory import hostname
+from fontaine_tui.core.host.telemetry import sample
+from fontaine_tui.core.launch.targets import pick_target
+from fontaine_tui.core.preset.find import load_preset
+from fontaine_tui.core.ssh.destination import SshTarget
 from fontaine_tui.core.text import literal
+from fontaine_tui.model.babysitter import Babysitter
+from fontaine_tui.model.launched import LaunchedRun
+from fontaine_tui.model.plain import PlainReport
+from fontaine_tui.model.session import Session
 
 EPILOG = examples(
     "fontaine-tui launch my-preset",
@@ -85,10 +99,6 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from fontaine_tui.core.launch.targets import pick_target
-    from fontaine_tui.core.preset.find import load_preset
-    from fontaine_tui.model.launched import LaunchedRun
-
     if args.poll <= 0:
         raise InputError(f"--poll: expected a positive number of seconds, got {args.poll}")
     options = ("-F", args.ssh_config) if args.on and args.ssh_config else ()
@@ -127,12 +137,10 @@ def watch_here(launched) -> int | None:
     """The console on a run launched here (or submitted to Slurm from here); None when this
     build has no console (then --plain follows)."""
     try:
-        from fontaine_tui.console import run_console
-        from fontaine_tui.core.follow import run_source
+        load_app()
     except ImportError as exc:  # pragma: no cover - the console lands separately
         print(f"no console ({exc}); following with --plain", file=sys.stderr)
         return None
-    from fontaine_tui.core.host.telemetry import sample
 
     engine = launched.handle
     telemetry = None
@@ -155,24 +163,12 @@ def watch_here(launched) -> int | None:
 def watch_far(launched, args: argparse.Namespace, options: tuple[str, ...]) -> int:
     """A run launched on another host, watched from here over SSH: in the console (quitting
     asks to stop it there or detach), or as plain lines until its log's end."""
-    from fontaine_tui.core.follow.base import RunSource
-    from fontaine_tui.core.follow.ssh import SshRun
-    from fontaine_tui.core.ssh.destination import SshTarget
-
     ssh = SshRun(SshTarget(launched.host, launched.run_dir), ssh_options=options)
     source: RunSource = ssh
     if launched.preset.foreign and launched.preset.source is not None:
-        from fontaine_tui.core.follow.foreign import ForeignRun  # a [command]'s own log
-
         source = ForeignRun(launched.run_dir, launched.preset.source, transport=ssh)
     if not args.plain:
-        from fontaine_tui.console import watch_remote
-
         return watch_remote(source, launched.preset, launched, announce=launched.announcement)
-    from fontaine_tui.core.host.memory import hostname
-    from fontaine_tui.model.babysitter import Babysitter
-    from fontaine_tui.model.plain import PlainReport
-    from fontaine_tui.model.session import Session
 
     where, what = launched.where
     report = PlainReport(Session(source, launched.preset, "attach"))

@@ -4,8 +4,17 @@ outcome of each (its URL redacted). Destinations: core/notify/destinations.py.""
 from __future__ import annotations
 
 import argparse
+import socket
 
 from fontaine_tui.commands._args import examples
+from fontaine_tui.core.errors import InputError
+from fontaine_tui.core.notify import (
+    Message,
+    Notifier,
+    config_path,
+    load_destinations,
+    make_destination,
+)
 
 WAIT = 30.0  # seconds the test waits for every delivery
 
@@ -46,17 +55,6 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def run_test(args: argparse.Namespace) -> int:
-    import socket
-
-    from fontaine_tui.core.errors import InputError
-    from fontaine_tui.core.notify import (
-        Message,
-        Notifier,
-        config_path,
-        load_destinations,
-        make_destination,
-    )
-
     if args.url:
         dests = [make_destination(args.url, source="--url")]
     else:

@@ -7,6 +7,7 @@ import sys
 
 from fontaine_tui.commands._args import examples
 from fontaine_tui.core.errors import InputError
+from fontaine_tui.core.notify.redact import redact_text
 from fontaine_tui.core.preset.find import list_presets, load_preset, resolve
 
 
@@ -29,7 +30,6 @@ def run(args: argparse.Namespace) -> int:
     if args.action == "show":
         if not args.name:
             raise InputError("presets show: expected a preset name or path")
-        from fontaine_tui.core.notify.redact import redact_text
 
         preset = load_preset(args.name)
         # a [[notify]] url is a credential: its token shown as ***, as everywhere

@@ -3,9 +3,17 @@
 from __future__ import annotations
 
 import argparse
+import asyncio
+from pathlib import Path
 
 from fontaine_tui.commands._args import examples, speed
+from fontaine_tui.console import load_app, run_console
 from fontaine_tui.core.errors import InputError
+from fontaine_tui.core.follow.replay import ForeignReplay, ReplayRun
+from fontaine_tui.core.log.formats.source import foreign_spec
+from fontaine_tui.core.preset.find import load_preset
+from fontaine_tui.core.runfolder import check_target, locate_log
+from fontaine_tui.model.followed import follow_plain, guard, resolve_preset
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -39,9 +47,6 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from fontaine_tui.core.follow.replay import ReplayRun
-    from fontaine_tui.core.runfolder import check_target, locate_log
-
     check_target(args.log)
     foreign = _foreign(args.log, args.preset, args.speed)
     if foreign is not None:
@@ -56,15 +61,11 @@ def run(args: argparse.Namespace) -> int:
 
 def console_or_plain(source, args: argparse.Namespace) -> int:
     """The replay in the console, or as plain lines (--plain)."""
-    import asyncio
-
-    from fontaine_tui.model.followed import follow_plain, guard, resolve_preset
-
     preset = asyncio.run(guard(source, resolve_preset(source, args.preset, args.plain)))
     if args.plain:
         return follow_plain(source, preset, "replay")
     try:
-        from fontaine_tui.console import run_console
+        load_app()
     except ImportError:
         asyncio.run(source.close())
         raise InputError("the console is not available in this build; use --plain") from None
@@ -74,12 +75,6 @@ def console_or_plain(source, args: argparse.Namespace) -> int:
 def _foreign(target: str, preset_arg: str | None, speed: float | None):
     """Another trainer's finished run (a folder without train_log.jsonl, or a preset whose
     [source] is foreign), replayed through its format."""
-    from pathlib import Path
-
-    from fontaine_tui.core.follow.replay import ForeignReplay
-    from fontaine_tui.core.log.formats.source import foreign_spec
-    from fontaine_tui.core.preset.find import load_preset
-
     path = Path(target)
     preset = load_preset(preset_arg) if preset_arg else None
     spec = foreign_spec(path, preset.source if preset else None, preset is not None)

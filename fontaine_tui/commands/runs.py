@@ -5,8 +5,19 @@ shows its last good reading and its age)."""
 from __future__ import annotations
 
 import argparse
+import json
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import asdict
 
 from fontaine_tui.commands._args import examples, ssh_config
+from fontaine_tui.core.errors import InputError
+from fontaine_tui.core.host.memory import hostname
+from fontaine_tui.core.launch.fleet import Fleet, control_dir, host_envs, row_cells
+from fontaine_tui.core.launch.registry import Registry, live_statuses
+from fontaine_tui.core.ssh.destination import check_destination
+from fontaine_tui.core.text import literal
+from fontaine_tui.core.verdict.prereg import utc_iso
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -41,19 +52,6 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    import json
-    import time
-    from concurrent.futures import ThreadPoolExecutor
-    from dataclasses import asdict
-
-    from fontaine_tui.core.errors import InputError
-    from fontaine_tui.core.host.memory import hostname
-    from fontaine_tui.core.launch.fleet import Fleet, control_dir, host_envs, row_cells
-    from fontaine_tui.core.launch.registry import Registry, live_statuses
-    from fontaine_tui.core.ssh.destination import check_destination
-    from fontaine_tui.core.text import literal
-    from fontaine_tui.core.verdict.prereg import utc_iso
-
     if not args.timeout > 0:
         raise InputError(f"--timeout: expected a positive number of seconds, got {args.timeout}")
     registry = Registry()

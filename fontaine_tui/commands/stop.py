@@ -8,9 +8,17 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+import time
+from pathlib import Path
 
 from fontaine_tui.commands._args import examples, ssh_config
 from fontaine_tui.core.errors import InputError
+from fontaine_tui.core.host.memory import hostname
+from fontaine_tui.core.launch.exits import exit_to_dict
+from fontaine_tui.core.launch.launcher import EngineProcess, label
+from fontaine_tui.core.launch.registry import Registry
+from fontaine_tui.core.verdict.prereg import utc_iso
+from fontaine_tui.model.launched import LaunchedRun
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -36,8 +44,6 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def find_entry(run: str, registry, host: str, missing_ok: bool = False):
-    from pathlib import Path
-
     entries = [e for e in registry.entries() if e.host == host]
     folder = Path(run).expanduser()
     if folder.is_dir():
@@ -66,11 +72,6 @@ def find_remote(run: str, registry, host: str):
 
 
 def run(args: argparse.Namespace) -> int:
-    from fontaine_tui.core.host.memory import hostname
-    from fontaine_tui.core.launch.launcher import EngineProcess, label
-    from fontaine_tui.core.launch.registry import Registry
-    from fontaine_tui.model.launched import LaunchedRun
-
     registry, host = Registry(), hostname()
     entry = find_entry(args.run, registry, host, missing_ok=True)
     if entry is None:
@@ -111,11 +112,6 @@ def confirmed(args: argparse.Namespace, name: str, what: str) -> bool:
 
 def recorded(info, entry, registry, args: argparse.Namespace) -> int:
     """The exit into the registry, then said (one JSON line with --json)."""
-    import time
-
-    from fontaine_tui.core.launch.exits import exit_to_dict
-    from fontaine_tui.core.verdict.prereg import utc_iso
-
     registry.update(
         entry.run_dir,
         entry.host,
@@ -134,8 +130,6 @@ def recorded(info, entry, registry, args: argparse.Namespace) -> int:
 def stop_remote(entry, registry, args: argparse.Namespace, this_host: str) -> int:
     """The same stop, on the host the run was launched on: `fontaine-tui stop` run there over
     SSH (core/launch/remote.py), after confirmation here; the registry here learns the exit."""
-    from fontaine_tui.model.launched import LaunchedRun
-
     where = f"{entry.host}:{entry.run_dir}"
     if not entry.pid and not entry.job:
         raise InputError(

@@ -5,12 +5,20 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from pathlib import Path
 
 from fontaine_tui.commands._args import examples
 from fontaine_tui.core import runfolder
 from fontaine_tui.core.errors import InputError
+from fontaine_tui.core.launch.rescore import score_offer
+from fontaine_tui.core.log.formats import load_source
+from fontaine_tui.core.log.formats.source import foreign_spec
 from fontaine_tui.core.log.read import default_workers, load_log
 from fontaine_tui.core.preset.find import load_preset
+from fontaine_tui.core.text import literal
+from fontaine_tui.core.verdict.head import head_path
+from fontaine_tui.core.verdict.ledger import read_amendments
+from fontaine_tui.core.verdict.prereg import frozen_over, read_prereg
 from fontaine_tui.core.verdict.record import EXIT_CODES, PROVISIONAL_OFFSET
 from fontaine_tui.core.verdict.rules import compute_verdict
 from fontaine_tui.core.verdict.text import render
@@ -44,8 +52,6 @@ def _preset_for(args: argparse.Namespace, folder: runfolder.RunFolder | None):
     it (beyond the machinery-only [platform] knobs) is refused, naming the keys. Returns the
     preset and the provenance frozen with it (None without a prereg.json)."""
     if folder is not None and folder.prereg.exists():
-        from fontaine_tui.core.verdict.prereg import frozen_over, read_prereg
-
         given = load_preset(args.preset) if args.preset else None
         prereg = read_prereg(folder)
         return frozen_over(prereg, given, args.preset, str(folder.prereg)), prereg.provenance
@@ -58,10 +64,6 @@ def read_foreign(target: str, preset_arg: str | None):
     """A run another trainer wrote: (preset, the source read), or None for one of ours (a
     train_log.jsonl, or a folder holding one, read by the preset without a foreign
     [source]). The kind is the preset's [source], else detected from the folder."""
-    from pathlib import Path
-
-    from fontaine_tui.core.log.formats.source import foreign_spec
-
     path = Path(target)
     preset = load_preset(preset_arg) if preset_arg else None
     spec = foreign_spec(path, preset.source if preset else None, preset is not None, True)
@@ -72,8 +74,6 @@ def read_foreign(target: str, preset_arg: str | None):
 
 def read_source(folder, preset, spec):
     """A foreign run's log read whole, its rule's metrics checked to be there."""
-    from fontaine_tui.core.log.formats import load_source
-
     loaded = load_source(folder, spec)
     loaded.check_metric(preset.verdict.metric, spec)
     for rule in preset.verdict.secondary:
@@ -82,9 +82,6 @@ def read_source(folder, preset, spec):
 
 
 def _ledger(folder: runfolder.RunFolder | None):
-    from fontaine_tui.core.verdict.head import head_path
-    from fontaine_tui.core.verdict.ledger import read_amendments
-
     if folder is None or not (folder.amendments.exists() or head_path(folder.amendments).exists()):
         return ()
 
@@ -94,8 +91,6 @@ def _ledger(folder: runfolder.RunFolder | None):
 def _frozen_folder(target: str) -> runfolder.RunFolder | None:
     """The run folder of `target` when it holds a prereg.json (its frozen pre-registration
     is then the authority, whatever a given preset's [source] says)."""
-    from pathlib import Path
-
     path = Path(target)
     folder = runfolder.RunFolder(path if path.is_dir() else path.parent)
     return folder if folder.prereg.exists() else None
@@ -139,11 +134,7 @@ def run(args: argparse.Namespace) -> int:
     else:
         sys.stdout.write(render(verdict, log_path) + "\n")
         if folder is not None:  # AMBIGUOUS-BY-INSTRUMENT: the re-score that disambiguates
-            from fontaine_tui.core.launch.rescore import score_offer
-
             offer = score_offer(folder, verdict.verdict)
             if offer is not None:
-                from fontaine_tui.core.text import literal
-
                 sys.stdout.write("\n" + "\n".join(map(literal, offer.describe())) + "\n")
     return verdict.exit_code

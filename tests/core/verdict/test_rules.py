@@ -15,7 +15,8 @@ from fontaine_tui.core.preset.checks import (
     UNDECIDABLE,
 )
 from fontaine_tui.core.preset.record import Amendment
-from fontaine_tui.core.verdict.rules import combine, compute_verdict, read_rule, verdict_series
+from fontaine_tui.core.verdict.bounds import combine, read_rule
+from fontaine_tui.core.verdict.rules import compute_verdict, verdict_series
 from tests.logs import RIGONLY_LIKE, dumps, records, records_upto
 
 
