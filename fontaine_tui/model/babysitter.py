@@ -29,9 +29,11 @@ from fontaine_tui.core.launch.babysit import (
     resumed_clock,
     told_record,
 )
+from fontaine_tui.core.launch.registry import default_path
 from fontaine_tui.core.log.store import RunStore
 from fontaine_tui.core.verdict.prereg import parse_utc
 from fontaine_tui.core.verdict.record import Verdict
+from fontaine_tui.core.verdict.text import render
 from fontaine_tui.model.notices import RunNotices
 from fontaine_tui.model.readout import recipe_steps
 from fontaine_tui.model.session import Session
@@ -41,8 +43,6 @@ NOTIFY_RULE = "notify"  # the panel's warning for deliveries that failed
 
 def state_dir() -> Path:
     """Where the watchers keep their locks and a remote run's polls: beside the registry."""
-    from fontaine_tui.core.launch.registry import default_path
-
     return default_path().parent
 
 
@@ -200,8 +200,6 @@ class Babysitter:
         self._failed_deliveries(now)
         over = self._over() if self.auto_final and not self.finalized else None
         if over is not None:
-            from fontaine_tui.core.verdict.text import render
-
             step, logged, line = over
             if self.notices is not None and self._was_told("verdict", step, logged):
                 self.finalized = True  # an earlier watcher posted this end's verdict

@@ -4,13 +4,20 @@ prereg.json, or --preset), and its plain report to the end."""
 from __future__ import annotations
 
 import asyncio
+import posixpath
 from collections.abc import Awaitable
+from pathlib import Path
 from typing import TypeVar
 
 from fontaine_tui.core.errors import InputError
 from fontaine_tui.core.follow import RunSource
+from fontaine_tui.core.follow.foreign import ForeignRun
+from fontaine_tui.core.preset.find import load_preset
 from fontaine_tui.core.preset.record import Preset
 from fontaine_tui.core.runfolder import PREREG
+from fontaine_tui.core.verdict.prereg import frozen_over, parse_prereg
+from fontaine_tui.model.plain import PlainReport
+from fontaine_tui.model.session import Session
 
 T = TypeVar("T")
 
@@ -21,9 +28,6 @@ async def resolve_preset(source: RunSource, preset_arg: str | None, strict: bool
     """The frozen preset in the run's prereg.json, else --preset; InputError if neither.
     With `strict` (the plain report) a --preset that differs from the frozen one beyond
     [platform] is refused; the console takes it and shows the difference as a warning."""
-    from fontaine_tui.core.preset.find import load_preset
-    from fontaine_tui.core.verdict.prereg import frozen_over, parse_prereg
-
     raw = await source.read_bytes(PREREG)  # also proves the run folder is reachable
     given = load_preset(preset_arg) if preset_arg else None
     origin = file_of(source, PREREG)
@@ -43,9 +47,6 @@ async def resolve_preset(source: RunSource, preset_arg: str | None, strict: bool
 def file_of(source: RunSource, name: str) -> str:
     """Where the source's `name` (prereg.json) is read from: a local path (beside a replayed
     log), or host:path over SSH; for the messages that name it."""
-    import posixpath
-    from pathlib import Path
-
     if (log := getattr(source, "log", None)) is not None:  # a replayed log file
         return str(Path(log).parent / name)
     transport = getattr(source, "transport", source)
@@ -75,10 +76,6 @@ def follow_plain(
 ) -> int:
     """--plain: the source's records, warnings and verdicts as lines until it ends (or, with
     `until_end`, the run's end; with `quiet_end`, that many seconds without new data)."""
-    from fontaine_tui.core.follow.foreign import ForeignRun
-    from fontaine_tui.model.plain import PlainReport
-    from fontaine_tui.model.session import Session
-
     report = PlainReport(Session(source, preset, mode))
     foreign = isinstance(source, ForeignRun)
     return asyncio.run(

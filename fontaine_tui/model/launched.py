@@ -25,15 +25,22 @@ from typing import TYPE_CHECKING, Protocol, cast
 from fontaine_tui.core.errors import InputError
 from fontaine_tui.core.launch import attempts, guards
 from fontaine_tui.core.launch.exits import ExitInfo
+from fontaine_tui.core.launch.hosts import host_settings
 from fontaine_tui.core.launch.launcher import EngineProcess, label
 from fontaine_tui.core.launch.makers import ArgvMaker, maker_for
 from fontaine_tui.core.launch.registry import Entry, Registry
+from fontaine_tui.core.launch.remote import POLL_S, RemoteEngine, record_exit
 from fontaine_tui.core.launch.slurm_job import SlurmJob
 from fontaine_tui.core.launch.targets import Handle, Request, Started, Target
+from fontaine_tui.core.launch.targets.local import LocalTarget
+from fontaine_tui.core.notify.destinations import config_path
+from fontaine_tui.core.preset.find import load_preset
 from fontaine_tui.core.preset.record import Preset
 from fontaine_tui.core.runfolder import RunFolder
 from fontaine_tui.core.verdict.prereg import Prereg, freeze, read_prereg, utc_iso
 from fontaine_tui.model.babysitter import Babysitter
+from fontaine_tui.model.notices import RunNotices
+from fontaine_tui.model.plain import PlainWatch, babysit, finish
 
 if TYPE_CHECKING:
     from fontaine_tui.core.host.telemetry import TelemetrySnapshot
@@ -74,9 +81,6 @@ def prepare(
 ) -> tuple[Preset, RunFolder, list[guards.Finding], list[str], Registry, TelemetrySnapshot | None]:
     """Everything before a start on this host, written nothing (`doctor` shows it):
     (preset, folder, findings, argv, registry, telemetry)."""
-    from fontaine_tui.core.launch.targets.local import LocalTarget
-    from fontaine_tui.core.preset.find import load_preset
-
     preset = launchable(load_preset(preset_name))
     target = LocalTarget()
     req = Request(preset, registry or Registry(), output_dir, resume, yes_ram)
@@ -264,8 +268,6 @@ class LaunchedRun:
     def announce(self) -> None:
         """The launch post of a run nobody watches from here (--detach): sent, then waited
         for (at most notices.DRAIN_S); a failure is one line on stderr."""
-        from fontaine_tui.model.notices import RunNotices
-
         assert self.preset is not None
         notices = RunNotices.configured(self.preset.run_name, _warn, self.preset)
         if notices is not None:
@@ -346,10 +348,6 @@ class LaunchedRun:
     def _remote(
         cls, entry: Entry, registry: Registry, ssh_options: Sequence[str], poll_s: float | None
     ) -> LaunchedRun:
-        from fontaine_tui.core.launch.hosts import host_settings
-        from fontaine_tui.core.launch.remote import POLL_S, RemoteEngine
-        from fontaine_tui.core.notify.destinations import config_path
-
         if not entry.pid and not entry.job:
             raise InputError(
                 f"{entry.host}:{entry.run_dir}: attached, not launched from here "
@@ -388,8 +386,6 @@ class LaunchedRun:
         """The end of a run launched here: the exit in the registry, the attempt's end (an
         incident posted), verdict.json, the final read; the verdict's exit code when it
         finished its recipe, else 1."""
-        from fontaine_tui.model.plain import PlainWatch, finish
-
         assert self.preset is not None and self.folder is not None and self.prereg
         watch = PlainWatch(
             self.preset,
@@ -432,8 +428,6 @@ class LaunchedRun:
 
     def babysit_plain(self, poll_s: float, stop_on_exit: bool) -> int:
         """launch --plain: followed line by line to its end (model/plain.py)."""
-        from fontaine_tui.model.plain import babysit
-
         assert self.preset is not None and self.folder is not None and self.prereg
         return babysit(
             self.preset,
@@ -450,8 +444,6 @@ class LaunchedRun:
     def record_exit(self) -> ExitInfo | None:
         """A far run's exit seen from here (stopped, or seen gone) into the registry; the
         exit, or None while it runs. A registry that cannot take it is a warning."""
-        from fontaine_tui.core.launch.remote import RemoteEngine, record_exit
-
         engine = cast(RemoteEngine, self.handle)
         try:
             return record_exit(engine, self.registry)

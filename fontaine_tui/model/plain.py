@@ -23,12 +23,15 @@ from fontaine_tui.core.errors import InputError
 
 if TYPE_CHECKING:
     from fontaine_tui.core.host.telemetry import TelemetrySnapshot
-from fontaine_tui.core.follow import Batch
+from fontaine_tui.core.follow import Batch, run_source
+from fontaine_tui.core.host.telemetry import sample
+from fontaine_tui.core.launch import attempts
 from fontaine_tui.core.launch.babysit import poll_text
 from fontaine_tui.core.launch.exits import ExitInfo
 from fontaine_tui.core.launch.launcher import EngineProcess, label
 from fontaine_tui.core.launch.registry import Registry
 from fontaine_tui.core.launch.slurm_job import SlurmJob
+from fontaine_tui.core.log.formats import load_source
 from fontaine_tui.core.log.read import load_log
 from fontaine_tui.core.log.records import Checkpoint, Event, Malformed, Meta, Probe, TrainPoint
 from fontaine_tui.core.log.store import RunStore
@@ -225,8 +228,6 @@ class PlainWatch:
         out: TextIO | None = None,
         poll_s: float = 0.25,
     ) -> None:
-        from fontaine_tui.core.follow import run_source
-
         self.folder, self.engine, self.prereg = folder, engine, prereg
         self.session = Session(
             run_source(folder.root, preset.source, min(poll_s, 0.25)),
@@ -260,8 +261,6 @@ class PlainWatch:
 
     def look(self) -> tuple[ExitInfo | None, TelemetrySnapshot]:
         """The blocking part of a poll (process, NVML, /proc), run off the event loop."""
-        from fontaine_tui.core.host.telemetry import sample
-
         exit_info = self.engine.poll()
         pid = self.engine.pid or None  # a Slurm job has no process here
         return exit_info, sample(pid=None if exit_info else pid)
@@ -346,8 +345,6 @@ def final_store(
     segments, or the [source] trainer's (a launched [command]); a log that cannot be read
     is said, and reads empty."""
     if preset.foreign and preset.source is not None:
-        from fontaine_tui.core.log.formats import load_source
-
         try:
             loaded = load_source(folder.root, preset.source)
         except InputError as exc:
@@ -369,8 +366,6 @@ def end_attempt(
 ) -> None:
     """The attempt's end in attempts.jsonl; one that did not finish (nor was stopped) is an
     incident, posted with its cause."""
-    from fontaine_tui.core.launch import attempts
-
     if attempt is None:
         return
     try:

@@ -17,18 +17,24 @@ from typing import Protocol
 
 from fontaine_tui.core.errors import InputError
 from fontaine_tui.core.follow import Batch, LocalRun, RunSource
+from fontaine_tui.core.follow.foreign import SETTLE_S, ForeignRun
+from fontaine_tui.core.follow.replay import ForeignReplay, ReplayRun
 from fontaine_tui.core.host.telemetry import TelemetrySnapshot
 from fontaine_tui.core.launch import alert_book, alerts
-from fontaine_tui.core.launch.attempts import Attempt
+from fontaine_tui.core.launch.attempts import Attempt, read_attempts
 from fontaine_tui.core.launch.exits import ExitInfo
-from fontaine_tui.core.launch.rescore import ScoreOffer, ScoreState
+from fontaine_tui.core.launch.rescore import ScoreOffer, ScoreState, rescore, score_offer
 from fontaine_tui.core.log.read import ingest_lines
 from fontaine_tui.core.log.records import Malformed, Record
 from fontaine_tui.core.log.store import RunStore
 from fontaine_tui.core.preset.record import Amendment, Preset
 from fontaine_tui.core.runfolder import RunFolder
 from fontaine_tui.core.text import literal
+from fontaine_tui.core.verdict import export as exporter
+from fontaine_tui.core.verdict import review as reviewer
 from fontaine_tui.core.verdict.amendments import check_amendments
+from fontaine_tui.core.verdict.prereg import parse_utc
+from fontaine_tui.core.verdict.probechart import probes_chart
 from fontaine_tui.core.verdict.record import AmendmentCheck, Verdict
 from fontaine_tui.core.verdict.rules import compute_verdict, verdict_series
 from fontaine_tui.model import readout
@@ -52,9 +58,6 @@ def folder_of(source: RunSource) -> Path | None:
     """Where review.jsonl and verdict.json go: the run folder (ours, or another trainer's
     followed or replayed here), or the replayed log's folder; None for a run on another
     host."""
-    from fontaine_tui.core.follow.foreign import ForeignRun
-    from fontaine_tui.core.follow.replay import ForeignReplay, ReplayRun
-
     if isinstance(source, LocalRun):
         return source.folder
     if isinstance(source, ReplayRun):
@@ -192,8 +195,6 @@ class Session:
         exit_info = self.process.poll() if self.process is not None else None
         launched_ts = None
         if self.ledger.launched_at:
-            from fontaine_tui.core.verdict.prereg import parse_utc
-
             try:
                 launched_ts = parse_utc(self.ledger.launched_at)
             except ValueError:
@@ -221,8 +222,6 @@ class Session:
         """A followed foreign run's records came within twice its settle time: its last
         step's probe may still be held (core/follow/foreign.py), so its silence is not
         judged yet."""
-        from fontaine_tui.core.follow.foreign import SETTLE_S, ForeignRun
-
         return (
             isinstance(self.source, ForeignRun)
             and self._records_at is not None
@@ -244,8 +243,6 @@ class Session:
         clock: Callable[[], float] = time.time,
     ) -> Outcome:
         """Append accept / flag / note for the read at `step` to review.jsonl."""
-        from fontaine_tui.core.verdict import review as reviewer
-
         v = view.verdict_at(step)
         if self.folder is None:
             return Outcome("review needs a run folder (none for this source)", "error")
@@ -267,9 +264,6 @@ class Session:
 
     def export(self, view: RunView, step: int | None, scaled: bool) -> Outcome:
         """verdict.json and the overlay chart for the read at `step` (blocking: a thread)."""
-        from fontaine_tui.core.verdict import export as exporter
-        from fontaine_tui.core.verdict.probechart import probes_chart
-
         v = view.verdict_at(step)
         if self.folder is None:
             return Outcome("export needs a run folder (none for this source)", "error")
@@ -283,8 +277,6 @@ class Session:
 
     def score_offer(self, v: Verdict) -> ScoreOffer | None:
         """The re-score to offer for the run's latest read (a local run folder only)."""
-        from fontaine_tui.core.launch.rescore import score_offer
-
         if self.folder is None:
             return None
         key = (self.version, v.verdict)
@@ -295,8 +287,6 @@ class Session:
     async def rescore(self, changed: Callable[[], None] = lambda: None) -> Outcome:
         """Run the offered re-score to its end (a subprocess: the loop never blocks) and read
         back what it wrote; `changed` is called once it started."""
-        from fontaine_tui.core.launch.rescore import rescore
-
         offer = self.score_offer(self.latest())
         if offer is None:
             return Outcome(
@@ -454,8 +444,6 @@ class Session:
 
     def attempts(self) -> tuple[Attempt, ...]:
         """attempts.jsonl of a local run folder, read again only when it changed."""
-        from fontaine_tui.core.launch.attempts import read_attempts
-
         if self.folder is None or self.kind == "replay":
             return ()
         folder = RunFolder(self.folder)

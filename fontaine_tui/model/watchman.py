@@ -12,22 +12,30 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import inspect
 import math
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 
 from fontaine_tui.core.errors import InputError
 from fontaine_tui.core.follow import LocalRun, RunSource, open_source, run_source
+from fontaine_tui.core.follow.ssh import SshRun
+from fontaine_tui.core.host import telemetry
 from fontaine_tui.core.host.telemetry import TelemetrySnapshot
 from fontaine_tui.core.launch.attempts import Attempt
 from fontaine_tui.core.launch.exits import ExitInfo
 from fontaine_tui.core.launch.registry import Entry, Registry
+from fontaine_tui.core.preset.find import load_preset
+from fontaine_tui.core.runfolder import PREREG, RunFolder
 from fontaine_tui.core.text import literal
-from fontaine_tui.core.verdict.prereg import parse_utc
+from fontaine_tui.core.verdict.prereg import parse_prereg, parse_utc, utc_iso
 from fontaine_tui.core.verdict.text import render
 from fontaine_tui.model.babysitter import Babysitter
+from fontaine_tui.model.launched import LaunchedRun
+from fontaine_tui.model.plain import end_attempt
 from fontaine_tui.model.session import Process, Session
 
 LIVE = ("running", "attached")
@@ -110,10 +118,6 @@ class RunWatch:
         clock: Callable[[], float] = time.time,
         ssh_options: tuple[str, ...] = (),
     ) -> RunWatch:
-        from fontaine_tui.core.preset.find import load_preset
-        from fontaine_tui.core.runfolder import PREREG
-        from fontaine_tui.core.verdict.prereg import parse_prereg
-
         source: RunSource = open_source(target.spec, ssh_options=ssh_options)
         try:
             raw = await source.read_bytes(PREREG)  # also proves the folder is reachable
@@ -159,12 +163,6 @@ class RunWatch:
     ) -> tuple[Process | None, Callable[[], object], Attempt | None]:
         """The engine found again by pid (a run of this host's registry), judged from its
         attempt's start (attempts.jsonl: its log offsets, its OOM-kill counters)."""
-        from functools import partial
-
-        from fontaine_tui.core.follow.ssh import SshRun
-        from fontaine_tui.core.host import telemetry
-        from fontaine_tui.model.launched import LaunchedRun
-
         if isinstance(source, SshRun):
             return (
                 None,
@@ -190,8 +188,6 @@ class RunWatch:
 
     async def look(self) -> bool:
         """One poll; True once the run has ended (the final read then sent)."""
-        import inspect
-
         if self.sampler is not None:
             try:
                 result = await asyncio.to_thread(self.sampler)
@@ -208,9 +204,6 @@ class RunWatch:
         if exit_info is not None:
             await asyncio.sleep(0.5)  # the last lines
             if self.attempt is not None and session.folder is not None:
-                from fontaine_tui.core.runfolder import RunFolder
-                from fontaine_tui.model.plain import end_attempt
-
                 end_attempt(
                     RunFolder(session.folder),
                     self.attempt.number,
@@ -301,8 +294,6 @@ async def watch(
 def _record(registry: Registry, w: RunWatch, now: float) -> None:
     """An exit seen here goes into the registry (a restarted babysitter does not announce
     it again)."""
-    from fontaine_tui.core.verdict.prereg import utc_iso
-
     entry, info = w.target.entry, w.exit
     if entry is None or info is None:
         return
