@@ -1,5 +1,7 @@
-"""Argument types shared by several commands (not a command: the leading underscore keeps
-cli.py from registering it)."""
+"""Argument types shared by several commands.
+
+This module is not a command: the leading underscore keeps cli.py from registering it.
+"""
 
 from __future__ import annotations
 
@@ -43,8 +45,10 @@ seconds = positive("a positive number of seconds")  # a span of seconds
 
 
 class HelpFormatter(argparse.RawDescriptionHelpFormatter):
-    """argparse's RawDescriptionHelpFormatter that still wraps a paragraph written as one
-    line: a description reads as prose, an epilog's example lines keep their breaks."""
+    """An argparse RawDescriptionHelpFormatter that still wraps a one-line paragraph.
+
+    A description reads as prose, and an epilog's example lines keep their breaks.
+    """
 
     def _fill_text(self, text: str, width: int, indent: str) -> str:
         return "\n\n".join(
@@ -62,8 +66,11 @@ def examples(*lines: str, exits: str = "") -> str:
 def ssh_config(
     p: argparse.ArgumentParser, help: str = "ssh client config file (ssh -F FILE)"
 ) -> None:
-    """--ssh-config after the command: the global option (`fontaine-tui --ssh-config FILE
-    COMMAND`) still taken here; absent unless given, so it never hides the global one."""
+    """Add --ssh-config after the command, as well as the global option before it.
+
+    The global option (`fontaine-tui --ssh-config FILE COMMAND`) is still taken. This one is
+    absent unless given, so it never hides the global one.
+    """
     p.add_argument(
         "--ssh-config",
         metavar="FILE",

@@ -63,8 +63,11 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def remember(target: str, preset, mode: str) -> None:
-    """An attached run goes into the registry (status "attached"), so `runs` and the babysitter
-    see it; a run already there (launched, or attached before) is left as it is."""
+    """Put an attached run into the registry with status "attached".
+
+    Then `runs` and the babysitter see it. A run already there (launched, or attached before)
+    is left as it is.
+    """
     if mode != "attach":
         return
     try:
@@ -125,8 +128,10 @@ def console_or_plain(source, preset_arg: str | None, mode: str, args: argparse.N
 
 
 def launched_there(target: str, ssh_options: tuple[str, ...]):
-    """A run this host launched on another (`launch --on`), found again from the registry
-    (model/launched.py), so the console can stop it there; None for anything else."""
+    """A run this host launched on another host (`launch --on`), or None for anything else.
+
+    It is found again from the registry (model/launched.py), so the console can stop it there.
+    """
     try:
         parsed = parse_target(target)
     except InputError:
@@ -147,9 +152,12 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _foreign(target: str, preset_arg: str | None, ssh_options: tuple[str, ...] = ()):
-    """A run folder another trainer writes (here: no train_log.jsonl, or a preset whose
-    [source] is foreign; over SSH: a preset whose [source] is foreign), followed through its
-    format (core/follow/foreign.py)."""
+    """A run folder another trainer writes, followed through its format.
+
+    Locally, such a folder has no train_log.jsonl or is named by a preset whose [source] is
+    foreign. Over SSH, only a preset whose [source] is foreign says so. The following is done
+    by core/follow/foreign.py.
+    """
     parsed = parse_target(target)
     preset = load_preset(preset_arg) if preset_arg else None
     if not isinstance(parsed, LocalTarget):

@@ -1,6 +1,8 @@
-"""`fontaine-tui babysit [RUN...]`: watch detached runs without a console (model/watchman.py),
-polling at the preset's [babysit] cadence and notifying; `--print-unit` prints a systemd user
-unit that runs it."""
+"""`fontaine-tui babysit [RUN...]` watches detached runs without a console.
+
+It polls at the preset's [babysit] cadence and notifies (model/watchman.py). `--print-unit`
+prints a systemd user unit that runs it.
+"""
 
 from __future__ import annotations
 

@@ -1,5 +1,8 @@
-"""`fontaine-tui bank add RUN --as NAME`: keep a finished run as a comparator; `bank list`,
-`bank show NAME[@sha]`."""
+"""`fontaine-tui bank` keeps finished runs as comparators and lists and shows them.
+
+`bank add RUN --as NAME` keeps a finished run as a comparator. `bank list` lists the kept
+ones, and `bank show NAME[@sha]` shows one.
+"""
 
 from __future__ import annotations
 
@@ -215,9 +218,12 @@ def run(args: argparse.Namespace) -> int:
 def _conflicts(
     store, prereg: bytes | None, ledger: tuple[bytes | None, bytes | None], label: str
 ) -> list[str]:
-    """What in the run's own evidence conflicts, in words: the log's own contradictions, and
-    its own verdict when UNDECIDABLE (read by its prereg.json and amendments, as `verdict`
-    reads it; `ledger`: amendments.jsonl's bytes and its head file's, each None if absent)."""
+    """What in the run's own evidence conflicts, in words.
+
+    These are the log's own contradictions, and its own verdict when UNDECIDABLE. That verdict
+    is read by its prereg.json and amendments, as `verdict` reads it. `ledger` holds
+    amendments.jsonl's bytes and its head file's, each None if absent.
+    """
     reasons = conflicts(store)
     if prereg is None:
         return reasons
@@ -238,10 +244,13 @@ def _conflicts(
 
 
 async def _read(target: str, ssh_config: str | None, run: str = "", preset_arg: str | None = None):
-    """The whole log (with its rotated segments when local), prereg.json and the amendments
-    ledger, through the same sources the console follows; another trainer's run read as
-    `preset_arg`'s [source] says, when given (else as its folder's contents say); `run`: the
-    run of a store that holds several (MLflow, trackio), over the preset's choice."""
+    """Read the whole log, prereg.json and the amendments ledger of a run.
+
+    The log includes its rotated segments when local. All are read through the same sources
+    the console follows. Another trainer's run is read as `preset_arg`'s [source] says, when
+    given, else as its folder's contents say. `run` picks the run of a store that holds several
+    (MLflow, trackio), over the preset's choice.
+    """
     source = open_source(target, ssh_options=("-F", ssh_config) if ssh_config else ())
     try:
         prereg = await source.read_bytes(PREREG)
@@ -293,8 +302,10 @@ async def _read(target: str, ssh_config: str | None, run: str = "", preset_arg: 
 
 
 def _finished_here(target: str) -> bool:
-    """A run this console launched (a [command]) whose last attempt finished: its end is
-    known from attempts.jsonl although its trainer's log does not say it."""
+    """Whether this is a run this console launched (a [command]) whose last attempt finished.
+
+    Its end is known from attempts.jsonl although its trainer's log does not say it.
+    """
     folder = Path(target)
     if not (folder / "prereg.json").is_file():
         return False
@@ -306,9 +317,11 @@ def _finished_here(target: str) -> bool:
 
 
 def _by_preset(folder, preset_arg: str, kind: str, run: str = ""):
-    """Another trainer's run read as the preset's [source] says (else as detected), with the
-    preset's metric checked to be there: what a preset reading this run reads; `run` over
-    the [source]'s own choice of run."""
+    """Another trainer's run, read as the preset's [source] says, else as detected.
+
+    The preset's metric is checked to be there, so this is what a preset reading this run
+    reads. `run` is taken over the [source]'s own choice of run.
+    """
     preset = load_preset(preset_arg)
     spec = preset.source if preset.source and preset.source.kind != "fontaine" else None
     if spec is None and not kind:

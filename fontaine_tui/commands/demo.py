@@ -75,8 +75,11 @@ def shipped() -> resources.abc.Traversable:
 
 
 def unpack(into: Path) -> Path:
-    """Copy the recorded run into `into`/run and bank its comparator in `into`/bank; the run
-    folder. InputError when the package lacks its data (a build that left it out)."""
+    """Copy the recorded run into `into`/run and bank its comparator in `into`/bank.
+
+    Returns the run folder. Raises InputError when the package lacks its data (a build that
+    left it out).
+    """
     data = shipped()
     folder = into / "run"
     folder.mkdir()
@@ -129,9 +132,11 @@ class Staged:
 
 @contextmanager
 def staged(speed: float | None = None) -> Iterator[Staged]:
-    """The recorded run copied, its comparator banked and named by FONTAINE_BANK, all in a
-    temporary folder that is removed afterwards; `speed` None: the whole run in about
-    DURATION_S."""
+    """Stage the recorded run and its comparator in a temporary folder.
+
+    The run is copied and its comparator banked and named by FONTAINE_BANK. The folder is
+    removed afterwards. With `speed` None, the whole run plays in about DURATION_S.
+    """
     with tempfile.TemporaryDirectory(prefix="fontaine-demo-") as tmp:
         root = Path(tmp)
         folder = unpack(root)
@@ -139,14 +144,16 @@ def staged(speed: float | None = None) -> Iterator[Staged]:
             log = folder / LOG
             source = ReplayRun(log, speed=speed or default_speed(log))
             preset = asyncio.run(resolve_preset(source, None))
-            # a registry of its own: the runs mode lists no run of the user's, looks at no host
+            # a registry of its own: the runs mode lists no run of the user's, checks no host
             yield Staged(source, preset, Registry(root / "babysit.toml"), folder)
 
 
 @contextmanager
 def _signals_end_the_demo() -> Iterator[None]:
-    """A closed terminal (SIGHUP) or a SIGTERM ends the demo as an exit would, so its
-    temporary folder is removed; the handlers before are put back afterwards."""
+    """End the demo on a closed terminal (SIGHUP) or a SIGTERM as an exit would.
+
+    Its temporary folder is then removed. The handlers before are put back afterwards.
+    """
 
     def leave(signum: int, _frame: object) -> None:
         raise SystemExit(128 + signum)

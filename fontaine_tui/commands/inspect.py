@@ -1,7 +1,9 @@
-"""`fontaine-tui inspect RUN`: what a run folder holds (its format, every key with its steps,
-the probe cadence, the last step, whether it ended, what could not be read), and with
---preset-out a starting preset for it. --json prints the document described in
-core/log/formats/inspect.py (schema 1)."""
+"""`fontaine-tui inspect RUN` shows what a run folder holds.
+
+It shows the folder's format, every key with its steps, the probe cadence, the last step,
+whether it ended and what could not be read. With --preset-out it writes a starting preset
+for it. --json prints the document described in core/log/formats/inspect.py (schema 1).
+"""
 
 from __future__ import annotations
 

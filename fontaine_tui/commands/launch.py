@@ -1,5 +1,8 @@
-"""`fontaine-tui launch PRESET`: the launch (model/launched.py: guards, freeze, start,
-register), then --detach, --json, --plain or the console."""
+"""`fontaine-tui launch PRESET` launches a run, then detaches or follows it.
+
+The launch itself is in model/launched.py (guards, freeze, start, register). Then come
+--detach, --json, --plain or the console.
+"""
 
 from __future__ import annotations
 
@@ -134,8 +137,10 @@ def run(args: argparse.Namespace) -> int:
 
 
 def watch_here(launched) -> int | None:
-    """The console on a run launched here (or submitted to Slurm from here); None when this
-    build has no console (then --plain follows)."""
+    """Watch a run launched here (or submitted to Slurm from here) in the console.
+
+    Returns None when this build has no console (then --plain follows).
+    """
     try:
         load_app()
     except ImportError as exc:  # pragma: no cover - the console lands separately
@@ -161,8 +166,11 @@ def watch_here(launched) -> int | None:
 
 
 def watch_far(launched, args: argparse.Namespace, options: tuple[str, ...]) -> int:
-    """A run launched on another host, watched from here over SSH: in the console (quitting
-    asks to stop it there or detach), or as plain lines until its log's end."""
+    """Watch a run launched on another host from here over SSH.
+
+    It is watched in the console (quitting asks to stop it there or detach), or as plain lines
+    until its log's end.
+    """
     ssh = SshRun(SshTarget(launched.host, launched.run_dir), ssh_options=options)
     source: RunSource = ssh
     if launched.preset.foreign and launched.preset.source is not None:

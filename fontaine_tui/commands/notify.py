@@ -1,5 +1,8 @@
-"""`fontaine-tui notify test`: one message to every notification destination, and the
-outcome of each (its URL redacted). Destinations: core/notify/destinations.py."""
+"""`fontaine-tui notify test` sends one message to every notification destination.
+
+It prints the outcome of each, its URL redacted. The destinations are in
+core/notify/destinations.py.
+"""
 
 from __future__ import annotations
 

@@ -73,8 +73,11 @@ def console_or_plain(source, args: argparse.Namespace) -> int:
 
 
 def _foreign(target: str, preset_arg: str | None, speed: float | None):
-    """Another trainer's finished run (a folder without train_log.jsonl, or a preset whose
-    [source] is foreign), replayed through its format."""
+    """Another trainer's finished run, replayed through its format.
+
+    Such a run is a folder without train_log.jsonl, or one read by a preset whose [source] is
+    foreign.
+    """
     path = Path(target)
     preset = load_preset(preset_arg) if preset_arg else None
     spec = foreign_spec(path, preset.source if preset else None, preset is not None)

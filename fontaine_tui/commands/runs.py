@@ -1,6 +1,8 @@
-"""`fontaine-tui runs`: every registered run checked live, here and on other hosts
-(core/launch/fleet.py: hosts in parallel, each within a deadline; a host that does not answer
-shows its last good reading and its age)."""
+"""`fontaine-tui runs` checks every registered run live, here and on other hosts.
+
+core/launch/fleet.py checks the hosts in parallel, each within a deadline. A host that does
+not answer shows its last good reading and its age.
+"""
 
 from __future__ import annotations
 

@@ -1,7 +1,9 @@
-"""`fontaine-tui stop RUN`: stop a launched run from outside its console — SIGINT (the
-engine checkpoints and exits), then SIGTERM, then SIGKILL to its process group — and record
-how it ended (registry, attempts.jsonl). A console stops a run on another host with this
-command run there."""
+"""`fontaine-tui stop RUN` stops a launched run from outside its console.
+
+It sends SIGINT (the engine checkpoints and exits), then SIGTERM, then SIGKILL to its process
+group, and records how the run ended (registry, attempts.jsonl). A console stops a run on
+another host with this command run there.
+"""
 
 from __future__ import annotations
 
@@ -60,8 +62,10 @@ def find_entry(run: str, registry, host: str, missing_ok: bool = False):
 
 
 def find_remote(run: str, registry, host: str):
-    """A run launched on another host from here (`launch --on`): by its name or
-    HOST:/folder; None when there is none."""
+    """A run launched on another host from here (`launch --on`), or None when there is none.
+
+    It is found by its name or by HOST:/folder.
+    """
     entries = [e for e in registry.entries() if e.host != host]
     found = [e for e in entries if e.name == run or f"{e.host}:{e.run_dir}" == run]
     if not found:
@@ -128,8 +132,11 @@ def recorded(info, entry, registry, args: argparse.Namespace) -> int:
 
 
 def stop_remote(entry, registry, args: argparse.Namespace, this_host: str) -> int:
-    """The same stop, on the host the run was launched on: `fontaine-tui stop` run there over
-    SSH (core/launch/remote.py), after confirmation here; the registry here learns the exit."""
+    """Stop a run on the host it was launched on.
+
+    After confirmation here, `fontaine-tui stop` runs there over SSH (core/launch/remote.py).
+    The registry here records the exit.
+    """
     where = f"{entry.host}:{entry.run_dir}"
     if not entry.pid and not entry.job:
         raise InputError(

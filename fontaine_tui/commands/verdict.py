@@ -48,9 +48,12 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def _preset_for(args: argparse.Namespace, folder: runfolder.RunFolder | None):
-    """A run folder's frozen pre-registration is the authority: a --preset that differs from
-    it (beyond the machinery-only [platform] knobs) is refused, naming the keys. Returns the
-    preset and the provenance frozen with it (None without a prereg.json)."""
+    """The preset to judge by, and the provenance frozen with it.
+
+    A run folder's frozen pre-registration is the authority. A --preset that differs from it
+    (beyond the machinery-only [platform] knobs) is refused, naming the keys. The provenance
+    is None without a prereg.json.
+    """
     if folder is not None and folder.prereg.exists():
         given = load_preset(args.preset) if args.preset else None
         prereg = read_prereg(folder)
@@ -61,9 +64,11 @@ def _preset_for(args: argparse.Namespace, folder: runfolder.RunFolder | None):
 
 
 def read_foreign(target: str, preset_arg: str | None):
-    """A run another trainer wrote: (preset, the source read), or None for one of ours (a
-    train_log.jsonl, or a folder holding one, read by the preset without a foreign
-    [source]). The kind is the preset's [source], else detected from the folder."""
+    """A run another trainer wrote, as (preset, the source read), or None for one of ours.
+
+    One of ours is a train_log.jsonl, or a folder holding one, read by the preset without a
+    foreign [source]. The kind is the preset's [source], else detected from the folder.
+    """
     path = Path(target)
     preset = load_preset(preset_arg) if preset_arg else None
     spec = foreign_spec(path, preset.source if preset else None, preset is not None, True)
@@ -89,8 +94,10 @@ def _ledger(folder: runfolder.RunFolder | None):
 
 
 def _frozen_folder(target: str) -> runfolder.RunFolder | None:
-    """The run folder of `target` when it holds a prereg.json (its frozen pre-registration
-    is then the authority, whatever a given preset's [source] says)."""
+    """The run folder of `target` when it holds a prereg.json, else None.
+
+    Its frozen pre-registration is then the authority, whatever a given preset's [source] says.
+    """
     path = Path(target)
     folder = runfolder.RunFolder(path if path.is_dir() else path.parent)
     return folder if folder.prereg.exists() else None
