@@ -93,8 +93,11 @@ class _Commands(argparse._SubParsersAction):
 
 
 def build_parser(chosen: Iterable[str] | None = None) -> argparse.ArgumentParser:
-    """The command line's parser. Every sub-command is listed; the `chosen` ones (None: all)
-    have their whole parser, their module imported, the others stand in by name and help."""
+    """The command line's parser, with every sub-command listed.
+
+    The `chosen` sub-commands (None: all) have their whole parser and their module imported.
+    The others stand in by name and help line only.
+    """
     parser = _Parser(
         prog="fontaine-tui",
         description="Launch, watch and read pre-registered ML training runs.",
@@ -126,19 +129,25 @@ def build_parser(chosen: Iterable[str] | None = None) -> argparse.ArgumentParser
 
 
 def parse(argv: list[str]) -> argparse.Namespace:
-    """The command line parsed: first which sub-command (every module left unimported, so
-    the top --help, --version and a usage error import none), then its own parser."""
+    """The command line parsed in two steps, the sub-command first, then its own parser.
+
+    The first step imports no command module, so the top --help, --version and a usage error
+    import none.
+    """
     first, _ = build_parser(()).parse_known_args(argv)
     return build_parser((first.command,)).parse_args(argv)
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Run one command. Its stdout and stderr go through `text.LiteralStream`: whatever a
-    report or an error line echoes (a preset's text, a registry field, a user's path) is shown,
-    never obeyed by the terminal. The console draws through Textual's own driver.
+    """Run one command and return its exit code.
 
-    An exception no command expected is a bug: one escaped line and exit 70, the traceback
-    with FONTAINE_DEBUG=1, both through the same stream."""
+    Its stdout and stderr go through `text.LiteralStream`, so whatever a report or an error
+    line echoes (a preset's text, a registry field, a user's path) is shown, never obeyed by
+    the terminal. The console draws through Textual's own driver.
+
+    An exception no command expected is a bug. It gives one escaped line and exit 70, and the
+    traceback with FONTAINE_DEBUG=1, both through the same stream.
+    """
     out, err = sys.stdout, sys.stderr
     sys.stdout, sys.stderr = LiteralStream(out), LiteralStream(err)
     try:
@@ -168,9 +177,11 @@ def _main(argv: list[str] | None) -> int:
 
 
 def _legacy(argv: list[str]) -> list[str]:
-    """The command line in its current form: a command's module may take an older form for one
-    release (its `legacy(rest)` returns the new form of what follows the command, and says so
-    on stderr)."""
+    """The command line rewritten into its current form.
+
+    A command's module may take an older form for one release. Its `legacy(rest)` returns the
+    new form of what follows the command, and says so on stderr.
+    """
     at = 0
     while at < len(argv) and argv[at].startswith("-"):  # the global options
         at += 2 if argv[at] == "--ssh-config" else 1
