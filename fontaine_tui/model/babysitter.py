@@ -1,5 +1,7 @@
-"""The babysitter of one watched run: what the console, `launch --plain` and `fontaine-tui
-babysit` each do between two looks at a run, so the three tell the owner the same things.
+"""The babysitter of one watched run, shared by every way of watching it.
+
+It is what the console, `launch --plain` and `fontaine-tui babysit` each do between two checks
+of a run, so the three send the owner the same things.
 
 After each warnings update (`Session.update_warnings`), `tick` sends what is new (each new
 warning at its level, each probe's read not yet sent), takes a babysit poll when the preset's
@@ -54,8 +56,11 @@ def _launched(session: Session) -> float | None:
 
 
 class Babysitter:
-    """Polls and notifications for one `Session`. `notices` None: nothing is sent (polls are
-    still written); `poll_log` None: polls are not written (nor taken)."""
+    """Polls and notifications for one `Session`.
+
+    With `notices` None, nothing is sent (polls are still written). With `poll_log` None,
+    polls are neither written nor taken.
+    """
 
     def __init__(
         self,
@@ -79,8 +84,8 @@ class Babysitter:
         self._sent_probes: set[int] = set(session.store.probes)  # read before: not news
         # what an earlier watcher of this run posted (babysit.jsonl): not posted again
         self._told = read_told(poll_log) if poll_log is not None and notices is not None else set()
-        # a watcher that comes to a run already under way (attach, babysit): its first look
-        # at the log posts the newest probe read nobody was told of, not the whole history
+        # a watcher that comes to a run already under way (attach, babysit): its first check
+        # of the log posts the newest probe read not yet sent to anyone, not the whole history
         self._catching_up = session.kind == "attach"
         self._failures_seen = 0
         self.polls = 0
@@ -98,8 +103,10 @@ class Babysitter:
         since: float | None = None,
         auto_final: bool = False,
     ) -> Babysitter:
-        """The watcher that babysits `session`'s run, or (another one holds the run's lock)
-        one that only shows it."""
+        """The watcher that babysits `session`'s run, or one that only shows it.
+
+        The second kind is made when another watcher holds the run's lock.
+        """
         key = f"{host}:{session.folder if session.folder is not None else session.source.label}"
         lock = WatchLock(state_dir() / "watch", key)
         try:
@@ -143,8 +150,11 @@ class Babysitter:
             self.notices.launched(preset, folder, what, sha)
 
     def probe(self, step: int, verdict: Verdict) -> None:
-        """A probe's read, sent once (the plain report sends it the moment the line lands),
-        and once across watchers: one posted before, by this run's record, is not news."""
+        """Send a probe's read once, and once across watchers.
+
+        The plain report sends it the moment the line lands. A read posted before, by this
+        run's record, is not news.
+        """
         if step in self._sent_probes:
             return
         self._sent_probes.add(step)
@@ -208,9 +218,11 @@ class Babysitter:
             self.final(verdict, render(verdict, session.source.label), line, told=(step, logged))
 
     def _over(self) -> tuple[int, float, str] | None:
-        """(step, logged time, the line) of the run's end when the log says it is over: its
-        `end` event; a foreign run's `error` event, or its final read (another trainer may
-        never say its run ended)."""
+        """The run's end as (step, logged time, the line) when the log says it is over, else None.
+
+        The log says so by its `end` event. For a foreign run, its `error` event or its final
+        read says so too, since another trainer may never say its run ended.
+        """
         session = self.session
         events = session.store.events
         if session.ended():
@@ -260,8 +272,11 @@ class Babysitter:
             self.notices.poll(rec, self._clock.count)
 
     def _failed_deliveries(self, now: float) -> None:
-        """A failed delivery is a warning in the panel, until the next one succeeds or not:
-        it stays, counting the failures, with the newest reason."""
+        """Show a failed delivery as a warning in the panel.
+
+        The warning stays whether the next delivery succeeds or not. It counts the failures
+        and gives the newest reason.
+        """
         if self.notices is None:
             return
         failures = self.notices.failures
@@ -291,9 +306,12 @@ class Babysitter:
         store: RunStore | None = None,
         told: tuple[int, float] | None = None,
     ) -> None:
-        """The final read posted (once: told, at `told`'s step and logged time, else the
-        log's end); `store`: the log as the finish re-read it, which holds the end the
-        session may not have followed yet."""
+        """Post the final read, once.
+
+        The post is recorded as sent at the `told` step and logged time when given, else at
+        the log's end. `store` is the log as the finish re-read it, which holds the end the
+        session may not have followed yet.
+        """
         self.finalized = True
         if self.notices is not None:
             self.notices.final(verdict, text, exit_line)
@@ -307,8 +325,11 @@ class Babysitter:
                 self._tell("verdict", store.last_step or 0, math.nan)
 
     def close(self, drain_s: float | None = None) -> list[str]:
-        """Wait for the last deliveries (at most `drain_s`, else notices.DRAIN_S); a line per
-        failure not said yet. Releases the lock."""
+        """Wait for the last deliveries, then release the lock.
+
+        The wait lasts at most `drain_s`, else notices.DRAIN_S. Returns a line per failure not
+        said yet.
+        """
         lines: list[str] = []
         if self.notices is not None:
             closing = self.notices.close() if drain_s is None else self.notices.close(drain_s)

@@ -1,5 +1,8 @@
-"""A run followed from its folder (attach, replay): the preset it is read with (its frozen
-prereg.json, or --preset), and its plain report to the end."""
+"""A run followed from its folder (attach, replay).
+
+This module finds the preset the run is read with (its frozen prereg.json, or --preset), and
+gives its plain report to the end.
+"""
 
 from __future__ import annotations
 
@@ -25,9 +28,11 @@ __all__ = ["file_of", "follow_plain", "guard", "resolve_preset"]
 
 
 async def resolve_preset(source: RunSource, preset_arg: str | None, strict: bool = True) -> Preset:
-    """The frozen preset in the run's prereg.json, else --preset; InputError if neither.
-    With `strict` (the plain report) a --preset that differs from the frozen one beyond
-    [platform] is refused; the console takes it and shows the difference as a warning."""
+    """The frozen preset in the run's prereg.json, else --preset, else InputError.
+
+    With `strict` (the plain report), a --preset that differs from the frozen one beyond
+    [platform] is refused. The console takes it and shows the difference as a warning.
+    """
     raw = await source.read_bytes(PREREG)  # also proves the run folder is reachable
     given = load_preset(preset_arg) if preset_arg else None
     origin = file_of(source, PREREG)
@@ -45,8 +50,10 @@ async def resolve_preset(source: RunSource, preset_arg: str | None, strict: bool
 
 
 def file_of(source: RunSource, name: str) -> str:
-    """Where the source's `name` (prereg.json) is read from: a local path (beside a replayed
-    log), or host:path over SSH; for the messages that name it."""
+    """Where the source's `name` (prereg.json) is read from, for the messages that name it.
+
+    It is a local path (beside a replayed log), or host:path over SSH.
+    """
     if (log := getattr(source, "log", None)) is not None:  # a replayed log file
         return str(Path(log).parent / name)
     transport = getattr(source, "transport", source)
@@ -74,8 +81,11 @@ def follow_plain(
     until_end: bool = False,
     quiet_end: float | None = None,
 ) -> int:
-    """--plain: the source's records, warnings and verdicts as lines until it ends (or, with
-    `until_end`, the run's end; with `quiet_end`, that many seconds without new data)."""
+    """Follow with --plain, the source's records, warnings and verdicts as lines.
+
+    The lines go on until the source ends. With `until_end` they go on until the run's end,
+    and with `quiet_end` until that many seconds pass without new data.
+    """
     report = PlainReport(Session(source, preset, mode))
     foreign = isinstance(source, ForeignRun)
     return asyncio.run(

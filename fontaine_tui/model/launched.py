@@ -1,14 +1,17 @@
-"""A launched run, from its launch to its end: one home for what `launch`, the launch
-console, `launch --plain`, `stop`, `attach` and `babysit` do with a run they started or
-find again in the registry.
+"""A launched run, from its launch to its end.
 
-`LaunchedRun.launch` is the one sequence, the same for every target (core/launch/targets/):
-the guards, prereg.json frozen, the start, the attempt in attempts.jsonl, the registry
-entry. `from_registry` finds a registered run's process again (`stop`, `babysit`), and
-`found_there` a run launched on another host (`attach HOST:PATH`, the runs list).
-`finish` is the run's end once its process exited: the registry, the attempt's end and its
-incident post, verdict.json, the final read; the console calls it (through `LaunchEnd`) the
-moment it sees the exit, and `after_console` prints what it said once the console closed.
+This is the one home for what `launch`, the launch console, `launch --plain`, `stop`,
+`attach` and `babysit` do with a run they started or find again in the registry.
+
+`LaunchedRun.launch` is the one sequence, the same for every target (core/launch/targets/).
+It runs the guards, freezes prereg.json, starts the run, records the attempt in
+attempts.jsonl and writes the registry entry. `from_registry` finds a registered run's process
+again (`stop`, `babysit`), and `found_there` a run launched on another host
+(`attach HOST:PATH`, the runs list).
+`finish` is the run's end once its process exited. It writes the registry, the attempt's end
+and its incident post, verdict.json and the final read. The console calls it (through
+`LaunchEnd`) the moment it sees the exit, and `after_console` prints what it said once the
+console closed.
 """
 
 from __future__ import annotations
@@ -50,8 +53,11 @@ __all__ = ["LaunchEnd", "LaunchedRun", "launchable", "prepare"]
 
 
 class LaunchEnd(Protocol):
-    """What the console of a launch holds of the run: the watcher it babysits with, and the
-    run's end, done (once, from a worker thread) when it sees the process exit."""
+    """What the console of a launch holds of the run.
+
+    It holds the watcher it babysits with, and the run's end, done once (from a worker thread)
+    when it sees the process exit.
+    """
 
     def watched_by(self, babysitter: Babysitter) -> None: ...
 
@@ -79,8 +85,10 @@ def prepare(
     yes_ram: bool,
     registry: Registry | None = None,
 ) -> tuple[Preset, RunFolder, list[guards.Finding], list[str], Registry, TelemetrySnapshot | None]:
-    """Everything before a start on this host, written nothing (`doctor` shows it):
-    (preset, folder, findings, argv, registry, telemetry)."""
+    """Everything before a start on this host, with nothing written.
+
+    Returns (preset, folder, findings, argv, registry, telemetry). `doctor` shows it.
+    """
     preset = launchable(load_preset(preset_name))
     target = LocalTarget()
     req = Request(preset, registry or Registry(), output_dir, resume, yes_ram)
@@ -92,8 +100,10 @@ def prepare(
 
 @dataclass(eq=False)
 class LaunchedRun:
-    """A run this program started (or found again by its registry entry), with what its end
-    needs. `folder` is None for a run on another host (its files are read over SSH)."""
+    """A run this program started (or found again by its registry entry), with what its end needs.
+
+    `folder` is None for a run on another host (its files are read over SSH).
+    """
 
     handle: Handle
     registry: Registry
@@ -126,8 +136,11 @@ class LaunchedRun:
         registry: Registry | None = None,
         maker: ArgvMaker | None = None,
     ) -> LaunchedRun:
-        """Guards, freeze, start, attempt, register: InputError (one line, nothing written)
-        for a refusal; a registry or attempts.jsonl that cannot take it is a warning."""
+        """Launch a run: guards, freeze, start, attempt, register.
+
+        A refusal raises InputError (one line, nothing written). A registry or attempts.jsonl
+        that cannot take the run gives a warning.
+        """
         registry = registry if registry is not None else Registry()
         if not target.remote:  # a far host refuses with its own words
             launchable(preset)
@@ -266,8 +279,11 @@ class LaunchedRun:
         }
 
     def announce(self) -> None:
-        """The launch post of a run nobody watches from here (--detach): sent, then waited
-        for (at most notices.DRAIN_S); a failure is one line on stderr."""
+        """Send the launch post of a run nobody watches from here (--detach).
+
+        The post is sent, then waited for (at most notices.DRAIN_S). A failure is one line on
+        stderr.
+        """
         assert self.preset is not None
         notices = RunNotices.configured(self.preset.run_name, _warn, self.preset)
         if notices is not None:
@@ -287,10 +303,12 @@ class LaunchedRun:
         ssh_options: Sequence[str] = (),
         poll_s: float | None = None,
     ) -> LaunchedRun:
-        """A registered run's process found again: here by its open attempt (its offsets and
-        OOM-kill counters) where the registry agrees on its pid and start time, else by the
-        registry's pid or Slurm job; on another host, its RemoteEngine (InputError for a run
-        only attached there)."""
+        """A registered run's process, found again.
+
+        On this host it is found by its open attempt (its offsets and OOM-kill counters) where
+        the registry agrees on its pid and start time, else by the registry's pid or Slurm job.
+        On another host it is its RemoteEngine (InputError for a run only attached there).
+        """
         if entry.host != this_host:
             return cls._remote(entry, registry, ssh_options, poll_s)
         folder = RunFolder(Path(entry.run_dir))
@@ -331,10 +349,13 @@ class LaunchedRun:
         ssh_options: Sequence[str] = (),
         registry: Registry | None = None,
     ) -> LaunchedRun | None:
-        """A run this host launched on `host` (`launch --on`: the registry here has its pid
-        or Slurm job, and it was running when last seen), so a console attached to it by
-        `attach HOST:PATH` or from the runs list can stop it there; None for anything else
-        (attached only, over, not registered, its host not configured)."""
+        """A run this host launched on `host` (`launch --on`), or None for anything else.
+
+        Such a run has its pid or Slurm job in the registry here, and it was running when last
+        seen. A console attached to it by `attach HOST:PATH` or from the runs list can then
+        stop it there. Anything else (attached only, over, not registered, its host not
+        configured) gives None.
+        """
         registry = registry if registry is not None else Registry()
         try:
             entry = registry.find(run_dir, host)
@@ -366,8 +387,10 @@ class LaunchedRun:
     # -- its end ------------------------------------------------------------------------
 
     def stop(self) -> ExitInfo:
-        """The stop sequence (SIGINT, SIGTERM, SIGKILL; over SSH for a far run), then the
-        open attempt's end."""
+        """Stop the run, then end its open attempt.
+
+        The stop sequence is SIGINT, SIGTERM, SIGKILL, over SSH for a far run.
+        """
         info = self.handle.stop()
         self.end_attempt(info)
         return info
@@ -383,9 +406,12 @@ class LaunchedRun:
     def finish(
         self, info: ExitInfo, babysitter: Babysitter | None = None, out: io.StringIO | None = None
     ) -> int:
-        """The end of a run launched here: the exit in the registry, the attempt's end (an
-        incident posted), verdict.json, the final read; the verdict's exit code when it
-        finished its recipe, else 1."""
+        """End a run launched here and return its exit code.
+
+        This writes the exit in the registry, the attempt's end (an incident posted),
+        verdict.json and the final read. The exit code is the verdict's when the run finished
+        its recipe, else 1.
+        """
         assert self.preset is not None and self.folder is not None and self.prereg
         watch = PlainWatch(
             self.preset,
@@ -398,8 +424,10 @@ class LaunchedRun:
         return finish(watch, self.registry, self.host, info)
 
     def finish_seen(self) -> bool:
-        """Finish once, if the process has exited (any thread); True when finished. Its
-        lines wait in `out` for the console to close (`after_console`)."""
+        """Finish once, if the process has exited (from any thread), and say whether it did.
+
+        The finish's lines wait in `out` for the console to close (`after_console`).
+        """
         with self._lock:
             if self.code is not None:
                 return True
@@ -410,9 +438,11 @@ class LaunchedRun:
             return True
 
     def after_console(self, code: int) -> int:
-        """The console closed: an exit it saw finished (unless it already was); a run left
-        going stays registered, and unwatched (`fontaine-tui babysit` keeps its
-        notifications coming)."""
+        """Wrap up after the console closed and return the exit code.
+
+        An exit the console saw is finished, unless it already was. A run left going stays
+        registered, and unwatched (`fontaine-tui babysit` keeps its notifications coming).
+        """
         if self.finish_seen():  # waits for a finish under way
             sys.stdout.write(self.out.getvalue())
             return self.code if self.code is not None else 1
@@ -442,8 +472,11 @@ class LaunchedRun:
         )
 
     def record_exit(self) -> ExitInfo | None:
-        """A far run's exit seen from here (stopped, or seen gone) into the registry; the
-        exit, or None while it runs. A registry that cannot take it is a warning."""
+        """Record a far run's exit, seen from here (stopped, or seen gone), in the registry.
+
+        Returns the exit, or None while it runs. A registry that cannot take it gives a
+        warning.
+        """
         engine = cast(RemoteEngine, self.handle)
         try:
             return record_exit(engine, self.registry)

@@ -43,8 +43,10 @@ class LedgerFiles:
 
 
 async def read_ledger_files(folder: Path | None, source: RunSource) -> LedgerFiles:
-    """The ledger's files from the run folder, or read through the source when there is no
-    folder here (so a run over SSH has its ledger too)."""
+    """The ledger's files, read from the run folder or through the source.
+
+    The source is used when there is no folder here, so a run over SSH has its ledger too.
+    """
     files: dict[str, bytes | None] = {}
     note = ""
     for name in (PREREG, AMENDMENTS, head_name(AMENDMENTS)):
@@ -67,9 +69,12 @@ async def read_ledger_files(folder: Path | None, source: RunSource) -> LedgerFil
 def ledger_from(
     files: LedgerFiles, where: str, given: Preset | None, preset: Preset
 ) -> tuple[Ledger, Preset]:
-    """The ledger the files hold, and the preset to compute with: prereg.json's frozen one
-    when it parses, else `preset`. `given` (the preset the command line or registry named;
-    None for a stand-in) is compared with the frozen one."""
+    """The ledger the files hold, and the preset to compute with.
+
+    The preset is prereg.json's frozen one when it parses, else `preset`. `given` is the
+    preset the command line or registry named (None for a stand-in), and it is compared with
+    the frozen one.
+    """
     amendments: tuple[Amendment, ...] = ()
     error = ""
     if files.amendments or files.head:  # the amendments before a break count; it is shown

@@ -1,10 +1,14 @@
-"""A run's events as notifications (core/notify): the launch, each babysit poll (the first
-one is the document's first-poll summary), each probe's read as it stands (PROVISIONAL until
-the endpoint), each new warning (the GPU-hours gate among them), an incident (an attempt that
-ended before the endpoint, with its cause), and the final verdict with both rules and the
-per-dataset breakdown (fields for Slack and Discord, lines of the text for the others).
-Sending never blocks (the notifier's own threads deliver); what failed is said at the end,
-its URLs redacted. model/babysitter.py decides when."""
+"""A run's events as notifications (core/notify).
+
+The events are the launch, each babysit poll (the first one is the document's first-poll
+summary), each probe's read as it stands (PROVISIONAL until the endpoint), each new warning
+(the GPU-hours gate among them), an incident (an attempt that ended before the endpoint,
+with its cause), and the final verdict. The final verdict has both rules and the per-dataset
+breakdown (fields for Slack and Discord, lines of the text for the others).
+
+Sending never blocks (the notifier's own threads deliver). What failed is said at the end,
+its URLs redacted. model/babysitter.py decides when to send.
+"""
 
 from __future__ import annotations
 
@@ -49,8 +53,10 @@ class RunNotices:
         preset: Preset | None = None,
         env: Mapping[str, str] | None = None,
     ) -> RunNotices | None:
-        """From the user's config.toml, FONTAINE_NOTIFY and the preset's [[notify]]; a bad
-        one is said, not fatal (the run is already going)."""
+        """The notices from the user's config.toml, FONTAINE_NOTIFY and the preset's [[notify]].
+
+        A bad destination is said, not fatal (the run is already going).
+        """
         env = os.environ if env is None else env
         try:
             destinations = load_destinations(env)
@@ -114,8 +120,11 @@ class RunNotices:
         )
 
     def final(self, verdict: Verdict, text: str, exit_line: str) -> None:
-        """The verdict; each dataset's read as a field (Slack, Discord) and as a line of the
-        text elsewhere (generic, ntfy, apprise: `Message.detail`)."""
+        """Send the final verdict, with each dataset's read.
+
+        Each dataset's read is a field for Slack and Discord, and a line of the text elsewhere
+        (generic, ntfy, apprise: `Message.detail`).
+        """
         breakdown = {name: f"{verdict.read} {signed(x)}" for name, x in verdict.datasets.items()}
         fields = {"verdict": verdict.label}
         fields.update({f"dataset {name}": value for name, value in breakdown.items()})
@@ -148,8 +157,10 @@ class RunNotices:
         ]
 
     def close(self, drain_s: float = DRAIN_S) -> list[str]:
-        """Wait for the deliveries (at most `drain_s`); a line per one that failed, and one
-        for what was still queued."""
+        """Wait for the deliveries, at most `drain_s`, and return a line per problem.
+
+        There is a line per delivery that failed, and one for what was still queued.
+        """
         drained = self.notifier.close(drain_s)
         left = self.notifier.pending()
         if not drained and left:

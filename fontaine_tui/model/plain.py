@@ -1,8 +1,10 @@
-"""The plain-text output: a run's records, warnings and verdict headlines as lines of text,
-for a headless box or a pipe (`launch`, `attach` and `replay` with --plain).
+"""The plain-text output of a run, for a headless box or a pipe.
 
-`PlainReport` is the line-by-line face of the console's `Session`. `launch --plain` adds the
-engine: it follows until the engine exits, then the exit is recorded in the registry,
+It gives a run's records, warnings and verdict headlines as lines of text (`launch`,
+`attach` and `replay` with --plain).
+
+`PlainReport` is the line-by-line form of the console's `Session`. `launch --plain` adds the
+engine. It follows until the engine exits, then the exit is recorded in the registry,
 verdict.json written and the final verdict printed. Ctrl-C detaches and leaves the run going
 (unless --stop-on-exit).
 """
@@ -92,9 +94,12 @@ def describe_record(rec: object, steps: int) -> str | None:
 
 
 class PlainReport:
-    """The plain-text face of a `Session`: every record, malformed line and follower note as
-    a line, and the verdict headline after each probe (launch, attach and replay --plain).
-    What the lines mean is the session's, so the console and the plain report never differ."""
+    """The plain-text form of a `Session`, for launch, attach and replay --plain.
+
+    Every record, malformed line and follower note is a line, and the verdict headline
+    follows each probe. What the lines mean is the session's, so the console and the plain
+    report never differ.
+    """
 
     def __init__(self, session: Session, out: TextIO | None = None) -> None:
         self.session = session
@@ -113,8 +118,10 @@ class PlainReport:
             self.say(line)
 
     async def take(self, batch: Batch) -> Event | None:
-        """Report one follower batch; the run's end (an `end` or `error` event) if it held
-        one, else None."""
+        """Report one follower batch.
+
+        Returns the run's end (an `end` or `error` event) if the batch held one, else None.
+        """
         session, ended, ledger_read = self.session, None, False
         if batch.note:
             self.say(f"-- {literal(batch.note)}")
@@ -150,14 +157,18 @@ class PlainReport:
         foreign: bool = False,
         final_ends: bool = True,
     ) -> int:
-        """Report the source until it ends; with `until_end`, until the run's end event (the
-        engine's, or a foreign source's that knows its end: an MLflow run's status), or for
-        a `foreign` run whose source says no end (`final_ends`) the final read (the probe at
-        the endpoint in force, with the verdict's metric); with `quiet_end`, until no new
-        record came for that many seconds.
+        """Report the source until it ends, and return the exit code.
+
+        With `until_end`, the report goes on until the run's end event. That is the engine's,
+        or that of a foreign source that knows its end (an MLflow run's status). For a
+        `foreign` run whose source says no end (`final_ends`), it goes on until the final read
+        (the probe at the endpoint in force, with the verdict's metric). With `quiet_end`, it
+        goes on until no new record came for that many seconds.
+
         A foreign run, or one ended by the quiet, says why it ended and exits with the
-        verdict's code (as `fontaine-tui verdict`); the engine's own end exits 0, its error
-        1 (as `launch --plain` exits on a failed run)."""
+        verdict's code (as `fontaine-tui verdict`). The engine's own end exits 0, and its
+        error 1 (as `launch --plain` exits on a failed run).
+        """
         source = self.session.source
         self.say(f"following {literal(source.label)}")
         loop = asyncio.get_running_loop()
@@ -199,9 +210,12 @@ class PlainReport:
         return latest.exit_code
 
     def _final(self) -> str:
-        """The final read, in words, once the verdict reads the endpoint in force for good
-        and its probe holds the metric (a probe sent out before its writer logged the
-        metric is not yet the read); "" before."""
+        """The final read in words, or "" before there is one.
+
+        The read is final once the verdict reads the endpoint in force for good and its probe
+        holds the metric. A probe sent out before its writer logged the metric is not yet the
+        read.
+        """
         latest = self.session.latest()
         if latest.provisional:
             return ""
@@ -216,8 +230,10 @@ class PlainReport:
 
 
 class PlainWatch:
-    """`launch --plain`: a `PlainReport` on the launched run, the engine polled and the
-    warning rules judged between reads."""
+    """The watch of `launch --plain`, a `PlainReport` on the launched run.
+
+    The engine is polled and the warning rules judged between reads.
+    """
 
     def __init__(
         self,
@@ -266,7 +282,10 @@ class PlainWatch:
         return exit_info, sample(pid=None if exit_info else pid)
 
     async def check(self) -> ExitInfo | None:
-        """One poll: look in a thread, judge here, where the follower also writes the store."""
+        """Poll once, with the blocking part (`look`) in a thread and the judging here.
+
+        The judging stays on the event loop, where the follower also writes the store.
+        """
         self.exit, telemetry = await asyncio.to_thread(self.look)
         self.session.update_warnings(telemetry, time.time())
         for w in self.session.warning_book.last_new:
@@ -341,9 +360,11 @@ def finish(watch: PlainWatch, registry: Registry, host: str, info: ExitInfo) -> 
 def final_store(
     folder: RunFolder, preset: Preset, say: Callable[[str], None]
 ) -> tuple[RunStore, str]:
-    """The whole log at the end, re-read, and what it was read from: ours with its rotated
-    segments, or the [source] trainer's (a launched [command]); a log that cannot be read
-    is said, and reads empty."""
+    """The whole log at the end, re-read, and what it was read from.
+
+    The log is ours with its rotated segments, or the [source] trainer's (a launched
+    [command]). A log that cannot be read is said, and reads empty.
+    """
     if preset.foreign and preset.source is not None:
         try:
             loaded = load_source(folder.root, preset.source)
@@ -364,8 +385,10 @@ def end_attempt(
     babysitter: Babysitter | None,
     say: Callable[[str], None],
 ) -> None:
-    """The attempt's end in attempts.jsonl; one that did not finish (nor was stopped) is an
-    incident, posted with its cause."""
+    """Record the attempt's end in attempts.jsonl.
+
+    An attempt that did not finish (nor was stopped) is an incident, posted with its cause.
+    """
     if attempt is None:
         return
     try:
@@ -388,9 +411,12 @@ def babysit(
     stop_on_exit: bool,
     attempt: int | None = None,
 ) -> int:
-    """Watch the launched engine until it exits. Ctrl-C, SIGTERM and SIGHUP (a closed
-    terminal, a job scheduler's kill) are one thing: with `stop_on_exit` the engine is stopped
-    and its exit recorded; without, the console detaches and says how to come back."""
+    """Watch the launched engine until it exits.
+
+    Ctrl-C, SIGTERM and SIGHUP (a closed terminal, a job scheduler's kill) are one thing.
+    With `stop_on_exit` the engine is stopped and its exit recorded. Without it, the console
+    detaches and says how to come back.
+    """
     watch = PlainWatch(preset, folder, engine, prereg, poll_s=poll_s)
     watch.attempt = attempt
     sitter = Babysitter.for_session(

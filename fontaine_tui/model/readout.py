@@ -1,6 +1,7 @@
-"""What the console shows besides the charts, as plain data and text: probe rows, progress,
-pace, GPU-hours, run status, events, evidence. No UI here; the widgets and the plain
-output both read it.
+"""What the console shows besides the charts, as plain data and text.
+
+That is probe rows, progress, pace, GPU-hours, run status, events and evidence. There is no
+UI here. The widgets and the plain output both read it.
 """
 
 from __future__ import annotations
@@ -84,8 +85,11 @@ def _finite(values: Sequence[float]) -> list[float]:
 
 
 def progress(store: RunStore, preset: Preset) -> Progress:
-    """Step, pace and ETA. `gpu_hours` is left None here: the console fills it in from the
-    gate rule in core.launch.alerts, so the header and the gate warning count the same hours."""
+    """Step, pace and ETA.
+
+    `gpu_hours` is left None here. The console fills it in from the gate rule in
+    core.launch.alerts, so the header and the gate warning count the same hours.
+    """
     total = recipe_steps(preset)
     step = store.last_step
     recent = _finite(store.columns["step_s"][-MEDIAN_WINDOW:])
@@ -141,8 +145,11 @@ def pace_text(p: Progress) -> str:
 
 
 def status_tone(kind: str, exit_code: int | str | None, has_records: bool) -> str:
-    """How the header colours the status: "live" (records coming), "waiting" (launched, no
-    record yet), "watching" (attached or a replay) or "stopped" (the engine exited)."""
+    """How the header colours the status.
+
+    The tone is "live" (records coming), "waiting" (launched, no record yet), "watching"
+    (attached or a replay) or "stopped" (the engine exited).
+    """
     if kind == "launch":
         if exit_code is not None:
             return "stopped"
@@ -153,8 +160,11 @@ def status_tone(kind: str, exit_code: int | str | None, has_records: bool) -> st
 def run_status(
     kind: str, exit_code: int | str | None, has_records: bool, ended: bool, failed: bool = False
 ) -> str:
-    """launching / running / exited N / attached / replay (what the header says); an ended
-    run's end an `error` event: (failed)."""
+    """What the header says of the run's status.
+
+    It says launching, running, exited N, attached or replay. An ended run gets " (ended)",
+    or " (failed)" when its end was an `error` event.
+    """
     if kind == "launch":
         if exit_code is not None:
             return f"exited {exit_code}"
@@ -165,8 +175,11 @@ def run_status(
 
 @dataclass(frozen=True, slots=True)
 class RunEvent:
-    """A line of the run's story for the monitor: checkpoints, starts, resumes (with the
-    probes of the abandoned timeline they superseded), ends, errors, rotations."""
+    """A line of the run's story for the monitor.
+
+    The lines are checkpoints, starts, resumes (with the probes of the abandoned timeline
+    they superseded), ends, errors and rotations.
+    """
 
     line: int  # where in the log (the store's numbering), for ordering
     step: int | None
@@ -204,8 +217,11 @@ def run_events(store: RunStore, limit: int = 6) -> list[RunEvent]:
 
 
 def evidence_lines(store: RunStore) -> tuple[str, ...]:
-    """What the log got wrong, for the monitor: out-of-order records (not applied),
-    conflicting probes, notices such as a meta record of another run. Literal text."""
+    """What the log got wrong, for the monitor, as literal text.
+
+    That is out-of-order records (not applied), conflicting probes, and notices such as a
+    meta record of another run.
+    """
     out = []
     if store.out_of_order_count:
         first = store.out_of_order[0]

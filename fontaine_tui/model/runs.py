@@ -1,8 +1,8 @@
 """The runs list: every registered run as a row of the runs screen, its state checked live.
 
-`registry_entries` reads this host's runs, `fleet_entries` every host's (`fontaine-tui runs`'
-look), `RunsList` looks them up at most every few seconds however often the screen redraws,
-and `open_run` opens a session on the run picked.
+`registry_entries` reads this host's runs, and `fleet_entries` every host's (as
+`fontaine-tui runs` checks them). `RunsList` reads them at most every few seconds however
+often the screen redraws, and `open_run` opens a session on the run picked.
 """
 
 from __future__ import annotations
@@ -39,14 +39,17 @@ class RunEntry:
     pid: int | None
     state: str
     launched: str
-    host: str = ""  # set by a fleet look (core/launch/fleet.py): every host's runs
+    host: str = ""  # set by a fleet check (core/launch/fleet.py): every host's runs
     reading: str = ""  # step/total, the read, and how old the reading is
-    cells: tuple[str, ...] = ()  # a fleet look's columns (fleet.CELLS), as `runs` shows them
+    cells: tuple[str, ...] = ()  # a fleet check's columns (fleet.CELLS), as `runs` shows them
 
     @property
     def target(self) -> str:
-        """What attach takes: the folder here, host:folder on another host (a host with a
-        port, registered as ssh://user@host:port: that URI with the folder as its path)."""
+        """The run as attach takes it, the folder here or host:folder on another host.
+
+        For a host with a port, registered as ssh://user@host:port, it is that URI with the
+        folder as its path.
+        """
         if not self.host or self.local:
             return self.folder
         if self.host.startswith("ssh://"):
@@ -64,8 +67,11 @@ LOCAL_LOOK_S = 0.5  # the runs screen's first draw waits at most this for this h
 
 
 def registry_entries(registry: Registry | None) -> tuple[list[RunEntry], str]:
-    """The runs screen's rows and, when there are none, why. The state is the live one (pid
-    checked, log tail read: `registry.live_status`), as `fontaine-tui runs` shows it."""
+    """The runs screen's rows and, when there are none, why.
+
+    The state is the live one (pid checked, log tail read: `registry.live_status`), as
+    `fontaine-tui runs` shows it.
+    """
     if registry is None:
         return [], "no registry given"
     try:
@@ -84,7 +90,7 @@ def registry_entries(registry: Registry | None) -> tuple[list[RunEntry], str]:
 
 
 def fleet_entries(registry: Registry, fleet: Fleet) -> tuple[list[RunEntry], str]:
-    """Every registered run, every host's checked live (`fontaine-tui runs`' look)."""
+    """Every registered run, every host's checked live (as `fontaine-tui runs` checks them)."""
     try:
         items = registry.entries()
     except Exception as exc:
@@ -116,10 +122,12 @@ def fleet_entries(registry: Registry, fleet: Fleet) -> tuple[list[RunEntry], str
 
 
 class RunsList:
-    """The runs screen's rows, looked up at most every `every_s` however often the screen
-    redraws: each look reads the registry and every local run's log tail. With a `fleet`,
-    every host's runs are checked too, in a thread: `rows` answers at once with the last
-    look (the first time: this host's runs, the others "checking")."""
+    """The runs screen's rows, read at most every `every_s` however often the screen redraws.
+
+    Each read covers the registry and every local run's log tail. With a `fleet`, every
+    host's runs are checked too, in a thread. `rows` answers at once with the last read (the
+    first time, this host's runs and the others "checking").
+    """
 
     def __init__(
         self,
@@ -161,9 +169,12 @@ class RunsList:
 def open_run(
     session: Session, folder: Path, registry: Registry | None = None
 ) -> tuple[Session, Outcome | None]:
-    """A session on the run folder picked from the runs list, with its frozen preset when it
-    has one; a run another trainer writes (no prereg.json) followed through its format, with
-    the preset it was registered with; else `session`'s preset, and why."""
+    """A session on the run folder picked from the runs list, and a warning when one is due.
+
+    The session uses the folder's frozen preset when it has one. A run another trainer writes
+    (no prereg.json) is followed through its format, with the preset it was registered with.
+    Else it takes `session`'s preset, and the warning says why.
+    """
     if not (folder / PREREG).exists():
         foreign = _foreign_at(session, folder, registry)
         if foreign is not None:
@@ -179,8 +190,11 @@ def open_run(
 def _foreign_at(
     session: Session, folder: Path, registry: Registry | None
 ) -> tuple[Session, Outcome | None] | None:
-    """A session on a foreign run folder: how its registered preset reads it, else what its
-    contents are (with `session`'s preset, said); None for a folder of ours."""
+    """A session on a foreign run folder, or None for a folder of ours.
+
+    The folder is read as its registered preset reads it, else as its contents are (with
+    `session`'s preset, which is said).
+    """
     registered = None
     try:
         entries = registry.entries() if registry is not None else []

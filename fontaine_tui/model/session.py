@@ -55,9 +55,11 @@ class Process(Protocol):
 
 
 def folder_of(source: RunSource) -> Path | None:
-    """Where review.jsonl and verdict.json go: the run folder (ours, or another trainer's
-    followed or replayed here), or the replayed log's folder; None for a run on another
-    host."""
+    """Where review.jsonl and verdict.json go, or None for a run on another host.
+
+    That is the run folder (ours, or another trainer's followed or replayed here), or the
+    replayed log's folder.
+    """
     if isinstance(source, LocalRun):
         return source.folder
     if isinstance(source, ReplayRun):
@@ -129,10 +131,13 @@ class Session:
         return bool(batch.lines) or bool(batch.records) or bool(batch.note) or batch.segment
 
     def apply_lines(self, batch: Batch) -> Iterator[tuple[int, Record | Malformed | None]]:
-        """As `apply`, a line at a time, for a line-by-line report: yields each non-blank
-        line's number (in its file) and what it became (a record, a `Malformed` with the
-        reason, or None for a kind of line the store does not read) as soon as it is applied,
-        so the store read between two yields holds the lines up to that one."""
+        """Apply a batch as `apply` does, a line at a time, for a line-by-line report.
+
+        It yields each non-blank line's number (in its file) and what it became: a record, a
+        `Malformed` with the reason, or None for a kind of line the store does not read. Each
+        line is yielded as soon as it is applied, so the store read between two yields holds
+        the lines up to that one.
+        """
         if batch.segment:
             self.store.begin_segment(batch.name, batch.note)
         if batch.note:
@@ -190,8 +195,10 @@ class Session:
         return self.process is not None and self.exit_code is None and self.process.poll() is None
 
     def update_warnings(self, telemetry: TelemetrySnapshot | None, now: float) -> None:
-        """Re-evaluate the warning rules (core.launch.alerts) and the GPU-hours they gate
-        on, by the same definition the gate rule uses (None on CPU)."""
+        """Re-evaluate the warning rules (core.launch.alerts) and the GPU-hours they gate on.
+
+        The GPU-hours follow the same definition the gate rule uses (None on CPU).
+        """
         exit_info = self.process.poll() if self.process is not None else None
         launched_ts = None
         if self.ledger.launched_at:
@@ -219,9 +226,11 @@ class Session:
         self.gpu_hours = alerts.gpu_hours_used(self.store, now, exit_info, ctx)
 
     def settling(self) -> bool:
-        """A followed foreign run's records came within twice its settle time: its last
-        step's probe may still be held (core/follow/foreign.py), so its silence is not
-        judged yet."""
+        """Whether a followed foreign run's records came within twice its settle time.
+
+        Its last step's probe may then still be held (core/follow/foreign.py), so its silence
+        is not judged yet.
+        """
         return (
             isinstance(self.source, ForeignRun)
             and self._records_at is not None
@@ -280,13 +289,16 @@ class Session:
         if self.folder is None:
             return None
         key = (self.version, v.verdict)
-        if key != self._offer_key:  # a look at the checkpoints folder per change, not per frame
+        if key != self._offer_key:  # a read of the checkpoints folder per change, not per frame
             self._offer, self._offer_key = score_offer(RunFolder(self.folder), v.verdict), key
         return self._offer
 
     async def rescore(self, changed: Callable[[], None] = lambda: None) -> Outcome:
-        """Run the offered re-score to its end (a subprocess: the loop never blocks) and read
-        back what it wrote; `changed` is called once it started."""
+        """Run the offered re-score to its end and read back what it wrote.
+
+        The re-score is a subprocess, so the loop never blocks. `changed` is called once it
+        started.
+        """
         offer = self.score_offer(self.latest())
         if offer is None:
             return Outcome(
@@ -311,8 +323,11 @@ class Session:
     # -- ledger --------------------------------------------------------------------------
 
     async def read_ledger(self) -> None:
-        """prereg.json (hash check) and amendments.jsonl, from the run folder or read through
-        the source (so a run over SSH has its ledger too)."""
+        """Read prereg.json (hash check) and amendments.jsonl.
+
+        They come from the run folder or through the source, so a run over SSH has its ledger
+        too.
+        """
         if self.folder is None and not isinstance(self.source, RunSource):
             self.ledger = Ledger("", self.preset.sha256, "no run folder (log only)", None, ())
             return
@@ -340,13 +355,16 @@ class Session:
         return self._latest
 
     def _amendments(self) -> tuple[tuple[Amendment, ...], tuple[AmendmentCheck, ...]]:
-        """What a read needs of the ledger, worked out once per ledger: the checks of every
-        amendment, and a short list that reads the same. A refused amendment changes nothing
-        a read uses (neither the scale nor the endpoint in force), and applied extends move
-        the endpoint in turn, so the applied scales and one extend (the first applied one's
-        declaration, the last one's endpoint) give the same read; the verdict then carries
-        the checks of the whole ledger. A read at each new probe costs a few amendments,
-        not the whole ledger (20,000 declarations were seconds of work per probe)."""
+        """What a read needs of the ledger, worked out once per ledger.
+
+        That is the checks of every amendment, and a short list that reads the same. A refused
+        amendment changes nothing a read uses (neither the scale nor the endpoint in force).
+        Applied extends move the endpoint in turn. So the applied scales and one extend (the
+        first applied one's declaration, the last one's endpoint) give the same read, and the
+        verdict then carries the checks of the whole ledger. A read at each new probe costs a
+        few amendments, not the whole ledger (20,000 declarations were seconds of work per
+        probe).
+        """
         cache = self._checked
         if (
             cache is None
@@ -394,8 +412,11 @@ class Session:
         return self._verdicts, self.latest()
 
     def ended(self) -> bool:
-        """Has the run ended: the last event its log (or a foreign source that knows its
-        end, as an MLflow run's status) recorded an `end` or an `error`?"""
+        """Whether the run has ended.
+
+        It has when the last event its log recorded is an `end` or an `error`. The log may be
+        that of a foreign source that knows its end, as an MLflow run's status.
+        """
         ev = self.store.events
         return bool(ev) and ev[-1].event in ("end", "error")
 
@@ -404,9 +425,12 @@ class Session:
         return bool(ev) and ev[-1].event == "error"
 
     def finished(self) -> bool:
-        """The run is over by what it wrote: an `end` or `error` event last, or, for a run
-        another trainer writes (which may never say it ended), its probe at the endpoint in
-        force: the final read is in."""
+        """Whether the run is over by what it wrote.
+
+        It is when an `end` or `error` event comes last. A run another trainer writes may never
+        say it ended, so for it, its probe at the endpoint in force also counts, as the final
+        read is in.
+        """
         if alerts.logged_over(self.store):
             return True
         return (

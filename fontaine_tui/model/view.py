@@ -1,5 +1,6 @@
-"""What the console model hands the screens: a run at one moment (`RunView`) and what an
-action did (`Outcome`).
+"""What the console model hands the screens.
+
+That is a run at one moment (`RunView`) and what an action did (`Outcome`).
 
 A `Session` (model/session.py) builds them; screens and widgets only read them.
 """

@@ -54,8 +54,10 @@ class Target:
 
 
 def targets(names: list[str], registry: Registry, this_host: str) -> list[Target]:
-    """RUN arguments (a registry name, a run folder, host:/path) as targets; none: every live
-    entry of the registry."""
+    """The RUN arguments (a registry name, a run folder, host:/path) as targets.
+
+    With no arguments, the targets are every live entry of the registry.
+    """
     entries = registry.entries()
     if not names:
         return [_of(e, this_host) for e in entries if e.status in LIVE]
@@ -161,8 +163,11 @@ class RunWatch:
     def _process(
         target: Target, source: RunSource, this_host: str
     ) -> tuple[Process | None, Callable[[], object], Attempt | None]:
-        """The engine found again by pid (a run of this host's registry), judged from its
-        attempt's start (attempts.jsonl: its log offsets, its OOM-kill counters)."""
+        """The engine of a run of this host's registry, found again by pid.
+
+        The engine is judged from its attempt's start (attempts.jsonl: its log offsets, its
+        OOM-kill counters).
+        """
         if isinstance(source, SshRun):
             return (
                 None,
@@ -243,8 +248,11 @@ async def watch(
     once: bool = False,
     ssh_options: tuple[str, ...] = (),
 ) -> int:
-    """Watch until every named run ended (or, with no names, for ever). `once`: one poll of
-    each, then stop (a cron job's way). 0, or 1 when a named run could not be watched."""
+    """Watch until every named run ended (or, with no names, for ever).
+
+    With `once`, poll each once, then stop (a cron job's way). Returns 0, or 1 when a named
+    run could not be watched.
+    """
     watches: dict[str, RunWatch] = {}
     failed: set[str] = set()
     next_scan = -math.inf
@@ -292,8 +300,10 @@ async def watch(
 
 
 def _record(registry: Registry, w: RunWatch, now: float) -> None:
-    """An exit seen here goes into the registry (a restarted babysitter does not announce
-    it again)."""
+    """Record an exit seen here in the registry.
+
+    Then a restarted babysitter does not announce it again.
+    """
     entry, info = w.target.entry, w.exit
     if entry is None or info is None:
         return
