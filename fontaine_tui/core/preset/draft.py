@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 
 from fontaine_tui.core.errors import InputError
-from fontaine_tui.core.log.formats.base import EVAL_PATTERNS, FieldMap
+from fontaine_tui.core.log.formats.grouper import EVAL_PATTERNS, FieldMap
 from fontaine_tui.core.log.formats.inspect import Inspection, cadence
 from fontaine_tui.core.preset.rule import DIRECTIONS, PLACEHOLDER
 

@@ -13,7 +13,7 @@ import pytest
 
 from fontaine_tui.core.follow.foreign import ForeignRun
 from fontaine_tui.core.log.formats import SourceSpec, load_source
-from fontaine_tui.core.log.formats.base import FieldMap
+from fontaine_tui.core.log.formats.grouper import FieldMap
 from tests.core.follow.test_foreign import collect
 
 pytest.importorskip("tensorboard")

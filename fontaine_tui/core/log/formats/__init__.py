@@ -3,6 +3,9 @@
 Bytes (or an MLflow store's rows) go in and the log wing's records come out, so the followers stay
 transports that know no format and the rules read a foreign run as they read ours.
 
+- `base.py`: the decoder interface, a file read whole (`Whole`), what a decoder could not read.
+- `grouper.py`: the field map and the step grouper (a step's values -> one train record and
+  one probe).
 - `tensorboard.py`: event files (TFRecord framing, CRC-32C checked, the scalar fields of an
   Event; no TensorFlow), read incrementally from a byte offset.
 - `rows.py`: Hugging Face Trainer's `trainer_state.json`, CSV (Lightning's `metrics.csv`),
@@ -19,8 +22,9 @@ transports that know no format and the rules read a foreign run as they read our
 
 from __future__ import annotations
 
-from fontaine_tui.core.log.formats.base import Decoder, FieldMap, Grouper
+from fontaine_tui.core.log.formats.base import Decoder
 from fontaine_tui.core.log.formats.cold import Loaded, load_source
+from fontaine_tui.core.log.formats.grouper import FieldMap, Grouper
 from fontaine_tui.core.log.formats.source import (
     KINDS,
     SourceSpec,

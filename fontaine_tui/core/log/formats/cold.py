@@ -12,14 +12,10 @@ from pathlib import Path
 
 from fontaine_tui.core.errors import InputError
 from fontaine_tui.core.log.formats.base import (
-    NAN,
     Decoder,
-    FieldMap,
-    Grouper,
     Unread,
     decoder_notices,
     decoder_notices_of,
-    foreign_probe,
     keys_seen,
 )
 from fontaine_tui.core.log.formats.eventdirs import (
@@ -29,6 +25,7 @@ from fontaine_tui.core.log.formats.eventdirs import (
     one_run,
     span,
 )
+from fontaine_tui.core.log.formats.grouper import NAN, FieldMap, Grouper, foreign_probe
 from fontaine_tui.core.log.formats.mlflow import MlflowDecoder, run_rows
 from fontaine_tui.core.log.formats.rows import FormatError
 from fontaine_tui.core.log.formats.source import (

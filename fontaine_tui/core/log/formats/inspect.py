@@ -34,8 +34,8 @@ from pathlib import Path
 from types import MappingProxyType
 
 from fontaine_tui.core.errors import InputError
-from fontaine_tui.core.log.formats.base import LOSS_NAMES, FieldMap
 from fontaine_tui.core.log.formats.cold import Loaded, load_source
+from fontaine_tui.core.log.formats.grouper import LOSS_NAMES, FieldMap
 from fontaine_tui.core.log.formats.mlflow import connect, file_store_runs, sqlite_runs
 from fontaine_tui.core.log.formats.rows import FormatError
 from fontaine_tui.core.log.formats.source import (

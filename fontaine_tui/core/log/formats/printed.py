@@ -19,7 +19,8 @@ import re
 from collections.abc import Sequence
 from datetime import datetime
 
-from fontaine_tui.core.log.formats.base import FieldMap, Grouper, Unread, step_of
+from fontaine_tui.core.log.formats.base import Unread, step_of
+from fontaine_tui.core.log.formats.grouper import FieldMap, Grouper
 from fontaine_tui.core.log.lines import LineCutter
 from fontaine_tui.core.log.records import Record
 

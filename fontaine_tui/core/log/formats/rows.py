@@ -19,8 +19,6 @@ from decimal import Decimal, InvalidOperation
 
 from fontaine_tui.core.log import jsontext
 from fontaine_tui.core.log.formats.base import (
-    FieldMap,
-    Grouper,
     Row,
     Unread,
     Whole,
@@ -28,6 +26,7 @@ from fontaine_tui.core.log.formats.base import (
     numbers,
     step_of,
 )
+from fontaine_tui.core.log.formats.grouper import FieldMap, Grouper
 from fontaine_tui.core.log.lines import LineCutter
 from fontaine_tui.core.log.records import Record
 

@@ -32,11 +32,7 @@ from types import MappingProxyType
 
 from fontaine_tui.core import exitnote
 from fontaine_tui.core.errors import InputError
-from fontaine_tui.core.log.formats.base import (
-    EVAL_PATTERNS,
-    Decoder,
-    FieldMap,
-)
+from fontaine_tui.core.log.formats.base import Decoder
 from fontaine_tui.core.log.formats.eventdirs import (
     EVENTS,
     EventFile,
@@ -44,6 +40,7 @@ from fontaine_tui.core.log.formats.eventdirs import (
     event_folders,
     run_files,
 )
+from fontaine_tui.core.log.formats.grouper import EVAL_PATTERNS, FieldMap
 from fontaine_tui.core.log.formats.mlflow import (
     FILE_STORE,
     SQLITE_STORE,

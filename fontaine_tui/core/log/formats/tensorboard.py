@@ -22,7 +22,7 @@ from array import array
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from fontaine_tui.core.log.formats.base import FieldMap, Grouper
+from fontaine_tui.core.log.formats.grouper import FieldMap, Grouper
 from fontaine_tui.core.log.formats.protowire import skip as _skip
 from fontaine_tui.core.log.formats.protowire import varint as _varint
 from fontaine_tui.core.log.records import Event, Record

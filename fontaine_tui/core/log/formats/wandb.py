@@ -31,7 +31,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from fontaine_tui.core.log import jsontext
-from fontaine_tui.core.log.formats.base import NAN, FieldMap, Grouper, Unread, number, step_of
+from fontaine_tui.core.log.formats.base import Unread, number, step_of
+from fontaine_tui.core.log.formats.grouper import NAN, FieldMap, Grouper
 from fontaine_tui.core.log.formats.protowire import signed64, skip, varint
 from fontaine_tui.core.log.formats.rows import FormatError
 from fontaine_tui.core.log.records import Event, Record

@@ -14,7 +14,7 @@ import pytest
 from fontaine_tui.cli import main
 from fontaine_tui.core.errors import InputError
 from fontaine_tui.core.log.formats import SourceSpec, detect, load_source
-from fontaine_tui.core.log.formats.base import FieldMap
+from fontaine_tui.core.log.formats.grouper import FieldMap
 from tests.core.log.formats.conftest import EVAL, foreign_preset, loss
 
 
