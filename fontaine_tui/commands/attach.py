@@ -16,7 +16,7 @@ from fontaine_tui.core.follow.ssh import SshRun
 from fontaine_tui.core.follow.target import LocalTarget, parse_target
 from fontaine_tui.core.host.memory import hostname
 from fontaine_tui.core.launch.registry import Entry, Registry
-from fontaine_tui.core.log.formats.source import foreign_spec
+from fontaine_tui.core.log.formats.locate import foreign_spec
 from fontaine_tui.core.preset.find import load_preset
 from fontaine_tui.core.runfolder import check_target
 from fontaine_tui.core.ssh.destination import SshTarget

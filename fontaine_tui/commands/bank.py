@@ -21,7 +21,7 @@ from fontaine_tui.core.errors import InputError
 from fontaine_tui.core.follow import LocalRun, open_source
 from fontaine_tui.core.launch.attempts import read_attempts
 from fontaine_tui.core.log.formats import SourceSpec, load_source
-from fontaine_tui.core.log.formats.source import detect_foreign, frozen_spec
+from fontaine_tui.core.log.formats.locate import detect_foreign, frozen_spec
 from fontaine_tui.core.log.read import load_lines, load_log
 from fontaine_tui.core.preset.checks import UNDECIDABLE
 from fontaine_tui.core.preset.find import load_preset

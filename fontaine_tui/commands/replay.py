@@ -10,7 +10,7 @@ from fontaine_tui.commands._args import examples, speed
 from fontaine_tui.console import load_app, run_console
 from fontaine_tui.core.errors import InputError
 from fontaine_tui.core.follow.replay import ForeignReplay, ReplayRun
-from fontaine_tui.core.log.formats.source import foreign_spec
+from fontaine_tui.core.log.formats.locate import foreign_spec
 from fontaine_tui.core.preset.find import load_preset
 from fontaine_tui.core.runfolder import check_target, locate_log
 from fontaine_tui.model.followed import follow_plain, guard, resolve_preset

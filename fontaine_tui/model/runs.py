@@ -21,7 +21,8 @@ from fontaine_tui.core.host.memory import hostname
 from fontaine_tui.core.launch.fleet import Fleet, row_cells
 from fontaine_tui.core.launch.foreign_look import entry_preset
 from fontaine_tui.core.launch.registry import Entry, live_statuses
-from fontaine_tui.core.log.formats.source import SourceSpec, detect_foreign
+from fontaine_tui.core.log.formats.locate import detect_foreign
+from fontaine_tui.core.log.formats.source import SourceSpec
 from fontaine_tui.core.runfolder import PREREG, RunFolder
 from fontaine_tui.core.verdict.prereg import read_prereg
 from fontaine_tui.model.session import Session

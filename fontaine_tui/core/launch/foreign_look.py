@@ -19,7 +19,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from fontaine_tui.core.errors import InputError
-from fontaine_tui.core.log.formats.source import SourceSpec, detect_foreign
+from fontaine_tui.core.log.formats.locate import detect_foreign
+from fontaine_tui.core.log.formats.source import SourceSpec
 from fontaine_tui.core.log.store import RunStore
 from fontaine_tui.core.preset.checks import PresetError
 from fontaine_tui.core.preset.find import load_preset

@@ -160,7 +160,8 @@ def _foreign_log_there(preset: Preset, folder: RunFolder) -> str:
     Such a file is an earlier run's checkpoint or a stray *.jsonl. A store outside the folder
     (an absolute [source] path) is the user's to share between runs."""
     from fontaine_tui.core.errors import InputError
-    from fontaine_tui.core.log.formats.source import SeveralRuns, files
+    from fontaine_tui.core.log.formats.eventdirs import SeveralRuns
+    from fontaine_tui.core.log.formats.locate import files
 
     spec = preset.source
     if (

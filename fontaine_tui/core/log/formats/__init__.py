@@ -16,7 +16,8 @@ transports that know no format and the rules read a foreign run as they read our
 - `protowire.py`: the protobuf varint, shared by the two formats that decode it by hand.
 - `trackio.py`: a trackio project's SQLite store (read-only), one chosen run.
 - `printed.py`: printed lines (LeRobot's, any trainer's) read by a preset's patterns.
-- `source.py`: a preset's `[source]`, detection from a folder's contents, the files to read.
+- `source.py`: a preset's `[source]` (`SourceSpec`) and its decoder.
+- `locate.py`: the kind of log a folder holds, and the files a `[source]` reads there.
 - `cold.py`: the cold read of a whole run into a store.
 """
 
@@ -25,14 +26,8 @@ from __future__ import annotations
 from fontaine_tui.core.log.formats.base import Decoder
 from fontaine_tui.core.log.formats.cold import Loaded, load_source
 from fontaine_tui.core.log.formats.grouper import FieldMap, Grouper
-from fontaine_tui.core.log.formats.source import (
-    KINDS,
-    SourceSpec,
-    decoder,
-    detect,
-    files,
-    read_spec,
-)
+from fontaine_tui.core.log.formats.locate import detect, files
+from fontaine_tui.core.log.formats.source import KINDS, SourceSpec, decoder, read_spec
 
 __all__ = [
     "KINDS",

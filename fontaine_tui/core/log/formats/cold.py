@@ -26,16 +26,10 @@ from fontaine_tui.core.log.formats.eventdirs import (
     span,
 )
 from fontaine_tui.core.log.formats.grouper import NAN, FieldMap, Grouper, foreign_probe
+from fontaine_tui.core.log.formats.locate import LIST_TRIES, READ, event_files, files
 from fontaine_tui.core.log.formats.mlflow import MlflowDecoder, run_rows
 from fontaine_tui.core.log.formats.rows import FormatError
-from fontaine_tui.core.log.formats.source import (
-    LIST_TRIES,
-    READ,
-    SourceSpec,
-    decoder,
-    event_files,
-    files,
-)
+from fontaine_tui.core.log.formats.source import SourceSpec, decoder
 from fontaine_tui.core.log.formats.tensorboard import (
     PURGE,
     Columns,

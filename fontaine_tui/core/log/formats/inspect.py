@@ -3,7 +3,7 @@
 It lists the formats found (each candidate a [source] could name), every key with its steps, the
 probe cadence, the last step, whether the run ended, and what could not be read.
 
-Built on the generic reading (source.py's `files`, cold.py's `load_source`): the run is read
+Built on the generic reading (locate.py's `files`, cold.py's `load_source`): the run is read
 once with every key taken as an eval key (`eval = ["*"]`), so each key's steps and values
 are in the store's probes whatever the format; a kind added to `KINDS` shows up here as it
 is. A key is then called train or eval by the default eval patterns.
@@ -35,16 +35,12 @@ from types import MappingProxyType
 
 from fontaine_tui.core.errors import InputError
 from fontaine_tui.core.log.formats.cold import Loaded, load_source
+from fontaine_tui.core.log.formats.eventdirs import SeveralRuns
 from fontaine_tui.core.log.formats.grouper import LOSS_NAMES, FieldMap
+from fontaine_tui.core.log.formats.locate import detect, files
 from fontaine_tui.core.log.formats.mlflow import connect, file_store_runs, sqlite_runs
 from fontaine_tui.core.log.formats.rows import FormatError
-from fontaine_tui.core.log.formats.source import (
-    KINDS,
-    SeveralRuns,
-    SourceSpec,
-    detect,
-    files,
-)
+from fontaine_tui.core.log.formats.source import KINDS, SourceSpec
 from fontaine_tui.core.log.records import TRAIN_FIELDS, Event, Probe
 from fontaine_tui.core.log.store import RunStore
 from fontaine_tui.core.runfolder import LOG

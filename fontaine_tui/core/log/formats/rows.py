@@ -18,14 +18,7 @@ from dataclasses import replace
 from decimal import Decimal, InvalidOperation
 
 from fontaine_tui.core.log import jsontext
-from fontaine_tui.core.log.formats.base import (
-    Row,
-    Unread,
-    Whole,
-    number,
-    numbers,
-    step_of,
-)
+from fontaine_tui.core.log.formats.base import Row, Unread, Whole, number, numbers, step_of
 from fontaine_tui.core.log.formats.grouper import FieldMap, Grouper
 from fontaine_tui.core.log.lines import LineCutter
 from fontaine_tui.core.log.records import Record

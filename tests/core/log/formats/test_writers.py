@@ -251,7 +251,7 @@ def test_the_docs_foreign_preset_loads_and_is_not_launched(tmp_path, capsys):
 def test_a_folder_of_ours_is_never_taken_for_a_foreign_run(tmp_path):
     """Before its log appears, or after it was rotated away, a run folder of ours is ours:
     its ledgers are not a JSONL run, and attach waits for train_log.jsonl."""
-    from fontaine_tui.core.log.formats.source import detect_foreign
+    from fontaine_tui.core.log.formats.locate import detect_foreign
 
     run = tmp_path / "run"
     run.mkdir()
