@@ -29,7 +29,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from fontaine_tui.core.log.formats import SourceSpec, load_source  # noqa: E402
-from fontaine_tui.core.log.formats.tensorboard import CRC_IMPLEMENTATION  # noqa: E402
+from fontaine_tui.core.log.formats.tfrecord import CRC_IMPLEMENTATION  # noqa: E402
 
 OUT = Path(__file__).resolve().parent / "out"
 

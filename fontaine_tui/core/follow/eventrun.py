@@ -23,7 +23,8 @@ from types import MappingProxyType
 from fontaine_tui.core.follow.base import Batch, Chunk
 from fontaine_tui.core.log.formats.eventdirs import EVENTS, chosen, prefix_of
 from fontaine_tui.core.log.formats.grouper import FieldMap
-from fontaine_tui.core.log.formats.tensorboard import FramingError, TensorBoardDecoder
+from fontaine_tui.core.log.formats.tensorboard import TensorBoardDecoder
+from fontaine_tui.core.log.formats.tfrecord import FramingError
 from fontaine_tui.core.log.records import Event, Probe, Record
 
 

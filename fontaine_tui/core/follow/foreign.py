@@ -55,7 +55,7 @@ from fontaine_tui.core.log.formats.mlflow import (
     store_files,
 )
 from fontaine_tui.core.log.formats.rows import FormatError
-from fontaine_tui.core.log.formats.tensorboard import FramingError
+from fontaine_tui.core.log.formats.tfrecord import FramingError
 from fontaine_tui.core.log.formats.trackio import TrackioDecoder
 from fontaine_tui.core.log.formats.trackio import run_rows as trackio_rows
 from fontaine_tui.core.log.records import Record

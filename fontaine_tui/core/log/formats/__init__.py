@@ -6,8 +6,10 @@ transports that know no format and the rules read a foreign run as they read our
 - `base.py`: the decoder interface, a file read whole (`Whole`), what a decoder could not read.
 - `grouper.py`: the field map and the step grouper (a step's values -> one train record and
   one probe).
-- `tensorboard.py`: event files (TFRecord framing, CRC-32C checked, the scalar fields of an
-  Event; no TensorFlow), read incrementally from a byte offset.
+- `tfrecord.py`: an event file's records (TFRecord framing, CRC-32C checked, the scalar
+  fields of an Event; no TensorFlow), read incrementally from a byte offset.
+- `tensorboard.py`: event files into records: the incremental decoder (restarts and purges
+  dropped as TensorBoard drops them) and the cold read's columns.
 - `rows.py`: Hugging Face Trainer's `trainer_state.json`, CSV (Lightning's `metrics.csv`),
   JSONL from any writer with a field map.
 - `mlflow.py`: MLflow's file store and SQLite store (read-only).

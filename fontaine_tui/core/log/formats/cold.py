@@ -30,14 +30,8 @@ from fontaine_tui.core.log.formats.locate import LIST_TRIES, READ, event_files, 
 from fontaine_tui.core.log.formats.mlflow import MlflowDecoder, run_rows
 from fontaine_tui.core.log.formats.rows import FormatError
 from fontaine_tui.core.log.formats.source import SourceSpec, decoder
-from fontaine_tui.core.log.formats.tensorboard import (
-    PURGE,
-    Columns,
-    Framer,
-    FramingError,
-    Scalar,
-    TensorBoardDecoder,
-)
+from fontaine_tui.core.log.formats.tensorboard import Columns, TensorBoardDecoder
+from fontaine_tui.core.log.formats.tfrecord import PURGE, Framer, FramingError, Scalar
 from fontaine_tui.core.log.formats.trackio import TrackioDecoder
 from fontaine_tui.core.log.formats.trackio import run_rows as trackio_rows
 from fontaine_tui.core.log.formats.wandb import WandbDecoder

@@ -325,7 +325,7 @@ def test_mlflow_rows_with_null_or_text_are_counted_not_raised(tmp_path, capsys, 
 
 def test_tensorboard_a_step_past_int64_and_an_overlong_varint(tmp_path, capsys):
     pytest.importorskip("torch")
-    from fontaine_tui.core.log.formats.tensorboard import frame
+    from fontaine_tui.core.log.formats.tfrecord import frame
 
     folder = tmp_path / "tb"
     w = _writer(folder)

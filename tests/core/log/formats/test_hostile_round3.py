@@ -100,7 +100,7 @@ def test_a_tensorboard_restart_after_a_step_does_not_replace_it(tmp_path, capsys
 def _event(step: int, *summaries: bytes) -> bytes:
     import struct
 
-    from fontaine_tui.core.log.formats.tensorboard import frame
+    from fontaine_tui.core.log.formats.tfrecord import frame
 
     body = b"\x09" + struct.pack("<d", T0) + b"\x10" + bytes([step])
     return frame(body + b"".join(b"\x2a" + bytes([len(s)]) + s for s in summaries))
@@ -128,7 +128,7 @@ def test_repeated_protobuf_fields_read_the_same_on_both_paths(tmp_path, capsys, 
     if restart:  # a restart at step 0 drops nothing, and reads record by record
         import struct
 
-        from fontaine_tui.core.log.formats.tensorboard import frame
+        from fontaine_tui.core.log.formats.tfrecord import frame
 
         data = frame(b"\x09" + struct.pack("<d", T0) + b"\x10\x00" + b"\x3a\x02\x08\x01") + data
     (folder / "events.out.tfevents.1.host").write_bytes(data)

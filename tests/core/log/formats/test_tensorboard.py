@@ -8,12 +8,8 @@ import pytest
 
 from fontaine_tui.cli import main
 from fontaine_tui.core.log.formats import SourceSpec, load_source
-from fontaine_tui.core.log.formats.tensorboard import (
-    Framer,
-    FramingError,
-    TensorBoardDecoder,
-    frame,
-)
+from fontaine_tui.core.log.formats.tensorboard import TensorBoardDecoder
+from fontaine_tui.core.log.formats.tfrecord import Framer, FramingError, frame
 from tests.core.log.formats.conftest import EVAL, foreign_preset, loss
 
 
