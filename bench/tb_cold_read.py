@@ -28,7 +28,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from fontaine_tui.core.log.formats import SourceSpec, load_source  # noqa: E402
+from fontaine_tui.core.log.formats.cold import load_source  # noqa: E402
+from fontaine_tui.core.log.formats.source import SourceSpec  # noqa: E402
 from fontaine_tui.core.log.formats.tfrecord import CRC_IMPLEMENTATION  # noqa: E402
 
 OUT = Path(__file__).resolve().parent / "out"

@@ -28,7 +28,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from fontaine_tui.core.follow.foreign import ForeignRun  # noqa: E402
-from fontaine_tui.core.log.formats import SourceSpec  # noqa: E402
+from fontaine_tui.core.log.formats.source import SourceSpec  # noqa: E402
 from fontaine_tui.core.log.records import Probe, TrainPoint  # noqa: E402
 
 WRITER = """

@@ -16,7 +16,7 @@ from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from fontaine_tui.core.follow import RunSource
+from fontaine_tui.core.follow.base import RunSource
 from fontaine_tui.core.follow.replay import ReplayRun
 from fontaine_tui.core.follow.ssh import SshRun
 from fontaine_tui.core.host.memory import hostname

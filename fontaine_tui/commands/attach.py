@@ -10,8 +10,8 @@ from pathlib import Path
 from fontaine_tui.commands._args import examples, seconds, ssh_config
 from fontaine_tui.console import load_app, run_console, watch_remote
 from fontaine_tui.core.errors import InputError
-from fontaine_tui.core.follow import open_source
 from fontaine_tui.core.follow.foreign import ForeignRun
+from fontaine_tui.core.follow.open import open_source
 from fontaine_tui.core.follow.ssh import SshRun
 from fontaine_tui.core.follow.target import LocalTarget, parse_target
 from fontaine_tui.core.host.memory import hostname

@@ -18,10 +18,12 @@ from fontaine_tui.commands._args import examples, ssh_config
 from fontaine_tui.core.bank import store as bank
 from fontaine_tui.core.bank.evidence import conflicts
 from fontaine_tui.core.errors import InputError
-from fontaine_tui.core.follow import LocalRun, open_source
+from fontaine_tui.core.follow.local import LocalRun
+from fontaine_tui.core.follow.open import open_source
 from fontaine_tui.core.launch.attempts import read_attempts
-from fontaine_tui.core.log.formats import SourceSpec, load_source
+from fontaine_tui.core.log.formats.cold import load_source
 from fontaine_tui.core.log.formats.locate import detect_foreign, frozen_spec
+from fontaine_tui.core.log.formats.source import SourceSpec
 from fontaine_tui.core.log.read import load_lines, load_log
 from fontaine_tui.core.preset.checks import UNDECIDABLE
 from fontaine_tui.core.preset.find import load_preset

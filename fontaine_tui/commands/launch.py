@@ -15,13 +15,13 @@ import time
 from fontaine_tui.commands._args import examples, ssh_config
 from fontaine_tui.console import load_app, run_console, watch_remote
 from fontaine_tui.core.errors import InputError
-from fontaine_tui.core.follow import run_source
 from fontaine_tui.core.follow.base import RunSource
 from fontaine_tui.core.follow.foreign import ForeignRun
+from fontaine_tui.core.follow.open import run_source
 from fontaine_tui.core.follow.ssh import SshRun
 from fontaine_tui.core.host.memory import hostname
 from fontaine_tui.core.host.telemetry import sample
-from fontaine_tui.core.launch.targets import pick_target
+from fontaine_tui.core.launch.targets.pick import pick_target
 from fontaine_tui.core.preset.find import load_preset
 from fontaine_tui.core.ssh.destination import SshTarget
 from fontaine_tui.core.text import literal

@@ -11,13 +11,9 @@ import socket
 
 from fontaine_tui.commands._args import examples
 from fontaine_tui.core.errors import InputError
-from fontaine_tui.core.notify import (
-    Message,
-    Notifier,
-    config_path,
-    load_destinations,
-    make_destination,
-)
+from fontaine_tui.core.notify.delivery import Notifier
+from fontaine_tui.core.notify.destinations import config_path, load_destinations, make_destination
+from fontaine_tui.core.notify.payloads import Message
 
 WAIT = 30.0  # seconds the test waits for every delivery
 

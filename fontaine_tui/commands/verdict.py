@@ -11,7 +11,7 @@ from fontaine_tui.commands._args import examples
 from fontaine_tui.core import runfolder
 from fontaine_tui.core.errors import InputError
 from fontaine_tui.core.launch.rescore import score_offer
-from fontaine_tui.core.log.formats import load_source
+from fontaine_tui.core.log.formats.cold import load_source
 from fontaine_tui.core.log.formats.locate import foreign_spec
 from fontaine_tui.core.log.read import default_workers, load_log
 from fontaine_tui.core.preset.find import load_preset

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import TypeVar
 
 from fontaine_tui.core.errors import InputError
-from fontaine_tui.core.follow import RunSource
+from fontaine_tui.core.follow.base import RunSource
 from fontaine_tui.core.follow.foreign import ForeignRun
 from fontaine_tui.core.preset.find import load_preset
 from fontaine_tui.core.preset.record import Preset

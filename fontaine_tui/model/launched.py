@@ -34,7 +34,7 @@ from fontaine_tui.core.launch.makers import ArgvMaker, maker_for
 from fontaine_tui.core.launch.registry import Entry, Registry
 from fontaine_tui.core.launch.remote import POLL_S, RemoteEngine, record_exit
 from fontaine_tui.core.launch.slurm_job import SlurmJob
-from fontaine_tui.core.launch.targets import Handle, Request, Started, Target
+from fontaine_tui.core.launch.targets.base import Handle, Request, Started, Target
 from fontaine_tui.core.launch.targets.local import LocalTarget
 from fontaine_tui.core.notify.destinations import config_path
 from fontaine_tui.core.preset.find import load_preset

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from fontaine_tui.core.errors import InputError
-from fontaine_tui.core.follow import RunSource
+from fontaine_tui.core.follow.base import RunSource
 from fontaine_tui.core.preset.record import Amendment, Preset
 from fontaine_tui.core.readfile import read_whole
 from fontaine_tui.core.runfolder import AMENDMENTS, PREREG

@@ -18,7 +18,9 @@ from collections.abc import Callable, Mapping
 from fontaine_tui.core.errors import InputError
 from fontaine_tui.core.launch.alerts import RunWarning
 from fontaine_tui.core.launch.babysit import poll_text
-from fontaine_tui.core.notify import Message, Notifier, load_destinations
+from fontaine_tui.core.notify.delivery import Notifier
+from fontaine_tui.core.notify.destinations import load_destinations
+from fontaine_tui.core.notify.payloads import Message
 from fontaine_tui.core.preset.checks import BY_INSTRUMENT, HEALTHY
 from fontaine_tui.core.preset.record import Preset
 from fontaine_tui.core.preset.watching import preset_destinations

@@ -25,7 +25,8 @@ from fontaine_tui.core.errors import InputError
 
 if TYPE_CHECKING:
     from fontaine_tui.core.host.telemetry import TelemetrySnapshot
-from fontaine_tui.core.follow import Batch, run_source
+from fontaine_tui.core.follow.base import Batch
+from fontaine_tui.core.follow.open import run_source
 from fontaine_tui.core.host.telemetry import sample
 from fontaine_tui.core.launch import attempts
 from fontaine_tui.core.launch.babysit import poll_text
@@ -33,7 +34,7 @@ from fontaine_tui.core.launch.exits import ExitInfo
 from fontaine_tui.core.launch.launcher import EngineProcess, label
 from fontaine_tui.core.launch.registry import Registry
 from fontaine_tui.core.launch.slurm_job import SlurmJob
-from fontaine_tui.core.log.formats import load_source
+from fontaine_tui.core.log.formats.cold import load_source
 from fontaine_tui.core.log.read import load_log
 from fontaine_tui.core.log.records import Checkpoint, Event, Malformed, Meta, Probe, TrainPoint
 from fontaine_tui.core.log.store import RunStore

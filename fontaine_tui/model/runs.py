@@ -15,8 +15,8 @@ from pathlib import Path
 from typing import Protocol
 from urllib.parse import quote
 
-from fontaine_tui.core.follow import run_source
 from fontaine_tui.core.follow.foreign import ForeignRun
+from fontaine_tui.core.follow.open import run_source
 from fontaine_tui.core.host.memory import hostname
 from fontaine_tui.core.launch.fleet import Fleet, row_cells
 from fontaine_tui.core.launch.foreign_look import entry_preset

@@ -16,8 +16,9 @@ from pathlib import Path
 from typing import Protocol
 
 from fontaine_tui.core.errors import InputError
-from fontaine_tui.core.follow import Batch, LocalRun, RunSource
+from fontaine_tui.core.follow.base import Batch, RunSource
 from fontaine_tui.core.follow.foreign import SETTLE_S, ForeignRun
+from fontaine_tui.core.follow.local import LocalRun
 from fontaine_tui.core.follow.replay import ForeignReplay, ReplayRun
 from fontaine_tui.core.host.telemetry import TelemetrySnapshot
 from fontaine_tui.core.launch import alert_book, alerts

@@ -21,7 +21,9 @@ from functools import partial
 from pathlib import Path
 
 from fontaine_tui.core.errors import InputError
-from fontaine_tui.core.follow import LocalRun, RunSource, open_source, run_source
+from fontaine_tui.core.follow.base import RunSource
+from fontaine_tui.core.follow.local import LocalRun
+from fontaine_tui.core.follow.open import open_source, run_source
 from fontaine_tui.core.follow.ssh import SshRun
 from fontaine_tui.core.host import telemetry
 from fontaine_tui.core.host.telemetry import TelemetrySnapshot

@@ -11,7 +11,7 @@ import pytest
 
 from fontaine_tui.console import make_app
 from fontaine_tui.core.follow.foreign import ForeignRun
-from fontaine_tui.core.log.formats import SourceSpec
+from fontaine_tui.core.log.formats.source import SourceSpec
 from fontaine_tui.core.preset.find import load_preset
 from fontaine_tui.widgets.probes_table import ProbesTable
 from fontaine_tui.widgets.verdict_panel import LedgerPanel

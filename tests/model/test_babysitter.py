@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from fontaine_tui.core.follow import LocalRun
+from fontaine_tui.core.follow.local import LocalRun
 from fontaine_tui.core.launch.babysit import read_polls
 from fontaine_tui.core.log.read import load_log
 from fontaine_tui.core.preset.find import load_preset

@@ -10,7 +10,7 @@ import pytest
 
 from fontaine_tui.core.follow.base import Batch
 from fontaine_tui.core.follow.replay import ForeignReplay
-from fontaine_tui.core.log.formats import SourceSpec
+from fontaine_tui.core.log.formats.source import SourceSpec
 from fontaine_tui.core.preset.find import load_preset
 from fontaine_tui.model.session import Session
 from tests.core.log.formats.conftest import foreign_preset

@@ -10,7 +10,8 @@ from pathlib import Path
 import pytest
 
 from fontaine_tui.core.log.read import load_log
-from fontaine_tui.core.notify import Notifier, Policy, make_destination
+from fontaine_tui.core.notify.delivery import Notifier, Policy
+from fontaine_tui.core.notify.destinations import make_destination
 from fontaine_tui.core.preset.find import load_preset
 from fontaine_tui.core.verdict.rules import compute_verdict
 from fontaine_tui.core.verdict.text import render, signed

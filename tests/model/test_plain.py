@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from fontaine_tui.core.follow import Batch
+from fontaine_tui.core.follow.base import Batch
 from fontaine_tui.core.launch.launcher import EngineProcess, pid_alive
 from fontaine_tui.core.launch.logtail import read_tail
 from fontaine_tui.core.launch.registry import Entry, Registry

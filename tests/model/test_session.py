@@ -7,7 +7,7 @@ import asyncio
 import json
 from pathlib import Path
 
-from fontaine_tui.core.follow import LocalRun
+from fontaine_tui.core.follow.local import LocalRun
 from fontaine_tui.core.runfolder import RunFolder
 from fontaine_tui.core.verdict.ledger import declare_amendment
 from fontaine_tui.core.verdict.prereg import freeze

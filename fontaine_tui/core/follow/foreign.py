@@ -41,10 +41,9 @@ from fontaine_tui.core.follow.eventrun import EventRun, events_of
 from fontaine_tui.core.follow.held import quiet, settle
 from fontaine_tui.core.follow.local import LocalRun
 from fontaine_tui.core.follow.wholeread import poll_whole, stamps
-from fontaine_tui.core.log.formats import SourceSpec, decoder, files
 from fontaine_tui.core.log.formats.base import Decoder, decoder_notices
 from fontaine_tui.core.log.formats.eventdirs import EVENTS, SeveralRuns, run_root
-from fontaine_tui.core.log.formats.locate import CSV_NAME, HF_STATE, LIST_TRIES
+from fontaine_tui.core.log.formats.locate import CSV_NAME, HF_STATE, LIST_TRIES, files
 from fontaine_tui.core.log.formats.mlflow import (
     FILE_STORE,
     SQLITE_STORE,
@@ -55,6 +54,7 @@ from fontaine_tui.core.log.formats.mlflow import (
     store_files,
 )
 from fontaine_tui.core.log.formats.rows import FormatError
+from fontaine_tui.core.log.formats.source import SourceSpec, decoder
 from fontaine_tui.core.log.formats.tfrecord import FramingError
 from fontaine_tui.core.log.formats.trackio import TrackioDecoder
 from fontaine_tui.core.log.formats.trackio import run_rows as trackio_rows

@@ -170,7 +170,7 @@ class ForeignReplay:
         self._closed.set()
 
     def records(self) -> list[Record]:
-        from fontaine_tui.core.log.formats import load_source
+        from fontaine_tui.core.log.formats.cold import load_source
 
         store = load_source(self.folder, self.spec).store
         self.notices = list(store.notices)

@@ -112,7 +112,7 @@ def look_foreign(
 
     None when the folder holds a log of ours (or none known): `registry.live_status` reads
     those."""
-    from fontaine_tui.core.log.formats import load_source
+    from fontaine_tui.core.log.formats.cold import load_source
 
     folder = Path(run_dir)
     preset = frozen_preset(folder) or entry_preset(preset_name, preset_sha256)

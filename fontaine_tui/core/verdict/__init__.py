@@ -7,24 +7,3 @@ decision lock), `prereg.py` (the frozen pre-registration), `ledger.py` (amendmen
 `review.py` (the review chain), `export.py` (verdict.json and the chart), `text.py` (a
 verdict as text), `chart.py` (what to draw; the specs built in `losschart.py`,
 `probechart.py`, `envelope.py`). The preset itself is the preset wing's."""
-
-from __future__ import annotations
-
-from fontaine_tui.core.verdict.ledger import parse_amendments, read_amendments
-from fontaine_tui.core.verdict.prereg import Prereg, parse_prereg, read_prereg
-from fontaine_tui.core.verdict.record import Verdict
-from fontaine_tui.core.verdict.rules import compute_verdict, verdict_series
-from fontaine_tui.core.verdict.text import headline, render
-
-__all__ = [
-    "Prereg",
-    "Verdict",
-    "compute_verdict",
-    "headline",
-    "parse_amendments",
-    "parse_prereg",
-    "read_amendments",
-    "read_prereg",
-    "render",
-    "verdict_series",
-]

@@ -348,7 +348,7 @@ def max_step_seen(log: Path) -> int:
 
 def foreign_step_seen(folder: Path, source: SourceSpec) -> int:
     """The highest step a foreign run's log shows, superseded steps included."""
-    from fontaine_tui.core.log.formats import load_source
+    from fontaine_tui.core.log.formats.cold import load_source
 
     store = load_source(folder, source).store
     steps = [*store.steps[-1:], *store.probes, *(p.step for p in store.superseded)]

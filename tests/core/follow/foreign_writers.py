@@ -23,8 +23,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from fontaine_tui.core.follow.foreign import ForeignRun
-from fontaine_tui.core.log.formats import SourceSpec
 from fontaine_tui.core.log.formats.grouper import FieldMap
+from fontaine_tui.core.log.formats.source import SourceSpec
 from fontaine_tui.core.log.records import Event
 from fontaine_tui.core.log.store import RunStore
 

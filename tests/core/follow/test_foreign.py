@@ -12,7 +12,8 @@ import time
 import pytest
 
 from fontaine_tui.core.follow.foreign import ForeignRun
-from fontaine_tui.core.log.formats import SourceSpec, load_source
+from fontaine_tui.core.log.formats.cold import load_source
+from fontaine_tui.core.log.formats.source import SourceSpec
 from fontaine_tui.core.log.records import Probe, TrainPoint
 from fontaine_tui.core.log.store import RunStore
 

@@ -11,7 +11,7 @@ import json
 import pytest
 
 from fontaine_tui.core.follow.foreign import MLFLOW_POLL_S, ForeignRun
-from fontaine_tui.core.log.formats import SourceSpec
+from fontaine_tui.core.log.formats.source import SourceSpec
 from fontaine_tui.core.log.store import RunStore
 from tests.core.follow.foreign_writers import close, follow, probe_steps, writer
 

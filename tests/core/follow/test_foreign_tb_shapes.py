@@ -12,8 +12,9 @@ import sys
 import pytest
 
 from fontaine_tui.core.follow.foreign import ForeignRun
-from fontaine_tui.core.log.formats import SourceSpec, load_source
+from fontaine_tui.core.log.formats.cold import load_source
 from fontaine_tui.core.log.formats.grouper import FieldMap
+from fontaine_tui.core.log.formats.source import SourceSpec
 from tests.core.follow.test_foreign import collect
 
 pytest.importorskip("tensorboard")

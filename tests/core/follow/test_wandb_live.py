@@ -158,7 +158,8 @@ async def test_follow_a_wandb_run_over_ssh_by_byte_offset(sshd, tmp_path):
 
     from fontaine_tui.core.follow.foreign import ForeignRun
     from fontaine_tui.core.follow.ssh import SshRun
-    from fontaine_tui.core.log.formats import SourceSpec, load_source
+    from fontaine_tui.core.log.formats.cold import load_source
+    from fontaine_tui.core.log.formats.source import SourceSpec
     from fontaine_tui.core.ssh.destination import SshTarget
     from tests.core.follow.test_foreign import collect
     from tests.core.follow.test_ssh import HOST_ALIAS

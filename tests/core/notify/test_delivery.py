@@ -7,8 +7,9 @@ import time
 
 import pytest
 
-from fontaine_tui.core.notify import Message, Notifier, Policy, make_destination
-from fontaine_tui.core.notify.delivery import retry_after
+from fontaine_tui.core.notify.delivery import Notifier, Policy, retry_after
+from fontaine_tui.core.notify.destinations import make_destination
+from fontaine_tui.core.notify.payloads import Message
 from tests.core.notify.server import dead_port
 
 SECRET = "/services/T000/B000/SECRETTOKEN"

@@ -5,7 +5,11 @@ from __future__ import annotations
 import pytest
 
 from fontaine_tui.core.errors import InputError
-from fontaine_tui.core.notify import detect_service, load_destinations, make_destination
+from fontaine_tui.core.notify.destinations import (
+    detect_service,
+    load_destinations,
+    make_destination,
+)
 
 SLACK = "https://hooks.slack.com/services/T000/B000/SECRETTOKEN"
 DISCORD = "https://discord.com/api/webhooks/123456/SECRETTOKEN"

@@ -7,12 +7,14 @@ from email.header import decode_header
 
 import pytest
 
-from fontaine_tui.core.notify import Message, Notifier, Policy, make_destination
+from fontaine_tui.core.notify.delivery import Notifier, Policy
+from fontaine_tui.core.notify.destinations import make_destination
 from fontaine_tui.core.notify.payloads import (
     DISCORD_CONTENT,
     DISCORD_DESCRIPTION,
     ELLIPSIS,
     SLACK_TEXT,
+    Message,
 )
 
 T0 = 1_700_000_000.0

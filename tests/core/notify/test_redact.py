@@ -4,15 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from fontaine_tui.core.notify import (
-    Message,
-    Notifier,
-    Policy,
-    make_destination,
-    redact_text,
-    redact_url,
-)
-from fontaine_tui.core.notify.redact import secrets_of
+from fontaine_tui.core.notify.delivery import Notifier, Policy
+from fontaine_tui.core.notify.destinations import make_destination
+from fontaine_tui.core.notify.payloads import Message
+from fontaine_tui.core.notify.redact import redact_text, redact_url, secrets_of
 from tests.core.notify.server import dead_port
 
 UUID = "0b9c4e2a-7f1d-4c3b-9a8e-5d6f7a8b9c0d"

@@ -17,7 +17,8 @@ from pathlib import Path
 import pytest
 
 from fontaine_tui.core.follow.foreign import ForeignRun
-from fontaine_tui.core.log.formats import SourceSpec, load_source
+from fontaine_tui.core.log.formats.cold import load_source
+from fontaine_tui.core.log.formats.source import SourceSpec
 
 
 def _state(step: int) -> str:

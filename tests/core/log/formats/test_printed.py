@@ -18,7 +18,7 @@ import pytest
 
 from fontaine_tui.cli import main
 from fontaine_tui.core.errors import InputError
-from fontaine_tui.core.log.formats import load_source
+from fontaine_tui.core.log.formats.cold import load_source
 from fontaine_tui.core.log.formats.printed import ROUNDED, LinesDecoder
 from fontaine_tui.core.log.records import Probe, TrainPoint
 from fontaine_tui.core.preset.find import load_preset

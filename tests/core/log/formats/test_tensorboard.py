@@ -7,7 +7,8 @@ import math
 import pytest
 
 from fontaine_tui.cli import main
-from fontaine_tui.core.log.formats import SourceSpec, load_source
+from fontaine_tui.core.log.formats.cold import load_source
+from fontaine_tui.core.log.formats.source import SourceSpec
 from fontaine_tui.core.log.formats.tensorboard import TensorBoardDecoder
 from fontaine_tui.core.log.formats.tfrecord import Framer, FramingError, frame
 from tests.core.log.formats.conftest import EVAL, foreign_preset, loss
@@ -94,7 +95,7 @@ def test_detection_and_one_line_errors(tb_run, tmp_path, capsys):
     )
     assert len(err.splitlines()) == 1 and "events.out.tfevents." in err
     # no [source]: the folder's contents say it is TensorBoard
-    from fontaine_tui.core.log.formats import detect
+    from fontaine_tui.core.log.formats.locate import detect
 
     assert detect(tb_run) == "tensorboard"
     assert math.isfinite(

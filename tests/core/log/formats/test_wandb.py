@@ -13,7 +13,9 @@ from pathlib import Path
 import pytest
 
 from fontaine_tui.cli import main
-from fontaine_tui.core.log.formats import SourceSpec, detect, load_source
+from fontaine_tui.core.log.formats.cold import load_source
+from fontaine_tui.core.log.formats.locate import detect
+from fontaine_tui.core.log.formats.source import SourceSpec
 from fontaine_tui.core.log.formats.wandb import LogFramer, WandbDecoder
 from fontaine_tui.core.log.records import Event
 from tests.core.log.formats.conftest import EVAL, foreign_preset, loss

@@ -11,7 +11,9 @@ import pytest
 
 from fontaine_tui.cli import main
 from fontaine_tui.core.errors import InputError
-from fontaine_tui.core.log.formats import SourceSpec, detect, load_source, read_spec
+from fontaine_tui.core.log.formats.cold import load_source
+from fontaine_tui.core.log.formats.locate import detect
+from fontaine_tui.core.log.formats.source import SourceSpec, read_spec
 from tests.core.log.formats.conftest import EVAL, foreign_preset, loss
 
 
