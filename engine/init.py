@@ -45,10 +45,6 @@ class Init:
     parts: dict[str, Path] = field(default_factory=dict)  # hf: "vision"/"backbone" -> folder
     meta: dict = field(default_factory=dict)  # engine: the checkpoint's meta.json
 
-    @property
-    def has_decoder(self) -> bool:
-        return self.kind == "engine"
-
     def architecture(self) -> dict[str, dict]:
         """{"vision": config dict, "backbone": config dict} the init fixes (empty: the recipe's
         model size decides)."""

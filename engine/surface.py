@@ -13,8 +13,6 @@ from typing import Any
 
 from .flags import UsageExit
 
-STATS = ("checkpoint", "corpus", "recomputed", "init")
-FRAMES = ("draw", "eval-split")
 AS_RUN = "as-run"
 SURFACE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._+-]{0,63}")
 
