@@ -44,9 +44,6 @@ class RunWarning:
     numbers: Mapping[str, float]
 
 
-Warning = RunWarning  # the name the rest of the code reads; the builtin is not used here
-
-
 @dataclass(frozen=True, slots=True)
 class RunContext:
     """What the rules need beyond the log and the one snapshot.

@@ -39,7 +39,6 @@ class ForeignLook:
     preset: Preset | None
     kind: str
     detail: str
-    written_at: float | None  # the newest write to its log's files (unix seconds)
 
 
 def entry_preset(name: str, sha256: str) -> Preset | None:
@@ -126,7 +125,7 @@ def look_foreign(
     try:
         loaded = load_source(folder, spec)
     except (InputError, OSError) as exc:
-        return ForeignLook("quiet", RunStore(), preset, spec.kind, f"not read: {exc}", None)
+        return ForeignLook("quiet", RunStore(), preset, spec.kind, f"not read: {exc}")
     store = loaded.store
     written = _newest(loaded.files)
     last = store.events[-1] if store.events else None
@@ -138,7 +137,6 @@ def look_foreign(
             preset,
             spec.kind,
             f"{last.event} at step {last.step}: {last.detail}",
-            written,
         )
     if preset is not None and preset.verdict.endpoint_step in store.probes:
         return ForeignLook(
@@ -147,15 +145,14 @@ def look_foreign(
             preset,
             spec.kind,
             f"its final read is in (step {preset.verdict.endpoint_step})",
-            written,
         )
     if written is None:
-        return ForeignLook("quiet", store, preset, spec.kind, "no file written yet", None)
+        return ForeignLook("quiet", store, preset, spec.kind, "no file written yet")
     age = max(0.0, now - written)
     limit = quiet_limit(store)
     if age <= limit:
         return ForeignLook(
-            "running", store, preset, spec.kind, f"{spec.kind} log written {age:.0f} s ago", written
+            "running", store, preset, spec.kind, f"{spec.kind} log written {age:.0f} s ago"
         )
     return ForeignLook(
         "quiet",
@@ -163,5 +160,4 @@ def look_foreign(
         preset,
         spec.kind,
         f"{spec.kind} log not written for {age:.0f} s (limit {limit:.0f} s) and no end said",
-        written,
     )

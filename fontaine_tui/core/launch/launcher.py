@@ -142,10 +142,6 @@ class EngineProcess:
         found.who = launched_who(folder)
         return found
 
-    @property
-    def is_child(self) -> bool:
-        return self._popen is not None
-
     def close(self) -> None:
         """Release nothing: the process is read only when polled."""
 

@@ -31,8 +31,6 @@ else:  # pragma: no cover
 if TYPE_CHECKING:
     from typing import Unpack  # 3.11+; annotations only, so 3.10 runs without it
 
-STATUSES = ("running", "attached", "finished", "stopped", "killed", "oom", "failed", "exited")
-
 
 @dataclass(frozen=True, slots=True)
 class Entry:
@@ -44,7 +42,7 @@ class Entry:
     pid: int = 0  # 0: no process known
     pid_started: float = 0.0  # the process's start time, to tell a reused pid apart
     launched_at: str = ""
-    status: str = "running"
+    status: str = "running"  # or attached, finished, stopped, killed, oom, failed, exited
     exit_code: int | None = None  # TOML has no null: absent when None
     last_step: int = 0
     poll_cadence_s: float = 2.0
@@ -298,11 +296,6 @@ class Registry:
 
         self.change(edit)
         return found[0] if found else None
-
-    def remove(self, run_dir: str | Path, host: str) -> bool:
-        key = (host, str(run_dir))
-        before = len(self.entries())
-        return len(self.change(lambda es: [e for e in es if e.key != key])) < before
 
 
 @dataclass(frozen=True, slots=True)

@@ -138,7 +138,6 @@ class RamTrend:
     available: int  # the latest reading
     total: int
     readings: int
-    span_s: float
 
     @property
     def minutes_to_oom(self) -> float | None:
@@ -169,7 +168,7 @@ def ram_trend(history: Sequence[RamReading]) -> RamTrend | None:
         (t - t_mean) ** 2 for t in ts
     )
     _, available, total = history[-1]
-    return RamTrend(slope * 60.0, available, total, len(history), span)
+    return RamTrend(slope * 60.0, available, total, len(history))
 
 
 def state_key(t: TelemetrySnapshot | None) -> str:
