@@ -78,7 +78,6 @@ class SshRun(SshConnection):
         self.label = target.label
         self.line_cap = line_cap
         self.reconnects = 0
-        self.resets = 0
         self.skipped_lines: dict[str, list[int]] = {}
 
     async def follow_files(
@@ -270,7 +269,6 @@ class SshRun(SshConnection):
                         before_truncate = (cutter.copy(), head)
                         cutter.rebase()
                         head = b""
-                        self.resets += 1
                         note = (
                             f"{name} truncated: following its new content; nothing read "
                             "before is dropped"
@@ -284,7 +282,6 @@ class SshRun(SshConnection):
                         ):
                             yield batch
                         cutter, head = LineCutter(self.line_cap), b""
-                        self.resets += 1
                     if not note and (self.reconnects or waiting) and mode != b"segment":
                         note = "connected" if not waiting else f"{name} appeared"
                     ident, waiting, delay = new_ident, False, self.backoff[0]
