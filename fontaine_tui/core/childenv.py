@@ -24,10 +24,6 @@ def keep_out(name: str) -> None:
     _NAMED.add(name)
 
 
-def secret_names() -> frozenset[str]:
-    return frozenset(_NAMED)
-
-
 def child_env(base: Mapping[str, str] | None = None, also: Iterable[str] = ()) -> dict[str, str]:
     """Return `base` without the notification secrets and without the names in `also`.
 
