@@ -34,7 +34,6 @@ MARK = "conflicting_evidence"
 NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}")
 CURRENT = "CURRENT"
 LOCK = ".lock"
-PROBE_KEYS = ("eval_chunk_mae", "train_chunk_mae", "eval_ar_ce", "eval_flow_loss")
 
 
 def bank_dir() -> Path:
