@@ -392,9 +392,6 @@ class RunStore:
             self.steps[index], cols["time"][index], *(cols[n][index] for n in TRAIN_FIELDS)
         )
 
-    def last_train(self) -> TrainPoint | None:
-        return self.train_at(len(self.steps) - 1) if self.steps else None
-
     def probe_steps(self) -> list[int]:
         return sorted(self.probes)
 
