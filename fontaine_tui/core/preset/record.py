@@ -10,7 +10,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from fontaine_tui.core.log.formats.source import SourceSpec
-from fontaine_tui.core.preset.checks import Scalar, canonical_bytes
+from fontaine_tui.core.preset.checks import Scalar
 from fontaine_tui.core.preset.command import CommandSpec
 from fontaine_tui.core.preset.rule import Comparator, VerdictSpec
 from fontaine_tui.core.preset.watching import NotifySpec
@@ -82,9 +82,6 @@ class Preset:
     def reference(self) -> Comparator | None:
         """The comparator the drift bound is a fraction of, if the preset names one."""
         return self.comparators.get(self.verdict.reference) if self.verdict.reference else None
-
-    def canonical_json(self) -> bytes:
-        return canonical_bytes(self.canonical)
 
 
 def gate_of(gates: Mapping[str, object], key: str) -> float | None:
