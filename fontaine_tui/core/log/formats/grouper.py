@@ -102,11 +102,6 @@ class Grouper:
         """The highest step held or gone out (-1: none)."""
         return max(self._emitted, self._step if self._step is not None else -1)
 
-    @property
-    def emitted(self) -> int:
-        """The last step whose group went out whole (-1: none)."""
-        return self._emitted
-
     def add(self, step: int, time: float, key: str, value: float, out: list[Record]) -> None:
         if self._step is not None and step != self._step:
             if step < self._step:

@@ -242,9 +242,6 @@ class Framer:
         """Bytes of a torn record waiting for the rest of it."""
         return len(self._buf)
 
-    def reset(self) -> None:
-        self._buf, self.offset = b"", 0
-
     def _lost(self, message: str, out: list[Scalar]) -> FramingError:
         self._buf = b""
         return FramingLost(message, out)
