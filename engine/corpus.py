@@ -62,6 +62,7 @@ class Corpus:
     images: np.ndarray  # (N, H, W, 3) uint8
     states: np.ndarray  # (N, S) float32, raw units
     actions: np.ndarray  # (N, chunk, A) float32, raw units: the next chunk of targets
+    action_is_pad: np.ndarray  # (N, chunk) bool: the chunk's step lies past its episode's end
     frame_actions: np.ndarray  # (N, A) float32: each frame's own action (what stats describe)
     dataset: np.ndarray  # (N,) int8 index into names
     episode: np.ndarray  # (N,) int32, unique across sub-datasets
@@ -381,7 +382,16 @@ def load(
     check_datasets(chosen, names, root)
     parts: dict[str, list[np.ndarray]] = {
         k: []
-        for k in ("images", "states", "actions", "frame_actions", "dataset", "episode", "split")
+        for k in (
+            "images",
+            "states",
+            "actions",
+            "action_is_pad",
+            "frame_actions",
+            "dataset",
+            "episode",
+            "split",
+        )
     }
     stats, origins, fps, shapes, first_episode = {}, {}, None, None, 0
     action_names: tuple[str, ...] = ()
@@ -411,11 +421,14 @@ def load(
                 if ep.index in evals:
                     split[ep.start : ep.start + ep.length] = 1
             # the chunk at a frame: its own action and the next chunk-1, the last one repeated
-            # past the episode's end (lerobot pads the same way)
-            idx = np.minimum(rows[:, None] + np.arange(chunk)[None, :], ends[:, None])
+            # past the episode's end and marked in action_is_pad (lerobot's delta_timestamps
+            # query: the index clamped to the episode, the step flagged as padding)
+            wanted = rows[:, None] + np.arange(chunk)[None, :]
+            idx = np.minimum(wanted, ends[:, None])
             parts["images"].append(videos.frames(ds, image_size))
             parts["states"].append(ds.state)
             parts["actions"].append(ds.action[idx])
+            parts["action_is_pad"].append(wanted > ends[:, None])
             parts["frame_actions"].append(ds.action)
             parts["dataset"].append(np.full(n, ds_index, dtype=np.int8))
             parts["episode"].append((first_episode + ds.episode_index).astype(np.int32))

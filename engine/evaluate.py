@@ -1,5 +1,7 @@
 """Eval probe: flow-sampled chunk MAE (raw units), AR CE and flow loss on fixed frames.
 
+A chunk's steps past its episode's end (action_is_pad) count in none of them.
+
 Deterministic for a checkpoint: the frames are fixed per corpus (Corpus.eval_draw), the
 flow-loss noise and sampling noise by PROBE_SEED, so every run on a corpus is scored on the
 same frames with the same noise whatever its training seed. Each rank scores a disjoint stride of the frames (no padding) and
@@ -13,7 +15,7 @@ import torch
 
 from . import accel, distributed
 from .corpus import Corpus
-from .model import EULER_STEPS, Policy
+from .model import EULER_STEPS, Policy, step_weights
 from .pipeline import probe_batch
 from .stats import NormStats
 
@@ -65,7 +67,9 @@ class Probe:
                 pred = self.stats.unnorm_actions(
                     model.sample(prefix_h, b["sample_noise"], self.sampling_steps).float()
                 )
-            err = (pred - b["raw_actions"]).abs().mean(dim=(1, 2)).double().cpu()
+            keep = step_weights(b, model.chunk)[:, :, None].expand_as(pred)  # not the padding
+            err = ((pred - b["raw_actions"]).abs() * keep).sum(dim=(1, 2)) / keep.sum(dim=(1, 2))
+            err = err.double().cpu()
             ds = b["dataset"].cpu()
             acc[:n_ds] += torch.zeros(n_ds, dtype=torch.float64).index_add_(0, ds, err)
             acc[n_ds : 2 * n_ds] += torch.bincount(ds, minlength=n_ds).double()

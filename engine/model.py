@@ -237,7 +237,11 @@ class Policy(nn.Module):
     ) -> dict[str, torch.Tensor]:
         """AR cross-entropy and flow-matching loss from backbone hidden states."""
         logits = self.lm_head(act_h)
-        ar_ce = F.cross_entropy(logits.reshape(-1, BINS).float(), batch["tokens"].reshape(-1))
+        keep = step_weights(batch, self.chunk)  # (B, chunk): 0 where action_is_pad
+        ce = F.cross_entropy(
+            logits.reshape(-1, BINS).float(), batch["tokens"].reshape(-1), reduction="none"
+        )
+        ar_ce = masked_mean(ce.view(keep.shape[0], self.chunk, -1), keep[:, :, None])
         ctx_in = prefix_h.detach() if insulate else prefix_h
         ctx = self.flow.context(ctx_in)[:, None]  # (B, 1, W): shared by the K time samples
         a = batch["actions"][:, None]  # (B, 1, chunk, motors)
@@ -245,7 +249,8 @@ class Policy(nn.Module):
         eps = batch["flow_noise"]  # (B, K, chunk, motors)
         tt = t[..., None, None]
         x_t = tt * eps + (1.0 - tt) * a
-        flow_loss = F.mse_loss(self.flow(x_t, t, ctx).float(), (eps - a).float())
+        sq = (self.flow(x_t, t, ctx).float() - (eps - a).float()) ** 2
+        flow_loss = masked_mean(sq, keep[:, None, :, None])
         if objective == "ar":
             loss = ar_ce
         elif objective == "flow":
@@ -267,6 +272,22 @@ class Policy(nn.Module):
             t = torch.full(x.shape[:1], 1.0 + k * dt, device=x.device, dtype=x.dtype)
             x = x + dt * self.flow(x, t, ctx)
         return x
+
+
+def step_weights(batch: dict[str, torch.Tensor], chunk: int) -> torch.Tensor:
+    """(B, chunk) float: 1 for a chunk step inside its episode, 0 for a padded one (the
+    batch's `action_is_pad`, as lerobot builds it); all ones without that key."""
+    pad = batch.get("action_is_pad")
+    if pad is None:
+        return torch.ones(batch["tokens"].shape[0], chunk, device=batch["tokens"].device)
+    return (~pad).float()
+
+
+def masked_mean(values: torch.Tensor, weights: torch.Tensor) -> torch.Tensor:
+    """The mean of values over the elements whose (broadcast) weight is 1: padded action
+    steps count neither in the sum nor in the count."""
+    w = weights.expand_as(values)
+    return (values * w).sum() / w.sum().clamp_min(1.0)
 
 
 def _sdpa(config):

@@ -202,6 +202,7 @@ def encode(
         "actions": torch.from_numpy(actions),
         "raw_actions": torch.from_numpy(raw_actions),
         "tokens": torch.from_numpy(tokenize(actions).reshape(len(idx), -1)),
+        "action_is_pad": torch.from_numpy(np.asarray(corpus.action_is_pad[idx], dtype=np.bool_)),
         "dataset": torch.from_numpy(np.asarray(corpus.dataset[idx], dtype=np.int64)),
     }
 
