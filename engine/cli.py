@@ -79,6 +79,13 @@ def build_parser() -> Parser:
         help="sub-datasets to train on, e.g. demos,rig "
         "(default: all; the eval draw always covers all)",
     )
+    t.add_argument(
+        "--cameras",
+        default="",
+        help="camera features read, in the order the model sees them, e.g. "
+        "observation.images.front,observation.images.wrist "
+        "(default: every video feature, in info.json's order)",
+    )
     t.add_argument("--batch-size", type=_positive_int, default=96, help="effective batch")
     t.add_argument(
         "--backward-chunks",
@@ -289,6 +296,28 @@ def _check_datasets(args: argparse.Namespace) -> None:
         raise UsageExit(str(exc)) from None
 
 
+def _check_cameras(args: argparse.Namespace) -> None:
+    """--cameras names camera features (video or image) of every dataset in the data folder."""
+    from . import corpus, lerobot
+
+    chosen = corpus.camera_names(args.cameras)
+    root = Path(args.data_dir) if args.data_dir else corpus.default_dir()
+    if not chosen or not root.is_dir():
+        return
+    for folder in corpus.dataset_folders(root):
+        try:
+            info = json.loads((folder / lerobot.INFO_PATH).read_text())
+        except (OSError, ValueError):
+            continue  # reading the dataset names what is wrong with it
+        found = lerobot.cameras_of(info) if isinstance(info, dict) else []
+        missing = [c for c in chosen if c not in found]
+        if missing:
+            raise UsageExit(
+                f"--cameras {args.cameras}: {', '.join(missing)} not a camera of "
+                f"{folder / lerobot.INFO_PATH} (its cameras: {', '.join(found) or 'none'})"
+            )
+
+
 def _check_fresh_output(args: argparse.Namespace) -> None:
     """A run without --resume never writes into another run's log or checkpoints."""
     out = Path(args.output_dir)
@@ -428,6 +457,7 @@ def validate_train(args: argparse.Namespace) -> None:
         )
     _check_init(args)
     _check_datasets(args)
+    _check_cameras(args)
     _check_resume(args)
     check_writable("--output-dir", Path(args.output_dir))
     _check_fresh_output(args)

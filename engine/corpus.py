@@ -59,7 +59,8 @@ class Corpus:
     names: tuple[str, ...]
     train_names: tuple[str, ...]
     fps: int
-    images: np.ndarray  # (N, H, W, 3) uint8
+    cameras: tuple[str, ...]  # the camera features read, in the order the model sees them
+    images: tuple[np.ndarray, ...]  # per camera: (N, H, W, 3) uint8
     states: np.ndarray  # (N, S) float32, raw units
     actions: np.ndarray  # (N, chunk, A) float32, raw units: the next chunk of targets
     action_is_pad: np.ndarray  # (N, chunk) bool: the chunk's step lies past its episode's end
@@ -363,13 +364,20 @@ def check_datasets(chosen: Sequence[str], names: Sequence[str], root: Path) -> N
         )
 
 
+def camera_names(text: str | None) -> tuple[str, ...]:
+    """`--cameras observation.images.front,observation.images.wrist` as names (empty: every
+    camera feature)."""
+    return tuple(n.strip() for n in (text or "").split(",") if n.strip())
+
+
 def load(
     root: Path,
     datasets: Sequence[str] | None = None,
     image_size: int = IMAGE_SIZE,
-    camera: str | None = None,
+    cameras: Sequence[str] | None = None,
 ) -> Corpus:
-    """Every sub-dataset under root, with `datasets` (default: all) chosen to train on."""
+    """Every sub-dataset under root, with `datasets` (default: all) chosen to train on and
+    `cameras` (default: every video feature, in info.json's order) read."""
     root = Path(root)
     folders = dataset_folders(root)
     if not folders:
@@ -383,7 +391,6 @@ def load(
     parts: dict[str, list[np.ndarray]] = {
         k: []
         for k in (
-            "images",
             "states",
             "actions",
             "action_is_pad",
@@ -395,9 +402,18 @@ def load(
     }
     stats, origins, fps, shapes, first_episode = {}, {}, None, None, 0
     action_names: tuple[str, ...] = ()
+    keys: tuple[str, ...] | None = None
+    frames: list[list[np.ndarray]] = []
     try:
         for ds_index, folder in enumerate(folders):
-            ds = lerobot.read(folder, camera)
+            ds = lerobot.read(folder, cameras)
+            if keys is not None and ds.cameras != keys:
+                raise CorpusError(
+                    f"{folder}: cameras {', '.join(ds.cameras)} differ from "
+                    f"{folders[0].name}'s {', '.join(keys)} (expected the same cameras in every "
+                    "dataset; choose them with --cameras)"
+                )
+            keys = ds.cameras
             if fps is not None and ds.fps != fps:
                 raise CorpusError(
                     f"{folder}: fps {ds.fps} differs from {folders[0].name}'s {fps} "
@@ -425,7 +441,7 @@ def load(
             # query: the index clamped to the episode, the step flagged as padding)
             wanted = rows[:, None] + np.arange(chunk)[None, :]
             idx = np.minimum(wanted, ends[:, None])
-            parts["images"].append(videos.frames(ds, image_size))
+            frames.append([videos.frames(ds, image_size, key) for key in keys])
             parts["states"].append(ds.state)
             parts["actions"].append(ds.action[idx])
             parts["action_is_pad"].append(wanted > ends[:, None])
@@ -441,11 +457,16 @@ def load(
     except lerobot.DatasetError as exc:
         raise CorpusError(str(exc)) from None
     arrays = {k: (v[0] if len(v) == 1 else np.concatenate(v)) for k, v in parts.items()}
+    images = tuple(  # a single dataset's frames stay memory-mapped
+        per[0] if len(per) == 1 else np.concatenate(per) for per in zip(*frames, strict=True)
+    )
     return Corpus(
         root=root,
         names=names,
         train_names=chosen,
         fps=int(fps or 0),
+        cameras=keys or (),
+        images=images,
         dataset_stats=stats,
         stats_origin=origins,
         action_names=action_names,

@@ -77,7 +77,7 @@ class Dataset:
     version: str
     fps: int
     info: dict
-    camera: str
+    cameras: tuple[str, ...]  # video features read, in order
     state: np.ndarray  # (N, S) float32
     action: np.ndarray  # (N, A) float32
     episode_index: np.ndarray  # (N,) int64
@@ -86,10 +86,16 @@ class Dataset:
     splits: dict[str, str]
     stats: dict  # feature -> stat -> numbers, as read from stats_file
     stats_file: str | None = None  # meta/stats.json, meta/episodes_stats.jsonl, or none
+    data_files: tuple[Path, ...] = ()  # the frame tables, in the order they were read
+    row_order: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
+    # row_order: frame-table row -> row of the files' concatenation (frames grouped by episode)
 
     @property
     def name(self) -> str:
         return self.root.name
+
+    def is_video(self, camera: str) -> bool:
+        return self.info["features"][camera].get("dtype") == "video"
 
     @property
     def state_names(self) -> list[str]:
@@ -156,7 +162,22 @@ def _matrix(table, column: str, path: Path) -> np.ndarray:
     raise DatasetError(f"{path}: column {column}: expected a list of numbers, got {col.type}")
 
 
-def _features(root: Path, info: dict, camera: str | None) -> str:
+CAMERA_DTYPES = ("video",)
+
+
+def cameras_of(info: dict) -> list[str]:
+    """The camera features of an info.json (dtype "video"), in its order."""
+    features = info.get("features")
+    return [
+        k
+        for k, f in (features.items() if isinstance(features, dict) else ())
+        if isinstance(f, dict) and f.get("dtype") in CAMERA_DTYPES
+    ]
+
+
+def _features(root: Path, info: dict, cameras: Sequence[str] | None) -> tuple[str, ...]:
+    """The cameras read: those chosen, in their order, else every camera feature in
+    info.json's order."""
     path = root / INFO_PATH
     features = info.get("features")
     if not isinstance(features, dict):
@@ -166,25 +187,23 @@ def _features(root: Path, info: dict, camera: str | None) -> str:
             raise DatasetError(
                 f"{path}: features.{key}: missing (expected the robot's state and action vectors)"
             )
-    cameras = [k for k, f in features.items() if isinstance(f, dict) and f.get("dtype") == "video"]
-    images = [k for k, f in features.items() if isinstance(f, dict) and f.get("dtype") == "image"]
-    if camera:
-        if camera not in cameras:
-            raise DatasetError(
-                f"{path}: features.{camera}: expected a camera stored as video "
-                f"(video features: {', '.join(cameras) or 'none'})"
-            )
-        return camera
-    if not cameras:
-        what = f"; image features ({', '.join(images)}) are not read" if images else ""
-        raise DatasetError(
-            f'{path}: features: expected a camera stored as video (dtype "video"){what}'
-        )
-    return sorted(cameras)[0]
+    found = cameras_of(info)
+    if cameras:
+        for camera in cameras:
+            if camera not in found:
+                raise DatasetError(
+                    f"{path}: features.{camera}: expected a camera (dtype video; "
+                    f"cameras: {', '.join(found) or 'none'})"
+                )
+        return tuple(cameras)
+    if not found:
+        raise DatasetError(f'{path}: features: expected a camera (dtype "video")')
+    return tuple(found)
 
 
-def read(root: Path, camera: str | None = None) -> Dataset:
-    """The frame table and episodes of one LeRobotDataset folder (v3.0 or v2.x)."""
+def read(root: Path, cameras: Sequence[str] | None = None) -> Dataset:
+    """The frame table and episodes of one LeRobotDataset folder (v3.0 or v2.x), with the
+    chosen cameras (default: every video feature, in info.json's order)."""
     root = Path(root)
     info = _json(root / INFO_PATH)
     if not isinstance(info, dict):
@@ -200,15 +219,17 @@ def read(root: Path, camera: str | None = None) -> Dataset:
         fps = 0
     if fps <= 0:
         raise DatasetError(f"{root / INFO_PATH}: fps: expected a positive integer")
-    key = _features(root, info, camera)
+    keys = _features(root, info, cameras)
+    videos = [k for k in keys if info["features"][k].get("dtype") == "video"]
     episodes = (
-        _episodes_v3(root, info, key)
+        _episodes_v3(root, info, videos)
         if version.startswith("v3.")
-        else _episodes_v2(root, info, key)
+        else _episodes_v2(root, info, videos)
     )
     columns = (STATE_KEY, ACTION_KEY, "episode_index", "timestamp")
     states, actions, eps, times = [], [], [], []
-    for path in _data_files(root, info, episodes, version):
+    files = _data_files(root, info, episodes, version)
+    for path in files:
         table = _parquet(path, columns)
         states.append(_matrix(table, STATE_KEY, path))
         actions.append(_matrix(table, ACTION_KEY, path))
@@ -235,7 +256,7 @@ def read(root: Path, camera: str | None = None) -> Dataset:
         version=version,
         fps=fps,
         info=info,
-        camera=key,
+        cameras=keys,
         state=state,
         action=action,
         episode_index=episode_index,
@@ -244,6 +265,8 @@ def read(root: Path, camera: str | None = None) -> Dataset:
         splits=dict(splits),
         stats=stats,
         stats_file=stats_file,
+        data_files=tuple(files),
+        row_order=order,
     )
 
 
@@ -302,7 +325,7 @@ def _pooled(parts: list[dict]) -> dict[str, list]:
     }
 
 
-def _episodes_v3(root: Path, info: dict, camera: str) -> list[Episode]:
+def _episodes_v3(root: Path, info: dict, cameras: Sequence[str]) -> list[Episode]:
     files = sorted((root / EPISODES_DIR).glob("chunk-*/file-*.parquet"))
     if not files:
         raise DatasetError(
@@ -323,6 +346,7 @@ def _episodes_v3(root: Path, info: dict, camera: str) -> list[Episode]:
                         ),
                         float(row[f"videos/{camera}/from_timestamp"]),
                     )
+                    for camera in cameras
                 }
                 out.append(
                     Episode(
@@ -341,7 +365,7 @@ def _episodes_v3(root: Path, info: dict, camera: str) -> list[Episode]:
     return sorted(out, key=lambda e: e.index)
 
 
-def _episodes_v2(root: Path, info: dict, camera: str) -> list[Episode]:
+def _episodes_v2(root: Path, info: dict, cameras: Sequence[str]) -> list[Episode]:
     path = root / LEGACY_EPISODES
     try:
         lines = path.read_text().splitlines()
@@ -366,6 +390,7 @@ def _episodes_v2(root: Path, info: dict, camera: str) -> list[Episode]:
                     ),
                     0.0,
                 )
+                for camera in cameras
             }
             out.append(Episode(index, int(row["length"]), 0, tuple(row.get("tasks") or ()), video))
         except (KeyError, TypeError, ValueError) as exc:

@@ -1,9 +1,11 @@
 """The policy: SigLIP vision encoder + Qwen2 prefix-LM backbone + flow-matching decoder.
 
-Sequence: [16 image tokens | 1 state token | BOS + 47 action tokens]. The prefix
-(image + state) attends bidirectionally; action tokens are causal (prefix-LM). The
-flow decoder is conditioned on the prefix hidden states only, so it never sees the
-teacher-forced action tokens.
+Sequence: [16 image tokens per camera | 1 state token | BOS + 47 action tokens]. Each
+camera's frame is encoded by the same vision encoder, its tokens projected and marked with
+a learned camera embedding (so the backbone can tell the cameras apart), and the cameras'
+tokens concatenated in the corpus's camera order. The prefix (images + state) attends
+bidirectionally; action tokens are causal (prefix-LM). The flow decoder is conditioned on
+the prefix hidden states only, so it never sees the teacher-forced action tokens.
 """
 
 from __future__ import annotations
@@ -138,14 +140,16 @@ class Policy(nn.Module):
         vision: SiglipVisionModel | None = None,
         backbone: Qwen2Model | None = None,
         architecture: dict[str, dict] | None = None,
+        cameras: int = 1,
     ) -> None:
-        """`vision` / `backbone`: pretrained parts (engine/init.py) used as they are;
+        """`cameras`: the frames per sample, each encoded on its own;
+        `vision` / `backbone`: pretrained parts (engine/init.py) used as they are;
         `architecture`: the parts' configs an engine checkpoint recorded, built fresh (its
         weights are loaded after). Otherwise both come from SIZES[size]."""
         super().__init__()
         c = SIZES[size]
         self.size = size
-        self.chunk, self.motors = chunk, motors
+        self.chunk, self.motors, self.cameras = chunk, motors, cameras
         arch = architecture or {}
         if vision is None and "vision" in arch:
             vision = SiglipVisionModel(_sdpa(SiglipVisionConfig.from_dict(arch["vision"])))
@@ -174,7 +178,7 @@ class Policy(nn.Module):
                 "expected one side each (square images and patches)"
             )
         self.image_size, self.patch = side, patch
-        self.prefix_len = (self.image_size // self.patch) ** 2 + 1
+        self.prefix_len = cameras * (self.image_size // self.patch) ** 2 + 1
         seq = self.prefix_len + chunk * motors
         if backbone is None and "backbone" in arch:
             backbone = Qwen2Model(_sdpa(Qwen2Config.from_dict(arch["backbone"])))
@@ -196,6 +200,8 @@ class Policy(nn.Module):
         self.backbone = backbone
         hidden = int(backbone.config.hidden_size)
         self.img_proj = nn.Linear(int(vcfg.hidden_size), hidden)
+        self.camera_embed = nn.Embedding(cameras, hidden)
+        nn.init.normal_(self.camera_embed.weight, std=0.02)
         self.state_proj = nn.Linear(state_dim or motors, hidden)
         self.lm_head = nn.Linear(hidden, BINS, bias=False)
         self.flow = FlowDecoder(hidden, c["flow"], chunk, motors)
@@ -211,8 +217,17 @@ class Policy(nn.Module):
 
     def encode(self, batch: dict[str, torch.Tensor]) -> tuple[torch.Tensor, torch.Tensor]:
         """Backbone hidden states: (prefix (B, P, H), action positions (B, 48, H))."""
-        images = self.vision(pixel_values=batch["images"]).last_hidden_state
-        prefix = torch.cat([self.img_proj(images), self.state_proj(batch["state"])[:, None]], dim=1)
+        pixels = batch["images"]  # (B, cameras, C, H, W); (B, C, H, W) is one camera
+        if pixels.dim() == 4:
+            pixels = pixels[:, None]
+        b, cams = pixels.shape[:2]
+        if cams != self.cameras:
+            raise ValueError(f"a batch of {cams} camera(s) for a policy of {self.cameras}")
+        feats = self.vision(pixel_values=pixels.flatten(0, 1)).last_hidden_state
+        feats = self.img_proj(feats).unflatten(0, (b, cams))  # (B, cameras, T, H)
+        feats = feats + self.camera_embed.weight[None, :, None].to(feats.dtype)
+        images = feats.flatten(1, 2)
+        prefix = torch.cat([images, self.state_proj(batch["state"])[:, None]], dim=1)
         tokens = batch["tokens"]
         bos = torch.full_like(tokens[:, :1], BOS)
         ar_in = self.backbone.embed_tokens(torch.cat([bos, tokens[:, :-1]], dim=1))

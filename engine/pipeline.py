@@ -116,8 +116,15 @@ class Layout:
 
 
 def _images(raw: np.ndarray) -> np.ndarray:
-    """uint8 NHWC -> float NCHW in [-1, 1] (SigLIP's 0.5/0.5 normalization)."""
-    return (raw.astype(np.float32) / 127.5 - 1.0).transpose(0, 3, 1, 2)
+    """uint8 (B, cameras, H, W, C) -> float (B, cameras, C, H, W) in [-1, 1] (SigLIP's
+    0.5/0.5 normalization)."""
+    return (raw.astype(np.float32) / 127.5 - 1.0).transpose(0, 1, 4, 2, 3)
+
+
+def camera_frames(corpus: Corpus, idx: np.ndarray) -> np.ndarray:
+    """(B, cameras, H, W, 3) float32: every camera's frame of frames idx, in the corpus's
+    camera order."""
+    return np.stack([np.asarray(cam[idx]) for cam in corpus.images], axis=1).astype(np.float32)
 
 
 def _augment(img: np.ndarray, rng: np.random.Generator) -> np.ndarray:
@@ -168,12 +175,13 @@ class StepBatches(Dataset):
 
     def micro(self, step: int, chunk: int) -> dict[str, torch.Tensor]:
         idx = self.indices(step, chunk)
-        images = self.corpus.images[idx].astype(np.float32)
+        images = camera_frames(self.corpus, idx)
         times, noises = [], []
         for i, slot in enumerate(self.layout.slots(chunk)):
             rng = np.random.default_rng([self.seed, step, int(slot), 0xA5])
             if rng.random() < self.augment:
-                images[i] = _augment(images[i], rng)
+                for c in range(images.shape[1]):  # each camera its own shift and colour
+                    images[i, c] = _augment(images[i, c], rng)
             times.append(flow_time(rng, FLOW_SAMPLES))
             noises.append(
                 rng.standard_normal(
@@ -189,9 +197,10 @@ class StepBatches(Dataset):
 def encode(
     corpus: Corpus, idx: np.ndarray, stats: NormStats, images: np.ndarray | None = None
 ) -> dict[str, torch.Tensor]:
-    """Model inputs and targets for frames idx (images given as float HWC if augmented)."""
+    """Model inputs and targets for frames idx (images given as float (B, cameras, H, W, C)
+    if augmented)."""
     if images is None:
-        images = corpus.images[idx].astype(np.float32)
+        images = camera_frames(corpus, idx)
     raw_actions = np.asarray(corpus.actions[idx], dtype=np.float32)
     actions = stats.norm_actions(raw_actions).astype(np.float32)
     return {

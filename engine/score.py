@@ -240,7 +240,7 @@ def check_output(out: Path, src: Source) -> bool:
 # -- scoring ----------------------------------------------------------------------------------
 
 
-def _corpus(surface: Surface, root: Path, image_size: int):
+def _corpus(surface: Surface, root: Path, image_size: int, cameras: tuple[str, ...] = ()):
     from . import corpus
 
     try:
@@ -252,7 +252,7 @@ def _corpus(surface: Surface, root: Path, image_size: int):
                     "corpus the run trained on, or a LeRobotDataset folder)"
                 )
             corpus.ensure(root)  # the engine's own cache, rebuilt deterministically
-        return corpus.load(root, surface.datasets, image_size)
+        return corpus.load(root, surface.datasets, image_size, cameras or None)
     except corpus.CorpusError as exc:
         text = str(exc)  # a --datasets name not in the corpus names its own flag
         raise ScoreError(text if text.startswith("--") else f"--data-dir {text}") from None
@@ -338,7 +338,10 @@ def _model(src: Source, device):
     size, chunk, motors, state_dim = _shape(src.newest)
     arch = Init("engine", src.checkpoints[-1], meta=src.newest).architecture()
     try:
-        model = Policy(size, chunk, motors, state_dim, architecture=arch or None).to(device)
+        cameras = int((src.newest.get("shape") or {}).get("cameras", 1))
+        model = Policy(
+            size, chunk, motors, state_dim, architecture=arch or None, cameras=cameras
+        ).to(device)
         checkpoint.load_weights(src.checkpoints[0], model)
     except KeyError:
         raise ScoreError(
@@ -371,7 +374,8 @@ def run_score(args: argparse.Namespace) -> int:
     replace = check_output(out, src)
     root = (Path(surface.data_dir) if surface.data_dir else corpus.default_dir()).resolve()
     init = Init("engine", src.checkpoints[-1], meta=src.newest)
-    data = _corpus(surface, root, init.image_size(synthetic.IMAGE_SIZE))
+    cameras = corpus.camera_names(src.newest["recipe"].get("cameras"))  # the run's
+    data = _corpus(surface, root, init.image_size(synthetic.IMAGE_SIZE), cameras)
     _, chunk, motors, state_dim = _shape(src.newest)
     have = (data.chunk, data.motors, int(data.states.shape[1]))
     if have != (chunk, motors, state_dim):
@@ -379,6 +383,12 @@ def run_score(args: argparse.Namespace) -> int:
             f"--data-dir {root}: incompatible shape: the checkpoints predict "
             f"{chunk} x {motors} actions from a {state_dim}-d state, the corpus has "
             f"{have[0]} x {have[1]} and {have[2]}"
+        )
+    want = int((src.newest.get("shape") or {}).get("cameras", 1))
+    if len(data.cameras) != want:
+        raise ScoreError(
+            f"--data-dir {root}: the checkpoints see {want} camera(s), the corpus has "
+            f"{len(data.cameras)} ({', '.join(data.cameras)})"
         )
     device = _device(surface.device, surface.precision)
     accel.set_tf32(device, surface.precision)  # TF32 only for a "tf32" surface

@@ -35,6 +35,7 @@ from .synthetic import IMAGE_SIZE
 RECIPE_KEYS = (
     "model_size",
     "datasets",
+    "cameras",
     "batch_size",
     "backward_chunks",
     "micro_batch",
@@ -109,6 +110,21 @@ def datasets_of(args: argparse.Namespace) -> tuple[str, ...] | None:
     return corpus.dataset_names(getattr(args, "datasets", "")) or None
 
 
+def cameras_of(args: argparse.Namespace) -> tuple[str, ...] | None:
+    """--cameras as names, in their order (None: every camera feature of the data)."""
+    return corpus.camera_names(getattr(args, "cameras", "")) or None
+
+
+def shape_of(module: Policy) -> dict[str, int]:
+    """What the policy's size depends on in the data, as a checkpoint's meta.json records it."""
+    return {
+        "chunk": module.chunk,
+        "motors": module.motors,
+        "state_dim": module.state_proj.in_features,
+        "cameras": module.cameras,
+    }
+
+
 def resolve_stats(
     args,
     ctx: distributed.Context,
@@ -169,7 +185,12 @@ def build_session(
     shape = (
         {}
         if data is None
-        else {"chunk": data.chunk, "motors": data.motors, "state_dim": int(data.states.shape[1])}
+        else {
+            "chunk": data.chunk,
+            "motors": data.motors,
+            "state_dim": int(data.states.shape[1]),
+            "cameras": len(data.cameras),
+        }
     )
     vision, backbone = inits.vision_backbone(init)
     arch = init.architecture() if init is not None and init.kind == "engine" else None
@@ -255,13 +276,9 @@ def load_init(s: Session, args, init: inits.Init | None) -> str:
             f"; init {init.path} ({' + '.join(init.parts)} from_pretrained, flow decoder "
             f"random){inits.resized_note(init)}"
         )
-    want = {
-        "chunk": s.module.chunk,
-        "motors": s.module.motors,
-        "state_dim": s.module.state_proj.in_features,
-    }
+    want = shape_of(s.module)
     have = init.meta.get("shape")
-    if isinstance(have, dict) and have != want:
+    if isinstance(have, dict) and {"cameras": 1, **have} != want:
         raise UsageError(f"--init {init.path}: its shape {have} does not fit this corpus's {want}")
     skip = "flow." if args.flow_decoder_init == "random" else None
     try:
@@ -292,11 +309,7 @@ def save_checkpoint(s: Session, step: int, stats: NormStats, log: LogWriter) -> 
             "model_size": s.args.model_size,
             # what a re-score (engine/score.py) defaults its surface to
             "platform": {k: getattr(s.args, k, None) for k in PLATFORM_KEYS},
-            "shape": {
-                "chunk": s.module.chunk,
-                "motors": s.module.motors,
-                "state_dim": s.module.state_proj.in_features,
-            },
+            "shape": shape_of(s.module),
             "architecture": architecture(s.module),
             "rng": _rng_meta(),
             "time": time.time(),
@@ -349,10 +362,10 @@ def run(args: argparse.Namespace) -> int:
         data = None
         if ctx.main:  # builds the corpus and decodes its frames into the cache, once
             corpus.ensure(root)
-            data = corpus.load(root, datasets_of(args), size)
+            data = corpus.load(root, datasets_of(args), size, cameras_of(args))
         distributed.barrier(ctx)
         if data is None:  # the other ranks read what rank 0 built and decoded
-            data = corpus.load(root, datasets_of(args), size)
+            data = corpus.load(root, datasets_of(args), size, cameras_of(args))
         s = build_session(args, ctx, data, init)
         stats, stats_source = resolve_stats(args, ctx, data, resume_from, init)
         # after the corpus is in place, so the meta names the data it trains on
@@ -373,6 +386,7 @@ def run(args: argparse.Namespace) -> int:
             versions=ident["versions"],
             init=init.identity() if init is not None else None,
             optimizer=optim.describe(s.module),
+            inputs={"cameras": list(data.cameras)},
             platform={
                 **{k: getattr(args, k) for k in PLATFORM_KEYS},
                 "threads": torch.get_num_threads(),

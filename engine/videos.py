@@ -1,9 +1,9 @@
 """The camera frames of a LeRobotDataset, decoded with PyAV into the frame cache.
 
-The frames a run trains on are decoded once, resized to the model's image size, into a cache
-outside the dataset folder (`$XDG_CACHE_HOME/fontaine-engine/frames/`), keyed by the video
-files' names, sizes and modification times; a dataset folder is only ever read. A frame's
-timestamp must match a decoded video frame to TOLERANCE_S, as lerobot requires.
+The frames a run trains on are decoded once per camera, resized to the model's image size,
+into a cache outside the dataset folder (`$XDG_CACHE_HOME/fontaine-engine/frames/`), keyed by
+the camera and its video files' names, sizes and modification times; a dataset folder is
+only ever read. A frame's timestamp must match a decoded video frame to TOLERANCE_S, as lerobot requires.
 """
 
 from __future__ import annotations
@@ -26,9 +26,9 @@ def cache_dir() -> Path:
     return Path(base) / "fontaine-engine" / "frames"
 
 
-def _frames_key(ds: Dataset, size: int) -> str:
-    files = sorted({f for ep in ds.episodes for f, _ in ep.video.values()})
-    parts = [str(ds.root.resolve()), ds.camera, str(size), str(len(ds.timestamp))]
+def _frames_key(ds: Dataset, size: int, camera: str) -> str:
+    files = sorted({ep.video[camera][0] for ep in ds.episodes})
+    parts = [str(ds.root.resolve()), camera, str(size), str(len(ds.timestamp))]
     for name in files:
         try:
             st = (ds.root / name).stat()
@@ -38,11 +38,11 @@ def _frames_key(ds: Dataset, size: int) -> str:
     return hashlib.sha256("\n".join(parts).encode()).hexdigest()[:32]
 
 
-def frames(ds: Dataset, size: int, cache: Path | None = None) -> np.ndarray:
-    """(N, size, size, 3) uint8 frames of the dataset's camera, row-aligned with the frame
-    table; decoded once into the frame cache, then memory-mapped."""
+def frames(ds: Dataset, size: int, camera: str, cache: Path | None = None) -> np.ndarray:
+    """(N, size, size, 3) uint8 frames of one of the dataset's cameras, row-aligned with the
+    frame table; decoded once into the frame cache, then memory-mapped."""
     cache = cache or cache_dir()
-    path = cache / f"{ds.name}-{_frames_key(ds, size)}.npy"
+    path = cache / f"{ds.name}-{_frames_key(ds, size, camera)}.npy"
     if path.is_file():
         try:
             arr = np.load(path, mmap_mode="r")
@@ -51,24 +51,7 @@ def frames(ds: Dataset, size: int, cache: Path | None = None) -> np.ndarray:
         except (OSError, ValueError):
             pass
     cache.mkdir(parents=True, exist_ok=True)
-    out = np.empty((len(ds.timestamp), size, size, 3), dtype=np.uint8)
-    by_file: dict[str, list[Episode]] = {}
-    for ep in ds.episodes:
-        by_file.setdefault(ep.video[ds.camera][0], []).append(ep)
-    for name, eps in by_file.items():
-        times, decoded = _decode(ds.root / name, size)
-        for ep in eps:
-            rows = slice(ep.start, ep.start + ep.length)
-            query = ds.timestamp[rows] + ep.video[ds.camera][1]
-            at = np.clip(np.searchsorted(times, query - TOLERANCE_S), 0, max(len(times) - 1, 0))
-            if not len(times) or np.abs(times[at] - query).max() > TOLERANCE_S:
-                worst = float(query[np.argmax(np.abs(times[at] - query))]) if len(times) else 0.0
-                raise DatasetError(
-                    f"{ds.root / name}: no frame at {worst:.4f} s for episode "
-                    f"{ep.index} (expected the episode's timestamps within "
-                    f"{TOLERANCE_S} s of a video frame)"
-                )
-            out[rows] = decoded[at]
+    out = _video_frames(ds, size, camera)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=cache)
     try:
         with os.fdopen(fd, "wb") as f:
@@ -78,6 +61,29 @@ def frames(ds: Dataset, size: int, cache: Path | None = None) -> np.ndarray:
         if os.path.exists(tmp):
             os.unlink(tmp)
     return np.load(path, mmap_mode="r")
+
+
+def _video_frames(ds: Dataset, size: int, camera: str) -> np.ndarray:
+    """The frames of a video camera at the frame table's timestamps."""
+    out = np.empty((len(ds.timestamp), size, size, 3), dtype=np.uint8)
+    by_file: dict[str, list[Episode]] = {}
+    for ep in ds.episodes:
+        by_file.setdefault(ep.video[camera][0], []).append(ep)
+    for name, eps in by_file.items():
+        times, decoded = _decode(ds.root / name, size)
+        for ep in eps:
+            rows = slice(ep.start, ep.start + ep.length)
+            query = ds.timestamp[rows] + ep.video[camera][1]
+            at = np.clip(np.searchsorted(times, query - TOLERANCE_S), 0, max(len(times) - 1, 0))
+            if not len(times) or np.abs(times[at] - query).max() > TOLERANCE_S:
+                worst = float(query[np.argmax(np.abs(times[at] - query))]) if len(times) else 0.0
+                raise DatasetError(
+                    f"{ds.root / name}: no frame at {worst:.4f} s for episode "
+                    f"{ep.index} (expected the episode's timestamps within "
+                    f"{TOLERANCE_S} s of a video frame)"
+                )
+            out[rows] = decoded[at]
+    return out
 
 
 def _decode(path: Path, size: int) -> tuple[np.ndarray, np.ndarray]:

@@ -26,7 +26,7 @@ def test_cache_is_reused(corpus_dir):
     assert corpus.ensure(corpus_dir) is False
     data = corpus.load(corpus_dir)
     assert data.names == ("demos", "rig") and data.fps == 10
-    assert data.images.shape[1:] == (synthetic.IMAGE_SIZE, synthetic.IMAGE_SIZE, 3)
+    assert data.images[0].shape[1:] == (synthetic.IMAGE_SIZE, synthetic.IMAGE_SIZE, 3)
     assert data.actions.shape[1:] == (8, 6) and data.chunk == corpus.chunk_for(10) == 8
     assert set(np.unique(data.dataset)) == {0, 1}
     ev = data.eval_draw()
@@ -101,7 +101,7 @@ def test_frames_and_vectors_read_back_exactly(corpus_dir):
 
     gen = synthetic.generate(0)
     data = corpus.load(corpus_dir)
-    assert np.array_equal(data.images, np.concatenate(gen["demos"].frames + gen["rig"].frames))
+    assert np.array_equal(data.images[0], np.concatenate(gen["demos"].frames + gen["rig"].frames))
     assert np.array_equal(data.states, np.concatenate(gen["demos"].states + gen["rig"].states))
     # the chunk at a frame: its own action and the next ones, the last repeated past the end
     acts = gen["rig"].actions[5]
@@ -113,8 +113,8 @@ def test_datasets_differ_visibly(corpus_dir):
     from fontaine_engine import corpus
 
     data = corpus.load(corpus_dir)
-    demos = data.images[data.dataset == 0][:500].reshape(-1, 3).mean(0)
-    rig = data.images[data.dataset == 1][:500].reshape(-1, 3).mean(0)
+    demos = data.images[0][data.dataset == 0][:500].reshape(-1, 3).mean(0)
+    rig = data.images[0][data.dataset == 1][:500].reshape(-1, 3).mean(0)
     assert np.abs(demos - rig).max() > 40  # mean colour differs by > 40/255
 
 
@@ -148,7 +148,7 @@ def test_a_single_lerobot_dataset_is_read_in_place_and_resized(tmp_path, corpus_
     before = _tree(user)
     assert corpus.check_dir(user) == "use" and corpus.ensure(user) is False
     data = corpus.load(user, image_size=16)
-    assert data.names == ("my_so101",) and data.images.shape == (240 * 32, 16, 16, 3)
+    assert data.names == ("my_so101",) and data.images[0].shape == (240 * 32, 16, 16, 3)
     held = set(data.episode[data.split == 1])
     assert len(held) == 24 and held == set(
         corpus.load(user, image_size=16).episode[corpus.load(user, image_size=16).split == 1]
@@ -175,7 +175,7 @@ def test_a_v21_dataset_is_read(tmp_path, corpus_dir):
     info.pop("splits")
     (root / "meta/info.json").write_text(json.dumps(info))
     (root / "meta/tasks.jsonl").write_text(json.dumps({"task_index": 0, "task": "grasp"}) + "\n")
-    frames = corpus.load(corpus_dir).images
+    frames = corpus.load(corpus_dir).images[0]
     import av
 
     with open(root / "meta/episodes.jsonl", "w") as f:
@@ -207,7 +207,7 @@ def test_a_v21_dataset_is_read(tmp_path, corpus_dir):
                 for packet in stream.encode():
                     out.mux(packet)
     data = corpus.load(root)
-    assert data.images.shape[0] == 96 and np.array_equal(data.images, frames[:96])
+    assert data.images[0].shape[0] == 96 and np.array_equal(data.images[0], frames[:96])
     assert np.array_equal(data.states, src.state[:96])
 
 
@@ -250,7 +250,9 @@ def test_corrupt_and_partial_cache_is_detected_and_rebuilt(tmp_path, corpus_dir)
     assert corpus.ensure(root) is True
     assert corpus.ensure(root) is False
     fresh, ref = corpus.load(root), corpus.load(corpus_dir)
-    assert np.array_equal(fresh.actions, ref.actions) and np.array_equal(fresh.images, ref.images)
+    assert np.array_equal(fresh.actions, ref.actions) and np.array_equal(
+        fresh.images[0], ref.images[0]
+    )
     (root / "rig/videos/observation.images.top/chunk-000/file-000.mp4").unlink()  # partial
     assert corpus._manifest_ok(root, 0) is False
     (root / "manifest.json").write_text("{trunc")

@@ -4,6 +4,8 @@ written in lerobot's format."""
 
 from __future__ import annotations
 
+import json
+
 import numpy as np
 import pytest
 import torch
@@ -17,22 +19,32 @@ def _frames(seed: int, n: int) -> np.ndarray:
     return np.random.default_rng(seed).integers(0, 256, (n, SIZE, SIZE, 3), dtype=np.uint8)
 
 
+FRONT, WRIST, SIDE = (
+    "observation.images.front",
+    "observation.images.wrist",
+    "observation.images.side",
+)
+
+
 @pytest.fixture(scope="module")
 def written(tmp_path_factory):
-    """A three-episode v3.0 dataset written with the engine's lerobot writer."""
+    """A three-episode v3.0 dataset written with the engine's lerobot writer, its data and
+    video files split across two files, with a second video camera (wrist) and an image
+    feature (side: PNG structs in the frame tables) added as lerobot lays them out."""
     from fontaine_engine import lerobot_writer, synthetic
 
-    root = tmp_path_factory.mktemp("inputs") / "ds"
+    base = tmp_path_factory.mktemp("inputs")
+    root = base / "ds"
     rng = np.random.default_rng(7)
     states = [rng.normal(size=(n, 6)).astype(np.float32) * 30 for n in LENGTHS]
     actions = [rng.normal(size=(n, 6)).astype(np.float32) * 30 for n in LENGTHS]
-    front = [_frames(10 + i, n) for i, n in enumerate(LENGTHS)]
+    cams = {
+        key: [_frames(10 * k + i, n) for i, n in enumerate(LENGTHS)]
+        for k, key in enumerate((FRONT, WRIST, SIDE), 1)
+    }
     tasks = ["Pick up the cube.", "Stack the red block on the blue one.", "Pick up the cube."]
-    lerobot_writer.write(
-        root,
+    common = dict(
         fps=FPS,
-        camera="observation.images.front",
-        frames_by_episode=front,
         states=states,
         actions=actions,
         tasks=tasks,
@@ -40,14 +52,77 @@ def written(tmp_path_factory):
         robot_type="so101_follower",
         episodes_per_file=2,
     )
-    return {"root": root, "actions": actions, "front": front, "tasks": tasks}
+    lerobot_writer.write(root, camera=FRONT, frames_by_episode=cams[FRONT], **common)
+    lerobot_writer.write(base / "wrist", camera=WRIST, frames_by_episode=cams[WRIST], **common)
+    add_video_camera(root, base / "wrist", WRIST)
+    add_image_feature(root, SIDE, cams[SIDE])
+    return {"root": root, "actions": actions, "cams": cams, "tasks": tasks}
+
+
+def add_video_camera(root, other, key: str) -> None:
+    """Another camera's videos, episode columns, feature (first in info.json) and stats."""
+    import shutil
+
+    import pyarrow.parquet as pq
+
+    shutil.copytree(other / "videos" / key, root / "videos" / key)
+    for path in sorted((root / "meta/episodes").rglob("*.parquet")):
+        table = pq.read_table(path)
+        theirs = pq.read_table(other / path.relative_to(root))
+        for name in theirs.column_names:
+            if name.startswith(f"videos/{key}/"):
+                table = table.append_column(name, theirs.column(name))
+        pq.write_table(table, path)
+    info = json.loads((root / "meta/info.json").read_text())
+    their_info = json.loads((other / "meta/info.json").read_text())
+    info["features"] = {key: their_info["features"][key], **info["features"]}
+    (root / "meta/info.json").write_text(json.dumps(info, indent=4))
+    stats = json.loads((root / "meta/stats.json").read_text())
+    stats[key] = json.loads((other / "meta/stats.json").read_text())[key]
+    (root / "meta/stats.json").write_text(json.dumps(stats, indent=1))
+
+
+def add_image_feature(root, key: str, frames_by_episode) -> None:
+    """An image feature as lerobot stores it: each frame a PNG (PIL, as lerobot saves them)
+    embedded in the frame table as a {bytes, path} struct (the datasets library's Image)."""
+    import io
+
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+    from PIL import Image
+
+    pngs = []
+    for ep, frames in enumerate(frames_by_episode):
+        for i, img in enumerate(frames):
+            buf = io.BytesIO()
+            Image.fromarray(img).save(buf, format="png")
+            pngs.append({"bytes": buf.getvalue(), "path": f"frame-{ep:06d}-{i:06d}.png"})
+    struct = pa.struct([("bytes", pa.binary()), ("path", pa.string())])
+    hf = {"info": {"features": {key: {"_type": "Image"}}}}
+    for path in sorted((root / "data").rglob("*.parquet")):
+        table = pq.read_table(path)
+        index = table.column("index").to_numpy()
+        table = table.append_column(key, pa.array([pngs[i] for i in index], struct))
+        meta = dict(table.schema.metadata or {})
+        meta[b"huggingface"] = json.dumps(hf).encode()
+        pq.write_table(table.replace_schema_metadata(meta), path)
+    info = json.loads((root / "meta/info.json").read_text())
+    h, w = frames_by_episode[0].shape[1:3]
+    info["features"][key] = {
+        "dtype": "image",
+        "shape": [h, w, 3],
+        "names": ["height", "width", "channels"],
+    }
+    (root / "meta/info.json").write_text(json.dumps(info, indent=4))
 
 
 def _policy(data):
     from fontaine_engine.model import Policy
 
     torch.manual_seed(0)
-    return Policy("tiny", data.chunk, data.motors, int(data.states.shape[1]))
+    return Policy(
+        "tiny", data.chunk, data.motors, int(data.states.shape[1]), cameras=len(data.cameras)
+    )
 
 
 def _batch(data, idx):
@@ -114,3 +189,58 @@ def test_padded_steps_count_in_no_loss_and_no_eval_error(written):
         pad[..., None], probe.batch["raw_actions"] + 1000.0, probe.batch["raw_actions"]
     )
     assert probe.score(model)["mae"] == pytest.approx(before, rel=1e-9)
+
+
+def _pixels(frames: np.ndarray) -> torch.Tensor:
+    """Written uint8 frames (B, H, W, 3) as the vision encoder's input."""
+    return torch.from_numpy(frames.astype(np.float32) / 127.5 - 1.0).permute(0, 3, 1, 2)
+
+
+def _seen_by_vision(model, batch) -> torch.Tensor:
+    seen = []
+    hook = model.vision.register_forward_hook(
+        lambda _m, _a, kw, _o: seen.append(kw["pixel_values"]), with_kwargs=True
+    )
+    try:
+        out = model(batch)
+    finally:
+        hook.remove()
+    out["loss"].backward()
+    return seen[0]
+
+
+def test_every_chosen_camera_reaches_the_vision_encoder_in_order(written):
+    """--cameras front,wrist: both videos' frames, as written, encoded per camera; their tokens
+    concatenated into the prefix with a learned camera embedding."""
+    from fontaine_engine import corpus
+
+    data = corpus.load(written["root"], cameras=[FRONT, WRIST])
+    assert data.cameras == (FRONT, WRIST)
+    for key, frames in zip(data.cameras, data.images, strict=True):
+        assert np.array_equal(frames, np.concatenate(written["cams"][key]))
+    idx = np.array([0, 3, 11, 26])
+    batch, _ = _batch(data, idx)
+    model = _policy(data)
+    seen = _seen_by_vision(model, batch)
+    want = [_pixels(np.concatenate(written["cams"][k])[idx]) for k in (FRONT, WRIST)]
+    assert torch.equal(seen, torch.stack(want, 1).flatten(0, 1))  # sample-major, camera order
+    assert model.prefix_len == 2 * 16 + 1
+    grad = model.camera_embed.weight.grad
+    assert grad is not None and grad.shape[0] == 2 and bool((grad.abs().sum(1) > 0).all())
+    swapped = corpus.load(written["root"], cameras=[WRIST, FRONT])
+    assert swapped.cameras == (WRIST, FRONT)
+    assert np.array_equal(swapped.images[0], data.images[1])
+    with pytest.raises(
+        corpus.CorpusError, match="features.observation.images.top: expected a camera"
+    ):
+        corpus.load(written["root"], cameras=["observation.images.top"])
+
+
+def test_a_camera_the_data_lacks_is_one_line_before_anything_runs(written, tmp_path):
+    from tests.engine.conftest import check_flags, tiny_argv
+
+    bad = tiny_argv(tmp_path / "out", written["root"], "--cameras", "observation.images.top")
+    done = check_flags(bad)
+    assert done.returncode == 2 and done.stderr.count("\n") == 1
+    assert "--cameras observation.images.top: observation.images.top not a camera of" in done.stderr
+    assert not (tmp_path / "out").exists()

@@ -39,6 +39,7 @@ RECIPE_FLAGS = (
     "micro_batch",
     "datasets",
     "probe_at_start",
+    "cameras",
 )
 PLATFORM_FLAGS = (
     "num_workers",

@@ -35,6 +35,7 @@ RECIPE: Spec = {
     "micro_batch": (int, 0),  # per-rank micro-batch; 0: backward_chunks says how to cut
     "datasets": (str, ""),  # sub-datasets trained on, "demos,rig"; "": all of them
     "probe_at_start": (bool, False),  # an eval probe at step 0, before any update
+    "cameras": (str, ""),  # camera features read, in order, "a,b"; "": all, info.json's order
 }
 PLATFORM: Spec = {
     "nproc": (int, 1),  # ranks per node
@@ -55,7 +56,7 @@ PLATFORM: Spec = {
 # at their default they stay out of the canonical form, so a pre-registration frozen before
 # the key existed keeps its sha256 (and reads the same as the preset it was frozen from).
 LATER_KEYS = {
-    "recipe": ("micro_batch", "datasets", "probe_at_start"),
+    "recipe": ("micro_batch", "datasets", "probe_at_start", "cameras"),
     "platform": (
         "precision",
         "activation_checkpointing",
@@ -128,6 +129,7 @@ class RecipeFields(TypedDict):
     micro_batch: int
     datasets: str
     probe_at_start: bool
+    cameras: str
 
 
 class PlatformFields(TypedDict):

@@ -1,4 +1,5 @@
-"""The recipe and platform keys added after the first pre-registrations (micro_batch, datasets;
+"""The recipe and platform keys added after the first pre-registrations (micro_batch, datasets,
+cameras;
 precision, activation_checkpointing, compile; nnodes, node_rank, rdzv_endpoint, rdzv_id):
 validated like the others, out of the hashed form at their default, and passed to the engine
 and to torch.distributed.run by the launcher."""
@@ -22,6 +23,7 @@ from tests.core.launch.conftest import PRESETS
 DEFAULTS = {
     "micro_batch": "0",
     "datasets": '""',
+    "cameras": '""',
     "precision": '"fp32"',
     "activation_checkpointing": "false",
     "compile": "false",
@@ -35,6 +37,7 @@ DEFAULTS = {
 DEFAULT_VALUES = {
     "micro_batch": 0,
     "datasets": "",
+    "cameras": "",
     "precision": "fp32",
     "activation_checkpointing": False,
     "compile": False,
@@ -100,6 +103,7 @@ def test_a_new_key_set_enters_the_hash_and_round_trips(tmp_path):
     for key, value in (
         ("micro_batch", "12"),
         ("datasets", '"rig"'),
+        ("cameras", '"observation.images.top"'),
         ("precision", '"bf16"'),
         ("activation_checkpointing", "true"),
         ("compile", "true"),
@@ -260,6 +264,7 @@ def test_single_node_argv_has_no_new_flags_at_default(tmp_path):
     for flag in (
         "--micro-batch",
         "--datasets",
+        "--cameras",
         "--precision",
         "--activation-checkpointing",
         "--compile",
@@ -287,6 +292,7 @@ def test_the_real_parsers_read_the_launcher_argv(tmp_path):
         "datasets": '"demos"',
         "probe_at_start": "true",
         "eval_batch": "16",
+        "cameras": '"observation.images.wrist,observation.images.top"',
     }
     p = load_preset(variant(tmp_path, **keys))
     argv = build_argv(p, tmp_path, resume=True)
@@ -300,6 +306,7 @@ def test_the_real_parsers_read_the_launcher_argv(tmp_path):
     assert run.module and run.training_script == "fontaine_engine"
     args = build_parser().parse_args(run.training_script_args)
     assert (args.micro_batch, args.backward_chunks, args.datasets) == (12, None, "demos")
+    assert args.cameras == "observation.images.wrist,observation.images.top"
     assert (args.precision, args.activation_checkpointing, args.compile) == ("bf16", True, True)
     assert args.resume and args.extend_to == 0
     assert (args.probe_at_start, args.eval_batch) == (True, 16)
