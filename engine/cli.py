@@ -84,7 +84,7 @@ def build_parser() -> Parser:
         default="",
         help="camera features read, in the order the model sees them, e.g. "
         "observation.images.front,observation.images.wrist "
-        "(default: every video feature, in info.json's order)",
+        "(default: every video and image feature, in info.json's order)",
     )
     t.add_argument("--batch-size", type=_positive_int, default=96, help="effective batch")
     t.add_argument(

@@ -377,7 +377,7 @@ def load(
     cameras: Sequence[str] | None = None,
 ) -> Corpus:
     """Every sub-dataset under root, with `datasets` (default: all) chosen to train on and
-    `cameras` (default: every video feature, in info.json's order) read."""
+    `cameras` (default: every video and image feature, in info.json's order) read."""
     root = Path(root)
     folders = dataset_folders(root)
     if not folders:

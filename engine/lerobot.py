@@ -10,7 +10,9 @@ Layout (codebase_version v3.0, as lerobot writes it):
                                         data/chunk_index, data/file_index, and per camera
                                         videos/KEY/chunk_index, file_index, from/to_timestamp
     data/chunk-000/file-000.parquet     one row per frame: observation.state, action, timestamp,
-                                        frame_index, episode_index, index, task_index
+                                        frame_index, episode_index, index, task_index, and
+                                        per image feature (dtype "image") a {bytes, path}
+                                        struct holding the frame as PNG
     videos/KEY/chunk-000/file-000.mp4   the camera's frames, several episodes per file
 
 v2.1 folders are read too: meta/episodes.jsonl and meta/tasks.jsonl, one parquet and one mp4
@@ -77,7 +79,7 @@ class Dataset:
     version: str
     fps: int
     info: dict
-    cameras: tuple[str, ...]  # video features read, in order
+    cameras: tuple[str, ...]  # video and image features read, in order
     state: np.ndarray  # (N, S) float32
     action: np.ndarray  # (N, A) float32
     episode_index: np.ndarray  # (N,) int64
@@ -162,11 +164,11 @@ def _matrix(table, column: str, path: Path) -> np.ndarray:
     raise DatasetError(f"{path}: column {column}: expected a list of numbers, got {col.type}")
 
 
-CAMERA_DTYPES = ("video",)
+CAMERA_DTYPES = ("video", "image")
 
 
 def cameras_of(info: dict) -> list[str]:
-    """The camera features of an info.json (dtype "video"), in its order."""
+    """The camera features of an info.json (dtype "video" or "image"), in its order."""
     features = info.get("features")
     return [
         k
@@ -192,18 +194,18 @@ def _features(root: Path, info: dict, cameras: Sequence[str] | None) -> tuple[st
         for camera in cameras:
             if camera not in found:
                 raise DatasetError(
-                    f"{path}: features.{camera}: expected a camera (dtype video; "
+                    f"{path}: features.{camera}: expected a camera (dtype video or image; "
                     f"cameras: {', '.join(found) or 'none'})"
                 )
         return tuple(cameras)
     if not found:
-        raise DatasetError(f'{path}: features: expected a camera (dtype "video")')
+        raise DatasetError(f'{path}: features: expected a camera (dtype "video" or "image")')
     return tuple(found)
 
 
 def read(root: Path, cameras: Sequence[str] | None = None) -> Dataset:
     """The frame table and episodes of one LeRobotDataset folder (v3.0 or v2.x), with the
-    chosen cameras (default: every video feature, in info.json's order)."""
+    chosen cameras (default: every video and image feature, in info.json's order)."""
     root = Path(root)
     info = _json(root / INFO_PATH)
     if not isinstance(info, dict):

@@ -2,8 +2,9 @@
 
 The frames a run trains on are decoded once per camera, resized to the model's image size,
 into a cache outside the dataset folder (`$XDG_CACHE_HOME/fontaine-engine/frames/`), keyed by
-the camera and its video files' names, sizes and modification times; a dataset folder is
-only ever read. A frame's timestamp must match a decoded video frame to TOLERANCE_S, as lerobot requires.
+the camera and its files' names, sizes and modification times (the videos, or for an image
+feature the frame tables holding its PNGs: engine/images.py); a dataset folder is only ever
+read. A frame's timestamp must match a decoded video frame to TOLERANCE_S, as lerobot requires.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from pathlib import Path
 
 import numpy as np
 
-from . import yuvframes
+from . import images, yuvframes
 from .lerobot import Dataset, DatasetError, Episode
 
 TOLERANCE_S = 1e-4  # lerobot's default: a frame's timestamp must match a video frame this well
@@ -27,7 +28,10 @@ def cache_dir() -> Path:
 
 
 def _frames_key(ds: Dataset, size: int, camera: str) -> str:
-    files = sorted({ep.video[camera][0] for ep in ds.episodes})
+    if ds.is_video(camera):
+        files = sorted({ep.video[camera][0] for ep in ds.episodes})
+    else:
+        files = [str(p.relative_to(ds.root)) for p in ds.data_files]
     parts = [str(ds.root.resolve()), camera, str(size), str(len(ds.timestamp))]
     for name in files:
         try:
@@ -51,7 +55,10 @@ def frames(ds: Dataset, size: int, camera: str, cache: Path | None = None) -> np
         except (OSError, ValueError):
             pass
     cache.mkdir(parents=True, exist_ok=True)
-    out = _video_frames(ds, size, camera)
+    if ds.is_video(camera):
+        out = _video_frames(ds, size, camera)
+    else:
+        out = images.frames(ds, size, camera)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=cache)
     try:
         with os.fdopen(fd, "wb") as f:

@@ -244,3 +244,37 @@ def test_a_camera_the_data_lacks_is_one_line_before_anything_runs(written, tmp_p
     assert done.returncode == 2 and done.stderr.count("\n") == 1
     assert "--cameras observation.images.top: observation.images.top not a camera of" in done.stderr
     assert not (tmp_path / "out").exists()
+
+
+def test_an_image_feature_is_read_from_its_pngs(written, tmp_path):
+    """dtype "image": the PNG structs of the frame tables, decoded, reach the encoder; by
+    default every camera is read in info.json's order."""
+    import shutil
+
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from fontaine_engine import corpus
+
+    data = corpus.load(written["root"])
+    assert data.cameras == (WRIST, FRONT, SIDE)  # info.json's order
+    assert np.array_equal(data.images[2], np.concatenate(written["cams"][SIDE]))
+    idx = np.array([1, 9, 10, 20])
+    batch, _ = _batch(data, idx)
+    seen = _seen_by_vision(_policy(data), batch)
+    want = [_pixels(np.concatenate(written["cams"][k])[idx]) for k in (WRIST, FRONT, SIDE)]
+    assert torch.equal(seen, torch.stack(want, 1).flatten(0, 1))
+    # a PNG that does not decode: one line naming the file, the column and the row
+    bad = tmp_path / "bad"
+    shutil.copytree(written["root"], bad)
+    path = bad / "data/chunk-000/file-001.parquet"
+    table = pq.read_table(path)
+    rows = table.column(SIDE).to_pylist()
+    rows[2] = {"bytes": b"not a png", "path": "x.png"}
+    i = table.column_names.index(SIDE)
+    table = table.set_column(i, SIDE, pa.array(rows, table.schema.field(SIDE).type))
+    pq.write_table(table, path)
+    with pytest.raises(
+        corpus.CorpusError, match=rf"file-001.parquet: column {SIDE}, row 2: not a readable PNG"
+    ):
+        corpus.load(bad, cameras=[SIDE])
