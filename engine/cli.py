@@ -86,6 +86,14 @@ def build_parser() -> Parser:
         "observation.images.front,observation.images.wrist "
         "(default: every video and image feature, in info.json's order)",
     )
+    t.add_argument(
+        "--task-tokens",
+        type=_non_negative_int,
+        default=48,
+        metavar="N",
+        help="each frame's task text as at most N language tokens (the backbone's tokenizer "
+        "from a Hugging Face --init, else bytes); 0: no task text",
+    )
     t.add_argument("--batch-size", type=_positive_int, default=96, help="effective batch")
     t.add_argument(
         "--backward-chunks",

@@ -69,8 +69,13 @@ class Corpus:
     episode: np.ndarray  # (N,) int32, unique across sub-datasets
     split: np.ndarray  # (N,) int8: 0 train, 1 eval
     dataset_stats: dict  # name -> that dataset's stats, completed from its frames
+    task: np.ndarray  # (N,) int32: each frame's task, an index into tasks
+    tasks: tuple[str, ...]  # every task string of the datasets, first seen first
     stats_origin: dict = field(default_factory=dict)  # name -> which were read, which computed
     action_names: tuple[str, ...] = ()  # the first dataset's names of the action's dimensions
+    # the tasks as language tokens (engine/text.py): (len(tasks), L) ids and their mask
+    text_ids: np.ndarray = field(default_factory=lambda: np.zeros((0, 0), np.int64))
+    text_mask: np.ndarray = field(default_factory=lambda: np.zeros((0, 0), np.bool_))
 
     @property
     def chunk(self) -> int:
@@ -404,6 +409,8 @@ def load(
     action_names: tuple[str, ...] = ()
     keys: tuple[str, ...] | None = None
     frames: list[list[np.ndarray]] = []
+    tasks: dict[str, int] = {}  # task string -> its index across the datasets
+    task_parts: list[np.ndarray] = []
     try:
         for ds_index, folder in enumerate(folders):
             ds = lerobot.read(folder, cameras)
@@ -449,6 +456,8 @@ def load(
             parts["dataset"].append(np.full(n, ds_index, dtype=np.int8))
             parts["episode"].append((first_episode + ds.episode_index).astype(np.int32))
             parts["split"].append(split)
+            own = np.array([tasks.setdefault(t, len(tasks)) for t in ds.tasks], dtype=np.int32)
+            task_parts.append(own[ds.task] if len(own) else np.zeros(n, np.int32))
             first_episode += int(ds.episode_index.max()) + 1 if n else 0
             stats[ds.name], origins[ds.name] = datastats.complete(ds)
             if not action_names:
@@ -467,6 +476,10 @@ def load(
         fps=int(fps or 0),
         cameras=keys or (),
         images=images,
+        task=np.concatenate(task_parts) if task_parts else np.zeros(0, np.int32),
+        tasks=tuple(tasks),
+        text_ids=np.zeros((len(tasks), 0), np.int64),  # no language tokens: engine/text.py
+        text_mask=np.zeros((len(tasks), 0), np.bool_),
         dataset_stats=stats,
         stats_origin=origins,
         action_names=action_names,

@@ -65,7 +65,9 @@ class Probe:
                 prefix_h, act_h = model.encode(b)
                 out = model.heads(prefix_h, act_h, b)
                 pred = self.stats.unnorm_actions(
-                    model.sample(prefix_h, b["sample_noise"], self.sampling_steps).float()
+                    model.sample(
+                        prefix_h, b["sample_noise"], self.sampling_steps, model.prefix_keep(b)
+                    ).float()
                 )
             keep = step_weights(b, model.chunk)[:, :, None].expand_as(pred)  # not the padding
             err = ((pred - b["raw_actions"]).abs() * keep).sum(dim=(1, 2)) / keep.sum(dim=(1, 2))

@@ -84,6 +84,8 @@ class Dataset:
     action: np.ndarray  # (N, A) float32
     episode_index: np.ndarray  # (N,) int64
     timestamp: np.ndarray  # (N,) float64
+    task: np.ndarray  # (N,) int64: each frame's task, an index into tasks
+    tasks: tuple[str, ...]  # the task strings, by task_index
     episodes: tuple[Episode, ...]
     splits: dict[str, str]
     stats: dict  # feature -> stat -> numbers, as read from stats_file
@@ -229,19 +231,22 @@ def read(root: Path, cameras: Sequence[str] | None = None) -> Dataset:
         else _episodes_v2(root, info, videos)
     )
     columns = (STATE_KEY, ACTION_KEY, "episode_index", "timestamp")
-    states, actions, eps, times = [], [], [], []
+    states, actions, eps, times, task_parts = [], [], [], [], []
     files = _data_files(root, info, episodes, version)
+    tasks = _tasks(root, version)
     for path in files:
         table = _parquet(path, columns)
         states.append(_matrix(table, STATE_KEY, path))
         actions.append(_matrix(table, ACTION_KEY, path))
         eps.append(np.asarray(table.column("episode_index").to_numpy(), dtype=np.int64))
         times.append(np.asarray(table.column("timestamp").to_numpy(), dtype=np.float64))
+        task_parts.append(_task_index(path, eps[-1], episodes, tasks))
     episode_index = np.concatenate(eps) if eps else np.zeros(0, np.int64)
     order = np.argsort(episode_index, kind="stable")  # frames grouped by episode, in order
     state = np.concatenate(states)[order]
     action = np.concatenate(actions)[order]
     episode_index, timestamp = episode_index[order], np.concatenate(times)[order]
+    task = np.concatenate(task_parts)[order] if task_parts else np.zeros(0, np.int64)
     starts = {
         int(e): int(i) for e, i in zip(*np.unique(episode_index, return_index=True), strict=True)
     }
@@ -263,6 +268,8 @@ def read(root: Path, cameras: Sequence[str] | None = None) -> Dataset:
         action=action,
         episode_index=episode_index,
         timestamp=timestamp,
+        task=task,
+        tasks=tasks,
         episodes=tuple(placed),
         splits=dict(splits),
         stats=stats,
@@ -398,6 +405,63 @@ def _episodes_v2(root: Path, info: dict, cameras: Sequence[str]) -> list[Episode
         except (KeyError, TypeError, ValueError) as exc:
             raise DatasetError(f"{path}:{n}: expected episode_index and length ({exc})") from None
     return sorted(out, key=lambda e: e.index)
+
+
+def _tasks(root: Path, version: str) -> tuple[str, ...]:
+    """The task strings by task_index: meta/tasks.parquet (v3: the task is the pandas index,
+    a column beside task_index) or meta/tasks.jsonl (v2); none when the file is absent."""
+    rows: list[dict] = []
+    if version.startswith("v3."):
+        if (root / TASKS_PATH).is_file():
+            rows = _parquet(root / TASKS_PATH, ["task_index", "task"]).to_pylist()
+        where = root / TASKS_PATH
+    else:
+        where = root / LEGACY_TASKS
+        try:
+            lines = where.read_text().splitlines() if where.is_file() else []
+            rows = [json.loads(ln) for ln in lines if ln.strip()]
+        except (OSError, ValueError) as exc:
+            raise DatasetError(
+                f"{where}: expected JSON lines of task_index and task ({exc})"
+            ) from None
+    out: dict[int, str] = {}
+    for row in rows:
+        try:
+            out[int(row["task_index"])] = str(row["task"])
+        except (KeyError, TypeError, ValueError):
+            raise DatasetError(f"{where}: expected task_index and task in every row") from None
+    if sorted(out) != list(range(len(out))):
+        raise DatasetError(f"{where}: expected task_index 0..{len(out) - 1}, got {sorted(out)}")
+    return tuple(out[i] for i in range(len(out)))
+
+
+def _task_index(
+    path: Path, episode_index: np.ndarray, episodes: list[Episode], tasks: tuple[str, ...]
+) -> np.ndarray:
+    """Each frame's task_index (the frame table's column; a table without one takes its
+    episode's first task)."""
+    import pyarrow.parquet as pq
+
+    if "task_index" in pq.read_schema(path).names:
+        index = np.asarray(
+            _parquet(path, ["task_index"]).column("task_index").to_numpy(), dtype=np.int64
+        )
+        if len(index) and (index.min() < 0 or index.max() >= len(tasks)):
+            raise DatasetError(
+                f"{path}: task_index {int(index.max())}: expected an index into the "
+                f"{len(tasks)} task(s) of meta/tasks"
+            )
+        return index
+    by_episode = {
+        e.index: (tasks.index(e.tasks[0]) if e.tasks and e.tasks[0] in tasks else -1)
+        for e in episodes
+    }
+    index = np.array([by_episode.get(int(e), -1) for e in episode_index], dtype=np.int64)
+    if (index < 0).any():
+        raise DatasetError(
+            f"{path}: expected a task_index column, or episodes whose first task is in meta/tasks"
+        )
+    return index
 
 
 def _data_files(root: Path, info: dict, episodes: list[Episode], version: str) -> list[Path]:

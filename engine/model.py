@@ -1,10 +1,13 @@
 """The policy: SigLIP vision encoder + Qwen2 prefix-LM backbone + flow-matching decoder.
 
-Sequence: [16 image tokens per camera | 1 state token | BOS + 47 action tokens]. Each
+Sequence: [16 image tokens per camera | the task's language tokens | 1 state token |
+BOS + 47 action tokens]. Each
 camera's frame is encoded by the same vision encoder, its tokens projected and marked with
 a learned camera embedding (so the backbone can tell the cameras apart), and the cameras'
-tokens concatenated in the corpus's camera order. The prefix (images + state) attends
-bidirectionally; action tokens are causal (prefix-LM). The flow decoder is conditioned on
+tokens concatenated in the corpus's camera order. The task text (engine/text.py) is
+embedded by the backbone's own token embedding; its padding is masked out of attention and
+of the flow decoder's pooling. The prefix (images + text + state) attends bidirectionally;
+action tokens are causal (prefix-LM). The flow decoder is conditioned on
 the prefix hidden states only, so it never sees the teacher-forced action tokens.
 """
 
@@ -28,6 +31,7 @@ from transformers import (  # noqa: E402
 from .corpus import CHUNK  # noqa: E402
 from .pipeline import BINS  # noqa: E402
 from .synthetic import IMAGE_SIZE, MOTORS  # noqa: E402
+from .text import VOCAB  # noqa: E402
 
 SIZES = {
     "tiny": {
@@ -107,8 +111,17 @@ class FlowDecoder(nn.Module):
             nn.Linear(width, chunk * motors),
         )
 
-    def context(self, prefix_hidden: torch.Tensor) -> torch.Tensor:
-        pooled = torch.cat([prefix_hidden.mean(dim=1), prefix_hidden[:, -1]], dim=-1)
+    def context(
+        self, prefix_hidden: torch.Tensor, keep: torch.Tensor | None = None
+    ) -> torch.Tensor:
+        """The prefix's mean (over the positions `keep` marks, default all) and its last
+        (state) token."""
+        if keep is None:
+            mean = prefix_hidden.mean(dim=1)
+        else:
+            w = keep[..., None].to(prefix_hidden.dtype)
+            mean = (prefix_hidden * w).sum(dim=1) / w.sum(dim=1).clamp_min(1.0)
+        pooled = torch.cat([mean, prefix_hidden[:, -1]], dim=-1)
         return self.ctx(pooled)
 
     def forward(self, x_t: torch.Tensor, t: torch.Tensor, ctx: torch.Tensor) -> torch.Tensor:
@@ -128,8 +141,6 @@ class FlowDecoder(nn.Module):
 class Policy(nn.Module):
     """`chunk` x `motors` actions per prediction and a `state_dim` state, from the dataset's
     info.json (the generated corpus: 8 x 6 and 6)."""
-
-    mask: torch.Tensor  # the attention mask buffer (register_buffer in __init__)
 
     def __init__(
         self,
@@ -178,13 +189,14 @@ class Policy(nn.Module):
                 "expected one side each (square images and patches)"
             )
         self.image_size, self.patch = side, patch
+        # the image and state tokens; a batch's task text adds its own between them
         self.prefix_len = cameras * (self.image_size // self.patch) ** 2 + 1
         seq = self.prefix_len + chunk * motors
         if backbone is None and "backbone" in arch:
             backbone = Qwen2Model(_sdpa(Qwen2Config.from_dict(arch["backbone"])))
         if backbone is None:
             bcfg = Qwen2Config(
-                vocab_size=BINS + 1,
+                vocab_size=VOCAB,  # action bins, BOS, the task text's bytes
                 hidden_size=c["hidden"],
                 intermediate_size=c["inter"],
                 num_hidden_layers=c["layers"],
@@ -205,9 +217,6 @@ class Policy(nn.Module):
         self.state_proj = nn.Linear(state_dim or motors, hidden)
         self.lm_head = nn.Linear(hidden, BINS, bias=False)
         self.flow = FlowDecoder(hidden, c["flow"], chunk, motors)
-        i = torch.arange(seq)
-        allowed = (i[None, :] < self.prefix_len) | (i[None, :] <= i[:, None])
-        self.register_buffer("mask", allowed[None, None], persistent=False)
 
     def backbone_parameters(self):
         """Everything upstream of the flow decoder's conditioning."""
@@ -226,15 +235,35 @@ class Policy(nn.Module):
         feats = self.vision(pixel_values=pixels.flatten(0, 1)).last_hidden_state
         feats = self.img_proj(feats).unflatten(0, (b, cams))  # (B, cameras, T, H)
         feats = feats + self.camera_embed.weight[None, :, None].to(feats.dtype)
-        images = feats.flatten(1, 2)
-        prefix = torch.cat([images, self.state_proj(batch["state"])[:, None]], dim=1)
+        parts = [feats.flatten(1, 2)]
+        text = batch.get("text")
+        if text is not None and text.shape[1]:
+            parts.append(self.backbone.embed_tokens(text))
+        parts.append(self.state_proj(batch["state"])[:, None])
+        prefix = torch.cat(parts, dim=1)
         tokens = batch["tokens"]
         bos = torch.full_like(tokens[:, :1], BOS)
         ar_in = self.backbone.embed_tokens(torch.cat([bos, tokens[:, :-1]], dim=1))
         x = torch.cat([prefix, ar_in], dim=1)
-        mask = self.mask.expand(x.shape[0], 1, -1, -1)
+        p, s = prefix.shape[1], x.shape[1]
+        i = torch.arange(s, device=x.device)
+        allowed = ((i[None, :] < p) | (i[None, :] <= i[:, None]))[None, None]
+        keep = self.prefix_keep(batch)
+        if keep is not None:  # no position attends to the task text's padding
+            keys = torch.cat([keep, keep.new_ones(b, s - p)], dim=1)
+            allowed = allowed & keys[:, None, None, :]
+        mask = allowed.expand(b, 1, s, s)
         h = self.backbone(inputs_embeds=x, attention_mask=mask).last_hidden_state
-        return h[:, : self.prefix_len], h[:, self.prefix_len :]
+        return h[:, :p], h[:, p:]
+
+    def prefix_keep(self, batch: dict[str, torch.Tensor]) -> torch.Tensor | None:
+        """(B, prefix) bool: False at the task text's padding; None without task text."""
+        text_mask = batch.get("text_mask")
+        if text_mask is None or not text_mask.shape[1]:
+            return None
+        b, images = text_mask.shape[0], self.prefix_len - 1
+        ones = text_mask.new_ones(b, images)
+        return torch.cat([ones, text_mask, text_mask.new_ones(b, 1)], dim=1)
 
     def forward(
         self, batch: dict[str, torch.Tensor], objective: str = "joint", insulate: bool = False
@@ -258,7 +287,8 @@ class Policy(nn.Module):
         )
         ar_ce = masked_mean(ce.view(keep.shape[0], self.chunk, -1), keep[:, :, None])
         ctx_in = prefix_h.detach() if insulate else prefix_h
-        ctx = self.flow.context(ctx_in)[:, None]  # (B, 1, W): shared by the K time samples
+        # (B, 1, W): shared by the K time samples
+        ctx = self.flow.context(ctx_in, self.prefix_keep(batch))[:, None]
         a = batch["actions"][:, None]  # (B, 1, chunk, motors)
         t = batch["flow_t"]  # (B, K)
         eps = batch["flow_noise"]  # (B, K, chunk, motors)
@@ -276,11 +306,15 @@ class Policy(nn.Module):
 
     @torch.no_grad()
     def sample(
-        self, prefix_h: torch.Tensor, noise: torch.Tensor, steps: int = EULER_STEPS
+        self,
+        prefix_h: torch.Tensor,
+        noise: torch.Tensor,
+        steps: int = EULER_STEPS,
+        keep: torch.Tensor | None = None,
     ) -> torch.Tensor:
         """Euler-integrate the flow from noise (t=1) to actions (t=0) in `steps` steps,
-        normalized units."""
-        ctx = self.flow.context(prefix_h)
+        normalized units (`keep`: the prefix positions pooled, Policy.prefix_keep)."""
+        ctx = self.flow.context(prefix_h, keep)
         x = noise
         dt = -1.0 / steps
         for k in range(steps):

@@ -213,6 +213,9 @@ def encode(
         "tokens": torch.from_numpy(tokenize(actions).reshape(len(idx), -1)),
         "action_is_pad": torch.from_numpy(np.asarray(corpus.action_is_pad[idx], dtype=np.bool_)),
         "dataset": torch.from_numpy(np.asarray(corpus.dataset[idx], dtype=np.int64)),
+        # each frame's task as language tokens (engine/text.py), padding masked
+        "text": torch.from_numpy(corpus.text_ids[corpus.task[idx]]),
+        "text_mask": torch.from_numpy(corpus.text_mask[corpus.task[idx]]),
     }
 
 

@@ -284,6 +284,20 @@ def init_stats_file(src: Source) -> Path:
     return init.path / "stats.json"
 
 
+def _with_text(src: Source, data):
+    """The corpus with its task text tokenized as the run's (its checkpoint's inputs.text:
+    a checkpoint from before it was recorded saw none)."""
+    from . import text
+
+    recorded = (src.newest.get("inputs") or {}).get("text") or {}
+    source = str(recorded.get("tokenizer") or "bytes")
+    try:
+        tok = text.for_folder(None if source == "bytes" else Path(source))
+    except text.TextError as exc:
+        raise ScoreError(f"--checkpoints {src.newest_dir}: {exc}") from None
+    return text.attach(data, tok, int(recorded.get("max_tokens") or 0))
+
+
 def _stats_for(surface: Surface, data, folder: Path, src: Source):
     from . import corpus
     from .stats import NormStats
@@ -375,7 +389,7 @@ def run_score(args: argparse.Namespace) -> int:
     root = (Path(surface.data_dir) if surface.data_dir else corpus.default_dir()).resolve()
     init = Init("engine", src.checkpoints[-1], meta=src.newest)
     cameras = corpus.camera_names(src.newest["recipe"].get("cameras"))  # the run's
-    data = _corpus(surface, root, init.image_size(synthetic.IMAGE_SIZE), cameras)
+    data = _with_text(src, _corpus(surface, root, init.image_size(synthetic.IMAGE_SIZE), cameras))
     _, chunk, motors, state_dim = _shape(src.newest)
     have = (data.chunk, data.motors, int(data.states.shape[1]))
     if have != (chunk, motors, state_dim):

@@ -15,14 +15,14 @@ import socket
 import sys
 import time
 from contextlib import nullcontext
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 import torch
 from torch.nn.parallel import DistributedDataParallel as DDP
 
-from . import accel, checkpoint, corpus, datastats, distributed, optim
+from . import accel, checkpoint, corpus, datastats, distributed, optim, text
 from . import init as inits
 from .evaluate import PROBE_SEED, Probe, eval_record
 from .identity import identity
@@ -36,6 +36,7 @@ RECIPE_KEYS = (
     "model_size",
     "datasets",
     "cameras",
+    "task_tokens",
     "batch_size",
     "backward_chunks",
     "micro_batch",
@@ -99,6 +100,7 @@ class Session:
     model: torch.nn.Module  # DDP-wrapped when distributed
     optimizer: torch.optim.Optimizer
     layout: Layout
+    inputs: dict = field(default_factory=dict)  # train.inputs_of: recorded in checkpoints
 
 
 def data_root(args: argparse.Namespace) -> Path:
@@ -310,6 +312,7 @@ def save_checkpoint(s: Session, step: int, stats: NormStats, log: LogWriter) -> 
             # what a re-score (engine/score.py) defaults its surface to
             "platform": {k: getattr(s.args, k, None) for k in PLATFORM_KEYS},
             "shape": shape_of(s.module),
+            "inputs": s.inputs,
             "architecture": architecture(s.module),
             "rng": _rng_meta(),
             "time": time.time(),
@@ -366,7 +369,14 @@ def run(args: argparse.Namespace) -> int:
         distributed.barrier(ctx)
         if data is None:  # the other ranks read what rank 0 built and decoded
             data = corpus.load(root, datasets_of(args), size, cameras_of(args))
-        s = build_session(args, ctx, data, init)
+        try:
+            tok = text.for_init(init)
+            data = text.attach(data, tok, args.task_tokens)
+            s = build_session(args, ctx, data, init)
+            text.check_vocab(data, tok, int(s.module.backbone.config.vocab_size))
+        except text.TextError as exc:
+            raise UsageError(str(exc)) from None
+        s.inputs = inputs = text.inputs(data, tok, args.task_tokens)
         stats, stats_source = resolve_stats(args, ctx, data, resume_from, init)
         # after the corpus is in place, so the meta names the data it trains on
         ident = identity(root.resolve())
@@ -386,7 +396,7 @@ def run(args: argparse.Namespace) -> int:
             versions=ident["versions"],
             init=init.identity() if init is not None else None,
             optimizer=optim.describe(s.module),
-            inputs={"cameras": list(data.cameras)},
+            inputs=inputs,
             platform={
                 **{k: getattr(args, k) for k in PLATFORM_KEYS},
                 "threads": torch.get_num_threads(),

@@ -278,3 +278,121 @@ def test_an_image_feature_is_read_from_its_pngs(written, tmp_path):
         corpus.CorpusError, match=rf"file-001.parquet: column {SIDE}, row 2: not a readable PNG"
     ):
         corpus.load(bad, cameras=[SIDE])
+
+
+def _seen_by_backbone(model, batch):
+    seen = {}
+
+    def grab(_m, _a, kw):
+        seen.update(kw)
+
+    hook = model.backbone.register_forward_pre_hook(grab, with_kwargs=True)
+    try:
+        with torch.no_grad():
+            out = model(batch)
+    finally:
+        hook.remove()
+    return seen, out
+
+
+def test_each_frames_task_text_reaches_the_backbone_as_tokens(written):
+    """The task of each frame (meta/tasks.parquet by the frame's task_index), byte-tokenized,
+    truncated to the knob, embedded by the backbone between the image and state tokens, its
+    padding masked; another task changes what the model computes."""
+    from fontaine_engine import corpus, text
+
+    data = corpus.load(written["root"], cameras=[FRONT])
+    per_frame = np.repeat(written["tasks"], LENGTHS)
+    assert [data.tasks[t] for t in data.task] == list(per_frame)
+    tok = text.for_folder(None)
+    data = text.attach(data, tok, 48)
+    longest = max(len(t.encode()) for t in written["tasks"])
+    assert data.text_ids.shape == (2, longest)
+    idx = np.array([0, 12, 14, 20])  # episodes 0, 1, 1, 2
+    batch, _ = _batch(data, idx)
+    for row, i in enumerate(idx):
+        raw = per_frame[i].encode()
+        assert batch["text"][row, : len(raw)].tolist() == [text.BYTE0 + b for b in raw]
+        assert batch["text_mask"][row].tolist() == [k < len(raw) for k in range(longest)]
+    model = _policy(data).eval()
+    seen, out = _seen_by_backbone(model, batch)
+    images = 16
+    with torch.no_grad():
+        want = model.backbone.embed_tokens(batch["text"])
+    embeds = seen["inputs_embeds"]
+    assert torch.equal(embeds[:, images : images + longest], want)
+    assert embeds.shape[1] == images + longest + 1 + data.chunk * data.motors
+    mask = seen["attention_mask"]  # (B, 1, S, S): True where a position may attend
+    short = len(written["tasks"][0].encode())
+    assert not mask[0, 0, :, images + short : images + longest].any()  # the padding
+    assert mask[1, 0, :, images : images + longest].all()  # the longest task: no padding
+    other = dict(
+        batch, text=batch["text"][[1, 0, 3, 2]], text_mask=batch["text_mask"][[1, 0, 3, 2]]
+    )
+    _, moved = _seen_by_backbone(model, other)
+    assert float(moved["flow_loss"]) != pytest.approx(float(out["flow_loss"]), rel=1e-6)
+    # truncated to the knob; 0: no task text
+    assert text.attach(data, tok, 8).text_ids.shape == (2, 8)
+    none = text.attach(data, tok, 0)
+    assert none.text_ids.shape == (2, 0)
+    seen, _ = _seen_by_backbone(model, _batch(none, idx)[0])
+    assert seen["inputs_embeds"].shape[1] == images + 1 + data.chunk * data.motors
+
+
+def test_a_hugging_face_tokenizer_is_used_when_the_init_has_one(tmp_path):
+    from tokenizers import Tokenizer, models, pre_tokenizers
+    from transformers import PreTrainedTokenizerFast
+
+    from fontaine_engine import text
+
+    words = ["[UNK]", "Pick", "up", "the", "cube", "."]
+    raw = Tokenizer(models.WordLevel({w: i for i, w in enumerate(words)}, unk_token="[UNK]"))
+    raw.pre_tokenizer = pre_tokenizers.Whitespace()
+    PreTrainedTokenizerFast(tokenizer_object=raw, unk_token="[UNK]").save_pretrained(tmp_path)
+    tok = text.for_folder(tmp_path)
+    assert tok.source == str(tmp_path)
+    assert tok.encode("Pick up the cube.") == [1, 2, 3, 4, 5]
+    ids, mask = text.table(["Pick up the cube.", "the cube"], tok, 4)
+    assert ids.tolist() == [[1, 2, 3, 4], [3, 4, 0, 0]] and mask.sum(1).tolist() == [4, 2]
+
+
+def test_a_run_records_its_inputs_and_its_score_reproduces_them(written, tmp_path):
+    """`train --cameras front,wrist --task-tokens 16`: the meta record and the checkpoint name
+    the cameras and the tokenization, and `score` reads the data the same way (its eval record
+    is the run's)."""
+    import subprocess
+    import sys
+
+    from tests.engine.conftest import REPO, engine_env, run_engine, tiny_argv
+
+    out = tmp_path / "run"
+    argv = tiny_argv(out, written["root"], "--cameras", f"{FRONT},{WRIST}", "--task-tokens", "16")
+    argv[argv.index("--steps") + 1] = "4"
+    argv[argv.index("--eval-every") + 1] = "4"
+    argv[argv.index("--save-every") + 1] = "4"
+    done = run_engine(argv)
+    assert done.returncode == 0, done.stderr
+    records = [json.loads(ln) for ln in (out / "train_log.jsonl").read_text().splitlines()]
+    inputs = {
+        "cameras": [FRONT, WRIST],
+        "text": {"tokenizer": "bytes", "max_tokens": 16, "tokens": 16, "tasks": 2},
+    }
+    assert records[0]["kind"] == "meta" and records[0]["inputs"] == inputs
+    assert records[0]["recipe"]["cameras"] == f"{FRONT},{WRIST}"
+    meta = json.loads((out / "checkpoints/step-000004/meta.json").read_text())
+    assert meta["inputs"] == inputs and meta["shape"]["cameras"] == 2
+    scored = tmp_path / "score"
+    done = subprocess.run(
+        [sys.executable, "-m", "fontaine_engine", "score", "--checkpoints", str(out)]
+        + ["--output-dir", str(scored)],
+        cwd=REPO,
+        env=engine_env(),
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
+    again = [json.loads(ln) for ln in (scored / "train_log.jsonl").read_text().splitlines()]
+    ran = next(r for r in records if r["kind"] == "eval")
+    rescored = next(r for r in again if r["kind"] == "eval")
+    assert rescored["eval_chunk_mae"] == pytest.approx(ran["eval_chunk_mae"], rel=1e-9)

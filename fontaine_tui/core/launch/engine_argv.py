@@ -40,6 +40,7 @@ RECIPE_FLAGS = (
     "datasets",
     "probe_at_start",
     "cameras",
+    "task_tokens",
 )
 PLATFORM_FLAGS = (
     "num_workers",

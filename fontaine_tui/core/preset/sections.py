@@ -36,6 +36,7 @@ RECIPE: Spec = {
     "datasets": (str, ""),  # sub-datasets trained on, "demos,rig"; "": all of them
     "probe_at_start": (bool, False),  # an eval probe at step 0, before any update
     "cameras": (str, ""),  # camera features read, in order, "a,b"; "": all, info.json's order
+    "task_tokens": (int, 48),  # the task text's language tokens at most; 0: none
 }
 PLATFORM: Spec = {
     "nproc": (int, 1),  # ranks per node
@@ -56,7 +57,7 @@ PLATFORM: Spec = {
 # at their default they stay out of the canonical form, so a pre-registration frozen before
 # the key existed keeps its sha256 (and reads the same as the preset it was frozen from).
 LATER_KEYS = {
-    "recipe": ("micro_batch", "datasets", "probe_at_start", "cameras"),
+    "recipe": ("micro_batch", "datasets", "probe_at_start", "cameras", "task_tokens"),
     "platform": (
         "precision",
         "activation_checkpointing",
@@ -130,6 +131,7 @@ class RecipeFields(TypedDict):
     datasets: str
     probe_at_start: bool
     cameras: str
+    task_tokens: int
 
 
 class PlatformFields(TypedDict):

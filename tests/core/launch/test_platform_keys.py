@@ -1,5 +1,5 @@
 """The recipe and platform keys added after the first pre-registrations (micro_batch, datasets,
-cameras;
+cameras, task_tokens;
 precision, activation_checkpointing, compile; nnodes, node_rank, rdzv_endpoint, rdzv_id):
 validated like the others, out of the hashed form at their default, and passed to the engine
 and to torch.distributed.run by the launcher."""
@@ -24,6 +24,7 @@ DEFAULTS = {
     "micro_batch": "0",
     "datasets": '""',
     "cameras": '""',
+    "task_tokens": "48",
     "precision": '"fp32"',
     "activation_checkpointing": "false",
     "compile": "false",
@@ -38,6 +39,7 @@ DEFAULT_VALUES = {
     "micro_batch": 0,
     "datasets": "",
     "cameras": "",
+    "task_tokens": 48,
     "precision": "fp32",
     "activation_checkpointing": False,
     "compile": False,
@@ -104,6 +106,7 @@ def test_a_new_key_set_enters_the_hash_and_round_trips(tmp_path):
         ("micro_batch", "12"),
         ("datasets", '"rig"'),
         ("cameras", '"observation.images.top"'),
+        ("task_tokens", "0"),
         ("precision", '"bf16"'),
         ("activation_checkpointing", "true"),
         ("compile", "true"),
@@ -265,6 +268,7 @@ def test_single_node_argv_has_no_new_flags_at_default(tmp_path):
         "--micro-batch",
         "--datasets",
         "--cameras",
+        "--task-tokens",
         "--precision",
         "--activation-checkpointing",
         "--compile",
@@ -293,6 +297,7 @@ def test_the_real_parsers_read_the_launcher_argv(tmp_path):
         "probe_at_start": "true",
         "eval_batch": "16",
         "cameras": '"observation.images.wrist,observation.images.top"',
+        "task_tokens": "16",
     }
     p = load_preset(variant(tmp_path, **keys))
     argv = build_argv(p, tmp_path, resume=True)
@@ -307,6 +312,7 @@ def test_the_real_parsers_read_the_launcher_argv(tmp_path):
     args = build_parser().parse_args(run.training_script_args)
     assert (args.micro_batch, args.backward_chunks, args.datasets) == (12, None, "demos")
     assert args.cameras == "observation.images.wrist,observation.images.top"
+    assert args.task_tokens == 16
     assert (args.precision, args.activation_checkpointing, args.compile) == ("bf16", True, True)
     assert args.resume and args.extend_to == 0
     assert (args.probe_at_start, args.eval_batch) == (True, 16)
