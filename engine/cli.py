@@ -94,6 +94,14 @@ def build_parser() -> Parser:
         help="each frame's task text as at most N language tokens (the backbone's tokenizer "
         "from a Hugging Face --init, else bytes); 0: no task text",
     )
+    t.add_argument(
+        "--history",
+        type=_non_negative_int,
+        default=0,
+        metavar="N",
+        help="each sample also sees the frames and states of its N past frames (clamped to "
+        "the episode's start, those before it masked)",
+    )
     t.add_argument("--batch-size", type=_positive_int, default=96, help="effective batch")
     t.add_argument(
         "--backward-chunks",

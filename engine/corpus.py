@@ -67,6 +67,7 @@ class Corpus:
     frame_actions: np.ndarray  # (N, A) float32: each frame's own action (what stats describe)
     dataset: np.ndarray  # (N,) int8 index into names
     episode: np.ndarray  # (N,) int32, unique across sub-datasets
+    first: np.ndarray  # (N,) int64: the row of its episode's first frame
     split: np.ndarray  # (N,) int8: 0 train, 1 eval
     dataset_stats: dict  # name -> that dataset's stats, completed from its frames
     task: np.ndarray  # (N,) int32: each frame's task, an index into tasks
@@ -76,6 +77,7 @@ class Corpus:
     # the tasks as language tokens (engine/text.py): (len(tasks), L) ids and their mask
     text_ids: np.ndarray = field(default_factory=lambda: np.zeros((0, 0), np.int64))
     text_mask: np.ndarray = field(default_factory=lambda: np.zeros((0, 0), np.bool_))
+    history: int = 0  # past frames each sample also sees (--history): engine/pipeline.py
 
     @property
     def chunk(self) -> int:
@@ -402,10 +404,11 @@ def load(
             "frame_actions",
             "dataset",
             "episode",
+            "first",
             "split",
         )
     }
-    stats, origins, fps, shapes, first_episode = {}, {}, None, None, 0
+    stats, origins, fps, shapes, first_episode, rows_before = {}, {}, None, None, 0, 0
     action_names: tuple[str, ...] = ()
     keys: tuple[str, ...] | None = None
     frames: list[list[np.ndarray]] = []
@@ -437,10 +440,12 @@ def load(
             n = len(ds.timestamp)
             rows = np.arange(n)
             ends = np.empty(n, dtype=np.int64)
+            starts = np.empty(n, dtype=np.int64)
             split = np.zeros(n, dtype=np.int8)
             evals = ds.eval_episodes() or _holdout(ds.name, len(ds.episodes))
             for ep in ds.episodes:
                 ends[ep.start : ep.start + ep.length] = ep.start + ep.length - 1
+                starts[ep.start : ep.start + ep.length] = ep.start
                 if ep.index in evals:
                     split[ep.start : ep.start + ep.length] = 1
             # the chunk at a frame: its own action and the next chunk-1, the last one repeated
@@ -456,6 +461,8 @@ def load(
             parts["dataset"].append(np.full(n, ds_index, dtype=np.int8))
             parts["episode"].append((first_episode + ds.episode_index).astype(np.int32))
             parts["split"].append(split)
+            parts["first"].append(rows_before + starts)
+            rows_before += n
             own = np.array([tasks.setdefault(t, len(tasks)) for t in ds.tasks], dtype=np.int32)
             task_parts.append(own[ds.task] if len(own) else np.zeros(n, np.int32))
             first_episode += int(ds.episode_index.max()) + 1 if n else 0

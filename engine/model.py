@@ -1,7 +1,8 @@
 """The policy: SigLIP vision encoder + Qwen2 prefix-LM backbone + flow-matching decoder.
 
 Sequence: [16 image tokens per camera | the task's language tokens | 1 state token |
-BOS + 47 action tokens]. Each
+BOS + 47 action tokens]; with `history` H, the frames and states of the H past steps come
+before the current ones, each marked with a learned step embedding. Each
 camera's frame is encoded by the same vision encoder, its tokens projected and marked with
 a learned camera embedding (so the backbone can tell the cameras apart), and the cameras'
 tokens concatenated in the corpus's camera order. The task text (engine/text.py) is
@@ -152,15 +153,17 @@ class Policy(nn.Module):
         backbone: Qwen2Model | None = None,
         architecture: dict[str, dict] | None = None,
         cameras: int = 1,
+        history: int = 0,
     ) -> None:
-        """`cameras`: the frames per sample, each encoded on its own;
+        """`cameras`: the frames per sample, each encoded on its own; `history`: the past
+        steps (frames and states) each sample sees besides its own;
         `vision` / `backbone`: pretrained parts (engine/init.py) used as they are;
         `architecture`: the parts' configs an engine checkpoint recorded, built fresh (its
         weights are loaded after). Otherwise both come from SIZES[size]."""
         super().__init__()
         c = SIZES[size]
         self.size = size
-        self.chunk, self.motors, self.cameras = chunk, motors, cameras
+        self.chunk, self.motors, self.cameras, self.history = chunk, motors, cameras, history
         arch = architecture or {}
         if vision is None and "vision" in arch:
             vision = SiglipVisionModel(_sdpa(SiglipVisionConfig.from_dict(arch["vision"])))
@@ -190,7 +193,7 @@ class Policy(nn.Module):
             )
         self.image_size, self.patch = side, patch
         # the image and state tokens; a batch's task text adds its own between them
-        self.prefix_len = cameras * (self.image_size // self.patch) ** 2 + 1
+        self.prefix_len = (history + 1) * (cameras * (self.image_size // self.patch) ** 2 + 1)
         seq = self.prefix_len + chunk * motors
         if backbone is None and "backbone" in arch:
             backbone = Qwen2Model(_sdpa(Qwen2Config.from_dict(arch["backbone"])))
@@ -214,6 +217,9 @@ class Policy(nn.Module):
         self.img_proj = nn.Linear(int(vcfg.hidden_size), hidden)
         self.camera_embed = nn.Embedding(cameras, hidden)
         nn.init.normal_(self.camera_embed.weight, std=0.02)
+        if history:
+            self.step_embed = nn.Embedding(history + 1, hidden)
+            nn.init.normal_(self.step_embed.weight, std=0.02)
         self.state_proj = nn.Linear(state_dim or motors, hidden)
         self.lm_head = nn.Linear(hidden, BINS, bias=False)
         self.flow = FlowDecoder(hidden, c["flow"], chunk, motors)
@@ -226,20 +232,28 @@ class Policy(nn.Module):
 
     def encode(self, batch: dict[str, torch.Tensor]) -> tuple[torch.Tensor, torch.Tensor]:
         """Backbone hidden states: (prefix (B, P, H), action positions (B, 48, H))."""
-        pixels = batch["images"]  # (B, cameras, C, H, W); (B, C, H, W) is one camera
+        steps = self.history + 1
+        pixels = batch["images"]  # (B, steps x cameras, C, H, W); (B, C, H, W): one camera
         if pixels.dim() == 4:
             pixels = pixels[:, None]
-        b, cams = pixels.shape[:2]
-        if cams != self.cameras:
-            raise ValueError(f"a batch of {cams} camera(s) for a policy of {self.cameras}")
+        b, frames = pixels.shape[:2]
+        if frames != steps * self.cameras:
+            raise ValueError(
+                f"a batch of {frames} frame(s) per sample for a policy of {self.cameras} "
+                f"camera(s) x {steps} step(s)"
+            )
         feats = self.vision(pixel_values=pixels.flatten(0, 1)).last_hidden_state
-        feats = self.img_proj(feats).unflatten(0, (b, cams))  # (B, cameras, T, H)
-        feats = feats + self.camera_embed.weight[None, :, None].to(feats.dtype)
-        parts = [feats.flatten(1, 2)]
+        feats = self.img_proj(feats).unflatten(0, (b, steps, self.cameras))  # (B, T, C, P, H)
+        feats = feats + self.camera_embed.weight[None, None, :, None].to(feats.dtype)
+        state = self.state_proj(batch["state"].reshape(b, steps, -1))  # (B, T, H)
+        if self.history:  # which past step a frame and a state token come from
+            feats = feats + self.step_embed.weight[None, :, None, None].to(feats.dtype)
+            state = state + self.step_embed.weight[None].to(state.dtype)
+        parts = [feats.flatten(1, 3)]
         text = batch.get("text")
         if text is not None and text.shape[1]:
             parts.append(self.backbone.embed_tokens(text))
-        parts.append(self.state_proj(batch["state"])[:, None])
+        parts.append(state)  # the current state last: the flow decoder pools it
         prefix = torch.cat(parts, dim=1)
         tokens = batch["tokens"]
         bos = torch.full_like(tokens[:, :1], BOS)
@@ -257,13 +271,21 @@ class Policy(nn.Module):
         return h[:, :p], h[:, p:]
 
     def prefix_keep(self, batch: dict[str, torch.Tensor]) -> torch.Tensor | None:
-        """(B, prefix) bool: False at the task text's padding; None without task text."""
-        text_mask = batch.get("text_mask")
-        if text_mask is None or not text_mask.shape[1]:
+        """(B, prefix) bool: False at the task text's padding and at past steps before the
+        episode's start (`observation_is_pad`); None when nothing is padded."""
+        text_mask, past = batch.get("text_mask"), batch.get("observation_is_pad")
+        if text_mask is not None and not text_mask.shape[1]:
+            text_mask = None
+        if text_mask is None and past is None:
             return None
-        b, images = text_mask.shape[0], self.prefix_len - 1
-        ones = text_mask.new_ones(b, images)
-        return torch.cat([ones, text_mask, text_mask.new_ones(b, 1)], dim=1)
+        b, steps = batch["state"].shape[0], self.history + 1
+        device = batch["state"].device
+        seen = ~past if past is not None else torch.ones(b, steps, dtype=torch.bool, device=device)
+        per_step = self.prefix_len // steps - 1  # image tokens per step
+        parts = [seen.repeat_interleave(per_step, dim=1)]
+        if text_mask is not None:
+            parts.append(text_mask)
+        return torch.cat([*parts, seen], dim=1)
 
     def forward(
         self, batch: dict[str, torch.Tensor], objective: str = "joint", insulate: bool = False

@@ -121,10 +121,21 @@ def _images(raw: np.ndarray) -> np.ndarray:
     return (raw.astype(np.float32) / 127.5 - 1.0).transpose(0, 1, 4, 2, 3)
 
 
+def history_rows(corpus: Corpus, idx: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(B, history + 1) rows of frames idx and their `history` past frames, oldest first, and
+    which of them lie before the episode's first frame (lerobot's delta_timestamps query:
+    the row clamped to the episode, the step flagged as padding)."""
+    want = idx[:, None] - np.arange(corpus.history, -1, -1)[None, :]
+    first = np.asarray(corpus.first[idx])[:, None]
+    return np.maximum(want, first), want < first
+
+
 def camera_frames(corpus: Corpus, idx: np.ndarray) -> np.ndarray:
-    """(B, cameras, H, W, 3) float32: every camera's frame of frames idx, in the corpus's
-    camera order."""
-    return np.stack([np.asarray(cam[idx]) for cam in corpus.images], axis=1).astype(np.float32)
+    """(B, steps x cameras, H, W, 3) float32: every camera's frame of frames idx (and of their
+    past frames with --history: step-major, oldest first), in the corpus's camera order."""
+    rows = history_rows(corpus, idx)[0].ravel()
+    per = np.stack([np.asarray(cam[rows]) for cam in corpus.images], axis=1)
+    return per.reshape(len(idx), -1, *per.shape[2:]).astype(np.float32)
 
 
 def _augment(img: np.ndarray, rng: np.random.Generator) -> np.ndarray:
@@ -203,11 +214,13 @@ def encode(
         images = camera_frames(corpus, idx)
     raw_actions = np.asarray(corpus.actions[idx], dtype=np.float32)
     actions = stats.norm_actions(raw_actions).astype(np.float32)
+    rows, past_pad = history_rows(corpus, idx)
+    state = stats.norm_state(np.asarray(corpus.states[rows if corpus.history else idx]))
+    extra = {"observation_is_pad": torch.from_numpy(past_pad)} if corpus.history else {}
     return {
+        **extra,
         "images": torch.from_numpy(np.ascontiguousarray(_images(images))),
-        "state": torch.from_numpy(
-            stats.norm_state(np.asarray(corpus.states[idx])).astype(np.float32)
-        ),
+        "state": torch.from_numpy(state.astype(np.float32)),  # (B, S); (B, steps, S): history
         "actions": torch.from_numpy(actions),
         "raw_actions": torch.from_numpy(raw_actions),
         "tokens": torch.from_numpy(tokenize(actions).reshape(len(idx), -1)),

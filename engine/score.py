@@ -287,6 +287,8 @@ def init_stats_file(src: Source) -> Path:
 def _with_text(src: Source, data):
     """The corpus with its task text tokenized as the run's (its checkpoint's inputs.text:
     a checkpoint from before it was recorded saw none)."""
+    from dataclasses import replace
+
     from . import text
 
     recorded = (src.newest.get("inputs") or {}).get("text") or {}
@@ -295,7 +297,8 @@ def _with_text(src: Source, data):
         tok = text.for_folder(None if source == "bytes" else Path(source))
     except text.TextError as exc:
         raise ScoreError(f"--checkpoints {src.newest_dir}: {exc}") from None
-    return text.attach(data, tok, int(recorded.get("max_tokens") or 0))
+    history = int((src.newest.get("shape") or {}).get("history", 0))  # past steps seen
+    return replace(text.attach(data, tok, int(recorded.get("max_tokens") or 0)), history=history)
 
 
 def _stats_for(surface: Surface, data, folder: Path, src: Source):
@@ -352,9 +355,16 @@ def _model(src: Source, device):
     size, chunk, motors, state_dim = _shape(src.newest)
     arch = Init("engine", src.checkpoints[-1], meta=src.newest).architecture()
     try:
-        cameras = int((src.newest.get("shape") or {}).get("cameras", 1))
+        shape = src.newest.get("shape") or {}
+        cameras, history = int(shape.get("cameras", 1)), int(shape.get("history", 0))
         model = Policy(
-            size, chunk, motors, state_dim, architecture=arch or None, cameras=cameras
+            size,
+            chunk,
+            motors,
+            state_dim,
+            architecture=arch or None,
+            cameras=cameras,
+            history=history,
         ).to(device)
         checkpoint.load_weights(src.checkpoints[0], model)
     except KeyError:

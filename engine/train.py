@@ -15,7 +15,7 @@ import socket
 import sys
 import time
 from contextlib import nullcontext
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import numpy as np
@@ -37,6 +37,7 @@ RECIPE_KEYS = (
     "datasets",
     "cameras",
     "task_tokens",
+    "history",
     "batch_size",
     "backward_chunks",
     "micro_batch",
@@ -124,6 +125,7 @@ def shape_of(module: Policy) -> dict[str, int]:
         "motors": module.motors,
         "state_dim": module.state_proj.in_features,
         "cameras": module.cameras,
+        "history": module.history,
     }
 
 
@@ -192,6 +194,7 @@ def build_session(
             "motors": data.motors,
             "state_dim": int(data.states.shape[1]),
             "cameras": len(data.cameras),
+            "history": data.history,
         }
     )
     vision, backbone = inits.vision_backbone(init)
@@ -280,7 +283,7 @@ def load_init(s: Session, args, init: inits.Init | None) -> str:
         )
     want = shape_of(s.module)
     have = init.meta.get("shape")
-    if isinstance(have, dict) and {"cameras": 1, **have} != want:
+    if isinstance(have, dict) and {"cameras": 1, "history": 0, **have} != want:
         raise UsageError(f"--init {init.path}: its shape {have} does not fit this corpus's {want}")
     skip = "flow." if args.flow_decoder_init == "random" else None
     try:
@@ -371,7 +374,7 @@ def run(args: argparse.Namespace) -> int:
             data = corpus.load(root, datasets_of(args), size, cameras_of(args))
         try:
             tok = text.for_init(init)
-            data = text.attach(data, tok, args.task_tokens)
+            data = replace(text.attach(data, tok, args.task_tokens), history=args.history)
             s = build_session(args, ctx, data, init)
             text.check_vocab(data, tok, int(s.module.backbone.config.vocab_size))
         except text.TextError as exc:

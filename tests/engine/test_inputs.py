@@ -357,8 +357,8 @@ def test_a_hugging_face_tokenizer_is_used_when_the_init_has_one(tmp_path):
 
 
 def test_a_run_records_its_inputs_and_its_score_reproduces_them(written, tmp_path):
-    """`train --cameras front,wrist --task-tokens 16`: the meta record and the checkpoint name
-    the cameras and the tokenization, and `score` reads the data the same way (its eval record
+    """`train --cameras front,wrist --task-tokens 16 --history 1`: the meta record and the
+    checkpoint name the cameras, the tokenization and the history, and `score` reads the data the same way (its eval record
     is the run's)."""
     import subprocess
     import sys
@@ -366,7 +366,16 @@ def test_a_run_records_its_inputs_and_its_score_reproduces_them(written, tmp_pat
     from tests.engine.conftest import REPO, engine_env, run_engine, tiny_argv
 
     out = tmp_path / "run"
-    argv = tiny_argv(out, written["root"], "--cameras", f"{FRONT},{WRIST}", "--task-tokens", "16")
+    argv = tiny_argv(
+        out,
+        written["root"],
+        "--cameras",
+        f"{FRONT},{WRIST}",
+        "--task-tokens",
+        "16",
+        "--history",
+        "1",
+    )
     argv[argv.index("--steps") + 1] = "4"
     argv[argv.index("--eval-every") + 1] = "4"
     argv[argv.index("--save-every") + 1] = "4"
@@ -380,7 +389,8 @@ def test_a_run_records_its_inputs_and_its_score_reproduces_them(written, tmp_pat
     assert records[0]["kind"] == "meta" and records[0]["inputs"] == inputs
     assert records[0]["recipe"]["cameras"] == f"{FRONT},{WRIST}"
     meta = json.loads((out / "checkpoints/step-000004/meta.json").read_text())
-    assert meta["inputs"] == inputs and meta["shape"]["cameras"] == 2
+    assert meta["inputs"] == inputs
+    assert (meta["shape"]["cameras"], meta["shape"]["history"]) == (2, 1)
     scored = tmp_path / "score"
     done = subprocess.run(
         [sys.executable, "-m", "fontaine_engine", "score", "--checkpoints", str(out)]
@@ -396,3 +406,38 @@ def test_a_run_records_its_inputs_and_its_score_reproduces_them(written, tmp_pat
     ran = next(r for r in records if r["kind"] == "eval")
     rescored = next(r for r in again if r["kind"] == "eval")
     assert rescored["eval_chunk_mae"] == pytest.approx(ran["eval_chunk_mae"], rel=1e-9)
+
+
+def test_history_gives_each_sample_its_past_frames_and_states(written):
+    """--history 2: the frames and states of the two past frames, oldest first, clamped to the
+    episode's start and masked there (lerobot's observation delta_timestamps)."""
+    import dataclasses
+
+    from fontaine_engine.model import Policy
+
+    from fontaine_engine import corpus
+
+    data = dataclasses.replace(corpus.load(written["root"], cameras=[FRONT]), history=2)
+    idx = np.array([0, 1, 5, 10, 11, 16])  # episode 0 at 0, 1, 5; episode 1 at 0, 1; 2 at 1
+    pos = np.array([0, 1, 5, 0, 1, 1])
+    batch, stats = _batch(data, idx)
+    want_pad = pos[:, None] - np.array([2, 1, 0])[None, :] < 0
+    assert np.array_equal(batch["observation_is_pad"].numpy(), want_pad)
+    rows = np.maximum(idx[:, None] - np.array([2, 1, 0])[None, :], idx[:, None] - pos[:, None])
+    state = stats.norm_state(data.states[rows]).astype(np.float32)
+    assert np.array_equal(batch["state"].numpy(), state)
+    torch.manual_seed(0)
+    model = Policy("tiny", data.chunk, data.motors, 6, cameras=1, history=2)
+    seen = _seen_by_vision(model, batch)
+    front = np.concatenate(written["cams"][FRONT])
+    assert torch.equal(seen, _pixels(front[rows.ravel()]))  # sample-major, oldest first
+    assert model.prefix_len == 3 * (16 + 1)
+    assert model.step_embed.weight.grad is not None
+    backbone, _ = _seen_by_backbone(model.eval(), batch)
+    mask = backbone["attention_mask"]
+    text = int(batch["text"].shape[1])
+    past_images = slice(0, 2 * 16)
+    past_states = slice(3 * 16 + text, 3 * 16 + text + 2)
+    assert not mask[0, 0, :, past_images].any() and not mask[0, 0, :, past_states].any()
+    assert mask[2, 0, :, past_images].all() and mask[2, 0, :, past_states].all()
+    assert mask[1, 0, :, 16:32].all() and not mask[1, 0, :, 0:16].any()

@@ -41,6 +41,7 @@ RECIPE_FLAGS = (
     "probe_at_start",
     "cameras",
     "task_tokens",
+    "history",
 )
 PLATFORM_FLAGS = (
     "num_workers",

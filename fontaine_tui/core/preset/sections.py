@@ -37,6 +37,7 @@ RECIPE: Spec = {
     "probe_at_start": (bool, False),  # an eval probe at step 0, before any update
     "cameras": (str, ""),  # camera features read, in order, "a,b"; "": all, info.json's order
     "task_tokens": (int, 48),  # the task text's language tokens at most; 0: none
+    "history": (int, 0),  # past frames and states each sample also sees
 }
 PLATFORM: Spec = {
     "nproc": (int, 1),  # ranks per node
@@ -57,7 +58,7 @@ PLATFORM: Spec = {
 # at their default they stay out of the canonical form, so a pre-registration frozen before
 # the key existed keeps its sha256 (and reads the same as the preset it was frozen from).
 LATER_KEYS = {
-    "recipe": ("micro_batch", "datasets", "probe_at_start", "cameras", "task_tokens"),
+    "recipe": ("micro_batch", "datasets", "probe_at_start", "cameras", "task_tokens", "history"),
     "platform": (
         "precision",
         "activation_checkpointing",
@@ -132,6 +133,7 @@ class RecipeFields(TypedDict):
     probe_at_start: bool
     cameras: str
     task_tokens: int
+    history: int
 
 
 class PlatformFields(TypedDict):

@@ -1,5 +1,5 @@
 """The recipe and platform keys added after the first pre-registrations (micro_batch, datasets,
-cameras, task_tokens;
+cameras, task_tokens, history;
 precision, activation_checkpointing, compile; nnodes, node_rank, rdzv_endpoint, rdzv_id):
 validated like the others, out of the hashed form at their default, and passed to the engine
 and to torch.distributed.run by the launcher."""
@@ -25,6 +25,7 @@ DEFAULTS = {
     "datasets": '""',
     "cameras": '""',
     "task_tokens": "48",
+    "history": "0",
     "precision": '"fp32"',
     "activation_checkpointing": "false",
     "compile": "false",
@@ -40,6 +41,7 @@ DEFAULT_VALUES = {
     "datasets": "",
     "cameras": "",
     "task_tokens": 48,
+    "history": 0,
     "precision": "fp32",
     "activation_checkpointing": False,
     "compile": False,
@@ -107,6 +109,7 @@ def test_a_new_key_set_enters_the_hash_and_round_trips(tmp_path):
         ("datasets", '"rig"'),
         ("cameras", '"observation.images.top"'),
         ("task_tokens", "0"),
+        ("history", "2"),
         ("precision", '"bf16"'),
         ("activation_checkpointing", "true"),
         ("compile", "true"),
@@ -269,6 +272,7 @@ def test_single_node_argv_has_no_new_flags_at_default(tmp_path):
         "--datasets",
         "--cameras",
         "--task-tokens",
+        "--history",
         "--precision",
         "--activation-checkpointing",
         "--compile",
@@ -298,6 +302,7 @@ def test_the_real_parsers_read_the_launcher_argv(tmp_path):
         "eval_batch": "16",
         "cameras": '"observation.images.wrist,observation.images.top"',
         "task_tokens": "16",
+        "history": "2",
     }
     p = load_preset(variant(tmp_path, **keys))
     argv = build_argv(p, tmp_path, resume=True)
@@ -312,7 +317,7 @@ def test_the_real_parsers_read_the_launcher_argv(tmp_path):
     args = build_parser().parse_args(run.training_script_args)
     assert (args.micro_batch, args.backward_chunks, args.datasets) == (12, None, "demos")
     assert args.cameras == "observation.images.wrist,observation.images.top"
-    assert args.task_tokens == 16
+    assert (args.task_tokens, args.history) == (16, 2)
     assert (args.precision, args.activation_checkpointing, args.compile) == ("bf16", True, True)
     assert args.resume and args.extend_to == 0
     assert (args.probe_at_start, args.eval_batch) == (True, 16)
