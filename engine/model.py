@@ -355,10 +355,12 @@ def step_weights(batch: dict[str, torch.Tensor], chunk: int) -> torch.Tensor:
 
 
 def masked_mean(values: torch.Tensor, weights: torch.Tensor) -> torch.Tensor:
-    """The mean of values over the elements whose (broadcast) weight is 1: padded action
-    steps count neither in the sum nor in the count."""
+    """Each sample's mean over the elements whose (broadcast) weight is 1, then the mean over
+    the samples: padded action steps count neither in the sum nor in the count, and every
+    sample weighs the same, so a batch's loss is the same however it is cut into chunks."""
     w = weights.expand_as(values)
-    return (values * w).sum() / w.sum().clamp_min(1.0)
+    per = (values * w).flatten(1).sum(1) / w.flatten(1).sum(1).clamp_min(1.0)
+    return per.mean()
 
 
 def _sdpa(config):
