@@ -490,5 +490,6 @@ def load(
         dataset_stats=stats,
         stats_origin=origins,
         action_names=action_names,
+        history=0,  # set for a run by dataclasses.replace (--history)
         **arrays,
     )

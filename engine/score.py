@@ -285,20 +285,16 @@ def init_stats_file(src: Source) -> Path:
 
 
 def _with_text(src: Source, data):
-    """The corpus with its task text tokenized as the run's (its checkpoint's inputs.text:
-    a checkpoint from before it was recorded saw none)."""
+    """The corpus as the run's model saw it: its task text tokenized and its history."""
     from dataclasses import replace
 
     from . import text
 
-    recorded = (src.newest.get("inputs") or {}).get("text") or {}
-    source = str(recorded.get("tokenizer") or "bytes")
     try:
-        tok = text.for_folder(None if source == "bytes" else Path(source))
+        data = text.as_recorded(data, src.newest)
     except text.TextError as exc:
         raise ScoreError(f"--checkpoints {src.newest_dir}: {exc}") from None
-    history = int((src.newest.get("shape") or {}).get("history", 0))  # past steps seen
-    return replace(text.attach(data, tok, int(recorded.get("max_tokens") or 0)), history=history)
+    return replace(data, history=int((src.newest.get("shape") or {}).get("history", 0)))
 
 
 def _stats_for(surface: Surface, data, folder: Path, src: Source):

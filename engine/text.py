@@ -81,6 +81,15 @@ def attach(data: Corpus, tok: Tokenizer, max_tokens: int) -> Corpus:
     return dataclasses.replace(data, text_ids=ids, text_mask=mask)
 
 
+def as_recorded(data: Corpus, meta: dict) -> Corpus:
+    """The corpus with its tasks tokenized as a checkpoint's meta.json records (inputs.text;
+    a checkpoint from before it was recorded saw no task text)."""
+    recorded = (meta.get("inputs") or {}).get("text") or {}
+    source = str(recorded.get("tokenizer") or "bytes")
+    tok = for_folder(None if source == "bytes" else Path(source))
+    return attach(data, tok, int(recorded.get("max_tokens") or 0))
+
+
 def check_vocab(data: Corpus, tok: Tokenizer, vocab_size: int) -> None:
     """TextError when a task token has no row in the backbone's embedding."""
     if data.text_mask.any() and int(data.text_ids[data.text_mask].max()) >= vocab_size:
