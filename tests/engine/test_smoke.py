@@ -69,11 +69,12 @@ def test_eval_is_deterministic_for_a_checkpoint(smoke_run, corpus_dir):
     from fontaine_engine.model import Policy
     from fontaine_engine.stats import NormStats
 
-    from fontaine_engine import checkpoint, corpus, distributed
+    from fontaine_engine import checkpoint, corpus, distributed, text
 
     ck = smoke_run / "checkpoints" / "step-000020"
     ctx = distributed.Context(rank=0, world_size=1, local_rank=0, device=torch.device("cpu"))
-    data = corpus.load(corpus_dir)
+    # the task text tokenized as the run's checkpoint records
+    data = text.as_recorded(corpus.load(corpus_dir), json.loads((ck / "meta.json").read_text()))
     stats = NormStats.load(ck / "stats.json")
     model = Policy("tiny")
     checkpoint.load_weights(ck, model)
