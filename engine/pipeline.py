@@ -34,11 +34,6 @@ def tokenize(norm_actions: np.ndarray) -> np.ndarray:
     return np.clip(np.floor((norm_actions + 1.0) / 2.0 * BINS), 0, BINS - 1).astype(np.int64)
 
 
-def detokenize(tokens: torch.Tensor) -> torch.Tensor:
-    """Bin centres (Octo convention)."""
-    return -1.0 + (tokens.float() + 0.5) * (2.0 / BINS)
-
-
 def flow_time(rng: np.random.Generator, size) -> np.ndarray:
     """openpi: t ~ Beta(1.5, 1) * 0.999 + 0.001."""
     return (rng.beta(1.5, 1.0, size=size) * 0.999 + 0.001).astype(np.float32)

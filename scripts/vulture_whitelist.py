@@ -103,3 +103,9 @@ _.end_offset
 
 # the CRC-32C implementation in use, printed by bench/tb_cold_read.py
 _.CRC_IMPLEMENTATION
+
+# transformers reads a config's _attn_implementation when it builds attention (engine/model.py)
+_._attn_implementation
+
+# the backbone's parameters, read by tests/engine/test_insulation.py
+_.backbone_parameters
