@@ -1,5 +1,6 @@
-"""The packages and where their files are (pyproject.toml holds everything else): the
-repository's engine/ folder installs as `fontaine_engine`, a name no other project takes, and
+"""The packages and where their files are; pyproject.toml holds everything else.
+
+The repository's engine/ folder installs as `fontaine_engine`, a name no other project takes, and
 the presets/ folder as `fontaine_tui/presets`, so an installed copy finds its presets from any
 folder. A checkout runs the engine under the same name through fontaine_engine/__init__.py,
 which no wheel holds."""

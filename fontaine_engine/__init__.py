@@ -1,5 +1,7 @@
-"""The engine under its installed name, in a checkout: `python -m fontaine_engine` from the
-repository root (or with it on PYTHONPATH) runs the code of engine/.
+"""The engine under its installed name, in a checkout.
+
+`python -m fontaine_engine` from the repository root (or with it on PYTHONPATH) runs the code
+of engine/.
 
 The engine's code lives in engine/ and installs as the package `fontaine_engine`
 (pyproject.toml maps the one onto the other), so no other project's `engine` is shadowed.
