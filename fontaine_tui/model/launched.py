@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Protocol, cast
 
 from fontaine_tui.core.errors import InputError
 from fontaine_tui.core.launch import attempts, guards
+from fontaine_tui.core.launch.endpoint import resume_endpoint
 from fontaine_tui.core.launch.exits import ExitInfo
 from fontaine_tui.core.launch.hosts import host_settings
 from fontaine_tui.core.launch.launcher import EngineProcess, label
@@ -94,7 +95,8 @@ def prepare(
     req = Request(preset, registry or Registry(), output_dir, resume, yes_ram)
     folder = target.folder(req)
     findings = target.check(req, folder)
-    argv = maker_for(preset).argv(preset, folder.root, resume)
+    endpoint = resume_endpoint(folder) if resume and folder.prereg.exists() else None
+    argv = maker_for(preset).argv(preset, folder.root, resume, endpoint)
     return preset, folder, findings, argv, req.registry, target.telemetry
 
 
@@ -156,7 +158,9 @@ class LaunchedRun:
             for f in findings:
                 if f.level in ("warn", "info"):
                     _warn(f"{f.level}: {f.message}")
-            argv = maker.argv(preset, folder.root, resume)
+            # a resume trains to the endpoint in force, read from the ledger the verdict reads
+            endpoint = resume_endpoint(folder) if resume else None
+            argv = maker.argv(preset, folder.root, resume, endpoint)
             where = target.prepare(req, folder, argv)
             prereg = (
                 read_prereg(folder)

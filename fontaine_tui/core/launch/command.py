@@ -21,11 +21,13 @@ from pathlib import Path
 
 from fontaine_tui.core.childenv import child_env
 from fontaine_tui.core.errors import InputError
+from fontaine_tui.core.launch.endpoint import Endpoint
 from fontaine_tui.core.preset.command import (
     OUTPUT_ENV,
     CommandSpec,
     is_secret,
     looks_secret,
+    names_endpoint,
     substitute,
 )
 from fontaine_tui.core.preset.record import Preset
@@ -63,10 +65,19 @@ def _script(spec: CommandSpec, cwd: Path) -> Path:
     return (path if path.is_absolute() else cwd / path).absolute()
 
 
-def command_argv(preset: Preset, folder: Path, resume: bool, cwd: Path | None = None) -> list[str]:
+def command_argv(
+    preset: Preset,
+    folder: Path,
+    resume: bool,
+    cwd: Path | None = None,
+    endpoint: Endpoint | None = None,
+) -> list[str]:
     """The command line: argv, or `bash SCRIPT`.
 
-    The argv is resume_argv with --resume, with {output_dir} as the absolute run folder."""
+    The argv is resume_argv with --resume, with {output_dir} as the absolute run folder and
+    {endpoint} as the endpoint in force (`endpoint`, else the preset's endpoint_step). A resume
+    past the pre-registered endpoint whose resume_argv cannot say so is refused (one line): the
+    trainer would finish at its own end and the read stay PROVISIONAL."""
     spec = spec_of(preset)
     out = str(folder.absolute())
     if resume:
@@ -74,7 +85,15 @@ def command_argv(preset: Preset, folder: Path, resume: bool, cwd: Path | None = 
             raise InputError(
                 f"{preset.path}: [command] has no resume_argv: this run cannot be resumed"
             )
-        return [substitute(a, out) for a in spec.resume_argv]
+        if endpoint is not None and endpoint.extended and not names_endpoint(spec.resume_argv):
+            raise InputError(
+                f"--resume: {endpoint.ledger} moves the endpoint from step "
+                f"{endpoint.registered} to {endpoint.in_force}, but [command] resume_argv "
+                "cannot tell the trainer, which would stop at its own end: declare it with "
+                '{endpoint} in resume_argv (e.g. "--max_steps", "{endpoint}") before launch'
+            )
+        at = endpoint.in_force if endpoint is not None else preset.verdict.endpoint_step
+        return [substitute(a, out, at) for a in spec.resume_argv]
     if spec.script:
         return ["bash", str(_script(spec, cwd or command_cwd(preset, Path.cwd())))]
     return [substitute(a, out) for a in spec.argv]

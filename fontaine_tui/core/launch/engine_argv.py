@@ -69,14 +69,20 @@ def run_dir(preset: Preset, output_dir: str | Path | None = None, cwd: Path | No
 
 
 def build_argv(
-    preset: Preset, folder: Path, resume: bool = False, python: str = sys.executable
+    preset: Preset,
+    folder: Path,
+    resume: bool = False,
+    python: str = sys.executable,
+    extend_to: int = 0,
 ) -> list[str]:
     """The engine command, built 1:1 from [recipe] and [platform].
 
     Booleans are flags present or absent, empty strings are omitted, and so is a key added later
     (presets.LATER_KEYS) at its default (the engine's default is the same). More than one rank
     (nproc per node x nnodes) goes through torch.distributed.run, with nnodes > 1 over a c10d
-    rendezvous."""
+    rendezvous. A resume whose endpoint in force (`extend_to`) is past the recipe's steps adds
+    the engine's `--extend-to N`: the same --steps (its schedule ends there, then holds its
+    floor), trained on to N, with a probe and checkpoint at N."""
     plat = preset.platform
     nproc, nnodes = int(plat["nproc"]), int(plat.get("nnodes", 1))
     head = [python, "-m"]
@@ -133,6 +139,8 @@ def build_argv(
         add(preset.platform, key)
     if resume:
         argv.append("--resume")
+        if extend_to > int(preset.recipe["steps"]):
+            argv += ["--extend-to", str(extend_to)]
     return argv
 
 

@@ -21,6 +21,7 @@ from fontaine_tui.core.launch.command import (
     command_env,
     command_provenance,
 )
+from fontaine_tui.core.launch.endpoint import Endpoint
 from fontaine_tui.core.launch.engine_argv import build_argv, engine_identity
 from fontaine_tui.core.preset.record import Preset
 
@@ -28,7 +29,11 @@ from fontaine_tui.core.preset.record import Preset
 class ArgvMaker(Protocol):
     """What to start for a preset in a run folder."""
 
-    def argv(self, preset: Preset, folder: Path, resume: bool) -> list[str]: ...
+    def argv(
+        self, preset: Preset, folder: Path, resume: bool, endpoint: Endpoint | None = None
+    ) -> list[str]:
+        """The command line; `endpoint`: a resume's endpoint in force (core/launch/endpoint)."""
+        ...
 
     def env(self, preset: Preset, folder: Path) -> Mapping[str, str] | None:
         """The child's environment; None: this process's (less its secrets, childenv)."""
@@ -48,8 +53,11 @@ class EngineMaker:
 
     Its identity (code and data) is asked of the engine itself."""
 
-    def argv(self, preset: Preset, folder: Path, resume: bool) -> list[str]:
-        return build_argv(preset, folder, resume)
+    def argv(
+        self, preset: Preset, folder: Path, resume: bool, endpoint: Endpoint | None = None
+    ) -> list[str]:
+        extend_to = endpoint.in_force if endpoint is not None else 0
+        return build_argv(preset, folder, resume, extend_to=extend_to)
 
     def env(self, preset: Preset, folder: Path) -> Mapping[str, str] | None:
         return None
@@ -71,8 +79,10 @@ class CommandMaker:
     def __init__(self, launch_cwd: Path | None = None) -> None:
         self.launch_cwd = launch_cwd if launch_cwd is not None else Path.cwd()
 
-    def argv(self, preset: Preset, folder: Path, resume: bool) -> list[str]:
-        return command_argv(preset, folder, resume, self.cwd(preset, folder))
+    def argv(
+        self, preset: Preset, folder: Path, resume: bool, endpoint: Endpoint | None = None
+    ) -> list[str]:
+        return command_argv(preset, folder, resume, self.cwd(preset, folder), endpoint)
 
     def env(self, preset: Preset, folder: Path) -> Mapping[str, str] | None:
         return command_env(preset, folder)

@@ -11,7 +11,9 @@
     block_marker = "# ---- command block ----"
 
 Exactly one of argv and script. `{output_dir}` is the one placeholder (in argv, resume_argv
-and env values; `{{` and `}}` write a brace). A script gets no arguments: it reads the run
+and env values; `{{` and `}}` write a brace), and resume_argv may name `{endpoint}` too: the
+endpoint in force when it resumes (the verdict's endpoint_step, moved by applied extends), so
+the trainer trains to the step the verdict reads. A script gets no arguments: it reads the run
 folder from FONTAINE_OUTPUT_DIR, which every command's environment holds. resume_argv is a
 whole command line in both cases (it may run the script itself). Relative paths (script,
 block_reference, files named in argv) are read against the command's cwd.
@@ -29,6 +31,7 @@ from types import MappingProxyType
 from fontaine_tui.core.preset.checks import PresetError
 
 PLACEHOLDER = "output_dir"
+ENDPOINT = "endpoint"  # resume_argv only: the endpoint in force when the run resumes
 OUTPUT_ENV = "FONTAINE_OUTPUT_DIR"  # the run folder, in every command's environment
 KEYS = ("argv", "cwd", "env", "resume_argv", "script", "block_reference", "block_marker")
 # an env name holding one of these words (split at "_") is taken for a secret
@@ -117,9 +120,18 @@ def looks_secret(text: str) -> bool:
     return bool(SECRET_VALUE.search(text))
 
 
-def substitute(text: str, output_dir: str) -> str:
-    """`text` with {output_dir} replaced (and {{ }} as braces); read_command checked it."""
-    return text.format(**{PLACEHOLDER: output_dir})
+def substitute(text: str, output_dir: str, endpoint: int | None = None) -> str:
+    """`text` with {output_dir} (and in resume_argv {endpoint}) replaced, {{ }} as braces.
+
+    read_command checked that no other placeholder is there."""
+    if endpoint is None:
+        return text.format(**{PLACEHOLDER: output_dir})
+    return text.format(**{PLACEHOLDER: output_dir, ENDPOINT: str(endpoint)})
+
+
+def names_endpoint(argv: tuple[str, ...]) -> bool:
+    """Whether an argv (resume_argv, checked by read_command) names {endpoint}."""
+    return any(name == ENDPOINT for arg in argv for _, name, _, _ in string.Formatter().parse(arg))
 
 
 def read_command(table: object, where: str | Path) -> CommandSpec:
@@ -190,7 +202,8 @@ def _argv(table: dict, key: str, where: str | Path) -> tuple[str, ...]:
             raise PresetError(
                 where, f"command.{key}[{i}]", "expected a string without a NUL character"
             )
-        _placeholders(arg, f"command.{key}[{i}]", where)
+        names = (PLACEHOLDER, ENDPOINT) if key == "resume_argv" else (PLACEHOLDER,)
+        _placeholders(arg, f"command.{key}[{i}]", where, names)
         flag = arg.lstrip("-").split("=", 1)
         named = arg.startswith("-") and is_secret(flag[0])
         if (
@@ -247,19 +260,25 @@ def _env(value: object, where: str | Path) -> Mapping[str, str]:
     return MappingProxyType(dict(sorted(value.items())))
 
 
-def _placeholders(text: str, key: str, where: str | Path) -> None:
-    """{output_dir} is the one placeholder; any other {...} (or a lone brace) is refused."""
+def _placeholders(
+    text: str, key: str, where: str | Path, names: tuple[str, ...] = (PLACEHOLDER,)
+) -> None:
+    """{output_dir} (and in resume_argv {endpoint}) only; any other {...} or lone brace refused."""
+    expected = (
+        "{output_dir} as the only placeholder"
+        if names == (PLACEHOLDER,)
+        else "{output_dir} and {endpoint} as the only placeholders"
+    )
     try:
         parts = list(string.Formatter().parse(text))
     except ValueError as exc:
         raise PresetError(
             where,
             key,
-            f"expected {{output_dir}} as the only placeholder "
-            f"({exc}; write {{{{ or }}}} for a brace)",
+            f"expected {expected} ({exc}; write {{{{ or }}}} for a brace)",
         ) from None
     for _, name, spec, conversion in parts:
-        if name is not None and (name != PLACEHOLDER or spec or conversion):
+        if name is not None and (name not in names or spec or conversion):
             shown = (
                 "{"
                 + name
@@ -270,6 +289,5 @@ def _placeholders(text: str, key: str, where: str | Path) -> None:
             raise PresetError(
                 where,
                 key,
-                f"expected {{output_dir}} as the only placeholder, "
-                f"got {shown} (write {{{{ or }}}} for a brace)",
+                f"expected {expected}, got {shown} (write {{{{ or }}}} for a brace)",
             )

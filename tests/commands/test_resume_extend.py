@@ -1,0 +1,99 @@
+"""`launch --resume` after an applied extend: the real engine trains on to the new endpoint.
+
+presets/smoke.toml (40 steps, CPU) launched with --plain; `amend --extend-to 60` declared
+while it runs (before the step-40 probe, so it is applied); the run ends at its recipe's 40,
+UNDECIDABLE (no probe at the endpoint in force); `launch --resume` then carries the endpoint
+in force to the engine, which trains to
+60, and the verdict is final there.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from fontaine_tui.core.launch.attempts import read_attempts
+from fontaine_tui.core.log.read import load_log
+from fontaine_tui.core.runfolder import RunFolder
+from fontaine_tui.core.verdict.record import EXIT_CODES
+
+if importlib.util.find_spec("torch") is None:  # the engine needs it (not imported here)
+    pytest.skip("torch is not installed", allow_module_level=True)
+pytestmark = [pytest.mark.engine, pytest.mark.slow]
+TIMEOUT = 300
+
+
+def _cli(cwd: Path, *args: str) -> list[str]:
+    return [sys.executable, "-m", "fontaine_tui", *args]
+
+
+def _env(cwd: Path) -> dict[str, str]:
+    env = {**os.environ, "PYTHONUNBUFFERED": "1", "XDG_CONFIG_HOME": str(cwd / "config")}
+    env.pop("FONTAINE_NOTIFY", None)
+    return env
+
+
+def _launch(cwd: Path, *extra: str) -> subprocess.Popen:
+    argv = _cli(cwd, "launch", "smoke", "--plain", "--output-dir", "run", "--poll", "0.5")
+    return subprocess.Popen(
+        [*argv, *extra],
+        cwd=cwd,
+        env=_env(cwd),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+
+
+def _run(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        _cli(cwd, *args), cwd=cwd, env=_env(cwd), capture_output=True, text=True, timeout=60
+    )
+
+
+def test_resume_after_an_applied_extend_trains_to_the_new_endpoint(tmp_path: Path) -> None:
+    folder = RunFolder(tmp_path / "run")
+    proc = _launch(tmp_path)
+    deadline = time.monotonic() + TIMEOUT
+    while not folder.prereg.exists():  # frozen before the engine starts
+        assert proc.poll() is None, proc.communicate()
+        assert time.monotonic() < deadline
+        time.sleep(0.01)
+    amend = _run(tmp_path, "amend", "run", "--extend-to", "60", "--text", "slow warm-up")
+    assert amend.returncode == 0, amend.stdout + amend.stderr
+    assert "applied: " in amend.stdout and "moves from 40 to 60" in amend.stdout
+    out, err = proc.communicate(timeout=TIMEOUT)
+    assert "engine finished at step 40" in out, err[-2000:]
+    first = json.loads(folder.verdict.read_text())  # the endpoint is 60 now
+    assert (first["verdict"], first["endpoint_step"]) == ("UNDECIDABLE", 60)
+    assert "no probe at the endpoint (step 60)" in first["reason"]
+    assert "the run ended at step 40" in first["reason"]
+
+    resumed = _launch(tmp_path, "--resume")
+    out, err = resumed.communicate(timeout=TIMEOUT)
+    assert "resumed smoke" in out and "Traceback" not in err, err[-2000:]
+    assert "engine finished at step 60" in out, out[-2000:] + err[-2000:]
+    store = load_log(folder.log)
+    assert [e.event for e in store.events] == ["start", "end", "resume", "end"]
+    assert store.last_step == 60 and store.probe_steps()[-2:] == [50, 60]
+    argv = list(store.metas[-1].argv)
+    assert argv[argv.index("--extend-to") + 1] == "60"  # the engine was told the endpoint
+    assert [(a.kind, a.cause) for a in read_attempts(folder)] == [
+        ("launch", "finished"),
+        ("resume", "finished"),
+    ]
+    final = json.loads(folder.verdict.read_text())
+    assert (final["read_step"], final["provisional"]) == (60, False)
+    assert final["verdict"] != "UNDECIDABLE" and final["delta"] is not None, final["reason"]
+    assert resumed.returncode == EXIT_CODES[final["verdict"]]
+    res = _run(tmp_path, "verdict", "run", "-j")
+    doc = json.loads(res.stdout)
+    assert (doc["read_step"], doc["provisional"], doc["verdict"]) == (60, False, final["verdict"])
+    assert res.returncode == EXIT_CODES[doc["verdict"]]  # no PROVISIONAL offset
