@@ -156,6 +156,9 @@ class VerdictSpec(_Directed):
     secondary: tuple[RuleShape, ...] = ()  # each read at the same steps as the primary
     combine: str = "primary"  # "primary" decides alone, or "all" rules must agree
     max_probe_change: float = math.nan  # for the decision lock; NaN: from the bank
+    # the [recipe]/[platform] keys that may differ from the banked comparator's (preset/delta.py);
+    # None: not stated, no single-delta guard
+    delta_keys: tuple[str, ...] | None = None
 
 
 def check_placeholders(path: Path, table: object) -> None:
@@ -383,4 +386,6 @@ def verdict_canonical(fields: Mapping[str, Scalar], spec: VerdictSpec) -> dict[s
             )
             for r in spec.secondary
         ]
+    if spec.delta_keys is not None:  # hashed only when stated: older presets keep their sha256
+        out["delta_keys"] = list(spec.delta_keys)
     return out

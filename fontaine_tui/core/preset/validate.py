@@ -5,6 +5,7 @@ valid document gives the Preset with its canonical form and sha256."""
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 import math
@@ -27,6 +28,7 @@ from fontaine_tui.core.preset.checks import (
 )
 from fontaine_tui.core.preset.command import CommandSpec, read_command
 from fontaine_tui.core.preset.comparators import read_comparators
+from fontaine_tui.core.preset.delta import read_delta_keys
 from fontaine_tui.core.preset.record import Preset
 from fontaine_tui.core.preset.rule import (
     VERDICT,
@@ -107,7 +109,10 @@ def validate(path: Path, doc: dict) -> Preset:
         raise PresetError(path, "verdict", "expected a table")
     secondary = verdict_table.get("secondary", [])
     verdict_fields = check_section(
-        path, "verdict", {k: v for k, v in verdict_table.items() if k != "secondary"}, VERDICT
+        path,
+        "verdict",
+        {k: v for k, v in verdict_table.items() if k not in ("secondary", "delta_keys")},
+        VERDICT,
     )
     gates = check_section(path, "gates", doc.get("gates", {}), GATES)
     babysit = babysit_section(path, doc.get("babysit"))
@@ -171,6 +176,10 @@ def validate(path: Path, doc: dict) -> Preset:
     )
     comparators = read_comparators(path, doc.get("comparators", {}), every, verdict_fields)
     verdict = verdict_spec(path, verdict_fields, comparators, every, rec["steps"], secondary)
+    delta_keys = read_delta_keys(
+        path, verdict_table.get("delta_keys"), comparators, verdict.reference, engine
+    )
+    verdict = dataclasses.replace(verdict, delta_keys=delta_keys)
 
     amendments = read_amendments(path, doc.get("amendments", []), comparators, verdict, every)
 
