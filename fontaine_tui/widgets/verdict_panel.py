@@ -146,7 +146,7 @@ class LedgerPanel(Vertical):
             f"launched {ledger.launched_at or '—'}\n",
         ]
         for a in v.amendments:
-            style = "$success" if a.status == "applied" else "$error"
+            style = {"applied": "$success", "declared": "$warning"}.get(a.status, "$error")
             parts += [
                 f"amendment {a.id} ({a.kind}, {a.source}",
                 f", declared {a.declared_at}" if a.declared_at else "",

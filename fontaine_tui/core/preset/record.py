@@ -31,6 +31,9 @@ class Amendment:
     declared_at: str = ""
     source: str = "preset"
     to_step: int = 0  # kind "extend": the endpoint it moves the read to
+    # kind "delta": a key that differs from the banked comparator, declared at launch
+    # (key, ours, theirs as JSON text); it changes no read
+    delta: tuple[str, str, str] = ()
 
 
 @dataclass(frozen=True, slots=True)

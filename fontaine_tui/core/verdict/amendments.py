@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+import json
+from collections.abc import Iterable, Mapping
 
 from fontaine_tui.core.preset.record import Amendment, Preset
 from fontaine_tui.core.verdict.record import AmendmentCheck
@@ -23,6 +24,13 @@ def check_amendments(amendments: Iterable[Amendment], preset: Preset) -> list[Am
     checks = []
     scale_in_force = False
     for a in amendments:
+        if a.kind == "delta":  # a declared delta changes no read: it is shown, never refused
+            key, ours, theirs = a.delta
+            why = f"{key}: ours {ours}, theirs {theirs} ({a.comparator}), declared at launch"
+            checks.append(
+                AmendmentCheck(a.id, a.kind, a.source, a.declared_at, 0, 0, "declared", why)
+            )
+            continue
         if a.kind == "extend":
             first, kind, where = endpoint, "an extend", "the endpoint in force"
         else:
@@ -40,7 +48,7 @@ def check_amendments(amendments: Iterable[Amendment], preset: Preset) -> list[Am
             )
         elif a.kind == "extend" and a.to_step <= endpoint:
             reason = f"moves the endpoint to {a.to_step}, not past {endpoint} (in force)"
-        elif a.kind != "extend" and scale_in_force:
+        elif a.kind == "scale" and scale_in_force:
             reason = "a scale amendment is already in force"
         status = "refused" if reason else "applied"
         if not reason:
@@ -67,3 +75,27 @@ def endpoint_in_force(
         if a.kind == "extend" and c.status == "applied":
             endpoint = a.to_step
     return endpoint
+
+
+def declared_deltas(amendments: Iterable[Amendment]) -> tuple[Mapping[str, object], ...]:
+    """The deltas declared at launch, for verdict.json: key, ours, theirs and their record."""
+    return tuple(
+        {
+            "amendment": a.id,
+            "key": a.delta[0],
+            "ours": _value(a.delta[1]),
+            "theirs": _value(a.delta[2]),
+            "comparator": a.comparator,
+            "declared_at": a.declared_at,
+        }
+        for a in amendments
+        if a.kind == "delta"
+    )
+
+
+def _value(text: str) -> object:
+    """A value kept as JSON text, as its value (the text itself when it is not JSON)."""
+    try:
+        return json.loads(text)
+    except ValueError:
+        return text

@@ -40,6 +40,9 @@ def _to_amendment(obj: object, where: str) -> Amendment:
         if not isinstance(rule, dict) or not isinstance(seen, int) or isinstance(seen, bool):
             raise TypeError("rule must be an object and last_step_seen an integer")
         factor = rule.get("factor")
+        delta = ()
+        if rule.get("kind") == "delta":
+            delta = (str(rule["key"]), str(rule["ours"]), str(rule["theirs"]))
         return Amendment(
             id=int(obj["id"]),
             kind=str(rule.get("kind", "scale")),
@@ -52,6 +55,7 @@ def _to_amendment(obj: object, where: str) -> Amendment:
             declared_at=str(obj.get("declared_at", "")),
             source="ledger",
             to_step=int(rule.get("to_step") or 0),
+            delta=delta,
         )
     except (KeyError, TypeError, ValueError) as exc:
         raise InputError(f"{where}: expected an amendment ({type(exc).__name__}: {exc})") from None
@@ -248,6 +252,30 @@ def declare_amendment(
     if text:
         rule["text"] = text
     return _append(folder, rule, last_step_seen, preset)
+
+
+def declare_deltas(
+    folder: RunFolder, preset: Preset, deltas: list[tuple[str, str, str]]
+) -> list[Amendment]:
+    """Record the keys launched with although they differ from the banked comparator.
+
+    Each (key, ours, theirs) is chained after the prereg.json just frozen, as every declaration
+    is, with no step seen. It changes no read: the verdict shows it with the amendments."""
+    from fontaine_tui.core.preset.delta import delta_comparator
+
+    ref = delta_comparator(preset.path, preset.comparators, preset.verdict.reference).bank
+    out = []
+    for key, ours, theirs in deltas:
+        text = f"{key} differs from the banked comparator, declared at launch"
+        rule = {"kind": "delta", "key": key, "ours": ours, "theirs": theirs, "comparator": ref}
+        out.append(_append(folder, {**rule, "text": text}, 0, preset))
+    return out
+
+
+def forget_deltas(folder: RunFolder) -> None:
+    """Remove the ledger `declare_deltas` wrote at a launch that then did not start."""
+    folder.amendments.unlink(missing_ok=True)
+    chain_head.head_path(folder.amendments).unlink(missing_ok=True)
 
 
 def _scale_rule(

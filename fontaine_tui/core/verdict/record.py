@@ -67,7 +67,7 @@ class AmendmentCheck:
     declared_at: str
     last_step_seen: int
     first_affected_step: int
-    status: str  # "applied" | "refused"
+    status: str  # "applied" | "refused" | "declared" (a delta: it changes no read)
     reason: str
 
 
@@ -127,6 +127,9 @@ class Verdict:
     # the significand bits the read's numbers were stored in (53: doubles), and how close to
     # a bound a read is on it because of that (0: compared at RESOLUTION)
     precision: tuple[int, float] = (53, 0.0)
+    # keys launched with although they differ from the banked comparator (--declare-delta),
+    # from the ledger: amendment, key, ours, theirs, comparator, declared_at
+    declared_deltas: tuple[Mapping[str, object], ...] = ()
 
     @property
     def label(self) -> str:
@@ -174,6 +177,7 @@ class Verdict:
                 k: json_num(v) if isinstance(v, float) else v for k, v in asdict(self.scale).items()
             },
             "amendments": [asdict(a) for a in self.amendments],
+            "declared_deltas": [dict(d) for d in self.declared_deltas],
             "corroboration": {
                 k: (json_num(v) if isinstance(v, float) else v)
                 for k, v in self.corroboration.items()

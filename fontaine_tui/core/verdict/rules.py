@@ -11,7 +11,11 @@ from fontaine_tui.core.log.store import Conflict, RunStore
 from fontaine_tui.core.preset.checks import AMBIGUOUS, BY_INSTRUMENT, UNDECIDABLE
 from fontaine_tui.core.preset.record import Amendment, Preset
 from fontaine_tui.core.preset.rule import RuleShape, VerdictSpec
-from fontaine_tui.core.verdict.amendments import check_amendments, endpoint_in_force
+from fontaine_tui.core.verdict.amendments import (
+    check_amendments,
+    declared_deltas,
+    endpoint_in_force,
+)
 from fontaine_tui.core.verdict.bounds import combine, read_rule, tolerance
 from fontaine_tui.core.verdict.curves import banked_curve, banked_curves
 from fontaine_tui.core.verdict.lock import Lock, decision_lock, max_probe_change, probe_cadence
@@ -240,6 +244,7 @@ def compute_verdict(
                 if m.code or m.data
             ),
             secondary=second,
+            declared_deltas=declared_deltas(every),
             combine=spec.combine,
             primary_label=primary,
             datasets=_datasets(probes, spec, read_step),
