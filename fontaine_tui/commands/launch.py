@@ -68,6 +68,15 @@ def register(sub: argparse._SubParsersAction) -> None:
         "--yes-ram", action="store_true", help="launch even if the RAM check would refuse"
     )
     p.add_argument(
+        "--declare-delta",
+        action="append",
+        default=[],
+        metavar="KEY",
+        help="launch although KEY (recipe.lr, platform.precision, ...) differs from the banked "
+        "comparator outside the preset's verdict.delta_keys: recorded in amendments.jsonl as a "
+        "declared delta, shown with the verdict (repeatable)",
+    )
+    p.add_argument(
         "--stop-on-exit",
         action="store_true",
         help="with --plain: Ctrl-C stops the engine instead of detaching",
@@ -113,6 +122,7 @@ def run(args: argparse.Namespace) -> int:
         resume=args.resume,
         yes_ram=args.yes_ram,
         poll_s=args.poll,
+        declared=tuple(args.declare_delta),
     )
     try:
         if args.detach and args.json and not target.remote:

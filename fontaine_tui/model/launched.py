@@ -41,6 +41,7 @@ from fontaine_tui.core.notify.destinations import config_path
 from fontaine_tui.core.preset.find import load_preset
 from fontaine_tui.core.preset.record import Preset
 from fontaine_tui.core.runfolder import RunFolder
+from fontaine_tui.core.verdict.ledger import declare_deltas, forget_deltas
 from fontaine_tui.core.verdict.prereg import Prereg, freeze, read_prereg, utc_iso
 from fontaine_tui.model.babysitter import Babysitter
 from fontaine_tui.model.notices import RunNotices
@@ -137,6 +138,7 @@ class LaunchedRun:
         poll_s: float = 2.0,
         registry: Registry | None = None,
         maker: ArgvMaker | None = None,
+        declared: tuple[str, ...] = (),
     ) -> LaunchedRun:
         """Launch a run: guards, freeze, start, attempt, register.
 
@@ -146,7 +148,9 @@ class LaunchedRun:
         registry = registry if registry is not None else Registry()
         if not target.remote:  # a far host refuses with its own words
             launchable(preset)
-        req = Request(preset, registry, output_dir, resume, yes_ram, poll_s)
+        if declared and target.remote:
+            raise InputError("--declare-delta: not with --on (the far host's launch guards it)")
+        req = Request(preset, registry, output_dir, resume, yes_ram, poll_s, declared)
         maker = maker if maker is not None else maker_for(preset)
         folder = target.folder(req)
         argv: list[str] = []
@@ -154,6 +158,8 @@ class LaunchedRun:
         if folder is not None:
             findings = target.check(req, folder)
             if (why := guards.refusal(findings)) is not None:
+                for line in guards.delta_lines(findings):  # a key differing: key, ours, theirs
+                    _warn(line)
                 raise InputError(why)  # one line, exit 2, nothing written
             for f in findings:
                 if f.level in ("warn", "info"):
@@ -173,12 +179,16 @@ class LaunchedRun:
                     provenance={**maker.provenance(preset, folder.root, argv), **where},
                 )
             )
+            if not resume and (deltas := guards.declared(findings)):
+                declare_deltas(folder, preset, deltas)
         try:
             started = target.start(req, folder, argv, maker)
         except InputError:
             if folder is not None:
                 if not resume:  # nothing ran: the folder is not a launched run
                     folder.prereg.unlink(missing_ok=True)
+                    if guards.declared(findings):  # the ledger of declared deltas written above
+                        forget_deltas(folder)
                 target.abandon(folder)
             raise
         prereg = prereg if prereg is not None else started.prereg

@@ -35,9 +35,12 @@ NO_GPU = (
 
 @dataclass(frozen=True, slots=True)
 class Finding:
-    check: str  # "gpu" | "ram" | "folder" | "bounds" | "init" | "command" | "code"
+    check: str  # "gpu" | "ram" | "folder" | "bounds" | "init" | "command" | "code" | "delta"
     level: str  # one of LEVELS
     message: str
+    # a "delta" finding's key, ours and theirs (JSON text): a refused one, or one declared at
+    # launch (--declare-delta) that the launch writes into the amendment ledger
+    delta: tuple[str, str, str] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -201,7 +204,11 @@ def check_folder(
                 f"{running_pid} (fontaine-tui runs; stop it first)",
             )
         ]
-    marks = [p.name for p in (folder.prereg, folder.log, folder.checkpoints) if p.exists()]
+    marks = [
+        p.name
+        for p in (folder.prereg, folder.log, folder.checkpoints, folder.amendments)
+        if p.exists()
+    ]
     if not resume:
         if marks:
             what = ", ".join(marks)
@@ -408,6 +415,42 @@ def check_command(
     return out
 
 
+def check_delta(
+    preset: Preset, declared: tuple[str, ...] = (), resume: bool = False
+) -> list[Finding]:
+    """Hold the preset's recipe and platform to its banked comparator's, key by key.
+
+    Only a preset that states `[verdict] delta_keys` is checked, at a fresh launch. A compared
+    key (preset/delta.py) that differs outside delta_keys refuses the launch, one finding per
+    key, unless declared at launch (`--declare-delta KEY`): the launch records it in the ledger."""
+    from fontaine_tui.core.errors import InputError
+    from fontaine_tui.core.preset.delta import against
+
+    keys = preset.verdict.delta_keys
+    if keys is None or resume:
+        why = "--resume keeps the launch's deltas" if resume else "no verdict.delta_keys"
+        return [Finding("delta", "refuse", f"--declare-delta: {why}")] if declared else []
+    try:
+        ref, found = against(preset)
+    except InputError as exc:
+        return [Finding("delta", "refuse", str(exc))]
+    out = [
+        Finding("delta", "refuse", f"--declare-delta {literal(k)}: not a differing key ({ref})")
+        for k in declared
+        if k in keys or k not in {key for key, _, _ in found}
+    ]
+    for key, ours, them in found:
+        said = f"{key}: ours {ours}, theirs {them}"
+        if key in keys:
+            out.append(Finding("delta", "ok", f"delta {said} (verdict.delta_keys)"))
+        elif key in declared:
+            why = "declared at launch (--declare-delta), recorded in amendments.jsonl"
+            out.append(Finding("delta", "warn", f"delta {said}: {why}", (key, ours, them)))
+        else:
+            out.append(Finding("delta", "refuse", said, (key, ours, them)))
+    return out or [Finding("delta", "ok", f"recipe and platform match the banked {ref}")]
+
+
 def check_all(
     preset: Preset,
     folder: RunFolder,
@@ -417,6 +460,7 @@ def check_all(
     yes_ram: bool = False,
     running_pid: int | None = None,
     cwd: Path | None = None,
+    declared: tuple[str, ...] = (),
 ) -> list[Finding]:
     """Run every guard.
 
@@ -426,9 +470,11 @@ def check_all(
         return [
             *check_folder(preset, folder, resume, running_pid),
             *check_command(preset, folder, resume, cwd),
+            *check_delta(preset, declared, resume),
         ]
     return [
         *check_folder(preset, folder, resume, running_pid),
+        *check_delta(preset, declared, resume),
         *check_init(preset),
         *check_gpus(preset, telemetry),
         check_ram(preset, telemetry, yes_ram),
@@ -436,6 +482,26 @@ def check_all(
 
 
 def refusal(findings: list[Finding]) -> str | None:
-    """One line naming every refusal, or None when the launch may go ahead."""
-    refused = [f.message for f in findings if f.level == "refuse"]
+    """One line naming every refusal, or None when the launch may go ahead.
+
+    Keys that differ from the comparator are named there together; `delta_lines` gives each
+    on a line of its own."""
+    refused = [f.message for f in findings if f.level == "refuse" and not f.delta]
+    keys = [f.delta[0] for f in findings if f.level == "refuse" and f.delta]
+    if keys:
+        refused.append(
+            f"{', '.join(keys)} differ(s) from the banked comparator outside "
+            "verdict.delta_keys (each above); --declare-delta KEY launches with it as a "
+            "declared delta"
+        )
     return "refusing to launch: " + "; ".join(refused) if refused else None
+
+
+def declared(findings: list[Finding]) -> list[tuple[str, str, str]]:
+    """The keys declared at launch (--declare-delta) that differ: key, ours, theirs."""
+    return [f.delta for f in findings if f.delta and f.level == "warn"]
+
+
+def delta_lines(findings: list[Finding]) -> list[str]:
+    """One line per key refused for differing from the comparator: key, ours, theirs."""
+    return [f"  {f.message}" for f in findings if f.level == "refuse" and f.delta]

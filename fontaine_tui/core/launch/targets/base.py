@@ -46,6 +46,7 @@ class Request:
     resume: bool = False
     yes_ram: bool = False
     poll_s: float = 2.0
+    declared: tuple[str, ...] = ()  # --declare-delta: keys launched with as declared deltas
 
 
 @dataclass(frozen=True, slots=True)

@@ -50,6 +50,7 @@ class LocalTarget:
             yes_ram=req.yes_ram,
             running_pid=running,
             cwd=Path.cwd(),
+            declared=req.declared,
         )
 
     def prepare(self, req: Request, folder: RunFolder, argv: list[str]) -> dict[str, object]:

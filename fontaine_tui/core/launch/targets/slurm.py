@@ -63,6 +63,7 @@ class SlurmTarget:
             ]
         return [
             *guards.check_folder(req.preset, folder, req.resume),
+            *guards.check_delta(req.preset, req.declared, req.resume),
             *guards.check_init(req.preset),
         ]
 
