@@ -38,9 +38,8 @@ class Finding:
     check: str  # "gpu" | "ram" | "folder" | "bounds" | "init" | "command" | "code" | "delta"
     level: str  # one of LEVELS
     message: str
-    # a "delta" finding's key, ours and theirs (JSON text): a refused one, or one declared at
-    # launch (--declare-delta) that the launch writes into the amendment ledger
-    delta: tuple[str, str, str] = ()
+    # a "delta" finding's (key, ours, theirs): refused, or declared at launch (--declare-delta)
+    delta: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -204,11 +203,8 @@ def check_folder(
                 f"{running_pid} (fontaine-tui runs; stop it first)",
             )
         ]
-    marks = [
-        p.name
-        for p in (folder.prereg, folder.log, folder.checkpoints, folder.amendments)
-        if p.exists()
-    ]
+    there = (folder.prereg, folder.log, folder.checkpoints, folder.amendments)
+    marks = [p.name for p in there if p.exists()]
     if not resume:
         if marks:
             what = ", ".join(marks)
@@ -420,9 +416,8 @@ def check_delta(
 ) -> list[Finding]:
     """Hold the preset's recipe and platform to its banked comparator's, key by key.
 
-    Only a preset that states `[verdict] delta_keys` is checked, at a fresh launch. A compared
-    key (preset/delta.py) that differs outside delta_keys refuses the launch, one finding per
-    key, unless declared at launch (`--declare-delta KEY`): the launch records it in the ledger."""
+    Only with `[verdict] delta_keys`, at a fresh launch: a key (preset/delta.py) differing outside
+    them refuses, unless declared (`--declare-delta KEY`; the launch puts it in the ledger)."""
     from fontaine_tui.core.errors import InputError
     from fontaine_tui.core.preset.delta import against
 
@@ -482,10 +477,7 @@ def check_all(
 
 
 def refusal(findings: list[Finding]) -> str | None:
-    """One line naming every refusal, or None when the launch may go ahead.
-
-    Keys that differ from the comparator are named there together; `delta_lines` gives each
-    on a line of its own."""
+    """One line naming every refusal (keys differing from the comparator together), or None."""
     refused = [f.message for f in findings if f.level == "refuse" and not f.delta]
     keys = [f.delta[0] for f in findings if f.level == "refuse" and f.delta]
     if keys:
@@ -497,7 +489,7 @@ def refusal(findings: list[Finding]) -> str | None:
     return "refusing to launch: " + "; ".join(refused) if refused else None
 
 
-def declared(findings: list[Finding]) -> list[tuple[str, str, str]]:
+def declared(findings: list[Finding]) -> list[tuple[str, ...]]:
     """The keys declared at launch (--declare-delta) that differ: key, ours, theirs."""
     return [f.delta for f in findings if f.delta and f.level == "warn"]
 

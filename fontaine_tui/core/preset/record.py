@@ -33,7 +33,7 @@ class Amendment:
     to_step: int = 0  # kind "extend": the endpoint it moves the read to
     # kind "delta": a key that differs from the banked comparator, declared at launch
     # (key, ours, theirs as JSON text); it changes no read
-    delta: tuple[str, str, str] = ()
+    delta: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)

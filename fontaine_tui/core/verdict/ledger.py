@@ -40,7 +40,7 @@ def _to_amendment(obj: object, where: str) -> Amendment:
         if not isinstance(rule, dict) or not isinstance(seen, int) or isinstance(seen, bool):
             raise TypeError("rule must be an object and last_step_seen an integer")
         factor = rule.get("factor")
-        delta = ()
+        delta: tuple[str, ...] = ()
         if rule.get("kind") == "delta":
             delta = (str(rule["key"]), str(rule["ours"]), str(rule["theirs"]))
         return Amendment(
@@ -255,7 +255,7 @@ def declare_amendment(
 
 
 def declare_deltas(
-    folder: RunFolder, preset: Preset, deltas: list[tuple[str, str, str]]
+    folder: RunFolder, preset: Preset, deltas: list[tuple[str, ...]]
 ) -> list[Amendment]:
     """Record the keys launched with although they differ from the banked comparator.
 
