@@ -512,7 +512,8 @@ def main(argv: list[str] | None = None) -> int:
         except UsageExit as exc:  # engine/surface.py ScoreError among them
             print(f"engine: error: {exc}", file=sys.stderr)
             return 2
-    from .train import UsageError, run
+    from .flags import UsageError
+    from .train import run
 
     try:
         return run(args)

@@ -17,6 +17,10 @@ class UsageExit(Exception):
     """Carries the one-line message of a bad invocation."""
 
 
+class UsageError(Exception):
+    """A flag that cannot work; reported as one line and exit code 2."""
+
+
 def check_writable(flag: str, path: Path) -> None:
     try:
         path.mkdir(parents=True, exist_ok=True)

@@ -49,7 +49,8 @@ import torch.multiprocessing as mp
 
 from . import corpus, distributed
 from .pipeline import StepBatches, loader
-from .train import GRAD_CLIP, build_session, cpu_threads, lr_at, optimizer_step
+from .session import build_session
+from .train import GRAD_CLIP, cpu_threads, lr_at, optimizer_step
 
 GRAD_TOLERANCE = 1e-4
 PARAM_TOLERANCE = 3e-5

@@ -1,4 +1,6 @@
-"""The training run: setup, the optimizer step (DDP + ZeRO-1 + accumulation), the loop.
+"""The training run: the optimizer step (DDP + ZeRO-1 + accumulation) and the loop.
+
+The session it steps (the model, its DDP wrapper, the optimizer) is built in engine/session.py.
 
 A step whose loss is not finite stops the run there (every rank sees the same all-reduced
 loss): an "error" event naming it, no probe or checkpoint of the poisoned weights, exit 3.
@@ -15,7 +17,7 @@ import socket
 import sys
 import time
 from contextlib import nullcontext
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -25,10 +27,12 @@ from torch.nn.parallel import DistributedDataParallel as DDP
 from . import accel, checkpoint, corpus, datastats, distributed, optim, text
 from . import init as inits
 from .evaluate import PROBE_SEED, Probe, eval_record
+from .flags import UsageError
 from .identity import identity
 from .logwriter import SCHEMA, LogWriter
-from .model import Policy, architecture, count_parameters
-from .pipeline import Layout, LayoutError, StepBatches, loader
+from .model import architecture, count_parameters
+from .pipeline import StepBatches, loader
+from .session import Session, build_session, load_init, shape_of
 from .stats import NormStats
 from .synthetic import IMAGE_SIZE
 
@@ -73,10 +77,6 @@ NONFINITE_EXIT = 3  # a step's loss was NaN or infinite: the run stops, its weig
 LOSS_KEYS = ("loss", "ar_ce", "flow_loss")
 
 
-class UsageError(Exception):
-    """A flag that cannot work; reported as one line and exit code 2."""
-
-
 def lr_at(step: int, base: float, warmup: int, total: int) -> float:
     """Linear warmup to base, then cosine down to MIN_LR_FRACTION * base (step is 0-based);
     a step at or past total (a run extended with --extend-to) stays at that floor."""
@@ -91,19 +91,6 @@ def lr_at(step: int, base: float, warmup: int, total: int) -> float:
     )
 
 
-@dataclass
-class Session:
-    """Everything one rank needs to take optimizer steps."""
-
-    args: argparse.Namespace
-    ctx: distributed.Context
-    module: Policy  # unwrapped: eval and checkpoints use this
-    model: torch.nn.Module  # DDP-wrapped when distributed
-    optimizer: torch.optim.Optimizer
-    layout: Layout
-    inputs: dict = field(default_factory=dict)  # train.inputs_of: recorded in checkpoints
-
-
 def data_root(args: argparse.Namespace) -> Path:
     return Path(args.data_dir) if args.data_dir else corpus.default_dir()
 
@@ -116,17 +103,6 @@ def datasets_of(args: argparse.Namespace) -> tuple[str, ...] | None:
 def cameras_of(args: argparse.Namespace) -> tuple[str, ...] | None:
     """--cameras as names, in their order (None: every camera feature of the data)."""
     return corpus.camera_names(getattr(args, "cameras", "")) or None
-
-
-def shape_of(module: Policy) -> dict[str, int]:
-    """What the policy's size depends on in the data, as a checkpoint's meta.json records it."""
-    return {
-        "chunk": module.chunk,
-        "motors": module.motors,
-        "state_dim": module.state_proj.in_features,
-        "cameras": module.cameras,
-        "history": module.history,
-    }
 
 
 def resolve_stats(
@@ -166,57 +142,6 @@ def clip_warning(data: corpus.Corpus, stats: NormStats, source: str) -> str | No
         list(data.action_names),
         source,
     )
-
-
-def build_session(
-    args,
-    ctx: distributed.Context,
-    data: corpus.Corpus | None = None,
-    init: inits.Init | None = None,
-) -> Session:
-    """Model (same init on every rank, shaped by the data's chunk, motors and state, its
-    vision encoder and backbone from a Hugging Face init or built as an engine init's
-    architecture), DDP wrapper and (ZeRO-1) AdamW."""
-    world = ctx.world_size
-    try:
-        layout = Layout.of(
-            args.batch_size, world, ctx.rank, args.backward_chunks, getattr(args, "micro_batch", 0)
-        )
-    except LayoutError as exc:
-        raise UsageError(str(exc)) from None
-    accel.set_tf32(ctx.device, getattr(args, "precision", "fp32"))
-    torch.manual_seed(args.seed)
-    shape = (
-        {}
-        if data is None
-        else {
-            "chunk": data.chunk,
-            "motors": data.motors,
-            "state_dim": int(data.states.shape[1]),
-            "cameras": len(data.cameras),
-            "history": data.history,
-        }
-    )
-    vision, backbone = inits.vision_backbone(init)
-    arch = init.architecture() if init is not None and init.kind == "engine" else None
-    module = Policy(
-        args.model_size, **shape, vision=vision, backbone=backbone, architecture=arch
-    ).to(ctx.device)
-    if getattr(args, "activation_checkpointing", False):
-        accel.enable_activation_checkpointing(module)
-    model: torch.nn.Module = module
-    if ctx.distributed:
-        model = DDP(
-            module,
-            device_ids=[ctx.local_rank] if ctx.device.type == "cuda" else None,
-            find_unused_parameters=args.objective != "joint",
-        )
-    if getattr(args, "compile", False):
-        # the wrapper, after DDP's wrap: dynamo's DDPOptimizer then cuts the compiled graph at
-        # DDP's buckets, so each bucket's all-reduce overlaps the rest of the backward
-        accel.compile_module(model)
-    optimizer = optim.build(module, args.lr, ctx.distributed)
-    return Session(args, ctx, module, model, optimizer, layout)
 
 
 def optimizer_step(s: Session, batches, step: int) -> dict:
@@ -268,30 +193,6 @@ def first_step(s: Session, batches, step: int, log: LogWriter) -> dict:
         message = accel.compile_failure(exc)
         log.event(step, "error", message)
         raise UsageError(message) from None
-
-
-def load_init(s: Session, args, init: inits.Init | None) -> str:
-    """An engine init's weights into the model (its decoder too unless --flow-decoder-init
-    random); a Hugging Face init's parts are in place since build_session. Returns what the
-    start event says of it."""
-    if init is None:
-        return ""
-    if init.kind == "hf":
-        return (
-            f"; init {init.path} ({' + '.join(init.parts)} from_pretrained, flow decoder "
-            f"random){inits.resized_note(init)}"
-        )
-    want = shape_of(s.module)
-    have = init.meta.get("shape")
-    if isinstance(have, dict) and {"cameras": 1, "history": 0, **have} != want:
-        raise UsageError(f"--init {init.path}: its shape {have} does not fit this corpus's {want}")
-    skip = "flow." if args.flow_decoder_init == "random" else None
-    try:
-        checkpoint.load_weights(init.path, s.module, skip_prefix=skip)
-    except RuntimeError as exc:  # a key or size mismatch: not this architecture
-        first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-        raise UsageError(f"--init {init.path}: does not load into this model ({first})") from None
-    return f"; init {init.path} (flow decoder {'random' if skip else 'inherited'})"
 
 
 def _rng_meta() -> dict:

@@ -193,7 +193,7 @@ def test_fp32_means_tf32_off_and_tf32_turns_it_on():
     """On a CUDA device "fp32" turns TF32 off (cuBLAS and cuDNN, whatever the process had),
     "tf32" on, "bf16" off; build_session applies it before the model is built. On CPU the
     flags are left alone."""
-    from fontaine_engine.train import build_session
+    from fontaine_engine.session import build_session
 
     from fontaine_engine import accel, distributed
 
@@ -233,7 +233,7 @@ def test_compile_wraps_ddp_not_the_module_inside_it(tmp_path):
     import argparse
 
     import torch.distributed as dist
-    from fontaine_engine.train import build_session
+    from fontaine_engine.session import build_session
     from torch.nn.parallel import DistributedDataParallel as DDP
 
     from fontaine_engine import distributed

@@ -12,7 +12,7 @@ pytestmark = pytest.mark.engine
 
 
 def _session(lr=0.1):
-    from fontaine_engine.train import build_session
+    from fontaine_engine.session import build_session
 
     from fontaine_engine import distributed
 

@@ -153,7 +153,8 @@ def test_init_inherit_and_random_flow_decoder(smoke_run, corpus_dir, tmp_path):
     from fontaine_engine.cli import build_parser
     from safetensors.torch import load_file
 
-    from fontaine_engine import train
+    from fontaine_engine import distributed, session
+    from fontaine_engine import init as inits
 
     ck = load_file(str(smoke_run / "checkpoints" / "step-000020" / "model.safetensors"))
     for mode in ("inherit", "random"):
@@ -162,11 +163,11 @@ def test_init_inherit_and_random_flow_decoder(smoke_run, corpus_dir, tmp_path):
                 3:
             ]
         )
-        ctx = train.distributed.Context(0, 1, 0, torch.device("cpu"))
-        init = train.inits.describe(args.init)
-        session = train.build_session(args, ctx, init=init)
-        train.load_init(session, args, init)
-        state = session.module.state_dict()
+        ctx = distributed.Context(0, 1, 0, torch.device("cpu"))
+        init = inits.describe(args.init)
+        built = session.build_session(args, ctx, init=init)
+        session.load_init(built, args, init)
+        state = built.module.state_dict()
         same = {k: torch.equal(state[k], ck[k]) for k in ck}
         assert all(v for k, v in same.items() if not k.startswith("flow."))
         flow_same = [v for k, v in same.items() if k.startswith("flow.")]
