@@ -17,177 +17,15 @@ from __future__ import annotations
 
 import argparse
 import json
-import re
 import socket
 import sys
-from dataclasses import dataclass
 from pathlib import Path
 
+from .scoresource import LOG, Source, find_checkpoints, model_shape, run_meta
 from .surface import ScoreError, Surface, surface_of
 
 __all__ = ["ScoreError", "run_score"]
 SCORE_KEY = "score"  # the meta record's field that marks a score output (ours to replace)
-LOG = "train_log.jsonl"
-STEP_DIR = re.compile(r"step-(\d+)")
-
-
-@dataclass(frozen=True, slots=True)
-class Source:
-    """The checkpoints to re-score and the run they came from."""
-
-    checkpoints: tuple[Path, ...]  # complete step folders, by step
-    steps: tuple[int, ...]
-    metas: tuple[dict, ...]
-    run_dir: Path | None
-    run_name: str
-    skipped: tuple[str, ...]  # incomplete step folders left out
-
-    @property
-    def newest(self) -> dict:
-        return self.metas[-1]
-
-    @property
-    def newest_dir(self) -> Path:
-        return self.checkpoints[-1]
-
-
-# -- the checkpoints --------------------------------------------------------------------------
-
-
-def _meta(folder: Path) -> dict:
-    from . import checkpoint
-
-    try:
-        meta = checkpoint.load_meta(folder)
-    except (OSError, ValueError) as exc:
-        raise ScoreError(f"--checkpoints {folder}: meta.json unreadable ({exc})") from None
-    if (
-        not isinstance(meta, dict)
-        or not isinstance(meta.get("step"), int)
-        or not isinstance(meta.get("recipe"), dict)
-    ):
-        raise ScoreError(
-            f"--checkpoints {folder}: meta.json records no step and recipe "
-            "(expected a checkpoint of this engine)"
-        )
-    return meta
-
-
-def _shape(meta: dict) -> tuple[str, int, int, int]:
-    from .corpus import CHUNK
-    from .synthetic import MOTORS
-
-    shape = meta.get("shape") or {}  # a checkpoint from before shapes were recorded: 8 x 6, 6
-    size = meta.get("model_size") or meta["recipe"].get("model_size")
-    try:
-        return (
-            str(size),
-            int(shape.get("chunk", CHUNK)),
-            int(shape.get("motors", MOTORS)),
-            int(shape.get("state_dim", MOTORS)),
-        )
-    except (TypeError, ValueError):
-        raise ScoreError(
-            f"checkpoint step {meta['step']}: meta.json shape {shape!r} is not "
-            "{chunk, motors, state_dim} integers"
-        ) from None
-
-
-def find_checkpoints(path: Path) -> Source:
-    """A run folder, its checkpoints/ folder, or one step folder -> the complete checkpoints."""
-    from . import checkpoint
-
-    if not path.exists():
-        raise ScoreError(f"--checkpoints {path}: no such folder")
-    if not path.is_dir():
-        raise ScoreError(
-            f"--checkpoints {path}: not a folder (expected a run folder, its "
-            "checkpoints/ folder or a step-NNNNNN checkpoint folder)"
-        )
-    if (path / "meta.json").is_file() or (path / "model.safetensors").is_file():
-        if not checkpoint.is_complete(path):
-            raise ScoreError(
-                f"--checkpoints {path}: an incomplete checkpoint (expected "
-                f"{', '.join(checkpoint.FILES)} and a step in meta.json)"
-            )
-        folders, root, skipped = [path], path.parent, []
-    else:
-        run_like = (path / "checkpoints").is_dir() or (path / LOG).is_file()
-        root = path / "checkpoints" if run_like else path
-        try:
-            found = sorted(
-                (
-                    p
-                    for p in (root.iterdir() if root.is_dir() else ())
-                    if STEP_DIR.fullmatch(p.name) and p.is_dir()
-                ),
-                key=lambda p: int(p.name[5:]),
-            )
-        except OSError as exc:
-            raise ScoreError(f"--checkpoints {path}: cannot list {root} ({exc.strerror})") from None
-        if not found and not run_like:
-            raise ScoreError(
-                f"--checkpoints {path}: not a checkpoint folder of this engine, nor "
-                "a run or checkpoints folder holding one (expected step-NNNNNN/ "
-                "with meta.json and model.safetensors)"
-            )
-        folders = [p for p in found if checkpoint.is_complete(p)]
-        skipped = [p.name for p in found if p not in folders]
-        if not folders:
-            why = f"{len(found)} incomplete step folder(s)" if found else "no step-NNNNNN folder"
-            raise ScoreError(
-                f"--checkpoints {path}: no complete checkpoint in {root} ({why}; "
-                "the run saved none yet?)"
-            )
-    metas = [_meta(p) for p in folders]
-    shapes = {(_shape(m), json.dumps(m.get("architecture") or {}, sort_keys=True)) for m in metas}
-    if len(shapes) > 1:
-        raise ScoreError(
-            f"--checkpoints {path}: checkpoints of different models "
-            f"({'; '.join(str(s[0]) for s in sorted(shapes))}, or their recorded "
-            "architecture); score one run at a time"
-        )
-    steps = [int(m["step"]) for m in metas]
-    if len(set(steps)) != len(steps):
-        raise ScoreError(f"--checkpoints {path}: two checkpoints record the same step")
-    order = sorted(range(len(steps)), key=steps.__getitem__)
-    run_dir = root.parent if root.name == "checkpoints" else None
-    return Source(
-        tuple(folders[i] for i in order),
-        tuple(steps[i] for i in order),
-        tuple(metas[i] for i in order),
-        run_dir,
-        _run_name(run_dir, path),
-        tuple(skipped),
-    )
-
-
-def _run_meta(run_dir: Path | None) -> dict:
-    """The run's last meta record (its newest start), or {} without a readable log."""
-    if run_dir is None:
-        return {}
-    found: dict = {}
-    try:
-        with open(run_dir / LOG, "rb") as fh:
-            for line in fh:
-                if b'"meta"' not in line:
-                    continue
-                try:
-                    rec = json.loads(line)
-                except ValueError:
-                    continue
-                if isinstance(rec, dict) and rec.get("kind") == "meta":
-                    found = rec
-    except OSError:
-        return {}
-    return found
-
-
-def _run_name(run_dir: Path | None, given: Path) -> str:
-    name = _run_meta(run_dir).get("run")
-    if isinstance(name, str) and name:
-        return name
-    return (run_dir or given).resolve().name
 
 
 # -- the output folder ------------------------------------------------------------------------
@@ -263,7 +101,7 @@ def init_stats_file(src: Source) -> Path:
     checkpoint its meta record names, else its recipe's --init as found now."""
     from .init import InitError, describe
 
-    named = _run_meta(src.run_dir).get("init") or {}
+    named = run_meta(src.run_dir).get("init") or {}
     if isinstance(named, dict) and named.get("kind") == "engine" and named.get("path"):
         return Path(str(named["path"])) / "stats.json"
     value = str(src.newest["recipe"].get("init") or "")
@@ -348,7 +186,7 @@ def _model(src: Source, device):
     from .init import Init
     from .model import Policy
 
-    size, chunk, motors, state_dim = _shape(src.newest)
+    size, chunk, motors, state_dim = model_shape(src.newest)
     arch = Init("engine", src.checkpoints[-1], meta=src.newest).architecture()
     try:
         shape = src.newest.get("shape") or {}
@@ -388,7 +226,7 @@ def run_score(args: argparse.Namespace) -> int:
     surface = surface_of(
         args,
         src.newest["recipe"],
-        src.newest.get("platform") or _run_meta(src.run_dir).get("platform"),
+        src.newest.get("platform") or run_meta(src.run_dir).get("platform"),
     )
     out = Path(args.output_dir)
     replace = check_output(out, src)
@@ -396,7 +234,7 @@ def run_score(args: argparse.Namespace) -> int:
     init = Init("engine", src.checkpoints[-1], meta=src.newest)
     cameras = corpus.camera_names(src.newest["recipe"].get("cameras"))  # the run's
     data = _with_text(src, _corpus(surface, root, init.image_size(synthetic.IMAGE_SIZE), cameras))
-    _, chunk, motors, state_dim = _shape(src.newest)
+    _, chunk, motors, state_dim = model_shape(src.newest)
     have = (data.chunk, data.motors, int(data.states.shape[1]))
     if have != (chunk, motors, state_dim):
         raise ScoreError(
