@@ -263,8 +263,8 @@ def test_compile_wraps_ddp_not_the_module_inside_it(tmp_path):
 def test_the_large_size_is_hundreds_of_millions_of_parameters():
     """`--model-size large`: ~0.29B parameters (built on the meta device, nothing allocated),
     a GPU's work; checkpointing applies to its vision encoder and backbone as to the others."""
-    from fontaine_engine.cli import build_parser
     from fontaine_engine.model import Policy, count_parameters
+    from fontaine_engine.parser import build_parser
 
     from fontaine_engine import accel
 

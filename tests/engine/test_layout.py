@@ -79,7 +79,8 @@ def test_a_sample_keeps_its_slot_however_the_batch_is_cut():
 
 def test_validate_resolves_the_chunks_for_the_world_size(tmp_path, corpus_dir, monkeypatch):
     """validate_train reads WORLD_SIZE as torchrun sets it (engine/distributed.world_from_env)."""
-    from fontaine_engine.cli import build_parser, validate_train
+    from fontaine_engine.cli import validate_train
+    from fontaine_engine.parser import build_parser
 
     base = _without(tiny_argv(tmp_path / "out", corpus_dir), "--backward-chunks")
     base = _replace(base, "--batch-size", "96")

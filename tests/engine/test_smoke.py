@@ -150,7 +150,7 @@ def test_init_that_does_not_fit_the_model_is_one_line_and_logged(
 
 def test_init_inherit_and_random_flow_decoder(smoke_run, corpus_dir, tmp_path):
     """--init loads every weight; --flow-decoder-init random re-draws only the flow decoder."""
-    from fontaine_engine.cli import build_parser
+    from fontaine_engine.parser import build_parser
     from safetensors.torch import load_file
 
     from fontaine_engine import distributed, session

@@ -102,7 +102,7 @@ def test_argv_for_ranks_flags_and_paths(tmp_path: Path) -> None:
 def test_engine_argv_parses_with_the_real_engine_parser(tmp_path: Path) -> None:
     if importlib.util.find_spec("torch") is None:
         pytest.skip("torch is not installed")
-    from fontaine_engine.cli import build_parser
+    from fontaine_engine.parser import build_parser
 
     for name in ("smoke", "demosonly_1gpu"):
         p = load_preset(name)

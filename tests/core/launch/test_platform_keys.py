@@ -288,7 +288,7 @@ def test_single_node_argv_has_no_new_flags_at_default(tmp_path):
 def test_the_real_parsers_read_the_launcher_argv(tmp_path):
     if importlib.util.find_spec("torch") is None:
         pytest.skip("torch is not installed")
-    from fontaine_engine.cli import build_parser
+    from fontaine_engine.parser import build_parser
     from fontaine_engine.pipeline import chunks_per_rank
     from torch.distributed.run import get_args_parser
 
