@@ -1,6 +1,8 @@
-"""Platform knobs of the forward and backward passes: bf16 autocast, TF32 matmuls, activation
-checkpointing and torch.compile. None of them changes the training math beyond rounding:
-parameters, gradients and optimizer state stay fp32, and the losses are computed in fp32.
+"""Platform knobs of the forward and backward passes: bf16, TF32, checkpointing and compile.
+
+The knobs are bf16 autocast, TF32 matmuls, activation checkpointing and torch.compile. None of
+them changes the training math beyond rounding: parameters, gradients and optimizer state stay
+fp32, and the losses are computed in fp32.
 
 Precision: "fp32" is full fp32 (TF32 off on CUDA, cuBLAS and cuDNN alike, whatever the
 process's defaults were), "tf32" lets CUDA matmuls and convolutions round their inputs to
@@ -18,8 +20,10 @@ PRECISIONS = ("fp32", "tf32", "bf16")
 
 
 def set_tf32(device: torch.device, precision: str) -> bool:
-    """TF32 on for "tf32", off for the others, on a CUDA device (CPU: untouched, False);
-    returns whether it is on."""
+    """Turn TF32 on for "tf32" and off for the others, on a CUDA device; return whether it is on.
+
+    On CPU nothing is touched and the answer is False.
+    """
     if device.type != "cuda":
         return False
     on = precision == "tf32"
@@ -38,8 +42,10 @@ def autocast(device: torch.device, precision: str) -> AbstractContextManager:
 
 
 def enable_activation_checkpointing(module: nn.Module) -> list[str]:
-    """Recompute the vision encoder's and the backbone's layer activations in backward
-    (non-reentrant checkpoints); returns the names of the submodules it applied to."""
+    """Recompute the vision encoder's and the backbone's layer activations in backward.
+
+    The checkpoints are non-reentrant. Returns the names of the submodules it applied to.
+    """
     done = []
     for name in ("vision", "backbone"):
         sub = getattr(module, name)
@@ -81,8 +87,10 @@ def is_compile_error(exc: BaseException) -> bool:
 
 
 def first_line(exc: BaseException) -> str:
-    """An exception as one short line: its type and its message's first non-empty line
-    (a compiler backend's failure is named by the error it wraps)."""
+    """An exception as one short line: its type and its message's first non-empty line.
+
+    A compiler backend's failure is named by the error it wraps.
+    """
     exc = getattr(exc, "inner_exception", None) or exc
     text = next((ln.strip() for ln in str(exc).splitlines() if ln.strip()), "")
     line = f"{type(exc).__name__}: {text}" if text else type(exc).__name__

@@ -39,8 +39,10 @@ class CheckpointError(RuntimeError):
 
 
 def _discard(folder: Path) -> None:
-    """Remove a checkpoint folder of ours: the file names save() writes, then the folder
-    (which stays if anything else is in it)."""
+    """Remove a checkpoint folder of ours: the file names save() writes, then the folder.
+
+    The folder stays if anything else is in it.
+    """
     for name in FILES:
         (folder / name).unlink(missing_ok=True)
     try:

@@ -20,8 +20,10 @@ os.environ.setdefault("TRANSFORMERS_NO_ADVISORY_WARNINGS", "1")
 
 
 def _check_data_dir(args: argparse.Namespace) -> None:
-    """The corpus folder must be ours to (re)build, empty, absent, or hold a valid corpus;
-    anything else is refused before a byte is written."""
+    """Check that the corpus folder is ours to (re)build, empty, absent, or holds a valid corpus.
+
+    Anything else is refused before a byte is written.
+    """
     from . import corpus
 
     root = Path(args.data_dir) if args.data_dir else corpus.default_dir()
@@ -86,10 +88,12 @@ def _show(value: object) -> str:
 
 
 def _check_resume(args: argparse.Namespace) -> None:
-    """--resume continues the newest checkpoint's recipe unchanged, to its steps or, with
-    --extend-to N, past them; anything else is refused here, before a byte is written. A
-    recipe key the checkpoint does not record (added to the engine later) stands at its
-    default."""
+    """Check that --resume continues the newest checkpoint's recipe unchanged.
+
+    The run goes on to the recipe's steps or, with --extend-to N, past them. Anything else is
+    refused here, before a byte is written. A recipe key the checkpoint does not record (added
+    to the engine later) stands at its default.
+    """
     if args.extend_to and not args.resume:
         raise UsageExit(
             f"--extend-to {args.extend_to}: only with --resume (it extends a run "
@@ -150,8 +154,11 @@ def _check_resume(args: argparse.Namespace) -> None:
 
 
 def _check_init(args: argparse.Namespace) -> None:
-    """--init names an engine checkpoint of the recipe's model size, or a Hugging Face model
-    folder (engine/init.py); `inherit` needs a decoder to inherit."""
+    """Check that --init names an engine checkpoint of the recipe's model size, or an HF folder.
+
+    A Hugging Face model folder is described in engine/init.py. `inherit` needs a decoder to
+    inherit.
+    """
     from .init import InitError, describe
 
     try:

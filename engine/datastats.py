@@ -38,8 +38,9 @@ def feature_stats(values: np.ndarray) -> dict[str, list]:
 
 
 def complete(ds: Dataset) -> tuple[dict, dict]:
-    """The dataset's stats with every missing stat of its state and action computed from its
-    frames; and where each came from: {"file", "read": {feature: [stat]}, "computed": ...}.
+    """The dataset's stats with every missing state or action stat computed from its frames.
+
+    It also says where each came from: {"file", "read": {feature: [stat]}, "computed": ...}.
 
     A stat that is present but not the feature's size (or not finite) is a DatasetError naming
     the file and the key."""
@@ -87,8 +88,11 @@ def beyond(actions: np.ndarray, q01: np.ndarray, q99: np.ndarray) -> tuple[np.nd
 def clip_warning(
     actions: np.ndarray, q01: np.ndarray, q99: np.ndarray, names: list[str], source: str
 ) -> str | None:
-    """One line when the q01/q99 leave more than CLIP_SHARE of the action targets beyond
-    one side in some dimension (the AR tokens saturate there); None when they do not."""
+    """One line when the q01/q99 clip too many action targets in some dimension, else None.
+
+    The line is given when they leave more than CLIP_SHARE of the action targets beyond one
+    side in some dimension (the AR tokens saturate there); None when they do not.
+    """
     low, high = beyond(actions, q01, q99)
     worst = int(np.argmax(np.maximum(low, high)))
     if max(low[worst], high[worst]) <= CLIP_SHARE:

@@ -1,6 +1,8 @@
-"""The flag checks the engine's commands share: `train` (engine/cli.py) and `score`
-(engine/score.py, engine/surface.py) refuse a bad invocation with the same one-line
-UsageExit, which engine/cli.py prints as `engine: error: ...` with exit code 2.
+"""The flag checks the engine's commands share: `train` and `score` refuse alike.
+
+`train` (engine/cli.py) and `score` (engine/score.py, engine/surface.py) refuse a bad
+invocation with the same one-line UsageExit, which engine/cli.py prints as
+`engine: error: ...` with exit code 2.
 
 A leaf module: it imports no other engine module at import time, so cli imports score and
 surface, and they import this, never cli.
@@ -33,8 +35,11 @@ def check_writable(flag: str, path: Path) -> None:
 
 
 def check_gpus(device: str, env: Mapping[str, str], available: bool, count: int) -> None:
-    """A CUDA run needs a GPU per rank on this node: the local world size (torchrun's
-    LOCAL_WORLD_SIZE, else WORLD_SIZE), not the world across nodes."""
+    """Check that a CUDA run has a GPU per rank on this node.
+
+    The ranks counted are the local world size (torchrun's LOCAL_WORLD_SIZE, else WORLD_SIZE),
+    not the world across nodes.
+    """
     from .distributed import local_world_size
 
     if device == "cuda" and not available:

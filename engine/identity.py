@@ -1,6 +1,7 @@
-"""What ran and on what: the engine's code identity and the corpus's data identity, stdlib
-only (no torch import). The console asks for both at launch (`python -m fontaine_engine
-identity`) and freezes them in prereg.json; the train loop writes the same in its `meta`
+"""What ran and on what: the engine's code identity and the corpus's data identity.
+
+Stdlib only (no torch import). The console asks for both at launch (`python -m fontaine_engine
+identity`) and freezes them in prereg.json. The train loop writes the same in its `meta`
 record, so a run whose code or data changed under it (a resume on edited code) shows both
 identities."""
 
@@ -17,9 +18,12 @@ ROOT = Path(__file__).resolve().parent
 
 
 def code_identity() -> dict[str, object]:
-    """sha256 over every engine source file (name and content, so an uncommitted edit
-    shows), with the git commit and whether the engine's files differ from it, or the
-    installed version where the engine is not in a git checkout."""
+    """The engine's code identity: a sha256 over every engine source file, and its version.
+
+    The hash covers each file's name and content, so an uncommitted edit shows. It comes with
+    the git commit and whether the engine's files differ from it, or the installed version
+    where the engine is not in a git checkout.
+    """
     h = hashlib.sha256()
     files = sorted(ROOT.glob("*.py"))
     for path in files:
@@ -35,11 +39,13 @@ def code_identity() -> dict[str, object]:
 
 
 def data_identity(root: Path) -> dict[str, object]:
-    """The data by content. The engine's corpus: sha256 of what its manifest says the files are
-    (their own sha256s, the generator's version and seed), not when it was built. A user's
-    LeRobotDataset folder (or a folder of them): sha256 over every meta/ and data/ file's name
-    and content, and every video's name, size and first MiB (a multi-GB video is not re-read
-    at each launch)."""
+    """The data by content.
+
+    The engine's corpus: sha256 of what its manifest says the files are (their own sha256s,
+    the generator's version and seed), not when it was built. A user's LeRobotDataset folder
+    (or a folder of them): sha256 over every meta/ and data/ file's name and content, and
+    every video's name, size and first MiB (a multi-GB video is not re-read at each launch).
+    """
     out: dict[str, object] = {"root": str(root)}
     try:
         manifest = json.loads((root / "manifest.json").read_text())

@@ -42,8 +42,10 @@ def frames(ds: Dataset, size: int, camera: str) -> np.ndarray:
 
 
 def _decode(data: bytes, size: int, path, camera: str, row: int) -> np.ndarray:
-    """One PNG, decoded on its own (a decoder kept across images may hand back an earlier
-    frame), resized to size x size."""
+    """One PNG, decoded on its own and resized to size x size.
+
+    A decoder kept across images may hand back an earlier frame, so each image gets its own.
+    """
     import av
 
     try:

@@ -46,8 +46,10 @@ class Init:
     meta: dict = field(default_factory=dict)  # engine: the checkpoint's meta.json
 
     def architecture(self) -> dict[str, dict]:
-        """{"vision": config dict, "backbone": config dict} the init fixes (empty: the recipe's
-        model size decides)."""
+        """The configs the init fixes: {"vision": config dict, "backbone": config dict}.
+
+        Empty: the recipe's model size decides.
+        """
         if self.kind == "engine":
             return dict(self.meta.get("architecture") or {})
         return {name: _config(folder) for name, folder in self.parts.items()}

@@ -180,8 +180,10 @@ def cameras_of(info: dict) -> list[str]:
 
 
 def _features(root: Path, info: dict, cameras: Sequence[str] | None) -> tuple[str, ...]:
-    """The cameras read: those chosen, in their order, else every camera feature in
-    info.json's order."""
+    """The cameras read: those chosen, in their order, else every camera feature.
+
+    Without a choice they come in info.json's order.
+    """
     path = root / INFO_PATH
     features = info.get("features")
     if not isinstance(features, dict):
@@ -206,8 +208,11 @@ def _features(root: Path, info: dict, cameras: Sequence[str] | None) -> tuple[st
 
 
 def read(root: Path, cameras: Sequence[str] | None = None) -> Dataset:
-    """The frame table and episodes of one LeRobotDataset folder (v3.0 or v2.x), with the
-    chosen cameras (default: every video and image feature, in info.json's order)."""
+    """The frame table and episodes of one LeRobotDataset folder (v3.0 or v2.x).
+
+    It comes with the chosen cameras (default: every video and image feature, in info.json's
+    order).
+    """
     root = Path(root)
     info = _json(root / INFO_PATH)
     if not isinstance(info, dict):
@@ -280,9 +285,12 @@ def read(root: Path, cameras: Sequence[str] | None = None) -> Dataset:
 
 
 def _stats(root: Path) -> tuple[dict, str | None]:
-    """The dataset's stats as written: meta/stats.json, or (v2.1, which writes none) the
-    episodes' stats of meta/episodes_stats.jsonl pooled exactly (min, max, mean, std, count;
-    per-episode quantiles cannot be pooled into the dataset's, so none are taken)."""
+    """The dataset's stats as written: meta/stats.json, or v2.1's episodes' stats pooled.
+
+    v2.1 writes no meta/stats.json: the episodes' stats of meta/episodes_stats.jsonl are
+    pooled exactly (min, max, mean, std, count). Per-episode quantiles cannot be pooled into
+    the dataset's, so none are taken.
+    """
     if (root / STATS_PATH).is_file():
         stats = _json(root / STATS_PATH)
         if not isinstance(stats, dict):
@@ -408,8 +416,11 @@ def _episodes_v2(root: Path, info: dict, cameras: Sequence[str]) -> list[Episode
 
 
 def _tasks(root: Path, version: str) -> tuple[str, ...]:
-    """The task strings by task_index: meta/tasks.parquet (v3: the task is the pandas index,
-    a column beside task_index) or meta/tasks.jsonl (v2); none when the file is absent."""
+    """The task strings by task_index, read from meta/tasks.parquet or meta/tasks.jsonl.
+
+    In meta/tasks.parquet (v3) the task is the pandas index, a column beside task_index;
+    meta/tasks.jsonl is v2's. None when the file is absent.
+    """
     rows: list[dict] = []
     if version.startswith("v3."):
         if (root / TASKS_PATH).is_file():
@@ -438,8 +449,10 @@ def _tasks(root: Path, version: str) -> tuple[str, ...]:
 def _task_index(
     path: Path, episode_index: np.ndarray, episodes: list[Episode], tasks: tuple[str, ...]
 ) -> np.ndarray:
-    """Each frame's task_index (the frame table's column; a table without one takes its
-    episode's first task)."""
+    """Each frame's task_index, from the frame table's column.
+
+    A table without one takes its episode's first task.
+    """
     import pyarrow.parquet as pq
 
     if "task_index" in pq.read_schema(path).names:

@@ -39,8 +39,10 @@ if TYPE_CHECKING:
 
 
 def _image_stats(images: np.ndarray) -> dict[str, list]:
-    """Per channel over all pixels, in [0, 1], shaped (3, 1, 1) as lerobot writes them; count
-    is the number of frames. Exact, from each channel's histogram of its 256 levels."""
+    """Per-channel image stats over all pixels, in [0, 1], shaped (3, 1, 1) as lerobot writes.
+
+    count is the number of frames. Exact, from each channel's histogram of its 256 levels.
+    """
     pixels = np.asarray(images, np.uint8).reshape(-1, 3)
     levels = np.arange(256, dtype=np.float64)
     out: dict[str, list] = {k: [] for k in ("min", "max", "mean", "std")}
@@ -65,10 +67,13 @@ def _image_stats(images: np.ndarray) -> dict[str, list]:
 
 
 def _episode_stats(camera: str, images: np.ndarray, columns: dict[str, np.ndarray]) -> dict:
-    """One episode's `stats/<feature>/<stat>` columns of meta/episodes, as lerobot's writer
-    flattens its compute_episode_stats (every feature: the camera per channel in [0, 1],
-    shaped (3, 1, 1); vectors per dimension; scalars as one value). lerobot's tools pool
-    these when they edit a dataset (aggregate_stats); quantiles here are exact."""
+    """One episode's `stats/<feature>/<stat>` columns of meta/episodes, as lerobot writes them.
+
+    They are lerobot's compute_episode_stats as its writer flattens them (every feature: the
+    camera per channel in [0, 1], shaped (3, 1, 1); vectors per dimension; scalars as one
+    value). lerobot's tools pool these when they edit a dataset (aggregate_stats). Quantiles
+    here are exact.
+    """
     stats = {camera: _image_stats(images)}
     for key, values in columns.items():
         arr = np.asarray(values, dtype=np.float64)
@@ -285,8 +290,10 @@ def write(
 
 
 def _video_info(path: Path) -> dict[str, object]:
-    """The video.* entries lerobot records: the first video file's stream and the encoder's
-    settings (lerobot's get_video_info)."""
+    """The video.* entries lerobot records: the first video file's stream and encoder settings.
+
+    They follow lerobot's get_video_info.
+    """
     import av
 
     with av.open(str(path)) as f:

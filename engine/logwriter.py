@@ -36,8 +36,10 @@ class LogWriter:
             self._heal_torn_tail(path)
 
     def _heal_torn_tail(self, path: Path) -> None:
-        """A killed writer can leave a line without its newline: end it so the next record
-        starts on a fresh line (readers skip the torn one)."""
+        """End a line a killed writer left without its newline, so the next record starts fresh.
+
+        Readers skip the torn line.
+        """
         size = path.stat().st_size
         if size and self._fd is not None:
             with open(path, "rb") as f:

@@ -115,8 +115,10 @@ class FlowDecoder(nn.Module):
     def context(
         self, prefix_hidden: torch.Tensor, keep: torch.Tensor | None = None
     ) -> torch.Tensor:
-        """The prefix's mean (over the positions `keep` marks, default all) and its last
-        (state) token."""
+        """The prefix's mean and its last (state) token.
+
+        The mean is over the positions `keep` marks (default: all).
+        """
         if keep is None:
             mean = prefix_hidden.mean(dim=1)
         else:
@@ -140,8 +142,10 @@ class FlowDecoder(nn.Module):
 
 
 class Policy(nn.Module):
-    """`chunk` x `motors` actions per prediction and a `state_dim` state, from the dataset's
-    info.json (the generated corpus: 8 x 6 and 6)."""
+    """The policy: `chunk` x `motors` actions per prediction and a `state_dim` state.
+
+    The sizes come from the dataset's info.json (the generated corpus: 8 x 6 and 6).
+    """
 
     def __init__(
         self,
@@ -155,9 +159,11 @@ class Policy(nn.Module):
         cameras: int = 1,
         history: int = 0,
     ) -> None:
-        """`cameras`: the frames per sample, each encoded on its own; `history`: the past
-        steps (frames and states) each sample sees besides its own;
-        `vision` / `backbone`: pretrained parts (engine/init.py) used as they are;
+        """Build the policy of a size, for the data's shape, its parts given or built fresh.
+
+        `cameras`: the frames per sample, each encoded on its own. `history`: the past
+        steps (frames and states) each sample sees besides its own.
+        `vision` / `backbone`: pretrained parts (engine/init.py) used as they are.
         `architecture`: the parts' configs an engine checkpoint recorded, built fresh (its
         weights are loaded after). Otherwise both come from SIZES[size]."""
         super().__init__()
@@ -271,8 +277,11 @@ class Policy(nn.Module):
         return h[:, :p], h[:, p:]
 
     def prefix_keep(self, batch: dict[str, torch.Tensor]) -> torch.Tensor | None:
-        """(B, prefix) bool: False at the task text's padding and at past steps before the
-        episode's start (`observation_is_pad`); None when nothing is padded."""
+        """The prefix's mask, (B, prefix) bool, or None when nothing is padded.
+
+        False at the task text's padding and at past steps before the episode's start
+        (`observation_is_pad`).
+        """
         text_mask, past = batch.get("text_mask"), batch.get("observation_is_pad")
         if text_mask is not None and not text_mask.shape[1]:
             text_mask = None
@@ -334,8 +343,11 @@ class Policy(nn.Module):
         steps: int = EULER_STEPS,
         keep: torch.Tensor | None = None,
     ) -> torch.Tensor:
-        """Euler-integrate the flow from noise (t=1) to actions (t=0) in `steps` steps,
-        normalized units (`keep`: the prefix positions pooled, Policy.prefix_keep)."""
+        """Euler-integrate the flow from noise (t=1) to actions (t=0) in `steps` steps.
+
+        The actions are in normalized units. `keep`: the prefix positions pooled
+        (Policy.prefix_keep).
+        """
         ctx = self.flow.context(prefix_h, keep)
         x = noise
         dt = -1.0 / steps
@@ -346,8 +358,11 @@ class Policy(nn.Module):
 
 
 def step_weights(batch: dict[str, torch.Tensor], chunk: int) -> torch.Tensor:
-    """(B, chunk) float: 1 for a chunk step inside its episode, 0 for a padded one (the
-    batch's `action_is_pad`, as lerobot builds it); all ones without that key."""
+    """The chunk steps' weights, (B, chunk) float: 1 inside the episode, 0 for a padded step.
+
+    They come from the batch's `action_is_pad`, as lerobot builds it; all ones without that
+    key.
+    """
     pad = batch.get("action_is_pad")
     if pad is None:
         return torch.ones(batch["tokens"].shape[0], chunk, device=batch["tokens"].device)
@@ -355,9 +370,11 @@ def step_weights(batch: dict[str, torch.Tensor], chunk: int) -> torch.Tensor:
 
 
 def masked_mean(values: torch.Tensor, weights: torch.Tensor) -> torch.Tensor:
-    """Each sample's mean over the elements whose (broadcast) weight is 1, then the mean over
-    the samples: padded action steps count neither in the sum nor in the count, and every
-    sample weighs the same, so a batch's loss is the same however it is cut into chunks."""
+    """Each sample's mean over the elements whose (broadcast) weight is 1, then the samples' mean.
+
+    Padded action steps count neither in the sum nor in the count, and every sample weighs the
+    same, so a batch's loss is the same however it is cut into chunks.
+    """
     w = weights.expand_as(values)
     per = (values * w).flatten(1).sum(1) / w.flatten(1).sum(1).clamp_min(1.0)
     return per.mean()

@@ -68,9 +68,12 @@ def describe(module: nn.Module) -> dict:
 
 
 def regroup(state: dict, module: nn.Module) -> dict:
-    """An optimizer state dict of one group (every parameter decayed, saved before the split)
-    as the two groups of `groups`: its per-parameter state moved to the new indices, the
-    hyperparameters kept. A state of two groups is returned as it is."""
+    """An optimizer state dict of one group, given as the two groups of `groups`.
+
+    The one group has every parameter decayed (a state saved before the split). Its
+    per-parameter state is moved to the new indices and the hyperparameters are kept. A state
+    of two groups is returned as it is.
+    """
     if len(state.get("param_groups", ())) != 1:
         return state
     (old,) = state["param_groups"]

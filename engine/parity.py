@@ -91,8 +91,11 @@ def _inject(module: torch.nn.Module, factor: float) -> None:
 def train_steps(
     ns: argparse.Namespace, ctx: distributed.Context, root: Path, inject: float = 1.0
 ) -> dict:
-    """Run ns.run_steps optimizer steps; return the first step's pre-clip gradient, the
-    initial and the final parameters."""
+    """Run ns.run_steps optimizer steps and return the gradient and parameters compared.
+
+    The gradient is the first step's, before clipping; the parameters are the initial and the
+    final ones.
+    """
     data = corpus.load(root)
     session = build_session(ns, ctx, data)
     initial = {k: v.detach().cpu().clone() for k, v in session.module.state_dict().items()}
@@ -175,8 +178,11 @@ def _free_port() -> int:
 def compare_grads(
     single: dict, multi: dict, skip: list[str]
 ) -> tuple[float, float, list[tuple[str, float]], list[str]]:
-    """(largest |difference|, worst per-tensor relative difference, the 3 worst tensors,
-    tensors with a gradient in one run only), over the tensors not in `skip`."""
+    """Compare the two runs' first-step gradients, over the tensors not in `skip`.
+
+    Returns (largest |difference|, worst per-tensor relative difference, the 3 worst tensors,
+    tensors with a gradient in one run only).
+    """
     a, b = single["grads"], multi["grads"]
     missing = sorted(set(a) ^ set(b))
     largest, rel = 0.0, {}
@@ -190,12 +196,14 @@ def compare_grads(
 
 
 def gradient_free(single: dict) -> list[str]:
-    """Tensors whose first-step gradient is rounding noise (largest |g| below ROUNDING x the
-    largest of any tensor): an attention key bias, which softmax cancels exactly. Adam
-    normalises that noise into lr-sized steps in a random direction, so these tensors'
-    parameters differ between any two runs whose sums round differently; they are left
-    out of both comparisons (and named) rather than loosening the tolerances; a scale bug
-    shows in every other tensor."""
+    """Tensors whose first-step gradient is rounding noise, left out of both comparisons.
+
+    Rounding noise: the largest |g| is below ROUNDING x the largest of any tensor, as for an
+    attention key bias, which softmax cancels exactly. Adam normalises that noise into
+    lr-sized steps in a random direction, so these tensors' parameters differ between any two
+    runs whose sums round differently. They are left out of both comparisons (and named)
+    rather than loosening the tolerances. A scale bug shows in every other tensor.
+    """
     grads = single["grads"]
     top = max((float(g.abs().max()) for g in grads.values()), default=0.0)
     return sorted(n for n, g in grads.items() if float(g.abs().max()) <= ROUNDING * top)
@@ -204,8 +212,10 @@ def gradient_free(single: dict) -> list[str]:
 def compare_params(
     single: dict, multi: dict, skip: list[str]
 ) -> tuple[float, list[tuple[str, float]], float]:
-    """(largest |difference|, the 3 worst tensors, largest |change| over the steps), over
-    the parameters not in `skip`."""
+    """Compare the two runs' parameters, over the parameters not in `skip`.
+
+    Returns (largest |difference|, the 3 worst tensors, largest |change| over the steps).
+    """
     a, b, init = single["params"], multi["params"], single["initial"]
     diffs = {
         k: float((a[k].double() - b[k].double()).abs().max())

@@ -51,10 +51,12 @@ class LayoutError(ValueError):
 def chunks_per_rank(
     batch_size: int, world_size: int, chunks: int | None = None, micro: int = 0
 ) -> int:
-    """Backward chunks per rank. With the per-rank micro-batch stated (micro > 0): chunks =
-    batch_size / (micro x world_size), a whole number >= 1, and a chunk count given as well
-    must be that number. Without it: chunks (default DEFAULT_CHUNKS) x world_size must divide
-    batch_size."""
+    """Backward chunks per rank, from the batch size, the world size and the micro-batch.
+
+    With the per-rank micro-batch stated (micro > 0): chunks = batch_size / (micro x
+    world_size), a whole number >= 1, and a chunk count given as well must be that number.
+    Without it: chunks (default DEFAULT_CHUNKS) x world_size must divide batch_size.
+    """
     if micro > 0:
         per_rank, rest = divmod(batch_size, micro * world_size)
         if rest or per_rank < 1:
@@ -111,23 +113,30 @@ class Layout:
 
 
 def _images(raw: np.ndarray) -> np.ndarray:
-    """uint8 (B, cameras, H, W, C) -> float (B, cameras, C, H, W) in [-1, 1] (SigLIP's
-    0.5/0.5 normalization)."""
+    """Turn uint8 (B, cameras, H, W, C) into float (B, cameras, C, H, W) in [-1, 1].
+
+    This is SigLIP's 0.5/0.5 normalization.
+    """
     return (raw.astype(np.float32) / 127.5 - 1.0).transpose(0, 1, 4, 2, 3)
 
 
 def history_rows(corpus: Corpus, idx: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """(B, history + 1) rows of frames idx and their `history` past frames, oldest first, and
-    which of them lie before the episode's first frame (lerobot's delta_timestamps query:
-    the row clamped to the episode, the step flagged as padding)."""
+    """(B, history + 1) rows of frames idx and their `history` past frames, oldest first.
+
+    It also says which of them lie before the episode's first frame (lerobot's
+    delta_timestamps query: the row clamped to the episode, the step flagged as padding).
+    """
     want = idx[:, None] - np.arange(corpus.history, -1, -1)[None, :]
     first = np.asarray(corpus.first[idx])[:, None]
     return np.maximum(want, first), want < first
 
 
 def camera_frames(corpus: Corpus, idx: np.ndarray) -> np.ndarray:
-    """(B, steps x cameras, H, W, 3) float32: every camera's frame of frames idx (and of their
-    past frames with --history: step-major, oldest first), in the corpus's camera order."""
+    """Every camera's frame of frames idx, (B, steps x cameras, H, W, 3) float32.
+
+    With --history their past frames come too (step-major, oldest first), in the corpus's
+    camera order.
+    """
     rows = history_rows(corpus, idx)[0].ravel()
     per = np.stack([np.asarray(cam[rows]) for cam in corpus.images], axis=1)
     return per.reshape(len(idx), -1, *per.shape[2:]).astype(np.float32)
@@ -146,9 +155,12 @@ def _augment(img: np.ndarray, rng: np.random.Generator) -> np.ndarray:
 
 
 class StepBatches(Dataset):
-    """Map-style dataset keyed by optimizer step: one item holds this rank's micro-batches
-    for that step, stacked on a leading chunk dimension (one worker->main transfer per step,
-    not one per chunk: each transfer costs the main process a few milliseconds)."""
+    """Map-style dataset keyed by optimizer step: one item holds a rank's micro-batches.
+
+    An item holds this rank's micro-batches for that step, stacked on a leading chunk
+    dimension: one worker->main transfer per step, not one per chunk (each transfer costs the
+    main process a few milliseconds).
+    """
 
     def __init__(
         self, corpus: Corpus, stats: NormStats, layout: Layout, seed: int, augment: float
@@ -203,8 +215,10 @@ class StepBatches(Dataset):
 def encode(
     corpus: Corpus, idx: np.ndarray, stats: NormStats, images: np.ndarray | None = None
 ) -> dict[str, torch.Tensor]:
-    """Model inputs and targets for frames idx (images given as float (B, cameras, H, W, C)
-    if augmented)."""
+    """Model inputs and targets for frames idx.
+
+    The images are given as float (B, cameras, H, W, C) if augmented.
+    """
     if images is None:
         images = camera_frames(corpus, idx)
     raw_actions = np.asarray(corpus.actions[idx], dtype=np.float32)

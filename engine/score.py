@@ -46,8 +46,11 @@ def is_score_output(log: Path) -> bool:
 
 
 def check_output(out: Path, src: Source) -> bool:
-    """May the score write into `out`? True when an earlier score output of ours is there to
-    be replaced; ScoreError (nothing touched) for anything else that is in the way."""
+    """Check whether the score may write into `out`; True when it replaces an earlier output.
+
+    True when an earlier score output of ours is there to be replaced. ScoreError (nothing
+    touched) for anything else that is in the way.
+    """
     here = out.resolve()
     if any(here == p or p in here.parents for p in (c.resolve() for c in src.checkpoints)) or (
         src.run_dir is not None and here == src.run_dir.resolve()
@@ -97,8 +100,10 @@ def _corpus(surface: Surface, root: Path, image_size: int, cameras: tuple[str, .
 
 
 def init_stats_file(src: Source) -> Path:
-    """The stats.json of the engine checkpoint the run started from (`--stats init`): the
-    checkpoint its meta record names, else its recipe's --init as found now."""
+    """The stats.json of the engine checkpoint the run started from (`--stats init`).
+
+    It is the checkpoint the run's meta record names, else its recipe's --init as found now.
+    """
     from .init import InitError, describe
 
     named = run_meta(src.run_dir).get("init") or {}
@@ -180,8 +185,10 @@ def _device(requested: str, precision: str):
 
 
 def _model(src: Source, device):
-    """The policy the checkpoints hold (their recorded architecture), the first one's weights
-    loaded: a checkpoint that does not load is refused before a byte is written."""
+    """The policy the checkpoints hold (their recorded architecture), the first one's weights.
+
+    A checkpoint that does not load is refused before a byte is written.
+    """
     from . import checkpoint
     from .init import Init
     from .model import Policy

@@ -50,9 +50,12 @@ def build_session(
     data: corpus.Corpus | None = None,
     init: inits.Init | None = None,
 ) -> Session:
-    """Model (same init on every rank, shaped by the data's chunk, motors and state, its
-    vision encoder and backbone from a Hugging Face init or built as an engine init's
-    architecture), DDP wrapper and (ZeRO-1) AdamW."""
+    """Build the model, its DDP wrapper and the (ZeRO-1) AdamW of one rank.
+
+    The model gets the same init on every rank and is shaped by the data's chunk, motors and
+    state. Its vision encoder and backbone come from a Hugging Face init, or are built as an
+    engine init's architecture.
+    """
     world = ctx.world_size
     try:
         layout = Layout.of(
@@ -96,9 +99,11 @@ def build_session(
 
 
 def load_init(s: Session, args, init: inits.Init | None) -> str:
-    """An engine init's weights into the model (its decoder too unless --flow-decoder-init
-    random); a Hugging Face init's parts are in place since build_session. Returns what the
-    start event says of it."""
+    """Load an engine init's weights into the model and return what the start event says of it.
+
+    The flow decoder is loaded too unless --flow-decoder-init random. A Hugging Face init's
+    parts are in place since build_session.
+    """
     if init is None:
         return ""
     if init.kind == "hf":

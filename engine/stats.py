@@ -34,9 +34,11 @@ class NormStats:
 
     @classmethod
     def pooled(cls, parts: list[tuple[dict, dict]]) -> NormStats:
-        """From lerobot stats.json entries (state {mean, std, count}, action {q01, q99, count})
-        of one or more datasets: mean and std pooled exactly, quantiles weighted by count (as
-        lerobot's aggregate_stats does)."""
+        """Pool the stats of one or more datasets from lerobot stats.json entries.
+
+        The entries are state {mean, std, count} and action {q01, q99, count}. Mean and std are
+        pooled exactly, quantiles weighted by count (as lerobot's aggregate_stats does).
+        """
 
         def arr(d: dict, key: str) -> np.ndarray:
             return np.asarray(d[key], dtype=np.float64).reshape(-1)

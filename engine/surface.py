@@ -1,7 +1,9 @@
-"""A probe surface: everything the eval probe measures with besides the weights (the
-normalisation stats, the corpus, the frame set, the flow sampler's Euler steps, the datasets
-the train slice and the stats are drawn from, the precision), as `python -m fontaine_engine score`
-(engine/score.py) chooses it: each knob the run's own unless a flag sets it apart."""
+"""A probe surface: everything the eval probe measures with besides the weights.
+
+That is the normalisation stats, the corpus, the frame set, the flow sampler's Euler steps,
+the datasets the train slice and the stats are drawn from, and the precision.
+`python -m fontaine_engine score` (engine/score.py) chooses it: each knob the run's own unless
+a flag sets it apart."""
 
 from __future__ import annotations
 
@@ -18,8 +20,11 @@ SURFACE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._+-]{0,63}")
 
 
 class ScoreError(UsageExit):
-    """Bad input to `score`: one line, `engine: error: ...`, and exit code 2, as every flag
-    check of engine/flags.py (whose checks `score` shares with `train`)."""
+    """Bad input to `score`: one line, `engine: error: ...`, and exit code 2.
+
+    It is handled as every flag check of engine/flags.py (whose checks `score` shares with
+    `train`).
+    """
 
 
 @dataclass(frozen=True, slots=True)
@@ -59,8 +64,10 @@ def _same_dir(a: str, b: str) -> bool:
 
 
 def surface_of(args: argparse.Namespace, recipe: dict, platform: dict | None) -> Surface:
-    """The flags over the run's own surface (its checkpoint's `recipe` and `platform`); a
-    knob left out is the run's."""
+    """The flags over the run's own surface (its checkpoint's `recipe` and `platform`).
+
+    A knob left out is the run's.
+    """
     from .model import EULER_STEPS
 
     platform = platform or {}

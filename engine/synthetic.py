@@ -200,8 +200,10 @@ def generate(seed: int = 0) -> dict[str, Generated]:
 
 
 def write_datasets(folder: Path, seed: int = 0) -> None:
-    """Render the corpus and write each sub-dataset into folder (new or empty) as a
-    LeRobotDataset v3.0 folder."""
+    """Render the corpus and write each sub-dataset into folder as a LeRobotDataset v3.0 folder.
+
+    The folder is new or empty.
+    """
     for name, gen in generate(seed).items():
         lerobot_writer.write(
             folder / name,

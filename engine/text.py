@@ -55,8 +55,10 @@ def for_folder(folder: Path | None) -> Tokenizer:
 
 
 def for_init(init) -> Tokenizer:
-    """The tokenizer of an `--init` (engine/init.py Init): a Hugging Face init's backbone's
-    own when its folder holds one, else bytes."""
+    """The tokenizer of an `--init` (engine/init.py Init).
+
+    A Hugging Face init's backbone's own when its folder holds one, else bytes.
+    """
     folder = init.parts.get("backbone") if init is not None and init.kind == "hf" else None
     try:
         return for_folder(folder)
@@ -82,8 +84,10 @@ def attach(data: Corpus, tok: Tokenizer, max_tokens: int) -> Corpus:
 
 
 def as_recorded(data: Corpus, meta: dict) -> Corpus:
-    """The corpus with its tasks tokenized as a checkpoint's meta.json records (inputs.text;
-    a checkpoint from before it was recorded saw no task text)."""
+    """The corpus with its tasks tokenized as a checkpoint's meta.json records (inputs.text).
+
+    A checkpoint from before it was recorded saw no task text.
+    """
     recorded = (meta.get("inputs") or {}).get("text") or {}
     source = str(recorded.get("tokenizer") or "bytes")
     tok = for_folder(None if source == "bytes" else Path(source))
@@ -102,8 +106,11 @@ def check_vocab(data: Corpus, tok: Tokenizer, vocab_size: int) -> None:
 
 
 def inputs(data: Corpus, tok: Tokenizer, max_tokens: int) -> dict[str, object]:
-    """What reaches the model besides state and actions, as the meta record and each
-    checkpoint's meta.json state it: the cameras in order, the task text's tokenization."""
+    """What reaches the model besides state and actions: the cameras and the task text.
+
+    As the meta record and each checkpoint's meta.json state it: the cameras in order, the
+    task text's tokenization.
+    """
     return {
         "cameras": list(data.cameras),
         "text": {

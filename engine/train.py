@@ -78,8 +78,11 @@ LOSS_KEYS = ("loss", "ar_ce", "flow_loss")
 
 
 def lr_at(step: int, base: float, warmup: int, total: int) -> float:
-    """Linear warmup to base, then cosine down to MIN_LR_FRACTION * base (step is 0-based);
-    a step at or past total (a run extended with --extend-to) stays at that floor."""
+    """The learning rate: linear warmup to base, then cosine down to MIN_LR_FRACTION * base.
+
+    step is 0-based. A step at or past total (a run extended with --extend-to) stays at that
+    floor.
+    """
     if step >= total:
         return base * MIN_LR_FRACTION
     if warmup > 0 and step < warmup:
@@ -133,8 +136,10 @@ def resolve_stats(
 
 
 def clip_warning(data: corpus.Corpus, stats: NormStats, source: str) -> str | None:
-    """A line when the stats leave a large share of the train action targets beyond
-    q01/q99 (engine/datastats.py)."""
+    """A line when the stats leave a large share of the train action targets beyond q01/q99.
+
+    See engine/datastats.py.
+    """
     return datastats.clip_warning(
         data.actions[data.train_index],
         stats.action_q01,
@@ -178,13 +183,17 @@ def optimizer_step(s: Session, batches, step: int) -> dict:
 
 def nonfinite(metrics: dict) -> str:
     """The step's losses that are not finite, as "loss=nan, ar_ce=inf"; "" when all are.
+
     They are the all-reduced means, so every rank gives the same answer."""
     return ", ".join(f"{k}={metrics[k]!r}" for k in LOSS_KEYS if not math.isfinite(metrics[k]))
 
 
 def first_step(s: Session, batches, step: int, log: LogWriter) -> dict:
-    """optimizer_step; under --compile a compiler failure (torch.compile compiles on the
-    first forward and backward) becomes one line and exit 2 instead of its traceback."""
+    """Take the first optimizer step, a --compile failure made one line and exit 2.
+
+    It is optimizer_step. Under --compile a compiler failure (torch.compile compiles on the
+    first forward and backward) becomes one line and exit 2 instead of its traceback.
+    """
     try:
         return optimizer_step(s, batches, step)
     except Exception as exc:
@@ -241,9 +250,12 @@ class StopFlag:
 
 
 def cpu_threads() -> int:
-    """Intra-op threads for a CPU run: half the cores (at least one), leaving the rest to the
-    data workers and whatever else shares the machine. Measured on 2 shared cores, one
-    thread was as fast as two when idle and faster under load. OMP_NUM_THREADS wins."""
+    """Intra-op threads for a CPU run: half the cores (at least one).
+
+    The rest are left to the data workers and whatever else shares the machine. Measured on
+    2 shared cores, one thread was as fast as two when idle and faster under load.
+    OMP_NUM_THREADS wins.
+    """
     if os.environ.get("OMP_NUM_THREADS"):
         return torch.get_num_threads()
     cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()

@@ -43,8 +43,11 @@ def _frames_key(ds: Dataset, size: int, camera: str) -> str:
 
 
 def frames(ds: Dataset, size: int, camera: str, cache: Path | None = None) -> np.ndarray:
-    """(N, size, size, 3) uint8 frames of one of the dataset's cameras, row-aligned with the
-    frame table; decoded once into the frame cache, then memory-mapped."""
+    """The frames of one of the dataset's cameras, (N, size, size, 3) uint8.
+
+    They are row-aligned with the frame table, decoded once into the frame cache, then
+    memory-mapped.
+    """
     cache = cache or cache_dir()
     path = cache / f"{ds.name}-{_frames_key(ds, size, camera)}.npy"
     if path.is_file():
@@ -127,8 +130,11 @@ def _decode(path: Path, size: int) -> tuple[np.ndarray, np.ndarray]:
 
 
 def _default_yuv444(frame) -> bool:
-    """yuv444p with no colour space or range of its own (BT.601, limited range: FFmpeg's
-    default), as the engine writes it."""
+    """Tell whether a frame is yuv444p with no colour space or range of its own, as ours are.
+
+    A frame without its own is BT.601, limited range: FFmpeg's default. The engine writes such
+    frames.
+    """
     return (
         frame.format.name == yuvframes.PIX_FMT
         and frame.colorspace in (2, 5, 6)  # unspecified, BT.470BG, SMPTE 170M: BT.601
@@ -137,8 +143,11 @@ def _default_yuv444(frame) -> bool:
 
 
 def _rgb(frame) -> np.ndarray:
-    """(H, W, 3) RGB of a decoded frame. Planar GBR (libx264rgb) is read plane by plane:
-    exact, and ~8x faster than a colour conversion for small frames."""
+    """(H, W, 3) RGB of a decoded frame.
+
+    Planar GBR (libx264rgb) is read plane by plane: exact, and ~8x faster than a colour
+    conversion for small frames.
+    """
     if frame.format.name == "gbrp":
         g, b, r = _planes(frame)
         return np.stack([r, g, b], axis=-1)
