@@ -61,7 +61,7 @@ def test_episode_stats_columns_match_each_episode(corpus_dir, name):
     rows = episodes.to_pylist()
     data = pq.read_table(root / "data/chunk-000/file-000.parquet")
     ds = lerobot.read(root)
-    images = videos.frames(ds, 32)
+    images = videos.frames(ds, 32, CAMERA)
     columns = {
         "observation.state": np.asarray(data.column("observation.state").to_pylist()),
         "action": np.asarray(data.column("action").to_pylist()),

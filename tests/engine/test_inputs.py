@@ -31,15 +31,15 @@ def written(tmp_path_factory):
     """A three-episode v3.0 dataset written with the engine's lerobot writer, its data and
     video files split across two files, with a second video camera (wrist) and an image
     feature (side: PNG structs in the frame tables) added as lerobot lays them out."""
-    from fontaine_engine import lerobot_writer, synthetic
+    from fontaine_engine import lerobot_writer, synthetic, yuvframes
 
     base = tmp_path_factory.mktemp("inputs")
     root = base / "ds"
     rng = np.random.default_rng(7)
     states = [rng.normal(size=(n, 6)).astype(np.float32) * 30 for n in LENGTHS]
     actions = [rng.normal(size=(n, 6)).astype(np.float32) * 30 for n in LENGTHS]
-    cams = {
-        key: [_frames(10 * k + i, n) for i, n in enumerate(LENGTHS)]
+    cams = {  # the writer takes frames that read back exactly from yuv444p video
+        key: [yuvframes.stable(_frames(10 * k + i, n)) for i, n in enumerate(LENGTHS)]
         for k, key in enumerate((FRONT, WRIST, SIDE), 1)
     }
     tasks = ["Pick up the cube.", "Stack the red block on the blue one.", "Pick up the cube."]

@@ -29,10 +29,13 @@ HOLDER = textwrap.dedent(
     n = 64
     data = Corpus(
         root=Path("."), names=("a",), train_names=("a",), fps=10,
-        images=np.zeros((n, 8, 8, 3), np.uint8), states=np.zeros((n, 6), np.float32),
-        actions=np.zeros((n, 8, 6), np.float32), frame_actions=np.zeros((n, 6), np.float32),
+        cameras=("observation.images.front",), images=(np.zeros((n, 8, 8, 3), np.uint8),),
+        states=np.zeros((n, 6), np.float32), actions=np.zeros((n, 8, 6), np.float32),
+        action_is_pad=np.zeros((n, 8), np.bool_), frame_actions=np.zeros((n, 6), np.float32),
         dataset=np.zeros(n, np.int8), episode=np.zeros(n, np.int32),
-        split=np.zeros(n, np.int8), dataset_stats={},
+        first=np.zeros(n, np.int64), split=np.zeros(n, np.int8), dataset_stats={},
+        task=np.zeros(n, np.int32), tasks=("t",), text_ids=np.zeros((1, 0), np.int64),
+        text_mask=np.zeros((1, 0), np.bool_),
     )
     stats = NormStats.compute(data.states, data.frame_actions)
     batches = iter(loader(StepBatches(data, stats, Layout(8, 1, 1, 0), 0, 0.0), 0, 1000, 2, 2, False))

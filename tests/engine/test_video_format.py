@@ -150,7 +150,7 @@ def test_frames_read_back_exactly(written):
 
     root, frames, *_ = written
     ds = lerobot.read(root)
-    assert np.array_equal(videos.frames(ds, SIZE), np.concatenate(frames))
+    assert np.array_equal(videos.frames(ds, SIZE, CAMERA), np.concatenate(frames))
     for name in ("file-000.mp4", "file-001.mp4"):
         path = root / f"videos/{CAMERA}/chunk-000" / name
         first = 0 if name == "file-000.mp4" else 3
