@@ -13,6 +13,7 @@ import contextlib
 import importlib.util
 import json
 import os
+import re
 import signal
 import sys
 import threading
@@ -346,8 +347,12 @@ def test_a_non_finite_loss_stops_the_engine_without_a_checkpoint(fleet: Fleet) -
     run = fleet.wait("nan")
     info = run.info
     assert info is not None
-    detail = "non-finite loss: loss=nan, ar_ce=nan, flow_loss=nan at step 2"  # lr 1e6
-    assert (info.code, info.cause, info.cause_detail) == (3, "nan", detail)
+    # lr 1e6: the loss goes non-finite at step 2; which of its parts do depends on the model
+    detail = info.cause_detail
+    assert re.fullmatch(r"non-finite loss: loss=nan(, \w+=(nan|inf|-inf))* at step 2", detail), (
+        detail
+    )
+    assert (info.code, info.cause) == (3, "nan")
     assert info.status == "failed" and info.last_step == 2 and info.checkpoint_step == 1
     assert info.describe() == (
         f"engine stopped on a non-finite loss at step 2 (last checkpoint step 1), exit 3: {detail}"
