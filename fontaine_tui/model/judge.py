@@ -1,0 +1,127 @@
+"""A run's verdict computed as `fontaine-tui verdict` computes it (verdict, seal, verify)."""
+
+from __future__ import annotations
+
+import argparse
+from dataclasses import dataclass
+from pathlib import Path
+
+from fontaine_tui.core import runfolder
+from fontaine_tui.core.errors import InputError
+from fontaine_tui.core.log.formats.cold import load_source
+from fontaine_tui.core.log.formats.locate import foreign_spec
+from fontaine_tui.core.log.read import default_workers, load_log
+from fontaine_tui.core.preset.find import load_preset
+from fontaine_tui.core.preset.record import Preset
+from fontaine_tui.core.verdict.head import head_path
+from fontaine_tui.core.verdict.ledger import read_amendments
+from fontaine_tui.core.verdict.prereg import frozen_over, read_prereg
+from fontaine_tui.core.verdict.record import Verdict
+from fontaine_tui.core.verdict.rules import compute_verdict
+
+
+@dataclass(frozen=True, slots=True)
+class Judged:
+    """A verdict, the preset it was read by, the log it read and the run folder if any."""
+
+    verdict: Verdict
+    preset: Preset
+    log_path: str
+    folder: runfolder.RunFolder | None
+
+
+def _preset_for(args: argparse.Namespace, folder: runfolder.RunFolder | None):
+    """The preset to judge by, and the provenance frozen with it.
+
+    A run folder's frozen pre-registration is the authority. A --preset that differs from it
+    (beyond the machinery-only [platform] knobs) is refused, naming the keys. The provenance
+    is None without a prereg.json.
+    """
+    if folder is not None and folder.prereg.exists():
+        given = load_preset(args.preset) if args.preset else None
+        prereg = read_prereg(folder)
+        return frozen_over(prereg, given, args.preset, str(folder.prereg)), prereg.provenance
+    if args.preset:
+        return load_preset(args.preset), None
+    raise InputError("--preset: expected a preset name or path (no prereg.json beside the log)")
+
+
+def read_foreign(target: str, preset_arg: str | None):
+    """A run another trainer wrote, as (preset, the source read), or None for one of ours.
+
+    One of ours is a train_log.jsonl, or a folder holding one, read by the preset without a
+    foreign [source]. The kind is the preset's [source], else detected from the folder.
+    """
+    path = Path(target)
+    preset = load_preset(preset_arg) if preset_arg else None
+    spec = foreign_spec(path, preset.source if preset else None, preset is not None, True)
+    if spec is None or preset is None:
+        return None
+    return preset, read_source(path if path.is_dir() else path.parent, preset, spec)
+
+
+def read_source(folder, preset, spec):
+    """A foreign run's log read whole, its rule's metrics checked to be there."""
+    loaded = load_source(folder, spec)
+    loaded.check_metric(preset.verdict.metric, spec)
+    for rule in preset.verdict.secondary:
+        loaded.check_metric(rule.metric, spec)
+    return loaded
+
+
+def _ledger(folder: runfolder.RunFolder | None):
+    if folder is None or not (folder.amendments.exists() or head_path(folder.amendments).exists()):
+        return ()
+
+    return read_amendments(folder)
+
+
+def _frozen_folder(target: str) -> runfolder.RunFolder | None:
+    """The run folder of `target` when it holds a prereg.json, else None.
+
+    Its frozen pre-registration is then the authority, whatever a given preset's [source] says.
+    """
+    path = Path(target)
+    folder = runfolder.RunFolder(path if path.is_dir() else path.parent)
+    return folder if folder.prereg.exists() else None
+
+
+def judge(target: str, preset_arg: str | None = None, at_step: int | None = None) -> Judged:
+    """The verdict of the run at `target` (a log or a run folder), as `verdict --json` says it.
+
+    Raises InputError for what cannot be read, with one line naming the file.
+    """
+    args = argparse.Namespace(preset=preset_arg)
+    runfolder.check_target(target)
+    frozen = _frozen_folder(target)
+    provenance = None
+    if frozen is not None:  # frozen bounds, and the frozen [source] when it names one
+        preset, provenance = _preset_for(args, frozen)
+        spec = preset.source if preset.source and preset.source.kind != "fontaine" else None
+        foreign = (preset, read_source(frozen.root, preset, spec)) if spec is not None else None
+    else:
+        foreign = read_foreign(target, preset_arg)
+    if foreign is not None:
+        preset, loaded = foreign
+        store, log_path, folder = loaded.store, loaded.label, frozen
+    else:
+        log, folder = runfolder.locate_log(target)
+        log_path = str(log)
+        if frozen is not None:
+            folder = frozen  # a log beside a prereg.json: read with the frozen bounds
+        else:
+            preset, provenance = _preset_for(args, folder)
+        try:
+            # a run folder's log is read with its rotated segments (train_log.jsonl.1, ...)
+            store = load_log(
+                log, columns=False, workers=default_workers(), history=folder is not None
+            )
+        except OSError as exc:
+            raise InputError(f"{log}: cannot read ({exc.strerror})") from None
+    if at_step is not None and at_step not in store.probes:
+        steps = ", ".join(map(str, store.probe_steps())) or "none"
+        raise InputError(
+            f"{log_path}: --at-step {at_step}: expected a probe step (probes: {steps})"
+        )
+    verdict = compute_verdict(store, preset, at_step, _ledger(folder), provenance)
+    return Judged(verdict, preset, log_path, folder)
