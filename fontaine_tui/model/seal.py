@@ -1,0 +1,179 @@
+"""A run sealed into a bundle, and a bundle verified offline (core/verdict/bundle.py).
+
+The bundle holds prereg.json, the amendment and review chains with their heads, verdict.json
+computed now (as `verdict --json` prints it), the overlay chart when the run folder has one,
+provenance.json, and the evidence: the run's log (its rotated segments too) or the files
+another trainer's [source] reads, when they are small enough to carry.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+from fontaine_tui.core import runfolder
+from fontaine_tui.core.errors import InputError
+from fontaine_tui.core.log.formats.locate import files as source_files
+from fontaine_tui.core.readfile import read_whole
+from fontaine_tui.core.verdict import review
+from fontaine_tui.core.verdict.bundle import Bundle, pack, unpack
+from fontaine_tui.core.verdict.export import CHART_NAME
+from fontaine_tui.core.verdict.head import head_name
+from fontaine_tui.core.verdict.ledger import genesis, parse_ledger
+from fontaine_tui.core.verdict.prereg import parse_prereg
+from fontaine_tui.model.judge import Judged, judge
+
+EVIDENCE = "evidence/"  # the folder in the bundle that holds the run's own files
+EVIDENCE_MAX = 64 << 20  # bytes of evidence carried; more and the bundle holds the chain only
+PROVENANCE = "provenance.json"
+CHAINS = (runfolder.AMENDMENTS, runfolder.REVIEW)
+
+
+@dataclass(frozen=True, slots=True)
+class Sealed:
+    """A sealed bundle's bytes, its digest and the verdict it holds."""
+
+    data: bytes
+    digest: str
+    judged: Judged
+
+
+def _evidence_paths(judged: Judged, root: Path) -> list[Path]:
+    """The files the verdict read, each a regular file under the run folder."""
+    spec = judged.preset.source
+    if spec is not None and spec.kind != "fontaine":
+        found: list[Path] = []
+        for p in source_files(root, spec):
+            found += sorted(q for q in p.rglob("*") if q.is_file()) if p.is_dir() else [p]
+        return found
+    log = Path(judged.log_path)
+    return [*runfolder.rotated_segments(log), log]
+
+
+def _evidence(judged: Judged, root: Path) -> tuple[dict[str, bytes], str]:
+    """The evidence's files by their name in the bundle, and a line saying what it is."""
+    paths = _evidence_paths(judged, root)
+    size = sum(p.stat().st_size for p in paths)
+    if size > EVIDENCE_MAX:
+        return {}, (
+            f"not carried: {size} bytes of log over {EVIDENCE_MAX}; verification covers "
+            "the chain and hashes only"
+        )
+    out: dict[str, bytes] = {}
+    for p in paths:
+        rel = os.path.relpath(p.resolve(), root.resolve())
+        if rel.startswith(".."):
+            return {}, f"not carried: {p} lies outside the run folder; the chain and hashes only"
+        out[EVIDENCE + Path(rel).as_posix()] = read_whole(p, EVIDENCE_MAX)
+    names = ", ".join(sorted(n[len(EVIDENCE) :] for n in out))
+    return out, f"carried: {names}; verify recomputes the verdict from it"
+
+
+def seal(target: str) -> Sealed:
+    """The run folder at `target` sealed (nothing is written)."""
+    root = Path(target)
+    if not root.is_dir():
+        raise InputError(f"{target}: expected a run folder (holding {runfolder.PREREG})")
+    folder = runfolder.RunFolder(root)
+    if not folder.prereg.is_file():
+        raise InputError(f"{folder.prereg}: no prereg.json (only a launched run can be sealed)")
+    judged = judge(str(root))
+    files: dict[str, bytes] = {runfolder.PREREG: read_whole(folder.prereg)}
+    for name in [*CHAINS, *map(head_name, CHAINS), CHART_NAME]:
+        if (root / name).is_file():
+            files[name] = read_whole(root / name)
+    doc = judged.verdict.to_json()
+    files[runfolder.VERDICT] = (json.dumps(doc, indent=2) + "\n").encode()
+    prereg = json.loads(files[runfolder.PREREG])
+    provenance = {"prereg": prereg.get("provenance", {}), "log": doc["provenance"]["log"]}
+    files[PROVENANCE] = (json.dumps(provenance, indent=2, sort_keys=True) + "\n").encode()
+    evidence, note = _evidence(judged, root)
+    files.update(evidence)
+    data, digest = pack(files, judged.preset.run_name, note)
+    return Sealed(data, digest, judged)
+
+
+@dataclass(frozen=True, slots=True)
+class Verified:
+    """A bundle that holds: its digest and whether its verdict was recomputed."""
+
+    bundle: Bundle
+    recomputed: bool
+
+
+def _first_difference(a: object, b: object, path: str = "") -> str:
+    """The first key where two JSON values differ ("" when equal)."""
+    if isinstance(a, dict) and isinstance(b, dict):
+        for k in sorted(set(a) | set(b)):
+            where = f"{path}.{k}" if path else k
+            if k not in a or k not in b:
+                return where
+            if found := _first_difference(a[k], b[k], where):
+                return found
+        return ""
+    if isinstance(a, list) and isinstance(b, list) and len(a) == len(b):
+        for i, (x, y) in enumerate(zip(a, b, strict=True)):
+            if found := _first_difference(x, y, f"{path}[{i}]"):
+                return found
+        return ""
+    return "" if a == b else path or "(the whole document)"
+
+
+def _check_chains(b: Bundle, origin: str) -> None:
+    prereg = b.files.get(runfolder.PREREG)
+    if prereg is None:
+        raise InputError(f"{origin}: {runfolder.PREREG}: missing")
+    parse_prereg(prereg, f"{origin}: {runfolder.PREREG}")
+    data = b.files.get(runfolder.AMENDMENTS, b"")
+    head = b.files.get(head_name(runfolder.AMENDMENTS))
+    read = parse_ledger(data, runfolder.AMENDMENTS, genesis(prereg), head)
+    if read.broken:
+        raise InputError(f"{origin}: {read.broken}")
+
+
+def _unpacked(b: Bundle, into: Path) -> None:
+    for name, body in b.files.items():
+        rel = name[len(EVIDENCE) :] if name.startswith(EVIDENCE) else name
+        if name == runfolder.VERDICT or name == CHART_NAME:
+            continue  # the verdict is recomputed here, not read
+        path = into / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(body)
+
+
+def verify(path: str) -> Verified:
+    """Check a bundle offline; InputError names the first broken file or key."""
+    try:
+        data = read_whole(path, 1 << 30)
+    except FileNotFoundError:
+        raise InputError(f"{path}: no such bundle") from None
+    except OSError as exc:
+        raise InputError(f"{path}: cannot read ({exc.strerror})") from None
+    b = unpack(data, path)
+    _check_chains(b, path)
+    with tempfile.TemporaryDirectory(prefix="fontaine-verify-") as tmp:
+        _unpacked(b, Path(tmp))
+        if runfolder.REVIEW in b.files:
+            check = review.verify(Path(tmp) / runfolder.REVIEW)
+            if not check.ok:
+                raise InputError(f"{path}: {runfolder.REVIEW}: {check.reason}")
+        if not any(n.startswith(EVIDENCE) for n in b.files):
+            return Verified(b, False)
+        try:
+            recomputed = judge(tmp).verdict.to_json()
+        except InputError as exc:
+            raise InputError(f"{path}: evidence: {exc}") from None
+    try:
+        bundled = json.loads(b.files[runfolder.VERDICT])
+    except (KeyError, ValueError):
+        raise InputError(f"{path}: {runfolder.VERDICT}: expected the bundled verdict") from None
+    key = _first_difference(bundled, recomputed)
+    if key:
+        raise InputError(
+            f"{path}: {runfolder.VERDICT}: key {key}: the bundled verdict differs from the one "
+            "recomputed from the bundled evidence"
+        )
+    return Verified(b, True)
