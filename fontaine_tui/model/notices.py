@@ -12,8 +12,10 @@ its URLs redacted. model/babysitter.py decides when to send.
 
 from __future__ import annotations
 
+import hashlib
 import os
 from collections.abc import Callable, Mapping
+from pathlib import Path
 
 from fontaine_tui.core.errors import InputError
 from fontaine_tui.core.launch.alerts import RunWarning
@@ -24,6 +26,8 @@ from fontaine_tui.core.notify.payloads import Message
 from fontaine_tui.core.preset.checks import BY_INSTRUMENT, HEALTHY
 from fontaine_tui.core.preset.record import Preset
 from fontaine_tui.core.preset.watching import preset_destinations
+from fontaine_tui.core.readfile import read_whole
+from fontaine_tui.core.runfolder import PREREG
 from fontaine_tui.core.verdict.record import Verdict
 from fontaine_tui.core.verdict.text import headline, signed
 
@@ -35,6 +39,14 @@ TITLES = {
     "ram": "RAM pressure",
     "stall": "stall",
 }
+
+
+def prereg_file_sha256(folder: str) -> str:
+    """The sha256 of `folder`'s prereg.json when this host can read it, else ""."""
+    try:
+        return hashlib.sha256(read_whole(Path(folder) / PREREG)).hexdigest()
+    except (OSError, InputError):
+        return ""
 
 
 def _level(v: Verdict) -> str:
@@ -83,13 +95,30 @@ class RunNotices:
         )
 
     def launched(self, preset: str, folder: str, what: str, sha: str) -> None:
-        """`what`: the process as the user knows it ("engine pid N", "slurm job N")."""
+        """`what`: the process as the user knows it ("engine pid N", "slurm job N").
+
+        When prereg.json is readable here, its own sha256 goes out whole: with the channel's
+        history, a sealed bundle's prereg.json is checked to be the one frozen at launch.
+        """
+        frozen = prereg_file_sha256(folder)
         self._send(
             "info",
             f"{self.run}: launched",
-            f"preset {preset}, {what} in {folder} (prereg sha256 {sha[:12]})",
+            f"preset {preset}, {what} in {folder} (prereg sha256 {sha[:12]})"
+            + (f"\nprereg.json sha256 {frozen}" if frozen else ""),
             0,
             preset=preset,
+            **({"prereg.json sha256": frozen} if frozen else {}),
+        )
+
+    def sealed(self, bundle: str, digest: str) -> None:
+        """A bundle sealed: its digest, the sha256 of its MANIFEST.json, whole."""
+        self._send(
+            "info",
+            f"{self.run}: sealed",
+            f"bundle {bundle}\ndigest {digest}",
+            None,
+            digest=digest,
         )
 
     def probe(self, step: int, verdict: Verdict) -> None:
