@@ -52,6 +52,8 @@ COMMANDS = (
         "inspect",
         "what a run folder holds: format, keys, probe cadence, end (and a preset)",
     ),
+    Command("seal", "seal", "seal a run into one verifiable bundle (or write its report)"),
+    Command("verify", "verify", "check a sealed bundle offline: hashes, chains, the verdict"),
     Command("amend", "amend", "declare a scale or extend amendment in a run's amendments.jsonl"),
     Command("bank", "bank", "bank a finished run as a comparator: bank add, bank list, bank show"),
     Command("presets", "presets", "list presets, or show one with its sha256"),

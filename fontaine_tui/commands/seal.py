@@ -1,0 +1,77 @@
+"""`fontaine-tui seal RUN`: a run sealed into one verifiable bundle, or its report."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from fontaine_tui.commands._args import examples
+from fontaine_tui.core.atomic import replace_own
+from fontaine_tui.core.runfolder import check_target
+from fontaine_tui.core.text import literal
+from fontaine_tui.core.verdict.bundle import is_bundle, unpack
+from fontaine_tui.core.verdict.sealreport import FORMATS, render
+from fontaine_tui.model.notices import RunNotices
+from fontaine_tui.model.seal import seal
+
+SUFFIX = ".seal.zip"
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "seal",
+        description="Write one deterministic zip holding the run's prereg.json, its amendment "
+        "and review chains, verdict.json computed now, the overlay chart, the provenance, the "
+        "log when it is small enough, and MANIFEST.json (each file's sha256 and the bundle's "
+        "digest). The digest is posted to the notification destinations. With --report, write "
+        "a pre-registration report read from the bundle instead.",
+        epilog=examples(
+            "fontaine-tui seal runs/r7",
+            "fontaine-tui seal runs/r7 -o r7.seal.zip",
+            "fontaine-tui seal runs/r7 --report md -o r7-report.md",
+            exits="0 sealed (or report written), 2 bad input",
+        ),
+    )
+    p.add_argument("run", help="run folder (holding prereg.json)")
+    p.add_argument(
+        "-o",
+        "--output",
+        metavar="FILE",
+        help=f"where to write (default: RUN/<run name>{SUFFIX}, or the report beside it)",
+    )
+    p.add_argument(
+        "--report",
+        choices=FORMATS,
+        help="write a pre-registration report (Markdown or HTML) instead of the bundle",
+    )
+    p.set_defaults(func=run)
+
+
+def _say(line: str) -> None:
+    sys.stderr.write(literal(line) + "\n")
+
+
+def run(args: argparse.Namespace) -> int:
+    check_target(args.run)
+    sealed = seal(args.run)
+    name = sealed.judged.preset.run_name
+    if args.report:
+        text = render(unpack(sealed.data, "the bundle"), args.report)
+        out = Path(args.output or Path(args.run) / f"{name}.report.{args.report}")
+        replace_own(out, text, lambda head: head.startswith(_REPORT_HEADS), "a seal report")
+        print(f"report: {literal(str(out))}  (bundle digest {sealed.digest})")
+        return 0
+    out = Path(args.output or Path(args.run) / f"{name}{SUFFIX}")
+    replace_own(out, sealed.data, is_bundle, "a sealed bundle")
+    print(f"sealed: {literal(str(out))}")
+    print(f"digest: {sealed.digest}")
+    notices = RunNotices.configured(name, _say, sealed.judged.preset)
+    if notices is not None:
+        notices.sealed(out.name, sealed.digest)
+        for line in notices.close():
+            _say(line)
+    return 0
+
+
+_REPORT_HEADS = (b"# Pre-registration report: ", b"<!DOCTYPE html>")

@@ -1,0 +1,36 @@
+"""`fontaine-tui verify BUNDLE`: a sealed bundle checked offline."""
+
+from __future__ import annotations
+
+import argparse
+
+from fontaine_tui.commands._args import examples
+from fontaine_tui.core.text import literal
+from fontaine_tui.model.seal import verify
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "verify",
+        description="Check a bundle written by `fontaine-tui seal`, offline: every file's "
+        "sha256 against MANIFEST.json, the manifest's digest, the amendment chain from "
+        "prereg.json, the review chain, and the verdict recomputed from the bundled log "
+        "against the bundled verdict.json. The first broken file or key is named.",
+        epilog=examples(
+            "fontaine-tui verify runs/r7/r7.seal.zip",
+            exits="0 intact, 2 broken (one line naming the file or key) or bad input",
+        ),
+    )
+    p.add_argument("bundle", help="a .seal.zip written by `fontaine-tui seal`")
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    done = verify(args.bundle)
+    b = done.bundle
+    print(f"intact: {literal(args.bundle)}  ({len(b.files) + 1} files, digest {b.digest})")
+    if done.recomputed:
+        print("verdict.json: recomputed from the bundled evidence, the same")
+    else:
+        print(f"evidence: {literal(str(b.manifest.get('evidence')))}")
+    return 0
