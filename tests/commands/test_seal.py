@@ -1,0 +1,229 @@
+"""`fontaine-tui seal` and `verify` through the command line, on the recorded demo run.
+
+The run carries an amendment (declared with `fontaine-tui amend`) and a review chain. A real
+webhook on 127.0.0.1 receives prereg.json's sha256 at launch and the bundle's digest at seal.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import io
+import json
+import os
+import shutil
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+
+import pytest
+
+from fontaine_tui.cli import main
+from fontaine_tui.core.launch.launcher import EngineProcess
+from fontaine_tui.core.launch.registry import Entry, Registry
+from fontaine_tui.core.notify import delivery
+from fontaine_tui.core.preset.find import load_preset
+from fontaine_tui.core.runfolder import RunFolder
+from fontaine_tui.core.verdict import review
+from fontaine_tui.core.verdict.bundle import pack
+from fontaine_tui.core.verdict.prereg import freeze
+from fontaine_tui.model import seal as sealing
+from fontaine_tui.model.judge import judge
+from fontaine_tui.model.plain import babysit
+
+DEMO = Path(__file__).parents[2] / "fontaine_tui" / "demo" / "run"
+FAKE = str(Path(__file__).parents[1] / "core" / "launch" / "fake_engine.py")
+ROOT = str(Path(__file__).parents[2])
+
+
+def cli(*argv: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
+    """The installed command line, this checkout's fontaine_tui imported."""
+    base = {**os.environ, "PYTHONPATH": ROOT, "FONTAINE_NOTIFY": ""}
+    return subprocess.run(
+        [sys.executable, "-m", "fontaine_tui", *argv],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**base, **(env or {})},
+    )
+
+
+@pytest.fixture(scope="module")
+def run(tmp_path_factory) -> Path:
+    """The demo run with one amendment declared and one review action."""
+    root = tmp_path_factory.mktemp("seal") / "run"
+    shutil.copytree(DEMO, root)
+    amend = cli("amend", str(root), "--extend-to", "350", "--text", "a slow warm-up")
+    assert amend.returncode == 1, amend.stderr  # recorded, refused: declared after the data
+    review.append(root / "review.jsonl", "accept", judge(str(root)).verdict, "looked at it")
+    return root
+
+
+@pytest.fixture(scope="module")
+def bundle(run, tmp_path_factory) -> Path:
+    out = tmp_path_factory.mktemp("out") / "r.seal.zip"
+    done = cli("seal", str(run), "-o", str(out))
+    assert done.returncode == 0, done.stderr
+    return out
+
+
+def entries(path: Path) -> dict[str, bytes]:
+    with zipfile.ZipFile(path) as zf:
+        return {n: zf.read(n) for n in zf.namelist()}
+
+
+def test_sealing_twice_gives_the_same_bytes_and_verify_passes(run, bundle, tmp_path):
+    again = tmp_path / "again.zip"
+    assert cli("seal", str(run), "-o", str(again)).returncode == 0
+    assert again.read_bytes() == bundle.read_bytes()
+    names = sorted(entries(bundle))
+    assert names == [
+        "MANIFEST.json",
+        "amendments.jsonl",
+        "amendments.jsonl.head",
+        "evidence/train_log.jsonl",
+        "prereg.json",
+        "provenance.json",
+        "review.jsonl",
+        "review.jsonl.head",
+        "verdict.json",
+    ]
+    done = cli("verify", str(bundle))
+    assert done.returncode == 0, done.stderr
+    assert "recomputed from the bundled evidence, the same" in done.stdout
+    verdict = json.loads(entries(bundle)["verdict.json"])
+    assert verdict == judge(str(run)).verdict.to_json()  # as `verdict --json` says it
+    assert verdict["amendments"][0]["status"] == "refused"
+
+
+def _flip(path: Path, member: str, out: Path) -> None:
+    """Copy the bundle with one byte flipped in the middle of `member`'s stored data."""
+    data = bytearray(path.read_bytes())
+    with zipfile.ZipFile(path) as zf:
+        info = zf.getinfo(member)
+    start = info.header_offset + 30 + len(info.filename.encode()) + len(info.extra)
+    data[start + info.compress_size // 2] ^= 0x01
+    out.write_bytes(bytes(data))
+
+
+@pytest.mark.parametrize(
+    "member", ["verdict.json", "amendments.jsonl", "evidence/train_log.jsonl", "prereg.json"]
+)
+def test_one_flipped_byte_is_named_by_its_file(bundle, tmp_path, member):
+    broken = tmp_path / "broken.zip"
+    _flip(bundle, member, broken)
+    done = cli("verify", str(broken))
+    assert done.returncode == 2
+    assert done.stderr.count("\n") == 1 and f": {member}: " in done.stderr, done.stderr
+
+
+def _repacked(bundle: Path, out: Path, changed: dict[str, bytes]) -> str:
+    """The bundle's files with some replaced, sealed again with a fresh, consistent manifest."""
+    files = entries(bundle)
+    manifest = json.loads(files.pop("MANIFEST.json"))
+    files.update(changed)
+    data, digest = pack(files, manifest["run"], manifest["evidence"])
+    out.write_bytes(data)
+    return digest
+
+
+def test_a_regenerated_bundle_is_caught_by_its_content(bundle, tmp_path, capsys):
+    files = entries(bundle)
+    verdict = json.loads(files["verdict.json"])
+    verdict["verdict"] = verdict["label"] = "SAME-DRIFT"
+    forged = tmp_path / "forged.zip"
+    _repacked(bundle, forged, {"verdict.json": json.dumps(verdict).encode()})
+    assert main(["verify", str(forged)]) == 2
+    err = capsys.readouterr().err
+    assert "verdict.json: key label: the bundled verdict differs" in err
+    lines = files["amendments.jsonl"].decode().splitlines()
+    first = json.loads(lines[0])
+    first["rule"]["text"] = "a reason found later"
+    edited = "\n".join([json.dumps(first), *lines[1:]]) + "\n"
+    _repacked(bundle, forged, {"amendments.jsonl": edited.encode()})
+    assert main(["verify", str(forged)]) == 2
+    assert "amendments.jsonl:1: its content does not match its hash" in capsys.readouterr().err
+    log = files["evidence/train_log.jsonl"]
+    at = log.rfind(b'"eval_chunk_mae":') + len(b'"eval_chunk_mae":')  # the endpoint's probe
+    log = log[:at] + b"9" + log[at:]
+    _repacked(bundle, forged, {"evidence/train_log.jsonl": log})
+    assert main(["verify", str(forged)]) == 2
+    assert ": verdict.json: key " in capsys.readouterr().err
+
+
+def test_an_edited_manifest_is_named_by_its_digest(bundle, tmp_path, capsys):
+    files = entries(bundle)
+    manifest = json.loads(files["MANIFEST.json"])
+    manifest["files"]["verdict.json"] = hashlib.sha256(b"another").hexdigest()
+    out = io.BytesIO()
+    with zipfile.ZipFile(out, "w") as zf:
+        for name, body in files.items():
+            zf.writestr(name, json.dumps(manifest) if name == "MANIFEST.json" else body)
+    (tmp_path / "m.zip").write_bytes(out.getvalue())
+    assert main(["verify", str(tmp_path / "m.zip")]) == 2
+    assert ": MANIFEST.json: digest: expected " in capsys.readouterr().err
+
+
+def test_without_the_evidence_verify_covers_the_chain_and_hashes(run, tmp_path, monkeypatch):
+    monkeypatch.setattr(sealing, "EVIDENCE_MAX", 1000)
+    out = tmp_path / "small.zip"
+    assert main(["seal", str(run), "-o", str(out)]) == 0
+    assert not [n for n in entries(out) if n.startswith("evidence/")]
+    done = cli("verify", str(out))
+    assert done.returncode == 0, done.stderr
+    assert "verification covers the chain and hashes only" in done.stdout
+
+
+@pytest.mark.parametrize("fmt", ["md", "html"])
+def test_the_report_is_the_bundle_as_a_preregistration(run, tmp_path, fmt):
+    out = tmp_path / f"report.{fmt}"
+    done = cli("seal", str(run), "--report", fmt, "-o", str(out))
+    assert done.returncode == 0, done.stderr
+    text = out.read_text()
+    for heading in ("Question", "Hypotheses (bounds)", "Design", "Analysis (the rule)"):
+        assert heading in text
+    assert "Does the action error climb after step 150" in text
+    assert "healthy_max: 0.3" in text and "recipe model_size" in text
+    assert "after step 300 was seen, first affecting step 300; refused" in text
+    verdict = json.loads(entries_of_seal(run, tmp_path)["verdict.json"])
+    assert f"verdict {verdict['verdict']}" in text
+
+
+def entries_of_seal(run: Path, tmp_path: Path) -> dict[str, bytes]:
+    out = tmp_path / "for-report.zip"
+    assert main(["seal", str(run), "-o", str(out)]) == 0
+    return entries(out)
+
+
+def test_the_digests_reach_the_channel_at_launch_and_at_seal(hook, tmp_path, monkeypatch):
+    """A launch (a stand-in engine to its end) posts prereg.json's sha256; seal its digest."""
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
+    monkeypatch.setattr(delivery, "Policy", functools.partial(delivery.Policy, tries=1))
+    monkeypatch.setenv("FONTAINE_NOTIFY", hook.url("/hook"))
+    (tmp_path / "run").mkdir()
+    folder = RunFolder(tmp_path / "run")
+    preset = load_preset("smoke")
+    prereg = freeze(folder, preset, ["x"], "h")
+    engine = EngineProcess.start([sys.executable, FAKE, str(folder.root), "finish"], folder)
+    Registry().upsert(Entry("smoke", str(folder.root), "h", pid=engine.pid))
+    try:
+        babysit(preset, folder, engine, Registry(), "h", prereg, 0.2, False)
+    finally:
+        if engine.poll() is None:
+            engine.stop(grace_int=10)
+    launched = json.loads(hook.requests[0].body)
+    assert launched["title"] == "smoke: launched"
+    frozen = hashlib.sha256(folder.prereg.read_bytes()).hexdigest()
+    assert f"prereg.json sha256 {frozen}" in launched["text"]
+    before = len(hook.requests)
+    out = tmp_path / "smoke.seal.zip"
+    done = cli("seal", str(folder.root), "-o", str(out), env={"FONTAINE_NOTIFY": hook.url("/h")})
+    assert done.returncode == 0, done.stderr
+    digest = done.stdout.split("digest: ")[1].strip()
+    sealed = json.loads(hook.requests[before].body)
+    assert sealed["title"] == "smoke: sealed" and f"digest {digest}" in sealed["text"]
+    manifest = entries(out)["MANIFEST.json"]
+    assert json.loads(manifest)["digest"] == digest
+    assert hashlib.sha256(entries(out)["prereg.json"]).hexdigest() == frozen
+    assert cli("verify", str(out)).returncode == 0
