@@ -109,3 +109,8 @@ _._attn_implementation
 
 # the backbone's parameters, read by tests/engine/test_insulation.py
 _.backbone_parameters
+
+# a sealed bundle's zip entry fields, read by zipfile when it writes the entry (bundle.py)
+_.create_system
+_.external_attr
+_.compress_type

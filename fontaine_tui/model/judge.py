@@ -3,16 +3,18 @@
 from __future__ import annotations
 
 import argparse
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 from fontaine_tui.core import runfolder
 from fontaine_tui.core.errors import InputError
-from fontaine_tui.core.log.formats.cold import load_source
+from fontaine_tui.core.log.formats.cold import Loaded, load_source
 from fontaine_tui.core.log.formats.locate import foreign_spec
+from fontaine_tui.core.log.formats.source import SourceSpec
 from fontaine_tui.core.log.read import default_workers, load_log
 from fontaine_tui.core.preset.find import load_preset
-from fontaine_tui.core.preset.record import Preset
+from fontaine_tui.core.preset.record import Amendment, Preset
 from fontaine_tui.core.verdict.head import head_path
 from fontaine_tui.core.verdict.ledger import read_amendments
 from fontaine_tui.core.verdict.prereg import frozen_over, read_prereg
@@ -30,7 +32,9 @@ class Judged:
     folder: runfolder.RunFolder | None
 
 
-def _preset_for(args: argparse.Namespace, folder: runfolder.RunFolder | None):
+def _preset_for(
+    args: argparse.Namespace, folder: runfolder.RunFolder | None
+) -> tuple[Preset, Mapping[str, object] | None]:
     """The preset to judge by, and the provenance frozen with it.
 
     A run folder's frozen pre-registration is the authority. A --preset that differs from it
@@ -46,7 +50,7 @@ def _preset_for(args: argparse.Namespace, folder: runfolder.RunFolder | None):
     raise InputError("--preset: expected a preset name or path (no prereg.json beside the log)")
 
 
-def read_foreign(target: str, preset_arg: str | None):
+def read_foreign(target: str, preset_arg: str | None) -> tuple[Preset, Loaded] | None:
     """A run another trainer wrote, as (preset, the source read), or None for one of ours.
 
     One of ours is a train_log.jsonl, or a folder holding one, read by the preset without a
@@ -60,7 +64,7 @@ def read_foreign(target: str, preset_arg: str | None):
     return preset, read_source(path if path.is_dir() else path.parent, preset, spec)
 
 
-def read_source(folder, preset, spec):
+def read_source(folder: Path, preset: Preset, spec: SourceSpec) -> Loaded:
     """A foreign run's log read whole, its rule's metrics checked to be there."""
     loaded = load_source(folder, spec)
     loaded.check_metric(preset.verdict.metric, spec)
@@ -69,7 +73,7 @@ def read_source(folder, preset, spec):
     return loaded
 
 
-def _ledger(folder: runfolder.RunFolder | None):
+def _ledger(folder: runfolder.RunFolder | None) -> Sequence[Amendment]:
     if folder is None or not (folder.amendments.exists() or head_path(folder.amendments).exists()):
         return ()
 

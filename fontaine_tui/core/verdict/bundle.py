@@ -52,7 +52,7 @@ def manifest(files: Mapping[str, bytes], run: str, evidence: str) -> dict[str, o
 def _entry(name: str, stored: bool) -> zipfile.ZipInfo:
     info = zipfile.ZipInfo(name, date_time=EPOCH)
     info.create_system = 3  # unix: the mode below is read as one
-    info.external_attr = 0o100644 << 16
+    info.external_attr = 0o100644 << 16  # a plain file, rw-r--r--
     info.compress_type = zipfile.ZIP_STORED if stored else zipfile.ZIP_DEFLATED
     return info
 

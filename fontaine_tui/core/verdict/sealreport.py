@@ -27,8 +27,9 @@ def _pairs(table: Mapping[str, object]) -> list[str]:
 
 def _amendments(verdict: Mapping[str, object]) -> list[str]:
     out = []
-    for a in verdict.get("amendments") or []:
-        a = _obj(a)
+    listed = verdict.get("amendments")
+    for item in listed if isinstance(listed, list) else []:
+        a = _obj(item)
         declared = a.get("declared_at") or "in the preset at launch"
         out.append(
             f"#{a.get('id')} {a.get('kind')} ({a.get('source')}): declared {declared}, "
