@@ -18,6 +18,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         "against the bundled verdict.json. The first broken file or key is named.",
         epilog=examples(
             "fontaine-tui verify runs/r7/r7.seal.zip",
+            "fontaine-tui verify ~/received/r7.seal.zip",
             exits="0 intact, 2 broken (one line naming the file or key) or bad input",
         ),
     )
