@@ -4,9 +4,8 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import inspect
 import time
-from collections.abc import Awaitable, Callable, Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 
 from textual import work
@@ -23,6 +22,7 @@ from fontaine_tui.core.launch.fleet import Fleet
 from fontaine_tui.model.babysitter import Babysitter
 from fontaine_tui.model.launched import LaunchEnd
 from fontaine_tui.model.runs import Registry, RunEntry, RunsList, open_run
+from fontaine_tui.model.sampler import Sampler, take_sample
 from fontaine_tui.model.session import Process, Session
 from fontaine_tui.model.view import Outcome, RunView, step_read
 from fontaine_tui.screens.dialogs import NoteDialog, QuitDialog
@@ -33,8 +33,6 @@ from fontaine_tui.screens.runs import RunsScreen
 from fontaine_tui.screens.verdict import VerdictScreen
 from fontaine_tui.widgets.safe import notify
 
-# a telemetry sampler: a snapshot, or a coroutine of one (over SSH)
-Sampler = Callable[[], "TelemetrySnapshot | Awaitable[TelemetrySnapshot]"]
 FRAME_S = 0.5  # at most two redraws a second, however fast lines arrive
 CHART_S = 2.0  # the loss chart: at most one plotext rebuild per this many seconds
 TELEMETRY_S = 5.0  # GPU, RAM and engine RSS move slowly; each sample also repaints a panel
@@ -309,10 +307,7 @@ class FontaineApp(App[int]):
         fn = self.telemetry
         if fn is None:
             return
-        result = fn() if inspect.iscoroutinefunction(fn) else await asyncio.to_thread(fn)
-        if inspect.isawaitable(result):
-            result = await result
-        self.telemetry_snapshot = result
+        self.telemetry_snapshot = await take_sample(fn)
 
     def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
         """Every worker failure lands here: shown, never a traceback over the screen."""

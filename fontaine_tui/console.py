@@ -12,15 +12,12 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from fontaine_tui.core.follow.base import RunSource
 from fontaine_tui.core.follow.replay import ReplayRun
-from fontaine_tui.core.follow.ssh import SshRun
 from fontaine_tui.core.host.memory import hostname
-from fontaine_tui.core.host.telemetry import sample, sample_remote
 from fontaine_tui.core.launch.fleet import Fleet, control_dir, host_envs
 from fontaine_tui.core.launch.registry import Registry as RegistryFile
 from fontaine_tui.core.launch.registry import default_path
@@ -28,10 +25,11 @@ from fontaine_tui.core.launch.remote import RemoteEngine
 from fontaine_tui.core.preset.record import Preset
 from fontaine_tui.model.launched import LaunchedRun, LaunchEnd
 from fontaine_tui.model.runs import Registry
+from fontaine_tui.model.sampler import Sampler, default_telemetry
 from fontaine_tui.model.session import Process, Session
 
 if TYPE_CHECKING:
-    from fontaine_tui.app import FontaineApp, Sampler
+    from fontaine_tui.app import FontaineApp
 
 
 def load_app() -> type[FontaineApp]:
@@ -92,19 +90,6 @@ def make_app(
     )
 
 
-def default_telemetry(source: RunSource, process: Process | None = None) -> Sampler | None:
-    """Pick the telemetry sampler: this host's, or the far host's for an SSH source.
-
-    This host's sampler gets the engine's pid when the run was launched here. The far host's
-    is read over the SSH source's connection.
-    """
-    if isinstance(source, SshRun):
-        return partial(sample_remote, source.run_command, source.target.host)
-    return partial(
-        sample, pid=process.pid if process is not None and process.pid else None
-    )  # a Slurm job has no pid here
-
-
 def run_console(
     *,
     source: RunSource,
@@ -133,7 +118,9 @@ def run_console(
         process = process if process is not None else launched.handle
         announce = announce if announce is not None else launched.announcement
     if telemetry is None and mode != "replay":
-        telemetry = default_telemetry(source, process)
+        telemetry = default_telemetry(
+            source, process.pid if process is not None and process.pid else None
+        )  # a Slurm job has no pid here
 
     state = Path(getattr(registry, "path", default_path())).parent
     fleet = Fleet(state / "fleet.json", control_dir(), hostname(), ssh_options, envs=host_envs())
