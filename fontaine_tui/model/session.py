@@ -8,6 +8,7 @@ model/ledger.py's.
 
 from __future__ import annotations
 
+import math
 import time
 from collections import deque
 from collections.abc import Callable, Iterator
@@ -208,7 +209,8 @@ class Session:
             except ValueError:
                 launched_ts = None
         if self.kind == "replay" and self.store.steps:
-            now = self.store.columns["time"][-1]  # a replay's "now" is the log's own clock
+            logged = self.store.columns["time"][-1]  # a replay's "now" is the log's own clock
+            now = logged if math.isfinite(logged) else now  # a log without times: this one
         self.warnings = self.sorted_warnings(
             alert_book.evaluate(
                 self.warning_book,

@@ -5,9 +5,7 @@ The message says its numbers in words with their units (`core.launch.alerts`).
 
 from __future__ import annotations
 
-import time
-
-from fontaine_tui.core.launch.alerts import RunWarning
+from fontaine_tui.core.launch.alerts import RunWarning, warning_text
 from fontaine_tui.widgets.quiet import QuietStatic
 from fontaine_tui.widgets.safe import assemble
 
@@ -18,12 +16,6 @@ SEVERITY_STYLE = {
     "warning": "bold $warning",
     "info": "$accent",
 }
-
-
-def _since(ts: object) -> str:
-    if isinstance(ts, (int, float)):
-        return time.strftime("%H:%M:%S", time.gmtime(ts)) + "Z"
-    return str(ts or "")
 
 
 class WarningsPanel(QuietStatic):
@@ -52,8 +44,7 @@ class WarningsPanel(QuietStatic):
             sev = w.severity
             parts += [
                 (f"{sev.upper():6}", SEVERITY_STYLE.get(sev.lower(), "bold")),
-                f" {w.rule} since {_since(w.since)}: ",
-                w.message,
+                f" {warning_text(w)}",
                 "\n",
             ]
         if note:

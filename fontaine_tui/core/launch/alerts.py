@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import math
 import statistics
+import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
@@ -68,6 +69,21 @@ class RunContext:
     # a foreign source may still hold its last step's values (it waits for quiet before a
     # step counts as whole): its silence is not judged until that step is out
     settling: bool = False
+
+
+def since_text(ts: object) -> str:
+    """A warning's first sighting as the console shows it: UTC clock time, or the text given."""
+    if isinstance(ts, (int, float)):
+        return time.strftime("%H:%M:%S", time.gmtime(ts)) + "Z" if math.isfinite(ts) else "?"
+    return str(ts or "")
+
+
+def warning_text(w: RunWarning) -> str:
+    """A warning's words after its severity: the rule, since when, the message.
+
+    The console's warnings panel and every plain report say a warning in these words.
+    """
+    return f"{w.rule} since {since_text(w.since)}: {w.message}"
 
 
 def _w(rule: str, severity: str, now: float, message: str, **numbers: float) -> RunWarning:
