@@ -28,6 +28,7 @@ from fontaine_tui.core.text import literal
 from fontaine_tui.model.babysitter import Babysitter
 from fontaine_tui.model.launched import LaunchedRun
 from fontaine_tui.model.plain import PlainReport
+from fontaine_tui.model.sampler import default_telemetry
 from fontaine_tui.model.session import Session
 
 EPILOG = examples(
@@ -189,9 +190,11 @@ def watch_far(launched, args: argparse.Namespace, options: tuple[str, ...]) -> i
         return watch_remote(source, launched.preset, launched, announce=launched.announcement)
 
     where, what = launched.where
-    report = PlainReport(Session(source, launched.preset, "attach"))
+    report = PlainReport(
+        Session(source, launched.preset, "attach"), sampler=default_telemetry(source)
+    )
     # the log's end posts the final read; the watcher's polls are kept beside the registry
-    report.babysitter = Babysitter.for_session(
+    sitter = Babysitter.for_session(
         report.session,
         "launch --plain",
         hostname(),
@@ -199,12 +202,12 @@ def watch_far(launched, args: argparse.Namespace, options: tuple[str, ...]) -> i
         auto_final=True,
         since=time.time() - 1.0,
     )
-    report.babysitter.launched(launched.preset.name, where, what, launched.sha)
+    report.watched_by(sitter)
+    sitter.launched(launched.preset.name, where, what, launched.sha)
     try:
         code = asyncio.run(report.follow(until_end=True))
-        # the log's end: its warnings and the final read posted (auto_final)
-        report.session.update_warnings(None, time.time())
-        report.babysitter.tick(None)
+        # the log's end: its warnings said and the final read posted (auto_final)
+        report.warnings.judge()
         return code
     except KeyboardInterrupt:
         print(
@@ -213,5 +216,5 @@ def watch_far(launched, args: argparse.Namespace, options: tuple[str, ...]) -> i
         )
         return 130
     finally:
-        for line in report.babysitter.close():
+        for line in sitter.close():
             print(line, file=sys.stderr)

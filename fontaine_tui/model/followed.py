@@ -20,6 +20,7 @@ from fontaine_tui.core.preset.record import Preset
 from fontaine_tui.core.runfolder import PREREG
 from fontaine_tui.core.verdict.prereg import frozen_over, parse_prereg
 from fontaine_tui.model.plain import PlainReport
+from fontaine_tui.model.sampler import default_telemetry
 from fontaine_tui.model.session import Session
 
 T = TypeVar("T")
@@ -86,7 +87,9 @@ def follow_plain(
     The lines go on until the source ends. With `until_end` they go on until the run's end,
     and with `quiet_end` until that many seconds pass without new data.
     """
-    report = PlainReport(Session(source, preset, mode))
+    # the telemetry the rules read, as the console samples it: none for a replay
+    sampler = None if mode == "replay" else default_telemetry(source)
+    report = PlainReport(Session(source, preset, mode), sampler=sampler)
     foreign = isinstance(source, ForeignRun)
     return asyncio.run(
         report.follow(

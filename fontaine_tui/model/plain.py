@@ -29,7 +29,6 @@ from fontaine_tui.core.follow.base import Batch
 from fontaine_tui.core.follow.open import run_source
 from fontaine_tui.core.host.telemetry import sample
 from fontaine_tui.core.launch import attempts
-from fontaine_tui.core.launch.babysit import poll_text
 from fontaine_tui.core.launch.exits import ExitInfo
 from fontaine_tui.core.launch.launcher import EngineProcess, label
 from fontaine_tui.core.launch.registry import Registry
@@ -48,10 +47,13 @@ from fontaine_tui.core.verdict.record import Verdict
 from fontaine_tui.core.verdict.rules import compute_verdict
 from fontaine_tui.core.verdict.text import headline, render
 from fontaine_tui.model.babysitter import Babysitter
+from fontaine_tui.model.plainwarn import PlainWarnings
 from fontaine_tui.model.readout import recipe_steps
+from fontaine_tui.model.sampler import Sampler
 from fontaine_tui.model.session import Session
 
 ENDS = ("end", "error")  # the events that end a run: finished, failed
+TICK_S = 1.0  # a quiet follower: how often the rules judge the silence
 DRAIN_S = 1.0  # after the engine exits, how long the follower gets to read the last lines
 
 
@@ -102,12 +104,19 @@ class PlainReport:
     report never differ.
     """
 
-    def __init__(self, session: Session, out: TextIO | None = None) -> None:
+    def __init__(
+        self, session: Session, out: TextIO | None = None, sampler: Sampler | None = None
+    ) -> None:
         self.session = session
         self.out = out or sys.stdout
         self.steps = recipe_steps(session.preset)
         self._said: set[str] = set()  # ledger breaks and provenance changes, said once
+        self.warnings = PlainWarnings(session, self.say, sampler)
         self.babysitter: Babysitter | None = None  # launch --plain: each probe's read sent
+
+    def watched_by(self, sitter: Babysitter) -> None:
+        """Babysit the run from this report: each probe's read, and after each judging."""
+        self.babysitter = self.warnings.babysitter = sitter
 
     def say(self, text: str) -> None:
         """One line: a newline in what it quotes (a folder's name, a note) shows as `\\n`."""
@@ -149,6 +158,8 @@ class PlainReport:
                         self.say(f"WARNING: {literal(warning)}")
             if isinstance(rec, Event) and rec.event in ENDS:
                 ended = rec
+            if rec is not None:  # the rules read each record as it lands, as a live log
+                self.warnings.judge()
         return ended
 
     async def follow(
@@ -175,18 +186,27 @@ class PlainReport:
         loop = asyncio.get_running_loop()
         batches = aiter(source.follow())
         why, news = "", loop.time()
+        pending: asyncio.Future[Batch] | None = None
         try:
             while True:
                 left = None if quiet_end is None else news + quiet_end - loop.time()
-                try:
-                    if left is not None and left <= 0:
-                        raise TimeoutError
-                    batch = await asyncio.wait_for(anext(batches), left)
-                except StopAsyncIteration:
-                    break
-                except TimeoutError:
+                if left is not None and left <= 0:
                     why = f"no new data for {quiet_end:g} s (--quiet-end)"
                     break
+                if pending is None:
+                    pending = asyncio.ensure_future(anext(batches))
+                wait = TICK_S if left is None else min(left, TICK_S)
+                done, _ = await asyncio.wait({pending}, timeout=wait)
+                if not done:  # quiet: the rules judge the silence (a stall), telemetry moves
+                    await self.warnings.sample()
+                    self.warnings.judge()
+                    continue
+                try:
+                    batch = pending.result()
+                except StopAsyncIteration:
+                    break
+                finally:
+                    pending = None
                 if batch.lines or batch.records:
                     news = loop.time()
                 end = await self.take(batch)
@@ -199,6 +219,10 @@ class PlainReport:
                     why = read
                     break
         finally:
+            if pending is not None:
+                pending.cancel()
+                with contextlib.suppress(asyncio.CancelledError, StopAsyncIteration):
+                    await pending
             await source.close()
         refused = getattr(source, "refused", "")
         if refused:  # several runs and none chosen: as `verdict` says
@@ -288,14 +312,7 @@ class PlainWatch:
         The judging stays on the event loop, where the follower also writes the store.
         """
         self.exit, telemetry = await asyncio.to_thread(self.look)
-        self.session.update_warnings(telemetry, time.time())
-        for w in self.session.warning_book.last_new:
-            self.say(f"{w.severity}: {w.message}")
-        if self.babysitter is not None:
-            self.babysitter.tick(telemetry)
-            if (rec := self.babysitter.last_poll) is not None:
-                kind = "first poll" if rec["kind"] == "first" else "poll"
-                self.say_lines(f"babysit {kind}: " + poll_text(rec).replace("\n", "\n  "))
+        self.report.warnings.judge(telemetry)  # said, sent, and a due poll taken
         return self.exit
 
     async def follow(self, poll_s: float) -> ExitInfo:
@@ -423,7 +440,8 @@ def babysit(
     sitter = Babysitter.for_session(
         watch.session, "launch --plain", host, watch.say, since=time.time() - 1.0
     )  # earlier attempts' polls: not this one's
-    watch.babysitter = watch.report.babysitter = sitter
+    watch.babysitter = sitter
+    watch.report.watched_by(sitter)
     sitter.launched(preset.name, str(folder.root), label(engine), prereg.preset_sha256)
     old = {sig: signal.signal(sig, _interrupt) for sig in (signal.SIGTERM, signal.SIGHUP)}
     try:

@@ -98,7 +98,7 @@ def test_warnings_are_printed_once_when_new(tmp_path: Path) -> None:
         asyncio.run(watch.check())
         asyncio.run(watch.check())
         text = buf.getvalue()
-        assert text.count("info: first poll:") == 1
+        assert text.count("INFO   first-poll since ") == 1  # the panel's words
     finally:
         engine.stop(grace_int=10)
 

@@ -167,7 +167,8 @@ def test_sigkill_mid_run_is_an_incident_and_resume_continues(
     assert killed_at >= 22
     assert proc.returncode == 1
     incident = f"killed by SIGKILL at step {killed_at} (last checkpoint step 20)"
-    assert f"alert: run ended early at step {killed_at} of 40: engine {incident}" in out
+    assert f": run ended early at step {killed_at} of 40: engine {incident}" in out
+    assert "ALERT  exited-early since " in out  # the console's warnings panel's words
     [entry] = Registry(registry_path).entries()
     assert (entry.status, entry.last_step) == ("killed", killed_at)
     assert json.loads(folder.verdict.read_text())["provisional"] is True

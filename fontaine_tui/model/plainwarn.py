@@ -1,0 +1,94 @@
+"""A plain report's warnings: the console's rules, each said once when it starts and clears.
+
+Every plain path (launch, attach and replay with --plain) judges the run with the session's
+warning rules (`Session.update_warnings`, the console's one call), so a foreign run gets only
+the rules that apply to it, as in the console. A warning is said in the console's panel's
+words when it first shows, again when its severity changes, and once when it clears.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+
+from fontaine_tui.core.host.telemetry import TelemetrySnapshot
+from fontaine_tui.core.launch.alerts import RunWarning, since_text, warning_text
+from fontaine_tui.core.launch.babysit import poll_text
+from fontaine_tui.model.babysitter import Babysitter
+from fontaine_tui.model.sampler import Sampler, take_sample
+from fontaine_tui.model.session import Session
+
+TELEMETRY_S = 5.0  # as the console: GPU, RAM and the engine's RSS move slowly
+
+
+def warning_line(w: RunWarning) -> str:
+    """A warning as one line, as the console's warnings panel shows it."""
+    return f"{w.severity.upper():6} {warning_text(w)}"
+
+
+def cleared_line(w: RunWarning) -> str:
+    """A warning gone from the panel, as one line."""
+    return f"{'CLEAR':6} {w.rule} since {since_text(w.since)}: no longer seen"
+
+
+class PlainWarnings:
+    """The warnings of one plain report: judged, and said when they start, change or clear.
+
+    `sampler` gives the telemetry the rules read (RAM, the GPUs, the process's state), as the
+    console samples it; a replay has none. A launch's watcher gives its own snapshot to `judge`.
+    """
+
+    def __init__(
+        self,
+        session: Session,
+        say: Callable[[str], None],
+        sampler: Sampler | None = None,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        self.session, self.say, self.sampler, self.clock = session, say, sampler, clock
+        self.telemetry: TelemetrySnapshot | None = None
+        self.babysitter: Babysitter | None = None  # a watcher's: ticks after each judging
+        self._shown: dict[str, RunWarning] = {}
+        self._sampled_at: float | None = None
+
+    async def sample(self) -> None:
+        """Take a telemetry snapshot when one is due (every TELEMETRY_S seconds)."""
+        now = time.monotonic()
+        if self.sampler is None or (
+            self._sampled_at is not None and now - self._sampled_at < TELEMETRY_S
+        ):
+            return
+        self._sampled_at = now
+        try:
+            self.telemetry = await take_sample(self.sampler)
+        except Exception as exc:  # telemetry is a help, never the report's end
+            self.say(f"warn: telemetry not read ({exc})")
+            self.sampler = None
+
+    def judge(self, telemetry: TelemetrySnapshot | None = None, now: float | None = None) -> None:
+        """Run the rules once and say what started, changed severity or cleared.
+
+        The babysitter, if any, then sends what is new and takes a poll when one is due.
+        """
+        if telemetry is not None:
+            self.telemetry = telemetry
+        now = self.clock() if now is None else now
+        session = self.session
+        session.update_warnings(self.telemetry, now)
+        current = {w.rule: w for w in session.warnings}
+        for rule, gone in self._shown.items():  # what ended first, then what began
+            if rule not in current:
+                self.say(cleared_line(gone))
+        for rule, w in current.items():
+            old = self._shown.get(rule)
+            if old is None or old.severity != w.severity:
+                self.say(warning_line(w))
+        self._shown = current
+        if self.babysitter is not None:
+            self.babysitter.tick(self.telemetry, now)
+            if (rec := self.babysitter.last_poll) is not None:
+                kind = "first poll" if rec["kind"] == "first" else "poll"
+                for line in (f"babysit {kind}: " + poll_text(rec).replace("\n", "\n  ")).split(
+                    "\n"
+                ):
+                    self.say(line)
