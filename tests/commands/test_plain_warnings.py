@@ -13,10 +13,13 @@ import sys
 import textwrap
 from pathlib import Path
 
+import pytest
+
 from fontaine_tui.core.preset.find import load_preset
 from fontaine_tui.core.runfolder import RunFolder
 from fontaine_tui.core.verdict import prereg
 from tests.logs import records, write_log
+from tests.sshd_helper import HOST_ALIAS
 
 ROOT = Path(__file__).parents[2]
 LOG = "train_log.jsonl"
@@ -157,3 +160,21 @@ def test_a_foreign_replay_gets_only_the_rules_that_apply_to_it(tmp_path):
     ], res.stdout
     assert lines[[r for _, r, _ in lines].index("nan-loss")][2] == "loss is nan at step 60"
     assert "fontaine-tui launch" not in res.stdout and "engine" not in res.stdout
+
+
+@pytest.mark.ssh
+def test_attach_plain_over_ssh_says_the_warnings_too(sshd, tmp_path):
+    recs = records()
+    for r in recs:
+        if r.get("kind") == "train" and r["step"] == 600:
+            r["loss"] = math.nan
+    run = tmp_path / "remote run"
+    run.mkdir()
+    prereg.freeze(RunFolder(run), load_preset("demosonly_1gpu"), ["python", "-m", "x"], "h")
+    write_log(run / LOG, recs)
+    res = cli(
+        "attach", f"{HOST_ALIAS}:{run}", "--ssh-config", str(sshd.config), "--plain", "--until-end"
+    )
+    assert res.returncode == 0, res.stderr
+    nan = [(sev, text) for sev, rule, text in said(res.stdout) if rule == "nan-loss"]
+    assert nan == [("ALERT", "loss is nan at step 600"), ("CLEAR", "no longer seen")]
