@@ -21,7 +21,8 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 def lint_imports(cwd: Path) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "PYTHONPATH": str(cwd)}
+    # wide enough that no contract's name is wrapped in the report
+    env = {**os.environ, "PYTHONPATH": str(cwd), "COLUMNS": "1000"}
     exe = shutil.which("lint-imports") or str(Path(sys.executable).parent / "lint-imports")
     return subprocess.run(
         [exe, "--no-cache"], cwd=cwd, env=env, capture_output=True, text=True, timeout=300
@@ -61,35 +62,56 @@ def test_import_contracts_are_kept():
     assert "0 broken" in proc.stdout
 
 
-@pytest.mark.parametrize(
-    "where, code, contract",
-    [
-        ("fontaine_tui/core/log/planted.py", "import textual\n", "never import Textual"),
-        ("fontaine_tui/widgets/planted.py", "import fontaine_tui.screens.monitor\n", "Layers"),
-        (
-            "fontaine_tui/core/follow/planted.py",
-            "import fontaine_tui.core.verdict.rules\n",
-            "knows no rules",
-        ),
-        ("engine/planted.py", "import fontaine_tui.core.text\n", "engine never imports"),
-        (
-            "fontaine_tui/core/launch/targets/local.py",
-            "import fontaine_tui.core.launch.targets.ssh\n",
-            "A launch target stands alone",
-        ),
-    ],
-)
-def test_a_broken_rule_is_caught(tmp_path, where, code, contract):
-    """The contracts bite: the same tree with one forbidden import planted fails."""
+# (where, what it imports, the contract it breaks): one forbidden import for each contract
+PLANTED = [
+    ("fontaine_tui/core/log/planted.py", "import textual\n", "never import Textual"),
+    ("fontaine_tui/widgets/planted.py", "import fontaine_tui.screens.monitor\n", "Layers"),
+    (
+        "fontaine_tui/core/follow/planted.py",
+        "import fontaine_tui.core.verdict.rules\n",
+        "knows no rules",
+    ),
+    ("engine/planted.py", "import fontaine_tui.core.text\n", "engine never imports"),
+    (
+        "fontaine_tui/core/launch/targets/local.py",
+        "import fontaine_tui.core.launch.targets.ssh\n",
+        "A launch target stands alone",
+    ),
+]
+
+
+def test_a_broken_rule_is_caught(tmp_path):
+    """The contracts bite: the same tree with a forbidden import planted for each contract
+    fails, and each contract's report names its own planted module. One copy and one run for
+    all: the clean tree breaks none (test_import_contracts_are_kept), so what a contract
+    reports here is a planted import."""
+    import tomllib
+
     for name in ("fontaine_tui", "engine"):
         shutil.copytree(ROOT / name, tmp_path / name, ignore=shutil.ignore_patterns("__pycache__"))
     shutil.copy(ROOT / "pyproject.toml", tmp_path / "pyproject.toml")
-    (tmp_path / where).write_text(code)
+    for where, code, _ in PLANTED:
+        (tmp_path / where).write_text(code)
     proc = lint_imports(tmp_path)
     assert proc.returncode != 0
-    broken = [line for line in proc.stdout.splitlines() if "BROKEN" in line]
-    assert broken, proc.stdout[-2000:]
-    assert contract in proc.stdout.split("Broken contracts")[-1], proc.stdout[-3000:]
+    broken = proc.stdout.split("Broken contracts")[-1]
+    names = [
+        c["name"]
+        for c in tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["importlinter"][
+            "contracts"
+        ]
+    ]
+    # each broken contract's report: from its heading to the next contract's heading
+    starts = sorted((broken.find(f"\n{n}\n"), n) for n in names if f"\n{n}\n" in broken)
+    reports = {
+        n: broken[at : (starts[i + 1][0] if i + 1 < len(starts) else len(broken))]
+        for i, (at, n) in enumerate(starts)
+    }
+    for where, _, contract in PLANTED:
+        [name] = [n for n in names if contract in n]
+        module = where.removesuffix(".py").replace("/", ".")
+        assert name in reports, f"{name!r} is not broken:\n{proc.stdout[-3000:]}"
+        assert f"{module} ->" in reports[name], reports[name]
 
 
 def test_mypy_passes_over_fontaine_tui_and_the_engine():
