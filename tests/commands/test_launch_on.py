@@ -229,19 +229,32 @@ async def _console_reattaches_and_stops(remote, run_dir: Path, project) -> None:
     assert info.signal == "SIGINT" and info.checkpoint_step == info.last_step
 
 
-def test_host_names_stay_literal(tmp_path: Path) -> None:
+def test_host_names_stay_literal(tmp_path: Path, monkeypatch, capsys) -> None:
+    """The first host through a real `fontaine-tui` process, the others through the same
+    entry point in this process (no start-up per host). A name ssh itself refuses is tried
+    once (FONTAINE_SSH_CONNECT_S=0), not retried for 20 s: the point is that it stays
+    literal."""
+    from fontaine_tui.cli import main
+
+    monkeypatch.setenv("FONTAINE_SSH_CONNECT_S", "0")
+    res = cli(tmp_path, "launch", "smoke", "--on", "nohost;touch PWNED", timeout=60)
+    assert res.returncode == 2 and res.stderr.count("\n") == 1, res.stderr
+    assert "Traceback" not in res.stderr
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
+    monkeypatch.delenv("FONTAINE_NOTIFY", raising=False)
+    capsys.readouterr()
     for host in (
-        "nohost;touch PWNED",
         "x$(touch PWNED)",
         "`touch PWNED`",
         "h;touch${IFS}PWNED",
         "h&&touch${IFS}PWNED",
         "h|touch${IFS}PWNED",
     ):
-        res = cli(tmp_path, "launch", "smoke", "--on", host, timeout=60)
-        assert res.returncode == 2 and res.stderr.count("\n") == 1, res.stderr
-        assert "Traceback" not in res.stderr
+        code, err = main(["launch", "smoke", "--on", host]), capsys.readouterr().err
+        assert code == 2 and err.count("\n") == 1, err
+        assert "Traceback" not in err
     for host in ("a b", "-oProxyCommand=touch PWNED"):
-        res = cli(tmp_path, "launch", "smoke", "--on", host, timeout=60)
-        assert res.returncode == 2 and "expected a host name or ssh alias" in res.stderr
+        code, err = main(["launch", "smoke", "--on", host]), capsys.readouterr().err
+        assert code == 2 and "expected a host name or ssh alias" in err
     assert not list(tmp_path.rglob("PWNED")) and not Path("PWNED").exists()
