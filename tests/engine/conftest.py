@@ -78,6 +78,17 @@ def tiny_argv(out: Path, data: Path, *extra: str, steps: int = 20) -> list[str]:
     ]
 
 
+@pytest.fixture(scope="session")
+def tiny_run(tmp_path_factory, corpus_dir) -> Path:
+    """One 20-step tiny run (tiny_argv: probes and checkpoints at 10 and 20) for the session,
+    shared by the tests that only read it (test_smoke.py, test_score.py: one xdist_group, so
+    one worker trains it once)."""
+    out = tmp_path_factory.mktemp("tiny-run") / "run"
+    proc = run_engine(tiny_argv(out, corpus_dir, steps=20))
+    assert proc.returncode == 0, proc.stderr
+    return out
+
+
 def run_engine(argv: list[str], timeout: float = 120) -> subprocess.CompletedProcess:
     return subprocess.run(
         argv, cwd=REPO, env=engine_env(), capture_output=True, text=True, timeout=timeout

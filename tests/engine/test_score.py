@@ -10,20 +10,18 @@ import sys
 import pytest
 
 torch = pytest.importorskip("torch")
-pytestmark = pytest.mark.engine
+pytestmark = [pytest.mark.engine, pytest.mark.xdist_group("engine_tiny_run")]
 
-from tests.engine.conftest import run_engine, tiny_argv  # noqa: E402
+from tests.engine.conftest import run_engine  # noqa: E402
 from tests.engine.enginelog_schema import check, read  # noqa: E402
 
 FIELDS = ("eval_chunk_mae", "train_chunk_mae", "eval_ar_ce", "eval_flow_loss")
 
 
 @pytest.fixture(scope="module")
-def scored_run(tmp_path_factory, corpus_dir):
-    out = tmp_path_factory.mktemp("scored") / "run"
-    proc = run_engine(tiny_argv(out, corpus_dir, steps=20))
-    assert proc.returncode == 0, proc.stderr
-    return out
+def scored_run(tiny_run):
+    """The session's 20-step tiny run (tests/engine/conftest.py), read only."""
+    return tiny_run
 
 
 def score(*args: str):

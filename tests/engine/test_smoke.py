@@ -7,18 +7,16 @@ import json
 import pytest
 
 torch = pytest.importorskip("torch")
-pytestmark = pytest.mark.engine
+pytestmark = [pytest.mark.engine, pytest.mark.xdist_group("engine_tiny_run")]
 
-from tests.engine.conftest import run_engine, tiny_argv  # noqa: E402
+from tests.engine.conftest import tiny_argv  # noqa: E402
 from tests.engine.enginelog_schema import check, read  # noqa: E402
 
 
 @pytest.fixture(scope="module")
-def smoke_run(tmp_path_factory, corpus_dir):
-    out = tmp_path_factory.mktemp("smoke")
-    proc = run_engine(tiny_argv(out, corpus_dir, steps=20))
-    assert proc.returncode == 0, proc.stderr
-    return out
+def smoke_run(tiny_run):
+    """The session's 20-step tiny run (tests/engine/conftest.py), read only."""
+    return tiny_run
 
 
 def test_smoke_log_is_schema_v1(smoke_run):
