@@ -1,7 +1,7 @@
-"""The non-root login on the test sshd (tests/remote_user.py), one per test module.
+"""The non-root login on the test sshd (tests/remote_user.py), one per test session.
 
-Each test module that asks for it gets one. It is the far side of `launch --on HOST` and
-`--on slurm:PARTITION@HOST`.
+One per xdist worker, shared by the modules that ask for it: the far side of `launch --on
+HOST` and `--on slurm:PARTITION@HOST`.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ import pytest
 from tests.remote_user import make, remove, why_not
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def remote(sshd, tmp_path_factory):
     if importlib.util.find_spec("torch") is None:
         pytest.skip("the engine needs torch")
