@@ -76,6 +76,9 @@ def _clean(out: str, where: str) -> None:
 def test_plain_outputs_show_foreign_text_literally(tmp_path, capsys, monkeypatch):
     preset_path, folder, registry = _evil_run(tmp_path)
     monkeypatch.setenv("FONTAINE_REGISTRY", str(registry))
+    # the unreachable ssh host is tried once, not for the first-connect window: its error
+    # line, echoing the path, is what is checked
+    monkeypatch.setenv("FONTAINE_SSH_CONNECT_S", "0")
     runs = [
         ["verdict", str(folder)],
         ["verdict", str(folder), "--json"],
