@@ -9,7 +9,7 @@ import pytest
 torch = pytest.importorskip("torch")
 pytestmark = [pytest.mark.engine, pytest.mark.xdist_group("engine_tiny_run")]
 
-from tests.engine.conftest import tiny_argv  # noqa: E402
+from tests.engine.conftest import run_engine, tiny_argv  # noqa: E402
 from tests.engine.enginelog_schema import check, read  # noqa: E402
 
 
