@@ -69,13 +69,32 @@ def check(origin: str, head: bytes | None, links: Sequence[str], marked: bool) -
                 "(removed, with the chain's last lines perhaps)"
             )
         return ""
+    recorded = parse(head)
+    if recorded is None:
+        return f'{where}: expected {{"lines": N, "last": sha256}} (edited)'
+    return reaches(origin, where, recorded, links)
+
+
+def parse(head: bytes) -> tuple[int, str] | None:
+    """A head file's (lines, last) when its bytes hold them, else None."""
     try:
         doc = json.loads(head)
         n, last = doc["lines"], doc["last"]
-        if not isinstance(n, int) or isinstance(n, bool) or n < 0 or not isinstance(last, str):
-            raise TypeError
     except (ValueError, KeyError, TypeError):
-        return f'{where}: expected {{"lines": N, "last": sha256}} (edited)'
+        return None
+    return (n, last) if counted(n) and isinstance(last, str) else None
+
+
+def counted(n: object) -> bool:
+    """A line count: an int, not a bool, not negative."""
+    return isinstance(n, int) and not isinstance(n, bool) and n >= 0
+
+
+def reaches(origin: str, where: str, recorded: tuple[int, str], links: Sequence[str]) -> str:
+    """Why the chain as walked does not reach the head `where` recorded ("" when it does).
+
+    `recorded` is (lines, sha256 of the last line, or the genesis for none)."""
+    n, last = recorded
     have = len(links) - 1
     if have < n:
         return (
