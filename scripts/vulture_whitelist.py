@@ -93,7 +93,9 @@ _.rdzv_id
 # (tests/core/verdict/test_banked.py), the redraw timer (tests/console/test_batching.py), the
 # SSH master's pid (tests/core/follow/test_ssh.py), the characters literal_block escapes
 # (tests/console/test_hostile_text.py), a batch's end offset
-# (tests/core/follow/test_local_faults.py, bench/cold_read.py)
+# (tests/core/follow/test_local_faults.py, bench/cold_read.py), the review chain's check
+# with the line it breaks at (tests/core/verdict/test_chain_head.py)
+_.verify
 _.episode
 _.train_level
 _.frame_pending

@@ -45,14 +45,16 @@ async def test_accept_flag_note_chain_and_tamper(tmp_path):
             assert doc["prev"] == hashlib.sha256(before).hexdigest()
         assert review.verify(path).ok and "3 line(s), chain intact" in app.review_status
 
-        # an edit by hand to line 2 is found, and the console says so on the next action
+        # an edit by hand to line 2 is found: the next action says so and appends nothing
         tampered = lines[1].replace(b'"flag"', b'"accept"')
         path.write_bytes(b"\n".join([lines[0], tampered, lines[2]]) + b"\n")
+        before = path.read_bytes()
         check = review.verify(path)
         assert (check.bad_line, check.ok) == (2, False)
         await pilot.press("a")
         await pilot.pause()
-        assert "CHAIN BROKEN: line 2" in app.review_status
+        assert "not recorded: review.jsonl line 2: content does not match" in app.review_status
+        assert path.read_bytes() == before
 
 
 def _verdict(tmp_path):
@@ -98,7 +100,14 @@ async def test_export_writes_verdict_json_and_chart(tmp_path):
         await until(pilot, lambda: "wrote" in app.review_status, timeout=60)
     doc = json.loads((folder / "verdict.json").read_text())
     expected = compute_verdict(app.session.store, app.session.preset).to_json()
-    assert doc == json.loads(json.dumps(expected))
+    assert doc["review"] == {
+        "file": "review.jsonl",
+        "lines": 0,
+        "head": review.GENESIS,  # no prereg.json beside this log
+        "intact": True,
+        "broken": "",
+    }
+    assert doc == json.loads(json.dumps({**expected, "review": doc["review"]}))
     assert doc["verdict"] == "AMBIGUOUS" and doc["provisional"] is False
     png = (folder / exporter.CHART_NAME).read_bytes()
     assert png[:8] == b"\x89PNG\r\n\x1a\n" and len(png) > 10_000

@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import io
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from fontaine_tui import __version__
 from fontaine_tui.core.atomic import replace_own
+from fontaine_tui.core.verdict import review
 from fontaine_tui.core.verdict.chart import ChartSpec
 from fontaine_tui.core.verdict.record import Verdict
 
@@ -44,10 +45,13 @@ def _our_png(head: bytes) -> bool:
 
 
 def write_verdict(path: str | Path, verdict: Verdict) -> Path:
-    """Write verdict.json atomically.
+    """Write verdict.json atomically, with the review trail beside it as checked now.
 
-    An existing verdict.json that is not ours is never replaced (InputError)."""
+    The trail's head it records is what a later check holds the trail to (a trail removed
+    with its head file is then named). An existing verdict.json that is not ours is never
+    replaced (InputError)."""
     path = Path(path)
+    verdict = replace(verdict, review=review.state(path.parent))
     replace_own(
         path, json.dumps(verdict.to_json(), indent=2) + "\n", _our_verdict, "a verdict.json"
     )

@@ -86,6 +86,24 @@ class Scale:
 
 
 @dataclass(frozen=True, slots=True)
+class ReviewState:
+    """The review trail (review.jsonl) as checked beside a read.
+
+    `lines` and `head` (the sha256 of its last line, the chain's genesis for none) are the
+    chain's when it holds. When it does not, they are the longest head recorded for it (in
+    review.jsonl.head or an earlier verdict.json), so a verdict.json written now keeps what a
+    later check must find again. `broken` says why it does not hold ("" when it does)."""
+
+    lines: int
+    head: str
+    broken: str = ""
+
+    @property
+    def intact(self) -> bool:
+        return not self.broken
+
+
+@dataclass(frozen=True, slots=True)
 class Verdict:
     verdict: str
     provisional: bool
@@ -130,6 +148,8 @@ class Verdict:
     # keys launched with although they differ from the banked comparator (--declare-delta),
     # from the ledger: amendment, key, ours, theirs, comparator, declared_at
     declared_deltas: tuple[Mapping[str, object], ...] = ()
+    # the review trail beside the run, as checked (None: no run folder, or not checked)
+    review: ReviewState | None = None
 
     @property
     def label(self) -> str:
@@ -196,6 +216,15 @@ class Verdict:
                 "frozen": dict(self.provenance),
                 "log": [dict(m) for m in self.provenance_log],
                 "changed": list(self.provenance_changes),
+            },
+            "review": None
+            if self.review is None
+            else {
+                "file": "review.jsonl",
+                "lines": self.review.lines,
+                "head": self.review.head,
+                "intact": self.review.intact,
+                "broken": self.review.broken,
             },
             "labels": {c: self.labels.get(c, c) for c in EXIT_CODES},
             "interpretation": self.interpretation,

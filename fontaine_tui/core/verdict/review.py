@@ -1,10 +1,13 @@
 """review.jsonl: the reviewer's accept / flag / note actions as a hash chain.
 
-Each line carries `prev` (sha256 of the previous line's bytes, or GENESIS for the first)
-and `hash` (sha256 of the line's own canonical JSON without `hash`). An edited line fails
-its own hash; a removed, inserted or rewritten line breaks the next line's `prev`; a removed
-last line is found by the head kept beside the file (core/verdict/head.py). Appends hold
-the file's lock, as the amendment ledger's do, so two reviewers never fork the chain.
+Each line carries `prev` (sha256 of the previous line's bytes; for the first, of prereg.json
+beside it, as amendments.jsonl's first line does, GENESIS without one) and `hash` (sha256 of
+the line's own canonical JSON without `hash`). An edited line fails its own hash; a removed,
+inserted or rewritten line breaks the next line's `prev`; a trail from another run breaks the
+first. A removed last line is found by the head kept beside the file (core/verdict/head.py),
+and a trail removed with its head by the head every verdict.json records of it (`state`).
+Appends hold the file's lock, as the amendment ledger's do, so two reviewers never fork the
+chain, and a chain that does not hold is never extended.
 """
 
 from __future__ import annotations
@@ -19,13 +22,16 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from fontaine_tui.core.atomic import append_line, locked
+from fontaine_tui.core.errors import InputError
 from fontaine_tui.core.readfile import read_whole
+from fontaine_tui.core.runfolder import REVIEW, VERDICT, RunFolder
 from fontaine_tui.core.verdict import head as chain_head
-from fontaine_tui.core.verdict.record import Verdict
+from fontaine_tui.core.verdict.ledger import genesis_of
+from fontaine_tui.core.verdict.record import ReviewState, Verdict
 
 SCHEMA = "fontaine-tui/review/1"
 ACTIONS = ("accept", "flag", "note")
-GENESIS = "0" * 64
+GENESIS = "0" * 64  # the first link of a trail in a folder without prereg.json
 
 
 @dataclass(frozen=True, slots=True)
@@ -85,14 +91,20 @@ def append(
     note: str = "",
     clock: Callable[[], float] = time.time,
 ) -> ReviewEntry:
-    """Append one action, chained to the line before it (under the file's lock)."""
+    """Append one action, chained to the line before it (under the file's lock).
+
+    A chain that does not hold is never extended: InputError naming the break, nothing
+    written."""
     if action not in ACTIONS:
         raise ValueError(f"action: expected one of {', '.join(ACTIONS)}, got {action!r}")
     path = Path(path)
     stamp = datetime.fromtimestamp(clock(), timezone.utc).isoformat().replace("+00:00", "Z")
+    if not path.exists():  # the lock creates a missing file: a removed trail stays removed
+        _refuse_broken(path, [])
     with locked(path):
         data = _read(path)
         lines = _lines(data)
+        links = _refuse_broken(path, lines)
         doc = {
             "schema": SCHEMA,
             "time": stamp,
@@ -103,7 +115,7 @@ def append(
             "read_step": verdict.read_step,
             "delta": _num(verdict.delta),
             "preset_sha256": verdict.preset.get("sha256", ""),
-            "prev": _sha(lines[-1]) if lines else GENESIS,
+            "prev": links[-1],
             chain_head.MARK: chain_head.head_name(path.name),
         }
         doc["hash"] = _sha(_canonical(doc))
@@ -114,6 +126,14 @@ def append(
     return ReviewEntry(
         len(lines) + 1, stamp, action, note, verdict.verdict, verdict.provisional, verdict.read_step
     )
+
+
+def _refuse_broken(path: Path, lines: list[bytes]) -> list[str]:
+    """The chain's links; InputError naming the break when it does not hold."""
+    check, _, links = _check(path, lines)
+    if not check.ok:
+        raise InputError(f"{broken_text(path, check)}; nothing was written")
+    return links
 
 
 def read(path: str | Path) -> list[ReviewEntry]:
@@ -142,36 +162,104 @@ def read(path: str | Path) -> list[ReviewEntry]:
 def verify(path: str | Path) -> ChainCheck:
     """Walk the chain and report the first link that does not hold.
 
-    That is the first line whose own hash or link does not hold, or a chain cut short of the
-    head recorded beside it."""
+    The chain starts from prereg.json beside it (zeros without one). That is the first line
+    whose own hash or link does not hold, or a chain cut short of the head recorded beside it
+    (review.jsonl.head) or in the verdict.json beside it."""
     path = Path(path)
-    lines = _lines(_read(path))
+    return _check(path, _lines(_read(path)))[0]
+
+
+def state(folder: str | Path) -> ReviewState:
+    """The review trail of a run folder as a verdict carries it (see ReviewState)."""
+    path = Path(folder) / REVIEW
+    check, recorded, links = _check(path, _lines(_read(path)))
+    if check.ok:
+        return ReviewState(check.lines, links[-1])
+    return ReviewState(recorded[0], recorded[1], broken_text(path, check))
+
+
+def broken_text(path: Path, check: ChainCheck) -> str:
+    """A break in words, naming the file."""
+    return f"{path.name} {check.reason}" if check.reason.startswith("line ") else check.reason
+
+
+def _check(path: Path, lines: list[bytes]) -> tuple[ChainCheck, tuple[int, str], list[str]]:
+    """The check, the longest head recorded for the chain, and the links that hold."""
+    genesis = genesis_of(RunFolder(path.parent))
     head = chain_head.read(path)
-    prev = GENESIS
-    links = [prev]
+    witness = _witness(path.parent / VERDICT)
+    links = [genesis]
     marked = False
+    why, bad = "", None
     for i, raw in enumerate(lines, 1):
-        try:
-            doc = json.loads(raw)
-            if not isinstance(doc, dict):
-                raise ValueError("not an object")
-        except ValueError:
-            return ChainCheck(len(lines), i, f"line {i}: not a JSON object (edited)")
-        claimed = doc.pop("hash", None)
-        if claimed != _sha(_canonical(doc)):
-            return ChainCheck(len(lines), i, f"line {i}: content does not match its hash (edited)")
-        if doc.get("prev") != prev:
-            where = "the start of the file" if i == 1 else f"line {i - 1}"
-            return ChainCheck(
-                len(lines),
-                i,
-                f"line {i}: does not follow {where} (a line "
-                "before it was edited, removed or inserted)",
-            )
-        prev = _sha(raw)
-        links.append(prev)
-        marked = marked or chain_head.MARK in doc
-    why = chain_head.check(str(path), head, links, marked)
+        why = _link(raw, i, links[-1], genesis)
+        if why:
+            bad = i
+            break
+        links.append(_sha(raw))
+        marked = marked or chain_head.MARK in json.loads(raw)
+    if not why:
+        why = chain_head.check(str(path), head, links, marked)
+    if not why and isinstance(witness, tuple):
+        why = chain_head.reaches(str(path), str(path.parent / VERDICT), witness, links)
+    elif not why and isinstance(witness, str):
+        why = witness
+    recorded = [(len(links) - 1, links[-1])]
+    recorded += [r for r in (head and chain_head.parse(head), witness) if isinstance(r, tuple)]
+    best = max(recorded, key=lambda r: r[0])
     if why:
-        return ChainCheck(len(lines), len(lines) + 1, why)
-    return ChainCheck(len(lines))
+        return ChainCheck(len(lines), bad or len(lines) + 1, why), best, links
+    return ChainCheck(len(lines)), best, links
+
+
+def _link(raw: bytes, i: int, prev: str, genesis: str) -> str:
+    """Why line `i` does not hold as the link after `prev` ("" when it does)."""
+    try:
+        doc = json.loads(raw)
+        if not isinstance(doc, dict):
+            raise ValueError("not an object")
+    except ValueError:
+        return f"line {i}: not a JSON object (edited)"
+    claimed = doc.pop("hash", None)
+    if claimed != _sha(_canonical(doc)):
+        return f"line {i}: content does not match its hash (edited)"
+    if doc.get("prev") == prev:
+        return ""
+    if i == 1 and doc.get("prev") == GENESIS:
+        return (
+            "line 1: starts from no prereg.json (zeros), but prereg.json is beside it (a "
+            "trail from another run, or one rebuilt or written before trails were anchored)"
+        )
+    if i == 1:
+        return (
+            "line 1: does not follow prereg.json (a line before it was removed, or "
+            "prereg.json changed)"
+        )
+    return (
+        f"line {i}: does not follow line {i - 1} (a line before it was edited, removed or inserted)"
+    )
+
+
+def _witness(path: Path) -> tuple[int, str] | str | None:
+    """The review head an earlier verdict.json recorded, why it cannot be read, or None.
+
+    None when there is no verdict.json of ours, or it records no review trail (written before
+    it did)."""
+    try:
+        data = read_whole(path)
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        raise InputError(f"{path}: cannot read ({exc.strerror})") from None
+    if b'"schema": "fontaine-tui/verdict/' not in data[:200]:
+        return None  # not ours: it records nothing of the trail
+    try:
+        review = json.loads(data).get("review")
+        if review is None:
+            return None
+        n, head = review["lines"], review["head"]
+    except (ValueError, KeyError, TypeError, AttributeError):
+        return f'{path}: review: expected {{"lines": N, "head": sha256}} (edited)'
+    if not chain_head.counted(n) or not isinstance(head, str):
+        return f'{path}: review: expected {{"lines": N, "head": sha256}} (edited)'
+    return n, head
