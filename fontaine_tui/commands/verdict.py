@@ -7,6 +7,7 @@ import json
 import sys
 
 from fontaine_tui.commands._args import examples
+from fontaine_tui.core.errors import InputError
 from fontaine_tui.core.launch.rescore import score_offer
 from fontaine_tui.core.text import literal
 from fontaine_tui.core.verdict.record import EXIT_CODES, PROVISIONAL_OFFSET
@@ -18,7 +19,8 @@ EPILOG = examples(
     "fontaine-tui verdict runs/r7 --at-step 1500",
     "fontaine-tui verdict old/train_log.jsonl -p my-preset -j",
     exits=", ".join(f"{k} {c}" for k, c in EXIT_CODES.items())
-    + f"; a PROVISIONAL read (before the endpoint) adds {PROVISIONAL_OFFSET}; 2 bad input",
+    + f"; a PROVISIONAL read (before the endpoint) adds {PROVISIONAL_OFFSET}; 2 bad input, "
+    "or a ledger or review trail that does not hold",
 )
 
 
@@ -48,4 +50,10 @@ def run(args: argparse.Namespace) -> int:
             offer = score_offer(folder, verdict.verdict)
             if offer is not None:
                 sys.stdout.write("\n" + "\n".join(map(literal, offer.describe())) + "\n")
+    if verdict.review is not None and not verdict.review.intact:
+        # as a broken amendment chain: exit 2 naming it; the verdict itself is the evidence's
+        raise InputError(
+            f"{verdict.review.broken} (the review trail does not hold; the verdict above "
+            "is the evidence's)"
+        )
     return verdict.exit_code

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from fontaine_tui.core import runfolder
@@ -15,6 +15,7 @@ from fontaine_tui.core.log.formats.source import SourceSpec
 from fontaine_tui.core.log.read import default_workers, load_log
 from fontaine_tui.core.preset.find import load_preset
 from fontaine_tui.core.preset.record import Amendment, Preset
+from fontaine_tui.core.verdict import review
 from fontaine_tui.core.verdict.head import head_path
 from fontaine_tui.core.verdict.ledger import read_amendments
 from fontaine_tui.core.verdict.prereg import frozen_over, read_prereg
@@ -128,4 +129,6 @@ def judge(target: str, preset_arg: str | None = None, at_step: int | None = None
             f"{log_path}: --at-step {at_step}: expected a probe step (probes: {steps})"
         )
     verdict = compute_verdict(store, preset, at_step, _ledger(folder), provenance)
+    where = Path(target)
+    verdict = replace(verdict, review=review.state(where if where.is_dir() else where.parent))
     return Judged(verdict, preset, log_path, folder)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 
 from fontaine_tui.core.text import literal
-from fontaine_tui.core.verdict.record import RuleRead, Verdict
+from fontaine_tui.core.verdict.record import ReviewState, RuleRead, Verdict
 
 
 def signed(x: float | None, places: int = 4) -> str:
@@ -115,6 +115,8 @@ def render(v: Verdict, log_label: str = "") -> str:
     lines += secondary_lines(v)
     lines.append("")
     lines.append(f"VERDICT: {v.label}  [{status_word(v)}]  {v.reason}")
+    if v.review is not None:
+        lines.append(review_line(v.review))
     if v.scale is not None:
         lines.append(f"scale: {v.scale.provenance}")
         if v.scale.evidence:
@@ -134,6 +136,13 @@ def render(v: Verdict, log_label: str = "") -> str:
     # each is one line: a newline in what it quotes (a folder's name, a preset's text, a
     # note) shows as `\n` and never starts a line of its own
     return "\n".join(map(literal, lines))
+
+
+def review_line(state: ReviewState) -> str:
+    """The review trail beside a verdict, in one line."""
+    if state.intact:
+        return f"review: {state.lines} line(s), chain intact"
+    return f"REVIEW TRAIL BROKEN: {state.broken}"
 
 
 def typed_in_caveat(v: Verdict) -> str:

@@ -1,11 +1,14 @@
 """The review trail starts from prereg.json, a trail removed with its head is named through the
-verdict.json that recorded it, and a broken trail is never extended."""
+verdict.json that recorded it, a broken trail is never extended, and `verdict` (text and
+--json, through the real command line) shows the break beside an unchanged verdict and exits 2."""
 
 from __future__ import annotations
 
 import hashlib
 import json
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -19,6 +22,8 @@ from fontaine_tui.core.verdict.prereg import freeze
 from fontaine_tui.core.verdict.rules import compute_verdict
 from tests.core.launch.conftest import without_amendments
 from tests.logs import RIGONLY_LIKE, write_log
+
+ROOT = Path(__file__).parents[3]
 
 
 def head_path(chain: Path) -> Path:
@@ -55,6 +60,16 @@ def _zeros_trail(tmp_path: Path, preset, verdict) -> RunFolder:
         shutil.copy(elsewhere.root / name, folder.root / name)
     assert json.loads(folder.review.read_bytes().splitlines()[0])["prev"] == review.GENESIS
     return folder
+
+
+def _cli(folder: Path, *extra: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "fontaine_tui", "verdict", str(folder), *extra],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=120,
+    )
 
 
 # -- the chain's anchor and its checks ------------------------------------------------------
@@ -120,3 +135,56 @@ def test_an_edited_review_record_in_verdict_json_is_named(tmp_path, preset, verd
     doc["review"]["lines"] = "three"
     folder.verdict.write_text(json.dumps(doc, indent=2))
     assert "verdict.json: review: expected" in review.state(folder.root).broken
+
+
+# -- `fontaine-tui verdict`, through the real command line --------------------------------
+
+
+def _cut_tail(folder: RunFolder) -> None:
+    folder.review.write_bytes(b"".join(folder.review.read_bytes().splitlines(keepends=True)[:2]))
+
+
+def _deleted(folder: RunFolder) -> None:
+    folder.review.unlink()
+    head_path(folder.review).unlink()
+
+
+@pytest.mark.parametrize(
+    "case, why",
+    [
+        ("tail cut", "review.jsonl: holds 2 line(s) but 3 were recorded in"),
+        ("deleted", "verdict.json (its last line(s) removed"),
+        ("zeros", "review.jsonl line 1: starts from no prereg.json (zeros)"),
+    ],
+)
+def test_verdict_names_a_broken_trail_and_exits_2(tmp_path, preset, verdict, case, why):
+    if case == "zeros":
+        folder = _zeros_trail(tmp_path, preset, verdict)
+    else:
+        folder = _run(tmp_path, preset, verdict)
+        export.write_verdict(folder.verdict, verdict)  # what records the trail's head
+        (_cut_tail if case == "tail cut" else _deleted)(folder)
+    res = _cli(folder.root)
+    assert res.returncode == 2, (res.stdout, res.stderr)
+    assert res.stderr.count("\n") == 1 and why in res.stderr, res.stderr
+    assert "Traceback" not in res.stderr
+    # the verdict is still the evidence's, with the break beside it
+    assert f"VERDICT: {verdict.label} " in res.stdout
+    shown = [line for line in res.stdout.splitlines() if line.startswith("REVIEW TRAIL BROKEN: ")]
+    assert len(shown) == 1 and why in shown[0], res.stdout
+    js = _cli(folder.root, "--json")
+    assert js.returncode == 2 and why in js.stderr
+    doc = json.loads(js.stdout)
+    assert doc["verdict"] == verdict.verdict
+    assert doc["review"]["intact"] is False and why in doc["review"]["broken"]
+
+
+def test_verdict_shows_an_intact_trail_and_keeps_its_exit_code(tmp_path, preset, verdict):
+    folder = _run(tmp_path, preset, verdict)
+    res = _cli(folder.root)
+    assert res.returncode == verdict.exit_code != 2, res.stderr
+    assert "review: 3 line(s), chain intact" in res.stdout
+    js = _cli(folder.root, "--json")
+    doc = json.loads(js.stdout)
+    assert js.returncode == verdict.exit_code
+    assert doc["review"]["lines"] == 3 and doc["review"]["intact"] is True
