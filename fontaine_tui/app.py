@@ -339,6 +339,7 @@ class FontaineApp(App[int]):
             self.review_status = self.tell(
                 self.session.review(self.view, self.read_step, action, note, self.clock)
             )
+            self.schedule_frame()  # the trail's state beside the verdict
 
     def action_note(self) -> None:
         def done(text: str | None) -> None:

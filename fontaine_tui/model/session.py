@@ -37,7 +37,7 @@ from fontaine_tui.core.verdict import review as reviewer
 from fontaine_tui.core.verdict.amendments import check_amendments
 from fontaine_tui.core.verdict.prereg import parse_utc
 from fontaine_tui.core.verdict.probechart import probes_chart
-from fontaine_tui.core.verdict.record import AmendmentCheck, Verdict
+from fontaine_tui.core.verdict.record import AmendmentCheck, ReviewState, Verdict
 from fontaine_tui.core.verdict.rules import compute_verdict, verdict_series
 from fontaine_tui.model import readout
 from fontaine_tui.model.ledger import Ledger, ledger_from, read_ledger_files
@@ -95,6 +95,7 @@ class Session:
         self.note = ""
         self.exit_code: int | str | None = None
         self.ledger = Ledger("", preset.sha256, "no prereg.json read yet", None, ())
+        self.review_state: ReviewState | None = None  # review.jsonl as checked (a local folder)
         self.warnings: tuple[alerts.RunWarning, ...] = ()
         self.warning_book = alert_book.WarningBook()
         self.extra_warnings: dict[str, alerts.RunWarning] = {}  # the babysitter's (notify)
@@ -263,15 +264,15 @@ class Session:
             entry = reviewer.append(path, action, v, note, clock)
         except OSError as exc:
             return Outcome(f"{path}: cannot append ({exc.strerror})", "error")
-        except InputError as exc:
-            return Outcome(str(exc), "error")
-        check = reviewer.verify(path)
-        chain = "chain intact" if check.ok else f"CHAIN BROKEN: {check.reason}"
+        except InputError as exc:  # a trail that does not hold is never extended
+            self.check_review()
+            return Outcome(f"not recorded: {exc}", "error")
+        broken = (self.check_review() or ReviewState(0, "")).broken
         return Outcome(
             f"review.jsonl line {entry.line}: {action} {v.label} at step "
             f"{v.read_step}{' (provisional)' if v.provisional else ''}; "
-            f"{check.lines} line(s), {chain}",
-            "information" if check.ok else "error",
+            f"{entry.line} line(s), {f'CHAIN BROKEN: {broken}' if broken else 'chain intact'}",
+            "error" if broken else "information",
         )
 
     def export(self, view: RunView, step: int | None, scaled: bool) -> Outcome:
@@ -281,11 +282,23 @@ class Session:
             return Outcome("export needs a run folder (none for this source)", "error")
         spec = probes_chart(view.store, view.preset, view.verdicts, v, scaled)
         result = exporter.export(self.folder, v, spec)
+        broken = (self.check_review() or ReviewState(0, "")).broken
         return Outcome(
             f"wrote {result.verdict_path}"
-            + (f" and {result.chart_path}" if result.chart_path else f"; {result.chart_message}"),
-            "information" if result.chart_path else "warning",
+            + (f" and {result.chart_path}" if result.chart_path else f"; {result.chart_message}")
+            + (f"; REVIEW TRAIL BROKEN: {broken}" if broken else ""),
+            "error" if broken else "information" if result.chart_path else "warning",
         )
+
+    def check_review(self) -> ReviewState | None:
+        """Check review.jsonl again (a local run folder only) and keep what it says."""
+        try:
+            state = None if self.folder is None else reviewer.state(self.folder)
+        except InputError as exc:  # a file beside it that cannot be read
+            state = ReviewState(0, "", str(exc))
+        if state != self.review_state:
+            self.review_state, self.version = state, self.version + 1
+        return state
 
     def score_offer(self, v: Verdict) -> ScoreOffer | None:
         """The re-score to offer for the run's latest read (a local run folder only)."""
@@ -340,6 +353,7 @@ class Session:
         where = str(self.folder) if self.folder is not None else self.source.label
         given = self.given_preset if self.preset_named else None
         self.ledger, self.preset = ledger_from(files, where, given, self.preset)
+        self.check_review()  # the review trail is checked where the ledger is
         self._verdict_key = self._latest_key = None
         self.version += 1
 
@@ -353,6 +367,7 @@ class Session:
             self._latest = replace(
                 compute_verdict(self.store, self.preset, None, applied, self.ledger.provenance),
                 amendments=checks,
+                review=self.review_state,
             )
             self._latest_key = key
         return self._latest
@@ -401,6 +416,7 @@ class Session:
             self.store.ended_at,  # a run's end makes a read without its endpoint final
             self.preset.sha256,
             self.ledger.amendments,
+            self.review_state,
         )
 
     def _read_verdicts(self) -> tuple[tuple[Verdict, ...], Verdict]:
@@ -408,7 +424,7 @@ class Session:
         if key != self._verdict_key:
             applied, checks = self._amendments()
             self._verdicts = tuple(
-                replace(v, amendments=checks)
+                replace(v, amendments=checks, review=self.review_state)
                 for v in verdict_series(self.store, self.preset, applied, self.ledger.provenance)
             )
             self._verdict_key = key

@@ -21,6 +21,7 @@ from fontaine_tui.core.verdict.text import (
     comparator_lines,
     corroboration_line,
     platform_delta_lines,
+    review_line,
     secondary_lines,
     signed,
 )
@@ -73,6 +74,11 @@ class VerdictBanner(Static):
                 "  ",
                 (f"[{status}]", "reverse" if v.provisional else ""),
                 f"  read at {at} of {v.endpoint_step}  {v.read} {signed(v.delta)}",
+                *(
+                    (("  REVIEW TRAIL BROKEN", "bold $error"),)
+                    if v.review is not None and not v.review.intact
+                    else ()
+                ),
             )
         )
 
@@ -158,6 +164,9 @@ class LedgerPanel(Vertical):
             parts.append(("no amendments\n", "$text-muted"))
         if ledger.error:  # a break in the amendment chain, or a ledger that cannot be read
             parts += [(f"LEDGER: {ledger.error}", "$error"), "\n"]
+        if v.review is not None:
+            line = review_line(v.review)
+            parts += [(line, "$text-muted" if v.review.intact else "$error"), "\n"]
         if v.scale is not None:
             parts.append(f"scale: {v.scale.provenance}\n")
             if v.scale.evidence:

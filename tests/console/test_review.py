@@ -139,3 +139,39 @@ async def test_export_key_without_matplotlib_says_how_to_get_it(tmp_path, monkey
         await until(pilot, lambda: "wrote" in app.review_status, timeout=30)
     assert "pip install 'fontaine-tui[chart]'" in app.review_status
     assert (folder / "verdict.json").exists() and not (folder / exporter.CHART_NAME).exists()
+
+
+async def test_opening_shows_a_broken_trail_and_a_review_key_appends_nothing(tmp_path):
+    from fontaine_tui.core.follow.local import LocalRun
+    from fontaine_tui.core.preset.find import load_preset
+    from fontaine_tui.core.runfolder import RunFolder
+    from fontaine_tui.core.verdict.prereg import freeze
+    from fontaine_tui.widgets.verdict_panel import LedgerPanel, VerdictBanner
+    from tests.console.conftest import text
+
+    folder = tmp_path / "run"
+    log = make_run(folder)
+    preset = load_preset("demosonly_1gpu")
+    freeze(RunFolder(folder), preset, ["engine"], "fixture-host", now=1_786_999_000)
+    v = compute_verdict(load_log(log), preset)
+    path = folder / "review.jsonl"
+    for action in ("accept", "flag", "note"):
+        review.append(path, action, v, clock=lambda: CLOCK)
+    path.write_bytes(b"".join(path.read_bytes().splitlines(keepends=True)[:2]))  # tail cut
+    before = path.read_bytes()
+    app = console(log, source=LocalRun(folder))
+    async with app.run_test(size=SIZE) as pilot:
+        await loaded(pilot, 1000)
+        await pilot.press("v")
+        panel = app.screen.query_one(LedgerPanel)
+        await until(pilot, lambda: "REVIEW TRAIL BROKEN" in text(panel.query_one("#ledger")))
+        shown = text(panel.query_one("#ledger"))
+        assert "review.jsonl: holds 2 line(s) but 3 were recorded" in shown
+        banner = text(app.screen.query_one(VerdictBanner))
+        assert banner.startswith(app.view.latest.label) and "REVIEW TRAIL BROKEN" in banner
+        await pilot.press("a")
+        await pilot.pause()
+        assert app.review_status.startswith("not recorded: ")
+        assert "holds 2 line(s) but 3 were recorded" in app.review_status
+        assert "nothing was written" in app.review_status
+    assert path.read_bytes() == before
