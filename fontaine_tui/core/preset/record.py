@@ -46,7 +46,7 @@ class Preset:
     verdict: VerdictSpec
     comparators: Mapping[str, Comparator]
     amendments: tuple[Amendment, ...]
-    gates: Mapping[str, float | str]
+    gates: Mapping[str, float | str | bool]
     interpretation: Mapping[str, str]  # by class (HEALTHY, ...), whatever the labels
     canonical: Mapping[str, object]
     sha256: str
@@ -73,6 +73,11 @@ class Preset:
         """`launch` can start its run: the engine's [recipe], or the user's [command]."""
         return self.command is not None or not self.foreign
 
+    @property
+    def stops_on_lock(self) -> bool:
+        """Whether [gates] stop_on_lock asks for a stop once the decision locks (or at the gate)."""
+        return self.gates.get("stop_on_lock") is True
+
     def label(self, cls: str) -> str:
         """The preset's word for a verdict class (the class itself by default)."""
         return self.labels.get(cls, cls)
@@ -90,4 +95,6 @@ class Preset:
 def gate_of(gates: Mapping[str, object], key: str) -> float | None:
     """A [gates] number, or None where it is not a finite one (an unset inf/nan default)."""
     value = gates.get(key)
-    return float(value) if isinstance(value, (int, float)) and math.isfinite(value) else None
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    return float(value) if math.isfinite(value) else None

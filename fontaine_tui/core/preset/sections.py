@@ -54,7 +54,7 @@ PLATFORM: Spec = {
     "rdzv_id": (str, ""),  # the rendezvous id ("": the run's name)
     "eval_batch": (int, 64),  # frames per eval forward pass (memory only)
 }
-# Keys added to [recipe] and [platform] after presets were first frozen into prereg.json:
+# Keys added to [recipe], [platform] and [gates] after presets were first frozen into prereg.json:
 # at their default they stay out of the canonical form, so a pre-registration frozen before
 # the key existed keeps its sha256 (and reads the same as the preset it was frozen from).
 LATER_KEYS = {
@@ -69,6 +69,7 @@ LATER_KEYS = {
         "rdzv_id",
         "eval_batch",
     ),
+    "gates": ("stop_on_lock",),
 }
 COMPARATOR: Spec = {
     "delta": (NUMBER, math.nan),  # typed in, or computed from the banked run (`bank`)
@@ -103,6 +104,8 @@ GATES: Spec = {
     "gpu_hours_warn_frac": (NUMBER, 0.80),
     "stall_factor": (NUMBER, 3.0),
     "stall_min_s": (NUMBER, 60.0),
+    # stop the run, with a checkpoint, once the decision locks or the GPU-hours gate is reached
+    "stop_on_lock": (bool, False),
 }
 
 

@@ -225,7 +225,7 @@ def validate(path: Path, doc: dict) -> Preset:
             set_only({k: getattr(a, k) for k in AMENDMENT if k != "to_step" or a.to_step})
             for a in amendments
         ],
-        "gates": set_only(gates),
+        "gates": set_only(frozen_form(gates, GATES, "gates")),
         "interpretation": interpretation,
         **({"labels": labels} if labels else {}),
         **(
