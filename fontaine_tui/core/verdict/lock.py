@@ -33,8 +33,17 @@ class Lock:
     distances: tuple[Distance, ...] = ()
     every: int | None = None  # the probe cadence counted on (None: unknown, no lock claimed)
     every_from: str = ""  # where `every` comes from, in words
+    stops: bool = False  # the preset's [gates] stop_on_lock: the run stops once it locks
 
     def describe(self) -> str:
+        """The lock in words, and the stop the preset pre-registered on it."""
+        return self._words() + (
+            "; [gates] stop_on_lock: the run stops on a locked decision or at the GPU-hours gate"
+            if self.stops
+            else ""
+        )
+
+    def _words(self) -> str:
         if self.every is None and self.every_from:
             return f"decision not locked: the probe cadence is unknown ({self.every_from})"
         if self.max_change is None:

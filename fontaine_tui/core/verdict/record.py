@@ -269,6 +269,7 @@ def _lock_json(lock: Lock) -> dict:
         "max_probe_change_from": lock.source,
         "probe_every": lock.every,
         "probe_every_from": lock.every_from,
+        **({"stop_on_lock": True} if lock.stops else {}),
         "distances": [
             {
                 "step": d.step,

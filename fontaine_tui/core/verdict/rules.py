@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Mapping
+from dataclasses import replace
 from typing import TYPE_CHECKING, Protocol, TypedDict
 
 from fontaine_tui.core.log.records import Probe
@@ -22,6 +23,7 @@ from fontaine_tui.core.verdict.lock import Lock, decision_lock, max_probe_change
 from fontaine_tui.core.verdict.prereg import provenance_changes
 from fontaine_tui.core.verdict.readpoint import off_cadence, probes_at, read_point
 from fontaine_tui.core.verdict.record import RuleRead, Scale, SecondaryRead, Verdict, json_num
+from fontaine_tui.core.verdict.stopped import settle, stopped_early
 
 if TYPE_CHECKING:
     from typing import Unpack  # 3.11+; annotations only, so 3.10 runs without it
@@ -54,9 +56,10 @@ def _lock(
         store.probe_steps(), said[0] if said else None, said[1] if said else ""
     )
     change, source = max_probe_change(spec, every, banked_curves(preset))
-    return decision_lock(
+    lock = decision_lock(
         points, bounds, spec.lower_is_better, endpoint, every, change, source, every_from
     )
+    return replace(lock, stops=preset.stops_on_lock)
 
 
 class _ReadFields(TypedDict, total=False):
@@ -182,7 +185,25 @@ def compute_verdict(
     """Read the run at `at_step` (default: the endpoint if probed, else the latest probe).
 
     `amendments` are those declared in the run folder's ledger, checked like the preset's own.
+    A stop_on_lock run that ended before its endpoint reads its locked decision (stopped.py).
     """
+    amendments = tuple(amendments)
+    v = _compute(store, preset, at_step, amendments, provenance, None)
+    end = stopped_early(store, preset, v, at_step)
+    if end is None:
+        return v
+    return settle(v, _compute(store, preset, None, amendments, provenance, end), end)
+
+
+def _compute(
+    store: RunStore,
+    preset: Preset,
+    at_step: int | None,
+    amendments: Iterable[Amendment],
+    provenance: Mapping[str, object] | None,
+    stopped: int | None,
+) -> Verdict:
+    """The read of compute_verdict; with `stopped`, final at the last probe up to that step."""
     spec = preset.verdict
     probes = store.probes
     every = [*preset.amendments, *amendments]
@@ -194,6 +215,8 @@ def compute_verdict(
     endpoint = endpoint_in_force(preset, every, checks)
     changed = provenance_changes(provenance, store.metas) if provenance else ()
     read_step, provisional, missing = read_point(store, endpoint, at_step)
+    if stopped is not None:
+        read_step, provisional, missing = max(s for s in probes if s <= stopped), False, ""
 
     def result(label: str, reason: str, **kw: Unpack[_ReadFields]) -> Verdict:
         primary = label

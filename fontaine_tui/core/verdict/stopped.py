@@ -1,0 +1,56 @@
+"""The verdict of a run stopped on its decision lock, before its endpoint.
+
+A preset with `[gates] stop_on_lock = true` pre-registers that the run stops once no remaining
+probe can change the verdict (core/verdict/lock.py). Such a run ends before its endpoint, so the
+endpoint's read never comes. Its verdict is then the locked one, read at the last probe before
+the end, where the lock computed again from the evidence itself holds there. Without a lock
+holding (the run ended for another reason, or stopped at the GPU-hours gate), the read stays
+UNDECIDABLE, naming why.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from fontaine_tui.core.log.store import RunStore
+from fontaine_tui.core.preset.checks import UNDECIDABLE
+from fontaine_tui.core.preset.record import Preset
+from fontaine_tui.core.verdict.record import Verdict
+
+
+def stopped_early(store: RunStore, preset: Preset, v: Verdict, at_step: int | None) -> int | None:
+    """The step a stop_on_lock run ended at before its endpoint, or None.
+
+    None unless `v` is the final read's UNDECIDABLE for want of the endpoint's probe: the log
+    ended (its `end` event) before the endpoint and logged no later step."""
+    end, endpoint = store.ended_at, v.endpoint_step
+    if not preset.stops_on_lock or at_step is not None or end is None or v.verdict != UNDECIDABLE:
+        return None
+    if endpoint in store.probes or end >= endpoint or store.last_step > endpoint:
+        return None
+    if not any(s <= end for s in store.probes):
+        return None
+    return end
+
+
+def settle(undecided: Verdict, early: Verdict, end: int) -> Verdict:
+    """The verdict of a run that ended at step `end`, before its endpoint.
+
+    `early` is the read at the last probe before the end. It stands when the decision lock
+    holds there on its label, else the read stays `undecided` (UNDECIDABLE) and says why."""
+    lock = early.decision
+    if lock is None or lock.step is None:
+        why = lock.describe() if lock is not None else "no read to lock on"
+        return replace(undecided, reason=f"{undecided.reason}; stopped at step {end}: {why}")
+    if lock.label != early.verdict:
+        return replace(
+            undecided,
+            reason=(
+                f"{undecided.reason}; stopped at step {end}: the decision locked on "
+                f"{lock.label} but the read at step {early.read_step} gives {early.verdict}"
+            ),
+        )
+    return replace(
+        early,
+        reason=f"stopped at step {end}: decision locked at step {lock.step}; {early.reason}",
+    )
