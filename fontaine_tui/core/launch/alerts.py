@@ -15,6 +15,7 @@ from types import MappingProxyType
 from typing import TYPE_CHECKING
 
 from fontaine_tui.core.host.telemetry import TelemetrySnapshot
+from fontaine_tui.core.launch.exits import GATE_STOPS
 from fontaine_tui.core.launch.stall import (
     RamReading,
     StateReading,
@@ -393,6 +394,8 @@ def exited_early(
         return None
     severity = "warn" if process.status == "stopped" else "alert"
     resume = "" if ctx.foreign else ". Continue it with `fontaine-tui launch PRESET --resume`"
+    if process.cause in GATE_STOPS:  # the stop the preset pre-registered (stop_on_lock)
+        severity, resume = "info", ""
     return _w(
         "exited-early",
         severity,

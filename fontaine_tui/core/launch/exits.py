@@ -34,8 +34,14 @@ CAUSES = (
     "cuda-oom",
     "nan",
     "unknown",
+    "decision-locked",
+    "gpu-hours-gate",
 )
+# the stops a watcher makes on the preset's [gates] stop_on_lock (core/launch/gatestop.py)
+GATE_STOPS = ("decision-locked", "gpu-hours-gate")
 STATUS_OF = {
+    "decision-locked": "stopped",
+    "gpu-hours-gate": "stopped",
     "finished": "finished",
     "stopped": "stopped",
     "killed": "killed",
@@ -66,6 +72,8 @@ class ExitInfo:
     memory: MemoryEvidence | None = None  # the OOM killer's counters at the exit
     sent: str | None = None  # the last signal this console sent it (EngineProcess.stop)
     who: str = "engine"  # what ran: the engine, or a preset's own "command"
+    # why a watcher stopped it on [gates] stop_on_lock: (one of GATE_STOPS, in words), or None
+    stopped_for: tuple[str, str] | None = None
 
     @property
     def cause(self) -> str:
@@ -93,6 +101,8 @@ class ExitInfo:
         sig = self.signal or self.sent
         crashed = "failed" if self.code is None else f"failed (exit {self.code})"
         how = {
+            "decision-locked": f"stopped by {sig}",
+            "gpu-hours-gate": f"stopped by {sig}",
             "finished": "finished",
             "stopped": f"stopped by {sig}",
             "killed": f"killed by {self.signal or 'a signal'}",
@@ -170,7 +180,17 @@ def cause_of(info: ExitInfo, memory: MemoryEvidence | None = None) -> tuple[str,
     """The (cause, detail) of an attempt's end.
 
     They are read from its exit, its log and output, and the OOM killer's counters (`memory`,
-    else the info's own). The cause is one of CAUSES."""
+    else the info's own). The cause is one of CAUSES. A stop a watcher made on the preset's
+    stop_on_lock gate is that gate's cause (`stopped_for`): a clean stop, or a trainer that
+    took its signal its own way (an exit code, or the SIGKILL after it went unanswered)."""
+    cause, detail = _cause_of(info, memory)
+    ours = info.sent is not None and cause in ("crashed", "killed", "finished")
+    if info.stopped_for is not None and (cause == "stopped" or ours):
+        return info.stopped_for
+    return cause, detail
+
+
+def _cause_of(info: ExitInfo, memory: MemoryEvidence | None) -> tuple[str, str]:
     ev = memory if memory is not None else info.memory
     sig, event, detail = info.signal, info.event, info.detail
     texts = [t for t in (detail if event == "error" else "", info.oom_line, info.output) if t]

@@ -1,0 +1,34 @@
+"""The stop a preset pre-registers with `[gates] stop_on_lock = true`.
+
+Once the verdict's decision lock holds before the endpoint (core/verdict/lock.py: no remaining
+probe can change it), or the GPU-hours gate is reached (alerts.gpu_hours at "alert"), the run
+has nothing more to say for its question: the watcher stops it the way `fontaine-tui stop`
+does (SIGINT, so the engine checkpoints) and the attempt ends with this cause
+(exits.GATE_STOPS).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from fontaine_tui.core.launch.alerts import RunWarning
+from fontaine_tui.core.preset.record import Preset
+from fontaine_tui.core.verdict.record import Verdict
+
+
+def gate_stop(
+    preset: Preset, verdict: Verdict, warnings: Iterable[RunWarning]
+) -> tuple[str, str] | None:
+    """(cause, in words) when the preset asks for a stop now, else None.
+
+    The cause is "decision-locked" while the read is still provisional and its decision lock
+    holds, or "gpu-hours-gate" with the GPU-hours gate's alert up."""
+    if not preset.stops_on_lock:
+        return None
+    lock = verdict.decision
+    if verdict.provisional and lock is not None and lock.step is not None:
+        return "decision-locked", f"decision locked at step {lock.step} ({lock.label})"
+    gate = next((w for w in warnings if w.rule == "gpu-hours" and w.severity == "alert"), None)
+    if gate is not None:
+        return "gpu-hours-gate", f"gpu-hours gate: {gate.message}"
+    return None
