@@ -6,18 +6,23 @@ of a run, so the three send the owner the same things.
 After each warnings update (`Session.update_warnings`), `tick` sends what is new (each new
 warning at its level, each probe's read not yet sent), takes a babysit poll when the preset's
 [babysit] cadence says one is due (a line in babysit.jsonl, a notification), and turns failed
-deliveries into a warning in the panel. Only the watcher holding the run's `WatchLock`
+deliveries into a warning in the panel. With the preset's `[gates] stop_on_lock`, it stops the
+run once its decision locks or the GPU-hours gate is reached (core/launch/gatestop.py), in a
+thread, the way `fontaine-tui stop` does; `exit_of` then gives the exit that cause. Only the watcher holding the run's `WatchLock`
 babysits it; another watcher of the same run shows the run but neither polls nor posts.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import os
+import threading
 import time
 from collections.abc import Callable, Mapping
 from pathlib import Path
 
+from fontaine_tui.core.errors import InputError
 from fontaine_tui.core.host.telemetry import TelemetrySnapshot
 from fontaine_tui.core.launch.alerts import RunWarning
 from fontaine_tui.core.launch.babysit import (
@@ -31,6 +36,8 @@ from fontaine_tui.core.launch.babysit import (
     resumed_clock,
     told_record,
 )
+from fontaine_tui.core.launch.exits import ExitInfo
+from fontaine_tui.core.launch.gatestop import gate_stop
 from fontaine_tui.core.launch.registry import default_path
 from fontaine_tui.core.log.store import RunStore
 from fontaine_tui.core.verdict.prereg import parse_utc
@@ -90,6 +97,8 @@ class Babysitter:
         self._failures_seen = 0
         self.polls = 0
         self.last_poll: dict[str, object] | None = None  # set by the tick that took it
+        self.stop_reason: tuple[str, str] | None = None  # why it stopped the run (gatestop.py)
+        self.stopper: threading.Thread | None = None  # the stop under way, once started
 
     @classmethod
     def for_session(
@@ -185,6 +194,10 @@ class Babysitter:
         if self.notices is not None:
             self.notices.incident(attempt, cause, text, step)
 
+    def gate_stopped(self, attempt: int, cause: str, text: str, step: int | None) -> None:
+        if self.notices is not None:
+            self.notices.gate_stopped(attempt, cause, text, step)
+
     def tick(self, telemetry: TelemetrySnapshot | None, now: float | None = None) -> None:
         """After `session.update_warnings`: what is new goes out; a due poll is taken."""
         now = self.clock() if now is None else now
@@ -208,6 +221,7 @@ class Babysitter:
                 self.probe(step, view.verdict_at(step))
         self._poll(telemetry, now)
         self._failed_deliveries(now)
+        self._gate_stop()
         over = self._over() if self.auto_final and not self.finalized else None
         if over is not None:
             step, logged, line = over
@@ -235,6 +249,34 @@ class Babysitter:
             return end.step, end.time, f"the run failed at step {end.step}: {end.detail}"
         step = session.latest().endpoint_step
         return step, session.store.probes[step].time, f"its final read is in (step {step})"
+
+    def _gate_stop(self) -> None:
+        """Stop the run, once, when the preset's stop_on_lock gate asks for it.
+
+        Only the watcher that babysits the run stops it, and only a run it has a process of."""
+        session, process = self.session, self.session.process
+        if self.stop_reason is not None or self.poll_log is None or process is None:
+            return
+        reason = gate_stop(session.preset, session.latest(), session.warnings)
+        if reason is None or process.poll() is not None:
+            return
+        self.stop_reason = session.stop_reason = reason
+        self.say(f"{reason[1]}: stop_on_lock stops the run (SIGINT, then SIGTERM, then SIGKILL)")
+
+        def stop() -> None:
+            try:
+                process.stop()
+            except (InputError, OSError, RuntimeError) as exc:
+                self.say(f"warn: the run was not stopped ({exc})")
+
+        self.stopper = threading.Thread(target=stop, name="gate-stop", daemon=True)
+        self.stopper.start()
+
+    def exit_of(self, info: ExitInfo) -> ExitInfo:
+        """The exit, with the cause of the stop this watcher made (if it made one)."""
+        if self.stop_reason is None:
+            return info
+        return dataclasses.replace(info, stopped_for=self.stop_reason)
 
     def _poll(self, telemetry: TelemetrySnapshot | None, now: float) -> None:
         if self.poll_log is None:

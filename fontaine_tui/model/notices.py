@@ -3,7 +3,7 @@
 The events are the launch, each babysit poll (the first one is the document's first-poll
 summary), each probe's read as it stands (PROVISIONAL until the endpoint), each new warning
 (the GPU-hours gate among them), an incident (an attempt that ended before the endpoint,
-with its cause), and the final verdict. The final verdict has both rules and the per-dataset
+with its cause), a stop on the preset's stop_on_lock gate, and the final verdict. The final verdict has both rules and the per-dataset
 breakdown (fields for Slack and Discord, lines of the text for the others).
 
 Sending never blocks (the notifier's own threads deliver). What failed is said at the end,
@@ -148,6 +148,12 @@ class RunNotices:
     def incident(self, attempt: int, cause: str, text: str, step: int | None) -> None:
         self._send(
             "alert", f"{self.run}: incident: attempt {attempt} {cause}", text, step, cause=cause
+        )
+
+    def gate_stopped(self, attempt: int, cause: str, text: str, step: int | None) -> None:
+        """An attempt the watcher stopped on the preset's stop_on_lock gate (its cause said)."""
+        self._send(
+            "info", f"{self.run}: attempt {attempt} stopped: {cause}", text, step, cause=cause
         )
 
     def final(self, verdict: Verdict, text: str, exit_line: str) -> None:

@@ -29,7 +29,7 @@ from fontaine_tui.core.follow.base import Batch
 from fontaine_tui.core.follow.open import run_source
 from fontaine_tui.core.host.telemetry import sample
 from fontaine_tui.core.launch import attempts
-from fontaine_tui.core.launch.exits import ExitInfo
+from fontaine_tui.core.launch.exits import GATE_STOPS, ExitInfo
 from fontaine_tui.core.launch.launcher import EngineProcess, label
 from fontaine_tui.core.launch.registry import Registry
 from fontaine_tui.core.launch.slurm_job import SlurmJob
@@ -338,8 +338,13 @@ class PlainWatch:
 
 
 def finish(watch: PlainWatch, registry: Registry, host: str, info: ExitInfo) -> int:
-    """Record the exit, write verdict.json, print the final read."""
+    """Record the exit, write verdict.json, print the final read.
+
+    The exit code is the verdict's for a run that finished its recipe or stopped on its
+    locked decision, else 1."""
     folder = watch.folder
+    if watch.babysitter is not None:  # a stop it made on the preset's stop_on_lock gate
+        info = watch.babysitter.exit_of(info)
     store, where = final_store(folder, watch.preset, watch.say)
     last = max(info.last_step, store.last_step)
     if last > info.last_step:  # a launched [command]'s step is in its own trainer's log
@@ -372,7 +377,9 @@ def finish(watch: PlainWatch, registry: Registry, host: str, info: ExitInfo) -> 
         watch.say(f"warn: verdict.json not written ({exc})")
     else:
         watch.say(f"verdict.json written to {folder.verdict}")
-    return verdict.exit_code if complete else 1
+    # a run stopped on its locked decision has its final read: the verdict's code
+    locked = info.cause == "decision-locked" and not verdict.provisional
+    return verdict.exit_code if complete or locked else 1
 
 
 def final_store(
@@ -406,6 +413,7 @@ def end_attempt(
     """Record the attempt's end in attempts.jsonl.
 
     An attempt that did not finish (nor was stopped) is an incident, posted with its cause.
+    A stop on the preset's stop_on_lock gate is posted too, with its cause.
     """
     if attempt is None:
         return
@@ -414,7 +422,9 @@ def end_attempt(
     except OSError as exc:
         say(f"warn: {folder.attempts}: attempt end not recorded ({exc.strerror or exc})")
     cause, detail = info.cause, info.cause_detail
-    if cause not in ("finished", "stopped") and babysitter is not None:
+    if cause in GATE_STOPS and babysitter is not None:
+        babysitter.gate_stopped(attempt, cause, info.describe(), info.last_step)
+    elif cause not in ("finished", "stopped") and babysitter is not None:
         babysitter.incident(attempt, cause, f"{info.describe()}\n{detail}".strip(), info.last_step)
 
 

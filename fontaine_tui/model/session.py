@@ -102,6 +102,8 @@ class Session:
         self._attempts_key: object = None
         self._attempts: tuple[Attempt, ...] = ()
         self.gpu_hours: float | None = None
+        # why a watcher stopped the run on the preset's stop_on_lock gate (gatestop.py)
+        self.stop_reason: tuple[str, str] | None = None
         self._records_at: float | None = None  # time.monotonic() of the last decoded records
         self.version = 0
         self._verdict_key: object = None
@@ -203,6 +205,8 @@ class Session:
         The GPU-hours follow the same definition the gate rule uses (None on CPU).
         """
         exit_info = self.process.poll() if self.process is not None else None
+        if exit_info is not None and self.stop_reason is not None:
+            exit_info = replace(exit_info, stopped_for=self.stop_reason)
         launched_ts = None
         if self.ledger.launched_at:
             try:

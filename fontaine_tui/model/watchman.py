@@ -209,6 +209,7 @@ class RunWatch:
         self.babysitter.tick(self.telemetry, now)
         exit_info = session.process.poll() if session.process is not None else None
         if exit_info is not None:
+            exit_info = self.babysitter.exit_of(exit_info)
             await asyncio.sleep(0.5)  # the last lines
             if self.attempt is not None and session.folder is not None:
                 end_attempt(
