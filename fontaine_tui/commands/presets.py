@@ -39,6 +39,11 @@ def run(args: argparse.Namespace) -> int:
         )
         sys.stdout.write(text if text.endswith("\n") else text + "\n")
         sys.stdout.write(f"# path: {preset.path}\n# sha256 (canonical form): {preset.sha256}\n")
+        if preset.stops_on_lock:
+            sys.stdout.write(
+                "# [gates] stop_on_lock: the run is stopped, with a checkpoint, once its "
+                "decision locks or the GPU-hours gate is reached\n"
+            )
         return 0
     rows = []
     for name, path in list_presets().items():
