@@ -9,6 +9,7 @@ from pathlib import Path
 
 from fontaine_tui.core import runfolder
 from fontaine_tui.core.errors import InputError
+from fontaine_tui.core.launch.gatestop import gate_end
 from fontaine_tui.core.log.formats.cold import Loaded, load_source
 from fontaine_tui.core.log.formats.locate import foreign_spec
 from fontaine_tui.core.log.formats.source import SourceSpec
@@ -128,7 +129,8 @@ def judge(target: str, preset_arg: str | None = None, at_step: int | None = None
         raise InputError(
             f"{log_path}: --at-step {at_step}: expected a probe step (probes: {steps})"
         )
-    verdict = compute_verdict(store, preset, at_step, _ledger(folder), provenance)
+    ended = gate_end(folder)  # a stop on the preset's stop_on_lock gate
+    verdict = compute_verdict(store, preset, at_step, _ledger(folder), provenance, ended)
     where = Path(target)
     verdict = replace(verdict, review=review.state(where if where.is_dir() else where.parent))
     return Judged(verdict, preset, log_path, folder)

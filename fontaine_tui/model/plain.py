@@ -292,12 +292,17 @@ class PlainWatch:
     def say_lines(self, text: str) -> None:
         self.report.say_lines(text)
 
-    def verdict(self, store: RunStore) -> Verdict:
+    def verdict(self, store: RunStore, ended: int | None = None) -> Verdict:
+        """The read of `store`; `ended`: the step a stop_on_lock gate stopped the run at."""
         ledger = read_ledger(self.folder)  # a break is said; the amendments before it count
         if ledger.broken:
             self.say(f"WARNING: {literal(ledger.broken)}")
         return compute_verdict(
-            store, self.preset, amendments=ledger.amendments, provenance=self.prereg.provenance
+            store,
+            self.preset,
+            amendments=ledger.amendments,
+            provenance=self.prereg.provenance,
+            ended=ended,
         )
 
     def look(self) -> tuple[ExitInfo | None, TelemetrySnapshot]:
@@ -364,7 +369,7 @@ def finish(watch: PlainWatch, registry: Registry, host: str, info: ExitInfo) -> 
         watch.say(f"warn: exit not recorded in the registry ({exc})")
     watch.say(info.describe())
     end_attempt(folder, watch.attempt, info, watch.babysitter, watch.say)
-    verdict = watch.verdict(store)
+    verdict = watch.verdict(store, last if info.cause in GATE_STOPS else None)
     text = render(verdict, where)
     watch.say_lines(text)
     if watch.babysitter is not None:

@@ -181,15 +181,17 @@ def compute_verdict(
     at_step: int | None = None,
     amendments: Iterable[Amendment] = (),
     provenance: Mapping[str, object] | None = None,
+    ended: int | None = None,
 ) -> Verdict:
     """Read the run at `at_step` (default: the endpoint if probed, else the latest probe).
 
     `amendments` are those declared in the run folder's ledger, checked like the preset's own.
-    A stop_on_lock run that ended before its endpoint reads its locked decision (stopped.py).
+    A stop_on_lock run ended before its endpoint (its log's end, else `ended`) reads its
+    locked decision (stopped.py).
     """
     amendments = tuple(amendments)
     v = _compute(store, preset, at_step, amendments, provenance, None)
-    end = stopped_early(store, preset, v, at_step)
+    end = stopped_early(store, preset, v, at_step, ended)
     if end is None:
         return v
     return settle(v, _compute(store, preset, None, amendments, provenance, end), end)

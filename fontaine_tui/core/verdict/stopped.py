@@ -18,13 +18,18 @@ from fontaine_tui.core.preset.record import Preset
 from fontaine_tui.core.verdict.record import Verdict
 
 
-def stopped_early(store: RunStore, preset: Preset, v: Verdict, at_step: int | None) -> int | None:
+def stopped_early(
+    store: RunStore, preset: Preset, v: Verdict, at_step: int | None, ended: int | None = None
+) -> int | None:
     """The step a stop_on_lock run ended at before its endpoint, or None.
 
-    None unless `v` is the final read's UNDECIDABLE for want of the endpoint's probe: the log
-    ended (its `end` event) before the endpoint and logged no later step."""
-    end, endpoint = store.ended_at, v.endpoint_step
-    if not preset.stops_on_lock or at_step is not None or end is None or v.verdict != UNDECIDABLE:
+    The end is the log's `end` event, else `ended`: the step attempts.jsonl says a watcher
+    stopped it at on the gate (another trainer's log may never say its run ended). None unless
+    the run ended before the endpoint and logged no later step."""
+    end, endpoint = store.ended_at if store.ended_at is not None else ended, v.endpoint_step
+    if not preset.stops_on_lock or at_step is not None or end is None:
+        return None
+    if v.verdict != UNDECIDABLE and not v.provisional:
         return None
     if endpoint in store.probes or end >= endpoint or store.last_step > endpoint:
         return None

@@ -64,3 +64,14 @@ def test_the_gate_stays_out_of_the_hash_until_set(tmp_path):
     assert "stop_on_lock" not in off.canonical["gates"]
     assert on.canonical["gates"]["stop_on_lock"] is True and on.sha256 != off.sha256
     assert load_preset("smoke").sha256.startswith("7b90f466640b")  # as frozen before the key
+
+
+def test_a_log_without_its_end_reads_the_lock_at_the_step_its_gate_stopped_it(tmp_path):
+    # another trainer's log may never say it ended: attempts.jsonl's stop says where
+    recs = [r for r in records(probes=CURVE) if r["step"] <= 760 and r.get("event") != "end"]
+    store = load_lines([b"".join(dumps(r).encode() + b"\n" for r in recs)])
+    p = preset(tmp_path)
+    assert compute_verdict(store, p).provisional
+    v = compute_verdict(store, p, ended=760)
+    assert (v.verdict, v.provisional, v.read_step) == ("HEALTHY", False, 750)
+    assert v.reason.startswith("stopped at step 760: decision locked at step 750; ")
