@@ -102,8 +102,10 @@ class Session:
         self._attempts_key: object = None
         self._attempts: tuple[Attempt, ...] = ()
         self.gpu_hours: float | None = None
-        # why a watcher stopped the run on the preset's stop_on_lock gate (gatestop.py)
+        # why a watcher stopped the run on the preset's stop_on_lock gate (gatestop.py), and
+        # the step it ended at once it did (a log that never says its end reads it there)
         self.stop_reason: tuple[str, str] | None = None
+        self.stopped_at: int | None = None
         self._records_at: float | None = None  # time.monotonic() of the last decoded records
         self.version = 0
         self._verdict_key: object = None
@@ -207,6 +209,7 @@ class Session:
         exit_info = self.process.poll() if self.process is not None else None
         if exit_info is not None and self.stop_reason is not None:
             exit_info = replace(exit_info, stopped_for=self.stop_reason)
+            self.stopped_at = max(exit_info.last_step, self.store.last_step)
         launched_ts = None
         if self.ledger.launched_at:
             try:
@@ -369,7 +372,14 @@ class Session:
         if key != self._latest_key or self._latest is None:
             applied, checks = self._amendments()
             self._latest = replace(
-                compute_verdict(self.store, self.preset, None, applied, self.ledger.provenance),
+                compute_verdict(
+                    self.store,
+                    self.preset,
+                    None,
+                    applied,
+                    self.ledger.provenance,
+                    self.stopped_at,
+                ),
                 amendments=checks,
                 review=self.review_state,
             )
@@ -418,6 +428,7 @@ class Session:
             self.store.probes_version,
             len(self.store.metas),
             self.store.ended_at,  # a run's end makes a read without its endpoint final
+            self.stopped_at,  # ... and so does a stop on the stop_on_lock gate
             self.preset.sha256,
             self.ledger.amendments,
             self.review_state,
