@@ -93,7 +93,12 @@ def stopped_on_lock(folder: RunFolder, tmp_path: Path) -> None:
     res = cli(tmp_path, "verdict", str(folder.root), "--json")
     doc = json.loads(res.stdout)
     assert res.returncode == EXIT_CODES["HEALTHY"], res.stdout + res.stderr
-    assert (doc["verdict"], doc["provisional"], doc["read_step"]) == ("HEALTHY", False, 10)
+    # read at the last probe before the end (the stop lands a few steps after the lock)
+    assert (doc["verdict"], doc["provisional"], doc["read_step"]) == (
+        "HEALTHY",
+        False,
+        last // 10 * 10,
+    )
     assert doc["reason"].startswith(f"stopped at step {last}: decision locked at step 10")
     assert doc["decision"]["stop_on_lock"] is True
 
@@ -152,3 +157,66 @@ def test_babysit_stops_a_detached_run_on_its_locked_decision(
     stopped_on_lock(folder, tmp_path)
     [after] = Registry(registry_path).entries()
     assert after.status == "stopped"
+
+
+TRAINER = """import json, signal, sys, time
+from pathlib import Path
+out = Path(sys.argv[1])
+out.mkdir(parents=True, exist_ok=True)
+stop = []
+signal.signal(signal.SIGINT, lambda *a: stop.append(1))
+with open(out / "log.jsonl", "a") as f:
+    for step in range(1, 401):
+        time.sleep(0.05)
+        f.write(json.dumps({"step": step, "train/loss": 1.0 / step}) + "\\n")
+        if step % 10 == 0:
+            f.write(json.dumps({"step": step, "eval/chunk_mae": 3.0}) + "\\n")
+        f.flush()
+        if stop:
+            (out / f"checkpoint-{step}").mkdir()
+            sys.exit(130)
+"""
+
+
+def test_a_launched_command_stops_on_its_lock_and_reads_it_without_an_end_line(
+    tmp_path: Path, registry_path: Path
+) -> None:
+    """A [command] whose JSONL log never says the run ended: attempts.jsonl's stop does."""
+    (tmp_path / "trainer.py").write_text(TRAINER)
+    (tmp_path / "cmd_lock.toml").write_text(f"""[run]
+name = "cmd_lock"
+output_dir = "runs/cmd"
+
+[command]
+argv = ["{sys.executable}", "{tmp_path / "trainer.py"}", "{{output_dir}}"]
+
+[source]
+kind = "jsonl"
+eval_every = 10
+
+[verdict]
+metric = "eval/chunk_mae"
+anchor_step = 10
+endpoint_step = 400
+healthy_max = 50.0
+drift_min = 100.0
+max_probe_change = 0.5
+
+[gates]
+stop_on_lock = true
+""")
+    res = cli(tmp_path, "launch", "./cmd_lock.toml", "--plain", "--poll", "0.5")
+    assert res.returncode == EXIT_CODES["HEALTHY"], res.stdout + res.stderr
+    folder = RunFolder(tmp_path / "runs" / "cmd")
+    [attempt] = read_attempts(folder)
+    assert attempt.cause == "decision-locked" and 10 < (attempt.last_step or 0) < 400
+    assert (folder.root / f"checkpoint-{attempt.last_step}").is_dir()
+    res = cli(tmp_path, "verdict", str(folder.root), "--json")
+    doc = json.loads(res.stdout)
+    last = attempt.last_step
+    assert (doc["verdict"], doc["provisional"], doc["read_step"]) == (
+        "HEALTHY",
+        False,
+        last // 10 * 10,
+    )
+    assert doc["reason"].startswith(f"stopped at step {last}: decision locked at step 10")
