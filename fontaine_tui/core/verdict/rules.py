@@ -185,9 +185,8 @@ def compute_verdict(
 ) -> Verdict:
     """Read the run at `at_step` (default: the endpoint if probed, else the latest probe).
 
-    `amendments` are those declared in the run folder's ledger, checked like the preset's own.
-    A stop_on_lock run ended before its endpoint (its log's end, else `ended`) reads its
-    locked decision (stopped.py).
+    `amendments`: the run folder's ledger's, checked like the preset's own. A stop_on_lock run
+    ended before its endpoint (its log's end, else `ended`) reads its locked decision.
     """
     amendments = tuple(amendments)
     v = _compute(store, preset, at_step, amendments, provenance, None)
