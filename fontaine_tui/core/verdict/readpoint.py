@@ -1,7 +1,7 @@
-"""Where the primary rule reads.
+"""Where the primary rule reads, and what each dataset reads there.
 
 The read is at the endpoint's probe, a provisional read before it, or no read (naming where
-the run's probes are)."""
+the run's probes are); `datasets_read` gives every dataset of the eval breakdown at it."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ from collections.abc import Mapping
 
 from fontaine_tui.core.log.records import Probe
 from fontaine_tui.core.log.store import RunStore
+from fontaine_tui.core.preset.rule import VerdictSpec
 
 
 def probes_at(probes: Mapping[int, Probe], shown: int = 4) -> str:
@@ -64,3 +65,21 @@ def read_point(
         return endpoint, False, f"{why}; the run ended at step {store.ended_at}"
     before = [s for s in store.probes if s < endpoint]
     return max(before, default=None), True, ""
+
+
+def datasets_read(
+    probes: Mapping[int, Probe], spec: VerdictSpec, read_step: int | None
+) -> dict[str, float]:
+    """Every dataset of the eval breakdown, read as the primary rule reads.
+
+    That is a delta from the anchor probe, or a level. verdict.json carries them whatever the
+    rules are."""
+    if read_step is None or read_step not in probes:
+        return {}
+    at = probes[read_step].breakdown
+    if spec.read == "level":
+        return dict(sorted(at.items()))
+    base = probes.get(spec.anchor_step)
+    if base is None:
+        return {}
+    return {k: v - base.breakdown[k] for k, v in sorted(at.items()) if k in base.breakdown}

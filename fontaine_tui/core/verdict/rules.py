@@ -21,7 +21,7 @@ from fontaine_tui.core.verdict.bounds import combine, read_rule, tolerance
 from fontaine_tui.core.verdict.curves import banked_curve, banked_curves
 from fontaine_tui.core.verdict.lock import Lock, decision_lock, max_probe_change, probe_cadence
 from fontaine_tui.core.verdict.prereg import provenance_changes
-from fontaine_tui.core.verdict.readpoint import off_cadence, probes_at, read_point
+from fontaine_tui.core.verdict.readpoint import datasets_read, off_cadence, probes_at, read_point
 from fontaine_tui.core.verdict.record import RuleRead, Scale, SecondaryRead, Verdict, json_num
 from fontaine_tui.core.verdict.stopped import settle, stopped_early
 
@@ -271,7 +271,7 @@ def _compute(
             declared_deltas=declared_deltas(every),
             combine=spec.combine,
             primary_label=primary,
-            datasets=_datasets(probes, spec, read_step),
+            datasets=datasets_read(probes, spec, read_step),
             labels=dict(preset.labels),
             comparators=tuple(
                 {
@@ -445,24 +445,6 @@ def _all_agree(label: str, reason: str, second: tuple[SecondaryRead, ...]) -> tu
     if UNDECIDABLE in labels:
         return UNDECIDABLE, f"not every rule can be read ({said})"
     return AMBIGUOUS, f"the rules disagree ({said}); combine = all asks them to agree"
-
-
-def _datasets(
-    probes: Mapping[int, Probe], spec: VerdictSpec, read_step: int | None
-) -> dict[str, float]:
-    """Every dataset of the eval breakdown, read as the primary rule reads.
-
-    That is a delta from the anchor probe, or a level. verdict.json carries them whatever the
-    rules are."""
-    if read_step is None or read_step not in probes:
-        return {}
-    at = probes[read_step].breakdown
-    if spec.read == "level":
-        return dict(sorted(at.items()))
-    base = probes.get(spec.anchor_step)
-    if base is None:
-        return {}
-    return {k: v - base.breakdown[k] for k, v in sorted(at.items()) if k in base.breakdown}
 
 
 def _level_read(
