@@ -2,7 +2,8 @@
 
 The files are read from the run folder, or through the run's source for a run on another
 host; `ledger_from` parses them into a `Ledger` and gives the preset a read computes with:
-the frozen one once prereg.json is read.
+the frozen one once prereg.json is read. `folder_of` says which folder holds a run's
+record files (prereg.json, amendments, review.jsonl, verdict.json).
 """
 
 from __future__ import annotations
@@ -13,6 +14,9 @@ from pathlib import Path
 
 from fontaine_tui.core.errors import InputError
 from fontaine_tui.core.follow.base import RunSource
+from fontaine_tui.core.follow.foreign import ForeignRun
+from fontaine_tui.core.follow.local import LocalRun
+from fontaine_tui.core.follow.replay import ForeignReplay, ReplayRun
 from fontaine_tui.core.preset.record import Amendment, Preset
 from fontaine_tui.core.readfile import read_whole
 from fontaine_tui.core.runfolder import AMENDMENTS, PREREG
@@ -112,3 +116,18 @@ def ledger_from(
         except InputError as exc:
             status, ok = str(exc), False
     return Ledger(launched, preset.sha256, status, ok, amendments, error, provenance), preset
+
+
+def folder_of(source: RunSource) -> Path | None:
+    """Where review.jsonl and verdict.json go, or None for a run on another host.
+
+    That is the run folder (ours, or another trainer's followed or replayed here), or the
+    replayed log's folder.
+    """
+    if isinstance(source, LocalRun):
+        return source.folder
+    if isinstance(source, ReplayRun):
+        return source.log.parent
+    if isinstance(source, ForeignRun | ForeignReplay) and not getattr(source, "remote", False):
+        return source.folder if source.folder.is_dir() else source.folder.parent
+    return None

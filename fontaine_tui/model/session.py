@@ -19,8 +19,6 @@ from typing import Protocol
 from fontaine_tui.core.errors import InputError
 from fontaine_tui.core.follow.base import Batch, RunSource
 from fontaine_tui.core.follow.foreign import SETTLE_S, ForeignRun
-from fontaine_tui.core.follow.local import LocalRun
-from fontaine_tui.core.follow.replay import ForeignReplay, ReplayRun
 from fontaine_tui.core.host.telemetry import TelemetrySnapshot
 from fontaine_tui.core.launch import alert_book, alerts
 from fontaine_tui.core.launch.attempts import Attempt, read_attempts
@@ -40,7 +38,7 @@ from fontaine_tui.core.verdict.probechart import probes_chart
 from fontaine_tui.core.verdict.record import AmendmentCheck, ReviewState, Verdict
 from fontaine_tui.core.verdict.rules import compute_verdict, verdict_series
 from fontaine_tui.model import readout
-from fontaine_tui.model.ledger import Ledger, ledger_from, read_ledger_files
+from fontaine_tui.model.ledger import Ledger, folder_of, ledger_from, read_ledger_files
 from fontaine_tui.model.view import Outcome, RunView
 
 TAIL_LINES = 400
@@ -54,21 +52,6 @@ class Process(Protocol):
     def poll(self) -> ExitInfo | None: ...
 
     def stop(self) -> ExitInfo: ...
-
-
-def folder_of(source: RunSource) -> Path | None:
-    """Where review.jsonl and verdict.json go, or None for a run on another host.
-
-    That is the run folder (ours, or another trainer's followed or replayed here), or the
-    replayed log's folder.
-    """
-    if isinstance(source, LocalRun):
-        return source.folder
-    if isinstance(source, ReplayRun):
-        return source.log.parent
-    if isinstance(source, ForeignRun | ForeignReplay) and not getattr(source, "remote", False):
-        return source.folder if source.folder.is_dir() else source.folder.parent
-    return None
 
 
 class Session:
