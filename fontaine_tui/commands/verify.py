@@ -33,5 +33,8 @@ def run(args: argparse.Namespace) -> int:
     if done.recomputed:
         print("verdict.json: recomputed from the bundled evidence, the same")
     else:
-        print(f"evidence: {literal(str(b.manifest.get('evidence')))}")
+        print(
+            "evidence: none in the bundle; verify covered the hashes, the chains and that "
+            "verdict.json reads the frozen preset, not the verdict itself"
+        )
     return 0

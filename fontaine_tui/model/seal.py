@@ -81,6 +81,12 @@ def seal(target: str) -> Sealed:
     if not folder.prereg.is_file():
         raise InputError(f"{folder.prereg}: no prereg.json (only a launched run can be sealed)")
     judged = judge(str(root))
+    trail = judged.verdict.review
+    if trail is not None and not trail.intact:
+        raise InputError(
+            f"{root / runfolder.REVIEW}: {trail.broken}; a run whose review trail does not "
+            "hold is not sealed"
+        )
     files: dict[str, bytes] = {runfolder.PREREG: read_whole(folder.prereg)}
     for name in [*CHAINS, *map(head_name, CHAINS), CHART_NAME]:
         if (root / name).is_file():
@@ -134,14 +140,45 @@ def _check_chains(b: Bundle, origin: str) -> None:
         raise InputError(f"{origin}: {read.broken}")
 
 
-def _unpacked(b: Bundle, into: Path) -> None:
+# the bundle's own records: an evidence file of the same name would stand in for one of them
+RECORDS = frozenset(
+    {runfolder.PREREG, runfolder.VERDICT, CHART_NAME, PROVENANCE}
+    | set(CHAINS)
+    | set(map(head_name, CHAINS))
+)
+
+
+def _unpacked(b: Bundle, into: Path, origin: str) -> None:
     for name, body in b.files.items():
         rel = name[len(EVIDENCE) :] if name.startswith(EVIDENCE) else name
+        if name.startswith(EVIDENCE) and (rel in RECORDS or rel.split("/")[0] in RECORDS):
+            raise InputError(
+                f"{origin}: {name}: an evidence file named as the bundle's own {rel} "
+                "(it would stand in for it when the verdict is recomputed)"
+            )
         if name == runfolder.VERDICT or name == CHART_NAME:
             continue  # the verdict is recomputed here, not read
         path = into / rel
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_bytes(body)
+
+
+def _check_verdict_bounds(b: Bundle, origin: str) -> None:
+    """The bundled verdict must be a read of the bundled prereg.json's frozen preset."""
+    try:
+        bundled = json.loads(b.files[runfolder.VERDICT])
+        frozen = json.loads(b.files[runfolder.PREREG])["preset_sha256"]
+        read_with = bundled["preset"]["sha256"]
+    except (KeyError, TypeError, ValueError):
+        raise InputError(
+            f"{origin}: {runfolder.VERDICT}: expected a verdict naming its preset's sha256, "
+            f"beside a {runfolder.PREREG} naming its own"
+        ) from None
+    if read_with != frozen:
+        raise InputError(
+            f"{origin}: {runfolder.VERDICT}: key preset.sha256: read with preset "
+            f"{str(read_with)[:12]}, not the one {runfolder.PREREG} froze ({str(frozen)[:12]})"
+        )
 
 
 def verify(path: str) -> Verified:
@@ -154,8 +191,9 @@ def verify(path: str) -> Verified:
         raise InputError(f"{path}: cannot read ({exc.strerror})") from None
     b = unpack(data, path)
     _check_chains(b, path)
+    _check_verdict_bounds(b, path)
     with tempfile.TemporaryDirectory(prefix="fontaine-verify-") as tmp:
-        _unpacked(b, Path(tmp))
+        _unpacked(b, Path(tmp), path)
         if runfolder.REVIEW in b.files:
             check = review.verify(Path(tmp) / runfolder.REVIEW)
             if not check.ok:
