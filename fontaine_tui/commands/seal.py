@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import argparse
+import re
 import sys
 from pathlib import Path
 
 from fontaine_tui.commands._args import examples
 from fontaine_tui.core.atomic import replace_own
+from fontaine_tui.core.errors import InputError
+from fontaine_tui.core.readfile import read_whole
 from fontaine_tui.core.runfolder import check_target
 from fontaine_tui.core.text import literal
 from fontaine_tui.core.verdict.bundle import is_bundle, unpack
@@ -55,7 +58,8 @@ def _say(line: str) -> None:
 def run(args: argparse.Namespace) -> int:
     check_target(args.run)
     sealed = seal(args.run)
-    name = sealed.judged.preset.run_name
+    # the run's name, made a plain file name: it comes from the run folder's prereg.json
+    name = re.sub(r"[^A-Za-z0-9._-]", "_", sealed.judged.preset.run_name).lstrip(".") or "run"
     if args.report:
         text = render(unpack(sealed.data, "the bundle"), args.report)
         out = Path(args.output or Path(args.run) / f"{name}.report.{args.report}")
@@ -63,7 +67,7 @@ def run(args: argparse.Namespace) -> int:
         print(f"report: {literal(str(out))}  (bundle digest {sealed.digest})")
         return 0
     out = Path(args.output or Path(args.run) / f"{name}{SUFFIX}")
-    replace_own(out, sealed.data, is_bundle, "a sealed bundle")
+    replace_own(out, sealed.data, lambda head: _a_bundle_at(out, head), "a sealed bundle")
     print(f"sealed: {literal(str(out))}")
     print(f"digest: {sealed.digest}")
     notices = RunNotices.configured(name, _say, sealed.judged.preset)
@@ -72,6 +76,17 @@ def run(args: argparse.Namespace) -> int:
         for line in notices.close():
             _say(line)
     return 0
+
+
+def _a_bundle_at(out: Path, head: bytes) -> bool:
+    """Whether the file at `out` is a whole bundle: its head, then every entry read back."""
+    if not is_bundle(head):
+        return False
+    try:
+        unpack(read_whole(out, 1 << 30), str(out))
+    except (InputError, OSError):
+        return False  # another zip whose first entry is a bundle, or a damaged one
+    return True
 
 
 _REPORT_HEADS = (b"# Pre-registration report: ", b"<!DOCTYPE html>")

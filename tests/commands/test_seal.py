@@ -23,6 +23,7 @@ from fontaine_tui.cli import main
 from fontaine_tui.core.launch.launcher import EngineProcess
 from fontaine_tui.core.launch.registry import Entry, Registry
 from fontaine_tui.core.notify import delivery
+from fontaine_tui.core.preset.checks import canonical_bytes
 from fontaine_tui.core.preset.find import load_preset
 from fontaine_tui.core.runfolder import RunFolder
 from fontaine_tui.core.verdict import review
@@ -172,7 +173,7 @@ def test_without_the_evidence_verify_covers_the_chain_and_hashes(run, tmp_path, 
     assert not [n for n in entries(out) if n.startswith("evidence/")]
     done = cli("verify", str(out))
     assert done.returncode == 0, done.stderr
-    assert "verification covers the chain and hashes only" in done.stdout
+    assert "evidence: none in the bundle; verify covered the hashes, the chains" in done.stdout
 
 
 @pytest.mark.parametrize("fmt", ["md", "html"])
@@ -227,3 +228,71 @@ def test_the_digests_reach_the_channel_at_launch_and_at_seal(hook, tmp_path, mon
     assert json.loads(manifest)["digest"] == digest
     assert hashlib.sha256(entries(out)["prereg.json"]).hexdigest() == frozen
     assert cli("verify", str(out)).returncode == 0
+
+
+def test_an_evidence_file_standing_in_for_a_record_is_refused(bundle, tmp_path, capsys):
+    """evidence/prereg.json would be read, beside the real prereg.json, when recomputing."""
+    files = entries(bundle)
+    shadow = json.loads(files["prereg.json"])
+    shadow["preset"]["verdict"]["healthy_max"] = -5.0
+    forged = tmp_path / "shadow.zip"
+    _repacked(bundle, forged, {"evidence/prereg.json": json.dumps(shadow).encode()})
+    assert main(["verify", str(forged)]) == 2
+    err = capsys.readouterr().err
+    assert "evidence/prereg.json: an evidence file named as the bundle's own prereg.json" in err
+
+
+def test_a_verdict_read_with_other_bounds_is_refused_without_evidence(bundle, tmp_path, capsys):
+    files = entries(bundle)
+    verdict = json.loads(files["verdict.json"])
+    verdict["preset"]["sha256"] = "0" * 64
+    verdict["verdict"] = verdict["label"] = "SAME-DRIFT"
+    changed = {"verdict.json": json.dumps(verdict).encode()}
+    changed.update({n: b"" for n in files if n.startswith("evidence/")})
+    kept = {n: b for n, b in files.items() if not n.startswith("evidence/")}
+    kept.pop("MANIFEST.json")
+    kept.update({"verdict.json": changed["verdict.json"]})
+    data, _ = pack(kept, "r", "carried: train_log.jsonl; verify recomputes the verdict from it")
+    forged = tmp_path / "bare.zip"
+    forged.write_bytes(data)
+    assert main(["verify", str(forged)]) == 2
+    assert "verdict.json: key preset.sha256: read with preset 000000000000" in (
+        capsys.readouterr().err
+    )
+
+
+def test_seal_writes_over_no_zip_that_only_begins_with_a_bundle(run, bundle, tmp_path):
+    mine = tmp_path / "myarchive.zip"
+    with zipfile.ZipFile(mine, "w", zipfile.ZIP_STORED) as zf:
+        zf.write(bundle, "r.seal.zip")
+        zf.writestr("my_thesis.txt", "irreplaceable" * 100)
+    before = mine.read_bytes()
+    done = cli("seal", str(run), "-o", str(mine))
+    assert done.returncode == 2, done.stdout
+    assert "exists and is not a sealed bundle" in done.stderr
+    assert mine.read_bytes() == before
+
+
+def test_a_run_name_is_made_a_plain_file_name(tmp_path):
+    odd = tmp_path / "odd"
+    shutil.copytree(DEMO, odd)
+    prereg = json.loads((odd / "prereg.json").read_text())
+    prereg["preset"]["run"]["name"] = "../../evilname"
+    prereg["preset_sha256"] = hashlib.sha256(canonical_bytes(prereg["preset"])).hexdigest()
+    (odd / "prereg.json").write_text(json.dumps(prereg))
+    done = cli("seal", str(odd))
+    assert done.returncode == 0, done.stderr
+    assert "sealed: " + str(odd / "_.._evilname.seal.zip") in done.stdout
+    assert not (tmp_path.parent / "evilname.seal.zip").exists()
+    assert not list(tmp_path.glob("evilname*"))
+
+
+def test_a_run_whose_review_trail_is_cut_is_not_sealed(run, tmp_path):
+    cut = tmp_path / "cut"
+    shutil.copytree(run, cut)
+    assert cli("verdict", str(cut), "--json").returncode in (0, 3, 4, 5, 6)  # records the trail
+    (cut / "review.jsonl").write_text("")
+    done = cli("seal", str(cut), "-o", str(tmp_path / "cut.zip"))
+    assert done.returncode == 2, done.stdout
+    assert "is not sealed" in done.stderr
+    assert not (tmp_path / "cut.zip").exists()
