@@ -51,7 +51,8 @@ def lock_preset(folder: Path, stop: bool = True, steps: int = STEPS) -> Path:
         text, n = re.subn(rf"(?m)^{key} = .*$", f"{key} = {value}", text)
         assert n == 1, key
     text = re.sub(r"(?m)^(reference|drift_fraction) = .*\n", "", text)
-    text = text.replace("[verdict]\n", "[verdict]\nmax_probe_change = 0.5\n")
+    # above the tiny model's own moves (about 0.8 from step 10 to 20), or the lock cannot stand
+    text = text.replace("[verdict]\n", "[verdict]\nmax_probe_change = 2.0\n")
     if stop:
         text = text.replace("[gates]\n", "[gates]\nstop_on_lock = true\n")
     path = folder / "smoke_lock.toml"

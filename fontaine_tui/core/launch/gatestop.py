@@ -24,12 +24,16 @@ def gate_stop(
 ) -> tuple[str, str] | None:
     """(cause, in words) when the preset asks for a stop now, else None.
 
-    The cause is "decision-locked" while the read is still provisional and its decision lock
-    holds, or "gpu-hours-gate" with the GPU-hours gate's alert up."""
+    The cause is "decision-locked" while the read is still provisional, its decision lock
+    holds and (for a delta read) a probe after the anchor was read, or "gpu-hours-gate" with
+    the GPU-hours gate's alert up."""
     if not preset.stops_on_lock:
         return None
     lock = verdict.decision
-    if verdict.provisional and lock is not None and lock.step is not None:
+    spec = preset.verdict
+    # a delta read needs a probe after the anchor before the run may stop on its lock
+    read_after_anchor = spec.read == "level" or (verdict.read_step or 0) > spec.anchor_step
+    if verdict.provisional and lock is not None and lock.step is not None and read_after_anchor:
         return "decision-locked", f"decision locked at step {lock.step} ({lock.label})"
     gate = next((w for w in warnings if w.rule == "gpu-hours" and w.severity == "alert"), None)
     if gate is not None:

@@ -193,7 +193,8 @@ def compute_verdict(
     end = stopped_early(store, preset, v, at_step, ended)
     if end is None:
         return v
-    return settle(v, _compute(store, preset, None, amendments, provenance, end), end)
+    early = _compute(store, preset, None, amendments, provenance, end)
+    return settle(v, early, end, store, preset)
 
 
 def _compute(

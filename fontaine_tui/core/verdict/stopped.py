@@ -10,6 +10,7 @@ UNDECIDABLE, naming why.
 
 from __future__ import annotations
 
+import math
 from dataclasses import replace
 
 from fontaine_tui.core.log.store import RunStore
@@ -38,15 +39,45 @@ def stopped_early(
     return end
 
 
-def settle(undecided: Verdict, early: Verdict, end: int) -> Verdict:
+def _doubt(store: RunStore, preset: Preset, early: Verdict, lock_step: int, most: float) -> str:
+    """Why the lock cannot stand for the endpoint's read ("" when it can).
+
+    A stop before any probe after the anchor leaves no delta read; and the lock assumes no probe
+    moves the read by more than `most`, which the run's own probes from the anchor on may
+    already contradict."""
+    spec = preset.verdict
+    if spec.read != "level" and (early.read_step or 0) <= spec.anchor_step:
+        return (
+            f"the decision locked at step {lock_step}, but no probe after the anchor (step "
+            f"{spec.anchor_step}) had been read when the run stopped"
+        )
+    first = spec.anchor_step if spec.read != "level" else 0  # changes the read is made of
+    steps = sorted(s for s in store.probes if first <= s <= (early.read_step or 0))
+    values = [(s, store.probes[s].value(spec.metric)) for s in steps]
+    for (a, x), (b, y) in zip(values, values[1:], strict=False):
+        if math.isfinite(x) and math.isfinite(y) and abs(y - x) > most:
+            return (
+                f"the lock assumed a probe moves the read by at most {most:g}, but it moved "
+                f"{abs(y - x):.4g} from step {a} to {b}"
+            )
+    return ""
+
+
+def settle(
+    undecided: Verdict, early: Verdict, end: int, store: RunStore, preset: Preset
+) -> Verdict:
     """The verdict of a run that ended at step `end`, before its endpoint.
 
     `early` is the read at the last probe before the end. It stands when the decision lock
-    holds there on its label, else the read stays `undecided` (UNDECIDABLE) and says why."""
+    holds there on its label and the run's own probes do not contradict the lock's premise;
+    else the read stays `undecided` (UNDECIDABLE) and says why."""
     lock = early.decision
     if lock is None or lock.step is None:
         why = lock.describe() if lock is not None else "no read to lock on"
         return replace(undecided, reason=f"{undecided.reason}; stopped at step {end}: {why}")
+    doubt = _doubt(store, preset, early, lock.step, lock.max_change or 0.0)
+    if doubt:
+        return replace(undecided, reason=f"{undecided.reason}; stopped at step {end}: {doubt}")
     if lock.label != early.verdict:
         return replace(
             undecided,

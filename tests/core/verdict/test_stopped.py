@@ -75,3 +75,22 @@ def test_a_log_without_its_end_reads_the_lock_at_the_step_its_gate_stopped_it(tm
     v = compute_verdict(store, p, ended=760)
     assert (v.verdict, v.provisional, v.read_step) == ("HEALTHY", False, 750)
     assert v.reason.startswith("stopped at step 760: decision locked at step 750; ")
+
+
+def test_a_lock_at_the_anchor_is_not_taken_for_the_endpoint(tmp_path):
+    """Stopped before any probe after the anchor, where the delta is 0 by definition."""
+    p = preset(tmp_path, change="0.01")  # two probes of 0.01 cannot reach 0.30 from 0 at 500
+    v = compute_verdict(stopped_at(510), p)
+    assert v.verdict == "UNDECIDABLE" and not v.provisional, v.reason
+    assert "but no probe after the anchor (step 500) had been read" in v.reason
+
+
+def test_a_lock_whose_premise_the_run_contradicts_is_not_taken(tmp_path):
+    """The run moved more in one probe than the lock assumes a probe can."""
+    jumpy = {**CURVE, 750: (2.85, 3.25)}  # 500 -> 750: -0.25, over the stated 0.2
+    recs = [r for r in records(probes=jumpy) if r["step"] <= 760 and r.get("event") != "end"]
+    end = {"kind": "event", "step": 760, "time": 2e9, "event": "end", "detail": "stopped"}
+    store = load_lines([b"".join(dumps(r).encode() + b"\n" for r in [*recs, end])])
+    v = compute_verdict(store, preset(tmp_path))
+    assert v.verdict == "UNDECIDABLE" and not v.provisional, v.reason
+    assert "at most 0.2, but it moved 0.25 from step 500 to 750" in v.reason
