@@ -42,7 +42,7 @@ class ToyMaker:
     def __init__(self, program: str = sys.executable) -> None:
         self.program = program
 
-    def argv(self, preset: Preset, folder: Path, resume: bool) -> list[str]:
+    def argv(self, preset: Preset, folder: Path, resume: bool, endpoint=None) -> list[str]:
         return [self.program, "-c", TOY]
 
     def env(self, preset: Preset, folder: Path) -> Mapping[str, str] | None:
