@@ -144,17 +144,32 @@ def max_probe_change(
         )
     best: tuple[float, str] | None = None
     for name, points in curves:
-        pts = [(s, v) for s, v in points if math.isfinite(v)]
-        for (s0, v0), (s1, v1) in zip(pts, pts[1:], strict=False):
-            change = abs(v1 - v0) * every / (s1 - s0)
-            if best is None or change > best[0]:
-                best = (
-                    change,
-                    f"the largest among the banked comparators: {name}, step {s0} to {s1}",
-                )
+        found = largest_change(points, every)
+        if found is not None and (best is None or found[0] > best[0]):
+            change, s0, s1 = found
+            best = (
+                change,
+                f"the largest among the banked comparators: {name}, step {s0} to {s1}",
+            )
     if best is None:
         return None, (
             "no verdict.max_probe_change in the preset and no banked comparator "
             "curve to take it from"
         )
+    return best
+
+
+def largest_change(
+    points: Sequence[tuple[int, float]], every: int | None
+) -> tuple[float, int, int] | None:
+    """The largest change between consecutive finite points: (change, from step, to step).
+
+    A change is scaled to `every` steps (the probe cadence), or taken as it is when `every` is
+    None; None when fewer than two points are finite."""
+    pts = [(s, v) for s, v in points if math.isfinite(v)]
+    best: tuple[float, int, int] | None = None
+    for (s0, v0), (s1, v1) in zip(pts, pts[1:], strict=False):
+        change = abs(v1 - v0) * (every / (s1 - s0) if every is not None else 1.0)
+        if best is None or change > best[0]:
+            best = (change, s0, s1)
     return best

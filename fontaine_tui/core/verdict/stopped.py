@@ -10,12 +10,12 @@ UNDECIDABLE, naming why.
 
 from __future__ import annotations
 
-import math
 from dataclasses import replace
 
 from fontaine_tui.core.log.store import RunStore
 from fontaine_tui.core.preset.checks import UNDECIDABLE
 from fontaine_tui.core.preset.record import Preset
+from fontaine_tui.core.verdict.lock import largest_change
 from fontaine_tui.core.verdict.record import Verdict
 
 
@@ -39,12 +39,14 @@ def stopped_early(
     return end
 
 
-def _doubt(store: RunStore, preset: Preset, early: Verdict, lock_step: int, most: float) -> str:
+def _doubt(
+    store: RunStore, preset: Preset, early: Verdict, lock_step: int, most: float, every: int | None
+) -> str:
     """Why the lock cannot stand for the endpoint's read ("" when it can).
 
     A stop before any probe after the anchor leaves no delta read; and the lock assumes no probe
-    moves the read by more than `most`, which the run's own probes from the anchor on may
-    already contradict."""
+    moves the read by more than `most` (per `every` steps, as the lock counts probes), which the
+    run's own probes from the anchor on may already contradict."""
     spec = preset.verdict
     if spec.read != "level" and (early.read_step or 0) <= spec.anchor_step:
         return (
@@ -53,13 +55,13 @@ def _doubt(store: RunStore, preset: Preset, early: Verdict, lock_step: int, most
         )
     first = spec.anchor_step if spec.read != "level" else 0  # changes the read is made of
     steps = sorted(s for s in store.probes if first <= s <= (early.read_step or 0))
-    values = [(s, store.probes[s].value(spec.metric)) for s in steps]
-    for (a, x), (b, y) in zip(values, values[1:], strict=False):
-        if math.isfinite(x) and math.isfinite(y) and abs(y - x) > most:
-            return (
-                f"the lock assumed a probe moves the read by at most {most:g}, but it moved "
-                f"{abs(y - x):.4g} from step {a} to {b}"
-            )
+    found = largest_change([(s, store.probes[s].value(spec.metric)) for s in steps], every)
+    if found is not None and found[0] > most:
+        change, a, b = found
+        return (
+            f"the lock assumed a probe moves the read by at most {most:g}, but it moved "
+            f"{change:.4g} from step {a} to {b}"
+        )
     return ""
 
 
@@ -75,7 +77,7 @@ def settle(
     if lock is None or lock.step is None:
         why = lock.describe() if lock is not None else "no read to lock on"
         return replace(undecided, reason=f"{undecided.reason}; stopped at step {end}: {why}")
-    doubt = _doubt(store, preset, early, lock.step, lock.max_change or 0.0)
+    doubt = _doubt(store, preset, early, lock.step, lock.max_change or 0.0, lock.every)
     if doubt:
         return replace(undecided, reason=f"{undecided.reason}; stopped at step {end}: {doubt}")
     if lock.label != early.verdict:
