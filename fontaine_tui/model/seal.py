@@ -128,16 +128,18 @@ def _first_difference(a: object, b: object, path: str = "") -> str:
     return "" if a == b else path or "(the whole document)"
 
 
-def _check_chains(b: Bundle, origin: str) -> None:
+def _check_chains(b: Bundle, origin: str) -> str:
+    """Check prereg.json and the amendment chain from it; the preset sha256 it froze."""
     prereg = b.files.get(runfolder.PREREG)
     if prereg is None:
         raise InputError(f"{origin}: {runfolder.PREREG}: missing")
-    parse_prereg(prereg, f"{origin}: {runfolder.PREREG}")
+    frozen = parse_prereg(prereg, f"{origin}: {runfolder.PREREG}").preset_sha256
     data = b.files.get(runfolder.AMENDMENTS, b"")
     head = b.files.get(head_name(runfolder.AMENDMENTS))
     read = parse_ledger(data, runfolder.AMENDMENTS, genesis(prereg), head)
     if read.broken:
         raise InputError(f"{origin}: {read.broken}")
+    return frozen
 
 
 # the bundle's own records: an evidence file of the same name would stand in for one of them
@@ -163,16 +165,13 @@ def _unpacked(b: Bundle, into: Path, origin: str) -> None:
         path.write_bytes(body)
 
 
-def _check_verdict_bounds(b: Bundle, origin: str) -> None:
-    """The bundled verdict must be a read of the bundled prereg.json's frozen preset."""
+def _check_verdict_bounds(b: Bundle, origin: str, frozen: str) -> None:
+    """The bundled verdict must be a read of the preset (sha256 `frozen`) prereg.json froze."""
     try:
-        bundled = json.loads(b.files[runfolder.VERDICT])
-        frozen = json.loads(b.files[runfolder.PREREG])["preset_sha256"]
-        read_with = bundled["preset"]["sha256"]
+        read_with = json.loads(b.files[runfolder.VERDICT])["preset"]["sha256"]
     except (KeyError, TypeError, ValueError):
         raise InputError(
-            f"{origin}: {runfolder.VERDICT}: expected a verdict naming its preset's sha256, "
-            f"beside a {runfolder.PREREG} naming its own"
+            f"{origin}: {runfolder.VERDICT}: expected a verdict naming its preset's sha256"
         ) from None
     if read_with != frozen:
         raise InputError(
@@ -190,8 +189,7 @@ def verify(path: str) -> Verified:
     except OSError as exc:
         raise InputError(f"{path}: cannot read ({exc.strerror})") from None
     b = unpack(data, path)
-    _check_chains(b, path)
-    _check_verdict_bounds(b, path)
+    _check_verdict_bounds(b, path, _check_chains(b, path))
     with tempfile.TemporaryDirectory(prefix="fontaine-verify-") as tmp:
         _unpacked(b, Path(tmp), path)
         if runfolder.REVIEW in b.files:
