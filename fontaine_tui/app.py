@@ -348,6 +348,26 @@ class FontaineApp(App[int]):
 
         self.push_screen(NoteDialog(), done)
 
+    def action_unblind(self) -> None:
+        """Ask why, then show the blinded read (a review.jsonl line names who and why)."""
+        if self.view is None or not self.view.blinded:
+            self.notify("nothing is blinded", timeout=3)
+            return
+
+        def done(why: str | None) -> None:
+            if why and self.view is not None:
+                self.review_status = self.tell(self.session.unblind(self.view, why, self.clock))
+                self.schedule_frame()
+
+        self.push_screen(
+            NoteDialog(
+                "Unblind before the endpoint: why? (recorded in review.jsonl with your name; "
+                "enter unblinds, escape cancels)",
+                "the reason you need to see the read now",
+            ),
+            done,
+        )
+
     @work(exclusive=True, group="export")
     async def action_export(self) -> None:
         if self.view is not None:

@@ -59,6 +59,7 @@ def make_app(
     launched: LaunchEnd | None = None,
     announce: tuple[str, str, str] | None = None,
     ssh_options: tuple[str, ...] = (),
+    blind: bool = False,
 ) -> FontaineApp:
     """Build the console app over any record source.
 
@@ -74,6 +75,7 @@ def make_app(
             else "attach"
         )
     session = Session(source, preset, kind, process, folder)
+    session.blind_asked = blind  # the viewer's --blind (core/verdict/blind.py)
     return load_app()(
         session,
         telemetry=telemetry,
@@ -102,6 +104,7 @@ def run_console(
     launched: LaunchedRun | None = None,
     announce: tuple[str, str, str] | None = None,
     ssh_options: tuple[str, ...] = (),
+    blind: bool = False,
 ) -> int:
     """Run the console in this terminal until it quits, and return its exit code.
 
@@ -137,6 +140,7 @@ def run_console(
         launched=launched if mode == "launch" else None,
         announce=announce,
         ssh_options=ssh_options,
+        blind=blind,
     )
     app.run()
     return int(app.return_code or 0)
@@ -147,6 +151,7 @@ def watch_remote(
     preset: Preset,
     launched: LaunchedRun,
     announce: tuple[str, str, str] | None = None,
+    blind: bool = False,
 ) -> int:
     """Run the console on a run launched on another host.
 
@@ -166,6 +171,7 @@ def watch_remote(
             registry=launched.registry,
             announce=announce,
             ssh_options=engine.ssh.ssh_options if isinstance(engine, RemoteEngine) else (),
+            blind=blind,
         )
     finally:
         engine.close()

@@ -26,6 +26,16 @@ def speed(text: str) -> float:
     return value
 
 
+def add_blind(p: argparse.ArgumentParser) -> None:
+    """--blind: hide the rule's read until the endpoint, as `[verdict] blind = true` does."""
+    p.add_argument(
+        "--blind",
+        action="store_true",
+        help="hide the rule's values, deltas and verdict until the final read (health "
+        "warnings still show; u in the verdict screen unblinds, recorded in review.jsonl)",
+    )
+
+
 def positive(what: str) -> Callable[[str], float]:
     """An argument type for a positive finite number; `what` names it in the error."""
 

@@ -7,7 +7,7 @@ import asyncio
 import sys
 from pathlib import Path
 
-from fontaine_tui.commands._args import examples, seconds, ssh_config
+from fontaine_tui.commands._args import add_blind, examples, seconds, ssh_config
 from fontaine_tui.console import load_app, run_console, watch_remote
 from fontaine_tui.core.errors import InputError
 from fontaine_tui.core.follow.foreign import ForeignRun
@@ -59,6 +59,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         "the verdict's code",
     )
     ssh_config(p)
+    add_blind(p)
     p.set_defaults(func=run)
 
 
@@ -113,6 +114,7 @@ def console_or_plain(source, preset_arg: str | None, mode: str, args: argparse.N
             mode,
             getattr(args, "until_end", False),
             getattr(args, "quiet_end", None),
+            getattr(args, "blind", False),
         )
     try:
         load_app()
@@ -122,9 +124,15 @@ def console_or_plain(source, preset_arg: str | None, mode: str, args: argparse.N
     options = getattr(args, "ssh_options", ())
     launched = launched_there(args.target, options)
     if launched is None:
-        return run_console(source=source, preset=preset, mode=mode, ssh_options=options)
+        return run_console(
+            source=source,
+            preset=preset,
+            mode=mode,
+            ssh_options=options,
+            blind=getattr(args, "blind", False),
+        )
 
-    return watch_remote(source, preset, launched)
+    return watch_remote(source, preset, launched, blind=getattr(args, "blind", False))
 
 
 def launched_there(target: str, ssh_options: tuple[str, ...]):

@@ -12,7 +12,7 @@ import json
 import sys
 import time
 
-from fontaine_tui.commands._args import examples, ssh_config
+from fontaine_tui.commands._args import add_blind, examples, ssh_config
 from fontaine_tui.console import load_app, run_console, watch_remote
 from fontaine_tui.core.errors import InputError
 from fontaine_tui.core.follow.base import RunSource
@@ -108,6 +108,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         "as a Slurm batch job ([slurm] in config.toml: time, account, qos, ...)",
     )
     ssh_config(p, "with --on: ssh client config file")
+    add_blind(p)
     p.set_defaults(func=run)
 
 
@@ -125,6 +126,7 @@ def run(args: argparse.Namespace) -> int:
         poll_s=args.poll,
         declared=tuple(args.declare_delta),
     )
+    launched.blind = args.blind
     try:
         if args.detach and args.json and not target.remote:
             launched.handle.close()
@@ -172,6 +174,7 @@ def watch_here(launched) -> int | None:
         launched=launched,
         registry=launched.registry,
         telemetry=telemetry,
+        blind=launched.blind,
     )
     return launched.after_console(code)
 
@@ -187,12 +190,14 @@ def watch_far(launched, args: argparse.Namespace, options: tuple[str, ...]) -> i
     if launched.preset.foreign and launched.preset.source is not None:
         source = ForeignRun(launched.run_dir, launched.preset.source, transport=ssh)
     if not args.plain:
-        return watch_remote(source, launched.preset, launched, announce=launched.announcement)
+        return watch_remote(
+            source, launched.preset, launched, announce=launched.announcement, blind=args.blind
+        )
 
     where, what = launched.where
-    report = PlainReport(
-        Session(source, launched.preset, "attach"), sampler=default_telemetry(source)
-    )
+    session = Session(source, launched.preset, "attach")
+    session.blind_asked = args.blind
+    report = PlainReport(session, sampler=default_telemetry(source))
     # the log's end posts the final read; the watcher's polls are kept beside the registry
     sitter = Babysitter.for_session(
         report.session,

@@ -6,7 +6,7 @@ import argparse
 import asyncio
 from pathlib import Path
 
-from fontaine_tui.commands._args import examples, speed
+from fontaine_tui.commands._args import add_blind, examples, speed
 from fontaine_tui.console import load_app, run_console
 from fontaine_tui.core.errors import InputError
 from fontaine_tui.core.follow.replay import ForeignReplay, ReplayRun
@@ -43,6 +43,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         action="store_true",
         help="print records and the verdict line by line; exit at the end",
     )
+    add_blind(p)
     p.set_defaults(func=run)
 
 
@@ -63,13 +64,13 @@ def console_or_plain(source, args: argparse.Namespace) -> int:
     """The replay in the console, or as plain lines (--plain)."""
     preset = asyncio.run(guard(source, resolve_preset(source, args.preset, args.plain)))
     if args.plain:
-        return follow_plain(source, preset, "replay")
+        return follow_plain(source, preset, "replay", blind=args.blind)
     try:
         load_app()
     except ImportError:
         asyncio.run(source.close())
         raise InputError("the console is not available in this build; use --plain") from None
-    return run_console(source=source, preset=preset, mode="replay")
+    return run_console(source=source, preset=preset, mode="replay", blind=args.blind)
 
 
 def _foreign(target: str, preset_arg: str | None, speed: float | None):

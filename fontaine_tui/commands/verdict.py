@@ -5,21 +5,28 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from dataclasses import replace
 
 from fontaine_tui.commands._args import examples
 from fontaine_tui.core.errors import InputError
 from fontaine_tui.core.launch.rescore import score_offer
+from fontaine_tui.core.runfolder import REVIEW
 from fontaine_tui.core.text import literal
+from fontaine_tui.core.verdict import blind, review
 from fontaine_tui.core.verdict.record import EXIT_CODES, PROVISIONAL_OFFSET
 from fontaine_tui.core.verdict.text import render
-from fontaine_tui.model.judge import judge
+from fontaine_tui.model.judge import Judged, judge
+
+BLINDED_SCHEMA = "fontaine-tui/blinded/1"  # `verdict -j` on a hidden read (docs/verdict-json.md)
 
 EPILOG = examples(
     "fontaine-tui verdict runs/r7",
     "fontaine-tui verdict runs/r7 --at-step 1500",
     "fontaine-tui verdict old/train_log.jsonl -p my-preset -j",
+    "fontaine-tui verdict runs/r7 --unblind 'the GPU-hours gate needs a decision'",
     exits=", ".join(f"{k} {c}" for k, c in EXIT_CODES.items())
-    + f"; a PROVISIONAL read (before the endpoint) adds {PROVISIONAL_OFFSET}; 2 bad input, "
+    + f"; a PROVISIONAL read (before the endpoint) adds {PROVISIONAL_OFFSET}; "
+    f"{blind.EXIT_BLINDED} a blinded PROVISIONAL read (hidden); 2 bad input, "
     "or a ledger or review trail that does not hold",
 )
 
@@ -36,12 +43,29 @@ def register(sub: argparse._SubParsersAction) -> None:
     )
     p.add_argument("-j", "--json", action="store_true", help="print verdict.json instead of text")
     p.add_argument("--at-step", type=int, metavar="N", help="read at probe step N")
+    p.add_argument(
+        "--blind",
+        action="store_true",
+        help="hide a PROVISIONAL read (values, delta, verdict) as [verdict] blind = true does",
+    )
+    p.add_argument(
+        "--unblind",
+        metavar="WHY",
+        help="show a blinded PROVISIONAL read; in a run folder, recorded in review.jsonl with "
+        "who (FONTAINE_USER, else the login name) and WHY",
+    )
     p.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
     judged = judge(args.log, args.preset, args.at_step)
     verdict, folder = judged.verdict, judged.folder
+    hidden = blind.hidden(judged.preset, verdict, args.blind)
+    if hidden and args.unblind is None:
+        return _blinded(args, judged)
+    if hidden and folder is not None:
+        review.append(folder.root / REVIEW, "unblind", verdict, args.unblind, who=blind.who())
+        verdict = replace(verdict, review=review.state(folder.root))
     if args.json:
         sys.stdout.write(json.dumps(verdict.to_json(), indent=2) + "\n")
     else:
@@ -57,3 +81,27 @@ def run(args: argparse.Namespace) -> int:
             "is the evidence's)"
         )
     return verdict.exit_code
+
+
+def _blinded(args: argparse.Namespace, judged: Judged) -> int:
+    """A hidden read: what is still shown, and exit EXIT_BLINDED (2 on a broken trail)."""
+    verdict = judged.verdict
+    if args.json:
+        doc = {
+            "schema": BLINDED_SCHEMA,
+            "blinded": True,
+            "provisional": True,
+            "read_step": verdict.read_step,
+            "endpoint_step": verdict.endpoint_step,
+            "metric": verdict.metric,
+            "preset": dict(verdict.preset),
+            "review": None
+            if verdict.review is None
+            else {"intact": verdict.review.intact, "lines": verdict.review.lines},
+        }
+        sys.stdout.write(json.dumps(doc, indent=2) + "\n")
+    else:
+        sys.stdout.write(blind.render(verdict, judged.log_path, args.log) + "\n")
+    if verdict.review is not None and not verdict.review.intact:
+        raise InputError(f"{verdict.review.broken} (the review trail does not hold)")
+    return blind.EXIT_BLINDED

@@ -40,6 +40,7 @@ from fontaine_tui.core.launch.exits import ExitInfo
 from fontaine_tui.core.launch.gatestop import gate_stop
 from fontaine_tui.core.launch.registry import default_path
 from fontaine_tui.core.log.store import RunStore
+from fontaine_tui.core.verdict import blind
 from fontaine_tui.core.verdict.prereg import parse_utc
 from fontaine_tui.core.verdict.record import Verdict
 from fontaine_tui.core.verdict.text import render
@@ -170,8 +171,15 @@ class Babysitter:
         rec = self.session.store.probes.get(step)
         logged = rec.time if rec is not None else math.nan
         if self.notices is not None and not self._was_told("probe", step, logged):
-            self.notices.probe(step, verdict)
+            self.notices.probe(step, verdict, self.hides(verdict))
             self._tell("probe", step, logged)
+
+    def hides(self, v: Verdict) -> bool:
+        """Whether the posts hide the read `v` (blinded and not final).
+
+        An unblinding in a console is that viewer's: the posts stay blinded until the endpoint.
+        """
+        return blind.hidden(self.session.preset, v, self.session.blind_asked)
 
     @staticmethod
     def _told_key(what: str, step: int, logged: float) -> tuple[str, int, float | None]:
@@ -302,6 +310,7 @@ class Babysitter:
             recipe_steps(session.preset),
             self.watcher,
             session.gpu_hours,
+            self.hides(session.latest()),
         )
         self._clock.done(now)
         self.polls += 1
@@ -356,7 +365,9 @@ class Babysitter:
         """
         self.finalized = True
         if self.notices is not None:
-            self.notices.final(verdict, text, exit_line)
+            hidden = self.hides(verdict)
+            text = blind.render(verdict, self.session.source.label) if hidden else text
+            self.notices.final(verdict, text, exit_line, hidden)
             store = store if store is not None else self.session.store
             end = store.events[-1] if store.events and store.ended_at is not None else None
             if told is not None:

@@ -81,6 +81,7 @@ def follow_plain(
     mode: str,
     until_end: bool = False,
     quiet_end: float | None = None,
+    blind: bool = False,
 ) -> int:
     """Follow with --plain, the source's records, warnings and verdicts as lines.
 
@@ -89,7 +90,9 @@ def follow_plain(
     """
     # the telemetry the rules read, as the console samples it: none for a replay
     sampler = None if mode == "replay" else default_telemetry(source)
-    report = PlainReport(Session(source, preset, mode), sampler=sampler)
+    session = Session(source, preset, mode)
+    session.blind_asked = blind  # the viewer's --blind (core/verdict/blind.py)
+    report = PlainReport(session, sampler=sampler)
     foreign = isinstance(source, ForeignRun)
     return asyncio.run(
         report.follow(

@@ -122,6 +122,7 @@ class LaunchedRun:
     babysitter: Babysitter | None = None  # the watcher whose final read the end sends
     out: io.StringIO = field(default_factory=io.StringIO)  # finish_seen's lines, kept
     code: int | None = None  # the end's exit code, once finished
+    blind: bool = False  # launch --blind: the watchers hide the read (core/verdict/blind.py)
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
     # -- the launch ---------------------------------------------------------------------
@@ -433,6 +434,7 @@ class LaunchedRun:
             cast("EngineProcess | SlurmJob", self.handle),
             self.prereg,
             out,
+            blind=self.blind,
         )
         watch.babysitter, watch.attempt = babysitter, self.attempt
         return finish(watch, self.registry, self.host, info)
@@ -483,6 +485,7 @@ class LaunchedRun:
             poll_s,
             stop_on_exit,
             self.attempt,
+            self.blind,
         )
 
     def record_exit(self) -> ExitInfo | None:

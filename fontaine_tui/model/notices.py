@@ -28,6 +28,7 @@ from fontaine_tui.core.preset.record import Preset
 from fontaine_tui.core.preset.watching import preset_destinations
 from fontaine_tui.core.readfile import read_whole
 from fontaine_tui.core.runfolder import PREREG
+from fontaine_tui.core.verdict import blind
 from fontaine_tui.core.verdict.record import Verdict
 from fontaine_tui.core.verdict.text import headline, signed
 
@@ -121,13 +122,14 @@ class RunNotices:
             digest=digest,
         )
 
-    def probe(self, step: int, verdict: Verdict) -> None:
+    def probe(self, step: int, verdict: Verdict, hidden: bool = False) -> None:
+        """A probe's read as it stands; a `hidden` one as BLINDED (core/verdict/blind.py)."""
         self._send(
             "info",
             f"{self.run}: probe at step {step}",
-            f"verdict: {headline(verdict)}",
+            f"verdict: {blind.headline(verdict) if hidden else headline(verdict)}",
             step,
-            verdict=verdict.label,
+            verdict=blind.BLINDED if hidden else verdict.label,
         )
 
     def warning(self, w: RunWarning, step: int | None) -> None:
@@ -156,14 +158,17 @@ class RunNotices:
             "info", f"{self.run}: attempt {attempt} stopped: {cause}", text, step, cause=cause
         )
 
-    def final(self, verdict: Verdict, text: str, exit_line: str) -> None:
+    def final(self, verdict: Verdict, text: str, exit_line: str, hidden: bool = False) -> None:
         """Send the final verdict, with each dataset's read.
 
         Each dataset's read is a field for Slack and Discord, and a line of the text elsewhere
-        (generic, ntfy, apprise: `Message.detail`).
+        (generic, ntfy, apprise: `Message.detail`). A `hidden` read (a blinded run that ended
+        before its endpoint) is sent as BLINDED, without the datasets' reads.
         """
-        breakdown = {name: f"{verdict.read} {signed(x)}" for name, x in verdict.datasets.items()}
-        fields = {"verdict": verdict.label}
+        label = blind.BLINDED if hidden else verdict.label
+        data = {} if hidden else verdict.datasets
+        breakdown = {name: f"{verdict.read} {signed(x)}" for name, x in data.items()}
+        fields = {"verdict": label}
         fields.update({f"dataset {name}": value for name, value in breakdown.items()})
         detail = (
             "\n".join(
@@ -177,8 +182,8 @@ class RunNotices:
         )
         self.notifier.send(
             Message(
-                level=_level(verdict),
-                title=f"{self.run}: VERDICT {verdict.label}",
+                level="info" if hidden else _level(verdict),
+                title=f"{self.run}: VERDICT {label}",
                 text=f"{exit_line}\n{text}",
                 run=self.run,
                 step=verdict.read_step,

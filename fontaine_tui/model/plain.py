@@ -14,7 +14,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
-import math
 import signal
 import sys
 import time
@@ -35,11 +34,12 @@ from fontaine_tui.core.launch.registry import Registry
 from fontaine_tui.core.launch.slurm_job import SlurmJob
 from fontaine_tui.core.log.formats.cold import load_source
 from fontaine_tui.core.log.read import load_log
-from fontaine_tui.core.log.records import Checkpoint, Event, Malformed, Meta, Probe, TrainPoint
+from fontaine_tui.core.log.records import Event, Malformed, Probe
 from fontaine_tui.core.log.store import RunStore
 from fontaine_tui.core.preset.record import Preset
 from fontaine_tui.core.runfolder import RunFolder
 from fontaine_tui.core.text import literal
+from fontaine_tui.core.verdict import blind
 from fontaine_tui.core.verdict.export import write_verdict
 from fontaine_tui.core.verdict.ledger import read_ledger
 from fontaine_tui.core.verdict.prereg import Prereg, utc_iso
@@ -49,51 +49,13 @@ from fontaine_tui.core.verdict.text import headline, render
 from fontaine_tui.model.babysitter import Babysitter
 from fontaine_tui.model.plainwarn import PlainWarnings
 from fontaine_tui.model.readout import recipe_steps
+from fontaine_tui.model.recordline import describe_record
 from fontaine_tui.model.sampler import Sampler
 from fontaine_tui.model.session import Session
 
 ENDS = ("end", "error")  # the events that end a run: finished, failed
 TICK_S = 1.0  # a quiet follower: how often the rules judge the silence
 DRAIN_S = 1.0  # after the engine exits, how long the follower gets to read the last lines
-
-
-def _num(x: float, places: int = 4) -> str:
-    return f"{x:.{places}f}" if math.isfinite(x) else repr(x)
-
-
-def describe_record(rec: object, steps: int) -> str | None:
-    if isinstance(rec, TrainPoint):
-        if math.isnan(rec.ar_ce) and math.isnan(rec.flow_loss):  # another trainer's record
-            rate = f"  {_num(rec.step_s, 2)} s/step" if math.isfinite(rec.step_s) else ""
-            return f"step {rec.step}/{steps}  loss {_num(rec.loss)}{rate}"
-        data = f"{rec.data_s / rec.step_s:.0%}" if rec.step_s > 0 else "?"
-        return (
-            f"step {rec.step}/{steps}  loss {_num(rec.loss)}  ar_ce {_num(rec.ar_ce)}  "
-            f"flow {_num(rec.flow_loss)}  {_num(rec.step_s, 2)} s/step  data {data}"
-        )
-    if isinstance(rec, Probe):
-        if math.isnan(rec.eval_chunk_mae) and "eval_chunk_mae" not in rec.fields and rec.fields:
-            shown = list(rec.fields.items())[:6]  # another trainer's: its own keys
-            more = ", ..." if len(rec.fields) > 6 else ""
-            return (
-                f"probe step {rec.step}: "
-                + ", ".join(f"{literal(k)} {_num(v)}" for k, v in shown)
-                + more
-            )
-        return (
-            f"probe step {rec.step}: eval_chunk_mae {_num(rec.eval_chunk_mae)}  "
-            f"train_chunk_mae {_num(rec.train_chunk_mae)}"
-        )
-    if isinstance(rec, Checkpoint):
-        return f"checkpoint step {rec.step}: {literal(rec.path)}"
-    if isinstance(rec, Event):
-        return f"event {literal(rec.event)} at step {rec.step}: {literal(rec.detail)}"
-    if isinstance(rec, Meta):
-        return (
-            f"meta: run {literal(rec.run)}, world size {rec.world_size}, device "
-            f"{literal(rec.device)}, host {literal(rec.host)}"
-        )
-    return None
 
 
 class PlainReport:
@@ -142,20 +104,23 @@ class PlainReport:
                 )
                 continue
             text = describe_record(rec, self.steps)
-            if text:
-                self.say(text)
             if isinstance(rec, Probe):  # the verdict as it reads the moment the probe lands
                 if not ledger_read:  # amendments declared since the last probe count
                     await session.read_ledger()
                     ledger_read = True
                 latest = session.latest()
-                self.say(f"verdict: {headline(latest)}")
+                if session.hides(latest):  # blinded: the probe's step only (verdict/blind.py)
+                    text = blind.probe_line(rec.step)
+                self.say(text or "")
+                self.say(f"verdict: {self.headline(latest)}")
                 if self.babysitter is not None:
                     self.babysitter.probe(rec.step, latest)
                 for warning in (session.ledger.error, *latest.provenance_changes):
                     if warning and warning not in self._said:
                         self._said.add(warning)
                         self.say(f"WARNING: {literal(warning)}")
+            elif text:
+                self.say(text)
             if isinstance(rec, Event) and rec.event in ENDS:
                 ended = rec
             if rec is not None:  # the rules read each record as it lands, as a live log
@@ -231,8 +196,12 @@ class PlainReport:
             return 0
         self.say(f"ended: {literal(why)}")
         latest = self.session.latest()
-        self.say(f"verdict: {headline(latest)}")
-        return latest.exit_code
+        self.say(f"verdict: {self.headline(latest)}")
+        return blind.EXIT_BLINDED if self.session.hides(latest) else latest.exit_code
+
+    def headline(self, v: Verdict) -> str:
+        """The verdict's one line, or the blinded one while the session hides the read."""
+        return blind.headline(v) if self.session.hides(v) else headline(v)
 
     def _final(self) -> str:
         """The final read in words, or "" before there is one.
@@ -268,6 +237,7 @@ class PlainWatch:
         prereg: Prereg,
         out: TextIO | None = None,
         poll_s: float = 0.25,
+        blind: bool = False,
     ) -> None:
         self.folder, self.engine, self.prereg = folder, engine, prereg
         self.session = Session(
@@ -277,6 +247,7 @@ class PlainWatch:
             engine,
             folder.root,
         )
+        self.session.blind_asked = blind  # launch --blind (core/verdict/blind.py)
         self.report = PlainReport(self.session, out)
         self.exit: ExitInfo | None = None
         self.babysitter: Babysitter | None = None  # set by babysit()
@@ -370,7 +341,8 @@ def finish(watch: PlainWatch, registry: Registry, host: str, info: ExitInfo) -> 
     watch.say(info.describe())
     end_attempt(folder, watch.attempt, info, watch.babysitter, watch.say)
     verdict = watch.verdict(store, last if info.cause in GATE_STOPS else None)
-    text = render(verdict, where)
+    hidden = watch.session.hides(verdict)  # a run ended before its endpoint, blinded
+    text = blind.render(verdict, where) if hidden else render(verdict, where)
     watch.say_lines(text)
     if watch.babysitter is not None:
         watch.babysitter.final(verdict, text, info.describe(), store)
@@ -443,6 +415,7 @@ def babysit(
     poll_s: float,
     stop_on_exit: bool,
     attempt: int | None = None,
+    blind: bool = False,
 ) -> int:
     """Watch the launched engine until it exits.
 
@@ -450,7 +423,7 @@ def babysit(
     With `stop_on_exit` the engine is stopped and its exit recorded. Without it, the console
     detaches and says how to come back.
     """
-    watch = PlainWatch(preset, folder, engine, prereg, poll_s=poll_s)
+    watch = PlainWatch(preset, folder, engine, prereg, poll_s=poll_s, blind=blind)
     watch.attempt = attempt
     sitter = Babysitter.for_session(
         watch.session, "launch --plain", host, watch.say, since=time.time() - 1.0

@@ -16,7 +16,6 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Protocol
 
-from fontaine_tui.core.errors import InputError
 from fontaine_tui.core.follow.base import Batch, RunSource
 from fontaine_tui.core.follow.foreign import SETTLE_S, ForeignRun
 from fontaine_tui.core.host.telemetry import TelemetrySnapshot
@@ -30,14 +29,13 @@ from fontaine_tui.core.log.store import RunStore
 from fontaine_tui.core.preset.record import Amendment, Preset
 from fontaine_tui.core.runfolder import RunFolder
 from fontaine_tui.core.text import literal
-from fontaine_tui.core.verdict import export as exporter
-from fontaine_tui.core.verdict import review as reviewer
+from fontaine_tui.core.verdict import blind
 from fontaine_tui.core.verdict.amendments import check_amendments
 from fontaine_tui.core.verdict.prereg import parse_utc
-from fontaine_tui.core.verdict.probechart import probes_chart
 from fontaine_tui.core.verdict.record import AmendmentCheck, ReviewState, Verdict
 from fontaine_tui.core.verdict.rules import compute_verdict, verdict_series
 from fontaine_tui.model import readout
+from fontaine_tui.model.actions import ReviewActions
 from fontaine_tui.model.ledger import Ledger, folder_of, ledger_from, read_ledger_files
 from fontaine_tui.model.view import Outcome, RunView
 
@@ -54,7 +52,7 @@ class Process(Protocol):
     def stop(self) -> ExitInfo: ...
 
 
-class Session:
+class Session(ReviewActions):
     def __init__(
         self,
         source: RunSource,
@@ -79,6 +77,8 @@ class Session:
         self.exit_code: int | str | None = None
         self.ledger = Ledger("", preset.sha256, "no prereg.json read yet", None, ())
         self.review_state: ReviewState | None = None  # review.jsonl as checked (a local folder)
+        self.blind_asked = False  # the viewer's --blind ([verdict] blind is the preset's)
+        self.unblinded = False  # unblinded in this session (model/actions.py)
         self.warnings: tuple[alerts.RunWarning, ...] = ()
         self.warning_book = alert_book.WarningBook()
         self.extra_warnings: dict[str, alerts.RunWarning] = {}  # the babysitter's (notify)
@@ -213,6 +213,8 @@ class Session:
                 launched_ts,
                 self.finished(),
                 self.settling(),
+                # the posts stay blinded whatever a console unblinds (model/babysitter.py)
+                blind.hidden(self.preset, self.latest(), self.blind_asked),
             )
             + list(self.extra_warnings.values())
         )
@@ -234,61 +236,6 @@ class Session:
     @staticmethod
     def sorted_warnings(warnings: list[alerts.RunWarning]) -> tuple[alerts.RunWarning, ...]:
         return tuple(sorted(warnings, key=lambda w: -alerts.SEVERITIES.index(w.severity)))
-
-    # -- actions ---------------------------------------------------------------------------
-
-    def review(
-        self,
-        view: RunView,
-        step: int | None,
-        action: str,
-        note: str = "",
-        clock: Callable[[], float] = time.time,
-    ) -> Outcome:
-        """Append accept / flag / note for the read at `step` to review.jsonl."""
-        v = view.verdict_at(step)
-        if self.folder is None:
-            return Outcome("review needs a run folder (none for this source)", "error")
-        path = self.folder / "review.jsonl"
-        try:
-            entry = reviewer.append(path, action, v, note, clock)
-        except OSError as exc:
-            return Outcome(f"{path}: cannot append ({exc.strerror})", "error")
-        except InputError as exc:  # a trail that does not hold is never extended
-            self.check_review()
-            return Outcome(f"not recorded: {exc}", "error")
-        broken = (self.check_review() or ReviewState(0, "")).broken
-        return Outcome(
-            f"review.jsonl line {entry.line}: {action} {v.label} at step "
-            f"{v.read_step}{' (provisional)' if v.provisional else ''}; "
-            f"{entry.line} line(s), {f'CHAIN BROKEN: {broken}' if broken else 'chain intact'}",
-            "error" if broken else "information",
-        )
-
-    def export(self, view: RunView, step: int | None, scaled: bool) -> Outcome:
-        """verdict.json and the overlay chart for the read at `step` (blocking: a thread)."""
-        v = view.verdict_at(step)
-        if self.folder is None:
-            return Outcome("export needs a run folder (none for this source)", "error")
-        spec = probes_chart(view.store, view.preset, view.verdicts, v, scaled)
-        result = exporter.export(self.folder, v, spec)
-        broken = (self.check_review() or ReviewState(0, "")).broken
-        return Outcome(
-            f"wrote {result.verdict_path}"
-            + (f" and {result.chart_path}" if result.chart_path else f"; {result.chart_message}")
-            + (f"; REVIEW TRAIL BROKEN: {broken}" if broken else ""),
-            "error" if broken else "information" if result.chart_path else "warning",
-        )
-
-    def check_review(self) -> ReviewState | None:
-        """Check review.jsonl again (a local run folder only) and keep what it says."""
-        try:
-            state = None if self.folder is None else reviewer.state(self.folder)
-        except InputError as exc:  # a file beside it that cannot be read
-            state = ReviewState(0, "", str(exc))
-        if state != self.review_state:
-            self.review_state, self.version = state, self.version + 1
-        return state
 
     def score_offer(self, v: Verdict) -> ScoreOffer | None:
         """The re-score to offer for the run's latest read (a local run folder only)."""
@@ -463,6 +410,9 @@ class Session:
             self.kind, self.exit_code, bool(st.steps), self.finished(), self.failed()
         )
         meta = st.metas[-1].run if st.metas else ""
+        blinded = self.hides(latest)
+        if blinded:  # nothing of the rule's read reaches a screen (core/verdict/blind.py)
+            verdicts = ()
         return RunView(
             self.version,
             self.preset.run_name or meta,
@@ -473,14 +423,15 @@ class Session:
             replace(readout.progress(st, self.preset), gpu_hours=self.gpu_hours),
             verdicts,
             latest,
-            tuple(readout.probe_rows(st, verdicts)),
+            () if blinded else tuple(readout.probe_rows(st, verdicts)),
             self.ledger,
             self.warnings,
             self.note,
             readout.status_tone(self.kind, self.exit_code, bool(st.steps)),
-            self.score_offer(latest),
+            None if blinded else self.score_offer(latest),
             self.score_state,
             self.attempts(),
+            blinded,
         )
 
     def attempts(self) -> tuple[Attempt, ...]:

@@ -49,6 +49,9 @@ class RunView:
     score_offer: ScoreOffer | None = None
     score_state: ScoreState | None = None
     attempts: tuple[Attempt, ...] = ()  # launches and resumes, oldest first (attempts.jsonl)
+    # the read is hidden (core/verdict/blind.py): `verdicts` and `rows` are empty, and no
+    # screen shows `latest`'s label, values or deltas, nor the rule's probes
+    blinded: bool = False
 
     def verdict_at(self, step: int | None) -> Verdict:
         """The read at a probe step; the latest read when `step` is None or not a probe."""
@@ -57,6 +60,16 @@ class RunView:
                 if v.read_step == step:
                     return v
         return self.latest
+
+
+def blind_note(v: Verdict) -> str:
+    """What a screen shows in place of a blinded read."""
+    at = f"step {v.read_step}" if v.read_step is not None else "no probe yet"
+    return (
+        f"BLINDED: the rule's values, deltas and verdict stay hidden until the endpoint (step "
+        f"{v.endpoint_step}); latest probe {at}. u unblinds (recorded in review.jsonl with who "
+        "and why)"
+    )
 
 
 def step_read(view: RunView, current: int | None, delta: int) -> int | None:

@@ -14,10 +14,18 @@ class NoteDialog(ModalScreen[str | None]):
 
     BINDINGS = [Binding("escape", "cancel", "Cancel", id="note.cancel")]
 
+    def __init__(
+        self,
+        prompt: str = "Note for review.jsonl (enter saves, escape cancels)",
+        placeholder: str = "what you saw",
+    ) -> None:
+        super().__init__()
+        self.prompt, self.placeholder = prompt, placeholder
+
     def compose(self) -> ComposeResult:
         with Vertical(classes="dialog"):
-            yield Label("Note for review.jsonl (enter saves, escape cancels)")
-            yield Input(placeholder="what you saw", id="note-input")
+            yield Label(self.prompt)
+            yield Input(placeholder=self.placeholder, id="note-input")
 
     def on_input_submitted(self, event: Input.Submitted) -> None:
         self.dismiss(event.value.strip() or None)

@@ -7,7 +7,7 @@ from textual.binding import Binding
 from textual.widgets import Footer, Static
 
 from fontaine_tui.core.verdict.probechart import datasets_chart, probes_chart
-from fontaine_tui.model.view import RunView
+from fontaine_tui.model.view import RunView, blind_note
 from fontaine_tui.screens.base import ViewScreen
 from fontaine_tui.widgets.chart import Chart
 from fontaine_tui.widgets.probes_table import ProbesTable
@@ -47,12 +47,20 @@ class ProbesScreen(ViewScreen):
         self.watch(self.app, "scaled", lambda _: self.on_screen_resume())
 
     def draw(self, view: RunView) -> None:
+        chart = self.query_one("#probes-chart", Chart)
+        chart.display = not view.blinded
+        if view.blinded:  # the rule's probes are what blinding hides (core/verdict/blind.py)
+            self.query_one("#probes-note", Static).update(
+                assemble((blind_note(view.latest), "bold"))
+            )
+            self.query_one(ProbesTable).show(())
+            return
         scaled = self.console.scaled
         if self.by_dataset:
             spec = datasets_chart(view.store, view.preset, scaled)
         else:
             spec = probes_chart(view.store, view.preset, view.verdicts, view.latest, scaled)
-        self.query_one("#probes-chart", Chart).show(spec, key=spec)
+        chart.show(spec, key=spec)
         mode = "scale-adjusted" if scaled else "raw"
         self.query_one("#probes-note", Static).update(
             assemble(

@@ -8,7 +8,7 @@ from textual.containers import VerticalScroll
 from textual.widgets import Footer, Static
 
 from fontaine_tui.core.verdict.text import typed_in_caveat
-from fontaine_tui.model.view import RunView
+from fontaine_tui.model.view import RunView, blind_note
 from fontaine_tui.screens.base import ViewScreen
 from fontaine_tui.widgets.safe import assemble
 from fontaine_tui.widgets.score_panel import ScorePanel
@@ -57,6 +57,14 @@ class VerdictScreen(ViewScreen):
             tooltip="Write a note about the shown read into review.jsonl",
         ),
         Binding(
+            "u",
+            "app.unblind",
+            "Unblind",
+            id="review.unblind",
+            tooltip="Show a blinded read before the endpoint (recorded in review.jsonl with "
+            "who and why)",
+        ),
+        Binding(
             "e",
             "app.export",
             "Export",
@@ -91,6 +99,15 @@ class VerdictScreen(ViewScreen):
         self.watch(self.app, "review_status", lambda _: self.on_screen_resume())
 
     def draw(self, view: RunView) -> None:
+        for part in ("#reads", "#rules", "#interpretation", "#rescore"):
+            self.query_one(part).display = not view.blinded
+        if view.blinded:  # only what blinding keeps: health, ledger, review (core/verdict/blind.py)
+            self.query_one(VerdictBanner).show_blinded(view.latest)
+            self.query_one(LedgerPanel).show(view.latest, view.ledger, blinded=True)
+            self.query_one("#review-status", Static).update(
+                assemble(blind_note(view.latest), "\n", self.console.review_status)
+            )
+            return
         step = self.console.read_step
         v = view.verdict_at(step)
         live = step is None or v is view.latest

@@ -73,7 +73,7 @@ class RunHeader(Vertical):
 
 def _locked(view: RunView) -> tuple[str | tuple[str, str], ...]:
     """The "locked at step S" part, once the decision lock holds before the endpoint."""
-    lock = view.latest.decision
+    lock = None if view.blinded else view.latest.decision
     if lock is None or lock.step is None or lock.step >= view.latest.endpoint_step:
         return ()
     label = view.latest.label_of(lock.label or "")

@@ -14,6 +14,7 @@ from fontaine_tui.core.preset.checks import (
     SAME_DRIFT,
     UNDECIDABLE,
 )
+from fontaine_tui.core.verdict import blind
 from fontaine_tui.core.verdict.lock import Lock
 from fontaine_tui.core.verdict.record import RuleRead, Verdict
 from fontaine_tui.core.verdict.text import (
@@ -82,6 +83,27 @@ class VerdictBanner(Static):
             )
         )
 
+    def show_blinded(self, v: Verdict) -> None:
+        """The banner of a hidden read: no class colour, no label, no delta."""
+        for cls in set(LABEL_CLASS.values()):
+            self.remove_class(cls)
+        self.add_class("-undecidable")
+        self.border_title = "verdict (blinded)"
+        at = f"step {v.read_step}" if v.read_step is not None else "no probe yet"
+        self.update(
+            assemble(
+                "BLINDED",
+                "  ",
+                ("[PROVISIONAL]", "reverse"),
+                f"  latest probe at {at} of {v.endpoint_step}: hidden until the endpoint",
+                *(
+                    (("  REVIEW TRAIL BROKEN", "bold $error"),)
+                    if v.review is not None and not v.review.intact
+                    else ()
+                ),
+            )
+        )
+
 
 def _rule_column(title: str, rule: RuleRead | None, absent: str, v: Verdict) -> Content:
     if rule is None:
@@ -136,37 +158,20 @@ class LedgerPanel(Vertical):
     def on_mount(self) -> None:
         self.border_title = "ledger"
 
-    def show(self, v: Verdict, ledger: Ledger, decision: Lock | None = None) -> None:
+    def show(
+        self, v: Verdict, ledger: Ledger, decision: Lock | None = None, blinded: bool = False
+    ) -> None:
         """Show the ledger of verdict `v`, with the decision lock when one holds.
 
         `decision` is the latest read's decision lock: it is about the run, not the read
-        being stepped through.
+        being stepped through. A `blinded` read shows the ledger and the review trail only
+        (core/verdict/blind.py).
         """
+        if blinded:
+            self._show_blinded(v, ledger)
+            return
         decision = decision if decision is not None else v.decision
-        ok = ledger.hash_ok
-        hash_style = "$success" if ok else ("$error" if ok is False else "$text-muted")
-        parts: list[tuple[str, str] | str] = [
-            f"preset sha256 {v.preset.get('sha256', '')[:16]}  ",
-            (ledger.hash_status, hash_style),
-            "\n",
-            f"launched {ledger.launched_at or '—'}\n",
-        ]
-        for a in v.amendments:
-            style = {"applied": "$success", "declared": "$warning"}.get(a.status, "$error")
-            parts += [
-                f"amendment {a.id} ({a.kind}, {a.source}",
-                f", declared {a.declared_at}" if a.declared_at else "",
-                "): ",
-                (a.status, style),
-                f" — {a.reason}\n",
-            ]
-        if not v.amendments:
-            parts.append(("no amendments\n", "$text-muted"))
-        if ledger.error:  # a break in the amendment chain, or a ledger that cannot be read
-            parts += [(f"LEDGER: {ledger.error}", "$error"), "\n"]
-        if v.review is not None:
-            line = review_line(v.review)
-            parts += [(line, "$text-muted" if v.review.intact else "$error"), "\n"]
+        parts = _ledger_parts(v, ledger, False)
         if v.scale is not None:
             parts.append(f"scale: {v.scale.provenance}\n")
             if v.scale.evidence:
@@ -183,3 +188,41 @@ class LedgerPanel(Vertical):
         for line in platform_delta_lines(v):
             parts += ["\n", (line, "$text-muted")]
         self.query_one("#ledger", Static).update(assemble(*parts))
+
+    def _show_blinded(self, v: Verdict, ledger: Ledger) -> None:
+        parts = _ledger_parts(v, ledger, True)
+        for change in v.provenance_changes:
+            parts += [(f"WARNING: {change}", "$error"), "\n"]
+        self.query_one("#ledger", Static).update(assemble(*parts))
+
+
+def _ledger_parts(v: Verdict, ledger: Ledger, blinded: bool) -> list[tuple[str, str] | str]:
+    """The preset hash, launch time, amendments, ledger break and review trail."""
+    ok = ledger.hash_ok
+    hash_style = "$success" if ok else ("$error" if ok is False else "$text-muted")
+    parts: list[tuple[str, str] | str] = [
+        f"preset sha256 {v.preset.get('sha256', '')[:16]}  ",
+        (ledger.hash_status, hash_style),
+        "\n",
+        f"launched {ledger.launched_at or '—'}\n",
+    ]
+    for a in v.amendments:
+        style = {"applied": "$success", "declared": "$warning"}.get(a.status, "$error")
+        parts += [
+            f"amendment {a.id} ({a.kind}, {a.source}",
+            f", declared {a.declared_at}" if a.declared_at else "",
+            "): ",
+            (a.status, style),
+            "" if blinded else f" — {a.reason}",  # a scale's reason quotes the run's levels
+            (blind.peeked_before(a, v.review), "$warning"),
+            "\n",
+        ]
+    if not v.amendments:
+        parts.append(("no amendments\n", "$text-muted"))
+    if ledger.error:  # a break in the amendment chain, or a ledger that cannot be read
+        parts += [(f"LEDGER: {ledger.error}", "$error"), "\n"]
+    if v.review is not None:
+        line = review_line(v.review)
+        parts += [(line, "$text-muted" if v.review.intact else "$error"), "\n"]
+        parts += [(u + "\n", "$warning") for u in blind.review_lines(v.review)]
+    return parts

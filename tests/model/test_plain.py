@@ -22,7 +22,8 @@ from fontaine_tui.core.log.records import Event
 from fontaine_tui.core.preset.find import load_preset
 from fontaine_tui.core.runfolder import RunFolder
 from fontaine_tui.core.verdict.prereg import freeze
-from fontaine_tui.model.plain import PlainWatch, babysit, describe_record
+from fontaine_tui.model.plain import PlainWatch, babysit
+from fontaine_tui.model.recordline import describe_record
 
 FAKE = str(Path(__file__).parents[1] / "core" / "launch" / "fake_engine.py")
 

@@ -80,15 +80,19 @@ def evaluate(
     launched_at: float | None = None,
     finished: bool = False,
     settling: bool = False,
+    blinded: bool = False,
 ) -> list[RunWarning]:
     """The active warnings now, each with its first-seen time (the console's one call).
 
     The book records the snapshot first, so the rules see it in the history too. `finished`:
     the run's final read is in (a foreign run with no end event of its own is then over).
-    `settling`: a foreign source's last step may still be held (RunContext)."""
+    `settling`: a foreign source's last step may still be held (RunContext). `blinded`: the
+    rule's read is hidden (core/verdict/blind.py), so the envelope rule, which quotes it, is off."""
     book.observe(telemetry)
+    ctx = context_for(store, preset, telemetry, launched_at)
     ctx = replace(
-        context_for(store, preset, telemetry, launched_at),
+        ctx,
+        envelopes=() if blinded else ctx.envelopes,
         ram_history=book.ram_history,
         state_history=book.state_history,
         finished=finished,

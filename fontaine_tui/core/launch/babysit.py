@@ -30,6 +30,7 @@ from fontaine_tui.core.log.store import RunStore
 from fontaine_tui.core.preset.record import Preset
 from fontaine_tui.core.readfile import read_whole
 from fontaine_tui.core.text import gib, literal
+from fontaine_tui.core.verdict import blind
 from fontaine_tui.core.verdict.prereg import utc_iso
 from fontaine_tui.core.verdict.record import Verdict
 from fontaine_tui.core.verdict.text import headline
@@ -108,8 +109,12 @@ def poll_record(
     steps: int,
     watcher: str,
     gpu_hours: float | None = None,
+    hidden: bool = False,
 ) -> dict[str, object]:
-    """What one poll saw, as babysit.jsonl's line (numbers that could not be read: null)."""
+    """What one poll saw, as babysit.jsonl's line (numbers that could not be read: null).
+
+    A `hidden` read (core/verdict/blind.py) is recorded as BLINDED, its label and delta left out.
+    """
     ram = telemetry.ram if telemetry is not None else None
     shown = [w for w in warnings if w.rule != "first-poll"]
     level = max((w.severity for w in shown), key=SEVERITIES.index, default="info")
@@ -128,10 +133,10 @@ def poll_record(
         "ram_total": ram.total if ram is not None else None,
         "data_wait": data_wait_of(store),
         "gpu_hours": gpu_hours,
-        "verdict": verdict.label,
+        "verdict": blind.BLINDED if hidden else verdict.label,
         "provisional": verdict.provisional,
         "read_step": verdict.read_step,
-        "headline": headline(verdict),
+        "headline": blind.headline(verdict) if hidden else headline(verdict),
         "warnings": [{"rule": w.rule, "severity": w.severity, "message": w.message} for w in shown],
     }
 

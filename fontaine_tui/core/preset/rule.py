@@ -46,6 +46,9 @@ VERDICT: Spec = {
     # the largest change one probe can bring, for the decision lock (default: taken from
     # the banked comparators' curves)
     "max_probe_change": (NUMBER, math.nan),
+    # the rule's values, deltas and read stay hidden on every screen and in every notification
+    # until the final read (core/verdict/blind.py)
+    "blind": (bool, False),
 }
 RULE_KEYS = (
     "metric",
@@ -73,6 +76,7 @@ VERDICT_QUIET: dict[str, object] = {
     "anchor_step": 0,
     "reference": "",
     "combine": "primary",
+    "blind": False,
 }
 # a field, a dotted path into the eval record, or a foreign source's own key (eval/chunk_mae)
 METRIC_PATH = re.compile(r"[A-Za-z_][A-Za-z0-9_/:@+-]*(\.[A-Za-z0-9_/:@+-]+)*")
@@ -159,6 +163,7 @@ class VerdictSpec(_Directed):
     # the [recipe]/[platform] keys that may differ from the banked comparator's (preset/delta.py);
     # None: not stated, no single-delta guard
     delta_keys: tuple[str, ...] | None = None
+    blind: bool = False  # the read hidden until the final one (core/verdict/blind.py)
 
 
 def check_placeholders(path: Path, table: object) -> None:
@@ -285,6 +290,7 @@ def verdict_spec(
         tuple(rules),
         str(f["combine"]),
         change,
+        blind=bool(f["blind"]),
     )
 
 

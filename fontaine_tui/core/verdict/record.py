@@ -86,6 +86,17 @@ class Scale:
 
 
 @dataclass(frozen=True, slots=True)
+class Unblinding:
+    """One review.jsonl `unblind` line: who saw a blinded read before the endpoint, and why."""
+
+    line: int
+    time: str
+    who: str
+    why: str
+    read_step: int | None
+
+
+@dataclass(frozen=True, slots=True)
 class ReviewState:
     """The review trail (review.jsonl) as checked beside a read.
 
@@ -97,6 +108,7 @@ class ReviewState:
     lines: int
     head: str
     broken: str = ""
+    unblinded: tuple[Unblinding, ...] = ()  # each unblinding before the endpoint, in order
 
     @property
     def intact(self) -> bool:
@@ -225,6 +237,16 @@ class Verdict:
                 "head": self.review.head,
                 "intact": self.review.intact,
                 "broken": self.review.broken,
+                "unblinded": [
+                    {
+                        "line": u.line,
+                        "time": u.time,
+                        "who": u.who,
+                        "why": u.why,
+                        "read_step": u.read_step,
+                    }
+                    for u in self.review.unblinded
+                ],
             },
             "labels": {c: self.labels.get(c, c) for c in EXIT_CODES},
             "interpretation": self.interpretation,

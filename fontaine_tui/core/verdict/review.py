@@ -27,10 +27,11 @@ from fontaine_tui.core.readfile import read_whole
 from fontaine_tui.core.runfolder import REVIEW, VERDICT, RunFolder
 from fontaine_tui.core.verdict import head as chain_head
 from fontaine_tui.core.verdict.ledger import genesis_of
-from fontaine_tui.core.verdict.record import ReviewState, Verdict
+from fontaine_tui.core.verdict.record import ReviewState, Unblinding, Verdict
 
 SCHEMA = "fontaine-tui/review/1"
-ACTIONS = ("accept", "flag", "note")
+# "unblind": a blinded read seen before the endpoint (core/verdict/blind.py), with who and why
+ACTIONS = ("accept", "flag", "note", "unblind")
 GENESIS = "0" * 64  # the first link of a trail in a folder without prereg.json
 
 
@@ -43,6 +44,7 @@ class ReviewEntry:
     verdict: str
     provisional: bool
     read_step: int | None
+    who: str = ""  # an unblind line's person
 
 
 @dataclass(frozen=True, slots=True)
@@ -90,13 +92,18 @@ def append(
     verdict: Verdict,
     note: str = "",
     clock: Callable[[], float] = time.time,
+    who: str = "",
+    hidden: bool = False,
 ) -> ReviewEntry:
     """Append one action, chained to the line before it (under the file's lock).
 
     A chain that does not hold is never extended: InputError naming the break, nothing
-    written."""
+    written. An `unblind` line names `who`, and `note` is the reason (both required). A note
+    on a `hidden` (blinded) read records what the reviewer saw: BLINDED, no delta."""
     if action not in ACTIONS:
         raise ValueError(f"action: expected one of {', '.join(ACTIONS)}, got {action!r}")
+    if action == "unblind" and not (who and note.strip()):
+        raise InputError("unblind: expected who unblinds and why (a reason that is not empty)")
     path = Path(path)
     stamp = datetime.fromtimestamp(clock(), timezone.utc).isoformat().replace("+00:00", "Z")
     if not path.exists():  # the lock creates a missing file: a removed trail stays removed
@@ -110,13 +117,14 @@ def append(
             "time": stamp,
             "action": action,
             "note": note,
-            "verdict": verdict.verdict,
+            "verdict": "BLINDED" if hidden else verdict.verdict,
             "provisional": verdict.provisional,
             "read_step": verdict.read_step,
-            "delta": _num(verdict.delta),
+            "delta": None if hidden else _num(verdict.delta),
             "preset_sha256": verdict.preset.get("sha256", ""),
             "prev": links[-1],
             chain_head.MARK: chain_head.head_name(path.name),
+            **({"who": who} if action == "unblind" else {}),
         }
         doc["hash"] = _sha(_canonical(doc))
         line = _canonical(doc)
@@ -124,7 +132,14 @@ def append(
         append_line(path, line if not data or data.endswith(b"\n") else b"\n" + line)
         chain_head.record(path, len(lines) + 1, _sha(line))
     return ReviewEntry(
-        len(lines) + 1, stamp, action, note, verdict.verdict, verdict.provisional, verdict.read_step
+        len(lines) + 1,
+        stamp,
+        action,
+        note,
+        "BLINDED" if hidden else verdict.verdict,
+        verdict.provisional,
+        verdict.read_step,
+        who if action == "unblind" else "",
     )
 
 
@@ -152,6 +167,7 @@ def read(path: str | Path) -> list[ReviewEntry]:
                     str(d["verdict"]),
                     bool(d["provisional"]),
                     d.get("read_step"),
+                    str(d.get("who", "")),
                 )
             )
         except (ValueError, KeyError, TypeError):
@@ -173,9 +189,14 @@ def state(folder: str | Path) -> ReviewState:
     """The review trail of a run folder as a verdict carries it (see ReviewState)."""
     path = Path(folder) / REVIEW
     check, recorded, links = _check(path, _lines(_read(path)))
+    seen = tuple(
+        Unblinding(e.line, e.time, e.who, e.note, e.read_step)
+        for e in read(path)
+        if e.action == "unblind"
+    )
     if check.ok:
-        return ReviewState(check.lines, links[-1])
-    return ReviewState(recorded[0], recorded[1], broken_text(path, check))
+        return ReviewState(check.lines, links[-1], unblinded=seen)
+    return ReviewState(recorded[0], recorded[1], broken_text(path, check), seen)
 
 
 def broken_text(path: Path, check: ChainCheck) -> str:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 
 from fontaine_tui.core.text import literal
+from fontaine_tui.core.verdict import blind
 from fontaine_tui.core.verdict.record import ReviewState, RuleRead, Verdict
 
 
@@ -117,12 +118,16 @@ def render(v: Verdict, log_label: str = "") -> str:
     lines.append(f"VERDICT: {v.label}  [{status_word(v)}]  {v.reason}")
     if v.review is not None:
         lines.append(review_line(v.review))
+        lines += blind.review_lines(v.review)
     if v.scale is not None:
         lines.append(f"scale: {v.scale.provenance}")
         if v.scale.evidence:
             lines.append(f"scale evidence: {v.scale.evidence}")
     for a in v.amendments:
-        lines.append(f"amendment {a.id} ({a.kind}, {a.source}): {a.status}: {a.reason}")
+        lines.append(
+            f"amendment {a.id} ({a.kind}, {a.source}): {a.status}: {a.reason}"
+            + blind.peeked_before(a, v.review)
+        )
     if v.corroboration:
         lines.append(corroboration_line(v))
     lines += comparator_lines(v)

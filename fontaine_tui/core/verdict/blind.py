@@ -1,0 +1,122 @@
+"""Blinded monitoring: the rule's read hidden until the final one.
+
+A preset that states `[verdict] blind = true` (frozen into prereg.json, so it binds every viewer
+and every notification of the run), or a viewer's `--blind`, hides the rule's metric values, its
+deltas and the verdict's label on every screen, plain line and notification while the read is
+PROVISIONAL. Health stays visible: losses, warnings (NaN, stall, starvation, RAM, the GPU-hours
+gate), the log's counts, the amendment ledger. The final read (at the endpoint, or locked and
+stopped on the stop_on_lock gate) is shown as always.
+
+Unblinding before the endpoint is deliberate: it takes a reason, and in a run folder it is a
+review.jsonl line naming who and why (core/verdict/review.py, action "unblind"), so every later
+verdict shows that someone saw the read early and when.
+"""
+
+from __future__ import annotations
+
+import getpass
+import os
+from datetime import datetime
+
+from fontaine_tui.core.preset.record import Preset
+from fontaine_tui.core.text import literal
+from fontaine_tui.core.verdict.record import AmendmentCheck, ReviewState, Verdict
+
+BLINDED = "BLINDED"
+EXIT_BLINDED = 7  # `verdict` on a blinded PROVISIONAL read: not a class, not a failure
+HIDDEN = "hidden (blinded)"
+
+
+def hidden(preset: Preset, v: Verdict, asked: bool = False) -> bool:
+    """Whether the read `v` is hidden: the preset is blind (or the viewer `asked`), `v` not final."""
+    return (preset.verdict.blind or asked) and v.provisional
+
+
+def who() -> str:
+    """The person unblinding, as review.jsonl records it: FONTAINE_USER, else the login name."""
+    name = os.environ.get("FONTAINE_USER", "")
+    if not name:
+        try:
+            name = getpass.getuser()
+        except (KeyError, OSError):
+            name = ""
+    return name or "unknown"
+
+
+def headline(v: Verdict) -> str:
+    """The one line that stands for a hidden read (plain lines, notifications)."""
+    at = f"step {v.read_step}" if v.read_step is not None else "no probe yet"
+    return (
+        f"{BLINDED} (PROVISIONAL, {at} of {v.endpoint_step}: the read is hidden until the endpoint)"
+    )
+
+
+def probe_line(step: int) -> str:
+    """A probe record's plain line while blind: its step only."""
+    return f"probe step {step}: values {HIDDEN}"
+
+
+def unblind_hint(target: str) -> str:
+    """How to see the read before the endpoint, recorded."""
+    return f"to see it before the endpoint: fontaine-tui verdict {target} --unblind WHY (recorded)"
+
+
+def render(v: Verdict, log_label: str = "", target: str = "") -> str:
+    """The card of a hidden read: what is still shown (health, ledger, review), not the read."""
+    counts = v.counts
+    lines = [f"preset {v.preset.get('name', '?')}  sha256 {v.preset.get('sha256', '')[:12]}"]
+    if log_label:
+        lines.append(
+            f"log {log_label}: {counts.get('records', 0)} records, "
+            f"{counts.get('malformed', 0)} malformed lines"
+        )
+        if counts.get("out_of_order"):
+            lines.append(f"{counts['out_of_order']} record(s) out of order, not applied")
+        if counts.get("conflicts"):
+            lines.append(f"{counts['conflicts']} conflicting probe(s)")
+        lines += [f"note: {n}" for n in v.notices]
+    lines += [f"WARNING: {c}" for c in v.provenance_changes]
+    lines.append(
+        f"metric {v.metric}: values, deltas and the verdict {HIDDEN} until the endpoint "
+        f"(step {v.endpoint_step})"
+    )
+    lines.append("")
+    lines.append(f"VERDICT: {headline(v)}")
+    if v.review is not None:
+        lines += review_lines(v.review)
+    for a in v.amendments:
+        lines.append(f"amendment {a.id} ({a.kind}, {a.source}): {a.status}")
+    if target:
+        lines.append(unblind_hint(target))
+    return "\n".join(map(literal, lines))
+
+
+def review_lines(state: ReviewState) -> list[str]:
+    """Each unblinding before the endpoint, as the card shows it."""
+    return [
+        f"unblinded before the endpoint: review line {u.line}, {u.time}, by {u.who} "
+        f"at step {u.read_step if u.read_step is not None else '—'}: {u.why}"
+        for u in state.unblinded
+    ]
+
+
+def _when(text: str) -> datetime | None:
+    try:
+        return datetime.fromisoformat(text)
+    except ValueError:
+        return None
+
+
+def peeked_before(a: AmendmentCheck, state: ReviewState | None) -> str:
+    """The words that say `a` was declared after someone saw the blinded read ("" if not)."""
+    declared = _when(a.declared_at)
+    if state is None or declared is None:
+        return ""
+    for u in state.unblinded:
+        seen = _when(u.time)
+        if seen is not None and seen <= declared:
+            return (
+                f" (declared after {u.who} unblinded the read at step {u.read_step}, "
+                f"review line {u.line})"
+            )
+    return ""

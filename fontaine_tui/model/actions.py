@@ -1,0 +1,126 @@
+"""What the console's review keys do to a run folder: review.jsonl, verdict.json, unblinding.
+
+A mixin of `Session` (model/session.py): each method returns an `Outcome` the app turns into
+a notification. Blinded monitoring (core/verdict/blind.py) lives here too: what the session
+hides, and the recorded unblinding that shows it.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+from fontaine_tui.core.errors import InputError
+from fontaine_tui.core.preset.record import Preset
+from fontaine_tui.core.verdict import blind
+from fontaine_tui.core.verdict import export as exporter
+from fontaine_tui.core.verdict import review as reviewer
+from fontaine_tui.core.verdict.probechart import probes_chart
+from fontaine_tui.core.verdict.record import ReviewState, Verdict
+from fontaine_tui.model.view import Outcome, RunView
+
+
+class ReviewActions:
+    """review.jsonl's accept / flag / note / unblind, and export, for a Session."""
+
+    folder: Path | None
+    preset: Preset
+    review_state: ReviewState | None
+    version: int
+    blind_asked: bool  # the viewer's --blind
+    unblinded: bool  # unblinded in this session (recorded when there is a run folder)
+
+    def hides(self, v: Verdict) -> bool:
+        """Whether this session hides the read `v` (blinded, not final, not unblinded here)."""
+        return not self.unblinded and blind.hidden(self.preset, v, self.blind_asked)
+
+    def review(
+        self,
+        view: RunView,
+        step: int | None,
+        action: str,
+        note: str = "",
+        clock: Callable[[], float] = time.time,
+    ) -> Outcome:
+        """Append accept / flag / note for the read at `step` to review.jsonl."""
+        v = view.verdict_at(step)
+        if view.blinded and action != "note":
+            return Outcome(f"{action}: the read is blinded (u unblinds, recorded)", "error")
+        if self.folder is None:
+            return Outcome("review needs a run folder (none for this source)", "error")
+        path = self.folder / "review.jsonl"
+        try:
+            entry = reviewer.append(path, action, v, note, clock, hidden=view.blinded)
+        except OSError as exc:
+            return Outcome(f"{path}: cannot append ({exc.strerror})", "error")
+        except InputError as exc:  # a trail that does not hold is never extended
+            self.check_review()
+            return Outcome(f"not recorded: {exc}", "error")
+        broken = (self.check_review() or ReviewState(0, "")).broken
+        return Outcome(
+            f"review.jsonl line {entry.line}: {action} "
+            f"{'BLINDED' if view.blinded else v.label} at step "
+            f"{v.read_step}{' (provisional)' if v.provisional else ''}; "
+            f"{entry.line} line(s), {f'CHAIN BROKEN: {broken}' if broken else 'chain intact'}",
+            "error" if broken else "information",
+        )
+
+    def export(self, view: RunView, step: int | None, scaled: bool) -> Outcome:
+        """verdict.json and the overlay chart for the read at `step` (blocking: a thread)."""
+        v = view.verdict_at(step)
+        if view.blinded:
+            return Outcome("export: the read is blinded (u unblinds, recorded)", "error")
+        if self.folder is None:
+            return Outcome("export needs a run folder (none for this source)", "error")
+        spec = probes_chart(view.store, view.preset, view.verdicts, v, scaled)
+        result = exporter.export(self.folder, v, spec)
+        broken = (self.check_review() or ReviewState(0, "")).broken
+        return Outcome(
+            f"wrote {result.verdict_path}"
+            + (f" and {result.chart_path}" if result.chart_path else f"; {result.chart_message}")
+            + (f"; REVIEW TRAIL BROKEN: {broken}" if broken else ""),
+            "error" if broken else "information" if result.chart_path else "warning",
+        )
+
+    def check_review(self) -> ReviewState | None:
+        """Check review.jsonl again (a local run folder only) and keep what it says."""
+        try:
+            state = None if self.folder is None else reviewer.state(self.folder)
+        except InputError as exc:  # a file beside it that cannot be read
+            state = ReviewState(0, "", str(exc))
+        if state != self.review_state:
+            self.review_state, self.version = state, self.version + 1
+        return state
+
+    def unblind(self, view: RunView, why: str, clock: Callable[[], float] = time.time) -> Outcome:
+        """Show the blinded read in this session; in a run folder, a review line says who and why."""
+        if not view.blinded:
+            return Outcome("nothing is blinded", "warning")
+        if not why.strip():
+            return Outcome("unblind: a reason is needed (it is recorded)", "error")
+        if self.folder is None:
+            if self.preset.verdict.blind:
+                return Outcome(
+                    "unblind: the blind is pre-registered and this source has no run folder to "
+                    "record it in (unblind where the run folder is: fontaine-tui verdict RUN "
+                    "--unblind WHY)",
+                    "error",
+                )
+            self.unblinded, self.version = True, self.version + 1
+            return Outcome("unblinded in this console (no run folder to record it in)", "warning")
+        path = self.folder / "review.jsonl"
+        try:
+            entry = reviewer.append(path, "unblind", view.latest, why, clock, who=blind.who())
+        except OSError as exc:
+            return Outcome(f"{path}: cannot append ({exc.strerror})", "error")
+        except InputError as exc:  # a trail that does not hold is never extended
+            self.check_review()
+            return Outcome(f"not unblinded: {exc}", "error")
+        self.check_review()
+        self.unblinded, self.version = True, self.version + 1
+        return Outcome(
+            f"unblinded: review.jsonl line {entry.line} records {entry.who} at step "
+            f"{entry.read_step}: {why}",
+            "warning",
+        )

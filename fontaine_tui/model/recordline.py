@@ -1,0 +1,47 @@
+"""One log record as one plain line (launch, attach and replay --plain)."""
+
+from __future__ import annotations
+
+import math
+
+from fontaine_tui.core.log.records import Checkpoint, Event, Meta, Probe, TrainPoint
+from fontaine_tui.core.text import literal
+
+
+def _num(x: float, places: int = 4) -> str:
+    return f"{x:.{places}f}" if math.isfinite(x) else repr(x)
+
+
+def describe_record(rec: object, steps: int) -> str | None:
+    if isinstance(rec, TrainPoint):
+        if math.isnan(rec.ar_ce) and math.isnan(rec.flow_loss):  # another trainer's record
+            rate = f"  {_num(rec.step_s, 2)} s/step" if math.isfinite(rec.step_s) else ""
+            return f"step {rec.step}/{steps}  loss {_num(rec.loss)}{rate}"
+        data = f"{rec.data_s / rec.step_s:.0%}" if rec.step_s > 0 else "?"
+        return (
+            f"step {rec.step}/{steps}  loss {_num(rec.loss)}  ar_ce {_num(rec.ar_ce)}  "
+            f"flow {_num(rec.flow_loss)}  {_num(rec.step_s, 2)} s/step  data {data}"
+        )
+    if isinstance(rec, Probe):
+        if math.isnan(rec.eval_chunk_mae) and "eval_chunk_mae" not in rec.fields and rec.fields:
+            shown = list(rec.fields.items())[:6]  # another trainer's: its own keys
+            more = ", ..." if len(rec.fields) > 6 else ""
+            return (
+                f"probe step {rec.step}: "
+                + ", ".join(f"{literal(k)} {_num(v)}" for k, v in shown)
+                + more
+            )
+        return (
+            f"probe step {rec.step}: eval_chunk_mae {_num(rec.eval_chunk_mae)}  "
+            f"train_chunk_mae {_num(rec.train_chunk_mae)}"
+        )
+    if isinstance(rec, Checkpoint):
+        return f"checkpoint step {rec.step}: {literal(rec.path)}"
+    if isinstance(rec, Event):
+        return f"event {literal(rec.event)} at step {rec.step}: {literal(rec.detail)}"
+    if isinstance(rec, Meta):
+        return (
+            f"meta: run {literal(rec.run)}, world size {rec.world_size}, device "
+            f"{literal(rec.device)}, host {literal(rec.host)}"
+        )
+    return None
