@@ -14,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
+import math
 import signal
 import sys
 import time
@@ -123,8 +124,11 @@ class PlainReport:
                 self.say(text)
             if isinstance(rec, Event) and rec.event in ENDS:
                 ended = rec
-            if rec is not None:  # the rules read each record as it lands, as a live log
-                self.warnings.judge()
+            if rec is not None:  # the rules read each record as it lands, as a live log,
+                # on the log's own clock: a backlog read at once is judged as it was written
+                # (no stall while catching up); the quiet between batches is judged on this one
+                logged = getattr(rec, "time", math.nan)
+                self.warnings.judge(now=logged if math.isfinite(logged) else None)
         return ended
 
     async def follow(
