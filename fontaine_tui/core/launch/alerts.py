@@ -139,11 +139,19 @@ def first_poll(
 def data_wait(store: RunStore) -> float | None:
     """The share of the last WINDOW steps' time spent waiting for data.
 
-    None before a step, or when the log has no data wait (another trainer's log: the data wait
-    is the engine's own column)."""
-    waits = _recent(store, "data_s")
-    data, step = sum(waits), sum(_recent(store, "step_s"))
-    return data / step if step > 0 and waits else None
+    The first step after each start or resume is left out: its wait is the loader's workers
+    starting, not starvation. None before a full window of WINDOW other steps, or when the log
+    has no data wait (another trainer's log: the data wait is the engine's own column)."""
+    steps, n = store.steps, len(store.steps)
+    if n <= WINDOW or not store.has_columns:
+        return None
+    warm = {e.step + 1 for e in store.events if e.event in ("start", "resume")} | {steps[0]}
+    rows = [i for i in range(max(0, n - WINDOW - len(warm)), n) if steps[i] not in warm]
+    rows = rows[-WINDOW:]
+    pairs = [(store.columns["data_s"][i], store.columns["step_s"][i]) for i in rows]
+    pairs = [(d, t) for d, t in pairs if math.isfinite(d) and math.isfinite(t)]
+    step = sum(t for _, t in pairs)
+    return sum(d for d, _ in pairs) / step if len(rows) == WINDOW and step > 0 else None
 
 
 def data_starved(store: RunStore, gates: Mapping[str, object]) -> tuple[float, float] | None:

@@ -131,6 +131,26 @@ def test_starvation_by_gpu_util_while_training(util: float | None, fires: bool) 
     assert run(w.starvation, store_with(12), tel(util=10.0), process=exit_info(12)) is None
 
 
+def test_starvation_waits_for_a_full_window_past_the_loaders_start() -> None:
+    """The first step's wait is the loader's workers starting: never starvation on its own."""
+    st = RunStore()
+    st.add_object({"kind": "event", "step": 0, "time": T0, "event": "start", "detail": ""}, 1)
+    for step in range(1, 12):
+        data_s = 20.0 if step == 1 else 0.2  # the workers' start-up, then a healthy loader
+        st.add_object(
+            {"kind": "train", "step": step, "time": T0 + step, "loss": 1.0,
+             "step_s": 30.0 if step == 1 else 10.0, "data_s": data_s}, step + 1
+        )  # fmt: skip
+        got = run(w.starvation, st, tel(util=95.0))
+        assert got is None, (step, got)
+    assert w.data_wait(st) == pytest.approx(0.02)
+    st.add_object(
+        {"kind": "train", "step": 12, "time": T0 + 12, "loss": 1.0, "step_s": 10.0, "data_s": 9},
+        13,
+    )
+    assert w.data_wait(st) == pytest.approx(10.8 / 100)  # the window moves on, a full one
+
+
 def test_starvation_gate_from_preset_overrides() -> None:
     gates = {**GATES, "starvation_data_frac": 0.5}
     assert run(w.starvation, store_with(12, data_s=0.3 * 30), tel(), gates=gates) is None
