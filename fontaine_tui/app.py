@@ -150,6 +150,7 @@ class FontaineApp(App[int]):
         self._frame_timer: Timer | None = None
         self._probes_seen = 0
         self._offered = False
+        self._blinded = False  # the unblind key shows only while the read is hidden
 
     # -- lifecycle -------------------------------------------------------------------------
 
@@ -378,11 +379,14 @@ class FontaineApp(App[int]):
 
     def watch_view(self, view: RunView | None) -> None:
         offered = view is not None and view.score_offer is not None
-        if offered != self._offered:  # the re-score key shows only while it is offered
-            self._offered = offered
+        blinded = view is not None and view.blinded
+        if (offered, blinded) != (self._offered, self._blinded):  # keys shown while they apply
+            self._offered, self._blinded = offered, blinded
             self.refresh_bindings()
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if action == "unblind":
+            return self._blinded
         return self._offered if action == "rescore" else True
 
     @work(group="rescore")

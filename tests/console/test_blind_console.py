@@ -37,6 +37,7 @@ async def test_the_console_hides_the_read_until_unblinded(tmp_path, monkeypatch)
             for secret in SECRETS:
                 assert secret not in shown, (mode, secret)
         assert not app.screen.query_one("#probes-chart", Chart).display
+        assert app.check_action("unblind", ()) is True  # its key shows while the read is hidden
 
         await pilot.press("v", "a")  # an accept of a hidden read is refused
         await pilot.pause()
@@ -59,6 +60,7 @@ async def test_the_console_hides_the_read_until_unblinded(tmp_path, monkeypatch)
         banner = text(app.screen.query_one(VerdictBanner))
         assert "AMBIGUOUS" in banner and "BLINDED" not in banner
         assert "by carol at step 750: sponsor asked" in screen_text(app)
+        assert app.check_action("unblind", ()) is False
 
 
 async def test_posts_and_polls_stay_blinded_whatever_a_console_unblinds(tmp_path, monkeypatch):
