@@ -106,6 +106,7 @@ async def test_export_writes_verdict_json_and_chart(tmp_path):
         "head": review.GENESIS,  # no prereg.json beside this log
         "intact": True,
         "broken": "",
+        "unblinded": [],
     }
     assert doc == json.loads(json.dumps({**expected, "review": doc["review"]}))
     assert doc["verdict"] == "AMBIGUOUS" and doc["provisional"] is False
