@@ -49,6 +49,9 @@ VERDICT: Spec = {
     # the rule's values, deltas and read stay hidden on every screen and in every notification
     # until the final read (core/verdict/blind.py)
     "blind": (bool, False),
+    # the `group` of banked comparators that are seeds of one recipe: their spread is the
+    # seed-noise floor a read and the bounds are held to (core/verdict/seednoise.py)
+    "seed_group": (str, ""),
 }
 RULE_KEYS = (
     "metric",
@@ -77,6 +80,7 @@ VERDICT_QUIET: dict[str, object] = {
     "reference": "",
     "combine": "primary",
     "blind": False,
+    "seed_group": "",
 }
 # a field, a dotted path into the eval record, or a foreign source's own key (eval/chunk_mae)
 METRIC_PATH = re.compile(r"[A-Za-z_][A-Za-z0-9_/:@+-]*(\.[A-Za-z0-9_/:@+-]+)*")
@@ -164,6 +168,7 @@ class VerdictSpec(_Directed):
     # None: not stated, no single-delta guard
     delta_keys: tuple[str, ...] | None = None
     blind: bool = False  # the read hidden until the final one (core/verdict/blind.py)
+    seed_group: str = ""  # the comparators' group whose spread is the seed-noise floor
 
 
 def check_placeholders(path: Path, table: object) -> None:
@@ -291,6 +296,7 @@ def verdict_spec(
         str(f["combine"]),
         change,
         blind=bool(f["blind"]),
+        seed_group=str(f["seed_group"]),
     )
 
 

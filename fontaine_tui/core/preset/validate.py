@@ -55,6 +55,7 @@ from fontaine_tui.core.preset.sections import (
     frozen_form,
     layout,
 )
+from fontaine_tui.core.preset.seeds import check_seed_group
 from fontaine_tui.core.preset.watching import (
     babysit_canonical,
     babysit_section,
@@ -180,6 +181,7 @@ def validate(path: Path, doc: dict) -> Preset:
         path, verdict_table.get("delta_keys"), comparators, verdict.reference, engine
     )
     verdict = dataclasses.replace(verdict, delta_keys=delta_keys)
+    check_seed_group(path, verdict.seed_group, comparators)
 
     amendments = read_amendments(path, doc.get("amendments", []), comparators, verdict, every)
 
