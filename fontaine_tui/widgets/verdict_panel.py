@@ -24,6 +24,7 @@ from fontaine_tui.core.verdict.text import (
     platform_delta_lines,
     review_line,
     secondary_lines,
+    seed_noise_lines,
     signed,
 )
 from fontaine_tui.model.ledger import Ledger
@@ -183,6 +184,8 @@ class LedgerPanel(Vertical):
             parts += ["\n", decision.describe()]
         for line in comparator_lines(v):
             parts += ["\n", (line, "$text-muted")]
+        for line in seed_noise_lines(v):
+            parts += ["\n", (line, "$warning" if "WARNING" in line else "")]
         for change in v.provenance_changes:
             parts += ["\n", (f"WARNING: {change}", "$error")]
         for line in platform_delta_lines(v):

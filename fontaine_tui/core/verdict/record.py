@@ -19,6 +19,7 @@ from fontaine_tui.core.preset.checks import (
     UNDECIDABLE,
 )
 from fontaine_tui.core.verdict.lock import Lock
+from fontaine_tui.core.verdict.seednoise import SeedNoise
 
 SCHEMA = "fontaine-tui/verdict/2"  # 1: before rule shapes, datasets and provenance
 
@@ -162,6 +163,9 @@ class Verdict:
     declared_deltas: tuple[Mapping[str, object], ...] = ()
     # the review trail beside the run, as checked (None: no run folder, or not checked)
     review: ReviewState | None = None
+    # the seed group's spread at the read step and where the read lies against it (None: the
+    # preset names no [verdict] seed_group); beside the verdict, it never changes the label
+    seed_noise: SeedNoise | None = None
 
     @property
     def label(self) -> str:
@@ -224,6 +228,7 @@ class Verdict:
             },
             "decision": None if self.decision is None else _lock_json(self.decision),
             "comparators": [_comparator_json(c) for c in self.comparators],
+            "seed_noise": None if self.seed_noise is None else self.seed_noise.to_json(),
             "provenance": {
                 "frozen": dict(self.provenance),
                 "log": [dict(m) for m in self.provenance_log],

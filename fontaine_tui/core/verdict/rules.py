@@ -23,6 +23,7 @@ from fontaine_tui.core.verdict.lock import Lock, decision_lock, max_probe_change
 from fontaine_tui.core.verdict.prereg import provenance_changes
 from fontaine_tui.core.verdict.readpoint import datasets_read, off_cadence, probes_at, read_point
 from fontaine_tui.core.verdict.record import RuleRead, Scale, SecondaryRead, Verdict, json_num
+from fontaine_tui.core.verdict.seednoise import seed_noise
 from fontaine_tui.core.verdict.stopped import settle, stopped_early
 
 if TYPE_CHECKING:
@@ -227,6 +228,7 @@ def _compute(
             label, reason = _all_agree(label, reason, second)
         if provisional and at_step is None and (off := off_cadence(probes, endpoint)):
             reason = f"{reason}; {off}"
+        factor = scale.value if (scale := kw.get("scale")) is not None else None
         return Verdict(
             verdict=label,
             provisional=provisional,
@@ -294,6 +296,7 @@ def _compute(
                 if at_step is None
                 else None
             ),
+            seed_noise=seed_noise(preset, read_step, kw.get("delta"), factor),
         )
 
     if missing:

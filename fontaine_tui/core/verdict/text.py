@@ -131,6 +131,7 @@ def render(v: Verdict, log_label: str = "") -> str:
     if v.corroboration:
         lines.append(corroboration_line(v))
     lines += comparator_lines(v)
+    lines += seed_noise_lines(v)
     if v.decision is not None:
         lines.append(v.decision.describe())
     if v.interpretation:
@@ -197,6 +198,20 @@ def comparator_lines(v: Verdict) -> list[str]:
         pinned = f", {name}@{sha[:12]}" if sha else ""
         number = signed(delta if isinstance(delta, float) else None)
         out.append(f"comparator {c.get('name')} {number} ({c.get('where')}{pinned})")
+    return out
+
+
+def seed_noise_lines(v: Verdict) -> list[str]:
+    """The seed-noise floor beside the verdict: where the read lies, the seeds, bounds inside it.
+
+    [] when the preset names no seed group. It never changes the verdict's label."""
+    noise = v.seed_noise
+    if noise is None:
+        return []
+    out = [f"seed noise: {noise.line()}"]
+    if noise.seeds:
+        out.append(f"  {noise.detail()}")
+    out += [f"  WARNING: {line}" for line in noise.bounds_inside]
     return out
 
 
