@@ -8,6 +8,7 @@ import shlex
 from fontaine_tui.commands._args import examples
 from fontaine_tui.core.launch import guards
 from fontaine_tui.core.text import gib, literal, mib
+from fontaine_tui.core.verdict.seedbounds import preregistration_checks
 from fontaine_tui.model.launched import prepare
 
 
@@ -15,8 +16,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
         "doctor",
         description="Print the host checks `launch` would make (GPUs free, RAM, "
-        "run folder, frozen bounds), the telemetry and the engine command. "
-        "Exit 0 when a launch would go ahead, 1 when it would be refused.",
+        "run folder, frozen bounds), the rule's bounds held to the seed noise of "
+        "[verdict] seed_group, the telemetry and the engine command. "
+        "Exit 0 when a launch would go ahead (warnings included), 1 when it would be refused.",
         epilog=examples(
             "fontaine-tui doctor my-preset",
             "fontaine-tui doctor my-preset --resume --output-dir r7",
@@ -67,7 +69,8 @@ def run(args: argparse.Namespace) -> int:
     print(f"run folder {literal(str(folder.root))}")
     for line in telemetry_lines(telemetry):
         print(line)
-    for f in findings:
+    seeds = [guards.Finding("seeds", lv, msg) for lv, msg in preregistration_checks(preset)]
+    for f in [*findings, *seeds]:
         print(f"{f.level:>6}  {f.check:<6} {literal(f.message)}")
     print("engine: " + shlex.join(argv))
     why = guards.refusal(findings)
