@@ -11,10 +11,12 @@ from fontaine_tui.commands._args import examples
 from fontaine_tui.core.atomic import replace_own
 from fontaine_tui.core.errors import InputError
 from fontaine_tui.core.readfile import read_whole
-from fontaine_tui.core.runfolder import check_target
+from fontaine_tui.core.runfolder import REVIEW, check_target
 from fontaine_tui.core.text import literal
+from fontaine_tui.core.verdict import blind, review
 from fontaine_tui.core.verdict.bundle import is_bundle, unpack
 from fontaine_tui.core.verdict.sealreport import FORMATS, render
+from fontaine_tui.model.judge import judge
 from fontaine_tui.model.notices import RunNotices
 from fontaine_tui.model.seal import seal
 
@@ -48,7 +50,33 @@ def register(sub: argparse._SubParsersAction) -> None:
         choices=FORMATS,
         help="write a pre-registration report (Markdown or HTML) instead of the bundle",
     )
+    p.add_argument(
+        "--unblind",
+        metavar="WHY",
+        help="seal a blinded run before its endpoint: the look is recorded in review.jsonl "
+        "(who and WHY) and sealed with it",
+    )
     p.set_defaults(func=run)
+
+
+def _record_look(target: str, why: str) -> None:
+    """An early look at a blinded read, recorded before the bundle is made (as verdict does)."""
+    judged = judge(target)
+    if not blind.hidden(judged.preset, judged.verdict):
+        sys.stderr.write("note: --unblind: the read is not blinded; nothing recorded\n")
+        return
+    if not blind.reason_ok(why.strip()):
+        raise InputError(f"--unblind: {blind.REASON_RULE}")
+    if judged.folder is None:
+        raise InputError(f"{target}: no run folder to record the look in (review.jsonl)")
+    review.append(
+        judged.folder.root / REVIEW,
+        "unblind",
+        judged.verdict,
+        why.strip(),
+        who=blind.who(),
+        hidden=True,
+    )
 
 
 def _say(line: str) -> None:
@@ -57,7 +85,15 @@ def _say(line: str) -> None:
 
 def run(args: argparse.Namespace) -> int:
     check_target(args.run)
+    if args.unblind is not None:
+        _record_look(args.run, args.unblind)
     sealed = seal(args.run)
+    if args.unblind is None and blind.hidden(sealed.judged.preset, sealed.judged.verdict):
+        raise InputError(
+            f"{args.run}: the read is blinded until the endpoint (step "
+            f"{sealed.judged.verdict.endpoint_step}) and a bundle would hold it: seal after the "
+            "endpoint, or with --unblind WHY (recorded); nothing was written"
+        )
     # the run's name, made a plain file name: it comes from the run folder's prereg.json
     name = re.sub(r"[^A-Za-z0-9._-]", "_", sealed.judged.preset.run_name).lstrip(".") or "run"
     if args.report:

@@ -63,8 +63,17 @@ def run(args: argparse.Namespace) -> int:
     hidden = blind.hidden(judged.preset, verdict, args.blind)
     if hidden and args.unblind is None:
         return _blinded(args, judged)
-    if hidden and folder is not None:
-        review.append(folder.root / REVIEW, "unblind", verdict, args.unblind, who=blind.who())
+    if args.unblind is not None and not hidden:
+        sys.stderr.write("note: --unblind: the read is not blinded; nothing recorded\n")
+    if hidden and not blind.reason_ok(args.unblind.strip()):
+        raise InputError(f"--unblind: {blind.REASON_RULE}")
+    if hidden and judged.preset.verdict.blind:  # a pre-registered blind: the look is recorded
+        if folder is None:
+            raise InputError(
+                f"--unblind: {args.log} has no run folder to record the look in (review.jsonl)"
+            )
+        why, who = args.unblind.strip(), blind.who()
+        review.append(folder.root / REVIEW, "unblind", verdict, why, who=who, hidden=True)
         verdict = replace(verdict, review=review.state(folder.root))
     if args.json:
         sys.stdout.write(json.dumps(verdict.to_json(), indent=2) + "\n")

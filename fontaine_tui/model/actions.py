@@ -29,11 +29,16 @@ class ReviewActions:
     review_state: ReviewState | None
     version: int
     blind_asked: bool  # the viewer's --blind
-    unblinded: bool  # unblinded in this session (recorded when there is a run folder)
+    # the probe step this session unblinded (recorded when there is a run folder): that read
+    # and the ones before it show; a later probe is hidden again until another recorded look
+    unblinded_at: int | None
 
     def hides(self, v: Verdict) -> bool:
         """Whether this session hides the read `v` (blinded, not final, not unblinded here)."""
-        return not self.unblinded and blind.hidden(self.preset, v, self.blind_asked)
+        seen = self.unblinded_at
+        if seen is not None and v.read_step is not None and v.read_step <= seen:
+            return False
+        return blind.hidden(self.preset, v, self.blind_asked)
 
     def review(
         self,
@@ -69,8 +74,13 @@ class ReviewActions:
     def export(self, view: RunView, step: int | None, scaled: bool) -> Outcome:
         """verdict.json and the overlay chart for the read at `step` (blocking: a thread)."""
         v = view.verdict_at(step)
-        if view.blinded:
-            return Outcome("export: the read is blinded (u unblinds, recorded)", "error")
+        if blind.hidden(self.preset, v, self.blind_asked):  # unblinded here or not: the
+            # folder's next reader would find the read in verdict.json
+            return Outcome(
+                "export: the read is blinded until the endpoint (verdict.json would show it to "
+                "the folder's next reader)",
+                "error",
+            )
         if self.folder is None:
             return Outcome("export needs a run folder (none for this source)", "error")
         spec = probes_chart(view.store, view.preset, view.verdicts, v, scaled)
@@ -94,31 +104,39 @@ class ReviewActions:
         return state
 
     def unblind(self, view: RunView, why: str, clock: Callable[[], float] = time.time) -> Outcome:
-        """Show the blinded read in this session; in a run folder, a review line says who and why."""
+        """Show the blinded read in this session; a pre-registered blind's look is recorded.
+
+        The look is a review.jsonl line naming who and why; it shows the latest read (and the
+        ones before it), and a later probe is hidden again. A viewer's own --blind is lifted
+        without a record."""
         if not view.blinded:
             return Outcome("nothing is blinded", "warning")
-        if not why.strip():
-            return Outcome("unblind: a reason is needed (it is recorded)", "error")
+        why = why.strip()
+        if not blind.reason_ok(why):
+            return Outcome(f"unblind: {blind.REASON_RULE}", "error")
+        step = view.latest.read_step
+        if not self.preset.verdict.blind:  # the viewer's own choice: nothing to record
+            self.unblinded_at, self.version = step, self.version + 1
+            return Outcome("unblinded in this console (--blind was this viewer's)", "warning")
         if self.folder is None:
-            if self.preset.verdict.blind:
-                return Outcome(
-                    "unblind: the blind is pre-registered and this source has no run folder to "
-                    "record it in (unblind where the run folder is: fontaine-tui verdict RUN "
-                    "--unblind WHY)",
-                    "error",
-                )
-            self.unblinded, self.version = True, self.version + 1
-            return Outcome("unblinded in this console (no run folder to record it in)", "warning")
+            return Outcome(
+                "unblind: the blind is pre-registered and this source has no run folder to "
+                "record it in (unblind where the run folder is: fontaine-tui verdict RUN "
+                "--unblind WHY)",
+                "error",
+            )
         path = self.folder / "review.jsonl"
         try:
-            entry = reviewer.append(path, "unblind", view.latest, why, clock, who=blind.who())
+            entry = reviewer.append(
+                path, "unblind", view.latest, why, clock, who=blind.who(), hidden=True
+            )
         except OSError as exc:
             return Outcome(f"{path}: cannot append ({exc.strerror})", "error")
         except InputError as exc:  # a trail that does not hold is never extended
             self.check_review()
             return Outcome(f"not unblinded: {exc}", "error")
         self.check_review()
-        self.unblinded, self.version = True, self.version + 1
+        self.unblinded_at, self.version = step, self.version + 1
         return Outcome(
             f"unblinded: review.jsonl line {entry.line} records {entry.who} at step "
             f"{entry.read_step}: {why}",

@@ -352,6 +352,12 @@ def finish(watch: PlainWatch, registry: Registry, host: str, info: ExitInfo) -> 
         watch.babysitter.final(verdict, text, info.describe(), store)
         for line in watch.babysitter.close():
             watch.say(line)
+    if hidden:  # the file would hold the hidden read for the next reader of the folder
+        watch.say(
+            "verdict.json not written: the read is blinded until the endpoint "
+            f"({blind.unblind_hint(str(folder.root))})"
+        )
+        return blind.EXIT_BLINDED if complete else 1
     try:
         write_verdict(folder.verdict, verdict)
     except (InputError, OSError) as exc:

@@ -78,7 +78,7 @@ class Session(ReviewActions):
         self.ledger = Ledger("", preset.sha256, "no prereg.json read yet", None, ())
         self.review_state: ReviewState | None = None  # review.jsonl as checked (a local folder)
         self.blind_asked = False  # the viewer's --blind ([verdict] blind is the preset's)
-        self.unblinded = False  # unblinded in this session (model/actions.py)
+        self.unblinded_at: int | None = None  # the read unblinded here (model/actions.py)
         self.warnings: tuple[alerts.RunWarning, ...] = ()
         self.warning_book = alert_book.WarningBook()
         self.extra_warnings: dict[str, alerts.RunWarning] = {}  # the babysitter's (notify)

@@ -33,6 +33,7 @@ from fontaine_tui.core.launch.registry import Entry, Registry
 from fontaine_tui.core.preset.find import load_preset
 from fontaine_tui.core.runfolder import PREREG, RunFolder
 from fontaine_tui.core.text import literal
+from fontaine_tui.core.verdict import blind
 from fontaine_tui.core.verdict.prereg import parse_prereg, parse_utc, utc_iso
 from fontaine_tui.core.verdict.text import render
 from fontaine_tui.model.babysitter import Babysitter
@@ -227,7 +228,9 @@ class RunWatch:
         elif self.babysitter.finalized:
             self.ended = "the log ended"
         if self.ended:
-            self.say(f"{self.name}: {self.ended}; verdict {session.latest().label}")
+            latest = session.latest()
+            label = blind.BLINDED if self.babysitter.hides(latest) else latest.label
+            self.say(f"{self.name}: {self.ended}; verdict {label}")
         return bool(self.ended)
 
     async def close(self) -> None:

@@ -71,10 +71,11 @@ def test_a_blind_run_hides_its_read_until_unblinded_and_says_who_peeked(tmp_path
     assert not any(s in json.dumps(doc) for s in SECRETS)
     assert not (root / "review.jsonl").exists()  # hiding records nothing
 
-    # an empty reason is refused in one line, nothing written
-    empty = cli(tmp_path, "verdict", str(root), "--unblind", " ")
-    assert empty.returncode == 2 and len(empty.stderr.strip().splitlines()) == 1
-    assert "why" in empty.stderr and not (root / "review.jsonl").exists()
+    # a reason with no words is refused in one line, nothing written
+    for why in (" ", "\x1b", "x" * 501):
+        empty = cli(tmp_path, "verdict", str(root), "--unblind", why)
+        assert empty.returncode == 2 and len(empty.stderr.strip().splitlines()) == 1
+        assert "expected why" in empty.stderr and not (root / "review.jsonl").exists()
 
     shown = cli(tmp_path, "verdict", str(root), "--unblind", "GPU budget review")
     assert shown.returncode == EXIT_CODES["AMBIGUOUS"] + PROVISIONAL_OFFSET, shown.stderr
@@ -86,6 +87,7 @@ def test_a_blind_run_hides_its_read_until_unblinded_and_says_who_peeked(tmp_path
         "GPU budget review",
         750,
     )
+    assert (line["verdict"], line["delta"]) == ("BLINDED", None)  # the look, not the read
     assert review.verify(root / "review.jsonl").ok  # anchored to prereg.json, as every line
     assert "unblinded before the endpoint: review line 1" in shown.stdout
 
@@ -132,6 +134,23 @@ def test_a_viewer_blinds_a_run_that_is_not(tmp_path):
     assert plain.returncode == EXIT_CODES["AMBIGUOUS"] + PROVISIONAL_OFFSET
     asked = cli(tmp_path, "verdict", str(root), "--blind")
     assert asked.returncode == 7 and not any(s in asked.stdout for s in SECRETS)
+    # the viewer's own blind is lifted without a record: it is nobody else's
+    lifted = cli(tmp_path, "verdict", str(root), "--blind", "--unblind", "mine")
+    assert lifted.returncode == 14 and not (root / "review.jsonl").exists()
+    idle = cli(tmp_path, "verdict", str(root), "--unblind", "nothing hidden")
+    assert "the read is not blinded; nothing recorded" in idle.stderr
+
+
+def test_a_blind_run_is_sealed_only_with_a_recorded_look(tmp_path):
+    root = run_folder(tmp_path, 750)
+    bundle = tmp_path / "b.zip"
+    refused = cli(tmp_path, "seal", str(root), "-o", str(bundle))
+    assert refused.returncode == 2 and "the read is blinded until the endpoint" in refused.stderr
+    assert not bundle.exists() and not (root / "review.jsonl").exists()
+    sealed = cli(tmp_path, "seal", str(root), "-o", str(bundle), "--unblind", "archive it")
+    assert sealed.returncode == 0, sealed.stderr
+    assert json.loads((root / "review.jsonl").read_text())["note"] == "archive it"
+    assert cli(tmp_path, "verify", str(bundle)).returncode == 0
 
 
 @pytest.mark.parametrize("command", ["replay", "attach"])
@@ -157,3 +176,67 @@ def test_a_viewer_blind_replay_shows_the_final_read_only(tmp_path):
     assert len(reads) == 4 and all("BLINDED" in x for x in reads[:-1])
     assert reads[-1].startswith("verdict: AMBIGUOUS (final, step 1000 of 1000, delta +0.6929)")
     assert "probe step 1000: eval_chunk_mae 3.7929" in full.stdout
+
+
+TRAINER = """import json, os, sys, time
+out = os.environ["FONTAINE_OUTPUT_DIR"]
+with open(os.path.join(out, "metrics.jsonl"), "a") as fh:
+    for s in range(1, 41):
+        rec = {"step": s, "loss": 2.0 - s / 40}
+        if s % 10 == 0:
+            rec["eval_loss"] = 1.8 - s / 100 + (0.777 if s == 30 else 0)
+        fh.write(json.dumps(rec) + "\\n")
+        fh.flush()
+        time.sleep(0.01)
+        if s == 30:
+            sys.exit(3)
+"""
+
+
+def test_a_launched_blind_run_that_ends_early_leaves_its_read_nowhere(tmp_path):
+    """launch --plain of a [command] trainer that dies at step 30 of 40: no verdict.json, and
+    `runs` and `babysit` say BLINDED where they would show the read."""
+    (tmp_path / "trainer.py").write_text(TRAINER)
+    (tmp_path / "blind.toml").write_text(f'''[run]
+name = "blindcmd"
+output_dir = "runs/blindcmd"
+[command]
+argv = ["{sys.executable}", "trainer.py"]
+[source]
+kind = "jsonl"
+[verdict]
+blind = true
+metric = "eval_loss"
+anchor_step = 20
+endpoint_step = 40
+healthy_max = 0.0
+drift_min = 0.2
+''')
+    env = {**os.environ, "XDG_CONFIG_HOME": str(tmp_path / "cfg")}
+    env["XDG_STATE_HOME"] = str(tmp_path / "state")  # the registry and fleet cache, here
+    env.pop("FONTAINE_REGISTRY", None)
+    env.pop("FONTAINE_NOTIFY", None)
+
+    def run(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [sys.executable, "-m", "fontaine_tui", *args],
+            cwd=tmp_path,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+
+    out = run("launch", "blind.toml", "--plain", "--poll", "0.5")
+    said = out.stdout + out.stderr
+    assert out.returncode == 1, said[-2000:]
+    assert "verdict.json not written: the read is blinded until the endpoint" in said
+    assert not (tmp_path / "runs" / "blindcmd" / "verdict.json").exists()
+    secrets = ("2.277", "0.677", "SAME-DRIFT", "HEALTHY", "AMBIGUOUS")
+    assert not any(s in said for s in secrets), said[-2000:]
+    rows = [json.loads(x) for x in run("runs", "-j").stdout.splitlines() if x.strip()]
+    row = next(r for r in rows if r.get("name") == "blindcmd")
+    assert row["read"] == "PROVISIONAL BLINDED" and row.get("probe_value") is None, row
+    sitter = run("babysit", "runs/blindcmd", "--once")
+    assert "verdict BLINDED" in sitter.stdout, sitter.stdout + sitter.stderr
+    assert not any(s in sitter.stdout + sitter.stderr for s in secrets)

@@ -61,6 +61,29 @@ async def test_the_console_hides_the_read_until_unblinded(tmp_path, monkeypatch)
         assert "AMBIGUOUS" in banner and "BLINDED" not in banner
         assert "by carol at step 750: sponsor asked" in screen_text(app)
         assert app.check_action("unblind", ()) is False
+        assert (line["verdict"], line["delta"]) == ("BLINDED", None)  # the look, not the read
+
+
+async def test_a_look_shows_the_read_it_recorded_and_no_later_one(tmp_path, monkeypatch):
+    """Unblinded at step 250, the console hides the reads of the probes that come later."""
+    from fontaine_tui.core.follow.local import LocalRun
+    from tests.logs import records_upto, write_log
+
+    monkeypatch.setenv("FONTAINE_USER", "erin")
+    folder = tmp_path / "run"
+    log = make_run(folder, upto=300)
+    app = console(log, preset=load_preset(blind_preset(tmp_path)), source=LocalRun(folder))
+    async with app.run_test(size=SIZE) as pilot:
+        await loaded(pilot, 300)
+        await pilot.press("v", "u")
+        await pilot.pause()
+        await pilot.press(*"early look", "enter")
+        await pilot.pause()
+        assert "BLINDED" not in text(app.screen.query_one(VerdictBanner))
+        write_log(log, records_upto(750))  # the run goes on: probes at 500 and 750
+        await loaded(pilot, 750)
+        assert "BLINDED" in text(app.screen.query_one(VerdictBanner))
+        assert not any(s in screen_text(app) for s in SECRETS)
 
 
 async def test_posts_and_polls_stay_blinded_whatever_a_console_unblinds(tmp_path, monkeypatch):

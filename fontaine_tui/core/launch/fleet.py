@@ -14,6 +14,7 @@ good reading (kept in `fleet.json` beside the registry) with its age, or "no rea
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 import shlex
@@ -246,6 +247,7 @@ def _row(
 ) -> FleetRow:
     """A row from a run's store and its preset (None: no read, no warnings)."""
     from fontaine_tui.core.launch import alert_book, alerts
+    from fontaine_tui.core.verdict import blind
     from fontaine_tui.core.verdict.rules import compute_verdict
 
     ended = state in ("ended", "failed") or alerts.logged_over(store)
@@ -256,20 +258,24 @@ def _row(
         step=store.last_step or None,
         step_s=statistics.median(rates) if rates else None,
     )
+    v = compute_verdict(store, preset) if preset is not None and store.probes else None
+    hidden = preset is not None and v is not None and blind.hidden(preset, v)
     if store.probes:
         last = max(store.probes)
         row.update(probe_step=last)
-        if preset is not None:
+        if preset is not None and not hidden:
             metric = preset.verdict.metric
             value = store.probes[last].value(metric)
             row.update(probe_value=value if math.isfinite(value) else None)
     if preset is not None:
         steps = int(preset.recipe["steps"])
         row.update(steps=steps)
-        if store.probes:
-            v = compute_verdict(store, preset)
-            row.update(read=("PROVISIONAL " if v.provisional else "") + v.label)
+        if v is not None:  # a blinded read is BLINDED here too (core/verdict/blind.py)
+            label = blind.BLINDED if hidden else v.label
+            row.update(read=("PROVISIONAL " if v.provisional else "") + label)
         ctx = alert_book.context_for(store, preset, None, launched)
+        if hidden:  # the envelope rule quotes the read
+            ctx = dataclasses.replace(ctx, envelopes=())
         running = state in ("running", "attached", "quiet") and not ended
         row.update(
             gpu_hours=alerts.gpu_hours_used(

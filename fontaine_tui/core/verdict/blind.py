@@ -32,9 +32,21 @@ def hidden(preset: Preset, v: Verdict, asked: bool = False) -> bool:
     return (preset.verdict.blind or asked) and v.provisional
 
 
+REASON_MAX = 500
+REASON_RULE = (
+    f"expected why, in words (a reason with a letter or digit, at most {REASON_MAX} characters; "
+    "it is recorded)"
+)
+
+
+def reason_ok(why: str) -> bool:
+    """Whether `why` says something: a letter or digit, and at most REASON_MAX characters."""
+    return any(c.isalnum() for c in why) and len(why) <= REASON_MAX
+
+
 def who() -> str:
     """The person unblinding, as review.jsonl records it: FONTAINE_USER, else the login name."""
-    name = os.environ.get("FONTAINE_USER", "")
+    name = "".join(c for c in os.environ.get("FONTAINE_USER", "") if c.isprintable()).strip()
     if not name:
         try:
             name = getpass.getuser()
@@ -101,8 +113,8 @@ def review_lines(state: ReviewState) -> list[str]:
 
 
 def _when(text: str) -> datetime | None:
-    try:
-        return datetime.fromisoformat(text)
+    try:  # before Python 3.11, fromisoformat takes no "Z"
+        return datetime.fromisoformat(text.replace("Z", "+00:00"))
     except ValueError:
         return None
 

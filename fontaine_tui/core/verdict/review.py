@@ -25,6 +25,7 @@ from fontaine_tui.core.atomic import append_line, locked
 from fontaine_tui.core.errors import InputError
 from fontaine_tui.core.readfile import read_whole
 from fontaine_tui.core.runfolder import REVIEW, VERDICT, RunFolder
+from fontaine_tui.core.verdict import blind
 from fontaine_tui.core.verdict import head as chain_head
 from fontaine_tui.core.verdict.ledger import genesis_of
 from fontaine_tui.core.verdict.record import ReviewState, Unblinding, Verdict
@@ -102,8 +103,8 @@ def append(
     on a `hidden` (blinded) read records what the reviewer saw: BLINDED, no delta."""
     if action not in ACTIONS:
         raise ValueError(f"action: expected one of {', '.join(ACTIONS)}, got {action!r}")
-    if action == "unblind" and not (who and note.strip()):
-        raise InputError("unblind: expected who unblinds and why (a reason that is not empty)")
+    if action == "unblind" and not (who and blind.reason_ok(note)):
+        raise InputError(f"unblind: who unblinds, and {blind.REASON_RULE}")
     path = Path(path)
     stamp = datetime.fromtimestamp(clock(), timezone.utc).isoformat().replace("+00:00", "Z")
     if not path.exists():  # the lock creates a missing file: a removed trail stays removed
