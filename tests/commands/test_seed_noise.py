@@ -132,6 +132,20 @@ def test_seeds_that_are_not_independent_are_one_line_exit_2(tmp_path, capsys):
     assert "the seeds of verdict.seed_group 'ref-seeds' must be independent runs" in err[0]
 
 
+def test_one_run_banked_twice_is_not_two_seeds(tmp_path, capsys):
+    """A copy under another name (no seed in its meta): the same probes, refused."""
+    names = bank_seeds(tmp_path, deltas=(0.1, 0.2), seeds=(None, None))
+    capsys.readouterr()
+    assert main(["bank", "add", str(tmp_path / "s1"), "--as", "s1copy"]) == 0
+    log = write_log(tmp_path / "run" / "train_log.jsonl", probes=RIGONLY_LIKE)
+    preset = seed_preset(tmp_path, [*names, "s1copy"])
+    capsys.readouterr()
+    assert main(["verdict", str(log), "--preset", str(preset)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1
+    assert "comparators.s1copy.bank: every probe the same as comparators.s1's" in err[0]
+
+
 def test_seeds_of_other_recipes_are_refused(tmp_path, capsys):
     log = write_log(tmp_path / "run" / "train_log.jsonl", probes=RIGONLY_LIKE)
     names = bank_seeds(tmp_path, recipe={"s2": {"lr": 0.002}})

@@ -71,6 +71,13 @@ def _independent(path: Path, said: str, first: Comparator, c: Comparator) -> Non
         )
     if c.entry is None or first.entry is None:
         return
+    if c.entry.probes() and c.entry.probes() == first.entry.probes():
+        raise PresetError(
+            path,
+            where,
+            f"every probe the same as comparators.{first.name}'s ({_short(first.bank)}): one "
+            f"run banked twice, or a copy; {said} must be independent runs",
+        )
     seed = run_seed(c.entry)
     if seed is not None and seed == run_seed(first.entry):
         raise PresetError(
