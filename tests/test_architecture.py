@@ -114,19 +114,54 @@ def test_a_broken_rule_is_caught(tmp_path):
         assert f"{module} ->" in reports[name], reports[name]
 
 
-def test_mypy_passes_over_fontaine_tui_and_the_engine():
+# (where, what it holds, what mypy says of it): one type error planted in each checked tree;
+# the engine's is a torch call, so a config that stopped following torch would lose it
+PLANTED_TYPES = [
+    (
+        "fontaine_tui/core/planted_types.py",
+        'def f() -> int:\n    return "one"\n',
+        'Incompatible return value type (got "str", expected "int")',
+    ),
+    (
+        "engine/planted_types.py",
+        "import torch\n\n\ndef f() -> str:\n    return torch.zeros(1)\n",
+        'Incompatible return value type (got "Tensor", expected "str")',
+    ),
+]
+
+
+@pytest.mark.slow  # mypy over both trees and torch: the suite's longest check
+def test_mypy_passes_over_fontaine_tui_and_the_engine_and_catches_a_planted_error(tmp_path):
+    """Mypy, with pyproject.toml's settings, over a copy of both trees with a type error planted
+    in each: it reports those two and nothing else.
+
+    One run proves both: the tree itself is clean (any other error fails), and the settings
+    still check both trees (a planted error missed fails). The copy shares this checkout's
+    .mypy_cache, so a warm cache stays warm (mypy checks a moved file's hash).
+    """
     import tomllib
 
     files = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["mypy"]["files"]
     assert {"fontaine_tui", "engine"} <= set(files), files
+    for name in ("fontaine_tui", "engine"):
+        shutil.copytree(ROOT / name, tmp_path / name, ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copy(ROOT / "pyproject.toml", tmp_path / "pyproject.toml")
+    for where, code, _ in PLANTED_TYPES:
+        (tmp_path / where).write_text(code)
     proc = subprocess.run(
-        [sys.executable, "-m", "mypy", "--no-error-summary"],
-        cwd=ROOT,
+        [sys.executable, "-m", "mypy", "--no-error-summary"]
+        + ["--cache-dir", str(ROOT / ".mypy_cache")],
+        cwd=tmp_path,
         capture_output=True,
         text=True,
         timeout=600,
     )
-    assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-1000:]
+    assert proc.returncode == 1, proc.stdout[-4000:] + proc.stderr[-1000:]
+    errors = [line for line in proc.stdout.splitlines() if ": error: " in line]
+    for where, _, said in PLANTED_TYPES:
+        assert any(e.startswith(f"{where}:") and said in e for e in errors), proc.stdout[-4000:]
+    others = [e for e in errors if not e.startswith(tuple(w for w, _, _ in PLANTED_TYPES))]
+    assert not others, "\n".join(others[-40:])
 
 
 def test_no_import_cycle():
