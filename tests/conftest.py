@@ -1,6 +1,7 @@
 """Fixtures for every test: its own registry, a real sshd and the demosonly_1gpu preset.
 
-Each test gets its own babysit registry (the user's is never touched). The sshd runs on
+Each test gets its own babysit registry (the user's is never touched); the run shares one
+cache folder, where the engine's corpus is built once. The sshd runs on
 127.0.0.1 with throwaway keys, one per session. The preset comes with and without its
 amendment.
 """
@@ -9,6 +10,7 @@ from __future__ import annotations
 
 import os
 import signal
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -48,14 +50,24 @@ def bank_path(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     return path
 
 
-@pytest.fixture(scope="session")
-def frame_cache(tmp_path_factory) -> Path:
-    """The engine's decoded-frame cache in a temp folder for the session.
+def _shared_root(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The temp folder every worker of this test run shares (under xdist, their basetemps')."""
+    base = tmp_path_factory.getbasetemp()
+    return base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base
 
-    The cache ($XDG_CACHE_HOME/fontaine-engine/frames) serves this process and the engines it
-    starts. Every engine test uses it (tests/engine/conftest.py).
+
+@pytest.fixture(scope="session", autouse=True)
+def frame_cache(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    """One $XDG_CACHE_HOME for the whole test run, shared by its workers.
+
+    The engine keeps its corpus (the default --data-dir) and its decoded-frame cache
+    ($XDG_CACHE_HOME/fontaine-engine/frames) there: this process and every engine a test
+    starts build the corpus and decode its frames once per run, not once per worker, and the
+    user's ~/.cache is never touched. Both are written atomically (tmp file, then rename), so
+    the workers' engines share them safely.
     """
-    cache = tmp_path_factory.mktemp("xdg-cache")
+    cache = _shared_root(tmp_path_factory) / "xdg-cache"
+    cache.mkdir(exist_ok=True)
     old = os.environ.get("XDG_CACHE_HOME")
     os.environ["XDG_CACHE_HOME"] = str(cache)
     yield cache / "fontaine-engine" / "frames"
@@ -66,12 +78,21 @@ def frame_cache(tmp_path_factory) -> Path:
 
 
 @pytest.fixture(scope="session")
-def corpus_dir(tmp_path_factory, frame_cache) -> Path:
+def corpus_dir(tmp_path_factory: pytest.TempPathFactory, frame_cache: Path) -> Path:
+    """The engine's default corpus folder, built and its frames decoded once per test run.
+
+    The first worker to ask builds it while the others wait on a lock; a launch without
+    --data-dir trains on this same folder.
+    """
+    import fcntl
+
     from fontaine_engine import corpus
 
-    root = tmp_path_factory.mktemp("cache") / "corpus-v2"
-    corpus.ensure(root)
-    corpus.load(root)  # decode the frames once for the session
+    root = corpus.default_dir()
+    with open(_shared_root(tmp_path_factory) / "corpus.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        corpus.ensure(root)
+        corpus.load(root)  # decode the frames once for the run
     return root
 
 

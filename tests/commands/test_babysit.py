@@ -37,6 +37,7 @@ def env_for(tmp_path: Path, **more: str) -> dict[str, str]:
 
 @pytest.mark.engine
 @pytest.mark.slow
+@pytest.mark.usefixtures("corpus_dir")  # the default corpus the engine trains on, built once
 @pytest.mark.skipif(importlib.util.find_spec("torch") is None, reason="the engine needs torch")
 def test_babysit_watches_a_detached_run_to_its_end(tmp_path: Path, registry_path: Path) -> None:
     folder = RunFolder(tmp_path / "run")

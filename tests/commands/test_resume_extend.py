@@ -26,7 +26,8 @@ from fontaine_tui.core.verdict.record import EXIT_CODES
 
 if importlib.util.find_spec("torch") is None:  # the engine needs it (not imported here)
     pytest.skip("torch is not installed", allow_module_level=True)
-pytestmark = [pytest.mark.engine, pytest.mark.slow]
+# the engines it launches train on the default corpus: built once for the run (corpus_dir)
+pytestmark = [pytest.mark.engine, pytest.mark.slow, pytest.mark.usefixtures("corpus_dir")]
 TIMEOUT = 300
 
 

@@ -56,8 +56,12 @@ def _preset(home: Path, name: str, **changes: str) -> str:
 
 
 @pytest.fixture(scope="module")
-def home(tmp_path_factory) -> Path:
-    """A folder with its own bank and registry, the demo's recorded run banked as `base`."""
+def home(tmp_path_factory, corpus_dir) -> Path:
+    """A folder with its own bank and registry, the demo's recorded run banked as `base`.
+
+    The engines it launches train on the default corpus (corpus_dir: built once for the run),
+    so a stop sent at once is not held up by the engine building it.
+    """
     home = tmp_path_factory.mktemp("delta")
     shutil.copytree(DEMO / "run", home / "base_run")
     res = _cli(home, "bank", "add", "base_run", "--as", "base")

@@ -16,15 +16,6 @@ os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 REPO = Path(__file__).resolve().parents[2]
 
 
-@pytest.fixture(scope="session", autouse=True)
-def _engine_frame_cache(frame_cache) -> Path:
-    """Have every engine test decode into the session's frame cache.
-
-    The engines the test starts use it too (tests/conftest.py).
-    """
-    return frame_cache
-
-
 def engine_env() -> dict[str, str]:
     env = dict(os.environ)
     env["PYTHONPATH"] = str(REPO) + os.pathsep + env.get("PYTHONPATH", "")
