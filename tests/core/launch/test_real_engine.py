@@ -12,6 +12,7 @@ import socket
 import subprocess
 import sys
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -20,19 +21,31 @@ from fontaine_tui.core.launch.logtail import read_tail
 from fontaine_tui.core.launch.registry import Registry
 from fontaine_tui.core.log.read import load_log
 from fontaine_tui.core.runfolder import RunFolder
-from fontaine_tui.core.verdict.prereg import read_prereg
+from fontaine_tui.core.verdict.prereg import Prereg, read_prereg
 from fontaine_tui.core.verdict.record import EXIT_CODES
 
 if importlib.util.find_spec("torch") is None:  # the engine needs it (not imported here)
     pytest.skip("torch is not installed", allow_module_level=True)
-pytestmark = [pytest.mark.engine, pytest.mark.slow]
+# the engines it launches train on the default corpus: built once for the run (corpus_dir)
+pytestmark = [pytest.mark.engine, pytest.mark.slow, pytest.mark.usefixtures("corpus_dir")]
 TIMEOUT = 300
 
 
-def launch(cwd: Path, *extra: str, code: Path | None = None, notify: str = "") -> subprocess.Popen:
+def launch(
+    cwd: Path,
+    *extra: str,
+    code: Path | None = None,
+    notify: str = "",
+    env: dict[str, str] | None = None,
+) -> subprocess.Popen:
     """`launch smoke --plain`; with `code`, the engine package is imported from there; with
-    `notify`, FONTAINE_NOTIFY (the user's config.toml kept out either way)."""
-    env = {**os.environ, "PYTHONUNBUFFERED": "1", "XDG_CONFIG_HOME": str(cwd / "config")}
+    `notify`, FONTAINE_NOTIFY (the user's config.toml kept out either way); `env` added."""
+    env = {
+        **os.environ,
+        "PYTHONUNBUFFERED": "1",
+        "XDG_CONFIG_HOME": str(cwd / "config"),
+        **(env or {}),
+    }
     env.pop("FONTAINE_NOTIFY", None)
     if notify:
         env["FONTAINE_NOTIFY"] = notify
@@ -60,15 +73,39 @@ def launch(cwd: Path, *extra: str, code: Path | None = None, notify: str = "") -
     )
 
 
-def test_launch_smoke_end_to_end(tmp_path: Path, registry_path: Path) -> None:
-    """... with a notification destination: a real JSON webhook on 127.0.0.1, whose secret
-    path never shows in the output."""
+@dataclass
+class SmokeRun:
+    """One `launch smoke --plain` to its end, as test_launch_smoke_end_to_end reads it."""
+
+    folder: RunFolder
+    registry: Path
+    prereg_when_log_appeared: Prereg
+    out: str
+    err: str
+    returncode: int
+    posts: list[dict]
+    paths: list[str]
+
+
+SECRET = "/hooks/SECRETTOKEN"
+
+
+@pytest.fixture(scope="module")
+def smoke_run(tmp_path_factory: pytest.TempPathFactory) -> SmokeRun:
+    """One launch of smoke to its end for two tests, with its own registry and bank, and a
+    notification destination: a real JSON webhook on 127.0.0.1.
+
+    test_launch_smoke_end_to_end checks the run, and
+    test_bank_a_real_run_and_launch_another_against_it banks it.
+    """
     from tests.core.notify.server import Hook
 
+    cwd = tmp_path_factory.mktemp("smoke")
+    registry = cwd / "state" / "babysit.toml"
     hook = Hook()
-    secret = "/hooks/SECRETTOKEN"
-    folder = RunFolder(tmp_path / "run")
-    proc = launch(tmp_path, notify=hook.url(secret))
+    folder = RunFolder(cwd / "run")
+    env = {"FONTAINE_REGISTRY": str(registry), "FONTAINE_BANK": str(cwd / "bank")}
+    proc = launch(cwd, notify=hook.url(SECRET), env=env)
     # prereg.json must already be complete when the log's first line appears
     deadline = time.monotonic() + TIMEOUT
     while not (folder.log.exists() and folder.log.stat().st_size > 0):
@@ -77,7 +114,19 @@ def test_launch_smoke_end_to_end(tmp_path: Path, registry_path: Path) -> None:
         time.sleep(0.005)
     prereg_when_log_appeared = read_prereg(folder)
     out, err = proc.communicate(timeout=TIMEOUT)
+    posts = [json.loads(r.body) for r in hook.requests]
+    paths = [r.path for r in hook.requests]
+    hook.close()
+    return SmokeRun(
+        folder, registry, prereg_when_log_appeared, out, err, proc.returncode, posts, paths
+    )
 
+
+def test_launch_smoke_end_to_end(smoke_run: SmokeRun) -> None:
+    """... with a notification destination: a real JSON webhook on 127.0.0.1, whose secret
+    path never shows in the output."""
+    folder, out, err = smoke_run.folder, smoke_run.out, smoke_run.err
+    prereg_when_log_appeared = smoke_run.prereg_when_log_appeared
     store = load_log(folder.log)
     first = store.metas[0]
     assert prereg_when_log_appeared.launched_ts < first.time
@@ -89,18 +138,17 @@ def test_launch_smoke_end_to_end(tmp_path: Path, registry_path: Path) -> None:
     assert store.last_step == 40 and store.events[-1].event == "end"
     assert "engine finished at step 40 (last checkpoint step 40), exit 0" in out
     # exit recorded in the registry
-    [entry] = Registry(registry_path).entries()
+    [entry] = Registry(smoke_run.registry).entries()
     assert (entry.status, entry.exit_code, entry.last_step) == ("finished", 0, 40)
     assert entry.run_dir == str(folder.root) and entry.preset_sha256 == prereg.preset_sha256
     # verdict computed: printed, verdict.json written, exit code is the verdict's
     verdict = json.loads(folder.verdict.read_text())
     assert verdict["read_step"] == 40 and verdict["provisional"] is False
     assert f"VERDICT: {verdict['verdict']}  [final]" in out
-    assert proc.returncode == EXIT_CODES[verdict["verdict"]]
+    assert smoke_run.returncode == EXIT_CODES[verdict["verdict"]]
     # the notifications: launch, each probe's read, the final verdict with its label
-    posts = [json.loads(r.body) for r in hook.requests]
-    hook.close()
-    assert all(r.path == secret for r in hook.requests)
+    posts = smoke_run.posts
+    assert smoke_run.paths and all(path == SECRET for path in smoke_run.paths)
     titles = [m["title"] for m in posts]
     assert titles[0] == "smoke: launched" and posts[0]["level"] == "info"
     probes = [m for m in posts if m["title"].startswith("smoke: probe at step ")]
@@ -291,35 +339,18 @@ def test_ctrl_c_detaches_and_the_run_survives_the_console(
             os.killpg(engine.pid, signal.SIGKILL)
 
 
-def test_bank_a_real_run_and_launch_another_against_it(tmp_path: Path) -> None:
-    """Two real engine runs: the first banked, the second launched with it as a comparator;
-    the probes chart and verdict.json carry the banked curve and its sha256."""
+def test_bank_a_real_run_and_launch_another_against_it(tmp_path: Path, smoke_run: SmokeRun) -> None:
+    """Two real engine runs: the first (smoke_run) banked, the second launched with it as a
+    comparator; the probes chart and verdict.json carry the banked curve and its sha256."""
     from fontaine_tui.core.bank import store as bank
     from fontaine_tui.core.verdict.probechart import probes_chart
     from fontaine_tui.core.verdict.rules import verdict_series
     from tests.core.launch.conftest import preset_variant
 
-    first = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "fontaine_tui",
-            "launch",
-            "smoke",
-            "--plain",
-            "--output-dir",
-            "a",
-            "--poll",
-            "0.5",
-        ],
-        cwd=tmp_path,
-        capture_output=True,
-        text=True,
-        timeout=TIMEOUT,
-    )
-    assert "engine finished at step 40" in first.stdout, first.stderr[-2000:]
+    first = smoke_run.folder.root  # a finished launch of smoke
+    assert "engine finished at step 40" in smoke_run.out, smoke_run.err[-2000:]
     res = subprocess.run(
-        [sys.executable, "-m", "fontaine_tui", "bank", "add", "a", "--as", "smoke_a"],
+        [sys.executable, "-m", "fontaine_tui", "bank", "add", str(first), "--as", "smoke_a"],
         cwd=tmp_path,
         capture_output=True,
         text=True,
