@@ -122,6 +122,7 @@ def smoke_run(tmp_path_factory: pytest.TempPathFactory) -> SmokeRun:
     )
 
 
+@pytest.mark.xdist_group("smoke_run")  # one worker, one launch for both
 def test_launch_smoke_end_to_end(smoke_run: SmokeRun) -> None:
     """... with a notification destination: a real JSON webhook on 127.0.0.1, whose secret
     path never shows in the output."""
@@ -339,6 +340,7 @@ def test_ctrl_c_detaches_and_the_run_survives_the_console(
             os.killpg(engine.pid, signal.SIGKILL)
 
 
+@pytest.mark.xdist_group("smoke_run")  # one worker, one launch for both
 def test_bank_a_real_run_and_launch_another_against_it(tmp_path: Path, smoke_run: SmokeRun) -> None:
     """Two real engine runs: the first (smoke_run) banked, the second launched with it as a
     comparator; the probes chart and verdict.json carry the banked curve and its sha256."""
