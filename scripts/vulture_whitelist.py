@@ -39,6 +39,7 @@ _.action_toggle_scale
 _.action_step_read
 _.action_live_read
 _.action_note
+_.action_unblind
 _.action_export
 _.action_rescore
 _.action_help

@@ -14,7 +14,7 @@ from fontaine_tui.core.runfolder import REVIEW
 from fontaine_tui.core.text import literal
 from fontaine_tui.core.verdict import blind, review
 from fontaine_tui.core.verdict.record import EXIT_CODES, PROVISIONAL_OFFSET
-from fontaine_tui.core.verdict.text import render
+from fontaine_tui.core.verdict.text import render, render_blinded
 from fontaine_tui.model.judge import Judged, judge
 
 BLINDED_SCHEMA = "fontaine-tui/blinded/1"  # `verdict -j` on a hidden read (docs/verdict-json.md)
@@ -110,7 +110,7 @@ def _blinded(args: argparse.Namespace, judged: Judged) -> int:
         }
         sys.stdout.write(json.dumps(doc, indent=2) + "\n")
     else:
-        sys.stdout.write(blind.render(verdict, judged.log_path, args.log) + "\n")
+        sys.stdout.write(render_blinded(verdict, judged.log_path, args.log) + "\n")
     if verdict.review is not None and not verdict.review.intact:
         raise InputError(f"{verdict.review.broken} (the review trail does not hold)")
     return blind.EXIT_BLINDED

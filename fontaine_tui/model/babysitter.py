@@ -43,7 +43,7 @@ from fontaine_tui.core.log.store import RunStore
 from fontaine_tui.core.verdict import blind
 from fontaine_tui.core.verdict.prereg import parse_utc
 from fontaine_tui.core.verdict.record import Verdict
-from fontaine_tui.core.verdict.text import render
+from fontaine_tui.core.verdict.text import render, render_blinded
 from fontaine_tui.model.notices import RunNotices
 from fontaine_tui.model.readout import recipe_steps
 from fontaine_tui.model.session import Session
@@ -366,7 +366,7 @@ class Babysitter:
         self.finalized = True
         if self.notices is not None:
             hidden = self.hides(verdict)
-            text = blind.render(verdict, self.session.source.label) if hidden else text
+            text = render_blinded(verdict, self.session.source.label) if hidden else text
             self.notices.final(verdict, text, exit_line, hidden)
             store = store if store is not None else self.session.store
             end = store.events[-1] if store.events and store.ended_at is not None else None

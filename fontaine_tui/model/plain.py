@@ -46,7 +46,7 @@ from fontaine_tui.core.verdict.ledger import read_ledger
 from fontaine_tui.core.verdict.prereg import Prereg, utc_iso
 from fontaine_tui.core.verdict.record import Verdict
 from fontaine_tui.core.verdict.rules import compute_verdict
-from fontaine_tui.core.verdict.text import headline, render
+from fontaine_tui.core.verdict.text import headline, render, render_blinded
 from fontaine_tui.model.babysitter import Babysitter
 from fontaine_tui.model.plainwarn import PlainWarnings
 from fontaine_tui.model.readout import recipe_steps
@@ -346,7 +346,7 @@ def finish(watch: PlainWatch, registry: Registry, host: str, info: ExitInfo) -> 
     end_attempt(folder, watch.attempt, info, watch.babysitter, watch.say)
     verdict = watch.verdict(store, last if info.cause in GATE_STOPS else None)
     hidden = watch.session.hides(verdict)  # a run ended before its endpoint, blinded
-    text = blind.render(verdict, where) if hidden else render(verdict, where)
+    text = render_blinded(verdict, where) if hidden else render(verdict, where)
     watch.say_lines(text)
     if watch.babysitter is not None:
         watch.babysitter.final(verdict, text, info.describe(), store)

@@ -45,9 +45,13 @@ def run_folder(tmp_path: Path, upto: int, blind: bool = True) -> Path:
     return root
 
 
-def cli(tmp_path: Path, *args: str, who: str = "alice") -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "FONTAINE_USER": who, "XDG_CONFIG_HOME": str(tmp_path / "cfg")}
+def cli(
+    tmp_path: Path, *args: str, who: str = "alice", **more: str
+) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "FONTAINE_USER": who, "XDG_CONFIG_HOME": str(tmp_path / "cfg"), **more}
     env.pop("FONTAINE_NOTIFY", None)
+    if "XDG_STATE_HOME" in more:  # the registry and the fleet cache, under tmp_path
+        env.pop("FONTAINE_REGISTRY", None)
     return subprocess.run(
         [sys.executable, "-m", "fontaine_tui", *args],
         cwd=tmp_path,
@@ -212,20 +216,9 @@ endpoint_step = 40
 healthy_max = 0.0
 drift_min = 0.2
 ''')
-    env = {**os.environ, "XDG_CONFIG_HOME": str(tmp_path / "cfg")}
-    env["XDG_STATE_HOME"] = str(tmp_path / "state")  # the registry and fleet cache, here
-    env.pop("FONTAINE_REGISTRY", None)
-    env.pop("FONTAINE_NOTIFY", None)
 
     def run(*args: str) -> subprocess.CompletedProcess[str]:
-        return subprocess.run(
-            [sys.executable, "-m", "fontaine_tui", *args],
-            cwd=tmp_path,
-            env=env,
-            capture_output=True,
-            text=True,
-            timeout=120,
-        )
+        return cli(tmp_path, *args, XDG_STATE_HOME=str(tmp_path / "state"))
 
     out = run("launch", "blind.toml", "--plain", "--poll", "0.5")
     said = out.stdout + out.stderr

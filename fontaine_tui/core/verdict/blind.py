@@ -19,7 +19,6 @@ import os
 from datetime import datetime
 
 from fontaine_tui.core.preset.record import Preset
-from fontaine_tui.core.text import literal
 from fontaine_tui.core.verdict.record import AmendmentCheck, ReviewState, Verdict
 
 BLINDED = "BLINDED"
@@ -71,36 +70,6 @@ def probe_line(step: int) -> str:
 def unblind_hint(target: str) -> str:
     """How to see the read before the endpoint, recorded."""
     return f"to see it before the endpoint: fontaine-tui verdict {target} --unblind WHY (recorded)"
-
-
-def render(v: Verdict, log_label: str = "", target: str = "") -> str:
-    """The card of a hidden read: what is still shown (health, ledger, review), not the read."""
-    counts = v.counts
-    lines = [f"preset {v.preset.get('name', '?')}  sha256 {v.preset.get('sha256', '')[:12]}"]
-    if log_label:
-        lines.append(
-            f"log {log_label}: {counts.get('records', 0)} records, "
-            f"{counts.get('malformed', 0)} malformed lines"
-        )
-        if counts.get("out_of_order"):
-            lines.append(f"{counts['out_of_order']} record(s) out of order, not applied")
-        if counts.get("conflicts"):
-            lines.append(f"{counts['conflicts']} conflicting probe(s)")
-        lines += [f"note: {n}" for n in v.notices]
-    lines += [f"WARNING: {c}" for c in v.provenance_changes]
-    lines.append(
-        f"metric {v.metric}: values, deltas and the verdict {HIDDEN} until the endpoint "
-        f"(step {v.endpoint_step})"
-    )
-    lines.append("")
-    lines.append(f"VERDICT: {headline(v)}")
-    if v.review is not None:
-        lines += review_lines(v.review)
-    for a in v.amendments:
-        lines.append(f"amendment {a.id} ({a.kind}, {a.source}): {a.status}")
-    if target:
-        lines.append(unblind_hint(target))
-    return "\n".join(map(literal, lines))
 
 
 def review_lines(state: ReviewState) -> list[str]:

@@ -67,7 +67,11 @@ def _where(v: Verdict) -> list[str]:
     return [f"line {n}" for n in v.malformed_lines]
 
 
-def render(v: Verdict, log_label: str = "") -> str:
+def _log_lines(v: Verdict, log_label: str, detail: bool = True) -> list[str]:
+    """The card's first lines: the preset, what the log held, its notices and provenance.
+
+    Without `detail` (a blinded card) the out-of-order and conflicting records are counted,
+    not quoted: a conflict's words may name the probe's values."""
     counts = v.counts
     lines = [f"preset {v.preset.get('name', '?')}  sha256 {v.preset.get('sha256', '')[:12]}"]
     if log_label:
@@ -88,16 +92,36 @@ def render(v: Verdict, log_label: str = "") -> str:
             lines.append("read from " + ", then ".join(name for name, _ in v.segments))
         if counts.get("out_of_order"):
             shown = "; ".join(f"{where}: {why}" for where, why in v.out_of_order[:3])
-            lines.append(
-                f"{counts['out_of_order']} record(s) out of order, not applied "
-                f"({shown}{'; ...' if counts['out_of_order'] > 3 else ''})"
-            )
+            more = f" ({shown}{'; ...' if counts['out_of_order'] > 3 else ''})" if detail else ""
+            lines.append(f"{counts['out_of_order']} record(s) out of order, not applied{more}")
         if counts.get("conflicts"):
-            lines.append(
-                f"{counts['conflicts']} conflicting probe(s): " + "; ".join(v.conflicts[:3])
-            )
+            shown = ": " + "; ".join(v.conflicts[:3]) if detail else ""
+            lines.append(f"{counts['conflicts']} conflicting probe(s){shown}")
         lines += [f"note: {n}" for n in v.notices]
     lines += [f"WARNING: {c}" for c in v.provenance_changes]
+    return lines
+
+
+def render_blinded(v: Verdict, log_label: str = "", target: str = "") -> str:
+    """The card of a hidden read (core/verdict/blind.py): health, ledger and review, no read."""
+    lines = _log_lines(v, log_label, detail=False)
+    lines.append(
+        f"metric {v.metric}: values, deltas and the verdict {blind.HIDDEN} until the endpoint "
+        f"(step {v.endpoint_step})"
+    )
+    lines.append("")
+    lines.append(f"VERDICT: {blind.headline(v)}")
+    if v.review is not None:
+        lines += blind.review_lines(v.review)
+    for a in v.amendments:  # a scale's reason quotes the run's levels: its status only
+        lines.append(f"amendment {a.id} ({a.kind}, {a.source}): {a.status}")
+    if target:
+        lines.append(blind.unblind_hint(target))
+    return "\n".join(map(literal, lines))
+
+
+def render(v: Verdict, log_label: str = "") -> str:
+    lines = _log_lines(v, log_label)
     read = "—" if v.read_step is None else str(v.read_step)
     better = "" if v.direction == "lower" else ", higher is better"
     if v.read == "level":
