@@ -9,7 +9,7 @@ from fontaine_tui.commands._args import examples
 from fontaine_tui.core.launch import guards
 from fontaine_tui.core.text import gib, literal, mib
 from fontaine_tui.core.verdict.seedbounds import preregistration_checks
-from fontaine_tui.model.launched import prepare
+from fontaine_tui.model.preflight import prepare
 
 
 def register(sub: argparse._SubParsersAction) -> None:

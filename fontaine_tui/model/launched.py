@@ -7,7 +7,7 @@ This is the one home for what `launch`, the launch console, `launch --plain`, `s
 It runs the guards, freezes prereg.json, starts the run, records the attempt in
 attempts.jsonl and writes the registry entry. `from_registry` finds a registered run's process
 again (`stop`, `babysit`), and `found_there` a run launched on another host
-(`attach HOST:PATH`, the runs list).
+(`attach HOST:PATH`, the runs list). What `doctor` checks before a start is model/preflight.py's.
 `finish` is the run's end once its process exited. It writes the registry, the attempt's end
 and its incident post, verdict.json and the final read. The console calls it (through
 `LaunchEnd`) the moment it sees the exit, and `after_console` prints what it said once the
@@ -36,9 +36,7 @@ from fontaine_tui.core.launch.registry import Entry, Registry
 from fontaine_tui.core.launch.remote import POLL_S, RemoteEngine, record_exit
 from fontaine_tui.core.launch.slurm_job import SlurmJob
 from fontaine_tui.core.launch.targets.base import Handle, Request, Started, Target
-from fontaine_tui.core.launch.targets.local import LocalTarget
 from fontaine_tui.core.notify.destinations import config_path
-from fontaine_tui.core.preset.find import load_preset
 from fontaine_tui.core.preset.record import Preset
 from fontaine_tui.core.runfolder import RunFolder
 from fontaine_tui.core.verdict.ledger import declare_deltas, forget_deltas
@@ -48,10 +46,9 @@ from fontaine_tui.model.notices import RunNotices
 from fontaine_tui.model.plain import PlainWatch, babysit, finish
 
 if TYPE_CHECKING:
-    from fontaine_tui.core.host.telemetry import TelemetrySnapshot
     from fontaine_tui.core.launch.attempts import Attempt
 
-__all__ = ["LaunchEnd", "LaunchedRun", "launchable", "prepare"]
+__all__ = ["LaunchEnd", "LaunchedRun", "launchable"]
 
 
 class LaunchEnd(Protocol):
@@ -78,27 +75,6 @@ def launchable(preset: Preset) -> Preset:
             "verdict or bank the run's folder with it)"
         )
     return preset
-
-
-def prepare(
-    preset_name: str,
-    output_dir: str | None,
-    resume: bool,
-    yes_ram: bool,
-    registry: Registry | None = None,
-) -> tuple[Preset, RunFolder, list[guards.Finding], list[str], Registry, TelemetrySnapshot | None]:
-    """Everything before a start on this host, with nothing written.
-
-    Returns (preset, folder, findings, argv, registry, telemetry). `doctor` shows it.
-    """
-    preset = launchable(load_preset(preset_name))
-    target = LocalTarget()
-    req = Request(preset, registry or Registry(), output_dir, resume, yes_ram)
-    folder = target.folder(req)
-    findings = target.check(req, folder)
-    endpoint = resume_endpoint(folder) if resume and folder.prereg.exists() else None
-    argv = maker_for(preset).argv(preset, folder.root, resume, endpoint)
-    return preset, folder, findings, argv, req.registry, target.telemetry
 
 
 @dataclass(eq=False)
