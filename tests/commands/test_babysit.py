@@ -102,8 +102,14 @@ def test_babysit_watches_a_detached_run_to_its_end(tmp_path: Path, registry_path
     assert (after.status, after.last_step) == ("finished", 40)
     [attempt] = read_attempts(folder)
     assert (attempt.kind, attempt.cause, attempt.last_step) == ("launch", "finished", 40)
-    watchers = {p["watcher"] for p in read_polls(folder.root / "babysit.jsonl")}
-    assert "babysit" in watchers
+    # babysit.jsonl keeps what babysit posted (and its polls, when one fell due before the end:
+    # the first poll may be the launch's, taken before its Ctrl-C)
+    lines = [json.loads(x) for x in (folder.root / "babysit.jsonl").read_text().splitlines()]
+    told = {
+        (x["what"], x["step"]) for x in lines if x["watcher"] == "babysit" and x["kind"] == "told"
+    }
+    assert ("verdict", 40) in told and ("probe", 40) in told, lines
+    assert read_polls(folder.root / "babysit.jsonl")  # the run's polls, whoever took them
     assert "TOKEN42" not in res.stdout + res.stderr
     for path in folder.root.rglob("*"):
         if path.is_file():
