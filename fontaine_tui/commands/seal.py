@@ -11,7 +11,7 @@ from fontaine_tui.commands._args import examples
 from fontaine_tui.core.atomic import replace_own
 from fontaine_tui.core.errors import InputError
 from fontaine_tui.core.readfile import read_whole
-from fontaine_tui.core.runfolder import REVIEW, check_target
+from fontaine_tui.core.runfolder import check_target
 from fontaine_tui.core.text import literal
 from fontaine_tui.core.verdict import blind, review
 from fontaine_tui.core.verdict.bundle import is_bundle, unpack
@@ -69,14 +69,7 @@ def _record_look(target: str, why: str) -> None:
         raise InputError(f"--unblind: {blind.REASON_RULE}")
     if judged.folder is None:
         raise InputError(f"{target}: no run folder to record the look in (review.jsonl)")
-    review.append(
-        judged.folder.root / REVIEW,
-        "unblind",
-        judged.verdict,
-        why.strip(),
-        who=blind.who(),
-        hidden=True,
-    )
+    review.record_look(judged.folder.root, judged.verdict, why)
 
 
 def _say(line: str) -> None:

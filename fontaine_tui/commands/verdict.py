@@ -10,7 +10,6 @@ from dataclasses import replace
 from fontaine_tui.commands._args import examples
 from fontaine_tui.core.errors import InputError
 from fontaine_tui.core.launch.rescore import score_offer
-from fontaine_tui.core.runfolder import REVIEW
 from fontaine_tui.core.text import literal
 from fontaine_tui.core.verdict import blind, review
 from fontaine_tui.core.verdict.record import EXIT_CODES, PROVISIONAL_OFFSET
@@ -72,8 +71,7 @@ def run(args: argparse.Namespace) -> int:
             raise InputError(
                 f"--unblind: {args.log} has no run folder to record the look in (review.jsonl)"
             )
-        why, who = args.unblind.strip(), blind.who()
-        review.append(folder.root / REVIEW, "unblind", verdict, why, who=who, hidden=True)
+        review.record_look(folder.root, verdict, args.unblind)
         verdict = replace(verdict, review=review.state(folder.root))
     if args.json:
         sys.stdout.write(json.dumps(verdict.to_json(), indent=2) + "\n")

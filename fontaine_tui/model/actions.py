@@ -13,6 +13,7 @@ from pathlib import Path
 
 from fontaine_tui.core.errors import InputError
 from fontaine_tui.core.preset.record import Preset
+from fontaine_tui.core.runfolder import REVIEW
 from fontaine_tui.core.verdict import blind
 from fontaine_tui.core.verdict import export as exporter
 from fontaine_tui.core.verdict import review as reviewer
@@ -33,12 +34,19 @@ class ReviewActions:
     # and the ones before it show; a later probe is hidden again until another recorded look
     unblinded_at: int | None
 
+    def blind_hides(self, v: Verdict) -> bool:
+        """Whether the blind (the preset's, or this viewer's --blind) hides `v`.
+
+        That is whatever this console unblinded: notifications, warnings that quote the read,
+        and files the folder's next reader would find go by it."""
+        return blind.hidden(self.preset, v, self.blind_asked)
+
     def hides(self, v: Verdict) -> bool:
         """Whether this session hides the read `v` (blinded, not final, not unblinded here)."""
         seen = self.unblinded_at
         if seen is not None and v.read_step is not None and v.read_step <= seen:
             return False
-        return blind.hidden(self.preset, v, self.blind_asked)
+        return self.blind_hides(v)
 
     def review(
         self,
@@ -54,7 +62,7 @@ class ReviewActions:
             return Outcome(f"{action}: the read is blinded (u unblinds, recorded)", "error")
         if self.folder is None:
             return Outcome("review needs a run folder (none for this source)", "error")
-        path = self.folder / "review.jsonl"
+        path = self.folder / REVIEW
         try:
             entry = reviewer.append(path, action, v, note, clock, hidden=view.blinded)
         except OSError as exc:
@@ -74,7 +82,7 @@ class ReviewActions:
     def export(self, view: RunView, step: int | None, scaled: bool) -> Outcome:
         """verdict.json and the overlay chart for the read at `step` (blocking: a thread)."""
         v = view.verdict_at(step)
-        if blind.hidden(self.preset, v, self.blind_asked):  # unblinded here or not: the
+        if self.blind_hides(v):  # unblinded here or not: the
             # folder's next reader would find the read in verdict.json
             return Outcome(
                 "export: the read is blinded until the endpoint (verdict.json would show it to "
@@ -125,13 +133,10 @@ class ReviewActions:
                 "--unblind WHY)",
                 "error",
             )
-        path = self.folder / "review.jsonl"
         try:
-            entry = reviewer.append(
-                path, "unblind", view.latest, why, clock, who=blind.who(), hidden=True
-            )
+            entry = reviewer.record_look(self.folder, view.latest, why, clock)
         except OSError as exc:
-            return Outcome(f"{path}: cannot append ({exc.strerror})", "error")
+            return Outcome(f"{self.folder / REVIEW}: cannot append ({exc.strerror})", "error")
         except InputError as exc:  # a trail that does not hold is never extended
             self.check_review()
             return Outcome(f"not unblinded: {exc}", "error")

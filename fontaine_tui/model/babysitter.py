@@ -40,7 +40,6 @@ from fontaine_tui.core.launch.exits import ExitInfo
 from fontaine_tui.core.launch.gatestop import gate_stop
 from fontaine_tui.core.launch.registry import default_path
 from fontaine_tui.core.log.store import RunStore
-from fontaine_tui.core.verdict import blind
 from fontaine_tui.core.verdict.prereg import parse_utc
 from fontaine_tui.core.verdict.record import Verdict
 from fontaine_tui.core.verdict.text import render, render_blinded
@@ -179,7 +178,7 @@ class Babysitter:
 
         An unblinding in a console is that viewer's: the posts stay blinded until the endpoint.
         """
-        return blind.hidden(self.session.preset, v, self.session.blind_asked)
+        return self.session.blind_hides(v)
 
     @staticmethod
     def _told_key(what: str, step: int, logged: float) -> tuple[str, int, float | None]:

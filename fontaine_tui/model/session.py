@@ -29,7 +29,6 @@ from fontaine_tui.core.log.store import RunStore
 from fontaine_tui.core.preset.record import Amendment, Preset
 from fontaine_tui.core.runfolder import RunFolder
 from fontaine_tui.core.text import literal
-from fontaine_tui.core.verdict import blind
 from fontaine_tui.core.verdict.amendments import check_amendments
 from fontaine_tui.core.verdict.prereg import parse_utc
 from fontaine_tui.core.verdict.record import AmendmentCheck, ReviewState, Verdict
@@ -214,7 +213,7 @@ class Session(ReviewActions):
                 self.finished(),
                 self.settling(),
                 # the posts stay blinded whatever a console unblinds (model/babysitter.py)
-                blind.hidden(self.preset, self.latest(), self.blind_asked),
+                self.blind_hides(self.latest()),
             )
             + list(self.extra_warnings.values())
         )

@@ -144,6 +144,16 @@ def append(
     )
 
 
+def record_look(
+    folder: Path, verdict: Verdict, why: str, clock: Callable[[], float] = time.time
+) -> ReviewEntry:
+    """Append a look at a blinded read to the folder's review.jsonl: who, why, no read.
+
+    The line records BLINDED and no delta, and names the person (core/verdict/blind.py's
+    `who`); InputError (nothing written) when the reason says nothing or the trail is broken."""
+    return append(folder / REVIEW, "unblind", verdict, why.strip(), clock, blind.who(), True)
+
+
 def _refuse_broken(path: Path, lines: list[bytes]) -> list[str]:
     """The chain's links; InputError naming the break when it does not hold."""
     check, _, links = _check(path, lines)
