@@ -27,10 +27,8 @@ from fontaine_tui.model.session import Process, Session
 from fontaine_tui.model.view import Outcome, RunView, step_read
 from fontaine_tui.screens.dialogs import NoteDialog, QuitDialog
 from fontaine_tui.screens.help import HelpScreen
-from fontaine_tui.screens.monitor import MonitorScreen
-from fontaine_tui.screens.probes import ProbesScreen
-from fontaine_tui.screens.runs import RunsScreen
-from fontaine_tui.screens.verdict import VerdictScreen
+from fontaine_tui.screens.modes import MODE_BINDINGS
+from fontaine_tui.screens.modes import MODES as SCREEN_MODES
 from fontaine_tui.widgets.safe import notify
 
 FRAME_S = 0.5  # at most two redraws a second, however fast lines arrive
@@ -44,41 +42,9 @@ QUIT_DRAIN_S = 2.0  # how long quitting waits for notifications still queued
 class FontaineApp(App[int]):
     CSS_PATH = "app.tcss"
     TITLE = "fontaine-tui"
-    MODES = {
-        "monitor": MonitorScreen,
-        "probes": ProbesScreen,
-        "verdict": VerdictScreen,
-        "runs": RunsScreen,
-    }
+    MODES = dict(SCREEN_MODES)
     BINDINGS = [
-        Binding(
-            "m",
-            "switch_mode('monitor')",
-            "Monitor",
-            id="mode.monitor",
-            tooltip="Progress, losses, telemetry, warnings, engine output",
-        ),
-        Binding(
-            "p",
-            "switch_mode('probes')",
-            "Probes",
-            id="mode.probes",
-            tooltip="Delta chart against comparators and bounds; probes table",
-        ),
-        Binding(
-            "v",
-            "switch_mode('verdict')",
-            "Verdict",
-            id="mode.verdict",
-            tooltip="Raw and scale-adjusted rules, combined verdict, ledger, review",
-        ),
-        Binding(
-            "r",
-            "switch_mode('runs')",
-            "Runs",
-            id="mode.runs",
-            tooltip="Runs in the babysit registry; attach to one",
-        ),
+        *MODE_BINDINGS,
         Binding(
             "question_mark",
             "help",

@@ -1,0 +1,52 @@
+"""The console's modes: each one's screen and the key that switches to it.
+
+A new mode is one entry in MODES and one binding in MODE_BINDINGS; the app takes both.
+"""
+
+from __future__ import annotations
+
+from textual.binding import Binding, BindingType
+from textual.screen import Screen
+
+from fontaine_tui.screens.monitor import MonitorScreen
+from fontaine_tui.screens.probes import ProbesScreen
+from fontaine_tui.screens.runs import RunsScreen
+from fontaine_tui.screens.verdict import VerdictScreen
+
+MODES: dict[str, type[Screen[object]]] = {
+    "monitor": MonitorScreen,
+    "probes": ProbesScreen,
+    "verdict": VerdictScreen,
+    "runs": RunsScreen,
+}
+
+MODE_BINDINGS: list[BindingType] = [
+    Binding(
+        "m",
+        "switch_mode('monitor')",
+        "Monitor",
+        id="mode.monitor",
+        tooltip="Progress, losses, telemetry, warnings, engine output",
+    ),
+    Binding(
+        "p",
+        "switch_mode('probes')",
+        "Probes",
+        id="mode.probes",
+        tooltip="Delta chart against comparators and bounds; probes table",
+    ),
+    Binding(
+        "v",
+        "switch_mode('verdict')",
+        "Verdict",
+        id="mode.verdict",
+        tooltip="Raw and scale-adjusted rules, combined verdict, ledger, review",
+    ),
+    Binding(
+        "r",
+        "switch_mode('runs')",
+        "Runs",
+        id="mode.runs",
+        tooltip="Runs in the babysit registry; attach to one",
+    ),
+]
