@@ -1,0 +1,183 @@
+"""The processes mode's model: whose tree is shown, its rows, and what a key may do to it.
+
+A signal goes only to the tree of a run this console launched (its own child, with the start
+time it had when it was started), and only to a member that is still the process shown.
+Attached and replayed runs show their tree read-only; a run on another host or on Slurm says
+where its processes are.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+from dataclasses import dataclass
+
+from fontaine_tui.core.host.proctree import Member, ProcTree, TreeLook, send_signal, still_member
+from fontaine_tui.core.host.stacks import StackDump, dump
+from fontaine_tui.core.text import mib
+from fontaine_tui.model.session import Session
+from fontaine_tui.model.view import Outcome
+
+SIGNALS = ("SIGTERM", "SIGINT", "SIGKILL", "SIGUSR1")
+COLUMNS = ("pid", "process", "state", "cpu %", "rss", "threads", "gpu mem", "command")
+_SECRET = re.compile(r"(token|secret|passw|api[-_]?key|auth)", re.IGNORECASE)
+ARGV_SHOWN = 120  # characters of a command line in its cell
+
+
+@dataclass(frozen=True, slots=True)
+class Scope:
+    """Whose processes are shown, and whether this console may signal them."""
+
+    root: int | None  # the tree's root pid here; None: no tree on this host
+    started: float | None  # the root's start time, when known
+    who: str  # the root's role: "engine", or "command" (a preset's own training command)
+    ours: bool  # launched by this console: signals allowed
+    note: str  # one line: why read-only, or where the processes are
+
+
+def scope_of(session: Session) -> Scope:
+    """The tree the mode shows for a session, and whether it is this console's to signal."""
+    from fontaine_tui.core.launch.launcher import EngineProcess
+    from fontaine_tui.core.launch.remote import RemoteEngine
+    from fontaine_tui.core.launch.slurm_job import SlurmJob
+
+    process = session.process
+    if isinstance(process, RemoteEngine):
+        host, pid = process.settings.name, process.pid
+        return Scope(
+            None,
+            None,
+            "engine",
+            False,
+            f"launched on {host}: its processes are there "
+            f"(ssh {host} ps -o pid,stat,pcpu,rss,nlwp,args --forest -g {pid})",
+        )
+    if isinstance(process, SlurmJob):
+        return Scope(
+            None,
+            None,
+            "engine",
+            False,
+            f"Slurm job {process.job}: its processes are on the job's node "
+            f"(srun --jobid {process.job} --overlap ps -o pid,stat,pcpu,rss,nlwp,args --forest)",
+        )
+    if process is None or not process.pid:
+        why = (
+            "replay: a finished run has no processes"
+            if session.kind == "replay"
+            else "attached by its folder: no process of this run is known here"
+        )
+        return Scope(None, None, "engine", False, why)
+    who = getattr(process, "who", "engine")
+    started = getattr(process, "started", None)
+    if session.kind == "launch" and isinstance(process, EngineProcess) and _our_child(process.pid):
+        return Scope(process.pid, started, who, True, "launched by this console")
+    return Scope(
+        process.pid,
+        started,
+        who,
+        False,
+        "read-only: this console did not launch this run (signals go only to its own runs)",
+    )
+
+
+def _our_child(pid: int) -> bool:
+    import psutil
+
+    try:
+        return psutil.Process(pid).ppid() == os.getpid()
+    except psutil.Error:
+        return False
+
+
+def look(scope: Scope, looker: TreeLook) -> ProcTree | None:
+    """The tree now, or None where there is none on this host."""
+    if scope.root is None:
+        return None
+    return looker.look(scope.root, scope.who)
+
+
+def shown_argv(argv: tuple[str, ...]) -> str:
+    """A command line as shown: a secret-named flag's or variable's value masked."""
+    out: list[str] = []
+    hide_next = False
+    for arg in argv:
+        if hide_next:
+            out.append("***")
+            hide_next = False
+            continue
+        name, eq, _ = arg.partition("=")
+        if eq and _SECRET.search(name):
+            out.append(f"{name}=***")
+        elif arg.startswith("-") and _SECRET.search(arg):
+            out.append(arg)
+            hide_next = True
+        elif "://" in arg and "@" in arg:
+            out.append("***")  # a URL with credentials in it
+        else:
+            out.append(arg)
+    text = " ".join(out)
+    return text if len(text) <= ARGV_SHOWN else text[: ARGV_SHOWN - 1] + "…"
+
+
+def row(m: Member, gpu_known: bool) -> tuple[str, ...]:
+    """One member's cells, in COLUMNS order; its place in the tree as indentation."""
+    label = f"{m.role} ({m.name})" if m.role else m.name
+    cpu = "…" if m.cpu_pct is None else f"{m.cpu_pct:.0f}"
+    if m.gpus:
+        gpu = (
+            f"{mib(m.gpu_mem, 0) if m.gpu_mem is not None else '?'} on {','.join(map(str, m.gpus))}"
+        )
+    else:
+        gpu = "—" if gpu_known else ""
+    return (
+        str(m.pid),
+        "  " * m.depth + ("└ " if m.depth else "") + label,
+        m.state,
+        cpu,
+        mib(m.rss, 0),
+        "—" if m.threads is None else str(m.threads),
+        gpu,
+        shown_argv(m.argv),
+    )
+
+
+def title(scope: Scope, tree: ProcTree | None) -> str:
+    """The line above the table: whose tree, how many, whether it may be signalled, GPU."""
+    if tree is None:
+        return scope.note
+    if tree.reason:
+        return f"{tree.reason} ({scope.note})"
+    parts = [f"{scope.who} pid {tree.root}: {len(tree.members)} process(es)", scope.note]
+    if tree.gpu_reason:
+        parts.append(tree.gpu_reason)
+    keys = "k signal, d stack dump" if scope.ours else "d stack dump"
+    return " · ".join([*parts, keys])
+
+
+def signal_member(scope: Scope, m: Member, name: str) -> Outcome:
+    """Send signal `name` to member `m`, only if the tree is ours and `m` still that process."""
+    if name not in SIGNALS:
+        return Outcome(f"not a signal offered here: {name}", "error")
+    if not scope.ours or scope.root is None:
+        return Outcome(f"not sent: {scope.note}", "warning")
+    if scope.started is None:
+        return Outcome(f"not sent: no start time recorded for pid {scope.root}", "warning")
+    if not _our_child(scope.root):
+        return Outcome(f"not sent: pid {scope.root} is not this console's child any more", "error")
+    why = send_signal(scope.root, scope.started, m.pid, m.started, signal.Signals[name].value)
+    if why:
+        return Outcome(f"{name} not sent: {why}", "error")
+    return Outcome(f"{name} sent to pid {m.pid} ({m.role or m.name})")
+
+
+def stacks(tree: ProcTree, m: Member) -> StackDump:
+    """Member `m`'s stacks (py-spy), once it is checked to be still the process shown."""
+    root = tree.member(tree.root)
+    why = (
+        "the tree's root is gone"
+        if root is None
+        else still_member(tree.root, root.started, m.pid, m.started)
+    )
+    return StackDump(m.pid, "", f"not dumped: {why}") if why else dump(m.pid)
