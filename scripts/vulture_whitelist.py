@@ -50,6 +50,9 @@ _.action_dismiss_help
 _.action_smoothing
 _.action_toggle_log
 _.action_toggle_datasets
+_.action_signal
+_.action_stack
+_.action_close_stack
 
 # argparse reads a subparsers action's `required` (a subcommand must be given)
 _.required

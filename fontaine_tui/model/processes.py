@@ -123,7 +123,8 @@ def shown_argv(argv: tuple[str, ...]) -> str:
 
 def row(m: Member, gpu_known: bool) -> tuple[str, ...]:
     """One member's cells, in COLUMNS order; its place in the tree as indentation."""
-    label = f"{m.role} ({m.name})" if m.role else m.name
+    plain = not m.role or m.name in m.role or m.name.startswith("pt_data")
+    label = (m.role or m.name) if plain else f"{m.role} ({m.name})"
     cpu = "…" if m.cpu_pct is None else f"{m.cpu_pct:.0f}"
     if m.gpus:
         gpu = (
@@ -149,7 +150,8 @@ def title(scope: Scope, tree: ProcTree | None) -> str:
         return scope.note
     if tree.reason:
         return f"{tree.reason} ({scope.note})"
-    parts = [f"{scope.who} pid {tree.root}: {len(tree.members)} process(es)", scope.note]
+    who = tree.members[0].role if tree.members and tree.members[0].role else scope.who
+    parts = [f"{who} pid {tree.root}: {len(tree.members)} process(es)", scope.note]
     if tree.gpu_reason:
         parts.append(tree.gpu_reason)
     keys = "k signal, d stack dump" if scope.ours else "d stack dump"

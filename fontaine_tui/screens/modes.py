@@ -10,6 +10,7 @@ from textual.screen import Screen
 
 from fontaine_tui.screens.monitor import MonitorScreen
 from fontaine_tui.screens.probes import ProbesScreen
+from fontaine_tui.screens.processes import ProcessesScreen
 from fontaine_tui.screens.runs import RunsScreen
 from fontaine_tui.screens.verdict import VerdictScreen
 
@@ -18,6 +19,7 @@ MODES: dict[str, type[Screen[object]]] = {
     "probes": ProbesScreen,
     "verdict": VerdictScreen,
     "runs": RunsScreen,
+    "processes": ProcessesScreen,
 }
 
 MODE_BINDINGS: list[BindingType] = [
@@ -48,5 +50,12 @@ MODE_BINDINGS: list[BindingType] = [
         "Runs",
         id="mode.runs",
         tooltip="Runs in the babysit registry; attach to one",
+    ),
+    Binding(
+        "t",
+        "switch_mode('processes')",
+        "Processes",
+        id="mode.processes",
+        tooltip="The run's process tree: roles, CPU, memory, GPU memory; signal, stack dump",
     ),
 ]
