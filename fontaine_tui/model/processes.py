@@ -51,7 +51,7 @@ def scope_of(session: Session) -> Scope:
             "engine",
             False,
             f"launched on {host}: its processes are there "
-            f"(ssh {host} ps -o pid,stat,pcpu,rss,nlwp,args --forest -g {pid})",
+            f"(ssh {host} ps -o pid,stat,pcpu,rss,nlwp,args --forest -s {pid})",
         )
     if isinstance(process, SlurmJob):
         return Scope(

@@ -104,3 +104,20 @@ def test_row_cells_and_masked_argv(tmp_path, preset, engine):
         "train.py --api-key *** HF_TOKEN=*** --lr=3e-4"
     )
     assert shown_argv(("push", "https://user:pw@example.com/x")) == "push ***"
+
+
+def test_a_run_elsewhere_says_where_its_processes_are(tmp_path, preset):
+    from fontaine_tui.core.launch.hosts import HostSettings
+    from fontaine_tui.core.launch.remote import RemoteEngine
+    from fontaine_tui.core.launch.slurm_job import SlurmJob
+
+    far = RemoteEngine(HostSettings("gpu-box"), "/runs/a", 4242, watch=False)
+    scope = scope_of(_session(tmp_path, preset, "attach", far))
+    assert scope.root is None and not scope.ours
+    assert scope.note == (
+        "launched on gpu-box: its processes are there "
+        "(ssh gpu-box ps -o pid,stat,pcpu,rss,nlwp,args --forest -s 4242)"
+    )
+    job = SlurmJob(RunFolder(tmp_path), "777", watch=False)
+    scope = scope_of(_session(tmp_path, preset, "launch", job))
+    assert scope.root is None and scope.note.startswith("Slurm job 777: its processes are on")
