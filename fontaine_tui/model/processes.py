@@ -99,7 +99,9 @@ def look(scope: Scope, looker: TreeLook) -> ProcTree | None:
 
 
 def shown_argv(argv: tuple[str, ...]) -> str:
-    """A command line as shown: a secret-named flag's or variable's value masked."""
+    """A command line as shown: its program's name without its folder, secrets masked.
+
+    A secret-named flag's or variable's value and a URL holding credentials show as ***."""
     out: list[str] = []
     hide_next = False
     for arg in argv:
@@ -117,6 +119,8 @@ def shown_argv(argv: tuple[str, ...]) -> str:
             out.append("***")  # a URL with credentials in it
         else:
             out.append(arg)
+    if out and "/" in out[0]:
+        out[0] = out[0].rsplit("/", 1)[-1]  # python, not /home/.../bin/python
     text = " ".join(out)
     return text if len(text) <= ARGV_SHOWN else text[: ARGV_SHOWN - 1] + "…"
 

@@ -22,7 +22,10 @@ WHAT = {
 class SignalDialog(ModalScreen[str | None]):
     """Returns the signal's name once picked and confirmed, or None."""
 
-    DEFAULT_CSS = "SignalDialog { align: center middle; }"
+    DEFAULT_CSS = """
+    SignalDialog { align: center middle; }
+    SignalDialog #signal-pick { height: auto; }
+    """
     BINDINGS = [
         Binding("escape", "cancel", "Cancel", id="signal.cancel"),
         *(

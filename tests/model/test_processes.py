@@ -104,6 +104,7 @@ def test_row_cells_and_masked_argv(tmp_path, preset, engine):
         "train.py --api-key *** HF_TOKEN=*** --lr=3e-4"
     )
     assert shown_argv(("push", "https://user:pw@example.com/x")) == "push ***"
+    assert shown_argv(("/opt/venv/bin/python", "train.py")) == "python train.py"
 
 
 def test_a_run_elsewhere_says_where_its_processes_are(tmp_path, preset):
