@@ -30,6 +30,7 @@ from fontaine_tui.widgets.process_table import ProcessTable, StackPane
 from fontaine_tui.widgets.safe import assemble, notify
 
 REFRESH_S = 2.0
+FIRST_CPU_S = 0.5
 
 
 class ProcessesScreen(ConsoleScreen):
@@ -77,6 +78,7 @@ class ProcessesScreen(ConsoleScreen):
 
     def on_screen_resume(self) -> None:
         self.refresh_tree()
+        self.set_timer(FIRST_CPU_S, self._again)  # CPU % needs two looks: the second soon
 
     def _again(self) -> None:
         if self.is_current:
