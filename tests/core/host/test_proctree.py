@@ -193,3 +193,27 @@ def test_signal_refused_for_a_stale_or_recycled_pid(tree):
     assert why == f"process {gone.pid} is gone"
     time.sleep(0.3)
     assert len(_signals(record)) == before  # none of them reached the rank
+
+
+def test_a_child_left_unreaped_shows_as_a_zombie():
+    parent = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            "import subprocess, sys, time\n"
+            "subprocess.Popen([sys.executable, '-c', 'pass'])\n"
+            "time.sleep(60)\n",
+        ]
+    )
+    try:
+        members: list = []
+
+        def zombie() -> bool:
+            members[:] = TreeLook().look(parent.pid, gpus=NO_GPU).members
+            return len(members) == 2 and members[1].state == "zombie"
+
+        _until(zombie, 20)
+        assert members[1].ppid == parent.pid and members[1].depth == 1
+    finally:
+        parent.kill()
+        parent.wait(10)
