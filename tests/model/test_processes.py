@@ -122,3 +122,12 @@ def test_a_run_elsewhere_says_where_its_processes_are(tmp_path, preset):
     job = SlurmJob(RunFolder(tmp_path), "777", watch=False)
     scope = scope_of(_session(tmp_path, preset, "launch", job))
     assert scope.root is None and scope.note.startswith("Slurm job 777: its processes are on")
+
+
+def test_a_launched_command_is_named_as_one(tmp_path, preset, engine):
+    engine.who = "command"  # a preset's own [command] trainer, as makers.py starts it
+    scope = scope_of(_session(tmp_path, preset, "launch", engine))
+    assert scope.ours and scope.who == "command"
+    tree = look(scope, TreeLook())
+    assert tree is not None and tree.members[0].role == "command"
+    assert title(scope, tree).startswith(f"command pid {engine.pid}: 1 process(es)")
