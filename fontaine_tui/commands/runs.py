@@ -21,6 +21,8 @@ from fontaine_tui.core.ssh.destination import check_destination
 from fontaine_tui.core.text import literal
 from fontaine_tui.core.verdict.prereg import utc_iso
 
+RUNS_SCHEMA = "fontaine-tui/runs/1"  # each line of `runs -j` (docs/json.md)
+
 
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
@@ -78,7 +80,7 @@ def run(args: argparse.Namespace) -> int:
     now = time.time()
     if args.json:
         for r in rows:
-            doc = asdict(r)
+            doc = {"schema": RUNS_SCHEMA, **asdict(r)}
             if (s := local.get((r.host, r.run_dir))) is not None:
                 doc.update(state=s.state, attempts=s.attempts, detail=s.detail)
             print(json.dumps(doc, default=str))

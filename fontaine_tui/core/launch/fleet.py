@@ -80,6 +80,7 @@ class FleetRow:
     checked_at: float = 0.0  # when this reading was taken (unix seconds)
     stale: bool = False  # a last-good reading: the host did not answer now
     note: str = ""
+    reading: dict[str, Any] | None = None  # core/verdict/distances.py's; None when blinded
 
     def age(self, now: float) -> float:
         return max(0.0, now - self.checked_at)
@@ -247,7 +248,7 @@ def _row(
 ) -> FleetRow:
     """A row from a run's store and its preset (None: no read, no warnings)."""
     from fontaine_tui.core.launch import alert_book, alerts
-    from fontaine_tui.core.verdict import blind
+    from fontaine_tui.core.verdict import blind, distances
     from fontaine_tui.core.verdict.rules import compute_verdict
 
     ended = state in ("ended", "failed") or alerts.logged_over(store)
@@ -273,6 +274,7 @@ def _row(
         if v is not None:  # a blinded read is BLINDED here too (core/verdict/blind.py)
             label = blind.BLINDED if hidden else v.label
             row.update(read=("PROVISIONAL " if v.provisional else "") + label)
+            row.update(reading=None if hidden else distances.reading(v))
         ctx = alert_book.context_for(store, preset, None, launched)
         if hidden:  # the envelope rule quotes the read
             ctx = dataclasses.replace(ctx, envelopes=())

@@ -1,0 +1,82 @@
+"""`fontaine-tui runs -j`: each run's read with its signed distances to the bounds.
+
+Real run folders (frozen prereg.json, the demo's log) in a registry, `runs -j` in a real
+subprocess: a finished run, a provisional one, and a blinded one that shows no read at all."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from fontaine_tui.core.host.memory import hostname
+from fontaine_tui.core.launch.registry import Entry, Registry
+from fontaine_tui.core.preset.find import load_preset
+from fontaine_tui.core.runfolder import RunFolder
+from fontaine_tui.core.verdict import prereg
+from tests.logs import records_upto, write_log
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _folder(tmp_path: Path, name: str, upto: int, blind: bool = False) -> Path:
+    text = (ROOT / "presets" / "demosonly_1gpu.toml").read_text()
+    if blind:
+        text = text.replace("[verdict]\n", "[verdict]\nblind = true\n", 1)
+    path = tmp_path / f"{name}.toml"
+    path.write_text(text)
+    root = tmp_path / name
+    root.mkdir()
+    prereg.freeze(RunFolder(root), load_preset(path), ["python"], "h")
+    write_log(root / "train_log.jsonl", records_upto(upto))
+    return root
+
+
+@pytest.fixture
+def rows(tmp_path: Path, registry_path: Path) -> dict[str, dict]:
+    reg = Registry(registry_path)
+    for name, upto, blind in (("done", 1000, False), ("half", 750, False), ("blind", 750, True)):
+        root = _folder(tmp_path, name, upto, blind)
+        reg.upsert(Entry(name=name, run_dir=str(root), host=hostname(), pid=0, preset="x"))
+    res = subprocess.run(
+        [sys.executable, "-m", "fontaine_tui", "runs", "-j"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=tmp_path,
+        env={**os.environ},
+    )
+    assert res.returncode == 0, res.stderr
+    docs = [json.loads(line) for line in res.stdout.splitlines()]
+    return {d["name"]: d for d in docs}
+
+
+def test_runs_json_gives_the_read_and_its_distances_to_each_bound(rows):
+    done = rows["done"]
+    assert done["schema"] == "fontaine-tui/runs/1"
+    r = done["reading"]
+    assert (r["label"], r["provisional"], r["read_step"]) == ("AMBIGUOUS", False, 1000)
+    assert r["read_value"] == pytest.approx(3.7929) and r["value"] == pytest.approx(0.6929)
+    raw = r["rules"]["raw"]
+    # lower is better: healthy 0.3, drift 1.0158; the delta 0.6929 lies between them
+    assert raw["to_healthy"] == pytest.approx(0.3 - 0.6929)
+    assert raw["to_drift"] == pytest.approx(1.0158 - 0.6929)
+    assert raw["side"] == "between" and raw["label"] == "AMBIGUOUS"
+    half = rows["half"]["reading"]
+    assert half["provisional"] is True and half["read_step"] == 750
+    assert rows["half"]["read"].startswith("PROVISIONAL ")
+    assert half["rules"]["raw"]["to_healthy"] == pytest.approx(0.3 - half["value"])
+
+
+def test_a_blinded_run_shows_no_read_in_runs_json(rows):
+    blind = rows["blind"]
+    assert blind["read"] == "PROVISIONAL BLINDED"
+    assert blind["reading"] is None and blind["probe_value"] is None
+    said = json.dumps({k: v for k, v in blind.items() if k not in ("checked_at", "run_dir")})
+    # what the rule reads at 750 (levels, delta, class): none may show
+    for secret in ("3.4623", "3.5", "0.4", "AMBIGUOUS", "HEALTHY", "DRIFT", "to_healthy"):
+        assert secret not in said, secret
