@@ -20,6 +20,7 @@ from fontaine_tui.core.log.formats.locate import foreign_spec
 from fontaine_tui.core.preset.find import load_preset
 from fontaine_tui.core.runfolder import check_target
 from fontaine_tui.core.ssh.destination import SshTarget
+from fontaine_tui.core.text import literal
 from fontaine_tui.model.followed import follow_plain, guard, resolve_preset
 from fontaine_tui.model.launched import LaunchedRun
 
@@ -34,10 +35,21 @@ def register(sub: argparse._SubParsersAction) -> None:
             "fontaine-tui attach runs/r7",
             "fontaine-tui attach gpu1:/runs/r7 --plain --until-end",
             "fontaine-tui --ssh-config ~/.ssh/lab attach ssh://me@gpu1:2222/runs/r7",
+            "fontaine-tui attach --latest --plain",
             exits="with --until-end or --quiet-end the verdict's code (as `verdict`), 2 bad input",
         ),
     )
-    p.add_argument("target", help="run folder, [user@]host:/path or ssh://[user@]host[:port]/path")
+    p.add_argument(
+        "target",
+        nargs="?",
+        help="run folder, [user@]host:/path or ssh://[user@]host[:port]/path",
+    )
+    p.add_argument(
+        "--latest",
+        action="store_true",
+        help="attach to the most recently launched registered run (this host or another); "
+        "which one is said in one line",
+    )
     p.add_argument("-p", "--preset", help="preset name or path (default: the run's prereg.json)")
     p.add_argument(
         "--plain",
@@ -149,7 +161,33 @@ def launched_there(target: str, ssh_options: tuple[str, ...]):
     return LaunchedRun.found_there(parsed.registry_host, parsed.path, ssh_options)
 
 
+def latest_target(registry: Registry) -> tuple[str, Entry]:
+    """The most recently launched registered run, as attach's TARGET, and its entry.
+
+    Runs are ordered by when they were launched (an attached run: when it was registered);
+    a tie goes to the later line of the registry. No run: an InputError."""
+    entries = registry.entries()
+    if not entries:
+        raise InputError(f"--latest: no registered run in {registry.path}")
+    _, _, e = max((e.launched_at or e.updated_at, i, e) for i, e in enumerate(entries))
+    if e.host == hostname():
+        return e.run_dir, e
+    if e.host.startswith("ssh://"):
+        return e.host + e.run_dir, e
+    return f"{e.host}:{e.run_dir}", e
+
+
 def run(args: argparse.Namespace) -> int:
+    if args.latest and args.target is not None:
+        raise InputError("--latest: give a TARGET or --latest, not both")
+    if args.latest:
+        args.target, entry = latest_target(Registry())
+        if args.preset is None and entry.preset.endswith(".toml"):
+            args.preset = entry.preset  # another trainer's run: the preset it was attached with
+        when = entry.launched_at or entry.updated_at or "at an unknown time"
+        print(literal(f"attaching to {entry.name} at {args.target} (launched {when})"))
+    elif args.target is None:
+        raise InputError("attach: expected a TARGET (a run folder, host:/path) or --latest")
     check_target(args.target)  # a host:path that is no local path passes
     options = ("-F", args.ssh_config) if args.ssh_config else ()
     args.ssh_options = options
