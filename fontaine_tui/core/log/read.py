@@ -12,12 +12,13 @@ import os
 import struct
 from array import array
 from bisect import bisect_left
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from itertools import compress, repeat
 from operator import attrgetter, ge, itemgetter, ne
 from pathlib import Path
+from types import MappingProxyType
 
 import msgspec
 import orjson
@@ -27,13 +28,17 @@ from fontaine_tui.core.log.lines import CR_NOTE, LineCutter, cr_only
 from fontaine_tui.core.log.records import (
     NAN,
     TRAIN_FIELDS,
+    TRAIN_KEYS,
     Malformed,
-    TrainPoint,
     decode_line,
+    extra_numbers,
+    train_point,
 )
 from fontaine_tui.core.log.store import COLUMNS, RunStore
 from fontaine_tui.core.readfile import iter_regular, open_regular
 from fontaine_tui.core.runfolder import check_regular, rotated_segments
+
+_NO_EXTRA: Mapping[str, float] = MappingProxyType({})
 
 # -- parsing a batch of lines ----------------------------------------------------------------
 
@@ -48,6 +53,8 @@ class Parsed:
     train_steps: array = field(default_factory=lambda: array("q"))
     columns: dict[str, array] | None = None
     others: list[tuple[int, object, bytes]] = field(default_factory=list)
+    # the train rows' numbers beyond the columns: (the row's index among train rows, numbers)
+    extras: list[tuple[int, dict[str, float]]] = field(default_factory=list)
     malformed: list[tuple[int, str, bytes]] = field(default_factory=list)
 
 
@@ -65,6 +72,7 @@ _BLANK = object()
 _ROW = itemgetter(*COLUMNS)
 _WIDTH = len(COLUMNS)
 _PACK = struct.Struct(f"{_WIDTH}d").pack
+_KEYS = len(TRAIN_KEYS)  # a train line with more keys has extra numbers
 
 
 def _decode_into(out: Parsed, line: int, raw: bytes) -> object:
@@ -92,6 +100,7 @@ def parse_lines(lines: list[bytes], first: int, columns: bool = True) -> Parsed:
     flat = bytearray()
     keep_step, keep_line = out.train_steps.append, out.train_lines.append
     others, loads, Error = out.others.append, orjson.loads, orjson.JSONDecodeError
+    extras = out.extras
     for i, raw in enumerate(lines):
         try:
             obj = loads(raw)
@@ -105,6 +114,8 @@ def parse_lines(lines: list[bytes], first: int, columns: bool = True) -> Parsed:
                 if type(step) is int and step >= 0:
                     if columns:
                         flat += _PACK(*_ROW(obj))
+                        if len(obj) > _KEYS:
+                            extras.append((len(out.train_steps), extra_numbers(obj)))
                     keep_step(step)
                     keep_line(first + i)
                     continue
@@ -209,18 +220,29 @@ def _apply_train_rows(store: RunStore, parsed: Parsed, a: int, b: int, offset: i
     steps = parsed.train_steps[a:b]
     forward = (not store.steps or steps[0] > store.steps[-1]) and not any(map(ge, steps, steps[1:]))
     cols = parsed.columns
+    extras = parsed.extras
+    if extras and (a, b) != (0, len(parsed.train_steps)):
+        extras = extras[bisect_left(extras, (a,)) : bisect_left(extras, (b,))]
     if forward:
         store.steps.extend(steps)
         if store.has_columns and cols is not None:
             for name in COLUMNS:
                 store.columns[name].extend(cols[name][a:b])
+            for k, numbers in extras:
+                if numbers:
+                    store.extras.add(parsed.train_steps[k], numbers)
         store.records += b - a
         store.version += 1
         return
+    extra = dict(extras)
     for k in range(a, b):
-        values = (cols[n][k] for n in TRAIN_FIELDS) if cols else (NAN for _ in TRAIN_FIELDS)
+        values = [cols[n][k] for n in TRAIN_FIELDS] if cols else [NAN] * len(TRAIN_FIELDS)
         t = cols["time"][k] if cols else NAN
-        store.add(TrainPoint(parsed.train_steps[k], t, *values), parsed.train_lines[k] + offset)
+        more = extra.get(k)
+        rec = train_point(
+            parsed.train_steps[k], t, values, MappingProxyType(more) if more else _NO_EXTRA
+        )
+        store.add(rec, parsed.train_lines[k] + offset)
 
 
 def ingest_lines(store: RunStore, lines: list[bytes], first: int) -> None:

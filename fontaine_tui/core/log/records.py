@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from types import MappingProxyType
 
@@ -59,6 +59,8 @@ class TrainPoint:
     step_s: float
     data_s: float
     samples: float
+    # every other number the record logged, by its dotted path (NaN and infinities as logged)
+    extra: Mapping[str, float] = field(default_factory=lambda: _NO_FIELDS)
 
 
 @dataclass(frozen=True, slots=True)
@@ -193,6 +195,47 @@ def _flatten(
             not_numbers.append((path, why))
 
 
+TRAIN_KEYS = frozenset(("kind", "step", "time", *TRAIN_FIELDS))  # a train record's columns
+
+
+def extra_numbers(obj: Mapping[str, object]) -> dict[str, float]:
+    """The numbers of a train record beyond its columns, by dotted path.
+
+    A value that is not a number (a string, a boolean, null) is left out; NaN and the
+    infinities are kept as logged. A key written both nested and dotted keeps its first value:
+    a train record's extra keys never make its line unreadable."""
+    out: dict[str, float] = {}
+    if len(obj) > len(TRAIN_KEYS) or any(k not in TRAIN_KEYS for k in obj):
+        _numbers({k: v for k, v in obj.items() if k not in TRAIN_KEYS}, out, "", 0)
+    return out
+
+
+def train_point(
+    step: int, time: float, values: Sequence[float], extra: Mapping[str, float] = _NO_FIELDS
+) -> TrainPoint:
+    """A train record from its columns' values, in TRAIN_FIELDS order."""
+    loss, ar_ce, flow_loss, lr, grad_norm, step_s, data_s, samples = values
+    return TrainPoint(
+        step, time, loss, ar_ce, flow_loss, lr, grad_norm, step_s, data_s, samples, extra
+    )
+
+
+def _extra(obj: Mapping[str, object]) -> Mapping[str, float]:
+    numbers = extra_numbers(obj)
+    return MappingProxyType(numbers) if numbers else _NO_FIELDS
+
+
+def _numbers(obj: Mapping[str, object], out: dict[str, float], prefix: str, depth: int) -> None:
+    for key, value in obj.items():
+        if len(out) >= FIELDS_KEPT:
+            return
+        path = f"{prefix}{key}"
+        if isinstance(value, dict) and depth < 8:
+            _numbers(value, out, path + ".", depth + 1)
+        elif _not_a_metric(value) is None or type(value) is float:
+            out.setdefault(path, _num(value))
+
+
 STEP_MAX = (1 << 63) - 1
 METRIC_FIELDS = ("eval_chunk_mae", "train_chunk_mae", "eval_ar_ce", "eval_flow_loss")
 _NOT_METRICS = ("kind", "step", "time")  # the record's frame, never a metric
@@ -248,7 +291,7 @@ def to_record(obj: dict, line: int = 0) -> Record | None:
     step = _step(obj["step"])
     t = _num(obj.get("time"))
     if kind == "train":
-        return TrainPoint(step, t, *(_num(obj.get(name)) for name in TRAIN_FIELDS))
+        return train_point(step, t, [_num(obj.get(name)) for name in TRAIN_FIELDS], _extra(obj))
     if kind == "eval":
         raw = obj.get("breakdown")
         breakdown = {str(k): _num(v) for k, v in raw.items()} if isinstance(raw, dict) else {}

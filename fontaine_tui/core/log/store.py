@@ -7,10 +7,13 @@ from __future__ import annotations
 
 from array import array
 from bisect import bisect_left
+from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
+from types import MappingProxyType
 
 import orjson
 
+from fontaine_tui.core.log.extras import ExtraSeries
 from fontaine_tui.core.log.jsontext import readings
 from fontaine_tui.core.log.records import (
     MALFORMED_KEPT,
@@ -26,6 +29,7 @@ from fontaine_tui.core.log.records import (
     _snippet,
     decode_line,
     to_record,
+    train_point,
 )
 
 COLUMNS = ("time", *TRAIN_FIELDS)
@@ -45,11 +49,16 @@ class Segment:
 
 def _identity(rec: Record) -> str:
     """Everything a record says except where it was read (NaN-safe, unlike ==)."""
+    if isinstance(rec, TrainPoint):  # its extra keys in any order
+        return repr((replace(rec, extra=_NO_EXTRA), sorted(rec.extra.items())))
     return (
         repr(replace(rec, line=0))
         if isinstance(rec, (Probe, Event, Checkpoint, Meta))
         else repr(rec)
     )
+
+
+_NO_EXTRA: Mapping[str, float] = MappingProxyType({})
 
 
 def _probe_values(p: Probe) -> str:
@@ -168,6 +177,8 @@ class RunStore:
     out_of_order_count: int = 0
     notices: list[str] = field(default_factory=list, repr=False)
     ended_at: int | None = None  # the step of the last `end` event, until a resume
+    # the train records' numbers beyond `columns`, one sparse series per key (with columns)
+    extras: ExtraSeries = field(default_factory=ExtraSeries, repr=False)
     _probe_max: int = field(default=-1, repr=False)
     _seen: set[str] = field(default_factory=set, repr=False)
 
@@ -267,6 +278,8 @@ class RunStore:
                 cols["time"].append(rec.time)
                 for name in TRAIN_FIELDS:
                     cols[name].append(getattr(rec, name))
+                if rec.extra:
+                    self.extras.add(rec.step, rec.extra)
         elif isinstance(rec, Probe):
             self._add_probe(rec)
         elif isinstance(rec, Event):
@@ -369,6 +382,7 @@ class RunStore:
             del steps[cut:]
             for col in self.columns.values():
                 del col[cut:]
+            self.extras.cut(step)
         if self.probes and self._probe_max > step:
             self.probes_version += 1
             for s in sorted(s for s in self.probes if s > step):
@@ -387,9 +401,13 @@ class RunStore:
     def train_at(self, index: int) -> TrainPoint:
         cols = self.columns
         if not self.has_columns:
-            return TrainPoint(self.steps[index], NAN, *(NAN for _ in TRAIN_FIELDS))
-        return TrainPoint(
-            self.steps[index], cols["time"][index], *(cols[n][index] for n in TRAIN_FIELDS)
+            return train_point(self.steps[index], NAN, [NAN] * len(TRAIN_FIELDS))
+        step = self.steps[index]
+        return train_point(
+            step,
+            cols["time"][index],
+            [cols[n][index] for n in TRAIN_FIELDS],
+            MappingProxyType(self.extras.at(step)),
         )
 
     def probe_steps(self) -> list[int]:

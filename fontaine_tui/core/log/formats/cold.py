@@ -180,12 +180,18 @@ def _load_tensorboard(listed: list[EventFile], fields: FieldMap) -> Loaded:
             c[name].extend(given.get(name, nan))
         if "step_s" not in given:
             c["step_s"][0:n] = _step_s(steps, walls)
+        for tag in keys:  # every other tag too, by its own name
+            if not fields.is_eval(tag):
+                store.extras.extend(tag, by_tag[tag][0], by_tag[tag][2])
         store.records += n
         store.version += 1
     elif train:  # steps that go back: record by record
         out: list[Record] = []
         rows = sorted(
-            (s, w, tag, v) for tag, _ in train for s, w, v in zip(*by_tag[tag], strict=True)
+            (s, w, tag, v)
+            for tag in keys
+            if not fields.is_eval(tag)
+            for s, w, v in zip(*by_tag[tag], strict=True)
         )
         for s, w, tag, v in rows:
             grouper.add(s, w, tag, v, out)

@@ -6,7 +6,8 @@ takes a format's scalars (step, time, key, value) and makes everything logged at
 train record and, if it has eval keys, one probe, counting what it cannot apply (`late`,
 `conflicts`). An eval probe's `fields` hold the source's keys, so a preset's `metric` names the
 source's key; a train record's `loss` is the field map's train loss (its other fields NaN
-unless mapped).
+unless mapped), and every key of the step that is not an eval key is also its `extra`, under
+the source's own name.
 """
 
 from __future__ import annotations
@@ -204,17 +205,18 @@ class Grouper:
     def settle_train(self, out: list[Record]) -> None:
         """Send the held step's train record out now, the writer having flushed.
 
-        A live chart need not wait for the next step. Its eval values stay held for keys
+        A live chart need not wait for the next step. The step's other keys held so far go
+        with it as its `extra`. Its eval values stay held for keys
         still to come at that step, until a later step or `flush`. A train key logged for it
         later is counted late."""
         step, values = self._step, self._values
         if step is None or step == self._train_sent:
             return
         train_of = self.train_map()
-        train = {k: v for k, v in values.items() if k in train_of}
-        if not train:
+        if not any(k in train_of for k in values):
             return
-        self._values = {k: v for k, v in values.items() if k not in train_of}
+        train = {k: v for k, v in values.items() if not self._eval(k)}
+        self._values = {k: v for k, v in values.items() if self._eval(k)}
         self._emit(step, train, out)
         self._train_sent = step
 
@@ -262,6 +264,7 @@ class Grouper:
             if math.isfinite(time):
                 self._last_time = (step, time)
             row = {name: train.get(name, NAN) for name in TRAIN_FIELDS}
+            extra = {k: v for k, v in values.items() if not is_eval[k]}
             if not math.isfinite(row["step_s"]):
                 row["step_s"] = step_s
             out.append(
@@ -276,6 +279,7 @@ class Grouper:
                     row["step_s"],
                     row["data_s"],
                     row["samples"],
+                    MappingProxyType(extra),
                 )
             )
         if evals:
