@@ -1,0 +1,147 @@
+"""Every number a run logs, as a series by step: the metric browser's data, and `get`'s.
+
+A field is a train record's column (`loss`, `lr`, `grad_norm`, ...), any other number a train
+record logged (`extras`: a foreign run's keys under their own names, nested keys by dotted
+path), or a number of the probes (`eval_ar_ce`, `breakdown.rig`, `eval/mae`). A series holds
+the steps that logged the field and its values there: a step that did not log it holds
+nothing, and a logged NaN or infinity stays what it was.
+
+A name logged by both train records and probes is listed twice, as `train:NAME` and
+`probe:NAME`. A train column every record left empty (NaN throughout: another trainer's run
+has no `ar_ce`) is not listed, except in the engine's own log (it has a meta record), where
+every column was written.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from array import array
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from fontaine_tui.core.log.records import TRAIN_FIELDS
+from fontaine_tui.core.log.store import RunStore
+
+TRAIN, PROBE = "train", "probe"
+
+
+@dataclass(frozen=True, slots=True)
+class Series:
+    """One field's steps and values, in step order.
+
+    The sequences may be the store's own live columns: read them, never change them."""
+
+    name: str  # as listed (qualified when train and probes both log it)
+    key: str  # as logged
+    kind: str  # TRAIN or PROBE
+    steps: Sequence[int]
+    values: Sequence[float]
+
+
+def _columns(store: RunStore) -> list[str]:
+    if not store.has_columns or not store.steps:
+        return []
+    cols = store.columns
+    if store.metas:  # the engine's log writes every column
+        return list(TRAIN_FIELDS)
+    return [n for n in TRAIN_FIELDS if any(not math.isnan(x) for x in cols[n])]
+
+
+def _probe_columns(store: RunStore) -> dict[str, tuple[array, array]]:
+    """Every probe field as two columns (steps, values), in one pass over the probes."""
+    out: dict[str, tuple[array, array]] = {}
+    probes = store.probes
+    for step in sorted(probes):
+        for key, value in probes[step].fields.items():
+            col = out.get(key)
+            if col is None:
+                col = out[key] = (array("q"), array("d"))
+            col[0].append(step)
+            col[1].append(value)
+    return out
+
+
+class MetricIndex:
+    """A store's fields and series, kept until the store changes.
+
+    Built again (in one pass) only when the store's version or its probes' moved; the train
+    series are the store's own columns, never copied."""
+
+    def __init__(self, store: RunStore) -> None:
+        self.store = store
+        self._stamp: tuple[int, int] | None = None
+        self._probes: dict[str, tuple[array, array]] = {}
+        self._where: dict[str, tuple[str, str]] = {}  # listed name -> (kind, key)
+        self._names: list[str] = []
+
+    def _refresh(self) -> None:
+        store = self.store
+        stamp = (store.version, store.probes_version)
+        if stamp == self._stamp:
+            return
+        if self._stamp is None or stamp[1] != self._stamp[1]:
+            self._probes = _probe_columns(store)
+        self._stamp = stamp
+        train = _columns(store) + sorted(store.extras.names()) if store.has_columns else []
+        probe = sorted(self._probes)
+        both = set(train) & set(probe)
+        where: dict[str, tuple[str, str]] = {}
+        for key in train:
+            where[f"{TRAIN}:{key}" if key in both else key] = (TRAIN, key)
+        for key in probe:
+            where[f"{PROBE}:{key}" if key in both else key] = (PROBE, key)
+        self._where = where
+        self._names = list(where)
+
+    def names(self) -> list[str]:
+        """Every field, the train columns first, then the other train keys, then the probes'."""
+        self._refresh()
+        return self._names
+
+    def kind(self, name: str) -> str:
+        """Whether `name` is a train field or a probe field (KeyError when not listed)."""
+        self._refresh()
+        return self._where[name][0]
+
+    def series(self, name: str) -> Series:
+        """The series of `name` as listed; KeyError naming it when the run has no such field."""
+        self._refresh()
+        where = self._where.get(name)
+        if where is None:
+            raise KeyError(f"no field {name!r} in this run ({len(self._names)} fields)")
+        kind, key = where
+        store = self.store
+        if kind == PROBE:
+            steps, values = self._probes[key]
+            return Series(name, key, kind, steps, values)
+        if key in store.columns and key in TRAIN_FIELDS:
+            return Series(name, key, kind, store.steps, store.columns[key])
+        held = store.extras.series(key)
+        assert held is not None  # listed, so held
+        return Series(name, key, kind, held[0], held[1])
+
+
+def series(store: RunStore, name: str) -> Series:
+    """One field's series by name; KeyError naming the field when the run has none."""
+    return MetricIndex(store).series(name)
+
+
+def compile_filter(pattern: str) -> re.Pattern[str]:
+    """A typed filter as a regular expression (case-insensitive).
+
+    ValueError says in one line what is wrong with an invalid one."""
+    try:
+        return re.compile(pattern, re.IGNORECASE)
+    except re.error as exc:
+        raise ValueError(f"not a regular expression: {pattern!r} ({exc})") from None
+
+
+def matching(names: Sequence[str], pattern: str) -> list[str]:
+    """The names a regular expression finds (anywhere in the name; "" keeps all).
+
+    ValueError for an invalid expression, as `compile_filter`."""
+    if not pattern:
+        return list(names)
+    found = compile_filter(pattern).search
+    return [n for n in names if found(n)]

@@ -1,0 +1,177 @@
+"""Every number a run logs reaches the metric browser as a series by step (model/metrics.py).
+
+The oracle flattens each record with json alone, apart from the readers under test."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import pytest
+
+import fontaine_tui
+from fontaine_tui.core.log.read import load_lines, load_log
+from fontaine_tui.model.metrics import MetricIndex, compile_filter, matching, series
+
+DEMO_LOG = Path(fontaine_tui.__file__).parent / "demo" / "run" / "train_log.jsonl"
+FRAME = ("kind", "step", "time")
+
+
+def _leaves(obj: dict, prefix: str = "") -> dict[str, float]:
+    out: dict[str, float] = {}
+    for key, value in obj.items():
+        if prefix == "" and key in FRAME:
+            continue
+        if isinstance(value, dict):
+            out.update(_leaves(value, f"{prefix}{key}."))
+        elif isinstance(value, (int, float)) and not isinstance(value, bool):
+            out[f"{prefix}{key}"] = float(value)
+    return out
+
+
+def _oracle(path: Path) -> dict[tuple[str, str], dict[int, float]]:
+    """(kind, key) -> {step: value} for every number of every train and eval record."""
+    want: dict[tuple[str, str], dict[int, float]] = {}
+    for raw in path.read_text().splitlines():
+        rec = json.loads(raw)
+        kind = {"train": "train", "eval": "probe"}.get(rec["kind"])
+        if kind:
+            for key, value in _leaves(rec).items():
+                want.setdefault((kind, key), {})[rec["step"]] = value
+    return want
+
+
+def _same(a: float, b: float) -> bool:
+    return repr(a) == repr(b)
+
+
+def _check_every_field(path: Path) -> MetricIndex:
+    want = _oracle(path)
+    index = MetricIndex(load_log(path))
+    by_key = {(index.kind(n), index.series(n).key): n for n in index.names()}
+    assert set(want) <= set(by_key), sorted(set(want) - set(by_key))
+    for (kind, key), points in want.items():
+        s = index.series(by_key[kind, key])
+        got = dict(zip(s.steps, s.values, strict=True))
+        assert got.keys() == points.keys(), key
+        assert all(_same(got[k], v) for k, v in points.items()), key
+    return index
+
+
+def test_every_number_of_the_engine_log_is_a_series():
+    index = _check_every_field(DEMO_LOG)
+    names = index.names()
+    assert {"loss", "lr", "grad_norm", "eval_ar_ce", "breakdown.rig", "n_frames"} <= set(names)
+    assert "time" not in names
+
+
+def test_a_train_record_s_other_numbers_are_kept_nan_as_nan(tmp_path):
+    """An engine-shaped log whose train lines carry more keys (nested, NaN, infinite)."""
+    path = tmp_path / "train_log.jsonl"
+    lines = []
+    for raw in DEMO_LOG.read_text().splitlines():
+        rec = json.loads(raw)
+        if rec["kind"] == "train":
+            s = rec["step"]
+            rec["opt"] = {"lr_group1": s * 1e-6, "momentum": 0.9}
+            rec["tokens_per_s"] = float("nan") if s % 7 == 0 else 100.0 + s
+            if s == 5:
+                rec["spike"] = float("inf")
+            rec["note"] = "text is not a number"
+        lines.append(json.dumps(rec))  # NaN and Infinity as Python's json writes them
+    path.write_text("\n".join(lines) + "\n")
+    index = _check_every_field(path)
+    tps = index.series("tokens_per_s")
+    assert math.isnan(dict(zip(tps.steps, tps.values, strict=True))[7])
+    assert list(index.series("spike").steps) == [5]  # logged once: one point, no filler
+    assert index.series("spike").values[0] == math.inf
+    assert "note" not in index.names()
+    assert index.series("opt.lr_group1").values[9] == pytest.approx(10e-6)
+
+
+def test_a_resume_drops_the_extra_values_past_it():
+    lines = [b'{"kind":"train","step":%d,"loss":1.0,"foo":%d}' % (s, s) for s in range(1, 6)] + [
+        b'{"kind":"event","step":3,"event":"resume","detail":""}',
+        b'{"kind":"train","step":4,"loss":1.0,"foo":40}',
+    ]
+    store = load_lines([b"\n".join(lines) + b"\n"])
+    foo = series(store, "foo")
+    assert list(foo.steps) == [1, 2, 3, 4]
+    assert list(foo.values) == [1.0, 2.0, 3.0, 40.0]
+
+
+def test_a_repeated_train_line_with_extras_is_a_repeat():
+    line = b'{"kind":"train","step":1,"loss":1.0,"a":1,"b":{"c":NaN}}\n'
+    store = load_lines([line + b'{"kind":"train","step":1,"b":{"c":NaN},"a":1,"loss":1.0}\n'])
+    assert store.repeats == 1 and store.out_of_order_count == 0
+
+
+@pytest.fixture(scope="module")
+def tb_folder(tmp_path_factory):
+    """A run written by torch's SummaryWriter: a loss, a learning rate, other train tags
+    (one logged at a few steps only), eval tags."""
+    pytest.importorskip("tensorboard")
+    from torch.utils.tensorboard import SummaryWriter
+
+    folder = tmp_path_factory.mktemp("tb") / "run"
+    w = SummaryWriter(str(folder))
+    for step in range(1, 41):
+        w.add_scalar("train/loss", 2.0 / step, step)
+        w.add_scalar("train/learning_rate", 1e-3, step)
+        w.add_scalar("train/grad_norm", float("nan") if step == 13 else 1.5, step)
+        w.add_scalar("gpu/mem_gb", 10.0 + step, step)
+        if step % 10 == 0:
+            w.add_scalar("eval/mae", 1.0 / step, step)
+            w.add_scalar("eval/rig/mae", 2.0 / step, step)
+            w.add_scalar("speed/tokens", 7.0, step)
+    w.close()
+    return folder
+
+
+def test_every_tag_of_a_tensorboard_run_is_a_series(tb_folder):
+    from fontaine_tui.core.log.formats.cold import load_source
+    from fontaine_tui.core.log.formats.source import SourceSpec
+
+    index = MetricIndex(load_source(tb_folder, SourceSpec("tensorboard")).store)
+    names = index.names()
+    for tag in ("train/loss", "train/learning_rate", "train/grad_norm", "gpu/mem_gb"):
+        assert list(index.series(tag).steps) == list(range(1, 41)), tag
+    assert list(index.series("speed/tokens").steps) == [10, 20, 30, 40]
+    assert list(index.series("eval/rig/mae").steps) == [10, 20, 30, 40]
+    assert index.kind("eval/mae") == "probe"
+    assert math.isnan(index.series("train/grad_norm").values[12])
+    assert index.series("gpu/mem_gb").values[-1] == 50.0
+    assert "ar_ce" not in names  # a column this trainer never wrote is not listed
+
+
+def test_a_live_grouper_keeps_the_other_keys():
+    """A step's keys reach the store through the grouper too (JSONL, trackio, W&B live)."""
+    from fontaine_tui.core.log.formats.grouper import FieldMap, Grouper
+    from fontaine_tui.core.log.store import RunStore
+
+    g, out = Grouper(FieldMap()), []
+    for step in range(1, 4):
+        g.add_row(step, float(step), {"train/loss": 1.0, "sys/cpu": step * 10.0}, out)
+        g.settle_train(out)  # the writer flushed: the train record goes out early
+    g.add_row(3, 3.0, {"eval/mae": 0.5}, out)
+    g.flush(out)
+    store = RunStore()
+    for rec in out:
+        store.add(rec)
+    index = MetricIndex(store)
+    assert list(index.series("sys/cpu").values) == [10.0, 20.0, 30.0]
+    assert list(index.series("eval/mae").steps) == [3]
+
+
+def test_a_filter_is_a_case_insensitive_search_and_a_bad_one_says_so():
+    names = ["loss", "eval/mae", "eval/rig/mae", "train/lr"]
+    assert matching(names, "MAE$") == ["eval/mae", "eval/rig/mae"]
+    assert matching(names, "") == names
+    with pytest.raises(ValueError, match=r"not a regular expression: '\(eval'"):
+        compile_filter("(eval")
+
+
+def test_an_unknown_field_is_named():
+    with pytest.raises(KeyError, match="no field 'nope'"):
+        series(load_log(DEMO_LOG), "nope")
