@@ -52,6 +52,7 @@ COMMANDS = (
         "inspect",
         "what a run folder holds: format, keys, probe cadence, end (and a preset)",
     ),
+    Command("get", "get", "one metric's series from a run folder, as CSV or JSON (for scripts)"),
     Command("seal", "seal", "seal a run into one verifiable bundle (or write its report)"),
     Command("verify", "verify", "check a sealed bundle offline: hashes, chains, the verdict"),
     Command("amend", "amend", "declare a scale or extend amendment in a run's amendments.jsonl"),

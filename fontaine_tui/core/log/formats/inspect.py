@@ -288,9 +288,19 @@ def _rel(folder: Path, path: Path) -> str:
 
 
 def inspect_run(folder: Path, kind: str = "", path: str = "", run: str = "") -> Inspection:
-    """What `folder` holds, read as the first candidate or the one `kind`, `path` and `run` name.
+    """What `folder` holds, read as the candidate `choose` picks (InputError as it says)."""
+    chosen, found = choose(folder, kind, path, run)
+    if chosen.kind == "fontaine":
+        return _inspect_ours(folder, chosen, found)
+    return _inspect_foreign(folder, chosen, found)
 
-    Raises InputError (one line) for a folder that is not there or holds nothing readable."""
+
+def choose(
+    folder: Path, kind: str = "", path: str = "", run: str = ""
+) -> tuple[Candidate, tuple[Candidate, ...]]:
+    """The candidate read (the first, or the one `kind`, `path`, `run` name) and all found.
+
+    InputError (one line) for a folder that is not there or holds nothing readable."""
     if not folder.exists():
         raise InputError(f"{folder}: no such folder")
     if not folder.is_dir():
@@ -321,12 +331,10 @@ def inspect_run(folder: Path, kind: str = "", path: str = "", run: str = "") -> 
     else:
         detect(folder)  # says what it expected
         raise InputError(f"{folder}: no log this console reads")
-    if chosen.kind == "fontaine":
-        return _inspect_ours(folder, chosen, tuple(found))
-    return _inspect_foreign(folder, chosen, tuple(found))
+    return chosen, tuple(found)
 
 
-def _load(folder: Path, chosen: Candidate) -> tuple[Loaded, str]:
+def load(folder: Path, chosen: Candidate) -> tuple[Loaded, str]:
     """The run read with every key an eval key, and its step field.
 
     The step field is "step", else the first of STEP_NAMES that reads keys (a row format written
@@ -351,7 +359,7 @@ def _load(folder: Path, chosen: Candidate) -> tuple[Loaded, str]:
 
 
 def _inspect_foreign(folder: Path, chosen: Candidate, found: tuple[Candidate, ...]) -> Inspection:
-    loaded, step_key = _load(folder, chosen)
+    loaded, step_key = load(folder, chosen)
     store = loaded.store
     stats = _probe_stats(store, list(loaded.keys), foreign=True)
     loss = next((n for n in LOSS_NAMES if n in loaded.keys), "")

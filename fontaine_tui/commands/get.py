@@ -1,0 +1,68 @@
+"""`fontaine-tui get RUN --metric M`: one metric's series, for scripts and agents.
+
+model/series.py reads the folder (ours or any format the tool reads) and writes the series:
+CSV (a header line, one row per step, NaN as `nan`) or JSON (docs/json.md).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from fontaine_tui.commands._args import examples
+from fontaine_tui.core.errors import InputError
+from fontaine_tui.core.follow.target import parse_target
+from fontaine_tui.core.runfolder import check_target
+from fontaine_tui.core.ssh.destination import SshTarget
+from fontaine_tui.model.series import Steps, get, parse_steps
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "get",
+        description="Print one metric's series from a run folder: ours, or any trainer's "
+        "files the tool reads (as `inspect` reads them). CSV has a header line and one row per "
+        "step the metric was logged at; a logged NaN is written nan, never a blank.",
+        epilog=examples(
+            "fontaine-tui get runs/r7 --metric eval_chunk_mae --csv",
+            "fontaine-tui get runs/r7 --metric loss --steps 100:200 --json",
+            "fontaine-tui get runs/hf-trainer --metric eval_loss --steps 500,1000 --json",
+            exits="0 printed, 2 bad input (an unknown run or metric, a bad --steps)",
+        ),
+    )
+    p.add_argument("run", help="a run folder (local)")
+    p.add_argument("-m", "--metric", required=True, help="the metric (a key the run logged)")
+    p.add_argument(
+        "--steps",
+        default="",
+        metavar="A:B|A,B",
+        help="a range of steps, both ends included (either may be left out), or a list "
+        "(default: every step)",
+    )
+    out = p.add_mutually_exclusive_group()
+    out.add_argument("-j", "--json", action="store_true", help="one JSON document")
+    out.add_argument("--csv", action="store_true", help="CSV (the default)")
+    p.add_argument("--kind", default="", help="read it as this [source] kind")
+    p.add_argument("--path", default="", help="the [source] path of one of several runs")
+    p.add_argument(
+        "--run", dest="run_id", default="", help="the [source] run of a store holding several"
+    )
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    if isinstance(parse_target(args.run), SshTarget):
+        raise InputError(f"{args.run}: get reads a local folder (run it on that host)")
+    check_target(args.run)
+    steps = parse_steps(args.steps) if args.steps else Steps()
+    got = get(Path(args.run), args.metric, steps, args.kind, args.path, args.run_id)
+    if args.json:
+        sys.stdout.write(json.dumps(got.to_json(), indent=2) + "\n")
+    else:
+        sys.stdout.write(got.to_csv())
+    if got.missing:
+        shown = ", ".join(map(str, got.missing[:20])) + (" ..." if len(got.missing) > 20 else "")
+        sys.stderr.write(f"note: {args.metric} was not logged at step(s) {shown}\n")
+    return 0

@@ -1,0 +1,144 @@
+"""One metric's series from a run folder, for `fontaine-tui get`: read, cut to steps, written.
+
+The folder is read as `inspect` reads it (ours, or any format the tool reads, every key kept),
+its metrics are model/metrics.py's (every numeric field, as the metric browser lists them),
+and the metric's steps and values come out as CSV (a header line, one row per step, NaN as
+`nan`) or as one JSON document (schema SERIES_SCHEMA, docs/json.md). A step asked for that
+the run did not log is named, never written as a number.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import math
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+from fontaine_tui.core.errors import InputError
+from fontaine_tui.core.log.formats.inspect import choose, load
+from fontaine_tui.core.log.store import RunStore
+from fontaine_tui.core.runfolder import LOG
+from fontaine_tui.core.verdict.record import json_num
+from fontaine_tui.model.metrics import MetricIndex
+
+SERIES_SCHEMA = "fontaine-tui/series/1"
+STEPS_RULE = "expected A:B (either end may be left out) or a list of steps, as 100,200"
+
+
+@dataclass(frozen=True, slots=True)
+class Steps:
+    """The steps asked for: a range (either end open) or a list; all of them when neither."""
+
+    first: int | None = None
+    last: int | None = None
+    listed: tuple[int, ...] = ()
+
+    def keeps(self, step: int) -> bool:
+        if self.listed:
+            return step in self.listed
+        return (self.first is None or step >= self.first) and (
+            self.last is None or step <= self.last
+        )
+
+
+def parse_steps(text: str) -> Steps:
+    """--steps A:B, A:, :B or A,B,C; InputError (one line) for anything else."""
+    text = text.strip()
+    if re.fullmatch(r"\d*:\d*", text) and text != ":":
+        a, b = text.split(":")
+        first, last = (int(a) if a else None), (int(b) if b else None)
+        if first is not None and last is not None and first > last:
+            raise InputError(f"--steps: {text!r}: the range ends before it starts ({STEPS_RULE})")
+        return Steps(first, last)
+    if re.fullmatch(r"\d+(,\d+)*", text):
+        return Steps(listed=tuple(sorted(set(int(x) for x in text.split(",")))))
+    raise InputError(f"--steps: {text!r}: {STEPS_RULE}")
+
+
+@dataclass(frozen=True, slots=True)
+class Got:
+    """The series as read: where from, the metric and its kind, the steps and values kept."""
+
+    folder: str
+    format: str
+    metric: str
+    kind: str  # "train" or "probe"
+    steps: tuple[int, ...]
+    values: tuple[float, ...]
+    missing: tuple[int, ...]  # listed steps the run did not log the metric at
+
+    def to_json(self) -> dict[str, object]:
+        return {
+            "schema": SERIES_SCHEMA,
+            "folder": self.folder,
+            "format": self.format,
+            "metric": self.metric,
+            "kind": self.kind,
+            "count": len(self.steps),
+            "steps": list(self.steps),
+            "values": [json_num(v) for v in self.values],
+            "missing": list(self.missing),
+        }
+
+    def to_csv(self) -> str:
+        out = io.StringIO()
+        w = csv.writer(out, lineterminator="\n")
+        w.writerow(["step", self.metric])
+        for step, value in zip(self.steps, self.values, strict=True):
+            w.writerow([step, number(value)])
+        return out.getvalue()
+
+
+def number(x: float) -> str:
+    """A value as CSV writes it: shortest round-trip digits; nan, inf, -inf as such."""
+    if math.isnan(x):
+        return "nan"
+    if math.isinf(x):
+        return "inf" if x > 0 else "-inf"
+    return repr(x)
+
+
+def read_store(folder: Path, kind: str = "", path: str = "", run: str = "") -> tuple[RunStore, str]:
+    """The run in `folder`, every key kept, and the format it was read as."""
+    from fontaine_tui.core.log.read import load_log
+
+    chosen, _ = choose(folder, kind, path, run)
+    if chosen.kind == "fontaine":
+        try:
+            return load_log(folder / LOG, history=True), chosen.kind
+        except OSError as exc:
+            raise InputError(f"{folder / LOG}: cannot read ({exc.strerror or exc})") from None
+    return load(folder, chosen)[0].store, chosen.kind
+
+
+def get(
+    folder: Path, metric: str, steps: Steps, kind: str = "", path: str = "", run: str = ""
+) -> Got:
+    """`metric`'s series in the run in `folder`, kept to `steps`.
+
+    InputError naming the metrics there when the run has no such metric."""
+    store, fmt = read_store(folder, kind, path, run)
+    index = MetricIndex(store)
+    names = index.names()
+    if metric not in names and {f"train:{metric}", f"probe:{metric}"} <= set(names):
+        raise InputError(
+            f"{folder}: {metric!r} is logged by both train records and probes: name "
+            f"train:{metric} or probe:{metric}"
+        )
+    if metric not in names:
+        shown = ", ".join(names[:40]) + (f" and {len(names) - 40} more" if len(names) > 40 else "")
+        raise InputError(f"{folder}: no metric {metric!r} (metrics: {shown or 'none'})")
+    found = index.series(metric)
+    kept = [(s, v) for s, v in zip(found.steps, found.values, strict=True) if steps.keeps(s)]
+    logged = {s for s, _ in kept}
+    return Got(
+        str(folder),
+        fmt,
+        metric,
+        found.kind,
+        tuple(s for s, _ in kept),
+        tuple(v for _, v in kept),
+        tuple(s for s in steps.listed if s not in logged),
+    )

@@ -1,0 +1,86 @@
+"""`fontaine-tui get RUN --metric M`: a metric's series as CSV or JSON, in real subprocesses.
+
+A run folder of ours (the demo's log) and one tensorboardX writes (the real library, a NaN
+among its values); bad input is one line and exit 2."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.logs import records_upto, write_log
+
+
+def cli(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "fontaine_tui", "get", *args],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=cwd,
+        env={**os.environ},
+    )
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    from tensorboardX import SummaryWriter
+
+    root = tmp_path_factory.mktemp("get")
+    write_log(root / "ours" / "train_log.jsonl", records_upto(1000))
+    with SummaryWriter(str(root / "tb")) as w:
+        for step, value in ((1, 0.5), (2, 0.25), (3, float("nan")), (4, float("inf"))):
+            w.add_scalar("eval/loss", value, step)
+            w.add_scalar("train/loss", 1.0 / step, step)
+            w.add_scalar("loss", 1.0 / step, step)
+    return root
+
+
+def test_get_csv_is_a_header_and_one_row_per_logged_step(runs):
+    res = cli(runs, "ours", "--metric", "eval_chunk_mae", "--csv")
+    assert res.returncode == 0, res.stderr
+    assert res.stdout == "step,eval_chunk_mae\n250,3.4623\n500,3.1\n750,3.5\n1000,3.7929\n"
+    ranged = cli(runs, "ours", "--metric", "eval_chunk_mae", "--steps", "500:750")
+    assert ranged.stdout.splitlines() == ["step,eval_chunk_mae", "500,3.1", "750,3.5"]
+    opened = cli(runs, "ours", "--metric", "loss", "--steps", "998:")
+    assert [r.split(",")[0] for r in opened.stdout.splitlines()] == ["step", "998", "999", "1000"]
+
+
+def test_get_json_names_the_steps_asked_for_and_not_logged(runs):
+    res = cli(runs, "ours", "-m", "eval_chunk_mae", "--steps", "500,600", "--json")
+    assert res.returncode == 0, res.stderr
+    doc = json.loads(res.stdout)
+    assert doc["schema"] == "fontaine-tui/series/1" and doc["kind"] == "probe"
+    assert (doc["steps"], doc["values"], doc["missing"]) == ([500], [3.1], [600])
+    assert res.stderr == "note: eval_chunk_mae was not logged at step(s) 600\n"
+
+
+def test_get_reads_another_trainers_run_and_writes_nan_as_nan(runs):
+    res = cli(runs, "tb", "--metric", "eval/loss")
+    assert res.returncode == 0, res.stderr
+    # float32 scalars: 0.5 and 0.25 are exact; a NaN is never a blank that reads as 0
+    assert res.stdout.splitlines() == ["step,eval/loss", "1,0.5", "2,0.25", "3,nan", "4,inf"]
+    doc = json.loads(cli(runs, "tb", "--metric", "eval/loss", "--json").stdout)
+    assert doc["format"] == "tensorboard" and doc["values"] == [0.5, 0.25, "nan", "inf"]
+
+
+@pytest.mark.parametrize(
+    ("args", "said"),
+    [
+        (("ours", "-m", "nope"), "no metric 'nope' (metrics: loss, ar_ce,"),
+        (("ours", "-m", "loss", "--steps", "9:3"), "--steps: '9:3': the range ends before"),
+        (("ours", "-m", "loss", "--steps", "a,b"), "--steps: 'a,b': expected A:B"),
+        (("gone", "-m", "loss"), "gone: no such folder"),
+        (("tb", "-m", "loss"), "both train records and probes: name train:loss or probe:loss"),
+    ],
+)
+def test_get_bad_input_is_one_line_and_exit_2(runs, args, said):
+    res = cli(runs, *args)
+    assert res.returncode == 2 and res.stdout == ""
+    lines = res.stderr.strip().splitlines()
+    assert len(lines) == 1 and said in lines[0], res.stderr
