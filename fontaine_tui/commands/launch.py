@@ -41,6 +41,8 @@ EPILOG = examples(
     "(the run keeps going)",
 )
 
+LAUNCHED_SCHEMA = "fontaine-tui/launched/1"  # `launch --detach --json` (docs/json.md)
+
 
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
@@ -130,7 +132,7 @@ def run(args: argparse.Namespace) -> int:
     try:
         if args.detach and args.json and not target.remote:
             launched.handle.close()
-            print(json.dumps(launched.as_json()), flush=True)
+            print(json.dumps({"schema": LAUNCHED_SCHEMA, **launched.as_json()}), flush=True)
             return 0
         print(launched.said(args.resume), flush=True)
         if args.detach:

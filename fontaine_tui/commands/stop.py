@@ -22,6 +22,8 @@ from fontaine_tui.core.launch.registry import Registry
 from fontaine_tui.core.verdict.prereg import utc_iso
 from fontaine_tui.model.launched import LaunchedRun
 
+EXIT_SCHEMA = "fontaine-tui/exit/1"  # `stop --json` (docs/json.md)
+
 
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
@@ -125,7 +127,7 @@ def recorded(info, entry, registry, args: argparse.Namespace) -> int:
         updated_at=utc_iso(time.time()),
     )
     if args.json:
-        print(json.dumps(exit_to_dict(info), default=str))
+        print(json.dumps({"schema": EXIT_SCHEMA, **exit_to_dict(info)}, default=str))
     else:
         print(info.describe())
     return 0
