@@ -129,7 +129,9 @@ def get(
         )
     if metric not in names:
         shown = ", ".join(names[:40]) + (f" and {len(names) - 40} more" if len(names) > 40 else "")
-        raise InputError(f"{folder}: no metric {metric!r} (metrics: {shown or 'none'})")
+        dropped = store.extras.dropped_keys  # a runaway log: keys past KEYS_KEPT not kept
+        more = f"; {dropped} more keys not kept" if dropped else ""
+        raise InputError(f"{folder}: no metric {metric!r} (metrics: {shown or 'none'}{more})")
     found = index.series(metric)
     kept = [(s, v) for s, v in zip(found.steps, found.values, strict=True) if steps.keeps(s)]
     logged = {s for s, _ in kept}

@@ -13,7 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from tests.logs import records_upto, write_log
+from tests.logs import meta, records_upto, train, write_log
+
+NAN = float("nan")
 
 
 def cli(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
@@ -33,6 +35,13 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
     root = tmp_path_factory.mktemp("get")
     write_log(root / "ours" / "train_log.jsonl", records_upto(1000))
+    # a train record's own keys beside the columns: one logged NaN, and more keys than are kept
+    # (17 records of 250 keys: 1 + 17 x 249 = 4234 keys, 4096 kept, 138 not)
+    wide = [meta()]
+    for step in range(1, 18):
+        own = {f"k{step}_{i}": 1.0 for i in range(249)}
+        wide.append({**train(step, float(step)), "lr_head": 0.001 if step != 2 else NAN, **own})
+    write_log(root / "wide" / "train_log.jsonl", wide)
     with SummaryWriter(str(root / "tb")) as w:
         for step, value in ((1, 0.5), (2, 0.25), (3, float("nan")), (4, float("inf"))):
             w.add_scalar("eval/loss", value, step)
@@ -67,6 +76,14 @@ def test_get_reads_another_trainers_run_and_writes_nan_as_nan(runs):
     assert res.stdout.splitlines() == ["step,eval/loss", "1,0.5", "2,0.25", "3,nan", "4,inf"]
     doc = json.loads(cli(runs, "tb", "--metric", "eval/loss", "--json").stdout)
     assert doc["format"] == "tensorboard" and doc["values"] == [0.5, 0.25, "nan", "inf"]
+
+
+def test_get_reads_a_train_records_own_keys_and_names_the_keys_not_kept(runs):
+    res = cli(runs, "wide", "--metric", "lr_head")
+    assert res.returncode == 0, res.stderr
+    assert res.stdout.splitlines()[:4] == ["step,lr_head", "1,0.001", "2,nan", "3,0.001"]
+    res = cli(runs, "wide", "--metric", "nope")
+    assert res.returncode == 2 and "138 more keys not kept" in res.stderr, res.stderr
 
 
 @pytest.mark.parametrize(
