@@ -298,9 +298,7 @@ def inspect_run(folder: Path, kind: str = "", path: str = "", run: str = "") -> 
 def choose(
     folder: Path, kind: str = "", path: str = "", run: str = ""
 ) -> tuple[Candidate, tuple[Candidate, ...]]:
-    """The candidate read (the first, or the one `kind`, `path`, `run` name) and all found.
-
-    InputError (one line) for a folder that is not there or holds nothing readable."""
+    """The run to read (the first, or the one named) and all found; else one-line InputError."""
     if not folder.exists():
         raise InputError(f"{folder}: no such folder")
     if not folder.is_dir():
