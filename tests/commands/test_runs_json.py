@@ -18,12 +18,14 @@ from fontaine_tui.core.launch.registry import Entry, Registry
 from fontaine_tui.core.preset.find import load_preset
 from fontaine_tui.core.runfolder import RunFolder
 from fontaine_tui.core.verdict import prereg
-from tests.logs import records_upto, write_log
+from tests.logs import SCALED_LIKE, records_upto, write_log
 
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def _folder(tmp_path: Path, name: str, upto: int, blind: bool = False) -> Path:
+def _folder(
+    tmp_path: Path, name: str, upto: int, blind: bool = False, probes: dict | None = None
+) -> Path:
     text = (ROOT / "presets" / "demosonly_1gpu.toml").read_text()
     if blind:
         text = text.replace("[verdict]\n", "[verdict]\nblind = true\n", 1)
@@ -32,15 +34,24 @@ def _folder(tmp_path: Path, name: str, upto: int, blind: bool = False) -> Path:
     root = tmp_path / name
     root.mkdir()
     prereg.freeze(RunFolder(root), load_preset(path), ["python"], "h")
-    write_log(root / "train_log.jsonl", records_upto(upto))
+    write_log(
+        root / "train_log.jsonl", records_upto(upto, **({"probes": probes} if probes else {}))
+    )
     return root
 
 
-@pytest.fixture
-def rows(tmp_path: Path, registry_path: Path) -> dict[str, dict]:
+@pytest.fixture(scope="module")
+def rows(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict]:
+    tmp_path = tmp_path_factory.mktemp("runs")
+    registry_path = tmp_path / "state" / "babysit.toml"
     reg = Registry(registry_path)
-    for name, upto, blind in (("done", 1000, False), ("half", 750, False), ("blind", 750, True)):
-        root = _folder(tmp_path, name, upto, blind)
+    for name, upto, blind, probes in (
+        ("done", 1000, False, None),
+        ("half", 750, False, None),
+        ("blind", 750, True, None),
+        ("scaled", 1000, False, SCALED_LIKE),
+    ):
+        root = _folder(tmp_path, name, upto, blind, probes)
         reg.upsert(Entry(name=name, run_dir=str(root), host=hostname(), pid=0, preset="x"))
     res = subprocess.run(
         [sys.executable, "-m", "fontaine_tui", "runs", "-j"],
@@ -48,7 +59,7 @@ def rows(tmp_path: Path, registry_path: Path) -> dict[str, dict]:
         text=True,
         timeout=60,
         cwd=tmp_path,
-        env={**os.environ},
+        env={**os.environ, "FONTAINE_REGISTRY": str(registry_path)},
     )
     assert res.returncode == 0, res.stderr
     docs = [json.loads(line) for line in res.stdout.splitlines()]
@@ -70,6 +81,22 @@ def test_runs_json_gives_the_read_and_its_distances_to_each_bound(rows):
     assert half["provisional"] is True and half["read_step"] == 750
     assert rows["half"]["read"].startswith("PROVISIONAL ")
     assert half["rules"]["raw"]["to_healthy"] == pytest.approx(0.3 - half["value"])
+
+
+def test_the_scale_adjusted_rule_has_its_own_bounds_and_distances(rows):
+    """The reference experiment's disagreement: delta +1.5, past the raw drift bound (+1.0158),
+    between the scaled bounds (x s = 3.613)."""
+    r = rows["scaled"]["reading"]
+    s, raw, scaled = r["scale"], r["rules"]["raw"], r["rules"]["scaled"]
+    assert s == pytest.approx(12.5087 / 3.4623) and r["value"] == pytest.approx(1.5)
+    assert scaled["healthy"] == pytest.approx(0.3 * s) and scaled["drift"] == pytest.approx(
+        1.0158 * s
+    )
+    assert raw["side"] == "drift" and raw["to_drift"] == pytest.approx(1.0158 - 1.5)
+    assert scaled["side"] == "between"
+    assert scaled["to_healthy"] == pytest.approx(0.3 * s - 1.5)
+    assert scaled["to_drift"] == pytest.approx(1.0158 * s - 1.5)
+    assert r["verdict"] == "AMBIGUOUS-BY-INSTRUMENT"
 
 
 def test_a_blinded_run_shows_no_read_in_runs_json(rows):
