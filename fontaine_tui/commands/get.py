@@ -16,6 +16,7 @@ from fontaine_tui.core.errors import InputError
 from fontaine_tui.core.follow.target import parse_target
 from fontaine_tui.core.runfolder import check_target
 from fontaine_tui.core.ssh.destination import SshTarget
+from fontaine_tui.core.text import literal
 from fontaine_tui.model.series import Steps, get, parse_steps
 
 
@@ -64,5 +65,5 @@ def run(args: argparse.Namespace) -> int:
         sys.stdout.write(got.to_csv())
     if got.missing:
         shown = ", ".join(map(str, got.missing[:20])) + (" ..." if len(got.missing) > 20 else "")
-        sys.stderr.write(f"note: {args.metric} was not logged at step(s) {shown}\n")
+        sys.stderr.write(literal(f"note: {args.metric} was not logged at step(s) {shown}") + "\n")
     return 0

@@ -33,7 +33,7 @@ class Steps:
 
     first: int | None = None
     last: int | None = None
-    listed: tuple[int, ...] = ()
+    listed: frozenset[int] = frozenset()
 
     def keeps(self, step: int) -> bool:
         if self.listed:
@@ -53,7 +53,7 @@ def parse_steps(text: str) -> Steps:
             raise InputError(f"--steps: {text!r}: the range ends before it starts ({STEPS_RULE})")
         return Steps(first, last)
     if re.fullmatch(r"\d+(,\d+)*", text):
-        return Steps(listed=tuple(sorted(set(int(x) for x in text.split(",")))))
+        return Steps(listed=frozenset(int(x) for x in text.split(",")))
     raise InputError(f"--steps: {text!r}: {STEPS_RULE}")
 
 
@@ -142,5 +142,5 @@ def get(
         found.kind,
         tuple(s for s, _ in kept),
         tuple(v for _, v in kept),
-        tuple(s for s in steps.listed if s not in logged),
+        tuple(sorted(steps.listed - logged)),
     )
