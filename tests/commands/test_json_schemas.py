@@ -115,6 +115,14 @@ def test_runs_json_lines_match_their_schema(here):
 
 def test_inspect_json_matches_its_schema(here):
     check(json.loads(here.cli("inspect", "done", "-j")), "inspect-1")
+    from tensorboardX import SummaryWriter
+
+    with SummaryWriter(str(here.root / "tb")) as w:
+        for step in (1, 2, 3):
+            w.add_scalar("eval/loss", 1.0 / step, step)
+    drafted = json.loads(here.cli("inspect", "tb", "-j", "--preset-out", "draft.toml"))
+    assert drafted["preset_out"] == "draft.toml"
+    check(drafted, "inspect-1")
 
 
 def test_bank_show_json_matches_its_schema(here):
