@@ -101,6 +101,14 @@ def test_verdict_json_matches_its_schema(here):
     check(doc, "verdict-2")
 
 
+def test_the_verdict_json_pages_example_matches_its_schema():
+    """docs/verdict-json.md's example (made by the code: a scale amendment, two rules that
+    disagree) holds to the same schema."""
+    page = (ROOT / "docs" / "verdict-json.md").read_text()
+    block = page.split("```json\n", 1)[1].split("\n```", 1)[0]
+    check(json.loads(block), "verdict-2")
+
+
 def test_blinded_verdict_json_matches_its_schema(here):
     doc = json.loads(here.cli("verdict", "blind", "-j", code=7))
     check(doc, "blinded-1")
