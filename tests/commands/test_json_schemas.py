@@ -159,8 +159,10 @@ healthy_max = 0.0
 drift_min = 0.2
 """)
     launched = json.loads(here.cli("launch", "cmd.toml", "--detach", "--json"))
-    check(launched, "launched-1")
-    stopped = here.cli("stop", launched["run_dir"], "--yes", "--json").strip().splitlines()
+    try:
+        check(launched, "launched-1")
+    finally:  # the trainer is stopped whatever the check said
+        stopped = here.cli("stop", launched["run_dir"], "--yes", "--json").strip().splitlines()
     check(json.loads(stopped[-1]), "exit-1")
 
 
