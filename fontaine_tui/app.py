@@ -21,7 +21,7 @@ from fontaine_tui.core.host.telemetry import TelemetrySnapshot
 from fontaine_tui.core.launch.fleet import Fleet
 from fontaine_tui.model.babysitter import Babysitter
 from fontaine_tui.model.launched import LaunchEnd
-from fontaine_tui.model.runs import Registry, RunEntry, RunsList, open_run
+from fontaine_tui.model.runs import Registry, RunEntry, RunsList, open_run, open_target
 from fontaine_tui.model.sampler import Sampler, take_sample
 from fontaine_tui.model.session import Process, Session
 from fontaine_tui.model.view import Outcome, RunView, step_read
@@ -409,7 +409,6 @@ class FontaineApp(App[int]):
         A host:folder row is followed over SSH, its prereg.json read through the connection,
         as `attach host:/path` does.
         """
-        from fontaine_tui.core.follow.ssh import SshRun
         from fontaine_tui.core.follow.target import parse_target
         from fontaine_tui.core.ssh.destination import SshTarget
 
@@ -427,14 +426,8 @@ class FontaineApp(App[int]):
             self.ssh_options,
             RunRegistry(getattr(self.registry, "path", None)),
         )
-        session = Session(
-            SshRun(parsed, self.ssh_options),
-            self.session.preset,
-            "attach",
-            launched.handle if launched is not None else None,
-        )
-        session.preset_named = False  # its prereg.json, read over SSH, is the run's preset
-        self._swap(session)
+        process = launched.handle if launched is not None else None
+        self._swap(open_target(self.session, target, None, self.ssh_options, process)[0])
 
     def _swap(self, session: Session) -> None:
         old, self.session = self.session, session

@@ -25,7 +25,7 @@ from fontaine_tui.core.log.formats.locate import detect_foreign
 from fontaine_tui.core.log.formats.source import SourceSpec
 from fontaine_tui.core.runfolder import PREREG, RunFolder
 from fontaine_tui.core.verdict.prereg import read_prereg
-from fontaine_tui.model.session import Session
+from fontaine_tui.model.session import Process, Session
 from fontaine_tui.model.view import Outcome
 
 
@@ -186,6 +186,31 @@ def open_run(
     except Exception as exc:  # keep the current preset, say why
         why = Outcome(f"{folder}: using preset {preset.name} ({exc})", "warning")
     return (Session(run_source(folder, preset.source), preset, "attach", None, folder), why)
+
+
+def open_target(
+    session: Session,
+    target: str,
+    registry: Registry | None = None,
+    ssh_options: tuple[str, ...] = (),
+    process: Process | None = None,
+) -> tuple[Session, Outcome | None]:
+    """A session on a runs-list row: a folder here (`open_run`), or host:folder over SSH.
+
+    A host:folder row is followed over SSH as `attach host:/path` follows it; its
+    prereg.json, read through the connection (`Session.read_ledger`), gives its preset.
+    `process` is its engine when the console may stop it.
+    """
+    from fontaine_tui.core.follow.ssh import SshRun
+    from fontaine_tui.core.follow.target import parse_target
+    from fontaine_tui.core.ssh.destination import SshTarget
+
+    parsed = parse_target(target)
+    if not isinstance(parsed, SshTarget):
+        return open_run(session, Path(parsed.folder), registry)
+    far = Session(SshRun(parsed, ssh_options), session.preset, "attach", process)
+    far.preset_named = False  # its prereg.json, read over SSH, is the run's preset
+    return far, None
 
 
 def _foreign_at(
