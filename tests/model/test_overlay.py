@@ -14,7 +14,7 @@ from fontaine_tui.core.runfolder import RunFolder
 from fontaine_tui.core.verdict.losschart import Ema
 from fontaine_tui.core.verdict.overlaychart import overlay_losses, overlay_probes
 from fontaine_tui.core.verdict.prereg import freeze
-from fontaine_tui.model.overlay import MOST_PINS, RUN_COLORS, Overlay, Pin
+from fontaine_tui.model.overlay import MOST_PINS, RUN_COLORS, Overlay
 from fontaine_tui.model.runs import RunEntry, open_target
 from fontaine_tui.model.session import Session
 from fontaine_tui.model.view import Outcome
