@@ -21,6 +21,7 @@ from fontaine_tui.core.host.telemetry import TelemetrySnapshot
 from fontaine_tui.core.launch.fleet import Fleet
 from fontaine_tui.model.babysitter import Babysitter
 from fontaine_tui.model.launched import LaunchEnd
+from fontaine_tui.model.overlay import Overlay
 from fontaine_tui.model.runs import Registry, RunEntry, RunsList, open_run, open_target
 from fontaine_tui.model.sampler import Sampler, take_sample
 from fontaine_tui.model.session import Process, Session
@@ -109,6 +110,7 @@ class FontaineApp(App[int]):
         self.registry = registry
         self.runs = RunsList(registry, fleet=fleet)
         self.ssh_options = ssh_options
+        self.overlay = Overlay()  # the runs pinned in the runs mode, overlaid in its own
         self.registry_reason = "no registry given"
         self.start_mode = start_mode
         self.frame_s = FRAME_S if frame_s is None else frame_s
@@ -154,6 +156,7 @@ class FontaineApp(App[int]):
     async def on_unmount(self) -> None:
         self._let_go(self.session)
         await self.session.source.close()
+        await self.overlay.close()
         if self.babysitter is not None and self.session.kind != "launch":
             # a launch's: its finish closes it; a console quits in at most QUIT_DRAIN_S
             await asyncio.to_thread(self.babysitter.close, QUIT_DRAIN_S)

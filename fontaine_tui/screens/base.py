@@ -7,7 +7,8 @@ from typing import Protocol, cast
 from textual.screen import Screen
 
 from fontaine_tui.core.host.telemetry import TelemetrySnapshot
-from fontaine_tui.model.runs import RunEntry
+from fontaine_tui.model.overlay import Overlay
+from fontaine_tui.model.runs import Registry, RunEntry
 from fontaine_tui.model.session import Session
 from fontaine_tui.model.view import RunView
 
@@ -27,6 +28,9 @@ class Console(Protocol):
     registry_reason: str
     chart_s: float
     session: Session
+    overlay: Overlay  # the runs pinned for the overlay mode
+    registry: Registry | None
+    ssh_options: tuple[str, ...]
 
     def registry_entries(self) -> list[RunEntry]: ...
 

@@ -9,6 +9,7 @@ from textual.binding import Binding, BindingType
 from textual.screen import Screen
 
 from fontaine_tui.screens.monitor import MonitorScreen
+from fontaine_tui.screens.overlay import OverlayScreen
 from fontaine_tui.screens.probes import ProbesScreen
 from fontaine_tui.screens.processes import ProcessesScreen
 from fontaine_tui.screens.runs import RunsScreen
@@ -20,6 +21,7 @@ MODES: dict[str, type[Screen[object]]] = {
     "verdict": VerdictScreen,
     "runs": RunsScreen,
     "processes": ProcessesScreen,
+    "overlay": OverlayScreen,
 }
 
 MODE_BINDINGS: list[BindingType] = [
@@ -57,5 +59,13 @@ MODE_BINDINGS: list[BindingType] = [
         "Processes",
         id="mode.processes",
         tooltip="The run's process tree: roles, CPU, memory, GPU memory; signal, stack dump",
+    ),
+    Binding(
+        "o",
+        "switch_mode('overlay')",
+        "Overlay",
+        id="mode.overlay",
+        show=False,  # in the footer of the runs mode, where runs are pinned
+        tooltip="The runs pinned in the runs mode (space), overlaid: train losses and reads",
     ),
 ]

@@ -1,18 +1,41 @@
-"""Runs mode: the babysit registry; enter attaches the console to the selected run."""
+"""Runs mode: the babysit registry; enter attaches the console to the selected run.
+
+Space pins the selected run for the overlay mode (o), or unpins it; a pinned run's name
+carries its colour's dot.
+"""
 
 from __future__ import annotations
 
 from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.content import Content
 from textual.widgets import DataTable, Footer, Static
 
 from fontaine_tui.core.launch.fleet import CELLS
+from fontaine_tui.model.runs import RunEntry, open_target
 from fontaine_tui.model.view import RunView
 from fontaine_tui.screens.base import ViewScreen
-from fontaine_tui.widgets.safe import assemble, cell
+from fontaine_tui.widgets.safe import assemble, cell, notify
 
 
 class RunsScreen(ViewScreen):
     TITLE = "runs"
+    BINDINGS = [
+        Binding(
+            "space",
+            "pin",
+            "Pin/unpin",
+            id="runs.pin",
+            tooltip="Pin the selected run for the overlay mode (o), or unpin it",
+        ),
+        Binding(
+            "o",
+            "app.switch_mode('overlay')",
+            "Overlay",
+            id="runs.overlay",
+            tooltip="The pinned runs overlaid: train losses and reads (the overlay mode)",
+        ),
+    ]
     _shown: tuple = ()
 
     def on_mount(self) -> None:
@@ -34,8 +57,11 @@ class RunsScreen(ViewScreen):
     def draw(self, view: RunView) -> None:
         entries = self.console.registry_entries()
         table = self.query_one(DataTable)
-        if tuple(entries) != self._shown:
-            self._shown = tuple(entries)
+        overlay = self.console.overlay
+        overlay.refresh(entries)
+        pins = tuple(t for t in overlay.pins)
+        if (tuple(entries), pins) != self._shown:
+            self._shown = (tuple(entries), pins)
             table.clear(columns=True)
             if any(e.cells for e in entries):  # every host checked: as `fontaine-tui runs`
                 table.add_columns(
@@ -44,7 +70,7 @@ class RunsScreen(ViewScreen):
                 for e in entries:
                     cells = e.cells or ("",) * len(CELLS)
                     table.add_row(
-                        cell(e.name),
+                        self._name_cell(e),
                         cell(e.host),
                         cell(e.state),
                         *(cell(c) for c in cells),
@@ -57,15 +83,16 @@ class RunsScreen(ViewScreen):
                 table.add_columns("run", "folder", "pid", "state", "launched")
                 for e in entries:
                     table.add_row(
-                        cell(e.name),
+                        self._name_cell(e),
                         cell(e.folder),
                         str(e.pid or "—"),
                         cell(e.state),
                         cell(e.launched),
                         key=e.target,
                     )
+        pinned = f"{len(pins)} pinned, o overlays them" if pins else "space pins one"
         title = (
-            f"{len(entries)} run(s) in the registry; enter attaches to one"
+            f"{len(entries)} run(s) in the registry; enter attaches to one; {pinned}"
             if entries
             else self.console.registry_reason
         )
@@ -76,3 +103,37 @@ class RunsScreen(ViewScreen):
     def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
         if event.row_key.value:
             self.console.attach_target(str(event.row_key.value))
+
+    def _name_cell(self, entry: RunEntry) -> str | Content:
+        pin = self.console.overlay.pins.get(entry.target)
+        if pin is None:
+            return cell(entry.name)
+        return assemble(("● ", pin.color), entry.name)
+
+    def action_pin(self) -> None:
+        """Pin the selected run for the overlay, or unpin it; a pinned run is followed."""
+        table = self.query_one(DataTable)
+        if not table.row_count:
+            self.notify("no run to pin", timeout=3)
+            return
+        target = table.coordinate_to_cell_key(table.cursor_coordinate).row_key.value
+        entry = (
+            next((e for e in self._shown[0] if e.target == target), None) if self._shown else None
+        )
+        if entry is None:
+            return
+        console = self.console
+        added, removed, outcome = console.overlay.toggle(
+            entry,
+            lambda e: open_target(console.session, e.target, console.registry, console.ssh_options),
+        )
+        if added is not None:
+            self.app.run_worker(console.overlay.follow(added), group="overlay", exit_on_error=False)
+        if removed is not None:
+            self.app.run_worker(
+                console.overlay.unpin(removed), group="overlay-close", exit_on_error=False
+            )
+        notify(self.app, outcome.message, severity=outcome.severity, timeout=4)
+        view = console.view
+        if view is not None:
+            self.draw(view)

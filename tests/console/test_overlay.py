@@ -1,0 +1,131 @@
+"""The overlay mode: runs pinned in the runs mode (space), overlaid on `o`, a live run's new
+lines drawn as they are appended to its real log file; and how the overlay looks."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from textual.widgets import DataTable
+
+from fontaine_tui.core.host.memory import hostname
+from fontaine_tui.core.launch.registry import Entry, Registry
+from fontaine_tui.core.runfolder import RunFolder
+from fontaine_tui.core.verdict.prereg import freeze
+from fontaine_tui.screens.overlay import OverlayScreen
+from fontaine_tui.widgets.chart import Chart
+from tests.console.conftest import SIZE, console, make_run, text, until
+from tests.logs import dumps, records_upto, write_log
+
+
+def _two_runs(root: Path, preset, registry_path: Path) -> Registry:
+    """`live` (600 of 1000 steps, its pid alive) and `done` (all 1000), both registered."""
+    reg = Registry(registry_path)
+    for name, upto, pid, status in (
+        ("live", 600, os.getpid(), "running"),
+        ("done", 1000, 0, "exited"),
+    ):
+        make_run(root / name, upto=upto)
+        if name == "done":  # a lower loss than live's, so both curves show
+            recs = [
+                {**r, "loss": r["loss"] * 0.7} if r["kind"] == "train" else r
+                for r in records_upto(upto)
+            ]
+            write_log(root / name / "train_log.jsonl", recs)
+        freeze(RunFolder(root / name), preset, ["launch"], "here", now=1_786_999_000)
+        reg.upsert(
+            Entry(
+                name=name,
+                run_dir=str(Path(name)),
+                host=hostname(),
+                preset=preset.name,
+                pid=pid,
+                launched_at="2026-08-17T18:41:00Z",
+                status=status,
+            )
+        )
+    return reg
+
+
+async def _pin_both(pilot) -> DataTable:
+    table = pilot.app.screen.query_one(DataTable)
+    await until(pilot, lambda: table.row_count == 2)
+    table.focus()
+    await pilot.press("space", "down", "space")
+    return table
+
+
+def _legend(app) -> str:
+    return text(app.screen.query_one("#overlay-legend"))
+
+
+async def test_pinned_runs_are_overlaid_and_a_live_runs_new_lines_appear(
+    tmp_path, preset, registry_path, monkeypatch
+):
+    monkeypatch.chdir(tmp_path)
+    reg = _two_runs(tmp_path, preset, registry_path)
+    app = console(make_run(tmp_path / "shown", upto=500), registry=reg, start_mode="runs")
+    async with app.run_test(size=SIZE) as pilot:
+        table = await _pin_both(pilot)
+        names = sorted(str(table.get_row_at(i)[0]) for i in range(2))
+        assert names == ["● done", "● live"]  # each pinned row carries its colour's dot
+        assert "2 pinned, o overlays them" in text(app.screen.query_one("#runs-title"))
+        await pilot.press("o")
+        assert isinstance(app.screen, OverlayScreen)
+        losses = app.screen.query_one("#overlay-losses", Chart)
+        probes = app.screen.query_one("#overlay-probes", Chart)
+
+        def drawn(chart: Chart) -> dict[str, int]:
+            spec = chart.spec
+            return {c.label: len(c.xs) for c in spec.curves} if spec is not None else {}
+
+        await until(
+            pilot, lambda: drawn(losses) == {"live (running)": 600, "done (finished)": 1000}
+        )
+        assert {c.label: c.color for c in losses.spec.curves} == {
+            "live (running)": "cyan",
+            "done (finished)": "magenta",
+        }
+        legend = _legend(app)
+        assert "live  running  step 600  read +0.0000 @ 500" in legend
+        assert "done  finished  step 1000  read +0.6929 @ 1000" in legend
+        # one rule for both: its bounds drawn and said
+        assert [h.y for h in probes.spec.hlines] == [0.30, 1.0158]
+        assert "every run's rule" in text(app.screen.query_one("#overlay-note"))
+        # the live run's log grows on disk while the console follows it
+        with open(tmp_path / "live" / "train_log.jsonl", "a") as fh:
+            fh.write("".join(dumps(r) + "\n" for r in records_upto(800)[len(records_upto(600)) :]))
+        await until(pilot, lambda: drawn(losses).get("live (running)") == 800)
+        await until(pilot, lambda: "live  running  step 800  read +0.4000 @ 750" in _legend(app))
+        await until(pilot, lambda: drawn(probes).get("live (running)") == 2)
+        await until(pilot, lambda: not losses.pending)
+        assert "live (running)" in text(losses) and "done (finished)" in text(losses)
+        # space unpins: back in the runs mode, one run left in the overlay
+        await pilot.press("r")
+        app.screen.query_one(DataTable).focus()
+        await pilot.press("space")
+        await pilot.press("o")
+        await until(pilot, lambda: len(drawn(losses)) == 1)
+
+
+def test_overlay_snapshot(snap_compare, tmp_path, preset, registry_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    reg = _two_runs(tmp_path, preset, registry_path)
+    app = console(make_run(tmp_path / "shown", upto=500), registry=reg, start_mode="runs")
+
+    async def ready(pilot) -> None:
+        await _pin_both(pilot)
+        await pilot.press("o")
+        losses = pilot.app.screen.query_one("#overlay-losses", Chart)
+        await until(
+            pilot,
+            lambda: (
+                losses.spec is not None
+                and sum(len(c.xs) for c in losses.spec.curves) == 1600
+                and not any(c.pending for c in pilot.app.screen.query(Chart))
+            ),
+        )
+        pilot.app.clear_notifications()  # the pin toasts: the overlay alone
+        await pilot.pause(0.1)
+
+    assert snap_compare(app, terminal_size=SIZE, run_before=ready)
