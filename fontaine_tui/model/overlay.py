@@ -46,7 +46,8 @@ class Pin:
             return "finished"
         if self.trouble:
             return f"not answering: {self.trouble}"
-        if self.entry.state in ("running", "checking", "remote", ""):
+        # attached: followed with no process known; its log has not ended, so it runs
+        if self.entry.state in ("running", "attached", "checking", "remote", ""):
             since = self.lines_at if self.lines_at is not None else self.pinned_at
             if now - since > QUIET_S:
                 return f"running, quiet {int(now - since)} s"

@@ -6,9 +6,11 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+import pytest
 from textual.widgets import DataTable
 
 from fontaine_tui.core.host.memory import hostname
+from fontaine_tui.core.launch.fleet import Fleet, control_dir
 from fontaine_tui.core.launch.registry import Entry, Registry
 from fontaine_tui.core.runfolder import RunFolder
 from fontaine_tui.core.verdict.prereg import freeze
@@ -16,6 +18,7 @@ from fontaine_tui.screens.overlay import OverlayScreen
 from fontaine_tui.widgets.chart import Chart
 from tests.console.conftest import SIZE, console, make_run, text, until
 from tests.logs import dumps, records_upto, write_log
+from tests.sshd_helper import HOST_ALIAS
 
 
 def _two_runs(root: Path, preset, registry_path: Path) -> Registry:
@@ -129,3 +132,42 @@ def test_overlay_snapshot(snap_compare, tmp_path, preset, registry_path, monkeyp
         await pilot.pause(0.1)
 
     assert snap_compare(app, terminal_size=SIZE, run_before=ready)
+
+
+@pytest.mark.ssh
+async def test_a_remote_run_is_pinned_and_followed_over_ssh(sshd, tmp_path, preset, registry_path):
+    """A row on another host (a real sshd on 127.0.0.1) is overlaid beside a local one."""
+    here, there = tmp_path / "here", tmp_path / "far run"
+    for folder, upto in ((here, 1000), (there, 600)):
+        make_run(folder, upto=upto)
+        freeze(RunFolder(folder), preset, ["python"], "h")
+    reg = Registry(registry_path)
+    reg.upsert(Entry(name="near", run_dir=str(here), host=hostname(), preset=preset.name))
+    reg.upsert(
+        Entry(name="far", run_dir=str(there), host=HOST_ALIAS, preset=preset.name, status="running")
+    )
+    options = ("-F", str(sshd.config))
+    app = console(make_run(tmp_path / "shown", upto=500), registry=reg, start_mode="runs")
+    app.runs.fleet = Fleet(tmp_path / "fleet.json", control_dir(), hostname(), options)
+    app.ssh_options = options
+    async with app.run_test(size=SIZE) as pilot:
+        table = app.screen.query_one(DataTable)
+        hosts = lambda: {str(table.get_row_at(i)[1]) for i in range(table.row_count)}  # noqa: E731
+        await until(pilot, lambda: HOST_ALIAS in hosts(), 20)  # the fleet's look: host:folder
+        table.focus()
+        await pilot.press("space", "down", "space", "o")
+        losses = app.screen.query_one("#overlay-losses", Chart)
+
+        def far_steps() -> int:
+            spec = losses.spec
+            far = [c for c in spec.curves if c.label.startswith("far")] if spec else []
+            return len(far[0].xs) if far else 0
+
+        await until(pilot, lambda: far_steps() == 600, 20)
+        far = app.overlay.pins[f"{HOST_ALIAS}:{there}"]
+        assert far.session.source.label == f"ssh {HOST_ALIAS}:{there}"
+        await until(pilot, lambda: far.session.ledger.hash_ok is True, 20)  # read over SSH
+        with open(there / "train_log.jsonl", "a") as fh:
+            fh.write("".join(dumps(r) + "\n" for r in records_upto(700)[len(records_upto(600)) :]))
+        await until(pilot, lambda: far_steps() == 700, 20)
+        await until(pilot, lambda: "far  running  step 700" in _legend(app), 20)
