@@ -62,6 +62,7 @@ class RunsScreen(ViewScreen):
         pins = tuple(t for t in overlay.pins)
         if (tuple(entries), pins) != self._shown:
             self._shown = (tuple(entries), pins)
+            row = table.cursor_row  # kept: a pin or a new reading does not move the cursor
             table.clear(columns=True)
             if any(e.cells for e in entries):  # every host checked: as `fontaine-tui runs`
                 table.add_columns(
@@ -90,6 +91,8 @@ class RunsScreen(ViewScreen):
                         cell(e.launched),
                         key=e.target,
                     )
+            if entries:
+                table.move_cursor(row=min(row, len(entries) - 1), animate=False)
         pinned = f"{len(pins)} pinned, o overlays them" if pins else "space pins one"
         title = (
             f"{len(entries)} run(s) in the registry; enter attaches to one; {pinned}"

@@ -111,6 +111,23 @@ async def test_pinned_runs_are_overlaid_and_a_live_runs_new_lines_appear(
         await until(pilot, lambda: len(drawn(losses)) == 1)
 
 
+async def test_pinning_keeps_the_cursor_so_space_down_pins_every_run(
+    tmp_path, preset, registry_path, monkeypatch
+):
+    monkeypatch.chdir(tmp_path)
+    reg = _two_runs(tmp_path, preset, registry_path)
+    make_run(tmp_path / "third", upto=300)
+    reg.upsert(Entry(name="third", run_dir="third", host=hostname(), preset=preset.name))
+    app = console(make_run(tmp_path / "shown", upto=500), registry=reg, start_mode="runs")
+    async with app.run_test(size=SIZE) as pilot:
+        table = app.screen.query_one(DataTable)
+        await until(pilot, lambda: table.row_count == 3)
+        table.focus()
+        await pilot.press("space", "down", "space", "down", "space")
+        assert sorted(p.entry.name for p in app.overlay.pins.values()) == ["done", "live", "third"]
+        assert table.cursor_row == 2
+
+
 def test_overlay_snapshot(snap_compare, tmp_path, preset, registry_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     reg = _two_runs(tmp_path, preset, registry_path)
