@@ -6,9 +6,11 @@ carries its colour's dot.
 
 from __future__ import annotations
 
+from rich.style import Style
+from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
-from textual.content import Content
+from textual.color import Color
 from textual.widgets import DataTable, Footer, Static
 
 from fontaine_tui.core.launch.fleet import CELLS
@@ -107,11 +109,14 @@ class RunsScreen(ViewScreen):
         if event.row_key.value:
             self.console.attach_target(str(event.row_key.value))
 
-    def _name_cell(self, entry: RunEntry) -> str | Content:
+    def _name_cell(self, entry: RunEntry) -> str | Text:
+        """The run's name; a pinned run's after a dot of its colour (a Text the table measures)."""
         pin = self.console.overlay.pins.get(entry.target)
         if pin is None:
             return cell(entry.name)
-        return assemble(("● ", pin.color), entry.name)
+        return Text.assemble(
+            ("● ", Style(color=Color.parse(pin.color).rich_color)), cell(entry.name)
+        )
 
     def action_pin(self) -> None:
         """Pin the selected run for the overlay, or unpin it; a pinned run is followed."""

@@ -72,6 +72,7 @@ async def test_pinned_runs_are_overlaid_and_a_live_runs_new_lines_appear(
         table = await _pin_both(pilot)
         names = sorted(str(table.get_row_at(i)[0]) for i in range(2))
         assert names == ["● done", "● live"]  # each pinned row carries its colour's dot
+        assert list(table.columns.values())[0].content_width >= len("● live")  # not cut short
         assert "2 pinned, o overlays them" in text(app.screen.query_one("#runs-title"))
         await pilot.press("o")
         assert isinstance(app.screen, OverlayScreen)
