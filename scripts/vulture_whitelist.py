@@ -53,6 +53,7 @@ _.action_toggle_datasets
 _.action_signal
 _.action_stack
 _.action_close_stack
+_.action_pin
 
 # argparse reads a subparsers action's `required` (a subcommand must be given)
 _.required
