@@ -5,7 +5,8 @@
 Each mode of the console on a replayed fixture log (the document's scale: step-250 level
 12.5087, so the raw and scale-adjusted rules disagree), at 120x40, fixed clock; and the
 monitor, probes and verdict of `fontaine-tui demo` (the shipped recorded run, staged as the
-command stages it). `python screenshots/make.py demo` makes only the demo's.
+command stages it); and the overlay of two registered runs pinned in the runs mode.
+`python screenshots/make.py demo` makes only the demo's, `... overlay` only the overlay's.
 """
 
 from __future__ import annotations
@@ -85,10 +86,49 @@ def demo(out: Path) -> None:
         print(out / name)
 
 
+async def shoot_overlay(root: Path, out: Path) -> None:
+    """Two registered runs pinned in the runs mode and overlaid, as the console test does."""
+    from fontaine_tui.core.preset.find import load_preset
+    from fontaine_tui.widgets.chart import Chart
+    from tests.console.conftest import until
+    from tests.console.test_overlay import _pin_both, _two_runs
+
+    reg = _two_runs(root, load_preset("demosonly_1gpu"), root / "registry.toml")
+    app = console(make_run(root / "shown", upto=500), registry=reg, start_mode="runs")
+    async with app.run_test(size=SIZE) as pilot:
+        await _pin_both(pilot)
+        await pilot.press("o")
+        charts = list(app.screen.query(Chart))
+        await until(
+            pilot,
+            lambda: (
+                all(c.spec is not None and not c.pending for c in charts)
+                and sum(len(c.xs) for c in charts[0].spec.curves) == 1600
+            ),  # type: ignore[union-attr]
+        )
+        app.clear_notifications()
+        await pilot.pause(0.2)
+        app.save_screenshot(filename="overlay.svg", path=str(out))
+
+
+def overlay(out: Path) -> None:
+    with tempfile.TemporaryDirectory() as tmp:
+        os.chdir(tmp)  # relative paths: the same on every machine
+        try:
+            asyncio.run(shoot_overlay(Path(tmp), out))
+        finally:
+            os.chdir(HERE)
+    print(out / "overlay.svg")
+
+
 def main() -> int:
     out = HERE
+    if sys.argv[1:] == ["overlay"]:
+        overlay(out)
+        return 0
     if sys.argv[1:] != ["demo"]:
         fixtures(out)
+        overlay(out)
     demo(out)
     return 0
 
