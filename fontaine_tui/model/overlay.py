@@ -14,6 +14,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from fontaine_tui.core.errors import InputError
 from fontaine_tui.core.verdict.overlaychart import OverlayRun
 from fontaine_tui.model.runs import RunEntry
 from fontaine_tui.model.session import Session
@@ -82,7 +83,10 @@ class Overlay:
                 None,
                 Outcome(f"at most {MOST_PINS} runs pinned (one colour each)", "warning"),
             )
-        session, why = opener(entry)
+        try:
+            session, why = opener(entry)
+        except (InputError, OSError) as exc:  # a row that names no run it can follow
+            return None, None, Outcome(f"{entry.name}: not pinned: {exc}", "error")
         used = {p.color for p in self.pins.values()}
         color = next(c for c in RUN_COLORS if c not in used)
         pin = Pin(entry, session, color, pinned_at=self.clock())

@@ -162,3 +162,15 @@ def test_a_run_whose_host_refuses_is_marked_not_answering(tmp_path, demosonly, m
     asyncio.run(asyncio.wait_for(watch(), 30))
     state = overlay.runs()[0].state
     assert state.startswith("not answering: ") and "Connection refused" in state
+
+
+def test_a_row_naming_a_host_ssh_would_read_as_an_option_is_refused_in_one_line(demosonly):
+    entry = RunEntry("evil", "/runs/a", None, "remote", "", "-oProxyCommand=touch x")
+    base = Session(_NoSource(), demosonly, "replay")
+    overlay = Overlay()
+    pin, gone, said = overlay.toggle(entry, lambda e: open_target(base, e.target))
+    assert pin is None and gone is None and not overlay.pins
+    assert said.severity == "error"
+    assert (
+        said.message.startswith("evil: not pinned: ") and "may not begin with '-'" in said.message
+    )
