@@ -13,7 +13,6 @@ from textual.widgets import Footer, Static
 
 from fontaine_tui.core.verdict.losschart import EMA_DEFAULT, EMA_FACTORS
 from fontaine_tui.core.verdict.overlaychart import OverlayRun, overlay_losses, overlay_probes
-from fontaine_tui.core.verdict.text import signed
 from fontaine_tui.screens.base import ConsoleScreen
 from fontaine_tui.widgets.chart import Chart
 from fontaine_tui.widgets.safe import assemble
@@ -74,17 +73,11 @@ class OverlayScreen(ConsoleScreen):
         self.query_one("#overlay-probes", Chart).show(probes, key=self._key)
         parts: list[str | tuple[str, str]] = []
         for run in runs:
-            latest = run.verdicts[-1] if run.verdicts else None
-            read = (
-                f"read {signed(latest.delta)} @ {latest.read_step}"
-                if latest is not None and latest.read_step is not None
-                else "no read yet"
-            )
             step = run.store.last_step if run.store.steps else 0
             parts += [
                 ("● ", run.color),
                 (run.name, "bold"),
-                f"  {run.state}  step {step}  {read}\n",
+                f"  {run.state}  step {step}  {run.read_words}\n",
             ]
         if not runs:
             parts.append("no run pinned: in the runs mode (r), space pins a run; pin two or more")

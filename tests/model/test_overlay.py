@@ -174,3 +174,22 @@ def test_a_row_naming_a_host_ssh_would_read_as_an_option_is_refused_in_one_line(
     assert (
         said.message.startswith("evil: not pinned: ") and "may not begin with '-'" in said.message
     )
+
+
+def test_a_blinded_runs_reads_stay_hidden_in_the_overlay(tmp_path, demosonly):
+    from tests.commands.test_blind import blind_preset
+
+    seen = _run(tmp_path / "seen", demosonly, 750)
+    hidden = _run(tmp_path / "hidden", load_preset(str(blind_preset(tmp_path))), 750)
+    overlay = Overlay()
+    for e in (seen, hidden):
+        overlay.toggle(e, _opener(demosonly))
+    asyncio.run(_followed(overlay, {"seen": 750, "hidden": 750}))
+    runs = overlay.runs()
+    assert [(r.name, r.blinded, r.read_words) for r in runs] == [
+        ("seen", False, "read +0.4000 @ 750"),
+        ("hidden", True, "read blinded"),
+    ]
+    probes = overlay_probes(runs)
+    assert [len(c.xs) for c in probes.curves] == [2, 0]  # nothing of the hidden run's read
+    assert "blinded, read not drawn: hidden" in probes.note

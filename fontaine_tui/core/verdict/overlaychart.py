@@ -36,6 +36,16 @@ class OverlayRun:
     def label(self) -> str:
         return f"{self.name} ({self.state})"
 
+    @property
+    def read_words(self) -> str:
+        """Its latest read and where, or why there is none to show."""
+        if self.blinded:
+            return "read blinded"
+        latest = self.verdicts[-1] if self.verdicts else None
+        if latest is None or latest.read_step is None:
+            return "no read yet"
+        return f"read {signed(latest.delta)} @ {latest.read_step}"
+
 
 def train_column(store: RunStore) -> str:
     """The train loss the overlay draws: the total `loss`, or the AR CE when none is logged."""
