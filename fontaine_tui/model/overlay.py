@@ -50,8 +50,8 @@ class Pin:
         # attached: followed with no process known; its log has not ended, so it runs
         if self.entry.state in ("running", "attached", "checking", "remote", ""):
             since = self.lines_at if self.lines_at is not None else self.pinned_at
-            if now - since > QUIET_S:
-                return f"running, quiet {int(now - since)} s"
+            if now - since > QUIET_S:  # in minutes: the label, and a redraw, once a minute
+                return f"running, quiet {int((now - since) // 60)} min"
             return "running"
         return self.entry.state
 

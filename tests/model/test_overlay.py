@@ -193,3 +193,15 @@ def test_a_blinded_runs_reads_stay_hidden_in_the_overlay(tmp_path, demosonly):
     probes = overlay_probes(runs)
     assert [len(c.xs) for c in probes.curves] == [2, 0]  # nothing of the hidden run's read
     assert "blinded, read not drawn: hidden" in probes.note
+
+
+def test_a_running_run_with_no_new_line_for_two_minutes_is_said_to_be_quiet(tmp_path, demosonly):
+    now = [1000.0]
+    overlay = Overlay(clock=lambda: now[0])
+    pin, _, _ = overlay.toggle(_run(tmp_path / "live", demosonly, 600), _opener(demosonly))
+    assert pin is not None and pin.state(now[0]) == "running"
+    now[0] += 119
+    assert overlay.runs()[0].state == "running"
+    now[0] += 61
+    assert overlay.runs()[0].state == "running, quiet 3 min"
+    asyncio.run(overlay.close())
