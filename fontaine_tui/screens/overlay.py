@@ -7,6 +7,8 @@ the charts at most once per the app's chart interval.
 
 from __future__ import annotations
 
+import time
+
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.widgets import Footer, Static
@@ -18,6 +20,7 @@ from fontaine_tui.widgets.chart import Chart
 from fontaine_tui.widgets.safe import assemble
 
 LOOK_S = 0.5  # how often the pinned runs are looked at for a change
+REGISTRY_S = 5.0  # how often the registry's word on them is taken (a fleet look asks every host)
 
 
 class OverlayScreen(ConsoleScreen):
@@ -42,6 +45,7 @@ class OverlayScreen(ConsoleScreen):
 
     smoothing = EMA_DEFAULT
     _key: object = None
+    _registry_at = -REGISTRY_S
 
     def compose(self) -> ComposeResult:
         yield Static(id="overlay-legend")
@@ -61,7 +65,10 @@ class OverlayScreen(ConsoleScreen):
         if not self.is_current:
             return
         overlay = self.console.overlay
-        overlay.refresh(self.console.registry_entries())
+        now = time.monotonic()
+        if now - self._registry_at >= REGISTRY_S:
+            self._registry_at = now
+            overlay.refresh(self.console.registry_entries())
         key = (overlay.key(), self.smoothing)
         if key != self._key:
             self._key = key
