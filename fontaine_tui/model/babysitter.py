@@ -39,6 +39,7 @@ from fontaine_tui.core.launch.babysit import (
 from fontaine_tui.core.launch.exits import ExitInfo
 from fontaine_tui.core.launch.gatestop import gate_stop
 from fontaine_tui.core.launch.registry import default_path
+from fontaine_tui.core.launch.traineralerts import is_alert_rule
 from fontaine_tui.core.log.store import RunStore
 from fontaine_tui.core.verdict.prereg import parse_utc
 from fontaine_tui.core.verdict.record import Verdict
@@ -187,15 +188,31 @@ class Babysitter:
     def _was_told(self, what: str, step: int, logged: float) -> bool:
         return self._told_key(what, step, logged) in self._told
 
-    def _tell(self, what: str, step: int, logged: float) -> None:
+    def _tell(self, what: str, step: int, logged: float, said: str = "") -> None:
         """The post is queued: babysit.jsonl says so, for the next watcher of this run."""
         self._told.add(self._told_key(what, step, logged))
         if self.poll_log is None:
             return
         try:
-            append_poll(self.poll_log, told_record(what, step, logged, self.clock(), self.watcher))
+            append_poll(
+                self.poll_log, told_record(what, step, logged, self.clock(), self.watcher, said)
+            )
         except OSError as exc:
             self.say(f"warn: {self.poll_log}: not written ({exc.strerror or exc})")
+
+    def trainer_alert(self, w: RunWarning) -> None:
+        """Post an alert the trainer raised, once, and once across watchers.
+
+        babysit.jsonl records it with its words: a watcher that reads the log again, or
+        comes back, does not post it again."""
+        if self.notices is None:
+            return
+        step = int(w.numbers.get("step", -1))
+        logged = w.numbers.get("logged", math.nan)
+        if self._was_told(w.rule, step, logged):
+            return
+        words = self.notices.trainer_alert(w, step if step >= 0 else None)
+        self._tell(w.rule, step, logged, f"{w.severity}: {words}")
 
     def incident(self, attempt: int, cause: str, text: str, step: int | None) -> None:
         if self.notices is not None:
@@ -214,8 +231,10 @@ class Babysitter:
         new = [
             w for w in session.warning_book.last_new if w.rule not in ("first-poll", "exited-early")
         ]
-        if self.notices is not None:
-            for w in new:
+        for w in new:
+            if is_alert_rule(w.rule):
+                self.trainer_alert(w)
+            elif self.notices is not None:
                 self.notices.warning(w, session.store.last_step or None)
         fresh = sorted(set(session.store.probes) - self._sent_probes)
         if self._catching_up and session.store.last_step:

@@ -2,8 +2,8 @@
 
 The events are the launch, each babysit poll (the first one is the document's first-poll
 summary), each probe's read as it stands (PROVISIONAL until the endpoint), each new warning
-(the GPU-hours gate among them), an incident (an attempt that ended before the endpoint,
-with its cause), a stop on the preset's stop_on_lock gate, and the final verdict. The final verdict has both rules and the per-dataset
+(the GPU-hours gate among them), each alert the trainer raised, an incident (an attempt that
+ended before the endpoint, with its cause), a stop on the preset's stop_on_lock gate, and the final verdict. The final verdict has both rules and the per-dataset
 breakdown (fields for Slack and Discord, lines of the text for the others).
 
 Sending never blocks (the notifier's own threads deliver). What failed is said at the end,
@@ -23,6 +23,7 @@ from fontaine_tui.core.launch.babysit import poll_text
 from fontaine_tui.core.notify.delivery import Notifier
 from fontaine_tui.core.notify.destinations import load_destinations
 from fontaine_tui.core.notify.payloads import Message
+from fontaine_tui.core.notify.redact import redact_text
 from fontaine_tui.core.preset.checks import BY_INSTRUMENT, HEALTHY
 from fontaine_tui.core.preset.record import Preset
 from fontaine_tui.core.preset.watching import preset_destinations
@@ -52,6 +53,25 @@ def prereg_file_sha256(folder: str) -> str:
 
 def _level(v: Verdict) -> str:
     return "info" if v.verdict == HEALTHY else "alert" if v.verdict == BY_INSTRUMENT else "warn"
+
+
+def secret_redactor(
+    preset: Preset | None, env: Mapping[str, str] | None = None
+) -> Callable[[str], str]:
+    """What hides every notification URL this process knows, and its secret pieces, in a text.
+
+    The URLs are config.toml's, FONTAINE_NOTIFY's and the preset's [[notify]]: a trainer's
+    alert may quote one (its own environment dump, a failed post of its own), and its words
+    reach the panel, the plain report, babysit.jsonl and the notifications."""
+    env = os.environ if env is None else env
+    try:
+        found = load_destinations(env)
+    except InputError:  # said where the notices are configured
+        found = []
+    if preset is not None and preset.notify:
+        found += preset_destinations(preset.notify, env)[0]
+    pairs = [(u, d.service) for d in found for u in (d.url, d.post_url) if u]
+    return lambda text: redact_text(text, pairs) if pairs else text
 
 
 class RunNotices:
@@ -135,6 +155,15 @@ class RunNotices:
     def warning(self, w: RunWarning, step: int | None) -> None:
         title = TITLES.get(w.rule, w.rule)
         self._send(w.severity, f"{self.run}: {title}", w.message, step)
+
+    def trainer_alert(self, w: RunWarning, step: int | None) -> str:
+        """An alert the trainer raised, at its level; returns the words sent.
+
+        The trainer's words are its own: every destination's URL and secret pieces are
+        redacted from them, as from everything this program says."""
+        words = self.notifier.redact(w.message)
+        self._send(w.severity, f"{self.run}: trainer alert", words, step, alert=w.severity)
+        return words
 
     def poll(self, rec: Mapping[str, object], n: int) -> None:
         kind = "first poll" if rec.get("kind") == "first" else f"poll {n}"

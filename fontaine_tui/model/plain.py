@@ -33,9 +33,10 @@ from fontaine_tui.core.launch.exits import GATE_STOPS, ExitInfo
 from fontaine_tui.core.launch.launcher import EngineProcess, label
 from fontaine_tui.core.launch.registry import Registry
 from fontaine_tui.core.launch.slurm_job import SlurmJob
+from fontaine_tui.core.launch.traineralerts import alert_words, rule_of
 from fontaine_tui.core.log.formats.cold import load_source
 from fontaine_tui.core.log.read import load_log
-from fontaine_tui.core.log.records import Event, Malformed, Probe
+from fontaine_tui.core.log.records import Alert, Event, Malformed, Probe
 from fontaine_tui.core.log.store import RunStore
 from fontaine_tui.core.preset.record import Preset
 from fontaine_tui.core.runfolder import RunFolder
@@ -74,6 +75,7 @@ class PlainReport:
         self.out = out or sys.stdout
         self.steps = recipe_steps(session.preset)
         self._said: set[str] = set()  # ledger breaks and provenance changes, said once
+        self._alerts: set[str] = set()  # the trainer's alerts said (a line read again: once)
         self.warnings = PlainWarnings(session, self.say, sampler)
         self.babysitter: Babysitter | None = None  # launch --plain: each probe's read sent
 
@@ -105,7 +107,9 @@ class PlainReport:
                 )
                 continue
             text = describe_record(rec, self.steps)
-            if isinstance(rec, Probe):  # the verdict as it reads the moment the probe lands
+            if isinstance(rec, Alert):
+                self.alert(rec)
+            elif isinstance(rec, Probe):  # the verdict as it reads the moment the probe lands
                 if not ledger_read:  # amendments declared since the last probe count
                     await session.read_ledger()
                     ledger_read = True
@@ -130,6 +134,16 @@ class PlainReport:
                 logged = getattr(rec, "time", math.nan)
                 self.warnings.judge(now=logged if math.isfinite(logged) else None)
         return ended
+
+    def alert(self, rec: Alert) -> None:
+        """An alert the trainer raised, said once, at its level (blinded as the panel)."""
+        rule = rule_of(rec)
+        if rule in self._alerts:
+            return
+        self._alerts.add(rule)
+        hidden = self.session.blind_hides(self.session.latest())
+        words = alert_words(rec, self.session.preset.verdict.metric, hidden, self.session.redact)
+        self.say(f"{rec.level.upper():6} {words}")
 
     async def follow(
         self,

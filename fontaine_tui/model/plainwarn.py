@@ -14,6 +14,7 @@ from collections.abc import Callable
 from fontaine_tui.core.host.telemetry import TelemetrySnapshot
 from fontaine_tui.core.launch.alerts import RunWarning, since_text, warning_text
 from fontaine_tui.core.launch.babysit import poll_text
+from fontaine_tui.core.launch.traineralerts import is_alert_rule
 from fontaine_tui.model.babysitter import Babysitter
 from fontaine_tui.model.sampler import Sampler, take_sample
 from fontaine_tui.model.session import Session
@@ -75,7 +76,8 @@ class PlainWarnings:
         now = self.clock() if now is None else now
         session = self.session
         session.update_warnings(self.telemetry, now)
-        current = {w.rule: w for w in session.warnings}
+        # a trainer's alert is said as its record lands (model/plain.py), not as a warning
+        current = {w.rule: w for w in session.warnings if not is_alert_rule(w.rule)}
         for rule, gone in self._shown.items():  # what ended first, then what began
             if rule not in current:
                 self.say(cleared_line(gone))

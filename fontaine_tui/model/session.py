@@ -36,6 +36,7 @@ from fontaine_tui.core.verdict.rules import compute_verdict, verdict_series
 from fontaine_tui.model import readout
 from fontaine_tui.model.actions import ReviewActions
 from fontaine_tui.model.ledger import Ledger, folder_of, ledger_from, read_ledger_files
+from fontaine_tui.model.notices import secret_redactor
 from fontaine_tui.model.view import Outcome, RunView
 
 TAIL_LINES = 400
@@ -81,6 +82,7 @@ class Session(ReviewActions):
         self.warnings: tuple[alerts.RunWarning, ...] = ()
         self.warning_book = alert_book.WarningBook()
         self.extra_warnings: dict[str, alerts.RunWarning] = {}  # the babysitter's (notify)
+        self._redact: Callable[[str], str] | None = None  # see redact()
         self._attempts_key: object = None
         self._attempts: tuple[Attempt, ...] = ()
         self.gpu_hours: float | None = None
@@ -214,11 +216,20 @@ class Session(ReviewActions):
                 self.settling(),
                 # the posts stay blinded whatever a console unblinds (model/babysitter.py)
                 self.blind_hides(self.latest()),
+                self.redact if self.store.alert_count or self.store.bad_alert_count else None,
             )
             + list(self.extra_warnings.values())
         )
         ctx = alert_book.context_for(self.store, self.preset, telemetry, launched_ts)
         self.gpu_hours = alerts.gpu_hours_used(self.store, now, exit_info, ctx)
+
+    def redact(self, text: str) -> str:
+        """`text` with every notification URL this process knows hidden (a trainer's words).
+
+        The URLs are read once, at the first alert the trainer raises."""
+        if self._redact is None:
+            self._redact = secret_redactor(self.given_preset)
+        return self._redact(text)
 
     def settling(self) -> bool:
         """Whether a followed foreign run's records came within twice its settle time.

@@ -8,12 +8,14 @@ warning with the time it was first seen.
 from __future__ import annotations
 
 from collections import deque
+from collections.abc import Callable
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from fontaine_tui.core.host.telemetry import TelemetrySnapshot
 from fontaine_tui.core.launch.alerts import SEVERITIES, RunContext, RunWarning, run_rules
 from fontaine_tui.core.launch.stall import HISTORY, RamReading, StateReading, state_key
+from fontaine_tui.core.launch.traineralerts import trainer_warnings
 from fontaine_tui.core.log.store import RunStore
 from fontaine_tui.core.preset.record import Preset
 from fontaine_tui.core.preset.sections import world_size
@@ -81,13 +83,16 @@ def evaluate(
     finished: bool = False,
     settling: bool = False,
     blinded: bool = False,
+    redact: Callable[[str], str] | None = None,
 ) -> list[RunWarning]:
     """The active warnings now, each with its first-seen time (the console's one call).
 
     The book records the snapshot first, so the rules see it in the history too. `finished`:
     the run's final read is in (a foreign run with no end event of its own is then over).
     `settling`: a foreign source's last step may still be held (RunContext). `blinded`: the
-    rule's read is hidden (core/verdict/blind.py), so the envelope rule, which quotes it, is off."""
+    rule's read is hidden (core/verdict/blind.py), so the envelope rule, which quotes it, is off,
+    and a trainer's alert naming the rule's metric is shown without its words
+    (core/launch/traineralerts.py); `redact` hides the notification secrets in its words."""
     book.observe(telemetry)
     ctx = context_for(store, preset, telemetry, launched_at)
     ctx = replace(
@@ -98,7 +103,8 @@ def evaluate(
         finished=finished,
         settling=settling,
     )
-    return book.update(run_rules(store, telemetry, preset.gates, now, process, ctx))
+    raised = trainer_warnings(store, ctx.metric, blinded, now, redact or (lambda text: text))
+    return book.update(run_rules(store, telemetry, preset.gates, now, process, ctx) + raised)
 
 
 class WarningBook:

@@ -202,11 +202,14 @@ def read_polls(path: Path) -> list[dict[str, Any]]:
     return [rec for rec in _lines(path) if rec.get("kind") != TOLD]
 
 
-def told_record(what: str, step: int, logged: float, now: float, watcher: str) -> dict[str, object]:
+def told_record(
+    what: str, step: int, logged: float, now: float, watcher: str, said: str = ""
+) -> dict[str, object]:
     """babysit.jsonl's line for a post that went out.
 
-    `what` ("probe", "verdict") is about the log's record at `step` written at `logged` (a record
-    logged again after a resume is news again)."""
+    `what` ("probe", "verdict", "trainer-alert:<digest>") is about the log's record at `step`
+    written at `logged` (a record logged again after a resume is news again); `said`, a
+    trainer alert's words as posted."""
     return {
         "time": now,
         "at": utc_iso(now),
@@ -215,6 +218,7 @@ def told_record(what: str, step: int, logged: float, now: float, watcher: str) -
         "step": step,
         "logged": logged if math.isfinite(logged) else None,
         "watcher": watcher,
+        **({"said": said} if said else {}),
     }
 
 

@@ -126,7 +126,103 @@ class Event:
     line: int = 0
 
 
-Record = Meta | TrainPoint | Probe | Checkpoint | Event
+ALERT_LEVELS = ("info", "warn", "alert")
+# the words a trainer may use for a level: W&B's and trackio's INFO, WARN, ERROR among them
+LEVEL_WORDS = {
+    "info": "info",
+    "warn": "warn",
+    "warning": "warn",
+    "alert": "alert",
+    "error": "alert",
+    "critical": "alert",
+}
+TITLE_MAX = 200  # characters of an alert's title kept; more is cut, with a mark
+TEXT_MAX = 2000  # characters of an alert's text kept; more is cut, with a mark
+ALERT_REFUSED = 1 << 16  # a title or text longer than this is no alert: not read
+NO_STEP = -1  # an alert that names no step
+
+
+@dataclass(frozen=True, slots=True)
+class Alert:
+    """An alert the trainer raised itself (`{"kind": "alert", ...}`, trackio's or W&B's alert).
+
+    It is health, never evidence: no rule reads it, so it never changes a verdict. `step` is
+    NO_STEP when the record names none."""
+
+    step: int
+    time: float
+    level: str  # one of ALERT_LEVELS
+    title: str
+    text: str
+    line: int = 0
+
+
+class BadAlert(ValueError):
+    """An alert record that cannot be relayed (counted apart from the evidence's lines)."""
+
+
+def _cut(value: str, most: int) -> str:
+    if len(value) <= most:
+        return value
+    return f"{value[:most]}... ({len(value) - most} characters cut)"
+
+
+def make_alert(
+    level: object, title: object, text: object, step: int, time: float, line: int = 0
+) -> Alert:
+    """An alert from what a trainer wrote; BadAlert says what is wrong with it.
+
+    The level is a word of LEVEL_WORDS (any case; none: "warn"); the title a non-empty
+    string; the text a string or none. A long title or text is cut, one past ALERT_REFUSED
+    characters refused."""
+    if level is None:
+        level = "warn"
+    if not isinstance(level, str) or level.lower() not in LEVEL_WORDS:
+        raise BadAlert(
+            f"alert 'level' is {_shown(level)}: expected one of info, warn, alert "
+            "(or warning, error, critical)"
+        )
+    if not isinstance(title, str) or not title.strip():
+        raise BadAlert(f"alert 'title' is {_shown(title)}: expected a non-empty string")
+    if text is not None and not isinstance(text, str):
+        raise BadAlert(f"alert 'text' is {_shown(text)}: expected a string")
+    text = text or ""
+    for name, value in (("title", title), ("text", text)):
+        if len(value) > ALERT_REFUSED:
+            raise BadAlert(
+                f"alert {name!r} is {len(value)} characters: at most {ALERT_REFUSED} are read"
+            )
+    return Alert(
+        step,
+        time,
+        LEVEL_WORDS[level.lower()],
+        _cut(title, TITLE_MAX),
+        _cut(text, TEXT_MAX),
+        line,
+    )
+
+
+def _shown(value: object) -> str:
+    if value is None:
+        return "missing"
+    if isinstance(value, str):
+        return repr(value[:20]) + ("..." if len(value) > 20 else "")
+    return f"a JSON {type(value).__name__.replace('dict', 'object').replace('list', 'array')}"
+
+
+def _alert(obj: dict, line: int) -> Alert:
+    step = NO_STEP
+    if obj.get("step") is not None:
+        try:
+            step = _step(obj["step"])
+        except ValueError as exc:
+            raise BadAlert(f"alert {exc}") from None
+    return make_alert(
+        obj.get("level"), obj.get("title"), obj.get("text"), step, _num(obj.get("time")), line
+    )
+
+
+Record = Meta | TrainPoint | Probe | Checkpoint | Event | Alert
 
 
 def _num(value: object) -> float:
@@ -282,10 +378,12 @@ def _snippet(raw: bytes) -> str:
 def to_record(obj: dict, line: int = 0) -> Record | None:
     """A decoded object as a typed record, or None for an unknown kind.
 
-    Raises ValueError if the object is invalid."""
+    Raises ValueError if the object is invalid (BadAlert for an alert record)."""
     kind = obj.get("kind")
     if not isinstance(kind, str):
         raise ValueError("missing 'kind'")
+    if kind == "alert":  # its step is optional
+        return _alert(obj, line)
     if "step" not in obj:
         raise ValueError("missing 'step'")
     step = _step(obj["step"])

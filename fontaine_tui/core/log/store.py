@@ -19,6 +19,8 @@ from fontaine_tui.core.log.records import (
     MALFORMED_KEPT,
     NAN,
     TRAIN_FIELDS,
+    Alert,
+    BadAlert,
     Checkpoint,
     Event,
     Malformed,
@@ -53,7 +55,7 @@ def _identity(rec: Record) -> str:
         return repr((replace(rec, extra=_NO_EXTRA), sorted(rec.extra.items())))
     return (
         repr(replace(rec, line=0))
-        if isinstance(rec, (Probe, Event, Checkpoint, Meta))
+        if isinstance(rec, (Probe, Event, Checkpoint, Meta, Alert))
         else repr(rec)
     )
 
@@ -128,6 +130,7 @@ class OutOfOrder:
 
 
 OUT_OF_ORDER_KEPT = 50
+ALERTS_KEPT = 500  # the trainer's alerts kept (the newest); the count is exact beyond that
 
 
 @dataclass
@@ -179,6 +182,12 @@ class RunStore:
     ended_at: int | None = None  # the step of the last `end` event, until a resume
     # the train records' numbers beyond `columns`, one sparse series per key (with columns)
     extras: ExtraSeries = field(default_factory=ExtraSeries, repr=False)
+    # the trainer's own alerts, each once (a line read again is the same alert), and the
+    # alert records that could not be read: neither is evidence, nor in `counts`
+    alerts: list[Alert] = field(default_factory=list, repr=False)
+    alert_count: int = 0
+    bad_alerts: list[Malformed] = field(default_factory=list, repr=False)
+    bad_alert_count: int = 0
     _probe_max: int = field(default=-1, repr=False)
     _seen: set[str] = field(default_factory=set, repr=False)
 
@@ -227,6 +236,9 @@ class RunStore:
                 return self._add_twice(both, line, raw)
         try:
             rec = to_record(obj, line)
+        except BadAlert as exc:
+            self.add_bad_alert(line, str(exc), raw or orjson.dumps(obj)[:120])
+            return None
         except ValueError as exc:
             self.add_malformed(line, str(exc), raw or orjson.dumps(obj)[:120])
             return None
@@ -256,8 +268,27 @@ class RunStore:
         self.add_malformed(line, "a key written twice with different values", raw)
         return None
 
+    def add_bad_alert(self, line: int, reason: str, raw: bytes = b"") -> None:
+        """An alert record that could not be read: counted, its first few kept."""
+        self.bad_alert_count += 1
+        self.version += 1
+        if len(self.bad_alerts) < OUT_OF_ORDER_KEPT:
+            self.bad_alerts.append(Malformed(line, reason, _snippet(raw)))
+
+    def _add_alert(self, rec: Alert) -> None:
+        if self._is_repeat(rec):  # the same line read again: the same alert
+            return
+        self.version += 1
+        self.alert_count += 1
+        self.alerts.append(rec)
+        if len(self.alerts) > ALERTS_KEPT:
+            del self.alerts[0]
+
     def add(self, rec: Record, line: int = 0) -> None:
         """Apply one record (`line`: the store's number for a train record's line)."""
+        if isinstance(rec, Alert):  # health, not evidence: outside the records counted
+            self._add_alert(rec)
+            return
         self.records += 1
         if self._is_repeat(rec):
             self.repeats += 1

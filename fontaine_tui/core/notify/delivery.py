@@ -310,6 +310,10 @@ class Notifier:
     def destinations(self) -> list[Destination]:
         return [lane.dest for lane in self._lanes]
 
+    def redact(self, text: str) -> str:
+        """`text` with every destination's URL and its secret pieces as `***` (redact.py)."""
+        return redact_text(text, self._urls)
+
     def stats(self) -> dict[str, Stats]:
         """Per destination label: queued, delivered, failed, dropped (copies)."""
         with self._cond:

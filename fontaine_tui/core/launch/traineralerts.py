@@ -1,0 +1,110 @@
+"""The trainer's own alerts as warnings: each the words it raised, at its level.
+
+A trainer raises an alert itself (a `{"kind": "alert"}` record, `trackio.alert`, W&B's
+`run.alert`); the store keeps each once (core/log/store.py). The newest SHOWN are warnings in
+the panel, each under a rule named by what it says (`trainer-alert:<digest>`), so a watcher
+that reads the log again, or another watcher of the run, knows it as the same alert and the
+babysitter posts it once (model/babysitter.py). Alert records that could not be read are one
+warning that counts them. An alert is health: no rule of the verdict reads it.
+
+While the read is blinded, an alert whose title or text names the rule's metric is shown
+without its words: a trainer's alert may quote the number the blind hides.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+from collections.abc import Callable
+from types import MappingProxyType
+
+from fontaine_tui.core.launch.alerts import RunWarning
+from fontaine_tui.core.log.records import NO_STEP, Alert
+from fontaine_tui.core.log.store import RunStore
+from fontaine_tui.core.text import literal
+
+RULE = "trainer-alert"  # each alert's rule: RULE:<digest>
+BAD_RULE = "trainer-alert-unread"
+SHOWN = 3  # the newest alerts shown as warnings
+
+
+def rule_of(alert: Alert) -> str:
+    """The alert's rule name: the same for the same alert however often it is read."""
+    said = repr((alert.step, alert.time, alert.level, alert.title, alert.text))
+    return f"{RULE}:{hashlib.sha256(said.encode('utf-8', 'replace')).hexdigest()[:12]}"
+
+
+def is_alert_rule(rule: str) -> bool:
+    """Whether `rule` is one trainer alert's (not the count of unread ones)."""
+    return rule.startswith(RULE + ":")
+
+
+def names_metric(alert: Alert, metric: str) -> bool:
+    """Whether the alert's title or text names the rule's metric."""
+    return bool(metric) and (metric in alert.title or metric in alert.text)
+
+
+def _same(text: str) -> str:
+    return text
+
+
+def alert_words(
+    alert: Alert, metric: str = "", blinded: bool = False, redact: Callable[[str], str] = _same
+) -> str:
+    """The alert in words, as the panel, the plain report and a notification say it.
+
+    Blinded, an alert naming the rule's metric keeps only its level and step. `redact` hides
+    the notification secrets in the trainer's words (model/notices.py's secret_redactor)."""
+    where = "" if alert.step == NO_STEP else f" at step {alert.step}"
+    if blinded and names_metric(alert, metric):
+        return (
+            f"the trainer raised an alert{where}; its words name {literal(metric)}, the "
+            "blinded metric: hidden until the final read"
+        )
+    text = f": {literal(redact(alert.text))}" if alert.text else ""
+    return f"the trainer's alert{where}: {literal(redact(alert.title))}{text}"
+
+
+def trainer_warnings(
+    store: RunStore,
+    metric: str,
+    blinded: bool,
+    now: float,
+    redact: Callable[[str], str] = _same,
+) -> list[RunWarning]:
+    """The newest SHOWN alerts, and the count of unread alert records, as warnings.
+
+    An alert is seen since the time it was logged (`now` when it has none)."""
+    out = [
+        RunWarning(
+            rule_of(a),
+            a.level,
+            a.time if math.isfinite(a.time) else now,
+            alert_words(a, metric, blinded, redact),
+            MappingProxyType({"step": float(a.step), "logged": a.time}),
+        )
+        for a in store.alerts[-SHOWN:]
+    ]
+    if store.alert_count > SHOWN:
+        out.append(
+            RunWarning(
+                RULE,
+                "info",
+                now,
+                f"{store.alert_count} alerts raised by the trainer; the newest {SHOWN} shown",
+                MappingProxyType({"alerts": float(store.alert_count)}),
+            )
+        )
+    if store.bad_alert_count:
+        first = store.bad_alerts[0]
+        out.append(
+            RunWarning(
+                BAD_RULE,
+                "warn",
+                now,
+                f"{store.bad_alert_count} alert record(s) not relayed; first: "
+                f"{store.where(first.line) if first.line else 'a record'}: {redact(first.reason)}",
+                MappingProxyType({"unread": float(store.bad_alert_count)}),
+            )
+        )
+    return out

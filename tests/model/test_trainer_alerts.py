@@ -1,0 +1,205 @@
+"""Alerts the trainer raises itself (`{"kind": "alert"}` in train_log.jsonl): read once each,
+shown in the warnings, said by the plain report, posted to a real webhook on 127.0.0.1 with
+the destination's secret redacted from the trainer's words, recorded in babysit.jsonl and not
+posted again by a watcher that reads the log again; a malformed alert record counted and said
+once; and never a change to the verdict."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from pathlib import Path
+
+import pytest
+
+from fontaine_tui.cli import main
+from fontaine_tui.core.follow.local import LocalRun
+from fontaine_tui.core.launch.traineralerts import BAD_RULE, is_alert_rule
+from fontaine_tui.core.log.read import load_log
+from fontaine_tui.core.log.records import ALERT_REFUSED, TEXT_MAX, Alert, parse_line
+from fontaine_tui.core.preset.find import load_preset
+from fontaine_tui.core.runfolder import RunFolder
+from fontaine_tui.core.verdict.prereg import freeze
+from fontaine_tui.model.babysitter import Babysitter
+from fontaine_tui.model.session import Session
+from tests.logs import T0, records_upto, write_log
+
+PRESET = "demosonly_1gpu"
+
+
+def alert(step: int | None, title: object, text: object = "", level: object = "warn") -> dict:
+    rec: dict = {"kind": "alert", "time": T0 + (step or 0) / 2, "level": level, "title": title}
+    if step is not None:
+        rec["step"] = step
+    if text is not None:
+        rec["text"] = text
+    return rec
+
+
+def with_alerts(upto: int, alerts: dict[int, list[dict]]) -> list[dict]:
+    """The fixture log to `upto`, each alert after the record of its step."""
+    out = []
+    for rec in records_upto(upto):
+        out.append(rec)
+        if rec["kind"] == "train":
+            out += alerts.get(rec["step"], [])
+    return out
+
+
+@pytest.fixture(autouse=True)
+def no_user_config(tmp_path, monkeypatch):
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
+    monkeypatch.delenv("FONTAINE_NOTIFY", raising=False)
+
+
+def test_alert_records_are_read_with_their_level_words():
+    got = parse_line(b'{"kind":"alert","level":"ERROR","title":"t","text":"x","step":3}')
+    assert isinstance(got, Alert) and (got.level, got.step, got.title) == ("alert", 3, "t")
+    assert parse_line(b'{"kind":"alert","level":"warning","title":"t"}').level == "warn"
+    assert parse_line(b'{"kind":"alert","title":"t"}').level == "warn"  # none: warn
+    long = parse_line(json.dumps({"kind": "alert", "title": "t", "text": "y" * 5000}).encode())
+    assert len(long.text) < TEXT_MAX + 40 and long.text.endswith("(3000 characters cut)")
+
+
+@pytest.mark.parametrize(
+    ("rec", "why"),
+    [
+        ({"kind": "alert", "text": "no title"}, "'title' is missing"),
+        ({"kind": "alert", "title": 7}, "'title' is a JSON int"),
+        ({"kind": "alert", "title": "t", "text": ["a"]}, "'text' is a JSON array"),
+        ({"kind": "alert", "title": "t", "level": "loud"}, "'level' is 'loud'"),
+        ({"kind": "alert", "title": "t", "step": -4}, "expected a non-negative integer"),
+        ({"kind": "alert", "title": "t", "text": "z" * (ALERT_REFUSED + 1)}, "at most 65536"),
+    ],
+)
+def test_a_malformed_alert_is_counted_apart_from_the_evidence(tmp_path, rec, why):
+    log = tmp_path / "train_log.jsonl"
+    write_log(log, with_alerts(120, {60: [rec, rec]}))
+    for columns in (True, False):  # the console's read, and the verdict's lean one
+        store = load_log(log, columns=columns)
+        assert store.bad_alert_count == 2 and why in store.bad_alerts[0].reason
+        assert store.malformed_count == 0 and store.alerts == []
+
+
+def test_a_line_read_again_is_one_alert(tmp_path):
+    log = tmp_path / "train_log.jsonl"
+    spike = alert(60, "loss spike", "skipped a batch")
+    write_log(log, with_alerts(120, {60: [spike, spike]}))
+    store = load_log(log)
+    assert store.alert_count == 1
+    store2 = load_log(log)  # a reconnect's re-read into the same store: still one
+    for raw in log.read_bytes().splitlines():
+        store2.add_line(raw, 0)
+    assert store2.alert_count == 1
+
+
+def verdict_json(capsys, path: Path) -> dict:
+    capsys.readouterr()
+    main(["verdict", str(path), "--preset", PRESET, "--json"])
+    out = json.loads(capsys.readouterr().out)
+    return {k: out[k] for k in ("verdict", "read_step", "delta", "reason", "log")}
+
+
+def test_alerts_never_change_the_verdict(tmp_path, capsys):
+    clean, loud = tmp_path / "clean.jsonl", tmp_path / "loud.jsonl"
+    write_log(clean, records_upto(1000))
+    noise = [alert(s, "eval_chunk_mae is rising", "x", "error") for s in (250, 500, 1000)]
+    write_log(loud, with_alerts(1000, {250: noise[:1], 500: [*noise[1:2], {"kind": "alert"}]}))
+    a, b = verdict_json(capsys, clean), verdict_json(capsys, loud)
+    assert b["log"]["lines"] == a["log"]["lines"] + 3
+    a["log"].pop("lines"), b["log"].pop("lines")
+    assert a == b and a["verdict"] != "UNDECIDABLE"
+
+
+def test_the_plain_report_says_each_alert_once_and_a_bad_one_once(tmp_path, capsys):
+    root = tmp_path / "run"
+    root.mkdir()
+    spike = alert(60, "loss spike", "skipped a \x1b[31mbatch")
+    bad = {"kind": "alert", "title": ""}
+    write_log(
+        root / "train_log.jsonl",
+        with_alerts(
+            300, {60: [spike, spike, bad], 100: [alert(None, "lr cut", None, "info"), bad]}
+        ),
+    )
+    capsys.readouterr()
+    main(["replay", str(root / "train_log.jsonl"), "--preset", PRESET, "--plain"])
+    out = capsys.readouterr().out
+    lines = out.splitlines()
+    assert (
+        lines.count("WARN   the trainer's alert at step 60: loss spike: skipped a \\x1b[31mbatch")
+        == 1
+    )
+    assert lines.count("INFO   the trainer's alert: lr cut") == 1
+    said = [ln for ln in lines if BAD_RULE in ln]
+    assert len(said) == 1 and "alert 'title' is '': expected a non-empty string" in said[0]
+
+
+async def _watch(root: Path, url: str | None = None) -> tuple[Session, Babysitter]:
+    s = Session(LocalRun(root), load_preset(PRESET), "attach", None, root)
+    await s.read_ledger()
+    s.store = load_log(root / "train_log.jsonl")
+    sitter = Babysitter.for_session(s, "test", "here", print, clock=lambda: T0 + 100)
+    s.update_warnings(None, T0 + 100)
+    sitter.tick(None, T0 + 100)
+    return s, sitter
+
+
+def test_alerts_reach_the_panel_the_webhook_and_babysit_jsonl_once(tmp_path, hook, monkeypatch):
+    url = hook.url("/hooks/SECRETTOKEN42")
+    monkeypatch.setenv("FONTAINE_NOTIFY", url)
+    root = tmp_path / "run"
+    root.mkdir()
+    freeze(RunFolder(root), load_preset(PRESET), ["launch"], "here", now=T0 - 10)
+    leak = alert(80, "grad norm high", f"posting to {url} failed", "error")
+    write_log(root / "train_log.jsonl", with_alerts(120, {60: [alert(60, "lr cut")], 80: [leak]}))
+
+    async def twice():
+        s, sitter = await _watch(root)
+        shown = [w for w in s.warnings if is_alert_rule(w.rule)]
+        sitter.close()
+        await s.source.close()
+        s2, again = await _watch(root)  # another watcher, the same log read again
+        again.close()
+        await s2.source.close()
+        return shown
+
+    shown = asyncio.run(twice())
+    hidden = url.replace("/hooks/SECRETTOKEN42", "/***/***")  # as redact.py hides it
+    assert [(w.severity, w.message) for w in shown] == [
+        ("alert", f"the trainer's alert at step 80: grad norm high: posting to {hidden} failed"),
+        ("warn", "the trainer's alert at step 60: lr cut"),
+    ]
+    posts = [json.loads(r.body) for r in hook.requests]
+    alerts = [p for p in posts if p["title"].endswith("trainer alert")]
+    assert sorted(p["step"] for p in alerts) == [60, 80]  # once each, across both watchers
+    [grad] = [p for p in alerts if p["step"] == 80]
+    assert "grad norm high" in grad["text"] and "SECRETTOKEN42" not in json.dumps(posts)
+    lines = [json.loads(line) for line in (root / "babysit.jsonl").read_text().splitlines()]
+    told = [t for t in lines if str(t.get("what")).startswith("trainer-alert:")]
+    assert sorted(t["step"] for t in told) == [60, 80]
+    assert told[0]["said"].startswith(("warn: the trainer's alert", "alert: the trainer's"))
+    assert b"SECRETTOKEN42" not in (root / "babysit.jsonl").read_bytes()
+
+
+def test_blinded_an_alert_naming_the_metric_keeps_its_words_back(tmp_path):
+    root = tmp_path / "run"
+    root.mkdir()
+    freeze(RunFolder(root), load_preset(PRESET), ["launch"], "here", now=T0 - 10)
+    named = alert(60, "eval_chunk_mae fell to 0.31", "", "info")
+    write_log(root / "train_log.jsonl", with_alerts(120, {60: [named, alert(61, "slow io")]}))
+
+    async def look(blind: bool) -> list[str]:
+        s = Session(LocalRun(root), load_preset(PRESET), "attach", None, root)
+        s.blind_asked = blind
+        await s.read_ledger()
+        s.store = load_log(root / "train_log.jsonl")
+        s.update_warnings(None, T0 + 100)
+        await s.source.close()
+        return [w.message for w in s.warnings if is_alert_rule(w.rule)]
+
+    seen, hidden = asyncio.run(look(False)), asyncio.run(look(True))
+    assert any("eval_chunk_mae fell to 0.31" in m for m in seen)
+    assert not any("0.31" in m for m in hidden)
+    assert any("its words name eval_chunk_mae" in m for m in hidden)
+    assert any("slow io" in m for m in hidden)  # health stays visible
