@@ -126,7 +126,6 @@ class Event:
     line: int = 0
 
 
-ALERT_LEVELS = ("info", "warn", "alert")
 # the words a trainer may use for a level: W&B's and trackio's INFO, WARN, ERROR among them
 LEVEL_WORDS = {
     "info": "info",
@@ -151,7 +150,7 @@ class Alert:
 
     step: int
     time: float
-    level: str  # one of ALERT_LEVELS
+    level: str  # "info", "warn" or "alert"
     title: str
     text: str
     line: int = 0

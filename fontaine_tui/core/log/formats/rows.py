@@ -1,7 +1,8 @@
 """Row formats: Hugging Face Trainer's `trainer_state.json`, CSV, and JSONL.
 
 The CSV is Lightning's `CSVLogger` `metrics.csv`, or any CSV with a step column. The JSONL comes
-from any writer, read with a field map.
+from any writer, read with a field map; a JSONL line may be an alert the trainer raises
+(`{"kind": "alert", ...}` or `{"alert": {...}}`).
 
 `trainer_state.json` and Lightning's `metrics.csv` are rewritten in place (`whole = True`):
 each feed is the whole file, and only the steps after those already returned come out (the
@@ -21,7 +22,7 @@ from fontaine_tui.core.log import jsontext
 from fontaine_tui.core.log.formats.base import Row, Unread, Whole, number, numbers, step_of
 from fontaine_tui.core.log.formats.grouper import FieldMap, Grouper
 from fontaine_tui.core.log.lines import LineCutter
-from fontaine_tui.core.log.records import Record
+from fontaine_tui.core.log.records import NO_STEP, BadAlert, Record, make_alert
 
 NAN = float("nan")
 # the summary Trainer adds at the end of training (train_loss there is the mean over the run)
@@ -231,8 +232,36 @@ class JsonlDecoder(Unread):
             if len(steps) > 1:  # which step the line is for cannot be known
                 self._note(f"{f.step!r} written twice with two values")
                 continue
+            if obj.get("kind") == "alert" or isinstance(obj.get("alert"), dict):
+                self._alert(obj, f, out)
+                continue
             for reading in readings:
                 self._object(reading, f, out)
+
+    def _alert(self, obj: dict, f: FieldMap, out: list[Record]) -> None:
+        """A line the trainer wrote as an alert, at the step key if it has one.
+
+        The line is `{"kind": "alert", "title": ...}` or `{"alert": {"title": ..., "text": ...,
+        "level": ...}}`. It is no evidence: a bad one is counted with the lines not read."""
+        body = obj["alert"] if isinstance(obj.get("alert"), dict) else obj
+        raw_step = obj.get(f.step, body.get("step"))
+        step = NO_STEP if raw_step is None else step_of(raw_step)
+        when = number(obj.get(f.time) if f.time else None)
+        if isinstance(step, str):
+            self._note(f"an alert's {f.step}: {step}")
+            return
+        try:
+            out.append(
+                make_alert(
+                    body.get("level"),
+                    body.get("title"),
+                    body.get("text"),
+                    step,
+                    when if when is not None else NAN,
+                )
+            )
+        except BadAlert as exc:
+            self._note(str(exc))
 
     def _object(self, obj: object, f: FieldMap, out: list[Record]) -> None:
         if not isinstance(obj, dict):

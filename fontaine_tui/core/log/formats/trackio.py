@@ -6,6 +6,9 @@ The store is one SQLite file per project (`$TRACKIO_DIR/<project>.db`, by defaul
 one JSON object (an infinity or NaN written as the strings "Infinity", "-Infinity", "NaN"). The
 store is opened read-only (mlflow.py's `connect`), so the writer is never blocked or changed.
 
+Its `alerts` table holds each `trackio.alert(title, text, level, step)` (trackio 0.40 on): read
+with the run's rows, each an `Alert` record (core/log/records.py), never evidence.
+
 trackio keeps no record of a run's end (`trackio.finish()` writes nothing to the store), so a
 trackio run never says it ended: `attach --until-end` waits, and `bank` asks for `--ended`.
 """
@@ -22,7 +25,7 @@ from pathlib import Path
 from fontaine_tui.core.log.formats.base import Row, Whole, number, step_of
 from fontaine_tui.core.log.formats.mlflow import connect, locked
 from fontaine_tui.core.log.formats.rows import FormatError
-from fontaine_tui.core.log.records import Record
+from fontaine_tui.core.log.records import NO_STEP, BadAlert, Record, make_alert
 
 NAN = float("nan")
 DB_EXT = ".db"
@@ -43,6 +46,9 @@ class TrackioRun:
 
 # a metrics row as the store holds it: (row id, step, timestamp, metrics JSON), unchecked
 RawRow = tuple[object, object, object, object]
+# an alerts row: (ALERT, row id, step, timestamp, title, text, level), unchecked
+AlertRow = tuple[str, object, object, object, object, object, object]
+ALERT = "alert"
 
 
 def is_store(path: Path) -> bool:
@@ -104,6 +110,25 @@ def store_rows(db: sqlite3.Connection, run: TrackioRun) -> list[RawRow]:
         raise FormatError(locked(exc) or f"cannot read the metrics table ({exc})") from None
 
 
+def store_alerts(db: sqlite3.Connection, run: TrackioRun) -> list[AlertRow]:
+    """The run's alerts, in the order raised; none in a store older than trackio's alerts."""
+    try:
+        names = {str(r[1]) for r in db.execute("PRAGMA table_info(alerts)")}
+        if not names:
+            return []
+        col = "run_id" if "run_id" in names else "run_name"
+        return [
+            (ALERT, *row)
+            for row in db.execute(
+                f"SELECT id, step, timestamp, title, text, level FROM alerts WHERE {col} = ? "
+                "ORDER BY id",
+                (run.run_id,),
+            )
+        ]
+    except sqlite3.Error as exc:
+        raise FormatError(locked(exc) or f"cannot read the alerts table ({exc})") from None
+
+
 def choose(runs: list[TrackioRun], where: str, run: str = "") -> TrackioRun:
     """The run [source] run names (by name, id or id prefix), or the only one.
 
@@ -148,12 +173,17 @@ class TrackioDecoder(Whole):
 
     kind = "trackio"
 
-    def feed_rows(self, rows: Iterable[RawRow]) -> list[Record]:
+    def feed_rows(self, rows: Iterable[RawRow | AlertRow]) -> list[Record]:
         import orjson
 
         self.clear_bad()
         checked: list[Row] = []
-        for row_id, raw_step, stamp, text in rows:
+        alerts: list[Record] = []
+        for row in rows:
+            if len(row) == 7:
+                self._alert(row, alerts)
+                continue
+            row_id, raw_step, stamp, text = row
             where = f"metrics row {row_id}"
             step = step_of(raw_step)
             if isinstance(step, str):
@@ -176,7 +206,18 @@ class TrackioDecoder(Whole):
                     values[str(key)] = x
             if values:
                 checked.append((step, _time(stamp), values))
-        return self.group([checked])
+        return self._new(alerts) + self.group([checked])
+
+    def _alert(self, row: tuple[object, ...], out: list[Record]) -> None:
+        """One `trackio.alert(...)`; a row that is no alert is counted with the unread."""
+        _, row_id, raw_step, stamp, title, text, level = row
+        step = NO_STEP if raw_step is None else step_of(raw_step)
+        try:
+            if isinstance(step, str):
+                raise BadAlert(f"alert {step}")
+            out.append(make_alert(level, title, text, step, _time(stamp)))
+        except BadAlert as exc:
+            self.note_bad(f"alerts row {row_id}", str(exc))
 
     def feed(self, data: bytes) -> list[Record]:
         raise FormatError("a trackio store is read as rows (feed_rows), not bytes")
@@ -187,11 +228,11 @@ def _shown(value: object) -> str:
     return text if len(text) <= 40 else text[:37] + "..."
 
 
-def run_rows(store: Path, options: Mapping[str, str]) -> tuple[TrackioRun, list[RawRow]]:
-    """Every row of the chosen run of a project store (`<project>.db`)."""
+def run_rows(store: Path, options: Mapping[str, str]) -> tuple[TrackioRun, list[RawRow | AlertRow]]:
+    """Every row of the chosen run of a project store (`<project>.db`), its alerts first."""
     db = connect(store)
     try:
         info = choose(store_runs(db), "source.run", options.get("run", ""))
-        return info, store_rows(db, info)
+        return info, [*store_alerts(db, info), *store_rows(db, info)]
     finally:
         db.close()

@@ -2,7 +2,7 @@
 
 The files are in `wandb/offline-run-*/` and `wandb/run-*/` alike. The reader handles LevelDB's log
 framing, CRC-checked, and the few protobuf fields of a `wandb_internal.Record` that carry a run's
-history, its id and how it exited.
+history, its id, how it exited, and the alerts it raised (`run.alert`, field 10).
 
 The file is a 7-byte header (`:W&B`, the magic 0xBEE1 little-endian, a version byte), then
 32 KiB blocks of records. A record is a 7-byte head (a little-endian uint32 checksum, the
@@ -35,7 +35,7 @@ from fontaine_tui.core.log.formats.base import Unread, number, step_of
 from fontaine_tui.core.log.formats.grouper import NAN, FieldMap, Grouper
 from fontaine_tui.core.log.formats.protowire import signed64, skip, varint
 from fontaine_tui.core.log.formats.rows import FormatError
-from fontaine_tui.core.log.records import Event, Record
+from fontaine_tui.core.log.records import BadAlert, Event, Record, make_alert
 
 IDENT = b":W&B\xe1\xbe"  # the header's ident and magic; its seventh byte is the version
 HEADER_LEN = 7
@@ -236,13 +236,14 @@ def _item(buf: bytes) -> Item:
 class Parsed:
     """What a Record holds that is read: its kind and that kind's fields.
 
-    The kind is "history", "run", "exit", or "" for any other."""
+    The kind is "history", "run", "exit", "alert", or "" for any other."""
 
     kind: str
     items: tuple[Item, ...] = ()
     num: int | None = None  # a history row's step field
     run: tuple[str, str, str] = ("", "", "")  # id, project, display name
     code: int = 0  # the exit code
+    alert: tuple[str, str, str] = ("", "", "")  # an AlertRecord's title, text, level
 
 
 def _history(buf: bytes) -> Parsed:
@@ -278,6 +279,9 @@ def parse_record(buf: bytes) -> Parsed:
                     code = v & 0xFFFFFFFF
                     code = code - (1 << 32) if code >= 1 << 31 else code
             found = Parsed("exit", code=code)
+        elif field == 10:  # AlertRecord: title 1, text 2, level 3 (strings)
+            said = {f: _text(x) for f, w, _, x in _fields(raw) if f in (1, 2, 3) and w == 2}
+            found = Parsed("alert", alert=(said.get(1, ""), said.get(2, ""), said.get(3, "")))
     return found
 
 
@@ -326,7 +330,17 @@ class WandbDecoder(Unread):
                 self.run_id, self.project, self.name = rec.run
             elif rec.kind == "exit":
                 self._exit(rec.code, out)
+            elif rec.kind == "alert":
+                self._alert(where, rec.alert, out)
         return out
+
+    def _alert(self, where: int, said: tuple[str, str, str], out: list[Record]) -> None:
+        """`run.alert(...)`: W&B's record names no step, so it is the last step read before it."""
+        title, text, level = said
+        try:
+            out.append(make_alert(level or None, title, text, max(self._top, 0), self._time))
+        except BadAlert as exc:
+            self.note_bad(f"byte {where}", str(exc))
 
     def _row(self, where: int, items: tuple[Item, ...], num: int | None, out: list[Record]) -> None:
         given = [v for k, v in items if k == self.step_key]
