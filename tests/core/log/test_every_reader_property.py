@@ -1,8 +1,10 @@
 """Property, over every reader (our log, JSONL, CSV, trainer_state.json, TensorBoard in one
 folder and in add_scalars' sub-folders, MLflow, trackio, printed lines, W&B): whatever a run's
 probes suffer (a probe repeated, a second value for a step, NaN, a probe dropped or
-malformed, one after the endpoint, the log rotated), the headless verdict is the verdict of
-the clean evidence, or UNDECIDABLE, or exit 2 naming why: never another label.
+malformed, one after the endpoint, the log rotated, an alert the trainer raised naming the
+metric and a number), the headless verdict is the verdict of the clean evidence, or
+UNDECIDABLE, or exit 2 naming why: never another label. An alert is no evidence: it is left
+out of the clean evidence, and where a reader cannot express one it is not written.
 
 Each example writes its run with the writer the format comes from (json, csv, transformers'
 TrainerState, torch's SummaryWriter, MLflow's client into a file store, trackio's own storage
@@ -38,7 +40,7 @@ PROBES = tuple(range(10, 81, 10))  # anchor 40, endpoint 80 (foreign_preset's)
 LAST = 80
 # multiples of 1/64: the same number in a float32 event file and a double elsewhere
 value = st.integers(0, 5 * 64).map(lambda k: k / 64)
-FAULTS = ("repeat", "conflict", "nan-add", "nan", "drop", "malformed", "later", "rotate")
+FAULTS = ("repeat", "conflict", "nan-add", "nan", "drop", "malformed", "later", "rotate", "alert")
 # the anchor (40) and the endpoint (80) are where a fault can change a read: drawn most
 fault = st.tuples(st.sampled_from(FAULTS), st.sampled_from((80, 40, 80, 40, 70, 10)), value)
 
@@ -82,6 +84,11 @@ SOURCE = {
     "tensorboard_scalars": 'kind = "tensorboard"\neval = ["eval_mae/*"]',
 }
 COUNT = {"examples": 0}
+
+
+def alerts_of(faults: list[tuple[str, int, float]]) -> list[tuple[int, str]]:
+    """The alerts the trainer raises: (step, text), the text naming the metric and a number."""
+    return [(step, f"eval/mae is {x} here") for kind, step, x in faults if kind == "alert"]
 
 
 def plan(values: list[float], faults: list[tuple[str, int, float]]):
@@ -284,14 +291,21 @@ def write_lines(folder: Path, entries, rotate: bool) -> None:
         f.write("End of training\n")
 
 
-def write_wandb(folder: Path, entries, rotate: bool) -> None:
+def write_wandb(folder: Path, entries, rotate: bool, alerts=()) -> None:
+    """The records by wandb's own protobuf classes; `alerts` as AlertRecords before the exit."""
+    from wandb.proto import wandb_internal_pb2 as pb
+
     from tests.core.log.formats.wandbkit import exit_record, frame, history
 
     payloads, bad = [], []
     for step, kind, v, malformed in _rows(entries):
         payloads.append(history(step, {"train/loss" if kind == "train" else "eval/mae": v}))
         bad.append(malformed)
-    data = bytearray(frame([*payloads, exit_record(0)]))
+    raised = [
+        pb.Record(alert=pb.AlertRecord(title="x", text=text, level="ERROR")).SerializeToString()
+        for _, text in alerts
+    ]
+    data = bytearray(frame([*payloads, *raised, exit_record(0)]))
     for k, malformed in enumerate(bad):
         if malformed:  # the record's last byte changed: its checksum fails
             data[len(frame(payloads[: k + 1])) - 1] ^= 1
@@ -299,6 +313,45 @@ def write_wandb(folder: Path, entries, rotate: bool) -> None:
     run.mkdir(parents=True)
     (run / "run-prop1.wandb").write_bytes(bytes(data))
 
+
+def _alert_line(step: int, text: str) -> str:
+    return json.dumps({"kind": "alert", "step": step, "level": "error", "title": "x", "text": text})
+
+
+def alert_fontaine(folder: Path, alerts) -> None:
+    with open(folder / "train_log.jsonl", "a") as f:
+        f.writelines(_alert_line(step, text) + "\n" for step, text in alerts)
+
+
+def alert_jsonl(folder: Path, alerts) -> None:
+    with open(folder / "log.jsonl", "a") as f:
+        f.writelines(_alert_line(step, text) + "\n" for step, text in alerts)
+
+
+def alert_trackio(folder: Path, alerts) -> None:
+    """Through trackio's own storage (the writer trackio.alert's sender thread calls)."""
+    from trackio import sqlite_storage
+
+    was = sqlite_storage.TRACKIO_DIR
+    sqlite_storage.TRACKIO_DIR = folder
+    try:
+        sqlite_storage.SQLiteStorage.bulk_alert(
+            "property",
+            "only",
+            ["x"] * len(alerts),
+            [text for _, text in alerts],
+            ["error"] * len(alerts),
+            [step for step, _ in alerts],
+        )
+    finally:
+        sqlite_storage.TRACKIO_DIR = was
+
+
+ALERTS = {
+    "fontaine": alert_fontaine,
+    "jsonl": alert_jsonl,
+    "trackio": alert_trackio,
+}  # and W&B's (write_wandb); MLflow, TensorBoard, CSV, trainer_state, printed lines: none
 
 WRITERS = {
     "fontaine": write_fontaine,
@@ -363,11 +416,18 @@ def test_the_verdict_is_the_clean_evidences_or_undecidable(reader, monkeypatch):
     @example(values=[1.0] * len(PROBES), faults=[("drop", 80, 0.0), ("later", 80, 3.0)])
     @example(values=[1.0] * len(PROBES), faults=[("malformed", 80, 0.0), ("later", 80, 3.0)])
     @example(values=[1.0] * len(PROBES), faults=[("conflict", 80, 3.0), ("rotate", 80, 0.0)])
+    @example(values=[1.0] * len(PROBES), faults=[("alert", 80, 3.0), ("alert", 40, 0.0)])
     def check(values, faults):
         entries, clean, rotate = plan(values, faults)
         folder = Path(tempfile.mkdtemp(dir=base))
         try:
-            write(folder, entries, rotate and reader == "fontaine")
+            raised = alerts_of(faults)
+            if reader == "wandb":
+                write_wandb(folder, entries, rotate, raised)
+            else:
+                write(folder, entries, rotate and reader == "fontaine")
+            if raised and reader in ALERTS:
+                ALERTS[reader](folder, raised)
             out, err = io.StringIO(), io.StringIO()
             with redirect_stdout(out), redirect_stderr(err):
                 code = main(["verdict", str(folder), "--preset", str(preset_path), "--json"])
