@@ -37,7 +37,7 @@ async def test_the_panel_shows_the_trainers_alert_and_counts_a_bad_one(tmp_path:
             label[name] = app.session.latest().verdict
             if name == "alerted":
                 shown = " ".join(text(app.screen.query_one("#warnings")).split())
-    assert "ALERT trainer-alert:" in shown
+    assert "ALERT trainer-alert since " in shown
     assert (
         "the trainer's alert at step 600: data shard 3 \\x1b[31mmissing: [bold]fell back" in shown
     )

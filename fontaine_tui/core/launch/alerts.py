@@ -82,9 +82,10 @@ def since_text(ts: object) -> str:
 def warning_text(w: RunWarning) -> str:
     """A warning's words after its severity: the rule, since when, the message.
 
-    The console's warnings panel and every plain report say a warning in these words.
+    The console's warnings panel and every plain report say a warning in these words. A rule
+    named `name:key` (one trainer alert's, core/launch/traineralerts.py) is said as `name`.
     """
-    return f"{w.rule} since {since_text(w.since)}: {w.message}"
+    return f"{w.rule.partition(':')[0]} since {since_text(w.since)}: {w.message}"
 
 
 def _w(rule: str, severity: str, now: float, message: str, **numbers: float) -> RunWarning:
