@@ -203,3 +203,20 @@ def test_blinded_an_alert_naming_the_metric_keeps_its_words_back(tmp_path):
     assert not any("0.31" in m for m in hidden)
     assert any("its words name eval_chunk_mae" in m for m in hidden)
     assert any("slow io" in m for m in hidden)  # health stays visible
+
+
+def test_a_jsonl_trainer_raises_an_alert_either_way_and_a_bad_one_is_counted():
+    from fontaine_tui.core.log.formats.rows import JsonlDecoder
+
+    dec = JsonlDecoder()
+    lines = [
+        {"step": 1, "loss": 2.0},
+        {"step": 1, "alert": {"title": "lr cut", "level": "info"}},
+        {"kind": "alert", "title": "shard 3 missing", "level": "warning"},
+        {"step": 2, "alert": {"title": ""}},
+        {"step": 2, "loss": 1.0},
+    ]
+    out = dec.feed(b"".join(json.dumps(x).encode() + b"\n" for x in lines)) + dec.finish()
+    got = [(a.step, a.level, a.title) for a in out if isinstance(a, Alert)]
+    assert got == [(1, "info", "lr cut"), (-1, "warn", "shard 3 missing")]
+    assert dec.bad_count == 1 and "alert 'title' is ''" in dec.bad[0][1]
