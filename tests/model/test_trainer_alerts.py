@@ -111,15 +111,18 @@ def test_alerts_never_change_the_verdict(tmp_path, capsys):
     assert a == b and a["verdict"] != "UNDECIDABLE"
 
 
-def test_the_plain_report_says_each_alert_once_and_a_bad_one_once(tmp_path, capsys):
+def test_the_plain_report_says_each_alert_once_and_a_bad_one_once(tmp_path, capsys, monkeypatch):
+    monkeypatch.setenv("FONTAINE_NOTIFY", "https://ntfy.example.com/TOPICSECRET77")
     root = tmp_path / "run"
     root.mkdir()
     spike = alert(60, "loss spike", "skipped a \x1b[31mbatch")
+    leak = alert(90, "env", "FONTAINE_NOTIFY=https://ntfy.example.com/TOPICSECRET77")
     bad = {"kind": "alert", "title": ""}
     write_log(
         root / "train_log.jsonl",
         with_alerts(
-            300, {60: [spike, spike, bad], 100: [alert(None, "lr cut", None, "info"), bad]}
+            300,
+            {60: [spike, spike, bad], 90: [leak], 100: [alert(None, "lr cut", None, "info"), bad]},
         ),
     )
     capsys.readouterr()
@@ -131,6 +134,7 @@ def test_the_plain_report_says_each_alert_once_and_a_bad_one_once(tmp_path, caps
         == 1
     )
     assert lines.count("INFO   the trainer's alert: lr cut") == 1
+    assert "TOPICSECRET77" not in out and "https://ntfy.example.com/***" in out
     said = [ln for ln in lines if BAD_RULE in ln]
     assert len(said) == 1 and "alert 'title' is '': expected a non-empty string" in said[0]
 
