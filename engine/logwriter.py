@@ -57,6 +57,10 @@ class LogWriter:
     def event(self, step: int, event: str, detail: str) -> None:
         self.write("event", step, event=event, detail=detail)
 
+    def alert(self, step: int, level: str, title: str, text: str) -> None:
+        """An alert for the run's owner (level info, warn or alert): the console relays it."""
+        self.write("alert", step, level=level, title=title, text=text)
+
     def failed(self, step: int, exc: BaseException) -> int:
         """An unexpected error: an `error` event for the console, one line on stderr, exit 1."""
         self.event(step, "error", f"{type(exc).__name__}: {exc}")

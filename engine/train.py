@@ -322,6 +322,7 @@ def run(args: argparse.Namespace) -> int:
         )
         if ctx.main and (warning := clip_warning(data, stats, stats_source)):
             log.event(step, "warning", warning)
+            log.alert(step, "warn", "normalisation stats saturate the action tokens", warning)
             print(f"engine: warning: {warning}", file=sys.stderr)
         if resume_from is not None:
             checkpoint.load_weights(resume_from, s.module)

@@ -37,6 +37,7 @@ FIELDS = {
     },
     "checkpoint": {"path": str},
     "event": {"event": str, "detail": str},
+    "alert": {"level": str, "title": str, "text": str},
 }
 EVENTS = {"start", "resume", "end", "error", "warning"}
 

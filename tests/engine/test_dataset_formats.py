@@ -273,6 +273,8 @@ def test_narrow_quantiles_are_warned_of(tmp_path, formats):
     assert proc.returncode == 0, proc.stderr
     warnings = [r for r in records if r.get("event") == "warning"]
     assert len(warnings) == 1 and "beyond q01/q99" in warnings[0]["detail"]
+    [alert] = [r for r in records if r["kind"] == "alert"]  # for the owner: the panel, a post
+    assert alert["level"] == "warn" and alert["text"] == warnings[0]["detail"]
     assert "engine: warning: stats from corpus meta/stats.json" in proc.stderr
 
 
