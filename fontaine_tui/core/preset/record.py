@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from fontaine_tui.core.log.formats.source import SourceSpec
 from fontaine_tui.core.preset.checks import Scalar
 from fontaine_tui.core.preset.command import CommandSpec
+from fontaine_tui.core.preset.recovery import RecoverySpec
 from fontaine_tui.core.preset.rule import Comparator, VerdictSpec
 from fontaine_tui.core.preset.watching import NotifySpec
 
@@ -59,6 +60,7 @@ class Preset:
     # None: a [source] preset that states none (its recipe's eval_every is only a default)
     stated_every: tuple[int, str] | None = None
     command: CommandSpec | None = None  # [command]: the user's own trainer, launched
+    recovery: RecoverySpec = RecoverySpec()  # [recovery]: the restarts it allows (recovery.py)
 
     @property
     def foreign(self) -> bool:

@@ -170,6 +170,7 @@ SECTIONS = (
     "notify",
     "slurm",
     "command",
+    "recovery",
 )
 MODEL_SIZES = ("tiny", "small", "base", "large")
 OBJECTIVES = ("joint", "ar", "flow")

@@ -30,6 +30,7 @@ from fontaine_tui.core.preset.command import CommandSpec, read_command
 from fontaine_tui.core.preset.comparators import read_comparators
 from fontaine_tui.core.preset.delta import read_delta_keys
 from fontaine_tui.core.preset.record import Preset
+from fontaine_tui.core.preset.recovery import read_recovery
 from fontaine_tui.core.preset.rule import (
     VERDICT,
     check_labels,
@@ -119,6 +120,13 @@ def validate(path: Path, doc: dict) -> Preset:
     babysit = babysit_section(path, doc.get("babysit"))
     notify = notify_section(path, doc.get("notify", []))
     slurm = slurm_section(path, doc.get("slurm"))
+    recovery = read_recovery(path, doc.get("recovery"))
+    if recovery.enabled and command is not None and not command.resume_argv:
+        raise PresetError(
+            path,
+            "recovery.max_restarts",
+            "expected [command] resume_argv too (a restart resumes the run), or 0",
+        )
     # The same tables key by key: check_section held each value to its spec row, which
     # mypy cannot follow from the Spec tables themselves.
     rec, plat = cast(RecipeFields, recipe), cast(PlatformFields, platform)
@@ -243,6 +251,8 @@ def validate(path: Path, doc: dict) -> Preset:
         **({"babysit": b} if (b := babysit_canonical(babysit)) else {}),
         **({"slurm": dict(slurm)} if slurm["time"] else {}),
         **({"command": command.canonical()} if command is not None else {}),
+        # only when set: presets written before [recovery] keep their sha256
+        **({"recovery": recovery.canonical()} if recovery.enabled else {}),
     }
     digest = hashlib.sha256(canonical_bytes(canonical)).hexdigest()
     freeze = MappingProxyType
@@ -266,6 +276,7 @@ def validate(path: Path, doc: dict) -> Preset:
         notify=notify,
         stated_every=stated,
         command=command,
+        recovery=recovery,
     )
 
 

@@ -1,0 +1,77 @@
+"""A preset's `[recovery]`: how often a run is restarted, and after which ends.
+
+```toml
+[recovery]
+max_restarts = 3                            # 0 (the default): never restarted
+on = ["preemption", "oom", "node_failure"]  # the ends that restart it (the default: all three)
+```
+
+A restart resumes the run from its newest checkpoint, as `launch --resume` does, and is a new
+attempt in attempts.jsonl (core/launch/recovery.py says which ends count). A run that ended on
+a non-finite loss, that finished, or that a user or a gate stopped is never restarted, whatever
+the preset says. The section enters the canonical form (and prereg.json) only when
+max_restarts is above 0, so presets written before it keep their sha256; a change to it after
+launch is a change of the frozen contract, and `launch --resume` refuses it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from fontaine_tui.core.preset.checks import PresetError
+
+CAUSES = ("preemption", "oom", "node_failure")
+MAX_RESTARTS = 100  # the bound: a run restarted more often is broken, not unlucky
+KEYS = ("max_restarts", "on")
+
+
+@dataclass(frozen=True, slots=True)
+class RecoverySpec:
+    """The restarts a preset allows: how many, and after which ends (CAUSES)."""
+
+    max_restarts: int = 0
+    on: tuple[str, ...] = CAUSES
+
+    @property
+    def enabled(self) -> bool:
+        return self.max_restarts > 0
+
+    def canonical(self) -> dict[str, object]:
+        return {"max_restarts": self.max_restarts, "on": sorted(self.on)}
+
+    def words(self) -> str:
+        """The contract in one phrase: "up to 3 restarts on preemption, oom"."""
+        n = self.max_restarts
+        return f"up to {n} restart{'s' if n != 1 else ''} on {', '.join(self.on)}"
+
+
+def read_recovery(path: Path, table: object) -> RecoverySpec:
+    """Check `[recovery]`; a key wrong is one `file: key: expected` line."""
+    if table is None:
+        return RecoverySpec()
+    if not isinstance(table, dict):
+        raise PresetError(path, "recovery", "expected a table")
+    for key in table:
+        if key not in KEYS:
+            raise PresetError(
+                path, f"recovery.{key}", f"unknown key (expected one of: {', '.join(KEYS)})"
+            )
+    n = table.get("max_restarts", 0)
+    if type(n) is not int or not 0 <= n <= MAX_RESTARTS:
+        raise PresetError(
+            path,
+            "recovery.max_restarts",
+            f"expected an integer in [0, {MAX_RESTARTS}] (0: never restarted), got {n!r}",
+        )
+    on = table.get("on", list(CAUSES))
+    expected = f"a non-empty list of {', '.join(CAUSES)}"
+    if not isinstance(on, list) or not on:
+        raise PresetError(path, "recovery.on", f"expected {expected}, got {on!r}")
+    for cause in on:
+        if cause not in CAUSES:
+            never = " (a non-finite loss is never restarted)" if cause == "nan" else ""
+            raise PresetError(path, "recovery.on", f"expected {expected}{never}, got {cause!r}")
+    if len(set(on)) != len(on):
+        raise PresetError(path, "recovery.on", f"expected {expected}, each once, got {on!r}")
+    return RecoverySpec(n, tuple(c for c in CAUSES if c in on))
