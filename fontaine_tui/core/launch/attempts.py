@@ -40,6 +40,8 @@ __all__ = [
     "open_attempt",
     "read_attempts",
     "reattach",
+    "stop_asked",
+    "stopping",
 ]
 
 KINDS = ("launch", "resume")
@@ -68,6 +70,8 @@ class Attempt:
     ended_at: str | None = None
     memory: MemoryEvidence | None = None
     job: str = ""  # the Slurm job id of an attempt submitted to Slurm (its pid is 0)
+    # a restart under the preset's [recovery]: (k, of N, the cause that made it), else None
+    restart: tuple[int, int, str] | None = None
 
     @property
     def ended(self) -> bool:
@@ -86,8 +90,11 @@ class Attempt:
         code = "" if self.exit_code is None else f", exit {self.exit_code}"
         sig = "" if self.signal is None else f", {self.signal}"
         what = f"slurm job {self.job}" if self.job else f"pid {self.pid}"
+        kind = self.kind
+        if self.restart is not None:
+            kind += f", restart {self.restart[0]} of {self.restart[1]} after {self.restart[2]}"
         return (
-            f"attempt {self.number} ({self.kind}, {what}, {self.began_at}): "
+            f"attempt {self.number} ({kind}, {what}, {self.began_at}): "
             f"{self.cause}{step}{code}{sig}" + (f": {literal(self.detail)}" if self.detail else "")
         )
 
@@ -98,10 +105,12 @@ def begin(
     engine: EngineProcess | SlurmJob,
     host: str | None = None,
     clock: Callable[[], float] = time.time,
+    restart: tuple[int, int, str] | None = None,
 ) -> int:
     """Record that `engine` is attempt N of the run, and return N.
 
-    The engine is just started, or resumed, or a Slurm job just submitted."""
+    The engine is just started, or resumed, or a Slurm job just submitted. A resume made by
+    the preset's [recovery] says so: `restart` is (k, of N, the cause)."""
     if kind not in KINDS:
         raise ValueError(f"attempt kind {kind!r}: expected one of {', '.join(KINDS)}")
 
@@ -123,6 +132,8 @@ def begin(
         }
         if isinstance(engine, SlurmJob):
             rec["job"] = engine.job
+        if restart is not None:
+            rec["restart"], rec["of"], rec["cause"] = restart
         return rec
 
     rec = _append(folder, line)
@@ -227,9 +238,32 @@ def read_attempts(
                 str(e.get("at", "")) if e else None,
                 MemoryEvidence.from_dict(mem) if isinstance(mem, dict) else None,
                 str(b["job"]) if isinstance(b.get("job"), str) else "",
+                _restart(b),
             )
         )
     return out
+
+
+def _restart(b: Mapping[str, Any]) -> tuple[int, int, str] | None:
+    k, n, cause = _int(b.get("restart")), _int(b.get("of")), b.get("cause")
+    return (k, n, cause) if k and n and isinstance(cause, str) else None
+
+
+def stopping(folder: RunFolder, attempt: int, clock: Callable[[], float] = time.time) -> None:
+    """Record that a user's stop is on its way to attempt `attempt`, before its signals.
+
+    A watcher that sees the exit first then knows it for a stop: [recovery] never restarts it.
+    """
+    _append(folder, lambda records: {"event": "stop", "attempt": attempt, "at": utc_iso(clock())})
+
+
+def stop_asked(folder: RunFolder, attempt: int) -> bool:
+    """Whether a user's stop was recorded for attempt `attempt` (`stopping`)."""
+    try:
+        data = read_whole(folder.attempts)
+    except OSError:
+        return False
+    return any(r["event"] == "stop" and r["attempt"] == attempt for r in _records(data))
 
 
 def open_attempt(folder: RunFolder) -> Attempt | None:
@@ -287,7 +321,7 @@ def _records(data: bytes) -> list[dict[str, Any]]:
             continue
         if (
             isinstance(rec, dict)
-            and rec.get("event") in ("begin", "end")
+            and rec.get("event") in ("begin", "end", "stop")
             and isinstance(rec.get("attempt"), int)
         ):
             out.append(rec)

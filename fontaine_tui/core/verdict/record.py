@@ -87,6 +87,32 @@ class Scale:
 
 
 @dataclass(frozen=True, slots=True)
+class RecoveryRead:
+    """The preset's [recovery] contract and the restarts it made (core/launch/recovery.py)."""
+
+    max_restarts: int
+    on: tuple[str, ...]
+    restarts: tuple[tuple[int, str], ...] = ()  # each restart: (its attempt, the cause)
+
+    def words(self) -> str:
+        """One line: the contract, then the restarts used and their causes."""
+        n, used = self.max_restarts, len(self.restarts)
+        made = ", ".join(f"attempt {a} after {c}" for a, c in self.restarts)
+        return (
+            f"recovery: up to {n} restart{'s' if n != 1 else ''} on {', '.join(self.on)}; "
+            f"{used} used" + (f" ({made})" if made else "")
+        )
+
+    def to_json(self) -> dict[str, object]:
+        return {
+            "max_restarts": self.max_restarts,
+            "on": list(self.on),
+            "used": len(self.restarts),
+            "restarts": [{"attempt": a, "cause": c} for a, c in self.restarts],
+        }
+
+
+@dataclass(frozen=True, slots=True)
 class Unblinding:
     """One review.jsonl `unblind` line: who saw a blinded read before the endpoint, and why."""
 
@@ -166,6 +192,8 @@ class Verdict:
     # the seed group's spread at the read step and where the read lies against it (None: the
     # preset names no [verdict] seed_group); beside the verdict, it never changes the label
     seed_noise: SeedNoise | None = None
+    # the preset's [recovery] and the restarts used (None: no restarts allowed, or not read)
+    recovery: RecoveryRead | None = None
 
     @property
     def label(self) -> str:
@@ -229,6 +257,7 @@ class Verdict:
             "decision": None if self.decision is None else _lock_json(self.decision),
             "comparators": [_comparator_json(c) for c in self.comparators],
             "seed_noise": None if self.seed_noise is None else self.seed_noise.to_json(),
+            "recovery": None if self.recovery is None else self.recovery.to_json(),
             "provenance": {
                 "frozen": dict(self.provenance),
                 "log": [dict(m) for m in self.provenance_log],

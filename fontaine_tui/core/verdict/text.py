@@ -115,6 +115,8 @@ def render_blinded(v: Verdict, log_label: str = "", target: str = "") -> str:
         lines += blind.review_lines(v.review)
     for a in v.amendments:  # a scale's reason quotes the run's levels: its status only
         lines.append(f"amendment {a.id} ({a.kind}, {a.source}): {a.status}")
+    if v.recovery is not None:
+        lines.append(v.recovery.words())
     if target:
         lines.append(blind.unblind_hint(target))
     return "\n".join(map(literal, lines))
@@ -158,6 +160,8 @@ def render(v: Verdict, log_label: str = "") -> str:
     lines += seed_noise_lines(v)
     if v.decision is not None:
         lines.append(v.decision.describe())
+    if v.recovery is not None:
+        lines.append(v.recovery.words())
     if v.interpretation:
         lines.append(f"interpretation: {v.interpretation}")
     if caveat := typed_in_caveat(v):
