@@ -98,8 +98,9 @@ def run(args: argparse.Namespace) -> int:
             file=sys.stderr,
             flush=True,
         )
-        info = engine.stop()
-    launched.end_attempt(info)
+        info = launched.stop()  # recorded as a user's stop first: [recovery] never restarts it
+    else:
+        launched.end_attempt(info)
     return recorded(info, entry, registry, args)
 
 

@@ -218,6 +218,10 @@ class Babysitter:
         if self.notices is not None:
             self.notices.incident(attempt, cause, text, step)
 
+    def restarting(self, attempt: int, said: str, step: int | None) -> None:
+        if self.notices is not None:
+            self.notices.restarting(attempt, said, step)
+
     def gate_stopped(self, attempt: int, cause: str, text: str, step: int | None) -> None:
         if self.notices is not None:
             self.notices.gate_stopped(attempt, cause, text, step)

@@ -10,6 +10,7 @@ from pathlib import Path
 from fontaine_tui.core import runfolder
 from fontaine_tui.core.errors import InputError
 from fontaine_tui.core.launch.gatestop import gate_end
+from fontaine_tui.core.launch.recovery import recovery_read
 from fontaine_tui.core.log.formats.cold import Loaded, load_source
 from fontaine_tui.core.log.formats.locate import foreign_spec
 from fontaine_tui.core.log.formats.source import SourceSpec
@@ -132,5 +133,9 @@ def judge(target: str, preset_arg: str | None = None, at_step: int | None = None
     ended = gate_end(folder)  # a stop on the preset's stop_on_lock gate
     verdict = compute_verdict(store, preset, at_step, _ledger(folder), provenance, ended)
     where = Path(target)
-    verdict = replace(verdict, review=review.state(where if where.is_dir() else where.parent))
+    verdict = replace(
+        verdict,
+        review=review.state(where if where.is_dir() else where.parent),
+        recovery=None if folder is None else recovery_read(folder, preset.recovery),
+    )
     return Judged(verdict, preset, log_path, folder)

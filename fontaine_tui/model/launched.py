@@ -20,7 +20,7 @@ import io
 import sys
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol, cast
@@ -32,6 +32,7 @@ from fontaine_tui.core.launch.exits import ExitInfo
 from fontaine_tui.core.launch.hosts import host_settings
 from fontaine_tui.core.launch.launcher import EngineProcess, label
 from fontaine_tui.core.launch.makers import ArgvMaker, maker_for
+from fontaine_tui.core.launch.recovery import Restart
 from fontaine_tui.core.launch.registry import Entry, Registry
 from fontaine_tui.core.launch.remote import POLL_S, RemoteEngine, record_exit
 from fontaine_tui.core.launch.slurm_job import SlurmJob
@@ -44,6 +45,7 @@ from fontaine_tui.core.verdict.prereg import Prereg, freeze, read_prereg, utc_is
 from fontaine_tui.model.babysitter import Babysitter
 from fontaine_tui.model.notices import RunNotices
 from fontaine_tui.model.plain import PlainWatch, babysit, finish
+from fontaine_tui.model.recover import restart_after
 
 if TYPE_CHECKING:
     from fontaine_tui.core.launch.attempts import Attempt
@@ -116,11 +118,13 @@ class LaunchedRun:
         registry: Registry | None = None,
         maker: ArgvMaker | None = None,
         declared: tuple[str, ...] = (),
+        restart: Restart | None = None,
     ) -> LaunchedRun:
         """Launch a run: guards, freeze, start, attempt, register.
 
         A refusal raises InputError (one line, nothing written). A registry or attempts.jsonl
-        that cannot take the run gives a warning.
+        that cannot take the run gives a warning. `restart`: a resume the preset's [recovery]
+        makes, recorded with its attempt.
         """
         registry = registry if registry is not None else Registry()
         if not target.remote:  # a far host refuses with its own words
@@ -182,17 +186,17 @@ class LaunchedRun:
             started=started,
         )
         if folder is not None:
-            run.attempt = run.record_attempt("resume" if resume else "launch")
+            run.attempt = run.record_attempt("resume" if resume else "launch", restart)
         run.register(poll_s)
         return run
 
-    def record_attempt(self, kind: str) -> int | None:
+    def record_attempt(self, kind: str, restart: Restart | None = None) -> int | None:
         """This start as an attempt in attempts.jsonl; None (said) when it cannot be written."""
         assert self.folder is not None
+        handle = cast("EngineProcess | SlurmJob", self.handle)
+        again = None if restart is None else (restart.number, restart.of, restart.cause)
         try:
-            return attempts.begin(
-                self.folder, kind, cast("EngineProcess | SlurmJob", self.handle), self.host
-            )
+            return attempts.begin(self.folder, kind, handle, self.host, restart=again)
         except OSError as exc:
             _warn(f"warn: {self.folder.attempts}: attempt not recorded ({exc.strerror or exc})")
             return None
@@ -380,8 +384,14 @@ class LaunchedRun:
     def stop(self) -> ExitInfo:
         """Stop the run, then end its open attempt.
 
-        The stop sequence is SIGINT, SIGTERM, SIGKILL, over SSH for a far run.
+        The stop sequence is SIGINT, SIGTERM, SIGKILL, over SSH for a far run. The stop is
+        recorded first, so that the watcher that sees the exit never restarts it ([recovery]).
         """
+        if self.folder is not None and self.opened is not None:
+            try:
+                attempts.stopping(self.folder, self.opened.number)
+            except OSError as exc:
+                _warn(f"warn: {self.folder.attempts}: stop not recorded ({exc.strerror or exc})")
         info = self.handle.stop()
         self.end_attempt(info)
         return info
@@ -462,7 +472,25 @@ class LaunchedRun:
             stop_on_exit,
             self.attempt,
             self.blind,
+            lambda due: restart_after(due, lambda: self.resumed(due, poll_s, stop_on_exit)),
         )
+
+    def resumed(self, due: Restart, poll_s: float, stop_on_exit: bool) -> Callable[[], int]:
+        """The restart the preset's [recovery] makes, started: what watches it to its end."""
+        assert self.target is not None and self.preset is not None
+        again = LaunchedRun.launch(
+            self.target,
+            self.preset,
+            output_dir=self.run_dir,
+            resume=True,
+            poll_s=poll_s,
+            registry=self.registry,
+            restart=due,
+        )
+        again.blind = self.blind
+        self.handle.close()
+        print(f"{again.said(True)} (restart {due.number} of {due.of})", flush=True)
+        return lambda: again.babysit_plain(poll_s, stop_on_exit)
 
     def record_exit(self) -> ExitInfo | None:
         """Record a far run's exit, seen from here (stopped, or seen gone), in the registry.

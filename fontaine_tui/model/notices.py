@@ -181,6 +181,10 @@ class RunNotices:
             "alert", f"{self.run}: incident: attempt {attempt} {cause}", text, step, cause=cause
         )
 
+    def restarting(self, attempt: int, said: str, step: int | None) -> None:
+        """A restart the preset's [recovery] makes after attempt `attempt` ended (its line)."""
+        self._send("warn", f"{self.run}: attempt {attempt} ended: {said}", said, step)
+
     def gate_stopped(self, attempt: int, cause: str, text: str, step: int | None) -> None:
         """An attempt the watcher stopped on the preset's stop_on_lock gate (its cause said)."""
         self._send(

@@ -31,6 +31,7 @@ from fontaine_tui.core.host.telemetry import sample
 from fontaine_tui.core.launch import attempts
 from fontaine_tui.core.launch.exits import GATE_STOPS, ExitInfo
 from fontaine_tui.core.launch.launcher import EngineProcess, label
+from fontaine_tui.core.launch.recovery import recovery_read
 from fontaine_tui.core.launch.registry import Registry
 from fontaine_tui.core.launch.slurm_job import SlurmJob
 from fontaine_tui.core.launch.traineralerts import alert_words, rule_of
@@ -52,6 +53,7 @@ from fontaine_tui.model.babysitter import Babysitter
 from fontaine_tui.model.plainwarn import PlainWarnings
 from fontaine_tui.model.readout import recipe_steps
 from fontaine_tui.model.recordline import describe_record
+from fontaine_tui.model.recover import Restarter, recover
 from fontaine_tui.model.sampler import Sampler
 from fontaine_tui.model.session import Session
 
@@ -270,6 +272,9 @@ class PlainWatch:
         self.exit: ExitInfo | None = None
         self.babysitter: Babysitter | None = None  # set by babysit()
         self.attempt: int | None = None  # this start's number in attempts.jsonl
+        # a watcher that keeps the preset's [recovery] (launch --plain): it starts the restart
+        # and returns what watches it, or None where the start failed (said)
+        self.restarter: Restarter | None = None
 
     @property
     def preset(self) -> Preset:
@@ -358,7 +363,10 @@ def finish(watch: PlainWatch, registry: Registry, host: str, info: ExitInfo) -> 
         watch.say(f"warn: exit not recorded in the registry ({exc})")
     watch.say(info.describe())
     end_attempt(folder, watch.attempt, info, watch.babysitter, watch.say)
+    if (restarted := recover(watch, info, store)) is not None:
+        return restarted()
     verdict = watch.verdict(store, last if info.cause in GATE_STOPS else None)
+    verdict = dataclasses.replace(verdict, recovery=recovery_read(folder, watch.preset.recovery))
     hidden = watch.session.hides(verdict)  # a run ended before its endpoint, blinded
     text = render_blinded(verdict, where) if hidden else render(verdict, where)
     watch.say_lines(text)
@@ -440,6 +448,7 @@ def babysit(
     stop_on_exit: bool,
     attempt: int | None = None,
     blind: bool = False,
+    restarter: Restarter | None = None,
 ) -> int:
     """Watch the launched engine until it exits.
 
@@ -448,7 +457,7 @@ def babysit(
     detaches and says how to come back.
     """
     watch = PlainWatch(preset, folder, engine, prereg, poll_s=poll_s, blind=blind)
-    watch.attempt = attempt
+    watch.attempt, watch.restarter = attempt, restarter
     sitter = Babysitter.for_session(
         watch.session, "launch --plain", host, watch.say, since=time.time() - 1.0
     )  # earlier attempts' polls: not this one's
