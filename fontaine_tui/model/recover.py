@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Protocol
 
 from fontaine_tui.core.errors import InputError
@@ -37,6 +38,18 @@ class Watcher(Protocol):
     restarter: Restarter | None
 
     def say(self, text: str) -> None: ...
+
+
+@dataclass
+class Bystander:
+    """A watcher that does not restart (`babysit`): it says the restart that is due."""
+
+    preset: Preset
+    folder: RunFolder
+    attempt: int | None
+    babysitter: Babysitter | None
+    say: Callable[[str], None]
+    restarter: Restarter | None = None
 
 
 def recover(watch: Watcher, info: ExitInfo, store: RunStore) -> Callable[[], int] | None:

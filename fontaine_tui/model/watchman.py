@@ -39,6 +39,7 @@ from fontaine_tui.core.verdict.text import render
 from fontaine_tui.model.babysitter import Babysitter
 from fontaine_tui.model.launched import LaunchedRun
 from fontaine_tui.model.plain import end_attempt
+from fontaine_tui.model.recover import Bystander, recover
 from fontaine_tui.model.session import Process, Session
 
 LIVE = ("running", "attached")
@@ -220,6 +221,14 @@ class RunWatch:
                     self.babysitter,
                     lambda text: self.say(f"{self.name}: {text}"),
                 )
+                seen = Bystander(
+                    session.preset,
+                    RunFolder(session.folder),
+                    self.attempt.number,
+                    self.babysitter,
+                    lambda text: self.say(f"{self.name}: {text}"),
+                )
+                recover(seen, exit_info, session.store)  # the restart due, said
             verdict = session.latest()
             self.babysitter.final(
                 verdict, render(verdict, session.source.label), exit_info.describe()

@@ -226,3 +226,34 @@ def test_a_users_stop_is_never_restarted(tmp_path):
     assert code == 1, out[-3000:]
     assert "not restarted ([recovery]): a user stopped it" in out, out[-3000:]
     assert [a["attempt"] for a in _attempts(folder) if a["event"] == "begin"] == [1]
+
+
+def test_babysit_says_the_restart_due_and_how_to_make_it(tmp_path):
+    """`babysit` watches a detached run and does not restart it: it says what was due."""
+    folder = tmp_path / "runs" / "rec"
+    preset = _preset(tmp_path, "once", "[recovery]\nmax_restarts = 2")
+
+    def cli(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [sys.executable, "-m", "fontaine_tui", *args],
+            cwd=tmp_path,
+            env=_env(tmp_path),
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+
+    assert cli("launch", str(preset), "--detach").returncode == 0
+    deadline = time.monotonic() + 60
+    while not (paused := list(folder.glob("paused-*"))):
+        assert time.monotonic() < deadline, _attempts(folder)
+        time.sleep(0.1)
+    os.kill(int(paused[0].name.split("-")[1]), signal.SIGKILL)  # the trainer, not its wrapper
+    while (folder / "command.exits.jsonl").exists() is False:
+        assert time.monotonic() < deadline
+        time.sleep(0.1)
+    out = cli("babysit", str(folder), "--once")
+    said = out.stdout + out.stderr
+    assert "not restarted: preemption makes restart 1 of 2, but this watcher does not" in said
+    assert f"fontaine-tui launch PRESET --resume --output-dir {folder}" in said, said
+    assert [a["attempt"] for a in _attempts(folder) if a["event"] == "begin"] == [1]
