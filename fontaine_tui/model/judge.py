@@ -9,6 +9,7 @@ from pathlib import Path
 
 from fontaine_tui.core import runfolder
 from fontaine_tui.core.errors import InputError
+from fontaine_tui.core.launch.attempts import read_attempts
 from fontaine_tui.core.launch.gatestop import gate_end
 from fontaine_tui.core.launch.recovery import recovery_read
 from fontaine_tui.core.log.formats.cold import Loaded, load_source
@@ -136,6 +137,6 @@ def judge(target: str, preset_arg: str | None = None, at_step: int | None = None
     verdict = replace(
         verdict,
         review=review.state(where if where.is_dir() else where.parent),
-        recovery=None if folder is None else recovery_read(folder, preset.recovery),
+        recovery=None if folder is None else recovery_read(preset.recovery, read_attempts(folder)),
     )
     return Judged(verdict, preset, log_path, folder)

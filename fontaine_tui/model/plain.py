@@ -366,7 +366,9 @@ def finish(watch: PlainWatch, registry: Registry, host: str, info: ExitInfo) -> 
     if (restarted := recover(watch, info, store)) is not None:
         return restarted()
     verdict = watch.verdict(store, last if info.cause in GATE_STOPS else None)
-    verdict = dataclasses.replace(verdict, recovery=recovery_read(folder, watch.preset.recovery))
+    verdict = dataclasses.replace(
+        verdict, recovery=recovery_read(watch.preset.recovery, attempts.read_attempts(folder))
+    )
     hidden = watch.session.hides(verdict)  # a run ended before its endpoint, blinded
     text = render_blinded(verdict, where) if hidden else render(verdict, where)
     watch.say_lines(text)

@@ -22,6 +22,7 @@ from fontaine_tui.core.host.telemetry import TelemetrySnapshot
 from fontaine_tui.core.launch import alert_book, alerts
 from fontaine_tui.core.launch.attempts import Attempt, read_attempts
 from fontaine_tui.core.launch.exits import ExitInfo
+from fontaine_tui.core.launch.recovery import recovery_read
 from fontaine_tui.core.launch.rescore import ScoreOffer, ScoreState, rescore, score_offer
 from fontaine_tui.core.log.read import ingest_lines
 from fontaine_tui.core.log.records import Malformed, Record
@@ -322,6 +323,7 @@ class Session(ReviewActions):
                 ),
                 amendments=checks,
                 review=self.review_state,
+                recovery=recovery_read(self.preset.recovery, self.attempts()),
             )
             self._latest_key = key
         return self._latest

@@ -25,7 +25,8 @@ def attempt_line(a: Attempt) -> tuple[str, str]:
     """("#2 resume 05:10:02 → killed at step 37", detail)."""
     began = a.began_at[11:19] if len(a.began_at) >= 19 else a.began_at
     step = "" if a.last_step is None else f" at step {a.last_step}"
-    return f"#{a.number} {a.kind} {began} → {a.cause}{step}", literal(a.detail)
+    kind = a.kind if a.restart is None else f"restart {a.restart[0]}/{a.restart[1]}"
+    return f"#{a.number} {kind} {began} → {a.cause}{step}", literal(a.detail)
 
 
 class AttemptsPanel(QuietStatic):

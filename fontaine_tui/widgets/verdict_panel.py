@@ -186,6 +186,8 @@ class LedgerPanel(Vertical):
             parts += ["\n", (line, "$text-muted")]
         for line in seed_noise_lines(v):
             parts += ["\n", (line, "$warning" if "WARNING" in line else "")]
+        if v.recovery is not None:
+            parts += ["\n", v.recovery.words()]
         for change in v.provenance_changes:
             parts += ["\n", (f"WARNING: {change}", "$error")]
         for line in platform_delta_lines(v):

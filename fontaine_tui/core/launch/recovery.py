@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 from fontaine_tui.core.launch import attempts
@@ -127,9 +128,11 @@ def plan(
     return Restart(k, spec.max_restarts, cause, info.cause_detail, wait), ""
 
 
-def recovery_read(folder: RunFolder, spec: RecoverySpec) -> RecoveryRead | None:
-    """The contract and the restarts it made, for verdict.json and the card; None without it."""
+def recovery_read(spec: RecoverySpec, ran: Iterable[attempts.Attempt]) -> RecoveryRead | None:
+    """The contract and the restarts among `ran` (a run's attempts); None without a contract.
+
+    verdict.json and the card say it."""
     if not spec.enabled:
         return None
-    made = tuple((a.number, a.restart[2]) for a in restarts_used(folder) if a.restart is not None)
+    made = tuple((a.number, a.restart[2]) for a in ran if a.restart is not None)
     return RecoveryRead(spec.max_restarts, spec.on, made)
