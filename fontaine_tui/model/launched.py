@@ -490,7 +490,14 @@ class LaunchedRun:
         again.blind = self.blind
         self.handle.close()
         print(f"{again.said(True)} (restart {due.number} of {due.of})", flush=True)
-        return lambda: again.babysit_plain(poll_s, stop_on_exit)
+
+        def watch() -> int:
+            try:
+                return again.babysit_plain(poll_s, stop_on_exit)
+            finally:
+                again.handle.close()
+
+        return watch
 
     def record_exit(self) -> ExitInfo | None:
         """Record a far run's exit, seen from here (stopped, or seen gone), in the registry.
