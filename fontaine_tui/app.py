@@ -268,7 +268,14 @@ class FontaineApp(App[int]):
         if self.babysitter is sitter:
             self.babysitter = None
         self.launch_babysitter = None
-        await asyncio.to_thread(launched.finish_seen)
+        if not await asyncio.to_thread(launched.finish_seen, True):  # restarted ([recovery])
+            session = self.launch_session or self.session
+            session.process, session.exit_code = launched.handle, None
+            self.launched = launched
+            self.start_babysitting()  # the new attempt's watcher, as at the launch
+            self.session.note = launched.restarted
+            self.schedule_frame()
+            return
         self.session.note = "run ended: registry, attempts.jsonl and verdict.json written"
         self.schedule_frame()
 

@@ -162,11 +162,11 @@ def watch_here(launched) -> int | None:
         print(f"no console ({exc}); following with --plain", file=sys.stderr)
         return None
 
-    engine = launched.handle
     telemetry = None
-    if engine.pid:  # a Slurm job has no process here: the default sampler, of no pid
+    if launched.handle.pid:  # a Slurm job has no process here: the default sampler, of no pid
 
         def telemetry():
+            engine = launched.handle  # a restart ([recovery]) puts its own in its place
             return sample(pid=None if engine.poll() else engine.pid)
 
     code = run_console(

@@ -45,7 +45,7 @@ from fontaine_tui.core.verdict.prereg import Prereg, freeze, read_prereg, utc_is
 from fontaine_tui.model.babysitter import Babysitter
 from fontaine_tui.model.notices import RunNotices
 from fontaine_tui.model.plain import PlainWatch, babysit, finish
-from fontaine_tui.model.recover import restart_after
+from fontaine_tui.model.recover import Restarter, restart_after
 
 if TYPE_CHECKING:
     from fontaine_tui.core.launch.attempts import Attempt
@@ -62,7 +62,10 @@ class LaunchEnd(Protocol):
 
     def watched_by(self, babysitter: Babysitter) -> None: ...
 
-    def finish_seen(self) -> bool: ...
+    def finish_seen(self, restart: bool = False) -> bool: ...
+
+    handle: Handle
+    restarted: str
 
 
 def _warn(text: str) -> None:
@@ -101,6 +104,7 @@ class LaunchedRun:
     out: io.StringIO = field(default_factory=io.StringIO)  # finish_seen's lines, kept
     code: int | None = None  # the end's exit code, once finished
     blind: bool = False  # launch --blind: the watchers hide the read (core/verdict/blind.py)
+    restarted: str = ""  # the console's last finish: the restart [recovery] made, in words
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
     # -- the launch ---------------------------------------------------------------------
@@ -405,7 +409,11 @@ class LaunchedRun:
         self.babysitter = babysitter
 
     def finish(
-        self, info: ExitInfo, babysitter: Babysitter | None = None, out: io.StringIO | None = None
+        self,
+        info: ExitInfo,
+        babysitter: Babysitter | None = None,
+        out: io.StringIO | None = None,
+        restarter: Restarter | None = None,
     ) -> int:
         """End a run launched here and return its exit code.
 
@@ -422,13 +430,15 @@ class LaunchedRun:
             out,
             blind=self.blind,
         )
-        watch.babysitter, watch.attempt = babysitter, self.attempt
+        watch.babysitter, watch.attempt, watch.restarter = babysitter, self.attempt, restarter
         return finish(watch, self.registry, self.host, info)
 
-    def finish_seen(self) -> bool:
+    def finish_seen(self, restart: bool = False) -> bool:
         """Finish once, if the process has exited (from any thread), and say whether it did.
 
-        The finish's lines wait in `out` for the console to close (`after_console`).
+        The finish's lines wait in `out` for the console to close (`after_console`). With
+        `restart` (the console watching), a restart [recovery] makes takes the attempt's place
+        (`restarted` says it): not finished, its new process is the one to watch.
         """
         with self._lock:
             if self.code is not None:
@@ -436,8 +446,24 @@ class LaunchedRun:
             info = self.handle.poll()
             if info is None:
                 return False
-            self.code = self.finish(info, self.babysitter, self.out)
+            self.restarted = ""
+            code = self.finish(info, self.babysitter, self.out, self._here if restart else None)
+            if self.restarted:
+                return False
+            self.code = code
             return True
+
+    def _here(self, due: Restart) -> Callable[[], int] | None:
+        """The console's restart: the resumed attempt takes this one's place."""
+
+        def start() -> Callable[[], int]:
+            again = self.relaunch(due, 2.0)
+            self.handle, self.started, self.attempt = again.handle, again.started, again.attempt
+            self.restarted = f"{again.said(True)} (restart {due.number} of {due.of})"
+            self.out.write(self.restarted + "\n")
+            return lambda: 0
+
+        return restart_after(due, start)
 
     def after_console(self, code: int) -> int:
         """Wrap up after the console closed and return the exit code.
@@ -476,7 +502,20 @@ class LaunchedRun:
         )
 
     def resumed(self, due: Restart, poll_s: float, stop_on_exit: bool) -> Callable[[], int]:
-        """The restart the preset's [recovery] makes, started: what watches it to its end."""
+        """launch --plain's restart, started: what watches it to its end."""
+        again = self.relaunch(due, poll_s)
+        print(f"{again.said(True)} (restart {due.number} of {due.of})", flush=True)
+
+        def watch() -> int:
+            try:
+                return again.babysit_plain(poll_s, stop_on_exit)
+            finally:
+                again.handle.close()
+
+        return watch
+
+    def relaunch(self, due: Restart, poll_s: float) -> LaunchedRun:
+        """The restart the preset's [recovery] makes: the run resumed, a new attempt."""
         assert self.target is not None and self.preset is not None
         again = LaunchedRun.launch(
             self.target,
@@ -489,15 +528,7 @@ class LaunchedRun:
         )
         again.blind = self.blind
         self.handle.close()
-        print(f"{again.said(True)} (restart {due.number} of {due.of})", flush=True)
-
-        def watch() -> int:
-            try:
-                return again.babysit_plain(poll_s, stop_on_exit)
-            finally:
-                again.handle.close()
-
-        return watch
+        return again
 
     def record_exit(self) -> ExitInfo | None:
         """Record a far run's exit, seen from here (stopped, or seen gone), in the registry.

@@ -2,9 +2,10 @@
 
 The watcher's finish (model/plain.py) asks `recover` whether the attempt's end makes a restart
 (core/launch/recovery.py's plan, each refusal said in one line). A watcher that keeps the
-contract (`launch --plain`) hands it a `Restarter`: `restart_after` waits the backoff, starts
-the resume (model/launched.py) and returns what watches it to its end. A watcher that does
-not restart (the console, `babysit`) says which restart was due and how to make it by hand.
+contract (`launch --plain`, the launch console) hands it a `Restarter`: `restart_after` waits
+the backoff, starts the resume (model/launched.py) and returns what watches it to its end. A
+watcher that does not restart (`babysit`, a console already closed) says which restart was
+due and how to make it by hand.
 """
 
 from __future__ import annotations
@@ -65,7 +66,7 @@ def recover(watch: Watcher, info: ExitInfo, store: RunStore) -> Callable[[], int
     if watch.restarter is None:
         watch.say(
             f"not restarted: {due.cause} makes restart {due.number} of {due.of}, but this "
-            "watcher does not restart runs (launch --plain does); "
+            "watcher does not restart runs (launch does); "
             f"`fontaine-tui launch PRESET --resume --output-dir {watch.folder.root}` continues it"
         )
         return None

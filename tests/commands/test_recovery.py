@@ -255,5 +255,6 @@ def test_babysit_says_the_restart_due_and_how_to_make_it(tmp_path):
     out = cli("babysit", str(folder), "--once")
     said = out.stdout + out.stderr
     assert "not restarted: preemption makes restart 1 of 2, but this watcher does not" in said
+    assert "restart runs (launch does)" in said
     assert f"fontaine-tui launch PRESET --resume --output-dir {folder}" in said, said
     assert [a["attempt"] for a in _attempts(folder) if a["event"] == "begin"] == [1]

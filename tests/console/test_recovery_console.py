@@ -1,0 +1,55 @@
+"""The launch console keeps the preset's [recovery]: a real [command] trainer killed from
+outside (a real SIGKILL of its process group) is restarted, its new process watched by the
+same console, and the run finishes (tests/commands/test_recovery.py has the trainer)."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+from pathlib import Path
+
+from fontaine_tui.console import make_app
+from fontaine_tui.core.follow.open import run_source
+from fontaine_tui.core.host.memory import hostname
+from fontaine_tui.core.launch.targets.local import LocalTarget
+from fontaine_tui.core.preset.find import load_preset
+from fontaine_tui.model.launched import LaunchedRun
+from tests.commands.test_recovery import _attempts, _preset
+from tests.console.conftest import SIZE, until
+
+
+async def test_the_console_restarts_a_killed_run_and_watches_it_to_its_end(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "cfg"))
+    monkeypatch.delenv("FONTAINE_NOTIFY", raising=False)
+    preset = load_preset(_preset(tmp_path, "once", "[recovery]\nmax_restarts = 1"))
+    launched = LaunchedRun.launch(LocalTarget(), preset, poll_s=0.2)
+    folder = Path(launched.run_dir)
+    first = launched.handle
+    app = make_app(
+        source=run_source(launched.run_dir, preset.source),
+        preset=preset,
+        process=launched.handle,
+        kind="launch",
+        babysit_host=hostname(),
+        launched=launched,
+    )
+    try:
+        async with app.run_test(size=SIZE) as pilot:
+            await until(pilot, lambda: any(folder.glob("paused-*")), timeout=60)
+            os.killpg(first.pid, signal.SIGKILL)  # as a spot reclaim does
+            await until(pilot, lambda: launched.code is not None, timeout=60)
+            assert launched.handle is not first and app.session.process is launched.handle
+    finally:
+        for h in {first, launched.handle}:
+            if h.poll() is None:
+                os.killpg(h.pid, signal.SIGKILL)
+            h.close()
+    said = launched.out.getvalue()
+    assert "restart 1 of 1 in 2 s ([recovery]): preemption" in said, said
+    assert "(restart 1 of 1)" in said and "command finished at step 40, exit 0" in said, said
+    begins = [a for a in _attempts(folder) if a["event"] == "begin"]
+    assert [(b["kind"], b.get("restart")) for b in begins] == [("launch", None), ("resume", 1)]
+    doc = json.loads((folder / "verdict.json").read_text())
+    assert doc["recovery"]["used"] == 1 and not doc["provisional"]
