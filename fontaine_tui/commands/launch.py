@@ -25,6 +25,7 @@ from fontaine_tui.core.launch.targets.pick import pick_target
 from fontaine_tui.core.preset.find import load_preset
 from fontaine_tui.core.ssh.destination import SshTarget
 from fontaine_tui.core.text import literal
+from fontaine_tui.model import restarts
 from fontaine_tui.model.babysitter import Babysitter
 from fontaine_tui.model.launched import LaunchedRun
 from fontaine_tui.model.plain import PlainReport
@@ -146,6 +147,7 @@ def run(args: argparse.Namespace) -> int:
             code = watch_here(launched)
             if code is not None:
                 return code
+        launched.restarter = restarts.plain(launched, args.poll, args.stop_on_exit)
         return launched.babysit_plain(args.poll, args.stop_on_exit)
     finally:
         launched.handle.close()
@@ -169,6 +171,7 @@ def watch_here(launched) -> int | None:
             engine = launched.handle  # a restart ([recovery]) puts its own in its place
             return sample(pid=None if engine.poll() else engine.pid)
 
+    launched.restarter = restarts.in_console(launched)
     code = run_console(
         source=run_source(launched.run_dir, launched.preset.source),
         preset=launched.preset,

@@ -20,7 +20,7 @@ import io
 import sys
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol, cast
@@ -45,7 +45,7 @@ from fontaine_tui.core.verdict.prereg import Prereg, freeze, read_prereg, utc_is
 from fontaine_tui.model.babysitter import Babysitter
 from fontaine_tui.model.notices import RunNotices
 from fontaine_tui.model.plain import PlainWatch, babysit, finish
-from fontaine_tui.model.recover import Restarter, restart_after
+from fontaine_tui.model.recover import Restarter
 
 if TYPE_CHECKING:
     from fontaine_tui.core.launch.attempts import Attempt
@@ -105,6 +105,8 @@ class LaunchedRun:
     code: int | None = None  # the end's exit code, once finished
     blind: bool = False  # launch --blind: the watchers hide the read (core/verdict/blind.py)
     restarted: str = ""  # the console's last finish: the restart [recovery] made, in words
+    # how a restart [recovery] makes is started where the run is watched (model/restarts.py)
+    restarter: Restarter | None = None
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
     # -- the launch ---------------------------------------------------------------------
@@ -437,8 +439,9 @@ class LaunchedRun:
         """Finish once, if the process has exited (from any thread), and say whether it did.
 
         The finish's lines wait in `out` for the console to close (`after_console`). With
-        `restart` (the console watching), a restart [recovery] makes takes the attempt's place
-        (`restarted` says it): not finished, its new process is the one to watch.
+        `restart` (the console watching), a restart [recovery] makes (`restarter`) takes the
+        attempt's place (`restarted` says it): not finished, its new process is the one to
+        watch.
         """
         with self._lock:
             if self.code is not None:
@@ -447,23 +450,11 @@ class LaunchedRun:
             if info is None:
                 return False
             self.restarted = ""
-            code = self.finish(info, self.babysitter, self.out, self._here if restart else None)
+            code = self.finish(info, self.babysitter, self.out, self.restarter if restart else None)
             if self.restarted:
                 return False
             self.code = code
             return True
-
-    def _here(self, due: Restart) -> Callable[[], int] | None:
-        """The console's restart: the resumed attempt takes this one's place."""
-
-        def start() -> Callable[[], int]:
-            again = self.relaunch(due, 2.0)
-            self.handle, self.started, self.attempt = again.handle, again.started, again.attempt
-            self.restarted = f"{again.said(True)} (restart {due.number} of {due.of})"
-            self.out.write(self.restarted + "\n")
-            return lambda: 0
-
-        return restart_after(due, start)
 
     def after_console(self, code: int) -> int:
         """Wrap up after the console closed and return the exit code.
@@ -498,37 +489,8 @@ class LaunchedRun:
             stop_on_exit,
             self.attempt,
             self.blind,
-            lambda due: restart_after(due, lambda: self.resumed(due, poll_s, stop_on_exit)),
+            self.restarter,
         )
-
-    def resumed(self, due: Restart, poll_s: float, stop_on_exit: bool) -> Callable[[], int]:
-        """launch --plain's restart, started: what watches it to its end."""
-        again = self.relaunch(due, poll_s)
-        print(f"{again.said(True)} (restart {due.number} of {due.of})", flush=True)
-
-        def watch() -> int:
-            try:
-                return again.babysit_plain(poll_s, stop_on_exit)
-            finally:
-                again.handle.close()
-
-        return watch
-
-    def relaunch(self, due: Restart, poll_s: float) -> LaunchedRun:
-        """The restart the preset's [recovery] makes: the run resumed, a new attempt."""
-        assert self.target is not None and self.preset is not None
-        again = LaunchedRun.launch(
-            self.target,
-            self.preset,
-            output_dir=self.run_dir,
-            resume=True,
-            poll_s=poll_s,
-            registry=self.registry,
-            restart=due,
-        )
-        again.blind = self.blind
-        self.handle.close()
-        return again
 
     def record_exit(self) -> ExitInfo | None:
         """Record a far run's exit, seen from here (stopped, or seen gone), in the registry.

@@ -15,6 +15,7 @@ from fontaine_tui.core.host.memory import hostname
 from fontaine_tui.core.launch.targets.local import LocalTarget
 from fontaine_tui.core.preset.find import load_preset
 from fontaine_tui.model.launched import LaunchedRun
+from fontaine_tui.model.restarts import in_console
 from tests.commands.test_recovery import _attempts, _preset
 from tests.console.conftest import SIZE, until
 
@@ -25,6 +26,7 @@ async def test_the_console_restarts_a_killed_run_and_watches_it_to_its_end(tmp_p
     monkeypatch.delenv("FONTAINE_NOTIFY", raising=False)
     preset = load_preset(_preset(tmp_path, "once", "[recovery]\nmax_restarts = 1"))
     launched = LaunchedRun.launch(LocalTarget(), preset, poll_s=0.2)
+    launched.restarter = in_console(launched)  # as `launch` sets it before its console
     folder = Path(launched.run_dir)
     first = launched.handle
     app = make_app(
