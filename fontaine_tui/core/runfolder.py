@@ -20,6 +20,12 @@ VERDICT = "verdict.json"
 REVIEW = "review.jsonl"
 CHECKPOINTS = "checkpoints"
 ATTEMPTS = "attempts.jsonl"
+TELEMETRY = "telemetry.jsonl"  # the recorder's history of this host (core/host/recorder.py)
+
+
+def node_telemetry(node: int) -> str:
+    """The history file of a Slurm job's node number `node` ($SLURM_NODEID)."""
+    return f"telemetry.node{node}.jsonl"
 
 
 @dataclass(frozen=True, slots=True)
@@ -58,6 +64,11 @@ class RunFolder:
     def attempts(self) -> Path:
         """Each launch and resume, and how it ended (core/launch/attempts.py)."""
         return self.root / ATTEMPTS
+
+    @property
+    def telemetry(self) -> Path:
+        """The telemetry history the recorder writes beside a run launched here."""
+        return self.root / TELEMETRY
 
 
 NAME_MAX = 255  # bytes in one name of a path, on every file system Linux mounts

@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING
 
 from fontaine_tui.core import exitnote
 from fontaine_tui.core.errors import InputError
+from fontaine_tui.core.host import recorder
 from fontaine_tui.core.host.memory import hostname
 from fontaine_tui.core.host.telemetry import TelemetrySnapshot, sample
 from fontaine_tui.core.launch import guards
@@ -68,6 +69,7 @@ class LocalTarget:
         self, req: Request, folder: RunFolder | None, argv: list[str], maker: ArgvMaker
     ) -> Started:
         assert folder is not None  # a local target always has its folder here
+        record = recorder.recorder_on()  # FONTAINE_TELEMETRY_S checked before anything starts
         try:
             # a [command] runs under exitnote, so its exit is known after a detach too
             run = exitnote.wrapped(argv, folder.root) if req.preset.command is not None else argv
@@ -82,6 +84,13 @@ class LocalTarget:
             raise InputError(f"cannot start {what} ({argv[0]}): {exc.strerror or exc}") from None
         if req.preset.command is not None:
             engine.who = "command"
+        if record:  # its history, written while the run lives, console or not
+            try:
+                recorder.spawn(
+                    folder.root, engine.pid, engine.started, maker.env(req.preset, folder.root)
+                )
+            except OSError:
+                pass  # no history: the panel says the sidecar is missing
         return Started(engine, str(folder.root), engine.pid, engine.started or 0.0)
 
     def abandon(self, folder: RunFolder) -> None:

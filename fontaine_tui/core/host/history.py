@@ -1,0 +1,150 @@
+"""The recorder's telemetry history read back: each node's samples, and what could not be read.
+
+A sidecar (core/host/recorder.py) is read as bytes: its thinned `.1` first, then the newest
+file. A line that is not a sample (garbage, another version, no time) is counted, a last line
+without its newline (the recorder caught writing, a torn copy) is counted apart; neither stops
+the read. Counters (disk and network bytes) become rates between two samples of one node.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+SERIES = (  # (key, label, unit): what the panel draws, in its order
+    ("gpu_util", "GPU util", "%"),
+    ("gpu_mem", "GPU mem", "B"),
+    ("ram", "host RAM", "B"),
+    ("rss", "engine RSS", "B"),
+    ("cpu", "engine CPU", "%"),
+    ("disk_read", "disk read", "B/s"),
+    ("disk_write", "disk write", "B/s"),
+    ("net_in", "net in", "B/s"),
+    ("net_out", "net out", "B/s"),
+)
+
+
+@dataclass(frozen=True, slots=True)
+class Sample:
+    """One line of a sidecar: a time, a node, the step last logged, and the values."""
+
+    t: float
+    node: str
+    step: int | None
+    values: dict[str, float | None]  # by SERIES key; None where the host had no number
+    counters: dict[str, int | None]  # disk_read, disk_write, net_in, net_out: running totals
+    gpu_reason: str = ""
+    disk_free: int | None = None
+
+
+@dataclass(slots=True)
+class History:
+    """Every node's samples in time order, and the lines that could not be read."""
+
+    nodes: dict[str, list[Sample]] = field(default_factory=dict)
+    garbage: int = 0  # lines that are not a sample
+    torn: int = 0  # files whose last line had no newline
+    missing: bool = True  # no sidecar at all
+
+    def add(self, data: bytes) -> None:
+        """Read one file's bytes into the history."""
+        self.missing = False
+        lines = data.split(b"\n")
+        if lines[-1]:
+            self.torn += 1
+        for line in lines[:-1]:
+            if not line.strip():
+                continue
+            s = parse(line)
+            if s is None:
+                self.garbage += 1
+            else:
+                self.nodes.setdefault(s.node, []).append(s)
+
+    def finish(self) -> History:
+        """Sort each node's samples by time, one per time, and fill in the rates."""
+        for node, got in self.nodes.items():
+            seen: dict[float, Sample] = {s.t: s for s in got}
+            ordered = [seen[t] for t in sorted(seen)]
+            for prev, cur in zip(ordered, ordered[1:], strict=False):
+                dt = cur.t - prev.t
+                for key, total in cur.counters.items():
+                    before = prev.counters.get(key)
+                    if total is not None and before is not None and total >= before and dt > 0:
+                        cur.values[key] = (total - before) / dt
+            self.nodes[node] = ordered
+        return self
+
+    def notice(self, name: str) -> str:
+        """One line saying what could not be read, or ""."""
+        parts = []
+        if self.garbage:
+            parts.append(f"{self.garbage} line{'s' if self.garbage != 1 else ''} not a sample")
+        if self.torn:
+            parts.append("a torn last line" if self.torn == 1 else f"{self.torn} torn last lines")
+        return f"{name}: {', '.join(parts)}: not read" if parts else ""
+
+
+def _num(value: Any) -> float | None:
+    ok = isinstance(value, int | float) and not isinstance(value, bool)
+    return float(value) if ok else None
+
+
+def _int(value: Any) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def _part(doc: dict[str, Any], key: str) -> dict[str, Any]:
+    value = doc.get(key)
+    return value if isinstance(value, dict) else {}
+
+
+def parse(line: bytes) -> Sample | None:
+    """One sidecar line as a Sample; None for a line that is not one."""
+    try:
+        doc = json.loads(line)
+    except ValueError:
+        return None
+    if not isinstance(doc, dict) or doc.get("v") != 1:
+        return None
+    t, node = _num(doc.get("t")), doc.get("node")
+    if t is None or not isinstance(node, str):
+        return None
+    values: dict[str, float | None] = {key: None for key, _, _ in SERIES}
+    gpus = doc.get("gpus")
+    if isinstance(gpus, list) and gpus:
+        utils = [u for g in gpus if isinstance(g, dict) and (u := _num(g.get("util"))) is not None]
+        mems = [m for g in gpus if isinstance(g, dict) and (m := _num(g.get("mem"))) is not None]
+        values["gpu_util"] = sum(utils) / len(utils) if utils else None
+        values["gpu_mem"] = sum(mems) if mems else None
+    values["ram"] = _num(_part(doc, "ram").get("used"))
+    engine = _part(doc, "engine")
+    values["rss"], values["cpu"] = _num(engine.get("rss")), _num(engine.get("cpu"))
+    disk, net = _part(doc, "disk"), _part(doc, "net")
+    counters = {
+        "disk_read": _int(disk.get("read")),
+        "disk_write": _int(disk.get("write")),
+        "net_in": _int(net.get("in")),
+        "net_out": _int(net.get("out")),
+    }
+    reason = doc.get("gpu_reason")
+    return Sample(
+        t,
+        node,
+        _int(doc.get("step")),
+        values,
+        counters,
+        reason if isinstance(reason, str) else "",
+        _int(disk.get("free")),
+    )
+
+
+def read_history(files: Iterable[bytes | None]) -> History:
+    """The history in `files` (each file's bytes, None where it is missing), oldest first."""
+    history = History()
+    for data in files:
+        if data is not None:
+            history.add(data)
+    return history.finish()

@@ -1,0 +1,275 @@
+"""The telemetry recorder: this host's history, sampled beside a run into its run folder.
+
+`python -m fontaine_tui.core.host.recorder FOLDER --pid PID` appends one JSON line every
+`--interval` seconds to FOLDER/telemetry.jsonl (FOLDER/telemetry.nodeN.jsonl with `--node N`,
+one file per Slurm node, so no two hosts append to one file): the GPUs (NVML; without one the
+line says why, never a number), host RAM, the engine's process tree (RSS, CPU), the run
+folder's file system (free bytes, the block device's read and write bytes) and the network
+(bytes in and out), each line with its time, its node's name and the step last logged.
+
+It runs as long as the engine does: it exits within a second of the engine's pid going (or
+being another process: its start time is checked), and it writes only into a folder that
+holds a frozen prereg.json, through no link. The history stays bounded: once the file passes
+`BOUND` bytes every `THIN`th line goes on into `.1` (itself halved when it passes `BOUND`), so
+a week-long run keeps its whole span at a coarser grain, never more than twice `BOUND`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from fontaine_tui.core.atomic import atomic_write
+from fontaine_tui.core.errors import InputError
+from fontaine_tui.core.host.memory import host_ram
+from fontaine_tui.core.host.nvml import read_gpus
+from fontaine_tui.core.host.telemetry import sample_process
+from fontaine_tui.core.runfolder import LOG, PREREG, TELEMETRY, node_telemetry
+
+INTERVAL_S = 10.0  # the default time between two samples
+INTERVAL_ENV = "FONTAINE_TELEMETRY_S"  # seconds between samples; 0: no recorder is started
+BOUND = 1 << 20  # bytes of the newest file before it is thinned into `.1`
+THIN = 10  # one line in THIN of the newest file goes on into `.1`
+VERSION = 1
+MODULE = "fontaine_tui.core.host.recorder"
+
+
+def block_stat(folder: Path) -> tuple[int, int] | None:
+    """(bytes read, bytes written) of the block device under `folder`; None without one."""
+    dev = os.stat(folder).st_dev
+    try:
+        fields = Path(f"/sys/dev/block/{os.major(dev)}:{os.minor(dev)}/stat").read_text().split()
+        return int(fields[2]) * 512, int(fields[6]) * 512  # sectors are 512 bytes here
+    except (OSError, IndexError, ValueError):
+        return None  # an overlay, tmpfs or network file system: no block device of its own
+
+
+def net_bytes() -> tuple[int, int] | None:
+    """(bytes received, bytes sent) over every interface but loopback."""
+    import psutil
+
+    try:
+        nics = psutil.net_io_counters(pernic=True)
+    except OSError:
+        return None
+    got = [c for name, c in nics.items() if name != "lo"]
+    return sum(c.bytes_recv for c in got), sum(c.bytes_sent for c in got)
+
+
+def last_step(folder: Path) -> int | None:
+    """The step of the last whole record in the run's train_log.jsonl, or None."""
+    try:
+        with open(folder / LOG, "rb") as fh:
+            size = fh.seek(0, os.SEEK_END)
+            fh.seek(max(0, size - 16384))
+            tail = fh.read()
+    except OSError:
+        return None
+    for line in reversed(tail.split(b"\n")[1:-1] if size > 16384 else tail.split(b"\n")[:-1]):
+        try:
+            step = json.loads(line).get("step")
+        except (ValueError, AttributeError):
+            continue
+        if isinstance(step, int) and not isinstance(step, bool):
+            return step
+    return None
+
+
+def sample_line(folder: Path, pid: int, node: str) -> dict[str, Any]:
+    """One sample of this host as the recorder writes it (docs/run-folder.md)."""
+    out: dict[str, Any] = {"v": VERSION, "t": round(time.time(), 2), "node": node}
+    out["host"] = socket.gethostname()
+    out["step"] = last_step(folder)
+    gpus, why = read_gpus(os.environ.get("CUDA_VISIBLE_DEVICES"))
+    out["gpus"] = (
+        None
+        if gpus is None
+        else [
+            {"index": g.index, "uuid": g.uuid, "util": g.util_pct, "mem": g.mem_used}
+            | {"mem_total": g.mem_total}
+            for g in gpus
+        ]
+    )
+    if gpus is None:
+        out["gpu_reason"] = why
+    ram, why = host_ram()
+    out["ram"] = None if ram is None else {"used": ram.total - ram.available, "total": ram.total}
+    if ram is None:
+        out["ram_reason"] = why
+    proc, why = sample_process(pid)
+    out["engine"] = (
+        None
+        if proc is None
+        else {
+            "pid": pid,
+            "rss": proc.rss,
+            "cpu": None if proc.cpu_pct is None else round(proc.cpu_pct, 1),
+            "procs": proc.processes,
+        }
+    )
+    if proc is None:
+        out["engine_reason"] = why
+    disk: dict[str, Any] = {"free": os.statvfs(folder).f_bavail * os.statvfs(folder).f_frsize}
+    io = block_stat(folder)
+    disk |= {"read": None, "write": None} if io is None else {"read": io[0], "write": io[1]}
+    out["disk"] = disk
+    net = net_bytes()
+    out["net"] = None if net is None else {"in": net[0], "out": net[1]}
+    return out
+
+
+class Sidecar:
+    """The history file: appended a whole line at a time, thinned into `.1` past `bound`."""
+
+    def __init__(self, path: Path, bound: int = BOUND) -> None:
+        self.path, self.bound = path, bound
+        self.older = path.with_name(path.name + ".1")
+
+    def append(self, record: Mapping[str, Any]) -> None:
+        data = (json.dumps(record, separators=(",", ":")) + "\n").encode()
+        fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW, 0o644)
+        try:
+            os.write(fd, data)
+            size = os.fstat(fd).st_size
+        finally:
+            os.close(fd)
+        if size > self.bound:
+            self.thin()
+
+    def thin(self) -> None:
+        """Move every THIN-th line of the newest file into `.1`, halving `.1` past the bound."""
+        with open(self.path, "rb", opener=_nofollow) as fh:
+            lines = fh.read().splitlines(keepends=True)
+        try:
+            with open(self.older, "rb", opener=_nofollow) as fh:
+                kept = fh.read().splitlines(keepends=True)
+        except FileNotFoundError:
+            kept = []
+        kept += lines[::THIN]
+        while kept and sum(map(len, kept)) > self.bound:
+            kept = kept[::2]
+        atomic_write(self.older, b"".join(kept))
+        fd = os.open(self.path, os.O_WRONLY | os.O_TRUNC | os.O_NOFOLLOW)
+        os.close(fd)
+
+
+def _nofollow(path: str, flags: int) -> int:
+    return os.open(path, flags | os.O_NOFOLLOW)
+
+
+def engine_alive(pid: int, started: float | None) -> bool:
+    """The engine's pid still runs (no zombie) and is the process started then."""
+    import psutil
+
+    try:
+        p = psutil.Process(pid)
+        if p.status() == psutil.STATUS_ZOMBIE:
+            return False
+        return started is None or abs(p.create_time() - started) < 1.0
+    except (psutil.NoSuchProcess, psutil.AccessDenied):
+        return False
+
+
+def record(
+    folder: Path,
+    pid: int,
+    started: float | None,
+    node: int | None = None,
+    interval: float = INTERVAL_S,
+    bound: int = BOUND,
+) -> int:
+    """Sample into the folder's sidecar until the engine goes; the number of samples."""
+    if not (folder / PREREG).is_file() or folder.is_symlink():
+        raise SystemExit(f"{folder}: no {PREREG} here: not a launched run folder, not recorded")
+    name = TELEMETRY if node is None else node_telemetry(node)
+    here = os.environ.get("SLURMD_NODENAME") or socket.gethostname()
+    sidecar, count = Sidecar(folder / name, bound), 0
+    sample_process(pid)  # the first look primes the CPU percentages
+    while engine_alive(pid, started):
+        due = time.monotonic() + interval
+        while time.monotonic() < due:
+            time.sleep(min(1.0, max(0.0, due - time.monotonic())))
+            if not engine_alive(pid, started):
+                return count
+        sidecar.append(sample_line(folder, pid, here))
+        count += 1
+    return count
+
+
+def interval_s() -> float:
+    """The seconds between two samples: $FONTAINE_TELEMETRY_S, else INTERVAL_S (0: none)."""
+    raw = os.environ.get(INTERVAL_ENV, "").strip()
+    try:
+        value = float(raw) if raw else INTERVAL_S
+    except ValueError:
+        raise InputError(
+            f"{INTERVAL_ENV}: expected a number of seconds, got {raw[:40]!r}"
+        ) from None
+    if not value >= 0 or value == float("inf"):
+        raise InputError(f"{INTERVAL_ENV}: expected a number of seconds >= 0, got {raw[:40]!r}")
+    return value
+
+
+def recorder_on() -> bool:
+    """Whether a launch starts the recorder ($FONTAINE_TELEMETRY_S is not 0)."""
+    return interval_s() > 0
+
+
+_spawned: list[subprocess.Popen] = []  # the recorders started here, reaped as they end
+
+
+def spawn(
+    folder: Path, pid: int, started: float | None, env: Mapping[str, str] | None = None
+) -> subprocess.Popen:
+    """Start the recorder beside a run launched here, in its own session (a console may go).
+
+    It sees the GPUs the engine sees (`env`'s CUDA_VISIBLE_DEVICES)."""
+    from fontaine_tui.core.childenv import child_env
+
+    run_env = dict(os.environ)
+    if env is not None and "CUDA_VISIBLE_DEVICES" in env:
+        run_env["CUDA_VISIBLE_DEVICES"] = env["CUDA_VISIBLE_DEVICES"]
+    argv = [sys.executable, "-m", MODULE, str(folder), "--pid", str(pid)]
+    argv += ["--interval", repr(interval_s())]
+    if started:
+        argv += ["--started", repr(started)]
+    _spawned[:] = [p for p in _spawned if p.poll() is None]  # the ended ones reaped
+    proc = subprocess.Popen(
+        argv,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+        env=child_env(run_env),
+        close_fds=True,
+    )
+    _spawned.append(proc)
+    return proc
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog=f"python -m {MODULE}", description=__doc__.splitlines()[0])
+    ap.add_argument("folder", type=Path, help="the run folder (holding its prereg.json)")
+    ap.add_argument("--pid", type=int, required=True, help="the engine's pid")
+    ap.add_argument("--started", type=float, default=None, help="its start time (psutil's)")
+    ap.add_argument("--node", type=int, default=None, help="the Slurm node number")
+    ap.add_argument("--interval", type=float, default=None, help="seconds between samples")
+    args = ap.parse_args(argv)
+    if args.interval is None:
+        args.interval = interval_s() or INTERVAL_S
+    if args.interval <= 0:
+        ap.error("--interval: expected a positive number of seconds")
+    record(args.folder, args.pid, args.started, args.node, args.interval)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,130 @@
+"""The telemetry recorder beside a real engine stand-in: its samples, its end, its bound."""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from fontaine_tui.core.host import recorder
+from fontaine_tui.core.host.history import read_history
+from fontaine_tui.core.runfolder import TELEMETRY
+
+# an engine stand-in: a real process tree (one child), a log line, then an exit
+ENGINE = """
+import subprocess, sys, time
+child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"])
+open(sys.argv[1], "a").write('{"step": 7, "loss": 1.0}\\n')
+time.sleep(float(sys.argv[2]))
+child.kill()
+"""
+
+
+@pytest.fixture(scope="module")
+def recorded(tmp_path_factory: pytest.TempPathFactory):
+    """One run: the stand-in engine for 2.5 s, its recorder sampling every 0.4 s."""
+    folder = tmp_path_factory.mktemp("run")
+    (folder / "prereg.json").write_text("{}\n")
+    engine = subprocess.Popen(
+        [sys.executable, "-c", ENGINE, str(folder / "train_log.jsonl"), "2.5"]
+    )
+    import psutil
+
+    started = psutil.Process(engine.pid).create_time()
+    env = dict(os.environ, FONTAINE_TELEMETRY_S="0.4")
+    old = os.environ.get("FONTAINE_TELEMETRY_S")
+    os.environ["FONTAINE_TELEMETRY_S"] = "0.4"
+    try:
+        rec = recorder.spawn(folder, engine.pid, started, env)
+    finally:
+        if old is None:
+            os.environ.pop("FONTAINE_TELEMETRY_S")
+        else:
+            os.environ["FONTAINE_TELEMETRY_S"] = old
+    engine.wait(20)
+    ended = time.monotonic()
+    rec.wait(10)
+    return folder, rec, time.monotonic() - ended
+
+
+def test_the_recorder_samples_the_engine_tree_and_ends_with_it(recorded) -> None:
+    folder, rec, after = recorded
+    assert rec.returncode == 0 and after < 2.5  # it went within a look of the engine's end
+    lines = [json.loads(line) for line in (folder / TELEMETRY).read_text().splitlines()]
+    assert len(lines) >= 3
+    last = lines[-1]
+    assert last["node"] == socket.gethostname() and last["step"] == 7
+    procs = [line["engine"] and line["engine"]["procs"] for line in lines]
+    assert max(p or 0 for p in procs) >= 2, procs  # the tree, not one pid
+    assert last["engine"]["rss"] > 0 and last["engine"]["pid"] > 0
+    assert last["ram"]["total"] > last["ram"]["used"] > 0
+    assert last["disk"]["free"] > 0 and last["net"] is not None
+    for line in lines:  # no GPU here: the line says why, with no number
+        assert (line["gpus"] is None) == bool(line.get("gpu_reason"))
+    assert sorted(line["t"] for line in lines) == [line["t"] for line in lines]
+
+
+def test_the_history_reads_back_with_rates(recorded) -> None:
+    folder, _, _ = recorded
+    history = read_history([(folder / TELEMETRY).read_bytes()])
+    (samples,) = history.nodes.values()
+    assert history.garbage == history.torn == 0
+    assert samples[-1].values["rss"] and samples[-1].values["net_in"] is not None
+
+
+def test_the_recorder_refuses_a_folder_with_no_prereg(tmp_path: Path) -> None:
+    done = subprocess.run(
+        [sys.executable, "-m", recorder.MODULE, str(tmp_path), "--pid", str(os.getpid())],
+        capture_output=True,
+        text=True,
+        timeout=30,
+    )
+    assert done.returncode != 0 and "prereg.json" in done.stderr
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_a_recorder_of_a_gone_pid_writes_nothing(tmp_path: Path) -> None:
+    (tmp_path / "prereg.json").write_text("{}\n")
+    gone = subprocess.Popen([sys.executable, "-c", "pass"])
+    gone.wait()
+    assert recorder.record(tmp_path, gone.pid, None, interval=0.1) == 0
+    assert not (tmp_path / TELEMETRY).exists()
+
+
+def _line(t: float) -> dict:
+    return {"v": 1, "t": t, "node": "n", "step": int(t), "gpus": None, "gpu_reason": "none"}
+
+
+def test_the_sidecar_stays_bounded_and_keeps_its_whole_span(tmp_path: Path) -> None:
+    sidecar = recorder.Sidecar(tmp_path / TELEMETRY, bound=4000)
+    for i in range(2000):
+        sidecar.append(_line(float(i)))
+    newest, older = sidecar.path.stat().st_size, sidecar.older.stat().st_size
+    assert newest <= 4000 + 100 and older <= 4000
+    history = read_history([sidecar.older.read_bytes(), sidecar.path.read_bytes()])
+    times = [s.t for s in history.nodes["n"]]
+    assert times[0] == 0.0 and times[-1] == 1999.0 and times == sorted(times)
+
+
+def test_a_torn_line_and_garbage_are_counted_never_raised(tmp_path: Path) -> None:
+    good = json.dumps(_line(1.0)).encode()
+    history = read_history([b"not json\n" + good + b"\n[1]\n" + good[:20], None])
+    assert len(history.nodes["n"]) == 1 and history.garbage == 2 and history.torn == 1
+    assert history.notice("t") == "t: 2 lines not a sample, a torn last line: not read"
+    assert read_history([None]).missing
+
+
+def test_a_bad_interval_is_one_line(monkeypatch: pytest.MonkeyPatch) -> None:
+    from fontaine_tui.core.errors import InputError
+
+    monkeypatch.setenv("FONTAINE_TELEMETRY_S", "soon")
+    with pytest.raises(InputError, match="FONTAINE_TELEMETRY_S: expected a number"):
+        recorder.recorder_on()
+    monkeypatch.setenv("FONTAINE_TELEMETRY_S", "0")
+    assert not recorder.recorder_on()
