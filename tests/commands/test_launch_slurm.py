@@ -11,6 +11,7 @@ import importlib.util
 import json
 import os
 import shutil
+import shlex
 import subprocess
 import sys
 import tempfile
@@ -534,6 +535,29 @@ def test_scripts_for_one_rank_several_ranks_and_several_nodes(tmp_path: Path) ->
         path = tmp_path / "job.sbatch"
         path.write_text(text)
         assert subprocess.run(["bash", "-n", str(path)]).returncode == 0
+
+
+def test_every_node_of_a_job_runs_the_telemetry_recorder(tmp_path: Path) -> None:
+    settings = slurm.SlurmSettings(port=29700)
+    rec = ("/opt/py env/bin/python", Path("/runs/a b"))
+    line = (
+        "'/opt/py env/bin/python' -m fontaine_tui.core.host.recorder '/runs/a b' "
+        '--pid $$ --node "${SLURM_NODEID:-0}" &'
+    )
+    one = slurm.render_script(ARGV, {"nproc": 1, "nnodes": 1}, settings, "r", rec)
+    assert f"{line}\nexec '/opt/py env/bin/python' -m fontaine_engine train" in one
+    nodes = slurm.render_script(ARGV, {"nproc": 8, "nnodes": 2}, settings, "r", rec)
+    srun = nodes.splitlines()[-1]
+    assert srun.startswith("exec srun --kill-on-bad-exit=1 --ntasks-per-node=1 bash -c ")
+    inner = shlex.split(srun)[-1]  # what each node's shell runs: its recorder, then its ranks
+    assert inner.startswith(line + " exec '/opt/py env/bin/python' -m torch.distributed.run")
+    command = slurm.render_command_script(["train.sh"], Path("/w"), {}, settings, "r", rec)
+    assert f"cd /w\n{line}\nexec train.sh\n" in command
+    for text in (one, nodes, command):
+        path = tmp_path / "job.sbatch"
+        path.write_text(text)
+        assert subprocess.run(["bash", "-n", str(path)]).returncode == 0
+        assert subprocess.run(["bash", "-n", "-c", inner]).returncode == 0
 
 
 def test_a_new_script_never_replaces_a_file(tmp_path: Path) -> None:

@@ -13,6 +13,11 @@ space, quote or newline can reach the script); the engine command with every pie
 shell-quoted. One node: the batch script `exec`s the engine (or torch.distributed.run for
 several ranks). Several nodes: `srun` starts one torch.distributed.run per node, over a c10d
 rendezvous at the job's first node on `[slurm] port`.
+
+The telemetry recorder (core/host/recorder.py) runs on every node, started by the same shell
+that then `exec`s the engine, so it watches the engine's own pid ($$) and writes that node's
+history, telemetry.node$SLURM_NODEID.jsonl, with the node's name, into the run folder; it exits
+when the engine does, and Slurm ends it with the job in any case.
 """
 
 from __future__ import annotations
@@ -28,6 +33,7 @@ from typing import Any
 
 from fontaine_tui.core import tomlfile
 from fontaine_tui.core.errors import InputError
+from fontaine_tui.core.host.recorder import MODULE as RECORDER
 from fontaine_tui.core.launch.enginename import ENGINE_MODULE
 from fontaine_tui.core.readfile import read_text
 from fontaine_tui.core.runfolder import RunFolder
@@ -134,10 +140,25 @@ def _engine_tail(argv: Sequence[str]) -> list[str]:
     raise ValueError(f"not an engine command: {argv!r}")
 
 
+def recorder_line(python: str, folder: Path) -> str:
+    """The recorder of one node, in the background, watching the shell about to `exec` the run."""
+    return (
+        f"{shlex.quote(python)} -m {RECORDER} {shlex.quote(str(folder))} "
+        '--pid $$ --node "${SLURM_NODEID:-0}" &'
+    )
+
+
 def render_script(
-    argv: Sequence[str], platform: Mapping[str, object], settings: SlurmSettings, run_name: str
+    argv: Sequence[str],
+    platform: Mapping[str, object],
+    settings: SlurmSettings,
+    run_name: str,
+    recorder: tuple[str, Path] | None = None,
 ) -> str:
-    """The batch script for build_argv's `argv` under [platform] (nproc, nnodes, device)."""
+    """The batch script for build_argv's `argv` under [platform] (nproc, nnodes, device).
+
+    `recorder` (the python that has fontaine-tui, the run folder) starts the telemetry
+    recorder on each node."""
     python, tail = argv[0], _engine_tail(argv)
     nproc, nnodes = int(str(platform["nproc"])), int(str(platform.get("nnodes", 1)))
     cuda = str(platform.get("device", "cpu")) == "cuda"
@@ -164,14 +185,21 @@ def render_script(
     quoted = " ".join(map(shlex.quote, tail))
     py = shlex.quote(python)
     if nnodes > 1:
-        lines += [
-            'head=$(scontrol show hostnames "$SLURM_JOB_NODELIST" | head -n 1)',
-            f"exec srun --kill-on-bad-exit=1 --ntasks-per-node=1 {py} -m "
-            f'torch.distributed.run --nnodes "$SLURM_NNODES" --nproc-per-node {nproc} '
+        run = (
+            f'{py} -m torch.distributed.run --nnodes "$SLURM_NNODES" --nproc-per-node {nproc} '
             f'--rdzv-backend c10d --rdzv-endpoint "$head:{settings.port}" '
-            f'--rdzv-id "$SLURM_JOB_ID" -m {quoted}',
+            f'--rdzv-id "$SLURM_JOB_ID" -m {quoted}'
+        )
+        if recorder is not None:  # one shell per node: its recorder, then its run
+            run = "bash -c " + shlex.quote(f"{recorder_line(*recorder)} exec {run}")
+        lines += [
+            'export head=$(scontrol show hostnames "$SLURM_JOB_NODELIST" | head -n 1)',
+            f"exec srun --kill-on-bad-exit=1 --ntasks-per-node=1 {run}",
         ]
-    elif nproc > 1:
+        return "\n".join(lines) + "\n"
+    if recorder is not None:
+        lines.append(recorder_line(*recorder))
+    if nproc > 1:
         lines.append(f"exec {py} -m torch.distributed.run --nproc-per-node {nproc} -m {quoted}")
     else:
         lines.append(f"exec {py} -m {quoted}")
@@ -179,13 +207,18 @@ def render_script(
 
 
 def render_command_script(
-    argv: Sequence[str], cwd: Path, env: Mapping[str, str], settings: SlurmSettings, run_name: str
+    argv: Sequence[str],
+    cwd: Path,
+    env: Mapping[str, str],
+    settings: SlurmSettings,
+    run_name: str,
+    recorder: tuple[str, Path] | None = None,
 ) -> str:
     """The batch script for a preset's own [command].
 
     It runs one task, in the command's folder, with its frozen env (and FONTAINE_OUTPUT_DIR)
     exported, the argv run as it is. GPUs and the rest are the user's to ask for through
-    [slurm] in config.toml (gres, ...)."""
+    [slurm] in config.toml (gres, ...). `recorder` as render_script's."""
     lines = [
         "#!/bin/bash",
         f"# The [command] of run {_comment(run_name)} as a Slurm batch job: written by",
@@ -204,6 +237,7 @@ def render_command_script(
     lines += [
         'echo "fontaine-tui: slurm job $SLURM_JOB_ID on $(hostname) (nodes: $SLURM_JOB_NODELIST)"',
         f"cd {shlex.quote(str(cwd))}",
+        *([recorder_line(*recorder)] if recorder is not None else []),
         "exec " + " ".join(map(shlex.quote, argv)),
     ]
     return "\n".join(lines) + "\n"

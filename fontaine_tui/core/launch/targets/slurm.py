@@ -8,11 +8,13 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import hashlib
+import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from fontaine_tui.core.errors import InputError
 from fontaine_tui.core.host.memory import hostname
+from fontaine_tui.core.host.recorder import recorder_on
 from fontaine_tui.core.launch import guards, slurm, slurm_client, slurm_job
 from fontaine_tui.core.launch.command import command_cwd, frozen_env
 from fontaine_tui.core.launch.engine_argv import run_dir
@@ -69,6 +71,7 @@ class SlurmTarget:
 
     def prepare(self, req: Request, folder: RunFolder, argv: list[str]) -> dict[str, object]:
         assert self.settings is not None  # folder() read them
+        recorder = (sys.executable, folder.root) if recorder_on() else None
         if req.preset.command is not None:
             text = slurm.render_command_script(
                 argv,
@@ -76,10 +79,11 @@ class SlurmTarget:
                 frozen_env(req.preset, folder.root),
                 self.settings,
                 req.preset.run_name,
+                recorder,
             )
         else:
             text = slurm.render_script(
-                argv, req.preset.platform, self.settings, req.preset.run_name
+                argv, req.preset.platform, self.settings, req.preset.run_name, recorder
             )
         self.created = not folder.root.exists()
         folder.root.mkdir(parents=True, exist_ok=True)
