@@ -10,17 +10,19 @@ from __future__ import annotations
 import importlib.util
 import json
 import os
-import shutil
 import shlex
+import shutil
 import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
 
+import psutil
 import pytest
 
 from fontaine_tui.core.errors import InputError
+from fontaine_tui.core.host.history import read_history
 from fontaine_tui.core.launch import slurm, slurm_client, slurm_job
 from fontaine_tui.core.launch.attempts import read_attempts
 from fontaine_tui.core.launch.registry import Registry
@@ -202,7 +204,10 @@ async def _console_stops(folder: RunFolder, job: str, preset_path: Path) -> None
 
 @pytest.mark.engine
 @pytest.mark.slow
-def test_plain_follows_the_job_to_its_verdict(cluster, tmp_path: Path, registry_path: Path) -> None:
+def test_plain_follows_the_job_to_its_verdict(
+    cluster, tmp_path: Path, registry_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("FONTAINE_TELEMETRY_S", "0.3")  # the node's recorder samples often
     res = cli(
         cluster,
         tmp_path,
@@ -226,6 +231,16 @@ def test_plain_follows_the_job_to_its_verdict(cluster, tmp_path: Path, registry_
     [entry] = Registry(registry_path).entries()
     assert (entry.status, entry.last_step) == ("finished", 40)
     assert "fontaine-tui: slurm job" in folder.engine_out.read_text()  # the job's own output
+    history = read_history([(folder.root / "telemetry.node0.jsonl").read_bytes()])
+    [(node, samples)] = history.nodes.items()  # the node's history, by the node's name
+    assert node == cluster.hostname and samples[-1].values["rss"], node
+    assert (
+        not [  # the recorder ended with the job
+            p.pid
+            for p in psutil.process_iter(["cmdline"])
+            if str(folder.root) in " ".join(p.info["cmdline"] or ()) and "recorder" in str(p.info)
+        ]
+    )
 
 
 def test_a_refused_submission_leaves_no_launched_run(
