@@ -6,13 +6,16 @@ only once there is some.
 
 from __future__ import annotations
 
+from textual import work
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
 from textual.widgets import Footer
 
+from fontaine_tui.core.host.history import History
 from fontaine_tui.core.host.telemetry import TelemetrySnapshot
 from fontaine_tui.core.verdict.losschart import EMA_DEFAULT, EMA_FACTORS, loss_chart
+from fontaine_tui.model.history import load_history
 from fontaine_tui.model.readout import evidence_lines, run_events
 from fontaine_tui.model.view import RunView
 from fontaine_tui.screens.base import ViewScreen
@@ -25,6 +28,7 @@ from fontaine_tui.widgets.telemetry_panel import TelemetryPanel
 from fontaine_tui.widgets.warnings_panel import WarningsPanel
 
 EVENTS_SHOWN = 6
+HISTORY_S = 10.0  # the recorder writes a sample every 10 s: the history is read as often
 
 
 class MonitorScreen(ViewScreen):
@@ -56,6 +60,8 @@ class MonitorScreen(ViewScreen):
 
     smoothing = EMA_DEFAULT
     log_scale = False
+    history: History | None = None  # the run's telemetry history, once read
+    history_note = ""
 
     def compose(self) -> ComposeResult:
         yield RunHeader()
@@ -77,6 +83,8 @@ class MonitorScreen(ViewScreen):
         super().on_mount()
         self.watch(self.app, "telemetry_snapshot", self._on_telemetry, init=True)
         self.watch(self.app, "tail_total", self._on_tail, init=True)
+        self.read_history()
+        self.set_interval(HISTORY_S, self.read_history)
 
     def draw(self, view: RunView) -> None:
         self.query_one(RunHeader).show(view)
@@ -119,7 +127,17 @@ class MonitorScreen(ViewScreen):
         frac = view.progress.data_frac if view is not None else None
         starved = view.progress.data_starved if view is not None else False
         reason = self.console.telemetry_reason
-        self.query_one(TelemetryPanel).show(snap, frac, starved, reason)
+        panel = self.query_one(TelemetryPanel)
+        panel.show(snap, frac, starved, reason, self.history, self.history_note)
+
+    @work(exclusive=True, group="history")
+    async def read_history(self) -> None:
+        """Read the run's telemetry history (its sidecars) and redraw the panel."""
+        session = self.console.session
+        if session is None:
+            return
+        self.history, self.history_note = await load_history(session.source)
+        self._on_telemetry(self.console.telemetry_snapshot)
 
     def _on_tail(self, total: int) -> None:
         session = self.console.session

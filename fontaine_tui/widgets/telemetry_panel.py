@@ -1,11 +1,20 @@
-"""Per-GPU util, memory and power, host RAM, engine RSS/CPU and the data-wait fraction."""
+"""Per-GPU util, memory and power, host RAM, engine RSS/CPU, their history, and the data wait.
+
+The history (the recorder's sidecar, core/host/history.py) is drawn as sparklines, one block
+of lines per node, under the live look (a replay has no live look, only the history).
+"""
 
 from __future__ import annotations
 
+from fontaine_tui.core.host.history import History
 from fontaine_tui.core.host.telemetry import TelemetrySnapshot
 from fontaine_tui.core.text import gib
 from fontaine_tui.widgets.quiet import QuietStatic
 from fontaine_tui.widgets.safe import assemble
+from fontaine_tui.widgets.sparkline_text import history_lines
+
+SPARK_MIN = 8  # columns of a sparkline, at the least
+SPARK_ROOM = 22  # the columns a history line takes beside its sparkline (label, value)
 
 
 def _pct(x: float | None, places: int = 0) -> str:
@@ -27,19 +36,22 @@ class TelemetryPanel(QuietStatic):
         data_frac: float | None,
         starved: bool = False,
         reason: str = "",
+        history: History | None = None,
+        history_note: str = "",
     ) -> None:
         """Show a telemetry snapshot and the data-wait fraction.
 
         `snap` is None when there is none, with `reason` saying why. `starved` means the data
         wait is over the preset's gate (decided by the model, as the starvation rule
-        decides).
+        decides). `history` is the run's recorded history (None: not read), `history_note`
+        one line on what of it could not be read.
         """
         parts: list[tuple[str, str] | str] = []
         wait = "—" if data_frac is None else f"{data_frac * 100:.1f}%"
         style = "$error" if starved else ""
-        if snap is None:
+        if snap is None and not (history is not None and history.nodes):
             parts += [(f"no telemetry ({reason or 'none for this source'})", "$text-muted"), "\n"]
-        else:
+        elif snap is not None:
             gpus = snap.gpus
             if gpus:
                 for g in gpus:
@@ -68,5 +80,21 @@ class TelemetryPanel(QuietStatic):
                 )
             else:
                 parts += [(f"engine: {snap.process_reason}", "$text-muted"), "\n"]
+        parts += self._history(history, history_note)
         parts += ["data-wait fraction ", (wait, style)]
         self.show_content(assemble(*parts))
+
+    def _history(self, history: History | None, note: str) -> list[tuple[str, str] | str]:
+        parts: list[tuple[str, str] | str] = []
+        if history is not None and history.nodes:
+            width = max(SPARK_MIN, self.content_size.width - SPARK_ROOM)
+            for text, muted in history_lines(history, width):
+                parts += [(text, "$text-muted") if muted else text, "\n"]
+        elif history is not None and history.missing:
+            parts += [
+                ("no telemetry history (no telemetry.jsonl)", "$text-muted"),
+                "\n",
+            ]
+        if note:
+            parts += [(note, "$warning"), "\n"]
+        return parts

@@ -1,0 +1,94 @@
+"""A telemetry history as lines of unicode blocks: one line per series, per node.
+
+Each line is the series' label, its sparkline (the whole history in `width` columns, each
+column the mean of its samples, drawn between the series' least and most, GPU utilisation
+between 0 and 100 %) and its latest value. A series the host had no number for is
+said once ("none"), never drawn as zeros.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from fontaine_tui.core.host.history import SERIES, History, Sample
+from fontaine_tui.core.text import GIB, MIB
+
+BLOCKS = "▁▂▃▄▅▆▇█"
+
+
+def sparkline(
+    values: Sequence[float | None], width: int, lo: float | None = None, hi: float | None = None
+) -> str:
+    """`values` in `width` columns of blocks, from `lo` to `hi` (their least and most if None).
+
+    Each column is the mean of its samples; a column with no value is a space."""
+    n = min(width, len(values))
+    if n <= 0:
+        return ""
+    cols: list[float | None] = []
+    for c in range(n):
+        chunk = [v for v in values[c * len(values) // n : (c + 1) * len(values) // n]]
+        known = [v for v in chunk if v is not None]
+        cols.append(sum(known) / len(known) if known else None)
+    seen = [v for v in cols if v is not None]
+    low = lo if lo is not None else min(seen, default=0.0)
+    high = hi if hi is not None else max(seen, default=0.0)
+    top = len(BLOCKS) - 1
+    out = []
+    for v in cols:
+        if v is None:
+            out.append(" ")
+        elif high - low <= 1e-6 * max(abs(high), 1.0):
+            out.append(BLOCKS[top // 2])  # flat: the middle block
+        else:
+            out.append(BLOCKS[max(0, min(top, round((v - low) / (high - low) * top)))])
+    return "".join(out)
+
+
+def amount(value: float | None, unit: str) -> str:
+    """A latest value in the series' unit: 93%, 12.4 GiB, 3.1 MiB/s."""
+    if value is None:
+        return "—"
+    if unit == "%":
+        return f"{value:.0f}%"
+    per = "/s" if unit == "B/s" else ""
+    if value >= GIB:
+        return f"{value / GIB:.1f} GiB{per}"
+    if value >= MIB:
+        return f"{value / MIB:.1f} MiB{per}"
+    return f"{value / 1024:.0f} KiB{per}"
+
+
+def span(seconds: float) -> str:
+    if seconds >= 86400:
+        return f"{seconds / 86400:.1f} d"
+    if seconds >= 3600:
+        return f"{seconds / 3600:.1f} h"
+    return f"{seconds / 60:.0f} min"
+
+
+def node_lines(node: str, samples: Sequence[Sample], width: int) -> list[tuple[str, bool]]:
+    """(text, muted) lines of one node's history: a head line, then one per series."""
+    last = samples[-1]
+    step = "" if last.step is None else f" · step {last.step}"
+    head = f"{node} · {span(last.t - samples[0].t)}{step}"
+    out = [(head, True)]
+    for key, label, unit in SERIES:
+        values = [s.values.get(key) for s in samples]
+        if all(v is None for v in values):
+            if key == "gpu_util":
+                out.append((f"no GPU: {last.gpu_reason or 'no number recorded'}", True))
+            continue
+        latest = next((v for v in reversed(values) if v is not None), None)
+        scale = (0.0, 100.0) if key == "gpu_util" else (None, None)  # bytes: their own range
+        line = f"{label:<10} {sparkline(values, width, *scale)} {amount(latest, unit)}"
+        out.append((line, False))
+    return out
+
+
+def history_lines(history: History, width: int) -> list[tuple[str, bool]]:
+    """Every node's lines, nodes in name order."""
+    out: list[tuple[str, bool]] = []
+    for node in sorted(history.nodes):
+        out += node_lines(node, history.nodes[node], width)
+    return out

@@ -1,0 +1,101 @@
+"""The telemetry panel draws the recorder's history: sparklines per node, in replay.
+
+The sidecars are written by the recorder's own writer (core/host/recorder.py's Sidecar),
+the run is replayed by the real replay source, as `fontaine-tui replay` opens it.
+"""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import pytest
+
+from fontaine_tui.core.host.recorder import Sidecar
+from fontaine_tui.widgets.sparkline_text import BLOCKS
+from fontaine_tui.widgets.telemetry_panel import TelemetryPanel
+from tests.console.conftest import SIZE, console, loaded, make_run, text, until
+
+GIB = 1 << 30
+T0 = 1_787_000_000.0
+
+
+def sample(i: int, node: str, gpus: bool) -> dict:
+    """A sample as the recorder writes it: a day-like wave over 60 looks, ten seconds apart."""
+    wave = (1 + math.sin(i / 6)) / 2
+    line = {"v": 1, "t": T0 + 10 * i, "node": node, "host": node, "step": 10 * i}
+    if gpus:
+        line["gpus"] = [
+            {"index": 0, "uuid": "GPU-1", "util": round(90 * wave), "mem": int(40 * GIB * wave)}
+            | {"mem_total": 80 * GIB}
+        ]
+    else:
+        line |= {"gpus": None, "gpu_reason": "NVML: library not found"}
+    line["ram"] = {"used": int((20 + 10 * wave) * GIB), "total": 64 * GIB}
+    line["engine"] = {"pid": 4242, "rss": int((4 + wave) * GIB), "cpu": 100 * wave, "procs": 5}
+    line["disk"] = {"free": 500 * GIB, "read": i * i * (1 << 20), "write": i * (1 << 22)}
+    line["net"] = {"in": i * (1 << 21), "out": i * (1 << 19)}
+    return line
+
+
+def run_with_history(folder: Path, names: dict[str, str]) -> Path:
+    """A replayable run folder with a sidecar per file name in `names` (file -> node)."""
+    log = make_run(folder, upto=1000)
+    for name, node in names.items():
+        sidecar = Sidecar(folder / name)
+        for i in range(60):
+            sidecar.append(sample(i, node, gpus=node != "cpu-node"))
+    return log
+
+
+async def shown(pilot, want: str) -> str:
+    panel = pilot.app.screen.query_one(TelemetryPanel)
+    await until(pilot, lambda: want in text(panel))
+    return text(panel)
+
+
+async def test_replay_draws_each_nodes_history_as_sparklines(tmp_path: Path) -> None:
+    names = {"telemetry.node0.jsonl": "gpu-a", "telemetry.node1.jsonl": "cpu-node"}
+    app = console(run_with_history(tmp_path / "run", names))
+    async with app.run_test(size=SIZE) as pilot:
+        await loaded(pilot, 1000)
+        got = await shown(pilot, "gpu-a · 10 min · step 590")
+        assert "cpu-node · 10 min · step 590" in got
+        lines = got.splitlines()
+        util = next(line for line in lines if line.startswith("GPU util"))
+        assert set(util.split()[2]) <= set(BLOCKS) and len(set(util.split()[2])) > 3
+        assert "no GPU: NVML: library not found" in got  # no GPU: said, never drawn
+        assert sum(line.startswith("engine RSS") for line in lines) == 2  # one per node
+        assert any(line.startswith("disk read") and "MiB/s" in line for line in lines)
+
+
+async def test_a_torn_and_a_garbage_line_are_said_once(tmp_path: Path) -> None:
+    log = run_with_history(tmp_path / "run", {"telemetry.jsonl": "box"})
+    with open(tmp_path / "run" / "telemetry.jsonl", "ab") as fh:
+        fh.write(b'\x00\x01 garbage\n{"v": 1, "t": 17')
+    app = console(log)
+    async with app.run_test(size=SIZE) as pilot:
+        await loaded(pilot, 1000)
+        got = await shown(pilot, "box · 10 min")
+        assert got.count("telemetry history: 1 line not a sample, a torn last line") == 1
+
+
+async def test_a_run_without_a_sidecar_says_so(tmp_path: Path) -> None:
+    app = console(make_run(tmp_path / "run", upto=1000))
+    async with app.run_test(size=SIZE) as pilot:
+        await loaded(pilot, 1000)
+        await shown(pilot, "no telemetry history (no telemetry.jsonl)")
+
+
+def test_history_panel_snapshot(snap_compare, tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    monkeypatch.chdir(tmp_path)
+    names = {"telemetry.node0.jsonl": "gpu-a", "telemetry.node1.jsonl": "cpu-node"}
+    run_with_history(tmp_path / "run", names)
+    app = console(Path("run") / "train_log.jsonl")
+
+    async def ready(pilot) -> None:
+        await loaded(pilot, 1000)
+        await shown(pilot, "cpu-node · 10 min")
+        await pilot.pause(0.1)
+
+    assert snap_compare(app, terminal_size=(120, 50), run_before=ready)
