@@ -25,7 +25,7 @@ from fontaine_tui.core.launch.remote import RemoteEngine
 from fontaine_tui.core.preset.record import Preset
 from fontaine_tui.model.launched import LaunchedRun, LaunchEnd
 from fontaine_tui.model.runs import Registry
-from fontaine_tui.model.sampler import Sampler, default_telemetry
+from fontaine_tui.model.sampler import Sampler, live_telemetry
 from fontaine_tui.model.session import Process, Session
 
 if TYPE_CHECKING:
@@ -120,10 +120,9 @@ def run_console(
     if launched is not None:
         process = process if process is not None else launched.handle
         announce = announce if announce is not None else launched.announcement
+    why = ""
     if telemetry is None and mode != "replay":
-        telemetry = default_telemetry(
-            source, process.pid if process is not None and process.pid else None
-        )  # a Slurm job has no pid here
+        telemetry, why = live_telemetry(source, process)  # none for a Slurm job's node
 
     state = Path(getattr(registry, "path", default_path())).parent
     fleet = Fleet(state / "fleet.json", control_dir(), hostname(), ssh_options, envs=host_envs())
@@ -142,6 +141,8 @@ def run_console(
         ssh_options=ssh_options,
         blind=blind,
     )
+    if why:
+        app.telemetry_reason = why
     app.run()
     return int(app.return_code or 0)
 

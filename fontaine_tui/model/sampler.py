@@ -32,6 +32,21 @@ def default_telemetry(source: RunSource, pid: int | None = None) -> Sampler:
     return partial(sample, pid=pid)
 
 
+ON_NODE = "slurm job: it runs on its node, whose history is drawn below"
+
+
+def live_telemetry(source: RunSource, process: object | None) -> tuple[Sampler | None, str]:
+    """The live sampler of a watched run and, where there is none, why.
+
+    A Slurm job runs on a node, not on this host nor on the login node the source reads
+    through: no live look stands for it (it would be another machine's), and the node's own
+    history, which its recorder writes into the run folder, is what the panel draws."""
+    if getattr(process, "job", ""):
+        return None, ON_NODE
+    pid = getattr(process, "pid", None) or None
+    return default_telemetry(source, pid), ""
+
+
 async def take_sample(fn: Sampler) -> TelemetrySnapshot:
     """One snapshot from `fn`, off the event loop."""
     result = fn() if inspect.iscoroutinefunction(fn) else await asyncio.to_thread(fn)

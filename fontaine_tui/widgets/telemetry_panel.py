@@ -49,9 +49,9 @@ class TelemetryPanel(QuietStatic):
         parts: list[tuple[str, str] | str] = []
         wait = "—" if data_frac is None else f"{data_frac * 100:.1f}%"
         style = "$error" if starved else ""
-        if snap is None and not (history is not None and history.nodes):
+        if snap is None:
             parts += [(f"no telemetry ({reason or 'none for this source'})", "$text-muted"), "\n"]
-        elif snap is not None:
+        else:
             gpus = snap.gpus
             if gpus:
                 for g in gpus:

@@ -153,6 +153,7 @@ def test_the_console_follows_the_job_and_its_quit_dialog_stops_it(
     import asyncio
 
     preset = long_smoke(tmp_path / "presets")
+    monkeypatch.setenv("FONTAINE_TELEMETRY_S", "0.3")  # the node's recorder samples often
     res = cli(
         cluster,
         tmp_path,
@@ -168,19 +169,20 @@ def test_the_console_follows_the_job_and_its_quit_dialog_stops_it(
     [entry] = Registry(registry_path).entries()
     folder = RunFolder(tmp_path / "run")
     monkeypatch.setenv("SLURM_CONF", str(cluster.conf))  # this process asks the scheduler
-    asyncio.run(_console_stops(folder, entry.job, preset))
+    asyncio.run(_console_stops(folder, entry.job, preset, cluster.hostname))
     [attempt] = read_attempts(folder)
     assert attempt.cause == "running"  # the console stopped it; `stop` records the end
     assert cluster.show_job(entry.job)["JobState"] in ("CANCELLED", "COMPLETED", "FAILED")
 
 
-async def _console_stops(folder: RunFolder, job: str, preset_path: Path) -> None:
+async def _console_stops(folder: RunFolder, job: str, preset_path: Path, node: str) -> None:
     from fontaine_tui.console import make_app
     from fontaine_tui.core.follow.local import LocalRun
     from fontaine_tui.core.launch.attempts import reattach
     from fontaine_tui.core.preset.find import load_preset
     from fontaine_tui.screens.dialogs import QuitDialog
-    from tests.console.conftest import SIZE, until
+    from fontaine_tui.widgets.telemetry_panel import TelemetryPanel
+    from tests.console.conftest import SIZE, text, until
 
     [attempt] = read_attempts(folder)
     engine = reattach(folder, attempt)  # the attempt's job, judged from its own start
@@ -192,6 +194,8 @@ async def _console_stops(folder: RunFolder, job: str, preset_path: Path) -> None
         await until(pilot, lambda: app.session.store.last_step > 1, 120)
         assert engine.poll() is None and engine.last is not None
         assert engine.last.state == "RUNNING"
+        panel = app.screen.query_one(TelemetryPanel)  # the node's history, by its name
+        await until(pilot, lambda: f"{node} · " in text(panel) and "engine RSS" in text(panel), 60)
         await pilot.press("q")
         await until(pilot, lambda: isinstance(app.screen, QuitDialog))
         assert f"slurm job {job}" in app.screen.what

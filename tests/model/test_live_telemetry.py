@@ -1,0 +1,29 @@
+"""Which live look a watched run gets: this host's for its engine, none for a Slurm job."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+from fontaine_tui.core.follow.local import LocalRun
+from fontaine_tui.core.launch.slurm_job import SlurmJob
+from fontaine_tui.core.runfolder import RunFolder
+from fontaine_tui.model.sampler import ON_NODE, live_telemetry
+
+
+def test_a_slurm_job_gets_no_look_at_this_host(tmp_path: Path) -> None:
+    job = SlurmJob(RunFolder(tmp_path), "12", watch=False)
+    assert live_telemetry(LocalRun(tmp_path), job) == (None, ON_NODE)
+
+
+def test_an_engine_here_is_sampled_with_its_tree(tmp_path: Path) -> None:
+    engine = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(20)"])
+    try:
+        sampler, why = live_telemetry(LocalRun(tmp_path), engine)
+        assert why == "" and sampler is not None
+        snap = sampler()
+        assert snap.process is not None and snap.process.pid == engine.pid
+    finally:
+        engine.kill()
+        engine.wait()
