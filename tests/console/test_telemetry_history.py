@@ -54,9 +54,13 @@ async def shown(pilot, want: str) -> str:
     return text(panel)
 
 
-async def test_replay_draws_each_nodes_history_as_sparklines(tmp_path: Path) -> None:
+@pytest.mark.parametrize("how", ["replay", "attach"])
+async def test_each_nodes_history_is_drawn_as_sparklines(tmp_path: Path, how: str) -> None:
+    from fontaine_tui.core.follow.local import LocalRun
+
     names = {"telemetry.node0.jsonl": "gpu-a", "telemetry.node1.jsonl": "cpu-node"}
-    app = console(run_with_history(tmp_path / "run", names))
+    log = run_with_history(tmp_path / "run", names)
+    app = console(log, source=LocalRun(log.parent)) if how == "attach" else console(log)
     async with app.run_test(size=SIZE) as pilot:
         await loaded(pilot, 1000)
         got = await shown(pilot, "gpu-a · 10 min · step 590")

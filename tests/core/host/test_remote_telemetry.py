@@ -43,3 +43,27 @@ def test_remote_snapshot_over_ssh(sshd: Sshd, tmp_path: Path) -> None:
         assert t.gpus is None and t.gpu_reason.startswith("nvidia-smi: ")
         assert "exited" in t.gpu_reason and "--query-gpu" not in t.gpu_reason  # the cause shows
     assert t.host == HOST_ALIAS and t.process is None
+
+
+def test_the_history_is_read_from_the_far_run_folder(sshd: Sshd, tmp_path: Path) -> None:
+    """attach HOST:PATH draws the sidecars there: each node's, a torn line counted."""
+    from fontaine_tui.core.host.recorder import Sidecar
+    from fontaine_tui.model.history import load_history
+
+    for name, node in (("telemetry.node0.jsonl", "n0"), ("telemetry.node1.jsonl", "n1")):
+        sidecar = Sidecar(tmp_path / name)
+        for i in range(3):
+            sidecar.append({"v": 1, "t": 100.0 + i, "node": node, "step": i, "gpus": None})
+    with open(tmp_path / "telemetry.node1.jsonl", "ab") as fh:
+        fh.write(b'{"v": 1, "t": 1')  # the recorder caught writing
+    run = SshRun(SshTarget(HOST_ALIAS, str(tmp_path)), sshd.ssh_options)
+
+    async def go():
+        try:
+            return await load_history(run)
+        finally:
+            await run.close()
+
+    history, note = asyncio.run(asyncio.wait_for(go(), 60))
+    assert {node: len(s) for node, s in history.nodes.items()} == {"n0": 3, "n1": 3}
+    assert note == "telemetry history: a torn last line: not read"
