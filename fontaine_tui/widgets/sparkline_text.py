@@ -14,6 +14,8 @@ from fontaine_tui.core.host.history import SERIES, History, Sample
 from fontaine_tui.core.text import GIB, MIB
 
 BLOCKS = "▁▂▃▄▅▆▇█"
+# with several nodes, each node's block keeps to what differs from node to node
+SEVERAL = ("gpu_util", "gpu_mem", "ram", "rss", "net_in", "net_out")
 
 
 def sparkline(
@@ -67,13 +69,19 @@ def span(seconds: float) -> str:
     return f"{seconds / 60:.0f} min"
 
 
-def node_lines(node: str, samples: Sequence[Sample], width: int) -> list[tuple[str, bool]]:
-    """(text, muted) lines of one node's history: a head line, then one per series."""
+def node_lines(
+    node: str, samples: Sequence[Sample], width: int, keys: Sequence[str] | None = None
+) -> list[tuple[str, bool]]:
+    """(text, muted) lines of one node's history: a head line, then one per series.
+
+    `keys` limits the series to those (None: every one)."""
     last = samples[-1]
     step = "" if last.step is None else f" · step {last.step}"
     head = f"{node} · {span(last.t - samples[0].t)}{step}"
     out = [(head, True)]
     for key, label, unit in SERIES:
+        if keys is not None and key not in keys:
+            continue
         values = [s.values.get(key) for s in samples]
         if all(v is None for v in values):
             if key == "gpu_util":
@@ -87,8 +95,9 @@ def node_lines(node: str, samples: Sequence[Sample], width: int) -> list[tuple[s
 
 
 def history_lines(history: History, width: int) -> list[tuple[str, bool]]:
-    """Every node's lines, nodes in name order."""
+    """Every node's lines, nodes in name order (several: each with the SEVERAL series)."""
     out: list[tuple[str, bool]] = []
+    keys = SEVERAL if len(history.nodes) > 1 else None
     for node in sorted(history.nodes):
-        out += node_lines(node, history.nodes[node], width)
+        out += node_lines(node, history.nodes[node], width, keys)
     return out

@@ -70,7 +70,8 @@ async def test_each_nodes_history_is_drawn_as_sparklines(tmp_path: Path, how: st
         assert set(util.split()[2]) <= set(BLOCKS) and len(set(util.split()[2])) > 3
         assert "no GPU: NVML: library not found" in got  # no GPU: said, never drawn
         assert sum(line.startswith("engine RSS") for line in lines) == 2  # one per node
-        assert any(line.startswith("disk read") and "MiB/s" in line for line in lines)
+        assert sum(line.startswith("net out") for line in lines) == 2
+        assert not any(line.startswith("disk") for line in lines)  # several nodes: what differs
 
 
 async def test_a_torn_and_a_garbage_line_are_said_once(tmp_path: Path) -> None:
@@ -81,6 +82,8 @@ async def test_a_torn_and_a_garbage_line_are_said_once(tmp_path: Path) -> None:
     async with app.run_test(size=SIZE) as pilot:
         await loaded(pilot, 1000)
         got = await shown(pilot, "box · 10 min")
+        assert "disk read  ▁▁▂▃▃▄▄▅▅▆▆▇▇█ 11.7 MiB/s" in got  # one node: every series
+        assert "disk free  ▄▄▄▄▄▄▄▄▄▄▄▄▄▄ 500.0 GiB" in got  # flat: the middle block
         assert got.count("telemetry history: 1 line not a sample, a torn last line") == 1
 
 

@@ -19,6 +19,7 @@ SERIES = (  # (key, label, unit): what the panel draws, in its order
     ("ram", "host RAM", "B"),
     ("rss", "engine RSS", "B"),
     ("cpu", "engine CPU", "%"),
+    ("disk_free", "disk free", "B"),
     ("disk_read", "disk read", "B/s"),
     ("disk_write", "disk write", "B/s"),
     ("net_in", "net in", "B/s"),
@@ -36,7 +37,6 @@ class Sample:
     values: dict[str, float | None]  # by SERIES key; None where the host had no number
     counters: dict[str, int | None]  # disk_read, disk_write, net_in, net_out: running totals
     gpu_reason: str = ""
-    disk_free: int | None = None
 
 
 @dataclass(slots=True)
@@ -123,6 +123,7 @@ def parse(line: bytes) -> Sample | None:
     engine = _part(doc, "engine")
     values["rss"], values["cpu"] = _num(engine.get("rss")), _num(engine.get("cpu"))
     disk, net = _part(doc, "disk"), _part(doc, "net")
+    values["disk_free"] = _num(disk.get("free"))
     counters = {
         "disk_read": _int(disk.get("read")),
         "disk_write": _int(disk.get("write")),
@@ -137,7 +138,6 @@ def parse(line: bytes) -> Sample | None:
         values,
         counters,
         reason if isinstance(reason, str) else "",
-        _int(disk.get("free")),
     )
 
 
