@@ -41,7 +41,7 @@ def sparkline(
         if v is None:
             out.append(" ")
         elif high - low <= 1e-6 * max(abs(high), 1.0):
-            out.append(BLOCKS[top // 2])  # flat: the middle block
+            out.append(BLOCKS[top // 2] if high > 0 else BLOCKS[0])  # flat: middle; none: low
         else:
             out.append(BLOCKS[max(0, min(top, round((v - low) / (high - low) * top)))])
     return "".join(out)

@@ -106,3 +106,11 @@ def test_history_panel_snapshot(snap_compare, tmp_path: Path, monkeypatch: pytes
         await pilot.pause(0.1)
 
     assert snap_compare(app, terminal_size=(120, 50), run_before=ready)
+
+
+def test_a_flat_series_is_level_and_nothing_is_the_lowest_block() -> None:
+    from fontaine_tui.widgets.sparkline_text import sparkline
+
+    assert sparkline([0.0] * 20, 5) == "▁▁▁▁▁"  # no traffic: not drawn half full
+    assert sparkline([7.0] * 20, 5) == "▄▄▄▄▄"
+    assert sparkline([0.0, None, 50.0, 100.0], 4, 0.0, 100.0) == "▁ ▅█"
