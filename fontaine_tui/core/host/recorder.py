@@ -27,11 +27,12 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from fontaine_tui.core.atomic import atomic_write
+from fontaine_tui.core.atomic import replace_own
 from fontaine_tui.core.errors import InputError
 from fontaine_tui.core.host.memory import host_ram
 from fontaine_tui.core.host.nvml import read_gpus
 from fontaine_tui.core.host.telemetry import sample_process
+from fontaine_tui.core.readfile import open_regular
 from fontaine_tui.core.runfolder import LOG, PREREG, TELEMETRY, node_telemetry
 
 INTERVAL_S = 10.0  # the default time between two samples
@@ -126,12 +127,34 @@ def sample_line(folder: Path, pid: int, node: str) -> dict[str, Any]:
     return out
 
 
+HEAD = b'{"v":1,'  # how every line the recorder writes begins
+
+
+def ours(head: bytes) -> bool:
+    """Whether a file that begins with `head` is a history the recorder wrote (or empty)."""
+    return not head or head.startswith(HEAD)
+
+
 class Sidecar:
-    """The history file: appended a whole line at a time, thinned into `.1` past `bound`."""
+    """The history file: appended a whole line at a time, thinned into `.1` past `bound`.
+
+    Neither file is written when it holds something else than the recorder's lines (a file
+    of that name the user put there): `check` and `thin` raise InputError, and nothing of it
+    changes."""
 
     def __init__(self, path: Path, bound: int = BOUND) -> None:
         self.path, self.bound = path, bound
         self.older = path.with_name(path.name + ".1")
+
+    def check(self) -> None:
+        """Raise InputError when the newest file is there and not the recorder's."""
+        try:
+            with open_regular(self.path) as fh:
+                head = fh.read(len(HEAD))
+        except FileNotFoundError:
+            return
+        if not ours(head):
+            raise InputError(f"{self.path}: not a telemetry history; left untouched")
 
     def append(self, record: Mapping[str, Any]) -> None:
         data = (json.dumps(record, separators=(",", ":")) + "\n").encode()
@@ -146,23 +169,19 @@ class Sidecar:
 
     def thin(self) -> None:
         """Move every THIN-th line of the newest file into `.1`, halving `.1` past the bound."""
-        with open(self.path, "rb", opener=_nofollow) as fh:
+        with open_regular(self.path) as fh:
             lines = fh.read().splitlines(keepends=True)
         try:
-            with open(self.older, "rb", opener=_nofollow) as fh:
+            with open_regular(self.older) as fh:
                 kept = fh.read().splitlines(keepends=True)
         except FileNotFoundError:
             kept = []
         kept += lines[::THIN]
         while kept and sum(map(len, kept)) > self.bound:
             kept = kept[::2]
-        atomic_write(self.older, b"".join(kept))
+        replace_own(self.older, b"".join(kept), ours, "a telemetry history")
         fd = os.open(self.path, os.O_WRONLY | os.O_TRUNC | os.O_NOFOLLOW)
         os.close(fd)
-
-
-def _nofollow(path: str, flags: int) -> int:
-    return os.open(path, flags | os.O_NOFOLLOW)
 
 
 def engine_alive(pid: int, started: float | None) -> bool:
@@ -188,10 +207,11 @@ def record(
 ) -> int:
     """Sample into the folder's sidecar until the engine goes; the number of samples."""
     if not (folder / PREREG).is_file() or folder.is_symlink():
-        raise SystemExit(f"{folder}: no {PREREG} here: not a launched run folder, not recorded")
+        raise InputError(f"{folder}: no {PREREG} here: not a launched run folder, not recorded")
     name = TELEMETRY if node is None else node_telemetry(node)
     here = os.environ.get("SLURMD_NODENAME") or socket.gethostname()
     sidecar, count = Sidecar(folder / name, bound), 0
+    sidecar.check()
     sample_process(pid)  # the first look primes the CPU percentages
     while engine_alive(pid, started):
         due = time.monotonic() + interval
@@ -199,7 +219,10 @@ def record(
             time.sleep(min(1.0, max(0.0, due - time.monotonic())))
             if not engine_alive(pid, started):
                 return count
-        sidecar.append(sample_line(folder, pid, here))
+        try:
+            sidecar.append(sample_line(folder, pid, here))
+        except InputError:  # `.1` is someone else's: the history stops, bounded, untouched
+            return count
         count += 1
     return count
 
@@ -267,7 +290,11 @@ def main(argv: list[str] | None = None) -> int:
         args.interval = interval_s() or INTERVAL_S
     if args.interval <= 0:
         ap.error("--interval: expected a positive number of seconds")
-    record(args.folder, args.pid, args.started, args.node, args.interval)
+    try:
+        record(args.folder, args.pid, args.started, args.node, args.interval)
+    except InputError as exc:
+        print(f"{ap.prog}: {exc}", file=sys.stderr)
+        return 2
     return 0
 
 

@@ -85,7 +85,7 @@ def test_the_recorder_refuses_a_folder_with_no_prereg(tmp_path: Path) -> None:
         text=True,
         timeout=30,
     )
-    assert done.returncode != 0 and "prereg.json" in done.stderr
+    assert done.returncode == 2 and "prereg.json" in done.stderr
     assert list(tmp_path.iterdir()) == []
 
 
@@ -128,3 +128,22 @@ def test_a_bad_interval_is_one_line(monkeypatch: pytest.MonkeyPatch) -> None:
         recorder.recorder_on()
     monkeypatch.setenv("FONTAINE_TELEMETRY_S", "0")
     assert not recorder.recorder_on()
+
+
+def test_files_of_those_names_that_are_not_ours_stay_untouched(tmp_path: Path) -> None:
+    from fontaine_tui.core.errors import InputError
+
+    (tmp_path / "prereg.json").write_text("{}\n")
+    theirs = tmp_path / TELEMETRY
+    theirs.write_text("my own notes\n")
+    brief = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(2)"])
+    with pytest.raises(InputError, match="not a telemetry history; left untouched"):
+        recorder.record(tmp_path, brief.pid, None, interval=0.1)  # (it would end in 2 s)
+    brief.wait()
+    assert theirs.read_text() == "my own notes\n"
+    sidecar = recorder.Sidecar(tmp_path / "telemetry.node0.jsonl", bound=500)
+    sidecar.older.write_text("mine too\n")
+    with pytest.raises(InputError, match="not a telemetry history written by fontaine-tui"):
+        for i in range(20):
+            sidecar.append(_line(float(i)))
+    assert sidecar.older.read_text() == "mine too\n"
