@@ -15,7 +15,7 @@ from textual.widgets import Footer
 from fontaine_tui.core.host.history import History
 from fontaine_tui.core.host.telemetry import TelemetrySnapshot
 from fontaine_tui.core.verdict.losschart import EMA_DEFAULT, EMA_FACTORS, loss_chart
-from fontaine_tui.model.history import load_history
+from fontaine_tui.model.history import HistoryReader, every_s
 from fontaine_tui.model.readout import evidence_lines, run_events
 from fontaine_tui.model.view import RunView
 from fontaine_tui.screens.base import ViewScreen
@@ -28,7 +28,6 @@ from fontaine_tui.widgets.telemetry_panel import TelemetryPanel
 from fontaine_tui.widgets.warnings_panel import WarningsPanel
 
 EVENTS_SHOWN = 6
-HISTORY_S = 10.0  # the recorder writes a sample every 10 s: the history is read as often
 
 
 class MonitorScreen(ViewScreen):
@@ -62,6 +61,7 @@ class MonitorScreen(ViewScreen):
     log_scale = False
     history: History | None = None  # the run's telemetry history, once read
     history_note = ""
+    _reader: HistoryReader | None = None
 
     def compose(self) -> ComposeResult:
         yield RunHeader()
@@ -84,7 +84,9 @@ class MonitorScreen(ViewScreen):
         self.watch(self.app, "telemetry_snapshot", self._on_telemetry, init=True)
         self.watch(self.app, "tail_total", self._on_tail, init=True)
         self.read_history()
-        self.set_interval(HISTORY_S, self.read_history)
+        session = self.console.session
+        if session is not None:  # as often as it moves (a run picked later: the same pace)
+            self.set_interval(every_s(session.source), self.read_history)
 
     def draw(self, view: RunView) -> None:
         self.query_one(RunHeader).show(view)
@@ -136,7 +138,9 @@ class MonitorScreen(ViewScreen):
         session = self.console.session
         if session is None:
             return
-        self.history, self.history_note = await load_history(session.source)
+        if self._reader is None or self._reader.source is not session.source:
+            self._reader = HistoryReader(session.source)  # another run picked: its own files
+        self.history, self.history_note = await self._reader.read()
         self._on_telemetry(self.console.telemetry_snapshot)
 
     def _on_tail(self, total: int) -> None:

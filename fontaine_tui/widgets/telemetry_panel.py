@@ -27,6 +27,8 @@ class TelemetryPanel(QuietStatic):
                      border-title-color: $text-muted; }
     """
 
+    _drawn: tuple[History, int, list[tuple[str, bool]]] | None = None  # the history's lines
+
     def on_mount(self) -> None:
         self.border_title = "telemetry"
 
@@ -88,7 +90,9 @@ class TelemetryPanel(QuietStatic):
         parts: list[tuple[str, str] | str] = []
         if history is not None and history.nodes:
             width = max(SPARK_MIN, self.content_size.width - SPARK_ROOM)
-            for text, muted in history_lines(history, width):
+            if self._drawn is None or self._drawn[0] is not history or self._drawn[1] != width:
+                self._drawn = (history, width, history_lines(history, width))  # once a read
+            for text, muted in self._drawn[2]:
                 parts += [(text, "$text-muted") if muted else text, "\n"]
         elif history is not None and history.missing:
             parts += [

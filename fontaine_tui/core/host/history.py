@@ -141,6 +141,56 @@ def parse(line: bytes) -> Sample | None:
     )
 
 
+CHECK = 64  # bytes before a file's read offset that must still be there for it to go on
+
+
+class FileRead:
+    """One sidecar read again and again: only what was appended since is parsed.
+
+    A file that no longer holds, just before where the last read stopped, the bytes it held
+    then (thinned, rewritten, replaced) is read again from its start."""
+
+    def __init__(self) -> None:
+        self.offset = 0  # bytes of whole lines parsed
+        self.check = b""
+        self.samples: list[Sample] = []
+        self.garbage = 0
+
+    def _restart(self) -> None:
+        self.offset, self.check, self.samples, self.garbage = 0, b"", [], 0
+
+    def feed(self, data: bytes) -> bool:
+        """Parse what is new in `data` (the whole file); whether its last line is torn."""
+        if len(data) < self.offset or data[self.offset - len(self.check) : self.offset] != (
+            self.check
+        ):
+            self._restart()  # the file is another: start again
+        end = data.rfind(b"\n") + 1
+        for line in data[self.offset : end].split(b"\n"):
+            if not line.strip():
+                continue
+            s = parse(line)
+            if s is None:
+                self.garbage += 1
+            else:
+                self.samples.append(s)
+        if end > self.offset:
+            self.offset, self.check = end, data[max(0, end - CHECK) : end]
+        return end < len(data)
+
+
+def merged(reads: Iterable[tuple[FileRead, bool]]) -> History:
+    """One history of several files' reads (each with whether its last line is torn)."""
+    history = History()
+    for read, torn in reads:
+        history.missing = False
+        history.garbage += read.garbage
+        history.torn += torn
+        for s in read.samples:
+            history.nodes.setdefault(s.node, []).append(s)
+    return history.finish()
+
+
 def read_history(files: Iterable[bytes | None]) -> History:
     """The history in `files` (each file's bytes, None where it is missing), oldest first."""
     history = History()

@@ -147,3 +147,26 @@ def test_files_of_those_names_that_are_not_ours_stay_untouched(tmp_path: Path) -
         for i in range(20):
             sidecar.append(_line(float(i)))
     assert sidecar.older.read_text() == "mine too\n"
+
+
+def test_a_sidecar_read_again_parses_only_what_was_appended(tmp_path: Path) -> None:
+    from fontaine_tui.core.host.history import FileRead, merged
+
+    sidecar = recorder.Sidecar(tmp_path / TELEMETRY, bound=1000)
+    read = FileRead()
+    for i in range(5):
+        sidecar.append(_line(float(i)))
+    data = sidecar.path.read_bytes()
+    assert read.feed(data + b'{"v":1,"t":5')  # a torn last line: held back, not garbage
+    first = read.samples[0]
+    sidecar.append(_line(5.0))
+    assert not read.feed(sidecar.path.read_bytes())
+    assert [s.t for s in read.samples] == [0, 1, 2, 3, 4, 5] and read.samples[0] is first
+    for i in range(6, 40):  # past the bound: thinned, the newest file begins again
+        sidecar.append(_line(float(i)))
+    read.feed(sidecar.path.read_bytes())
+    older = FileRead()
+    older.feed(sidecar.older.read_bytes())
+    history = merged([(older, False), (read, False)])
+    times = [s.t for s in history.nodes["n"]]
+    assert times == sorted(times) and times[-1] == 39.0 and read.samples[0] is not first

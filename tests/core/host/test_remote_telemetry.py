@@ -48,7 +48,7 @@ def test_remote_snapshot_over_ssh(sshd: Sshd, tmp_path: Path) -> None:
 def test_the_history_is_read_from_the_far_run_folder(sshd: Sshd, tmp_path: Path) -> None:
     """attach HOST:PATH draws the sidecars there: each node's, a torn line counted."""
     from fontaine_tui.core.host.recorder import Sidecar
-    from fontaine_tui.model.history import load_history
+    from fontaine_tui.model.history import HistoryReader
 
     for name, node in (("telemetry.node0.jsonl", "n0"), ("telemetry.node1.jsonl", "n1")):
         sidecar = Sidecar(tmp_path / name)
@@ -60,7 +60,7 @@ def test_the_history_is_read_from_the_far_run_folder(sshd: Sshd, tmp_path: Path)
 
     async def go():
         try:
-            return await load_history(run)
+            return await HistoryReader(run).read()
         finally:
             await run.close()
 
