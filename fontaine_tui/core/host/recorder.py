@@ -68,11 +68,11 @@ def net_bytes() -> tuple[int, int] | None:
 def last_step(folder: Path) -> int | None:
     """The step of the last whole record in the run's train_log.jsonl, or None."""
     try:
-        with open(folder / LOG, "rb") as fh:
+        with open_regular(folder / LOG) as fh:  # a FIFO of that name is refused, never waited on
             size = fh.seek(0, os.SEEK_END)
             fh.seek(max(0, size - 16384))
             tail = fh.read()
-    except OSError:
+    except (OSError, InputError):
         return None
     for line in reversed(tail.split(b"\n")[1:-1] if size > 16384 else tail.split(b"\n")[:-1]):
         try:
@@ -118,7 +118,8 @@ def sample_line(folder: Path, pid: int, node: str) -> dict[str, Any]:
     )
     if proc is None:
         out["engine_reason"] = why
-    disk: dict[str, Any] = {"free": os.statvfs(folder).f_bavail * os.statvfs(folder).f_frsize}
+    fs = os.statvfs(folder)
+    disk: dict[str, Any] = {"free": fs.f_bavail * fs.f_frsize}
     io = block_stat(folder)
     disk |= {"read": None, "write": None} if io is None else {"read": io[0], "write": io[1]}
     out["disk"] = disk
@@ -222,6 +223,8 @@ def record(
         try:
             sidecar.append(sample_line(folder, pid, here))
         except InputError:  # `.1` is someone else's: the history stops, bounded, untouched
+            return count
+        except OSError:  # the folder went (moved, deleted, its disk unmounted): nothing to write
             return count
         count += 1
     return count

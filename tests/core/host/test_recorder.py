@@ -170,3 +170,26 @@ def test_a_sidecar_read_again_parses_only_what_was_appended(tmp_path: Path) -> N
     history = merged([(older, False), (read, False)])
     times = [s.t for s in history.nodes["n"]]
     assert times == sorted(times) and times[-1] == 39.0 and read.samples[0] is not first
+
+
+def test_a_fifo_for_a_log_is_no_step_and_no_wait(tmp_path: Path) -> None:
+    os.mkfifo(tmp_path / "train_log.jsonl")
+    assert recorder.last_step(tmp_path) is None  # never blocks on a writer that never comes
+
+
+def test_a_folder_that_goes_ends_the_recording(tmp_path: Path) -> None:
+    import shutil
+    import threading
+
+    folder = tmp_path / "run"
+    folder.mkdir()
+    (folder / "prereg.json").write_text("{}\n")
+    brief = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(20)"])
+    try:
+        threading.Timer(0.5, shutil.rmtree, (folder,)).start()
+        t0 = time.monotonic()
+        recorder.record(folder, brief.pid, None, interval=0.2)
+        assert time.monotonic() - t0 < 10 and not folder.exists()  # no folder made again
+    finally:
+        brief.kill()
+        brief.wait()
