@@ -19,6 +19,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import signal
 import socket
 import subprocess
 import sys
@@ -293,6 +294,9 @@ def main(argv: list[str] | None = None) -> int:
         args.interval = interval_s() or INTERVAL_S
     if args.interval <= 0:
         ap.error("--interval: expected a positive number of seconds")
+    # a stop's SIGINT to every process of a Slurm job is the engine's cue to checkpoint: the
+    # recorder goes on through it and ends with the engine
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
     try:
         record(args.folder, args.pid, args.started, args.node, args.interval)
     except InputError as exc:

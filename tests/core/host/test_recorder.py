@@ -193,3 +193,22 @@ def test_a_folder_that_goes_ends_the_recording(tmp_path: Path) -> None:
     finally:
         brief.kill()
         brief.wait()
+
+
+def test_a_stops_sigint_leaves_the_recorder_to_the_engines_end(tmp_path: Path) -> None:
+    """scancel --signal=INT reaches every process of a job: the recorder keeps recording."""
+    import signal
+
+    (tmp_path / "prereg.json").write_text("{}\n")
+    engine = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(3)"])
+    rec = subprocess.Popen(
+        [sys.executable, "-m", recorder.MODULE, str(tmp_path), "--pid", str(engine.pid)]
+        + ["--interval", "0.2"]
+    )
+    time.sleep(1.0)
+    rec.send_signal(signal.SIGINT)
+    time.sleep(0.5)
+    assert rec.poll() is None  # still there, beside the engine
+    engine.wait()
+    assert rec.wait(10) == 0
+    assert (tmp_path / TELEMETRY).read_text().count("\n") >= 3
