@@ -13,6 +13,7 @@ from textual.binding import Binding
 from textual.color import Color
 from textual.widgets import DataTable, Footer, Static
 
+from fontaine_tui.core.errors import InputError
 from fontaine_tui.core.launch.fleet import CELLS
 from fontaine_tui.model.runs import RunEntry, open_target
 from fontaine_tui.model.view import RunView
@@ -107,7 +108,10 @@ class RunsScreen(ViewScreen):
 
     def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
         if event.row_key.value:
-            self.console.attach_target(str(event.row_key.value))
+            try:
+                self.console.attach_target(str(event.row_key.value))
+            except InputError as exc:  # a row naming no run it can follow: one line
+                notify(self, str(exc), severity="error", timeout=6)
 
     def _name_cell(self, entry: RunEntry) -> str | Text:
         """The run's name; a pinned run's after a dot of its colour (a Text the table measures)."""

@@ -189,3 +189,23 @@ async def test_a_remote_run_is_pinned_and_followed_over_ssh(sshd, tmp_path, pres
             fh.write("".join(dumps(r) + "\n" for r in records_upto(700)[len(records_upto(600)) :]))
         await until(pilot, lambda: far_steps() == 700, 20)
         await until(pilot, lambda: "far  running  step 700" in _legend(app), 20)
+
+
+async def test_enter_on_a_row_naming_a_host_ssh_would_read_as_an_option_says_one_line(
+    tmp_path, preset, registry_path, monkeypatch
+):
+    monkeypatch.chdir(tmp_path)
+    reg = _two_runs(tmp_path, preset, registry_path)
+    app = console(make_run(tmp_path / "shown", upto=500), registry=reg, start_mode="runs")
+    async with app.run_test(size=SIZE) as pilot:
+        table = pilot.app.screen.query_one(DataTable)
+        await until(pilot, lambda: table.row_count == 2)
+        table.add_row("evil", key="-oProxyCommand=touch x:/runs/a")
+        table.focus()
+        table.move_cursor(row=table.row_count - 1, animate=False)
+        await pilot.press("enter")
+        await until(
+            pilot,
+            lambda: any("may not begin with '-'" in str(n.message) for n in app._notifications),
+        )
+        assert app.is_running and not (tmp_path / "x").exists()
