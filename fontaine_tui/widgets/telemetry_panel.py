@@ -51,7 +51,10 @@ class TelemetryPanel(QuietStatic):
         parts: list[tuple[str, str] | str] = []
         wait = "—" if data_frac is None else f"{data_frac * 100:.1f}%"
         style = "$error" if starved else ""
-        if snap is None:
+        if snap is None and history is not None and history.nodes:
+            parts += [("recorded history (no live look: ", "$text-muted")]
+            parts += [(f"{reason or 'none for this source'})", "$text-muted"), "\n"]
+        elif snap is None:
             parts += [(f"no telemetry ({reason or 'none for this source'})", "$text-muted"), "\n"]
         else:
             gpus = snap.gpus

@@ -72,6 +72,9 @@ async def test_each_nodes_history_is_drawn_as_sparklines(tmp_path: Path, how: st
         assert sum(line.startswith("engine RSS") for line in lines) == 2  # one per node
         assert sum(line.startswith("net out") for line in lines) == 2
         assert not any(line.startswith("disk") for line in lines)  # several nodes: what differs
+        if how == "replay":  # the history, not "no telemetry", heads the panel
+            assert "recorded history (no live look: replay: no live machine)" in got
+            assert "no telemetry" not in got
 
 
 async def test_a_torn_and_a_garbage_line_are_said_once(tmp_path: Path) -> None:
