@@ -61,13 +61,20 @@ _EMAS: dict[tuple[int, float], Ema] = {}
 
 def ema(store: RunStore, name: str, factor: float) -> list[float]:
     """The store's column `name` smoothed by `factor`, kept per column and factor."""
-    column = store.columns[name]
+    return ema_of(store.columns[name], factor, store.replaced_steps)
+
+
+def ema_of(column: Sequence[float], factor: float, stamp: int = 0) -> list[float]:
+    """Any growing column smoothed by `factor`, kept per column and factor.
+
+    `stamp` moves when earlier points were replaced (as `Ema.extend`)."""
     key = (id(column), factor)
-    if key not in _EMAS:
-        if len(_EMAS) > 64:  # stores come and go with runs: keep the cache small
+    cached = _EMAS.get(key)
+    if cached is None or cached.column is not column:
+        if len(_EMAS) > 512:  # stores come and go with runs: keep the cache small
             _EMAS.clear()
-        _EMAS[key] = Ema(factor, column)
-    return _EMAS[key].extend(store.replaced_steps)
+        cached = _EMAS[key] = Ema(factor, column)
+    return cached.extend(stamp)
 
 
 def losses(store: RunStore) -> tuple[tuple[str, str, str], ...]:
