@@ -223,7 +223,9 @@ class Chart(PlotextPlot):
         rows = max(4, self.size.height - 5)  # less the title and the x axis
         if ys:
             lo, hi = min(ys), max(ys)
-            pad = (hi - lo) * 0.06 or (0.1 if log else 0.5)
+            if hi - lo <= 1e-9 * max(abs(lo), abs(hi)):  # flat but for rounding (an EMA's)
+                lo = hi = (lo + hi) / 2
+            pad = (hi - lo) * 0.06 or (0.1 if log else abs(hi) * 0.05 or 0.5)
             # the legend's rows (top left) above everything drawn, so it hides no curve or bound
             legend = sum(1 for s in series if s.label) + 1
             free = max(1, rows - legend)
