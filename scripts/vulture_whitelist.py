@@ -54,6 +54,19 @@ _.action_signal
 _.action_stack
 _.action_close_stack
 _.action_pin
+_.action_filter
+_.action_back
+_.action_move
+
+# Textual calls the handlers its @on decorator registers, and reads these widget attributes
+# and style setters when they are set (screens/metrics.py, widgets/metric_grid.py)
+_.on_click
+_._typed
+_._kept
+_._picked
+_.disabled
+_.grid_size_columns
+_.grid_size_rows
 
 # argparse reads a subparsers action's `required` (a subcommand must be given)
 _.required

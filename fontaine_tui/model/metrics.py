@@ -94,6 +94,11 @@ class MetricIndex:
         self._where = where
         self._names = list(where)
 
+    @property
+    def not_kept(self) -> int:
+        """The train keys past the store's bound on distinct keys (core/log/extras.py)."""
+        return self.store.extras.dropped_keys
+
     def names(self) -> list[str]:
         """Every field, the train columns first, then the other train keys, then the probes'."""
         self._refresh()

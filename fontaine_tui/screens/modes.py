@@ -8,6 +8,7 @@ from __future__ import annotations
 from textual.binding import Binding, BindingType
 from textual.screen import Screen
 
+from fontaine_tui.screens.metrics import MetricsScreen
 from fontaine_tui.screens.monitor import MonitorScreen
 from fontaine_tui.screens.overlay import OverlayScreen
 from fontaine_tui.screens.probes import ProbesScreen
@@ -20,6 +21,7 @@ MODES: dict[str, type[Screen[object]]] = {
     "probes": ProbesScreen,
     "verdict": VerdictScreen,
     "runs": RunsScreen,
+    "metrics": MetricsScreen,
     "processes": ProcessesScreen,
     "overlay": OverlayScreen,
 }
@@ -52,6 +54,13 @@ MODE_BINDINGS: list[BindingType] = [
         "Runs",
         id="mode.runs",
         tooltip="Runs in the babysit registry; attach to one",
+    ),
+    Binding(
+        "b",
+        "switch_mode('metrics')",
+        "Metrics",
+        id="mode.metrics",
+        tooltip="Every numeric field the run logs, a chart each, filtered by a regex",
     ),
     Binding(
         "t",

@@ -1,0 +1,114 @@
+"""The metric browser's charts: one field's series as a chart spec, and the rules' marks.
+
+The smoothing is the loss chart's debiased EMA (core/verdict/losschart.py), the log axis the
+renderer's. A field a pre-registered rule reads is marked, with the rule's raw bounds drawn on
+it as levels: a level read's bounds as they are, a delta read's added to the anchor's value.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from fontaine_tui.core.log.store import RunStore
+from fontaine_tui.core.preset.record import Preset
+from fontaine_tui.core.verdict.chart import ChartSpec, Curve, HLine, Mark
+from fontaine_tui.core.verdict.losschart import ema_of
+from fontaine_tui.core.verdict.text import signed
+from fontaine_tui.model.metrics import PROBE, Series
+
+RULE_MARK = "◆"
+
+
+@dataclass(frozen=True, slots=True)
+class RuleRead:
+    """A rule that reads a probe field: its name, how it reads, and its raw bounds."""
+
+    rule: str  # "primary" or the secondary rule's name
+    metric: str
+    read: str  # "delta" (from the anchor) or "level"
+    healthy: float
+    drift: float
+    lower_is_better: bool
+
+
+def rule_reads(preset: Preset) -> dict[str, list[RuleRead]]:
+    """The probe fields the verdict's rules read, each with the rules that read it."""
+    spec = preset.verdict
+    rules = [
+        RuleRead("primary", spec.metric, spec.read, spec.healthy, spec.drift, spec.lower_is_better),
+        *(
+            RuleRead(r.name, r.metric, r.read, r.healthy, r.drift, r.lower_is_better)
+            for r in spec.secondary
+        ),
+    ]
+    out: dict[str, list[RuleRead]] = {}
+    for r in rules:
+        out.setdefault(r.metric, []).append(r)
+    return out
+
+
+def _bounds(
+    reads: list[RuleRead], preset: Preset, store: RunStore
+) -> tuple[tuple[HLine, ...], tuple[Mark, ...]]:
+    """The rules' bounds as levels, and the anchor and endpoint marks of a delta read."""
+    spec = preset.verdict
+    anchor = store.probes.get(spec.anchor_step)
+    lines: list[HLine] = []
+    marks: list[Mark] = []
+    for r in reads:
+        h_op, d_op = ("<=", ">=") if r.lower_is_better else (">=", "<=")
+        base = 0.0
+        how = ""
+        if r.read == "delta":
+            base = anchor.value(r.metric) if anchor is not None else math.nan
+            if not math.isfinite(base):
+                continue  # no anchor value yet: a delta's bounds have no level
+            how = f" from step {spec.anchor_step}"
+            marks.append(Mark(float(spec.anchor_step), base, f"anchor {base:.4g}", "white"))
+        who = "" if r.rule == "primary" else f"{r.rule}: "
+        lines.append(
+            HLine(base + r.healthy, f"{who}healthy {h_op} {signed(r.healthy)}{how}", "green")
+        )
+        lines.append(HLine(base + r.drift, f"{who}drift {d_op} {signed(r.drift)}{how}", "red"))
+    return tuple(lines), tuple(marks)
+
+
+def metric_chart(
+    series: Series,
+    smoothing: float = 0.0,
+    log: bool = False,
+    reads: list[RuleRead] | None = None,
+    preset: Preset | None = None,
+    store: RunStore | None = None,
+    stamp: int = 0,
+    small: bool = False,
+) -> ChartSpec:
+    """One field's chart: its series, raw or with the debiased EMA on top, and a rule's marks.
+
+    `reads` are the rules that read this field (its bounds are drawn with `preset` and `store`);
+    `stamp` moves when the store rewound (a resume), which starts an EMA over. A `small` chart
+    (a grid's cell) has no legend, so its rows go to the curve."""
+    name = series.name
+    points = series.kind == PROBE and len(series.steps) < 2
+    raw, smooth = ("", "") if small else ("raw", f"EMA {smoothing:g}")
+    curves: tuple[Curve, ...]
+    if smoothing > 0 and len(series.values) > 1:
+        curves = (
+            Curve(raw, series.steps, series.values, "cyan", faint=True),
+            Curve(smooth, series.steps, ema_of(series.values, smoothing, stamp), "cyan"),
+        )
+    else:
+        curves = (Curve("" if small else name, series.steps, series.values, "cyan", points=points),)
+    hlines: tuple[HLine, ...] = ()
+    marks: tuple[Mark, ...] = ()
+    title = name
+    if reads:
+        rules = ", ".join(r.rule for r in reads)
+        title = f"{RULE_MARK} {name}" + ("" if small else f"  (read by the {rules} rule)")
+        if preset is not None and store is not None:
+            hlines, marks = _bounds(reads, preset, store)
+        if small:  # the bounds' lines alone: their words would cover a small chart
+            hlines = tuple(HLine(h.y, "", h.color) for h in hlines)
+            marks = ()
+    return ChartSpec(title, "", "", curves, hlines=hlines, marks=marks, ylog=log)

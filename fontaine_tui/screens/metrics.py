@@ -1,0 +1,275 @@
+"""Metrics mode: every numeric field the run logs, a small chart each, filtered by a regex.
+
+`/` types a filter (a regular expression; an invalid one is said in one line and the filter
+before it stays), Escape clears it. The cursor keys move the selection, Enter (or a click)
+opens the selected chart full size and Escape returns to the grid. The smoothing and log keys
+are the monitor's. A field a pre-registered rule reads is marked with its bounds. While the
+read is blinded, the probes' fields are not shown (core/verdict/blind.py).
+"""
+
+from __future__ import annotations
+
+from textual import on
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.widgets import Footer, Input
+
+from fontaine_tui.core.verdict.chart import ChartSpec
+from fontaine_tui.core.verdict.losschart import EMA_DEFAULT, EMA_FACTORS
+from fontaine_tui.model.metricchart import RULE_MARK, metric_chart, rule_reads
+from fontaine_tui.model.metrics import PROBE, MetricIndex, matching
+from fontaine_tui.model.view import RunView
+from fontaine_tui.screens.base import ViewScreen
+from fontaine_tui.widgets.chart import Chart
+from fontaine_tui.widgets.metric_grid import MetricGrid
+from fontaine_tui.widgets.quiet import QuietStatic
+from fontaine_tui.widgets.run_header import RunHeader
+from fontaine_tui.widgets.safe import assemble
+
+
+class MetricsScreen(ViewScreen):
+    TITLE = "metrics"
+    DEFAULT_CSS = """
+    MetricsScreen #metrics-bar, MetricsScreen #metrics-error { height: 1; padding: 0 1; }
+    MetricsScreen #metrics-error { color: $error; }
+    MetricsScreen #metrics-filter { height: 3; }
+    MetricsScreen #metrics-full { height: 1fr; border: heavy $accent; }
+    """
+    BINDINGS = [
+        Binding(
+            "slash", "filter", "Filter", id="metrics.filter", tooltip="Type a regex over the names"
+        ),
+        Binding(
+            "enter",
+            "open",
+            "Full size",
+            id="metrics.open",
+            tooltip="Open the selected chart full size",
+        ),
+        Binding(
+            "escape",
+            "back",
+            "Back",
+            id="metrics.back",
+            tooltip="Back to the grid from a full-size chart, or clear the filter",
+        ),
+        Binding("up", "move(0, -1)", "Up", id="metrics.up", show=False, tooltip="Select above"),
+        Binding(
+            "down", "move(0, 1)", "Down", id="metrics.down", show=False, tooltip="Select below"
+        ),
+        Binding(
+            "left", "move(-1, 0)", "Left", id="metrics.left", show=False, tooltip="Select left"
+        ),
+        Binding(
+            "right", "move(1, 0)", "Right", id="metrics.right", show=False, tooltip="Select right"
+        ),
+        Binding(
+            "e",
+            "smoothing(1)",
+            "Smoother",
+            id="metrics.smoother",
+            tooltip="More EMA smoothing of the charts (off, 0.6 ... 0.99)",
+        ),
+        Binding(
+            "E",
+            "smoothing(-1)",
+            "Rougher",
+            id="metrics.rougher",
+            show=False,
+            tooltip="Less EMA smoothing of the charts (down to off)",
+        ),
+        Binding(
+            "g",
+            "toggle_log",
+            "Log/linear",
+            id="metrics.log",
+            tooltip="Switch the charts between a linear and a log y axis",
+        ),
+    ]
+
+    smoothing = EMA_DEFAULT
+    log_scale = False
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.pattern = ""
+        self.error = ""
+        self.selected = 0
+        self.full = False
+        self.shown: list[str] = []  # the fields that match, in order
+        self.total = 0
+        self._index: MetricIndex | None = None
+
+    def compose(self) -> ComposeResult:
+        yield RunHeader()
+        yield QuietStatic(id="metrics-bar")
+        yield QuietStatic(id="metrics-error")
+        field = Input(placeholder="regex over the field names (Enter keeps it, Escape clears)")
+        field.id = "metrics-filter"
+        field.display = False
+        field.disabled = True  # nothing focuses it until `/` opens it
+        yield field
+        yield MetricGrid(id="metrics-grid", min_interval=self.console.chart_s)
+        full = Chart(id="metrics-full", min_interval=self.console.chart_s)
+        full.display = False
+        yield full
+        yield Footer()
+
+    # -- drawing ------------------------------------------------------------------------
+
+    def _names(self, view: RunView) -> list[str]:
+        store = view.store
+        if self._index is None or self._index.store is not store:
+            self._index = MetricIndex(store)
+        names = self._index.names()
+        if view.blinded:  # the rule's probes stay hidden until the final read
+            index = self._index
+            names = [n for n in names if index.kind(n) != PROBE]
+        self.total = len(names)
+        return names
+
+    def _spec(self, view: RunView, name: str, small: bool = True) -> tuple[ChartSpec, object]:
+        index = self._index
+        assert index is not None
+        series = index.series(name)
+        reads = rule_reads(view.preset).get(series.key) if series.kind == PROBE else None
+        store = view.store
+        spec = metric_chart(
+            series,
+            self.smoothing,
+            self.log_scale,
+            reads,
+            view.preset,
+            store,
+            store.replaced_steps,
+            small,
+        )
+        stamp = store.probes_version if series.kind == PROBE else store.version
+        return spec, (name, id(store), stamp, self.smoothing, self.log_scale, small)
+
+    def draw(self, view: RunView) -> None:
+        self.query_one(RunHeader).show(view)
+        names = self._names(view)
+        self.shown = matching(names, self.pattern)
+        self.selected = max(0, min(self.selected, len(self.shown) - 1))
+        grid = self.query_one(MetricGrid)
+        grid.reshape()
+        self._bar(view)
+        full = self.query_one("#metrics-full", Chart)
+        grid.display = not self.full
+        full.display = self.full
+        if self.full and self.shown:
+            spec, key = self._spec(view, self.shown[self.selected], small=False)
+            full.show(spec, key=key)
+            return
+        per = grid.per_page or 1
+        first = self.selected // per * per
+        page = [self._spec(view, n) for n in self.shown[first : first + per]]
+        grid.show(page, self.selected - first)
+
+    def _bar(self, view: RunView) -> None:
+        shown, total = len(self.shown), self.total
+        per = self.query_one(MetricGrid).per_page or 1
+        where = f"page {self.selected // per + 1}/{max(1, -(-shown // per))}"
+        smooth = f"EMA {self.smoothing:g}" if self.smoothing else "no smoothing"
+        parts: list[str | tuple[str, str]] = [
+            (f"{shown} of {total} fields", "bold"),
+            (f"  /{self.pattern}/" if self.pattern else "  (/ filters)", "$text-muted"),
+            f"  {where}  {smooth}, {'log' if self.log_scale else 'linear'}",
+        ]
+        lost = self._index.not_kept if self._index is not None else 0
+        if lost:
+            parts.append((f"  {lost} more keys not kept", "$warning"))
+        if self.shown:
+            parts.append(("  selected: ", "$text-muted"))
+            parts.append((self.shown[self.selected], "bold"))
+        reads = rule_reads(view.preset)
+        if not view.blinded and reads:
+            parts.append((f"  {RULE_MARK} rule reads: {', '.join(reads)}", "$text-muted"))
+        elif view.blinded:
+            parts.append(("  probe fields hidden (blinded)", "$text-muted"))
+        self.query_one("#metrics-bar", QuietStatic).show_content(assemble(*parts))
+        self.query_one("#metrics-error", QuietStatic).show_content(assemble(self.error))
+
+    def _redraw(self) -> None:
+        view = self.console.view
+        if view is not None:
+            self.draw(view)
+
+    def on_resize(self) -> None:
+        self.call_after_refresh(self._redraw)
+
+    # -- keys ---------------------------------------------------------------------------
+
+    def action_filter(self) -> None:
+        field = self.query_one("#metrics-filter", Input)
+        field.display, field.disabled = True, False
+        field.value = self.pattern
+        field.focus()
+
+    @on(Input.Changed, "#metrics-filter")
+    def _typed(self, event: Input.Changed) -> None:
+        self._set_pattern(event.value)
+
+    @on(Input.Submitted, "#metrics-filter")
+    def _kept(self, event: Input.Submitted) -> None:
+        self._close_filter()
+
+    def _set_pattern(self, pattern: str) -> None:
+        try:
+            matching([], pattern)
+        except ValueError as exc:
+            self.error = f"{exc}; the filter stays /{self.pattern}/"
+        else:
+            self.error = ""
+            if pattern != self.pattern:
+                self.pattern, self.selected = pattern, 0
+        self._redraw()
+
+    def _close_filter(self) -> None:
+        field = self.query_one("#metrics-filter", Input)
+        field.display, field.disabled = False, True
+        self.error = ""
+        self.set_focus(None)
+        self._redraw()
+
+    def action_back(self) -> None:
+        field = self.query_one("#metrics-filter", Input)
+        if field.display:  # Escape in the filter clears it
+            self.pattern, self.selected = "", 0
+            self._close_filter()
+        elif self.full:
+            self.full = False
+            self._redraw()
+        elif self.pattern:
+            self.pattern, self.selected = "", 0
+            self._redraw()
+
+    def action_open(self) -> None:
+        if self.shown:
+            self.full = True
+            self._redraw()
+
+    @on(MetricGrid.Picked)
+    def _picked(self, event: MetricGrid.Picked) -> None:
+        per = self.query_one(MetricGrid).per_page or 1
+        index = self.selected // per * per + event.slot
+        if index < len(self.shown):
+            self.selected = index
+            self.action_open()
+
+    def action_move(self, dx: int, dy: int) -> None:
+        if self.full or not self.shown:
+            return
+        cols = self.query_one(MetricGrid).shape[0] or 1
+        self.selected = max(0, min(len(self.shown) - 1, self.selected + dx + dy * cols))
+        self._redraw()
+
+    def action_smoothing(self, direction: int) -> None:
+        i = EMA_FACTORS.index(self.smoothing) if self.smoothing in EMA_FACTORS else 0
+        self.smoothing = EMA_FACTORS[max(0, min(len(EMA_FACTORS) - 1, i + direction))]
+        self._redraw()
+
+    def action_toggle_log(self) -> None:
+        self.log_scale = not self.log_scale
+        self._redraw()
