@@ -167,3 +167,12 @@ def test_metrics_snapshot(case, keys, snap_compare, tmp_path, monkeypatch):
         await pilot.pause(0.1)
 
     assert snap_compare(app, terminal_size=SIZE, run_before=ready)
+
+
+async def test_a_constant_smoothed_by_the_ema_is_drawn_flat(tmp_path):
+    """A constant lr's EMA differs from itself in its last bits: no 20-digit tick labels."""
+    app = console(browser_run(tmp_path / "run"))
+    async with app.run_test(size=SIZE) as pilot:
+        screen = await _open(pilot)
+        lr = next(c for c in screen.query(MetricCell) if c.spec and c.spec.title == "lr")
+        assert "0.0003" in text(lr) and "0.0003000000000" not in text(lr)
