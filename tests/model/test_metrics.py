@@ -175,3 +175,15 @@ def test_a_filter_is_a_case_insensitive_search_and_a_bad_one_says_so():
 def test_an_unknown_field_is_named():
     with pytest.raises(KeyError, match="no field 'nope'"):
         series(load_log(DEMO_LOG), "nope")
+
+
+def test_only_numbers_are_fields():
+    """A boolean, a string, null, an array or an integer past the float range is no number."""
+    big = b"1" + b"0" * 400
+    line = (
+        b'{"kind":"train","step":1,"loss":1.0,"flag":true,"s":"x","n":null,"a":[1],"i":3,'
+        b'"big":' + big + b',"d":{"x":2,"y":false}}\n'
+    )
+    index = MetricIndex(load_lines([line]))
+    assert [n for n in index.names() if n != "loss"] == ["d.x", "i"]
+    assert index.series("i").values[0] == 3.0

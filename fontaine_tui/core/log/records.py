@@ -321,14 +321,19 @@ def _extra(obj: Mapping[str, object]) -> Mapping[str, float]:
 
 
 def _numbers(obj: Mapping[str, object], out: dict[str, float], prefix: str, depth: int) -> None:
+    # by exact type: JSON decoders give exact floats, ints, bools and dicts (a bool is no number)
     for key, value in obj.items():
+        if type(value) is float:
+            out.setdefault(prefix + key, value)
+        elif type(value) is int:
+            try:
+                out.setdefault(prefix + key, float(value))
+            except OverflowError:  # beyond the float range: not a number
+                pass
+        elif type(value) is dict and depth < 8:
+            _numbers(value, out, f"{prefix}{key}.", depth + 1)
         if len(out) >= FIELDS_KEPT:
             return
-        path = f"{prefix}{key}"
-        if isinstance(value, dict) and depth < 8:
-            _numbers(value, out, path + ".", depth + 1)
-        elif _not_a_metric(value) is None or type(value) is float:
-            out.setdefault(path, _num(value))
 
 
 STEP_MAX = (1 << 63) - 1
