@@ -64,6 +64,7 @@ _.on_click
 _._typed
 _._kept
 _._picked
+_._reshaped
 _.disabled
 _.grid_size_columns
 _.grid_size_rows

@@ -153,11 +153,12 @@ class MetricsScreen(ViewScreen):
         self.shown = matching(names, self.pattern)
         self.selected = max(0, min(self.selected, len(self.shown) - 1))
         grid = self.query_one(MetricGrid)
-        grid.reshape()
-        self._bar(view)
         full = self.query_one("#metrics-full", Chart)
         grid.display = not self.full
         full.display = self.full
+        if not self.full and grid.size.area:  # a hidden grid keeps its shape
+            grid.reshape()
+        self._bar(view)
         if self.full and self.shown:
             spec, key = self._spec(view, self.shown[self.selected], small=False)
             full.show(spec, key=key)
@@ -180,14 +181,14 @@ class MetricsScreen(ViewScreen):
         lost = self._index.not_kept if self._index is not None else 0
         if lost:
             parts.append((f"  {lost} more keys not kept", "$warning"))
-        if self.shown:
-            parts.append(("  selected: ", "$text-muted"))
-            parts.append((self.shown[self.selected], "bold"))
         reads = rule_reads(view.preset)
         if not view.blinded and reads:
             parts.append((f"  {RULE_MARK} rule reads: {', '.join(reads)}", "$text-muted"))
         elif view.blinded:
             parts.append(("  probe fields hidden (blinded)", "$text-muted"))
+        if self.shown:
+            parts.append(("  selected: ", "$text-muted"))
+            parts.append((self.shown[self.selected], "bold"))
         self.query_one("#metrics-bar", QuietStatic).show_content(assemble(*parts))
         self.query_one("#metrics-error", QuietStatic).show_content(assemble(self.error))
 
@@ -196,8 +197,9 @@ class MetricsScreen(ViewScreen):
         if view is not None:
             self.draw(view)
 
-    def on_resize(self) -> None:
-        self.call_after_refresh(self._redraw)
+    @on(MetricGrid.Reshaped)
+    def _reshaped(self) -> None:
+        self._redraw()
 
     # -- keys ---------------------------------------------------------------------------
 
@@ -219,7 +221,7 @@ class MetricsScreen(ViewScreen):
         try:
             matching([], pattern)
         except ValueError as exc:
-            self.error = f"{exc}; the filter stays /{self.pattern}/"
+            self.error = f"{exc}; the filter stays"
         else:
             self.error = ""
             if pattern != self.pattern:

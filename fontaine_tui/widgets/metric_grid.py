@@ -51,6 +51,9 @@ class MetricGrid(Container):
             super().__init__()
             self.slot = slot
 
+    class Reshaped(Message):
+        """The grid's size holds another number of cells: its page is to be drawn again."""
+
     def __init__(self, *, id: str | None = None, min_interval: float = 1.0) -> None:
         super().__init__(id=id)
         self.min_interval = min_interval
@@ -77,6 +80,10 @@ class MetricGrid(Container):
         self.query(MetricCell).remove()
         self.mount_all([MetricCell(i, self.min_interval) for i in range(shape[0] * shape[1])])
         return True
+
+    def on_resize(self) -> None:
+        if self.size.area and self.reshape():
+            self.post_message(MetricGrid.Reshaped())
 
     def show(self, page: Sequence[tuple[ChartSpec, object]], selected: int) -> None:
         """Draw the page's specs (each with its key), the `selected` slot outlined.

@@ -83,6 +83,10 @@ async def test_enter_opens_the_selected_chart_full_size_and_escape_returns(tmp_p
         await pilot.press("slash", *"tokens|gpu", "enter", "right", "enter")
         await pilot.pause()
         assert screen.full and screen.shown[screen.selected] == "tokens_per_s"
+        await pilot.press("g", "g")  # drawn again while full size
+        await pilot.pause()
+        assert "page 1/1" in _bar(screen)  # the hidden grid kept its 3 x 3 page
+        assert screen.query_one("#metrics-grid").shape == (3, 3)
         full = screen.query_one("#metrics-full", Chart)
         assert full.display and not screen.query_one("#metrics-grid").display
         assert full.spec is not None and full.spec.title == "tokens_per_s"
