@@ -187,3 +187,33 @@ def test_only_numbers_are_fields():
     index = MetricIndex(load_lines([line]))
     assert [n for n in index.names() if n != "loss"] == ["d.x", "i"]
     assert index.series("i").values[0] == 3.0
+
+
+def test_every_column_of_a_metrics_csv_is_a_series(tmp_path):
+    """A metrics.csv as Lightning's CSVLogger lays it out (written by Python's csv): a row per
+    log call, the cells of keys not logged in it left empty."""
+    import csv
+
+    from fontaine_tui.core.log.formats.cold import load_source
+    from fontaine_tui.core.log.formats.source import SourceSpec
+
+    cols = ["step", "epoch", "train_loss", "lr-AdamW", "gpu_mem", "val_mae"]
+    with (tmp_path / "metrics.csv").open("w", newline="") as fh:
+        w = csv.DictWriter(fh, cols)
+        w.writeheader()
+        for s in range(1, 21):
+            w.writerow({"step": s, "epoch": s // 10, "train_loss": 1 / s, "lr-AdamW": 1e-3})
+            if s % 5 == 0:
+                w.writerow({"step": s, "gpu_mem": "nan" if s == 10 else 7.5, "val_mae": 2 / s})
+    index = MetricIndex(load_source(tmp_path, SourceSpec("csv")).store)
+    assert "epoch" not in index.names()  # the readers hold it as the step's frame, as `step`
+    for name in ("train_loss", "lr-AdamW"):
+        assert list(index.series(name).steps) == list(range(1, 21)), name
+    mem = index.series("gpu_mem")
+    assert list(mem.steps) == [5, 10, 15, 20] and math.isnan(mem.values[1])
+    assert index.kind("val_mae") == "probe" and list(index.series("val_mae").steps) == [
+        5,
+        10,
+        15,
+        20,
+    ]
