@@ -39,13 +39,31 @@ class Series:
     values: Sequence[float]
 
 
-def _columns(store: RunStore) -> list[str]:
-    if not store.has_columns or not store.steps:
-        return []
-    cols = store.columns
-    if store.metas:  # the engine's log writes every column
-        return list(TRAIN_FIELDS)
-    return [n for n in TRAIN_FIELDS if any(not math.isnan(x) for x in cols[n])]
+class _Written:
+    """Which train columns hold a value, each column scanned once as it grows.
+
+    A resume (the store's `replaced_steps` moving) starts the scan over."""
+
+    def __init__(self) -> None:
+        self._stamp = -1
+        self._scanned: dict[str, int] = {}
+        self._found: set[str] = set()
+
+    def columns(self, store: RunStore) -> list[str]:
+        if not store.has_columns or not store.steps:
+            return []
+        if store.metas:  # the engine's log writes every column
+            return list(TRAIN_FIELDS)
+        if store.replaced_steps != self._stamp:
+            self._stamp, self._scanned, self._found = store.replaced_steps, {}, set()
+        for name in TRAIN_FIELDS:
+            if name not in self._found:
+                col = store.columns[name]
+                start = self._scanned.get(name, 0)
+                if any(not math.isnan(x) for x in col[start:]):
+                    self._found.add(name)
+                self._scanned[name] = len(col)
+        return [n for n in TRAIN_FIELDS if n in self._found]
 
 
 def _probe_columns(store: RunStore) -> dict[str, tuple[array, array]]:
@@ -74,6 +92,7 @@ class MetricIndex:
         self._probes: dict[str, tuple[array, array]] = {}
         self._where: dict[str, tuple[str, str]] = {}  # listed name -> (kind, key)
         self._names: list[str] = []
+        self._written = _Written()
 
     def _refresh(self) -> None:
         store = self.store
@@ -83,7 +102,9 @@ class MetricIndex:
         if self._stamp is None or stamp[1] != self._stamp[1]:
             self._probes = _probe_columns(store)
         self._stamp = stamp
-        train = _columns(store) + sorted(store.extras.names()) if store.has_columns else []
+        train = (
+            self._written.columns(store) + sorted(store.extras.names()) if store.has_columns else []
+        )
         probe = sorted(self._probes)
         both = set(train) & set(probe)
         where: dict[str, tuple[str, str]] = {}

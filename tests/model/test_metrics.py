@@ -217,3 +217,18 @@ def test_every_column_of_a_metrics_csv_is_a_series(tmp_path):
         15,
         20,
     ]
+
+
+def test_a_train_column_is_listed_once_a_value_arrives():
+    from fontaine_tui.core.log.records import train_point
+    from fontaine_tui.core.log.store import RunStore
+
+    nan = float("nan")
+    store = RunStore()  # no meta record: another trainer's run
+    index = MetricIndex(store)
+    for s in range(1, 4):
+        store.add(train_point(s, float(s), [1.0] + [nan] * 7))
+    assert index.names() == ["loss"]
+    store.add(train_point(4, 4.0, [1.0, nan, nan, 5e-4] + [nan] * 4))
+    assert index.names() == ["loss", "lr"]
+    assert list(index.series("lr").values)[-1] == 5e-4
