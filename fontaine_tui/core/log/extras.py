@@ -15,35 +15,66 @@ from collections.abc import Mapping
 KEYS_KEPT = 4096  # distinct keys kept (a runaway log is not held whole); the rest are counted
 
 
+class _Column:
+    """One key's values, and its steps where they are not a run of the shared rows."""
+
+    __slots__ = ("start", "steps", "values")
+
+    def __init__(self, start: int, steps: array | None = None) -> None:
+        self.start = start  # with no steps of its own: its values are at rows[start:]
+        self.steps = steps
+        self.values = array("d")
+
+
 class ExtraSeries:
-    """The extra keys of a store's train records, each its steps and values, in step order."""
+    """The extra keys of a store's train records, each its steps and values, in step order.
+
+    The steps of every record given are kept once (`rows`). A key logged by each record since
+    its first (the usual case: a trainer logs the same keys every step) holds only its values,
+    its steps being a run of those rows; a key that skipped a record gets its own steps."""
 
     def __init__(self) -> None:
-        self._cols: dict[str, tuple[array, array]] = {}
+        self._rows = array("q")
+        self._cols: dict[str, _Column] = {}
         self.dropped_keys = 0  # keys not kept once KEYS_KEPT were
+
+    def _new(self, key: str, start: int, steps: array | None = None) -> _Column | None:
+        if len(self._cols) >= KEYS_KEPT:
+            self.dropped_keys += 1
+            return None
+        col = self._cols[key] = _Column(start, steps)
+        return col
 
     def add(self, step: int, values: Mapping[str, float]) -> None:
         """Append one train record's extra values at `step` (after every step held)."""
-        cols = self._cols
+        rows, cols = self._rows, self._cols
+        n = len(rows)
+        rows.append(step)
         for key, value in values.items():
-            col = cols.get(key)
+            col = cols.get(key) or self._new(key, n)
             if col is None:
-                if len(cols) >= KEYS_KEPT:
-                    self.dropped_keys += 1
-                    continue
-                col = cols[key] = (array("q"), array("d"))
-            col[0].append(step)
-            col[1].append(value)
+                continue
+            steps = col.steps
+            if steps is None and col.start + len(col.values) != n:  # it skipped a record
+                steps = col.steps = rows[col.start : col.start + len(col.values)]
+            if steps is not None:
+                steps.append(step)
+            col.values.append(value)
+
+    def _own(self, col: _Column) -> array:
+        """The column's steps as its own array (a run of the rows made one)."""
+        if col.steps is None:
+            col.steps = self._rows[col.start : col.start + len(col.values)]
+        return col.steps
 
     def extend(self, key: str, steps: array, values: array) -> None:
         """Take a whole column of `key` at once (a cold read).
 
         Its steps go forward from the last held; a step logged twice keeps its first value."""
-        cols = self._cols
-        if key not in cols and len(cols) >= KEYS_KEPT:
-            self.dropped_keys += 1
+        col = self._cols.get(key) or self._new(key, 0, array("q"))
+        if col is None:
             return
-        held_steps, held_values = cols.setdefault(key, (array("q"), array("d")))
+        held_steps, held_values = self._own(col), col.values
         if all(a < b for a, b in zip(steps, steps[1:], strict=False)) and (
             not held_steps or not steps or steps[0] > held_steps[-1]
         ):
@@ -57,16 +88,30 @@ class ExtraSeries:
 
     def cut(self, step: int) -> None:
         """Drop every value logged after `step` (a resume went back to it)."""
-        for steps, values in self._cols.values():
-            if steps and steps[-1] > step:
+        rows = self._rows
+        end = bisect_left(rows, step + 1)
+        del rows[end:]
+        for col in self._cols.values():
+            steps, values = col.steps, col.values
+            if steps is None:
+                del values[max(0, end - col.start) :]
+            elif steps and steps[-1] > step:
                 i = bisect_left(steps, step + 1)
                 del steps[i:]
                 del values[i:]
 
     def at(self, step: int) -> dict[str, float]:
         """The values logged at `step`, by key."""
+        rows = self._rows
+        row = bisect_left(rows, step)
+        on_row = row < len(rows) and rows[row] == step
         out = {}
-        for key, (steps, values) in self._cols.items():
+        for key, col in self._cols.items():
+            steps, values = col.steps, col.values
+            if steps is None:
+                if on_row and 0 <= row - col.start < len(values):
+                    out[key] = values[row - col.start]
+                continue
             i = bisect_left(steps, step)
             if i < len(steps) and steps[i] == step:
                 out[key] = values[i]
@@ -74,8 +119,14 @@ class ExtraSeries:
 
     def names(self) -> list[str]:
         """The keys that hold at least one value, in the order first logged."""
-        return [k for k, (steps, _) in self._cols.items() if steps]
+        return [k for k, col in self._cols.items() if col.values]
 
     def series(self, key: str) -> tuple[array, array] | None:
-        """The steps and values of `key` (the store's own arrays: do not change them)."""
-        return self._cols.get(key)
+        """The steps and values of `key` (its values are the store's own: do not change them)."""
+        col = self._cols.get(key)
+        if col is None:
+            return None
+        steps = col.steps
+        if steps is None:  # a copy: the shared rows grow
+            steps = self._rows[col.start : col.start + len(col.values)]
+        return steps, col.values
