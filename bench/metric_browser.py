@@ -10,7 +10,7 @@ checked, the visible charts' specs built (the default EMA included) and each vis
 replotted and rendered (plotext's figure and its text). Three figures: the grid (one page of
 small charts), the grid filtered by a regex, and one chart full size. Prints one JSON line per
 figure (wall and CPU ms, median and p95, with the load average: a shared machine's other
-work shows up in wall time).
+work shows up in wall time), then the read's time and the memory the store holds.
 """
 
 from __future__ import annotations
@@ -148,6 +148,18 @@ async def measure(log: Path, repeat: int, size: tuple[int, int]) -> list[dict]:
     return out
 
 
+def store_mb(log: Path) -> float:
+    """The memory the store holds once the log is read (tracemalloc, so slower than a read)."""
+    import tracemalloc
+
+    tracemalloc.start()
+    store = load_log(log)
+    held = tracemalloc.get_traced_memory()[0]
+    tracemalloc.stop()
+    del store
+    return round(held / 1e6, 1)
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--fields", type=int, default=200)
@@ -161,6 +173,7 @@ def main(argv: list[str] | None = None) -> int:
         write_log(log, args.fields, args.steps)
         for row in asyncio.run(measure(log, args.repeat, (w, h))):
             print(json.dumps(row))
+        print(json.dumps({"bench": "metric_browser", "store_mb": store_mb(log)}))
     return 0
 
 
