@@ -101,6 +101,17 @@ def test_a_resume_drops_the_extra_values_past_it():
     assert list(foo.values) == [1.0, 2.0, 3.0, 40.0]
 
 
+def test_a_train_record_logging_hundreds_of_numbers_keeps_every_one():
+    # per-layer norms: 300 keys on one line, more than an eval record keeps
+    layers = {f"layer{i}/grad_norm": i / 10 for i in range(300)}
+    lines = [
+        json.dumps({"kind": "train", "step": s, "loss": 1.0, **layers}).encode() for s in (1, 2)
+    ]
+    index = MetricIndex(load_lines([b"\n".join(lines) + b"\n"]))
+    assert sum(n.startswith("layer") for n in index.names()) == 300
+    assert list(index.series("layer299/grad_norm").values) == [29.9, 29.9]
+
+
 def test_a_repeated_train_line_with_extras_is_a_repeat():
     line = b'{"kind":"train","step":1,"loss":1.0,"a":1,"b":{"c":NaN}}\n'
     store = load_lines([line + b'{"kind":"train","step":1,"b":{"c":NaN},"a":1,"loss":1.0}\n'])

@@ -291,6 +291,9 @@ def _flatten(
 
 
 TRAIN_KEYS = frozenset(("kind", "step", "time", *TRAIN_FIELDS))  # a train record's columns
+# a train record's other numbers kept: as many as the store keeps keys (core/log/extras.py),
+# whose count of keys not kept then holds those of a record past it too
+EXTRA_KEPT = 4096
 
 
 def extra_numbers(obj: Mapping[str, object]) -> dict[str, float]:
@@ -332,7 +335,7 @@ def _numbers(obj: Mapping[str, object], out: dict[str, float], prefix: str, dept
                 pass
         elif type(value) is dict and depth < 8:
             _numbers(value, out, f"{prefix}{key}.", depth + 1)
-        if len(out) >= FIELDS_KEPT:
+        if len(out) >= EXTRA_KEPT:
             return
 
 
