@@ -18,7 +18,6 @@ import math
 import signal
 import sys
 import time
-from collections.abc import Callable
 from typing import TYPE_CHECKING, TextIO
 
 from fontaine_tui.core.errors import InputError
@@ -35,8 +34,6 @@ from fontaine_tui.core.launch.recovery import recovery_read
 from fontaine_tui.core.launch.registry import Registry
 from fontaine_tui.core.launch.slurm_job import SlurmJob
 from fontaine_tui.core.launch.traineralerts import alert_words, rule_of
-from fontaine_tui.core.log.formats.cold import load_source
-from fontaine_tui.core.log.read import load_log
 from fontaine_tui.core.log.records import Alert, Event, Malformed, Probe
 from fontaine_tui.core.log.store import RunStore
 from fontaine_tui.core.preset.record import Preset
@@ -49,6 +46,7 @@ from fontaine_tui.core.verdict.prereg import Prereg, utc_iso
 from fontaine_tui.core.verdict.record import Verdict
 from fontaine_tui.core.verdict.rules import compute_verdict
 from fontaine_tui.core.verdict.text import headline, render, render_blinded
+from fontaine_tui.model.attemptend import end_attempt, final_store
 from fontaine_tui.model.babysitter import Babysitter
 from fontaine_tui.model.plainwarn import PlainWarnings
 from fontaine_tui.model.readout import recipe_steps
@@ -391,52 +389,6 @@ def finish(watch: PlainWatch, registry: Registry, host: str, info: ExitInfo) -> 
     # a run stopped on its locked decision has its final read: the verdict's code
     locked = info.cause == "decision-locked" and not verdict.provisional
     return verdict.exit_code if complete or locked else 1
-
-
-def final_store(
-    folder: RunFolder, preset: Preset, say: Callable[[str], None]
-) -> tuple[RunStore, str]:
-    """The whole log at the end, re-read, and what it was read from.
-
-    The log is ours with its rotated segments, or the [source] trainer's (a launched
-    [command]). A log that cannot be read is said, and reads empty.
-    """
-    if preset.foreign and preset.source is not None:
-        try:
-            loaded = load_source(folder.root, preset.source)
-        except InputError as exc:
-            say(f"warn: {exc}")
-            return RunStore(), str(folder.root)
-        return loaded.store, loaded.label
-    return (
-        load_log(folder.log, history=True) if folder.log.exists() else RunStore(),
-        str(folder.log),
-    )
-
-
-def end_attempt(
-    folder: RunFolder,
-    attempt: int | None,
-    info: ExitInfo,
-    babysitter: Babysitter | None,
-    say: Callable[[str], None],
-) -> None:
-    """Record the attempt's end in attempts.jsonl.
-
-    An attempt that did not finish (nor was stopped) is an incident, posted with its cause.
-    A stop on the preset's stop_on_lock gate is posted too, with its cause.
-    """
-    if attempt is None:
-        return
-    try:
-        attempts.end(folder, attempt, info)
-    except OSError as exc:
-        say(f"warn: {folder.attempts}: attempt end not recorded ({exc.strerror or exc})")
-    cause, detail = info.cause, info.cause_detail
-    if cause in GATE_STOPS and babysitter is not None:
-        babysitter.gate_stopped(attempt, cause, info.describe(), info.last_step)
-    elif cause not in ("finished", "stopped") and babysitter is not None:
-        babysitter.incident(attempt, cause, f"{info.describe()}\n{detail}".strip(), info.last_step)
 
 
 def babysit(

@@ -36,9 +36,9 @@ from fontaine_tui.core.text import literal
 from fontaine_tui.core.verdict import blind
 from fontaine_tui.core.verdict.prereg import parse_prereg, parse_utc, utc_iso
 from fontaine_tui.core.verdict.text import render
+from fontaine_tui.model.attemptend import end_attempt
 from fontaine_tui.model.babysitter import Babysitter
 from fontaine_tui.model.launched import LaunchedRun
-from fontaine_tui.model.plain import end_attempt
 from fontaine_tui.model.recover import Bystander, recover
 from fontaine_tui.model.session import Process, Session
 

@@ -32,9 +32,9 @@ from fontaine_tui.core.launch.launcher import EngineProcess
 from fontaine_tui.core.launch.logtail import HOST_OOM, read_tail
 from fontaine_tui.core.preset.find import load_preset
 from fontaine_tui.core.runfolder import RunFolder
+from fontaine_tui.model.attemptend import end_attempt
 from fontaine_tui.model.babysitter import Babysitter
 from fontaine_tui.model.notices import RunNotices
-from fontaine_tui.model.plain import end_attempt
 from fontaine_tui.model.session import Session
 from tests.core.notify.server import Hook
 
