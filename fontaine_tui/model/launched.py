@@ -38,7 +38,7 @@ from fontaine_tui.core.launch.remote import POLL_S, RemoteEngine, record_exit
 from fontaine_tui.core.launch.slurm_job import SlurmJob
 from fontaine_tui.core.launch.targets.base import Handle, Request, Started, Target
 from fontaine_tui.core.notify.destinations import config_path
-from fontaine_tui.core.preset.record import Preset
+from fontaine_tui.core.preset.record import Preset, launchable
 from fontaine_tui.core.runfolder import RunFolder
 from fontaine_tui.core.verdict.ledger import declare_deltas, forget_deltas
 from fontaine_tui.core.verdict.prereg import Prereg, freeze, read_prereg, utc_iso
@@ -70,16 +70,6 @@ class LaunchEnd(Protocol):
 
 def _warn(text: str) -> None:
     print(text, file=sys.stderr)
-
-
-def launchable(preset: Preset) -> Preset:
-    if not preset.launchable and preset.source is not None:
-        raise InputError(
-            f"{preset.path}: source.kind: {preset.source.kind!r}: this preset reads "
-            "a run another trainer writes; it cannot be launched (attach, replay, "
-            "verdict or bank the run's folder with it)"
-        )
-    return preset
 
 
 @dataclass(eq=False)

@@ -10,9 +10,8 @@ from fontaine_tui.core.launch.registry import Registry
 from fontaine_tui.core.launch.targets.base import Request
 from fontaine_tui.core.launch.targets.local import LocalTarget
 from fontaine_tui.core.preset.find import load_preset
-from fontaine_tui.core.preset.record import Preset
+from fontaine_tui.core.preset.record import Preset, launchable
 from fontaine_tui.core.runfolder import RunFolder
-from fontaine_tui.model.launched import launchable
 
 
 def prepare(

@@ -9,6 +9,7 @@ import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
+from fontaine_tui.core.errors import InputError
 from fontaine_tui.core.log.formats.source import SourceSpec
 from fontaine_tui.core.preset.checks import Scalar
 from fontaine_tui.core.preset.command import CommandSpec
@@ -100,3 +101,14 @@ def gate_of(gates: Mapping[str, object], key: str) -> float | None:
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         return None
     return float(value) if math.isfinite(value) else None
+
+
+def launchable(preset: Preset) -> Preset:
+    """The preset, if `launch` can start its run; one line (InputError) saying why not."""
+    if not preset.launchable and preset.source is not None:
+        raise InputError(
+            f"{preset.path}: source.kind: {preset.source.kind!r}: this preset reads "
+            "a run another trainer writes; it cannot be launched (attach, replay, "
+            "verdict or bank the run's folder with it)"
+        )
+    return preset

@@ -174,7 +174,7 @@ def test_a_command_preset_needs_its_run_folder(tmp_path):
 
 
 def test_launch_accepts_a_command_preset_and_refuses_a_foreign_one(tmp_path):
-    from fontaine_tui.model.launched import launchable
+    from fontaine_tui.core.preset.record import launchable
 
     preset = load_preset(write(tmp_path, ARGV))
     assert launchable(preset) is preset
