@@ -34,16 +34,41 @@ def pytest_configure(config: pytest.Config) -> None:
         signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
+@pytest.hookimpl(tryfirst=True)  # before pytest-xdist reads the xdist_group marks
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """Run the modules that hold long tests (marked slow or engine) first, each kept whole.
 
     Pytest-xdist hands the tests out in this order and queues a few on each worker: a long
     test handed out last keeps one worker busy while the other, done, waits. Started first,
     the short tests fill both workers' ends. The order within a module stays as written.
+    The tests that share a module-scoped fixture are kept on one worker (_keep_together).
     """
     long = {item.path for item in items if item.get_closest_marker("slow")}
     long |= {item.path for item in items if item.get_closest_marker("engine")}
     items.sort(key=lambda item: item.path not in long)  # stable: the rest as collected
+    for item in items:
+        _keep_together(item)
+
+
+def _keep_together(item: pytest.Item) -> None:
+    """Put a test that uses a module-scoped fixture into its module's xdist group.
+
+    Under `--dist loadgroup` every test without a group is handed out alone, so the tests of
+    one module alternate between the workers, and a module-scoped fixture (often a real run
+    shared by the module's tests) is made once on each worker that runs one of them. In one
+    group they run on one worker, and the fixture is made once. A test that names its own
+    group keeps it.
+    """
+    if item.get_closest_marker("xdist_group") is not None:
+        return
+    info = getattr(item, "_fixtureinfo", None)
+    if info is None:
+        return
+    for name in info.names_closure:
+        defs = info.name2fixturedefs.get(name, ())
+        if defs and defs[-1].scope == "module":
+            item.add_marker(pytest.mark.xdist_group(item.module.__name__))
+            return
 
 
 @pytest.fixture(autouse=True)
