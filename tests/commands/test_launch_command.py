@@ -21,7 +21,7 @@ TRAIN = str(ROOT / "examples" / "own_trainer" / "train.py")
 def _preset(tmp_path: Path) -> Path:
     common = (
         f'"{sys.executable}", "{TRAIN}", "--output_dir", "{{output_dir}}", '
-        '"--max_steps", "200", "--eval_every", "50"'
+        '"--max_steps", "100", "--eval_every", "25"'
     )
     path = tmp_path / "own_cmd.toml"
     path.write_text(f"""[run]
@@ -29,18 +29,18 @@ name = "own_cmd"
 output_dir = "runs/own"
 
 [command]
-argv = [{common}, "--pause", "0.1"]
+argv = [{common}, "--pause", "0.15"]
 resume_argv = [{common}, "--resume_from_checkpoint", "true"]
 env = {{ HF_HUB_OFFLINE = "1" }}
 
 [source]
 kind = "hf_trainer"
-eval_every = 50
+eval_every = 25
 
 [verdict]
 metric = "eval_loss"
-anchor_step = 100
-endpoint_step = 200
+anchor_step = 50
+endpoint_step = 100
 healthy_max = 0.0
 drift_min = 0.2
 """)
@@ -80,9 +80,9 @@ def test_a_launched_command_is_watched_stopped_and_resumed(tmp_path, registry_pa
     assert prov["code"]  # the git state of the script's checkout (or that there is none)
 
     deadline = time.monotonic() + 120  # running, with the step its own log says
-    while not (folder / "checkpoint-50").is_dir():
+    while not (folder / "checkpoint-25").is_dir():
         assert time.monotonic() < deadline, (folder / "engine.out.log").read_text()[-2000:]
-        time.sleep(0.5)
+        time.sleep(0.1)
     row = _row(tmp_path)
     assert row["state"] == "running" and row["step"] >= 10, row
 
@@ -97,7 +97,7 @@ def test_a_launched_command_is_watched_stopped_and_resumed(tmp_path, registry_pa
 
     res = _cli("launch", str(preset), "--resume", "--plain", cwd=tmp_path, timeout=300)
     assert res.returncode == 0, res.stdout[-2000:] + res.stderr  # HEALTHY, final: 0
-    assert "command finished at step 200, exit 0" in res.stdout, res.stdout[-2000:]
+    assert "command finished at step 100, exit 0" in res.stdout, res.stdout[-2000:]
     assert "VERDICT: HEALTHY  [final]" in res.stdout
     argv = json.loads((folder / "prereg.json").read_text())["provenance"]["command"]["argv"]
     assert "--pause" in argv  # the frozen command is the launch's; the resume ran resume_argv
@@ -121,7 +121,7 @@ def test_a_launched_command_is_watched_stopped_and_resumed(tmp_path, registry_pa
         preset.read_text()
         .replace('name = "own_cmd"', 'name = "own_cmp"')
         .replace('output_dir = "runs/own"', 'output_dir = "runs/cmp"')
-        .replace('"--pause", "0.1"', '"--seed", "1"')
+        .replace('"--pause", "0.15"', '"--seed", "1"')
         + '\n[comparators.base]\nbank = "own_base"\n'
     )
     res = _cli("launch", str(compare), "--plain", cwd=tmp_path, timeout=300)
