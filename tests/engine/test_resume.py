@@ -40,7 +40,7 @@ def _wait_for(path, predicate, proc, timeout=90.0):
 
 def test_sigkill_then_resume(tmp_path, corpus_dir):
     log = tmp_path / "train_log.jsonl"
-    argv = tiny_argv(tmp_path, corpus_dir, "--save-every", "4", steps=24)
+    argv = tiny_argv(tmp_path, corpus_dir, "--save-every", "4", steps=16)
     proc = subprocess.Popen(
         argv,
         cwd=REPO,
@@ -66,7 +66,7 @@ def test_sigkill_then_resume(tmp_path, corpus_dir):
     before = _records(log)
     killed_at = max(r["step"] for r in before)
     saved = max(r["step"] for r in before if r["kind"] == "checkpoint")
-    assert killed_at < 24 and not any(r.get("event") == "end" for r in before)
+    assert killed_at < 16 and not any(r.get("event") == "end" for r in before)
 
     done = run_engine(argv + ["--resume"])
     assert done.returncode == 0, done.stderr
@@ -80,9 +80,9 @@ def test_sigkill_then_resume(tmp_path, corpus_dir):
     assert f"step {saved}" in resume[0]["detail"]
     assert after[0]["kind"] == "meta" and after[0]["step"] == saved
     train_steps = [r["step"] for r in after if r["kind"] == "train"]
-    assert train_steps == list(range(saved + 1, 25))
+    assert train_steps == list(range(saved + 1, 17))
     assert after[-1]["kind"] == "event" and after[-1]["event"] == "end"
-    assert (tmp_path / "checkpoints" / "step-000024" / "meta.json").is_file()
+    assert (tmp_path / "checkpoints" / "step-000016" / "meta.json").is_file()
     try:
         from fontaine_tui.core.log.read import load_log
     except ImportError:
