@@ -37,9 +37,11 @@ def launch(
     code: Path | None = None,
     notify: str = "",
     env: dict[str, str] | None = None,
+    preset: str = "smoke",
 ) -> subprocess.Popen:
-    """`launch smoke --plain`; with `code`, the engine package is imported from there; with
-    `notify`, FONTAINE_NOTIFY (the user's config.toml kept out either way); `env` added."""
+    """`launch smoke --plain` (or `preset`); with `code`, the engine package is imported from
+    there; with `notify`, FONTAINE_NOTIFY (the user's config.toml kept out either way); `env`
+    added."""
     env = {
         **os.environ,
         "PYTHONUNBUFFERED": "1",
@@ -57,7 +59,7 @@ def launch(
             "-m",
             "fontaine_tui",
             "launch",
-            "smoke",
+            preset,
             "--plain",
             "--output-dir",
             "run",
@@ -176,12 +178,24 @@ def test_sigkill_mid_run_is_an_incident_and_resume_continues(
     tmp_path: Path, registry_path: Path
 ) -> None:
     """... posted as an incident, each start an attempt in attempts.jsonl; and the resume runs
-    edited engine code: the verdict names both code identities."""
+    edited engine code: the verdict names both code identities. Smoke at half its length (20
+    steps, a checkpoint every 10): the kill and the resume need no more."""
     import shutil
 
     import fontaine_engine
     from fontaine_tui.core.launch.attempts import read_attempts
+    from tests.core.launch.conftest import preset_variant
     from tests.core.notify.server import Hook
+
+    short = preset_variant(
+        tmp_path,
+        "smoke",
+        name="smoke",
+        steps="20",
+        save_every="10",
+        anchor_step="10",
+        endpoint_step="20",
+    )
 
     code = tmp_path / "code"
     shutil.copytree(
@@ -191,13 +205,13 @@ def test_sigkill_mid_run_is_an_incident_and_resume_continues(
     )
     folder = RunFolder(tmp_path / "run")
     hook = Hook()
-    proc = launch(tmp_path, code=code, notify=hook.url())
+    proc = launch(tmp_path, code=code, notify=hook.url(), preset=str(short))
     pid = None
     try:
         deadline = time.monotonic() + TIMEOUT
-        while True:  # past the step-20 checkpoint
+        while True:  # past the step-10 checkpoint
             tail = read_tail(folder)
-            if tail.checkpoint_step == 20 and tail.last_step >= 22:
+            if tail.checkpoint_step == 10 and tail.last_step >= 12:
                 break
             assert proc.poll() is None, proc.communicate()
             assert time.monotonic() < deadline
@@ -213,10 +227,10 @@ def test_sigkill_mid_run_is_an_incident_and_resume_continues(
             except ProcessLookupError:
                 pass
     killed_at = read_tail(folder).last_step
-    assert killed_at >= 22
+    assert killed_at >= 12
     assert proc.returncode == 1
-    incident = f"killed by SIGKILL at step {killed_at} (last checkpoint step 20)"
-    assert f": run ended early at step {killed_at} of 40: engine {incident}" in out
+    incident = f"killed by SIGKILL at step {killed_at} (last checkpoint step 10)"
+    assert f": run ended early at step {killed_at} of 20: engine {incident}" in out
     assert "ALERT  exited-early since " in out  # the console's warnings panel's words
     [entry] = Registry(registry_path).entries()
     assert (entry.status, entry.last_step) == ("killed", killed_at)
@@ -246,17 +260,17 @@ def test_sigkill_mid_run_is_an_incident_and_resume_continues(
     assert launched_code["sha256"] == load_log(folder.log).metas[0].code["sha256"]
     with open(code / "fontaine_engine" / "train.py", "a") as fh:
         fh.write("\n# an edit between the launch and the resume\n")
-    resumed = launch(tmp_path, "--resume", code=code)
+    resumed = launch(tmp_path, "--resume", code=code, preset=str(short))
     out, err = resumed.communicate(timeout=TIMEOUT)
     assert "resumed smoke" in out and "Traceback" not in err
-    assert "resumed from checkpoint step-000020 (step 20)" in out
-    assert "engine finished at step 40" in out
+    assert "resumed from checkpoint step-000010 (step 10)" in out
+    assert "engine finished at step 20" in out
     store = load_log(folder.log)
     assert [e.event for e in store.events] == ["start", "resume", "end"]
-    assert store.last_step == 40 and list(store.steps) == list(range(1, 41))
-    assert store.replaced_steps == killed_at - 20  # the killed timeline past 20 was replayed
+    assert store.last_step == 20 and list(store.steps) == list(range(1, 21))
+    assert store.replaced_steps == killed_at - 10  # the killed timeline past 10 was replayed
     [entry] = Registry(registry_path).entries()
-    assert (entry.status, entry.exit_code, entry.last_step) == ("finished", 0, 40)
+    assert (entry.status, entry.exit_code, entry.last_step) == ("finished", 0, 20)
     assert [(a.number, a.kind, a.cause) for a in read_attempts(folder)] == [
         (1, "launch", "killed"),
         (2, "resume", "finished"),
@@ -266,10 +280,10 @@ def test_sigkill_mid_run_is_an_incident_and_resume_continues(
     )
     assert res.returncode == 0
     row = res.stdout.splitlines()[1].split()
-    assert row[:4] == ["smoke", socket.gethostname(), "finished", "40/40"]
+    assert row[:4] == ["smoke", socket.gethostname(), "finished", "20/20"]
     assert row[9] == "2"  # ATT: the launch and the resume
     verdict = json.loads(folder.verdict.read_text())
-    assert verdict["read_step"] == 40 and resumed.returncode == EXIT_CODES[verdict["verdict"]]
+    assert verdict["read_step"] == 20 and resumed.returncode == EXIT_CODES[verdict["verdict"]]
     new_code = store.metas[-1].code
     assert new_code["sha256"] != launched_code["sha256"]
     [change] = verdict["provenance"]["changed"]
