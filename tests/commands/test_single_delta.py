@@ -70,8 +70,38 @@ def home(tmp_path_factory, corpus_dir) -> Path:
 
 
 def _stop(home: Path, folder: str) -> None:
-    res = _cli(home, "stop", folder, "--yes")
-    assert res.returncode == 0, res.stdout + res.stderr
+    """End the engine a test launched: SIGKILL to its process group, as the registry names it.
+
+    What these tests hold is the launch and what it wrote; a `stop` would wait for the
+    engine's two ranks to reach their first step before it acts (the stop itself is tested
+    in tests/core/launch/test_real_engine.py).
+    """
+    import signal
+
+    import psutil
+
+    from fontaine_tui.core.launch.registry import Registry
+
+    [entry] = [
+        e
+        for e in Registry(home / "state" / "babysit.toml").entries()
+        if Path(e.run_dir) == home / folder
+    ]
+    assert entry.pid > 1, entry
+    try:
+        engine = psutil.Process(entry.pid)
+        os.killpg(entry.pid, signal.SIGKILL)
+    except (psutil.NoSuchProcess, ProcessLookupError):
+        return
+    deadline = time.monotonic() + 30
+    while True:
+        try:
+            if engine.status() == psutil.STATUS_ZOMBIE:
+                return
+        except psutil.NoSuchProcess:
+            return
+        assert time.monotonic() < deadline, "the engine outlived SIGKILL"
+        time.sleep(0.05)
 
 
 def test_a_delta_in_its_delta_keys_only_launches(home):
