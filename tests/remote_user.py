@@ -136,6 +136,26 @@ def _checkout_copy(home: Path, venv: Path) -> None:
     (site / "fontaine-checkout.pth").write_text(f"{dest}\n")
 
 
+def seeded_cache(user: RemoteUser, corpus: Path) -> Path:
+    """The login's $XDG_CACHE_HOME, holding a copy of the test run's engine corpus.
+
+    An engine started there finds its corpus built (the manifest's checks pass on the
+    copy: the same bytes), instead of building it again as the login. The copy is the
+    login's own, so its engine may write beside it (the decoded-frame cache). Made once per
+    login; a test that needs the cold build uses another folder.
+    """
+    cache = user.home / "cache"
+    dest = cache / "fontaine-engine" / corpus.name
+    if not dest.is_dir():
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        tmp = dest.parent / f".{corpus.name}.copy"
+        shutil.rmtree(tmp, ignore_errors=True)
+        shutil.copytree(corpus, tmp)
+        os.replace(tmp, dest)
+        subprocess.run(["chown", "-R", f"{user.name}:", str(cache)], check=True)
+    return cache
+
+
 def remove(user: RemoteUser) -> None:
     for proc in _processes_of(user.name):
         try:

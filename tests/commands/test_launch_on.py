@@ -65,7 +65,7 @@ def wait_for(pred, what: str, timeout: float = TIMEOUT) -> None:
         time.sleep(0.1)
 
 
-def test_launch_on_a_host_cut_reattach_and_stop(remote, sshd, tmp_path, monkeypatch):
+def test_launch_on_a_host_cut_reattach_and_stop(remote, remote_cache, sshd, tmp_path, monkeypatch):
     project = remote.home / "my project $(touch PWNED)"  # literal, never run
     if project.exists():
         shutil.rmtree(project)
@@ -77,7 +77,7 @@ def test_launch_on_a_host_cut_reattach_and_stop(remote, sshd, tmp_path, monkeypa
     config.parent.mkdir(parents=True)
     env = {
         "FONTAINE_REGISTRY": str(state / "babysit.toml"),
-        "XDG_CACHE_HOME": str(remote.home / "cache"),
+        "XDG_CACHE_HOME": str(remote_cache),  # the corpus already built there
         "XDG_CONFIG_HOME": str(remote.home),
     }
     config.write_text(

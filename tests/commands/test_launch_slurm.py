@@ -329,7 +329,7 @@ def test_the_jobs_output_lands_in_a_folder_named_with_patterns(
 @pytest.mark.engine
 @pytest.mark.slow
 def test_submitted_from_a_login_node_over_ssh(
-    cluster, remote, tmp_path: Path, registry_path: Path
+    cluster, remote, remote_cache, tmp_path: Path, registry_path: Path
 ) -> None:
     from fontaine_tui.core.launch.hosts import HostSettings
     from fontaine_tui.core.launch.remote import RemoteEngine
@@ -341,7 +341,7 @@ def test_submitted_from_a_login_node_over_ssh(
     env = {
         "SLURM_CONF": str(cluster.conf),
         "FONTAINE_REGISTRY": str(remote.home / "st.toml"),
-        "XDG_CACHE_HOME": str(remote.home / "cache"),
+        "XDG_CACHE_HOME": str(remote_cache),  # the corpus already built there
         "XDG_CONFIG_HOME": str(remote.home),
     }
     config = (
