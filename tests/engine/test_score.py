@@ -12,7 +12,7 @@ import pytest
 torch = pytest.importorskip("torch")
 pytestmark = [pytest.mark.engine, pytest.mark.xdist_group("engine_tiny_run")]
 
-from tests.engine.conftest import run_engine  # noqa: E402
+from tests.engine.conftest import check_flags, run_engine  # noqa: E402
 from tests.engine.enginelog_schema import check, read  # noqa: E402
 
 FIELDS = ("eval_chunk_mae", "train_chunk_mae", "eval_ar_ce", "eval_flow_loss")
@@ -183,7 +183,11 @@ def test_a_foreign_output_folder_is_refused_and_left_byte_for_byte(scored_run, t
     (out / "train_log.jsonl").write_bytes(b'{"kind":"meta","step":0,"run":"someone else"}\n')
     (out / "notes.md").write_bytes(b"mine\n")
     before = {p.name: (p.read_bytes(), p.stat().st_mtime_ns) for p in out.iterdir()}
-    proc = score("--checkpoints", scored_run, "--output-dir", out)
+    # refused by score's checks before anything is written: in this process (check_flags)
+    proc = check_flags(
+        [sys.executable, "-m", "fontaine_engine", "score", "--checkpoints", str(scored_run)]
+        + ["--output-dir", str(out)]
+    )
     assert proc.returncode == 2
     assert proc.stderr.splitlines() == [
         f"engine: error: --output-dir {out}: not empty and not a score output of this engine "
