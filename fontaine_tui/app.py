@@ -460,4 +460,5 @@ class FontaineApp(App[int]):
 
     def get_system_commands(self, screen: Screen[object]) -> Iterable[SystemCommand]:
         yield from super().get_system_commands(screen)
-        yield from palette.commands(self, [s for s in self.MODES.values() if isinstance(s, type)])
+        modes = [s for s in self.MODES.values() if isinstance(s, type)]
+        yield from palette.commands(self, modes, screen)

@@ -22,10 +22,24 @@ def _bindings(classes: Iterable[type]) -> Iterator[Binding]:
                 yield b
 
 
-def commands(app: App[int], screens: Iterable[type]) -> Iterator[SystemCommand]:
-    """One command per binding of the app and of `screens` (the mode screens)."""
+def commands(app: App[int], screens: Iterable[type], shown: object) -> Iterator[SystemCommand]:
+    """One command per binding of the app and of `screens` (the mode screens).
+
+    A binding whose action the app runs is offered in every mode. One whose action is its
+    screen's own (the monitor's smoothing, the metric browser's filter) is offered only while
+    that screen is `shown`, and runs there: from another mode it would do nothing.
+    """
     for b in _bindings([type(app), *screens]):
-        action = b.action if b.action.startswith(("app.", "screen.")) else f"app.{b.action}"
+        owner = next((c for c in screens if b in getattr(c, "BINDINGS", [])), None)
+        name = b.action.split("(")[0]
+        if b.action.startswith(("app.", "screen.")):
+            action = b.action
+        elif owner is not None and hasattr(owner, f"action_{name}"):
+            if not isinstance(shown, owner):
+                continue
+            action = f"screen.{b.action}"
+        else:
+            action = f"app.{b.action}"
         key = b.key_display or b.key.split(",")[0]
 
         async def run(action: str = action) -> None:

@@ -123,6 +123,21 @@ async def test_palette_offers_the_actions(tmp_path):
         assert app.current_mode == "verdict"
 
 
+async def test_a_palette_command_of_a_screens_own_key_acts_on_that_screen(tmp_path):
+    app = console(make_run(tmp_path / "run", probes=SCALED_LIKE))
+    async with app.run_test(size=SIZE) as pilot:
+        await loaded(pilot, 1000)
+        chart = app.screen.query_one("#loss-chart", Chart)
+        commands = {c.title: c for c in app.get_system_commands(app.screen)}
+        await commands["Smoother (e)"].callback()
+        await pilot.pause(0.2)
+        assert chart.spec.title == "training losses  [EMA 0.95, debiased; linear scale]"
+        await pilot.press("v")
+        await pilot.pause()
+        shown = {c.title for c in app.get_system_commands(app.screen)}
+        assert "Smoother (e)" not in shown and "Accept (a)" in shown  # the monitor's own key
+
+
 async def test_e_and_g_change_the_loss_charts_smoothing_and_axis(tmp_path):
     app = console(make_run(tmp_path / "run", probes=SCALED_LIKE))
     async with app.run_test(size=SIZE) as pilot:
