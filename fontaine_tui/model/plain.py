@@ -52,7 +52,7 @@ from fontaine_tui.model.plainwarn import PlainWarnings
 from fontaine_tui.model.readout import recipe_steps
 from fontaine_tui.model.recordline import describe_record
 from fontaine_tui.model.recover import Restarter, recover
-from fontaine_tui.model.sampler import Sampler
+from fontaine_tui.model.sampler import Sampler, on_node
 from fontaine_tui.model.session import Session
 
 ENDS = ("end", "error")  # the events that end a run: finished, failed
@@ -297,11 +297,14 @@ class PlainWatch:
             ended=ended,
         )
 
-    def look(self) -> tuple[ExitInfo | None, TelemetrySnapshot]:
-        """The blocking part of a poll (process, NVML, /proc), run off the event loop."""
+    def look(self) -> tuple[ExitInfo | None, TelemetrySnapshot | None]:
+        """The blocking part of a poll (process, NVML, /proc), run off the event loop.
+
+        A Slurm job runs on its node: no look here, whose RAM and GPUs are not its."""
         exit_info = self.engine.poll()
-        pid = self.engine.pid or None  # a Slurm job has no process here
-        return exit_info, sample(pid=None if exit_info else pid)
+        if on_node(self.engine):
+            return exit_info, None
+        return exit_info, sample(pid=None if exit_info else self.engine.pid or None)
 
     async def check(self) -> ExitInfo | None:
         """Poll once, with the blocking part (`look`) in a thread and the judging here.

@@ -35,13 +35,18 @@ def default_telemetry(source: RunSource, pid: int | None = None) -> Sampler:
 ON_NODE = "slurm job: it runs on its node, whose history is drawn below"
 
 
+def on_node(process: object) -> bool:
+    """Whether a watched run's process is a Slurm job: it runs on a node, not on this host."""
+    return bool(getattr(process, "job", ""))
+
+
 def live_telemetry(source: RunSource, process: object | None) -> tuple[Sampler | None, str]:
     """The live sampler of a watched run and, where there is none, why.
 
     A Slurm job runs on a node, not on this host nor on the login node the source reads
     through: no live look stands for it (it would be another machine's), and the node's own
     history, which its recorder writes into the run folder, is what the panel draws."""
-    if getattr(process, "job", ""):
+    if on_node(process):
         return None, ON_NODE
     pid = getattr(process, "pid", None) or None
     return default_telemetry(source, pid), ""

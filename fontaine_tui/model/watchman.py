@@ -166,8 +166,10 @@ class RunWatch:
     @staticmethod
     def _process(
         target: Target, source: RunSource, this_host: str
-    ) -> tuple[Process | None, Callable[[], object], Attempt | None]:
+    ) -> tuple[Process | None, Callable[[], object] | None, Attempt | None]:
         """The engine of a run of this host's registry, found again by pid.
+
+        A Slurm job runs on its node: no sampler, since this host's RAM and GPUs are not its.
 
         The engine is judged from its attempt's start (attempts.jsonl: its log offsets, its
         OOM-kill counters).
@@ -179,6 +181,8 @@ class RunWatch:
                 None,
             )
         entry = target.entry
+        if entry is not None and entry.job:  # on its node: this host's look is another machine's
+            return None, None, None
         if entry is None or entry.host != this_host or entry.pid <= 0:
             return None, partial(telemetry.sample, pid=None), None
         launched = LaunchedRun.from_registry(entry, Registry(), this_host)

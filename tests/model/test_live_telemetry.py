@@ -27,3 +27,24 @@ def test_an_engine_here_is_sampled_with_its_tree(tmp_path: Path) -> None:
     finally:
         engine.kill()
         engine.wait()
+
+
+def test_a_slurm_job_is_judged_on_no_look_at_this_host_by_plain_and_babysit(tmp_path: Path) -> None:
+    # launch --plain and babysit judge the warning rules on this host's RAM and GPUs: for a job
+    # on a node, those are the login host's, so neither takes a look here
+    from fontaine_tui.core.host.memory import hostname
+    from fontaine_tui.core.launch.registry import Entry
+    from fontaine_tui.model.sampler import on_node
+    from fontaine_tui.model.watchman import RunWatch, Target
+
+    assert on_node(SlurmJob(RunFolder(tmp_path), "12", watch=False))
+    engine = subprocess.Popen([sys.executable, "-c", "pass"])
+    engine.wait()
+    assert not on_node(engine)
+    entry = Entry(name="j", run_dir=str(tmp_path), host=hostname(), job="12")
+    process, sampler, _ = RunWatch._process(
+        Target(str(tmp_path), entry), LocalRun(tmp_path), hostname()
+    )
+    assert process is None and sampler is None
+    here = Entry(name="h", run_dir=str(tmp_path), host=hostname())
+    assert RunWatch._process(Target(str(tmp_path), here), LocalRun(tmp_path), hostname())[1]
