@@ -104,6 +104,7 @@ def test_a_launched_command_is_watched_stopped_and_resumed(tmp_path, registry_pa
     ends = [json.loads(x) for x in (folder / "attempts.jsonl").read_text().splitlines()]
     assert [(e["event"], e.get("kind") or e.get("cause")) for e in ends] == [
         ("begin", "launch"),
+        ("stop", None),  # the stop recorded before it was sent: no restart answers it
         ("end", "stopped"),
         ("begin", "resume"),
         ("end", "finished"),
