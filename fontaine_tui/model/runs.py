@@ -174,8 +174,17 @@ def open_run(
 
     The session uses the folder's frozen preset when it has one. A run another trainer writes
     (no prereg.json) is followed through its format, with the preset it was registered with.
-    Else it takes `session`'s preset, and the warning says why.
+    Else it takes `session`'s preset, and the warning says why. The viewer's --blind goes
+    with them: a run picked from the list is as blind as the one shown.
     """
+    opened, why = _open_run(session, folder, registry)
+    opened.blind_asked = session.blind_asked
+    return opened, why
+
+
+def _open_run(
+    session: Session, folder: Path, registry: Registry | None
+) -> tuple[Session, Outcome | None]:
     if not (folder / PREREG).exists():
         foreign = _foreign_at(session, folder, registry)
         if foreign is not None:
@@ -210,6 +219,7 @@ def open_target(
         return open_run(session, Path(parsed.folder), registry)
     far = Session(SshRun(parsed, ssh_options), session.preset, "attach", process)
     far.preset_named = False  # its prereg.json, read over SSH, is the run's preset
+    far.blind_asked = session.blind_asked  # the viewer's --blind, as for a folder here
     return far, None
 
 

@@ -209,3 +209,30 @@ async def test_enter_on_a_row_naming_a_host_ssh_would_read_as_an_option_says_one
             lambda: any("may not begin with '-'" in str(n.message) for n in app._notifications),
         )
         assert app.is_running and not (tmp_path / "x").exists()
+
+
+async def test_a_viewers_blind_goes_with_the_runs_pinned_and_attached_from_the_list(
+    tmp_path, preset, registry_path, monkeypatch
+):
+    # `--blind` on a run whose preset is not blind: the overlay and a run attached from the
+    # list are as blind as the monitor, never a way around it
+    monkeypatch.chdir(tmp_path)
+    reg = _two_runs(tmp_path, preset, registry_path)
+    app = console(
+        make_run(tmp_path / "shown", upto=500), registry=reg, start_mode="runs", blind=True
+    )
+    async with app.run_test(size=SIZE) as pilot:
+        await _pin_both(pilot)
+        await pilot.press("o")
+        # live is at 600 of 1000, hidden; done reached its endpoint, where the read is shown
+        await until(pilot, lambda: "step 1000" in _legend(app) and "step 600" in _legend(app))
+        live = next(line for line in _legend(app).splitlines() if "live" in line)
+        assert "read blinded" in live and "read +" not in live
+        await pilot.press("r")
+        table = app.screen.query_one(DataTable)
+        table.focus()
+        row = next(i for i in range(table.row_count) if "live" in str(table.get_row_at(i)[0]))
+        table.move_cursor(row=row, animate=False)
+        await pilot.press("enter")
+        await until(pilot, lambda: app.view is not None and app.view.label == "local live")
+        assert app.session.blind_asked and app.view.blinded
