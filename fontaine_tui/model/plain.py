@@ -33,7 +33,7 @@ from fontaine_tui.core.launch.launcher import EngineProcess, label
 from fontaine_tui.core.launch.recovery import recovery_read
 from fontaine_tui.core.launch.registry import Registry
 from fontaine_tui.core.launch.slurm_job import SlurmJob
-from fontaine_tui.core.launch.traineralerts import alert_words, rule_of
+from fontaine_tui.core.launch.traineralerts import alert_words, rule_metrics, rule_of
 from fontaine_tui.core.log.records import Alert, Event, Malformed, Probe
 from fontaine_tui.core.log.store import RunStore
 from fontaine_tui.core.preset.record import Preset
@@ -142,7 +142,8 @@ class PlainReport:
             return
         self._alerts.add(rule)
         hidden = self.session.blind_hides(self.session.latest())
-        words = alert_words(rec, self.session.preset.verdict.metric, hidden, self.session.redact)
+        metrics = rule_metrics(self.session.preset.verdict)
+        words = alert_words(rec, metrics, hidden, self.session.redact)
         self.say(f"{rec.level.upper():6} {words}")
 
     async def follow(

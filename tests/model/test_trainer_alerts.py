@@ -205,8 +205,31 @@ def test_blinded_an_alert_naming_the_metric_keeps_its_words_back(tmp_path):
     seen, hidden = asyncio.run(look(False)), asyncio.run(look(True))
     assert any("eval_chunk_mae fell to 0.31" in m for m in seen)
     assert not any("0.31" in m for m in hidden)
-    assert any("its words name eval_chunk_mae" in m for m in hidden)
+    assert any("may quote the blinded read" in m for m in hidden)
     assert any("slow io" in m for m in hidden)  # health stays visible
+
+
+def test_blinded_an_alert_quoting_the_read_however_it_is_spelt_keeps_its_words_back():
+    from fontaine_tui.core.launch.traineralerts import alert_words, rule_metrics
+
+    metrics = rule_metrics(load_preset(PRESET).verdict)
+    logged = [
+        alert(750, "Eval chunk MAE rose", "eval/chunk_mae = 3.5000 (delta 0.4000)"),
+        alert(751, "EVAL_CHUNK_MAE 3.5000"),
+        alert(752, "the probe rose", "now 3.5"),  # no name, a number
+        alert(753, "eval chunk mae went up"),  # a name, no number
+        alert(754, "slow io"),
+    ]
+    from fontaine_tui.core.log.read import load_lines
+
+    store = load_lines([b"".join(json.dumps(a).encode() + b"\n" for a in logged)])
+    *quoting, health = store.alerts
+    assert len(quoting) == 4
+    for a in quoting:
+        words = alert_words(a, metrics, blinded=True)
+        assert "3.5" not in words and "mae" not in words.lower(), words
+    assert "slow io" in alert_words(health, metrics, blinded=True)
+    assert "3.5000" in alert_words(quoting[1], metrics, blinded=False)
 
 
 def test_a_jsonl_trainer_raises_an_alert_either_way_and_a_bad_one_is_counted():

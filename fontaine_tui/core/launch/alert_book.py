@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 from fontaine_tui.core.host.telemetry import TelemetrySnapshot
 from fontaine_tui.core.launch.alerts import SEVERITIES, RunContext, RunWarning, run_rules
 from fontaine_tui.core.launch.stall import HISTORY, RamReading, StateReading, state_key
-from fontaine_tui.core.launch.traineralerts import trainer_warnings
+from fontaine_tui.core.launch.traineralerts import rule_metrics, trainer_warnings
 from fontaine_tui.core.log.store import RunStore
 from fontaine_tui.core.preset.record import Preset
 from fontaine_tui.core.preset.sections import world_size
@@ -103,7 +103,8 @@ def evaluate(
         finished=finished,
         settling=settling,
     )
-    raised = trainer_warnings(store, ctx.metric, blinded, now, redact or (lambda text: text))
+    metrics = rule_metrics(preset.verdict)
+    raised = trainer_warnings(store, metrics, blinded, now, redact or (lambda text: text))
     return book.update(run_rules(store, telemetry, preset.gates, now, process, ctx) + raised)
 
 

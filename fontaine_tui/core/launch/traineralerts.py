@@ -7,15 +7,15 @@ that reads the log again, or another watcher of the run, knows it as the same al
 babysitter posts it once (model/babysitter.py). Alert records that could not be read are one
 warning that counts them. An alert is health: no rule of the verdict reads it.
 
-While the read is blinded, an alert whose title or text names the rule's metric is shown
-without its words: a trainer's alert may quote the number the blind hides.
+While the read is blinded, an alert whose title or text holds a number or names a rule's
+metric is shown without its words: a trainer's alert may quote the number the blind hides.
 """
 
 from __future__ import annotations
 
 import hashlib
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from types import MappingProxyType
 
 from fontaine_tui.core.launch.alerts import RunWarning
@@ -39,9 +39,26 @@ def is_alert_rule(rule: str) -> bool:
     return rule.startswith(RULE + ":")
 
 
-def names_metric(alert: Alert, metric: str) -> bool:
-    """Whether the alert's title or text names the rule's metric."""
-    return bool(metric) and (metric in alert.title or metric in alert.text)
+def rule_metrics(rules: object) -> tuple[str, ...]:
+    """The metrics a [verdict] reads: its own and each secondary rule's."""
+    metric = getattr(rules, "metric", "")
+    return (metric, *(r.metric for r in getattr(rules, "secondary", ())))
+
+
+def _squashed(text: str) -> str:
+    return "".join(c for c in text.lower() if c.isalnum())
+
+
+def may_quote(alert: Alert, metrics: Sequence[str]) -> bool:
+    """Whether the alert's words may quote a blinded read.
+
+    They may when they hold a digit, or name a rule's metric however it is spelt (case,
+    `_`, `/`, spaces: "Eval chunk MAE" is eval_chunk_mae)."""
+    words = f"{alert.title} {alert.text}"
+    if any(c.isdigit() for c in words):
+        return True
+    squashed = _squashed(words)
+    return any(_squashed(m) and _squashed(m) in squashed for m in metrics)
 
 
 def _same(text: str) -> str:
@@ -49,17 +66,21 @@ def _same(text: str) -> str:
 
 
 def alert_words(
-    alert: Alert, metric: str = "", blinded: bool = False, redact: Callable[[str], str] = _same
+    alert: Alert,
+    metrics: Sequence[str] = (),
+    blinded: bool = False,
+    redact: Callable[[str], str] = _same,
 ) -> str:
     """The alert in words, as the panel, the plain report and a notification say it.
 
-    Blinded, an alert naming the rule's metric keeps only its level and step. `redact` hides
-    the notification secrets in the trainer's words (model/notices.py's secret_redactor)."""
+    Blinded, an alert whose words may quote the read (`may_quote`) keeps only its level and
+    step. `redact` hides the notification secrets in the trainer's words (model/notices.py's
+    secret_redactor)."""
     where = "" if alert.step == NO_STEP else f" at step {alert.step}"
-    if blinded and names_metric(alert, metric):
+    if blinded and may_quote(alert, metrics):
         return (
-            f"the trainer raised an alert{where}; its words name {literal(metric)}, the "
-            "blinded metric: hidden until the final read"
+            f"the trainer raised an alert{where}; its words hold a number or name a rule's "
+            "metric, so they may quote the blinded read: hidden until the final read"
         )
     text = f": {literal(redact(alert.text))}" if alert.text else ""
     return f"the trainer's alert{where}: {literal(redact(alert.title))}{text}"
@@ -67,7 +88,7 @@ def alert_words(
 
 def trainer_warnings(
     store: RunStore,
-    metric: str,
+    metrics: Sequence[str],
     blinded: bool,
     now: float,
     redact: Callable[[str], str] = _same,
@@ -80,7 +101,7 @@ def trainer_warnings(
             rule_of(a),
             a.level,
             a.time if math.isfinite(a.time) else now,
-            alert_words(a, metric, blinded, redact),
+            alert_words(a, metrics, blinded, redact),
             MappingProxyType({"step": float(a.step), "logged": a.time}),
         )
         for a in store.alerts[-SHOWN:]
