@@ -15,7 +15,7 @@ from textual.binding import Binding
 from textual.widgets import Footer, Input
 
 from fontaine_tui.core.verdict.chart import ChartSpec
-from fontaine_tui.core.verdict.losschart import EMA_DEFAULT, EMA_FACTORS
+from fontaine_tui.core.verdict.losschart import EMA_DEFAULT, stepped
 from fontaine_tui.model.metricchart import RULE_MARK, metric_chart, rule_reads
 from fontaine_tui.model.metrics import PROBE, MetricIndex, matching
 from fontaine_tui.model.view import RunView
@@ -268,8 +268,7 @@ class MetricsScreen(ViewScreen):
         self._redraw()
 
     def action_smoothing(self, direction: int) -> None:
-        i = EMA_FACTORS.index(self.smoothing) if self.smoothing in EMA_FACTORS else 0
-        self.smoothing = EMA_FACTORS[max(0, min(len(EMA_FACTORS) - 1, i + direction))]
+        self.smoothing = stepped(self.smoothing, direction)
         self._redraw()
 
     def action_toggle_log(self) -> None:

@@ -14,7 +14,7 @@ from textual.widgets import Footer
 
 from fontaine_tui.core.host.history import History
 from fontaine_tui.core.host.telemetry import TelemetrySnapshot
-from fontaine_tui.core.verdict.losschart import EMA_DEFAULT, EMA_FACTORS, loss_chart
+from fontaine_tui.core.verdict.losschart import EMA_DEFAULT, loss_chart, stepped
 from fontaine_tui.model.history import HistoryReader, every_s
 from fontaine_tui.model.readout import evidence_lines, run_events
 from fontaine_tui.model.view import RunView
@@ -107,8 +107,7 @@ class MonitorScreen(ViewScreen):
         )
 
     def action_smoothing(self, direction: int) -> None:
-        i = EMA_FACTORS.index(self.smoothing) if self.smoothing in EMA_FACTORS else 0
-        self.smoothing = EMA_FACTORS[max(0, min(len(EMA_FACTORS) - 1, i + direction))]
+        self.smoothing = stepped(self.smoothing, direction)
         self._redraw_losses()
 
     def action_toggle_log(self) -> None:

@@ -13,7 +13,7 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.widgets import Footer, Static
 
-from fontaine_tui.core.verdict.losschart import EMA_DEFAULT, EMA_FACTORS
+from fontaine_tui.core.verdict.losschart import EMA_DEFAULT, stepped
 from fontaine_tui.core.verdict.overlaychart import OverlayRun, overlay_losses, overlay_probes
 from fontaine_tui.screens.base import ConsoleScreen
 from fontaine_tui.widgets.chart import Chart
@@ -94,6 +94,5 @@ class OverlayScreen(ConsoleScreen):
         )
 
     def action_smoothing(self, direction: int) -> None:
-        i = EMA_FACTORS.index(self.smoothing) if self.smoothing in EMA_FACTORS else 0
-        self.smoothing = EMA_FACTORS[max(0, min(len(EMA_FACTORS) - 1, i + direction))]
+        self.smoothing = stepped(self.smoothing, direction)
         self._look()

@@ -10,6 +10,14 @@ from fontaine_tui.core.verdict.chart import ChartSpec, Curve
 
 EMA_FACTORS = (0.0, 0.6, 0.8, 0.9, 0.95, 0.98, 0.99)  # the loss chart's smoothing steps
 EMA_DEFAULT = 0.9
+
+
+def stepped(factor: float, direction: int) -> float:
+    """The smoothing step `direction` steps from `factor` (more: +1, less: -1), within range."""
+    i = EMA_FACTORS.index(factor) if factor in EMA_FACTORS else 0
+    return EMA_FACTORS[max(0, min(len(EMA_FACTORS) - 1, i + direction))]
+
+
 LOSSES = (("ar_ce", "AR CE", "cyan"), ("flow_loss", "flow", "magenta"))
 
 
