@@ -25,6 +25,7 @@ from fontaine_tui.model.metrics import MetricIndex
 
 SERIES_SCHEMA = "fontaine-tui/series/1"
 STEPS_RULE = "expected A:B (either end may be left out) or a list of steps, as 100,200"
+STEP_DIGITS = 18  # a step fits a signed 64-bit integer; a longer number is a typo, not a step
 
 
 @dataclass(frozen=True, slots=True)
@@ -46,6 +47,8 @@ class Steps:
 def parse_steps(text: str) -> Steps:
     """--steps A:B, A:, :B or A,B,C; InputError (one line) for anything else."""
     text = text.strip()
+    if any(len(n) > STEP_DIGITS for n in re.findall(r"\d+", text)):
+        raise InputError(f"--steps: a step has at most {STEP_DIGITS} digits ({STEPS_RULE})")
     if re.fullmatch(r"\d*:\d*", text) and text != ":":
         a, b = text.split(":")
         first, last = (int(a) if a else None), (int(b) if b else None)

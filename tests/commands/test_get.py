@@ -92,6 +92,8 @@ def test_get_reads_a_train_records_own_keys_and_names_the_keys_not_kept(runs):
         (("ours", "-m", "nope"), "no metric 'nope' (metrics: loss, ar_ce,"),
         (("ours", "-m", "loss", "--steps", "9:3"), "--steps: '9:3': the range ends before"),
         (("ours", "-m", "loss", "--steps", "a,b"), "--steps: 'a,b': expected A:B"),
+        (("ours", "-m", "loss", "--steps", "9" * 5000 + ":"), "--steps: a step has at most 18"),
+        (("ours", "-m", "loss", "--steps", "1," + "9" * 5000), "--steps: a step has at most 18"),
         (("gone", "-m", "loss"), "gone: no such folder"),
         (("tb", "-m", "loss"), "both train records and probes: name train:loss or probe:loss"),
     ],
