@@ -7,6 +7,13 @@ is past the healthy bound), and a positive `to_drift` how far it is from the dri
 (negative: how far past it). `side` says where the read lies: "healthy", "between" or
 "drift". The scale-adjusted rule has its own bounds (the raw ones x s), so its own distances.
 
+The distances agree with the rule's label (core/verdict/bounds.py): they are counted at
+RESOLUTION, as the label compares, so a read exactly on a bound (3.7623 - 3.4623 against 0.30)
+is 0 from it, never 3e-16 past it; and a read the label puts on a bound because its numbers were
+stored with fewer bits (within the stored precision's tolerance) is 0 from that bound, and
+`within_precision` names the bound ("healthy", "drift", or "both" when the precision cannot
+tell them apart: UNDECIDABLE).
+
 A blinded read never reaches this module's caller (core/verdict/blind.py decides first).
 """
 
@@ -14,24 +21,40 @@ from __future__ import annotations
 
 import math
 
+from fontaine_tui.core.preset.checks import AMBIGUOUS, HEALTHY, SAME_DRIFT
+from fontaine_tui.core.verdict.bounds import RESOLUTION
 from fontaine_tui.core.verdict.record import RuleRead, Verdict, json_num
+
+SIDES = {HEALTHY: "healthy", AMBIGUOUS: "between", SAME_DRIFT: "drift"}
+DIGITS = 9  # RESOLUTION's decimal places: a distance is written to them
+
+
+def _ahead(a: float, b: float) -> float:
+    """`a - b` counted at RESOLUTION, as the label compares them (plain when too large to)."""
+    sa, sb = a / RESOLUTION, b / RESOLUTION
+    if not (math.isfinite(sa) and math.isfinite(sb)):
+        return a - b
+    return round((round(sa) - round(sb)) * RESOLUTION, DIGITS)
 
 
 def rule_distances(rule: RuleRead) -> dict[str, object]:
-    """One rule's bounds, its read, and the read's signed distances to them."""
+    """One rule's bounds, its read, and the read's signed distances to them, as its label reads.
+
+    A distance the label calls on the bound within the stored precision is 0, and
+    `within_precision` says which bound."""
     x, h, d = rule.value, rule.healthy, rule.drift
     if rule.lower_is_better:
-        to_healthy, to_drift = h - x, d - x
+        to_healthy, to_drift = _ahead(h, x), _ahead(d, x)
     else:
-        to_healthy, to_drift = x - h, x - d
-    if not math.isfinite(x):
-        side = None
-    elif to_healthy >= 0:
-        side = "healthy"
-    elif to_drift <= 0:
-        side = "drift"
-    else:
-        side = "between"
+        to_healthy, to_drift = _ahead(x, h), _ahead(x, d)
+    within: str | None = None
+    side = SIDES.get(rule.label) if math.isfinite(x) else None
+    if side == "healthy" and to_healthy < 0:
+        to_healthy, within = 0.0, "healthy"
+    elif side == "drift" and to_drift > 0:
+        to_drift, within = 0.0, "drift"
+    elif side is None and math.isfinite(x):  # the precision spans both bounds: UNDECIDABLE
+        within = "both"
     return {
         "healthy": json_num(h),
         "drift": json_num(d),
@@ -40,6 +63,7 @@ def rule_distances(rule: RuleRead) -> dict[str, object]:
         "to_healthy": json_num(to_healthy),
         "to_drift": json_num(to_drift),
         "side": side,
+        "within_precision": within,
     }
 
 

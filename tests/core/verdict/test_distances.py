@@ -1,0 +1,76 @@
+"""A read's distances to its bounds (`runs -j`) agree with the label the rule gives it.
+
+The label (core/verdict/bounds.py) compares at RESOLUTION and allows for the stored precision;
+the distances are counted the same way, so the side and the signs never contradict the label."""
+
+from __future__ import annotations
+
+import math
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from fontaine_tui.core.preset.checks import HEALTHY, SAME_DRIFT, UNDECIDABLE
+from fontaine_tui.core.verdict.bounds import read_rule, tolerance
+from fontaine_tui.core.verdict.distances import rule_distances
+from fontaine_tui.core.verdict.record import RuleRead
+
+SIDE = {HEALTHY: "healthy", SAME_DRIFT: "drift", "AMBIGUOUS": "between", UNDECIDABLE: None}
+
+
+def distances(x: float, h: float, d: float, lower: bool = True, tol: float = 0.0) -> dict:
+    label = read_rule(x, h, d, lower, tol)
+    rule = RuleRead("raw", h, d, x, label, "lower" if lower else "higher")
+    return rule_distances(rule)
+
+
+def test_a_delta_exactly_on_the_healthy_bound_is_healthy_and_zero_from_it():
+    # 3.7623 - 3.4623 is 0.30000000000000027 in floats: on the bound 0.30, as the label reads it
+    got = distances(3.7623 - 3.4623, 0.30, 1.0158)
+    assert got["label"] == HEALTHY
+    assert (got["to_healthy"], got["side"], got["within_precision"]) == (0.0, "healthy", None)
+    assert got["to_drift"] == 0.7158
+
+
+def test_a_read_on_the_bound_within_the_stored_precision_says_so():
+    # float32 numbers: 0.3000001 past 0.30 is within what the source could store
+    tol = tolerance(24, 3.7623, 3.4623)
+    got = distances(0.3000001, 0.30, 1.0158, tol=tol)
+    assert got["label"] == HEALTHY
+    assert (got["to_healthy"], got["side"], got["within_precision"]) == (0.0, "healthy", "healthy")
+    drift = distances(1.0157999, 0.30, 1.0158, tol=tol)
+    assert (drift["label"], drift["side"]) == (SAME_DRIFT, "drift")
+    assert (drift["to_drift"], drift["within_precision"]) == (0.0, "drift")
+    both = distances(0.5, 0.5, 0.5000001, tol=tol)
+    assert (both["label"], both["side"], both["within_precision"]) == (UNDECIDABLE, None, "both")
+
+
+FINITE = st.floats(-10.0, 10.0, allow_nan=False)
+
+
+@settings(max_examples=1500, deadline=None)
+@given(
+    a=FINITE,
+    b=FINITE,
+    h=st.sampled_from([0.3, 0.1, 1e-9, 0.0, -0.2, 2.5]),
+    gap=st.sampled_from([0.7158, 1e-9, 3e-9, 0.5, 2.0]),
+    lower=st.booleans(),
+    bits=st.sampled_from([53, 24, 11]),
+    exact=st.booleans(),
+)
+def test_side_and_signs_always_agree_with_the_label(a, b, h, gap, lower, bits, exact):
+    x = (h + a) - a if exact else a - b  # often a bound reached through float arithmetic
+    d = h + gap if lower else h - gap
+    got = distances(x, h, d, lower, tolerance(bits, a, b))
+    label, th, td = got["label"], got["to_healthy"], got["to_drift"]
+    assert got["side"] == SIDE[label]
+    if label == HEALTHY:
+        assert th >= 0 and td > 0, got
+    elif label == SAME_DRIFT:
+        assert td <= 0 and th < 0, got
+    elif label == "AMBIGUOUS":
+        assert th < 0 < td, got
+    else:
+        assert got["within_precision"] == "both" and math.isfinite(x)
+    if got["within_precision"] in ("healthy", "drift"):
+        assert got[f"to_{got['within_precision']}"] == 0.0
