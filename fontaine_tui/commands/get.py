@@ -66,4 +66,15 @@ def run(args: argparse.Namespace) -> int:
     if got.missing:
         shown = ", ".join(map(str, got.missing[:20])) + (" ..." if len(got.missing) > 20 else "")
         sys.stderr.write(literal(f"note: {args.metric} was not logged at step(s) {shown}") + "\n")
+    if got.conflicts:
+        at = [s for s, _ in got.conflicts]
+        shown = ", ".join(map(str, at[:20])) + (" ..." if len(at) > 20 else "")
+        sys.stderr.write(
+            literal(
+                f"note: {args.metric} was logged with different values at step(s) {shown} "
+                "(a row for each value, the first logged first; the verdict reads such a step "
+                "as UNDECIDABLE)"
+            )
+            + "\n"
+        )
     return 0

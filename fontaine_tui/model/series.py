@@ -4,7 +4,10 @@ The folder is read as `inspect` reads it (ours, or any format the tool reads, ev
 its metrics are model/metrics.py's (every numeric field, as the metric browser lists them),
 and the metric's steps and values come out as CSV (a header line, one row per step, NaN as
 `nan`) or as one JSON document (schema SERIES_SCHEMA, docs/json.md). A step asked for that
-the run did not log is named, never written as a number.
+the run did not log is named, never written as a number. A probe logged twice at one step with
+different values of the metric (conflicting evidence: the verdict reads it UNDECIDABLE) is never
+resolved by picking one: each value gets its own row, the first logged first, and `conflicts`
+names the step.
 """
 
 from __future__ import annotations
@@ -21,7 +24,7 @@ from fontaine_tui.core.log.formats.inspect import choose, load
 from fontaine_tui.core.log.store import RunStore
 from fontaine_tui.core.runfolder import LOG
 from fontaine_tui.core.verdict.record import json_num
-from fontaine_tui.model.metrics import MetricIndex
+from fontaine_tui.model.metrics import PROBE, MetricIndex
 
 SERIES_SCHEMA = "fontaine-tui/series/1"
 STEPS_RULE = "expected A:B (either end may be left out) or a list of steps, as 100,200"
@@ -71,6 +74,7 @@ class Got:
     steps: tuple[int, ...]
     values: tuple[float, ...]
     missing: tuple[int, ...]  # listed steps the run did not log the metric at
+    conflicts: tuple[tuple[int, tuple[float, ...]], ...] = ()  # a step, each value logged there
 
     def to_json(self) -> dict[str, object]:
         return {
@@ -83,6 +87,10 @@ class Got:
             "steps": list(self.steps),
             "values": [json_num(v) for v in self.values],
             "missing": list(self.missing),
+            "conflicts": [
+                {"step": step, "values": [json_num(v) for v in values]}
+                for step, values in self.conflicts
+            ],
         }
 
     def to_csv(self) -> str:
@@ -136,7 +144,11 @@ def get(
         more = f"; {dropped} more keys not kept" if dropped else ""
         raise InputError(f"{folder}: no metric {metric!r} (metrics: {shown or 'none'}{more})")
     found = index.series(metric)
-    kept = [(s, v) for s, v in zip(found.steps, found.values, strict=True) if steps.keeps(s)]
+    clash = conflicts(store, found.key) if found.kind == PROBE else {}
+    kept: list[tuple[int, float]] = []
+    for s, v in zip(found.steps, found.values, strict=True):
+        if steps.keeps(s):
+            kept.extend((s, x) for x in clash.get(s, (v,)))
     logged = {s for s, _ in kept}
     return Got(
         str(folder),
@@ -146,4 +158,22 @@ def get(
         tuple(s for s, _ in kept),
         tuple(v for _, v in kept),
         tuple(sorted(steps.listed - logged)),
+        tuple((s, clash[s]) for s in sorted(clash) if s in logged),
     )
+
+
+def conflicts(store: RunStore, key: str) -> dict[int, tuple[float, ...]]:
+    """Each step whose probes logged `key` with different values: every value, the first first.
+
+    Probes that differ only in other fields are no conflict for `key`."""
+    out: dict[int, tuple[float, ...]] = {}
+    for c in store.conflicts:
+        if key not in c.first.fields or key not in c.second.fields:
+            continue
+        held = out.get(c.step, (c.first.fields[key],))
+        value = c.second.fields[key]
+        if all(repr(value) != repr(v) for v in held):
+            held += (value,)
+        if len(held) > 1:
+            out[c.step] = held
+    return out

@@ -11,11 +11,13 @@ import subprocess
 import sys
 from pathlib import Path
 
+import jsonschema
 import pytest
 
 from tests.logs import meta, records_upto, train, write_log
 
 NAN = float("nan")
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def cli(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
@@ -35,6 +37,11 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
     root = tmp_path_factory.mktemp("get")
     write_log(root / "ours" / "train_log.jsonl", records_upto(1000))
+    # probe 750 logged again with another eval_chunk_mae and no resume between: a conflict
+    recs = records_upto(1000)
+    first = next(r for r in recs if r.get("kind") == "eval" and r["step"] == 750)
+    recs.insert(recs.index(first) + 1, {**first, "eval_chunk_mae": 9.9})
+    write_log(root / "twice" / "train_log.jsonl", recs)
     # a train record's own keys beside the columns: one logged NaN, and more keys than are kept
     # (17 records of 250 keys: 1 + 17 x 249 = 4234 keys, 4096 kept, 138 not)
     wide = [meta()]
@@ -67,6 +74,27 @@ def test_get_json_names_the_steps_asked_for_and_not_logged(runs):
     assert doc["schema"] == "fontaine-tui/series/1" and doc["kind"] == "probe"
     assert (doc["steps"], doc["values"], doc["missing"]) == ([500], [3.1], [600])
     assert res.stderr == "note: eval_chunk_mae was not logged at step(s) 600\n"
+
+
+def test_get_names_a_probe_logged_twice_with_different_values(runs):
+    """The verdict reads such a step UNDECIDABLE: get writes every value, never one silently."""
+    res = cli(runs, "twice", "-m", "eval_chunk_mae", "--steps", "500:750")
+    assert res.returncode == 0, res.stderr
+    assert res.stdout.splitlines() == ["step,eval_chunk_mae", "500,3.1", "750,3.5", "750,9.9"]
+    said = res.stderr.splitlines()
+    assert len(said) == 1 and "logged with different values at step(s) 750" in said[0], said
+    doc = json.loads(cli(runs, "twice", "-m", "eval_chunk_mae", "--json").stdout)
+    assert doc["conflicts"] == [{"step": 750, "values": [3.5, 9.9]}]
+    assert (doc["steps"], doc["values"]) == (
+        [250, 500, 750, 750, 1000],
+        [3.4623, 3.1, 3.5, 9.9, 3.7929],
+    )
+    assert doc["count"] == 5
+    schema = json.loads((ROOT / "docs" / "schemas" / "series-1.schema.json").read_text())
+    jsonschema.validate(doc, schema)
+    # a field the two probes agree on is no conflict
+    quiet = cli(runs, "twice", "-m", "eval_ar_ce", "--json")
+    assert json.loads(quiet.stdout)["conflicts"] == [] and quiet.stderr == ""
 
 
 def test_get_reads_another_trainers_run_and_writes_nan_as_nan(runs):
