@@ -2,6 +2,13 @@
 
 model/series.py reads the folder (ours or any format the tool reads) and writes the series:
 CSV (a header line, one row per step, NaN as `nan`) or JSON (docs/json.md).
+
+A blinded run (core/verdict/blind.py: `[verdict] blind = true` frozen in prereg.json) keeps its
+probes' fields out of sight until the final read, as the console's probes screen does: the rule's
+metrics (primary and secondary), their per-dataset split and the train slice are all probe
+fields. `get` then refuses one with exit EXIT_BLINDED and one line, unless `--unblind WHY`,
+which records the look in review.jsonl first, as `verdict --unblind` does. The train records'
+metrics (loss, lr, ...) are health and stay readable.
 """
 
 from __future__ import annotations
@@ -14,10 +21,14 @@ from pathlib import Path
 from fontaine_tui.commands._args import examples
 from fontaine_tui.core.errors import InputError
 from fontaine_tui.core.follow.target import parse_target
-from fontaine_tui.core.runfolder import check_target
+from fontaine_tui.core.runfolder import RunFolder, check_target
 from fontaine_tui.core.ssh.destination import SshTarget
 from fontaine_tui.core.text import literal
-from fontaine_tui.model.series import Steps, get, parse_steps
+from fontaine_tui.core.verdict import blind, review
+from fontaine_tui.core.verdict.prereg import read_prereg
+from fontaine_tui.model.judge import Judged, judge
+from fontaine_tui.model.metrics import PROBE
+from fontaine_tui.model.series import Got, Steps, get, parse_steps
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -30,7 +41,9 @@ def register(sub: argparse._SubParsersAction) -> None:
             "fontaine-tui get runs/r7 --metric eval_chunk_mae --csv",
             "fontaine-tui get runs/r7 --metric loss --steps 100:200 --json",
             "fontaine-tui get runs/hf-trainer --metric eval_loss --steps 500,1000 --json",
-            exits="0 printed, 2 bad input (an unknown run or metric, a bad --steps)",
+            "fontaine-tui get runs/r7 --metric eval_chunk_mae --unblind 'budget review'",
+            exits=f"0 printed, 2 bad input (an unknown run or metric, a bad --steps), "
+            f"{blind.EXIT_BLINDED} a blinded run's probe field before the endpoint (hidden)",
         ),
     )
     p.add_argument("run", help="a run folder (local)")
@@ -50,6 +63,12 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument(
         "--run", dest="run_id", default="", help="the [source] run of a store holding several"
     )
+    p.add_argument(
+        "--unblind",
+        metavar="WHY",
+        help="print a blinded run's probe field before the endpoint, recorded in review.jsonl "
+        "with who (FONTAINE_USER, else the login name) and WHY",
+    )
     p.set_defaults(func=run)
 
 
@@ -59,6 +78,17 @@ def run(args: argparse.Namespace) -> int:
     check_target(args.run)
     steps = parse_steps(args.steps) if args.steps else Steps()
     got = get(Path(args.run), args.metric, steps, args.kind, args.path, args.run_id)
+    blinded = _blinded(args.run) if got.kind == PROBE else None
+    if args.unblind is not None and blinded is None:
+        sys.stderr.write("note: --unblind: the values are not blinded; nothing recorded\n")
+    if blinded is not None:
+        if args.unblind is None:
+            sys.stderr.write(literal(_hidden_line(args.run, got, blinded)) + "\n")
+            return blind.EXIT_BLINDED
+        if not blind.reason_ok(args.unblind.strip()):
+            raise InputError(f"--unblind: {blind.REASON_RULE}")
+        assert blinded.folder is not None  # a prereg.json was found in it
+        review.record_look(blinded.folder.root, blinded.verdict, args.unblind)
     if args.json:
         sys.stdout.write(json.dumps(got.to_json(), indent=2) + "\n")
     else:
@@ -78,3 +108,27 @@ def run(args: argparse.Namespace) -> int:
             + "\n"
         )
     return 0
+
+
+def _blinded(target: str) -> Judged | None:
+    """The run's verdict when its frozen preset is blind and the read PROVISIONAL, else None."""
+    path = Path(target)
+    folder = RunFolder(path if path.is_dir() else path.parent)
+    if not folder.prereg.exists():
+        return None
+    frozen = read_prereg(folder).preset.get("verdict")
+    if not (isinstance(frozen, dict) and frozen.get("blind") is True):
+        return None
+    judged = judge(target)
+    return judged if blind.hidden(judged.preset, judged.verdict) else None
+
+
+def _hidden_line(target: str, got: Got, judged: Judged) -> str:
+    """Why a probe field is not printed, and how to see it (recorded)."""
+    v = judged.verdict
+    at = f"step {v.read_step}" if v.read_step is not None else "no probe yet"
+    return (
+        f"{target}: {got.metric} is a probe's value, hidden while the run is blinded "
+        f"([verdict] blind: PROVISIONAL, {at} of {v.endpoint_step}); it shows at the endpoint, "
+        f"or now with get {target} --metric {got.metric} --unblind WHY (recorded in review.jsonl)"
+    )
