@@ -27,6 +27,17 @@ def _round(x: float) -> float:
     return round(scaled) * RESOLUTION
 
 
+def ahead(a: float, b: float) -> float:
+    """`a - b` counted at RESOLUTION, as a read is compared to its bounds (to 9 decimals).
+
+    Its sign is the comparison's: 3.7623 - 3.4623 is 0.30 from the bound 0.30, not 3e-16 past it.
+    Numbers too large to count at RESOLUTION are subtracted as they are."""
+    sa, sb = a / RESOLUTION, b / RESOLUTION
+    if not (math.isfinite(sa) and math.isfinite(sb)):
+        return a - b
+    return round((round(sa) - round(sb)) * RESOLUTION, 9)
+
+
 def read_rule(
     x: float, healthy: float, drift: float, lower: bool = True, tolerance: float = 0.0
 ) -> str:

@@ -22,19 +22,10 @@ from __future__ import annotations
 import math
 
 from fontaine_tui.core.preset.checks import AMBIGUOUS, HEALTHY, SAME_DRIFT
-from fontaine_tui.core.verdict.bounds import RESOLUTION
+from fontaine_tui.core.verdict.bounds import ahead
 from fontaine_tui.core.verdict.record import RuleRead, Verdict, json_num
 
 SIDES = {HEALTHY: "healthy", AMBIGUOUS: "between", SAME_DRIFT: "drift"}
-DIGITS = 9  # RESOLUTION's decimal places: a distance is written to them
-
-
-def _ahead(a: float, b: float) -> float:
-    """`a - b` counted at RESOLUTION, as the label compares them (plain when too large to)."""
-    sa, sb = a / RESOLUTION, b / RESOLUTION
-    if not (math.isfinite(sa) and math.isfinite(sb)):
-        return a - b
-    return round((round(sa) - round(sb)) * RESOLUTION, DIGITS)
 
 
 def rule_distances(rule: RuleRead) -> dict[str, object]:
@@ -44,9 +35,9 @@ def rule_distances(rule: RuleRead) -> dict[str, object]:
     `within_precision` says which bound."""
     x, h, d = rule.value, rule.healthy, rule.drift
     if rule.lower_is_better:
-        to_healthy, to_drift = _ahead(h, x), _ahead(d, x)
+        to_healthy, to_drift = ahead(h, x), ahead(d, x)
     else:
-        to_healthy, to_drift = _ahead(x, h), _ahead(x, d)
+        to_healthy, to_drift = ahead(x, h), ahead(x, d)
     within: str | None = None
     side = SIDES.get(rule.label) if math.isfinite(x) else None
     if side == "healthy" and to_healthy < 0:

@@ -14,7 +14,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from fontaine_tui.core.preset.rule import VerdictSpec
-from fontaine_tui.core.verdict.bounds import combine, read_rule
+from fontaine_tui.core.verdict.bounds import ahead, combine, read_rule
 
 
 @dataclass(frozen=True, slots=True)
@@ -96,7 +96,9 @@ def decision_lock(
     probes x `max_change` gives any rule another label."""
     h0, d0 = bounds[0]
     distances = tuple(
-        Distance(s, h0 - x, d0 - x) if lower else Distance(s, x - h0, x - d0)
+        Distance(s, ahead(h0, x), ahead(d0, x))
+        if lower
+        else Distance(s, ahead(x, h0), ahead(x, d0))
         for s, x in points
         if math.isfinite(x)
     )

@@ -45,6 +45,21 @@ def test_a_read_on_the_bound_within_the_stored_precision_says_so():
     assert (both["label"], both["side"], both["within_precision"]) == (UNDECIDABLE, None, "both")
 
 
+def test_the_decision_distances_count_as_the_label_does(tmp_path):
+    """verdict.json's decision.distances: the same read on the bound is 0 from it, not -3e-16."""
+    from fontaine_tui.core.log.read import load_log
+    from fontaine_tui.core.preset.find import load_preset
+    from fontaine_tui.core.verdict.rules import compute_verdict
+    from tests.logs import records_upto, write_log
+
+    probes = {250: (3.4623, 3.6862), 500: (3.4623, 3.25), 750: (3.7623, 3.3)}
+    log = write_log(tmp_path / "train_log.jsonl", records_upto(750, probes))
+    v = compute_verdict(load_log(log), load_preset("demosonly_1gpu"))
+    assert v.label == HEALTHY and v.decision is not None
+    at = {d.step: d for d in v.decision.distances}[750]
+    assert (at.to_healthy, at.to_drift) == (0.0, 0.7158)
+
+
 FINITE = st.floats(-10.0, 10.0, allow_nan=False)
 
 
