@@ -90,6 +90,7 @@ class FontaineApp(App[int]):
         super().__init__()
         # the launch's end, done when the engine is seen to exit (model/launched.py)
         self.launched = launched
+        self._launch_end = launched  # kept while its finish runs: a quit cancels a restart due
         self._given_process = session.process
         # the launch this console was opened for: its engine stays watched (its end finished
         # by `launched`) and its babysitter kept for that end, whatever run the console shows
@@ -154,6 +155,8 @@ class FontaineApp(App[int]):
                 record_exit(engine, self.registry)
 
     async def on_unmount(self) -> None:
+        if self._launch_end is not None:  # a restart in its backoff is not made: none to watch
+            self._launch_end.console_closed()
         self._let_go(self.session)
         await self.session.source.close()
         await self.overlay.close()

@@ -10,6 +10,7 @@ due and how to make it by hand.
 
 from __future__ import annotations
 
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -80,15 +81,35 @@ def recover(watch: Watcher, info: ExitInfo, store: RunStore) -> Callable[[], int
     return restarted
 
 
-def restart_after(due: Restart, start: Callable[[], Callable[[], int]]) -> Callable[[], int] | None:
+def restart_after(
+    due: Restart,
+    start: Callable[[], Callable[[], int]],
+    cancel: threading.Event | None = None,
+    say: Callable[[str], None] | None = None,
+    run_dir: str = "RUN_DIR",
+) -> Callable[[], int] | None:
     """Wait the restart's backoff, then start it; None where it could not start (said).
 
-    Ctrl-C during the wait cancels the restart: the run then ends as the attempt left it."""
+    Ctrl-C during the wait cancels the restart, and so does `cancel` set (the console that would
+    watch it closed): the run then ends as the attempt left it. `say` (default: print) says
+    so, with how to resume `run_dir`."""
     try:
-        time.sleep(due.wait_s)
+        if cancel is None:
+            time.sleep(due.wait_s)
+        elif cancel.wait(due.wait_s):
+            (say or _print)(
+                f"restart {due.number} of {due.of} not made: the console closed during its "
+                "backoff, so the run stays ended (`fontaine-tui launch PRESET --resume "
+                f"--output-dir {run_dir}` resumes it)"
+            )
+            return None
         return start()
     except KeyboardInterrupt:
         print(f"restart {due.number} of {due.of} not made: interrupted", flush=True)
     except (InputError, OSError) as exc:
         print(f"restart {due.number} of {due.of} failed: {exc}", flush=True)
     return None
+
+
+def _print(text: str) -> None:
+    print(text, flush=True)

@@ -64,4 +64,7 @@ def in_console(run: LaunchedRun) -> Restarter:
         run.out.write(run.restarted + "\n")
         return lambda: 0  # the console goes on watching: the run's end is still to come
 
-    return lambda due: restart_after(due, lambda: start(due))
+    def say(text: str) -> None:
+        run.out.write(text + "\n")
+
+    return lambda due: restart_after(due, lambda: start(due), run.closing, say, run.run_dir)

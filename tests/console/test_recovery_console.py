@@ -55,3 +55,43 @@ async def test_the_console_restarts_a_killed_run_and_watches_it_to_its_end(tmp_p
     assert [(b["kind"], b.get("restart")) for b in begins] == [("launch", None), ("resume", 1)]
     doc = json.loads((folder / "verdict.json").read_text())
     assert doc["recovery"]["used"] == 1 and not doc["provisional"]
+
+
+async def test_quitting_during_the_backoff_makes_no_unwatched_restart(tmp_path, monkeypatch):
+    """q while a restart waits its backoff: the restart is not made, the run stays ended."""
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "cfg"))
+    monkeypatch.delenv("FONTAINE_NOTIFY", raising=False)
+    preset = load_preset(_preset(tmp_path, "once", "[recovery]\nmax_restarts = 3"))
+    launched = LaunchedRun.launch(LocalTarget(), preset, poll_s=0.2)
+    launched.restarter = in_console(launched)
+    folder = Path(launched.run_dir)
+    first = launched.handle
+    app = make_app(
+        source=run_source(launched.run_dir, preset.source),
+        preset=preset,
+        process=launched.handle,
+        kind="launch",
+        babysit_host=hostname(),
+        launched=launched,
+    )
+    try:
+        async with app.run_test(size=SIZE) as pilot:
+            await until(pilot, lambda: any(folder.glob("paused-*")), timeout=60)
+            os.killpg(first.pid, signal.SIGKILL)  # a spot reclaim: a restart is due
+            await until(pilot, lambda: "restart 1 of 3 in" in launched.out.getvalue(), timeout=30)
+            await pilot.press("q")  # the run shows as exited: q quits at once
+        code = launched.after_console(0)
+        assert launched.handle is first, "a restart was started after the console closed"
+    finally:
+        for h in {first, launched.handle}:
+            if h.poll() is None:
+                os.killpg(h.pid, signal.SIGKILL)
+            h.close()
+    assert code == 1
+    said = launched.out.getvalue()
+    assert "restart 1 of 3 not made: the console closed during its backoff" in said, said
+    assert f"--resume --output-dir {launched.run_dir}` resumes it" in said, said
+    begins = [a for a in _attempts(folder) if a["event"] == "begin"]
+    assert [b["kind"] for b in begins] == ["launch"]
+    assert [a["event"] for a in _attempts(folder)] == ["begin", "end"]
