@@ -12,6 +12,7 @@ import os
 import re
 import signal
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from fontaine_tui.core.host.proctree import Member, ProcTree, TreeLook, send_signal, still_member
 from fontaine_tui.core.host.stacks import StackDump, dump
@@ -19,7 +20,11 @@ from fontaine_tui.core.text import mib
 from fontaine_tui.model.session import Session
 from fontaine_tui.model.view import Outcome
 
+if TYPE_CHECKING:
+    from fontaine_tui.core.launch.launcher import EngineProcess
+
 SIGNALS = ("SIGTERM", "SIGINT", "SIGKILL", "SIGUSR1")
+STOPS = ("SIGTERM", "SIGINT", "SIGKILL")  # a stop the user asked for; SIGUSR1 the trainer handles
 COLUMNS = ("pid", "process", "state", "cpu %", "rss", "threads", "gpu mem", "command")
 _SECRET = re.compile(r"(token|secret|passw|api[-_]?key|auth)", re.IGNORECASE)
 ARGV_SHOWN = 120  # characters of a command line in its cell
@@ -34,6 +39,7 @@ class Scope:
     who: str  # the root's role: "engine", or "command" (a preset's own training command)
     ours: bool  # launched by this console: signals allowed
     note: str  # one line: why read-only, or where the processes are
+    engine: EngineProcess | None = None  # the launched process, when ours: a stop is noted there
 
 
 def scope_of(session: Session) -> Scope:
@@ -72,7 +78,7 @@ def scope_of(session: Session) -> Scope:
     who = getattr(process, "who", "engine")
     started = getattr(process, "started", None)
     if session.kind == "launch" and isinstance(process, EngineProcess) and _our_child(process.pid):
-        return Scope(process.pid, started, who, True, "launched by this console")
+        return Scope(process.pid, started, who, True, "launched by this console", process)
     return Scope(
         process.pid,
         started,
@@ -163,7 +169,13 @@ def title(scope: Scope, tree: ProcTree | None) -> str:
 
 
 def signal_member(scope: Scope, m: Member, name: str) -> Outcome:
-    """Send signal `name` to member `m`, only if the tree is ours and `m` still that process."""
+    """Send signal `name` to member `m`, only if the tree is ours and `m` still that process.
+
+    SIGTERM, SIGINT and SIGKILL are a stop the user asked for, recorded as `stop` records one
+    (attempts.jsonl's stop line, the process's `sent`) before the signal: the exit is this
+    program's doing, never a preemption [recovery] restarts. A [command]'s root is the small
+    parent that notes its exit (core/exitnote.py) and passes on only what its group gets: a
+    signal to it goes to the group, as `stop` sends it."""
     if name not in SIGNALS:
         return Outcome(f"not a signal offered here: {name}", "error")
     if not scope.ours or scope.root is None:
@@ -172,10 +184,47 @@ def signal_member(scope: Scope, m: Member, name: str) -> Outcome:
         return Outcome(f"not sent: no start time recorded for pid {scope.root}", "warning")
     if not _our_child(scope.root):
         return Outcome(f"not sent: pid {scope.root} is not this console's child any more", "error")
-    why = send_signal(scope.root, scope.started, m.pid, m.started, signal.Signals[name].value)
+    sig = signal.Signals[name].value
+    engine = scope.engine
+    group = m.pid == scope.root and scope.who == "command" and engine is not None
+    why = still_member(scope.root, scope.started, m.pid, m.started) if group else ""
+    noted = _note_stop(engine) if name in STOPS and not why else ""
+    if group and not why:
+        assert engine is not None
+        before = engine.sent
+        if not engine.signal_group(sig):
+            why = f"the process group of pid {m.pid} is gone"
+        elif name not in STOPS:
+            engine.sent = before  # the trainer's to handle: a later end is judged as it comes
+    elif not why:
+        why = send_signal(scope.root, scope.started, m.pid, m.started, sig)
+        if not why and name in STOPS and engine is not None:
+            engine.sent = name
     if why:
         return Outcome(f"{name} not sent: {why}", "error")
-    return Outcome(f"{name} sent to pid {m.pid} ({m.role or m.name})")
+    to = (
+        f"the command's process group (pid {m.pid}: the command and its own processes)"
+        if group
+        else f"pid {m.pid} ({m.role or m.name})"
+    )
+    if noted:
+        return Outcome(f"{name} sent to {to}; {noted}", "warning")
+    return Outcome(f"{name} sent to {to}")
+
+
+def _note_stop(engine: EngineProcess | None) -> str:
+    """Record a user's stop for the engine's open attempt: '' when recorded, else why not."""
+    from fontaine_tui.core.launch import attempts
+
+    if engine is None:
+        return ""
+    try:
+        opened = attempts.open_attempt(engine.folder)
+        if opened is not None and opened.pid == engine.pid:  # none: no attempt to restart
+            attempts.stopping(engine.folder, opened.number)
+    except OSError as exc:
+        return f"stop not recorded in attempts.jsonl ({exc.strerror or exc})"
+    return ""
 
 
 def stacks(tree: ProcTree, m: Member) -> StackDump:

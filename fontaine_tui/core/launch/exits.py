@@ -228,7 +228,8 @@ def _cause_of(info: ExitInfo, memory: MemoryEvidence | None) -> tuple[str, str]:
     if sig == "SIGKILL":
         if info.sent == "SIGKILL":
             return "killed", (
-                "SIGKILL from this console's stop: SIGINT and SIGTERM went unanswered"
+                "SIGKILL from this program: its stop (SIGINT and SIGTERM went unanswered) "
+                "or the processes mode's signal"
             )
         return "killed", _outside_sigkill(ev)
     if sig in ("SIGINT", "SIGTERM", "SIGHUP") and event != "error":
