@@ -9,7 +9,6 @@ where its processes are.
 from __future__ import annotations
 
 import os
-import re
 import signal
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -17,6 +16,7 @@ from typing import TYPE_CHECKING
 from fontaine_tui.core.host.proctree import Member, ProcTree, TreeLook, send_signal, still_member
 from fontaine_tui.core.host.stacks import StackDump, dump
 from fontaine_tui.core.text import mib
+from fontaine_tui.model.argvmask import mask_words
 from fontaine_tui.model.session import Session
 from fontaine_tui.model.view import Outcome
 
@@ -26,7 +26,6 @@ if TYPE_CHECKING:
 SIGNALS = ("SIGTERM", "SIGINT", "SIGKILL", "SIGUSR1")
 STOPS = ("SIGTERM", "SIGINT", "SIGKILL")  # a stop the user asked for; SIGUSR1 the trainer handles
 COLUMNS = ("pid", "process", "state", "cpu %", "rss", "threads", "gpu mem", "command")
-_SECRET = re.compile(r"(token|secret|passw|api[-_]?key|auth)", re.IGNORECASE)
 ARGV_SHOWN = 120  # characters of a command line in its cell
 
 
@@ -107,24 +106,9 @@ def look(scope: Scope, looker: TreeLook) -> ProcTree | None:
 def shown_argv(argv: tuple[str, ...]) -> str:
     """A command line as shown: its program's name without its folder, secrets masked.
 
-    A secret-named flag's or variable's value and a URL holding credentials show as ***."""
-    out: list[str] = []
-    hide_next = False
-    for arg in argv:
-        if hide_next:
-            out.append("***")
-            hide_next = False
-            continue
-        name, eq, _ = arg.partition("=")
-        if eq and _SECRET.search(name):
-            out.append(f"{name}=***")
-        elif arg.startswith("-") and _SECRET.search(arg):
-            out.append(arg)
-            hide_next = True
-        elif "://" in arg and "@" in arg:
-            out.append("***")  # a URL with credentials in it
-        else:
-            out.append(arg)
+    A secret-named flag's or variable's value and a URL holding credentials show as ***
+    (model/argvmask.py, the rule the stack pane's lines follow too)."""
+    out = mask_words(argv)
     if out and "/" in out[0]:
         out[0] = out[0].rsplit("/", 1)[-1]  # python, not /home/.../bin/python
     text = " ".join(out)
@@ -228,11 +212,20 @@ def _note_stop(engine: EngineProcess | None) -> str:
 
 
 def stacks(tree: ProcTree, m: Member) -> StackDump:
-    """Member `m`'s stacks (py-spy), once it is checked to be still the process shown."""
+    """Member `m`'s stacks (py-spy), once it is checked to be still the process shown.
+
+    Every line is masked as the command cell is (model/argvmask.py)."""
     root = tree.member(tree.root)
     why = (
         "the tree's root is gone"
         if root is None
         else still_member(tree.root, root.started, m.pid, m.started)
     )
-    return StackDump(m.pid, "", f"not dumped: {why}") if why else dump(m.pid)
+    if why:
+        return StackDump(m.pid, "", f"not dumped: {why}")
+    got = dump(m.pid)  # its first line is the whole command line: masked as its cell is
+    return StackDump(got.pid, _masked_lines(got.text), _masked_lines(got.error))
+
+
+def _masked_lines(text: str) -> str:
+    return "\n".join(" ".join(mask_words(line.split(" "))) for line in text.split("\n"))

@@ -103,7 +103,9 @@ def test_row_cells_and_masked_argv(tmp_path, preset, engine):
     assert shown_argv(("train.py", "--api-key", "s3cr3t", "HF_TOKEN=hf_x", "--lr=3e-4")) == (
         "train.py --api-key *** HF_TOKEN=*** --lr=3e-4"
     )
-    assert shown_argv(("push", "https://user:pw@example.com/x")) == "push ***"
+    assert (
+        shown_argv(("push", "https://user:pw@example.com/x")) == "push https://***@example.com/***"
+    )
     assert shown_argv(("/opt/venv/bin/python", "train.py")) == "python train.py"
 
 

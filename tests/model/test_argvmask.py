@@ -1,0 +1,81 @@
+"""A command line's secrets masked before it is shown: the command cell and the stack pane."""
+
+from __future__ import annotations
+
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+from fontaine_tui.core.host.proctree import TreeLook
+from fontaine_tui.core.host.stacks import py_spy
+from fontaine_tui.model.argvmask import mask_words
+from fontaine_tui.model.processes import shown_argv, stacks
+
+SECRETS = ("hf_SECRET1", "wk_SECRET2", "cr_SECRET3", "k_SECRET4", "p_SECRET5", "XSECRET6")
+ARGV = (
+    "train.py",
+    "--hf_token",
+    "hf_SECRET1",
+    "--wandb-key=wk_SECRET2",
+    "--credentials",
+    "cr_SECRET3",
+    "--key",
+    "k_SECRET4",
+    "-p",
+    "p_SECRET5",
+    "--notify",
+    "https://hooks.slack.com/services/T0/B0/XSECRET6",
+    "--lr=3e-4",
+)
+
+
+@pytest.mark.parametrize(
+    ("words", "shown"),
+    [
+        (["--wandb-key=wk_x"], ["--wandb-key=***"]),
+        (["--wandb_key", "wk_x"], ["--wandb_key", "***"]),
+        (["--key", "k_x", "--lr", "3"], ["--key", "***", "--lr", "3"]),
+        (["-p", "pw", "-n", "4"], ["-p", "***", "-n", "4"]),
+        (["WANDB_API_KEY=wk_x", "HF_TOKEN=hf_x"], ["WANDB_API_KEY=***", "HF_TOKEN=***"]),
+        # a secret-looking value hides nothing after it: the flag's name decides
+        (["--run=my_secret_run", "--lr", "3"], ["--run=my_secret_run", "--lr", "3"]),
+        (["--credentials", "c", "--epochs", "3"], ["--credentials", "***", "--epochs", "3"]),
+        (
+            ["--to", "https://discord.com/api/webhooks/123/TOKEN"],
+            ["--to", "https://discord.com/api/webhooks/123/***"],
+        ),
+        (["--db=postgres://u:pw@db/x"], ["--db=postgres://***/***"]),
+        (["https://x.org/data?sig=abc"], ["https://x.org/***?sig=***"]),
+        (["https://huggingface.co/gpt2"], ["https://huggingface.co/gpt2"]),
+        (["--key", "", "", "k_x"], ["--key", "", "", "***"]),  # a split line's runs of spaces
+    ],
+)
+def test_mask_words(words, shown):
+    assert mask_words(words) == shown
+
+
+def test_the_command_cell_hides_every_secret():
+    cell = shown_argv(ARGV)
+    assert not [s for s in SECRETS if s in cell], cell
+    assert cell.startswith("train.py --hf_token *** --wandb-key=*** --credentials *** --key ***")
+
+
+@pytest.mark.skipif(py_spy() is None, reason="py-spy is not installed (pip install py-spy)")
+def test_the_stack_pane_hides_what_the_cell_hides():
+    argv = [sys.executable, "-c", "import time; time.sleep(60)", *ARGV[1:]]
+    proc = subprocess.Popen(argv, start_new_session=True)
+    try:
+        time.sleep(0.5)  # py-spy needs the interpreter up
+        tree = TreeLook().look(proc.pid, "engine", gpus=(None, "no GPU"))
+        got = stacks(tree, tree.members[0])
+    finally:
+        proc.send_signal(signal.SIGKILL)
+        proc.wait(10)
+    shown = got.text + got.error
+    assert f"Process {proc.pid}: " in got.text, shown  # the dump, its first line the argv
+    assert not [s for s in SECRETS if s in shown], shown
+    assert "--hf_token *** --wandb-key=*** --credentials *** --key *** -p ***" in shown, shown
+    assert "https://hooks.slack.com/services/***/***/*** --lr=3e-4" in shown, shown
