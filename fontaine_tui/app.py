@@ -156,7 +156,7 @@ class FontaineApp(App[int]):
 
     async def on_unmount(self) -> None:
         if self._launch_end is not None:  # a restart in its backoff is not made: none to watch
-            self._launch_end.console_closed()
+            self._launch_end.closing.set()
         self._let_go(self.session)
         await self.session.source.close()
         await self.overlay.close()

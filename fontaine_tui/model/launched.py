@@ -64,10 +64,9 @@ class LaunchEnd(Protocol):
 
     def finish_seen(self, restart: bool = False) -> bool: ...
 
-    def console_closed(self) -> None: ...
-
     handle: Handle
     restarted: str
+    closing: threading.Event  # set as the console closes: a restart in its backoff is not made
 
 
 def _warn(text: str) -> None:
@@ -99,8 +98,7 @@ class LaunchedRun:
     restarted: str = ""  # the console's last finish: the restart [recovery] made, in words
     # how a restart [recovery] makes is started where the run is watched (model/restarts.py)
     restarter: Restarter | None = None
-    # set when the console closes: a restart still in its backoff is then not made
-    closing: threading.Event = field(default_factory=threading.Event)
+    closing: threading.Event = field(default_factory=threading.Event)  # as LaunchEnd's
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
     # -- the launch ---------------------------------------------------------------------
@@ -450,19 +448,14 @@ class LaunchedRun:
             self.code = code
             return True
 
-    def console_closed(self) -> None:
-        """The console that watches the run closes: a restart in its backoff is not made."""
-        self.closing.set()
-
     def after_console(self, code: int) -> int:
         """Wrap up after the console closed and return the exit code.
 
-        An exit the console saw is finished, unless it already was: a restart [recovery] was
-        still waiting to make is not made (no console would watch it), and the run stays ended.
-        A run left going stays registered, and unwatched (`fontaine-tui babysit` keeps its
-        notifications coming).
+        An exit the console saw is finished (a restart still in its backoff is not made), unless
+        it already was. A run left going stays registered, and unwatched (`fontaine-tui babysit`
+        keeps its notifications coming).
         """
-        self.console_closed()
+        self.closing.set()
         if self.finish_seen():  # waits for a finish under way
             sys.stdout.write(self.out.getvalue())
             return self.code if self.code is not None else 1
