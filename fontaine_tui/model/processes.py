@@ -171,7 +171,7 @@ def signal_member(scope: Scope, m: Member, name: str) -> Outcome:
     sig = signal.Signals[name].value
     engine = scope.engine
     group = m.pid == scope.root and scope.who == "command" and engine is not None
-    why = still_member(scope.root, scope.started, m.pid, m.started) if group else ""
+    why = still_member(scope.root, scope.started, m.pid, m.started)  # before a stop is noted
     noted = _note_stop(engine) if name in STOPS and not why else ""
     if group and not why:
         assert engine is not None
