@@ -107,6 +107,7 @@ async def test_quitting_during_the_backoff_makes_no_unwatched_restart(tmp_path, 
     ("which", "name", "cause"),
     [
         ("child", "SIGTERM", "stopped"),
+        ("root", "SIGTERM", "stopped"),
         ("root", "SIGKILL", "killed"),
         ("root", "SIGUSR1", "crashed"),
     ],
