@@ -95,6 +95,24 @@ def test_signal_member_refuses_a_stale_member(tmp_path, preset, engine):
     assert engine.wait(10) is not None
 
 
+def test_a_stale_row_records_no_stop_and_a_stop_records_one(tmp_path, preset, engine):
+    """A stop from k is on record for [recovery] only when the signal went to the process."""
+    from dataclasses import replace
+
+    from fontaine_tui.core.launch import attempts
+
+    folder = RunFolder(tmp_path)
+    number = attempts.begin(folder, "launch", engine, "here")
+    scope = scope_of(_session(tmp_path, preset, "launch", engine))
+    (member,) = TreeLook().look(engine.pid, gpus=NO_GPU).members
+    out = signal_member(scope, replace(member, started=member.started - 3), "SIGTERM")
+    assert out.severity == "error" and not attempts.stop_asked(folder, number)
+    assert engine.sent is None
+    assert signal_member(scope, member, "SIGTERM").severity == "information"
+    assert attempts.stop_asked(folder, number) and engine.sent == "SIGTERM"
+    assert engine.wait(10) is not None
+
+
 def test_row_cells_and_masked_argv(tmp_path, preset, engine):
     (member,) = TreeLook().look(engine.pid, gpus=NO_GPU).members
     cells = row(member, gpu_known=False)
