@@ -8,6 +8,7 @@ said once ("none"), never drawn as zeros.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 
 from fontaine_tui.core.host.history import SERIES, History, Sample
@@ -30,7 +31,7 @@ def sparkline(
     cols: list[float | None] = []
     for c in range(n):
         chunk = [v for v in values[c * len(values) // n : (c + 1) * len(values) // n]]
-        known = [v for v in chunk if v is not None]
+        known = [v for v in chunk if v is not None and math.isfinite(v)]  # never a NaN
         cols.append(sum(known) / len(known) if known else None)
     seen = [v for v in cols if v is not None]
     low = lo if lo is not None else min(seen, default=0.0)

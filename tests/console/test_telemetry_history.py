@@ -90,6 +90,29 @@ async def test_a_torn_and_a_garbage_line_are_said_once(tmp_path: Path) -> None:
         assert got.count("telemetry history: 1 line not a sample, a torn last line") == 1
 
 
+GARBAGE = {  # a field no recorder writes: each must leave the console drawing the rest
+    "nan": '"ram":{"used":NaN,"total":1}',
+    "inf": '"engine":{"rss":Infinity,"cpu":1}',
+    "400 digits": '"ram":{"used":1' + "0" * 400 + ',"total":1}',
+    "wrong type": '"disk":{"free":"lots","read":1,"write":2}',
+    "negative": '"net":{"in":-5,"out":1}',
+}
+
+
+@pytest.mark.parametrize("kind", sorted(GARBAGE))
+async def test_a_garbage_sample_is_one_line_not_read(tmp_path: Path, kind: str) -> None:
+    log = run_with_history(tmp_path / "run", {"telemetry.jsonl": "box"})
+    with open(tmp_path / "run" / "telemetry.jsonl", "a") as fh:
+        fh.write(f'{{"v":1,"t":{T0 + 601!r},"node":"box",{GARBAGE[kind]}}}\n')
+    app = console(log)
+    async with app.run_test(size=SIZE) as pilot:
+        await loaded(pilot, 1000)
+        got = await shown(pilot, "box · 10 min")
+        assert "host RAM" in got and "disk read  ▁▁▂▃▃▄▄▅▅▆▆▇▇█ 11.7 MiB/s" in got
+        assert got.count("telemetry history: 1 line not a sample: not read") == 1
+    assert app.return_code in (None, 0)
+
+
 async def test_a_run_without_a_sidecar_says_so(tmp_path: Path) -> None:
     app = console(make_run(tmp_path / "run", upto=1000))
     async with app.run_test(size=SIZE) as pilot:

@@ -9,6 +9,7 @@ the read. Counters (disk and network bytes) become rates between two samples of 
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
@@ -73,7 +74,8 @@ class History:
                 for key, total in cur.counters.items():
                     before = prev.counters.get(key)
                     if total is not None and before is not None and total >= before and dt > 0:
-                        cur.values[key] = (total - before) / dt
+                        rate = (total - before) / dt
+                        cur.values[key] = rate if math.isfinite(rate) else None
             self.nodes[node] = ordered
         return self
 
@@ -87,36 +89,75 @@ class History:
         return f"{name}: {', '.join(parts)}: not read" if parts else ""
 
 
-def _num(value: Any) -> float | None:
-    ok = isinstance(value, int | float) and not isinstance(value, bool)
-    return float(value) if ok else None
+BOUND = 2**63  # no count of bytes, step or time reaches it: past it, a field is not a number
+
+
+class _Bad(ValueError):
+    """A field of a sample that is not what the recorder writes there."""
+
+
+def _num(value: Any, hi: float = BOUND) -> float | None:
+    """A finite number from 0 up to `hi` as a float, None for a missing one (JSON null)."""
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise _Bad
+    if isinstance(value, int) and not 0 <= value < BOUND:
+        raise _Bad  # a 400-digit integer: no float holds it
+    number = float(value)
+    if not (math.isfinite(number) and 0 <= number <= hi):
+        raise _Bad  # NaN, inf, a negative amount
+    return number
 
 
 def _int(value: Any) -> int | None:
-    return value if isinstance(value, int) and not isinstance(value, bool) else None
+    """A whole number from 0 below BOUND, None for a missing one (JSON null)."""
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value < BOUND:
+        raise _Bad
+    return value
 
 
 def _part(doc: dict[str, Any], key: str) -> dict[str, Any]:
     value = doc.get(key)
-    return value if isinstance(value, dict) else {}
+    if value is None:
+        return {}
+    if not isinstance(value, dict):
+        raise _Bad
+    return value
 
 
 def parse(line: bytes) -> Sample | None:
-    """One sidecar line as a Sample; None for a line that is not one."""
+    """One sidecar line as a Sample; None for a line that is not one.
+
+    Every field read must be what the recorder writes there: a finite number of the right
+    kind and range (no NaN, no infinity, nothing negative, no number past BOUND), or null.
+    One field that is not makes the whole line one not read, so that nothing else is drawn
+    from a line that cannot be trusted."""
     try:
         doc = json.loads(line)
     except ValueError:
         return None
     if not isinstance(doc, dict) or doc.get("v") != 1:
         return None
+    try:
+        return _sample(doc)
+    except _Bad:
+        return None
+
+
+def _sample(doc: dict[str, Any]) -> Sample | None:
     t, node = _num(doc.get("t")), doc.get("node")
     if t is None or not isinstance(node, str):
         return None
     values: dict[str, float | None] = {key: None for key, _, _ in SERIES}
     gpus = doc.get("gpus")
-    if isinstance(gpus, list) and gpus:
-        utils = [u for g in gpus if isinstance(g, dict) and (u := _num(g.get("util"))) is not None]
-        mems = [m for g in gpus if isinstance(g, dict) and (m := _num(g.get("mem"))) is not None]
+    if gpus is not None and not (isinstance(gpus, list) and all(isinstance(g, dict) for g in gpus)):
+        raise _Bad
+    if gpus:
+        utils = [u for g in gpus if (u := _num(g.get("util"), 100.0)) is not None]
+        mems = [m for g in gpus if (m := _num(g.get("mem"))) is not None]
         values["gpu_util"] = sum(utils) / len(utils) if utils else None
         values["gpu_mem"] = sum(mems) if mems else None
     values["ram"] = _num(_part(doc, "ram").get("used"))
