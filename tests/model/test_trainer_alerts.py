@@ -247,3 +247,16 @@ def test_a_jsonl_trainer_raises_an_alert_either_way_and_a_bad_one_is_counted():
     got = [(a.step, a.level, a.title) for a in out if isinstance(a, Alert)]
     assert got == [(1, "info", "lr cut"), (-1, "warn", "shard 3 missing")]
     assert dec.bad_count == 1 and "alert 'title' is ''" in dec.bad[0][1]
+
+
+def test_an_alert_with_a_key_written_twice_is_a_bad_alert_not_bad_evidence(tmp_path):
+    log = tmp_path / "train_log.jsonl"
+    write_log(log, records_upto(120))
+    with open(log, "ab") as fh:
+        fh.write(b'{"kind":"alert","level":"warn","title":"a","title":"b","step":120}\n')
+    for columns in (True, False):  # the console's read, and the verdict's lean one
+        store = load_log(log, columns=columns)
+        assert store.malformed_count == 0 and store.alerts == []
+        assert store.bad_alert_count == 1
+        assert "a key written twice" in store.bad_alerts[0].reason
+

@@ -253,7 +253,7 @@ class RunStore:
 
         A probe is two probes for its step (conflicting evidence, reported as such). Any
         other record, or a probe whose step is written twice, is malformed, since which of
-        the two it meant cannot be known."""
+        the two it meant cannot be known; an alert is a bad alert, outside the evidence."""
         recs = []
         for obj in both:
             try:
@@ -265,7 +265,11 @@ class RunStore:
             for probe in probes:
                 self.add(probe, line)
             return probes[-1]
-        self.add_malformed(line, "a key written twice with different values", raw)
+        why = "a key written twice with different values"
+        if all(isinstance(obj, dict) and obj.get("kind") == "alert" for obj in both):
+            self.add_bad_alert(line, f"alert {why}", raw)
+            return None
+        self.add_malformed(line, why, raw)
         return None
 
     def add_bad_alert(self, line: int, reason: str, raw: bytes = b"") -> None:
