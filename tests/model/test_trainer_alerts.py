@@ -260,3 +260,24 @@ def test_an_alert_with_a_key_written_twice_is_a_bad_alert_not_bad_evidence(tmp_p
         assert store.bad_alert_count == 1
         assert "a key written twice" in store.bad_alerts[0].reason
 
+
+def test_alerts_past_those_kept_take_no_memory_of_their_text():
+    """A trainer alerting at every step: the store holds 500 alerts, not every alert's text."""
+    import tracemalloc
+
+    from fontaine_tui.core.log.store import RunStore
+
+    store = RunStore()
+    words = "grad norm above threshold; " * 70  # about 1.9 KB each
+    tracemalloc.start()
+    try:
+        used = []
+        for i in range(8000):
+            rec = {"kind": "alert", "step": i, "level": "warn", "title": "spike", "text": words}
+            store.add_line(json.dumps(rec).encode(), i + 1)
+            if i + 1 in (4000, 8000):
+                used.append(tracemalloc.get_traced_memory()[0])
+    finally:
+        tracemalloc.stop()
+    assert store.alert_count == 8000 and len(store.alerts) == 500
+    assert used[1] - used[0] < 1_000_000  # 4000 more alerts: their digests, not their text

@@ -5,6 +5,7 @@ twice. `read.py` reads lines and whole files into it."""
 
 from __future__ import annotations
 
+import hashlib
 from array import array
 from bisect import bisect_left
 from collections.abc import Mapping
@@ -189,7 +190,7 @@ class RunStore:
     bad_alerts: list[Malformed] = field(default_factory=list, repr=False)
     bad_alert_count: int = 0
     _probe_max: int = field(default=-1, repr=False)
-    _seen: set[str] = field(default_factory=set, repr=False)
+    _seen: set[bytes] = field(default_factory=set, repr=False)  # digests of what was said
 
     # -- segments -----------------------------------------------------------------------
 
@@ -402,7 +403,9 @@ class RunStore:
             return steps[i] == rec.step and _identity(self.train_at(i)) == _identity(rec)
         if isinstance(rec, Probe):
             return False  # _add_probe compares what was measured
-        key = _identity(rec)
+        key = hashlib.blake2b(
+            _identity(rec).encode("utf-8", "surrogatepass"), digest_size=16
+        ).digest()
         if key in self._seen:
             return True
         self._seen.add(key)
