@@ -116,9 +116,9 @@ class MetricIndex:
         self._names = list(where)
 
     @property
-    def not_kept(self) -> int:
-        """The train keys past the store's bound on distinct keys (core/log/extras.py)."""
-        return self.store.extras.dropped_keys
+    def not_kept(self) -> str:
+        """The line on train keys past the store's bound on distinct keys, or ""."""
+        return self.store.extras.not_kept_line()
 
     def names(self) -> list[str]:
         """Every field, the train columns first, then the other train keys, then the probes'."""

@@ -140,8 +140,8 @@ def get(
         )
     if metric not in names:
         shown = ", ".join(names[:40]) + (f" and {len(names) - 40} more" if len(names) > 40 else "")
-        dropped = store.extras.dropped_keys  # a runaway log: keys past KEYS_KEPT not kept
-        more = f"; {dropped} more keys not kept" if dropped else ""
+        dropped = store.extras.not_kept_line()  # a runaway log: keys past KEYS_KEPT not kept
+        more = f"; {dropped}" if dropped else ""
         raise InputError(f"{folder}: no metric {metric!r} (metrics: {shown or 'none'}{more})")
     found = index.series(metric)
     clash = conflicts(store, found.key) if found.kind == PROBE else {}

@@ -178,9 +178,9 @@ class MetricsScreen(ViewScreen):
             (f"  /{self.pattern}/" if self.pattern else "  (/ filters)", "$text-muted"),
             f"  {where}  {smooth}, {'log' if self.log_scale else 'linear'}",
         ]
-        lost = self._index.not_kept if self._index is not None else 0
+        lost = self._index.not_kept if self._index is not None else ""
         if lost:
-            parts.append((f"  {lost} more keys not kept", "$warning"))
+            parts.append((f"  {lost}", "$warning"))
         reads = rule_reads(view.preset)
         if not view.blinded and reads:
             parts.append((f"  {RULE_MARK} rule reads: {', '.join(reads)}", "$text-muted"))

@@ -10,9 +10,12 @@ from __future__ import annotations
 
 from array import array
 from bisect import bisect_left
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
+
+from fontaine_tui.core.log.records import CUT_NAMED
 
 KEYS_KEPT = 4096  # distinct keys kept (a runaway log is not held whole); the rest are counted
+NOT_KEPT_COUNTED = 65536  # distinct keys not kept, counted one by one; past it: "at least"
 
 
 class _Column:
@@ -36,17 +39,38 @@ class ExtraSeries:
     def __init__(self) -> None:
         self._rows = array("q")
         self._cols: dict[str, _Column] = {}
-        self.dropped_keys = 0  # keys not kept once KEYS_KEPT were
+        self._not_kept: set[int] = set()  # hashes of the distinct keys not kept
+        self._more_not_kept = False  # keys not kept past those counted
+
+    def _drop(self, key: str) -> None:
+        """Count `key` as one not kept (once, however often it is logged)."""
+        h = hash(key)
+        if h in self._not_kept:
+            return
+        if len(self._not_kept) < NOT_KEPT_COUNTED:
+            self._not_kept.add(h)
+        else:
+            self._more_not_kept = True
 
     def _new(self, key: str, start: int, steps: array | None = None) -> _Column | None:
         if len(self._cols) >= KEYS_KEPT:
-            self.dropped_keys += 1
+            self._drop(key)
             return None
         col = self._cols[key] = _Column(start, steps)
         return col
 
-    def add(self, step: int, values: Mapping[str, float]) -> None:
-        """Append one train record's extra values at `step` (after every step held)."""
+    def not_kept_line(self) -> str:
+        """'N more keys not kept' ('at least N' past those counted), or "" when none was."""
+        n = len(self._not_kept)
+        if not n:
+            return ""
+        return f"{'at least ' if self._more_not_kept else ''}{n} more keys not kept"
+
+    def add(self, step: int, values: Mapping[str, float], cut: Sequence[str] = ()) -> None:
+        """Append one train record's extra values at `step` (after every step held).
+
+        `cut`: the names of the record's numbers not held (records.EXTRA_KEPT): each one that
+        is no key kept is counted as not kept."""
         rows, cols = self._rows, self._cols
         n = len(rows)
         rows.append(step)
@@ -60,6 +84,11 @@ class ExtraSeries:
             if steps is not None:
                 steps.append(step)
             col.values.append(value)
+        for key in cut:
+            if key not in self._cols:
+                self._drop(key)
+        if len(cut) >= CUT_NAMED:  # the record named no more of them
+            self._more_not_kept = True
 
     def _own(self, col: _Column) -> array:
         """The column's steps as its own array (a run of the rows made one)."""

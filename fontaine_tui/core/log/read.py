@@ -53,8 +53,9 @@ class Parsed:
     train_steps: array = field(default_factory=lambda: array("q"))
     columns: dict[str, array] | None = None
     others: list[tuple[int, object, bytes]] = field(default_factory=list)
-    # the train rows' numbers beyond the columns: (the row's index among train rows, numbers)
-    extras: list[tuple[int, dict[str, float]]] = field(default_factory=list)
+    # the train rows' numbers beyond the columns: (the row's index among train rows, numbers,
+    # the names of those cut past records.EXTRA_KEPT)
+    extras: list[tuple[int, dict[str, float], tuple[str, ...]]] = field(default_factory=list)
     malformed: list[tuple[int, str, bytes]] = field(default_factory=list)
 
 
@@ -115,7 +116,9 @@ def parse_lines(lines: list[bytes], first: int, columns: bool = True) -> Parsed:
                     if columns:
                         flat += _PACK(*_ROW(obj))
                         if len(obj) > _KEYS:
-                            extras.append((len(out.train_steps), extra_numbers(obj)))
+                            cut: list[str] = []
+                            numbers = extra_numbers(obj, cut)
+                            extras.append((len(out.train_steps), numbers, tuple(cut)))
                     keep_step(step)
                     keep_line(first + i)
                     continue
@@ -228,19 +231,19 @@ def _apply_train_rows(store: RunStore, parsed: Parsed, a: int, b: int, offset: i
         if store.has_columns and cols is not None:
             for name in COLUMNS:
                 store.columns[name].extend(cols[name][a:b])
-            for k, numbers in extras:
-                if numbers:
-                    store.extras.add(parsed.train_steps[k], numbers)
+            for k, numbers, cut in extras:
+                if numbers or cut:
+                    store.extras.add(parsed.train_steps[k], numbers, cut)
         store.records += b - a
         store.version += 1
         return
-    extra = dict(extras)
+    extra = {k: (numbers, cut) for k, numbers, cut in extras}
     for k in range(a, b):
         values = [cols[n][k] for n in TRAIN_FIELDS] if cols else [NAN] * len(TRAIN_FIELDS)
         t = cols["time"][k] if cols else NAN
-        more = extra.get(k)
+        more, cut = extra.get(k, (None, ()))
         rec = train_point(
-            parsed.train_steps[k], t, values, MappingProxyType(more) if more else _NO_EXTRA
+            parsed.train_steps[k], t, values, MappingProxyType(more) if more else _NO_EXTRA, cut
         )
         store.add(rec, parsed.train_lines[k] + offset)
 

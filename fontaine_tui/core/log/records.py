@@ -61,6 +61,8 @@ class TrainPoint:
     samples: float
     # every other number the record logged, by its dotted path (NaN and infinities as logged)
     extra: Mapping[str, float] = field(default_factory=lambda: _NO_FIELDS)
+    # the names of the numbers past EXTRA_KEPT, not held (counted by the store as not kept)
+    extra_cut: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -291,52 +293,66 @@ def _flatten(
 
 
 TRAIN_KEYS = frozenset(("kind", "step", "time", *TRAIN_FIELDS))  # a train record's columns
-# a train record's other numbers kept: as many as the store keeps keys (core/log/extras.py),
-# whose count of keys not kept then holds those of a record past it too
+# a train record's other numbers kept: as many as the store keeps keys (core/log/extras.py)
 EXTRA_KEPT = 4096
+# names of a record's numbers past EXTRA_KEPT handed on to be counted as keys not kept; a
+# record with more says "at least" that many
+CUT_NAMED = 65536
 
 
-def extra_numbers(obj: Mapping[str, object]) -> dict[str, float]:
+def extra_numbers(obj: Mapping[str, object], cut: list[str] | None = None) -> dict[str, float]:
     """The numbers of a train record beyond its columns, by dotted path.
 
     A value that is not a number (a string, a boolean, null) is left out; NaN and the
     infinities are kept as logged. A key written both nested and dotted keeps its first value:
-    a train record's extra keys never make its line unreadable."""
+    a train record's extra keys never make its line unreadable. Past EXTRA_KEPT numbers, the
+    names of the rest (up to CUT_NAMED) go into `cut`, so the keys not kept can be counted."""
     out: dict[str, float] = {}
     if len(obj) > len(TRAIN_KEYS) or any(k not in TRAIN_KEYS for k in obj):
-        _numbers({k: v for k, v in obj.items() if k not in TRAIN_KEYS}, out, "", 0)
+        rest = {k: v for k, v in obj.items() if k not in TRAIN_KEYS}
+        _numbers(rest, out, "", 0, [] if cut is None else cut)
     return out
 
 
 def train_point(
-    step: int, time: float, values: Sequence[float], extra: Mapping[str, float] = _NO_FIELDS
+    step: int,
+    time: float,
+    values: Sequence[float],
+    extra: Mapping[str, float] = _NO_FIELDS,
+    cut: tuple[str, ...] = (),
 ) -> TrainPoint:
     """A train record from its columns' values, in TRAIN_FIELDS order."""
     loss, ar_ce, flow_loss, lr, grad_norm, step_s, data_s, samples = values
     return TrainPoint(
-        step, time, loss, ar_ce, flow_loss, lr, grad_norm, step_s, data_s, samples, extra
+        step, time, loss, ar_ce, flow_loss, lr, grad_norm, step_s, data_s, samples, extra, cut
     )
 
 
-def _extra(obj: Mapping[str, object]) -> Mapping[str, float]:
-    numbers = extra_numbers(obj)
+def _frozen(numbers: dict[str, float]) -> Mapping[str, float]:
     return MappingProxyType(numbers) if numbers else _NO_FIELDS
 
 
-def _numbers(obj: Mapping[str, object], out: dict[str, float], prefix: str, depth: int) -> None:
+def _numbers(
+    obj: Mapping[str, object], out: dict[str, float], prefix: str, depth: int, cut: list[str]
+) -> None:
     # by exact type: JSON decoders give exact floats, ints, bools and dicts (a bool is no number)
     for key, value in obj.items():
-        if type(value) is float:
-            out.setdefault(prefix + key, value)
-        elif type(value) is int:
-            try:
-                out.setdefault(prefix + key, float(value))
-            except OverflowError:  # beyond the float range: not a number
-                pass
-        elif type(value) is dict and depth < 8:
-            _numbers(value, out, f"{prefix}{key}.", depth + 1)
-        if len(out) >= EXTRA_KEPT:
+        if len(out) >= EXTRA_KEPT and len(cut) >= CUT_NAMED:
             return
+        if type(value) is float or type(value) is int:
+            name = prefix + key
+            if name in out:
+                continue  # written both nested and dotted: its first value
+            try:
+                number = float(value)
+            except OverflowError:  # beyond the float range: not a number
+                continue
+            if len(out) < EXTRA_KEPT:
+                out[name] = number
+            else:
+                cut.append(name)
+        elif type(value) is dict and depth < 8:
+            _numbers(value, out, f"{prefix}{key}.", depth + 1, cut)
 
 
 STEP_MAX = (1 << 63) - 1
@@ -396,7 +412,11 @@ def to_record(obj: dict, line: int = 0) -> Record | None:
     step = _step(obj["step"])
     t = _num(obj.get("time"))
     if kind == "train":
-        return train_point(step, t, [_num(obj.get(name)) for name in TRAIN_FIELDS], _extra(obj))
+        cut: list[str] = []
+        extra = extra_numbers(obj, cut)
+        return train_point(
+            step, t, [_num(obj.get(n)) for n in TRAIN_FIELDS], _frozen(extra), tuple(cut)
+        )
     if kind == "eval":
         raw = obj.get("breakdown")
         breakdown = {str(k): _num(v) for k, v in raw.items()} if isinstance(raw, dict) else {}

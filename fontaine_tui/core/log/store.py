@@ -314,8 +314,8 @@ class RunStore:
                 cols["time"].append(rec.time)
                 for name in TRAIN_FIELDS:
                     cols[name].append(getattr(rec, name))
-                if rec.extra:
-                    self.extras.add(rec.step, rec.extra)
+                if rec.extra or rec.extra_cut:
+                    self.extras.add(rec.step, rec.extra, rec.extra_cut)
         elif isinstance(rec, Probe):
             self._add_probe(rec)
         elif isinstance(rec, Event):
