@@ -15,10 +15,12 @@ every column was written.
 from __future__ import annotations
 
 import math
-import re
+import time
 from array import array
 from collections.abc import Sequence
 from dataclasses import dataclass
+
+import regex
 
 from fontaine_tui.core.log.records import TRAIN_FIELDS
 from fontaine_tui.core.log.store import RunStore
@@ -153,21 +155,38 @@ def series(store: RunStore, name: str) -> Series:
     return MetricIndex(store).series(name)
 
 
-def compile_filter(pattern: str) -> re.Pattern[str]:
-    """A typed filter as a regular expression (case-insensitive).
+FILTER_BUDGET_S = 0.2  # a filter's time over all the names, past which it is refused
+TOO_SLOW = "the pattern takes too long on these names"
+
+
+def compile_filter(pattern: str) -> regex.Pattern[str]:
+    """A typed filter as a regular expression (case-insensitive, Python's `re` syntax).
 
     ValueError says in one line what is wrong with an invalid one."""
     try:
-        return re.compile(pattern, re.IGNORECASE)
-    except re.error as exc:
+        return regex.compile(pattern, regex.IGNORECASE | regex.VERSION0)
+    except regex.error as exc:
         raise ValueError(f"not a regular expression: {pattern!r} ({exc})") from None
 
 
-def matching(names: Sequence[str], pattern: str) -> list[str]:
+def matching(names: Sequence[str], pattern: str, budget_s: float = FILTER_BUDGET_S) -> list[str]:
     """The names a regular expression finds (anywhere in the name; "" keeps all).
 
-    ValueError for an invalid expression, as `compile_filter`."""
+    ValueError for an invalid expression, as `compile_filter`, and for one that takes more
+    than `budget_s` over all the names (a pattern that backtracks without end, such as
+    `(a|aa)+b`, would hold the console: the regex module stops it, which `re` cannot)."""
     if not pattern:
         return list(names)
     found = compile_filter(pattern).search
-    return [n for n in names if found(n)]
+    end = time.monotonic() + budget_s
+    out = []
+    for name in names:
+        left = end - time.monotonic()
+        try:
+            if left <= 0:
+                raise TimeoutError
+            if found(name, timeout=left):
+                out.append(name)
+        except TimeoutError:
+            raise ValueError(TOO_SLOW) from None
+    return out

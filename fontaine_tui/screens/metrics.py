@@ -150,7 +150,11 @@ class MetricsScreen(ViewScreen):
     def draw(self, view: RunView) -> None:
         self.query_one(RunHeader).show(view)
         names = self._names(view)
-        self.shown = matching(names, self.pattern)
+        try:
+            self.shown = matching(names, self.pattern)
+        except ValueError as exc:  # the names grew past what the pattern can search in time
+            self.pattern, self.selected, self.error = "", 0, f"{exc}; the filter is cleared"
+            self.shown = names
         self.selected = max(0, min(self.selected, len(self.shown) - 1))
         grid = self.query_one(MetricGrid)
         full = self.query_one("#metrics-full", Chart)
@@ -218,8 +222,9 @@ class MetricsScreen(ViewScreen):
         self._close_filter()
 
     def _set_pattern(self, pattern: str) -> None:
+        view = self.console.view
         try:
-            matching([], pattern)
+            matching(self._names(view) if view is not None else [], pattern)
         except ValueError as exc:
             self.error = f"{exc}; the filter stays"
         else:

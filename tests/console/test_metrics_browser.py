@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import time
 from pathlib import Path
 
 import pytest
@@ -74,6 +75,29 @@ async def test_a_bad_regex_says_so_in_one_line_and_keeps_the_filter(tmp_path):
         await pilot.pause()
         assert screen.pattern == "" and len(screen.shown) > 10
         assert str(screen.query_one("#metrics-error").render()) == ""
+
+
+async def test_a_pattern_too_slow_on_the_names_is_refused_and_the_filter_stays(tmp_path):
+    """(a|aa)+b backtracks without end on a long name of a's: refused in time, in one line."""
+    log = tmp_path / "run" / "train_log.jsonl"
+    recs = records_upto(1000, SCALED_LIKE)
+    for r in recs:
+        if r["kind"] == "train":
+            r["a" * 40] = 1.0
+    write_log(log, recs)
+    app = console(log)
+    async with app.run_test(size=SIZE) as pilot:
+        screen = await _open(pilot)
+        start = time.monotonic()
+        await pilot.press("slash", *"(a|aa)+b")
+        await pilot.pause()
+        assert time.monotonic() - start < 5  # eight keystrokes, each refused within 0.2 s
+        error = str(screen.query_one("#metrics-error").render())
+        assert error == "the pattern takes too long on these names; the filter stays"
+        assert screen.pattern == "(a|aa)+"  # the filter before the last key stays
+        await pilot.press("ctrl+u", *"(\\w+\\.?)+A$")  # Python's re: minutes; here at once
+        await pilot.pause()
+        assert screen.shown == ["a" * 40] and str(screen.query_one("#metrics-error").render()) == ""
 
 
 async def test_enter_opens_the_selected_chart_full_size_and_escape_returns(tmp_path):

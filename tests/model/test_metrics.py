@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import json
 import math
+import re
+import time
 from pathlib import Path
 
 import pytest
@@ -243,3 +245,30 @@ def test_a_train_column_is_listed_once_a_value_arrives():
     store.add(train_point(4, 4.0, [1.0, nan, nan, 5e-4] + [nan] * 4))
     assert index.names() == ["loss", "lr"]
     assert list(index.series("lr").values)[-1] == 5e-4
+
+
+LAYERS = [f"layer{i:03d}.attention.output.projection.gradient_norm_mean" for i in range(200)]
+
+
+def test_a_pattern_that_backtracks_without_end_returns_in_time():
+    """(\\w+\\.?)+z$ over 56-character names: Python's re backtracks for minutes on each."""
+    start = time.monotonic()
+    assert matching(LAYERS, r"(\w+\.?)+z$") == []
+    assert matching(LAYERS, r"(\w|\.)+MEAN$") == LAYERS  # still case-insensitive
+    assert time.monotonic() - start < 1.0
+
+
+@pytest.mark.parametrize(
+    "names",
+    [
+        [*LAYERS, "train/" + "a" * 40],  # one name the pattern never finishes on
+        [f"{'a' * 21}{i}" for i in range(400)],  # each name a little slow: all of them, not
+    ],
+)
+def test_a_filter_past_its_time_over_all_the_names_is_refused(names):
+    start = time.monotonic()
+    with pytest.raises(ValueError, match="^the pattern takes too long on these names$"):
+        matching(names, "(a|aa)+b")
+    assert time.monotonic() - start < 1.0
+    want = [n for n in names if re.search("^LAYER00[12]|A{21}3", n, re.IGNORECASE)]
+    assert matching(names, "^LAYER00[12]|A{21}3") == want and want  # an ordinary one is quick
