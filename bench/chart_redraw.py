@@ -53,6 +53,9 @@ class Still:
         await asyncio.Event().wait()
         yield  # pragma: no cover
 
+    async def read_bytes(self, name):
+        return None  # no file beside the run: no telemetry history
+
     async def close(self):
         return None
 
