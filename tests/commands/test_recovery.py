@@ -120,12 +120,12 @@ def _end(proc: subprocess.Popen[str]) -> tuple[int, str]:
 
 def test_a_kill_from_outside_is_restarted_resumed_and_finished(tmp_path, hook):
     folder = tmp_path / "runs" / "rec"
-    preset = _preset(tmp_path, "once", "[recovery]\nmax_restarts = 2")
+    preset = _preset(tmp_path, "once", "[recovery]\nmax_restarts = 2\nbackoff_s = 0.1")
     proc = _launch(tmp_path, preset, FONTAINE_NOTIFY=hook.url("/h"))
     os.killpg(_paused(folder, proc, 1), signal.SIGKILL)  # its whole group, as a spot reclaim does
     code, out = _end(proc)
     assert "command finished at step 40, exit 0" in out, out[-3000:]
-    assert "restart 1 of 2 in 2 s ([recovery]): preemption (SIGKILL from outside" in out, out
+    assert "restart 1 of 2 in 0.1 s ([recovery]): preemption (SIGKILL from outside" in out, out
     assert "(restart 1 of 2)" in out  # the resume's launch line
     said = [
         (a["event"], a.get("kind") or a.get("cause"), a.get("restart")) for a in _attempts(folder)
@@ -165,6 +165,7 @@ def test_a_kill_from_outside_is_restarted_resumed_and_finished(tmp_path, hook):
     assert prereg["preset"]["recovery"] == {
         "max_restarts": 2,
         "on": ["node_failure", "oom", "preemption"],
+        "backoff_s": 0.1,
     }
 
 
@@ -176,11 +177,13 @@ def test_the_kernels_oom_kill_is_restarted_as_oom(tmp_path):
         pytest.skip(f"no memory cgroup for the OOM-kill test: {exc}")
     folder = tmp_path / "runs" / "rec"
     try:
-        preset = _preset(tmp_path, "oom", '[recovery]\nmax_restarts = 1\non = ["oom"]')
+        preset = _preset(
+            tmp_path, "oom", '[recovery]\nmax_restarts = 1\non = ["oom"]\nbackoff_s = 0.1'
+        )
         code, out = _end(_launch(tmp_path, preset, group.wrap))
     finally:
         group.remove()
-    assert "restart 1 of 1 in 2 s ([recovery]): oom (cgroup " in out, out[-3000:]
+    assert "restart 1 of 1 in 0.1 s ([recovery]): oom (cgroup " in out, out[-3000:]
     assert "command finished at step 40, exit 0" in out, out[-3000:]
     ends = [a["cause"] for a in _attempts(folder) if a["event"] == "end"]
     assert ends == ["oom-killed", "finished"], _attempts(folder)
@@ -189,7 +192,9 @@ def test_the_kernels_oom_kill_is_restarted_as_oom(tmp_path):
 
 def test_max_restarts_reached_is_said_and_not_restarted(tmp_path):
     folder = tmp_path / "runs" / "rec"
-    proc = _launch(tmp_path, _preset(tmp_path, "always", "[recovery]\nmax_restarts = 1"))
+    proc = _launch(
+        tmp_path, _preset(tmp_path, "always", "[recovery]\nmax_restarts = 1\nbackoff_s = 0.1")
+    )
     os.killpg(_paused(folder, proc, 1), signal.SIGKILL)
     os.killpg(_paused(folder, proc, 2), signal.SIGKILL)
     code, out = _end(proc)

@@ -30,7 +30,7 @@ async def test_the_console_restarts_a_killed_run_and_watches_it_to_its_end(tmp_p
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "cfg"))
     monkeypatch.delenv("FONTAINE_NOTIFY", raising=False)
-    preset = load_preset(_preset(tmp_path, "once", "[recovery]\nmax_restarts = 1"))
+    preset = load_preset(_preset(tmp_path, "once", "[recovery]\nmax_restarts = 1\nbackoff_s = 0.1"))
     launched = LaunchedRun.launch(LocalTarget(), preset, poll_s=0.2)
     launched.restarter = in_console(launched)  # as `launch` sets it before its console
     folder = Path(launched.run_dir)
@@ -55,7 +55,7 @@ async def test_the_console_restarts_a_killed_run_and_watches_it_to_its_end(tmp_p
                 os.killpg(h.pid, signal.SIGKILL)
             h.close()
     said = launched.out.getvalue()
-    assert "restart 1 of 1 in 2 s ([recovery]): preemption" in said, said
+    assert "restart 1 of 1 in 0.1 s ([recovery]): preemption" in said, said
     assert "(restart 1 of 1)" in said and "command finished at step 40, exit 0" in said, said
     begins = [a for a in _attempts(folder) if a["event"] == "begin"]
     assert [(b["kind"], b.get("restart")) for b in begins] == [("launch", None), ("resume", 1)]

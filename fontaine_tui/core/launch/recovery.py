@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from fontaine_tui.core.launch import attempts
 from fontaine_tui.core.launch.exits import ExitInfo
 from fontaine_tui.core.log.store import RunStore
-from fontaine_tui.core.preset.recovery import RecoverySpec
+from fontaine_tui.core.preset.recovery import BACKOFF_MAX_S, RecoverySpec
 from fontaine_tui.core.runfolder import RunFolder
 from fontaine_tui.core.verdict.record import RecoveryRead
 
@@ -41,8 +41,6 @@ SLURM_CAUSE = {
     "BOOT_FAIL": "node_failure",
     "OUT_OF_MEMORY": "oom",
 }
-BACKOFF_S = 2.0  # the first restart's wait; each next one waits twice as long
-BACKOFF_MAX_S = 60.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -124,7 +122,7 @@ def plan(
             f"({used} restart{'s' if used != 1 else ''} used); it ended by {cause}"
         )
     k = used + 1
-    wait = min(BACKOFF_S * 2 ** (k - 1), BACKOFF_MAX_S)
+    wait = min(spec.backoff_s * 2 ** (k - 1), BACKOFF_MAX_S)
     return Restart(k, spec.max_restarts, cause, info.cause_detail, wait), ""
 
 

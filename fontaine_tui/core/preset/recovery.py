@@ -4,13 +4,15 @@
 [recovery]
 max_restarts = 3                            # 0 (the default): never restarted
 on = ["preemption", "oom", "node_failure"]  # the ends that restart it (the default: all three)
+backoff_s = 2.0                             # the first restart's wait, doubled each next one
 ```
 
 A restart resumes the run from its newest checkpoint, as `launch --resume` does, and is a new
 attempt in attempts.jsonl (core/launch/recovery.py says which ends count). A run that ended on
 a non-finite loss, that finished, or that a user or a gate stopped is never restarted, whatever
 the preset says. The section enters the canonical form (and prereg.json) only when
-max_restarts is above 0, so presets written before it keep their sha256; a change to it after
+max_restarts is above 0, and backoff_s only when set away from its default, so presets
+written before them keep their sha256; a change to it after
 launch is a change of the frozen contract, and `launch --resume` refuses it.
 """
 
@@ -23,22 +25,28 @@ from fontaine_tui.core.preset.checks import PresetError
 
 CAUSES = ("preemption", "oom", "node_failure")
 MAX_RESTARTS = 100  # the bound: a run restarted more often is broken, not unlucky
-KEYS = ("max_restarts", "on")
+BACKOFF_S = 2.0  # the first restart's wait (the default); each next one waits twice as long
+BACKOFF_MAX_S = 60.0  # the longest wait, and the bound of backoff_s
+KEYS = ("max_restarts", "on", "backoff_s")
 
 
 @dataclass(frozen=True, slots=True)
 class RecoverySpec:
-    """The restarts a preset allows: how many, and after which ends (CAUSES)."""
+    """The restarts a preset allows: how many, after which ends (CAUSES), the first wait."""
 
     max_restarts: int = 0
     on: tuple[str, ...] = CAUSES
+    backoff_s: float = BACKOFF_S
 
     @property
     def enabled(self) -> bool:
         return self.max_restarts > 0
 
     def canonical(self) -> dict[str, object]:
-        return {"max_restarts": self.max_restarts, "on": sorted(self.on)}
+        out: dict[str, object] = {"max_restarts": self.max_restarts, "on": sorted(self.on)}
+        if self.backoff_s != BACKOFF_S:  # set: presets written before the key keep their sha256
+            out["backoff_s"] = self.backoff_s
+        return out
 
     def words(self) -> str:
         """The contract in one phrase: "up to 3 restarts on preemption, oom"."""
@@ -74,4 +82,11 @@ def read_recovery(path: Path, table: object) -> RecoverySpec:
             raise PresetError(path, "recovery.on", f"expected {expected}{never}, got {cause!r}")
     if len(set(on)) != len(on):
         raise PresetError(path, "recovery.on", f"expected {expected}, each once, got {on!r}")
-    return RecoverySpec(n, tuple(c for c in CAUSES if c in on))
+    wait = table.get("backoff_s", BACKOFF_S)
+    if type(wait) not in (int, float) or not 0 <= wait <= BACKOFF_MAX_S:
+        raise PresetError(
+            path,
+            "recovery.backoff_s",
+            f"expected seconds in [0, {BACKOFF_MAX_S:g}] (the first restart's wait), got {wait!r}",
+        )
+    return RecoverySpec(n, tuple(c for c in CAUSES if c in on), float(wait))

@@ -102,6 +102,9 @@ def test_plan_says_why_not_and_never_restarts_a_non_finite_loss(folder):
         "preemption",
         2.0,
     )
+    quick = RecoverySpec(3, backoff_s=0.25)  # the preset's backoff_s: the first wait
+    first, _ = recovery.plan(quick, killed, folder, 1, RunStore())
+    assert first is not None and first.wait_s == 0.25
     due, why = recovery.plan(RecoverySpec(3, ("oom",)), killed, folder, 1, RunStore())
     assert due is None and "preemption is not among its causes (oom)" in why
     assert recovery.plan(RecoverySpec(), killed, folder, 1, RunStore()) == (None, "")

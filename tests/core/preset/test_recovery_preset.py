@@ -47,6 +47,10 @@ def _with(tmp_path: Path, section: str, name: str = "r.toml") -> Path:
         ("[recovery]\nmax_restarts = 2\non = []", "recovery.on: expected a non-empty list"),
         ('[recovery]\non = ["oom", "oom"]', "recovery.on: expected a non-empty list of"),
         ("[recovery]\nretries = 2", "recovery.retries: unknown key (expected one of: max_"),
+        ("[recovery]\nbackoff_s = -1", "recovery.backoff_s: expected seconds in [0, 60]"),
+        ("[recovery]\nbackoff_s = 61", "recovery.backoff_s: expected seconds in [0, 60]"),
+        ('[recovery]\nbackoff_s = "2"', "recovery.backoff_s: expected seconds in [0, 60]"),
+        ("[recovery]\nbackoff_s = true", "recovery.backoff_s: expected seconds in [0, 60]"),
     ],
 )
 def test_a_wrong_key_is_one_line(tmp_path, section, line):
@@ -107,6 +111,12 @@ def test_unset_or_zero_keeps_the_sha256_and_set_changes_it(tmp_path):
         _with(tmp_path, '[recovery]\nmax_restarts = 2\non = ["oom", "preemption", "node_failure"]')
     )
     assert order.sha256 == on.sha256  # the causes' order is no change of contract
+    default = load_preset(_with(tmp_path, "[recovery]\nmax_restarts = 2\nbackoff_s = 2", "d.toml"))
+    assert default.sha256 == on.sha256  # the default wait written out: the same contract
+    quick = load_preset(_with(tmp_path, "[recovery]\nmax_restarts = 2\nbackoff_s = 0.5", "e.toml"))
+    assert quick.recovery.backoff_s == 0.5 and quick.sha256 != on.sha256
+    assert quick.canonical["recovery"]["backoff_s"] == 0.5
+    assert preset_from_canonical(quick.canonical, "prereg.json").sha256 == quick.sha256
 
 
 def test_the_demo_runs_frozen_preset_still_matches():
