@@ -139,6 +139,7 @@ def test_files_of_those_names_that_are_not_ours_stay_untouched(tmp_path: Path) -
     brief = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(2)"])
     with pytest.raises(InputError, match="not a telemetry history; left untouched"):
         recorder.record(tmp_path, brief.pid, None, interval=0.1)  # (it would end in 2 s)
+    brief.kill()  # refused at once: its 2 s were only the bound of a recorder that records
     brief.wait()
     assert theirs.read_text() == "my own notes\n"
     sidecar = recorder.Sidecar(tmp_path / "telemetry.node0.jsonl", bound=500)
@@ -205,7 +206,10 @@ def test_a_stops_sigint_leaves_the_recorder_to_the_engines_end(tmp_path: Path) -
         [sys.executable, "-m", recorder.MODULE, str(tmp_path), "--pid", str(engine.pid)]
         + ["--interval", "0.2"]
     )
-    time.sleep(1.0)
+    deadline = time.monotonic() + 30
+    while not (tmp_path / TELEMETRY).exists():  # recording: its SIGINT is ignored by now
+        assert rec.poll() is None and time.monotonic() < deadline
+        time.sleep(0.05)
     rec.send_signal(signal.SIGINT)
     time.sleep(0.5)
     assert rec.poll() is None  # still there, beside the engine
