@@ -59,3 +59,30 @@ def test_bad_flag_as_a_real_process(tmp_path, corpus_dir):
         "batch-size / (M x world size))"
     ]
     assert not (tmp_path / "train_log.jsonl").exists()
+
+
+def test_the_engines_process_ends_with_its_heap_frozen(tmp_path, corpus_dir):
+    """`python -m fontaine_engine` freezes the heap once its command returned: the
+    interpreter's last collection at exit then skips the objects torch made."""
+    import subprocess
+    import sys
+
+    from tests.engine.conftest import REPO, engine_env
+
+    argv = _replace(tiny_argv(tmp_path, corpus_dir), "--batch-size", "15")[3:]
+    code = (
+        "import atexit, gc, runpy, sys\n"
+        "atexit.register(lambda: print('frozen', gc.get_freeze_count() > 0))\n"
+        f"sys.argv = ['fontaine_engine', *{argv!r}]\n"
+        "runpy.run_module('fontaine_engine', run_name='__main__')\n"
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", code],
+        cwd=REPO,
+        env=engine_env(),
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert proc.returncode == 2, proc.stderr  # the bad flag's exit code is kept
+    assert proc.stdout.strip() == "frozen True", proc.stdout + proc.stderr
