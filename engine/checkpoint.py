@@ -9,12 +9,12 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import sys
 import tempfile
 from pathlib import Path
 
 import torch
 from safetensors.torch import load_file, save_file
-from torch.distributed.optim import ZeroRedundancyOptimizer
 
 from .stats import NormStats
 
@@ -27,7 +27,8 @@ def step_dir(root: Path, step: int) -> Path:
 
 def optimizer_state(optimizer) -> dict | None:
     """Full optimizer state on rank 0 (call on every rank: ZeRO-1 gathers shards)."""
-    if isinstance(optimizer, ZeroRedundancyOptimizer):
+    zero = sys.modules.get("torch.distributed.optim")  # imported where ranks build ZeRO-1
+    if zero is not None and isinstance(optimizer, zero.ZeroRedundancyOptimizer):
         optimizer.consolidate_state_dict(to=0)
         if optimizer.global_rank != 0:
             return None

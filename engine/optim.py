@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import torch
 from torch import nn
-from torch.distributed.optim import ZeroRedundancyOptimizer
 
 BETAS = (0.9, 0.95)
 WEIGHT_DECAY = 0.01
@@ -44,7 +43,9 @@ def groups(module: nn.Module, weight_decay: float = WEIGHT_DECAY) -> list[dict]:
 
 def build(module: nn.Module, lr: float, distributed: bool) -> torch.optim.Optimizer:
     """AdamW over `groups(module)`, sharded with ZeRO-1 across ranks when distributed."""
-    if distributed:
+    if distributed:  # torch.distributed.optim takes most of a second to import: ranks only
+        from torch.distributed.optim import ZeroRedundancyOptimizer
+
         return ZeroRedundancyOptimizer(
             groups(module), optimizer_class=torch.optim.AdamW, lr=lr, betas=BETAS
         )

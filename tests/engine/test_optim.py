@@ -71,3 +71,25 @@ def test_a_one_group_checkpoint_resumes_into_the_two_groups():
         assert torch.equal(s.optimizer.state[p]["exp_avg"], old.state[p]["exp_avg"])
     assert [g["weight_decay"] for g in s.optimizer.param_groups] == [0.01, 0.0]
     assert optim.regroup(s.optimizer.state_dict(), s.module)["param_groups"][1]["params"]
+
+
+def test_zero_1_is_built_and_consolidated_for_its_checkpoint(tmp_path):
+    """Across ranks (one gloo rank here) build() gives ZeRO-1, and optimizer_state gathers its
+    shards: a ZeRO optimizer's state_dict without that is refused by torch."""
+    import torch.distributed as dist
+
+    from fontaine_engine import checkpoint, optim
+
+    dist.init_process_group(
+        "gloo", init_method=f"file://{tmp_path / 'rendezvous'}", rank=0, world_size=1
+    )
+    try:
+        module = torch.nn.Linear(4, 3)
+        opt = optim.build(module, lr=0.1, distributed=True)
+        assert type(opt).__name__ == "ZeroRedundancyOptimizer"
+        module(torch.ones(2, 4)).sum().backward()
+        opt.step()
+        state = checkpoint.optimizer_state(opt)
+        assert state is not None and len(state["param_groups"]) == 2 and state["state"]
+    finally:
+        dist.destroy_process_group()
