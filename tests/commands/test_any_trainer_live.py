@@ -298,6 +298,19 @@ def run_writer(writer: tuple[str, ...], names: list[str], root: Path) -> dict[st
     return seen
 
 
+@pytest.fixture(autouse=True)
+def registry_path(tmp_path: Path) -> Path:
+    """The registry each command here names itself (`command`'s env): no test sets one in the
+    environment, which the writers' threads read while a later test's set-up would change it."""
+    return tmp_path / "state" / "babysit.toml"
+
+
+@pytest.fixture(autouse=True)
+def bank_path(tmp_path: Path) -> Path:
+    """The bank, as the registry: each writer's commands name their own."""
+    return tmp_path / "bank"
+
+
 @pytest.fixture(scope="module")
 def observe(request, tmp_path_factory):
     """Each writer the selected tests need, SIDE_BY_SIDE at a time (most of a run is sleeping
