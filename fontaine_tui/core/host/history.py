@@ -49,21 +49,6 @@ class History:
     torn: int = 0  # files whose last line had no newline
     missing: bool = True  # no sidecar at all
 
-    def add(self, data: bytes) -> None:
-        """Read one file's bytes into the history."""
-        self.missing = False
-        lines = data.split(b"\n")
-        if lines[-1]:
-            self.torn += 1
-        for line in lines[:-1]:
-            if not line.strip():
-                continue
-            s = parse(line)
-            if s is None:
-                self.garbage += 1
-            else:
-                self.nodes.setdefault(s.node, []).append(s)
-
     def finish(self) -> History:
         """Sort each node's samples by time, one per time, and fill in the rates."""
         for node, got in self.nodes.items():
@@ -234,8 +219,9 @@ def merged(reads: Iterable[tuple[FileRead, bool]]) -> History:
 
 def read_history(files: Iterable[bytes | None]) -> History:
     """The history in `files` (each file's bytes, None where it is missing), oldest first."""
-    history = History()
+    reads = []
     for data in files:
         if data is not None:
-            history.add(data)
-    return history.finish()
+            read = FileRead()
+            reads.append((read, read.feed(data)))
+    return merged(reads)
