@@ -8,7 +8,7 @@ from __future__ import annotations
 import enum
 import json
 import math
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any, Final, TypeVar, cast
 
@@ -59,14 +59,21 @@ def type_name(t: type | tuple[type, ...]) -> str:
     return names.get(t, str(t))
 
 
-def check_section(path: Path, where: str, table: object, spec: Spec) -> dict[str, Scalar]:
+def check_keys(path: str | Path, where: str, table: object, keys: Iterable[str]) -> dict[str, Any]:
+    """`table` if it is a table of only `keys`; else one `file: key: expected` line."""
     if not isinstance(table, dict):
         raise PresetError(path, where, "expected a table")
+    known = list(keys)
     for key in table:
-        if key not in spec:
+        if key not in known:
             raise PresetError(
-                path, f"{where}.{key}", f"unknown key (expected one of: {', '.join(spec)})"
+                path, f"{where}.{key}", f"unknown key (expected one of: {', '.join(known)})"
             )
+    return table
+
+
+def check_section(path: Path, where: str, table: object, spec: Spec) -> dict[str, Scalar]:
+    table = check_keys(path, where, table, spec)
     out: dict[str, Scalar] = {}
     for key, (typ, default) in spec.items():
         if key not in table:

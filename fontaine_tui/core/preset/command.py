@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from types import MappingProxyType
 
-from fontaine_tui.core.preset.checks import PresetError
+from fontaine_tui.core.preset.checks import PresetError, check_keys
 
 PLACEHOLDER = "output_dir"
 ENDPOINT = "endpoint"  # resume_argv only: the endpoint in force when the run resumes
@@ -136,13 +136,7 @@ def names_endpoint(argv: tuple[str, ...]) -> bool:
 
 def read_command(table: object, where: str | Path) -> CommandSpec:
     """A preset's [command] table; PresetError (file, key, what was expected) on a bad one."""
-    if not isinstance(table, dict):
-        raise PresetError(where, "command", "expected a table")
-    for key in table:
-        if key not in KEYS:
-            raise PresetError(
-                where, f"command.{key}", f"unknown key (expected one of: {', '.join(KEYS)})"
-            )
+    table = check_keys(where, "command", table, KEYS)
     if ("argv" in table) == ("script" in table):
         raise PresetError(
             where,

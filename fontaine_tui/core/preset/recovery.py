@@ -21,7 +21,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from fontaine_tui.core.preset.checks import PresetError
+from fontaine_tui.core.preset.checks import PresetError, check_keys
 
 CAUSES = ("preemption", "oom", "node_failure")
 MAX_RESTARTS = 100  # the bound: a run restarted more often is broken, not unlucky
@@ -58,13 +58,7 @@ def read_recovery(path: Path, table: object) -> RecoverySpec:
     """Check `[recovery]`; a key wrong is one `file: key: expected` line."""
     if table is None:
         return RecoverySpec()
-    if not isinstance(table, dict):
-        raise PresetError(path, "recovery", "expected a table")
-    for key in table:
-        if key not in KEYS:
-            raise PresetError(
-                path, f"recovery.{key}", f"unknown key (expected one of: {', '.join(KEYS)})"
-            )
+    table = check_keys(path, "recovery", table, KEYS)
     n = table.get("max_restarts", 0)
     if type(n) is not int or not 0 <= n <= MAX_RESTARTS:
         raise PresetError(
