@@ -31,8 +31,8 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 os.environ.setdefault("TEXTUAL_ANIMATIONS", "none")
 
-import psutil  # noqa: E402
 
+from bench.console_cpu import window  # noqa: E402
 from tests.logs import RIGONLY_LIKE, dumps, records_upto  # noqa: E402
 
 START = 500  # steps already logged by every run (probes at 250 and 500: the anchor)
@@ -65,11 +65,6 @@ while time.monotonic() < t_end:
     time.sleep(max(0.0, nxt - time.monotonic()))
 print(step)
 """
-
-
-def cpu_seconds(proc: psutil.Process) -> float:
-    t = proc.cpu_times()
-    return t.user + t.system
 
 
 def write_runs(root: Path, n: int, registry_path: Path):
@@ -110,15 +105,12 @@ async def measure(
 
     Also the writer's last step.
     """
-    proc = psutil.Process()
     writer = subprocess.Popen(
         [sys.executable, "-c", WRITER, str(rate), str(start), str(seconds + 1), *map(str, paths)],
         stdout=subprocess.PIPE,
     )
     await asyncio.sleep(0.5)  # the writer's start-up is not the console's
-    c0, w0 = cpu_seconds(proc), time.monotonic()
-    await asyncio.sleep(seconds)
-    cpu, wall = cpu_seconds(proc) - c0, time.monotonic() - w0
+    cpu, wall = await window(seconds)
     out, _ = writer.communicate(timeout=seconds + 30)
     return cpu, wall, int(out or 0)
 
