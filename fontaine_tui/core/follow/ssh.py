@@ -15,6 +15,7 @@ import hashlib
 import re
 from collections.abc import AsyncIterator, Callable, Sequence
 
+from fontaine_tui.core import children
 from fontaine_tui.core.childenv import child_env
 from fontaine_tui.core.follow.base import (
     CHUNK,
@@ -308,7 +309,7 @@ class SshRun(SshConnection):
                             note=f"waiting for {name}",
                             end_offset=cutter.offset,
                         )
-                    await proc.wait()
+                    await children.end(proc)
                     await self._pause(1.0)
                     continue
                 elif header[:2] == [b"@fontaine", b"norun"]:
@@ -316,9 +317,11 @@ class SshRun(SshConnection):
                 elif header[:2] == [b"@fontaine", b"denied"]:
                     error = f"{self.target.path}/{name}: permission denied"
                 else:
-                    await proc.wait()
                     assert proc.stderr is not None  # spawned with stderr=PIPE
-                    err = await proc.stderr.read()
+                    err = b""
+                    with contextlib.suppress(asyncio.TimeoutError):
+                        err = await asyncio.wait_for(proc.stderr.read(), self.connect_timeout + 20)
+                    await children.end(proc)
                     error = (
                         self.explain(err)
                         if proc.returncode == 255
@@ -425,13 +428,6 @@ class SshRun(SshConnection):
         return False
 
     async def _end(self, proc: asyncio.subprocess.Process) -> None:
+        """End a stream's ssh client (its stdin closed ends the remote stream), bounded."""
         self._procs.discard(proc)
-        if proc.returncode is None:
-            if proc.stdin is not None:
-                proc.stdin.close()
-            try:
-                await asyncio.wait_for(proc.wait(), 2)
-            except asyncio.TimeoutError:
-                with contextlib.suppress(ProcessLookupError):
-                    proc.kill()
-                await proc.wait()
+        await children.end(proc)

@@ -21,10 +21,10 @@ import signal
 import sys
 from collections import deque
 from collections.abc import Mapping
-from contextlib import suppress
 from dataclasses import dataclass
 from pathlib import Path
 
+from fontaine_tui.core import children
 from fontaine_tui.core.childenv import child_env
 from fontaine_tui.core.errors import InputError
 from fontaine_tui.core.launch.enginename import ENGINE_MODULE
@@ -162,9 +162,8 @@ async def run_score(offer: ScoreOffer, env: Mapping[str, str] | None = None) -> 
                 tail.append(line)
         code = await proc.wait()
     finally:
-        if proc.returncode is None:  # its own session: the group id is its pid
-            with suppress(ProcessLookupError):
-                os.killpg(proc.pid, signal.SIGTERM)
+        if proc.returncode is None:  # cancelled: its group stopped, then waited for
+            await children.end(proc, group=True, first=signal.SIGTERM)
     last = tail[-1].decode("utf-8", "replace").strip() if tail else ""
     return code, literal(last)[:300]
 

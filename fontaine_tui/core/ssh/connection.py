@@ -16,12 +16,14 @@ import os
 import re
 import shlex
 import shutil
+import signal
 import subprocess
 import tempfile
 import time
 from collections.abc import Sequence
 from pathlib import Path
 
+from fontaine_tui.core import children
 from fontaine_tui.core.childenv import child_env
 from fontaine_tui.core.errors import InputError
 from fontaine_tui.core.readfile import limit, too_big
@@ -180,6 +182,7 @@ class SshConnection:
         shutil.rmtree(self._dir, ignore_errors=True)
 
     async def _control(self, op: str) -> tuple[int, bytes]:
+        """`ssh -O OP`: (its exit status, its stderr); 255 when it did not answer in time."""
         proc = await asyncio.create_subprocess_exec(
             *self.control_argv(op),
             stdin=asyncio.subprocess.DEVNULL,
@@ -187,9 +190,13 @@ class SshConnection:
             stderr=asyncio.subprocess.PIPE,
             env=child_env(),
         )
-        _, err = await proc.communicate()
-        assert proc.returncode is not None  # communicate() waited for the exit
-        return proc.returncode, err
+        try:
+            _, err = await asyncio.wait_for(proc.communicate(), self.connect_timeout + 20)
+        except asyncio.TimeoutError:
+            err = b"no answer from the shared connection"
+        finally:
+            await children.end(proc)  # at once when it has exited; killed when cancelled
+        return (255 if proc.returncode is None else proc.returncode), err
 
     async def master_pid(self) -> int | None:
         rc, err = await self._control("check")
@@ -252,9 +259,9 @@ class SshConnection:
         try:
             rc = await asyncio.wait_for(proc.wait(), self.connect_timeout + 20)
         except asyncio.TimeoutError:
-            proc.kill()
-            await proc.wait()
             rc = 255
+        finally:
+            await children.end(proc)  # at once when it has exited; killed when cancelled
         return rc, log.read_bytes()
 
     # How long one remote command may take before it is cut here: a host that stops
@@ -282,16 +289,8 @@ class SshConnection:
         try:
             out, err = await asyncio.wait_for(proc.communicate(), timeout)
         except asyncio.TimeoutError:
-            with contextlib.suppress(ProcessLookupError):
-                proc.kill()
-            # The shared connection's master holds copies of the client's pipes (ssh hands
-            # them over the control socket), so they stay open after the client dies and
-            # asyncio's wait() would wait for them: close this side's ends too.
-            transport = getattr(proc, "_transport", None)
-            if transport is not None:
-                transport.close()
-            with contextlib.suppress(asyncio.TimeoutError):
-                await asyncio.wait_for(proc.wait(), 10)
+            # killed, its pipes closed here (the master holds copies of them) and waited for
+            await children.end(proc, first=signal.SIGKILL)
             raise SshError(
                 f"{self.target.destination}: no answer from the remote command in "
                 f"{timeout:g} s (the host or the command there stopped answering); "
@@ -300,6 +299,8 @@ class SshConnection:
             ) from None
         finally:
             self._procs.discard(proc)
+            if proc.returncode is None:  # cancelled (a console quitting): no client left
+                await children.end(proc, first=signal.SIGKILL)
         assert proc.returncode is not None  # communicate() waited for the exit
         if proc.returncode == 255:
             raise SshError(self.explain(err))
