@@ -16,6 +16,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Protocol
 
+from fontaine_tui.core.errors import InputError
 from fontaine_tui.core.follow.base import Batch, RunSource
 from fontaine_tui.core.follow.foreign import SETTLE_S, ForeignRun
 from fontaine_tui.core.host.telemetry import TelemetrySnapshot
@@ -295,7 +296,11 @@ class Session(ReviewActions):
         if self.folder is None and not isinstance(self.source, RunSource):
             self.ledger = Ledger("", self.preset.sha256, "no run folder (log only)", None, ())
             return
-        files = await read_ledger_files(self.folder, self.source)
+        try:
+            files = await read_ledger_files(self.folder, self.source)
+        except InputError as exc:  # the host did not answer: the ledger read before stays
+            self.note = f"prereg.json and amendments not re-read: {exc}"
+            return
         if files.note:
             self.note = files.note
         where = str(self.folder) if self.folder is not None else self.source.label
