@@ -20,6 +20,9 @@ from tests.sshd_helper import Sshd, find_sshd
 
 PRESETS = Path(__file__).resolve().parents[1] / "presets"
 
+# every test has a time bound; one past it fails with its stacks (tests/timeouts.py)
+pytest_plugins = ["tests.timeouts"]
+
 
 def pytest_configure(config: pytest.Config) -> None:
     """Deliver Ctrl-C to the tests' children as a terminal does.
