@@ -8,6 +8,7 @@ from __future__ import annotations
 import getpass
 import os
 import shutil
+import signal
 import socket
 import subprocess
 import tempfile
@@ -25,6 +26,13 @@ def find_sshd() -> str | None:
         if cand and os.access(cand, os.X_OK):
             return cand
     return None
+
+
+def _die_with_parent() -> None:
+    """In the child before exec: the kernel sends it SIGTERM when its parent dies (Linux)."""
+    import ctypes
+
+    ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
 
 
 def free_port() -> int:
@@ -105,12 +113,18 @@ LogLevel ERROR
         return self._launch(sshd)
 
     def _launch(self, sshd: str) -> Sshd:
-        self.proc = subprocess.Popen(
-            [sshd, "-D", "-e", "-f", str(self.root / "sshd_config")],
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.DEVNULL,
-            stderr=open(self.root / "sshd.log", "wb"),
-        )  # noqa: SIM115
+        # started from the test's own thread, it ends with the test process, even one ended
+        # by its time bound (tests/timeouts.py) before this fixture's teardown; a timer
+        # thread's start (listen_after) would end it with the thread, so not then
+        here = threading.current_thread() is threading.main_thread()
+        with open(self.root / "sshd.log", "wb") as log:
+            self.proc = subprocess.Popen(
+                [sshd, "-D", "-e", "-f", str(self.root / "sshd_config")],
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.DEVNULL,
+                stderr=log,
+                preexec_fn=_die_with_parent if here else None,
+            )
         deadline = time.monotonic() + 10
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:
