@@ -2,7 +2,8 @@
 into a fresh venv, and run from an empty folder that is not the checkout. It must find its
 presets, say its version and launch the smoke preset on its installed engine to the verdict.
 
-The venv sees this interpreter's site-packages (torch and the rest are not installed again),
+The venv sees this interpreter's site-packages (torch and the rest are not installed again;
+also when this interpreter is itself a venv),
 so the test checks that what runs is the venv's copy: fontaine_tui and fontaine_engine import
 from the venv, and no child has PYTHONPATH. The wheel is built from a copy of the files a
 build reads, so nothing is written into the checkout."""
@@ -100,6 +101,18 @@ def installed(tmp_path_factory) -> tuple[Path, Path, Path]:
     )
     assert made.returncode == 0, made.stderr
     python = venv / "bin" / "python"
+    if sys.prefix != sys.base_prefix:
+        # this interpreter is itself a venv: --system-site-packages gave the new one the base
+        # interpreter's packages, not this venv's (torch, the console's dependencies). Its
+        # folders are added by path, so its .pth files (this checkout's editable install) are
+        # not read: what runs is still the wheel's copy
+        import site
+
+        inner = _run([python, "-c", "import site; print(site.getsitepackages()[0])"], cwd=root)
+        assert inner.returncode == 0, inner.stderr
+        (Path(inner.stdout.strip()) / "_outer_venv.pth").write_text(
+            "".join(f"{d}\n" for d in site.getsitepackages())
+        )
     # this interpreter's pip, into the venv; its dependencies are the system site-packages'
     got = _run(
         [
