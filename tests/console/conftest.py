@@ -7,6 +7,8 @@ import os
 from collections.abc import Callable
 from pathlib import Path
 
+import pytest
+
 os.environ["TEXTUAL_ANIMATIONS"] = "none"
 
 
@@ -106,3 +108,26 @@ def text(widget) -> str:
     if isinstance(widget, Chart):
         return re.sub(r"\x1b\[[0-9;]*m", "", widget.plt.build())
     return str(widget.render())
+
+
+@pytest.fixture
+def fleet_control():
+    """A control folder of the test's own for the fleet's shared SSH connections.
+
+    The fleet keeps its masters 300 s between two polls (ControlPersist): at the test's end
+    each one it left in this folder is told to exit, so none outlives the test."""
+    import shutil
+    import subprocess
+    import tempfile
+
+    folder = Path(tempfile.mkdtemp(prefix="ff-"))  # short: a socket's path has 108 bytes
+    yield folder
+    for sock in folder.iterdir():
+        if sock.is_socket():
+            subprocess.run(
+                ["ssh", "-o", f"ControlPath={sock}", "-O", "exit", "fleet-host"],
+                capture_output=True,
+                stdin=subprocess.DEVNULL,
+                timeout=10,
+            )
+    shutil.rmtree(folder, ignore_errors=True)

@@ -10,7 +10,7 @@ import pytest
 from textual.widgets import DataTable
 
 from fontaine_tui.core.host.memory import hostname
-from fontaine_tui.core.launch.fleet import Fleet, control_dir
+from fontaine_tui.core.launch.fleet import Fleet
 from fontaine_tui.core.launch.registry import Entry, Registry
 from fontaine_tui.core.runfolder import RunFolder
 from fontaine_tui.core.verdict.prereg import freeze
@@ -153,7 +153,9 @@ def test_overlay_snapshot(snap_compare, tmp_path, preset, registry_path, monkeyp
 
 
 @pytest.mark.ssh
-async def test_a_remote_run_is_pinned_and_followed_over_ssh(sshd, tmp_path, preset, registry_path):
+async def test_a_remote_run_is_pinned_and_followed_over_ssh(
+    sshd, tmp_path, preset, registry_path, fleet_control
+):
     """A row on another host (a real sshd on 127.0.0.1) is overlaid beside a local one."""
     here, there = tmp_path / "here", tmp_path / "far run"
     for folder, upto in ((here, 1000), (there, 600)):
@@ -166,7 +168,7 @@ async def test_a_remote_run_is_pinned_and_followed_over_ssh(sshd, tmp_path, pres
     )
     options = ("-F", str(sshd.config))
     app = console(make_run(tmp_path / "shown", upto=500), registry=reg, start_mode="runs")
-    app.runs.fleet = Fleet(tmp_path / "fleet.json", control_dir(), hostname(), options)
+    app.runs.fleet = Fleet(tmp_path / "fleet.json", fleet_control, hostname(), options)
     app.ssh_options = options
     async with app.run_test(size=SIZE) as pilot:
         table = app.screen.query_one(DataTable)

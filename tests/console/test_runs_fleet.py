@@ -9,7 +9,7 @@ from textual.widgets import DataTable
 from fontaine_tui.console import make_app
 from fontaine_tui.core.follow.local import LocalRun
 from fontaine_tui.core.host.memory import hostname
-from fontaine_tui.core.launch.fleet import Fleet, control_dir
+from fontaine_tui.core.launch.fleet import Fleet
 from fontaine_tui.core.launch.registry import Entry, Registry
 from fontaine_tui.core.runfolder import RunFolder
 from fontaine_tui.core.verdict import prereg
@@ -19,7 +19,9 @@ from tests.sshd_helper import HOST_ALIAS
 pytestmark = pytest.mark.ssh
 
 
-async def test_enter_on_a_remote_row_attaches_over_ssh(sshd, tmp_path, preset, registry_path):
+async def test_enter_on_a_remote_row_attaches_over_ssh(
+    sshd, tmp_path, preset, registry_path, fleet_control
+):
     here, there = tmp_path / "here", tmp_path / "far run"
     for folder, upto in ((here, 1000), (there, 600)):
         make_run(folder, upto=upto)
@@ -28,7 +30,7 @@ async def test_enter_on_a_remote_row_attaches_over_ssh(sshd, tmp_path, preset, r
     reg.upsert(Entry(name="near", run_dir=str(here), host=hostname(), preset=preset.name))
     reg.upsert(Entry(name="far", run_dir=str(there), host=HOST_ALIAS, preset=preset.name))
     options = ("-F", str(sshd.config))
-    fleet = Fleet(tmp_path / "fleet.json", control_dir(), hostname(), options)
+    fleet = Fleet(tmp_path / "fleet.json", fleet_control, hostname(), options)
     app = make_app(
         source=LocalRun(here),
         preset=preset,
