@@ -18,7 +18,6 @@ A test that leaves a child of the worker exited but never waited for (a zombie) 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import io
 import os
 import sys
@@ -134,14 +133,21 @@ def pytest_timeout_set_timer(item: pytest.Item, settings) -> bool | None:
     return True
 
 
-def _zombies() -> dict[int, str]:
-    """This process's children that have exited and were not waited for: {pid: name}."""
+def _children() -> set[int]:
+    import psutil
+
+    return {child.pid for child in psutil.Process().children()}
+
+
+def _zombies(besides: set[int]) -> dict[int, str]:
+    """This process's children not in `besides` that have exited and were not waited for:
+    {pid: name}."""
     import psutil
 
     out = {}
     for child in psutil.Process().children():
         try:
-            if child.status() == psutil.STATUS_ZOMBIE:
+            if child.pid not in besides and child.status() == psutil.STATUS_ZOMBIE:
                 out[child.pid] = child.name()
         except psutil.NoSuchProcess:
             pass
@@ -150,21 +156,20 @@ def _zombies() -> dict[int, str]:
 
 @pytest.fixture(autouse=True)
 def no_unreaped_child(request: pytest.FixtureRequest):
-    """Fail a test that leaves a child of this worker exited but never waited for.
+    """Fail a test that leaves a child it started exited but never waited for (a zombie).
 
-    Set up before the test's other fixtures, so checked after all of them are torn down. A
-    child gets ZOMBIE_GRACE_S to be waited for by whoever started it (asyncio's child watcher
-    waits in a thread); one still unreaped then is reaped here, so it is blamed once."""
-    before = set(_zombies())
+    Set up after the module's and session's fixtures and before the test's own, so checked
+    after all of the test's are torn down; a child that was there before (a module fixture's,
+    waited for in a later test) is not the test's. A child gets ZOMBIE_GRACE_S to be waited
+    for by whoever started it (asyncio's child watcher waits in a thread). It is not reaped
+    here: whoever holds it may still want its exit status."""
+    before = _children()
     yield
     deadline = time.monotonic() + ZOMBIE_GRACE_S
-    left = {p: n for p, n in _zombies().items() if p not in before}
+    left = _zombies(before)
     while left and time.monotonic() < deadline:
         time.sleep(0.05)
-        left = {p: n for p, n in _zombies().items() if p not in before}
-    for pid in left:
-        with contextlib.suppress(ChildProcessError):
-            os.waitpid(pid, os.WNOHANG)
+        left = _zombies(before)
     if left:
         pytest.fail(
             f"{request.node.nodeid} left {len(left)} child process(es) exited but never "
