@@ -213,7 +213,7 @@ class SshRun(SshConnection):
             anchor = cutter.anchor()
             try:
                 await self.ensure_master()
-                proc = await asyncio.create_subprocess_exec(
+                proc = await children.spawn(
                     *self.argv(
                         remote_command(
                             FOLLOW_SCRIPT,
@@ -229,9 +229,7 @@ class SshRun(SshConnection):
                             STREAM_PY if self.remote_python else "",
                         )
                     ),
-                    stdin=asyncio.subprocess.PIPE,
-                    stdout=asyncio.subprocess.PIPE,
-                    stderr=asyncio.subprocess.PIPE,
+                    stdin=children.PIPE,
                     limit=CHUNK,
                     env=child_env(),
                 )
@@ -357,7 +355,7 @@ class SshRun(SshConnection):
         return [*finish(cutter), Batch([], 1, True, note, 0, name)]
 
     async def _rest(
-        self, proc: asyncio.subprocess.Process, cutter: LineCutter, size: int, note: str
+        self, proc: children.Child, cutter: LineCutter, size: int, note: str
     ) -> AsyncIterator[Batch]:
         """Bytes sent from a rotated segment.
 
@@ -374,7 +372,7 @@ class SshRun(SshConnection):
                 note = ""
 
     @staticmethod
-    async def _header(proc: asyncio.subprocess.Process) -> list[bytes]:
+    async def _header(proc: children.Child) -> list[bytes]:
         """Our script's first line, past anything a chatty login script printed first."""
         assert proc.stdout is not None  # spawned with stdout=PIPE
         for _ in range(200):
@@ -385,7 +383,7 @@ class SshRun(SshConnection):
 
     async def _stream(
         self,
-        proc: asyncio.subprocess.Process,
+        proc: children.Child,
         cutter: LineCutter,
         head: bytes,
         pos: int,
@@ -416,7 +414,7 @@ class SshRun(SshConnection):
                 yield Batch(lines, first, False, note, cutter.offset), head
                 note = ""
 
-    async def _watch_stderr(self, proc: asyncio.subprocess.Process, said: list[bytes]) -> bool:
+    async def _watch_stderr(self, proc: children.Child, said: list[bytes]) -> bool:
         """tail reports a truncated file, the watch loop a moved one: reconnect to re-check."""
         assert proc.stderr is not None  # spawned with stderr=PIPE
         while line := await proc.stderr.readline():
@@ -427,7 +425,7 @@ class SshRun(SshConnection):
                 return True
         return False
 
-    async def _end(self, proc: asyncio.subprocess.Process) -> None:
+    async def _end(self, proc: children.Child) -> None:
         """End a stream's ssh client (its stdin closed ends the remote stream), bounded."""
         self._procs.discard(proc)
         await children.end(proc)

@@ -18,6 +18,7 @@ import json
 import os
 import shlex
 import signal
+import subprocess
 import sys
 from collections import deque
 from collections.abc import Mapping
@@ -146,11 +147,9 @@ async def run_score(offer: ScoreOffer, env: Mapping[str, str] | None = None) -> 
     it stops the process."""
     run_env = dict(os.environ if env is None else env)
     run_env.setdefault("PYTHONUNBUFFERED", "1")
-    proc = await asyncio.create_subprocess_exec(
+    proc = await children.spawn(
         *offer.argv,
-        stdin=asyncio.subprocess.DEVNULL,
-        stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.STDOUT,
+        stderr=subprocess.STDOUT,
         start_new_session=True,
         env=child_env(run_env),
     )

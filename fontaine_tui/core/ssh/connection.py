@@ -131,7 +131,7 @@ class SshConnection:
             *(["-p", str(target.port)] if target.port else []),
         ]
         self._locks: dict[asyncio.AbstractEventLoop, asyncio.Lock] = {}
-        self._procs: set[asyncio.subprocess.Process] = set()
+        self._procs: set[children.Child] = set()
         self._closed = False
         self._closed_ev = asyncio.Event()
         self._connected = False  # a master has been up once: later failures are reported at once
@@ -183,12 +183,8 @@ class SshConnection:
 
     async def _control(self, op: str) -> tuple[int, bytes]:
         """`ssh -O OP`: (its exit status, its stderr); 255 when it did not answer in time."""
-        proc = await asyncio.create_subprocess_exec(
-            *self.control_argv(op),
-            stdin=asyncio.subprocess.DEVNULL,
-            stdout=asyncio.subprocess.DEVNULL,
-            stderr=asyncio.subprocess.PIPE,
-            env=child_env(),
+        proc = await children.spawn(
+            *self.control_argv(op), stdout=children.DEVNULL, env=child_env()
         )
         try:
             _, err = await asyncio.wait_for(proc.communicate(), self.connect_timeout + 20)
@@ -242,7 +238,7 @@ class SshConnection:
         log = self._dir / "master.err"
         with open(log, "wb") as err:
             # -f: fork once authenticated; its stderr is a file so nothing waits on a pipe
-            proc = await asyncio.create_subprocess_exec(
+            proc = await children.spawn(
                 self.ssh,
                 *self._common,
                 "-o",
@@ -251,8 +247,7 @@ class SshConnection:
                 "-N",
                 "--",
                 self.target.destination,
-                stdin=asyncio.subprocess.DEVNULL,
-                stdout=asyncio.subprocess.DEVNULL,
+                stdout=children.DEVNULL,
                 stderr=err,
                 env=child_env(),
             )
@@ -278,13 +273,7 @@ class SshConnection:
         Raises SshError when ssh fails (255) or the command has not finished within
         `timeout` seconds (None: no limit). The ssh client is then killed."""
         await self.ensure_master()
-        proc = await asyncio.create_subprocess_exec(
-            *self.argv(command),
-            stdin=asyncio.subprocess.DEVNULL,
-            stdout=asyncio.subprocess.PIPE,
-            stderr=asyncio.subprocess.PIPE,
-            env=child_env(),
-        )
+        proc = await children.spawn(*self.argv(command), env=child_env())
         self._procs.add(proc)
         try:
             out, err = await asyncio.wait_for(proc.communicate(), timeout)
