@@ -36,6 +36,14 @@ def ssh_children() -> list[psutil.Process]:
     return out
 
 
+def names(procs: list[psutil.Process]) -> set[str]:
+    out = set()
+    for p in procs:
+        with contextlib.suppress(psutil.NoSuchProcess):
+            out.add(p.name())
+    return out
+
+
 def remote_processes(server: Sshd) -> list[psutil.Process]:
     """What the host runs for its logged-in clients (the follow scripts), not sshd itself."""
     out = []
@@ -59,8 +67,9 @@ async def test_quit_ends_within_its_bound_when_the_host_does_not_answer(tmp_path
         async with app.run_test(size=SIZE) as pilot:
             await until(pilot, lambda: app.session.store.last_step == 600, 30)
             if host == "frozen":
+                # the log's stream running there (python3 under its script), then frozen
+                await until(pilot, lambda: "python3" in names(remote_processes(server)), 30)
                 frozen = remote_processes(server)
-                assert frozen, "no follow script found on the host"
                 for p in frozen:
                     with contextlib.suppress(psutil.NoSuchProcess):
                         p.send_signal(signal.SIGSTOP)
