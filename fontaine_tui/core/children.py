@@ -27,6 +27,7 @@ import os
 import signal
 import subprocess
 import threading
+from collections.abc import Callable
 from typing import IO, Any
 
 # how long `end` gives a child to go by itself once its stdin is closed, and again after the
@@ -115,9 +116,14 @@ class Child:
                 continue
             reader = asyncio.StreamReader(limit=limit, loop=self._loop)
             protocol = asyncio.StreamReaderProtocol(reader, loop=self._loop)
-            transport, _ = await self._loop.connect_read_pipe(lambda: protocol, f)
+            transport, _ = await self._loop.connect_read_pipe(_made(protocol), f)
             self._pipes.append(transport)
             setattr(self, name, reader)
+
+
+def _made(protocol: asyncio.StreamReaderProtocol) -> Callable[[], asyncio.StreamReaderProtocol]:
+    """A protocol factory that gives `protocol`."""
+    return lambda: protocol
 
 
 async def spawn(
