@@ -128,8 +128,10 @@ class MonitorScreen(ViewScreen):
         frac = view.progress.data_frac if view is not None else None
         starved = view.progress.data_starved if view is not None else False
         reason = self.console.telemetry_reason
-        panel = self.query_one(TelemetryPanel)
-        panel.show(snap, frac, starved, reason, self.history, self.history_note)
+        panels = self.query(TelemetryPanel)
+        if not panels:  # the screen is closing (a history read that ended after the quit)
+            return
+        panels.first().show(snap, frac, starved, reason, self.history, self.history_note)
 
     @work(exclusive=True, group="history")
     async def read_history(self) -> None:

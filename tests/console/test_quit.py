@@ -75,3 +75,25 @@ async def test_exited_run_is_shown_and_quit_does_not_ask(tmp_path, preset):
         await pilot.press("q")
         await pilot.pause()
         assert not app.is_running
+
+
+async def test_a_telemetry_read_that_ends_after_the_quit_is_dropped(tmp_path, preset):
+    """The history reader's worker may finish after the monitor is gone: no crash then."""
+    from fontaine_tui.screens.monitor import MonitorScreen
+
+    folder = tmp_path / "run"
+    make_run(folder, upto=600)
+    app = make_app(source=LocalRun(folder), preset=preset, clock=fixed_clock)
+    async with app.run_test(size=SIZE) as pilot:
+        await until(pilot, lambda: app.session.store.last_step == 600)
+        monitor = app.screen
+        assert isinstance(monitor, MonitorScreen)
+        app.exit(0)
+        await pilot.pause()
+    from textual._context import active_app
+
+    token = active_app.set(app)  # as in the app's worker, which finishes after the quit
+    try:
+        monitor._on_telemetry(None)  # what the worker does once its read is in
+    finally:
+        active_app.reset(token)
