@@ -201,3 +201,16 @@ def processes_mentioning(text: str, exe: str = "tail") -> list[psutil.Process]:
         except psutil.NoSuchProcess:
             pass
     return out
+
+
+def ssh_children() -> list[psutil.Process]:
+    """This process's own ssh clients, running or not yet waited for (not a shared master,
+    which ssh -f detached)."""
+    out = []
+    for p in psutil.Process().children():
+        try:
+            if p.name() == "ssh":
+                out.append(p)
+        except psutil.NoSuchProcess:
+            pass
+    return out

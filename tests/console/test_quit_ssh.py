@@ -20,20 +20,11 @@ from fontaine_tui.console import make_app
 from fontaine_tui.core.follow.ssh import SshRun
 from fontaine_tui.core.ssh.destination import SshTarget
 from tests.console.conftest import SIZE, fixed_clock, make_run, until
-from tests.sshd_helper import HOST_ALIAS, Sshd
+from tests.sshd_helper import HOST_ALIAS, Sshd, ssh_children
 
 pytestmark = pytest.mark.ssh
 
 QUIT_BOUND_S = 5.0
-
-
-def ssh_children() -> list[psutil.Process]:
-    out = []
-    for p in psutil.Process().children():
-        with contextlib.suppress(psutil.NoSuchProcess):
-            if p.name() == "ssh":
-                out.append(p)
-    return out
 
 
 def names(procs: list[psutil.Process]) -> set[str]:

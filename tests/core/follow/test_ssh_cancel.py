@@ -19,21 +19,12 @@ import pytest
 
 from tests.core.follow.followkit import append, train_line
 from tests.core.follow.test_ssh import LOG, source, tails_for
+from tests.sshd_helper import ssh_children
 
 pytestmark = pytest.mark.ssh
 
 # a cancelled task that ends its children is over within twice their grace (2 s each)
 BOUND_S = 5.0
-
-
-def my_ssh_clients() -> list[psutil.Process]:
-    """This process's own ssh children (not the shared master, which ssh -f detached)."""
-    out = []
-    for p in psutil.Process().children():
-        with contextlib.suppress(psutil.NoSuchProcess):
-            if p.name() == "ssh":
-                out.append(p)
-    return out
 
 
 @contextlib.contextmanager
@@ -72,7 +63,7 @@ async def test_a_cancelled_follow_ends_with_the_remote_side_frozen(sshd, tmp_pat
             assert done, f"the cancelled follow did not end in {BOUND_S + 5:g} s"
             assert took <= BOUND_S, f"the cancelled follow took {took:.1f} s"
             # its ssh client was killed and waited for: none running, none a zombie
-            assert my_ssh_clients() == []
+            assert ssh_children() == []
     finally:
         task.cancel()
         await run.close()
@@ -83,15 +74,15 @@ async def test_a_cancelled_remote_command_leaves_no_ssh_client(sshd, tmp_path: P
     try:
         task = asyncio.create_task(run.shell("sleep 600"))
         deadline = time.monotonic() + 30
-        while not my_ssh_clients() and time.monotonic() < deadline:
+        while not ssh_children() and time.monotonic() < deadline:
             await asyncio.sleep(0.05)
         await asyncio.sleep(0.3)  # the command is running there
-        assert my_ssh_clients(), "the remote command's ssh client did not start"
+        assert ssh_children(), "the remote command's ssh client did not start"
         started = time.monotonic()
         task.cancel()
         with contextlib.suppress(asyncio.CancelledError):
             await asyncio.wait_for(task, BOUND_S + 5)
         assert time.monotonic() - started <= BOUND_S
-        assert my_ssh_clients() == []
+        assert ssh_children() == []
     finally:
         await run.close()
