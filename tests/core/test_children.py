@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import signal
+import sys
 import time
 from pathlib import Path
 
@@ -18,6 +20,7 @@ import pytest
 
 from fontaine_tui.core import children
 from tests.core.follow.test_ssh import source
+from tests.sshd_helper import processes_mentioning
 
 BOUND_S = 5.0
 
@@ -68,17 +71,20 @@ async def test_wait_is_the_exit_even_while_another_process_holds_the_pipes():
         with pytest.raises(asyncio.TimeoutError):  # the grandchild still holds stdout
             await asyncio.wait_for(child.stdout.read(), 0.3)
     finally:
-        for p in mine("30.7"):
-            p.kill()
+        for p in processes_mentioning("30.7", "sleep"):  # the grandchild, init's by now
+            with contextlib.suppress(psutil.NoSuchProcess):
+                p.kill()
         await children.end(child)
 
 
 async def test_end_takes_at_most_twice_its_grace_with_a_child_that_ignores_eof():
-    child = await children.spawn("sh", "-c", "trap '' TERM; sleep 30.9", stdin=children.PIPE)
+    ignores = "import signal, time; signal.signal(signal.SIGTERM, signal.SIG_IGN); time.sleep(30.9)"
+    child = await children.spawn(sys.executable, "-c", ignores, stdin=children.PIPE)
+    await asyncio.sleep(0.5)  # its handler is set
     started = time.monotonic()
-    code = await children.end(child, grace_s=0.5, first=None)
+    code = await children.end(child, grace_s=0.5, first=signal.SIGTERM)
     assert time.monotonic() - started <= 1.5
-    assert code == -9
+    assert code == -9  # killed, after the TERM it ignored
 
 
 @pytest.mark.ssh
@@ -92,3 +98,6 @@ async def test_cancelling_every_task_during_a_remote_command_hangs_nothing(
         await cancel_all_after(lambda: run.shell("sleep 31.1"), yields)
     finally:
         await asyncio.wait_for(run.close(), BOUND_S + 10)
+        for p in processes_mentioning("31.1", "sleep"):  # it runs on "there": ended by hand
+            with contextlib.suppress(psutil.NoSuchProcess):
+                p.kill()

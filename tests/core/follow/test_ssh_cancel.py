@@ -19,7 +19,7 @@ import pytest
 
 from tests.core.follow.followkit import append, train_line
 from tests.core.follow.test_ssh import LOG, source, tails_for
-from tests.sshd_helper import ssh_children
+from tests.sshd_helper import processes_mentioning, ssh_children
 
 pytestmark = pytest.mark.ssh
 
@@ -72,12 +72,13 @@ async def test_a_cancelled_follow_ends_with_the_remote_side_frozen(sshd, tmp_pat
 async def test_a_cancelled_remote_command_leaves_no_ssh_client(sshd, tmp_path: Path):
     run = source(sshd, tmp_path)
     try:
-        task = asyncio.create_task(run.shell("sleep 600"))
-        deadline = time.monotonic() + 30
-        while not ssh_children() and time.monotonic() < deadline:
+        task = asyncio.create_task(run.shell("sleep 600.3"))
+        deadline = time.monotonic() + 60
+        while not processes_mentioning("600.3", "sleep") and time.monotonic() < deadline:
+            assert not task.done(), task  # its error, if it failed to start
             await asyncio.sleep(0.05)
-        await asyncio.sleep(0.3)  # the command is running there
-        assert ssh_children(), "the remote command's ssh client did not start"
+        assert processes_mentioning("600.3", "sleep"), "the remote command did not start"
+        assert ssh_children(), "the remote command's ssh client is not running here"
         started = time.monotonic()
         task.cancel()
         with contextlib.suppress(asyncio.CancelledError):
@@ -86,3 +87,6 @@ async def test_a_cancelled_remote_command_leaves_no_ssh_client(sshd, tmp_path: P
         assert ssh_children() == []
     finally:
         await run.close()
+        for p in processes_mentioning("600.3", "sleep"):  # it runs on "there": ended by hand
+            with contextlib.suppress(psutil.NoSuchProcess):
+                p.kill()
