@@ -27,8 +27,10 @@ import os
 import signal
 import subprocess
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import IO, Any
+
+from fontaine_tui.core.childenv import child_env
 
 # how long `end` gives a child to go by itself once its stdin is closed, and again after the
 # kill: a cancelled task that ends its children is over within twice this
@@ -132,14 +134,18 @@ async def spawn(
     stdout: int | IO[Any] | None = PIPE,
     stderr: int | IO[Any] | None = PIPE,
     limit: int = LIMIT,
+    env: Mapping[str, str] | None = None,
     **popen: Any,
 ) -> Child:
-    """Start `argv` as a `Child` (other keywords go to subprocess.Popen: env, cwd, ...).
+    """Start `argv` as a `Child` (other keywords go to subprocess.Popen: cwd, ...).
 
+    Its environment is `env` (this process's when None) less every secret (child_env).
     Cancelled while its pipes are being connected, the child is killed and reaped, and the
     cancel goes on."""
     loop = asyncio.get_running_loop()
-    proc = subprocess.Popen(list(argv), stdin=stdin, stdout=stdout, stderr=stderr, **popen)
+    proc = subprocess.Popen(
+        list(argv), stdin=stdin, stdout=stdout, stderr=stderr, env=child_env(env), **popen
+    )
     child = Child(proc, loop)
     try:
         await child._connect(limit)

@@ -123,6 +123,7 @@ SPAWNS = {
     ("subprocess", "check_call"),
     ("asyncio", "create_subprocess_exec"),
     ("asyncio", "create_subprocess_shell"),
+    ("children", "spawn"),  # core/children.py: every child on the event loop
 }
 
 
