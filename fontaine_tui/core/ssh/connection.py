@@ -203,6 +203,8 @@ class SshConnection:
         """Start the shared connection unless it is up; raises SshError if it cannot be."""
         lock = self._locks.setdefault(asyncio.get_running_loop(), asyncio.Lock())
         async with lock:
+            if self._closed:  # its control folder is gone: nothing more starts
+                raise SshError(f"{self.target.destination}: the connection was closed here")
             if (await self._control("check"))[0] == 0:
                 return
             # the first connection: tried again with the reconnect back-off, within a limit
@@ -231,7 +233,19 @@ class SshConnection:
                 delay = min(delay * 2, self.backoff[1])
 
     async def _start_master(self) -> tuple[int, bytes]:
-        """One try at the shared connection: (ssh's exit status, its stderr)."""
+        """One try at the shared connection: (ssh's exit status, its stderr).
+
+        Raises SshError when close() took the control folder away meanwhile."""
+        try:
+            return await self._try_master()
+        except OSError:
+            if self._closed:
+                raise SshError(
+                    f"{self.target.destination}: the connection was closed here"
+                ) from None
+            raise
+
+    async def _try_master(self) -> tuple[int, bytes]:
         for stale in self._dir.iterdir():  # a killed master leaves its socket behind
             if stale.is_socket():
                 stale.unlink(missing_ok=True)
