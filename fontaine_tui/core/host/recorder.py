@@ -23,6 +23,7 @@ import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Mapping
 from pathlib import Path
@@ -279,6 +280,9 @@ def spawn(
         close_fds=True,
     )
     _spawned.append(proc)
+    # it ends with the engine, maybe long before this process: waited for then, not left a
+    # zombie until the next launch
+    threading.Thread(target=proc.wait, name=f"recorder {proc.pid}", daemon=True).start()
     return proc
 
 
