@@ -204,7 +204,7 @@ class SshConnection:
         lock = self._locks.setdefault(asyncio.get_running_loop(), asyncio.Lock())
         async with lock:
             if self._closed:  # its control folder is gone: nothing more starts
-                raise SshError(f"{self.target.destination}: the connection was closed here")
+                raise self._closed_error()
             if (await self._control("check"))[0] == 0:
                 return
             # the first connection: tried again with the reconnect back-off, within a limit
@@ -240,10 +240,11 @@ class SshConnection:
             return await self._try_master()
         except OSError:
             if self._closed:
-                raise SshError(
-                    f"{self.target.destination}: the connection was closed here"
-                ) from None
+                raise self._closed_error() from None
             raise
+
+    def _closed_error(self) -> SshError:
+        return SshError(f"{self.target.destination}: the connection was closed here")
 
     async def _try_master(self) -> tuple[int, bytes]:
         for stale in self._dir.iterdir():  # a killed master leaves its socket behind
