@@ -180,14 +180,16 @@ async def end(
     `first`, for example SIGTERM); then it is killed (with `group`, its whole process group)
     and waited for `grace_s` more. Its pipes are closed on this side. Safe to await from a
     task being cancelled: it takes at most 2 × `grace_s`."""
-    if child.returncode is None:
-        if child.stdin is not None:
-            with contextlib.suppress(OSError):
-                child.stdin.close()
-        if first is not None:
-            child.send_signal(first, group)
-        if not await _exited(child, grace_s):
-            child.send_signal(signal.SIGKILL, group)
-    child.close_pipes()
+    try:
+        if child.returncode is None:
+            if child.stdin is not None:
+                with contextlib.suppress(OSError):
+                    child.stdin.close()
+            if first is not None:
+                child.send_signal(first, group)
+            await _exited(child, grace_s)
+    finally:  # gone by itself, or its grace cut short by a cancel: the rest is killed
+        child.send_signal(signal.SIGKILL, group)  # nothing once it has exited
+        child.close_pipes()
     await _exited(child, grace_s)
     return child.returncode

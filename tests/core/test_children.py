@@ -87,6 +87,18 @@ async def test_end_takes_at_most_twice_its_grace_with_a_child_that_ignores_eof()
     assert code == -9  # killed, after the TERM it ignored
 
 
+async def test_end_cancelled_during_its_grace_still_kills_the_child():
+    ignores = "import signal, time; signal.signal(signal.SIGTERM, signal.SIG_IGN); time.sleep(31.3)"
+    child = await children.spawn(sys.executable, "-c", ignores)
+    await asyncio.sleep(0.5)  # its handler is set
+    ending = asyncio.create_task(children.end(child, grace_s=5, first=signal.SIGTERM))
+    await asyncio.sleep(0.2)
+    ending.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await ending
+    assert await asyncio.wait_for(child.wait(), BOUND_S) == -9
+
+
 @pytest.mark.ssh
 @pytest.mark.parametrize("yields", range(0, 30, 3))
 async def test_cancelling_every_task_during_a_remote_command_hangs_nothing(
