@@ -7,7 +7,6 @@ from pathlib import Path
 
 from fontaine_tui.commands._args import examples, positive
 from fontaine_tui.core.errors import InputError
-from fontaine_tui.core.preset.find import load_preset
 from fontaine_tui.core.runfolder import RunFolder, check_target
 from fontaine_tui.core.text import literal, require_utf8
 from fontaine_tui.core.verdict.amendments import check_amendments
@@ -17,7 +16,7 @@ from fontaine_tui.core.verdict.ledger import (
     max_step_seen,
     read_amendments,
 )
-from fontaine_tui.core.verdict.prereg import read_prereg
+from fontaine_tui.model.judge import preset_for
 
 _factor = positive("a positive factor (a finite number)")
 
@@ -58,7 +57,12 @@ def register(sub: argparse._SubParsersAction) -> None:
         "endpoint are PROVISIONAL until N)",
     )
     p.add_argument("--text", default="", help="why (kept in the ledger)")
-    p.add_argument("-p", "--preset", help="preset name or path when the folder has no prereg.json")
+    p.add_argument(
+        "-p",
+        "--preset",
+        help="preset name or path when the folder has no prereg.json (else it must be the "
+        "frozen one: a differing preset is refused)",
+    )
     p.set_defaults(func=run)
 
 
@@ -69,10 +73,8 @@ def run(args: argparse.Namespace) -> int:
     if not root.is_dir():
         raise InputError(f"{root}: no such run folder")
     folder = RunFolder(root)
-    if args.preset:
-        preset = load_preset(args.preset)
-    else:
-        preset = read_prereg(folder).frozen_preset(str(folder.prereg))
+    # the frozen prereg.json over any -p, as `verdict` reads it (a differing one refused)
+    preset, _ = preset_for(folder, args.preset)
     source = preset.source if preset.source and preset.source.kind != "fontaine" else None
     seen = foreign_step_seen(root, source) if source is not None else max_step_seen(folder.log)
     try:

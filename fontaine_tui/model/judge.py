@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import argparse
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -36,21 +35,21 @@ class Judged:
     folder: runfolder.RunFolder | None
 
 
-def _preset_for(
-    args: argparse.Namespace, folder: runfolder.RunFolder | None
+def preset_for(
+    folder: runfolder.RunFolder | None, preset_arg: str | None
 ) -> tuple[Preset, Mapping[str, object] | None]:
-    """The preset to judge by, and the provenance frozen with it.
+    """The preset a run folder is read (and amended) by, and the provenance frozen with it.
 
     A run folder's frozen pre-registration is the authority. A --preset that differs from it
     (beyond the machinery-only [platform] knobs) is refused, naming the keys. The provenance
-    is None without a prereg.json.
+    is None without a prereg.json. `verdict`, `amend` and every reader of a folder call this.
     """
     if folder is not None and folder.prereg.exists():
-        given = load_preset(args.preset) if args.preset else None
+        given = load_preset(preset_arg) if preset_arg else None
         prereg = read_prereg(folder)
-        return frozen_over(prereg, given, args.preset, str(folder.prereg)), prereg.provenance
-    if args.preset:
-        return load_preset(args.preset), None
+        return frozen_over(prereg, given, str(preset_arg), str(folder.prereg)), prereg.provenance
+    if preset_arg:
+        return load_preset(preset_arg), None
     raise InputError("--preset: expected a preset name or path (no prereg.json beside the log)")
 
 
@@ -99,12 +98,11 @@ def judge(target: str, preset_arg: str | None = None, at_step: int | None = None
 
     Raises InputError for what cannot be read, with one line naming the file.
     """
-    args = argparse.Namespace(preset=preset_arg)
     runfolder.check_target(target)
     frozen = _frozen_folder(target)
     provenance = None
     if frozen is not None:  # frozen bounds, and the frozen [source] when it names one
-        preset, provenance = _preset_for(args, frozen)
+        preset, provenance = preset_for(frozen, preset_arg)
         spec = preset.source if preset.source and preset.source.kind != "fontaine" else None
         foreign = (preset, read_source(frozen.root, preset, spec)) if spec is not None else None
     else:
@@ -118,7 +116,7 @@ def judge(target: str, preset_arg: str | None = None, at_step: int | None = None
         if frozen is not None:
             folder = frozen  # a log beside a prereg.json: read with the frozen bounds
         else:
-            preset, provenance = _preset_for(args, folder)
+            preset, provenance = preset_for(folder, preset_arg)
         try:
             # a run folder's log is read with its rotated segments (train_log.jsonl.1, ...)
             store = load_log(

@@ -1,0 +1,108 @@
+"""`fontaine-tui amend` held to what `verdict` holds a run folder to.
+
+The frozen prereg.json is the preset an amendment is declared under, whatever `-p` says: a
+preset that differs from it is refused in one line (exit 2, nothing written), and the last
+step seen is measured through the frozen preset's own [source], never another preset's."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from fontaine_tui import cli
+from fontaine_tui.core.preset.find import load_preset
+from fontaine_tui.core.runfolder import RunFolder
+from fontaine_tui.core.verdict.prereg import freeze
+from tests.core.launch.conftest import preset_variant, without_amendments
+from tests.logs import RIGONLY_LIKE, records
+
+FOREIGN = """[run]
+name = "foreign"
+
+[source]
+kind = "jsonl"
+eval_every = 10
+
+[verdict]
+metric = "eval/chunk_mae"
+anchor_step = 30
+endpoint_step = 60
+healthy_max = 0.3
+drift_min = 1.0
+"""
+
+
+def engine_run(tmp_path: Path, upto: int, name: str = "run", t0: float | None = None) -> RunFolder:
+    """A run folder frozen from demosonly_1gpu (no preset amendments), its log cut at `upto`.
+
+    `t0` moves the log's own clock (its records' `time`) to start there."""
+    folder = RunFolder(tmp_path / name)
+    folder.root.mkdir()
+    freeze(folder, load_preset(without_amendments(tmp_path)), ["engine"], "h")
+    write_engine_log(folder, upto, t0)
+    return folder
+
+
+def write_engine_log(folder: RunFolder, upto: int, t0: float | None = None) -> None:
+    recs = [
+        r
+        for r in records(RIGONLY_LIKE)
+        if r["step"] <= upto and not (r["kind"] == "event" and r["event"] == "end")
+    ]
+    if t0 is not None:
+        first = recs[0]["time"]
+        recs = [{**r, "time": t0 + (r["time"] - first)} for r in recs]
+    folder.log.write_text("".join(json.dumps(r) + "\n" for r in recs))
+
+
+def jsonl_log(root: Path, upto: int) -> None:
+    """Another trainer's JSONL log: a train line every step, an eval line every 10."""
+    with open(root / "log.jsonl", "w") as f:
+        for step in range(1, upto + 1):
+            f.write(json.dumps({"step": step, "train/loss": 1.0 / step}) + "\n")
+            if step % 10 == 0:
+                f.write(json.dumps({"step": step, "eval/chunk_mae": 3.0 - step / 100}) + "\n")
+
+
+def test_amend_refuses_a_preset_that_differs_from_the_frozen_one(tmp_path, capsys):
+    folder = engine_run(tmp_path, 300)
+    moved = preset_variant(tmp_path, "demosonly_1gpu", "moved", healthy_max="0.9")
+    code = cli.main(["amend", str(folder.root), "--scale-factor", "1.25", "-p", str(moved)])
+    err = capsys.readouterr().err.strip()
+    assert code == 2 and len(err.splitlines()) == 1, err
+    assert f"--preset {moved}: differs from the run's frozen pre-registration" in err
+    assert "verdict.healthy_max: frozen 0.3, given 0.9" in err and "Traceback" not in err
+    assert not folder.amendments.exists()  # nothing written
+
+
+def test_amend_never_measures_the_last_step_through_another_presets_source(tmp_path, capsys):
+    # the run's own log passed the anchor (510); another preset's [source] reads a log.jsonl
+    # in the same folder that stops at step 20: measured through it, a late scale would count
+    folder = engine_run(tmp_path, 510)
+    jsonl_log(folder.root, 20)
+    other = tmp_path / "foreign.toml"
+    other.write_text(FOREIGN.replace('kind = "jsonl"', 'kind = "jsonl"\npath = "log.jsonl"'))
+    code = cli.main(["amend", str(folder.root), "--scale-factor", "1.25", "-p", str(other)])
+    err = capsys.readouterr().err.strip()
+    assert code == 2 and len(err.splitlines()) == 1, err
+    assert "differs from the run's frozen pre-registration" in err
+    assert not folder.amendments.exists()
+    # without -p (or with the frozen preset itself) the step is the run's own log's
+    same = without_amendments(tmp_path)
+    assert cli.main(["amend", str(folder.root), "--scale-factor", "1.25", "-p", str(same)]) == 1
+    out = capsys.readouterr().out
+    assert "last step seen 510" in out and "refused: declared after step 510 was seen" in out
+
+
+def test_amend_reads_a_foreign_run_through_its_frozen_source(tmp_path, capsys):
+    root = tmp_path / "run"
+    root.mkdir()
+    preset = tmp_path / "foreign.toml"
+    preset.write_text(FOREIGN)
+    freeze(RunFolder(root), load_preset(preset), ["trainer"], "h")
+    jsonl_log(root, 20)
+    engine = preset_variant(tmp_path, "demosonly_1gpu", "engine")
+    assert cli.main(["amend", str(root), "--extend-to", "90", "-p", str(engine)]) == 2
+    assert "differs from the run's frozen pre-registration" in capsys.readouterr().err
+    assert cli.main(["amend", str(root), "--extend-to", "90", "-p", str(preset)]) == 0
+    assert "last step seen 20" in capsys.readouterr().out
