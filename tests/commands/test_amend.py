@@ -2,11 +2,14 @@
 
 The frozen prereg.json is the preset an amendment is declared under, whatever `-p` says: a
 preset that differs from it is refused in one line (exit 2, nothing written), and the last
-step seen is measured through the frozen preset's own [source], never another preset's."""
+step seen is measured through the frozen preset's own [source], never another preset's. A
+ledger copied from another run does not follow this run's prereg.json: `verdict` and `amend`
+both refuse it."""
 
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 
 from fontaine_tui import cli
@@ -106,3 +109,21 @@ def test_amend_reads_a_foreign_run_through_its_frozen_source(tmp_path, capsys):
     assert "differs from the run's frozen pre-registration" in capsys.readouterr().err
     assert cli.main(["amend", str(root), "--extend-to", "90", "-p", str(preset)]) == 0
     assert "last step seen 20" in capsys.readouterr().out
+
+
+def test_a_ledger_copied_from_another_run_is_refused_by_verdict_and_amend(tmp_path, capsys):
+    a = engine_run(tmp_path, 300, "a")
+    b = engine_run(tmp_path, 300, "b")  # another launch: its own prereg.json
+    assert cli.main(["amend", str(a.root), "--scale-factor", "1.25"]) == 0
+    for name in ("amendments.jsonl", "amendments.jsonl.head"):
+        shutil.copy(a.root / name, b.root / name)
+    capsys.readouterr()
+    assert cli.main(["verdict", str(b.root)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "amendments.jsonl:1: does not follow prereg.json" in err
+    assert len(err.splitlines()) == 1
+    before = b.amendments.read_bytes()
+    assert cli.main(["amend", str(b.root), "--scale-factor", "1.5"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "does not follow prereg.json" in err and "nothing was written" in err
+    assert b.amendments.read_bytes() == before
