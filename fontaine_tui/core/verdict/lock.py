@@ -4,8 +4,9 @@ At each probe, this module gives how far the read is from each bound, and from w
 remaining probe can change the verdict. That depends on the largest change one probe can
 bring (stated in the preset, else the largest step-to-step change of the banked comparators'
 curves; which one is said) and on how many probes remain. The count of probes comes from the
-cadence: the smallest gap between the probes seen, never more than the preset states. With
-the cadence unknown, there is no lock."""
+cadence: the smallest gap between the probes seen, never more than the preset states, rounded
+up where the endpoint is off the cadence (it is probed too). With the cadence unknown, there is
+no lock."""
 
 from __future__ import annotations
 
@@ -93,7 +94,7 @@ def decision_lock(
     probe cadence (None: unknown, and then no lock is claimed).
 
     The lock is the first probe from which, at every later probe, no value within the remaining
-    probes x `max_change` gives any rule another label."""
+    probes (remaining_probes) x `max_change` gives any rule another label."""
     h0, d0 = bounds[0]
     distances = tuple(
         Distance(s, ahead(h0, x), ahead(d0, x))
@@ -111,7 +112,7 @@ def decision_lock(
         if not math.isfinite(x):
             lock = None
             continue
-        reach = max(0, (endpoint - step) // every) * max_change
+        reach = remaining_probes(step, endpoint, every) * max_change
         labels: list[str] = []
         for h, d in bounds:
             lo, hi = read_rule(x - reach, h, d, lower), read_rule(x + reach, h, d, lower)
@@ -127,6 +128,15 @@ def decision_lock(
     if lock is None:
         return Lock(None, None, max_change, source, distances, every, every_from)
     return Lock(lock[0], lock[1], max_change, source, distances, every, every_from)
+
+
+def remaining_probes(step: int, endpoint: int, every: int) -> int:
+    """How many probes may still come after `step` up to `endpoint`, at one every `every` steps.
+
+    Rounded up: an endpoint off the cadence is probed too (every 40 to an endpoint of 300: from
+    step 280, the probe at 300 is still to come), so the lock never counts fewer probes than
+    remain."""
+    return max(0, -(-(endpoint - step) // every))
 
 
 def max_probe_change(

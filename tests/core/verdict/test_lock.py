@@ -10,7 +10,7 @@ import pytest
 from fontaine_tui.cli import main
 from fontaine_tui.core.log.read import load_lines
 from fontaine_tui.core.preset.find import load_preset
-from fontaine_tui.core.verdict.lock import decision_lock
+from fontaine_tui.core.verdict.lock import decision_lock, remaining_probes
 from fontaine_tui.core.verdict.rules import compute_verdict
 from fontaine_tui.core.verdict.text import render
 from tests.core.launch.conftest import without_amendments
@@ -69,6 +69,17 @@ def test_a_larger_change_delays_the_lock_and_a_lock_breaks_when_the_label_moves(
     both = decision_lock(points, [(0.30, 1.0158), (0.125, 0.3)], True, 1000, 250, 0.07, "x")
     assert (both.step, both.label) == (750, "HEALTHY")  # both rules settled from 750 on
     assert decision_lock(points, [(0.30, 1.0158)], True, 1000, 250, None, "why").step is None
+
+
+def test_the_probe_at_an_endpoint_off_the_cadence_is_counted():
+    """Probes every 40 steps to an endpoint of 300, which is probed too: from 280, one probe
+    (300) is still to come; from 240, two (280 and 300)."""
+    at_280 = decision_lock([(280, 0.2)], [(0.30, 5.0)], True, 300, 40, 0.5, "x")
+    assert at_280.step is None  # 0.2 + 0.5 crosses 0.30: the probe at 300 can still move it
+    near = decision_lock([(240, 0.0), (280, 0.0)], [(0.30, 5.0)], True, 300, 40, 0.2, "x")
+    assert near.step == 280  # from 240, two probes x 0.2 reach 0.4; from 280, one reaches 0.2
+    assert remaining_probes(280, 300, 40) == 1 and remaining_probes(240, 300, 40) == 2
+    assert remaining_probes(260, 300, 40) == 1 and remaining_probes(300, 300, 40) == 0
 
 
 def test_without_a_stated_change_it_comes_from_the_banked_comparators(tmp_path):
