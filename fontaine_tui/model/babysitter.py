@@ -287,7 +287,12 @@ class Babysitter:
         session, process = self.session, self.session.process
         if self.stop_reason is not None or self.poll_log is None or process is None:
             return
-        reason = gate_stop(session.preset, session.latest(), session.warnings)
+        reason = gate_stop(
+            session.store,
+            session.preset,
+            session.latest(),
+            session.warnings,
+        )
         if reason is None or process.poll() is not None:
             return
         self.stop_reason = session.stop_reason = reason

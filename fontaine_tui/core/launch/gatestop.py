@@ -1,7 +1,8 @@
 """The stop a preset pre-registers with `[gates] stop_on_lock = true`.
 
 Once the verdict's decision lock holds before the endpoint (core/verdict/lock.py: no remaining
-probe can change it), or the GPU-hours gate is reached (alerts.gpu_hours at "alert"), the run
+probe can change it) and stands as the stopped run's verdict will hold it
+(core/verdict/stopped.py), or the GPU-hours gate is reached (alerts.gpu_hours at "alert"), the run
 has nothing more to say for its question: the watcher stops it the way `fontaine-tui stop`
 does (SIGINT, so the engine checkpoints) and the attempt ends with this cause
 (exits.GATE_STOPS).
@@ -14,26 +15,29 @@ from collections.abc import Iterable
 from fontaine_tui.core.launch.alerts import RunWarning
 from fontaine_tui.core.launch.attempts import read_attempts
 from fontaine_tui.core.launch.exits import GATE_STOPS
+from fontaine_tui.core.log.store import RunStore
 from fontaine_tui.core.preset.record import Preset
 from fontaine_tui.core.runfolder import RunFolder
 from fontaine_tui.core.verdict.record import Verdict
+from fontaine_tui.core.verdict.stopped import lock_doubt
 
 
 def gate_stop(
-    preset: Preset, verdict: Verdict, warnings: Iterable[RunWarning]
+    store: RunStore,
+    preset: Preset,
+    verdict: Verdict,
+    warnings: Iterable[RunWarning],
 ) -> tuple[str, str] | None:
     """(cause, in words) when the preset asks for a stop now, else None.
 
-    The cause is "decision-locked" while the read is still provisional, its decision lock
-    holds and (for a delta read) a probe after the anchor was read, or "gpu-hours-gate" with
-    the GPU-hours gate's alert up."""
+    The cause is "decision-locked" while the read is still provisional and its decision lock
+    stands as the verdict of the stopped run will hold it (core/verdict/stopped.py's
+    lock_doubt, the one check of a lock), or "gpu-hours-gate" with the GPU-hours gate's alert
+    up."""
     if not preset.stops_on_lock:
         return None
     lock = verdict.decision
-    spec = preset.verdict
-    # a delta read needs a probe after the anchor before the run may stop on its lock
-    read_after_anchor = spec.read == "level" or (verdict.read_step or 0) > spec.anchor_step
-    if verdict.provisional and lock is not None and lock.step is not None and read_after_anchor:
+    if verdict.provisional and lock is not None and not lock_doubt(store, preset, verdict):
         return "decision-locked", f"decision locked at step {lock.step} ({lock.label})"
     gate = next((w for w in warnings if w.rule == "gpu-hours" and w.severity == "alert"), None)
     if gate is not None:

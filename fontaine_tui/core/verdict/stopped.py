@@ -65,30 +65,40 @@ def _doubt(
     return ""
 
 
+def lock_doubt(store: RunStore, preset: Preset, v: Verdict) -> str:
+    """Why the decision lock of the read `v` cannot stand for the endpoint's read ("" when it can).
+
+    The one check of a lock: the verdict of a run stopped on it (settle) and the stop_on_lock
+    gate that stops the run (core/launch/gatestop.py) both ask it, so the gate never stops a
+    run on a lock that the verdict then rejects. The lock must hold at `v`'s read, the run's
+    own probes must not contradict its premise (_doubt), and it must have locked on the label
+    that `v` reads."""
+    lock = v.decision
+    if lock is None or lock.step is None:
+        return lock.describe() if lock is not None else "no read to lock on"
+    doubt = _doubt(store, preset, v, lock.step, lock.max_change or 0.0, lock.every)
+    if doubt:
+        return doubt
+    if lock.label != v.verdict:
+        return (
+            f"the decision locked on {lock.label} but the read at step {v.read_step} "
+            f"gives {v.verdict}"
+        )
+    return ""
+
+
 def settle(
     undecided: Verdict, early: Verdict, end: int, store: RunStore, preset: Preset
 ) -> Verdict:
     """The verdict of a run that ended at step `end`, before its endpoint.
 
-    `early` is the read at the last probe before the end. It stands when the decision lock
-    holds there on its label and the run's own probes do not contradict the lock's premise;
-    else the read stays `undecided` (UNDECIDABLE) and says why."""
-    lock = early.decision
-    if lock is None or lock.step is None:
-        why = lock.describe() if lock is not None else "no read to lock on"
+    `early` is the read at the last probe before the end. It stands when its decision lock
+    stands (lock_doubt); else the read stays `undecided` (UNDECIDABLE) and says why."""
+    why = lock_doubt(store, preset, early)
+    if why:
         return replace(undecided, reason=f"{undecided.reason}; stopped at step {end}: {why}")
-    doubt = _doubt(store, preset, early, lock.step, lock.max_change or 0.0, lock.every)
-    if doubt:
-        return replace(undecided, reason=f"{undecided.reason}; stopped at step {end}: {doubt}")
-    if lock.label != early.verdict:
-        return replace(
-            undecided,
-            reason=(
-                f"{undecided.reason}; stopped at step {end}: the decision locked on "
-                f"{lock.label} but the read at step {early.read_step} gives {early.verdict}"
-            ),
-        )
+    step = early.decision.step if early.decision is not None else None
     return replace(
         early,
-        reason=f"stopped at step {end}: decision locked at step {lock.step}; {early.reason}",
+        reason=f"stopped at step {end}: decision locked at step {step}; {early.reason}",
     )

@@ -15,9 +15,9 @@ from tests.logs import dumps, records
 CURVE = {250: (3.40, 3.6), 500: (3.10, 3.2), 750: (3.15, 3.25), 1000: (3.20, 3.3)}
 
 
-def stopped_at(step: int):
+def stopped_at(step: int, probes=CURVE):
     """The run's records up to `step`, then the engine's end event of a SIGINT stop."""
-    recs = [r for r in records(probes=CURVE) if r["step"] <= step and r.get("event") != "end"]
+    recs = [r for r in records(probes=probes) if r["step"] <= step and r.get("event") != "end"]
     end = {"kind": "event", "step": step, "time": 2e9, "event": "end"}
     recs.append({**end, "detail": f"stopped by SIGINT at step {step}"})
     return load_lines([b"".join(dumps(r).encode() + b"\n" for r in recs)])
