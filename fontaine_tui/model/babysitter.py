@@ -292,6 +292,7 @@ class Babysitter:
             session.preset,
             session.latest(),
             session.warnings,
+            asked_blind=session.blind_asked,
         )
         if reason is None or process.poll() is not None:
             return

@@ -3,7 +3,8 @@
 A [command] trainer (a Python script writing JSONL, no engine) is launched with
 `launch --plain` under `[gates] stop_on_lock = true`. The gate stops it only on a lock the
 verdict of the stopped run then holds (the run's own probes contradicting the lock's premise
-keep it going), and it counts the probe at an endpoint off the probe cadence."""
+keep it going), it counts the probe at an endpoint off the probe cadence, and the words of a
+stop on a blinded read carry no label (stdout, attempts.jsonl and the posted stop)."""
 
 from __future__ import annotations
 
@@ -18,6 +19,7 @@ import pytest
 from fontaine_tui.core.launch.attempts import read_attempts
 from fontaine_tui.core.runfolder import RunFolder
 from fontaine_tui.core.verdict.record import EXIT_CODES
+from tests.core.notify.server import Hook
 
 pytestmark = pytest.mark.slow
 TIMEOUT = 120
@@ -135,3 +137,33 @@ def test_a_stopped_run_counts_the_probe_at_an_endpoint_off_the_cadence(tmp_path:
     doc = verdict_json(tmp_path, folder)
     assert (doc["verdict"], doc["provisional"], doc["read_step"]) == ("AMBIGUOUS", False, 300)
     assert res.returncode == EXIT_CODES["AMBIGUOUS"], out
+
+
+def test_the_stop_on_a_blinded_read_does_not_say_its_label(tmp_path: Path) -> None:
+    hook = Hook()
+    try:
+        res, folder = launch(
+            tmp_path,
+            {0: 3.0},
+            100,
+            10,
+            "anchor_step = 10\nhealthy_max = 50.0\ndrift_min = 100.0\n"
+            "max_probe_change = 0.5\nblind = true\n",
+            FONTAINE_NOTIFY=hook.url("/hooks/T"),
+        )
+    finally:
+        hook.close()
+    out = res.stdout
+    assert "decision locked at step 10 (hidden (blinded)): stop_on_lock stops the run" in out, out
+    [attempt] = read_attempts(folder)
+    assert (attempt.cause, attempt.detail) == (
+        "decision-locked",
+        "decision locked at step 10 (hidden (blinded))",
+    )
+    before = out[: out.index("\npreset gate ")]  # the final card, locked and stopped, shows it
+    assert "HEALTHY" not in before, before
+    posts = [json.loads(r.body) for r in hook.requests]
+    stops = [p for p in posts if "stopped: decision-locked" in p["title"]]
+    assert stops and all("HEALTHY" not in json.dumps(p) for p in stops), posts
+    assert "VERDICT: HEALTHY  [final]  stopped at step" in out
+    assert res.returncode == EXIT_CODES["HEALTHY"], out + res.stderr

@@ -18,6 +18,7 @@ from fontaine_tui.core.launch.exits import GATE_STOPS
 from fontaine_tui.core.log.store import RunStore
 from fontaine_tui.core.preset.record import Preset
 from fontaine_tui.core.runfolder import RunFolder
+from fontaine_tui.core.verdict.blind import HIDDEN, hidden
 from fontaine_tui.core.verdict.record import Verdict
 from fontaine_tui.core.verdict.stopped import lock_doubt
 
@@ -27,18 +28,22 @@ def gate_stop(
     preset: Preset,
     verdict: Verdict,
     warnings: Iterable[RunWarning],
+    *,
+    asked_blind: bool,
 ) -> tuple[str, str] | None:
     """(cause, in words) when the preset asks for a stop now, else None.
 
     The cause is "decision-locked" while the read is still provisional and its decision lock
     stands as the verdict of the stopped run will hold it (core/verdict/stopped.py's
     lock_doubt, the one check of a lock), or "gpu-hours-gate" with the GPU-hours gate's alert
-    up."""
+    up. The words name the locked label only where the read is not hidden (blind.hidden;
+    `asked_blind`: the watcher's --blind)."""
     if not preset.stops_on_lock:
         return None
     lock = verdict.decision
     if verdict.provisional and lock is not None and not lock_doubt(store, preset, verdict):
-        return "decision-locked", f"decision locked at step {lock.step} ({lock.label})"
+        label = HIDDEN if hidden(preset, verdict, asked_blind) else lock.label
+        return "decision-locked", f"decision locked at step {lock.step} ({label})"
     gate = next((w for w in warnings if w.rule == "gpu-hours" and w.severity == "alert"), None)
     if gate is not None:
         return "gpu-hours-gate", f"gpu-hours gate: {gate.message}"

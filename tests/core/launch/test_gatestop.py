@@ -9,6 +9,7 @@ from fontaine_tui.cli import main
 from fontaine_tui.core.launch.alerts import RunWarning
 from fontaine_tui.core.launch.gatestop import gate_stop
 from fontaine_tui.core.log.read import load_lines
+from fontaine_tui.core.preset.find import load_preset
 from fontaine_tui.core.verdict.rules import compute_verdict
 from tests.core.verdict.test_stopped import CURVE, preset, stopped_at
 from tests.logs import dumps, records
@@ -21,8 +22,8 @@ def running_at(step: int, probes=CURVE):
     return load_lines([b"".join(dumps(r).encode() + b"\n" for r in recs)])
 
 
-def asks(p, store, warnings=()):
-    return gate_stop(store, p, compute_verdict(store, p), warnings)
+def asks(p, store, warnings=(), asked_blind=False):
+    return gate_stop(store, p, compute_verdict(store, p), warnings, asked_blind=asked_blind)
 
 
 def test_a_locked_decision_and_the_gpu_hours_gate_each_ask_for_a_stop(tmp_path):
@@ -64,6 +65,17 @@ def test_the_gate_stops_exactly_where_the_stopped_run_reads_its_lock(tmp_path):
                 stop = asks(p, running_at(step, curve))
                 v = compute_verdict(stopped_at(step, curve), p)
                 assert (stop is not None) == (v.verdict != "UNDECIDABLE"), (change, curve, step)
+
+
+def test_the_stop_on_a_blinded_read_keeps_its_label_hidden(tmp_path):
+    path = preset(tmp_path).path
+    blind = tmp_path / "blind.toml"
+    blind.write_text(open(path).read().replace("[verdict]\n", "[verdict]\nblind = true\n", 1))
+    p = load_preset(blind)
+    hidden = ("decision-locked", "decision locked at step 750 (hidden (blinded))")
+    assert asks(p, running_at(760)) == hidden
+    # a viewer's --blind hides it as the preset's own blind does
+    assert asks(preset(tmp_path), running_at(760), asked_blind=True) == hidden
 
 
 def test_presets_show_says_the_gate(tmp_path, capsys):
