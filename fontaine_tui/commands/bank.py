@@ -20,6 +20,7 @@ from fontaine_tui.core.bank.evidence import conflicts
 from fontaine_tui.core.errors import InputError
 from fontaine_tui.core.follow.local import LocalRun
 from fontaine_tui.core.follow.open import open_source
+from fontaine_tui.core.follow.target import parse_target
 from fontaine_tui.core.launch.attempts import read_attempts
 from fontaine_tui.core.log.formats.cold import load_source
 from fontaine_tui.core.log.formats.locate import detect_foreign, frozen_spec
@@ -28,11 +29,14 @@ from fontaine_tui.core.log.read import load_lines, load_log
 from fontaine_tui.core.preset.checks import UNDECIDABLE
 from fontaine_tui.core.preset.find import load_preset
 from fontaine_tui.core.runfolder import AMENDMENTS, LOG, PREREG, RunFolder, check_target
+from fontaine_tui.core.ssh.destination import SshTarget
 from fontaine_tui.core.text import literal, require_utf8
+from fontaine_tui.core.verdict import blind
 from fontaine_tui.core.verdict.head import head_name
 from fontaine_tui.core.verdict.ledger import genesis, parse_amendments
 from fontaine_tui.core.verdict.prereg import parse_prereg
 from fontaine_tui.core.verdict.rules import compute_verdict
+from fontaine_tui.model.judge import blinded
 
 RUN_CHOICE = ("mlflow", "trackio", "wandb", "tensorboard")  # the kinds that may hold several runs
 
@@ -200,6 +204,7 @@ def run(args: argparse.Namespace) -> int:
         )
     doc = bank.document(store, label, args.note, prereg, kind)
     reasons = _conflicts(store, prereg, ledger, label)
+    _refuse_hidden(target)  # before a conflict's words, which may name the hidden read
     if reasons and not args.even_if_conflicting:
         raise InputError(
             f"{label}: its own evidence conflicts: {'; '.join(reasons)}; nothing "
@@ -215,6 +220,25 @@ def run(args: argparse.Namespace) -> int:
         f"({len(entry.probes())} probes, {entry.where()}) in {bank.bank_dir() / entry.name}"
     )
     return 0
+
+
+def _refuse_hidden(target: str) -> None:
+    """Refuse a blinded run whose read is still hidden, unless a look at it is on record.
+
+    The bank would keep every probe, and `bank show -j` print them: the run is read as
+    `verdict` reads it (model/judge.py's `blinded`). A run banked over SSH is one of ours,
+    whose log ended (bank.document asks it): its read is final, never hidden."""
+    if isinstance(parse_target(target), SshTarget):
+        return
+    hidden = blinded(target)
+    if hidden is None or blind.looked_at(hidden.verdict):
+        return
+    v = hidden.verdict
+    raise InputError(
+        f"{target}: the read is blinded until the endpoint (step {v.endpoint_step}) and the "
+        "bank would keep every probe: bank it after the endpoint, or once a look is recorded "
+        f"({blind.unblind_hint(target)}); nothing was banked"
+    )
 
 
 def _conflicts(

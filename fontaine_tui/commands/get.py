@@ -21,12 +21,11 @@ from pathlib import Path
 from fontaine_tui.commands._args import examples
 from fontaine_tui.core.errors import InputError
 from fontaine_tui.core.follow.target import parse_target
-from fontaine_tui.core.runfolder import RunFolder, check_target
+from fontaine_tui.core.runfolder import check_target
 from fontaine_tui.core.ssh.destination import SshTarget
 from fontaine_tui.core.text import literal
 from fontaine_tui.core.verdict import blind, review
-from fontaine_tui.core.verdict.prereg import read_prereg
-from fontaine_tui.model.judge import Judged, judge
+from fontaine_tui.model.judge import Judged, blinded
 from fontaine_tui.model.metrics import PROBE
 from fontaine_tui.model.series import Got, Steps, get, parse_steps
 
@@ -78,17 +77,17 @@ def run(args: argparse.Namespace) -> int:
     check_target(args.run)
     steps = parse_steps(args.steps) if args.steps else Steps()
     got = get(Path(args.run), args.metric, steps, args.kind, args.path, args.run_id)
-    blinded = _blinded(args.run) if got.kind == PROBE else None
-    if args.unblind is not None and blinded is None:
+    hidden = blinded(args.run) if got.kind == PROBE else None
+    if args.unblind is not None and hidden is None:
         sys.stderr.write("note: --unblind: the values are not blinded; nothing recorded\n")
-    if blinded is not None:
+    if hidden is not None:
         if args.unblind is None:
-            sys.stderr.write(literal(_hidden_line(args.run, got, blinded)) + "\n")
+            sys.stderr.write(literal(_hidden_line(args.run, got, hidden)) + "\n")
             return blind.EXIT_BLINDED
         if not blind.reason_ok(args.unblind.strip()):
             raise InputError(f"--unblind: {blind.REASON_RULE}")
-        assert blinded.folder is not None  # a prereg.json was found in it
-        review.record_look(blinded.folder.root, blinded.verdict, args.unblind)
+        assert hidden.folder is not None  # a prereg.json was found in it
+        review.record_look(hidden.folder.root, hidden.verdict, args.unblind)
     if args.json:
         sys.stdout.write(json.dumps(got.to_json(), indent=2) + "\n")
     else:
@@ -108,19 +107,6 @@ def run(args: argparse.Namespace) -> int:
             + "\n"
         )
     return 0
-
-
-def _blinded(target: str) -> Judged | None:
-    """The run's verdict when its frozen preset is blind and the read PROVISIONAL, else None."""
-    path = Path(target)
-    folder = RunFolder(path if path.is_dir() else path.parent)
-    if not folder.prereg.exists():
-        return None
-    frozen = read_prereg(folder).preset.get("verdict")
-    if not (isinstance(frozen, dict) and frozen.get("blind") is True):
-        return None
-    judged = judge(target)
-    return judged if blind.hidden(judged.preset, judged.verdict) else None
 
 
 def _hidden_line(target: str, got: Got, judged: Judged) -> str:

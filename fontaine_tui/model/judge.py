@@ -17,7 +17,7 @@ from fontaine_tui.core.log.formats.source import SourceSpec
 from fontaine_tui.core.log.read import default_workers, load_log
 from fontaine_tui.core.preset.find import load_preset
 from fontaine_tui.core.preset.record import Amendment, Preset
-from fontaine_tui.core.verdict import review
+from fontaine_tui.core.verdict import blind, review
 from fontaine_tui.core.verdict.head import head_path
 from fontaine_tui.core.verdict.ledger import read_amendments
 from fontaine_tui.core.verdict.prereg import frozen_over, read_prereg
@@ -138,3 +138,20 @@ def judge(target: str, preset_arg: str | None = None, at_step: int | None = None
         recovery=None if folder is None else recovery_read(preset.recovery, read_attempts(folder)),
     )
     return Judged(verdict, preset, log_path, folder)
+
+
+def blinded(target: str) -> Judged | None:
+    """The run's verdict when its frozen preset is blind and the read hidden, else None.
+
+    That is a PROVISIONAL read of a run folder whose prereg.json says `blind = true`, read as
+    `verdict` reads it (with its review trail). Every surface that would print or keep a probe's
+    value (`get`, `bank add`) asks this first."""
+    path = Path(target)
+    folder = runfolder.RunFolder(path if path.is_dir() else path.parent)
+    if not folder.prereg.exists():
+        return None
+    frozen = read_prereg(folder).preset.get("verdict")
+    if not (isinstance(frozen, dict) and frozen.get("blind") is True):
+        return None
+    judged = judge(target)
+    return judged if blind.hidden(judged.preset, judged.verdict) else None

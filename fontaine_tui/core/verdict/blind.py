@@ -31,6 +31,19 @@ def hidden(preset: Preset, v: Verdict, asked: bool = False) -> bool:
     return (preset.verdict.blind or asked) and v.provisional
 
 
+def looked_at(v: Verdict) -> bool:
+    """Whether the review trail records a look at `v`'s read (its step or a later one).
+
+    Only a trail that holds counts. A look at an earlier probe does not cover a later read,
+    as in the console, where a later probe is hidden again."""
+    state = v.review
+    if state is None or not state.intact:
+        return False
+    return v.read_step is None or any(
+        u.read_step is not None and u.read_step >= v.read_step for u in state.unblinded
+    )
+
+
 REASON_MAX = 500
 REASON_RULE = (
     f"expected why, in words (a reason with a letter or digit, at most {REASON_MAX} characters; "

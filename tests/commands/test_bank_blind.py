@@ -1,0 +1,89 @@
+"""`fontaine-tui bank add` of a blinded run: the bank never keeps a hidden read.
+
+A [command] run's trainer log (JSONL) says nothing of its end, so a blinded run can be banked
+(`--ended`) before its endpoint, where `verdict` still hides the read: the banked document
+would hold every probe and `bank show -j` print it. `bank add` reads the run as `verdict`
+does and refuses such a run in one line (exit 2, nothing banked) naming how to unblind it,
+unless the review trail records a look; the final read banks as always. Real subprocesses."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from fontaine_tui.core.preset.find import load_preset
+from fontaine_tui.core.runfolder import RunFolder
+from fontaine_tui.core.verdict.prereg import freeze
+from tests.commands.test_blind import cli
+
+BLIND = """[run]
+name = "blindjsonl"
+
+[source]
+kind = "jsonl"
+eval_every = 10
+
+[verdict]
+metric = "eval/chunk_mae"
+anchor_step = 30
+endpoint_step = 60
+healthy_max = 0.3
+drift_min = 1.0
+blind = true
+"""
+READS = {10: 2.9101, 20: 2.8202, 30: 2.7303, 40: 2.9504, 50: 2.9605, 60: 2.9706}
+
+
+def blinded_run(tmp_path: Path, upto: int) -> Path:
+    """A run frozen from a blind [source] preset, its JSONL log written up to step `upto`."""
+    preset = tmp_path / "blind.toml"
+    preset.write_text(BLIND)
+    root = tmp_path / "run"
+    root.mkdir()
+    freeze(RunFolder(root), load_preset(preset), ["python", "train.py"], "h")
+    write_log(root, upto)
+    return root
+
+
+def write_log(root: Path, upto: int) -> None:
+    """The trainer's JSONL log: a train line every step, an eval line at each of READS."""
+    with open(root / "log.jsonl", "w") as f:
+        for step in range(1, upto + 1):
+            f.write(json.dumps({"step": step, "train/loss": 1.0 / step}) + "\n")
+            if step in READS:
+                f.write(json.dumps({"step": step, "eval/chunk_mae": READS[step]}) + "\n")
+
+
+def test_bank_add_refuses_a_blinded_run_before_its_endpoint(tmp_path):
+    root = blinded_run(tmp_path, 40)
+    assert cli(tmp_path, "verdict", str(root)).returncode == 7  # hidden there
+    res = cli(tmp_path, "bank", "add", str(root), "--as", "early", "--ended")
+    said = res.stderr.strip().splitlines()
+    assert res.returncode == 2 and len(said) == 1, res.stderr
+    assert "blinded until the endpoint (step 60)" in said[0]
+    assert f"fontaine-tui verdict {root} --unblind WHY" in said[0]
+    assert "nothing was banked" in said[0]
+    assert not any(f"{v}" in res.stdout + res.stderr for v in READS.values())
+    shown = cli(tmp_path, "bank", "show", "early", "-j")
+    assert shown.returncode == 2 and "no such banked run" in shown.stderr
+    assert not (root / "review.jsonl").exists()  # refusing records nothing
+
+
+def test_bank_add_takes_a_blinded_run_once_a_look_at_its_read_is_recorded(tmp_path):
+    root = blinded_run(tmp_path, 30)
+    assert cli(tmp_path, "verdict", str(root), "--unblind", "at the anchor").returncode != 7
+    write_log(root, 40)  # a look at step 30 does not cover the read at 40
+    refused = cli(tmp_path, "bank", "add", str(root), "--as", "looked", "--ended")
+    assert refused.returncode == 2 and "nothing was banked" in refused.stderr
+    assert cli(tmp_path, "verdict", str(root), "--unblind", "banking it early").returncode != 7
+    res = cli(tmp_path, "bank", "add", str(root), "--as", "looked", "--ended")
+    assert res.returncode == 0, res.stderr
+    doc = json.loads(cli(tmp_path, "bank", "show", "looked", "-j").stdout)
+    assert sorted(p["step"] for p in doc["probes"]) == [10, 20, 30, 40]
+
+
+def test_bank_add_takes_a_blinded_run_at_its_endpoint(tmp_path):
+    root = blinded_run(tmp_path, 60)
+    assert cli(tmp_path, "verdict", str(root)).returncode != 7  # the final read is shown
+    res = cli(tmp_path, "bank", "add", str(root), "--as", "final", "--ended")
+    assert res.returncode == 0, res.stderr
