@@ -77,6 +77,7 @@ PLANTED = [
         "import fontaine_tui.core.launch.targets.ssh\n",
         "A launch target stands alone",
     ),
+    ("fontaine_tui/core/log/formats/planted.py", "import sqlite3\n", "Only core/limits"),
 ]
 
 

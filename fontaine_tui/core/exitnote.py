@@ -26,6 +26,7 @@ import sys
 from pathlib import Path
 
 from fontaine_tui.core.childenv import child_env
+from fontaine_tui.core.limits import json_loads
 
 NOTE = "command.exits.jsonl"
 FORWARDED = (
@@ -56,7 +57,7 @@ def read(folder: Path, pid: int) -> tuple[int | None, str | None] | None:
         return None
     for raw in reversed(lines):
         try:
-            doc = json.loads(raw)
+            doc = json_loads(raw)
         except ValueError:
             continue
         if isinstance(doc, dict) and doc.get("pid") == pid:

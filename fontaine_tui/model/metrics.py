@@ -20,8 +20,7 @@ from array import array
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-import regex
-
+from fontaine_tui.core.limits import FILTER_BUDGET_S, PatternError, UserPattern
 from fontaine_tui.core.log.records import TRAIN_FIELDS
 from fontaine_tui.core.log.store import RunStore
 
@@ -155,38 +154,37 @@ def series(store: RunStore, name: str) -> Series:
     return MetricIndex(store).series(name)
 
 
-FILTER_BUDGET_S = 0.2  # a filter's time over all the names, past which it is refused
 TOO_SLOW = "the pattern takes too long on these names"
 
 
-def compile_filter(pattern: str) -> regex.Pattern[str]:
+def compile_filter(pattern: str) -> UserPattern:
     """A typed filter as a regular expression (case-insensitive, Python's `re` syntax).
 
-    ValueError says in one line what is wrong with an invalid one."""
+    ValueError says in one line what is wrong with an invalid one (core/limits.py's bounds on
+    a user pattern: its length, the cost of compiling it)."""
     try:
-        return regex.compile(pattern, regex.IGNORECASE | regex.VERSION0)
-    except regex.error as exc:
-        raise ValueError(f"not a regular expression: {pattern!r} ({exc})") from None
+        return UserPattern(pattern, ignore_case=True)
+    except PatternError as exc:
+        if exc.invalid:
+            raise ValueError(f"not a regular expression: {pattern!r} ({exc})") from None
+        raise ValueError(f"{pattern[:60]!r}: {exc}") from None
 
 
 def matching(names: Sequence[str], pattern: str, budget_s: float = FILTER_BUDGET_S) -> list[str]:
     """The names a regular expression finds (anywhere in the name; "" keeps all).
 
     ValueError for an invalid expression, as `compile_filter`, and for one that takes more
-    than `budget_s` over all the names (a pattern that backtracks without end, such as
-    `(a|aa)+b`, would hold the console: the regex module stops it, which `re` cannot)."""
+    than `budget_s` over all the names, its compile included (a pattern that backtracks
+    without end, such as `(a|aa)+b`, would hold the console)."""
     if not pattern:
         return list(names)
-    found = compile_filter(pattern).search
     end = time.monotonic() + budget_s
+    found = compile_filter(pattern).search
     out = []
-    for name in names:
-        left = end - time.monotonic()
-        try:
-            if left <= 0:
-                raise TimeoutError
-            if found(name, timeout=left):
+    try:
+        for name in names:
+            if found(name, end - time.monotonic()) is not None:
                 out.append(name)
-        except TimeoutError:
-            raise ValueError(TOO_SLOW) from None
+    except PatternError:
+        raise ValueError(TOO_SLOW) from None
     return out

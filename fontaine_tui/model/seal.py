@@ -16,6 +16,7 @@ from pathlib import Path
 
 from fontaine_tui.core import runfolder
 from fontaine_tui.core.errors import InputError
+from fontaine_tui.core.limits import json_loads
 from fontaine_tui.core.log.formats.locate import files as source_files
 from fontaine_tui.core.readfile import read_whole
 from fontaine_tui.core.verdict import review
@@ -93,7 +94,7 @@ def seal(target: str) -> Sealed:
             files[name] = read_whole(root / name)
     doc = judged.verdict.to_json()
     files[runfolder.VERDICT] = (json.dumps(doc, indent=2) + "\n").encode()
-    prereg = json.loads(files[runfolder.PREREG])
+    prereg = json_loads(files[runfolder.PREREG])
     provenance = {"prereg": prereg.get("provenance", {}), "log": doc["provenance"]["log"]}
     files[PROVENANCE] = (json.dumps(provenance, indent=2, sort_keys=True) + "\n").encode()
     evidence, note = _evidence(judged, root)
@@ -168,7 +169,7 @@ def _unpacked(b: Bundle, into: Path, origin: str) -> None:
 def _check_verdict_bounds(b: Bundle, origin: str, frozen: str) -> None:
     """The bundled verdict must be a read of the preset (sha256 `frozen`) prereg.json froze."""
     try:
-        read_with = json.loads(b.files[runfolder.VERDICT])["preset"]["sha256"]
+        read_with = json_loads(b.files[runfolder.VERDICT])["preset"]["sha256"]
     except (KeyError, TypeError, ValueError):
         raise InputError(
             f"{origin}: {runfolder.VERDICT}: expected a verdict naming its preset's sha256"
@@ -203,7 +204,7 @@ def verify(path: str) -> Verified:
         except InputError as exc:
             raise InputError(f"{path}: evidence: {exc}") from None
     try:
-        bundled = json.loads(b.files[runfolder.VERDICT])
+        bundled = json_loads(b.files[runfolder.VERDICT])
     except (KeyError, ValueError):
         raise InputError(f"{path}: {runfolder.VERDICT}: expected the bundled verdict") from None
     key = _first_difference(bundled, recomputed)

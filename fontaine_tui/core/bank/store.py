@@ -23,6 +23,7 @@ from pathlib import Path
 
 from fontaine_tui.core.atomic import atomic_write, create_new, locked
 from fontaine_tui.core.errors import InputError
+from fontaine_tui.core.limits import json_loads
 from fontaine_tui.core.log.store import RunStore
 from fontaine_tui.core.readfile import read_text, read_whole
 from fontaine_tui.core.text import literal
@@ -160,7 +161,7 @@ def document(
     pre = None
     if prereg is not None:
         try:
-            pre = json.loads(prereg)
+            pre = json_loads(prereg)
         except (ValueError, RecursionError):
             raise InputError(f"{source}: prereg.json is not JSON; nothing was banked") from None
     doc = {
@@ -328,7 +329,7 @@ def get(ref: str, root: Path | None = None) -> Entry:
     if hashlib.sha256(raw.rstrip(b"\n")).hexdigest() != sha:
         raise InputError(f"{path}: its content does not match its sha256 (edited); not used")
     try:
-        doc = json.loads(raw)
+        doc = json_loads(raw)
     except ValueError:
         raise InputError(f"{path}: expected a JSON bank document") from None
     if not isinstance(doc, dict) or doc.get("schema") != SCHEMA:

@@ -6,6 +6,8 @@ as $1... The protocol lines they answer with start with "@fontaine"."""
 
 from __future__ import annotations
 
+from fontaine_tui.core.limits import SQLITE_BUDGET_S
+
 # $1 folder, $2 file, $3 offset (past the last complete line read), $4 device:inode we had,
 # $5 head length, $6 head sha256, $7 sha256 of all $3 bytes read, $8 anchor length, $9 sha256
 # of the anchor (the last $8 bytes before $3).
@@ -244,11 +246,21 @@ cd -- "$1" 2>/dev/null || exit 3
 exec python3 -c "$3" "$2"
 """
 
-MLFLOW_PY = r"""
-import json, os, sqlite3, sys
+# the budget of each statement and the refusal of views, as core/limits.py opens a store here
+MLFLOW_PY = (
+    f"BUDGET = {SQLITE_BUDGET_S!r}\n"
+    + r"""
+import json, os, sqlite3, sys, time
 from urllib.parse import quote
 uri = "file:" + quote(os.path.abspath(sys.argv[1])) + "?mode=ro"
 db = sqlite3.connect(uri, uri=True, timeout=2)
+end = time.monotonic() + BUDGET
+db.set_progress_handler(lambda: time.monotonic() > end, 1000)
+db.execute("PRAGMA query_only = ON")
+views = [r[0] for r in db.execute("SELECT name FROM sqlite_master WHERE type = 'view'")]
+if views:
+    sys.exit("holds a view (" + ", ".join(views[:3]) + "); refused: a store's tables are read, "
+             "never a query the file brings")
 runs = db.execute("SELECT r.run_uuid, r.name, r.experiment_id, e.name FROM runs r JOIN "
                   "experiments e ON r.experiment_id = e.experiment_id WHERE "
                   "r.lifecycle_stage = 'active' ORDER BY r.start_time").fetchall()
@@ -260,3 +272,4 @@ for run in runs:
 sys.stdout.write(json.dumps({"runs": [[str(a), str(b or ""), str(c), str(d)]
                                       for a, b, c, d in runs], "rows": rows}))
 """
+)

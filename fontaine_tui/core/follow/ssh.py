@@ -17,6 +17,7 @@ from collections.abc import AsyncIterator, Callable, Sequence
 
 from fontaine_tui.core import children
 from fontaine_tui.core.childenv import child_env
+from fontaine_tui.core.errors import InputError
 from fontaine_tui.core.follow.base import (
     CHUNK,
     HEAD,
@@ -34,6 +35,7 @@ from fontaine_tui.core.follow.remote import (
     RANGE_SCRIPT,
     STREAM_PY,
 )
+from fontaine_tui.core.limits import json_loads
 from fontaine_tui.core.log.lines import LINE_CAP, LineCutter
 from fontaine_tui.core.runfolder import LOG
 from fontaine_tui.core.ssh.connection import SshConnection, SshError, remote_command
@@ -132,7 +134,6 @@ class SshRun(SshConnection):
 
         python3 on the host reads them from a read-only connection, over the shared
         connection. It is a snapshot: the writer is never blocked or changed."""
-        import json
 
         rc, out, err = await self._exec(
             remote_command(MLFLOW_SCRIPT, self.target.path, store, MLFLOW_PY)
@@ -146,7 +147,7 @@ class SshRun(SshConnection):
             last = (err.decode("utf-8", "replace").strip().splitlines() or [""])[-1][:160]
             raise SshError(f"{where}: cannot read (exit {rc})" + (f": {last}" if last else ""))
         try:
-            doc = json.loads(out)
+            doc = json_loads(out)
         except ValueError:
             raise SshError(f"{where}: the host's reply is not JSON") from None
         return doc if isinstance(doc, dict) else {}
@@ -155,8 +156,7 @@ class SshRun(SshConnection):
 
     async def _history(self, name: str) -> AsyncIterator[Batch]:
         """The log's rotated segments on the remote host, oldest first (.gz unpacked here)."""
-        import gzip
-
+        from fontaine_tui.core.limits import gunzip
         from fontaine_tui.core.runfolder import ROTATED
 
         rc, out, _ = await self._exec(remote_command(LIST_SCRIPT, self.target.path, name))
@@ -171,9 +171,9 @@ class SshRun(SshConnection):
             data = await self.read_bytes(seg) or b""
             if seg.endswith(".gz"):
                 try:
-                    data = gzip.decompress(data)
-                except (OSError, EOFError) as exc:
-                    yield Batch([], 1, note=f"{seg}: cannot decompress ({exc})")
+                    data = gunzip(data, seg)
+                except InputError as exc:
+                    yield Batch([], 1, note=str(exc))
                     continue
             cutter = LineCutter(self.line_cap)
             lines, first, _ = cutter.feed(data)

@@ -8,11 +8,12 @@ the read. Counters (disk and network bytes) become rates between two samples of 
 
 from __future__ import annotations
 
-import json
 import math
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
+
+from fontaine_tui.core.limits import json_loads
 
 SERIES = (  # (key, label, unit): what the panel draws, in its order
     ("gpu_util", "GPU util", "%"),
@@ -121,7 +122,7 @@ def parse(line: bytes) -> Sample | None:
     One field that is not makes the whole line one not read, so that nothing else is drawn
     from a line that cannot be trusted."""
     try:
-        doc = json.loads(line)
+        doc = json_loads(line)
     except ValueError:
         return None
     if not isinstance(doc, dict) or doc.get("v") != 1:

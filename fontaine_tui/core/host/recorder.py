@@ -34,6 +34,7 @@ from fontaine_tui.core.errors import InputError
 from fontaine_tui.core.host.memory import host_ram
 from fontaine_tui.core.host.nvml import read_gpus
 from fontaine_tui.core.host.telemetry import sample_process
+from fontaine_tui.core.limits import json_loads
 from fontaine_tui.core.readfile import open_regular
 from fontaine_tui.core.runfolder import LOG, PREREG, TELEMETRY, node_telemetry
 
@@ -78,7 +79,7 @@ def last_step(folder: Path) -> int | None:
         return None
     for line in reversed(tail.split(b"\n")[1:-1] if size > 16384 else tail.split(b"\n")[:-1]):
         try:
-            step = json.loads(line).get("step")
+            step = json_loads(line).get("step")
         except (ValueError, AttributeError):
             continue
         if isinstance(step, int) and not isinstance(step, bool):

@@ -25,6 +25,7 @@ from fontaine_tui.core.host.oomkill import MemoryEvidence, MemoryWatch
 from fontaine_tui.core.launch.exits import CAUSES, ExitInfo, cause_of
 from fontaine_tui.core.launch.launcher import EngineProcess, pid_alive
 from fontaine_tui.core.launch.slurm_job import SlurmJob
+from fontaine_tui.core.limits import json_loads
 from fontaine_tui.core.readfile import read_whole
 from fontaine_tui.core.runfolder import RunFolder
 from fontaine_tui.core.text import literal
@@ -316,7 +317,7 @@ def _records(data: bytes) -> list[dict[str, Any]]:
     out = []
     for raw in data.split(b"\n"):
         try:
-            rec = json.loads(raw)
+            rec = json_loads(raw)
         except ValueError:
             continue
         if (

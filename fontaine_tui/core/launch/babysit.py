@@ -26,6 +26,7 @@ from typing import Any
 from fontaine_tui.core.host.telemetry import TelemetrySnapshot
 from fontaine_tui.core.launch.alerts import FIRST_POLL_RECORDS, SEVERITIES, WINDOW, RunWarning
 from fontaine_tui.core.launch.alerts import data_wait as data_wait_of
+from fontaine_tui.core.limits import json_loads
 from fontaine_tui.core.log.store import RunStore
 from fontaine_tui.core.preset.record import Preset
 from fontaine_tui.core.readfile import read_whole
@@ -189,7 +190,7 @@ def _lines(path: Path) -> list[dict[str, Any]]:
     out = []
     for raw in data.splitlines():
         try:
-            rec = json.loads(raw)
+            rec = json_loads(raw)
         except ValueError:
             continue
         if isinstance(rec, dict) and isinstance(rec.get("time"), (int, float)):

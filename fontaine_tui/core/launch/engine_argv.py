@@ -14,6 +14,7 @@ from pathlib import Path
 
 from fontaine_tui.core.childenv import child_env
 from fontaine_tui.core.launch.enginename import ENGINE_MODULE
+from fontaine_tui.core.limits import json_loads
 from fontaine_tui.core.preset.record import Preset
 from fontaine_tui.core.preset.sections import LATER_KEYS, PLATFORM, RECIPE
 
@@ -150,7 +151,6 @@ def engine_identity(argv: list[str], timeout: float = 60) -> dict[str, object]:
     The engine is named by its interpreter and --data-dir, and asked with
     `python -m fontaine_engine identity`. {"error": why} when it cannot say: the launch goes
     on, and the run's provenance is the engine's own meta record alone."""
-    import json
 
     cmd = [argv[0], "-m", ENGINE_MODULE, "identity"]
     if "--data-dir" in argv:
@@ -170,7 +170,7 @@ def engine_identity(argv: list[str], timeout: float = 60) -> dict[str, object]:
     if res.returncode != 0:
         return {"error": f"python -m fontaine_engine identity: {last}"}
     try:
-        doc = json.loads(res.stdout)
+        doc = json_loads(res.stdout)
     except ValueError:
         doc = None
     if not isinstance(doc, dict):

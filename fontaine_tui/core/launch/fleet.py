@@ -32,6 +32,7 @@ from fontaine_tui.core.atomic import atomic_write
 from fontaine_tui.core.childenv import child_env
 from fontaine_tui.core.errors import InputError
 from fontaine_tui.core.launch.registry import Entry
+from fontaine_tui.core.limits import json_loads
 from fontaine_tui.core.log.store import RunStore
 from fontaine_tui.core.preset.record import Preset
 from fontaine_tui.core.readfile import read_text
@@ -473,7 +474,7 @@ class Fleet:
 
     def _read_cache(self) -> dict[str, dict[str, Any]]:
         try:
-            doc = json.loads(read_text(self.cache))
+            doc = json_loads(read_text(self.cache))
         except (OSError, ValueError):
             return {}
         return doc.get("rows", {}) if isinstance(doc, dict) else {}

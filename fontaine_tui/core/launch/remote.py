@@ -36,6 +36,7 @@ from fontaine_tui.core.launch import slurm_client, slurm_job
 from fontaine_tui.core.launch.exits import ExitInfo, exit_from_dict, exit_to_dict
 from fontaine_tui.core.launch.hosts import HostSettings
 from fontaine_tui.core.launch.slurm import check_host
+from fontaine_tui.core.limits import json_loads
 from fontaine_tui.core.preset.record import Preset
 from fontaine_tui.core.ssh.connection import SshConnection, SshError
 from fontaine_tui.core.ssh.destination import SshTarget
@@ -171,7 +172,7 @@ async def launch_on(
         if rc != 0:  # the remote guards' one line (exit 2), or its failure
             raise InputError(f"{host}: {_last_line(err) or f'launch exited {rc}'}")
         try:
-            doc = json.loads(out.decode().strip().splitlines()[-1])
+            doc = json_loads(out.decode().strip().splitlines()[-1])
             run_dir, pid, job = str(doc["run_dir"]), int(doc["pid"]), str(doc.get("job") or "")
             started = float(doc.get("pid_started") or 0.0)
             if not math.isfinite(started):
@@ -359,7 +360,7 @@ class RemoteEngine:
         if res.returncode != 0:
             raise InputError(f"{where}: exit {res.returncode}: {_last_line(res.stderr)}")
         try:
-            doc = json.loads(res.stdout.decode().strip().splitlines()[-1])
+            doc = json_loads(res.stdout.decode().strip().splitlines()[-1])
             alive, info = doc["alive"], doc["exit"]
         except (ValueError, IndexError, KeyError, TypeError) as exc:
             raise InputError(f"{where}: expected one JSON line ({exc})") from None
@@ -378,7 +379,7 @@ class RemoteEngine:
                 f"{self.settings.name}: stop exited {res.returncode}: {_last_line(res.stderr)}"
             )
         try:
-            return exit_from_dict(json.loads(res.stdout.decode().strip().splitlines()[-1]))
+            return exit_from_dict(json_loads(res.stdout.decode().strip().splitlines()[-1]))
         except (ValueError, IndexError) as exc:
             raise InputError(f"{self.settings.name}: stop --json: {exc}") from None
 

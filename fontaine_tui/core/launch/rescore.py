@@ -14,7 +14,6 @@ instrument's units shows up there.
 from __future__ import annotations
 
 import asyncio
-import json
 import os
 import shlex
 import signal
@@ -30,6 +29,7 @@ from fontaine_tui.core.childenv import child_env
 from fontaine_tui.core.errors import InputError
 from fontaine_tui.core.launch.enginename import ENGINE_MODULE
 from fontaine_tui.core.launch.logtail import newest_checkpoint
+from fontaine_tui.core.limits import json_loads
 from fontaine_tui.core.log.read import load_log
 from fontaine_tui.core.preset.checks import BY_INSTRUMENT
 from fontaine_tui.core.readfile import read_whole
@@ -90,7 +90,7 @@ def run_python(folder: RunFolder) -> str:
 
     It is the one prereg.json's engine command starts (`PY -m ...`), else this one."""
     try:
-        argv = json.loads(read_whole(folder.prereg)).get("argv")
+        argv = json_loads(read_whole(folder.prereg)).get("argv")
     except (OSError, ValueError, AttributeError):
         argv = None
     if (
@@ -106,7 +106,7 @@ def run_python(folder: RunFolder) -> str:
 
 def _recomputed(checkpoint: Path) -> bool:
     try:
-        recipe = json.loads(read_whole(checkpoint / "meta.json")).get("recipe")
+        recipe = json_loads(read_whole(checkpoint / "meta.json")).get("recipe")
     except (OSError, ValueError, AttributeError):
         return True
     return bool(recipe.get("recompute_stats", True)) if isinstance(recipe, dict) else True

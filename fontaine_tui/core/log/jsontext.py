@@ -13,23 +13,16 @@ from __future__ import annotations
 import json
 import re
 
-import orjson
+from fontaine_tui.core.limits import json_loads
 
 _KEY = re.compile(rb'"\s*:')  # at least one per key written (a string may hold more)
 
 
 def loads(raw: bytes | str) -> object:
-    """One JSON text; ValueError with a short reason when it cannot be read."""
-    try:
-        return orjson.loads(raw)
-    except orjson.JSONDecodeError:
-        pass  # NaN/Infinity tokens, integers past 64 bits, nesting past orjson's limit
-    try:
-        return json.loads(raw)
-    except (ValueError, UnicodeDecodeError) as exc:
-        raise ValueError(f"not JSON ({str(exc).split(':')[0]})") from None
-    except RecursionError:
-        raise ValueError("not JSON a reader can take (nested too deep)") from None
+    """One JSON text; ValueError with a short reason when it cannot be read.
+
+    Read by core/limits.py: nested at most JSON_DEPTH levels."""
+    return json_loads(raw)
 
 
 def _keys(obj: object) -> int:

@@ -6,7 +6,6 @@ large."""
 
 from __future__ import annotations
 
-import gzip
 import multiprocessing
 import os
 import struct
@@ -23,7 +22,7 @@ from types import MappingProxyType
 import msgspec
 import orjson
 
-from fontaine_tui.core.errors import InputError
+from fontaine_tui.core.limits import gunzip_chunks
 from fontaine_tui.core.log.lines import CR_NOTE, LineCutter, cr_only
 from fontaine_tui.core.log.records import (
     NAN,
@@ -332,12 +331,8 @@ def segment_chunks(path: Path, chunk: int = CHUNK) -> Iterator[bytes]:
     if path.suffix != ".gz":
         yield from iter_chunks(path, chunk)
         return
-    try:
-        with open_regular(path) as raw, gzip.GzipFile(fileobj=raw, mode="rb") as fh:
-            while data := fh.read(chunk):
-                yield data
-    except (OSError, EOFError) as exc:  # a truncated or corrupt .gz: say so, keep what was read
-        raise InputError(f"{path}: cannot decompress ({exc})") from None
+    with open_regular(path) as raw:  # a truncated or corrupt .gz: said, what was read kept
+        yield from gunzip_chunks(raw, path, chunk)
 
 
 def load_log(

@@ -14,6 +14,7 @@ from types import MappingProxyType
 
 import orjson
 
+from fontaine_tui.core.limits import JSON_DEPTH, check_depth
 from fontaine_tui.core.log.extras import ExtraSeries
 from fontaine_tui.core.log.jsontext import readings
 from fontaine_tui.core.log.records import (
@@ -234,6 +235,12 @@ class RunStore:
         if raw and obj.get("kind") != "train":
             both = readings(raw, obj)
             if len(both) > 1:  # a key written twice with two values
+        if raw.count(b"[") + raw.count(b"{") > JSON_DEPTH:  # few brackets: cannot be deep
+            try:
+                check_depth(obj)
+            except ValueError as exc:
+                self.add_malformed(line, str(exc), raw)
+                return None
                 return self._add_twice(both, line, raw)
         try:
             rec = to_record(obj, line)

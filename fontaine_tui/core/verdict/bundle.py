@@ -17,6 +17,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from fontaine_tui.core.errors import InputError
+from fontaine_tui.core.limits import json_loads
 
 SCHEMA = "fontaine-tui/seal/1"
 MANIFEST = "MANIFEST.json"
@@ -129,7 +130,7 @@ def unpack(data: bytes, origin: str) -> Bundle:
     if raw is None:
         raise InputError(f"{origin}: {MANIFEST}: missing (not a sealed bundle)")
     try:
-        doc = json.loads(raw)
+        doc = json_loads(raw)
     except ValueError:
         raise InputError(f"{origin}: {MANIFEST}: expected JSON") from None
     if not isinstance(doc, dict) or doc.get("schema") != SCHEMA:

@@ -20,6 +20,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from fontaine_tui.core.atomic import atomic_write
+from fontaine_tui.core.limits import json_loads
 
 SCHEMA = "fontaine-tui/chain-head/1"
 MARK = "head"  # the key a line written with a head carries
@@ -78,7 +79,7 @@ def check(origin: str, head: bytes | None, links: Sequence[str], marked: bool) -
 def parse(head: bytes) -> tuple[int, str] | None:
     """A head file's (lines, last) when its bytes hold them, else None."""
     try:
-        doc = json.loads(head)
+        doc = json_loads(head)
         n, last = doc["lines"], doc["last"]
     except (ValueError, KeyError, TypeError):
         return None

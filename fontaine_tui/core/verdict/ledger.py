@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING
 
 from fontaine_tui.core.atomic import append_line, locked
 from fontaine_tui.core.errors import InputError
+from fontaine_tui.core.limits import json_loads
 from fontaine_tui.core.preset.amendments import validate_extend_amendment, validate_scale_amendment
 from fontaine_tui.core.preset.record import Amendment, Preset
 from fontaine_tui.core.readfile import read_whole
@@ -167,7 +168,7 @@ def _walk(data: bytes, origin: str, genesis: str) -> _Walk:
         if n == last and not _whole(raw, prev):  # a write cut short: skipped
             return _Walk(tuple(out), "", prev, True, tuple(links), marked, False)
         try:
-            obj = json.loads(raw)
+            obj = json_loads(raw)
         except ValueError:
             return _Walk(tuple(out), f"{origin}:{n}: expected a JSON line{stop}")
         if not isinstance(obj, dict):
@@ -203,7 +204,7 @@ def _walk(data: bytes, origin: str, genesis: str) -> _Walk:
 def _whole(raw: bytes, prev: str) -> bool:
     """A line is whole: JSON whose hash holds and that follows `prev`."""
     try:
-        obj = json.loads(raw)
+        obj = json_loads(raw)
     except ValueError:
         return False
     if not isinstance(obj, dict):

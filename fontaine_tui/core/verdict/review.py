@@ -23,6 +23,7 @@ from pathlib import Path
 
 from fontaine_tui.core.atomic import append_line, locked
 from fontaine_tui.core.errors import InputError
+from fontaine_tui.core.limits import json_loads
 from fontaine_tui.core.readfile import read_whole
 from fontaine_tui.core.runfolder import REVIEW, VERDICT, RunFolder
 from fontaine_tui.core.verdict import blind
@@ -168,7 +169,7 @@ def read(path: str | Path) -> list[ReviewEntry]:
     data = _read(Path(path))
     for i, raw in enumerate(data.splitlines(), 1):
         try:
-            d = json.loads(raw)
+            d = json_loads(raw)
             out.append(
                 ReviewEntry(
                     i,
@@ -229,7 +230,7 @@ def _check(path: Path, lines: list[bytes]) -> tuple[ChainCheck, tuple[int, str],
             bad = i
             break
         links.append(_sha(raw))
-        marked = marked or chain_head.MARK in json.loads(raw)
+        marked = marked or chain_head.MARK in json_loads(raw)
     if not why:
         why = chain_head.check(str(path), head, links, marked)
     if not why and isinstance(witness, tuple):
@@ -247,7 +248,7 @@ def _check(path: Path, lines: list[bytes]) -> tuple[ChainCheck, tuple[int, str],
 def _link(raw: bytes, i: int, prev: str, genesis: str) -> str:
     """Why line `i` does not hold as the link after `prev` ("" when it does)."""
     try:
-        doc = json.loads(raw)
+        doc = json_loads(raw)
         if not isinstance(doc, dict):
             raise ValueError("not an object")
     except ValueError:
@@ -286,7 +287,7 @@ def _witness(path: Path) -> tuple[int, str] | str | None:
     if b'"schema": "fontaine-tui/verdict/' not in data[:200]:
         return None  # not ours: it records nothing of the trail
     try:
-        review = json.loads(data).get("review")
+        review = json_loads(data).get("review")
         if review is None:
             return None
         n, head = review["lines"], review["head"]

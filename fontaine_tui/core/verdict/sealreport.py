@@ -11,6 +11,7 @@ import html
 import json
 from collections.abc import Mapping
 
+from fontaine_tui.core.limits import json_loads
 from fontaine_tui.core.verdict.bundle import Bundle
 
 FORMATS = ("md", "html")
@@ -41,8 +42,8 @@ def _amendments(verdict: Mapping[str, object]) -> list[str]:
 
 def sections(bundle: Bundle) -> tuple[str, list[Section]]:
     """The report's title and sections, read from the bundle's files."""
-    prereg = _obj(json.loads(bundle.files["prereg.json"]))
-    verdict = _obj(json.loads(bundle.files["verdict.json"]))
+    prereg = _obj(json_loads(bundle.files["prereg.json"]))
+    verdict = _obj(json_loads(bundle.files["verdict.json"]))
     preset = _obj(prereg.get("preset"))
     run, rule = _obj(preset.get("run")), _obj(preset.get("verdict"))
     bounds = [k for k in rule if k.startswith(("healthy_", "drift_"))]

@@ -14,6 +14,7 @@ from pathlib import Path
 
 from fontaine_tui.core import exitnote
 from fontaine_tui.core.errors import InputError
+from fontaine_tui.core.limits import json_loads
 from fontaine_tui.core.log.formats.eventdirs import (
     EVENTS,
     EventFile,
@@ -50,10 +51,9 @@ def frozen_spec(folder: Path) -> SourceSpec | None:
     """The [source] frozen in the folder's prereg.json when it names another trainer's log.
 
     Such a run is a launched [command]'s. Returns None for ours, or when there is none to read."""
-    import json
 
     try:
-        doc = json.loads(read_whole(folder / PREREG, READ))
+        doc = json_loads(read_whole(folder / PREREG, READ))
         table = {
             k: v for k, v in doc["preset"]["source"].items() if k != "eval_every"
         }  # the preset's cadence, not how the log is read

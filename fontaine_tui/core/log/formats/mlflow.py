@@ -13,13 +13,13 @@ from __future__ import annotations
 
 import math
 import os
-import sqlite3
 import sys
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
 from fontaine_tui.core.errors import InputError
+from fontaine_tui.core.limits import Connection, SqliteError, open_sqlite, sqlite_refusal
 from fontaine_tui.core.log.formats.base import Row, Whole, number, step_of
 from fontaine_tui.core.log.formats.rows import FormatError
 from fontaine_tui.core.log.records import Event, Record
@@ -119,16 +119,19 @@ def file_store_rows(root: Path, run: RunInfo) -> list[RawRow]:
     return out
 
 
-def connect(path: Path) -> sqlite3.Connection:
-    """The SQLite store, read-only (a writer holding it is never blocked or changed)."""
-    check_file(path)  # a pipe in its place would hold SQLite's open
+def connect(path: Path) -> Connection:
+    """The SQLite store, read-only and bounded (core/limits.py's open_sqlite).
+
+    A writer holding it is never blocked or changed, a view is refused, a statement has a
+    budget."""
+    check_file(path)  # a pipe in its place: InputError, as every reader's open says it
     try:
-        return sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True, timeout=2.0)
-    except sqlite3.Error as exc:
-        raise FormatError(f"cannot open read-only ({exc})") from None
+        return open_sqlite(path)
+    except InputError as exc:
+        raise FormatError(str(exc).removeprefix(f"{path}: ")) from None
 
 
-def sqlite_runs(db: sqlite3.Connection) -> list[RunInfo]:
+def sqlite_runs(db: Connection) -> list[RunInfo]:
     try:
         rows = db.execute(
             "SELECT r.run_uuid, r.name, r.experiment_id, e.name, r.status, r.end_time "
@@ -136,7 +139,7 @@ def sqlite_runs(db: sqlite3.Connection) -> list[RunInfo]:
             "ON r.experiment_id = e.experiment_id WHERE r.lifecycle_stage = 'active' "
             "ORDER BY r.start_time"
         ).fetchall()
-    except sqlite3.Error as exc:
+    except SqliteError as exc:
         raise FormatError(locked(exc) or f"not an MLflow store ({exc})") from None
     return [
         RunInfo(str(a), str(b or ""), str(c), str(d), str(st or ""), _ms(end))
@@ -152,7 +155,7 @@ def _ms(value: object) -> float:
         return NAN
 
 
-def sqlite_rows(db: sqlite3.Connection, run: RunInfo) -> list[RawRow]:
+def sqlite_rows(db: Connection, run: RunInfo) -> list[RawRow]:
     try:
         return list(
             db.execute(
@@ -161,17 +164,15 @@ def sqlite_rows(db: sqlite3.Connection, run: RunInfo) -> list[RawRow]:
                 (run.run_id,),
             )
         )
-    except sqlite3.Error as exc:
+    except SqliteError as exc:
         raise FormatError(locked(exc) or f"cannot read the metrics table ({exc})") from None
 
 
-def locked(exc: sqlite3.Error) -> str:
-    """What to say when another process holds the store locked (SQLITE_BUSY/LOCKED).
+def locked(exc: SqliteError) -> str:
+    """What to say when the store is locked by another process, or a read ran too long.
 
-    Returns "" for any other error."""
-    if getattr(exc, "sqlite_errorcode", None) in (5, 6) or "locked" in str(exc):
-        return f"locked by another process ({exc}); try again when the writer lets go"
-    return ""
+    As core/limits.py's sqlite_refusal: "" for any other error."""
+    return sqlite_refusal(exc)
 
 
 def check_row(raw: RawRow) -> tuple[int, float, str, float] | str:

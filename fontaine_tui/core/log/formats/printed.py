@@ -15,10 +15,11 @@ is reported once."""
 from __future__ import annotations
 
 import math
-import re
 from collections.abc import Sequence
 from datetime import datetime
 
+from fontaine_tui.core.errors import InputError
+from fontaine_tui.core.limits import PatternError, UserPattern
 from fontaine_tui.core.log.formats.base import Unread, step_of
 from fontaine_tui.core.log.formats.grouper import FieldMap, Grouper
 from fontaine_tui.core.log.lines import LineCutter
@@ -32,7 +33,7 @@ ROUNDED = (
 )
 
 
-def compile_patterns(patterns: object, where: str = "source.patterns") -> list[re.Pattern[str]]:
+def compile_patterns(patterns: object, where: str = "source.patterns") -> list[UserPattern]:
     """[source] patterns, compiled; ValueError(key, expected) naming a bad one."""
     if isinstance(patterns, str):
         patterns = [patterns]
@@ -48,9 +49,11 @@ def compile_patterns(patterns: object, where: str = "source.patterns") -> list[r
     for n, text in enumerate(patterns):
         key = f"{where}[{n}]"
         try:
-            compiled = re.compile(text)
-        except re.error as exc:
-            raise ValueError(key, f"{text!r} is not a regular expression ({exc})") from None
+            compiled = UserPattern(text)
+        except PatternError as exc:
+            if exc.invalid:
+                raise ValueError(key, f"{text!r} is not a regular expression ({exc})") from None
+            raise ValueError(key, f"{text[:60]!r}: {exc}") from None
         if "step" not in compiled.groupindex:
             raise ValueError(key, f"{text!r} has no named group `step` (expected (?P<step>...))")
         if len(compiled.groupindex) < 2:
@@ -123,13 +126,16 @@ class LinesDecoder(Unread):
                 self._line(raw.decode("utf-8", "replace"), out)
 
     def _line(self, text: str, out: list[Record]) -> None:
+        where = f"line {self.line}"
         for pattern in self.patterns:
-            m = pattern.search(text)
+            try:
+                m = pattern.search(text)
+            except PatternError as exc:  # a read that skipped such lines would lie
+                raise InputError(f"{where}: {exc}; refused") from None
             if m is not None:
                 break
         else:
             return
-        where = f"line {self.line}"
         groups = {k: v for k, v in m.groupdict().items() if v is not None}
         parsed = parse_number(groups.pop("step", ""))
         if parsed is None:

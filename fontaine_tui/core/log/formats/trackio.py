@@ -16,12 +16,12 @@ trackio run never says it ended: `attach --until-end` waits, and `bank` asks for
 from __future__ import annotations
 
 import math
-import sqlite3
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 
+from fontaine_tui.core.limits import Connection, SqliteError
 from fontaine_tui.core.log.formats.base import Row, Whole, number, step_of
 from fontaine_tui.core.log.formats.mlflow import connect, locked
 from fontaine_tui.core.log.formats.rows import FormatError
@@ -62,7 +62,7 @@ def is_store(path: Path) -> bool:
         return False
     try:
         return {"run_name", "step", "metrics", "timestamp"} <= _columns(db)
-    except sqlite3.Error:
+    except SqliteError:
         return False
     finally:
         db.close()
@@ -73,11 +73,11 @@ def stores(folder: Path) -> list[Path]:
     return sorted(p for p in folder.glob(f"*{DB_EXT}") if p.is_file() and is_store(p))
 
 
-def _columns(db: sqlite3.Connection) -> set[str]:
+def _columns(db: Connection) -> set[str]:
     return {str(r[1]) for r in db.execute("PRAGMA table_info(metrics)")}
 
 
-def _id_column(db: sqlite3.Connection) -> str:
+def _id_column(db: Connection) -> str:
     """The column naming a run.
 
     It is `run_id` (trackio 0.24 on), else `run_name` (older stores, where a run was only its
@@ -85,19 +85,19 @@ def _id_column(db: sqlite3.Connection) -> str:
     return "run_id" if "run_id" in _columns(db) else "run_name"
 
 
-def store_runs(db: sqlite3.Connection) -> list[TrackioRun]:
+def store_runs(db: Connection) -> list[TrackioRun]:
     """The store's runs, in the order they first logged."""
     try:
         col = _id_column(db)
         rows = db.execute(
             f"SELECT {col}, run_name, MIN(id) FROM metrics GROUP BY {col} ORDER BY MIN(id)"
         ).fetchall()
-    except sqlite3.Error as exc:
+    except SqliteError as exc:
         raise FormatError(locked(exc) or f"not a trackio store ({exc})") from None
     return [TrackioRun(str(a), str(b or "")) for a, b, _ in rows]
 
 
-def store_rows(db: sqlite3.Connection, run: TrackioRun) -> list[RawRow]:
+def store_rows(db: Connection, run: TrackioRun) -> list[RawRow]:
     try:
         col = _id_column(db)
         return list(
@@ -106,11 +106,11 @@ def store_rows(db: sqlite3.Connection, run: TrackioRun) -> list[RawRow]:
                 (run.run_id,),
             )
         )
-    except sqlite3.Error as exc:
+    except SqliteError as exc:
         raise FormatError(locked(exc) or f"cannot read the metrics table ({exc})") from None
 
 
-def store_alerts(db: sqlite3.Connection, run: TrackioRun) -> list[AlertRow]:
+def store_alerts(db: Connection, run: TrackioRun) -> list[AlertRow]:
     """The run's alerts, in the order raised; none in a store older than trackio's alerts."""
     try:
         names = {str(r[1]) for r in db.execute("PRAGMA table_info(alerts)")}
@@ -125,7 +125,7 @@ def store_alerts(db: sqlite3.Connection, run: TrackioRun) -> list[AlertRow]:
                 (run.run_id,),
             )
         ]
-    except sqlite3.Error as exc:
+    except SqliteError as exc:
         raise FormatError(locked(exc) or f"cannot read the alerts table ({exc})") from None
 
 

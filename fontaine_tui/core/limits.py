@@ -1,0 +1,410 @@
+"""Every input from outside, read within a named bound: the one module that owns the limits.
+
+A hostile or broken input must never hold the program or fill its memory: a JSON text nested
+some thousands of levels deep, a rotated `.gz` segment that decompresses to gigabytes of
+newlines, an SQLite store whose `metrics` is a view that recurses for ever, a pattern such as
+`(a|aa)+b` that backtracks without end. Each kind of input has one opener here, with a named
+bound; each refusal is one line (InputError, or ValueError for a caller that words it), and
+every bound is a row of `LIMITS`, which the docs' limits table repeats and the suite checks.
+
+- JSON (`json_loads`, `check_depth`): every JSON file the program reads (prereg.json, the
+  ledgers and their heads, attempts.jsonl, MANIFEST.json, a log's lines) nests at most
+  `JSON_DEPTH` levels.
+- gzip (`gunzip_chunks`, `gunzip`): a rotated segment decompresses to at most
+  `gz_limit()` bytes, and runs of blank lines cost one line each.
+- SQLite (`open_sqlite`): opened read-only, views refused (a view runs a query of its own
+  on every read), each statement within `SQLITE_BUDGET_S`.
+- Patterns (`UserPattern`): a pattern the user wrote (a preset's printed-lines patterns, the
+  metric browser's filter) is at most `PATTERN_CHARS` long, its counted repeats nest to
+  at most `PATTERN_REPEATS` (the `regex` module's compile grows with their product), and each
+  search it makes runs within a time budget.
+
+Only this module imports `gzip`, `sqlite3` and `regex` (an import-linter contract in
+pyproject.toml holds it): a new reader cannot open one of them without its bound.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import sqlite3
+import time
+import zlib
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, BinaryIO
+
+import orjson
+import regex
+
+from fontaine_tui.core import readfile
+from fontaine_tui.core.errors import InputError
+from fontaine_tui.core.tomlfile import MAX_DEPTH as TOML_DEPTH
+
+GZ_BYTES = 256 * 2**20  # bytes one .gz segment decompresses to, at most
+GZ_ENV = "FONTAINE_GZ_LIMIT"  # another limit, in bytes
+JSON_DEPTH = 64  # arrays and objects inside each other in one JSON text
+SQLITE_BUDGET_S = 5.0  # one SQLite statement's time, past which it is interrupted
+PATTERN_CHARS = 2000  # characters in one user pattern
+PATTERN_REPEATS = 100_000  # the product of a pattern's nested counted repeats ({n}, {m,n})
+PATTERN_BUDGET_S = 0.25  # one search of one user pattern in one line or name
+FILTER_BUDGET_S = 0.2  # the metric filter's compile and searches over all the names
+
+# the sqlite3 names a reader needs, so that only this module imports sqlite3
+Connection = sqlite3.Connection
+SqliteError = sqlite3.Error
+
+
+@dataclass(frozen=True)
+class Limit:
+    """One named bound on input from outside."""
+
+    name: str  # the constant (or function) that holds it
+    value: str  # its value, as the docs show it
+    bounds: str  # what it bounds
+    hostile: str  # the input that tests it
+
+
+LIMITS: tuple[Limit, ...] = (
+    Limit(
+        "readfile.LIMIT",
+        f"{readfile.LIMIT // 2**20} MiB (${readfile.LIMIT_ENV})",
+        "bytes read whole from one file",
+        "a file of many gigabytes, /dev/zero or a FIFO in place of a log",
+    ),
+    Limit(
+        "GZ_BYTES",
+        f"{GZ_BYTES // 2**20} MiB (${GZ_ENV})",
+        "bytes one rotated .gz segment decompresses to",
+        "a 1 MiB .gz of a gigabyte of newlines (a gzip bomb)",
+    ),
+    Limit(
+        "JSON_DEPTH",
+        str(JSON_DEPTH),
+        "arrays and objects nested in one JSON text (log lines, prereg.json, ledgers, "
+        "attempts.jsonl, MANIFEST.json)",
+        "a line of 5,000 nested arrays",
+    ),
+    Limit(
+        "tomlfile.MAX_DEPTH",
+        str(TOML_DEPTH),
+        "tables, arrays and dotted-key parts nested in one TOML file",
+        "a preset of 10,000 nested arrays",
+    ),
+    Limit(
+        "SQLITE_BUDGET_S",
+        f"{SQLITE_BUDGET_S:g} s",
+        "one statement on an MLflow or trackio SQLite store (opened read-only, views refused)",
+        "a store whose `metrics` is a view that recurses for ever",
+    ),
+    Limit(
+        "PATTERN_CHARS",
+        str(PATTERN_CHARS),
+        "characters in one user pattern ([source] patterns, the metric filter)",
+        "a pattern of 100,000 characters",
+    ),
+    Limit(
+        "PATTERN_REPEATS",
+        f"{PATTERN_REPEATS:,}",
+        "the product of one pattern's nested counted repeats",
+        "((a{1000}){1000}){1000}",
+    ),
+    Limit(
+        "PATTERN_BUDGET_S",
+        f"{PATTERN_BUDGET_S:g} s",
+        "one search of a user pattern in one line or name",
+        "(a\\|aa)+b on a line of 40 a's",
+    ),
+    Limit(
+        "FILTER_BUDGET_S",
+        f"{FILTER_BUDGET_S:g} s",
+        "the metric browser's filter over all of a run's names, its compile included",
+        "(a\\|aa)+b against 200 names of 40 a's",
+    ),
+)
+
+
+# -- JSON ------------------------------------------------------------------------------
+
+
+def _too_deep() -> ValueError:
+    return ValueError(f"nested too deep: more than {JSON_DEPTH} levels of arrays and objects")
+
+
+def check_depth(obj: object, most: int = JSON_DEPTH) -> None:
+    """ValueError when a parsed JSON value nests more than `most` levels (no recursion)."""
+    level = [(obj, 1)]
+    while level:
+        value, depth = level.pop()
+        if isinstance(value, dict):
+            children = value.values()
+        elif isinstance(value, list):
+            children = value  # type: ignore[assignment]
+        else:
+            continue
+        if depth > most:
+            raise _too_deep()
+        level.extend((v, depth + 1) for v in children if isinstance(v, (dict, list)))
+
+
+def _brackets(raw: bytes | str) -> int:
+    if isinstance(raw, str):
+        return raw.count("[") + raw.count("{")
+    return raw.count(b"[") + raw.count(b"{")
+
+
+def json_loads(raw: bytes | str) -> Any:  # as json.loads: the caller checks its shape
+    """One JSON text, nested at most JSON_DEPTH levels; ValueError with a short reason.
+
+    NaN and Infinity tokens, and integers past 64 bits, are read (Python's json writes them).
+    A text with few brackets cannot be deep, so only the others are walked."""
+    try:
+        obj = orjson.loads(raw)
+    except orjson.JSONDecodeError:
+        # NaN/Infinity tokens, integers past 64 bits, nesting past orjson's own limit
+        try:
+            obj = json.loads(raw)
+        except (ValueError, UnicodeDecodeError) as exc:
+            raise ValueError(f"not JSON ({str(exc).split(':')[0]})") from None
+        except RecursionError:
+            raise _too_deep() from None
+    if _brackets(raw) > JSON_DEPTH:
+        check_depth(obj)
+    return obj
+
+
+# -- gzip ------------------------------------------------------------------------------
+
+
+def gz_limit() -> int:
+    """The most bytes one .gz segment may decompress to.
+
+    $FONTAINE_GZ_LIMIT, else GZ_BYTES, never more than the whole-file read limit."""
+    raw = os.environ.get(GZ_ENV, "")
+    try:
+        value = int(raw) if raw else GZ_BYTES
+    except ValueError:
+        raise InputError(f"{GZ_ENV}: expected a number of bytes, got {raw[:40]!r}") from None
+    if value <= 0:
+        raise InputError(f"{GZ_ENV}: expected a positive number of bytes, got {value}")
+    return min(value, readfile.limit())
+
+
+def _gz_too_big(where: str | Path, most: int) -> InputError:
+    return InputError(
+        f"{where}: decompresses to more than {most} bytes (${GZ_ENV} sets another limit); refused"
+    )
+
+
+def _squeeze(data: bytes) -> bytes:
+    """`data` with each run of blank lines made one (a blank line is skipped anyway).
+
+    A chunk of white space alone is one newline. Otherwise each pass halves every run of
+    newlines, at the speed of bytes.replace: a line's own CR before its newline goes too,
+    which the reader strips anyway."""
+    if not data.strip():
+        return b"\n" if b"\n" in data else data
+    if b"\r\n" in data:
+        data = data.replace(b"\r\n", b"\n")
+    while b"\n\n" in data:
+        data = data.replace(b"\n\n", b"\n")
+    return data
+
+
+def gunzip_chunks(raw: BinaryIO, where: str | Path, chunk: int) -> Iterator[bytes]:
+    """The decompressed bytes of a gzip stream, at most `gz_limit()` of them.
+
+    Its members come one after another; runs of blank lines come out as one newline.
+    InputError (naming `where`) past the bound, or for a stream that cannot be decompressed
+    (what came before it was given)."""
+    most, seen = gz_limit(), 0
+    inflate, started = zlib.decompressobj(wbits=31), False
+    try:
+        while data := raw.read(2**16):
+            while data:
+                started = True
+                out = inflate.decompress(data, chunk)
+                seen += len(out)
+                if seen > most:
+                    raise _gz_too_big(where, most)
+                if out:
+                    yield _squeeze(out)
+                if inflate.eof:  # the next member, if any (zeros after the last: padding)
+                    data = inflate.unused_data.lstrip(b"\0")
+                    inflate, started = zlib.decompressobj(wbits=31), False
+                elif not (data := inflate.unconsumed_tail) and len(out) == chunk:
+                    data = b""  # output may be pending: ask again with no input
+                    while out := inflate.decompress(b"", chunk):
+                        seen += len(out)
+                        if seen > most:
+                            raise _gz_too_big(where, most)
+                        yield _squeeze(out)
+        if started and not inflate.eof:
+            raise InputError(f"{where}: cannot decompress (the stream ends early)")
+    except zlib.error as exc:
+        raise InputError(f"{where}: cannot decompress ({exc})") from None
+
+
+def gunzip(data: bytes, where: str | Path) -> bytes:
+    """A whole gzip file's bytes decompressed, as `gunzip_chunks` bounds them."""
+    import io
+
+    return b"".join(gunzip_chunks(io.BytesIO(data), where, 2**20))
+
+
+# -- SQLite ----------------------------------------------------------------------------
+
+
+class _Timed(sqlite3.Connection):
+    """A connection whose every statement has its own time budget (the progress handler)."""
+
+    budget_s = SQLITE_BUDGET_S
+    end = 0.0
+
+    def over(self) -> int:
+        return 1 if time.monotonic() > self.end else 0
+
+    def execute(self, sql: str, parameters: Any = (), /) -> sqlite3.Cursor:
+        self.end = time.monotonic() + self.budget_s
+        return super().execute(sql, parameters)
+
+
+def open_sqlite(path: Path, budget_s: float | None = None) -> sqlite3.Connection:
+    """An SQLite store opened read-only, its views refused, each statement within a budget.
+
+    A writer holding the store is never blocked or changed (mode=ro). A view is refused: the
+    tables a reader asks for must be tables, not a query the file brings with it. A statement
+    past the budget is interrupted (sqlite3.OperationalError "interrupted"). InputError, naming
+    the file, for a store that cannot be opened or holds a view."""
+    readfile.check_file(path)  # a pipe in its place would hold SQLite's open
+    try:
+        db = sqlite3.connect(
+            f"{path.resolve().as_uri()}?mode=ro", uri=True, timeout=2.0, factory=_Timed
+        )
+    except sqlite3.Error as exc:
+        raise InputError(f"{path}: cannot open read-only ({exc})") from None
+    assert isinstance(db, _Timed)
+    db.budget_s = SQLITE_BUDGET_S if budget_s is None else budget_s
+    db.set_progress_handler(db.over, 1000)
+    try:
+        db.execute("PRAGMA query_only = ON")
+        views = [
+            str(r[0])
+            for r in db.execute("SELECT name FROM sqlite_master WHERE type = 'view' LIMIT 3")
+        ]
+    except sqlite3.Error as exc:
+        db.close()
+        why = sqlite_refusal(exc) or f"not an SQLite store a reader can take ({exc})"
+        raise InputError(f"{path}: {why}") from None
+    if views:
+        db.close()
+        raise InputError(
+            f"{path}: holds a view ({', '.join(views)}); refused: a store's tables are read, "
+            "never a query the file brings"
+        )
+    return db
+
+
+def sqlite_refusal(exc: sqlite3.Error) -> str:
+    """What to say when the store is locked, or a statement ran past its budget.
+
+    Locked: by another process (SQLITE_BUSY or SQLITE_LOCKED). "" for any other error."""
+    if getattr(exc, "sqlite_errorcode", None) in (5, 6) or "locked" in str(exc):
+        return f"locked by another process ({exc}); try again when the writer lets go"
+    if "interrupted" in str(exc):
+        return f"a read took more than {SQLITE_BUDGET_S:g} s and was stopped; refused"
+    return ""
+
+
+# -- user patterns ---------------------------------------------------------------------
+
+_MAXREPEAT = 2**32 - 1  # sre's "no upper bound"
+
+
+def _repeats(items: object) -> int:
+    """The cost of a parsed pattern's counted repeats (what `regex`'s compile grows with).
+
+    Each repeat's count times the counts of those it sits in, summed."""
+    total = 0
+    stack = [(items, 1)]
+    while stack:
+        node, product = stack.pop()
+        for op, arg in node:  # type: ignore[attr-defined]
+            name = str(op)
+            if name in ("MAX_REPEAT", "MIN_REPEAT", "POSSESSIVE_REPEAT"):
+                low, high, body = arg
+                count = max(low, high if high < _MAXREPEAT else low, 1)
+                total += product * count
+                stack.append((body, product * count))
+            elif name == "SUBPATTERN":
+                stack.append((arg[-1], product))
+            elif name == "ATOMIC_GROUP":
+                stack.append((arg, product))
+            elif name == "BRANCH":
+                stack.extend((b, product) for b in arg[1])
+            elif name in ("ASSERT", "ASSERT_NOT"):
+                stack.append((arg[1], product))
+            elif name == "GROUPREF_EXISTS":
+                stack.extend((b, product) for b in arg[1:] if b is not None)
+    return total
+
+
+def _parse(text: str) -> Any:
+    from re import _parser  # type: ignore[attr-defined]
+
+    return _parser.parse(text, 0)
+
+
+class PatternError(ValueError):
+    """A user pattern refused: invalid, too long, too costly, or too slow on an input.
+
+    `invalid` is set for a text that is no regular expression; str() is the reason alone."""
+
+    def __init__(self, reason: str, invalid: bool = False) -> None:
+        super().__init__(reason)
+        self.invalid = invalid
+
+
+class UserPattern:
+    """A regular expression the user wrote, compiled and searched within the bounds.
+
+    Python's `re` syntax (the `regex` module's VERSION0), which stops a search past its time
+    budget (`re` cannot)."""
+
+    def __init__(self, text: str, ignore_case: bool = False) -> None:
+        if len(text) > PATTERN_CHARS:
+            raise PatternError(f"longer than {PATTERN_CHARS} characters")
+        try:
+            parsed = _parse(text)
+        except re.error as exc:
+            raise PatternError(str(exc), invalid=True) from None
+        except (RecursionError, OverflowError):
+            raise PatternError("nested too deep to compile") from None
+        if _repeats(parsed) > PATTERN_REPEATS:
+            raise PatternError(
+                f"its counted repeats nest to more than {PATTERN_REPEATS:,} (compiling it "
+                "would take minutes)"
+            )
+        flags = regex.VERSION0 | (regex.IGNORECASE if ignore_case else 0)
+        try:
+            self.compiled = regex.compile(text, flags)
+        except regex.error as exc:
+            raise PatternError(str(exc), invalid=True) from None
+        except (RecursionError, OverflowError):
+            raise PatternError("nested too deep to compile") from None
+        self.text = text
+        self.groupindex = dict(self.compiled.groupindex)
+
+    def search(self, text: str, budget_s: float = PATTERN_BUDGET_S) -> regex.Match[str] | None:
+        """The first match in `text`; PatternError past `budget_s` (0 or less: at once)."""
+        if budget_s <= 0:
+            raise PatternError(self.too_slow())
+        try:
+            return self.compiled.search(text, timeout=budget_s)
+        except TimeoutError:
+            raise PatternError(self.too_slow()) from None
+
+    def too_slow(self) -> str:
+        return f"{self.text[:60]!r} takes too long to search (backtracking without end?)"
