@@ -1,0 +1,138 @@
+"""How fast each hostile input of docs/limits.md is refused, through the real readers.
+
+    python bench/limits.py [--repeat 3]
+
+Each input is built in a temporary folder, then fed to the reader a command uses: a log line
+and a ledger nested 5,000 deep (`fontaine-tui verdict` of a run folder holding them), a 1 MiB
+.gz of a gigabyte of newlines as a rotated segment (the log read with its history, the
+default 256 MiB bound), an MLflow store whose `metrics` is a view recursing for ever (the
+MLflow reader), and the costly patterns (a [source] pattern and the metric filter). Prints
+the best of `repeat` wall times for each; the target is 2 s each.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import gzip
+import io
+import sqlite3
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from fontaine_tui.cli import main  # noqa: E402
+from fontaine_tui.core.log.formats.mlflow import connect  # noqa: E402
+from fontaine_tui.core.log.formats.printed import LinesDecoder, compile_patterns  # noqa: E402
+from fontaine_tui.core.log.read import load_log  # noqa: E402
+from fontaine_tui.core.preset.find import load_preset  # noqa: E402
+from fontaine_tui.core.runfolder import RunFolder  # noqa: E402
+from fontaine_tui.core.verdict.prereg import freeze  # noqa: E402
+from fontaine_tui.model.metrics import matching  # noqa: E402
+from tests.logs import records_upto, write_log  # noqa: E402
+
+TARGET_S = 2.0
+DEEP = "[" * 5000 + "]" * 5000
+
+
+def run_folder(where: Path) -> Path:
+    root = where / "run"
+    root.mkdir(parents=True)
+    freeze(
+        RunFolder(root),
+        load_preset(ROOT / "presets" / "demosonly_1gpu.toml"),
+        ["fontaine-tui", "launch", "x"],
+        "bench",
+    )
+    write_log(root / "train_log.jsonl", records_upto(1000))
+    return root
+
+
+def verdict(root: Path) -> Callable[[], object]:
+    def run() -> object:
+        with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
+            return main(["verdict", str(root)])
+
+    return run
+
+
+def refused(call: Callable[[], object]) -> Callable[[], object]:
+    def run() -> object:
+        try:
+            call()
+        except ValueError as exc:  # InputError, PatternError, FormatError: one line
+            return str(exc)[:60]
+        raise SystemExit(f"not refused: {call}")
+
+    return run
+
+
+def cases(where: Path) -> list[tuple[str, Callable[[], object]]]:
+    deep_log = run_folder(where / "a")
+    with (deep_log / "train_log.jsonl").open("a") as fh:
+        fh.write('{"kind": "eval", "step": 1001, "x": ' + DEEP + "}\n")
+    deep_ledger = run_folder(where / "b")
+    (deep_ledger / "amendments.jsonl").write_text('{"x": ' + DEEP + "}\n")
+    bomb = where / "c"
+    bomb.mkdir()
+    write_log(bomb / "train_log.jsonl", records_upto(100))
+    with gzip.open(bomb / "train_log.jsonl.1.gz", "wb", compresslevel=9) as fh:
+        for _ in range(1024):  # 1 GiB of newlines, about 1 MiB compressed
+            fh.write(b"\n" * 2**20)
+    store = where / "mlflow.db"
+    db = sqlite3.connect(store)
+    db.executescript(
+        "CREATE VIEW metrics AS WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n)"
+        " SELECT i AS step FROM n;"
+    )
+    db.close()
+    slow = LinesDecoder(patterns=[r"step (?P<step>\d+) (?P<loss>(a|aa)+b)?"])
+    return [
+        ("JSON: a log line nested 5,000 deep (verdict)", verdict(deep_log)),
+        ("JSON: amendments.jsonl nested 5,000 deep (verdict)", verdict(deep_ledger)),
+        (
+            "gzip: 1 GiB of newlines as a rotated segment",
+            refused(lambda: load_log(bomb / "train_log.jsonl", history=True)),
+        ),
+        ("SQLite: `metrics` a view recursing for ever", refused(lambda: connect(store))),
+        (
+            "pattern: ((a{1000}){1000}){1000} as a [source] pattern",
+            refused(lambda: compile_patterns(["(?P<step>((a{1000}){1000}){1000})(?P<x>b)"])),
+        ),
+        (
+            "pattern: (a|aa)+b on a printed line of 60 a's",
+            refused(lambda: slow.feed(b"step 2 " + b"a" * 60 + b"\n")),
+        ),
+        (
+            "pattern: (a|aa)+b as the metric filter, 200 names",
+            refused(lambda: matching(["a" * 40] * 200, "(a|aa)+b")),
+        ),
+    ]
+
+
+def main_() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--repeat", type=int, default=3)
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory() as tmp:
+        rows = cases(Path(tmp))
+        worst = 0.0
+        for name, call in rows:
+            best = float("inf")
+            for _ in range(args.repeat):
+                start = time.perf_counter()
+                call()
+                best = min(best, time.perf_counter() - start)
+            worst = max(worst, best)
+            print(f"{best:7.3f} s  {name}")
+        print(f"slowest {worst:.3f} s (target {TARGET_S:g} s each): ", end="")
+        print("met" if worst <= TARGET_S else "NOT met")
+
+
+if __name__ == "__main__":
+    main_()
