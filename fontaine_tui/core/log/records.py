@@ -242,8 +242,11 @@ def _num(value: object) -> float:
     return NAN
 
 
-def _not_a_metric(value: object) -> str | None:
-    """Why a logged metric value is not a finite real number, or None if it is one."""
+def not_a_metric(value: object) -> str | None:
+    """Why a logged metric value is not a finite real number, or None if it is one.
+
+    Every reader keeps a non-number with these words (our log's eval records, another
+    trainer's JSONL), so a verdict reading it says what was logged."""
     if isinstance(value, bool):
         return f"{'true' if value else 'false'} (a boolean)"
     if isinstance(value, float):
@@ -281,7 +284,7 @@ def _flatten(
         if isinstance(value, dict) and depth < 8:
             _flatten(value, numbers, not_numbers, path + ".", depth + 1)
             continue
-        why = _not_a_metric(value)
+        why = not_a_metric(value)
         if path in numbers and repr(numbers[path]) != repr(_num(value)):
             raise ValueError(f"{path!r} written twice (nested and dotted) with two values")
         if why is None or (isinstance(value, float) and not isinstance(value, bool)):

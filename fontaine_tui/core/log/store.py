@@ -87,8 +87,11 @@ def completes(old: Probe, new: Probe) -> bool:
     """Whether `new` is `old` with more keys.
 
     Such a `new` is a foreign step read before its writer logged all of it: every value `old`
-    holds is the same in `new`, and `new` holds more."""
-    if not old.fields or len(new.fields) <= len(old.fields):
+    holds is the same in `new` (a number, or a value that is not one: `not_numbers`), and `new`
+    holds more."""
+    if not (old.fields or old.not_numbers):
+        return False
+    if len(new.fields) + len(new.not_numbers) <= len(old.fields) + len(old.not_numbers):
         return False
     if any(k not in new.fields or repr(new.fields[k]) != repr(v) for k, v in old.fields.items()):
         return False
@@ -104,7 +107,7 @@ def completes(old: Probe, new: Probe) -> bool:
         )
         and old.breakdown == new.breakdown
         and old.n_frames == new.n_frames
-        and old.not_numbers == new.not_numbers
+        and set(old.not_numbers) <= set(new.not_numbers)
     )
 
 

@@ -203,6 +203,12 @@ def decoder_notices_of(found: list[Grouper]) -> list[str]:
                 f"{g.conflicts} train value(s) logged twice for one step with another "
                 f"value, the first kept: {'; '.join(g.conflict_notes[:5])}"
             )
+        if g.not_numbers:
+            out.append(
+                f"{g.not_numbers} eval value(s) not a number, kept as what they are (a rule "
+                f"reading one is UNDECIDABLE there): {'; '.join(g.not_number_notes[:5])}"
+                f"{'; ...' if g.not_numbers > 5 else ''}"
+            )
     return out
 
 

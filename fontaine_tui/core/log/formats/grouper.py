@@ -4,10 +4,11 @@ A foreign run's numbers are keyed by its own names (`eval/chunk_mae`, `eval_loss
 map (`FieldMap`) says which keys are an eval probe and which are train fields; the `Grouper`
 takes a format's scalars (step, time, key, value) and makes everything logged at one step one
 train record and, if it has eval keys, one probe, counting what it cannot apply (`late`,
-`conflicts`). An eval probe's `fields` hold the source's keys, so a preset's `metric` names the
-source's key; a train record's `loss` is the field map's train loss (its other fields NaN
-unless mapped), and every key of the step that is not an eval key is also its `extra`, under
-the source's own name.
+`conflicts`) and the eval values that are not numbers (`not_numbers`: a JSONL boolean or
+string, kept with what it is, as the probe's own `not_numbers`). An eval probe's `fields` hold
+the source's keys, so a preset's `metric` names the source's key; a train record's `loss` is
+the field map's train loss (its other fields NaN unless mapped), and every key of the step
+that is not an eval key is also its `extra`, under the source's own name.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from fnmatch import fnmatchcase
 from types import MappingProxyType
+from typing import cast
 
 from fontaine_tui.core.log.records import TRAIN_FIELDS, Event, Probe, Record, TrainPoint
 
@@ -60,7 +62,11 @@ class FieldMap:
         return any(fnmatchcase(key, p) for p in self.eval)
 
 
-def same(a: float, b: float) -> bool:
+# a value a step logged: a number, or why it is not one (records.not_a_metric's words)
+Value = float | str
+
+
+def same(a: Value, b: Value) -> bool:
     """One value logged twice (NaN is NaN; -0.0 is not 0.0)."""
     return repr(a) == repr(b)
 
@@ -84,14 +90,16 @@ class Grouper:
         self.with_train = train  # False: probes only (a JSONL log's probe lines)
         self._step: int | None = None
         self._time = NAN
-        self._values: dict[str, float] = {}
-        self._others: dict[str, list[float]] = {}  # the held step's second values, by key
-        self._sent: dict[int, tuple[float, dict[str, float]]] = {}  # probes out: step -> evals
+        self._values: dict[str, Value] = {}
+        self._others: dict[str, list[Value]] = {}  # the held step's second values, by key
+        self._sent: dict[int, tuple[float, dict[str, Value]]] = {}  # probes out: step -> evals
         self._emitted = -1
         self._last_time: tuple[int, float] | None = None  # (step, time) of the last train record
         self.late = 0
         self.conflicts = 0
         self.conflict_notes: list[str] = []
+        self.not_numbers = 0  # eval values that are not numbers (kept as what they are)
+        self.not_number_notes: list[str] = []
         self.bits: dict[str, int] = {}  # keys stored in fewer significand bits than a double
         self.keys: dict[str, None] = {}  # every key seen, in order (for "no such tag")
         self._is_eval: dict[str, bool] = {}
@@ -103,7 +111,17 @@ class Grouper:
         """The highest step held or gone out (-1: none)."""
         return max(self._emitted, self._step if self._step is not None else -1)
 
-    def add(self, step: int, time: float, key: str, value: float, out: list[Record]) -> None:
+    def add(self, step: int, time: float, key: str, value: Value, out: list[Record]) -> None:
+        """Take `key`'s `value` at `step`: a number, or why it is not one.
+
+        A value that is not a number is kept for an eval key only (its probe says what it
+        is), and counted; a train key's is not held (a train record's fields are numbers)."""
+        if isinstance(value, str):
+            if not self._eval(key):
+                return
+            self.not_numbers += 1
+            if len(self.not_number_notes) < 20:
+                self.not_number_notes.append(f"{key} at step {step}: {value}")
         if self._step is not None and step != self._step:
             if step < self._step:
                 if step <= self._emitted:
@@ -125,7 +143,7 @@ class Grouper:
         elif not same(values[key], value):
             self._others.setdefault(key, []).append(value)
 
-    def _late(self, step: int, key: str, value: float, out: list[Record]) -> None:
+    def _late(self, step: int, key: str, value: Value, out: list[Record]) -> None:
         """Take a value for a step already out.
 
         The same value again changes nothing. Another value of an eval key the step's probe
@@ -174,7 +192,7 @@ class Grouper:
             self._last_time = None
         out.append(Event(step - 1, time, "resume", why))
 
-    def _conflict(self, step: int, key: str, first: float, second: float) -> None:
+    def _conflict(self, step: int, key: str, first: Value, second: Value) -> None:
         self.conflicts += 1
         if len(self.conflict_notes) < 20:
             self.conflict_notes.append(f"{key} at step {step}: {first!r} and {second!r}")
@@ -242,9 +260,9 @@ class Grouper:
                 else:
                     self._conflict(step, key, firsts.get(key, NAN), value)
 
-    def _emit(self, step: int, values: dict[str, float], out: list[Record]) -> None:
+    def _emit(self, step: int, values: dict[str, Value], out: list[Record]) -> None:
         is_eval = self._is_eval
-        evals: dict[str, float] = {}
+        evals: dict[str, Value] = {}
         for key, value in values.items():
             e = is_eval.get(key)
             if e is None:
@@ -252,7 +270,11 @@ class Grouper:
             if e:
                 evals[key] = value
         train = (
-            {dst: values[src] for src, dst in self.train_map().items() if src in values}
+            {
+                dst: v
+                for src, dst in self.train_map().items()
+                if src in values and not isinstance(v := values[src], str)
+            }
             if self.with_train
             else {}
         )
@@ -264,7 +286,7 @@ class Grouper:
             if math.isfinite(time):
                 self._last_time = (step, time)
             row = {name: train.get(name, NAN) for name in TRAIN_FIELDS}
-            extra = {k: v for k, v in values.items() if not is_eval[k]}
+            extra = {k: v for k, v in values.items() if not is_eval[k] and not isinstance(v, str)}
             if not math.isfinite(row["step_s"]):
                 row["step_s"] = step_s
             out.append(
@@ -286,7 +308,7 @@ class Grouper:
             self._sent[step] = (time, evals)
             self._probe(step, time, evals, out)
 
-    def _probe(self, step: int, time: float, evals: dict[str, float], out: list[Record]) -> None:
+    def _probe(self, step: int, time: float, evals: dict[str, Value], out: list[Record]) -> None:
         out.append(foreign_probe(step, time, evals, self.bits))
 
 
@@ -294,23 +316,31 @@ _NO_BITS: Mapping[str, int] = MappingProxyType({})
 
 
 def foreign_probe(
-    step: int, time: float, evals: dict[str, float], bits: Mapping[str, int]
+    step: int, time: float, evals: Mapping[str, Value], bits: Mapping[str, int]
 ) -> Probe:
     """A probe of another trainer's log.
 
-    Its eval keys are its fields (`evals` is the probe's own: it is not copied). `bits` holds
-    the significand bits of the source's narrow keys, shared by the probes of one read (a key's
-    entry only ever narrows)."""
+    Its eval keys are its fields (`evals` is the probe's own: it is not copied), those whose
+    value is not a number its `not_numbers` (with what they are). `bits` holds the significand
+    bits of the source's narrow keys, shared by the probes of one read (a key's entry only ever
+    narrows)."""
+    odd = tuple((k, v) for k, v in evals.items() if isinstance(v, str))
+    fields: Mapping[str, float] = (
+        {k: v for k, v in evals.items() if not isinstance(v, str)}
+        if odd
+        else cast(Mapping[str, float], evals)
+    )
     return Probe(
         step,
         time,
-        evals.get("eval_chunk_mae", NAN),
-        evals.get("train_chunk_mae", NAN),
+        fields.get("eval_chunk_mae", NAN),
+        fields.get("train_chunk_mae", NAN),
         NAN,
         NAN,
         _NO_FIELDS,
         None,
-        fields=MappingProxyType(evals),
+        not_numbers=odd,
+        fields=MappingProxyType(fields),
         bits=MappingProxyType(bits) if bits else _NO_BITS,
     )
 

@@ -22,7 +22,7 @@ from fontaine_tui.core.log import jsontext
 from fontaine_tui.core.log.formats.base import Row, Unread, Whole, number, numbers, step_of
 from fontaine_tui.core.log.formats.grouper import FieldMap, Grouper
 from fontaine_tui.core.log.lines import LineCutter
-from fontaine_tui.core.log.records import NO_STEP, BadAlert, Record, make_alert
+from fontaine_tui.core.log.records import NO_STEP, BadAlert, Record, make_alert, not_a_metric
 
 NAN = float("nan")
 # the summary Trainer adds at the end of training (train_loss there is the mean over the run)
@@ -185,9 +185,11 @@ class JsonlDecoder(Unread):
     Each object's `FieldMap.step` field is its step. Its numbers (nested objects flattened as
     `a.b`) are the keys the field map sorts into eval probe and train loss. With the field map's
     `probe_field`, the line is instead a probe or a train line by that field's value (in any
-    order of lines). NaN and Infinity tokens are numbers. A line that cannot be read, or has no
-    whole-number step, is counted in `bad_count` (`bad`: where and why). A key written twice in
-    a line with two values is two values for the step (a conflict, when it is an eval key)."""
+    order of lines). NaN and Infinity tokens are numbers; an eval key's boolean, string or
+    array is kept as what it is (the probe's `not_numbers`, counted). A line that cannot be
+    read, or has no whole-number step, is counted in `bad_count` (`bad`: where and why). A key
+    written twice in a line with two values is two values for the step (a conflict, when it is
+    an eval key)."""
 
     kind = "jsonl"
     whole = False
@@ -271,7 +273,7 @@ class JsonlDecoder(Unread):
             self._note(f"{f.step}: {step}" if f.step in obj else f"no {f.step!r} field")
             return
         when = number(obj.get(f.time)) if f.time else None
-        pairs: list[tuple[str, float]] = []
+        pairs: list[tuple[str, float | str]] = []
         _flatten(obj, pairs, "", (f.step, f.time, f.probe_field))
         grouper = self.grouper
         if self.probes is not None and _text(obj.get(f.probe_field)) == f.probe_value:
@@ -295,11 +297,15 @@ def _text(value: object) -> str:
 
 def _flatten(
     obj: Mapping[str, object],
-    out: list[tuple[str, float]],
+    out: list[tuple[str, float | str]],
     prefix: str,
     skip: tuple[str, ...],
     depth: int = 0,
 ) -> None:
+    """Every leaf of `obj` by its dotted path: a number, or why it is not one.
+
+    A boolean, a string or an array goes in with records.not_a_metric's words; a null is not
+    logged."""
     for key, value in obj.items():
         if not prefix and key in skip:
             continue
@@ -307,3 +313,5 @@ def _flatten(
             _flatten(value, out, f"{prefix}{key}.", skip, depth + 1)
         elif (x := number(value)) is not None:
             out.append((f"{prefix}{key}", x))
+        elif value is not None and (why := not_a_metric(value)) is not None:
+            out.append((f"{prefix}{key}", why))

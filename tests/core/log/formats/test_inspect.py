@@ -186,8 +186,9 @@ def test_a_jsonl_step_field_of_another_name_and_what_is_not_read(tmp_path):
     ins = inspect_run(tmp_path)
     assert ins.chosen.kind == "jsonl" and ins.step_key == "global_step"
     score = ins.stats("val/score")
-    assert (score.first, score.last, score.count) == (5, 25, 2)  # the text at 15 not a value
-    assert ins.cadence.describe().startswith("every 20 steps from 5")
+    # the text at 15 is a probe whose value is not a number: counted as one, never dropped
+    assert (score.first, score.last, score.count, score.not_number) == (5, 25, 3, 1)
+    assert ins.cadence.describe().startswith("every 10 steps from 5")
     assert any("unreadable entr" in n for n in ins.notices)
     text = draft(ins)
     assert 'step = "global_step"' in text and 'direction = "higher"' in text
