@@ -31,8 +31,8 @@ from fontaine_tui.cli import main  # noqa: E402
 from fontaine_tui.core.preset.find import load_preset  # noqa: E402
 from fontaine_tui.core.runfolder import RunFolder  # noqa: E402
 from fontaine_tui.core.verdict.ledger import _canonical, _sha, genesis_of  # noqa: E402
-from fontaine_tui.core.verdict.prereg import freeze  # noqa: E402
-from tests.logs import write_log  # noqa: E402
+from fontaine_tui.core.verdict.prereg import freeze, utc_iso  # noqa: E402
+from tests.logs import T0, write_log  # noqa: E402
 
 
 def _rule(i: int, kind: str) -> dict[str, object]:
@@ -73,7 +73,9 @@ def make_run(root: Path, count: int, kind: str = "scale", probes: int = 4) -> Ru
             endpoint = 1000 + 250 * i
         record = {
             "id": i,
-            "declared_at": "2027-01-15T08:00:00.000000Z",
+            # when the log (a step every 0.5 s from T0) was at the step seen: the log's own
+            # clock agrees with the step the declaration says it saw
+            "declared_at": utc_iso(T0 + seen * 0.5 + 0.3),
             "last_step_seen": seen,
             "prev": prev,
             "rule": _rule(i, kind),

@@ -31,10 +31,10 @@ from fontaine_tui.core.log.store import RunStore
 from fontaine_tui.core.preset.record import Amendment, Preset
 from fontaine_tui.core.runfolder import RunFolder
 from fontaine_tui.core.text import literal
-from fontaine_tui.core.verdict.amendments import check_amendments
+from fontaine_tui.core.verdict.amendments import LogClock, check_amendments, last_declared
 from fontaine_tui.core.verdict.prereg import parse_utc
 from fontaine_tui.core.verdict.record import AmendmentCheck, ReviewState, Verdict
-from fontaine_tui.core.verdict.rules import compute_verdict, verdict_series
+from fontaine_tui.core.verdict.rules import compute_verdict, log_clock, verdict_series
 from fontaine_tui.model import readout
 from fontaine_tui.model.actions import ReviewActions
 from fontaine_tui.model.ledger import Ledger, folder_of, ledger_from, read_ledger_files
@@ -99,9 +99,16 @@ class Session(ReviewActions):
         self._verdicts: tuple[Verdict, ...] = ()
         self._latest: Verdict | None = None
         self._checked: (
-            tuple[tuple[Amendment, ...], str, tuple[Amendment, ...], tuple[AmendmentCheck, ...]]
+            tuple[
+                tuple[Amendment, ...],
+                str,
+                tuple[tuple[int, float], ...],
+                tuple[Amendment, ...],
+                tuple[AmendmentCheck, ...],
+            ]
             | None
         ) = None
+        self._declared: tuple[tuple[Amendment, ...], float] | None = None  # the ledger's last
         self.score_state: ScoreState | None = None
         self._offer_key: object = None
         self._offer: ScoreOffer | None = None
@@ -344,15 +351,21 @@ class Session(ReviewActions):
         few amendments, not the whole ledger (20,000 declarations were seconds of work per
         probe).
         """
+        ledger = self.ledger.amendments
+        if self._declared is None or self._declared[0] is not ledger:
+            self._declared = (ledger, last_declared(ledger))
+        # a probe logged after the last declaration changes no check (the log's own clock)
+        clock = log_clock(self.store) if ledger else LogClock()
+        ticks = clock.key(self._declared[1])
         cache = self._checked
         if (
             cache is None
-            or cache[0] is not self.ledger.amendments
+            or cache[0] is not ledger
             or cache[1] != self.preset.sha256
+            or cache[2] != ticks
         ):
-            ledger = self.ledger.amendments
             every = [*self.preset.amendments, *ledger]
-            checks = tuple(check_amendments(every, self.preset))
+            checks = tuple(check_amendments(every, self.preset, clock))
             ours = checks[len(self.preset.amendments) :]
             applied = [a for a, c in zip(ledger, ours, strict=True) if c.status == "applied"]
             extends = [a for a in applied if a.kind == "extend"]
@@ -364,10 +377,11 @@ class Session(ReviewActions):
                         extends[-1],
                         declared_after_step=first.declared_after_step,
                         declared_before_step=first.declared_before_step,
+                        declared_at=first.declared_at,
                     ),
                 ]
-            cache = self._checked = (ledger, self.preset.sha256, tuple(applied), checks)
-        return cache[2], cache[3]
+            cache = self._checked = (ledger, self.preset.sha256, ticks, tuple(applied), checks)
+        return cache[3], cache[4]
 
     def _key(self) -> object:
         return (

@@ -4,13 +4,18 @@ The frozen prereg.json is the preset an amendment is declared under, whatever `-
 preset that differs from it is refused in one line (exit 2, nothing written), and the last
 step seen is measured through the frozen preset's own [source], never another preset's. A
 ledger copied from another run does not follow this run's prereg.json: `verdict` and `amend`
-both refuse it."""
+both refuse it. An amendment declared after the log's own clock passed the step it first
+affects is refused, whatever step it says it saw (a ledger carried over from a stale copy of
+the run)."""
 
 from __future__ import annotations
 
 import json
 import shutil
+import time
 from pathlib import Path
+
+import pytest
 
 from fontaine_tui import cli
 from fontaine_tui.core.preset.find import load_preset
@@ -127,3 +132,31 @@ def test_a_ledger_copied_from_another_run_is_refused_by_verdict_and_amend(tmp_pa
     err = capsys.readouterr().err.strip()
     assert "does not follow prereg.json" in err and "nothing was written" in err
     assert b.amendments.read_bytes() == before
+
+
+@pytest.mark.parametrize("kind", ["scale", "extend"])
+def test_an_amendment_from_a_stale_copy_of_the_run_is_late_by_the_logs_clock(
+    tmp_path, capsys, kind
+):
+    # the run, copied while at step 300; the copy's log stands still, the run's goes on past
+    # the step the amendment first affects (the anchor 500, the endpoint 1000) before the
+    # amendment is declared in the copy and its ledger carried back into the run
+    now = time.time()
+    run = engine_run(tmp_path, 300, t0=now - 3600)
+    copy = RunFolder(tmp_path / "copy")
+    shutil.copytree(run.root, copy.root)
+    write_engine_log(run, 1000 if kind == "extend" else 600, t0=now - 3600)
+    rule = ["--extend-to", "1250"] if kind == "extend" else ["--scale-factor", "1.25"]
+    assert cli.main(["amend", str(copy.root), *rule]) == 0  # the copy saw step 300 only
+    assert "last step seen 300" in capsys.readouterr().out
+    for name in ("amendments.jsonl", "amendments.jsonl.head"):
+        shutil.copy(copy.root / name, run.root / name)
+    assert cli.main(["verdict", str(run.root), "--json"]) != 2
+    [check] = json.loads(capsys.readouterr().out)["amendments"]
+    first = 1000 if kind == "extend" else 500
+    assert check["status"] == "refused", check
+    assert f"the log's own clock had passed step {first}" in check["reason"]
+    # the same declaration, in time by the log's clock, counts
+    write_engine_log(run, 300, t0=now - 3600)
+    assert cli.main(["verdict", str(run.root), "--json"]) != 2
+    assert json.loads(capsys.readouterr().out)["amendments"][0]["status"] == "applied"

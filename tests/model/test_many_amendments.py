@@ -31,10 +31,10 @@ def test_a_replay_checks_each_amendment_a_few_times_not_once_per_probe(
     checked = [0]
     real = rules.check_amendments
 
-    def counting(amendments, preset):
+    def counting(amendments, *rest, **kw):
         amendments = list(amendments)
         checked[0] += len(amendments)
-        return real(amendments, preset)
+        return real(amendments, *rest, **kw)
 
     monkeypatch.setattr(rules, "check_amendments", counting)
     monkeypatch.setattr("fontaine_tui.model.session.check_amendments", counting, raising=False)

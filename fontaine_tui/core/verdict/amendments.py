@@ -1,22 +1,93 @@
-"""Whether each amendment counts, and the endpoint in force after the applied extends."""
+"""Whether each amendment counts, and the endpoint in force after the applied extends.
+
+An amendment is held to two clocks: the last step seen that its declaration records, and the
+log's own clock (`LogClock`): a declaration made after the log had logged a probe at the step
+it first affects, or later, is late whatever step it says it saw (a ledger carried over from a
+stale copy of the run says less than the log shows)."""
 
 from __future__ import annotations
 
+import bisect
 import json
+import math
 from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from datetime import datetime, timedelta
 
+from fontaine_tui.core.log.records import Probe
 from fontaine_tui.core.preset.record import Amendment, Preset
+from fontaine_tui.core.verdict.prereg import utc_iso
 from fontaine_tui.core.verdict.record import AmendmentCheck
 
 
-def check_amendments(amendments: Iterable[Amendment], preset: Preset) -> list[AmendmentCheck]:
+@dataclass(frozen=True, slots=True)
+class LogClock:
+    """When the log itself says it passed each step: its probes' own times.
+
+    `steps` is sorted; `earliest[i]` is the (time, step) of the probe logged first among those
+    at `steps[i]` or later. A probe without a time (0, NaN: a format that records none) is left
+    out, so such a log passes no step by its clock."""
+
+    steps: tuple[int, ...] = ()
+    earliest: tuple[tuple[float, int], ...] = ()
+
+    @classmethod
+    def of(cls, probes: Iterable[Probe]) -> LogClock:
+        """The clock of a log's probes (those a resume superseded included: they were seen)."""
+        timed = sorted((p.step, p.time) for p in probes if math.isfinite(p.time) and p.time > 0)
+        earliest: list[tuple[float, int]] = []
+        best = (math.inf, 0)
+        for step, t in reversed(timed):
+            best = min(best, (t, step))
+            earliest.append(best)
+        return cls(tuple(s for s, _ in timed), tuple(reversed(earliest)))
+
+    def passed(self, step: int, before: float) -> tuple[int, float] | None:
+        """The (step, time) of the first probe at `step` or later logged before `before`."""
+        i = bisect.bisect_left(self.steps, step)
+        if i == len(self.steps) or self.earliest[i][0] >= before:
+            return None
+        t, at = self.earliest[i]
+        return at, t
+
+    def key(self, before: float) -> tuple[tuple[int, float], ...]:
+        """What the checks of declarations made until `before` depend on.
+
+        A probe logged after `before` changes none of them, nor this key."""
+        return tuple(
+            (s, t) for s, (t, _) in zip(self.steps, self.earliest, strict=True) if t < before
+        )
+
+
+def declared_ts(a: Amendment) -> float | None:
+    """When a ledger amendment was declared (epoch seconds); None for a preset's own."""
+    if a.source != "ledger" or not a.declared_at.endswith("Z"):
+        return None
+    try:  # before Python 3.11, fromisoformat takes no "Z"; it is many times strptime's speed
+        when = datetime.fromisoformat(a.declared_at[:-1] + "+00:00")
+    except ValueError:
+        return None
+    return when.timestamp() if when.utcoffset() == timedelta(0) else None
+
+
+def last_declared(amendments: Iterable[Amendment]) -> float:
+    """When the latest of the ledger's amendments was declared (-inf for none)."""
+    return max((t for a in amendments if (t := declared_ts(a)) is not None), default=-math.inf)
+
+
+def check_amendments(
+    amendments: Iterable[Amendment],
+    preset: Preset,
+    clock: LogClock | None = None,
+) -> list[AmendmentCheck]:
     """Check which amendments count, by the steps they were declared at and first affect.
 
     An amendment counts only if the last step seen at declaration precedes the first step it
     affects. A scale amendment first affects the anchor probe (the first delta; in a level read,
     the first probe) and only one is in force. An extend first affects the endpoint in force when
     it is declared (that read would have been final) and moves it later; several extends apply in
-    turn."""
+    turn. With the log's `clock`, a ledger amendment declared after the log had logged a probe
+    at its first step or later is late too."""
     spec = preset.verdict
     scale_first = spec.anchor_step if spec.read == "delta" else int(preset.recipe["eval_every"])
     what = "the anchor probe" if spec.read == "delta" else "the first probe"
@@ -36,10 +107,18 @@ def check_amendments(amendments: Iterable[Amendment], preset: Preset) -> list[Am
         else:
             first, kind, where = scale_first, "a scale amendment", what
         reason = ""
+        when = declared_ts(a) if clock is not None else None
+        late = clock.passed(first, when) if clock is not None and when is not None else None
         if a.declared_after_step >= first:
             reason = (
                 f"declared after step {a.declared_after_step} was seen; {kind} "
                 f"must be declared before step {first} ({where})"
+            )
+        elif late is not None:
+            reason = (
+                f"declared at {a.declared_at}, but the log's own clock had passed step {first} "
+                f"({where}): its probe at step {late[0]} was logged at {utc_iso(late[1])} (a "
+                f"ledger from a copy of the run, whatever step it says it saw)"
             )
         elif a.declared_before_step > first:
             reason = (

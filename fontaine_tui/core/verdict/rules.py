@@ -13,6 +13,7 @@ from fontaine_tui.core.preset.checks import AMBIGUOUS, BY_INSTRUMENT, UNDECIDABL
 from fontaine_tui.core.preset.record import Amendment, Preset
 from fontaine_tui.core.preset.rule import RuleShape, VerdictSpec
 from fontaine_tui.core.verdict.amendments import (
+    LogClock,
     check_amendments,
     declared_deltas,
     endpoint_in_force,
@@ -183,19 +184,28 @@ def compute_verdict(
     amendments: Iterable[Amendment] = (),
     provenance: Mapping[str, object] | None = None,
     ended: int | None = None,
+    clock: LogClock | None = None,
 ) -> Verdict:
     """Read the run at `at_step` (default: the endpoint if probed, else the latest probe).
 
-    `amendments`: the run folder's ledger's, checked like the preset's own. A stop_on_lock run
-    ended before its endpoint (its log's end, else `ended`) reads its locked decision.
+    `amendments`: the run folder's ledger's, checked like the preset's own, and against the
+    log's own clock (`clock`, the store's when not given). A stop_on_lock run ended before its
+    endpoint (its log's end, else `ended`) reads its locked decision.
     """
     amendments = tuple(amendments)
-    v = _compute(store, preset, at_step, amendments, provenance, None)
+    if clock is None and any(a.source == "ledger" for a in amendments):
+        clock = log_clock(store)
+    v = _compute(store, preset, at_step, amendments, provenance, None, clock)
     end = stopped_early(store, preset, v, at_step, ended)
     if end is None:
         return v
-    early = _compute(store, preset, None, amendments, provenance, end)
+    early = _compute(store, preset, None, amendments, provenance, end, clock)
     return settle(v, early, end, store, preset)
+
+
+def log_clock(store: RunStore) -> LogClock:
+    """The log's own clock: when it logged each probe, a resume's superseded ones too."""
+    return LogClock.of([*store.probes.values(), *store.superseded])
 
 
 def _compute(
@@ -205,12 +215,13 @@ def _compute(
     amendments: Iterable[Amendment],
     provenance: Mapping[str, object] | None,
     stopped: int | None,
+    clock: LogClock | None = None,
 ) -> Verdict:
     """The read of compute_verdict; with `stopped`, final at the last probe up to that step."""
     spec = preset.verdict
     probes = store.probes
     every = [*preset.amendments, *amendments]
-    checks = check_amendments(every, preset)
+    checks = check_amendments(every, preset, clock)
     applied = [
         a for a, c in zip(every, checks, strict=True) if c.status == "applied" and a.kind == "scale"
     ]
@@ -489,4 +500,8 @@ def verdict_series(
 ) -> list[Verdict]:
     """The verdict as it read at each probe step ("what did it say at 750?")."""
     amendments = tuple(amendments)
-    return [compute_verdict(store, preset, s, amendments, provenance) for s in store.probe_steps()]
+    clock = log_clock(store)  # once for every read
+    return [
+        compute_verdict(store, preset, s, amendments, provenance, clock=clock)
+        for s in store.probe_steps()
+    ]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import gzip
 import json
+import time
 from pathlib import Path
 
 import pytest
@@ -18,14 +19,17 @@ from fontaine_tui.core.verdict.ledger import declare_amendment, max_step_seen, r
 from fontaine_tui.core.verdict.prereg import SCHEMA, compare, freeze, parse_utc, read_prereg
 from fontaine_tui.core.verdict.rules import compute_verdict
 from tests.core.launch.conftest import preset_variant, without_amendments
-from tests.logs import RIGONLY_LIKE, records
+from tests.logs import RIGONLY_LIKE, T0, records
 
 T = 1_800_000_000.25
 
 
 def write_log(folder: RunFolder, upto: int, steps: int = 1000) -> None:
+    """The log cut at `upto`, its own clock starting now: each record is logged after the
+    declarations made before this call."""
+    now = time.time()
     recs = [
-        r
+        {**r, "time": r["time"] - T0 + now}
         for r in records(RIGONLY_LIKE, steps=steps)
         if r["step"] <= upto and not (r["kind"] == "event" and r["event"] == "end")
     ]

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -16,7 +17,7 @@ from fontaine_tui.core.log.read import load_lines
 from fontaine_tui.core.preset.find import load_preset
 from fontaine_tui.core.verdict.rules import compute_verdict
 from fontaine_tui.core.verdict.text import render
-from tests.logs import RIGONLY_LIKE, dumps, probe, records, write_log
+from tests.logs import RIGONLY_LIKE, T0, dumps, probe, records, write_log
 
 DATA = Path(__file__).parents[2] / "data" / "presets"
 SHIPPED = {  # the canonical hash a prereg.json froze: a new preset key must not move it
@@ -248,7 +249,16 @@ def test_the_amend_timeline_scale_then_extend_then_too_late(tmp_path, capsys):
     recs = records(probes=LONG, steps=1500)
 
     def log_upto(step: int) -> None:
-        write_log(folder.log, [r for r in recs if r["step"] <= step and r.get("event") != "end"])
+        # the log's own clock starts now: each record is logged after the declarations before it
+        now = time.time()
+        write_log(
+            folder.log,
+            [
+                {**r, "time": r["time"] - T0 + now}
+                for r in recs
+                if r["step"] <= step and r.get("event") != "end"
+            ],
+        )
 
     log_upto(260)  # the step-250 probe is in
     assert main(["amend", str(folder.root), "--scale-from-step", "250"]) == 0
