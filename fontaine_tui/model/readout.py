@@ -188,12 +188,15 @@ class RunEvent:
 
 
 def run_events(store: RunStore, limit: int = 6) -> list[RunEvent]:
-    """The last `limit` of them, oldest first; texts are literal (from the log)."""
+    """The last `limit` of them, oldest first; texts are literal (from the log).
+
+    Each kind's list is in line order, so the last `limit` of all are among the last `limit`
+    of each: a run with a million events costs what one with `limit` does."""
     out = [
         RunEvent(c.line, c.step, "checkpoint", f"checkpoint {literal(c.path)}")
-        for c in store.checkpoints
+        for c in store.checkpoints[-limit:]
     ]
-    for e in store.events:
+    for e in store.events[-limit:]:
         text = f"{literal(e.event)}: {literal(e.detail)}" if e.detail else literal(e.event)
         if e.event == "resume":
             gone = sorted(p.step for p in store.superseded if p.step > e.step and p.line < e.line)
@@ -203,7 +206,7 @@ def run_events(store: RunStore, limit: int = 6) -> list[RunEvent]:
                     f"{', '.join(map(str, gone))}; the later ones count)"
                 )
         out.append(RunEvent(e.line, e.step, e.event, text))
-    for g in store.segments:
+    for g in store.segments[-limit:]:
         out.append(
             RunEvent(
                 g.first_line,

@@ -146,9 +146,12 @@ def data_wait(store: RunStore) -> float | None:
     steps, n = store.steps, len(store.steps)
     if n <= WINDOW or not store.has_columns:
         return None
-    warm = {e.step + 1 for e in store.events if e.event in ("start", "resume")} | {steps[0]}
-    rows = [i for i in range(max(0, n - WINDOW - len(warm)), n) if steps[i] not in warm]
-    rows = rows[-WINDOW:]
+    warm, first = store.warm_steps, steps[0]
+    # the last WINDOW steps that are not warm, looked for among the last 2 x WINDOW only: a
+    # look costs the same however many starts the log holds
+    rows = [
+        i for i in range(max(0, n - 2 * WINDOW), n) if steps[i] not in warm and steps[i] != first
+    ][-WINDOW:]
     pairs = [(store.columns["data_s"][i], store.columns["step_s"][i]) for i in rows]
     pairs = [(d, t) for d, t in pairs if math.isfinite(d) and math.isfinite(t)]
     step = sum(t for _, t in pairs)

@@ -167,6 +167,9 @@ class RunStore:
     superseded: list[Probe] = field(default_factory=list, repr=False)
     metas: list[Meta] = field(default_factory=list)
     events: list[Event] = field(default_factory=list)
+    # kept as the events come, so a watcher's look at each record never walks them all
+    resumes: list[Event] = field(default_factory=list, repr=False)
+    warm_steps: set[int] = field(default_factory=set, repr=False)  # first steps after a (re)start
     checkpoints: list[Checkpoint] = field(default_factory=list, repr=False)
     malformed: list[Malformed] = field(default_factory=list, repr=False)
     malformed_count: int = 0
@@ -235,15 +238,15 @@ class RunStore:
         if not isinstance(obj, dict):
             self.add_malformed(line, f"expected a JSON object, got {type(obj).__name__}", raw)
             return None
-        if raw and obj.get("kind") != "train":
-            both = readings(raw, obj)
-            if len(both) > 1:  # a key written twice with two values
         if raw.count(b"[") + raw.count(b"{") > JSON_DEPTH:  # few brackets: cannot be deep
             try:
                 check_depth(obj)
             except ValueError as exc:
                 self.add_malformed(line, str(exc), raw)
                 return None
+        if raw and obj.get("kind") != "train":
+            both = readings(raw, obj)
+            if len(both) > 1:  # a key written twice with two values
                 return self._add_twice(both, line, raw)
         try:
             rec = to_record(obj, line)
@@ -343,6 +346,10 @@ class RunStore:
             elif rec.event == "end":
                 self.ended_at = rec.step
             self.events.append(rec)
+            if rec.event == "resume":
+                self.resumes.append(rec)
+            if rec.event in ("start", "resume"):
+                self.warm_steps.add(rec.step + 1)
         elif isinstance(rec, Checkpoint):
             self.checkpoints.append(rec)
         elif isinstance(rec, Meta):
@@ -460,10 +467,6 @@ class RunStore:
 
     def probe_steps(self) -> list[int]:
         return sorted(self.probes)
-
-    @property
-    def resumes(self) -> list[Event]:
-        return [e for e in self.events if e.event == "resume"]
 
     def counts(self) -> dict[str, int]:
         return {

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import time
 
 import pytest
 
@@ -15,6 +16,7 @@ from fontaine_tui.core.launch.exits import ExitInfo
 from fontaine_tui.core.log.records import Event
 from fontaine_tui.core.log.store import RunStore
 from fontaine_tui.core.preset.find import load_preset
+from fontaine_tui.model.readout import run_events
 
 T0 = 1_800_000_000.0
 GIB = 1 << 30
@@ -384,3 +386,39 @@ def test_before_the_meta_record_every_nodes_gpus_count(tmp_path) -> None:
     assert alert_book.context_for(RunStore(), preset, tel()).gpus_used == 8
     # device cpu
     assert alert_book.context_for(RunStore(), load_preset("smoke"), tel()).gpus_used == 0
+
+
+def _looks(st: RunStore, looks: int = 200) -> float:
+    start = time.perf_counter()
+    for _ in range(looks):
+        w.data_wait(st)
+    return time.perf_counter() - start
+
+
+def test_a_look_costs_the_same_however_many_events_the_run_logged() -> None:
+    """A watcher looks at every record: a look that walked all of a run's events made a log
+    of N events cost N x N (a replay of 20,000 start events took 315 s instead of 19 s)."""
+    few, many = store_with(20_000), store_with(20_000)
+    for s in range(1, 20_000):
+        event = {"kind": "event", "step": s, "time": T0 + s, "event": "start", "detail": ""}
+        many.add_object(event, 30_000 + s)
+    assert w.data_wait(few) == pytest.approx(0.5 / 30)
+    assert w.data_wait(many) is None  # every step a warm one: no window to judge
+    for s in range(20_001, 20_000 + 2 * w.WINDOW):  # the loader runs on, warm no more
+        many.add_object(
+            {"kind": "train", "step": s, "time": T0 + s, "loss": 1.0, "step_s": 30.0,
+             "data_s": 0.5}, 60_000 + s
+        )  # fmt: skip
+    assert w.data_wait(many) == pytest.approx(0.5 / 30)
+    _looks(few, 20)  # warm both
+    assert _looks(many) < 3 * _looks(few) + 0.05
+
+
+def test_the_events_panel_reads_only_the_last_events() -> None:
+    st = store_with(10)
+    for s in range(1, 50_001):
+        st.add_object({"kind": "event", "step": 10, "time": T0, "event": f"e{s}"}, 100 + s)
+    start = time.perf_counter()
+    shown = run_events(st, limit=6)
+    assert time.perf_counter() - start < 0.05
+    assert [e.text for e in shown] == [f"e{s}" for s in range(49_995, 50_001)]
