@@ -7,9 +7,13 @@ from pathlib import Path
 
 from fontaine_tui.commands._args import examples, positive
 from fontaine_tui.core.errors import InputError
+from fontaine_tui.core.log.formats.cold import load_source
+from fontaine_tui.core.log.formats.source import SourceSpec
+from fontaine_tui.core.log.read import load_log
+from fontaine_tui.core.log.store import RunStore
 from fontaine_tui.core.runfolder import RunFolder, check_target
 from fontaine_tui.core.text import literal, require_utf8
-from fontaine_tui.core.verdict.amendments import check_amendments
+from fontaine_tui.core.verdict.amendments import check_amendments, first_probe_seen
 from fontaine_tui.core.verdict.ledger import (
     declare_amendment,
     foreign_step_seen,
@@ -27,7 +31,8 @@ def register(sub: argparse._SubParsersAction) -> None:
         description="Append an amendment to RUN/amendments.jsonl (hash-chained from "
         "prereg.json) with the declaration time and the last step seen in the log. Every "
         "declaration is recorded; the verdict uses it only if it was declared before the step "
-        "it first affects (a scale: the anchor probe; an extend: the endpoint in force). "
+        "it first affects (a scale: the anchor probe, in a level read the first probe the log "
+        "shows; an extend: the endpoint in force). "
         "Exit 0 when it is in force, 1 when it is recorded but refused.",
         epilog=examples(
             "fontaine-tui amend runs/r7 --scale-from-step 200 --text 'half batch'",
@@ -66,6 +71,18 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(func=run)
 
 
+def _store(folder: RunFolder, source: SourceSpec | None) -> RunStore:
+    """The run's log read as the verdict reads it (empty before the log is written)."""
+    if source is not None:
+        return load_source(folder.root, source).store
+    if not folder.log.exists():
+        return RunStore()
+    try:
+        return load_log(folder.log, columns=False, history=True)
+    except OSError as exc:
+        raise InputError(f"{folder.log}: cannot read ({exc.strerror or exc})") from None
+
+
 def run(args: argparse.Namespace) -> int:
     require_utf8(args.text, "--text")  # the ledger is UTF-8 JSON
     check_target(args.run)
@@ -94,7 +111,7 @@ def run(args: argparse.Namespace) -> int:
             f"{folder.amendments}: cannot write the amendment ledger ({exc.strerror or exc})"
         ) from None
     every = [*preset.amendments, *read_amendments(folder)]
-    checks = check_amendments(every, preset)
+    checks = check_amendments(every, preset, first_probe=first_probe_seen(_store(folder, source)))
     check = next(
         c
         for a, c in zip(every, checks, strict=True)

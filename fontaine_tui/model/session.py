@@ -31,7 +31,12 @@ from fontaine_tui.core.log.store import RunStore
 from fontaine_tui.core.preset.record import Amendment, Preset
 from fontaine_tui.core.runfolder import RunFolder
 from fontaine_tui.core.text import literal
-from fontaine_tui.core.verdict.amendments import LogClock, check_amendments, last_declared
+from fontaine_tui.core.verdict.amendments import (
+    LogClock,
+    check_amendments,
+    first_probe_seen,
+    last_declared,
+)
 from fontaine_tui.core.verdict.prereg import parse_utc
 from fontaine_tui.core.verdict.record import AmendmentCheck, ReviewState, Verdict
 from fontaine_tui.core.verdict.rules import compute_verdict, log_clock, verdict_series
@@ -101,7 +106,7 @@ class Session(ReviewActions):
         self._checked: (
             tuple[
                 tuple[Amendment, ...],
-                str,
+                tuple[str, int | None],
                 tuple[tuple[int, float], ...],
                 tuple[Amendment, ...],
                 tuple[AmendmentCheck, ...],
@@ -357,15 +362,16 @@ class Session(ReviewActions):
         # a probe logged after the last declaration changes no check (the log's own clock)
         clock = log_clock(self.store) if ledger else LogClock()
         ticks = clock.key(self._declared[1])
+        first_seen = first_probe_seen(self.store)  # a level read's scale first affects it
         cache = self._checked
         if (
             cache is None
             or cache[0] is not ledger
-            or cache[1] != self.preset.sha256
+            or cache[1] != (self.preset.sha256, first_seen)
             or cache[2] != ticks
         ):
             every = [*self.preset.amendments, *ledger]
-            checks = tuple(check_amendments(every, self.preset, clock))
+            checks = tuple(check_amendments(every, self.preset, clock, first_probe=first_seen))
             ours = checks[len(self.preset.amendments) :]
             applied = [a for a, c in zip(ledger, ours, strict=True) if c.status == "applied"]
             extends = [a for a in applied if a.kind == "extend"]
@@ -380,7 +386,13 @@ class Session(ReviewActions):
                         declared_at=first.declared_at,
                     ),
                 ]
-            cache = self._checked = (ledger, self.preset.sha256, ticks, tuple(applied), checks)
+            cache = self._checked = (
+                ledger,
+                (self.preset.sha256, first_seen),
+                ticks,
+                tuple(applied),
+                checks,
+            )
         return cache[3], cache[4]
 
     def _key(self) -> object:

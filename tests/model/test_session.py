@@ -7,11 +7,14 @@ import asyncio
 import json
 from pathlib import Path
 
+from fontaine_tui.core.follow.base import Batch
 from fontaine_tui.core.follow.local import LocalRun
+from fontaine_tui.core.preset.find import load_preset
 from fontaine_tui.core.runfolder import RunFolder
 from fontaine_tui.core.verdict.ledger import declare_amendment
 from fontaine_tui.core.verdict.prereg import freeze
 from fontaine_tui.model.session import Session
+from tests.logs import dumps, records
 
 
 class FolderOverWire:
@@ -102,3 +105,32 @@ def test_the_plain_report_says_a_ledger_break_once(tmp_path, demosonly):
         "amendments from line 1 on are not applied"
     ]
     assert out.getvalue().count("verdict: ") == 4
+
+
+def test_a_level_read_s_scale_is_checked_against_the_first_probe_the_log_shows(tmp_path, raw_only):
+    """The console's checks follow the log: a level read's scale counts only if declared
+    before the first probe the log shows (here at step 50, before the eval_every of 250), and a
+    first probe that arrives after the checks were made makes them again."""
+    path = tmp_path / "level.toml"
+    path.write_text(
+        Path(raw_only.path).read_text().replace("[verdict]\n", '[verdict]\nread = "level"\n', 1)
+    )
+    preset = load_preset(path)
+    root = tmp_path / "run"
+    root.mkdir()
+    freeze(RunFolder(root), preset, ["launch"], "here", now=1_700_000_000)
+    declare_amendment(RunFolder(root), factor=1.25, last_step_seen=100, preset=preset)
+    session = Session(LocalRun(root), preset, "attach")
+    asyncio.run(session.read_ledger())
+    recs = records(probes={50: (3.4, 3.6)})
+    lines = [dumps(r).encode() for r in recs if r["step"] <= 100]
+    cut = next(i for i, r in enumerate(recs) if r["step"] == 40 and r["kind"] == "train")
+    session.apply(Batch(lines[: cut + 1], 1))  # no probe yet: the first is expected at 250
+    assert [c.status for c in session.latest().amendments] == ["applied"]
+    session.apply(Batch(lines[cut + 1 :], cut + 2))  # the probe at 50
+    [check] = session.latest().amendments
+    assert (check.status, check.reason) == (
+        "refused",
+        "declared after step 100 was seen; a scale amendment must be declared before step 50 "
+        "(the first probe)",
+    )

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from fontaine_tui.core.log.records import Probe
+from fontaine_tui.core.log.store import RunStore
 from fontaine_tui.core.preset.record import Amendment, Preset
 from fontaine_tui.core.verdict.prereg import utc_iso
 from fontaine_tui.core.verdict.record import AmendmentCheck
@@ -79,17 +80,19 @@ def check_amendments(
     amendments: Iterable[Amendment],
     preset: Preset,
     clock: LogClock | None = None,
+    *,
+    first_probe: int | None = None,
 ) -> list[AmendmentCheck]:
     """Check which amendments count, by the steps they were declared at and first affect.
 
     An amendment counts only if the last step seen at declaration precedes the first step it
     affects. A scale amendment first affects the anchor probe (the first delta; in a level read,
-    the first probe) and only one is in force. An extend first affects the endpoint in force when
-    it is declared (that read would have been final) and moves it later; several extends apply in
-    turn. With the log's `clock`, a ledger amendment declared after the log had logged a probe
-    at its first step or later is late too."""
+    the first probe the log shows, `first_probe`: level_first) and only one is in force. An
+    extend first affects the endpoint in force when it is declared (that read would have been
+    final) and moves it later; several extends apply in turn. With the log's `clock`, a ledger
+    amendment declared after the log had logged a probe at its first step or later is late too."""
     spec = preset.verdict
-    scale_first = spec.anchor_step if spec.read == "delta" else int(preset.recipe["eval_every"])
+    scale_first = spec.anchor_step if spec.read == "delta" else level_first(preset, first_probe)
     what = "the anchor probe" if spec.read == "delta" else "the first probe"
     endpoint = spec.endpoint_step
     checks = []
@@ -143,6 +146,24 @@ def check_amendments(
             )
         )
     return checks
+
+
+def first_probe_seen(store: RunStore) -> int | None:
+    """The step of the first probe the log shows, or None before any.
+
+    A probe a resume superseded counts: it was seen."""
+    return min([*store.probes, *(p.step for p in store.superseded)], default=None)
+
+
+def level_first(preset: Preset, seen: int | None) -> int:
+    """The first probe of a level read: the first the log shows (`seen`, first_probe_seen).
+
+    A [source] preset's trainer probes where it does (its recipe's eval_every may be a default
+    the preset never stated), and `probe_at_start` probes at step 0. Before any probe is seen,
+    the step the preset expects the first at: 0 with probe_at_start, else its eval_every."""
+    if seen is not None:
+        return seen
+    return 0 if preset.recipe.get("probe_at_start") else int(preset.recipe["eval_every"])
 
 
 def endpoint_in_force(

@@ -17,6 +17,7 @@ from fontaine_tui.core.verdict.amendments import (
     check_amendments,
     declared_deltas,
     endpoint_in_force,
+    first_probe_seen,
 )
 from fontaine_tui.core.verdict.bounds import combine, read_rule, tolerance
 from fontaine_tui.core.verdict.curves import banked_curve, banked_curves
@@ -221,7 +222,7 @@ def _compute(
     spec = preset.verdict
     probes = store.probes
     every = [*preset.amendments, *amendments]
-    checks = check_amendments(every, preset, clock)
+    checks = check_amendments(every, preset, clock, first_probe=first_probe_seen(store))
     applied = [
         a for a, c in zip(every, checks, strict=True) if c.status == "applied" and a.kind == "scale"
     ]
