@@ -115,6 +115,14 @@ def _read_entries(data: bytes, origin: str) -> dict[str, bytes]:
             if len(body) != info.file_size:
                 raise InputError(f"{origin}: {name}: its size differs from the zip's record")
             out[name] = body
+    for name in sorted(out):  # a name and another's folder: no folder can unpack both
+        parts = name.split("/")
+        for i in range(1, len(parts)):
+            if (folder := "/".join(parts[:i])) in out:
+                raise InputError(
+                    f"{origin}: {folder!r}: a file in the bundle and the folder of {name!r}; "
+                    "expected each name to be one or the other"
+                )
     return out
 
 
@@ -122,7 +130,8 @@ def unpack(data: bytes, origin: str) -> Bundle:
     """A bundle's entries checked against its manifest.
 
     Raises InputError naming the first broken file or key: an entry the zip cannot read back,
-    the manifest's digest, a file whose sha256 differs from the manifest's, a file missing
+    a name that is a file and another entry's folder (no folder can unpack both), the
+    manifest's digest, a file whose sha256 differs from the manifest's, a file missing
     from the bundle or from the manifest.
     """
     entries = _read_entries(data, origin)
