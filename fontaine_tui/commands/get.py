@@ -21,11 +21,11 @@ from pathlib import Path
 from fontaine_tui.commands._args import examples
 from fontaine_tui.core.errors import InputError
 from fontaine_tui.core.follow.target import parse_target
-from fontaine_tui.core.runfolder import check_target
+from fontaine_tui.core.runfolder import RunFolder, check_target
 from fontaine_tui.core.ssh.destination import SshTarget
 from fontaine_tui.core.text import literal
 from fontaine_tui.core.verdict import blind, review
-from fontaine_tui.model.judge import Judged, blinded
+from fontaine_tui.model.judge import Judged, blinded, preset_for
 from fontaine_tui.model.metrics import PROBE
 from fontaine_tui.model.series import Got, Steps, get, parse_steps
 
@@ -96,17 +96,28 @@ def run(args: argparse.Namespace) -> int:
         shown = ", ".join(map(str, got.missing[:20])) + (" ..." if len(got.missing) > 20 else "")
         sys.stderr.write(literal(f"note: {args.metric} was not logged at step(s) {shown}") + "\n")
     if got.conflicts:
-        at = [s for s, _ in got.conflicts]
-        shown = ", ".join(map(str, at[:20])) + (" ..." if len(at) > 20 else "")
-        sys.stderr.write(
-            literal(
-                f"note: {args.metric} was logged with different values at step(s) {shown} "
-                "(a row for each value, the first logged first; the verdict reads such a step "
-                "as UNDECIDABLE)"
-            )
-            + "\n"
-        )
+        sys.stderr.write(literal(_conflicts_line(args.run, got)) + "\n")
     return 0
+
+
+def _conflicts_line(target: str, got: Got) -> str:
+    """The steps of `got`'s series logged with different values, as the verdict says one.
+
+    That the verdict reads such a step UNDECIDABLE is said only of a field its frozen rules read
+    (prereg.json's): a conflict on another field is this series', not the verdict's field's."""
+    at = [s for s, _ in got.conflicts]
+    shown = ", ".join(map(str, at[:20])) + (" ..." if len(at) > 20 else "")
+    more = f" (and {len(at) - 1} more step(s))" if len(at) > 1 else ""
+    line = (
+        f"note: {got.metric} was logged with different values at step(s) {shown} (a row for "
+        f"each value, the first logged first): {got.said[0]}{more}"
+    )
+    folder = RunFolder(Path(target))
+    if folder.prereg.exists():
+        rules = preset_for(folder, None)[0].verdict
+        if got.key in {rules.metric, *(r.metric for r in rules.secondary)}:
+            line += f"; the verdict reads {got.key}: a read at such a step is UNDECIDABLE"
+    return line
 
 
 def _hidden_line(target: str, got: Got, judged: Judged) -> str:

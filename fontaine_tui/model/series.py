@@ -5,9 +5,10 @@ its metrics are model/metrics.py's (every numeric field, as the metric browser l
 and the metric's steps and values come out as CSV (a header line, one row per step, NaN as
 `nan`) or as one JSON document (schema SERIES_SCHEMA, docs/json.md). A step asked for that
 the run did not log is named, never written as a number. A probe logged twice at one step with
-different values of the metric (conflicting evidence: the verdict reads it UNDECIDABLE) is never
-resolved by picking one: each value gets its own row, the first logged first, and `conflicts`
-names the step.
+different values of the metric is never resolved by picking one: each value gets its own row,
+the first logged first, `conflicts` names the step, and `said` says it in the verdict's words
+(core/verdict/rules.py's conflict_reason). Probes that differ only in another field are no
+conflict of this series: the metric's value there is one.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from fontaine_tui.core.log.formats.inspect import choose, load
 from fontaine_tui.core.log.store import RunStore
 from fontaine_tui.core.runfolder import LOG
 from fontaine_tui.core.verdict.record import json_num
+from fontaine_tui.core.verdict.rules import conflict_reason
 from fontaine_tui.model.metrics import PROBE, MetricIndex
 
 SERIES_SCHEMA = "fontaine-tui/series/1"
@@ -70,11 +72,13 @@ class Got:
     folder: str
     format: str
     metric: str
+    key: str  # the field read: `metric` less a "train:" or "probe:" the name needed
     kind: str  # "train" or "probe"
     steps: tuple[int, ...]
     values: tuple[float, ...]
     missing: tuple[int, ...]  # listed steps the run did not log the metric at
     conflicts: tuple[tuple[int, tuple[float, ...]], ...] = ()  # a step, each value logged there
+    said: tuple[str, ...] = ()  # each step in `conflicts` in the verdict's words
 
     def to_json(self) -> dict[str, object]:
         return {
@@ -144,7 +148,7 @@ def get(
         more = f"; {dropped}" if dropped else ""
         raise InputError(f"{folder}: no metric {metric!r} (metrics: {shown or 'none'}{more})")
     found = index.series(metric)
-    clash = conflicts(store, found.key) if found.kind == PROBE else {}
+    clash, said = conflicts(store, found.key) if found.kind == PROBE else ({}, {})
     kept: list[tuple[int, float]] = []
     for s, v in zip(found.steps, found.values, strict=True):
         if steps.keeps(s):
@@ -154,19 +158,23 @@ def get(
         str(folder),
         fmt,
         metric,
+        found.key,
         found.kind,
         tuple(s for s, _ in kept),
         tuple(v for _, v in kept),
         tuple(sorted(steps.listed - logged)),
         tuple((s, clash[s]) for s in sorted(clash) if s in logged),
+        tuple(said[s] for s in sorted(clash) if s in logged),
     )
 
 
-def conflicts(store: RunStore, key: str) -> dict[int, tuple[float, ...]]:
-    """Each step whose probes logged `key` with different values: every value, the first first.
+def conflicts(store: RunStore, key: str) -> tuple[dict[int, tuple[float, ...]], dict[int, str]]:
+    """Each step whose probes logged `key` with different values, and how the verdict says it.
 
-    Probes that differ only in other fields are no conflict for `key`."""
+    Every value at the step, the first first; the first such pair in the verdict's words
+    (conflict_reason, as if `key` were its field). Probes that differ only in other fields are no conflict for `key`."""
     out: dict[int, tuple[float, ...]] = {}
+    said: dict[int, str] = {}
     for c in store.conflicts:
         if key not in c.first.fields or key not in c.second.fields:
             continue
@@ -176,4 +184,5 @@ def conflicts(store: RunStore, key: str) -> dict[int, tuple[float, ...]]:
             held += (value,)
         if len(held) > 1:
             out[c.step] = held
-    return out
+            said.setdefault(c.step, conflict_reason(store, c, key))
+    return out, said

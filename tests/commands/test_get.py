@@ -14,6 +14,9 @@ from pathlib import Path
 import jsonschema
 import pytest
 
+from fontaine_tui.core.preset.find import load_preset
+from fontaine_tui.core.runfolder import RunFolder
+from fontaine_tui.core.verdict.prereg import freeze
 from tests.logs import meta, records_upto, train, write_log
 
 NAN = float("nan")
@@ -42,6 +45,19 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> Path:
     first = next(r for r in recs if r.get("kind") == "eval" and r["step"] == 750)
     recs.insert(recs.index(first) + 1, {**first, "eval_chunk_mae": 9.9})
     write_log(root / "twice" / "train_log.jsonl", recs)
+    # probe 750 logged again with only another eval_ar_ce, in folders frozen from a preset
+    # whose verdict reads eval_chunk_mae: a conflict on a field the verdict does not read
+    recs = records_upto(1000)
+    first = next(r for r in recs if r.get("kind") == "eval" and r["step"] == 750)
+    recs.insert(recs.index(first) + 1, {**first, "eval_ar_ce": 0.9})
+    for name in ("other", "frozen"):
+        (root / name).mkdir()
+        preset = load_preset(str(ROOT / "presets" / "demosonly_1gpu.toml"))
+        freeze(RunFolder(root / name), preset, ["fontaine-tui", "launch", "x"], "test-host")
+    write_log(root / "other" / "train_log.jsonl", recs)
+    (root / "frozen" / "train_log.jsonl").write_bytes(
+        (root / "twice" / "train_log.jsonl").read_bytes()
+    )
     # a train record's own keys beside the columns: one logged NaN, and more keys than are kept
     # (17 records of 250 keys: 1 + 17 x 249 = 4234 keys, 4096 kept, 138 not)
     wide = [meta()]
@@ -95,6 +111,30 @@ def test_get_names_a_probe_logged_twice_with_different_values(runs):
     # a field the two probes agree on is no conflict
     quiet = cli(runs, "twice", "-m", "eval_ar_ce", "--json")
     assert json.loads(quiet.stdout)["conflicts"] == [] and quiet.stderr == ""
+
+
+def test_get_says_a_conflict_only_for_its_metric_in_the_verdicts_words(runs):
+    """A conflict on another field is not said as one the verdict's read is UNDECIDABLE by.
+
+    eval_ar_ce differs at 750, the verdict (frozen) reads eval_chunk_mae: get -m eval_ar_ce
+    says the conflict as the verdict says one (both values, the lines), and never that the
+    verdict reads it; get of the verdict's own field says that too."""
+    other = cli(runs, "other", "-m", "eval_ar_ce", "--steps", "750")
+    assert other.returncode == 0, other.stderr
+    assert other.stdout.splitlines() == ["step,eval_ar_ce", "750,0.6", "750,0.9"]
+    said = other.stderr.splitlines()
+    assert len(said) == 1, said
+    assert (
+        "two different probes for step 750 with no resume between them: eval_ar_ce 0.6 (line"
+        in said[0]
+    )
+    assert "and 0.9 (line" in said[0] and "verdict" not in said[0] and "UNDECIDABLE" not in said[0]
+    quiet = cli(runs, "other", "-m", "eval_chunk_mae", "--steps", "750", "--json")
+    assert quiet.stderr == "" and json.loads(quiet.stdout)["conflicts"] == []
+    own = cli(runs, "frozen", "-m", "eval_chunk_mae", "--steps", "750")
+    said = own.stderr.splitlines()
+    assert len(said) == 1 and "eval_chunk_mae 3.5 (line" in said[0] and "and 9.9 (line" in said[0]
+    assert "the verdict reads eval_chunk_mae: a read at such a step is UNDECIDABLE" in said[0]
 
 
 def test_get_reads_another_trainers_run_and_writes_nan_as_nan(runs):
