@@ -20,7 +20,7 @@ from fontaine_tui.core.preset.record import Amendment, Preset
 from fontaine_tui.core.verdict import blind, review
 from fontaine_tui.core.verdict.head import head_path
 from fontaine_tui.core.verdict.ledger import read_amendments
-from fontaine_tui.core.verdict.prereg import frozen_over, read_prereg
+from fontaine_tui.core.verdict.prereg import blind_frozen, frozen_over, read_prereg
 from fontaine_tui.core.verdict.record import Verdict
 from fontaine_tui.core.verdict.rules import compute_verdict
 
@@ -150,8 +150,7 @@ def blinded(target: str) -> Judged | None:
     folder = runfolder.RunFolder(path if path.is_dir() else path.parent)
     if not folder.prereg.exists():
         return None
-    frozen = read_prereg(folder).preset.get("verdict")
-    if not (isinstance(frozen, dict) and frozen.get("blind") is True):
+    if not blind_frozen(read_prereg(folder).preset):
         return None
     judged = judge(target)
     return judged if blind.hidden(judged.preset, judged.verdict) else None

@@ -41,7 +41,7 @@ from fontaine_tui.core.notify.destinations import config_path
 from fontaine_tui.core.preset.record import Preset, launchable
 from fontaine_tui.core.runfolder import RunFolder
 from fontaine_tui.core.verdict.ledger import declare_deltas, forget_deltas
-from fontaine_tui.core.verdict.prereg import Prereg, freeze, read_prereg, utc_iso
+from fontaine_tui.core.verdict.prereg import Prereg, freeze, read_prereg, unfreeze, utc_iso
 from fontaine_tui.model.babysitter import Babysitter
 from fontaine_tui.model.notices import RunNotices
 from fontaine_tui.model.plain import PlainWatch, babysit, finish
@@ -165,7 +165,7 @@ class LaunchedRun:
         except InputError:
             if folder is not None:
                 if not resume:  # nothing ran: the folder is not a launched run
-                    folder.prereg.unlink(missing_ok=True)
+                    unfreeze(folder)
                     if guards.declared(findings):  # the ledger of declared deltas written above
                         forget_deltas(folder)
                 target.abandon(folder)

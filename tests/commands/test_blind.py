@@ -233,3 +233,21 @@ drift_min = 0.2
     sitter = run("babysit", "runs/blindcmd", "--once")
     assert "verdict BLINDED" in sitter.stdout, sitter.stdout + sitter.stderr
     assert not any(s in sitter.stdout + sitter.stderr for s in secrets)
+
+
+def test_a_review_trail_removed_whole_is_seen(tmp_path):
+    # a blinded run's trail is kept from launch (its head, 0 lines, written with prereg.json):
+    # a look, then the trail and its head removed, never reads as a run nobody looked at
+    root = run_folder(tmp_path, 750)
+    head = root / "review.jsonl.head"
+    assert json.loads(head.read_text())["lines"] == 0 and review.verify(root / "review.jsonl").ok
+    assert cli(tmp_path, "verdict", str(root), "--unblind", "GPU budget").returncode != 7
+    (root / "review.jsonl").unlink()
+    head.unlink()
+    gone = cli(tmp_path, "verdict", str(root))
+    assert gone.returncode == 2 and "BLINDED" in gone.stdout, gone.stderr
+    said = gone.stderr.strip().splitlines()
+    assert len(said) == 1 and "review.jsonl.head" in said[0] and "blinded" in said[0], said
+    again = cli(tmp_path, "verdict", str(root), "--unblind", "again")
+    assert again.returncode == 2 and "nothing was written" in again.stderr
+    assert not (root / "review.jsonl").exists()  # a trail that does not hold is not extended

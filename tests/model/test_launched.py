@@ -125,3 +125,20 @@ def test_targets_are_picked_from_on() -> None:
     assert (type(ssh).__name__, ssh.host, ssh.remote) == ("SshHostTarget", "login1", True)
     with pytest.raises(InputError, match="expected a host name"):
         pick_target("-oProxyCommand=x")
+
+
+def test_a_blinded_start_that_fails_leaves_no_review_head(tmp_path: Path) -> None:
+    # a blinded run's review trail is kept from launch: gone with prereg.json when nothing ran
+    text = (Path(__file__).parents[2] / "presets" / "smoke.toml").read_text()
+    path = tmp_path / "blind.toml"
+    path.write_text(text.replace("[verdict]\n", "[verdict]\nblind = true\n", 1))
+    with pytest.raises(InputError, match=r"cannot start the engine"):
+        LaunchedRun.launch(
+            LocalTarget(),
+            load_preset(path),
+            output_dir=str(tmp_path / "run"),
+            registry=Registry(),
+            maker=ToyMaker("/nonexistent/toy"),
+        )
+    folder = RunFolder(tmp_path / "run")
+    assert not folder.prereg.exists() and not (folder.root / "review.jsonl.head").exists()

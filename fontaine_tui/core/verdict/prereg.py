@@ -19,7 +19,8 @@ from fontaine_tui.core.preset.checks import canonical_bytes
 from fontaine_tui.core.preset.record import Preset
 from fontaine_tui.core.preset.validate import preset_from_canonical
 from fontaine_tui.core.readfile import read_whole
-from fontaine_tui.core.runfolder import RunFolder
+from fontaine_tui.core.runfolder import REVIEW, RunFolder
+from fontaine_tui.core.verdict import head as chain_head
 
 SCHEMA = "fontaine-tui/prereg/1"
 
@@ -129,7 +130,26 @@ def freeze(
             f"{folder.prereg}: already exists (this folder holds a launched run); "
             "nothing was changed"
         ) from None
+    if blind_frozen(prereg.preset):  # its review trail is kept from launch: 0 lines
+        genesis = hashlib.sha256(read_whole(folder.prereg)).hexdigest()
+        chain_head.record(folder.root / REVIEW, 0, genesis)
     return prereg
+
+
+def blind_frozen(preset: Mapping[str, object]) -> bool:
+    """Whether a frozen (canonical) preset is blind: `[verdict] blind = true`.
+
+    Such a run's review trail is kept from launch: `freeze` writes its head (review.jsonl.head,
+    0 lines, chained from prereg.json), so a look at the hidden read recorded in it cannot be
+    erased by removing the trail and its head: review.py names a missing head."""
+    verdict = preset.get("verdict")
+    return isinstance(verdict, Mapping) and verdict.get("blind") is True
+
+
+def unfreeze(folder: RunFolder) -> None:
+    """Remove what `freeze` wrote, for a launch that then did not start."""
+    folder.prereg.unlink(missing_ok=True)
+    chain_head.head_path(folder.root / REVIEW).unlink(missing_ok=True)
 
 
 def read_prereg(folder: RunFolder) -> Prereg:

@@ -5,7 +5,8 @@ beside it, as amendments.jsonl's first line does, GENESIS without one) and `hash
 the line's own canonical JSON without `hash`). An edited line fails its own hash; a removed,
 inserted or rewritten line breaks the next line's `prev`; a trail from another run breaks the
 first. A removed last line is found by the head kept beside the file (core/verdict/head.py),
-and a trail removed with its head by the head every verdict.json records of it (`state`).
+and a trail removed with its head by the head every verdict.json records of it (`state`), or,
+in a blinded run, by its head missing: that head is written at launch with prereg.json.
 Appends hold the file's lock, as the amendment ledger's do, so two reviewers never fork the
 chain, and a chain that does not hold is never extended.
 """
@@ -29,6 +30,7 @@ from fontaine_tui.core.runfolder import REVIEW, VERDICT, RunFolder
 from fontaine_tui.core.verdict import blind
 from fontaine_tui.core.verdict import head as chain_head
 from fontaine_tui.core.verdict.ledger import genesis_of
+from fontaine_tui.core.verdict.prereg import blind_frozen, read_prereg
 from fontaine_tui.core.verdict.record import ReviewState, Unblinding, Verdict
 
 SCHEMA = "fontaine-tui/review/1"
@@ -233,6 +235,11 @@ def _check(path: Path, lines: list[bytes]) -> tuple[ChainCheck, tuple[int, str],
         marked = marked or chain_head.MARK in json_loads(raw)
     if not why:
         why = chain_head.check(str(path), head, links, marked)
+    if not why and head is None and _kept_from_launch(RunFolder(path.parent)):
+        why = (
+            f"{chain_head.head_path(path)}: missing, but a blinded run keeps its review trail "
+            "from launch (the trail was removed, with any look at the hidden read it recorded)"
+        )
     if not why and isinstance(witness, tuple):
         why = chain_head.reaches(str(path), str(path.parent / VERDICT), witness, links)
     elif not why and isinstance(witness, str):
@@ -243,6 +250,14 @@ def _check(path: Path, lines: list[bytes]) -> tuple[ChainCheck, tuple[int, str],
     if why:
         return ChainCheck(len(lines), bad or len(lines) + 1, why), best, links
     return ChainCheck(len(lines)), best, links
+
+
+def _kept_from_launch(folder: RunFolder) -> bool:
+    """Whether the trail's head was written at launch (prereg.py's `blind_frozen`)."""
+    try:
+        return blind_frozen(read_prereg(folder).preset)
+    except InputError:  # no prereg.json, or one that does not hold: said where it is read
+        return False
 
 
 def _link(raw: bytes, i: int, prev: str, genesis: str) -> str:
