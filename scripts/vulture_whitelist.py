@@ -135,3 +135,8 @@ _.backbone_parameters
 _.create_system
 _.external_attr
 _.compress_type
+
+# core/limits.py's table of bounds: read by tests/core/test_limits.py, which holds it to
+# docs/limits.md's table (each limit's name and the hostile input that tests it)
+_.LIMITS
+_.hostile
