@@ -1,0 +1,676 @@
+"""The one secrets policy: what a credential looks like, and how it is shown.
+
+Every surface that shows, freezes or sends what someone else wrote asks this module: the
+`[command]` checks (core/preset/command.py), the launcher's platform delta and its block check
+(core/launch/command.py), the key delta beside the banked comparator (core/preset/delta.py),
+prereg.json (core/verdict/prereg.py), `presets show`, the processes mode's command cell and
+stack lines (model/processes.py), the trainer's alerts and every notification (core/notify).
+
+What looks like a credential (docs/secrets.md lists it for the user):
+
+- a secret-named flag's, variable's or key's value: `--api-key V`, `--token=V`, `env K=V`,
+  `K=V` inside `bash -c "..."`, a Hydra override `a.b.api_key=V` (`+`, `++` too), `"key": V`,
+  `Authorization: Bearer V`; the name says it (`secret_name`: TOKEN, SECRET, PASSWORD,
+  API_KEY, a last word KEY, AUTH, CREDENTIAL, COOKIE, WEBHOOK, DSN, PAT, ...), not
+  TOKENIZERS_PARALLELISM, MAX_TOKENS, PAD_TOKEN_ID, TEXT_KEY or AUTHOR;
+- a value of a token's shape, under any name or none: `hf_...`, `sk-...`, `ghp_...`,
+  `github_pat_...`, `glpat-...`, `xox?-...`, AWS key ids, Google `AIza...` and `ya29.`,
+  JSON web tokens, and a bare 40-hex string (a W&B key) unless it follows a commit, revision
+  or hash, or stands in a path;
+- in a URL: user info (`user:***@`, or `***@` for a token alone), a secret-named query or
+  fragment value (`?token=`, `?key=`, `?sig=`, `#access_token=`), and a webhook's token path
+  (Slack, Discord, ntfy, any `hook` URL: `redact_url`).
+
+How it is shown: the token replaced by `***`, every other character of the line kept, so a
+masked line still says what ran. Masking is idempotent: masking a masked text changes
+nothing, and a text holds a credential exactly when masking changes it.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import re
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from urllib.parse import parse_qsl, quote, unquote, urlsplit, urlunsplit
+
+import tomllib
+
+MASK = "***"
+_MIN_SECRET = 4  # shorter pieces of a known URL ("T0", "1") are not replaced inside free text
+
+# -- names ----------------------------------------------------------------------------------
+
+_CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])")
+_NOT_WORD = re.compile(r"[^A-Za-z0-9]+")
+# words that make a name secret wherever they stand in it
+_SECRET_WORDS = frozenset(
+    {"PASSWORD", "PASSWORDS", "PASSWD", "PASSPHRASE", "CREDS", "APIKEY", "WEBHOOK", "WEBHOOKS"}
+)
+_SECRET_PARTS = re.compile(r"SECRET|PASSW|CREDENTIAL|COOKIE|APIKEY|PRIVATEKEY|WEBHOOK")
+_AUTH = re.compile(r"AUTH(?!OR(?!IZ))")  # AUTH, OAUTH, AUTHORIZATION; not AUTHOR(S), AUTHORITY
+_TOKEN = re.compile(r"TOKEN(?!IZ|IS|S$)")  # not TOKENIZER, TOKENISE, TOKENS
+# TOKEN in a model's vocabulary: PAD_TOKEN, TOKEN_ID, MAX_TOKEN_LENGTH
+_TOKEN_KINDS = frozenset(
+    {
+        "PAD", "BOS", "EOS", "UNK", "SEP", "CLS", "MASK", "SPECIAL", "START", "END", "STOP",
+        "IMAGE", "VISION", "AUDIO", "VIDEO", "NEW", "MAX", "MIN", "NUM", "TOTAL", "CHAT",
+    }
+)  # fmt: skip
+_TOKEN_MEASURES = frozenset(
+    {"ID", "IDS", "LEN", "LENGTH", "TYPE", "TYPES", "COUNT", "DROPOUT", "BUDGET", "LIMIT"}
+)
+# KEY as the last word is a secret (--key, OPENAI_KEY), but not a data key's name (TEXT_KEY)
+_DATA_KEYS = frozenset(
+    {
+        "SORT", "TEXT", "IMAGE", "IMAGES", "LABEL", "LABELS", "METRIC", "DATASET", "PRIMARY",
+        "FOREIGN", "INPUT", "OUTPUT", "COLUMN", "FIELD", "CAPTION", "PROMPT", "TARGET", "SPLIT",
+        "GROUP", "CACHE", "LOOKUP", "MONITOR", "RNG", "PRNG", "SEED", "AUDIO", "VIDEO", "ID",
+        "NAME", "TASK", "ACTION", "STATE", "OBSERVATION", "CAMERA", "REWARD", "EPISODE",
+        "FRAME", "BATCH", "MODEL", "CONFIG", "JSON", "DICT", "HASH", "SHARD", "PARTITION",
+        "INDEX", "STEP", "TIME", "SAMPLE", "EVAL", "TRAIN", "LOG", "RESULT",
+    }
+)  # fmt: skip
+_HASH_WORDS = frozenset(
+    {"COMMIT", "REVISION", "REV", "SHA", "SHA1", "SHA256", "HASH", "DIGEST", "CHECKSUM", "REF",
+     "HEAD", "GIT", "FINGERPRINT", "VERSION"}
+)  # fmt: skip
+_QUERY_WORDS = frozenset({"SIG", "SIGNATURE", "CODE", "KEY", "PASS", "PWD", "AUTH"})
+_BOOLISH = frozenset({"", "true", "false", "yes", "no", "none", "null", "0", "1", "on", "off"})
+
+
+def _words(name: str) -> list[str]:
+    return [w for w in _NOT_WORD.split(_CAMEL.sub("_", name).upper()) if w]
+
+
+@functools.lru_cache(maxsize=4096)
+def secret_name(name: str) -> bool:
+    """Whether a flag's, variable's or key's name says its value is a credential.
+
+    Dashes, dots, camel case and a leading `--`, `+` or `$` are read as word breaks: HF_TOKEN,
+    HFTOKEN, hub-token, apiKey, trainer.logger.api_key, DB_PWD, GH_PAT, SENTRY_DSN are;
+    TOKENIZERS_PARALLELISM, MAX_TOKENS, PAD_TOKEN_ID, TEXT_KEY, PWD, AUTHOR are not."""
+    words = _words(name)
+    last = len(words) - 1
+    for i, w in enumerate(words):
+        before = words[i - 1] if i else ""
+        after = words[i + 1] if i < last else ""
+        if w in _SECRET_WORDS or _SECRET_PARTS.search(w) or _AUTH.search(w):
+            return True
+        if _TOKEN.search(w) and not (
+            w == "TOKEN" and (before in _TOKEN_KINDS or after in _TOKEN_MEASURES)
+        ):
+            return True
+        if i and w in ("PWD", "PAT", "DSN") and i == last:  # DB_PWD, GH_PAT; not PWD
+            return True
+        if w == "KEY" and (before in ("API", "PRIVATE", "SECRET", "ACCESS") and after != "ID"):
+            return True
+        if w == "KEY" and (i == last or after.isdigit()) and before not in _DATA_KEYS:
+            return True
+        if w == "DATABASE" and after == "URL":
+            return True
+    return False
+
+
+@functools.lru_cache(maxsize=4096)
+def _hashy(name: str) -> bool:
+    """Whether a name says its value is a commit, revision or digest (40 hex digits there)."""
+    return any(w in _HASH_WORDS for w in _words(name))
+
+
+# -- values ---------------------------------------------------------------------------------
+
+_TOKENS = re.compile(
+    r"(?<![A-Za-z0-9])(?:"
+    r"hf_[A-Za-z0-9]{16,}"
+    r"|sk-[A-Za-z0-9_\-]{16,}"
+    r"|[sr]k_(?:live|test)_[A-Za-z0-9]{16,}"
+    r"|gh[oprsu]_[A-Za-z0-9]{20,}"
+    r"|github_pat_[A-Za-z0-9_]{20,}"
+    r"|glpat-[A-Za-z0-9_\-]{16,}"
+    r"|xox[abeprs]-[A-Za-z0-9\-]{10,}"
+    r"|(?:AKIA|ASIA)[A-Z0-9]{16}(?![A-Za-z0-9])"
+    r"|AIza[A-Za-z0-9_\-]{30,}"
+    r"|ya29\.[A-Za-z0-9_\-]{16,}"
+    r"|eyJ[A-Za-z0-9_\-]{8,}\.eyJ[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]*"
+    r")"
+)
+# a bare 40-hex string (a W&B API key); not inside a longer hex run, a path or a name@ref
+_TOKEN_CLUES = (
+    "hf_", "sk-", "sk_", "rk_", "gho_", "ghp_", "ghr_", "ghs_", "ghu_", "github_pat_", "glpat-",
+    "xox", "akia", "asia", "aiza", "ya29.", "eyj",
+)  # fmt: skip
+_TOKEN_CLUE = re.compile("|".join(map(re.escape, _TOKEN_CLUES)))
+_HEX_RUN = re.compile(r"[0-9a-f]{40}")
+_HEX40 = re.compile(r"(?<![A-Za-z0-9_/.@\-])[0-9a-f]{40}(?![A-Za-z0-9_/@\-]|\.[A-Za-z0-9])")
+_HASH_BEFORE = re.compile(
+    r"(?i)(?:commit|revision|rev|sha1?|sha256|hash|digest|checksum|ref|head|git|fingerprint)"
+    r"[\w-]*[\s:=\"'(]*$"
+)
+_URL = re.compile(r"[A-Za-z][A-Za-z0-9+.\-]{0,31}://[^\s'\"<>`]+")  # a bounded scheme: linear
+
+
+def _hex_masked(text: str, hashes: bool) -> str:
+    def one(m: re.Match[str]) -> str:
+        value = m[0]
+        if hashes or not (re.search(r"[a-f]", value) and re.search(r"[0-9]", value)):
+            return value
+        return value if _HASH_BEFORE.search(text[max(0, m.start() - 40) : m.start()]) else MASK
+
+    return _HEX40.sub(one, text)
+
+
+def _plain_masked(text: str, hashes: bool) -> str:
+    """`text` (no URL in it) with its token-shaped runs as ***."""
+    if _TOKEN_CLUE.search(text.lower()) is not None:
+        text = _TOKENS.sub(MASK, text)
+    return _hex_masked(text, hashes) if _HEX_RUN.search(text) else text
+
+
+def _tokens_masked(text: str, hashes: bool = False) -> str:
+    """`text`'s token-shaped runs as ***, URLs masked where they stand (`mask_url`)."""
+    if "://" not in text:
+        return _plain_masked(text, hashes)
+    out: list[str] = []
+    at = 0
+    for m in _URL.finditer(text):
+        out.append(_plain_masked(text[at : m.start()], hashes))
+        out.append(mask_url(m[0]))
+        at = m.end()
+    out.append(_plain_masked(text[at:], hashes))
+    return "".join(out)
+
+
+# -- URLs -----------------------------------------------------------------------------------
+
+
+def _split(url: str):
+    try:
+        return urlsplit(url)
+    except ValueError:
+        return None
+
+
+def _webhook(host: str, path: str) -> bool:
+    """Whether a URL is a webhook's, whose path is its token (Slack, Discord, ntfy, hooks)."""
+    host, path = host.lower(), path.lower()
+    return (
+        host in ("hooks.slack.com", "ntfy.sh")
+        or "hook" in host
+        or "hook" in path
+        or (host.endswith(("discord.com", "discordapp.com")) and path.startswith("/api/webhooks"))
+    )
+
+
+def _pairs_masked(text: str) -> str:
+    """A query's or fragment's `k=v&...`: a secret-named key's value as ***, tokens masked."""
+    out = []
+    for part in text.split("&"):
+        key, eq, value = part.partition("=")
+        name = unquote(key)
+        if eq and value and _query_secret(name):
+            out.append(f"{_tokens_masked(key)}={MASK}")
+        else:
+            out.append(_tokens_masked(part))
+    return "&".join(out)
+
+
+def _query_secret(name: str) -> bool:
+    return secret_name(name) or any(w in _QUERY_WORDS for w in _words(name))
+
+
+def mask_url(url: str) -> str:
+    """A URL found in a text, its credentials as ***, the rest as written.
+
+    User info (`user:***@`, `***@` for a user alone: a token used as one), a secret-named query
+    or fragment value, a token-shaped path segment; a webhook's URL as `redact_url` shows it
+    (every segment that may be its token)."""
+    parts = _split(url)
+    if parts is None or not parts.netloc:
+        return _TOKENS.sub(MASK, url)
+    if _webhook(parts.hostname or "", parts.path):
+        return redact_url(url)
+    netloc = parts.netloc
+    if "@" in netloc:
+        userinfo, _, where = netloc.rpartition("@")
+        user, colon, _ = userinfo.partition(":")
+        netloc = f"{user}:{MASK}@{where}" if colon else f"{MASK}@{where}"
+    out = f"{parts.scheme}://{netloc}{_tokens_masked(parts.path)}"
+    rest = url[len(parts.scheme) + 3 + len(parts.netloc) + len(parts.path) :]
+    query, hashmark, fragment = rest.partition("#")
+    if query.startswith("?"):
+        out += "?" + _pairs_masked(query[1:])
+    else:
+        out += _tokens_masked(query)
+    if hashmark:
+        out += "#" + (_pairs_masked(fragment) if "=" in fragment else _tokens_masked(fragment))
+    return out
+
+
+def _secret_segments(scheme: str, segments: list[str], service: str | None = None) -> list[int]:
+    """Indexes of a notification URL's path segments that are secret.
+
+    These are all of them but the fixed part of a Slack or Discord webhook's path. With
+    `service` None the service is inferred from the path's shape."""
+    named = [i for i, s in enumerate(segments) if s]
+    if scheme not in ("http", "https"):  # ntfy://host/topic, apprise URLs: all of the path
+        return named
+    words = [segments[i] for i in named]
+    if service in (None, "slack") and len(words) > 1 and words[0] == "services":
+        return named[1:]  # Slack: /services/T.../B.../TOKEN
+    if service in (None, "discord") and len(words) > 2 and words[:2] == ["api", "webhooks"]:
+        return named[3:]  # Discord: /api/webhooks/ID/TOKEN (the ID alone grants nothing)
+    # ntfy (the topic is the password, on ntfy.sh or a host of one's own) and any other
+    # webhook (Mattermost /hooks/KEY, n8n /webhook/UUID, webhook.site/UUID, /SECRETTOKEN):
+    # any segment may be the key
+    return named
+
+
+def redact_url(url: str, service: str | None = None) -> str:
+    """A URL that is itself a credential (a notification's), as it may be shown.
+
+    What says *where* is kept (scheme, host, port, the fixed part of a Slack or Discord path);
+    what grants access is `***`: user info, each path segment that may be the token (a Slack
+    webhook's `/services/***/***/***`, Discord's `/api/webhooks/ID/***`, an ntfy topic, any
+    other webhook's whole path), query values, the fragment, and the host of an apprise URL
+    other than ntfy's (`tgram://BOTTOKEN/CHAT`). `service` is the destination's (slack,
+    discord, ntfy, generic, apprise), or None when it is unknown: inferred from the path."""
+    parts = _split(url)
+    if parts is None or not parts.scheme or not parts.netloc:
+        return MASK
+    host = parts.hostname or ""
+    netloc = parts.netloc.rpartition("@")[2]
+    if "@" in parts.netloc:
+        netloc = f"{MASK}@{netloc}"
+    segments = parts.path.split("/")
+    secret = _secret_segments(parts.scheme.lower(), segments, service)
+    if parts.scheme.lower() not in ("http", "https", "ntfy", "ntfys") and host:
+        netloc = MASK  # an apprise URL may carry its token as the "host"
+    path = "/".join(MASK if i in secret else s for i, s in enumerate(segments))
+    # a name=value pair keeps its name; a part without "=" may be the token itself
+    query = "&".join(
+        f"{_key_shown(k)}={MASK}" if sep else MASK
+        for k, sep, _ in (p.partition("=") for p in parts.query.split("&") if p)
+    )
+    if parts.query and not query:
+        query = MASK
+    fragment = MASK if parts.fragment else ""
+    return urlunsplit((parts.scheme, netloc, path, query, fragment))
+
+
+def _key_shown(key: str) -> str:
+    """A query key of a notification URL: as written, or *** when it holds a credential."""
+    name = unquote(key)
+    return quote(name, safe="/*") if mask_text(name) == name else MASK
+
+
+def secrets_of(url: str, service: str | None = None) -> list[str]:
+    """The pieces of `url` that `redact_url(url, service)` hides, longest first.
+
+    Each piece is given raw and percent-decoded."""
+    parts = _split(url)
+    if parts is None:
+        return [url]
+    found: list[str] = []
+    if "@" in parts.netloc:
+        userinfo = parts.netloc.rpartition("@")[0]
+        found += [userinfo, *userinfo.split(":")]
+    if parts.scheme.lower() not in ("http", "https", "ntfy", "ntfys") and parts.netloc:
+        found.append(parts.netloc)
+    segments = parts.path.split("/")
+    secret = _secret_segments(parts.scheme.lower(), segments, service)
+    found += [segments[i] for i in secret]
+    found += [v or k for k, v in parse_qsl(parts.query, keep_blank_values=True)]  # a bare ?TOKEN
+    if parts.query:
+        found.append(parts.query)
+    if parts.fragment:
+        found.append(parts.fragment)
+    out = {s for s in found if len(s) >= _MIN_SECRET}
+    out |= {unquote(s) for s in out if len(unquote(s)) >= _MIN_SECRET}
+    return sorted(out, key=len, reverse=True)
+
+
+def redact_text(text: str, urls: Iterable[str | tuple[str, str | None]] = ()) -> str:
+    """`text` with its known URLs' and every other credential masked.
+
+    Each known URL is replaced whole, then each secret piece of it; everything else that looks
+    like a credential is masked by `mask_text`. An item of `urls` may be `(url, service)`, with the destination's service (`redact_url`)."""
+    pairs = [u if isinstance(u, tuple) else (u, None) for u in urls]
+    pairs = [(u, service) for u, service in pairs if u]
+    for url, service in sorted(pairs, key=lambda p: len(p[0]), reverse=True):
+        text = text.replace(url, redact_url(url, service))
+    for url, service in pairs:
+        for piece in secrets_of(url, service):
+            text = text.replace(piece, MASK)
+    return mask_text(text)
+
+
+# -- command lines and texts ----------------------------------------------------------------
+
+# one shell word: plain characters, escapes and quoted runs (an open quote runs to the end)
+_WORD = re.compile(r"""(?:[^\s"'\\]|\\.?|"(?:[^"\\]|\\.)*"?|'[^']*'?)+""", re.S)
+_SPACE = re.compile(r"\s")
+_DEEPEST = 4  # quotes inside quotes read so deep; deeper, token shapes alone are masked
+# what any rule needs to see in a text (lower-cased): a text with none of it is shown as it
+# is, at once
+_CLUES = (
+    "secret", "pass", "cred", "key", "hook", "cookie", "auth", "token", "pwd", "_pat", "-pat",
+    ".pat", "dsn", "database", "bearer", "://", *_TOKEN_CLUES,
+)  # fmt: skip
+_CLUE = re.compile("|".join(map(re.escape, _CLUES)))
+_SHORT_P = re.compile(r"(?:^|[\s\"'(;&|`])-p")  # -p, -pPASSWORD: a word of its own
+
+
+def _maybe(text: str) -> bool:
+    """Whether `text` may hold a credential at all (a cheap look before the rules').
+
+    Every secret name holds a clue (but a camel-case ...Pat, whose PAT is not seen), and so
+    does every token shape, URL and short -p."""
+    return (
+        _CLUE.search(text.lower()) is not None
+        or _HEX_RUN.search(text) is not None
+        or ("-p" in text and _SHORT_P.search(text) is not None)
+    )
+
+
+_ASSIGN = re.compile(
+    r"^(?P<pre>[(;&|{`]*)(?P<name>-{1,2}[A-Za-z][\w.\-]*|[+~$]{0,2}[A-Za-z_][\w.\-]*)="
+    r"(?P<value>.*)$",
+    re.S,
+)
+_FLAG = re.compile(r"^-{1,2}[A-Za-z][\w.\-]*$")
+_NAME_COLON = re.compile(r"""^(?P<q>["']?)(?P<name>[A-Za-z_][\w.\-]*)(?P=q):$""")
+_PUNCT_END = re.compile(r"[;,&|)}\]]+$")
+_PREFIXES = frozenset({"env", "exec", "command", "sudo", "nohup", "time", "!", "if", "while"})
+_AUTH_SCHEMES = frozenset({"bearer", "basic", "token", "digest"})
+_IDENTIFIER = re.compile(r"[A-Za-z_][\w.\-]*$")
+_P_ATTACHED = frozenset({"mysql", "mysqldump", "mysqladmin", "mariadb"})
+# programs whose -p takes no password (mkdir -p, ssh -p PORT, docker run -p PORTS)
+_P_NOT_PASSWORD = frozenset(
+    {
+        "mkdir", "cp", "mv", "tar", "ssh", "scp", "sftp", "docker", "podman", "nc", "ncat",
+        "rsync", "ls", "ps", "pgrep", "pkill", "install", "git", "pip", "uv", "conda", "psql",
+        "redis-cli", "kubectl", "helm", "nvidia-smi", "torchrun", "xargs", "sort", "patch",
+        "read", "pytest", "sbatch", "srun", "salloc", "squeue", "ulimit", "declare", "local",
+        "export", "typeset", "readonly", "pushd", "popd", "bash", "sh", "zsh", "timeout",
+    }
+)  # fmt: skip
+
+
+def _hidden(word: str) -> str:
+    """A value word as *** (its quotes and a trailing `;`/`,`/`)` kept)."""
+    end = _PUNCT_END.search(word)
+    tail = end[0] if end else ""
+    core = word[: len(word) - len(tail)]
+    if len(core) >= 2 and core[0] == core[-1] and core[0] in "\"'":
+        return f"{core[0]}{MASK}{core[0]}{tail}"
+    return MASK + tail
+
+
+def _value(text: str, hashes: bool = False, depth: int = 0) -> str:
+    """A value (one shell word, or its part after `=`), every credential in it masked."""
+    if len(text) >= 2 and text[0] == text[-1] and text[0] in "\"'" and depth < _DEEPEST:
+        return text[0] + mask_line(text[1:-1], hashes, depth + 1) + text[0]
+    return _tokens_masked(text, hashes)
+
+
+def _base(word: str) -> str:
+    """A program's name without its folder or quotes."""
+    return word.strip("\"'").rsplit("/", 1)[-1]
+
+
+def _word(
+    word: str, prev: str, following: str, program: str, hashes: bool, depth: int
+) -> tuple[str, bool]:
+    """One shell word as shown, and whether the word after it is a secret's value."""
+    if not _maybe(word):
+        return word, False
+    if _SPACE.search(word) is not None and len(_WORD.findall(word)) > 1:
+        return mask_line(word, hashes, depth + 1), False  # an argv element: bash -c "K=V cmd"
+    bare = word.lstrip("(;&|{`")
+    if "=" in word and (m := _ASSIGN.match(word)) is not None:  # NAME=V, --flag=V, a.b.key=V
+        name, value = m["name"], m["value"]
+        if secret_name(name) and value.strip("\"'").lower() not in _BOOLISH:
+            return f"{m['pre']}{name}={_hidden(value)}", False
+        return f"{m['pre']}{name}={_value(value, hashes or _hashy(name), depth)}", False
+    if bare.startswith("-"):
+        if _FLAG.match(bare) and secret_name(bare):  # --api-key V
+            return word, True
+        if bare == "-p" and program not in _P_NOT_PASSWORD:  # sshpass -p V
+            return word, True
+        if bare.startswith("-p") and len(bare) > 2 and program in _P_ATTACHED:  # mysql -pV
+            return f"{word[: len(word) - len(bare)]}-p{MASK}", False
+    if bare.endswith(":") and (named := _NAME_COLON.match(bare)) is not None:
+        if secret_name(named["name"]):  # "api_key": V, Authorization: V
+            return word, True
+    if bare.lower() == "bearer":
+        return word, True
+    if following in ("=", ":") and _IDENTIFIER.match(bare) and secret_name(bare):  # key = V
+        return word, True
+    if not hashes and _HEX_RUN.search(word):
+        hashes = _hashy(prev.strip("\"'(:=,"))
+    return _value(word, hashes, depth), False
+
+
+def _mask_words(words: Sequence[str], hashes: bool = False, depth: int = 0) -> list[str]:
+    """The one state machine behind `mask_argv` and `mask_line`.
+
+    Blank words (a line's spacing) are kept; `hashes`: 40 hex digits here are a commit."""
+    solid = [i for i, w in enumerate(words) if w and not w.isspace()]
+    following = {a: words[b] for a, b in zip(solid, solid[1:], strict=False)}
+    out: list[str] = []
+    hide = False  # this word is the value of a secret-named flag or key before it
+    starts, program, prev = True, "", ""
+    for i, word in enumerate(words):
+        if not word or word.isspace():
+            out.append(word)
+            continue
+        if hide:
+            plain = word.strip("\"'")
+            low = plain.lower()
+            if word in ("=", ":") or low in _AUTH_SCHEMES:
+                out.append(word)  # api_key = V, Authorization: Bearer V: V is the word after
+            elif word.startswith("--") or low in _BOOLISH or plain == MASK:
+                shown, hide = _word(word, prev, following.get(i, ""), program, hashes, depth)
+                out.append(shown)  # a flag without a value, or a value that grants nothing
+            else:
+                out.append(_hidden(word))
+                hide = False
+        else:
+            shown, hide = _word(word, prev, following.get(i, ""), program, hashes, depth)
+            out.append(shown)
+        if starts:
+            bare = word.lstrip("(;&|{`")
+            if bare and bare not in _PREFIXES and not ("=" in word and _ASSIGN.match(word)):
+                program, starts = _base(bare), False
+        if word[-1] in ";&|()" or word in ("then", "do", "else"):
+            starts = True
+        prev = out[-1]  # as shown: a hidden word gives no context to the next
+    return out
+
+
+def mask_argv(words: Sequence[str]) -> list[str]:
+    """An argv with every credential in it masked; the same length, each other word as it was.
+
+    A secret-named `--flag=V`, `NAME=V` (`env K=V`, a Hydra `a.b.api_key=V`) keeps its name;
+    after a secret-named `--flag` (or `-p`, or `Bearer`) the next word is hidden whole unless
+    it is another `--flag` or a boolean; an element that is itself a command line
+    (`bash -c "K=V cmd"`) is masked as a line; token-shaped values and URLs are masked where
+    they stand."""
+    return _mask_words(list(words))
+
+
+def mask_line(line: str, hashes: bool = False, depth: int = 0) -> str:
+    """One line of text (a shell line, a stack line, an error) with every credential masked.
+
+    It is split into shell words (quoted runs kept together), masked as an argv, and joined
+    with its own spacing."""
+    if not line or line.isspace():
+        return line
+    if not _maybe(line):
+        return line
+    if depth > _DEEPEST:
+        return _tokens_masked(line, hashes)
+    words: list[str] = []
+    at = 0
+    for m in _WORD.finditer(line):
+        words += [line[at : m.start()], m[0]]
+        at = m.end()
+    words.append(line[at:])
+    return "".join(_mask_words(words, hashes, depth))
+
+
+def mask_text(text: str, hashes: bool = False) -> str:
+    """A text of any number of lines, each masked (`mask_line`).
+
+    `hashes`: 40 hex digits are a commit or a digest here (a value under a `commit` key)."""
+    return "\n".join(mask_line(line, hashes) for line in text.split("\n"))
+
+
+def env_secret(name: str, value: str) -> bool:
+    """Whether an environment variable holds a credential: by its name, or by its value.
+
+    40 hex digits under a commit's or revision's name (GIT_COMMIT) are not a key."""
+    return secret_name(name) or mask_text(value, _hashy(name)) != value
+
+
+# -- documents ------------------------------------------------------------------------------
+
+
+def _walk(
+    obj: object, path: str, key: str, found: list[str] | None
+) -> object:  # the masked copy; each secret's path appended to `found`
+    def note(where: str) -> None:
+        if found is not None:
+            found.append(where)
+
+    if isinstance(obj, Mapping):
+        return {
+            k: _walk(v, f"{path}.{k}" if path else str(k), str(k), found) for k, v in obj.items()
+        }
+    if isinstance(obj, list | tuple):
+        if obj and all(isinstance(v, str) for v in obj):
+            words = mask_argv([str(v) for v in obj])
+            for i, (a, b) in enumerate(zip(obj, words, strict=True)):
+                if a != b:
+                    note(f"{path}[{i}]")
+            return words
+        return [_walk(v, f"{path}[{i}]", key, found) for i, v in enumerate(obj)]
+    if isinstance(obj, str):
+        if secret_name(key) and obj.lower() not in _BOOLISH and obj != MASK:
+            note(path)
+            return MASK
+        masked = mask_text(obj, _hashy(key))
+        if masked != obj:
+            note(path)
+        return masked
+    return obj
+
+
+def mask_tree(doc: object) -> object:
+    """A JSON-like document with every credential in it masked.
+
+    A secret-named key's string is *** whole; every other string is masked as a text (a
+    commit-named key's 40 hex digits kept); a list of strings is masked as an argv."""
+    return _walk(doc, "", "", None)
+
+
+def tree_secrets(doc: object) -> list[str]:
+    """The dotted paths (`run.question`, `command.argv[3]`) of a document's credentials."""
+    found: list[str] = []
+    _walk(doc, "", "", found)
+    return found
+
+
+# -- a TOML file as written -----------------------------------------------------------------
+
+_TOML_OPAQUE = re.compile(
+    r'"""(?:\\[\s\S]|[^\\])*?"""|\'\'\'[\s\S]*?\'\'\''
+    r'|"(?:\\.|[^"\\\n])*"|\'[^\'\n]*\'|#[^\n]*'
+)
+
+
+def _toml_string(value: str) -> str:
+    """A TOML basic string holding `value` (JSON's escapes, which TOML reads; DEL escaped)."""
+    return json.dumps(value, ensure_ascii=False).replace("\x7f", "\\u007f")
+
+
+def mask_toml(text: str, doc: Mapping[str, object], known: Callable[[str], str | None]) -> str:
+    """A TOML file's text with every credential masked by its parsed value, all else as written.
+
+    `doc` is the text parsed. Each string literal is read as TOML reads it (escapes, line
+    continuations), and one that holds a credential is written again as a one-line string with
+    the credential masked: a secret-named key's value whole, a token where it stands, a
+    known URL as `known(value)` shows it (a notification URL's redacted form; None for any
+    other string). Comments are masked as text, token shapes in bare keys too; numbers, names
+    and layout are kept. A text whose masked form still parses to a credential (a literal this
+    reading did not find) raises ValueError: it is not shown."""
+    shown: dict[str, str] = {}  # each string that holds a credential, as it is shown
+    seen: set[str] = set()  # and the strings that hold none
+
+    def collect(obj: object, key: str) -> None:
+        if isinstance(obj, Mapping):
+            for k, v in obj.items():
+                collect(v, str(k))
+        elif isinstance(obj, list):
+            if obj and all(isinstance(v, str) for v in obj):
+                for a, b in zip(obj, mask_argv(obj), strict=True):
+                    if a != b:
+                        shown[a] = b
+            for v in obj:
+                collect(v, key)
+        elif isinstance(obj, str):
+            redacted = known(obj)
+            masked = str(_walk(obj, "", key, None))
+            if redacted is not None:
+                shown[obj] = redacted
+            elif masked != obj:
+                shown.setdefault(obj, masked)
+            elif mask_text(obj) == obj:
+                seen.add(obj)
+
+    collect(doc, "")
+
+    def literal(raw: str) -> str:
+        if raw.startswith("#"):
+            return "#" + mask_line(raw[1:])
+        if raw[:3] not in ('"""', "'''") and (raw[0] == "'" or "\\" not in raw):
+            value = raw[1:-1]  # a one-line string with no escape reads as written
+        else:
+            try:
+                value = tomllib.loads(f"v = {raw}")["v"]
+            except tomllib.TOMLDecodeError:
+                return mask_line(raw)
+        if value in shown:
+            return _toml_string(shown[value])
+        if value in seen:  # read and found clean while collecting
+            return raw
+        masked = mask_text(value)
+        return _toml_string(masked) if masked != value else raw
+
+    out: list[str] = []
+    at = 0
+    for m in _TOML_OPAQUE.finditer(text):
+        out += [_tokens_masked(text[at : m.start()], True), literal(m[0])]
+        at = m.end()
+    out.append(_tokens_masked(text[at:], True))
+    masked = "".join(out)
+    if masked == text:  # the document holds no credential only if none was collected
+        if shown:
+            raise ValueError("a credential in it was not found where it is written")
+        return masked
+    try:  # what the masked text says, read as TOML reads it: it must hold no credential
+        again = tomllib.loads(masked)
+    except tomllib.TOMLDecodeError as exc:
+        raise ValueError(f"masked, it is no longer TOML ({exc})") from None
+    if tree_secrets(again) or _known_left(again, known):
+        raise ValueError("a credential in it was not found where it is written")
+    return masked
+
+
+def _known_left(obj: object, known: Callable[[str], str | None]) -> bool:
+    if isinstance(obj, Mapping):
+        return any(_known_left(v, known) for v in obj.values())
+    if isinstance(obj, list):
+        return any(_known_left(v, known) for v in obj)
+    return isinstance(obj, str) and (shown := known(obj)) is not None and shown != obj
