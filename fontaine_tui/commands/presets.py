@@ -6,9 +6,11 @@ import argparse
 import sys
 
 from fontaine_tui.commands._args import examples
+from fontaine_tui.core import tomlfile
 from fontaine_tui.core.errors import InputError
-from fontaine_tui.core.notify.redact import redact_text
 from fontaine_tui.core.preset.find import list_presets, load_preset, resolve
+from fontaine_tui.core.readfile import read_whole
+from fontaine_tui.core.secrets import mask_toml, redact_url
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -32,11 +34,19 @@ def run(args: argparse.Namespace) -> int:
             raise InputError("presets show: expected a preset name or path")
 
         preset = load_preset(args.name)
-        # a [[notify]] url is a credential: its token shown as ***, as everywhere
-        text = redact_text(
-            resolve(args.name).read_text(),
-            [(spec.url, spec.service) for spec in preset.notify if spec.url],
-        )
+        path = resolve(args.name)
+        try:  # the text shown is the text whose parsed values are masked
+            text = read_whole(path).decode("utf-8")
+            doc = tomlfile.loads(text)
+        except (OSError, InputError, UnicodeDecodeError, tomlfile.TOMLDecodeError) as exc:
+            raise InputError(f"{path}: changed while it was read ({exc}); show it again") from None
+        # every credential in it shown as *** by its parsed value (core/secrets.py), so an
+        # escape or a line continuation hides none; a [[notify]] url as its redacted form
+        urls = {spec.url: redact_url(spec.url, spec.service) for spec in preset.notify if spec.url}
+        try:
+            text = mask_toml(text, doc, urls.get)
+        except ValueError as exc:
+            raise InputError(f"{path}: not shown: {exc} (core/secrets.py)") from None
         sys.stdout.write(text if text.endswith("\n") else text + "\n")
         sys.stdout.write(f"# path: {preset.path}\n# sha256 (canonical form): {preset.sha256}\n")
         if preset.stops_on_lock:

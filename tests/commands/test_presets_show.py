@@ -1,0 +1,80 @@
+"""`fontaine-tui presets show`: a preset printed as written, each credential in it masked by
+its parsed value (core/secrets.py), so a TOML escape or a line continuation hides none."""
+
+from __future__ import annotations
+
+import difflib
+import subprocess
+import sys
+from pathlib import Path
+
+# three tokens, each hidden from a plain text search of the file a different way
+ESCAPED = "hf_AbCdEfGhIjKlMnOpQrStUvWxYz012345"  # written "\u0068f_...": no "hf_" in the file
+CONTINUED = "hf_QwErTyUiOpAsDfGhJkLzXcVbNm0123456789"  # cut by a line-ending backslash
+COMMENTED = "hf_ZyXwVuTsRqPoNmLkJiHgFeDcBa987654"
+WEBHOOK = "https://hooks.slack.com/services/T0/B0/XSECRETXX"
+
+PRESET = (
+    "[run]\n"
+    'name = "own"\n'
+    'output_dir = "runs/own"\n'
+    'question = "Does it train? asked with \\u0068' + ESCAPED[1:] + ' by mistake"\n'
+    f"# the hub token was {COMMENTED}\n"
+    "\n"
+    "[source]\n"
+    'kind = "hf_trainer"  # a kind, not a token\n'
+    "\n"
+    "[verdict]\n"
+    'metric = "eval_loss"\n'
+    "anchor_step = 100\n"
+    "endpoint_step = 200\n"
+    "healthy_max = 0.0\n"
+    "drift_min = 0.2\n"
+    'reference = "base"\n'
+    "\n"
+    "[comparators.base]\n"
+    "delta = 1.0\n"
+    'description = """the base run, banked with ' + CONTINUED[:19] + "\\\n"
+    "    " + CONTINUED[19:] + ' in its notes"""\n'
+    "\n"
+    "[[notify]]\n"
+    f'url = "{WEBHOOK}"\n'
+)
+
+
+def _show(path: Path) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-m", "fontaine_tui", "presets", "show", str(path)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+
+
+def test_a_token_escaped_or_continued_in_the_toml_is_shown_masked(tmp_path):
+    path = tmp_path / "own.toml"
+    path.write_text(PRESET)
+    assert ESCAPED not in PRESET and CONTINUED not in PRESET  # no plain search finds them
+    res = _show(path)
+    assert res.returncode == 0, res.stderr
+    out = res.stdout
+    for token in (ESCAPED[3:12], CONTINUED[3:12], CONTINUED[19:], COMMENTED[3:], "XSECRETXX"):
+        assert token not in out, out
+    lines = out.splitlines()
+    assert 'question = "Does it train? asked with *** by mistake"' in lines, out
+    assert '''description = "the base run, banked with *** in its notes"''' in lines, out
+    assert "# the hub token was ***" in lines, out
+    assert 'url = "https://hooks.slack.com/services/***/***/***"' in lines, out
+
+
+def test_nothing_but_the_credentials_is_changed(tmp_path):
+    path = tmp_path / "own.toml"
+    path.write_text(PRESET)
+    shown = _show(path).stdout.splitlines()
+    assert shown[-2] == f"# path: {path}", shown
+    diff = list(difflib.ndiff(PRESET.splitlines(), shown[:-2]))
+    gone = [line[2:] for line in diff if line.startswith("- ")]
+    came = [line[2:] for line in diff if line.startswith("+ ")]
+    # the question, the comment, the two lines of the continued description, the webhook
+    assert [g.split(" ")[0] for g in gone] == ["question", "#", "description", "", "url"], diff
+    assert len(came) == 4, diff  # the description on one line
