@@ -23,12 +23,12 @@ from fontaine_tui.core.launch.babysit import poll_text
 from fontaine_tui.core.notify.delivery import Notifier
 from fontaine_tui.core.notify.destinations import load_destinations
 from fontaine_tui.core.notify.payloads import Message
-from fontaine_tui.core.notify.redact import redact_text
 from fontaine_tui.core.preset.checks import BY_INSTRUMENT, HEALTHY
 from fontaine_tui.core.preset.record import Preset
 from fontaine_tui.core.preset.watching import preset_destinations
 from fontaine_tui.core.readfile import read_whole
 from fontaine_tui.core.runfolder import PREREG
+from fontaine_tui.core.secrets import redact_text
 from fontaine_tui.core.verdict import blind
 from fontaine_tui.core.verdict.record import Verdict
 from fontaine_tui.core.verdict.text import headline, signed
@@ -58,11 +58,13 @@ def _level(v: Verdict) -> str:
 def secret_redactor(
     preset: Preset | None, env: Mapping[str, str] | None = None
 ) -> Callable[[str], str]:
-    """What hides every notification URL this process knows, and its secret pieces, in a text.
+    """What hides every credential in a text (core/secrets.py).
 
-    The URLs are config.toml's, FONTAINE_NOTIFY's and the preset's [[notify]]: a trainer's
-    alert may quote one (its own environment dump, a failed post of its own), and its words
-    reach the panel, the plain report, babysit.jsonl and the notifications."""
+    That is every notification URL this process knows and its secret pieces, and all else the
+    secrets policy names. The URLs are config.toml's, FONTAINE_NOTIFY's and the preset's [[notify]]: a trainer's
+    alert may quote one (its own environment dump, a failed post of its own), or a token of
+    its own, and its words reach the panel, the plain report, babysit.jsonl and the
+    notifications."""
     env = os.environ if env is None else env
     try:
         found = load_destinations(env)
@@ -71,7 +73,7 @@ def secret_redactor(
     if preset is not None and preset.notify:
         found += preset_destinations(preset.notify, env)[0]
     pairs = [(u, d.service) for d in found for u in (d.url, d.post_url) if u]
-    return lambda text: redact_text(text, pairs) if pairs else text
+    return lambda text: redact_text(text, pairs)
 
 
 class RunNotices:

@@ -139,6 +139,22 @@ def test_the_plain_report_says_each_alert_once_and_a_bad_one_once(tmp_path, caps
     assert len(said) == 1 and "alert 'title' is '': expected a non-empty string" in said[0]
 
 
+def test_a_trainer_alert_quoting_a_token_is_said_with_it_masked(tmp_path, capsys):
+    hf = "hf_AbCdEfGhIjKlMnOpQrStUvWxYz012345"
+    root = tmp_path / "run"
+    root.mkdir()
+    leak = alert(90, "hub login failed", f"HF_TOKEN={hf} refused; retry with --token {hf}")
+    write_log(root / "train_log.jsonl", with_alerts(300, {90: [leak]}))
+    capsys.readouterr()
+    main(["replay", str(root / "train_log.jsonl"), "--preset", PRESET, "--plain"])
+    out = capsys.readouterr().out
+    assert hf[3:] not in out, out
+    assert (
+        "WARN   the trainer's alert at step 90: hub login failed: HF_TOKEN=*** refused; "
+        "retry with --token ***" in out.splitlines()
+    ), out
+
+
 async def _watch(root: Path, url: str | None = None) -> tuple[Session, Babysitter]:
     s = Session(LocalRun(root), load_preset(PRESET), "attach", None, root)
     await s.read_ledger()

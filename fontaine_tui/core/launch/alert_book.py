@@ -19,6 +19,7 @@ from fontaine_tui.core.launch.traineralerts import rule_metrics, trainer_warning
 from fontaine_tui.core.log.store import RunStore
 from fontaine_tui.core.preset.record import Preset
 from fontaine_tui.core.preset.sections import world_size
+from fontaine_tui.core.secrets import mask_text
 from fontaine_tui.core.verdict.envelope import banked_series
 
 if TYPE_CHECKING:
@@ -92,7 +93,8 @@ def evaluate(
     `settling`: a foreign source's last step may still be held (RunContext). `blinded`: the
     rule's read is hidden (core/verdict/blind.py), so the envelope rule, which quotes it, is off,
     and a trainer's alert naming the rule's metric is shown without its words
-    (core/launch/traineralerts.py); `redact` hides the notification secrets in its words."""
+    (core/launch/traineralerts.py); `redact` hides the
+    notification secrets in its words (the secrets policy's mask_text without one)."""
     book.observe(telemetry)
     ctx = context_for(store, preset, telemetry, launched_at)
     ctx = replace(
@@ -104,7 +106,7 @@ def evaluate(
         settling=settling,
     )
     metrics = rule_metrics(preset.verdict)
-    raised = trainer_warnings(store, metrics, blinded, now, redact or (lambda text: text))
+    raised = trainer_warnings(store, metrics, blinded, now, redact or mask_text)
     return book.update(run_rules(store, telemetry, preset.gates, now, process, ctx) + raised)
 
 

@@ -21,6 +21,7 @@ from types import MappingProxyType
 from fontaine_tui.core.launch.alerts import RunWarning
 from fontaine_tui.core.log.records import NO_STEP, Alert
 from fontaine_tui.core.log.store import RunStore
+from fontaine_tui.core.secrets import mask_text
 from fontaine_tui.core.text import literal
 
 RULE = "trainer-alert"  # each alert's rule: RULE:<digest>
@@ -61,21 +62,18 @@ def may_quote(alert: Alert, metrics: Sequence[str]) -> bool:
     return any(_squashed(m) and _squashed(m) in squashed for m in metrics)
 
 
-def _same(text: str) -> str:
-    return text
-
-
 def alert_words(
     alert: Alert,
     metrics: Sequence[str] = (),
     blinded: bool = False,
-    redact: Callable[[str], str] = _same,
+    redact: Callable[[str], str] = mask_text,
 ) -> str:
     """The alert in words, as the panel, the plain report and a notification say it.
 
     Blinded, an alert whose words may quote the read (`may_quote`) keeps only its level and
-    step. `redact` hides the notification secrets in the trainer's words (model/notices.py's
-    secret_redactor)."""
+    step. `redact` hides the credentials in the trainer's words: every one the secrets policy
+    names (core/secrets.py), and with model/notices.py's secret_redactor the notification
+    URLs this process knows as well."""
     where = "" if alert.step == NO_STEP else f" at step {alert.step}"
     if blinded and may_quote(alert, metrics):
         return (
@@ -91,7 +89,7 @@ def trainer_warnings(
     metrics: Sequence[str],
     blinded: bool,
     now: float,
-    redact: Callable[[str], str] = _same,
+    redact: Callable[[str], str] = mask_text,
 ) -> list[RunWarning]:
     """The newest SHOWN alerts, and the count of unread alert records, as warnings.
 

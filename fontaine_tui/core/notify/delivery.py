@@ -5,7 +5,9 @@ one is full), so the console, the follower or the run never waits on a webhook. 
 POSTs with urllib within a deadline over the whole request (a server that trickles its
 answer a byte at a time has its connection shut when the deadline passes). It retries
 connection errors, 5xx and 429 with exponential back-off (429's Retry-After seconds honoured,
-capped). After the last try it records a `Failure` (its reason redacted by redact.py) and
+capped). Each worker masks every credential in a message before it sends it (the destinations' URLs,
+and whatever else the secrets policy, core/secrets.py, names). After the last try it records
+a `Failure` (its reason redacted) and
 calls `on_failure(label, reason)`.
 `close(timeout)` lets the queues drain for at most `timeout` seconds.
 """
@@ -21,12 +23,12 @@ import time
 import urllib.error
 import urllib.request
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from email.utils import parsedate_to_datetime
 
 from fontaine_tui.core.notify.destinations import Destination
 from fontaine_tui.core.notify.payloads import APPRISE_TYPE, Message, request_body
-from fontaine_tui.core.notify.redact import redact_text
+from fontaine_tui.core.secrets import redact_text
 
 USER_AGENT = "fontaine-tui-notify"
 RESPONSE_CAP = 64 * 1024  # bytes of a response read (and thrown away)
@@ -248,7 +250,7 @@ class _Lane:
                 message = self.queue.popleft()
                 self.busy = True
             try:
-                self._deliver(message)
+                self._deliver(n.masked(message))
             finally:
                 with n._cond:
                     self.busy = False
@@ -311,7 +313,10 @@ class Notifier:
         return [lane.dest for lane in self._lanes]
 
     def redact(self, text: str) -> str:
-        """`text` with every destination's URL and its secret pieces as `***` (redact.py)."""
+        """`text` with every credential as `***` (core/secrets.py).
+
+        The credentials are every destination's URL and its secret pieces, and all else the
+        secrets policy names."""
         return redact_text(text, self._urls)
 
     def stats(self) -> dict[str, Stats]:
@@ -327,7 +332,10 @@ class Notifier:
         raise KeyError(dest.label)
 
     def send(self, message: Message) -> int:
-        """Queue `message` for every destination whose level it reaches; how many."""
+        """Queue `message` for every destination whose level it reaches; how many.
+
+        Its credentials are masked by each destination's worker before it is sent (`masked`):
+        sending stays a queue append."""
         queued = 0
         with self._cond:
             if self._closing:
@@ -363,6 +371,17 @@ class Notifier:
                 self.on_failure(failure.destination, failure.reason)
             except Exception:  # a callback's own error must not kill the worker
                 pass
+
+    def masked(self, m: Message) -> Message:
+        """`m` with every credential in its words masked: what any destination is sent."""
+        return replace(
+            m,
+            run=self.redact(m.run),
+            title=self.redact(m.title),
+            text=self.redact(m.text),
+            detail=self.redact(m.detail),
+            fields={self.redact(k): self.redact(v) for k, v in m.fields.items()},
+        )
 
     def pending(self) -> int:
         with self._cond:

@@ -13,7 +13,7 @@ service = "ntfy"          # optional: slack | discord | ntfy | generic | apprise
 
 `FONTAINE_NOTIFY=URL[,URL]` adds destinations at level info. The service is recognized from
 the URL (`detect_service`); `service` overrides it. A destination's URL is never in its repr
-or in an error line: `Destination.label` is the redacted form (redact.py).
+or in an error line: `Destination.label` is the redacted form (core/secrets.py).
 """
 
 from __future__ import annotations
@@ -30,8 +30,8 @@ from urllib.parse import urlsplit
 from fontaine_tui.core import tomlfile
 from fontaine_tui.core.childenv import NOTIFY_ENV
 from fontaine_tui.core.errors import InputError
-from fontaine_tui.core.notify.redact import redact_url
 from fontaine_tui.core.readfile import read_text
+from fontaine_tui.core.secrets import redact_url
 from fontaine_tui.core.text import literal
 
 if sys.version_info >= (3, 11):
@@ -56,7 +56,7 @@ class Destination:
 
     @property
     def label(self) -> str:
-        """The URL as it may be shown: tokens replaced by *** (this service's, redact.py)."""
+        """The URL as it may be shown: tokens replaced by *** (this service's, core/secrets.py)."""
         return redact_url(self.url, self.service)
 
     @property

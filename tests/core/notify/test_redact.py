@@ -7,7 +7,7 @@ import pytest
 from fontaine_tui.core.notify.delivery import Notifier, Policy
 from fontaine_tui.core.notify.destinations import make_destination
 from fontaine_tui.core.notify.payloads import Message
-from fontaine_tui.core.notify.redact import redact_text, redact_url, secrets_of
+from fontaine_tui.core.secrets import redact_text, redact_url, secrets_of
 from tests.core.notify.server import dead_port
 
 UUID = "0b9c4e2a-7f1d-4c3b-9a8e-5d6f7a8b9c0d"
@@ -150,3 +150,30 @@ def test_a_failure_names_neither_a_self_hosted_topic_nor_a_first_segment_token()
         assert "cannot connect" in f.reason
         assert "mytopicSECRET" not in repr(f) and "SECRETTOKEN" not in repr(f)
     assert "SECRET" not in repr(notifier)
+
+
+def test_every_message_goes_out_with_its_tokens_masked(hook):
+    """Whatever a notification quotes (a trainer's alert, an error), the policy masks it."""
+    hf = "hf_AbCdEfGhIjKlMnOpQrStUvWxYz012345"
+    hexkey = "0123456789abcdef0123456789abcdef01234567"
+    dests = [
+        make_destination(hook.url("/SECRETTOKEN"), service="generic"),
+        make_destination(hook.url("/services/T0/B0/SECRETTOKEN"), service="slack"),
+    ]
+    notifier = Notifier(dests, policy=Policy(timeout=5, tries=1))
+    notifier.send(
+        Message(
+            level="warn",
+            title=f"r: trainer alert {hf}",
+            text=f"wandb: WANDB_API_KEY=k3y refused; retry with --token {hf}",
+            run="r",
+            fields={"note": f"key {hexkey}"},
+            detail="sent with Bearer abcdefghijk",
+        )
+    )
+    assert notifier.close(10)
+    bodies = [r.body.decode() for r in hook.wait_for(2)]
+    for body in bodies:
+        for token in (hf[3:], "k3y", hexkey, "abcdefghijk"):
+            assert token not in body, body
+        assert "WANDB_API_KEY=***" in body and "--token ***" in body, body
