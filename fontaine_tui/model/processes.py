@@ -15,8 +15,8 @@ from typing import TYPE_CHECKING
 
 from fontaine_tui.core.host.proctree import Member, ProcTree, TreeLook, send_signal, still_member
 from fontaine_tui.core.host.stacks import StackDump, dump
+from fontaine_tui.core.secrets import mask_argv, mask_text
 from fontaine_tui.core.text import mib
-from fontaine_tui.model.argvmask import mask_words
 from fontaine_tui.model.session import Session
 from fontaine_tui.model.view import Outcome
 
@@ -106,9 +106,14 @@ def look(scope: Scope, looker: TreeLook) -> ProcTree | None:
 def shown_argv(argv: tuple[str, ...]) -> str:
     """A command line as shown: its program's name without its folder, secrets masked.
 
-    A secret-named flag's or variable's value and a URL holding credentials show as ***
-    (model/argvmask.py, the rule the stack pane's lines follow too)."""
-    out = mask_words(argv)
+    Every credential in it shows as *** (core/secrets.py, the policy the stack pane's lines
+    follow too)."""
+    n = 0  # the words shown; only they are masked (and the next, which decides a flag's mask)
+    size = 0
+    while n < len(argv) and size <= ARGV_SHOWN:
+        size += len(argv[n]) + 1
+        n += 1
+    out = mask_argv(argv[: n + 1])[:n]
     if out and "/" in out[0]:
         out[0] = out[0].rsplit("/", 1)[-1]  # python, not /home/.../bin/python
     text = " ".join(out)
@@ -214,7 +219,7 @@ def _note_stop(engine: EngineProcess | None) -> str:
 def stacks(tree: ProcTree, m: Member) -> StackDump:
     """Member `m`'s stacks (py-spy), once it is checked to be still the process shown.
 
-    Every line is masked as the command cell is (model/argvmask.py)."""
+    Every line is masked as the command cell is (core/secrets.py)."""
     root = tree.member(tree.root)
     why = (
         "the tree's root is gone"
@@ -224,8 +229,4 @@ def stacks(tree: ProcTree, m: Member) -> StackDump:
     if why:
         return StackDump(m.pid, "", f"not dumped: {why}")
     got = dump(m.pid)  # its first line is the whole command line: masked as its cell is
-    return StackDump(got.pid, _masked_lines(got.text), _masked_lines(got.error))
-
-
-def _masked_lines(text: str) -> str:
-    return "\n".join(" ".join(mask_words(line.split(" "))) for line in text.split("\n"))
+    return StackDump(got.pid, mask_text(got.text), mask_text(got.error))
