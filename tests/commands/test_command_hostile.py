@@ -103,7 +103,7 @@ def test_a_launchers_platform_delta_keeps_no_credential(tmp_path, registry_path)
     assert res.returncode == 0, res.stdout + res.stderr
     prereg = (tmp_path / "runs" / "fake" / "prereg.json").read_text()
     delta = json.loads(prereg)["provenance"]["platform_delta"]
-    assert "+export HF_TOKEN=<redacted>" in delta and "+export CUDA_VISIBLE_DEVICES=1" in delta
+    assert "+export HF_TOKEN=***" in delta and "+export CUDA_VISIBLE_DEVICES=1" in delta
     for text in (
         prereg,
         res.stdout,

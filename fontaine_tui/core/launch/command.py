@@ -14,7 +14,6 @@ from __future__ import annotations
 import difflib
 import hashlib
 import os
-import re
 import subprocess
 from collections.abc import Mapping
 from pathlib import Path
@@ -25,13 +24,12 @@ from fontaine_tui.core.launch.endpoint import Endpoint
 from fontaine_tui.core.preset.command import (
     OUTPUT_ENV,
     CommandSpec,
-    is_secret,
-    looks_secret,
     names_endpoint,
     substitute,
 )
 from fontaine_tui.core.preset.record import Preset
 from fontaine_tui.core.readfile import open_regular, read_whole
+from fontaine_tui.core.secrets import mask_line
 from fontaine_tui.core.text import literal
 
 GIT_TIMEOUT_S = 30.0
@@ -358,32 +356,21 @@ def _split(path: Path, marker: str) -> tuple[list[bytes], int]:
     )
 
 
-ASSIGNMENT = re.compile(r"^(\s*(?:export\s+)?)([A-Za-z_][A-Za-z0-9_]*)=(.*)$")
-
-
-def redacted(line: str) -> str:
-    """A launcher line as it may be frozen and shown.
-
-    A secret-named variable's value, or a value that looks like a credential, is replaced by
-    <redacted>."""
-    m = ASSIGNMENT.match(line)
-    if m is not None and (is_secret(m.group(2)) or looks_secret(m.group(3))):
-        return f"{m.group(1)}{m.group(2)}=<redacted>"
-    return "<redacted: the line holds what looks like a credential>" if looks_secret(line) else line
-
-
 def _shown(lines: list[bytes], i: int) -> str:
+    """Line `i` as it may be shown: its credentials masked, the rest of it kept."""
     if i >= len(lines):
         return "(end of file)"
-    return repr(literal(redacted(lines[i].decode("utf-8", "replace").rstrip("\r\n"))))
+    return repr(literal(mask_line(lines[i].decode("utf-8", "replace").rstrip("\r\n"))))
 
 
 def check_block(script: Path, reference: Path, marker: str) -> list[str]:
     """Check the script's block against the reference, and return the declared platform delta.
 
     The block below the marker line in `script` must equal `reference`'s byte for byte
-    (InputError showing the first differing line). The declared platform delta is the lines
-    above the marker that differ from the reference's, as a small unified diff."""
+    (InputError showing the first differing line). Lines are shown with their
+    credentials masked (core/secrets.py), never dropped. The declared platform delta is the lines
+    above the marker that differ from the reference's, as a small unified diff (a line that
+    differs only by a credential is a difference, shown masked on both sides)."""
     ours, at = _split(script, marker)
     theirs, ref_at = _split(reference, marker)
     block, ref_block = ours[at + 1 :], theirs[ref_at + 1 :]
@@ -399,10 +386,12 @@ def check_block(script: Path, reference: Path, marker: str) -> list[str]:
         )
 
     def text(lines: list[bytes]) -> list[str]:
-        return [redacted(ln.decode("utf-8", "replace").rstrip("\r\n")) for ln in lines]
+        return [ln.decode("utf-8", "replace").rstrip("\r\n") for ln in lines]
 
-    return list(
-        difflib.unified_diff(
-            text(theirs[:ref_at]), text(ours[:at]), str(reference), str(script), n=0, lineterm=""
-        )
+    delta = difflib.unified_diff(
+        text(theirs[:ref_at]), text(ours[:at]), str(reference), str(script), n=0, lineterm=""
     )
+    # each differing line as it may be frozen and shown: its credentials masked, the rest kept
+    return [
+        ln if ln.startswith(("---", "+++", "@@")) else ln[:1] + mask_line(ln[1:]) for ln in delta
+    ]

@@ -29,31 +29,12 @@ from pathlib import Path
 from types import MappingProxyType
 
 from fontaine_tui.core.preset.checks import PresetError, check_keys
+from fontaine_tui.core.secrets import env_secret, mask_argv
 
 PLACEHOLDER = "output_dir"
 ENDPOINT = "endpoint"  # resume_argv only: the endpoint in force when the run resumes
 OUTPUT_ENV = "FONTAINE_OUTPUT_DIR"  # the run folder, in every command's environment
 KEYS = ("argv", "cwd", "env", "resume_argv", "script", "block_reference", "block_marker")
-# an env name holding one of these words (split at "_") is taken for a secret
-SECRET_WORDS = frozenset(
-    {
-        "TOKEN",
-        "TOKENS",
-        "SECRET",
-        "SECRETS",
-        "PASSWORD",
-        "PASSWORDS",
-        "PASSWD",
-        "PASSPHRASE",
-        "APIKEY",
-        "CREDENTIAL",
-        "CREDENTIALS",
-        "AUTH",
-        "AUTHORIZATION",
-        "COOKIE",
-        "COOKIES",
-    }
-)
 SECRET_HINT = (
     "env is frozen into prereg.json and shown; keep secrets in the launching shell's environment"
 )
@@ -86,38 +67,6 @@ class CommandSpec:
                     else value
                 )
         return out
-
-
-# a name that holds one of these anywhere (HFTOKEN, MY_APIKEY_1), or ends in _PAT or _KEY
-SECRET_PARTS = re.compile(
-    r"TOKEN(?!IZER)|SECRET|PASSW|PASSPHRASE|APIKEY|API_KEY|CREDENTIAL|"
-    r"PRIVATE_KEY|COOKIE|AUTH(?!OR)|(?:^|_)PAT$|(?:^|_)KEY(?:_?\d*)$|"
-    r"DATABASE_URL|_DSN$"
-)
-# what common credentials look like, whatever the name they come under
-SECRET_VALUE = re.compile(
-    r"(?:hf_|sk-|sk_live_|ghp_|gho_|ghs_|github_pat_|glpat-|xox[abprs]-|"
-    r"AKIA|ASIA|AIza|ya29\.)[A-Za-z0-9_\-]{8,}|"
-    r"://[^/\s:@]+:[^/\s@]+@"
-)  # a password in a URL
-
-
-def is_secret(name: str) -> bool:
-    """Whether an environment variable's or flag's name says it holds a credential.
-
-    Examples: HF_TOKEN, HFTOKEN, WANDB_API_KEY, DB_PASSWORD, GH_PAT; not TOKENIZERS_PARALLELISM."""
-    words = [w for w in name.upper().replace("-", "_").split("_") if w]
-    return bool(words) and (
-        any(w in SECRET_WORDS for w in words)
-        or bool(SECRET_PARTS.search(name.upper().replace("-", "_")))
-    )
-
-
-def looks_secret(text: str) -> bool:
-    """Whether a value has the form of a credential.
-
-    Such values are an hf_..., sk-..., ghp_... token, an AWS key id, or a password in a URL."""
-    return bool(SECRET_VALUE.search(text))
 
 
 def substitute(text: str, output_dir: str, endpoint: int | None = None) -> str:
@@ -191,6 +140,8 @@ def _argv(table: dict, key: str, where: str | Path) -> tuple[str, ...]:
         )
     if not value[0]:
         raise PresetError(where, f"command.{key}[0]", "expected the program, got an empty string")
+    # what the secrets policy masks in this argv, in any form (core/secrets.py)
+    secret = [a != b for a, b in zip(value, mask_argv(value), strict=True)]
     for i, arg in enumerate(value):
         if "\0" in arg:
             raise PresetError(
@@ -198,18 +149,7 @@ def _argv(table: dict, key: str, where: str | Path) -> tuple[str, ...]:
             )
         names = (PLACEHOLDER, ENDPOINT) if key == "resume_argv" else (PLACEHOLDER,)
         _placeholders(arg, f"command.{key}[{i}]", where, names)
-        flag = arg.lstrip("-").split("=", 1)
-        named = arg.startswith("-") and is_secret(flag[0])
-        if (
-            looks_secret(arg)
-            or (named and len(flag) == 2)
-            or (
-                i > 0
-                and value[i - 1].startswith("-")
-                and "=" not in value[i - 1]
-                and is_secret(value[i - 1].lstrip("-"))
-            )
-        ):
+        if secret[i]:
             raise PresetError(
                 where,
                 f"command.{key}[{i}]",
@@ -244,7 +184,7 @@ def _env(value: object, where: str | Path) -> Mapping[str, str]:
             raise PresetError(where, key, "expected a variable name (letters, digits, _)")
         if not isinstance(text, str):
             raise PresetError(where, key, "expected a string")
-        if is_secret(name) or looks_secret(text):
+        if env_secret(name, text):
             raise PresetError(where, key, f"looks like a secret; {SECRET_HINT}")
         if name == OUTPUT_ENV:
             raise PresetError(where, key, "is set by the launch (the run folder); remove it")

@@ -205,6 +205,19 @@ def test_a_block_one_byte_off_is_refused_naming_both_lines(tmp_path):
         check_block(script, ref, MARK)
 
 
+TOKEN = "hf_AbCdEfGhIjKlMnOpQrStUvWxYz012345"
+
+
+def test_the_platform_delta_masks_the_token_and_keeps_the_line(tmp_path):
+    block = "python train.py\n"
+    head = f"#!/bin/bash\nexport HF_TOKEN={TOKEN}\nhuggingface-cli login --token {TOKEN} --yes\n"
+    script, ref = write_pair(tmp_path, head, "#!/bin/bash\n", block, block)
+    assert check_block(script, ref, MARK)[3:] == [
+        "+export HF_TOKEN=***",
+        "+huggingface-cli login --token *** --yes",
+    ]
+
+
 def test_a_missing_marker_is_refused_in_either_file(tmp_path):
     script, ref = write_pair(tmp_path, "", "", "x\n", "x\n")
     script.write_text("x\n")

@@ -112,6 +112,44 @@ def test_a_bad_command_is_one_line_naming_file_and_key(tmp_path, capsys, case, b
     assert err.count("\n") == 1 and str(path) in err and key in err, err
 
 
+HEX = "0123456789abcdef0123456789abcdef01234567"
+# each form a credential takes in [command], as the secrets policy sees it (core/secrets.py)
+SECRET_FORMS = [
+    ('argv = ["python", "t.py", "trainer.logger.wandb.api_key=k3y"]', "command.argv[2]"),
+    ('argv = ["env", "HF_TOKEN=k3y", "python", "t.py"]', "command.argv[1]"),
+    ('argv = ["bash", "-c", "WANDB_API_KEY=k3y python t.py"]', "command.argv[2]"),
+    (f'argv = ["wandb", "login", "{HEX}"]', "command.argv[2]"),
+    ('argv = ["python", "t.py", "--x", "sk-proj-AbCdEfGhIjKlMnOp0123"]', "command.argv[3]"),
+    ('argv = ["python", "t.py", "--data", "https://x.org/d?token=k3y"]', "command.argv[3]"),
+    ('argv = ["python", "t.py", "\\u0068f_AbCdEfGhIjKlMnOpQrStUvWx"]', "command.argv[2]"),
+    (f'{ARGV}\nenv = {{ EXTRA = "{HEX}" }}', "command.env.EXTRA"),
+    (f'{ARGV}\nenv = {{ EXTRA = "--token k3y" }}', "command.env.EXTRA"),
+]
+
+
+@pytest.mark.parametrize(("body", "key"), SECRET_FORMS, ids=[b for b, _ in SECRET_FORMS])
+def test_a_credential_in_any_form_is_refused_without_being_shown(tmp_path, body, key):
+    with pytest.raises(PresetError) as info:
+        load_preset(write(tmp_path, body))
+    assert info.value.key == key, str(info.value)
+    assert "looks like a secret" in info.value.expected, str(info.value)
+    for token in ("k3y", HEX, "AbCdEfGh"):
+        assert token not in str(info.value)
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        'argv = ["python", "t.py", "--max_new_tokens", "100", "--pad_token_id", "0"]',
+        'argv = ["python", "t.py", "--use_auth_token", "true", "--text_key", "text"]',
+        f'argv = ["python", "t.py", "--revision", "{HEX}", "--tokenizer_name", "gpt2"]',
+        f'{ARGV}\nenv = {{ GIT_COMMIT = "{HEX}", TOKENIZERS_PARALLELISM = "false" }}',
+    ],
+)
+def test_a_command_without_a_credential_is_not_refused(tmp_path, body):
+    assert load_preset(write(tmp_path, body)).command is not None
+
+
 @pytest.mark.parametrize(
     ("more", "key"),
     [
