@@ -14,6 +14,7 @@ from __future__ import annotations
 import difflib
 import hashlib
 import os
+import re
 import subprocess
 from collections.abc import Mapping
 from pathlib import Path
@@ -363,16 +364,86 @@ def _shown(lines: list[bytes], i: int) -> str:
     return repr(literal(mask_line(lines[i].decode("utf-8", "replace").rstrip("\r\n"))))
 
 
+# a simple command's start: the line's, or after ; & | ( ) { } and the words that open one
+_COMMAND_START = re.compile(
+    r"(?:^|[;&|(){}`]|\$\(|\b(?:then|do|else|elif|if|while|until|time|!))\s*"
+)
+_ASSIGNED = re.compile(r"[A-Za-z_][A-Za-z0-9_]*=(?:\"(?:[^\"\\]|\\.)*\"|'[^']*'|\S*)\s+")
+_EXEC = re.compile(r"(?:(?:command|builtin)\s+)*exec\b(?P<rest>[^;&|)}`]*)")
+_REDIRECT = re.compile(r"^(?:\d*(?:[<>]&?|&>>?|>>|<<<?|<>)-?\s*\S*|\{\w+\}[<>]&?\S*)$")
+
+
+def _execs(line: str) -> bool:
+    """Whether a shell line `exec`s another program: the block below it would never run.
+
+    That is `exec CMD`, also after `;`, `&&`, `then`, assignments or `command`, and inside
+    `eval`. An `exec` with only redirections (`exec > log 2>&1`, `exec 3<&-`) replaces nothing."""
+    text = line.split(" #", 1)[0] if not line.lstrip().startswith("#") else ""
+    if re.search(r"\beval\b.*\bexec\b", text):
+        return True
+    for start in _COMMAND_START.finditer(text):
+        at = start.end()
+        while (m := _ASSIGNED.match(text, at)) is not None:
+            at = m.end()
+        m = _EXEC.match(text, at)
+        if m is None:
+            continue
+        words = m["rest"].split()
+        while words and words[0] in ("-a", "-c", "-l", "-cl", "-lc"):
+            words = words[2:] if words[0] == "-a" else words[1:]
+        if any(not _REDIRECT.match(w) for w in _joined_redirects(words)):
+            return True
+    return False
+
+
+def _joined_redirects(words: list[str]) -> list[str]:
+    """Words with a lone redirection operator joined to its target (`>`, `log` -> `>log`)."""
+    out: list[str] = []
+    for word in words:
+        if out and re.fullmatch(r"\d*(?:[<>]&?|&>>?|>>|<<<?|<>)", out[-1]):
+            out[-1] += word
+        else:
+            out.append(word)
+    return out
+
+
+def _logical_lines(lines: list[bytes]) -> list[tuple[int, str]]:
+    """The lines, a backslash-continued line joined to the next: (first line's index, text)."""
+    out: list[tuple[int, str]] = []
+    pending: tuple[int, str] | None = None
+    for i, raw in enumerate(lines):
+        text = raw.decode("utf-8", "replace").rstrip("\r\n")
+        if pending is not None:
+            pending = (pending[0], pending[1] + text)
+        else:
+            pending = (i, text)
+        if pending[1].endswith("\\"):
+            pending = (pending[0], pending[1][:-1])
+            continue
+        out.append(pending)
+        pending = None
+    if pending is not None:
+        out.append(pending)
+    return out
+
+
 def check_block(script: Path, reference: Path, marker: str) -> list[str]:
     """Check the script's block against the reference, and return the declared platform delta.
 
     The block below the marker line in `script` must equal `reference`'s byte for byte
-    (InputError showing the first differing line). Lines are shown with their
+    (InputError showing the first differing line), and no line above it may `exec` another
+    program (InputError showing it): the block would never run. Lines are shown with their
     credentials masked (core/secrets.py), never dropped. The declared platform delta is the lines
     above the marker that differ from the reference's, as a small unified diff (a line that
     differs only by a credential is a difference, shown masked on both sides)."""
     ours, at = _split(script, marker)
     theirs, ref_at = _split(reference, marker)
+    for i, line in _logical_lines(ours[:at]):
+        if _execs(line):
+            raise InputError(
+                f"{script}: line {i + 1} {_shown(ours, i)} execs another program above "
+                f"{literal(marker)!r}: the checked command block would never run"
+            )
     block, ref_block = ours[at + 1 :], theirs[ref_at + 1 :]
     if block != ref_block:
         i = next(

@@ -208,6 +208,49 @@ def test_a_block_one_byte_off_is_refused_naming_both_lines(tmp_path):
 TOKEN = "hf_AbCdEfGhIjKlMnOpQrStUvWxYz012345"
 
 
+@pytest.mark.parametrize(
+    "line",
+    [
+        "exec python other.py",
+        "set -e; exec /bin/sh evil.sh",
+        "if true; then exec evil; fi",
+        "FOO=1 exec -a python evil.py",
+        "command exec evil",
+        'eval "exec evil"',
+        "export A=1 \\\n  && exec evil",  # a continued line
+    ],
+)
+def test_a_line_above_the_block_that_execs_another_program_is_refused(tmp_path, line):
+    block = "python train.py\n"
+    script, ref = write_pair(tmp_path, f"#!/bin/bash\n{line}\n", "#!/bin/bash\n", block, block)
+    with pytest.raises(InputError) as info:
+        check_block(script, ref, MARK)
+    text = str(info.value)
+    assert "line 2" in text and "execs another program" in text, text
+    assert "\n" not in text
+
+
+def test_an_exec_line_is_shown_with_its_token_masked_not_dropped(tmp_path):
+    block = "python train.py\n"
+    line = f"HF_TOKEN={TOKEN} exec python other.py --token k3y"
+    script, ref = write_pair(tmp_path, f"#!/bin/bash\n{line}\n", "#!/bin/bash\n", block, block)
+    with pytest.raises(InputError) as info:
+        check_block(script, ref, MARK)
+    text = str(info.value)
+    assert "'HF_TOKEN=*** exec python other.py --token ***'" in text, text
+    assert TOKEN[3:] not in text and "k3y" not in text
+
+
+def test_an_exec_that_only_redirects_is_a_platform_delta(tmp_path):
+    block = "python train.py\n"
+    head = '#!/bin/bash\nexec > "$FONTAINE_OUTPUT_DIR/launcher.log" 2>&1\nexec 3<&-\n'
+    script, ref = write_pair(tmp_path, head, "#!/bin/bash\n", block, block)
+    assert check_block(script, ref, MARK)[3:] == [
+        '+exec > "$FONTAINE_OUTPUT_DIR/launcher.log" 2>&1',
+        "+exec 3<&-",
+    ]
+
+
 def test_the_platform_delta_masks_the_token_and_keeps_the_line(tmp_path):
     block = "python train.py\n"
     head = f"#!/bin/bash\nexport HF_TOKEN={TOKEN}\nhuggingface-cli login --token {TOKEN} --yes\n"
