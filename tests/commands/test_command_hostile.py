@@ -113,6 +113,20 @@ def test_a_launchers_platform_delta_keeps_no_credential(tmp_path, registry_path)
         assert "PLATFORMSECRET" not in text
 
 
+def test_a_token_anywhere_in_the_preset_refuses_the_launch_before_prereg(tmp_path, registry_path):
+    preset = _preset(tmp_path, ARGV)
+    text = preset.read_text().replace(
+        'name = "fake"\n',
+        'name = "fake"\nquestion = "asked with \\u0068f_QwErTyUiOpAsDfGhJkLz01"\n',
+    )
+    preset.write_text(text)
+    res = _cli(tmp_path, "launch", str(preset), "--plain")
+    assert res.returncode == 2, res.stdout + res.stderr
+    assert "run.question" in res.stderr and "credential" in res.stderr, res.stderr
+    assert "QwErTyUiOp" not in res.stdout + res.stderr
+    assert not (tmp_path / "runs" / "fake" / "prereg.json").exists()
+
+
 def test_a_folder_holding_a_log_already_is_refused(tmp_path, registry_path):
     folder = tmp_path / "runs" / "fake"
     folder.mkdir(parents=True)

@@ -20,6 +20,7 @@ from fontaine_tui.core.preset.record import Preset
 from fontaine_tui.core.preset.validate import preset_from_canonical
 from fontaine_tui.core.readfile import read_whole
 from fontaine_tui.core.runfolder import REVIEW, RunFolder
+from fontaine_tui.core.secrets import mask_tree, tree_secrets
 from fontaine_tui.core.verdict import head as chain_head
 
 SCHEMA = "fontaine-tui/prereg/1"
@@ -98,7 +99,21 @@ def freeze(
     now: float | None = None,
     provenance: Mapping[str, object] | None = None,
 ) -> Prereg:
-    """Write prereg.json, whole, where none exists yet; the folder must exist."""
+    """Write prereg.json, whole, where none exists yet; the folder must exist.
+
+    Nothing secret is written (core/secrets.py): a preset or argv holding what looks like a
+    credential is refused (InputError naming its key; they are hashed, so never masked), and
+    the provenance observed at launch is written with its credentials masked."""
+    canonical = json.loads(canonical_bytes(preset.canonical))
+    found = tree_secrets({"preset": canonical, "argv": list(argv)})
+    if found:
+        raise InputError(
+            f"{folder.prereg}: not written: {found[0]} holds what looks like a credential; "
+            "the preset and its command are frozen into it and shown: keep the secret in "
+            "the launching shell's environment (docs/secrets.md)"
+        )
+    masked = mask_tree(dict(provenance or {}))
+    assert isinstance(masked, dict)
     prereg = Prereg(
         schema=SCHEMA,
         preset_name=preset.name,
@@ -109,13 +124,13 @@ def freeze(
         launched_at=utc_iso(time.time() if now is None else now),
         host=host,
         version=__version__,
-        provenance=MappingProxyType(dict(provenance or {})),
+        provenance=MappingProxyType(masked),
     )
     doc = {
         "schema": prereg.schema,
         "preset_name": prereg.preset_name,
         "preset_path": prereg.preset_path,
-        "preset": json.loads(canonical_bytes(prereg.preset)),
+        "preset": canonical,
         "preset_sha256": prereg.preset_sha256,
         "argv": list(prereg.argv),
         "launched_at": prereg.launched_at,
