@@ -17,6 +17,7 @@ from fontaine_tui.core.preset.checks import PresetError, Scalar
 from fontaine_tui.core.preset.record import Preset
 from fontaine_tui.core.preset.rule import Comparator
 from fontaine_tui.core.preset.sections import PLATFORM, RECIPE
+from fontaine_tui.core.secrets import mask_text
 
 # Keys never compared: where the data lies, how many loader processes fetch it, how eval is
 # batched, where ranks meet and when checkpoints are written. The engine keys every batch by
@@ -159,5 +160,8 @@ def _same(a: object, b: object) -> bool:
 
 
 def show(value: object) -> str:
-    """A value as JSON text ("(absent)" when a side does not have the key)."""
-    return "(absent)" if value is None else json.dumps(value)
+    """A value as JSON text ("(absent)" when a side does not have the key).
+
+    Its credentials are masked (core/secrets.py): it is shown, and a declared delta is written
+    to the ledger."""
+    return "(absent)" if value is None else mask_text(json.dumps(value))

@@ -55,3 +55,16 @@ def test_a_declared_delta_changes_no_read(tmp_path):
     assert checks[0].reason == "recipe.lr: ours 1, theirs 2 (base@ab), declared at launch"
     again = preset_from_canonical(preset.canonical, "x")
     assert again.sha256 == preset.sha256
+
+
+def test_a_differing_value_is_shown_with_its_credential_masked():
+    from fontaine_tui.core.preset.delta import differences
+
+    theirs = {"recipe": {"init": ""}, "platform": {}}
+    found = dict(
+        (key, (ours, them))
+        for key, ours, them in differences(
+            {"init": "https://me:pw@hub.example.org/ckpt"}, {}, theirs
+        )
+    )
+    assert found["recipe.init"] == ('"https://me:***@hub.example.org/ckpt"', '""')
