@@ -20,6 +20,7 @@ from fontaine_tui.core.verdict.ledger import (
     max_step_seen,
     read_amendments,
 )
+from fontaine_tui.core.verdict.rules import log_clock
 from fontaine_tui.model.judge import preset_for
 
 _factor = positive("a positive factor (a finite number)")
@@ -111,7 +112,8 @@ def run(args: argparse.Namespace) -> int:
             f"{folder.amendments}: cannot write the amendment ledger ({exc.strerror or exc})"
         ) from None
     every = [*preset.amendments, *read_amendments(folder)]
-    checks = check_amendments(every, preset, first_probe=first_probe_seen(_store(folder, source)))
+    store = _store(folder, source)  # the log's clock and first probe, as the verdict reads them
+    checks = check_amendments(every, preset, log_clock(store), first_probe=first_probe_seen(store))
     check = next(
         c
         for a, c in zip(every, checks, strict=True)

@@ -156,6 +156,14 @@ def test_an_amendment_from_a_stale_copy_of_the_run_is_late_by_the_logs_clock(
     first = 1000 if kind == "extend" else 500
     assert check["status"] == "refused", check
     assert f"the log's own clock had passed step {first}" in check["reason"]
+    if kind == "extend":  # amend says what the verdict will: the late extend moved nothing
+        assert cli.main(["amend", str(run.root), "--extend-to", "1500"]) == 1
+        out = capsys.readouterr().out
+        assert "refused: declared after step 1000 was seen" in out, out
+        assert "before step 1000 (the endpoint in force)" in out, out
+        run.amendments.unlink()  # the late ledger's chain, with the new line, removed
+        for name in ("amendments.jsonl", "amendments.jsonl.head"):
+            shutil.copy(copy.root / name, run.root / name)
     # the same declaration, in time by the log's clock, counts
     write_engine_log(run, 300, t0=now - 3600)
     assert cli.main(["verdict", str(run.root), "--json"]) != 2
