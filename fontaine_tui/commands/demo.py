@@ -13,7 +13,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
-import os
 import signal
 import sys
 import tempfile
@@ -106,20 +105,6 @@ def default_speed(log: Path) -> float:
     return max(span / DURATION_S, 1.0)
 
 
-@contextmanager
-def temporary_bank(path: Path) -> Iterator[None]:
-    """FONTAINE_BANK names `path` for this process while the demo runs, then what it was."""
-    old = os.environ.get("FONTAINE_BANK")
-    os.environ["FONTAINE_BANK"] = str(path)
-    try:
-        yield
-    finally:
-        if old is None:
-            os.environ.pop("FONTAINE_BANK", None)
-        else:
-            os.environ["FONTAINE_BANK"] = old
-
-
 @dataclass(frozen=True)
 class Staged:
     """The demo made ready in a temporary folder: what the console or the plain report takes."""
@@ -140,7 +125,7 @@ def staged(speed: float | None = None) -> Iterator[Staged]:
     with tempfile.TemporaryDirectory(prefix="fontaine-demo-") as tmp:
         root = Path(tmp)
         folder = unpack(root)
-        with temporary_bank(root / "bank"):
+        with bank.bank_at(root / "bank"):
             log = folder / LOG
             source = ReplayRun(log, speed=speed or default_speed(log))
             preset = asyncio.run(resolve_preset(source, None))

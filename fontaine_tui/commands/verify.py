@@ -15,7 +15,8 @@ def register(sub: argparse._SubParsersAction) -> None:
         description="Check a bundle written by `fontaine-tui seal`, offline: every file's "
         "sha256 against MANIFEST.json, the manifest's digest, the amendment chain from "
         "prereg.json, the review chain, and the verdict recomputed from the bundled log "
-        "against the bundled verdict.json. The first broken file or key is named.",
+        "(and the banked runs the bundle carries, never this host's bank) against the "
+        "bundled verdict.json. The first broken file or key is named.",
         epilog=examples(
             "fontaine-tui verify runs/r7/r7.seal.zip",
             "fontaine-tui verify ~/received/r7.seal.zip",
@@ -32,6 +33,13 @@ def run(args: argparse.Namespace) -> int:
     print(f"intact: {literal(args.bundle)}  ({len(b.files) + 1} files, digest {b.digest})")
     if done.recomputed:
         print("verdict.json: recomputed from the bundled evidence, the same")
+        for ref in done.banked:
+            print(f"bank: {literal(ref)}: read from the bundle (this host's bank is not read)")
+        if done.unread:
+            print(
+                f"bank: {literal(', '.join(done.unread))}: not in the bundle (the bank that "
+                "sealed it did not hold it), so neither verdict read its curve"
+            )
     else:
         print(
             "evidence: none in the bundle; verify covered the hashes, the chains and that "

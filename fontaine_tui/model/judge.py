@@ -7,22 +7,37 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from fontaine_tui.core import runfolder
+from fontaine_tui.core.bank.store import Entry
 from fontaine_tui.core.errors import InputError
 from fontaine_tui.core.launch.attempts import read_attempts
 from fontaine_tui.core.launch.gatestop import gate_end
 from fontaine_tui.core.launch.recovery import recovery_read
 from fontaine_tui.core.log.formats.cold import Loaded, load_source
+from fontaine_tui.core.log.formats.locate import files as source_files
 from fontaine_tui.core.log.formats.locate import foreign_spec
 from fontaine_tui.core.log.formats.source import SourceSpec
 from fontaine_tui.core.log.read import default_workers, load_log
 from fontaine_tui.core.preset.find import load_preset
 from fontaine_tui.core.preset.record import Amendment, Preset
 from fontaine_tui.core.verdict import blind, review
-from fontaine_tui.core.verdict.head import head_path
+from fontaine_tui.core.verdict.head import head_name, head_path
 from fontaine_tui.core.verdict.ledger import read_amendments
 from fontaine_tui.core.verdict.prereg import blind_frozen, frozen_over, read_prereg
 from fontaine_tui.core.verdict.record import Verdict
 from fontaine_tui.core.verdict.rules import compute_verdict
+
+# The run folder's records a verdict reads beside its evidence: the frozen pre-registration,
+# the amendment and review chains with their heads, and attempts.jsonl (a stop on the
+# stop_on_lock gate, the restarts [recovery] made). `Judged.reads` names those a run holds and
+# its evidence; `seal` carries exactly these, and the banked runs its comparators were read from.
+RECORDS = (
+    runfolder.PREREG,
+    runfolder.AMENDMENTS,
+    head_name(runfolder.AMENDMENTS),
+    runfolder.REVIEW,
+    head_name(runfolder.REVIEW),
+    runfolder.ATTEMPTS,
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -33,6 +48,28 @@ class Judged:
     preset: Preset
     log_path: str
     folder: runfolder.RunFolder | None
+
+    def reads(self) -> list[Path]:
+        """Every file of the run this verdict read: the RECORDS its folder holds, then the evidence.
+
+        The evidence is the log and its rotated segments, or each file another trainer's
+        [source] reads, each by the path it was read through (a link is named, not followed)."""
+        if self.folder is None:
+            return [Path(self.log_path)]
+        root = self.folder.root
+        held = [root / name for name in RECORDS if (root / name).is_file()]
+        spec = self.preset.source
+        if spec is None or spec.kind == "fontaine":
+            log = Path(self.log_path)
+            return [*held, *runfolder.rotated_segments(log), log]
+        for p in source_files(root, spec):
+            held += sorted(q for q in p.rglob("*") if q.is_file()) if p.is_dir() else [p]
+        return held
+
+    def banked(self) -> list[Entry]:
+        """The banked runs its comparators were read from (those the bank here holds)."""
+        found = {c.entry.ref: c.entry for c in self.preset.comparators.values() if c.entry}
+        return [found[ref] for ref in sorted(found)]
 
 
 def preset_for(

@@ -1,23 +1,28 @@
 """A run sealed into a bundle, and a bundle verified offline (core/verdict/bundle.py).
 
-The bundle holds prereg.json, the amendment and review chains with their heads, verdict.json
-computed now (as `verdict --json` prints it), the overlay chart when the run folder has one,
-provenance.json, and the evidence: the run's log (its rotated segments too) or the files
-another trainer's [source] reads, when they are small enough to carry.
+The bundle holds exactly what the verdict reads (model/judge.py's RECORDS and `Judged.reads`):
+prereg.json, the amendment and review chains with their heads, attempts.jsonl, and the
+evidence (the run's log with its rotated segments, or the files another trainer's [source]
+reads, by the names the preset reads them through) when it is small enough to carry; and the
+banked runs its comparators were read from (bank/NAME/SHA256.json). Beside them: verdict.json
+computed now (as `verdict --json` prints it), the overlay chart when the run folder has one, and
+provenance.json. `verify` recomputes the verdict from the bundle alone, its bank too.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import re
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
 from fontaine_tui.core import runfolder
+from fontaine_tui.core.bank.store import bank_at, version_bytes
+from fontaine_tui.core.bank.store import get as bank_get
 from fontaine_tui.core.errors import InputError
 from fontaine_tui.core.limits import json_loads
-from fontaine_tui.core.log.formats.locate import files as source_files
 from fontaine_tui.core.readfile import read_whole
 from fontaine_tui.core.verdict import review
 from fontaine_tui.core.verdict.bundle import Bundle, pack, unpack
@@ -25,12 +30,12 @@ from fontaine_tui.core.verdict.export import CHART_NAME
 from fontaine_tui.core.verdict.head import head_name
 from fontaine_tui.core.verdict.ledger import genesis, parse_ledger
 from fontaine_tui.core.verdict.prereg import parse_prereg
-from fontaine_tui.model.judge import Judged, judge
+from fontaine_tui.model.judge import RECORDS, Judged, judge
 
 EVIDENCE = "evidence/"  # the folder in the bundle that holds the run's own files
 EVIDENCE_MAX = 64 << 20  # bytes of evidence carried; more and the bundle holds the chain only
+BANK = "bank/"  # the folder in the bundle that holds the banked runs the verdict read
 PROVENANCE = "provenance.json"
-CHAINS = (runfolder.AMENDMENTS, runfolder.REVIEW)
 
 
 @dataclass(frozen=True, slots=True)
@@ -42,21 +47,10 @@ class Sealed:
     judged: Judged
 
 
-def _evidence_paths(judged: Judged, root: Path) -> list[Path]:
-    """The files the verdict read, each a regular file under the run folder."""
-    spec = judged.preset.source
-    if spec is not None and spec.kind != "fontaine":
-        found: list[Path] = []
-        for p in source_files(root, spec):
-            found += sorted(q for q in p.rglob("*") if q.is_file()) if p.is_dir() else [p]
-        return found
-    log = Path(judged.log_path)
-    return [*runfolder.rotated_segments(log), log]
-
-
 def _evidence(judged: Judged, root: Path) -> tuple[dict[str, bytes], str]:
     """The evidence's files by their name in the bundle, and a line saying what it is."""
-    paths = _evidence_paths(judged, root)
+    records = {root / name for name in RECORDS}
+    paths = [p for p in judged.reads() if p not in records]
     size = sum(p.stat().st_size for p in paths)
     if size > EVIDENCE_MAX:
         return {}, (
@@ -65,12 +59,18 @@ def _evidence(judged: Judged, root: Path) -> tuple[dict[str, bytes], str]:
         )
     out: dict[str, bytes] = {}
     for p in paths:
-        rel = os.path.relpath(p.resolve(), root.resolve())
+        # named as the verdict reads it: a link by its own name, not where it points
+        rel = os.path.relpath(os.path.abspath(p), os.path.abspath(root))
         if rel.startswith(".."):
             return {}, f"not carried: {p} lies outside the run folder; the chain and hashes only"
         out[EVIDENCE + Path(rel).as_posix()] = read_whole(p, EVIDENCE_MAX)
     names = ", ".join(sorted(n[len(EVIDENCE) :] for n in out))
     return out, f"carried: {names}; verify recomputes the verdict from it"
+
+
+def _banked(judged: Judged) -> dict[str, bytes]:
+    """The banked runs the verdict read, each as its file in the bank (named by its sha256)."""
+    return {f"{BANK}{e.name}/{e.sha256}.json": version_bytes(e) for e in judged.banked()}
 
 
 def seal(target: str) -> Sealed:
@@ -88,10 +88,11 @@ def seal(target: str) -> Sealed:
             f"{root / runfolder.REVIEW}: {trail.broken}; a run whose review trail does not "
             "hold is not sealed"
         )
-    files: dict[str, bytes] = {runfolder.PREREG: read_whole(folder.prereg)}
-    for name in [*CHAINS, *map(head_name, CHAINS), CHART_NAME]:
+    files: dict[str, bytes] = {}
+    for name in [*RECORDS, CHART_NAME]:  # what the verdict read, and the chart for the report
         if (root / name).is_file():
             files[name] = read_whole(root / name)
+    files.update(_banked(judged))
     doc = judged.verdict.to_json()
     files[runfolder.VERDICT] = (json.dumps(doc, indent=2) + "\n").encode()
     prereg = json_loads(files[runfolder.PREREG])
@@ -105,10 +106,16 @@ def seal(target: str) -> Sealed:
 
 @dataclass(frozen=True, slots=True)
 class Verified:
-    """A bundle that holds: its digest and whether its verdict was recomputed."""
+    """A bundle that holds: its digest and whether its verdict was recomputed.
+
+    `banked`: the banked runs the recomputed verdict read from the bundle; `unread`: those its
+    frozen preset names that the bundle does not carry (the bank that sealed it lacked them),
+    read by neither verdict."""
 
     bundle: Bundle
     recomputed: bool
+    banked: tuple[str, ...] = ()
+    unread: tuple[str, ...] = ()
 
 
 def _first_difference(a: object, b: object, path: str = "") -> str:
@@ -144,26 +151,39 @@ def _check_chains(b: Bundle, origin: str) -> str:
 
 
 # the bundle's own records: an evidence file of the same name would stand in for one of them
-RECORDS = frozenset(
-    {runfolder.PREREG, runfolder.VERDICT, CHART_NAME, PROVENANCE}
-    | set(CHAINS)
-    | set(map(head_name, CHAINS))
-)
+OWN = frozenset({*RECORDS, runfolder.VERDICT, CHART_NAME, PROVENANCE})
 
 
-def _unpacked(b: Bundle, into: Path, origin: str) -> None:
+def _unpacked(b: Bundle, into: Path, bank: Path, origin: str) -> list[str]:
+    """The bundle's run folder unpacked into `into` and its banked runs into `bank`.
+
+    Returns the banked runs' refs, each checked against its sha256 as the bank checks it."""
+    refs = []
     for name, body in b.files.items():
         rel = name[len(EVIDENCE) :] if name.startswith(EVIDENCE) else name
-        if name.startswith(EVIDENCE) and (rel in RECORDS or rel.split("/")[0] in RECORDS):
+        if name.startswith(EVIDENCE) and (rel in OWN or rel.split("/")[0] in OWN):
             raise InputError(
                 f"{origin}: {name}: an evidence file named as the bundle's own {rel} "
                 "(it would stand in for it when the verdict is recomputed)"
             )
-        if name == runfolder.VERDICT or name == CHART_NAME:
-            continue  # the verdict is recomputed here, not read
-        path = into / rel
+        if name.startswith(BANK):
+            parts = name[len(BANK) :].split("/")
+            if len(parts) != 2 or not re.fullmatch(r"[0-9a-f]{64}\.json", parts[1]):
+                raise InputError(f"{origin}: {name}: expected {BANK}NAME/<sha256>.json")
+            path = bank / name[len(BANK) :]
+            refs.append(f"{parts[0]}@{parts[1][:-5]}")
+        elif name.startswith(EVIDENCE) or name in RECORDS:
+            path = into / rel
+        else:
+            continue  # verdict.json is recomputed here, not read; the chart and provenance said
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_bytes(body)
+    for ref in refs:
+        try:
+            bank_get(ref, bank)
+        except InputError as exc:
+            raise InputError(f"{origin}: {BANK}{ref.replace('@', '/')}.json: {exc}") from None
+    return refs
 
 
 def _check_verdict_bounds(b: Bundle, origin: str, frozen: str) -> None:
@@ -192,25 +212,38 @@ def verify(path: str) -> Verified:
     b = unpack(data, path)
     _check_verdict_bounds(b, path, _check_chains(b, path))
     with tempfile.TemporaryDirectory(prefix="fontaine-verify-") as tmp:
-        _unpacked(b, Path(tmp), path)
+        run, bank = Path(tmp) / "run", Path(tmp) / "bank"
+        run.mkdir()
+        banked = _unpacked(b, run, bank, path)
         if runfolder.REVIEW in b.files:
-            check = review.verify(Path(tmp) / runfolder.REVIEW)
+            check = review.verify(run / runfolder.REVIEW)
             if not check.ok:
                 raise InputError(f"{path}: {runfolder.REVIEW}: {check.reason}")
         if not any(n.startswith(EVIDENCE) for n in b.files):
             return Verified(b, False)
         try:
-            recomputed = judge(tmp).verdict.to_json()
+            with bank_at(bank):  # the banked runs the bundle carries, never this host's bank
+                judged = judge(str(run))
         except InputError as exc:
             raise InputError(f"{path}: evidence: {exc}") from None
+    recomputed = judged.verdict.to_json()
+    unread = tuple(
+        sorted({c.bank for c in judged.preset.comparators.values() if c.bank and not c.entry})
+    )
     try:
         bundled = json_loads(b.files[runfolder.VERDICT])
     except (KeyError, ValueError):
         raise InputError(f"{path}: {runfolder.VERDICT}: expected the bundled verdict") from None
     key = _first_difference(bundled, recomputed)
     if key:
+        lacking = (
+            f" (the bundle does not carry the banked run {', '.join(unread)}, which the "
+            "bundled verdict may have read)"
+            if unread
+            else ""
+        )
         raise InputError(
             f"{path}: {runfolder.VERDICT}: key {key}: the bundled verdict differs from the one "
-            "recomputed from the bundled evidence"
+            f"recomputed from the bundled evidence{lacking}"
         )
-    return Verified(b, True)
+    return Verified(b, True, tuple(sorted(banked)), unread)

@@ -16,7 +16,8 @@ import math
 import os
 import re
 import statistics
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
@@ -45,6 +46,23 @@ def bank_dir() -> Path:
         os.path.expanduser("~"), ".local", "share"
     )
     return Path(base) / "fontaine-tui" / "bank"
+
+
+@contextmanager
+def bank_at(root: Path) -> Iterator[None]:
+    """FONTAINE_BANK names `root` for this process while inside, then what it was.
+
+    The demo reads its comparator from a bank of its own, and `verify` the banked runs a
+    bundle carries, never the user's bank."""
+    old = os.environ.get("FONTAINE_BANK")
+    os.environ["FONTAINE_BANK"] = str(root)
+    try:
+        yield
+    finally:
+        if old is None:
+            os.environ.pop("FONTAINE_BANK", None)
+        else:
+            os.environ["FONTAINE_BANK"] = old
 
 
 @dataclass(frozen=True)
@@ -338,6 +356,18 @@ def get(ref: str, root: Path | None = None) -> Entry:
     if not (isinstance(reasons, list) and reasons and all(isinstance(r, str) for r in reasons)):
         raise InputError(f"{path}: {MARK}: expected a list of reasons in words")
     return Entry(name, sha, doc, current=sha == current)
+
+
+def version_bytes(entry: Entry, root: Path | None = None) -> bytes:
+    """The bytes of the banked file `entry` was read from, checked against its sha256 again."""
+    path = (root or bank_dir()) / check_name(entry.name) / f"{entry.sha256}.json"
+    try:
+        raw = read_whole(path)
+    except OSError as exc:
+        raise InputError(f"bank {entry.ref}: {path}: cannot read ({exc.strerror})") from None
+    if hashlib.sha256(raw.rstrip(b"\n")).hexdigest() != entry.sha256:
+        raise InputError(f"{path}: its content does not match its sha256 (edited); not used")
+    return raw
 
 
 def entries(root: Path | None = None) -> list[Entry]:
