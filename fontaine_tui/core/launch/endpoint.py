@@ -3,6 +3,7 @@
 The run folder's prereg.json and amendments.jsonl are read as `fontaine-tui verdict` reads them
 (the frozen preset, the hash chain, check_amendments), so a resume trains to the step the
 verdict waits for. A broken chain is one line: no endpoint can be trusted from it.
+A run that finished at the endpoint in force has nothing to resume (`nothing_to_resume`).
 """
 
 from __future__ import annotations
@@ -10,6 +11,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from fontaine_tui.core.errors import InputError
+from fontaine_tui.core.launch.attempts import read_attempts
+from fontaine_tui.core.launch.logtail import read_tail
 from fontaine_tui.core.runfolder import RunFolder
 from fontaine_tui.core.text import literal
 from fontaine_tui.core.verdict.amendments import check_amendments, endpoint_in_force
@@ -49,3 +52,31 @@ def resume_endpoint(folder: RunFolder) -> Endpoint:
         endpoint_in_force(frozen, every, checks),
         literal(str(folder.amendments)),
     )
+
+
+def nothing_to_resume(folder: RunFolder) -> str:
+    """How the run finished, when a resume has nothing left to train ("" when it has).
+
+    Its last attempt finished (attempts.jsonl), or, with no attempt recorded, its log ends
+    with the engine's `end` event of a finished run. A stop, a kill or a crash leaves it to
+    resume, and so does an applied `amend --extend-to` that moved the endpoint in force past
+    the step it finished at (the resume trains on to it)."""
+    ran = read_attempts(folder)
+    if ran:
+        last = ran[-1]
+        if last.cause != "finished":
+            return ""
+        step = last.last_step
+        how = f"attempt {last.number} finished" + (f" at step {step}" if step is not None else "")
+    else:
+        tail = read_tail(folder)
+        if tail.last_event != "end" or not tail.detail.startswith("finished"):
+            return ""
+        step, how = tail.last_step, f"its log ends: {literal(tail.detail)}"
+    try:
+        endpoint = resume_endpoint(folder)
+    except InputError:
+        return ""  # a broken chain: the launch refuses it in its own words
+    if endpoint.extended and (step is None or step < endpoint.in_force):
+        return ""
+    return f"{how}, and the endpoint in force is step {endpoint.in_force}"

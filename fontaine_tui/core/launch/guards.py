@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from fontaine_tui.core.host.telemetry import TelemetrySnapshot
+from fontaine_tui.core.launch.endpoint import nothing_to_resume
 from fontaine_tui.core.launch.logtail import CHECKPOINT_DIR, newest_checkpoint
 from fontaine_tui.core.preset.record import Preset
 from fontaine_tui.core.preset.sections import layout
@@ -243,6 +244,8 @@ def check_folder(
     change = compare(prereg, preset)
     if change is not None and change.math_changed:
         return [Finding("bounds", "refuse", f"--resume: {change.message}")]
+    if done := nothing_to_resume(folder):
+        return [Finding("folder", "refuse", f"--resume: {root}: nothing to resume: {done}")]
     if change is not None:
         out.append(
             Finding(

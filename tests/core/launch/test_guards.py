@@ -160,3 +160,35 @@ def test_incomplete_checkpoint_is_not_an_init(
     (step / "model.safetensors").write_bytes(b"")  # meta.json, written last, is missing
     [finding] = guards.check_init(load_preset("demosonly_1gpu"))
     assert finding.level == "refuse"
+
+
+@pytest.mark.parametrize("mode", ["finish", "run"], ids=["finished", "stopped"])
+def test_a_finished_log_without_attempts_has_nothing_to_resume(tmp_path: Path, mode: str) -> None:
+    """No attempts.jsonl (a run launched before it was kept): the log's own `end` event says
+    whether the run finished (nothing to resume) or was stopped (resumed from its checkpoint)."""
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    from fontaine_tui.core.verdict.prereg import freeze
+
+    folder = RunFolder(tmp_path / "run")
+    folder.root.mkdir()
+    preset = load_preset("smoke")
+    freeze(folder, preset, ["x"], "h")
+    fake = Path(__file__).with_name("fake_engine.py")
+    engine = subprocess.Popen([sys.executable, str(fake), str(folder.root), mode])
+    if mode == "run":
+        while "checkpoint" not in (folder.log.read_text() if folder.log.exists() else ""):
+            time.sleep(0.05)
+        engine.send_signal(signal.SIGINT)  # it checkpoints and logs `end`: stopped by SIGINT
+    engine.wait(30)
+    assert folder.log.read_text().splitlines()[-1].count('"event": "end"') == 1
+    found = guards.check_folder(preset, folder, True)
+    why = guards.refusal(found)
+    if mode == "finish":
+        assert why is not None and "nothing to resume" in why and "\n" not in why, found
+        assert "its log ends: finished at step 8" in why, why
+    else:
+        assert why is None, why
