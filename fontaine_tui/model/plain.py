@@ -75,6 +75,7 @@ class PlainReport:
         self.out = out or sys.stdout
         self.steps = recipe_steps(session.preset)
         self._said: set[str] = set()  # ledger breaks and provenance changes, said once
+        self._said_verdict = ""  # the last verdict line said
         self._alerts: set[str] = set()  # the trainer's alerts said (a line read again: once)
         self.warnings = PlainWarnings(session, self.say, sampler)
         self.babysitter: Babysitter | None = None  # launch --plain: each probe's read sent
@@ -117,7 +118,7 @@ class PlainReport:
                 if session.hides(latest):  # blinded: the probe's step only (verdict/blind.py)
                     text = blind.probe_line(rec.step)
                 self.say(text or "")
-                self.say(f"verdict: {self.headline(latest)}")
+                self.say_verdict(latest)
                 if self.babysitter is not None:
                     self.babysitter.probe(rec.step, latest)
                 for warning in (session.ledger.error, *latest.provenance_changes):
@@ -128,12 +129,20 @@ class PlainReport:
                 self.say(text)
             if isinstance(rec, Event) and rec.event in ENDS:
                 ended = rec
+                latest = session.latest()  # an end before the endpoint changes the read
+                if f"verdict: {self.headline(latest)}" != self._said_verdict:
+                    self.say_verdict(latest)
             if rec is not None:  # the rules read each record as it lands, as a live log,
                 # on the log's own clock: a backlog read at once is judged as it was written
                 # (no stall while catching up); the quiet between batches is judged on this one
                 logged = getattr(rec, "time", math.nan)
                 self.warnings.judge(now=logged if math.isfinite(logged) else None)
         return ended
+
+    def say_verdict(self, v: Verdict) -> None:
+        """The verdict's line, kept as the last one said."""
+        self._said_verdict = f"verdict: {self.headline(v)}"
+        self.say(self._said_verdict)
 
     def alert(self, rec: Alert) -> None:
         """An alert the trainer raised, said once, at its level (blinded as the panel)."""
@@ -161,9 +170,10 @@ class PlainReport:
         (the probe at the endpoint in force, with the verdict's metric). With `quiet_end`, it
         goes on until no new record came for that many seconds.
 
-        A foreign run, or one ended by the quiet, says why it ended and exits with the
-        verdict's code (as `fontaine-tui verdict`). The engine's own end exits 0, and its
-        error 1 (as `launch --plain` exits on a failed run).
+        However it ends (the log's end, the run's end event, the quiet), the report says why
+        and exits with the verdict's code, as `fontaine-tui verdict` does: a code of 0 says
+        HEALTHY and nothing else. The engine's own error event exits 1 (as `launch --plain`
+        exits on a failed run).
         """
         source = self.session.source
         self.say(f"following {literal(source.label)}")
@@ -187,7 +197,7 @@ class PlainReport:
                     continue
                 try:
                     batch = pending.result()
-                except StopAsyncIteration:
+                except StopAsyncIteration:  # the source said its end (a replay's last line)
                     break
                 finally:
                     pending = None
@@ -195,8 +205,8 @@ class PlainReport:
                     news = loop.time()
                 end = await self.take(batch)
                 if until_end and end is not None:
-                    if not foreign:  # the engine's own log: its end event is the last line
-                        return 0 if end.event == "end" else 1  # 1: as launch, a failed run
+                    if not foreign and end.event != "end":
+                        return 1  # the engine's error: as launch --plain, a failed run
                     why = f"the run's {end.event} event at step {end.step}: {end.detail}"
                     break
                 if until_end and foreign and final_ends and (read := self._final()):
@@ -211,11 +221,10 @@ class PlainReport:
         refused = getattr(source, "refused", "")
         if refused:  # several runs and none chosen: as `verdict` says
             raise InputError(refused)
-        if not why:
-            return 0
-        self.say(f"ended: {literal(why)}")
         latest = self.session.latest()
-        self.say(f"verdict: {self.headline(latest)}")
+        if why:
+            self.say(f"ended: {literal(why)}")
+            self.say_verdict(latest)
         return blind.EXIT_BLINDED if self.session.hides(latest) else latest.exit_code
 
     def headline(self, v: Verdict) -> str:

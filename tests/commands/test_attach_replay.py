@@ -20,6 +20,7 @@ from fontaine_tui.core.preset.find import load_preset
 from fontaine_tui.core.runfolder import RunFolder
 from fontaine_tui.core.ssh.destination import SshTarget
 from fontaine_tui.core.verdict import prereg
+from fontaine_tui.core.verdict.record import EXIT_CODES
 from tests.logs import dumps, records, write_log
 from tests.sshd_helper import HOST_ALIAS, free_port, processes_mentioning
 
@@ -74,7 +75,11 @@ def test_parse_target_prefers_an_existing_local_path(tmp_path, monkeypatch):
 
 def test_replay_plain_prints_records_and_verdict_and_exits(tmp_path, capsys):
     log = write_log(tmp_path / "run" / LOG)
-    assert main(["replay", str(log), "--preset", "demosonly_1gpu", "--plain"]) == 0
+    # the verdict's code, as `verdict` exits: the fixture reads AMBIGUOUS, final
+    assert (
+        main(["replay", str(log), "--preset", "demosonly_1gpu", "--plain"])
+        == EXIT_CODES["AMBIGUOUS"]
+    )
     out = capsys.readouterr().out.splitlines()
     probes = [ln for ln in out if ln.startswith("probe step")]
     verdicts = [ln for ln in out if ln.startswith("verdict: ")]
@@ -137,15 +142,19 @@ def test_attach_plain_local_follows_a_growing_run_until_end(tmp_path):
     t.start()
     res = cli("attach", str(run), "--plain", "--until-end")
     t.join()
-    assert res.returncode == 0, res.stderr
+    assert res.returncode == EXIT_CODES["AMBIGUOUS"], res.stderr  # the verdict's code
     # the fixture's clock is months old: attached live, its quiet reads as a stall
     said = ("INFO ", "WARN ", "ALERT ", "CLEAR ")
     out = [ln for ln in res.stdout.splitlines() if not ln.startswith(said)]
     steps = [int(ln.split()[1].split("/")[0]) for ln in out if ln.startswith("step ")]
     assert steps == list(range(1, 1001))
-    assert out[-1].startswith("event end at step 1000")
-    assert out[-3].startswith("verdict: AMBIGUOUS (final, step 1000 of 1000")
-    assert out[-4].startswith("probe step 1000: eval_chunk_mae 3.7929")
+    # the run's end, then why the report ended and the verdict its exit code says
+    assert out[-3].startswith("event end at step 1000")
+    assert out[-2] == "ended: the run's end event at step 1000: finished"
+    assert out[-1].startswith("verdict: AMBIGUOUS (final, step 1000 of 1000")
+    probe = out.index(next(ln for ln in out if ln.startswith("probe step 1000: ")))
+    assert out[probe].startswith("probe step 1000: eval_chunk_mae 3.7929")
+    assert out[probe + 1].startswith("verdict: AMBIGUOUS (final, step 1000 of 1000")
 
 
 def test_attach_bad_targets_are_one_line_exit_2(tmp_path):
@@ -166,7 +175,7 @@ def test_attach_plain_over_ssh(sshd, tmp_path):
     res = cli(
         "attach", f"{HOST_ALIAS}:{run}", "--ssh-config", str(sshd.config), "--plain", "--until-end"
     )
-    assert res.returncode == 0, res.stderr
+    assert res.returncode == EXIT_CODES["AMBIGUOUS"], res.stderr  # the verdict's code
     assert f"following ssh {HOST_ALIAS}:{run}" in res.stdout
     assert "verdict: AMBIGUOUS (final, step 1000 of 1000" in res.stdout
     steps = [ln for ln in res.stdout.splitlines() if ln.startswith("step ")]
@@ -246,7 +255,7 @@ def test_plain_replay_and_attach_refuse_a_preset_that_loosens_the_frozen_bounds(
         err = capsys.readouterr().err.strip().splitlines()
         assert len(err) == 1 and "verdict.healthy_max: frozen 0.3, given 0.7" in err[0], err
         # without --preset the frozen bounds read it: not HEALTHY
-        assert main([*argv, "--plain"]) == 0
+        assert main([*argv, "--plain"]) == EXIT_CODES["AMBIGUOUS"]
         last = [ln for ln in capsys.readouterr().out.splitlines() if ln.startswith("verdict: ")]
         assert last and not last[-1].startswith("verdict: HEALTHY"), last[-1:]
 

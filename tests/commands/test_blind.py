@@ -174,7 +174,7 @@ def test_plain_paths_hide_probe_values_and_reads_until_the_endpoint(tmp_path, co
 def test_a_viewer_blind_replay_shows_the_final_read_only(tmp_path):
     root = run_folder(tmp_path, 1000, blind=False)
     full = cli(tmp_path, "replay", str(root), "--plain", "--blind")
-    assert full.returncode == 0, full.stderr
+    assert full.returncode == EXIT_CODES["AMBIGUOUS"], full.stderr  # the final read's code
     assert "probe step 750: values hidden (blinded)" in full.stdout
     reads = [x for x in full.stdout.splitlines() if x.startswith("verdict: ")]
     assert len(reads) == 4 and all("BLINDED" in x for x in reads[:-1])

@@ -18,6 +18,7 @@ import pytest
 from fontaine_tui.core.preset.find import load_preset
 from fontaine_tui.core.runfolder import RunFolder
 from fontaine_tui.core.verdict import prereg
+from fontaine_tui.core.verdict.record import EXIT_CODES
 from tests.logs import records, write_log
 from tests.sshd_helper import HOST_ALIAS
 
@@ -50,7 +51,7 @@ def test_replay_plain_says_a_nan_loss_and_a_starving_data_wait_once(tmp_path):
             r["loss"] = math.nan
     log = write_log(tmp_path / "run" / LOG, recs)
     res = cli("replay", str(log), "--preset", "demosonly_1gpu", "--plain")
-    assert res.returncode == 0, res.stderr
+    assert res.returncode == EXIT_CODES["AMBIGUOUS"], res.stderr  # the verdict's code
     lines = said(res.stdout)
     alerts = [(sev, rule) for sev, rule, _ in lines if sev != "INFO"]
     assert alerts == [
@@ -70,7 +71,7 @@ def test_replay_plain_says_a_nan_loss_and_a_starving_data_wait_once(tmp_path):
 def test_a_clean_log_says_no_warning(tmp_path):
     log = write_log(tmp_path / "run" / LOG)
     res = cli("replay", str(log), "--preset", "demosonly_1gpu", "--plain")
-    assert res.returncode == 0, res.stderr
+    assert res.returncode == EXIT_CODES["AMBIGUOUS"], res.stderr  # the verdict's code
     # the first poll is the panel's report, not a warning; nothing else is said
     assert [(sev, rule) for sev, rule, _ in said(res.stdout)] == [("INFO", "first-poll")]
 
@@ -123,7 +124,7 @@ def test_attach_plain_says_a_stall_and_a_nan_as_a_live_log_shows_them(tmp_path):
     )
     assert writer.returncode == 0
     out, err = attach.communicate(timeout=60)
-    assert attach.returncode == 0, err
+    assert attach.returncode == EXIT_CODES["UNDECIDABLE"], err  # the verdict's code
     lines = said(out)
     seen = [(sev, rule) for sev, rule, _ in lines if rule in ("stall", "nan-loss")]
     assert seen[0][0] in ("WARN", "ALERT") and seen[0][1] == "stall", out
@@ -175,6 +176,6 @@ def test_attach_plain_over_ssh_says_the_warnings_too(sshd, tmp_path):
     res = cli(
         "attach", f"{HOST_ALIAS}:{run}", "--ssh-config", str(sshd.config), "--plain", "--until-end"
     )
-    assert res.returncode == 0, res.stderr
+    assert res.returncode == EXIT_CODES["AMBIGUOUS"], res.stderr  # the verdict's code
     nan = [(sev, text) for sev, rule, text in said(res.stdout) if rule == "nan-loss"]
     assert nan == [("ALERT", "loss is nan at step 600"), ("CLEAR", "no longer seen")]

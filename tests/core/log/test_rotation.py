@@ -11,6 +11,7 @@ from pathlib import Path
 from fontaine_tui.cli import main
 from fontaine_tui.core.log.read import load_lines, load_log
 from fontaine_tui.core.preset.find import load_preset
+from fontaine_tui.core.verdict.record import EXIT_CODES
 from fontaine_tui.core.verdict.rules import compute_verdict
 from tests.logs import RIGONLY_LIKE, dumps, meta, probe, records, train
 
@@ -111,7 +112,11 @@ def test_replay_of_a_run_folder_plays_the_rotated_segments_first(tmp_path: Path,
     half = len(recs) // 2
     (run / (LOG + ".1")).write_bytes(_text(recs[:half]))
     (run / LOG).write_bytes(_text(recs[half:]))
-    assert main(["replay", str(run / LOG), "--preset", "demosonly_1gpu", "--plain"]) == 0
+    # the verdict's code, as `verdict` exits: the fixture reads AMBIGUOUS, final
+    assert (
+        main(["replay", str(run / LOG), "--preset", "demosonly_1gpu", "--plain"])
+        == EXIT_CODES["AMBIGUOUS"]
+    )
     out = capsys.readouterr().out.splitlines()
     assert f"-- replaying {LOG}.1" in out and f"-- replaying {LOG}" in out
     assert out.index(f"-- replaying {LOG}.1") < out.index(f"-- replaying {LOG}")
