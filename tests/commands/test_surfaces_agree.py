@@ -1,0 +1,208 @@
+"""Property: every surface that says a run's read agrees with `fontaine-tui verdict`, or hides it
+where the verdict hides it.
+
+Each example is a run folder frozen from demosonly_1gpu with random settings: blind or not,
+a decision lock's premise (`max_probe_change`) or none, `[gates] stop_on_lock` or not, a scale
+amendment declared with `fontaine-tui amend` partway through or none, a restart (a resume to
+the last checkpoint, as [recovery] makes one) or none, random probe values, and cut at a random
+point: before the endpoint, at it, or stopped by the engine's end event. The surfaces are the
+commands a user or a script reads a run through: `verdict --json` (the reference),
+`replay --plain` and `attach --plain --until-end` (their last verdict line and their exit code),
+`get --json` (the probe values, or a refusal naming the blind), `seal` then `verify` (the
+verdict recomputed from the bundle), and `bank add` then `bank show -j` (a run banked only when
+its reads may be seen)."""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import json
+import os
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from fontaine_tui.cli import main
+from fontaine_tui.core.preset.find import load_preset
+from fontaine_tui.core.runfolder import RunFolder
+from fontaine_tui.core.verdict.blind import EXIT_BLINDED
+from fontaine_tui.core.verdict.prereg import freeze
+from fontaine_tui.core.verdict.record import EXIT_CODES, PROVISIONAL_OFFSET
+from tests.core.launch.conftest import without_amendments
+from tests.logs import T0, dumps, meta, probe, train
+
+STEPS = (250, 500, 750, 1000)
+level = st.sampled_from((3.0, 3.1, 3.2, 3.35, 3.5, 3.8, 4.2))
+
+
+@st.composite
+def runs(draw: st.DrawFn) -> dict[str, object]:
+    return {
+        "blind": draw(st.booleans()),
+        "lock": draw(st.sampled_from((None, 0.05, 0.2))),
+        "stop_on_lock": draw(st.booleans()),
+        "scale": draw(st.sampled_from((None, 1.25))),
+        "restart": draw(st.booleans()),
+        "values": {s: draw(level) for s in STEPS},
+        "cut": draw(st.sampled_from((600, 760, 1000, "stopped-760", "stopped-510"))),
+    }
+
+
+def write_preset(where: Path, run: dict[str, object]) -> Path:
+    text = without_amendments(where).read_text()
+    if run["blind"]:
+        text = text.replace("[verdict]\n", "[verdict]\nblind = true\n", 1)
+    if run["lock"] is not None:
+        text = text.replace(
+            "drift_min = 1.0158", f"drift_min = 1.0158\nmax_probe_change = {run['lock']}"
+        )
+    if run["stop_on_lock"]:
+        text = text.replace("[gates]\n", "[gates]\nstop_on_lock = true\n", 1)
+    path = where / "p.toml"
+    path.write_text(text)
+    return path
+
+
+def records(run: dict[str, object], upto: int) -> list[dict[str, object]]:
+    """The run's records to step `upto`; with a restart, killed at 600 and resumed from 500."""
+    values: dict[int, float] = run["values"]  # type: ignore[assignment]
+    out: list[dict[str, object]] = [
+        meta(),
+        {"kind": "event", "step": 0, "time": T0, "event": "start"},
+    ]
+    parts = [range(1, upto + 1)]
+    if run["restart"] and upto > 600:
+        parts = [range(1, 601), range(501, upto + 1)]
+    t = T0
+    for k, part in enumerate(parts):
+        if k:
+            out.append({"kind": "event", "step": 500, "time": t, "event": "resume"})
+        for s in part:
+            t += 0.5
+            out.append(train(s, t))
+            if s in values:
+                out.append(probe(s, t + 0.1, values[s], values[s] + 0.1))
+            if s % 500 == 0:
+                out.append({"kind": "checkpoint", "step": s, "time": t, "path": f"step-{s:06d}"})
+    return out
+
+
+def cli(*args: str) -> tuple[int, str, str]:
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        code = main(list(args))
+    return code, out.getvalue(), err.getvalue()
+
+
+def make(where: Path, run: dict[str, object]) -> Path:
+    preset = load_preset(write_preset(where, run))
+    root = where / "run"
+    root.mkdir()
+    freeze(RunFolder(root), preset, ["fontaine-tui", "launch", "p"], "test-host")
+    log = root / "train_log.jsonl"
+    cut = run["cut"]
+    upto = int(str(cut).removeprefix("stopped-"))
+    recs = records(run, upto)
+    if run["scale"] is not None:  # declared once step 300 is seen, before the anchor at 500
+        early = [r for r in recs if r["time"] <= T0 + 300 * 0.5 + 0.2]
+        log.write_text("".join(dumps(r) + "\n" for r in early))
+        code, _, err = cli("amend", str(root), "--scale-factor", str(run["scale"]), "--text", "t")
+        assert code in (0, 1), err
+    end: list[dict[str, object]] = []
+    if cut == 1000:
+        end = [
+            {"kind": "event", "step": 1000, "time": T0 + 1e6, "event": "end", "detail": "finished"}
+        ]
+    elif str(cut).startswith("stopped-"):
+        end = [{"kind": "event", "step": upto, "time": T0 + 1e6, "event": "end",
+                "detail": f"stopped by SIGINT at step {upto}"}]  # fmt: skip
+    log.write_text("".join(dumps(r) + "\n" for r in [*recs, *end]))
+    return root
+
+
+def last_verdict_line(text: str) -> str:
+    lines = [ln for ln in text.splitlines() if ln.startswith("verdict: ")]
+    return lines[-1] if lines else ""
+
+
+def probe_values(run: dict[str, object]) -> set[str]:
+    values: dict[int, float] = run["values"]  # type: ignore[assignment]
+    return {f"{v:.4f}" for v in values.values()} | {f"{v}" for v in values.values()}
+
+
+@pytest.fixture
+def isolated(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch):
+    base = tmp_path_factory.mktemp("agree")
+    monkeypatch.setenv("FONTAINE_BANK", str(base / "bank"))
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(base / "cfg"))
+    monkeypatch.setenv("XDG_STATE_HOME", str(base / "state"))
+    monkeypatch.setenv("FONTAINE_USER", "alice")
+    monkeypatch.delenv("FONTAINE_NOTIFY", raising=False)
+    monkeypatch.delenv("FONTAINE_REGISTRY", raising=False)
+    return base
+
+
+@settings(
+    max_examples=int(os.environ.get("FONTAINE_AGREE_EXAMPLES", "25")),
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
+@given(run=runs())
+def test_every_surface_agrees_with_the_verdict(isolated: Path, run: dict[str, object]) -> None:
+    where = Path(os.path.join(isolated, f"r{len(os.listdir(isolated))}"))
+    where.mkdir()
+    root = make(where, run)
+
+    code, out, err = cli("verdict", str(root), "--json")
+    assert code != 70 and "internal error" not in err, err
+    doc = json.loads(out)
+    hidden = bool(doc.get("blinded"))
+    if hidden:
+        assert code == EXIT_BLINDED
+        label, provisional = "BLINDED", True
+        assert not probe_values(run) & set(out.split()), out
+    else:
+        label, provisional = str(doc["verdict"]), bool(doc["provisional"])
+        assert code == EXIT_CODES[label] + (PROVISIONAL_OFFSET if provisional else 0)
+
+    # the plain followers: their last verdict line and their exit code
+    for args in (("replay", str(root), "--plain"), ("attach", str(root), "--plain", "--until-end")):
+        if args[0] == "attach" and run["cut"] in (600, 760):
+            continue  # no end event: attach --until-end would follow for ever
+        got, text, err = cli(*args)
+        line = last_verdict_line(text)
+        assert line.startswith(f"verdict: {label} "), (args, line, doc.get("reason"))
+        assert got == code, (args, got, code, line)
+        if hidden:
+            assert not probe_values(run) & set(text.replace(",", " ").split()), args
+
+    # get: the probe values as the log holds them, or a refusal naming the blind
+    got, text, err = cli("get", str(root), "--metric", "eval_chunk_mae", "--json")
+    if hidden:
+        assert (
+            got == EXIT_BLINDED and "blinded" in err and not probe_values(run) & set(text.split())
+        )
+    else:
+        assert got == 0, err
+
+    # seal, then verify: the bundle's verdict is the verdict
+    bundle = where / "b.zip"
+    got, text, err = cli("seal", str(root), "-o", str(bundle))
+    if hidden:
+        assert got == 2 and not bundle.exists(), (text, err)
+    else:
+        assert got == 0, err
+        got, text, err = cli("verify", str(bundle))
+        assert got == 0 and "broken" not in text, (text, err)
+
+    # bank add: only a finished run whose reads may be seen and decide
+    got, text, err = cli("bank", "add", str(root), "--as", f"x{where.name}")
+    finished = run["cut"] == 1000 or str(run["cut"]).startswith("stopped-")
+    if hidden or not finished or label == "UNDECIDABLE":
+        assert got == 2, (text, err)
+    else:
+        assert got == 0, err
+        got, text, err = cli("bank", "show", f"x{where.name}", "-j")
+        assert got == 0, err
