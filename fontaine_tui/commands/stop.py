@@ -16,6 +16,7 @@ from pathlib import Path
 from fontaine_tui.commands._args import examples, ssh_config
 from fontaine_tui.core.errors import InputError
 from fontaine_tui.core.host.memory import hostname
+from fontaine_tui.core.launch.attempts import stop_last
 from fontaine_tui.core.launch.exits import exit_to_dict
 from fontaine_tui.core.launch.launcher import EngineProcess, label
 from fontaine_tui.core.launch.registry import Registry
@@ -101,7 +102,27 @@ def run(args: argparse.Namespace) -> int:
         info = launched.stop()  # recorded as a user's stop first: [recovery] never restarts it
     else:
         launched.end_attempt(info)
+        _stop_gone(launched)
     return recorded(info, entry, registry, args)
+
+
+def _stop_gone(launched: LaunchedRun) -> None:
+    """The user's stop of a run already gone, recorded for its last attempt (one line said).
+
+    A restart [recovery] would make after that attempt, waiting its backoff now, is not made."""
+    if launched.folder is None:
+        return
+    try:
+        attempt = stop_last(launched.folder)
+    except OSError as exc:
+        print(f"warn: attempts.jsonl: stop not recorded ({exc.strerror or exc})", file=sys.stderr)
+        return
+    if attempt is not None:
+        print(
+            f"gone already; recorded as a user's stop of attempt {attempt}: a [recovery] "
+            "restart waiting its backoff is not made",
+            file=sys.stderr,
+        )
 
 
 def confirmed(args: argparse.Namespace, name: str, what: str) -> bool:

@@ -17,13 +17,15 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from fontaine_tui.core.errors import InputError
+from fontaine_tui.core.launch import attempts
 from fontaine_tui.core.launch.exits import ExitInfo
-from fontaine_tui.core.launch.recovery import Restart, plan
+from fontaine_tui.core.launch.recovery import Restart, plan, user_stopped
 from fontaine_tui.core.log.store import RunStore
 from fontaine_tui.core.preset.record import Preset
 from fontaine_tui.core.runfolder import RunFolder
 from fontaine_tui.model.babysitter import Babysitter
 
+LOOK_S = 0.2  # how often a restart's backoff looks for a user's stop
 # a restart started, given what it is: what watches it to its end (None: it could not start)
 Restarter = Callable[[Restart], Callable[[], int] | None]
 
@@ -87,25 +89,47 @@ def restart_after(
     cancel: threading.Event | None = None,
     say: Callable[[str], None] | None = None,
     run_dir: str = "RUN_DIR",
+    ended: tuple[RunFolder, int | None] | None = None,
 ) -> Callable[[], int] | None:
     """Wait the restart's backoff, then start it; None where it could not start (said).
 
-    Ctrl-C during the wait cancels the restart, and so does `cancel` set (the console that would
-    watch it closed): the run then ends as the attempt left it. `say` (default: print) says
-    so, with how to resume `run_dir`."""
+    `ended` is the run folder and the attempt whose end made the restart. A user's stop of the
+    run during the wait (`fontaine-tui stop`, recorded for that attempt) cancels the restart,
+    and so does Ctrl-C (recorded as one) or `cancel` set (the console that would watch it
+    closed): the run then ends as the attempt left it. `say` (default: print) says so, with how
+    to resume `run_dir`."""
+    speak = say or _print
+    folder, attempt = ended if ended is not None else (None, None)
+    resume = f"`fontaine-tui launch PRESET --resume --output-dir {run_dir}` resumes it"
     try:
-        if cancel is None:
-            time.sleep(due.wait_s)
-        elif cancel.wait(due.wait_s):
-            (say or _print)(
-                f"restart {due.number} of {due.of} not made: the console closed during its "
-                "backoff, so the run stays ended (`fontaine-tui launch PRESET --resume "
-                f"--output-dir {run_dir}` resumes it)"
-            )
-            return None
-        return start()
+        deadline = time.monotonic() + due.wait_s
+        while True:
+            if folder is not None and user_stopped(folder, attempt):
+                speak(
+                    f"restart {due.number} of {due.of} not made: a user stopped the run during "
+                    f"its backoff (fontaine-tui stop), so it stays ended ({resume})"
+                )
+                return None
+            left = deadline - time.monotonic()
+            if left <= 0:
+                return start()
+            if cancel is None:
+                time.sleep(min(left, LOOK_S))
+            elif cancel.wait(min(left, LOOK_S)):
+                speak(
+                    f"restart {due.number} of {due.of} not made: the console closed during its "
+                    f"backoff, so the run stays ended ({resume})"
+                )
+                return None
     except KeyboardInterrupt:
-        print(f"restart {due.number} of {due.of} not made: interrupted", flush=True)
+        recorded = ""
+        if folder is not None and attempt is not None:
+            try:
+                attempts.stopping(folder, attempt)  # a later watcher offers no restart either
+                recorded = ", recorded as a user's stop"
+            except OSError as exc:
+                recorded = f" (the stop not recorded: {exc.strerror or exc})"
+        print(f"restart {due.number} of {due.of} not made: interrupted{recorded}", flush=True)
     except (InputError, OSError) as exc:
         print(f"restart {due.number} of {due.of} failed: {exc}", flush=True)
     return None

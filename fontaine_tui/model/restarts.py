@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from fontaine_tui.core.launch.recovery import Restart
+from fontaine_tui.core.runfolder import RunFolder
 from fontaine_tui.model.launched import LaunchedRun
 from fontaine_tui.model.recover import Restarter, restart_after
 
@@ -35,6 +36,11 @@ def relaunch(run: LaunchedRun, due: Restart, poll_s: float) -> LaunchedRun:
     return again
 
 
+def _ended(run: LaunchedRun) -> tuple[RunFolder, int | None] | None:
+    """The run folder and the attempt whose end makes the restart (a user's stop is its)."""
+    return None if run.folder is None else (run.folder, run.attempt)
+
+
 def plain(run: LaunchedRun, poll_s: float, stop_on_exit: bool) -> Restarter:
     """launch --plain's restarts: each one said, then watched to its end."""
 
@@ -51,7 +57,7 @@ def plain(run: LaunchedRun, poll_s: float, stop_on_exit: bool) -> Restarter:
 
         return watch
 
-    return lambda due: restart_after(due, lambda: start(due))
+    return lambda due: restart_after(due, lambda: start(due), ended=_ended(run))
 
 
 def in_console(run: LaunchedRun) -> Restarter:
@@ -67,4 +73,6 @@ def in_console(run: LaunchedRun) -> Restarter:
     def say(text: str) -> None:
         run.out.write(text + "\n")
 
-    return lambda due: restart_after(due, lambda: start(due), run.closing, say, run.run_dir)
+    return lambda due: restart_after(
+        due, lambda: start(due), run.closing, say, run.run_dir, _ended(run)
+    )

@@ -263,3 +263,85 @@ def test_babysit_says_the_restart_due_and_how_to_make_it(tmp_path):
     assert "restart runs (launch does)" in said
     assert f"fontaine-tui launch PRESET --resume --output-dir {folder}" in said, said
     assert [a["attempt"] for a in _attempts(folder) if a["event"] == "begin"] == [1]
+
+
+class Output:
+    """launch --plain's output, read line by line as it comes (a thread)."""
+
+    def __init__(self, proc: subprocess.Popen[str]) -> None:
+        import threading
+
+        self.proc, self.lines = proc, []
+        self.reader = threading.Thread(target=self._read, daemon=True)
+        self.reader.start()
+
+    def _read(self) -> None:
+        assert self.proc.stdout is not None
+        for line in self.proc.stdout:
+            self.lines.append(line)
+
+    def wait_for(self, text: str, timeout: float = 60) -> None:
+        deadline = time.monotonic() + timeout
+        while not any(text in line for line in self.lines):
+            assert self.proc.poll() is None or self.reader.is_alive(), "".join(self.lines)
+            assert time.monotonic() < deadline, "".join(self.lines)[-3000:]
+            time.sleep(0.05)
+
+    def end(self) -> tuple[int, str]:
+        code = self.proc.wait(120)
+        self.reader.join(10)
+        return code, "".join(self.lines)
+
+
+BACKOFF = "[recovery]\nmax_restarts = 2\nbackoff_s = 30"  # a wait no test reaches the end of
+
+
+def test_a_users_stop_during_the_backoff_cancels_the_restart(tmp_path):
+    """`fontaine-tui stop` between an attempt's end and its restart: no restart is made."""
+    folder = tmp_path / "runs" / "rec"
+    proc = _launch(tmp_path, _preset(tmp_path, "once", BACKOFF))
+    out = Output(proc)
+    os.killpg(_paused(folder, proc, 1), signal.SIGKILL)
+    out.wait_for("restart 1 of 2 in 30 s ([recovery]): preemption")
+    began = time.monotonic()
+    stop = subprocess.run(
+        [sys.executable, "-m", "fontaine_tui", "stop", str(folder), "--yes"],
+        cwd=tmp_path,
+        env=_env(tmp_path),
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert stop.returncode == 0, stop.stdout + stop.stderr
+    code, said = out.end()
+    assert time.monotonic() - began < 25, said  # cancelled, not waited out
+    assert "restart 1 of 2 not made: a user stopped the run during its backoff" in said, said
+    assert [a["attempt"] for a in _attempts(folder) if a["event"] == "begin"] == [1]
+    assert [a["attempt"] for a in _attempts(folder) if a["event"] == "stop"] == [1]
+    assert code == 1, said[-3000:]
+
+
+def test_ctrl_c_during_the_backoff_cancels_the_restart_as_a_users_stop(tmp_path):
+    """The user's Ctrl-C in the backoff: no restart, and attempts.jsonl records the stop, so a
+    later watcher does not offer the restart either."""
+    folder = tmp_path / "runs" / "rec"
+    proc = _launch(tmp_path, _preset(tmp_path, "once", BACKOFF))
+    out = Output(proc)
+    os.killpg(_paused(folder, proc, 1), signal.SIGKILL)
+    out.wait_for("restart 1 of 2 in 30 s ([recovery]): preemption")
+    time.sleep(0.5)  # in the wait
+    proc.send_signal(signal.SIGINT)
+    code, said = out.end()
+    assert "restart 1 of 2 not made: interrupted" in said, said[-3000:]
+    assert "Traceback" not in said, said
+    assert [a["attempt"] for a in _attempts(folder) if a["event"] == "begin"] == [1]
+    assert [a["attempt"] for a in _attempts(folder) if a["event"] == "stop"] == [1]
+    babysat = subprocess.run(
+        [sys.executable, "-m", "fontaine_tui", "babysit", str(folder), "--once"],
+        cwd=tmp_path,
+        env=_env(tmp_path),
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert "makes restart" not in babysat.stdout + babysat.stderr

@@ -42,6 +42,7 @@ __all__ = [
     "read_attempts",
     "reattach",
     "stop_asked",
+    "stop_last",
     "stopping",
 ]
 
@@ -256,6 +257,22 @@ def stopping(folder: RunFolder, attempt: int, clock: Callable[[], float] = time.
     A watcher that sees the exit first then knows it for a stop: [recovery] never restarts it.
     """
     _append(folder, lambda records: {"event": "stop", "attempt": attempt, "at": utc_iso(clock())})
+
+
+def stop_last(folder: RunFolder, clock: Callable[[], float] = time.time) -> int | None:
+    """Record a user's stop for the run's last attempt, ended or not; its number (None: none).
+
+    A stop that finds the run's process gone records it so: a restart [recovery] would make
+    after that attempt, waiting its backoff, is not made."""
+
+    def line(records: list[dict[str, Any]]) -> dict[str, Any] | None:
+        numbers = [r["attempt"] for r in records if r["event"] == "begin"]
+        if not numbers:
+            return None
+        return {"event": "stop", "attempt": max(numbers), "at": utc_iso(clock())}
+
+    rec = _append(folder, line)
+    return None if rec is None else int(rec["attempt"])
 
 
 def stop_asked(folder: RunFolder, attempt: int) -> bool:

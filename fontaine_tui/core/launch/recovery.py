@@ -90,6 +90,17 @@ def restarts_used(folder: RunFolder) -> list[attempts.Attempt]:
     return [a for a in attempts.read_attempts(folder) if a.restart is not None]
 
 
+def user_stopped(folder: RunFolder, attempt: int | None) -> str:
+    """Why no restart follows attempt `attempt`: a user's stop recorded for it ("" when none).
+
+    `stop` records it before its signals; a stop made while the restart waits its backoff
+    (the attempt already ended), and a Ctrl-C in that wait, record it too (attempts.stopping).
+    `plan` asks it at the attempt's end, and the wait asks it again until the restart starts."""
+    if attempt is not None and attempts.stop_asked(folder, attempt):
+        return "a user stopped it"
+    return ""
+
+
 def plan(
     spec: RecoverySpec,
     info: ExitInfo,
@@ -102,8 +113,8 @@ def plan(
     Why not is "" where there is nothing to say: no [recovery], or a run that finished."""
     if not spec.enabled or info.cause == "finished":
         return None, ""
-    if attempt is not None and attempts.stop_asked(folder, attempt):
-        return None, "not restarted ([recovery]): a user stopped it"
+    if why := user_stopped(folder, attempt):
+        return None, f"not restarted ([recovery]): {why}"
     if nan := nonfinite_loss(store):
         return None, f"not restarted ([recovery]): the loss is not finite ({nan})"
     cause = cause_of(info)
