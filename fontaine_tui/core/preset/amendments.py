@@ -21,12 +21,14 @@ def read_amendments(
     if not isinstance(items, list):
         raise PresetError(path, "amendments", "expected an array of [[amendments]] tables")
     out: list[Amendment] = []
+    ids: set[int] = set()  # kept as they come: a set built per amendment made this quadratic
     for i, body in enumerate(items):
         where = f"amendments[{i}]"
         fields = check_section(path, where, body, AMENDMENT)
         am = made(Amendment, fields)
-        if am.id in {a.id for a in out}:
+        if am.id in ids:
             raise PresetError(path, f"{where}.id", f"expected a unique id, got {am.id} twice")
+        ids.add(am.id)
         choice(path, f"{where}.kind", am.kind, AMENDMENT_KINDS)
         if am.kind == "scale":
             validate_scale_amendment(path, where, fields, comparators, every)
