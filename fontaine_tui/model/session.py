@@ -110,6 +110,7 @@ class Session(ReviewActions):
                 tuple[tuple[int, float], ...],
                 tuple[Amendment, ...],
                 tuple[AmendmentCheck, ...],
+                Preset,
             ]
             | None
         ) = None
@@ -328,11 +329,11 @@ class Session(ReviewActions):
         """The verdict as it reads now (the ledger's amendments applied)."""
         key = self._key()
         if key != self._latest_key or self._latest is None:
-            applied, checks = self._amendments()
+            applied, checks, bare = self._amendments()
             self._latest = replace(
                 compute_verdict(
                     self.store,
-                    self.preset,
+                    bare,
                     None,
                     applied,
                     self.ledger.provenance,
@@ -345,16 +346,19 @@ class Session(ReviewActions):
             self._latest_key = key
         return self._latest
 
-    def _amendments(self) -> tuple[tuple[Amendment, ...], tuple[AmendmentCheck, ...]]:
-        """What a read needs of the ledger, worked out once per ledger.
+    def _amendments(
+        self,
+    ) -> tuple[tuple[Amendment, ...], tuple[AmendmentCheck, ...], Preset]:
+        """What a read needs of the preset's and the ledger's amendments, worked out once.
 
-        That is the checks of every amendment, and a short list that reads the same. A refused
+        That is the checks of every amendment, a short list that reads the same, and the preset
+        without its own amendments (the short list holds those that count). A refused
         amendment changes nothing a read uses (neither the scale nor the endpoint in force).
-        Applied extends move the endpoint in turn. So the applied scales and one extend (the
-        first applied one's declaration, the last one's endpoint) give the same read, and the
-        verdict then carries the checks of the whole ledger. A read at each new probe costs a
-        few amendments, not the whole ledger (20,000 declarations were seconds of work per
-        probe).
+        Applied extends move the endpoint in turn. So the declared deltas, the applied scales
+        and one extend (the first applied one's declaration, the last one's endpoint) give the
+        same read, and the verdict then carries the checks of them all. A read at each new
+        probe costs a few amendments, not all of them (20,000 declarations, in the ledger or
+        the preset, were seconds of work per probe).
         """
         ledger = self.ledger.amendments
         if self._declared is None or self._declared[0] is not ledger:
@@ -372,8 +376,11 @@ class Session(ReviewActions):
         ):
             every = [*self.preset.amendments, *ledger]
             checks = tuple(check_amendments(every, self.preset, clock, first_probe=first_seen))
-            ours = checks[len(self.preset.amendments) :]
-            applied = [a for a, c in zip(ledger, ours, strict=True) if c.status == "applied"]
+            applied = [
+                a
+                for a, c in zip(every, checks, strict=True)
+                if c.status == "applied" or a.kind == "delta"  # a delta is shown, never applied
+            ]
             extends = [a for a in applied if a.kind == "extend"]
             if len(extends) > 1:
                 first = extends[0]
@@ -392,8 +399,9 @@ class Session(ReviewActions):
                 ticks,
                 tuple(applied),
                 checks,
+                replace(self.preset, amendments=()),
             )
-        return cache[3], cache[4]
+        return cache[3], cache[4], cache[5]
 
     def _key(self) -> object:
         return (
@@ -410,10 +418,10 @@ class Session(ReviewActions):
     def _read_verdicts(self) -> tuple[tuple[Verdict, ...], Verdict]:
         key = self._key()
         if key != self._verdict_key:
-            applied, checks = self._amendments()
+            applied, checks, bare = self._amendments()
             self._verdicts = tuple(
                 replace(v, amendments=checks, review=self.review_state)
-                for v in verdict_series(self.store, self.preset, applied, self.ledger.provenance)
+                for v in verdict_series(self.store, bare, applied, self.ledger.provenance)
             )
             self._verdict_key = key
         return self._verdicts, self.latest()
