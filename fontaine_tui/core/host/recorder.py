@@ -8,8 +8,11 @@ folder's file system (free bytes, the block device's read and write bytes) and t
 (bytes in and out), each line with its time, its node's name and the step last logged.
 
 It runs as long as the engine does: it exits within a second of the engine's pid going (or
-being another process: its start time is checked), and it writes only into a folder that
-holds a frozen prereg.json, through no link. The history stays bounded: once the file passes
+being another process: its start time is checked), and it writes only into a folder that holds
+a frozen prereg.json, through no link. It holds that folder open and writes only through the
+hold, each time after checking that the folder's path still names it and its prereg.json is the
+same file (st_dev, st_ino): a run folder moved away and another made in its place, or another
+run frozen there, ends the recording quietly. The history stays bounded: once the file passes
 `BOUND` bytes every `THIN`th line goes on into `.1` (itself halved when it passes `BOUND`), so
 a week-long run keeps its whole span at a coarser grain, never more than twice `BOUND`.
 """
@@ -21,6 +24,7 @@ import json
 import os
 import signal
 import socket
+import stat
 import subprocess
 import sys
 import threading
@@ -201,6 +205,28 @@ def engine_alive(pid: int, started: float | None) -> bool:
         return False
 
 
+def _identity(path: Path) -> tuple[int, int] | None:
+    """(st_dev, st_ino) of the regular file at `path`, never through a link; None otherwise."""
+    try:
+        st = os.stat(path, follow_symlinks=False)
+    except OSError:
+        return None
+    return (st.st_dev, st.st_ino) if stat.S_ISREG(st.st_mode) else None
+
+
+def _still_the_run(folder: Path, fd: int, prereg: tuple[int, int]) -> bool:
+    """Whether `folder` still names the run folder held open (`fd`), with its own prereg.json.
+
+    A folder moved away and another made at its path, or a prereg.json replaced (another
+    run frozen there), is not the run the recorder was started beside."""
+    try:
+        here, held = os.stat(folder, follow_symlinks=False), os.fstat(fd)
+    except OSError:
+        return False
+    same = (here.st_dev, here.st_ino) == (held.st_dev, held.st_ino)
+    return same and _identity(folder / PREREG) == prereg
+
+
 def record(
     folder: Path,
     pid: int,
@@ -209,28 +235,44 @@ def record(
     interval: float = INTERVAL_S,
     bound: int = BOUND,
 ) -> int:
-    """Sample into the folder's sidecar until the engine goes; the number of samples."""
-    if not (folder / PREREG).is_file() or folder.is_symlink():
+    """Sample into the folder's sidecar until the engine goes; the number of samples.
+
+    The folder is held open from the start and written only through that hold: each sample is
+    written once `folder` is checked to name it still, with the same prereg.json (its st_dev and
+    st_ino). When it does not, the recording ends quietly, writing nothing more anywhere."""
+    prereg = _identity(folder / PREREG)
+    try:
+        fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
+    except OSError:
+        prereg = None
+    if prereg is None:
         raise InputError(f"{folder}: no {PREREG} here: not a launched run folder, not recorded")
+    held = Path(f"/proc/self/fd/{fd}")  # the folder held open, whatever its path names now
     name = TELEMETRY if node is None else node_telemetry(node)
     here = os.environ.get("SLURMD_NODENAME") or socket.gethostname()
-    sidecar, count = Sidecar(folder / name, bound), 0
-    sidecar.check()
-    sample_process(pid)  # the first look primes the CPU percentages
-    while engine_alive(pid, started):
-        due = time.monotonic() + interval
-        while time.monotonic() < due:
-            time.sleep(min(1.0, max(0.0, due - time.monotonic())))
-            if not engine_alive(pid, started):
+    sidecar, count = Sidecar(held / name, bound), 0
+    try:
+        sidecar.check()
+        sample_process(pid)  # the first look primes the CPU percentages
+        while engine_alive(pid, started):
+            due = time.monotonic() + interval
+            while time.monotonic() < due:
+                time.sleep(min(1.0, max(0.0, due - time.monotonic())))
+                if not engine_alive(pid, started):
+                    return count
+            try:
+                line = sample_line(held, pid, here)
+                if not _still_the_run(folder, fd, prereg):
+                    return count  # moved, deleted or replaced: not this run's folder any more
+                sidecar.append(line)
+            except InputError:  # `.1` is someone else's: the history stops, bounded, untouched
                 return count
-        try:
-            sidecar.append(sample_line(folder, pid, here))
-        except InputError:  # `.1` is someone else's: the history stops, bounded, untouched
-            return count
-        except OSError:  # the folder went (moved, deleted, its disk unmounted): nothing to write
-            return count
-        count += 1
-    return count
+            except OSError:  # the folder went (its disk unmounted): nothing to write
+                return count
+            count += 1
+        return count
+    finally:
+        os.close(fd)
 
 
 def interval_s() -> float:

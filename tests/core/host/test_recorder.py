@@ -216,3 +216,42 @@ def test_a_stops_sigint_leaves_the_recorder_to_the_engines_end(tmp_path: Path) -
     engine.wait()
     assert rec.wait(10) == 0
     assert (tmp_path / TELEMETRY).read_text().count("\n") >= 3
+
+
+@pytest.mark.parametrize("how", ["moved", "prereg replaced"])
+def test_a_folder_that_replaced_the_runs_is_never_written(tmp_path: Path, how: str) -> None:
+    """The run folder moved away and a new run's folder made at its path (or its prereg.json
+    replaced by another run's): the recorder writes no line there, and ends quietly."""
+    folder = tmp_path / "run"
+    folder.mkdir()
+    (folder / "prereg.json").write_text('{"run": "first"}\n')
+    engine = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"])
+    rec = subprocess.Popen(
+        [sys.executable, "-m", recorder.MODULE, str(folder), "--pid", str(engine.pid)]
+        + ["--interval", "0.2"],
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        deadline = time.monotonic() + 30
+        while not (folder / TELEMETRY).exists():
+            assert rec.poll() is None and time.monotonic() < deadline
+            time.sleep(0.05)
+        if how == "moved":
+            folder.rename(tmp_path / "run.moved")
+            folder.mkdir()
+        else:
+            (folder / TELEMETRY).unlink()
+            (folder / "prereg.json.new").write_text('{"run": "second"}\n')
+            os.replace(folder / "prereg.json.new", folder / "prereg.json")
+        (folder / "prereg.json").write_text('{"run": "second"}\n')
+        assert rec.wait(10) == 0  # it ends, the engine still running
+        _, err = rec.communicate()
+        assert err == ""  # quietly
+        assert not (folder / TELEMETRY).exists()
+        assert engine.poll() is None
+    finally:
+        rec.kill()
+        engine.kill()
+        engine.wait()
+        rec.wait()
