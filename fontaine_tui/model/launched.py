@@ -319,9 +319,9 @@ class LaunchedRun:
             handle = attempts.reattach(folder, opened)
         elif entry.job:
             handle, opened = SlurmJob(folder, entry.job), None
-        else:
+        else:  # signalled only where an attempt of the run records this pid and start
             handle, opened = (
-                EngineProcess.reattach(folder, entry.pid, entry.pid_started or None),
+                attempts.reattach_registered(folder, entry.pid, entry.pid_started),
                 None,
             )
         return cls(

@@ -123,3 +123,75 @@ def test_the_run_folders_attempts_never_vouch_for_a_pid_alone(
     finally:
         sleeper.kill()
         sleeper.wait()
+
+
+def begin_line(pid: int, started: float, attempt: int = 1) -> str:
+    """An attempt's begin line as the launch writes it (core/launch/attempts.py)."""
+    import json
+
+    return (
+        json.dumps(
+            {
+                "event": "begin",
+                "attempt": attempt,
+                "kind": "launch",
+                "pid": pid,
+                "pid_started": started,
+                "host": socket.gethostname(),
+                "at": "2026-01-01T00:00:00Z",
+                "log_offset": 0,
+                "out_offset": 0,
+            }
+        )
+        + "\n"
+    )
+
+
+@pytest.mark.parametrize("attempts", ["none", "another pid"])
+def test_a_registered_pid_the_run_never_started_is_never_signalled(
+    tmp_path: Path, registry_path: Path, attempts: str
+) -> None:
+    """The registry names a live process with its true start time, but no attempt of the run
+    (attempts.jsonl, written by its launch) records that pid: refused in one line, exit 2."""
+    import psutil
+
+    folder = tmp_path / "run"
+    folder.mkdir()
+    sleeper, engine = stranger(), subprocess.Popen([sys.executable, "-c", "pass"])
+    engine.wait()  # the run's own engine, long gone
+    if attempts == "another pid":
+        (folder / "attempts.jsonl").write_text(begin_line(engine.pid, 1.0e9))
+    try:
+        started = psutil.Process(sleeper.pid).create_time()
+        res = stop_victim(registry_path, folder, sleeper.pid, f"pid_started = {started!r}\n")
+        assert res.returncode == 2, (res.stdout, res.stderr)
+        assert res.stderr.count("\n") == 1 and "attempts.jsonl" in res.stderr, res.stderr
+        assert f"pid {sleeper.pid}" in res.stderr and "not signalled" in res.stderr
+        assert "stopping" not in res.stderr and res.stdout == ""
+        time.sleep(0.3)
+        assert sleeper.poll() is None  # still alive: never signalled
+        assert 'status = "running"' in registry_path.read_text()  # nothing recorded
+    finally:
+        sleeper.kill()
+        sleeper.wait()
+
+
+def test_a_registered_pid_its_attempt_records_is_stopped(
+    tmp_path: Path, registry_path: Path
+) -> None:
+    """The same process, recorded by the run's own attempt as the registry says: stopped."""
+    import psutil
+
+    folder = tmp_path / "run"
+    folder.mkdir()
+    sleeper = stranger()
+    try:
+        started = psutil.Process(sleeper.pid).create_time()
+        (folder / "attempts.jsonl").write_text(begin_line(sleeper.pid, started))
+        res = stop_victim(registry_path, folder, sleeper.pid, f"pid_started = {started!r}\n")
+        assert res.returncode == 0, (res.stdout, res.stderr)
+        assert "stopping" in res.stderr
+        assert sleeper.wait(30) is not None  # signalled: its group stopped
+    finally:
+        sleeper.kill()
+        sleeper.wait()

@@ -38,9 +38,11 @@ __all__ = [
     "begin",
     "cause_of",
     "end",
+    "attempts_from",
     "open_attempt",
     "read_attempts",
     "reattach",
+    "reattach_registered",
     "stop_asked",
     "stop_last",
     "stopping",
@@ -184,6 +186,15 @@ def read_attempts(
         data = read_whole(folder.attempts)
     except OSError:
         return []
+    return attempts_from(data, host, alive)
+
+
+def attempts_from(
+    data: bytes,
+    host: str | None = None,
+    alive: Callable[[int, float | None], bool] = pid_alive,
+) -> list[Attempt]:
+    """`read_attempts` of attempts.jsonl's bytes (read here, or sent by another host)."""
     records = _records(data)
     ends = {r["attempt"]: r for r in records if r["event"] == "end"}
     begins = [r for r in records if r["event"] == "begin"]
@@ -304,6 +315,25 @@ def reattach(folder: RunFolder, attempt: Attempt) -> EngineProcess | SlurmJob:
         attempt.since,
         MemoryWatch.restore(attempt.pid, attempt.baseline()),
     )
+
+
+def reattach_registered(folder: RunFolder, pid: int, started: float | None) -> EngineProcess:
+    """A pid the registry names for the run, found again where no open attempt vouches for it.
+
+    It is signalled only where one of the run's attempts (its begin line, written by the launch
+    that started it) records that pid with that start time: a registry entry alone never
+    names a process to signal (EngineProcess.refusal says why)."""
+    engine = EngineProcess.reattach(folder, pid, started)
+    ran = read_attempts(folder, alive=lambda p, s: True)
+    if engine.started is not None and not any(
+        a.pid == pid and a.pid_started == engine.started for a in ran
+    ):
+        engine.untied = (
+            f"engine pid {pid}: the registry names it, but no attempt of this run in "
+            f"{folder.attempts.name} records that pid with its start time (the run never "
+            "started it); not signalled (stop it by hand if it is yours)"
+        )
+    return engine
 
 
 # -- the file --------------------------------------------------------------------------------

@@ -86,6 +86,7 @@ class EngineProcess:
         self.memory = memory if memory is not None else MemoryWatch.start(pid)
         self.sent: str | None = None  # the last signal sent to its group
         self.who = "engine"  # or "command": a preset's own training command
+        self.untied = ""  # why its pid is not the run's own (attempts.reattach_registered)
         self._exit: ExitInfo | None = None
 
     @classmethod
@@ -183,7 +184,10 @@ class EngineProcess:
         """Why this engine's pid is never signalled, or None.
 
         A pid found again (not our child) is signalled only with its recorded start time: without
-        one, the process that holds the pid now may be anyone's."""
+        one, the process that holds the pid now may be anyone's. And only where the run's own
+        attempt records it (`untied` says why not)."""
+        if self.untied:
+            return self.untied
         if self._popen is not None or self.started is not None:
             return None
         return (
