@@ -296,3 +296,14 @@ def test_a_run_whose_review_trail_is_cut_is_not_sealed(run, tmp_path):
     assert done.returncode == 2, done.stdout
     assert "is not sealed" in done.stderr
     assert not (tmp_path / "cut.zip").exists()
+
+
+@pytest.mark.parametrize("name", ["x", "x/", "x.seal.zip/", "r.seal.zip/x"])
+def test_verify_of_a_name_that_is_not_one_bundle_is_one_line(bundle, tmp_path, capsys, name):
+    """A folder beside its bundle (`x` and `x.seal.zip`), a name read as a folder: one line."""
+    (tmp_path / "x").mkdir()
+    shutil.copy(bundle, tmp_path / "x.seal.zip")
+    shutil.copy(bundle, tmp_path / "r.seal.zip")
+    assert main(["verify", f"{tmp_path}/{name}"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "internal error" not in err, err
