@@ -22,9 +22,10 @@ from fontaine_tui.core.follow.local import LocalRun
 from fontaine_tui.core.follow.open import open_source
 from fontaine_tui.core.follow.target import parse_target
 from fontaine_tui.core.launch.attempts import read_attempts
+from fontaine_tui.core.launch.evidence import FolderEvidence, verdict_of
 from fontaine_tui.core.log.formats.cold import load_source
-from fontaine_tui.core.log.formats.locate import detect_foreign, frozen_spec
-from fontaine_tui.core.log.formats.source import SourceSpec
+from fontaine_tui.core.log.formats.locate import detect_foreign, frozen_spec, record_kind
+from fontaine_tui.core.log.formats.source import KINDS, SourceSpec
 from fontaine_tui.core.log.read import load_lines, load_log
 from fontaine_tui.core.preset.checks import UNDECIDABLE
 from fontaine_tui.core.preset.find import load_preset
@@ -35,7 +36,6 @@ from fontaine_tui.core.verdict import blind
 from fontaine_tui.core.verdict.head import head_name
 from fontaine_tui.core.verdict.ledger import genesis, parse_amendments
 from fontaine_tui.core.verdict.prereg import parse_prereg
-from fontaine_tui.core.verdict.rules import compute_verdict
 from fontaine_tui.model.judge import blinded
 
 RUN_CHOICE = ("mlflow", "trackio", "wandb", "tensorboard")  # the kinds that may hold several runs
@@ -124,6 +124,14 @@ def _add_options(a: argparse.ArgumentParser) -> None:
         help="a store holding several runs (MLflow, trackio): the run to bank, by name or id",
     )
     a.add_argument(
+        "--kind",
+        metavar="KIND",
+        default="",
+        help="another trainer's run: read it as this [source] kind (a folder holding two "
+        "records, as a Trainer's trainer_state.json beside its TensorBoard events, is "
+        "banked by the trainer's own record unless named)",
+    )
+    a.add_argument(
         "-p",
         "--preset",
         metavar="PRESET",
@@ -196,7 +204,9 @@ def run(args: argparse.Namespace) -> int:
     bank.check_name(args.name)
     check_target(target)
     require_utf8(args.note, "--note")
-    store, prereg, ledger, label, kind = asyncio.run(_read(target, ssh, args.run, args.preset))
+    store, prereg, ledger, label, kind = asyncio.run(
+        _read(target, ssh, args.run, args.preset, args.kind)
+    )
     if kind and not args.ended and store.ended_at is None and not _finished_here(target):
         raise InputError(
             f"{label}: another trainer's run: its log does not say it ended; "
@@ -261,22 +271,30 @@ def _conflicts(
         if chain is not None
         else ()
     )
-    own = compute_verdict(
-        store, frozen.frozen_preset(f"{label}/{PREREG}"), None, amendments, frozen.provenance
-    )
+    ctx = FolderEvidence(tuple(amendments), frozen.provenance)
+    own = verdict_of(store, frozen.frozen_preset(f"{label}/{PREREG}"), ctx)
     if own.verdict == UNDECIDABLE:
         reasons.append(f"its own verdict is UNDECIDABLE: {own.reason}")
     return reasons
 
 
-async def _read(target: str, ssh_config: str | None, run: str = "", preset_arg: str | None = None):
+async def _read(
+    target: str,
+    ssh_config: str | None,
+    run: str = "",
+    preset_arg: str | None = None,
+    kind_arg: str = "",
+):
     """Read the whole log, prereg.json and the amendments ledger of a run.
 
     The log includes its rotated segments when local. All are read through the same sources
     the console follows. Another trainer's run is read as `preset_arg`'s [source] says, when
-    given, else as its folder's contents say. `run` picks the run of a store that holds several
-    (MLflow, trackio), over the preset's choice.
+    given, else as `kind_arg` names, else as its folder's contents say (record_kind: a
+    Trainer's own record over its TensorBoard events). `run` picks the run of a store that
+    holds several (MLflow, trackio), over the preset's choice.
     """
+    if kind_arg:
+        _check_kind(kind_arg, preset_arg)
     source = open_source(target, ssh_options=("-F", ssh_config) if ssh_config else ())
     try:
         prereg = await source.read_bytes(PREREG)
@@ -288,7 +306,16 @@ async def _read(target: str, ssh_config: str | None, run: str = "", preset_arg: 
         if isinstance(source, LocalRun):
             log = source.folder / LOG
             if not log.is_file():  # another trainer's run: read through its format
-                kind = detect_foreign(source.folder)
+                # a launched [command]'s run: as its prereg.json froze
+                frozen = frozen_spec(source.folder) if preset_arg is None else None
+                if frozen is not None and kind_arg and kind_arg != frozen.kind:
+                    raise InputError(
+                        f"--kind: {source.folder} is read as its prereg.json froze "
+                        f'([source] kind = "{frozen.kind}")'
+                    )
+                kind = frozen.kind if frozen else kind_arg or record_kind(source.folder)
+                if frozen is None and not kind_arg and preset_arg is None:
+                    _other_record(source.folder, kind)
                 if not kind and preset_arg is None:
                     raise InputError(f"{log}: no such log")
                 if run and kind not in RUN_CHOICE and preset_arg is None:
@@ -296,8 +323,8 @@ async def _read(target: str, ssh_config: str | None, run: str = "", preset_arg: 
                         f"--run: a {kind} run holds one run (expected only for "
                         f"a store holding several: {', '.join(RUN_CHOICE)})"
                     )
-                if preset_arg is None:  # a launched [command]'s run: as its prereg.json froze
-                    spec = frozen_spec(source.folder) or SourceSpec(kind)
+                if preset_arg is None:
+                    spec = frozen or SourceSpec(kind)
                     if run:
                         spec = dataclasses.replace(
                             spec, options=MappingProxyType({**spec.options, "run": run})
@@ -306,16 +333,18 @@ async def _read(target: str, ssh_config: str | None, run: str = "", preset_arg: 
                 else:
                     loaded = _by_preset(source.folder, preset_arg, kind, run)
                 return loaded.store, prereg, ledger, loaded.label, loaded.kind
-            if run or preset_arg is not None:
+            if run or preset_arg is not None or kind_arg:
                 raise InputError(
-                    f"--{'run' if run else 'preset'}: {source.folder} is a run of "
+                    f"--{'run' if run else 'kind' if kind_arg else 'preset'}: "
+                    f"{source.folder} is a run of "
                     "this console's (its own log and prereg.json say how to read "
                     "it)"
                 )
             return load_log(log, history=True), prereg, ledger, str(source.folder), ""
-        if run or preset_arg is not None:
+        if run or preset_arg is not None or kind_arg:
             raise InputError(
-                f"--{'run' if run else 'preset'}: {source.label} is read over SSH "
+                f"--{'run' if run else 'kind' if kind_arg else 'preset'}: {source.label} is "
+                "read over SSH "
                 "as one of this console's runs (another trainer's run is banked "
                 "on its own host)"
             )
@@ -325,6 +354,31 @@ async def _read(target: str, ssh_config: str | None, run: str = "", preset_arg: 
         return load_lines([raw], final=True), prereg, ledger, source.label, ""
     finally:
         await source.close()
+
+
+def _check_kind(kind: str, preset_arg: str | None) -> None:
+    """--kind names another trainer's [source] kind, and is not given with --preset."""
+    if preset_arg is not None:
+        raise InputError("--kind: the preset's [source] says how to read the run; name one")
+    foreign = [k for k in KINDS if k != "fontaine"]  # ours is read by its own log
+    if kind not in foreign:
+        raise InputError(f"--kind: expected one of {', '.join(foreign)}, got {kind!r}")
+
+
+def _other_record(folder: Path, kind: str) -> None:
+    """Say the other record a folder holds when it is not the one banked.
+
+    A Trainer's output folder holds its trainer_state.json and, reporting to TensorBoard, its
+    events: the Trainer's own is banked (its keys, as an hf_trainer preset reads them)."""
+    if kind == "hf_trainer" and detect_foreign(folder) == "tensorboard":
+        sys.stderr.write(
+            literal(
+                f"note: {folder} holds the Trainer's own trainer_state.json and TensorBoard "
+                "events: its trainer_state.json is banked (keys as eval_loss); --kind "
+                "tensorboard banks the events (keys as eval/loss)"
+            )
+            + "\n"
+        )
 
 
 def _finished_here(target: str) -> bool:

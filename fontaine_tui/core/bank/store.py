@@ -101,6 +101,15 @@ class Entry:
         v = fields.get(metric) if isinstance(fields, dict) else None
         return float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else math.nan
 
+    def keys(self) -> list[str]:
+        """Every key the banked probes hold a number at, sorted."""
+        held: set[str] = set()
+        for p in self.probes().values():
+            fields = p.get("fields")
+            if isinstance(fields, dict):
+                held.update(k for k, v in fields.items() if isinstance(v, (int, float)))
+        return sorted(held)
+
     @property
     def marked(self) -> tuple[str, ...]:
         """Why the run was banked marked (its own evidence conflicts); () when it was not."""

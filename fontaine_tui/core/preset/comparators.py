@@ -13,13 +13,21 @@ from pathlib import Path
 from fontaine_tui.core.bank import store as bank
 from fontaine_tui.core.bank.store import Entry
 from fontaine_tui.core.errors import InputError
+from fontaine_tui.core.log.formats.source import SourceSpec
 from fontaine_tui.core.preset.checks import PresetError, Scalar, check_section, made
 from fontaine_tui.core.preset.rule import Comparator
 from fontaine_tui.core.preset.sections import COMPARATOR
+from fontaine_tui.core.text import literal
+
+KEYS_SHOWN = 12  # the banked keys named when the rule's metric is not among them
 
 
 def read_comparators(
-    path: Path, table: object, every: int, rule: Mapping[str, Scalar]
+    path: Path,
+    table: object,
+    every: int,
+    rule: Mapping[str, Scalar],
+    source: SourceSpec | None = None,
 ) -> dict[str, Comparator]:
     if not isinstance(table, dict):
         raise PresetError(path, "comparators", "expected [comparators.NAME] tables")
@@ -27,7 +35,7 @@ def read_comparators(
     for name, body in table.items():
         fields = check_section(path, f"comparators.{name}", body, COMPARATOR)
         if fields["bank"]:
-            c = _banked(path, name, fields, rule)
+            c = _banked(path, name, fields, rule, source)
         elif not math.isfinite(float(fields["delta"])):
             raise PresetError(
                 path,
@@ -47,7 +55,11 @@ def read_comparators(
 
 
 def _banked(
-    path: Path, name: str, fields: Mapping[str, Scalar], rule: Mapping[str, Scalar]
+    path: Path,
+    name: str,
+    fields: Mapping[str, Scalar],
+    rule: Mapping[str, Scalar],
+    source: SourceSpec | None = None,
 ) -> Comparator:
     """Build a comparator from the bank.
 
@@ -91,6 +103,8 @@ def _banked(
     start = entry.value(anchor, metric) if read == "delta" else 0.0
     if not (math.isfinite(end) and math.isfinite(start)):
         step = endpoint if not math.isfinite(end) else anchor
+        if metric not in entry.keys():
+            raise PresetError(path, f"{where}.bank", _keyless(entry, metric, source))
         raise PresetError(
             path,
             f"{where}.bank",
@@ -126,6 +140,36 @@ def _banked(
         entry.where(),
         entry,
         banked_curve(entry, metric, read, anchor),
+    )
+
+
+def _keyless(entry: Entry, metric: str, source: SourceSpec | None) -> str:
+    """Why a banked run holds no `metric` at all: the keys it has, and how to bank it anew.
+
+    A run is banked by the keys of the record it was read from: a Trainer's TensorBoard events
+    say eval/loss where its trainer_state.json, which an hf_trainer preset reads, says
+    eval_loss. Banked again as this preset reads its own run, it holds the preset's keys."""
+    keys = entry.keys()
+    shown = ", ".join(keys[:KEYS_SHOWN]) + (
+        f" and {len(keys) - KEYS_SHOWN} more" if len(keys) > KEYS_SHOWN else ""
+    )
+    # a foreign run's source names its file and kind; one of ours, its folder
+    origin = f"banked from {entry.doc.get('source')}" + (
+        "" if entry.doc.get("format") else ", a run of this console's"
+    )
+    again = f"fontaine-tui bank add RUN --as {entry.name} --replace"
+    if source is not None and source.kind != "fontaine":
+        read = (  # a bare kind is --kind; a [source] that says more is a preset's own
+            f"--kind {source.kind}"
+            if set(source.canonical()) == {"kind"}
+            else "-p PRESET (a preset of that run's with this [source])"
+        )
+        how = f'as this preset reads it ([source] kind = "{source.kind}"): {again} --ended {read}'
+    else:
+        how = f"from a run of this console's (its {metric} in train_log.jsonl): {again}"
+    return literal(
+        f"the banked run {entry.name} has no {metric} in any probe: its probes hold "
+        f"{shown or 'no number'} ({origin}); bank the run {how}"
     )
 
 

@@ -183,7 +183,7 @@ def validate(path: Path, doc: dict) -> Preset:
         if source_every
         else None
     )
-    comparators = read_comparators(path, doc.get("comparators", {}), every, verdict_fields)
+    comparators = read_comparators(path, doc.get("comparators", {}), every, verdict_fields, source)
     verdict = verdict_spec(path, verdict_fields, comparators, every, rec["steps"], secondary)
     delta_keys = read_delta_keys(
         path, verdict_table.get("delta_keys"), comparators, verdict.reference, engine

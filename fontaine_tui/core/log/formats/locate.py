@@ -74,7 +74,7 @@ def detect(folder: Path) -> str:
         return "wandb"
     if event_folders(folder):
         return "tensorboard"
-    if (folder / HF_STATE).exists() or any(folder.glob(f"checkpoint-*/{HF_STATE}")):
+    if trainer_state_here(folder):
         return "hf_trainer"
     if (folder / SQLITE_STORE).exists() or (folder / FILE_STORE).is_dir():
         return "mlflow"
@@ -93,6 +93,22 @@ def detect(folder: Path) -> str:
         f"{HF_STATE}, {CSV_NAME}, {FILE_STORE}/, {SQLITE_STORE}, {WANDB}/ or a "
         f"trackio <project>{DB_EXT} (or a preset [source] naming the file)"
     )
+
+
+def trainer_state_here(folder: Path) -> bool:
+    """Whether `folder` holds a Hugging Face Trainer's own record (trainer_state.json)."""
+    return (folder / HF_STATE).exists() or any(folder.glob(f"checkpoint-*/{HF_STATE}"))
+
+
+def record_kind(folder: Path) -> str:
+    """Another trainer's kind of log in `folder` as a finished run is kept, or "" (detect_foreign).
+
+    A Trainer's output folder that reports to TensorBoard holds its own record
+    (trainer_state.json, the keys `hf_trainer` reads: eval_loss) and event files of the same
+    numbers under other keys (eval/loss). Followed live, the events are the newer (the record
+    is written at each save); a finished run is kept by the Trainer's own record."""
+    kind = detect_foreign(folder)
+    return "hf_trainer" if kind == "tensorboard" and trainer_state_here(folder) else kind
 
 
 def detect_foreign(folder: Path) -> str:
