@@ -78,6 +78,7 @@ PLANTED = [
         "A launch target stands alone",
     ),
     ("fontaine_tui/core/log/formats/planted.py", "import sqlite3\n", "Only core/limits"),
+    ("fontaine_tui/model/planted.py", "import fontaine_tui.core.verdict.rules\n", "evidence gate"),
 ]
 
 

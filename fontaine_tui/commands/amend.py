@@ -7,20 +7,18 @@ from pathlib import Path
 
 from fontaine_tui.commands._args import examples, positive
 from fontaine_tui.core.errors import InputError
+from fontaine_tui.core.launch.evidence import FolderEvidence, verdict_of
 from fontaine_tui.core.log.formats.cold import load_source
 from fontaine_tui.core.log.formats.source import SourceSpec
 from fontaine_tui.core.log.read import load_log
 from fontaine_tui.core.log.store import RunStore
 from fontaine_tui.core.runfolder import RunFolder, check_target
 from fontaine_tui.core.text import literal, require_utf8
-from fontaine_tui.core.verdict.amendments import check_amendments, first_probe_seen
 from fontaine_tui.core.verdict.ledger import (
     declare_amendment,
     foreign_step_seen,
     max_step_seen,
-    read_amendments,
 )
-from fontaine_tui.core.verdict.rules import log_clock
 from fontaine_tui.model.judge import preset_for
 
 _factor = positive("a positive factor (a finite number)")
@@ -92,7 +90,7 @@ def run(args: argparse.Namespace) -> int:
         raise InputError(f"{root}: no such run folder")
     folder = RunFolder(root)
     # the frozen prereg.json over any -p, as `verdict` reads it (a differing one refused)
-    preset, _ = preset_for(folder, args.preset)
+    preset, provenance = preset_for(folder, args.preset)
     source = preset.source if preset.source and preset.source.kind != "fontaine" else None
     seen = foreign_step_seen(root, source) if source is not None else max_step_seen(folder.log)
     try:
@@ -111,9 +109,10 @@ def run(args: argparse.Namespace) -> int:
         raise InputError(
             f"{folder.amendments}: cannot write the amendment ledger ({exc.strerror or exc})"
         ) from None
-    every = [*preset.amendments, *read_amendments(folder)]
     store = _store(folder, source)  # the log's clock and first probe, as the verdict reads them
-    checks = check_amendments(every, preset, log_clock(store), first_probe=first_probe_seen(store))
+    ctx = FolderEvidence.of_folder(folder, provenance)
+    every = [*preset.amendments, *ctx.amendments]
+    checks = verdict_of(store, preset, ctx).amendments  # the status the verdict gives
     check = next(
         c
         for a, c in zip(every, checks, strict=True)

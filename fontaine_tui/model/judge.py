@@ -2,29 +2,25 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, replace
+from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
 
 from fontaine_tui.core import runfolder
 from fontaine_tui.core.bank.store import Entry
 from fontaine_tui.core.errors import InputError
-from fontaine_tui.core.launch.attempts import read_attempts
-from fontaine_tui.core.launch.gatestop import gate_end
-from fontaine_tui.core.launch.recovery import recovery_read
+from fontaine_tui.core.launch.evidence import FolderEvidence, verdict_of
 from fontaine_tui.core.log.formats.cold import Loaded, load_source
 from fontaine_tui.core.log.formats.locate import files as source_files
 from fontaine_tui.core.log.formats.locate import foreign_spec
 from fontaine_tui.core.log.formats.source import SourceSpec
 from fontaine_tui.core.log.read import default_workers, load_log
 from fontaine_tui.core.preset.find import load_preset
-from fontaine_tui.core.preset.record import Amendment, Preset
-from fontaine_tui.core.verdict import blind, review
-from fontaine_tui.core.verdict.head import head_name, head_path
-from fontaine_tui.core.verdict.ledger import read_amendments
+from fontaine_tui.core.preset.record import Preset
+from fontaine_tui.core.verdict import blind
+from fontaine_tui.core.verdict.head import head_name
 from fontaine_tui.core.verdict.prereg import blind_frozen, frozen_over, read_prereg
 from fontaine_tui.core.verdict.record import Verdict
-from fontaine_tui.core.verdict.rules import compute_verdict
 
 # The run folder's records a verdict reads beside its evidence: the frozen pre-registration,
 # the amendment and review chains with their heads, and attempts.jsonl (a stop on the
@@ -113,13 +109,6 @@ def read_source(folder: Path, preset: Preset, spec: SourceSpec) -> Loaded:
     return loaded
 
 
-def _ledger(folder: runfolder.RunFolder | None) -> Sequence[Amendment]:
-    if folder is None or not (folder.amendments.exists() or head_path(folder.amendments).exists()):
-        return ()
-
-    return read_amendments(folder)
-
-
 def _frozen_folder(target: str) -> runfolder.RunFolder | None:
     """The run folder of `target` when it holds a prereg.json, else None.
 
@@ -166,15 +155,12 @@ def judge(target: str, preset_arg: str | None = None, at_step: int | None = None
         raise InputError(
             f"{log_path}: --at-step {at_step}: expected a probe step (probes: {steps})"
         )
-    ended = gate_end(folder)  # a stop on the preset's stop_on_lock gate
-    verdict = compute_verdict(store, preset, at_step, _ledger(folder), provenance, ended)
     where = Path(target)
-    verdict = replace(
-        verdict,
-        review=review.state(where if where.is_dir() else where.parent),
-        recovery=None if folder is None else recovery_read(preset.recovery, read_attempts(folder)),
+    # the ledger, the gate's stop, the review trail and the restarts: read by the one gate
+    ctx = FolderEvidence.of_folder(
+        folder, provenance, review_of=str(where if where.is_dir() else where.parent)
     )
-    return Judged(verdict, preset, log_path, folder)
+    return Judged(verdict_of(store, preset, ctx, at_step), preset, log_path, folder)
 
 
 def blinded(target: str) -> Judged | None:

@@ -27,10 +27,9 @@ if TYPE_CHECKING:
 from fontaine_tui.core.follow.base import Batch
 from fontaine_tui.core.follow.open import run_source
 from fontaine_tui.core.host.telemetry import sample
-from fontaine_tui.core.launch import attempts
+from fontaine_tui.core.launch.evidence import FolderEvidence, verdict_of
 from fontaine_tui.core.launch.exits import GATE_STOPS, ExitInfo
 from fontaine_tui.core.launch.launcher import EngineProcess, label
-from fontaine_tui.core.launch.recovery import recovery_read
 from fontaine_tui.core.launch.registry import Registry
 from fontaine_tui.core.launch.slurm_job import SlurmJob
 from fontaine_tui.core.launch.traineralerts import alert_words, rule_metrics, rule_of
@@ -41,10 +40,8 @@ from fontaine_tui.core.runfolder import RunFolder
 from fontaine_tui.core.text import literal
 from fontaine_tui.core.verdict import blind
 from fontaine_tui.core.verdict.export import write_verdict
-from fontaine_tui.core.verdict.ledger import read_ledger
 from fontaine_tui.core.verdict.prereg import Prereg, utc_iso
 from fontaine_tui.core.verdict.record import Verdict
-from fontaine_tui.core.verdict.rules import compute_verdict
 from fontaine_tui.core.verdict.text import headline, render, render_blinded
 from fontaine_tui.model.attemptend import end_attempt, final_store
 from fontaine_tui.model.babysitter import Babysitter
@@ -295,17 +292,15 @@ class PlainWatch:
         self.report.say_lines(text)
 
     def verdict(self, store: RunStore, ended: int | None = None) -> Verdict:
-        """The read of `store`; `ended`: the step a stop_on_lock gate stopped the run at."""
-        ledger = read_ledger(self.folder)  # a break is said; the amendments before it count
-        if ledger.broken:
-            self.say(f"WARNING: {literal(ledger.broken)}")
-        return compute_verdict(
-            store,
-            self.preset,
-            amendments=ledger.amendments,
-            provenance=self.prereg.provenance,
-            ended=ended,
-        )
+        """The read of `store` in its folder's context (core/launch/evidence.py).
+
+        That is the ledger, attempts.jsonl and the review trail; `ended`: the step a
+        stop_on_lock gate stopped the run at. A break in the ledger is said; the amendments
+        before it count."""
+        ctx = FolderEvidence.of_folder(self.folder, self.prereg.provenance, strict=False)
+        if ctx.ledger_error:
+            self.say(f"WARNING: {literal(ctx.ledger_error)}")
+        return verdict_of(store, self.preset, ctx, stopped_at=ended)
 
     def look(self) -> tuple[ExitInfo | None, TelemetrySnapshot | None]:
         """The blocking part of a poll (process, NVML, /proc), run off the event loop.
@@ -377,9 +372,6 @@ def finish(watch: PlainWatch, registry: Registry, host: str, info: ExitInfo) -> 
     if (restarted := recover(watch, info, store)) is not None:
         return restarted()
     verdict = watch.verdict(store, last if info.cause in GATE_STOPS else None)
-    verdict = dataclasses.replace(
-        verdict, recovery=recovery_read(watch.preset.recovery, attempts.read_attempts(folder))
-    )
     hidden = watch.session.hides(verdict)  # a run ended before its endpoint, blinded
     text = render_blinded(verdict, where) if hidden else render(verdict, where)
     watch.say_lines(text)

@@ -21,11 +21,11 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from fontaine_tui.core.errors import InputError
+from fontaine_tui.core.launch.evidence import conflict_in_words
 from fontaine_tui.core.log.formats.inspect import choose, load
 from fontaine_tui.core.log.store import RunStore
 from fontaine_tui.core.runfolder import LOG
 from fontaine_tui.core.verdict.record import json_num
-from fontaine_tui.core.verdict.rules import conflict_reason
 from fontaine_tui.model.metrics import PROBE, MetricIndex
 
 SERIES_SCHEMA = "fontaine-tui/series/1"
@@ -184,5 +184,5 @@ def conflicts(store: RunStore, key: str) -> tuple[dict[int, tuple[float, ...]], 
             held += (value,)
         if len(held) > 1:
             out[c.step] = held
-            said.setdefault(c.step, conflict_reason(store, c, key))
+            said.setdefault(c.step, conflict_in_words(store, c, key))
     return out, said

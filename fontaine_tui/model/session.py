@@ -22,8 +22,8 @@ from fontaine_tui.core.follow.foreign import SETTLE_S, ForeignRun
 from fontaine_tui.core.host.telemetry import TelemetrySnapshot
 from fontaine_tui.core.launch import alert_book, alerts
 from fontaine_tui.core.launch.attempts import Attempt, read_attempts
+from fontaine_tui.core.launch.evidence import FolderEvidence, log_clock, verdict_of, verdicts_of
 from fontaine_tui.core.launch.exits import ExitInfo
-from fontaine_tui.core.launch.recovery import recovery_read
 from fontaine_tui.core.launch.rescore import ScoreOffer, ScoreState, rescore, score_offer
 from fontaine_tui.core.log.read import ingest_lines
 from fontaine_tui.core.log.records import Malformed, Record
@@ -39,7 +39,6 @@ from fontaine_tui.core.verdict.amendments import (
 )
 from fontaine_tui.core.verdict.prereg import parse_utc
 from fontaine_tui.core.verdict.record import AmendmentCheck, ReviewState, Verdict
-from fontaine_tui.core.verdict.rules import compute_verdict, log_clock, verdict_series
 from fontaine_tui.model import readout
 from fontaine_tui.model.actions import ReviewActions
 from fontaine_tui.model.ledger import Ledger, folder_of, ledger_from, read_ledger_files
@@ -330,21 +329,21 @@ class Session(ReviewActions):
         key = self._key()
         if key != self._latest_key or self._latest is None:
             applied, checks, bare = self._amendments()
-            self._latest = replace(
-                compute_verdict(
-                    self.store,
-                    bare,
-                    None,
-                    applied,
-                    self.ledger.provenance,
-                    self.stopped_at,
-                ),
-                amendments=checks,
-                review=self.review_state,
-                recovery=recovery_read(self.preset.recovery, self.attempts()),
+            self._latest = verdict_of(
+                self.store, bare, self._context(applied, checks), stopped_at=self.stopped_at
             )
             self._latest_key = key
         return self._latest
+
+    def _context(
+        self, applied: tuple[Amendment, ...], checks: tuple[AmendmentCheck, ...]
+    ) -> FolderEvidence:
+        """The run folder's context of a read (core/launch/evidence.py).
+
+        The ledger's checks are worked out once (`_amendments`)."""
+        return FolderEvidence(
+            applied, self.ledger.provenance, self.attempts(), self.review_state, checks
+        )
 
     def _amendments(
         self,
@@ -419,10 +418,7 @@ class Session(ReviewActions):
         key = self._key()
         if key != self._verdict_key:
             applied, checks, bare = self._amendments()
-            self._verdicts = tuple(
-                replace(v, amendments=checks, review=self.review_state)
-                for v in verdict_series(self.store, bare, applied, self.ledger.provenance)
-            )
+            self._verdicts = tuple(verdicts_of(self.store, bare, self._context(applied, checks)))
             self._verdict_key = key
         return self._verdicts, self.latest()
 

@@ -13,11 +13,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from fontaine_tui.core.launch.alerts import RunWarning
-from fontaine_tui.core.launch.attempts import read_attempts
-from fontaine_tui.core.launch.exits import GATE_STOPS
 from fontaine_tui.core.log.store import RunStore
 from fontaine_tui.core.preset.record import Preset
-from fontaine_tui.core.runfolder import RunFolder
 from fontaine_tui.core.verdict.blind import HIDDEN, hidden
 from fontaine_tui.core.verdict.record import Verdict
 from fontaine_tui.core.verdict.stopped import lock_doubt
@@ -48,15 +45,3 @@ def gate_stop(
     if gate is not None:
         return "gpu-hours-gate", f"gpu-hours gate: {gate.message}"
     return None
-
-
-def gate_end(folder: RunFolder | None) -> int | None:
-    """The step the gate stopped the run at, when its last attempt ended so, else None.
-
-    attempts.jsonl, which this program alone writes, says it: a run another trainer logs may
-    never log its end (compute_verdict's `ended`)."""
-    if folder is None:
-        return None
-    done = read_attempts(folder)
-    last = done[-1] if done else None
-    return last.last_step if last is not None and last.cause in GATE_STOPS else None

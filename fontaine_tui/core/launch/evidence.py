@@ -1,0 +1,173 @@
+"""A run's verdict composed one way: the gate every surface that says a read goes through.
+
+A read depends on more than the log. The run folder holds the amendments declared in its
+ledger (each checked on the log's own clock), the provenance frozen in prereg.json, the stop
+a `[gates] stop_on_lock` gate recorded in attempts.jsonl, the review trail (a recorded
+unblinding) and the restarts `[recovery]` made. `FolderEvidence` is what a folder holds of them,
+read once (`of_folder` here, `of_files` from the bytes a remote host sent), and `verdict_of`
+is the one composition of the rules (core/verdict/rules.py) with them: `fontaine-tui verdict`,
+seal and verify, the plain reports, the console's session, the runs list, bank and amend all
+read a run through it, so no surface can leave out one of them. An import-linter contract
+(pyproject.toml) keeps every other module of the surfaces from importing the rules directly.
+The blind is the verdict's own (core/verdict/blind.py's `hidden`): a surface asks it of the
+verdict this gives before it shows a read.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
+
+from fontaine_tui.core.launch.attempts import Attempt, attempts_from, read_attempts
+from fontaine_tui.core.launch.exits import GATE_STOPS
+from fontaine_tui.core.launch.recovery import recovery_read
+from fontaine_tui.core.log.store import Conflict, RunStore
+from fontaine_tui.core.preset.record import Amendment, Preset
+from fontaine_tui.core.runfolder import RunFolder
+from fontaine_tui.core.verdict import review
+from fontaine_tui.core.verdict.amendments import LogClock
+from fontaine_tui.core.verdict.head import head_path
+from fontaine_tui.core.verdict.ledger import genesis, parse_ledger, read_amendments, read_ledger
+from fontaine_tui.core.verdict.record import AmendmentCheck, ReviewState, Verdict
+from fontaine_tui.core.verdict.rules import (
+    compute_verdict,
+    conflict_reason,
+    log_clock,
+    verdict_series,
+)
+
+__all__ = [
+    "FolderEvidence",
+    "conflict_in_words",
+    "gate_stopped",
+    "log_clock",
+    "verdict_of",
+    "verdicts_of",
+]
+
+
+@dataclass(frozen=True, slots=True)
+class FolderEvidence:
+    """What a run folder holds beside its log that its read depends on.
+
+    `attempts` is None for a log without a run folder (no attempts, no [recovery] read);
+    `checks` replaces the verdict's amendment checks when `amendments` is a shortened list
+    that reads the same (the console's, for a ledger of thousands); `ledger_error` is a break
+    in the ledger's chain, the amendments before it kept (said where the surface says it)."""
+
+    amendments: tuple[Amendment, ...] = ()
+    provenance: Mapping[str, object] | None = None
+    attempts: tuple[Attempt, ...] | None = None
+    review: ReviewState | None = None
+    checks: tuple[AmendmentCheck, ...] | None = None
+    ledger_error: str = ""
+
+    @classmethod
+    def of_folder(
+        cls,
+        folder: RunFolder | None,
+        provenance: Mapping[str, object] | None = None,
+        *,
+        strict: bool = True,
+        review_of: str | None = None,
+    ) -> FolderEvidence:
+        """The context a run folder holds (none for `folder` None).
+
+        With `strict`, a broken ledger raises InputError naming its line (as `verdict`
+        refuses); otherwise the amendments before the break count and the break is kept in
+        `ledger_error`. `review_of`: the folder whose review trail is read (the log's folder
+        when there is no run folder)."""
+        trail = review.state(review_of) if review_of is not None else None
+        if folder is None:
+            return cls(provenance=provenance, review=trail)
+        amendments: Sequence[Amendment] = ()
+        error = ""
+        if folder.amendments.exists() or head_path(folder.amendments).exists():
+            if strict:
+                amendments = read_amendments(folder)
+            else:
+                read = read_ledger(folder)
+                amendments, error = read.amendments, read.broken
+        return cls(
+            tuple(amendments),
+            provenance,
+            tuple(read_attempts(folder)),
+            review.state(folder.root) if review_of is None else trail,
+            None,
+            error,
+        )
+
+    @classmethod
+    def of_files(
+        cls,
+        prereg: bytes | None,
+        provenance: Mapping[str, object] | None,
+        amendments: bytes | None,
+        head: bytes | None,
+        attempts: bytes | None,
+        where: str,
+    ) -> FolderEvidence:
+        """The context from a run folder's files as bytes (read on another host).
+
+        The ledger is held to its chain from these prereg.json bytes; a break keeps the
+        amendments before it, said in `ledger_error`."""
+        declared: tuple[Amendment, ...] = ()
+        error = ""
+        if amendments or head:
+            read = parse_ledger(
+                amendments or b"", f"{where}/amendments.jsonl", genesis(prereg), head
+            )
+            declared, error = tuple(read.amendments), read.broken
+        ran = tuple(attempts_from(attempts, alive=lambda _pid, _started: False)) if attempts else ()
+        return cls(declared, provenance, ran, None, None, error)
+
+
+NO_CONTEXT = FolderEvidence()
+
+
+def gate_stopped(attempts: Sequence[Attempt] | None) -> int | None:
+    """The step a stop_on_lock gate stopped the run at, when its last attempt ended so.
+
+    attempts.jsonl, which this program alone writes, says it: a run another trainer logs may
+    never log its end."""
+    last = attempts[-1] if attempts else None
+    return last.last_step if last is not None and last.cause in GATE_STOPS else None
+
+
+def verdict_of(
+    store: RunStore,
+    preset: Preset,
+    ctx: FolderEvidence = NO_CONTEXT,
+    at_step: int | None = None,
+    clock: LogClock | None = None,
+    stopped_at: int | None = None,
+) -> Verdict:
+    """The verdict of `store` by `preset` in its run folder's context: the one composition.
+
+    `clock`: the log's own clock when the caller keeps it (else the store's). `stopped_at`:
+    the step a watcher's gate stopped the run at, before attempts.jsonl says it."""
+    ended = stopped_at if stopped_at is not None else gate_stopped(ctx.attempts)
+    v = compute_verdict(store, preset, at_step, ctx.amendments, ctx.provenance, ended, clock)
+    return replace(
+        v,
+        amendments=v.amendments if ctx.checks is None else ctx.checks,
+        review=ctx.review,
+        recovery=None if ctx.attempts is None else recovery_read(preset.recovery, ctx.attempts),
+    )
+
+
+def verdicts_of(store: RunStore, preset: Preset, ctx: FolderEvidence = NO_CONTEXT) -> list[Verdict]:
+    """The verdict as it read at each probe step, in the same context ("what did it say at 750?")."""
+    return [
+        replace(
+            v,
+            amendments=v.amendments if ctx.checks is None else ctx.checks,
+            review=ctx.review,
+        )
+        for v in verdict_series(store, preset, ctx.amendments, ctx.provenance)
+    ]
+
+
+def conflict_in_words(store: RunStore, conflict: Conflict, metric: str) -> str:
+    """Two probes for one step without a resume between them, as the verdict says it."""
+    return conflict_reason(store, conflict, metric)
