@@ -17,6 +17,7 @@ from fontaine_tui.core.launch.registry import Entry, Registry
 from fontaine_tui.core.preset.find import load_preset
 from fontaine_tui.core.runfolder import RunFolder
 from fontaine_tui.core.verdict import prereg
+from fontaine_tui.core.verdict.record import EXIT_CODES
 from tests.core.notify.server import Silent
 from tests.logs import records_upto, write_log
 from tests.sshd_helper import HOST_ALIAS
@@ -110,7 +111,7 @@ def test_attach_registers_what_it_attaches_to(sshd, tmp_path, registry_path):
         text=True,
         timeout=60,
     )
-    assert res.returncode == 0, res.stderr
+    assert res.returncode == EXIT_CODES["AMBIGUOUS"], res.stderr  # the verdict's code
     [entry] = Registry(registry_path).entries()
     assert (entry.host, entry.run_dir, entry.status) == (HOST_ALIAS, str(folder), "attached")
     assert entry.name == "grasp_sft_v2_demosonly_1gpu_disc"
@@ -161,7 +162,7 @@ def test_attach_by_uri_registers_the_port_and_runs_reaches_it(sshd, tmp_path, re
         text=True,
         timeout=60,
     )
-    assert res.returncode == 0, res.stderr
+    assert res.returncode == EXIT_CODES["AMBIGUOUS"], res.stderr  # the verdict's code
     [entry] = Registry(registry_path).entries()
     assert (entry.host, entry.run_dir) == (f"ssh://{sshd.user}@127.0.0.1:{sshd.port}", str(folder))
     res, _ = runs(tmp_path, config)

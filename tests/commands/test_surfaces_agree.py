@@ -9,8 +9,8 @@ point: before the endpoint, at it, or stopped by the engine's end event. The sur
 commands a user or a script reads a run through: `verdict --json` (the reference),
 `replay --plain` and `attach --plain --until-end` (their last verdict line and their exit code),
 `get --json` (the probe values, or a refusal naming the blind), `seal` then `verify` (the
-verdict recomputed from the bundle), and `bank add` then `bank show -j` (a run banked only when
-its reads may be seen)."""
+verdict recomputed from the bundle), `runs -j` (the runs list's read), and `bank add` then
+`bank show -j` (a run banked only when its reads may be seen)."""
 
 from __future__ import annotations
 
@@ -18,6 +18,7 @@ import contextlib
 import io
 import json
 import os
+import time
 from pathlib import Path
 
 import pytest
@@ -25,13 +26,15 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from fontaine_tui.cli import main
+from fontaine_tui.core.host.memory import hostname
+from fontaine_tui.core.launch.registry import Entry, Registry
 from fontaine_tui.core.preset.find import load_preset
 from fontaine_tui.core.runfolder import RunFolder
 from fontaine_tui.core.verdict.blind import EXIT_BLINDED
 from fontaine_tui.core.verdict.prereg import freeze
 from fontaine_tui.core.verdict.record import EXIT_CODES, PROVISIONAL_OFFSET
 from tests.core.launch.conftest import without_amendments
-from tests.logs import T0, dumps, meta, probe, train
+from tests.logs import dumps, meta, probe, train
 
 STEPS = (250, 500, 750, 1000)
 level = st.sampled_from((3.0, 3.1, 3.2, 3.35, 3.5, 3.8, 4.2))
@@ -43,7 +46,16 @@ def runs(draw: st.DrawFn) -> dict[str, object]:
         "blind": draw(st.booleans()),
         "lock": draw(st.sampled_from((None, 0.05, 0.2))),
         "stop_on_lock": draw(st.booleans()),
-        "scale": draw(st.sampled_from((None, 1.25))),
+        "amend": draw(
+            st.sampled_from(
+                (
+                    None,
+                    ("--scale-factor", "1.25"),
+                    ("--scale-factor", "3.0"),
+                    ("--extend-to", "1250"),
+                )
+            )
+        ),
         "restart": draw(st.booleans()),
         "values": {s: draw(level) for s in STEPS},
         "cut": draw(st.sampled_from((600, 760, 1000, "stopped-760", "stopped-510"))),
@@ -65,17 +77,18 @@ def write_preset(where: Path, run: dict[str, object]) -> Path:
     return path
 
 
-def records(run: dict[str, object], upto: int) -> list[dict[str, object]]:
-    """The run's records to step `upto`; with a restart, killed at 600 and resumed from 500."""
+def records(run: dict[str, object], upto: int, t0: float) -> list[dict[str, object]]:
+    """The run's records to step `upto`, logged from `t0`, half a second a step; with a
+    restart, killed at 600 and resumed from 500."""
     values: dict[int, float] = run["values"]  # type: ignore[assignment]
     out: list[dict[str, object]] = [
-        meta(),
-        {"kind": "event", "step": 0, "time": T0, "event": "start"},
+        meta(t=t0),
+        {"kind": "event", "step": 0, "time": t0, "event": "start"},
     ]
     parts = [range(1, upto + 1)]
     if run["restart"] and upto > 600:
         parts = [range(1, 601), range(501, upto + 1)]
-    t = T0
+    t = t0
     for k, part in enumerate(parts):
         if k:
             out.append({"kind": "event", "step": 500, "time": t, "event": "resume"})
@@ -104,19 +117,22 @@ def make(where: Path, run: dict[str, object]) -> Path:
     log = root / "train_log.jsonl"
     cut = run["cut"]
     upto = int(str(cut).removeprefix("stopped-"))
-    recs = records(run, upto)
-    if run["scale"] is not None:  # declared once step 300 is seen, before the anchor at 500
-        early = [r for r in recs if r["time"] <= T0 + 300 * 0.5 + 0.2]
+    # the log's own clock: step 300 logged before now, when an amendment is declared, and the
+    # anchor (500) after it, so the amendment is on time by the log's clock
+    t0 = time.time() - 200
+    recs = records(run, upto, t0)
+    if run["amend"] is not None:  # declared once step 300 is seen, before the anchor at 500
+        early = [r for r in recs if r["time"] <= t0 + 300 * 0.5 + 0.2]
         log.write_text("".join(dumps(r) + "\n" for r in early))
-        code, _, err = cli("amend", str(root), "--scale-factor", str(run["scale"]), "--text", "t")
+        code, _, err = cli("amend", str(root), *run["amend"], "--text", "t")  # type: ignore[misc]
         assert code in (0, 1), err
     end: list[dict[str, object]] = []
     if cut == 1000:
         end = [
-            {"kind": "event", "step": 1000, "time": T0 + 1e6, "event": "end", "detail": "finished"}
+            {"kind": "event", "step": 1000, "time": t0 + 1e4, "event": "end", "detail": "finished"}
         ]
     elif str(cut).startswith("stopped-"):
-        end = [{"kind": "event", "step": upto, "time": T0 + 1e6, "event": "end",
+        end = [{"kind": "event", "step": upto, "time": t0 + 1e4, "event": "end",
                 "detail": f"stopped by SIGINT at step {upto}"}]  # fmt: skip
     log.write_text("".join(dumps(r) + "\n" for r in [*recs, *end]))
     return root
@@ -196,6 +212,21 @@ def test_every_surface_agrees_with_the_verdict(isolated: Path, run: dict[str, ob
         assert got == 0, err
         got, text, err = cli("verify", str(bundle))
         assert got == 0 and "broken" not in text, (text, err)
+
+    # runs -j: the read the runs list shows, PROVISIONAL until the endpoint
+    registry = where / "registry.toml"
+    Registry(registry).upsert(
+        Entry(name=where.name, run_dir=str(root), host=hostname(), pid=0, preset="p")
+    )
+    os.environ["FONTAINE_REGISTRY"] = str(registry)
+    try:
+        got, text, err = cli("runs", "-j")
+    finally:
+        del os.environ["FONTAINE_REGISTRY"]
+    assert got == 0, err
+    [row] = [json.loads(line) for line in text.splitlines()]
+    shown = ("PROVISIONAL " if provisional else "") + label
+    assert row["read"] == shown, (row["read"], shown, doc.get("reason"))
 
     # bank add: only a finished run whose reads may be seen and decide
     got, text, err = cli("bank", "add", str(root), "--as", f"x{where.name}")

@@ -14,6 +14,7 @@ good reading (kept in `fleet.json` beside the registry) with its age, or "no rea
 
 from __future__ import annotations
 
+import base64
 import dataclasses
 import json
 import math
@@ -31,17 +32,21 @@ from fontaine_tui.core import tomlfile
 from fontaine_tui.core.atomic import atomic_write
 from fontaine_tui.core.childenv import child_env
 from fontaine_tui.core.errors import InputError
+from fontaine_tui.core.launch.evidence import FolderEvidence, verdict_of
 from fontaine_tui.core.launch.registry import Entry
 from fontaine_tui.core.limits import json_loads
 from fontaine_tui.core.log.store import RunStore
 from fontaine_tui.core.preset.record import Preset
 from fontaine_tui.core.readfile import read_text
+from fontaine_tui.core.runfolder import RunFolder
 from fontaine_tui.core.ssh.destination import check_destination
 
 DEADLINE_S = 1.8  # the whole table, every host included
 TAIL = 32 << 10
+LEDGER = 4 << 20  # bytes of a run's ledger (and attempts.jsonl) sent over SSH, at most
 MARK = "@@fontaine-fleet"
-FLEET_SCRIPT = r"""
+FLEET_SCRIPT = (
+    r"""
 n=0
 while [ "$#" -ge 2 ]; do
   d=$1; pid=$2; shift 2
@@ -54,6 +59,10 @@ while [ "$#" -ge 2 ]; do
   e=0; [ -d "$d" ] && e=1
   printf '\n%s run %s %s %s\n' "$MARK" "$n" "$a" "$e"
   printf '%s prereg\n' "$MARK"; cat -- "$d/prereg.json" 2>/dev/null
+  for f in prereg.json amendments.jsonl amendments.jsonl.head attempts.jsonl; do
+    printf '\n%s file %s\n' "$MARK" "$f"
+    [ -f "$d/$f" ] && head -c LEDGER -- "$d/$f" | base64 2>/dev/null
+  done
   printf '\n%s evals\n' "$MARK"
   grep -E '"kind": ?"(eval|meta|event)"' -- "$d/train_log.jsonl" 2>/dev/null | tail -n 5000
   s=$(wc -c < "$d/train_log.jsonl" 2>/dev/null) || s=0
@@ -61,7 +70,10 @@ while [ "$#" -ge 2 ]; do
   n=$((n+1))
 done
 printf '\n%s end\n' "$MARK"
-""".replace("TAIL", str(TAIL)).replace("$MARK", MARK)
+""".replace("TAIL", str(TAIL))
+    .replace("LEDGER", str(LEDGER))
+    .replace("$MARK", MARK)
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -165,6 +177,8 @@ def parse_reply(data: bytes) -> list[dict[str, object]] | None:
                 part = None
             elif words[1] == "end":
                 ended, part = True, None
+            elif words[1] == "file" and len(words) == 3:  # a run file's bytes, in base64
+                part = f"file:{words[2]}"
             else:
                 part = words[1]
                 if part == "tail" and runs:  # the log's size: a tail of all of it is whole
@@ -175,8 +189,45 @@ def parse_reply(data: bytes) -> list[dict[str, object]] | None:
     return runs if ended else None
 
 
-def read_run(entry: Entry, parts: dict[str, object], now: float) -> FleetRow:
-    """One run's row from its parts (see FLEET_SCRIPT)."""
+def _file(parts: dict[str, object], name: str) -> bytes | None:
+    """A run file's bytes as the script sent them (base64), None when it is not there."""
+    raw = parts.get(f"file:{name}")
+    if not isinstance(raw, bytes) or not raw.strip():
+        return None
+    try:
+        return base64.b64decode(b"".join(raw.split()), validate=True)
+    except ValueError:
+        return None
+
+
+def _context(
+    entry: Entry, parts: dict[str, object], provenance: Mapping[str, object] | None, here: bool
+) -> tuple[FolderEvidence, str]:
+    """What the run folder holds beside its log, for its read as `verdict` reads it.
+
+    Read in the folder itself on this host, else from the files the script sent (the ledger
+    cut at LEDGER bytes reads as broken there, its amendments before the cut kept). The
+    second item says what could not be read ("" when all could)."""
+    where = f"{entry.host}:{entry.run_dir}"
+    try:
+        if here:
+            ctx = FolderEvidence.of_folder(RunFolder(Path(entry.run_dir)), provenance, strict=False)
+        else:
+            ctx = FolderEvidence.of_files(
+                _file(parts, "prereg.json"),
+                provenance,
+                _file(parts, "amendments.jsonl"),
+                _file(parts, "amendments.jsonl.head"),
+                _file(parts, "attempts.jsonl"),
+                where,
+            )
+    except (InputError, OSError) as exc:
+        return FolderEvidence(provenance=provenance), f"the run's ledger not read: {exc}"[:120]
+    return ctx, ctx.ledger_error[:120]
+
+
+def read_run(entry: Entry, parts: dict[str, object], now: float, here: bool = False) -> FleetRow:
+    """One run's row from its parts (see FLEET_SCRIPT); `here`: the run is on this host."""
     from fontaine_tui.core.verdict.prereg import parse_prereg, parse_utc
 
     base: dict[str, Any] = dict(
@@ -195,6 +246,7 @@ def read_run(entry: Entry, parts: dict[str, object], now: float) -> FleetRow:
                 n += 1
                 store.add_line(raw, n)
     preset = launched = None
+    held = FolderEvidence()
     raw_prereg = parts.get("prereg")
     if isinstance(raw_prereg, bytes) and raw_prereg.strip():
         try:
@@ -202,12 +254,16 @@ def read_run(entry: Entry, parts: dict[str, object], now: float) -> FleetRow:
             preset, launched = pr.frozen_preset(), parse_utc(pr.launched_at)
         except Exception as exc:  # a bad prereg is this run's note, not the table's end
             base["note"] = str(exc)[:120]
+        else:
+            held, note = _context(entry, parts, pr.provenance, here)
+            if note:
+                base["note"] = note
     ended = bool(store.events) and store.events[-1].event == "end"
     if entry.pid > 0 or entry.job:
         state = "running" if parts.get("alive") else ("ended" if ended else "gone")
     else:
         state = "ended" if ended else "attached"
-    return _row(store, preset, launched, state, base, now)
+    return _row(store, preset, launched, state, base, now, held)
 
 
 def foreign_row(entry: Entry, now: float) -> FleetRow | None:
@@ -246,11 +302,14 @@ def _row(
     state: str,
     base: dict[str, Any],
     now: float,
+    held: FolderEvidence | None = None,
 ) -> FleetRow:
-    """A row from a run's store and its preset (None: no read, no warnings)."""
+    """A row from a run's store and its preset (None: no read, no warnings).
+
+    Its read is in what the run folder holds beside its log (`held`: core/launch/evidence.py),
+    as `verdict` reads it."""
     from fontaine_tui.core.launch import alert_book, alerts
     from fontaine_tui.core.verdict import blind, distances
-    from fontaine_tui.core.verdict.rules import compute_verdict
 
     ended = state in ("ended", "failed") or alerts.logged_over(store)
     times = [t for t in store.columns["time"] if math.isfinite(t)]
@@ -260,7 +319,11 @@ def _row(
         step=store.last_step or None,
         step_s=statistics.median(rates) if rates else None,
     )
-    v = compute_verdict(store, preset) if preset is not None and store.probes else None
+    v = (
+        verdict_of(store, preset, held or FolderEvidence())
+        if preset is not None and store.probes
+        else None
+    )
     hidden = preset is not None and v is not None and blind.hidden(preset, v)
     if store.probes:
         last = max(store.probes)
@@ -365,7 +428,7 @@ def look_host(
     return HostLook(
         host,
         [
-            (here and foreign_row(e, now)) or read_run(e, p, now)
+            (here and foreign_row(e, now)) or read_run(e, p, now, here)
             for e, p in zip(entries, runs, strict=True)
         ],
     )
