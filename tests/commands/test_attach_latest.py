@@ -15,6 +15,7 @@ from fontaine_tui.core.launch.registry import Entry, Registry
 from fontaine_tui.core.preset.find import load_preset
 from fontaine_tui.core.runfolder import RunFolder
 from fontaine_tui.core.verdict import prereg
+from fontaine_tui.core.verdict.record import EXIT_CODES
 from tests.logs import records_upto, write_log
 
 
@@ -48,9 +49,9 @@ def test_attach_latest_follows_the_newest_launch_and_says_which(tmp_path, regist
     res = cli(tmp_path, "attach", "--latest", "--plain", "--until-end")
     lines = res.stdout.splitlines()
     assert lines[0] == f"attaching to newer at {newer} (launched 2026-12-06T10:00:00.000000Z)"
-    # the engine's own end exits 0 (model/plain.py); the older run is not followed
+    # the verdict's code (model/plain.py, as `verdict` exits); the older run is not followed
     assert "verdict: AMBIGUOUS (final, step 1000" in res.stdout, res.stdout[-500:] + res.stderr
-    assert res.returncode == 0 and str(older) not in res.stdout
+    assert res.returncode == EXIT_CODES["AMBIGUOUS"] and str(older) not in res.stdout
 
 
 def test_attach_latest_names_another_hosts_run_as_ssh_takes_it(registry_path):

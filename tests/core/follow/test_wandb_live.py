@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from fontaine_tui.core.verdict.record import EXIT_CODES, PROVISIONAL_OFFSET
 from tests.core.log.formats.conftest import EVAL, foreign_preset, loss
 from tests.core.log.formats.wandbkit import exit_record, frame, history, start_writer
 
@@ -142,7 +143,8 @@ def test_replay_of_a_wandb_run_ends_on_its_exit(tmp_path):
         text=True,
         timeout=60,
     )
-    assert res.returncode == 0, res.stderr
+    # the verdict's code, as `verdict` exits: the run failed before its endpoint
+    assert res.returncode == EXIT_CODES["UNDECIDABLE"] + PROVISIONAL_OFFSET, res.stderr
     out = res.stdout.splitlines()
     assert "event error at step 30: W&B exit code 1" in out
     assert out.index("event error at step 30: W&B exit code 1") > out.index(
