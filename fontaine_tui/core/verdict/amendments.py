@@ -8,12 +8,12 @@ stale copy of the run says less than the log shows)."""
 from __future__ import annotations
 
 import bisect
-import json
 import math
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
+from fontaine_tui.core.limits import json_loads
 from fontaine_tui.core.log.records import Probe
 from fontaine_tui.core.log.store import RunStore
 from fontaine_tui.core.preset.record import Amendment, Preset
@@ -196,6 +196,6 @@ def declared_deltas(amendments: Iterable[Amendment]) -> tuple[Mapping[str, objec
 def _value(text: str) -> object:
     """A value kept as JSON text, as its value (the text itself when it is not JSON)."""
     try:
-        return json.loads(text)
+        return json_loads(text)
     except ValueError:
         return text

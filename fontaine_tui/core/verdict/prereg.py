@@ -14,6 +14,7 @@ from types import MappingProxyType
 from fontaine_tui import __version__
 from fontaine_tui.core.atomic import create_new
 from fontaine_tui.core.errors import InputError
+from fontaine_tui.core.limits import json_loads
 from fontaine_tui.core.log.records import Meta
 from fontaine_tui.core.preset.checks import canonical_bytes
 from fontaine_tui.core.preset.record import Preset
@@ -184,7 +185,7 @@ def read_prereg(folder: RunFolder) -> Prereg:
 def parse_prereg(raw: bytes, origin: str) -> Prereg:
     """A prereg.json document (read locally or through a run source), hash-checked."""
     try:
-        doc = json.loads(raw)
+        doc = json_loads(raw)
     except ValueError as exc:
         raise InputError(f"{origin}: expected a JSON prereg ({exc})") from None
     try:
