@@ -122,7 +122,8 @@ def test_row_cells_and_masked_argv(tmp_path, preset, engine):
         "train.py --api-key *** HF_TOKEN=*** --lr=3e-4"
     )
     assert (
-        shown_argv(("push", "https://user:pw@example.com/x")) == "push https://***@example.com/***"
+        shown_argv(("push", "https://user:pw@example.com/x"))
+        == "push https://user:***@example.com/x"
     )
     assert shown_argv(("/opt/venv/bin/python", "train.py")) == "python train.py"
 
