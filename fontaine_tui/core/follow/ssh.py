@@ -235,6 +235,8 @@ class SshRun(SshConnection):
                 )
                 self._procs.add(proc)
                 header = await asyncio.wait_for(self._header(proc), self.connect_timeout + 20)
+                if header[:1] == [b"@fontaine"]:  # our script answered: the connection is made
+                    self.answered()
                 while header[:2] in ([b"@fontaine", b"rest"], [b"@fontaine", b"next"]):
                     if header[1] == b"rest" and len(header) >= 4:
                         cutter = cutter.resume()  # its torn tail is sent again

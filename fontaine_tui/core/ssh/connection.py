@@ -3,8 +3,10 @@
 One master connection (ControlMaster in a private folder) carries every command sent to the
 host: the follower's streams and reads (core/follow/ssh.py), telemetry, and a launch's
 remote fontaine-tui (core/launch/remote.py). The user's ~/.ssh/config, agent and ProxyJump
-apply. The first connection is tried again within a bound; a failure is reported in one line that
-names its kind (authentication, an unreachable host) and the command to try by hand.
+apply. The first connection is tried again within a bound, until a remote command has been
+answered over it (a host may take the connection and cut it in the first command); a failure is
+reported in one line that names its kind (authentication, an unreachable host) and the command
+to try by hand.
 """
 
 from __future__ import annotations
@@ -51,9 +53,10 @@ _AUTH = (
 )
 _NO_SUCH_HOST = ("name or service not known", "no address associated with hostname")
 # The first connection to a host is tried again with the same back-off as a reconnect, this
-# long in all (a loaded machine, a host still booting, sshd not yet listening), before it is
-# reported to have failed; FONTAINE_SSH_CONNECT_S changes it. An authentication failure or a
-# host name that does not resolve is reported at once.
+# long in all (a loaded machine, a host still booting, sshd not yet listening, a connection
+# cut during the first remote command), before it is reported to have failed;
+# FONTAINE_SSH_CONNECT_S changes it. An authentication failure or a host name that does not
+# resolve is reported at once.
 FIRST_CONNECT_S = 20.0
 CONNECT_ENV = "FONTAINE_SSH_CONNECT_S"
 
@@ -134,8 +137,10 @@ class SshConnection:
         self._procs: set[children.Child] = set()
         self._closed = False
         self._closed_ev = asyncio.Event()
-        self._connected = False  # a master has been up once: later failures are reported at once
-        self.connect_tries = 0  # master starts tried for the first connection
+        # a remote command has been answered once: later failures are reported at once
+        self._connected = False
+        self._first: tuple[float, float] | None = None  # the first connection: start, end
+        self.connect_tries = 0  # failed tries of the first connection (a master, a command)
 
     def argv(self, command: str, master: str = "no") -> list[str]:
         return [
@@ -208,29 +213,45 @@ class SshConnection:
             if (await self._control("check"))[0] == 0:
                 return
             # the first connection: tried again with the reconnect back-off, within a limit
-            limit = 0.0 if self._connected else first_connect_s()
-            start, delay = time.monotonic(), self.backoff[0]
+            delay = self.backoff[0]
             while True:
+                if self._first is None:  # its bound runs from its first try
+                    now = time.monotonic()
+                    self._first = (now, now + first_connect_s())
                 rc, err = await self._start_master()
                 if rc == 0:
-                    self._connected = True
                     return
-                self.connect_tries += 1
-                low = err.decode("utf-8", "replace").lower()
-                spent = time.monotonic() - start
-                if (
-                    self._closed
-                    or any(s in low for s in (*_AUTH, *_NO_SUCH_HOST))
-                    or spent + delay > limit
-                ):
-                    tried = (
-                        f"; {self.connect_tries} tries in {spent:.0f} s"
-                        if self.connect_tries > 1
-                        else ""
-                    )
-                    raise SshError(self.explain(err, tried))
+                self._again_or_raise(err, delay)
                 await asyncio.sleep(delay)
                 delay = min(delay * 2, self.backoff[1])
+
+    def _again_or_raise(self, err: bytes, delay: float) -> None:
+        """A failed try of the first connection: return to try it again after `delay`, or raise.
+
+        The first connection lasts until a remote command is answered over it, within
+        first_connect_s() of its first try; an authentication failure or a host name that does
+        not resolve ends it at once, and so does close(). After it, every failure is said."""
+        now = time.monotonic()
+        if self._first is None:
+            self._first = (now, now + first_connect_s())
+        if self._connected:
+            raise SshError(self.explain(err))
+        self.connect_tries += 1
+        low = err.decode("utf-8", "replace").lower()
+        if (
+            self._closed
+            or any(s in low for s in (*_AUTH, *_NO_SUCH_HOST))
+            or now + delay > self._first[1]
+        ):
+            spent = now - self._first[0]
+            tried = (
+                f"; {self.connect_tries} tries in {spent:.0f} s" if self.connect_tries > 1 else ""
+            )
+            raise SshError(self.explain(err, tried))
+
+    def answered(self) -> None:
+        """A remote command was answered: the first connection is made."""
+        self._connected = True
 
     async def _start_master(self) -> tuple[int, bytes]:
         """One try at the shared connection: (ssh's exit status, its stderr).
@@ -286,8 +307,23 @@ class SshConnection:
         """Run `command` over the shared connection and return (exit status, stdout, stderr).
 
         Raises SshError when ssh fails (255) or the command has not finished within
-        `timeout` seconds (None: no limit). The ssh client is then killed."""
-        await self.ensure_master()
+        `timeout` seconds (None: no limit). The ssh client is then killed. A first command
+        whose connection fails (255: the host cut it) is run again as the first connection is
+        tried again (_again_or_raise): the first command a caller sends reads, never
+        changes, what is there."""
+        delay = self.backoff[0]
+        while True:
+            await self.ensure_master()
+            rc, out, err = await self._exec_once(command, timeout)
+            if rc != 255:
+                self.answered()
+                return rc, out, err
+            self._again_or_raise(err, delay)
+            await self._pause(delay)
+            delay = min(delay * 2, self.backoff[1])
+
+    async def _exec_once(self, command: str, timeout: float | None) -> tuple[int, bytes, bytes]:
+        """One run of `command` over the shared connection (_exec), its ssh exit 255 included."""
         proc = await children.spawn(*self.argv(command), env=child_env())
         self._procs.add(proc)
         try:
@@ -306,8 +342,6 @@ class SshConnection:
             if proc.returncode is None:  # cancelled (a console quitting): no client left
                 await children.end(proc, first=signal.SIGKILL)
         assert proc.returncode is not None  # communicate() waited for the exit
-        if proc.returncode == 255:
-            raise SshError(self.explain(err))
         return proc.returncode, out, err
 
     async def shell(
