@@ -83,14 +83,20 @@ def _words(name: str) -> list[str]:
     return [w for w in _NOT_WORD.split(_CAMEL.sub("_", name).upper()) if w]
 
 
+_WHERE_KEPT = frozenset({"FILE", "PATH", "DIR", "FILENAME", "ENV", "VAR"})  # a path, not a value
+
+
 @functools.lru_cache(maxsize=4096)
 def secret_name(name: str) -> bool:
     """Whether a flag's, variable's or key's name says its value is a credential.
 
     Dashes, dots, camel case and a leading `--`, `+` or `$` are read as word breaks: HF_TOKEN,
     HFTOKEN, hub-token, apiKey, trainer.logger.api_key, DB_PWD, GH_PAT, SENTRY_DSN are;
-    TOKENIZERS_PARALLELISM, MAX_TOKENS, PAD_TOKEN_ID, TEXT_KEY, PWD, AUTHOR are not."""
+    TOKENIZERS_PARALLELISM, MAX_TOKENS, PAD_TOKEN_ID, TEXT_KEY, PWD, AUTHOR are not, nor is
+    a name that ends in where the secret is kept (TOKEN_FILE, api-key-path, SECRETS_DIR)."""
     words = _words(name)
+    if len(words) > 1 and words[-1] in _WHERE_KEPT:
+        return False
     last = len(words) - 1
     for i, w in enumerate(words):
         before = words[i - 1] if i else ""
@@ -470,7 +476,13 @@ def _mask_words(words: Sequence[str], hashes: bool = False, depth: int = 0) -> l
             low = plain.lower()
             if word in ("=", ":") or low in _AUTH_SCHEMES:
                 out.append(word)  # api_key = V, Authorization: Bearer V: V is the word after
-            elif word.startswith("--") or low in _BOOLISH or plain == MASK:
+            elif (
+                word.startswith("--")
+                or low in _BOOLISH
+                or plain == MASK
+                or _reference(plain)
+                or (prev.lstrip("(;&|{`") == "-p" and _NOT_A_PASSWORD.fullmatch(plain))
+            ):
                 shown, hide = _word(word, prev, following.get(i, ""), program, hashes, depth)
                 out.append(shown)  # a flag without a value, or a value that grants nothing
             else:
@@ -487,6 +499,17 @@ def _mask_words(words: Sequence[str], hashes: bool = False, depth: int = 0) -> l
             starts = True
         prev = out[-1]  # as shown: a hidden word gives no context to the next
     return out
+
+
+_REFERENCE = re.compile(r"\$\{?[A-Za-z_][A-Za-z0-9_]*\}?")  # $HF_TOKEN, ${HF_TOKEN}
+# what a short -p's value is when it is a program's own (python train.py -p 0.5, -p 8080:80,
+# -p ./out): a number, a port mapping or a path is never a password
+_NOT_A_PASSWORD = re.compile(r"[-+]?[0-9][0-9.eE+:/-]*|\.{0,2}/[^\s]*")
+
+
+def _reference(word: str) -> bool:
+    """Whether a secret's value is a reference to the environment, not the secret itself."""
+    return _REFERENCE.fullmatch(word) is not None
 
 
 def mask_argv(words: Sequence[str]) -> list[str]:

@@ -211,3 +211,20 @@ def test_quotes_nested_deep_are_read_without_running_out_of_stack():
     assert mask_text("bash -c \"sh -c 'env HF_TOKEN=k3y python t.py'\"") == (
         "bash -c \"sh -c 'env HF_TOKEN=*** python t.py'\""
     )
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["python", "train.py", "-p", "0.5"],  # a program's own -p: a probability
+        ["python", "serve.py", "-p", "8080"],  # a port
+        ["python", "train.py", "-p", "./out"],  # a path
+        ["bash", "-c", "python t.py --hf_token $HF_TOKEN"],  # the secret stays in the env
+        ["python", "t.py", "--hf_token", "${HF_TOKEN}"],
+        ["python", "t.py", "--token_file", "token.txt", "--api-key-file", "/run/secrets/key"],
+    ],
+)
+def test_what_only_points_at_a_secret_is_shown_and_refused_nowhere(argv: list[str]) -> None:
+    """A number or path after a short -p, a reference to the environment, a flag naming where
+    the secret is kept: none is a credential, so [command] can hold them."""
+    assert mask_argv(argv) == argv
