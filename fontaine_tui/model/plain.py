@@ -209,6 +209,10 @@ class PlainReport:
                 if until_end and foreign and final_ends and (read := self._final()):
                     why = read
                     break
+                if until_end and (stop := self.session.stop_reached()) is not None:
+                    # a log that never says its end: attempts.jsonl says the gate stopped it
+                    why = f"the run's stop on its decision lock at step {stop} (attempts.jsonl)"
+                    break
         finally:
             if pending is not None:
                 pending.cancel()
@@ -222,6 +226,8 @@ class PlainReport:
         if why:
             self.say(f"ended: {literal(why)}")
             self.say_verdict(latest)
+        elif f"verdict: {self.headline(latest)}" != self._said_verdict:
+            self.say_verdict(latest)  # the read at the log's end (a stop attempts.jsonl records)
         return blind.EXIT_BLINDED if self.session.hides(latest) else latest.exit_code
 
     def headline(self, v: Verdict) -> str:

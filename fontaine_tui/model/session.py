@@ -22,7 +22,13 @@ from fontaine_tui.core.follow.foreign import SETTLE_S, ForeignRun
 from fontaine_tui.core.host.telemetry import TelemetrySnapshot
 from fontaine_tui.core.launch import alert_book, alerts
 from fontaine_tui.core.launch.attempts import Attempt, read_attempts
-from fontaine_tui.core.launch.evidence import FolderEvidence, log_clock, verdict_of, verdicts_of
+from fontaine_tui.core.launch.evidence import (
+    FolderEvidence,
+    gate_stopped,
+    log_clock,
+    verdict_of,
+    verdicts_of,
+)
 from fontaine_tui.core.launch.exits import ExitInfo
 from fontaine_tui.core.launch.rescore import ScoreOffer, ScoreState, rescore, score_offer
 from fontaine_tui.core.log.read import ingest_lines
@@ -345,6 +351,13 @@ class Session(ReviewActions):
             applied, self.ledger.provenance, self.attempts(), self.review_state, checks
         )
 
+    def stop_reached(self) -> int | None:
+        """Where attempts.jsonl says a stop_on_lock gate stopped the run, once the log is there.
+
+        A replay reads its way to that step; None before it, or without such a stop."""
+        stop = gate_stopped(self.attempts())
+        return stop if stop is not None and self.store.last_step >= stop else None
+
     def _amendments(
         self,
     ) -> tuple[tuple[Amendment, ...], tuple[AmendmentCheck, ...], Preset]:
@@ -409,6 +422,7 @@ class Session(ReviewActions):
             len(self.store.metas),
             self.store.ended_at,  # a run's end makes a read without its endpoint final
             self.stopped_at,  # ... and so does a stop on the stop_on_lock gate
+            self.stop_reached(),  # ... or one attempts.jsonl records, once the log reaches it
             self.preset.sha256,
             self.ledger.amendments,
             self.review_state,
@@ -482,8 +496,11 @@ class Session(ReviewActions):
         )
 
     def attempts(self) -> tuple[Attempt, ...]:
-        """attempts.jsonl of a local run folder, read again only when it changed."""
-        if self.folder is None or self.kind == "replay":
+        """attempts.jsonl of a local run folder, read again only when it changed.
+
+        A replay reads it too: a stop on the run's lock recorded there makes its final read
+        what `verdict` reads (core/launch/evidence.py applies it once the log reaches it)."""
+        if self.folder is None:
             return ()
         folder = RunFolder(self.folder)
         try:

@@ -5,7 +5,8 @@ Each example is a run folder frozen from demosonly_1gpu with random settings: bl
 a decision lock's premise (`max_probe_change`) or none, `[gates] stop_on_lock` or not, a scale
 amendment declared with `fontaine-tui amend` partway through or none, a restart (a resume to
 the last checkpoint, as [recovery] makes one) or none, random probe values, and cut at a random
-point: before the endpoint, at it, or stopped by the engine's end event. The surfaces are the
+point: before the endpoint, at it, stopped by the engine's end event, or stopped by the gate
+with only attempts.jsonl saying so. The surfaces are the
 commands a user or a script reads a run through: `verdict --json` (the reference),
 `replay --plain` and `attach --plain --until-end` (their last verdict line and their exit code),
 `get --json` (the probe values, or a refusal naming the blind), `seal` then `verify` (the
@@ -58,7 +59,7 @@ def runs(draw: st.DrawFn) -> dict[str, object]:
         ),
         "restart": draw(st.booleans()),
         "values": {s: draw(level) for s in STEPS},
-        "cut": draw(st.sampled_from((600, 760, 1000, "stopped-760", "stopped-510"))),
+        "cut": draw(st.sampled_from((600, 760, 1000, "stopped-760", "stopped-510", "gated-760"))),
     }
 
 
@@ -116,7 +117,7 @@ def make(where: Path, run: dict[str, object]) -> Path:
     freeze(RunFolder(root), preset, ["fontaine-tui", "launch", "p"], "test-host")
     log = root / "train_log.jsonl"
     cut = run["cut"]
-    upto = int(str(cut).removeprefix("stopped-"))
+    upto = int(str(cut).removeprefix("stopped-").removeprefix("gated-"))
     # the log's own clock: step 300 logged before now, when an amendment is declared, and the
     # anchor (500) after it, so the amendment is on time by the log's clock
     t0 = time.time() - 200
@@ -135,6 +136,18 @@ def make(where: Path, run: dict[str, object]) -> Path:
         end = [{"kind": "event", "step": upto, "time": t0 + 1e4, "event": "end",
                 "detail": f"stopped by SIGINT at step {upto}"}]  # fmt: skip
     log.write_text("".join(dumps(r) + "\n" for r in [*recs, *end]))
+    if str(cut).startswith("gated-"):  # a log that never says its end: attempts.jsonl does
+        attempts = [
+            {"event": "begin", "attempt": 1, "kind": "launch", "pid": 999999,
+             "pid_started": 1.0, "host": "elsewhere", "at": "2026-12-07T00:00:00Z",
+             "log_offset": 0, "out_offset": 0, "cgroup": None,
+             "vmstat_oom_kill_at_start": None},
+            {"event": "end", "attempt": 1, "cause": "decision-locked",
+             "detail": "decision locked", "status": "stopped", "last_step": upto,
+             "checkpoint_step": 500, "exit_code": 0, "signal": "SIGINT",
+             "at": "2026-12-07T00:10:00Z", "memory": None},
+        ]  # fmt: skip
+        (root / "attempts.jsonl").write_text("".join(json.dumps(a) + "\n" for a in attempts))
     return root
 
 
@@ -186,7 +199,7 @@ def test_every_surface_agrees_with_the_verdict(isolated: Path, run: dict[str, ob
     # the plain followers: their last verdict line and their exit code
     for args in (("replay", str(root), "--plain"), ("attach", str(root), "--plain", "--until-end")):
         if args[0] == "attach" and run["cut"] in (600, 760):
-            continue  # no end event: attach --until-end would follow for ever
+            continue  # the run has not ended: attach --until-end would follow for ever
         got, text, err = cli(*args)
         line = last_verdict_line(text)
         assert line.startswith(f"verdict: {label} "), (args, line, doc.get("reason"))
@@ -230,6 +243,7 @@ def test_every_surface_agrees_with_the_verdict(isolated: Path, run: dict[str, ob
 
     # bank add: only a finished run whose reads may be seen and decide
     got, text, err = cli("bank", "add", str(root), "--as", f"x{where.name}")
+    # bank add asks the log's own end (or --ended): a stop attempts.jsonl alone records is not
     finished = run["cut"] == 1000 or str(run["cut"]).startswith("stopped-")
     if hidden or not finished or label == "UNDECIDABLE":
         assert got == 2, (text, err)

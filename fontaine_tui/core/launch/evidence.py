@@ -147,6 +147,8 @@ def verdict_of(
     `clock`: the log's own clock when the caller keeps it (else the store's). `stopped_at`:
     the step a watcher's gate stopped the run at, before attempts.jsonl says it."""
     ended = stopped_at if stopped_at is not None else gate_stopped(ctx.attempts)
+    if ended is not None and store.last_step < ended:
+        ended = None  # a replay, or a follower catching up, has not reached the stop yet
     v = compute_verdict(store, preset, at_step, ctx.amendments, ctx.provenance, ended, clock)
     return replace(
         v,
