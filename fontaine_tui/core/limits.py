@@ -46,7 +46,7 @@ from fontaine_tui.core.tomlfile import MAX_DEPTH as TOML_DEPTH
 GZ_BYTES = 256 * 2**20  # bytes one .gz segment decompresses to, at most
 GZ_ENV = "FONTAINE_GZ_LIMIT"  # another limit, in bytes
 JSON_DEPTH = 64  # arrays and objects inside each other in one JSON text
-SQLITE_BUDGET_S = 5.0  # one SQLite statement's time, past which it is interrupted
+SQLITE_BUDGET_S = 60.0  # one SQLite statement's time, past which it is interrupted
 PATTERN_CHARS = 2000  # characters in one user pattern
 PATTERN_REPEATS = 100_000  # the product of a pattern's nested counted repeats ({n}, {m,n})
 PATTERN_BUDGET_S = 0.25  # one search of one user pattern in one line or name

@@ -79,6 +79,17 @@ def too_big(path: str | Path, size: int, most: int) -> InputError:
     )
 
 
+def _read_upto(fh: BinaryIO, most: int) -> bytes:
+    """At most `most` bytes, read a MiB at a time.
+
+    A huge limit allocates no more than the file holds (`fh.read(most)` asks for all of it)."""
+    parts, total = [], 0
+    while total < most and (data := fh.read(min(2**20, most - total))):
+        parts.append(data)
+        total += len(data)
+    return b"".join(parts)
+
+
 def read_whole(path: str | Path, most: int | None = None) -> bytes:
     """The bytes of the regular file at `path`, at most `most` of them.
 
@@ -90,7 +101,7 @@ def read_whole(path: str | Path, most: int | None = None) -> bytes:
         size = os.fstat(fh.fileno()).st_size
         if size > most:
             raise too_big(path, size, most)
-        data = fh.read(most + 1)
+        data = _read_upto(fh, most + 1)
     if len(data) > most:  # it grew since fstat
         raise too_big(path, len(data), most)
     return data

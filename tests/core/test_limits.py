@@ -204,3 +204,30 @@ def test_every_limit_is_in_the_docs_table() -> None:
     docs = (ROOT / "docs" / "limits.md").read_text()
     for limit in limits.LIMITS:
         assert f"`{limit.name}`" in docs and limit.hostile in docs, limit.name
+
+
+@pytest.mark.parametrize("most", ["100000000000", "9223372036854775807"])
+def test_a_huge_read_limit_allocates_only_what_the_file_holds(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, most: str
+) -> None:
+    root = run_folder(tmp_path)
+    monkeypatch.setenv("FONTAINE_READ_LIMIT", most)
+    code = cli.main(["verdict", str(root)])
+    err = capsys.readouterr().err
+    assert code != 70 and "internal error" not in err, err
+
+
+def test_a_trackio_row_nested_too_deep_is_one_bad_row() -> None:
+    """A metrics row as trackio's store holds it (its metrics a JSON text), nested 1,000 deep:
+    one unreadable row, named, never a RecursionError."""
+    from fontaine_tui.core.log.formats.trackio import TrackioDecoder
+
+    decoder = TrackioDecoder()
+    deep_row = '{"train/loss": 1.0, "x": ' + "[" * 1000 + "]" * 1000 + "}"
+    rows = [
+        (1, 1, "2026-01-01T00:00:00", '{"train/loss": 2.0}'),
+        (2, 2, "2026-01-01T00:00:01", deep_row),
+    ]
+    decoder.feed_rows(rows)
+    assert decoder.bad_count == 1
+    assert decoder.bad[0][0] == "metrics row 2" and "nested too deep" in decoder.bad[0][1]

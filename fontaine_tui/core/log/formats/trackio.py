@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 
-from fontaine_tui.core.limits import Connection, SqliteError
+from fontaine_tui.core.limits import Connection, SqliteError, json_loads
 from fontaine_tui.core.log.formats.base import Row, Whole, number, step_of
 from fontaine_tui.core.log.formats.mlflow import connect, locked
 from fontaine_tui.core.log.formats.rows import FormatError
@@ -174,7 +174,6 @@ class TrackioDecoder(Whole):
     kind = "trackio"
 
     def feed_rows(self, rows: Iterable[RawRow | AlertRow]) -> list[Record]:
-        import orjson
 
         self.clear_bad()
         checked: list[Row] = []
@@ -189,10 +188,10 @@ class TrackioDecoder(Whole):
             if isinstance(step, str):
                 self.note_bad(where, step)
                 continue
-            try:
-                doc = orjson.loads(text if isinstance(text, (str, bytes)) else b"")
-            except orjson.JSONDecodeError:
-                self.note_bad(where, f"step {step}: its metrics are not JSON")
+            try:  # within core/limits.py's depth bound (a deep row is one bad row)
+                doc = json_loads(text if isinstance(text, (str, bytes)) else b"")
+            except ValueError as exc:
+                self.note_bad(where, f"step {step}: its metrics are not JSON ({exc})")
                 continue
             if not isinstance(doc, dict):
                 self.note_bad(where, f"step {step}: its metrics are not a JSON object")
