@@ -97,3 +97,68 @@ def test_attach_until_end_stops_once_a_foreign_runs_final_read_is_in(tmp_path, r
     lines = res.stdout.splitlines()
     assert lines[-1].startswith("verdict: AMBIGUOUS") and "step 80" in lines[-1], lines[-3:]
     assert "PROVISIONAL" not in lines[-1]
+
+
+JSONL_PRESET = """[run]
+name = "fj"
+question = "Does eval_loss rise after step 100?"
+
+[source]
+kind = "jsonl"
+path = "metrics.jsonl"
+eval = ["eval_loss"]
+step = "step"
+time = "time"
+eval_every = 50
+
+[verdict]
+metric = "eval_loss"
+anchor_step = 100
+endpoint_step = 200
+healthy_max = 0.0
+drift_min = 0.2
+"""
+
+
+def _metrics(t0: float, steps: range) -> str:
+    return "".join(
+        json.dumps({"step": s, "time": t0 + s, "eval_loss": 1.0 + s / 1000}) + "\n"
+        for s in steps
+        if s % 50 == 0
+    )
+
+
+def test_a_foreign_runs_read_in_the_runs_list_keeps_its_ledger(tmp_path, registry_path):
+    """A frozen [source] run whose endpoint an extend moved: `runs` reads it as `verdict`
+    does, PROVISIONAL before the new endpoint (it read the frozen preset alone, final)."""
+    from fontaine_tui.core.runfolder import RunFolder
+    from fontaine_tui.core.verdict.prereg import freeze
+
+    preset_path = tmp_path / "p.toml"
+    preset_path.write_text(JSONL_PRESET)
+    preset = load_preset(str(preset_path))
+    root = tmp_path / "run"
+    root.mkdir()
+    freeze(RunFolder(root), preset, ["python", "train.py"], "test-host")
+    t0 = time.time() - 150  # step 150 logged before the amendment, the rest after it
+    (root / "metrics.jsonl").write_text(_metrics(t0, range(1, 151)))
+    amend = subprocess.run(
+        [sys.executable, "-m", "fontaine_tui", "amend", str(root), "--extend-to", "300"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert amend.returncode == 0, amend.stdout + amend.stderr
+    with (root / "metrics.jsonl").open("a") as fh:
+        fh.write(_metrics(time.time() + 10, range(151, 201)))
+    verdict = subprocess.run(
+        [sys.executable, "-m", "fontaine_tui", "verdict", str(root), "--json"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    doc = json.loads(verdict.stdout)
+    assert doc["provisional"] and doc["endpoint_step"] == 300, verdict.stderr
+    remember(str(root), preset, "attach")
+    [row] = [r for r in runs() if r["run_dir"] == str(root)]
+    assert row["read"] == f"PROVISIONAL {doc['verdict']}", row

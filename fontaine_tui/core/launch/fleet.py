@@ -292,7 +292,16 @@ def foreign_row(entry: Entry, now: float) -> FleetRow | None:
         checked_at=now,
         note=look.detail[:120],
     )
-    return _row(look.store, look.preset, None, state, base, now)
+    held = None  # its ledger, attempts and review trail, when a launch froze its folder
+    folder = RunFolder(Path(entry.run_dir))
+    if folder.prereg.exists():
+        from fontaine_tui.core.verdict.prereg import read_prereg
+
+        try:
+            held = FolderEvidence.of_folder(folder, read_prereg(folder).provenance, strict=False)
+        except (InputError, OSError) as exc:
+            base["note"] = f"the run's ledger not read: {exc}"[:120]
+    return _row(look.store, look.preset, None, state, base, now, held)
 
 
 def _row(
