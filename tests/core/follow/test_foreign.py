@@ -165,7 +165,8 @@ def test_replay_plain_of_a_tensorboard_run(tmp_path, capsys):
     folder = tmp_path / "tb"
     subprocess.run([sys.executable, "-c", WRITER, str(folder), "80", "0"], check=True)
     preset = foreign_preset(tmp_path, 'kind = "tensorboard"', healthy=0.1, drift=0.35)
-    assert main(["replay", str(folder), "--preset", str(preset), "--plain"]) == 0
+    # the verdict's code, as `verdict` exits: SAME-DRIFT, final
+    assert main(["replay", str(folder), "--preset", str(preset), "--plain"]) == 3
     out = capsys.readouterr().out
     assert "end of replay (tb, tensorboard)" in out
     assert out.index("step 40/80  loss 0.0250") < out.index("probe step 40: eval/chunk_mae")
