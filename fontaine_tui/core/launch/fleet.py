@@ -44,6 +44,7 @@ from fontaine_tui.core.ssh.destination import check_destination
 DEADLINE_S = 1.8  # the whole table, every host included
 TAIL = 32 << 10
 LEDGER = 4 << 20  # bytes of a run's ledger (and attempts.jsonl) sent over SSH, at most
+EVALS = 5000  # the log's last probe, meta and event lines read; with more, no read is shown
 MARK = "@@fontaine-fleet"
 FLEET_SCRIPT = (
     r"""
@@ -63,14 +64,17 @@ while [ "$#" -ge 2 ]; do
     printf '\n%s file %s\n' "$MARK" "$f"
     [ -f "$d/$f" ] && head -c LEDGER -- "$d/$f" | base64 2>/dev/null
   done
+  r=0; for x in "$d"/train_log.jsonl.[0-9]*; do [ -e "$x" ] && r=1 && break; done
+  printf '\n%s segments %s\n' "$MARK" "$r"
   printf '\n%s evals\n' "$MARK"
-  grep -E '"kind": ?"(eval|meta|event)"' -- "$d/train_log.jsonl" 2>/dev/null | tail -n 5000
+  grep -E '"kind": ?"(eval|meta|event)"' -- "$d/train_log.jsonl" 2>/dev/null | tail -n EVALS1
   s=$(wc -c < "$d/train_log.jsonl" 2>/dev/null) || s=0
   printf '\n%s tail %s\n' "$MARK" "$s"; tail -c TAIL -- "$d/train_log.jsonl" 2>/dev/null
   n=$((n+1))
 done
 printf '\n%s end\n' "$MARK"
 """.replace("TAIL", str(TAIL))
+    .replace("EVALS1", str(EVALS + 1))
     .replace("LEDGER", str(LEDGER))
     .replace("$MARK", MARK)
 )
@@ -179,6 +183,8 @@ def parse_reply(data: bytes) -> list[dict[str, object]] | None:
                 ended, part = True, None
             elif words[1] == "file" and len(words) == 3:  # a run file's bytes, in base64
                 part = f"file:{words[2]}"
+            elif words[1] == "segments" and len(words) == 3 and runs:  # rotated segments
+                runs[-1]["rotated"], part = words[2] == "1", None
             else:
                 part = words[1]
                 if part == "tail" and runs:  # the log's size: a tail of all of it is whole
@@ -237,8 +243,12 @@ def read_run(entry: Entry, parts: dict[str, object], now: float, here: bool = Fa
         return FleetRow(state="no folder", note="the run folder is gone", **base)
     store = RunStore()
     n = 0
-    for chunk in (parts.get("evals", b""), parts.get("tail", b"")):
+    evals = parts.get("evals", b"")
+    cut = isinstance(evals, bytes) and evals.count(b"\n") > EVALS  # older lines left out
+    for chunk in (evals, parts.get("tail", b"")):
         lines = chunk.split(b"\n") if isinstance(chunk, bytes) else []
+        if chunk is evals and cut:
+            lines = lines[1:]  # one line past EVALS: the log holds more than was sent
         if chunk is parts.get("tail") and lines and not parts.get("whole"):
             lines = lines[1:]  # the first piece of a tail is torn
         for raw in lines:
@@ -263,7 +273,14 @@ def read_run(entry: Entry, parts: dict[str, object], now: float, here: bool = Fa
         state = "running" if parts.get("alive") else ("ended" if ended else "gone")
     else:
         state = "ended" if ended else "attached"
-    return _row(store, preset, launched, state, base, now, held)
+    partial = ""  # the runs list reads part of the log: a read from it could differ
+    if parts.get("rotated"):
+        partial = "rotated segments not read here"
+    elif cut:
+        partial = f"more than {EVALS} probe, meta and event lines"
+    if partial:
+        base["note"] = f"no read: {partial} (fontaine-tui verdict reads the whole log)"
+    return _row(store, preset, launched, state, base, now, held, read=not partial)
 
 
 def foreign_row(entry: Entry, now: float) -> FleetRow | None:
@@ -312,6 +329,7 @@ def _row(
     base: dict[str, Any],
     now: float,
     held: FolderEvidence | None = None,
+    read: bool = True,
 ) -> FleetRow:
     """A row from a run's store and its preset (None: no read, no warnings).
 
@@ -328,12 +346,16 @@ def _row(
         step=store.last_step or None,
         step_s=statistics.median(rates) if rates else None,
     )
+    if held is not None and held.ledger_error:
+        read = False  # `verdict` refuses a broken ledger: no read here either
+        base["note"] = f"no read: {held.ledger_error}"[:120]
     v = (
         verdict_of(store, preset, held or FolderEvidence())
-        if preset is not None and store.probes
+        if read and preset is not None and store.probes
         else None
     )
-    hidden = preset is not None and v is not None and blind.hidden(preset, v)
+    # without a read, a blind preset's values stay hidden: nothing says the read is final
+    hidden = preset is not None and (blind.hidden(preset, v) if v else preset.verdict.blind)
     if store.probes:
         last = max(store.probes)
         row.update(probe_step=last)

@@ -1,0 +1,66 @@
+"""`fontaine-tui runs -j` where the runs list cannot read a run as `verdict` does: it shows no
+read and says why, never another label. The list reads a log's last lines; a run with
+rotated segments, with more probe, meta and event lines than it reads, or with a broken ledger
+(which `verdict` refuses) would read otherwise there."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from fontaine_tui.core.host.memory import hostname
+from fontaine_tui.core.launch.fleet import EVALS
+from fontaine_tui.core.launch.registry import Entry, Registry
+from tests.commands.test_runs_json import _folder
+
+
+def _rows(tmp_path: Path, folders: dict[str, Path]) -> dict[str, dict]:
+    registry = tmp_path / "state" / "babysit.toml"
+    reg = Registry(registry)
+    for name, root in folders.items():
+        reg.upsert(Entry(name=name, run_dir=str(root), host=hostname(), pid=0, preset="x"))
+    res = subprocess.run(
+        [sys.executable, "-m", "fontaine_tui", "runs", "-j"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=tmp_path,
+        env={**os.environ, "FONTAINE_REGISTRY": str(registry)},
+    )
+    assert res.returncode == 0, res.stderr
+    return {d["name"]: d for d in map(json.loads, res.stdout.splitlines())}
+
+
+def test_a_run_the_list_cannot_read_whole_shows_no_read_and_says_why(tmp_path: Path) -> None:
+    rotated = _folder(tmp_path, "rotated", 1000)
+    log = rotated / "train_log.jsonl"
+    lines = log.read_bytes().splitlines(keepends=True)
+    (rotated / "train_log.jsonl.1.gz").write_bytes(gzip.compress(b"".join(lines[:600])))
+    log.write_bytes(b"".join(lines[600:]))  # the anchor's probe is in the segment
+    busy = _folder(tmp_path, "busy", 1000)
+    with (busy / "train_log.jsonl").open("a") as fh:
+        for n in range(EVALS + 10):
+            fh.write(json.dumps({"kind": "event", "step": 1000, "time": 1.0, "event": f"n{n}"}))
+            fh.write("\n")
+    broken = _folder(tmp_path, "broken", 1000)
+    (broken / "amendments.jsonl").write_text('{"garbage": 1}\n')
+    for root in (rotated, busy, broken):  # `verdict` reads the first two, refuses the third
+        res = subprocess.run(
+            [sys.executable, "-m", "fontaine_tui", "verdict", str(root)],
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+        assert res.returncode == (2 if root == broken else 4), res.stdout + res.stderr
+    rows = _rows(tmp_path, {"rotated": rotated, "busy": busy, "broken": broken})
+    for name, why in (
+        ("rotated", "rotated segments not read here"),
+        ("busy", f"more than {EVALS} probe, meta and event lines"),
+        ("broken", "amendments.jsonl:1"),
+    ):
+        assert rows[name]["read"] == "" and rows[name]["reading"] is None, rows[name]
+        assert rows[name]["note"].startswith("no read: ") and why in rows[name]["note"], rows[name]
