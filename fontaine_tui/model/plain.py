@@ -228,6 +228,12 @@ class PlainReport:
             self.say_verdict(latest)
         elif f"verdict: {self.headline(latest)}" != self._said_verdict:
             self.say_verdict(latest)  # the read at the log's end (a stop attempts.jsonl records)
+        # a chain that does not hold: exit 2 naming it, as `verdict` does (the reads above are
+        # the evidence's, the amendments before a ledger's break counted)
+        if self.session.ledger.error:
+            raise InputError(f"{self.session.ledger.error} (the ledger does not hold)")
+        if latest.review is not None and not latest.review.intact:
+            raise InputError(f"{latest.review.broken} (the review trail does not hold)")
         return blind.EXIT_BLINDED if self.session.hides(latest) else latest.exit_code
 
     def headline(self, v: Verdict) -> str:

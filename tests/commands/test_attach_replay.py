@@ -284,3 +284,28 @@ def test_ssh_is_called_with_the_destination_after_a_double_dash():
     argv = run.argv("true")
     assert argv[-3:] == ["--", "me@gpu1", "true"]
     assert SshTarget("gpu1", "/r").hand_command().endswith("-- gpu1 'ls -la /r'")
+
+
+@pytest.mark.parametrize(
+    ("name", "text", "said"),
+    [
+        ("amendments.jsonl", '{"garbage": 1}\n', "the ledger does not hold"),
+        ("review.jsonl", '{"x": 1}\n', "the review trail does not hold"),
+    ],
+)
+def test_a_chain_that_does_not_hold_ends_the_plain_report_as_verdict_does(
+    tmp_path, capsys, name, text, said
+):
+    """`verdict` refuses a broken ledger or review trail (exit 2, naming it); replay --plain
+    and attach --plain --until-end read the run, then end the same way, not with a label's
+    code."""
+    run = tmp_path / "run"
+    freeze(run)
+    write_log(run / LOG)
+    (run / name).write_text(text)
+    assert main(["verdict", str(run)]) == 2
+    capsys.readouterr()
+    for argv in (["replay", str(run), "--plain"], ["attach", str(run), "--plain", "--until-end"]):
+        assert main(argv) == 2, argv
+        err = capsys.readouterr().err.strip().splitlines()
+        assert len(err) == 1 and said in err[0] and name.split(".")[0] in err[0], err
