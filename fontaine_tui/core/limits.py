@@ -198,16 +198,24 @@ def _gz_too_big(where: str | Path, most: int) -> InputError:
     )
 
 
-def _squeeze(data: bytes) -> bytes:
+def squeeze(data: bytes) -> bytes:
     """`data` with each run of blank lines made one (a blank line is skipped anyway).
 
     A chunk of white space alone is one newline. Otherwise each pass halves every run of
-    newlines, at the speed of bytes.replace: a line's own CR before its newline goes too,
-    which the reader strips anyway."""
+    newlines (or bare CRs, which a reader also takes for line ends), at the speed of
+    bytes.replace: a line's own CR before its newline goes too, which the reader strips
+    anyway, and so do the spaces before a newline (a few passes: each takes one)."""
     if not data.strip():
-        return b"\n" if b"\n" in data else data
-    if b"\r\n" in data:
-        data = data.replace(b"\r\n", b"\n")
+        return b"\n" if b"\n" in data or b"\r" in data else data
+    if b"\r" in data:
+        if b"\r\n" in data:
+            data = data.replace(b"\r\n", b"\n")
+        while b"\r\r" in data:
+            data = data.replace(b"\r\r", b"\r")
+    for _ in range(8):
+        if b" \n" not in data:
+            break
+        data = data.replace(b" \n", b"\n")
     while b"\n\n" in data:
         data = data.replace(b"\n\n", b"\n")
     return data
@@ -230,7 +238,7 @@ def gunzip_chunks(raw: BinaryIO, where: str | Path, chunk: int) -> Iterator[byte
                 if seen > most:
                     raise _gz_too_big(where, most)
                 if out:
-                    yield _squeeze(out)
+                    yield squeeze(out)
                 if inflate.eof:  # the next member, if any (zeros after the last: padding)
                     data = inflate.unused_data.lstrip(b"\0")
                     inflate, started = zlib.decompressobj(wbits=31), False
@@ -240,7 +248,7 @@ def gunzip_chunks(raw: BinaryIO, where: str | Path, chunk: int) -> Iterator[byte
                         seen += len(out)
                         if seen > most:
                             raise _gz_too_big(where, most)
-                        yield _squeeze(out)
+                        yield squeeze(out)
         if started and not inflate.eof:
             raise InputError(f"{where}: cannot decompress (the stream ends early)")
     except zlib.error as exc:

@@ -22,7 +22,7 @@ from types import MappingProxyType
 import msgspec
 import orjson
 
-from fontaine_tui.core.limits import gunzip_chunks
+from fontaine_tui.core.limits import gunzip_chunks, squeeze
 from fontaine_tui.core.log.lines import CR_NOTE, LineCutter, cr_only
 from fontaine_tui.core.log.records import (
     NAN,
@@ -102,12 +102,19 @@ def parse_lines(lines: list[bytes], first: int, columns: bool = True) -> Parsed:
     others, loads, Error = out.others.append, orjson.loads, orjson.JSONDecodeError
     extras = out.extras
     for i, raw in enumerate(lines):
-        try:
-            obj = loads(raw)
-        except Error:
+        if raw[:1] != b"{":  # not an object's first byte: blank lines cost no decode at all
+            if not raw.strip():  # (a flood of them, bare CRs or spaces, is read at C speed)
+                continue
             obj = _decode_into(out, first + i, raw)
             if obj is None:
                 continue
+        else:
+            try:
+                obj = loads(raw)
+            except Error:
+                obj = _decode_into(out, first + i, raw)
+                if obj is None:
+                    continue
         try:
             if obj["kind"] == "train":
                 step = obj["step"]
@@ -328,8 +335,8 @@ def _split_points(path: Path, size: int, parts: int) -> list[int]:
 
 def segment_chunks(path: Path, chunk: int = CHUNK) -> Iterator[bytes]:
     """The bytes of a log segment, decompressed when its name ends in .gz."""
-    if path.suffix != ".gz":
-        yield from iter_chunks(path, chunk)
+    if path.suffix != ".gz":  # runs of blank lines cost one line, as in a .gz (core/limits.py)
+        yield from map(squeeze, iter_chunks(path, chunk))
         return
     with open_regular(path) as raw:  # a truncated or corrupt .gz: said, what was read kept
         yield from gunzip_chunks(raw, path, chunk)
