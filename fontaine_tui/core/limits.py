@@ -50,6 +50,7 @@ SQLITE_BUDGET_S = 60.0  # one SQLite statement's time, past which it is interrup
 PATTERN_CHARS = 2000  # characters in one user pattern
 PATTERN_REPEATS = 100_000  # the product of a pattern's nested counted repeats ({n}, {m,n})
 PATTERN_BUDGET_S = 0.25  # one search of one user pattern in one line or name
+PATTERN_SLOW_S = 2.0  # a pattern's slow searches (over 1 ms each) summed over one read
 FILTER_BUDGET_S = 0.2  # the metric filter's compile and searches over all the names
 
 # the sqlite3 names a reader needs, so that only this module imports sqlite3
@@ -116,6 +117,12 @@ LIMITS: tuple[Limit, ...] = (
         f"{PATTERN_BUDGET_S:g} s",
         "one search of a user pattern in one line or name",
         "(a\\|aa)+b on a line of 40 a's",
+    ),
+    Limit(
+        "PATTERN_SLOW_S",
+        f"{PATTERN_SLOW_S:g} s",
+        "a pattern's searches over 1 ms each, summed over one read of a printed log",
+        "(a\\|aa)+b on 1,000 lines of 24 a's, each search under its own budget",
     ),
     Limit(
         "FILTER_BUDGET_S",
@@ -404,15 +411,26 @@ class UserPattern:
             raise PatternError("nested too deep to compile") from None
         self.text = text
         self.groupindex = dict(self.compiled.groupindex)
+        self.slow_s = 0.0  # the time of its searches over 1 ms, summed
 
     def search(self, text: str, budget_s: float = PATTERN_BUDGET_S) -> regex.Match[str] | None:
         """The first match in `text`; PatternError past `budget_s` (0 or less: at once)."""
         if budget_s <= 0:
             raise PatternError(self.too_slow())
+        start = time.perf_counter()
         try:
-            return self.compiled.search(text, timeout=budget_s)
+            found = self.compiled.search(text, timeout=budget_s)
         except TimeoutError:
             raise PatternError(self.too_slow()) from None
+        took = time.perf_counter() - start
+        if took > 0.001:  # each line just under the budget still adds up: bounded in all
+            self.slow_s += took
+            if self.slow_s > PATTERN_SLOW_S:
+                raise PatternError(
+                    f"{self.text[:60]!r}: its slow searches took over {PATTERN_SLOW_S:g} s "
+                    "on this log (backtracking?)"
+                )
+        return found
 
     def too_slow(self) -> str:
         return f"{self.text[:60]!r} takes too long to search (backtracking without end?)"

@@ -259,3 +259,14 @@ def test_a_segment_flooded_with_blank_lines_is_read_at_c_speed(
     assert [p.step for p in store.probes.values()] == [
         p.step for p in load_log(same).probes.values()
     ]
+
+
+def test_a_pattern_slow_on_every_line_is_stopped_in_all() -> None:
+    """Each search stays under its own budget, but a log of such lines must not take minutes:
+    the slow searches are bounded over the read."""
+    decoder = LinesDecoder(patterns=[r"note:(a|aa)+b(?P<step>\d+) (?P<x>\S+)"])
+    line = b"step:1 loss:1.0 note:" + b"a" * 24 + b"\n"
+    start = time.monotonic()
+    with pytest.raises(InputError, match="slow searches took over 2 s"):
+        decoder.feed(line * 1000)
+    assert time.monotonic() - start < 2 * FAST_S
