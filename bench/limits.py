@@ -6,7 +6,8 @@ Each input is built in a temporary folder, then fed to the reader a command uses
 and a ledger nested 5,000 deep (`fontaine-tui verdict` of a run folder holding them), a 1 MiB
 .gz of a gigabyte of newlines as a rotated segment (the log read with its history, the
 default 256 MiB bound), an MLflow store whose `metrics` is a view recursing for ever (the
-MLflow reader), and the costly patterns (a [source] pattern and the metric filter). Prints
+MLflow reader), 250 MiB of bare CRs as a segment (read, each a blank line), and the costly
+patterns (a [source] pattern, one slow on every line, and the metric filter). Prints
 the best of `repeat` wall times for each; the target is 2 s each.
 """
 
@@ -38,6 +39,7 @@ from tests.logs import records_upto, write_log  # noqa: E402
 
 TARGET_S = 2.0
 DEEP = "[" * 5000 + "]" * 5000
+SLOW_LINE = b"step:1 loss:1.0 note:" + b"a" * 24 + b"\n"  # (a|aa)+b backtracks on it
 
 
 def run_folder(where: Path) -> Path:
@@ -84,6 +86,12 @@ def cases(where: Path) -> list[tuple[str, Callable[[], object]]]:
     with gzip.open(bomb / "train_log.jsonl.1.gz", "wb", compresslevel=9) as fh:
         for _ in range(1024):  # 1 GiB of newlines, about 1 MiB compressed
             fh.write(b"\n" * 2**20)
+    crs = where / "d"
+    crs.mkdir()
+    write_log(crs / "train_log.jsonl", records_upto(100))
+    with gzip.open(crs / "train_log.jsonl.1.gz", "wb", compresslevel=9) as fh:
+        for _ in range(250):  # 250 MiB of bare CRs: each one a line a reader skips
+            fh.write(b"\r" * 2**20)
     store = where / "mlflow.db"
     db = sqlite3.connect(store)
     db.executescript(
@@ -99,6 +107,10 @@ def cases(where: Path) -> list[tuple[str, Callable[[], object]]]:
             "gzip: 1 GiB of newlines as a rotated segment",
             refused(lambda: load_log(bomb / "train_log.jsonl", history=True)),
         ),
+        (
+            "gzip: 250 MiB of bare CRs as a rotated segment (read, not refused)",
+            lambda: load_log(crs / "train_log.jsonl", history=True),
+        ),
         ("SQLite: `metrics` a view recursing for ever", refused(lambda: connect(store))),
         (
             "pattern: ((a{1000}){1000}){1000} as a [source] pattern",
@@ -107,6 +119,14 @@ def cases(where: Path) -> list[tuple[str, Callable[[], object]]]:
         (
             "pattern: (a|aa)+b on a printed line of 60 a's",
             refused(lambda: slow.feed(b"step 2 " + b"a" * 60 + b"\n")),
+        ),
+        (
+            "pattern: (a|aa)+b just under its budget on each of 1,000 printed lines",
+            refused(
+                lambda: LinesDecoder(patterns=[r"note:(a|aa)+b(?P<step>\d+) (?P<x>\S+)"]).feed(
+                    SLOW_LINE * 1000
+                )
+            ),
         ),
         (
             "pattern: (a|aa)+b as the metric filter, 200 names",

@@ -50,7 +50,7 @@ SQLITE_BUDGET_S = 60.0  # one SQLite statement's time, past which it is interrup
 PATTERN_CHARS = 2000  # characters in one user pattern
 PATTERN_REPEATS = 100_000  # the product of a pattern's nested counted repeats ({n}, {m,n})
 PATTERN_BUDGET_S = 0.25  # one search of one user pattern in one line or name
-PATTERN_SLOW_S = 2.0  # a pattern's slow searches (over 1 ms each) summed over one read
+PATTERN_SLOW_S = 1.0  # a pattern's slow searches (over 1 ms each) summed over one read
 FILTER_BUDGET_S = 0.2  # the metric filter's compile and searches over all the names
 
 # the sqlite3 names a reader needs, so that only this module imports sqlite3
