@@ -29,7 +29,8 @@ from fontaine_tui.model.metrics import matching
 from tests.logs import records_upto, write_log
 
 ROOT = Path(__file__).resolve().parents[2]
-FAST_S = 2.0  # each hostile input refused within this
+FAST_S = 10.0  # each hostile input refused within this, on a loaded CI machine (bench/limits.py
+# measures the 2 s target on a quiet one; what this catches takes minutes)
 
 
 def deep(n: int) -> str:
