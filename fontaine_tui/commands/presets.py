@@ -47,6 +47,8 @@ def run(args: argparse.Namespace) -> int:
             text = mask_toml(text, doc, urls.get)
         except ValueError as exc:
             raise InputError(f"{path}: not shown: {exc} (core/secrets.py)") from None
+        for url, shown in urls.items():  # the same URL elsewhere too: a comment, the question
+            text = text.replace(url, shown)
         sys.stdout.write(text if text.endswith("\n") else text + "\n")
         sys.stdout.write(f"# path: {preset.path}\n# sha256 (canonical form): {preset.sha256}\n")
         if preset.stops_on_lock:

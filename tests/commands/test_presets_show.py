@@ -78,3 +78,21 @@ def test_nothing_but_the_credentials_is_changed(tmp_path):
     # the question, the comment, the two lines of the continued description, the webhook
     assert [g.split(" ")[0] for g in gone] == ["question", "#", "description", "", "url"], diff
     assert len(came) == 4, diff  # the description on one line
+
+
+def test_the_notification_url_is_masked_wherever_the_preset_repeats_it(tmp_path):
+    """A generic webhook's URL is its secret: written again in a comment or the question, it
+    is shown as the `url` key shows it, and the rest of the preset as written."""
+    url = "https://example.org/notify/abc123secretkey"
+    text = (
+        PRESET.replace(WEBHOOK, url)
+        .replace("[[notify]]\n", f"# alerts go to {url}\n[[notify]]\n")
+        .replace("by mistake", f"(alerts: {url})")
+    )
+    path = tmp_path / "own.toml"
+    path.write_text(text)
+    res = _show(path)
+    assert res.returncode == 0, res.stderr
+    assert "abc123secretkey" not in res.stdout, res.stdout
+    assert res.stdout.count("https://example.org/***/***") == 3, res.stdout
+    assert "[[notify]]" in res.stdout
