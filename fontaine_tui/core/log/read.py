@@ -18,6 +18,7 @@ from itertools import compress, repeat
 from operator import attrgetter, ge, itemgetter, ne
 from pathlib import Path
 from types import MappingProxyType
+from typing import Any
 
 import msgspec
 import orjson
@@ -101,6 +102,7 @@ def parse_lines(lines: list[bytes], first: int, columns: bool = True) -> Parsed:
     keep_step, keep_line = out.train_steps.append, out.train_lines.append
     others, loads, Error = out.others.append, orjson.loads, orjson.JSONDecodeError
     extras = out.extras
+    obj: Any
     for i, raw in enumerate(lines):
         if raw[:1] != b"{":  # not an object's first byte: blank lines cost no decode at all
             if not raw.strip():  # (a flood of them, bare CRs or spaces, is read at C speed)
