@@ -7,6 +7,9 @@ import asyncio
 import json
 from pathlib import Path
 
+import pytest
+
+from fontaine_tui.core.errors import InputError
 from fontaine_tui.core.follow.base import Batch
 from fontaine_tui.core.follow.local import LocalRun
 from fontaine_tui.core.preset.find import load_preset
@@ -98,7 +101,9 @@ def test_the_plain_report_says_a_ledger_break_once(tmp_path, demosonly):
     ledger.write_bytes(ledger.read_bytes().replace(b'"factor":1.5', b'"factor":9.0'))
     log = write_log(root / "train_log.jsonl", probes=RIGONLY_LIKE)
     out = io.StringIO()
-    asyncio.run(PlainReport(Session(ReplayRun(log), demosonly, "replay"), out).follow())
+    # the reads shown, then the end as `verdict` ends on a broken ledger: exit 2 naming it
+    with pytest.raises(InputError, match="its content does not match its hash"):
+        asyncio.run(PlainReport(Session(ReplayRun(log), demosonly, "replay"), out).follow())
     warnings = [ln for ln in out.getvalue().splitlines() if ln.startswith("WARNING: ")]
     assert warnings == [
         f"WARNING: {ledger}:1: its content does not match its hash (edited); "
