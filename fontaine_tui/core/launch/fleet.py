@@ -315,9 +315,12 @@ def foreign_row(entry: Entry, now: float) -> FleetRow | None:
         from fontaine_tui.core.verdict.prereg import read_prereg
 
         try:
-            held = FolderEvidence.of_folder(folder, read_prereg(folder).provenance, strict=False)
+            provenance = read_prereg(folder).provenance
         except (InputError, OSError) as exc:
             base["note"] = f"the run's ledger not read: {exc}"[:120]
+        else:
+            held, note = _context(entry, {}, provenance, here=True)
+            base["note"] = note or base["note"]
     return _row(look.store, look.preset, None, state, base, now, held)
 
 
