@@ -6,6 +6,11 @@ Every surface that shows, freezes or sends what someone else wrote asks this mod
 prereg.json (core/verdict/prereg.py), `presets show`, the processes mode's command cell and
 stack lines (model/processes.py), the trainer's alerts and every notification (core/notify).
 
+It is one concept over some 700 lines: the forms a credential takes in argv, free text, URLs,
+environment, TOML text and parsed documents share one word reader and one set of name rules
+(`_mask_words`, `secret_name`), and split apart they would drift, which is what this module
+replaced.
+
 What looks like a credential (docs/secrets.md lists it for the user):
 
 - a secret-named flag's, variable's or key's value: `--api-key V`, `--token=V`, `env K=V`,
