@@ -40,18 +40,12 @@ def _folder(
     return root
 
 
-@pytest.fixture(scope="module")
-def rows(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict]:
-    tmp_path = tmp_path_factory.mktemp("runs")
+def runs_json(tmp_path: Path, folders: dict[str, Path]) -> dict[str, dict]:
+    """`fontaine-tui runs -j` (the real CLI) over these run folders, registered here: each
+    run's row by its name."""
     registry_path = tmp_path / "state" / "babysit.toml"
     reg = Registry(registry_path)
-    for name, upto, blind, probes in (
-        ("done", 1000, False, None),
-        ("half", 750, False, None),
-        ("blind", 750, True, None),
-        ("scaled", 1000, False, SCALED_LIKE),
-    ):
-        root = _folder(tmp_path, name, upto, blind, probes)
+    for name, root in folders.items():
         reg.upsert(Entry(name=name, run_dir=str(root), host=hostname(), pid=0, preset="x"))
     res = subprocess.run(
         [sys.executable, "-m", "fontaine_tui", "runs", "-j"],
@@ -64,6 +58,21 @@ def rows(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict]:
     assert res.returncode == 0, res.stderr
     docs = [json.loads(line) for line in res.stdout.splitlines()]
     return {d["name"]: d for d in docs}
+
+
+@pytest.fixture(scope="module")
+def rows(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict]:
+    tmp_path = tmp_path_factory.mktemp("runs")
+    folders = {
+        name: _folder(tmp_path, name, upto, blind, probes)
+        for name, upto, blind, probes in (
+            ("done", 1000, False, None),
+            ("half", 750, False, None),
+            ("blind", 750, True, None),
+            ("scaled", 1000, False, SCALED_LIKE),
+        )
+    }
+    return runs_json(tmp_path, folders)
 
 
 def test_runs_json_gives_the_read_and_its_distances_to_each_bound(rows):

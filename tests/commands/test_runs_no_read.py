@@ -7,32 +7,12 @@ from __future__ import annotations
 
 import gzip
 import json
-import os
 import subprocess
 import sys
 from pathlib import Path
 
-from fontaine_tui.core.host.memory import hostname
 from fontaine_tui.core.launch.fleet import EVALS
-from fontaine_tui.core.launch.registry import Entry, Registry
-from tests.commands.test_runs_json import _folder
-
-
-def _rows(tmp_path: Path, folders: dict[str, Path]) -> dict[str, dict]:
-    registry = tmp_path / "state" / "babysit.toml"
-    reg = Registry(registry)
-    for name, root in folders.items():
-        reg.upsert(Entry(name=name, run_dir=str(root), host=hostname(), pid=0, preset="x"))
-    res = subprocess.run(
-        [sys.executable, "-m", "fontaine_tui", "runs", "-j"],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        cwd=tmp_path,
-        env={**os.environ, "FONTAINE_REGISTRY": str(registry)},
-    )
-    assert res.returncode == 0, res.stderr
-    return {d["name"]: d for d in map(json.loads, res.stdout.splitlines())}
+from tests.commands.test_runs_json import _folder, runs_json
 
 
 def test_a_run_the_list_cannot_read_whole_shows_no_read_and_says_why(tmp_path: Path) -> None:
@@ -56,7 +36,7 @@ def test_a_run_the_list_cannot_read_whole_shows_no_read_and_says_why(tmp_path: P
             timeout=60,
         )
         assert res.returncode == (2 if root == broken else 4), res.stdout + res.stderr
-    rows = _rows(tmp_path, {"rotated": rotated, "busy": busy, "broken": broken})
+    rows = runs_json(tmp_path, {"rotated": rotated, "busy": busy, "broken": broken})
     for name, why in (
         ("rotated", "rotated segments not read here"),
         ("busy", f"more than {EVALS} probe, meta and event lines"),
