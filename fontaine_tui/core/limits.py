@@ -15,9 +15,10 @@ every bound is a row of `LIMITS`, which the docs' limits table repeats and the s
 - SQLite (`open_sqlite`): opened read-only, views refused (a view runs a query of its own
   on every read), each statement within `SQLITE_BUDGET_S`.
 - Patterns (`UserPattern`): a pattern the user wrote (a preset's printed-lines patterns, the
-  metric browser's filter) is at most `PATTERN_CHARS` long, its counted repeats nest to
-  at most `PATTERN_REPEATS` (the `regex` module's compile grows with their product), and each
-  search it makes runs within a time budget.
+  metric browser's filter) is at most `PATTERN_CHARS` long, its groups nest at most
+  `PATTERN_DEPTH` deep, its counted repeats nest to at most `PATTERN_REPEATS` (the `regex`
+  module's compile grows with their product), and each search it makes runs within a time
+  budget.
 
 Only this module imports `gzip`, `sqlite3` and `regex` (an import-linter contract in
 pyproject.toml holds it): a new reader cannot open one of them without its bound.
@@ -49,6 +50,7 @@ JSON_DEPTH = 64  # arrays and objects inside each other in one JSON text
 SQLITE_BUDGET_S = 60.0  # one SQLite statement's time, past which it is interrupted
 PATTERN_CHARS = 2000  # characters in one user pattern
 PATTERN_REPEATS = 100_000  # the product of a pattern's nested counted repeats ({n}, {m,n})
+PATTERN_DEPTH = 100  # groups nested in one user pattern (the parsers recurse on each)
 PATTERN_BUDGET_S = 0.25  # one search of one user pattern in one line or name
 PATTERN_SLOW_S = 1.0  # a pattern's slow searches (over 1 ms each) summed over one read
 FILTER_BUDGET_S = 0.2  # the metric filter's compile and searches over all the names
@@ -105,6 +107,12 @@ LIMITS: tuple[Limit, ...] = (
         str(PATTERN_CHARS),
         "characters in one user pattern ([source] patterns, the metric filter)",
         "a pattern of 100,000 characters",
+    ),
+    Limit(
+        "PATTERN_DEPTH",
+        str(PATTERN_DEPTH),
+        "groups nested in one user pattern",
+        "900 nested groups, ((((…))))",
     ),
     Limit(
         "PATTERN_REPEATS",
@@ -366,6 +374,32 @@ def _repeats(items: object) -> int:
     return total
 
 
+def _group_depth(text: str) -> int:
+    """How deep a pattern's groups nest, counted on its text (escapes and sets skipped)."""
+    depth = deepest = 0
+    i, n = 0, len(text)
+    while i < n:
+        ch = text[i]
+        if ch == "\\":
+            i += 2
+            continue
+        if ch == "[":  # a set: up to its closing ], which may stand first ([]a], [^]a])
+            i += 1
+            if i < n and text[i] == "^":
+                i += 1
+            if i < n and text[i] == "]":
+                i += 1
+            while i < n and text[i] != "]":
+                i += 2 if text[i] == "\\" else 1
+        elif ch == "(":
+            depth += 1
+            deepest = max(deepest, depth)
+        elif ch == ")":
+            depth = max(depth - 1, 0)
+        i += 1
+    return deepest
+
+
 def _parse(text: str) -> Any:
     from re import _parser  # type: ignore[attr-defined]
 
@@ -391,6 +425,8 @@ class UserPattern:
     def __init__(self, text: str, ignore_case: bool = False) -> None:
         if len(text) > PATTERN_CHARS:
             raise PatternError(f"longer than {PATTERN_CHARS} characters")
+        if _group_depth(text) > PATTERN_DEPTH:  # not left to the recursion limit of the day
+            raise PatternError(f"its groups are nested too deep: more than {PATTERN_DEPTH}")
         try:
             parsed = _parse(text)
         except re.error as exc:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import gzip
 import json
 import sqlite3
+import sys
 import time
 from pathlib import Path
 
@@ -174,7 +175,8 @@ def test_an_sqlite_statement_past_its_budget_is_interrupted(tmp_path: Path) -> N
     ("pattern", "why"),
     [
         ("((a{1000}){1000}){1000}", "counted repeats nest"),
-        ("(" * 900 + ")" * 900, "nested too deep"),
+        ("(" * 900 + ")" * 900, "nested too deep: more than 100"),
+        ("(?:" * 101 + ")" * 101, "nested too deep: more than 100"),
         ("x" * 100_000, "longer than 2000 characters"),
         ("(?P<step>", "not a regular expression"),  # invalid: said as each reader says it
     ],
@@ -189,6 +191,18 @@ def test_a_costly_pattern_is_refused_before_it_compiles(pattern: str, why: str) 
     with pytest.raises(ValueError, match=why):
         compile_patterns([pattern])
     assert time.monotonic() - start < FAST_S
+
+
+def test_the_group_depth_does_not_hang_on_the_recursion_limit() -> None:
+    old = sys.getrecursionlimit()
+    sys.setrecursionlimit(100_000)  # as a test or a library may leave it
+    try:
+        with pytest.raises(limits.PatternError, match="more than 100"):
+            limits.UserPattern("(" * 990 + ")" * 990)
+    finally:
+        sys.setrecursionlimit(old)
+    # escaped and set-held parentheses are not groups
+    assert limits.UserPattern(r"\(" * 150 + "[(]" * 150 + "(x)").search("(" * 300 + "x")
 
 
 def test_a_backtracking_pattern_is_stopped_on_the_line_it_hangs(tmp_path: Path) -> None:
