@@ -72,7 +72,8 @@ def cycles(edges: dict[str, set[str]]) -> list[list[str]]:
     stack: list[str] = []
     on: set[str] = set()
     out: list[list[str]] = []
-    sys.setrecursionlimit(10000)
+    old_limit = sys.getrecursionlimit()
+    sys.setrecursionlimit(10000)  # restored below: tests call this in their own process
 
     def visit(v: str) -> None:
         index[v] = low[v] = len(index)
@@ -95,9 +96,12 @@ def cycles(edges: dict[str, set[str]]) -> list[list[str]]:
             if len(comp) > 1:
                 out.append(sorted(comp))
 
-    for v in sorted(edges):
-        if v not in index:
-            visit(v)
+    try:
+        for v in sorted(edges):
+            if v not in index:
+                visit(v)
+    finally:
+        sys.setrecursionlimit(old_limit)
     return out
 
 
