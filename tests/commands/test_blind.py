@@ -251,3 +251,24 @@ def test_a_review_trail_removed_whole_is_seen(tmp_path):
     again = cli(tmp_path, "verdict", str(root), "--unblind", "again")
     assert again.returncode == 2 and "nothing was written" in again.stderr
     assert not (root / "review.jsonl").exists()  # a trail that does not hold is not extended
+
+
+def test_a_trail_copied_from_another_run_shows_none_of_its_looks(tmp_path):
+    # another blinded run's trail (one look, by mallory at step 750) copied into this run's
+    # folder, with its head: its chain follows the other run's prereg.json, not this one's, so
+    # its look is not this run's, and the refusal says the trail is another run's
+    (tmp_path / "other").mkdir()
+    other = run_folder(tmp_path / "other", 750)
+    assert cli(tmp_path, "verdict", str(other), "--unblind", "a look", who="mallory").returncode
+    root = run_folder(tmp_path, 750)
+    for name in ("review.jsonl", "review.jsonl.head"):
+        (root / name).write_bytes((other / name).read_bytes())
+    for extra in ((), ("-j",)):
+        read = cli(tmp_path, "verdict", str(root), *extra)
+        assert read.returncode == 2 and "BLINDED" in read.stdout.upper(), read.stderr
+        assert "mallory" not in read.stdout and "unblinded before" not in read.stdout
+        said = read.stderr.strip().splitlines()
+        assert len(said) == 1 and "review.jsonl line 1" in said[0], said
+        assert "another run" in said[0] and "mallory" not in said[0], said
+    state = review.state(root)
+    assert not state.intact and state.unblinded == ()

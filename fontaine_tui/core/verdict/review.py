@@ -200,13 +200,18 @@ def verify(path: str | Path) -> ChainCheck:
 
 
 def state(folder: str | Path) -> ReviewState:
-    """The review trail of a run folder as a verdict carries it (see ReviewState)."""
+    """The review trail of a run folder as a verdict carries it (see ReviewState).
+
+    Its looks at a blinded read are those of the lines that hold as links of this run's chain:
+    a line past a break (a trail copied from another run breaks at line 1) is not this run's
+    record of a look, and is never shown as one."""
     path = Path(folder) / REVIEW
     check, recorded, links = _check(path, _lines(_read(path)))
+    held = len(links) - 1  # the lines that follow prereg.json and each other
     seen = tuple(
         Unblinding(e.line, e.time, e.who, e.note, e.read_step)
         for e in read(path)
-        if e.action == "unblind"
+        if e.action == "unblind" and e.line <= held
     )
     if check.ok:
         return ReviewState(check.lines, links[-1], unblinded=seen)
@@ -280,8 +285,8 @@ def _link(raw: bytes, i: int, prev: str, genesis: str) -> str:
         )
     if i == 1:
         return (
-            "line 1: does not follow prereg.json (a line before it was removed, or "
-            "prereg.json changed)"
+            "line 1: does not follow prereg.json (a trail from another run, a line before it "
+            "removed, or prereg.json changed)"
         )
     return (
         f"line {i}: does not follow line {i - 1} (a line before it was edited, removed or inserted)"
