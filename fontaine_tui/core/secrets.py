@@ -612,8 +612,11 @@ def tree_secrets(doc: object) -> list[str]:
 
 # -- a TOML file as written -----------------------------------------------------------------
 
+# a multi-line string closes with 3 to 5 quotes, up to two of them its own (`"""a "b""""`):
+# all of them are the string's, or the one or two left over would open a string that hides
+# the comment after it
 _TOML_OPAQUE = re.compile(
-    r'"""(?:\\[\s\S]|[^\\])*?"""|\'\'\'[\s\S]*?\'\'\''
+    r'"""(?:\\[\s\S]|[^\\])*?"{3,5}|\'\'\'[\s\S]*?\'{3,5}'
     r'|"(?:\\.|[^"\\\n])*"|\'[^\'\n]*\'|#[^\n]*'
 )
 

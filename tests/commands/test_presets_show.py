@@ -96,3 +96,43 @@ def test_the_notification_url_is_masked_wherever_the_preset_repeats_it(tmp_path)
     assert "abc123secretkey" not in res.stdout, res.stdout
     assert res.stdout.count("https://example.org/***/***") == 3, res.stdout
     assert "[[notify]]" in res.stdout
+
+
+# a comment after a multi-line string that closes with 3, 4 or 5 quotes (up to two of them
+# the string's own), each with a quote of its own that must not be read as a string's start
+CLOSED_THEN_COMMENTED = (
+    "[run]\n"
+    'name = "own"\n'
+    'output_dir = """runs/own""""" # db_password = "s3cr3t-pw"\n'
+    'question = """Does it train? say "yes"""" # password="hunter2"\n'
+    "\n"
+    "[source]\n"
+    'kind = \'hf_trainer\' # "api_key": "k3y-in-a-comment"\n'
+    "\n"
+    "[verdict]\n"
+    'metric = "eval_loss"\n'
+    "anchor_step = 100\n"
+    "endpoint_step = 200\n"
+    "healthy_max = 0.0\n"
+    "drift_min = 0.2\n"
+    'reference = "base"\n'
+    "\n"
+    "[comparators.base]\n"
+    "delta = 1.0\n"
+    "description = '''the base run\n"
+    "as banked, it's 'ours''''' # token='tok-abc-123'\n"
+)
+
+
+def test_a_comment_after_a_string_closed_by_four_or_five_quotes_is_masked(tmp_path):
+    path = tmp_path / "own.toml"
+    path.write_text(CLOSED_THEN_COMMENTED)
+    res = _show(path)
+    assert res.returncode == 0, res.stderr
+    for secret in ("hunter2", "k3y-in-a-comment", "s3cr3t-pw", "tok-abc-123"):
+        assert secret not in res.stdout, res.stdout
+    shown = res.stdout.splitlines()
+    expected = CLOSED_THEN_COMMENTED
+    for secret in ("hunter2", "k3y-in-a-comment", "s3cr3t-pw", "tok-abc-123"):
+        expected = expected.replace(secret, "***")
+    assert shown[:-2] == expected.splitlines(), res.stdout  # all else as written
