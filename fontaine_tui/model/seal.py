@@ -17,6 +17,7 @@ import re
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from fontaine_tui.core import runfolder
 from fontaine_tui.core.bank.store import bank_at, version_bytes
@@ -186,13 +187,27 @@ def _unpacked(b: Bundle, into: Path, bank: Path, origin: str) -> list[str]:
     return refs
 
 
+def _bundled_verdict(b: Bundle, origin: str) -> Any:  # as json_loads: the caller checks it
+    """The bundled verdict.json as read (limits.json_loads); InputError with its reason."""
+    raw = b.files.get(runfolder.VERDICT)
+    if raw is None:
+        raise InputError(f"{origin}: {runfolder.VERDICT}: missing (expected the sealed verdict)")
+    try:
+        return json_loads(raw)
+    except ValueError as exc:  # not JSON, or nested too deep: its reason
+        raise InputError(
+            f"{origin}: {runfolder.VERDICT}: {exc} (expected the verdict `seal` wrote)"
+        ) from None
+
+
 def _check_verdict_bounds(b: Bundle, origin: str, frozen: str) -> None:
     """The bundled verdict must be a read of the preset (sha256 `frozen`) prereg.json froze."""
     try:
-        read_with = json_loads(b.files[runfolder.VERDICT])["preset"]["sha256"]
-    except (KeyError, TypeError, ValueError):
+        read_with = _bundled_verdict(b, origin)["preset"]["sha256"]
+    except (KeyError, TypeError):
         raise InputError(
-            f"{origin}: {runfolder.VERDICT}: expected a verdict naming its preset's sha256"
+            f"{origin}: {runfolder.VERDICT}: key preset.sha256: expected a verdict naming its "
+            "preset's sha256"
         ) from None
     if read_with != frozen:
         raise InputError(
@@ -230,11 +245,7 @@ def verify(path: str) -> Verified:
     unread = tuple(
         sorted({c.bank for c in judged.preset.comparators.values() if c.bank and not c.entry})
     )
-    try:
-        bundled = json_loads(b.files[runfolder.VERDICT])
-    except (KeyError, ValueError):
-        raise InputError(f"{path}: {runfolder.VERDICT}: expected the bundled verdict") from None
-    key = _first_difference(bundled, recomputed)
+    key = _first_difference(_bundled_verdict(b, path), recomputed)
     if key:
         lacking = (
             f" (the bundle does not carry the banked run {', '.join(unread)}, which the "

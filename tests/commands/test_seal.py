@@ -261,6 +261,25 @@ def test_a_verdict_read_with_other_bounds_is_refused_without_evidence(bundle, tm
     )
 
 
+@pytest.mark.parametrize(
+    ("body", "said"),
+    [
+        (b'"deep": ' + b"[" * 5000 + b"]" * 5000 + b", ", "nested too deep: more than 64 levels"),
+        (b'"cut": ', "not JSON"),
+    ],
+)
+def test_a_verdict_json_that_cannot_be_read_says_why(bundle, tmp_path, body, said):
+    """verdict.json nested 5,000 deep (or not JSON) inside a consistent bundle: the reason."""
+    text = entries(bundle)["verdict.json"]
+    forged = tmp_path / "deep.zip"
+    _repacked(bundle, forged, {"verdict.json": text.replace(b"{", b"{" + body, 1)})
+    done = cli("verify", str(forged))
+    assert done.returncode == 2, done.stdout + done.stderr
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1 and f"{forged}: verdict.json: {said}" in lines[0], lines
+    assert "naming its preset" not in lines[0]
+
+
 def test_seal_writes_over_no_zip_that_only_begins_with_a_bundle(run, bundle, tmp_path):
     mine = tmp_path / "myarchive.zip"
     with zipfile.ZipFile(mine, "w", zipfile.ZIP_STORED) as zf:
