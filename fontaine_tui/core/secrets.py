@@ -422,7 +422,34 @@ def _value(text: str, hashes: bool = False, depth: int = 0) -> str:
     """A value (one shell word, or its part after `=`), every credential in it masked."""
     if len(text) >= 2 and text[0] == text[-1] and text[0] in "\"'" and depth < _DEEPEST:
         return text[0] + mask_line(text[1:-1], hashes, depth + 1) + text[0]
+    if "," in text and "=" in text:
+        return _listed(text, hashes)
     return _tokens_masked(text, hashes)
+
+
+# a key in a comma-separated list of pairs, as some trainers take (--opts user=bob,password=V)
+_LISTED_KEY = re.compile(r"(?:^|(?<=,))([A-Za-z_][\w.\-]*)=")
+
+
+def _listed(text: str, hashes: bool) -> str:
+    """A value that may list `k=v` pairs by commas: each secret-named key's value as ***.
+
+    A pair's value runs to the next `,k=`; all else is masked as any value is."""
+    keys = list(_LISTED_KEY.finditer(text))
+    out: list[str] = []
+    at = 0
+    for key, after in zip(keys, [*keys[1:], None], strict=True):
+        end = after.start() - 1 if after is not None else len(text)  # the comma before it
+        value = text[key.end() : end]
+        plain = value.strip("\"'")
+        if not secret_name(key[1]) or plain.lower() in _BOOLISH or plain == MASK:
+            continue
+        if _reference(plain):
+            continue
+        out += [_tokens_masked(text[at : key.end()], hashes), _hidden(value)]
+        at = end
+    out.append(_tokens_masked(text[at:], hashes))
+    return "".join(out)
 
 
 def _base(word: str) -> str:

@@ -228,3 +228,24 @@ def test_what_only_points_at_a_secret_is_shown_and_refused_nowhere(argv: list[st
     """A number or path after a short -p, a reference to the environment, a flag naming where
     the secret is kept: none is a credential, so [command] can hold them."""
     assert mask_argv(argv) == argv
+
+
+# a flag's value that is a comma-separated list of key=value pairs (--opts a=1,password=x)
+PAIR_LISTS = [
+    (["train.py", "--opts", "user=bob,password=s3cret"], "user=bob,password=***"),
+    (
+        ["train.py", "--opts=user=bob,password=s3cret,host=db"],
+        "--opts=user=bob,password=***,host=db",
+    ),
+    (["train.py", "--db", "host=db,api_key='k 3',port=5"], "host=db,api_key='***',port=5"),
+    (["train.py", "--opts", "a,b,token=k3y"], "a,b,token=***"),
+    (["train.py", "--opts", "user=bob,password=$DB_PASSWORD"], "user=bob,password=$DB_PASSWORD"),
+    (["train.py", "--opts", "lr=3,use_auth_token=true"], "lr=3,use_auth_token=true"),
+]
+
+
+@pytest.mark.parametrize(("argv", "shown"), PAIR_LISTS, ids=[a[-1] for a, _ in PAIR_LISTS])
+def test_a_secret_in_a_list_of_pairs_is_masked_and_its_neighbours_kept(argv, shown):
+    assert mask_argv(argv)[-1] == shown
+    assert mask_text(" ".join(argv)) == " ".join([*argv[:-1], shown])
+    assert mask_argv(mask_argv(argv)) == mask_argv(argv)

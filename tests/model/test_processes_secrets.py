@@ -44,6 +44,11 @@ def test_the_command_cell_masks_every_form_through_the_policy():
     assert cell == "bash -c HF_TOKEN=*** python t.py trainer.logger.api_key=*** --lr 3 ***"
 
 
+def test_the_command_cell_masks_a_secret_in_a_list_of_pairs():
+    cell = shown_argv(("train.py", "--opts", "user=bob,password=s3cret,host=db", "--lr=3"))
+    assert cell == "train.py --opts user=bob,password=***,host=db --lr=3"
+
+
 def test_the_command_cell_hides_every_secret():
     cell = shown_argv(ARGV)
     assert not [s for s in SECRETS if s in cell], cell

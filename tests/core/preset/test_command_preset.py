@@ -124,6 +124,7 @@ SECRET_FORMS = [
     ('argv = ["python", "t.py", "\\u0068f_AbCdEfGhIjKlMnOpQrStUvWx"]', "command.argv[2]"),
     (f'{ARGV}\nenv = {{ EXTRA = "{HEX}" }}', "command.env.EXTRA"),
     (f'{ARGV}\nenv = {{ EXTRA = "--token k3y" }}', "command.env.EXTRA"),
+    ('argv = ["python", "t.py", "--opts", "user=bob,password=k3y"]', "command.argv[3]"),
 ]
 
 
