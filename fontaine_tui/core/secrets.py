@@ -15,9 +15,10 @@ What looks like a credential (docs/secrets.md lists it for the user):
 
 - a secret-named flag's, variable's or key's value: `--api-key V`, `--token=V`, `env K=V`,
   `K=V` inside `bash -c "..."`, a Hydra override `a.b.api_key=V` (`+`, `++` too), `"key": V`,
-  `Authorization: Bearer V`, a pair in a flag's list (`--opts user=bob,password=V`); the name says it (`secret_name`: TOKEN, SECRET, PASSWORD,
-  API_KEY, a last word KEY, AUTH, CREDENTIAL, COOKIE, WEBHOOK, DSN, PAT, ...), not
-  TOKENIZERS_PARALLELISM, MAX_TOKENS, PAD_TOKEN_ID, TEXT_KEY or AUTHOR;
+  `Authorization: Bearer V`, a pair in a flag's list (`--opts user=bob,password=V`); the
+  name says it (`secret_name`: TOKEN, SECRET, PASSWORD, API_KEY, a last word KEY, AUTH,
+  CREDENTIAL, COOKIE, WEBHOOK, DSN, PAT, ...), not TOKENIZERS_PARALLELISM, MAX_TOKENS,
+  PAD_TOKEN_ID, TEXT_KEY or AUTHOR;
 - a value of a token's shape, under any name or none: `hf_...`, `sk-...`, `ghp_...`,
   `github_pat_...`, `glpat-...`, `xox?-...`, AWS key ids, Google `AIza...` and `ya29.`,
   JSON web tokens, and a bare 40-hex string (a W&B key) unless it follows a commit, revision
