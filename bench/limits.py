@@ -6,8 +6,9 @@ Each input is built in a temporary folder, then fed to the reader a command uses
 and a ledger nested 5,000 deep (`fontaine-tui verdict` of a run folder holding them), a 1 MiB
 .gz of a gigabyte of newlines as a rotated segment (the log read with its history, the
 default 256 MiB bound), an MLflow store whose `metrics` is a view recursing for ever (the
-MLflow reader), 250 MiB of bare CRs as a segment (read, each a blank line), and the costly
-patterns (a [source] pattern, one slow on every line, and the metric filter). Prints
+MLflow reader), an MLflow store another process holds under BEGIN EXCLUSIVE (the same
+reader, refused after the SQLITE_BUSY_S wait), 250 MiB of bare CRs as a segment (read, each a
+blank line), and the costly patterns (a [source] pattern, one slow on every line, and the metric filter). Prints
 the best of `repeat` wall times for each; the target is 2 s each.
 """
 
@@ -18,6 +19,7 @@ import contextlib
 import gzip
 import io
 import sqlite3
+import subprocess
 import sys
 import tempfile
 import time
@@ -74,7 +76,25 @@ def refused(call: Callable[[], object]) -> Callable[[], object]:
     return run
 
 
-def cases(where: Path) -> list[tuple[str, Callable[[], object]]]:
+# a second process holding a store under BEGIN EXCLUSIVE, as a writer mid-commit holds it
+HOLD = """
+import sqlite3, sys, time
+db = sqlite3.connect(sys.argv[1], isolation_level=None)
+db.execute("BEGIN EXCLUSIVE")
+print("held", flush=True)
+time.sleep(600)
+"""
+
+
+def held(store: Path, stack: contextlib.ExitStack) -> None:
+    """`store` held under BEGIN EXCLUSIVE by another process until `stack` closes."""
+    proc = subprocess.Popen([sys.executable, "-c", HOLD, str(store)], stdout=subprocess.PIPE)
+    stack.callback(proc.wait)
+    stack.callback(proc.kill)
+    assert proc.stdout is not None and proc.stdout.readline() == b"held\n"
+
+
+def cases(where: Path, stack: contextlib.ExitStack) -> list[tuple[str, Callable[[], object]]]:
     deep_log = run_folder(where / "a")
     with (deep_log / "train_log.jsonl").open("a") as fh:
         fh.write('{"kind": "eval", "step": 1001, "x": ' + DEEP + "}\n")
@@ -99,6 +119,10 @@ def cases(where: Path) -> list[tuple[str, Callable[[], object]]]:
         " SELECT i AS step FROM n;"
     )
     db.close()
+    busy = where / "busy" / "mlflow.db"
+    busy.parent.mkdir()
+    sqlite3.connect(busy).executescript("CREATE TABLE metrics (step INTEGER);")
+    held(busy, stack)
     slow = LinesDecoder(patterns=[r"step (?P<step>\d+) (?P<loss>(a|aa)+b)?"])
     return [
         ("JSON: a log line nested 5,000 deep (verdict)", verdict(deep_log)),
@@ -112,6 +136,7 @@ def cases(where: Path) -> list[tuple[str, Callable[[], object]]]:
             lambda: load_log(crs / "train_log.jsonl", history=True),
         ),
         ("SQLite: `metrics` a view recursing for ever", refused(lambda: connect(store))),
+        ("SQLite: a store held under BEGIN EXCLUSIVE", refused(lambda: connect(busy))),
         (
             "pattern: ((a{1000}){1000}){1000} as a [source] pattern",
             refused(lambda: compile_patterns(["(?P<step>((a{1000}){1000}){1000})(?P<x>b)"])),
@@ -139,8 +164,8 @@ def main_() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--repeat", type=int, default=3)
     args = parser.parse_args()
-    with tempfile.TemporaryDirectory() as tmp:
-        rows = cases(Path(tmp))
+    with tempfile.TemporaryDirectory() as tmp, contextlib.ExitStack() as stack:
+        rows = cases(Path(tmp), stack)
         worst = 0.0
         for name, call in rows:
             best = float("inf")

@@ -13,7 +13,8 @@ every bound is a row of `LIMITS`, which the docs' limits table repeats and the s
 - gzip (`gunzip_chunks`, `gunzip`): a rotated segment decompresses to at most
   `gz_limit()` bytes, and runs of blank lines cost one line each.
 - SQLite (`open_sqlite`): opened read-only, views refused (a view runs a query of its own
-  on every read), each statement within `SQLITE_BUDGET_S`.
+  on every read), each statement within `SQLITE_BUDGET_S`, a writer's lock waited for at
+  most `SQLITE_BUSY_S`.
 - Patterns (`UserPattern`): a pattern the user wrote (a preset's printed-lines patterns, the
   metric browser's filter) is at most `PATTERN_CHARS` long, its groups nest at most
   `PATTERN_DEPTH` deep, its counted repeats nest to at most `PATTERN_REPEATS` (the `regex`
@@ -48,6 +49,7 @@ GZ_BYTES = 256 * 2**20  # bytes one .gz segment decompresses to, at most
 GZ_ENV = "FONTAINE_GZ_LIMIT"  # another limit, in bytes
 JSON_DEPTH = 64  # arrays and objects inside each other in one JSON text
 SQLITE_BUDGET_S = 60.0  # one SQLite statement's time, past which it is interrupted
+SQLITE_BUSY_S = 0.5  # the wait for another process's lock on an SQLite store
 PATTERN_CHARS = 2000  # characters in one user pattern
 PATTERN_REPEATS = 100_000  # the product of a pattern's nested counted repeats ({n}, {m,n})
 PATTERN_DEPTH = 100  # groups nested in one user pattern (the parsers recurse on each)
@@ -101,6 +103,12 @@ LIMITS: tuple[Limit, ...] = (
         f"{SQLITE_BUDGET_S:g} s",
         "one statement on an MLflow or trackio SQLite store (opened read-only, views refused)",
         "a store whose `metrics` is a view that recurses for ever",
+    ),
+    Limit(
+        "SQLITE_BUSY_S",
+        f"{SQLITE_BUSY_S:g} s",
+        "the wait for another process's lock on an SQLite store, before it is said locked",
+        "a store another process holds under BEGIN EXCLUSIVE",
     ),
     Limit(
         "PATTERN_CHARS",
@@ -304,7 +312,7 @@ def open_sqlite(path: Path, budget_s: float | None = None) -> sqlite3.Connection
     readfile.check_file(path)  # a pipe in its place would hold SQLite's open
     try:
         db = sqlite3.connect(
-            f"{path.resolve().as_uri()}?mode=ro", uri=True, timeout=2.0, factory=_Timed
+            f"{path.resolve().as_uri()}?mode=ro", uri=True, timeout=SQLITE_BUSY_S, factory=_Timed
         )
     except sqlite3.Error as exc:
         raise InputError(f"{path}: cannot open read-only ({exc})") from None
@@ -330,12 +338,26 @@ def open_sqlite(path: Path, budget_s: float | None = None) -> sqlite3.Connection
     return db
 
 
-def sqlite_refusal(exc: sqlite3.Error) -> str:
-    """What to say when the store is locked, or a statement ran past its budget.
+# a hot journal (or WAL) that a read-only connection cannot roll back (or recover)
+_HOT = (sqlite3.SQLITE_READONLY_ROLLBACK, sqlite3.SQLITE_READONLY_RECOVERY)
 
-    Locked: by another process (SQLITE_BUSY or SQLITE_LOCKED). "" for any other error."""
-    if getattr(exc, "sqlite_errorcode", None) in (5, 6) or "locked" in str(exc):
+
+def sqlite_refusal(exc: sqlite3.Error) -> str:
+    """What to say when the store is locked, left mid-write, or a statement ran too long.
+
+    Locked: by another process (SQLITE_BUSY or SQLITE_LOCKED), waited for SQLITE_BUSY_S.
+    Left mid-write: a writer stopped inside a transaction and left its rollback journal (or
+    its WAL) hot; a read-only reader cannot roll it back, and SQLite says only "attempt to
+    write a readonly database". "" for any other error."""
+    code = getattr(exc, "sqlite_errorcode", None)
+    if code in (5, 6) or "locked" in str(exc):
         return f"locked by another process ({exc}); try again when the writer lets go"
+    if code in _HOT:
+        return (
+            "has an unfinished write (a hot journal, left by a writer stopped mid-transaction) "
+            "that only a writer can roll back; wait for the writer, or open it once, as its "
+            "owner, with mlflow or the sqlite3 shell"
+        )
     if "interrupted" in str(exc):
         return f"a read took more than {SQLITE_BUDGET_S:g} s and was stopped; refused"
     return ""

@@ -6,7 +6,7 @@ as $1... The protocol lines they answer with start with "@fontaine"."""
 
 from __future__ import annotations
 
-from fontaine_tui.core.limits import SQLITE_BUDGET_S
+from fontaine_tui.core.limits import SQLITE_BUDGET_S, SQLITE_BUSY_S
 
 # $1 folder, $2 file, $3 offset (past the last complete line read), $4 device:inode we had,
 # $5 head length, $6 head sha256, $7 sha256 of all $3 bytes read, $8 anchor length, $9 sha256
@@ -246,14 +246,15 @@ cd -- "$1" 2>/dev/null || exit 3
 exec python3 -c "$3" "$2"
 """
 
-# the budget of each statement and the refusal of views, as core/limits.py opens a store here
+# the budget of each statement, the wait for a lock and the refusal of views, as
+# core/limits.py opens a store here
 MLFLOW_PY = (
-    f"BUDGET = {SQLITE_BUDGET_S!r}\n"
+    f"BUDGET = {SQLITE_BUDGET_S!r}\nBUSY = {SQLITE_BUSY_S!r}\n"
     + r"""
 import json, os, sqlite3, sys, time
 from urllib.parse import quote
 uri = "file:" + quote(os.path.abspath(sys.argv[1])) + "?mode=ro"
-db = sqlite3.connect(uri, uri=True, timeout=2)
+db = sqlite3.connect(uri, uri=True, timeout=BUSY)
 end = time.monotonic() + BUDGET
 db.set_progress_handler(lambda: time.monotonic() > end, 1000)
 db.execute("PRAGMA query_only = ON")
