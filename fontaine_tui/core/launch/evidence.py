@@ -27,7 +27,13 @@ from fontaine_tui.core.runfolder import RunFolder
 from fontaine_tui.core.verdict import review
 from fontaine_tui.core.verdict.amendments import LogClock
 from fontaine_tui.core.verdict.head import head_path
-from fontaine_tui.core.verdict.ledger import genesis, parse_ledger, read_amendments, read_ledger
+from fontaine_tui.core.verdict.ledger import (
+    genesis,
+    parse_amendments,
+    parse_ledger,
+    read_amendments,
+    read_ledger,
+)
 from fontaine_tui.core.verdict.record import AmendmentCheck, ReviewState, Verdict
 from fontaine_tui.core.verdict.rules import (
     compute_verdict,
@@ -39,8 +45,10 @@ from fontaine_tui.core.verdict.rules import (
 __all__ = [
     "FolderEvidence",
     "conflict_in_words",
+    "gate_end",
     "gate_stopped",
     "log_clock",
+    "trail_refusal",
     "verdict_of",
     "verdicts_of",
 ]
@@ -106,18 +114,23 @@ class FolderEvidence:
         head: bytes | None,
         attempts: bytes | None,
         where: str,
+        *,
+        strict: bool = False,
     ) -> FolderEvidence:
         """The context from a run folder's files as bytes (read on another host).
 
         The ledger is held to its chain from these prereg.json bytes; a break keeps the
-        amendments before it, said in `ledger_error`."""
+        amendments before it, said in `ledger_error`, or with `strict` raises InputError
+        naming its line (as `of_folder`)."""
         declared: tuple[Amendment, ...] = ()
         error = ""
         if amendments or head:
-            read = parse_ledger(
-                amendments or b"", f"{where}/amendments.jsonl", genesis(prereg), head
-            )
-            declared, error = tuple(read.amendments), read.broken
+            origin, start = f"{where}/amendments.jsonl", genesis(prereg)
+            if strict:  # a break raises, naming its line
+                declared = tuple(parse_amendments(amendments or b"", origin, start, head))
+            else:
+                read = parse_ledger(amendments or b"", origin, start, head)
+                declared, error = tuple(read.amendments), read.broken
         ran = tuple(attempts_from(attempts, alive=lambda _pid, _started: False)) if attempts else ()
         return cls(declared, provenance, ran, None, None, error)
 
@@ -134,6 +147,28 @@ def gate_stopped(attempts: Sequence[Attempt] | None) -> int | None:
     return last.last_step if last is not None and last.cause in GATE_STOPS else None
 
 
+def gate_end(store: RunStore, ctx: FolderEvidence, stopped_at: int | None = None) -> int | None:
+    """The step a stop_on_lock gate ended the run at, once its log reached it (else None).
+
+    `stopped_at`: the step a watcher's gate stopped the run at, before attempts.jsonl says it
+    (else attempts.jsonl's, `gate_stopped`). The verdict reads the run as ended there, and
+    `bank add` takes it as the run's end: the log itself may never say it."""
+    ended = stopped_at if stopped_at is not None else gate_stopped(ctx.attempts)
+    if ended is not None and store.last_step < ended:
+        return None  # a replay, or a follower catching up, has not reached the stop yet
+    return ended
+
+
+def trail_refusal(trail: ReviewState | None, then: str = "") -> str:
+    """A review trail that does not hold, in one line naming its file ("" when it holds).
+
+    Each surface that says a read refuses it so (exit 2): `verdict` after the read, which is
+    the evidence's, and `bank add` before anything is banked; `then` says which."""
+    if trail is None or trail.intact:
+        return ""
+    return f"{trail.broken} (the review trail does not hold{'; ' + then if then else ''})"
+
+
 def verdict_of(
     store: RunStore,
     preset: Preset,
@@ -146,9 +181,7 @@ def verdict_of(
 
     `clock`: the log's own clock when the caller keeps it (else the store's). `stopped_at`:
     the step a watcher's gate stopped the run at, before attempts.jsonl says it."""
-    ended = stopped_at if stopped_at is not None else gate_stopped(ctx.attempts)
-    if ended is not None and store.last_step < ended:
-        ended = None  # a replay, or a follower catching up, has not reached the stop yet
+    ended = gate_end(store, ctx, stopped_at)
     v = compute_verdict(store, preset, at_step, ctx.amendments, ctx.provenance, ended, clock)
     return replace(
         v,
