@@ -9,6 +9,7 @@ from dataclasses import replace
 
 from fontaine_tui.commands._args import examples
 from fontaine_tui.core.errors import InputError
+from fontaine_tui.core.launch.evidence import trail_refusal
 from fontaine_tui.core.launch.rescore import score_offer
 from fontaine_tui.core.text import literal
 from fontaine_tui.core.verdict import blind, review
@@ -81,12 +82,10 @@ def run(args: argparse.Namespace) -> int:
             offer = score_offer(folder, verdict.verdict)
             if offer is not None:
                 sys.stdout.write("\n" + "\n".join(map(literal, offer.describe())) + "\n")
-    if verdict.review is not None and not verdict.review.intact:
-        # as a broken amendment chain: exit 2 naming it; the verdict itself is the evidence's
-        raise InputError(
-            f"{verdict.review.broken} (the review trail does not hold; the verdict above "
-            "is the evidence's)"
-        )
+    # as a broken amendment chain: exit 2 naming it; the verdict itself is the evidence's
+    refused = trail_refusal(verdict.review, "the verdict above is the evidence's")
+    if refused:
+        raise InputError(refused)
     return verdict.exit_code
 
 
@@ -109,6 +108,7 @@ def _blinded(args: argparse.Namespace, judged: Judged) -> int:
         sys.stdout.write(json.dumps(doc, indent=2) + "\n")
     else:
         sys.stdout.write(render_blinded(verdict, judged.log_path, args.log) + "\n")
-    if verdict.review is not None and not verdict.review.intact:
-        raise InputError(f"{verdict.review.broken} (the review trail does not hold)")
+    refused = trail_refusal(verdict.review)
+    if refused:
+        raise InputError(refused)
     return blind.EXIT_BLINDED
