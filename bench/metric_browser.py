@@ -93,7 +93,9 @@ async def measure(log: Path, repeat: int, size: tuple[int, int]) -> list[dict]:
         screen = app.screen
         assert isinstance(screen, MetricsScreen)
         t0 = time.perf_counter()
-        names = len(MetricIndex(store).names())  # a fresh index: every probe field, one pass
+        names = len(
+            MetricIndex(store, hidden=False).names()
+        )  # a fresh index: every probe field, one pass
         index_ms = (time.perf_counter() - t0) * 1000
 
         def visible() -> list[Chart]:

@@ -241,8 +241,8 @@ class FontaineApp(App[int]):
         self.session.update_warnings(self.telemetry_snapshot, self.clock())
         if self.babysitter is not None:
             self.babysitter.tick(self.telemetry_snapshot, self.clock())
-        probes = len(self.session.store.probes)
-        if probes != self._probes_seen:  # an amendment may have been declared meanwhile
+        probes = self.session.store.probes_version
+        if probes != self._probes_seen:  # a new probe: an amendment may have been declared
             self._probes_seen = probes
             self.refresh_ledger()
         self.view = self.session.view()

@@ -76,8 +76,14 @@ def run(args: argparse.Namespace) -> int:
         raise InputError(f"{args.run}: get reads a local folder (run it on that host)")
     check_target(args.run)
     steps = parse_steps(args.steps) if args.steps else Steps()
-    got = get(Path(args.run), args.metric, steps, args.kind, args.path, args.run_id)
-    hidden = blinded(args.run) if got.kind == PROBE else None
+    held: list[Judged | None] = []
+
+    def hides() -> bool:  # asked of a probe field only: the blind hides no train series
+        held.append(blinded(args.run))
+        return held[0] is not None and args.unblind is None
+
+    got = get(Path(args.run), args.metric, steps, hides, args.kind, args.path, args.run_id)
+    hidden = held[0] if got.kind == PROBE and held else None
     if args.unblind is not None and hidden is None:
         sys.stderr.write("note: --unblind: the values are not blinded; nothing recorded\n")
     if hidden is not None:

@@ -89,7 +89,7 @@ class Babysitter:
         self.poll_log, self.lock, self.clock, self.say = poll_log, lock, clock, say
         self.since = since  # polls before this (an earlier attempt's) do not count
         self._clock: PollClock | None = None
-        self._sent_probes: set[int] = set(session.store.probes)  # read before: not news
+        self._sent_probes: set[int] = set(session.store.probe_steps())  # read before: not news
         # what an earlier watcher of this run posted (babysit.jsonl): not posted again
         self._told = read_told(poll_log) if poll_log is not None and notices is not None else set()
         # a watcher that comes to a run already under way (attach, babysit): its first check
@@ -168,8 +168,7 @@ class Babysitter:
         if step in self._sent_probes:
             return
         self._sent_probes.add(step)
-        rec = self.session.store.probes.get(step)
-        logged = rec.time if rec is not None else math.nan
+        logged = self.session.store.probe_time(step)
         if self.notices is not None and not self._was_told("probe", step, logged):
             self.notices.probe(step, verdict, self.hides(verdict))
             self._tell("probe", step, logged)
@@ -240,7 +239,7 @@ class Babysitter:
                 self.trainer_alert(w)
             elif self.notices is not None:
                 self.notices.warning(w, session.store.last_step or None)
-        fresh = sorted(set(session.store.probes) - self._sent_probes)
+        fresh = sorted(set(session.store.probe_steps()) - self._sent_probes)
         if self._catching_up and session.store.last_step:
             self._catching_up = False
             fresh, older = fresh[-1:], fresh[:-1]
@@ -278,7 +277,7 @@ class Babysitter:
             end = events[-1]
             return end.step, end.time, f"the run failed at step {end.step}: {end.detail}"
         step = session.latest().endpoint_step
-        return step, session.store.probes[step].time, f"its final read is in (step {step})"
+        return step, session.store.probe_time(step), f"its final read is in (step {step})"
 
     def _gate_stop(self) -> None:
         """Stop the run, once, when the preset's stop_on_lock gate asks for it.

@@ -150,7 +150,7 @@ def judge(target: str, preset_arg: str | None = None, at_step: int | None = None
             )
         except OSError as exc:
             raise InputError(f"{log}: cannot read ({exc.strerror})") from None
-    if at_step is not None and at_step not in store.probes:
+    if at_step is not None and not store.has_probe(at_step):
         steps = ", ".join(map(str, store.probe_steps())) or "none"
         raise InputError(
             f"{log_path}: --at-step {at_step}: expected a probe step (probes: {steps})"

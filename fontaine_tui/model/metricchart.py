@@ -8,9 +8,10 @@ it as levels: a level read's bounds as they are, a delta read's added to the anc
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass
 
-from fontaine_tui.core.log.store import RunStore
+from fontaine_tui.core.log.records import Probe
 from fontaine_tui.core.preset.record import Preset
 from fontaine_tui.core.verdict.chart import ChartSpec, Curve, HLine, Mark
 from fontaine_tui.core.verdict.losschart import ema_of
@@ -49,11 +50,11 @@ def rule_reads(preset: Preset) -> dict[str, list[RuleRead]]:
 
 
 def _bounds(
-    reads: list[RuleRead], preset: Preset, store: RunStore
+    reads: list[RuleRead], preset: Preset, probes: Mapping[int, Probe]
 ) -> tuple[tuple[HLine, ...], tuple[Mark, ...]]:
     """The rules' bounds as levels, and the anchor and endpoint marks of a delta read."""
     spec = preset.verdict
-    anchor = store.probes.get(spec.anchor_step)
+    anchor = probes.get(spec.anchor_step)
     lines: list[HLine] = []
     marks: list[Mark] = []
     for r in reads:
@@ -80,13 +81,14 @@ def metric_chart(
     log: bool = False,
     reads: list[RuleRead] | None = None,
     preset: Preset | None = None,
-    store: RunStore | None = None,
+    probes: Mapping[int, Probe] | None = None,
     stamp: int = 0,
     small: bool = False,
 ) -> ChartSpec:
     """One field's chart: its series, raw or with the debiased EMA on top, and a rule's marks.
 
-    `reads` are the rules that read this field (its bounds are drawn with `preset` and `store`);
+    `reads` are the rules that read this field (its bounds are drawn with `preset` and the
+    `probes` the evidence gate shows: core/launch/evidence.py's `seen_probes`);
     `stamp` moves when the store rewound (a resume), which starts an EMA over. A `small` chart
     (a grid's cell) has no legend, so its rows go to the curve."""
     name = series.name
@@ -106,8 +108,8 @@ def metric_chart(
     if reads:
         rules = ", ".join(r.rule for r in reads)
         title = f"{RULE_MARK} {name}" + ("" if small else f"  (read by the {rules} rule)")
-        if preset is not None and store is not None:
-            hlines, marks = _bounds(reads, preset, store)
+        if preset is not None and probes is not None:
+            hlines, marks = _bounds(reads, preset, probes)
         if small:  # the bounds' lines alone: their words would cover a small chart
             hlines = tuple(HLine(h.y, "", h.color) for h in hlines)
             marks = ()

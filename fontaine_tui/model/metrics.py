@@ -17,11 +17,12 @@ from __future__ import annotations
 import math
 import time
 from array import array
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
+from fontaine_tui.core.launch.evidence import seen_probes
 from fontaine_tui.core.limits import FILTER_BUDGET_S, PatternError, UserPattern
-from fontaine_tui.core.log.records import TRAIN_FIELDS
+from fontaine_tui.core.log.records import TRAIN_FIELDS, Probe
 from fontaine_tui.core.log.store import RunStore
 
 TRAIN, PROBE = "train", "probe"
@@ -67,10 +68,9 @@ class _Written:
         return [n for n in TRAIN_FIELDS if n in self._found]
 
 
-def _probe_columns(store: RunStore) -> dict[str, tuple[array, array]]:
+def _probe_columns(probes: Mapping[int, Probe]) -> dict[str, tuple[array, array]]:
     """Every probe field as two columns (steps, values), in one pass over the probes."""
     out: dict[str, tuple[array, array]] = {}
-    probes = store.probes
     for step in sorted(probes):
         for key, value in probes[step].fields.items():
             col = out.get(key)
@@ -85,11 +85,14 @@ class MetricIndex:
     """A store's fields and series, kept until the store changes.
 
     Built again (in one pass) only when the store's version or its probes' moved; the train
-    series are the store's own columns, never copied."""
+    series are the store's own columns, never copied. While `hidden` (the blind's word on the
+    run's read), the probe fields are listed with no values: the evidence gate
+    (core/launch/evidence.py's `seen_probes`) gives none."""
 
-    def __init__(self, store: RunStore) -> None:
+    def __init__(self, store: RunStore, hidden: bool) -> None:
         self.store = store
-        self._stamp: tuple[int, int] | None = None
+        self.hidden = hidden
+        self._stamp: tuple[int, int, bool] | None = None
         self._probes: dict[str, tuple[array, array]] = {}
         self._where: dict[str, tuple[str, str]] = {}  # listed name -> (kind, key)
         self._names: list[str] = []
@@ -97,11 +100,13 @@ class MetricIndex:
 
     def _refresh(self) -> None:
         store = self.store
-        stamp = (store.version, store.probes_version)
+        stamp = (store.version, store.probes_version, self.hidden)
         if stamp == self._stamp:
             return
-        if self._stamp is None or stamp[1] != self._stamp[1]:
-            self._probes = _probe_columns(store)
+        if self._stamp is None or stamp[1:] != self._stamp[1:]:
+            self._probes = _probe_columns(seen_probes(store, self.hidden))
+            for name in store.probe_fields() - set(self._probes) if self.hidden else ():
+                self._probes[name] = (array("q"), array("d"))  # listed, no value shown
         self._stamp = stamp
         train = (
             self._written.columns(store) + sorted(store.extras.names()) if store.has_columns else []
@@ -149,9 +154,9 @@ class MetricIndex:
         return Series(name, key, kind, held[0], held[1])
 
 
-def series(store: RunStore, name: str) -> Series:
+def series(store: RunStore, name: str, hidden: bool) -> Series:
     """One field's series by name; KeyError naming the field when the run has none."""
-    return MetricIndex(store).series(name)
+    return MetricIndex(store, hidden).series(name)
 
 
 TOO_SLOW = "the pattern takes too long on these names"

@@ -27,7 +27,7 @@ if TYPE_CHECKING:
 from fontaine_tui.core.follow.base import Batch
 from fontaine_tui.core.follow.open import run_source
 from fontaine_tui.core.host.telemetry import sample
-from fontaine_tui.core.launch.evidence import FolderEvidence, verdict_of
+from fontaine_tui.core.launch.evidence import FolderEvidence, seen_probes, verdict_of
 from fontaine_tui.core.launch.exits import GATE_STOPS, ExitInfo
 from fontaine_tui.core.launch.launcher import EngineProcess, label
 from fontaine_tui.core.launch.registry import Registry
@@ -250,7 +250,8 @@ class PlainReport:
         latest = self.session.latest()
         if latest.provisional:
             return ""
-        probe = self.session.store.probes.get(latest.read_step or -1)
+        shown = seen_probes(self.session.store, self.session.hides(latest))
+        probe = shown.get(latest.read_step or -1)
         if (
             probe is not None
             and latest.metric not in probe.fields

@@ -12,6 +12,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from fontaine_tui.core.launch import alerts
+from fontaine_tui.core.log.records import Probe
 from fontaine_tui.core.log.store import RunStore
 from fontaine_tui.core.preset.record import Preset, gate_of
 from fontaine_tui.core.text import literal
@@ -39,12 +40,14 @@ class ProbeRow:
     logged: frozenset[str] = ENGINE_FIELDS
 
 
-def probe_rows(store: RunStore, verdicts: Sequence[Verdict]) -> list[ProbeRow]:
-    """One row per probe; deltas are those the verdict computed when read at that step."""
+def probe_rows(probes: Mapping[int, Probe], verdicts: Sequence[Verdict]) -> list[ProbeRow]:
+    """One row per probe the evidence gate shows; deltas as the verdict read at each step.
+
+    `probes` are core/launch/evidence.py's `seen_probes`: none while the read is hidden."""
     by_step = {v.read_step: v for v in verdicts}
     rows = []
-    for s in store.probe_steps():
-        p = store.probes[s]
+    for s in sorted(probes):
+        p = probes[s]
         v = by_step.get(s)
         train_delta = v.corroboration.get("train_delta") if v is not None else None
         metric = v.metric if v is not None else "eval_chunk_mae"
@@ -199,7 +202,7 @@ def run_events(store: RunStore, limit: int = 6) -> list[RunEvent]:
     for e in store.events[-limit:]:
         text = f"{literal(e.event)}: {literal(e.detail)}" if e.detail else literal(e.event)
         if e.event == "resume":
-            gone = sorted(p.step for p in store.superseded if p.step > e.step and p.line < e.line)
+            gone = sorted(s for s, line in store.superseded_at() if s > e.step and line < e.line)
             if gone:
                 text += (
                     f" (superseded probe{'s' if len(gone) > 1 else ''} "

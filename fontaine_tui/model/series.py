@@ -17,6 +17,7 @@ import csv
 import io
 import math
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -129,13 +130,21 @@ def read_store(folder: Path, kind: str = "", path: str = "", run: str = "") -> t
 
 
 def get(
-    folder: Path, metric: str, steps: Steps, kind: str = "", path: str = "", run: str = ""
+    folder: Path,
+    metric: str,
+    steps: Steps,
+    hides: Callable[[], bool],
+    kind: str = "",
+    path: str = "",
+    run: str = "",
 ) -> Got:
     """`metric`'s series in the run in `folder`, kept to `steps`.
 
-    InputError naming the metrics there when the run has no such metric."""
+    `hides` says whether the run's read is hidden (the blind), asked only of a probe field: a
+    hidden one comes back with no value (core/launch/evidence.py's `seen_probes`). InputError
+    naming the metrics there when the run has no such metric."""
     store, fmt = read_store(folder, kind, path, run)
-    index = MetricIndex(store)
+    index = MetricIndex(store, hidden=True)
     names = index.names()
     if metric not in names and {f"train:{metric}", f"probe:{metric}"} <= set(names):
         raise InputError(
@@ -147,8 +156,11 @@ def get(
         dropped = store.extras.not_kept_line()  # a runaway log: keys past KEYS_KEPT not kept
         more = f"; {dropped}" if dropped else ""
         raise InputError(f"{folder}: no metric {metric!r} (metrics: {shown or 'none'}{more})")
+    if index.kind(metric) == PROBE and not hides():
+        index.hidden = False
     found = index.series(metric)
-    clash, said = conflicts(store, found.key) if found.kind == PROBE else ({}, {})
+    values_shown = found.kind == PROBE and not index.hidden
+    clash, said = conflicts(store, found.key) if values_shown else ({}, {})
     kept: list[tuple[int, float]] = []
     for s, v in zip(found.steps, found.values, strict=True):
         if steps.keeps(s):

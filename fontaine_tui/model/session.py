@@ -26,6 +26,7 @@ from fontaine_tui.core.launch.evidence import (
     FolderEvidence,
     gate_stopped,
     log_clock,
+    seen_probes,
     verdict_of,
     verdicts_of,
 )
@@ -268,8 +269,10 @@ class Session(ReviewActions):
         return tuple(sorted(warnings, key=lambda w: -alerts.SEVERITIES.index(w.severity)))
 
     def score_offer(self, v: Verdict) -> ScoreOffer | None:
-        """The re-score to offer for the run's latest read (a local run folder only)."""
-        if self.folder is None:
+        """The re-score to offer for the run's latest read (a local run folder only).
+
+        None while the read is hidden: the offer names its label, the re-score its values."""
+        if self.folder is None or self.hides(v):
             return None
         key = (self.version, v.verdict)
         if key != self._offer_key:  # a read of the checkpoints folder per change, not per frame
@@ -294,7 +297,8 @@ class Session(ReviewActions):
         self.score_state = ScoreState(offer, "running", f"running: {offer.command}")
         self.version += 1
         changed()
-        own = {step: probe.eval_chunk_mae for step, probe in self.store.probes.items()}
+        shown = seen_probes(self.store, self.hides(self.latest()))
+        own = {step: probe.eval_chunk_mae for step, probe in shown.items()}
         self.score_state = await rescore(offer, own)
         self.version += 1
         done = self.score_state.status == "done"
@@ -458,11 +462,7 @@ class Session(ReviewActions):
         """
         if alerts.logged_over(self.store):
             return True
-        return (
-            self.preset.foreign
-            and bool(self.store.probes)
-            and self.latest().endpoint_step in self.store.probes
-        )
+        return self.preset.foreign and self.store.has_probe(self.latest().endpoint_step)
 
     def view(self) -> RunView:
         verdicts, latest = self._read_verdicts()
@@ -484,7 +484,7 @@ class Session(ReviewActions):
             replace(readout.progress(st, self.preset), gpu_hours=self.gpu_hours),
             verdicts,
             latest,
-            () if blinded else tuple(readout.probe_rows(st, verdicts)),
+            tuple(readout.probe_rows(seen_probes(st, blinded), verdicts)),
             self.ledger,
             self.warnings,
             self.note,

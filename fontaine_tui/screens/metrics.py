@@ -14,6 +14,7 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.widgets import Footer, Input
 
+from fontaine_tui.core.launch.evidence import seen_probes
 from fontaine_tui.core.verdict.chart import ChartSpec
 from fontaine_tui.core.verdict.losschart import EMA_DEFAULT, stepped
 from fontaine_tui.model.metricchart import RULE_MARK, metric_chart, rule_reads
@@ -120,7 +121,8 @@ class MetricsScreen(ViewScreen):
     def _names(self, view: RunView) -> list[str]:
         store = view.store
         if self._index is None or self._index.store is not store:
-            self._index = MetricIndex(store)
+            self._index = MetricIndex(store, view.blinded)
+        self._index.hidden = view.blinded  # the final read shows them again
         names = self._index.names()
         if view.blinded:  # the rule's probes stay hidden until the final read
             index = self._index
@@ -140,7 +142,7 @@ class MetricsScreen(ViewScreen):
             self.log_scale,
             reads,
             view.preset,
-            store,
+            seen_probes(store, view.blinded),
             store.replaced_steps,
             small,
         )

@@ -50,7 +50,7 @@ def _same(a: float, b: float) -> bool:
 
 def _check_every_field(path: Path) -> MetricIndex:
     want = _oracle(path)
-    index = MetricIndex(load_log(path))
+    index = MetricIndex(load_log(path), hidden=False)
     by_key = {(index.kind(n), index.series(n).key): n for n in index.names()}
     assert set(want) <= set(by_key), sorted(set(want) - set(by_key))
     for (kind, key), points in want.items():
@@ -98,7 +98,7 @@ def test_a_resume_drops_the_extra_values_past_it():
         b'{"kind":"train","step":4,"loss":1.0,"foo":40}',
     ]
     store = load_lines([b"\n".join(lines) + b"\n"])
-    foo = series(store, "foo")
+    foo = series(store, "foo", hidden=False)
     assert list(foo.steps) == [1, 2, 3, 4]
     assert list(foo.values) == [1.0, 2.0, 3.0, 40.0]
 
@@ -109,7 +109,7 @@ def test_a_train_record_logging_hundreds_of_numbers_keeps_every_one():
     lines = [
         json.dumps({"kind": "train", "step": s, "loss": 1.0, **layers}).encode() for s in (1, 2)
     ]
-    index = MetricIndex(load_lines([b"\n".join(lines) + b"\n"]))
+    index = MetricIndex(load_lines([b"\n".join(lines) + b"\n"]), hidden=False)
     assert sum(n.startswith("layer") for n in index.names()) == 300
     assert list(index.series("layer299/grad_norm").values) == [29.9, 29.9]
 
@@ -146,7 +146,7 @@ def test_every_tag_of_a_tensorboard_run_is_a_series(tb_folder):
     from fontaine_tui.core.log.formats.cold import load_source
     from fontaine_tui.core.log.formats.source import SourceSpec
 
-    index = MetricIndex(load_source(tb_folder, SourceSpec("tensorboard")).store)
+    index = MetricIndex(load_source(tb_folder, SourceSpec("tensorboard")).store, hidden=False)
     names = index.names()
     for tag in ("train/loss", "train/learning_rate", "train/grad_norm", "gpu/mem_gb"):
         assert list(index.series(tag).steps) == list(range(1, 41)), tag
@@ -172,7 +172,7 @@ def test_a_live_grouper_keeps_the_other_keys():
     store = RunStore()
     for rec in out:
         store.add(rec)
-    index = MetricIndex(store)
+    index = MetricIndex(store, hidden=False)
     assert list(index.series("sys/cpu").values) == [10.0, 20.0, 30.0]
     assert list(index.series("eval/mae").steps) == [3]
 
@@ -187,7 +187,7 @@ def test_a_filter_is_a_case_insensitive_search_and_a_bad_one_says_so():
 
 def test_an_unknown_field_is_named():
     with pytest.raises(KeyError, match="no field 'nope'"):
-        series(load_log(DEMO_LOG), "nope")
+        series(load_log(DEMO_LOG), "nope", hidden=False)
 
 
 def test_only_numbers_are_fields():
@@ -197,7 +197,7 @@ def test_only_numbers_are_fields():
         b'{"kind":"train","step":1,"loss":1.0,"flag":true,"s":"x","n":null,"a":[1],"i":3,'
         b'"big":' + big + b',"d":{"x":2,"y":false}}\n'
     )
-    index = MetricIndex(load_lines([line]))
+    index = MetricIndex(load_lines([line]), hidden=False)
     assert [n for n in index.names() if n != "loss"] == ["d.x", "i"]
     assert index.series("i").values[0] == 3.0
 
@@ -218,7 +218,7 @@ def test_every_column_of_a_metrics_csv_is_a_series(tmp_path):
             w.writerow({"step": s, "epoch": s // 10, "train_loss": 1 / s, "lr-AdamW": 1e-3})
             if s % 5 == 0:
                 w.writerow({"step": s, "gpu_mem": "nan" if s == 10 else 7.5, "val_mae": 2 / s})
-    index = MetricIndex(load_source(tmp_path, SourceSpec("csv")).store)
+    index = MetricIndex(load_source(tmp_path, SourceSpec("csv")).store, hidden=False)
     assert "epoch" not in index.names()  # the readers hold it as the step's frame, as `step`
     for name in ("train_loss", "lr-AdamW"):
         assert list(index.series(name).steps) == list(range(1, 21)), name
@@ -238,7 +238,7 @@ def test_a_train_column_is_listed_once_a_value_arrives():
 
     nan = float("nan")
     store = RunStore()  # no meta record: another trainer's run
-    index = MetricIndex(store)
+    index = MetricIndex(store, hidden=False)
     for s in range(1, 4):
         store.add(train_point(s, float(s), [1.0] + [nan] * 7))
     assert index.names() == ["loss"]
@@ -272,3 +272,15 @@ def test_a_filter_past_its_time_over_all_the_names_is_refused(names):
     assert time.monotonic() - start < 1.0
     want = [n for n in names if re.search("^LAYER00[12]|A{21}3", n, re.IGNORECASE)]
     assert matching(names, "^LAYER00[12]|A{21}3") == want and want  # an ordinary one is quick
+
+
+def test_a_hidden_read_lists_the_probe_fields_with_no_value():
+    """While the read is hidden the evidence gate gives no probe's value: the fields are
+    listed (their names are no read), their series empty; the train series stay whole."""
+    store = load_log(DEMO_LOG)
+    index = MetricIndex(store, hidden=True)
+    assert {"eval_chunk_mae", "breakdown.rig", "loss"} <= set(index.names())
+    assert len(index.series("eval_chunk_mae").values) == 0
+    assert len(index.series("loss").values) == len(store.steps)
+    index.hidden = False  # the final read is in: the same index shows them
+    assert len(index.series("eval_chunk_mae").values) == len(store.probe_steps()) > 0

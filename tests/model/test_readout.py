@@ -8,6 +8,7 @@ from array import array
 from hypothesis import given
 from hypothesis import strategies as st
 
+from fontaine_tui.core.launch.evidence import seen_probes
 from fontaine_tui.core.log.read import load_log
 from fontaine_tui.core.verdict.chart import downsample
 from fontaine_tui.core.verdict.rules import verdict_series
@@ -41,7 +42,7 @@ def test_downsample_extremes_survive(values, width):
 
 def test_probe_rows_take_deltas_from_the_verdict(tmp_path, preset):
     store = load_log(make_run(tmp_path / "run"))
-    rows = probe_rows(store, verdict_series(store, preset))
+    rows = probe_rows(seen_probes(store, hidden=False), verdict_series(store, preset))
     assert [r.step for r in rows] == [250, 500, 750, 1000]
     assert rows[0].delta is None and rows[1].delta == 0.0
     assert round(rows[3].delta, 4) == 0.6929 and round(rows[3].train_delta, 4) == 0.16

@@ -100,6 +100,7 @@ def evaluate(
     ctx = replace(
         ctx,
         envelopes=() if blinded else ctx.envelopes,
+        blinded=blinded,
         ram_history=book.ram_history,
         state_history=book.state_history,
         finished=finished,

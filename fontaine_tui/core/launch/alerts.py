@@ -15,6 +15,7 @@ from types import MappingProxyType
 from typing import TYPE_CHECKING
 
 from fontaine_tui.core.host.telemetry import TelemetrySnapshot
+from fontaine_tui.core.launch.evidence import seen_probes
 from fontaine_tui.core.launch.exits import GATE_STOPS
 from fontaine_tui.core.launch.stall import (
     RamReading,
@@ -70,6 +71,8 @@ class RunContext:
     # a foreign source may still hold its last step's values (it waits for quiet before a
     # step counts as whole): its silence is not judged until that step is out
     settling: bool = False
+    # the rule's read is hidden (core/verdict/blind.py): no probe's value reaches a rule
+    blinded: bool = False
 
 
 def since_text(ts: object) -> str:
@@ -430,11 +433,12 @@ def left_envelope(
     """Warn when the latest probe's read lies outside a group's envelope of banked comparators.
 
     The envelope is taken at the same step; it is the one drawn on the probes chart."""
-    if not ctx.envelopes or not store.probes:
+    probes = seen_probes(store, ctx.blinded)
+    if not ctx.envelopes or not probes:
         return None
-    step = store.probe_steps()[-1]
-    probe = store.probes[step]
-    base = store.probes.get(ctx.anchor_step) if ctx.read == "delta" else None
+    step = max(probes)
+    probe = probes[step]
+    base = probes.get(ctx.anchor_step) if ctx.read == "delta" else None
     if ctx.read == "delta" and (base is None or step < ctx.anchor_step):
         return None
     x = probe.value(ctx.metric) - (base.value(ctx.metric) if base is not None else 0.0)

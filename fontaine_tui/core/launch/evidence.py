@@ -11,16 +11,23 @@ read a run through it, so no surface can leave out one of them. An import-linter
 (pyproject.toml) keeps every other module of the surfaces from importing the rules directly.
 The blind is the verdict's own (core/verdict/blind.py's `hidden`): a surface asks it of the
 verdict this gives before it shows a read.
+
+The probes' values reach a surface only through `seen_probes`, which withholds them all while
+the read is hidden; a second contract (scripts/contracts.py) keeps every other module of the
+surfaces from reading the store's `probes` or `superseded`. What carries no value (where the
+probes stand, when they were written, what they logged) the store says itself.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
+from types import MappingProxyType
 
 from fontaine_tui.core.launch.attempts import Attempt, attempts_from, read_attempts
 from fontaine_tui.core.launch.exits import GATE_STOPS
 from fontaine_tui.core.launch.recovery import recovery_read
+from fontaine_tui.core.log.records import Probe
 from fontaine_tui.core.log.store import Conflict, RunStore
 from fontaine_tui.core.preset.record import Amendment, Preset
 from fontaine_tui.core.runfolder import RunFolder
@@ -48,6 +55,7 @@ __all__ = [
     "gate_end",
     "gate_stopped",
     "log_clock",
+    "seen_probes",
     "trail_refusal",
     "verdict_of",
     "verdicts_of",
@@ -136,6 +144,18 @@ class FolderEvidence:
 
 
 NO_CONTEXT = FolderEvidence()
+
+
+_NONE_SEEN: Mapping[int, Probe] = MappingProxyType({})
+
+
+def seen_probes(store: RunStore, hidden: bool) -> Mapping[int, Probe]:
+    """The run's probes as a surface may show them (step -> probe): none while `hidden`.
+
+    `hidden` is the blind's word on the read the surface shows (core/verdict/blind.py's
+    `hidden`, the session's `hides`), or, with no read yet, whether the preset or the viewer
+    blinds the run. A read-only view: no surface changes the evidence."""
+    return _NONE_SEEN if hidden else MappingProxyType(store.probes)
 
 
 def gate_stopped(attempts: Sequence[Attempt] | None) -> int | None:

@@ -32,7 +32,7 @@ from fontaine_tui.core import tomlfile
 from fontaine_tui.core.atomic import atomic_write
 from fontaine_tui.core.childenv import child_env
 from fontaine_tui.core.errors import InputError
-from fontaine_tui.core.launch.evidence import FolderEvidence, verdict_of
+from fontaine_tui.core.launch.evidence import FolderEvidence, seen_probes, verdict_of
 from fontaine_tui.core.launch.registry import Entry
 from fontaine_tui.core.limits import json_loads
 from fontaine_tui.core.log.store import RunStore
@@ -352,19 +352,19 @@ def _row(
     if held is not None and held.ledger_error:
         read = False  # `verdict` refuses a broken ledger: no read here either
         base["note"] = f"no read: {held.ledger_error}"[:120]
+    last = store.last_probe_step()
     v = (
         verdict_of(store, preset, held or FolderEvidence())
-        if read and preset is not None and store.probes
+        if read and preset is not None and last is not None
         else None
     )
     # without a read, a blind preset's values stay hidden: nothing says the read is final
     hidden = preset is not None and (blind.hidden(preset, v) if v else preset.verdict.blind)
-    if store.probes:
-        last = max(store.probes)
+    if last is not None:
         row.update(probe_step=last)
-        if preset is not None and not hidden:
-            metric = preset.verdict.metric
-            value = store.probes[last].value(metric)
+        probe = seen_probes(store, hidden).get(last)
+        if preset is not None and probe is not None:
+            value = probe.value(preset.verdict.metric)
             row.update(probe_value=value if math.isfinite(value) else None)
     if preset is not None:
         steps = int(preset.recipe["steps"])

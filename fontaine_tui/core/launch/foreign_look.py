@@ -138,7 +138,7 @@ def look_foreign(
             spec.kind,
             f"{last.event} at step {last.step}: {last.detail}",
         )
-    if preset is not None and preset.verdict.endpoint_step in store.probes:
+    if preset is not None and store.has_probe(preset.verdict.endpoint_step):
         return ForeignLook(
             "ended",
             store,

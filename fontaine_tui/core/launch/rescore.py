@@ -28,6 +28,7 @@ from fontaine_tui.core import children
 from fontaine_tui.core.childenv import child_env
 from fontaine_tui.core.errors import InputError
 from fontaine_tui.core.launch.enginename import ENGINE_MODULE
+from fontaine_tui.core.launch.evidence import seen_probes
 from fontaine_tui.core.launch.logtail import newest_checkpoint
 from fontaine_tui.core.limits import json_loads
 from fontaine_tui.core.log.read import load_log
@@ -170,9 +171,11 @@ async def run_score(offer: ScoreOffer, env: Mapping[str, str] | None = None) -> 
 def read_scores(output_dir: Path, own: Mapping[int, float]) -> tuple[ScoreRow, ...]:
     """The re-scored eval_chunk_mae per step beside the run's own (`own`: step -> value)."""
     store = load_log(output_dir / LOG)
+    # the re-score's own log, which no preset blinds: the session offers no re-score of a
+    # hidden read (model/session.py's score_offer)
     return tuple(
         ScoreRow(step, own.get(step), probe.eval_chunk_mae)
-        for step, probe in sorted(store.probes.items())
+        for step, probe in sorted(seen_probes(store, hidden=False).items())
     )
 
 

@@ -46,7 +46,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from fontaine_tui.core.host.telemetry import ProcessSample, TelemetrySnapshot
-from fontaine_tui.core.log.records import Checkpoint, Event, Probe
+from fontaine_tui.core.log.records import Checkpoint, Event
 from fontaine_tui.core.log.store import RunStore
 from fontaine_tui.core.preset.record import gate_of
 from fontaine_tui.core.runfolder import ENGINE_OUT
@@ -110,18 +110,18 @@ def silence(
     floor = gate_of(gates, "stall_min_s") or 0.0
     median = statistics.median(gaps)
     limit = max(factor * median, floor)
-    others: list[Probe | Checkpoint | Event] = (
-        [store.probes[max(store.probes)]] if store.probes else []
-    )
-    others += [*store.checkpoints[-1:], *store.events[-1:]]
+    others: list[Checkpoint | Event] = [*store.checkpoints[-1:], *store.events[-1:]]
+    probe = store.last_probe_step()
     seen = [times[-1], *(r.time for r in others)]
+    if probe is not None:
+        seen.append(store.probe_time(probe))
     quiet = now - max(t for t in seen if math.isfinite(t))
     if quiet <= limit:
         return None
     last = store.steps[-1]
     end = steps > 0 and last >= steps
     due = ""
-    if eval_every > 0 and (last % eval_every == 0 or end) and last not in store.probes:
+    if eval_every > 0 and (last % eval_every == 0 or end) and not store.has_probe(last):
         due = "eval"  # the engine writes a step's train record, then its probe, then saves
     elif (
         save_every > 0

@@ -468,6 +468,29 @@ class RunStore:
     def probe_steps(self) -> list[int]:
         return sorted(self.probes)
 
+    # What the surfaces may know of the probes without their values: where they stand, when
+    # they were written, what they logged. The values are the evidence gate's to hand out
+    # (core/launch/evidence.py's `seen_probes`), which withholds them while the read is hidden.
+
+    def has_probe(self, step: int) -> bool:
+        return step in self.probes
+
+    def last_probe_step(self) -> int | None:
+        return max(self.probes) if self.probes else None
+
+    def probe_time(self, step: int) -> float:
+        """When the probe at `step` was written (unix seconds); NaN where none stands."""
+        probe = self.probes.get(step)
+        return probe.time if probe is not None else float("nan")
+
+    def probe_fields(self) -> set[str]:
+        """The names of the fields the probes logged."""
+        return {name for probe in self.probes.values() for name in probe.fields}
+
+    def superseded_at(self) -> list[tuple[int, int]]:
+        """(step, line) of each probe a resume superseded, in the order superseded."""
+        return [(p.step, p.line) for p in self.superseded]
+
     def counts(self) -> dict[str, int]:
         return {
             "lines": self.lines,
