@@ -78,7 +78,18 @@ PLANTED = [
         "A launch target stands alone",
     ),
     ("fontaine_tui/core/log/formats/planted.py", "import sqlite3\n", "Only core/limits"),
-    ("fontaine_tui/model/planted.py", "import fontaine_tui.core.verdict.rules\n", "evidence gate"),
+    (
+        "fontaine_tui/model/planted.py",
+        "import fontaine_tui.core.verdict.rules\n",
+        "reads the rules",
+    ),
+    # an attribute read, not an import: the store's raw probes (scripts/contracts.py)
+    ("fontaine_tui/core/launch/planted.py", "def f(s):\n    return s.probes[5]\n", "run's probes"),
+    (
+        "fontaine_tui/widgets/planted_reads.py",
+        "def f(s):\n    return s.superseded\n",
+        "run's probes",
+    ),
 ]
 
 
@@ -92,6 +103,8 @@ def test_a_broken_rule_is_caught(tmp_path):
     for name in ("fontaine_tui", "engine"):
         shutil.copytree(ROOT / name, tmp_path / name, ignore=shutil.ignore_patterns("__pycache__"))
     shutil.copy(ROOT / "pyproject.toml", tmp_path / "pyproject.toml")
+    (tmp_path / "scripts").mkdir()
+    shutil.copy(ROOT / "scripts" / "contracts.py", tmp_path / "scripts" / "contracts.py")
     for where, code, _ in PLANTED:
         (tmp_path / where).write_text(code)
     proc = lint_imports(tmp_path)
