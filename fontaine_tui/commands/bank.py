@@ -11,6 +11,7 @@ import asyncio
 import dataclasses
 import json
 import sys
+from dataclasses import replace
 from pathlib import Path
 from types import MappingProxyType
 
@@ -21,20 +22,22 @@ from fontaine_tui.core.errors import InputError
 from fontaine_tui.core.follow.local import LocalRun
 from fontaine_tui.core.follow.open import open_source
 from fontaine_tui.core.follow.target import parse_target
-from fontaine_tui.core.launch.attempts import read_attempts
-from fontaine_tui.core.launch.evidence import FolderEvidence, verdict_of
+from fontaine_tui.core.launch.evidence import (
+    FolderEvidence,
+    trail_refusal,
+    verdict_of,
+)
 from fontaine_tui.core.log.formats.cold import load_source
 from fontaine_tui.core.log.formats.locate import detect_foreign, frozen_spec, record_kind
 from fontaine_tui.core.log.formats.source import KINDS, SourceSpec
 from fontaine_tui.core.log.read import load_lines, load_log
 from fontaine_tui.core.preset.checks import UNDECIDABLE
 from fontaine_tui.core.preset.find import load_preset
-from fontaine_tui.core.runfolder import AMENDMENTS, LOG, PREREG, RunFolder, check_target
+from fontaine_tui.core.runfolder import AMENDMENTS, ATTEMPTS, LOG, PREREG, RunFolder, check_target
 from fontaine_tui.core.ssh.destination import SshTarget
 from fontaine_tui.core.text import literal, require_utf8
 from fontaine_tui.core.verdict import blind
 from fontaine_tui.core.verdict.head import head_name
-from fontaine_tui.core.verdict.ledger import genesis, parse_amendments
 from fontaine_tui.core.verdict.prereg import parse_prereg
 from fontaine_tui.model.judge import blinded
 
@@ -204,16 +207,19 @@ def run(args: argparse.Namespace) -> int:
     bank.check_name(args.name)
     check_target(target)
     require_utf8(args.note, "--note")
-    store, prereg, ledger, label, kind = asyncio.run(
+    store, prereg, ctx, label, kind = asyncio.run(
         _read(target, ssh, args.run, args.preset, args.kind)
     )
-    if kind and not args.ended and store.ended_at is None and not _finished_here(target):
+    refused = trail_refusal(ctx.review, "nothing was banked")
+    if refused:  # as `verdict` refuses it
+        raise InputError(refused)
+    if kind and not args.ended and store.ended_at is None and not _finished_here(ctx, prereg):
         raise InputError(
             f"{label}: another trainer's run: its log does not say it ended; "
             "bank it with --ended once it has"
         )
     doc = bank.document(store, label, args.note, prereg, kind)
-    reasons = _conflicts(store, prereg, ledger, label)
+    reasons = _conflicts(store, prereg, ctx, label)
     _refuse_hidden(target)  # before a conflict's words, which may name the hidden read
     if reasons and not args.even_if_conflicting:
         raise InputError(
@@ -251,27 +257,19 @@ def _refuse_hidden(target: str) -> None:
     )
 
 
-def _conflicts(
-    store, prereg: bytes | None, ledger: tuple[bytes | None, bytes | None], label: str
-) -> list[str]:
+def _conflicts(store, prereg: bytes | None, ctx: FolderEvidence, label: str) -> list[str]:
     """What in the run's own evidence conflicts, in words.
 
     These are the log's own contradictions, and its own verdict when UNDECIDABLE. That verdict
-    is read by its prereg.json and amendments, as `verdict` reads it. `ledger` holds
-    amendments.jsonl's bytes and its head file's, each None if absent.
+    is read by its prereg.json and the folder's evidence `ctx` (its amendments, a gate's stop,
+    the restarts), as `verdict` reads it.
     """
     reasons = conflicts(store)
     if prereg is None:
         return reasons
 
     frozen = parse_prereg(prereg, f"{label}/{PREREG}")
-    chain, head = ledger
-    amendments = (
-        parse_amendments(chain, f"{label}/{AMENDMENTS}", genesis(prereg), head)
-        if chain is not None
-        else ()
-    )
-    ctx = FolderEvidence(tuple(amendments), frozen.provenance)
+    ctx = replace(ctx, provenance=frozen.provenance)
     own = verdict_of(store, frozen.frozen_preset(f"{label}/{PREREG}"), ctx)
     if own.verdict == UNDECIDABLE:
         reasons.append(f"its own verdict is UNDECIDABLE: {own.reason}")
@@ -285,24 +283,33 @@ async def _read(
     preset_arg: str | None = None,
     kind_arg: str = "",
 ):
-    """Read the whole log, prereg.json and the amendments ledger of a run.
+    """Read the whole log, prereg.json and the folder's evidence of a run.
 
     The log includes its rotated segments when local. All are read through the same sources
-    the console follows. Another trainer's run is read as `preset_arg`'s [source] says, when
-    given, else as `kind_arg` names, else as its folder's contents say (record_kind: a
-    Trainer's own record over its TensorBoard events). `run` picks the run of a store that
-    holds several (MLflow, trackio), over the preset's choice.
+    the console follows. The folder's evidence (its amendments ledger, attempts.jsonl and, for
+    a run here, its review trail) is read by the evidence gate as `verdict` reads it: a ledger
+    that does not hold is refused, naming its line. Another trainer's run is read as
+    `preset_arg`'s [source] says, when given, else as `kind_arg` names, else as its folder's
+    contents say (record_kind: a Trainer's own record over its TensorBoard events). `run`
+    picks the run of a store that holds several (MLflow, trackio), over the preset's choice.
     """
     if kind_arg:
         _check_kind(kind_arg, preset_arg)
     source = open_source(target, ssh_options=("-F", ssh_config) if ssh_config else ())
     try:
         prereg = await source.read_bytes(PREREG)
-        # the ledger and its head file (how long the chain was, as recorded)
-        ledger = (
-            await source.read_bytes(AMENDMENTS),
-            await source.read_bytes(head_name(AMENDMENTS)),
-        )
+        if isinstance(source, LocalRun):
+            ctx = FolderEvidence.of_folder(RunFolder(source.folder))
+        else:  # the ledger, its head file (how long the chain was) and attempts.jsonl as bytes
+            ctx = FolderEvidence.of_files(
+                prereg,
+                None,
+                await source.read_bytes(AMENDMENTS),
+                await source.read_bytes(head_name(AMENDMENTS)),
+                await source.read_bytes(ATTEMPTS),
+                source.label,
+                strict=True,
+            )
         if isinstance(source, LocalRun):
             log = source.folder / LOG
             if not log.is_file():  # another trainer's run: read through its format
@@ -332,7 +339,7 @@ async def _read(
                     loaded = load_source(source.folder, spec)
                 else:
                     loaded = _by_preset(source.folder, preset_arg, kind, run)
-                return loaded.store, prereg, ledger, loaded.label, loaded.kind
+                return loaded.store, prereg, ctx, loaded.label, loaded.kind
             if run or preset_arg is not None or kind_arg:
                 raise InputError(
                     f"--{'run' if run else 'kind' if kind_arg else 'preset'}: "
@@ -340,7 +347,7 @@ async def _read(
                     "this console's (its own log and prereg.json say how to read "
                     "it)"
                 )
-            return load_log(log, history=True), prereg, ledger, str(source.folder), ""
+            return load_log(log, history=True), prereg, ctx, str(source.folder), ""
         if run or preset_arg is not None or kind_arg:
             raise InputError(
                 f"--{'run' if run else 'kind' if kind_arg else 'preset'}: {source.label} is "
@@ -351,7 +358,7 @@ async def _read(
         raw = await source.read_bytes(LOG)
         if raw is None:
             raise InputError(f"{source.label}/{LOG}: no such log")
-        return load_lines([raw], final=True), prereg, ledger, source.label, ""
+        return load_lines([raw], final=True), prereg, ctx, source.label, ""
     finally:
         await source.close()
 
@@ -381,19 +388,14 @@ def _other_record(folder: Path, kind: str) -> None:
         )
 
 
-def _finished_here(target: str) -> bool:
+def _finished_here(ctx: FolderEvidence, prereg: bytes | None) -> bool:
     """Whether this is a run this console launched (a [command]) whose last attempt finished.
 
-    Its end is known from attempts.jsonl although its trainer's log does not say it.
+    Its end is known from attempts.jsonl (as the evidence gate read it) although its trainer's
+    log does not say it.
     """
-    folder = Path(target)
-    if not (folder / "prereg.json").is_file():
-        return False
-    try:
-        tried = read_attempts(RunFolder(folder))
-    except (InputError, OSError):
-        return False
-    return bool(tried) and tried[-1].ended and tried[-1].cause == "finished"
+    last = ctx.attempts[-1] if ctx.attempts else None
+    return prereg is not None and last is not None and last.ended and last.cause == "finished"
 
 
 def _by_preset(folder, preset_arg: str, kind: str, run: str = ""):

@@ -4,12 +4,15 @@ A [command] run's trainer log (JSONL) says nothing of its end, so a blinded run 
 (`--ended`) before its endpoint, where `verdict` still hides the read: the banked document
 would hold every probe and `bank show -j` print it. `bank add` reads the run as `verdict`
 does and refuses such a run in one line (exit 2, nothing banked) naming how to unblind it,
-unless the review trail records a look; the final read banks as always. Real subprocesses."""
+unless the review trail records a look; the final read banks as always. A run whose review
+trail does not hold is refused as `verdict` refuses it, naming the break. Real subprocesses."""
 
 from __future__ import annotations
 
 import json
 from pathlib import Path
+
+import pytest
 
 from fontaine_tui.core.preset.find import load_preset
 from fontaine_tui.core.runfolder import RunFolder
@@ -45,13 +48,13 @@ def blinded_run(tmp_path: Path, upto: int) -> Path:
     return root
 
 
-def write_log(root: Path, upto: int) -> None:
-    """The trainer's JSONL log: a train line every step, an eval line at each of READS."""
+def write_log(root: Path, upto: int, reads: dict[int, float] = READS) -> None:
+    """The trainer's JSONL log: a train line every step, an eval line at each of `reads`."""
     with open(root / "log.jsonl", "w") as f:
         for step in range(1, upto + 1):
             f.write(json.dumps({"step": step, "train/loss": 1.0 / step}) + "\n")
-            if step in READS:
-                f.write(json.dumps({"step": step, "eval/chunk_mae": READS[step]}) + "\n")
+            if step in reads:
+                f.write(json.dumps({"step": step, "eval/chunk_mae": reads[step]}) + "\n")
 
 
 def test_bank_add_refuses_a_blinded_run_before_its_endpoint(tmp_path):
@@ -87,3 +90,29 @@ def test_bank_add_takes_a_blinded_run_at_its_endpoint(tmp_path):
     assert cli(tmp_path, "verdict", str(root)).returncode != 7  # the final read is shown
     res = cli(tmp_path, "bank", "add", str(root), "--as", "final", "--ended")
     assert res.returncode == 0, res.stderr
+
+
+@pytest.mark.parametrize("cut", ["edited", "truncated", "removed"])
+def test_bank_add_refuses_a_run_whose_review_trail_does_not_hold(tmp_path, cut):
+    root = blinded_run(tmp_path, 40)
+    for why in ("a first look", "a second look"):
+        assert cli(tmp_path, "verdict", str(root), "--unblind", why).returncode != 7
+    write_log(root, 60)  # the endpoint: the final read, banked while the trail holds
+    trail = root / "review.jsonl"
+    if cut == "edited":  # the looks rewritten: nobody looked
+        trail.write_text(trail.read_text().replace("a second look", "a quiet check"))
+    elif cut == "truncated":  # the last look cut off
+        trail.write_text(trail.read_text().splitlines(keepends=True)[0])
+    else:
+        trail.unlink()
+    judged = cli(tmp_path, "verdict", str(root))
+    assert judged.returncode == 2, judged.stderr
+    [why] = judged.stderr.strip().splitlines()
+    res = cli(tmp_path, "bank", "add", str(root), "--as", "final", "--ended")
+    said = res.stderr.strip().splitlines()
+    assert res.returncode == 2 and len(said) == 1, res.stderr
+    assert "review.jsonl" in said[0] and "nothing was banked" in said[0], said
+    broken = " (the review trail does not hold"
+    assert said[0].split(broken)[0] == why.split(broken)[0]  # the break verdict names
+    shown = cli(tmp_path, "bank", "show", "final", "-j")
+    assert shown.returncode == 2 and "no such banked run" in shown.stderr
