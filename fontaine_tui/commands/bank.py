@@ -24,6 +24,7 @@ from fontaine_tui.core.follow.open import open_source
 from fontaine_tui.core.follow.target import parse_target
 from fontaine_tui.core.launch.evidence import (
     FolderEvidence,
+    gate_end,
     trail_refusal,
     verdict_of,
 )
@@ -213,12 +214,14 @@ def run(args: argparse.Namespace) -> int:
     refused = trail_refusal(ctx.review, "nothing was banked")
     if refused:  # as `verdict` refuses it
         raise InputError(refused)
-    if kind and not args.ended and store.ended_at is None and not _finished_here(ctx, prereg):
+    stopped = gate_end(store, ctx)  # the run's end, as the verdict reads it
+    ended = store.ended_at is not None or stopped is not None or _finished_here(ctx, prereg)
+    if kind and not args.ended and not ended:
         raise InputError(
             f"{label}: another trainer's run: its log does not say it ended; "
             "bank it with --ended once it has"
         )
-    doc = bank.document(store, label, args.note, prereg, kind)
+    doc = bank.document(store, label, args.note, prereg, kind, stopped)
     reasons = _conflicts(store, prereg, ctx, label)
     _refuse_hidden(target)  # before a conflict's words, which may name the hidden read
     if reasons and not args.even_if_conflicting:

@@ -137,18 +137,23 @@ def make(where: Path, run: dict[str, object]) -> Path:
                 "detail": f"stopped by SIGINT at step {upto}"}]  # fmt: skip
     log.write_text("".join(dumps(r) + "\n" for r in [*recs, *end]))
     if str(cut).startswith("gated-"):  # a log that never says its end: attempts.jsonl does
-        attempts = [
-            {"event": "begin", "attempt": 1, "kind": "launch", "pid": 999999,
-             "pid_started": 1.0, "host": "elsewhere", "at": "2026-12-07T00:00:00Z",
-             "log_offset": 0, "out_offset": 0, "cgroup": None,
-             "vmstat_oom_kill_at_start": None},
-            {"event": "end", "attempt": 1, "cause": "decision-locked",
-             "detail": "decision locked", "status": "stopped", "last_step": upto,
-             "checkpoint_step": 500, "exit_code": 0, "signal": "SIGINT",
-             "at": "2026-12-07T00:10:00Z", "memory": None},
-        ]  # fmt: skip
-        (root / "attempts.jsonl").write_text("".join(json.dumps(a) + "\n" for a in attempts))
+        gate_stop(root, upto, 500)
     return root
+
+
+def gate_stop(root: Path, step: int, checkpoint: int) -> None:
+    """attempts.jsonl of a run the stop_on_lock gate stopped at `step` (on another host)."""
+    attempts = [
+        {"event": "begin", "attempt": 1, "kind": "launch", "pid": 999999,
+         "pid_started": 1.0, "host": "elsewhere", "at": "2026-12-07T00:00:00Z",
+         "log_offset": 0, "out_offset": 0, "cgroup": None,
+         "vmstat_oom_kill_at_start": None},
+        {"event": "end", "attempt": 1, "cause": "decision-locked",
+         "detail": "decision locked", "status": "stopped", "last_step": step,
+         "checkpoint_step": checkpoint, "exit_code": 0, "signal": "SIGINT",
+         "at": "2026-12-07T00:10:00Z", "memory": None},
+    ]  # fmt: skip
+    (root / "attempts.jsonl").write_text("".join(json.dumps(a) + "\n" for a in attempts))
 
 
 def last_verdict_line(text: str) -> str:
@@ -243,8 +248,9 @@ def test_every_surface_agrees_with_the_verdict(isolated: Path, run: dict[str, ob
 
     # bank add: only a finished run whose reads may be seen and decide
     got, text, err = cli("bank", "add", str(root), "--as", f"x{where.name}")
-    # bank add asks the log's own end (or --ended): a stop attempts.jsonl alone records is not
-    finished = run["cut"] == 1000 or str(run["cut"]).startswith("stopped-")
+    # bank add takes the run's end as the verdict does: the log's own, or the gate's stop
+    # attempts.jsonl records (the log reached it)
+    finished = run["cut"] == 1000 or str(run["cut"]).startswith(("stopped-", "gated-"))
     if hidden or not finished or label == "UNDECIDABLE":
         assert got == 2, (text, err)
     else:

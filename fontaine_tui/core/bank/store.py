@@ -134,27 +134,37 @@ def _num(x: float) -> float | None:
     return x if math.isfinite(x) else None
 
 
-def _foreign_end(store: RunStore) -> str:
+def _foreign_end(store: RunStore, gate_end: int | None) -> str:
     """How a foreign run's end is known, in words.
 
-    Its own `end` event, else the word of the one who banked it."""
+    Its own `end` event, else the stop a gate recorded, else the word of the one who banked
+    it."""
     if store.ended_at is not None and store.events and store.events[-1].event == "end":
         return f"its log says so ({store.events[-1].detail})"
+    if gate_end is not None:
+        return f"attempts.jsonl says the [gates] stop_on_lock gate stopped it at step {gate_end}"
     return "said by the one who banked it (bank --ended)"
 
 
 def document(
-    store: RunStore, source: str, note: str = "", prereg: bytes | None = None, foreign: str = ""
+    store: RunStore,
+    source: str,
+    note: str = "",
+    prereg: bytes | None = None,
+    foreign: str = "",
+    gate_end: int | None = None,
 ) -> dict[str, object]:
     """A finished run as a bank document.
 
     The document holds every probe (all its numbers by path, the per-dataset breakdown), a
     summary of the train curve, what the meta said it ran (recipe, world size, device, code and
-    data identity) and its prereg.json, if any. The log must have ended (`event: end`). Another
-    trainer's log (`foreign`: its kind) says nothing of its end (unless it records one, such as
-    a W&B run's exit), so the one banking it says it ended (`bank --ended`), and the document
-    says which."""
-    if not foreign and (not store.events or store.events[-1].event != "end"):
+    data identity) and its prereg.json, if any. The log must have ended (`event: end`), or a
+    `[gates] stop_on_lock` gate stopped the run at `gate_end`, a step its log reached (as the
+    verdict reads it: core/launch/evidence.py's `gate_end`). Another trainer's log (`foreign`:
+    its kind) says nothing of its end (unless it records one, such as a W&B run's exit), so
+    the one banking it says it ended (`bank --ended`), and the document says which."""
+    ended = gate_end is not None or (store.events and store.events[-1].event == "end")
+    if not foreign and not ended:
         raise InputError(
             f"{source}: the run has not finished (no `end` event in its log); bank it once it ends"
         )
@@ -206,7 +216,7 @@ def document(
         "probes": probes,
         "train": train,
         "prereg": pre,
-        **({"format": foreign, "ended": _foreign_end(store)} if foreign else {}),
+        **({"format": foreign, "ended": _foreign_end(store, gate_end)} if foreign else {}),
     }
     _check_finite(doc, source)
     return doc
