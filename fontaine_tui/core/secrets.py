@@ -27,6 +27,9 @@ What looks like a credential (docs/secrets.md lists it for the user):
   fragment value (`?token=`, `?key=`, `?sig=`, `#access_token=`), and a webhook's token path
   (Slack, Discord, ntfy, any `hook` URL: `redact_url`).
 
+A line that a backslash continues is read with the next, as the shell reads it: the value of
+`--hub_token \\` is on the next line.
+
 How it is shown: the token replaced by `***`, every other character of the line kept, so a
 masked line still says what ran. Masking is idempotent: masking a masked text changes
 nothing, and a text holds a credential exactly when masking changes it.
@@ -359,8 +362,10 @@ def redact_text(text: str, urls: Iterable[str | tuple[str, str | None]] = ()) ->
 
 # -- command lines and texts ----------------------------------------------------------------
 
-# one shell word: plain characters, escapes and quoted runs (an open quote runs to the end)
-_WORD = re.compile(r"""(?:[^\s"'\\]|\\.?|"(?:[^"\\]|\\.)*"?|'[^']*'?)+""", re.S)
+# one shell word: plain characters, escapes and quoted runs (an open quote runs to the end);
+# a backslash-newline (or a line's last backslash) is the shell's space between words
+_WORD = re.compile(r"""(?:[^\s"'\\]|\\(?!\n|\Z).?|"(?:[^"\\]|\\.)*"?|'[^']*'?)+""", re.S)
+_GAP = re.compile(r"(?:\s|\\(?:\n|\Z))*")  # what stands between two words
 _SPACE = re.compile(r"\s")
 _DEEPEST = 4  # quotes inside quotes read so deep; deeper, token shapes alone are masked
 # what any rule needs to see in a text (lower-cased): a text with none of it is shown as it
@@ -409,14 +414,23 @@ _P_NOT_PASSWORD = frozenset(
 )  # fmt: skip
 
 
+_BREAK = re.compile(r"(\s*\\?\n\s*)")  # a line's end inside a word (a quoted run), spaces kept
+
+
 def _hidden(word: str) -> str:
-    """A value word as *** (its quotes and a trailing `;`/`,`/`)` kept)."""
+    """A value word as *** (its quotes and a trailing `;`/`,`/`)` kept).
+
+    A word across lines (a quoted run with a line's end in it) keeps them: *** on each."""
     end = _PUNCT_END.search(word)
     tail = end[0] if end else ""
     core = word[: len(word) - len(tail)]
+    quote = ""
     if len(core) >= 2 and core[0] == core[-1] and core[0] in "\"'":
-        return f"{core[0]}{MASK}{core[0]}{tail}"
-    return MASK + tail
+        quote, core = core[0], core[1:-1]
+    if "\n" not in core:
+        return f"{quote}{MASK}{quote}{tail}"
+    shown = "".join(p if i % 2 or not p else MASK for i, p in enumerate(_BREAK.split(core)))
+    return f"{quote}{shown}{quote}{tail}"
 
 
 def _value(text: str, hashes: bool = False, depth: int = 0) -> str:
@@ -478,7 +492,7 @@ def _word(
         if bare == "-p" and program not in _P_NOT_PASSWORD:  # sshpass -p V
             return word, True
         if bare.startswith("-p") and len(bare) > 2 and program in _P_ATTACHED:  # mysql -pV
-            return f"{word[: len(word) - len(bare)]}-p{MASK}", False
+            return f"{word[: len(word) - len(bare)]}-p{_hidden(bare[2:])}", False
     if bare.endswith(":") and (named := _NAME_COLON.match(bare)) is not None:
         if secret_name(named["name"]):  # "api_key": V, Authorization: V
             return word, True
@@ -491,17 +505,23 @@ def _word(
     return _value(word, hashes, depth), False
 
 
+def _gap(word: str) -> bool:
+    """Whether a word is spacing: blank, or a backslash-newline (a line's last backslash)."""
+    return not word or word.isspace() or ("\\" in word and _GAP.fullmatch(word) is not None)
+
+
 def _mask_words(words: Sequence[str], hashes: bool = False, depth: int = 0) -> list[str]:
     """The one state machine behind `mask_argv` and `mask_line`.
 
     Blank words (a line's spacing) are kept; `hashes`: 40 hex digits here are a commit."""
-    solid = [i for i, w in enumerate(words) if w and not w.isspace()]
+    solid = [i for i, w in enumerate(words) if not _gap(w)]
     following = {a: words[b] for a, b in zip(solid, solid[1:], strict=False)}
     out: list[str] = []
     hide = False  # this word is the value of a secret-named flag or key before it
     starts, program, prev = True, "", ""
+    kept = set(solid)
     for i, word in enumerate(words):
-        if not word or word.isspace():
+        if i not in kept:
             out.append(word)
             continue
         if hide:
@@ -577,10 +597,30 @@ def mask_line(line: str, hashes: bool = False, depth: int = 0) -> str:
 
 
 def mask_text(text: str, hashes: bool = False) -> str:
-    """A text of any number of lines, each masked (`mask_line`).
+    """A text of any number of lines, each masked (`mask_line`); as many lines back.
 
-    `hashes`: 40 hex digits are a commit or a digest here (a value under a `commit` key)."""
-    return "\n".join(mask_line(line, hashes) for line in text.split("\n"))
+    A line that ends in a backslash is read with the next, as the shell reads it (the value
+    of `--hub_token \\` is on the next line). `hashes`: 40 hex digits are a commit or a
+    digest here (a value under a `commit` key)."""
+    if "\\\n" not in text:
+        return "\n".join(mask_line(line, hashes) for line in text.split("\n"))
+    out: list[str] = []
+    run: list[str] = []  # the lines of one shell line
+    for line in text.split("\n"):
+        run.append(line)
+        if (len(line) - len(line.rstrip("\\"))) % 2 == 0:  # no backslash left to continue
+            out.append(mask_line("\n".join(run), hashes))
+            run = []
+    if run:
+        out.append(mask_line("\n".join(run), hashes))
+    return "\n".join(out)
+
+
+def mask_lines(lines: Sequence[str]) -> list[str]:
+    """A text's lines (a launcher script's) masked as `mask_text` masks them, as many back.
+
+    A line that a backslash continues is read with the next."""
+    return mask_text("\n".join(lines)).split("\n") if lines else []
 
 
 def env_secret(name: str, value: str) -> bool:

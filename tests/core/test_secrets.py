@@ -9,6 +9,7 @@ import pytest
 from fontaine_tui.core.secrets import (
     env_secret,
     mask_argv,
+    mask_lines,
     mask_text,
     mask_tree,
     secret_name,
@@ -249,3 +250,27 @@ def test_a_secret_in_a_list_of_pairs_is_masked_and_its_neighbours_kept(argv, sho
     assert mask_argv(argv)[-1] == shown
     assert mask_text(" ".join(argv)) == " ".join([*argv[:-1], shown])
     assert mask_argv(mask_argv(argv)) == mask_argv(argv)
+
+
+# a backslash-newline is the shell's space: the value on the next line is still the flag's
+CONTINUED = [
+    (
+        "python train.py --hub_token \\\n    abc123s3cret --lr 3",
+        "python train.py --hub_token \\\n    *** --lr 3",
+    ),
+    (f"train.py --hub_token \\\n{HF}", "train.py --hub_token \\\n***"),
+    ("export HF_TOKEN=abc \\\n  WANDB_API_KEY=def", "export HF_TOKEN=*** \\\n  WANDB_API_KEY=***"),
+    ("mysql -u me -p \\\n  pw db", "mysql -u me -p \\\n  *** db"),
+]
+
+
+@pytest.mark.parametrize(("text", "shown"), CONTINUED)
+def test_a_value_after_a_line_continuation_is_masked_and_the_rest_kept(text, shown):
+    assert mask_text(text) == shown
+    assert mask_argv(["bash", "-c", text]) == ["bash", "-c", shown]  # one argv element
+    assert mask_lines(text.split("\n")) == shown.split("\n")  # a launcher's lines
+
+
+def test_a_quoted_value_across_a_continuation_keeps_its_lines():
+    text = 'run --password "a b \\\nc d" --lr 3\nnext line'
+    assert mask_text(text) == 'run --password "*** \\\n***" --lr 3\nnext line'

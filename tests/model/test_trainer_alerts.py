@@ -155,6 +155,22 @@ def test_a_trainer_alert_quoting_a_token_is_said_with_it_masked(tmp_path, capsys
     ), out
 
 
+def test_a_trainer_alert_quoting_a_continued_command_line_is_said_masked(tmp_path, capsys):
+    """A backslash-newline is the shell's space: the token on the next line is the flag's."""
+    root = tmp_path / "run"
+    root.mkdir()
+    leak = alert(90, "push failed", "ran: push.py --hub_token \\\n    k3ysecretvalue --private")
+    write_log(root / "train_log.jsonl", with_alerts(300, {90: [leak]}))
+    capsys.readouterr()
+    main(["replay", str(root / "train_log.jsonl"), "--preset", PRESET, "--plain"])
+    out = capsys.readouterr().out
+    assert "k3ysecretvalue" not in out, out
+    assert (  # the line's end escaped, as a plain report shows one
+        "WARN   the trainer's alert at step 90: push failed: ran: push.py --hub_token \\\\n"
+        "    *** --private" in out.splitlines()
+    ), out
+
+
 async def _watch(root: Path, url: str | None = None) -> tuple[Session, Babysitter]:
     s = Session(LocalRun(root), load_preset(PRESET), "attach", None, root)
     await s.read_ledger()

@@ -30,7 +30,7 @@ from fontaine_tui.core.preset.command import (
 )
 from fontaine_tui.core.preset.record import Preset
 from fontaine_tui.core.readfile import open_regular, read_whole
-from fontaine_tui.core.secrets import mask_line
+from fontaine_tui.core.secrets import mask_line, mask_lines
 from fontaine_tui.core.text import literal
 
 GIT_TIMEOUT_S = 30.0
@@ -459,10 +459,14 @@ def check_block(script: Path, reference: Path, marker: str) -> list[str]:
     def text(lines: list[bytes]) -> list[str]:
         return [ln.decode("utf-8", "replace").rstrip("\r\n") for ln in lines]
 
-    delta = difflib.unified_diff(
-        text(theirs[:ref_at]), text(ours[:at]), str(reference), str(script), n=0, lineterm=""
-    )
-    # each differing line as it may be frozen and shown: its credentials masked, the rest kept
-    return [
-        ln if ln.startswith(("---", "+++", "@@")) else ln[:1] + mask_line(ln[1:]) for ln in delta
+    before, after = text(theirs[:ref_at]), text(ours[:at])
+    # each differing line as it may be frozen and shown: its credentials masked, read with
+    # the lines a backslash joins it to (core/secrets.py), the rest kept
+    shown: dict[str, str] = {}
+    for raw, masked in zip(before + after, mask_lines(before) + mask_lines(after), strict=True):
+        if masked != raw or raw not in shown:  # masked in any place, masked in all
+            shown[raw] = masked
+    delta = difflib.unified_diff(before, after, str(reference), str(script), n=0, lineterm="")
+    return [  # the two file lines first, then hunks: a removed "--x" is "---x", not a header
+        ln if i < 2 or ln.startswith("@@") else ln[:1] + shown[ln[1:]] for i, ln in enumerate(delta)
     ]

@@ -261,6 +261,31 @@ def test_the_platform_delta_masks_the_token_and_keeps_the_line(tmp_path):
     ]
 
 
+def test_the_platform_delta_masks_a_value_on_a_continued_line(tmp_path):
+    """A backslash-newline is the shell's space: the value on the next line is the flag's,
+    masked whether or not the line with the flag differs; a removed line that starts with
+    `--` is a line, not the diff's header."""
+    block = "python train.py\n"
+    head = (
+        "#!/bin/bash\nhuggingface-cli login --token \\\n    k3ysecret \\\n  --yes\n"
+        "mysql -u me -p \\\npw-new db\n"
+    )
+    ref_head = (
+        "#!/bin/bash\nhuggingface-cli login --token \\\n    $HF_TOKEN \\\n  --yes\n"
+        "psql \\\n--password pw-old db\n"
+    )
+    script, ref = write_pair(tmp_path, head, ref_head, block, block)
+    delta = check_block(script, ref, MARK)
+    assert [ln for ln in delta[2:] if not ln.startswith("@@")] == [
+        "-    $HF_TOKEN \\",
+        "+    *** \\",
+        "-psql \\",
+        "---password *** db",
+        "+mysql -u me -p \\",
+        "+*** db",
+    ], delta
+
+
 def test_a_missing_marker_is_refused_in_either_file(tmp_path):
     script, ref = write_pair(tmp_path, "", "", "x\n", "x\n")
     script.write_text("x\n")
