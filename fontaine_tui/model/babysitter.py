@@ -36,6 +36,7 @@ from fontaine_tui.core.launch.babysit import (
     resumed_clock,
     told_record,
 )
+from fontaine_tui.core.launch.endpoint import planned_steps
 from fontaine_tui.core.launch.exits import ExitInfo
 from fontaine_tui.core.launch.gatestop import gate_stop
 from fontaine_tui.core.launch.registry import default_path
@@ -45,7 +46,6 @@ from fontaine_tui.core.verdict.prereg import parse_utc
 from fontaine_tui.core.verdict.record import Verdict
 from fontaine_tui.core.verdict.text import render, render_blinded
 from fontaine_tui.model.notices import RunNotices
-from fontaine_tui.model.readout import recipe_steps
 from fontaine_tui.model.session import Session
 
 NOTIFY_RULE = "notify"  # the panel's warning for deliveries that failed
@@ -334,7 +334,7 @@ class Babysitter:
             session.latest(),
             session.warnings,
             now,
-            recipe_steps(session.preset),
+            planned_steps(session.preset, session.latest().endpoint_step),
             self.watcher,
             session.gpu_hours,
             self.hides(session.latest()),

@@ -12,6 +12,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from fontaine_tui.core.launch import alerts
+from fontaine_tui.core.launch.endpoint import planned_steps
 from fontaine_tui.core.log.records import Probe
 from fontaine_tui.core.log.store import RunStore
 from fontaine_tui.core.preset.record import Preset, gate_of
@@ -87,13 +88,13 @@ def _finite(values: Sequence[float]) -> list[float]:
     return [v for v in values if math.isfinite(v)]
 
 
-def progress(store: RunStore, preset: Preset) -> Progress:
-    """Step, pace and ETA.
+def progress(store: RunStore, preset: Preset, in_force: int | None = None) -> Progress:
+    """Step, pace and ETA, toward the steps planned with the endpoint `in_force`.
 
     `gpu_hours` is left None here. The console fills it in from the gate rule in
     core.launch.alerts, so the header and the gate warning count the same hours.
     """
-    total = recipe_steps(preset)
+    total = planned_steps(preset, in_force)
     step = store.last_step
     recent = _finite(store.columns["step_s"][-MEDIAN_WINDOW:])
     last = recent[-1] if recent else None
@@ -119,8 +120,7 @@ def progress(store: RunStore, preset: Preset) -> Progress:
 
 def recipe_steps(preset: Preset) -> int:
     """recipe.steps (the preset loader checked it is an integer); 0 when absent."""
-    steps = preset.recipe.get("steps", 0)
-    return int(steps) if isinstance(steps, (int, float)) and math.isfinite(steps) else 0
+    return planned_steps(preset)
 
 
 def duration(seconds: float | None) -> str:

@@ -481,7 +481,9 @@ class Session(ReviewActions):
             self.preset,
             status,
             st,
-            replace(readout.progress(st, self.preset), gpu_hours=self.gpu_hours),
+            replace(
+                readout.progress(st, self.preset, latest.endpoint_step), gpu_hours=self.gpu_hours
+            ),
             verdicts,
             latest,
             tuple(readout.probe_rows(seen_probes(st, blinded), verdicts)),

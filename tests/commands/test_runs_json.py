@@ -18,6 +18,7 @@ from fontaine_tui.core.launch.registry import Entry, Registry
 from fontaine_tui.core.preset.find import load_preset
 from fontaine_tui.core.runfolder import RunFolder
 from fontaine_tui.core.verdict import prereg
+from tests.commands.test_surfaces_agree import STEPS, make
 from tests.logs import SCALED_LIKE, records_upto, write_log
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -72,6 +73,11 @@ def rows(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict]:
             ("scaled", 1000, False, SCALED_LIKE),
         )
     }
+    # a run whose endpoint an extend moved to 1250, at step 1000 (as the surfaces' test makes it)
+    extended = {"blind": False, "lock": None, "stop_on_lock": False, "restart": False}
+    extended |= {"amend": ("--extend-to", "1250"), "values": dict.fromkeys(STEPS, 3.2)}
+    (tmp_path / "extended").mkdir()
+    folders["extended"] = make(tmp_path / "extended", {**extended, "cut": 1000})
     return runs_json(tmp_path, folders)
 
 
@@ -106,6 +112,15 @@ def test_the_scale_adjusted_rule_has_its_own_bounds_and_distances(rows):
     assert scaled["to_healthy"] == pytest.approx(0.3 * s - 1.5)
     assert scaled["to_drift"] == pytest.approx(1.0158 * s - 1.5)
     assert r["verdict"] == "AMBIGUOUS-BY-INSTRUMENT"
+
+
+def test_an_extended_run_trains_to_its_endpoint_in_force(rows):
+    """recipe.steps is 1000; the extend moved the endpoint to 1250, where a resume trains:
+    the row counts toward 1250, as the console's progress does. (This one ended at 1000:
+    no probe at the endpoint in force.)"""
+    extended = rows["extended"]
+    assert extended["steps"] == 1250 and rows["done"]["steps"] == 1000
+    assert extended["read"] == "UNDECIDABLE"
 
 
 def test_a_blinded_run_shows_no_read_in_runs_json(rows):

@@ -8,11 +8,13 @@ A run that finished at the endpoint in force has nothing to resume (`nothing_to_
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 from fontaine_tui.core.errors import InputError
 from fontaine_tui.core.launch.attempts import read_attempts
 from fontaine_tui.core.launch.logtail import read_tail
+from fontaine_tui.core.preset.record import Preset
 from fontaine_tui.core.runfolder import RunFolder
 from fontaine_tui.core.text import literal
 from fontaine_tui.core.verdict.amendments import check_amendments, endpoint_in_force
@@ -31,6 +33,18 @@ class Endpoint:
     @property
     def extended(self) -> bool:
         return self.in_force > self.registered
+
+
+def planned_steps(preset: Preset, in_force: int | None = None) -> int:
+    """The steps the run trains to, with the endpoint `in_force` (the verdict's endpoint_step).
+
+    recipe.steps (0 when absent), or the endpoint in force where applied extends moved it past
+    them, as a resume trains (engine_argv's --extend-to). None: not read yet."""
+    steps = preset.recipe.get("steps", 0)
+    planned = int(steps) if isinstance(steps, (int, float)) and math.isfinite(steps) else 0
+    if in_force is not None and in_force > preset.verdict.endpoint_step:
+        return max(planned, in_force)
+    return planned
 
 
 def resume_endpoint(folder: RunFolder) -> Endpoint:

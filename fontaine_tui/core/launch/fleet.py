@@ -32,6 +32,7 @@ from fontaine_tui.core import tomlfile
 from fontaine_tui.core.atomic import atomic_write
 from fontaine_tui.core.childenv import child_env
 from fontaine_tui.core.errors import InputError
+from fontaine_tui.core.launch.endpoint import planned_steps
 from fontaine_tui.core.launch.evidence import FolderEvidence, seen_probes, verdict_of
 from fontaine_tui.core.launch.registry import Entry
 from fontaine_tui.core.limits import json_loads
@@ -367,8 +368,7 @@ def _row(
             value = probe.value(preset.verdict.metric)
             row.update(probe_value=value if math.isfinite(value) else None)
     if preset is not None:
-        steps = int(preset.recipe["steps"])
-        row.update(steps=steps)
+        row.update(steps=planned_steps(preset, v.endpoint_step if v is not None else None))
         if v is not None:  # a blinded read is BLINDED here too (core/verdict/blind.py)
             label = blind.BLINDED if hidden else v.label
             row.update(read=("PROVISIONAL " if v.provisional else "") + label)
