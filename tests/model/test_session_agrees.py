@@ -3,8 +3,8 @@
 The same random runs as tests/commands/test_surfaces_agree.py (blind, lock, stop on the lock,
 an amendment, a restart, where the log ends); here the console's own model: a Session over the
 run folder with its frozen preset, its ledger and the log the follower reads, its view (what
-every screen draws) and the metric browser's index over the same store. Fewer examples: each
-reads the run three ways.
+every screen draws), the metric browser's index over the same store, and what the babysitter
+sends a real webhook. Fewer examples: each reads the run three ways.
 """
 
 from __future__ import annotations
@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import time
 from pathlib import Path
 
 import pytest
@@ -21,19 +22,34 @@ from fontaine_tui.core.follow.local import LocalRun
 from fontaine_tui.core.log.read import load_log
 from fontaine_tui.core.runfolder import LOG, RunFolder
 from fontaine_tui.core.verdict.prereg import read_prereg
+from fontaine_tui.model.babysitter import Babysitter
 from fontaine_tui.model.metrics import PROBE, MetricIndex
 from fontaine_tui.model.session import Session
 from tests.commands.test_surfaces_agree import cli, make, probe_values, runs
 
 
-def session_view(root: Path):  # type: ignore[no-untyped-def]
-    """The console's view of the run: the session as `attach` opens it, the log read whole."""
+def session_view(root: Path, hook_url: str):  # type: ignore[no-untyped-def]
+    """The console's view of the run: the session as `attach` opens it, the log read whole;
+    and a babysitter over it, ticked once and closed (its deliveries done)."""
     preset = read_prereg(RunFolder(root)).frozen_preset(str(root / "prereg.json"))
     session = Session(LocalRun(root), preset, "attach", None, root)
-    asyncio.run(session.read_ledger())
-    session.store = load_log(root / LOG, history=True)  # what the follower applied
-    session.version += 1
-    return session, session.view()
+
+    async def watch():  # type: ignore[no-untyped-def]
+        await session.read_ledger()
+        session.store = load_log(root / LOG, history=True)  # what the follower applied
+        session.version += 1
+        now = time.time()
+        sitter = Babysitter.for_session(
+            session, "test", "here", lambda _: None, env={"FONTAINE_NOTIFY": hook_url},
+            clock=lambda: now, auto_final=True,
+        )  # fmt: skip
+        session.update_warnings(None, now)
+        sitter.tick(None, now)
+        sitter.close()
+        await session.source.close()
+        return session.view()
+
+    return session, asyncio.run(watch())
 
 
 @settings(
@@ -43,7 +59,7 @@ def session_view(root: Path):  # type: ignore[no-untyped-def]
 )
 @given(run=runs())
 def test_the_console_reads_as_the_verdict_does(
-    tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch, run: dict
+    tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch, hook, run: dict
 ) -> None:
     where = tmp_path_factory.mktemp("session")
     monkeypatch.setenv("FONTAINE_USER", "alice")
@@ -54,8 +70,19 @@ def test_the_console_reads_as_the_verdict_does(
     doc = json.loads(out)
     hidden = bool(doc.get("blinded"))
 
-    session, view = session_view(root)
+    hook.requests.clear()
+    session, view = session_view(root, hook.url("/h/T"))
     assert view.blinded == hidden == session.hides(view.latest)
+    sent = [json.loads(r.body) for r in hook.requests]
+    assert sent, "the babysitter sent nothing"
+    said = json.dumps(sent)
+    if hidden:  # no notification names a class or holds a probe's value
+        assert not {"HEALTHY", "DRIFT", "AMBIGUOUS", "UNDECIDABLE"} & set(said.split()), sent
+        words = set(said.replace(",", " ").replace('"', " ").replace("\\n", " ").split())
+        assert not probe_values(run) & words, sent
+    else:  # the final notice, where the run is over, names the verdict's label
+        finals = [p["title"] for p in sent if ": VERDICT " in p["title"]]
+        assert all(t.endswith(f": VERDICT {doc['verdict']}") for t in finals), (finals, doc)
     if not hidden:
         assert (view.latest.label, view.latest.provisional) == (
             doc["verdict"],
