@@ -29,6 +29,8 @@ What looks like a credential (docs/secrets.md lists it for the user):
 
 A line that a backslash continues is read with the next, as the shell reads it: the value of
 `--hub_token \\` is on the next line.
+A quote that never closes (the apostrophe of `couldn't`, a stray `"`) is a character, not
+the start of a quoted run: the words after it are masked as they would be without it.
 
 How it is shown: the token replaced by `***`, every other character of the line kept, so a
 masked line still says what ran. Masking is idempotent: masking a masked text changes
@@ -362,9 +364,13 @@ def redact_text(text: str, urls: Iterable[str | tuple[str, str | None]] = ()) ->
 
 # -- command lines and texts ----------------------------------------------------------------
 
-# one shell word: plain characters, escapes and quoted runs (an open quote runs to the end);
-# a backslash-newline (or a line's last backslash) is the shell's space between words
-_WORD = re.compile(r"""(?:[^\s"'\\]|\\(?!\n|\Z).?|"(?:[^"\\]|\\.)*"?|'[^']*'?)+""", re.S)
+# one shell word: plain characters, escapes and quoted runs that close; a quote that never
+# closes in the text is an ordinary character (the apostrophe of "couldn't", a stray mark),
+# so it hides no word after it; a backslash-newline (or a line's last backslash) is the
+# shell's space between words
+_QUOTED = r""""(?:[^"\\]|\\.)*"|'[^']*'"""  # a quoted run that closes
+_WORD = re.compile(rf"""(?:[^\s"'\\]|\\(?!\n|\Z).?|{_QUOTED}|["'])+""", re.S)
+_CLOSED = re.compile(_QUOTED, re.S)
 _GAP = re.compile(r"(?:\s|\\(?:\n|\Z))*")  # what stands between two words
 _SPACE = re.compile(r"\s")
 _DEEPEST = 4  # quotes inside quotes read so deep; deeper, token shapes alone are masked
@@ -480,6 +486,10 @@ def _word(
         return word, False
     if _SPACE.search(word) is not None and len(_WORD.findall(word)) > 1:
         return mask_line(word, hashes, depth + 1), False  # an argv element: bash -c "K=V cmd"
+    if word[0] in "\"'" and _CLOSED.match(word) is None:
+        # a quote that never closes ("password=V, 'Bearer V): the word as read without it
+        shown, hide = _word(word[1:], prev, following, program, hashes, depth)
+        return word[0] + shown, hide
     bare = word.lstrip("(;&|{`")
     if "=" in word and (m := _ASSIGN.match(word)) is not None:  # NAME=V, --flag=V, a.b.key=V
         name, value = m["name"], m["value"]

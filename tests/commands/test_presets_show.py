@@ -136,3 +136,17 @@ def test_a_comment_after_a_string_closed_by_four_or_five_quotes_is_masked(tmp_pa
     for secret in ("hunter2", "k3y-in-a-comment", "s3cr3t-pw", "tok-abc-123"):
         expected = expected.replace(secret, "***")
     assert shown[:-2] == expected.splitlines(), res.stdout  # all else as written
+
+
+def test_a_comment_with_an_apostrophe_is_masked_after_it(tmp_path):
+    """An apostrophe opens no string in a comment: the password after `don't` is masked, and
+    the comment kept as written around it."""
+    text = PRESET.replace(
+        "[source]\n", "# don't share password=hunter2, ask \"ops for --api-key k3yvalue\n[source]\n"
+    )
+    path = tmp_path / "own.toml"
+    path.write_text(text)
+    res = _show(path)
+    assert res.returncode == 0, res.stderr
+    assert "hunter2" not in res.stdout and "k3yvalue" not in res.stdout, res.stdout
+    assert "# don't share password=***, ask \"ops for --api-key ***" in res.stdout.splitlines()

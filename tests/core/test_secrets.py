@@ -274,3 +274,32 @@ def test_a_value_after_a_line_continuation_is_masked_and_the_rest_kept(text, sho
 def test_a_quoted_value_across_a_continuation_keeps_its_lines():
     text = 'run --password "a b \\\nc d" --lr 3\nnext line'
     assert mask_text(text) == 'run --password "*** \\\n***" --lr 3\nnext line'
+
+
+# a quote that never closes is a reader's apostrophe or a stray mark, not a quoted run: the
+# words after it are masked as they would be without it, and the quote is kept where it stands
+UNCLOSED = [
+    ("couldn't push: --hub_token abc123secret", "couldn't push: --hub_token ***"),
+    ("don't share password=hunter2 with anyone", "don't share password=*** with anyone"),
+    ('the error said "password=hunter2 was refused', 'the error said "password=*** was refused'),
+    ('he typed "--api-key k3yvalue', 'he typed "--api-key ***'),
+    ("sent 'Authorization: Bearer tok3nvalue", "sent 'Authorization: Bearer ***"),
+    (f"can't reach the hub with {HF}", "can't reach the hub with ***"),
+    ("won't push \\\n  --hub_token abc123secret", "won't push \\\n  --hub_token ***"),
+    ('a closed "--token k3y" then it\'s --key k3y2', 'a closed "--token ***" then it\'s --key ***'),
+    ('bash -c "it\'s --token k3y"', 'bash -c "it\'s --token ***"'),  # inside a closed run
+]
+
+
+@pytest.mark.parametrize(("text", "shown"), UNCLOSED)
+def test_a_quote_that_never_closes_hides_nothing_after_it(text, shown):
+    assert mask_text(text) == shown
+    assert mask_text(shown) == shown  # idempotent
+    assert mask_argv(["bash", "-c", text]) == ["bash", "-c", shown]  # one argv element
+
+
+def test_a_quote_that_closes_is_still_one_word():
+    """A quoted run that closes keeps working as before: its value hidden whole, quotes kept."""
+    assert mask_text("run --password 'a b c' --lr 3") == "run --password '***' --lr 3"
+    assert mask_text('run "password=hunter2" next') == 'run "password=***" next'
+    assert mask_text("echo 'it is --token k3y'") == "echo 'it is --token ***'"

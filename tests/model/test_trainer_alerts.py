@@ -171,6 +171,22 @@ def test_a_trainer_alert_quoting_a_continued_command_line_is_said_masked(tmp_pat
     ), out
 
 
+def test_a_trainer_alert_with_an_apostrophe_is_said_with_its_token_masked(tmp_path, capsys):
+    """An apostrophe opens no quoted run: the flag's value after `couldn't` is masked."""
+    root = tmp_path / "run"
+    root.mkdir()
+    leak = alert(90, "couldn't push", "the hub's answer: 401 for --hub_token abc123secret")
+    write_log(root / "train_log.jsonl", with_alerts(300, {90: [leak]}))
+    capsys.readouterr()
+    main(["replay", str(root / "train_log.jsonl"), "--preset", PRESET, "--plain"])
+    out = capsys.readouterr().out
+    assert "abc123secret" not in out, out
+    assert (
+        "WARN   the trainer's alert at step 90: couldn't push: the hub's answer: 401 for "
+        "--hub_token ***" in out.splitlines()
+    ), out
+
+
 async def _watch(root: Path, url: str | None = None) -> tuple[Session, Babysitter]:
     s = Session(LocalRun(root), load_preset(PRESET), "attach", None, root)
     await s.read_ledger()
