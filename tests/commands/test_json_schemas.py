@@ -138,6 +138,21 @@ def test_bank_show_json_matches_its_schema(here):
     check(json.loads(here.cli("bank", "show", "ref", "-j")), "bank-1")
 
 
+def test_bank_show_json_of_another_trainers_run_matches_its_schema(here):
+    """A run another trainer wrote, banked by its word (`--ended`): no meta record (no host,
+    world size or prereg.json), and the `format` it was read as and how its `ended` is known."""
+    from tensorboardX import SummaryWriter
+
+    with SummaryWriter(str(here.root / "theirs")) as w:
+        for step in (10, 20, 30):
+            w.add_scalar("eval/loss", 1.0 / step, step)
+            w.add_scalar("train/loss", 2.0 / step, step)
+    here.cli("bank", "add", "theirs", "--as", "theirs", "--ended")
+    doc = json.loads(here.cli("bank", "show", "theirs", "-j"))
+    assert doc["format"] == "tensorboard" and "bank --ended" in doc["ended"], doc
+    check(doc, "bank-1")
+
+
 def test_get_json_matches_its_schema(here):
     check(json.loads(here.cli("get", "done", "-m", "eval_chunk_mae", "--json")), "series-1")
 
