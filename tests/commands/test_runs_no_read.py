@@ -1,7 +1,7 @@
-"""`fontaine-tui runs -j` where the runs list cannot read a run as `verdict` does: it shows no
-read and says why, never another label. The list reads a log's last lines; a run with
-rotated segments, with more probe, meta and event lines than it reads, or with a broken ledger
-(which `verdict` refuses) would read otherwise there."""
+"""`fontaine-tui runs -j` where the runs list's last lines of a log cannot read a run as
+`verdict` does: a run on this host with rotated segments or more probe, meta and event lines
+than those is read whole, as `verdict` reads it; one too large for that, or with a broken
+ledger (which `verdict` refuses), shows no read and says why, never another label."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from fontaine_tui.core.launch.fleet import EVALS
+from fontaine_tui.core.launch.fleet import EVALS, WHOLE_BYTES
 from tests.commands.test_runs_json import _folder, runs_json
 
 
@@ -26,20 +26,29 @@ def test_a_run_the_list_cannot_read_whole_shows_no_read_and_says_why(tmp_path: P
         for n in range(EVALS + 10):
             fh.write(json.dumps({"kind": "event", "step": 1000, "time": 1.0, "event": f"n{n}"}))
             fh.write("\n")
+    large = _folder(tmp_path, "large", 1000)  # rotated, and past what the list reads whole
+    log = large / "train_log.jsonl"
+    lines = log.read_bytes().splitlines(keepends=True)
+    pad = b'{"kind": "note", "step": 1, "text": "' + b"x" * 1000 + b'"}\n'
+    (large / "train_log.jsonl.1").write_bytes(b"".join(lines[:600]) + pad * (WHOLE_BYTES // 1000))
+    log.write_bytes(b"".join(lines[600:]))
     broken = _folder(tmp_path, "broken", 1000)
     (broken / "amendments.jsonl").write_text('{"garbage": 1}\n')
+    said = {}
     for root in (rotated, busy, broken):  # `verdict` reads the first two, refuses the third
         res = subprocess.run(
-            [sys.executable, "-m", "fontaine_tui", "verdict", str(root)],
+            [sys.executable, "-m", "fontaine_tui", "verdict", str(root), "--json"],
             capture_output=True,
             text=True,
             timeout=60,
         )
         assert res.returncode == (2 if root == broken else 4), res.stdout + res.stderr
-    rows = runs_json(tmp_path, {"rotated": rotated, "busy": busy, "broken": broken})
+        said[root.name] = json.loads(res.stdout)["verdict"] if root != broken else None
+    rows = runs_json(tmp_path, {"rotated": rotated, "busy": busy, "large": large, "broken": broken})
+    for name in ("rotated", "busy"):  # on this host, read whole: the verdict's read
+        assert rows[name]["read"] == said[name] and rows[name]["note"] == "", rows[name]
     for name, why in (
-        ("rotated", "rotated segments not read here"),
-        ("busy", f"more than {EVALS} probe, meta and event lines"),
+        ("large", "rotated segments not read here"),
         ("broken", "amendments.jsonl:1"),
     ):
         assert rows[name]["read"] == "" and rows[name]["reading"] is None, rows[name]

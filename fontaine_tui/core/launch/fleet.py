@@ -39,13 +39,19 @@ from fontaine_tui.core.limits import json_loads
 from fontaine_tui.core.log.store import RunStore
 from fontaine_tui.core.preset.record import Preset
 from fontaine_tui.core.readfile import read_text
-from fontaine_tui.core.runfolder import RunFolder
+from fontaine_tui.core.runfolder import LOG, RunFolder
 from fontaine_tui.core.ssh.destination import check_destination
 
 DEADLINE_S = 1.8  # the whole table, every host included
 TAIL = 32 << 10
 LEDGER = 4 << 20  # bytes of a run's ledger (and attempts.jsonl) sent over SSH, at most
 EVALS = 5000  # the log's last probe, meta and event lines read; with more, no read is shown
+# a run on this host that the lines above cannot read (rotated segments, more lines) is read
+# whole, as `verdict` reads it, where its log and segments hold at most this many bytes (a .gz
+# counted GZ_WEIGHT times: it holds more), while the look is inside its deadline. About 0.5 s
+# on one core (bench/fleet_whole.py); larger, its row shows no read and says why
+WHOLE_BYTES = 16 << 20
+GZ_WEIGHT = 8
 MARK = "@@fontaine-fleet"
 FLEET_SCRIPT = (
     r"""
@@ -233,8 +239,13 @@ def _context(
     return ctx, ctx.ledger_error[:120]
 
 
-def read_run(entry: Entry, parts: dict[str, object], now: float, here: bool = False) -> FleetRow:
-    """One run's row from its parts (see FLEET_SCRIPT); `here`: the run is on this host."""
+def read_run(
+    entry: Entry, parts: dict[str, object], now: float, here: bool = False, until: float = 0.0
+) -> FleetRow:
+    """One run's row from its parts (see FLEET_SCRIPT); `here`: the run is on this host.
+
+    A run here that the parts cannot read whole is read whole from its folder while
+    `time.monotonic()` is before `until` and its log is within WHOLE_BYTES."""
     from fontaine_tui.core.verdict.prereg import parse_prereg, parse_utc
 
     base: dict[str, Any] = dict(
@@ -279,9 +290,32 @@ def read_run(entry: Entry, parts: dict[str, object], now: float, here: bool = Fa
         partial = "rotated segments not read here"
     elif cut:
         partial = f"more than {EVALS} probe, meta and event lines"
+    if partial and here and time.monotonic() < until:
+        whole = _whole_log(Path(entry.run_dir))
+        if whole is not None:
+            store, partial = whole, ""
     if partial:
         base["note"] = f"no read: {partial} (fontaine-tui verdict reads the whole log)"
     return _row(store, preset, launched, state, base, now, held, read=not partial)
+
+
+def _whole_log(root: Path) -> RunStore | None:
+    """The run's log with its rotated segments, read as `verdict` reads it.
+
+    None when it holds more than WHOLE_BYTES, or cannot be read: the row says no read."""
+    from fontaine_tui.core.log.read import load_log
+
+    log = root / LOG
+    try:
+        size = sum(
+            p.stat().st_size * (GZ_WEIGHT if p.name.endswith(".gz") else 1)
+            for p in [log, *root.glob(f"{LOG}.[0-9]*")]
+        )
+        if size > WHOLE_BYTES:
+            return None
+        return load_log(log, columns=False, history=True)
+    except (OSError, ValueError):
+        return None
 
 
 def foreign_row(entry: Entry, now: float) -> FleetRow | None:
@@ -446,6 +480,7 @@ def look_host(
         argv = ["sh", "-c", command] if here else ssh_argv(host, command, control_dir, ssh_options)
     except InputError as exc:  # never reaches ssh
         return HostLook(host, error=str(exc))
+    until = time.monotonic() + deadline_s  # whole reads here too, while the look has time
     try:
         res = subprocess.run(
             argv, capture_output=True, timeout=deadline_s, stdin=subprocess.DEVNULL, env=child_env()
@@ -462,7 +497,7 @@ def look_host(
     return HostLook(
         host,
         [
-            (here and foreign_row(e, now)) or read_run(e, p, now, here)
+            (here and foreign_row(e, now)) or read_run(e, p, now, here, until)
             for e, p in zip(entries, runs, strict=True)
         ],
     )
