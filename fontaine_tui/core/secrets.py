@@ -457,6 +457,8 @@ def _listed(text: str, hashes: bool) -> str:
 
     A pair's value runs to the next `,k=`; all else is masked as any value is."""
     keys = list(_LISTED_KEY.finditer(text))
+    if not keys:  # "=" and "," but no pair where a list's stands (tokenizer(x=1, y=2))
+        return _tokens_masked(text, hashes)
     out: list[str] = []
     at = 0
     for key, after in zip(keys, [*keys[1:], None], strict=True):

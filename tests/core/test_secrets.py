@@ -303,3 +303,17 @@ def test_a_quote_that_closes_is_still_one_word():
     assert mask_text("run --password 'a b c' --lr 3") == "run --password '***' --lr 3"
     assert mask_text('run "password=hunter2" next') == 'run "password=***" next'
     assert mask_text("echo 'it is --token k3y'") == "echo 'it is --token ***'"
+
+
+@pytest.mark.parametrize(
+    ("text", "shown"),
+    [
+        ("tokenizer(x=1, y=2) failed", "tokenizer(x=1, y=2) failed"),
+        ("get_token(a=1, b=2) then --token k3y", "get_token(a=1, b=2) then --token ***"),
+        (f"login(use_auth=True, {HF})", "login(use_auth=True, ***)"),
+    ],
+)
+def test_a_word_with_commas_and_equals_but_no_pair_list_is_masked_as_any(text, shown):
+    """`f(x=1, ...` holds `=` and `,` but no `k=v` pair where a list's would stand: it is read
+    as any other word, and the line masked, not a failure."""
+    assert mask_text(text) == shown

@@ -187,6 +187,21 @@ def test_a_trainer_alert_with_an_apostrophe_is_said_with_its_token_masked(tmp_pa
     ), out
 
 
+def test_a_trainer_alert_quoting_a_call_is_said_and_the_replay_goes_on(tmp_path, capsys):
+    """A call's arguments (`tokenizer(x=1, y=2)`) are no list of secret pairs: said as written."""
+    root = tmp_path / "run"
+    root.mkdir()
+    call = alert(90, "slow", "tokenizer(max_length=512, truncation=True) took 3 s")
+    write_log(root / "train_log.jsonl", with_alerts(300, {90: [call]}))
+    capsys.readouterr()
+    main(["replay", str(root / "train_log.jsonl"), "--preset", PRESET, "--plain"])
+    out = capsys.readouterr().out
+    assert (
+        "WARN   the trainer's alert at step 90: slow: tokenizer(max_length=512, truncation=True) "
+        "took 3 s" in out.splitlines()
+    ), out
+
+
 async def _watch(root: Path, url: str | None = None) -> tuple[Session, Babysitter]:
     s = Session(LocalRun(root), load_preset(PRESET), "attach", None, root)
     await s.read_ledger()
