@@ -3,8 +3,8 @@
 The same random runs as tests/commands/test_surfaces_agree.py (blind, lock, stop on the lock,
 an amendment, a restart, where the log ends); here the console's own model: a Session over the
 run folder with its frozen preset, its ledger and the log the follower reads, its view (what
-every screen draws), the metric browser's index over the same store, and what the babysitter
-sends a real webhook. Fewer examples: each reads the run three ways.
+every screen draws), the metric browser's index over the same store, what the babysitter
+sends a real webhook, and the console's export (verdict.json). Fewer examples: each reads the run three ways.
 """
 
 from __future__ import annotations
@@ -89,9 +89,15 @@ def test_the_console_reads_as_the_verdict_does(
             doc["provisional"],
         ), doc.get("reason")
         assert [r.step for r in view.rows] == view.store.probe_steps()
+        outcome = session.export(view, None, False)  # the `e` key: the latest read
+        assert outcome.severity != "error", outcome
+        written = json.loads((root / "verdict.json").read_text())
+        assert (written["verdict"], written["provisional"]) == (doc["verdict"], doc["provisional"])
         return
     # hidden: no row, no read, no offer; the metric browser lists the probe fields, no value
     assert view.rows == () and view.verdicts == () and view.score_offer is None
+    outcome = session.export(view, None, False)  # refused: verdict.json would show the read
+    assert outcome.severity == "error" and not (root / "verdict.json").exists(), outcome
     index = MetricIndex(view.store, view.blinded)
     for name in index.names():
         if index.kind(name) == PROBE:
