@@ -32,6 +32,7 @@ from fontaine_tui.core.log.formats.cold import load_source
 from fontaine_tui.core.log.formats.locate import detect_foreign, frozen_spec, record_kind
 from fontaine_tui.core.log.formats.source import KINDS, SourceSpec
 from fontaine_tui.core.log.read import load_lines, load_log
+from fontaine_tui.core.log.store import RunStore
 from fontaine_tui.core.preset.checks import UNDECIDABLE
 from fontaine_tui.core.preset.find import load_preset
 from fontaine_tui.core.runfolder import AMENDMENTS, ATTEMPTS, LOG, PREREG, RunFolder, check_target
@@ -215,13 +216,14 @@ def run(args: argparse.Namespace) -> int:
     if refused:  # as `verdict` refuses it
         raise InputError(refused)
     stopped = gate_end(store, ctx)  # the run's end, as the verdict reads it
-    ended = store.ended_at is not None or stopped is not None or _finished_here(ctx, prereg)
+    finished = _finished_here(ctx, prereg, store)
+    ended = store.ended_at is not None or stopped is not None or finished is not None
     if kind and not args.ended and not ended:
         raise InputError(
             f"{label}: another trainer's run: its log does not say it ended; "
             "bank it with --ended once it has"
         )
-    doc = bank.document(store, label, args.note, prereg, kind, stopped)
+    doc = bank.document(store, label, args.note, prereg, kind, stopped, finished)
     reasons = _conflicts(store, prereg, ctx, label)
     _refuse_hidden(target)  # before a conflict's words, which may name the hidden read
     if reasons and not args.even_if_conflicting:
@@ -391,14 +393,17 @@ def _other_record(folder: Path, kind: str) -> None:
         )
 
 
-def _finished_here(ctx: FolderEvidence, prereg: bytes | None) -> bool:
-    """Whether this is a run this console launched (a [command]) whose last attempt finished.
+def _finished_here(ctx: FolderEvidence, prereg: bytes | None, store: RunStore) -> int | None:
+    """The step a run this console launched (a [command]) finished at, by its last attempt.
 
     Its end is known from attempts.jsonl (as the evidence gate read it) although its trainer's
-    log does not say it.
+    log does not say it: the attempt's last step, else (a record naming none) the log's. None
+    when it is no such run or its last attempt did not finish.
     """
     last = ctx.attempts[-1] if ctx.attempts else None
-    return prereg is not None and last is not None and last.ended and last.cause == "finished"
+    if prereg is None or last is None or not last.ended or last.cause != "finished":
+        return None
+    return last.last_step if last.last_step is not None else store.last_step
 
 
 def _by_preset(folder, preset_arg: str, kind: str, run: str = ""):

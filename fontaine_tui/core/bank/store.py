@@ -134,15 +134,17 @@ def _num(x: float) -> float | None:
     return x if math.isfinite(x) else None
 
 
-def _foreign_end(store: RunStore, gate_end: int | None) -> str:
+def _foreign_end(store: RunStore, gate_end: int | None, finished_at: int | None) -> str:
     """How a foreign run's end is known, in words.
 
-    Its own `end` event, else the stop a gate recorded, else the word of the one who banked
-    it."""
+    Its own `end` event, else the stop a gate recorded, else its last attempt's finish that
+    attempts.jsonl records, else the word of the one who banked it."""
     if store.ended_at is not None and store.events and store.events[-1].event == "end":
         return f"its log says so ({store.events[-1].detail})"
     if gate_end is not None:
         return f"attempts.jsonl says the [gates] stop_on_lock gate stopped it at step {gate_end}"
+    if finished_at is not None:
+        return f"attempts.jsonl says its last attempt finished at step {finished_at}"
     return "said by the one who banked it (bank --ended)"
 
 
@@ -153,6 +155,7 @@ def document(
     prereg: bytes | None = None,
     foreign: str = "",
     gate_end: int | None = None,
+    finished_at: int | None = None,
 ) -> dict[str, object]:
     """A finished run as a bank document.
 
@@ -162,7 +165,8 @@ def document(
     `[gates] stop_on_lock` gate stopped the run at `gate_end`, a step its log reached (as the
     verdict reads it: core/launch/evidence.py's `gate_end`). Another trainer's log (`foreign`:
     its kind) says nothing of its end (unless it records one, such as a W&B run's exit), so
-    the one banking it says it ended (`bank --ended`), and the document says which."""
+    attempts.jsonl says it (a launched [command] whose last attempt finished at `finished_at`),
+    or else the one banking it (`bank --ended`), and the document says which."""
     ended = gate_end is not None or (store.events and store.events[-1].event == "end")
     if not foreign and not ended:
         raise InputError(
@@ -216,7 +220,11 @@ def document(
         "probes": probes,
         "train": train,
         "prereg": pre,
-        **({"format": foreign, "ended": _foreign_end(store, gate_end)} if foreign else {}),
+        **(
+            {"format": foreign, "ended": _foreign_end(store, gate_end, finished_at)}
+            if foreign
+            else {}
+        ),
     }
     _check_finite(doc, source)
     return doc
