@@ -9,7 +9,7 @@ from dataclasses import replace
 
 from fontaine_tui.commands._args import examples
 from fontaine_tui.core.errors import InputError
-from fontaine_tui.core.launch.evidence import trail_refusal
+from fontaine_tui.core.launch.evidence import READ_SHOWN, trail_refusal
 from fontaine_tui.core.launch.rescore import score_offer
 from fontaine_tui.core.text import literal
 from fontaine_tui.core.verdict import blind, review
@@ -83,7 +83,7 @@ def run(args: argparse.Namespace) -> int:
             if offer is not None:
                 sys.stdout.write("\n" + "\n".join(map(literal, offer.describe())) + "\n")
     # as a broken amendment chain: exit 2 naming it; the verdict itself is the evidence's
-    refused = trail_refusal(verdict.review, "the verdict above is the evidence's")
+    refused = trail_refusal(verdict.review, READ_SHOWN)
     if refused:
         raise InputError(refused)
     return verdict.exit_code

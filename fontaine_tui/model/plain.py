@@ -27,7 +27,13 @@ if TYPE_CHECKING:
 from fontaine_tui.core.follow.base import Batch
 from fontaine_tui.core.follow.open import run_source
 from fontaine_tui.core.host.telemetry import sample
-from fontaine_tui.core.launch.evidence import FolderEvidence, seen_probes, verdict_of
+from fontaine_tui.core.launch.evidence import (
+    READ_SHOWN,
+    FolderEvidence,
+    seen_probes,
+    trail_refusal,
+    verdict_of,
+)
 from fontaine_tui.core.launch.exits import GATE_STOPS, ExitInfo
 from fontaine_tui.core.launch.launcher import EngineProcess, label
 from fontaine_tui.core.launch.registry import Registry
@@ -232,9 +238,10 @@ class PlainReport:
         # the evidence's, the amendments before a ledger's break counted)
         if self.session.ledger.error:
             raise InputError(f"{self.session.ledger.error} (the ledger does not hold)")
-        if latest.review is not None and not latest.review.intact:
-            raise InputError(f"{latest.review.broken} (the review trail does not hold)")
-        return blind.EXIT_BLINDED if self.session.hides(latest) else latest.exit_code
+        hidden = self.session.hides(latest)
+        if refused := trail_refusal(latest.review, "" if hidden else READ_SHOWN):  # as `verdict`
+            raise InputError(refused)
+        return blind.EXIT_BLINDED if hidden else latest.exit_code
 
     def headline(self, v: Verdict) -> str:
         """The verdict's one line, or the blinded one while the session hides the read."""

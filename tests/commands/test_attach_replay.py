@@ -21,10 +21,11 @@ from fontaine_tui.core.runfolder import RunFolder
 from fontaine_tui.core.ssh.destination import SshTarget
 from fontaine_tui.core.verdict import prereg
 from fontaine_tui.core.verdict.record import EXIT_CODES
-from tests.logs import dumps, records, write_log
+from tests.logs import dumps, records, records_upto, write_log
 from tests.sshd_helper import HOST_ALIAS, free_port, processes_mentioning
 
 LOG = "train_log.jsonl"
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def freeze(folder: Path, preset_name: str = "demosonly_1gpu") -> None:
@@ -309,3 +310,27 @@ def test_a_chain_that_does_not_hold_ends_the_plain_report_as_verdict_does(
         assert main(argv) == 2, argv
         err = capsys.readouterr().err.strip().splitlines()
         assert len(err) == 1 and said in err[0] and name.split(".")[0] in err[0], err
+
+
+@pytest.mark.parametrize("blind", [False, True])
+def test_a_broken_review_trail_ends_the_plain_report_in_verdicts_words(tmp_path, capsys, blind):
+    """The refusal's line is `verdict`'s word for word (core/launch/evidence.py's
+    trail_refusal): after a read it shows, that the read above is the evidence's; after a
+    blinded one (a run short of its endpoint, replayed), no more."""
+    text = (ROOT / "presets" / "demosonly_1gpu.toml").read_text()
+    if blind:
+        text = text.replace("[verdict]\n", "[verdict]\nblind = true\n", 1)
+    (tmp_path / "p.toml").write_text(text)
+    run = tmp_path / "run"
+    freeze(run, str(tmp_path / "p.toml"))
+    write_log(run / LOG, records_upto(750) if blind else None)
+    (run / "review.jsonl").write_text('{"x": 1}\n')
+    assert main(["verdict", str(run)]) == 2
+    [said] = capsys.readouterr().err.strip().splitlines()
+    assert ("the verdict above is the evidence's" in said) is not blind, said
+    argvs = [["replay", str(run), "--plain"]]
+    if not blind:  # a run that ended: attach reads it to its end
+        argvs.append(["attach", str(run), "--plain", "--until-end"])
+    for argv in argvs:
+        assert main(argv) == 2, argv
+        assert capsys.readouterr().err.strip().splitlines() == [said], argv

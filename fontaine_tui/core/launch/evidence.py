@@ -50,6 +50,7 @@ from fontaine_tui.core.verdict.rules import (
 )
 
 __all__ = [
+    "READ_SHOWN",
     "FolderEvidence",
     "conflict_in_words",
     "gate_end",
@@ -179,11 +180,17 @@ def gate_end(store: RunStore, ctx: FolderEvidence, stopped_at: int | None = None
     return ended
 
 
+# what a refusal after a shown read adds: the read shown is still the evidence's
+READ_SHOWN = "the verdict above is the evidence's"
+
+
 def trail_refusal(trail: ReviewState | None, then: str = "") -> str:
     """A review trail that does not hold, in one line naming its file ("" when it holds).
 
-    Each surface that says a read refuses it so (exit 2): `verdict` after the read, which is
-    the evidence's, and `bank add` before anything is banked; `then` says which."""
+    Each surface that says a read refuses it so (exit 2): `verdict` and the plain reports
+    (`replay --plain`, `attach --plain`) after the read, which is the evidence's (`then`:
+    READ_SHOWN; nothing after a blinded read), and `bank add` before anything is banked;
+    `then` says which."""
     if trail is None or trail.intact:
         return ""
     return f"{trail.broken} (the review trail does not hold{'; ' + then if then else ''})"
