@@ -23,7 +23,7 @@ from typing import Any
 import msgspec
 import orjson
 
-from fontaine_tui.core.limits import gunzip_chunks, squeeze
+from fontaine_tui.core.limits import JSON_DEPTH, brackets, gunzip_chunks, squeeze, too_deep
 from fontaine_tui.core.log.lines import CR_NOTE, LineCutter, cr_only
 from fontaine_tui.core.log.records import (
     NAN,
@@ -121,6 +121,12 @@ def parse_lines(lines: list[bytes], first: int, columns: bool = True) -> Parsed:
             if obj["kind"] == "train":
                 step = obj["step"]
                 if type(step) is int and step >= 0:
+                    # a row of the columns alone cannot nest (a nested field fails the pack and
+                    # is read below, as any other line): only other keys can nest, and a line
+                    # nested past limits.JSON_DEPTH is malformed, as every reader says it
+                    if (not columns or len(obj) > _KEYS) and (why := too_deep(raw, obj)):
+                        out.malformed.append((first + i, why, raw[:120]))
+                        continue
                     if columns:
                         flat += _PACK(*_ROW(obj))
                         if len(obj) > _KEYS:
@@ -144,7 +150,8 @@ def parse_lines(lines: list[bytes], first: int, columns: bool = True) -> Parsed:
 # fields it skips, whatever the key order or separators of the writer; the lines that are not
 # train records are then decoded in full. A block where this does not line up one record per
 # line (a blank or malformed line, two objects on one line, a NaN token, a step that is not
-# a non-negative integer) is parsed line by line instead, which is the reference behaviour.
+# a non-negative integer, a train line that may nest past limits.JSON_DEPTH in the fields
+# skipped) is parsed line by line instead, which is the reference behaviour.
 class _KindStep(msgspec.Struct, gc=False):
     kind: str
     step: int
@@ -172,8 +179,10 @@ def _parse_block_steps(block: bytes | memoryview, lines: list[bytes], first: int
         return None
     if n and min(steps) < 0:
         return None
-    out = Parsed(first, first + n - 1)
     others = list(compress(range(n), map(ne, map(_KIND_OF, recs), repeat("train"))))
+    if _may_nest_too_deep(block, lines, others):
+        return None
+    out = Parsed(first, first + n - 1)
     if not others:
         out.train_steps, out.train_lines = steps, array("q", range(first, first + n))
         return out
@@ -189,6 +198,24 @@ def _parse_block_steps(block: bytes | memoryview, lines: list[bytes], first: int
     out.train_steps += steps[prev:]
     out.train_lines += numbers[prev:]
     return out
+
+
+def _may_nest_too_deep(block: bytes | memoryview, lines: list[bytes], others: list[int]) -> bool:
+    """Whether a train line of the block holds more than JSON_DEPTH brackets (may nest past it).
+
+    Each line is an object, so holds a bracket at least: the block's brackets less the other
+    lines' bound what any one train line holds. Only past JSON_DEPTH are they counted a line
+    at a time. The lines that are not train records are read in full, their depth checked."""
+    train = len(lines) - len(others)
+    if train == 0:
+        return False
+    data = block if isinstance(block, bytes) else block.tobytes()
+    if brackets(data) - sum(brackets(lines[i]) for i in others) - (train - 1) <= JSON_DEPTH:
+        return False
+    if max(map(brackets, lines)) <= JSON_DEPTH:
+        return False
+    skip = set(others)
+    return any(brackets(raw) > JSON_DEPTH for i, raw in enumerate(lines) if i not in skip)
 
 
 def parse_block(

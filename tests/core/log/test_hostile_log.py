@@ -5,6 +5,10 @@ probes for one step without a resume are a conflict, records that go back withou
 from __future__ import annotations
 
 import json
+import os
+import re
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -185,3 +189,51 @@ def test_a_log_with_bare_cr_line_ends_reads_like_the_same_log_with_newlines(
     assert a.malformed_count == 0 and "bare CR" in a.notices[0]
     doc = _json(cr, capsys)
     assert doc["code"] == CLEAN and doc["log"]["records"] == len(recs)
+
+
+def test_train_lines_nested_too_deep_are_malformed_in_verdict_and_replay_alike(tmp_path):
+    """Train lines nested past JSON_DEPTH, the engine's own fields and all, among 1,000 others:
+    `verdict` (its lean read of train lines) and `replay --plain` (line by line) each count
+    and name the same lines malformed; one nested exactly to the bound is a record in both."""
+    deep = "[" * 100 + "]" * 100  # 101 levels with the record around it
+    deep_objects = '{"a": ' * 99 + "1" + "}" * 99
+    at_bound = "[" * 63 + "]" * 63  # 64 levels: read
+    lines = []
+    for rec in records():
+        line = dumps(rec)
+        if rec["kind"] == "train" and rec["step"] in (100, 600, 601, 700):
+            nested = {100: deep, 600: deep_objects, 601: deep, 700: at_bound}[rec["step"]]
+            line = line[:-1] + f', "x": {nested}}}'
+        if rec["kind"] == "train" and rec["step"] == 800:  # no fields but its step
+            line = f'{{"kind": "train", "step": 800, "x": {deep}}}'
+        lines.append(line)
+    log = tmp_path / "train_log.jsonl"
+    log.write_text("\n".join(lines) + "\n")
+    bad = sorted(i for i, line in enumerate(lines, 1) if deep in line or deep_objects in line)
+    assert len(bad) == 4
+
+    def cli(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [sys.executable, "-m", "fontaine_tui", *args, str(log), "-p", "demosonly_1gpu"],
+            capture_output=True,
+            text=True,
+            timeout=120,
+            env={k: v for k, v in os.environ.items() if k != "FONTAINE_NOTIFY"},
+        )
+
+    verdict = cli("verdict", "--json")
+    doc = json.loads(verdict.stdout)
+    replay = cli("replay", "--plain")
+    said = {
+        int(m.group(1)): m.group(2)
+        for m in re.finditer(r"^line (\d+): malformed \((.*)\)$", replay.stdout, re.M)
+    }
+    assert sorted(said) == bad, replay.stdout[-2000:]
+    assert all(why.startswith("nested too deep: more than 64 levels") for why in said.values())
+    assert doc["log"]["malformed"] == len(said) == 4, doc["log"]
+    assert sorted(doc["log"]["malformed_lines"]) == bad
+    assert verdict.returncode == replay.returncode, (verdict.stderr, replay.stderr)
+    for columns in (True, False):  # the console's read and the verdict's, in process
+        store = load_log(log, columns=columns)
+        assert sorted(m.line for m in store.malformed) == bad
+        assert {m.reason for m in store.malformed} == set(said.values())
