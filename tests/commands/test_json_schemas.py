@@ -21,7 +21,7 @@ from fontaine_tui.core.launch.registry import Entry, Registry
 from fontaine_tui.core.preset.find import load_preset
 from fontaine_tui.core.runfolder import RunFolder
 from fontaine_tui.core.verdict import prereg
-from tests.logs import records_upto, write_log
+from tests.logs import probe, records_upto, write_log
 
 ROOT = Path(__file__).resolve().parents[2]
 SCHEMAS = ROOT / "docs" / "schemas"
@@ -150,6 +150,20 @@ def test_bank_show_json_of_another_trainers_run_matches_its_schema(here):
     here.cli("bank", "add", "theirs", "--as", "theirs", "--ended")
     doc = json.loads(here.cli("bank", "show", "theirs", "-j"))
     assert doc["format"] == "tensorboard" and "bank --ended" in doc["ended"], doc
+    check(doc, "bank-1")
+
+
+def test_bank_show_json_of_a_run_banked_marked_matches_its_schema(here):
+    """A run whose own evidence conflicts (two different probes for step 750), banked with
+    --even-if-conflicting: its `conflicting_evidence` reasons are in the document."""
+    recs = records_upto(1000)
+    at = next(i for i, r in enumerate(recs) if r["kind"] == "eval" and r["step"] == 750) + 1
+    recs.insert(at, probe(750, recs[at]["time"], 3.9, 3.3))
+    write_log(here.root / "conflicting" / "train_log.jsonl", recs)
+    here.cli("bank", "add", "conflicting", "--as", "marked", "--even-if-conflicting")
+    doc = json.loads(here.cli("bank", "show", "marked", "-j"))
+    [why] = doc["conflicting_evidence"]
+    assert why.startswith("two different probes for step 750"), doc
     check(doc, "bank-1")
 
 
