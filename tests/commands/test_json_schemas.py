@@ -197,7 +197,8 @@ drift_min = 0.2
 
 @pytest.mark.parametrize("name", sorted(p.name[: -len(".schema.json")] for p in SCHEMAS.iterdir()))
 def test_the_schemas_close_their_objects_and_docs_json_lists_them(name):
-    """Each schema is valid, closed, and has its section in docs/json.md naming every field."""
+    """Each schema is valid, closed, and has its section in docs/json.md naming every field
+    in one table (one header row)."""
     s = schema(name)
     jsonschema.Draft202012Validator.check_schema(s)
     props = s["properties"]
@@ -205,5 +206,7 @@ def test_the_schemas_close_their_objects_and_docs_json_lists_them(name):
     page = (ROOT / "docs" / "json.md").read_text()
     sections = [x for x in page.split("\n## ")[1:] if f"schemas/{name}.schema.json" in x]
     assert len(sections) == 1, f"docs/json.md: expected one section linking {name}"
+    header = sections[0].count("| field | type | meaning |")
+    assert header == 1, f"docs/json.md: {name}'s table has {header} header rows, expected one"
     for field in props:
         assert f"`{field}`" in sections[0], f"docs/json.md does not list {name}'s {field}"
