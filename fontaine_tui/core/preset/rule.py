@@ -212,6 +212,12 @@ def check_labels(path: Path, table: object) -> dict[str, str]:
             )
         if not isinstance(value, str) or not value.strip() or value != " ".join(value.split()):
             raise PresetError(path, f"labels.{key}", "expected a non-empty one-line label")
+        if value in LABELS and value != key:  # a reader would take it for that class
+            raise PresetError(
+                path,
+                f"labels.{key}",
+                f"expected a label that is no other class's name, got {value}",
+            )
         out[key] = value
     texts = [*out.values(), *(c for c in LABELS if c not in out)]
     dup = next((t for t in texts if texts.count(t) > 1), None)

@@ -200,7 +200,9 @@ def validate(path: Path, doc: dict) -> Preset:
         raise PresetError(path, "interpretation", "expected a table")
     interpretation: dict[str, str] = {}
     for key, value in interp.items():
-        cls = by_label.get(key, key if key not in by_label.values() else "")
+        # a label names its class, and so does the class's own name: prereg.json freezes the
+        # table keyed by class (no label is another class's name: check_labels)
+        cls = by_label.get(key, key)
         if cls not in LABELS:
             names = [labels.get(c, c) for c in LABELS]
             raise PresetError(

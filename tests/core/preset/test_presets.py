@@ -13,6 +13,8 @@ from fontaine_tui.core.preset.checks import PresetError
 from fontaine_tui.core.preset.find import load_preset
 from fontaine_tui.core.preset.validate import preset_from_canonical
 
+ROOT = Path(__file__).resolve().parents[3]
+
 BAD = Path(__file__).resolve().parents[2] / "data" / "presets_bad"
 CASES = [line.split("\t") for line in (BAD / "expected.tsv").read_text().splitlines() if line]
 
@@ -58,6 +60,31 @@ def test_canonical_form_round_trips_with_the_same_hash(demosonly):
     again = preset_from_canonical(demosonly.canonical, "prereg.json#demosonly_1gpu")
     assert again.sha256 == demosonly.sha256
     assert len(demosonly.sha256) == 64
+
+
+@pytest.mark.parametrize("path", sorted((ROOT / "presets").glob("*.toml")), ids=lambda p: p.stem)
+def test_every_shipped_preset_reads_back_as_frozen(path):
+    """What prereg.json freezes is read back as the same preset: pretrain_so101's [labels]
+    rename the classes its [interpretation] is keyed by, and the frozen form was refused."""
+    if "bank = " in path.read_text():
+        pytest.skip(f"{path.name} compares with a banked run, which this test's bank lacks")
+    preset = load_preset(path)
+    again = preset_from_canonical(preset.canonical, f"prereg.json#{path.stem}")
+    assert again.sha256 == preset.sha256 and again.interpretation == preset.interpretation
+
+
+def test_a_label_that_is_another_class_s_name_is_refused(tmp_path):
+    """Labels swapping two class names would make the frozen interpretation (keyed by class)
+    read back as the other class's words, and a reader take one class for the other."""
+    text = (ROOT / "presets" / "pretrain_so101.toml").read_text()
+    head, _, _ = text.partition("[labels]")
+    path = tmp_path / "swap.toml"
+    path.write_text(
+        head + '[labels]\nHEALTHY = "AMBIGUOUS"\nAMBIGUOUS = "HEALTHY"\n\n[interpretation]\n'
+        'AMBIGUOUS = "the healthy class\'s words"\nHEALTHY = "the ambiguous class\'s words"\n'
+    )
+    with pytest.raises(PresetError, match="labels.HEALTHY: expected a label that is no other"):
+        load_preset(path)
 
 
 def test_a_change_to_a_bound_changes_the_hash(demosonly, tmp_path):
