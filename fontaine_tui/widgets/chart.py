@@ -15,7 +15,7 @@ from textual.timer import Timer
 from textual_plotext import PlotextPlot
 
 from fontaine_tui.core.text import literal
-from fontaine_tui.core.verdict.chart import ChartSpec, downsample, log_ticks, thin
+from fontaine_tui.core.verdict.chart import ChartSpec, downsample, linear_ticks, log_ticks, thin
 
 # faint (dim) variants of the chart colours, for a curve drawn beneath the others
 FAINT = {
@@ -230,7 +230,9 @@ class Chart(PlotextPlot):
             legend = sum(1 for s in series if s.label) + 1
             free = max(1, rows - legend)
             top = (hi - lo + 2 * pad) * legend / free
-            ylim = (lo - pad, hi + pad + top)
+            # what is never below zero (a loss, a rate) is not drawn as if it could be
+            floor = 0.0 if not log and lo >= 0 else -math.inf
+            ylim = (max(floor, lo - pad), hi + pad + top)
         xlim = spec.xlim or _span(series)
         for s in series:
             xs, ys = s.xs, s.ys
@@ -255,10 +257,16 @@ class Chart(PlotextPlot):
                 plt.text(f"{literal(m.label)} ◆", m.x, m.y, color=m.color, alignment="right")
         if spec.xlim:
             plt.xlim(*spec.xlim)
+        if xlim is not None:  # the x axis counts steps: whole ones
+            plt.xticks(*linear_ticks(*xlim, most=max(2, width // 12), whole=True))
         if ylim is not None:
             plt.ylim(*ylim)
+            # set on every draw, either way: plotext keeps the last ticks set (a log axis's
+            # labels stayed on the linear one after it)
             if log:  # drawn as log10(y): the ticks say the values themselves
                 plt.yticks(*log_ticks(*ylim))
+            else:
+                plt.yticks(*linear_ticks(*ylim, most=max(2, rows // 3)))
         self.refresh()
 
 

@@ -105,3 +105,39 @@ def test_the_codes_plotext_writes_and_one_it_does_not():
             "\x1b[48;5;15m\x1b[38;5;0mab\x1b[0m c\x1b[1;38;2;0;105;105md\x1b[22mef\x1b[0m"
         )
     )
+
+
+async def test_log_then_linear_leaves_no_log_tick_and_steps_are_whole():
+    """`g` twice: the linear axis has its own ticks, none of the log axis's; the step axis is
+    labelled in whole steps; a loss (never below zero) is not drawn below zero."""
+    import re
+
+    from textual.app import App
+
+    store = RunStore()
+    for s in range(1, 77):  # 76 steps: plotext's own ticks fell on 75.8-like steps
+        v = 2.0 * math.exp(-s / 30) + 0.01
+        store.add(TrainPoint(s, float(s), v, v * 0.8, v * 0.2, 3e-4, 1.0, 0.5, 0.01, 96.0))
+
+    class One(App):
+        def compose(self):
+            yield Chart(id="c", min_interval=0.0)
+
+    app = One()
+    async with app.run_test(size=SIZE) as pilot:
+        chart = app.query_one(Chart)
+        seen = []
+        for log in (True, False):
+            chart.show(loss_chart(store, 0.0, log=log), force=True)
+            await pilot.pause()
+            seen.append(ansi_text(chart.plt.build()).plain)
+        logged, linear = seen
+        ylabels = lambda text: set(re.findall(r"^\s*(-?[\d.e+]+)\s*[┤│┼├]", text, re.M))  # noqa: E731
+        assert {"0.1", "1"} <= ylabels(logged), logged  # 1, 2, 5 times the powers of ten
+        values = sorted(float(v) for v in ylabels(linear))  # evenly spaced: a linear axis's
+        gaps = {round(b - a, 9) for a, b in zip(values, values[1:], strict=False)}
+        assert len(values) >= 3 and len(gaps) == 1, linear
+        assert not any(lbl.startswith("-") for lbl in ylabels(linear)), linear
+        xlabels = linear.splitlines()[-3:]
+        steps = [w for line in xlabels for w in re.findall(r"\b\d+(?:\.\d+)?\b", line)]
+        assert steps and all("." not in w for w in steps), xlabels

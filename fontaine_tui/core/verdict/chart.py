@@ -135,6 +135,34 @@ def thin(
     return out_x, out_y
 
 
+def linear_ticks(
+    lo: float, hi: float, most: int = 6, whole: bool = False
+) -> tuple[list[float], list[str]]:
+    """Ticks for a linear axis between `lo` and `hi`: every multiple of one step inside.
+
+    The step is 1, 2 or 5 times a power of ten, the smallest that gives at most `most` ticks
+    (at least 1 where the axis counts `whole` things, as steps); each label has the decimals
+    the step needs and no more."""
+    if not (math.isfinite(lo) and math.isfinite(hi)) or hi <= lo:
+        return [lo], [f"{lo:.3g}"]
+    e0 = math.floor(math.log10((hi - lo) / max(1, most)))
+    steps = [m * 10.0**e for e in range(e0 - 1, e0 + 3) for m in (1, 2, 5)]
+    step = next(
+        (s for s in steps if (not whole or s >= 1) and _count(lo, hi, s) <= most), steps[-1]
+    )
+    decimals = 0 if step >= 1 else -math.floor(math.log10(step) + 1e-9)
+    first = math.ceil(lo / step - 1e-9)
+    ticks = [k * step for k in range(first, math.floor(hi / step + 1e-9) + 1)]
+    if not ticks:  # a range narrower than one step: its two ends
+        ticks = [lo, hi]
+        decimals = max(decimals, 3)
+    return ticks, [f"{t:.{min(decimals, 12)}f}" for t in ticks]
+
+
+def _count(lo: float, hi: float, step: float) -> int:
+    return math.floor(hi / step + 1e-9) - math.ceil(lo / step - 1e-9) + 1
+
+
 def log_ticks(lo: float, hi: float, most: int = 6) -> tuple[list[float], list[str]]:
     """Ticks for a log axis drawn as log10(y) between `lo` and `hi` (exponents).
 
