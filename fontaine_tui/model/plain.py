@@ -30,6 +30,7 @@ from fontaine_tui.core.host.telemetry import sample
 from fontaine_tui.core.launch.evidence import (
     READ_SHOWN,
     FolderEvidence,
+    ledger_refusal,
     seen_probes,
     trail_refusal,
     verdict_of,
@@ -236,8 +237,8 @@ class PlainReport:
             self.say_verdict(latest)  # the read at the log's end (a stop attempts.jsonl records)
         # a chain that does not hold: exit 2 naming it, as `verdict` does (the reads above are
         # the evidence's, the amendments before a ledger's break counted)
-        if self.session.ledger.error:
-            raise InputError(f"{self.session.ledger.error} (the ledger does not hold)")
+        if refused := ledger_refusal(self.session.ledger.error):  # as `verdict`
+            raise InputError(refused)
         hidden = self.session.hides(latest)
         if refused := trail_refusal(latest.review, "" if hidden else READ_SHOWN):  # as `verdict`
             raise InputError(refused)

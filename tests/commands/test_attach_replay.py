@@ -290,7 +290,7 @@ def test_ssh_is_called_with_the_destination_after_a_double_dash():
 @pytest.mark.parametrize(
     ("name", "text", "said"),
     [
-        ("amendments.jsonl", '{"garbage": 1}\n', "the ledger does not hold"),
+        ("amendments.jsonl", '{"garbage": 1}\n', "amendments from line 1 on are not applied"),
         ("review.jsonl", '{"x": 1}\n', "the review trail does not hold"),
     ],
 )
@@ -332,5 +332,28 @@ def test_a_broken_review_trail_ends_the_plain_report_in_verdicts_words(tmp_path,
     if not blind:  # a run that ended: attach reads it to its end
         argvs.append(["attach", str(run), "--plain", "--until-end"])
     for argv in argvs:
+        assert main(argv) == 2, argv
+        assert capsys.readouterr().err.strip().splitlines() == [said], argv
+
+
+def test_a_broken_ledger_ends_the_plain_report_in_verdicts_words(tmp_path, capsys):
+    """The refusal's line is `verdict`'s word for word (core/launch/evidence.py's
+    ledger_refusal): the ledger's file and the line where its chain breaks, here a line of a
+    ledger `amend` wrote, edited by hand."""
+    from fontaine_tui.core.verdict.ledger import declare_amendment
+
+    run = tmp_path / "run"
+    freeze(run)
+    write_log(run / LOG)
+    folder = RunFolder(run)
+    preset = load_preset("demosonly_1gpu")
+    declare_amendment(folder, factor=2.0, last_step_seen=5, preset=preset)
+    declare_amendment(folder, factor=3.0, last_step_seen=6, preset=preset)
+    lines = folder.amendments.read_bytes().splitlines(keepends=True)
+    folder.amendments.write_bytes(lines[0] + lines[1].replace(b'"factor":3.0', b'"factor":1.0'))
+    assert main(["verdict", str(run)]) == 2
+    [said] = capsys.readouterr().err.strip().splitlines()
+    assert f"{folder.amendments}:2: its content does not match its hash (edited)" in said, said
+    for argv in (["replay", str(run), "--plain"], ["attach", str(run), "--plain", "--until-end"]):
         assert main(argv) == 2, argv
         assert capsys.readouterr().err.strip().splitlines() == [said], argv

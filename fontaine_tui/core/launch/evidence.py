@@ -24,6 +24,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from types import MappingProxyType
 
+from fontaine_tui.core.errors import InputError
 from fontaine_tui.core.launch.attempts import Attempt, attempts_from, read_attempts
 from fontaine_tui.core.launch.exits import GATE_STOPS
 from fontaine_tui.core.launch.recovery import recovery_read
@@ -36,9 +37,7 @@ from fontaine_tui.core.verdict.amendments import LogClock
 from fontaine_tui.core.verdict.head import head_path
 from fontaine_tui.core.verdict.ledger import (
     genesis,
-    parse_amendments,
     parse_ledger,
-    read_amendments,
     read_ledger,
 )
 from fontaine_tui.core.verdict.record import AmendmentCheck, ReviewState, Verdict
@@ -55,6 +54,7 @@ __all__ = [
     "conflict_in_words",
     "gate_end",
     "gate_stopped",
+    "ledger_refusal",
     "log_clock",
     "seen_probes",
     "trail_refusal",
@@ -90,8 +90,8 @@ class FolderEvidence:
     ) -> FolderEvidence:
         """The context a run folder holds (none for `folder` None).
 
-        With `strict`, a broken ledger raises InputError naming its line (as `verdict`
-        refuses); otherwise the amendments before the break count and the break is kept in
+        With `strict`, a broken ledger raises InputError naming its line (`ledger_refusal`,
+        as `verdict` refuses); otherwise the amendments before the break count and the break is kept in
         `ledger_error`. `review_of`: the folder whose review trail is read (the log's folder
         when there is no run folder)."""
         trail = review.state(review_of) if review_of is not None else None
@@ -100,11 +100,10 @@ class FolderEvidence:
         amendments: Sequence[Amendment] = ()
         error = ""
         if folder.amendments.exists() or head_path(folder.amendments).exists():
-            if strict:
-                amendments = read_amendments(folder)
-            else:
-                read = read_ledger(folder)
-                amendments, error = read.amendments, read.broken
+            read = read_ledger(folder)
+            if strict and (refused := ledger_refusal(read.broken)):
+                raise InputError(refused)
+            amendments, error = read.amendments, read.broken
         return cls(
             tuple(amendments),
             provenance,
@@ -130,16 +129,15 @@ class FolderEvidence:
 
         The ledger is held to its chain from these prereg.json bytes; a break keeps the
         amendments before it, said in `ledger_error`, or with `strict` raises InputError
-        naming its line (as `of_folder`)."""
+        naming its line (`ledger_refusal`, as `of_folder`)."""
         declared: tuple[Amendment, ...] = ()
         error = ""
         if amendments or head:
             origin, start = f"{where}/amendments.jsonl", genesis(prereg)
-            if strict:  # a break raises, naming its line
-                declared = tuple(parse_amendments(amendments or b"", origin, start, head))
-            else:
-                read = parse_ledger(amendments or b"", origin, start, head)
-                declared, error = tuple(read.amendments), read.broken
+            read = parse_ledger(amendments or b"", origin, start, head)
+            if strict and (refused := ledger_refusal(read.broken)):  # a break raises
+                raise InputError(refused)
+            declared, error = tuple(read.amendments), read.broken
         ran = tuple(attempts_from(attempts, alive=lambda _pid, _started: False)) if attempts else ()
         return cls(declared, provenance, ran, None, None, error)
 
@@ -182,6 +180,17 @@ def gate_end(store: RunStore, ctx: FolderEvidence, stopped_at: int | None = None
 
 # what a refusal after a shown read adds: the read shown is still the evidence's
 READ_SHOWN = "the verdict above is the evidence's"
+
+
+def ledger_refusal(broken: str) -> str:
+    """A broken ledger in one line naming its file and line ("" when its chain holds).
+
+    `broken` is the break as core/verdict/ledger.py's read says it (`LedgerRead.broken`,
+    `FolderEvidence.ledger_error`). Each surface that says a read refuses it so (exit 2):
+    `verdict`, `bank add` and `amend` before the read (`FolderEvidence`'s strict read), the
+    plain reports (`replay --plain`, `attach --plain`) after the reads they showed, which
+    counted the amendments before the break."""
+    return broken
 
 
 def trail_refusal(trail: ReviewState | None, then: str = "") -> str:

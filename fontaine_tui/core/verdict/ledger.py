@@ -116,20 +116,6 @@ def read_ledger(folder: RunFolder) -> LedgerRead:
     return parse_ledger(data, str(path), genesis_of(folder), chain_head.read(path))
 
 
-def parse_amendments(
-    data: bytes, origin: str, genesis: str = "", head: bytes | None = None
-) -> list[Amendment]:
-    """Parse the ledger's bytes as `read_amendments` reads them.
-
-    The bytes are read locally or through a run source. `origin` names the file in errors,
-    `genesis` is `genesis_of` the run folder, `head` the bytes of its head file
-    (core/verdict/head.py), if any."""
-    read = parse_ledger(data, origin, genesis, head)
-    if read.broken:
-        raise InputError(read.broken)
-    return list(read.amendments)
-
-
 def parse_ledger(data: bytes, origin: str, genesis: str, head: bytes | None = None) -> LedgerRead:
     """Walk the ledger's hash chain and return the amendments it holds.
 
