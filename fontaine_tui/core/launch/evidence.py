@@ -91,9 +91,9 @@ class FolderEvidence:
         """The context a run folder holds (none for `folder` None).
 
         With `strict`, a broken ledger raises InputError naming its line (`ledger_refusal`,
-        as `verdict` refuses); otherwise the amendments before the break count and the break is kept in
-        `ledger_error`. `review_of`: the folder whose review trail is read (the log's folder
-        when there is no run folder)."""
+        as `verdict` refuses); otherwise the amendments before the break count and the break
+        is kept in `ledger_error`. `review_of`: the folder whose review trail is read (the
+        log's folder when there is no run folder)."""
         trail = review.state(review_of) if review_of is not None else None
         if folder is None:
             return cls(provenance=provenance, review=trail)
