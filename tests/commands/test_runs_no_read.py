@@ -53,3 +53,41 @@ def test_a_run_the_list_cannot_read_whole_shows_no_read_and_says_why(tmp_path: P
     ):
         assert rows[name]["read"] == "" and rows[name]["reading"] is None, rows[name]
         assert rows[name]["note"].startswith("no read: ") and why in rows[name]["note"], rows[name]
+
+
+def test_hostile_segments_are_refused_at_once_and_a_live_rotated_run_is_read(
+    tmp_path: Path,
+) -> None:
+    """A run read whole on this host: a gzip bomb of unparsable lines as a segment (a 16 KB
+    file of 8M lines) is refused by its count of lines, quickly; a FIFO in place of a run's log
+    holds neither that run's row nor the others', and leaves no process behind; an attached
+    run with rotated segments (the rules judge its last lines) is read as `verdict` reads it."""
+    import os
+    import time
+
+    bomb = _folder(tmp_path, "bomb", 1000)
+    (bomb / "train_log.jsonl.1.gz").write_bytes(gzip.compress(b"{\n" * (8 << 20), 9))
+    fifo = _folder(tmp_path, "fifo", 1000)
+    (fifo / "train_log.jsonl").unlink()
+    os.mkfifo(fifo / "train_log.jsonl")
+    live = _folder(tmp_path, "live", 750)  # no end event: attached, its rules judged
+    log = live / "train_log.jsonl"
+    lines = log.read_bytes().splitlines(keepends=True)
+    (live / "train_log.jsonl.1").write_bytes(b"".join(lines[:600]))
+    log.write_bytes(b"".join(lines[600:]))
+    res = subprocess.run(
+        [sys.executable, "-m", "fontaine_tui", "verdict", str(live), "--json"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    said = json.loads(res.stdout)
+    start = time.monotonic()
+    rows = runs_json(tmp_path, {"bomb": bomb, "fifo": fifo, "live": live})
+    assert time.monotonic() - start < 20  # minutes before: every line of the bomb parsed
+    assert rows["bomb"]["read"] == "" and "more than 30,000 lines" in rows["bomb"]["note"]
+    assert rows["fifo"]["state"] != "down" and rows["live"]["state"] != "down", rows
+    assert rows["live"]["read"] == f"PROVISIONAL {said['verdict']}", rows["live"]
+    assert rows["live"]["step_s"] == 0.5  # its pace, from the last lines, as before
+    left = subprocess.run(["pgrep", "-f", str(fifo)], capture_output=True, text=True)
+    assert left.stdout == "", left.stdout  # no grep left blocked on the FIFO

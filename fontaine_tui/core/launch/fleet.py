@@ -15,10 +15,13 @@ good reading (kept in `fleet.json` beside the registry) with its age, or "no rea
 from __future__ import annotations
 
 import base64
+import contextlib
 import dataclasses
 import json
 import math
+import os
 import shlex
+import signal
 import statistics
 import subprocess
 import time
@@ -47,11 +50,12 @@ TAIL = 32 << 10
 LEDGER = 4 << 20  # bytes of a run's ledger (and attempts.jsonl) sent over SSH, at most
 EVALS = 5000  # the log's last probe, meta and event lines read; with more, no read is shown
 # a run on this host that the lines above cannot read (rotated segments, more lines) is read
-# whole, as `verdict` reads it, where its log and segments hold at most this many bytes (a .gz
-# counted GZ_WEIGHT times: it holds more), while the look is inside its deadline. About 0.5 s
-# on one core (bench/fleet_whole.py); larger, its row shows no read and says why
+# whole, as `verdict` reads it, where its log and segments hold at most this many bytes and
+# lines (decompressed), while the look is inside its deadline: at most about 1 s on one core,
+# if every line were one the reader cannot parse (bench/fleet_whole.py); larger, its row shows
+# no read and says why
 WHOLE_BYTES = 16 << 20
-GZ_WEIGHT = 8
+WHOLE_LINES = 30_000
 MARK = "@@fontaine-fleet"
 FLEET_SCRIPT = (
     r"""
@@ -66,7 +70,7 @@ while [ "$#" -ge 2 ]; do
   esac
   e=0; [ -d "$d" ] && e=1
   printf '\n%s run %s %s %s\n' "$MARK" "$n" "$a" "$e"
-  printf '%s prereg\n' "$MARK"; cat -- "$d/prereg.json" 2>/dev/null
+  printf '%s prereg\n' "$MARK"; [ -f "$d/prereg.json" ] && cat -- "$d/prereg.json" 2>/dev/null
   for f in prereg.json amendments.jsonl amendments.jsonl.head attempts.jsonl; do
     printf '\n%s file %s\n' "$MARK" "$f"
     [ -f "$d/$f" ] && head -c LEDGER -- "$d/$f" | base64 2>/dev/null
@@ -74,9 +78,10 @@ while [ "$#" -ge 2 ]; do
   r=0; for x in "$d"/train_log.jsonl.[0-9]*; do [ -e "$x" ] && r=1 && break; done
   printf '\n%s segments %s\n' "$MARK" "$r"
   printf '\n%s evals\n' "$MARK"
-  grep -E '"kind": ?"(eval|meta|event)"' -- "$d/train_log.jsonl" 2>/dev/null | tail -n EVALS1
-  s=$(wc -c < "$d/train_log.jsonl" 2>/dev/null) || s=0
-  printf '\n%s tail %s\n' "$MARK" "$s"; tail -c TAIL -- "$d/train_log.jsonl" 2>/dev/null
+  l=$d/train_log.jsonl; [ -f "$l" ] || l=/dev/null  # a FIFO there would hold every run
+  grep -E '"kind": ?"(eval|meta|event)"' -- "$l" 2>/dev/null | tail -n EVALS1
+  s=$(wc -c < "$l" 2>/dev/null) || s=0
+  printf '\n%s tail %s\n' "$MARK" "$s"; tail -c TAIL -- "$l" 2>/dev/null
   n=$((n+1))
 done
 printf '\n%s end\n' "$MARK"
@@ -290,32 +295,63 @@ def read_run(
         partial = "rotated segments not read here"
     elif cut:
         partial = f"more than {EVALS} probe, meta and event lines"
+    whole = None  # the read's store; the rest of the row (state, pace, warnings) is the parts'
     if partial and here and time.monotonic() < until:
-        whole = _whole_log(Path(entry.run_dir))
-        if whole is not None:
-            store, partial = whole, ""
+        whole, why = _whole_log(Path(entry.run_dir))
+        partial = "" if whole is not None else f"{partial}, nor read whole here: {why}"
     if partial:
         base["note"] = f"no read: {partial} (fontaine-tui verdict reads the whole log)"
-    return _row(store, preset, launched, state, base, now, held, read=not partial)
+    return _row(store, preset, launched, state, base, now, held, read=not partial, whole=whole)
 
 
-def _whole_log(root: Path) -> RunStore | None:
-    """The run's log with its rotated segments, read as `verdict` reads it.
+def _endpoint_in_force(preset: Preset, held: FolderEvidence | None) -> int | None:
+    """The endpoint the ledger's applied extends moved, for a row with no read.
 
-    None when it holds more than WHOLE_BYTES, or cannot be read: the row says no read."""
+    That is a run with no probe yet, or a log the list cannot read; None with no ledger."""
+    from fontaine_tui.core.verdict.amendments import check_amendments, endpoint_in_force
+
+    if held is None or not held.amendments:
+        return None
+    every = [*preset.amendments, *held.amendments]
+    return endpoint_in_force(preset, every, check_amendments(every, preset))
+
+
+def _whole_log(root: Path) -> tuple[RunStore | None, str]:
+    """The run's log with its rotated segments, read as `verdict` reads it; or why not.
+
+    Counted first, cheaply: each file a regular one (a FIFO or a device would hold the list),
+    at most WHOLE_BYTES of them decompressed and WHOLE_LINES lines in all (a line the reader
+    cannot parse costs it tens of microseconds: the lines bound its time, not the bytes)."""
+    import stat
+
+    from fontaine_tui.core.limits import gunzip_chunks
     from fontaine_tui.core.log.read import load_log
 
     log = root / LOG
+    size = lines = 0
+    for path in [*sorted(root.glob(f"{LOG}.[0-9]*")), log]:
+        try:
+            if not stat.S_ISREG(path.stat().st_mode):
+                return None, f"{path.name} is not a regular file"
+            with path.open("rb") as fh:
+                chunks = (
+                    gunzip_chunks(fh, path, 1 << 20)
+                    if path.name.endswith(".gz")
+                    else iter(lambda: fh.read(1 << 20), b"")
+                )
+                for chunk in chunks:
+                    size, lines = size + len(chunk), lines + chunk.count(b"\n")
+                    if size > WHOLE_BYTES or lines > WHOLE_LINES:
+                        return None, (
+                            f"the log and its segments hold more than {WHOLE_LINES:,} lines or "
+                            f"{WHOLE_BYTES >> 20} MiB"
+                        )
+        except (OSError, InputError) as exc:
+            return None, f"{path.name}: {exc}"
     try:
-        size = sum(
-            p.stat().st_size * (GZ_WEIGHT if p.name.endswith(".gz") else 1)
-            for p in [log, *root.glob(f"{LOG}.[0-9]*")]
-        )
-        if size > WHOLE_BYTES:
-            return None
-        return load_log(log, columns=False, history=True)
-    except (OSError, ValueError):
-        return None
+        return load_log(log, columns=False, history=True), ""
+    except (OSError, ValueError) as exc:
+        return None, str(exc)
 
 
 def foreign_row(entry: Entry, now: float) -> FleetRow | None:
@@ -368,11 +404,13 @@ def _row(
     now: float,
     held: FolderEvidence | None = None,
     read: bool = True,
+    whole: RunStore | None = None,
 ) -> FleetRow:
     """A row from a run's store and its preset (None: no read, no warnings).
 
     Its read is in what the run folder holds beside its log (`held`: core/launch/evidence.py),
-    as `verdict` reads it."""
+    as `verdict` reads it; from `whole` (the log read whole, without its train columns) where
+    given, the rest of the row from `store`."""
     from fontaine_tui.core.launch import alert_book, alerts
     from fontaine_tui.core.verdict import blind, distances
 
@@ -387,9 +425,10 @@ def _row(
     if held is not None and held.ledger_error:
         read = False  # `verdict` refuses a broken ledger: no read here either
         base["note"] = f"no read: {held.ledger_error}"[:120]
-    last = store.last_probe_step()
+    judged = whole or store
+    last = judged.last_probe_step()
     v = (
-        verdict_of(store, preset, held or FolderEvidence())
+        verdict_of(judged, preset, held or FolderEvidence())
         if read and preset is not None and last is not None
         else None
     )
@@ -397,12 +436,13 @@ def _row(
     hidden = preset is not None and (blind.hidden(preset, v) if v else preset.verdict.blind)
     if last is not None:
         row.update(probe_step=last)
-        probe = seen_probes(store, hidden).get(last)
+        probe = seen_probes(judged, hidden).get(last)
         if preset is not None and probe is not None:
             value = probe.value(preset.verdict.metric)
             row.update(probe_value=value if math.isfinite(value) else None)
     if preset is not None:
-        row.update(steps=planned_steps(preset, v.endpoint_step if v is not None else None))
+        in_force = v.endpoint_step if v is not None else _endpoint_in_force(preset, held)
+        row.update(steps=planned_steps(preset, in_force))
         if v is not None:  # a blinded read is BLINDED here too (core/verdict/blind.py)
             label = blind.BLINDED if hidden else v.label
             row.update(read=("PROVISIONAL " if v.provisional else "") + label)
@@ -482,9 +522,7 @@ def look_host(
         return HostLook(host, error=str(exc))
     until = time.monotonic() + deadline_s  # whole reads here too, while the look has time
     try:
-        res = subprocess.run(
-            argv, capture_output=True, timeout=deadline_s, stdin=subprocess.DEVNULL, env=child_env()
-        )
+        res = _run(argv, deadline_s, group=here)
     except subprocess.TimeoutExpired:
         return HostLook(host, error=f"no answer within {deadline_s:g} s")
     except OSError as exc:
@@ -501,6 +539,34 @@ def look_host(
             for e, p in zip(entries, runs, strict=True)
         ],
     )
+
+
+def _run(argv: list[str], timeout: float, group: bool) -> subprocess.CompletedProcess[bytes]:
+    """The script's run within `timeout`.
+
+    Here (`group`) it runs in a process group of its own, all of it ended past the timeout: a
+    `grep` held by an odd file is not left behind. Over SSH the ssh client alone is ended: its
+    connection master is not ours to end."""
+    if not group:
+        return subprocess.run(
+            argv, capture_output=True, timeout=timeout, stdin=subprocess.DEVNULL, env=child_env()
+        )
+    with subprocess.Popen(
+        argv,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        stdin=subprocess.DEVNULL,
+        env=child_env(),
+        start_new_session=True,
+    ) as proc:
+        try:
+            out, err = proc.communicate(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(proc.pid, signal.SIGKILL)  # the group this started, nothing else
+            proc.communicate()
+            raise
+        return subprocess.CompletedProcess(argv, proc.returncode, out, err)
 
 
 def host_envs(config: Path | None = None) -> dict[str, Mapping[str, str]]:
