@@ -210,6 +210,12 @@ def validate(path: Path, doc: dict) -> Preset:
             )
         if not isinstance(value, str):
             raise PresetError(path, f"interpretation.{key}", "expected a string")
+        if cls in interpretation:
+            raise PresetError(
+                path,
+                f"interpretation.{key}",
+                f"expected each class once, got {cls} under both its name and its label",
+            )
         interpretation[cls] = " ".join(value.split())
 
     canonical = {

@@ -184,8 +184,13 @@ def test_verdict_cli_reads_the_new_shapes(tmp_path, capsys):
             "labels.MAYBE: unknown class (expected one of: HEALTHY, SAME-DRIFT, AMBIGUOUS,",
         ),
         (
-            ('PASS = "The policy', 'HEALTHY = "The policy'),
-            "interpretation.HEALTHY: unknown key (expected one of: PASS, FAIL, BORDERLINE,",
+            ('PASS = "The policy', 'GOOD = "The policy'),
+            "interpretation.GOOD: unknown key (expected one of: PASS, FAIL, BORDERLINE,",
+        ),
+        (
+            ('PASS = "The policy', 'HEALTHY = "Named twice."\nPASS = "The policy'),
+            "interpretation.PASS: expected each class once, got HEALTHY under both its name "
+            "and its label",
         ),
     ],
 )
