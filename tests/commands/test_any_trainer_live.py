@@ -99,6 +99,7 @@ class Seen:
     ended_itself: bool = False
     runs_during: list[dict] = field(default_factory=list)
     runs_after: list[dict] = field(default_factory=list)
+    runs_answer: tuple[int, str] = (0, "")  # `runs --json` after the end, as it printed it
     verdict_rc: int | None = None
     bank: tuple[int, str] = (0, "")
     compared: tuple[int, str] = (0, "")
@@ -281,12 +282,12 @@ def run_writer(writer: tuple[str, ...], names: list[str], root: Path) -> dict[st
         for line in (root / "runs.log").read_text().splitlines()
         if " " in line and begun <= float(line.split(" ", 1)[0]) < finished
     ]
-    _, answer = command(["runs", "--json"], env)
-    after = runs_rows(answer.splitlines(), folders)
+    runs_answer = command(["runs", "--json"], env)
+    after = runs_rows(runs_answer[1].splitlines(), folders)
     for name, rows in runs_rows(during, folders).items():
         seen[name].runs_during = rows
     for name, s in seen.items():
-        s.runs_after = after[name]
+        s.runs_after, s.runs_answer = after[name], runs_answer
         preset = str(root / f"{name}.toml")
         s.verdict_rc, _ = command(["verdict", str(s.folder), "--preset", preset], env)
         bank_name = name.replace("-", "_")
@@ -376,7 +377,7 @@ def test_no_false_alert(name, observe):
         assert alert not in said, said
     # the warning rules, as runs judges them while the run goes and after it ended
     rows = s.runs_during + s.runs_after
-    assert s.runs_during and s.runs_after, rows
+    assert s.runs_during and s.runs_after, (rows, s.runs_answer)
     assert not [w for row in rows for w in row["warnings"]], rows
 
 
@@ -385,7 +386,7 @@ def test_runs_shows_it_running_then_ended(name, observe):
     s = observe(name)
     during = [row["state"] for row in s.runs_during]
     assert "running" in during, during
-    assert [row["state"] for row in s.runs_after] == ["ended"], s.runs_after
+    assert [row["state"] for row in s.runs_after] == ["ended"], (s.runs_after, s.runs_answer)
 
 
 @pytest.mark.parametrize("name", KINDS)
