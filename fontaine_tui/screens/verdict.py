@@ -7,7 +7,7 @@ from textual.binding import Binding
 from textual.containers import VerticalScroll
 from textual.widgets import Footer, Static
 
-from fontaine_tui.core.verdict.text import typed_in_caveat
+from fontaine_tui.core.verdict.text import interpretation_line, typed_in_caveat, waiting
 from fontaine_tui.model.view import RunView, blind_note
 from fontaine_tui.screens.base import ViewScreen
 from fontaine_tui.widgets.safe import assemble
@@ -113,20 +113,22 @@ class VerdictScreen(ViewScreen):
         live = step is None or v is view.latest
         self.query_one(VerdictBanner).show(v, live)
         reads: list[tuple[str, str] | str] = [("reads: ", "$text-muted")]
-        for r in view.verdicts:
-            style = LABEL_STYLE.get(r.verdict, "")
+        for r in view.verdicts:  # a read that still waits for the anchor says nothing yet
+            style = "$text-muted" if waiting(r) else LABEL_STYLE.get(r.verdict, "")
             if r.read_step == v.read_step:
                 style += " reverse"
-            reads += [(f" {r.read_step}:{r.label} ", style), " "]
+            reads += [(f" {r.read_step}:{'—' if waiting(r) else r.label} ", style), " "]
         if not view.verdicts:
             reads.append(("no probe yet", "$text-muted"))
         reads.append(("   ←/→ step through reads, l latest", "$text-muted"))
         self.query_one("#reads", Static).update(assemble(*reads))
         self.query_one(RulesPanel).show(v)
+        wait = waiting(v)
+        shown = interpretation_line(v) or (("read: ", wait) if wait else ("interpretation: ", "—"))
         self.query_one("#interpretation", Static).update(
             assemble(
-                ("interpretation: ", "bold"),
-                v.interpretation or "—",
+                (shown[0], "bold"),
+                shown[1],
                 "\n",
                 ("reason: ", "$text-muted"),
                 v.reason,

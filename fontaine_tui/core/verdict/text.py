@@ -21,6 +21,53 @@ def status_word(v: Verdict) -> str:
     return "PROVISIONAL" if v.provisional else "final"
 
 
+def waiting(v: Verdict) -> str:
+    """What a provisional read still waits for before it reads anything, or "".
+
+    A delta read at or before its anchor compares the anchor with itself (a delta of 0 by
+    construction, or none): it says nothing yet."""
+    if not v.provisional:
+        return ""
+    if v.read_step is None:
+        return "waiting for the first probe"
+    if v.read == "delta" and v.read_step <= v.anchor_step:
+        past = "the anchor probe" if v.read_step < v.anchor_step else "a probe past the anchor"
+        return f"waiting for {past} (step {v.anchor_step})"
+    return ""
+
+
+def interpretation_line(v: Verdict) -> tuple[str, str] | None:
+    """(lead, words) of the preset's interpretation as a read may show it; None for none.
+
+    Only a final read is interpreted; a provisional one says what its class would mean if it
+    held at the endpoint, and one still waiting (`waiting`) says nothing."""
+    if not v.interpretation or waiting(v):
+        return None
+    if v.provisional:
+        return "if this holds at the endpoint: ", v.interpretation
+    return "interpretation: ", v.interpretation
+
+
+def read_words(v: Verdict, size: int = 0) -> str:
+    """The read in a few words, for a header: its label and status, or what it waits for.
+
+    `size` 0 is the whole form; 1 and 2 are shorter ones for a narrow terminal, each still
+    saying whether the read is PROVISIONAL or final."""
+    if wait := waiting(v):
+        if size == 0:
+            return wait
+        return "waiting for a probe" if size == 2 or v.read_step is None else "waiting (anchor)"
+    if v.provisional:
+        status = (
+            f"PROVISIONAL, step {v.read_step} of {v.endpoint_step}",
+            "PROVISIONAL",
+            "prov.",
+        )[min(size, 2)]
+    else:
+        status = "final" if size else f"final, step {v.read_step}"
+    return literal(f"{v.label} ({status})")
+
+
 def headline(v: Verdict) -> str:
     """One line: the combined verdict with its status, step and delta."""
     at = f"step {v.read_step}" if v.read_step is not None else "no probe"
@@ -162,8 +209,10 @@ def render(v: Verdict, log_label: str = "") -> str:
         lines.append(v.decision.describe())
     if v.recovery is not None:
         lines.append(v.recovery.words())
-    if v.interpretation:
-        lines.append(f"interpretation: {v.interpretation}")
+    if wait := waiting(v):
+        lines.append(f"read: {wait}")
+    if shown := interpretation_line(v):
+        lines.append("".join(shown))
     if caveat := typed_in_caveat(v):
         lines.append(f"caveat: {caveat}")
     lines += platform_delta_lines(v)
