@@ -147,15 +147,22 @@ def pace_text(p: Progress) -> str:
     return f"{s(p.last_step_s)}/step (med {s(p.median_step_s)})"
 
 
-def status_tone(kind: str, exit_code: int | str | None, has_records: bool) -> str:
+def status_tone(
+    kind: str, exit_code: int | str | None, has_records: bool, failed: bool = False
+) -> str:
     """How the header colours the status.
 
     The tone is "live" (records coming), "waiting" (launched, no record yet), "watching"
-    (attached or a replay) or "stopped" (the engine exited).
+    (attached or a replay), "finished" (the engine exited 0), "stopped" (a signal ended it) or
+    "failed" (it exited otherwise, or the log's end is an `error` event).
     """
+    if failed:
+        return "failed"
     if kind == "launch":
-        if exit_code is not None:
+        if isinstance(exit_code, str):
             return "stopped"
+        if exit_code is not None:
+            return "finished" if exit_code == 0 else "failed"
         return "live" if has_records else "waiting"
     return "watching"
 
@@ -165,12 +172,17 @@ def run_status(
 ) -> str:
     """What the header says of the run's status.
 
-    It says launching, running, exited N, attached or replay. An ended run gets " (ended)",
-    or " (failed)" when its end was an `error` event.
+    It says launching, running, finished (exit 0), stopped (SIGNAL), failed (exit N),
+    attached or replay. An ended run gets " (ended)", or " (failed)" when its end was an
+    `error` event.
     """
     if kind == "launch":
+        if exit_code == 0:
+            return "finished"
+        if isinstance(exit_code, str):  # the signal that ended it (a stop, an interrupt)
+            return f"stopped ({exit_code})"
         if exit_code is not None:
-            return f"exited {exit_code}"
+            return f"failed (exit {exit_code})"
         return "running" if has_records else "launching"
     end = (" (failed)" if failed else " (ended)") if ended else ""
     return ("replay" if kind == "replay" else "attached") + end

@@ -490,7 +490,7 @@ class Session(ReviewActions):
             self.ledger,
             self.warnings,
             self.note,
-            readout.status_tone(self.kind, self.exit_code, bool(st.steps)),
+            readout.status_tone(self.kind, self.exit_code, bool(st.steps), self.failed()),
             None if blinded else self.score_offer(latest),
             self.score_state,
             self.attempts(),

@@ -71,7 +71,7 @@ async def test_exited_run_is_shown_and_quit_does_not_ask(tmp_path, preset):
     async with app.run_test(size=SIZE) as pilot:
         await loaded(pilot, 600)
         title = app.screen.query_one(RunHeader).query_one("#title")
-        await until(pilot, lambda: "EXITED 3" in text(title))
+        await until(pilot, lambda: "FAILED (EXIT 3)" in text(title))
         await pilot.press("q")
         await pilot.pause()
         assert not app.is_running

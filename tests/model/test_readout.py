@@ -12,7 +12,7 @@ from fontaine_tui.core.launch.evidence import seen_probes
 from fontaine_tui.core.log.read import load_log
 from fontaine_tui.core.verdict.chart import downsample
 from fontaine_tui.core.verdict.rules import verdict_series
-from fontaine_tui.model.readout import literal, probe_rows, progress, run_status
+from fontaine_tui.model.readout import literal, probe_rows, progress, run_status, status_tone
 from tests.console.conftest import make_run
 
 
@@ -61,7 +61,16 @@ def test_progress_pace_eta_gpu_hours(tmp_path, preset):
 def test_status_words():
     assert run_status("launch", None, False, False) == "launching"
     assert run_status("launch", None, True, False) == "running"
-    assert run_status("launch", 137, True, False) == "exited 137"
+    assert run_status("launch", 137, True, False) == "failed (exit 137)"
+    assert run_status("launch", 0, True, True) == "finished"
+    assert run_status("launch", "SIGINT", True, False) == "stopped (SIGINT)"
+    assert [status_tone("launch", code, True) for code in (None, 0, "SIGTERM", 1)] == [
+        "live",
+        "finished",
+        "stopped",
+        "failed",
+    ]
+    assert status_tone("attach", None, True, failed=True) == "failed"
     assert run_status("attach", None, True, False) == "attached"
     assert run_status("replay", None, True, True) == "replay (ended)"
     assert run_status("attach", None, True, True, failed=True) == "attached (failed)"
