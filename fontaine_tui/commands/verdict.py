@@ -11,6 +11,7 @@ from fontaine_tui.commands._args import examples
 from fontaine_tui.core.errors import InputError
 from fontaine_tui.core.launch.evidence import READ_SHOWN, trail_refusal
 from fontaine_tui.core.launch.rescore import score_offer
+from fontaine_tui.core.preset.checks import HEALTHY
 from fontaine_tui.core.text import literal
 from fontaine_tui.core.verdict import blind, review
 from fontaine_tui.core.verdict.record import EXIT_CODES, PROVISIONAL_OFFSET
@@ -18,6 +19,10 @@ from fontaine_tui.core.verdict.text import render, render_blinded
 from fontaine_tui.model.judge import Judged, judge
 
 BLINDED_SCHEMA = "fontaine-tui/blinded/1"  # `verdict -j` on a hidden read (docs/verdict-json.md)
+# A shipped preset's own word for a class, named in the help: (preset, label, class). A label
+# renames the class where the verdict is shown; the exit code stays the class's.
+LABEL_EXAMPLE = ("pretrain_so101", "LEARNED", HEALTHY)
+_PRESET, _LABEL, _CLASS = LABEL_EXAMPLE
 
 EPILOG = examples(
     "fontaine-tui verdict runs/r7",
@@ -26,6 +31,8 @@ EPILOG = examples(
     "fontaine-tui verdict runs/r7 --unblind 'the GPU-hours gate needs a decision'",
     exits=", ".join(f"{k} {c}" for k, c in EXIT_CODES.items())
     + f"; a PROVISIONAL read (before the endpoint) adds {PROVISIONAL_OFFSET}; "
+    "a class renamed by a preset's [labels] keeps its code "
+    f"({_PRESET}: {_LABEL} is {_CLASS}, exit {EXIT_CODES[_CLASS]}); "
     f"{blind.EXIT_BLINDED} a blinded PROVISIONAL read (hidden); 2 bad input, "
     "or a ledger or review trail that does not hold",
 )
