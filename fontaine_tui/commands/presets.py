@@ -4,10 +4,13 @@ from __future__ import annotations
 
 import argparse
 import sys
+from pathlib import Path
 
 from fontaine_tui.commands._args import examples
 from fontaine_tui.core import tomlfile
+from fontaine_tui.core.bank import store as bank
 from fontaine_tui.core.errors import InputError
+from fontaine_tui.core.preset.checks import PresetError
 from fontaine_tui.core.preset.find import list_presets, load_preset, resolve
 from fontaine_tui.core.readfile import read_whole
 from fontaine_tui.core.secrets import mask_toml, redact_url
@@ -63,6 +66,44 @@ def run(args: argparse.Namespace) -> int:
             p = load_preset(str(path))
             rows.append(f"{name:<20}{p.sha256[:12]}  {p.run_name}  ({path})")
         except InputError as exc:
-            rows.append(f"{name:<20}{'INVALID':<14}{exc}")
+            # one line a preset, what to do at its end: the first word is always a name
+            rows.append(f"{name:<20}{'INVALID':<14}{exc}; next: {next_step(name, path, exc)}")
     sys.stdout.write("\n".join(rows) + ("\n" if rows else "no presets found\n"))
     return 0
+
+
+def next_step(name: str, path: Path, exc: InputError) -> str:
+    """What makes an INVALID preset load, said at the end of its line in the listing.
+
+    A comparator whose banked run is not in the bank: the commands that bank one (a run of the
+    shipped preset of that name first, where there is one, as docs/reference-experiment.md
+    does). Anything else: the key and the file to fix."""
+    if isinstance(exc, PresetError) and (ref := _missing_bank(path, exc.key)) is not None:
+        run = f"runs/{ref}"
+        make = (
+            f"fontaine-tui launch {ref} --output-dir {run} && "
+            if ref in list_presets()
+            else f"a finished run in {run}, then "
+        )
+        return f"bank the run it compares with: {make}fontaine-tui bank add {run} --as {ref}"
+    where = exc.key if isinstance(exc, PresetError) else "it"
+    return f"fix {where} in {path} (`fontaine-tui presets show {name}` checks it again)"
+
+
+def _missing_bank(path: Path, key: str) -> str | None:
+    """The banked run's name that `comparators.NAME.bank` names, when the bank has none of it."""
+    parts = key.split(".")
+    if len(parts) != 3 or parts[0] != "comparators" or parts[2] != "bank":
+        return None
+    try:
+        ref = tomlfile.loads(read_whole(path).decode("utf-8"))["comparators"][parts[1]]["bank"]
+    except (OSError, InputError, UnicodeDecodeError, tomlfile.TOMLDecodeError, KeyError, TypeError):
+        return None
+    if not isinstance(ref, str):
+        return None
+    name = ref.partition("@")[0]
+    try:
+        bank.check_name(name)
+    except InputError:
+        return None
+    return None if (bank.bank_dir() / name).is_dir() else name
