@@ -26,7 +26,7 @@ from fontaine_tui.model.runs import Registry, RunEntry, RunsList, open_run, open
 from fontaine_tui.model.sampler import Sampler, take_sample
 from fontaine_tui.model.session import Process, Session
 from fontaine_tui.model.view import Outcome, RunView, step_read
-from fontaine_tui.screens.dialogs import NoteDialog, QuitDialog
+from fontaine_tui.screens.dialogs import ConfirmDialog, NoteDialog, QuitDialog
 from fontaine_tui.screens.help import HelpScreen
 from fontaine_tui.screens.modes import MODE_BINDINGS
 from fontaine_tui.screens.modes import MODES as SCREEN_MODES
@@ -315,11 +315,40 @@ class FontaineApp(App[int]):
         return outcome.message
 
     def action_review(self, action: str, note: str = "") -> None:
-        if self.view is not None:
+        """Append a review line, once confirmed: a keystroke alone never writes one.
+
+        A note is confirmed by its dialog's enter; accept and flag ask y/n first. A review
+        that cannot be appended (a blinded read, no run folder) is said at once."""
+        view, step = self.view, self.read_step  # the read shown now, whatever lands meanwhile
+        if view is None:
+            return
+        refused = self.session.review_refused(view, action)
+        if refused is not None or action == "note":
             self.review_status = self.tell(
-                self.session.review(self.view, self.read_step, action, note, self.clock)
+                refused or self.session.review(view, step, action, note, self.clock)
             )
             self.schedule_frame()  # the trail's state beside the verdict
+            return
+        session = self.session
+
+        def done(yes: bool | None) -> None:
+            if session is not self.session:  # another run was picked meanwhile
+                outcome = Outcome(f"{action}: not appended, another run is shown now", "warning")
+            elif yes:
+                outcome = session.review(view, step, action, note, self.clock)
+            else:
+                outcome = Outcome(f"{action}: cancelled, nothing appended", "information")
+            self.review_status = self.tell(outcome, timeout=8)
+            self.schedule_frame()
+
+        self.push_screen(
+            ConfirmDialog(
+                self.session.review_question(view, step, action),
+                "A review line is kept for good: the trail is hash-chained and a line cannot "
+                "be taken back. y appends; n or escape cancels.",
+            ),
+            done,
+        )
 
     def action_note(self) -> None:
         def done(text: str | None) -> None:

@@ -21,6 +21,14 @@ from fontaine_tui.core.verdict.probechart import probes_chart
 from fontaine_tui.core.verdict.record import ReviewState, Verdict
 from fontaine_tui.model.view import Outcome, RunView
 
+NO_FOLDER = Outcome("review needs a run folder (none for this source)", "error")
+
+
+def read_words(view: RunView, v: Verdict) -> str:
+    """The read a review line is about, as the line records it: "HEALTHY at step 500"."""
+    label = "BLINDED" if view.blinded else v.label
+    return f"{label} at step {v.read_step}{' (provisional)' if v.provisional else ''}"
+
 
 class ReviewActions:
     """review.jsonl's accept / flag / note / unblind, and export, for a Session."""
@@ -56,12 +64,15 @@ class ReviewActions:
         note: str = "",
         clock: Callable[[], float] = time.time,
     ) -> Outcome:
-        """Append accept / flag / note for the read at `step` to review.jsonl."""
+        """Append accept / flag / note for the read at `step` to review.jsonl.
+
+        The outcome names the line written and the file's full path."""
         v = view.verdict_at(step)
-        if view.blinded and action != "note":
-            return Outcome(f"{action}: the read is blinded (u unblinds, recorded)", "error")
-        if self.folder is None:
-            return Outcome("review needs a run folder (none for this source)", "error")
+        refused = self.review_refused(view, action)
+        if refused is not None:
+            return refused
+        if self.folder is None:  # said by review_refused; here for the type checker
+            return NO_FOLDER
         path = self.folder / REVIEW
         try:
             entry = reviewer.append(path, action, v, note, clock, hidden=view.blinded)
@@ -72,12 +83,21 @@ class ReviewActions:
             return Outcome(f"not recorded: {exc}", "error")
         broken = (self.check_review() or ReviewState(0, "")).broken
         return Outcome(
-            f"review.jsonl line {entry.line}: {action} "
-            f"{'BLINDED' if view.blinded else v.label} at step "
-            f"{v.read_step}{' (provisional)' if v.provisional else ''}; "
+            f"appended line {entry.line} to {path}: {action} {read_words(view, v)}; "
             f"{entry.line} line(s), {f'CHAIN BROKEN: {broken}' if broken else 'chain intact'}",
             "error" if broken else "information",
         )
+
+    def review_refused(self, view: RunView, action: str) -> Outcome | None:
+        """Why `action` cannot be appended at all (nothing to ask first), or None."""
+        if view.blinded and action != "note":
+            return Outcome(f"{action}: the read is blinded (u unblinds, recorded)", "error")
+        return NO_FOLDER if self.folder is None else None
+
+    def review_question(self, view: RunView, step: int | None, action: str) -> str:
+        """What `action` would append, and where: asked before a line is written for good."""
+        where = REVIEW if self.folder is None else str(self.folder / REVIEW)
+        return f"Append '{action}' for {read_words(view, view.verdict_at(step))} to {where}?"
 
     def export(self, view: RunView, step: int | None, scaled: bool) -> Outcome:
         """verdict.json and the overlay chart for the read at `step` (blocking: a thread)."""

@@ -1,4 +1,4 @@
-"""Modal dialogs: a note for the review log, and what to do with a live run on quit."""
+"""Modal dialogs: a note for the review log, a review line to confirm, and a live run on quit."""
 
 from __future__ import annotations
 
@@ -6,7 +6,9 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
 from textual.screen import ModalScreen
-from textual.widgets import Button, Input, Label
+from textual.widgets import Button, Input, Label, Static
+
+from fontaine_tui.widgets.safe import assemble
 
 
 class NoteDialog(ModalScreen[str | None]):
@@ -32,6 +34,39 @@ class NoteDialog(ModalScreen[str | None]):
 
     def action_cancel(self) -> None:
         self.dismiss(None)
+
+
+class ConfirmDialog(ModalScreen[bool]):
+    """Asks before a line is appended to review.jsonl for good: True on y, False otherwise.
+
+    Only y appends: the key that opened it, pressed again, does not (a doubled keystroke
+    must not write a permanent line), and n or escape cancel. Enter answers the focused
+    button, and Cancel has the focus."""
+
+    DEFAULT_CSS = "ConfirmDialog { align: center middle; }"
+    AUTO_FOCUS = "#no"
+    BINDINGS = [
+        Binding("y", "answer(True)", "Append", id="confirm.yes"),
+        Binding("n,escape", "answer(False)", "Cancel", id="confirm.no"),
+    ]
+
+    def __init__(self, question: str, detail: str) -> None:
+        super().__init__()
+        self.question, self.detail = question, detail
+
+    def compose(self) -> ComposeResult:
+        with Vertical(classes="dialog"):
+            yield Static(assemble(self.question), id="confirm-question")  # a path: never markup
+            yield Static(assemble((self.detail, "$text-muted")))
+            with Horizontal():
+                yield Button("Append (y)", id="yes", variant="primary")
+                yield Button("Cancel (n, esc)", id="no")
+
+    def on_button_pressed(self, event: Button.Pressed) -> None:
+        self.dismiss(event.button.id == "yes")
+
+    def action_answer(self, yes: bool) -> None:
+        self.dismiss(yes)
 
 
 class QuitDialog(ModalScreen[str | None]):

@@ -35,7 +35,7 @@ async def _drive(app, staged: demo.Staged) -> dict[str, str]:
         await until(pilot, lambda: isinstance(app.screen, VerdictScreen))
         await pilot.pause()
         seen["verdict"] = text(app.screen.query_one(VerdictBanner))
-        await pilot.press("a")  # accept the read: review.jsonl, in the staged copy
+        await pilot.press("a", "y")  # accept the read, confirmed: review.jsonl, in the copy
         await until(pilot, lambda: (staged.folder / "review.jsonl").exists())
         seen["review"] = (staged.folder / "review.jsonl").read_text()
         await pilot.press("q")

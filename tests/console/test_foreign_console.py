@@ -115,7 +115,7 @@ async def test_a_foreign_run_shows_its_own_columns_and_is_reviewed_and_exported(
         card = text(app.screen.query_one(LedgerPanel).query_one("#ledger"))
         assert "corroboration (not gates): eval rises monotonically: yes" in card
         assert "train-slice" not in card
-        await pilot.press("a")
+        await pilot.press("a", "y")
         await until(pilot, lambda: "review.jsonl" in app.review_status)
         assert "chain intact" in app.review_status
         await pilot.press("e")

@@ -23,8 +23,8 @@ async def test_accept_flag_note_chain_and_tamper(tmp_path):
     path = folder / "review.jsonl"
     async with app.run_test(size=SIZE) as pilot:
         await loaded(pilot, 750)
-        await pilot.press("v", "a")
-        await pilot.press("left", "f")  # flag the read as it stood at 500
+        await pilot.press("v", "a", "y")
+        await pilot.press("left", "f", "y")  # flag the read as it stood at 500
         await pilot.press("n")
         await pilot.pause()
         assert isinstance(app.screen, NoteDialog)
@@ -51,10 +51,48 @@ async def test_accept_flag_note_chain_and_tamper(tmp_path):
         before = path.read_bytes()
         check = review.verify(path)
         assert (check.bad_line, check.ok) == (2, False)
-        await pilot.press("a")
+        await pilot.press("a", "y")
         await pilot.pause()
         assert "not recorded: review.jsonl line 2: content does not match" in app.review_status
         assert path.read_bytes() == before
+
+
+async def test_a_review_key_asks_before_it_appends_and_says_what_it_wrote(tmp_path):
+    """A stray a or f writes nothing: only y after it appends, and the toast names the line
+    and the file's full path."""
+    from textual.widgets import Static
+
+    folder = tmp_path / "run"
+    app = console(make_run(folder, upto=750))
+    path = folder / "review.jsonl"
+    async with app.run_test(size=SIZE) as pilot:
+        await loaded(pilot, 750)
+        await pilot.press("v", "a")
+        await pilot.pause()
+        assert not path.exists()  # asked, nothing written yet
+        question = str(app.screen.query_one("#confirm-question", Static).render())
+        assert question == f"Append 'accept' for AMBIGUOUS at step 750 (provisional) to {path}?"
+        await pilot.press("a", "enter")  # the key again, then enter (Cancel has the focus)
+        await pilot.pause()
+        assert not app.screen.query("#confirm-question") and not path.exists()
+        assert app.review_status == "accept: cancelled, nothing appended"
+        await pilot.press("f", "escape", "f", "n")
+        await pilot.pause()
+        assert not path.exists() and app.review_status == "flag: cancelled, nothing appended"
+
+        app.clear_notifications()
+        await pilot.press("left", "f")  # the read at 500, as it stood when f was pressed
+        await pilot.pause()
+        assert "HEALTHY at step 500 (provisional)" in str(
+            app.screen.query_one("#confirm-question", Static).render()
+        )
+        await pilot.press("y")
+        await pilot.pause()
+        (line,) = path.read_text().splitlines()
+        assert (json.loads(line)["action"], json.loads(line)["read_step"]) == ("flag", 500)
+        said = f"appended line 1 to {path}: flag HEALTHY at step 500 (provisional)"
+        assert app.review_status.startswith(said)
+        assert [n.message for n in app._notifications if said in n.message]  # the toast
 
 
 def _verdict(tmp_path):
@@ -170,7 +208,7 @@ async def test_opening_shows_a_broken_trail_and_a_review_key_appends_nothing(tmp
         assert "review.jsonl: holds 2 line(s) but 3 were recorded" in shown
         banner = text(app.screen.query_one(VerdictBanner))
         assert banner.startswith(app.view.latest.label) and "REVIEW TRAIL BROKEN" in banner
-        await pilot.press("a")
+        await pilot.press("a", "y")
         await pilot.pause()
         assert app.review_status.startswith("not recorded: ")
         assert "holds 2 line(s) but 3 were recorded" in app.review_status
