@@ -34,6 +34,9 @@ class ReviewActions:
     """review.jsonl's accept / flag / note / unblind, and export, for a Session."""
 
     folder: Path | None
+    # set where the run folder is a temporary copy (the demo's): exports go here instead, so
+    # they outlive it
+    export_folder: Path | None
     preset: Preset
     review_state: ReviewState | None
     version: int
@@ -100,7 +103,10 @@ class ReviewActions:
         return f"Append '{action}' for {read_words(view, view.verdict_at(step))} to {where}?"
 
     def export(self, view: RunView, step: int | None, scaled: bool) -> Outcome:
-        """verdict.json and the overlay chart for the read at `step` (blocking: a thread)."""
+        """verdict.json and the overlay chart for the read at `step` (blocking: a thread).
+
+        They go into the run folder, or into `export_folder` (made if missing) where one is
+        set: the outcome then says they are kept."""
         v = view.verdict_at(step)
         if self.blind_hides(v):  # unblinded here or not: the
             # folder's next reader would find the read in verdict.json
@@ -109,14 +115,25 @@ class ReviewActions:
                 "the folder's next reader)",
                 "error",
             )
-        if self.folder is None:
+        into = self.export_folder or self.folder
+        if into is None:
             return Outcome("export needs a run folder (none for this source)", "error")
+        if self.export_folder is not None:
+            try:
+                self.export_folder.mkdir(parents=True, exist_ok=True)
+            except OSError as exc:
+                return Outcome(f"{self.export_folder}: cannot make it ({exc.strerror})", "error")
         spec = probes_chart(view.store, view.preset, view.verdicts, v, scaled)
-        result = exporter.export(self.folder, v, spec)
+        result = exporter.export(into, v, spec)
         broken = (self.check_review() or ReviewState(0, "")).broken
         return Outcome(
             f"wrote {result.verdict_path}"
             + (f" and {result.chart_path}" if result.chart_path else f"; {result.chart_message}")
+            + (
+                "; kept after quitting (the run folder is a temporary copy)"
+                if self.export_folder is not None
+                else ""
+            )
             + (f"; REVIEW TRAIL BROKEN: {broken}" if broken else ""),
             "error" if broken else "information" if result.chart_path else "warning",
         )

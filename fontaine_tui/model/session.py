@@ -83,6 +83,8 @@ class Session(ReviewActions):
         self.kind = kind  # "launch" | "attach" | "replay"
         self.process = process
         self.folder = folder if folder is not None else folder_of(source)
+        # where `e` writes when the run folder is not kept (the demo's temporary copy)
+        self.export_folder: Path | None = None
         self.store = RunStore()
         self.tail: deque[str] = deque(maxlen=TAIL_LINES)
         self.tail_total = 0

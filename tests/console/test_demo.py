@@ -73,3 +73,38 @@ def test_demo_in_the_console_monitor_probes_verdict(monkeypatch):
     review = json.loads(seen["review"].splitlines()[0])
     assert (review["action"], review["verdict"], review["read_step"]) == ("accept", "HEALTHY", 300)
     assert not (package / "run" / "review.jsonl").is_file()
+
+
+def test_the_demos_export_is_kept_after_it_quits(tmp_path):
+    """`e` in the demo writes where the demo says (its run folder is a temporary copy, removed
+    on quit): the export is there afterwards, and the status line says it is kept."""
+    from fontaine_tui.console import make_app
+
+    kept = tmp_path / "demo-export"  # not made yet: the export makes it
+    with demo.staged(speed=1e6) as staged:
+        app = make_app(
+            source=staged.source,
+            preset=staged.preset,
+            kind="replay",
+            registry=staged.registry,
+            clock=fixed_clock,
+            frame_s=0.05,
+            chart_s=0.1,
+        )
+        app.session.export_folder = kept  # what the demo command sets (make_app's caller)
+
+        async def export() -> str:
+            async with app.run_test(size=SIZE) as pilot:
+                await loaded(pilot, 300)
+                await pilot.press("v", "e")
+                await until(pilot, lambda: "wrote" in app.review_status, timeout=60)
+                await pilot.press("q")
+            return app.review_status
+
+        said = asyncio.run(export())
+        assert not (staged.folder / "verdict.json").exists()
+    assert not staged.folder.exists()
+    doc = json.loads((kept / "verdict.json").read_text())
+    assert (doc["verdict"], doc["read_step"]) == ("HEALTHY", 300)
+    assert f"wrote {kept / 'verdict.json'}" in said
+    assert "kept after quitting (the run folder is a temporary copy)" in said
