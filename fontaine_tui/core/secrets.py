@@ -30,7 +30,15 @@ What looks like a credential (docs/secrets.md lists it for the user):
 A line that a backslash continues is read with the next, as the shell reads it: the value of
 `--hub_token \\` is on the next line.
 A quote that never closes (the apostrophe of `couldn't`, a stray `"`) is a character, not
-the start of a quoted run: the words after it are masked as they would be without it.
+the start of a quoted run: the words after it are masked as they would be without it. Two
+quotes that close are read three times: as the shell reads them (a quoted run is one word,
+`--token "a b"`), as prose pairs them (a quote inside a word is a character: `--token 'it's
+V'` is one value, and the apostrophes of `it's --token 'V' don't` make no run), and as prose
+reads them (every quote a character, words split on spaces alone: the apostrophes of `don't
+share password=V, it's` make no run); a token any reading finds is masked. JSON and a
+Python dict's repr are read as pairs too: a secret-named key's value after `": "` or `': '`
+(spaced or not; a list `[***]` whole) is masked, quotes kept; so is a call's keyword in a
+repr (`Namespace(hub_token='***', lr=3)`).
 
 How it is shown: the token replaced by `***`, every other character of the line kept, so a
 masked line still says what ran. Masking is idempotent: masking a masked text changes
@@ -371,6 +379,28 @@ def redact_text(text: str, urls: Iterable[str | tuple[str, str | None]] = ()) ->
 _QUOTED = r""""(?:[^"\\]|\\.)*"|'[^']*'"""  # a quoted run that closes
 _WORD = re.compile(rf"""(?:[^\s"'\\]|\\(?!\n|\Z).?|{_QUOTED}|["'])+""", re.S)
 _CLOSED = re.compile(_QUOTED, re.S)
+# one word as prose reads it: quotes are characters, words split on spaces alone (and on a
+# backslash-newline, the shell's space, so that both readings see the same lines)
+_PROSE_WORD = re.compile(r"(?:[^\s\\]|\\(?!\n|\Z))+")
+# a quoted run as prose pairs it: it opens at a quote after no letter or digit and closes at
+# the next like quote before none; a quote between two letters or digits is a character in
+# it (`'don't V'` is one run, and so is the `'V'` of `it's --token 'V' don't`). A run that
+# never closes stops at the next quote that is no such character, so a line is read once
+# over, not once for each quote in it
+_PAIRED = (
+    r"""(?<!\w)"(?:[^"\\\n]|\\.|(?<=\w)"(?=\w))*"(?!\w)"""
+    r"""|(?<!\w)'(?:[^'\n]|(?<=\w)'(?=\w))*'(?!\w)"""
+)
+_PAIRED_WORD = re.compile(rf"""(?:[^\s"'\\]|\\(?!\n|\Z).?|{_PAIRED}|["'])+""")
+_INNER_QUOTE = re.compile(r"""\w["']\w""")  # where the shell's and prose's pairing differ
+# a key and its value in JSON or a Python dict's repr (`"api_key": "V"`, `'password':'V'`,
+# `api_key": V` with its opening quote cut off): the value a quoted string (`'it's V'` too),
+# a list of them (`["V", "W"]`) or a bare word
+_KEYED = re.compile(
+    r"""(?<![\w.\-])["']?(?P<name>[A-Za-z_][\w.\-]*)["'][ \t]*:[ \t]*"""
+    r"""(?P<value>"(?:[^"\\\n]|\\.)*"|'(?:[^'\n]|(?<=\w)'(?=\w))*'(?!\w)|'[^'\n]*'"""
+    r"""|\[[^\[\]\n]*\]|[^\s"',;:{}\[\]()]+)"""
+)
 _GAP = re.compile(r"(?:\s|\\(?:\n|\Z))*")  # what stands between two words
 _SPACE = re.compile(r"\s")
 _DEEPEST = 4  # quotes inside quotes read so deep; deeper, token shapes alone are masked
@@ -397,12 +427,12 @@ def _maybe(text: str) -> bool:
 
 
 _ASSIGN = re.compile(
-    r"^(?P<pre>[(;&|{`]*)(?P<name>-{1,2}[A-Za-z][\w.\-]*|[+~$]{0,2}[A-Za-z_][\w.\-]*)="
+    r"^(?P<pre>(?:[A-Za-z_][\w.]*\()?[(;&|{`]*)(?P<name>-{1,2}[A-Za-z][\w.\-]*|[+~$]{0,2}[A-Za-z_][\w.\-]*)="
     r"(?P<value>.*)$",
     re.S,
 )
 _FLAG = re.compile(r"^-{1,2}[A-Za-z][\w.\-]*$")
-_NAME_COLON = re.compile(r"""^(?P<q>["']?)(?P<name>[A-Za-z_][\w.\-]*)(?P=q):$""")
+_NAME_COLON = re.compile(r"""^["']?(?P<name>[A-Za-z_][\w.\-]*)["']?:$""")  # api_key": too
 _PUNCT_END = re.compile(r"[;,&|)}\]]+$")
 _PREFIXES = frozenset({"env", "exec", "command", "sudo", "nohup", "time", "!", "if", "while"})
 _AUTH_SCHEMES = frozenset({"bearer", "basic", "token", "digest"})
@@ -420,6 +450,7 @@ _P_NOT_PASSWORD = frozenset(
 )  # fmt: skip
 
 
+_QUOTES = re.compile("[\"']")
 _BREAK = re.compile(r"(\s*\\?\n\s*)")  # a line's end inside a word (a quoted run), spaces kept
 
 
@@ -430,17 +461,27 @@ def _hidden(word: str) -> str:
     end = _PUNCT_END.search(word)
     tail = end[0] if end else ""
     core = word[: len(word) - len(tail)]
-    quote = ""
     if len(core) >= 2 and core[0] == core[-1] and core[0] in "\"'":
-        quote, core = core[0], core[1:-1]
+        lead, core, trail = core[0], core[1:-1], core[-1]
+    elif len(_QUOTES.findall(core)) == 1 and "\\" not in core and core[0] != core[-1]:
+        # the word's one quote, at its start or end, opens or closes no run here (`"V`, `V'`,
+        # a word as prose reads it): it is kept where it stands, so the text's quotes pair
+        # as they did
+        lead = core[0] if core[0] in "\"'" else ""
+        trail = core[-1] if core[-1] in "\"'" else ""
+        core = core[len(lead) : len(core) - len(trail)]
+    else:
+        lead = trail = ""
     if "\n" not in core:
-        return f"{quote}{MASK}{quote}{tail}"
+        return f"{lead}{MASK}{trail}{tail}"
     shown = "".join(p if i % 2 or not p else MASK for i, p in enumerate(_BREAK.split(core)))
-    return f"{quote}{shown}{quote}{tail}"
+    return f"{lead}{shown}{trail}{tail}"
 
 
 def _value(text: str, hashes: bool = False, depth: int = 0) -> str:
     """A value (one shell word, or its part after `=`), every credential in it masked."""
+    if ":" in text:  # {"api_key":"V"} written with no space: one word ("api_key":"V" too)
+        text = _keyed(text)
     if len(text) >= 2 and text[0] == text[-1] and text[0] in "\"'" and depth < _DEEPEST:
         return text[0] + mask_line(text[1:-1], hashes, depth + 1) + text[0]
     if "," in text and "=" in text:
@@ -481,21 +522,31 @@ def _base(word: str) -> str:
 
 
 def _word(
-    word: str, prev: str, following: str, program: str, hashes: bool, depth: int
+    word: str,
+    prev: str,
+    following: str,
+    program: str,
+    hashes: bool,
+    depth: int,
+    reader: re.Pattern[str] = _WORD,
 ) -> tuple[str, bool]:
-    """One shell word as shown, and whether the word after it is a secret's value."""
+    """One shell word as shown, and whether the word after it is a secret's value.
+
+    `reader` split the text into words: a word that it reads as one is no command line, even
+    with spaces in it (`password='don't V'` as prose pairs its quotes)."""
     if not _maybe(word):
         return word, False
-    if _SPACE.search(word) is not None and len(_WORD.findall(word)) > 1:
+    if _SPACE.search(word) is not None and len(reader.findall(word)) > 1:
         return mask_line(word, hashes, depth + 1), False  # an argv element: bash -c "K=V cmd"
     if word[0] in "\"'" and _CLOSED.match(word) is None:
         # a quote that never closes ("password=V, 'Bearer V): the word as read without it
-        shown, hide = _word(word[1:], prev, following, program, hashes, depth)
+        shown, hide = _word(word[1:], prev, following, program, hashes, depth, reader)
         return word[0] + shown, hide
     bare = word.lstrip("(;&|{`")
     if "=" in word and (m := _ASSIGN.match(word)) is not None:  # NAME=V, --flag=V, a.b.key=V
         name, value = m["name"], m["value"]
-        if secret_name(name) and value.strip("\"'").lower() not in _BOOLISH:
+        plain = _PUNCT_END.sub("", value).strip("\"'")  # f(use_auth=True, ...) too
+        if secret_name(name) and plain.lower() not in _BOOLISH:
             return f"{m['pre']}{name}={_hidden(value)}", False
         return f"{m['pre']}{name}={_value(value, hashes or _hashy(name), depth)}", False
     if bare.startswith("-"):
@@ -503,7 +554,7 @@ def _word(
             return word, True
         if bare == "-p" and program not in _P_NOT_PASSWORD:  # sshpass -p V
             return word, True
-        if bare.startswith("-p") and len(bare) > 2 and program in _P_ATTACHED:  # mysql -pV
+        if bare[2:].strip("\"'") and bare.startswith("-p") and program in _P_ATTACHED:  # -pV
             return f"{word[: len(word) - len(bare)]}-p{_hidden(bare[2:])}", False
     if bare.endswith(":") and (named := _NAME_COLON.match(bare)) is not None:
         if secret_name(named["name"]):  # "api_key": V, Authorization: V
@@ -522,7 +573,9 @@ def _gap(word: str) -> bool:
     return not word or word.isspace() or ("\\" in word and _GAP.fullmatch(word) is not None)
 
 
-def _mask_words(words: Sequence[str], hashes: bool = False, depth: int = 0) -> list[str]:
+def _mask_words(
+    words: Sequence[str], hashes: bool = False, depth: int = 0, reader: re.Pattern[str] = _WORD
+) -> list[str]:
     """The one state machine behind `mask_argv` and `mask_line`.
 
     Blank words (a line's spacing) are kept; `hashes`: 40 hex digits here are a commit."""
@@ -537,24 +590,31 @@ def _mask_words(words: Sequence[str], hashes: bool = False, depth: int = 0) -> l
             out.append(word)
             continue
         if hide:
+            closed = len(word) >= 2 and word[0] == word[-1] and word[0] in "\"'"
             plain = word.strip("\"'")
+            if not closed:  # `true,` and `null}` of JSON grant nothing either
+                plain = _PUNCT_END.sub("", plain).strip("\"'[")  # and [***] of a list
             low = plain.lower()
             if word in ("=", ":") or low in _AUTH_SCHEMES:
                 out.append(word)  # api_key = V, Authorization: Bearer V: V is the word after
+                # unless the word closes a quoted run (`Bearer"` as prose reads it)
+                hide = closed or word[-1] not in "\"'"
             elif (
                 word.startswith("--")
                 or low in _BOOLISH
                 or plain == MASK
                 or _reference(plain)
-                or (prev.lstrip("(;&|{`") == "-p" and _NOT_A_PASSWORD.fullmatch(plain))
+                or (prev.lstrip("(;&|{`\"'") == "-p" and _NOT_A_PASSWORD.fullmatch(plain))
             ):
-                shown, hide = _word(word, prev, following.get(i, ""), program, hashes, depth)
+                shown, hide = _word(
+                    word, prev, following.get(i, ""), program, hashes, depth, reader
+                )
                 out.append(shown)  # a flag without a value, or a value that grants nothing
             else:
                 out.append(_hidden(word))
                 hide = False
         else:
-            shown, hide = _word(word, prev, following.get(i, ""), program, hashes, depth)
+            shown, hide = _word(word, prev, following.get(i, ""), program, hashes, depth, reader)
             out.append(shown)
         if starts:
             bare = word.lstrip("(;&|{`")
@@ -584,28 +644,89 @@ def mask_argv(words: Sequence[str]) -> list[str]:
     after a secret-named `--flag` (or `-p`, or `Bearer`) the next word is hidden whole unless
     it is another `--flag` or a boolean; an element that is itself a command line
     (`bash -c "K=V cmd"`) is masked as a line; token-shaped values and URLs are masked where
-    they stand."""
-    return _mask_words(list(words))
+    they stand. An element with spaces in it is read again as a line (`mask_line`), so its
+    prose's apostrophes hide nothing either."""
+    return [mask_line(w) if _SPACE.search(w) is not None else w for w in _mask_words(list(words))]
 
 
 def mask_line(line: str, hashes: bool = False, depth: int = 0) -> str:
     """One line of text (a shell line, a stack line, an error) with every credential masked.
 
     It is split into shell words (quoted runs kept together), masked as an argv, and joined
-    with its own spacing."""
+    with its own spacing; that is read again as prose (`_prose`), so a token either reading
+    finds is masked."""
     if not line or line.isspace():
         return line
     if not _maybe(line):
         return line
     if depth > _DEEPEST:
         return _tokens_masked(line, hashes)
+    before, shown = line, _readings(line, hashes, depth)
+    for _ in range(_DEEPEST):  # a value hidden with a quote in it (`--token it's`) or the
+        # context of another (`--revision`): the line is read again until it holds, so that
+        # masking a masked line changes nothing
+        if shown == before:
+            break
+        before, shown = shown, _readings(shown, hashes, depth)
+    return shown
+
+
+def _readings(line: str, hashes: bool, depth: int) -> str:
+    """`line` masked by each reading in turn, the widest first.
+
+    Its keyed pairs, its quoted runs as prose pairs them (`'don't V'` one word, hidden
+    whole), as the shell reads it, and as prose reads it (`_prose`). Each one hides only what
+    it finds, so the next still sees the rest; a run hidden whole keeps its quotes, so the
+    next pairs the rest as written."""
+    if ":" in line:  # first: a list or a value with an apostrophe in it is hidden whole
+        line = _keyed(line)
+    if _INNER_QUOTE.search(line) is not None:  # else the paired runs are the shell's
+        line = _read(line, _PAIRED_WORD, hashes, depth)
+    return _prose(_read(line, _WORD, hashes, depth), hashes, depth)
+
+
+def _read(line: str, reader: re.Pattern[str], hashes: bool, depth: int) -> str:
+    """`line` split into words by `reader`, masked as an argv, joined with its own spacing."""
     words: list[str] = []
     at = 0
-    for m in _WORD.finditer(line):
+    for m in reader.finditer(line):
         words += [line[at : m.start()], m[0]]
         at = m.end()
     words.append(line[at:])
-    return "".join(_mask_words(words, hashes, depth))
+    return "".join(_mask_words(words, hashes, depth, reader))
+
+
+def _prose(text: str, hashes: bool, depth: int) -> str:
+    """`text` (masked as the shell reads it) masked as prose reads it, and its keyed pairs.
+
+    Every quote is a character, so words split on spaces alone: two apostrophes that the shell
+    reads as one quoted run (`don't share password=V, it's`) hide no word between them. What
+    the shell's reading masked reads as *** here and stays so; nothing else changes."""
+    if ":" in text:  # first: a quoted value with spaces in it is hidden whole
+        text = _keyed(text)
+    if "'" in text or '"' in text or "\\" in text:  # else the two readings split alike
+        # 40 hex digits were judged by the shell's reading, with their context (`--revision
+        # "..." HEX`, a commit inside a quoted run): this one keeps them
+        text = _read(text, _PROSE_WORD, True, depth)
+    return text
+
+
+def _keyed(text: str) -> str:
+    """`text`'s JSON or dict-repr pairs (`"api_key": "V"`): a secret-named key's value as ***."""
+
+    def one(m: re.Match[str]) -> str:
+        value = m["value"]
+        quoted = value[0] in "\"'["  # a string, or a list: [***]
+        if not secret_name(m["name"]):
+            return m[0]
+        items = value[1:-1].split(",") if value[0] == "[" else [value[1:-1] if quoted else value]
+        plains = [item.strip(" \t\"'") if value[0] == "[" else item for item in items]
+        if all(p.lower() in _BOOLISH or p == MASK or _reference(p) for p in plains):
+            return m[0]
+        shown = f"{value[0]}{MASK}{value[-1]}" if quoted else MASK
+        return m[0][: m.start("value") - m.start()] + shown
+
+    return _KEYED.sub(one, text)
 
 
 def mask_text(text: str, hashes: bool = False) -> str:

@@ -150,3 +150,22 @@ def test_a_comment_with_an_apostrophe_is_masked_after_it(tmp_path):
     assert res.returncode == 0, res.stderr
     assert "hunter2" not in res.stdout and "k3yvalue" not in res.stdout, res.stdout
     assert "# don't share password=***, ask \"ops for --api-key ***" in res.stdout.splitlines()
+
+
+def test_a_comment_whose_apostrophes_pair_up_is_masked_inside_them(tmp_path):
+    """Two apostrophes of prose (`don't ... it's`) are no quoted run that hides a password,
+    nor is a dict's repr in a comment: each value is masked, the comment kept as written."""
+    text = PRESET.replace(
+        "[source]\n",
+        "# don't share password=hunter2, it's prod\n"
+        "# it's {'hub_token': 'k3y v4lue'}, don't\n"
+        "[source]\n",
+    )
+    path = tmp_path / "own.toml"
+    path.write_text(text)
+    res = _show(path)
+    assert res.returncode == 0, res.stderr
+    assert "hunter2" not in res.stdout and "k3y" not in res.stdout, res.stdout
+    lines = res.stdout.splitlines()
+    assert "# don't share password=***, it's prod" in lines, res.stdout
+    assert "# it's {'hub_token': '***'}, don't" in lines, res.stdout

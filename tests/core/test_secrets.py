@@ -4,6 +4,8 @@ replaced by ***, the rest of the line as it was."""
 
 from __future__ import annotations
 
+import time
+
 import pytest
 
 from fontaine_tui.core.secrets import (
@@ -317,3 +319,130 @@ def test_a_word_with_commas_and_equals_but_no_pair_list_is_masked_as_any(text, s
     """`f(x=1, ...` holds `=` and `,` but no `k=v` pair where a list's would stand: it is read
     as any other word, and the line masked, not a failure."""
     assert mask_text(text) == shown
+
+
+# two apostrophes of prose pair up into a quoted run as the shell reads them ("don't ... it's"):
+# the text is also read as prose reads it, every quote a character, and a token either reading
+# finds is masked; JSON and a Python dict's repr carry a secret-named key's value after `": "`
+# or `': '`, spaced or not, its quotes in any reading
+BOTH_READINGS = [
+    ("# don't share password=hunter2, it's prod", "# don't share password=***, it's prod"),
+    ("it's --token k3yvalue, don't", "it's --token ***, don't"),
+    ("can't log in: Authorization: Bearer tok3nvalue, it's down", None),
+    (f"won't push {HF}, it's {SK}", "won't push ***, it's ***"),
+    ('api_key": k3yvalue', 'api_key": ***'),
+    ("token': k3yvalue", "token': ***"),
+    (f'{{"hub_token": "{HF}"}}', '{"hub_token": "***"}'),
+    ('{"hub_token": "hf_short"}', '{"hub_token": "***"}'),
+    ("{'password': 'x', 'lr': 0.1}", "{'password': '***', 'lr': 0.1}"),
+    ('{"api_key":"k3y","step":3}', '{"api_key":"***","step":3}'),
+    ("{'password':'x','lr':0.1}", "{'password':'***','lr':0.1}"),
+    ('{"db_password": 12345678}', '{"db_password": ***}'),
+    ("it's {'password': 'a b c'}, don't", "it's {'password': '***'}, don't"),
+    ('couldn\'t post {"api_key": "k3y v4l"}, it\'s down', None),
+    ('don\'t {"api_key":"k3y"} it\'s', 'don\'t {"api_key":"***"} it\'s'),
+    ('{"use_auth_token": true, "max_tokens": 5, "text_key": "text"}', None),
+]
+
+
+@pytest.mark.parametrize(("text", "shown"), BOTH_READINGS)
+def test_a_token_either_reading_finds_is_masked_and_the_rest_kept(text, shown):
+    if shown is None:  # the one secret in it: its value, quotes kept
+        shown = {
+            BOTH_READINGS[2][0]: "can't log in: Authorization: Bearer ***, it's down",
+            BOTH_READINGS[13][0]: 'couldn\'t post {"api_key": "***"}, it\'s down',
+            BOTH_READINGS[15][0]: BOTH_READINGS[15][0],  # none: a flag, counts, a data key
+        }[text]
+    assert mask_text(text) == shown
+    assert mask_text(shown) == shown  # masking twice changes nothing
+    assert mask_argv(["echo", text]) == ["echo", shown]  # one argv element, read alone
+
+
+def test_closed_quotes_of_a_command_line_still_group_its_words():
+    """The shell's reading stays: a quoted value is hidden whole, quotes and the rest kept."""
+    line = 'env HF_TOKEN=\'a b\' bash -c "WANDB_API_KEY=k3y python t.py" --token "c d" --lr 3'
+    shown = 'env HF_TOKEN=\'***\' bash -c "WANDB_API_KEY=*** python t.py" --token "***" --lr 3'
+    assert mask_text(line) == shown
+    assert mask_text(shown) == shown
+
+
+# the shapes a config takes when a trainer prints it, and a value with an apostrophe in it:
+# the shell pairs `'don'` and leaves `t V'` outside the quotes, prose pairs `'don't V'`
+AROUND_THEM = [
+    ('{"cfg": {"api_key": "n3sted"}, "lr": 3}', '{"cfg": {"api_key": "***"}, "lr": 3}'),
+    ('{"api_key":"a\\"b3sc"}', '{"api_key":"***"}'),
+    ('"api_key":"a\\"b3sc"', '"api_key":"***"'),
+    ('it\'s {"api_key": "a\\" b3sc"} don\'t', 'it\'s {"api_key": "***"} don\'t'),
+    ("{'api_key': 'xyz'}", "{'api_key': '***'}"),
+    ("password='don't s3c'", "password='***'"),
+    ("--token 'it's s3c' --lr 3", "--token '***' --lr 3"),
+    ("{'api_key': 'it's s3c'}", "{'api_key': '***'}"),
+    ("it's --token 'x y z' don't", "it's --token '***' don't"),
+    ("won't: password='a b c', it's", "won't: password='***', it's"),
+    ("Authorization: Bearer 'it's s3c'", "Authorization: Bearer '***'"),
+    ('{"auth": ["u", "p4ss"]}', '{"auth": [***]}'),
+    ("Namespace(api_key='s3c', lr=3)", "Namespace(api_key='***', lr=3)"),
+    (
+        "TrainingArguments(hub_token='s3c v', push=True)",
+        "TrainingArguments(hub_token='***', push=True)",
+    ),
+    ('dict(password="s3c")', 'dict(password="***")'),
+    ('{"use_auth_token": [""], "x": 1}', None),
+    ("Namespace(use_auth_token=True, text_key='it's')", None),
+    ("it's 'fine', don't worry: the key 'text' isn't set", None),
+]
+
+
+@pytest.mark.parametrize(("text", "shown"), AROUND_THEM)
+def test_a_printed_config_or_an_apostrophe_in_a_value_hides_no_token(text, shown):
+    shown = text if shown is None else shown  # None: nothing in it grants access
+    assert mask_text(text) == shown
+    assert mask_text(shown) == shown
+    assert mask_argv(["echo", text]) == ["echo", shown]
+    assert mask_argv([text]) == [shown]  # an argv's first element, read alone
+
+
+def test_every_value_is_masked_in_every_shape_around_it():
+    """Each value (one with a space, an apostrophe, an escaped quote) under each secret's
+    shape, bare or quoted, inside prose with apostrophes before and after: no character of
+    the value is shown, and masking the shown text again changes nothing."""
+    values = ["Zq9secZ", "Zq9 secZ", "it's Zq9secZ", 'Zq9\\"secZ']
+    shapes = [
+        "--token {q}{v}{q}",
+        "password={q}{v}{q}",
+        '{{"api_key": {q}{v}{q}}}',
+        "{{'api_key': {q}{v}{q}}}",
+        '{{"api_key":{q}{v}{q}}}',
+        "Namespace(hub_token={q}{v}{q}, lr=3)",
+        "Authorization: Bearer {q}{v}{q}",
+        "api_key = {q}{v}{q}",
+        "env HF_TOKEN={q}{v}{q} python t.py",
+    ]
+    before = ["", "won't push ", "it's ", "# don't share ", "can't: "]
+    after = ["", ", it's read-only", " don't", " --lr 3", "; cfg ok"]
+    leaks = []
+    for shape in shapes:
+        for v in values:
+            for q in ("", "'", '"'):
+                if (q == "" and (" " in v or "\\" in v)) or (q == "'" and "\\" in v):
+                    continue  # no such value written so
+                for a in before:
+                    for b in after:
+                        text = a + shape.format(q=q, v=v) + b
+                        shown = mask_text(text)
+                        argv = mask_argv(["echo", text])[1]
+                        if "Zq9" in shown + argv or "secZ" in shown + argv:
+                            leaks.append(f"{text!r} -> {shown!r} / {argv!r}")
+                        elif mask_text(shown) != shown:
+                            leaks.append(f"{text!r} -> {shown!r}, then {mask_text(shown)!r}")
+    assert not leaks, "\n".join(leaks[:20])
+
+
+def test_a_long_line_of_quotes_that_never_close_is_read_once_over():
+    """A quote that opens no run is passed by at the next quote, not at the line's end: a
+    line of thousands of them is masked in a moment, not in the square of its length."""
+    line = "it's --token k3y " + " 'a" * 5000 + ' "b\\' * 5000
+    start = time.monotonic()
+    shown = mask_text(line)
+    assert time.monotonic() - start < 3, "read once for each quote"
+    assert shown.startswith("it's --token *** ") and "k3y" not in shown

@@ -202,6 +202,48 @@ def test_a_trainer_alert_quoting_a_call_is_said_and_the_replay_goes_on(tmp_path,
     ), out
 
 
+def test_a_trainer_alert_with_paired_apostrophes_or_a_dict_is_said_masked(tmp_path, capsys):
+    """Two apostrophes (`won't ... it's`) pair into no quoted run that hides a token, and a
+    config printed as JSON has its secret-named key's value masked, spaced or not."""
+    root = tmp_path / "run"
+    root.mkdir()
+    leak = alert(
+        90,
+        "push failed",
+        'won\'t push --hub_token k3ysecretvalue, it\'s read-only; cfg {"api_key":"s3cr3tk3y"}',
+    )
+    write_log(root / "train_log.jsonl", with_alerts(300, {90: [leak]}))
+    capsys.readouterr()
+    main(["replay", str(root / "train_log.jsonl"), "--preset", PRESET, "--plain"])
+    out = capsys.readouterr().out
+    assert "k3ysecretvalue" not in out and "s3cr3tk3y" not in out, out
+    assert (
+        "WARN   the trainer's alert at step 90: push failed: won't push --hub_token ***, "
+        'it\'s read-only; cfg {"api_key":"***"}' in out.splitlines()
+    ), out
+
+
+def test_a_trainer_alert_printing_its_arguments_is_said_masked(tmp_path, capsys):
+    """A trainer's arguments as Python prints them (`Namespace(hub_token='V', ...)`), and a
+    quoted value with an apostrophe in it, are said with each secret's value masked whole."""
+    root = tmp_path / "run"
+    root.mkdir()
+    leak = alert(
+        90,
+        "push failed",
+        "Namespace(hub_token='hub0secret', lr=3); retried with --token 'it's k3y s3cret' once",
+    )
+    write_log(root / "train_log.jsonl", with_alerts(300, {90: [leak]}))
+    capsys.readouterr()
+    main(["replay", str(root / "train_log.jsonl"), "--preset", PRESET, "--plain"])
+    out = capsys.readouterr().out
+    assert "hub0secret" not in out and "k3y" not in out and "s3cret" not in out, out
+    assert (
+        "WARN   the trainer's alert at step 90: push failed: Namespace(hub_token='***', lr=3); "
+        "retried with --token '***' once" in out.splitlines()
+    ), out
+
+
 async def _watch(root: Path, url: str | None = None) -> tuple[Session, Babysitter]:
     s = Session(LocalRun(root), load_preset(PRESET), "attach", None, root)
     await s.read_ledger()
