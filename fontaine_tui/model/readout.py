@@ -200,6 +200,7 @@ class RunEvent:
     step: int | None
     kind: str  # "checkpoint" | "start" | "resume" | "end" | "error" | "segment" | other event
     text: str
+    path: str = ""  # a file path shown after the text (a checkpoint's), literal
 
 
 def run_events(store: RunStore, limit: int = 6) -> list[RunEvent]:
@@ -208,7 +209,7 @@ def run_events(store: RunStore, limit: int = 6) -> list[RunEvent]:
     Each kind's list is in line order, so the last `limit` of all are among the last `limit`
     of each: a run with a million events costs what one with `limit` does."""
     out = [
-        RunEvent(c.line, c.step, "checkpoint", f"checkpoint {literal(c.path)}")
+        RunEvent(c.line, c.step, "checkpoint", "checkpoint", literal(c.path))
         for c in store.checkpoints[-limit:]
     ]
     for e in store.events[-limit:]:

@@ -1,7 +1,9 @@
 """The run's story on the monitor, from its starts and checkpoints to its ends and errors.
 
 It lists checkpoints written, starts, resumes (with the probes they superseded), ends,
-errors and the log segments read (`readout.run_events`).
+errors and the log segments read (`readout.run_events`). A checkpoint's path that does not
+fit beside its step is shortened from the left at a separator ("…/step-001000"), never
+split inside a name.
 """
 
 from __future__ import annotations
@@ -20,26 +22,55 @@ KIND_STYLE = {
 }
 
 
+AT_W = 11  # the step column: "step 1000 " right-aligned in 10, and a space
+ELLIPSIS = "…/"
+
+
+def shortened(path: str, room: int) -> str:
+    """`path` in at most `room` columns, its leading folders left out ("…/step-001000").
+
+    The last name is always kept whole, even where it alone is wider than `room` (the line
+    then wraps before it, never inside it)."""
+    if len(path) <= room or "/" not in path.strip("/"):
+        return path
+    names = path.rstrip("/").split("/")
+    kept = names[-1]
+    for name in reversed(names[:-1]):
+        if len(ELLIPSIS) + len(name) + 1 + len(kept) > room:
+            break
+        kept = f"{name}/{kept}"
+    return ELLIPSIS + kept
+
+
 class EventsPanel(QuietStatic):
     DEFAULT_CSS = """
     EventsPanel { height: auto; min-height: 3; border: round $panel; padding: 0 1;
                   border-title-color: $text-muted; }
     """
 
+    _events: tuple[list[RunEvent], int | None] = ([], None)
+
     def on_mount(self) -> None:
         self.border_title = "events"
 
-    def show(self, events: list[RunEvent], total: int | None = None) -> None:
+    def on_resize(self) -> None:
+        """The paths are shortened to the width: drawn again at a new one."""
+        if self.show(*self._events):
+            self.refresh(layout=True)  # a path that wrapped may fit now: the height changes
+
+    def show(self, events: list[RunEvent], total: int | None = None) -> bool:
+        """Show the events; False when that was already shown."""
+        self._events = (events, total)
+        width = self.content_size.width or 10_000  # not laid out yet: as they are
         parts: list[tuple[str, str] | str] = []
         if not events:
             parts.append(("no checkpoint or resume yet", "$text-muted"))
         for i, e in enumerate(events):
             at = f"step {e.step}" if e.step is not None else f"line {e.line}"
-            parts += [
-                "\n" if i else "",
-                (f"{at:>10} ", "$text-muted"),
-                (e.text, KIND_STYLE.get(e.kind, "")),
-            ]
+            style = KIND_STYLE.get(e.kind, "")
+            parts += ["\n" if i else "", (f"{at:>10} ", "$text-muted"), (e.text, style)]
+            if e.path:  # beside the step where it fits, else its whole last name
+                parts.append((" " + shortened(e.path, width - AT_W - len(e.text) - 1), style))
         if total is not None and total > len(events):
             parts.append((f"\n(last {len(events)} of {total})", "$text-muted"))
-        self.show_content(assemble(*parts))
+        return self.show_content(assemble(*parts))

@@ -4,10 +4,14 @@ run's events (checkpoints, resumes with the probes they superseded) in their own
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
+import pytest
+from textual.geometry import Region
+
 from tests.console.conftest import SIZE, console, loaded, make_run, text, until
-from tests.logs import RIGONLY_LIKE, T0, probe, records_upto, train, write_log
+from tests.logs import RIGONLY_LIKE, T0, probe, records, records_upto, train, write_log
 
 
 async def test_engine_pane_hidden_until_the_engine_prints(tmp_path: Path) -> None:
@@ -65,9 +69,32 @@ async def test_events_panel_shows_checkpoints_and_a_resume_with_superseded_probe
     async with app.run_test(size=SIZE) as pilot:
         await loaded(pilot, 900)
         shown = text(app.screen.query_one("#events"))
-        assert "checkpoint checkpoints/step-000500" in shown
+        assert "checkpoint …/step-000500" in shown  # its folder left out: no room beside it
         assert "resume: from checkpoints/step-000500" in shown
         assert "superseded probe 750; the later ones count" in shown
+
+
+@pytest.mark.parametrize(
+    ("size", "folder"),
+    [((120, 40), "outputs/train/grasp_sft_v2_demosonly_1gpu_disc/"), ((80, 24), "")],
+)
+async def test_a_checkpoint_path_is_never_split_inside_a_name(
+    tmp_path: Path, size: tuple[int, int], folder: str
+) -> None:
+    """A path too long for the events panel loses its leading folders ("…/step-000500"),
+    beside its step or on a line of its own: the wrap never falls inside a name."""
+    recs = records()
+    for rec in recs:
+        if rec["kind"] == "checkpoint":
+            rec["path"] = folder + rec["path"]
+    app = console(write_log(tmp_path / "run" / "train_log.jsonl", recs))
+    async with app.run_test(size=size) as pilot:
+        await loaded(pilot, 1000)
+        await pilot.pause()
+        panel = app.screen.query_one("#events")
+        rows = [strip.text for strip in panel.render_lines(Region(0, 0, *panel.outer_size))]
+    drawn = "\n".join(rows)
+    assert re.findall(r"[\w/.…-]*step-\d+", drawn) == ["…/step-000500", "…/step-001000"], drawn
 
 
 async def test_warnings_say_numbers_in_words(tmp_path: Path) -> None:
