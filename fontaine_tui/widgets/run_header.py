@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 from textual.app import ComposeResult
 from textual.containers import Horizontal, Vertical
 from textual.widgets import ProgressBar
+from textual.widgets._progress_bar import Bar
 
 from fontaine_tui.core.verdict.text import read_words, waiting
 from fontaine_tui.model.readout import duration, gpu_hours_text, pace_text
@@ -32,6 +33,7 @@ TONE_STYLE = {
 }
 
 Part = tuple[str, str] | str
+Form = tuple[int, list[Part]]  # (priority: 0 always shown, 1 next, ...; the parts)
 
 
 class RunHeader(Vertical):
@@ -58,71 +60,95 @@ class RunHeader(Vertical):
     def show(self, view: RunView) -> None:
         self._view = view
         p = view.progress
+        width = max(20, self.app.size.width - 2)  # the header spans the screen
         style = TONE_STYLE.get(view.status_tone, "bold")
         v = view.latest
-        read: list[list[Part]]  # the read's forms, the whole first: the first that fits
+        read: list[list[Part]]  # the read's forms, the whole first
         if view.blinded:
-            read = [["  read ", (f"BLINDED until step {v.endpoint_step}", "bold")]]
+            read = [["  read ", (f"BLINDED until step {v.endpoint_step}", "bold")]] * 3
         else:
             shown = "$text-muted" if waiting(v) else LABEL_STYLE.get(v.verdict, "bold")
             read = [["  read ", (read_words(v, size), shown)] for size in (0, 1, 2)]
-        fields: list[tuple[int, list[list[Part]]]] = [  # (priority: 0 kept first, forms)
-            (0, [[(view.name or "?", "bold")]]),
-            (0, [["  ", (view.status.upper(), style)]]),
-            (1, read),
-            (2, [list(_locked(view))]),
-            (
-                3,
-                [
-                    ["  preset ", (view.preset.name, "bold"), f" ({view.preset.sha256[:12]})"],
-                    ["  preset ", (view.preset.name, "bold")],
-                ],
-            ),
-            (4, [[f"  {view.label}"]]),
+        name = view.name or "?"
+        lock = list(_locked(view))
+        # each field's forms, the whole first, each with its priority (0: always shown): the
+        # shortest name and the status, then the read in a short form, then the whole name...
+        names: list[Form] = [
+            (3, [(name, "bold")]),
+            (3, [(shorter(name, 24), "bold")]),
+            (0, [(shorter(name, 14), "bold")]),
         ]
-        self.query_one("#title", QuietStatic).show_content(
-            assemble(*fit(fields, max(20, (self.size.width or self.app.size.width) - 2)))
-        )
+        title: list[list[Form]] = [
+            names,
+            [(0, ["  ", (view.status.upper(), style)])],
+            [(4, read[0]), (4, read[1]), (1, read[-1])],
+            [(5, lock)] if lock else [],
+            [
+                (7, ["  preset ", (view.preset.name, "bold"), f" ({view.preset.sha256[:12]})"]),
+                (6, ["  preset ", (view.preset.name, "bold")]),
+            ],
+            [(8, [f"  {view.label}"])],
+        ]
+        self.query_one("#title", QuietStatic).show_content(assemble(*fit(title, width)))
         bar = self.query_one("#bar", ProgressBar)
+        bar_w = BAR_WIDE if width >= 118 else BAR_NARROW  # room for the pace at 80 columns
+        if bar.styles.width is None or bar.styles.width.value != bar_w:
+            bar.styles.width = bar_w
+            bar.query_one(Bar).styles.width = bar_w - 8  # and its percentage beside it
         total, done = max(p.total, 1), min(p.step, max(p.total, 1))
         if (bar.total, bar.progress) != (total, done):
             bar.update(total=total, progress=done)
         eta = duration(p.eta_s) if p.step < p.total else "done"
+        pace: list[list[Form]] = [
+            [(0, [("step ", "dim"), (f"{p.step}", "bold"), f" / {p.total}"])],
+            [(3, ["  ", pace_text(p)]), (2, ["  ", pace_text(p).split(" (")[0]])],
+            [(0, ["  ETA ", (eta, "bold")])],
+            [(1, ["  ", gpu_hours_text(p)])],
+        ]
         self.query_one("#pace", QuietStatic).show_content(
-            assemble(
-                ("step ", "dim"),
-                (f"{p.step}", "bold"),
-                f" / {p.total}  ",
-                pace_text(p),
-                "  ETA ",
-                (eta, "bold"),
-                "  ",
-                gpu_hours_text(p),
-            )
+            assemble(*fit(pace, max(20, width - bar_w - 1)))
         )
 
 
-def fit(fields: list[tuple[int, list[list[Part]]]], width: int) -> list[Part]:
-    """The fields that fit in `width`, in their order, the most important placed first.
+BAR_WIDE, BAR_NARROW = 40, 20
 
-    Each field has one or more forms, the whole first: it takes the first form that fits in
-    what is left, or is left out whole (a priority-0 field is always shown, in its last form).
+
+def shorter(name: str, most: int) -> str:
+    """`name` in at most `most` characters: its start and its end, an ellipsis between.
+
+    Two runs often differ only at the end of their names."""
+    if len(name) <= most:
+        return name
+    tail = (most - 1) // 2
+    return f"{name[: most - 1 - tail]}…{name[-tail:]}"
+
+
+def fit(fields: list[list[Form]], width: int) -> list[Part]:
+    """The fields in their order, each in the form that fits `width` by priority.
+
+    A field's forms come the whole first, each with a priority (0 first). Going through all
+    forms by priority, a form is taken where it is longer than the field's form so far and
+    the line still fits in `width`; priority 0 is always taken. So the read's short form
+    comes before the run's whole name, and that before the preset: a field is whole or left
+    out, never cut mid-word.
     """
 
     def size(parts: list[Part]) -> int:
         return sum(len(p if isinstance(p, str) else p[0]) for p in parts)
 
-    chosen: dict[int, list[Part]] = {}
+    chosen: dict[int, int] = {}  # field -> its form's index
     used = 0
-    for i in sorted(range(len(fields)), key=lambda i: fields[i][0]):
-        priority, forms = fields[i]
-        form = next((f for f in forms if used + size(f) <= width), None)
-        if form is None and priority == 0:
-            form = forms[-1]
-        if form is not None:
-            chosen[i] = form
-            used += size(form)
-    return [p for i in range(len(fields)) if i in chosen for p in chosen[i]]
+    wants = sorted(
+        (priority, k, i) for i, forms in enumerate(fields) for k, (priority, _) in enumerate(forms)
+    )
+    for priority, k, i in wants:
+        if i in chosen and chosen[i] <= k:
+            continue  # it has this form or a longer one
+        now = size(fields[i][chosen[i]][1]) if i in chosen else 0
+        grown = used - now + size(fields[i][k][1])
+        if priority == 0 or grown <= width:
+            chosen[i], used = k, grown
+    return [p for i in range(len(fields)) if i in chosen for p in fields[i][chosen[i]][1]]
 
 
 def _locked(view: RunView) -> tuple[str | tuple[str, str], ...]:
