@@ -4,7 +4,9 @@ from __future__ import annotations
 
 from typing import Protocol, cast
 
+from textual import events
 from textual.screen import Screen
+from textual.widgets import Static
 
 from fontaine_tui.core.host.telemetry import TelemetrySnapshot
 from fontaine_tui.model.overlay import Overlay
@@ -39,10 +41,51 @@ class Console(Protocol):
     def attach_target(self, target: str) -> None: ...
 
 
+MIN_SIZE = (80, 24)  # columns, rows: every mode is drawn whole from this size up
+
+
 class ConsoleScreen(Screen[object]):
+    """A mode's screen, with what every mode shares.
+
+    Below MIN_SIZE it shows one line, the size to make the terminal, in place of a layout that
+    would cut its state; its keys still work (q quits)."""
+
+    DEFAULT_CSS = """
+    ConsoleScreen.-too-small > * { display: none; }
+    ConsoleScreen.-too-small > #too-small {
+        display: block;
+        width: 100%;
+        height: 100%;
+        content-align: center middle;
+        text-style: bold;
+    }
+    """
+
     @property
     def console(self) -> Console:
         return cast(Console, self.app)
+
+    def on_resize(self, event: events.Resize) -> None:
+        self._size_check()
+
+    def on_screen_resume(self) -> None:
+        self._size_check()
+
+    def _size_check(self) -> None:
+        width, height = self.app.size
+        small = width < MIN_SIZE[0] or height < MIN_SIZE[1]
+        if small:
+            words = (
+                f"make the terminal at least {MIN_SIZE[0]}x{MIN_SIZE[1]} "
+                f"(it is {width}x{height}); q quits"
+            )
+            if found := self.query("#too-small"):
+                found.first(Static).update(words)
+            else:
+                self.mount(Static(words, id="too-small"))
+        else:
+            self.query("#too-small").remove()
+        self.set_class(small, "-too-small")
 
 
 class ViewScreen(ConsoleScreen):

@@ -23,6 +23,11 @@ def all_bindings(app: App[int]) -> list[tuple[str, str, Binding]]:
     return [(where, b.key_display or b.key, b) for where, b in out]
 
 
+DIALOG_W = 110  # the help dialog's width where the terminal has it (app.tcss: .dialog.help)
+MIN_WHAT = 24  # below it the table scrolls sideways rather than wrap a word a line
+FIXED = ((0, "where"), (1, "key"), (2, "action"), (4, "id"))
+
+
 class HelpScreen(ModalScreen[None]):
     BINDINGS = [Binding("escape,question_mark,q", "dismiss_help", "Close", id="help.close")]
 
@@ -33,9 +38,30 @@ class HelpScreen(ModalScreen[None]):
 
     def on_mount(self) -> None:
         table = self.query_one(DataTable)
-        table.add_columns("where", "key", "action", "what it does", "id")
-        for where, keys, b in all_bindings(self.app):
-            table.add_row(where, keys, b.description, b.tooltip, b.id or "")
+        rows = [
+            (where, keys, b.description, b.tooltip or "", b.id or "")
+            for where, keys, b in all_bindings(self.app)
+        ]
+        # "what it does" wraps in what the other columns leave of the dialog's width (at most
+        # DIALOG_W, the terminal's below it): no line is cut at its edge. Where that leaves it
+        # too narrow (80 columns), the binding ids (for a keymap file) are left out.
+        inner = min(DIALOG_W, self.app.size.width) - 6  # its border and padding
+        columns = list(FIXED)
+        while True:
+            fixed = [max(len(head), *(len(r[i]) for r in rows)) for i, head in columns]
+            what = inner - sum(fixed) - 2 * (len(fixed) + 1) - 2  # cell padding, scrollbar
+            if what >= MIN_WHAT or len(columns) < len(FIXED):
+                break
+            columns.pop()  # the id
+        for (i, head), width in zip(columns, fixed, strict=True):
+            if i == 4:  # "what it does" comes before the id
+                table.add_column("what it does", width=max(MIN_WHAT, what))
+            table.add_column(head, width=width)
+        if len(columns) < len(FIXED):
+            table.add_column("what it does", width=max(MIN_WHAT, what))
+        for r in rows:
+            cells = r if len(columns) == len(FIXED) else r[:4]
+            table.add_row(*cells, height=None)
 
     def action_dismiss_help(self) -> None:
         self.dismiss(None)

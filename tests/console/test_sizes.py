@@ -1,0 +1,81 @@
+"""Every mode at 80x24, 120x40 and 200x60 shows its state whole; below 80x24, one line says
+the size to make the terminal.
+
+What is checked is what the terminal shows (the compositor's lines), not a widget's text: a
+field the layout cuts at the screen's edge or hides under another fails here.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from fontaine_tui.screens.base import MIN_SIZE
+from tests.console.conftest import console, loaded, make_run, sample_registry
+from tests.logs import SCALED_LIKE
+
+SIZES = [(80, 24), (120, 40), (200, 60)]
+HEADER = ("REPLAY (ENDED)", "read AMBIGUOUS-BY-INSTRUMENT (final", "step 1000 / 1000", "ETA done")
+# each mode's key and the state it must show whole at every size
+MODES = {
+    "monitor": (("m",), HEADER),
+    "probes": (("p",), ("units: raw", "step", "eval MAE")),
+    "verdict": (("v",), ("AMBIGUOUS-BY-INSTRUMENT  [FINAL]  read at step 1000 of 1000",)),
+    "runs": (("r",), ("2 run(s) in the registry", "grasp_sft_v2_demosonly_1gpu_disc", "smoke")),
+    "metrics": (("b",), (*HEADER, "15 of 15 fields")),
+    "processes": (("t",), ("a finished run has no processes",)),
+    "help": (("question_mark",), ("Key bindings", "what it does", "Progress, losses,")),
+}
+
+
+def shown(app) -> list[str]:
+    """The screen's lines as the terminal shows them."""
+    return [strip.text for strip in app.screen._compositor.render_strips()]
+
+
+@pytest.mark.parametrize("size", SIZES, ids=lambda s: f"{s[0]}x{s[1]}")
+async def test_every_mode_shows_its_state_whole(size, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    make_run(tmp_path / "run", upto=1000, probes=SCALED_LIKE)
+    registry = sample_registry(tmp_path / "registry.toml")
+    app = console(Path("run") / "train_log.jsonl", registry=registry)
+    async with app.run_test(size=size) as pilot:
+        await loaded(pilot, 1000)
+        for mode, (keys, musts) in MODES.items():
+            for key in keys:
+                await pilot.press(key)
+            await pilot.pause(0.3)
+            lines = shown(app)
+            assert len(lines) == size[1] and all(len(line) <= size[0] for line in lines)
+            text = "\n".join(lines)
+            for must in musts:
+                assert any(must in line for line in lines), (mode, must, text)
+            assert "make the terminal" not in text
+            if mode == "help":
+                await pilot.press("escape")
+
+
+@pytest.mark.parametrize("size", [(79, 24), (80, 23), (60, 15)], ids=str)
+async def test_below_the_minimum_one_line_says_the_size_and_q_quits(size, tmp_path):
+    app = console(make_run(tmp_path / "run", upto=1000, probes=SCALED_LIKE))
+    async with app.run_test(size=size) as pilot:
+        await loaded(pilot, 1000)
+        for key in ((), ("v",)):  # the monitor, and a mode switched to while too small
+            for k in key:
+                await pilot.press(k)
+            await pilot.pause(0.2)
+            said = [line.strip() for line in shown(app) if line.strip()]
+            w, h = MIN_SIZE
+            assert said == [
+                f"make the terminal at least {w}x{h} (it is {size[0]}x{size[1]}); q quits"
+            ]
+        await pilot.resize_terminal(*SIZES[1])  # made larger: the mode is drawn again
+        await pilot.pause(0.3)
+        assert not any("make the terminal" in line for line in shown(app))
+        assert any("AMBIGUOUS-BY-INSTRUMENT  [FINAL]" in line for line in shown(app))
+        await pilot.resize_terminal(*size)
+        await pilot.pause(0.2)
+        await pilot.press("q")
+        await pilot.pause(0.5)
+    assert app.return_code is not None
