@@ -8,11 +8,13 @@ from __future__ import annotations
 import os
 import shlex
 import shutil
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 
 from fontaine_tui.core.host.telemetry import TelemetrySnapshot
 from fontaine_tui.core.launch.endpoint import nothing_to_resume
+from fontaine_tui.core.launch.enginedeps import engine_deps
 from fontaine_tui.core.launch.logtail import CHECKPOINT_DIR, newest_checkpoint
 from fontaine_tui.core.preset.record import Preset
 from fontaine_tui.core.preset.sections import layout
@@ -36,7 +38,8 @@ NO_GPU = (
 
 @dataclass(frozen=True, slots=True)
 class Finding:
-    check: str  # "gpu" | "ram" | "folder" | "bounds" | "init" | "command" | "code" | "delta"
+    # "gpu" | "ram" | "folder" | "bounds" | "init" | "engine" | "command" | "code" | "delta"
+    check: str
     level: str  # one of LEVELS
     message: str
     # a "delta" finding's (key, ours, theirs): refused, or declared at launch (--declare-delta)
@@ -303,6 +306,17 @@ def init_found(path: Path) -> bool:
     return False
 
 
+def check_engine(python: str = sys.executable, on_node: bool = False) -> list[Finding]:
+    """Check that the engine's interpreter finds the engine and the modules it imports.
+
+    `python` is the one engine_argv.build_argv starts the engine with (this one), asked with
+    the engine maker's environment and folder (this process's), so a console installed
+    without the engine's extra is refused before anything is written (core/launch/enginedeps).
+    `on_node`: the interpreter runs on a Slurm node, where a missing module is a warning."""
+    level, message = engine_deps(python, on_node=on_node)
+    return [Finding("engine", level, message)]
+
+
 def check_init(preset: Preset, cwd: Path | None = None) -> list[Finding]:
     """Check that recipe.init names a starting point that is there.
 
@@ -463,7 +477,7 @@ def check_all(
     """Run every guard.
 
     A [command] preset's trainer is the user's: the folder and the command are checked, not the
-    engine's GPU and RAM needs."""
+    engine's modules, GPU and RAM needs."""
     if preset.command is not None:
         return [
             *check_folder(preset, folder, resume, running_pid),
@@ -472,6 +486,7 @@ def check_all(
         ]
     return [
         *check_folder(preset, folder, resume, running_pid),
+        *check_engine(),
         *check_delta(preset, declared, resume),
         *check_init(preset),
         *check_gpus(preset, telemetry),

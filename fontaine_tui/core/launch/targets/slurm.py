@@ -65,6 +65,8 @@ class SlurmTarget:
             ]
         return [
             *guards.check_folder(req.preset, folder, req.resume),
+            # the job script runs this interpreter on the node: missing here, it is a warning
+            *guards.check_engine(on_node=True),
             *guards.check_delta(req.preset, req.declared, req.resume),
             *guards.check_init(req.preset),
         ]

@@ -1,0 +1,80 @@
+"""Whether the engine's interpreter finds what the engine imports, asked before a launch.
+
+`pip install -e .` installs the console alone; the engine's modules (pyproject's `engine`
+extra: torch, transformers, ...) come with `pip install -e '.[engine]'`. Without them an
+engine launch would freeze prereg.json, make the run folder and start an engine that dies on
+`No module named 'torch'` there. guards.check_engine asks first, in the interpreter, the
+environment and the folder the engine gets, and a launch here is refused in one line naming
+what is missing and the command that installs it.
+
+Each module is looked up (importlib.util.find_spec), never imported: importing torch and
+transformers takes seconds, the lookup a fraction of one."""
+
+from __future__ import annotations
+
+import subprocess
+from collections.abc import Mapping
+from pathlib import Path
+
+from fontaine_tui.core.childenv import child_env
+from fontaine_tui.core.launch.enginename import ENGINE_MODULE
+from fontaine_tui.core.text import literal
+
+# the modules of pyproject's `engine` extra, each under the name it imports as
+ENGINE_IMPORTS = ("torch", "transformers", "safetensors", "numpy", "pyarrow", "av")
+LOOKUP_S = 30.0  # the lookup's bound: a python that hangs only leaves the check unanswered
+# run by the engine's interpreter: the names it cannot find, on its last line
+_FIND = (
+    "import importlib.util as u, sys\n"
+    "print('missing:', *(m for m in sys.argv[1:] if u.find_spec(m) is None))"
+)
+
+
+def install_command() -> str:
+    """The command that installs the engine's dependencies beside this copy of the console."""
+    root = Path(__file__).resolve().parents[3]
+    if (root / "pyproject.toml").is_file() and (root / "engine" / "cli.py").is_file():
+        return f"pip install -e '.[engine]' in {literal(str(root))}"  # a checkout
+    return "pip install 'fontaine-tui[engine]'"
+
+
+def engine_deps(
+    python: str, env: Mapping[str, str] | None = None, on_node: bool = False
+) -> tuple[str, str]:
+    """(level, message): whether `python` finds the engine and every module it imports.
+
+    `env` is the engine's environment before child_env (None: this process's, as the engine
+    maker gives it); the lookup runs in this process's folder, where the engine starts. A
+    module missing is "refuse". `on_node`: the engine runs this interpreter on another machine
+    (a Slurm node), which may have what this one lacks: "warn" instead. A python that cannot
+    be asked is "warn", the launch going on as before the check."""
+    what = f"the engine's python {literal(python)}"
+    try:
+        res = subprocess.run(
+            [python, "-c", _FIND, ENGINE_MODULE, *ENGINE_IMPORTS],
+            capture_output=True,
+            text=True,
+            timeout=LOOKUP_S,
+            stdin=subprocess.DEVNULL,
+            env=child_env(env),
+        )
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        why = exc.strerror if isinstance(exc, OSError) and exc.strerror else exc
+        return "warn", f"cannot check {what}: {literal(str(why))}"
+    said = (res.stdout.strip().splitlines() or [""])[-1].split()
+    if res.returncode != 0 or said[:1] != ["missing:"]:
+        last = (res.stderr.strip().splitlines() or [f"exit {res.returncode}"])[-1]
+        return "warn", f"cannot check {what}: {literal(last)}"
+    missing = ", ".join(said[1:])
+    if not missing:
+        return "ok", f"{what} finds {ENGINE_MODULE}, {', '.join(ENGINE_IMPORTS)}"
+    lacks = (
+        f"{what} finds no {missing}{' here' if on_node else ''} (the engine's dependencies, "
+        "not installed with the console alone)"
+    )
+    if on_node:
+        return "warn", (
+            f"{lacks}; the Slurm job runs it on its node, which must have them (to install "
+            f"them: {install_command()})"
+        )
+    return "refuse", f"{lacks}; install them: {install_command()}"
