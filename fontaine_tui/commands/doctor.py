@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import shlex
+from collections.abc import Sequence
 
 from fontaine_tui.commands._args import examples
 from fontaine_tui.core.launch import guards
@@ -32,9 +33,13 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(func=run)
 
 
-def telemetry_lines(t) -> list[str]:
+def telemetry_lines(t, said: Sequence[str] = ()) -> list[str]:
+    """The telemetry as lines, for doctor's header.
+
+    Without GPUs, why (NVML's answer) is said once: not here when a check's message in `said`
+    already quotes it."""
     out = []
-    if t.gpus is None:
+    if t.gpus is None and not any(t.gpu_status in line for line in said):
         out.append(f"gpu: {t.gpu_status}")
     for g in t.gpus or ():
         mem = (
@@ -67,7 +72,7 @@ def run(args: argparse.Namespace) -> int:
     )
     print(f"preset {preset.name} ({literal(str(preset.path))}) sha256 {preset.sha256[:12]}")
     print(f"run folder {literal(str(folder.root))}")
-    for line in telemetry_lines(telemetry):
+    for line in telemetry_lines(telemetry, [f.message for f in findings]):
         print(line)
     seeds = [guards.Finding("seeds", lv, msg) for lv, msg in preregistration_checks(preset)]
     for f in [*findings, *seeds]:

@@ -98,6 +98,7 @@ class LaunchedRun:
     restarted: str = ""  # the console's last finish: the restart [recovery] made, in words
     # how a restart [recovery] makes is started where the run is watched (model/restarts.py)
     restarter: Restarter | None = None
+    checks_said: tuple[str, ...] = ()  # the launch checks' lines said at launch (warn, info)
     closing: threading.Event = field(default_factory=threading.Event)  # as LaunchEnd's
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
@@ -134,6 +135,7 @@ class LaunchedRun:
         folder = target.folder(req)
         argv: list[str] = []
         prereg: Prereg | None = None
+        said: list[str] = []
         if folder is not None:
             findings = target.check(req, folder)
             if (why := guards.refusal(findings)) is not None:
@@ -143,6 +145,7 @@ class LaunchedRun:
             for f in findings:
                 if f.level in ("warn", "info"):
                     _warn(f"{f.level}: {f.message}")
+                    said.append(f.message)
             # a resume trains to the endpoint in force, read from the ledger the verdict reads
             endpoint = resume_endpoint(folder) if resume else None
             argv = maker.argv(preset, folder.root, resume, endpoint)
@@ -182,6 +185,7 @@ class LaunchedRun:
             prereg,
             target=target,
             started=started,
+            checks_said=tuple(said),
         )
         if folder is not None:
             run.attempt = run.record_attempt("resume" if resume else "launch", restart)
@@ -484,6 +488,7 @@ class LaunchedRun:
             self.attempt,
             self.blind,
             self.restarter,
+            said=self.checks_said,
         )
 
     def record_exit(self) -> ExitInfo | None:

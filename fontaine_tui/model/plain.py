@@ -429,12 +429,14 @@ def babysit(
     attempt: int | None = None,
     blind: bool = False,
     restarter: Restarter | None = None,
+    said: tuple[str, ...] = (),
 ) -> int:
     """Watch the launched engine until it exits.
 
     Ctrl-C, SIGTERM and SIGHUP (a closed terminal, a job scheduler's kill) are one thing.
     With `stop_on_exit` the engine is stopped and its exit recorded. Without it, the console
-    detaches and says how to come back.
+    detaches and says how to come back. `said`: the launch checks' lines already said (what
+    they say of the GPUs is not said again in full: model/plainwarn.py).
     """
     watch = PlainWatch(preset, folder, engine, prereg, poll_s=poll_s, blind=blind)
     watch.attempt, watch.restarter = attempt, restarter
@@ -443,6 +445,7 @@ def babysit(
     )  # earlier attempts' polls: not this one's
     watch.babysitter = sitter
     watch.report.watched_by(sitter)
+    watch.report.warnings.said.extend(said)
     sitter.launched(preset.name, str(folder.root), label(engine), prereg.preset_sha256)
     old = {sig: signal.signal(sig, _interrupt) for sig in (signal.SIGTERM, signal.SIGHUP)}
     try:

@@ -9,7 +9,7 @@ words when it first shows, again when its severity changes, and once when it cle
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 
 from fontaine_tui.core.host.telemetry import TelemetrySnapshot
 from fontaine_tui.core.launch.alerts import RunWarning, since_text, warning_text
@@ -20,6 +20,7 @@ from fontaine_tui.model.sampler import Sampler, take_sample
 from fontaine_tui.model.session import Session
 
 TELEMETRY_S = 5.0  # as the console: GPU, RAM and the engine's RSS move slowly
+NO_GPU = "no GPU telemetry"  # TelemetrySnapshot.gpu_status's words before NVML's reason
 
 
 def warning_line(w: RunWarning) -> str:
@@ -37,6 +38,11 @@ class PlainWarnings:
 
     `sampler` gives the telemetry the rules read (RAM, the GPUs, the process's state), as the
     console samples it; a replay has none. A launch's watcher gives its own snapshot to `judge`.
+
+    Where a babysitter takes the polls (a launch), its first poll is the first-poll rule's
+    reading: said once, as the poll. Why there is no GPU telemetry (NVML's answer) is said in
+    full once: a poll whose status a line in `said` (the launch's checks, the polls before)
+    already quotes says only NO_GPU (babysit.jsonl and the notifications keep it whole).
     """
 
     def __init__(
@@ -51,6 +57,7 @@ class PlainWarnings:
         self.babysitter: Babysitter | None = None  # a watcher's: ticks after each judging
         self._shown: dict[str, RunWarning] = {}
         self._sampled_at: float | None = None
+        self.said: list[str] = []  # lines said already (see the class's docstring)
 
     async def sample(self) -> None:
         """Take a telemetry snapshot when one is due (every TELEMETRY_S seconds)."""
@@ -77,7 +84,12 @@ class PlainWarnings:
         session = self.session
         session.update_warnings(self.telemetry, now)
         # a trainer's alert is said as its record lands (model/plain.py), not as a warning
-        current = {w.rule: w for w in session.warnings if not is_alert_rule(w.rule)}
+        current = {
+            w.rule: w
+            for w in session.warnings
+            if not is_alert_rule(w.rule)
+            and not (w.rule == "first-poll" and self.babysitter is not None)
+        }
         for rule, gone in self._shown.items():  # what ended first, then what began
             if rule not in current:
                 self.say(cleared_line(gone))
@@ -90,7 +102,16 @@ class PlainWarnings:
             self.babysitter.tick(self.telemetry, now)
             if (rec := self.babysitter.last_poll) is not None:
                 kind = "first poll" if rec["kind"] == "first" else "poll"
-                for line in (f"babysit {kind}: " + poll_text(rec).replace("\n", "\n  ")).split(
-                    "\n"
-                ):
+                text = poll_text(self._gpu_once(rec))
+                for line in (f"babysit {kind}: " + text.replace("\n", "\n  ")).split("\n"):
                     self.say(line)
+
+    def _gpu_once(self, rec: Mapping[str, object]) -> Mapping[str, object]:
+        """The poll, its GPU status without NVML's reason when that was said already."""
+        status = str(rec.get("gpu_status") or "")
+        if not status.startswith(f"{NO_GPU} ("):
+            return rec
+        if any(status in line for line in self.said):
+            return {**rec, "gpu_status": NO_GPU}
+        self.said.append(status)
+        return rec
