@@ -10,6 +10,8 @@ without Textual.
 
 from __future__ import annotations
 
+import os
+import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -39,6 +41,39 @@ def load_app() -> type[FontaineApp]:
     from fontaine_tui.app import FontaineApp
 
     return FontaineApp
+
+
+def no_console_here() -> str | None:
+    """Why this terminal cannot hold the console, or None where it can.
+
+    The console draws on stderr and takes the screen: a stdout or stderr that is no terminal
+    (a file, a pipe: a script, a job, CI) or a TERM that says dumb or nothing cannot hold it.
+    """
+    if not sys.stdout.isatty():
+        return "stdout is not a terminal"
+    if not sys.stderr.isatty():
+        return "stderr is not a terminal"
+    term = os.environ.get("TERM", "")
+    if term in ("", "dumb"):
+        return f"TERM is {term}" if term else "TERM is not set"
+    return None
+
+
+def plain_instead(asked: bool) -> bool:
+    """Whether a command that opens the console prints its --plain form instead.
+
+    It does where --plain was `asked` for, or where this terminal cannot hold the console
+    (`no_console_here`); the latter is said in one line on stderr. Every command that opens
+    the console (demo, replay, attach, launch) asks here before it follows the run, so the
+    plain form, its checks and its exit code are the whole of what it does.
+    """
+    if asked:
+        return True
+    why = no_console_here()
+    if why is None:
+        return False
+    print(f"fontaine-tui: {why}: printing the plain form (--plain)", file=sys.stderr)
+    return True
 
 
 def make_app(

@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 
 from fontaine_tui.commands._args import add_blind, examples, seconds, ssh_config
-from fontaine_tui.console import load_app, run_console, watch_remote
+from fontaine_tui.console import load_app, plain_instead, run_console, watch_remote
 from fontaine_tui.core.errors import InputError
 from fontaine_tui.core.follow.foreign import ForeignRun
 from fontaine_tui.core.follow.open import open_source
@@ -117,6 +117,7 @@ def console_or_plain(source, preset_arg: str | None, mode: str, args: argparse.N
     if getattr(args, "quiet_end", None) is not None and not args.plain:
         asyncio.run(source.close())
         raise InputError("--quiet-end: only with --plain (the console follows until you quit)")
+    args.plain = plain_instead(args.plain)
     preset = asyncio.run(guard(source, resolve_preset(source, preset_arg, args.plain)))
     remember(args.target, preset, mode)
     if args.plain:

@@ -23,7 +23,7 @@ from importlib import resources
 from pathlib import Path
 
 from fontaine_tui.commands._args import examples, speed
-from fontaine_tui.console import load_app, run_console
+from fontaine_tui.console import load_app, plain_instead, run_console
 from fontaine_tui.core.bank import store as bank
 from fontaine_tui.core.errors import InputError
 from fontaine_tui.core.follow.replay import ReplayRun
@@ -153,7 +153,7 @@ def _signals_end_the_demo() -> Iterator[None]:
 
 def run(args: argparse.Namespace) -> int:
     with _signals_end_the_demo(), staged(args.speed) as demo:
-        if args.plain:
+        if plain_instead(args.plain):
             return _plain(demo.source, demo.preset)
         try:
             load_app()

@@ -13,7 +13,7 @@ import sys
 import time
 
 from fontaine_tui.commands._args import add_blind, examples, ssh_config
-from fontaine_tui.console import load_app, run_console, watch_remote
+from fontaine_tui.console import load_app, plain_instead, run_console, watch_remote
 from fontaine_tui.core.errors import InputError
 from fontaine_tui.core.follow.base import RunSource
 from fontaine_tui.core.follow.foreign import ForeignRun
@@ -141,6 +141,7 @@ def run(args: argparse.Namespace) -> int:
             launched.announce()
             print(launched.hint())
             return 0
+        args.plain = plain_instead(args.plain)
         if target.remote:
             return watch_far(launched, args, options)
         if not args.plain:

@@ -7,7 +7,7 @@ import asyncio
 from pathlib import Path
 
 from fontaine_tui.commands._args import add_blind, examples, speed
-from fontaine_tui.console import load_app, run_console
+from fontaine_tui.console import load_app, plain_instead, run_console
 from fontaine_tui.core.errors import InputError
 from fontaine_tui.core.follow.replay import ForeignReplay, ReplayRun
 from fontaine_tui.core.log.formats.locate import foreign_spec
@@ -61,7 +61,8 @@ def run(args: argparse.Namespace) -> int:
 
 
 def console_or_plain(source, args: argparse.Namespace) -> int:
-    """The replay in the console, or as plain lines (--plain)."""
+    """The replay in the console, or as plain lines (--plain, or no terminal to hold it)."""
+    args.plain = plain_instead(args.plain)
     preset = asyncio.run(guard(source, resolve_preset(source, args.preset, args.plain)))
     if args.plain:
         return follow_plain(source, preset, "replay", blind=args.blind)
