@@ -11,12 +11,13 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import io
 import os
 import sys
 import traceback
 from collections.abc import Iterable
 from types import ModuleType
-from typing import Any, NamedTuple, NoReturn
+from typing import Any, NamedTuple, NoReturn, TextIO
 
 from fontaine_tui import __version__, commands
 from fontaine_tui.commands._args import HelpFormatter, examples
@@ -146,12 +147,14 @@ def main(argv: list[str] | None = None) -> int:
 
     Its stdout and stderr go through `text.LiteralStream`, so whatever a report or an error
     line echoes (a preset's text, a registry field, a user's path) is shown, never obeyed by
-    the terminal. The console draws through Textual's own driver.
+    the terminal; a character their encoding cannot hold is written as `?` (`_replacing`).
+    The console draws through Textual's own driver.
 
     An exception no command expected is a bug. It gives one escaped line and exit 70, and the
     traceback with FONTAINE_DEBUG=1, both through the same stream.
     """
     out, err = sys.stdout, sys.stderr
+    kept = _replacing(out, err)
     sys.stdout, sys.stderr = LiteralStream(out), LiteralStream(err)
     try:
         return _main(argv)
@@ -163,6 +166,31 @@ def main(argv: list[str] | None = None) -> int:
         sys.stdout.flush()
         sys.stderr.flush()
         sys.stdout, sys.stderr = out, err
+        for stream, errors in reversed(kept):
+            stream.reconfigure(errors=errors)
+
+
+# the error handlers that end a write on a character the encoding cannot hold; surrogateescape
+# is Python's own on an ASCII locale (LC_ALL=C PYTHONUTF8=0) and only ever writes back a lone
+# surrogate, which `LiteralStream` never lets through
+_RAISING = ("strict", "surrogateescape")
+
+
+def _replacing(*streams: TextIO) -> list[tuple[io.TextIOWrapper, str]]:
+    """Set `streams` to write a character their encoding cannot hold as `?`.
+
+    A latin-1 or ASCII stdout (PYTHONIOENCODING=latin-1, LC_ALL=C with PYTHONUTF8=0) cannot
+    hold an em dash or a verdict's arrow: each shows as `?` instead of ending the command. An
+    error handler the user chose (PYTHONIOENCODING=latin-1:backslashreplace) is kept, and so
+    is a stream that is no `io.TextIOWrapper`. Returns each stream changed with its handler
+    before, for `main` to put back.
+    """
+    changed = []
+    for stream in streams:
+        if isinstance(stream, io.TextIOWrapper) and stream.errors in _RAISING:
+            changed.append((stream, stream.errors))
+            stream.reconfigure(errors="replace")
+    return changed
 
 
 def _main(argv: list[str] | None) -> int:
