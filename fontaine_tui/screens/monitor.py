@@ -24,7 +24,7 @@ from fontaine_tui.widgets.chart import Chart
 from fontaine_tui.widgets.engine_tail import EngineTail
 from fontaine_tui.widgets.events_panel import EventsPanel
 from fontaine_tui.widgets.run_header import RunHeader
-from fontaine_tui.widgets.telemetry_panel import TelemetryPanel
+from fontaine_tui.widgets.telemetry_panel import TelemetryBox, TelemetryPanel
 from fontaine_tui.widgets.warnings_panel import WarningsPanel
 
 EVENTS_SHOWN = 6
@@ -68,7 +68,7 @@ class MonitorScreen(ViewScreen):
         with Horizontal(id="monitor-main"):
             yield Chart(id="loss-chart", min_interval=self.console.chart_s)
             with Vertical(id="monitor-side"):
-                yield TelemetryPanel(id="telemetry")
+                yield TelemetryBox()  # the panel, capped: it scrolls past the room left
                 yield WarningsPanel(id="warnings")
                 yield EventsPanel(id="events")
                 attempts = AttemptsPanel(id="attempts")

@@ -2,9 +2,16 @@
 
 The history (the recorder's sidecar, core/host/history.py) is drawn as sparklines, one block
 of lines per node, under the live look (a replay has no live look, only the history).
+
+The panel sits in a frame (`TelemetryBox`) as tall as the panel, but never taller than what
+the warnings, events and attempts panels below it leave of the monitor's side column: beyond
+that it scrolls, so a run's history never pushes them off the screen.
 """
 
 from __future__ import annotations
+
+from textual.app import ComposeResult
+from textual.containers import VerticalScroll
 
 from fontaine_tui.core.host.history import History
 from fontaine_tui.core.host.telemetry import TelemetrySnapshot
@@ -21,16 +28,40 @@ def _pct(x: float | None, places: int = 0) -> str:
     return "—" if x is None else f"{x:.{places}f}%"
 
 
+class TelemetryBox(VerticalScroll):
+    """The panel's frame: the room left below (1fr), at most the panel's height; it scrolls."""
+
+    DEFAULT_CSS = """
+    TelemetryBox { height: 1fr; min-height: 5; border: round $panel;
+                   border-title-color: $text-muted; scrollbar-size-vertical: 1; }
+    """
+
+    can_focus = False  # the keys stay with the engine's output; the mouse wheel scrolls it
+
+    def compose(self) -> ComposeResult:
+        yield TelemetryPanel(id="telemetry")
+
+    def on_mount(self) -> None:
+        self.border_title = "telemetry"
+
+    def fit(self, panel_height: int) -> None:
+        """Grow to the panel's `panel_height` and no further (the room left caps it below)."""
+        tall = panel_height + self.styles.gutter.height
+        now = self.styles.max_height
+        if now is None or now.value != tall:
+            self.styles.max_height = tall
+
+
 class TelemetryPanel(QuietStatic):
     DEFAULT_CSS = """
-    TelemetryPanel { height: auto; min-height: 5; border: round $panel; padding: 0 1;
-                     border-title-color: $text-muted; }
+    TelemetryPanel { height: auto; min-height: 3; padding: 0 1; }
     """
 
     _drawn: tuple[History, int, list[tuple[str, bool]]] | None = None  # the history's lines
 
-    def on_mount(self) -> None:
-        self.border_title = "telemetry"
+    def on_resize(self) -> None:
+        if isinstance(self.parent, TelemetryBox):
+            self.parent.fit(self.outer_size.height)
 
     def show(
         self,

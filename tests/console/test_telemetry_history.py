@@ -120,6 +120,34 @@ async def test_a_run_without_a_sidecar_says_so(tmp_path: Path) -> None:
         await shown(pilot, "no telemetry history (no telemetry.jsonl)")
 
 
+async def test_a_finished_runs_history_leaves_the_warnings_and_events_on_screen(
+    tmp_path: Path,
+) -> None:
+    """At the run's end, with two nodes' history and the engine's output shown at 120x40,
+    the telemetry panel stops where the panels below it begin, and scrolls the rest."""
+    names = {"telemetry.node0.jsonl": "gpu-a", "telemetry.node1.jsonl": "cpu-node"}
+    log = run_with_history(tmp_path / "run", names)
+    (tmp_path / "run" / "engine.out.log").write_text("engine: step 1000 done\n")
+    app = console(log)
+    async with app.run_test(size=SIZE) as pilot:
+        await loaded(pilot, 1000)
+        await shown(pilot, "gpu-a · 10 min")
+        await until(pilot, lambda: app.screen.query_one("#engine-tail").display is True)
+        await pilot.pause(0.1)
+        side = app.screen.query_one("#monitor-side").region
+        box = app.screen.query_one(TelemetryPanel).parent
+        for name in ("#warnings", "#events"):
+            below = app.screen.query_one(name)
+            assert side.contains_region(below.region), (name, below.region, side)
+            assert below.region.size == below.outer_size, name  # whole, not cut at the foot
+        assert "end: finished" in text(app.screen.query_one("#events"))
+        assert box.region.bottom <= app.screen.query_one("#warnings").region.y
+        assert box.max_scroll_y > 0  # the rest of its lines: a scroll away
+        box.scroll_end(animate=False, immediate=True)
+        await pilot.pause()
+        assert box.scroll_y == box.max_scroll_y
+
+
 def test_history_panel_snapshot(snap_compare, tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
     monkeypatch.chdir(tmp_path)
     names = {"telemetry.node0.jsonl": "gpu-a", "telemetry.node1.jsonl": "cpu-node"}
