@@ -44,10 +44,9 @@ class ConfirmDialog(ModalScreen[bool]):
     button, and Cancel has the focus."""
 
     DEFAULT_CSS = "ConfirmDialog { align: center middle; }"
-    AUTO_FOCUS = "#no"
     BINDINGS = [
-        Binding("y", "answer(True)", "Append", id="confirm.yes"),
-        Binding("n,escape", "answer(False)", "Cancel", id="confirm.no"),
+        Binding("y", "choose(True)", "Append", id="confirm.yes"),
+        Binding("n,escape", "choose(False)", "Cancel", id="confirm.no"),
     ]
 
     def __init__(self, question: str, detail: str) -> None:
@@ -62,10 +61,13 @@ class ConfirmDialog(ModalScreen[bool]):
                 yield Button("Append (y)", id="yes", variant="primary")
                 yield Button("Cancel (n, esc)", id="no")
 
+    def on_mount(self) -> None:
+        self.query_one("#no", Button).focus()
+
     def on_button_pressed(self, event: Button.Pressed) -> None:
         self.dismiss(event.button.id == "yes")
 
-    def action_answer(self, yes: bool) -> None:
+    def action_choose(self, yes: bool) -> None:
         self.dismiss(yes)
 
 

@@ -36,7 +36,9 @@ class TelemetryBox(VerticalScroll):
                    border-title-color: $text-muted; scrollbar-size-vertical: 1; }
     """
 
-    can_focus = False  # the keys stay with the engine's output; the mouse wheel scrolls it
+    def __init__(self) -> None:
+        # no focus: the keys stay with the engine's output; the mouse wheel scrolls it
+        super().__init__(can_focus=False)
 
     def compose(self) -> ComposeResult:
         yield TelemetryPanel(id="telemetry")
