@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 import re
 import time
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 from rich.color import Color
 from rich.style import Style
@@ -30,6 +30,10 @@ FAINT = {
     "gray": (90, 90, 90),
 }
 
+
+# a line's marker, by its order among the chart's lines: told apart without colour (NO_COLOR,
+# a monochrome terminal), and each shown beside its label in the legend
+LINE_MARKERS = ("•", "+", "x", "o", "*", "#")
 
 _SGR = re.compile(r"\x1b\[([0-9;]*)m")
 _STYLES: dict[tuple[str | None, str | None, bool], Style] = {}
@@ -192,6 +196,7 @@ class Chart(PlotextPlot):
         plt.ylabel(literal(spec.ylabel))
         log = spec.ylog
         series: list[_Series] = []  # downsampled to the width; drawn in this order
+        lines = 0  # the curves drawn as lines so far: each its own marker (no colour needed)
         for c in sorted(spec.curves, key=lambda c: not c.faint):  # the faint ones beneath
             # a faint curve is a background: a min-max pair every other column is enough
             xs, ys = downsample(c.xs, c.ys, width // 2 if c.faint else width)
@@ -201,41 +206,42 @@ class Chart(PlotextPlot):
             if not xs:
                 continue
             label = literal(c.label)
+            on_right = c.right
             if c.faint:
-                series.append(_Series(xs, ys, True, label, FAINT.get(c.color, c.color), "braille"))
+                color = FAINT.get(c.color, c.color)
+                series.append(_Series(xs, ys, True, label, color, "braille", on_right))
             elif c.points:
-                series.append(_Series(xs, ys, False, label, c.color, "●"))
+                series.append(_Series(xs, ys, False, label, c.color, "●", on_right))
             else:
-                series.append(_Series(xs, ys, True, label, c.color, "dot"))
+                marker = LINE_MARKERS[lines % len(LINE_MARKERS)]
+                lines += 1
+                series.append(_Series(xs, ys, True, label, c.color, marker, on_right))
                 if len(xs) <= 30:  # few measured points: show where they are, not only the line
-                    series.append(_Series(xs, ys, False, None, c.color, "●"))
+                    series.append(_Series(xs, ys, False, None, c.color, "●", on_right))
         for b in spec.bands:  # the envelope's two edges, faint, under the curves
             bx, low = downsample(b.xs, b.lo, width)
             hx, high = downsample(b.xs, b.hi, width)
             if bx:
                 series.append(_Series(bx, low, True, literal(b.label), b.color, "braille"))
                 series.append(_Series(hx, high, True, None, b.color, "braille"))
-        ys = [y for s in series for y in (min(s.ys), max(s.ys))]
-        ys += [
+        rows = max(4, self.size.height - 5)  # less the title and the x axis
+        # the legend's rows (top left) above everything drawn, so it hides no curve or bound
+        legend = sum(1 for s in series if s.label) + 1
+        left = [y for s in series if not s.right for y in (min(s.ys), max(s.ys))]
+        left += [
             y for y in [h.y for h in spec.hlines] + [m.y for m in spec.marks] if math.isfinite(y)
         ]
-        ylim = None
-        rows = max(4, self.size.height - 5)  # less the title and the x axis
-        if ys:
-            lo, hi = min(ys), max(ys)
-            if hi - lo <= 1e-9 * max(abs(lo), abs(hi)):  # flat but for rounding (an EMA's)
-                lo = hi = (lo + hi) / 2
-            pad = (hi - lo) * 0.06 or (0.1 if log else abs(hi) * 0.05 or 0.5)
-            # the legend's rows (top left) above everything drawn, so it hides no curve or bound
-            legend = sum(1 for s in series if s.label) + 1
-            free = max(1, rows - legend)
-            top = (hi - lo + 2 * pad) * legend / free
-            # what is never below zero (a loss, a rate) is not drawn as if it could be
-            floor = 0.0 if not log and lo >= 0 else -math.inf
-            ylim = (max(floor, lo - pad), hi + pad + top)
+        right = [y for s in series if s.right for y in (min(s.ys), max(s.ys))]
+        ylims = {
+            name: _ylim(values, log, legend, rows)
+            for name, values in (("left", left), ("right", right))
+            if values
+        }
         xlim = spec.xlim or _span(series)
         for s in series:
             xs, ys = s.xs, s.ys
+            axis = "right" if s.right else "left"
+            ylim = ylims.get(axis)
             if s.line and ylim is not None and xlim is not None:  # a point per cell crossed
                 # 2 x 4 dots a braille cell; a faint curve is thinned to whole cells
                 fine = s.marker == "braille" and s.color not in FAINT.values()
@@ -243,12 +249,12 @@ class Chart(PlotextPlot):
                     xs, ys, xlim, ylim, width * (2 if fine else 1), rows * (4 if fine else 1)
                 )
             draw = plt.plot if s.line else plt.scatter
-            draw(xs, ys, label=s.label, color=s.color, marker=s.marker)
+            draw(xs, ys, label=s.label, color=s.color, marker=s.marker, yside=axis)
         for h in spec.hlines:
             plt.hline(h.y, color=h.color)
-        left = spec.xlim[0] if spec.xlim else 0
+        x0 = spec.xlim[0] if spec.xlim else 0
         for h in spec.hlines:
-            plt.text(literal(h.label), left, h.y, color=h.color, alignment="left")
+            plt.text(literal(h.label), x0, h.y, color=h.color, alignment="left")
         nudge = (spec.xlim[1] - spec.xlim[0]) * 0.015 if spec.xlim else 0.0
         for m in spec.marks:  # the marker is the label's end (or start) at the point itself
             if m.align == "left":  # beside a point the run also has: keep both visible
@@ -259,14 +265,15 @@ class Chart(PlotextPlot):
             plt.xlim(*spec.xlim)
         if xlim is not None:  # the x axis counts steps: whole ones
             plt.xticks(*linear_ticks(*xlim, most=max(2, width // 12), whole=True))
-        if ylim is not None:
-            plt.ylim(*ylim)
+        for name, ylim in ylims.items():
+            yside: Any = name  # plotext types its yside as a number; it takes "left", "right"
+            plt.ylim(*ylim, yside=yside)
             # set on every draw, either way: plotext keeps the last ticks set (a log axis's
             # labels stayed on the linear one after it)
             if log:  # drawn as log10(y): the ticks say the values themselves
-                plt.yticks(*log_ticks(*ylim))
+                plt.yticks(*log_ticks(*ylim), yside=yside)
             else:
-                plt.yticks(*linear_ticks(*ylim, most=max(2, rows // 3)))
+                plt.yticks(*linear_ticks(*ylim, most=max(2, rows // 3)), yside=yside)
         self.refresh()
 
 
@@ -277,6 +284,20 @@ class _Series(NamedTuple):
     label: str | None
     color: str | tuple[int, int, int]
     marker: str
+    right: bool = False  # on the right y axis
+
+
+def _ylim(ys: list[float], log: bool, legend: int, rows: int) -> tuple[float, float]:
+    """An axis's limits over `ys`, padded, with room at the top for the legend's rows."""
+    lo, hi = min(ys), max(ys)
+    if hi - lo <= 1e-9 * max(abs(lo), abs(hi)):  # flat but for rounding (an EMA's)
+        lo = hi = (lo + hi) / 2
+    pad = (hi - lo) * 0.06 or (0.1 if log else abs(hi) * 0.05 or 0.5)
+    free = max(1, rows - legend)
+    top = (hi - lo + 2 * pad) * legend / free
+    # what is never below zero (a loss, a rate) is not drawn as if it could be
+    floor = 0.0 if not log and lo >= 0 else -math.inf
+    return (max(floor, lo - pad), hi + pad + top)
 
 
 def _span(series: list[_Series]) -> tuple[float, float] | None:

@@ -141,3 +141,45 @@ async def test_log_then_linear_leaves_no_log_tick_and_steps_are_whole():
         xlabels = linear.splitlines()[-3:]
         steps = [w for line in xlabels for w in re.findall(r"\b\d+(?:\.\d+)?\b", line)]
         assert steps and all("." not in w for w in steps), xlabels
+
+
+async def test_lines_are_told_apart_without_colour_and_a_small_loss_has_its_own_axis():
+    """Each line has its own marker, shown beside its label in the legend (NO_COLOR, a
+    monochrome terminal); the flow loss (near 0.05) beside the AR CE (near 2) is drawn on a
+    right axis of its own with its own ticks, not flat along the floor of the AR CE's."""
+    import re
+
+    from textual.app import App
+
+    store = RunStore()
+    for s in range(1, 201):
+        ce = 2.0 * math.exp(-s / 80) + 0.5
+        flow = 0.05 * math.exp(-s / 60) + 0.01
+        store.add(TrainPoint(s, float(s), ce + flow, ce, flow, 3e-4, 1.0, 0.5, 0.01, 96.0))
+    spec = loss_chart(store, 0.9)
+    assert [(c.label, c.right) for c in spec.curves] == [
+        ("AR CE raw", False),
+        ("AR CE EMA 0.9", False),
+        ("flow (right axis) raw", True),
+        ("flow (right axis) EMA 0.9", True),
+    ]
+
+    class One(App):
+        def compose(self):
+            yield Chart(id="c", min_interval=0.0)
+
+    app = One()
+    async with app.run_test(size=SIZE) as pilot:
+        chart = app.query_one(Chart)
+        chart.show(spec, force=True)
+        await pilot.pause()
+        drawn = ansi_text(chart.plt.build()).plain
+    found = re.findall(r"(\S\S) (AR CE EMA 0\.9|flow \(right axis\) EMA 0\.9)", drawn)
+    legend = {label: marker for marker, label in found}
+    assert legend == {"AR CE EMA 0.9": "••", "flow (right axis) EMA 0.9": "++"}, drawn
+    right = {float(v) for v in re.findall(r"[┤│├]\s*(-?[\d.]+)\s*$", drawn, re.M)}
+    left = {float(v) for v in re.findall(r"^\s*(-?[\d.]+)\s*[┤│┼├]", drawn, re.M)}
+    assert right and max(right) < 0.1 < max(left), drawn  # each axis at its own scale
+    # without the right axis, the flow EMA would span less than a tenth of the chart's rows
+    rows_with_plus = [i for i, line in enumerate(drawn.splitlines()) if "+" in line[10:-10]]
+    assert max(rows_with_plus) - min(rows_with_plus) > 10, drawn

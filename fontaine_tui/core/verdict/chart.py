@@ -25,6 +25,7 @@ class Curve:
     color: str
     points: bool = False  # markers only: a probe every 250 steps is not a line
     faint: bool = False  # drawn dim, beneath the others (the raw loss under its EMA)
+    right: bool = False  # on a y axis of its own, at the right (a loss on another scale)
 
 
 @dataclass(frozen=True, slots=True)

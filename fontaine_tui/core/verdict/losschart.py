@@ -100,22 +100,53 @@ def losses(store: RunStore) -> tuple[tuple[str, str, str], ...]:
     return LOSSES
 
 
+SCALE_APART = 10.0  # two losses whose typical sizes differ more than this get an axis each
+RECENT = 200  # the points a loss's typical size is taken over: its latest
+
+
+def _apart(store: RunStore, names: list[str]) -> str | None:
+    """The smaller of two losses whose scales are SCALE_APART apart, or None.
+
+    It is drawn on its own axis (the flow loss near 0.05 beside the AR CE near 2), not flat
+    along the other's floor."""
+    if len(names) != 2:
+        return None
+    sizes = []
+    for name in names:
+        recent = [abs(v) for v in store.columns[name][-RECENT:] if math.isfinite(v)]
+        if not recent:
+            return None
+        sizes.append(sorted(recent)[len(recent) // 2])
+    small, large = sorted(zip(sizes, names, strict=True))
+    if small[0] > 0 and large[0] / small[0] > SCALE_APART:
+        return small[1]
+    return None
+
+
 def loss_chart(store: RunStore, smoothing: float = 0.0, log: bool = False) -> ChartSpec:
     """The train losses chart.
 
     With `smoothing` (an EMA factor in [0, 1)), the smoothed curves are drawn on top of the raw
     ones, drawn faint. `log` gives a log y axis."""
     curves: list[Curve] = []
-    for name, label, color in losses(store):
+    drawn = losses(store)
+    apart = _apart(store, [name for name, _, _ in drawn])
+    for name, label, color in drawn:
+        right = name == apart
+        if right:
+            label = f"{label} (right axis)"
         if smoothing > 0:
             curves.append(
-                Curve(f"{label} raw", store.steps, store.columns[name], color, faint=True)
+                Curve(
+                    f"{label} raw", store.steps, store.columns[name], color, faint=True, right=right
+                )
             )
+            smoothed = ema(store, name, smoothing)
             curves.append(
-                Curve(f"{label} EMA {smoothing:g}", store.steps, ema(store, name, smoothing), color)
+                Curve(f"{label} EMA {smoothing:g}", store.steps, smoothed, color, right=right)
             )
         else:
-            curves.append(Curve(label, store.steps, store.columns[name], color))
+            curves.append(Curve(label, store.steps, store.columns[name], color, right=right))
     smooth = f"EMA {smoothing:g}, debiased" if smoothing > 0 else "no smoothing"
     title = f"training losses  [{smooth}; {'log' if log else 'linear'} scale]"
     return ChartSpec(title, "step", "loss (log scale)" if log else "loss", tuple(curves), ylog=log)

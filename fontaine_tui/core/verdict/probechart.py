@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from dataclasses import replace
 
 from fontaine_tui.core.log.store import RunStore
 from fontaine_tui.core.preset.record import Preset
@@ -88,6 +89,7 @@ def probes_chart(
         HLine(drift, f"same-drift {d_op} {signed(drift)}", "red"),
     )
     banked, bands = banked_series(preset, use_scale is not None)
+    banked = tuple(_said_if_same(c, curve, anchor) for c in banked)
     marks = tuple(
         m
         for m, c in zip(
@@ -106,6 +108,23 @@ def probes_chart(
         note,
         bands,
     )
+
+
+SAME = " = this run, under it"  # a banked curve the run's covers point for point
+
+
+def _said_if_same(banked: Curve, run: Curve, anchor: int) -> Curve:
+    """`banked`, its label saying so where the run's curve covers it.
+
+    That is where both have a probe past the anchor (where every delta is 0) in common and
+    agree at each: drawn under the run's, the banked curve would show in the legend alone."""
+    mine = dict(zip(run.xs, run.ys, strict=True))
+    shared = [
+        (y, mine[x]) for x, y in zip(banked.xs, banked.ys, strict=True) if x > anchor and x in mine
+    ]
+    if shared and all(math.isclose(a, b, rel_tol=1e-9, abs_tol=1e-12) for a, b in shared):
+        return replace(banked, label=banked.label + SAME)
+    return banked
 
 
 DATASET_COLORS = ("cyan", "green", "orange", "magenta", "blue", "yellow")

@@ -269,3 +269,31 @@ def test_the_rules_read_the_banked_run_the_preset_read_not_the_bank(tmp_path, mo
     assert v.decision.source.startswith("the largest among the banked comparators: rig")
     curves, _ = banked_series(preset, False)
     assert [c.label.split(" ")[0] for c in curves] == ["rig"]
+
+
+def test_a_banked_curve_the_run_covers_says_so_in_the_legend(tmp_path):
+    """A comparator banked from a run with the same probes lies exactly under this run's curve:
+    its label says so, where a differing one's does not."""
+    from fontaine_tui.core.log.read import load_lines
+    from fontaine_tui.core.verdict.probechart import SAME, probes_chart
+    from fontaine_tui.core.verdict.rules import compute_verdict, verdict_series
+    from tests.logs import dumps
+
+    for name, probes in (("same", RIGONLY_LIKE), ("other", SCALED_LIKE)):
+        write_log(tmp_path / name / "train_log.jsonl", records(probes=probes))
+        assert main(["bank", "add", str(tmp_path / name), "--as", f"run_{name}"]) == 0
+    path = without_amendments(tmp_path)
+    path.write_text(
+        path.read_text().replace(
+            "[gates]",
+            '[comparators.run_same]\nbank = "run_same"\n\n'
+            '[comparators.run_other]\nbank = "run_other"\n\n[gates]',
+        )
+    )
+    preset = load_preset(path)
+    store = load_lines([b"".join(dumps(r).encode() + b"\n" for r in records(probes=RIGONLY_LIKE))])
+    spec = probes_chart(
+        store, preset, verdict_series(store, preset), compute_verdict(store, preset), scaled=False
+    )
+    labels = {c.label.split(" ")[0]: c.label for c in spec.curves}
+    assert labels["run_same"].endswith(SAME) and not labels["run_other"].endswith(SAME), labels
