@@ -72,7 +72,8 @@ class RunHeader(Vertical):
         name = view.name or "?"
         lock = list(_locked(view))
         # each field's forms, the whole first, each with its priority (0: always shown): the
-        # shortest name and the status, then the read in a short form, then the whole name...
+        # shortest name and the status; the read's short form, the lock, the whole name, the
+        # preset, which folder; then the read whole, the preset's sha, the folder's path
         names: list[Form] = [
             (3, [(name, "bold")]),
             (3, [(shorter(name, 24), "bold")]),
@@ -81,13 +82,13 @@ class RunHeader(Vertical):
         title: list[list[Form]] = [
             names,
             [(0, ["  ", (view.status.upper(), style)])],
-            [(4, read[0]), (4, read[1]), (1, read[-1])],
-            [(5, lock)] if lock else [],
+            [(6, read[0]), (6, read[1]), (1, read[-1])],
+            [(2, lock)] if lock else [],
             [
                 (7, ["  preset ", (view.preset.name, "bold"), f" ({view.preset.sha256[:12]})"]),
-                (6, ["  preset ", (view.preset.name, "bold")]),
+                (4, ["  preset ", (view.preset.name, "bold")]),
             ],
-            [(8, [f"  {view.label}"])],
+            [(8, [f"  {view.label}"]), (5, [f"  {short_source(view.label)}"])],
         ]
         self.query_one("#title", QuietStatic).show_content(assemble(*fit(title, width)))
         bar = self.query_one("#bar", ProgressBar)
@@ -121,6 +122,19 @@ def shorter(name: str, most: int) -> str:
         return name
     tail = (most - 1) // 2
     return f"{name[: most - 1 - tail]}…{name[-tail:]}"
+
+
+def short_source(label: str) -> str:
+    """A source's label with its path cut to the run's folder: `local …/run`.
+
+    It says which run is shown where the whole path ("local /a/b/run", "replay
+    run/train_log.jsonl") does not fit."""
+    kind, _, path = label.partition(" ")
+    parts = [p for p in path.rstrip("/").split("/") if p]
+    if len(parts) <= 1:
+        return label
+    tail = parts[-2] if parts[-1] == "train_log.jsonl" and len(parts) > 1 else parts[-1]
+    return f"{kind} …/{tail}" if path else label
 
 
 def fit(fields: list[list[Form]], width: int) -> list[Part]:

@@ -5,7 +5,7 @@ the anchor probe (not "the instrument cannot read this run ... fix the probe"); 
 the delta is 0 by construction, so it waits for a probe past it (not HEALTHY's "CONVICTED: the
 distributed path is the culprit"); after it, the class's interpretation is what it would mean
 if it held at the endpoint; only the final read is interpreted. Through the real `verdict`, and
-the console's header at 120 and 80 columns, which says the state and the read in whole words.
+the console's header at 200, 120 and 80 columns, which says the state and the read in whole words.
 """
 
 from __future__ import annotations
@@ -58,9 +58,11 @@ def test_a_provisional_read_is_not_interpreted_as_final(
 @pytest.mark.parametrize(
     ("size", "upto", "read", "preset"),
     [
-        ((120, 40), 750, "  read AMBIGUOUS (PROVISIONAL, step 750 of 1000)  preset ", True),
+        ((200, 60), 750, "  read AMBIGUOUS (PROVISIONAL, step 750 of 1000)  preset ", True),
+        ((120, 40), 750, "  read AMBIGUOUS (PROVISIONAL)  preset ", True),
         ((80, 24), 750, "  read AMBIGUOUS (PROVISIONAL)", False),
-        ((120, 40), 300, "  read waiting for the anchor probe (step 500)  preset ", True),
+        ((200, 60), 300, "  read waiting for the anchor probe (step 500)  preset ", True),
+        ((120, 40), 300, "  read waiting (anchor)  preset ", True),
         ((80, 24), 300, "  read waiting (anchor)", False),
     ],
 )

@@ -45,7 +45,7 @@ async def test_runs_mode_lists_the_registry_and_enter_attaches(tmp_path):
         assert isinstance(app.screen, MonitorScreen)
         assert app.session.kind == "attach" and app.session.folder == other
         title = text(app.screen.query_one(RunHeader).query_one("#title"))
-        assert "ATTACHED" in title and f"local {other}" in title
+        assert "ATTACHED" in title and f"local …/{other.name}" in title, title
 
 
 async def test_no_telemetry_is_said_and_a_sampler_is_shown(tmp_path):
