@@ -95,11 +95,13 @@ def make_app(
     announce: tuple[str, str, str] | None = None,
     ssh_options: tuple[str, ...] = (),
     blind: bool = False,
+    export_folder: Path | None = None,
 ) -> FontaineApp:
     """Build the console app over any record source.
 
     Tests inject a replay, a clock and telemetry. `launched` is the run a launch console
-    ends when it sees its process exit.
+    ends when it sees its process exit. `export_folder`: where `e` writes its export, where
+    the run folder is not kept (the demo's temporary copy); None: into the run folder.
     """
     if kind is None:
         kind = (
@@ -111,6 +113,7 @@ def make_app(
         )
     session = Session(source, preset, kind, process, folder)
     session.blind_asked = blind  # the viewer's --blind (core/verdict/blind.py)
+    session.export_folder = export_folder
     return load_app()(
         session,
         telemetry=telemetry,
@@ -140,6 +143,7 @@ def run_console(
     announce: tuple[str, str, str] | None = None,
     ssh_options: tuple[str, ...] = (),
     blind: bool = False,
+    export_folder: Path | None = None,
 ) -> int:
     """Run the console in this terminal until it quits, and return its exit code.
 
@@ -175,6 +179,7 @@ def run_console(
         announce=announce,
         ssh_options=ssh_options,
         blind=blind,
+        export_folder=export_folder,
     )
     if why:
         app.telemetry_reason = why

@@ -37,6 +37,7 @@ from fontaine_tui.model.session import Session
 
 DURATION_S = 10.0  # the default speed replays the whole recorded run in about this long
 COMPARATOR = "demo_2rank_cpu"  # the banked run's name, as the recorded prereg.json pins it
+EXPORT_FOLDER = "fontaine-demo-export"  # under the current folder: `e` writes here, kept
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -45,7 +46,8 @@ def register(sub: argparse._SubParsersAction) -> None:
         description="Replay a real recorded run of the reference recipe (300 steps of the "
         "tiny model in one process, read against a banked 2-rank run of the same recipe) "
         "in the console: the monitor, the probes chart, the verdict and the review keys. "
-        "It runs from a temporary copy; your bank and registry are not touched.",
+        "It runs from a temporary copy; your bank and registry are not touched. The "
+        f"verdict screen's export (e) goes into ./{EXPORT_FOLDER}, kept after quitting.",
         epilog=examples(
             "fontaine-tui demo",
             "fontaine-tui demo --speed 4",
@@ -112,7 +114,7 @@ class Staged:
     source: ReplayRun
     preset: Preset
     registry: Registry
-    folder: Path  # the copied run folder: review.jsonl and verdict.json go here
+    folder: Path  # the copied run folder, removed on quit: review.jsonl goes here
 
 
 @contextmanager
@@ -160,7 +162,11 @@ def run(args: argparse.Namespace) -> int:
         except ImportError:
             raise InputError("the console is not available in this build; use --plain") from None
         return run_console(
-            source=demo.source, preset=demo.preset, mode="replay", registry=demo.registry
+            source=demo.source,
+            preset=demo.preset,
+            mode="replay",
+            registry=demo.registry,
+            export_folder=Path.cwd() / EXPORT_FOLDER,  # the run's copy goes on quit
         )
 
 

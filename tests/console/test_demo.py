@@ -90,8 +90,8 @@ def test_the_demos_export_is_kept_after_it_quits(tmp_path):
             clock=fixed_clock,
             frame_s=0.05,
             chart_s=0.1,
+            export_folder=kept,  # as the demo command passes it
         )
-        app.session.export_folder = kept  # what the demo command sets (make_app's caller)
 
         async def export() -> str:
             async with app.run_test(size=SIZE) as pilot:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
@@ -140,8 +141,9 @@ def test_demo_in_tmux_monitor_probes_verdict(tmp_path):
     sock = f"fontaine-demo-{os.getpid()}"
     # without COLUMNS and LINES (the test process may hold 80 and 24): the pane's own size
     cmd = (
-        f"env -u COLUMNS -u LINES TEXTUAL_ANIMATIONS=none FONTAINE_BANK={tmp_path}/bank "
-        f"FONTAINE_REGISTRY={tmp_path}/registry.toml {CMD} demo --speed 100"
+        f"cd {tmp_path} && env -u COLUMNS -u LINES TEXTUAL_ANIMATIONS=none "
+        f"FONTAINE_BANK={tmp_path}/bank FONTAINE_REGISTRY={tmp_path}/registry.toml "
+        f"{CMD} demo --speed 100"
     )
     try:
         subprocess.run(
@@ -173,6 +175,8 @@ def test_demo_in_tmux_monitor_probes_verdict(tmp_path):
             sock,
             ["HEALTHY  [FINAL]  read at step 300 of 300", "decision locked at step 250 (HEALTHY)"],
         )
+        tmux(sock, "send-keys", "-t", "t", "e")  # the export outlives the demo's copy
+        wait_pane(sock, ["fontaine-demo-export/verdict.json", "is a temporary copy)"])
         tmux(sock, "send-keys", "-t", "t", "q")
         deadline = time.monotonic() + 15
         while time.monotonic() < deadline:
@@ -187,5 +191,7 @@ def test_demo_in_tmux_monitor_probes_verdict(tmp_path):
         else:
             raise AssertionError("q did not quit the demo")
         assert not (tmp_path / "bank").exists() and not (tmp_path / "registry.toml").exists()
+        exported = tmp_path / "fontaine-demo-export" / "verdict.json"
+        assert json.loads(exported.read_text())["verdict"] == "HEALTHY"
     finally:
         subprocess.run([TMUX, "-L", sock, "kill-server"], capture_output=True, timeout=10)
