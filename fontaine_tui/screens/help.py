@@ -11,12 +11,13 @@ from textual.widgets import DataTable, Label
 
 def all_bindings(app: App[int]) -> list[tuple[str, str, Binding]]:
     """(where, keys, binding) for the app and every mode and dialog screen class."""
-    from fontaine_tui.screens.dialogs import NoteDialog, QuitDialog
+    from fontaine_tui.screens.dialogs import ConfirmDialog, NoteDialog, QuitDialog
 
     out = [("everywhere", b) for b in type(app).BINDINGS if isinstance(b, Binding)]
     for name, screen in [
         *getattr(app, "MODES", {}).items(),
         ("note dialog", NoteDialog),
+        ("review y/n", ConfirmDialog),
         ("quit dialog", QuitDialog),
     ]:
         out += [(name, b) for b in getattr(screen, "BINDINGS", []) if isinstance(b, Binding)]
