@@ -6,6 +6,7 @@ Each mode of the console on a replayed fixture log (the document's scale: step-2
 12.5087, so the raw and scale-adjusted rules disagree), at 120x40, fixed clock; and the
 monitor, probes and verdict of `fontaine-tui demo` (the shipped recorded run, staged as the
 command stages it); and the overlay of two registered runs pinned in the runs mode.
+tests/test_screenshots.py fails when a committed image differs from what the code draws now.
 `python screenshots/make.py demo` makes only the demo's, `... overlay` only the overlay's.
 """
 
@@ -22,8 +23,14 @@ sys.path.insert(0, str(HERE.parent))
 os.environ["TEXTUAL_ANIMATIONS"] = "none"
 
 from tests.console.conftest import SIZE, console, loaded, make_run, sample_registry  # noqa: E402
-from tests.console.test_snapshots import ENGINE_OUT  # noqa: E402
 from tests.logs import RIGONLY_LIKE, SCALED_LIKE  # noqa: E402
+
+# the engine's last lines, as a run writes them (the snapshot tests add hostile ones)
+ENGINE_OUT = (
+    "engine: step 998 loss 0.4113 ar_ce 0.3290 flow 0.0823\n"
+    "engine: step 999 loss 0.4109 ar_ce 0.3287 flow 0.0822\n"
+    "engine: step 1000 done; checkpoint checkpoints/step-001000\n"
+)
 
 SHOTS = {  # file: (probes, step, keys)
     "monitor.svg": (SCALED_LIKE, 1000, ()),
@@ -35,6 +42,7 @@ SHOTS = {  # file: (probes, step, keys)
     "verdict-provisional.svg": (RIGONLY_LIKE, 750, ("v",)),
     "help.svg": (RIGONLY_LIKE, 1000, ("question_mark",)),
     "runs.svg": (RIGONLY_LIKE, 1000, ("r",)),
+    "metrics.svg": (SCALED_LIKE, 1000, ("b",)),
 }
 
 
@@ -46,6 +54,8 @@ async def shoot(name: str, step: int, keys: tuple[str, ...], out: Path) -> None:
         await loaded(pilot, step)
         await pilot.press(*keys)
         await pilot.pause(0.2)
+        app.clear_notifications()  # a key's toast may or may not have gone: not in the image
+        await pilot.pause(0.1)
         app.save_screenshot(filename=name, path=str(out))
 
 
@@ -70,13 +80,17 @@ async def shoot_demo(name: str, keys: tuple[str, ...], staged, out: Path) -> Non
         await loaded(pilot, 300)
         await pilot.press(*keys)
         await pilot.pause(0.2)
+        app.clear_notifications()
+        await pilot.pause(0.1)
         app.save_screenshot(filename=name, path=str(out))
 
 
-def demo(out: Path) -> None:
+def demo(out: Path, only: str = "") -> None:
     from fontaine_tui.commands import demo as command
 
     for name, keys in DEMO_SHOTS.items():
+        if only and name != only:
+            continue
         with command.staged() as staged:
             os.chdir(staged.folder.parent)
             try:
@@ -121,6 +135,22 @@ def overlay(out: Path) -> None:
     print(out / "overlay.svg")
 
 
+ALL = (*SHOTS, "overlay.svg", *DEMO_SHOTS)  # every image this script makes
+
+
+def one(name: str, out: Path) -> Path:
+    """Make the image `name` (one of ALL) into the folder `out`.
+
+    tests/test_screenshots.py compares it with the committed one."""
+    if name == "overlay.svg":
+        overlay(out)
+    elif name in DEMO_SHOTS:
+        demo(out, only=name)
+    else:
+        fixtures(out, only=name)
+    return out / name
+
+
 def main() -> int:
     out = HERE
     if sys.argv[1:] == ["overlay"]:
@@ -133,12 +163,17 @@ def main() -> int:
     return 0
 
 
-def fixtures(out: Path) -> None:
+def fixtures(out: Path, only: str = "") -> None:
     for name, (probes, step, keys) in SHOTS.items():
+        if only and name != only:
+            continue
         with tempfile.TemporaryDirectory() as tmp:
             os.chdir(tmp)  # relative paths: the header reads the same on every machine
-            make_run(Path(tmp) / "run", upto=step, probes=probes, engine_out=ENGINE_OUT)
-            asyncio.run(shoot(name, step, keys, out))
+            try:
+                make_run(Path(tmp) / "run", upto=step, probes=probes, engine_out=ENGINE_OUT)
+                asyncio.run(shoot(name, step, keys, out))
+            finally:
+                os.chdir(HERE)
         print(out / name)
 
 
