@@ -83,7 +83,7 @@ class RunHeader(Vertical):
             names,
             [(0, ["  ", (view.status.upper(), style)])],
             [(6, read[0]), (6, read[1]), (1, read[-1])],
-            [(2, lock)] if lock else [],
+            [(3, lock), (2, list(_locked(view, short=True)))] if lock else [],
             [
                 (7, ["  preset ", (view.preset.name, "bold"), f" ({view.preset.sha256[:12]})"]),
                 (4, ["  preset ", (view.preset.name, "bold")]),
@@ -165,10 +165,14 @@ def fit(fields: list[list[Form]], width: int) -> list[Part]:
     return [p for i in range(len(fields)) if i in chosen for p in fields[i][chosen[i]][1]]
 
 
-def _locked(view: RunView) -> tuple[str | tuple[str, str], ...]:
-    """The "locked at step S" part, once the decision lock holds before the endpoint."""
+def _locked(view: RunView, short: bool = False) -> tuple[str | tuple[str, str], ...]:
+    """The "locked at step S" part, once the decision lock holds before the endpoint.
+
+    `short`: the few words a narrow header keeps (the class is the read's)."""
     lock = None if view.blinded else view.latest.decision
     if lock is None or lock.step is None or lock.step >= view.latest.endpoint_step:
         return ()
     label = view.latest.label_of(lock.label or "")
+    if short:
+        return ("  ", (f"locked at {lock.step}", "bold"))
     return ("  decision ", (f"locked at step {lock.step} ({label})", "bold"))

@@ -79,3 +79,33 @@ async def test_below_the_minimum_one_line_says_the_size_and_q_quits(size, tmp_pa
         await pilot.press("q")
         await pilot.pause(0.5)
     assert app.return_code is not None
+
+
+def test_at_80_columns_the_header_keeps_the_read_and_the_lock():
+    """The demo's run, locked at step 250: at 80 columns the lock keeps its short form beside
+    the read, at 120 its whole one."""
+    import asyncio
+
+    from fontaine_tui.commands import demo
+    from fontaine_tui.console import make_app
+    from tests.console.conftest import fixed_clock
+
+    for size, lock in (((80, 24), "  locked at 250"), ((120, 40), "decision locked at step 250")):
+        with demo.staged(speed=1e6) as staged:
+            app = make_app(
+                source=staged.source,
+                preset=staged.preset,
+                kind="replay",
+                registry=staged.registry,
+                clock=fixed_clock,
+                frame_s=0.05,
+                chart_s=0.1,
+            )
+
+            async def first_line(app=app, size=size) -> str:
+                async with app.run_test(size=size) as pilot:
+                    await loaded(pilot, 300)
+                    return shown(app)[0]
+
+            title = asyncio.run(first_line())
+        assert "REPLAY (ENDED)  read HEALTHY (final" in title and lock in title, title
