@@ -52,6 +52,20 @@ print(step)
 """
 
 
+def run_folder(start_steps: int, prefix: str) -> Path:
+    """A new run folder whose log holds `start_steps` train records, one a second, to now."""
+    folder = Path(tempfile.mkdtemp(prefix=prefix))
+    t0 = time.time() - start_steps
+    (folder / "train_log.jsonl").write_text(
+        "".join(
+            dumps(r) + "\n"
+            for r in [meta(t=t0), *(train(s, t0 + s) for s in range(1, start_steps + 1))]
+        )
+    )
+    (folder / "engine.out.log").write_text("engine: started\n")
+    return folder
+
+
 def cpu_seconds(proc: psutil.Process) -> float:
     t = proc.cpu_times()
     return t.user + t.system
@@ -67,20 +81,13 @@ async def window(seconds: float) -> tuple[float, float]:
 async def run(
     seconds: float, rate: float, mode: str, start_steps: int, telemetry: bool = False
 ) -> list[dict]:
-    from fontaine_tui.console import default_telemetry, make_app
+    from fontaine_tui.console import make_app
     from fontaine_tui.core.follow.local import LocalRun
     from fontaine_tui.core.preset.find import load_preset
+    from fontaine_tui.model.sampler import default_telemetry
 
-    folder = Path(tempfile.mkdtemp(prefix="fontaine-cpu-"))
+    folder = run_folder(start_steps, "fontaine-cpu-")
     log = folder / "train_log.jsonl"
-    t0 = time.time() - start_steps
-    log.write_text(
-        "".join(
-            dumps(r) + "\n"
-            for r in [meta(t=t0), *(train(s, t0 + s) for s in range(1, start_steps + 1))]
-        )
-    )
-    (folder / "engine.out.log").write_text("engine: started\n")
     source = LocalRun(folder)
     app = make_app(
         source=source,

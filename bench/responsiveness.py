@@ -24,7 +24,6 @@ import os
 import statistics
 import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 
@@ -32,8 +31,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 os.environ.setdefault("TEXTUAL_ANIMATIONS", "none")
 
-from bench.console_cpu import WRITER  # noqa: E402
-from tests.logs import dumps, meta, train  # noqa: E402
+from bench.console_cpu import WRITER, run_folder  # noqa: E402
 
 KEYS = ("p", "v", "r", "b", "t", "m")
 
@@ -87,16 +85,8 @@ async def console(rounds: int, rate: float, start_steps: int = 2000) -> list[dic
     from fontaine_tui.core.preset.find import load_preset
     from fontaine_tui.screens.modes import MODES
 
-    folder = Path(tempfile.mkdtemp(prefix="fontaine-keys-"))
+    folder = run_folder(start_steps, "fontaine-keys-")
     log = folder / "train_log.jsonl"
-    t0 = time.time() - start_steps
-    log.write_text(
-        "".join(
-            dumps(r) + "\n"
-            for r in [meta(t=t0), *(train(s, t0 + s) for s in range(1, start_steps + 1))]
-        )
-    )
-    (folder / "engine.out.log").write_text("engine: started\n")
     app = make_app(source=LocalRun(folder), preset=load_preset("demosonly_1gpu"), kind="attach")
     by_key = {
         "p": MODES["probes"],
