@@ -26,6 +26,10 @@ What looks like a credential (docs/secrets.md lists it for the user):
 - in a URL: user info (`user:***@`, or `***@` for a token alone), a secret-named query or
   fragment value (`?token=`, `?key=`, `?sig=`, `#access_token=`), and a webhook's token path
   (Slack, Discord, ntfy, any `hook` URL: `redact_url`).
+- programs' own forms: `mysql -pV`, `docker login -p V`, `curl -u me:V`, `--password:V`, a
+  `.netrc` line's `password V`, Azure's `;AccountKey=V;`, npm's `/:_authToken=V`, a proxy's
+  `user:V@host:port`, a private key's body, an argv printed as a list (`["--token", "V"]`)
+  or a word a line.
 
 A line that a backslash continues is read with the next, as the shell reads it: the value of
 `--hub_token \\` is on the next line.
@@ -64,7 +68,16 @@ _CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])")
 _NOT_WORD = re.compile(r"[^A-Za-z0-9]+")
 # words that make a name secret wherever they stand in it
 _SECRET_WORDS = frozenset(
-    {"PASSWORD", "PASSWORDS", "PASSWD", "PASSPHRASE", "CREDS", "APIKEY", "WEBHOOK", "WEBHOOKS"}
+    {
+        "PASSWORD",
+        "PASSWORDS",
+        "PASSWD",
+        "PASSPHRASE",
+        "CREDS",
+        "APIKEY",
+        "WEBHOOK",
+        "WEBHOOKS",
+    }
 )
 _SECRET_PARTS = re.compile(r"SECRET|PASSW|CREDENTIAL|COOKIE|APIKEY|PRIVATEKEY|WEBHOOK")
 _AUTH = re.compile(r"AUTH(?!OR(?!IZ))")  # AUTH, OAUTH, AUTHORIZATION; not AUTHOR(S), AUTHORITY
@@ -102,6 +115,11 @@ def _words(name: str) -> list[str]:
     return [w for w in _NOT_WORD.split(_CAMEL.sub("_", name).upper()) if w]
 
 
+# PASS as a count of passes over the data (NUM_PASS, SECOND_PASS), not a password
+_PASS_COUNTS = frozenset(
+    {"NUM", "N", "MAX", "MIN", "FIRST", "SECOND", "THIRD", "LAST", "NEXT", "ONE", "TWO",
+     "SINGLE", "MULTI", "EVAL", "TRAIN", "FORWARD", "BACKWARD", "BY", "EACH", "PER"}
+)  # fmt: skip
 _WHERE_KEPT = frozenset({"FILE", "PATH", "DIR", "FILENAME", "ENV", "VAR"})  # a path, not a value
 
 
@@ -125,6 +143,8 @@ def secret_name(name: str) -> bool:
         if _TOKEN.search(w) and not (
             w == "TOKEN" and (before in _TOKEN_KINDS or after in _TOKEN_MEASURES)
         ):
+            return True
+        if w == "PASS" and i == last and before not in _PASS_COUNTS:  # DB_PASS, --pass
             return True
         if i and w in ("PWD", "PAT", "DSN") and i == last:  # DB_PWD, GH_PAT; not PWD
             return True
@@ -158,16 +178,18 @@ _TOKENS = re.compile(
     r"|AIza[A-Za-z0-9_\-]{30,}"
     r"|ya29\.[A-Za-z0-9_\-]{16,}"
     r"|eyJ[A-Za-z0-9_\-]{8,}\.eyJ[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]*"
+    r"|local-[0-9a-f]{40}(?![0-9a-f])"  # a W&B key of a local server
     r")"
 )
 # a bare 40-hex string (a W&B API key); not inside a longer hex run, a path or a name@ref
 _TOKEN_CLUES = (
     "hf_", "sk-", "sk_", "rk_", "gho_", "ghp_", "ghr_", "ghs_", "ghu_", "github_pat_", "glpat-",
-    "xox", "akia", "asia", "aiza", "ya29.", "eyj",
+    "xox", "akia", "asia", "aiza", "ya29.", "eyj", "local-",
 )  # fmt: skip
 _TOKEN_CLUE = re.compile("|".join(map(re.escape, _TOKEN_CLUES)))
 _HEX_RUN = re.compile(r"[0-9a-f]{40}")
-_HEX40 = re.compile(r"(?<![A-Za-z0-9_/.@\-])[0-9a-f]{40}(?![A-Za-z0-9_/@\-]|\.[A-Za-z0-9])")
+# 40 hex digits then `.json` or `.lock` name a file by its hash; then `.Word`, a sentence goes on
+_HEX40 = re.compile(r"(?<![A-Za-z0-9_/.@\-])[0-9a-f]{40}(?![A-Za-z0-9_/@\-]|\.[a-z0-9])")
 _HASH_BEFORE = re.compile(
     r"(?i)(?:commit|revision|rev|sha1?|sha256|hash|digest|checksum|ref|head|git|fingerprint)"
     r"[\w-]*[\s:=\"'(]*$"
@@ -185,10 +207,24 @@ def _hex_masked(text: str, hashes: bool) -> str:
     return _HEX40.sub(one, text)
 
 
+# user info with no scheme before it (a proxy's `user:V@proxy:8080`): the host a name with a
+# dot or a port after it, so an image's `name:tag@sha256:...` is no such thing
+_USERINFO = re.compile(
+    r"(?<![\w/:@.%+\-])(?P<user>[\w.%+\-]+):(?P<value>[^\s@/:'\"]+)@"
+    r"(?=(?!sha\d)(?:[A-Za-z0-9\-]+\.[A-Za-z0-9.\-]*[A-Za-z]|[A-Za-z0-9.\-]+:\d+)(?![\w.:\-]))"
+)
+# an .npmrc's registry line: `//registry.npmjs.org/:_authToken=V` (also _auth, _password)
+_NPMRC = re.compile(r"(?<=/:)(?P<name>_[A-Za-z]+)=(?P<value>[^\s\"']+)")
+
+
 def _plain_masked(text: str, hashes: bool) -> str:
     """`text` (no URL in it) with its token-shaped runs as ***."""
     if _TOKEN_CLUE.search(text.lower()) is not None:
         text = _TOKENS.sub(MASK, text)
+    if "@" in text:
+        text = _USERINFO.sub(lambda m: m[0] if m["value"] == MASK else f"{m['user']}:{MASK}@", text)
+    if "/:_" in text:
+        text = _NPMRC.sub(lambda m: f"{m['name']}={MASK}" if secret_name(m["name"]) else m[0], text)
     return _hex_masked(text, hashes) if _HEX_RUN.search(text) else text
 
 
@@ -397,8 +433,10 @@ _INNER_QUOTE = re.compile(r"""\w["']\w""")  # where the shell's and prose's pair
 # `api_key": V` with its opening quote cut off): the value a quoted string (`'it's V'` too),
 # a list of them (`["V", "W"]`) or a bare word
 _KEYED = re.compile(
-    r"""(?<![\w.\-])["']?(?P<name>[A-Za-z_][\w.\-]*)["'][ \t]*:[ \t]*"""
-    r"""(?P<value>"(?:[^"\\\n]|\\.)*"|'(?:[^'\n]|(?<=\w)'(?=\w))*'(?!\w)|'[^'\n]*'"""
+    r"""(?<![\w.\-])\\?["']?(?P<name>[A-Za-z_][\w.\-]*)\\?["'][ \t]*:[ \t]*"""
+    r"(?P<value>"
+    r'\\"(?:(?!\\")[^\n])*\\"'  # JSON inside a JSON string: {\"key\": \"V\"}
+    r"""|"(?:[^"\\\n]|\\.)*"|'(?:[^'\n]|(?<=\w)'(?=\w))*'(?!\w)|'[^'\n]*'"""
     r"""|\[[^\[\]\n]*\]|[^\s"',;:{}\[\]()]+)"""
 )
 _GAP = re.compile(r"(?:\s|\\(?:\n|\Z))*")  # what stands between two words
@@ -408,7 +446,7 @@ _DEEPEST = 4  # quotes inside quotes read so deep; deeper, token shapes alone ar
 # is, at once
 _CLUES = (
     "secret", "pass", "cred", "key", "hook", "cookie", "auth", "token", "pwd", "_pat", "-pat",
-    ".pat", "dsn", "database", "bearer", "://", *_TOKEN_CLUES,
+    ".pat", "dsn", "database", "bearer", "://", "curl", *_TOKEN_CLUES,
 )  # fmt: skip
 _CLUE = re.compile("|".join(map(re.escape, _CLUES)))
 _SHORT_P = re.compile(r"(?:^|[\s\"'(;&|`])-p")  # -p, -pPASSWORD: a word of its own
@@ -423,6 +461,7 @@ def _maybe(text: str) -> bool:
         _CLUE.search(text.lower()) is not None
         or _HEX_RUN.search(text) is not None
         or ("-p" in text and _SHORT_P.search(text) is not None)
+        or ("@" in text and _USERINFO.search(text) is not None)
     )
 
 
@@ -437,7 +476,15 @@ _PUNCT_END = re.compile(r"[;,&|)}\]]+$")
 _PREFIXES = frozenset({"env", "exec", "command", "sudo", "nohup", "time", "!", "if", "while"})
 _AUTH_SCHEMES = frozenset({"bearer", "basic", "token", "digest"})
 _IDENTIFIER = re.compile(r"[A-Za-z_][\w.\-]*$")
-_P_ATTACHED = frozenset({"mysql", "mysqldump", "mysqladmin", "mariadb"})
+# a flag as an element of a printed list: `["--hub_token",`, `'--hub_token',`
+_LISTED_FLAG = re.compile(r"""^[\[(]*(?P<q>\\?["'])(?P<flag>-{1,2}[A-Za-z][\w.\-]*)(?P=q),?$""")
+_FLAG_COLON = re.compile(r"^(?P<flag>-{1,2}[A-Za-z][\w.\-]*):(?P<value>.+)$", re.S)
+_CURL_USER = frozenset({"-u", "--user", "-U", "--proxy-user"})  # curl's user:password
+_NETRC = frozenset({"machine", "default"})  # a .netrc line: machine H login U password V
+_P_ATTACHED = frozenset(
+    {"mysql", "mysqldump", "mysqladmin", "mariadb", "docker login", "podman login"}
+)
+_LOGINS = frozenset({"docker", "podman", "nerdctl", "buildah", "skopeo"})  # `X login -p V`
 # programs whose -p takes no password (mkdir -p, ssh -p PORT, docker run -p PORTS)
 _P_NOT_PASSWORD = frozenset(
     {
@@ -484,26 +531,27 @@ def _value(text: str, hashes: bool = False, depth: int = 0) -> str:
         text = _keyed(text)
     if len(text) >= 2 and text[0] == text[-1] and text[0] in "\"'" and depth < _DEEPEST:
         return text[0] + mask_line(text[1:-1], hashes, depth + 1) + text[0]
-    if "," in text and "=" in text:
+    if ("," in text or ";" in text) and "=" in text:  # a=1,b=2; Azure's K=V;AccountKey=V
         return _listed(text, hashes)
     return _tokens_masked(text, hashes)
 
 
-# a key in a comma-separated list of pairs, as some trainers take (--opts user=bob,password=V)
-_LISTED_KEY = re.compile(r"(?:^|(?<=,))([A-Za-z_][\w.\-]*)=")
+# a key in a comma-separated list of pairs, as some trainers take (--opts user=bob,password=V),
+# or a semicolon-separated one (an Azure connection string's AccountName=a;AccountKey=V)
+_LISTED_KEY = re.compile(r"(?:^|(?<=[,;]))([A-Za-z_][\w.\-]*)=")
 
 
 def _listed(text: str, hashes: bool) -> str:
     """A value that may list `k=v` pairs by commas: each secret-named key's value as ***.
 
-    A pair's value runs to the next `,k=`; all else is masked as any value is."""
+    A pair's value runs to the next `,k=` (or `;k=`); all else is masked as any value is."""
     keys = list(_LISTED_KEY.finditer(text))
     if not keys:  # "=" and "," but no pair where a list's stands (tokenizer(x=1, y=2))
         return _tokens_masked(text, hashes)
     out: list[str] = []
     at = 0
     for key, after in zip(keys, [*keys[1:], None], strict=True):
-        end = after.start() - 1 if after is not None else len(text)  # the comma before it
+        end = after.start() - 1 if after is not None else len(text)  # the comma or semicolon
         value = text[key.end() : end]
         plain = value.strip("\"'")
         if not secret_name(key[1]) or plain.lower() in _BOOLISH or plain == MASK:
@@ -534,6 +582,10 @@ def _word(
 
     `reader` split the text into words: a word that it reads as one is no command line, even
     with spaces in it (`password='don't V'` as prose pairs its quotes)."""
+    if program == "curl" and ":" in word and (prev in _CURL_USER or word.startswith("--user=")):
+        head, _, value = word.partition(":")  # curl -u me:V, --user=me:V
+        if value and value != MASK:
+            return f"{head}:{_hidden(value)}", False
     if not _maybe(word):
         return word, False
     if _SPACE.search(word) is not None and len(reader.findall(word)) > 1:
@@ -549,9 +601,13 @@ def _word(
         if secret_name(name) and plain.lower() not in _BOOLISH:
             return f"{m['pre']}{name}={_hidden(value)}", False
         return f"{m['pre']}{name}={_value(value, hashes or _hashy(name), depth)}", False
+    if (listed := _LISTED_FLAG.match(word)) is not None and secret_name(listed["flag"]):
+        return word, True  # ["--hub_token", "V"]: an argv printed as a list
     if bare.startswith("-"):
         if _FLAG.match(bare) and secret_name(bare):  # --api-key V
             return word, True
+        if (m := _FLAG_COLON.match(bare)) is not None and secret_name(m["flag"]):  # --password:V
+            return f"{word[: len(word) - len(bare)]}{m['flag']}:{_hidden(m['value'])}", False
         if bare == "-p" and program not in _P_NOT_PASSWORD:  # sshpass -p V
             return word, True
         if bare[2:].strip("\"'") and bare.startswith("-p") and program in _P_ATTACHED:  # -pV
@@ -560,6 +616,8 @@ def _word(
         if secret_name(named["name"]):  # "api_key": V, Authorization: V
             return word, True
     if bare.lower() == "bearer":
+        return word, True
+    if program in _NETRC and bare in ("password", "passwd"):  # machine H login U password V
         return word, True
     if following in ("=", ":") and _IDENTIFIER.match(bare) and secret_name(bare):  # key = V
         return word, True
@@ -620,6 +678,8 @@ def _mask_words(
             bare = word.lstrip("(;&|{`")
             if bare and bare not in _PREFIXES and not ("=" in word and _ASSIGN.match(word)):
                 program, starts = _base(bare), False
+                if program in _LOGINS and following.get(i) == "login":  # its -p is a password
+                    program = f"{program} login"
         if word[-1] in ";&|()" or word in ("then", "do", "else"):
             starts = True
         prev = out[-1]  # as shown: a hidden word gives no context to the next
@@ -657,6 +717,8 @@ def mask_line(line: str, hashes: bool = False, depth: int = 0) -> str:
     finds is masked."""
     if not line or line.isspace():
         return line
+    if "-----BEGIN" in line:
+        line = _pem_masked(line)
     if not _maybe(line):
         return line
     if depth > _DEEPEST:
@@ -719,6 +781,11 @@ def _keyed(text: str) -> str:
         quoted = value[0] in "\"'["  # a string, or a list: [***]
         if not secret_name(m["name"]):
             return m[0]
+        if value.startswith('\\"'):  # an escaped string: \"V\"
+            inner = value[2:-2]
+            if inner.lower() in _BOOLISH or inner == MASK or _reference(inner):
+                return m[0]
+            return m[0][: m.start("value") - m.start()] + f'\\"{MASK}\\"'
         items = value[1:-1].split(",") if value[0] == "[" else [value[1:-1] if quoted else value]
         plains = [item.strip(" \t\"'") if value[0] == "[" else item for item in items]
         if all(p.lower() in _BOOLISH or p == MASK or _reference(p) for p in plains):
@@ -734,19 +801,57 @@ def mask_text(text: str, hashes: bool = False) -> str:
 
     A line that ends in a backslash is read with the next, as the shell reads it (the value
     of `--hub_token \\` is on the next line). `hashes`: 40 hex digits are a commit or a
-    digest here (a value under a `commit` key)."""
-    if "\\\n" not in text:
+    digest here (a value under a `commit` key).
+
+    A line that ends in a secret-named flag (an argv printed a word a line) is read with the
+    next too: the value is its first word. A private key's body is *** whole."""
+    if "-----BEGIN" in text:
+        text = _pem_masked(text)
+    if "\\\n" not in text and _FLAG_AT_END.search(text) is None:
         return "\n".join(mask_line(line, hashes) for line in text.split("\n"))
     out: list[str] = []
     run: list[str] = []  # the lines of one shell line
     for line in text.split("\n"):
         run.append(line)
-        if (len(line) - len(line.rstrip("\\"))) % 2 == 0:  # no backslash left to continue
+        if (len(line) - len(line.rstrip("\\"))) % 2 == 0 and not _flag_at_end(line):
             out.append(mask_line("\n".join(run), hashes))
             run = []
     if run:
         out.append(mask_line("\n".join(run), hashes))
     return "\n".join(out)
+
+
+# a private key's armour (PEM, OpenSSH): the body between BEGIN and END (or the text's end,
+# where it was cut off) is the key
+_PEM = re.compile(
+    r"(?P<begin>-----BEGIN [A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----)(?P<body>(?:(?!-----END )[\s\S])*)"
+)
+# a line that ends in a flag (its value on the next line): `--hub_token`, `"--hub_token",`
+_FLAG_AT_END = re.compile(r"""(?:^|[\s\[(])\\?["']?-{1,2}[A-Za-z][\w.\-]*\\?["']?,?[ \t]*$""", re.M)
+
+
+def _flag_at_end(line: str) -> bool:
+    """Whether `line`'s last word is a secret-named flag, whose value is on the next line."""
+    m = _FLAG_AT_END.search(line)
+    if m is None:
+        return False
+    flag = m[0].strip().lstrip("[(").rstrip(",").strip("\\\"'")
+    return secret_name(flag)
+
+
+def _pem_masked(text: str) -> str:
+    """`text` with each private key's body as ***, its spacing at each end kept."""
+
+    def one(m: re.Match[str]) -> str:
+        body = m["body"]
+        core = body.strip()
+        if not core or core == MASK:
+            return m[0]
+        lead = body[: len(body) - len(body.lstrip())]
+        trail = body[len(body.rstrip()) :]
+        return f"{m['begin']}{lead}{MASK}{trail}"
+
+    return _PEM.sub(one, text)
 
 
 def mask_lines(lines: Sequence[str]) -> list[str]:

@@ -4,6 +4,8 @@ replaced by ***, the rest of the line as it was."""
 
 from __future__ import annotations
 
+import subprocess
+import sys
 import time
 
 import pytest
@@ -446,3 +448,111 @@ def test_a_long_line_of_quotes_that_never_close_is_read_once_over():
     shown = mask_text(line)
     assert time.monotonic() - start < 3, "read once for each quote"
     assert shown.startswith("it's --token *** ") and "k3y" not in shown
+
+
+# shapes a hostile review found shown whole: a printed argv, a flag and its value a line
+# apart, JSON inside a JSON string, programs' own password options, connection strings,
+# registry and proxy credentials, private keys, W&B's local keys, .netrc, a `*_PASS` variable
+WB = f"local-{HEX}"
+PEM_BODY = "MIIEvQIBADANBgkqhkiG9w0BAQEFAASC\nZq9secZbase64body=="
+HOSTILE_SHAPES = [
+    ('argv ["--hub_token", "Zq9secZ"]', 'argv ["--hub_token", "***"]'),
+    ("['--hub_token', 'Zq9secZ']", "['--hub_token', '***']"),
+    (
+        "['t.py', '--hub_token', 'Zq9secZ', '--lr', '3']",
+        "['t.py', '--hub_token', '***', '--lr', '3']",
+    ),
+    ("--hub_token\nZq9secZ\n--lr\n3", "--hub_token\n***\n--lr\n3"),
+    ('"--hub_token",\n"Zq9secZ",', '"--hub_token",\n"***",'),
+    ('cfg {\\"api_key\\": \\"Zq9secZ\\"}', 'cfg {\\"api_key\\": \\"***\\"}'),
+    ('{\\"api_key\\":\\"Zq9secZ\\",\\"lr\\":3}', '{\\"api_key\\":\\"***\\",\\"lr\\":3}'),
+    ("mysql -uroot -pZq9secZ db", "mysql -uroot -p*** db"),
+    ("docker login -u me -p Zq9secZ", "docker login -u me -p ***"),
+    ("docker login -u me -pZq9secZ ghcr.io", "docker login -u me -p*** ghcr.io"),
+    ("curl -u admin:Zq9secZ https://x.org/a", "curl -u admin:*** https://x.org/a"),
+    ("curl --user admin:Zq9secZ x.org", "curl --user admin:*** x.org"),
+    ("curl --user=admin:Zq9secZ x.org", "curl --user=admin:*** x.org"),
+    ("run --password:Zq9secZ --lr 3", "run --password:*** --lr 3"),
+    (
+        "AZ=DefaultEndpointsProtocol=https;AccountName=acc;AccountKey=Zq9secZ==;"
+        "EndpointSuffix=core.windows.net",
+        "AZ=DefaultEndpointsProtocol=https;AccountName=acc;AccountKey=***;"
+        "EndpointSuffix=core.windows.net",
+    ),
+    ("//registry.npmjs.org/:_authToken=Zq9secZ", "//registry.npmjs.org/:_authToken=***"),
+    ("proxy user:Zq9secZ@proxy:8080 refused", "proxy user:***@proxy:8080 refused"),
+    ("https_proxy=user:Zq9secZ@proxy.corp.org", "https_proxy=user:***@proxy.corp.org"),
+    (
+        f"-----BEGIN RSA PRIVATE KEY-----\n{PEM_BODY}\n-----END RSA PRIVATE KEY-----\nnext",
+        "-----BEGIN RSA PRIVATE KEY-----\n***\n-----END RSA PRIVATE KEY-----\nnext",
+    ),
+    (
+        "key: -----BEGIN OPENSSH PRIVATE KEY----- b3Zq9secZ -----END OPENSSH PRIVATE KEY----- ok",
+        "key: -----BEGIN OPENSSH PRIVATE KEY----- *** -----END OPENSSH PRIVATE KEY----- ok",
+    ),
+    ("cut: -----BEGIN PRIVATE KEY-----\nMIIZq9secZ", "cut: -----BEGIN PRIVATE KEY-----\n***"),
+    (f"wandb login {WB} ok", "wandb login *** ok"),
+    (f"WANDB_KEY_IS {HEX}.Retry later", "WANDB_KEY_IS ***.Retry later"),
+    ("machine api.x.org login me password Zq9secZ", "machine api.x.org login me password ***"),
+    ("env DB_PASS=Zq9secZ python t.py", "env DB_PASS=*** python t.py"),
+]
+
+
+@pytest.mark.parametrize(("text", "shown"), HOSTILE_SHAPES)
+def test_each_shape_the_review_found_is_masked_and_the_rest_kept(text, shown):
+    assert mask_text(text) == shown
+    assert mask_text(shown) == shown  # masking twice changes nothing
+    assert "Zq9secZ" not in mask_argv(["bash", "-c", text])[2]  # one argv element
+    assert "Zq9secZ" not in str(mask_tree({"kind": "alert", "text": text}))  # a log record
+
+
+def test_a_printed_argv_in_a_preset_command_is_masked_as_an_argv():
+    argv = ["python", "t.py", "--password:Zq9secZ", "DB_PASS=Zq9secZ", f"--x={WB}"]
+    assert mask_argv(argv) == ["python", "t.py", "--password:***", "DB_PASS=***", "--x=***"]
+    assert tree_secrets({"command": {"env": {"DB_PASS": "Zq9secZ"}}}) == ["command.env.DB_PASS"]
+
+
+# -p is a password only where the program takes one there (mysql, sshpass, docker login);
+# ssh's port, docker run's ports, a path, a hash named as a file, an image's digest are kept
+NOT_HOSTILE = [
+    "ssh -p 2222 me@host.org",
+    "docker run -p 8080:80 img",
+    "docker run -u 1000:1000 img",
+    "python -u train.py --user me:group",
+    f"blobs named {HEX}.json and {HEX}.lock",
+    "image python:3.11@sha256:abc123 pulled",
+    "git@github.com:org/repo.git",
+    "mail me@example.org at 10:30",
+    "loss rose at step 30: 2.4 > 2.1",
+    "--pass-through 3 --bypass 1 PASS_COUNT=2",
+    "-----BEGIN PUBLIC KEY-----\nMIIBIjANBg\n-----END PUBLIC KEY-----",
+]
+
+
+@pytest.mark.parametrize("text", NOT_HOSTILE)
+def test_what_only_looks_near_such_a_shape_is_kept(text):
+    assert mask_text(text) == text
+
+
+@pytest.mark.parametrize(("name", "secret"), [("DB_PASS", True), ("PASS", True), ("BYPASS", False)])
+def test_pass_as_a_word_of_a_name_is_a_secret(name, secret):
+    assert secret_name(name) is secret
+
+
+def test_a_preset_error_that_quotes_a_value_shows_it_masked(tmp_path):
+    """`presets show` and the listing's INVALID line say what was found: its credential masked."""
+    preset = (
+        '[run]\nname = "own"\noutput_dir = "runs/own"\nquestion = "q"\n\n'
+        '[source]\nkind = "hf_trainer --hub_token Zq9secZ"\n'
+    )
+    (tmp_path / "presets").mkdir()
+    (tmp_path / "presets" / "own.toml").write_text(preset)
+    run = [sys.executable, "-m", "fontaine_tui", "presets"]
+    shown = subprocess.run(
+        [*run, "show", "presets/own.toml"], cwd=tmp_path, capture_output=True, text=True, timeout=60
+    )
+    listed = subprocess.run(run, cwd=tmp_path, capture_output=True, text=True, timeout=60)
+    assert shown.returncode == 2, shown.stderr
+    assert "source.kind" in shown.stderr and "--hub_token ***" in shown.stderr, shown.stderr
+    assert "INVALID" in listed.stdout and "--hub_token ***" in listed.stdout, listed.stdout
+    assert "Zq9secZ" not in shown.stdout + shown.stderr + listed.stdout + listed.stderr

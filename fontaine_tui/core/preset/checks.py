@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any, Final, TypeVar, cast
 
 from fontaine_tui.core.errors import InputError
+from fontaine_tui.core.secrets import mask_text
 
 # the verdict's classes (the verdict wing's rules.py computes them; [labels] and
 # [interpretation] key on them)
@@ -36,6 +37,8 @@ class PresetError(InputError):
     """A preset that cannot be used; str() is one line naming the file and the key."""
 
     def __init__(self, path: str | Path, key: str, expected: str) -> None:
+        # what was expected often quotes the value found: shown as any text is (core/secrets.py)
+        expected = mask_text(expected)
         self.path, self.key, self.expected = str(path), key, expected
         super().__init__(f"{path}: {key}: {expected}")
 
