@@ -13,7 +13,7 @@ from pathlib import Path
 
 from fontaine_tui.core.errors import InputError
 from fontaine_tui.core.preset.record import Preset
-from fontaine_tui.core.runfolder import REVIEW
+from fontaine_tui.core.runfolder import LOG, PREREG, REVIEW
 from fontaine_tui.core.verdict import blind
 from fontaine_tui.core.verdict import export as exporter
 from fontaine_tui.core.verdict import review as reviewer
@@ -119,12 +119,19 @@ class ReviewActions:
         if into is None:
             return Outcome("export needs a run folder (none for this source)", "error")
         if self.export_folder is not None:
+            if refused := _not_an_export_folder(self.export_folder):
+                return Outcome(f"{self.export_folder}: not written: {refused}", "error")
             try:
                 self.export_folder.mkdir(parents=True, exist_ok=True)
             except OSError as exc:
                 return Outcome(f"{self.export_folder}: cannot make it ({exc.strerror})", "error")
         spec = probes_chart(view.store, view.preset, view.verdicts, v, scaled)
-        result = exporter.export(into, v, spec)
+        try:
+            result = exporter.export(into, v, spec)
+        except InputError as exc:  # a file there this program did not write: left as it is
+            return Outcome(f"export not written: {exc}", "error")
+        except OSError as exc:  # a folder that cannot be written
+            return Outcome(f"export not written: {exc.filename or into}: {exc.strerror}", "error")
         broken = (self.check_review() or ReviewState(0, "")).broken
         return Outcome(
             f"wrote {result.verdict_path}"
@@ -184,3 +191,18 @@ class ReviewActions:
             f"{entry.read_step}: {why}",
             "warning",
         )
+
+
+def _not_an_export_folder(folder: Path) -> str:
+    """Why `folder` is no place for an export kept apart from its run, or "".
+
+    A link could lead into any folder, and a folder holding a run's log or prereg.json is a run
+    folder: its verdict.json is that run's, not this one's to replace."""
+    if folder.is_symlink():
+        return "it is a link (an export goes only into a folder of its own)"
+    if folder.exists() and not folder.is_dir():
+        return "it is not a folder"
+    for name in (LOG, PREREG):
+        if (folder / name).exists():
+            return f"it holds a run ({name}), whose verdict.json is not this one's"
+    return ""

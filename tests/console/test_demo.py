@@ -108,3 +108,54 @@ def test_the_demos_export_is_kept_after_it_quits(tmp_path):
     assert (doc["verdict"], doc["read_step"]) == ("HEALTHY", 300)
     assert f"wrote {kept / 'verdict.json'}" in said
     assert "kept after quitting (the run folder is a temporary copy)" in said
+
+
+def test_the_demos_export_never_writes_where_it_should_not(tmp_path):
+    """A link named like the export folder (into another run's folder), a folder holding a run,
+    and a folder whose verdict.json cannot be written: nothing is written, one line says why,
+    and the console goes on (it ended in a traceback)."""
+    from fontaine_tui.console import make_app
+
+    other = tmp_path / "other_run"
+    other.mkdir()
+    (other / "verdict.json").write_text('{"verdict": "UNDECIDABLE", "mine": true}\n')
+    link = tmp_path / "link-export"
+    link.symlink_to(other)
+    run_like = tmp_path / "run-export"
+    run_like.mkdir()
+    (run_like / "train_log.jsonl").write_text("")
+    blocked = tmp_path / "blocked-export"  # its verdict.json is a folder: writing it fails
+    (blocked / "verdict.json").mkdir(parents=True)
+    cases = {
+        link: "it is a link",
+        run_like: "it holds a run (train_log.jsonl)",
+        blocked: "export not written",
+    }
+    for folder, why in cases.items():
+        with demo.staged(speed=1e6) as staged:
+            app = make_app(
+                source=staged.source,
+                preset=staged.preset,
+                kind="replay",
+                registry=staged.registry,
+                clock=fixed_clock,
+                frame_s=0.05,
+                chart_s=0.1,
+                export_folder=folder,
+            )
+
+            async def export(app=app) -> tuple[str, bool]:
+                async with app.run_test(size=SIZE) as pilot:
+                    await loaded(pilot, 300)
+                    await pilot.press("v", "e")
+                    await until(pilot, lambda: "not written" in app.review_status, 60)
+                    await pilot.press("q")
+                return app.review_status, app.return_code == 0
+
+            said, clean = asyncio.run(export())
+        assert why in said and clean, (folder, said)
+    assert json.loads((other / "verdict.json").read_text()) == {
+        "verdict": "UNDECIDABLE",
+        "mine": True,
+    }
+    assert not (other / "disc_overlay.png").exists()
