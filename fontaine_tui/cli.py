@@ -193,6 +193,9 @@ def _replacing(*streams: TextIO) -> list[tuple[io.TextIOWrapper, str]]:
     return changed
 
 
+BROKEN_PIPE = 141  # the shell's code for a command its reader stopped reading (128 + SIGPIPE)
+
+
 def _main(argv: list[str] | None) -> int:
     args = parse(_legacy(sys.argv[1:] if argv is None else list(argv)))
     try:
@@ -202,8 +205,8 @@ def _main(argv: list[str] | None) -> int:
         return 2
     except KeyboardInterrupt:
         return 130
-    except BrokenPipeError:
-        return 0
+    except BrokenPipeError:  # `| head`: what was cut may hold the read; 0 would say HEALTHY
+        return BROKEN_PIPE
     return int(code or 0)
 
 

@@ -46,8 +46,9 @@ def load_app() -> type[FontaineApp]:
 def no_console_here() -> str | None:
     """Why this terminal cannot hold the console, or None where it can.
 
-    The console draws on stderr and takes the screen: a stdout or stderr that is no terminal
-    (a file, a pipe: a script, a job, CI) or a TERM that says dumb or nothing cannot hold it.
+    The console reads its keys from stdin, draws on stderr and takes the screen: a stdin,
+    stdout or stderr that is no terminal (a file, a pipe, /dev/null: a script, a job, CI) or a
+    TERM that says dumb or nothing cannot hold it.
     """
     if not sys.stdout.isatty():
         return "stdout is not a terminal"
@@ -56,6 +57,8 @@ def no_console_here() -> str | None:
     term = os.environ.get("TERM", "")
     if term in ("", "dumb"):
         return f"TERM is {term}" if term else "TERM is not set"
+    if not sys.stdin.isatty():  # its keys (q, the modes) come from nowhere: it never ends
+        return "stdin is not a terminal"
     return None
 
 

@@ -177,6 +177,16 @@ def test_demo_with_stderr_to_a_file_prints_the_plain_form(tmp_path):
     assert lines[-1] == DEMO_END
 
 
+def test_demo_with_stdin_from_dev_null_prints_the_plain_form(tmp_path):
+    """The console's keys come from stdin: from /dev/null no `q` ever comes, and it spun."""
+    with Terminal(tmp_path, fontaine("demo", *FAST) + " </dev/null") as t:
+        code = t.wait()
+        lines = t.lines()
+    assert code == 0, lines[-20:]
+    assert lines.count(note("stdin is not a terminal")) == 1, lines[:5]
+    assert lines[-1] == DEMO_END
+
+
 def test_demo_in_a_terminal_that_can_hold_it_opens_the_console(tmp_path):
     """The other side: a terminal and a TERM get the console, which waits for `q`."""
     with Terminal(tmp_path, fontaine("demo", *FAST)) as t:
@@ -243,3 +253,26 @@ def test_launch_detach_piped_says_nothing_of_the_plain_form(tmp_path):
     res = cli(tmp_path, "launch", str(preset), "--detach")
     assert res.returncode == 0, res.stderr
     assert "plain form" not in res.stderr
+
+
+def test_a_reader_that_stops_reading_is_not_told_the_run_is_healthy(tmp_path):
+    """`replay ... | head -1`: the reader goes before the report is out. Exit 0 would read as
+    HEALTHY whatever the run's read; it is 141, the shell's code for a cut pipe, and no
+    traceback."""
+    run = _finished_run(tmp_path)
+    read, write = os.pipe()
+    os.close(read)  # the reader is gone before the first line
+    try:
+        proc = subprocess.run(
+            [sys.executable, "-m", "fontaine_tui", "replay", str(run / "train_log.jsonl")]
+            + ["--plain", "--preset", "demosonly_1gpu", *FAST],
+            stdout=write,
+            stderr=subprocess.PIPE,
+            stdin=subprocess.DEVNULL,
+            text=True,
+            timeout=120,
+        )
+    finally:
+        os.close(write)
+    assert proc.returncode == 141, proc.stderr
+    assert "Traceback" not in proc.stderr and "Exception ignored" not in proc.stderr, proc.stderr
