@@ -1,7 +1,8 @@
 """Whether the engine's interpreter finds what the engine imports, asked before a launch.
 
 `pip install -e .` installs the console alone; the engine's modules (pyproject's `engine`
-extra: torch, transformers, ...) come with `pip install -e '.[engine]'`. Without them an
+extra: torch, transformers, ...) come with `pip install -e '.[engine]'`, run by the engine's
+own python. Without them an
 engine launch would freeze prereg.json, make the run folder and start an engine that dies on
 `No module named 'torch'` there. guards.check_engine asks first, in the interpreter, the
 environment and the folder the engine gets, and a launch here is refused in one line naming
@@ -12,6 +13,7 @@ transformers takes seconds, the lookup a fraction of one."""
 
 from __future__ import annotations
 
+import shlex
 import subprocess
 from collections.abc import Mapping
 from pathlib import Path
@@ -23,19 +25,28 @@ from fontaine_tui.core.text import literal
 # the modules of pyproject's `engine` extra, each under the name it imports as
 ENGINE_IMPORTS = ("torch", "transformers", "safetensors", "numpy", "pyarrow", "av")
 LOOKUP_S = 30.0  # the lookup's bound: a python that hangs only leaves the check unanswered
-# run by the engine's interpreter: the names it cannot find, on its last line
+# run by the engine's interpreter: the names it cannot find, on its last line. A name found
+# with no file behind it is a namespace package: an empty torch/ left by an uninstall, or a
+# folder of that name on the path, which the engine would fail to import from
 _FIND = (
     "import importlib.util as u, sys\n"
-    "print('missing:', *(m for m in sys.argv[1:] if u.find_spec(m) is None))"
+    "def found(m):\n"
+    "    s = u.find_spec(m)\n"
+    "    return s is not None and s.has_location\n"
+    "print('missing:', *(m for m in sys.argv[1:] if not found(m)))"
 )
 
 
-def install_command() -> str:
-    """The command that installs the engine's dependencies beside this copy of the console."""
+def install_command(python: str) -> str:
+    """The command that installs the engine's dependencies for `python`.
+
+    It is that interpreter's own pip, not whichever comes first on PATH, beside this copy of
+    the console (a checkout: its folder)."""
     root = Path(__file__).resolve().parents[3]
+    pip = f"{shlex.quote(python)} -m pip install"
     if (root / "pyproject.toml").is_file() and (root / "engine" / "cli.py").is_file():
-        return f"pip install -e '.[engine]' in {literal(str(root))}"  # a checkout
-    return "pip install 'fontaine-tui[engine]'"
+        return literal(f"cd {shlex.quote(str(root))} && {pip} -e '.[engine]'")  # a checkout
+    return literal(f"{pip} 'fontaine-tui[engine]'")
 
 
 def engine_deps(
@@ -75,6 +86,6 @@ def engine_deps(
     if on_node:
         return "warn", (
             f"{lacks}; the Slurm job runs it on its node, which must have them (to install "
-            f"them: {install_command()})"
+            f"them: {install_command(python)})"
         )
-    return "refuse", f"{lacks}; install them: {install_command()}"
+    return "refuse", f"{lacks}; install them: {install_command(python)}"

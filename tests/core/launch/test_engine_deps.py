@@ -28,7 +28,11 @@ except ModuleNotFoundError:  # Python 3.10
 
 ROOT = Path(__file__).resolve().parents[3]
 ENGINE_ONLY = ("torch", "functorch", "transformers")  # what `pip install -e .` does not install
-INSTALL = f"pip install -e '.[engine]' in {ROOT}"
+
+
+def install(python: Path | str) -> str:
+    """The install command the refusal names: the engine python's own pip, in the checkout."""
+    return f"cd {ROOT} && {python} -m pip install -e '.[engine]'"
 
 
 def console_only(tmp_path: Path) -> tuple[Path, dict[str, str]]:
@@ -83,7 +87,7 @@ def test_the_lookup_names_what_the_engine_python_lacks(tmp_path: Path) -> None:
     level, message = engine_deps(str(python), env)
     assert level == "refuse", message
     assert f"the engine's python {python} finds no torch, transformers (" in message
-    assert message.endswith(f"install them: {INSTALL}")
+    assert message.endswith(f"install them: {install(python)}")
     assert "numpy" not in message  # the console's environment has it
     # on a Slurm node the same interpreter may have them: said, not refused
     level, message = engine_deps(str(python), env, on_node=True)
@@ -94,6 +98,22 @@ def test_the_lookup_names_what_the_engine_python_lacks(tmp_path: Path) -> None:
     # a python that cannot be asked leaves the launch to go on, said
     level, message = engine_deps(str(tmp_path / "no-python"))
     assert level == "warn" and message.startswith("cannot check the engine's python"), message
+
+
+def test_an_empty_torch_folder_left_behind_is_not_torch(tmp_path: Path) -> None:
+    """`pip uninstall torch` can leave an empty torch/ in site-packages, and a folder named
+    torch on the path reads as a namespace package: found, yet nothing to import from. The
+    engine died on `No module named 'torch.distributed'` after its run folder was written."""
+    python, env = console_only(tmp_path)
+    (tmp_path / "site" / "torch" / "lib").mkdir(parents=True)
+    assert (
+        subprocess.run(
+            [str(python), "-c", "import torch"], env=env, capture_output=True, timeout=60
+        ).returncode
+        == 0
+    )  # the leftover imports as a package
+    level, message = engine_deps(str(python), env)
+    assert level == "refuse" and "finds no torch, transformers (" in message, message
 
 
 def test_the_lookup_imports_nothing(tmp_path: Path) -> None:
@@ -121,7 +141,7 @@ def test_an_engine_launch_without_the_engine_refuses_and_writes_nothing(
     assert res.returncode == 2, res.stdout + res.stderr
     [line] = res.stderr.strip().splitlines()
     assert line.startswith("fontaine-tui: error: refusing to launch: the engine's python ")
-    assert "finds no torch, transformers (" in line and line.endswith(INSTALL)
+    assert "finds no torch, transformers (" in line and line.endswith(install(python)), line
     assert res.stdout == ""
     assert list(work.iterdir()) == []  # no run folder, no prereg.json
     assert not registry_path.exists()  # no registry entry
