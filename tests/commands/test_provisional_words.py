@@ -62,8 +62,8 @@ def test_a_provisional_read_is_not_interpreted_as_final(
         ((120, 40), 750, "  read AMBIGUOUS (PROVISIONAL)  preset ", True),
         ((80, 24), 750, "  read AMBIGUOUS (PROVISIONAL)", False),
         ((200, 60), 300, "  read waiting for the anchor probe (step 500)  preset ", True),
-        ((120, 40), 300, "  read waiting (anchor)  preset ", True),
-        ((80, 24), 300, "  read waiting (anchor)", False),
+        ((120, 40), 300, "  read waiting for step 500  preset ", True),
+        ((80, 24), 300, "  read waiting for step 500", False),
     ],
 )
 async def test_the_header_says_the_state_and_the_read_in_whole_words(

@@ -56,7 +56,10 @@ def read_words(v: Verdict, size: int = 0) -> str:
     if wait := waiting(v):
         if size == 0:
             return wait
-        return "waiting for a probe" if size == 2 or v.read_step is None else "waiting (anchor)"
+        if v.read_step is None:
+            return "waiting for a probe"
+        past = v.read_step >= v.anchor_step  # the anchor's probe is in: one past it is awaited
+        return f"waiting {'past' if past else 'for'} step {v.anchor_step}"
     if v.provisional:
         status = (
             f"PROVISIONAL, step {v.read_step} of {v.endpoint_step}",
