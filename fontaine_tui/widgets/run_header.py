@@ -7,13 +7,16 @@ priority (the source, then the preset, then the lock), never cut mid-word."""
 
 from __future__ import annotations
 
+import unicodedata
 from typing import TYPE_CHECKING
 
+from rich.cells import cell_len
 from textual.app import ComposeResult
 from textual.containers import Horizontal, Vertical
 from textual.widgets import ProgressBar
 from textual.widgets._progress_bar import Bar
 
+from fontaine_tui.core.text import literal
 from fontaine_tui.core.verdict.text import read_words, waiting
 from fontaine_tui.model.readout import duration, gpu_hours_text, pace_text
 from fontaine_tui.widgets.quiet import QuietStatic
@@ -69,7 +72,7 @@ class RunHeader(Vertical):
         else:
             shown = "$text-muted" if waiting(v) else LABEL_STYLE.get(v.verdict, "bold")
             read = [["  read ", (read_words(v, size), shown)] for size in (0, 1, 2)]
-        name = view.name or "?"
+        name = literal(view.name or "?")  # as it is drawn: measured in what it shows
         lock = list(_locked(view))
         # each field's forms, the whole first, each with its priority (0: always shown): the
         # shortest name and the status; the read's short form, the lock, the whole name, the
@@ -85,10 +88,17 @@ class RunHeader(Vertical):
             [(6, read[0]), (6, read[1]), (1, read[-1])],
             [(3, lock), (2, list(_locked(view, short=True)))] if lock else [],
             [
-                (7, ["  preset ", (view.preset.name, "bold"), f" ({view.preset.sha256[:12]})"]),
-                (4, ["  preset ", (view.preset.name, "bold")]),
+                (
+                    7,
+                    [
+                        "  preset ",
+                        (literal(view.preset.name), "bold"),
+                        f" ({view.preset.sha256[:12]})",
+                    ],
+                ),
+                (4, ["  preset ", (literal(view.preset.name), "bold")]),
             ],
-            [(8, [f"  {view.label}"]), (5, [f"  {short_source(view.label)}"])],
+            [(8, [f"  {literal(view.label)}"]), (5, [f"  {short_source(literal(view.label))}"])],
         ]
         self.query_one("#title", QuietStatic).show_content(assemble(*fit(title, width)))
         bar = self.query_one("#bar", ProgressBar)
@@ -115,13 +125,29 @@ BAR_WIDE, BAR_NARROW = 40, 20
 
 
 def shorter(name: str, most: int) -> str:
-    """`name` in at most `most` characters: its start and its end, an ellipsis between.
+    """`name` in at most `most` cells: its start and its end, an ellipsis between.
 
-    Two runs often differ only at the end of their names."""
-    if len(name) <= most:
+    Two runs often differ only at the end of their names. A wide character takes two cells,
+    and a combining mark stays with its letter."""
+    if cell_len(name) <= most:
         return name
-    tail = (most - 1) // 2
-    return f"{name[: most - 1 - tail]}…{name[-tail:]}"
+    clusters: list[str] = []  # a character with the marks that combine with it: never split
+    for ch in name:
+        if clusters and unicodedata.combining(ch):
+            clusters[-1] += ch
+        else:
+            clusters.append(ch)
+    tail_cells = (most - 1) // 2
+    head, tail = "", ""
+    for c in clusters:
+        if cell_len(head + c) > most - 1 - tail_cells:
+            break
+        head += c
+    for c in reversed(clusters):
+        if cell_len(c + tail) > most - 1 - cell_len(head):
+            break
+        tail = c + tail
+    return f"{head}…{tail}"
 
 
 def short_source(label: str) -> str:
@@ -148,7 +174,7 @@ def fit(fields: list[list[Form]], width: int) -> list[Part]:
     """
 
     def size(parts: list[Part]) -> int:
-        return sum(len(p if isinstance(p, str) else p[0]) for p in parts)
+        return sum(cell_len(p if isinstance(p, str) else p[0]) for p in parts)
 
     chosen: dict[int, int] = {}  # field -> its form's index
     used = 0

@@ -10,6 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from rich.cells import cell_len
 
 from fontaine_tui.screens.base import MIN_SIZE
 from tests.console.conftest import console, loaded, make_run, sample_registry
@@ -109,3 +110,25 @@ def test_at_80_columns_the_header_keeps_the_read_and_the_lock():
 
             title = asyncio.run(first_line())
         assert "REPLAY (ENDED)  read HEALTHY (final" in title and lock in title, title
+
+
+@pytest.mark.parametrize("width", [80, 120])
+async def test_a_wide_or_odd_run_name_never_pushes_the_state_off_the_line(width, tmp_path):
+    """Wide characters take two cells and a control character is drawn escaped: the header
+    measures what it draws, so the status and the read stay whole on the line."""
+    from fontaine_tui.core.preset.find import load_preset
+
+    text = (Path(__file__).parents[2] / "presets" / "demosonly_1gpu.toml").read_text()
+    odd = "把握实验第二版仅演示单卡判别器运行_\\u001b[31m红_e\\u0301"
+    preset_path = tmp_path / "odd.toml"
+    preset_path.write_text(
+        text.replace('name = "grasp_sft_v2_demosonly_1gpu_disc"', f'name = "{odd}"')
+    )
+    app = console(
+        make_run(tmp_path / "run", upto=1000, probes=SCALED_LIKE), preset=load_preset(preset_path)
+    )
+    async with app.run_test(size=(width, 30)) as pilot:
+        await loaded(pilot, 1000)
+        title = shown(app)[0]
+    assert "REPLAY (ENDED)  read AMBIGUOUS-BY-INSTRUMENT (final" in title, title
+    assert cell_len(title.rstrip()) <= width, title
