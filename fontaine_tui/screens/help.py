@@ -37,8 +37,19 @@ class HelpScreen(ModalScreen[None]):
             yield Label("Key bindings (escape closes; ctrl+p opens the command palette)")
             yield DataTable(id="help-table", cursor_type="row", zebra_stripes=True)
 
+    _width = 0  # the terminal width the table was laid out for
+
     def on_mount(self) -> None:
+        self._fill()
+
+    def on_resize(self) -> None:
+        if self.app.size.width != self._width:  # the descriptions wrap again
+            self._fill()
+
+    def _fill(self) -> None:
         table = self.query_one(DataTable)
+        table.clear(columns=True)
+        self._width = self.app.size.width
         rows = [
             (where, keys, b.description, b.tooltip or "", b.id or "")
             for where, keys, b in all_bindings(self.app)

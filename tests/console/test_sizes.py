@@ -132,3 +132,19 @@ async def test_a_wide_or_odd_run_name_never_pushes_the_state_off_the_line(width,
         title = shown(app)[0]
     assert "REPLAY (ENDED)  read AMBIGUOUS-BY-INSTRUMENT (final" in title, title
     assert cell_len(title.rstrip()) <= width, title
+
+
+async def test_the_help_wraps_again_when_the_terminal_narrows(tmp_path):
+    """Opened at 200 columns then narrowed to 84, the help's descriptions wrap anew instead of
+    being cut at the edge ("attach t")."""
+    app = console(make_run(tmp_path / "run", upto=1000, probes=SCALED_LIKE))
+    async with app.run_test(size=(200, 40)) as pilot:
+        await loaded(pilot, 1000)
+        await pilot.press("question_mark")
+        await pilot.pause(0.3)
+        await pilot.resize_terminal(84, 40)
+        await pilot.pause(0.5)
+        lines = shown(app)
+    text = "\n".join(lines)
+    [at] = [i for i, line in enumerate(lines) if "Runs in the babysit registry;" in line]
+    assert "to one" in lines[at] + lines[at + 1], text  # wrapped whole, not cut at the edge
