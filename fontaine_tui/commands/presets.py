@@ -81,13 +81,36 @@ def next_step(name: str, path: Path, exc: InputError) -> str:
     if isinstance(exc, PresetError) and (ref := _missing_bank(path, exc.key)) is not None:
         run = f"runs/{ref}"
         make = (
-            f"fontaine-tui launch {ref} --output-dir {run} && "
+            f"{_init_first(ref)}fontaine-tui launch {ref} --plain --output-dir {run}; "
             if ref in list_presets()
             else f"a finished run in {run}, then "
         )
+        # `;`, not `&&`: launch --plain exits with its verdict's code, and a run that is not
+        # HEALTHY is as good a comparator
         return f"bank the run it compares with: {make}fontaine-tui bank add {run} --as {ref}"
     where = exc.key if isinstance(exc, PresetError) else "it"
     return f"fix {where} in {path} (`fontaine-tui presets show {name}` checks it again)"
+
+
+def _init_first(name: str) -> str:
+    """The launch that makes `name`'s recipe.init first, or "".
+
+    That is a shipped preset's whose output_dir is the init, where the checkpoint is not there
+    yet (demosonly_2rank_cpu starts from pretrain_so101's)."""
+    try:
+        init = load_preset(name).recipe.get("init")
+    except (InputError, OSError):
+        return ""
+    if not isinstance(init, str) or not init or Path(init).exists():
+        return ""
+    for other in list_presets():
+        try:
+            made = load_preset(other).run.get("output_dir")
+        except (InputError, OSError):
+            continue
+        if made == init:
+            return f"fontaine-tui launch {other} --plain; "
+    return ""
 
 
 def _missing_bank(path: Path, key: str) -> str | None:
