@@ -344,8 +344,14 @@ class FontaineApp(App[int]):
         self.push_screen(
             ConfirmDialog(
                 self.session.review_question(view, step, action),
-                "A review line is kept for good: the trail is hash-chained and a line cannot "
-                "be taken back. y appends; n or escape cancels.",
+                (
+                    "The demo's trail is in its temporary copy, removed on quit; in a real run "
+                    "a line cannot be taken back (the trail is hash-chained). "
+                    if self.session.export_folder is not None
+                    else "A review line is kept for good: the trail is hash-chained and a line "
+                    "cannot be taken back. "
+                )
+                + "y appends; n or escape cancels.",
             ),
             done,
         )

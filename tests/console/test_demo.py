@@ -7,7 +7,10 @@ import asyncio
 import json
 import sys
 
+from textual.widgets import Static
+
 from fontaine_tui.commands import demo
+from fontaine_tui.screens.dialogs import ConfirmDialog
 from fontaine_tui.screens.monitor import MonitorScreen
 from fontaine_tui.screens.probes import ProbesScreen
 from fontaine_tui.screens.verdict import VerdictScreen
@@ -35,14 +38,17 @@ async def _drive(app, staged: demo.Staged) -> dict[str, str]:
         await until(pilot, lambda: isinstance(app.screen, VerdictScreen))
         await pilot.pause()
         seen["verdict"] = text(app.screen.query_one(VerdictBanner))
-        await pilot.press("a", "y")  # accept the read, confirmed: review.jsonl, in the copy
+        await pilot.press("a")  # accept the read: asked first
+        await until(pilot, lambda: isinstance(app.screen, ConfirmDialog))
+        seen["asked"] = " ".join(text(w) for w in app.screen.query(Static))
+        await pilot.press("y")  # confirmed: review.jsonl, in the copy
         await until(pilot, lambda: (staged.folder / "review.jsonl").exists())
         seen["review"] = (staged.folder / "review.jsonl").read_text()
         await pilot.press("q")
     return seen
 
 
-def test_demo_in_the_console_monitor_probes_verdict(monkeypatch):
+def test_demo_in_the_console_monitor_probes_verdict(monkeypatch, tmp_path):
     from fontaine_tui.console import make_app
 
     # an `import torch` anywhere on the console's path raises from here on
@@ -61,6 +67,7 @@ def test_demo_in_the_console_monitor_probes_verdict(monkeypatch):
             clock=fixed_clock,
             frame_s=0.05,
             chart_s=0.1,
+            export_folder=tmp_path / "export",  # as the demo command passes it
         )
         seen = asyncio.run(_drive(app, staged))
     assert not staged.folder.exists()  # the temporary folder went with the demo
@@ -70,6 +77,8 @@ def test_demo_in_the_console_monitor_probes_verdict(monkeypatch):
     assert f"dist2 (banked {sha[:8]})" in seen["probes"]  # the banked comparator's curve
     assert "this run delta(150->s)" in seen["probes"]
     assert seen["verdict"].startswith("HEALTHY  [FINAL]  read at step 300 of 300")
+    # the trail is the copy's: the dialog does not say a line is kept for good
+    assert "removed on quit" in seen["asked"] and "kept for good" not in seen["asked"]
     review = json.loads(seen["review"].splitlines()[0])
     assert (review["action"], review["verdict"], review["read_step"]) == ("accept", "HEALTHY", 300)
     assert not (package / "run" / "review.jsonl").is_file()
