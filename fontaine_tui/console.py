@@ -43,6 +43,9 @@ def load_app() -> type[FontaineApp]:
     return FontaineApp
 
 
+DRAWN = "━│╭╮╰╯┤…—"  # characters every mode draws (bars, borders, the header's ellipsis)
+
+
 def no_console_here() -> str | None:
     """Why this terminal cannot hold the console, or None where it can.
 
@@ -59,6 +62,12 @@ def no_console_here() -> str | None:
         return f"TERM is {term}" if term else "TERM is not set"
     if not sys.stdin.isatty():  # its keys (q, the modes) come from nowhere: it never ends
         return "stdin is not a terminal"
+    for name, stream in (("stdout", sys.stdout), ("stderr", sys.stderr)):
+        encoding = getattr(stream, "encoding", None) or "ascii"
+        try:
+            DRAWN.encode(encoding)
+        except (UnicodeEncodeError, LookupError):  # boxes and bars drawn as \u2501 escapes
+            return f"{name}'s encoding ({encoding}) cannot draw the console"
     return None
 
 

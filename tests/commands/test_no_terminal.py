@@ -187,6 +187,18 @@ def test_demo_with_stdin_from_dev_null_prints_the_plain_form(tmp_path):
     assert lines[-1] == DEMO_END
 
 
+def test_demo_in_a_terminal_whose_encoding_cannot_draw_it_prints_the_plain_form(tmp_path):
+    """An ASCII output (a C locale without UTF-8) drew the console's bars and boxes as
+    `\\u2501` escapes and its layout broke: the plain form instead, with `?` in place."""
+    line = fontaine("demo", *FAST).replace("env ", "env PYTHONIOENCODING=ascii ", 1)
+    with Terminal(tmp_path, line) as t:
+        code = t.wait()
+        lines = t.lines()
+    assert code == 0, lines[-20:]
+    assert lines.count(note("stdout's encoding (ascii) cannot draw the console")) == 1, lines[:5]
+    assert not any("\\u2501" in ln for ln in lines)
+
+
 def test_demo_in_a_terminal_that_can_hold_it_opens_the_console(tmp_path):
     """The other side: a terminal and a TERM get the console, which waits for `q`."""
     with Terminal(tmp_path, fontaine("demo", *FAST)) as t:
