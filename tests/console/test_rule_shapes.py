@@ -55,5 +55,5 @@ async def test_the_header_says_when_the_decision_locked(tmp_path):
     app = console(log, preset=load_preset(path))
     async with app.run_test(size=SIZE) as pilot:
         await loaded(pilot, 1000)
-        header = text(app.screen.query_one(RunHeader).query_one("#pace"))
+        header = text(app.screen.query_one(RunHeader).query_one("#title"))
         assert "decision locked at step 750 (HEALTHY)" in " ".join(header.split())
