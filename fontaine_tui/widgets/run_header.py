@@ -2,8 +2,9 @@
 
 Its first line carries what a glance needs first: the run's state in words and a colour that
 means what it says, and the latest read (its label, PROVISIONAL or final, the decision lock),
-or what the read still waits for. Where the terminal is narrow, whole fields are dropped by
-priority (the source, then the preset, then the lock), never cut mid-word."""
+or what the read still waits for. Each field has a whole form and shorter ones, each with a
+priority (`fit`): where the terminal is narrow a field takes a shorter form or is left out
+whole, the less important first, never cut mid-word."""
 
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ from textual.containers import Horizontal, Vertical
 from textual.widgets import ProgressBar
 from textual.widgets._progress_bar import Bar
 
+from fontaine_tui.core.runfolder import LOG
 from fontaine_tui.core.text import literal
 from fontaine_tui.core.verdict.text import read_words, waiting
 from fontaine_tui.model.readout import duration, gpu_hours_text, pace_text
@@ -159,8 +161,7 @@ def short_source(label: str) -> str:
     parts = [p for p in path.rstrip("/").split("/") if p]
     if len(parts) <= 1:
         return label
-    tail = parts[-2] if parts[-1] == "train_log.jsonl" and len(parts) > 1 else parts[-1]
-    return f"{kind} …/{tail}" if path else label
+    return f"{kind} …/{parts[-2] if parts[-1] == LOG else parts[-1]}"
 
 
 def fit(fields: list[list[Form]], width: int) -> list[Part]:
