@@ -6,7 +6,7 @@ Every surface that shows, freezes or sends what someone else wrote asks this mod
 prereg.json (core/verdict/prereg.py), `presets show`, the processes mode's command cell and
 stack lines (model/processes.py), the trainer's alerts and every notification (core/notify).
 
-It is one concept over some 700 lines: the forms a credential takes in argv, free text, URLs,
+It is one concept over some 1,000 lines: the forms a credential takes in argv, free text, URLs,
 environment, TOML text and parsed documents share one word reader and one set of name rules
 (`_mask_words`, `secret_name`), and split apart they would drift, which is what this module
 replaced.
