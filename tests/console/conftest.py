@@ -51,6 +51,23 @@ def console(log: Path, **kw):
     return make_app(source=source, **kw)
 
 
+def demo_console(staged, **kw):
+    """The console over the demo's staged run (`commands.demo.staged`), as the demo opens it,
+    with the tests' clock and pacing; `kw` as make_app's (the demo passes export_folder)."""
+    from fontaine_tui.console import make_app
+
+    return make_app(
+        source=staged.source,
+        preset=staged.preset,
+        kind="replay",
+        registry=staged.registry,
+        clock=fixed_clock,
+        frame_s=0.05,
+        chart_s=0.1,
+        **kw,
+    )
+
+
 def sample_registry(path: Path):
     """A registry with one running and one finished run (runs mode snapshot, screenshot)."""
     from fontaine_tui.core.launch.registry import Entry, Registry

@@ -16,7 +16,7 @@ from fontaine_tui.screens.probes import ProbesScreen
 from fontaine_tui.screens.verdict import VerdictScreen
 from fontaine_tui.widgets.chart import Chart
 from fontaine_tui.widgets.verdict_panel import VerdictBanner
-from tests.console.conftest import SIZE, fixed_clock, loaded, text, until
+from tests.console.conftest import SIZE, demo_console, loaded, text, until
 
 
 async def _drive(app, staged: demo.Staged) -> dict[str, str]:
@@ -49,7 +49,6 @@ async def _drive(app, staged: demo.Staged) -> dict[str, str]:
 
 
 def test_demo_in_the_console_monitor_probes_verdict(monkeypatch, tmp_path):
-    from fontaine_tui.console import make_app
 
     # an `import torch` anywhere on the console's path raises from here on
     monkeypatch.setitem(sys.modules, "torch", None)
@@ -59,16 +58,8 @@ def test_demo_in_the_console_monitor_probes_verdict(monkeypatch, tmp_path):
         assert staged.folder.name == "run" and staged.folder.parent.name.startswith(
             "fontaine-demo-"
         )
-        app = make_app(
-            source=staged.source,
-            preset=staged.preset,
-            kind="replay",
-            registry=staged.registry,
-            clock=fixed_clock,
-            frame_s=0.05,
-            chart_s=0.1,
-            export_folder=tmp_path / "export",  # as the demo command passes it
-        )
+        # as the demo command passes it
+        app = demo_console(staged, export_folder=tmp_path / "export")
         seen = asyncio.run(_drive(app, staged))
     assert not staged.folder.exists()  # the temporary folder went with the demo
     assert "AR CE" in seen["monitor"] and "step" in seen["monitor"]
@@ -87,20 +78,10 @@ def test_demo_in_the_console_monitor_probes_verdict(monkeypatch, tmp_path):
 def test_the_demos_export_is_kept_after_it_quits(tmp_path):
     """`e` in the demo writes where the demo says (its run folder is a temporary copy, removed
     on quit): the export is there afterwards, and the status line says it is kept."""
-    from fontaine_tui.console import make_app
 
     kept = tmp_path / "demo-export"  # not made yet: the export makes it
     with demo.staged(speed=1e6) as staged:
-        app = make_app(
-            source=staged.source,
-            preset=staged.preset,
-            kind="replay",
-            registry=staged.registry,
-            clock=fixed_clock,
-            frame_s=0.05,
-            chart_s=0.1,
-            export_folder=kept,  # as the demo command passes it
-        )
+        app = demo_console(staged, export_folder=kept)  # as the demo command passes it
 
         async def export() -> str:
             async with app.run_test(size=SIZE) as pilot:
@@ -123,7 +104,6 @@ def test_the_demos_export_never_writes_where_it_should_not(tmp_path):
     """A link named like the export folder (into another run's folder), a folder holding a run,
     and a folder whose verdict.json cannot be written: nothing is written, one line says why,
     and the console goes on (it ended in a traceback)."""
-    from fontaine_tui.console import make_app
 
     other = tmp_path / "other_run"
     other.mkdir()
@@ -142,16 +122,7 @@ def test_the_demos_export_never_writes_where_it_should_not(tmp_path):
     }
     for folder, why in cases.items():
         with demo.staged(speed=1e6) as staged:
-            app = make_app(
-                source=staged.source,
-                preset=staged.preset,
-                kind="replay",
-                registry=staged.registry,
-                clock=fixed_clock,
-                frame_s=0.05,
-                chart_s=0.1,
-                export_folder=folder,
-            )
+            app = demo_console(staged, export_folder=folder)
 
             async def export(app=app) -> tuple[str, bool]:
                 async with app.run_test(size=SIZE) as pilot:

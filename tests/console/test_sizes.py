@@ -13,7 +13,7 @@ import pytest
 from rich.cells import cell_len
 
 from fontaine_tui.screens.base import MIN_SIZE
-from tests.console.conftest import console, loaded, make_run, sample_registry
+from tests.console.conftest import console, demo_console, loaded, make_run, sample_registry
 from tests.logs import SCALED_LIKE
 
 SIZES = [(80, 24), (120, 40), (200, 60)]
@@ -88,20 +88,10 @@ def test_at_80_columns_the_header_keeps_the_read_and_the_lock():
     import asyncio
 
     from fontaine_tui.commands import demo
-    from fontaine_tui.console import make_app
-    from tests.console.conftest import fixed_clock
 
     for size, lock in (((80, 24), "  locked at 250"), ((120, 40), "decision locked at step 250")):
         with demo.staged(speed=1e6) as staged:
-            app = make_app(
-                source=staged.source,
-                preset=staged.preset,
-                kind="replay",
-                registry=staged.registry,
-                clock=fixed_clock,
-                frame_s=0.05,
-                chart_s=0.1,
-            )
+            app = demo_console(staged)
 
             async def first_line(app=app, size=size) -> str:
                 async with app.run_test(size=size) as pilot:
