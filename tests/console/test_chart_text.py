@@ -69,6 +69,25 @@ def probes_like() -> ChartSpec:
     )
 
 
+async def drawn(*specs: ChartSpec) -> list[str]:
+    """What one Chart widget draws of each spec in turn, at SIZE, as plain text."""
+    from textual.app import App
+
+    class One(App):
+        def compose(self):
+            yield Chart(id="c", min_interval=0.0)
+
+    app = One()
+    seen = []
+    async with app.run_test(size=SIZE) as pilot:
+        chart = app.query_one(Chart)
+        for spec in specs:
+            chart.show(spec, force=True)
+            await pilot.pause()
+            seen.append(ansi_text(chart.plt.build()).plain)
+    return seen
+
+
 async def test_ansi_text_draws_what_richs_decoder_draws():
     from textual.app import App
 
@@ -112,35 +131,22 @@ async def test_log_then_linear_leaves_no_log_tick_and_steps_are_whole():
     labelled in whole steps; a loss (never below zero) is not drawn below zero."""
     import re
 
-    from textual.app import App
-
     store = RunStore()
     for s in range(1, 77):  # 76 steps: plotext's own ticks fell on 75.8-like steps
         v = 2.0 * math.exp(-s / 30) + 0.01
         store.add(TrainPoint(s, float(s), v, v * 0.8, v * 0.2, 3e-4, 1.0, 0.5, 0.01, 96.0))
 
-    class One(App):
-        def compose(self):
-            yield Chart(id="c", min_interval=0.0)
-
-    app = One()
-    async with app.run_test(size=SIZE) as pilot:
-        chart = app.query_one(Chart)
-        seen = []
-        for log in (True, False):
-            chart.show(loss_chart(store, 0.0, log=log), force=True)
-            await pilot.pause()
-            seen.append(ansi_text(chart.plt.build()).plain)
-        logged, linear = seen
-        ylabels = lambda text: set(re.findall(r"^\s*(-?[\d.e+]+)\s*[┤│┼├]", text, re.M))  # noqa: E731
-        assert {"0.1", "1"} <= ylabels(logged), logged  # 1, 2, 5 times the powers of ten
-        values = sorted(float(v) for v in ylabels(linear))  # evenly spaced: a linear axis's
-        gaps = {round(b - a, 9) for a, b in zip(values, values[1:], strict=False)}
-        assert len(values) >= 3 and len(gaps) == 1, linear
-        assert not any(lbl.startswith("-") for lbl in ylabels(linear)), linear
-        xlabels = linear.splitlines()[-3:]
-        steps = [w for line in xlabels for w in re.findall(r"\b\d+(?:\.\d+)?\b", line)]
-        assert steps and all("." not in w for w in steps), xlabels
+    # one chart, the log spec then the linear one: what a log axis left must not stay
+    logged, linear = await drawn(loss_chart(store, 0.0, log=True), loss_chart(store, 0.0))
+    ylabels = lambda text: set(re.findall(r"^\s*(-?[\d.e+]+)\s*[┤│┼├]", text, re.M))  # noqa: E731
+    assert {"0.1", "1"} <= ylabels(logged), logged  # 1, 2, 5 times the powers of ten
+    values = sorted(float(v) for v in ylabels(linear))  # evenly spaced: a linear axis's
+    gaps = {round(b - a, 9) for a, b in zip(values, values[1:], strict=False)}
+    assert len(values) >= 3 and len(gaps) == 1, linear
+    assert not any(lbl.startswith("-") for lbl in ylabels(linear)), linear
+    xlabels = linear.splitlines()[-3:]
+    steps = [w for line in xlabels for w in re.findall(r"\b\d+(?:\.\d+)?\b", line)]
+    assert steps and all("." not in w for w in steps), xlabels
 
 
 async def test_lines_are_told_apart_without_colour_and_a_small_loss_has_its_own_axis():
@@ -148,8 +154,6 @@ async def test_lines_are_told_apart_without_colour_and_a_small_loss_has_its_own_
     monochrome terminal); the flow loss (near 0.05) beside the AR CE (near 2) is drawn on a
     right axis of its own with its own ticks, not flat along the floor of the AR CE's."""
     import re
-
-    from textual.app import App
 
     store = RunStore()
     for s in range(1, 201):
@@ -164,22 +168,13 @@ async def test_lines_are_told_apart_without_colour_and_a_small_loss_has_its_own_
         ("flow (right axis) EMA 0.9", True),
     ]
 
-    class One(App):
-        def compose(self):
-            yield Chart(id="c", min_interval=0.0)
-
-    app = One()
-    async with app.run_test(size=SIZE) as pilot:
-        chart = app.query_one(Chart)
-        chart.show(spec, force=True)
-        await pilot.pause()
-        drawn = ansi_text(chart.plt.build()).plain
-    found = re.findall(r"(\S\S) (AR CE EMA 0\.9|flow \(right axis\) EMA 0\.9)", drawn)
+    [drawn_text] = await drawn(spec)
+    found = re.findall(r"(\S\S) (AR CE EMA 0\.9|flow \(right axis\) EMA 0\.9)", drawn_text)
     legend = {label: marker for marker, label in found}
-    assert legend == {"AR CE EMA 0.9": "••", "flow (right axis) EMA 0.9": "++"}, drawn
-    right = {float(v) for v in re.findall(r"[┤│├]\s*(-?[\d.]+)\s*$", drawn, re.M)}
-    left = {float(v) for v in re.findall(r"^\s*(-?[\d.]+)\s*[┤│┼├]", drawn, re.M)}
-    assert right and max(right) < 0.1 < max(left), drawn  # each axis at its own scale
+    assert legend == {"AR CE EMA 0.9": "••", "flow (right axis) EMA 0.9": "++"}, drawn_text
+    right = {float(v) for v in re.findall(r"[┤│├]\s*(-?[\d.]+)\s*$", drawn_text, re.M)}
+    left = {float(v) for v in re.findall(r"^\s*(-?[\d.]+)\s*[┤│┼├]", drawn_text, re.M)}
+    assert right and max(right) < 0.1 < max(left), drawn_text  # each axis at its own scale
     # without the right axis, the flow EMA would span less than a tenth of the chart's rows
-    rows_with_plus = [i for i, line in enumerate(drawn.splitlines()) if "+" in line[10:-10]]
-    assert max(rows_with_plus) - min(rows_with_plus) > 10, drawn
+    rows_with_plus = [i for i, line in enumerate(drawn_text.splitlines()) if "+" in line[10:-10]]
+    assert max(rows_with_plus) - min(rows_with_plus) > 10, drawn_text
