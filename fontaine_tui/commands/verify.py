@@ -12,10 +12,11 @@ from fontaine_tui.model.seal import verify
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
         "verify",
-        description="Check a bundle written by `fontaine-tui seal`, offline: every file's "
-        "sha256 against MANIFEST.json, the manifest's digest, the amendment chain from "
-        "prereg.json, the review chain, and the verdict recomputed from the bundled log "
-        "(and the banked runs the bundle carries, never this host's bank) against the "
+        description="Check a bundle written by `fontaine-tui seal`, offline, in this order: "
+        "the manifest's digest, every file's sha256 against MANIFEST.json, the amendment "
+        "chain from prereg.json, the preset the bundled verdict.json was read with, the "
+        "banked runs' sha256s, the review chain, and the verdict recomputed from the bundled "
+        "log (and the banked runs the bundle carries, never this host's bank) against the "
         "bundled verdict.json. The first broken file or key is named.",
         epilog=examples(
             "fontaine-tui verify runs/r7/r7.seal.zip",

@@ -11,6 +11,7 @@ import hashlib
 import io
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -259,6 +260,45 @@ def test_a_verdict_read_with_other_bounds_is_refused_without_evidence(bundle, tm
     assert "verdict.json: key preset.sha256: read with preset 000000000000" in (
         capsys.readouterr().err
     )
+
+
+def _verify_section() -> str:
+    page = (Path(ROOT) / "docs" / "sealing.md").read_text()
+    return page.split("## What verify checks", 1)[1].split("\n## ", 1)[0]
+
+
+def test_verify_checks_in_the_order_the_docs_list(bundle, tmp_path, capsys):
+    """A bundle broken at three of verify's steps at once (its manifest consistent): the
+    verdict read with other bounds, an evidence file standing in for prereg.json, a cut review
+    chain. Verify names the first, and the next once that one is mended, in the order
+    docs/sealing.md numbers them."""
+    files = entries(bundle)
+    verdict = json.loads(files["verdict.json"])
+    verdict["preset"]["sha256"] = "0" * 64
+    broken = {
+        "verdict.json": json.dumps(verdict).encode(),
+        "evidence/prereg.json": files["prereg.json"],
+        "review.jsonl": b"",
+    }
+    mended = {"verdict.json": files["verdict.json"]}
+    stages = [  # what is mended, and the first break verify names then
+        ({}, "verdict.json: key preset.sha256: read with preset 000000000000"),
+        (mended, "evidence/prereg.json: an evidence file named as the bundle's own prereg.json"),
+        ({**mended, "evidence/prereg.json": None}, "review.jsonl: "),
+    ]
+    for i, (mend, first) in enumerate(stages):
+        changed = {**broken, **mend}
+        forged = tmp_path / f"broken{i}.zip"
+        _repacked(bundle, forged, {n: b for n, b in changed.items() if b is not None})
+        assert main(["verify", str(forged)]) == 2
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1 and f"{forged}: {first}" in err, (first, err)
+    steps = re.split(r"\n(?=\d+\. )", _verify_section())[1:]  # the numbered items
+    where = [
+        next((n for n, step in enumerate(steps) if key in step), -1)
+        for key in ("`preset.sha256`", "`evidence/prereg.json`", "the review chain")
+    ]
+    assert -1 not in where and where == sorted(where) and len(set(where)) == 3, (where, steps)
 
 
 @pytest.mark.parametrize(
