@@ -27,7 +27,7 @@ from fontaine_tui.core.ssh.destination import SshTarget
 from fontaine_tui.core.text import literal
 from fontaine_tui.model import restarts
 from fontaine_tui.model.babysitter import Babysitter
-from fontaine_tui.model.launched import LaunchedRun
+from fontaine_tui.model.launched import Interrupted, LaunchedRun
 from fontaine_tui.model.plain import PlainReport
 from fontaine_tui.model.sampler import default_telemetry
 from fontaine_tui.model.session import Session
@@ -120,38 +120,62 @@ def run(args: argparse.Namespace) -> int:
         raise InputError(f"--poll: expected a positive number of seconds, got {args.poll}")
     options = ("-F", args.ssh_config) if args.on and args.ssh_config else ()
     target = pick_target(args.on, options)
-    launched = LaunchedRun.launch(
-        target,
-        load_preset(args.preset),
-        output_dir=args.output_dir,
-        resume=args.resume,
-        yes_ram=args.yes_ram,
-        poll_s=args.poll,
-        declared=tuple(args.declare_delta),
-    )
+    try:
+        launched = LaunchedRun.launch(
+            target,
+            load_preset(args.preset),
+            output_dir=args.output_dir,
+            resume=args.resume,
+            yes_ram=args.yes_ram,
+            poll_s=args.poll,
+            declared=tuple(args.declare_delta),
+        )
+    except Interrupted as exc:  # a Ctrl-C as it registered the run it had started
+        try:
+            return exc.run.interrupted()
+        finally:
+            exc.run.handle.close()
     launched.blind = args.blind
     try:
-        if args.detach and args.json and not target.remote:
-            launched.handle.close()
-            print(json.dumps({"schema": LAUNCHED_SCHEMA, **launched.as_json()}), flush=True)
-            return 0
-        print(launched.said(args.resume), flush=True)
-        if args.detach:
-            launched.handle.close()
-            launched.announce()
-            print(launched.hint())
-            return 0
-        args.plain = plain_instead(args.plain)
-        if target.remote:
-            return watch_far(launched, args, options)
-        if not args.plain:
-            code = watch_here(launched)
-            if code is not None:
-                return code
-        launched.restarter = restarts.plain(launched, args.poll, args.stop_on_exit)
-        return launched.babysit_plain(args.poll, args.stop_on_exit)
+        return watch(launched, args, target, options)
+    except Interrupted as exc:  # a restart [recovery] made, before its follower began
+        return exc.run.interrupted()
+    except KeyboardInterrupt:
+        if launched.taken:  # the console or the follower had it: it said what it did
+            raise
+        # before the console drew (loading it takes seconds) or the follower began
+        return launched.interrupted()
     finally:
         launched.handle.close()
+
+
+def watch(launched: LaunchedRun, args: argparse.Namespace, target, options) -> int:
+    """What follows the launch: --detach, the far host's watch, the console or --plain.
+
+    The run is `taken` (a Ctrl-C from then on leaves it going) once --detach said so, or
+    once the console or the follower has it."""
+    if args.detach and args.json and not target.remote:
+        launched.handle.close()
+        print(json.dumps({"schema": LAUNCHED_SCHEMA, **launched.as_json()}), flush=True)
+        launched.taken = True
+        return 0
+    print(launched.said(args.resume), flush=True)
+    if args.detach:
+        launched.taken = True
+        launched.handle.close()
+        launched.announce()
+        print(launched.hint())
+        return 0
+    args.plain = plain_instead(args.plain)
+    if target.remote:
+        launched.taken = True  # its own watch says what a Ctrl-C did
+        return watch_far(launched, args, options)
+    if not args.plain:
+        code = watch_here(launched)
+        if code is not None:
+            return code
+    launched.restarter = restarts.plain(launched, args.poll, args.stop_on_exit)
+    return launched.babysit_plain(args.poll, args.stop_on_exit)
 
 
 def watch_here(launched) -> int | None:

@@ -17,6 +17,7 @@ console closed.
 from __future__ import annotations
 
 import io
+import signal
 import sys
 import threading
 import time
@@ -50,7 +51,15 @@ from fontaine_tui.model.recover import Restarter
 if TYPE_CHECKING:
     from fontaine_tui.core.launch.attempts import Attempt
 
-__all__ = ["LaunchEnd", "LaunchedRun", "launchable"]
+__all__ = ["Interrupted", "LaunchEnd", "LaunchedRun", "launchable"]
+
+
+class Interrupted(KeyboardInterrupt):
+    """A Ctrl-C between a start and its registration: the run started, not yet returned."""
+
+    def __init__(self, run: LaunchedRun) -> None:
+        super().__init__()
+        self.run = run
 
 
 class LaunchEnd(Protocol):
@@ -100,6 +109,9 @@ class LaunchedRun:
     restarter: Restarter | None = None
     checks_said: tuple[str, ...] = ()  # the launch checks' lines said at launch (warn, info)
     closing: threading.Event = field(default_factory=threading.Event)  # as LaunchEnd's
+    # a watcher (the console, launch --plain's follower) or --detach has the run: a Ctrl-C
+    # from then on is theirs; before, it stops the run (`interrupted`)
+    taken: bool = False
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
     # -- the launch ---------------------------------------------------------------------
@@ -187,9 +199,12 @@ class LaunchedRun:
             started=started,
             checks_said=tuple(said),
         )
-        if folder is not None:
-            run.attempt = run.record_attempt("resume" if resume else "launch", restart)
-        run.register(poll_s)
+        try:
+            if folder is not None:
+                run.attempt = run.record_attempt("resume" if resume else "launch", restart)
+            run.register(poll_s)
+        except KeyboardInterrupt:  # started: the caller stops it (`interrupted`)
+            raise Interrupted(run) from None
         return run
 
     def record_attempt(self, kind: str, restart: Restart | None = None) -> int | None:
@@ -405,6 +420,30 @@ class LaunchedRun:
 
     def watched_by(self, babysitter: Babysitter) -> None:
         self.babysitter = babysitter
+        self.taken = True
+
+    def interrupted(self) -> int:
+        """Stop the run this launch started, on a Ctrl-C before anything watched it.
+
+        Only this launch's own process is signalled. The stop is said in one line, then the
+        run ends as a stopped launch does (`finish`: the registry, the attempt's end,
+        verdict.json and the read), and its exit code is returned. A second Ctrl-C while it
+        stops is ignored: the stop sequence ends with SIGKILL."""
+        print(
+            f"SIGINT before the run was watched: stopping {label(self.handle)} "
+            "(SIGINT, then SIGTERM, then SIGKILL)",
+            flush=True,
+        )
+        old = signal.signal(signal.SIGINT, signal.SIG_IGN)
+        try:
+            info = self.handle.stop()
+            if self.folder is None:  # a run on another host: its exit into the registry here
+                self.record_exit()
+                print(info.describe())
+                return 1
+            return self.finish(info)
+        finally:
+            signal.signal(signal.SIGINT, old)
 
     def finish(
         self,
@@ -474,8 +513,15 @@ class LaunchedRun:
         return code
 
     def babysit_plain(self, poll_s: float, stop_on_exit: bool) -> int:
-        """launch --plain: followed line by line to its end (model/plain.py)."""
+        """launch --plain: followed line by line to its end (model/plain.py).
+
+        The run is `taken` once the follower begins: a Ctrl-C then detaches or stops it as
+        --stop-on-exit says."""
         assert self.preset is not None and self.folder is not None and self.prereg
+
+        def take() -> None:
+            self.taken = True
+
         return babysit(
             self.preset,
             self.folder,
@@ -489,6 +535,7 @@ class LaunchedRun:
             self.blind,
             self.restarter,
             said=self.checks_said,
+            taken=take,
         )
 
     def record_exit(self) -> ExitInfo | None:

@@ -18,6 +18,7 @@ import math
 import signal
 import sys
 import time
+from collections.abc import Callable
 from typing import TYPE_CHECKING, TextIO
 
 from fontaine_tui.core.errors import InputError
@@ -430,13 +431,15 @@ def babysit(
     blind: bool = False,
     restarter: Restarter | None = None,
     said: tuple[str, ...] = (),
+    taken: Callable[[], None] | None = None,
 ) -> int:
     """Watch the launched engine until it exits.
 
     Ctrl-C, SIGTERM and SIGHUP (a closed terminal, a job scheduler's kill) are one thing.
     With `stop_on_exit` the engine is stopped and its exit recorded. Without it, the console
     detaches and says how to come back. `said`: the launch checks' lines already said (what
-    they say of the GPUs is not said again in full: model/plainwarn.py).
+    they say of the GPUs is not said again in full: model/plainwarn.py). `taken` is called
+    as the follow begins, from when a Ctrl-C is this watch's.
     """
     watch = PlainWatch(preset, folder, engine, prereg, poll_s=poll_s, blind=blind)
     watch.attempt, watch.restarter = attempt, restarter
@@ -449,6 +452,8 @@ def babysit(
     sitter.launched(preset.name, str(folder.root), label(engine), prereg.preset_sha256)
     old = {sig: signal.signal(sig, _interrupt) for sig in (signal.SIGTERM, signal.SIGHUP)}
     try:
+        if taken is not None:
+            taken()
         info = asyncio.run(watch.follow(poll_s))
     except KeyboardInterrupt as exc:
         signum = exc.signum if isinstance(exc, Signalled) else signal.SIGINT
