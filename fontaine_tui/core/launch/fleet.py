@@ -47,6 +47,7 @@ from fontaine_tui.core.log.store import RunStore
 from fontaine_tui.core.preset.record import Preset
 from fontaine_tui.core.readfile import read_text
 from fontaine_tui.core.runfolder import LOG, RunFolder
+from fontaine_tui.core.ssh.control import shared_control_folder
 from fontaine_tui.core.ssh.destination import check_destination
 
 DEADLINE_S = 1.8  # the whole table, every host included
@@ -471,11 +472,17 @@ def _row(
 def ssh_argv(
     host: str,
     command: str,
-    control_dir: Path,
+    control_dir: Path | None,
     ssh_options: Sequence[str] = (),
     connect_timeout: int = 1,
 ) -> list[str]:
+    """ssh running `command` on `host` over the fleet's shared connection there.
+
+    Its socket is in `control_dir`; None: the fleet's folder is looked for again, and
+    InputError says, in one line, why there is none (core/ssh/control.py)."""
     check_destination(host, "registry host")
+    if control_dir is None:
+        control_dir = shared_control_folder(FLEET_FOLDER)
     return [
         "ssh",
         *ssh_options,
@@ -500,7 +507,7 @@ def look_host(
     entries: Sequence[Entry],
     here: bool,
     deadline_s: float,
-    control_dir: Path,
+    control_dir: Path | None,
     ssh_options: Sequence[str] = (),
     clock: Callable[[], float] = time.time,
     env: Mapping[str, str] | None = None,
@@ -590,28 +597,19 @@ def host_envs(config: Path | None = None) -> dict[str, Mapping[str, str]]:
     return {name: h.env for name, h in hosts.items() if h.env}
 
 
-def control_dir() -> Path:
+FLEET_FOLDER = f"fontaine-fleet-{os.getuid()}"
+
+
+def control_dir() -> Path | None:
     """Where the fleet's shared SSH connections live between two polls.
 
-    It is a short path (a socket's path is limited to 108 bytes), this user's own and private,
-    else a new one."""
-    import os
-    import stat
-    import tempfile
-
-    path = Path(tempfile.gettempdir()) / f"fontaine-fleet-{os.getuid()}"
+    A short folder of this user's, private, kept from one poll to the next
+    (core/ssh/control.py); None when none can be made here: each host looked at over SSH
+    then says why, and this host's runs are looked at all the same."""
     try:
-        path.mkdir(mode=0o700, exist_ok=True)
-        st = path.lstat()
-        if (
-            stat.S_ISDIR(st.st_mode)
-            and st.st_uid == os.getuid()
-            and stat.S_IMODE(st.st_mode) == 0o700
-        ):
-            return path
-    except OSError:
-        pass
-    return Path(tempfile.mkdtemp(prefix="fontaine-fleet-"))
+        return shared_control_folder(FLEET_FOLDER)
+    except InputError:
+        return None
 
 
 class Fleet:
@@ -620,7 +618,7 @@ class Fleet:
     def __init__(
         self,
         cache: Path,
-        control_dir: Path,
+        control_dir: Path | None,
         this_host: str,
         ssh_options: Sequence[str] = (),
         deadline_s: float = DEADLINE_S,

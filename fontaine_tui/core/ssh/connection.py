@@ -1,9 +1,9 @@
 """The SSH connection to another host, through the system OpenSSH client.
 
-One master connection (ControlMaster in a private folder) carries every command sent to the
-host: the follower's streams and reads (core/follow/ssh.py), telemetry, and a launch's
-remote fontaine-tui (core/launch/remote.py). The user's ~/.ssh/config, agent and ProxyJump
-apply. The first connection is tried again within a bound, until a remote command has been
+One master connection (ControlMaster in a short private folder, control.py) carries every
+command sent to the host: the follower's streams and reads (core/follow/ssh.py), telemetry,
+and a launch's remote fontaine-tui (core/launch/remote.py). The user's ~/.ssh/config, agent
+and ProxyJump apply. The first connection is tried again within a bound, until a remote command has been
 answered over it (a host may take the connection and cut it in the first command); a failure is
 reported in one line that names its kind (authentication, an unreachable host) and the command
 to try by hand.
@@ -20,7 +20,6 @@ import shlex
 import shutil
 import signal
 import subprocess
-import tempfile
 import time
 from collections.abc import Sequence
 from pathlib import Path
@@ -29,6 +28,7 @@ from fontaine_tui.core import children
 from fontaine_tui.core.childenv import child_env
 from fontaine_tui.core.errors import InputError
 from fontaine_tui.core.readfile import limit, too_big
+from fontaine_tui.core.ssh.control import new_control_folder
 from fontaine_tui.core.ssh.destination import SshTarget
 
 _UNREACHABLE = (
@@ -116,8 +116,10 @@ class SshConnection:
         self.ssh_options = tuple(ssh_options)
         self.backoff, self.ssh = backoff, ssh
         self.connect_timeout = connect_timeout
-        self._dir = Path(tempfile.mkdtemp(prefix="fontaine-ssh-"))
-        self._common = [
+        # the control socket's folder (control.py), made at the first command: a host that
+        # is never asked for anything leaves nothing behind
+        self._dir: Path | None = None
+        self._options = [
             *self.ssh_options,
             "-o",
             "BatchMode=yes",
@@ -127,8 +129,8 @@ class SshConnection:
             f"ServerAliveCountMax={alive_count}",
             "-o",
             f"ConnectTimeout={connect_timeout}",
-            "-o",
-            f"ControlPath={self._dir}/%C",
+        ]
+        self._persist = [
             "-o",
             f"ControlPersist={persist_s}",
             *(["-p", str(target.port)] if target.port else []),
@@ -141,6 +143,30 @@ class SshConnection:
         self._connected = False
         self._first: tuple[float, float] | None = None  # the first connection: start, end
         self.connect_tries = 0  # failed tries of the first connection (a master, a command)
+
+    def control_dir(self) -> Path:
+        """The private folder of the shared connection's socket, made at its first use.
+
+        A short folder of this user's (control.py); SshError, one line, when none can be
+        made here."""
+        if self._dir is None:
+            if self._closed:  # closed before its first command: nothing is made
+                raise self._closed_error()
+            try:
+                self._dir = new_control_folder()
+            except InputError as exc:
+                raise SshError(f"{self.target.destination}: {exc}") from None
+        return self._dir
+
+    @property
+    def _common(self) -> list[str]:
+        """The options of every ssh run for this connection, its ControlPath included."""
+        return [
+            *self._options,
+            "-o",
+            f"ControlPath={self.control_dir()}/%C",
+            *self._persist,
+        ]
 
     def argv(self, command: str, master: str = "no") -> list[str]:
         return [
@@ -176,6 +202,8 @@ class SshConnection:
     def close_sync(self) -> None:
         """close() for a caller without an event loop of its own (a thread, a callback)."""
         self._closed = True
+        if self._dir is None:  # no command was sent: no connection, no folder
+            return
         with contextlib.suppress(OSError, subprocess.TimeoutExpired):
             subprocess.run(
                 self.control_argv("exit"),
@@ -268,10 +296,11 @@ class SshConnection:
         return SshError(f"{self.target.destination}: the connection was closed here")
 
     async def _try_master(self) -> tuple[int, bytes]:
-        for stale in self._dir.iterdir():  # a killed master leaves its socket behind
+        folder = self.control_dir()
+        for stale in folder.iterdir():  # a killed master leaves its socket behind
             if stale.is_socket():
                 stale.unlink(missing_ok=True)
-        log = self._dir / "master.err"
+        log = folder / "master.err"
         with open(log, "wb") as err:
             # -f: fork once authenticated; its stderr is a file so nothing waits on a pipe
             proc = await children.spawn(
@@ -404,6 +433,8 @@ class SshConnection:
         for proc in list(self._procs):
             with contextlib.suppress(ProcessLookupError):
                 proc.kill()
+        if self._dir is None:  # no command was sent: no connection, no folder
+            return
         with contextlib.suppress(OSError):
             await asyncio.wait_for(self._control("exit"), 10)
         shutil.rmtree(self._dir, ignore_errors=True)
