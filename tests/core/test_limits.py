@@ -96,6 +96,33 @@ def test_a_deep_log_line_is_counted_malformed(tmp_path: Path, n: int) -> None:
     assert "nested" in store.malformed[0].reason
 
 
+@pytest.mark.parametrize("n", [1000, 100_000])  # one the bulk decoder reads, one it cannot
+@pytest.mark.parametrize("columns", [True, False])
+def test_a_hostile_deep_line_costs_bounded_time_in_every_path_of_the_reader(
+    tmp_path: Path, n: int, columns: bool
+) -> None:
+    """A line of `n` nested lists among good ones: through the whole-file reader (its bulk
+    decoders, with and without the train columns) and through RunStore.add_line (the followed
+    tail), each counts it malformed with json_loads' reason, within FAST_S."""
+    from fontaine_tui.core.log.store import RunStore
+
+    log = tmp_path / "train_log.jsonl"
+    write_log(log, records_upto(100))
+    line = deep(n)
+    with log.open("a") as fh:
+        fh.write(line + "\n")
+    said = "nested too deep: more than 64 levels of arrays and objects"
+    start = time.monotonic()
+    store = load_log(log, columns=columns)
+    assert time.monotonic() - start < FAST_S
+    assert [(m.line, m.reason) for m in store.malformed] == [(store.lines, said)]
+    tail = RunStore(has_columns=columns)
+    start = time.monotonic()
+    assert tail.add_line(line.encode(), 1) is None
+    assert time.monotonic() - start < FAST_S
+    assert [(m.line, m.reason) for m in tail.malformed] == [(1, said)]
+
+
 def test_a_gzip_bomb_segment_is_refused_quickly(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -14,7 +14,7 @@ from types import MappingProxyType
 
 import orjson
 
-from fontaine_tui.core.limits import JSON_DEPTH, check_depth
+from fontaine_tui.core.limits import too_deep
 from fontaine_tui.core.log.extras import ExtraSeries
 from fontaine_tui.core.log.jsontext import readings
 from fontaine_tui.core.log.records import (
@@ -238,12 +238,9 @@ class RunStore:
         if not isinstance(obj, dict):
             self.add_malformed(line, f"expected a JSON object, got {type(obj).__name__}", raw)
             return None
-        if raw.count(b"[") + raw.count(b"{") > JSON_DEPTH:  # few brackets: cannot be deep
-            try:
-                check_depth(obj)
-            except ValueError as exc:
-                self.add_malformed(line, str(exc), raw)
-                return None
+        if why := too_deep(raw, obj):  # decoded by the bulk reader: json_loads' bound
+            self.add_malformed(line, why, raw)
+            return None
         if raw and obj.get("kind") != "train":
             both = readings(raw, obj)
             if len(both) > 1:  # a key written twice with two values
