@@ -61,7 +61,9 @@ class ReadsContract(Contract):
         for module, line, name in check.metadata["found"]:
             output.print_error(f"{module} -> .{name} (l.{line})", bold=False)
             output.new_line()
-        output.print("Ask the evidence gate (core/launch/evidence.py: seen_probes) instead.")
+        output.print(
+            "Ask the evidence gate (core/launch/evidence.py: seen_probes, seen_reads) instead."
+        )
 
 
 def _path_of(module: str) -> Path | None:

@@ -90,6 +90,17 @@ PLANTED = [
         "def f(s):\n    return s.superseded\n",
         "run's probes",
     ),
+    # a chart, below the surfaces, draws what the gate lets them see, not the store's probes
+    (
+        "fontaine_tui/core/verdict/probechart.py",
+        "def f(store):\n    return store.probes[5]\n",
+        "run's probes",
+    ),
+    (
+        "fontaine_tui/core/verdict/overlaychart.py",
+        "def f(store):\n    return store.probes\n",
+        "run's probes",
+    ),
 ]
 
 

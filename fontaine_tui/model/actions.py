@@ -125,7 +125,7 @@ class ReviewActions:
                 self.export_folder.mkdir(parents=True, exist_ok=True)
             except OSError as exc:
                 return Outcome(f"{self.export_folder}: cannot make it ({exc.strerror})", "error")
-        spec = probes_chart(view.store, view.preset, view.verdicts, v, scaled)
+        spec = probes_chart(view.seen, view.preset, v, scaled)
         try:
             result = exporter.export(into, v, spec)
         except InputError as exc:  # a file there this program did not write: left as it is

@@ -149,8 +149,7 @@ class Overlay:
                     pin.color,
                     view.store,
                     view.preset,
-                    view.verdicts,
-                    view.blinded,
+                    view.seen,
                 )
             )
         return out

@@ -27,6 +27,7 @@ from fontaine_tui.core.launch.evidence import (
     gate_stopped,
     log_clock,
     seen_probes,
+    seen_reads,
     verdict_of,
     verdicts_of,
 )
@@ -497,6 +498,7 @@ class Session(ReviewActions):
             self.score_state,
             self.attempts(),
             blinded,
+            seen_reads(st, verdicts, blinded),
         )
 
     def attempts(self) -> tuple[Attempt, ...]:

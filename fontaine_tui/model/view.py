@@ -8,6 +8,7 @@ A `Session` (model/session.py) builds them; screens and widgets only read them.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from types import MappingProxyType
 
 from fontaine_tui.core.launch import alerts
 from fontaine_tui.core.launch.attempts import Attempt
@@ -15,6 +16,7 @@ from fontaine_tui.core.launch.rescore import ScoreOffer, ScoreState
 from fontaine_tui.core.log.store import RunStore
 from fontaine_tui.core.preset.record import Preset
 from fontaine_tui.core.verdict.record import Verdict
+from fontaine_tui.core.verdict.seen import SeenReads
 from fontaine_tui.model import readout
 from fontaine_tui.model.ledger import Ledger
 
@@ -52,6 +54,9 @@ class RunView:
     # the read is hidden (core/verdict/blind.py): `verdicts` and `rows` are empty, and no
     # screen shows `latest`'s label, values or deltas, nor the rule's probes
     blinded: bool = False
+    # the probes and reads a chart draws (the evidence gate's `seen_reads`): none while
+    # `blinded`, and none where a view was built without them
+    seen: SeenReads = SeenReads(MappingProxyType({}), (), True)
 
     def verdict_at(self, step: int | None) -> Verdict:
         """The read at a probe step; the latest read when `step` is None or not a probe."""

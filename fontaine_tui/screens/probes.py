@@ -57,9 +57,9 @@ class ProbesScreen(ViewScreen):
             return
         scaled = self.console.scaled
         if self.by_dataset:
-            spec = datasets_chart(view.store, view.preset, scaled)
+            spec = datasets_chart(view.seen, view.preset, scaled)
         else:
-            spec = probes_chart(view.store, view.preset, view.verdicts, view.latest, scaled)
+            spec = probes_chart(view.seen, view.preset, view.latest, scaled)
         chart.show(spec, key=spec)
         mode = "scale-adjusted" if scaled else "raw"
         self.query_one("#probes-note", Static).update(

@@ -8,6 +8,7 @@ import sys
 
 import pytest
 
+from fontaine_tui.core.launch.evidence import seen_reads
 from fontaine_tui.core.log.read import load_log
 from fontaine_tui.core.verdict import export as exporter
 from fontaine_tui.core.verdict import review
@@ -159,7 +160,7 @@ def test_export_without_matplotlib_says_how_to_get_it(tmp_path, monkeypatch):
     from fontaine_tui.core.preset.find import load_preset
 
     preset = load_preset("demosonly_1gpu")
-    spec = probes_chart(store, preset, verdict_series(store, preset), v, False)
+    spec = probes_chart(seen_reads(store, verdict_series(store, preset), False), preset, v, False)
     monkeypatch.setitem(sys.modules, "matplotlib", None)  # import matplotlib -> ImportError
     result = exporter.export(tmp_path, v, spec)
     assert result.chart_path is None

@@ -12,10 +12,11 @@ read a run through it, so no surface can leave out one of them. An import-linter
 The blind is the verdict's own (core/verdict/blind.py's `hidden`): a surface asks it of the
 verdict this gives before it shows a read.
 
-The probes' values reach a surface only through `seen_probes`, which withholds them all while
-the read is hidden; a second contract (scripts/contracts.py) keeps every other module of the
-surfaces from reading the store's `probes` or `superseded`. What carries no value (where the
-probes stand, when they were written, what they logged) the store says itself.
+The probes' values reach a surface only through `seen_probes` (a chart's, with the reads at
+them, through `seen_reads`), which withholds them all while the read is hidden; a second
+contract (scripts/contracts.py) keeps every other module of the surfaces, and the charts, from
+reading the store's `probes` or `superseded`. What carries no value (where the probes stand,
+when they were written, what they logged) the store says itself.
 """
 
 from __future__ import annotations
@@ -47,6 +48,7 @@ from fontaine_tui.core.verdict.rules import (
     log_clock,
     verdict_series,
 )
+from fontaine_tui.core.verdict.seen import SeenReads
 
 __all__ = [
     "READ_SHOWN",
@@ -57,6 +59,7 @@ __all__ = [
     "ledger_refusal",
     "log_clock",
     "seen_probes",
+    "seen_reads",
     "trail_refusal",
     "verdict_of",
     "verdicts_of",
@@ -155,6 +158,16 @@ def seen_probes(store: RunStore, hidden: bool) -> Mapping[int, Probe]:
     `hidden`, the session's `hides`), or, with no read yet, whether the preset or the viewer
     blinds the run. A read-only view: no surface changes the evidence."""
     return _NONE_SEEN if hidden else MappingProxyType(store.probes)
+
+
+def seen_reads(store: RunStore, verdicts: Sequence[Verdict], hidden: bool) -> SeenReads:
+    """The run's probes and its read at each (`verdicts`) as a chart may draw them.
+
+    While `hidden` (as for `seen_probes`) it holds neither: the charts (core/verdict/
+    probechart.py, overlaychart.py) draw from this alone, so none can show a hidden read."""
+    if hidden:
+        return SeenReads(_NONE_SEEN, (), True)
+    return SeenReads(MappingProxyType(store.probes), tuple(verdicts), False)
 
 
 def gate_stopped(attempts: Sequence[Attempt] | None) -> int | None:

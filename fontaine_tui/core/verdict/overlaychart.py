@@ -1,7 +1,9 @@
 """The overlay charts: several runs' train losses and probe reads, one colour each.
 
 Each run's train loss is smoothed as the monitor's loss chart smooths it (losschart.py's
-debiased EMA). Each run's read at its probes is drawn as the probes chart draws one run's.
+debiased EMA). Each run's read at its probes is drawn as the probes chart draws one run's, from
+what the evidence gate lets a surface see of it (core/verdict/seen.py's `SeenReads`): a run
+whose read is hidden has none to draw.
 The rule's bounds are drawn only when every run is held to the same rule; when they differ,
 the note says each run's and none is drawn, so no run is read against another's bounds.
 """
@@ -16,21 +18,26 @@ from fontaine_tui.core.log.store import RunStore
 from fontaine_tui.core.preset.record import Preset
 from fontaine_tui.core.verdict.chart import ChartSpec, Curve, HLine
 from fontaine_tui.core.verdict.losschart import ema
-from fontaine_tui.core.verdict.record import Verdict
+from fontaine_tui.core.verdict.seen import SeenReads
 from fontaine_tui.core.verdict.text import signed
 
 
 @dataclass(frozen=True, slots=True)
 class OverlayRun:
-    """One run as the overlay draws it: its name and state, colour, store and reads."""
+    """One run as the overlay draws it: its name and state, colour, store and reads.
+
+    `store` gives the train losses; the reads come from `seen` alone (the evidence gate's)."""
 
     name: str
     state: str  # running, finished, not answering ...
     color: str
     store: RunStore
     preset: Preset  # the run's frozen preset once its prereg.json is read
-    verdicts: Sequence[Verdict]  # empty while its read is blinded
-    blinded: bool = False
+    seen: SeenReads  # its probes and reads: none while its read is hidden
+
+    @property
+    def blinded(self) -> bool:
+        return self.seen.hidden
 
     @property
     def label(self) -> str:
@@ -41,7 +48,7 @@ class OverlayRun:
         """Its latest read and where, or why there is none to show."""
         if self.blinded:
             return "read blinded"
-        latest = self.verdicts[-1] if self.verdicts else None
+        latest = self.seen.verdicts[-1] if self.seen.verdicts else None
         if latest is None or latest.read_step is None:
             return "no read yet"
         return f"read {signed(latest.delta)} @ {latest.read_step}"
@@ -116,7 +123,7 @@ def overlay_probes(runs: Sequence[OverlayRun]) -> ChartSpec:
             hidden.append(run.name)
         pts = [
             (float(v.read_step), v.delta)
-            for v in run.verdicts
+            for v in run.seen.verdicts
             if v.read_step is not None and v.delta is not None and math.isfinite(v.delta)
         ]
         curves.append(

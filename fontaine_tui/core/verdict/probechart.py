@@ -1,20 +1,25 @@
 """The probes charts: the rule's read at each probe, and the per-dataset view.
 
 The read (a delta from the anchor, or a level) is drawn against its bounds and the banked
-comparators, with the eval levels before the anchor."""
+comparators, with the eval levels before the anchor. Both draw a run's probes and reads from
+what the evidence gate lets a surface see (core/verdict/seen.py's `SeenReads`, built by
+core/launch/evidence.py's `seen_reads`), never from its store: while the read is hidden there
+is none of either to draw."""
 
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping
 from dataclasses import replace
 
-from fontaine_tui.core.log.store import RunStore
+from fontaine_tui.core.log.records import Probe
 from fontaine_tui.core.preset.record import Preset
+from fontaine_tui.core.verdict import blind
 from fontaine_tui.core.verdict.chart import MARK_COLORS, ChartSpec, Curve, HLine, Mark
 from fontaine_tui.core.verdict.curves import banked_curve, banked_levels
 from fontaine_tui.core.verdict.envelope import banked_series
 from fontaine_tui.core.verdict.record import Verdict
+from fontaine_tui.core.verdict.seen import SeenReads
 from fontaine_tui.core.verdict.text import signed
 
 
@@ -39,22 +44,36 @@ def comparator_marks(preset: Preset, scale: float | None) -> tuple[Mark, ...]:
 
 
 def probes_chart(
-    store: RunStore,
+    seen: SeenReads,
     preset: Preset,
-    verdicts: Sequence[Verdict],
     latest: Verdict | None,
     scaled: bool,
 ) -> ChartSpec:
     """The probes chart: delta(s) against banked endpoints and bounds.
 
-    Before the anchor, eval levels are drawn against the comparators' levels at their level
-    step."""
+    `seen`: the run's probes and reads the evidence gate shows (none while hidden). `latest`:
+    the read whose bounds and scale are drawn. Before the anchor, eval levels are drawn against
+    the comparators' levels at their level step."""
+    return said_hidden(_probes_chart(seen, preset, latest, scaled), seen)
+
+
+def said_hidden(chart: ChartSpec, seen: SeenReads) -> ChartSpec:
+    """`chart`, its note saying so where the run's read is hidden (none of it drawn)."""
+    if not seen.hidden:
+        return chart
+    return replace(chart, note=f"this run's probes and reads {blind.HIDDEN} until the endpoint")
+
+
+def _probes_chart(
+    seen: SeenReads, preset: Preset, latest: Verdict | None, scaled: bool
+) -> ChartSpec:
     spec = preset.verdict
     anchor, endpoint = spec.anchor_step, spec.endpoint_step
+    verdicts = seen.verdicts
     if spec.read == "level":
-        return _level_read_chart(store, preset, verdicts, latest, scaled)
-    if anchor not in store.probes:
-        return _levels_chart(store, preset, (0.0, anchor * 1.1))
+        return _level_read_chart(seen, preset, latest, scaled)
+    if anchor not in seen.by_step:
+        return _levels_chart(seen, preset, (0.0, anchor * 1.1))
     pad = (endpoint - anchor) * 0.08
     xlim = (anchor - pad, endpoint + pad)
     pts = [
@@ -130,15 +149,15 @@ def _said_if_same(banked: Curve, run: Curve, anchor: int) -> Curve:
 DATASET_COLORS = ("cyan", "green", "orange", "magenta", "blue", "yellow")
 
 
-def datasets(store: RunStore) -> list[str]:
-    """The datasets of the run's per-dataset eval breakdown, in the order first logged."""
+def datasets(probes: Mapping[int, Probe]) -> list[str]:
+    """The datasets of the probes' per-dataset eval breakdown, in the order first logged."""
     names: dict[str, None] = {}
-    for step in store.probe_steps():
-        names.update(dict.fromkeys(store.probes[step].breakdown))
+    for step in sorted(probes):
+        names.update(dict.fromkeys(probes[step].breakdown))
     return list(names)
 
 
-def datasets_chart(store: RunStore, preset: Preset, scaled: bool = False) -> ChartSpec:
+def datasets_chart(seen: SeenReads, preset: Preset, scaled: bool = False) -> ChartSpec:
     """The per-dataset view of the eval breakdown.
 
     For each dataset, this run's delta (or, for a level read, its level) at each probe, and each
@@ -147,17 +166,16 @@ def datasets_chart(store: RunStore, preset: Preset, scaled: bool = False) -> Cha
     metric)."""
     spec = preset.verdict
     anchor = spec.anchor_step
-    level = spec.read == "level" or anchor not in store.probes
-    names = datasets(store)
+    probes = seen.by_step
+    level = spec.read == "level" or anchor not in probes
+    names = datasets(probes)
     curves: list[Curve] = []
     for i, name in enumerate(names):
         field = f"breakdown.{name}"
         color = DATASET_COLORS[i % len(DATASET_COLORS)]
-        base = 0.0 if level else store.probes[anchor].value(field)
+        base = 0.0 if level else probes[anchor].value(field)
         pts = [
-            (float(s), store.probes[s].value(field) - base)
-            for s in store.probe_steps()
-            if level or s >= anchor
+            (float(s), probes[s].value(field) - base) for s in seen.steps() if level or s >= anchor
         ]
         pts = [(x, y) for x, y in pts if math.isfinite(y)]
         for comp in preset.comparators.values():
@@ -193,7 +211,7 @@ def datasets_chart(store: RunStore, preset: Preset, scaled: bool = False) -> Cha
     end = float(spec.endpoint_step)
     start = 0.0 if level else float(anchor)
     pad = (end - start) * 0.05
-    return ChartSpec(
+    chart = ChartSpec(
         f"per-dataset {what}  (d: back to {spec.metric})",
         "step",
         "level" if level else "delta",
@@ -201,10 +219,11 @@ def datasets_chart(store: RunStore, preset: Preset, scaled: bool = False) -> Cha
         xlim=(start - pad, end + pad),
         note=note,
     )
+    return said_hidden(chart, seen)
 
 
-def _levels_chart(store: RunStore, preset: Preset, xlim: tuple[float, float]) -> ChartSpec:
-    probes = [store.probes[s] for s in store.probe_steps()]
+def _levels_chart(seen: SeenReads, preset: Preset, xlim: tuple[float, float]) -> ChartSpec:
+    probes = [seen.by_step[s] for s in seen.steps()]
     metric = preset.verdict.metric
     curves: tuple[Curve, ...] = (
         Curve(
@@ -263,9 +282,8 @@ def _levels_chart(store: RunStore, preset: Preset, xlim: tuple[float, float]) ->
 
 
 def _level_read_chart(
-    store: RunStore,
+    seen: SeenReads,
     preset: Preset,
-    verdicts: Sequence[Verdict],
     latest: Verdict | None,
     scaled: bool,
 ) -> ChartSpec:
@@ -273,7 +291,7 @@ def _level_read_chart(
     spec = preset.verdict
     pts = [
         (float(v.read_step), v.delta)
-        for v in verdicts
+        for v in seen.verdicts
         if v.read_step is not None and v.delta is not None and math.isfinite(v.delta)
     ]
     rule = latest.raw if latest is not None else None

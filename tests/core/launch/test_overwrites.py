@@ -14,6 +14,7 @@ import pytest
 
 from fontaine_tui.core.atomic import create_new, replace_own
 from fontaine_tui.core.errors import InputError
+from fontaine_tui.core.launch.evidence import seen_reads
 from fontaine_tui.core.launch.registry import Entry, Registry
 from fontaine_tui.core.log.read import load_log
 from fontaine_tui.core.preset.find import load_preset
@@ -63,7 +64,7 @@ def test_export_replaces_only_its_own_verdict_and_chart(tmp_path: Path) -> None:
     preset = load_preset("demosonly_1gpu")
     store = load_log(folder.log)
     verdict = compute_verdict(store, preset)
-    spec = probes_chart(store, preset, [verdict], verdict, scaled=False)
+    spec = probes_chart(seen_reads(store, [verdict], hidden=False), preset, verdict, scaled=False)
     mine = folder.root / "verdict.json"
     mine.write_text('{"verdict": "my own analysis"}\n')
     with pytest.raises(InputError, match="verdict.json: exists and is not a verdict.json"):

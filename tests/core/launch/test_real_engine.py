@@ -362,6 +362,7 @@ def test_bank_a_real_run_and_launch_another_against_it(tmp_path: Path, smoke_run
     """Two real engine runs: the first (smoke_run) banked, the second launched with it as a
     comparator; the probes chart and verdict.json carry the banked curve and its sha256."""
     from fontaine_tui.core.bank import store as bank
+    from fontaine_tui.core.launch.evidence import seen_reads
     from fontaine_tui.core.verdict.probechart import SAME, probes_chart
     from fontaine_tui.core.verdict.rules import verdict_series
     from tests.core.launch.conftest import preset_variant
@@ -413,7 +414,8 @@ def test_bank_a_real_run_and_launch_another_against_it(tmp_path: Path, smoke_run
     a0 = entry.value(20, "eval_chunk_mae")
     assert banked["curve"] == [[s, entry.value(s, "eval_chunk_mae") - a0] for s in (20, 30, 40)]
     store = load_log(folder.log)
-    spec = probes_chart(store, frozen, verdict_series(store, frozen), None, scaled=False)
+    seen = seen_reads(store, verdict_series(store, frozen), hidden=False)
+    spec = probes_chart(seen, frozen, None, scaled=False)
     [curve] = [c for c in spec.curves if c.label.startswith("smoke_a (banked ")]
     # the same recipe and seed on this CPU: where its probes equal this run's point for point,
     # the legend says the banked curve lies under this run's

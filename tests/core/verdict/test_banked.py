@@ -8,6 +8,7 @@ import pytest
 from fontaine_tui.cli import main
 from fontaine_tui.core.bank import store as bank
 from fontaine_tui.core.errors import InputError
+from fontaine_tui.core.launch.evidence import seen_reads
 from fontaine_tui.core.preset.find import load_preset
 from fontaine_tui.core.runfolder import RunFolder
 from fontaine_tui.core.verdict.prereg import compare, freeze, read_prereg
@@ -167,7 +168,10 @@ group = "drifting"
     preset = load_preset(path)
     store = load_lines([b"".join(dumps(r).encode() + b"\n" for r in records(probes=RIGONLY_LIKE))])
     spec = probes_chart(
-        store, preset, verdict_series(store, preset), compute_verdict(store, preset), scaled=False
+        seen_reads(store, verdict_series(store, preset), hidden=False),
+        preset,
+        compute_verdict(store, preset),
+        scaled=False,
     )
     by_label = {c.label.split(" ")[0]: c for c in spec.curves}
     assert list(by_label["run_a"].xs) == [500.0, 750.0, 1000.0]
@@ -197,7 +201,7 @@ def test_before_the_anchor_the_levels_view_draws_the_banked_level_curves(tmp_pat
 
     preset = load_preset(banked(tmp_path))
     store = load_lines([b"".join(dumps(r).encode() + b"\n" for r in records_upto(260))])
-    spec = probes_chart(store, preset, [], None, scaled=False)
+    spec = probes_chart(seen_reads(store, [], hidden=False), preset, None, scaled=False)
     assert spec.title.startswith("eval levels before the anchor probe")
     [rig] = [c for c in spec.curves if c.label.startswith("rig eval_chunk_mae (banked ")]
     assert list(rig.xs) == [250.0, 500.0]  # within the view (to 1.1 x the anchor)
@@ -213,7 +217,7 @@ def test_the_per_dataset_view_draws_each_datasets_delta_and_the_banked_ones(tmp_
 
     preset = load_preset(banked(tmp_path))  # `rig`, banked from a RIGONLY_LIKE run
     store = load_lines([b"".join(dumps(r).encode() + b"\n" for r in records(probes=SCALED_LIKE))])
-    spec = datasets_chart(store, preset, scaled=True)
+    spec = datasets_chart(seen_reads(store, [], hidden=False), preset, scaled=True)
     by_label = {c.label: c for c in spec.curves}
     assert set(by_label) == {
         "this run demos",
@@ -237,7 +241,7 @@ def test_the_per_dataset_view_draws_each_datasets_delta_and_the_banked_ones(tmp_
     )
     # before the anchor probe: the datasets' levels, the banked ones included
     early = load_lines([b"".join(dumps(r).encode() + b"\n" for r in records_upto(260))])
-    spec = datasets_chart(early, preset)
+    spec = datasets_chart(seen_reads(early, [], hidden=False), preset)
     levels = {c.label: c for c in spec.curves}
     assert list(levels["rig demos (banked)"].ys) == pytest.approx(
         [0.9 * RIGONLY_LIKE[s][0] for s in (250, 500, 750, 1000)]
@@ -293,7 +297,10 @@ def test_a_banked_curve_the_run_covers_says_so_in_the_legend(tmp_path):
     preset = load_preset(path)
     store = load_lines([b"".join(dumps(r).encode() + b"\n" for r in records(probes=RIGONLY_LIKE))])
     spec = probes_chart(
-        store, preset, verdict_series(store, preset), compute_verdict(store, preset), scaled=False
+        seen_reads(store, verdict_series(store, preset), hidden=False),
+        preset,
+        compute_verdict(store, preset),
+        scaled=False,
     )
     labels = {c.label.split(" ")[0]: c.label for c in spec.curves}
     assert labels["run_same"].endswith(SAME) and not labels["run_other"].endswith(SAME), labels

@@ -334,6 +334,7 @@ def test_a_read_against_typed_in_comparators_only_says_so(demosonly):
 
 
 def test_scaled_mode_keeps_the_comparators_in_their_own_units(demosonly):
+    from fontaine_tui.core.launch.evidence import seen_reads
     from fontaine_tui.core.log.read import load_lines
     from fontaine_tui.core.verdict.probechart import probes_chart
     from fontaine_tui.core.verdict.rules import verdict_series
@@ -353,14 +354,14 @@ def test_scaled_mode_keeps_the_comparators_in_their_own_units(demosonly):
             )
         ]
     )
-    series = verdict_series(store, demosonly)
+    series = seen_reads(store, verdict_series(store, demosonly), hidden=False)
     latest = compute_verdict(store, demosonly)
     assert latest.scale is not None and latest.scale.value == pytest.approx(12.5087 / 3.4623)
-    spec = probes_chart(store, demosonly, series, latest, scaled=True)
+    spec = probes_chart(series, demosonly, latest, scaled=True)
     marks = {m.label: m.y for m in spec.marks}
     assert marks["demosonly +2.0317, raw units @ endpoint"] == 2.0317  # not x 3.613
     assert [h.y for h in spec.hlines] == pytest.approx(
         [0.30 * latest.scale.value, 1.0158 * latest.scale.value]
     )
-    raw = probes_chart(store, demosonly, series, latest, scaled=False)
+    raw = probes_chart(series, demosonly, latest, scaled=False)
     assert "demosonly +2.0317 @ endpoint" in {m.label for m in raw.marks}
