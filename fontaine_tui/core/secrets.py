@@ -27,9 +27,9 @@ What looks like a credential (docs/secrets.md lists it for the user):
   fragment value (`?token=`, `?key=`, `?sig=`, `#access_token=`), and a webhook's token path
   (Slack, Discord, ntfy, any `hook` URL: `redact_url`).
 - programs' own forms: `mysql -pV`, `docker login -p V`, `curl -u me:V`, `--password:V`, a
-  `.netrc` line's `password V`, Azure's `;AccountKey=V;`, npm's `/:_authToken=V`, a proxy's
-  `user:V@host:port`, a private key's body, an argv printed as a list (`["--token", "V"]`)
-  or a word a line.
+  `.netrc` line's `password V`, Azure's `AccountKey=V;` (the pairs around it kept), npm's
+  `/:_authToken=V`, a proxy's `user:V@host:port`, a private key's body, an argv printed as a
+  list (`["--token", "V"]`) or a word a line.
 
 A line that a backslash continues is read with the next, as the shell reads it: the value of
 `--hub_token \\` is on the next line.
@@ -120,6 +120,7 @@ _PASS_COUNTS = frozenset(
     {"NUM", "N", "MAX", "MIN", "FIRST", "SECOND", "THIRD", "LAST", "NEXT", "ONE", "TWO",
      "SINGLE", "MULTI", "EVAL", "TRAIN", "FORWARD", "BACKWARD", "BY", "EACH", "PER"}
 )  # fmt: skip
+_KEY_KINDS = frozenset({"API", "PRIVATE", "SECRET", "ACCESS"})  # API_KEY, SharedAccessKey
 _WHERE_KEPT = frozenset({"FILE", "PATH", "DIR", "FILENAME", "ENV", "VAR"})  # a path, not a value
 
 
@@ -148,7 +149,7 @@ def secret_name(name: str) -> bool:
             return True
         if i and w in ("PWD", "PAT", "DSN") and i == last:  # DB_PWD, GH_PAT; not PWD
             return True
-        if w == "KEY" and (before in ("API", "PRIVATE", "SECRET", "ACCESS") and after != "ID"):
+        if w == "KEY" and before in _KEY_KINDS and after not in ("ID", "NAME"):  # not KeyName
             return True
         if w == "KEY" and (i == last or after.isdigit()) and before not in _DATA_KEYS:
             return True
@@ -541,6 +542,22 @@ def _value(text: str, hashes: bool = False, depth: int = 0) -> str:
 _LISTED_KEY = re.compile(r"(?:^|(?<=[,;]))([A-Za-z_][\w.\-]*)=")
 
 
+# where a secret's value ends in a connection string that it opens (`AccountKey=V;Account
+# Name=a`): at the first `;` before another pair, outside a quoted run (`password="a;b=c"`
+# is one value); a comma does not end it, a value may hold one
+_PAIR_CUT = re.compile(rf"{_QUOTED}|;(?=[A-Za-z_][\w.\-]*=)", re.S)
+
+
+def _pair_cut(value: str) -> int | None:
+    """Where the pairs after a secret's value begin (its `;`), or None: it is all the value."""
+    if ";" not in value:
+        return None
+    for m in _PAIR_CUT.finditer(value):
+        if m[0] == ";":
+            return m.start()
+    return None
+
+
 def _listed(text: str, hashes: bool) -> str:
     """A value that may list `k=v` pairs by commas: each secret-named key's value as ***.
 
@@ -599,6 +616,10 @@ def _word(
         name, value = m["name"], m["value"]
         plain = _PUNCT_END.sub("", value).strip("\"'")  # f(use_auth=True, ...) too
         if secret_name(name) and plain.lower() not in _BOOLISH:
+            if (cut := _pair_cut(value)) is not None:  # AccountKey=V;AccountName=a;...
+                head, rest = value[:cut], value[cut:]
+                shown = head if head.strip("\"'").lower() in _BOOLISH else _hidden(head)
+                return f"{m['pre']}{name}={shown}{_listed(rest, hashes)}", False
             return f"{m['pre']}{name}={_hidden(value)}", False
         return f"{m['pre']}{name}={_value(value, hashes or _hashy(name), depth)}", False
     if (listed := _LISTED_FLAG.match(word)) is not None and secret_name(listed["flag"]):

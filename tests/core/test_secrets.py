@@ -556,3 +556,41 @@ def test_a_preset_error_that_quotes_a_value_shows_it_masked(tmp_path):
     assert "source.kind" in shown.stderr and "--hub_token ***" in shown.stderr, shown.stderr
     assert "INVALID" in listed.stdout and "--hub_token ***" in listed.stdout, listed.stdout
     assert "Zq9secZ" not in shown.stdout + shown.stderr + listed.stdout + listed.stderr
+
+
+# an Azure connection string: only the key's value goes, wherever the key stands in it
+AZURE = [
+    (
+        "AccountKey=Zq9secZ==;AccountName=acct;EndpointSuffix=core.windows.net",
+        "AccountKey=***;AccountName=acct;EndpointSuffix=core.windows.net",
+    ),
+    (
+        "conn AccountKey=Zq9secZ==;AccountName=acct;DefaultEndpointsProtocol=https ok",
+        "conn AccountKey=***;AccountName=acct;DefaultEndpointsProtocol=https ok",
+    ),
+    (
+        'AZ="AccountKey=Zq9secZ==;AccountName=acct;EndpointSuffix=core.windows.net"',
+        'AZ="AccountKey=***;AccountName=acct;EndpointSuffix=core.windows.net"',
+    ),
+    (
+        "DefaultEndpointsProtocol=https;AccountName=acct;AccountKey=Zq9secZ==;"
+        "EndpointSuffix=core.windows.net",
+        "DefaultEndpointsProtocol=https;AccountName=acct;AccountKey=***;"
+        "EndpointSuffix=core.windows.net",
+    ),
+    ("AccountKey=Zq9secZ==;", "AccountKey=***;"),
+    (
+        "Endpoint=sb://x.servicebus.windows.net/;SharedAccessKeyName=RootManageSharedAccessKey;"
+        "SharedAccessKey=Zq9secZ=",
+        "Endpoint=sb://x.servicebus.windows.net/;SharedAccessKeyName=RootManageSharedAccessKey;"
+        "SharedAccessKey=***",
+    ),
+    ('password="Zq9;sec=Z"', 'password="***"'),  # a quoted value is one value, `;` and all
+]
+
+
+@pytest.mark.parametrize(("text", "shown"), AZURE)
+def test_a_connection_string_shows_only_its_key_masked(text, shown):
+    assert mask_text(text) == shown
+    assert mask_text(shown) == shown
+    assert mask_argv(["az", "--connection-string", text]) == ["az", "--connection-string", shown]
