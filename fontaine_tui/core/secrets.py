@@ -29,10 +29,12 @@ What looks like a credential (docs/secrets.md lists it for the user):
 - programs' own forms: `mysql -pV`, `docker login -p V`, `curl -u me:V`, `--password:V`, a
   `.netrc` line's `password V`, Azure's `AccountKey=V;` (the pairs around it kept), npm's
   `/:_authToken=V`, a proxy's `user:V@host:port`, a private key's body, an argv printed as a
-  list (`["--token", "V"]`) or a word a line.
+  list (`["--token", "V"]`, `['mysql', '-p', 'V']`) or a word a line: a `-p` is read with
+  its program in view.
 
 A line that a backslash continues is read with the next, as the shell reads it: the value of
-`--hub_token \\` is on the next line.
+`--hub_token \\` is on the next line; so is a line that ends in a secret-named flag or a `-p`,
+and a run of lines of one word each is read as one command line.
 A quote that never closes (the apostrophe of `couldn't`, a stray `"`) is a character, not
 the start of a quoted run: the words after it are masked as they would be without it. Two
 quotes that close are read three times: as the shell reads them (a quoted run is one word,
@@ -582,8 +584,13 @@ def _listed(text: str, hashes: bool) -> str:
 
 
 def _base(word: str) -> str:
-    """A program's name without its folder or quotes."""
-    return word.strip("\"'").rsplit("/", 1)[-1]
+    """A program's name without its folder, quotes, or a printed list's marks (`['mysql',`)."""
+    return word.lstrip("[(").rstrip(",)]").strip("\"'").rsplit("/", 1)[-1]
+
+
+def _bare_flag(word: str) -> str:
+    """A flag as written, less a printed list's marks and quotes: `'-p',` is `-p`."""
+    return word.lstrip("(;&|{`[").rstrip(",").strip("\"'")
 
 
 def _word(
@@ -622,8 +629,10 @@ def _word(
                 return f"{m['pre']}{name}={shown}{_listed(rest, hashes)}", False
             return f"{m['pre']}{name}={_hidden(value)}", False
         return f"{m['pre']}{name}={_value(value, hashes or _hashy(name), depth)}", False
-    if (listed := _LISTED_FLAG.match(word)) is not None and secret_name(listed["flag"]):
-        return word, True  # ["--hub_token", "V"]: an argv printed as a list
+    if (listed := _LISTED_FLAG.match(word)) is not None and (
+        secret_name(listed["flag"]) or (listed["flag"] == "-p" and program not in _P_NOT_PASSWORD)
+    ):
+        return word, True  # ["--hub_token", "V"], ['mysql', '-p', 'V']: an argv printed as a list
     if bare.startswith("-"):
         if _FLAG.match(bare) and secret_name(bare):  # --api-key V
             return word, True
@@ -683,7 +692,8 @@ def _mask_words(
                 or low in _BOOLISH
                 or plain == MASK
                 or _reference(plain)
-                or (prev.lstrip("(;&|{`\"'") == "-p" and _NOT_A_PASSWORD.fullmatch(plain))
+                or _SHORT_FLAG.fullmatch(plain) is not None  # psql --password -h db
+                or (_bare_flag(prev) == "-p" and _NOT_A_PASSWORD.fullmatch(plain))
             ):
                 shown, hide = _word(
                     word, prev, following.get(i, ""), program, hashes, depth, reader
@@ -696,11 +706,11 @@ def _mask_words(
             shown, hide = _word(word, prev, following.get(i, ""), program, hashes, depth, reader)
             out.append(shown)
         if starts:
-            bare = word.lstrip("(;&|{`")
-            if bare and bare not in _PREFIXES and not ("=" in word and _ASSIGN.match(word)):
-                program, starts = _base(bare), False
-                if program in _LOGINS and following.get(i) == "login":  # its -p is a password
-                    program = f"{program} login"
+            name = _base(word.lstrip("(;&|{`"))  # a printed list's `[` opens no program
+            if name and name not in _PREFIXES and not ("=" in word and _ASSIGN.match(word)):
+                program, starts = name, False
+                if program in _LOGINS and _base(following.get(i, "")) == "login":
+                    program = f"{program} login"  # its -p is a password
         if word[-1] in ";&|()" or word in ("then", "do", "else"):
             starts = True
         prev = out[-1]  # as shown: a hidden word gives no context to the next
@@ -711,6 +721,9 @@ _REFERENCE = re.compile(r"\$\{?[A-Za-z_][A-Za-z0-9_]*\}?")  # $HF_TOKEN, ${HF_TO
 # what a short -p's value is when it is a program's own (python train.py -p 0.5, -p 8080:80,
 # -p ./out): a number, a port mapping or a path is never a password
 _NOT_A_PASSWORD = re.compile(r"[-+]?[0-9][0-9.eE+:/-]*|\.{0,2}/[^\s]*")
+# a short option after a -p or a --password that takes no value (mysql -p -h db, psql
+# --password -h db): the next option, not a password
+_SHORT_FLAG = re.compile(r"-[A-Za-z]")
 
 
 def _reference(word: str) -> bool:
@@ -824,22 +837,37 @@ def mask_text(text: str, hashes: bool = False) -> str:
     of `--hub_token \\` is on the next line). `hashes`: 40 hex digits are a commit or a
     digest here (a value under a `commit` key).
 
-    A line that ends in a secret-named flag (an argv printed a word a line) is read with the
-    next too: the value is its first word. A private key's body is *** whole."""
+    A line that ends in a secret-named flag or a `-p` is read with the next too: the value is
+    its first word. Lines of one word each (an argv printed a word a line, or a list an
+    element a line) are read as one command line, so a `-p`'s program is in view. A private
+    key's body is *** whole."""
     if "-----BEGIN" in text:
         text = _pem_masked(text)
-    if "\\\n" not in text and _FLAG_AT_END.search(text) is None:
-        return "\n".join(mask_line(line, hashes) for line in text.split("\n"))
+    lines = text.split("\n")
     out: list[str] = []
     run: list[str] = []  # the lines of one shell line
-    for line in text.split("\n"):
+    for i, line in enumerate(lines):
         run.append(line)
-        if (len(line) - len(line.rstrip("\\"))) % 2 == 0 and not _flag_at_end(line):
-            out.append(mask_line("\n".join(run), hashes))
-            run = []
-    if run:
+        if i + 1 < len(lines) and (
+            (len(line) - len(line.rstrip("\\"))) % 2 == 1
+            or _flag_at_end(line)
+            or (_one_word(line) and _one_word(lines[i + 1]))
+        ):
+            continue
         out.append(mask_line("\n".join(run), hashes))
+        run = []
     return "\n".join(out)
+
+
+def _one_word(line: str) -> bool:
+    """Whether a line is one shell word, its quotes paired (`-p`, `'-p',`, `[`)."""
+    word = line.strip()
+    return (
+        bool(word)
+        and _WORD.fullmatch(word) is not None
+        and word.count('"') % 2 == 0
+        and word.count("'") % 2 == 0
+    )
 
 
 # a private key's armour (PEM, OpenSSH): the body between BEGIN and END (or the text's end,
@@ -852,12 +880,15 @@ _FLAG_AT_END = re.compile(r"""(?:^|[\s\[(])\\?["']?-{1,2}[A-Za-z][\w.\-]*\\?["']
 
 
 def _flag_at_end(line: str) -> bool:
-    """Whether `line`'s last word is a secret-named flag, whose value is on the next line."""
+    """Whether `line`'s last word is a secret-named flag or a `-p`: a value on the next line.
+
+    The two lines are read together, with the line's program in view (`ssh -p` then `2222`
+    is a port)."""
     m = _FLAG_AT_END.search(line)
     if m is None:
         return False
     flag = m[0].strip().lstrip("[(").rstrip(",").strip("\\\"'")
-    return secret_name(flag)
+    return flag == "-p" or secret_name(flag)
 
 
 def _pem_masked(text: str) -> str:

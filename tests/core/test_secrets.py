@@ -558,6 +558,74 @@ def test_a_preset_error_that_quotes_a_value_shows_it_masked(tmp_path):
     assert "Zq9secZ" not in shown.stdout + shown.stderr + listed.stdout + listed.stderr
 
 
+# -p's password a word a line (an argv printed so) or the next element of a printed list,
+# decided with its program in view: mysql, sshpass, docker login take one there
+P_NEXT = [
+    ("mysql\n-u\nme\n-p\nZq9secZ\ndb", "mysql\n-u\nme\n-p\n***\ndb"),
+    ("mysql -u me -p\nZq9secZ", "mysql -u me -p\n***"),
+    ("['mysql', '-u', 'me', '-p', 'Zq9secZ', 'db']", "['mysql', '-u', 'me', '-p', '***', 'db']"),
+    (
+        '["docker", "login", "-u", "me", "-p", "Zq9secZ", "ghcr.io"]',
+        '["docker", "login", "-u", "me", "-p", "***", "ghcr.io"]',
+    ),
+    ("docker\nlogin\n-u\nme\n-p\nZq9secZ\nghcr.io", "docker\nlogin\n-u\nme\n-p\n***\nghcr.io"),
+    (
+        "[\n  'sshpass',\n  '-p',\n  'Zq9secZ',\n  'ssh',\n]",
+        "[\n  'sshpass',\n  '-p',\n  '***',\n  'ssh',\n]",
+    ),
+    ("['-p', 'Zq9secZ']", "['-p', '***']"),
+    ("mysql\n--password\nZq9secZ", "mysql\n--password\n***"),
+]
+# -p that is no password: ssh's port, docker run's ports, mkdir's parents, git's patch,
+# pytest's plugin, a number or path; and a short flag after a --password that takes no value
+P_KEPT = [
+    "ssh\n-p\n2222\nme@host.org",
+    "['ssh', '-p', '2222', 'me@host.org']",
+    "ssh -p\n2222 me@host.org",
+    "mkdir\n-p\nout",
+    "['mkdir', '-p', 'out']",
+    "git\nlog\n-p\nHEAD",
+    "git log -p\nHEAD",
+    '["docker", "run", "-p", "8080:80", "img"]',
+    "docker\nrun\n-p\n8080:80\nimg",
+    "pytest\n-p\nno:cacheprovider",
+    "['python', 'train.py', '-p', '0.5']",
+    "python\nserve.py\n-p\n8080",
+    "psql -h db -p\n5432 -U me",
+    "psql --password -h db -U me",
+    "mysql -u me -p -h db",
+]
+
+
+@pytest.mark.parametrize(("text", "shown"), P_NEXT)
+def test_a_short_p_password_on_the_next_line_or_element_is_masked(text, shown):
+    assert mask_text(text) == shown
+    assert mask_text(shown) == shown
+    assert "Zq9" not in str(mask_tree({"kind": "alert", "text": text}))
+
+
+@pytest.mark.parametrize("text", P_KEPT)
+def test_a_short_p_that_takes_no_password_keeps_the_next_word(text):
+    assert mask_text(text) == text
+
+
+@pytest.mark.parametrize(
+    ("argv", "shown"),
+    [
+        (["mysql", "-u", "me", "-p", "Zq9secZ", "db"], ["mysql", "-u", "me", "-p", "***", "db"]),
+        (["-p", "Zq9secZ"], ["-p", "***"]),
+        (["docker", "login", "-p", "Zq9secZ"], ["docker", "login", "-p", "***"]),
+        (["ssh", "-p", "2222", "me@host.org"], None),
+        (["mkdir", "-p", "out"], None),
+        (["git", "log", "-p", "HEAD"], None),
+        (["psql", "--password", "-h", "db", "-U", "me"], None),
+        (["mysql", "-u", "me", "-p", "-h", "db"], None),
+    ],
+)
+def test_a_short_p_in_an_argv_is_masked_only_where_it_is_a_password(argv, shown):
+    assert mask_argv(argv) == (argv if shown is None else shown)
+
+
 # an Azure connection string: only the key's value goes, wherever the key stands in it
 AZURE = [
     (
