@@ -6,7 +6,7 @@ Every surface that shows, freezes or sends what someone else wrote asks this mod
 prereg.json (core/verdict/prereg.py), `presets show`, the processes mode's command cell and
 stack lines (model/processes.py), the trainer's alerts and every notification (core/notify).
 
-It is one concept over some 1,000 lines: the forms a credential takes in argv, free text, URLs,
+It is one concept over some 1,100 lines: the forms a credential takes in argv, free text, URLs,
 environment, TOML text and parsed documents share one word reader and one set of name rules
 (`_mask_words`, `secret_name`), and split apart they would drift, which is what this module
 replaced.
@@ -27,10 +27,10 @@ What looks like a credential (docs/secrets.md lists it for the user):
   fragment value (`?token=`, `?key=`, `?sig=`, `#access_token=`), and a webhook's token path
   (Slack, Discord, ntfy, any `hook` URL: `redact_url`).
 - programs' own forms: `mysql -pV`, `docker login -p V`, `curl -u me:V`, `--password:V`, a
-  `.netrc` line's `password V`, Azure's `AccountKey=V;` (the pairs around it kept), npm's
-  `/:_authToken=V`, a proxy's `user:V@host:port`, a private key's body, an argv printed as a
-  list (`["--token", "V"]`, `['mysql', '-p', 'V']`) or a word a line: a `-p` is read with
-  its program in view.
+  `.netrc` entry's `password V` and `account V` (on one line or a token a line), Azure's
+  `AccountKey=V;` (the pairs around it kept), npm's `/:_authToken=V`, a proxy's
+  `user:V@host:port`, a private key's body, an argv printed as a list (`["--token", "V"]`,
+  `['mysql', '-p', 'V']`) or a word a line: a `-p` is read with its program in view.
 
 A line that a backslash continues is read with the next, as the shell reads it: the value of
 `--hub_token \\` is on the next line; so is a line that ends in a secret-named flag or a `-p`,
@@ -753,6 +753,8 @@ def mask_line(line: str, hashes: bool = False, depth: int = 0) -> str:
         return line
     if "-----BEGIN" in line:
         line = _pem_masked(line)
+    if "machine" in line or "default" in line:
+        line = _netrc_masked(line)
     if not _maybe(line):
         return line
     if depth > _DEEPEST:
@@ -839,10 +841,13 @@ def mask_text(text: str, hashes: bool = False) -> str:
 
     A line that ends in a secret-named flag or a `-p` is read with the next too: the value is
     its first word. Lines of one word each (an argv printed a word a line, or a list an
-    element a line) are read as one command line, so a `-p`'s program is in view. A private
-    key's body is *** whole."""
+    element a line) are read as one command line, so a `-p`'s program is in view. A
+    `.netrc` entry is read across lines, as the file is (`_netrc_masked`). A private key's
+    body is *** whole."""
     if "-----BEGIN" in text:
         text = _pem_masked(text)
+    if "machine" in text or "default" in text:
+        text = _netrc_masked(text)
     lines = text.split("\n")
     out: list[str] = []
     run: list[str] = []  # the lines of one shell line
@@ -868,6 +873,41 @@ def _one_word(line: str) -> bool:
         and word.count('"') % 2 == 0
         and word.count("'") % 2 == 0
     )
+
+
+# a .netrc entry, its tokens apart by any spacing (the file writes one or a few a line):
+# `machine HOST` or `default`, then a token and its value, again and again; a value may be
+# quoted, spaces and all
+_NETRC_VALUE = r""""(?:[^"\\\n]|\\.)*"|\S+"""
+_NETRC_PAIR = re.compile(
+    rf"\s+(?P<key>login|password|passwd|account|port|protocol)\s+(?P<value>{_NETRC_VALUE})"
+)
+_NETRC_ENTRY = re.compile(
+    rf"""(?<![^\s"'(\[:;,])(?:machine\s+\S+|default)(?P<pairs>(?:{_NETRC_PAIR.pattern})+)"""
+)
+_NETRC_SECRETS = frozenset({"password", "passwd", "account"})  # account: a second password
+
+
+def _netrc_masked(text: str) -> str:
+    """`text` with each `.netrc` entry's password and account values as ***.
+
+    An entry is one only if it names a login or a password (`machine learning account
+    settings` is prose); its tokens may stand a line apart, as the file writes them."""
+
+    def entry(m: re.Match[str]) -> str:
+        pairs = list(_NETRC_PAIR.finditer(m["pairs"]))  # one after another, as matched
+        if not any(p["key"] in ("login", "password", "passwd") for p in pairs):
+            return m[0]
+        text, at = m["pairs"], 0
+        out = [m[0][: m.start("pairs") - m.start()]]
+        for p in pairs:
+            if p["key"] in _NETRC_SECRETS and p["value"].strip("\"'") != MASK:
+                out += [text[at : p.start("value")], _hidden(p["value"])]
+                at = p.end("value")
+        out.append(text[at:])
+        return "".join(out)
+
+    return _NETRC_ENTRY.sub(entry, text)
 
 
 # a private key's armour (PEM, OpenSSH): the body between BEGIN and END (or the text's end,
@@ -1020,9 +1060,12 @@ def mask_toml(text: str, doc: Mapping[str, object], known: Callable[[str], str |
 
     collect(doc, "")
 
-    def literal(raw: str) -> str:
+    opaque = list(_TOML_OPAQUE.finditer(text))
+    comments = _comments_masked(text, opaque)
+
+    def literal(raw: str, start: int) -> str:
         if raw.startswith("#"):
-            return "#" + mask_line(raw[1:])
+            return "#" + comments[start]
         if raw[:3] not in ('"""', "'''") and (raw[0] == "'" or "\\" not in raw):
             value = raw[1:-1]  # a one-line string with no escape reads as written
         else:
@@ -1039,8 +1082,8 @@ def mask_toml(text: str, doc: Mapping[str, object], known: Callable[[str], str |
 
     out: list[str] = []
     at = 0
-    for m in _TOML_OPAQUE.finditer(text):
-        out += [_tokens_masked(text[at : m.start()], True), literal(m[0])]
+    for m in opaque:
+        out += [_tokens_masked(text[at : m.start()], True), literal(m[0], m.start())]
         at = m.end()
     out.append(_tokens_masked(text[at:], True))
     masked = "".join(out)
@@ -1055,6 +1098,30 @@ def mask_toml(text: str, doc: Mapping[str, object], known: Callable[[str], str |
     if tree_secrets(again) or _known_left(again, known):
         raise ValueError("a credential in it was not found where it is written")
     return masked
+
+
+_NEXT_LINE = re.compile(r"[ \t]*\r?\n[ \t]*")
+
+
+def _comments_masked(text: str, opaque: Sequence[re.Match[str]]) -> dict[int, str]:
+    """Each comment's text after its `#`, masked, by where the comment starts.
+
+    The comments on lines next to each other are masked as one text, as `mask_text` reads it:
+    a `.netrc` entry or a printed argv written down a comment a line is read whole."""
+    runs: list[list[re.Match[str]]] = []
+    for m in opaque:
+        if not m[0].startswith("#"):
+            continue
+        last = runs[-1][-1] if runs else None
+        if last is not None and _NEXT_LINE.fullmatch(text, last.end(), m.start()) is not None:
+            runs[-1].append(m)
+        else:
+            runs.append([m])
+    out: dict[int, str] = {}
+    for run in runs:
+        shown = mask_text("\n".join(m[0][1:] for m in run)).split("\n")  # as many lines
+        out.update((m.start(), b) for m, b in zip(run, shown, strict=True))
+    return out
 
 
 def _known_left(obj: object, known: Callable[[str], str | None]) -> bool:

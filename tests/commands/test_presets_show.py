@@ -169,3 +169,38 @@ def test_a_comment_whose_apostrophes_pair_up_is_masked_inside_them(tmp_path):
     lines = res.stdout.splitlines()
     assert "# don't share password=***, it's prod" in lines, res.stdout
     assert "# it's {'hub_token': '***'}, don't" in lines, res.stdout
+
+
+def test_a_netrc_or_an_argv_written_down_lines_is_shown_masked(tmp_path):
+    """A .netrc entry and a `-p` password a word a line, in a multi-line string or down a
+    run of comments, and a connection string that opens with its key: each secret masked,
+    every other line as written."""
+    netrc = "machine api.x.org\n  login me\n  account Zq9accZ\n  password Zq9secZ"
+    text = PRESET.replace(
+        'question = "Does it train? asked with \\u0068' + ESCAPED[1:] + ' by mistake"\n',
+        f'question = """Does it train?\n{netrc}\nmysql\n-p\nZq9pwZ"""\n'
+        + "".join(f"# {line}\n" for line in netrc.split("\n"))
+        + "# docker login -u me -p\n#   Zq9pw2Z\n"
+        + "# AccountKey=Zq9keyZ==;AccountName=acct;EndpointSuffix=core.windows.net\n",
+    )
+    path = tmp_path / "own.toml"
+    path.write_text(text)
+    res = _show(path)
+    assert res.returncode == 0, res.stderr
+    assert "Zq9" not in res.stdout, res.stdout
+    lines = res.stdout.splitlines()
+    assert (
+        'question = "Does it train?\\nmachine api.x.org\\n  login me\\n  account ***\\n'
+        '  password ***\\nmysql\\n-p\\n***"' in lines
+    ), res.stdout
+    for line in (
+        "# machine api.x.org",
+        "#   login me",
+        "#   account ***",
+        "#   password ***",
+        "# docker login -u me -p",
+        "#   ***",
+        "# AccountKey=***;AccountName=acct;EndpointSuffix=core.windows.net",
+        "# the hub token was ***",
+    ):
+        assert line in lines, res.stdout

@@ -558,6 +558,62 @@ def test_a_preset_error_that_quotes_a_value_shows_it_masked(tmp_path):
     assert "Zq9secZ" not in shown.stdout + shown.stderr + listed.stdout + listed.stderr
 
 
+# a .netrc's entries as the file writes them: a token a line, `default` entries, and the
+# `account` token (a second password); the entry is read across lines, wherever it starts
+NETRC = [
+    (
+        "machine api.x.org\n  login me\n  password Zq9secZ",
+        "machine api.x.org\n  login me\n  password ***",
+    ),
+    (
+        "machine api.x.org login me\npassword Zq9secZ\n",
+        "machine api.x.org login me\npassword ***\n",
+    ),
+    ("default\n  login me\n  password Zq9secZ", "default\n  login me\n  password ***"),
+    ("default login anonymous password Zq9secZ", "default login anonymous password ***"),
+    (
+        "machine h.org login me account Zq9accZ password Zq9secZ",
+        "machine h.org login me account *** password ***",
+    ),
+    (
+        "machine h.org\n\tlogin me\n\taccount Zq9accZ\n\tpassword Zq9secZ\n"
+        "machine g.org login you password Zq9secZ2\ndefault login x password Zq9secZ3",
+        "machine h.org\n\tlogin me\n\taccount ***\n\tpassword ***\n"
+        "machine g.org login you password ***\ndefault login x password ***",
+    ),
+    (
+        "ftp refused, ~/.netrc reads:\nmachine ftp.x.org\n    login me\n    password Zq9secZ\n\n"
+        "then 530 login incorrect",
+        "ftp refused, ~/.netrc reads:\nmachine ftp.x.org\n    login me\n    password ***\n\n"
+        "then 530 login incorrect",
+    ),
+    (
+        "cat ~/.netrc: machine h.org login me password Zq9secZ",
+        "cat ~/.netrc: machine h.org login me password ***",
+    ),
+    ('machine h.org login me password "Zq9 secZ"', 'machine h.org login me password "***"'),
+]
+# prose that only has a netrc keyword's words: nothing in it is a password
+NETRC_KEPT = [
+    "machine learning account settings were reset",
+    "the default login page is /login\nits password field is empty",
+    "machine gpu-7 is down\nlogin from node 3 failed",
+]
+
+
+@pytest.mark.parametrize(("text", "shown"), NETRC)
+def test_a_netrc_entry_across_lines_shows_its_passwords_masked(text, shown):
+    assert mask_text(text) == shown
+    assert mask_text(shown) == shown
+    assert "Zq9" not in str(mask_tree({"kind": "alert", "text": text}))
+    assert "Zq9" not in mask_argv(["printf", text])[1]  # one argv element
+
+
+@pytest.mark.parametrize("text", NETRC_KEPT)
+def test_prose_with_netrc_words_is_kept(text):
+    assert mask_text(text) == text
+
+
 # -p's password a word a line (an argv printed so) or the next element of a printed list,
 # decided with its program in view: mysql, sshpass, docker login take one there
 P_NEXT = [

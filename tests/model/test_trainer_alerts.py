@@ -244,6 +244,32 @@ def test_a_trainer_alert_printing_its_arguments_is_said_masked(tmp_path, capsys)
     ), out
 
 
+def test_a_trainer_alert_quoting_a_netrc_or_an_argv_a_word_a_line_is_said_masked(tmp_path, capsys):
+    """A .netrc entry as the file writes it (a token a line, an `account` too), a `-p`
+    password an argv's word a line, and a connection string that opens with its key: each
+    secret masked, and only it."""
+    root = tmp_path / "run"
+    root.mkdir()
+    leak = alert(
+        90,
+        "login failed",
+        "~/.netrc:\nmachine ftp.x.org\n  login me\n  account Zq9accZ\n  password Zq9secZ\n"
+        "argv:\nmysql\n-u\nme\n-p\nZq9pwZ\ndb\n"
+        "conn AccountKey=Zq9keyZ==;AccountName=acct;EndpointSuffix=core.windows.net",
+    )
+    write_log(root / "train_log.jsonl", with_alerts(300, {90: [leak]}))
+    capsys.readouterr()
+    main(["replay", str(root / "train_log.jsonl"), "--preset", PRESET, "--plain"])
+    out = capsys.readouterr().out
+    assert "Zq9" not in out, out
+    assert (  # the lines' ends escaped, as a plain report shows them
+        "WARN   the trainer's alert at step 90: login failed: ~/.netrc:\\nmachine ftp.x.org"
+        "\\n  login me\\n  account ***\\n  password ***\\nargv:\\nmysql\\n-u\\nme\\n-p"
+        "\\n***\\ndb\\nconn AccountKey=***;AccountName=acct;EndpointSuffix=core.windows.net"
+        in out.splitlines()
+    ), out
+
+
 async def _watch(root: Path, url: str | None = None) -> tuple[Session, Babysitter]:
     s = Session(LocalRun(root), load_preset(PRESET), "attach", None, root)
     await s.read_ledger()
