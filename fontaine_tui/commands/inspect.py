@@ -3,6 +3,10 @@
 It shows the folder's format, every key with its steps, the probe cadence, the last step,
 whether it ended and what could not be read. With --preset-out it writes a starting preset
 for it. --json prints the document described in core/log/formats/inspect.py (schema 1).
+
+On a blinded run before its endpoint (core/verdict/blind.py) it says no more of the hidden read
+than `verdict` does: the conflicting probes are counted, their steps (where a read is
+UNDECIDABLE, which names the read's class) are not.
 """
 
 from __future__ import annotations
@@ -20,6 +24,7 @@ from fontaine_tui.core.follow.target import parse_target
 from fontaine_tui.core.log.formats.inspect import Inspection, inspect_run
 from fontaine_tui.core.preset.draft import draft
 from fontaine_tui.core.ssh.destination import SshTarget
+from fontaine_tui.model.judge import blinded
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -61,7 +66,8 @@ def run(args: argparse.Namespace) -> int:
             "fontaine-tui inspect on that host)"
         )
     runfolder.check_target(target)
-    ins = inspect_run(Path(target), args.kind, args.path, args.run_id)
+    hidden = _hidden(target)
+    ins = inspect_run(Path(target), args.kind, args.path, args.run_id, blinded=hidden)
     text = None
     if args.preset_out:
         text = draft(ins, args.metric, args.direction)
@@ -79,6 +85,17 @@ def run(args: argparse.Namespace) -> int:
                 f"fontaine-tui verdict {target} --preset {args.preset_out}\n"
             )
     return 0
+
+
+def _hidden(target: str) -> bool:
+    """Whether `verdict` hides the run's read (a frozen blind, before the endpoint).
+
+    A folder whose read cannot be judged (an unreadable prereg.json, log or ledger) counts as
+    hidden: inspect still shows what it holds, and says nothing the blind might hide."""
+    try:
+        return blinded(target) is not None
+    except InputError:
+        return True
 
 
 def _write(path: Path, text: str, force: bool) -> None:

@@ -287,12 +287,15 @@ def _rel(folder: Path, path: Path) -> str:
 # -- the read ---------------------------------------------------------------------------------
 
 
-def inspect_run(folder: Path, kind: str = "", path: str = "", run: str = "") -> Inspection:
-    """What `folder` holds, read as the candidate `choose` picks (InputError as it says)."""
+def inspect_run(
+    folder: Path, kind: str = "", path: str = "", run: str = "", blinded: bool = False
+) -> Inspection:
+    """What `folder` holds, read as the candidate `choose` picks (InputError as it says).
+
+    `blinded`: the run's read is hidden, as `verdict` hides it (no conflicting step named)."""
     chosen, found = choose(folder, kind, path, run)
-    if chosen.kind == "fontaine":
-        return _inspect_ours(folder, chosen, found)
-    return _inspect_foreign(folder, chosen, found)
+    read = _inspect_ours if chosen.kind == "fontaine" else _inspect_foreign
+    return read(folder, chosen, found, blinded)
 
 
 def choose(
@@ -356,7 +359,9 @@ def load(folder: Path, chosen: Candidate) -> tuple[Loaded, str]:
     return loaded, "step"
 
 
-def _inspect_foreign(folder: Path, chosen: Candidate, found: tuple[Candidate, ...]) -> Inspection:
+def _inspect_foreign(
+    folder: Path, chosen: Candidate, found: tuple[Candidate, ...], blinded: bool
+) -> Inspection:
     loaded, step_key = load(folder, chosen)
     store = loaded.store
     stats = _probe_stats(store, list(loaded.keys), foreign=True)
@@ -372,10 +377,13 @@ def _inspect_foreign(folder: Path, chosen: Candidate, found: tuple[Candidate, ..
         loss,
         stats,
         store,
+        blinded,
     )
 
 
-def _inspect_ours(folder: Path, chosen: Candidate, found: tuple[Candidate, ...]) -> Inspection:
+def _inspect_ours(
+    folder: Path, chosen: Candidate, found: tuple[Candidate, ...], blinded: bool
+) -> Inspection:
     from fontaine_tui.core.log.read import load_log
 
     log = folder / LOG
@@ -406,7 +414,8 @@ def _inspect_ours(folder: Path, chosen: Candidate, found: tuple[Candidate, ...])
         probe_keys.update(dict.fromkeys(p.fields))
         probe_keys.update(dict.fromkeys(k for k, _ in p.not_numbers))
     stats += _probe_stats(store, list(probe_keys), foreign=False)
-    return _inspection(folder, chosen, found, (str(log),), "", "step", "loss", stats, store)
+    paths = (str(log),)
+    return _inspection(folder, chosen, found, paths, "", "step", "loss", stats, store, blinded)
 
 
 def _probe_stats(store: RunStore, keys: list[str], foreign: bool) -> list[KeyStats]:
@@ -444,6 +453,7 @@ def _inspection(
     loss: str,
     stats: list[KeyStats],
     store: RunStore,
+    blinded: bool,
 ) -> Inspection:
     evals = {k.key for k in stats if k.role == "eval"}
     probe_steps = tuple(
@@ -467,7 +477,7 @@ def _inspection(
         cadence(probe_steps),
         last,
         ends[-1] if ends else None,
-        tuple(_notices(store)),
+        tuple(_notices(store, blinded)),
     )
 
 
@@ -483,8 +493,10 @@ def cadence(steps: tuple[int, ...]) -> Cadence:
     return Cadence(steps, every, off)
 
 
-def _notices(store: RunStore) -> list[str]:
-    """What the read could not take as logged, in words."""
+def _notices(store: RunStore, blinded: bool) -> list[str]:
+    """What the read could not take as logged, in words.
+
+    `blinded`: conflicting steps counted, not named (a read at one is UNDECIDABLE: a class)."""
     out = list(store.notices)
     if store.malformed_count:
         out.append(f"{store.malformed_count} line(s) could not be read")
@@ -492,8 +504,9 @@ def _notices(store: RunStore) -> list[str]:
         out.append(f"{store.out_of_order_count} record(s) going back in steps, not applied")
     if store.conflicts:
         steps = ", ".join(str(c.step) for c in store.conflicts[:5])
+        said = f"(a verdict read there is UNDECIDABLE): {steps}"
         out.append(
             f"{len(store.conflicts)} step(s) logged twice with other values "
-            f"(a verdict read there is UNDECIDABLE): {steps}"
+            + ("(the steps hidden (blinded) until the endpoint)" if blinded else said)
         )
     return out
