@@ -20,6 +20,7 @@ from fontaine_tui.core.launch.attempts import stop_last
 from fontaine_tui.core.launch.exits import exit_to_dict
 from fontaine_tui.core.launch.launcher import EngineProcess, label
 from fontaine_tui.core.launch.registry import Registry
+from fontaine_tui.core.launch.slurm_job import SlurmJob
 from fontaine_tui.core.verdict.prereg import utc_iso
 from fontaine_tui.model.launched import LaunchedRun
 
@@ -89,7 +90,7 @@ def run(args: argparse.Namespace) -> int:
     launched = LaunchedRun.from_registry(entry, registry, host)
     engine = launched.handle
     info = engine.poll()
-    if info is None and isinstance(engine, EngineProcess) and (why := engine.refusal()):
+    if info is None and isinstance(engine, (EngineProcess, SlurmJob)) and (why := engine.refusal()):
         raise InputError(f"stop {entry.name}: {why}")  # before asking: nothing is sent
     if info is None:
         if not confirmed(args, entry.name, f"{label(engine)} in {entry.run_dir}"):

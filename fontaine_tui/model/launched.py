@@ -336,8 +336,8 @@ class LaunchedRun:
             and opened.pid_started == entry.pid_started
         ):
             handle = attempts.reattach(folder, opened)
-        elif entry.job:
-            handle, opened = SlurmJob(folder, entry.job), None
+        elif entry.job:  # cancelled only where an attempt of the run records this job
+            handle, opened = attempts.registered_job(folder, entry.job), None
         else:  # signalled only where an attempt of the run records this pid and start
             handle, opened = (
                 attempts.reattach_registered(folder, entry.pid, entry.pid_started),

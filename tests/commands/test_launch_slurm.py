@@ -301,6 +301,106 @@ def test_a_job_held_in_the_queue_is_cancelled(cluster, tmp_path: Path, registry_
         cluster.run("scontrol", "update", f"PartitionName={PARTITION}", "State=UP")
 
 
+def test_a_job_the_run_never_submitted_is_never_cancelled(
+    cluster, tmp_path: Path, registry_path: Path
+) -> None:
+    """The registry (a file its user may edit) names another job of the user's: `stop` refuses
+    in one line and the job stays queued. So does a begin line naming it, put into the run's
+    attempts.jsonl: the scheduler's own record of the job (its folder, its name) is not the
+    run's. The run's own job is then stopped as ever."""
+    cluster.run("scontrol", "update", f"PartitionName={PARTITION}", "State=DOWN", check=True)
+    foreign = ""
+    try:
+        res = cli(
+            cluster,
+            tmp_path,
+            "launch",
+            "smoke",
+            "--on",
+            f"slurm:{PARTITION}",
+            "--detach",
+            "--output-dir",
+            "run",
+        )
+        assert res.returncode == 0, res.stdout + res.stderr
+        [entry] = Registry(registry_path).entries()
+        other = tmp_path / "elsewhere"
+        other.mkdir()
+        foreign = cluster.sbatch(
+            f"--partition={PARTITION}",
+            f"--chdir={other}",
+            "--job-name=smoke",  # the run's own name: the folder still tells them apart
+            "--wrap",
+            "sleep 600",
+        )
+        registry = Registry(registry_path)
+        registry.update(entry.run_dir, entry.host, job=foreign)
+
+        def stop_refused(*words: str) -> None:
+            stop = cli(cluster, tmp_path, "stop", "run", "--yes", "--json")
+            err = stop.stderr.strip()
+            assert stop.returncode == 2 and "\n" not in err and "Traceback" not in err, err
+            assert f"slurm job {foreign}" in err and all(w in err for w in words), err
+            assert cluster.show_job(foreign)["JobState"] == "PENDING"
+
+        stop_refused("no attempt of this run", "attempts.jsonl")
+        folder = RunFolder(Path(entry.run_dir))
+        forged = {
+            "event": "begin",
+            "attempt": 2,
+            "kind": "resume",
+            "pid": 0,
+            "pid_started": None,
+            "host": entry.host,
+            "at": "2026-01-01T00:00:00Z",
+            "log_offset": 0,
+            "out_offset": 0,
+            "cgroup": None,
+            "vmstat_oom_kill_at_start": None,
+            "job": foreign,
+        }
+        with folder.attempts.open("a") as fh:
+            fh.write(json.dumps(forged) + "\n")
+        stop_refused("WorkDir", str(other))
+        # a job of another name in the run's own folder is not the run's either
+        cluster.run("scontrol", "update", f"JobId={foreign}", f"WorkDir={folder.root}", check=True)
+        cluster.run("scontrol", "update", f"JobId={foreign}", "JobName=not-smoke", check=True)
+        stop_refused("JobName", "not-smoke")
+        registry.update(entry.run_dir, entry.host, job=entry.job)  # the run's own job again
+        stop = cli(cluster, tmp_path, "stop", "run", "--yes", "--json")
+        assert stop.returncode == 0, stop.stdout + stop.stderr
+        assert cluster.show_job(entry.job)["JobState"] == "CANCELLED"
+        assert cluster.show_job(foreign)["JobState"] == "PENDING"
+    finally:
+        cluster.run("scontrol", "update", f"PartitionName={PARTITION}", "State=UP")
+        if foreign:
+            cluster.run("scancel", foreign)
+
+
+def test_the_schedulers_record_of_a_job_reads_back_whole(cluster, tmp_path: Path) -> None:
+    """`scontrol show job` of a job whose folder and name hold spaces and `Key=` text: its
+    WorkDir and JobName come back as they were given, never cut at a space."""
+    folder = tmp_path / "run a WorkDir=x JobName=y %j"
+    folder.mkdir()
+    name = "my run JobState=RUNNING"
+    job = cluster.sbatch(
+        f"--partition={PARTITION}",
+        f"--chdir={folder}",
+        f"--job-name={name}",
+        "--hold",
+        "--wrap",
+        "true",
+    )
+    try:
+        fields = slurm_client.show_job(job, cluster.env())
+        assert fields is not None, cluster.run("scontrol", "show", "job", job).stdout
+        assert (fields["JobId"], fields["WorkDir"], fields["JobName"]) == (job, str(folder), name)
+        assert fields["JobState"] == "PENDING"
+    finally:
+        cluster.run("scancel", job)
+    assert slurm_client.show_job("999999", cluster.env()) is None
+
+
 PERCENT = "run %j %x 100%% %N done%"  # sbatch's filename patterns, literal in a folder name
 
 

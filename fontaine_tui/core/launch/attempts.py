@@ -43,6 +43,7 @@ __all__ = [
     "read_attempts",
     "reattach",
     "reattach_registered",
+    "registered_job",
     "stop_asked",
     "stop_last",
     "stopping",
@@ -334,6 +335,23 @@ def reattach_registered(folder: RunFolder, pid: int, started: float | None) -> E
             "started it); not signalled (stop it by hand if it is yours)"
         )
     return engine
+
+
+def registered_job(folder: RunFolder, job: str) -> SlurmJob:
+    """A Slurm job the registry names for the run, where no open attempt vouches for it.
+
+    It is cancelled only where one of the run's attempts (its begin line, written by the launch
+    that submitted it) records that job, and the scheduler's record of it is the run's
+    (SlurmJob.refusal): a registry entry alone never names a job to cancel."""
+    handle = SlurmJob(folder, job)
+    ran = read_attempts(folder, alive=lambda p, s: True)
+    if not any(a.job == job for a in ran):
+        handle.untied = (
+            f"slurm job {job}: the registry names it, but no attempt of this run in "
+            f"{folder.attempts.name} records it (the run never submitted it); not cancelled "
+            "(scancel it by hand if it is yours)"
+        )
+    return handle
 
 
 # -- the file --------------------------------------------------------------------------------

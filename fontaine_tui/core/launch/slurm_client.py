@@ -160,6 +160,31 @@ def parse_scontrol(text: str) -> dict[str, str]:
     return out
 
 
+# `scontrol show job`'s fields that hold a whole line each: a path there may hold spaces and
+# `Key=` text of its own, so they are read from the line, never split on spaces
+WHOLE_LINE = ("Command", "WorkDir", "Comment", "StdErr", "StdIn", "StdOut")
+
+
+def parse_show_job(text: str) -> dict[str, str]:
+    """The fields of one `scontrol show job` record (its several-line form).
+
+    The first line is `JobId=N JobName=NAME` (the name runs to the line's end); WorkDir,
+    Command, Comment and the standard streams each hold a line of their own; the other lines
+    are read as parse_scontrol reads them."""
+    lines = text.split("\n")
+    head, _, name = lines[0].partition(" JobName=")
+    out = {"JobId": head.strip().removeprefix("JobId="), "JobName": name}
+    for line in lines[1:]:
+        body = line.removeprefix("   ")
+        key, eq, value = body.partition("=")
+        if eq and key in WHOLE_LINE:
+            out.setdefault(key, value.rstrip(" ") if key == "Comment" else value)
+        elif body.strip():
+            for k, v in parse_scontrol(body).items():
+                out.setdefault(k, v)
+    return out
+
+
 # runs one scheduler command (argv[0] a name: squeue, sacct, scontrol) and gives its text
 # result, or None when it could not be run or did not finish (here: local_runner; over SSH:
 # remote.RemoteEngine's)
@@ -259,3 +284,19 @@ def alive(
     if state is not None:
         return state.active
     return False if not_held else None
+
+
+def show_job(
+    job: str,
+    env: Mapping[str, str] | None = None,
+    timeout: float = QUERY_TIMEOUT_S,
+    run: Runner | None = None,
+) -> dict[str, str] | None:
+    """The scheduler's own record of the job (`scontrol show job`).
+
+    None when the scheduler holds no such job, or cannot be asked."""
+    run = run or local_runner(env, timeout)
+    res = run(("scontrol", "show", "job", job))
+    if res is None or res.returncode != 0 or not res.stdout.startswith("JobId="):
+        return None
+    return parse_show_job(res.stdout)

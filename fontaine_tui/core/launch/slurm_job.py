@@ -6,11 +6,18 @@ scheduler. `scheduler_exit` gives the job's end as the engine's log does, with w
 says about it (a time limit, a preemption, its own OOM kill). `stop` is the local sequence
 through `scancel --full --signal`: SIGINT (the engine checkpoints and exits), SIGTERM, then
 `scancel` itself; a job still pending is cancelled.
+
+A job is signalled only once it is tied to the run (`SlurmJob.refusal`): one this program just
+submitted, or one an attempt of the run records (attempts.jsonl) whose record at the scheduler
+(`scontrol show job`) names the run's folder as its WorkDir and the run's name as its
+JobName, as `slurm_client.submit` gave them. A job id the registry alone names is never
+cancelled.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import os
 import subprocess
 import threading
 import time
@@ -27,9 +34,12 @@ from fontaine_tui.core.launch.slurm_client import (
     QUERY_TIMEOUT_S,
     JobState,
     query,
+    show_job,
     tool,
 )
 from fontaine_tui.core.runfolder import RunFolder
+from fontaine_tui.core.text import literal
+from fontaine_tui.core.verdict.prereg import read_prereg
 
 POLL_S = 3.0
 # SlurmJob.stop's graces: after SIGINT (the engine checkpoints), after SIGTERM, after scancel
@@ -102,11 +112,44 @@ def scheduler_exit(
     return info
 
 
+def not_the_runs(folder: RunFolder, job: str, env: Mapping[str, str] | None = None) -> str:
+    """Why the scheduler's job `job` is not the run's in `folder` ("" when it is).
+
+    The job is the run's where `scontrol show job` gives the run folder as its WorkDir and the
+    run's name (prereg.json's) as its JobName: what `slurm_client.submit` asked for."""
+    try:
+        run = read_prereg(folder).preset["run"]
+        name = str(run["name"]) if isinstance(run, Mapping) else ""
+    except (InputError, OSError, KeyError) as exc:
+        return f"slurm job {job}: the run's name cannot be read from {folder.prereg} ({exc})"
+    fields = show_job(job, env)
+    if fields is None:
+        return (
+            f"slurm job {job}: the scheduler shows no such job (scontrol show job), so it "
+            f"cannot be told to be the run's"
+        )
+    work = fields.get("WorkDir", "")
+    if not work or (
+        work != str(folder.root) and os.path.realpath(work) != os.path.realpath(folder.root)
+    ):
+        return (
+            f"slurm job {job}: its WorkDir is {literal(work)}, not the run folder "
+            f"{literal(str(folder.root))}: not the run's job"
+        )
+    if fields.get("JobName") != name:
+        return (
+            f"slurm job {job}: its JobName is {literal(fields.get('JobName', ''))}, not "
+            f"the run's name {literal(name)}: not the run's job"
+        )
+    return ""
+
+
 class SlurmJob:
     """A run's Slurm job as the console's `Process`.
 
     `poll` answers from the last status query (a thread asks every `poll_s`). `stop` runs the
-    stop sequence through scancel."""
+    stop sequence through scancel, for a job tied to the run only (`refusal`). `submitted`: this
+    program has just submitted it for the run."""
 
     pid = 0  # no process here: the job runs on a node Slurm picks
 
@@ -118,8 +161,11 @@ class SlurmJob:
         env: Mapping[str, str] | None = None,
         poll_s: float = POLL_S,
         watch: bool = True,
+        submitted: bool = False,
     ) -> None:
         self.folder, self.job, self.since, self.env = folder, job, since, env
+        self.untied = ""  # why no attempt of the run records this job (attempts.registered_job)
+        self._tied = submitted  # the scheduler's record of it was found to be the run's
         self.poll_s = poll_s
         self.started: float | None = None
         self.memory = MemoryWatch(0, None, None, None)  # attempts.begin's baseline: none here
@@ -171,7 +217,24 @@ class SlurmJob:
                 return None
             time.sleep(interval)
 
+    def refusal(self) -> str | None:
+        """Why this job is never signalled nor cancelled, or None.
+
+        A job not submitted here is the run's only where one of its attempts records it and the
+        scheduler's record of it names the run's folder and name (`not_the_runs`)."""
+        if self.untied:
+            return self.untied
+        if self._tied:
+            return None
+        why = not_the_runs(self.folder, self.job, self.env)
+        if why:
+            return why + "; not cancelled (scancel it by hand if it is yours)"
+        self._tied = True
+        return None
+
     def scancel(self, *args: str) -> bool:
+        if self.refusal() is not None:
+            return False
         try:
             res = subprocess.run(
                 [tool("scancel"), *args, self.job],
@@ -205,10 +268,13 @@ class SlurmJob:
     ) -> ExitInfo:
         """Stop the job: SIGINT (the engine checkpoints and exits), SIGTERM, then scancel.
 
-        scancel is Slurm's own SIGTERM-then-SIGKILL. A job not yet running is cancelled at once."""
+        scancel is Slurm's own SIGTERM-then-SIGKILL. A job not yet running is cancelled at once.
+        Raises InputError (nothing sent) for a job not tied to the run (`refusal`)."""
         state = self.look()
         if self._exit is not None:
             return self._exit
+        if (why := self.refusal()) is not None:
+            raise InputError(why)
         if state is not None and state.state == "PENDING":
             self.scancel()  # nothing ran: no signal, Slurm's CANCELLED says it
             info = self.wait(grace_cancel)

@@ -110,7 +110,9 @@ class SlurmTarget:
         assert folder is not None and self.script is not None  # prepared
         since = slurm_job.offsets(folder)
         job = slurm_client.submit(folder, self.script, self.partition, req.preset.run_name)
-        handle = slurm_job.SlurmJob(folder, job, since, poll_s=min(req.poll_s, slurm_job.POLL_S))
+        handle = slurm_job.SlurmJob(
+            folder, job, since, poll_s=min(req.poll_s, slurm_job.POLL_S), submitted=True
+        )
         return Started(handle, str(folder.root), 0, 0.0, job)
 
     def abandon(self, folder: RunFolder) -> None:
