@@ -4,9 +4,10 @@ A run's probe values are the evidence the verdict reads and the blind hides. The
 (commands, the console, the model, the launch wing...) must ask the evidence gate
 (fontaine_tui/core/launch/evidence.py) for them, which hands out none while the read is
 hidden. An import graph cannot see an attribute read, so this contract reads the source:
-any `X.probes` or `X.superseded` (the RunStore's raw probe store; a call such as
-`entry.probes()` is another object's method and allowed) in a source module outside the
-allowed ones breaks it, named with its line.
+any `X.probes`, `X.superseded` or `X.conflicts` (the RunStore's raw probe store, and its
+conflicting probe pairs, which hold both probes' values; a call such as `entry.probes()` is
+another object's method and allowed) in a source module outside the allowed ones breaks it,
+named with its line.
 
 pyproject.toml registers it (`contract_types`) and lint-imports runs it with the others.
 """
@@ -62,7 +63,8 @@ class ReadsContract(Contract):
             output.print_error(f"{module} -> .{name} (l.{line})", bold=False)
             output.new_line()
         output.print(
-            "Ask the evidence gate (core/launch/evidence.py: seen_probes, seen_reads) instead."
+            "Ask the evidence gate (core/launch/evidence.py: seen_probes, seen_reads, "
+            "seen_conflicts) instead."
         )
 
 

@@ -90,6 +90,12 @@ PLANTED = [
         "def f(s):\n    return s.superseded\n",
         "run's probes",
     ),
+    # a conflict holds both probes' values: the gate's seen_conflicts hands them out
+    (
+        "fontaine_tui/model/planted_conflicts.py",
+        "def f(store):\n    return store.conflicts[0].second\n",
+        "run's probes",
+    ),
     # a chart, below the surfaces, draws what the gate lets them see, not the store's probes
     (
         "fontaine_tui/core/verdict/probechart.py",

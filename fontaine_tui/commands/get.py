@@ -101,7 +101,7 @@ def run(args: argparse.Namespace) -> int:
     if got.missing:
         shown = ", ".join(map(str, got.missing[:20])) + (" ..." if len(got.missing) > 20 else "")
         sys.stderr.write(literal(f"note: {args.metric} was not logged at step(s) {shown}") + "\n")
-    if got.conflicts:
+    if got.clashes:
         sys.stderr.write(literal(_conflicts_line(args.run, got)) + "\n")
     return 0
 
@@ -111,7 +111,7 @@ def _conflicts_line(target: str, got: Got) -> str:
 
     That the verdict reads such a step UNDECIDABLE is said only of a field its frozen rules read
     (prereg.json's): a conflict on another field is this series', not the verdict's field's."""
-    at = [s for s, _ in got.conflicts]
+    at = [s for s, _ in got.clashes]
     shown = ", ".join(map(str, at[:20])) + (" ..." if len(at) > 20 else "")
     more = f" (and {len(at) - 1} more step(s))" if len(at) > 1 else ""
     line = (

@@ -13,10 +13,12 @@ from dataclasses import dataclass, field
 
 from fontaine_tui.core.launch import alerts
 from fontaine_tui.core.launch.endpoint import planned_steps
+from fontaine_tui.core.launch.evidence import seen_conflicts
 from fontaine_tui.core.log.records import Probe
 from fontaine_tui.core.log.store import RunStore
 from fontaine_tui.core.preset.record import Preset, gate_of
 from fontaine_tui.core.text import literal
+from fontaine_tui.core.verdict import blind
 from fontaine_tui.core.verdict.record import Verdict
 
 MEDIAN_WINDOW = 100  # recent steps in the s/step median
@@ -235,11 +237,14 @@ def run_events(store: RunStore, limit: int = 6) -> list[RunEvent]:
     return out[-limit:]
 
 
-def evidence_lines(store: RunStore) -> tuple[str, ...]:
+def evidence_lines(store: RunStore, hidden: bool) -> tuple[str, ...]:
     """What the log got wrong, for the monitor, as literal text.
 
     That is out-of-order records (not applied), conflicting probes, and notices such as a
-    meta record of another run.
+    meta record of another run. While the read is `hidden` the conflicting probes are counted,
+    as the verdict's blinded card counts them: a read at their step is UNDECIDABLE, so naming
+    it (or its lines) would say the hidden read's class (core/launch/evidence.py's
+    `seen_conflicts`).
     """
     out = []
     if store.out_of_order_count:
@@ -248,10 +253,12 @@ def evidence_lines(store: RunStore) -> tuple[str, ...]:
             f"{store.out_of_order_count} record(s) out of order, not applied (first: "
             f"{store.where(first.line)}, {first.why})"
         )
-    for c in store.conflicts[:3]:
+    for c in seen_conflicts(store, hidden)[:3]:
         out.append(
             f"conflicting probes for step {c.step}: {store.where(c.first.line)} and "
             f"{store.where(c.second.line)} (no resume between them)"
         )
+    if hidden and (n := store.counts()["conflicts"]):
+        out.append(f"{n} conflicting probe(s): steps and values {blind.HIDDEN} until the endpoint")
     out += store.notices[:3]
     return tuple(literal(line) for line in out)

@@ -6,9 +6,10 @@ and the metric's steps and values come out as CSV (a header line, one row per st
 `nan`) or as one JSON document (schema SERIES_SCHEMA, docs/json.md). A step asked for that
 the run did not log is named, never written as a number. A probe logged twice at one step with
 different values of the metric is never resolved by picking one: each value gets its own row,
-the first logged first, `conflicts` names the step, and `said` says it in the verdict's words
-(core/verdict/rules.py's conflict_reason). Probes that differ only in another field are no
-conflict of this series: the metric's value there is one.
+the first logged first, the JSON's `conflicts` names the step, and `said` says it in the
+verdict's words (core/verdict/rules.py's conflict_reason). Probes that differ only in another
+field are no conflict of this series: the metric's value there is one. The conflicts come from
+the evidence gate (`seen_conflicts`), which gives none while the read is hidden.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from fontaine_tui.core.errors import InputError
-from fontaine_tui.core.launch.evidence import conflict_in_words
+from fontaine_tui.core.launch.evidence import conflict_in_words, seen_conflicts
 from fontaine_tui.core.log.formats.inspect import choose, load
 from fontaine_tui.core.log.store import RunStore
 from fontaine_tui.core.runfolder import LOG
@@ -78,8 +79,8 @@ class Got:
     steps: tuple[int, ...]
     values: tuple[float, ...]
     missing: tuple[int, ...]  # listed steps the run did not log the metric at
-    conflicts: tuple[tuple[int, tuple[float, ...]], ...] = ()  # a step, each value logged there
-    said: tuple[str, ...] = ()  # each step in `conflicts` in the verdict's words
+    clashes: tuple[tuple[int, tuple[float, ...]], ...] = ()  # a step, each value logged there
+    said: tuple[str, ...] = ()  # each step in `clashes` in the verdict's words
 
     def to_json(self) -> dict[str, object]:
         return {
@@ -94,7 +95,7 @@ class Got:
             "missing": list(self.missing),
             "conflicts": [
                 {"step": step, "values": [json_num(v) for v in values]}
-                for step, values in self.conflicts
+                for step, values in self.clashes
             ],
         }
 
@@ -159,8 +160,8 @@ def get(
     if index.kind(metric) == PROBE and not hides():
         index.hidden = False
     found = index.series(metric)
-    values_shown = found.kind == PROBE and not index.hidden
-    clash, said = conflicts(store, found.key) if values_shown else ({}, {})
+    probe = found.kind == PROBE  # a train record's step is never two: no conflict
+    clash, said = conflicts(store, found.key, index.hidden) if probe else ({}, {})
     kept: list[tuple[int, float]] = []
     for s, v in zip(found.steps, found.values, strict=True):
         if steps.keeps(s):
@@ -180,14 +181,17 @@ def get(
     )
 
 
-def conflicts(store: RunStore, key: str) -> tuple[dict[int, tuple[float, ...]], dict[int, str]]:
+def conflicts(
+    store: RunStore, key: str, hidden: bool
+) -> tuple[dict[int, tuple[float, ...]], dict[int, str]]:
     """Each step whose probes logged `key` with different values, and how the verdict says it.
 
     Every value at the step, the first first; the first such pair in the verdict's words
-    (conflict_reason, as if `key` were its field). Probes that differ only in other fields are no conflict for `key`."""
+    (conflict_reason, as if `key` were its field). Probes that differ only in other fields are
+    no conflict for `key`. None while `hidden` (the evidence gate's `seen_conflicts`)."""
     out: dict[int, tuple[float, ...]] = {}
     said: dict[int, str] = {}
-    for c in store.conflicts:
+    for c in seen_conflicts(store, hidden):
         if key not in c.first.fields or key not in c.second.fields:
             continue
         held = out.get(c.step, (c.first.fields[key],))

@@ -92,7 +92,8 @@ class MonitorScreen(ViewScreen):
         self.query_one(RunHeader).show(view)
         st = view.store
         self._draw_losses(view)
-        self.query_one(WarningsPanel).show(view.warnings, view.note, evidence_lines(st))
+        evidence = evidence_lines(st, view.blinded)
+        self.query_one(WarningsPanel).show(view.warnings, view.note, evidence)
         total = len(st.checkpoints) + len(st.events) + len(st.segments)
         self.query_one(EventsPanel).show(run_events(st, EVENTS_SHOWN), total)
         self.query_one(AttemptsPanel).show(view.attempts)

@@ -61,3 +61,25 @@ def test_get_unblind_records_the_look_then_prints(tmp_path):
     assert cli(tmp_path, "get", str(root), "-m", "eval_chunk_mae").returncode == 7
     card = cli(tmp_path, "verdict", str(root), who="bob").stdout
     assert "by alice at step 750: budget" in card
+
+
+def test_get_shows_no_conflict_of_a_blinded_run_before_a_recorded_look(tmp_path):
+    """The probe at 750 logged twice with other values: a conflict carries both values, so a
+    blinded run's is neither printed nor named (no row, no note) until a look is recorded."""
+    from tests.logs import T0, dumps, probe
+
+    root = run_folder(tmp_path, 750)
+    with (root / "train_log.jsonl").open("a") as fh:
+        fh.write(dumps(probe(750, T0 + 380, 3.6, 3.3)) + "\n")
+    for metric in ("eval_chunk_mae", "eval_ar_ce", "breakdown.rig"):
+        hidden = cli(tmp_path, "get", str(root), "-m", metric, "-j")
+        assert hidden.returncode == 7 and hidden.stdout == "", hidden.stdout
+        assert len(hidden.stderr.splitlines()) == 1 and "3.6" not in hidden.stderr
+        assert "different values" not in hidden.stderr and "UNDECIDABLE" not in hidden.stderr
+    loss = cli(tmp_path, "get", str(root), "-m", "loss", "-j")
+    assert loss.returncode == 0 and loss.stderr == "", loss.stderr
+    assert json.loads(loss.stdout)["conflicts"] == []
+    shown = cli(tmp_path, "get", str(root), "-m", "eval_chunk_mae", "-j", "--unblind", "audit")
+    assert shown.returncode == 0, shown.stderr
+    assert json.loads(shown.stdout)["conflicts"] == [{"step": 750, "values": [3.5, 3.6]}]
+    assert "a read at such a step is UNDECIDABLE" in shown.stderr

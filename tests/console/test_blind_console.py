@@ -125,3 +125,31 @@ async def test_posts_and_polls_stay_blinded_whatever_a_console_unblinds(tmp_path
     first = next(p for p in polls if p.get("kind") == "first")
     assert first["verdict"] == "BLINDED" and "BLINDED" in first["headline"]
     hook.close()
+
+
+async def test_the_monitor_counts_a_blinded_runs_conflicting_probes_naming_no_step(tmp_path):
+    """A probe logged twice with other values: a read at its step is UNDECIDABLE, so while the
+    read is hidden the warnings count the conflict as the verdict's card does, naming neither
+    its step, its lines nor its values; without the blind they name the step and the lines."""
+    from fontaine_tui.widgets.warnings_panel import WarningsPanel
+    from tests.console.conftest import until
+    from tests.logs import T0, dumps, probe
+
+    for blinded in (True, False):
+        folder = tmp_path / f"run-{blinded}"
+        log = make_run(folder, upto=750)
+        with log.open("a") as fh:
+            fh.write(dumps(probe(750, T0 + 380, 3.6, 3.3)) + "\n")
+        preset = load_preset(blind_preset(tmp_path, blinded))
+        app = console(log, preset=preset)
+        async with app.run_test(size=SIZE) as pilot:
+            await loaded(pilot, 750)
+            await until(pilot, lambda: bool(app.session.store.conflicts))  # noqa: B023
+            await pilot.pause(0.2)
+            panel = text(app.screen.query_one(WarningsPanel))
+        if blinded:
+            assert "1 conflicting probe(s)" in panel and "hidden (blinded)" in panel, panel
+            assert "750" not in panel and "line" not in panel and "3.6" not in panel, panel
+            assert not any(s in panel for s in SECRETS)
+        else:
+            assert "conflicting probes for step 750" in panel, panel

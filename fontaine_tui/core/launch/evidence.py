@@ -13,10 +13,11 @@ The blind is the verdict's own (core/verdict/blind.py's `hidden`): a surface ask
 verdict this gives before it shows a read.
 
 The probes' values reach a surface only through `seen_probes` (a chart's, with the reads at
-them, through `seen_reads`), which withholds them all while the read is hidden; a second
-contract (scripts/contracts.py) keeps every other module of the surfaces, and the charts, from
-reading the store's `probes` or `superseded`. What carries no value (where the probes stand,
-when they were written, what they logged) the store says itself.
+them, through `seen_reads`) and the conflicting probes' through `seen_conflicts`, which withhold
+them all while the read is hidden; a second contract (scripts/contracts.py) keeps every other
+module of the surfaces, and the charts, from reading the store's `probes`, `superseded` or
+`conflicts`. What carries no value (where the probes stand, when they were written, what they
+logged, how many conflict) the store says itself.
 """
 
 from __future__ import annotations
@@ -58,6 +59,7 @@ __all__ = [
     "gate_stopped",
     "ledger_refusal",
     "log_clock",
+    "seen_conflicts",
     "seen_probes",
     "seen_reads",
     "trail_refusal",
@@ -168,6 +170,15 @@ def seen_reads(store: RunStore, verdicts: Sequence[Verdict], hidden: bool) -> Se
     if hidden:
         return SeenReads(_NONE_SEEN, (), True)
     return SeenReads(MappingProxyType(store.probes), tuple(verdicts), False)
+
+
+def seen_conflicts(store: RunStore, hidden: bool) -> tuple[Conflict, ...]:
+    """The store's conflicting probe pairs as a surface may show them: none while `hidden`.
+
+    A conflict holds both probes, values and all, and its step is where a read is UNDECIDABLE.
+    While the read is hidden a surface counts them (`store.counts()["conflicts"]`), as the
+    verdict's blinded card does, and names neither their steps nor their values."""
+    return () if hidden else tuple(store.conflicts)
 
 
 def gate_stopped(attempts: Sequence[Attempt] | None) -> int | None:
