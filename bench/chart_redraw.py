@@ -218,7 +218,7 @@ async def banked_probes(
         view = app.view
 
         def build():
-            return probes_chart(view.store, preset, view.verdicts, view.latest, False)
+            return probes_chart(view.seen, preset, view.latest, False)
 
         spec = build()
         wall, cpu = _time(chart, build, repeat)
