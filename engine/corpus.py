@@ -21,7 +21,7 @@ from pathlib import Path
 
 import numpy as np
 
-from . import datastats, lerobot, synthetic, videos
+from . import datastats, lerobot, status, synthetic, videos
 from .stats import NormStats
 from .synthetic import DATASETS, EVAL_FRACTION, FPS, IMAGE_SIZE, VERSION
 
@@ -262,9 +262,9 @@ def _discard(folder: Path) -> None:
         pass
 
 
-def write_corpus(folder: Path, seed: int = 0) -> None:
+def write_corpus(folder: Path, seed: int = 0, say: status.Say | None = None) -> None:
     """Render the corpus into folder (new or empty) and write its manifest.json."""
-    synthetic.write_datasets(folder, seed)
+    synthetic.write_datasets(folder, seed, say)
     files = {
         str(rel): {"bytes": (folder / rel).stat().st_size, "sha256": _sha256(folder / rel)}
         for rel in _files(folder)
@@ -283,10 +283,11 @@ def write_corpus(folder: Path, seed: int = 0) -> None:
     (folder / "manifest.json").write_text(json.dumps(manifest, indent=1))
 
 
-def build(root: Path, seed: int = 0) -> None:
+def build(root: Path, seed: int = 0, say: status.Say | None = None) -> None:
     """Generate into a temp folder next to root, then rename it into place.
 
-    Only ever replaces an empty folder or one that check_dir() calls ours to rebuild.
+    Only ever replaces an empty folder or one that check_dir() calls ours to rebuild. `say`
+    hears each stage of the build (engine/status.py).
     """
     action = check_dir(root, seed)
     if action == "use":
@@ -299,7 +300,7 @@ def build(root: Path, seed: int = 0) -> None:
             "created by the fontaine engine's corpus builder; "
             "the engine may delete and rebuild this folder\n"
         )
-        write_corpus(tmp, seed)
+        write_corpus(tmp, seed, say)
         if action == "rebuild":
             if check_dir(root, seed) == "use":  # another process rebuilt it meanwhile
                 return
@@ -323,17 +324,18 @@ def build(root: Path, seed: int = 0) -> None:
             _discard(tmp)
 
 
-def ensure(root: Path, seed: int = 0) -> bool:
+def ensure(root: Path, seed: int = 0, say: status.Say | None = None) -> bool:
     """Make root hold a valid corpus (or a dataset to read); return True when it was (re)built.
 
-    Raises CorpusError when root is not ours to write (see check_dir)."""
+    Raises CorpusError when root is not ours to write (see check_dir). `say` hears what a
+    build does (engine/status.py)."""
     root = root.resolve()  # a symlinked folder: act on the folder, never on the link
     if _manifest_ok(root, seed):
         return False
     if check_dir(root, seed) == "use":  # a user's dataset: read, never written
         return False
     try:
-        build(root, seed)
+        build(root, seed, say)
     except OSError as exc:
         raise CorpusError(f"cannot write corpus cache {root}: {exc}") from exc
     return True
@@ -384,10 +386,12 @@ def load(
     datasets: Sequence[str] | None = None,
     image_size: int = IMAGE_SIZE,
     cameras: Sequence[str] | None = None,
+    say: status.Say | None = None,
 ) -> Corpus:
     """Every sub-dataset under root, `datasets` (default: all) trained on and `cameras` read.
 
-    `cameras` default to every video and image feature, in info.json's order."""
+    `cameras` default to every video and image feature, in info.json's order. `say` hears
+    which dataset is read (its frames decoded the first time: engine/status.py)."""
     root = Path(root)
     folders = dataset_folders(root)
     if not folders:
@@ -419,6 +423,8 @@ def load(
     task_parts: list[np.ndarray] = []
     try:
         for ds_index, folder in enumerate(folders):
+            if say is not None:
+                say(f"reading the corpus: {folder.name} ({ds_index + 1} of {len(folders)})")
             ds = lerobot.read(folder, cameras)
             if keys is not None and ds.cameras != keys:
                 raise CorpusError(

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import numpy as np
 
-from . import lerobot_writer, yuvframes
+from . import lerobot_writer, status, yuvframes
 
 VERSION = 3  # the corpus's format: its cache folder (corpus-v3) and manifest; 3: yuv444p videos
 SCENES = 2  # the scenes' random draw, unchanged since version 2
@@ -179,9 +179,14 @@ class Generated:
     eval_from: int
 
 
-def generate(seed: int = 0) -> dict[str, Generated]:
-    """Render every episode of every sub-dataset (deterministic for a seed)."""
+def generate(seed: int = 0, say: status.Say | None = None) -> dict[str, Generated]:
+    """Render every episode of every sub-dataset (deterministic for a seed).
+
+    `say` hears how many episodes are rendered (engine/status.py)."""
     out = {}
+    count = status.counter(say, "building the corpus", sum(EPISODES.values()), "episodes")
+    rendered = 0
+    count(rendered)
     for ds_index, name in enumerate(DATASETS):
         rng = np.random.default_rng([seed, SCENES, ds_index])
         n_eps = EPISODES[name]
@@ -194,17 +199,21 @@ def generate(seed: int = 0) -> dict[str, Generated]:
             frames.append(yuvframes.stable(_render(name, rng, poses, obj_xy, obj_size)))
             states.append((poses + rng.normal(0, 0.3, size=poses.shape)).astype(np.float32))
             actions.append(poses[np.minimum(np.arange(EPISODE_LEN) + 1, EPISODE_LEN - 1)])
+            rendered += 1
+            count(rendered)
         # episodes are drawn independently, so the last tenth is as good an eval split as any
         out[name] = Generated(frames, states, actions, n_eps - max(1, int(n_eps * EVAL_FRACTION)))
     return out
 
 
-def write_datasets(folder: Path, seed: int = 0) -> None:
+def write_datasets(folder: Path, seed: int = 0, say: status.Say | None = None) -> None:
     """Render the corpus and write each sub-dataset into folder as a LeRobotDataset v3.0 folder.
 
-    The folder is new or empty.
+    The folder is new or empty. `say` hears each stage (engine/status.py).
     """
-    for name, gen in generate(seed).items():
+    for name, gen in generate(seed, say).items():
+        if say is not None:
+            say(f"building the corpus: writing {name} ({len(gen.frames)} episodes)")
         lerobot_writer.write(
             folder / name,
             fps=FPS,

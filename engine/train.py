@@ -24,7 +24,7 @@ import numpy as np
 import torch
 from torch.nn.parallel import DistributedDataParallel as DDP
 
-from . import accel, checkpoint, corpus, datastats, distributed, optim, text
+from . import accel, checkpoint, corpus, datastats, distributed, optim, status, text
 from . import init as inits
 from .evaluate import PROBE_SEED, Probe, eval_record
 from .flags import UsageError
@@ -279,15 +279,18 @@ def run(args: argparse.Namespace) -> int:
         init = inits.describe(args.init)  # validated by the CLI
         size = init.image_size(IMAGE_SIZE) if init is not None else IMAGE_SIZE
         data = None
+        said = status.say if ctx.main else None  # what it does until the first record
         if ctx.main:  # builds the corpus and decodes its frames into the cache, once
-            corpus.ensure(root)
-            data = corpus.load(root, datasets_of(args), size, cameras_of(args))
+            corpus.ensure(root, say=said)
+            data = corpus.load(root, datasets_of(args), size, cameras_of(args), say=said)
         distributed.barrier(ctx)
         if data is None:  # the other ranks read what rank 0 built and decoded
             data = corpus.load(root, datasets_of(args), size, cameras_of(args))
         try:
             tok = text.for_init(init)
             data = replace(text.attach(data, tok, args.task_tokens), history=args.history)
+            if said is not None:
+                said("building the model")
             s = build_session(args, ctx, data, init)
             text.check_vocab(data, tok, int(s.module.backbone.config.vocab_size))
         except text.TextError as exc:

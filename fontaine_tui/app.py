@@ -249,6 +249,8 @@ class FontaineApp(App[int]):
 
     def _poll_process(self) -> None:
         session = self.launch_session or self.session
+        if session.poll_engine_status() and session is self.session:  # before the first record
+            self.schedule_frame()
         if session.poll_process():
             if session is self.session:
                 notify(self, f"engine {self.session.view().status}", severity="warning")

@@ -38,6 +38,7 @@ from fontaine_tui.core.launch.evidence import (
 )
 from fontaine_tui.core.launch.exits import GATE_STOPS, ExitInfo
 from fontaine_tui.core.launch.launcher import EngineProcess, label
+from fontaine_tui.core.launch.logtail import engine_status
 from fontaine_tui.core.launch.registry import Registry
 from fontaine_tui.core.launch.slurm_job import SlurmJob
 from fontaine_tui.core.launch.traineralerts import alert_words, rule_metrics, rule_of
@@ -302,6 +303,8 @@ class PlainWatch:
         # a watcher that keeps the preset's [recovery] (launch --plain): it starts the restart
         # and returns what watches it, or None where the start failed (said)
         self.restarter: Restarter | None = None
+        self.status = ""  # what the engine last said it is doing, before its first record
+        self._said_status = ""
 
     @property
     def preset(self) -> Preset:
@@ -327,8 +330,11 @@ class PlainWatch:
     def look(self) -> tuple[ExitInfo | None, TelemetrySnapshot | None]:
         """The blocking part of a poll (process, NVML, /proc), run off the event loop.
 
-        A Slurm job runs on its node: no look here, whose RAM and GPUs are not its."""
+        A Slurm job runs on its node: no look here, whose RAM and GPUs are not its. Until
+        the first record, the engine's status line is read too (`status`)."""
         exit_info = self.engine.poll()
+        if not self.session.store.records:
+            self.status = engine_status(self.engine)
         if on_node(self.engine):
             return exit_info, None
         return exit_info, sample(pid=None if exit_info else self.engine.pid or None)
@@ -336,9 +342,15 @@ class PlainWatch:
     async def check(self) -> ExitInfo | None:
         """Poll once, with the blocking part (`look`) in a thread and the judging here.
 
-        The judging stays on the event loop, where the follower also writes the store.
+        The judging stays on the event loop, where the follower also writes the store. What
+        the engine says it is doing before its first record is said once each time it
+        changes (engine/status.py).
         """
         self.exit, telemetry = await asyncio.to_thread(self.look)
+        if self.status != self._said_status and not self.session.store.records:
+            self._said_status = self.status
+            if self.status:
+                self.say(f"engine: {self.status}")
         self.report.warnings.judge(telemetry)  # said, sent, and a due poll taken
         return self.exit
 

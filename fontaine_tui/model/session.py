@@ -32,6 +32,7 @@ from fontaine_tui.core.launch.evidence import (
     verdicts_of,
 )
 from fontaine_tui.core.launch.exits import ExitInfo
+from fontaine_tui.core.launch.logtail import engine_status
 from fontaine_tui.core.launch.rescore import ScoreOffer, ScoreState, rescore, score_offer
 from fontaine_tui.core.log.read import ingest_lines
 from fontaine_tui.core.log.records import Malformed, Record
@@ -90,6 +91,7 @@ class Session(ReviewActions):
         self.tail: deque[str] = deque(maxlen=TAIL_LINES)
         self.tail_total = 0
         self.note = ""
+        self.engine_status = ""  # what a launched engine says it does before its first record
         self.exit_code: int | str | None = None
         self.ledger = Ledger("", preset.sha256, "no prereg.json read yet", None, ())
         self.review_state: ReviewState | None = None  # review.jsonl as checked (a local folder)
@@ -202,6 +204,20 @@ class Session(ReviewActions):
         if info is None:
             return False
         self.exit_code = info.code if isinstance(info.code, int) else (info.signal or "?")
+        self.version += 1
+        return True
+
+    def poll_engine_status(self) -> bool:
+        """Read what the launched engine says it is doing (engine/status.py); True if changed.
+
+        It is read until the first record comes, while the engine runs; then it is "" (the
+        records say what it does)."""
+        now = ""
+        if self.kind == "launch" and self.exit_code is None and not self.store.records:
+            now = engine_status(self.process)
+        if now == self.engine_status:
+            return False
+        self.engine_status = now
         self.version += 1
         return True
 
@@ -499,6 +515,7 @@ class Session(ReviewActions):
             self.attempts(),
             blinded,
             seen_reads(st, verdicts, blinded),
+            engine_status=self.engine_status,
         )
 
     def attempts(self) -> tuple[Attempt, ...]:

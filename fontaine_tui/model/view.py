@@ -57,6 +57,8 @@ class RunView:
     # the probes and reads a chart draws (the evidence gate's `seen_reads`): none while
     # `blinded`, and none where a view was built without them
     seen: SeenReads = SeenReads(MappingProxyType({}), (), True)
+    # what a launched engine says it does before its first record (engine/status.py)
+    engine_status: str = ""
 
     def verdict_at(self, step: int | None) -> Verdict:
         """The read at a probe step; the latest read when `step` is None or not a probe."""

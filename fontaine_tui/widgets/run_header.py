@@ -118,6 +118,12 @@ class RunHeader(Vertical):
             [(0, ["  ETA ", (eta, "bold")])],
             [(1, ["  ", gpu_hours_text(p)])],
         ]
+        if view.engine_status:  # no record yet: what the engine says it does is the news
+            said = literal(view.engine_status)
+            pace = [
+                [(1, [("engine: ", "bold $warning"), said]), (0, [said])],
+                [(2, ["  ", ("step ", "dim"), (f"{p.step}", "bold"), f" / {p.total}"])],
+            ]
         self.query_one("#pace", QuietStatic).show_content(
             assemble(*fit(pace, max(20, width - bar_w - 1)))
         )

@@ -101,6 +101,28 @@ def read_tail(
     )
 
 
+# the engine's line of what it does before its first record (engine/status.py)
+STATUS = b"engine: status: "
+STATUS_BYTES = 16 << 10  # a status line is the engine's last words while it prepares
+
+
+def engine_status(engine: object) -> str:
+    """What a launched engine last said it is doing (engine/status.py), "" when nothing.
+
+    Read from the end of its engine.out.log, from where its start began (`since`): a status
+    of an earlier start (before a resume) is not this one's. An engine with no local folder
+    (one on another host) or a trainer that prints none says nothing."""
+    folder = getattr(engine, "folder", None)
+    if not isinstance(folder, RunFolder):
+        return ""
+    since = getattr(engine, "since", (0, 0))
+    _, out = _tail_bytes(folder.engine_out, STATUS_BYTES, since[1])
+    for line in reversed(out.split(b"\n")[:-1]):  # whole lines only
+        if line.startswith(STATUS):
+            return _shown(line[len(STATUS) :])
+    return ""
+
+
 def _shown(line: bytes) -> str:
     return literal(line.decode("utf-8", "replace").strip())[:300]
 
