@@ -4,7 +4,7 @@
 
 A root starts RANKS processes (RANK set, as torchrun does), each of which forks WORKERS
 children; all of them sleep. The processes mode looks at such a tree every two seconds: its
-look (roles, state, CPU, RSS, threads; NVML asked too, as in the console) is timed against
+look (roles, state, CPU, PSS, threads; NVML asked too, as in the console) is timed against
 `ps -o pid,ppid,stat,pcpu,rss,nlwp,args -s ROOT`, which lists the same session's processes.
 Prints one JSON line: the medians and their ratio, and the load average.
 """

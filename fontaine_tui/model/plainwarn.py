@@ -19,7 +19,7 @@ from fontaine_tui.model.babysitter import Babysitter
 from fontaine_tui.model.sampler import Sampler, take_sample
 from fontaine_tui.model.session import Session
 
-TELEMETRY_S = 5.0  # as the console: GPU, RAM and the engine's RSS move slowly
+TELEMETRY_S = 5.0  # as the console: GPU, RAM and the engine's memory move slowly
 NO_GPU = "no GPU telemetry"  # TelemetrySnapshot.gpu_status's words before NVML's reason
 
 

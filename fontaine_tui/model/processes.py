@@ -25,7 +25,8 @@ if TYPE_CHECKING:
 
 SIGNALS = ("SIGTERM", "SIGINT", "SIGKILL", "SIGUSR1")
 STOPS = ("SIGTERM", "SIGINT", "SIGKILL")  # a stop the user asked for; SIGUSR1 the trainer handles
-COLUMNS = ("pid", "process", "state", "cpu %", "rss", "threads", "gpu mem", "command")
+# "pss": each member's share of the pages it holds, so the column sums to the tree's memory
+COLUMNS = ("pid", "process", "state", "cpu %", "pss", "threads", "gpu mem", "command")
 ARGV_SHOWN = 120  # characters of a command line in its cell
 
 
@@ -136,7 +137,7 @@ def row(m: Member, gpu_known: bool) -> tuple[str, ...]:
         "  " * m.depth + ("└ " if m.depth else "") + label,
         m.state,
         cpu,
-        mib(m.rss, 0),
+        mib(m.mem, 0) + ("" if m.mem is None or m.mem_kind == "PSS" else f" ({m.mem_kind})"),
         "—" if m.threads is None else str(m.threads),
         gpu,
         shown_argv(m.argv),

@@ -16,7 +16,7 @@ from fontaine_tui.core.text import GIB, MIB
 
 BLOCKS = "▁▂▃▄▅▆▇█"
 # with several nodes, each node's block keeps to what differs from node to node
-SEVERAL = ("gpu_util", "gpu_mem", "ram", "rss", "net_in", "net_out")
+SEVERAL = ("gpu_util", "gpu_mem", "ram", "mem", "net_in", "net_out")
 
 
 def sparkline(

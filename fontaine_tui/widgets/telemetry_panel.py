@@ -1,4 +1,4 @@
-"""Per-GPU util, memory and power, host RAM, engine RSS/CPU, their history, and the data wait.
+"""Per-GPU util, memory and power, host RAM, engine PSS/CPU, their history, and the data wait.
 
 The history (the recorder's sidecar, core/host/history.py) is drawn as sparklines, one block
 of lines per node, under the live look (a replay has no live look, only the history).
@@ -113,7 +113,7 @@ class TelemetryPanel(QuietStatic):
             proc = snap.process
             if proc is not None:
                 parts.append(
-                    f"engine pid {proc.pid}: RSS {gib(proc.rss, unit=False)} GiB, "
+                    f"engine pid {proc.pid}: {proc.mem_kind} {gib(proc.mem, unit=False)} GiB, "
                     f"CPU {_pct(proc.cpu_pct)} ({proc.processes} processes)\n"
                 )
             else:

@@ -195,7 +195,7 @@ async def _console_stops(folder: RunFolder, job: str, preset_path: Path, node: s
         assert engine.poll() is None and engine.last is not None
         assert engine.last.state == "RUNNING"
         panel = app.screen.query_one(TelemetryPanel)  # the node's history, by its name
-        await until(pilot, lambda: f"{node} · " in text(panel) and "engine RSS" in text(panel), 60)
+        await until(pilot, lambda: f"{node} · " in text(panel) and "engine mem" in text(panel), 60)
         await pilot.press("q")
         await until(pilot, lambda: isinstance(app.screen, QuitDialog))
         assert f"slurm job {job}" in app.screen.what
@@ -237,7 +237,7 @@ def test_plain_follows_the_job_to_its_verdict(
     assert "fontaine-tui: slurm job" in folder.engine_out.read_text()  # the job's own output
     history = read_history([(folder.root / "telemetry.node0.jsonl").read_bytes()])
     [(node, samples)] = history.nodes.items()  # the node's history, by the node's name
-    assert node == cluster.hostname and samples[-1].values["rss"], node
+    assert node == cluster.hostname and samples[-1].values["mem"], node
     assert (
         not [  # the recorder ended with the job
             p.pid

@@ -68,6 +68,6 @@ async def test_no_telemetry_is_said_and_a_sampler_is_shown(tmp_path):
         await until(pilot, lambda: "host RAM" in text(panel))
         shown = text(panel)
         assert "host RAM 16.0/64.0 GiB used (48.0 GiB free" in shown
-        assert f"engine pid {os.getpid()}: RSS" in shown
+        assert f"engine pid {os.getpid()}: PSS" in shown
         assert "data-wait fraction 2.0%" in shown
         assert "GPU" in shown  # a GPU row, or the reason there is none

@@ -32,7 +32,7 @@ def sample(i: int, node: str, gpus: bool) -> dict:
     else:
         line |= {"gpus": None, "gpu_reason": "NVML: library not found"}
     line["ram"] = {"used": int((20 + 10 * wave) * GIB), "total": 64 * GIB}
-    line["engine"] = {"pid": 4242, "rss": int((4 + wave) * GIB), "cpu": 100 * wave, "procs": 5}
+    line["engine"] = {"pid": 4242, "mem": int((4 + wave) * GIB), "cpu": 100 * wave, "procs": 5}
     line["disk"] = {"free": 500 * GIB, "read": i * i * (1 << 20), "write": i * (1 << 22)}
     line["net"] = {"in": i * (1 << 21), "out": i * (1 << 19)}
     return line
@@ -69,7 +69,7 @@ async def test_each_nodes_history_is_drawn_as_sparklines(tmp_path: Path, how: st
         util = next(line for line in lines if line.startswith("GPU util"))
         assert set(util.split()[2]) <= set(BLOCKS) and len(set(util.split()[2])) > 3
         assert "no GPU: NVML: library not found" in got  # no GPU: said, never drawn
-        assert sum(line.startswith("engine RSS") for line in lines) == 2  # one per node
+        assert sum(line.startswith("engine mem") for line in lines) == 2  # one per node
         assert sum(line.startswith("net out") for line in lines) == 2
         assert not any(line.startswith("disk") for line in lines)  # several nodes: what differs
         if how == "replay":  # the history, not "no telemetry", heads the panel
@@ -92,7 +92,7 @@ async def test_a_torn_and_a_garbage_line_are_said_once(tmp_path: Path) -> None:
 
 GARBAGE = {  # a field no recorder writes: each must leave the console drawing the rest
     "nan": '"ram":{"used":NaN,"total":1}',
-    "inf": '"engine":{"rss":Infinity,"cpu":1}',
+    "inf": '"engine":{"mem":Infinity,"cpu":1}',
     "400 digits": '"ram":{"used":1' + "0" * 400 + ',"total":1}',
     "wrong type": '"disk":{"free":"lots","read":1,"write":2}',
     "negative": '"net":{"in":-5,"out":1}',

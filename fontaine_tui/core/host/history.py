@@ -19,7 +19,7 @@ SERIES = (  # (key, label, unit): what the panel draws, in its order
     ("gpu_util", "GPU util", "%"),
     ("gpu_mem", "GPU mem", "B"),
     ("ram", "host RAM", "B"),
-    ("rss", "engine RSS", "B"),
+    ("mem", "engine mem", "B"),  # the tree's PSS (an older recorder's line: its RSS)
     ("cpu", "engine CPU", "%"),
     ("disk_free", "disk free", "B"),
     ("disk_read", "disk read", "B/s"),
@@ -148,7 +148,8 @@ def _sample(doc: dict[str, Any]) -> Sample | None:
         values["gpu_mem"] = sum(mems) if mems else None
     values["ram"] = _num(_part(doc, "ram").get("used"))
     engine = _part(doc, "engine")
-    values["rss"], values["cpu"] = _num(engine.get("rss")), _num(engine.get("cpu"))
+    mem = engine.get("mem", engine.get("rss"))  # "rss": written before the PSS
+    values["mem"], values["cpu"] = _num(mem), _num(engine.get("cpu"))
     disk, net = _part(doc, "disk"), _part(doc, "net")
     values["disk_free"] = _num(disk.get("free"))
     counters = {

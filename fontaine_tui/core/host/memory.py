@@ -1,13 +1,24 @@
-"""This host's memory as a process in it can use it: /proc/meminfo capped by cgroup limits.
+"""This host's memory as a process in it can use it, and what one process of it holds.
 
-psutil.virtual_memory() reports the whole machine inside a container; the limit that
-kills us is the cgroup's (v2 memory.max / memory.current, v1 memory.limit_in_bytes /
-memory.usage_in_bytes), so the smaller of the two views wins.
+Host RAM is /proc/meminfo capped by cgroup limits: psutil.virtual_memory() reports the whole
+machine inside a container; the limit that kills us is the cgroup's (v2 memory.max /
+memory.current, v1 memory.limit_in_bytes / memory.usage_in_bytes), so the smaller of the two
+views wins.
+
+A process's memory is its PSS (`process_memory`, the one figure the telemetry, the recorder,
+the processes mode and the stall diagnosis give for the engine tree): a page shared by N
+processes counts 1/N in each, so the tree's sum counts a buffer the engine's DataLoader
+workers share with it (forked, copy on write) once, where their RSS would count it once a
+process. Where the kernel gives no Pss line the figure is the USS (the private pages), and
+where smaps_rollup cannot be read at all (another user's process, a kernel before 4.14) the
+RSS; each figure says which it is.
 """
 
 from __future__ import annotations
 
+import os
 import socket
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -155,3 +166,64 @@ def host_ram(
         cap, used, source = limit
         ram = HostRam(cap, max(0, min(available, cap - used)), source)
     return ram, ""
+
+
+# -- one process's memory ---------------------------------------------------------------------
+
+KINDS = ("PSS", "USS", "RSS")  # the figures process_memory gives, the one it prefers first
+
+
+@dataclass(frozen=True, slots=True)
+class Footprint:
+    """Bytes of memory and what they are: "PSS", "USS" or "RSS" ("PSS+RSS" for a mixed sum)."""
+
+    bytes: int
+    kind: str
+
+
+def parse_rollup(text: str) -> Footprint | None:
+    """The PSS in /proc/PID/smaps_rollup text; the USS without a Pss line; else None."""
+    fields: dict[str, int] = {}
+    for line in text.splitlines():
+        key, _, rest = line.partition(":")
+        parts = rest.split()
+        if parts and parts[0].isdigit():
+            fields[key.strip()] = int(parts[0]) << 10  # kB
+    if "Pss" in fields:
+        return Footprint(fields["Pss"], "PSS")
+    private = [
+        fields[k] for k in ("Private_Clean", "Private_Dirty", "Private_Hugetlb") if k in fields
+    ]
+    return Footprint(sum(private), "USS") if private else None
+
+
+def _statm_rss(pid: int, proc: Path) -> Footprint | None:
+    try:
+        resident = int((proc / str(pid) / "statm").read_text().split()[1])
+    except (OSError, IndexError, ValueError):
+        return None
+    return Footprint(resident * os.sysconf("SC_PAGE_SIZE"), "RSS")
+
+
+def process_memory(pid: int, proc: Path = Path("/proc")) -> Footprint | None:
+    """The memory process `pid` holds: its PSS, else USS, else RSS (see the module's doc).
+
+    None when there is no such process. A process without memory of its own (a zombie) has 0."""
+    try:
+        data = (proc / str(pid) / "smaps_rollup").read_bytes()
+    except (FileNotFoundError, ProcessLookupError):
+        if not (proc / str(pid)).exists():
+            return None
+        return _statm_rss(pid, proc)  # a kernel before 4.14: no smaps_rollup
+    except OSError:  # another user's process: its mappings are not ours to read
+        return _statm_rss(pid, proc)
+    if not data.strip():
+        return Footprint(0, "PSS")  # no address space: a zombie, or one that just ended
+    return parse_rollup(data.decode("ascii", "replace")) or _statm_rss(pid, proc)
+
+
+def summed(parts: Iterable[Footprint]) -> Footprint:
+    """The processes' figures summed; its kind names every kind that went in ("PSS+RSS")."""
+    parts = list(parts)
+    kinds = {k for p in parts for k in p.kind.split("+")} or {"PSS"}
+    return Footprint(sum(p.bytes for p in parts), "+".join(k for k in KINDS if k in kinds))

@@ -2,7 +2,9 @@
 
 The tree is the launched process and its descendants (torchrun, its ranks, their DataLoader
 workers). CPU % is the CPU time a member used between two looks, over the wall time between
-them, so the first look has none. GPU memory is NVML's list of each GPU's compute processes
+them, so the first look has none. Memory is each member's PSS (core/host/memory.py's
+`process_memory`): a page it shares with the others counts its share, so the column sums to
+the tree's memory, as the telemetry gives it. GPU memory is NVML's list of each GPU's compute processes
 (core/host/nvml.py); without a GPU the tree says why once, never a number.
 
 A signal goes to a member only while it is still the process that was shown: the same pid,
@@ -20,6 +22,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from fontaine_tui.core.host.memory import process_memory
 from fontaine_tui.core.host.nvml import GpuSample, read_gpus
 
 _SAME_START_S = 1e-3  # two looks at one process give the same start time
@@ -39,11 +42,12 @@ class Member:
     role: str  # "torchrun", "rank 1", "loader worker (rank 0)", ...; "" when it cannot be told
     state: str  # psutil's status: "running", "sleeping", "disk-sleep", "zombie", ...
     cpu_pct: float | None  # percent of one core since the last look; None on the first
-    rss: int | None  # bytes
+    mem: int | None  # bytes: its PSS, else as `mem_kind` says; None when it cannot be read
     threads: int | None
     argv: tuple[str, ...]
     gpu_mem: int | None = None  # bytes over the GPUs that list it; None when unknown or none
     gpus: tuple[int, ...] = ()  # NVML indices of the GPUs that list it
+    mem_kind: str = "PSS"  # "PSS", "USS" or "RSS" (memory.process_memory)
 
 
 @dataclass(frozen=True, slots=True)
@@ -154,8 +158,8 @@ class TreeLook:
 
 def _read(p: Any) -> dict[str, Any]:
     """One process's fields in one read of /proc; what it keeps from us is None."""
+    memory = process_memory(p.pid)
     with p.oneshot():
-        memory = _maybe(p.memory_info, None)
         return {
             "pid": p.pid,
             "ppid": p.ppid(),
@@ -163,7 +167,8 @@ def _read(p: Any) -> dict[str, Any]:
             "name": p.name(),
             "state": str(p.status()),
             "argv": tuple(_maybe(p.cmdline, ())),
-            "rss": None if memory is None else int(memory.rss),
+            "mem": None if memory is None else memory.bytes,
+            "mem_kind": "PSS" if memory is None else memory.kind,
             "threads": _maybe(p.num_threads, None),
             "cpu_s": _maybe(lambda: _cpu_s(p), None),
             "rank": _rank(p),
@@ -202,9 +207,10 @@ def _arrange(root: int, raw: list[dict[str, Any]], root_role: str) -> list[Membe
                 role,
                 r["state"],
                 r["cpu"],
-                r["rss"],
+                r["mem"],
                 r["threads"],
                 r["argv"],
+                mem_kind=r["mem_kind"],
             )
         )
         for child in sorted(children.get(pid, ())):

@@ -3,7 +3,7 @@
 `python -m fontaine_tui.core.host.recorder FOLDER --pid PID` appends one JSON line every
 `--interval` seconds to FOLDER/telemetry.jsonl (FOLDER/telemetry.nodeN.jsonl with `--node N`,
 one file per Slurm node, so no two hosts append to one file): the GPUs (NVML; without one the
-line says why, never a number), host RAM, the engine's process tree (RSS, CPU), the run
+line says why, never a number), host RAM, the engine's process tree (PSS, CPU), the run
 folder's file system (free bytes, the block device's read and write bytes) and the network
 (bytes in and out), each line with its time, its node's name and the step last logged.
 
@@ -118,7 +118,8 @@ def sample_line(folder: Path, pid: int, node: str) -> dict[str, Any]:
         if proc is None
         else {
             "pid": pid,
-            "rss": proc.rss,
+            "mem": proc.mem,  # PSS: a page the tree's processes share counted once
+            "mem_kind": proc.mem_kind,
             "cpu": None if proc.cpu_pct is None else round(proc.cpu_pct, 1),
             "procs": proc.processes,
         }

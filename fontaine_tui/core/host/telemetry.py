@@ -13,7 +13,14 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
-from fontaine_tui.core.host.memory import HostRam, host_ram, parse_meminfo
+from fontaine_tui.core.host.memory import (
+    Footprint,
+    HostRam,
+    host_ram,
+    parse_meminfo,
+    process_memory,
+    summed,
+)
 from fontaine_tui.core.host.nvml import GpuProcess, GpuSample, read_gpus
 from fontaine_tui.core.text import MIB
 
@@ -43,11 +50,12 @@ class ProcessSample:
     """The engine process and its children (DataLoader workers, torchrun ranks)."""
 
     pid: int
-    rss: int  # bytes, summed over the tree
+    mem: int  # bytes, summed over the tree: PSS (memory.process_memory), a shared page once
     cpu_pct: float | None  # percent of one core, summed; None on the first look
     processes: int
     state: str = ""  # psutil status of the root: "running", "disk-sleep", ...; "" unknown
     states: tuple[tuple[int, str], ...] = ()  # (pid, status) of every member, the root first
+    mem_kind: str = "PSS"  # what `mem` is: "PSS", or "PSS+RSS" where a member's PSS was unread
 
     def pids_in(self, *statuses: str) -> tuple[int, ...]:
         """The members (root first) whose status is one of `statuses`."""
@@ -110,7 +118,7 @@ def _forget(pid: int) -> None:
 
 
 def sample_process(pid: int) -> tuple[ProcessSample | None, str]:
-    """The process tree under `pid`: RSS, CPU and each member's status.
+    """The process tree under `pid`: its memory (PSS), CPU and each member's status.
 
     A zombie is still a process (its status says "zombie"). A pid with no process at all is
     gone."""
@@ -126,15 +134,19 @@ def sample_process(pid: int) -> tuple[ProcessSample | None, str]:
         return None, gone_reason(pid)
     except psutil.AccessDenied:
         return None, f"process {pid}: access denied"
-    rss, cpu = 0, 0.0
+    cpu = 0.0
+    held: list[Footprint] = []
     states: list[tuple[int, str]] = []
     first = pid not in _primed  # a child seen for the first time adds nothing this once
     for p in members:
         try:
             with p.oneshot():
                 status = p.status()
-                rss += p.memory_info().rss
                 pct = p.cpu_percent(interval=None)
+            mem = process_memory(p.pid)
+            if mem is None:  # it ended between the two reads
+                raise psutil.NoSuchProcess(p.pid)
+            held.append(mem)
         except psutil.ZombieProcess:
             states.append((p.pid, "zombie"))
             continue
@@ -151,7 +163,11 @@ def sample_process(pid: int) -> tuple[ProcessSample | None, str]:
             cpu += pct
         _primed.add(p.pid)
     root = states[0][1] if states and states[0][0] == pid else ""
-    return ProcessSample(pid, rss, None if first else cpu, len(states), root, tuple(states)), ""
+    total = summed(held)
+    sample = ProcessSample(
+        pid, total.bytes, None if first else cpu, len(states), root, tuple(states), total.kind
+    )
+    return sample, ""
 
 
 def sample(

@@ -21,8 +21,10 @@ from fontaine_tui.core.preset.sections import layout
 from fontaine_tui.core.runfolder import RunFolder
 from fontaine_tui.core.text import MIB, gib, literal, mib
 
-# RAM the engine needs, per piece (estimates measured on the tiny/small engine, rounded up;
-# RSS counts pages shared with the parent, so the sum errs on the safe side).
+# RAM the engine needs, per piece (estimates measured on the tiny/small engine, rounded up).
+# They were measured as RSS, which counts the pages a worker shares with its rank in both; the
+# engine tree's memory as the telemetry gives it (core/host/memory.py's process_memory, PSS)
+# counts them once, so the estimate stays above what the tree is seen to hold: the safe side.
 RANK_BYTES = 800 * MIB  # one training process: torch, transformers, model, corpus mmap pages
 WORKER_BYTES = 400 * MIB  # one DataLoader worker process
 SAMPLE_BYTES = 16 << 10  # one prefetched sample: 32x32x3 float image, actions, flow noise

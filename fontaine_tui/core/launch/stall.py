@@ -283,14 +283,14 @@ def _headline(
     if trend is not None and oom is not None and oom <= RAM_OUT_MIN:
         when = "under a minute" if oom < 1 else f"~{oom:.0f} min"
         where = (
-            f"the engine tree's RSS ({gib(p.rss)}, {p.processes} processes) and the "
-            f"host's other processes (`top -o RES`)"
+            f"the engine tree's {p.mem_kind} ({gib(p.mem)}, {p.processes} processes) and "
+            f"the host's other processes (`top -o RES`)"
             if p is not None
             else "the host's processes (`top -o RES`)"
         )
         return "ram-out", (
             f"host RAM {trend.text()}, {gib(trend.available)} free: out of "
-            f"memory in {when} at this rate — loader workers' RSS or a leak; "
+            f"memory in {when} at this rate — loader workers' memory or a leak; "
             f"look at {where}"
         )
     util = t.gpu_util() if t is not None and gpus_used > 0 else None
@@ -436,7 +436,7 @@ def _seen(
         plural = "es" if p.processes != 1 else ""
         out.append(
             f"engine pid {p.pid} {p.state or 'in an unknown state'} {_for(n)}, "
-            f"{p.processes} process{plural}, {_cpu(p)}, RSS {gib(p.rss)}"
+            f"{p.processes} process{plural}, {_cpu(p)}, {p.mem_kind} {gib(p.mem)}"
         )
     elif key == "gone":
         out.append(f"engine pid {t.engine_pid} gone")
@@ -482,7 +482,7 @@ def diagnose(
             numbers["minutes_to_oom"] = oom
     p = t.process if t is not None and engine else None
     if p is not None:
-        numbers.update(pid=float(p.pid), processes=float(p.processes), rss=float(p.rss))
+        numbers.update(pid=float(p.pid), processes=float(p.processes), mem=float(p.mem))
         if p.cpu_pct is not None:
             numbers["cpu_pct"] = p.cpu_pct
     elif t is not None and t.engine_pid is not None and engine:

@@ -25,7 +25,7 @@ def good(i: int) -> dict:
         "step": 10 * i,
         "gpus": [{"index": 0, "uuid": "GPU-1", "util": 50, "mem": 1 << 30, "mem_total": 1 << 34}],
         "ram": {"used": (20 + i) << 30, "total": 64 << 30},
-        "engine": {"pid": 1, "rss": 4 << 30, "cpu": 99.5, "procs": 3},
+        "engine": {"pid": 1, "mem": 4 << 30, "mem_kind": "PSS", "cpu": 99.5, "procs": 3},
         "disk": {"free": 500 << 30, "read": i << 20, "write": i << 21},
         "net": {"in": i << 20, "out": i << 19},
     }
@@ -33,7 +33,7 @@ def good(i: int) -> dict:
 
 GARBAGE = {  # kind -> (path of the field, its raw JSON text)
     "nan": (("ram", "used"), "NaN"),
-    "inf": (("engine", "rss"), "Infinity"),
+    "inf": (("engine", "mem"), "Infinity"),
     "minus inf": (("disk", "free"), "-Infinity"),
     "400 digits": (("ram", "used"), "1" + "0" * 400),
     "400-digit counter": (("net", "in"), "1" + "0" * 400),
@@ -93,3 +93,10 @@ def test_a_rate_past_any_float_is_no_number() -> None:
     history = read_history([data])
     assert history.nodes["box"][1].values["net_in"] is None
     history_lines(history, 20)
+
+
+def test_the_engine_memory_is_the_pss_and_an_older_lines_rss_still_reads() -> None:
+    """The recorder writes the tree's PSS as `mem`; a sidecar written before it has `rss`."""
+    assert parse(json.dumps(good(1)).encode()).values["mem"] == float(4 << 30)
+    older = good(1) | {"engine": {"pid": 1, "rss": 3 << 30, "cpu": 9.0, "procs": 3}}
+    assert parse(json.dumps(older).encode()).values["mem"] == float(3 << 30)

@@ -48,7 +48,7 @@ def tree(tmp_path_factory):
         root.wait(10)
 
 
-def test_members_roles_cpu_rss_threads(tree):
+def test_members_roles_cpu_memory_threads(tree):
     root, _ = tree
     looker = TreeLook()
     first = looker.look(root.pid, gpus=NO_GPU)
@@ -63,7 +63,7 @@ def test_members_roles_cpu_rss_threads(tree):
     assert worker.depth == 2 and worker.ppid == by_role["rank 0"].pid
     assert worker.name.startswith("pt_data_worker")
     for m in look.members:
-        assert m.rss is not None and m.rss > 1 << 20, m
+        assert m.mem is not None and m.mem > 1 << 20, m
         assert m.threads is not None and m.threads >= 1
         assert m.cpu_pct is not None and m.state
     assert by_role["rank 1"].cpu_pct > 20  # it spins

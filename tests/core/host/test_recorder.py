@@ -62,7 +62,7 @@ def test_the_recorder_samples_the_engine_tree_and_ends_with_it(recorded) -> None
     assert last["node"] == socket.gethostname() and last["step"] == 7
     procs = [line["engine"] and line["engine"]["procs"] for line in lines]
     assert max(p or 0 for p in procs) >= 2, procs  # the tree, not one pid
-    assert last["engine"]["rss"] > 0 and last["engine"]["pid"] > 0
+    assert last["engine"]["mem"] > 0 and last["engine"]["pid"] > 0
     assert last["ram"]["total"] > last["ram"]["used"] > 0
     assert last["disk"]["free"] > 0 and last["net"] is not None
     for line in lines:  # no GPU here: the line says why, with no number
@@ -75,7 +75,7 @@ def test_the_history_reads_back_with_rates(recorded) -> None:
     history = read_history([(folder / TELEMETRY).read_bytes()])
     (samples,) = history.nodes.values()
     assert history.garbage == history.torn == 0
-    assert samples[-1].values["rss"] and samples[-1].values["net_in"] is not None
+    assert samples[-1].values["mem"] and samples[-1].values["net_in"] is not None
 
 
 def test_the_recorder_refuses_a_folder_with_no_prereg(tmp_path: Path) -> None:

@@ -96,7 +96,7 @@ def test_missing_meminfo_is_a_reason_not_a_number() -> None:
     assert ram is None and "MemTotal" in reason
 
 
-def test_engine_process_tree_rss_and_cpu() -> None:
+def test_engine_process_tree_memory_and_cpu() -> None:
     code = (
         "import subprocess, sys, time\n"
         "c = subprocess.Popen([sys.executable, '-c', 'x = bytearray(64 << 20); "
@@ -112,10 +112,10 @@ def test_engine_process_tree_rss_and_cpu() -> None:
         while True:  # the child needs a moment to start and touch its buffer
             time.sleep(0.5)
             later, _ = sample_process(proc.pid)
-            if later.processes == 2 and later.rss > 64 << 20 or time.monotonic() > deadline:
+            if later.processes == 2 and later.mem > 64 << 20 or time.monotonic() > deadline:
                 break
         assert later.processes == 2
-        assert later.rss > 64 << 20  # the child's buffer counts
+        assert later.mem > 64 << 20 and later.mem_kind == "PSS"  # the child's buffer counts
         assert later.cpu_pct is not None and later.cpu_pct > 5  # the parent spins
     finally:
         os.killpg(proc.pid, signal.SIGKILL)  # the parent and its child

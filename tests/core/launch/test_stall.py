@@ -330,11 +330,11 @@ def test_the_seen_part_lists_gpu_ram_and_process() -> None:
     assert d.message.endswith(
         "Seen: GPU 0 %; host RAM steady, 40.0 GiB free of 64.0; engine "
         "pid 4242 disk-sleep for the last 3 polls, 2 processes, CPU 2 %, "
-        "RSS 3.0 GiB."
+        "PSS 3.0 GiB."
     )
     assert d.numbers["state_polls"] == 3 and d.numbers["pid"] == PID
     assert d.numbers["cpu_pct"] == 2.0 and d.numbers["gpu_util_pct"] == 0.0
-    assert d.numbers["rss"] == 3 * GIB and d.numbers["processes"] == 2
+    assert d.numbers["mem"] == 3 * GIB and d.numbers["processes"] == 2
 
 
 def test_a_poll_in_another_state_breaks_the_run_of_polls() -> None:
@@ -394,7 +394,7 @@ def test_falling_one_gib_a_minute_with_four_free_is_four_minutes_and_an_alert() 
     assert d.numbers["ram_readings"] == 13
     assert (
         "host RAM falling 1.0 GiB/min, 4.0 GiB free: out of memory in ~4 min at this rate "
-        "— loader workers' RSS or a leak; look at the engine tree's RSS (3.0 GiB, 2 "
+        "— loader workers' memory or a leak; look at the engine tree's PSS (3.0 GiB, 2 "
         "processes) and the host's other processes (`top -o RES`)"
     ) in d.message
 
@@ -630,7 +630,7 @@ def test_a_real_zombie_child_and_a_real_zombie_root() -> None:
         assert d.cause == "dead-child"
         assert f"pid {zombie} of the engine tree is a zombie" in d.message
         root, reason = sample_process(zombie)
-        assert reason == "" and root.state == "zombie" and root.rss == 0
+        assert reason == "" and root.state == "zombie" and root.mem == 0
         d = s.diagnose(QUIET, snap(root), (), (), 1)
         assert d.cause == "zombie" and d.severity == "alert"
         assert f"engine pid {zombie} is a zombie (exited, not reaped)" in d.message
