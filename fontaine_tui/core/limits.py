@@ -349,15 +349,26 @@ def open_sqlite(path: Path, budget_s: float | None = None) -> sqlite3.Connection
         raise InputError(f"{path}: {why}") from None
     if views:
         db.close()
-        raise InputError(
-            f"{path}: holds a view ({', '.join(views)}); refused: a store's tables are read, "
-            "never a query the file brings"
-        )
+        raise InputError(f"{path}: {view_refusal(views)}")
     return db
+
+
+def view_refusal(views: list[str]) -> str:
+    """What to say of a store that holds views (the first few named), here or on another host."""
+    return (
+        f"holds a view ({', '.join(views[:3])}); refused: a store's tables are read, "
+        "never a query the file brings"
+    )
 
 
 # a hot journal (or WAL) that a read-only connection cannot roll back (or recover)
 _HOT = (sqlite3.SQLITE_READONLY_ROLLBACK, sqlite3.SQLITE_READONLY_RECOVERY)
+
+
+# the code a hot rollback journal gives a read-only reader: a Python older than 3.11 gives
+# no code, so core/follow/remote.py's reader on another host says this one for a "readonly"
+# refusal with a journal left beside the store
+SQLITE_HOT = sqlite3.SQLITE_READONLY_ROLLBACK
 
 
 def sqlite_refusal(exc: sqlite3.Error) -> str:
@@ -367,16 +378,23 @@ def sqlite_refusal(exc: sqlite3.Error) -> str:
     Left mid-write: a writer stopped inside a transaction and left its rollback journal (or
     its WAL) hot; a read-only reader cannot roll it back, and SQLite says only "attempt to
     write a readonly database". "" for any other error."""
-    code = getattr(exc, "sqlite_errorcode", None)
-    if code in (5, 6) or "locked" in str(exc):
-        return f"locked by another process ({exc}); try again when the writer lets go"
+    return sqlite_refusal_of(getattr(exc, "sqlite_errorcode", None), str(exc))
+
+
+def sqlite_refusal_of(code: int | None, message: str) -> str:
+    """sqlite_refusal from an SQLite error's extended code and message.
+
+    An error raised by a reader on another host (core/follow/remote.py) is said here as
+    one raised here is."""
+    if code in (5, 6) or "locked" in message:
+        return f"locked by another process ({message}); try again when the writer lets go"
     if code in _HOT:
         return (
             "has an unfinished write (a hot journal, left by a writer stopped mid-transaction) "
             "that only a writer can roll back; wait for the writer, or open it once, as its "
             "owner, with mlflow or the sqlite3 shell"
         )
-    if "interrupted" in str(exc):
+    if "interrupted" in message:
         return f"a read took more than {SQLITE_BUDGET_S:g} s and was stopped; refused"
     return ""
 

@@ -6,7 +6,7 @@ as $1... The protocol lines they answer with start with "@fontaine"."""
 
 from __future__ import annotations
 
-from fontaine_tui.core.limits import SQLITE_BUDGET_S, SQLITE_BUSY_S
+from fontaine_tui.core.limits import SQLITE_BUDGET_S, SQLITE_BUSY_S, SQLITE_HOT
 
 # $1 folder, $2 file, $3 offset (past the last complete line read), $4 device:inode we had,
 # $5 head length, $6 head sha256, $7 sha256 of all $3 bytes read, $8 anchor length, $9 sha256
@@ -238,7 +238,8 @@ exec tail -c +"$(($3 + 1))" -- "$2"
 
 # $1 folder, $2 store file (mlflow.db), $3 the python program below: the store's active runs
 # and each one's metric rows as JSON, from a read-only connection (exit 4 no such store, 6 no
-# python3 on the host)
+# python3 on the host, 7 refused: JSON naming the store's views, or the SQLite error's
+# extended code and message, which core/limits.py words as it words them here)
 MLFLOW_SCRIPT = r"""
 command -v python3 >/dev/null 2>&1 || exit 6
 cd -- "$1" 2>/dev/null || exit 3
@@ -247,29 +248,45 @@ exec python3 -c "$3" "$2"
 """
 
 # the budget of each statement, the wait for a lock and the refusal of views, as
-# core/limits.py opens a store here
+# core/limits.py opens a store here; a Python older than 3.11 gives no error code, so a
+# "readonly" refusal with a journal (or WAL) left beside the store is sent as a hot journal's
 MLFLOW_PY = (
-    f"BUDGET = {SQLITE_BUDGET_S!r}\nBUSY = {SQLITE_BUSY_S!r}\n"
+    f"BUDGET = {SQLITE_BUDGET_S!r}\nBUSY = {SQLITE_BUSY_S!r}\nHOT = {SQLITE_HOT!r}\n"
     + r"""
 import json, os, sqlite3, sys, time
 from urllib.parse import quote
-uri = "file:" + quote(os.path.abspath(sys.argv[1])) + "?mode=ro"
-db = sqlite3.connect(uri, uri=True, timeout=BUSY)
-end = time.monotonic() + BUDGET
-db.set_progress_handler(lambda: time.monotonic() > end, 1000)
-db.execute("PRAGMA query_only = ON")
-views = [r[0] for r in db.execute("SELECT name FROM sqlite_master WHERE type = 'view'")]
-if views:
-    sys.exit("holds a view (" + ", ".join(views[:3]) + "); refused: a store's tables are read, "
-             "never a query the file brings")
-runs = db.execute("SELECT r.run_uuid, r.name, r.experiment_id, e.name FROM runs r JOIN "
-                  "experiments e ON r.experiment_id = e.experiment_id WHERE "
-                  "r.lifecycle_stage = 'active' ORDER BY r.start_time").fetchall()
-rows = {}
-for run in runs:
-    rows[str(run[0])] = db.execute("SELECT step, timestamp, key, value, is_nan FROM metrics "
-                                   "WHERE run_uuid = ? ORDER BY step, timestamp",
-                                   (run[0],)).fetchall()
+path = os.path.abspath(sys.argv[1])
+def refuse(doc):
+    sys.stdout.write(json.dumps(doc))
+    sys.exit(7)
+def left(name):
+    try:
+        return os.path.getsize(name) > 0
+    except OSError:
+        return False
+try:
+    db = sqlite3.connect("file:" + quote(path) + "?mode=ro", uri=True, timeout=BUSY)
+    end = time.monotonic() + BUDGET
+    db.set_progress_handler(lambda: time.monotonic() > end, 1000)
+    db.execute("PRAGMA query_only = ON")
+    views = [str(r[0]) for r in
+             db.execute("SELECT name FROM sqlite_master WHERE type = 'view' LIMIT 3")]
+    if views:
+        refuse({"views": views})
+    runs = db.execute("SELECT r.run_uuid, r.name, r.experiment_id, e.name FROM runs r JOIN "
+                      "experiments e ON r.experiment_id = e.experiment_id WHERE "
+                      "r.lifecycle_stage = 'active' ORDER BY r.start_time").fetchall()
+    rows = {}
+    for run in runs:
+        rows[str(run[0])] = db.execute("SELECT step, timestamp, key, value, is_nan FROM "
+                                       "metrics WHERE run_uuid = ? ORDER BY step, timestamp",
+                                       (run[0],)).fetchall()
+except sqlite3.Error as exc:
+    code = getattr(exc, "sqlite_errorcode", None)
+    if code is None and "readonly" in str(exc) and (left(path + "-journal") or
+                                                    left(path + "-wal")):
+        code = HOT
+    refuse({"sqlite": [code, str(exc)]})
 sys.stdout.write(json.dumps({"runs": [[str(a), str(b or ""), str(c), str(d)]
                                       for a, b, c, d in runs], "rows": rows}))
 """

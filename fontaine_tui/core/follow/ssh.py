@@ -35,7 +35,7 @@ from fontaine_tui.core.follow.remote import (
     RANGE_SCRIPT,
     STREAM_PY,
 )
-from fontaine_tui.core.limits import json_loads
+from fontaine_tui.core.limits import json_loads, sqlite_refusal_of, view_refusal
 from fontaine_tui.core.log.lines import LINE_CAP, LineCutter
 from fontaine_tui.core.runfolder import LOG
 from fontaine_tui.core.ssh.connection import SshConnection, SshError, remote_command
@@ -45,6 +45,22 @@ from fontaine_tui.core.ssh.destination import SshTarget
 # another file with data has the name: either way we reconnect and let the header check decide
 REMOTE_FILES_POLL = 0.5  # follow_files over SSH: a listing of the folder this often
 _TAIL_CHANGE = re.compile(rb"@fontaine (truncated|moved)")
+
+
+def refused_there(reply: bytes) -> str:
+    """What the store's reader on the host refused (MLFLOW_PY's exit 7), as said here.
+
+    Its views, or its SQLite error (locked, left mid-write with a hot journal, a read past its
+    budget), in core/limits.py's words for the same refusal of a store here."""
+    try:
+        doc = json_loads(reply)
+        if isinstance(doc.get("views"), list):
+            return view_refusal([str(v) for v in doc["views"]])
+        code, message = doc["sqlite"]
+        code, message = (code if isinstance(code, int) else None), str(message)[:200]
+    except (ValueError, KeyError, TypeError, AttributeError):
+        return f"the host's refusal is not JSON ({reply[:80]!r})"
+    return sqlite_refusal_of(code, message) or f"cannot read ({message})"
 
 
 class SshRun(SshConnection):
@@ -143,6 +159,8 @@ class SshRun(SshConnection):
             raise SshError(f"{where}: no such MLflow store")
         if rc == 6:
             raise SshError(f"{where}: no python3 on the host to read the store with")
+        if rc == 7:
+            raise SshError(f"{where}: {refused_there(out)}")
         if rc != 0:
             last = (err.decode("utf-8", "replace").strip().splitlines() or [""])[-1][:160]
             raise SshError(f"{where}: cannot read (exit {rc})" + (f": {last}" if last else ""))
