@@ -4,6 +4,10 @@ The tail of train_log.jsonl (last step, last event) and engine.out.log (the last
 line, and the last one that names a failed allocation) are read without reading a long log
 whole; the newest complete checkpoint; what the launch started (the engine or a preset's own
 [command]) and the last step such a command's trainer logged.
+
+What the log and the output quote is masked here, where it is first read (core/secrets.py):
+every surface after this one (an exit's words, the exited-early alert, attempts.jsonl's
+`detail`, babysit.jsonl, the notifications) is given masked text.
 """
 
 from __future__ import annotations
@@ -17,6 +21,7 @@ from fontaine_tui.core.errors import InputError
 from fontaine_tui.core.log.records import Checkpoint, Event, Probe, TrainPoint, parse_line
 from fontaine_tui.core.readfile import open_regular
 from fontaine_tui.core.runfolder import RunFolder
+from fontaine_tui.core.secrets import mask_text
 from fontaine_tui.core.text import literal
 
 TAIL_BYTES = 256 << 10
@@ -60,10 +65,10 @@ class LogTail:
     last_step: int  # newest step with a train or eval record
     last_time: float | None
     last_event: str  # "end", "error", "start", "resume" or ""
-    detail: str
+    detail: str  # the last event's words, credentials masked as `output`'s
     checkpoint_step: int | None
     oom: bool
-    output: str  # the last line the engine printed (engine.out.log)
+    output: str  # the last line the engine printed (engine.out.log), credentials masked
     oom_line: str = ""  # the last printed line that names a failed allocation
 
 
@@ -97,7 +102,14 @@ def read_tail(
     last_line = lines[-1] if lines else b""
     oom_line = next((ln for ln in reversed(lines) if OOM.search(ln)), b"") if oom else b""
     return LogTail(
-        last_step, last_time, event, detail, ckpt, oom, _shown(last_line), _shown(oom_line)
+        last_step,
+        last_time,
+        event,
+        mask_text(detail),
+        ckpt,
+        oom,
+        _shown(last_line),
+        _shown(oom_line),
     )
 
 
@@ -124,7 +136,10 @@ def engine_status(engine: object) -> str:
 
 
 def _shown(line: bytes) -> str:
-    return literal(line.decode("utf-8", "replace").strip())[:300]
+    """A line the engine or a command printed, as every surface quotes it.
+
+    Its credentials are masked (core/secrets.py) before it is cut: no cut leaves part of one."""
+    return literal(mask_text(line.decode("utf-8", "replace").strip()))[:300]
 
 
 def _tail_bytes(path: Path, nbytes: int, offset: int = 0) -> tuple[int, bytes]:
