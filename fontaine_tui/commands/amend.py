@@ -84,7 +84,7 @@ def _store(folder: RunFolder, source: SourceSpec | None) -> RunStore:
 
 def run(args: argparse.Namespace) -> int:
     require_utf8(args.text, "--text")  # the ledger is UTF-8 JSON
-    check_target(args.run)
+    args.run = check_target(args.run)
     root = Path(args.run)
     if not root.is_dir():
         raise InputError(f"{root}: no such run folder")

@@ -189,7 +189,7 @@ def run(args: argparse.Namespace) -> int:
         print(literal(f"attaching to {entry.name} at {args.target} (launched {when})"))
     elif args.target is None:
         raise InputError("attach: expected a TARGET (a run folder, host:/path) or --latest")
-    check_target(args.target)  # a host:path that is no local path passes
+    args.target = check_target(args.target)  # a host:path that is no local path passes
     options = ("-F", args.ssh_config) if args.ssh_config else ()
     args.ssh_options = options
     source = _foreign(args.target, args.preset, options) or open_source(

@@ -207,7 +207,7 @@ def run_show(args: argparse.Namespace) -> int:
 def run(args: argparse.Namespace) -> int:
     target, ssh = args.target, getattr(args, "ssh_config", None)
     bank.check_name(args.name)
-    check_target(target)
+    target = check_target(target)
     require_utf8(args.note, "--note")
     store, prereg, ctx, label, kind = asyncio.run(
         _read(target, ssh, args.run, args.preset, args.kind)

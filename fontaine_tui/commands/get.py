@@ -74,7 +74,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace) -> int:
     if isinstance(parse_target(args.run), SshTarget):
         raise InputError(f"{args.run}: get reads a local folder (run it on that host)")
-    check_target(args.run)
+    args.run = check_target(args.run)
     steps = parse_steps(args.steps) if args.steps else Steps()
     held: list[Judged | None] = []
 
@@ -132,6 +132,7 @@ def _hidden_line(target: str, got: Got, judged: Judged) -> str:
     at = f"step {v.read_step}" if v.read_step is not None else "no probe yet"
     return (
         f"{target}: {got.metric} is a probe's value, hidden while the run is blinded "
-        f"([verdict] blind: PROVISIONAL, {at} of {v.endpoint_step}); it shows at the endpoint, "
+        f"([verdict] blind: {v.withheld or f'PROVISIONAL, {at} of {v.endpoint_step}'}); it shows "
+        "at the endpoint, "
         f"or now with get {target} --metric {got.metric} --unblind WHY (recorded in review.jsonl)"
     )

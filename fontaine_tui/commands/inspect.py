@@ -65,7 +65,7 @@ def run(args: argparse.Namespace) -> int:
             f"{target}: inspect reads a local folder (copy the run here, or run "
             "fontaine-tui inspect on that host)"
         )
-    runfolder.check_target(target)
+    target = runfolder.check_target(target)
     hidden = _hidden(target)
     ins = inspect_run(Path(target), args.kind, args.path, args.run_id, blinded=hidden)
     text = None

@@ -48,7 +48,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    check_target(args.log)
+    args.log = check_target(args.log)  # a link to a log: the log it points to
     foreign = _foreign(args.log, args.preset, args.speed)
     if foreign is not None:
         return console_or_plain(foreign, args)

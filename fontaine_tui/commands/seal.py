@@ -77,7 +77,7 @@ def _say(line: str) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    check_target(args.run)
+    args.run = check_target(args.run)
     if args.unblind is not None:
         _record_look(args.run, args.unblind)
     sealed = seal(args.run)

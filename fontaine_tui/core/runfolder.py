@@ -83,8 +83,12 @@ def _short(path: str) -> str:
     return os.sep.join(parts)
 
 
-def check_target(target: str | Path) -> None:
+def check_target(target: str | Path) -> str:
     """Check a run folder or log named on the command line, before anything reads it.
+
+    Returns the path to read: `target` itself, or, when `target` is a symbolic link to a
+    file, the file it points to (`read_path`): a link to a run folder's log is read as that
+    log, its folder's prereg.json and blind included, never as a loose log.
 
     Raises InputError for a path the system refuses to look up (a name over 255 bytes, a
     loop of links, a folder we may not enter) and for a folder that is `/` itself (a link to
@@ -95,7 +99,7 @@ def check_target(target: str | Path) -> None:
     try:
         st = os.stat(text)
     except (FileNotFoundError, NotADirectoryError):
-        return
+        return text
     except OSError as exc:
         if exc.errno == errno.ENAMETOOLONG:
             raise InputError(
@@ -107,6 +111,30 @@ def check_target(target: str | Path) -> None:
     if stat.S_ISDIR(st.st_mode) and os.path.realpath(text) == os.sep:
         how = "" if os.path.abspath(text) == os.sep else " (through a link)"
         raise InputError(f"{text}: this is the root folder /{how}, not a run folder")
+    return read_path(text)
+
+
+def read_path(target: str | Path) -> str:
+    """`target`, or the file it points to when it is a symbolic link to one.
+
+    Which run folder a file belongs to is where the file is, not where a link to it was
+    made: the link's own folder holds no prereg.json, and a frozen, blinded run would be
+    read with any preset. A link to a folder is read through (the folder's own files are
+    found through it). A relative `target` gives a path relative to the working folder.
+    """
+    text = os.fspath(target)
+    if not os.path.islink(text) or os.path.isdir(text):
+        return text
+    real = os.path.realpath(text)
+    return real if os.path.isabs(text) else os.path.relpath(real)
+
+
+def folder_of(target: str | Path) -> RunFolder:
+    """The run folder `target` names: the folder itself, else the one holding the file.
+
+    For a link to a file, the one holding the file it points to (`read_path`)."""
+    path = Path(read_path(target))
+    return RunFolder(path if path.is_dir() else path.parent)
 
 
 def check_regular(path: Path) -> int:
@@ -125,7 +153,7 @@ def check_regular(path: Path) -> int:
 
 def locate_log(target: str | Path) -> tuple[Path, RunFolder | None]:
     """A log file, or a run folder holding one: (log path, run folder or None)."""
-    p = Path(target)
+    p = Path(read_path(target))
     if p.is_dir():
         folder = RunFolder(p)
         if not folder.log.exists():

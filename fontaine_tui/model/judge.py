@@ -114,8 +114,7 @@ def _frozen_folder(target: str) -> runfolder.RunFolder | None:
 
     Its frozen pre-registration is then the authority, whatever a given preset's [source] says.
     """
-    path = Path(target)
-    folder = runfolder.RunFolder(path if path.is_dir() else path.parent)
+    folder = runfolder.folder_of(target)
     return folder if folder.prereg.exists() else None
 
 
@@ -124,7 +123,7 @@ def judge(target: str, preset_arg: str | None = None, at_step: int | None = None
 
     Raises InputError for what cannot be read, with one line naming the file.
     """
-    runfolder.check_target(target)
+    target = runfolder.check_target(target)  # a link to a log: the log it points to
     frozen = _frozen_folder(target)
     provenance = None
     if frozen is not None:  # frozen bounds, and the frozen [source] when it names one
@@ -169,8 +168,7 @@ def blinded(target: str) -> Judged | None:
     That is a PROVISIONAL read of a run folder whose prereg.json says `blind = true`, read as
     `verdict` reads it (with its review trail). Every surface that would print or keep a probe's
     value (`get`, `bank add`) asks this first."""
-    path = Path(target)
-    folder = runfolder.RunFolder(path if path.is_dir() else path.parent)
+    folder = runfolder.folder_of(target)
     if not folder.prereg.exists():
         return None
     if not blind_frozen(read_prereg(folder).preset):
