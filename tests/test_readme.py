@@ -16,8 +16,8 @@ except ModuleNotFoundError:  # Python 3.10
 ROOT = Path(__file__).resolve().parents[1]
 README = ROOT / "README.md"
 INSTALL_AND_RUN = (
-    "pip install -e '.[engine]' && fontaine-tui launch pretrain_so101 --plain "
-    "&& fontaine-tui launch demosonly_1gpu"
+    "pip install -e '.[engine]' && fontaine-tui launch pretrain_so101 --plain --once "
+    "&& fontaine-tui launch demosonly_1gpu --once"
 )
 TEST = "bash scripts/test"
 

@@ -12,19 +12,26 @@ import json
 import sys
 import time
 
+from fontaine_tui.commands import verdict as verdict_cmd
 from fontaine_tui.commands._args import add_blind, examples, ssh_config
+from fontaine_tui.commands.attach import console_or_plain
 from fontaine_tui.console import load_app, plain_instead, run_console, watch_remote
 from fontaine_tui.core.errors import InputError
 from fontaine_tui.core.follow.base import RunSource
 from fontaine_tui.core.follow.foreign import ForeignRun
-from fontaine_tui.core.follow.open import run_source
+from fontaine_tui.core.follow.open import open_source, run_source
 from fontaine_tui.core.follow.ssh import SshRun
 from fontaine_tui.core.host.memory import hostname
 from fontaine_tui.core.host.telemetry import sample
+from fontaine_tui.core.launch.endpoint import nothing_to_resume
+from fontaine_tui.core.launch.engine_argv import run_dir
 from fontaine_tui.core.launch.targets.pick import pick_target
 from fontaine_tui.core.preset.find import load_preset
+from fontaine_tui.core.preset.record import Preset
+from fontaine_tui.core.runfolder import RunFolder
 from fontaine_tui.core.ssh.destination import SshTarget
 from fontaine_tui.core.text import literal
+from fontaine_tui.core.verdict.prereg import compare, read_prereg
 from fontaine_tui.model import restarts
 from fontaine_tui.model.babysitter import Babysitter
 from fontaine_tui.model.launched import Interrupted, LaunchedRun
@@ -36,7 +43,7 @@ EPILOG = examples(
     "fontaine-tui launch my-preset",
     "fontaine-tui launch my-preset --resume --output-dir runs/r7",
     "fontaine-tui launch my-preset --detach -j",
-    "fontaine-tui launch my-preset --on gpu1",
+    "fontaine-tui launch my-preset --plain --once",
     exits="with --plain the verdict's code (as `fontaine-tui verdict`) when the engine "
     "finished, 1 when it did not, 2 when the launch was refused, 130 when detached by Ctrl-C "
     "(the run keeps going)",
@@ -57,6 +64,13 @@ def register(sub: argparse._SubParsersAction) -> None:
         "--resume",
         action="store_true",
         help="continue the run in its folder from its newest checkpoint",
+    )
+    p.add_argument(
+        "--once",
+        action="store_true",
+        help="run the preset once in its folder, so the same command can be given again: a "
+        "new folder is launched, a run stopped before its end resumed, and a run that finished "
+        "read (its verdict, as `verdict`; the console, as `attach`) without training again",
     )
     p.add_argument(
         "--output-dir",
@@ -119,11 +133,14 @@ def run(args: argparse.Namespace) -> int:
     if args.poll <= 0:
         raise InputError(f"--poll: expected a positive number of seconds, got {args.poll}")
     options = ("-F", args.ssh_config) if args.on and args.ssh_config else ()
+    preset = load_preset(args.preset)
+    if args.once and (code := once(preset, args)) is not None:
+        return code
     target = pick_target(args.on, options)
     try:
         launched = LaunchedRun.launch(
             target,
-            load_preset(args.preset),
+            preset,
             output_dir=args.output_dir,
             resume=args.resume,
             yes_ram=args.yes_ram,
@@ -147,6 +164,50 @@ def run(args: argparse.Namespace) -> int:
         return launched.interrupted()
     finally:
         launched.handle.close()
+
+
+def once(preset: Preset, args: argparse.Namespace) -> int | None:
+    """--once: what the preset's folder needs for the run to have run once.
+
+    A folder without prereg.json gets the launch (None), and so does one holding a run that
+    stopped, was killed or crashed before its end, as a resume (`args.resume` set; one still
+    running is refused by the launch's guards). A run that finished is read, not trained
+    again: one line says so, then its verdict as `verdict` prints it (its exit code), or the
+    console on it as `attach` opens it. A finished run of another version of the preset
+    (its bounds or recipe changed) is refused: the folder's run is not this preset's."""
+    if args.resume or args.on:
+        raise InputError("--once: not with --resume or --on (it resumes a stopped run itself)")
+    folder = RunFolder(run_dir(preset, args.output_dir).resolve())
+    if not folder.prereg.exists():
+        return None
+    done = nothing_to_resume(folder)
+    if not done:
+        args.resume = True
+        return None
+    change = compare(read_prereg(folder), preset)
+    if change is not None and change.math_changed:
+        raise InputError(
+            f"--once: {folder.root} holds a finished run of another version of "
+            f"{preset.name} ({change.message}); --output-dir DIR for a new run"
+        )
+    root = str(folder.root)
+    print(
+        literal(
+            f"{preset.name} already ran to its end in {root} ({done}): "
+            "its read, not trained again (--once)"
+        ),
+        flush=True,
+    )
+    if plain_instead(args.plain):
+        return verdict_cmd.run(
+            argparse.Namespace(
+                log=root, preset=None, json=False, at_step=None, blind=args.blind, unblind=None
+            )
+        )
+    view = argparse.Namespace(
+        target=root, plain=False, until_end=False, quiet_end=None, blind=args.blind
+    )
+    return console_or_plain(open_source(root), None, "attach", view)
 
 
 def watch(launched: LaunchedRun, args: argparse.Namespace, target, options) -> int:
