@@ -6,7 +6,8 @@ Each input is built in a temporary folder, then fed to the reader a command uses
 and a ledger nested 5,000 deep (`fontaine-tui verdict` of a run folder holding them), a 1 MiB
 .gz of a gigabyte of newlines as a rotated segment (the log read with its history, the
 default 256 MiB bound), an MLflow store whose `metrics` is a view recursing for ever (the
-MLflow reader), an MLflow store another process holds under BEGIN EXCLUSIVE (the same
+MLflow reader), one whose `metrics.key` is a virtual generated column of 300 MB a row (the same
+reader), an MLflow store another process holds under BEGIN EXCLUSIVE (the same
 reader, refused after the SQLITE_BUSY_S wait), 250 MiB of bare CRs as a segment (read, each a
 blank line), and the costly patterns (a [source] pattern, one slow on every line, and the metric filter). Prints
 the best of `repeat` wall times for each; the target is 2 s each.
@@ -119,6 +120,16 @@ def cases(where: Path, stack: contextlib.ExitStack) -> list[tuple[str, Callable[
         " SELECT i AS step FROM n;"
     )
     db.close()
+    generated = where / "generated" / "mlflow.db"
+    generated.parent.mkdir()
+    db = sqlite3.connect(generated)
+    db.executescript(
+        "CREATE TABLE metrics (k TEXT, key TEXT GENERATED ALWAYS AS "
+        "(k || printf('%.*c', 300000000, ' ')) VIRTUAL, step INTEGER, run_uuid TEXT);"
+    )
+    db.executemany("INSERT INTO metrics (k, step, run_uuid) VALUES ('loss', ?, 'r')", [(1,)] * 40)
+    db.commit()
+    db.close()
     busy = where / "busy" / "mlflow.db"
     busy.parent.mkdir()
     sqlite3.connect(busy).executescript("CREATE TABLE metrics (step INTEGER);")
@@ -136,6 +147,10 @@ def cases(where: Path, stack: contextlib.ExitStack) -> list[tuple[str, Callable[
             lambda: load_log(crs / "train_log.jsonl", history=True),
         ),
         ("SQLite: `metrics` a view recursing for ever", refused(lambda: connect(store))),
+        (
+            "SQLite: `metrics.key` a generated column of 300 MB a row, 40 rows",
+            refused(lambda: connect(generated)),
+        ),
         ("SQLite: a store held under BEGIN EXCLUSIVE", refused(lambda: connect(busy))),
         (
             "pattern: ((a{1000}){1000}){1000} as a [source] pattern",

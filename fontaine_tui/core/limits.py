@@ -12,9 +12,10 @@ every bound is a row of `LIMITS`, which the docs' limits table repeats and the s
   those a bulk decoder read too) nests at most `JSON_DEPTH` levels.
 - gzip (`gunzip_chunks`, `gunzip`): a rotated segment decompresses to at most
   `gz_limit()` bytes, and runs of blank lines cost one line each.
-- SQLite (`open_sqlite`): opened read-only, views refused (a view runs a query of its own
-  on every read), each statement within `SQLITE_BUDGET_S`, a writer's lock waited for at
-  most `SQLITE_BUSY_S`.
+- SQLite (`open_sqlite`): opened read-only, views, virtual tables and virtual generated
+  columns refused (each runs a query or computes values of its own on every read), each statement
+  within `SQLITE_BUDGET_S` and, with its sort's temporary space kept in memory, within
+  `SQLITE_HEAP`, a writer's lock waited for at most `SQLITE_BUSY_S`.
 - Patterns (`UserPattern`): a pattern the user wrote (a preset's printed-lines patterns, the
   metric browser's filter) is at most `PATTERN_CHARS` long, its groups nest at most
   `PATTERN_DEPTH` deep, its counted repeats nest to at most `PATTERN_REPEATS` (the `regex`
@@ -50,6 +51,7 @@ GZ_ENV = "FONTAINE_GZ_LIMIT"  # another limit, in bytes
 JSON_DEPTH = 64  # arrays and objects inside each other in one JSON text
 SQLITE_BUDGET_S = 60.0  # one SQLite statement's time, past which it is interrupted
 SQLITE_BUSY_S = 0.5  # the wait for another process's lock on an SQLite store
+SQLITE_HEAP = 1024 * 2**20  # bytes SQLite may hold for this process (a sort's space included)
 PATTERN_CHARS = 2000  # characters in one user pattern
 PATTERN_REPEATS = 100_000  # the product of a pattern's nested counted repeats ({n}, {m,n})
 PATTERN_DEPTH = 100  # groups nested in one user pattern (the parsers recurse on each)
@@ -101,8 +103,17 @@ LIMITS: tuple[Limit, ...] = (
     Limit(
         "SQLITE_BUDGET_S",
         f"{SQLITE_BUDGET_S:g} s",
-        "one statement on an MLflow or trackio SQLite store (opened read-only, views refused)",
-        "a store whose `metrics` is a view that recurses for ever",
+        "one statement on an MLflow or trackio SQLite store (opened read-only; views, virtual "
+        "tables and virtual generated columns refused)",
+        "a store whose `metrics` is a view that recurses for ever; one whose `metrics.key` is "
+        "a virtual generated column of 300 MB a row",
+    ),
+    Limit(
+        "SQLITE_HEAP",
+        f"{SQLITE_HEAP // 2**20} MiB",
+        "memory SQLite holds for one process's reads of MLflow or trackio stores, a sort's "
+        "temporary space included (kept in memory, never in temporary files)",
+        "40 rows of 1 MiB keys sorted by key, under an 8 MiB bound",
     ),
     Limit(
         "SQLITE_BUSY_S",
@@ -306,6 +317,38 @@ def gunzip(data: bytes, where: str | Path) -> bytes:
 # -- SQLite ----------------------------------------------------------------------------
 
 
+def _over_heap() -> sqlite3.OperationalError:
+    return sqlite3.OperationalError(f"out of memory: past the {SQLITE_HEAP} bytes of SQLITE_HEAP")
+
+
+class _Bounded(sqlite3.Cursor):
+    """A cursor whose rows past SQLITE_HEAP raise sqlite3.OperationalError, not MemoryError."""
+
+    def __next__(self) -> Any:
+        try:
+            return super().__next__()
+        except MemoryError:
+            raise _over_heap() from None
+
+    def fetchone(self) -> Any:
+        try:
+            return super().fetchone()
+        except MemoryError:
+            raise _over_heap() from None
+
+    def fetchmany(self, size: int | None = 1) -> list[Any]:
+        try:
+            return super().fetchmany(size)
+        except MemoryError:
+            raise _over_heap() from None
+
+    def fetchall(self) -> list[Any]:
+        try:
+            return super().fetchall()
+        except MemoryError:
+            raise _over_heap() from None
+
+
 class _Timed(sqlite3.Connection):
     """A connection whose every statement has its own time budget (the progress handler)."""
 
@@ -317,16 +360,23 @@ class _Timed(sqlite3.Connection):
 
     def execute(self, sql: str, parameters: Any = (), /) -> sqlite3.Cursor:
         self.end = time.monotonic() + self.budget_s
-        return super().execute(sql, parameters)
+        try:
+            return self.cursor(_Bounded).execute(sql, parameters)
+        except MemoryError:
+            raise _over_heap() from None
 
 
 def open_sqlite(path: Path, budget_s: float | None = None) -> sqlite3.Connection:
     """An SQLite store opened read-only, its views refused, each statement within a budget.
 
-    A writer holding the store is never blocked or changed (mode=ro). A view is refused: the
-    tables a reader asks for must be tables, not a query the file brings with it. A statement
-    past the budget is interrupted (sqlite3.OperationalError "interrupted"). InputError, naming
-    the file, for a store that cannot be opened or holds a view."""
+    A writer holding the store is never blocked or changed (mode=ro). A view, a virtual table
+    or a virtual generated column is refused: the tables a reader asks for must be tables of stored
+    values, not a query or an expression the file brings with it (a generated column can
+    make each row hundreds of megabytes from a file of kilobytes). A statement past the budget
+    is interrupted (sqlite3.OperationalError "interrupted"); one whose rows or sort need more
+    than SQLITE_HEAP of memory stops there (sqlite3.OperationalError "out of memory"): the
+    sort's temporary space is kept in memory, under that bound, never in temporary files.
+    InputError, naming the file, for a store that cannot be opened or holds one of those."""
     readfile.check_file(path)  # a pipe in its place would hold SQLite's open
     try:
         db = sqlite3.connect(
@@ -339,18 +389,56 @@ def open_sqlite(path: Path, budget_s: float | None = None) -> sqlite3.Connection
     db.set_progress_handler(db.over, 1000)
     try:
         db.execute("PRAGMA query_only = ON")
-        views = [
-            str(r[0])
-            for r in db.execute("SELECT name FROM sqlite_master WHERE type = 'view' LIMIT 3")
-        ]
+        db.execute("PRAGMA temp_store = MEMORY")
+        db.execute(f"PRAGMA hard_heap_limit = {int(SQLITE_HEAP)}")  # lowers it, never raises
+        why = _computed(db)
     except sqlite3.Error as exc:
         db.close()
         why = sqlite_refusal(exc) or f"not an SQLite store a reader can take ({exc})"
         raise InputError(f"{path}: {why}") from None
-    if views:
+    if why:
         db.close()
-        raise InputError(f"{path}: {view_refusal(views)}")
+        raise InputError(f"{path}: {why}")
     return db
+
+
+def _computed(db: sqlite3.Connection) -> str:
+    """Why the store computes what a read of it returns ("" when it holds stored values only).
+
+    Its views, its virtual tables (a module's code, rootpage 0), and its tables' virtual
+    generated columns (PRAGMA table_xinfo's hidden 2: computed on each read), the first few
+    of each named. A stored generated column (hidden 3, as MLflow's own `spans.duration_ns`)
+    was computed when its row was written: what is read is what the file holds."""
+    views = [
+        str(r[0]) for r in db.execute("SELECT name FROM sqlite_master WHERE type = 'view' LIMIT 3")
+    ]
+    if views:
+        return view_refusal(views)
+    virtual = [
+        str(r[0])
+        for r in db.execute(
+            "SELECT name FROM sqlite_master WHERE type = 'table' "
+            "AND (rootpage = 0 OR sql LIKE 'create%virtual%table%') LIMIT 3"
+        )
+    ]
+    if virtual:
+        return (
+            f"holds a virtual table ({', '.join(virtual)}); refused: a store's tables are read, "
+            "never a module's code"
+        )
+    generated = [
+        f"{r[0]}.{r[1]}"
+        for r in db.execute(
+            "SELECT m.name, x.name FROM sqlite_master AS m, pragma_table_xinfo(m.name) AS x "
+            "WHERE m.type = 'table' AND x.hidden IN (1, 2) LIMIT 3"
+        )
+    ]
+    if generated:
+        return (
+            f"holds a virtual generated column ({', '.join(generated)}); refused: a store's stored "
+            "values are read, never a value the file computes on each read"
+        )
+    return ""
 
 
 def view_refusal(views: list[str]) -> str:
@@ -396,6 +484,11 @@ def sqlite_refusal_of(code: int | None, message: str) -> str:
         )
     if "interrupted" in message:
         return f"a read took more than {SQLITE_BUDGET_S:g} s and was stopped; refused"
+    if "out of memory" in message:
+        return (
+            f"a read needs more than {SQLITE_HEAP // 2**20} MiB of memory (SQLITE_HEAP) and was "
+            "stopped; refused"
+        )
     return ""
 
 
