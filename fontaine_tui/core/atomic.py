@@ -1,9 +1,20 @@
-"""Crash-safe file writes: temp file, fsync, rename, fsync the folder."""
+"""Crash-safe file writes: temp file, fsync, rename, fsync the folder.
+
+Every file the program writes in a run folder is opened or replaced here, never through a
+symbolic link: a link planted in place of babysit.jsonl, amendments.jsonl, review.jsonl,
+attempts.jsonl, verdict.json, engine.out.log (and the rest) would have the write land where
+it points, in a file the program did not create. `open_own` opens with O_NOFOLLOW and
+refuses anything but a regular file; `atomic_write` and `replace_own` refuse to replace a
+link; `create_new` never replaces anything. Each refusal is one InputError line naming the
+file.
+"""
 
 from __future__ import annotations
 
+import errno
 import fcntl
 import os
+import stat
 import tempfile
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -25,6 +36,48 @@ def fsync_dir(folder: str | Path) -> None:
         os.close(fd)
 
 
+def _linked(path: str | Path) -> Exception:
+    from fontaine_tui.core.errors import InputError
+
+    return InputError(
+        f"{path}: a symbolic link; refused: fontaine-tui writes its own files, never "
+        "through a link (move the link away)"
+    )
+
+
+def open_own(path: str | Path, flags: int, mode: int = 0o644) -> int:
+    """`os.open(path, flags, mode)` of a file this program writes, never through a link.
+
+    Raises InputError for a symbolic link (O_NOFOLLOW) and for anything but a regular file
+    (a FIFO, a device, a folder); other OSErrors as open raises them.
+    """
+    from fontaine_tui.core.errors import InputError
+
+    try:
+        fd = os.open(path, flags | os.O_NOFOLLOW | os.O_CLOEXEC, mode)
+    except OSError as exc:
+        if exc.errno == errno.ELOOP and os.path.islink(path):
+            raise _linked(path) from None
+        if exc.errno == errno.EISDIR:
+            raise InputError(f"{path}: a folder, not a file; refused") from None
+        raise
+    try:
+        regular = stat.S_ISREG(os.fstat(fd).st_mode)
+    except BaseException:
+        os.close(fd)
+        raise
+    if not regular:
+        os.close(fd)
+        raise InputError(f"{path}: not a regular file; refused, left untouched")
+    return fd
+
+
+def refuse_link(path: str | Path) -> None:
+    """InputError when `path` is a symbolic link (a replace would remove what it is)."""
+    if os.path.islink(path):
+        raise _linked(path)
+
+
 def _temp_beside(path: Path, data: bytes | str) -> str:
     """Write and fsync `data` to a new temp file in `path`'s folder, and return its name."""
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
@@ -40,8 +93,11 @@ def _temp_beside(path: Path, data: bytes | str) -> str:
 
 
 def atomic_write(path: str | Path, data: bytes | str) -> None:
-    """Replace `path` with `data` so a reader sees the old file or the new one, never half."""
+    """Replace `path` with `data` so a reader sees the old file or the new one, never half.
+
+    A symbolic link at `path` is refused (InputError), not replaced."""
     path = Path(path)
+    refuse_link(path)
     tmp = _temp_beside(path, data)
     try:
         os.replace(tmp, path)
@@ -55,12 +111,12 @@ def atomic_write(path: str | Path, data: bytes | str) -> None:
 
 
 def append_line(path: str | Path, line: bytes | str) -> None:
-    """Append one whole line with a single write, then fsync."""
+    """Append one whole line with a single write, then fsync (never through a link)."""
     if isinstance(line, str):
         line = line.encode()
     if not line.endswith(b"\n"):
         line += b"\n"
-    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+    fd = open_own(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT)
     try:
         os.write(fd, line)
         os.fsync(fd)
@@ -76,7 +132,7 @@ def locked(path: str | Path) -> Iterator[None]:
     the holder dies. Use it for a read-change-write that must be one step across processes:
     an append to a hash chain, a bank entry, the registry.
     """
-    fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_APPEND, 0o644)
+    fd = open_own(path, os.O_RDWR | os.O_CREAT | os.O_APPEND)  # never through a link
     try:
         fcntl.flock(fd, fcntl.LOCK_EX)
         yield
@@ -113,6 +169,7 @@ def replace_own(
     path = Path(path)
     from fontaine_tui.core.readfile import open_regular
 
+    refuse_link(path)  # it would read, and then replace, what the link points to
     try:
         with open_regular(path) as fh:
             head = fh.read(OWN_HEAD)

@@ -8,6 +8,7 @@ the run folder."""
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 from tests.commands.test_blind import SECRETS, blind_preset, cli, run_folder
@@ -38,3 +39,77 @@ def test_a_link_to_a_blinded_runs_log_is_read_as_that_log(tmp_path: Path) -> Non
         assert "BLINDED" in said and "AMBIGUOUS" not in said, said
         direct = cli(tmp_path, *cmd, "run/train_log.jsonl")
         assert blind.stdout.replace("linked.jsonl", "run/train_log.jsonl") == direct.stdout
+
+
+def planted(root: Path, name: str, victim: Path, text: str = "") -> None:
+    """`name` in the run folder replaced by a link to `victim`, a file the program never made
+    (empty by default: read as an empty ledger or trail, and appended to)."""
+    victim.write_text(text)
+    (root / name).unlink(missing_ok=True)
+    (root / name).symlink_to(victim)
+
+
+def refused(res, name: str, victim: Path, text: str = "") -> None:
+    err = res.stderr.strip().splitlines()
+    assert res.returncode == 2, res.stdout + res.stderr
+    assert len(err) == 1 and name in err[0] and "symbolic link" in err[0], err
+    assert "Traceback" not in res.stderr
+    assert victim.read_text() == text
+
+
+def test_amend_and_a_look_never_write_through_a_planted_link(tmp_path: Path) -> None:
+    root = run_folder(tmp_path, 750)
+    victim = tmp_path / "v.txt"
+    planted(root, "amendments.jsonl", victim)
+    refused(cli(tmp_path, "amend", "run", "--extend-to", "1500"), "amendments.jsonl", victim)
+    (root / "amendments.jsonl").unlink()
+    planted(root, "review.jsonl", victim)
+    look = cli(tmp_path, "verdict", "run", "--unblind", "a look")
+    refused(look, "review.jsonl", victim)
+    assert not any(s in look.stdout for s in SECRETS), look.stdout
+
+
+def test_a_ledger_head_planted_as_a_link_is_not_replaced(tmp_path: Path) -> None:
+    root = run_folder(tmp_path, 750, blind=False)
+    assert cli(tmp_path, "amend", "run", "--extend-to", "1500").returncode == 0
+    victim, head = tmp_path / "v.txt", root / "amendments.jsonl.head"
+    planted(root, head.name, victim, head.read_text())  # the same bytes, through a link
+    text = victim.read_text()
+    refused(cli(tmp_path, "amend", "run", "--extend-to", "2000"), head.name, victim, text)
+    assert head.is_symlink()  # left as it is
+
+
+TRAINER = """import json, os
+out = os.environ["FONTAINE_OUTPUT_DIR"]
+with open(os.path.join(out, "metrics.jsonl"), "a") as fh:
+    for s in range(1, 41):
+        rec = {"step": s, "loss": 2.0 - s / 40}
+        if s % 10 == 0:
+            rec["eval_loss"] = 1.8 - s / 100
+        fh.write(json.dumps(rec) + "\\n")
+"""
+
+
+def test_babysit_never_appends_through_a_planted_link(tmp_path: Path) -> None:
+    (tmp_path / "trainer.py").write_text(TRAINER)
+    (tmp_path / "cmd.toml").write_text(f'''[run]
+name = "cmd"
+output_dir = "runs/cmd"
+[command]
+argv = ["{sys.executable}", "trainer.py"]
+[source]
+kind = "jsonl"
+[verdict]
+metric = "eval_loss"
+anchor_step = 20
+endpoint_step = 40
+healthy_max = 0.0
+drift_min = 0.2
+''')
+    state = {"XDG_STATE_HOME": str(tmp_path / "state")}
+    done = cli(tmp_path, "launch", "cmd.toml", "--plain", "--poll", "0.2", **state)
+    assert "command finished at step 40" in done.stdout, done.stdout + done.stderr
+    root = tmp_path / "runs" / "cmd"
+    victim = tmp_path / "v.txt"
+    planted(root, "babysit.jsonl", victim)
+    refused(cli(tmp_path, "babysit", "runs/cmd", "--once", **state), "babysit.jsonl", victim)

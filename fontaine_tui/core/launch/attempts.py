@@ -21,6 +21,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from fontaine_tui.core.atomic import open_own
 from fontaine_tui.core.host.oomkill import MemoryEvidence, MemoryWatch
 from fontaine_tui.core.launch.exits import CAUSES, ExitInfo, cause_of
 from fontaine_tui.core.launch.launcher import EngineProcess, pid_alive
@@ -362,7 +363,7 @@ def _append(
 ) -> dict[str, Any] | None:
     """Under an exclusive lock on the file: read it, and append make(records) unless None."""
     # never through a link planted in the folder: it would write where it points
-    fd = os.open(folder.attempts, os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW, 0o644)
+    fd = open_own(folder.attempts, os.O_RDWR | os.O_APPEND | os.O_CREAT)
     try:
         fcntl.flock(fd, fcntl.LOCK_EX)
         data = read_whole(folder.attempts)

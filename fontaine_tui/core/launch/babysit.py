@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from fontaine_tui.core.atomic import open_own
 from fontaine_tui.core.host.telemetry import TelemetrySnapshot
 from fontaine_tui.core.launch.alerts import FIRST_POLL_RECORDS, SEVERITIES, WINDOW, RunWarning
 from fontaine_tui.core.launch.alerts import data_wait as data_wait_of
@@ -172,7 +173,7 @@ def poll_text(rec: Mapping[str, object]) -> str:
 def append_poll(path: Path, rec: Mapping[str, object]) -> None:
     """One line appended (the file is this program's; nothing before it is rewritten)."""
     line = json.dumps(rec, allow_nan=False, separators=(",", ":"), default=str) + "\n"
-    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+    fd = open_own(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT)  # never through a link
     try:
         os.write(fd, line.encode())
     finally:

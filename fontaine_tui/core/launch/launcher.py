@@ -16,6 +16,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from fontaine_tui.core import exitnote
+from fontaine_tui.core.atomic import open_own
 from fontaine_tui.core.childenv import child_env
 from fontaine_tui.core.errors import InputError
 from fontaine_tui.core.host.oomkill import MemoryWatch
@@ -108,9 +109,7 @@ class EngineProcess:
         except FileNotFoundError:
             log_size = 0
         # never through a link planted in the folder: the output would land where it points
-        fd = os.open(
-            folder.engine_out, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW, 0o644
-        )
+        fd = open_own(folder.engine_out, os.O_WRONLY | os.O_APPEND | os.O_CREAT)
         with os.fdopen(fd, "ab") as out:
             since = (log_size, out.seek(0, os.SEEK_END))
             popen = subprocess.Popen(
