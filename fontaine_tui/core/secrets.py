@@ -6,7 +6,7 @@ Every surface that shows, freezes or sends what someone else wrote asks this mod
 prereg.json (core/verdict/prereg.py), `presets show`, the processes mode's command cell and
 stack lines (model/processes.py), the trainer's alerts and every notification (core/notify).
 
-It is one concept over some 1,100 lines: the forms a credential takes in argv, free text, URLs,
+It is one concept over some 1,200 lines: the forms a credential takes in argv, free text, URLs,
 environment, TOML text and parsed documents share one word reader and one set of name rules
 (`_mask_words`, `secret_name`), and split apart they would drift, which is what this module
 replaced.
@@ -20,9 +20,11 @@ What looks like a credential (docs/secrets.md lists it for the user):
   CREDENTIAL, COOKIE, WEBHOOK, DSN, PAT, ...), not TOKENIZERS_PARALLELISM, MAX_TOKENS,
   PAD_TOKEN_ID, TEXT_KEY or AUTHOR;
 - a value of a token's shape, under any name or none: `hf_...`, `sk-...`, `ghp_...`,
-  `github_pat_...`, `glpat-...`, `xox?-...`, AWS key ids, Google `AIza...` and `ya29.`,
-  JSON web tokens, and a bare 40-hex string (a W&B key) unless it follows a commit, revision
-  or hash, or stands in a path;
+  `github_pat_...`, `glpat-...`, `xox?-...`, AWS key ids (and the secret access key right
+  after one), Google `AIza...` and `ya29.`, npm's `npm_...`, PyPI's `pypi-AgE...`, Docker's
+  `dckr_pat_...`, a Telegram bot's `ID:SECRET` (`/botID:SECRET/` in its API's URL), JSON
+  web tokens, and a bare 40-hex string (a W&B key) unless it follows a commit, revision or
+  hash, or stands in a path;
 - in a URL: user info (`user:***@`, or `***@` for a token alone), a secret-named query or
   fragment value (`?token=`, `?key=`, `?sig=`, `#access_token=`), and a webhook's token path
   (Slack, Discord, ntfy, any `hook` URL: `redact_url`).
@@ -182,12 +184,22 @@ _TOKENS = re.compile(
     r"|ya29\.[A-Za-z0-9_\-]{16,}"
     r"|eyJ[A-Za-z0-9_\-]{8,}\.eyJ[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]*"
     r"|local-[0-9a-f]{40}(?![0-9a-f])"  # a W&B key of a local server
+    r"|npm_[A-Za-z0-9]{36}(?![A-Za-z0-9])"
+    r"|pypi-AgE[A-Za-z0-9_\-]{40,}"
+    r"|dckr_(?:pat|oat)_[A-Za-z0-9_\-]{20,}"
     r")"
+)
+# a Telegram bot's token, `ID:SECRET` (in its API's path as `/botID:SECRET/`, `bot` kept):
+# the bot's number, a colon, and 34 to 36 letters, digits, `_` and `-`, a capital among them
+# (no `ID:HEX` of a commit's)
+_TELEGRAM = re.compile(
+    r"(?<![A-Za-z0-9])(?P<bot>bot)?"
+    r"(?P<token>\d{6,12}:(?=[\w\-]{0,35}[A-Z])[A-Za-z0-9_\-]{34,36})(?![\w\-])"
 )
 # a bare 40-hex string (a W&B API key); not inside a longer hex run, a path or a name@ref
 _TOKEN_CLUES = (
     "hf_", "sk-", "sk_", "rk_", "gho_", "ghp_", "ghr_", "ghs_", "ghu_", "github_pat_", "glpat-",
-    "xox", "akia", "asia", "aiza", "ya29.", "eyj", "local-",
+    "xox", "akia", "asia", "aiza", "ya29.", "eyj", "local-", "npm_", "pypi-", "dckr_",
 )  # fmt: skip
 _TOKEN_CLUE = re.compile("|".join(map(re.escape, _TOKEN_CLUES)))
 _HEX_RUN = re.compile(r"[0-9a-f]{40}")
@@ -210,6 +222,25 @@ def _hex_masked(text: str, hashes: bool) -> str:
     return _HEX40.sub(one, text)
 
 
+# an AWS key id and its secret access key after it (40 base64 characters), as a CSV of keys,
+# a printed list or a log line pairs them: the secret has no shape of its own, the pair has
+_AWS_ID = r"(?:AKIA|ASIA)[A-Z0-9]{16}"
+_AWS_SECRET = r"[A-Za-z0-9/+]{40}"
+_AWS_PAIR = re.compile(
+    rf"(?<![A-Za-z0-9])(?P<id>{_AWS_ID})(?P<gap>[\"']?[ \t,;:=|]+[\"']?)"
+    rf"(?P<secret>{_AWS_SECRET})(?![A-Za-z0-9/+=])"
+)
+_AWS_ID_WORD = re.compile(rf"""[\["'(]*{_AWS_ID}["',)\]]*""")
+_AWS_SECRET_WORD = re.compile(rf"""["']?{_AWS_SECRET}["',)\]]*""")
+
+
+def _aws_masked(text: str) -> str:
+    """`text` with each AWS key id that a secret access key follows, and that secret, as ***."""
+    if "AKIA" not in text and "ASIA" not in text:
+        return text
+    return _AWS_PAIR.sub(lambda m: f"{MASK}{m['gap']}{MASK}", text)
+
+
 # user info with no scheme before it (a proxy's `user:V@proxy:8080`): the host a name with a
 # dot or a port after it, so an image's `name:tag@sha256:...` is no such thing
 _USERINFO = re.compile(
@@ -223,7 +254,9 @@ _NPMRC = re.compile(r"(?<=/:)(?P<name>_[A-Za-z]+)=(?P<value>[^\s\"']+)")
 def _plain_masked(text: str, hashes: bool) -> str:
     """`text` (no URL in it) with its token-shaped runs as ***."""
     if _TOKEN_CLUE.search(text.lower()) is not None:
-        text = _TOKENS.sub(MASK, text)
+        text = _TOKENS.sub(MASK, _aws_masked(text))
+    if ":" in text and _TELEGRAM.search(text) is not None:
+        text = _TELEGRAM.sub(rf"\g<bot>{MASK}", text)
     if "@" in text:
         text = _USERINFO.sub(lambda m: m[0] if m["value"] == MASK else f"{m['user']}:{MASK}@", text)
     if "/:_" in text:
@@ -299,6 +332,8 @@ def mask_url(url: str) -> str:
         userinfo, _, where = netloc.rpartition("@")
         user, colon, _ = userinfo.partition(":")
         netloc = f"{user}:{MASK}@{where}" if colon else f"{MASK}@{where}"
+    elif ":" in netloc and _TELEGRAM.search(netloc) is not None:  # apprise's tgram://ID:SECRET
+        netloc = _TELEGRAM.sub(rf"\g<bot>{MASK}", netloc)
     out = f"{parts.scheme}://{netloc}{_tokens_masked(parts.path)}"
     rest = url[len(parts.scheme) + 3 + len(parts.netloc) + len(parts.path) :]
     query, hashmark, fragment = rest.partition("#")
@@ -465,6 +500,7 @@ def _maybe(text: str) -> bool:
         or _HEX_RUN.search(text) is not None
         or ("-p" in text and _SHORT_P.search(text) is not None)
         or ("@" in text and _USERINFO.search(text) is not None)
+        or (":" in text and _TELEGRAM.search(text) is not None)
     )
 
 
@@ -673,10 +709,16 @@ def _mask_words(
     hide = False  # this word is the value of a secret-named flag or key before it
     starts, program, prev = True, "", ""
     kept = set(solid)
+    before = {b: words[a] for a, b in zip(solid, solid[1:], strict=False)}  # as written
     for i, word in enumerate(words):
         if i not in kept:
             out.append(word)
             continue
+        if (
+            _AWS_SECRET_WORD.fullmatch(word) is not None
+            and _AWS_ID_WORD.fullmatch(before.get(i, "")) is not None
+        ):  # an AWS key's secret after its id: argv elements apart
+            hide = True
         if hide:
             closed = len(word) >= 2 and word[0] == word[-1] and word[0] in "\"'"
             plain = word.strip("\"'")
@@ -755,6 +797,7 @@ def mask_line(line: str, hashes: bool = False, depth: int = 0) -> str:
         line = _pem_masked(line)
     if "machine" in line or "default" in line:
         line = _netrc_masked(line)
+    line = _aws_masked(line)  # an AWS key's id and secret, words apart
     if not _maybe(line):
         return line
     if depth > _DEEPEST:

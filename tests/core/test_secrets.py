@@ -718,3 +718,88 @@ def test_a_connection_string_shows_only_its_key_masked(text, shown):
     assert mask_text(text) == shown
     assert mask_text(shown) == shown
     assert mask_argv(["az", "--connection-string", text]) == ["az", "--connection-string", shown]
+
+
+# token shapes of package registries and services, under any name or none; and a password
+# written after its word with a space, a tab or a colon (a log line, `passwd V`)
+NPM = "npm_" + "a1B2c3D4e5" * 3 + "f6G7h8"  # npm_ and 36 letters and digits
+PYPI = "pypi-AgEIcHlwaS5vcmcCJDU3OTM4NWY0LWFhZjMtNDA3Yi04ZjY5LWU0ZDU2MWY2ZTlmYQACKlsz"
+DOCKER = "dckr_pat_Zq9secZ0aBcDeFgHiJkLmNoPqRsT"
+TG = "123456789:AAHdqTcvCH1vGWJxfSeofSAs0K5PALDsawq"  # a Telegram bot's id and secret
+GH_FINE = "github_pat_11ABCDEFG0" + "aBcDeFgHiJ" * 6 + "_xYz"
+AWS_ID, AWS_SECRET = "AKIAIOSFODNN7EXAMPL3", "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY"
+MORE_SHAPES = [
+    (f"npm ERR! 403 with {NPM} for @scope/pkg", "npm ERR! 403 with *** for @scope/pkg"),
+    (f"NPM_TOKEN_VALUE {NPM}", "NPM_TOKEN_VALUE ***"),
+    (f"twine upload -u __token__ -p {PYPI} dist/*", "twine upload -u __token__ -p *** dist/*"),
+    (f"upload refused for {PYPI}.", "upload refused for ***."),
+    (f"echo {DOCKER} | docker login -u me --password-stdin", None),
+    (
+        f"POST https://api.telegram.org/bot{TG}/sendMessage failed: 429",
+        "POST https://api.telegram.org/bot***/sendMessage failed: 429",
+    ),
+    (f"tgram://{TG}/-100123 refused", None),
+    (f"telegram said no to {TG}", "telegram said no to ***"),
+    (  # Telegram's own example of a token
+        "curl https://api.telegram.org/bot110201543:AAHdqTcvCH1vGWJxfSeofSAs0K5PALDsaw/getMe",
+        "curl https://api.telegram.org/bot***/getMe",
+    ),
+    (f"push with {GH_FINE} refused", "push with *** refused"),
+    ("slack xoxb-1234567890-0987654321-AbCdEfGhIjKl failed", "slack *** failed"),
+    ("slack xoxp-1234567890-0987654321-AbCdEfGhIjKl failed", "slack *** failed"),
+    (f"aws keys {AWS_ID} {AWS_SECRET} loaded", "aws keys *** *** loaded"),
+    (f"{AWS_ID},{AWS_SECRET}", "***,***"),
+    (f'["{AWS_ID}", "{AWS_SECRET}"]', '["***", "***"]'),
+    (f"aws_secret_access_key = {AWS_SECRET}", "aws_secret_access_key = ***"),
+    ("password: hunter2", "password: ***"),
+]
+# prose with the word in it: what follows is a word of a sentence, not a password
+MORE_KEPT = [
+    "password reset link sent",
+    "the password is wrong",
+    "Password incorrect, 2 attempts left",
+    'password authentication failed for user "postgres"',
+    "password for root@db.example.org:",
+    "passwd root",
+    "passwd -l bob",
+    "password must be 8 characters",
+    "password OK",
+    "password isn't set",
+    "password re-entered",
+    "password (hidden)",
+    "password 2 of 3",
+    "password --lr 3",
+    "password $DB_PASSWORD",
+    "password true",
+    "npm_config_cache=/tmp/npm and npm_package_version 1.2.3",
+    "pypi-simple index at https://pypi.org/simple",
+    "bot 12:30:45 started",
+    f"commit {HEX[:8]}:{HEX[:30]}",
+    f"commit 12345678:{HEX[:35]}",
+    "AKIA is an AWS key id's prefix",
+]
+
+
+@pytest.mark.parametrize(("text", "shown"), MORE_SHAPES)
+def test_each_registry_token_and_spaced_password_is_masked(text, shown):
+    secrets = (NPM, PYPI, DOCKER, TG, GH_FINE, AWS_ID, AWS_SECRET, "hunter2", "S3cr3t", "horse")
+    got = mask_text(text)
+    for s in secrets:
+        assert s not in got, (s, got)
+        assert s not in str(mask_tree({"kind": "alert", "text": text}))
+    if shown is not None:
+        assert got == shown
+    assert mask_text(got) == got  # masking twice changes nothing
+    assert not any(s in mask_argv(["echo", text])[1] for s in secrets)
+
+
+@pytest.mark.parametrize("text", MORE_KEPT)
+def test_prose_near_those_shapes_is_kept(text):
+    assert mask_text(text) == text
+
+
+def test_an_aws_key_pair_in_an_argv_is_masked_both():
+    assert mask_argv(["aws-login", AWS_ID, AWS_SECRET, "--region", "eu-west-1"]) == [
+        "aws-login", "***", "***", "--region", "eu-west-1",
+    ]  # fmt: skip
+    assert mask_argv(["python", "t.py", AWS_SECRET]) == ["python", "t.py", AWS_SECRET]
