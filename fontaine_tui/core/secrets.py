@@ -32,7 +32,10 @@ What looks like a credential (docs/secrets.md lists it for the user):
   `.netrc` entry's `password V` and `account V` (on one line or a token a line), Azure's
   `AccountKey=V;` (the pairs around it kept), npm's `/:_authToken=V`, a proxy's
   `user:V@host:port`, a private key's body, an argv printed as a list (`["--token", "V"]`,
-  `['mysql', '-p', 'V']`) or a word a line: a `-p` is read with its program in view.
+  `['mysql', '-p', 'V']`) or a word a line: a `-p` is read with its program in view;
+  a password said after its word, `password V`, `passwd V`, `passphrase V` (a space or a
+  tab apart) or `password:V`, unless the word after reads as the sentence going on (a
+  word of letters: `password reset link sent`; a number of 1 to 3 digits).
 
 A line that a backslash continues is read with the next, as the shell reads it: the value of
 `--hub_token \\` is on the next line; so is a line that ends in a secret-named flag or a `-p`,
@@ -685,11 +688,45 @@ def _word(
         return word, True
     if program in _NETRC and bare in ("password", "passwd"):  # machine H login U password V
         return word, True
+    if bare.lower() in _PASSWORD_WORDS and _spoken_password(following):  # password hunter2
+        return word, True
+    if (said := _PASSWORD_COLON.match(bare)) is not None and _granting(said["value"]):
+        return f"{word[: len(word) - len(bare)]}{said['name']}:{_hidden(said['value'])}", False
     if following in ("=", ":") and _IDENTIFIER.match(bare) and secret_name(bare):  # key = V
         return word, True
     if not hashes and _HEX_RUN.search(word):
         hashes = _hashy(prev.strip("\"'(:=,"))
     return _value(word, hashes, depth), False
+
+
+# a password said after its word and a space or a tab (`password hunter2`, `passwd V`), or
+# glued to it by a colon (`password:V`); `password: V` is a key and its value (_NAME_COLON)
+_PASSWORD_WORDS = frozenset({"password", "passwd", "passphrase"})
+_PASSWORD_COLON = re.compile(r"(?i)(?P<name>password|passwd|passphrase):(?P<value>[^:].*)", re.S)
+# a word of a sentence: letters, lower case after the first (an apostrophe or a hyphen
+# inside: `isn't`, `re-entered`), or all capitals (`OK`, `NOT`)
+_PROSE = re.compile(r"[A-Za-z][a-z]*(?:['\u2019\-][a-z]+)*|[A-Z]+")
+_SAID_END = re.compile(r"[.,;:!?)\]}]+$")
+
+
+def _granting(value: str) -> bool:
+    """Whether a secret's value grants something: not a boolean, *** or $REFERENCE."""
+    plain = _PUNCT_END.sub("", value).strip("\"'")
+    return plain.lower() not in _BOOLISH and plain != MASK and not _reference(plain)
+
+
+def _spoken_password(word: str) -> bool:
+    """Whether the word after a bare `password` (a space or a tab apart) is its value.
+
+    It is unless it reads as the sentence going on: a word of prose (`password reset link
+    sent`, `the password is wrong`, `Password incorrect,`), a number of one to three digits
+    (`password 2 of 3`), a flag, a `(`, a boolean or a reference to the environment."""
+    if not word or word[0] in "-(" or not _granting(word):
+        return False
+    plain = _SAID_END.sub("", word.strip("\"'")).strip("\"'")
+    if not any(c.isalnum() for c in plain) or _PROSE.fullmatch(plain) is not None:
+        return False
+    return not (plain.isdigit() and len(plain) < _MIN_SECRET)
 
 
 def _gap(word: str) -> bool:

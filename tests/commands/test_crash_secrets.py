@@ -18,12 +18,14 @@ SECRETS = {
     "hf": "hf_AbCdEfGhIjKlMnOpQrStUvWxYz012345",
     "hex": "0123456789abcdef0123456789abcdef01234567",
     "npm": "npm_" + "a1B2c3D4e5" * 3 + "f6G7h8",
+    "spoken": "hunter2x",
 }
 CRASH = f"""import sys
 print("loading", flush=True)
+print("login failed: passwd {SECRETS["spoken"]}", file=sys.stderr, flush=True)
 print("token={SECRETS["token"]} password={SECRETS["password"]} "
       "Authorization: Bearer {JWT} {SECRETS["hf"]} key {SECRETS["hex"]} "
-      "{SECRETS["npm"]}", file=sys.stderr, flush=True)
+      "{SECRETS["npm"]} passwd {SECRETS["spoken"]}", file=sys.stderr, flush=True)
 sys.exit(1)
 """
 PRESET = f"""[run]
@@ -78,7 +80,7 @@ def test_a_crash_line_with_credentials_is_quoted_masked_everywhere(tmp_path: Pat
             assert secret not in text, f"{name} in {where}"
     # the crash is still told, with the rest of its line kept
     assert "exited-early" in res.stdout and "exit 1" in res.stdout
-    shown = "token=*** password=*** Authorization: Bearer *** *** key *** ***"
+    shown = "token=*** password=*** Authorization: Bearer *** *** key *** *** passwd ***"
     assert shown in res.stdout
     ends = [json.loads(line) for line in attempts.splitlines() if '"end"' in line]
     assert ends and ends[-1]["cause"] == "crashed" and ends[-1]["detail"] == shown

@@ -751,7 +751,16 @@ MORE_SHAPES = [
     (f"{AWS_ID},{AWS_SECRET}", "***,***"),
     (f'["{AWS_ID}", "{AWS_SECRET}"]', '["***", "***"]'),
     (f"aws_secret_access_key = {AWS_SECRET}", "aws_secret_access_key = ***"),
+    ("login failed: password hunter2", "login failed: password ***"),
+    ("passwd hunter2", "passwd ***"),
+    ("db password\thunter2\tuser bob", "db password\t***\tuser bob"),
+    ("PASSWORD S3cr3t!", "PASSWORD ***"),
     ("password: hunter2", "password: ***"),
+    ("password:hunter2 rejected", "password:*** rejected"),
+    ("new password 'correct horse battery staple' set", "new password '***' set"),
+    ("password 12345678", "password ***"),
+    ("password hUnTeR", "password ***"),
+    ("the password hunter2 was rejected", "the password *** was rejected"),
 ]
 # prose with the word in it: what follows is a word of a sentence, not a password
 MORE_KEPT = [
