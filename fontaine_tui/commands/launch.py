@@ -23,8 +23,10 @@ from fontaine_tui.core.follow.open import open_source, run_source
 from fontaine_tui.core.follow.ssh import SshRun
 from fontaine_tui.core.host.memory import hostname
 from fontaine_tui.core.host.telemetry import sample
+from fontaine_tui.core.launch.attempts import read_attempts
 from fontaine_tui.core.launch.endpoint import nothing_to_resume
 from fontaine_tui.core.launch.engine_argv import run_dir
+from fontaine_tui.core.launch.exits import GATE_STOPS
 from fontaine_tui.core.launch.targets.pick import pick_target
 from fontaine_tui.core.preset.find import load_preset
 from fontaine_tui.core.preset.record import Preset
@@ -171,8 +173,8 @@ def once(preset: Preset, args: argparse.Namespace) -> int | None:
 
     A folder without prereg.json gets the launch (None), and so does one holding a run that
     stopped, was killed or crashed before its end, as a resume (`args.resume` set; one still
-    running is refused by the launch's guards). A run that finished is read, not trained
-    again: one line says so, then its verdict as `verdict` prints it (its exit code), or the
+    running is refused by the launch's guards). A run that finished, or that its
+    stop_on_lock gate stopped (its final read made), is read, not trained again: one line says so, then its verdict as `verdict` prints it (its exit code), or the
     console on it as `attach` opens it. A finished run of another version of the preset
     (its bounds or recipe changed) is refused: the folder's run is not this preset's."""
     if args.resume or args.on:
@@ -181,6 +183,9 @@ def once(preset: Preset, args: argparse.Namespace) -> int | None:
     if not folder.prereg.exists():
         return None
     done = nothing_to_resume(folder)
+    ran = read_attempts(folder)
+    if not done and ran and ran[-1].cause in GATE_STOPS:  # its final read: a locked decision
+        done = f"attempt {ran[-1].number} stopped by its gate: {ran[-1].cause}"
     if not done:
         args.resume = True
         return None
