@@ -12,7 +12,7 @@ from __future__ import annotations
 from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding
-from textual.widgets import Footer, Input
+from textual.widgets import Input
 
 from fontaine_tui.core.launch.evidence import seen_probes
 from fontaine_tui.core.verdict.chart import ChartSpec
@@ -22,6 +22,7 @@ from fontaine_tui.model.metrics import PROBE, MetricIndex, matching
 from fontaine_tui.model.view import RunView
 from fontaine_tui.screens.base import ViewScreen
 from fontaine_tui.widgets.chart import Chart
+from fontaine_tui.widgets.keys_footer import KeysFooter
 from fontaine_tui.widgets.metric_grid import MetricGrid
 from fontaine_tui.widgets.quiet import QuietStatic
 from fontaine_tui.widgets.run_header import RunHeader
@@ -114,7 +115,7 @@ class MetricsScreen(ViewScreen):
         full = Chart(id="metrics-full", min_interval=self.console.chart_s)
         full.display = False
         yield full
-        yield Footer()
+        yield KeysFooter()
 
     # -- drawing ------------------------------------------------------------------------
 

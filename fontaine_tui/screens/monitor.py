@@ -10,7 +10,6 @@ from textual import work
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
-from textual.widgets import Footer
 
 from fontaine_tui.core.host.history import History
 from fontaine_tui.core.host.telemetry import TelemetrySnapshot
@@ -23,6 +22,7 @@ from fontaine_tui.widgets.attempts_panel import AttemptsPanel
 from fontaine_tui.widgets.chart import Chart
 from fontaine_tui.widgets.engine_tail import EngineTail
 from fontaine_tui.widgets.events_panel import EventsPanel
+from fontaine_tui.widgets.keys_footer import KeysFooter
 from fontaine_tui.widgets.run_header import RunHeader
 from fontaine_tui.widgets.telemetry_panel import TelemetryBox, TelemetryPanel
 from fontaine_tui.widgets.warnings_panel import WarningsPanel
@@ -77,7 +77,7 @@ class MonitorScreen(ViewScreen):
         tail = EngineTail(id="engine-tail")
         tail.display = False  # the charts keep the room until the engine prints something
         yield tail
-        yield Footer()
+        yield KeysFooter()
 
     def on_mount(self) -> None:
         super().on_mount()

@@ -11,12 +11,13 @@ import time
 
 from textual.app import ComposeResult
 from textual.binding import Binding
-from textual.widgets import Footer, Static
+from textual.widgets import Static
 
 from fontaine_tui.core.verdict.losschart import EMA_DEFAULT, stepped
 from fontaine_tui.core.verdict.overlaychart import OverlayRun, overlay_losses, overlay_probes
 from fontaine_tui.screens.base import ConsoleScreen
 from fontaine_tui.widgets.chart import Chart
+from fontaine_tui.widgets.keys_footer import KeysFooter
 from fontaine_tui.widgets.safe import assemble
 
 LOOK_S = 0.5  # how often the pinned runs are looked at for a change
@@ -52,7 +53,7 @@ class OverlayScreen(ConsoleScreen):
         yield Chart(id="overlay-losses", min_interval=self.console.chart_s)
         yield Chart(id="overlay-probes", min_interval=self.console.chart_s)
         yield Static(id="overlay-note")
-        yield Footer()
+        yield KeysFooter()
 
     def on_mount(self) -> None:
         self.set_interval(LOOK_S, self._look)

@@ -4,12 +4,13 @@ from __future__ import annotations
 
 from textual.app import ComposeResult
 from textual.binding import Binding
-from textual.widgets import Footer, Static
+from textual.widgets import Static
 
 from fontaine_tui.core.verdict.probechart import datasets_chart, probes_chart
 from fontaine_tui.model.view import RunView, blind_note
 from fontaine_tui.screens.base import ViewScreen
 from fontaine_tui.widgets.chart import Chart
+from fontaine_tui.widgets.keys_footer import KeysFooter
 from fontaine_tui.widgets.probes_table import ProbesTable
 from fontaine_tui.widgets.safe import assemble
 
@@ -40,7 +41,7 @@ class ProbesScreen(ViewScreen):
         yield Chart(id="probes-chart", min_interval=0.0)
         yield Static(id="probes-note")
         yield ProbesTable(id="probes-table")
-        yield Footer()
+        yield KeysFooter()
 
     def on_mount(self) -> None:
         super().on_mount()

@@ -11,7 +11,7 @@ import asyncio
 from textual import work
 from textual.app import ComposeResult
 from textual.binding import Binding
-from textual.widgets import Footer, Static
+from textual.widgets import Static
 
 from fontaine_tui.core.host.proctree import Member, ProcTree, TreeLook
 from fontaine_tui.model.processes import (
@@ -26,6 +26,7 @@ from fontaine_tui.model.processes import (
 )
 from fontaine_tui.screens.base import ConsoleScreen
 from fontaine_tui.screens.signal_dialog import SignalDialog
+from fontaine_tui.widgets.keys_footer import KeysFooter
 from fontaine_tui.widgets.process_table import ProcessTable, StackPane
 from fontaine_tui.widgets.safe import assemble, notify
 
@@ -71,7 +72,7 @@ class ProcessesScreen(ConsoleScreen):
         yield Static(id="processes-title")
         yield ProcessTable(id="processes-table", cursor_type="row", zebra_stripes=True)
         yield StackPane(id="stack-pane")
-        yield Footer()
+        yield KeysFooter()
 
     def on_mount(self) -> None:
         self.set_interval(REFRESH_S, self._again)

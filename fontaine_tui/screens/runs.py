@@ -11,13 +11,14 @@ from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.color import Color
-from textual.widgets import DataTable, Footer, Static
+from textual.widgets import DataTable, Static
 
 from fontaine_tui.core.errors import InputError
 from fontaine_tui.core.launch.fleet import CELLS
 from fontaine_tui.model.runs import RunEntry, open_target
 from fontaine_tui.model.view import RunView
 from fontaine_tui.screens.base import ViewScreen
+from fontaine_tui.widgets.keys_footer import KeysFooter
 from fontaine_tui.widgets.safe import assemble, cell, notify
 
 
@@ -55,7 +56,7 @@ class RunsScreen(ViewScreen):
     def compose(self) -> ComposeResult:
         yield Static(id="runs-title")
         yield DataTable(id="runs-table", cursor_type="row", zebra_stripes=True)
-        yield Footer()
+        yield KeysFooter()
 
     def draw(self, view: RunView) -> None:
         entries = self.console.registry_entries()

@@ -5,11 +5,12 @@ from __future__ import annotations
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import VerticalScroll
-from textual.widgets import Footer, Static
+from textual.widgets import Static
 
 from fontaine_tui.core.verdict.text import interpretation_line, typed_in_caveat, waiting
 from fontaine_tui.model.view import RunView, blind_note
 from fontaine_tui.screens.base import ViewScreen
+from fontaine_tui.widgets.keys_footer import KeysFooter
 from fontaine_tui.widgets.safe import assemble
 from fontaine_tui.widgets.score_panel import ScorePanel
 from fontaine_tui.widgets.verdict_panel import LABEL_STYLE, LedgerPanel, RulesPanel, VerdictBanner
@@ -91,7 +92,7 @@ class VerdictScreen(ViewScreen):
             yield ScorePanel(id="rescore")
             yield LedgerPanel(id="ledger-panel")
             yield Static(id="review-status")
-        yield Footer(compact=True)
+        yield KeysFooter(compact=True)
 
     def on_mount(self) -> None:
         super().on_mount()
