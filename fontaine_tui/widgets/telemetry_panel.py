@@ -60,10 +60,17 @@ class TelemetryPanel(QuietStatic):
     """
 
     _drawn: tuple[History, int, list[tuple[str, bool]]] | None = None  # the history's lines
+    _args: tuple[object, ...] | None = None  # show()'s arguments, drawn again on a resize
 
     def on_resize(self) -> None:
         if isinstance(self.parent, TelemetryBox):
             self.parent.fit(self.outer_size.height)
+        drawn, args = self._drawn, self._args
+        if drawn is not None and args is not None and drawn[1] != self._spark_width():
+            self.show(*args)  # type: ignore[arg-type]  # the sparklines fit the new width
+
+    def _spark_width(self) -> int:
+        return max(SPARK_MIN, self.content_size.width - SPARK_ROOM)
 
     def show(
         self,
@@ -81,6 +88,7 @@ class TelemetryPanel(QuietStatic):
         decides). `history` is the run's recorded history (None: not read), `history_note`
         one line on what of it could not be read.
         """
+        self._args = (snap, data_frac, starved, reason, history, history_note)
         parts: list[tuple[str, str] | str] = []
         wait = "—" if data_frac is None else f"{data_frac * 100:.1f}%"
         style = "$error" if starved else ""
@@ -125,7 +133,7 @@ class TelemetryPanel(QuietStatic):
     def _history(self, history: History | None, note: str) -> list[tuple[str, str] | str]:
         parts: list[tuple[str, str] | str] = []
         if history is not None and history.nodes:
-            width = max(SPARK_MIN, self.content_size.width - SPARK_ROOM)
+            width = self._spark_width()
             if self._drawn is None or self._drawn[0] is not history or self._drawn[1] != width:
                 self._drawn = (history, width, history_lines(history, width))  # once a read
             for text, muted in self._drawn[2]:
