@@ -38,6 +38,7 @@ TELEMETRY_S = 5.0  # GPU, RAM and engine RSS move slowly; each sample also repai
 POLL_S = 1.0
 BABYSIT_S = 5.0  # the babysitter's check (warnings, polls, notifications) with no new lines
 QUIT_DRAIN_S = 2.0  # how long quitting waits for notifications still queued
+WARM_S = 0.05  # between two modes composed ahead of their first key (_warm_modes)
 
 
 class FontaineApp(App[int]):
@@ -120,6 +121,7 @@ class FontaineApp(App[int]):
         self._probes_seen = 0
         self._offered = False
         self._blinded = False  # the unblind key shows only while the read is hidden
+        self.modes_warm = False  # every mode composed ahead of its first key (_warm_modes)
 
     # -- lifecycle -------------------------------------------------------------------------
 
@@ -129,6 +131,7 @@ class FontaineApp(App[int]):
         self.refresh_ledger()
         self.switch_mode(self.start_mode)
         self.start_following()
+        self.set_timer(WARM_S, self._warm_modes)
         if self.session.process is not None:
             self.set_interval(POLL_S, self._poll_process)
         if self.telemetry is not None:
@@ -136,6 +139,27 @@ class FontaineApp(App[int]):
             self.set_interval(TELEMETRY_S, self.sample_telemetry)
         if self.babysit_host is not None:
             self.set_interval(BABYSIT_S, self._babysit)
+
+    def _warm_modes(self) -> None:
+        """Compose one mode not yet shown, then the next after a pause, until all are.
+
+        A mode's first key otherwise composes its screen and restyles every screen (each new
+        widget kind brings its CSS): a few hundred milliseconds before the first frame, on
+        every mode's first key. Composed here, in the background, one at a time so keys and
+        frames go on between them, the first key is as fast as the later ones."""
+        if not self.is_running or self._exit:  # closing: no new screens
+            return
+        cold = [mode for mode in self._modes if mode not in self._screen_stacks]
+        if cold:
+            self._init_mode(cold[0])
+            # styled now, as Textual styles the screens under the current one, so that its
+            # first key does not parse the whole stylesheet again
+            screen = self._screen_stacks[cold[0]][0]
+            self.stylesheet.update(screen, animate=False)
+            screen._css_update_count = self._css_update_count
+            self.set_timer(WARM_S, self._warm_modes)
+        else:
+            self.modes_warm = True
 
     def _let_go(self, session: Session) -> None:
         """Close the remote engine of a run picked from the runs list, as the console leaves it.

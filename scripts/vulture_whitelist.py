@@ -140,3 +140,6 @@ _.compress_type
 # docs/limits.md's table (each limit's name and the hostile input that tests it)
 _.LIMITS
 _.hostile
+
+# bench/responsiveness.py waits for every mode to be composed before it times keys
+_.modes_warm

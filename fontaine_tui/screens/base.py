@@ -96,7 +96,7 @@ class ViewScreen(ConsoleScreen):
 
     def on_screen_resume(self) -> None:
         view = self.console.view
-        if view is not None:
+        if view is not None and self.is_current:  # not when composed ahead (app._warm_modes)
             self.draw(view)
 
     def _on_view(self, view: RunView | None) -> None:

@@ -78,6 +78,8 @@ class ProcessesScreen(ConsoleScreen):
         self.set_interval(REFRESH_S, self._again)
 
     def on_screen_resume(self) -> None:
+        if not self.is_current:  # composed ahead (app._warm_modes): nothing to look at yet
+            return
         self.refresh_tree()
         self.set_timer(FIRST_CPU_S, self._again)  # CPU % needs two looks: the second soon
 
