@@ -237,16 +237,37 @@ def save_checkpoint(s: Session, step: int, stats: NormStats, log: LogWriter) -> 
     distributed.barrier(s.ctx)
 
 
+class Stopped(BaseException):
+    """A stop asked for before the first step: nothing trained yet, so nothing to keep."""
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(signum)
+        self.signum = signum
+
+
 class StopFlag:
-    """SIGINT/SIGTERM ask for a clean stop after the current optimizer step."""
+    """SIGINT/SIGTERM ask for a clean stop after the current optimizer step.
+
+    Before the training loop is `armed` (building the corpus, decoding its frames, building
+    the model: a minute on a busy CPU) there is no step to finish nor weights to save: the
+    signal stops the run at once (`Stopped`), what was half built discarded as on any error.
+    """
 
     def __init__(self) -> None:
         self.signum = 0
+        self.armed = False
         for sig in (signal.SIGINT, signal.SIGTERM):
             signal.signal(sig, self._handle)
 
+    def arm(self) -> None:
+        """From now on a signal waits for the step under way (a stop asked already stops)."""
+        self.armed = True
+
     def _handle(self, signum, _frame) -> None:
         self.signum = signum
+        if not self.armed:  # once: a second signal while it unwinds only sets signum
+            self.armed = True
+            raise Stopped(signum)
 
 
 def cpu_threads() -> int:
@@ -373,6 +394,7 @@ def run(args: argparse.Namespace) -> int:
             )
         )
         first = True  # a --compile failure surfaces in the first step
+        stop.arm()
         while step < endpoint:
             t0 = time.perf_counter()
             metrics = (
@@ -414,6 +436,10 @@ def run(args: argparse.Namespace) -> int:
                 return 128 + int(signum)
         log.event(step, "end", f"finished at step {step}")
         return 0
+    except Stopped as exc:  # before the first step: nothing trained, nothing to save
+        name = signal.Signals(exc.signum).name
+        log.event(step, "end", f"stopped by {name} before the first step")
+        return 128 + int(exc.signum)
     except UsageError as exc:  # found once the data and model are in hand: logged, exit 2
         log.event(step, "error", str(exc))
         raise
