@@ -103,7 +103,9 @@ def _blinded(args: argparse.Namespace, judged: Judged) -> int:
         doc = {
             "schema": BLINDED_SCHEMA,
             "blinded": True,
-            "provisional": True,
+            "provisional": verdict.provisional,
+            # why a read that is not PROVISIONAL is hidden ("" when it is PROVISIONAL)
+            "withheld": verdict.withheld,
             "read_step": verdict.read_step,
             "endpoint_step": verdict.endpoint_step,
             "metric": verdict.metric,

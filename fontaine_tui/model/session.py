@@ -371,7 +371,12 @@ class Session(ReviewActions):
 
         The ledger's checks are worked out once (`_amendments`)."""
         return FolderEvidence(
-            applied, self.ledger.provenance, self.attempts(), self.review_state, checks
+            applied,
+            self.ledger.provenance,
+            self.attempts(),
+            self.review_state,
+            checks,
+            self.ledger.error,  # a break: the blind holds the read (evidence.py's `withheld`)
         )
 
     def stop_reached(self) -> int | None:
@@ -448,6 +453,7 @@ class Session(ReviewActions):
             self.stop_reached(),  # ... or one attempts.jsonl records, once the log reaches it
             self.preset.sha256,
             self.ledger.amendments,
+            self.ledger.error,  # a break holds the read blinded (evidence.py's `withheld`)
             self.review_state,
         )
 

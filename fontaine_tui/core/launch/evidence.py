@@ -10,7 +10,9 @@ seal and verify, the plain reports, the console's session, the runs list, bank a
 read a run through it, so no surface can leave out one of them. An import-linter contract
 (pyproject.toml) keeps every other module of the surfaces from importing the rules directly.
 The blind is the verdict's own (core/verdict/blind.py's `hidden`): a surface asks it of the
-verdict this gives before it shows a read.
+verdict this gives before it shows a read. The gate says in the verdict (`withheld`) when a read
+that is not PROVISIONAL is still not final for the blind: a run ended before its endpoint, or a
+ledger that does not hold (it may have dropped an amendment that moved the endpoint).
 
 The probes' values reach a surface only through `seen_probes` (a chart's, with the reads at
 them, through `seen_reads`) and the conflicting probes' through `seen_conflicts`, which withhold
@@ -65,6 +67,7 @@ __all__ = [
     "trail_refusal",
     "verdict_of",
     "verdicts_of",
+    "withheld",
 ]
 
 
@@ -248,6 +251,38 @@ def verdict_of(
         amendments=v.amendments if ctx.checks is None else ctx.checks,
         review=ctx.review,
         recovery=None if ctx.attempts is None else recovery_read(preset.recovery, ctx.attempts),
+        withheld=withheld(store, v, ctx, ended),
+    )
+
+
+LEDGER_WITHHELD = (
+    "the amendment ledger does not hold, so the endpoint in force is not known: the read is "
+    "hidden until it holds"
+)
+
+
+def withheld(store: RunStore, v: Verdict, ctx: FolderEvidence, ended: int | None = None) -> str:
+    """Why the blind holds the read `v` though it is not PROVISIONAL ("" when it does not).
+
+    A broken ledger (`ctx.ledger_error`) may have dropped an amendment that moved the endpoint
+    later: the read at the endpoint before it is not known to be final. A run that ended
+    (its log's `end`, else `ended`, a gate's stop) before its endpoint, without a locked
+    decision read before it (core/verdict/stopped.py's `settle`), never reaches the read the
+    blind waits for: it stays hidden until a recorded look, or until the run is resumed and
+    reaches its endpoint (a resume clears the log's end)."""
+    if ctx.ledger_error:
+        return LEDGER_WITHHELD
+    end = store.ended_at if store.ended_at is not None else ended
+    if v.provisional or end is None:
+        return ""
+    endpoint = v.endpoint_step
+    if endpoint in store.probes or store.last_step >= endpoint:
+        return ""
+    if v.read_step is not None and v.read_step < endpoint:  # the decision locked before it
+        return ""
+    return (
+        f"the run ended at step {end}, before its endpoint (step {endpoint}): the read is hidden "
+        "until a recorded look"
     )
 
 
@@ -258,6 +293,7 @@ def verdicts_of(store: RunStore, preset: Preset, ctx: FolderEvidence = NO_CONTEX
             v,
             amendments=v.amendments if ctx.checks is None else ctx.checks,
             review=ctx.review,
+            withheld=LEDGER_WITHHELD if ctx.ledger_error else "",
         )
         for v in verdict_series(store, preset, ctx.amendments, ctx.provenance)
     ]

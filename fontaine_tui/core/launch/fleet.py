@@ -244,8 +244,9 @@ def _context(
                 _file(parts, "attempts.jsonl"),
                 where,
             )
-    except (InputError, OSError) as exc:
-        return FolderEvidence(provenance=provenance), f"the run's ledger not read: {exc}"[:120]
+    except (InputError, OSError) as exc:  # a ledger not read holds a blinded read hidden
+        said = f"the run's ledger not read: {exc}"
+        return FolderEvidence(provenance=provenance, ledger_error=said), said[:120]
     return ctx, ctx.ledger_error[:120]
 
 

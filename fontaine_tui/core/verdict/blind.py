@@ -3,8 +3,10 @@
 A preset that states `[verdict] blind = true` (frozen into prereg.json, so it binds every viewer
 and every notification of the run), or a viewer's `--blind`, hides the rule's metric values, its
 deltas and the verdict's label on every screen, plain line and notification while the read is
-PROVISIONAL. Health stays visible: losses, warnings (NaN, stall, starvation, RAM, the GPU-hours
-gate), the log's counts, the amendment ledger. The final read (at the endpoint, or locked and
+PROVISIONAL, and while the evidence gate withholds it (a run ended before its endpoint, a
+broken amendment ledger: core/launch/evidence.py's `verdict_of`). Health stays visible: losses,
+warnings (NaN, stall, starvation, RAM, the GPU-hours gate), the log's counts, the amendment
+ledger. The final read (at the endpoint, or locked and
 stopped on the stop_on_lock gate) is shown as always.
 
 Unblinding before the endpoint is deliberate: it takes a reason, and in a run folder it is a
@@ -27,8 +29,13 @@ HIDDEN = "hidden (blinded)"
 
 
 def hidden(preset: Preset, v: Verdict, asked: bool = False) -> bool:
-    """Whether the read `v` is hidden: the preset is blind (or the viewer `asked`), `v` not final."""
-    return (preset.verdict.blind or asked) and v.provisional
+    """Whether the read `v` is hidden: the preset is blind (or the viewer `asked`), `v` not final.
+
+    A read is not final while PROVISIONAL, nor while the evidence gate withholds it
+    (`Verdict.withheld`): the run ended before its endpoint without a locked decision, or the
+    amendment ledger, which may move the endpoint, does not hold. A broken ledger never makes
+    a read final earlier than the endpoint it recorded."""
+    return (preset.verdict.blind or asked) and (v.provisional or bool(v.withheld))
 
 
 def looked_at(v: Verdict) -> bool:
@@ -70,6 +77,8 @@ def who() -> str:
 def headline(v: Verdict) -> str:
     """The one line that stands for a hidden read (plain lines, notifications)."""
     at = f"step {v.read_step}" if v.read_step is not None else "no probe yet"
+    if v.withheld:  # not PROVISIONAL only, or the endpoint `v` names is not known
+        return f"{BLINDED} ({v.withheld})"
     return (
         f"{BLINDED} (PROVISIONAL, {at} of {v.endpoint_step}: the read is hidden until the endpoint)"
     )

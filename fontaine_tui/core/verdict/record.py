@@ -194,6 +194,10 @@ class Verdict:
     seed_noise: SeedNoise | None = None
     # the preset's [recovery] and the restarts used (None: no restarts allowed, or not read)
     recovery: RecoveryRead | None = None
+    # why the blind holds a read that is not PROVISIONAL either ("" for none): the run ended
+    # before its endpoint without a locked decision, or the amendment ledger, which may move
+    # the endpoint, does not hold (core/launch/evidence.py's `verdict_of` says it)
+    withheld: str = ""
 
     @property
     def label(self) -> str:
