@@ -49,6 +49,7 @@ from fontaine_tui.model.notices import RunNotices
 from fontaine_tui.model.session import Session
 
 NOTIFY_RULE = "notify"  # the panel's warning for deliveries that failed
+LEDGER_RULE = "ledger"  # the amendment ledger does not hold (polls and posts name the break)
 
 
 def state_dir() -> Path:
@@ -248,6 +249,7 @@ class Babysitter:
             view = session.view()
             for step in fresh:
                 self.probe(step, view.verdict_at(step))
+        self._ledger_break(now)
         self._poll(telemetry, now)
         self._failed_deliveries(now)
         self._gate_stop()
@@ -348,6 +350,30 @@ class Babysitter:
             self.say(f"warn: {self.poll_log}: poll not written ({exc.strerror or exc})")
         if self.notices is not None:
             self.notices.poll(rec, self._clock.count)
+
+    def _ledger_break(self, now: float) -> None:
+        """Name a broken amendment ledger in the polls (babysit.jsonl) and post it once.
+
+        The read stays BLINDED on a blinded run (core/launch/evidence.py's `withheld`), and
+        `verdict` refuses it: a watcher that says nothing more would leave the break unseen."""
+        error = self.session.ledger.error
+        held = self.session.extra_warnings.get(LEDGER_RULE)
+        if not error:
+            if held is not None:  # the ledger holds again (mended from a copy)
+                del self.session.extra_warnings[LEDGER_RULE]
+                self.session.warnings = self.session.sorted_warnings(
+                    [w for w in self.session.warnings if w.rule != LEDGER_RULE]
+                )
+            return
+        if held is not None and held.message == error:
+            return
+        warning = RunWarning(LEDGER_RULE, "alert", now, error, {})
+        self.session.extra_warnings[LEDGER_RULE] = warning
+        self.session.warnings = self.session.sorted_warnings(
+            [w for w in self.session.warnings if w.rule != LEDGER_RULE] + [warning]
+        )
+        if self.notices is not None:
+            self.notices.warning(warning, self.session.store.last_step or None)
 
     def _failed_deliveries(self, now: float) -> None:
         """Show a failed delivery as a warning in the panel.

@@ -40,6 +40,7 @@ TITLES = {
     "nan-loss": "non-finite loss",
     "ram": "RAM pressure",
     "stall": "stall",
+    "ledger": "amendment ledger broken",
 }
 
 

@@ -28,6 +28,7 @@ from fontaine_tui.core.follow.ssh import SshRun
 from fontaine_tui.core.host import telemetry
 from fontaine_tui.core.host.telemetry import TelemetrySnapshot
 from fontaine_tui.core.launch.attempts import Attempt
+from fontaine_tui.core.launch.evidence import ledger_refusal
 from fontaine_tui.core.launch.exits import ExitInfo
 from fontaine_tui.core.launch.registry import Entry, Registry
 from fontaine_tui.core.preset.find import load_preset
@@ -159,6 +160,8 @@ class RunWatch:
             auto_final=process is None,
             since=since,
         )
+        if session.ledger.error:  # the read stays blinded or is refused: the break said
+            say(f"{label}: WARNING: {literal(ledger_refusal(session.ledger.error))}")
         watch = cls(target, session, sitter, sampler, say, clock)
         watch.attempt = attempt
         return watch

@@ -2,8 +2,8 @@
 
 The evidence gate (core/launch/evidence.py's `withheld`) holds a blinded read hidden when the
 amendment ledger does not hold (a dropped amendment may have moved the endpoint later) and when
-the run ended before its endpoint without a locked decision. Real run folders
-(core/verdict/prereg.freeze, tests/logs.py), real subprocesses."""
+the run ended before its endpoint without a locked decision; a watcher names the broken ledger.
+Real run folders (core/verdict/prereg.freeze, tests/logs.py), real subprocesses."""
 
 from __future__ import annotations
 
@@ -58,6 +58,17 @@ def test_a_broken_ledger_keeps_the_plain_reports_blinded(tmp_path, command):
     text = said(out.stdout) + out.stderr
     assert not any(s in text for s in FINAL), text
     assert LEDGER_BREAK in out.stderr and len(out.stderr.strip().splitlines()) == 1
+
+
+def test_a_broken_ledger_keeps_babysit_blinded_and_names_the_break(tmp_path):
+    root = extended(tmp_path)
+    out = cli(tmp_path, "babysit", str(root), "--once", XDG_STATE_HOME=str(tmp_path / "state"))
+    assert LEDGER_BREAK in out.stdout, out.stdout + out.stderr
+    assert not any(s in out.stdout + out.stderr for s in FINAL)
+    poll = json.loads((root / "babysit.jsonl").read_text().splitlines()[-1])
+    assert poll["verdict"] == "BLINDED" and "ledger does not hold" in poll["headline"], poll
+    assert any(w["rule"] == "ledger" and LEDGER_BREAK in w["message"] for w in poll["warnings"])
+    assert not any(s in json.dumps(poll) for s in FINAL)
 
 
 def crashed(tmp_path: Path) -> Path:
