@@ -2,8 +2,10 @@
 
 The evidence gate (core/launch/evidence.py's `withheld`) holds a blinded read hidden when the
 amendment ledger does not hold (a dropped amendment may have moved the endpoint later) and when
-the run ended before its endpoint without a locked decision; a watcher names the broken ledger.
-Real run folders (core/verdict/prereg.freeze, tests/logs.py), real subprocesses."""
+the run ended before its endpoint without a locked decision; a watcher names the broken ledger;
+and `verdict` refuses, before any read, a folder whose review trail does not hold and whose
+prereg.json (which says whether the run is blinded) is gone. Real run folders
+(core/verdict/prereg.freeze, tests/logs.py), real subprocesses."""
 
 from __future__ import annotations
 
@@ -13,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.commands.test_blind import SECRETS, cli, run_folder
+from tests.commands.test_blind import ROOT, SECRETS, cli, run_folder
 from tests.logs import T0, records_upto, write_log
 
 # the endpoint read (step 1000) a broken ledger would make final: its level, delta, class
@@ -129,6 +131,18 @@ def test_a_run_resumed_to_its_endpoint_shows_its_final_read(tmp_path):
         fh.write("".join(json.dumps(r) + "\n" for r in [start, *later]))
     final = cli(tmp_path, "verdict", str(root))
     assert final.returncode == 4 and "+0.6929" in final.stdout, final.stdout + final.stderr
+
+
+def test_a_folder_without_its_prereg_and_a_broken_trail_refuses_before_the_read(tmp_path):
+    root = run_folder(tmp_path, 750)
+    (root / "prereg.json").unlink()  # the trail's head (kept from launch) no longer follows
+    preset = tmp_path / "preset.toml"  # a preset that does not blind
+    preset.write_text((ROOT / "presets" / "demosonly_1gpu.toml").read_text())
+    for extra in ((), ("-j",)):
+        out = cli(tmp_path, "verdict", str(root), "-p", str(preset), *extra)
+        assert out.returncode == 2 and out.stdout == "", out.stdout
+        [line] = out.stderr.strip().splitlines()
+        assert "review.jsonl" in line and "prereg.json" in line and "nothing is shown" in line
 
 
 def test_a_ledger_the_runs_list_cannot_read_gives_no_read(tmp_path):

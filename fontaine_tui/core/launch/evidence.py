@@ -26,6 +26,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
+from pathlib import Path
 from types import MappingProxyType
 
 from fontaine_tui.core.errors import InputError
@@ -35,7 +36,7 @@ from fontaine_tui.core.launch.recovery import recovery_read
 from fontaine_tui.core.log.records import Probe
 from fontaine_tui.core.log.store import Conflict, RunStore
 from fontaine_tui.core.preset.record import Amendment, Preset
-from fontaine_tui.core.runfolder import RunFolder
+from fontaine_tui.core.runfolder import PREREG, RunFolder
 from fontaine_tui.core.verdict import review
 from fontaine_tui.core.verdict.amendments import LogClock
 from fontaine_tui.core.verdict.head import head_path
@@ -65,6 +66,7 @@ __all__ = [
     "seen_probes",
     "seen_reads",
     "trail_refusal",
+    "unknown_blind",
     "verdict_of",
     "verdicts_of",
     "withheld",
@@ -101,8 +103,12 @@ class FolderEvidence:
         With `strict`, a broken ledger raises InputError naming its line (`ledger_refusal`,
         as `verdict` refuses); otherwise the amendments before the break count and the break
         is kept in `ledger_error`. `review_of`: the folder whose review trail is read (the
-        log's folder when there is no run folder)."""
-        trail = review.state(review_of) if review_of is not None else None
+        log's folder when there is no run folder). With `strict`, a review trail that does not
+        hold in a folder without its prereg.json raises too (`unknown_blind`), before any read."""
+        where = review_of if review_of is not None else None if folder is None else folder.root
+        trail = review.state(where) if where is not None else None
+        if strict and where is not None and (refused := unknown_blind(trail, Path(where))):
+            raise InputError(refused)
         if folder is None:
             return cls(provenance=provenance, review=trail)
         amendments: Sequence[Amendment] = ()
@@ -116,7 +122,7 @@ class FolderEvidence:
             tuple(amendments),
             provenance,
             tuple(read_attempts(folder)),
-            review.state(folder.root) if review_of is None else trail,
+            trail,
             None,
             error,
         )
@@ -218,6 +224,21 @@ def ledger_refusal(broken: str) -> str:
     plain reports (`replay --plain`, `attach --plain`) after the reads they showed, which
     counted the amendments before the break."""
     return broken
+
+
+def unknown_blind(trail: ReviewState | None, where: Path) -> str:
+    """A review trail that does not hold beside no prereg.json, in one line ("" otherwise).
+
+    The trail's chain starts at prereg.json, and prereg.json is what says a run is blinded:
+    with it gone and the trail broken, the folder may be a blinded run's whose blind went with
+    it. `verdict` (and `bank add`, `amend`) refuse it before any read is shown, whatever preset
+    is given (`-p`), as they refuse a broken ledger."""
+    if trail is None or trail.intact or (where / PREREG).exists():
+        return ""
+    return trail_refusal(
+        trail,
+        f"{where / PREREG}, which says whether the read is blinded, is gone: nothing is shown",
+    )
 
 
 def trail_refusal(trail: ReviewState | None, then: str = "") -> str:
