@@ -5,9 +5,12 @@
 Each mode of the console on a replayed fixture log (the document's scale: step-250 level
 12.5087, so the raw and scale-adjusted rules disagree), at 120x40, fixed clock; and the
 monitor, probes and verdict of `fontaine-tui demo` (the shipped recorded run, staged as the
-command stages it); and the overlay of two registered runs pinned in the runs mode.
+command stages it); the overlay of two registered runs pinned in the runs mode; and the monitor
+and processes mode of a live run (`live`: a small script launched as `fontaine-tui launch`
+launches a [command] preset, the telemetry recorder sampling beside it).
 tests/test_screenshots.py fails when a committed image differs from what the code draws now.
-`python screenshots/make.py demo` makes only the demo's, `... overlay` only the overlay's.
+`python screenshots/make.py demo` makes only the demo's, `... overlay` only the overlay's,
+`... live` only the live ones (compared by their layout: their numbers vary from run to run).
 """
 
 from __future__ import annotations
@@ -135,7 +138,206 @@ def overlay(out: Path) -> None:
     print(out / "overlay.svg")
 
 
-ALL = (*SHOTS, "overlay.svg", *DEMO_SHOTS)  # every image this script makes
+# A live run: a [command] preset (the user's own script, its JSONL read by [source] kind
+# "jsonl") launched as `fontaine-tui launch` launches it, with the real telemetry recorder
+# beside it, sampling fast so that its history has a few looks within seconds.
+TRAIN = """\
+import json, math, os, random, subprocess, sys, time
+
+if sys.argv[1:2] == ["--rank"]:  # a rank: busy until the trainer that started it goes
+    parent = os.getppid()
+    block = bytearray(32 << 20)  # its share of the model
+    while os.getppid() == parent:
+        sum(block[::4096])
+        time.sleep(0.01)
+    sys.exit(0)
+
+out = os.environ["FONTAINE_OUTPUT_DIR"]
+workers = [
+    subprocess.Popen([sys.executable, sys.argv[0], "--rank"], env={**os.environ, "RANK": str(r)})
+    for r in range(2)
+]
+rng = random.Random(7)
+with open(os.path.join(out, "metrics.jsonl"), "a") as log:
+    for step in range(1, 181):
+        loss = 2.4 * math.exp(-step / 60) + 0.35 + 0.04 * rng.random()
+        now = round(time.time(), 3)
+        log.write(json.dumps({"step": step, "time": now, "loss": round(loss, 4)}) + "\\n")
+        if step % 20 == 0:
+            eval_loss = 0.55 + 2.0 * math.exp(-step / 55) + 0.0004 * max(0, step - 120)
+            row = {"step": step, "time": now, "eval_loss": round(eval_loss, 4)}
+            log.write(json.dumps(row) + "\\n")
+        log.flush()
+        time.sleep(0.005)
+print("step 180: saving a checkpoint", flush=True)
+time.sleep(60)  # the screenshot is taken here, then the run is stopped
+"""
+
+LIVE_PRESET = """\
+[run]
+name = "live_jsonl"
+output_dir = "runs/live"
+question = "Does the eval loss keep falling after step 100, or does it turn back up?"
+
+[command]
+argv = ["python", "train.py"]
+
+[source]
+kind = "jsonl"
+path = "metrics.jsonl"
+time = "time"
+
+[verdict]
+metric = "eval_loss"
+anchor_step = 100
+endpoint_step = 300
+healthy_max = 0.0
+drift_min = 0.2
+"""
+
+LIVE_SHOTS = {"live-monitor.svg": (), "live-processes.svg": ("t",)}
+LIVE_ENV = {"FONTAINE_TELEMETRY_S": "0.2"}  # the recorder's interval: ten looks in two seconds
+
+
+async def shoot_live(name: str, keys: tuple[str, ...], launched, out: Path) -> None:
+    from fontaine_tui.console import make_app
+    from fontaine_tui.core.follow.open import run_source
+    from fontaine_tui.core.host.telemetry import sample
+    from fontaine_tui.screens.processes import ProcessesScreen
+    from fontaine_tui.widgets.telemetry_panel import TelemetryPanel
+    from tests.console.conftest import text, until
+
+    engine = launched.handle
+    app = make_app(
+        source=run_source(Path("runs/live"), launched.preset.source),  # relative: same header
+        preset=launched.preset,
+        kind="launch",
+        process=engine,
+        registry=launched.registry,
+        telemetry=lambda: sample(pid=engine.pid),
+    )
+    async with app.run_test(size=SIZE) as pilot:
+        await loaded(pilot, 180)
+        panel = app.screen.query_one(TelemetryPanel)
+        await until(pilot, lambda: "engine mem" in text(panel) and "RAM" in text(panel), 20)
+        await pilot.press(*keys)
+        if keys:
+            await until(pilot, lambda: isinstance(app.screen, ProcessesScreen))
+            screen = app.screen
+            assert isinstance(screen, ProcessesScreen)
+            await until(  # the command, the script and its two ranks
+                pilot,
+                lambda: screen.proc_tree is not None and len(screen.proc_tree.members) >= 4,
+                20,
+            )
+        await pilot.pause(0.3)
+        app.clear_notifications()
+        await pilot.pause(0.1)
+        app.save_screenshot(filename=name, path=str(out))
+
+
+def live(out: Path, only: str = "") -> None:
+    import signal
+    import time
+
+    from fontaine_tui.core.launch.launcher import EngineProcess
+    from fontaine_tui.core.launch.targets.pick import pick_target
+    from fontaine_tui.core.preset.find import load_preset
+    from fontaine_tui.model.launched import LaunchedRun
+
+    for name, keys in LIVE_SHOTS.items():
+        if only and name != only:
+            continue
+        saved = dict(os.environ)
+        with tempfile.TemporaryDirectory() as tmp:
+            root = Path(tmp)
+            os.chdir(root)
+            os.environ |= LIVE_ENV
+            os.environ["FONTAINE_REGISTRY"] = str(root / "state" / "babysit.toml")
+            os.environ["FONTAINE_BANK"] = str(root / "bank")
+            os.environ["XDG_CONFIG_HOME"] = str(root / "config")  # no user's notifications
+            (root / "train.py").write_text(TRAIN)
+            (root / "live.toml").write_text(LIVE_PRESET)
+            # `python` is this interpreter, whatever its path: the preset reads the same
+            os.environ["PATH"] = os.pathsep.join((str(Path(sys.executable).parent), saved["PATH"]))
+            launched = LaunchedRun.launch(pick_target(None, ()), load_preset(root / "live.toml"))
+            engine = launched.handle
+            assert isinstance(engine, EngineProcess)
+            try:
+                folder = root / "runs" / "live"
+                deadline = time.monotonic() + 30
+                while not (
+                    "step 180: saving" in _read(folder / "engine.out.log")
+                    and _read(folder / "telemetry.jsonl").count("\n") >= 12
+                ):
+                    if time.monotonic() > deadline:
+                        raise RuntimeError(_read(folder / "engine.out.log")[-2000:])
+                    time.sleep(0.05)
+                asyncio.run(shoot_live(name, keys, launched, out))
+            finally:
+                engine.signal_group(signal.SIGKILL)  # the run this script started, and only it
+                engine.wait(10)
+                engine.close()
+                os.chdir(HERE)
+                os.environ.clear()
+                os.environ |= saved
+        print(out / name)
+
+
+BOX = "│┃║╭╮╰╯├┤┬┴┼┌┐└┘"  # the borders that split a screen row into its panels' columns
+SPARK = "▁▂▃▄▅▆▇█"
+STATES = dict.fromkeys(("running", "sleeping", "disk-sleep", "idle"), "STATE")  # psutil's
+
+
+def layout(svg: str) -> dict[int, list[str]]:
+    """What a live image shows, less what varies from run to run: its layout, for the test.
+
+    The SVG's text is put back on its rows and cut at the box borders into columns (keyed
+    by the column where each piece begins); each column's words are read top to bottom, so a
+    line wrapped one word earlier (a longer pid) reads the same. In each word a number (with
+    its suffix: 0.01s/step, 3.8/23.5; or the dash of one not known yet) becomes `#`, a unit of
+    bytes `U`, a sparkline one `▁`, a bar one `━`, a scrollbar's thumb `▌`, an absolute path
+    `PATH`, `python3.11` `python`, a process's state `STATE`, and the node before `· # min`
+    `HOST`.
+    """
+    import html
+    import re
+
+    rows: dict[float, list[tuple[int, str]]] = {}
+    text = r'<text class="[^"]*" x="([\d.]+)" y="([\d.]+)"[^>]*>([^<]*)</text>'
+    for m in re.finditer(text, svg):
+        x, y, t = m.groups()
+        rows.setdefault(float(y), []).append((round(float(x) / 12.2), html.unescape(t)))
+    columns: dict[int, list[str]] = {}
+    for y in sorted(rows):
+        line = ""
+        for col, piece in sorted(rows[y]):
+            line = line.ljust(col) + piece.replace("\xa0", " ")
+        line = re.sub(f"[ {SPARK}]*[{SPARK}][ {SPARK}]*", " ▁ ", line)
+        line = re.sub("[━╸╺]+", "━", line)
+        line = re.sub("[▏▎▍▌▋▊▉]+", "▌", line)  # a scrollbar's thumb: as long as the table
+        for m in re.finditer(f"[^{BOX}]+", line):
+            columns.setdefault(m.start(), []).extend(m.group().split())
+    for words in columns.values():
+        for i, w in enumerate(words):
+            w = re.sub(r"python[\d.]*", "python", w)
+            w = re.sub(r"(—|\d[\w.,:%]*)(/[\w.]+)?", "#", w)  # 3.8/23.5, 0.01s/step, —/step
+            w = re.sub(r"\b[KMGT]?iB(/s)?\b|\bB(/s)?\b", "U", w)
+            words[i] = "PATH" if w.startswith("/") else STATES.get(w, w)
+        for i in range(len(words) - 3):
+            if words[i + 1 : i + 4] == ["·", "#", "min"]:
+                words[i] = "HOST"
+    return {col: words for col, words in columns.items() if words}
+
+
+def _read(path: Path) -> str:
+    try:
+        return path.read_text()
+    except FileNotFoundError:
+        return ""
+
+
+ALL = (*SHOTS, "overlay.svg", *DEMO_SHOTS, *LIVE_SHOTS)  # every image this script makes
 
 
 def one(name: str, out: Path) -> Path:
@@ -146,6 +348,8 @@ def one(name: str, out: Path) -> Path:
         overlay(out)
     elif name in DEMO_SHOTS:
         demo(out, only=name)
+    elif name in LIVE_SHOTS:
+        live(out, only=name)
     else:
         fixtures(out, only=name)
     return out / name
@@ -156,10 +360,14 @@ def main() -> int:
     if sys.argv[1:] == ["overlay"]:
         overlay(out)
         return 0
+    if sys.argv[1:] == ["live"]:
+        live(out)
+        return 0
     if sys.argv[1:] != ["demo"]:
         fixtures(out)
         overlay(out)
     demo(out)
+    live(out)
     return 0
 
 
