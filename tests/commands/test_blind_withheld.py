@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from tests.commands.test_blind import ROOT, SECRETS, cli, run_folder
+from tests.commands.test_json_schemas import check
 from tests.logs import T0, records_upto, write_log
 
 # the endpoint read (step 1000) a broken ledger would make final: its level, delta, class
@@ -95,6 +96,7 @@ def test_a_run_ended_before_its_endpoint_stays_hidden_on_every_surface(tmp_path)
     assert "UNDECIDABLE" not in card.stdout and not any(s in card.stdout for s in SECRETS)
     doc = json.loads(cli(tmp_path, "verdict", str(root), "-j", **env).stdout)
     assert doc["blinded"] is True and doc["provisional"] is False and doc["withheld"]
+    check(doc, "blinded-1")  # docs/schemas/blinded-1.schema.json
 
     got = cli(tmp_path, "get", str(root), "-m", "eval_chunk_mae", **env)
     assert got.returncode == 7 and got.stdout == "", got.stdout
