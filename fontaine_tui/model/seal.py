@@ -48,10 +48,41 @@ class Sealed:
     judged: Judged
 
 
+def _own_inside(path: Path, root: Path) -> None:
+    """Refuse one of the run folder's own files that links outside the run folder.
+
+    Its own files are its log and rotated segments, its records and the chart: the program
+    never makes one a link, and sealing would carry what it points to. A [source] path the
+    frozen preset names is the trainer's, and may be a link (docs/sealing.md)."""
+    if not path.is_symlink():
+        return
+    real, inside = os.path.realpath(path), os.path.realpath(root)
+    if os.path.commonpath([real, inside]) != inside:
+        raise InputError(
+            f"{path}: a symbolic link to a file outside the run folder; not carried into "
+            "a seal (seal refused: put the file itself in the run folder)"
+        )
+
+
+def _own_name(name: str) -> bool:
+    """A name the run folder contract fixes: the log, its rotated segments, the records."""
+    rest = name[len(runfolder.LOG) :]
+    return (
+        name in RECORDS
+        or name == CHART_NAME
+        or (
+            name.startswith(runfolder.LOG) and (not rest or bool(runfolder.ROTATED.fullmatch(rest)))
+        )
+    )
+
+
 def _evidence(judged: Judged, root: Path) -> tuple[dict[str, bytes], str]:
     """The evidence's files by their name in the bundle, and a line saying what it is."""
     records = {root / name for name in RECORDS}
     paths = [p for p in judged.reads() if p not in records]
+    for p in paths:
+        if p.parent == root and _own_name(p.name):
+            _own_inside(p, root)
     size = sum(p.stat().st_size for p in paths)
     if size > EVIDENCE_MAX:
         return {}, (
@@ -91,6 +122,7 @@ def seal(target: str) -> Sealed:
         )
     files: dict[str, bytes] = {}
     for name in [*RECORDS, CHART_NAME]:  # what the verdict read, and the chart for the report
+        _own_inside(root / name, root)
         if (root / name).is_file():
             files[name] = read_whole(root / name)
     files.update(_banked(judged))

@@ -11,6 +11,8 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
+import pytest
+
 from tests.commands.test_blind import SECRETS, blind_preset, cli, run_folder
 
 
@@ -113,3 +115,20 @@ drift_min = 0.2
     victim = tmp_path / "v.txt"
     planted(root, "babysit.jsonl", victim)
     refused(cli(tmp_path, "babysit", "runs/cmd", "--once", **state), "babysit.jsonl", victim)
+
+
+@pytest.mark.parametrize("name", ["train_log.jsonl", "train_log.jsonl.1"])
+def test_seal_never_carries_a_file_a_planted_link_points_to(tmp_path: Path, name: str) -> None:
+    root = run_folder(tmp_path, 1000, blind=False)
+    outside = tmp_path / "x" / "netrc-ish"
+    outside.parent.mkdir()
+    if name == "train_log.jsonl":  # the log itself moved out, a link left in its place
+        (root / name).rename(outside)
+    else:
+        outside.write_text('{"kind": "meta", "secret": "machine example login me"}\n')
+    (root / name).symlink_to(outside)
+    res = cli(tmp_path, "seal", "run")
+    err = res.stderr.strip().splitlines()
+    assert res.returncode == 2 and len(err) == 1, res.stdout + res.stderr
+    assert f"run/{name}" in err[0] and "outside the run folder" in err[0], err
+    assert not list(root.glob("*.seal.zip"))
