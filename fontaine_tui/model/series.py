@@ -24,7 +24,8 @@ from pathlib import Path
 
 from fontaine_tui.core.errors import InputError
 from fontaine_tui.core.launch.evidence import conflict_in_words, seen_conflicts
-from fontaine_tui.core.log.formats.inspect import choose, load
+from fontaine_tui.core.log.formats.candidates import choose
+from fontaine_tui.core.log.formats.inspect import load
 from fontaine_tui.core.log.store import RunStore
 from fontaine_tui.core.runfolder import LOG
 from fontaine_tui.core.verdict.record import json_num

@@ -1,0 +1,166 @@
+"""The runs a folder holds that a [source] could name, and the one a read takes.
+
+`candidates` lists each kind whose files are found, each of several runs of one kind and each
+run of a store of several (an MLflow store), the detected kind's first; `choose` picks the one
+to read (the first, or the one `--kind`, `--path`, `--run` name). `inspect` lists them, and
+`get` and `inspect` read the one chosen (inspect.py's `load`).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from types import MappingProxyType
+
+from fontaine_tui.core.errors import InputError
+from fontaine_tui.core.log.formats.eventdirs import SeveralRuns
+from fontaine_tui.core.log.formats.grouper import FieldMap
+from fontaine_tui.core.log.formats.locate import detect, files
+from fontaine_tui.core.log.formats.mlflow import connect, file_store_runs, sqlite_runs
+from fontaine_tui.core.log.formats.rows import FormatError
+from fontaine_tui.core.log.formats.source import KINDS, SourceSpec
+from fontaine_tui.core.runfolder import LOG
+
+EVERY_KEY = ("*",)
+
+
+@dataclass(frozen=True, slots=True)
+class Candidate:
+    """One run a [source] could name.
+
+    It has its kind, path (relative to the folder; "" for the folder itself) and, for a store of
+    several runs, the run."""
+
+    kind: str
+    path: str = ""
+    run: str = ""
+    describe: str = ""
+
+    def source_lines(self) -> list[str]:
+        """The [source] lines that read this run alone."""
+        lines = [f"kind = {_quote(self.kind)}"]
+        if self.path:
+            lines.append(f"path = {_quote(self.path)}")
+        if self.run:
+            lines.append(f"run = {_quote(self.run)}")
+        return lines
+
+    def label(self) -> str:
+        return ", ".join(self.source_lines())
+
+    def spec(self, step: str = "step") -> SourceSpec:
+        options = MappingProxyType({"run": self.run} if self.run else {})
+        return SourceSpec(self.kind, self.path, FieldMap(EVERY_KEY, step=step), options)
+
+
+def _quote(text: str) -> str:
+    """A TOML basic string (JSON's escapes are TOML's)."""
+    return json.dumps(text, ensure_ascii=False)
+
+
+def candidates(folder: Path) -> list[Candidate]:
+    """Every run the folder holds that a [source] could name, the detected kind's first.
+
+    The list holds each kind whose files are found (a kind whose files another kind already
+    reads is left out), each of several runs of one kind, and each run of a store of several."""
+    try:
+        primary = detect(folder)
+    except InputError:
+        primary = ""
+    if primary == "fontaine":
+        return [Candidate("fontaine", describe=LOG)]
+    out: list[Candidate] = []
+    seen: set[Path] = set()
+    for kind in [primary, *(k for k in KINDS if k not in (primary, "fontaine"))]:
+        if not kind:
+            continue
+        try:
+            found = [("", files(folder, SourceSpec(kind)))]
+        except SeveralRuns as exc:
+            found = []
+            for rel in exc.found:
+                try:
+                    found.append((rel, files(folder, SourceSpec(kind, rel))))
+                except InputError:
+                    continue
+        except (InputError, OSError):
+            continue
+        for rel, paths in found:
+            real = {p.resolve() for p in paths}
+            if not paths or not all(p.exists() for p in paths) or real & seen:
+                continue
+            seen |= real
+            shown = ", ".join(_rel(folder, p) for p in paths[:2])
+            shown += f" and {len(paths) - 2} more" if len(paths) > 2 else ""
+            runs = _store_runs(kind, paths[0])
+            if len(runs) > 1:
+                out += [
+                    Candidate(kind, rel, run_id, f"{shown}: MLflow run {text}")
+                    for run_id, text in runs
+                ]
+            else:
+                out.append(Candidate(kind, rel, "", shown))
+    return out
+
+
+def _store_runs(kind: str, store: Path) -> list[tuple[str, str]]:
+    """The runs of a store that holds several ((id, description)); [] for other kinds."""
+    if kind != "mlflow":
+        return []
+    try:
+        if store.is_dir():
+            runs = file_store_runs(store)
+        else:
+            db = connect(store)
+            try:
+                runs = sqlite_runs(db)
+            finally:
+                db.close()
+    except (FormatError, OSError, InputError):
+        return []  # the read says what is wrong with it
+    return [(r.run_id, r.describe()) for r in runs]
+
+
+def _rel(folder: Path, path: Path) -> str:
+    try:
+        return str(path.relative_to(folder))
+    except ValueError:
+        return str(path)
+
+
+def choose(
+    folder: Path, kind: str = "", path: str = "", run: str = ""
+) -> tuple[Candidate, tuple[Candidate, ...]]:
+    """The run to read (the first, or the one named) and all found; else one-line InputError."""
+    if not folder.exists():
+        raise InputError(f"{folder}: no such folder")
+    if not folder.is_dir():
+        raise InputError(f"{folder}: expected a run folder (a directory)")
+    found = candidates(folder)
+    if kind and kind not in KINDS:
+        raise InputError(f"--kind: expected one of {', '.join(KINDS)}, got {kind!r}")
+    if kind or path or run:
+        chosen = next(
+            (
+                c
+                for c in found
+                if (not kind or c.kind == kind)
+                and (not path or c.path == path)
+                and (not run or c.run == run)
+            ),
+            None,
+        )
+        if chosen is None:
+            if not kind:
+                raise InputError(
+                    f"{folder}: no run matches --path {path!r} --run {run!r} "
+                    f"(found: {'; '.join(c.label() for c in found) or 'none'})"
+                )
+            chosen = Candidate(kind, path, run)  # named: read as named, its errors its own
+    elif found:
+        chosen = found[0]
+    else:
+        detect(folder)  # says what it expected
+        raise InputError(f"{folder}: no log this console reads")
+    return chosen, tuple(found)
