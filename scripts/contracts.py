@@ -4,8 +4,9 @@ A run's probe values are the evidence the verdict reads and the blind hides. The
 (commands, the console, the model, the launch wing...) must ask the evidence gate
 (fontaine_tui/core/launch/evidence.py) for them, which hands out none while the read is
 hidden. An import graph cannot see an attribute read, so this contract reads the source:
-any `X.probes`, `X.superseded` or `X.conflicts` (the RunStore's raw probe store, and its
-conflicting probe pairs, which hold both probes' values; a call such as `entry.probes()` is
+any `X.probes`, `X.superseded`, `X.conflicts` or `X.odd_values` (the RunStore's raw probe
+store, its conflicting probe pairs, which hold both probes' values, and another trainer's eval
+values that are not numbers, named with their steps; a call such as `entry.probes()` is
 another object's method and allowed) in a source module outside the allowed ones breaks it,
 named with its line.
 
@@ -64,7 +65,7 @@ class ReadsContract(Contract):
             output.new_line()
         output.print(
             "Ask the evidence gate (core/launch/evidence.py: seen_probes, seen_reads, "
-            "seen_conflicts) instead."
+            "seen_conflicts, seen_odd_values) instead."
         )
 
 

@@ -96,6 +96,12 @@ PLANTED = [
         "def f(store):\n    return store.conflicts[0].second\n",
         "run's probes",
     ),
+    # another trainer's values not numbers, named with their steps: seen_odd_values says them
+    (
+        "fontaine_tui/commands/planted_odd.py",
+        "def f(store):\n    return store.odd_values.words(False)\n",
+        "run's probes",
+    ),
     # a chart, below the surfaces, draws what the gate lets them see, not the store's probes
     (
         "fontaine_tui/core/verdict/probechart.py",

@@ -32,6 +32,7 @@ from fontaine_tui.core.launch.evidence import (
     READ_SHOWN,
     FolderEvidence,
     ledger_refusal,
+    seen_odd_values,
     seen_probes,
     trail_refusal,
     verdict_of,
@@ -83,6 +84,7 @@ class PlainReport:
         self._said: set[str] = set()  # ledger breaks and provenance changes, said once
         self._said_verdict = ""  # the last verdict line said
         self._alerts: set[str] = set()  # the trainer's alerts said (a line read again: once)
+        self._odd = ""  # the eval values not numbers, as last said (the gate's words)
         self.warnings = PlainWarnings(session, self.say, sampler)
         self.babysitter: Babysitter | None = None  # launch --plain: each probe's read sent
 
@@ -143,6 +145,13 @@ class PlainReport:
                 # (no stall while catching up); the quiet between batches is judged on this one
                 logged = getattr(rec, "time", math.nan)
                 self.warnings.judge(now=logged if math.isfinite(logged) else None)
+        # a foreign run's eval values not numbers, as the gate says them: counted while the
+        # read is hidden, named once it shows (the verdict read only when there are any)
+        if (batch.odd is not None or batch.records) and seen_odd_values(session.store, True):
+            odd = seen_odd_values(session.store, session.hides(session.latest()))
+            if odd != self._odd:
+                self._odd = odd
+                self.say(f"-- {odd}")
         return ended
 
     def say_verdict(self, v: Verdict) -> None:

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 
 from fontaine_tui.core.launch import alerts
 from fontaine_tui.core.launch.endpoint import planned_steps
-from fontaine_tui.core.launch.evidence import seen_conflicts
+from fontaine_tui.core.launch.evidence import seen_conflicts, seen_odd_values
 from fontaine_tui.core.log.records import Probe
 from fontaine_tui.core.log.store import RunStore
 from fontaine_tui.core.preset.record import Preset, gate_of
@@ -241,10 +241,10 @@ def evidence_lines(store: RunStore, hidden: bool) -> tuple[str, ...]:
     """What the log got wrong, for the monitor, as literal text.
 
     That is out-of-order records (not applied), conflicting probes, and notices such as a
-    meta record of another run. While the read is `hidden` the conflicting probes are counted,
-    as the verdict's blinded card counts them: a read at their step is UNDECIDABLE, so naming
-    it (or its lines) would say the hidden read's class (core/launch/evidence.py's
-    `seen_conflicts`).
+    meta record of another run. While the read is `hidden` the conflicting probes, and another
+    trainer's eval values that are not numbers, are counted, as the verdict's blinded card
+    counts them: a read at their step is UNDECIDABLE, so naming it (or its lines) would say the
+    hidden read's class (core/launch/evidence.py's `seen_conflicts`, `seen_odd_values`).
     """
     out = []
     if store.out_of_order_count:
@@ -260,5 +260,7 @@ def evidence_lines(store: RunStore, hidden: bool) -> tuple[str, ...]:
         )
     if hidden and (n := store.counts()["conflicts"]):
         out.append(f"{n} conflicting probe(s): steps and values {blind.HIDDEN} until the endpoint")
+    if odd := seen_odd_values(store, hidden):  # another trainer's eval values not numbers
+        out.append(odd)
     out += store.notices[:3]
     return tuple(literal(line) for line in out)

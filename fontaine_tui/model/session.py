@@ -142,10 +142,18 @@ class Session(ReviewActions):
             ingest_lines(self.store, batch.lines, batch.first_line)
         for rec in batch.records:  # a foreign run's, decoded by its format
             self.store.add(rec)
+        if batch.odd is not None:  # its eval values not numbers: said through the gate
+            self.store.count_odd_values(batch.odd)
         if batch.records:
             self._records_at = time.monotonic()
         self.version += 1
-        return bool(batch.lines) or bool(batch.records) or bool(batch.note) or batch.segment
+        return (
+            bool(batch.lines)
+            or bool(batch.records)
+            or bool(batch.note)
+            or batch.segment
+            or batch.odd is not None
+        )
 
     def apply_lines(self, batch: Batch) -> Iterator[tuple[int, Record | Malformed | None]]:
         """Apply a batch as `apply` does, a line at a time, for a line-by-line report.
@@ -185,6 +193,8 @@ class Session(ReviewActions):
             st.add(rec)
             self.version += 1
             yield 0, rec
+        if batch.odd is not None:
+            st.count_odd_values(batch.odd)
 
     def apply_tail(self, batch: Batch) -> int:
         """Engine output lines, decoded and made literal; returns how many were added."""

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from fontaine_tui.core.preset.find import load_preset
 from fontaine_tui.screens.dialogs import NoteDialog
 from fontaine_tui.widgets.chart import Chart
@@ -153,3 +155,49 @@ async def test_the_monitor_counts_a_blinded_runs_conflicting_probes_naming_no_st
             assert not any(s in panel for s in SECRETS)
         else:
             assert "conflicting probes for step 750" in panel, panel
+
+
+@pytest.mark.parametrize("blinded", [True, False], ids=["blinded", "open"])
+async def test_the_warnings_count_another_trainers_values_not_numbers_while_hidden(
+    tmp_path, monkeypatch, blinded
+):
+    """Another trainer's run whose rule metric is `true` at the latest probe (a read there is
+    UNDECIDABLE): while the read is hidden the warnings count the value naming no key, step or
+    value, and the posts (a real webhook on 127.0.0.1) say nothing of it; without the blind
+    the warnings name it."""
+    from fontaine_tui.console import make_app
+    from fontaine_tui.core.follow.foreign import ForeignRun
+    from fontaine_tui.core.log.formats.source import SourceSpec
+    from fontaine_tui.widgets.warnings_panel import WarningsPanel
+    from tests.commands.test_not_number_blind import HIDDEN_COUNT, TOLD, blind_foreign_run
+    from tests.console.conftest import until
+    from tests.core.notify.server import Hook
+
+    hook = Hook()
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))
+    monkeypatch.setenv("FONTAINE_NOTIFY", hook.url("/hooks/ODD1"))
+    root = blind_foreign_run(tmp_path, blind=blinded)
+    app = make_app(
+        source=ForeignRun(root, SourceSpec("jsonl"), poll_s=0.05),
+        preset=load_preset(str(tmp_path / "foreign.toml")),
+        clock=lambda: 1_000_000.0,
+        kind="attach",
+        babysit_host="here",
+        frame_s=0.05,
+    )
+    async with app.run_test(size=SIZE) as pilot:
+        await loaded(pilot, 60)
+        await until(pilot, lambda: "eval value(s)" in text(app.screen.query_one(WarningsPanel)))
+        panel = text(app.screen.query_one(WarningsPanel))
+        if blinded:
+            await until(pilot, lambda: len(hook.requests) >= 2)
+            await pilot.pause(0.3)
+    if not blinded:
+        assert TOLD in panel, panel
+        return
+    assert f"{HIDDEN_COUNT} until the endpoint" in panel, panel
+    bodies = [r.body.decode() for r in hook.requests]
+    for said in (panel, *bodies):
+        assert "true (a boolean)" not in said and "at step 60:" not in said, said
+        assert "UNDECIDABLE" not in said, said

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
 
 from fontaine_tui.core.log.lines import LineCutter
+from fontaine_tui.core.log.oddvalues import OddValues
 from fontaine_tui.core.log.records import Record
 from fontaine_tui.core.runfolder import LOG
 
@@ -34,6 +35,9 @@ class Batch:
     end_offset: int = 0  # byte offset just past the last complete line
     name: str = ""  # with `segment`: the file the lines now come from
     records: tuple[Record, ...] = ()  # a foreign run's records, decoded (follow/foreign.py)
+    # a foreign run's eval values that are not numbers, as its decoders count them now (None:
+    # as before); no note says them, they are probe values (core/log/oddvalues.py)
+    odd: OddValues | None = None
 
 
 @dataclass(frozen=True, slots=True)

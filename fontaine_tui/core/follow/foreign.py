@@ -41,7 +41,7 @@ from fontaine_tui.core.follow.eventrun import EventRun, events_of
 from fontaine_tui.core.follow.held import quiet, settle
 from fontaine_tui.core.follow.local import LocalRun
 from fontaine_tui.core.follow.wholeread import poll_whole, stamps
-from fontaine_tui.core.log.formats.base import Decoder, decoder_notices
+from fontaine_tui.core.log.formats.base import Decoder, decoder_notices, odd_values
 from fontaine_tui.core.log.formats.eventdirs import EVENTS, SeveralRuns, run_root
 from fontaine_tui.core.log.formats.locate import CSV_NAME, HF_STATE, LIST_TRIES, files
 from fontaine_tui.core.log.formats.mlflow import (
@@ -58,6 +58,7 @@ from fontaine_tui.core.log.formats.source import SourceSpec, decoder
 from fontaine_tui.core.log.formats.tfrecord import FramingError
 from fontaine_tui.core.log.formats.trackio import TrackioDecoder
 from fontaine_tui.core.log.formats.trackio import run_rows as trackio_rows
+from fontaine_tui.core.log.oddvalues import NONE as NO_ODD
 from fontaine_tui.core.log.records import Record
 from fontaine_tui.core.readfile import read_whole
 from fontaine_tui.core.runfolder import ENGINE_OUT, LOG
@@ -353,6 +354,7 @@ class ForeignRun:
     async def _files(self, match: Callable[[str], bool], under: str) -> AsyncIterator[Batch]:
         decoders: dict[str, Decoder] = {}
         told: dict[str, list[str]] = {}  # what each file's decoder said it did not apply
+        counted = NO_ODD  # the eval values not numbers sent, all files together
         settled = True
         async for chunk in self.transport.follow_files(match, under):
             if chunk.idle:  # no file changed for one poll: the steps still held are complete
@@ -395,8 +397,10 @@ class ForeignRun:
             told[chunk.name] = notes
             if chunk.restart and note:
                 news.insert(0, note)
-            if records or news:
-                yield Batch([], 1, note="; ".join(news), records=tuple(records))
+            odd = sum((odd_values(d) for d in decoders.values()), NO_ODD)
+            fresh, counted = odd if odd != counted else None, odd
+            if records or news or fresh is not None:
+                yield Batch([], 1, note="; ".join(news), records=tuple(records), odd=fresh)
 
     async def _newest(self) -> AsyncIterator[Batch]:
         """trainer_state.json from the newest checkpoint (looked up again at each read)."""

@@ -17,6 +17,7 @@ from fontaine_tui.core.errors import InputError
 from fontaine_tui.core.follow.base import CHUNK, Batch
 from fontaine_tui.core.log.formats.source import SourceSpec
 from fontaine_tui.core.log.lines import LINE_CAP, LineCutter
+from fontaine_tui.core.log.oddvalues import NONE as NO_ODD
 from fontaine_tui.core.log.read import segment_chunks
 from fontaine_tui.core.log.records import Event, Probe, Record
 from fontaine_tui.core.readfile import read_whole
@@ -158,6 +159,7 @@ class ForeignReplay:
         self.folder, self.spec, self.speed = Path(folder), spec, speed
         self.label = f"replay {self.folder} ({spec.kind})"
         self.notices: list[str] = []
+        self.odd = NO_ODD  # the eval values not numbers: no note, probe values (oddvalues.py)
         self._closed = asyncio.Event()
 
     async def read_bytes(self, name: str) -> bytes | None:
@@ -173,7 +175,7 @@ class ForeignReplay:
         from fontaine_tui.core.log.formats.cold import load_source
 
         store = load_source(self.folder, self.spec).store
-        self.notices = list(store.notices)
+        self.notices, self.odd = list(store.notices), store.odd_values
         out: list[Record] = [store.train_at(i) for i in range(len(store.steps))]
         out += [store.probes[s] for s in store.probe_steps()]
         out += [c.second for c in store.conflicts]  # replayed as read: still conflicting
@@ -187,8 +189,8 @@ class ForeignReplay:
         if name != LOG:
             return
         records = await asyncio.to_thread(self.records)
-        if self.notices:
-            yield Batch([], 1, note="; ".join(self.notices))
+        if self.notices or self.odd.count:
+            yield Batch([], 1, note="; ".join(self.notices), odd=self.odd)
         loop = asyncio.get_running_loop()
         t0: float | None = None
         w0 = 0.0

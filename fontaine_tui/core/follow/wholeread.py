@@ -16,8 +16,9 @@ from pathlib import Path
 from fontaine_tui.core.errors import InputError
 from fontaine_tui.core.follow.base import Batch
 from fontaine_tui.core.follow.held import Quiet
-from fontaine_tui.core.log.formats.base import Decoder, decoder_notices
+from fontaine_tui.core.log.formats.base import Decoder, decoder_notices, odd_values
 from fontaine_tui.core.log.formats.rows import FormatError
+from fontaine_tui.core.log.oddvalues import NONE as NO_ODD
 from fontaine_tui.core.log.records import Record
 
 CHECK_S = 0.25  # a store is checked for a change this often (sizes and times: cheap)
@@ -58,6 +59,7 @@ async def poll_whole(
     held = Quiet()
     said = ""
     told: list[str] = []
+    counted = NO_ODD  # the eval values not numbers sent
     seen: object = _NOTHING
     last = -math.inf
     wait = min(every, CHECK_S) if stamp is not None else every
@@ -70,11 +72,12 @@ async def poll_whole(
             else:  # nothing changed since the last read
                 found, what = [], held.seen
             records = held.after(dec, found, what)
-            notes = decoder_notices(dec, kind)
-            if records or notes != told:
+            notes, odd = decoder_notices(dec, kind), odd_values(dec)
+            if records or notes != told or odd != counted:
                 news = [n for n in notes if n not in told]
                 told = notes
-                yield Batch([], 1, note="; ".join(news), records=tuple(records))
+                fresh, counted = odd if odd != counted else None, odd
+                yield Batch([], 1, note="; ".join(news), records=tuple(records), odd=fresh)
             said = ""
         except (InputError, FormatError, OSError) as exc:
             if refuses(exc):

@@ -15,10 +15,11 @@ that is not PROVISIONAL is still not final for the blind: a run ended before its
 ledger that does not hold (it may have dropped an amendment that moved the endpoint).
 
 The probes' values reach a surface only through `seen_probes` (a chart's, with the reads at
-them, through `seen_reads`) and the conflicting probes' through `seen_conflicts`, which withhold
-them all while the read is hidden; a second contract (scripts/contracts.py) keeps every other
-module of the surfaces, and the charts, from reading the store's `probes`, `superseded` or
-`conflicts`. What carries no value (where the probes stand, when they were written, what they
+them, through `seen_reads`), the conflicting probes' through `seen_conflicts` and another
+trainer's eval values that are not numbers through `seen_odd_values`, which withhold them all
+while the read is hidden; a second contract (scripts/contracts.py) keeps every other module of
+the surfaces, and the charts, from reading the store's `probes`, `superseded`, `conflicts` or
+`odd_values`. What carries no value (where the probes stand, when they were written, what they
 logged, how many conflict) the store says itself.
 """
 
@@ -63,6 +64,7 @@ __all__ = [
     "ledger_refusal",
     "log_clock",
     "seen_conflicts",
+    "seen_odd_values",
     "seen_probes",
     "seen_reads",
     "trail_refusal",
@@ -188,6 +190,15 @@ def seen_conflicts(store: RunStore, hidden: bool) -> tuple[Conflict, ...]:
     While the read is hidden a surface counts them (`store.counts()["conflicts"]`), as the
     verdict's blinded card does, and names neither their steps nor their values."""
     return () if hidden else tuple(store.conflicts)
+
+
+def seen_odd_values(store: RunStore, hidden: bool) -> str:
+    """Another trainer's eval values that are not numbers, in words ("" when none).
+
+    Which key held one, at which step and what it was is a probe's value, and a read at that
+    step is UNDECIDABLE: while `hidden` they are counted, naming no key, step or value, as the
+    conflicting probes are (core/log/oddvalues.py words both, the verdict's card so too)."""
+    return store.odd_values.words(hidden)
 
 
 def gate_stopped(attempts: Sequence[Attempt] | None) -> int | None:

@@ -17,6 +17,8 @@ import orjson
 from fontaine_tui.core.limits import too_deep
 from fontaine_tui.core.log.extras import ExtraSeries
 from fontaine_tui.core.log.jsontext import readings
+from fontaine_tui.core.log.oddvalues import NONE as NO_ODD
+from fontaine_tui.core.log.oddvalues import OddValues
 from fontaine_tui.core.log.records import (
     MALFORMED_KEPT,
     NAN,
@@ -187,6 +189,8 @@ class RunStore:
     out_of_order: list[OutOfOrder] = field(default_factory=list, repr=False)
     out_of_order_count: int = 0
     notices: list[str] = field(default_factory=list, repr=False)
+    # another trainer's eval values that are not numbers: probe values, said by the evidence gate
+    odd_values: OddValues = NO_ODD
     ended_at: int | None = None  # the step of the last `end` event, until a resume
     # the train records' numbers beyond `columns`, one sparse series per key (with columns)
     extras: ExtraSeries = field(default_factory=ExtraSeries, repr=False)
@@ -206,6 +210,12 @@ class RunStore:
         self.line_base = self.lines
         self.segments.append(Segment(name, self.lines + 1, why))
         self.version += 1
+
+    def count_odd_values(self, odd: OddValues) -> None:
+        """The eval values not numbers, as the source's decoders count them now (a live read)."""
+        if odd != self.odd_values:
+            self.odd_values = odd
+            self.version += 1
 
     def where(self, line: int) -> str:
         """A store line number as the user finds it: 'train_log.jsonl.1 line 12'."""

@@ -11,6 +11,8 @@ import math
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 
+from fontaine_tui.core.log.oddvalues import NONE as NO_ODD
+from fontaine_tui.core.log.oddvalues import OddValues
 from fontaine_tui.core.preset.checks import (
     AMBIGUOUS,
     BY_INSTRUMENT,
@@ -168,6 +170,9 @@ class Verdict:
     out_of_order: tuple[tuple[str, str], ...] = ()  # (where, why) of records not applied
     conflicts: tuple[str, ...] = ()  # each conflicting probe pair, in words
     notices: tuple[str, ...] = ()  # e.g. a meta record of another run in the middle of the log
+    # another trainer's eval values that are not numbers: counted on a blinded card (its words
+    # name a probe's step and value, a read there UNDECIDABLE), in `notices` in the JSON
+    odd_values: OddValues = NO_ODD
     provenance: Mapping[str, object] = field(default_factory=dict)  # frozen at launch
     provenance_changes: tuple[str, ...] = ()  # the log's meta names other code or data
     provenance_log: tuple[Mapping[str, object], ...] = ()  # each meta's code/data/versions
@@ -295,7 +300,7 @@ class Verdict:
                 "segments": [{"name": n, "first_line": line} for n, line in self.segments],
                 "out_of_order_records": [{"at": w, "why": y} for w, y in self.out_of_order],
                 "conflicting_probes": list(self.conflicts),
-                "notices": list(self.notices),
+                "notices": [*self.notices, *filter(None, [self.odd_values.words(False)])],
             },
         }
 

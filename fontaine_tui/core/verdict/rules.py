@@ -267,6 +267,7 @@ def _compute(
             out_of_order=tuple((store.where(o.line), o.why) for o in store.out_of_order[:50]),
             conflicts=tuple(conflict_reason(store, c, metric) for c in store.conflicts[:50]),
             notices=tuple(store.notices[:50]),
+            odd_values=store.odd_values,
             read=spec.read,
             direction=spec.direction,
             provenance=dict(provenance or {}),

@@ -120,8 +120,8 @@ def _where(v: Verdict) -> list[str]:
 def _log_lines(v: Verdict, log_label: str, detail: bool = True) -> list[str]:
     """The card's first lines: the preset, what the log held, its notices and provenance.
 
-    Without `detail` (a blinded card) the out-of-order and conflicting records are counted,
-    not quoted: a conflict's words may name the probe's values."""
+    Without `detail` (a blinded card) the out-of-order and conflicting records, and the eval
+    values that are not numbers, are counted, not quoted: their words may name a probe's values."""
     counts = v.counts
     lines = [f"preset {v.preset.get('name', '?')}  sha256 {v.preset.get('sha256', '')[:12]}"]
     if log_label:
@@ -148,6 +148,8 @@ def _log_lines(v: Verdict, log_label: str, detail: bool = True) -> list[str]:
             shown = ": " + "; ".join(v.conflicts[:3]) if detail else ""
             lines.append(f"{counts['conflicts']} conflicting probe(s){shown}")
         lines += [f"note: {n}" for n in v.notices]
+        if v.odd_values.count:  # blinded: counted, as the conflicts (a read at one is UNDECIDABLE)
+            lines.append(f"note: {v.odd_values.words(hidden=not detail)}")
     lines += [f"WARNING: {c}" for c in v.provenance_changes]
     return lines
 

@@ -11,7 +11,8 @@ store, the rules and the console read a run from another trainer as they read ou
 
 The values a step holds become records in grouper.py (`FieldMap`, `Grouper`). What a decoder
 could not read (`Unread`) or did not apply (its groupers' counts) comes out in words in
-`decoder_notices`: never silent.
+`decoder_notices`: never silent. The eval values it kept that are not numbers come out counted
+(`odd_values`), for the evidence gate to say.
 """
 
 from __future__ import annotations
@@ -22,6 +23,8 @@ from dataclasses import replace
 from typing import Protocol
 
 from fontaine_tui.core.log.formats.grouper import NAN, FieldMap, Grouper
+from fontaine_tui.core.log.oddvalues import NONE as NO_ODD
+from fontaine_tui.core.log.oddvalues import OddValues
 from fontaine_tui.core.log.records import Record, TrainPoint
 
 
@@ -193,7 +196,7 @@ def decoder_notices(dec: Decoder, name: str) -> list[str]:
 
 
 def decoder_notices_of(found: list[Grouper]) -> list[str]:
-    """What step groupers did not apply as logged, in words."""
+    """What step groupers did not apply as logged, in words (the values not numbers: odd_values)."""
     out = []
     for g in found:
         if g.late:
@@ -203,13 +206,16 @@ def decoder_notices_of(found: list[Grouper]) -> list[str]:
                 f"{g.conflicts} train value(s) logged twice for one step with another "
                 f"value, the first kept: {'; '.join(g.conflict_notes[:5])}"
             )
-        if g.not_numbers:
-            out.append(
-                f"{g.not_numbers} eval value(s) not a number, kept as what they are (a rule "
-                f"reading one is UNDECIDABLE there): {'; '.join(g.not_number_notes[:5])}"
-                f"{'; ...' if g.not_numbers > 5 else ''}"
-            )
     return out
+
+
+def odd_values(dec: Decoder) -> OddValues:
+    """The eval values a decoder's groupers kept that are not numbers.
+
+    They are no notice: which key held one, at which step and what it was is a probe's value
+    (a rule reading one is UNDECIDABLE there), so the store keeps them and a surface says them
+    through the evidence gate (core/log/oddvalues.py)."""
+    return sum((g.odd_values for g in groupers(dec)), NO_ODD)
 
 
 def keys_seen(dec: Decoder) -> list[str]:

@@ -17,6 +17,7 @@ from fontaine_tui.core.log.formats.base import (
     decoder_notices,
     decoder_notices_of,
     keys_seen,
+    odd_values,
 )
 from fontaine_tui.core.log.formats.eventdirs import (
     EventFile,
@@ -123,6 +124,7 @@ def _load_listed(folder: Path, spec: SourceSpec, paths: list[Path]) -> Loaded:
     for rec in records:
         store.add(rec)
     store.notices += decoder_notices(dec, paths[0].name)
+    store.odd_values = odd_values(dec)
     store.malformed_count += dec.bad_count if isinstance(dec, Unread) else 0
     return Loaded(store, tuple(paths), spec.kind, detail, tuple(keys_seen(dec)))
 
@@ -256,6 +258,7 @@ def _tensorboard_records(listed: list[EventFile], fields: FieldMap) -> Loaded:
     for rec in records:
         store.add(rec)
     store.notices += decoder_notices(dec, paths[0].name if paths else "")
+    store.odd_values = odd_values(dec)
     if bad:
         store.notices.append(
             f"{bad} event record(s) failed their checksum or did not decode, skipped"

@@ -5,7 +5,8 @@ map (`FieldMap`) says which keys are an eval probe and which are train fields; t
 takes a format's scalars (step, time, key, value) and makes everything logged at one step one
 train record and, if it has eval keys, one probe, counting what it cannot apply (`late`,
 `conflicts`) and the eval values that are not numbers (`not_numbers`: a JSONL boolean or
-string, kept with what it is, as the probe's own `not_numbers`). An eval probe's `fields` hold
+string, kept with what it is, as the probe's own `not_numbers`; `odd_values` names the first,
+for the evidence gate to say). An eval probe's `fields` hold
 the source's keys, so a preset's `metric` names the source's key; a train record's `loss` is
 the field map's train loss (its other fields NaN unless mapped), and every key of the step
 that is not an eval key is also its `extra`, under the source's own name.
@@ -20,6 +21,8 @@ from fnmatch import fnmatchcase
 from types import MappingProxyType
 from typing import cast
 
+from fontaine_tui.core.log.oddvalues import KEPT as ODD_KEPT
+from fontaine_tui.core.log.oddvalues import OddValues
 from fontaine_tui.core.log.records import TRAIN_FIELDS, Event, Probe, Record, TrainPoint
 
 NAN = float("nan")
@@ -99,12 +102,17 @@ class Grouper:
         self.conflicts = 0
         self.conflict_notes: list[str] = []
         self.not_numbers = 0  # eval values that are not numbers (kept as what they are)
-        self.not_number_notes: list[str] = []
+        self.not_number_notes: list[tuple[str, int, str]] = []  # the first: key, step, what
         self.bits: dict[str, int] = {}  # keys stored in fewer significand bits than a double
         self.keys: dict[str, None] = {}  # every key seen, in order (for "no such tag")
         self._is_eval: dict[str, bool] = {}
         self._train_of: dict[str, str] | None = None
         self._train_sent = -1  # the held step whose train record went out early (settle_train)
+
+    @property
+    def odd_values(self) -> OddValues:
+        """The eval values that were not numbers (said by the evidence gate, not in notices)."""
+        return OddValues(self.not_numbers, tuple(self.not_number_notes))
 
     @property
     def top(self) -> int:
@@ -120,8 +128,8 @@ class Grouper:
             if not self._eval(key):
                 return
             self.not_numbers += 1
-            if len(self.not_number_notes) < 20:
-                self.not_number_notes.append(f"{key} at step {step}: {value}")
+            if len(self.not_number_notes) < ODD_KEPT:
+                self.not_number_notes.append((key, step, value))
         if self._step is not None and step != self._step:
             if step < self._step:
                 if step <= self._emitted:

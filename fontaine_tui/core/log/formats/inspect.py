@@ -177,7 +177,8 @@ def inspect_run(
 ) -> Inspection:
     """What `folder` holds, read as the candidate `choose` picks (InputError as it says).
 
-    `blinded`: the run's read is hidden, as `verdict` hides it (no conflicting step named)."""
+    `blinded`: the run's read is hidden, as `verdict` hides it (no conflicting step named, the
+    eval values not numbers counted)."""
     chosen, found = choose(folder, kind, path, run)
     read = _inspect_ours if chosen.kind == "fontaine" else _inspect_foreign
     return read(folder, chosen, found, blinded)
@@ -344,8 +345,11 @@ def cadence(steps: tuple[int, ...]) -> Cadence:
 def _notices(store: RunStore, blinded: bool) -> list[str]:
     """What the read could not take as logged, in words.
 
-    `blinded`: conflicting steps counted, not named (a read at one is UNDECIDABLE: a class)."""
+    `blinded`: conflicting steps and eval values not numbers counted, not named (a read at
+    one is UNDECIDABLE: a class)."""
     out = list(store.notices)
+    if odd := store.odd_values.words(blinded):  # counted while blinded, as the conflicts
+        out.append(odd)
     if store.malformed_count:
         out.append(f"{store.malformed_count} line(s) could not be read")
     if store.out_of_order_count:
