@@ -5,8 +5,10 @@ whether it ended and what could not be read. With --preset-out it writes a start
 for it. --json prints the document described in core/log/formats/inspect.py (schema 1).
 
 On a blinded run before its endpoint (core/verdict/blind.py) it says no more of the hidden read
-than `verdict` does: the conflicting probes are counted, their steps (where a read is
-UNDECIDABLE, which names the read's class) are not.
+than `verdict` does: the conflicting probes and the eval values not numbers are counted, their
+steps (where a read is UNDECIDABLE, which names the read's class) are not, and a probe field's
+steps and NaN and non-number counts are hidden (blinded) (a NaN at the latest probe, too, reads
+UNDECIDABLE there).
 """
 
 from __future__ import annotations
@@ -21,9 +23,11 @@ from fontaine_tui.core import runfolder
 from fontaine_tui.core.atomic import atomic_write, create_new
 from fontaine_tui.core.errors import InputError
 from fontaine_tui.core.follow.target import parse_target
+from fontaine_tui.core.launch.traineralerts import rule_metrics
 from fontaine_tui.core.log.formats.inspect import Inspection, inspect_run
 from fontaine_tui.core.preset.draft import draft
 from fontaine_tui.core.ssh.destination import SshTarget
+from fontaine_tui.core.verdict.blind import HIDDEN
 from fontaine_tui.model.judge import blinded
 
 
@@ -66,8 +70,8 @@ def run(args: argparse.Namespace) -> int:
             "fontaine-tui inspect on that host)"
         )
     target = runfolder.check_target(target)
-    hidden = _hidden(target)
-    ins = inspect_run(Path(target), args.kind, args.path, args.run_id, blinded=hidden)
+    hidden, rule = _hidden(target)
+    ins = inspect_run(Path(target), args.kind, args.path, args.run_id, hidden, rule)
     text = None
     if args.preset_out:
         text = draft(ins, args.metric, args.direction)
@@ -87,15 +91,19 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def _hidden(target: str) -> bool:
-    """Whether `verdict` hides the run's read (a frozen blind, before the endpoint).
+def _hidden(target: str) -> tuple[bool, tuple[str, ...] | None]:
+    """Whether `verdict` hides the run's read (a frozen blind, before the endpoint), and why.
 
-    A folder whose read cannot be judged (an unreadable prereg.json, log or ledger) counts as
-    hidden: inspect still shows what it holds, and says nothing the blind might hide."""
+    The metrics its frozen rules read come with it. A folder whose read cannot be judged (an unreadable prereg.json, log or ledger) counts as
+    hidden, its rules' metrics not known (None): inspect still shows what it holds, and says
+    nothing the blind might hide."""
     try:
-        return blinded(target) is not None
+        judged = blinded(target)
     except InputError:
-        return True
+        return True, None
+    if judged is None:
+        return False, ()
+    return True, rule_metrics(judged.preset.verdict)
 
 
 def _write(path: Path, text: str, force: bool) -> None:
@@ -141,6 +149,9 @@ def render(ins: Inspection) -> list[str]:
         f"{'nan':>5} {'not#':>5}"
     )
     for k in ins.keys:
+        if k.key in ins.hidden:  # a blinded probe field: as `verdict`, nothing of it
+            out.append(f"{k.key:<{width}}  {k.role:<5} {HIDDEN:>8}")
+            continue
         out.append(
             f"{k.key:<{width}}  {k.role:<5} {k.first:>8} {k.last:>8} {k.count:>7} "
             f"{k.nan:>5} {k.not_number:>5}"

@@ -2,15 +2,16 @@
 
 A run folder frozen from a blind preset that reads another trainer's JSON lines (`eval/mae`,
 anchor 40, endpoint 80), cut at step 60, whose probe at 60 logged `eval/mae` as `true` (kept as
-what it is). A read there is UNDECIDABLE: before the endpoint, a notice naming the step and the
-value names the class of the hidden read. Read by `verdict`, `inspect`, `replay --plain` and
-`attach --plain` in real subprocesses: while the read is hidden they count the values that are
-not numbers and name no key, step or value, as the conflicting probes are counted; without the
-blind they name them."""
+what it is) or as NaN. A read there is UNDECIDABLE: before the endpoint, a notice naming the
+step and the value, or a count of NaN or non-number values per probe field, names the class of
+the hidden read. Read by `verdict`, `inspect`, `replay --plain` and `attach --plain` in real
+subprocesses: while the read is hidden they count the values that are not numbers and name no
+key, step or value, as the conflicting probes are counted; without the blind they name them."""
 
 from __future__ import annotations
 
 import json
+import math
 import re
 from pathlib import Path
 
@@ -21,6 +22,7 @@ from fontaine_tui.core.runfolder import RunFolder
 from fontaine_tui.core.verdict.prereg import freeze
 from fontaine_tui.core.verdict.record import EXIT_CODES, PROVISIONAL_OFFSET
 from tests.commands.test_blind import cli
+from tests.commands.test_json_schemas import check
 from tests.core.log.formats.conftest import EVAL, foreign_preset, loss
 
 TOLD = "eval/mae at step 60: true (a boolean)"  # the notice's words without the blind
@@ -86,6 +88,36 @@ def test_inspect_counts_it_naming_no_step_while_hidden(tmp_path):
         cli(opened, "inspect", str(blind_foreign_run(opened, blind=False)), "-j").stdout
     )
     assert any(TOLD in n for n in told["notices"]), told["notices"]
+
+
+@pytest.mark.parametrize("at_60", [True, math.nan], ids=["boolean", "nan"])
+def test_inspect_says_no_probe_field_s_nan_or_non_number_count_while_hidden(tmp_path, at_60):
+    root = blind_foreign_run(tmp_path, at_60)
+    shown = cli(tmp_path, "inspect", str(root))
+    assert shown.returncode == 0, shown.stderr
+    assert not _leaks(shown.stdout + shown.stderr), shown.stdout
+    rows = {line.split()[0]: line for line in shown.stdout.splitlines() if line.startswith("eval/")}
+    assert "hidden (blinded)" in rows["eval/mae"] and "hidden (blinded)" in rows["eval/other"]
+    assert re.search(r"loss\s+loss\s+1\s+60\s+60\s+0\s+0", shown.stdout)  # health stays
+    if at_60 is True:
+        assert f"{HIDDEN_COUNT} until the endpoint" in shown.stdout
+    doc = json.loads(cli(tmp_path, "inspect", str(root), "-j").stdout)
+    keys = {k["key"]: k for k in doc["keys"]}
+    for key in ("eval/mae", "eval/other"):
+        assert [keys[key][f] for f in ("first", "last", "count", "nan", "not_number")] == [None] * 5
+    assert keys["loss"]["count"] == 60 and doc["probes"]["last"] == 60
+    assert not _leaks(json.dumps(doc)), doc["notices"]
+    check(doc, "inspect-1")  # a hidden field's nulls are the schema's
+
+
+@pytest.mark.parametrize("at_60", [True, math.nan], ids=["boolean", "nan"])
+def test_inspect_counts_each_field_without_the_blind(tmp_path, at_60):
+    root = blind_foreign_run(tmp_path, at_60, blind=False)
+    doc = json.loads(cli(tmp_path, "inspect", str(root), "-j").stdout)
+    mae = next(k for k in doc["keys"] if k["key"] == "eval/mae")
+    nan, odd = (0, 1) if at_60 is True else (1, 0)
+    assert (mae["count"], mae["nan"], mae["not_number"]) == (6, nan, odd), mae
+    assert (at_60 is not True) or any(TOLD in n for n in doc["notices"]), doc["notices"]
 
 
 @pytest.mark.parametrize("command", ["replay", "attach"])

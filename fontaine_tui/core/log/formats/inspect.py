@@ -23,6 +23,11 @@ is. A key is then called train or eval by the default eval patterns.
 `every` is the usual step spacing of the eval keys' steps (null with fewer than two);
 `off_grid` the probe steps not on first + k x every; `source` the [source] lines that read
 that candidate alone.
+
+On a blinded run before its endpoint (`blinded`), a probe field's `first`, `last`, `count`,
+`nan` and `not_number` are null (hidden (blinded)), as the verdict's card says nothing of them:
+a NaN, a value not a number or no value at the latest probe reads UNDECIDABLE there. The probe
+steps (`probes`) and the train keys' counts stay, as the health they are.
 """
 
 from __future__ import annotations
@@ -45,6 +50,7 @@ SCHEMA = 1
 # default ("step") reads nothing
 STEP_NAMES = ("step", "global_step", "_step", "iteration", "iter", "trainer/global_step")
 ENDS = ("end", "error")
+FACTS = ("first", "last", "count", "nan", "not_number")  # a key's, hidden for a blinded probe field
 
 
 @dataclass(frozen=True, slots=True)
@@ -58,15 +64,13 @@ class KeyStats:
     not_number: int  # values that were not numbers (a string, a boolean, null)
     steps: tuple[int, ...] = field(default=(), repr=False)  # every step, in order
 
-    def to_json(self) -> dict[str, object]:
+    def to_json(self, hidden: bool = False) -> dict[str, object]:
+        """Its JSON object; `hidden`: its steps and counts null (a blinded probe field)."""
+        facts = (self.first, self.last, self.count, self.nan, self.not_number)
         return {
             "key": self.key,
             "role": self.role,
-            "first": self.first,
-            "last": self.last,
-            "count": self.count,
-            "nan": self.nan,
-            "not_number": self.not_number,
+            **dict(zip(FACTS, (None,) * len(FACTS) if hidden else facts, strict=True)),
         }
 
 
@@ -117,6 +121,7 @@ class Inspection:
     last_step: int
     ended: Event | None
     notices: tuple[str, ...]
+    hidden: frozenset[str] = frozenset()  # the probe fields whose FACTS a blind hides
 
     @property
     def eval_keys(self) -> list[str]:
@@ -149,7 +154,7 @@ class Inspection:
             ],
             "step_key": self.step_key,
             "loss_key": self.loss_key or None,
-            "keys": [k.to_json() for k in self.keys],
+            "keys": [k.to_json(k.key in self.hidden) for k in self.keys],
             "probes": {
                 "keys": self.eval_keys,
                 "steps": len(c.steps),
@@ -173,15 +178,25 @@ class Inspection:
 
 
 def inspect_run(
-    folder: Path, kind: str = "", path: str = "", run: str = "", blinded: bool = False
+    folder: Path,
+    kind: str = "",
+    path: str = "",
+    run: str = "",
+    blinded: bool = False,
+    rule: tuple[str, ...] | None = (),
 ) -> Inspection:
     """What `folder` holds, read as the candidate `choose` picks (InputError as it says).
 
-    `blinded`: the run's read is hidden, as `verdict` hides it (no conflicting step named, the
-    eval values not numbers counted)."""
+    `blinded`: the run's read is hidden, as `verdict` hides it: no conflicting step named, the
+    eval values not numbers counted, and the FACTS of each probe field (an eval key, or one of
+    `rule`, the metrics the frozen rules read; None: not known, so every key) hidden."""
     chosen, found = choose(folder, kind, path, run)
     read = _inspect_ours if chosen.kind == "fontaine" else _inspect_foreign
-    return read(folder, chosen, found, blinded)
+    ins = read(folder, chosen, found, blinded)
+    if not blinded:
+        return ins
+    hides = {k.key for k in ins.keys if rule is None or k.role == "eval" or k.key in rule}
+    return replace(ins, hidden=frozenset(hides))
 
 
 def load(folder: Path, chosen: Candidate) -> tuple[Loaded, str]:
