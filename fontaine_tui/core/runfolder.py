@@ -6,9 +6,11 @@ import errno
 import os
 import re
 import stat
+import zlib
 from dataclasses import dataclass
 from pathlib import Path
 
+from fontaine_tui.core import readfile
 from fontaine_tui.core.errors import InputError
 from fontaine_tui.core.readfile import check_file
 
@@ -169,14 +171,42 @@ def locate_log(target: str | Path) -> tuple[Path, RunFolder | None]:
 ROTATED = re.compile(r"\.([1-9][0-9]{0,5})(\.gz)?")  # logrotate's numbers: .1, never .01
 
 
+def gz_is_prefix(gz: Path, plain: Path) -> bool:
+    """Whether the gzip file `gz` decompresses to a prefix of the file `plain`.
+
+    A rotation caught compressing leaves `.N` and a `.N.gz` cut short, whose stream may end
+    early: what it holds so far is compared. At most the whole-file read limit is decompressed;
+    False for one past that, one that cannot be decompressed, or any byte that differs."""
+    most, seen = readfile.limit(), 0
+    inflate = zlib.decompressobj(wbits=31)
+    try:
+        with gz.open("rb") as packed, plain.open("rb") as whole:
+            while data := packed.read(2**16):
+                while data:
+                    out = inflate.decompress(data, 2**20)
+                    seen += len(out)
+                    if seen > most or whole.read(len(out)) != out:
+                        return False
+                    if inflate.eof:
+                        data = inflate.unused_data.lstrip(b"\0")
+                        inflate = zlib.decompressobj(wbits=31)
+                    else:
+                        data = inflate.unconsumed_tail
+    except (OSError, zlib.error):
+        return False
+    return True
+
+
 def rotated_segments(log: str | Path) -> list[Path]:
     """The log's rotated segments beside it, oldest first.
 
     For example train_log.jsonl.3.gz, .2, .1 (logrotate's numbering: .1 is the newest).
-    With both `.N` and `.N.gz` (a rotation caught compressing), the plain file is read.
+    With both `.N` and `.N.gz` (a rotation caught compressing), the plain file is read when
+    the .gz holds a prefix of it; a .gz that holds anything else is other evidence, read
+    before the plain file (so that a probe the two give different values is a conflict).
     """
     log = Path(log)
-    found: dict[int, Path] = {}
+    found: dict[int, list[Path]] = {}
     try:
         names = os.listdir(log.parent)
     except OSError:
@@ -187,7 +217,11 @@ def rotated_segments(log: str | Path) -> list[Path]:
         m = ROTATED.fullmatch(name, len(log.name))
         if m is None:
             continue
-        n = int(m.group(1))
-        if n not in found or not m.group(2):
-            found[n] = log.parent / name
-    return [found[n] for n in sorted(found, reverse=True)]
+        found.setdefault(int(m.group(1)), []).append(log.parent / name)
+    out: list[Path] = []
+    for n in sorted(found, reverse=True):
+        paths = sorted(found[n], key=lambda p: not p.name.endswith(".gz"))  # the .gz first
+        if len(paths) == 2 and gz_is_prefix(paths[0], paths[1]):
+            paths = paths[1:]  # compression cut short: the plain file holds it all
+        out.extend(paths)
+    return out
