@@ -35,12 +35,14 @@ from fontaine_tui.core.log.read import load_lines, load_log
 from fontaine_tui.core.log.store import RunStore
 from fontaine_tui.core.preset.checks import UNDECIDABLE
 from fontaine_tui.core.preset.find import load_preset
+from fontaine_tui.core.preset.record import Preset
 from fontaine_tui.core.runfolder import AMENDMENTS, ATTEMPTS, LOG, PREREG, RunFolder, check_target
 from fontaine_tui.core.ssh.destination import SshTarget
 from fontaine_tui.core.text import literal, require_utf8
 from fontaine_tui.core.verdict import blind
 from fontaine_tui.core.verdict.head import head_name
 from fontaine_tui.core.verdict.prereg import parse_prereg
+from fontaine_tui.core.verdict.record import Verdict
 from fontaine_tui.model.judge import blinded
 
 RUN_CHOICE = ("mlflow", "trackio", "wandb", "tensorboard")  # the kinds that may hold several runs
@@ -224,8 +226,9 @@ def run(args: argparse.Namespace) -> int:
             "bank it with --ended once it has"
         )
     doc = bank.document(store, label, args.note, prereg, kind, stopped, finished)
-    reasons = _conflicts(store, prereg, ctx, label)
-    _refuse_hidden(target)  # before a conflict's words, which may name the hidden read
+    own = _own_verdict(store, prereg, ctx, label)
+    reasons = _conflicts(store, own)
+    _refuse_hidden(target, own)  # before a conflict's words, which may name the hidden read
     if reasons and not args.even_if_conflicting:
         raise InputError(
             f"{label}: its own evidence conflicts: {'; '.join(reasons)}; nothing "
@@ -243,41 +246,61 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def _refuse_hidden(target: str) -> None:
+def _refuse_hidden(target: str, own: tuple[Preset, Verdict] | None) -> None:
     """Refuse a blinded run whose read is still hidden, unless a look at it is on record.
 
-    The bank would keep every probe, and `bank show -j` print them: the run is read as
-    `verdict` reads it (model/judge.py's `blinded`). A run banked over SSH is one of ours,
-    whose log ended (bank.document asks it): its read is final, never hidden."""
-    if isinstance(parse_target(target), SshTarget):
+    The bank would keep every probe, and `bank show -j` print them. A run here is read as
+    `verdict` reads it (model/judge.py's `blinded`, with its review trail); a run over SSH by
+    its own verdict `own` (`_own_verdict`: its prereg.json and folder evidence through the
+    evidence gate), which `blind.hidden` holds as here. A blinded run's log may end before its
+    endpoint (a crash), where the gate withholds the read. Its review trail is not read over
+    SSH, so no look counts there: a look recorded on its host is taken by `bank add` there."""
+    far = parse_target(target)
+    if isinstance(far, SshTarget):
+        if own is None or not blind.hidden(*own):
+            return
+        v = own[1]
+        unhide = (
+            f"on its host once a look is recorded (fontaine-tui verdict {far.path} --unblind "
+            f"WHY, then fontaine-tui bank add {far.path}: the review trail is not read over SSH)"
+        )
+    else:
+        hidden = blinded(target)
+        if hidden is None:
+            return
+        v = hidden.verdict
+        unhide = f"once a look is recorded ({blind.unblind_hint(target)})"
+    if blind.looked_at(v):
         return
-    hidden = blinded(target)
-    if hidden is None or blind.looked_at(hidden.verdict):
-        return
-    v = hidden.verdict
+    why = v.withheld or f"the read is blinded until the endpoint (step {v.endpoint_step})"
     raise InputError(
-        f"{target}: the read is blinded until the endpoint (step {v.endpoint_step}) and the "
-        "bank would keep every probe: bank it after the endpoint, or once a look is recorded "
-        f"({blind.unblind_hint(target)}); nothing was banked"
+        f"{target}: {why}, and the bank would keep every probe: bank it after the endpoint, "
+        f"or {unhide}; nothing was banked"
     )
 
 
-def _conflicts(store, prereg: bytes | None, ctx: FolderEvidence, label: str) -> list[str]:
+def _own_verdict(
+    store: RunStore, prereg: bytes | None, ctx: FolderEvidence, label: str
+) -> tuple[Preset, Verdict] | None:
+    """The run's own verdict and the preset it froze (None without a prereg.json).
+
+    It is read by its prereg.json and the folder's evidence `ctx` (its amendments, a gate's
+    stop, the restarts), through the evidence gate, as `verdict` reads it."""
+    if prereg is None:
+        return None
+    frozen = parse_prereg(prereg, f"{label}/{PREREG}")
+    preset = frozen.frozen_preset(f"{label}/{PREREG}")
+    return preset, verdict_of(store, preset, replace(ctx, provenance=frozen.provenance))
+
+
+def _conflicts(store: RunStore, own: tuple[Preset, Verdict] | None) -> list[str]:
     """What in the run's own evidence conflicts, in words.
 
-    These are the log's own contradictions, and its own verdict when UNDECIDABLE. That verdict
-    is read by its prereg.json and the folder's evidence `ctx` (its amendments, a gate's stop,
-    the restarts), as `verdict` reads it.
-    """
+    These are the log's own contradictions, and its own verdict (`_own_verdict`) when
+    UNDECIDABLE."""
     reasons = conflicts(store)
-    if prereg is None:
-        return reasons
-
-    frozen = parse_prereg(prereg, f"{label}/{PREREG}")
-    ctx = replace(ctx, provenance=frozen.provenance)
-    own = verdict_of(store, frozen.frozen_preset(f"{label}/{PREREG}"), ctx)
-    if own.verdict == UNDECIDABLE:
-        reasons.append(f"its own verdict is UNDECIDABLE: {own.reason}")
+    if own is not None and own[1].verdict == UNDECIDABLE:
+        reasons.append(f"its own verdict is UNDECIDABLE: {own[1].reason}")
     return reasons
 
 

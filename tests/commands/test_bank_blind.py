@@ -5,7 +5,9 @@ A [command] run's trainer log (JSONL) says nothing of its end, so a blinded run 
 would hold every probe and `bank show -j` print it. `bank add` reads the run as `verdict`
 does and refuses such a run in one line (exit 2, nothing banked) naming how to unblind it,
 unless the review trail records a look; the final read banks as always. A run whose review
-trail does not hold is refused as `verdict` refuses it, naming the break. Real subprocesses."""
+trail does not hold is refused as `verdict` refuses it, naming the break. A run banked over
+SSH (`host:/path`, the real sshd on 127.0.0.1) is refused so too when its read is hidden (a
+crashed run's, withheld by the evidence gate). Real subprocesses."""
 
 from __future__ import annotations
 
@@ -116,3 +118,53 @@ def test_bank_add_refuses_a_run_whose_review_trail_does_not_hold(tmp_path, cut):
     assert said[0].split(broken)[0] == why.split(broken)[0]  # the break verdict names
     shown = cli(tmp_path, "bank", "show", "final", "-j")
     assert shown.returncode == 2 and "no such banked run" in shown.stderr
+
+
+def test_bank_add_over_ssh_refuses_a_hidden_read_as_here(sshd, tmp_path):
+    """A blinded run that crashed before its endpoint, banked as host:/path: refused as here.
+
+    Its log ended, so the run banks, but the read is withheld (core/launch/evidence.py's
+    `withheld`): the bank would keep every probe the blind hides. The review trail is not read
+    over SSH, so a look recorded on the run's host is taken only by `bank add` there."""
+    from tests.commands.test_blind_withheld import PROBES, crashed
+    from tests.sshd_helper import HOST_ALIAS
+
+    root = crashed(tmp_path)
+    far = f"{HOST_ALIAS}:{root}"
+    ssh = ("--ssh-config", str(sshd.config))
+    env = {"FONTAINE_BANK": str(tmp_path / "bank")}
+    res = cli(tmp_path, "bank", "add", far, "--as", "far", *ssh, **env)
+    said = res.stderr.strip().splitlines()
+    assert res.returncode == 2 and len(said) == 1, res.stdout + res.stderr
+    assert "the run ended at step 750, before its endpoint (step 1000)" in said[0]
+    assert "nothing was banked" in said[0] and far in said[0]
+    assert not any(p in res.stdout + res.stderr for p in PROBES)
+    # as the run's own conflicts would be named (UNDECIDABLE): refused before them, all the same
+    forced = cli(tmp_path, "bank", "add", far, "--as", "far", "--even-if-conflicting", *ssh, **env)
+    assert forced.returncode == 2 and "nothing was banked" in forced.stderr, forced.stderr
+    shown = cli(tmp_path, "bank", "show", "far", "-j", **env)
+    assert shown.returncode == 2 and "no such banked run" in shown.stderr
+    assert not (tmp_path / "bank" / "far").exists()
+
+    # a look recorded on its host: banked there, and still not over SSH (no trail read there)
+    look = cli(tmp_path, "verdict", str(root), "--unblind", "the run crashed", **env)
+    assert look.returncode == 6, look.stdout + look.stderr
+    still = cli(tmp_path, "bank", "add", far, "--as", "far", "--even-if-conflicting", *ssh, **env)
+    assert still.returncode == 2 and f"bank add {root}" in still.stderr, still.stderr
+    here = cli(tmp_path, "bank", "add", str(root), "--as", "far", "--even-if-conflicting", **env)
+    assert here.returncode == 0, here.stderr
+
+
+def test_bank_add_over_ssh_takes_a_blinded_run_at_its_endpoint(sshd, tmp_path):
+    from tests.commands.test_blind import run_folder
+    from tests.sshd_helper import HOST_ALIAS
+
+    root = run_folder(tmp_path, 1000)
+    env = {"FONTAINE_BANK": str(tmp_path / "bank")}
+    far = f"{HOST_ALIAS}:{root}"
+    res = cli(
+        tmp_path, "bank", "add", far, "--as", "final", "--ssh-config", str(sshd.config), **env
+    )
+    assert res.returncode == 0, res.stderr
+    doc = json.loads(cli(tmp_path, "bank", "show", "final", "-j", **env).stdout)
+    assert doc["source"] == f"ssh {far}" and doc["probes"]
