@@ -34,16 +34,46 @@ def limit() -> int:
     return value
 
 
+# what a file that is not a regular one is, in the words of each refusal
+KINDS = {
+    "fifo": "a FIFO (named pipe)",
+    "device": "a device",
+    "folder": "a folder",
+    "socket": "a socket",
+    "other": "a special file",
+}
+
+# the same kinds told by a remote host's sh (a link followed, as open follows it): `kind NAME`
+# prints the key of KINDS for the file at NAME
+KIND_SH = r"""
+kind() {
+  if [ -p "$1" ]; then echo fifo
+  elif [ -c "$1" ] || [ -b "$1" ]; then echo device
+  elif [ -d "$1" ]; then echo folder
+  elif [ -S "$1" ]; then echo socket
+  else echo other; fi
+}
+"""
+
+
 def _kind(mode: int) -> str:
     if stat.S_ISFIFO(mode):
-        return "a FIFO (named pipe)"
+        return "fifo"
     if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
-        return "a device"
+        return "device"
     if stat.S_ISDIR(mode):
-        return "a folder"
+        return "folder"
     if stat.S_ISSOCK(mode):
-        return "a socket"
-    return "a special file"
+        return "socket"
+    return "other"
+
+
+def not_regular(path: str | Path, kind: str) -> InputError:
+    """The refusal of a file that is not a regular one; `kind` a key of KINDS."""
+    return InputError(
+        f"{path}: not a regular file ({KINDS.get(kind, KINDS['other'])}); refused: reading it "
+        "could wait or run forever"
+    )
 
 
 def open_fd(path: str | Path) -> int:
@@ -60,10 +90,7 @@ def open_fd(path: str | Path) -> int:
         raise
     if not stat.S_ISREG(mode):
         os.close(fd)
-        raise InputError(
-            f"{path}: not a regular file ({_kind(mode)}); refused: reading it "
-            "could wait or run forever"
-        )
+        raise not_regular(path, _kind(mode))
     return fd
 
 

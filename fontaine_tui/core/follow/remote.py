@@ -7,10 +7,13 @@ as $1... The protocol lines they answer with start with "@fontaine"."""
 from __future__ import annotations
 
 from fontaine_tui.core.limits import SQLITE_BUDGET_S, SQLITE_BUSY_S, SQLITE_HOT
+from fontaine_tui.core.readfile import KIND_SH
 
 # $1 folder, $2 file, $3 offset (past the last complete line read), $4 device:inode we had,
 # $5 head length, $6 head sha256, $7 sha256 of all $3 bytes read, $8 anchor length, $9 sha256
 # of the anchor (the last $8 bytes before $3).
+# A file that is not a regular one (a FIFO, a link to /dev/zero) is never opened (a FIFO would
+# hold the open, and this script, for ever): "@fontaine special KIND", a key of readfile.KINDS.
 # Answers "@fontaine ok ID START MODE" and streams from START. MODE: resume (the same file),
 # same (another file with exactly what was read), continue (the file was truncated: its new
 # content goes on from the old), segment (another file took the name), fresh (nothing read
@@ -29,10 +32,13 @@ from fontaine_tui.core.limits import SQLITE_BUDGET_S, SQLITE_BUSY_S, SQLITE_HOT
 # loop does, where `tail -f` on the name only wakes the reader (with inotify where there is one:
 # not on /dev/fd), the name watch once a second besides, so a missed wake costs a second, never
 # data. Same rules either way; the shell loop costs more CPU on the remote host (docs/performance.md).
-FOLLOW_SCRIPT = r"""
+FOLLOW_SCRIPT = (
+    KIND_SH
+    + r"""
 dir=$1 name=$2 off=$3 had=$4 hl=$5 hh=$6 dig=$7 al=$8 ah=$9 py=${10}
 cd -- "$dir" 2>/dev/null || { if [ -e "$dir" ]; then echo "@fontaine denied"; else echo "@fontaine norun"; fi; exit 0; }
 [ -e "$name" ] || { echo "@fontaine absent"; exit 0; }
+[ -f "$name" ] || { echo "@fontaine special $(kind "$name")"; exit 0; }
 [ -r "$name" ] || { echo "@fontaine denied"; exit 0; }
 exec 3<"$name" || exit 1
 f=/dev/fd/3
@@ -160,6 +166,7 @@ cat >/dev/null
 kill "$t" "$w" "$l" 2>/dev/null
 wait
 """
+)
 
 # The stream of FOLLOW_SCRIPT in one python3 process (stdlib only): argv start, anchor file
 # (at start 0: the file's head, found at offset 0), name, device:inode. Polls the open file
@@ -228,10 +235,12 @@ done
 exit 0
 """
 
-# $1 folder, $2 file, $3 byte offset: the file's bytes from the offset (exit 4 no such file)
+# $1 folder, $2 file, $3 byte offset: the file's bytes from the offset (exit 4 no such file,
+# 6 not a regular file: tail would wait on a FIFO)
 RANGE_SCRIPT = r"""
 cd -- "$1" 2>/dev/null || exit 3
 [ -e "$2" ] || exit 4
+[ -f "$2" ] || exit 6
 [ -r "$2" ] || exit 5
 exec tail -c +"$(($3 + 1))" -- "$2"
 """

@@ -37,6 +37,7 @@ from fontaine_tui.core.follow.remote import (
 )
 from fontaine_tui.core.limits import json_loads, sqlite_refusal_of, view_refusal
 from fontaine_tui.core.log.lines import LINE_CAP, LineCutter
+from fontaine_tui.core.readfile import not_regular
 from fontaine_tui.core.runfolder import LOG
 from fontaine_tui.core.ssh.connection import SshConnection, SshError, remote_command
 from fontaine_tui.core.ssh.destination import SshTarget
@@ -330,6 +331,11 @@ class SshRun(SshConnection):
                     await children.end(proc)
                     await self._pause(1.0)
                     continue
+                elif header[:2] == [b"@fontaine", b"special"] and len(header) == 3:
+                    raise not_regular(
+                        f"{self.target.destination}:{self.target.path}/{name}",
+                        header[2].decode("ascii", "replace"),
+                    )
                 elif header[:2] == [b"@fontaine", b"norun"]:
                     error = f"{self.target.path}: no such run folder"
                 elif header[:2] == [b"@fontaine", b"denied"]:

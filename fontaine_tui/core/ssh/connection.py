@@ -27,7 +27,7 @@ from pathlib import Path
 from fontaine_tui.core import children
 from fontaine_tui.core.childenv import child_env
 from fontaine_tui.core.errors import InputError
-from fontaine_tui.core.readfile import limit, too_big
+from fontaine_tui.core.readfile import KIND_SH, limit, not_regular, too_big
 from fontaine_tui.core.ssh.control import new_control_folder
 from fontaine_tui.core.ssh.destination import SshTarget
 
@@ -84,15 +84,19 @@ def remote_command(script: str, *args: str) -> str:
     return " ".join(["sh", "-c", shlex.quote(script), "fontaine", *map(shlex.quote, args)])
 
 
-# $1 folder, $2 file: exit 3 no such folder, 4 no such file, 5 unreadable
-READ_SCRIPT = r"""
+# $1 folder, $2 file: exit 3 no such folder, 4 no such file, 5 unreadable, 6 not a regular
+# file (its kind, a key of readfile.KINDS, on stdout)
+READ_SCRIPT = (
+    KIND_SH
+    + r"""
 [ -d "$1" ] || exit 3
 cd -- "$1" 2>/dev/null || exit 5
 [ -e "$2" ] || exit 4
-[ -f "$2" ] || exit 6
+[ -f "$2" ] || { kind "$2"; exit 6; }
 [ -r "$2" ] || exit 5
 exec cat -- "$2"
 """
+)
 
 
 class SshConnection:
@@ -407,10 +411,7 @@ class SshConnection:
         if rc == 4:
             return None
         if rc == 6:  # a pipe would hold the remote cat for ever
-            raise InputError(
-                f"{where}: not a regular file (a pipe, device or folder); "
-                "refused: reading it could wait or run forever"
-            )
+            raise not_regular(where, out.decode("ascii", "replace").strip())
         hand = self.target.hand_command(self.ssh_options)
         if rc == 3:
             raise SshError(
