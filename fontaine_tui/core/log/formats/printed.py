@@ -7,10 +7,13 @@ group (epoch seconds, or an ISO date and time such as `2025-01-02 10:00:00`, loc
 other named group a numeric field named by the group.
 
 A line that matches no pattern is not a metrics line (printed output holds much else) and is passed
-over. A matched line whose step or field is not a number is counted among the unreadable entries and
-reported. Numbers may carry LeRobot's decimal suffixes (K, M, B, T, Q: thousands, millions, ...). A
-step printed with one is rounded where it was printed (`10K` is any step from 9500 to 10500), which
-is reported once."""
+over. A matched line whose step or train field is not a number is counted among the unreadable
+entries and reported. An eval field that is not a number is kept as what it is (the probe's
+`not_numbers`, counted in the grouper's `odd_values`): which key, step and value it was is a
+probe's value, said through the evidence gate (core/log/oddvalues.py), never in a notice.
+Numbers may carry LeRobot's decimal suffixes (K, M, B, T, Q: thousands, millions, ...). A step
+printed with one is rounded where it was printed (`10K` is any step from 9500 to 10500), which is
+reported once."""
 
 from __future__ import annotations
 
@@ -23,7 +26,7 @@ from fontaine_tui.core.limits import PatternError, UserPattern
 from fontaine_tui.core.log.formats.base import Unread, step_of
 from fontaine_tui.core.log.formats.grouper import FieldMap, Grouper
 from fontaine_tui.core.log.lines import LineCutter
-from fontaine_tui.core.log.records import Record
+from fontaine_tui.core.log.records import Record, not_a_metric
 
 NAN = float("nan")
 SUFFIX = {"K": 1e3, "M": 1e6, "B": 1e9, "T": 1e12, "Q": 1e15}
@@ -149,10 +152,13 @@ class LinesDecoder(Unread):
         when = _time(groups.pop("time")) if "time" in groups else NAN
         for key, value in groups.items():
             x = parse_number(value)
-            if x is None:
+            at = when if math.isfinite(when) else NAN
+            if x is None and self.grouper.fields.is_eval(key):  # a probe value: kept, counted
+                self.grouper.add(step, at, key, not_a_metric(value) or repr(value), out)
+            elif x is None:
                 self.note_bad(where, f"{key} at step {step}: {value!r} is not a number")
-                continue
-            self.grouper.add(step, when if math.isfinite(when) else NAN, key, x[0], out)
+            else:
+                self.grouper.add(step, at, key, x[0], out)
 
     def finish(self) -> list[Record]:
         out: list[Record] = []
