@@ -25,7 +25,7 @@ from fontaine_tui.core.verdict.record import EXIT_CODES, PROVISIONAL_OFFSET
 from tests.commands.test_blind import cli
 from tests.core.log.formats.conftest import EVAL, foreign_preset, loss
 
-KINDS = ["lines"]
+KINDS = ["lines", "mlflow"]
 HIDDEN_COUNT = "1 eval value(s) not a number: keys, steps and values hidden (blinded)"
 UNDECIDABLE_NOW = EXIT_CODES["UNDECIDABLE"] + PROVISIONAL_OFFSET  # the read at 60, not blinded
 LINES = r"""kind = "lines"

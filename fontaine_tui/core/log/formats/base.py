@@ -22,7 +22,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from typing import Protocol
 
-from fontaine_tui.core.log.formats.grouper import NAN, FieldMap, Grouper
+from fontaine_tui.core.log.formats.grouper import NAN, FieldMap, Grouper, Value
 from fontaine_tui.core.log.oddvalues import NONE as NO_ODD
 from fontaine_tui.core.log.oddvalues import OddValues
 from fontaine_tui.core.log.records import Record, TrainPoint
@@ -49,7 +49,7 @@ def numbers(row: Mapping[str, object], skip: Sequence[str] = ()) -> dict[str, fl
     return out
 
 
-Row = tuple[int, float, Mapping[str, float]]  # (step, time, values by key)
+Row = tuple[int, float, Mapping[str, Value]]  # (step, time, values by key: a number or why not)
 
 
 class Unread:

@@ -205,7 +205,7 @@ class Grouper:
         if len(self.conflict_notes) < 20:
             self.conflict_notes.append(f"{key} at step {step}: {first!r} and {second!r}")
 
-    def add_row(self, step: int, time: float, row: Mapping[str, float], out: list[Record]) -> None:
+    def add_row(self, step: int, time: float, row: Mapping[str, Value], out: list[Record]) -> None:
         for key, value in row.items():
             self.add(step, time, key, value, out)
 

@@ -21,8 +21,9 @@ from pathlib import Path
 from fontaine_tui.core.errors import InputError
 from fontaine_tui.core.limits import Connection, SqliteError, open_sqlite, sqlite_refusal
 from fontaine_tui.core.log.formats.base import Row, Whole, number, step_of
+from fontaine_tui.core.log.formats.grouper import Value
 from fontaine_tui.core.log.formats.rows import FormatError
-from fontaine_tui.core.log.records import Event, Record
+from fontaine_tui.core.log.records import Event, Record, not_a_metric
 from fontaine_tui.core.readfile import check_file, read_text, read_whole
 
 NAN = float("nan")
@@ -175,11 +176,12 @@ def locked(exc: SqliteError) -> str:
     return sqlite_refusal(exc)
 
 
-def check_row(raw: RawRow) -> tuple[int, float, str, float] | str:
+def check_row(raw: RawRow) -> tuple[int, float, str, Value] | str:
     """A metric row as (step, time in s, key, value), or why it cannot be read.
 
-    A row cannot be read with a NULL or text step, or a text value: a store written by something
-    other than MLflow, or damaged."""
+    A row cannot be read with a NULL or text step: a store written by something other than
+    MLflow, or damaged. A text or NULL value is read as what it is (records.not_a_metric's
+    words): an eval key's is kept so, a probe's value (its decoder counts the others)."""
     step, stamp, key, value, is_nan = raw
     if stamp is None and isinstance(value, bytes):  # a file store line that is not one
         return f"metrics/{step}: {value.decode()}"
@@ -198,10 +200,11 @@ def check_row(raw: RawRow) -> tuple[int, float, str, float] | str:
         try:
             value = float(value)
         except ValueError:
-            return f"{key} at step {checked}: value {value!r} is not a number"
+            text = value.decode("utf-8", "replace") if isinstance(value, bytes) else value
+            return checked, when, str(key), not_a_metric(text) or repr(text)
     x = number(value)
     if x is None:
-        return f"{key} at step {checked}: value {value!r} is not a number"
+        return checked, when, str(key), not_a_metric(value) or repr(value)
     if abs(x) == sys.float_info.max:  # how MLflow's SQL store keeps an infinity
         x = math.copysign(math.inf, x)
     return checked, when, str(key), x
@@ -275,7 +278,12 @@ class MlflowDecoder(Whole):
 
     Two rows for one key and step with different values are a conflict (MLflow keeps both). A
     run whose status says it ended (FINISHED, FAILED, KILLED) is complete: its last step goes
-    out, then an "end" (FINISHED) or "error" Event at that step, as the engine's own log ends."""
+    out, then an "end" (FINISHED) or "error" Event at that step, as the engine's own log ends.
+
+    An eval value that is not a number is kept as what it is (the probe's `not_numbers`,
+    counted in the grouper's `odd_values`): which key, step and value it was is a probe's
+    value, said through the evidence gate (core/log/oddvalues.py), never in a notice. A train
+    value that is not a number is counted among the unreadable entries."""
 
     kind = "mlflow"
 
@@ -290,6 +298,9 @@ class MlflowDecoder(Whole):
                 self.note_bad("metrics", row)
                 continue
             step, when, key, value = row
+            if isinstance(value, str) and not self.fields.is_eval(key):  # a train value
+                self.note_bad("metrics", f"{key} at step {step}: {value}, not a number")
+                continue
             checked.append((step, when, {key: value}))
         out = self.group([checked])
         event = ENDS.get(status)
