@@ -10,6 +10,7 @@ from __future__ import annotations
 import importlib.util
 import json
 import os
+import pwd
 import shlex
 import shutil
 import subprocess
@@ -366,6 +367,85 @@ def test_a_job_the_run_never_submitted_is_never_cancelled(
         cluster.run("scontrol", "update", f"JobId={foreign}", f"WorkDir={folder.root}", check=True)
         cluster.run("scontrol", "update", f"JobId={foreign}", "JobName=not-smoke", check=True)
         stop_refused("JobName", "not-smoke")
+        registry.update(entry.run_dir, entry.host, job=entry.job)  # the run's own job again
+        stop = cli(cluster, tmp_path, "stop", "run", "--yes", "--json")
+        assert stop.returncode == 0, stop.stdout + stop.stderr
+        assert cluster.show_job(entry.job)["JobState"] == "CANCELLED"
+        assert cluster.show_job(foreign)["JobState"] == "PENDING"
+    finally:
+        cluster.run("scontrol", "update", f"PartitionName={PARTITION}", "State=UP")
+        if foreign:
+            cluster.run("scancel", foreign)
+
+
+def test_another_users_job_in_the_runs_folder_and_name_is_never_cancelled(
+    cluster, tmp_path: Path, registry_path: Path
+) -> None:
+    """A job another user submitted (root's `sbatch --uid`, as an operator could) in the run's
+    own folder under the run's own name, recorded by the registry and a begin line of the
+    run's attempts.jsonl: its UserId is not this user's, so `stop` refuses in one line and the
+    job stays queued. The run's own job is then stopped as ever."""
+    other = pwd.getpwnam("nobody")
+    assert other.pw_uid != os.getuid()
+    cluster.run("scontrol", "update", f"PartitionName={PARTITION}", "State=DOWN", check=True)
+    foreign = ""
+    try:
+        res = cli(
+            cluster,
+            tmp_path,
+            "launch",
+            "smoke",
+            "--on",
+            f"slurm:{PARTITION}",
+            "--detach",
+            "--output-dir",
+            "run",
+        )
+        assert res.returncode == 0, res.stdout + res.stderr
+        [entry] = Registry(registry_path).entries()
+        foreign = cluster.sbatch(
+            f"--partition={PARTITION}",
+            f"--uid={other.pw_uid}",
+            f"--gid={other.pw_gid}",
+            f"--chdir={entry.run_dir}",
+            "--job-name=smoke",
+            "--wrap",
+            "sleep 600",
+        )
+        fields = cluster.show_job(foreign)
+        assert (fields["WorkDir"], fields["JobName"]) == (entry.run_dir, "smoke")
+        assert fields["UserId"] == f"{other.pw_name}({other.pw_uid})"
+        folder = RunFolder(Path(entry.run_dir))
+        begin = {
+            "event": "begin",
+            "attempt": 2,
+            "kind": "resume",
+            "pid": 0,
+            "pid_started": None,
+            "host": entry.host,
+            "at": "2026-01-01T00:00:00Z",
+            "log_offset": 0,
+            "out_offset": 0,
+            "cgroup": None,
+            "vmstat_oom_kill_at_start": None,
+            "job": foreign,
+        }
+        with folder.attempts.open("a") as fh:
+            fh.write(json.dumps(begin) + "\n")
+        registry = Registry(registry_path)
+        registry.update(entry.run_dir, entry.host, job=foreign)
+        stop = cli(cluster, tmp_path, "stop", "run", "--yes", "--json")
+        err = stop.stderr.strip()
+        assert stop.returncode == 2 and "\n" not in err and "Traceback" not in err, err
+        assert f"slurm job {foreign}: its UserId is {other.pw_name}({other.pw_uid})" in err, err
+        assert cluster.show_job(foreign)["JobState"] == "PENDING"
+        # the run's own job is this user's, and would be refused to any other uid
+        me, uid = pwd.getpwuid(os.getuid()).pw_name, os.getuid()
+        assert slurm_job.not_the_runs(folder, entry.job, cluster.env()) == ""
+        assert slurm_job.not_the_runs(folder, entry.job, cluster.env(), uid=uid + 4242) == (
+            f"slurm job {entry.job}: its UserId is {me}({uid}), not this user's uid "
+            f"{uid + 4242}: not the run's job"
+        )
         registry.update(entry.run_dir, entry.host, job=entry.job)  # the run's own job again
         stop = cli(cluster, tmp_path, "stop", "run", "--yes", "--json")
         assert stop.returncode == 0, stop.stdout + stop.stderr

@@ -112,11 +112,15 @@ def scheduler_exit(
     return info
 
 
-def not_the_runs(folder: RunFolder, job: str, env: Mapping[str, str] | None = None) -> str:
+def not_the_runs(
+    folder: RunFolder, job: str, env: Mapping[str, str] | None = None, uid: int | None = None
+) -> str:
     """Why the scheduler's job `job` is not the run's in `folder` ("" when it is).
 
-    The job is the run's where `scontrol show job` gives the run folder as its WorkDir and the
-    run's name (prereg.json's) as its JobName: what `slurm_client.submit` asked for."""
+    The job is the run's where `scontrol show job` gives the run folder as its WorkDir, the
+    run's name (prereg.json's) as its JobName (what `slurm_client.submit` asked for) and this
+    user (`uid`, default ours) in its UserId, "name(uid)": root or an operator never cancels
+    another user's job that took the same folder and name."""
     try:
         run = read_prereg(folder).preset["run"]
         name = str(run["name"]) if isinstance(run, Mapping) else ""
@@ -140,6 +144,13 @@ def not_the_runs(folder: RunFolder, job: str, env: Mapping[str, str] | None = No
         return (
             f"slurm job {job}: its JobName is {literal(fields.get('JobName', ''))}, not "
             f"the run's name {literal(name)}: not the run's job"
+        )
+    uid = os.getuid() if uid is None else uid
+    user = fields.get("UserId", "")
+    if not user.endswith(f"({uid})"):  # scontrol's "name(uid)"
+        return (
+            f"slurm job {job}: its UserId is {literal(user)}, not this user's uid {uid}: "
+            "not the run's job"
         )
     return ""
 
@@ -221,7 +232,8 @@ class SlurmJob:
         """Why this job is never signalled nor cancelled, or None.
 
         A job not submitted here is the run's only where one of its attempts records it and the
-        scheduler's record of it names the run's folder and name (`not_the_runs`)."""
+        scheduler's record of it names the run's folder, its name and this user
+        (`not_the_runs`)."""
         if self.untied:
             return self.untied
         if self._tied:
