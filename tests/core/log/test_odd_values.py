@@ -75,13 +75,13 @@ def test_replay_speed_and_scale_factor_must_make_sense(tmp_path, capsys):
 
 
 def test_amend_where_the_ledger_cannot_be_written_is_one_line(tmp_path, capsys):
-    """A read-only run folder and this give the same OSError path; this one also fails for
-    root (CI), which writes into read-only folders."""
+    """A folder in the ledger's place: even root (CI), which writes into read-only folders,
+    cannot open it as the ledger; the file's owner says so in one line."""
     run = tmp_path / "run"
     write_log(run / "train_log.jsonl", probes=RIGONLY_LIKE)
     (run / "amendments.jsonl").mkdir()  # even root cannot open a folder as the ledger
     assert main(["amend", str(run), "--scale-factor", "2", "--preset", "demosonly_1gpu"]) == 2
-    assert "amendments.jsonl: cannot write" in _one_line(capsys)
+    assert "amendments.jsonl: a folder, not a file; refused" in _one_line(capsys)
 
 
 @pytest.mark.parametrize("kind", ["fifo", "dev-zero"])
