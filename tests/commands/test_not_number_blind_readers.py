@@ -1,14 +1,14 @@
-"""A blinded run read from printed lines or an MLflow store whose rule metric is not a number at
-the latest probe.
+"""A blinded run read from printed lines, an MLflow store or a trackio store whose rule metric is
+not a number at the latest probe.
 
 As tests/commands/test_not_number_blind.py for JSON lines: a run folder frozen from a blind
-preset (anchor 40, endpoint 80) cut at step 60, its eval value at 60 text (`n/a`), printed by
-the trainer or written by MLflow itself (its SQLite store, the row then changed to text, as a
-store written by something else holds it). A read there is UNDECIDABLE, so before the endpoint
-a notice naming the key, the step or the value names the class of the hidden read. Read by
-`verdict`, `inspect` (MLflow: it takes no patterns for printed lines), `replay --plain` and
-`attach --plain` in real subprocesses: while the read is hidden each counts the value and
-names none of them; without the blind they name it."""
+preset (anchor 40, endpoint 80) cut at step 60, its eval value at 60 text (`n/a`): printed by the
+trainer, logged by trackio's own storage, or written by MLflow itself (its SQLite store, the row
+then changed to text, as a store written by something else holds it). A read there is
+UNDECIDABLE, so before the endpoint a notice naming the key, the step or the value names the
+class of the hidden read. Read by `verdict`, `inspect` (not printed lines: it takes no patterns),
+`replay --plain` and `attach --plain` in real subprocesses: while the read is hidden each counts
+the value and names none of them; without the blind they name it."""
 
 from __future__ import annotations
 
@@ -25,7 +25,7 @@ from fontaine_tui.core.verdict.record import EXIT_CODES, PROVISIONAL_OFFSET
 from tests.commands.test_blind import cli
 from tests.core.log.formats.conftest import EVAL, foreign_preset, loss
 
-KINDS = ["lines", "mlflow"]
+KINDS = ["lines", "mlflow", "trackio"]
 HIDDEN_COUNT = "1 eval value(s) not a number: keys, steps and values hidden (blinded)"
 UNDECIDABLE_NOW = EXIT_CODES["UNDECIDABLE"] + PROVISIONAL_OFFSET  # the read at 60, not blinded
 LINES = r"""kind = "lines"
@@ -34,6 +34,7 @@ patterns = ['step:(?P<step>\S+) loss:(?P<loss>\S+)', 'step:(?P<step>\S+) mae:(?P
 TOLD = {  # the words naming it without the blind
     "lines": "mae at step 60: a string ('n/a')",
     "mlflow": "eval/mae at step 60: a string ('n/a')",
+    "trackio": "eval/mae at step 60: a string ('n/a')",
 }
 
 
@@ -62,9 +63,27 @@ def _mlflow(root: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     con.close()
 
 
+def _trackio(root: Path) -> None:
+    """Through trackio's own storage (what trackio.log's sender thread calls), as logged."""
+    sqlite_storage = pytest.importorskip("trackio.sqlite_storage")
+    rows = []
+    for step in range(1, 61):
+        rows.append(({"train/loss": loss(step)}, step))
+        if step in EVAL:
+            rows.append(({"eval/mae": "n/a" if step == 60 else EVAL[step]}, step))
+    was = sqlite_storage.TRACKIO_DIR
+    sqlite_storage.TRACKIO_DIR = root
+    try:
+        sqlite_storage.SQLiteStorage.bulk_log(
+            "blind", "only", [m for m, _ in rows], steps=[s for _, s in rows]
+        )
+    finally:
+        sqlite_storage.TRACKIO_DIR = was
+
+
 def blind_run(tmp_path: Path, kind: str, monkeypatch: pytest.MonkeyPatch, blind: bool = True):
     """A run folder frozen from a (blind) preset reading `kind`, its eval value at 60 text."""
-    source = LINES if kind == "lines" else 'kind = "mlflow"'
+    source = LINES if kind == "lines" else f'kind = "{kind}"'
     preset = foreign_preset(tmp_path, source, metric="mae" if kind == "lines" else "eval/mae")
     if blind:
         preset.write_text(preset.read_text().replace("[verdict]\n", "[verdict]\nblind = true\n"))
@@ -73,8 +92,10 @@ def blind_run(tmp_path: Path, kind: str, monkeypatch: pytest.MonkeyPatch, blind:
     freeze(RunFolder(root), load_preset(str(preset)), ["fontaine-tui", "launch"], "test-host")
     if kind == "lines":
         _printed(root)
-    else:
+    elif kind == "mlflow":
         _mlflow(root, monkeypatch)
+    else:
+        _trackio(root)
     return root
 
 
@@ -92,7 +113,7 @@ def test_every_surface_counts_it_naming_nothing_while_hidden(tmp_path, kind, mon
     assert not _leaks(card.stdout + card.stderr), card.stdout
     doc = cli(tmp_path, "verdict", str(root), "-j")
     assert doc.returncode == 7 and not _leaks(doc.stdout), doc.stdout
-    if kind == "mlflow":  # inspect takes no patterns: printed lines hold no key for it
+    if kind != "lines":  # inspect takes no patterns: printed lines hold no key for it
         shown = cli(tmp_path, "inspect", str(root))
         assert shown.returncode == 0, shown.stderr
         assert f"{HIDDEN_COUNT} until the endpoint" in shown.stdout, shown.stdout
@@ -115,7 +136,7 @@ def test_every_surface_names_it_without_the_blind(tmp_path, kind, monkeypatch):
     code = EXIT_CODES["UNDECIDABLE"] if ended else UNDECIDABLE_NOW
     assert card.returncode == code, card.stdout + card.stderr
     assert TOLD[kind] in card.stdout and "UNDECIDABLE there" in card.stdout, card.stdout
-    if kind == "mlflow":
+    if kind != "lines":
         notices = json.loads(cli(tmp_path, "inspect", str(root), "-j").stdout)["notices"]
         assert any(TOLD[kind] in n for n in notices), notices
     out = cli(tmp_path, "replay", str(root), "--plain")

@@ -23,9 +23,10 @@ from pathlib import Path
 
 from fontaine_tui.core.limits import Connection, SqliteError, json_loads
 from fontaine_tui.core.log.formats.base import Row, Whole, number, step_of
+from fontaine_tui.core.log.formats.grouper import Value
 from fontaine_tui.core.log.formats.mlflow import connect, locked
 from fontaine_tui.core.log.formats.rows import FormatError
-from fontaine_tui.core.log.records import NO_STEP, BadAlert, Record, make_alert
+from fontaine_tui.core.log.records import NO_STEP, BadAlert, Record, make_alert, not_a_metric
 
 NAN = float("nan")
 DB_EXT = ".db"
@@ -168,8 +169,11 @@ def _value(value: object) -> float | None:
 class TrackioDecoder(Whole):
     """The rows of one trackio run in, records out (whole: the run's rows each time).
 
-    A value that is not a number (text, a histogram, a table, a nested object) is counted among
-    the unreadable entries, never dropped silently."""
+    A train value that is not a number (text, a histogram, a table, a nested object) is counted
+    among the unreadable entries, never dropped silently. An eval value that is not a number is
+    kept as what it is (the probe's `not_numbers`, counted in the grouper's `odd_values`): which
+    key, step and value it was is a probe's value, said through the evidence gate
+    (core/log/oddvalues.py), never in a notice."""
 
     kind = "trackio"
 
@@ -196,10 +200,12 @@ class TrackioDecoder(Whole):
             if not isinstance(doc, dict):
                 self.note_bad(where, f"step {step}: its metrics are not a JSON object")
                 continue
-            values: dict[str, float] = {}
+            values: dict[str, Value] = {}
             for key, value in doc.items():
                 x = _value(value)
-                if x is None:
+                if x is None and self.fields.is_eval(str(key)):
+                    values[str(key)] = not_a_metric(value) or _shown(value)  # a probe value
+                elif x is None:
                     self.note_bad(where, f"{key} at step {step}: {_shown(value)} is not a number")
                 else:
                     values[str(key)] = x
