@@ -1,14 +1,15 @@
-"""A blinded run read from printed lines, an MLflow store or a trackio store whose rule metric is
-not a number at the latest probe.
+"""A blinded run read from printed lines, an MLflow store, a trackio store or a W&B run file whose
+rule metric is not a number at the latest probe.
 
 As tests/commands/test_not_number_blind.py for JSON lines: a run folder frozen from a blind
 preset (anchor 40, endpoint 80) cut at step 60, its eval value at 60 text (`n/a`): printed by the
-trainer, logged by trackio's own storage, or written by MLflow itself (its SQLite store, the row
-then changed to text, as a store written by something else holds it). A read there is
-UNDECIDABLE, so before the endpoint a notice naming the key, the step or the value names the
-class of the hidden read. Read by `verdict`, `inspect` (not printed lines: it takes no patterns),
-`replay --plain` and `attach --plain` in real subprocesses: while the read is hidden each counts
-the value and names none of them; without the blind they name it."""
+trainer, logged by trackio's own storage, framed by wandb's own protobuf classes, or written by
+MLflow itself (its SQLite store, the row then changed to text, as a store written by something
+else holds it). A read there is UNDECIDABLE, so before the endpoint a notice naming the key, the
+step or the value names the class of the hidden read. Read by `verdict`, `inspect` (not printed
+lines: it takes no patterns), `replay --plain` and `attach --plain` in real subprocesses: while
+the read is hidden each counts the value and names none of them; without the blind they name
+it."""
 
 from __future__ import annotations
 
@@ -25,7 +26,7 @@ from fontaine_tui.core.verdict.record import EXIT_CODES, PROVISIONAL_OFFSET
 from tests.commands.test_blind import cli
 from tests.core.log.formats.conftest import EVAL, foreign_preset, loss
 
-KINDS = ["lines", "mlflow", "trackio"]
+KINDS = ["lines", "mlflow", "trackio", "wandb"]
 HIDDEN_COUNT = "1 eval value(s) not a number: keys, steps and values hidden (blinded)"
 UNDECIDABLE_NOW = EXIT_CODES["UNDECIDABLE"] + PROVISIONAL_OFFSET  # the read at 60, not blinded
 LINES = r"""kind = "lines"
@@ -35,6 +36,7 @@ TOLD = {  # the words naming it without the blind
     "lines": "mae at step 60: a string ('n/a')",
     "mlflow": "eval/mae at step 60: a string ('n/a')",
     "trackio": "eval/mae at step 60: a string ('n/a')",
+    "wandb": "eval/mae at step 60: 'n/a'",
 }
 
 
@@ -81,6 +83,22 @@ def _trackio(root: Path) -> None:
         sqlite_storage.TRACKIO_DIR = was
 
 
+def _wandb(root: Path) -> None:
+    """The records by wandb's own protobuf classes, framed as wandb frames them (a live run)."""
+    pytest.importorskip("wandb")
+    from tests.core.log.formats.wandbkit import frame, history, run_record
+
+    records = [run_record("blind1")]
+    for step in range(1, 61):
+        values: dict[str, object] = {"train/loss": loss(step)}
+        if step in EVAL:
+            values["eval/mae"] = '"n/a"' if step == 60 else EVAL[step]
+        records.append(history(step, values))
+    run = root / "wandb" / "offline-run-20260101_000000-blind1" / "run-blind1.wandb"
+    run.parent.mkdir(parents=True)
+    run.write_bytes(frame(records))
+
+
 def blind_run(tmp_path: Path, kind: str, monkeypatch: pytest.MonkeyPatch, blind: bool = True):
     """A run folder frozen from a (blind) preset reading `kind`, its eval value at 60 text."""
     source = LINES if kind == "lines" else f'kind = "{kind}"'
@@ -94,14 +112,16 @@ def blind_run(tmp_path: Path, kind: str, monkeypatch: pytest.MonkeyPatch, blind:
         _printed(root)
     elif kind == "mlflow":
         _mlflow(root, monkeypatch)
-    else:
+    elif kind == "trackio":
         _trackio(root)
+    else:
+        _wandb(root)
     return root
 
 
 def _leaks(text: str) -> list[str]:
     """What of the hidden read's class the text says: the value, its step, UNDECIDABLE."""
-    return [w for w in ("n/a", "mae at step 60", "UNDECIDABLE") if w in text]
+    return [w for w in ("n/a", "mae at step 60", "step 60 eval/mae", "UNDECIDABLE") if w in text]
 
 
 @pytest.mark.parametrize("kind", KINDS)

@@ -19,8 +19,11 @@ A Record (wandb/proto/wandb_internal.proto): `history` (2): its `item`s (1), eac
 
 `feed(bytes)` takes the file's appended bytes from any offset on: a torn last record waits
 for the rest of it. A record whose checksum fails, a head that is not one (the rest of its
-block is then unread, and reported so), a record that does not decode, a history value that is
-not a number: each is counted (base.py's Unread) and reported in the notices, never applied.
+block is then unread, and reported so), a record that does not decode, a train value that is
+not a number: each is counted (base.py's Unread) and reported in the notices, never applied. An
+eval value that is not a number is kept as what it is (the probe's `not_numbers`, counted in the
+grouper's `odd_values`): which key, step and value it was is a probe's value, said through the
+evidence gate (core/log/oddvalues.py), never in a notice.
 """
 
 from __future__ import annotations
@@ -369,7 +372,10 @@ class WandbDecoder(Unread):
             if x is None:
                 shown = str(value) if isinstance(value, NotNumber) else repr(value)
                 shown = shown if len(shown) <= SHOWN else shown[:SHOWN] + "..."
-                self.note_bad(f"step {step} {key}", f"value {shown} is not a number")
+                if self.grouper.fields.is_eval(key):  # a probe value: kept, counted, unnamed
+                    self.grouper.add(step, when, key, shown, out)
+                else:
+                    self.note_bad(f"step {step} {key}", f"value {shown} is not a number")
                 continue
             self.grouper.add(step, when, key, x, out)
         self._top = max(self._top, step)

@@ -226,9 +226,11 @@ def test_values_that_are_not_numbers_and_a_step_logged_twice(tmp_path):
     ]
     store = load_source(_damaged(tmp_path, frame(records)), SourceSpec("wandb")).store
     assert [c.step for c in store.conflicts] == [20]
-    assert store.malformed_count == 2
+    assert store.malformed_count == 1  # the train key's text
     text = " ".join(store.notices)
-    assert "note: value 'text' is not a number" in text and "'1.0.0'" in text
+    assert "note: value 'text' is not a number" in text and "'1.0.0'" not in text
+    # the eval key's is kept as what it is, a probe's value (said through the gate)
+    assert store.odd_values.first == (("eval/chunk_mae", 30, "'1.0.0'"),)
     assert [(e.event, e.step) for e in store.events if isinstance(e, Event)] == [("error", 30)]
 
 
