@@ -110,7 +110,8 @@ class FontaineApp(App[int]):
         )
         self.clock = clock
         self.registry = registry
-        self.runs = RunsList(registry, fleet=fleet)
+        # the viewer's --blind hides the runs' reads there too (whichever run is shown)
+        self.runs = RunsList(registry, fleet=fleet, blind=lambda: self.session.blind_asked)
         self.ssh_options = ssh_options
         self.overlay = Overlay()  # the runs pinned in the runs mode, overlaid in its own
         self.registry_reason = "no registry given"

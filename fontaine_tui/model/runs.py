@@ -90,15 +90,20 @@ def registry_entries(registry: Registry | None) -> tuple[list[RunEntry], str]:
     return rows, "the registry is empty"
 
 
-def fleet_entries(registry: Registry, fleet: Fleet) -> tuple[list[RunEntry], str]:
-    """Every registered run, every host's checked live (as `fontaine-tui runs` checks them)."""
+def fleet_entries(
+    registry: Registry, fleet: Fleet, blind: bool = False
+) -> tuple[list[RunEntry], str]:
+    """Every registered run, every host's checked live (as `fontaine-tui runs` checks them).
+
+    `blind`: the viewer's --blind, which hides each row's read as a blind preset hides it
+    (the fleet asks core/verdict/blind.py's `hidden` of each read)."""
     try:
         items = registry.entries()
     except Exception as exc:
         return [], f"registry unreadable: {exc}"
     here = hostname()
     t0 = time.monotonic()
-    rows, down = fleet.look(items)
+    rows, down = fleet.look(items, blind)
     live = live_statuses(items, here, max(0.2, fleet.deadline_s - (time.monotonic() - t0)))
     now = time.time()
     out = []
@@ -127,7 +132,9 @@ class RunsList:
 
     Each read covers the registry and every local run's log tail. With a `fleet`, every
     host's runs are checked too, in a thread. `rows` answers at once with the last read (the
-    first time, this host's runs and the others "checking").
+    first time, this host's runs and the others "checking"). `blind` says, at each look,
+    whether the viewer asked for the blind (`Session.blind_asked`): the rows' reads are then
+    hidden until final, as every other surface of that console hides them.
     """
 
     def __init__(
@@ -136,8 +143,10 @@ class RunsList:
         every_s: float = 2.0,
         clock: Callable[[], float] = time.monotonic,
         fleet: Fleet | None = None,
+        blind: Callable[[], bool] = lambda: False,
     ) -> None:
         self.registry, self.every_s, self.clock, self.fleet = registry, every_s, clock, fleet
+        self.blind = blind
         self._at: float | None = None
         self._rows: tuple[list[RunEntry], str] = ([], "")
         self._looking: threading.Thread | None = None
@@ -157,10 +166,10 @@ class RunsList:
                     why,
                 )
             self._at = now
-            registry, fleet = self.registry, self.fleet
+            registry, fleet, blind = self.registry, self.fleet, self.blind()
 
             def look() -> None:
-                self._rows = fleet_entries(registry, fleet)
+                self._rows = fleet_entries(registry, fleet, blind)
 
             self._looking = threading.Thread(target=look, daemon=True, name="fleet")
             self._looking.start()

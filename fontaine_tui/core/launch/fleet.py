@@ -251,12 +251,18 @@ def _context(
 
 
 def read_run(
-    entry: Entry, parts: dict[str, object], now: float, here: bool = False, until: float = 0.0
+    entry: Entry,
+    parts: dict[str, object],
+    now: float,
+    here: bool = False,
+    until: float = 0.0,
+    asked: bool = False,
 ) -> FleetRow:
     """One run's row from its parts (see FLEET_SCRIPT); `here`: the run is on this host.
 
     A run here that the parts cannot read whole is read whole from its folder while
-    `time.monotonic()` is before `until` and its log is within WHOLE_BYTES."""
+    `time.monotonic()` is before `until` and its log is within WHOLE_BYTES. `asked`: the
+    viewer's --blind (core/verdict/blind.py's `hidden`), as for a blind preset."""
     from fontaine_tui.core.verdict.prereg import parse_prereg, parse_utc
 
     base: dict[str, Any] = dict(
@@ -307,7 +313,9 @@ def read_run(
         partial = "" if whole is not None else f"{partial}, nor read whole here: {why}"
     if partial:
         base["note"] = f"no read: {partial} (fontaine-tui verdict reads the whole log)"
-    return _row(store, preset, launched, state, base, now, held, read=not partial, whole=whole)
+    return _row(
+        store, preset, launched, state, base, now, held, read=not partial, whole=whole, asked=asked
+    )
 
 
 def _endpoint_in_force(preset: Preset, held: FolderEvidence | None) -> int | None:
@@ -360,10 +368,10 @@ def _whole_log(root: Path) -> tuple[RunStore | None, str]:
         return None, str(exc)
 
 
-def foreign_row(entry: Entry, now: float) -> FleetRow | None:
+def foreign_row(entry: Entry, now: float, asked: bool = False) -> FleetRow | None:
     """The row of a run another trainer writes on this host, from its own files (foreign_look.py).
 
-    None for a run of ours."""
+    None for a run of ours. `asked`: the viewer's --blind, as `read_run` takes it."""
     from fontaine_tui.core.launch.foreign_look import look_foreign
 
     if entry.job or not Path(entry.run_dir).is_dir():
@@ -398,7 +406,7 @@ def foreign_row(entry: Entry, now: float) -> FleetRow | None:
         else:
             held, note = _context(entry, {}, provenance, here=True)
             base["note"] = note or base["note"]
-    return _row(look.store, look.preset, None, state, base, now, held)
+    return _row(look.store, look.preset, None, state, base, now, held, asked=asked)
 
 
 def _row(
@@ -411,12 +419,14 @@ def _row(
     held: FolderEvidence | None = None,
     read: bool = True,
     whole: RunStore | None = None,
+    asked: bool = False,
 ) -> FleetRow:
     """A row from a run's store and its preset (None: no read, no warnings).
 
     Its read is in what the run folder holds beside its log (`held`: core/launch/evidence.py),
     as `verdict` reads it; from `whole` (the log read whole, without its train columns) where
-    given, the rest of the row from `store`."""
+    given, the rest of the row from `store`. The blind (the preset's, or the viewer's --blind:
+    `asked`) hides it as it hides it on every other surface (core/verdict/blind.py)."""
     from fontaine_tui.core.launch import alert_book, alerts
     from fontaine_tui.core.verdict import blind, distances
 
@@ -438,8 +448,10 @@ def _row(
         if read and preset is not None and last is not None
         else None
     )
-    # without a read, a blind preset's values stay hidden: nothing says the read is final
-    hidden = preset is not None and (blind.hidden(preset, v) if v else preset.verdict.blind)
+    # without a read, a blind preset's (or viewer's) values stay hidden: nothing says it is final
+    hidden = preset is not None and (
+        blind.hidden(preset, v, asked) if v else preset.verdict.blind or asked
+    )
     if last is not None:
         row.update(probe_step=last)
         probe = seen_probes(judged, hidden).get(last)
@@ -512,11 +524,12 @@ def look_host(
     ssh_options: Sequence[str] = (),
     clock: Callable[[], float] = time.time,
     env: Mapping[str, str] | None = None,
+    asked: bool = False,
 ) -> HostLook:
     """Run one command on `host` (or here) for all its runs.
 
     It runs with the host's `[hosts.NAME] env` (a SLURM_CONF there, for squeue). An error comes
-    instead of rows when the host does not answer in time."""
+    instead of rows when the host does not answer in time. `asked`: the viewer's --blind."""
     prefix = ["env", "--", *(shlex.quote(f"{k}={v}") for k, v in env.items())] if env else []
     command = " ".join(
         [
@@ -547,7 +560,7 @@ def look_host(
     return HostLook(
         host,
         [
-            (here and foreign_row(e, now)) or read_run(e, p, now, here, until)
+            (here and foreign_row(e, now, asked)) or read_run(e, p, now, here, until, asked)
             for e, p in zip(entries, runs, strict=True)
         ],
     )
@@ -613,6 +626,27 @@ def control_dir() -> Path | None:
         return None
 
 
+def blinded_reading(r: FleetRow) -> FleetRow:
+    """A last reading as a blind viewer sees it: no probe value, read or envelope warning.
+
+    The cache keeps what the look that wrote it showed, blinded or not, and not whether the
+    read was final: a reading whose read it held shows BLINDED in its place."""
+    from fontaine_tui.core.verdict import blind
+
+    if not r.read and r.probe_value is None and r.reading is None:
+        return r
+    read = r.read
+    if read and not read.endswith(blind.BLINDED):
+        read = ("PROVISIONAL " if read.startswith("PROVISIONAL ") else "") + blind.BLINDED
+    return dataclasses.replace(
+        r,
+        probe_value=None,
+        read=read,
+        reading=None,
+        warnings=tuple(w for w in r.warnings if not w.endswith(":left-envelope")),
+    )
+
+
 class Fleet:
     """Looks at every registered run; the last good reading per run kept in `cache`."""
 
@@ -630,8 +664,14 @@ class Fleet:
         self.ssh_options, self.deadline_s, self.clock = tuple(ssh_options), deadline_s, clock
         self.envs = dict(envs or {})  # host -> its [hosts.NAME] env
 
-    def look(self, entries: Sequence[Entry]) -> tuple[list[FleetRow], dict[str, str]]:
-        """(rows in the registry's order, {host: why it is shown from its last reading})."""
+    def look(
+        self, entries: Sequence[Entry], asked: bool = False
+    ) -> tuple[list[FleetRow], dict[str, str]]:
+        """(rows in the registry's order, {host: why it is shown from its last reading}).
+
+        `asked`: the viewer's --blind (a console's `attach --blind`), which hides every run's
+        read as a blind preset does (`_row`); a down host's last reading, which says nothing
+        of whether its read was final, then shows none (`blinded_reading`)."""
         by_host: dict[str, list[Entry]] = {}
         for e in entries:
             by_host.setdefault(e.host, []).append(e)
@@ -647,6 +687,7 @@ class Fleet:
                     self.ssh_options,
                     self.clock,
                     None if h == self.this_host else self.envs.get(h),
+                    asked,
                 )
                 for h, es in by_host.items()
             }
@@ -659,13 +700,14 @@ class Fleet:
                 down[host] = look.error
                 for e in by_host[host]:
                     old = good.get(f"{host}\0{e.run_dir}")
-                    rows[(host, e.run_dir)] = (
+                    row = (
                         FleetRow(**{**old, "stale": True, "warnings": tuple(old["warnings"])})
                         if old
                         else FleetRow(
                             host, e.name, e.run_dir, "down", note="no reading yet", stale=True
                         )
                     )
+                    rows[(host, e.run_dir)] = blinded_reading(row) if asked else row
             else:
                 for r in look.rows:
                     rows[(host, r.run_dir)] = r
