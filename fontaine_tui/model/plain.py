@@ -115,7 +115,7 @@ class PlainReport:
                     f"line {n}: malformed ({rec.reason})" if rec.reason else f"line {n}: malformed"
                 )
                 continue
-            text = describe_record(rec, self.steps)
+            text = describe_record(rec, self.steps, self.event_words)
             if isinstance(rec, Alert):
                 self.alert(rec)
             elif isinstance(rec, Probe):  # the verdict as it reads the moment the probe lands
@@ -158,6 +158,10 @@ class PlainReport:
         """The verdict's line, kept as the last one said."""
         self._said_verdict = f"verdict: {self.headline(v)}"
         self.say(self._said_verdict)
+
+    def event_words(self, rec: Event) -> tuple[str, str]:
+        """An event's name and detail, hidden as the probe lines while the read is."""
+        return self.session.event_words(rec, self.session.hides(self.session.latest()))
 
     def alert(self, rec: Alert) -> None:
         """An alert the trainer raised, said once, at its level (blinded as the panel)."""
@@ -222,7 +226,10 @@ class PlainReport:
                 if until_end and end is not None:
                     if not foreign and end.event != "end":
                         return 1  # the engine's error: as launch --plain, a failed run
-                    why = f"the run's {end.event} event at step {end.step}: {end.detail}"
+                    name, said = self.event_words(end)
+                    why = f"the run's {name} event at step {end.step}" + (
+                        f": {said}" if said else ""
+                    )
                     break
                 if until_end and foreign and final_ends and (read := self._final()):
                     why = read

@@ -8,13 +8,14 @@ from __future__ import annotations
 
 import math
 import statistics
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from fontaine_tui.core.launch import alerts
 from fontaine_tui.core.launch.endpoint import planned_steps
 from fontaine_tui.core.launch.evidence import seen_conflicts, seen_odd_values
-from fontaine_tui.core.log.records import Probe
+from fontaine_tui.core.launch.traineralerts import event_words
+from fontaine_tui.core.log.records import Event, Probe
 from fontaine_tui.core.log.store import RunStore
 from fontaine_tui.core.preset.record import Preset, gate_of
 from fontaine_tui.core.text import literal
@@ -205,8 +206,14 @@ class RunEvent:
     path: str = ""  # a file path shown after the text (a checkpoint's), literal
 
 
-def run_events(store: RunStore, limit: int = 6) -> list[RunEvent]:
+def run_events(
+    store: RunStore, limit: int = 6, words: Callable[[Event], tuple[str, str]] = event_words
+) -> list[RunEvent]:
     """The last `limit` of them, oldest first; texts are literal (from the log).
+
+    An event's name and detail are as `words` says them: core/launch/traineralerts.py's
+    `event_words` (credentials masked), or a session's, which hides while the read is hidden
+    the words that may quote it.
 
     Each kind's list is in line order, so the last `limit` of all are among the last `limit`
     of each: a run with a million events costs what one with `limit` does."""
@@ -215,7 +222,8 @@ def run_events(store: RunStore, limit: int = 6) -> list[RunEvent]:
         for c in store.checkpoints[-limit:]
     ]
     for e in store.events[-limit:]:
-        text = f"{literal(e.event)}: {literal(e.detail)}" if e.detail else literal(e.event)
+        name, said = words(e)
+        text = f"{name}: {said}" if said else name
         if e.event == "resume":
             gone = sorted(s for s, line in store.superseded_at() if s > e.step and line < e.line)
             if gone:

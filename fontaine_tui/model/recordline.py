@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 
+from fontaine_tui.core.launch.traineralerts import event_words
 from fontaine_tui.core.log.records import Checkpoint, Event, Meta, Probe, TrainPoint
 from fontaine_tui.core.text import literal
 
@@ -12,7 +14,13 @@ def _num(x: float, places: int = 4) -> str:
     return f"{x:.{places}f}" if math.isfinite(x) else repr(x)
 
 
-def describe_record(rec: object, steps: int) -> str | None:
+def describe_record(
+    rec: object, steps: int, words: Callable[[Event], tuple[str, str]] = event_words
+) -> str | None:
+    """The record as one line; an event's name and detail as `words` says them.
+
+    `words` is core/launch/traineralerts.py's `event_words` (credentials masked) or a
+    session's, which hides the detail that may quote a blinded read."""
     if isinstance(rec, TrainPoint):
         if math.isnan(rec.ar_ce) and math.isnan(rec.flow_loss):  # another trainer's record
             rate = f"  {_num(rec.step_s, 2)} s/step" if math.isfinite(rec.step_s) else ""
@@ -38,7 +46,8 @@ def describe_record(rec: object, steps: int) -> str | None:
     if isinstance(rec, Checkpoint):
         return f"checkpoint step {rec.step}: {literal(rec.path)}"
     if isinstance(rec, Event):
-        return f"event {literal(rec.event)} at step {rec.step}: {literal(rec.detail)}"
+        name, said = words(rec)
+        return f"event {name} at step {rec.step}" + (f": {said}" if said else "")
     if isinstance(rec, Meta):
         return (
             f"meta: run {literal(rec.run)}, world size {rec.world_size}, device "

@@ -11,7 +11,7 @@ from __future__ import annotations
 import math
 import time
 from collections import deque
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import Protocol
@@ -20,7 +20,7 @@ from fontaine_tui.core.errors import InputError
 from fontaine_tui.core.follow.base import Batch, RunSource
 from fontaine_tui.core.follow.foreign import SETTLE_S, ForeignRun
 from fontaine_tui.core.host.telemetry import TelemetrySnapshot
-from fontaine_tui.core.launch import alert_book, alerts
+from fontaine_tui.core.launch import alert_book, alerts, traineralerts
 from fontaine_tui.core.launch.attempts import Attempt, read_attempts
 from fontaine_tui.core.launch.evidence import (
     FolderEvidence,
@@ -35,7 +35,7 @@ from fontaine_tui.core.launch.exits import ExitInfo
 from fontaine_tui.core.launch.logtail import engine_status
 from fontaine_tui.core.launch.rescore import ScoreOffer, ScoreState, rescore, score_offer
 from fontaine_tui.core.log.read import ingest_lines
-from fontaine_tui.core.log.records import Malformed, Record
+from fontaine_tui.core.log.records import Event, Malformed, Record
 from fontaine_tui.core.log.store import RunStore
 from fontaine_tui.core.preset.record import Amendment, Preset
 from fontaine_tui.core.runfolder import RunFolder
@@ -197,14 +197,26 @@ class Session(ReviewActions):
             st.count_odd_values(batch.odd)
 
     def apply_tail(self, batch: Batch) -> int:
-        """Engine output lines, decoded and made literal; returns how many were added."""
+        """Engine output lines, decoded, masked and made literal; returns how many were added.
+
+        Their credentials are masked here, where they are first read (core/secrets.py, with
+        the notification URLs this process knows: `redact`), so no pane shows one; the file
+        keeps what the command wrote. Only the lines the tail keeps are read."""
         if batch.segment and self.tail:
             self.tail.append(literal(f"-- {batch.note or 'new file'}"))
         lines = batch.lines
-        for raw in lines:
-            self.tail.append(literal(raw.decode("utf-8", "replace").rstrip("\r")))
+        kept = [raw.decode("utf-8", "replace").rstrip("\r") for raw in lines[-TAIL_LINES:]]
+        if kept:
+            self.tail.extend(literal(x) for x in self.redact("\n".join(kept)).split("\n"))
         self.tail_total += len(lines)
         return len(lines)
+
+    def shown_output(self, lines: Sequence[str], hidden: bool) -> tuple[list[str], int]:
+        """(the tail's `lines` shown, how many are hidden).
+
+        While the read is `hidden`, a printed line that may quote it is left out, as the
+        trainer's alerts are hidden (core/launch/traineralerts.py)."""
+        return traineralerts.output_lines(lines, self.rule_metrics(), hidden)
 
     def poll_process(self) -> bool:
         """True when the launched engine has just exited."""
@@ -276,10 +288,24 @@ class Session(ReviewActions):
     def redact(self, text: str) -> str:
         """`text` with every notification URL this process knows hidden (a trainer's words).
 
-        The URLs are read once, at the first alert the trainer raises."""
+        The URLs are read once, at the first alert, event or printed line the trainer's
+        words bring."""
         if self._redact is None:
             self._redact = secret_redactor(self.given_preset)
         return self._redact(text)
+
+    def event_words(self, e: Event, hidden: bool) -> tuple[str, str]:
+        """A log event's (name, detail) as every surface shows it.
+
+        Masked, and while the read is `hidden` its words that may quote it hidden, as the
+        trainer's alerts are (core/launch/traineralerts.py)."""
+        return traineralerts.event_words(e, self.rule_metrics(), hidden, self.redact)
+
+    def rule_metrics(self) -> tuple[str, ...]:
+        """The metrics the verdict's rules read.
+
+        The trainer's words may not name them while the read is hidden."""
+        return traineralerts.rule_metrics(self.preset.verdict)
 
     def settling(self) -> bool:
         """Whether a followed foreign run's records came within twice its settle time.

@@ -95,9 +95,17 @@ class MonitorScreen(ViewScreen):
         evidence = evidence_lines(st, view.blinded)
         self.query_one(WarningsPanel).show(view.warnings, view.note, evidence)
         total = len(st.checkpoints) + len(st.events) + len(st.segments)
-        self.query_one(EventsPanel).show(run_events(st, EVENTS_SHOWN), total)
+        session = self.console.session
+        events = (
+            run_events(st, EVENTS_SHOWN)
+            if session is None
+            else run_events(st, EVENTS_SHOWN, lambda e: session.event_words(e, view.blinded))
+        )
+        self.query_one(EventsPanel).show(events, total)
         self.query_one(AttemptsPanel).show(view.attempts)
         self._on_telemetry(self.console.telemetry_snapshot)
+        if session is not None:  # the read shown or hidden again: the output's lines too
+            self._on_tail(session.tail_total)
 
     def _draw_losses(self, view: RunView, force: bool = False) -> None:
         st = view.store
@@ -146,8 +154,19 @@ class MonitorScreen(ViewScreen):
         self._on_telemetry(self.console.telemetry_snapshot)
 
     def _on_tail(self, total: int) -> None:
+        """The engine's new lines.
+
+        While the read is hidden (or not known yet: no view drawn) those that may quote it
+        are counted, not shown."""
         session = self.console.session
         if session is not None:
             tail = self.query_one(EngineTail)
             tail.display = total > 0
-            tail.catch_up(tuple(session.tail), total)
+            view = self.console.view
+            hidden = view is None or view.blinded
+            tail.catch_up(
+                tuple(session.tail),
+                total,
+                lambda lines: session.shown_output(lines, hidden),
+                hidden,
+            )

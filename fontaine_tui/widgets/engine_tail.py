@@ -1,8 +1,17 @@
-"""The tail of engine.out.log, shown literally: markup and escapes in it are just text."""
+"""The tail of engine.out.log, shown literally: markup and escapes in it are just text.
+
+The lines come masked (model/session.py's `apply_tail`); a `shown` filter leaves out the
+ones a blinded read hides (model/session.py's `shown_output`), and the pane's subtitle
+counts them.
+"""
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
+
 from textual.widgets import Log
+
+Shown = Callable[[Sequence[str]], tuple[list[str], int]]
 
 
 class EngineTail(Log):
@@ -17,14 +26,34 @@ class EngineTail(Log):
         super().__init__(max_lines=400, highlight=False, auto_scroll=True, id=id)
         self.border_title = "engine.out.log"
         self._seen = 0
+        self._hidden = 0
+        self._key: object = None
 
-    def catch_up(self, lines: list[str] | tuple[str, ...], total: int) -> None:
-        """Write what arrived since the last call; `total` counts every line ever added."""
-        if total < self._seen:  # another run's output now: start over
+    def catch_up(
+        self,
+        lines: Sequence[str],
+        total: int,
+        shown: Shown | None = None,
+        key: object = None,
+    ) -> None:
+        """Write what arrived since the last call; `total` counts every line ever added.
+
+        `shown` gives the lines to show of those and how many it hid; a new `key` (the read
+        hidden or not) writes the lines kept again through it."""
+        if total < self._seen or key != self._key:  # another run's output, or filter: anew
             self.clear()
-            self._seen = 0
+            self._seen, self._hidden, self._key = max(0, total - len(lines)), 0, key
         new = total - self._seen
-        if new <= 0:
-            return
-        self.write_lines(list(lines)[-min(new, len(lines)) :])
-        self._seen = total
+        if new > 0:
+            fresh = list(lines)[-min(new, len(lines)) :]
+            if shown is not None:
+                fresh, hidden = shown(fresh)
+                self._hidden += hidden
+            self.write_lines(fresh)
+            self._seen = total
+        self.border_subtitle = (
+            f"{self._hidden} line(s) hidden: they hold a number or name a rule's metric, so "
+            "they may quote the blinded read"
+            if self._hidden
+            else ""
+        )

@@ -9,6 +9,11 @@ warning that counts them. An alert is health: no rule of the verdict reads it.
 
 While the read is blinded, an alert whose title or text holds a number or names a rule's
 metric is shown without its words: a trainer's alert may quote the number the blind hides.
+
+The same rule, and the same masking of credentials, owns the trainer's other words a
+watcher shows: a log's event records (`event_words`: the plain report's event lines and the
+console's events panel) and the lines it printed to engine.out.log (`output_lines`: the
+console's engine.out.log pane). One rule, so the surfaces cannot drift apart.
 """
 
 from __future__ import annotations
@@ -19,7 +24,7 @@ from collections.abc import Callable, Sequence
 from types import MappingProxyType
 
 from fontaine_tui.core.launch.alerts import RunWarning
-from fontaine_tui.core.log.records import NO_STEP, Alert
+from fontaine_tui.core.log.records import NO_STEP, Alert, Event
 from fontaine_tui.core.log.store import RunStore
 from fontaine_tui.core.secrets import mask_text
 from fontaine_tui.core.text import literal
@@ -50,16 +55,26 @@ def _squashed(text: str) -> str:
     return "".join(c for c in text.lower() if c.isalnum())
 
 
-def may_quote(alert: Alert, metrics: Sequence[str]) -> bool:
-    """Whether the alert's words may quote a blinded read.
+def quotes_read(words: str, metrics: Sequence[str]) -> bool:
+    """Whether the trainer's `words` may quote a blinded read.
 
     They may when they hold a digit, or name a rule's metric however it is spelt (case,
     `_`, `/`, spaces: "Eval chunk MAE" is eval_chunk_mae)."""
-    words = f"{alert.title} {alert.text}"
     if any(c.isdigit() for c in words):
         return True
     squashed = _squashed(words)
     return any(_squashed(m) and _squashed(m) in squashed for m in metrics)
+
+
+def may_quote(alert: Alert, metrics: Sequence[str]) -> bool:
+    """Whether the alert's words may quote a blinded read (`quotes_read`)."""
+    return quotes_read(f"{alert.title} {alert.text}", metrics)
+
+
+HIDDEN_WORDS = (
+    "its words hold a number or name a rule's metric, so they may quote the blinded read: "
+    "hidden until the final read"
+)
 
 
 def alert_words(
@@ -76,12 +91,40 @@ def alert_words(
     URLs this process knows as well."""
     where = "" if alert.step == NO_STEP else f" at step {alert.step}"
     if blinded and may_quote(alert, metrics):
-        return (
-            f"the trainer raised an alert{where}; its words hold a number or name a rule's "
-            "metric, so they may quote the blinded read: hidden until the final read"
-        )
+        return f"the trainer raised an alert{where}; {HIDDEN_WORDS}"
     text = f": {literal(redact(alert.text))}" if alert.text else ""
     return f"the trainer's alert{where}: {literal(redact(alert.title))}{text}"
+
+
+def event_words(
+    event: Event,
+    metrics: Sequence[str] = (),
+    blinded: bool = False,
+    redact: Callable[[str], str] = mask_text,
+) -> tuple[str, str]:
+    """(name, detail) of a log event in words, literal: "best_model", "new best ...".
+
+    Blinded, an event whose name or detail may quote the read (`quotes_read`) keeps its name
+    only where the name alone quotes nothing ("event" else); its detail is hidden as an
+    alert's words are. `redact` masks the credentials in both (as `alert_words`)."""
+    name = literal(redact(event.event))
+    if blinded and quotes_read(f"{event.event} {event.detail}", metrics):
+        return ("event" if quotes_read(event.event, metrics) else name), HIDDEN_WORDS
+    return name, literal(redact(event.detail))
+
+
+def output_lines(
+    lines: Sequence[str], metrics: Sequence[str] = (), blinded: bool = False
+) -> tuple[list[str], int]:
+    """(the lines shown, how many were hidden) of what the trainer printed.
+
+    The lines are given already masked (core/secrets.py, where they were read: the
+    session's `apply_tail`); blinded, a line that may quote the read (`quotes_read`) is left
+    out and counted, as an alert's words are hidden."""
+    if not blinded:
+        return list(lines), 0
+    shown = [line for line in lines if not quotes_read(line, metrics)]
+    return shown, len(lines) - len(shown)
 
 
 def trainer_warnings(
