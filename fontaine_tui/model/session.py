@@ -440,7 +440,7 @@ class Session(ReviewActions):
         if self._declared is None or self._declared[0] is not ledger:
             self._declared = (ledger, last_declared(ledger))
         # a probe logged after the last declaration changes no check (the log's own clock)
-        clock = log_clock(self.store) if ledger else LogClock()
+        clock = log_clock(self.store, self.preset) if ledger else LogClock()
         ticks = clock.key(self._declared[1])
         first_seen = first_probe_seen(self.store)  # a level read's scale first affects it
         cache = self._checked

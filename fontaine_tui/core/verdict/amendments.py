@@ -3,7 +3,9 @@
 An amendment is held to two clocks: the last step seen that its declaration records, and the
 log's own clock (`LogClock`): a declaration made after the log had logged a probe at the step
 it first affects, or later, is late whatever step it says it saw (a ledger carried over from a
-stale copy of the run says less than the log shows)."""
+stale copy of the run says less than the log shows). The engine's log records each probe's
+time (schema v1 requires it): a probe of it without one, at the step an amendment first
+affects or later, leaves that clock nothing to read, and the amendment is refused."""
 
 from __future__ import annotations
 
@@ -17,6 +19,7 @@ from fontaine_tui.core.limits import json_loads
 from fontaine_tui.core.log.records import Probe
 from fontaine_tui.core.log.store import RunStore
 from fontaine_tui.core.preset.record import Amendment, Preset
+from fontaine_tui.core.runfolder import LOG
 from fontaine_tui.core.verdict.prereg import utc_iso
 from fontaine_tui.core.verdict.record import AmendmentCheck
 
@@ -27,21 +30,33 @@ class LogClock:
 
     `steps` is sorted; `earliest[i]` is the (time, step) of the probe logged first among those
     at `steps[i]` or later. A probe without a time (0, NaN: a format that records none) is left
-    out, so such a log passes no step by its clock."""
+    out, so such a log passes no step by its clock. Where the log's format requires a time
+    (the engine's schema v1), `untimed` holds the (step, line) of each probe logged without
+    one, sorted: the clock cannot say when the log passed those steps."""
 
     steps: tuple[int, ...] = ()
     earliest: tuple[tuple[float, int], ...] = ()
+    untimed: tuple[tuple[int, int], ...] = ()
 
     @classmethod
-    def of(cls, probes: Iterable[Probe]) -> LogClock:
-        """The clock of a log's probes (those a resume superseded included: they were seen)."""
-        timed = sorted((p.step, p.time) for p in probes if math.isfinite(p.time) and p.time > 0)
+    def of(cls, probes: Iterable[Probe], *, time_required: bool = False) -> LogClock:
+        """The clock of a log's probes (those a resume superseded included: they were seen).
+
+        `time_required`: the log's format requires each record's time (the engine's log)."""
+        timed: list[tuple[int, float]] = []
+        untimed: list[tuple[int, int]] = []
+        for p in probes:
+            if math.isfinite(p.time) and p.time > 0:
+                timed.append((p.step, p.time))
+            elif time_required:
+                untimed.append((p.step, p.line))
+        timed.sort()
         earliest: list[tuple[float, int]] = []
         best = (math.inf, 0)
         for step, t in reversed(timed):
             best = min(best, (t, step))
             earliest.append(best)
-        return cls(tuple(s for s, _ in timed), tuple(reversed(earliest)))
+        return cls(tuple(s for s, _ in timed), tuple(reversed(earliest)), tuple(sorted(untimed)))
 
     def passed(self, step: int, before: float) -> tuple[int, float] | None:
         """The (step, time) of the first probe at `step` or later logged before `before`."""
@@ -51,13 +66,18 @@ class LogClock:
         t, at = self.earliest[i]
         return at, t
 
+    def unclocked(self, step: int) -> tuple[int, int] | None:
+        """The (step, line) of the first probe at `step` or later logged without a time."""
+        i = bisect.bisect_left(self.untimed, (step, -1))
+        return self.untimed[i] if i < len(self.untimed) else None
+
     def key(self, before: float) -> tuple[tuple[int, float], ...]:
         """What the checks of declarations made until `before` depend on.
 
-        A probe logged after `before` changes none of them, nor this key."""
-        return tuple(
-            (s, t) for s, (t, _) in zip(self.steps, self.earliest, strict=True) if t < before
-        )
+        A probe logged after `before` changes none of them, nor this key; a probe logged
+        without a time (where one is required) is in it, as its step and 0."""
+        timed = ((s, t) for s, (t, _) in zip(self.steps, self.earliest, strict=True) if t < before)
+        return (*timed, *((s, 0.0) for s, _ in self.untimed))
 
 
 def declared_ts(a: Amendment) -> float | None:
@@ -90,7 +110,9 @@ def check_amendments(
     the first probe the log shows, `first_probe`: level_first) and only one is in force. An
     extend first affects the endpoint in force when it is declared (that read would have been
     final) and moves it later; several extends apply in turn. With the log's `clock`, a ledger
-    amendment declared after the log had logged a probe at its first step or later is late too."""
+    amendment declared after the log had logged a probe at its first step or later is late too,
+    and so is one whose first step or a later one the log shows a probe of without the time
+    its format requires (the clock cannot show it was declared in time)."""
     spec = preset.verdict
     scale_first = spec.anchor_step if spec.read == "delta" else level_first(preset, first_probe)
     what = "the anchor probe" if spec.read == "delta" else "the first probe"
@@ -112,6 +134,7 @@ def check_amendments(
         reason = ""
         when = declared_ts(a) if clock is not None else None
         late = clock.passed(first, when) if clock is not None and when is not None else None
+        gap = clock.unclocked(first) if clock is not None and when is not None else None
         if a.declared_after_step >= first:
             reason = (
                 f"declared after step {a.declared_after_step} was seen; {kind} "
@@ -122,6 +145,13 @@ def check_amendments(
                 f"declared at {a.declared_at}, but the log's own clock had passed step {first} "
                 f"({where}): its probe at step {late[0]} was logged at {utc_iso(late[1])} (a "
                 f"ledger from a copy of the run, whatever step it says it saw)"
+            )
+        elif gap is not None:
+            at = f"{LOG} line {gap[1]}" if gap[1] > 0 else LOG
+            reason = (
+                f"declared at {a.declared_at}, but {at} logs the probe at step {gap[0]} with "
+                f"no `time` (the log's schema requires one): the log's own clock cannot show "
+                f"it was declared before step {first} ({where})"
             )
         elif a.declared_before_step > first:
             reason = (

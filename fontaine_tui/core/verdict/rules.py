@@ -195,7 +195,7 @@ def compute_verdict(
     """
     amendments = tuple(amendments)
     if clock is None and any(a.source == "ledger" for a in amendments):
-        clock = log_clock(store)
+        clock = log_clock(store, preset)
     v = _compute(store, preset, at_step, amendments, provenance, None, clock)
     end = stopped_early(store, preset, v, at_step, ended)
     if end is None:
@@ -204,9 +204,13 @@ def compute_verdict(
     return settle(v, early, end, store, preset)
 
 
-def log_clock(store: RunStore) -> LogClock:
-    """The log's own clock: when it logged each probe, a resume's superseded ones too."""
-    return LogClock.of([*store.probes.values(), *store.superseded])
+def log_clock(store: RunStore, preset: Preset) -> LogClock:
+    """The log's own clock: when it logged each probe, a resume's superseded ones too.
+
+    The engine's log (`preset` reads no other trainer's) requires each probe's time."""
+    return LogClock.of(
+        [*store.probes.values(), *store.superseded], time_required=not preset.foreign
+    )
 
 
 def _compute(
@@ -502,7 +506,7 @@ def verdict_series(
 ) -> list[Verdict]:
     """The verdict as it read at each probe step ("what did it say at 750?")."""
     amendments = tuple(amendments)
-    clock = log_clock(store)  # once for every read
+    clock = log_clock(store, preset)  # once for every read
     return [
         compute_verdict(store, preset, s, amendments, provenance, clock=clock)
         for s in store.probe_steps()

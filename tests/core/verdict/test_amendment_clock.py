@@ -3,8 +3,9 @@
 A declaration records the last step it saw; the log records when it logged each probe. An
 amendment declared after the log had logged a probe at the step it first affects (or later)
 is late, whatever step it says it saw: a ledger written in a stale copy of the run and carried
-back. The probes a resume superseded were seen too; a log without times passes no step; the
-preset's own amendments, frozen at launch, are not on the clock. The console's session
+back. The probes a resume superseded were seen too; a log whose format records no times
+passes no step, but the engine's log requires them, and a probe of it without one leaves the
+clock nothing to read; the preset's own amendments, frozen at launch, are not on the clock. The console's session
 reads the same checks as the headless verdict."""
 
 from __future__ import annotations
@@ -80,10 +81,20 @@ def test_a_probe_a_resume_superseded_was_seen(tmp_path):
     assert compute_verdict(store, preset, None, [a]).amendments[0].status == "refused"
 
 
-def test_a_log_without_times_and_the_presets_own_amendments_are_not_on_the_clock(tmp_path):
+def test_logs_without_times_and_the_presets_own_amendments_on_the_clock(tmp_path):
     _, preset, a, _ = declared(tmp_path)
     untimed = store_of([{**r, "time": 0} for r in records(RIGONLY_LIKE)])
-    assert compute_verdict(untimed, preset, None, [a]).amendments[0].status == "applied"
+    # a format that records no time passes no step by its clock
+    free = LogClock.of(untimed.probes.values())
+    assert check_amendments([a], preset, free)[0].status == "applied"
+    # the engine's log requires one: its probe at the anchor without one cannot be read
+    [check] = compute_verdict(untimed, preset, None, [a]).amendments
+    assert check.status == "refused", check
+    assert "logs the probe at step 500 with no `time`" in check.reason
+    assert "cannot show it was declared before step 500 (the anchor probe)" in check.reason
+    # before the log shows the anchor, nothing it affects is left unclocked
+    short = store_of([{**r, "time": 0} for r in records(RIGONLY_LIKE) if r["step"] < 500])
+    assert compute_verdict(short, preset, None, [a]).amendments[0].status == "applied"
     own = replace(a, source="preset")
     early = store_of(log(records(RIGONLY_LIKE), 1.0e9))  # logged in 2001
     assert check_amendments([own], preset, LogClock.of(early.probes.values()))[0].status == (
