@@ -41,6 +41,7 @@ from fontaine_tui.core.launch.exits import ExitInfo
 from fontaine_tui.core.launch.gatestop import gate_stop
 from fontaine_tui.core.launch.registry import default_path
 from fontaine_tui.core.launch.traineralerts import is_alert_rule
+from fontaine_tui.core.log.records import Event
 from fontaine_tui.core.log.store import RunStore
 from fontaine_tui.core.verdict.prereg import parse_utc
 from fontaine_tui.core.verdict.record import Verdict
@@ -272,14 +273,21 @@ class Babysitter:
         events = session.store.events
         if session.ended():
             end = events[-1]
-            return end.step, end.time, f"the log ended at step {end.step}: {end.detail}"
+            return end.step, end.time, f"the log ended at step {end.step}: {self._said(end)}"
         if not (session.preset.foreign and session.finished()):
             return None
         if events and events[-1].event == "error":
             end = events[-1]
-            return end.step, end.time, f"the run failed at step {end.step}: {end.detail}"
+            return end.step, end.time, f"the run failed at step {end.step}: {self._said(end)}"
         step = session.latest().endpoint_step
         return step, session.store.probe_time(step), f"its final read is in (step {step})"
+
+    def _said(self, end: Event) -> str:
+        """The end event's detail as the posts may say it.
+
+        Masked, and hidden while the posts hide the read and its words may quote it
+        (core/launch/traineralerts.py's `event_words`)."""
+        return self.session.event_words(end, self.hides(self.session.latest()))[1]
 
     def _gate_stop(self) -> None:
         """Stop the run, once, when the preset's stop_on_lock gate asks for it.
