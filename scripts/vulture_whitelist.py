@@ -19,7 +19,7 @@ _ = _Used()
 
 # Textual reads these class attributes and calls these hooks by name: CSS_PATH, TITLE,
 # DEFAULT_CSS, compose, on_<event> handlers, watch_<reactive>, check_action and
-# border_title (drawn on the widget's border)
+# border_title and border_subtitle (drawn on the widget's border)
 _.CSS_PATH
 _.TITLE
 _.DEFAULT_CSS
@@ -33,6 +33,7 @@ _.on_data_table_row_selected
 _.watch_view
 _.check_action
 _.border_title
+_.border_subtitle
 
 # Textual calls action_<name> for a binding's action string (BINDINGS, "app.<name>")
 _.action_toggle_scale
