@@ -302,6 +302,28 @@ def test_a_job_held_in_the_queue_is_cancelled(cluster, tmp_path: Path, registry_
         cluster.run("scontrol", "update", f"PartitionName={PARTITION}", "State=UP")
 
 
+def forge_begin(entry, job: str) -> RunFolder:
+    """Append a begin line naming `job` to the run's attempts.jsonl, as a hostile hand would."""
+    forged = {
+        "event": "begin",
+        "attempt": 2,
+        "kind": "resume",
+        "pid": 0,
+        "pid_started": None,
+        "host": entry.host,
+        "at": "2026-01-01T00:00:00Z",
+        "log_offset": 0,
+        "out_offset": 0,
+        "cgroup": None,
+        "vmstat_oom_kill_at_start": None,
+        "job": job,
+    }
+    folder = RunFolder(Path(entry.run_dir))
+    with folder.attempts.open("a") as fh:
+        fh.write(json.dumps(forged) + "\n")
+    return folder
+
+
 def test_a_job_the_run_never_submitted_is_never_cancelled(
     cluster, tmp_path: Path, registry_path: Path
 ) -> None:
@@ -345,23 +367,7 @@ def test_a_job_the_run_never_submitted_is_never_cancelled(
             assert cluster.show_job(foreign)["JobState"] == "PENDING"
 
         stop_refused("no attempt of this run", "attempts.jsonl")
-        folder = RunFolder(Path(entry.run_dir))
-        forged = {
-            "event": "begin",
-            "attempt": 2,
-            "kind": "resume",
-            "pid": 0,
-            "pid_started": None,
-            "host": entry.host,
-            "at": "2026-01-01T00:00:00Z",
-            "log_offset": 0,
-            "out_offset": 0,
-            "cgroup": None,
-            "vmstat_oom_kill_at_start": None,
-            "job": foreign,
-        }
-        with folder.attempts.open("a") as fh:
-            fh.write(json.dumps(forged) + "\n")
+        folder = forge_begin(entry, foreign)
         stop_refused("WorkDir", str(other))
         # a job of another name in the run's own folder is not the run's either
         cluster.run("scontrol", "update", f"JobId={foreign}", f"WorkDir={folder.root}", check=True)
@@ -415,23 +421,7 @@ def test_another_users_job_in_the_runs_folder_and_name_is_never_cancelled(
         fields = cluster.show_job(foreign)
         assert (fields["WorkDir"], fields["JobName"]) == (entry.run_dir, "smoke")
         assert fields["UserId"] == f"{other.pw_name}({other.pw_uid})"
-        folder = RunFolder(Path(entry.run_dir))
-        begin = {
-            "event": "begin",
-            "attempt": 2,
-            "kind": "resume",
-            "pid": 0,
-            "pid_started": None,
-            "host": entry.host,
-            "at": "2026-01-01T00:00:00Z",
-            "log_offset": 0,
-            "out_offset": 0,
-            "cgroup": None,
-            "vmstat_oom_kill_at_start": None,
-            "job": foreign,
-        }
-        with folder.attempts.open("a") as fh:
-            fh.write(json.dumps(begin) + "\n")
+        folder = forge_begin(entry, foreign)
         registry = Registry(registry_path)
         registry.update(entry.run_dir, entry.host, job=foreign)
         stop = cli(cluster, tmp_path, "stop", "run", "--yes", "--json")
