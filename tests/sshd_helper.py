@@ -11,6 +11,7 @@ import shutil
 import signal
 import socket
 import subprocess
+import sys
 import tempfile
 import threading
 import time
@@ -214,3 +215,31 @@ def ssh_children() -> list[psutil.Process]:
         except psutil.NoSuchProcess:
             pass
     return out
+
+
+def attach_plain(
+    config: Path, run: Path, state: Path, timeout: float = 120, **env: str | None
+) -> subprocess.CompletedProcess[str]:
+    """`fontaine-tui attach HOST_ALIAS:run --plain --until-end --preset smoke` through the ssh
+    `config`, as a user runs it: a real subprocess of this checkout, its registry under
+    `state`. `env` sets (a str) or removes (None) the child's variables."""
+    root = Path(__file__).parents[1]
+    child = {
+        **os.environ,
+        "PYTHONPATH": str(root),
+        "FONTAINE_REGISTRY": str(state / "babysit.toml"),
+    }
+    for key, value in env.items():
+        if value is None:
+            child.pop(key, None)
+        else:
+            child[key] = value
+    argv = ["attach", f"{HOST_ALIAS}:{run}", "--ssh-config", str(config), "--plain"]
+    return subprocess.run(
+        [sys.executable, "-m", "fontaine_tui", *argv, "--until-end", "--preset", "smoke"],
+        capture_output=True,
+        text=True,
+        env=child,
+        cwd=root,
+        timeout=timeout,
+    )

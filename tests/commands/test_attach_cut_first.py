@@ -7,18 +7,14 @@ the run to its end, never "ssh failed; try by hand"."""
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from tests.core.follow.test_ssh_first_cut import cutting_sshd
 from tests.logs import records, write_log
-from tests.sshd_helper import HOST_ALIAS
+from tests.sshd_helper import attach_plain
 
-ROOT = Path(__file__).parents[2]
 pytestmark = pytest.mark.ssh
 
 
@@ -27,33 +23,8 @@ def test_attach_tries_again_a_connection_cut_in_its_first_command(tmp_path: Path
     write_log(run / "train_log.jsonl", records())
     server, cut = cutting_sshd(tmp_path / "host")
     cut.touch()
-    env = {
-        **os.environ,
-        "PYTHONPATH": str(ROOT),
-        "FONTAINE_REGISTRY": str(tmp_path / "state" / "babysit.toml"),
-    }
-    env.pop("FONTAINE_SSH_CONNECT_S", None)
     try:
-        res = subprocess.run(
-            [
-                sys.executable,
-                "-m",
-                "fontaine_tui",
-                "attach",
-                f"{HOST_ALIAS}:{run}",
-                "--ssh-config",
-                str(server.config),
-                "--plain",
-                "--until-end",
-                "--preset",
-                "smoke",
-            ],
-            capture_output=True,
-            text=True,
-            env=env,
-            cwd=ROOT,
-            timeout=120,
-        )
+        res = attach_plain(server.config, run, tmp_path / "state", FONTAINE_SSH_CONNECT_S=None)
     finally:
         server.stop()
     assert not cut.exists()  # the first session was cut

@@ -6,8 +6,6 @@ from __future__ import annotations
 
 import os
 import stat
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -19,9 +17,8 @@ from fontaine_tui.core.ssh.control import (
     shared_control_folder,
 )
 from tests.logs import records, write_log
-from tests.sshd_helper import HOST_ALIAS
+from tests.sshd_helper import attach_plain
 
-ROOT = Path(__file__).parents[2]
 pytestmark = pytest.mark.ssh
 
 # ssh's ControlPath %C (40 hex) and the suffix it binds first (a dot and 16 characters)
@@ -40,32 +37,12 @@ def long_tmpdir(tmp_path: Path) -> Path:
 def test_attach_follows_a_run_under_a_long_tmpdir(sshd, tmp_path: Path) -> None:
     run = tmp_path / "run"
     write_log(run / "train_log.jsonl", records())
-    env = {
-        **os.environ,
-        "PYTHONPATH": str(ROOT),
-        "FONTAINE_REGISTRY": str(tmp_path / "state" / "babysit.toml"),
-        "TMPDIR": str(long_tmpdir(tmp_path)),
-        "FONTAINE_SSH_CONNECT_S": "5",
-    }
-    res = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "fontaine_tui",
-            "attach",
-            f"{HOST_ALIAS}:{run}",
-            "--ssh-config",
-            str(sshd.config),
-            "--plain",
-            "--until-end",
-            "--preset",
-            "smoke",
-        ],
-        capture_output=True,
-        text=True,
-        env=env,
-        cwd=ROOT,
-        timeout=120,
+    res = attach_plain(
+        sshd.config,
+        run,
+        tmp_path / "state",
+        TMPDIR=str(long_tmpdir(tmp_path)),
+        FONTAINE_SSH_CONNECT_S="5",
     )
     assert res.returncode != 2 and "try by hand" not in res.stderr, res.stderr
     assert "verdict:" in res.stdout and "event end at step 1000" in res.stdout, res.stdout

@@ -4,17 +4,13 @@ the run is followed, never "ssh failed; try by hand"."""
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from tests.logs import records, write_log
-from tests.sshd_helper import HOST_ALIAS, Sshd, find_sshd
+from tests.sshd_helper import Sshd, attach_plain, find_sshd
 
-ROOT = Path(__file__).parents[2]
 pytestmark = pytest.mark.ssh
 
 
@@ -24,33 +20,8 @@ def test_attach_waits_for_a_host_that_listens_late(tmp_path: Path) -> None:
     run = tmp_path / "run"
     write_log(run / "train_log.jsonl", records())
     late = Sshd(tmp_path / "late").start(listen_after=3.0)
-    env = {
-        **os.environ,
-        "PYTHONPATH": str(ROOT),
-        "FONTAINE_REGISTRY": str(tmp_path / "state" / "babysit.toml"),
-    }
-    env.pop("FONTAINE_SSH_CONNECT_S", None)
     try:
-        res = subprocess.run(
-            [
-                sys.executable,
-                "-m",
-                "fontaine_tui",
-                "attach",
-                f"{HOST_ALIAS}:{run}",
-                "--ssh-config",
-                str(late.config),
-                "--plain",
-                "--until-end",
-                "--preset",
-                "smoke",
-            ],
-            capture_output=True,
-            text=True,
-            env=env,
-            cwd=ROOT,
-            timeout=120,
-        )
+        res = attach_plain(late.config, run, tmp_path / "state", FONTAINE_SSH_CONNECT_S=None)
     finally:
         late.stop()
     assert res.returncode != 2 and "try by hand" not in res.stderr, res.stderr

@@ -6,8 +6,6 @@ from __future__ import annotations
 
 import asyncio
 import os
-import subprocess
-import sys
 import time
 from pathlib import Path
 
@@ -18,9 +16,8 @@ from fontaine_tui.core.errors import InputError
 from fontaine_tui.core.follow.ssh import SshRun
 from fontaine_tui.core.ssh.destination import SshTarget
 from tests.logs import records, write_log
-from tests.sshd_helper import HOST_ALIAS
+from tests.sshd_helper import HOST_ALIAS, attach_plain
 
-ROOT = Path(__file__).parents[3]
 pytestmark = pytest.mark.ssh
 WORDS = {"fifo": "a FIFO (named pipe)", "dev-zero": "a device"}
 
@@ -55,32 +52,7 @@ def test_attach_refuses_a_remote_log_that_is_not_a_regular_file(sshd, tmp_path, 
     run = tmp_path / "run"
     write_log(run / "prereg-less.jsonl", records())  # the folder exists, with a file in it
     make_special(run / "train_log.jsonl", kind)
-    env = {
-        **os.environ,
-        "PYTHONPATH": str(ROOT),
-        "FONTAINE_REGISTRY": str(tmp_path / "state" / "babysit.toml"),
-        "FONTAINE_SSH_CONNECT_S": "5",
-    }
-    res = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "fontaine_tui",
-            "attach",
-            f"{HOST_ALIAS}:{run}",
-            "--ssh-config",
-            str(sshd.config),
-            "--plain",
-            "--until-end",
-            "--preset",
-            "smoke",
-        ],
-        capture_output=True,
-        text=True,
-        env=env,
-        cwd=ROOT,
-        timeout=60,
-    )
+    res = attach_plain(sshd.config, run, tmp_path / "state", 60, FONTAINE_SSH_CONNECT_S="5")
     lines = res.stderr.strip().splitlines()
     assert res.returncode == 2 and len(lines) == 1, res.stderr[-800:]
     assert lines[0] == "fontaine-tui: error: " + (
