@@ -101,8 +101,8 @@ def test_a_detached_run_records_its_history_and_its_recorder_ends_with_it(
     lines = [json.loads(line) for line in (folder / "telemetry.jsonl").read_text().splitlines()]
     assert len(lines) >= 3
     engines = [line["engine"] for line in lines if line["engine"] is not None]
-    assert engines and all(
-        e["pid"] == pid and e["mem"] > 0 and e["mem_kind"] == "PSS" for e in engines
-    )
+    assert engines and all(e["pid"] == pid and e["mem_kind"] == "PSS" for e in engines)
+    # a process holds memory while it runs; the last sample may catch it ending (0)
+    assert all(e["mem"] > 0 for e in engines[:-1]), engines
     assert max(e["procs"] for e in engines) >= 2  # the run's tree: the trainer and its worker
     assert all(line["step"] is None for line in lines)  # no train_log.jsonl: no step, no guess
