@@ -144,20 +144,17 @@ class FontaineApp(App[int]):
     def _warm_modes(self) -> None:
         """Compose one mode not yet shown, then the next after a pause, until all are.
 
-        A mode's first key otherwise composes its screen and restyles every screen (each new
-        widget kind brings its CSS): a few hundred milliseconds before the first frame, on
-        every mode's first key. Composed here, in the background, one at a time so keys and
-        frames go on between them, the first key is as fast as the later ones."""
+        A mode's first key otherwise composes its screen (each new widget kind bringing its
+        CSS): a few hundred milliseconds before the first frame, on every mode's first key.
+        Composed here, in the background, one at a time so keys and frames go on between
+        them, the first key only restyles the screen, as Textual does once a mode."""
         if not self.is_running or self._exit:  # closing: no new screens
             return
         cold = [mode for mode in self._modes if mode not in self._screen_stacks]
         if cold:
+            # composed only: restyling a screen not shown here left the current one's
+            # header unpainted at times (a real terminal); its first key restyles it
             self._init_mode(cold[0])
-            # styled now, as Textual styles the screens under the current one, so that its
-            # first key does not parse the whole stylesheet again
-            screen = self._screen_stacks[cold[0]][0]
-            self.stylesheet.update(screen, animate=False)
-            screen._css_update_count = self._css_update_count
             self.set_timer(WARM_S, self._warm_modes)
         else:
             self.modes_warm = True
