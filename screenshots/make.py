@@ -204,6 +204,7 @@ async def shoot_live(name: str, keys: tuple[str, ...], launched, out: Path) -> N
     from fontaine_tui.core.follow.open import run_source
     from fontaine_tui.core.host.telemetry import sample
     from fontaine_tui.screens.processes import ProcessesScreen
+    from fontaine_tui.widgets.process_table import ProcessTable
     from fontaine_tui.widgets.telemetry_panel import TelemetryPanel
     from tests.console.conftest import text, until
 
@@ -225,11 +226,13 @@ async def shoot_live(name: str, keys: tuple[str, ...], launched, out: Path) -> N
             await until(pilot, lambda: isinstance(app.screen, ProcessesScreen))
             screen = app.screen
             assert isinstance(screen, ProcessesScreen)
-            await until(  # the command, the script and its two ranks
+            table = screen.query_one(ProcessTable)
+            await until(  # the command, the script and its two ranks, in the table shown
                 pilot,
-                lambda: screen.proc_tree is not None and len(screen.proc_tree.members) >= 4,
+                lambda: table.display and table.row_count >= 4,
                 20,
             )
+            await pilot.pause()  # its layout done: on a loaded machine it can lag the rows
         await pilot.pause(0.3)
         app.clear_notifications()
         await pilot.pause(0.1)
