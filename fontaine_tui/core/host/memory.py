@@ -208,13 +208,15 @@ def _statm_rss(pid: int, proc: Path) -> Footprint | None:
 def process_memory(pid: int, proc: Path = Path("/proc")) -> Footprint | None:
     """The memory process `pid` holds: its PSS, else USS, else RSS (see the module's doc).
 
-    None when there is no such process, or it is ending (its smaps_rollup gone where the
-    kernel has them). A process without memory of its own (a zombie) has 0."""
+    None when there is no such process. A process without memory of its own (a zombie, whose
+    smaps_rollup the kernel refuses, or one ending) has 0 PSS, not its statm's 0 RSS."""
     try:
         data = (proc / str(pid) / "smaps_rollup").read_bytes()
     except (FileNotFoundError, ProcessLookupError):
-        if not (proc / str(pid)).exists() or (proc / "self" / "smaps_rollup").exists():
-            return None  # gone, or going: its statm would read 0, a figure of nothing
+        if not (proc / str(pid)).exists():
+            return None
+        if (proc / "self" / "smaps_rollup").exists():  # the kernel has them: this one has
+            return Footprint(0, "PSS")  # no address space left (a zombie, or one ending)
         return _statm_rss(pid, proc)  # a kernel before 4.14: no smaps_rollup
     except OSError:  # another user's process: its mappings are not ours to read
         return _statm_rss(pid, proc)
