@@ -316,6 +316,10 @@ def layout(svg: str) -> dict[int, list[str]]:
         line = ""
         for col, piece in sorted(rows[y]):
             line = line.ljust(col) + piece.replace("\xa0", " ")
+        # A number drawn one digit longer (a pid) moves what follows it on its row, in a
+        # table even past a tree's guide: each becomes one `#` before the row is cut.
+        line = re.sub(r"python[\d.]*", "python", line)
+        line = re.sub(r"\d[\w.,:%]*(/[\w.]+)?", "#", line)
         line = re.sub(f"[ {SPARK}]*[{SPARK}][ {SPARK}]*", " ▁ ", line)
         line = re.sub("[━╸╺]+", "━", line)
         line = re.sub("[▏▎▍▌▋▊▉]+", "▌", line)  # a scrollbar's thumb: as long as the table

@@ -99,3 +99,22 @@ def test_the_layout_leaves_out_what_varies_and_keeps_what_is_drawn():
     assert make.layout(varied) == make.layout(svg)
     assert make.layout(svg.replace("RUNNING", "STOPPED")) != make.layout(svg)
     assert make.layout(svg.replace("engine&#160;mem", "engine&#160;rss")) != make.layout(svg)
+
+
+def test_a_pid_one_digit_shorter_moves_no_column_past_a_tree_guide():
+    """The processes table is as wide as its longest pid: with pids one digit shorter, each
+    row's tree guide, and the command after it, is drawn a column further left."""
+
+    def svg(rows: list[str]) -> str:
+        out = []
+        for y, row in enumerate(rows):
+            for m in re.finditer(r"[^└]+|└", row):
+                x = m.start() * 12.2
+                text = m.group().replace(" ", "&#160;")
+                out.append(f'<text class="r1" x="{x}" y="{y * 24.4}">{text}</text>')
+        return "\n".join(out)
+
+    long = svg([" 16614  command (python)", " 16623    └ python  sleeping"])
+    short = svg([" 3122  command (python)", " 3125    └ python  sleeping"])
+    assert make.layout(long) == make.layout(short)
+    assert make.layout(long) != make.layout(svg([" 3122  command (python)", " 3125 └ ruby"]))
