@@ -36,13 +36,23 @@ from fontaine_tui.core.log.store import RunStore
 from fontaine_tui.core.preset.checks import UNDECIDABLE
 from fontaine_tui.core.preset.find import load_preset
 from fontaine_tui.core.preset.record import Preset
-from fontaine_tui.core.runfolder import AMENDMENTS, ATTEMPTS, LOG, PREREG, RunFolder, check_target
+from fontaine_tui.core.runfolder import (
+    AMENDMENTS,
+    ATTEMPTS,
+    LOG,
+    PREREG,
+    REVIEW,
+    VERDICT,
+    RunFolder,
+    check_target,
+)
 from fontaine_tui.core.ssh.destination import SshTarget
 from fontaine_tui.core.text import literal, require_utf8
 from fontaine_tui.core.verdict import blind
 from fontaine_tui.core.verdict.head import head_name
 from fontaine_tui.core.verdict.prereg import parse_prereg
 from fontaine_tui.core.verdict.record import Verdict
+from fontaine_tui.core.verdict.review import TrailFiles
 from fontaine_tui.model.judge import blinded
 
 RUN_CHOICE = ("mlflow", "trackio", "wandb", "tensorboard")  # the kinds that may hold several runs
@@ -251,19 +261,16 @@ def _refuse_hidden(target: str, own: tuple[Preset, Verdict] | None) -> None:
 
     The bank would keep every probe, and `bank show -j` print them. A run here is read as
     `verdict` reads it (model/judge.py's `blinded`, with its review trail); a run over SSH by
-    its own verdict `own` (`_own_verdict`: its prereg.json and folder evidence through the
-    evidence gate), which `blind.hidden` holds as here. A blinded run's log may end before its
-    endpoint (a crash), where the gate withholds the read. Its review trail is not read over
-    SSH, so no look counts there: a look recorded on its host is taken by `bank add` there."""
+    its own verdict `own` (`_own_verdict`: its prereg.json and folder evidence, its review
+    trail read from its host, through the evidence gate), which `blind.hidden` holds as here.
+    A blinded run's log may end before its endpoint (a crash), where the gate withholds the
+    read. A look recorded in its trail on its host counts over SSH as it counts there."""
     far = parse_target(target)
     if isinstance(far, SshTarget):
         if own is None or not blind.hidden(*own):
             return
         v = own[1]
-        unhide = (
-            f"on its host once a look is recorded (fontaine-tui verdict {far.path} --unblind "
-            f"WHY, then fontaine-tui bank add {far.path}: the review trail is not read over SSH)"
-        )
+        unhide = f"once a look is recorded on its host ({blind.unblind_hint(far.path)})"
     else:
         hidden = blinded(target)
         if hidden is None:
@@ -314,12 +321,13 @@ async def _read(
     """Read the whole log, prereg.json and the folder's evidence of a run.
 
     The log includes its rotated segments when local. All are read through the same sources
-    the console follows. The folder's evidence (its amendments ledger, attempts.jsonl and, for
-    a run here, its review trail) is read by the evidence gate as `verdict` reads it: a ledger
-    that does not hold is refused, naming its line. Another trainer's run is read as
-    `preset_arg`'s [source] says, when given, else as `kind_arg` names, else as its folder's
-    contents say (record_kind: a Trainer's own record over its TensorBoard events). `run`
-    picks the run of a store that holds several (MLflow, trackio), over the preset's choice.
+    the console follows. The folder's evidence (its amendments ledger, attempts.jsonl and its
+    review trail, here or from its host) is read by the evidence gate as `verdict` reads it: a
+    ledger or a trail that does not hold is refused, naming its line. Another trainer's run is
+    read as `preset_arg`'s [source] says, when given, else as `kind_arg` names, else as its
+    folder's contents say (record_kind: a Trainer's own record over its TensorBoard events).
+    `run` picks the run of a store that holds several (MLflow, trackio), over the preset's
+    choice.
     """
     if kind_arg:
         _check_kind(kind_arg, preset_arg)
@@ -328,7 +336,8 @@ async def _read(
         prereg = await source.read_bytes(PREREG)
         if isinstance(source, LocalRun):
             ctx = FolderEvidence.of_folder(RunFolder(source.folder))
-        else:  # the ledger, its head file (how long the chain was) and attempts.jsonl as bytes
+        else:  # the ledger, its head file (how long the chain was), attempts.jsonl and the
+            # review trail with the files it is held to (its head, verdict.json), as bytes
             ctx = FolderEvidence.of_files(
                 prereg,
                 None,
@@ -337,6 +346,13 @@ async def _read(
                 await source.read_bytes(ATTEMPTS),
                 source.label,
                 strict=True,
+                trail=TrailFiles(
+                    source.label,
+                    await source.read_bytes(REVIEW) or b"",
+                    await source.read_bytes(head_name(REVIEW)),
+                    prereg,
+                    await source.read_bytes(VERDICT),
+                ),
             )
         if isinstance(source, LocalRun):
             log = source.folder / LOG

@@ -6,8 +6,10 @@ would hold every probe and `bank show -j` print it. `bank add` reads the run as 
 does and refuses such a run in one line (exit 2, nothing banked) naming how to unblind it,
 unless the review trail records a look; the final read banks as always. A run whose review
 trail does not hold is refused as `verdict` refuses it, naming the break. A run banked over
-SSH (`host:/path`, the real sshd on 127.0.0.1) is refused so too when its read is hidden (a
-crashed run's, withheld by the evidence gate). Real subprocesses."""
+SSH (`host:/path`, the real sshd on 127.0.0.1) is read so too: refused when its read is hidden
+(a crashed run's, withheld by the evidence gate) unless its review trail, read from its host,
+records a look, and refused, naming the break as `verdict` on its host names it, when that
+trail does not hold. Real subprocesses."""
 
 from __future__ import annotations
 
@@ -124,8 +126,8 @@ def test_bank_add_over_ssh_refuses_a_hidden_read_as_here(sshd, tmp_path):
     """A blinded run that crashed before its endpoint, banked as host:/path: refused as here.
 
     Its log ended, so the run banks, but the read is withheld (core/launch/evidence.py's
-    `withheld`): the bank would keep every probe the blind hides. The review trail is not read
-    over SSH, so a look recorded on the run's host is taken only by `bank add` there."""
+    `withheld`): the bank would keep every probe the blind hides. A look recorded on the run's
+    host is read from its review trail over SSH, and counts there as it counts here."""
     from tests.commands.test_blind_withheld import PROBES, crashed
     from tests.sshd_helper import HOST_ALIAS
 
@@ -138,6 +140,7 @@ def test_bank_add_over_ssh_refuses_a_hidden_read_as_here(sshd, tmp_path):
     assert res.returncode == 2 and len(said) == 1, res.stdout + res.stderr
     assert "the run ended at step 750, before its endpoint (step 1000)" in said[0]
     assert "nothing was banked" in said[0] and far in said[0]
+    assert f"fontaine-tui verdict {root} --unblind WHY" in said[0]
     assert not any(p in res.stdout + res.stderr for p in PROBES)
     # as the run's own conflicts would be named (UNDECIDABLE): refused before them, all the same
     forced = cli(tmp_path, "bank", "add", far, "--as", "far", "--even-if-conflicting", *ssh, **env)
@@ -146,13 +149,54 @@ def test_bank_add_over_ssh_refuses_a_hidden_read_as_here(sshd, tmp_path):
     assert shown.returncode == 2 and "no such banked run" in shown.stderr
     assert not (tmp_path / "bank" / "far").exists()
 
-    # a look recorded on its host: banked there, and still not over SSH (no trail read there)
+    # a look recorded on its host: read from its review trail over SSH, banked as here
     look = cli(tmp_path, "verdict", str(root), "--unblind", "the run crashed", **env)
     assert look.returncode == 6, look.stdout + look.stderr
-    still = cli(tmp_path, "bank", "add", far, "--as", "far", "--even-if-conflicting", *ssh, **env)
-    assert still.returncode == 2 and f"bank add {root}" in still.stderr, still.stderr
-    here = cli(tmp_path, "bank", "add", str(root), "--as", "far", "--even-if-conflicting", **env)
+    there = cli(tmp_path, "bank", "add", far, "--as", "far", "--even-if-conflicting", *ssh, **env)
+    assert there.returncode == 0, there.stderr
+    here = cli(tmp_path, "bank", "add", str(root), "--as", "near", "--even-if-conflicting", **env)
     assert here.returncode == 0, here.stderr
+    far_doc = json.loads(cli(tmp_path, "bank", "show", "far", "-j", **env).stdout)
+    near_doc = json.loads(cli(tmp_path, "bank", "show", "near", "-j", **env).stdout)
+    assert far_doc["probes"] == near_doc["probes"] and far_doc["probes"]
+
+
+@pytest.mark.parametrize("cut", ["edited", "truncated", "removed"])
+def test_bank_add_over_ssh_refuses_a_run_whose_review_trail_does_not_hold(sshd, tmp_path, cut):
+    """The trail is read from the run's host and held to its chain as here: the break that
+    `verdict` names on the host is named, the host's file for the file, and nothing banked."""
+    from tests.commands.test_blind import run_folder
+    from tests.logs import records_upto
+    from tests.logs import write_log as write_ours
+    from tests.sshd_helper import HOST_ALIAS
+
+    root = run_folder(tmp_path, 500)
+    for why in ("a first look", "a second look"):
+        assert cli(tmp_path, "verdict", str(root), "--unblind", why).returncode != 7
+    write_ours(root / "train_log.jsonl", records_upto(1000))  # the endpoint: the final read
+    trail = root / "review.jsonl"
+    if cut == "edited":  # the looks rewritten: nobody looked
+        trail.write_text(trail.read_text().replace("a second look", "a quiet check"))
+    elif cut == "truncated":  # the last look cut off
+        trail.write_text(trail.read_text().splitlines(keepends=True)[0])
+    else:
+        trail.unlink()
+    judged = cli(tmp_path, "verdict", str(root))
+    assert judged.returncode == 2, judged.stderr
+    [why] = judged.stderr.strip().splitlines()
+    far = f"{HOST_ALIAS}:{root}"
+    env = {"FONTAINE_BANK": str(tmp_path / "bank")}
+    ssh = ("--ssh-config", str(sshd.config))
+    res = cli(tmp_path, "bank", "add", far, "--as", "final", *ssh, **env)
+    said = res.stderr.strip().splitlines()
+    assert res.returncode == 2 and len(said) == 1, res.stdout + res.stderr
+    assert "review.jsonl" in said[0] and "nothing was banked" in said[0], said
+    broken = " (the review trail does not hold"
+    # the break verdict names on the host, its file named as the host's
+    here = why.split(broken)[0].replace(str(root), f"ssh {far}")
+    assert said[0].split(broken)[0] == here, said[0]
+    shown = cli(tmp_path, "bank", "show", "final", "-j", **env)
+    assert shown.returncode == 2 and "no such banked run" in shown.stderr
 
 
 def test_bank_add_over_ssh_takes_a_blinded_run_at_its_endpoint(sshd, tmp_path):

@@ -47,6 +47,7 @@ from fontaine_tui.core.verdict.ledger import (
     read_ledger,
 )
 from fontaine_tui.core.verdict.record import AmendmentCheck, ReviewState, Verdict
+from fontaine_tui.core.verdict.review import TrailFiles
 from fontaine_tui.core.verdict.rules import (
     compute_verdict,
     conflict_reason,
@@ -109,8 +110,10 @@ class FolderEvidence:
         hold in a folder without its prereg.json raises too (`unknown_blind`), before any read."""
         where = review_of if review_of is not None else None if folder is None else folder.root
         trail = review.state(where) if where is not None else None
-        if strict and where is not None and (refused := unknown_blind(trail, Path(where))):
-            raise InputError(refused)
+        if strict and where is not None:
+            beside = Path(where) / PREREG
+            if refused := unknown_blind(trail, str(beside), beside.exists()):
+                raise InputError(refused)
         if folder is None:
             return cls(provenance=provenance, review=trail)
         amendments: Sequence[Amendment] = ()
@@ -140,12 +143,20 @@ class FolderEvidence:
         where: str,
         *,
         strict: bool = False,
+        trail: TrailFiles | None = None,
     ) -> FolderEvidence:
         """The context from a run folder's files as bytes (read on another host).
 
         The ledger is held to its chain from these prereg.json bytes; a break keeps the
         amendments before it, said in `ledger_error`, or with `strict` raises InputError
-        naming its line (`ledger_refusal`, as `of_folder`)."""
+        naming its line (`ledger_refusal`, as `of_folder`). `trail`: the folder's review trail
+        and the files it is held to, as read there (None: not read), checked as `of_folder`
+        checks it here (core/verdict/review.py's `state_of`), `strict` refusing as there."""
+        state = None if trail is None else review.state_of(trail)
+        if strict and trail is not None:
+            beside = f"{where}/{PREREG}"
+            if refused := unknown_blind(state, beside, trail.prereg is not None):
+                raise InputError(refused)
         declared: tuple[Amendment, ...] = ()
         error = ""
         if amendments or head:
@@ -155,7 +166,7 @@ class FolderEvidence:
                 raise InputError(refused)
             declared, error = tuple(read.amendments), read.broken
         ran = tuple(attempts_from(attempts, alive=lambda _pid, _started: False)) if attempts else ()
-        return cls(declared, provenance, ran, None, None, error)
+        return cls(declared, provenance, ran, state, None, error)
 
 
 NO_CONTEXT = FolderEvidence()
@@ -237,18 +248,19 @@ def ledger_refusal(broken: str) -> str:
     return broken
 
 
-def unknown_blind(trail: ReviewState | None, where: Path) -> str:
+def unknown_blind(trail: ReviewState | None, prereg: str, present: bool) -> str:
     """A review trail that does not hold beside no prereg.json, in one line ("" otherwise).
 
     The trail's chain starts at prereg.json, and prereg.json is what says a run is blinded:
     with it gone and the trail broken, the folder may be a blinded run's whose blind went with
     it. `verdict` (and `bank add`, `amend`) refuse it before any read is shown, whatever preset
-    is given (`-p`), as they refuse a broken ledger."""
-    if trail is None or trail.intact or (where / PREREG).exists():
+    is given (`-p`), as they refuse a broken ledger. `prereg` names the folder's prereg.json,
+    here or on another host, and `present` says whether it is there."""
+    if trail is None or trail.intact or present:
         return ""
     return trail_refusal(
         trail,
-        f"{where / PREREG}, which says whether the read is blinded, is gone: nothing is shown",
+        f"{prereg}, which says whether the read is blinded, is gone: nothing is shown",
     )
 
 

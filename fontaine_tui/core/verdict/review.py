@@ -8,7 +8,9 @@ first. A removed last line is found by the head kept beside the file (core/verdi
 and a trail removed with its head by the head every verdict.json records of it (`state`), or,
 in a blinded run, by its head missing: that head is written at launch with prereg.json.
 Appends hold the file's lock, as the amendment ledger's do, so two reviewers never fork the
-chain, and a chain that does not hold is never extended.
+chain, and a chain that does not hold is never extended. The trail is held to its chain from
+its folder's files as bytes (`TrailFiles`): read here (`state`), or sent by another host
+(`state_of`, `bank add host:/path`), the same check.
 """
 
 from __future__ import annotations
@@ -20,17 +22,17 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timezone
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 
 from fontaine_tui.core.atomic import append_line, locked
 from fontaine_tui.core.errors import InputError
 from fontaine_tui.core.limits import json_loads
 from fontaine_tui.core.readfile import read_whole
-from fontaine_tui.core.runfolder import REVIEW, VERDICT, RunFolder
+from fontaine_tui.core.runfolder import PREREG, REVIEW, VERDICT
 from fontaine_tui.core.verdict import blind
 from fontaine_tui.core.verdict import head as chain_head
-from fontaine_tui.core.verdict.ledger import genesis_of
-from fontaine_tui.core.verdict.prereg import blind_frozen, read_prereg
+from fontaine_tui.core.verdict.ledger import genesis
+from fontaine_tui.core.verdict.prereg import blind_frozen, parse_prereg
 from fontaine_tui.core.verdict.record import ReviewState, Unblinding, Verdict
 
 SCHEMA = "fontaine-tui/review/1"
@@ -64,6 +66,36 @@ class ChainCheck:
         return self.bad_line is None
 
 
+@dataclass(frozen=True, slots=True)
+class TrailFiles:
+    """What a review trail is held to: its folder's files as bytes, read here or on a host.
+
+    `where` names the folder as a reader says it (a path here, `ssh host:/path` there); None
+    for a file that is not there (`trail` is b"" for a trail that is not there)."""
+
+    where: str
+    trail: bytes
+    head: bytes | None  # review.jsonl.head
+    prereg: bytes | None  # prereg.json: the chain's first link, and whether the run is blinded
+    verdict: bytes | None  # verdict.json: the head an earlier verdict recorded
+    file: str = REVIEW  # the trail's file name in the folder
+
+    @property
+    def name(self) -> str:
+        return _join(self.where, self.file)
+
+    @property
+    def verdict_name(self) -> str:
+        return _join(self.where, VERDICT)
+
+
+def _join(where: str, name: str) -> str:
+    """A file's name in the folder `where`, as a local Path joins it."""
+    if where in ("", "."):
+        return name
+    return where + name if where.endswith("/") else f"{where}/{name}"
+
+
 def _num(x: float | None) -> float | str | None:
     return x if x is None or math.isfinite(x) else repr(x)
 
@@ -88,6 +120,29 @@ def _read(path: Path) -> bytes:
         return read_whole(path)
     except FileNotFoundError:
         return b""
+
+
+def _optional(path: Path) -> bytes | None:
+    """A file's bytes beside the trail; None when there is none."""
+    try:
+        return read_whole(path)
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        raise InputError(f"{path}: cannot read ({exc.strerror})") from None
+
+
+def _files(path: Path, data: bytes) -> TrailFiles:
+    """The trail at `path` (its bytes `data`, as read) and the files beside it, read here."""
+    folder = path.parent
+    return TrailFiles(
+        str(folder),
+        data,
+        chain_head.read(path),
+        _optional(folder / PREREG),
+        _optional(folder / VERDICT),
+        path.name,
+    )
 
 
 def append(
@@ -159,7 +214,7 @@ def record_look(
 
 def _refuse_broken(path: Path, lines: list[bytes]) -> list[str]:
     """The chain's links; InputError naming the break when it does not hold."""
-    check, _, links = _check(path, lines)
+    check, _, links = _check(_files(path, b""), lines)
     if not check.ok:
         raise InputError(f"{broken_text(path, check)}; nothing was written")
     return links
@@ -167,8 +222,11 @@ def _refuse_broken(path: Path, lines: list[bytes]) -> list[str]:
 
 def read(path: str | Path) -> list[ReviewEntry]:
     """The entries as written (call `verify` to know whether to trust them)."""
+    return _entries(_read(Path(path)))
+
+
+def _entries(data: bytes) -> list[ReviewEntry]:
     out: list[ReviewEntry] = []
-    data = _read(Path(path))
     for i, raw in enumerate(data.splitlines(), 1):
         try:
             d = json_loads(raw)
@@ -196,57 +254,69 @@ def verify(path: str | Path) -> ChainCheck:
     whose own hash or link does not hold, or a chain cut short of the head recorded beside it
     (review.jsonl.head) or in the verdict.json beside it."""
     path = Path(path)
-    return _check(path, _lines(_read(path)))[0]
+    data = _read(path)
+    return _check(_files(path, data), _lines(data))[0]
 
 
 def state(folder: str | Path) -> ReviewState:
+    """The review trail of a run folder here as a verdict carries it (see `state_of`)."""
+    path = Path(folder) / REVIEW
+    return state_of(_files(path, _read(path)))
+
+
+def state_of(files: TrailFiles) -> ReviewState:
     """The review trail of a run folder as a verdict carries it (see ReviewState).
 
-    Its looks at a blinded read are those of the lines that hold as links of this run's chain:
-    a line past a break (a trail copied from another run breaks at line 1) is not this run's
-    record of a look, and is never shown as one."""
-    path = Path(folder) / REVIEW
-    check, recorded, links = _check(path, _lines(_read(path)))
+    `files` are its folder's files as read here or on another host: the trail is held to its
+    chain from that prereg.json, its head and that verdict.json's record of it, whichever
+    host read them. Its looks at a blinded read are those of the lines that hold as links of
+    this run's chain: a line past a break (a trail copied from another run breaks at line 1)
+    is not this run's record of a look, and is never shown as one."""
+    check, recorded, links = _check(files, _lines(files.trail))
     held = len(links) - 1  # the lines that follow prereg.json and each other
     seen = tuple(
         Unblinding(e.line, e.time, e.who, e.note, e.read_step)
-        for e in read(path)
+        for e in _entries(files.trail)
         if e.action == "unblind" and e.line <= held
     )
     if check.ok:
         return ReviewState(check.lines, links[-1], unblinded=seen)
-    return ReviewState(recorded[0], recorded[1], broken_text(path, check), seen)
+    return ReviewState(recorded[0], recorded[1], broken_text(files.name, check), seen)
 
 
-def broken_text(path: Path, check: ChainCheck) -> str:
+def broken_text(path: str | Path, check: ChainCheck) -> str:
     """A break in words, naming the file."""
-    return f"{path.name} {check.reason}" if check.reason.startswith("line ") else check.reason
+    name = PurePosixPath(path).name
+    return f"{name} {check.reason}" if check.reason.startswith("line ") else check.reason
 
 
-def _check(path: Path, lines: list[bytes]) -> tuple[ChainCheck, tuple[int, str], list[str]]:
-    """The check, the longest head recorded for the chain, and the links that hold."""
-    genesis = genesis_of(RunFolder(path.parent))
-    head = chain_head.read(path)
-    witness = _witness(path.parent / VERDICT)
-    links = [genesis]
+def _check(files: TrailFiles, lines: list[bytes]) -> tuple[ChainCheck, tuple[int, str], list[str]]:
+    """The check, the longest head recorded for the chain, and the links that hold.
+
+    `lines` are the trail's lines (`files.trail` is not read here)."""
+    origin = files.name
+    first = genesis(files.prereg)
+    head = files.head
+    witness = _witness(files.verdict, files.verdict_name)
+    links = [first]
     marked = False
     why, bad = "", None
     for i, raw in enumerate(lines, 1):
-        why = _link(raw, i, links[-1], genesis)
+        why = _link(raw, i, links[-1], first)
         if why:
             bad = i
             break
         links.append(_sha(raw))
         marked = marked or chain_head.MARK in json_loads(raw)
     if not why:
-        why = chain_head.check(str(path), head, links, marked)
-    if not why and head is None and _kept_from_launch(RunFolder(path.parent)):
+        why = chain_head.check(origin, head, links, marked)
+    if not why and head is None and _kept_from_launch(files.prereg, _join(files.where, PREREG)):
         why = (
-            f"{chain_head.head_path(path)}: missing, but a blinded run keeps its review trail "
+            f"{chain_head.head_name(origin)}: missing, but a blinded run keeps its review trail "
             "from launch (the trail was removed, with any look at the hidden read it recorded)"
         )
     if not why and isinstance(witness, tuple):
-        why = chain_head.reaches(str(path), str(path.parent / VERDICT), witness, links)
+        why = chain_head.reaches(origin, files.verdict_name, witness, links)
     elif not why and isinstance(witness, str):
         why = witness
     recorded = [(len(links) - 1, links[-1])]
@@ -257,11 +327,13 @@ def _check(path: Path, lines: list[bytes]) -> tuple[ChainCheck, tuple[int, str],
     return ChainCheck(len(lines)), best, links
 
 
-def _kept_from_launch(folder: RunFolder) -> bool:
+def _kept_from_launch(prereg: bytes | None, origin: str) -> bool:
     """Whether the trail's head was written at launch (prereg.py's `blind_frozen`)."""
+    if prereg is None:  # no prereg.json: said where it is read
+        return False
     try:
-        return blind_frozen(read_prereg(folder).preset)
-    except InputError:  # no prereg.json, or one that does not hold: said where it is read
+        return blind_frozen(parse_prereg(prereg, origin).preset)
+    except InputError:  # one that does not hold: said where it is read
         return False
 
 
@@ -293,17 +365,13 @@ def _link(raw: bytes, i: int, prev: str, genesis: str) -> str:
     )
 
 
-def _witness(path: Path) -> tuple[int, str] | str | None:
+def _witness(data: bytes | None, path: str) -> tuple[int, str] | str | None:
     """The review head an earlier verdict.json recorded, why it cannot be read, or None.
 
-    None when there is no verdict.json of ours, or it records no review trail (written before
-    it did)."""
-    try:
-        data = read_whole(path)
-    except FileNotFoundError:
+    `data` is its bytes (None: there is none), `path` its name. None when there is no
+    verdict.json of ours, or it records no review trail (written before it did)."""
+    if data is None:
         return None
-    except OSError as exc:
-        raise InputError(f"{path}: cannot read ({exc.strerror})") from None
     if b'"schema": "fontaine-tui/verdict/' not in data[:200]:
         return None  # not ours: it records nothing of the trail
     try:
