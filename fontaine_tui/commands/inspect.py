@@ -23,11 +23,11 @@ from fontaine_tui.core import runfolder
 from fontaine_tui.core.atomic import atomic_write, create_new
 from fontaine_tui.core.errors import InputError
 from fontaine_tui.core.follow.target import parse_target
-from fontaine_tui.core.launch.traineralerts import rule_metrics
 from fontaine_tui.core.log.formats.inspect import Inspection, inspect_run
 from fontaine_tui.core.preset.draft import draft
 from fontaine_tui.core.ssh.destination import SshTarget
 from fontaine_tui.core.verdict.blind import HIDDEN
+from fontaine_tui.core.verdict.blindwords import rule_metrics
 from fontaine_tui.model.judge import blinded
 
 

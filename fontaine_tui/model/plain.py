@@ -42,13 +42,14 @@ from fontaine_tui.core.launch.launcher import EngineProcess, label
 from fontaine_tui.core.launch.logtail import engine_status
 from fontaine_tui.core.launch.registry import Registry
 from fontaine_tui.core.launch.slurm_job import SlurmJob
-from fontaine_tui.core.launch.traineralerts import alert_words, rule_metrics, rule_of
+from fontaine_tui.core.launch.traineralerts import alert_words, rule_of
 from fontaine_tui.core.log.records import Alert, Event, Malformed, Probe
 from fontaine_tui.core.log.store import RunStore
 from fontaine_tui.core.preset.record import Preset
 from fontaine_tui.core.runfolder import RunFolder
 from fontaine_tui.core.text import literal
 from fontaine_tui.core.verdict import blind
+from fontaine_tui.core.verdict.blindwords import rule_metrics
 from fontaine_tui.core.verdict.export import write_verdict
 from fontaine_tui.core.verdict.prereg import Prereg, utc_iso
 from fontaine_tui.core.verdict.record import Verdict

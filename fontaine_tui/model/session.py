@@ -46,6 +46,7 @@ from fontaine_tui.core.verdict.amendments import (
     first_probe_seen,
     last_declared,
 )
+from fontaine_tui.core.verdict.blindwords import rule_metrics
 from fontaine_tui.core.verdict.prereg import parse_utc
 from fontaine_tui.core.verdict.record import AmendmentCheck, ReviewState, Verdict
 from fontaine_tui.model import readout
@@ -305,7 +306,7 @@ class Session(ReviewActions):
         """The metrics the verdict's rules read.
 
         The trainer's words may not name them while the read is hidden."""
-        return traineralerts.rule_metrics(self.preset.verdict)
+        return rule_metrics(self.preset.verdict)
 
     def settling(self) -> bool:
         """Whether a followed foreign run's records came within twice its settle time.

@@ -341,7 +341,8 @@ def test_blinded_an_alert_naming_the_metric_keeps_its_words_back(tmp_path):
 
 
 def test_blinded_an_alert_quoting_the_read_however_it_is_spelt_keeps_its_words_back():
-    from fontaine_tui.core.launch.traineralerts import alert_words, rule_metrics
+    from fontaine_tui.core.launch.traineralerts import alert_words
+    from fontaine_tui.core.verdict.blindwords import rule_metrics
 
     metrics = rule_metrics(load_preset(PRESET).verdict)
     logged = [

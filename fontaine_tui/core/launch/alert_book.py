@@ -15,11 +15,12 @@ from typing import TYPE_CHECKING
 from fontaine_tui.core.host.telemetry import TelemetrySnapshot
 from fontaine_tui.core.launch.alerts import SEVERITIES, RunContext, RunWarning, run_rules
 from fontaine_tui.core.launch.stall import HISTORY, RamReading, StateReading, state_key
-from fontaine_tui.core.launch.traineralerts import rule_metrics, trainer_warnings
+from fontaine_tui.core.launch.traineralerts import trainer_warnings
 from fontaine_tui.core.log.store import RunStore
 from fontaine_tui.core.preset.record import Preset
 from fontaine_tui.core.preset.sections import world_size
 from fontaine_tui.core.secrets import mask_text
+from fontaine_tui.core.verdict.blindwords import rule_metrics
 from fontaine_tui.core.verdict.envelope import banked_series
 
 if TYPE_CHECKING:

@@ -14,6 +14,9 @@ The same rule, and the same masking of credentials, owns the trainer's other wor
 watcher shows: a log's event records (`event_words`: the plain report's event lines and the
 console's events panel) and the lines it printed to engine.out.log (`output_lines`: the
 console's engine.out.log pane). One rule, so the surfaces cannot drift apart.
+
+The rule itself (`quotes_read`, `rule_metrics`, `HIDDEN_WORDS`) is core/verdict/blindwords.py's,
+a leaf every wing that shows the trainer's words imports (an exit's words: core/launch/exits.py).
 """
 
 from __future__ import annotations
@@ -28,6 +31,7 @@ from fontaine_tui.core.log.records import NO_STEP, Alert, Event
 from fontaine_tui.core.log.store import RunStore
 from fontaine_tui.core.secrets import mask_text
 from fontaine_tui.core.text import literal
+from fontaine_tui.core.verdict.blindwords import HIDDEN_WORDS, quotes_read
 
 RULE = "trainer-alert"  # each alert's rule: RULE:<digest>
 BAD_RULE = "trainer-alert-unread"
@@ -45,36 +49,9 @@ def is_alert_rule(rule: str) -> bool:
     return rule.startswith(RULE + ":")
 
 
-def rule_metrics(rules: object) -> tuple[str, ...]:
-    """The metrics a [verdict] reads: its own and each secondary rule's."""
-    metric = getattr(rules, "metric", "")
-    return (metric, *(r.metric for r in getattr(rules, "secondary", ())))
-
-
-def _squashed(text: str) -> str:
-    return "".join(c for c in text.lower() if c.isalnum())
-
-
-def quotes_read(words: str, metrics: Sequence[str]) -> bool:
-    """Whether the trainer's `words` may quote a blinded read.
-
-    They may when they hold a digit, or name a rule's metric however it is spelt (case,
-    `_`, `/`, spaces: "Eval chunk MAE" is eval_chunk_mae)."""
-    if any(c.isdigit() for c in words):
-        return True
-    squashed = _squashed(words)
-    return any(_squashed(m) and _squashed(m) in squashed for m in metrics)
-
-
 def may_quote(alert: Alert, metrics: Sequence[str]) -> bool:
     """Whether the alert's words may quote a blinded read (`quotes_read`)."""
     return quotes_read(f"{alert.title} {alert.text}", metrics)
-
-
-HIDDEN_WORDS = (
-    "its words hold a number or name a rule's metric, so they may quote the blinded read: "
-    "hidden until the final read"
-)
 
 
 def alert_words(

@@ -1,0 +1,49 @@
+"""The trainer's own words on a blinded run: which may quote the hidden read, and what replaces them.
+
+A trainer's words (an alert it raised, a log event's detail, a line it printed, the last line
+or error it left at its exit) are not the verdict's, but they may quote the read the blind
+hides (core/verdict/blind.py): "eval_loss=0.123", "new best eval_chunk_mae". One rule says
+which may, for every surface that shows them (the panes and plain lines of
+core/launch/traineralerts.py, an exit's words in core/launch/exits.py, `inspect`, `runs`).
+The words are hidden where they are shown, not where they are read: an exit's cause is
+judged from them as they were printed.
+
+A leaf: it imports nothing of the program, so every wing that shows a trainer's words may.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+HIDDEN_WORDS = (
+    "its words hold a number or name a rule's metric, so they may quote the blinded read: "
+    "hidden until the final read"
+)
+
+
+def rule_metrics(rules: object) -> tuple[str, ...]:
+    """The metrics a [verdict] reads: its own and each secondary rule's."""
+    metric = getattr(rules, "metric", "")
+    return (metric, *(r.metric for r in getattr(rules, "secondary", ())))
+
+
+def _squashed(text: str) -> str:
+    return "".join(c for c in text.lower() if c.isalnum())
+
+
+def quotes_read(words: str, metrics: Sequence[str]) -> bool:
+    """Whether the trainer's `words` may quote a blinded read.
+
+    They may when they hold a digit, or name a rule's metric however it is spelt (case,
+    `_`, `/`, spaces: "Eval chunk MAE" is eval_chunk_mae)."""
+    if any(c.isdigit() for c in words):
+        return True
+    squashed = _squashed(words)
+    return any(_squashed(m) and _squashed(m) in squashed for m in metrics)
+
+
+def shown_words(words: str, metrics: Sequence[str] = (), blinded: bool = False) -> str:
+    """The trainer's `words` as a surface shows them.
+
+    Blinded, words that may quote the read (`quotes_read`) are HIDDEN_WORDS; else as given."""
+    return HIDDEN_WORDS if blinded and words and quotes_read(words, metrics) else words
