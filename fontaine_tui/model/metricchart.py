@@ -97,11 +97,14 @@ def metric_chart(
     curves: tuple[Curve, ...]
     if smoothing > 0 and len(series.values) > 1:
         curves = (
-            Curve(raw, series.steps, series.values, "cyan", faint=True),
-            Curve(smooth, series.steps, ema_of(series.values, smoothing, stamp), "cyan"),
+            Curve(raw, series.steps, series.values, "cyan", faint=True, stamp=stamp),
+            Curve(
+                smooth, series.steps, ema_of(series.values, smoothing, stamp), "cyan", stamp=stamp
+            ),
         )
     else:
-        curves = (Curve("" if small else name, series.steps, series.values, "cyan", points=points),)
+        label = "" if small else name
+        curves = (Curve(label, series.steps, series.values, "cyan", points=points, stamp=stamp),)
     hlines: tuple[HLine, ...] = ()
     marks: tuple[Mark, ...] = ()
     title = name

@@ -199,7 +199,7 @@ class Chart(PlotextPlot):
         lines = 0  # the curves drawn as lines so far: each its own marker (no colour needed)
         for c in sorted(spec.curves, key=lambda c: not c.faint):  # the faint ones beneath
             # a faint curve is a background: a min-max pair every other column is enough
-            xs, ys = downsample(c.xs, c.ys, width // 2 if c.faint else width)
+            xs, ys = downsample(c.xs, c.ys, width // 2 if c.faint else width, c.stamp)
             if log:
                 kept = [(x, math.log10(y)) for x, y in zip(xs, ys, strict=True) if y > 0]
                 xs, ys = [k[0] for k in kept], [k[1] for k in kept]

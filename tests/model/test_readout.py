@@ -40,6 +40,41 @@ def test_downsample_extremes_survive(values, width):
     assert all(values[x] == y for x, y in zip(xs, ys, strict=True))
 
 
+@given(
+    st.lists(
+        st.tuples(
+            st.lists(
+                st.one_of(
+                    st.floats(allow_nan=True, allow_infinity=True, width=32),
+                    st.sampled_from([0.0, -0.0, 1.0, -1.0]),
+                ),
+                max_size=900,
+            ),
+            st.integers(0, 3000),  # where the column is cut after this growth (a resume)
+        ),
+        min_size=1,
+        max_size=8,
+    ),
+    st.integers(1, 60),
+)
+def test_downsample_of_a_growing_column_kept_per_block_is_the_same(growths, width):
+    # a live column grows by appends and is cut when the store's replaced_steps moves: the
+    # extremes kept per block from call to call give the very points a fresh pass gives
+    ys = array("d")
+    stamp = 0
+    for added, cut in growths:
+        ys.extend(added)
+        if cut < len(ys) and cut % 3 == 0:
+            del ys[cut:]
+            stamp += 1
+        xs = range(len(ys))
+        want = downsample(xs, ys, width)
+        got = downsample(xs, ys, width, stamp)
+        assert got[0] == want[0]
+        assert [math.copysign(1, y) for y in got[1]] == [math.copysign(1, y) for y in want[1]]
+        assert [y for y in got[1]] == [y for y in want[1]]
+
+
 def test_probe_rows_take_deltas_from_the_verdict(tmp_path, preset):
     store = load_log(make_run(tmp_path / "run"))
     rows = probe_rows(seen_probes(store, hidden=False), verdict_series(store, preset))

@@ -26,6 +26,9 @@ class Curve:
     points: bool = False  # markers only: a probe every 250 steps is not a line
     faint: bool = False  # drawn dim, beneath the others (the raw loss under its EMA)
     right: bool = False  # on a y axis of its own, at the right (a loss on another scale)
+    # the store's `replaced_steps` when xs and ys are its live columns, which grow by appends
+    # and are cut only when that moves: a renderer keeps their extremes per block (`downsample`)
+    stamp: int | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -75,32 +78,121 @@ class ChartSpec:
         return sum(len(c.xs) for c in self.curves) + 2 * sum(len(b.xs) for b in self.bands)
 
 
+BLOCK = 256  # points per block whose extremes a growing column keeps (`downsample`)
+
+
+def _ends(seg: Sequence[float]) -> tuple[float, int, float, int] | None:
+    """The finite min and max of `seg`, each with where it first is; None when none is finite."""
+    lo_v, hi_v = min(seg), max(seg)  # C speed; NaN makes them unreliable, checked below
+    if not (math.isfinite(lo_v) and math.isfinite(hi_v)):
+        finite = [v for v in seg if math.isfinite(v)]
+        if not finite:
+            return None
+        lo_v, hi_v = min(finite), max(finite)
+    return lo_v, seg.index(lo_v), hi_v, seg.index(hi_v)
+
+
+class _Blocks:
+    """A growing column's finite extremes per whole block of BLOCK points, where each first is.
+
+    Kept while the column grows (the blocks added since are read on the next call); a block
+    with no finite value holds inf and -inf."""
+
+    __slots__ = ("ys", "stamp", "los", "lo_at", "his", "hi_at")
+
+    def __init__(self, ys: Sequence[float], stamp: int) -> None:
+        self.ys, self.stamp = ys, stamp  # held, so its id names it while this is cached
+        self.los: list[float] = []
+        self.lo_at: list[int] = []
+        self.his: list[float] = []
+        self.hi_at: list[int] = []
+
+    def grow(self) -> None:
+        ys = self.ys
+        for b in range(len(self.los), len(ys) // BLOCK):
+            base = b * BLOCK
+            ends = _ends(ys[base : base + BLOCK])
+            lo_v, i, hi_v, j = ends if ends is not None else (math.inf, 0, -math.inf, 0)
+            self.los.append(lo_v)
+            self.lo_at.append(base + i)
+            self.his.append(hi_v)
+            self.hi_at.append(base + j)
+
+    def ends(self, lo: int, hi: int) -> tuple[int, int] | None:
+        """Where the finite min and max of ys[lo:hi] first are; None when none is finite.
+
+        As `_ends` over the slice: the blocks wholly inside are read from what is kept, the
+        points at either edge from the column."""
+        ys = self.ys
+        first, last = -(-lo // BLOCK), hi // BLOCK  # the whole blocks: [first, last)
+        if first >= last:  # none: the points themselves
+            ends = _ends(ys[lo:hi])
+            return None if ends is None else (lo + ends[1], lo + ends[3])
+        parts: list[tuple[float, int, float, int]] = []
+        if lo < first * BLOCK and (left := _ends(ys[lo : first * BLOCK])):
+            parts.append((left[0], lo + left[1], left[2], lo + left[3]))
+        los, his = self.los, self.his
+        lo_v, hi_v = min(los[first:last]), max(his[first:last])
+        if lo_v <= hi_v:  # a finite value in one of them
+            a, b = los.index(lo_v, first, last), his.index(hi_v, first, last)
+            parts.append((lo_v, self.lo_at[a], hi_v, self.hi_at[b]))
+        if last * BLOCK < hi and (right := _ends(ys[last * BLOCK : hi])):
+            base = last * BLOCK
+            parts.append((right[0], base + right[1], right[2], base + right[3]))
+        if not parts:
+            return None
+        lo_v, hi_v = min(p[0] for p in parts), max(p[2] for p in parts)
+        # the first part holding the extreme holds its first place (== as seg.index reads)
+        i = next(p[1] for p in parts if p[0] == lo_v)
+        j = next(p[3] for p in parts if p[2] == hi_v)
+        return i, j
+
+
+_BLOCKS: dict[int, _Blocks] = {}
+
+
+def _blocks(ys: Sequence[float], stamp: int) -> _Blocks:
+    kept = _BLOCKS.get(id(ys))
+    if kept is None or kept.ys is not ys or kept.stamp != stamp or len(ys) < BLOCK * len(kept.los):
+        if len(_BLOCKS) > 256:  # stores come and go with runs: keep the cache small
+            _BLOCKS.clear()
+        kept = _BLOCKS[id(ys)] = _Blocks(ys, stamp)
+    kept.grow()
+    return kept
+
+
 def downsample(
-    xs: Sequence[float], ys: Sequence[float], width: int
+    xs: Sequence[float], ys: Sequence[float], width: int, stamp: int | None = None
 ) -> tuple[list[float], list[float]]:
     """Keep at most two points per column, so a spike survives.
 
-    The two are the min and max of each bucket, in x order; non-finite y values are dropped."""
+    The two are the min and max of each bucket, in x order; non-finite y values are dropped.
+    With a `stamp` (a Curve's: ys grows by appends and is cut only when the stamp moves), the
+    extremes of ys's whole blocks are kept from one call to the next, so a long live column
+    costs its new points and its buckets' edges, not a pass over every point."""
     n = len(ys)
     width = max(1, width)
     if n <= 2 * width:
         pairs = [(x, y) for x, y in zip(xs, ys, strict=False) if math.isfinite(y)]
         return [p[0] for p in pairs], [p[1] for p in pairs]
+    blocks = _blocks(ys, stamp) if stamp is not None and n >= 4 * BLOCK else None
     out_x: list[float] = []
     out_y: list[float] = []
     for b in range(width):
         lo, hi = b * n // width, (b + 1) * n // width
-        seg = ys[lo:hi]
-        lo_v, hi_v = min(seg), max(seg)  # C speed; NaN makes them unreliable, checked below
-        if not (math.isfinite(lo_v) and math.isfinite(hi_v)):
-            finite = [v for v in seg if math.isfinite(v)]
-            if not finite:
+        if blocks is not None:
+            at = blocks.ends(lo, hi)
+            if at is None:
                 continue
-            lo_v, hi_v = min(finite), max(finite)
-        i, j = seg.index(lo_v), seg.index(hi_v)
+            i, j = at
+        else:
+            ends = _ends(ys[lo:hi])
+            if ends is None:
+                continue
+            i, j = lo + ends[1], lo + ends[3]
         for k in sorted({i, j}):
-            out_x.append(xs[lo + k])
-            out_y.append(seg[k])
+            out_x.append(xs[k])
+            out_y.append(ys[k])
     return out_x, out_y
 
 

@@ -131,6 +131,7 @@ def loss_chart(store: RunStore, smoothing: float = 0.0, log: bool = False) -> Ch
     curves: list[Curve] = []
     drawn = losses(store)
     apart = _apart(store, [name for name, _, _ in drawn])
+    stamp = store.replaced_steps  # the columns are the store's own, live
     for name, label, color in drawn:
         right = name == apart
         if right:
@@ -138,15 +139,30 @@ def loss_chart(store: RunStore, smoothing: float = 0.0, log: bool = False) -> Ch
         if smoothing > 0:
             curves.append(
                 Curve(
-                    f"{label} raw", store.steps, store.columns[name], color, faint=True, right=right
+                    f"{label} raw",
+                    store.steps,
+                    store.columns[name],
+                    color,
+                    faint=True,
+                    right=right,
+                    stamp=stamp,
                 )
             )
             smoothed = ema(store, name, smoothing)
             curves.append(
-                Curve(f"{label} EMA {smoothing:g}", store.steps, smoothed, color, right=right)
+                Curve(
+                    f"{label} EMA {smoothing:g}",
+                    store.steps,
+                    smoothed,
+                    color,
+                    right=right,
+                    stamp=stamp,
+                )
             )
         else:
-            curves.append(Curve(label, store.steps, store.columns[name], color, right=right))
+            curves.append(
+                Curve(label, store.steps, store.columns[name], color, right=right, stamp=stamp)
+            )
     smooth = f"EMA {smoothing:g}, debiased" if smoothing > 0 else "no smoothing"
     title = f"training losses  [{smooth}; {'log' if log else 'linear'} scale]"
     return ChartSpec(title, "step", "loss (log scale)" if log else "loss", tuple(curves), ylog=log)
