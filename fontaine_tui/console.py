@@ -230,5 +230,6 @@ def watch_remote(
         engine.close()
     info = launched.record_exit()
     if info is not None:
-        print(info.describe())
+        metrics, blinded = launched.blind_rule()
+        print(info.describe(metrics, blinded or blind))
     return code

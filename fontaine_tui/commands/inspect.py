@@ -8,7 +8,7 @@ On a blinded run before its endpoint (core/verdict/blind.py) it says no more of 
 than `verdict` does: the conflicting probes and the eval values not numbers are counted, their
 steps (where a read is UNDECIDABLE, which names the read's class) are not, and a probe field's
 steps and NaN and non-number counts are hidden (blinded) (a NaN at the latest probe, too, reads
-UNDECIDABLE there).
+UNDECIDABLE there), and the words of its last end or error event that may quote the read.
 """
 
 from __future__ import annotations
@@ -16,6 +16,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 from fontaine_tui.commands._args import examples
@@ -27,7 +28,7 @@ from fontaine_tui.core.log.formats.inspect import Inspection, inspect_run
 from fontaine_tui.core.preset.draft import draft
 from fontaine_tui.core.ssh.destination import SshTarget
 from fontaine_tui.core.verdict.blind import HIDDEN
-from fontaine_tui.core.verdict.blindwords import rule_metrics
+from fontaine_tui.core.verdict.blindwords import rule_metrics, shown_words
 from fontaine_tui.model.judge import blinded
 
 
@@ -72,6 +73,8 @@ def run(args: argparse.Namespace) -> int:
     target = runfolder.check_target(target)
     hidden, rule = _hidden(target)
     ins = inspect_run(Path(target), args.kind, args.path, args.run_id, hidden, rule)
+    if hidden:  # the trainer's words at its end may quote the hidden read
+        ins = _ended_shown(ins, rule or ())
     text = None
     if args.preset_out:
         text = draft(ins, args.metric, args.direction)
@@ -104,6 +107,18 @@ def _hidden(target: str) -> tuple[bool, tuple[str, ...] | None]:
     if judged is None:
         return False, ()
     return True, rule_metrics(judged.preset.verdict)
+
+
+def _ended_shown(ins: Inspection, metrics: tuple[str, ...]) -> Inspection:
+    """The inspection with its last end or error event's words as a blinded run shows them.
+
+    They are the trainer's (core/verdict/blindwords.py's `shown_words`): a crash's words may
+    quote the read the blind hides."""
+    if ins.ended is None:
+        return ins
+    return replace(
+        ins, ended=replace(ins.ended, detail=shown_words(ins.ended.detail, metrics, True))
+    )
 
 
 def _write(path: Path, text: str, force: bool) -> None:

@@ -19,8 +19,10 @@ from fontaine_tui.core.host.memory import hostname
 from fontaine_tui.core.launch.attempts import stop_last
 from fontaine_tui.core.launch.exits import exit_to_dict
 from fontaine_tui.core.launch.launcher import EngineProcess, label
+from fontaine_tui.core.launch.logtail import frozen_blind
 from fontaine_tui.core.launch.registry import Registry
 from fontaine_tui.core.launch.slurm_job import SlurmJob
+from fontaine_tui.core.runfolder import RunFolder
 from fontaine_tui.core.verdict.prereg import utc_iso
 from fontaine_tui.model.launched import LaunchedRun
 
@@ -151,8 +153,8 @@ def recorded(info, entry, registry, args: argparse.Namespace) -> int:
     )
     if args.json:
         print(json.dumps({"schema": EXIT_SCHEMA, **exit_to_dict(info)}, default=str))
-    else:
-        print(info.describe())
+    else:  # the trainer's words at its exit, as a blind preset's run shows them
+        print(info.describe(*frozen_blind(RunFolder(Path(entry.run_dir)))))
     return 0
 
 

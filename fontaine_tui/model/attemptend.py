@@ -59,8 +59,11 @@ def end_attempt(
         attempts.end(folder, attempt, info)
     except OSError as exc:
         say(f"warn: {folder.attempts}: attempt end not recorded ({exc.strerror or exc})")
-    cause, detail = info.cause, info.cause_detail
-    if cause in GATE_STOPS and babysitter is not None:
-        babysitter.gate_stopped(attempt, cause, info.describe(), info.last_step)
-    elif cause not in ("finished", "stopped") and babysitter is not None:
-        babysitter.incident(attempt, cause, f"{info.describe()}\n{detail}".strip(), info.last_step)
+    if babysitter is None:
+        return
+    cause = info.cause
+    said, detail = babysitter.exit_words(info)  # blinded as the posts are
+    if cause in GATE_STOPS:
+        babysitter.gate_stopped(attempt, cause, said, info.last_step)
+    elif cause not in ("finished", "stopped"):
+        babysitter.incident(attempt, cause, f"{said}\n{detail}".strip(), info.last_step)

@@ -37,7 +37,7 @@ from fontaine_tui.core.launch.babysit import (
     told_record,
 )
 from fontaine_tui.core.launch.endpoint import planned_steps
-from fontaine_tui.core.launch.exits import ExitInfo
+from fontaine_tui.core.launch.exits import ExitInfo, shown_detail
 from fontaine_tui.core.launch.gatestop import gate_stop
 from fontaine_tui.core.launch.registry import default_path
 from fontaine_tui.core.launch.traineralerts import is_alert_rule
@@ -214,6 +214,17 @@ class Babysitter:
             return
         words = self.notices.trainer_alert(w, step if step >= 0 else None)
         self._tell(w.rule, step, logged, f"{w.severity}: {words}")
+
+    def exit_words(self, info: ExitInfo) -> tuple[str, str]:
+        """(the exit in words, its cause's detail) as the posts may say them.
+
+        While the posts hide the read, the trainer's words at its exit that may quote it are
+        hidden (core/launch/exits.py's `shown_detail`)."""
+        hidden = self.hides(self.session.latest())
+        metrics = self.session.rule_metrics()
+        return self.session.exit_words(info, hidden), shown_detail(
+            info.cause, info.cause_detail, metrics, hidden
+        )
 
     def incident(self, attempt: int, cause: str, text: str, step: int | None) -> None:
         if self.notices is not None:

@@ -41,6 +41,7 @@ from fontaine_tui.core.launch.targets.base import Handle, Request, Started, Targ
 from fontaine_tui.core.notify.destinations import config_path
 from fontaine_tui.core.preset.record import Preset, launchable
 from fontaine_tui.core.runfolder import RunFolder
+from fontaine_tui.core.verdict.blindwords import rule_metrics
 from fontaine_tui.core.verdict.ledger import declare_deltas, forget_deltas
 from fontaine_tui.core.verdict.prereg import Prereg, freeze, read_prereg, unfreeze, utc_iso
 from fontaine_tui.model.babysitter import Babysitter
@@ -422,6 +423,16 @@ class LaunchedRun:
         self.babysitter = babysitter
         self.taken = True
 
+    def blind_rule(self) -> tuple[tuple[str, ...], bool]:
+        """(the metrics its rules read, whether its preset is blind).
+
+        That is how a line said after the watch shows the trainer's words at its exit
+        (core/launch/exits.py's `shown_detail`). No read is judged there, so a blind preset's run hides them whether or not its read
+        is final; a run whose preset is not known here hides them too."""
+        if self.preset is None:
+            return (), True
+        return rule_metrics(self.preset.verdict), self.preset.verdict.blind
+
     def interrupted(self) -> int:
         """Stop the run this launch started, on a Ctrl-C before anything watched it.
 
@@ -439,7 +450,7 @@ class LaunchedRun:
             info = self.handle.stop()
             if self.folder is None:  # a run on another host: its exit into the registry here
                 self.record_exit()
-                print(info.describe())
+                print(info.describe(*self.blind_rule()))
                 return 1
             return self.finish(info)
         finally:

@@ -418,7 +418,7 @@ def finish(watch: PlainWatch, registry: Registry, host: str, info: ExitInfo) -> 
         )
     except Exception as exc:  # the run's outcome is still printed and written below
         watch.say(f"warn: exit not recorded in the registry ({exc})")
-    watch.say(info.describe())
+    watch.say(watch.session.exit_words(info, watch.session.hides(watch.session.latest())))
     end_attempt(folder, watch.attempt, info, watch.babysitter, watch.say)
     if (restarted := recover(watch, info, store)) is not None:
         return restarted()
@@ -427,7 +427,8 @@ def finish(watch: PlainWatch, registry: Registry, host: str, info: ExitInfo) -> 
     text = render_blinded(verdict, where) if hidden else render(verdict, where)
     watch.say_lines(text)
     if watch.babysitter is not None:
-        watch.babysitter.final(verdict, text, info.describe(), store)
+        said, _ = watch.babysitter.exit_words(info)
+        watch.babysitter.final(verdict, text, said, store)
         for line in watch.babysitter.close():
             watch.say(line)
     if hidden:  # the file would hold the hidden read for the next reader of the folder

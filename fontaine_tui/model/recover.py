@@ -18,11 +18,12 @@ from typing import Protocol
 
 from fontaine_tui.core.errors import InputError
 from fontaine_tui.core.launch import attempts
-from fontaine_tui.core.launch.exits import ExitInfo
+from fontaine_tui.core.launch.exits import ExitInfo, shown_detail
 from fontaine_tui.core.launch.recovery import Restart, plan, user_stopped
 from fontaine_tui.core.log.store import RunStore
 from fontaine_tui.core.preset.record import Preset
 from fontaine_tui.core.runfolder import RunFolder
+from fontaine_tui.core.verdict.blindwords import rule_metrics
 from fontaine_tui.model.babysitter import Babysitter
 
 LOOK_S = 0.2  # how often a restart's backoff looks for a user's stop
@@ -73,9 +74,14 @@ def recover(watch: Watcher, info: ExitInfo, store: RunStore) -> Callable[[], int
             f"`fontaine-tui launch PRESET --resume --output-dir {watch.folder.root}` continues it"
         )
         return None
-    watch.say(due.said())
+    if watch.babysitter is not None:  # the exit's words blinded as the posts are
+        said = due.said(watch.babysitter.exit_words(info)[1])
+    else:  # no read to judge: a blind preset's run hides them
+        verdict = watch.preset.verdict
+        said = due.said(shown_detail(info.cause, due.detail, rule_metrics(verdict), verdict.blind))
+    watch.say(said)
     if watch.babysitter is not None:
-        watch.babysitter.restarting(watch.attempt or 0, due.said(), info.last_step)
+        watch.babysitter.restarting(watch.attempt or 0, said, info.last_step)
     restarted = watch.restarter(due)
     if restarted is not None and watch.babysitter is not None:
         for line in watch.babysitter.close():

@@ -302,6 +302,14 @@ class Session(ReviewActions):
         trainer's alerts are (core/launch/traineralerts.py)."""
         return traineralerts.event_words(e, self.rule_metrics(), hidden, self.redact)
 
+    def exit_words(self, info: ExitInfo, hidden: bool) -> str:
+        """An exit in words as every surface shows it.
+
+        While the read is `hidden`, the trainer's words at its exit (its error, its last
+        printed line) that may quote it are hidden, as its alerts are (core/launch/exits.py's
+        `shown_detail`)."""
+        return info.describe(self.rule_metrics(), hidden)
+
     def rule_metrics(self) -> tuple[str, ...]:
         """The metrics the verdict's rules read.
 

@@ -237,10 +237,9 @@ class RunWatch:
                 )
                 recover(seen, exit_info, session.store)  # the restart due, said
             verdict = session.latest()
-            self.babysitter.final(
-                verdict, render(verdict, session.source.label), exit_info.describe()
-            )
-            self.ended, self.exit = exit_info.describe(), exit_info
+            said, _ = self.babysitter.exit_words(exit_info)  # blinded as the posts are
+            self.babysitter.final(verdict, render(verdict, session.source.label), said)
+            self.ended, self.exit = said, exit_info
         elif self.babysitter.finalized:
             self.ended = "the log ended"
         if self.ended:

@@ -97,17 +97,18 @@ def evaluate(
     (core/launch/traineralerts.py); `redact` hides the
     notification secrets in its words (the secrets policy's mask_text without one)."""
     book.observe(telemetry)
+    metrics = rule_metrics(preset.verdict)
     ctx = context_for(store, preset, telemetry, launched_at)
     ctx = replace(
         ctx,
         envelopes=() if blinded else ctx.envelopes,
         blinded=blinded,
+        rule_metrics=metrics,
         ram_history=book.ram_history,
         state_history=book.state_history,
         finished=finished,
         settling=settling,
     )
-    metrics = rule_metrics(preset.verdict)
     raised = trainer_warnings(store, metrics, blinded, now, redact or mask_text)
     return book.update(run_rules(store, telemetry, preset.gates, now, process, ctx) + raised)
 

@@ -73,6 +73,9 @@ class RunContext:
     settling: bool = False
     # the rule's read is hidden (core/verdict/blind.py): no probe's value reaches a rule
     blinded: bool = False
+    # the metrics the verdict's rules read: the trainer's words naming one are hidden while
+    # `blinded` (core/verdict/blindwords.py), as its words at an early exit
+    rule_metrics: tuple[str, ...] = ()
 
 
 def since_text(ts: object) -> str:
@@ -415,7 +418,8 @@ def exited_early(
         "exited-early",
         severity,
         now,
-        f"run ended early at step {last} of {ctx.steps}: {process.describe()}{resume}",
+        f"run ended early at step {last} of {ctx.steps}: "
+        f"{process.describe(ctx.rule_metrics, ctx.blinded)}{resume}",
         last_step=float(last),
         steps=float(ctx.steps),
         checkpoint_step=float(-1 if process.checkpoint_step is None else process.checkpoint_step),

@@ -17,13 +17,13 @@ import json
 import os
 import socket
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from fontaine_tui.core.atomic import open_own
 from fontaine_tui.core.host.oomkill import MemoryEvidence, MemoryWatch
-from fontaine_tui.core.launch.exits import CAUSES, ExitInfo, cause_of
+from fontaine_tui.core.launch.exits import CAUSES, ExitInfo, cause_of, shown_detail
 from fontaine_tui.core.launch.launcher import EngineProcess, pid_alive
 from fontaine_tui.core.launch.slurm_job import SlurmJob
 from fontaine_tui.core.limits import json_loads
@@ -91,7 +91,9 @@ class Attempt:
         """The OOM killer's counters at its start, in MemoryWatch.restore's form."""
         return {"cgroup": self.cgroup, "vmstat_oom_kill_at_start": self.vmstat_oom_kill_at_start}
 
-    def describe(self) -> str:
+    def describe(self, metrics: Sequence[str] = (), blinded: bool = False) -> str:
+        """The attempt in words; `blinded`: its exit's words shown as `exits.shown_detail` says."""
+        detail = shown_detail(self.cause, self.detail, metrics, blinded)
         step = "" if self.last_step is None else f" at step {self.last_step}"
         code = "" if self.exit_code is None else f", exit {self.exit_code}"
         sig = "" if self.signal is None else f", {self.signal}"
@@ -101,7 +103,7 @@ class Attempt:
             kind += f", restart {self.restart[0]} of {self.restart[1]} after {self.restart[2]}"
         return (
             f"attempt {self.number} ({kind}, {what}, {self.began_at}): "
-            f"{self.cause}{step}{code}{sig}" + (f": {literal(self.detail)}" if self.detail else "")
+            f"{self.cause}{step}{code}{sig}" + (f": {literal(detail)}" if detail else "")
         )
 
 

@@ -10,13 +10,14 @@ from __future__ import annotations
 
 import re
 import signal
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from fontaine_tui.core.host.oomkill import MemoryEvidence
 from fontaine_tui.core.launch.logtail import GPU_OOM, HOST_OOM, read_tail
 from fontaine_tui.core.runfolder import RunFolder
 from fontaine_tui.core.text import GIB, gib, literal, mib
+from fontaine_tui.core.verdict.blindwords import shown_words
 
 NONFINITE = re.compile(r"non-finite loss")  # the engine's error event (engine/train.py)
 NONFINITE_EXIT = 3  # the engine's exit code after a non-finite loss
@@ -52,6 +53,9 @@ STATUS_OF = {
     "crashed": "failed",
     "unknown": "exited",
 }
+# the causes whose detail may be the trainer's own words (its error event, its last printed
+# line): shown blinded where a surface shows an exit of a blinded run (`shown_detail`)
+QUOTING = ("finished", "stopped", "crashed", "nan", "cuda-oom", "host-oom")
 OUTSIDE_SIGKILL = (
     "SIGKILL from outside the program: a user, a scheduler, or an OOM killer "
     "this machine does not report"
@@ -91,8 +95,13 @@ class ExitInfo:
         One of finished | stopped | killed | oom | failed | exited (not our child, no end event)."""
         return STATUS_OF[self.cause]
 
-    def describe(self) -> str:
+    def describe(self, metrics: Sequence[str] = (), blinded: bool = False) -> str:
+        """The exit in words.
+
+        `blinded`: the trainer's words that may quote the read are hidden (`shown_detail`);
+        the cause is still judged from them as they were printed."""
         cause, detail = cause_of(self)
+        detail = shown_detail(cause, detail, metrics, blinded)
         ckpt = (
             "no checkpoint"
             if self.checkpoint_step is None
@@ -123,6 +132,16 @@ class ExitInfo:
         if cause not in ("finished", "stopped", "unknown") and detail:
             text += f": {literal(detail)}"
         return text
+
+
+def shown_detail(
+    cause: str, detail: str, metrics: Sequence[str] = (), blinded: bool = False
+) -> str:
+    """An exit's `detail` as a surface shows it.
+
+    Blinded, the trainer's words (a cause in QUOTING) that may quote the read are hidden
+    (core/verdict/blindwords.py); the words this program says of an exit are its own."""
+    return shown_words(detail, metrics, blinded) if cause in QUOTING else detail
 
 
 EXIT_FIELDS = (

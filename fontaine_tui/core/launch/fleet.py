@@ -33,7 +33,7 @@ from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from fontaine_tui.core import tomlfile
 from fontaine_tui.core.atomic import atomic_write
@@ -49,6 +49,10 @@ from fontaine_tui.core.readfile import read_text
 from fontaine_tui.core.runfolder import LOG, RunFolder
 from fontaine_tui.core.ssh.control import shared_control_folder
 from fontaine_tui.core.ssh.destination import check_destination
+from fontaine_tui.core.verdict.blindwords import rule_metrics
+
+if TYPE_CHECKING:
+    from fontaine_tui.core.launch.foreign_look import ForeignLook
 
 DEADLINE_S = 1.8  # the whole table, every host included
 TAIL = 32 << 10
@@ -406,7 +410,7 @@ def foreign_row(entry: Entry, now: float, asked: bool = False) -> FleetRow | Non
         else:
             held, note = _context(entry, {}, provenance, here=True)
             base["note"] = note or base["note"]
-    return _row(look.store, look.preset, None, state, base, now, held, asked=asked)
+    return _row(look.store, look.preset, None, state, base, now, held, asked=asked, look=look)
 
 
 def _row(
@@ -420,13 +424,15 @@ def _row(
     read: bool = True,
     whole: RunStore | None = None,
     asked: bool = False,
+    look: ForeignLook | None = None,
 ) -> FleetRow:
     """A row from a run's store and its preset (None: no read, no warnings).
 
     Its read is in what the run folder holds beside its log (`held`: core/launch/evidence.py),
     as `verdict` reads it; from `whole` (the log read whole, without its train columns) where
     given, the rest of the row from `store`. The blind (the preset's, or the viewer's --blind:
-    `asked`) hides it as it hides it on every other surface (core/verdict/blind.py)."""
+    `asked`) hides it as it hides it on every other surface (core/verdict/blind.py), and the
+    trainer's words at its end in the note (`look`'s, core/verdict/blindwords.py)."""
     from fontaine_tui.core.launch import alert_book, alerts
     from fontaine_tui.core.verdict import blind, distances
 
@@ -452,6 +458,8 @@ def _row(
     hidden = preset is not None and (
         blind.hidden(preset, v, asked) if v else preset.verdict.blind or asked
     )
+    if look is not None and preset is not None and base.get("note") == look.detail[:120]:
+        base["note"] = look.shown(rule_metrics(preset.verdict), hidden)[:120]
     if last is not None:
         row.update(probe_step=last)
         probe = seen_probes(judged, hidden).get(last)

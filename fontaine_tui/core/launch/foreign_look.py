@@ -15,6 +15,7 @@ from __future__ import annotations
 import os
 import statistics
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -26,6 +27,7 @@ from fontaine_tui.core.preset.checks import PresetError
 from fontaine_tui.core.preset.find import load_preset
 from fontaine_tui.core.preset.record import Preset
 from fontaine_tui.core.runfolder import LOG, PREREG
+from fontaine_tui.core.verdict.blindwords import shown_words
 
 QUIET_MIN_S = 120.0
 QUIET_FACTOR = 3.0
@@ -39,6 +41,17 @@ class ForeignLook:
     preset: Preset | None
     kind: str
     detail: str
+    said: str = ""  # the trainer's words that end `detail` (its end or error event's)
+
+    def shown(self, metrics: Sequence[str] = (), blinded: bool = False) -> str:
+        """`detail` as a surface shows it.
+
+        Blinded, the trainer's words that may quote the read are hidden
+        (core/verdict/blindwords.py)."""
+        if not self.said or not self.detail.endswith(self.said):
+            return self.detail
+        head = self.detail[: len(self.detail) - len(self.said)]
+        return head + shown_words(self.said, metrics, blinded)
 
 
 def entry_preset(name: str, sha256: str) -> Preset | None:
@@ -137,6 +150,7 @@ def look_foreign(
             preset,
             spec.kind,
             f"{last.event} at step {last.step}: {last.detail}",
+            last.detail,
         )
     if preset is not None and store.has_probe(preset.verdict.endpoint_step):
         return ForeignLook(

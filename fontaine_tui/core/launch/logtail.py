@@ -7,7 +7,9 @@ whole; the newest complete checkpoint; what the launch started (the engine or a 
 
 What the log and the output quote is masked here, where it is first read (core/secrets.py):
 every surface after this one (an exit's words, the exited-early alert, attempts.jsonl's
-`detail`, babysit.jsonl, the notifications) is given masked text.
+`detail`, babysit.jsonl, the notifications) is given masked text. They are not blinded here:
+an exit's cause is read from them as printed, and each surface that shows them hides, on a
+blinded run, those that may quote the read (core/launch/exits.py's `shown_detail`).
 """
 
 from __future__ import annotations
@@ -166,6 +168,25 @@ def command_step(folder: RunFolder) -> int:
 
     look = look_foreign(str(folder.root))
     return look.store.last_step if look is not None else 0
+
+
+def frozen_blind(folder: RunFolder) -> tuple[tuple[str, ...], bool]:
+    """(the metrics its rules read, whether its frozen preset is blind) of a run folder.
+
+    For a surface that shows an exit's words without reading the verdict (`runs`, `stop`,
+    the line after a console closes): a blind preset's run hides the trainer's words that
+    may quote the read (core/launch/exits.py's `shown_detail`) whether or not the read is
+    final yet. A prereg.json that cannot be read counts as blind (no metric known)."""
+    from fontaine_tui.core.verdict.blindwords import rule_metrics
+    from fontaine_tui.core.verdict.prereg import read_prereg
+
+    if not folder.prereg.exists():
+        return (), False
+    try:
+        verdict = read_prereg(folder).frozen_preset().verdict
+    except (OSError, InputError):
+        return (), True
+    return rule_metrics(verdict), verdict.blind
 
 
 def launched_who(folder: RunFolder) -> str:

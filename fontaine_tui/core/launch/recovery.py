@@ -53,11 +53,14 @@ class Restart:
     detail: str
     wait_s: float
 
-    def said(self) -> str:
-        """The one line a watcher says before it waits and restarts."""
+    def said(self, detail: str | None = None) -> str:
+        """The one line a watcher says before it waits and restarts.
+
+        `detail`: the exit's words as the watcher shows them (blinded: core/launch/exits.py's
+        `shown_detail`), else the detail as read."""
         return (
             f"restart {self.number} of {self.of} in {self.wait_s:g} s ([recovery]): "
-            f"{self.cause} ({self.detail})"
+            f"{self.cause} ({self.detail if detail is None else detail})"
         )
 
 

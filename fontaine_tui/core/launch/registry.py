@@ -312,7 +312,7 @@ def live_status(entry: Entry, this_host: str) -> LiveStatus:
     from fontaine_tui.core.launch import attempts
     from fontaine_tui.core.launch.exits import STATUS_OF, exit_info
     from fontaine_tui.core.launch.launcher import pid_alive
-    from fontaine_tui.core.launch.logtail import read_tail
+    from fontaine_tui.core.launch.logtail import frozen_blind, read_tail
     from fontaine_tui.core.runfolder import RunFolder
 
     if entry.host != this_host:
@@ -323,15 +323,17 @@ def live_status(entry: Entry, this_host: str) -> LiveStatus:
     tail = read_tail(folder)
     tried = attempts.read_attempts(folder, this_host)
     count = len(tried)
+    # the trainer's words at its exit, as a blind preset's run shows them (no read judged here)
+    hide = frozen_blind(folder)
     if entry.status in ("running", "attached") and entry.job:
-        return _job_status(entry, folder, tail.last_step, tried)
+        return _job_status(entry, folder, tail.last_step, tried, hide)
     step = tail.last_step
     if entry.status in ("running", "attached") and not folder.log.exists():
         from fontaine_tui.core.launch.foreign_look import look_foreign
 
         look = look_foreign(entry.run_dir, entry.preset, entry.preset_sha256)
         if look is not None and not entry.pid:  # attached, no process known: its files say
-            return LiveStatus(entry, look.state, look.store.last_step, look.detail, count)
+            return LiveStatus(entry, look.state, look.store.last_step, look.shown(*hide), count)
         if look is not None:  # a launched [command]: its step is in its trainer's log
             step = look.store.last_step
     if entry.status in ("running", "attached"):
@@ -343,7 +345,7 @@ def live_status(entry: Entry, this_host: str) -> LiveStatus:
                 entry,
                 STATUS_OF.get(last.cause, "exited"),
                 last.last_step,
-                f"pid {entry.pid} gone: {last.describe()}",
+                f"pid {entry.pid} gone: {last.describe(*hide)}",
                 count,
             )
         # judged from its attempt's start: its offsets, its OOM-kill counters
@@ -351,7 +353,11 @@ def live_status(entry: Entry, this_host: str) -> LiveStatus:
             folder, None
         )
         return LiveStatus(
-            entry, info.status, info.last_step, f"pid {entry.pid} gone: {info.describe()}", count
+            entry,
+            info.status,
+            info.last_step,
+            f"pid {entry.pid} gone: {info.describe(*hide)}",
+            count,
         )
     code = "" if entry.exit_code is None else f" (exit {entry.exit_code})"
     last_cause = f"; attempt {tried[-1].number}: {tried[-1].cause}" if tried else ""
@@ -399,7 +405,13 @@ def live_statuses(
     return dict(out)
 
 
-def _job_status(entry: Entry, folder, last_step: int, tried: list) -> LiveStatus:
+def _job_status(
+    entry: Entry,
+    folder,
+    last_step: int,
+    tried: list,
+    hide: tuple[tuple[str, ...], bool] = ((), False),
+) -> LiveStatus:
     """The status of a run submitted to Slurm.
 
     The scheduler says whether its job is queued, running or over. An end its attempt recorded
@@ -427,7 +439,7 @@ def _job_status(entry: Entry, folder, last_step: int, tried: list) -> LiveStatus
             entry,
             STATUS_OF.get(last.cause, "exited"),
             last.last_step,
-            f"slurm job {job} {state.state}: {last.describe()}",
+            f"slurm job {job} {state.state}: {last.describe(*hide)}",
             count,
         )
     info = slurm_job.scheduler_exit(folder, job, state, last.since if last else (0, 0))
@@ -435,6 +447,6 @@ def _job_status(entry: Entry, folder, last_step: int, tried: list) -> LiveStatus
         entry,
         info.status,
         info.last_step,
-        f"slurm job {job} {state.state}: {info.describe()}",
+        f"slurm job {job} {state.state}: {info.describe(*hide)}",
         count,
     )
