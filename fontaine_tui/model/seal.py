@@ -250,6 +250,13 @@ def _check_verdict_bounds(b: Bundle, origin: str, frozen: str) -> None:
 
 def verify(path: str) -> Verified:
     """Check a bundle offline; InputError names the first broken file or key."""
+    if Path(path).is_dir():
+        sealed = sorted(p.name for p in Path(path).glob("*.seal.zip"))
+        there = f" (this one holds {', '.join(sealed)})" if sealed else ""
+        raise InputError(
+            f"{path}: a folder, not a bundle: verify takes the .seal.zip that "
+            f"`fontaine-tui seal RUN` writes{there}"
+        )
     try:
         data = read_whole(path, 1 << 30)
     except FileNotFoundError:

@@ -366,3 +366,15 @@ def test_verify_of_a_name_that_is_not_one_bundle_is_one_line(bundle, tmp_path, c
     assert main(["verify", f"{tmp_path}/{name}"]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "internal error" not in err, err
+
+
+def test_verify_of_the_run_folder_names_the_bundle_seal_wrote_there(run, tmp_path, capsys):
+    """The folder `seal RUN` wrote into given to verify: it names the bundle to give."""
+    folder = tmp_path / "r7"
+    shutil.copytree(run, folder)
+    assert main(["seal", str(folder)]) == 0
+    capsys.readouterr()
+    assert main(["verify", str(folder)]) == 2
+    err = capsys.readouterr().err
+    (written,) = folder.glob("*.seal.zip")
+    assert err.count("\n") == 1 and "not a bundle" in err and written.name in err, err
