@@ -31,7 +31,7 @@ from fontaine_tui.core.launch.evidence import (
     verdict_of,
     verdicts_of,
 )
-from fontaine_tui.core.launch.exits import ExitInfo
+from fontaine_tui.core.launch.exits import ExitInfo, shown_detail
 from fontaine_tui.core.launch.logtail import engine_status
 from fontaine_tui.core.launch.rescore import ScoreOffer, ScoreState, rescore, score_offer
 from fontaine_tui.core.log.read import ingest_lines
@@ -563,10 +563,21 @@ class Session(ReviewActions):
             readout.status_tone(self.kind, self.exit_code, bool(st.steps), self.failed()),
             None if blinded else self.score_offer(latest),
             self.score_state,
-            self.attempts(),
+            self.attempts_shown(blinded),
             blinded,
             seen_reads(st, verdicts, blinded),
             engine_status=self.engine_status,
+        )
+
+    def attempts_shown(self, hidden: bool) -> tuple[Attempt, ...]:
+        """attempts.jsonl as the monitor shows it.
+
+        While the read is `hidden`, each exit's words that may quote it are hidden
+        (core/launch/exits.py's `shown_detail`)."""
+        metrics = self.rule_metrics()
+        return tuple(
+            replace(a, detail=shown_detail(a.cause, a.detail, metrics, hidden))
+            for a in self.attempts()
         )
 
     def attempts(self) -> tuple[Attempt, ...]:

@@ -72,3 +72,31 @@ async def test_the_events_and_output_panes_hide_and_mask_the_trainers_words(tmp_
     assert "best_model: its words hold a number" in events, events
     assert "hidden until the final read" in events
     assert "3 line(s) hidden" in pane, pane
+
+
+@pytest.mark.parametrize("blind", [True, False], ids=["blinded", "open"])
+async def test_the_attempts_timeline_hides_the_words_a_crash_left(tmp_path, blind):
+    """A real process that printed the rule's value and crashed is attempt 1: while the read
+    is blinded, the timeline says how it ended, not its last printed line."""
+    import sys
+
+    from fontaine_tui.core.host.memory import hostname
+    from fontaine_tui.core.launch import attempts
+    from fontaine_tui.core.launch.launcher import EngineProcess
+    from fontaine_tui.core.runfolder import RunFolder
+    from fontaine_tui.widgets.attempts_panel import AttemptsPanel
+
+    root = run_folder(tmp_path, 750, blind=blind)
+    folder = RunFolder(root)
+    said = "print('eval_chunk_mae=3.5000', flush=True); raise SystemExit(1)"
+    crashed = EngineProcess.start([sys.executable, "-c", said], folder)
+    attempts.end(folder, attempts.begin(folder, "launch", crashed, hostname()), crashed.wait(30))
+    assert "eval_chunk_mae=3.5000" in (root / "attempts.jsonl").read_text()  # kept as printed
+    app = console(root / "train_log.jsonl", preset=load_preset(str(tmp_path / "blind.toml")))
+    async with app.run_test(size=SIZE) as pilot:
+        await loaded(pilot, 750)
+        panel = app.screen.query_one(AttemptsPanel)
+        await until(pilot, lambda: panel.display and "#1" in text(panel))
+        shown = text(panel)
+    assert "→ crashed" in shown, shown
+    assert ("3.5000" in shown) is not blind, shown
