@@ -15,7 +15,8 @@ every bound is a row of `LIMITS`, which the docs' limits table repeats and the s
 - SQLite (`open_sqlite`): opened read-only, views, virtual tables and virtual generated
   columns refused (each runs a query or computes values of its own on every read), each statement
   within `SQLITE_BUDGET_S` and, with its sort's temporary space kept in memory, within
-  `SQLITE_HEAP`, a writer's lock waited for at most `SQLITE_BUSY_S`.
+  `SQLITE_HEAP`, a writer's lock waited for at most `SQLITE_BUSY_S`. A store read on another
+  host is opened there by the same code (`sqlite_guard_source`), its refusals said here.
 - Patterns (`UserPattern`): a pattern the user wrote (a preset's printed-lines patterns, the
   metric browser's filter) is at most `PATTERN_CHARS` long, its groups nest at most
   `PATTERN_DEPTH` deep, its counted repeats nest to at most `PATTERN_REPEATS` (the `regex`
@@ -28,10 +29,12 @@ pyproject.toml holds it): a new reader cannot open one of them without its bound
 
 from __future__ import annotations
 
+import inspect
 import json
 import os
 import re
 import sqlite3
+import textwrap
 import time
 import zlib
 from collections.abc import Iterator
@@ -319,7 +322,7 @@ def gunzip(data: bytes, where: str | Path) -> bytes:
 
 
 def _over_heap() -> sqlite3.OperationalError:
-    return sqlite3.OperationalError(f"out of memory: past the {SQLITE_HEAP} bytes of SQLITE_HEAP")
+    return sqlite3.OperationalError(_over_heap_text(SQLITE_HEAP))
 
 
 class _Bounded(sqlite3.Cursor):
@@ -389,9 +392,7 @@ def open_sqlite(path: Path, budget_s: float | None = None) -> sqlite3.Connection
     db.budget_s = SQLITE_BUDGET_S if budget_s is None else budget_s
     db.set_progress_handler(db.over, 1000)
     try:
-        db.execute("PRAGMA query_only = ON")
-        db.execute("PRAGMA temp_store = MEMORY")
-        db.execute(f"PRAGMA hard_heap_limit = {int(SQLITE_HEAP)}")  # lowers it, never raises
+        _settle(db, SQLITE_HEAP)
         why = _computed(db)
     except sqlite3.Error as exc:
         db.close()
@@ -403,18 +404,35 @@ def open_sqlite(path: Path, budget_s: float | None = None) -> sqlite3.Connection
     return db
 
 
-def _computed(db: sqlite3.Connection) -> str:
-    """Why the store computes what a read of it returns ("" when it holds stored values only).
+# `_settle`, `_computed_kind` and `_over_heap_text` are also sent to another host, whose reader
+# opens a store with them (`sqlite_guard_source`): each uses only its arguments and sqlite3,
+# and carries no annotations, so that any python3 there (3.6 on) runs it as written here.
+
+
+def _settle(db, heap):
+    """Set what every read of a store runs under: read-only, sorts in memory, the heap bounded.
+
+    A sort's temporary space is kept in memory, never in temporary files, so `heap` (bytes,
+    SQLITE_HEAP) bounds it with all else SQLite holds for the process (a hard limit that
+    only lowers one already set, never raises it)."""
+    db.execute("PRAGMA query_only = ON")
+    db.execute("PRAGMA temp_store = MEMORY")
+    db.execute(f"PRAGMA hard_heap_limit = {int(heap)}")
+
+
+def _computed_kind(db):
+    """What the store computes on a read: (kind, the first few named), or None when nothing.
 
     Its views, its virtual tables (a module's code, rootpage 0), and its tables' virtual
-    generated columns (PRAGMA table_xinfo's hidden 2: computed on each read), the first few
-    of each named. A stored generated column (hidden 3, as MLflow's own `spans.duration_ns`)
-    was computed when its row was written: what is read is what the file holds."""
+    generated columns (PRAGMA table_xinfo's hidden 2: computed on each read). A stored
+    generated column (hidden 3, as MLflow's own `spans.duration_ns`) was computed when its row
+    was written: what is read is what the file holds. An SQLite older than generated columns
+    (3.31) cannot open a store that has one (its schema does not parse there)."""
     views = [
         str(r[0]) for r in db.execute("SELECT name FROM sqlite_master WHERE type = 'view' LIMIT 3")
     ]
     if views:
-        return view_refusal(views)
+        return "view", views
     virtual = [
         str(r[0])
         for r in db.execute(
@@ -423,10 +441,9 @@ def _computed(db: sqlite3.Connection) -> str:
         )
     ]
     if virtual:
-        return (
-            f"holds a virtual table ({', '.join(virtual)}); refused: a store's tables are read, "
-            "never a module's code"
-        )
+        return "virtual table", virtual
+    if sqlite3.sqlite_version_info < (3, 31):
+        return None
     generated = [
         f"{r[0]}.{r[1]}"
         for r in db.execute(
@@ -435,11 +452,49 @@ def _computed(db: sqlite3.Connection) -> str:
         )
     ]
     if generated:
+        return "virtual generated column", generated
+    return None
+
+
+def _over_heap_text(heap):
+    """What a read past `heap` bytes says (sqlite_refusal words it)."""
+    return f"out of memory: past the {int(heap)} bytes of SQLITE_HEAP"
+
+
+def sqlite_guard_source() -> str:
+    """The code that opens a store (`_settle`, `_computed_kind`, `_over_heap_text`), as text.
+
+    A reader on another host (core/follow/remote.py) runs it on the store it reads, after
+    `import sqlite3`, and sends back what it refused (`computed_refusal` words the kind and
+    names, `sqlite_refusal_of` an SQLite error): a store there is held to what one here is."""
+    return "".join(
+        textwrap.dedent(inspect.getsource(f)) + "\n"
+        for f in (_settle, _computed_kind, _over_heap_text)
+    )
+
+
+def _computed(db: sqlite3.Connection) -> str:
+    """Why the store computes what a read of it returns ("" when it holds stored values only)."""
+    found = _computed_kind(db)
+    return "" if found is None else computed_refusal(*found)
+
+
+def computed_refusal(kind: str, names: list[str]) -> str:
+    """What to say of a store that computes what is read (`_computed_kind`), here or there."""
+    named = ", ".join(names[:3])
+    if kind == "view":
+        return view_refusal(names)
+    if kind == "virtual table":
         return (
-            f"holds a virtual generated column ({', '.join(generated)}); refused: a store's stored "
+            f"holds a virtual table ({named}); refused: a store's tables are read, "
+            "never a module's code"
+        )
+    if kind == "virtual generated column":
+        return (
+            f"holds a virtual generated column ({named}); refused: a store's stored "
             "values are read, never a value the file computes on each read"
         )
-    return ""
+    return f"holds a {kind[:40]} ({named}); refused: a store's stored values are read"
 
 
 def view_refusal(views: list[str]) -> str:

@@ -6,7 +6,7 @@ as $1... The protocol lines they answer with start with "@fontaine"."""
 
 from __future__ import annotations
 
-from fontaine_tui.core.limits import SQLITE_BUDGET_S, SQLITE_BUSY_S, SQLITE_HOT
+from fontaine_tui.core import limits
 from fontaine_tui.core.readfile import KIND_SH
 
 # $1 folder, $2 file, $3 offset (past the last complete line read), $4 device:inode we had,
@@ -247,8 +247,9 @@ exec tail -c +"$(($3 + 1))" -- "$2"
 
 # $1 folder, $2 store file (mlflow.db), $3 the python program below: the store's active runs
 # and each one's metric rows as JSON, from a read-only connection (exit 4 no such store, 6 no
-# python3 on the host, 7 refused: JSON naming the store's views, or the SQLite error's
-# extended code and message, which core/limits.py words as it words them here)
+# python3 on the host, 7 refused: JSON naming what the store computes on a read (its views,
+# virtual tables or virtual generated columns), or the SQLite error's extended code and
+# message, which core/limits.py words as it words them here)
 MLFLOW_SCRIPT = r"""
 command -v python3 >/dev/null 2>&1 || exit 6
 cd -- "$1" 2>/dev/null || exit 3
@@ -256,13 +257,12 @@ cd -- "$1" 2>/dev/null || exit 3
 exec python3 -c "$3" "$2"
 """
 
-# the budget of each statement, the wait for a lock and the refusal of views, as
-# core/limits.py opens a store here; a Python older than 3.11 gives no error code, so a
-# "readonly" refusal with a journal (or WAL) left beside the store is sent as a hot journal's
-MLFLOW_PY = (
-    f"BUDGET = {SQLITE_BUDGET_S!r}\nBUSY = {SQLITE_BUSY_S!r}\nHOT = {SQLITE_HOT!r}\n"
-    + r"""
-import json, os, sqlite3, sys, time
+# the budget of each statement and the wait for a lock as core/limits.py opens a store here,
+# and its own code for the rest (`sqlite_guard_source`: read-only, sorts in memory, the heap
+# bounded by SQLITE_HEAP, views, virtual tables and virtual generated columns refused, a read
+# past the heap said so); a Python older than 3.11 gives no error code, so a "readonly"
+# refusal with a journal (or WAL) left beside the store is sent as a hot journal's
+_MLFLOW_READ = r"""
 from urllib.parse import quote
 path = os.path.abspath(sys.argv[1])
 def refuse(doc):
@@ -277,11 +277,10 @@ try:
     db = sqlite3.connect("file:" + quote(path) + "?mode=ro", uri=True, timeout=BUSY)
     end = time.monotonic() + BUDGET
     db.set_progress_handler(lambda: time.monotonic() > end, 1000)
-    db.execute("PRAGMA query_only = ON")
-    views = [str(r[0]) for r in
-             db.execute("SELECT name FROM sqlite_master WHERE type = 'view' LIMIT 3")]
-    if views:
-        refuse({"views": views})
+    _settle(db, HEAP)
+    computed = _computed_kind(db)
+    if computed:
+        refuse({"computed": [computed[0], computed[1]]})
     runs = db.execute("SELECT r.run_uuid, r.name, r.experiment_id, e.name FROM runs r JOIN "
                       "experiments e ON r.experiment_id = e.experiment_id WHERE "
                       "r.lifecycle_stage = 'active' ORDER BY r.start_time").fetchall()
@@ -296,7 +295,17 @@ except sqlite3.Error as exc:
                                                     left(path + "-wal")):
         code = HOT
     refuse({"sqlite": [code, str(exc)]})
+except MemoryError:
+    refuse({"sqlite": [None, _over_heap_text(HEAP)]})
 sys.stdout.write(json.dumps({"runs": [[str(a), str(b or ""), str(c), str(d)]
                                       for a, b, c, d in runs], "rows": rows}))
 """
-)
+
+
+def mlflow_program() -> str:
+    """The python3 program MLFLOW_SCRIPT runs on the host, with the bounds as they are now."""
+    return (
+        f"BUDGET = {limits.SQLITE_BUDGET_S!r}\nBUSY = {limits.SQLITE_BUSY_S!r}\n"
+        f"HOT = {limits.SQLITE_HOT!r}\nHEAP = {int(limits.SQLITE_HEAP)!r}\n"
+        "import json, os, sqlite3, sys, time\n" + limits.sqlite_guard_source() + _MLFLOW_READ
+    )

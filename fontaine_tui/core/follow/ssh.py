@@ -30,12 +30,12 @@ from fontaine_tui.core.follow.remote import (
     FILES_SCRIPT,
     FOLLOW_SCRIPT,
     LIST_SCRIPT,
-    MLFLOW_PY,
     MLFLOW_SCRIPT,
     RANGE_SCRIPT,
     STREAM_PY,
+    mlflow_program,
 )
-from fontaine_tui.core.limits import json_loads, sqlite_refusal_of, view_refusal
+from fontaine_tui.core.limits import computed_refusal, json_loads, sqlite_refusal_of
 from fontaine_tui.core.log.lines import LINE_CAP, LineCutter
 from fontaine_tui.core.readfile import not_regular
 from fontaine_tui.core.runfolder import LOG
@@ -49,14 +49,16 @@ _TAIL_CHANGE = re.compile(rb"@fontaine (truncated|moved)")
 
 
 def refused_there(reply: bytes) -> str:
-    """What the store's reader on the host refused (MLFLOW_PY's exit 7), as said here.
+    """What the store's reader on the host refused (mlflow_program's exit 7), as said here.
 
-    Its views, or its SQLite error (locked, left mid-write with a hot journal, a read past its
-    budget), in core/limits.py's words for the same refusal of a store here."""
+    What the store computes on a read (its views, virtual tables, virtual generated columns),
+    or its SQLite error (locked, left mid-write with a hot journal, a read past its budget or
+    past SQLITE_HEAP), in core/limits.py's words for the same refusal of a store here."""
     try:
         doc = json_loads(reply)
-        if isinstance(doc.get("views"), list):
-            return view_refusal([str(v) for v in doc["views"]])
+        if isinstance(doc.get("computed"), list):
+            kind, names = doc["computed"]
+            return computed_refusal(str(kind), [str(n) for n in names][:3])
         code, message = doc["sqlite"]
         code, message = (code if isinstance(code, int) else None), str(message)[:200]
     except (ValueError, KeyError, TypeError, AttributeError):
@@ -153,7 +155,7 @@ class SshRun(SshConnection):
         connection. It is a snapshot: the writer is never blocked or changed."""
 
         rc, out, err = await self._exec(
-            remote_command(MLFLOW_SCRIPT, self.target.path, store, MLFLOW_PY)
+            remote_command(MLFLOW_SCRIPT, self.target.path, store, mlflow_program())
         )
         where = f"{self.target.destination}:{self.target.path}/{store}"
         if rc == 4:
