@@ -136,6 +136,7 @@ class Chart(PlotextPlot):
         self.min_interval = min_interval
         self._rendered: tuple[object, RenderResult] | None = None
         self.replots = 0
+        self.builds = 0  # plotext figures built into text
 
     @property
     def spec(self) -> ChartSpec | None:
@@ -154,6 +155,7 @@ class Chart(PlotextPlot):
             plot._set_size(self.size.width, self.size.height)  # as PlotextPlot.render does
             plot.theme(self._get_plotext_theme_name(self.app.theme))
             self._rendered = (key, ansi_text(plot.build()))
+            self.builds += 1
         return self._rendered[1]
 
     @property
@@ -275,6 +277,10 @@ class Chart(PlotextPlot):
             else:
                 plt.yticks(*linear_ticks(*ylim, most=max(2, rows // 3)), yside=yside)
         self.refresh()
+        if self.size.area and not self.screen.is_current:
+            # replotted off screen (a spec's turn came after its mode was left): its text is
+            # built now, so the mode's next key paints it without building nine figures first
+            self.render()
 
 
 class _Series(NamedTuple):

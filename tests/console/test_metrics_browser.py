@@ -204,3 +204,38 @@ async def test_a_constant_smoothed_by_the_ema_is_drawn_flat(tmp_path):
         screen = await _open(pilot)
         lr = next(c for c in screen.query(MetricCell) if c.spec and c.spec.title == "lr")
         assert "0.0003" in text(lr) and "0.0003000000000" not in text(lr)
+
+
+async def test_a_chart_replotted_off_screen_is_not_built_again_on_the_key(tmp_path):
+    """A spec whose turn came after `b` was left is drawn then: its mode's next key paints it."""
+    from fontaine_tui.core.follow.local import LocalRun
+    from tests.logs import dumps, train
+
+    log = browser_run(tmp_path / "run", upto=500)
+    app = console(log, source=LocalRun(log.parent), chart_s=1.5)
+    async with app.run_test(size=SIZE) as pilot:
+        await until(pilot, lambda: app.view is not None and app.view.store.last_step == 500)
+        await pilot.press("b")
+        await until(pilot, lambda: all(c.builds for c in _shown(pilot.app.screen)))
+        screen = pilot.app.screen
+        cells = _shown(screen)
+        with log.open("a") as fh:  # new lines inside the charts' interval: their turn waits
+            fh.writelines(dumps(train(s, 1_787_000_000.0 + s)) + "\n" for s in range(501, 601))
+        await until(pilot, lambda: app.view is not None and app.view.store.last_step == 600)
+        await until(pilot, lambda: any(c.pending for c in cells))  # within their interval
+        waiting = [c for c in cells if c.pending]
+        before = [c.replots for c in waiting]
+        await pilot.press("m")
+        await until(pilot, lambda: not any(c.pending for c in cells))  # drawn off screen
+        assert [c.replots for c in waiting] == [n + 1 for n in before]
+        builds = [c.builds for c in cells]
+        replots = [c.replots for c in cells]
+        await pilot.press("b")
+        await pilot.pause()
+        assert pilot.app.screen is screen
+        assert [c.builds for c in cells] == builds  # painted from what was built off screen
+        assert [c.replots for c in cells] == replots
+
+
+def _shown(screen: MetricsScreen) -> list[MetricCell]:
+    return [c for c in screen.query(MetricCell) if c.display]
