@@ -141,8 +141,18 @@ def confirmed(args: argparse.Namespace, name: str, what: str) -> bool:
     return False
 
 
-def recorded(info, entry, registry, args: argparse.Namespace) -> int:
-    """The exit into the registry, then said (one JSON line with --json)."""
+def recorded(
+    info,
+    entry,
+    registry,
+    args: argparse.Namespace,
+    blind: tuple[tuple[str, ...], bool] | None = None,
+) -> int:
+    """The exit into the registry, then said (one JSON line with --json).
+
+    The trainer's words at its exit are said as a blind preset's run shows them, in the JSON
+    too (the cause is judged from them as printed): `blind` is (the metrics its rules read,
+    whether it is blind), else its frozen preset's in its folder here (`frozen_blind`)."""
     registry.update(
         entry.run_dir,
         entry.host,
@@ -151,10 +161,11 @@ def recorded(info, entry, registry, args: argparse.Namespace) -> int:
         last_step=max(info.last_step, entry.last_step),
         updated_at=utc_iso(time.time()),
     )
+    shown = frozen_blind(RunFolder(Path(entry.run_dir))) if blind is None else blind
     if args.json:
-        print(json.dumps({"schema": EXIT_SCHEMA, **exit_to_dict(info)}, default=str))
-    else:  # the trainer's words at its exit, as a blind preset's run shows them
-        print(info.describe(*frozen_blind(RunFolder(Path(entry.run_dir)))))
+        print(json.dumps({"schema": EXIT_SCHEMA, **exit_to_dict(info, *shown)}, default=str))
+    else:
+        print(info.describe(*shown))
     return 0
 
 
@@ -186,4 +197,6 @@ def stop_remote(entry, registry, args: argparse.Namespace, this_host: str) -> in
         info = launched.stop()
     finally:
         launched.handle.close()
-    return recorded(info, entry, registry, args)
+    # its words come hidden as its own prereg.json there says, its cause judged there from
+    # them as printed (exits.exit_from_dict): a folder at its path here is not its folder
+    return recorded(info, entry, registry, args, blind=((), False))

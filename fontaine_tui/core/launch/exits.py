@@ -78,6 +78,9 @@ class ExitInfo:
     who: str = "engine"  # what ran: the engine, or a preset's own "command"
     # why a watcher stopped it on [gates] stop_on_lock: (one of GATE_STOPS, in words), or None
     stopped_for: tuple[str, str] | None = None
+    # (cause, detail) as judged where the exit was read (another host's `stop --json`), whose
+    # words may come blinded: the cause is not judged again from them here (`exit_from_dict`)
+    judged: tuple[str, str] | None = None
 
     @property
     def cause(self) -> str:
@@ -159,16 +162,36 @@ EXIT_FIELDS = (
 )
 
 
-def exit_to_dict(info: ExitInfo) -> dict[str, object]:
-    """An exit as JSON (a remote `fontaine-tui stop --json`), read back by exit_from_dict."""
+# the fields that hold the trainer's own words (its log's last event, its printed lines)
+WORDS = ("detail", "output", "oom_line")
+
+
+def exit_to_dict(
+    info: ExitInfo, metrics: Sequence[str] = (), blinded: bool = False
+) -> dict[str, object]:
+    """An exit as JSON (a remote `fontaine-tui stop --json`), read back by exit_from_dict.
+
+    It holds the cause judged here from the words as printed (`cause`, `cause_detail`), so a
+    reader does not judge it again from words that may be hidden: `blinded` (a blind preset's
+    run) hides the trainer's words that may quote the read (core/verdict/blindwords.py) in
+    every field that holds them, as `describe` does."""
+    cause, detail = cause_of(info)
     doc: dict[str, object] = {k: getattr(info, k) for k in EXIT_FIELDS}
+    doc.update({k: shown_words(getattr(info, k), metrics, blinded) for k in WORDS})
     doc["memory"] = None if info.memory is None else info.memory.as_dict()
-    doc.update(status=info.status, cause=info.cause, describe=info.describe())
+    doc.update(
+        status=info.status,
+        cause=cause,
+        describe=info.describe(metrics, blinded),
+        cause_detail=shown_detail(cause, detail, metrics, blinded),
+    )
     return doc
 
 
 def exit_from_dict(doc: Mapping[str, object]) -> ExitInfo:
-    """The same exit, its cause judged again from the same fields."""
+    """The same exit, with the cause judged where it was written (`cause`, `cause_detail`).
+
+    A line without them (an older fontaine-tui's) is judged again here from its fields."""
 
     def num(key: str) -> int | None:
         v = doc.get(key)
@@ -179,6 +202,8 @@ def exit_from_dict(doc: Mapping[str, object]) -> ExitInfo:
         return v if isinstance(v, str) else ""
 
     mem = doc.get("memory")
+    cause, said = doc.get("cause"), doc.get("cause_detail")
+    judged = (cause, said) if cause in CAUSES and isinstance(said, str) else None
     return ExitInfo(
         num("code"),
         text("signal") or None,
@@ -192,6 +217,7 @@ def exit_from_dict(doc: Mapping[str, object]) -> ExitInfo:
         MemoryEvidence.from_dict(mem) if isinstance(mem, dict) else None,
         text("sent") or None,
         text("who") or "engine",
+        judged=judged,
     )
 
 
@@ -199,10 +225,11 @@ def cause_of(info: ExitInfo, memory: MemoryEvidence | None = None) -> tuple[str,
     """The (cause, detail) of an attempt's end.
 
     They are read from its exit, its log and output, and the OOM killer's counters (`memory`,
-    else the info's own). The cause is one of CAUSES. A stop a watcher made on the preset's
+    else the info's own), or, for an exit read back from another host's JSON, as judged
+    there (`judged`). The cause is one of CAUSES. A stop a watcher made on the preset's
     stop_on_lock gate is that gate's cause (`stopped_for`): a clean stop, or a trainer that
     took its signal its own way (an exit code, or the SIGKILL after it went unanswered)."""
-    cause, detail = _cause_of(info, memory)
+    cause, detail = info.judged if info.judged is not None else _cause_of(info, memory)
     ours = info.sent is not None and cause in ("crashed", "killed", "finished")
     if info.stopped_for is not None and (cause == "stopped" or ours):
         return info.stopped_for
