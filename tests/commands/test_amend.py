@@ -168,3 +168,22 @@ def test_an_amendment_from_a_stale_copy_of_the_run_is_late_by_the_logs_clock(
     write_engine_log(run, 300, t0=now - 3600)
     assert cli.main(["verdict", str(run.root), "--json"]) != 2
     assert json.loads(capsys.readouterr().out)["amendments"][0]["status"] == "applied"
+
+
+@pytest.mark.parametrize("declared", ["2026-12-07T10:00:00+00:00", "soon", ""])
+def test_an_amendment_whose_time_cannot_be_read_is_refused_by_the_logs_clock(
+    tmp_path, capsys, monkeypatch, declared
+):
+    """A ledger line whose `declared_at` is not the UTC time amend writes: the log's clock
+    cannot place it, so it does not count (it counted, unchecked)."""
+    from fontaine_tui.core.verdict import ledger
+
+    run = engine_run(tmp_path, 300, t0=time.time() - 3600)
+    monkeypatch.setattr(ledger, "utc_iso", lambda _t: declared)  # a line another tool wrote
+    assert cli.main(["amend", str(run.root), "--scale-factor", "1.25"]) == 1  # recorded, refused
+    monkeypatch.undo()
+    assert "not a UTC time as amend writes one" in capsys.readouterr().out
+    assert cli.main(["verdict", str(run.root), "--json"]) != 2
+    [check] = json.loads(capsys.readouterr().out)["amendments"]
+    assert check["status"] == "refused", check
+    assert "not a UTC time as amend writes one" in check["reason"], check

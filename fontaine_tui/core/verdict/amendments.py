@@ -140,6 +140,12 @@ def check_amendments(
                 f"declared after step {a.declared_after_step} was seen; {kind} "
                 f"must be declared before step {first} ({where})"
             )
+        elif clock is not None and a.source == "ledger" and when is None:
+            reason = (
+                f"declared at {a.declared_at or '(no time)'}, not a UTC time as amend writes "
+                f"one (2026-01-31T12:00:00Z): the log's own clock cannot show it was declared "
+                f"before step {first} ({where})"
+            )
         elif late is not None:
             reason = (
                 f"declared at {a.declared_at}, but the log's own clock had passed step {first} "
