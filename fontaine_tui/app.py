@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import time
 from collections.abc import Callable, Iterable
 from pathlib import Path
@@ -162,19 +161,15 @@ class FontaineApp(App[int]):
     def _let_go(self, session: Session) -> None:
         """Close the remote engine of a run picked from the runs list, as the console leaves it.
 
-        Only a RemoteEngine is closed: its connection is closed, and an exit it saw (a stop
-        sent from here) is written into the registry. The engine given by the command
+        Only a far run's handle is let go: its connection is closed, and an exit it saw (a
+        stop sent from here) is written into the registry. The engine given by the command
         (launch --on, attach) is the command's to close.
         """
-        from fontaine_tui.core.launch.remote import RemoteEngine, record_exit
-
         engine = session.process
-        if not isinstance(engine, RemoteEngine) or engine is self._given_process:
+        if engine is None or not engine.remote or engine is self._given_process:
             return
-        engine.close()
-        if self.registry is not None and hasattr(self.registry, "update"):
-            with contextlib.suppress(Exception):  # the registry is a record, not the run
-                record_exit(engine, self.registry)
+        registry = self.registry if hasattr(self.registry, "update") else None
+        engine.release(registry)
 
     async def on_unmount(self) -> None:
         if self._launch_end is not None:  # a restart in its backoff is not made: none to watch

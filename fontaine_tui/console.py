@@ -23,7 +23,6 @@ from fontaine_tui.core.host.memory import hostname
 from fontaine_tui.core.launch.fleet import Fleet, control_dir, host_envs
 from fontaine_tui.core.launch.registry import Registry as RegistryFile
 from fontaine_tui.core.launch.registry import default_path
-from fontaine_tui.core.launch.remote import RemoteEngine
 from fontaine_tui.core.preset.record import Preset
 from fontaine_tui.model.launched import LaunchedRun, LaunchEnd
 from fontaine_tui.model.runs import Registry
@@ -213,8 +212,7 @@ def watch_remote(
     registry here.
     """
     engine = launched.handle
-    if isinstance(engine, RemoteEngine):
-        engine.watch()  # its state polled over SSH while the console is open
+    engine.watch()  # its state polled over SSH while the console is open
     try:
         code = run_console(
             source=source,
@@ -223,7 +221,7 @@ def watch_remote(
             process=engine,
             registry=launched.registry,
             announce=announce,
-            ssh_options=engine.ssh.ssh_options if isinstance(engine, RemoteEngine) else (),
+            ssh_options=engine.ssh_options,
             blind=blind,
         )
     finally:

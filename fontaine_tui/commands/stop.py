@@ -18,10 +18,9 @@ from fontaine_tui.core.errors import InputError
 from fontaine_tui.core.host.memory import hostname
 from fontaine_tui.core.launch.attempts import stop_last
 from fontaine_tui.core.launch.exits import exit_to_dict
-from fontaine_tui.core.launch.launcher import EngineProcess, label
+from fontaine_tui.core.launch.launcher import label
 from fontaine_tui.core.launch.logtail import frozen_blind
 from fontaine_tui.core.launch.registry import Registry
-from fontaine_tui.core.launch.slurm_job import SlurmJob
 from fontaine_tui.core.runfolder import RunFolder
 from fontaine_tui.core.verdict.prereg import utc_iso
 from fontaine_tui.model.launched import LaunchedRun
@@ -92,7 +91,7 @@ def run(args: argparse.Namespace) -> int:
     launched = LaunchedRun.from_registry(entry, registry, host)
     engine = launched.handle
     info = engine.poll()
-    if info is None and isinstance(engine, (EngineProcess, SlurmJob)) and (why := engine.refusal()):
+    if info is None and (why := engine.refusal()):
         raise InputError(f"stop {entry.name}: {why}")  # before asking: nothing is sent
     if info is None:
         if not confirmed(args, entry.name, f"{label(engine)} in {entry.run_dir}"):

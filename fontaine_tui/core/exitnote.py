@@ -44,6 +44,13 @@ def wrapped(argv: list[str], folder: Path, python: str = sys.executable) -> list
     return [python, "-m", __name__, str(folder / NOTE), "--", *argv]
 
 
+def command_of(argv: list[str]) -> list[str]:
+    """The command that `wrapped` runs (`argv` itself when it is not wrapped)."""
+    if len(argv) > 5 and argv[1:3] == ["-m", __name__] and argv[4] == "--":
+        return argv[5:]
+    return argv
+
+
 def read(folder: Path, pid: int) -> tuple[int | None, str | None] | None:
     """The (exit code, signal name) noted for the parent `pid`, or None when none was noted.
 

@@ -26,19 +26,17 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol, cast
 
+from fontaine_tui.core import exitnote
 from fontaine_tui.core.errors import InputError
 from fontaine_tui.core.launch import attempts, guards
 from fontaine_tui.core.launch.endpoint import resume_endpoint
 from fontaine_tui.core.launch.exits import ExitInfo
-from fontaine_tui.core.launch.hosts import host_settings
-from fontaine_tui.core.launch.launcher import EngineProcess, label
+from fontaine_tui.core.launch.launcher import label
 from fontaine_tui.core.launch.makers import ArgvMaker, maker_for
 from fontaine_tui.core.launch.recovery import Restart
 from fontaine_tui.core.launch.registry import Entry, Registry
-from fontaine_tui.core.launch.remote import POLL_S, RemoteEngine, record_exit
-from fontaine_tui.core.launch.slurm_job import SlurmJob
 from fontaine_tui.core.launch.targets.base import Handle, Request, Started, Target
-from fontaine_tui.core.notify.destinations import config_path
+from fontaine_tui.core.launch.targets.pick import reopen, reopen_there
 from fontaine_tui.core.preset.record import Preset, launchable
 from fontaine_tui.core.runfolder import RunFolder
 from fontaine_tui.core.verdict.blindwords import rule_metrics
@@ -176,8 +174,12 @@ class LaunchedRun:
             )
             if not resume and (deltas := guards.declared(findings)):
                 declare_deltas(folder, preset, deltas)
+        # a [command] started here runs under its exit note, so that its exit is known after
+        # a detach too (a process not our child cannot be waited for): every such target's
+        noted = folder is not None and preset.command is not None and target.notes_exit
         try:
-            started = target.start(req, folder, argv, maker)
+            run_argv = exitnote.wrapped(argv, folder.root) if noted and folder else argv
+            started = target.start(req, folder, run_argv, maker)
         except InputError:
             if folder is not None:
                 if not resume:  # nothing ran: the folder is not a launched run
@@ -186,6 +188,8 @@ class LaunchedRun:
                         forget_deltas(folder)
                 target.abandon(folder)
             raise
+        if noted:
+            started.handle.who = "command"  # its exit read from the note (core/exitnote.py)
         prereg = prereg if prereg is not None else started.prereg
         assert prereg is not None  # frozen here, or read back from the far host
         run = cls(
@@ -211,10 +215,10 @@ class LaunchedRun:
     def record_attempt(self, kind: str, restart: Restart | None = None) -> int | None:
         """This start as an attempt in attempts.jsonl; None (said) when it cannot be written."""
         assert self.folder is not None
-        handle = cast("EngineProcess | SlurmJob", self.handle)
         again = None if restart is None else (restart.number, restart.of, restart.cause)
         try:
-            return attempts.begin(self.folder, kind, handle, self.host, restart=again)
+            begun = cast("attempts.Begun", self.handle)  # a process or job started from here
+            return attempts.begin(self.folder, kind, begun, self.host, restart=again)
         except OSError as exc:
             _warn(f"warn: {self.folder.attempts}: attempt not recorded ({exc.strerror or exc})")
             return None
@@ -320,30 +324,12 @@ class LaunchedRun:
 
         On this host it is found by its open attempt (its offsets and OOM-kill counters) where
         the registry agrees on its pid and start time, else by the registry's pid or Slurm job.
-        On another host it is its RemoteEngine (InputError for a run only attached there).
+        On another host it is held over SSH (InputError for a run only attached there).
         """
-        if entry.host != this_host:
-            return cls._remote(entry, registry, ssh_options, poll_s)
+        handle, opened = reopen(entry, this_host, ssh_options, poll_s)
+        if entry.host != this_host:  # its files are read over SSH
+            return cls(handle, registry, entry.host, entry.run_dir)
         folder = RunFolder(Path(entry.run_dir))
-        opened = attempts.open_attempt(folder)
-        # the run folder's attempt speaks for the engine only where the registry agrees on
-        # its start time too: a folder anyone may write never vouches for a pid on its own
-        handle: Handle
-        if opened is not None and (
-            opened.job == entry.job
-            if entry.job
-            else opened.pid == entry.pid
-            and entry.pid_started > 0
-            and opened.pid_started == entry.pid_started
-        ):
-            handle = attempts.reattach(folder, opened)
-        elif entry.job:  # cancelled only where an attempt of the run records this job
-            handle, opened = attempts.registered_job(folder, entry.job), None
-        else:  # signalled only where an attempt of the run records this pid and start
-            handle, opened = (
-                attempts.reattach_registered(folder, entry.pid, entry.pid_started),
-                None,
-            )
         return cls(
             handle,
             registry,
@@ -374,28 +360,9 @@ class LaunchedRun:
             entry = registry.find(run_dir, host)
             if entry is None or entry.status != "running" or not (entry.pid or entry.job):
                 return None
-            return cls._remote(entry, registry, ssh_options, None)
+            return cls(reopen_there(entry, ssh_options), registry, entry.host, entry.run_dir)
         except (InputError, OSError):
             return None
-
-    @classmethod
-    def _remote(
-        cls, entry: Entry, registry: Registry, ssh_options: Sequence[str], poll_s: float | None
-    ) -> LaunchedRun:
-        if not entry.pid and not entry.job:
-            raise InputError(
-                f"{entry.host}:{entry.run_dir}: attached, not launched from here "
-                f"(no pid or job known); stop it on {entry.host}"
-            )
-        engine = RemoteEngine(
-            host_settings(entry.host, config_path()),
-            entry.run_dir,
-            entry.pid,
-            ssh_options,
-            poll_s=poll_s or POLL_S,
-            job=entry.job,
-        )
-        return cls(engine, registry, entry.host, entry.run_dir)
 
     # -- its end ------------------------------------------------------------------------
 
@@ -473,7 +440,7 @@ class LaunchedRun:
         watch = PlainWatch(
             self.preset,
             self.folder,
-            cast("EngineProcess | SlurmJob", self.handle),
+            self.handle,
             self.prereg,
             out,
             blind=self.blind,
@@ -536,7 +503,7 @@ class LaunchedRun:
         return babysit(
             self.preset,
             self.folder,
-            cast("EngineProcess | SlurmJob", self.handle),
+            self.handle,
             self.registry,
             self.host,
             self.prereg,
@@ -555,9 +522,18 @@ class LaunchedRun:
         Returns the exit, or None while it runs. A registry that cannot take it gives a
         warning.
         """
-        engine = cast(RemoteEngine, self.handle)
+        info = self.handle.poll()
+        if info is None:
+            return None
         try:
-            return record_exit(engine, self.registry)
+            self.registry.update(
+                self.run_dir,
+                self.host,
+                status=info.status,
+                exit_code=info.code,
+                last_step=info.last_step,
+                updated_at=utc_iso(time.time()),
+            )
         except (InputError, OSError) as exc:
             _warn(f"warn: exit not recorded in the registry ({exc})")
-            return engine.poll()
+        return info

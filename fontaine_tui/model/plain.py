@@ -38,10 +38,10 @@ from fontaine_tui.core.launch.evidence import (
     verdict_of,
 )
 from fontaine_tui.core.launch.exits import GATE_STOPS, ExitInfo
-from fontaine_tui.core.launch.launcher import EngineProcess, label
+from fontaine_tui.core.launch.launcher import label
 from fontaine_tui.core.launch.logtail import engine_status
 from fontaine_tui.core.launch.registry import Registry
-from fontaine_tui.core.launch.slurm_job import SlurmJob
+from fontaine_tui.core.launch.targets.base import Handle
 from fontaine_tui.core.launch.traineralerts import alert_words, rule_of
 from fontaine_tui.core.log.records import Alert, Event, Malformed, Probe
 from fontaine_tui.core.log.store import RunStore
@@ -298,7 +298,7 @@ class PlainWatch:
         self,
         preset: Preset,
         folder: RunFolder,
-        engine: EngineProcess | SlurmJob,
+        engine: Handle,
         prereg: Prereg,
         out: TextIO | None = None,
         poll_s: float = 0.25,
@@ -451,7 +451,7 @@ def finish(watch: PlainWatch, registry: Registry, host: str, info: ExitInfo) -> 
 def babysit(
     preset: Preset,
     folder: RunFolder,
-    engine: EngineProcess | SlurmJob,
+    engine: Handle,
     registry: Registry,
     host: str,
     prereg: Prereg,

@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 import signal
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 from fontaine_tui.core.host.proctree import Member, ProcTree, TreeLook, send_signal, still_member
 from fontaine_tui.core.host.stacks import StackDump, dump
@@ -21,13 +21,24 @@ from fontaine_tui.model.session import Session
 from fontaine_tui.model.view import Outcome
 
 if TYPE_CHECKING:
-    from fontaine_tui.core.launch.launcher import EngineProcess
+    from fontaine_tui.core.runfolder import RunFolder
 
 SIGNALS = ("SIGTERM", "SIGINT", "SIGKILL", "SIGUSR1")
 STOPS = ("SIGTERM", "SIGINT", "SIGKILL")  # a stop the user asked for; SIGUSR1 the trainer handles
 # "pss": each member's share of the pages it holds, so the column sums to the tree's memory
 COLUMNS = ("pid", "process", "state", "cpu %", "pss", "threads", "gpu mem", "command")
 ARGV_SHOWN = 120  # characters of a command line in its cell
+
+
+@runtime_checkable
+class Grouped(Protocol):
+    """A process here that leads its own group, as a launch on this host starts it."""
+
+    folder: RunFolder
+    pid: int
+    sent: str | None  # the last signal sent: a stop is noted there
+
+    def signal_group(self, sig: int) -> bool: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -39,35 +50,14 @@ class Scope:
     who: str  # the root's role: "engine", or "command" (a preset's own training command)
     ours: bool  # launched by this console: signals allowed
     note: str  # one line: why read-only, or where the processes are
-    engine: EngineProcess | None = None  # the launched process, when ours: a stop is noted there
+    engine: Grouped | None = None  # the launched process, when ours: a stop is noted there
 
 
 def scope_of(session: Session) -> Scope:
     """The tree the mode shows for a session, and whether it is this console's to signal."""
-    from fontaine_tui.core.launch.launcher import EngineProcess
-    from fontaine_tui.core.launch.remote import RemoteEngine
-    from fontaine_tui.core.launch.slurm_job import SlurmJob
-
     process = session.process
-    if isinstance(process, RemoteEngine):
-        host, pid = process.settings.name, process.pid
-        return Scope(
-            None,
-            None,
-            "engine",
-            False,
-            f"launched on {host}: its processes are there "
-            f"(ssh {host} ps -o pid,stat,pcpu,rss,nlwp,args --forest -s {pid})",
-        )
-    if isinstance(process, SlurmJob):
-        return Scope(
-            None,
-            None,
-            "engine",
-            False,
-            f"Slurm job {process.job}: its processes are on the job's node "
-            f"(srun --jobid {process.job} --overlap ps -o pid,stat,pcpu,rss,nlwp,args --forest)",
-        )
+    if process is not None and (where := process.elsewhere()):  # another host, a node
+        return Scope(None, None, "engine", False, where)
     if process is None or not process.pid:
         why = (
             "replay: a finished run has no processes"
@@ -75,9 +65,9 @@ def scope_of(session: Session) -> Scope:
             else "attached by its folder: no process of this run is known here"
         )
         return Scope(None, None, "engine", False, why)
-    who = getattr(process, "who", "engine")
+    who = process.who
     started = getattr(process, "started", None)
-    if session.kind == "launch" and isinstance(process, EngineProcess) and _our_child(process.pid):
+    if session.kind == "launch" and isinstance(process, Grouped) and _our_child(process.pid):
         return Scope(process.pid, started, who, True, "launched by this console", process)
     return Scope(
         process.pid,
@@ -202,7 +192,7 @@ def signal_member(scope: Scope, m: Member, name: str) -> Outcome:
     return Outcome(f"{name} sent to {to}")
 
 
-def _note_stop(engine: EngineProcess | None) -> str:
+def _note_stop(engine: Grouped | None) -> str:
     """Record a user's stop for the engine's open attempt: '' when recorded, else why not."""
     from fontaine_tui.core.launch import attempts
 

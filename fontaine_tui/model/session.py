@@ -14,7 +14,6 @@ from collections import deque
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import replace
 from pathlib import Path
-from typing import Protocol
 
 from fontaine_tui.core.errors import InputError
 from fontaine_tui.core.follow.base import Batch, RunSource
@@ -34,6 +33,7 @@ from fontaine_tui.core.launch.evidence import (
 from fontaine_tui.core.launch.exits import ExitInfo, shown_detail
 from fontaine_tui.core.launch.logtail import engine_status
 from fontaine_tui.core.launch.rescore import ScoreOffer, ScoreState, rescore, score_offer
+from fontaine_tui.core.launch.targets.base import Handle
 from fontaine_tui.core.log.read import ingest_lines
 from fontaine_tui.core.log.records import Event, Malformed, Record
 from fontaine_tui.core.log.store import RunStore
@@ -58,14 +58,7 @@ from fontaine_tui.model.view import Outcome, RunView
 TAIL_LINES = 400
 
 
-class Process(Protocol):
-    """A launched engine as the console sees it (core.launch.launcher.EngineProcess)."""
-
-    pid: int
-
-    def poll(self) -> ExitInfo | None: ...
-
-    def stop(self) -> ExitInfo: ...
+Process = Handle  # a launched run's process as the console sees it (core/launch/targets)
 
 
 class Session(ReviewActions):

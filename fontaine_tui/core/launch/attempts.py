@@ -19,13 +19,12 @@ import socket
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 from fontaine_tui.core.atomic import open_own
 from fontaine_tui.core.host.oomkill import MemoryEvidence, MemoryWatch
 from fontaine_tui.core.launch.exits import CAUSES, ExitInfo, cause_of, shown_detail
-from fontaine_tui.core.launch.launcher import EngineProcess, pid_alive
-from fontaine_tui.core.launch.slurm_job import SlurmJob
+from fontaine_tui.core.launch.launcher import pid_alive
 from fontaine_tui.core.limits import json_loads
 from fontaine_tui.core.readfile import read_whole
 from fontaine_tui.core.runfolder import RunFolder
@@ -42,9 +41,6 @@ __all__ = [
     "attempts_from",
     "open_attempt",
     "read_attempts",
-    "reattach",
-    "reattach_registered",
-    "registered_job",
     "stop_asked",
     "stop_last",
     "stopping",
@@ -107,10 +103,20 @@ class Attempt:
         )
 
 
+class Begun(Protocol):
+    """A process just started (or a Slurm job just submitted), as its begin line records it."""
+
+    pid: int
+    started: float | None
+    since: tuple[int, int]  # where it starts in train_log.jsonl and engine.out.log
+    memory: MemoryWatch  # its OOM-kill counters at its start
+    job: str  # its Slurm job id, "" for a process
+
+
 def begin(
     folder: RunFolder,
     kind: str,
-    engine: EngineProcess | SlurmJob,
+    engine: Begun,
     host: str | None = None,
     clock: Callable[[], float] = time.time,
     restart: tuple[int, int, str] | None = None,
@@ -138,7 +144,7 @@ def begin(
             "cgroup": base["cgroup"],
             "vmstat_oom_kill_at_start": base["vmstat_oom_kill_at_start"],
         }
-        if isinstance(engine, SlurmJob):
+        if engine.job:
             rec["job"] = engine.job
         if restart is not None:
             rec["restart"], rec["of"], rec["cause"] = restart
@@ -303,58 +309,6 @@ def open_attempt(folder: RunFolder) -> Attempt | None:
     """The last attempt when no end line closes it (a console reattaching ends that one)."""
     attempts = read_attempts(folder, alive=lambda pid, started: True)
     return attempts[-1] if attempts and not attempts[-1].ended else None
-
-
-def reattach(folder: RunFolder, attempt: Attempt) -> EngineProcess | SlurmJob:
-    """The attempt's engine, found again by pid (or its Slurm job by id).
-
-    It is judged from the attempt's own start: its offsets in the log and output, and its
-    OOM-kill counters."""
-    if attempt.job:
-        return SlurmJob(folder, attempt.job, attempt.since)
-    return EngineProcess.reattach(
-        folder,
-        attempt.pid,
-        attempt.pid_started,
-        attempt.since,
-        MemoryWatch.restore(attempt.pid, attempt.baseline()),
-    )
-
-
-def reattach_registered(folder: RunFolder, pid: int, started: float | None) -> EngineProcess:
-    """A pid the registry names for the run, found again where no open attempt vouches for it.
-
-    It is signalled only where one of the run's attempts (its begin line, written by the launch
-    that started it) records that pid with that start time: a registry entry alone never
-    names a process to signal (EngineProcess.refusal says why)."""
-    engine = EngineProcess.reattach(folder, pid, started)
-    ran = read_attempts(folder, alive=lambda p, s: True)
-    if engine.started is not None and not any(
-        a.pid == pid and a.pid_started == engine.started for a in ran
-    ):
-        engine.untied = (
-            f"engine pid {pid}: the registry names it, but no attempt of this run in "
-            f"{folder.attempts.name} records that pid with its start time (the run never "
-            "started it); not signalled (stop it by hand if it is yours)"
-        )
-    return engine
-
-
-def registered_job(folder: RunFolder, job: str) -> SlurmJob:
-    """A Slurm job the registry names for the run, where no open attempt vouches for it.
-
-    It is cancelled only where one of the run's attempts (its begin line, written by the launch
-    that submitted it) records that job, and the scheduler's record of it is the run's
-    (SlurmJob.refusal): a registry entry alone never names a job to cancel."""
-    handle = SlurmJob(folder, job)
-    ran = read_attempts(folder, alive=lambda p, s: True)
-    if not any(a.job == job for a in ran):
-        handle.untied = (
-            f"slurm job {job}: the registry names it, but no attempt of this run in "
-            f"{folder.attempts.name} records it (the run never submitted it); not cancelled "
-            "(scancel it by hand if it is yours)"
-        )
-    return handle
 
 
 # -- the file --------------------------------------------------------------------------------

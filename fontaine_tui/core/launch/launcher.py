@@ -65,10 +65,29 @@ def label(engine: object) -> str:
     )
 
 
+def found_again(
+    folder: RunFolder,
+    pid: int,
+    started: float | None = None,
+    since: tuple[int, int] = (0, 0),
+    baseline: Mapping[str, object] | None = None,
+) -> EngineProcess:
+    """A process on this host found again by pid (started by an earlier console).
+
+    Judged from its attempt's start where one records it: `since` (its offsets in the log and
+    output) and `baseline` (the OOM-kill counters then, attempts.Attempt.baseline)."""
+    memory = MemoryWatch.restore(pid, baseline) if baseline is not None else None
+    return EngineProcess.reattach(folder, pid, started, since, memory)
+
+
 class EngineProcess:
     """An engine run: started here (a child) or found again by pid (reattached).
 
     `memory` follows its OOM-kill counters; each poll while it runs refreshes its cgroup."""
+
+    remote = False  # on this host
+    job = ""  # no Slurm job
+    ssh_options: tuple[str, ...] = ()
 
     def __init__(
         self,
@@ -144,6 +163,15 @@ class EngineProcess:
 
     def close(self) -> None:
         """Release nothing: the process is read only when polled."""
+
+    def watch(self) -> None:
+        """Nothing to start: the process is read when polled."""
+
+    def elsewhere(self) -> str:
+        return ""  # its processes are on this host
+
+    def release(self, registry: object | None) -> None:
+        self.close()  # the owner that launched it records its end
 
     def poll(self) -> ExitInfo | None:
         """None while running; the exit, once, then the same answer."""

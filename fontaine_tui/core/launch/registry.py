@@ -311,7 +311,7 @@ def live_status(entry: Entry, this_host: str) -> LiveStatus:
     """What the entry's run is doing now: its pid checked, its log's tail read."""
     from fontaine_tui.core.launch import attempts
     from fontaine_tui.core.launch.exits import STATUS_OF, exit_info
-    from fontaine_tui.core.launch.launcher import pid_alive
+    from fontaine_tui.core.launch.launcher import found_again, pid_alive
     from fontaine_tui.core.launch.logtail import frozen_blind, read_tail
     from fontaine_tui.core.runfolder import RunFolder
 
@@ -349,9 +349,11 @@ def live_status(entry: Entry, this_host: str) -> LiveStatus:
                 count,
             )
         # judged from its attempt's start: its offsets, its OOM-kill counters
-        info = (attempts.reattach(folder, last).poll() if last is not None else None) or exit_info(
-            folder, None
-        )
+        info = (
+            found_again(folder, last.pid, last.pid_started, last.since, last.baseline()).poll()
+            if last is not None
+            else None
+        ) or exit_info(folder, None)
         return LiveStatus(
             entry,
             info.status,

@@ -18,6 +18,7 @@ piece a user gave (paths, names, values) single-quoted, so nothing runs that was
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import math
@@ -247,6 +248,8 @@ class RemoteEngine:
     shared connection, and reads how the run ended there once it is gone). `stop` runs the stop
     sequence there and returns how it ended."""
 
+    remote = True  # the host's fontaine-tui holds the run: its exit is recorded here as seen
+
     def __init__(
         self,
         settings: HostSettings,
@@ -259,6 +262,7 @@ class RemoteEngine:
     ) -> None:
         self.settings, self.run_dir, self.pid, self.job = settings, run_dir, pid, job
         self.ssh = SshConnection(SshTarget(settings.name, run_dir), ssh_options)
+        self.who = "engine"  # the host's fontaine-tui says how it ended
         self.poll_s = poll_s
         self._exit: ExitInfo | None = None
         self._lock = threading.Lock()
@@ -396,6 +400,29 @@ class RemoteEngine:
         self._stop.set()
         self.ssh.close_sync()
 
+    @property
+    def ssh_options(self) -> tuple[str, ...]:
+        return tuple(self.ssh.ssh_options)
+
+    def refusal(self) -> str | None:
+        return None  # the host's `fontaine-tui stop` refuses there, with its own words
+
+    def elsewhere(self) -> str:
+        host = self.settings.name
+        return (
+            f"launched on {host}: its processes are there "
+            f"(ssh {host} ps -o pid,stat,pcpu,rss,nlwp,args --forest -s {self.pid})"
+        )
+
+    def release(self, registry: object | None) -> None:
+        """Close it; an exit it saw (a stop sent from here) is written into `registry`.
+
+        The registry is a record, not the run: its failure is not said."""
+        self.close()
+        if registry is not None:
+            with contextlib.suppress(Exception):
+                record_exit(self, registry)
+
 
 def record_exit(engine: RemoteEngine, registry) -> ExitInfo | None:
     """Record an exit seen of a remote engine in the registry here, keyed by its host and folder.
@@ -428,7 +455,7 @@ def read_exit(run_dir: str, pid: int, job: str = "") -> tuple[bool | None, ExitI
     has ended, (True, None) while it runs, and (None, None) when the scheduler cannot say now."""
     from fontaine_tui.core.launch import attempts
     from fontaine_tui.core.launch.exits import exit_info
-    from fontaine_tui.core.launch.launcher import EngineProcess
+    from fontaine_tui.core.launch.launcher import found_again
     from fontaine_tui.core.runfolder import RunFolder
 
     folder = RunFolder(Path(run_dir))
@@ -446,10 +473,8 @@ def read_exit(run_dir: str, pid: int, job: str = "") -> tuple[bool | None, ExitI
                 else (False, slurm_job.scheduler_exit(folder, job, state, since))
             )
         return (False, exit_info(folder, None, since)) if not_held else (None, None)
-    if last is not None and not last.ended:
-        engine = attempts.reattach(folder, last)
-    else:
-        engine = EngineProcess.reattach(folder, pid, last.pid_started if last else None, since)
+    baseline = last.baseline() if last is not None and not last.ended else None
+    engine = found_again(folder, pid, last.pid_started if last else None, since, baseline)
     info = engine.poll()
     return (True, None) if info is None else (False, info)
 

@@ -163,6 +163,8 @@ class SlurmJob:
     program has just submitted it for the run."""
 
     pid = 0  # no process here: the job runs on a node Slurm picks
+    remote = False  # submitted from this host
+    ssh_options: tuple[str, ...] = ()
 
     def __init__(
         self,
@@ -175,6 +177,7 @@ class SlurmJob:
         submitted: bool = False,
     ) -> None:
         self.folder, self.job, self.since, self.env = folder, job, since, env
+        self.who = "engine"  # the scheduler says how the job ended: no exit note
         self.untied = ""  # why no attempt of the run records this job (attempts.registered_job)
         self._tied = submitted  # the scheduler's record of it was found to be the run's
         self.poll_s = poll_s
@@ -311,3 +314,15 @@ class SlurmJob:
 
     def close(self) -> None:
         self._done.set()
+
+    def watch(self) -> None:
+        """Nothing to start: a job made with watch=False is looked up when polled."""
+
+    def elsewhere(self) -> str:
+        return (
+            f"Slurm job {self.job}: its processes are on the job's node "
+            f"(srun --jobid {self.job} --overlap ps -o pid,stat,pcpu,rss,nlwp,args --forest)"
+        )
+
+    def release(self, registry: object | None) -> None:
+        self.close()  # the owner that submitted it records its end

@@ -25,15 +25,43 @@ if TYPE_CHECKING:
 
 
 class Handle(Protocol):
-    """A launched run's process as the launch, the console and `stop` hold it."""
+    """A launched run's process as the launch, the console and `stop` hold it.
+
+    Callers hold this, never a target's own class: what differs between targets (where its
+    processes are, who may signal it, the SSH it is read over) is asked of the handle."""
 
     pid: int  # 0: none on this host (a Slurm job)
+    who: str  # "engine", or "command" (a preset's own [command], its exit noted: exitnote.py)
+    remote: bool  # held by another host's fontaine-tui: its exit is recorded here as seen
+
+    @property
+    def ssh_options(self) -> tuple[str, ...]:
+        """The ssh client options it is read over (() for a run on this host's side)."""
+        ...
 
     def poll(self) -> ExitInfo | None: ...
 
     def stop(self) -> ExitInfo: ...
 
     def close(self) -> None: ...
+
+    def watch(self) -> None:
+        """Start following the run where that is deferred (a console opens on it)."""
+        ...
+
+    def refusal(self) -> str | None:
+        """Why it is never signalled nor cancelled from here, or None."""
+        ...
+
+    def elsewhere(self) -> str:
+        """Where its processes are, in one line, when not on this host; "" when here."""
+        ...
+
+    def release(self, registry: object | None) -> None:
+        """Let go of it as a console leaves it (the run goes on).
+
+        A far run's exit seen from here goes into `registry`."""
+        ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -67,10 +95,13 @@ class Target(Protocol):
     """One way to launch.
 
     `host` keys the run in the registry. A `remote` target's far fontaine-tui runs the guards,
-    freezes and starts there (`folder` is then None)."""
+    freezes and starts there (`folder` is then None). A target that `notes_exit` starts its
+    process on this host: a preset's own [command] is then given to `start` under its exit
+    note (core/exitnote.py), and its handle is the command's (model/launched.py does both)."""
 
     host: str
     remote: bool
+    notes_exit: bool
 
     def folder(self, req: Request) -> RunFolder | None: ...
 
@@ -85,7 +116,9 @@ class Target(Protocol):
     def start(
         self, req: Request, folder: RunFolder | None, argv: list[str], maker: ArgvMaker
     ) -> Started:
-        """Start it; InputError (one line) when it could not be started."""
+        """Start `argv`; InputError (one line) when it could not be started.
+
+        `argv` is the maker's, a [command]'s under its exit note where the target `notes_exit`."""
         ...
 
     def abandon(self, folder: RunFolder) -> None:

@@ -11,8 +11,9 @@ from fontaine_tui.core.host import recorder
 from fontaine_tui.core.host.memory import hostname
 from fontaine_tui.core.host.telemetry import TelemetrySnapshot, sample
 from fontaine_tui.core.launch import guards
+from fontaine_tui.core.launch.attempts import Attempt, read_attempts
 from fontaine_tui.core.launch.engine_argv import run_dir
-from fontaine_tui.core.launch.launcher import EngineProcess, label, pid_alive
+from fontaine_tui.core.launch.launcher import EngineProcess, found_again, label, pid_alive
 from fontaine_tui.core.launch.targets.base import Request, Started
 from fontaine_tui.core.runfolder import RunFolder
 from fontaine_tui.core.text import literal
@@ -25,6 +26,7 @@ class LocalTarget:
     """This host: its GPUs and RAM checked (guards.check_all), the process started here."""
 
     remote = False
+    notes_exit = True  # a child of this program's, in its own session
 
     def __init__(self) -> None:
         self.host = hostname()
@@ -71,19 +73,16 @@ class LocalTarget:
         assert folder is not None  # a local target always has its folder here
         record = recorder.recorder_on()  # FONTAINE_TELEMETRY_S checked before anything starts
         try:
-            # a [command] runs under exitnote, so its exit is known after a detach too
-            run = exitnote.wrapped(argv, folder.root) if req.preset.command is not None else argv
             engine = EngineProcess.start(
-                run,
+                argv,
                 folder,
                 env=maker.env(req.preset, folder.root),
                 cwd=maker.cwd(req.preset, folder.root),
             )
         except OSError as exc:
             what = "the command" if req.preset.command is not None else "the engine"
-            raise InputError(f"cannot start {what} ({argv[0]}): {exc.strerror or exc}") from None
-        if req.preset.command is not None:
-            engine.who = "command"
+            shown = exitnote.command_of(argv)[0]
+            raise InputError(f"cannot start {what} ({shown}): {exc.strerror or exc}") from None
         if record:  # its history, written while the run lives, console or not
             try:
                 recorder.spawn(
@@ -119,3 +118,30 @@ class LocalTarget:
             f"  watch it: fontaine-tui attach {literal(started.run_dir)}  "
             "(or: fontaine-tui babysit)"
         )
+
+
+def reopen(folder: RunFolder, attempt: Attempt) -> EngineProcess:
+    """The attempt's process, found again by pid.
+
+    It is judged from the attempt's own start: its offsets in the log and output, and its
+    OOM-kill counters."""
+    return found_again(folder, attempt.pid, attempt.pid_started, attempt.since, attempt.baseline())
+
+
+def reopen_registered(folder: RunFolder, pid: int, started: float | None) -> EngineProcess:
+    """A pid the registry names for the run, found again where no open attempt vouches for it.
+
+    It is signalled only where one of the run's attempts (its begin line, written by the launch
+    that started it) records that pid with that start time: a registry entry alone never
+    names a process to signal (EngineProcess.refusal says why)."""
+    engine = EngineProcess.reattach(folder, pid, started)
+    ran = read_attempts(folder, alive=lambda p, s: True)
+    if engine.started is not None and not any(
+        a.pid == pid and a.pid_started == engine.started for a in ran
+    ):
+        engine.untied = (
+            f"engine pid {pid}: the registry names it, but no attempt of this run in "
+            f"{folder.attempts.name} records that pid with its start time (the run never "
+            "started it); not signalled (stop it by hand if it is yours)"
+        )
+    return engine

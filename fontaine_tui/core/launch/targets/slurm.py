@@ -16,6 +16,7 @@ from fontaine_tui.core.errors import InputError
 from fontaine_tui.core.host.memory import hostname
 from fontaine_tui.core.host.recorder import recorder_on
 from fontaine_tui.core.launch import guards, slurm, slurm_client, slurm_job
+from fontaine_tui.core.launch.attempts import Attempt, read_attempts
 from fontaine_tui.core.launch.command import command_cwd, frozen_env
 from fontaine_tui.core.launch.engine_argv import run_dir
 from fontaine_tui.core.launch.targets.base import Request, Started
@@ -31,6 +32,7 @@ class SlurmTarget:
     """A partition of the Slurm cluster this host submits to ([slurm] in config.toml)."""
 
     remote = False
+    notes_exit = False  # the scheduler says how the job ended
 
     def __init__(self, partition: str) -> None:
         self.partition = partition
@@ -142,3 +144,25 @@ class SlurmTarget:
             f"  watch it: fontaine-tui attach {literal(started.run_dir)}  (stop it: "
             f"fontaine-tui stop {started.run_dir})"
         )
+
+
+def reopen(folder: RunFolder, attempt: Attempt) -> slurm_job.SlurmJob:
+    """The attempt's Slurm job, found again by id and judged from the attempt's own start."""
+    return slurm_job.SlurmJob(folder, attempt.job, attempt.since)
+
+
+def reopen_registered(folder: RunFolder, job: str) -> slurm_job.SlurmJob:
+    """A Slurm job the registry names for the run, where no open attempt vouches for it.
+
+    It is cancelled only where one of the run's attempts (its begin line, written by the launch
+    that submitted it) records that job, and the scheduler's record of it is the run's
+    (SlurmJob.refusal): a registry entry alone never names a job to cancel."""
+    handle = slurm_job.SlurmJob(folder, job)
+    ran = read_attempts(folder, alive=lambda p, s: True)
+    if not any(a.job == job for a in ran):
+        handle.untied = (
+            f"slurm job {job}: the registry names it, but no attempt of this run in "
+            f"{folder.attempts.name} records it (the run never submitted it); not cancelled "
+            "(scancel it by hand if it is yours)"
+        )
+    return handle

@@ -10,8 +10,9 @@ import asyncio
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
+from fontaine_tui.core.errors import InputError
 from fontaine_tui.core.launch.hosts import HostSettings, host_settings
-from fontaine_tui.core.launch.remote import RemoteEngine, check_host, launch_on
+from fontaine_tui.core.launch.remote import POLL_S, RemoteEngine, check_host, launch_on
 from fontaine_tui.core.launch.targets.base import Request, Started
 from fontaine_tui.core.notify.destinations import config_path
 from fontaine_tui.core.runfolder import RunFolder
@@ -20,6 +21,7 @@ from fontaine_tui.core.text import literal
 if TYPE_CHECKING:
     from fontaine_tui.core.launch.guards import Finding
     from fontaine_tui.core.launch.makers import ArgvMaker
+    from fontaine_tui.core.launch.registry import Entry
 
 
 class SshHostTarget:
@@ -28,6 +30,7 @@ class SshHostTarget:
     `partition`: the run is submitted to Slurm from there."""
 
     remote = True
+    notes_exit = False  # the host's own launch notes it there
 
     def __init__(
         self, host: str, on: str, partition: str | None = None, ssh_options: Sequence[str] = ()
@@ -112,3 +115,24 @@ class SshHostTarget:
 
     def hint(self, started: Started) -> str:
         return f"  watch it: fontaine-tui attach {literal(self.where(started)[0])}"
+
+
+def reopen(
+    entry: Entry, ssh_options: Sequence[str] = (), poll_s: float | None = None
+) -> RemoteEngine:
+    """A run this host launched on another one, held again by its registry entry.
+
+    InputError for a run only attached there (no pid or job known: nothing to stop)."""
+    if not entry.pid and not entry.job:
+        raise InputError(
+            f"{entry.host}:{entry.run_dir}: attached, not launched from here "
+            f"(no pid or job known); stop it on {entry.host}"
+        )
+    return RemoteEngine(
+        host_settings(entry.host, config_path()),
+        entry.run_dir,
+        entry.pid,
+        ssh_options,
+        poll_s=poll_s or POLL_S,
+        job=entry.job,
+    )
