@@ -144,3 +144,7 @@ _.hostile
 
 # bench/responsiveness.py waits for every mode to be composed before it times keys
 _.modes_warm
+
+# a store's snapshot over SSH: the transport's method its format record names (registry.py's
+# Store.via), called by that name in core/follow/foreign.py
+_.mlflow_snapshot

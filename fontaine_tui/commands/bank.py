@@ -30,7 +30,8 @@ from fontaine_tui.core.launch.evidence import (
 )
 from fontaine_tui.core.log.formats.cold import load_source
 from fontaine_tui.core.log.formats.locate import detect_foreign, frozen_spec, record_kind
-from fontaine_tui.core.log.formats.source import KINDS, SourceSpec
+from fontaine_tui.core.log.formats.registry import kinds, several_runs
+from fontaine_tui.core.log.formats.source import SourceSpec
 from fontaine_tui.core.log.read import load_lines, load_log
 from fontaine_tui.core.log.store import RunStore
 from fontaine_tui.core.preset.checks import UNDECIDABLE
@@ -55,7 +56,7 @@ from fontaine_tui.core.verdict.record import Verdict
 from fontaine_tui.core.verdict.review import TrailFiles
 from fontaine_tui.model.judge import blinded
 
-RUN_CHOICE = ("mlflow", "trackio", "wandb", "tensorboard")  # the kinds that may hold several runs
+RUN_CHOICE = several_runs()  # the kinds that may hold several runs
 
 
 SUBCOMMANDS = ("add", "list", "show")
@@ -411,7 +412,7 @@ def _check_kind(kind: str, preset_arg: str | None) -> None:
     """--kind names another trainer's [source] kind, and is not given with --preset."""
     if preset_arg is not None:
         raise InputError("--kind: the preset's [source] says how to read the run; name one")
-    foreign = [k for k in KINDS if k != "fontaine"]  # ours is read by its own log
+    foreign = [k for k in kinds() if k != "fontaine"]  # ours is read by its own log
     if kind not in foreign:
         raise InputError(f"--kind: expected one of {', '.join(foreign)}, got {kind!r}")
 

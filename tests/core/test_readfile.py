@@ -162,7 +162,7 @@ def test_trainer_state_is_read_once(tmp_path, monkeypatch):
     """The run folder's own trainer_state.json is read whole once (by the decoder): the step
     that picks the newest state reads only its first bytes."""
     from fontaine_tui.core import readfile
-    from fontaine_tui.core.log.formats import locate
+    from fontaine_tui.core.log.formats import where
 
     run = tmp_path / "run"
     (run / "checkpoint-10").mkdir(parents=True)
@@ -180,8 +180,8 @@ def test_trainer_state_is_read_once(tmp_path, monkeypatch):
         reads.append(Path(path).name)
         return whole(path, most)
 
-    monkeypatch.setattr(locate, "read_whole", counted)
-    assert locate.newest_state(run) == run / "trainer_state.json"
+    monkeypatch.setattr(where, "read_whole", counted)
+    assert where.newest_state(run) == run / "trainer_state.json"
     assert reads == []
 
 

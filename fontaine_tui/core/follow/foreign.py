@@ -43,25 +43,24 @@ from fontaine_tui.core.follow.local import LocalRun
 from fontaine_tui.core.follow.wholeread import poll_whole, stamps
 from fontaine_tui.core.log.formats.base import Decoder, decoder_notices, odd_values
 from fontaine_tui.core.log.formats.eventdirs import EVENTS, SeveralRuns, run_root
-from fontaine_tui.core.log.formats.locate import CSV_NAME, HF_STATE, LIST_TRIES, files
-from fontaine_tui.core.log.formats.mlflow import (
-    FILE_STORE,
-    SQLITE_STORE,
-    MlflowDecoder,
-    RunInfo,
-    run_rows,
-    snapshot_rows,
-    store_files,
+from fontaine_tui.core.log.formats.locate import files
+from fontaine_tui.core.log.formats.registry import (
+    BY_RECORD,
+    BY_STATUS,
+    EVENTS_DIRS,
+    NEWEST,
+    Format,
+    Store,
+    find,
 )
 from fontaine_tui.core.log.formats.rows import FormatError
 from fontaine_tui.core.log.formats.source import SourceSpec, decoder
 from fontaine_tui.core.log.formats.tfrecord import FramingError
-from fontaine_tui.core.log.formats.trackio import TrackioDecoder
-from fontaine_tui.core.log.formats.trackio import run_rows as trackio_rows
+from fontaine_tui.core.log.formats.where import LIST_TRIES, our_log
 from fontaine_tui.core.log.oddvalues import NONE as NO_ODD
 from fontaine_tui.core.log.records import Record
 from fontaine_tui.core.readfile import read_whole
-from fontaine_tui.core.runfolder import ENGINE_OUT, LOG
+from fontaine_tui.core.runfolder import LOG
 
 MLFLOW_POLL_S = 1.0  # a store is read whole at least this often (checked each CHECK_S)
 SETTLE_S = MLFLOW_POLL_S  # the longest a followed step is held before it goes out
@@ -95,7 +94,7 @@ def at_once(base: Path) -> None:
         load_source(base, SourceSpec("tensorboard"))
 
 
-def _matcher(kind: str, name: str) -> Callable[[str], bool]:
+def _matcher(name: str) -> Callable[[str], bool]:
     """The file a kind follows (event files: eventrun.py's `events_of`): the one named."""
     return lambda n: n == name
 
@@ -135,6 +134,9 @@ class ForeignRun:
         self.remote = transport is not None
         self.transport: FileTransport = transport or LocalRun(self.folder, poll_s=poll_s)
         self.poll_s = poll_s
+        # how its kind is followed (registry.py); a kind no record names is followed as a
+        # file, its decoder refusing it at the first bytes
+        self.format = find(spec.kind) or Format(spec.kind, our_log)
         self.label = (
             f"{transport.label} ({spec.kind})"
             if transport is not None
@@ -151,8 +153,9 @@ class ForeignRun:
 
         A W&B exit record or an MLflow run's status says it. An MLflow store read over SSH
         carries no status. Where the source says it, a follow to the end waits for that
-        word. Elsewhere the final read ends it."""
-        return self.spec.kind == "wandb" or (self.spec.kind == "mlflow" and not self.remote)
+        word. Elsewhere the final read ends it (its record's `ends`, registry.py)."""
+        ends = self.format.ends
+        return ends == BY_RECORD or (ends == BY_STATUS and not self.remote)
 
     async def read_bytes(self, name: str) -> bytes | None:
         return await self.transport.read_bytes(name)
@@ -169,17 +172,17 @@ class ForeignRun:
         if name != LOG:
             await self._closed.wait()
             return
-        kind = self.spec.kind
+        fmt = self.format
         if self.remote:
-            async for batch in self._remote(kind):
+            async for batch in self._remote(fmt):
                 yield batch
             return
-        if kind in ("mlflow", "hf_trainer", "trackio"):  # read whole again and again
-            whole = {"mlflow": self._mlflow, "trackio": self._trackio}.get(kind, self._newest)
-            async for batch in whole():
+        if fmt.store is not None or fmt.follow == NEWEST:  # read whole again and again
+            whole = self._newest() if fmt.store is None else self._store(fmt.store)
+            async for batch in whole:
                 yield batch
             return
-        if kind == "tensorboard":
+        if fmt.follow == EVENTS_DIRS:
             async for batch in self._event_run():
                 yield batch
             return
@@ -203,7 +206,7 @@ class ForeignRun:
                 pass
         where = first.parent
         under = str(where.relative_to(self.folder)) if where != self.folder else ""
-        async for batch in self._files(_matcher(kind, first.name), under):
+        async for batch in self._files(_matcher(first.name), under):
             yield batch
 
     async def _event_run(self) -> AsyncIterator[Batch]:
@@ -295,58 +298,53 @@ class ForeignRun:
                 task.cancel()
             await asyncio.gather(*pumps.values(), return_exceptions=True)
 
-    async def _remote(self, kind: str) -> AsyncIterator[Batch]:
-        """Over SSH: the files [source] names, through the transport's polling."""
+    async def _remote(self, fmt: Format) -> AsyncIterator[Batch]:
+        """Over SSH: the files [source] names, through the transport's polling.
+
+        Where [source] names no path, the file (or store) is its record's `remote`."""
         path = self.spec.path.strip("/")
-        if kind == "mlflow":
-            async for batch in self._remote_mlflow(path or SQLITE_STORE):
+        if fmt.store is not None:
+            async for batch in self._remote_store(fmt.store, path or fmt.remote):
                 yield batch
             return
-        if kind == "trackio":
-            yield Batch([], 1, note="a trackio store is read on its own host only: attach there")
-            await self._closed.wait()
-            return
-        if kind == "tensorboard":
+        if fmt.follow == EVENTS_DIRS:
             under, name = path, ""
         else:
-            default = {"hf_trainer": HF_STATE, "csv": CSV_NAME, "lines": ENGINE_OUT}.get(kind, "")
-            under, _, name = (path or default).rpartition("/")
+            under, _, name = (path or fmt.remote).rpartition("/")
             if not name:
                 yield Batch(
-                    [], 1, note=f"source.path: name the {kind} file to follow on the remote host"
+                    [],
+                    1,
+                    note=f"source.path: name the {fmt.name} file to follow on the remote host",
                 )
                 await self._closed.wait()
                 return
         match = (
             events_of("", self.spec.options.get("run", ""))
-            if kind == "tensorboard"
-            else _matcher(kind, name)
+            if fmt.follow == EVENTS_DIRS
+            else _matcher(name)
         )  # over SSH: the folder [source] names, no deeper
         async for batch in self._files(match, under):
             yield batch
 
-    async def _remote_mlflow(self, store: str) -> AsyncIterator[Batch]:
-        """An MLflow SQLite store on another host, read as a snapshot each second.
+    async def _remote_store(self, store: Store, path: str) -> AsyncIterator[Batch]:
+        """A store on another host, read as a snapshot each second (an MLflow SQLite store).
 
         The read-only snapshot of its rows goes over the transport's shared connection, and
-        only new steps go out."""
-        snapshot = getattr(self.transport, "mlflow_snapshot", None)
-        if snapshot is None or store.endswith(FILE_STORE):
-            yield Batch(
-                [],
-                1,
-                note="an MLflow file store (mlruns/) is read on its own host "
-                "only: attach there, or use the SQLite store",
-            )
+        only new steps go out. A store read on its own host only is said so."""
+        snapshot = getattr(self.transport, store.via, None) if store.via else None
+        feed = store.snapshot
+        if snapshot is None or feed is None or not store.over_ssh(path):
+            yield Batch([], 1, note=store.local_only)
             await self._closed.wait()
             return
 
-        dec = MlflowDecoder(self.spec.fields)
+        dec = decoder(self.spec)
 
         async def read() -> tuple[list[Record], object]:
-            doc = await snapshot(store)
-            where = f"{self.transport.label}/{store}"
-            return dec.feed_rows(snapshot_rows(doc, where, self.spec.options)[1]), repr(doc)
+            doc = await snapshot(path)
+            where = f"{self.transport.label}/{path}"
+            return feed(doc, where, self.spec.options, dec), repr(doc)
 
         async for batch in self._poll_whole(dec, read, MLFLOW_POLL_S):
             yield batch
@@ -424,41 +422,22 @@ class ForeignRun:
         async for batch in self._poll_whole(dec, read, self.poll_s or 0.5, stamp):
             yield batch
 
-    async def _mlflow(self) -> AsyncIterator[Batch]:
-        dec = MlflowDecoder(self.spec.fields)
-        chosen: list[tuple[Path, RunInfo]] = []  # the store and run read last
+    async def _store(self, store: Store) -> AsyncIterator[Batch]:
+        """A store (MLflow, trackio) read whole when its files' sizes or times move."""
+        dec = decoder(self.spec)
+        stamped: list[Callable[[], list[Path]]] = []  # the files of the run read last
 
         async def read() -> tuple[list[Record], object]:
-            store = files(self.folder, self.spec)[0]
-            info, rows = await asyncio.to_thread(run_rows, store, self.spec.options)
-            chosen[:] = [(store, info)]
-            return dec.feed_rows(rows, info.status, info.end_ms), (tuple(rows), info.status)
+            path = files(self.folder, self.spec)[0]
+            got = await asyncio.to_thread(store.read, path, self.spec.options, dec)
+            stamped[:] = [got.stamped]
+            return got.records, got.same
 
         async def stamp() -> object:
-            if not chosen:
+            if not stamped:
                 return None
-            return await asyncio.to_thread(stamps, store_files(*chosen[0]))
-
-        async for batch in self._poll_whole(dec, read, MLFLOW_POLL_S, stamp):
-            yield batch
-
-    async def _trackio(self) -> AsyncIterator[Batch]:
-        dec = TrackioDecoder(self.spec.fields)
-        chosen: list[Path] = []  # the store read last
-
-        async def read() -> tuple[list[Record], object]:
-            store = files(self.folder, self.spec)[0]
-            chosen[:] = [store]
-            rows = (await asyncio.to_thread(trackio_rows, store, self.spec.options))[1]
-            return dec.feed_rows(rows), tuple(rows)
-
-        async def stamp() -> object:
-            if not chosen:
-                return None
-            db = chosen[0]  # the SQLite store and its journals
-            return await asyncio.to_thread(
-                stamps, [db, db.with_name(db.name + "-wal"), db.with_name(db.name + "-journal")]
-            )
+            listed = stamped[0]
+            return await asyncio.to_thread(lambda: stamps(listed()))
 
         async for batch in self._poll_whole(dec, read, MLFLOW_POLL_S, stamp):
             yield batch

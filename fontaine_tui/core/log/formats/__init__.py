@@ -18,7 +18,11 @@ transports that know no format and the rules read a foreign run as they read our
 - `protowire.py`: the protobuf varint, shared by the two formats that decode it by hand.
 - `trackio.py`: a trackio project's SQLite store (read-only), one chosen run.
 - `printed.py`: printed lines (LeRobot's, any trainer's) read by a preset's patterns.
-- `source.py`: a preset's `[source]` (`SourceSpec`) and its decoder.
+- `registry.py`: every format one record (`Format`: its decoder, how a folder is told to hold
+  it, its files, how it is followed, how its end is known), all in one table (`FORMATS`).
+- `where.py`: each kind's detection and the files it reads in a folder (named by its record).
+- `spec.py`: a preset's `[source]` as read (`SourceSpec`).
+- `source.py`: reading a preset's `[source]`, and its decoder.
 - `locate.py`: the kind of log a folder holds, and the files a `[source]` reads there.
 - `cold.py`: the cold read of a whole run into a store.
 """

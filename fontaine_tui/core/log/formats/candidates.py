@@ -17,9 +17,8 @@ from fontaine_tui.core.errors import InputError
 from fontaine_tui.core.log.formats.eventdirs import SeveralRuns
 from fontaine_tui.core.log.formats.grouper import FieldMap
 from fontaine_tui.core.log.formats.locate import detect, files
-from fontaine_tui.core.log.formats.mlflow import connect, file_store_runs, sqlite_runs
-from fontaine_tui.core.log.formats.rows import FormatError
-from fontaine_tui.core.log.formats.source import KINDS, SourceSpec
+from fontaine_tui.core.log.formats.registry import find, kinds
+from fontaine_tui.core.log.formats.source import SourceSpec
 from fontaine_tui.core.runfolder import LOG
 
 EVERY_KEY = ("*",)
@@ -72,7 +71,7 @@ def candidates(folder: Path) -> list[Candidate]:
         return [Candidate("fontaine", describe=LOG)]
     out: list[Candidate] = []
     seen: set[Path] = set()
-    for kind in [primary, *(k for k in KINDS if k not in (primary, "fontaine"))]:
+    for kind in [primary, *(k for k in kinds() if k not in (primary, "fontaine"))]:
         if not kind:
             continue
         try:
@@ -95,31 +94,16 @@ def candidates(folder: Path) -> list[Candidate]:
             shown += f" and {len(paths) - 2} more" if len(paths) > 2 else ""
             runs = _store_runs(kind, paths[0])
             if len(runs) > 1:
-                out += [
-                    Candidate(kind, rel, run_id, f"{shown}: MLflow run {text}")
-                    for run_id, text in runs
-                ]
+                out += [Candidate(kind, rel, run_id, f"{shown}: {text}") for run_id, text in runs]
             else:
                 out.append(Candidate(kind, rel, "", shown))
     return out
 
 
 def _store_runs(kind: str, store: Path) -> list[tuple[str, str]]:
-    """The runs of a store that holds several ((id, description)); [] for other kinds."""
-    if kind != "mlflow":
-        return []
-    try:
-        if store.is_dir():
-            runs = file_store_runs(store)
-        else:
-            db = connect(store)
-            try:
-                runs = sqlite_runs(db)
-            finally:
-                db.close()
-    except (FormatError, OSError, InputError):
-        return []  # the read says what is wrong with it
-    return [(r.run_id, r.describe()) for r in runs]
+    """The runs of a store that holds several ((id, words)), by its format's inspect hook."""
+    fmt = find(kind)
+    return fmt.inspect_runs(store) if fmt is not None and fmt.inspect_runs is not None else []
 
 
 def _rel(folder: Path, path: Path) -> str:
@@ -138,8 +122,8 @@ def choose(
     if not folder.is_dir():
         raise InputError(f"{folder}: expected a run folder (a directory)")
     found = candidates(folder)
-    if kind and kind not in KINDS:
-        raise InputError(f"--kind: expected one of {', '.join(KINDS)}, got {kind!r}")
+    if kind and kind not in kinds():
+        raise InputError(f"--kind: expected one of {', '.join(kinds())}, got {kind!r}")
     if kind or path or run:
         chosen = next(
             (

@@ -27,15 +27,14 @@ from fontaine_tui.core.log.formats.eventdirs import (
     span,
 )
 from fontaine_tui.core.log.formats.grouper import NAN, FieldMap, Grouper, foreign_probe
-from fontaine_tui.core.log.formats.locate import LIST_TRIES, READ, event_files, files
-from fontaine_tui.core.log.formats.mlflow import MlflowDecoder, run_rows
+from fontaine_tui.core.log.formats.locate import event_files, files
+from fontaine_tui.core.log.formats.registry import EVENTS_DIRS, find
 from fontaine_tui.core.log.formats.rows import FormatError
 from fontaine_tui.core.log.formats.source import SourceSpec, decoder
 from fontaine_tui.core.log.formats.tensorboard import Columns, TensorBoardDecoder
 from fontaine_tui.core.log.formats.tfrecord import PURGE, Framer, FramingError, Scalar
-from fontaine_tui.core.log.formats.trackio import TrackioDecoder
-from fontaine_tui.core.log.formats.trackio import run_rows as trackio_rows
 from fontaine_tui.core.log.formats.wandb import WandbDecoder
+from fontaine_tui.core.log.formats.where import LIST_TRIES, READ
 from fontaine_tui.core.log.records import TRAIN_FIELDS, Record
 from fontaine_tui.core.log.store import RunStore
 from fontaine_tui.core.readfile import iter_regular, read_whole
@@ -83,9 +82,12 @@ def load_source(folder: Path, spec: SourceSpec) -> Loaded:
     """Every record of a foreign run, read once into a store (columns kept).
 
     A file listed and removed before it is read (Trainer's `save_total_limit` removes the older
-    checkpoint-N/ as it saves a new one) is listed again, up to LIST_TRIES times."""
+    checkpoint-N/ as it saves a new one) is listed again, up to LIST_TRIES times. Event files
+    (a format followed as `EVENTS_DIRS`) are read as columns where they can be."""
+    fmt = find(spec.kind)
+    events = fmt is not None and fmt.follow == EVENTS_DIRS
     for tries_left in range(LIST_TRIES - 1, -1, -1):
-        listed = event_files(folder, spec) if spec.kind == "tensorboard" else None
+        listed = event_files(folder, spec) if events else None
         paths = [e.path for e in listed] if listed is not None else files(folder, spec)
         try:
             if listed is not None:
@@ -101,15 +103,11 @@ def _load_listed(folder: Path, spec: SourceSpec, paths: list[Path]) -> Loaded:
     store = RunStore()
     dec = decoder(spec)
     detail = ""
+    fmt = find(spec.kind)
     try:
-        if isinstance(dec, MlflowDecoder):
-            info, rows = run_rows(paths[0], spec.options)
-            detail = f"MLflow run {info.describe()}"
-            records = dec.feed_rows(rows, info.status, info.end_ms)
-        elif isinstance(dec, TrackioDecoder):
-            trun, trows = trackio_rows(paths[0], spec.options)
-            detail = f"trackio run {trun.describe()}"
-            records = dec.feed_rows(trows)
+        if fmt is not None and fmt.store is not None:  # a store: its chosen run's rows
+            read = fmt.store.read(paths[0], spec.options, dec)
+            records, detail = read.records, read.detail
         else:
             records = []
             for path in paths:

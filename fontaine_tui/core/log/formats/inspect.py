@@ -5,8 +5,8 @@ probe cadence, the last step, whether the run ended, and what could not be read.
 
 Built on the generic reading (locate.py's `files`, cold.py's `load_source`): the run is read
 once with every key taken as an eval key (`eval = ["*"]`), so each key's steps and values
-are in the store's probes whatever the format; a kind added to `KINDS` shows up here as it
-is. A key is then called train or eval by the default eval patterns.
+are in the store's probes whatever the format; a format added to registry.py's `FORMATS`
+shows up here as it is (a store of several runs lists them by its record's `inspect_runs`). A key is then called train or eval by the default eval patterns.
 
 `Inspection.to_json()` is the `inspect --json` document (SCHEMA, version 1):
 

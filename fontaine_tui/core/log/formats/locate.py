@@ -1,50 +1,25 @@
 """Where a foreign run's log is in a folder: the kind it holds, and the files to read.
 
 `detect` tells the kind of log by a folder's contents (ours, a launched [command]'s frozen
-[source], W&B, TensorBoard, trainer_state.json, MLflow, trackio, CSV, JSONL); `foreign_spec`
-picks how to read a path named on the command line. `files` gives the files (or store) a
-[source] reads under the run folder, in reading order, and refuses a folder holding several
-runs (`SeveralRuns`, naming them).
+[source], then each format's own look, in registry.py's `rank` order); `foreign_spec` picks how
+to read a path named on the command line. `files` gives the files (or store) a [source] reads
+under the run folder, in reading order (its format's finder, where.py), and refuses a folder
+holding several runs (`SeveralRuns`, naming them).
 """
 
 from __future__ import annotations
 
-import re
+from fnmatch import fnmatchcase
 from pathlib import Path
 
-from fontaine_tui.core import exitnote
 from fontaine_tui.core.errors import InputError
 from fontaine_tui.core.limits import json_loads
-from fontaine_tui.core.log.formats.eventdirs import (
-    EVENTS,
-    EventFile,
-    SeveralRuns,
-    event_folders,
-    run_files,
-)
-from fontaine_tui.core.log.formats.mlflow import FILE_STORE, SQLITE_STORE
+from fontaine_tui.core.log.formats import where
+from fontaine_tui.core.log.formats.eventdirs import EventFile, run_files
+from fontaine_tui.core.log.formats.registry import find, formats
 from fontaine_tui.core.log.formats.source import SourceSpec, read_spec
-from fontaine_tui.core.log.formats.trackio import DB_EXT, stores
-from fontaine_tui.core.readfile import open_regular, read_whole
-from fontaine_tui.core.runfolder import (
-    AMENDMENTS,
-    ATTEMPTS,
-    ENGINE_OUT,
-    LOG,
-    PREREG,
-    REVIEW,
-    rotated_segments,
-)
-
-HF_STATE = "trainer_state.json"
-CSV_NAME = "metrics.csv"
-WANDB = "wandb"  # the folder wandb.init writes its runs into
-WANDB_RUN = re.compile(r"run-[^/]+\.wandb")  # a run's file: run-<id>.wandb
-# the ledgers this console writes in a run folder: never another trainer's JSONL
-OURS = (AMENDMENTS, REVIEW, "babysit.jsonl", ATTEMPTS, exitnote.NOTE)
-CHECKPOINT = re.compile(r"checkpoint-([0-9]+)")
-LIST_TRIES = 5  # listings of a run's files, when a file listed is gone by its reading
-READ = 8 << 20
+from fontaine_tui.core.readfile import read_whole
+from fontaine_tui.core.runfolder import LOG, PREREG, rotated_segments
 
 
 def frozen_spec(folder: Path) -> SourceSpec | None:
@@ -53,7 +28,7 @@ def frozen_spec(folder: Path) -> SourceSpec | None:
     Such a run is a launched [command]'s. Returns None for ours, or when there is none to read."""
 
     try:
-        doc = json_loads(read_whole(folder / PREREG, READ))
+        doc = json_loads(read_whole(folder / PREREG, where.READ))
         table = {
             k: v for k, v in doc["preset"]["source"].items() if k != "eval_every"
         }  # the preset's cadence, not how the log is read
@@ -70,34 +45,14 @@ def detect(folder: Path) -> str:
     if (folder / PREREG).exists():  # launched here: a [command]'s frozen [source] says
         spec = frozen_spec(folder)
         return spec.kind if spec is not None else "fontaine"  # else ours, not started yet
-    if wandb_runs(folder):
-        return "wandb"
-    if event_folders(folder):
-        return "tensorboard"
-    if trainer_state_here(folder):
-        return "hf_trainer"
-    if (folder / SQLITE_STORE).exists() or (folder / FILE_STORE).is_dir():
-        return "mlflow"
-    if stores(folder):
-        return "trackio"
-    if (
-        (folder / CSV_NAME).exists()
-        or any(folder.glob(f"*/version_*/{CSV_NAME}"))
-        or any(folder.glob(f"version_*/{CSV_NAME}"))
-    ):
-        return "csv"
-    if len(_jsonl(folder)) == 1:
-        return "jsonl"
+    for fmt in sorted(formats(), key=lambda f: f.rank):
+        if fmt.detect is not None and fmt.detect(folder):
+            return fmt.name
+    looked = [w for f in formats() for w in f.expected]
     raise InputError(
-        f"{folder}: no log this console reads: expected {LOG}, {EVENTS}*, "
-        f"{HF_STATE}, {CSV_NAME}, {FILE_STORE}/, {SQLITE_STORE}, {WANDB}/ or a "
-        f"trackio <project>{DB_EXT} (or a preset [source] naming the file)"
+        f"{folder}: no log this console reads: expected {', '.join(looked[:-1])} or "
+        f"{looked[-1]} (or a preset [source] naming the file)"
     )
-
-
-def trainer_state_here(folder: Path) -> bool:
-    """Whether `folder` holds a Hugging Face Trainer's own record (trainer_state.json)."""
-    return (folder / HF_STATE).exists() or any(folder.glob(f"checkpoint-*/{HF_STATE}"))
 
 
 def record_kind(folder: Path) -> str:
@@ -108,7 +63,7 @@ def record_kind(folder: Path) -> str:
     numbers under other keys (eval/loss). Followed live, the events are the newer (the record
     is written at each save); a finished run is kept by the Trainer's own record."""
     kind = detect_foreign(folder)
-    return "hf_trainer" if kind == "tensorboard" and trainer_state_here(folder) else kind
+    return "hf_trainer" if kind == "tensorboard" and where.trainer_state_here(folder) else kind
 
 
 def detect_foreign(folder: Path) -> str:
@@ -151,26 +106,9 @@ def foreign_spec(
 
 def file_kind(name: str) -> str:
     """The kind a single file is by its name ("" when the name does not say)."""
-    if name.startswith(EVENTS):
-        return "tensorboard"
-    if WANDB_RUN.fullmatch(name):
-        return "wandb"
-    return {HF_STATE: "hf_trainer", CSV_NAME: "csv"}.get(name, "")
-
-
-def _jsonl(folder: Path) -> list[Path]:
-    """The JSONL files of a folder that are not this console's own (its ledgers)."""
-    return sorted(p for p in folder.glob("*.jsonl") if p.name not in OURS)
-
-
-def _one(folder: Path, found: list[Path], what: str) -> Path:
-    if len(found) == 1:
-        return found[0]
-    if not found:
-        raise InputError(f"{folder}: no {what} here")
-    rel = tuple(str(p.relative_to(folder)) or "." for p in found)
-    raise SeveralRuns(
-        f"{folder}: {len(found)} runs ({', '.join(rel[:6])}): set [source] path to one", rel
+    return next(
+        (f.name for f in formats() if any(fnmatchcase(name, n) for n in f.names)),
+        "",
     )
 
 
@@ -190,165 +128,6 @@ def event_files(folder: Path, spec: SourceSpec) -> list[EventFile]:
 
 def files(folder: Path, spec: SourceSpec) -> list[Path]:
     """The files (or store) to read for `spec` under the run folder, in reading order."""
-    base = _base(folder, spec)
-    kind = spec.kind
-    if kind == "tensorboard":
-        return [e.path for e in run_files(base, spec.options.get("run", ""))]
-    if kind == "hf_trainer":
-        if base.is_file():
-            return [base]
-        return [newest_state(base)]
-    if kind == "csv":
-        if base.is_file():
-            return [base]
-        found = (
-            [base / CSV_NAME]
-            if (base / CSV_NAME).exists()
-            else sorted(base.glob(f"version_*/{CSV_NAME}"))
-            or sorted(base.glob(f"*/version_*/{CSV_NAME}"))
-        )
-        return [_one(base, found, CSV_NAME)]
-    if kind == "mlflow":
-        if base.is_file() or base.name == FILE_STORE:
-            return [base]
-        found = [p for p in (base / SQLITE_STORE, base / FILE_STORE) if p.exists()]
-        return [_one(base, found, f"{SQLITE_STORE} or {FILE_STORE}/")]
-    if kind == "jsonl":
-        if base.is_file():
-            return [base]
-        return [_one(base, _jsonl(base), "*.jsonl file")]
-    if kind == "wandb":
-        if base.is_file():
-            return [base]
-        return [wandb_run(base, spec.options.get("run", ""))]
-    if kind == "trackio":
-        if base.is_file():
-            return [base]
-        return [_one(base, stores(base), f"trackio store (<project>{DB_EXT})")]
-    if kind == "lines":
-        printed = base if spec.path else folder / ENGINE_OUT
-        if not printed.is_file():
-            raise InputError(f"{printed}: source.path: no such file (the printed lines to read)")
-        return [printed]
-    return [base / LOG if base.is_dir() else base]
-
-
-def _run_files(folder: Path) -> list[Path]:
-    """The W&B run files directly in `folder` (a run folder holds one)."""
-    try:
-        return sorted(
-            p
-            for p in folder.iterdir()
-            if WANDB_RUN.fullmatch(p.name) and p.is_file() and not p.is_symlink()
-        )
-    except OSError:
-        return []
-
-
-def wandb_runs(folder: Path) -> list[Path]:
-    """The W&B run files of `folder`.
-
-    They are a run folder's own, else those of the run folders in it (`folder` is a `wandb/`
-    folder), else those under its `wandb/`. The `latest-run` link is not a run of its own."""
-    own = _run_files(folder)
-    if own:
-        return own
-    for where in (folder, folder / WANDB):
-        try:
-            runs = sorted(p for p in where.iterdir() if p.is_dir() and not p.is_symlink())
-        except OSError:
-            continue
-        found = [f for run in runs for f in _run_files(run)]
-        if found:
-            return found
-    return []
-
-
-def wandb_run(folder: Path, chosen: str) -> Path:
-    """The run file of `folder` that [source] run names, or the only one.
-
-    The run is named by its folder's name, or its id. Raises InputError naming them when there
-    are several, or none is chosen."""
-    found = wandb_runs(folder)
-    if chosen:
-        found = [
-            f
-            for f in found
-            if chosen in (f.parent.name, f.name[4:-6], f.parent.name.rpartition("-")[2])
-        ]
-    if len(found) == 1:
-        return found[0]
-    every = wandb_runs(folder)
-    names = ", ".join(f.parent.name if f.parent != folder else f.name for f in every[:6])
-    more = ", ..." if len(every) > 6 else ""
-    if not every:
-        raise InputError(
-            f"{folder}: no W&B run here (expected {WANDB}/offline-run-*/"
-            "run-*.wandb, or a run folder holding its run-*.wandb)"
-        )
-    if not found:
-        raise InputError(f"{folder}: source.run: no W&B run {chosen!r} (runs: {names}{more})")
-    raise InputError(
-        f"{folder}: {len(every)} W&B runs ({names}{more}): set [source] run to "
-        "one (its folder's name or its id)"
-    )
-
-
-def newest_state(folder: Path) -> Path:
-    """The trainer_state.json with the most history.
-
-    It is the run folder's own (written at the end by `save_state`) or the newest
-    `checkpoint-N/`'s, by step."""
-    for _ in range(LIST_TRIES):  # a checkpoint-N/ listed may be gone by its look: again
-        listed = [
-            (int(m.group(1)), p)
-            for p in folder.glob("checkpoint-*")
-            if (m := CHECKPOINT.fullmatch(p.name))
-        ]
-        candidates = [(n, p / HF_STATE) for n, p in listed if (p / HF_STATE).exists()]
-        if candidates or not listed:
-            break
-    if (folder / HF_STATE).exists():
-        candidates.append((_global_step(folder / HF_STATE), folder / HF_STATE))
-    if not candidates:
-        raise InputError(f"{folder}: no {HF_STATE} here or in a checkpoint-*/ folder")
-    return max(candidates, key=lambda c: (c[0], _mtime(c[1])))[1]
-
-
-def _mtime(path: Path) -> float:
-    """A listed file's modification time; -1 when it went away since the listing."""
-    try:
-        return path.stat().st_mtime
-    except OSError:
-        return -1.0
-
-
-GLOBAL_STEP = re.compile(rb'"global_step"\s*:\s*(-?[0-9]{1,18})\s*[,}]')
-STATE_HEAD = 1 << 16  # Trainer writes its keys sorted: global_step comes before log_history
-
-
-def _global_step(path: Path) -> int:
-    """trainer_state.json's global_step, read from its first bytes where it is there.
-
-    Else it is read from the whole file. This way the file, which may be large, is read whole
-    once: by the decoder."""
-    import orjson
-
-    try:
-        with open_regular(path) as fh:
-            head = fh.read(STATE_HEAD)
-    except (OSError, InputError):
-        return 0
-    found = GLOBAL_STEP.findall(head)
-    if (
-        len(head) == STATE_HEAD
-        and len(found) == 1
-        and b'"log_history"' in head.split(b'"global_step"')[1]
-    ):
-        return int(found[0])  # before log_history: the top level's, not an entry's
-    try:
-        data = head if len(head) < STATE_HEAD else read_whole(path)
-        value = orjson.loads(data).get("global_step", 0)
-    except (OSError, InputError, orjson.JSONDecodeError, AttributeError):
-        return 0
-    return value if isinstance(value, int) else 0
+    fmt = find(spec.kind)
+    finder = fmt.files if fmt is not None else where.our_log  # no record names it: ours
+    return finder(folder, spec, _base(folder, spec))

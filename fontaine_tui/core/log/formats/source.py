@@ -1,9 +1,9 @@
 r"""A preset's `[source]`: which trainer's log a run is, how to read it, and its decoder.
 
-`read_spec` reads the table into a `SourceSpec` (ValueError naming the key on a bad one);
-`decoder` gives the spec's decoder. Where the files are in a run folder, and the kind a folder
-holds when no [source] says, is locate.py's; the cold read of them all is cold.py's
-`load_source`.
+`read_spec` reads the table into a `SourceSpec` (spec.py; ValueError naming the key on a bad
+one), its kind one of registry.py's records; `decoder` gives the spec's decoder, as its record
+makes it. Where the files are in a run folder, and the kind a folder holds when no [source]
+says, is locate.py's; the cold read of them all is cold.py's `load_source`.
 
     [source]
     kind = "tensorboard"          # tensorboard | hf_trainer | csv | mlflow | jsonl | wandb
@@ -25,31 +25,15 @@ holds when no [source] says, is locate.py's; the cold read of them all is cold.p
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from dataclasses import dataclass, field
 from types import MappingProxyType
 
 from fontaine_tui.core.errors import InputError
 from fontaine_tui.core.log.formats.base import Decoder
 from fontaine_tui.core.log.formats.grouper import EVAL_PATTERNS, FieldMap
-from fontaine_tui.core.log.formats.mlflow import MlflowDecoder
-from fontaine_tui.core.log.formats.printed import LinesDecoder, compile_patterns
-from fontaine_tui.core.log.formats.rows import CsvDecoder, JsonlDecoder, TrainerStateDecoder
-from fontaine_tui.core.log.formats.tensorboard import TensorBoardDecoder
-from fontaine_tui.core.log.formats.trackio import TrackioDecoder
-from fontaine_tui.core.log.formats.wandb import WandbDecoder
+from fontaine_tui.core.log.formats.printed import compile_patterns
+from fontaine_tui.core.log.formats.registry import find, kinds
+from fontaine_tui.core.log.formats.spec import SourceSpec
 
-KINDS = (
-    "fontaine",
-    "tensorboard",
-    "hf_trainer",
-    "csv",
-    "mlflow",
-    "jsonl",
-    "wandb",
-    "trackio",
-    "lines",
-)
 TRAIN_KEYS = ("loss", "lr", "grad_norm")  # [source] keys naming a train field's source key
 SOURCE_KEYS = (
     "kind",
@@ -66,35 +50,6 @@ SOURCE_KEYS = (
 )
 
 
-@dataclass(frozen=True, slots=True)
-class SourceSpec:
-    kind: str
-    path: str = ""  # a file or folder, relative to the run folder (or absolute)
-    fields: FieldMap = field(default_factory=FieldMap)
-    options: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
-    patterns: tuple[str, ...] = ()  # lines: the regular expressions that read a printed line
-
-    def canonical(self) -> dict[str, object]:
-        """As hashed into the preset (only what was set)."""
-        out: dict[str, object] = {"kind": self.kind}
-        if self.path:
-            out["path"] = self.path
-        if self.fields.eval != EVAL_PATTERNS:
-            out["eval"] = list(self.fields.eval)
-        out.update(dict(self.fields.train))
-        if self.fields.step != "step":
-            out["step"] = self.fields.step
-        if self.fields.time:
-            out["time"] = self.fields.time
-        if self.fields.probe_field:
-            out["probe_field"] = self.fields.probe_field
-            out["probe_value"] = self.fields.probe_value
-        out.update(self.options)
-        if self.patterns:
-            out["patterns"] = list(self.patterns)
-        return out
-
-
 def read_spec(table: object, where: str = "source") -> SourceSpec:
     """A preset's [source] table; ValueError(key, expected) on a bad one."""
     if not isinstance(table, dict):
@@ -108,8 +63,8 @@ def read_spec(table: object, where: str = "source") -> SourceSpec:
         if key not in ("eval", "patterns") and not isinstance(value, str):
             raise ValueError(f"{where}.{key}", "expected a string")
     kind = table.get("kind", "")
-    if kind not in KINDS:
-        raise ValueError(f"{where}.kind", f"expected one of {', '.join(KINDS)}, got {kind!r}")
+    if kind not in kinds():
+        raise ValueError(f"{where}.kind", f"expected one of {', '.join(kinds())}, got {kind!r}")
     patterns = table.get("eval", list(EVAL_PATTERNS))
     if isinstance(patterns, str):
         patterns = [patterns]
@@ -156,21 +111,8 @@ def read_spec(table: object, where: str = "source") -> SourceSpec:
 
 
 def decoder(spec: SourceSpec) -> Decoder:
-    kind = spec.kind
-    if kind == "tensorboard":
-        return TensorBoardDecoder(spec.fields)
-    if kind == "hf_trainer":
-        return TrainerStateDecoder(spec.fields)
-    if kind == "csv":
-        return CsvDecoder(spec.fields)
-    if kind == "jsonl":
-        return JsonlDecoder(spec.fields)
-    if kind == "mlflow":
-        return MlflowDecoder(spec.fields)
-    if kind == "trackio":
-        return TrackioDecoder(spec.fields)
-    if kind == "lines":
-        return LinesDecoder(spec.fields, spec.patterns)
-    if kind == "wandb":
-        return WandbDecoder(spec.fields)
-    raise InputError(f"source.kind: {kind!r} is read by the log wing's own reader")
+    """The spec's decoder, as its format's record (registry.py) makes it."""
+    fmt = find(spec.kind)
+    if fmt is None or fmt.decoder is None:
+        raise InputError(f"source.kind: {spec.kind!r} is read by the log wing's own reader")
+    return fmt.decoder(spec)

@@ -13,6 +13,7 @@ from fontaine_tui.cli import main
 from fontaine_tui.core.errors import InputError
 from fontaine_tui.core.log.formats.cold import load_source
 from fontaine_tui.core.log.formats.locate import detect
+from fontaine_tui.core.log.formats.registry import kinds
 from fontaine_tui.core.log.formats.source import SourceSpec, read_spec
 from tests.core.log.formats.conftest import EVAL, foreign_preset, loss
 
@@ -208,11 +209,7 @@ def test_jsonl_from_another_writer_with_a_field_map(tmp_path, capsys):
 @pytest.mark.parametrize(
     "table, message",
     [
-        (
-            {"kind": "comet"},
-            "source.kind: expected one of fontaine, tensorboard, hf_trainer, csv, "
-            "mlflow, jsonl, wandb, trackio, lines",
-        ),
+        ({"kind": "comet"}, f"source.kind: expected one of {', '.join(kinds())}"),
         ({"kind": "comet"}, "got 'comet'"),
         ({"kind": "csv", "colour": "x"}, "source.colour: unknown key"),
         ({"kind": "csv", "eval": []}, "source.eval: expected a glob pattern or a list of them"),

@@ -1,0 +1,43 @@
+"""A preset's `[source]` as read (`SourceSpec`): which trainer's log a run is, and how to read it.
+
+The table is read and checked in source.py (`read_spec`); this module holds only the record, so
+the format registry (registry.py) and the finders of each kind's files (where.py) can name it
+without reaching up to the reading of a preset.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from types import MappingProxyType
+
+from fontaine_tui.core.log.formats.grouper import EVAL_PATTERNS, FieldMap
+
+
+@dataclass(frozen=True, slots=True)
+class SourceSpec:
+    kind: str
+    path: str = ""  # a file or folder, relative to the run folder (or absolute)
+    fields: FieldMap = field(default_factory=FieldMap)
+    options: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
+    patterns: tuple[str, ...] = ()  # lines: the regular expressions that read a printed line
+
+    def canonical(self) -> dict[str, object]:
+        """As hashed into the preset (only what was set)."""
+        out: dict[str, object] = {"kind": self.kind}
+        if self.path:
+            out["path"] = self.path
+        if self.fields.eval != EVAL_PATTERNS:
+            out["eval"] = list(self.fields.eval)
+        out.update(dict(self.fields.train))
+        if self.fields.step != "step":
+            out["step"] = self.fields.step
+        if self.fields.time:
+            out["time"] = self.fields.time
+        if self.fields.probe_field:
+            out["probe_field"] = self.fields.probe_field
+            out["probe_value"] = self.fields.probe_value
+        out.update(self.options)
+        if self.patterns:
+            out["patterns"] = list(self.patterns)
+        return out
