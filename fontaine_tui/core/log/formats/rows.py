@@ -100,9 +100,10 @@ class CsvDecoder(Whole):
     Empty cells are absent, so Lightning's sparse rows (train and val metrics on separate rows)
     group by step. A column named twice in the header keeps both cells (two values for one key:
     a conflict when they differ). A row whose step is not a whole number is counted, never
-    rounded."""
+    rounded. A subclass with another `delimiter` reads another dialect (tab-separated)."""
 
     kind = "csv"
+    delimiter = ","
 
     def feed(self, data: bytes) -> list[Record]:
         self.clear_bad()
@@ -114,7 +115,7 @@ class CsvDecoder(Whole):
 
     def _rows(self, data: bytes) -> list[Row]:
         text = data.decode("utf-8-sig", "replace")
-        reader = csv.reader(io.StringIO(text))
+        reader = csv.reader(io.StringIO(text), delimiter=self.delimiter)
         header = next(reader, None)
         fields = self.grouper.fields
         if header is None:
