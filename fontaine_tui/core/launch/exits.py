@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 import signal
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 from fontaine_tui.core.host.oomkill import MemoryEvidence
@@ -59,6 +59,10 @@ QUOTING = ("finished", "stopped", "crashed", "nan", "cuda-oom", "host-oom")
 OUTSIDE_SIGKILL = (
     "SIGKILL from outside the program: a user, a scheduler, or an OOM killer "
     "this machine does not report"
+)
+OUR_SIGKILL = (
+    "SIGKILL from this program: its stop (SIGINT and SIGTERM went unanswered) "
+    "or the processes mode's signal"
 )
 
 
@@ -237,65 +241,196 @@ def cause_of(info: ExitInfo, memory: MemoryEvidence | None = None) -> tuple[str,
 
 
 def _cause_of(info: ExitInfo, memory: MemoryEvidence | None) -> tuple[str, str]:
-    ev = memory if memory is not None else info.memory
-    sig, event, detail = info.signal, info.event, info.detail
-    texts = [t for t in (detail if event == "error" else "", info.oom_line, info.output) if t]
-    if event == "error" and NONFINITE.search(detail):
-        return "nan", detail
-    if info.code == NONFINITE_EXIT and NONFINITE.search(info.output):
-        return "nan", info.output
-    if info.code == 0 or (event == "end" and detail.startswith("finished")):
-        return "finished", detail if event == "end" else f"exit 0 at step {info.last_step}"
-    if event == "end" and sig in ("SIGINT", "SIGTERM"):
-        return "stopped", detail
-    if sig != "SIGKILL":  # a SIGKILL is no allocation failure, whatever was printed before
-        if gpu := next((t for t in texts if GPU_OOM.search(t)), None):
-            return "cuda-oom", gpu
-        if host := next((t for t in texts if HOST_OOM.search(t)), None):
-            return "host-oom", host
-        if info.oom:  # "out of memory" alone
-            line = info.oom_line or (texts[0] if texts else "out of memory")
-            return (
-                "cuda-oom"
-                if re.search(r"CUDA|GPU|cuDNN|cuBLAS|NCCL", line, re.IGNORECASE)
-                else "host-oom"
-            ), line
-    child = any(CHILD_KILLED.search(t) for t in texts)
-    silent = info.code is None and sig is None and event not in ("error", "end")
-    if ev is not None and (sig == "SIGKILL" or child or silent):
-        if ev.cgroup_kills:
-            return "oom-killed", _cgroup_words(ev)
-        if ev.cgroup_kills is None and ev.system_kills and (sig == "SIGKILL" or child):
-            return "oom-killed", (
-                f"the system-wide OOM-kill counter (/proc/vmstat oom_kill) "
-                f"rose by {ev.system_kills} while it ran; its cgroup's "
-                "counter could not be read, so this is weaker evidence"
-            )
-    if sig == "SIGKILL":
-        if info.sent == "SIGKILL":
-            return "killed", (
-                "SIGKILL from this program: its stop (SIGINT and SIGTERM went unanswered) "
-                "or the processes mode's signal"
-            )
-        return "killed", _outside_sigkill(ev)
-    if sig in ("SIGINT", "SIGTERM", "SIGHUP") and event != "error":
-        if info.sent == sig:
-            return (
-                "stopped",
-                f"{sig} from this console's stop; no end event (no checkpoint on the way out)",
-            )
-        return (
-            "killed",
-            f"{sig} from outside the program before it could stop cleanly (no end event)",
-        )
-    if info.code is not None or event == "error" or sig is not None:
-        what = detail if event == "error" and detail else info.output
-        if sig is not None and info.code is None:
-            return "crashed", what or f"killed by {sig}, no error line"
-        return "crashed", what or f"exit {info.code}, no error line"
-    if event == "end":
-        return "finished", detail
+    """The first of `_CAUSES` whose test the exit meets, else "unknown"."""
+    read = _Read.of(info, memory if memory is not None else info.memory)
+    for applies, cause, words in _CAUSES:
+        if applies(read):
+            return cause, words(read)
     return "unknown", "exit status unknown (not started by this console) and no end event"
+
+
+@dataclass(frozen=True, slots=True)
+class _Read:
+    """An exit as its causes are tried on it.
+
+    `texts` are the trainer's words that may name what failed (its error event, its last
+    line naming a failed allocation, its last printed line); `child`: they say a child was
+    killed by SIGKILL; `silent`: no status and no last event says how it ended."""
+
+    info: ExitInfo
+    ev: MemoryEvidence | None  # the OOM killer's counters
+    texts: tuple[str, ...]
+    child: bool
+    silent: bool
+
+    @classmethod
+    def of(cls, info: ExitInfo, ev: MemoryEvidence | None) -> _Read:
+        error = info.detail if info.event == "error" else ""
+        texts = tuple(t for t in (error, info.oom_line, info.output) if t)
+        return cls(
+            info,
+            ev,
+            texts,
+            child=any(CHILD_KILLED.search(t) for t in texts),
+            silent=info.code is None and info.signal is None and info.event not in ("error", "end"),
+        )
+
+    def first(self, pattern: re.Pattern[str]) -> str | None:
+        return next((t for t in self.texts if pattern.search(t)), None)
+
+    @property
+    def allocating(self) -> bool:
+        """A failed allocation may explain it: a SIGKILL is none, whatever was printed before."""
+        return self.info.signal != "SIGKILL"
+
+    @property
+    def oom_line(self) -> str:
+        """The line naming an allocation that failed with "out of memory" alone."""
+        return self.info.oom_line or (self.texts[0] if self.texts else "out of memory")
+
+    @property
+    def killed(self) -> bool:
+        """A SIGKILL took it or a child of it."""
+        return self.info.signal == "SIGKILL" or self.child
+
+    @property
+    def counted(self) -> bool:
+        """The OOM killer's counters were read for an exit they may explain."""
+        return self.ev is not None and (self.killed or self.silent)
+
+    @property
+    def polite(self) -> bool:
+        """A signal asking it to stop, and no error event: it did not fail first."""
+        return self.info.signal in ("SIGINT", "SIGTERM", "SIGHUP") and self.info.event != "error"
+
+    @property
+    def words(self) -> str:
+        """What the trainer last said of a failure: its error event's words, else its output."""
+        info = self.info
+        return info.detail if info.event == "error" and info.detail else info.output
+
+
+def _nan_event(r: _Read) -> bool:
+    return r.info.event == "error" and bool(NONFINITE.search(r.info.detail))
+
+
+def _nan_printed(r: _Read) -> bool:
+    return r.info.code == NONFINITE_EXIT and bool(NONFINITE.search(r.info.output))
+
+
+def _finished(r: _Read) -> bool:
+    info = r.info
+    return info.code == 0 or (info.event == "end" and info.detail.startswith("finished"))
+
+
+def _finished_words(r: _Read) -> str:
+    info = r.info
+    return info.detail if info.event == "end" else f"exit 0 at step {info.last_step}"
+
+
+def _stopped(r: _Read) -> bool:
+    return r.info.event == "end" and r.info.signal in ("SIGINT", "SIGTERM")
+
+
+def _gpu_oom(r: _Read) -> bool:
+    return r.allocating and r.first(GPU_OOM) is not None
+
+
+def _host_oom(r: _Read) -> bool:
+    return r.allocating and r.first(HOST_OOM) is not None
+
+
+def _oom_alone(r: _Read) -> bool:
+    """The log or the output said "out of memory" alone."""
+    return r.allocating and r.info.oom
+
+
+def _gpu_oom_alone(r: _Read) -> bool:
+    return _oom_alone(r) and bool(re.search(r"CUDA|GPU|cuDNN|cuBLAS|NCCL", r.oom_line, re.I))
+
+
+def _cgroup_oom_kill(r: _Read) -> bool:
+    return r.counted and bool(r.ev and r.ev.cgroup_kills)
+
+
+def _system_oom_kill(r: _Read) -> bool:
+    """Only the system-wide counter rose (the cgroup's unread), and a SIGKILL says who died."""
+    ev = r.ev
+    return ev is not None and ev.cgroup_kills is None and bool(ev.system_kills) and r.killed
+
+
+def _system_words(r: _Read) -> str:
+    kills = r.ev.system_kills if r.ev is not None else None
+    return (
+        f"the system-wide OOM-kill counter (/proc/vmstat oom_kill) rose by {kills} while it "
+        "ran; its cgroup's counter could not be read, so this is weaker evidence"
+    )
+
+
+def _sigkill(r: _Read) -> bool:
+    return r.info.signal == "SIGKILL"
+
+
+def _sigkill_ours(r: _Read) -> bool:
+    return _sigkill(r) and r.info.sent == "SIGKILL"
+
+
+def _stop_ours(r: _Read) -> bool:
+    return r.polite and r.info.sent == r.info.signal
+
+
+def _polite(r: _Read) -> bool:
+    return r.polite
+
+
+def _signalled(r: _Read) -> bool:
+    """A signal with no exit status: the signal ended it."""
+    return r.info.signal is not None and r.info.code is None
+
+
+def _crashed(r: _Read) -> bool:
+    info = r.info
+    return info.code is not None or info.event == "error" or info.signal is not None
+
+
+def _ended(r: _Read) -> bool:
+    return r.info.event == "end"
+
+
+_Test = Callable[[_Read], bool]
+_Words = Callable[[_Read], str]
+# An exit's causes in the order they are tried: the first whose test it meets is its cause.
+_CAUSES: tuple[tuple[_Test, str, _Words], ...] = (
+    (_nan_event, "nan", lambda r: r.info.detail),
+    (_nan_printed, "nan", lambda r: r.info.output),
+    (_finished, "finished", _finished_words),
+    (_stopped, "stopped", lambda r: r.info.detail),
+    (_gpu_oom, "cuda-oom", lambda r: r.first(GPU_OOM) or ""),
+    (_host_oom, "host-oom", lambda r: r.first(HOST_OOM) or ""),
+    (_gpu_oom_alone, "cuda-oom", lambda r: r.oom_line),
+    (_oom_alone, "host-oom", lambda r: r.oom_line),
+    (_cgroup_oom_kill, "oom-killed", lambda r: _cgroup_words(r.ev) if r.ev else ""),
+    (_system_oom_kill, "oom-killed", _system_words),
+    (_sigkill_ours, "killed", lambda r: OUR_SIGKILL),
+    (_sigkill, "killed", lambda r: _outside_sigkill(r.ev)),
+    (
+        _stop_ours,
+        "stopped",
+        lambda r: (
+            f"{r.info.signal} from this console's stop; no end event (no checkpoint on the way out)"
+        ),
+    ),
+    (
+        _polite,
+        "killed",
+        lambda r: (
+            f"{r.info.signal} from outside the program before it could stop cleanly (no end event)"
+        ),
+    ),
+    (_signalled, "crashed", lambda r: r.words or f"killed by {r.info.signal}, no error line"),
+    (_crashed, "crashed", lambda r: r.words or f"exit {r.info.code}, no error line"),
+    (_ended, "finished", lambda r: r.info.detail),
+)
 
 
 def _cgroup_words(ev: MemoryEvidence) -> str:
