@@ -42,7 +42,7 @@ from __future__ import annotations
 
 import math
 import statistics
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 from fontaine_tui.core.host.telemetry import ProcessSample, TelemetrySnapshot
@@ -239,170 +239,319 @@ def _headline(
     gpus_used: int,
     engine: bool = True,
 ) -> tuple[str, str]:
-    if not engine:
-        return _foreign_headline(q, t, key, trend, gpus_used)
-    p = t.process if t is not None else None
-    pid = p.pid if p is not None else (t.engine_pid if t is not None else None)
-    dump = f"`py-spy dump --pid {pid}`" if pid is not None else "`py-spy dump` the engine"
-    if key == "gone":
-        return key, (
-            f"engine pid {pid} is gone and no exit was seen: it died outside the "
-            f"console (the OOM killer, a scheduler, `kill -9`) — look at the end of "
-            f"{ENGINE_OUT} and `dmesg`"
-        )
-    if p is not None and key == ZOMBIE:
-        return key, (
-            f"engine pid {p.pid} is a zombie (exited, not reaped): the trainer is "
-            f"dead — look at the end of {ENGINE_OUT} for its last error"
-        )
-    if p is not None and key == "stopped":
-        pids = p.pids_in(*STOPPED)
-        if p.pids_in("stopped"):
-            return key, (
-                f"{_who(p, pids)} stopped (SIGSTOP / Ctrl-Z) {_for(n)}: nothing runs "
-                f"until it is continued — `kill -CONT {' '.join(map(str, pids))}`"
-            )
-        return key, (
-            f"{_who(p, pids)} held by a tracer (tracing-stop: gdb, strace, py-spy) "
-            f"{_for(n)}: nothing runs until it lets go — detach the tracer"
-        )
-    if p is not None and key == DISK:
-        line = (
-            f"{_who(p, p.pids_in(DISK))} in D state (uninterruptible I/O) {_for(n)}: "
-            f"likely blocked on the filesystem — look at the data_dir / output_dir mount "
-            f"(NFS, a full or slow disk)"
-        )
-        return key, line + (f"; {q.due_text()} is next" if q.due == "checkpoint" else "")
-    if p is not None and key == "dead-child":
-        return key, (
-            f"{_who(p, p.pids_in(ZOMBIE))} is a zombie {_for(n)} (a DataLoader worker "
-            f"or a rank exited) and the engine waits on it — look at {ENGINE_OUT} "
-            f"for its error; it will not come back: stop the run and resume"
-        )
-    oom = trend.minutes_to_oom if trend is not None else None
-    if trend is not None and oom is not None and oom <= RAM_OUT_MIN:
+    """The (cause, headline) of the first case in the precedence that holds (the module's list).
+
+    A run another trainer writes (`engine` False) has cases of its own (`_FOREIGN`)."""
+    scene = _Scene.of(q, t, key, n, trend, gpus_used)
+    for holds, cause, words in _ENGINE if engine else _FOREIGN:
+        if holds(scene):
+            return cause, words(scene)
+    raise AssertionError("the last case always holds")  # pragma: no cover
+
+
+@dataclass(frozen=True, slots=True)
+class _Scene:
+    """What a stall's headline is told from: the silence and the host at the same moment."""
+
+    q: Silence
+    t: TelemetrySnapshot | None
+    key: str  # the process part (state_key)
+    n: int  # the polls in a row that read `key`
+    trend: RamTrend | None
+    gpus_used: int
+    p: ProcessSample | None  # the engine's process tree, where sampled
+    util: float | None  # the GPUs' mean utilisation, unless a CPU run or not reported
+    oom: float | None  # minutes until host RAM runs out at its trend
+
+    @classmethod
+    def of(
+        cls,
+        q: Silence,
+        t: TelemetrySnapshot | None,
+        key: str,
+        n: int,
+        trend: RamTrend | None,
+        gpus_used: int,
+    ) -> _Scene:
+        p = t.process if t is not None else None
+        util = t.gpu_util() if t is not None and gpus_used > 0 else None
+        oom = trend.minutes_to_oom if trend is not None else None
+        return cls(q, t, key, n, trend, gpus_used, p, util, oom)
+
+    @property
+    def proc(self) -> ProcessSample:
+        """The engine's process, for the cases that hold only with one sampled."""
+        assert self.p is not None
+        return self.p
+
+    @property
+    def pid(self) -> int | None:
+        """The engine's pid: its sampled process's, else the one asked about."""
+        t, p = self.t, self.p
+        return p.pid if p is not None else (t.engine_pid if t is not None else None)
+
+    @property
+    def dump(self) -> str:
+        """The py-spy line that shows where the engine waits."""
+        pid = self.pid
+        return f"`py-spy dump --pid {pid}`" if pid is not None else "`py-spy dump` the engine"
+
+    @property
+    def busy(self) -> bool:
+        """The engine tree busy on the CPU (or running, before its CPU is measured)."""
+        p = self.proc
+        return p.cpu_pct >= CPU_BUSY_PCT if p.cpu_pct is not None else p.state == "running"
+
+    @property
+    def cpu_run(self) -> bool:
+        return self.gpus_used <= 0
+
+    @property
+    def ram_out(self) -> bool:
+        return self.oom is not None and self.oom <= RAM_OUT_MIN
+
+    @property
+    def gpu_busy(self) -> bool:
+        return self.util is not None and self.util >= GPU_IDLE_PCT
+
+    def ram_words(self) -> str:
+        """Host RAM running out: its trend, what is free and when it runs out."""
+        trend, oom = self.trend, self.oom
+        assert trend is not None and oom is not None
         when = "under a minute" if oom < 1 else f"~{oom:.0f} min"
-        where = (
-            f"the engine tree's {p.mem_kind} ({gib(p.mem)}, {p.processes} processes) and "
-            f"the host's other processes (`top -o RES`)"
-            if p is not None
-            else "the host's processes (`top -o RES`)"
+        return (
+            f"host RAM {trend.text()}, {gib(trend.available)} free: out of memory in {when} at "
+            "this rate"
         )
-        return "ram-out", (
-            f"host RAM {trend.text()}, {gib(trend.available)} free: out of "
-            f"memory in {when} at this rate — loader workers' memory or a leak; "
-            f"look at {where}"
-        )
-    util = t.gpu_util() if t is not None and gpus_used > 0 else None
-    if util is not None and util >= GPU_IDLE_PCT:
-        if q.due == "eval":
-            line = (
-                f"GPU busy ({util:.0f} %) with no record: likely {q.due_text()}, not a hang — wait"
-            )
-        else:
-            every = f" ({q.eval_every})" if q.eval_every else ""
-            line = (
-                f"GPU busy ({util:.0f} %) with no record: a long step or eval probe, not a "
-                f"hang — wait, or compare with eval_every{every}"
-            )
-        if gpus_used > 1:
-            line += (
-                f"; on {gpus_used} GPUs a hung NCCL collective reads busy too: if it lasts, {dump}"
-            )
-        return "gpu-busy", line
-    if p is None:
-        gpu = (
-            f"GPU idle ({util:.0f} %)"
-            if util is not None
-            else "the run is on the CPU"
-            if gpus_used <= 0
-            else _no_gpu(t)
-        )
-        reason = t.process_reason if t is not None else "no telemetry"
-        if util is not None:
-            return "unsampled", (
-                f"{gpu} and the engine process not sampled ({reason}): likely "
-                f"a hang (NCCL, a DataLoader deadlock) or blocked I/O — "
-                f"`py-spy dump` the engine on its host"
-            )
-        return "unsampled", (
-            f"the engine process is not sampled ({reason}) and {gpu}: a hang "
-            f"cannot be told from a long step — look at the end of "
-            f"{ENGINE_OUT}, or `py-spy dump` the engine on its host"
-        )
-    state = p.state or "in an unknown state"
-    busy = p.cpu_pct >= CPU_BUSY_PCT if p.cpu_pct is not None else p.state == "running"
-    if busy:
-        cpu = (
-            f"{p.cpu_pct:.0f} % of a core"
-            if p.cpu_pct is not None
-            else "state running, CPU not measured yet"
-        )
-        if gpus_used <= 0:
-            return "cpu-busy", (
-                f"engine busy on the CPU ({cpu}) on a CPU run: a long step, "
-                f"not a hang — wait, or compare with the median interval "
-                f"{q.median_s:.1f} s"
-            )
-        if util is not None:
-            return "cpu-busy", (
-                f"engine busy on the CPU ({cpu}) with the GPU idle "
-                f"({util:.0f} %): CPU-bound work (data decoding, a CPU "
-                f"fallback, a Python loop) or a busy-wait — {dump}"
-            )
-        return "cpu-busy", (
-            f"engine busy on the CPU ({cpu}), {_no_gpu(t)}: "
-            f"CPU-bound work, a busy-wait, or a CUDA sync spinning on a long "
-            f"GPU step — {dump}"
-        )
-    if util is not None:
-        cause = (
-            "likely a hung collective (NCCL) or a DataLoader deadlock"
-            if gpus_used > 1
-            else "likely a DataLoader deadlock or a wait on a lock or queue"
-        )
-        return "hang", (
-            f"GPU idle ({util:.0f} %) and the engine {state} ({_cpu(p)}): {cause} — {dump}"
-        )
-    if gpus_used <= 0:
-        return "hang", (
-            f"engine {state} ({_cpu(p)}) on a CPU run, so not computing: likely a "
-            f"DataLoader deadlock or a wait on a peer rank (gloo) — {dump}"
-        )
-    return "blind", (
-        f"engine {state} ({_cpu(p)}) and {_no_gpu(t)}: "
-        f"a hang cannot be told from a long GPU step here — {dump} shows which"
+
+
+def _in(key: str) -> Callable[[_Scene], bool]:
+    """The case of a process state: the engine's process sampled and reading `key`."""
+    return lambda r: r.p is not None and r.key == key
+
+
+def _gone(r: _Scene) -> str:
+    return (
+        f"engine pid {r.pid} is gone and no exit was "
+        f"seen: it died outside the console (the OOM killer, a scheduler, `kill -9`) — look "
+        f"at the end of {ENGINE_OUT} and `dmesg`"
     )
 
 
-def _foreign_headline(
-    q: Silence, t: TelemetrySnapshot | None, key: str, trend: RamTrend | None, gpus_used: int
-) -> tuple[str, str]:
-    """The headline for a run another trainer writes.
+def _zombie(r: _Scene) -> str:
+    return (
+        f"engine pid {r.proc.pid} is a zombie (exited, not reaped): the trainer is "
+        f"dead — look at the end of {ENGINE_OUT} for its last error"
+    )
 
-    There is no engine process, output file or command of ours to point at. The line gives what
-    the host says, and where the trainer's own signs are."""
-    oom = trend.minutes_to_oom if trend is not None else None
-    if trend is not None and oom is not None and oom <= RAM_OUT_MIN:
-        when = "under a minute" if oom < 1 else f"~{oom:.0f} min"
-        return "ram-out", (
-            f"host RAM {trend.text()}, {gib(trend.available)} free: out of "
-            f"memory in {when} at this rate — look at the host's processes "
-            f"(`top -o RES`)"
+
+def _sigstopped(r: _Scene) -> bool:
+    return _in("stopped")(r) and bool(r.proc.pids_in("stopped"))
+
+
+def _stopped(r: _Scene) -> str:
+    pids = r.proc.pids_in(*STOPPED)
+    return (
+        f"{_who(r.proc, pids)} stopped (SIGSTOP / Ctrl-Z) {_for(r.n)}: nothing runs "
+        f"until it is continued — `kill -CONT {' '.join(map(str, pids))}`"
+    )
+
+
+def _traced(r: _Scene) -> str:
+    return (
+        f"{_who(r.proc, r.proc.pids_in(*STOPPED))} held by a tracer (tracing-stop: gdb, "
+        f"strace, py-spy) {_for(r.n)}: nothing runs until it lets go — detach the tracer"
+    )
+
+
+def _disk(r: _Scene) -> str:
+    line = (
+        f"{_who(r.proc, r.proc.pids_in(DISK))} in D state (uninterruptible I/O) {_for(r.n)}: "
+        f"likely blocked on the filesystem — look at the data_dir / output_dir mount "
+        f"(NFS, a full or slow disk)"
+    )
+    return line + (f"; {r.q.due_text()} is next" if r.q.due == "checkpoint" else "")
+
+
+def _dead_child(r: _Scene) -> str:
+    return (
+        f"{_who(r.proc, r.proc.pids_in(ZOMBIE))} is a zombie {_for(r.n)} (a DataLoader worker "
+        f"or a rank exited) and the engine waits on it — look at {ENGINE_OUT} "
+        f"for its error; it will not come back: stop the run and resume"
+    )
+
+
+def _ram_out(r: _Scene) -> str:
+    p = r.p
+    where = (
+        f"the engine tree's {p.mem_kind} ({gib(p.mem)}, {p.processes} processes) and "
+        f"the host's other processes (`top -o RES`)"
+        if p is not None
+        else "the host's processes (`top -o RES`)"
+    )
+    return f"{r.ram_words()} — loader workers' memory or a leak; look at {where}"
+
+
+def _gpu_busy(r: _Scene) -> str:
+    q, util = r.q, r.util
+    if q.due == "eval":
+        line = f"GPU busy ({util:.0f} %) with no record: likely {q.due_text()}, not a hang — wait"
+    else:
+        every = f" ({q.eval_every})" if q.eval_every else ""
+        line = (
+            f"GPU busy ({util:.0f} %) with no record: a long step or eval probe, not a "
+            f"hang — wait, or compare with eval_every{every}"
         )
-    util = t.gpu_util() if t is not None and gpus_used > 0 else None
-    if util is not None and util >= GPU_IDLE_PCT:
-        return "gpu-busy", (
-            f"GPU busy ({util:.0f} %) with no record: a long step or eval, "
+    if r.gpus_used > 1:
+        line += (
+            f"; on {r.gpus_used} GPUs a hung NCCL collective reads busy too: if it lasts, {r.dump}"
+        )
+    return line
+
+
+def _unsampled(r: _Scene) -> bool:
+    return r.p is None
+
+
+def _reason(r: _Scene) -> str:
+    """Why the engine process is not sampled."""
+    return r.t.process_reason if r.t is not None else "no telemetry"
+
+
+def _unsampled_idle(r: _Scene) -> str:
+    return (
+        f"GPU idle ({r.util:.0f} %) and the engine process not sampled ({_reason(r)}): likely "
+        f"a hang (NCCL, a DataLoader deadlock) or blocked I/O — "
+        f"`py-spy dump` the engine on its host"
+    )
+
+
+def _unsampled_blind(r: _Scene) -> str:
+    gpu = "the run is on the CPU" if r.cpu_run else _no_gpu(r.t)
+    return (
+        f"the engine process is not sampled ({_reason(r)}) and {gpu}: a hang "
+        f"cannot be told from a long step — look at the end of "
+        f"{ENGINE_OUT}, or `py-spy dump` the engine on its host"
+    )
+
+
+def _busy_cpu(r: _Scene) -> str:
+    """The engine's CPU, for a busy engine."""
+    cpu = r.proc.cpu_pct
+    return f"{cpu:.0f} % of a core" if cpu is not None else "state running, CPU not measured yet"
+
+
+def _busy_on_cpu_run(r: _Scene) -> str:
+    return (
+        f"engine busy on the CPU ({_busy_cpu(r)}) on a CPU run: a long step, "
+        f"not a hang — wait, or compare with the median interval "
+        f"{r.q.median_s:.1f} s"
+    )
+
+
+def _busy_gpu_idle(r: _Scene) -> str:
+    return (
+        f"engine busy on the CPU ({_busy_cpu(r)}) with the GPU idle "
+        f"({r.util:.0f} %): CPU-bound work (data decoding, a CPU "
+        f"fallback, a Python loop) or a busy-wait — {r.dump}"
+    )
+
+
+def _busy_blind(r: _Scene) -> str:
+    return (
+        f"engine busy on the CPU ({_busy_cpu(r)}), {_no_gpu(r.t)}: "
+        f"CPU-bound work, a busy-wait, or a CUDA sync spinning on a long "
+        f"GPU step — {r.dump}"
+    )
+
+
+def _state(r: _Scene) -> str:
+    return r.proc.state or "in an unknown state"
+
+
+def _hang(r: _Scene) -> str:
+    cause = (
+        "likely a hung collective (NCCL) or a DataLoader deadlock"
+        if r.gpus_used > 1
+        else "likely a DataLoader deadlock or a wait on a lock or queue"
+    )
+    return (
+        f"GPU idle ({r.util:.0f} %) and the engine {_state(r)} ({_cpu(r.proc)}): {cause} — {r.dump}"
+    )
+
+
+def _hang_cpu_run(r: _Scene) -> str:
+    return (
+        f"engine {_state(r)} ({_cpu(r.proc)}) on a CPU run, so not computing: likely a "
+        f"DataLoader deadlock or a wait on a peer rank (gloo) — {r.dump}"
+    )
+
+
+def _blind(r: _Scene) -> str:
+    return (
+        f"engine {_state(r)} ({_cpu(r.proc)}) and {_no_gpu(r.t)}: "
+        f"a hang cannot be told from a long GPU step here — {r.dump} shows which"
+    )
+
+
+def _always(r: _Scene) -> bool:
+    return True
+
+
+def _gpu_read(r: _Scene) -> bool:
+    """A GPU run whose GPU reports its utilisation."""
+    return r.util is not None
+
+
+_Case = tuple[Callable[[_Scene], bool], str, Callable[[_Scene], str]]
+# The precedence of the module's docstring: the first case that holds makes the headline.
+# Past the two "unsampled" cases the engine's process is sampled: their words read `proc`.
+_ENGINE: tuple[_Case, ...] = (
+    (lambda r: r.key == "gone", "gone", _gone),
+    (_in(ZOMBIE), ZOMBIE, _zombie),
+    (_sigstopped, "stopped", _stopped),
+    (_in("stopped"), "stopped", _traced),
+    (_in(DISK), DISK, _disk),
+    (_in("dead-child"), "dead-child", _dead_child),
+    (lambda r: r.ram_out, "ram-out", _ram_out),
+    (lambda r: r.gpu_busy, "gpu-busy", _gpu_busy),
+    (lambda r: _unsampled(r) and _gpu_read(r), "unsampled", _unsampled_idle),
+    (_unsampled, "unsampled", _unsampled_blind),
+    (lambda r: r.busy and r.cpu_run, "cpu-busy", _busy_on_cpu_run),
+    (lambda r: r.busy and _gpu_read(r), "cpu-busy", _busy_gpu_idle),
+    (lambda r: r.busy, "cpu-busy", _busy_blind),
+    (_gpu_read, "hang", _hang),
+    (lambda r: r.cpu_run, "hang", _hang_cpu_run),
+    (_always, "blind", _blind),
+)
+# A run another trainer writes: no engine process, output file or command of ours to point at;
+# the line gives what the host says, and where the trainer's own signs are.
+_FOREIGN: tuple[_Case, ...] = (
+    (
+        lambda r: r.ram_out,
+        "ram-out",
+        lambda r: f"{r.ram_words()} — look at the host's processes (`top -o RES`)",
+    ),
+    (
+        lambda r: r.gpu_busy,
+        "gpu-busy",
+        lambda r: (
+            f"GPU busy ({r.util:.0f} %) with no record: a long step or eval, "
             f"or another process on the GPU — wait, or look at the "
             f"trainer's own output"
-        )
-    return "unsampled", (
-        "the trainer is not a process this console launched, so its state "
-        "is not sampled: a hang cannot be told from a long step or a run "
-        "that stopped without saying so — look at the trainer's own output "
-        "or its process on its host"
-    )
+        ),
+    ),
+    (
+        _always,
+        "unsampled",
+        lambda r: (
+            "the trainer is not a process this console launched, so its state "
+            "is not sampled: a hang cannot be told from a long step or a run "
+            "that stopped without saying so — look at the trainer's own output "
+            "or its process on its host"
+        ),
+    ),
+)
 
 
 def _seen(

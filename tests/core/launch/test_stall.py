@@ -9,6 +9,7 @@ reliably without root or a hung filesystem, so it is covered by the pure-functio
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import os
 import signal
 import subprocess
@@ -659,3 +660,558 @@ def test_a_remote_snapshot_has_no_process_and_reads_unsampled() -> None:
     d = s.diagnose(QUIET, t, (), (), 1)
     assert d.cause in ("unsampled", "gpu-busy")  # gpu-busy only where a GPU here works
     assert "remote run: engine process not sampled" in d.message
+
+
+# -- the headline word for word: each way a case reads ------------------------------------------
+
+SHORT = tuple(
+    (NOW - 60.0 + 5.0 * i, int(1.5 * GIB - i * GIB / 12), 64 * GIB) for i in range(13)
+)  # 1 GiB/min, half a GiB free at the end
+EVAL_DUE = dataclasses.replace(QUIET, due="eval", last_step=250)
+SAVE_DUE = dataclasses.replace(QUIET, due="checkpoint", last_step=500)
+NO_EVERY = dataclasses.replace(QUIET, eval_every=0)
+REMOTE = "remote run: engine process not sampled"
+
+
+def unreported(p: ProcessSample | None, reason: str = "no engine process") -> TelemetrySnapshot:
+    """A snapshot whose GPU reports no utilisation."""
+    t = snap(p, reason=reason)
+    assert t.gpus is not None
+    return dataclasses.replace(t, gpus=(dataclasses.replace(t.gpus[0], util_pct=None),))
+
+
+# (case, silence, snapshot, GPUs used, state history, RAM history, engine, (cause, headline))
+HEADLINES = [
+    (
+        "gone",
+        QUIET,
+        gone(),
+        1,
+        (),
+        (),
+        True,
+        (
+            "gone",
+            "engine pid 4242 is gone and no exit was seen: it died outside the console (the OOM killer, a scheduler, `kill -9`) — look at the end of engine.out.log and `dmesg`",
+        ),
+    ),
+    (
+        "zombie",
+        QUIET,
+        snap(proc("zombie", 0.0, ())),
+        1,
+        (),
+        (),
+        True,
+        (
+            "zombie",
+            "engine pid 4242 is a zombie (exited, not reaped): the trainer is dead — look at the end of engine.out.log for its last error",
+        ),
+    ),
+    (
+        "stopped root",
+        QUIET,
+        snap(proc("stopped", 0.0, ("stopped",))),
+        1,
+        (),
+        (),
+        True,
+        (
+            "stopped",
+            "engine pid 4242 stopped (SIGSTOP / Ctrl-Z) at the last poll: nothing runs until it is continued — `kill -CONT 4242 4300`",
+        ),
+    ),
+    (
+        "stopped worker, 3 polls",
+        QUIET,
+        snap(proc("sleeping", 0.0, ("stopped",))),
+        1,
+        ((NOW - 10, "stopped"), (NOW - 5, "stopped")),
+        (),
+        True,
+        (
+            "stopped",
+            "pid 4300 of the engine tree stopped (SIGSTOP / Ctrl-Z) for the last 3 polls: nothing runs until it is continued — `kill -CONT 4300`",
+        ),
+    ),
+    (
+        "traced root",
+        QUIET,
+        snap(proc("tracing-stop", 0.0, ())),
+        1,
+        (),
+        (),
+        True,
+        (
+            "stopped",
+            "engine pid 4242 held by a tracer (tracing-stop: gdb, strace, py-spy) at the last poll: nothing runs until it lets go — detach the tracer",
+        ),
+    ),
+    (
+        "D state, checkpoint due",
+        SAVE_DUE,
+        snap(proc("disk-sleep")),
+        1,
+        (),
+        (),
+        True,
+        (
+            "disk-sleep",
+            "engine pid 4242 in D state (uninterruptible I/O) at the last poll: likely blocked on the filesystem — look at the data_dir / output_dir mount (NFS, a full or slow disk); the checkpoint at step 500 (save_every 500) is next",
+        ),
+    ),
+    (
+        "D state, eval due",
+        EVAL_DUE,
+        snap(proc("disk-sleep")),
+        1,
+        (),
+        (),
+        True,
+        (
+            "disk-sleep",
+            "engine pid 4242 in D state (uninterruptible I/O) at the last poll: likely blocked on the filesystem — look at the data_dir / output_dir mount (NFS, a full or slow disk)",
+        ),
+    ),
+    (
+        "dead worker",
+        QUIET,
+        snap(proc("sleeping", 0.0, ("zombie",))),
+        1,
+        (),
+        (),
+        True,
+        (
+            "dead-child",
+            "pid 4300 of the engine tree is a zombie at the last poll (a DataLoader worker or a rank exited) and the engine waits on it — look at engine.out.log for its error; it will not come back: stop the run and resume",
+        ),
+    ),
+    (
+        "RAM out, engine sampled",
+        QUIET,
+        snap(proc("running", 100.0), util=97.0),
+        1,
+        (),
+        FALLING,
+        True,
+        (
+            "ram-out",
+            "host RAM falling 1.0 GiB/min, 4.0 GiB free: out of memory in ~4 min at this rate — loader workers' memory or a leak; look at the engine tree's PSS (3.0 GiB, 2 processes) and the host's other processes (`top -o RES`)",
+        ),
+    ),
+    (
+        "RAM out under a minute, remote",
+        QUIET,
+        snap(None, reason=REMOTE),
+        1,
+        (),
+        SHORT,
+        True,
+        (
+            "ram-out",
+            "host RAM falling 1.0 GiB/min, 0.5 GiB free: out of memory in under a minute at this rate — loader workers' memory or a leak; look at the host's processes (`top -o RES`)",
+        ),
+    ),
+    (
+        "D state before RAM running out",
+        QUIET,
+        snap(proc("disk-sleep")),
+        1,
+        (),
+        FALLING,
+        True,
+        (
+            "disk-sleep",
+            "engine pid 4242 in D state (uninterruptible I/O) at the last poll: likely blocked on the filesystem — look at the data_dir / output_dir mount (NFS, a full or slow disk)",
+        ),
+    ),
+    (
+        "GPU busy, eval due",
+        EVAL_DUE,
+        snap(proc(), util=97.0),
+        1,
+        (),
+        (),
+        True,
+        (
+            "gpu-busy",
+            "GPU busy (97 %) with no record: likely the eval probe at step 250 (eval_every 250), not a hang — wait",
+        ),
+    ),
+    (
+        "GPU busy, eval due, 4 GPUs",
+        EVAL_DUE,
+        snap(proc(), util=97.0, gpus=4),
+        4,
+        (),
+        (),
+        True,
+        (
+            "gpu-busy",
+            "GPU busy (97 %) with no record: likely the eval probe at step 250 (eval_every 250), not a hang — wait; on 4 GPUs a hung NCCL collective reads busy too: if it lasts, `py-spy dump --pid 4242`",
+        ),
+    ),
+    (
+        "GPU busy, no eval_every",
+        NO_EVERY,
+        snap(proc(), util=60.0),
+        1,
+        (),
+        (),
+        True,
+        (
+            "gpu-busy",
+            "GPU busy (60 %) with no record: a long step or eval probe, not a hang — wait, or compare with eval_every",
+        ),
+    ),
+    (
+        "GPU busy at the idle line",
+        QUIET,
+        snap(proc(), util=5.0),
+        1,
+        (),
+        (),
+        True,
+        (
+            "gpu-busy",
+            "GPU busy (5 %) with no record: a long step or eval probe, not a hang — wait, or compare with eval_every (250)",
+        ),
+    ),
+    (
+        "GPU busy, remote, 2 GPUs",
+        QUIET,
+        snap(None, util=97.0, gpus=2, reason=REMOTE),
+        2,
+        (),
+        (),
+        True,
+        (
+            "gpu-busy",
+            "GPU busy (97 %) with no record: a long step or eval probe, not a hang — wait, or compare with eval_every (250); on 2 GPUs a hung NCCL collective reads busy too: if it lasts, `py-spy dump` the engine",
+        ),
+    ),
+    (
+        "GPU busy, no pid known, 2 GPUs",
+        QUIET,
+        dataclasses.replace(snap(None, util=97.0, gpus=2), engine_pid=None),
+        2,
+        (),
+        (),
+        True,
+        (
+            "gpu-busy",
+            "GPU busy (97 %) with no record: a long step or eval probe, not a hang — wait, or compare with eval_every (250); on 2 GPUs a hung NCCL collective reads busy too: if it lasts, `py-spy dump` the engine",
+        ),
+    ),
+    (
+        "remote, GPU idle",
+        QUIET,
+        snap(None, reason=REMOTE),
+        1,
+        (),
+        (),
+        True,
+        (
+            "unsampled",
+            "GPU idle (0 %) and the engine process not sampled (remote run: engine process not sampled): likely a hang (NCCL, a DataLoader deadlock) or blocked I/O — `py-spy dump` the engine on its host",
+        ),
+    ),
+    (
+        "remote, CPU run",
+        QUIET,
+        snap(None, util=None, reason=REMOTE),
+        0,
+        (),
+        (),
+        True,
+        (
+            "unsampled",
+            "the engine process is not sampled (remote run: engine process not sampled) and the run is on the CPU: a hang cannot be told from a long step — look at the end of engine.out.log, or `py-spy dump` the engine on its host",
+        ),
+    ),
+    (
+        "remote, no GPU telemetry",
+        QUIET,
+        snap(None, util=None, reason=REMOTE),
+        1,
+        (),
+        (),
+        True,
+        (
+            "unsampled",
+            "the engine process is not sampled (remote run: engine process not sampled) and no GPU telemetry (no NVIDIA GPU): a hang cannot be told from a long step — look at the end of engine.out.log, or `py-spy dump` the engine on its host",
+        ),
+    ),
+    (
+        "remote, GPU util not reported",
+        QUIET,
+        unreported(None, REMOTE),
+        1,
+        (),
+        (),
+        True,
+        (
+            "unsampled",
+            "the engine process is not sampled (remote run: engine process not sampled) and GPU util not reported: a hang cannot be told from a long step — look at the end of engine.out.log, or `py-spy dump` the engine on its host",
+        ),
+    ),
+    (
+        "no telemetry",
+        QUIET,
+        None,
+        1,
+        (),
+        (),
+        True,
+        (
+            "unsampled",
+            "the engine process is not sampled (no telemetry) and no telemetry: a hang cannot be told from a long step — look at the end of engine.out.log, or `py-spy dump` the engine on its host",
+        ),
+    ),
+    (
+        "no telemetry, CPU run",
+        QUIET,
+        None,
+        0,
+        (),
+        (),
+        True,
+        (
+            "unsampled",
+            "the engine process is not sampled (no telemetry) and the run is on the CPU: a hang cannot be told from a long step — look at the end of engine.out.log, or `py-spy dump` the engine on its host",
+        ),
+    ),
+    (
+        "CPU busy, CPU run",
+        QUIET,
+        snap(proc("running", 100.0), util=None),
+        0,
+        (),
+        (),
+        True,
+        (
+            "cpu-busy",
+            "engine busy on the CPU (100 % of a core) on a CPU run: a long step, not a hang — wait, or compare with the median interval 30.0 s",
+        ),
+    ),
+    (
+        "CPU busy at the line, GPU idle",
+        QUIET,
+        snap(proc("sleeping", 50.0)),
+        1,
+        (),
+        (),
+        True,
+        (
+            "cpu-busy",
+            "engine busy on the CPU (50 % of a core) with the GPU idle (0 %): CPU-bound work (data decoding, a CPU fallback, a Python loop) or a busy-wait — `py-spy dump --pid 4242`",
+        ),
+    ),
+    (
+        "CPU busy, no GPU telemetry",
+        QUIET,
+        snap(proc("running", 90.0), util=None),
+        1,
+        (),
+        (),
+        True,
+        (
+            "cpu-busy",
+            "engine busy on the CPU (90 % of a core), no GPU telemetry (no NVIDIA GPU): CPU-bound work, a busy-wait, or a CUDA sync spinning on a long GPU step — `py-spy dump --pid 4242`",
+        ),
+    ),
+    (
+        "running, CPU not measured, GPU idle",
+        QUIET,
+        snap(proc("running", None)),
+        1,
+        (),
+        (),
+        True,
+        (
+            "cpu-busy",
+            "engine busy on the CPU (state running, CPU not measured yet) with the GPU idle (0 %): CPU-bound work (data decoding, a CPU fallback, a Python loop) or a busy-wait — `py-spy dump --pid 4242`",
+        ),
+    ),
+    (
+        "running at 10 %: not busy",
+        QUIET,
+        snap(proc("running", 10.0)),
+        1,
+        (),
+        (),
+        True,
+        (
+            "hang",
+            "GPU idle (0 %) and the engine running (CPU 10 %): likely a DataLoader deadlock or a wait on a lock or queue — `py-spy dump --pid 4242`",
+        ),
+    ),
+    (
+        "hang, 2 GPUs",
+        QUIET,
+        snap(proc(), gpus=2),
+        2,
+        (),
+        (),
+        True,
+        (
+            "hang",
+            "GPU idle (0 %) and the engine sleeping (CPU 1 %): likely a hung collective (NCCL) or a DataLoader deadlock — `py-spy dump --pid 4242`",
+        ),
+    ),
+    (
+        "hang, 1 GPU, 2 polls",
+        QUIET,
+        snap(proc()),
+        1,
+        ((NOW - 5, "sleeping"),),
+        (),
+        True,
+        (
+            "hang",
+            "GPU idle (0 %) and the engine sleeping (CPU 1 %): likely a DataLoader deadlock or a wait on a lock or queue — `py-spy dump --pid 4242`",
+        ),
+    ),
+    (
+        "hang, CPU run, unknown state",
+        QUIET,
+        snap(ProcessSample(PID, GIB, None, 1)),
+        0,
+        (),
+        (),
+        True,
+        (
+            "hang",
+            "engine in an unknown state (CPU not measured yet) on a CPU run, so not computing: likely a DataLoader deadlock or a wait on a peer rank (gloo) — `py-spy dump --pid 4242`",
+        ),
+    ),
+    (
+        "blind",
+        QUIET,
+        snap(proc("sleeping", 2.0), util=None),
+        1,
+        (),
+        (),
+        True,
+        (
+            "blind",
+            "engine sleeping (CPU 2 %) and no GPU telemetry (no NVIDIA GPU): a hang cannot be told from a long GPU step here — `py-spy dump --pid 4242` shows which",
+        ),
+    ),
+    (
+        "blind, GPU util not reported",
+        QUIET,
+        unreported(proc()),
+        1,
+        (),
+        (),
+        True,
+        (
+            "blind",
+            "engine sleeping (CPU 1 %) and GPU util not reported: a hang cannot be told from a long GPU step here — `py-spy dump --pid 4242` shows which",
+        ),
+    ),
+    # another trainer's run
+    (
+        "foreign, RAM out",
+        QUIET,
+        snap(None),
+        1,
+        (),
+        FALLING,
+        False,
+        (
+            "ram-out",
+            "host RAM falling 1.0 GiB/min, 4.0 GiB free: out of memory in ~4 min at this rate — look at the host's processes (`top -o RES`)",
+        ),
+    ),
+    (
+        "foreign, RAM out under a minute",
+        QUIET,
+        snap(None),
+        1,
+        (),
+        SHORT,
+        False,
+        (
+            "ram-out",
+            "host RAM falling 1.0 GiB/min, 0.5 GiB free: out of memory in under a minute at this rate — look at the host's processes (`top -o RES`)",
+        ),
+    ),
+    (
+        "foreign, GPU busy",
+        QUIET,
+        snap(None, util=97.0),
+        1,
+        (),
+        (),
+        False,
+        (
+            "gpu-busy",
+            "GPU busy (97 %) with no record: a long step or eval, or another process on the GPU — wait, or look at the trainer's own output",
+        ),
+    ),
+    (
+        "foreign, GPU busy on a CPU run",
+        QUIET,
+        snap(None, util=97.0),
+        0,
+        (),
+        (),
+        False,
+        (
+            "unsampled",
+            "the trainer is not a process this console launched, so its state is not sampled: a hang cannot be told from a long step or a run that stopped without saying so — look at the trainer's own output or its process on its host",
+        ),
+    ),
+    (
+        "foreign, GPU idle",
+        QUIET,
+        snap(None),
+        1,
+        (),
+        (),
+        False,
+        (
+            "unsampled",
+            "the trainer is not a process this console launched, so its state is not sampled: a hang cannot be told from a long step or a run that stopped without saying so — look at the trainer's own output or its process on its host",
+        ),
+    ),
+    (
+        "foreign, process sampled is not read",
+        QUIET,
+        snap(proc("zombie", 0.0, ())),
+        1,
+        (),
+        (),
+        False,
+        (
+            "unsampled",
+            "the trainer is not a process this console launched, so its state is not sampled: a hang cannot be told from a long step or a run that stopped without saying so — look at the trainer's own output or its process on its host",
+        ),
+    ),
+    (
+        "foreign, no telemetry",
+        QUIET,
+        None,
+        1,
+        (),
+        (),
+        False,
+        (
+            "unsampled",
+            "the trainer is not a process this console launched, so its state is not sampled: a hang cannot be told from a long step or a run that stopped without saying so — look at the trainer's own output or its process on its host",
+        ),
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("quiet", "t", "gpus_used", "states", "ram", "engine", "told"),
+    [row[1:] for row in HEADLINES],
+    ids=[row[0] for row in HEADLINES],
+)
+def test_each_case_reads_word_for_word(quiet, t, gpus_used, states, ram, engine, told) -> None:
+    d = s.diagnose(quiet, t, ram, states, gpus_used, engine)
+    said = d.message.split(f"last step {quiet.last_step}. ", 1)[1].split(". Seen: ")[0]
+    assert (d.cause, said) == told
