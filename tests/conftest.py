@@ -20,8 +20,9 @@ from tests.sshd_helper import Sshd, find_sshd
 
 PRESETS = Path(__file__).resolve().parents[1] / "presets"
 
-# every test has a time bound; one past it fails with its stacks (tests/timeouts.py)
-pytest_plugins = ["tests.timeouts"]
+# every test has a time bound; one past it fails with its stacks (tests/timeouts.py); the
+# property tests draw the examples of the run's Hypothesis profile (tests/profiles.py)
+pytest_plugins = ["tests.timeouts", "tests.profiles"]
 
 
 def pytest_configure(config: pytest.Config) -> None:

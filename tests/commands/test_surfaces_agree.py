@@ -36,6 +36,7 @@ from fontaine_tui.core.verdict.prereg import freeze
 from fontaine_tui.core.verdict.record import EXIT_CODES, PROVISIONAL_OFFSET
 from tests.core.launch.conftest import without_amendments
 from tests.logs import dumps, meta, probe, train
+from tests.profiles import examples
 
 STEPS = (250, 500, 750, 1000)
 level = st.sampled_from((3.0, 3.1, 3.2, 3.35, 3.5, 3.8, 4.2))
@@ -179,7 +180,7 @@ def isolated(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.Monke
 
 
 @settings(
-    max_examples=int(os.environ.get("FONTAINE_AGREE_EXAMPLES", "25")),
+    max_examples=int(os.environ.get("FONTAINE_AGREE_EXAMPLES") or examples(25)),
     deadline=None,
     suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
 )

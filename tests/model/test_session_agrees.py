@@ -26,6 +26,7 @@ from fontaine_tui.model.babysitter import Babysitter
 from fontaine_tui.model.metrics import PROBE, MetricIndex
 from fontaine_tui.model.session import Session
 from tests.commands.test_surfaces_agree import cli, make, probe_values, runs
+from tests.profiles import examples
 
 
 def session_view(root: Path, hook_url: str):  # type: ignore[no-untyped-def]
@@ -53,7 +54,7 @@ def session_view(root: Path, hook_url: str):  # type: ignore[no-untyped-def]
 
 
 @settings(
-    max_examples=int(os.environ.get("FONTAINE_AGREE_EXAMPLES", "25")) // 3 + 1,
+    max_examples=int(os.environ.get("FONTAINE_AGREE_EXAMPLES") or examples(25)) // 3 + 1,
     deadline=None,
     suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
 )

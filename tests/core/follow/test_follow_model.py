@@ -19,6 +19,7 @@ from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, 
 
 from fontaine_tui.core.follow.local import LocalRun
 from tests.core.follow.followkit import Collector, train_line
+from tests.profiles import examples
 
 LOG = "train_log.jsonl"
 
@@ -156,7 +157,7 @@ class PollingFollowerModel(FollowerModel):
 
 
 _settings = settings(
-    max_examples=25,
+    max_examples=examples(25),
     stateful_step_count=25,
     deadline=None,
     suppress_health_check=[HealthCheck.too_slow],

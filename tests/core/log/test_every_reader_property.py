@@ -35,6 +35,7 @@ from fontaine_tui.cli import main
 from fontaine_tui.core.preset.find import load_preset
 from tests.core.log.formats.conftest import foreign_preset, loss
 from tests.logs import T0, probe, train
+from tests.profiles import examples
 
 PROBES = tuple(range(10, 81, 10))  # anchor 40, endpoint 80 (foreign_preset's)
 LAST = 80
@@ -404,7 +405,7 @@ def test_the_verdict_is_the_clean_evidences_or_undecidable(reader, monkeypatch):
     write = WRITERS[reader]
 
     @settings(
-        max_examples=EXAMPLES.get(reader, 60),
+        max_examples=examples(EXAMPLES.get(reader, 60)),
         deadline=None,
         derandomize=True,
         suppress_health_check=[HealthCheck.too_slow],

@@ -15,6 +15,7 @@ from fontaine_tui.core.preset.find import load_preset
 from fontaine_tui.core.verdict.rules import compute_verdict
 from fontaine_tui.core.verdict.text import render
 from tests.logs import T0, dumps, meta, probe, train
+from tests.profiles import examples
 
 PRESET = load_preset("demosonly_1gpu")
 PROBE_STEPS = (250, 500, 750, 1000)
@@ -126,7 +127,7 @@ def hostile_logs(draw):
 
 
 @settings(
-    max_examples=120,
+    max_examples=examples(120),
     database=None,
     derandomize=True,
     deadline=None,

@@ -14,6 +14,7 @@ from fontaine_tui.core.preset.checks import HEALTHY, SAME_DRIFT, UNDECIDABLE
 from fontaine_tui.core.verdict.bounds import read_rule, tolerance
 from fontaine_tui.core.verdict.distances import rule_distances
 from fontaine_tui.core.verdict.record import RuleRead
+from tests.profiles import examples
 
 SIDE = {HEALTHY: "healthy", SAME_DRIFT: "drift", "AMBIGUOUS": "between", UNDECIDABLE: None}
 
@@ -63,7 +64,7 @@ def test_the_decision_distances_count_as_the_label_does(tmp_path):
 FINITE = st.floats(-10.0, 10.0, allow_nan=False)
 
 
-@settings(max_examples=1500, deadline=None)
+@settings(max_examples=examples(1500), deadline=None)
 @given(
     a=FINITE,
     b=FINITE,
