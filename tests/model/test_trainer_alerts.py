@@ -350,16 +350,18 @@ def test_blinded_an_alert_quoting_the_read_however_it_is_spelt_keeps_its_words_b
         alert(751, "EVAL_CHUNK_MAE 3.5000"),
         alert(752, "the probe rose", "now 3.5"),  # no name, a number
         alert(753, "eval chunk mae went up"),  # a name, no number
+        alert(755, "best chunk_mae so far: two point nine"),  # its name less its split, spelt
+        alert(756, "new best MAE"),  # one of its words
         alert(754, "slow io"),
     ]
     from fontaine_tui.core.log.read import load_lines
 
     store = load_lines([b"".join(json.dumps(a).encode() + b"\n" for a in logged)])
     *quoting, health = store.alerts
-    assert len(quoting) == 4
+    assert len(quoting) == 6
     for a in quoting:
         words = alert_words(a, metrics, blinded=True)
-        assert "3.5" not in words and "mae" not in words.lower(), words
+        assert "3.5" not in words and "mae" not in words.lower() and "nine" not in words, words
     assert "slow io" in alert_words(health, metrics, blinded=True)
     assert "3.5000" in alert_words(quoting[1], metrics, blinded=False)
 

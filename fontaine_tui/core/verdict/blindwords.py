@@ -13,6 +13,7 @@ A leaf: it imports nothing of the program, so every wing that shows a trainer's 
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 
 HIDDEN_WORDS = (
@@ -31,15 +32,43 @@ def _squashed(text: str) -> str:
     return "".join(c for c in text.lower() if c.isalnum())
 
 
+# the words that say which split a metric was measured on, not which metric it is
+SPLITS = frozenset({"eval", "evaluation", "val", "valid", "validation", "test", "train", "metrics"})
+_DIGITS = "zero|one|two|three|four|five|six|seven|eight|nine"
+SPELT = re.compile(rf"\b({_DIGITS})\s+(point|dot)\s+({_DIGITS})\b", re.IGNORECASE)
+
+
+def _parts(metric: str) -> list[str]:
+    """The words a metric's name is made of, less its split.
+
+    eval/chunk_mae, evalChunkMAE and eval-chunk-mae are each ["chunk", "mae"]."""
+    spaced = re.sub(r"([a-z0-9])([A-Z])", r"\1 \2", metric)
+    words = [w.lower() for w in re.split(r"[^A-Za-z0-9]+", spaced) if w]
+    return [w for w in words if w not in SPLITS]
+
+
 def quotes_read(words: str, metrics: Sequence[str]) -> bool:
     """Whether the trainer's `words` may quote a blinded read.
 
-    They may when they hold a digit, or name a rule's metric however it is spelt (case,
-    `_`, `/`, spaces: "Eval chunk MAE" is eval_chunk_mae)."""
-    if any(c.isdigit() for c in words):
+    They may when they hold a digit or a value spelt out ("two point nine"), or name a rule's
+    metric however it is spelt (case, `_`, `/`, spaces: "Eval chunk MAE" is eval_chunk_mae),
+    without its split ("chunk_mae"), or by one of its words of three letters or more ("new
+    best MAE")."""
+    if any(c.isdigit() for c in words) or SPELT.search(words):
         return True
     squashed = _squashed(words)
-    return any(_squashed(m) and _squashed(m) in squashed for m in metrics)
+    said = {
+        w.lower() for w in re.split(r"[^A-Za-z0-9]+", re.sub(r"([a-z])([A-Z])", r"\1 \2", words))
+    }
+    for m in metrics:
+        parts = _parts(m)
+        if _squashed(m) and _squashed(m) in squashed:
+            return True
+        if parts and "".join(parts) in squashed:
+            return True
+        if any(len(w) >= 3 and w in said for w in parts):
+            return True
+    return False
 
 
 def shown_words(words: str, metrics: Sequence[str] = (), blinded: bool = False) -> str:
