@@ -16,13 +16,15 @@ from pathlib import Path
 from fontaine_tui.commands._args import examples, ssh_config
 from fontaine_tui.core.errors import InputError
 from fontaine_tui.core.host.memory import hostname
-from fontaine_tui.core.launch.attempts import stop_last
+from fontaine_tui.core.launch.attempts import Attempt, read_attempts, stop_last
 from fontaine_tui.core.launch.exits import exit_to_dict
 from fontaine_tui.core.launch.launcher import label
 from fontaine_tui.core.launch.logtail import frozen_blind
+from fontaine_tui.core.launch.recovery import plan
 from fontaine_tui.core.launch.registry import Registry
+from fontaine_tui.core.log.store import RunStore
 from fontaine_tui.core.runfolder import RunFolder
-from fontaine_tui.core.verdict.prereg import utc_iso
+from fontaine_tui.core.verdict.prereg import read_prereg, utc_iso
 from fontaine_tui.model.launched import LaunchedRun
 
 EXIT_SCHEMA = "fontaine-tui/exit/1"  # `stop --json` (docs/json.md)
@@ -33,14 +35,15 @@ def register(sub: argparse._SubParsersAction) -> None:
         "stop",
         description="Stop a run of this host's registry by its name or run "
         "folder: SIGINT (the engine checkpoints and exits), SIGTERM after 60 s, "
-        "SIGKILL after 30 more. A run already gone is only recorded. A run "
+        "SIGKILL after 30 more. A run already ended is said as recorded; nothing "
+        "is sent. A run "
         "launched on another host with `launch --on` (its name or HOST:/folder) "
         "is stopped there, over SSH.",
         epilog=examples(
             "fontaine-tui stop r7",
             "fontaine-tui stop runs/r7 --yes -j",
             "fontaine-tui --ssh-config ~/.ssh/lab stop gpu1:/runs/r7",
-            exits="0 stopped (or was gone), 2 bad input",
+            exits="0 stopped (or already ended), 2 bad input",
         ),
     )
     p.add_argument("run", help="a registered run's name or its run folder")
@@ -102,29 +105,80 @@ def run(args: argparse.Namespace) -> int:
             flush=True,
         )
         info = launched.stop()  # recorded as a user's stop first: [recovery] never restarts it
-    else:
-        launched.end_attempt(info)
-        _stop_gone(launched)
-    return recorded(info, entry, registry, args)
+        return recorded(info, entry, registry, args)
+    return ended(launched, info, entry, registry, args)
 
 
-def _stop_gone(launched: LaunchedRun) -> None:
-    """The user's stop of a run already gone, recorded for its last attempt (one line said).
+def ended(launched: LaunchedRun, info, entry, registry, args: argparse.Namespace) -> int:
+    """A run already gone: nothing sent, and its end as recorded (exit 0).
 
-    A restart [recovery] would make after that attempt, waiting its backoff now, is not made."""
+    An end attempts.jsonl records keeps its cause: said, nothing written (the registry only
+    learns it where it still says running). An end nobody saw is recorded as seen now. Either
+    is never a user's stop, except where the preset's [recovery] would restart the attempt
+    (its restart waiting its backoff): the stop is recorded so that none is made."""
+    last = _last_attempt(launched)
+    if last is not None and last.ended:
+        info = last.exit_info(getattr(launched.handle, "who", "engine"))
+        _stop_restart(launched, last)
+        if entry.status in ("running", "attached"):
+            recorded(info, entry, registry, args, said=False)
+        return said_ended(info, entry, args)
+    launched.end_attempt(info)
+    last = _last_attempt(launched)
+    if last is not None and last.ended:
+        _stop_restart(launched, last)
+    recorded(info, entry, registry, args, said=False)
+    return said_ended(info, entry, args)
+
+
+def _last_attempt(launched: LaunchedRun) -> Attempt | None:
     if launched.folder is None:
+        return None
+    tried = read_attempts(launched.folder, alive=lambda pid, started: True)
+    return tried[-1] if tried else None
+
+
+def _stop_restart(launched: LaunchedRun, last: Attempt) -> None:
+    """The user's stop recorded for an ended attempt a [recovery] restart would follow.
+
+    That restart, waiting its backoff now, is then not made (one line said). An attempt
+    whose end makes none (no [recovery], a crash, a stop already recorded) gets no stop line."""
+    folder = launched.folder
+    if folder is None or not _restart_follows(folder, last):
         return
     try:
-        attempt = stop_last(launched.folder)
+        attempt = stop_last(folder)
     except OSError as exc:
         print(f"warn: attempts.jsonl: stop not recorded ({exc.strerror or exc})", file=sys.stderr)
         return
     if attempt is not None:
         print(
-            f"gone already; recorded as a user's stop of attempt {attempt}: a [recovery] "
-            "restart waiting its backoff is not made",
+            f"recorded as a user's stop of attempt {attempt}: the [recovery] restart "
+            "waiting its backoff is not made",
             file=sys.stderr,
         )
+
+
+def _restart_follows(folder: RunFolder, last: Attempt) -> bool:
+    """Whether the frozen preset's [recovery] restarts after `last`'s end, as a watcher would."""
+    try:
+        spec = read_prereg(folder).frozen_preset().recovery
+    except (OSError, InputError):
+        return False
+    restart, _ = plan(spec, last.exit_info(), folder, last.number, RunStore())
+    return restart is not None
+
+
+def said_ended(info, entry, args: argparse.Namespace) -> int:
+    """A run already ended, said: its cause and step, then its exit as `recorded` says it."""
+    shown = frozen_blind(RunFolder(Path(entry.run_dir)))
+    note = f"already ended ({info.cause} at step {info.last_step})"
+    if args.json:
+        print(f"{entry.name}: {note}; nothing sent", file=sys.stderr)
+        print(json.dumps({"schema": EXIT_SCHEMA, **exit_to_dict(info, *shown)}, default=str))
+    else:
+        print(f"{note}: {info.describe(*shown)}")
+    return 0
 
 
 def confirmed(args: argparse.Namespace, name: str, what: str) -> bool:
@@ -146,6 +200,7 @@ def recorded(
     registry,
     args: argparse.Namespace,
     blind: tuple[tuple[str, ...], bool] | None = None,
+    said: bool = True,
 ) -> int:
     """The exit into the registry, then said (one JSON line with --json).
 
@@ -160,6 +215,8 @@ def recorded(
         last_step=max(info.last_step, entry.last_step),
         updated_at=utc_iso(time.time()),
     )
+    if not said:
+        return 0
     shown = frozen_blind(RunFolder(Path(entry.run_dir))) if blind is None else blind
     if args.json:
         print(json.dumps({"schema": EXIT_SCHEMA, **exit_to_dict(info, *shown)}, default=str))

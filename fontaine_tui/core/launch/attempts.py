@@ -83,6 +83,25 @@ class Attempt:
     def since(self) -> tuple[int, int]:
         return self.log_offset, self.out_offset
 
+    def exit_info(self, who: str = "engine") -> ExitInfo:
+        """The exit its end line records, its cause as recorded there (not judged again).
+
+        A `stop` of a run already ended says it so, and keeps it."""
+        judged = (self.cause, self.detail) if self.cause in CAUSES else None
+        return ExitInfo(
+            self.exit_code,
+            self.signal,
+            False,
+            self.last_step or 0,
+            self.checkpoint_step,
+            "",
+            self.detail,
+            output=self.detail,
+            memory=self.memory,
+            who=who,
+            judged=judged,
+        )
+
     def baseline(self) -> dict[str, object]:
         """The OOM killer's counters at its start, in MemoryWatch.restore's form."""
         return {"cgroup": self.cgroup, "vmstat_oom_kill_at_start": self.vmstat_oom_kill_at_start}
@@ -281,16 +300,20 @@ def stopping(folder: RunFolder, attempt: int, clock: Callable[[], float] = time.
 
 
 def stop_last(folder: RunFolder, clock: Callable[[], float] = time.time) -> int | None:
-    """Record a user's stop for the run's last attempt, ended or not; its number (None: none).
+    """Record a user's stop for the run's last attempt, ended or not; its number.
 
     A stop that finds the run's process gone records it so: a restart [recovery] would make
-    after that attempt, waiting its backoff, is not made."""
+    after that attempt, waiting its backoff, is not made. None: nothing written (no attempt,
+    or a stop already recorded for the last one: one is enough)."""
 
     def line(records: list[dict[str, Any]]) -> dict[str, Any] | None:
         numbers = [r["attempt"] for r in records if r["event"] == "begin"]
         if not numbers:
             return None
-        return {"event": "stop", "attempt": max(numbers), "at": utc_iso(clock())}
+        last = max(numbers)
+        if any(r["event"] == "stop" and r["attempt"] == last for r in records):
+            return None
+        return {"event": "stop", "attempt": last, "at": utc_iso(clock())}
 
     rec = _append(folder, line)
     return None if rec is None else int(rec["attempt"])
