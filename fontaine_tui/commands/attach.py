@@ -11,8 +11,7 @@ from fontaine_tui.commands._args import add_blind, examples, seconds, ssh_config
 from fontaine_tui.console import load_app, plain_instead, run_console, watch_remote
 from fontaine_tui.core.errors import InputError
 from fontaine_tui.core.follow.foreign import ForeignRun
-from fontaine_tui.core.follow.open import open_source
-from fontaine_tui.core.follow.ssh import SshRun
+from fontaine_tui.core.follow.open import open_source, remote_source
 from fontaine_tui.core.follow.target import LocalTarget, parse_target
 from fontaine_tui.core.host.memory import hostname
 from fontaine_tui.core.launch.registry import Entry, Registry
@@ -202,18 +201,14 @@ def _foreign(target: str, preset_arg: str | None, ssh_options: tuple[str, ...] =
     """A run folder another trainer writes, followed through its format.
 
     Locally, such a folder has no train_log.jsonl or is named by a preset whose [source] is
-    foreign. Over SSH, only a preset whose [source] is foreign says so. The following is done
-    by core/follow/foreign.py.
+    foreign. Over SSH, the source is chosen as here (core/follow/open.py `remote_source`): a
+    preset's foreign [source], else the one the run's prereg.json froze, else our own log.
+    The following is done by core/follow/foreign.py.
     """
     parsed = parse_target(target)
     preset = load_preset(preset_arg) if preset_arg else None
     if not isinstance(parsed, LocalTarget):
-        if preset is None or not preset.foreign or preset.source is None:
-            return None  # one of ours: its train_log.jsonl
-
-        return ForeignRun(
-            parsed.path, preset.source, transport=SshRun(parsed, ssh_options=ssh_options)
-        )
+        return asyncio.run(remote_source(parsed, preset.source if preset else None, ssh_options))
     folder = Path(parsed.folder)
     spec = foreign_spec(folder, preset.source if preset else None, preset is not None)
     return ForeignRun(folder, spec) if spec is not None else None

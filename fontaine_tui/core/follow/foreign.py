@@ -143,8 +143,8 @@ class ForeignRun:
             else f"local {self.folder} ({spec.kind})"
         )
         self._closed = asyncio.Event()
-        # why the run cannot be followed at all (several runs and none chosen): shown as a
-        # note, the follow ends, and `attach --plain` exits 2 with it
+        # why the run cannot be followed at all (several runs and none chosen, or over SSH no
+        # file named): shown as a note, the follow ends, and `attach --plain` exits 2 with it
         self.refused = ""
 
     @property
@@ -301,7 +301,8 @@ class ForeignRun:
     async def _remote(self, fmt: Format) -> AsyncIterator[Batch]:
         """Over SSH: the files [source] names, through the transport's polling.
 
-        Where [source] names no path, the file (or store) is its record's `remote`."""
+        Where [source] names no path, the file (or store) is its record's `remote`; a kind with
+        none (a JSONL log) is refused (`refused`: `attach --plain` exits 2 with it)."""
         path = self.spec.path.strip("/")
         if fmt.store is not None:
             async for batch in self._remote_store(fmt.store, path or fmt.remote):
@@ -311,13 +312,12 @@ class ForeignRun:
             under, name = path, ""
         else:
             under, _, name = (path or fmt.remote).rpartition("/")
-            if not name:
-                yield Batch(
-                    [],
-                    1,
-                    note=f"source.path: name the {fmt.name} file to follow on the remote host",
+            if not name:  # no folder is searched for one over SSH: refused, as several runs
+                self.refused = (
+                    f"{self.transport.label}: source.path: name the {fmt.name} file to follow "
+                    "on the remote host (only a file named in [source] is followed over SSH)"
                 )
-                await self._closed.wait()
+                yield Batch([], 1, note=self.refused)
                 return
         match = (
             events_of("", self.spec.options.get("run", ""))

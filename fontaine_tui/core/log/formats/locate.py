@@ -26,16 +26,35 @@ def frozen_spec(folder: Path) -> SourceSpec | None:
     """The [source] frozen in the folder's prereg.json when it names another trainer's log.
 
     Such a run is a launched [command]'s. Returns None for ours, or when there is none to read."""
-
     try:
-        doc = json_loads(read_whole(folder / PREREG, where.READ))
+        raw = read_whole(folder / PREREG, where.READ)
+    except (OSError, InputError):
+        return None
+    return frozen_source(raw, str(folder / PREREG))
+
+
+def frozen_source(raw: bytes, origin: str) -> SourceSpec | None:
+    """The [source] frozen in prereg.json's bytes when it names another trainer's log.
+
+    The bytes are read here or from another host. Returns None for ours, or for a prereg.json
+    that does not say (its own reader refuses a bad one, naming it)."""
+    try:
+        doc = json_loads(raw)
         table = {
             k: v for k, v in doc["preset"]["source"].items() if k != "eval_every"
         }  # the preset's cadence, not how the log is read
-        spec = read_spec(table, f"{folder / PREREG}#source")
-    except (OSError, InputError, ValueError, KeyError, TypeError):
+        spec = read_spec(table, f"{origin}#source")
+    except (InputError, ValueError, KeyError, TypeError, AttributeError):
         return None
     return spec if spec.kind != "fontaine" else None
+
+
+def chosen_source(given: SourceSpec | None, frozen: SourceSpec | None) -> SourceSpec | None:
+    """How a run folder is read, here or over SSH alike.
+
+    That is a named preset's foreign [source], else the one its prereg.json froze (a launched
+    [command]'s), else None (ours)."""
+    return given if given is not None and given.kind != "fontaine" else frozen
 
 
 def detect(folder: Path) -> str:
@@ -83,13 +102,16 @@ def foreign_spec(
 ) -> SourceSpec | None:
     """How to read `path` when it is another trainer's run, or None when it is one of ours.
 
-    The spec is the preset's foreign [source] (`source`), else what the folder holds (with
-    `files_too`, also a single event file, trainer_state.json or metrics.csv named directly). A
-    foreign run needs a preset (its bounds and metric): InputError when none was named."""
-    if source is not None and source.kind != "fontaine":
-        spec = source
-    elif path.is_dir() and (frozen := frozen_spec(path)) is not None:
+    The spec is the preset's foreign [source] (`source`), else the one its prereg.json froze
+    (`chosen_source`), else what the folder holds (with `files_too`, also a single event file,
+    trainer_state.json or metrics.csv named directly). A foreign run needs a preset (its bounds
+    and metric): InputError when none was named."""
+    frozen = frozen_spec(path) if path.is_dir() else None
+    chosen = chosen_source(source, frozen)  # as over SSH (core/follow/open.py)
+    if chosen is not None and chosen is frozen:
         return frozen  # a launched [command]'s run: its prereg.json is the preset
+    if chosen is not None:
+        spec = chosen
     elif path.is_dir() and not (path / LOG).exists() and (kind := detect_foreign(path)):
         spec = SourceSpec(kind)
     elif files_too and path.is_file() and (kind := file_kind(path.name)):
