@@ -34,6 +34,7 @@ import json
 import os
 import re
 import sqlite3
+import stat
 import textwrap
 import time
 import zlib
@@ -382,6 +383,9 @@ def open_sqlite(path: Path, budget_s: float | None = None) -> sqlite3.Connection
     sort's temporary space is kept in memory, under that bound, never in temporary files.
     InputError, naming the file, for a store that cannot be opened or holds one of those."""
     readfile.check_file(path)  # a pipe in its place would hold SQLite's open
+    found = _irregular(str(path))  # and one beside it, SQLite's hot-journal check on open
+    if found is not None:
+        raise InputError(f"{path}: {irregular_refusal(*found)}")
     try:
         db = sqlite3.connect(
             f"{path.resolve().as_uri()}?mode=ro", uri=True, timeout=SQLITE_BUSY_S, factory=_Timed
@@ -404,9 +408,48 @@ def open_sqlite(path: Path, budget_s: float | None = None) -> sqlite3.Connection
     return db
 
 
-# `_settle`, `_computed_kind` and `_over_heap_text` are also sent to another host, whose reader
-# opens a store with them (`sqlite_guard_source`): each uses only its arguments and sqlite3,
-# and carries no annotations, so that any python3 there (3.6 on) runs it as written here.
+# `_irregular`, `_settle`, `_computed_kind` and `_over_heap_text` are also sent to another
+# host, whose reader opens a store with them (`sqlite_guard_source`): each uses only its
+# arguments, os, stat and sqlite3, and carries no annotations, so that any python3 there (3.6
+# on) runs it as written here.
+
+
+def _irregular(path):
+    """The store at `path`, or a file beside it that SQLite opens, found not a regular file.
+
+    ("", its st_mode) for the store itself; (the file's name, its st_mode) for a rollback
+    journal, a WAL or its shared-memory index (-journal, -wal, -shm) beside the store as
+    named or as its links resolve, which SQLite opens on every open (its hot-journal check):
+    an open of a FIFO there waits for a writer forever, past any budget or progress handler.
+    None when each one there is a regular file. Only stat is asked: nothing is opened."""
+    named = os.path.abspath(path)
+    found = [("", path)]
+    for base in (named, os.path.realpath(path)):
+        for end in ("-journal", "-wal", "-shm"):
+            beside = base + end
+            near = os.path.dirname(beside) == os.path.dirname(named)
+            found.append((os.path.basename(beside) if near else beside, beside))
+    for said, name in found:
+        try:
+            mode = os.stat(name).st_mode
+        except OSError:
+            continue
+        if not stat.S_ISREG(mode):
+            return said, mode
+    return None
+
+
+def irregular_refusal(said: str, mode: int) -> str:
+    """What to say, after the store's name, of what `_irregular` found, here or on another host.
+
+    The store itself in readfile's words for any file that is not a regular one."""
+    kind = readfile.kind_of(mode)
+    if not said:
+        return readfile.not_regular_words(kind)
+    return (
+        f"{said} beside it is not a regular file ({readfile.KINDS[kind]}); refused: "
+        "SQLite opens it, and the open could wait forever"
+    )
 
 
 def _settle(db, heap):
@@ -462,14 +505,15 @@ def _over_heap_text(heap):
 
 
 def sqlite_guard_source() -> str:
-    """The code that opens a store (`_settle`, `_computed_kind`, `_over_heap_text`), as text.
+    """The code that opens a store (`_irregular`, `_settle`, `_computed_kind`, ...), as text.
 
     A reader on another host (core/follow/remote.py) runs it on the store it reads, after
-    `import sqlite3`, and sends back what it refused (`computed_refusal` words the kind and
-    names, `sqlite_refusal_of` an SQLite error): a store there is held to what one here is."""
+    `import os, sqlite3, stat`, and sends back what it refused (`irregular_refusal` words a
+    file that is not a regular one, `computed_refusal` the kind and names, `sqlite_refusal_of`
+    an SQLite error): a store there is held to what one here is."""
     return "".join(
         textwrap.dedent(inspect.getsource(f)) + "\n"
-        for f in (_settle, _computed_kind, _over_heap_text)
+        for f in (_irregular, _settle, _computed_kind, _over_heap_text)
     )
 
 

@@ -56,7 +56,8 @@ kind() {
 """
 
 
-def _kind(mode: int) -> str:
+def kind_of(mode: int) -> str:
+    """The key of KINDS for a file of st_mode `mode` that is not a regular one."""
     if stat.S_ISFIFO(mode):
         return "fifo"
     if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
@@ -70,8 +71,13 @@ def _kind(mode: int) -> str:
 
 def not_regular(path: str | Path, kind: str) -> InputError:
     """The refusal of a file that is not a regular one; `kind` a key of KINDS."""
-    return InputError(
-        f"{path}: not a regular file ({KINDS.get(kind, KINDS['other'])}); refused: reading it "
+    return InputError(f"{path}: {not_regular_words(kind)}")
+
+
+def not_regular_words(kind: str) -> str:
+    """`not_regular`'s words after the file's name."""
+    return (
+        f"not a regular file ({KINDS.get(kind, KINDS['other'])}); refused: reading it "
         "could wait or run forever"
     )
 
@@ -90,7 +96,7 @@ def open_fd(path: str | Path) -> int:
         raise
     if not stat.S_ISREG(mode):
         os.close(fd)
-        raise not_regular(path, _kind(mode))
+        raise not_regular(path, kind_of(mode))
     return fd
 
 

@@ -247,9 +247,11 @@ exec tail -c +"$(($3 + 1))" -- "$2"
 
 # $1 folder, $2 store file (mlflow.db), $3 the python program below: the store's active runs
 # and each one's metric rows as JSON, from a read-only connection (exit 4 no such store, 6 no
-# python3 on the host, 7 refused: JSON naming what the store computes on a read (its views,
-# virtual tables or virtual generated columns), or the SQLite error's extended code and
-# message, which core/limits.py words as it words them here)
+# python3 on the host, 7 refused: JSON naming the store, or a file SQLite opens beside it, that
+# is not a regular file (a FIFO would hold the open, and python3 there, for ever: none is
+# opened), what the store computes on a read (its views, virtual tables or virtual generated
+# columns), or the SQLite error's extended code and message, which core/limits.py words as it
+# words them here)
 MLFLOW_SCRIPT = r"""
 command -v python3 >/dev/null 2>&1 || exit 6
 cd -- "$1" 2>/dev/null || exit 3
@@ -258,7 +260,8 @@ exec python3 -c "$3" "$2"
 """
 
 # the budget of each statement and the wait for a lock as core/limits.py opens a store here,
-# and its own code for the rest (`sqlite_guard_source`: read-only, sorts in memory, the heap
+# and its own code for the rest (`sqlite_guard_source`: a store, or a file beside it, that is
+# not a regular file refused before anything opens it, read-only, sorts in memory, the heap
 # bounded by SQLITE_HEAP, views, virtual tables and virtual generated columns refused, a read
 # past the heap said so); a Python older than 3.11 gives no error code, so a "readonly"
 # refusal with a journal (or WAL) left beside the store is sent as a hot journal's
@@ -268,6 +271,9 @@ path = os.path.abspath(sys.argv[1])
 def refuse(doc):
     sys.stdout.write(json.dumps(doc))
     sys.exit(7)
+irregular = _irregular(sys.argv[1])
+if irregular:
+    refuse({"irregular": [irregular[0], irregular[1]]})
 def left(name):
     try:
         return os.path.getsize(name) > 0
@@ -307,5 +313,5 @@ def mlflow_program() -> str:
     return (
         f"BUDGET = {limits.SQLITE_BUDGET_S!r}\nBUSY = {limits.SQLITE_BUSY_S!r}\n"
         f"HOT = {limits.SQLITE_HOT!r}\nHEAP = {int(limits.SQLITE_HEAP)!r}\n"
-        "import json, os, sqlite3, sys, time\n" + limits.sqlite_guard_source() + _MLFLOW_READ
+        "import json, os, sqlite3, stat, sys, time\n" + limits.sqlite_guard_source() + _MLFLOW_READ
     )

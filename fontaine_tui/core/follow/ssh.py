@@ -35,7 +35,12 @@ from fontaine_tui.core.follow.remote import (
     STREAM_PY,
     mlflow_program,
 )
-from fontaine_tui.core.limits import computed_refusal, json_loads, sqlite_refusal_of
+from fontaine_tui.core.limits import (
+    computed_refusal,
+    irregular_refusal,
+    json_loads,
+    sqlite_refusal_of,
+)
 from fontaine_tui.core.log.lines import LINE_CAP, LineCutter
 from fontaine_tui.core.readfile import not_regular
 from fontaine_tui.core.runfolder import LOG
@@ -51,11 +56,15 @@ _TAIL_CHANGE = re.compile(rb"@fontaine (truncated|moved)")
 def refused_there(reply: bytes) -> str:
     """What the store's reader on the host refused (mlflow_program's exit 7), as said here.
 
-    What the store computes on a read (its views, virtual tables, virtual generated columns),
-    or its SQLite error (locked, left mid-write with a hot journal, a read past its budget or
+    A store, or a file SQLite opens beside it, that is not a regular file; what the store
+    computes on a read (its views, virtual tables, virtual generated columns), or its SQLite
+    error (locked, left mid-write with a hot journal, a read past its budget or
     past SQLITE_HEAP), in core/limits.py's words for the same refusal of a store here."""
     try:
         doc = json_loads(reply)
+        if isinstance(doc.get("irregular"), list):
+            said, mode = doc["irregular"]
+            return irregular_refusal(str(said)[:200], int(mode))
         if isinstance(doc.get("computed"), list):
             kind, names = doc["computed"]
             return computed_refusal(str(kind), [str(n) for n in names][:3])

@@ -314,12 +314,20 @@ class MlflowDecoder(Whole):
         raise FormatError("an MLflow store is read as rows (feed_rows), not bytes")
 
 
+def is_file_store(store: Path) -> bool:
+    """Whether `store` is a file store (`mlruns/`): a folder, never one named `mlflow.db`.
+
+    A folder under the SQLite store's name is not read as an empty file store: its open
+    refuses it as not a regular file, as it refuses a FIFO there."""
+    return store.is_dir() and store.name != SQLITE_STORE
+
+
 def store_files(store: Path, run: RunInfo) -> list[Path]:
     """The files a write to `run` changes.
 
     They are the SQLite store and its journals, or the run's meta.yaml and metric files in a
     file store (a new metric's file included)."""
-    if not store.is_dir():
+    if not is_file_store(store):
         return [
             store,
             store.with_name(store.name + "-wal"),
@@ -335,7 +343,7 @@ def store_files(store: Path, run: RunInfo) -> list[Path]:
 def run_rows(store: Path, options: Mapping[str, str]) -> tuple[RunInfo, list[RawRow]]:
     """Every row of the chosen run of a store: `mlruns/` or `mlflow.db`."""
     exp, run = options.get("experiment", ""), options.get("run", "")
-    if store.is_dir():
+    if is_file_store(store):
         info = choose(file_store_runs(store), str(store), exp, run)
         return info, file_store_rows(store, info)
     db = connect(store)

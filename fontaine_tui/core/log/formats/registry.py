@@ -31,6 +31,7 @@ from fontaine_tui.core.log.formats.mlflow import (
     MlflowDecoder,
     connect,
     file_store_runs,
+    is_file_store,
     run_rows,
     snapshot_rows,
     sqlite_runs,
@@ -126,7 +127,7 @@ def _mlflow_snapshot(
 def _mlflow_runs(store: Path) -> list[tuple[str, str]]:
     """The runs of an MLflow store ((id, words)); [] when it cannot be read (the read says)."""
     try:
-        if store.is_dir():
+        if is_file_store(store):
             runs = file_store_runs(store)
         else:
             db = connect(store)
