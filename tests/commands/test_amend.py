@@ -187,3 +187,22 @@ def test_an_amendment_whose_time_cannot_be_read_is_refused_by_the_logs_clock(
     [check] = json.loads(capsys.readouterr().out)["amendments"]
     assert check["status"] == "refused", check
     assert "not a UTC time as amend writes one" in check["reason"], check
+
+
+@pytest.mark.parametrize("declared", ["1970-01-01T00:00:00Z", "0001-01-01T00:00:00Z"])
+def test_an_amendment_declared_before_the_log_reached_the_step_it_saw_is_refused(
+    tmp_path, capsys, monkeypatch, declared
+):
+    """A declared time earlier than the log's own time for the step the line says it saw:
+    one of the two is false, so the amendment does not count (it counted)."""
+    from fontaine_tui.core.verdict import ledger
+
+    run = engine_run(tmp_path, 300, t0=time.time() - 3600)
+    monkeypatch.setattr(ledger, "utc_iso", lambda _t: declared)
+    assert cli.main(["amend", str(run.root), "--scale-factor", "1.25"]) == 1  # recorded, refused
+    monkeypatch.undo()
+    assert "before the step it says it saw" in capsys.readouterr().out
+    assert cli.main(["verdict", str(run.root), "--json"]) != 2
+    [check] = json.loads(capsys.readouterr().out)["amendments"]
+    assert check["status"] == "refused", check
+    assert "the log's own clock logged its probe at step 250" in check["reason"], check

@@ -23,6 +23,11 @@ from fontaine_tui.core.runfolder import LOG
 from fontaine_tui.core.verdict.prereg import utc_iso
 from fontaine_tui.core.verdict.record import AmendmentCheck
 
+# How far the ledger's clock may lag the log's: a run on another host (a Slurm node) logs by
+# its clock, `amend` declares by this one's. A declaration dated more than this before the log
+# first logged the step it says it saw is refused.
+SKEW_S = 600.0
+
 
 @dataclass(frozen=True, slots=True)
 class LogClock:
@@ -65,6 +70,16 @@ class LogClock:
             return None
         t, at = self.earliest[i]
         return at, t
+
+    def unreached(self, step: int, at: float) -> tuple[int, float] | None:
+        """The log's last probe at `step` or before as (step, time), if first logged after `at`.
+
+        Then the log had not reached `step` at `at` (every later probe came later too). A
+        resume logs a step again later; its first logging is the one that counts."""
+        i = bisect.bisect_right(self.steps, step) - 1
+        if i < 0 or self.earliest[i][0] <= at:
+            return None
+        return self.steps[i], self.earliest[i][0]
 
     def unclocked(self, step: int) -> tuple[int, int] | None:
         """The (step, line) of the first probe at `step` or later logged without a time."""
@@ -135,6 +150,11 @@ def check_amendments(
         when = declared_ts(a) if clock is not None else None
         late = clock.passed(first, when) if clock is not None and when is not None else None
         gap = clock.unclocked(first) if clock is not None and when is not None else None
+        unreached = (
+            clock.unreached(a.declared_after_step, when + SKEW_S)
+            if clock is not None and when is not None
+            else None
+        )
         if a.declared_after_step >= first:
             reason = (
                 f"declared after step {a.declared_after_step} was seen; {kind} "
@@ -151,6 +171,12 @@ def check_amendments(
                 f"declared at {a.declared_at}, but the log's own clock had passed step {first} "
                 f"({where}): its probe at step {late[0]} was logged at {utc_iso(late[1])} (a "
                 f"ledger from a copy of the run, whatever step it says it saw)"
+            )
+        elif unreached is not None:
+            reason = (
+                f"declared at {a.declared_at}, before the step it says it saw: the log's own "
+                f"clock logged its probe at step {unreached[0]} at {utc_iso(unreached[1])}, "
+                f"later"
             )
         elif gap is not None:
             at = f"{LOG} line {gap[1]}" if gap[1] > 0 else LOG
