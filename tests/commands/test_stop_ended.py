@@ -1,9 +1,12 @@
-"""`fontaine-tui stop` of a [command] run that already ended.
+"""`fontaine-tui stop` of a [command] run that already ended, and a stop made while
+`launch --plain` watches the run.
 
 A run already ended keeps the cause recorded for it: a second `stop` says it ended (its
 cause and step), exits 0, and writes nothing (no stop line in attempts.jsonl, the registry
 as it was). A run that crashed before anyone saw it is recorded as it ended, never as a
-user's stop. Real subprocesses: the CLI, a Python trainer writing JSONL."""
+user's stop. A `stop` from another process while `launch --plain` watches is read by the
+watcher from attempts.jsonl's stop line: "stopped", no ALERT, no incident, the registry
+says stopped. Real subprocesses: the CLI, a Python trainer writing JSONL."""
 
 from __future__ import annotations
 
@@ -168,3 +171,34 @@ def test_a_run_that_crashed_is_not_recorded_as_a_users_stop(tmp_path, registry_p
     assert "already ended (crashed at step 12)" in again.stdout, again.stdout
     assert (folder / "attempts.jsonl").read_bytes() == kept
     assert _state(tmp_path, "l3") == "failed"
+
+
+def test_a_stop_from_outside_is_read_by_the_plain_watcher_as_a_stop(tmp_path, registry_path):
+    preset = _preset(tmp_path, "l4")
+    folder = tmp_path / "runs" / "l4"
+    watcher = subprocess.Popen(
+        [sys.executable, "-m", "fontaine_tui", "launch", str(preset), "--plain", "--poll", "0.3"],
+        cwd=tmp_path,
+        env=_env(tmp_path),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    try:
+        _wait(lambda: _logged(folder), "the trainer never logged a probe")
+        time.sleep(0.5)  # the watcher has read it
+        stop = _cli(tmp_path, "stop", "runs/l4", "--yes", "--json")
+        said, _ = watcher.communicate(timeout=120)
+    finally:
+        if watcher.poll() is None:
+            watcher.kill()
+        for e in _events(folder):
+            if e["event"] == "begin":
+                _kill(e["pid"])
+    assert stop.returncode == 0, stop.stdout + stop.stderr
+    assert json.loads(stop.stdout.strip().splitlines()[-1])["cause"] == "stopped", stop.stdout
+    assert "command stopped by SIGINT at step" in said, said[-3000:]
+    assert "ALERT" not in said and "killed" not in said, said[-3000:]
+    ends = [e for e in _events(folder) if e["event"] == "end"]
+    assert [e["cause"] for e in ends] == ["stopped"], ends
+    assert _state(tmp_path, "l4") == "stopped"

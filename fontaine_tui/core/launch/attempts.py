@@ -42,6 +42,7 @@ __all__ = [
     "open_attempt",
     "read_attempts",
     "stop_asked",
+    "stop_asked_for",
     "stop_last",
     "stopping",
 ]
@@ -326,6 +327,22 @@ def stop_asked(folder: RunFolder, attempt: int) -> bool:
     except OSError:
         return False
     return any(r["event"] == "stop" and r["attempt"] == attempt for r in _records(data))
+
+
+def stop_asked_for(folder: RunFolder, pid: int, started: float | None) -> bool:
+    """Whether a user's stop was recorded for the attempt that began process `pid`.
+
+    The attempt is the last whose begin line records that pid and start time."""
+    try:
+        records = _records(read_whole(folder.attempts))
+    except OSError:
+        return False
+    begun = [
+        r["attempt"]
+        for r in records
+        if r["event"] == "begin" and r.get("pid") == pid and _num(r.get("pid_started")) == started
+    ]
+    return bool(begun) and any(r["event"] == "stop" and r["attempt"] == begun[-1] for r in records)
 
 
 def open_attempt(folder: RunFolder) -> Attempt | None:

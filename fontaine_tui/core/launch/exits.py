@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 import signal
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from fontaine_tui.core.host.oomkill import MemoryEvidence
 from fontaine_tui.core.launch.logtail import GPU_OOM, HOST_OOM, read_tail
@@ -78,7 +78,9 @@ class ExitInfo:
     output: str = ""  # the engine's last printed line (for a failure the log does not explain)
     oom_line: str = ""  # the last printed line naming a failed allocation
     memory: MemoryEvidence | None = None  # the OOM killer's counters at the exit
-    sent: str | None = None  # the last signal this console sent it (EngineProcess.stop)
+    # the last signal this console sent it (EngineProcess.stop), or that a user's stop from
+    # another process sent, as its stop line in attempts.jsonl says (`stop_asked_of`)
+    sent: str | None = None
     who: str = "engine"  # what ran: the engine, or a preset's own "command"
     # why a watcher stopped it on [gates] stop_on_lock: (one of GATE_STOPS, in words), or None
     stopped_for: tuple[str, str] | None = None
@@ -139,6 +141,20 @@ class ExitInfo:
         if cause not in ("finished", "stopped", "unknown") and detail:
             text += f": {literal(detail)}"
         return text
+
+
+STOP_SIGNALS = ("SIGINT", "SIGTERM", "SIGKILL")  # what `stop` sends, in that order
+
+
+def stop_asked_of(info: ExitInfo) -> ExitInfo:
+    """The exit of a user's stop made from another process (`stop`, recorded before its signals).
+
+    The watcher sent nothing itself: the signal that ended the run is the stop's (SIGINT when
+    none is known, the trainer having taken it its own way), judged as a stop of its own."""
+    if info.sent is not None:
+        return info
+    sent = info.signal if info.signal in STOP_SIGNALS else "SIGINT"
+    return replace(info, sent=sent)
 
 
 def shown_detail(

@@ -20,7 +20,7 @@ from fontaine_tui.core.atomic import open_own
 from fontaine_tui.core.childenv import child_env
 from fontaine_tui.core.errors import InputError
 from fontaine_tui.core.host.oomkill import MemoryWatch
-from fontaine_tui.core.launch.exits import ExitInfo, exit_info
+from fontaine_tui.core.launch.exits import ExitInfo, exit_info, stop_asked_of
 from fontaine_tui.core.launch.logtail import command_step, launched_who
 from fontaine_tui.core.runfolder import RunFolder
 
@@ -197,7 +197,15 @@ class EngineProcess:
             self._exit = replace(
                 self._exit, last_step=max(self._exit.last_step, command_step(self.folder))
             )
+        if self.sent is None and self._stop_asked():  # a `stop` from another process
+            self._exit = stop_asked_of(self._exit)
         return self._exit
+
+    def _stop_asked(self) -> bool:
+        """Whether a user's stop is recorded for this process's attempt (attempts.jsonl)."""
+        from fontaine_tui.core.launch import attempts  # it reads pids with this module's
+
+        return attempts.stop_asked_for(self.folder, self.pid, self.started)
 
     def wait(self, timeout: float | None = None, interval: float = 0.1) -> ExitInfo | None:
         deadline = None if timeout is None else time.monotonic() + timeout
