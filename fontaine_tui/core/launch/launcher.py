@@ -20,6 +20,7 @@ from fontaine_tui.core.atomic import open_own
 from fontaine_tui.core.childenv import child_env
 from fontaine_tui.core.errors import InputError
 from fontaine_tui.core.host.oomkill import MemoryWatch
+from fontaine_tui.core.host.pids import pid_alive, process_started
 from fontaine_tui.core.launch.exits import ExitInfo, exit_info, stop_asked_of
 from fontaine_tui.core.launch.logtail import command_step, launched_who
 from fontaine_tui.core.runfolder import RunFolder
@@ -30,31 +31,6 @@ def _signum(name: str | None) -> int:
         return signal.Signals[name or ""].value
     except KeyError:
         return signal.SIGKILL.value
-
-
-def process_started(pid: int, zombie_ok: bool = False) -> float | None:
-    """The process's start time, which distinguishes it from a later process given the same pid.
-
-    A zombie has none unless `zombie_ok`: our own unreaped child keeps its pid and start time."""
-    import psutil
-
-    try:
-        p = psutil.Process(pid)
-        if p.status() == psutil.STATUS_ZOMBIE and not zombie_ok:
-            return None
-        return p.create_time()
-    except (psutil.NoSuchProcess, psutil.AccessDenied):
-        return None
-
-
-def pid_alive(pid: int, started: float | None = None) -> bool:
-    """Is `pid` running, and (if `started` is given) the same process as when registered?"""
-    if pid <= 0:
-        return False
-    now_started = process_started(pid)
-    if now_started is None:
-        return False
-    return started is None or abs(now_started - started) < 1.0
 
 
 def label(engine: object) -> str:
