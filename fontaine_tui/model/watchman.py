@@ -22,6 +22,7 @@ from pathlib import Path
 
 from fontaine_tui.core.errors import InputError
 from fontaine_tui.core.follow.base import RunSource
+from fontaine_tui.core.follow.foreign import ForeignRun
 from fontaine_tui.core.follow.local import LocalRun
 from fontaine_tui.core.follow.open import open_source, run_source
 from fontaine_tui.core.follow.ssh import SshRun
@@ -136,14 +137,17 @@ class RunWatch:
         except BaseException:
             await source.close()
             raise
-        if frozen.foreign and frozen.source is not None and isinstance(source, LocalRun):
-            await source.close()  # a launched [command]: its trainer's log, as frozen
-            source = run_source(source.folder, frozen.source)
+        process, sampler, attempt = cls._process(target, source, this_host)
+        if frozen.foreign and frozen.source is not None:  # a launched [command]: its log, as
+            if isinstance(source, LocalRun):  # frozen, here or over the connection
+                await source.close()
+                source = run_source(source.folder, frozen.source)
+            elif isinstance(source, SshRun):
+                source = ForeignRun(source.target.path, frozen.source, transport=source)
         given = frozen
         if target.entry is not None and target.entry.preset:  # its [[notify]], [babysit]
             with contextlib.suppress(InputError):
                 given = load_preset(target.entry.preset)
-        process, sampler, attempt = cls._process(target, source, this_host)
         session = Session(source, given, "attach", process)
         await session.read_ledger()
         label = literal(target.entry.name if target.entry else source.label)

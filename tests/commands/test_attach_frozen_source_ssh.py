@@ -5,6 +5,7 @@ log.jsonl, then `attach --plain` of its folder, locally and through a real sshd 
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -119,3 +120,30 @@ def test_attach_over_ssh_refuses_a_frozen_source_naming_no_file(sshd, tmp_path, 
     assert there.stderr.count("\n") == 1 and "Traceback" not in there.stderr
     assert "source.path: name the jsonl file to follow on the remote host" in there.stderr
     assert "verdict:" not in there.stdout and "train_log.jsonl" not in there.stdout
+
+
+@pytest.mark.ssh
+def test_babysit_over_ssh_follows_the_frozen_source(sshd, launched, tmp_path):
+    """`babysit host:/run` of the same run reads its log.jsonl, as babysit here does: its
+    final read is the run's, posted once the log ends."""
+    from tests.commands.test_babysit import env_for
+    from tests.core.notify.server import Hook
+
+    hook = Hook()
+    try:
+        res = subprocess.run(
+            [sys.executable, "-m", "fontaine_tui", "babysit", f"{HOST_ALIAS}:{launched}"]
+            + ["--poll", "0.3", "--ssh-config", str(sshd.config)],
+            cwd=tmp_path,
+            env={**env_for(tmp_path, FONTAINE_NOTIFY=hook.url()), "PYTHONPATH": str(ROOT)},
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+        titles = [json.loads(r.body)["title"] for r in hook.requests]
+    finally:
+        hook.close()
+    out = res.stdout + res.stderr
+    assert res.returncode == 0, out
+    assert titles and titles[-1] == "f: VERDICT HEALTHY", (titles, out)
+    assert "train_log.jsonl" not in out, out
