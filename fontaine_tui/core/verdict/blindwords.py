@@ -38,13 +38,10 @@ _DIGITS = "zero|one|two|three|four|five|six|seven|eight|nine"
 SPELT = re.compile(rf"\b({_DIGITS})\s+(point|dot)\s+({_DIGITS})\b", re.IGNORECASE)
 
 
-def _parts(metric: str) -> list[str]:
-    """The words a metric's name is made of, less its split.
-
-    eval/chunk_mae, evalChunkMAE and eval-chunk-mae are each ["chunk", "mae"]."""
-    spaced = re.sub(r"([a-z0-9])([A-Z])", r"\1 \2", metric)
-    words = [w.lower() for w in re.split(r"[^A-Za-z0-9]+", spaced) if w]
-    return [w for w in words if w not in SPLITS]
+def _words(text: str) -> list[str]:
+    """`text`'s words, lower case, camelCase split: evalChunkMAE is ["eval", "chunk", "mae"]."""
+    spaced = re.sub(r"([a-z0-9])([A-Z])", r"\1 \2", text)
+    return [w.lower() for w in re.split(r"[^A-Za-z0-9]+", spaced) if w]
 
 
 def quotes_read(words: str, metrics: Sequence[str]) -> bool:
@@ -56,12 +53,9 @@ def quotes_read(words: str, metrics: Sequence[str]) -> bool:
     best MAE")."""
     if any(c.isdigit() for c in words) or SPELT.search(words):
         return True
-    squashed = _squashed(words)
-    said = {
-        w.lower() for w in re.split(r"[^A-Za-z0-9]+", re.sub(r"([a-z])([A-Z])", r"\1 \2", words))
-    }
+    squashed, said = _squashed(words), set(_words(words))
     for m in metrics:
-        parts = _parts(m)
+        parts = [w for w in _words(m) if w not in SPLITS]  # eval/chunk_mae: chunk, mae
         if _squashed(m) and _squashed(m) in squashed:
             return True
         if parts and "".join(parts) in squashed:
