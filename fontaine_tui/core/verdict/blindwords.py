@@ -13,6 +13,7 @@ A leaf: it imports nothing of the program, so every wing that shows a trainer's 
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Sequence
 
@@ -38,10 +39,26 @@ _DIGITS = "zero|one|two|three|four|five|six|seven|eight|nine"
 SPELT = re.compile(rf"\b({_DIGITS})\s+(point|dot)\s+({_DIGITS})\b", re.IGNORECASE)
 
 
+_CAMEL = re.compile(r"([a-z0-9])([A-Z])")
+_NOT_ALNUM = re.compile(r"[^A-Za-z0-9]+")
+
+
 def _words(text: str) -> list[str]:
     """`text`'s words, lower case, camelCase split: evalChunkMAE is ["eval", "chunk", "mae"]."""
-    spaced = re.sub(r"([a-z0-9])([A-Z])", r"\1 \2", text)
-    return [w.lower() for w in re.split(r"[^A-Za-z0-9]+", spaced) if w]
+    return [w.lower() for w in _NOT_ALNUM.split(_CAMEL.sub(r"\1 \2", text)) if w]
+
+
+@functools.lru_cache(maxsize=64)
+def _forms(metrics: tuple[str, ...]) -> tuple[tuple[str, str, frozenset[str]], ...]:
+    """The forms a trainer's words may name each metric by, worked out once per rule set.
+
+    (its name squashed, squashed less its split, its words of three letters or more less its
+    split): eval/chunk_mae is (evalchunkmae, chunkmae, {chunk, mae})."""
+    forms = []
+    for m in metrics:
+        parts = [w for w in _words(m) if w not in SPLITS]
+        forms.append((_squashed(m), "".join(parts), frozenset(w for w in parts if len(w) >= 3)))
+    return tuple(forms)
 
 
 def quotes_read(words: str, metrics: Sequence[str]) -> bool:
@@ -54,15 +71,10 @@ def quotes_read(words: str, metrics: Sequence[str]) -> bool:
     if any(c.isdigit() for c in words) or SPELT.search(words):
         return True
     squashed, said = _squashed(words), set(_words(words))
-    for m in metrics:
-        parts = [w for w in _words(m) if w not in SPLITS]  # eval/chunk_mae: chunk, mae
-        if _squashed(m) and _squashed(m) in squashed:
-            return True
-        if parts and "".join(parts) in squashed:
-            return True
-        if any(len(w) >= 3 and w in said for w in parts):
-            return True
-    return False
+    return any(
+        (whole and whole in squashed) or (bare and bare in squashed) or not long.isdisjoint(said)
+        for whole, bare, long in _forms(tuple(metrics))
+    )
 
 
 def shown_words(words: str, metrics: Sequence[str] = (), blinded: bool = False) -> str:
