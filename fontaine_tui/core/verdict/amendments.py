@@ -148,13 +148,12 @@ def check_amendments(
             first, kind, where = scale_first, "a scale amendment", what
         reason = ""
         when = declared_ts(a) if clock is not None else None
-        late = clock.passed(first, when) if clock is not None and when is not None else None
-        gap = clock.unclocked(first) if clock is not None and when is not None else None
-        unreached = (
-            clock.unreached(a.declared_after_step, when + SKEW_S)
-            if clock is not None and when is not None
-            else None
-        )
+        late: tuple[int, float] | None = None
+        gap: tuple[int, int] | None = None
+        unreached: tuple[int, float] | None = None
+        if clock is not None and when is not None:  # the log's clock against the declared time
+            late, gap = clock.passed(first, when), clock.unclocked(first)
+            unreached = clock.unreached(a.declared_after_step, when + SKEW_S)
         if a.declared_after_step >= first:
             reason = (
                 f"declared after step {a.declared_after_step} was seen; {kind} "
