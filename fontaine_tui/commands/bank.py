@@ -29,7 +29,7 @@ from fontaine_tui.core.launch.evidence import (
     verdict_of,
 )
 from fontaine_tui.core.log.formats.cold import load_source
-from fontaine_tui.core.log.formats.locate import detect_foreign, frozen_spec, record_kind
+from fontaine_tui.core.log.formats.locate import detect_foreign, frozen_source, record_kind
 from fontaine_tui.core.log.formats.registry import kinds, several_runs
 from fontaine_tui.core.log.formats.source import SourceSpec
 from fontaine_tui.core.log.read import load_lines, load_log
@@ -55,9 +55,6 @@ from fontaine_tui.core.verdict.prereg import parse_prereg
 from fontaine_tui.core.verdict.record import Verdict
 from fontaine_tui.core.verdict.review import TrailFiles
 from fontaine_tui.model.judge import blinded
-
-RUN_CHOICE = several_runs()  # the kinds that may hold several runs
-
 
 SUBCOMMANDS = ("add", "list", "show")
 
@@ -359,7 +356,11 @@ async def _read(
             log = source.folder / LOG
             if not log.is_file():  # another trainer's run: read through its format
                 # a launched [command]'s run: as its prereg.json froze
-                frozen = frozen_spec(source.folder) if preset_arg is None else None
+                frozen = (
+                    frozen_source(prereg, str(source.folder / PREREG))
+                    if preset_arg is None and prereg is not None
+                    else None
+                )
                 if frozen is not None and kind_arg and kind_arg != frozen.kind:
                     raise InputError(
                         f"--kind: {source.folder} is read as its prereg.json froze "
@@ -370,10 +371,10 @@ async def _read(
                     _other_record(source.folder, kind)
                 if not kind and preset_arg is None:
                     raise InputError(f"{log}: no such log")
-                if run and kind not in RUN_CHOICE and preset_arg is None:
+                if run and kind not in several_runs() and preset_arg is None:
                     raise InputError(
                         f"--run: a {kind} run holds one run (expected only for "
-                        f"a store holding several: {', '.join(RUN_CHOICE)})"
+                        f"a store holding several: {', '.join(several_runs())})"
                     )
                 if preset_arg is None:
                     spec = frozen or SourceSpec(kind)
