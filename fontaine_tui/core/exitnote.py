@@ -76,11 +76,15 @@ def read(folder: Path, pid: int) -> tuple[int | None, str | None] | None:
     return None
 
 
-def _die_with_parent() -> None:
-    """Ask the kernel to send the child SIGTERM when this parent dies (Linux).
+def _in_child() -> None:
+    """Make the child ready for exec: it dies with this parent, and gets what the group got.
 
-    It runs in the child before exec. Should this parent be killed (kill -9 of the registered
-    pid), the child gets SIGTERM, so no trainer keeps running unwatched.
+    It runs in the child between fork and exec. First it asks the kernel to send the child
+    SIGTERM when this parent dies (Linux): should this parent be killed (kill -9 of the
+    registered pid), no trainer keeps running unwatched. Then it gives each forwarded
+    signal its default action back and unblocks them, so one that reached the group since
+    the fork acts on the child now, as it would have on ARGV, rather than being caught by
+    the handler the fork copied and lost at exec.
     """
     try:
         import ctypes
@@ -88,6 +92,9 @@ def _die_with_parent() -> None:
         ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
     except (OSError, AttributeError):
         pass
+    for sig in FORWARDED:
+        signal.signal(sig, signal.SIG_DFL)
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, FORWARDED)
 
 
 def _ignore(signum: int, frame: object) -> None:
@@ -101,11 +108,23 @@ def main(args: list[str]) -> int:
     note, argv = Path(args[0]), args[2:]
     for sig in FORWARDED:  # a handler, not SIG_IGN: the child gets the default back at exec
         signal.signal(sig, _ignore)
+    # Until ARGV runs, a signal to the group is held here: one that came before the fork
+    # never reached the child (it did not exist), so it is sent on once it does; one that
+    # came after the fork reaches the child in `_in_child` too, and killed it there.
+    signal.pthread_sigmask(signal.SIG_BLOCK, FORWARDED)
     try:
-        child = subprocess.Popen(argv, preexec_fn=_die_with_parent, env=child_env(os.environ))
+        child = subprocess.Popen(argv, preexec_fn=_in_child, env=child_env(os.environ))
     except OSError as exc:
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, FORWARDED)
         print(f"cannot start {argv[0]}: {exc.strerror or exc}", file=sys.stderr)
         return 127
+    held = signal.sigpending() & set(FORWARDED)
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, FORWARDED)
+    for sig in sorted(held):
+        try:
+            os.kill(child.pid, sig)  # not yet reaped: at worst it reaches a dead child
+        except ProcessLookupError:
+            pass
     rc = child.wait()
     line = {
         "pid": os.getpid(),
