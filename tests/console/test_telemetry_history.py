@@ -84,8 +84,9 @@ async def test_a_torn_and_a_garbage_line_are_said_once(tmp_path: Path) -> None:
     app = console(log)
     async with app.run_test(size=SIZE) as pilot:
         await loaded(pilot, 1000)
-        got = await shown(pilot, "box · 10 min")
-        assert "disk read  ▁▁▂▃▃▄▄▅▅▆▆▇▇█ 11.7 MiB/s" in got  # one node: every series
+        # the panel draws after the replay's last step: wait for the whole history
+        got = await shown(pilot, "disk read  ▁▁▂▃▃▄▄▅▅▆▆▇▇█ 11.7 MiB/s")  # one node: every series
+        assert "box · 10 min" in got
         assert "disk free  ▄▄▄▄▄▄▄▄▄▄▄▄▄▄ 500.0 GiB" in got  # flat: the middle block
         assert got.count("telemetry history: 1 line not a sample, a torn last line") == 1
 
@@ -107,8 +108,9 @@ async def test_a_garbage_sample_is_one_line_not_read(tmp_path: Path, kind: str) 
     app = console(log)
     async with app.run_test(size=SIZE) as pilot:
         await loaded(pilot, 1000)
-        got = await shown(pilot, "box · 10 min")
-        assert "host RAM" in got and "disk read  ▁▁▂▃▃▄▄▅▅▆▆▇▇█ 11.7 MiB/s" in got
+        # the panel draws after the replay's last step: wait for the whole history
+        got = await shown(pilot, "disk read  ▁▁▂▃▃▄▄▅▅▆▆▇▇█ 11.7 MiB/s")
+        assert "host RAM" in got and "box · 10 min" in got
         assert got.count("telemetry history: 1 line not a sample: not read") == 1
     assert app.return_code in (None, 0)
 
