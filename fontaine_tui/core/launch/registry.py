@@ -48,6 +48,9 @@ class Entry:
     poll_cadence_s: float = 2.0
     updated_at: str = ""
     job: str = ""  # a Slurm job id: the run was submitted from `host` (pid is then 0)
+    # the launch target's kind (core/launch/targets/pick.py's KINDS) that holds it again;
+    # "": an entry written before kinds were recorded, or attached (its fields say)
+    target: str = ""
 
     @property
     def key(self) -> tuple[str, str]:
@@ -77,6 +80,7 @@ class EntryChanges(TypedDict, total=False):
     poll_cadence_s: float
     updated_at: str
     job: str
+    target: str
 
 
 def default_path() -> Path:

@@ -199,3 +199,19 @@ def test_a_registry_written_as_inline_tables_is_updated(tmp_path) -> None:
     [after] = Registry(path).entries()
     assert after.status == "finished" and after.name == "r"
     assert "mine = 1" in path.read_text()  # a key fontaine-tui does not know stays
+
+
+def test_an_entry_keeps_its_target_kind_and_an_old_one_reads_without(tmp_path: Path) -> None:
+    path = tmp_path / "babysit.toml"
+    path.write_text(  # written before kinds were recorded
+        '[[runs]]\nname = "old"\nrun_dir = "/runs/old"\nhost = "h"\njob = "17"\n'
+    )
+    reg = Registry(path)
+    reg.upsert(Entry("new", "/runs/new", "h", job="18", target="slurm"))
+    again = {e.name: e for e in Registry(path).entries()}
+    assert (again["old"].target, again["old"].job) == ("", "17")
+    assert again["new"].target == "slurm"
+    assert 'target = "slurm"' in path.read_text()
+    with pytest.raises(InputError, match=r"runs\[0\]\.target: expected a string"):
+        path.write_text('[[runs]]\nname = "x"\nrun_dir = "/x"\nhost = "h"\ntarget = 3\n')
+        Registry(path).entries()
