@@ -1,4 +1,4 @@
-"""`--init`: what a run starts from, told apart by what the folder holds.
+"""`--init`: what a run starts from, an engine checkpoint or a Hugging Face model folder.
 
 - An engine checkpoint (a `step-NNNNNN` folder with model.safetensors and meta.json, or a run
   or checkpoints folder holding some; the newest complete one is taken): every weight,

@@ -1,4 +1,4 @@
-"""The optimizer: AdamW with weight decay on the weight matrices only.
+"""The optimizer: AdamW (ZeRO-1 across ranks), weight decay on the weight matrices only.
 
 Biases, norm weights and every other parameter with fewer than two dimensions are left out
 of the decay, as transformers' Trainer and lerobot do: decaying a norm's gain or a bias

@@ -1,4 +1,8 @@
-"""The console: modes, bindings, app-wide reactives and the workers that feed them."""
+"""The console: modes, bindings, app-wide reactives and the workers that feed them.
+
+It turns the model's results (`Outcome`) into notifications and screens; what they say is
+decided in the model.
+"""
 
 from __future__ import annotations
 

@@ -1,7 +1,8 @@
-"""Build and run the console over a run's records.
+"""Build and run the console: a session over a run's records, the app, the telemetry sampler.
 
 The console is a session over a source, the app over the session, this host's or the far
-host's telemetry sampler, and the registry for the runs mode.
+host's telemetry sampler, and the registry for the runs mode. A launch's console holds its
+LaunchedRun (model/launched.py), and `watch_remote` watches a run launched on another host.
 
 Importing this module loads no Textual: `load_app` does, when a console opens, so the
 commands import it at their top, and --plain, the headless commands and every --help run

@@ -1,4 +1,4 @@
-"""Argument types shared by several commands.
+"""What several commands' parsers share: argument types, the help formatter, --ssh-config.
 
 This module is not a command: the leading underscore keeps cli.py from registering it.
 """

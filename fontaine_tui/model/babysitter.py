@@ -1,4 +1,4 @@
-"""The babysitter of one watched run, shared by every way of watching it.
+"""What every watcher of a run does between two checks: warnings and reads sent, polls taken.
 
 It is what the console, `launch --plain` and `fontaine-tui babysit` each do between two checks
 of a run, so the three send the owner the same things.

@@ -1,4 +1,10 @@
-"""A run's verdict computed as `fontaine-tui verdict` computes it (verdict, seal, verify)."""
+"""A run's verdict computed as `fontaine-tui verdict` computes it (verdict, seal, verify).
+
+It is the one owner of the frozen prereg.json over a given preset (`preset_for`: verdict,
+amend) and of a blinded run's hidden read (`blinded`: get, bank add). `RECORDS`, with
+`Judged.reads` and `Judged.banked`, names the files a verdict reads: what seal carries, and
+nothing else.
+"""
 
 from __future__ import annotations
 

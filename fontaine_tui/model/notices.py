@@ -1,4 +1,4 @@
-"""A run's events as notifications (core/notify).
+"""A run's events as notifications (core/notify): its launch, polls, reads, warnings and end.
 
 The events are the launch, each babysit poll (the first one is the document's first-poll
 summary), each probe's read as it stands (PROVISIONAL until the endpoint), each new warning

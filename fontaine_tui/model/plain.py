@@ -1,4 +1,4 @@
-"""The plain-text output of a run, for a headless box or a pipe.
+"""The `--plain` output of launch, attach and replay: a run as lines of text, for a pipe.
 
 It gives a run's records, warnings and verdict headlines as lines of text (`launch`,
 `attach` and `replay` with --plain).
@@ -49,7 +49,6 @@ from fontaine_tui.core.preset.record import Preset
 from fontaine_tui.core.runfolder import RunFolder
 from fontaine_tui.core.text import literal
 from fontaine_tui.core.verdict import blind
-from fontaine_tui.core.verdict.blindwords import rule_metrics
 from fontaine_tui.core.verdict.export import write_verdict
 from fontaine_tui.core.verdict.prereg import Prereg, utc_iso
 from fontaine_tui.core.verdict.record import Verdict
@@ -171,7 +170,7 @@ class PlainReport:
             return
         self._alerts.add(rule)
         hidden = self.session.blind_hides(self.session.latest())
-        metrics = rule_metrics(self.session.preset.verdict)
+        metrics = self.session.rule_metrics()
         words = alert_words(rec, metrics, hidden, self.session.redact)
         self.say(f"{rec.level.upper():6} {words}")
 

@@ -1,4 +1,4 @@
-"""What the console shows besides the charts, as plain data and text.
+"""What the console shows besides the charts: probe rows, progress, pace, status, events.
 
 That is probe rows, progress, pace, GPU-hours, run status, events and evidence. There is no
 UI here. The widgets and the plain output both read it.

@@ -1,4 +1,4 @@
-"""What the console model hands the screens.
+"""What the model hands the screens: a run at one moment (RunView), what an action did (Outcome).
 
 That is a run at one moment (`RunView`) and what an action did (`Outcome`).
 

@@ -1,4 +1,7 @@
-"""A mode screen that redraws from the app's latest RunView, only while it is shown."""
+"""A mode screen that redraws from the app's latest RunView, only while it is shown.
+
+Screens read the app through this module's `Console` protocol, never through the App class.
+"""
 
 from __future__ import annotations
 

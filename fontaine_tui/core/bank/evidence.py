@@ -1,4 +1,4 @@
-"""What in a run's own log contradicts itself.
+"""What in a run's own log contradicts itself, checked before the run is banked.
 
 A comparator is banked from a run whose evidence holds together, or marked
 (`bank add --even-if-conflicting`) so that no preset derives a bound from it. The run's own verdict

@@ -1,4 +1,4 @@
-"""A TensorBoard run followed live, on the decoding side.
+"""A TensorBoard run's event files and folders, followed live as one run.
 
 The chunks of every event file of its folder and sub-folders (core/log/formats/eventdirs.py) go in
 and records come out, as the cold read reads the same files:

@@ -1,4 +1,4 @@
-"""A run another trainer writes, followed live.
+"""A run another trainer writes, followed live: its transport's bytes through its decoder.
 
 The local transport's bytes (`LocalRun.follow_files`) go through the run's format decoder
 (core/log/formats) into records, yielded as `Batch.records`, so the console, `attach --plain` and

@@ -1,4 +1,4 @@
-"""When a foreign decoder's held step goes out: settle, quiet, and Quiet for a source read whole.
+"""When the last step a foreign decoder read goes out: once its source shows it complete.
 
 A step's values may come in more than one write, so the last step read is held; it goes out
 at once when the source shows it is complete (a later step, an MLflow run's end), else at

@@ -1,4 +1,4 @@
-"""The kernel OOM killer's counters for one process.
+"""The kernel OOM killer's counters for one process: its memory cgroup's and /proc/vmstat's.
 
 The counters are those of its memory cgroup (v2 memory.events, v1 memory.oom_control: `oom_kill`)
 and /proc/vmstat's system-wide `oom_kill`.

@@ -1,4 +1,4 @@
-"""The stop a preset pre-registers with `[gates] stop_on_lock = true`.
+"""When `[gates] stop_on_lock` stops a run: its decision locked, or its GPU-hours gate reached.
 
 Once the verdict's decision lock holds before the endpoint (core/verdict/lock.py: no remaining
 probe can change it) and stands as the stopped run's verdict will hold it

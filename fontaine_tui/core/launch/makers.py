@@ -1,4 +1,4 @@
-"""Who makes a launched run's command line.
+"""Who makes a launched run's command: its argv, environment, folder and provenance.
 
 A maker gives the argv, its environment, its working folder and what prereg.json records of
 it (its provenance).

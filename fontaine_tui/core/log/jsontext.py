@@ -1,4 +1,4 @@
-"""JSON text as trainers write it.
+"""JSON text as trainers write it: NaN and Infinity, big integers, a key named twice.
 
 This covers NaN and Infinity tokens (Python's `json.dumps` default), integers past 64 bits, and
 objects that name one key twice.

@@ -1,4 +1,4 @@
-"""Reading lines into a `RunStore`.
+"""Log lines and whole log files read into a `RunStore`.
 
 A batch of lines is read as a follower yields them, parsed in one pass, with train rows straight
 into columns. A whole file is read with its rotated segments first, in parallel processes when it is

@@ -1,4 +1,4 @@
-"""The columnar run store.
+"""The columnar run store: a run's records as columns, probes, checkpoints and events.
 
 It holds train rows as columns, probes, checkpoints, events, segments, and the rules for a step seen
 twice. `read.py` reads lines and whole files into it."""

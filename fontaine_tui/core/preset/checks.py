@@ -1,4 +1,4 @@
-"""The checking primitives every preset section is held to.
+"""The checking primitives every preset section is held to, and a preset's canonical form.
 
 They are the spec tables' types, the one error a bad preset raises (file, key, what was
 expected), and the canonical JSON a preset hashes."""

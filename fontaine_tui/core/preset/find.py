@@ -1,4 +1,4 @@
-"""Find presets on disk and load them.
+"""Find presets on disk (FONTAINE_PRESETS, ./presets, the installed copy) and load them.
 
 This module holds the folders a name is looked up in, a name or path resolved to its file,
 every known preset, and a preset loaded from its TOML."""

@@ -1,4 +1,4 @@
-"""The rule a preset states, validated here.
+"""A preset's `[verdict]`: the rule it states (metric, direction, read, bounds), validated.
 
 It says which metric is read (a field or a dotted path), which way is better, as a delta or
 a level, against which bounds (absolute, or a fraction of a banked comparator), the secondary

@@ -1,4 +1,4 @@
-"""A preset's engine sections and their keys.
+"""A preset's engine sections: their keys, the choices they take and the rank layout.
 
 [run], [recipe], [platform], [comparators], [[amendments]] and [gates] as spec tables, the
 choices they take, the keys added after the first presets, and the rank layout [recipe] and

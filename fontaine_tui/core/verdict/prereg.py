@@ -1,4 +1,8 @@
-"""The frozen pre-registration of a run (prereg.json), written before the engine starts."""
+"""The frozen pre-registration of a run (prereg.json), written before the engine starts.
+
+It holds the preset and the provenance of what runs; a blinded run's review head is written
+with it.
+"""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""MLflow's two local stores, read without MLflow.
+"""MLflow's two local stores, the file store and SQLite, read without MLflow.
 
 The file store is `mlruns/<experiment>/<run>/metrics/<key>`, one `timestamp value step` line per
 logged value (a key with `/` is a nested folder). The SQLite store is `mlflow.db`, MLflow's default,

@@ -1,4 +1,4 @@
-r"""A preset's `[source]`: which trainer's log a run is, how to read it, and its decoder.
+r"""A preset's `[source]` table read into a `SourceSpec`, and the decoder the spec names.
 
 `read_spec` reads the table into a `SourceSpec` (spec.py; ValueError naming the key on a bad
 one), its kind one of registry.py's records; `decoder` gives the spec's decoder, as its record

@@ -1,4 +1,4 @@
-"""trackio's local store, read without trackio.
+"""A trackio project's SQLite store, one chosen run, read without trackio.
 
 The store is one SQLite file per project (`$TRACKIO_DIR/<project>.db`, by default under
 ~/.cache/huggingface/trackio), with several runs in it. Its `metrics` table holds one row per
