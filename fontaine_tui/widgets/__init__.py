@@ -1,0 +1,1 @@
+"""The console's widgets: each renders what a screen gives it, and imports no screen."""

@@ -1,4 +1,4 @@
 """The bank wing: finished runs kept as comparators.
 
-`store.py` keeps them by name and sha256, so a preset can compare a run with whole banked curves
-rather than numbers typed in."""
+A preset compares a run with a banked run's whole curves, not only with numbers typed in.
+"""

@@ -1,5 +1,1 @@
-"""The host wing: what this machine has.
-
-`telemetry.py`: one snapshot of the GPUs, the RAM and the engine's processes.
-`nvml.py`: NVIDIA GPUs through NVML.
-`memory.py`: cgroup-aware RAM, and what one process holds (its PSS)."""
+"""The host wing: what this machine has and what runs on it, sampled and recorded."""

@@ -1,4 +1,4 @@
-"""Launch targets, one module each.
+"""Launch targets: where a run is launched, one module each.
 
-local.py (this host), ssh.py (another host's fontaine-tui over SSH), slurm.py (a Slurm
-partition); base.py holds what they share, and pick.py picks the one `--on` names."""
+No target imports another (a contract holds it); what they share is base.py's.
+"""
