@@ -28,6 +28,7 @@ from fontaine_tui.core.launch import slurm, slurm_client, slurm_job
 from fontaine_tui.core.launch.attempts import read_attempts
 from fontaine_tui.core.launch.registry import Registry
 from fontaine_tui.core.runfolder import RunFolder
+from fontaine_tui.model.launched import LaunchedRun
 from tests.commands.test_launch_on import long_smoke
 from tests.logs import T0, meta, train, write_log
 from tests.remote_user import ALIAS, USER
@@ -382,6 +383,68 @@ def test_a_job_the_run_never_submitted_is_never_cancelled(
         cluster.run("scontrol", "update", f"PartitionName={PARTITION}", "State=UP")
         if foreign:
             cluster.run("scancel", foreign)
+
+
+def test_an_ended_job_the_run_never_submitted_is_not_taken_for_its_end(
+    cluster, tmp_path: Path, registry_path: Path, monkeypatch
+) -> None:
+    """The registry names another job of the user's that has ended (cancelled): `stop` refuses
+    in one line, as for one still queued, and records nothing: the run is not said to have
+    ended with that job, however soon the scheduler says it ended, and its own job stays
+    queued until it is stopped."""
+    cluster.run("scontrol", "update", f"PartitionName={PARTITION}", "State=DOWN", check=True)
+    try:
+        res = cli(
+            cluster,
+            tmp_path,
+            "launch",
+            "smoke",
+            "--on",
+            f"slurm:{PARTITION}",
+            "--detach",
+            "--output-dir",
+            "run",
+        )
+        assert res.returncode == 0, res.stdout + res.stderr
+        [entry] = Registry(registry_path).entries()
+        other = tmp_path / "elsewhere"
+        other.mkdir()
+        foreign = cluster.sbatch(
+            f"--partition={PARTITION}", f"--chdir={other}", "--job-name=smoke", "--wrap", "true"
+        )
+        cluster.run("scancel", foreign, check=True)
+        wait_for(lambda: cluster.show_job(foreign)["JobState"] == "CANCELLED", "cancelled")
+        Registry(registry_path).update(entry.run_dir, entry.host, job=foreign)
+        before = RunFolder(Path(entry.run_dir)).attempts.read_bytes()
+
+        stop = cli(cluster, tmp_path, "stop", "run", "--yes", "--json")
+        err = stop.stderr.strip()
+        assert stop.returncode == 2 and "\n" not in err and "Traceback" not in err, err
+        assert f"slurm job {foreign}" in err and "no attempt of this run" in err, err
+        assert stop.stdout == "", stop.stdout
+        [after] = Registry(registry_path).entries()
+        assert after.status == "running", after
+        assert RunFolder(Path(entry.run_dir)).attempts.read_bytes() == before
+        assert cluster.show_job(entry.job)["JobState"] == "PENDING"
+        # the handle `stop` holds, once the scheduler has said the job ended
+        monkeypatch.setenv("SLURM_CONF", str(cluster.conf))
+        [named] = Registry(registry_path).entries()
+        handle = LaunchedRun.from_registry(named, Registry(registry_path), named.host).handle
+        try:
+            wait_for(lambda: (s := slurm_client.query(foreign)) and not s.active, "ended")
+            assert handle.wait(1.0, interval=0.1) is None
+            with pytest.raises(InputError, match=f"slurm job {foreign}: the registry names it"):
+                handle.stop()
+        finally:
+            handle.close()
+        assert RunFolder(Path(entry.run_dir)).attempts.read_bytes() == before
+
+        Registry(registry_path).update(entry.run_dir, entry.host, job=entry.job)
+        stop = cli(cluster, tmp_path, "stop", "run", "--yes", "--json")
+        assert stop.returncode == 0, stop.stdout + stop.stderr
+        assert cluster.show_job(entry.job)["JobState"] == "CANCELLED"
+    finally:
+        cluster.run("scontrol", "update", f"PartitionName={PARTITION}", "State=UP")
 
 
 def test_another_users_job_in_the_runs_folder_and_name_is_never_cancelled(

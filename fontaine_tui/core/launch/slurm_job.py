@@ -11,7 +11,7 @@ A job is signalled only once it is tied to the run (`SlurmJob.refusal`): one thi
 submitted, or one an attempt of the run records (attempts.jsonl) whose record at the scheduler
 (`scontrol show job`) names the run's folder as its WorkDir and the run's name as its
 JobName, as `slurm_client.submit` gave them. A job id the registry alone names is never
-cancelled.
+cancelled, and its end is never taken for the run's.
 """
 
 from __future__ import annotations
@@ -215,18 +215,25 @@ class SlurmJob:
                 return
             self._done.wait(self.poll_s)
 
+    def _ended(self) -> ExitInfo | None:
+        """The run's exit as its job's end gives it; None while the job runs.
+
+        Always None for a job no attempt of the run records (`untied`): its end says nothing
+        of the run's, which `stop` would otherwise say and record as ended."""
+        return None if self.untied else self._exit
+
     def poll(self) -> ExitInfo | None:
         if self._thread is None and self._exit is None:
             self.look()
-        return self._exit
+        return self._ended()
 
     def wait(self, timeout: float | None = None, interval: float = 0.5) -> ExitInfo | None:
         deadline = None if timeout is None else time.monotonic() + timeout
         while True:
             if self._exit is None:
                 self.look()
-            if self._exit is not None:
-                return self._exit
+            if (info := self._ended()) is not None:
+                return info
             if deadline is not None and time.monotonic() >= deadline:
                 return None
             time.sleep(interval)
@@ -286,8 +293,8 @@ class SlurmJob:
         scancel is Slurm's own SIGTERM-then-SIGKILL. A job not yet running is cancelled at once.
         Raises InputError (nothing sent) for a job not tied to the run (`refusal`)."""
         state = self.look()
-        if self._exit is not None:
-            return self._exit
+        if (info := self._ended()) is not None:
+            return info
         if (why := self.refusal()) is not None:
             raise InputError(why)
         if state is not None and state.state == "PENDING":
