@@ -97,16 +97,18 @@ def run(args: argparse.Namespace) -> int:
 def _hidden(target: str) -> tuple[bool, tuple[str, ...] | None]:
     """Whether `verdict` hides the run's read (a frozen blind, before the endpoint), and why.
 
-    The metrics its frozen rules read come with it. A folder whose read cannot be judged (an unreadable prereg.json, log or ledger) counts as
-    hidden, its rules' metrics not known (None): inspect still shows what it holds, and says
-    nothing the blind might hide."""
+    The metrics its frozen rules read come with it, and its preset's labels (the names that
+    may quote the read: core/verdict/blindwords.py's `rule_metrics`). A folder whose read
+    cannot be judged (an unreadable prereg.json, log or ledger) counts as hidden, its rules'
+    metrics not known (None): inspect still shows what it holds, and says nothing the blind
+    might hide."""
     try:
         judged = blinded(target)
     except InputError:
         return True, None
     if judged is None:
         return False, ()
-    return True, rule_metrics(judged.preset.verdict)
+    return True, rule_metrics(judged.preset.verdict, judged.preset.labels)
 
 
 def _ended_shown(ins: Inspection, metrics: tuple[str, ...]) -> Inspection:

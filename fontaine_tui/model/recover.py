@@ -77,8 +77,9 @@ def recover(watch: Watcher, info: ExitInfo, store: RunStore) -> Callable[[], int
     if watch.babysitter is not None:  # the exit's words blinded as the posts are
         said = due.said(watch.babysitter.exit_words(info)[1])
     else:  # no read to judge: a blind preset's run hides them
-        verdict = watch.preset.verdict
-        said = due.said(shown_detail(info.cause, due.detail, rule_metrics(verdict), verdict.blind))
+        preset = watch.preset
+        metrics = rule_metrics(preset.verdict, preset.labels)
+        said = due.said(shown_detail(info.cause, due.detail, metrics, preset.verdict.blind))
     watch.say(said)
     if watch.babysitter is not None:
         watch.babysitter.restarting(watch.attempt or 0, said, info.last_step)

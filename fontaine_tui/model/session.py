@@ -304,10 +304,10 @@ class Session(ReviewActions):
         return info.describe(self.rule_metrics(), hidden)
 
     def rule_metrics(self) -> tuple[str, ...]:
-        """The metrics the verdict's rules read.
+        """The metrics the verdict's rules read, and the preset's labels for its classes.
 
         The trainer's words may not name them while the read is hidden."""
-        return rule_metrics(self.preset.verdict)
+        return rule_metrics(self.preset.verdict, self.preset.labels)
 
     def settling(self) -> bool:
         """Whether a followed foreign run's records came within twice its settle time.

@@ -97,7 +97,7 @@ def evaluate(
     (core/launch/traineralerts.py); `redact` hides the
     notification secrets in its words (the secrets policy's mask_text without one)."""
     book.observe(telemetry)
-    metrics = rule_metrics(preset.verdict)
+    metrics = rule_metrics(preset.verdict, preset.labels)
     ctx = context_for(store, preset, telemetry, launched_at)
     ctx = replace(
         ctx,

@@ -459,7 +459,7 @@ def _row(
         blind.hidden(preset, v, asked) if v else preset.verdict.blind or asked
     )
     if look is not None and preset is not None and base.get("note") == look.detail[:120]:
-        base["note"] = look.shown(rule_metrics(preset.verdict), hidden)[:120]
+        base["note"] = look.shown(rule_metrics(preset.verdict, preset.labels), hidden)[:120]
     if last is not None:
         row.update(probe_step=last)
         probe = seen_probes(judged, hidden).get(last)

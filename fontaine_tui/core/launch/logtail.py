@@ -171,7 +171,7 @@ def command_step(folder: RunFolder) -> int:
 
 
 def frozen_blind(folder: RunFolder) -> tuple[tuple[str, ...], bool]:
-    """(the metrics its rules read, whether its frozen preset is blind) of a run folder.
+    """(the metrics its rules read and its labels, whether its preset is blind) of a run folder.
 
     For a surface that shows an exit's words without reading the verdict (`runs`, `stop`,
     the line after a console closes): a blind preset's run hides the trainer's words that
@@ -183,10 +183,10 @@ def frozen_blind(folder: RunFolder) -> tuple[tuple[str, ...], bool]:
     if not folder.prereg.exists():
         return (), False
     try:
-        verdict = read_prereg(folder).frozen_preset().verdict
+        preset = read_prereg(folder).frozen_preset()
     except (OSError, InputError):
         return (), True
-    return rule_metrics(verdict), verdict.blind
+    return rule_metrics(preset.verdict, preset.labels), preset.verdict.blind
 
 
 def launched_who(folder: RunFolder) -> str:

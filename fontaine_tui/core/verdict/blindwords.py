@@ -2,31 +2,39 @@
 
 A trainer's words (an alert it raised, a log event's detail, a line it printed, the last line
 or error it left at its exit) are not the verdict's, but they may quote the read the blind
-hides (core/verdict/blind.py): "eval_loss=0.123", "new best eval_chunk_mae". One rule says
-which may, for every surface that shows them (the panes and plain lines of
-core/launch/traineralerts.py, an exit's words in core/launch/exits.py, `inspect`, `runs`).
-The words are hidden where they are shown, not where they are read: an exit's cause is
-judged from them as they were printed.
+hides (core/verdict/blind.py): "eval_loss=0.123", "new best eval_chunk_mae", or name its
+class ("early stop: drift", the preset's own "LEARNED"). One rule says which may, for every
+surface that shows them (the panes and plain lines of core/launch/traineralerts.py, an
+exit's words in core/launch/exits.py, `inspect`, `runs`). The words are hidden where they are
+shown, not where they are read: an exit's cause is judged from them as they were printed.
 
-A leaf: it imports nothing of the program, so every wing that shows a trainer's words may.
+It imports only the verdict's class names (core/preset/checks.py), so every wing that shows a
+trainer's words may import it.
 """
 
 from __future__ import annotations
 
 import functools
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+
+from fontaine_tui.core.preset.checks import LABELS as CLASSES
 
 HIDDEN_WORDS = (
-    "its words hold a number or name a rule's metric, so they may quote the blinded read: "
-    "hidden until the final read"
+    "its words hold a number or name a rule's metric or a verdict class, so they may quote "
+    "the blinded read: hidden until the final read"
 )
 
 
-def rule_metrics(rules: object) -> tuple[str, ...]:
-    """The metrics a [verdict] reads: its own and each secondary rule's."""
+def rule_metrics(rules: object, labels: Mapping[str, str] | None = None) -> tuple[str, ...]:
+    """The names a blinded read may be quoted by: the metrics a [verdict] reads, and its labels.
+
+    The metrics are its own and each secondary rule's; `labels` are the preset's own words for
+    the classes ([labels], class -> word), looked for as a metric's name is. The classes' own
+    names are always looked for (`quotes_read`)."""
     metric = getattr(rules, "metric", "")
-    return (metric, *(r.metric for r in getattr(rules, "secondary", ())))
+    said = (labels or {}).values()
+    return (metric, *(r.metric for r in getattr(rules, "secondary", ())), *said)
 
 
 def _squashed(text: str) -> str:
@@ -48,6 +56,10 @@ def _words(text: str) -> list[str]:
     return [w.lower() for w in _NOT_ALNUM.split(_CAMEL.sub(r"\1 \2", text)) if w]
 
 
+# the words of the classes' names that name one alone: "drift", "healthy", not "same" or "by"
+CLASS_WORDS = tuple(sorted({w for c in CLASSES for w in _words(c) if len(w) >= 5}))
+
+
 @functools.lru_cache(maxsize=64)
 def _forms(metrics: tuple[str, ...]) -> tuple[tuple[str, str, frozenset[str]], ...]:
     """The forms a trainer's words may name each metric by, worked out once per rule set.
@@ -64,13 +76,16 @@ def _forms(metrics: tuple[str, ...]) -> tuple[tuple[str, str, frozenset[str]], .
 def quotes_read(words: str, metrics: Sequence[str]) -> bool:
     """Whether the trainer's `words` may quote a blinded read.
 
-    They may when they hold a digit or a value spelt out ("two point nine"), or name a rule's
-    metric however it is spelt (case, `_`, `/`, spaces: "Eval chunk MAE" is eval_chunk_mae),
-    without its split ("chunk_mae"), or by one of its words of three letters or more ("new
-    best MAE")."""
+    They may when they hold a digit or a value spelt out ("two point nine"); when they name a
+    verdict class by one of CLASS_WORDS, in any case or within a word ("SAME-DRIFT",
+    "unhealthy"); or when they name a rule's metric (or a label: `rule_metrics`) however it
+    is spelt (case, `_`, `/`, spaces: "Eval chunk MAE" is eval_chunk_mae), without its split
+    ("chunk_mae"), or by one of its words of three letters or more ("new best MAE")."""
     if any(c.isdigit() for c in words) or SPELT.search(words):
         return True
     squashed, said = _squashed(words), set(_words(words))
+    if any(w in squashed for w in CLASS_WORDS):
+        return True
     return any(
         (whole and whole in squashed) or (bare and bare in squashed) or not long.isdisjoint(said)
         for whole, bare, long in _forms(tuple(metrics))
