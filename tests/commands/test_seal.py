@@ -378,3 +378,48 @@ def test_verify_of_the_run_folder_names_the_bundle_seal_wrote_there(run, tmp_pat
     err = capsys.readouterr().err
     (written,) = folder.glob("*.seal.zip")
     assert err.count("\n") == 1 and "not a bundle" in err and written.name in err, err
+
+
+def _seal_section() -> str:
+    page = (Path(ROOT) / "docs" / "sealing.md").read_text()
+    return page.split("## What seal does", 1)[1].split("\n## ", 1)[0]
+
+
+def test_seal_refuses_in_the_order_the_docs_list(tmp_path):
+    """A blinded run before its endpoint, broken at four of seal's steps at once: its review
+    trail cut, its log a link to a file outside the run folder, the read hidden, and -o naming
+    a file that is no bundle. Seal names the first, and the next once that one is mended, in
+    the order docs/sealing.md numbers them, and writes nothing."""
+    from tests.commands.test_blind import run_folder
+
+    root = run_folder(tmp_path, 750)
+    log, outside = root / "train_log.jsonl", tmp_path / "elsewhere.jsonl"
+    log.rename(outside)
+    log.symlink_to(outside)
+    (root / "review.jsonl").write_text('{"cut": 1}\n')
+    mine = tmp_path / "mine.zip"
+    mine.write_bytes(b"my own file")
+
+    def unlinked() -> None:
+        log.unlink()
+        shutil.copy(outside, log)
+
+    steps = [  # what is mended first, what is asked, and the one line seal says then
+        (None, (), "review.jsonl"),
+        ((root / "review.jsonl").unlink, (), "a symbolic link to a file outside the run folder"),
+        (unlinked, (), "the read is blinded until the endpoint"),
+        (None, ("--unblind", "the audit"), f"{mine}: "),
+    ]
+    for mend, more, first in steps:
+        if mend is not None:
+            mend()
+        done = cli("seal", str(root), "-o", str(mine), *more, env={"FONTAINE_USER": "alice"})
+        lines = done.stderr.strip().splitlines()
+        assert done.returncode == 2 and len(lines) == 1 and first in lines[0], (first, lines)
+        assert mine.read_bytes() == b"my own file"
+    numbered = [" ".join(s.split()) for s in re.split(r"\n(?=\d+\. )", _seal_section())[1:]]
+    where = [
+        next((n for n, step in enumerate(numbered) if key in step), -1)
+        for key in ("trail does not hold", "links outside", "blinded before", "over an")
+    ]
+    assert -1 not in where and where == sorted(where) and len(set(where)) == 4, (where, numbered)
