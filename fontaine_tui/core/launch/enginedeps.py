@@ -4,7 +4,7 @@
 extra: torch, transformers, ...) come with `pip install -e '.[engine]'`, run by the engine's
 own python. Without them an
 engine launch would freeze prereg.json, make the run folder and start an engine that dies on
-`No module named 'torch'` there. guards.check_engine asks first, in the interpreter, the
+`No module named 'torch'` there. start_guard.check_engine asks first, in the interpreter, the
 environment and the folder the engine gets, and a launch here is refused in one line naming
 what is missing and the command that installs it.
 

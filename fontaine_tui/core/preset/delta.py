@@ -3,7 +3,8 @@
 A preset that states `delta_keys` says which [recipe] and [platform] keys may differ from the
 banked comparator's frozen preset (the reference comparator, or the one banked comparator).
 Every other key must match, except the machinery keys in MACHINERY, which never change a
-number the run computes. The launch guard (core/launch/guards.py) compares them."""
+number the run computes. The launch's single-delta guard (core/launch/delta_guard.py)
+compares them."""
 
 from __future__ import annotations
 

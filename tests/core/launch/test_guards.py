@@ -10,7 +10,7 @@ import pytest
 from fontaine_tui import cli
 from fontaine_tui.core.host.memory import HostRam
 from fontaine_tui.core.host.telemetry import TelemetrySnapshot
-from fontaine_tui.core.launch import guards
+from fontaine_tui.core.launch import capacity, guards
 from fontaine_tui.core.launch.registry import Entry, Registry
 from fontaine_tui.core.preset.find import load_preset
 from fontaine_tui.core.runfolder import RunFolder
@@ -23,18 +23,18 @@ def tel(available: int, total: int = 64 * GIB) -> TelemetrySnapshot:
 
 
 def test_ram_estimate_follows_the_knobs() -> None:
-    demos = guards.ram_estimate(load_preset("demosonly_1gpu"))
+    demos = capacity.ram_estimate(load_preset("demosonly_1gpu"))
     micro = 96 // 8
-    assert demos.bytes == guards.RANK_BYTES + 8 * (
-        guards.WORKER_BYTES + 4 * micro * guards.SAMPLE_BYTES
+    assert demos.bytes == capacity.RANK_BYTES + 8 * (
+        capacity.WORKER_BYTES + 4 * micro * capacity.SAMPLE_BYTES
     )
     assert "8 workers" in demos.formula and "prefetch 4 x micro-batch 12" in demos.formula
-    assert guards.ram_estimate(load_preset("smoke")).bytes < demos.bytes
+    assert capacity.ram_estimate(load_preset("smoke")).bytes < demos.bytes
 
 
 def test_ram_check_on_both_sides_of_warn_and_refuse() -> None:
     preset = load_preset("demosonly_1gpu")
-    need = guards.ram_estimate(preset).bytes
+    need = capacity.ram_estimate(preset).bytes
     total = 64 * GIB
     warn_left, alert_left = math.ceil(0.10 * total), math.ceil(0.05 * total)
     cases = [
@@ -44,17 +44,17 @@ def test_ram_check_on_both_sides_of_warn_and_refuse() -> None:
         (need + alert_left - 1, "refuse"),
     ]
     for available, level in cases:
-        f = guards.check_ram(preset, tel(available, total))
+        f = capacity.check_ram(preset, tel(available, total))
         assert f.level == level, (available, f)
-    f = guards.check_ram(preset, tel(need + alert_left - 1, total))
+    f = capacity.check_ram(preset, tel(need + alert_left - 1, total))
     assert "the platform knobs imply ~3.9 GiB" in f.message and "--yes-ram" in f.message
-    forced = guards.check_ram(preset, tel(need + alert_left - 1, total), yes_ram=True)
+    forced = capacity.check_ram(preset, tel(need + alert_left - 1, total), yes_ram=True)
     assert forced.level == "warn" and "launching anyway (--yes-ram)" in forced.message
 
 
 def test_unknown_ram_warns_but_does_not_refuse() -> None:
     t = TelemetrySnapshot(0.0, None, "x", None, "no /proc/meminfo (Permission denied)")
-    f = guards.check_ram(load_preset("smoke"), t)
+    f = capacity.check_ram(load_preset("smoke"), t)
     assert f.level == "warn" and "Permission denied" in f.message
 
 

@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 
 from fontaine_tui.cli import main
+from fontaine_tui.core.launch.capacity import ram_estimate
 from fontaine_tui.core.launch.engine_argv import build_argv
-from fontaine_tui.core.launch.guards import ram_estimate
 from fontaine_tui.core.preset.checks import PresetError
 from fontaine_tui.core.preset.find import list_presets, load_preset
 from fontaine_tui.core.preset.sections import LATER_KEYS

@@ -1,0 +1,139 @@
+"""Whether a launch's run folder fits it: a fresh launch needs one without a launched run.
+
+A --resume needs one that holds a launched run whose prereg.json the preset still matches in its
+math, that has not finished, and (for the engine) a checkpoint to go on from. A launched
+[command]'s [source] log already in a fresh folder would be read with the new run's."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from fontaine_tui.core.launch.endpoint import nothing_to_resume
+from fontaine_tui.core.launch.findings import Finding
+from fontaine_tui.core.launch.logtail import newest_checkpoint
+from fontaine_tui.core.preset.record import Preset
+from fontaine_tui.core.runfolder import RunFolder
+
+
+def _foreign_log_there(preset: Preset, folder: RunFolder) -> str:
+    """What of a launched [command]'s [source] log a folder already holds; "" when none.
+
+    Such a file is an earlier run's checkpoint or a stray *.jsonl. A store outside the folder
+    (an absolute [source] path) is the user's to share between runs."""
+    from fontaine_tui.core.errors import InputError
+    from fontaine_tui.core.log.formats.eventdirs import SeveralRuns
+    from fontaine_tui.core.log.formats.locate import files
+
+    spec = preset.source
+    if (
+        preset.command is None
+        or spec is None
+        or spec.kind == "fontaine"
+        or Path(spec.path).is_absolute()
+        or not folder.root.is_dir()
+    ):
+        return ""
+    try:
+        found = [p for p in files(folder.root, spec) if p.exists()]
+    except SeveralRuns as exc:  # several logs already: any of them would be read
+        return f"{spec.kind} log ({', '.join(exc.found[:3])})"
+    except (InputError, OSError):  # none there yet
+        return ""
+    names = ", ".join(
+        str(p.relative_to(folder.root)) if folder.root in p.parents else str(p) for p in found[:3]
+    )
+    return f"{spec.kind} log ({names})" if found else ""
+
+
+def check_folder(
+    preset: Preset, folder: RunFolder, resume: bool, running_pid: int | None = None
+) -> list[Finding]:
+    """A fresh launch needs a folder without a launched run; --resume needs one with it."""
+    from fontaine_tui.core.errors import InputError
+    from fontaine_tui.core.verdict.prereg import compare, read_prereg
+
+    root = folder.root
+    if running_pid is not None:
+        return [
+            Finding(
+                "folder",
+                "refuse",
+                f"{root}: this run is still running as pid "
+                f"{running_pid} (fontaine-tui runs; stop it first)",
+            )
+        ]
+    there = (folder.prereg, folder.log, folder.checkpoints, folder.amendments)
+    marks = [p.name for p in there if p.exists()]
+    if not resume:
+        if marks:
+            what = ", ".join(marks)
+            return [
+                Finding(
+                    "folder",
+                    "refuse",
+                    f"{root} already holds a launched run ({what}); "
+                    "--resume to continue it, or --output-dir DIR for a new run",
+                )
+            ]
+        if root.exists() and not root.is_dir():
+            return [Finding("folder", "refuse", f"{root}: exists and is not a folder")]
+        if found := _foreign_log_there(preset, folder):
+            return [
+                Finding(
+                    "folder",
+                    "refuse",
+                    f"{root} already holds a {found}: a new run "
+                    "there would be read with it; --output-dir DIR for a new run",
+                )
+            ]
+        return [Finding("folder", "ok", f"run folder {root} (new)")]
+    if not folder.prereg.exists():
+        why = (
+            "was not launched by fontaine-tui (no prereg.json)"
+            if folder.log.exists()
+            else "holds no launched run"
+        )
+        return [Finding("folder", "refuse", f"--resume: {root} {why}")]
+    try:
+        prereg = read_prereg(folder)
+    except InputError as exc:
+        return [Finding("bounds", "refuse", f"--resume: {exc}")]
+    out = []
+    change = compare(prereg, preset)
+    if change is not None and change.math_changed:
+        return [Finding("bounds", "refuse", f"--resume: {change.message}")]
+    if done := nothing_to_resume(folder):
+        return [Finding("folder", "refuse", f"--resume: {root}: nothing to resume: {done}")]
+    if change is not None:
+        out.append(
+            Finding(
+                "bounds",
+                "warn",
+                f"{change.message} (machinery only: resuming; "
+                "prereg.json keeps the launch-time preset)",
+            )
+        )
+    else:
+        out.append(
+            Finding(
+                "bounds",
+                "ok",
+                f"preset matches prereg.json "
+                f"(sha256 {prereg.preset_sha256[:12]}, launched {prereg.launched_at})",
+            )
+        )
+    if preset.command is not None:  # its own trainer finds its checkpoints (resume_argv)
+        return out
+    ckpt = newest_checkpoint(folder)
+    if ckpt is None:
+        out.append(
+            Finding(
+                "folder",
+                "warn",
+                f"--resume: no complete checkpoint in "
+                f"{folder.checkpoints}: the engine starts again from step 0",
+            )
+        )
+    else:
+        out.append(Finding("folder", "ok", f"--resume from {ckpt[1].name} (step {ckpt[0]})"))
+    return out
