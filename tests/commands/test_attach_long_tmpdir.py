@@ -1,11 +1,16 @@
-"""`attach HOST:PATH` under a $TMPDIR too long for a unix socket's path (108 bytes, with ssh's
-own suffix): the shared connection's control socket goes in a short folder of this user's, and
-the run is followed over the real sshd; where no short folder can be made, one line says so."""
+"""`attach HOST:PATH` and `runs` under a $TMPDIR too long for a unix socket's path (108 bytes,
+with ssh's own suffix), or holding what ssh reads specially in a ControlPath (a space, a quote,
+%, $): the shared connection's control socket goes in a short plain folder of this user's, and
+the run is followed over the real sshd; where no such folder can be made, one line says so."""
 
 from __future__ import annotations
 
 import os
+import shutil
 import stat
+import subprocess
+import sys
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -17,7 +22,7 @@ from fontaine_tui.core.ssh.control import (
     shared_control_folder,
 )
 from tests.logs import records, write_log
-from tests.sshd_helper import attach_plain
+from tests.sshd_helper import HOST_ALIAS, attach_plain
 
 pytestmark = pytest.mark.ssh
 
@@ -26,12 +31,23 @@ SOCKET_TAIL = len("/") + 40 + len(".") + 16
 
 
 def long_tmpdir(tmp_path: Path) -> Path:
-    """A $TMPDIR as a soak's round makes it: a private folder a few levels down."""
+    """A $TMPDIR as a soak's round makes it: a private folder a few levels down, 150+ bytes."""
     folder = tmp_path / "fontaine-soak-round-a1b2c3" / "some" / "longer" / "folder"
+    folder = folder / ("x" * max(1, 150 - len(os.fsencode(folder))))
     folder.mkdir(parents=True)
-    # a folder mkdtemp makes there ("fontaine-ssh-" and 8) leaves no room for the socket
-    assert len(os.fsencode(folder)) + len("/fontaine-ssh-12345678") + SOCKET_TAIL >= 108
+    assert len(os.fsencode(folder)) >= 150
     return folder
+
+
+# short folders under /tmp that ssh would not read as written in `-o ControlPath=`
+ODD_NAMES = ("a b", "a%C", "a${HOME}", "a'b\\")
+
+
+@pytest.fixture(params=ODD_NAMES)
+def odd_tmpdir(request) -> Path:
+    folder = Path(tempfile.mkdtemp(prefix=request.param, dir="/tmp"))
+    yield folder
+    shutil.rmtree(folder, ignore_errors=True)
 
 
 def test_attach_follows_a_run_under_a_long_tmpdir(sshd, tmp_path: Path) -> None:
@@ -46,6 +62,48 @@ def test_attach_follows_a_run_under_a_long_tmpdir(sshd, tmp_path: Path) -> None:
     )
     assert res.returncode != 2 and "try by hand" not in res.stderr, res.stderr
     assert "verdict:" in res.stdout and "event end at step 1000" in res.stdout, res.stdout
+
+
+def test_attach_follows_a_run_under_a_tmpdir_ssh_reads_specially(
+    sshd, tmp_path: Path, odd_tmpdir: Path
+) -> None:
+    run = tmp_path / "run"
+    write_log(run / "train_log.jsonl", records())
+    res = attach_plain(
+        sshd.config, run, tmp_path / "state", TMPDIR=str(odd_tmpdir), FONTAINE_SSH_CONNECT_S="5"
+    )
+    assert res.returncode != 2 and "try by hand" not in res.stderr, res.stderr
+    assert "verdict:" in res.stdout and "event end at step 1000" in res.stdout, res.stdout
+    assert list(odd_tmpdir.iterdir()) == []  # nothing of ssh's was made there
+
+
+def test_runs_looks_over_ssh_under_a_long_or_odd_tmpdir(sshd, tmp_path: Path) -> None:
+    """The fleet's shared connection (its own folder, kept between two polls) as well."""
+    run = tmp_path / "run"
+    write_log(run / "train_log.jsonl", records())
+    state = tmp_path / "state"
+    assert attach_plain(sshd.config, run, state).returncode != 2  # registers the run
+    odd = Path(tempfile.mkdtemp(prefix="a b%C ", dir="/tmp"))
+    try:
+        for tmpdir in (long_tmpdir(tmp_path), odd):
+            res = subprocess.run(
+                [sys.executable, "-m", "fontaine_tui", "runs", "--ssh-config", str(sshd.config)],
+                capture_output=True,
+                text=True,
+                timeout=60,
+                cwd=Path(__file__).parents[2],
+                env={
+                    **os.environ,
+                    "FONTAINE_REGISTRY": str(state / "babysit.toml"),
+                    "TMPDIR": str(tmpdir),
+                },
+            )
+            assert res.returncode == 0, res.stderr
+            [row] = [ln for ln in res.stdout.splitlines() if f" {HOST_ALIAS} " in ln]
+            assert " ended " in row and " 1000 " in row and "(down)" not in row, res.stdout
+        assert list(odd.iterdir()) == []
+    finally:
+        shutil.rmtree(odd, ignore_errors=True)
 
 
 def test_each_folder_made_is_short_private_and_ours(tmp_path: Path) -> None:
@@ -89,3 +147,15 @@ def test_no_short_folder_is_said_in_one_line(tmp_path: Path) -> None:
     assert "\n" not in said and str(long) in said, said
     assert "TMPDIR" in said and "socket" in said, said
     assert list(long.iterdir()) == []  # nothing was left there
+
+
+def test_no_plain_folder_is_said_in_one_line() -> None:
+    odd = Path(tempfile.mkdtemp(prefix="a\nb c", dir="/tmp"))
+    try:
+        with pytest.raises(InputError) as caught:
+            new_control_folder("fontaine-ssh-", [str(odd)])
+        said = str(caught.value)
+        assert "\n" not in said and "/tmp/a\\nb c" in said and "(holds '\\n')" in said, said
+        assert list(odd.iterdir()) == []
+    finally:
+        odd.rmdir()

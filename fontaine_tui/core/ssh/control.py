@@ -3,9 +3,12 @@
 A unix socket's path holds at most SOCKET_PATH_MAX bytes, its closing NUL included (108 on
 Linux, 104 on macOS and the BSDs). A shared connection's socket is `FOLDER/%C` (%C: 40 hex
 digits), and ssh binds it first as that path with a dot and 16 characters more, then renames
-it. So the folder is made under the first short enough of $TMPDIR (tempfile.gettempdir()),
-$XDG_RUNTIME_DIR and /tmp; when none is, one line says so (ssh would fail to bind, and each
-try of the first connection with it, until its bound ran out).
+it. And ssh reads the path given to `-o ControlPath=` as a line of its config: a space cuts it,
+a quote or a backslash is read as quoting, `%` and `${` as its own tokens. So the folder is made
+under the first of $TMPDIR (tempfile.gettempdir()), $XDG_RUNTIME_DIR and /tmp that is short
+enough and holds none of those characters; when none is, one line says so (ssh would fail to
+bind or to read its options, and each try of the first connection with it, until its bound ran
+out).
 
 Every shared connection takes its folder here: each SshConnection (connection.py) a new one
 of its own (new_control_folder), the fleet one per user, kept between two polls
@@ -16,6 +19,7 @@ InputError as an SshError.
 from __future__ import annotations
 
 import os
+import re
 import stat
 import sys
 import tempfile
@@ -23,10 +27,14 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from fontaine_tui.core.errors import InputError
+from fontaine_tui.core.text import literal
 
 SOCKET_PATH_MAX = 108 if sys.platform.startswith("linux") else 104  # sun_path, NUL included
 SOCKET_TAIL = len("/") + 40 + len(".") + 16  # "/%C" and the suffix ssh binds it with first
 RANDOM_NAME = 8  # the characters mkdtemp adds to its prefix
+# what ssh does not take as written in a ControlPath: white space ends it, quotes and
+# backslashes quote, % starts a token (%C), $ an environment variable (${HOME})
+READ_SPECIALLY = re.compile(r"[\s'\"\\%$]")
 
 
 def candidates() -> list[str]:
@@ -44,21 +52,25 @@ def control_parent(name_len: int, under: Sequence[str] | None = None) -> Path:
     """The first folder of `under` (default: candidates()) to make a control folder in.
 
     That is an absolute folder this user can write, short enough to hold a folder of
-    `name_len` characters with a control socket in it. Raises InputError, one line naming
-    the folders tried, when none is."""
+    `name_len` characters with a control socket in it, whose path ssh takes as written
+    (READ_SPECIALLY). Raises InputError, one line naming the folders tried, when none is."""
     tried = []
     for place in candidates() if under is None else under:
         path = Path(place)
+        odd = READ_SPECIALLY.search(place)
         if not fits(path / ("x" * name_len)):
-            tried.append(f"{place} ({len(os.fsencode(place))} bytes)")
+            tried.append(f"{literal(place)} ({len(os.fsencode(place))} bytes)")
+        elif odd is not None:
+            tried.append(f"{literal(place)} (holds {odd.group()!r})")
         elif not (path.is_absolute() and path.is_dir() and os.access(path, os.W_OK | os.X_OK)):
-            tried.append(f"{place} (not a folder this user can write)")
+            tried.append(f"{literal(place)} (not a folder this user can write)")
         else:
             return path
     raise InputError(
-        "no folder short enough for ssh's control socket (a unix socket's path holds "
-        f"{SOCKET_PATH_MAX - 1} bytes): tried {', '.join(tried) or 'none'}; set TMPDIR "
-        "to a short folder of yours, such as /tmp"
+        "no folder for ssh's control socket (a unix socket's path holds "
+        f"{SOCKET_PATH_MAX - 1} bytes, and ssh reads white space, quotes, backslashes, % and $ "
+        f"in it as its own): tried {', '.join(tried) or 'none'}; set TMPDIR to a short folder "
+        "of yours, such as /tmp"
     )
 
 
