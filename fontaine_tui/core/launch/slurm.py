@@ -1,10 +1,15 @@
 """Launching as a Slurm batch job: `--on slurm:PARTITION`, `[slurm]` and the job script.
 
 The login node is not where the run trains, so only the run folder's guards run here (a
-folder already holding another run, the init checkpoint), with the engine's modules looked up
-in the python the job will start (core/launch/enginedeps.py: a warning here, as the node may
-have what this host lacks); the GPU and RAM checks belong to the node Slurm picks, and
-Slurm's own request (`--gpus-per-node`, `--mem`) stands for them.
+folder already holding another run, the init checkpoint); the GPU and RAM checks belong to the
+node Slurm picks, and Slurm's own request (`--gpus-per-node`, `--mem`) stands for them.
+
+The engine is looked up on the submitting host, not on the node. The job script runs this
+host's python (sys.executable) by its path, so the node must see the same python at the same
+path, with the engine installed (a shared file system). Its modules are checked in that python
+here (core/launch/enginedeps.py: a warning, as the node may have what this host lacks), and
+the engine identity that prereg.json records is read from it here too.
+
 prereg.json is frozen before anything is submitted, then `job.sbatch` is written into the run
 folder (the job's whole script, kept with the run) and handed to `sbatch --parsable`
 (core/launch/slurm_client.py); core/launch/slurm_job.py watches and stops the job.
