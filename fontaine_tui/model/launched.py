@@ -4,9 +4,10 @@ This is the one home for what `launch`, the launch console, `launch --plain`, `s
 `attach` and `babysit` do with a run they started or find again in the registry.
 
 `LaunchedRun.launch` is the one sequence, the same for every target (core/launch/targets/).
-It runs the guards, freezes prereg.json, starts the run, records the attempt in
-attempts.jsonl and writes the registry entry. `from_registry` finds a registered run's process
-again (`stop`, `babysit`), and `found_there` a run launched on another host
+It runs the guards, freezes prereg.json, starts the run (a [command] started here under its
+exit note, the telemetry recorder beside it), records the attempt in attempts.jsonl and
+writes the registry entry. `from_registry` finds a registered run's process again (`stop`,
+`babysit`), and `found_there` a run launched on another host
 (`attach HOST:PATH`, the runs list). What `doctor` checks before a start is model/preflight.py's.
 `finish` is the run's end once its process exited. It writes the registry, the attempt's end
 and its incident post, verdict.json and the final read. The console calls it (through
@@ -28,6 +29,7 @@ from typing import TYPE_CHECKING, Protocol, cast
 
 from fontaine_tui.core import exitnote
 from fontaine_tui.core.errors import InputError
+from fontaine_tui.core.host import recorder
 from fontaine_tui.core.launch import attempts, guards
 from fontaine_tui.core.launch.endpoint import resume_endpoint
 from fontaine_tui.core.launch.exits import ExitInfo
@@ -174,11 +176,14 @@ class LaunchedRun:
             )
             if not resume and (deltas := guards.declared(findings)):
                 declare_deltas(folder, preset, deltas)
-        # a [command] started here runs under its exit note, so that its exit is known after
-        # a detach too (a process not our child cannot be waited for): every such target's
-        noted = folder is not None and preset.command is not None and target.notes_exit
+        # a process started on this host, whatever the target: a [command] runs under its exit
+        # note, so that its exit is known after a detach too (a process not our child cannot be
+        # waited for), and the telemetry recorder writes its history beside it, console or not
+        here = folder if target.starts_here else None
+        noted = here is not None and preset.command is not None
         try:
-            run_argv = exitnote.wrapped(argv, folder.root) if noted and folder else argv
+            record = here is not None and recorder.recorder_on()  # checked before any start
+            run_argv = exitnote.wrapped(argv, here.root) if noted and here else argv
             started = target.start(req, folder, run_argv, maker)
         except InputError:
             if folder is not None:
@@ -188,6 +193,12 @@ class LaunchedRun:
                         forget_deltas(folder)
                 target.abandon(folder)
             raise
+        if record and here is not None:
+            run_env = maker.env(preset, here.root)  # the GPUs the run sees
+            try:
+                recorder.spawn(here.root, started.pid, started.pid_started, run_env)
+            except OSError:
+                pass  # no history: the panel says the sidecar is missing
         if noted:
             started.handle.who = "command"  # its exit read from the note (core/exitnote.py)
         prereg = prereg if prereg is not None else started.prereg

@@ -2,8 +2,9 @@
 
 `K8sStandIn` is the whole of a new target (`--on k8s:NS`, standing in for a cluster that runs
 the command here): it starts what it is given and says where. The exit note of a preset's own
-[command] and its handle's `who` are the launched run's owner's (model/launched.py), so a
-`stop` from another process reads how the command ended: cause "stopped", never "unknown"."""
+[command], its handle's `who` and the telemetry recorder beside it are the launched run's
+owner's (model/launched.py), so the run's history is recorded and a `stop` from another
+process reads how the command ended: cause "stopped", never "unknown"."""
 
 from __future__ import annotations
 
@@ -14,13 +15,17 @@ import sys
 import time
 from pathlib import Path
 
+import psutil
+import pytest
+
 from fontaine_tui.core.host.memory import hostname
+from fontaine_tui.core.host.recorder import MODULE as RECORDER
 from fontaine_tui.core.launch.engine_argv import run_dir
 from fontaine_tui.core.launch.launcher import EngineProcess
 from fontaine_tui.core.launch.registry import Registry
 from fontaine_tui.core.launch.targets.base import Request, Started
 from fontaine_tui.core.preset.find import load_preset
-from fontaine_tui.core.runfolder import RunFolder
+from fontaine_tui.core.runfolder import TELEMETRY, RunFolder
 from fontaine_tui.model.launched import LaunchedRun
 
 TRAINER = """import json, os, time
@@ -38,7 +43,7 @@ class K8sStandIn:
     """`--on k8s:NAMESPACE`: the run's command started under the namespace's name."""
 
     remote = False
-    notes_exit = True  # its process runs on this host
+    starts_here = True  # its process runs on this host
 
     def __init__(self, namespace: str) -> None:
         self.namespace = namespace
@@ -96,7 +101,19 @@ drift_min = 0.2
     return path
 
 
-def test_a_new_targets_command_stopped_from_outside_ends_stopped(tmp_path: Path) -> None:
+def _recorders(folder: Path) -> list[psutil.Process]:
+    found = []
+    for p in psutil.process_iter(["cmdline"]):
+        cmd = p.info["cmdline"] or []
+        if RECORDER in cmd and str(folder) in cmd:
+            found.append(p)
+    return found
+
+
+def test_a_new_targets_command_stopped_from_outside_ends_stopped(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("FONTAINE_TELEMETRY_S", "0.5")
     folder = RunFolder(tmp_path / "run")
     run = LaunchedRun.launch(
         K8sStandIn("ns"),
@@ -109,6 +126,9 @@ def test_a_new_targets_command_stopped_from_outside_ends_stopped(tmp_path: Path)
         deadline = time.monotonic() + 30
         while not (folder.root / "metrics.jsonl").exists():  # the command is training
             assert time.monotonic() < deadline and run.handle.poll() is None
+            time.sleep(0.05)
+        while not (folder.root / TELEMETRY).exists():  # its history, as a local run's
+            assert time.monotonic() < deadline, "no telemetry recorded"
             time.sleep(0.05)
         stop = subprocess.run(  # another process: the command is not its child
             [sys.executable, "-m", "fontaine_tui", "stop", str(folder.root), "--yes", "--json"],
@@ -126,3 +146,7 @@ def test_a_new_targets_command_stopped_from_outside_ends_stopped(tmp_path: Path)
     end = lines[-1]
     assert (end["event"], end["cause"], end["signal"]) == ("end", "stopped", "SIGINT"), end
     assert json.loads(stop.stdout.splitlines()[-1])["signal"] == "SIGINT", stop.stdout
+    deadline = time.monotonic() + 30
+    while _recorders(folder.root):  # the recorder ends with the run
+        assert time.monotonic() < deadline, "the recorder outlived the run"
+        time.sleep(0.1)

@@ -3,8 +3,8 @@
 A `Target` checks the host (its guards), prepares the run folder, starts what a maker
 (core/launch/makers.py) says to start and returns a `Handle` on it: a process here
 (launcher.EngineProcess), an engine on another host (remote.RemoteEngine) or a Slurm job
-(slurm_job.SlurmJob). The sequence around them (guards, freeze, start, attempt, register) is
-model/launched.py's, the same for every target.
+(slurm_job.SlurmJob). The sequence around them (guards, freeze, the exit note, start, the
+telemetry recorder, attempt, register) is model/launched.py's, the same for every target.
 """
 
 from __future__ import annotations
@@ -95,13 +95,14 @@ class Target(Protocol):
     """One way to launch.
 
     `host` keys the run in the registry. A `remote` target's far fontaine-tui runs the guards,
-    freezes and starts there (`folder` is then None). A target that `notes_exit` starts its
+    freezes and starts there (`folder` is then None). A target that `starts_here` starts its
     process on this host: a preset's own [command] is then given to `start` under its exit
-    note (core/exitnote.py), and its handle is the command's (model/launched.py does both)."""
+    note (core/exitnote.py), its handle is the command's, and the telemetry recorder
+    (core/host/recorder.py) samples beside it (model/launched.py does all three)."""
 
     host: str
     remote: bool
-    notes_exit: bool
+    starts_here: bool
 
     def folder(self, req: Request) -> RunFolder | None: ...
 
@@ -118,7 +119,7 @@ class Target(Protocol):
     ) -> Started:
         """Start `argv`; InputError (one line) when it could not be started.
 
-        `argv` is the maker's, a [command]'s under its exit note where the target `notes_exit`."""
+        `argv` is the maker's, a [command]'s under its exit note where the target `starts_here`."""
         ...
 
     def abandon(self, folder: RunFolder) -> None:

@@ -7,7 +7,6 @@ from typing import TYPE_CHECKING
 
 from fontaine_tui.core import exitnote
 from fontaine_tui.core.errors import InputError
-from fontaine_tui.core.host import recorder
 from fontaine_tui.core.host.memory import hostname
 from fontaine_tui.core.host.telemetry import TelemetrySnapshot, sample
 from fontaine_tui.core.launch import guards
@@ -26,7 +25,7 @@ class LocalTarget:
     """This host: its GPUs and RAM checked (guards.check_all), the process started here."""
 
     remote = False
-    notes_exit = True  # a child of this program's, in its own session
+    starts_here = True  # a child of this program's, in its own session
 
     def __init__(self) -> None:
         self.host = hostname()
@@ -71,7 +70,6 @@ class LocalTarget:
         self, req: Request, folder: RunFolder | None, argv: list[str], maker: ArgvMaker
     ) -> Started:
         assert folder is not None  # a local target always has its folder here
-        record = recorder.recorder_on()  # FONTAINE_TELEMETRY_S checked before anything starts
         try:
             engine = EngineProcess.start(
                 argv,
@@ -83,13 +81,6 @@ class LocalTarget:
             what = "the command" if req.preset.command is not None else "the engine"
             shown = exitnote.command_of(argv)[0]
             raise InputError(f"cannot start {what} ({shown}): {exc.strerror or exc}") from None
-        if record:  # its history, written while the run lives, console or not
-            try:
-                recorder.spawn(
-                    folder.root, engine.pid, engine.started, maker.env(req.preset, folder.root)
-                )
-            except OSError:
-                pass  # no history: the panel says the sidecar is missing
         return Started(engine, str(folder.root), engine.pid, engine.started or 0.0)
 
     def abandon(self, folder: RunFolder) -> None:

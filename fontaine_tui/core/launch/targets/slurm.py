@@ -32,7 +32,7 @@ class SlurmTarget:
     """A partition of the Slurm cluster this host submits to ([slurm] in config.toml)."""
 
     remote = False
-    notes_exit = False  # the scheduler says how the job ended
+    starts_here = False  # the scheduler says how the job ended; the job script records it
 
     def __init__(self, partition: str) -> None:
         self.partition = partition

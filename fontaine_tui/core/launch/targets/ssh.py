@@ -30,7 +30,7 @@ class SshHostTarget:
     `partition`: the run is submitted to Slurm from there."""
 
     remote = True
-    notes_exit = False  # the host's own launch notes it there
+    starts_here = False  # the host's own launch notes its exit and records it there
 
     def __init__(
         self, host: str, on: str, partition: str | None = None, ssh_options: Sequence[str] = ()
