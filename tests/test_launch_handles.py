@@ -87,3 +87,29 @@ def _scan(root: Path) -> list[str]:
         names = _names(ast.parse(path.read_text(), str(path)))
         found += [f"{path.name}: {cls}" for cls in OWN if cls in names]
     return found
+
+
+def test_every_kind_of_the_table_picks_its_own_targets_and_reopens() -> None:
+    from fontaine_tui.core.launch.targets.pick import KINDS, kind_module, pick_target
+
+    for kind in KINDS:
+        module = kind_module(kind)
+        assert callable(module.target_for) and callable(module.reopen_entry), kind
+    ons = {"local": None, "slurm": "slurm:gpu", "ssh": "login1"}
+    assert {kind: pick_target(on).kind for kind, on in ons.items()} == {k: k for k in ons}
+    assert pick_target("slurm:gpu@login1").kind == "ssh"  # submitted by the login node
+
+
+def test_an_entry_is_reopened_by_its_recorded_kind_an_old_one_by_its_fields() -> None:
+    from fontaine_tui.core.launch.registry import Entry
+    from fontaine_tui.core.launch.targets.pick import kind_of
+
+    def kind(host: str = "here", **fields: object) -> str:
+        return kind_of(Entry("r", "/runs/r", host, **fields), "here")
+
+    assert [kind(pid=7), kind(job="12"), kind("far", pid=7)] == ["local", "slurm", "ssh"]
+    assert [kind(pid=7, target="k8s"), kind(job="12", target="slurm")] == ["k8s", "slurm"]
+    # another host's run is held through that host, whatever ran it there; a run `--on` sent
+    # to this very host is this host's own
+    assert kind("far", pid=7, target="local") == "ssh"
+    assert kind(pid=7, target="ssh") == "local"

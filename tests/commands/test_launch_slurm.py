@@ -180,14 +180,14 @@ def test_the_console_follows_the_job_and_its_quit_dialog_stops_it(
 async def _console_stops(folder: RunFolder, job: str, preset_path: Path, node: str) -> None:
     from fontaine_tui.console import make_app
     from fontaine_tui.core.follow.local import LocalRun
-    from fontaine_tui.core.launch.targets.pick import reopen_attempt
+    from fontaine_tui.core.launch.targets import slurm as slurm_target
     from fontaine_tui.core.preset.find import load_preset
     from fontaine_tui.screens.dialogs import QuitDialog
     from fontaine_tui.widgets.telemetry_panel import TelemetryPanel
     from tests.console.conftest import SIZE, text, until
 
     [attempt] = read_attempts(folder)
-    engine = reopen_attempt(folder, attempt)  # the attempt's job, judged from its own start
+    engine = slurm_target.reopen(folder, attempt)  # the attempt's job, judged from its own start
     assert isinstance(engine, slurm_job.SlurmJob) and engine.job == job
     app = make_app(
         source=LocalRun(folder.root), preset=load_preset(preset_path), process=engine, kind="launch"

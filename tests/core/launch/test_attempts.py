@@ -30,7 +30,7 @@ from fontaine_tui.core.launch import attempts
 from fontaine_tui.core.launch.exits import ExitInfo, exit_info
 from fontaine_tui.core.launch.launcher import EngineProcess
 from fontaine_tui.core.launch.logtail import HOST_OOM, read_tail
-from fontaine_tui.core.launch.targets.pick import reopen_attempt
+from fontaine_tui.core.launch.targets import local
 from fontaine_tui.core.preset.find import load_preset
 from fontaine_tui.core.runfolder import RunFolder
 from fontaine_tui.model.attemptend import end_attempt
@@ -564,7 +564,7 @@ def test_attempts_file_is_appended_only_and_tolerates_a_torn_line(tmp_path: Path
         assert (a.cause, a.detail) == ("running", f"pid {first.pid} alive")
         assert attempts.open_attempt(folder).number == 1 and not a.ended
         assert a.began_at == "1970-01-01T00:16:40.000000Z"
-        again = reopen_attempt(folder, a)  # judged from the attempt's start
+        again = local.reopen(folder, a)  # judged from the attempt's start
         assert again.pid == first.pid and again.memory.baseline() == a.baseline()
         first.signal_group(signal.SIGTERM)
         info = first.wait(10)

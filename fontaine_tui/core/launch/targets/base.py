@@ -4,21 +4,24 @@ A `Target` checks the host (its guards), prepares the run folder, starts what a 
 (core/launch/makers.py) says to start and returns a `Handle` on it: a process here
 (launcher.EngineProcess), an engine on another host (remote.RemoteEngine) or a Slurm job
 (slurm_job.SlurmJob). The sequence around them (guards, freeze, the exit note, start, the
-telemetry recorder, attempt, register) is model/launched.py's, the same for every target.
+telemetry recorder, attempt, register) is model/launched.py's, the same for every target. A
+target's module keeps `TargetKind`, so that targets/pick.py's table of kinds can pick it from
+`--on` and reopen its registered runs.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
 if TYPE_CHECKING:
+    from fontaine_tui.core.launch.attempts import Attempt
     from fontaine_tui.core.launch.exits import ExitInfo
     from fontaine_tui.core.launch.guards import Finding
     from fontaine_tui.core.launch.makers import ArgvMaker
-    from fontaine_tui.core.launch.registry import Registry
+    from fontaine_tui.core.launch.registry import Entry, Registry
     from fontaine_tui.core.preset.record import Preset
     from fontaine_tui.core.runfolder import RunFolder
     from fontaine_tui.core.verdict.prereg import Prereg
@@ -94,12 +97,14 @@ class Started:
 class Target(Protocol):
     """One way to launch.
 
+    `kind` is its line in targets/pick.py's KINDS, recorded in the run's registry entry.
     `host` keys the run in the registry. A `remote` target's far fontaine-tui runs the guards,
     freezes and starts there (`folder` is then None). A target that `starts_here` starts its
     process on this host: a preset's own [command] is then given to `start` under its exit
     note (core/exitnote.py), its handle is the command's, and the telemetry recorder
     (core/host/recorder.py) samples beside it (model/launched.py does all three)."""
 
+    kind: str
     host: str
     remote: bool
     starts_here: bool
@@ -141,3 +146,41 @@ class Target(Protocol):
     def hint(self, started: Started) -> str:
         """How to watch a detached run again."""
         ...
+
+
+class TargetKind(Protocol):
+    """A target's module as targets/pick.py's table of kinds holds it."""
+
+    def target_for(self, on: str | None, ssh_options: Sequence[str]) -> Target | None:
+        """The target `--on` names (None: no --on), or None where it names another kind."""
+        ...
+
+    def reopen_entry(
+        self, entry: Entry, ssh_options: Sequence[str], poll_s: float | None
+    ) -> tuple[Handle, Attempt | None]:
+        """A registered run's handle again, and the open attempt that vouched for it (or None).
+
+        InputError (one line) where the entry names nothing it could hold."""
+        ...
+
+
+def vouched(entry: Entry) -> tuple[RunFolder, Attempt | None]:
+    """The entry's run folder, and its open attempt where that names the entry's process.
+
+    A folder anyone may write never vouches for a process on its own: the attempt counts only
+    where the registry agrees on its Slurm job, or on its pid and start time."""
+    from fontaine_tui.core.launch.attempts import open_attempt
+    from fontaine_tui.core.runfolder import RunFolder
+
+    folder = RunFolder(Path(entry.run_dir))
+    opened = open_attempt(folder)
+    if opened is None:
+        return folder, None
+    same = (
+        opened.job == entry.job
+        if entry.job
+        else opened.pid == entry.pid
+        and entry.pid_started > 0
+        and opened.pid_started == entry.pid_started
+    )
+    return folder, opened if same else None

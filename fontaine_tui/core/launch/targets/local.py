@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -13,17 +14,19 @@ from fontaine_tui.core.launch import guards
 from fontaine_tui.core.launch.attempts import Attempt, read_attempts
 from fontaine_tui.core.launch.engine_argv import run_dir
 from fontaine_tui.core.launch.launcher import EngineProcess, found_again, label, pid_alive
-from fontaine_tui.core.launch.targets.base import Request, Started
+from fontaine_tui.core.launch.targets.base import Request, Started, vouched
 from fontaine_tui.core.runfolder import RunFolder
 from fontaine_tui.core.text import literal
 
 if TYPE_CHECKING:
     from fontaine_tui.core.launch.makers import ArgvMaker
+    from fontaine_tui.core.launch.registry import Entry
 
 
 class LocalTarget:
     """This host: its GPUs and RAM checked (guards.check_all), the process started here."""
 
+    kind = "local"
     remote = False
     starts_here = True  # a child of this program's, in its own session
 
@@ -109,6 +112,24 @@ class LocalTarget:
             f"  watch it: fontaine-tui attach {literal(started.run_dir)}  "
             "(or: fontaine-tui babysit)"
         )
+
+
+def target_for(on: str | None, ssh_options: Sequence[str] = ()) -> LocalTarget | None:
+    """No --on: this host."""
+    return LocalTarget() if not on else None
+
+
+def reopen_entry(
+    entry: Entry, ssh_options: Sequence[str] = (), poll_s: float | None = None
+) -> tuple[EngineProcess, Attempt | None]:
+    """A registered run's process on this host, and the open attempt that vouched for it.
+
+    Without one it is the registry's pid, signalled only where an attempt of the run records
+    that pid and start (`reopen_registered`)."""
+    folder, opened = vouched(entry)
+    if opened is not None:
+        return reopen(folder, opened), opened
+    return reopen_registered(folder, entry.pid, entry.pid_started), None
 
 
 def reopen(folder: RunFolder, attempt: Attempt) -> EngineProcess:

@@ -9,6 +9,7 @@ import contextlib
 import dataclasses
 import hashlib
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -19,18 +20,20 @@ from fontaine_tui.core.launch import guards, slurm, slurm_client, slurm_job
 from fontaine_tui.core.launch.attempts import Attempt, read_attempts
 from fontaine_tui.core.launch.command import command_cwd, frozen_env
 from fontaine_tui.core.launch.engine_argv import run_dir
-from fontaine_tui.core.launch.targets.base import Request, Started
+from fontaine_tui.core.launch.targets.base import Request, Started, vouched
 from fontaine_tui.core.notify.destinations import config_path
 from fontaine_tui.core.runfolder import RunFolder
 from fontaine_tui.core.text import literal
 
 if TYPE_CHECKING:
     from fontaine_tui.core.launch.makers import ArgvMaker
+    from fontaine_tui.core.launch.registry import Entry
 
 
 class SlurmTarget:
     """A partition of the Slurm cluster this host submits to ([slurm] in config.toml)."""
 
+    kind = "slurm"
     remote = False
     starts_here = False  # the scheduler says how the job ended; the job script records it
 
@@ -144,6 +147,27 @@ class SlurmTarget:
             f"  watch it: fontaine-tui attach {literal(started.run_dir)}  (stop it: "
             f"fontaine-tui stop {started.run_dir})"
         )
+
+
+def target_for(on: str | None, ssh_options: Sequence[str] = ()) -> SlurmTarget | None:
+    """--on slurm:PARTITION (submitted from here; slurm:PARTITION@LOGIN is ssh.py's)."""
+    parsed = slurm.parse_target(on) if on else None
+    return SlurmTarget(parsed.partition) if parsed is not None and parsed.host is None else None
+
+
+def reopen_entry(
+    entry: Entry, ssh_options: Sequence[str] = (), poll_s: float | None = None
+) -> tuple[slurm_job.SlurmJob, Attempt | None]:
+    """A registered run's Slurm job, and the open attempt that vouched for it.
+
+    Without one it is the registry's job, cancelled only where an attempt of the run records it
+    (`reopen_registered`)."""
+    if not entry.job:
+        raise InputError(f"{entry.run_dir}: registered as a Slurm job, but with no job id")
+    folder, opened = vouched(entry)
+    if opened is not None:
+        return reopen(folder, opened), opened
+    return reopen_registered(folder, entry.job), None
 
 
 def reopen(folder: RunFolder, attempt: Attempt) -> slurm_job.SlurmJob:

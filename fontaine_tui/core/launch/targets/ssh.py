@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 from fontaine_tui.core.errors import InputError
 from fontaine_tui.core.launch.hosts import HostSettings, host_settings
 from fontaine_tui.core.launch.remote import POLL_S, RemoteEngine, check_host, launch_on
+from fontaine_tui.core.launch.slurm import parse_target
 from fontaine_tui.core.launch.targets.base import Request, Started
 from fontaine_tui.core.notify.destinations import config_path
 from fontaine_tui.core.runfolder import RunFolder
@@ -29,6 +30,7 @@ class SshHostTarget:
 
     `partition`: the run is submitted to Slurm from there."""
 
+    kind = "ssh"
     remote = True
     starts_here = False  # the host's own launch notes its exit and records it there
 
@@ -117,18 +119,31 @@ class SshHostTarget:
         return f"  watch it: fontaine-tui attach {literal(self.where(started)[0])}"
 
 
-def reopen(
+def target_for(on: str | None, ssh_options: Sequence[str] = ()) -> SshHostTarget | None:
+    """--on HOST, or slurm:PARTITION@LOGIN (the login node submits it)."""
+    if not on:
+        return None
+    parsed = parse_target(on)
+    if parsed is None:
+        return SshHostTarget(on, on, None, ssh_options)
+    if parsed.host is None:
+        return None  # submitted from here: slurm.py's
+    return SshHostTarget(parsed.host, on, parsed.partition, ssh_options)
+
+
+def reopen_entry(
     entry: Entry, ssh_options: Sequence[str] = (), poll_s: float | None = None
-) -> RemoteEngine:
+) -> tuple[RemoteEngine, None]:
     """A run this host launched on another one, held again by its registry entry.
 
-    InputError for a run only attached there (no pid or job known: nothing to stop)."""
+    Its attempts are the far host's. InputError for a run only attached there (no pid or job
+    known: nothing to stop)."""
     if not entry.pid and not entry.job:
         raise InputError(
             f"{entry.host}:{entry.run_dir}: attached, not launched from here "
             f"(no pid or job known); stop it on {entry.host}"
         )
-    return RemoteEngine(
+    engine = RemoteEngine(
         host_settings(entry.host, config_path()),
         entry.run_dir,
         entry.pid,
@@ -136,3 +151,4 @@ def reopen(
         poll_s=poll_s or POLL_S,
         job=entry.job,
     )
+    return engine, None
