@@ -6,8 +6,8 @@ This is the one home for what `launch`, the launch console, `launch --plain`, `s
 `LaunchedRun.launch` is the one sequence, the same for every target (core/launch/targets/).
 It runs the guards, freezes prereg.json, starts the run (a [command] started here under its
 exit note, the telemetry recorder beside it), records the attempt in attempts.jsonl and
-writes the registry entry. `from_registry` finds a registered run's process again (`stop`,
-`babysit`), and `found_there` a run launched on another host
+writes the registry entry with the target's kind. `from_registry` finds a registered run's
+process again (`stop`, `babysit`) by that kind, and `found_there` a run launched on another host
 (`attach HOST:PATH`, the runs list). What `doctor` checks before a start is model/preflight.py's.
 `finish` is the run's end once its process exited. It writes the registry, the attempt's end
 and its incident post, verdict.json and the final read. The console calls it (through
@@ -253,6 +253,7 @@ class LaunchedRun:
             poll_cadence_s=poll_s,
             updated_at=utc_iso(time.time()),
             job=started.job,
+            target=self.target.kind,
         )
         try:
             if (why := self.target.unregistered(started)) is not None:

@@ -81,6 +81,7 @@ def test_a_local_launch_registers_runs_and_finishes_once(
     entry = registry.find(folder.root, hostname())
     assert entry is not None and (entry.status, entry.pid) == ("running", run.handle.pid)
     assert entry.pid_started > 0 and entry.poll_cadence_s == 0.5 and not entry.job
+    assert entry.target == "local"  # how `stop` and `babysit` reopen it
     prereg = json.loads(folder.prereg.read_text())
     assert prereg["provenance"]["command"] == "toy"  # the maker's, with the target's device
     assert prereg["provenance"]["device"]["requested"] == preset.platform["device"]
