@@ -2,9 +2,10 @@
 
 A field is a train record's column (`loss`, `lr`, `grad_norm`, ...), any other number a train
 record logged (`extras`: a foreign run's keys under their own names, nested keys by dotted
-path), or a number of the probes (`eval_ar_ce`, `breakdown.rig`, `eval/mae`). A series holds
+path), or a field of the probes (`eval_ar_ce`, `breakdown.rig`, `eval/mae`). A series holds
 the steps that logged the field and its values there: a step that did not log it holds
-nothing, and a logged NaN or infinity stays what it was.
+nothing, a logged NaN or infinity stays what it was, and a probe's value that is not a number
+(a boolean, a string) is NaN, as the verdict reads it.
 
 A name logged by both train records and probes is listed twice, as `train:NAME` and
 `probe:NAME`. A train column every record left empty (NaN throughout: another trainer's run
@@ -69,15 +70,20 @@ class _Written:
 
 
 def _probe_columns(probes: Mapping[int, Probe]) -> dict[str, tuple[array, array]]:
-    """Every probe field as two columns (steps, values), in one pass over the probes."""
+    """Every probe field as two columns (steps, values), in one pass over the probes.
+
+    A value that is not a number (a boolean, a string, null) is NaN there, as the verdict reads
+    it (`Probe.value`): the step logged the field, and a read at it is UNDECIDABLE."""
     out: dict[str, tuple[array, array]] = {}
     for step in sorted(probes):
-        for key, value in probes[step].fields.items():
+        probe = probes[step]
+        odd = dict.fromkeys(k for k, _ in probe.not_numbers if k not in probe.fields)
+        for key in (*probe.fields, *odd):
             col = out.get(key)
             if col is None:
                 col = out[key] = (array("q"), array("d"))
             col[0].append(step)
-            col[1].append(value)
+            col[1].append(probe.value(key))
     return out
 
 

@@ -284,3 +284,33 @@ def test_a_hidden_read_lists_the_probe_fields_with_no_value():
     assert len(index.series("loss").values) == len(store.steps)
     index.hidden = False  # the final read is in: the same index shows them
     assert len(index.series("eval_chunk_mae").values) == len(store.probe_steps()) > 0
+
+
+def test_a_probe_value_that_is_not_a_number_is_nan_at_its_step_as_the_verdict_reads_it():
+    """A boolean, a string or null an eval record logged is the field's NaN at that step (the
+    verdict's `Probe.value`), never a step left out; a field logged only so is still listed,
+    while the read is hidden too."""
+    store = load_lines(
+        [
+            b'{"kind":"eval","step":10,"time":1.0,"eval_chunk_mae":3.0,"flag":1.0}\n',
+            b'{"kind":"eval","step":20,"time":2.0,"eval_chunk_mae":true,"flag":null,'
+            b'"note":"x","nan":NaN}\n',
+        ]
+    )
+    index = MetricIndex(store, hidden=False)
+    got = {n: (list(index.series(n).steps), index.series(n).values) for n in index.names()}
+    assert set(got) == {"eval_chunk_mae", "flag", "note", "nan"}
+    assert [got[n][0] for n in ("eval_chunk_mae", "flag", "note", "nan")] == [
+        [10, 20],
+        [10, 20],
+        [20],
+        [20],
+    ]
+    assert got["eval_chunk_mae"][1][0] == 3.0 and got["flag"][1][0] == 1.0
+    assert all(math.isnan(got[n][1][-1]) for n in got)
+    for step in (10, 20):
+        probe = store.probes[step]
+        assert repr(got["eval_chunk_mae"][1][step // 10 - 1]) == repr(probe.value("eval_chunk_mae"))
+    hidden = MetricIndex(store, hidden=True)
+    assert set(hidden.names()) == set(got)
+    assert all(len(hidden.series(n).values) == 0 for n in hidden.names())

@@ -491,8 +491,12 @@ class RunStore:
         return probe.time if probe is not None else float("nan")
 
     def probe_fields(self) -> set[str]:
-        """The names of the fields the probes logged."""
-        return {name for probe in self.probes.values() for name in probe.fields}
+        """The names of the fields the probes logged, a value that is not a number included."""
+        return {
+            name
+            for probe in self.probes.values()
+            for name in (*probe.fields, *(k for k, _ in probe.not_numbers))
+        }
 
     def superseded_at(self) -> list[tuple[int, int]]:
         """(step, line) of each probe a resume superseded, in the order superseded."""
