@@ -410,7 +410,7 @@ class LaunchedRun:
         is final; a run whose preset is not known here hides them too."""
         if self.preset is None:
             return (), True
-        return rule_metrics(self.preset.verdict), self.preset.verdict.blind
+        return rule_metrics(self.preset.verdict, self.preset.labels), self.preset.verdict.blind
 
     def interrupted(self) -> int:
         """Stop the run this launch started, on a Ctrl-C before anything watched it.

@@ -143,3 +143,30 @@ def test_a_blinded_start_that_fails_leaves_no_review_head(tmp_path: Path) -> Non
         )
     folder = RunFolder(tmp_path / "run")
     assert not folder.prereg.exists() and not (folder.root / "review.jsonl.head").exists()
+
+
+def test_the_exit_line_of_a_blinded_launch_hides_the_presets_label(tmp_path: Path) -> None:
+    # the trainer's end words name the preset's [labels] word for a class: the read itself
+    text = (Path(__file__).parents[2] / "presets" / "smoke.toml").read_text()
+    path = tmp_path / "blind.toml"
+    path.write_text(
+        text.replace("[verdict]\n", "[verdict]\nblind = true\n", 1)
+        + '\n[labels]\nHEALTHY = "LEARNED"\n'
+    )
+
+    class Maker(ToyMaker):
+        def argv(self, preset: Preset, folder: Path, resume: bool, endpoint=None) -> list[str]:
+            return [self.program, "-c", "import sys; sys.exit('early stop: LEARNED')"]
+
+    run = LaunchedRun.launch(
+        LocalTarget(),
+        load_preset(path),
+        output_dir=str(tmp_path / "run"),
+        registry=Registry(),
+        maker=Maker(),
+    )
+    _wait(run)
+    info = run.record_exit()
+    assert info is not None
+    said = info.describe(*run.blind_rule())
+    assert "LEARNED" not in said and "hidden until the final read" in said, said
