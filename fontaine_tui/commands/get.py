@@ -103,6 +103,8 @@ def run(args: argparse.Namespace) -> int:
         sys.stderr.write(literal(f"note: {args.metric} was not logged at step(s) {shown}") + "\n")
     if got.clashes:
         sys.stderr.write(literal(_conflicts_line(args.run, got)) + "\n")
+    if got.not_numbers:
+        sys.stderr.write(literal(_not_numbers_line(args.run, got)) + "\n")
     return 0
 
 
@@ -118,12 +120,34 @@ def _conflicts_line(target: str, got: Got) -> str:
         f"note: {got.metric} was logged with different values at step(s) {shown} (a row for "
         f"each value, the first logged first): {got.said[0]}{more}"
     )
+    return line + _verdict_reads(target, got.key)
+
+
+def _not_numbers_line(target: str, got: Got) -> str:
+    """The steps of `got`'s series logged as a value that is not a number, as the verdict reads them.
+
+    That is NaN, and a read there UNDECIDABLE (said where the frozen rules read the field)."""
+    at = [s for s, _ in got.not_numbers]
+    shown = ", ".join(map(str, at[:20])) + (" ..." if len(at) > 20 else "")
+    step, what = got.not_numbers[0]
+    more = f" (and {len(at) - 1} more step(s))" if len(at) > 1 else ""
+    line = (
+        f"note: {got.metric} was logged as a value that is not a number at step(s) {shown} "
+        f"(a row of nan, as the verdict reads it): at step {step} it is {what}{more}"
+    )
+    return line + _verdict_reads(target, got.key)
+
+
+def _verdict_reads(target: str, key: str) -> str:
+    """That the verdict reads `key`, and a read at such a step is UNDECIDABLE ("" otherwise).
+
+    It is said only of a field the run's frozen rules read (prereg.json's)."""
     folder = RunFolder(Path(target))
     if folder.prereg.exists():
         rules = preset_for(folder, None)[0].verdict
-        if got.key in {rules.metric, *(r.metric for r in rules.secondary)}:
-            line += f"; the verdict reads {got.key}: a read at such a step is UNDECIDABLE"
-    return line
+        if key in {rules.metric, *(r.metric for r in rules.secondary)}:
+            return f"; the verdict reads {key}: a read at such a step is UNDECIDABLE"
+    return ""
 
 
 def _hidden_line(target: str, got: Got, judged: Judged) -> str:

@@ -8,8 +8,11 @@ the run did not log is named, never written as a number. A probe logged twice at
 different values of the metric is never resolved by picking one: each value gets its own row,
 the first logged first, the JSON's `conflicts` names the step, and `said` says it in the
 verdict's words (core/verdict/rules.py's conflict_reason). Probes that differ only in another
-field are no conflict of this series: the metric's value there is one. The conflicts come from
-the evidence gate (`seen_conflicts`), which gives none while the read is hidden.
+field are no conflict of this series: the metric's value there is one. A probe's value that is
+not a number (a boolean, a string, null) is read as the verdict reads it: NaN in the series
+(model/metrics.py), and named with what it was in `not_numbers`. The probes and conflicts come
+from the evidence gate (`seen_probes`, `seen_conflicts`), which gives none while the read is
+hidden.
 """
 
 from __future__ import annotations
@@ -23,7 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from fontaine_tui.core.errors import InputError
-from fontaine_tui.core.launch.evidence import conflict_in_words, seen_conflicts
+from fontaine_tui.core.launch.evidence import conflict_in_words, seen_conflicts, seen_probes
 from fontaine_tui.core.log.formats.candidates import choose
 from fontaine_tui.core.log.formats.inspect import load
 from fontaine_tui.core.log.store import RunStore
@@ -82,6 +85,8 @@ class Got:
     missing: tuple[int, ...]  # listed steps the run did not log the metric at
     clashes: tuple[tuple[int, tuple[float, ...]], ...] = ()  # a step, each value logged there
     said: tuple[str, ...] = ()  # each step in `clashes` in the verdict's words
+    # a step whose probe logged the metric as a value that is not a number, and what it was
+    not_numbers: tuple[tuple[int, str], ...] = ()
 
     def to_json(self) -> dict[str, object]:
         return {
@@ -98,6 +103,7 @@ class Got:
                 {"step": step, "values": [json_num(v) for v in values]}
                 for step, values in self.clashes
             ],
+            "not_numbers": [{"step": step, "logged": what} for step, what in self.not_numbers],
         }
 
     def to_csv(self) -> str:
@@ -163,6 +169,7 @@ def get(
     found = index.series(metric)
     probe = found.kind == PROBE  # a train record's step is never two: no conflict
     clash, said = conflicts(store, found.key, index.hidden) if probe else ({}, {})
+    odd = not_numbers(store, found.key, index.hidden) if probe else {}
     kept: list[tuple[int, float]] = []
     for s, v in zip(found.steps, found.values, strict=True):
         if steps.keeps(s):
@@ -179,7 +186,20 @@ def get(
         tuple(sorted(steps.listed - logged)),
         tuple((s, clash[s]) for s in sorted(clash) if s in logged),
         tuple(said[s] for s in sorted(clash) if s in logged),
+        tuple((s, odd[s]) for s in sorted(odd) if s in logged),
     )
+
+
+def not_numbers(store: RunStore, key: str, hidden: bool) -> dict[int, str]:
+    """Each step whose probe logged `key` as a value that is not a number, and what it was.
+
+    The verdict reads such a value as NaN and a read at its step UNDECIDABLE (`Probe.why_not`
+    says what was logged). None while `hidden` (the evidence gate's `seen_probes`)."""
+    return {
+        step: p.why_not(key)
+        for step, p in seen_probes(store, hidden).items()
+        if key not in p.fields and p.has(key)
+    }
 
 
 def conflicts(
