@@ -5,8 +5,8 @@ its metrics are model/metrics.py's (every numeric field, as the metric browser l
 and the metric's steps and values come out as CSV (a header line, one row per step, NaN as
 `nan`) or as one JSON document (schema SERIES_SCHEMA, docs/json.md). A step asked for that
 the run did not log is named, never written as a number. A probe logged twice at one step with
-different values of the metric is never resolved by picking one: each value gets its own row,
-the first logged first, the JSON's `conflicts` names the step, and `said` says it in the
+the metric read differently (another value, a value that is not a number, or the metric left
+out) is never resolved by picking one: each value gets its own row, the first logged first, the JSON's `conflicts` names the step, and `said` says it in the
 verdict's words (core/verdict/rules.py's conflict_reason). Probes that differ only in another
 field are no conflict of this series: the metric's value there is one. A probe's value that is
 not a number (a boolean, a string, null) is read as the verdict reads it: NaN in the series
@@ -21,14 +21,16 @@ import csv
 import io
 import math
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from types import MappingProxyType
 
 from fontaine_tui.core.errors import InputError
 from fontaine_tui.core.launch.evidence import conflict_in_words, seen_conflicts, seen_probes
 from fontaine_tui.core.log.formats.candidates import choose
 from fontaine_tui.core.log.formats.inspect import load
+from fontaine_tui.core.log.records import Probe
 from fontaine_tui.core.log.store import RunStore
 from fontaine_tui.core.runfolder import LOG
 from fontaine_tui.core.verdict.record import json_num
@@ -168,13 +170,15 @@ def get(
         index.hidden = False
     found = index.series(metric)
     probe = found.kind == PROBE  # a train record's step is never two: no conflict
-    clash, said = conflicts(store, found.key, index.hidden) if probe else ({}, {})
-    odd = not_numbers(store, found.key, index.hidden) if probe else {}
-    kept: list[tuple[int, float]] = []
-    for s, v in zip(found.steps, found.values, strict=True):
-        if steps.keeps(s):
-            kept.extend((s, x) for x in clash.get(s, (v,)))
+    reads = probe_reads(store, found.key, index.hidden) if probe else NO_READS
+    rows: Iterable[tuple[int, tuple[float, ...]]] = zip(
+        found.steps, ((v,) for v in found.values), strict=True
+    )
+    if reads.clashes:  # a conflicting probe may log the metric where the standing one did not
+        rows = sorted({**dict(rows), **reads.clashes}.items())
+    kept = [(s, x) for s, values in rows if steps.keeps(s) for x in values]
     logged = {s for s, _ in kept}
+    clash = reads.clashes
     return Got(
         str(folder),
         fmt,
@@ -185,41 +189,67 @@ def get(
         tuple(v for _, v in kept),
         tuple(sorted(steps.listed - logged)),
         tuple((s, clash[s]) for s in sorted(clash) if s in logged),
-        tuple(said[s] for s in sorted(clash) if s in logged),
-        tuple((s, odd[s]) for s in sorted(odd) if s in logged),
+        tuple(reads.said[s] for s in sorted(clash) if s in logged),
+        tuple((s, what) for s, what in reads.not_numbers if s in logged),
     )
 
 
-def not_numbers(store: RunStore, key: str, hidden: bool) -> dict[int, str]:
-    """Each step whose probe logged `key` as a value that is not a number, and what it was.
+# `key` as one probe reads it: (the repr of its value, what was logged when not a number), or
+# None when the probe did not log `key`
+_Reading = tuple[str, str] | None
 
-    The verdict reads such a value as NaN and a read at its step UNDECIDABLE (`Probe.why_not`
-    says what was logged). None while `hidden` (the evidence gate's `seen_probes`)."""
-    return {
-        step: p.why_not(key)
-        for step, p in seen_probes(store, hidden).items()
+
+def _reading(p: Probe, key: str) -> _Reading:
+    if not p.has(key):
+        return None
+    return repr(p.value(key)), "" if key in p.fields else p.why_not(key)
+
+
+@dataclass(frozen=True, slots=True)
+class ProbeReads:
+    """A probe field at each probe step as the verdict reads it, beyond one number a step."""
+
+    # each step whose probes read the field differently: every value, the first logged first
+    clashes: Mapping[int, tuple[float, ...]]
+    said: Mapping[int, str]  # each step in `clashes` in the verdict's words
+    # each step a probe logged the field as a value that is not a number, and what it was
+    not_numbers: tuple[tuple[int, str], ...]
+
+
+NO_READS = ProbeReads(MappingProxyType({}), MappingProxyType({}), ())
+
+
+def probe_reads(store: RunStore, key: str, hidden: bool) -> ProbeReads:
+    """`key` at the probes and conflicting probes as the verdict reads it.
+
+    The probes come from the evidence gate (`seen_probes`, `seen_conflicts`): none while
+    `hidden`. A probe's value is `Probe.value` (NaN for a value that is not a number: a boolean, a
+    string, null, which `Probe.why_not` names). Two probes for one step conflict for `key` when
+    they read it differently: other values, a number and a value that is not one, or one that
+    did not log it; each value is kept, the first first, and the first such pair said as the
+    verdict says it (conflict_reason, as if `key` were its field). Probes that differ only in
+    other fields are no conflict for `key`."""
+    odd = [
+        (step, p.why_not(key))
+        for step, p in sorted(seen_probes(store, hidden).items())
         if key not in p.fields and p.has(key)
-    }
-
-
-def conflicts(
-    store: RunStore, key: str, hidden: bool
-) -> tuple[dict[int, tuple[float, ...]], dict[int, str]]:
-    """Each step whose probes logged `key` with different values, and how the verdict says it.
-
-    Every value at the step, the first first; the first such pair in the verdict's words
-    (conflict_reason, as if `key` were its field). Probes that differ only in other fields are
-    no conflict for `key`. None while `hidden` (the evidence gate's `seen_conflicts`)."""
-    out: dict[int, tuple[float, ...]] = {}
+    ]
+    clashes: dict[int, tuple[float, ...]] = {}
     said: dict[int, str] = {}
+    held: dict[int, list[_Reading]] = {}
     for c in seen_conflicts(store, hidden):
-        if key not in c.first.fields or key not in c.second.fields:
+        first = _reading(c.first, key)
+        seen = held.setdefault(c.step, [first])
+        second = _reading(c.second, key)
+        if second in seen:
             continue
-        held = out.get(c.step, (c.first.fields[key],))
-        value = c.second.fields[key]
-        if all(repr(value) != repr(v) for v in held):
-            held += (value,)
-        if len(held) > 1:
-            out[c.step] = held
-            said.setdefault(c.step, conflict_in_words(store, c, key))
-    return out, said
+        seen.append(second)
+        values = clashes.get(c.step, () if first is None else (c.first.value(key),))
+        if second is not None:
+            values += (c.second.value(key),)
+            if second[1]:
+                odd.append((c.step, second[1]))
+        clashes[c.step] = values
+        said.setdefault(c.step, conflict_in_words(store, c, key))
+    odd.sort(key=lambda at: at[0])  # stable: at a step, the standing probe's first
+    return ProbeReads(MappingProxyType(clashes), MappingProxyType(said), tuple(odd))

@@ -1,7 +1,9 @@
 """`get` and `verdict` read a hostile log alike, in real subprocesses on real files.
 
 Each run folder puts at a step the verdict reads something a reader may drop: an eval value
-that is not a number (a JSONL `true`, our log's `null` or string). `verdict --json` says why
+that is not a number (a JSONL `true`, our log's `null` or string), or a probe logged twice
+with other values of the metric (on two lines, or one line naming the key twice, a number then
+a value that is not one). `verdict --json` says why
 the read is UNDECIDABLE; `get --json` of the verdict's metric must hold the verdict's values at
 the anchor and the read step and name what made the read UNDECIDABLE, and its note on stderr
 must say it too. A run of another trainer is read with a preset given (`-p`), one of ours with
@@ -92,6 +94,17 @@ HOSTILE = {
     ),
     "a string at our anchor": lambda root: ours(
         root, 500, '{"kind":"eval","step":{step},"time":{time},"eval_chunk_mae":"n/a"}'
+    ),
+    "a JSONL key written twice at the endpoint, a number then a boolean": lambda root: foreign(
+        root, '{"step": 100, "eval/mae": 3.1, "eval/mae": true}'
+    ),
+    "a JSONL endpoint on two lines with two numbers": lambda root: foreign(
+        root, '{"step": 100, "eval/mae": 3.1}\n{"step": 100, "eval/mae": 3.2}'
+    ),
+    "our key written twice at the endpoint, a number then a string": lambda root: ours(
+        root,
+        1000,
+        '{"kind":"eval","step":{step},"time":{time},"eval_chunk_mae":3.7929,"eval_chunk_mae":"x"}',
     ),
 }
 
