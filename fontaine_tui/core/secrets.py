@@ -15,7 +15,8 @@ What looks like a credential (docs/secrets.md lists it for the user):
 
 - a secret-named flag's, variable's or key's value: `--api-key V`, `--token=V`, `env K=V`,
   `K=V` inside `bash -c "..."`, a Hydra override `a.b.api_key=V` (`+`, `++` too), `"key": V`,
-  `Authorization: Bearer V`, a pair in a flag's list (`--opts user=bob,password=V`); the
+  `Authorization: Bearer V`, a pair in a flag's list (`--opts user=bob,password=V`) or
+  value (`--env=HF_TOKEN=V`), a program's own code setting it (`os.environ["K"] = "V"`); the
   name says it (`secret_name`: TOKEN, SECRET, PASSWORD, API_KEY, a last word KEY, AUTH,
   CREDENTIAL, COOKIE, WEBHOOK, DSN, PAT, ...), not TOKENIZERS_PARALLELISM, MAX_TOKENS,
   PAD_TOKEN_ID, TEXT_KEY or AUTHOR;
@@ -470,15 +471,23 @@ _PAIRED = (
 )
 _PAIRED_WORD = re.compile(rf"""(?:[^\s"'\\]|\\(?!\n|\Z).?|{_PAIRED}|["'])+""")
 _INNER_QUOTE = re.compile(r"""\w["']\w""")  # where the shell's and prose's pairing differ
-# a key and its value in JSON or a Python dict's repr (`"api_key": "V"`, `'password':'V'`,
-# `api_key": V` with its opening quote cut off): the value a quoted string (`'it's V'` too),
-# a list of them (`["V", "W"]`) or a bare word
-_KEYED = re.compile(
-    r"""(?<![\w.\-])\\?["']?(?P<name>[A-Za-z_][\w.\-]*)\\?["'][ \t]*:[ \t]*"""
-    r"(?P<value>"
+# a quoted string as a value: `"V"`, `'it's V'`, JSON inside a JSON string
+_STRING = (
     r'\\"(?:(?!\\")[^\n])*\\"'  # JSON inside a JSON string: {\"key\": \"V\"}
     r"""|"(?:[^"\\\n]|\\.)*"|'(?:[^'\n]|(?<=\w)'(?=\w))*'(?!\w)|'[^'\n]*'"""
-    r"""|\[[^\[\]\n]*\]|[^\s"',;:{}\[\]()]+)"""
+)
+# a key and its value in JSON or a Python dict's repr (`"api_key": "V"`, `'password':'V'`,
+# `api_key": V` with its opening quote cut off): the value a string, a list of them
+# (`["V", "W"]`) or a bare word
+_KEYED = re.compile(
+    r"""(?<![\w.\-])\\?["']?(?P<name>[A-Za-z_][\w.\-]*)\\?["'][ \t]*:[ \t]*"""
+    rf"""(?P<value>{_STRING}|\[[^\[\]\n]*\]|[^\s"',;:{{}}\[\]()]+)"""
+)
+# a variable or key set by a program's own code: `os.environ["HF_TOKEN"] = "V"`,
+# `cfg['db']['password']='V'`; the value a string (a bare word there is another variable)
+_SUBSCRIPT = re.compile(
+    r"""\[[ \t]*(?P<q>\\?["'])(?P<name>[A-Za-z_][\w.\-]*)(?P=q)[ \t]*\][ \t]*=(?!=)[ \t]*"""
+    rf"(?P<value>{_STRING})"
 )
 _GAP = re.compile(r"(?:\s|\\(?:\n|\Z))*")  # what stands between two words
 _SPACE = re.compile(r"\s")
@@ -569,12 +578,11 @@ def _hidden(word: str) -> str:
 
 def _value(text: str, hashes: bool = False, depth: int = 0) -> str:
     """A value (one shell word, or its part after `=`), every credential in it masked."""
-    if ":" in text:  # {"api_key":"V"} written with no space: one word ("api_key":"V" too)
-        text = _keyed(text)
+    text = _keyed(text)  # {"api_key":"V"} written with no space: one word; os.environ["K"]="V"
     if len(text) >= 2 and text[0] == text[-1] and text[0] in "\"'" and depth < _DEEPEST:
         return text[0] + mask_line(text[1:-1], hashes, depth + 1) + text[0]
-    if ("," in text or ";" in text) and "=" in text:  # a=1,b=2; Azure's K=V;AccountKey=V
-        return _listed(text, hashes)
+    if "=" in text and ("," in text or ";" in text or _LISTED_KEY.match(text) is not None):
+        return _listed(text, hashes)  # a=1,b=2; Azure's K=V;AccountKey=V; --env=K=V
     return _tokens_masked(text, hashes)
 
 
@@ -856,8 +864,7 @@ def _readings(line: str, hashes: bool, depth: int) -> str:
     whole), as the shell reads it, and as prose reads it (`_prose`). Each one hides only what
     it finds, so the next still sees the rest; a run hidden whole keeps its quotes, so the
     next pairs the rest as written."""
-    if ":" in line:  # first: a list or a value with an apostrophe in it is hidden whole
-        line = _keyed(line)
+    line = _keyed(line)  # first: a list or a value with an apostrophe in it is hidden whole
     if _INNER_QUOTE.search(line) is not None:  # else the paired runs are the shell's
         line = _read(line, _PAIRED_WORD, hashes, depth)
     return _prose(_read(line, _WORD, hashes, depth), hashes, depth)
@@ -880,8 +887,7 @@ def _prose(text: str, hashes: bool, depth: int) -> str:
     Every quote is a character, so words split on spaces alone: two apostrophes that the shell
     reads as one quoted run (`don't share password=V, it's`) hide no word between them. What
     the shell's reading masked reads as *** here and stays so; nothing else changes."""
-    if ":" in text:  # first: a quoted value with spaces in it is hidden whole
-        text = _keyed(text)
+    text = _keyed(text)  # first: a quoted value with spaces in it is hidden whole
     if "'" in text or '"' in text or "\\" in text:  # else the two readings split alike
         # 40 hex digits were judged by the shell's reading, with their context (`--revision
         # "..." HEX`, a commit inside a quoted run): this one keeps them
@@ -890,26 +896,42 @@ def _prose(text: str, hashes: bool, depth: int) -> str:
 
 
 def _keyed(text: str) -> str:
-    """`text`'s JSON or dict-repr pairs (`"api_key": "V"`): a secret-named key's value as ***."""
+    """`text`'s keyed pairs in each written form (`_KEYED_FORMS`): a secret's value as ***."""
+    low = text.lower()
+    for clue, form, named, grants in _KEYED_FORMS:
+        if clue in low:
+            text = form.sub(functools.partial(_keyed_pair, named=named, grants=grants), text)
+    return text
 
-    def one(m: re.Match[str]) -> str:
-        value = m["value"]
-        quoted = value[0] in "\"'["  # a string, or a list: [***]
-        if not secret_name(m["name"]):
-            return m[0]
-        if value.startswith('\\"'):  # an escaped string: \"V\"
-            inner = value[2:-2]
-            if inner.lower() in _BOOLISH or inner == MASK or _reference(inner):
-                return m[0]
-            return m[0][: m.start("value") - m.start()] + f'\\"{MASK}\\"'
-        items = value[1:-1].split(",") if value[0] == "[" else [value[1:-1] if quoted else value]
-        plains = [item.strip(" \t\"'") if value[0] == "[" else item for item in items]
-        if all(p.lower() in _BOOLISH or p == MASK or _reference(p) for p in plains):
-            return m[0]
-        shown = f"{value[0]}{MASK}{value[-1]}" if quoted else MASK
-        return m[0][: m.start("value") - m.start()] + shown
 
-    return _KEYED.sub(one, text)
+def _keyed_pair(
+    m: re.Match[str], named: Callable[[str], bool], grants: Callable[[str], bool]
+) -> str:
+    """One keyed pair as shown: its value *** where the key and the value say a secret.
+
+    `named` judges the key, `grants` each value; a string or a list keeps its quotes."""
+    value = m["value"]
+    if not named(m["name"]):
+        return m[0]
+    head = m[0][: m.start("value") - m.start()]
+    if value.startswith('\\"'):  # an escaped string: \"V\"
+        return head + f'\\"{MASK}\\"' if grants(value[2:-2]) else m[0]
+    quoted = value[0] in "\"'["  # a string, or a list: [***]
+    items = value[1:-1].split(",") if value[0] == "[" else [value[1:-1] if quoted else value]
+    plains = [item.strip(" \t\"'") if value[0] == "[" else item for item in items]
+    if not any(grants(p) for p in plains):
+        return m[0]
+    return head + (f"{value[0]}{MASK}{value[-1]}" if quoted else MASK)
+
+
+# each written form of a key and its value, read over a whole text: (a clue the lower-cased
+# text must hold, the form, whether the key names a secret, whether the value grants one)
+_KEYED_FORMS: tuple[
+    tuple[str, re.Pattern[str], Callable[[str], bool], Callable[[str], bool]], ...
+] = (
+    (":", _KEYED, secret_name, _granting),  # "api_key": "V", {'password':'V'}
+    ("[", _SUBSCRIPT, secret_name, _granting),  # os.environ["HF_TOKEN"] = "V"
+)
 
 
 def mask_text(text: str, hashes: bool = False) -> str:

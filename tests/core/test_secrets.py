@@ -812,3 +812,41 @@ def test_an_aws_key_pair_in_an_argv_is_masked_both():
         "aws-login", "***", "***", "--region", "eu-west-1",
     ]  # fmt: skip
     assert mask_argv(["python", "t.py", AWS_SECRET]) == ["python", "t.py", AWS_SECRET]
+
+
+# a secret-named `K=V` inside a flag's value (`--env=K=V`, `--opts=token=V`), and a variable
+# set by a program's own code (`os.environ["HF_TOKEN"] = "V"`): the value goes, the name stays
+V = "Zq8xP2mK9vR4tL7w"
+NESTED = [
+    (f"--env=WANDB_API_KEY={V}", "--env=WANDB_API_KEY=***"),
+    (f"--opts=token={V}", "--opts=token=***"),
+    (f"--from-literal=token={V}", "--from-literal=token=***"),
+    (f"--set=a.b.api_key={V}", "--set=a.b.api_key=***"),
+    (f"--env=HF_TOKEN='{V}'", "--env=HF_TOKEN='***'"),
+    (f'import os; os.environ["HF_TOKEN"]="{V}"', 'import os; os.environ["HF_TOKEN"]="***"'),
+    (f"os.environ['WANDB_API_KEY'] = '{V}'; main()", "os.environ['WANDB_API_KEY'] = '***'; main()"),
+    (f'cfg["db"]["password"]="{V}"', 'cfg["db"]["password"]="***"'),
+]
+NESTED_KEPT = [
+    "--env=TOKENIZERS_PARALLELISM=false",
+    "--env=HF_TOKEN=$HF_TOKEN",
+    "--opts=use_auth_token=true",
+    "--define=max_tokens=100",
+    'os.environ["HF_TOKEN"] = os.environ["MY_TOKEN_SOURCE"]',
+    'os.environ["HF_HOME"] = "/data/hf"',
+    'cfg["api_key"] = ""',
+]
+
+
+@pytest.mark.parametrize(("text", "shown"), NESTED)
+def test_a_pair_inside_a_flag_value_or_a_program_setting_a_variable_is_masked(text, shown):
+    assert mask_argv(["python3", text]) == ["python3", shown]
+    assert mask_text(f"alert: {text}") == f"alert: {shown}"
+    assert mask_text(shown) == shown
+    assert env_secret("EXTRA", text)
+
+
+@pytest.mark.parametrize("text", NESTED_KEPT)
+def test_a_pair_inside_a_flag_value_that_grants_nothing_is_kept(text):
+    assert mask_argv(["python3", text]) == ["python3", text]
+    assert mask_text(text) == text

@@ -49,6 +49,22 @@ def test_the_command_cell_masks_a_secret_in_a_list_of_pairs():
     assert cell == "train.py --opts user=bob,password=***,host=db --lr=3"
 
 
+def test_the_command_cell_masks_a_pair_inside_a_flag_value():
+    cell = shown_argv(
+        (
+            "python3",
+            "-c",
+            'import os; os.environ["HF_TOKEN"]="Zq8xP2mK9vR4tL7w"',
+            "--env=WANDB_API_KEY=Zq8xP2mK9vR4tL7w",
+            "--opts=token=Zq8xP2mK9vR4tL7w",
+        )
+    )
+    assert "Zq8x" not in cell, cell
+    assert cell.endswith('os.environ["HF_TOKEN"]="***" --env=WANDB_API_KEY=*** --opts=token=***'), (
+        cell
+    )
+
+
 def test_the_command_cell_hides_every_secret():
     cell = shown_argv(ARGV)
     assert not [s for s in SECRETS if s in cell], cell

@@ -155,6 +155,26 @@ def test_a_trainer_alert_quoting_a_token_is_said_with_it_masked(tmp_path, capsys
     ), out
 
 
+def test_a_trainer_alert_quoting_a_pair_inside_a_flag_value_is_said_masked(tmp_path, capsys):
+    """`--env=K=V` and a program setting its variable (`os.environ["K"]="V"`): V masked."""
+    root = tmp_path / "run"
+    root.mkdir()
+    leak = alert(
+        90,
+        "push failed",
+        'ran with --env=HF_TOKEN=Zq8xP2mK9vR4tL7w; os.environ["WANDB_API_KEY"]="V2sEcReT9"',
+    )
+    write_log(root / "train_log.jsonl", with_alerts(300, {90: [leak]}))
+    capsys.readouterr()
+    main(["replay", str(root / "train_log.jsonl"), "--preset", PRESET, "--plain"])
+    out = capsys.readouterr().out
+    assert "Zq8x" not in out and "V2sEcReT9" not in out, out
+    assert (
+        "WARN   the trainer's alert at step 90: push failed: ran with --env=HF_TOKEN=***; "
+        'os.environ["WANDB_API_KEY"]="***"' in out.splitlines()
+    ), out
+
+
 def test_a_trainer_alert_quoting_a_continued_command_line_is_said_masked(tmp_path, capsys):
     """A backslash-newline is the shell's space: the token on the next line is the flag's."""
     root = tmp_path / "run"

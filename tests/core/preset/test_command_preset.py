@@ -3,6 +3,7 @@ hashed into the canonical form, and such a preset launchable."""
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -125,6 +126,15 @@ SECRET_FORMS = [
     (f'{ARGV}\nenv = {{ EXTRA = "{HEX}" }}', "command.env.EXTRA"),
     (f'{ARGV}\nenv = {{ EXTRA = "--token k3y" }}', "command.env.EXTRA"),
     ('argv = ["python", "t.py", "--opts", "user=bob,password=k3y"]', "command.argv[3]"),
+    ('argv = ["python", "t.py", "--env=WANDB_API_KEY=k3y"]', "command.argv[2]"),
+    ('argv = ["python", "t.py", "--opts=token=k3y"]', "command.argv[2]"),
+    ('argv = ["kubectl", "create", "secret", "--from-literal=token=k3y"]', "command.argv[3]"),
+    (
+        "argv = ['python3', '-c', 'import os; os.environ[\"HF_TOKEN\"]=\"k3y\"']",
+        "command.argv[2]",
+    ),
+    (f'{ARGV}\nresume_argv = ["python", "t.py", "--env=HF_TOKEN=k3y"]', "command.resume_argv[2]"),
+    (f'{ARGV}\nenv = {{ EXTRA = "--env=HF_TOKEN=k3y" }}', "command.env.EXTRA"),
 ]
 
 
@@ -228,3 +238,35 @@ def test_the_own_trainer_preset_loads():
     assert preset.command is not None and preset.source is not None
     assert preset.source.kind == "hf_trainer" and preset.verdict.metric == "eval_loss"
     assert "{output_dir}" in preset.command.argv and preset.command.resume_argv
+
+
+def test_a_pair_inside_a_flag_value_is_refused_by_presets_show(tmp_path):
+    """The review's preset: `--env=K=V` and `--opts=token=V` refused at load, exit 2, unshown."""
+    token = "Zq8xP2mK9vR4tL7w"
+    path = tmp_path / "p1.toml"
+    path.write_text(
+        '[run]\nname = "p1"\noutput_dir = "runs/p1"\n[command]\n'
+        'argv = ["python3", "-c", "print(\'step:1 loss:1.0\', flush=True)", '
+        f'"--env=WANDB_API_KEY={token}", "--opts=token={token}"]\n'
+        '[source]\nkind = "lines"\neval = ["loss"]\n'
+        "patterns = ['step:(?P<step>\\S+) loss:(?P<loss>\\S+)']\n"
+        '[verdict]\nmetric = "loss"\nanchor_step = 1\nendpoint_step = 2\n'
+        "healthy_max = 0.0\ndrift_min = 0.2\n"
+    )
+    env = {
+        **os.environ,
+        "XDG_CONFIG_HOME": str(tmp_path / "config"),
+        "XDG_STATE_HOME": str(tmp_path / "state"),
+        "FONTAINE_REGISTRY": str(tmp_path / "registry"),
+    }
+    proc = subprocess.run(
+        [sys.executable, "-m", "fontaine_tui", "presets", "show", str(path)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env=env,
+    )
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert proc.stderr.count("\n") == 1, proc.stderr
+    assert "command.argv[3]: looks like a secret" in proc.stderr, proc.stderr
+    assert token not in proc.stdout + proc.stderr
