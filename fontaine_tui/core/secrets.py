@@ -54,7 +54,9 @@ repr (`Namespace(hub_token='***', lr=3)`).
 
 How it is shown: the token replaced by `***`, every other character of the line kept, so a
 masked line still says what ran. Masking is idempotent: masking a masked text changes
-nothing, and a text holds a credential exactly when masking changes it.
+nothing, and a text holds a credential exactly when masking changes it. What a user types
+for the tool to record as typed (an unblind reason, a review note, an amendment's text, a
+bank note) is not masked but refused when it holds one (`recordable`).
 """
 
 from __future__ import annotations
@@ -66,6 +68,8 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from urllib.parse import parse_qsl, quote, unquote, urlsplit, urlunsplit
 
 import tomllib
+
+from fontaine_tui.core.errors import InputError
 
 MASK = "***"
 _MIN_SECRET = 4  # shorter pieces of a known URL ("T0", "1") are not replaced inside free text
@@ -964,6 +968,28 @@ def mask_text(text: str, hashes: bool = False) -> str:
         out.append(mask_line("\n".join(run), hashes))
         run = []
     return "\n".join(out)
+
+
+_SHOWN_MOST = 160  # a refused text is quoted, masked, up to this many characters
+
+
+def recordable(text: str, what: str) -> str:
+    """`text`, to be recorded as typed; InputError naming `what` when it holds a credential.
+
+    A reason, a note or an amendment's text is kept word for word (a hash-chained trail, a
+    bank document) and every later reader shows it: masked, the record would say what was
+    not typed; kept, it would show the credential. So it is refused in one line that quotes
+    it masked, and nothing is written."""
+    shown = mask_text(text)
+    if shown == text:
+        return text
+    shown = " ".join(shown.split())
+    if len(shown) > _SHOWN_MOST:
+        shown = shown[: _SHOWN_MOST - 3] + "..."
+    raise InputError(
+        f"{what}: not recorded: it holds what looks like a credential ('{shown}'); it would "
+        "be kept and shown as typed: say it without the secret (docs/secrets.md)"
+    )
 
 
 def _one_word(line: str) -> bool:

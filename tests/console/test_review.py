@@ -58,6 +58,24 @@ async def test_accept_flag_note_chain_and_tamper(tmp_path):
         assert path.read_bytes() == before
 
 
+async def test_a_note_holding_a_token_is_refused_and_nothing_appended(tmp_path):
+    """A note is recorded as typed: one holding a credential is refused (core/secrets.py),
+    the status says so with the token masked, and review.jsonl is not written."""
+    folder = tmp_path / "run"
+    app = console(make_run(folder, upto=750))
+    async with app.run_test(size=SIZE) as pilot:
+        await loaded(pilot, 750)
+        await pilot.press("v", "n")
+        await pilot.pause()
+        assert isinstance(app.screen, NoteDialog)
+        await pilot.press(*"ask ops --hub_token=Zq8xP2mK9vR4tL7w", "enter")
+        await pilot.pause()
+        assert "not recorded: " in app.review_status, app.review_status
+        assert "looks like a credential" in app.review_status, app.review_status
+        assert "Zq8x" not in app.review_status
+        assert not (folder / "review.jsonl").exists()
+
+
 async def test_a_review_key_asks_before_it_appends_and_says_what_it_wrote(tmp_path):
     """A stray a or f writes nothing: only y after it appends, and the toast names the line
     and the file's full path."""

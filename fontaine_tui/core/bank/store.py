@@ -27,6 +27,7 @@ from fontaine_tui.core.errors import InputError
 from fontaine_tui.core.limits import json_loads
 from fontaine_tui.core.log.store import RunStore
 from fontaine_tui.core.readfile import read_text, read_whole
+from fontaine_tui.core.secrets import recordable
 from fontaine_tui.core.text import literal
 
 SCHEMA = "fontaine-tui/bank/1"
@@ -167,6 +168,7 @@ def document(
     its kind) says nothing of its end (unless it records one, such as a W&B run's exit), so
     attempts.jsonl says it (a launched [command] whose last attempt finished at `finished_at`),
     or else the one banking it (`bank --ended`), and the document says which."""
+    recordable(note, "bank add --note")
     ended = gate_end is not None or (store.events and store.events[-1].event == "end")
     if not foreign and not ended:
         raise InputError(

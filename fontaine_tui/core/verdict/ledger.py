@@ -22,6 +22,7 @@ from fontaine_tui.core.preset.amendments import validate_extend_amendment, valid
 from fontaine_tui.core.preset.record import Amendment, Preset
 from fontaine_tui.core.readfile import read_whole
 from fontaine_tui.core.runfolder import RunFolder
+from fontaine_tui.core.secrets import recordable
 from fontaine_tui.core.verdict import head as chain_head
 from fontaine_tui.core.verdict.prereg import utc_iso
 
@@ -220,6 +221,7 @@ def declare_amendment(
     text: str = "",
 ) -> Amendment:
     """Validate and append one declaration; returns it as the verdict will read it."""
+    recordable(text, "amend --text")
     if kind not in KINDS:
         raise InputError(f"--kind: expected one of {', '.join(KINDS)}, got {kind!r}")
     rule: dict[str, object] = {"kind": kind}

@@ -29,6 +29,7 @@ from fontaine_tui.core.errors import InputError
 from fontaine_tui.core.limits import json_loads
 from fontaine_tui.core.readfile import read_whole
 from fontaine_tui.core.runfolder import PREREG, REVIEW, VERDICT
+from fontaine_tui.core.secrets import recordable
 from fontaine_tui.core.verdict import blind
 from fontaine_tui.core.verdict import head as chain_head
 from fontaine_tui.core.verdict.ledger import genesis
@@ -158,11 +159,13 @@ def append(
 
     A chain that does not hold is never extended: InputError naming the break, nothing
     written. An `unblind` line names `who`, and `note` is the reason (both required). A note
-    on a `hidden` (blinded) read records what the reviewer saw: BLINDED, no delta."""
+    on a `hidden` (blinded) read records what the reviewer saw: BLINDED, no delta. A note
+    holding a credential is refused (core/secrets.py's `recordable`): it is kept as typed."""
     if action not in ACTIONS:
         raise ValueError(f"action: expected one of {', '.join(ACTIONS)}, got {action!r}")
     if action == "unblind" and not (who and blind.reason_ok(note)):
         raise InputError(f"unblind: who unblinds, and {blind.REASON_RULE}")
+    recordable(note, "unblind reason" if action == "unblind" else f"{action} note")
     path = Path(path)
     stamp = datetime.fromtimestamp(clock(), timezone.utc).isoformat().replace("+00:00", "Z")
     if not path.exists():  # the lock creates a missing file: a removed trail stays removed

@@ -1,0 +1,85 @@
+"""Text a user types that the tool records (an unblind reason, a review note, an amendment's
+text, a bank note) is refused when it holds a credential (core/secrets.py's `recordable`):
+one line, exit 2, nothing written, the credential not echoed. Masking it would record what
+was not typed; keeping it would show it in every later reader (the verdict card, verdict -j,
+a sealed bundle, bank show). Real subprocesses on real run folders."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from fontaine_tui.core.errors import InputError
+from tests.commands.test_blind import cli, run_folder
+
+TOKEN = "Zq8xP2mK9vR4tL7w"
+HF = "hf_AbCdEfGhIjKlMnOpQrStUvWxYz0123456789"
+UNBLIND = f"asked by ops, --hub_token={TOKEN} {HF}"
+AMEND = f"mirror https://user:Pw9SECRETxyz@example.com ... --env=HF_TOKEN={TOKEN}"
+
+
+def refused(res, *gone: str) -> None:
+    assert res.returncode == 2, res.stdout + res.stderr
+    assert res.stderr.count("\n") == 1 and "looks like a credential" in res.stderr, res.stderr
+    for secret in gone:
+        assert secret not in res.stdout + res.stderr, secret
+
+
+@pytest.mark.parametrize("command", ["verdict", "get", "seal"])
+def test_an_unblind_reason_holding_a_token_is_refused_and_nothing_recorded(tmp_path, command):
+    root = run_folder(tmp_path, 750)
+    more = {"get": ["--metric", "eval_chunk_mae"], "seal": ["-o", str(tmp_path / "b")]}
+    res = cli(tmp_path, command, str(root), *more.get(command, []), "--unblind", UNBLIND)
+    refused(res, TOKEN, HF[3:])
+    assert "--hub_token=***" in res.stderr, res.stderr
+    assert not (root / "review.jsonl").exists() or TOKEN not in (root / "review.jsonl").read_text()
+    assert not (tmp_path / "b").exists()
+    card = cli(tmp_path, "verdict", str(root), "--unblind", "GPU budget review")
+    assert card.returncode != 2 and "GPU budget review" in card.stdout, card.stderr
+
+
+def test_an_amendment_text_holding_a_credential_is_refused_and_nothing_written(tmp_path):
+    root = run_folder(tmp_path, 300, blind=False)
+    res = cli(tmp_path, "amend", str(root), "--extend-to", "1250", "--text", AMEND)
+    refused(res, TOKEN, "Pw9SECRETxyz")
+    assert not (root / "amendments.jsonl").exists()
+    ok = cli(tmp_path, "amend", str(root), "--extend-to", "1250", "--text", "slow warm-up")
+    assert ok.returncode in (0, 1), ok.stderr
+    assert "slow warm-up" in (root / "amendments.jsonl").read_text()
+
+
+def test_a_bank_note_holding_a_credential_is_refused_and_nothing_banked(tmp_path):
+    root = run_folder(tmp_path, 1000, blind=False)
+    bank = {"FONTAINE_BANK": str(tmp_path / "bank")}
+    note = f"two ranks; wandb key {'0123456789abcdef' * 2}01234567"
+    res = cli(tmp_path, "bank", "add", str(root), "--as", "ref", "--note", note, **bank)
+    refused(res, "0123456789abcdef0123")
+    assert not (tmp_path / "bank").exists() or not list((tmp_path / "bank").rglob("*.json"))
+    ok = cli(tmp_path, "bank", "add", str(root), "--as", "ref", "--note", "two ranks", **bank)
+    assert ok.returncode == 0, ok.stderr
+    assert json.loads(cli(tmp_path, "bank", "show", "ref", "-j", **bank).stdout)["note"] == (
+        "two ranks"
+    )
+
+
+@pytest.mark.parametrize(
+    ("text", "ok"),
+    [
+        ("GPU budget review", True),
+        ("the token expired, asked by ops", True),
+        ("half batch after the OOM at step 200", True),
+        (UNBLIND, False),
+        (AMEND, False),
+        ("password=hunter2", False),
+    ],
+)
+def test_recordable_refuses_only_a_text_holding_a_credential(text, ok):
+    from fontaine_tui.core.secrets import recordable
+
+    if ok:
+        assert recordable(text, "--text") == text
+    else:
+        with pytest.raises(InputError) as info:
+            recordable(text, "--text")
+        assert str(info.value).startswith("--text: ") and "\n" not in str(info.value)
