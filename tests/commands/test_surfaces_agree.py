@@ -6,10 +6,13 @@ a decision lock's premise (`max_probe_change`) or none, `[gates] stop_on_lock` o
 amendment declared with `fontaine-tui amend` partway through or none, a restart (a resume to
 the last checkpoint, as [recovery] makes one) or none, random probe values, and cut at a random
 point: before the endpoint, at it, stopped by the engine's end event, or stopped by the gate
-with only attempts.jsonl saying so. The surfaces are the
+with only attempts.jsonl saying so. One probe may be hostile: its eval_chunk_mae a boolean,
+null or a string, or the probe logged twice (a second line with another number, or one line
+naming the key twice, a number then a boolean). The surfaces are the
 commands a user or a script reads a run through: `verdict --json` (the reference),
 `replay --plain` and `attach --plain --until-end` (their last verdict line and their exit code),
-`get --json` (the probe values, or a refusal naming the blind), `seal` then `verify` (the
+`get --json` (the probe values as the verdict read them, naming a value that is not a number or
+a conflict where the verdict does; or a refusal naming the blind), `seal` then `verify` (the
 verdict recomputed from the bundle), `runs -j` (the runs list's read), and `bank add` then
 `bank show -j` (a run banked only when its reads may be seen)."""
 
@@ -34,12 +37,16 @@ from fontaine_tui.core.runfolder import RunFolder
 from fontaine_tui.core.verdict.blind import EXIT_BLINDED
 from fontaine_tui.core.verdict.prereg import freeze
 from fontaine_tui.core.verdict.record import EXIT_CODES, PROVISIONAL_OFFSET
+from tests.commands.test_get_agrees import assert_agree
 from tests.core.launch.conftest import without_amendments
 from tests.logs import dumps, meta, probe, train
 from tests.profiles import examples
 
 STEPS = (250, 500, 750, 1000)
 level = st.sampled_from((3.0, 3.1, 3.2, 3.35, 3.5, 3.8, 4.2))
+# what a hostile probe logs at eval_chunk_mae: a value that is not a number, another number on
+# a second line, or one line naming the key twice, a number then a boolean
+HOSTILE = ("true", "null", "string", "another line", "key twice")
 
 
 @st.composite
@@ -60,6 +67,7 @@ def runs(draw: st.DrawFn) -> dict[str, object]:
         ),
         "restart": draw(st.booleans()),
         "values": {s: draw(level) for s in STEPS},
+        "hostile": draw(st.none() | st.tuples(st.sampled_from(STEPS), st.sampled_from(HOSTILE))),
         "cut": draw(st.sampled_from((600, 760, 1000, "stopped-760", "stopped-510", "gated-760"))),
     }
 
@@ -98,10 +106,32 @@ def records(run: dict[str, object], upto: int, t0: float) -> list[dict[str, obje
             t += 0.5
             out.append(train(s, t))
             if s in values:
-                out.append(probe(s, t + 0.1, values[s], values[s] + 0.1))
+                out += hostile(probe(s, t + 0.1, values[s], values[s] + 0.1), run.get("hostile"))
             if s % 500 == 0:
                 out.append({"kind": "checkpoint", "step": s, "time": t, "path": f"step-{s:06d}"})
     return out
+
+
+def hostile(rec: dict[str, object], how: object) -> list[dict[str, object]]:
+    """The probe `rec` as logged, or as the run's hostile probe (`how`: a step and a HOSTILE)."""
+    if not isinstance(how, tuple) or how[0] != rec["step"]:
+        return [rec]
+    value = rec["eval_chunk_mae"]
+    what = how[1]
+    if what == "another line":
+        return [rec, {**rec, "eval_chunk_mae": float(value) + 1.0}]  # type: ignore[arg-type]
+    if what == "key twice":  # the text names the key twice: json.dumps cannot, so written here
+        text = dumps(rec)
+        return [{**rec, RAW: text[:-1] + ', "eval_chunk_mae": true}'}]
+    return [{**rec, "eval_chunk_mae": {"true": True, "null": None, "string": "n/a"}[what]}]
+
+
+RAW = "raw line"  # a record written as this text instead of as JSON
+
+
+def line(rec: dict[str, object]) -> str:
+    raw = rec.get(RAW)
+    return str(raw) if raw is not None else dumps(rec)
 
 
 def cli(*args: str) -> tuple[int, str, str]:
@@ -125,7 +155,7 @@ def make(where: Path, run: dict[str, object]) -> Path:
     recs = records(run, upto, t0)
     if run["amend"] is not None:  # declared once step 300 is seen, before the anchor at 500
         early = [r for r in recs if r["time"] <= t0 + 300 * 0.5 + 0.2]
-        log.write_text("".join(dumps(r) + "\n" for r in early))
+        log.write_text("".join(line(r) + "\n" for r in early))
         code, _, err = cli("amend", str(root), *run["amend"], "--text", "t")  # type: ignore[misc]
         assert code in (0, 1), err
     end: list[dict[str, object]] = []
@@ -136,7 +166,7 @@ def make(where: Path, run: dict[str, object]) -> Path:
     elif str(cut).startswith("stopped-"):
         end = [{"kind": "event", "step": upto, "time": t0 + 1e4, "event": "end",
                 "detail": f"stopped by SIGINT at step {upto}"}]  # fmt: skip
-    log.write_text("".join(dumps(r) + "\n" for r in [*recs, *end]))
+    log.write_text("".join(line(r) + "\n" for r in [*recs, *end]))
     if str(cut).startswith("gated-"):  # a log that never says its end: attempts.jsonl does
         gate_stop(root, upto, 500)
     return root
@@ -163,8 +193,15 @@ def last_verdict_line(text: str) -> str:
 
 
 def probe_values(run: dict[str, object]) -> set[str]:
+    """Each probe value as a surface would print it, a hostile probe's other number too, and
+    the words that say what a hostile probe logged instead of a number."""
     values: dict[int, float] = run["values"]  # type: ignore[assignment]
-    return {f"{v:.4f}" for v in values.values()} | {f"{v}" for v in values.values()}
+    logged = list(values.values())
+    how = run.get("hostile")
+    if isinstance(how, tuple) and how[1] == "another line":
+        logged.append(values[how[0]] + 1.0)
+    said = {"boolean)", "boolean),", "('n/a')", "('n/a'),"} if isinstance(how, tuple) else set()
+    return {f"{v:.4f}" for v in logged} | {f"{v}" for v in logged} | said
 
 
 @pytest.fixture
@@ -224,6 +261,7 @@ def test_every_surface_agrees_with_the_verdict(isolated: Path, run: dict[str, ob
         )
     else:
         assert got == 0, err
+        assert_agree(doc, json.loads(text), err)
 
     # seal, then verify: the bundle's verdict is the verdict
     bundle = where / "b.zip"
@@ -250,12 +288,16 @@ def test_every_surface_agrees_with_the_verdict(isolated: Path, run: dict[str, ob
     shown = ("PROVISIONAL " if provisional else "") + label
     assert row["read"] == shown, (row["read"], shown, doc.get("reason"))
 
-    # bank add: only a finished run whose reads may be seen and decide
+    # bank add: only a finished run whose reads may be seen and decide, and whose own evidence
+    # holds together (two probes for one step anywhere it logged refuse it)
     got, text, err = cli("bank", "add", str(root), "--as", f"x{where.name}")
     # bank add takes the run's end as the verdict does: the log's own, or the gate's stop
     # attempts.jsonl records (the log reached it)
     finished = run["cut"] == 1000 or str(run["cut"]).startswith(("stopped-", "gated-"))
-    if hidden or not finished or label == "UNDECIDABLE":
+    upto = int(str(run["cut"]).removeprefix("stopped-").removeprefix("gated-"))
+    how = run["hostile"]
+    twice = isinstance(how, tuple) and how[0] <= upto and how[1] in ("another line", "key twice")
+    if hidden or not finished or label == "UNDECIDABLE" or twice:
         assert got == 2, (text, err)
     else:
         assert got == 0, err
