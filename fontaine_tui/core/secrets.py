@@ -16,7 +16,11 @@ What looks like a credential (docs/secrets.md lists it for the user):
 - a secret-named flag's, variable's or key's value: `--api-key V`, `--token=V`, `env K=V`,
   `K=V` inside `bash -c "..."`, a Hydra override `a.b.api_key=V` (`+`, `++` too), `"key": V`,
   `Authorization: Bearer V`, a pair in a flag's list (`--opts user=bob,password=V`) or
-  value (`--env=HF_TOKEN=V`), a program's own code setting it (`os.environ["K"] = "V"`); the
+  value (`--env=HF_TOKEN=V`), a program's own code setting it (`os.environ["K"] = "V"`), a
+  key under a path (`a/b/api_key=V`), percent-encoded (`?next=%3Ftoken%3DV`), glued by a
+  colon as an environment is printed (`HF_TOKEN:V`), a tab apart (`HF_TOKEN<TAB>V`), a
+  hash's arrow (`api_key => V`), said in a sentence (`my hub_token is V`, unless the word
+  after reads as the sentence going on: letters alone, no digit nor capital past the first); the
   name says it (`secret_name`: TOKEN, SECRET, PASSWORD, API_KEY, a last word KEY, AUTH,
   CREDENTIAL, COOKIE, WEBHOOK, DSN, PAT, ...), not TOKENIZERS_PARALLELISM, MAX_TOKENS,
   PAD_TOKEN_ID, TEXT_KEY or AUTHOR;
@@ -120,7 +124,9 @@ _HASH_WORDS = frozenset(
      "HEAD", "GIT", "FINGERPRINT", "VERSION"}
 )  # fmt: skip
 _QUERY_WORDS = frozenset({"SIG", "SIGNATURE", "CODE", "KEY", "PASS", "PWD", "AUTH"})
-_BOOLISH = frozenset({"", "true", "false", "yes", "no", "none", "null", "0", "1", "on", "off"})
+_BOOLISH = frozenset(
+    {"", "true", "false", "yes", "no", "none", "null", "nil", "undef", "0", "1", "on", "off"}
+)
 
 
 def _words(name: str) -> list[str]:
@@ -493,6 +499,38 @@ _SUBSCRIPT = re.compile(
     r"""\[[ \t]*(?P<q>\\?["'])(?P<name>[A-Za-z_][\w.\-]*)(?P=q)[ \t]*\][ \t]*=(?!=)[ \t]*"""
     rf"(?P<value>{_STRING})"
 )
+# a pair percent-encoded, as a URL inside another's query carries it (`?next=...%3Ftoken%3DV`,
+# twice encoded `%253D` too): the value runs to an encoded or a plain `&`, or an encoded
+# `?`, `=` or `#` (a URL's query inside the value: its pairs are read apart)
+_ENCODED = re.compile(
+    r"(?:(?<![\w.\-%])|(?<=%[0-9A-Fa-f]{2})|(?<=%25[0-9A-Fa-f]{2}))"
+    r"(?P<name>[A-Za-z_][\w.\-]*)%(?:25)?3[Dd]"
+    r"""(?P<value>(?:[^\s%&"'<>]|%(?!(?:25)?(?:26|3[DdFf]|23))[0-9A-Fa-f]{2})+)"""
+)
+# a key glued to its value by a colon, as an environment is printed (`HF_TOKEN:V`): a
+# variable's name in capitals, two words or more, so an image's `auth_service:v2`, a type's
+# `api_key:str` and a path's `a/b:c` are no such pair
+_GLUED = re.compile(
+    r"(?<![\w.\-/:@$%])(?P<name>[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+):"
+    rf"""(?P<value>{_STRING}|[^\s"'`,;:{{}}\[\]()@]+)(?![\w:/\[(])"""
+)
+# a key and its value a tab apart, as a table has them (`HF_TOKEN<TAB>V`)
+_TABBED = re.compile(
+    rf"""(?<![^\s])(?P<name>[A-Za-z_][\w.\-]*)[ ]*\t[ \t]*(?P<value>{_STRING}|[^\s`]+)"""
+)
+# a hash's pair, Ruby's, Perl's or PHP's (`api_key => V`, `:api_key => "V"`, `'key' => 'V'`):
+# a bare value that a `[` or `(` follows is code (`ENV['X']`), not the secret
+_ARROW = re.compile(
+    r"""(?<![\w.\-$]):?(?P<q>["']?)(?P<name>[A-Za-z_][\w.\-]*)(?P=q)[ \t]*=>[ \t]*"""
+    rf"""(?P<value>{_STRING}|[^\s"'`,;{{}}\[\]()]+(?![^\s"'`,;{{}}\])]))"""
+)
+# a key said in a sentence (`my hub_token is V`, `the API key was V.`): the value one word,
+# a sentence's mark after it kept
+_SAID = re.compile(
+    r"(?<![\w.\-$])(?P<name>(?:[Aa]pi|API|[Aa]ccess|ACCESS|[Ss]ecret|SECRET|[Pp]rivate|PRIVATE)"
+    r" (?:[Kk]ey|KEY|[Tt]oken|TOKEN)|[A-Za-z_][\w.\-]*)[ \t]+(?:is|was)[ \t]+"
+    rf"(?P<value>{_STRING}|[^\s`]*[^\s.,;:!?)\]}}`])"
+)
 _GAP = re.compile(r"(?:\s|\\(?:\n|\Z))*")  # what stands between two words
 _SPACE = re.compile(r"\s")
 _DEEPEST = 4  # quotes inside quotes read so deep; deeper, token shapes alone are masked
@@ -521,7 +559,8 @@ def _maybe(text: str) -> bool:
 
 
 _ASSIGN = re.compile(
-    r"^(?P<pre>(?:[A-Za-z_][\w.]*\()?[(;&|{`]*)(?P<name>-{1,2}[A-Za-z][\w.\-]*|[+~$]{0,2}[A-Za-z_][\w.\-]*)="
+    r"^(?P<pre>(?:[A-Za-z_][\w.]*\()?[(;&|{`]*)"
+    r"(?P<name>-{1,2}[A-Za-z][\w.\-]*|[+~$]{0,2}(?:[A-Za-z_][\w.\-]*/)*[A-Za-z_][\w.\-]*)="
     r"(?P<value>.*)$",
     re.S,
 )
@@ -673,7 +712,7 @@ def _word(
     if "=" in word and (m := _ASSIGN.match(word)) is not None:  # NAME=V, --flag=V, a.b.key=V
         name, value = m["name"], m["value"]
         plain = _PUNCT_END.sub("", value).strip("\"'")  # f(use_auth=True, ...) too
-        if secret_name(name) and plain.lower() not in _BOOLISH:
+        if secret_name(name.rpartition("/")[2]) and plain.lower() not in _BOOLISH:  # a/b/key=V
             if (cut := _pair_cut(value)) is not None:  # AccountKey=V;AccountName=a;...
                 head, rest = value[:cut], value[cut:]
                 shown = head if head.strip("\"'").lower() in _BOOLISH else _hidden(head)
@@ -902,8 +941,8 @@ def _prose(text: str, hashes: bool, depth: int) -> str:
 def _keyed(text: str) -> str:
     """`text`'s keyed pairs in each written form (`_KEYED_FORMS`): a secret's value as ***."""
     low = text.lower()
-    for clue, form, named, grants in _KEYED_FORMS:
-        if clue in low:
+    for clues, form, named, grants in _KEYED_FORMS:
+        if any(clue in low for clue in clues):
             text = form.sub(functools.partial(_keyed_pair, named=named, grants=grants), text)
     return text
 
@@ -928,13 +967,33 @@ def _keyed_pair(
     return head + (f"{value[0]}{MASK}{value[-1]}" if quoted else MASK)
 
 
-# each written form of a key and its value, read over a whole text: (a clue the lower-cased
-# text must hold, the form, whether the key names a secret, whether the value grants one)
+def _named_in_prose(name: str) -> bool:
+    """Whether a word of a sentence names a secret: not a lone `key`, `pass` or `auth`."""
+    return secret_name(name) and _words(name) not in (["KEY"], ["PASS"], ["AUTH"])
+
+
+def _said_value(word: str) -> bool:
+    """Whether the word after a key said in a sentence or a table is its value.
+
+    It is as a password's is (`_spoken_password`), and it holds a digit or a capital after
+    its first character, as a credential does: `eos_token`, `<pad>`, `user_id` are words."""
+    plain = word.strip("\"'")
+    return _spoken_password(word) and any(c.isdigit() or c.isupper() for c in plain[1:])
+
+
+# each written form of a key and its value, read over a whole text: (clues, one of which the
+# lower-cased text must hold, the form, whether the key names a secret, whether the value
+# grants one)
 _KEYED_FORMS: tuple[
-    tuple[str, re.Pattern[str], Callable[[str], bool], Callable[[str], bool]], ...
+    tuple[tuple[str, ...], re.Pattern[str], Callable[[str], bool], Callable[[str], bool]], ...
 ] = (
-    (":", _KEYED, secret_name, _granting),  # "api_key": "V", {'password':'V'}
-    ("[", _SUBSCRIPT, secret_name, _granting),  # os.environ["HF_TOKEN"] = "V"
+    ((":",), _KEYED, secret_name, _granting),  # "api_key": "V", {'password':'V'}
+    (("[",), _SUBSCRIPT, secret_name, _granting),  # os.environ["HF_TOKEN"] = "V"
+    (("%",), _ENCODED, _query_secret, _granting),  # ?next=%3Ftoken%3DV
+    ((":",), _GLUED, secret_name, _granting),  # HF_TOKEN:V
+    (("=>",), _ARROW, secret_name, _granting),  # api_key => V
+    (("\t",), _TABBED, secret_name, _said_value),  # HF_TOKEN<TAB>V
+    ((" is", " was"), _SAID, _named_in_prose, _said_value),  # my hub_token is V
 )
 
 

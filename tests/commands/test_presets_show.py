@@ -171,6 +171,29 @@ def test_a_comment_whose_apostrophes_pair_up_is_masked_inside_them(tmp_path):
     assert "# it's {'hub_token': '***'}, don't" in lines, res.stdout
 
 
+def test_a_comment_saying_a_key_in_words_or_a_table_is_masked(tmp_path):
+    """A comment that says a secret in a sentence (`my hub_token is V`), glued by a colon, a
+    tab apart or percent-encoded in a URL is masked; a sentence going on is kept."""
+    text = PRESET.replace(
+        "[source]\n",
+        "# my hub_token is Zq8xP2mK9vR4tL7w\n"
+        "# HF_TOKEN:Zq8xP2mK9vR4tL7w and WANDB_API_KEY\tZq8xP2mK9vR4tL7w\n"
+        "# callback https://x.org/cb?token%3DZq8xP2mK9vR4tL7w\n"
+        "# the hub_token is read from the environment\n"
+        "[source]\n",
+    )
+    path = tmp_path / "own.toml"
+    path.write_text(text)
+    res = _show(path)
+    assert res.returncode == 0, res.stderr
+    assert "Zq8x" not in res.stdout, res.stdout
+    lines = res.stdout.splitlines()
+    assert "# my hub_token is ***" in lines, res.stdout
+    assert "# HF_TOKEN:*** and WANDB_API_KEY\t***" in lines, res.stdout
+    assert "# callback https://x.org/cb?token%3D***" in lines, res.stdout
+    assert "# the hub_token is read from the environment" in lines, res.stdout
+
+
 def test_a_netrc_or_an_argv_written_down_lines_is_shown_masked(tmp_path):
     """A .netrc entry and a `-p` password a word a line, in a multi-line string or down a
     run of comments, and a connection string that opens with its key: each secret masked,

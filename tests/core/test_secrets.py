@@ -850,3 +850,70 @@ def test_a_pair_inside_a_flag_value_or_a_program_setting_a_variable_is_masked(te
 def test_a_pair_inside_a_flag_value_that_grants_nothing_is_kept(text):
     assert mask_argv(["python3", text]) == ["python3", text]
     assert mask_text(text) == text
+
+
+# more written forms of a key and its value: percent-encoded (a URL inside a URL), a key under
+# a path, glued by a colon, a table's tab, a hash's arrow (Ruby, Perl, PHP), and said in a
+# sentence (`my hub_token is V`)
+MORE_FORMS = [
+    (f"https://x.org/cb?token%3D{V}", "https://x.org/cb?token%3D***"),
+    (f"?token%3D{V}&lang=en", "?token%3D***&lang=en"),
+    (f"open api_key%3D{V} now", "open api_key%3D*** now"),
+    (
+        f"https://x.org/login?next=https%3A%2F%2Fy.org%2F%3Fapi_key%3D{V}%26lang%3Den",
+        "https://x.org/login?next=https%3A%2F%2Fy.org%2F%3Fapi_key%3D***%26lang%3Den",
+    ),
+    (f"next%3D%252F%253Faccess_token%253D{V}", "next%3D%252F%253Faccess_token%253D***"),
+    (f"a/b/api_key={V}", "a/b/api_key=***"),
+    (
+        f"run with trainer/logger/wandb_api_key={V} ok",
+        "run with trainer/logger/wandb_api_key=*** ok",
+    ),
+    (f"HF_TOKEN:{V}", "HF_TOKEN:***"),
+    (f"env says WANDB_API_KEY:{V}, retry", "env says WANDB_API_KEY:***, retry"),
+    (f"HF_TOKEN\t{V}", "HF_TOKEN\t***"),
+    (f"NAME\tVALUE\nHF_TOKEN\t{V}\nHF_HOME\t/data", "NAME\tVALUE\nHF_TOKEN\t***\nHF_HOME\t/data"),
+    (f"api_key => {V}", "api_key => ***"),
+    (f":api_key => '{V}', :lr => 3", ":api_key => '***', :lr => 3"),
+    (f"'password' => \"{V}\"", "'password' => \"***\""),
+    (f"# my hub_token is {V}", "# my hub_token is ***"),
+    (f"my API key is {V}.", "my API key is ***."),
+    (f"the password was {V}, sorry", "the password was ***, sorry"),
+    (f'HF_TOKEN is "{V}"', 'HF_TOKEN is "***"'),
+]
+MORE_FORMS_KEPT = [
+    "https://x.org/search?q=a%3Db&url%3Dhttps",
+    "next%3D%2Fhome%26lang%3Den",
+    "data/train/split=val and ./out/max_tokens=5",
+    "step:1 loss:1.0 tokens:512 max_tokens:100",
+    "docker run auth-service:v2 ghcr.io/org/hf_token:latest",
+    "HF_TOKEN:true and API_KEY:$API_KEY",
+    "at 12:30:45 TOKEN_COUNT:12",
+    "TOKEN\tEXPIRES\tSCOPE",
+    "HF_TOKEN\tunset",
+    "the hub_token is missing",
+    "HF_TOKEN is set, the api_key is required",
+    "the token is expired and the key is 12345678",
+    "the primary key is user_id",
+    "the first pass is done; token is 5",
+    "api_key => nil, token => undef",
+    "the api_key is $WANDB_API_KEY",
+    "the token is <pad> and the pad token is eos_token",
+    "the auth is oauth2",
+    "image: auth_service:v2, def f(api_key:str), ssh_key:/home/me/.ssh/id_rsa",
+    "HF_TOKEN:Optional[str]",
+    "unknown_key\trecipe.sede",
+]
+
+
+@pytest.mark.parametrize(("text", "shown"), MORE_FORMS)
+def test_each_more_written_form_of_a_key_is_masked(text, shown):
+    assert mask_text(text) == shown
+    assert mask_text(shown) == shown
+    assert V not in mask_argv(["echo", text])[1]
+    assert V not in str(mask_tree({"kind": "alert", "text": text}))
+
+
+@pytest.mark.parametrize("text", MORE_FORMS_KEPT)
+def test_text_near_those_forms_is_kept(text):
+    assert mask_text(text) == text
