@@ -27,10 +27,8 @@ from fontaine_tui.core.runfolder import RunFolder
 
 
 def _signum(name: str | None) -> int:
-    try:
-        return signal.Signals[name or ""].value
-    except KeyError:
-        return signal.SIGKILL.value
+    signum = exitnote.signal_number(name)
+    return signal.SIGKILL.value if signum is None else signum
 
 
 def label(engine: object) -> str:
