@@ -65,6 +65,7 @@ bank note) is not masked but refused when it holds one (`recordable`).
 
 from __future__ import annotations
 
+import difflib
 import functools
 import json
 import re
@@ -1029,26 +1030,59 @@ def mask_text(text: str, hashes: bool = False) -> str:
     return "\n".join(out)
 
 
-_SHOWN_MOST = 160  # a refused text is quoted, masked, up to this many characters
-
-
 def recordable(text: str, what: str) -> str:
     """`text`, to be recorded as typed; InputError naming `what` when it holds a credential.
 
     A reason, a note or an amendment's text is kept word for word (a hash-chained trail, a
     bank document) and every later reader shows it: masked, the record would say what was
-    not typed; kept, it would show the credential. So it is refused in one line that quotes
-    it masked, and nothing is written."""
+    not typed; kept, it would show the credential. So it is refused in one line, and nothing
+    is written. The line says where each credential stands and under what name
+    (`_found_in`), never the text: a credential of a form the masker does not know would
+    show in it whole."""
     shown = mask_text(text)
     if shown == text:
         return text
-    shown = " ".join(shown.split())
-    if len(shown) > _SHOWN_MOST:
-        shown = shown[: _SHOWN_MOST - 3] + "..."
     raise InputError(
-        f"{what}: not recorded: it holds what looks like a credential ('{shown}'); it would "
-        "be kept and shown as typed: say it without the secret (docs/secrets.md)"
+        f"{what}: not recorded: it holds what looks like a credential "
+        f"({_found_in(text, shown)}); it would be kept and shown as typed: say it without "
+        "the secret (docs/secrets.md)"
     )
+
+
+_LISTED_MOST = 4  # places a refusal names; past them, how many more
+# the name a hidden value was given under, just before it as masked: `HF_TOKEN=`,
+# `"api_key": "`, `--hub_token `, `-p`, `api_key => `, `my hub_token is `
+_NAME_BEFORE = re.compile(
+    r"(?P<name>-{0,2}[A-Za-z_][\w.\-]*)\\?[\"'\]]*[ \t]*"
+    r"(?:=>|:=|\?=|<-|%(?:25)?3[Dd]|[=:,\t ]|[ \t](?:is|was):?)?[ \t]*\\?[\"'\[]*$"
+)
+_IN_USERINFO = re.compile(r"://[^\s/@]*$")  # https://me:*** or https://***
+
+
+def _found_in(text: str, shown: str) -> str:
+    """Where `mask_text` hid something in `text` (`shown`): `word 1: a key named HF_TOKEN`.
+
+    A hidden value is named by the secret-named key or flag just before it, or else by its
+    shape; nothing of it, nor of the words around it, is quoted."""
+    places: dict[int, str] = {}
+    matcher = difflib.SequenceMatcher(None, text, shown, autojunk=False)
+    for tag, i1, _, j1, _ in matcher.get_opcodes():
+        if tag == "equal":
+            continue
+        before = text[:i1]
+        word = len(before.split()) + (0 if before and not before[-1].isspace() else 1)
+        m = _NAME_BEFORE.search(shown[max(0, j1 - 80) : j1])
+        name = m["name"] if m is not None else ""
+        flag = name.startswith("-") and (len(name) == 2 or secret_name(name))  # -p, --token
+        kind = "a value shaped like a token"
+        if (flag or _query_secret(name)) and mask_text(name) == name:
+            kind = f"the value of {name}" if flag else f"a key named {name}"
+        elif _IN_USERINFO.search(shown, max(0, j1 - 80), j1) is not None:
+            kind = "a URL's user info"
+        places.setdefault(word, f"word {word}: {kind}")
+    listed = list(places.values())
+    more = len(listed) - _LISTED_MOST
+    return "; ".join(listed[:_LISTED_MOST]) + (f"; and {more} more" if more > 0 else "")
 
 
 def _one_word(line: str) -> bool:

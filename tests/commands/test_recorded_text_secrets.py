@@ -32,7 +32,9 @@ def test_an_unblind_reason_holding_a_token_is_refused_and_nothing_recorded(tmp_p
     more = {"get": ["--metric", "eval_chunk_mae"], "seal": ["-o", str(tmp_path / "b")]}
     res = cli(tmp_path, command, str(root), *more.get(command, []), "--unblind", UNBLIND)
     refused(res, TOKEN, HF[3:])
-    assert "--hub_token=***" in res.stderr, res.stderr
+    assert "(word 4: the value of --hub_token; word 5: a value shaped like a token)" in (
+        res.stderr
+    ), res.stderr
     assert not (root / "review.jsonl").exists() or TOKEN not in (root / "review.jsonl").read_text()
     assert not (tmp_path / "b").exists()
     card = cli(tmp_path, "verdict", str(root), "--unblind", "GPU budget review")
@@ -47,6 +49,17 @@ def test_an_amendment_text_holding_a_credential_is_refused_and_nothing_written(t
     ok = cli(tmp_path, "amend", str(root), "--extend-to", "1250", "--text", "slow warm-up")
     assert ok.returncode in (0, 1), ok.stderr
     assert "slow warm-up" in (root / "amendments.jsonl").read_text()
+
+
+def test_a_refusal_names_where_each_credential_is_and_quotes_nothing_of_the_text(tmp_path):
+    """The refusal says which word holds what, never the text: a credential of a form the
+    masker does not know (`the door code is V`) would show in a quote of it, masked or not."""
+    root = run_folder(tmp_path, 300, blind=False)
+    text = f"HF_TOKEN={HF}; the door code is {TOKEN}, see https://me:Pw9SECRETxyz@x.org"
+    res = cli(tmp_path, "amend", str(root), "--extend-to", "950", "--text", text)
+    refused(res, TOKEN, HF[3:], "Pw9SECRETxyz", "door", "x.org")
+    assert "(word 1: a key named HF_TOKEN; word 8: a URL's user info)" in res.stderr, res.stderr
+    assert not (root / "amendments.jsonl").exists()
 
 
 def test_a_bank_note_holding_a_credential_is_refused_and_nothing_banked(tmp_path):
