@@ -20,7 +20,8 @@ What looks like a credential (docs/secrets.md lists it for the user):
   key under a path (`a/b/api_key=V`), percent-encoded (`?next=%3Ftoken%3DV`), glued by a
   colon as an environment is printed (`HF_TOKEN:V`), a tab apart (`HF_TOKEN<TAB>V`), a
   hash's arrow (`api_key => V`), said in a sentence (`my hub_token is V`, unless the word
-  after reads as the sentence going on: letters alone, no digit nor capital past the first); the
+  after reads as the sentence going on: letters alone, no digit nor capital past the first, a
+  variable's name, or a number or a size where the key is not a password's); the
   name says it (`secret_name`: TOKEN, SECRET, PASSWORD, API_KEY, a last word KEY, AUTH,
   CREDENTIAL, COOKIE, WEBHOOK, DSN, PAT, ...), not TOKENIZERS_PARALLELISM, MAX_TOKENS,
   PAD_TOKEN_ID, TEXT_KEY or AUTHOR;
@@ -977,9 +978,39 @@ def _said_value(word: str) -> bool:
     """Whether the word after a key said in a sentence or a table is its value.
 
     It is as a password's is (`_spoken_password`), and it holds a digit or a capital after
-    its first character, as a credential does: `eos_token`, `<pad>`, `user_id` are words."""
-    plain = word.strip("\"'")
-    return _spoken_password(word) and any(c.isdigit() or c.isupper() for c in plain[1:])
+    its first character, as a credential does: `eos_token`, `<pad>`, `user_id` are words.
+    A variable's name in capitals is where the value is kept, not the value
+    (`the API key is WANDB_API_KEY`)."""
+    plain = _SAID_END.sub("", word.strip("\"'")).strip("\"'")
+    return (
+        _spoken_password(word)
+        and any(c.isdigit() or c.isupper() for c in plain[1:])
+        and _VARIABLE.fullmatch(plain) is None
+    )
+
+
+def _said_token(word: str) -> bool:
+    """Whether the word after a key other than a password's, said in text, is its value.
+
+    It is as `_said_value` says, unless it is a number, alone or with a unit (a token's id,
+    `the eos token is 128001`; a size, `the cookie was 4KB`), or a word with a number after
+    it (`the access token was Expired2`): a password may be a number, a token is not."""
+    plain = _SAID_END.sub("", word.strip("\"'")).strip("\"'")
+    return _said_value(word) and _NOT_A_TOKEN.fullmatch(plain) is None
+
+
+def _password_named(name: str) -> bool:
+    """Whether a key said in text is a password's (`DB_PASSWORD`, `passphrase`, `db_pwd`)."""
+    return _named_in_prose(name) and any(w.startswith("PASS") or w == "PWD" for w in _words(name))
+
+
+# a variable's name in capitals, two words or more (WANDB_API_KEY, SECRET_KEY_BASE)
+_VARIABLE = re.compile(r"[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+")
+# a number, alone or with a unit of up to 3 letters (50256, 4KB, 1.5e-3, 12ms, 90%), or a
+# word with a number after it (Expired2, llama3)
+_NOT_A_TOKEN = re.compile(
+    r"[-+]?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?(?:[A-Za-z]{1,3}|%)?|[A-Za-z][a-z]+\d{1,4}"
+)
 
 
 # each written form of a key and its value, read over a whole text: (clues, one of which the
@@ -993,8 +1024,10 @@ _KEYED_FORMS: tuple[
     (("%",), _ENCODED, _query_secret, _granting),  # ?next=%3Ftoken%3DV
     ((":",), _GLUED, secret_name, _granting),  # HF_TOKEN:V
     (("=>",), _ARROW, secret_name, _granting),  # api_key => V
-    (("\t",), _TABBED, secret_name, _said_value),  # HF_TOKEN<TAB>V
-    ((" is", " was"), _SAID, _named_in_prose, _said_value),  # my hub_token is V
+    (("\t",), _TABBED, _password_named, _said_value),  # DB_PASSWORD<TAB>12345678
+    (("\t",), _TABBED, secret_name, _said_token),  # HF_TOKEN<TAB>V
+    ((" is", " was"), _SAID, _password_named, _said_value),  # the password was 12345678
+    ((" is", " was"), _SAID, _named_in_prose, _said_token),  # my hub_token is V
 )
 
 

@@ -16,6 +16,7 @@ from fontaine_tui.core.secrets import (
     mask_lines,
     mask_text,
     mask_tree,
+    recordable,
     secret_name,
     tree_secrets,
 )
@@ -917,3 +918,38 @@ def test_each_more_written_form_of_a_key_is_masked(text, shown):
 @pytest.mark.parametrize("text", MORE_FORMS_KEPT)
 def test_text_near_those_forms_is_kept(text):
     assert mask_text(text) == text
+
+
+# what an ML user writes near those forms that holds no credential: each is shown as written
+# and may be recorded (`recordable`), as it could before those forms were read
+ORDINARY = [
+    "loss spike at step 400: the offending token was 50256 (EOS)",
+    "the eos token is 128001 for llama3",
+    "the pad token was 151643 so masking was wrong",
+    "the token was 12345",
+    "the session cookie was 4KB",
+    "the cookie was 3KB, the token is 1.5e3",
+    "access token was Expired2 so W&B logging stopped",
+    "reviewed: the API key is WANDB_API_KEY from the env",
+    "The API key is WANDB_API_KEY in the environment.",
+    "The secret is SECRET_KEY_BASE, see Rails docs.",
+    "token\t50256\ncookie\t4KB",
+]
+# and what stays masked beside them: a password may be a number, a token is not
+SAID_STILL = [
+    ("the password was 12345678", "the password was ***"),
+    ("DB_PASSWORD\t12345678", "DB_PASSWORD\t***"),
+    (f"the access token was {V}", "the access token was ***"),
+    (f"HF_TOKEN\t{V}", "HF_TOKEN\t***"),
+]
+
+
+@pytest.mark.parametrize("text", ORDINARY)
+def test_ordinary_text_near_a_keyed_form_is_kept_and_recordable(text):
+    assert mask_text(text) == text
+    assert recordable(text, "--text") == text
+
+
+@pytest.mark.parametrize(("text", "shown"), SAID_STILL)
+def test_a_password_said_as_a_number_or_a_token_said_is_still_masked(text, shown):
+    assert mask_text(text) == shown
