@@ -520,7 +520,7 @@ _GLUED = re.compile(
 _TABBED = re.compile(
     rf"""(?<![^\s])(?P<name>[A-Za-z_][\w.\-]*)[ ]*\t[ \t]*(?P<value>{_STRING}|[^\s`]+)"""
 )
-# a hash's pair, Ruby's, Perl's or PHP's (`api_key => V`, `:api_key => "V"`, `'key' => 'V'`):
+# a hash's pair, Ruby's, Perl's or PHP's (`api_key => V`, `:api_key => "V"`, `'pass' => 'V'`):
 # a bare value that a `[` or `(` follows is code (`ENV['X']`), not the secret
 _ARROW = re.compile(
     r"""(?<![\w.\-$]):?(?P<q>["']?)(?P<name>[A-Za-z_][\w.\-]*)(?P=q)[ \t]*=>[ \t]*"""
@@ -969,9 +969,33 @@ def _keyed_pair(
     return head + (f"{value[0]}{MASK}{value[-1]}" if quoted else MASK)
 
 
-def _named_in_prose(name: str) -> bool:
-    """Whether a word of a sentence names a secret: not a lone `key`, `pass` or `auth`."""
-    return secret_name(name) and _words(name) not in (["KEY"], ["PASS"], ["AUTH"])
+def _named_in_text(name: str) -> bool:
+    """Whether a key written in text (glued, a tab apart, arrowed, said) names a secret.
+
+    Not a lone `key`, `pass` or `auth`, words of prose (`AUTH => FAILED`), nor a setting's
+    name (`AUTH_MODE:OAuth2`, `SECRET_SCAN:Enabled`, `AUTH_TYPE => Bearer`)."""
+    words = _words(name)
+    return (
+        secret_name(name)
+        and words not in (["KEY"], ["PASS"], ["AUTH"])
+        and words[-1] not in _SETTING_WORDS
+    )
+
+
+# a setting's name says how a secret is used, not what it is: AUTH_MODE, SECRET_SCAN
+_SETTING_WORDS = frozenset(
+    {"MODE", "TYPE", "SCAN", "METHOD", "SCHEME", "PROVIDER", "BACKEND", "KIND", "LEVEL", "ENABLED"}
+)
+
+
+def _glued_value(value: str) -> bool:
+    """Whether a value glued to its key by a colon grants one: not a type (`HF_TOKEN:str`)."""
+    return _granting(value) and value.strip("\"'").lower() not in _TYPE_NAMES
+
+
+_TYPE_NAMES = frozenset(
+    {"str", "string", "int", "float", "bool", "bytes", "any", "path", "secretstr", "object"}
+)
 
 
 def _said_value(word: str) -> bool:
@@ -1001,7 +1025,7 @@ def _said_token(word: str) -> bool:
 
 def _password_named(name: str) -> bool:
     """Whether a key said in text is a password's (`DB_PASSWORD`, `passphrase`, `db_pwd`)."""
-    return _named_in_prose(name) and any(w.startswith("PASS") or w == "PWD" for w in _words(name))
+    return _named_in_text(name) and any(w.startswith("PASS") or w == "PWD" for w in _words(name))
 
 
 # a variable's name in capitals, two words or more (WANDB_API_KEY, SECRET_KEY_BASE)
@@ -1022,12 +1046,12 @@ _KEYED_FORMS: tuple[
     ((":",), _KEYED, secret_name, _granting),  # "api_key": "V", {'password':'V'}
     (("[",), _SUBSCRIPT, secret_name, _granting),  # os.environ["HF_TOKEN"] = "V"
     (("%",), _ENCODED, _query_secret, _granting),  # ?next=%3Ftoken%3DV
-    ((":",), _GLUED, secret_name, _granting),  # HF_TOKEN:V
-    (("=>",), _ARROW, secret_name, _granting),  # api_key => V
+    ((":",), _GLUED, _named_in_text, _glued_value),  # HF_TOKEN:V
+    (("=>",), _ARROW, _named_in_text, _granting),  # api_key => V
     (("\t",), _TABBED, _password_named, _said_value),  # DB_PASSWORD<TAB>12345678
-    (("\t",), _TABBED, secret_name, _said_token),  # HF_TOKEN<TAB>V
+    (("\t",), _TABBED, _named_in_text, _said_token),  # HF_TOKEN<TAB>V
     ((" is", " was"), _SAID, _password_named, _said_value),  # the password was 12345678
-    ((" is", " was"), _SAID, _named_in_prose, _said_token),  # my hub_token is V
+    ((" is", " was"), _SAID, _named_in_text, _said_token),  # my hub_token is V
 )
 
 

@@ -934,6 +934,12 @@ ORDINARY = [
     "The API key is WANDB_API_KEY in the environment.",
     "The secret is SECRET_KEY_BASE, see Rails docs.",
     "token\t50256\ncookie\t4KB",
+    "AUTH => FAILED on node 3, rerun",
+    "AUTH => CONNECTED",
+    "NCCL_AUTH_MODE:Strict was set",
+    "HF_TOKEN:str",
+    "AUTH_MODE:OAuth2 AUTH_TYPE:Bearer SECRET_SCAN:Enabled",
+    "AUTH_TYPE\tBearer\nthe AUTH_MODE is OAuth2, :auth_type => OAuth2",
 ]
 # and what stays masked beside them: a password may be a number, a token is not
 SAID_STILL = [
@@ -941,6 +947,8 @@ SAID_STILL = [
     ("DB_PASSWORD\t12345678", "DB_PASSWORD\t***"),
     (f"the access token was {V}", "the access token was ***"),
     (f"HF_TOKEN\t{V}", "HF_TOKEN\t***"),
+    (f"HF_TOKEN:{V} SECRET_KEY:{V}", "HF_TOKEN:*** SECRET_KEY:***"),
+    (f":auth_token => '{V}'", ":auth_token => '***'"),
 ]
 
 
