@@ -675,6 +675,20 @@ def _listed(text: str, hashes: bool) -> str:
     return "".join(out)
 
 
+def _assigned(name: str, value: str) -> bool:
+    """Whether a word's `name=value` sets a secret: the last part of its name names one.
+
+    A lone `key` that is a folder of a path is no secret's name, as a sweep names its folders
+    (`outputs/key=3/seed=1`, `key=3/seed=1`)."""
+    last = name.rpartition("/")[2]
+    return secret_name(last) and not (
+        _words(last) == ["KEY"] and ("/" in name or _PATH_PAIR.search(value) is not None)
+    )
+
+
+_PATH_PAIR = re.compile(r"/[A-Za-z_][\w.\-]*=[^=]")  # a value that goes on as a path: 3/seed=1
+
+
 def _base(word: str) -> str:
     """A program's name without its folder, quotes, or a printed list's marks (`['mysql',`)."""
     return word.lstrip("[(").rstrip(",)]").strip("\"'").rsplit("/", 1)[-1]
@@ -714,7 +728,7 @@ def _word(
     if "=" in word and (m := _ASSIGN.match(word)) is not None:  # NAME=V, --flag=V, a.b.key=V
         name, value = m["name"], m["value"]
         plain = _PUNCT_END.sub("", value).strip("\"'")  # f(use_auth=True, ...) too
-        if secret_name(name.rpartition("/")[2]) and plain.lower() not in _BOOLISH:  # a/b/key=V
+        if _assigned(name, value) and plain.lower() not in _BOOLISH:  # a/b/api_key=V
             if (cut := _pair_cut(value)) is not None:  # AccountKey=V;AccountName=a;...
                 head, rest = value[:cut], value[cut:]
                 shown = head if head.strip("\"'").lower() in _BOOLISH else _hidden(head)
@@ -975,11 +989,26 @@ def _named_in_text(name: str) -> bool:
     Not a lone `key`, `pass` or `auth`, words of prose (`AUTH => FAILED`), nor a setting's
     name (`AUTH_MODE:OAuth2`, `SECRET_SCAN:Enabled`, `AUTH_TYPE => Bearer`)."""
     words = _words(name)
-    return (
-        secret_name(name)
-        and words not in (["KEY"], ["PASS"], ["AUTH"])
-        and words[-1] not in _SETTING_WORDS
-    )
+    return secret_name(name) and words not in _LONE and words[-1] not in _SETTING_WORDS
+
+
+_LONE = (["KEY"], ["PASS"], ["AUTH"])  # secret names as a flag or a URL's key; words in text
+
+
+def _named_in_code(name: str) -> bool:
+    """Whether a key that a program's code sets names a secret.
+
+    A lone `key` is a dict's or a sample's (`d['key'] = 'ModelV2'`, WebDataset's
+    `sample["__key__"] = "000123"`)."""
+    return secret_name(name) and _words(name) != ["KEY"]
+
+
+def _encoded_secret(name: str) -> bool:
+    """Whether a percent-encoded pair's key names a secret, as a URL's query key does.
+
+    A lone `key`, `pass` or `auth` is a search's word there (`?q=pass%3Dfail+rate`,
+    `?next=%2Fsearch%3Fkey%3DLearningRate`)."""
+    return _query_secret(name) and _words(name) not in _LONE
 
 
 # a setting's name says how a secret is used, not what it is: AUTH_MODE, SECRET_SCAN
@@ -1044,8 +1073,8 @@ _KEYED_FORMS: tuple[
     tuple[tuple[str, ...], re.Pattern[str], Callable[[str], bool], Callable[[str], bool]], ...
 ] = (
     ((":",), _KEYED, secret_name, _granting),  # "api_key": "V", {'password':'V'}
-    (("[",), _SUBSCRIPT, secret_name, _granting),  # os.environ["HF_TOKEN"] = "V"
-    (("%",), _ENCODED, _query_secret, _granting),  # ?next=%3Ftoken%3DV
+    (("[",), _SUBSCRIPT, _named_in_code, _granting),  # os.environ["HF_TOKEN"] = "V"
+    (("%",), _ENCODED, _encoded_secret, _granting),  # ?next=%3Ftoken%3DV
     ((":",), _GLUED, _named_in_text, _glued_value),  # HF_TOKEN:V
     (("=>",), _ARROW, _named_in_text, _granting),  # api_key => V
     (("\t",), _TABBED, _password_named, _said_value),  # DB_PASSWORD<TAB>12345678

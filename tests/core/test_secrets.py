@@ -940,15 +940,27 @@ ORDINARY = [
     "HF_TOKEN:str",
     "AUTH_MODE:OAuth2 AUTH_TYPE:Bearer SECRET_SCAN:Enabled",
     "AUTH_TYPE\tBearer\nthe AUTH_MODE is OAuth2, :auth_type => OAuth2",
+    "comparator from sweep key=3/seed=1",
+    "python train.py --output_dir outputs/key=3/seed=1",
+    "cp -r runs/key=Ab12Cd34 ckpt/",
+    "d['key'] = 'ModelV2'",
+    'sample["__key__"] = "000123"',
+    "https://www.google.com/search?q=pass%3Dfail+rate",
+    "https://example.com/redirect?next=%2Fsearch%3Fkey%3DLearningRate",
+    "?q=auth%3DDisabled",
 ]
-# and what stays masked beside them: a password may be a number, a token is not
-SAID_STILL = [
+# and what stays masked beside them (a password may be a number, a token is not)
+STILL_MASKED = [
     ("the password was 12345678", "the password was ***"),
     ("DB_PASSWORD\t12345678", "DB_PASSWORD\t***"),
     (f"the access token was {V}", "the access token was ***"),
     (f"HF_TOKEN\t{V}", "HF_TOKEN\t***"),
     (f"HF_TOKEN:{V} SECRET_KEY:{V}", "HF_TOKEN:*** SECRET_KEY:***"),
     (f":auth_token => '{V}'", ":auth_token => '***'"),
+    (f"key={V} and --key=3/seed=1", "key=*** and --key=3/seed=1"),
+    (f"outputs/api_key={V}/seed=1", "outputs/api_key=***"),
+    (f"d['api_key'] = '{V}'; d['pass'] = '{V}'", "d['api_key'] = '***'; d['pass'] = '***'"),
+    (f"?q=x&next=%2F%3Fsig%3D{V}%26api_key%3D{V}", "?q=x&next=%2F%3Fsig%3D***%26api_key%3D***"),
 ]
 
 
@@ -958,6 +970,6 @@ def test_ordinary_text_near_a_keyed_form_is_kept_and_recordable(text):
     assert recordable(text, "--text") == text
 
 
-@pytest.mark.parametrize(("text", "shown"), SAID_STILL)
-def test_a_password_said_as_a_number_or_a_token_said_is_still_masked(text, shown):
+@pytest.mark.parametrize(("text", "shown"), STILL_MASKED)
+def test_a_credential_beside_that_text_is_still_masked(text, shown):
     assert mask_text(text) == shown
