@@ -533,6 +533,22 @@ _SAID = re.compile(
     r" (?:[Kk]ey|KEY|[Tt]oken|TOKEN)|[A-Za-z_][\w.\-]*)[ \t]+(?:is|was)[ \t]+"
     rf"(?P<value>{_STRING}|[^\s`]*[^\s.,;:!?)\]}}`])"
 )
+# a variable set by a shell's or a file's own word, its name and its value a space apart:
+# csh's `setenv K V`, fish's `set -x K V` (`-gx`, `--export`), a Dockerfile's `ENV K V`,
+# `aws configure set K V`, `git config --global K V`
+_SET = re.compile(
+    r"(?<![\w.\-$])(?:setenv|ENV|set(?:[ \t]+-{1,2}[A-Za-z]+)+"
+    r"|config(?:ure)?(?:[ \t]+(?:set|-{1,2}[A-Za-z][\w\-]*))*)"
+    rf"[ \t]+(?P<name>[A-Za-z_][\w.\-]*)[ \t]+(?P<value>{_STRING}|[^\s`;|&]+)"
+)
+# a variable bound by make (`K := V`, `K ?= V`, `K ::= V`), R (`k <- V`) or PowerShell
+# (`$env:K = V`); a bare value that a `(` or `[` follows is code (`Sys.getenv("K")`), and
+# `$(shell ...)`, `${K}` and `$K` read the value from elsewhere
+_BOUND = re.compile(
+    r"(?<![\w.\-$:])(?P<ps>\$(?i:env):)?(?P<name>[A-Za-z_][\w.]*)[ \t]*"
+    r"(?(ps)=(?!=)|(?::{1,2}=|\?=|<-))[ \t]*"
+    rf"""(?P<value>{_STRING}|\$\{{?\w+\}}?|[^\s"'`,;{{}}\[\]()$]+(?![^\s"'`,;\]}})]))"""
+)
 _GAP = re.compile(r"(?:\s|\\(?:\n|\Z))*")  # what stands between two words
 _SPACE = re.compile(r"\s")
 _DEEPEST = 4  # quotes inside quotes read so deep; deeper, token shapes alone are masked
@@ -1079,6 +1095,8 @@ _KEYED_FORMS: tuple[
     (("=>",), _ARROW, _named_in_text, _granting),  # api_key => V
     (("\t",), _TABBED, _password_named, _said_value),  # DB_PASSWORD<TAB>12345678
     (("\t",), _TABBED, _named_in_text, _said_token),  # HF_TOKEN<TAB>V
+    (("setenv", "set ", "env ", "config"), _SET, secret_name, _said_value),  # setenv K V
+    ((":=", "?=", "<-", "$env:"), _BOUND, secret_name, _said_value),  # K := V, $env:K = "V"
     ((" is", " was"), _SAID, _password_named, _said_value),  # the password was 12345678
     ((" is", " was"), _SAID, _named_in_text, _said_token),  # my hub_token is V
 )

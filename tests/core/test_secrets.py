@@ -973,3 +973,44 @@ def test_ordinary_text_near_a_keyed_form_is_kept_and_recordable(text):
 @pytest.mark.parametrize(("text", "shown"), STILL_MASKED)
 def test_a_credential_beside_that_text_is_still_masked(text, shown):
     assert mask_text(text) == shown
+
+
+# a secret set as other shells, files and languages write it: csh, fish, PowerShell, a
+# Dockerfile, make, R, `aws configure set`, `git config`
+SET_FORMS = [
+    (f"setenv HF_TOKEN {V}", "setenv HF_TOKEN ***"),
+    (f"set -x HF_TOKEN {V}", "set -x HF_TOKEN ***"),
+    (f"set -gx WANDB_API_KEY {V}; python t.py", "set -gx WANDB_API_KEY ***; python t.py"),
+    (f'set --export HF_TOKEN "{V}"', 'set --export HF_TOKEN "***"'),
+    (f'$env:HF_TOKEN = "{V}"', '$env:HF_TOKEN = "***"'),
+    (f'$Env:WANDB_API_KEY="{V}"; python t.py', '$Env:WANDB_API_KEY="***"; python t.py'),
+    (f"ENV HF_TOKEN {V}", "ENV HF_TOKEN ***"),
+    (f"HF_TOKEN := {V}\nHF_HOME := /data", "HF_TOKEN := ***\nHF_HOME := /data"),
+    (f"HF_TOKEN ?= {V}", "HF_TOKEN ?= ***"),
+    (f'api_key <- "{V}"', 'api_key <- "***"'),
+    (f"aws configure set aws_secret_access_key {V}", "aws configure set aws_secret_access_key ***"),
+    (f"git config --global user.password {V}", "git config --global user.password ***"),
+]
+SET_KEPT = [
+    "set -euo pipefail",
+    "set -x; ENV HF_HOME /data",
+    "setenv HF_TOKEN $HF_TOKEN",
+    "HF_TOKEN ?= $(HF_TOKEN) and HF_TOKEN := ${HF_TOKEN}",
+    'api_key <- Sys.getenv("API_KEY"); api_key <- key_var',
+    "token_ids <- c(1, 2)",
+    "ENV HF_TOKEN is read at build, we set -x HF_TOKEN before the run",
+    "the config token expired",
+]
+
+
+@pytest.mark.parametrize(("text", "shown"), SET_FORMS)
+def test_a_secret_set_as_a_shell_a_file_or_a_language_writes_it_is_masked(text, shown):
+    assert mask_text(text) == shown
+    assert mask_text(shown) == shown
+    assert V not in " ".join(mask_argv(["sh", "-c", text]))
+    assert V not in str(mask_tree({"kind": "alert", "text": text}))
+
+
+@pytest.mark.parametrize("text", SET_KEPT)
+def test_text_near_those_settings_is_kept(text):
+    assert mask_text(text) == text
