@@ -28,9 +28,9 @@ os.environ.setdefault("TEXTUAL_ANIMATIONS", "none")
 
 from textual.app import App, ComposeResult  # noqa: E402
 
+from fontaine_tui.core.charts.loss import EMA_DEFAULT, loss_chart  # noqa: E402
 from fontaine_tui.core.log.records import TrainPoint  # noqa: E402
 from fontaine_tui.core.log.store import RunStore  # noqa: E402
-from fontaine_tui.core.verdict.losschart import EMA_DEFAULT, loss_chart  # noqa: E402
 from fontaine_tui.widgets.chart import Chart  # noqa: E402
 
 
@@ -157,9 +157,9 @@ async def banked_probes(
 
     from fontaine_tui.console import make_app
     from fontaine_tui.core.bank import store as bank
+    from fontaine_tui.core.charts.probes import probes_chart
     from fontaine_tui.core.log.records import Event, Meta, Probe
     from fontaine_tui.core.preset.find import load_preset
-    from fontaine_tui.core.verdict.probechart import probes_chart
 
     def run_store(k: float) -> RunStore:
         st = RunStore()

@@ -23,10 +23,10 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from fontaine_tui.core.launch import fleet  # noqa: E402
-from fontaine_tui.core.launch.registry import Entry  # noqa: E402
 from fontaine_tui.core.preset.find import load_preset  # noqa: E402
 from fontaine_tui.core.runfolder import RunFolder  # noqa: E402
+from fontaine_tui.core.runs import fleet  # noqa: E402
+from fontaine_tui.core.runs.registry import Entry  # noqa: E402
 from fontaine_tui.core.verdict.prereg import freeze  # noqa: E402
 
 

@@ -69,9 +69,9 @@ print(step)
 
 def write_runs(root: Path, n: int, registry_path: Path):
     from fontaine_tui.core.host.memory import hostname
-    from fontaine_tui.core.launch.registry import Entry, Registry
     from fontaine_tui.core.preset.find import load_preset
     from fontaine_tui.core.runfolder import RunFolder
+    from fontaine_tui.core.runs.registry import Entry, Registry
     from fontaine_tui.core.verdict.prereg import freeze
 
     preset = load_preset("demosonly_1gpu")

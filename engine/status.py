@@ -4,7 +4,7 @@ A first run builds its corpus, decodes its frames and builds its model before
 train_log.jsonl holds a record: tens of seconds on two busy CPU cores. Each stage is one
 line on stdout, which the launcher appends to the run folder's engine.out.log; the console's
 waiting panel and `launch --plain` show the latest until the first record comes (read by
-fontaine_tui/core/launch/logtail.py, which knows the prefix). A count says its start, each
+fontaine_tui/core/run/logtail.py, which knows the prefix). A count says its start, each
 tenth and its end, so a long stage is a dozen lines, not one per item.
 """
 

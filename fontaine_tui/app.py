@@ -21,7 +21,7 @@ from textual.worker import Worker, WorkerState
 
 from fontaine_tui import palette
 from fontaine_tui.core.host.telemetry import TelemetrySnapshot
-from fontaine_tui.core.launch.fleet import Fleet
+from fontaine_tui.core.runs.fleet import Fleet
 from fontaine_tui.model.babysitter import Babysitter
 from fontaine_tui.model.launched import LaunchEnd
 from fontaine_tui.model.overlay import Overlay
@@ -487,7 +487,7 @@ class FontaineApp(App[int]):
         if not isinstance(parsed, SshTarget):
             self.attach_folder(str(parsed.folder))
             return
-        from fontaine_tui.core.launch.registry import Registry as RunRegistry
+        from fontaine_tui.core.runs.registry import Registry as RunRegistry
         from fontaine_tui.model.launched import LaunchedRun
 
         # a run launched there from here: its engine, so quitting can stop it (over SSH)

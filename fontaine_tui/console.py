@@ -21,10 +21,10 @@ from typing import TYPE_CHECKING
 from fontaine_tui.core.follow.base import RunSource
 from fontaine_tui.core.follow.replay import ReplayRun
 from fontaine_tui.core.host.memory import hostname
-from fontaine_tui.core.launch.fleet import Fleet, control_dir, host_envs
-from fontaine_tui.core.launch.registry import Registry as RegistryFile
-from fontaine_tui.core.launch.registry import default_path
 from fontaine_tui.core.preset.record import Preset
+from fontaine_tui.core.runs.fleet import Fleet, control_dir, host_envs
+from fontaine_tui.core.runs.registry import Registry as RegistryFile
+from fontaine_tui.core.runs.registry import default_path
 from fontaine_tui.model.launched import LaunchedRun, LaunchEnd
 from fontaine_tui.model.runs import Registry
 from fontaine_tui.model.sampler import Sampler, live_telemetry

@@ -243,9 +243,9 @@ def live(out: Path, only: str = "") -> None:
     import signal
     import time
 
-    from fontaine_tui.core.launch.launcher import EngineProcess
     from fontaine_tui.core.launch.targets.pick import pick_target
     from fontaine_tui.core.preset.find import load_preset
+    from fontaine_tui.core.run.launcher import EngineProcess
     from fontaine_tui.model.launched import LaunchedRun
 
     for name, keys in LIVE_SHOTS.items():

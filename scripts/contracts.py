@@ -2,7 +2,7 @@
 
 A run's probe values are the evidence the verdict reads and the blind hides. The surfaces
 (commands, the console, the model, the launch wing...) must ask the evidence gate
-(fontaine_tui/core/launch/evidence.py) for them, which hands out none while the read is
+(fontaine_tui/core/run/evidence.py) for them, which hands out none while the read is
 hidden. An import graph cannot see an attribute read, so this contract reads the source:
 any `X.probes`, `X.superseded`, `X.conflicts` or `X.odd_values` (the RunStore's raw probe
 store, its conflicting probe pairs, which hold both probes' values, and another trainer's eval
@@ -64,7 +64,7 @@ class ReadsContract(Contract):
             output.print_error(f"{module} -> .{name} (l.{line})", bold=False)
             output.new_line()
         output.print(
-            "Ask the evidence gate (core/launch/evidence.py: seen_probes, seen_reads, "
+            "Ask the evidence gate (core/run/evidence.py: seen_probes, seen_reads, "
             "seen_conflicts, seen_odd_values) instead."
         )
 

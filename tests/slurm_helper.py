@@ -23,7 +23,7 @@ import subprocess
 import time
 from pathlib import Path
 
-from fontaine_tui.core.launch.slurm_client import parse_scontrol
+from fontaine_tui.core.slurm.client import parse_scontrol
 
 PARTITION = "debug"
 CLUSTER_NAME = "fontaine-test"

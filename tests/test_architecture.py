@@ -104,12 +104,12 @@ PLANTED = [
     ),
     # a chart, below the surfaces, draws what the gate lets them see, not the store's probes
     (
-        "fontaine_tui/core/verdict/probechart.py",
+        "fontaine_tui/core/charts/probes.py",
         "def f(store):\n    return store.probes[5]\n",
         "run's probes",
     ),
     (
-        "fontaine_tui/core/verdict/overlaychart.py",
+        "fontaine_tui/core/charts/overlay.py",
         "def f(store):\n    return store.probes\n",
         "run's probes",
     ),
@@ -290,7 +290,7 @@ def test_importing_one_module_of_a_wing_loads_only_what_it_needs():
         "import sys\n"
         "import fontaine_tui.core.follow.base, fontaine_tui.core.verdict.bounds\n"
         "loaded = [m for m in ('fontaine_tui.core.follow.local', 'fontaine_tui.core.follow.ssh',"
-        " 'fontaine_tui.core.verdict.rules', 'fontaine_tui.core.verdict.export') if m in sys.modules]\n"
+        " 'fontaine_tui.core.verdict.rules', 'fontaine_tui.core.seal.export') if m in sys.modules]\n"
         "assert not loaded, loaded\n"
     )
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)

@@ -12,9 +12,9 @@ ROOT = Path(__file__).resolve().parents[1]
 PACKAGE = ROOT / "fontaine_tui"
 TARGETS = PACKAGE / "core" / "launch" / "targets"
 OWN = {  # each concrete handle and the module that defines it
-    "EngineProcess": PACKAGE / "core" / "launch" / "launcher.py",
+    "EngineProcess": PACKAGE / "core" / "run" / "launcher.py",
     "RemoteEngine": PACKAGE / "core" / "launch" / "remote.py",
-    "SlurmJob": PACKAGE / "core" / "launch" / "slurm_job.py",
+    "SlurmJob": PACKAGE / "core" / "slurm" / "job.py",
 }
 
 
@@ -68,7 +68,7 @@ def test_only_the_targets_name_a_concrete_handle() -> None:
 
 def test_the_scan_sees_an_isinstance_a_cast_and_an_import(tmp_path: Path) -> None:
     (tmp_path / "a.py").write_text(
-        "from fontaine_tui.core.launch.slurm_job import SlurmJob\n"
+        "from fontaine_tui.core.slurm.job import SlurmJob\n"
         "def f(h): return isinstance(h, SlurmJob)\n"
     )
     (tmp_path / "b.py").write_text('from typing import cast\ndef f(h): cast("EngineProcess", h)\n')
@@ -101,8 +101,8 @@ def test_every_kind_of_the_table_picks_its_own_targets_and_reopens() -> None:
 
 
 def test_an_entry_is_reopened_by_its_recorded_kind_an_old_one_by_its_fields() -> None:
-    from fontaine_tui.core.launch.registry import Entry
     from fontaine_tui.core.launch.targets.pick import kind_of
+    from fontaine_tui.core.runs.registry import Entry
 
     def kind(host: str = "here", **fields: object) -> str:
         return kind_of(Entry("r", "/runs/r", host, **fields), "here")

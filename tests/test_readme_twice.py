@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from fontaine_tui.core.launch.attempts import read_attempts
+from fontaine_tui.core.run.attempts import read_attempts
 from fontaine_tui.core.runfolder import RunFolder
 from tests.test_readme import README, shell_blocks
 

@@ -7,11 +7,11 @@ from pathlib import Path
 
 from fontaine_tui.commands._args import examples, positive
 from fontaine_tui.core.errors import InputError
-from fontaine_tui.core.launch.evidence import FolderEvidence, verdict_of
 from fontaine_tui.core.log.formats.cold import load_source
 from fontaine_tui.core.log.formats.source import SourceSpec
 from fontaine_tui.core.log.read import load_log
 from fontaine_tui.core.log.store import RunStore
+from fontaine_tui.core.run.evidence import FolderEvidence, verdict_of
 from fontaine_tui.core.runfolder import RunFolder, check_target
 from fontaine_tui.core.text import literal, require_utf8
 from fontaine_tui.core.verdict.ledger import (

@@ -14,10 +14,10 @@ from fontaine_tui.core.follow.foreign import ForeignRun
 from fontaine_tui.core.follow.open import open_source, remote_source
 from fontaine_tui.core.follow.target import LocalTarget, parse_target
 from fontaine_tui.core.host.memory import hostname
-from fontaine_tui.core.launch.registry import Entry, Registry
 from fontaine_tui.core.log.formats.locate import foreign_spec
 from fontaine_tui.core.preset.find import load_preset
 from fontaine_tui.core.runfolder import check_target
+from fontaine_tui.core.runs.registry import Entry, Registry
 from fontaine_tui.core.ssh.destination import SshTarget
 from fontaine_tui.core.text import literal
 from fontaine_tui.model.followed import follow_plain, guard, resolve_preset

@@ -15,7 +15,7 @@ import sys
 from fontaine_tui.commands._args import examples, ssh_config
 from fontaine_tui.core.errors import InputError
 from fontaine_tui.core.host.memory import hostname
-from fontaine_tui.core.launch.registry import Registry
+from fontaine_tui.core.runs.registry import Registry
 from fontaine_tui.core.text import literal
 from fontaine_tui.model.watchman import watch
 

@@ -22,12 +22,6 @@ from fontaine_tui.core.errors import InputError
 from fontaine_tui.core.follow.local import LocalRun
 from fontaine_tui.core.follow.open import open_source
 from fontaine_tui.core.follow.target import parse_target
-from fontaine_tui.core.launch.evidence import (
-    FolderEvidence,
-    gate_end,
-    trail_refusal,
-    verdict_of,
-)
 from fontaine_tui.core.log.formats.cold import load_source
 from fontaine_tui.core.log.formats.locate import detect_foreign, frozen_source, record_kind
 from fontaine_tui.core.log.formats.registry import kinds, several_runs
@@ -37,6 +31,12 @@ from fontaine_tui.core.log.store import RunStore
 from fontaine_tui.core.preset.checks import UNDECIDABLE
 from fontaine_tui.core.preset.find import load_preset
 from fontaine_tui.core.preset.record import Preset
+from fontaine_tui.core.run.evidence import (
+    FolderEvidence,
+    gate_end,
+    trail_refusal,
+    verdict_of,
+)
 from fontaine_tui.core.runfolder import (
     AMENDMENTS,
     ATTEMPTS,

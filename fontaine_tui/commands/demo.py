@@ -27,9 +27,9 @@ from fontaine_tui.console import load_app, plain_instead, run_console
 from fontaine_tui.core.bank import store as bank
 from fontaine_tui.core.errors import InputError
 from fontaine_tui.core.follow.replay import ReplayRun
-from fontaine_tui.core.launch.registry import Registry
 from fontaine_tui.core.preset.record import Preset
 from fontaine_tui.core.runfolder import LOG, PREREG
+from fontaine_tui.core.runs.registry import Registry
 from fontaine_tui.core.verdict.text import headline, render
 from fontaine_tui.model.followed import resolve_preset
 from fontaine_tui.model.plain import PlainReport

@@ -23,13 +23,13 @@ from fontaine_tui.core.follow.open import open_source, run_source
 from fontaine_tui.core.follow.ssh import SshRun
 from fontaine_tui.core.host.memory import hostname
 from fontaine_tui.core.host.telemetry import sample
-from fontaine_tui.core.launch.attempts import read_attempts
-from fontaine_tui.core.launch.endpoint import nothing_to_resume
 from fontaine_tui.core.launch.engine_argv import run_dir
-from fontaine_tui.core.launch.exits import GATE_STOPS
 from fontaine_tui.core.launch.targets.pick import pick_target
 from fontaine_tui.core.preset.find import load_preset
 from fontaine_tui.core.preset.record import Preset
+from fontaine_tui.core.run.attempts import read_attempts
+from fontaine_tui.core.run.endpoint import nothing_to_resume
+from fontaine_tui.core.run.exits import GATE_STOPS
 from fontaine_tui.core.runfolder import RunFolder
 from fontaine_tui.core.ssh.destination import SshTarget
 from fontaine_tui.core.text import literal

@@ -1,6 +1,6 @@
 """`fontaine-tui runs` checks every registered run live, here and on other hosts.
 
-core/launch/fleet.py checks the hosts in parallel, each within a deadline. A host that does
+core/runs/fleet.py checks the hosts in parallel, each within a deadline. A host that does
 not answer shows its last good reading and its age.
 """
 
@@ -15,8 +15,8 @@ from dataclasses import asdict
 from fontaine_tui.commands._args import examples, ssh_config
 from fontaine_tui.core.errors import InputError
 from fontaine_tui.core.host.memory import hostname
-from fontaine_tui.core.launch.fleet import Fleet, control_dir, host_envs, row_cells
-from fontaine_tui.core.launch.registry import Registry, live_statuses
+from fontaine_tui.core.runs.fleet import Fleet, control_dir, host_envs, row_cells
+from fontaine_tui.core.runs.registry import Registry, live_statuses
 from fontaine_tui.core.ssh.destination import check_destination
 from fontaine_tui.core.text import literal
 from fontaine_tui.core.verdict.prereg import utc_iso

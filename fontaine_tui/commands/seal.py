@@ -12,10 +12,10 @@ from fontaine_tui.core.atomic import replace_own
 from fontaine_tui.core.errors import InputError
 from fontaine_tui.core.readfile import read_whole
 from fontaine_tui.core.runfolder import check_target
+from fontaine_tui.core.seal.bundle import is_bundle, unpack
+from fontaine_tui.core.seal.report import FORMATS, render
 from fontaine_tui.core.text import literal
 from fontaine_tui.core.verdict import blind, review
-from fontaine_tui.core.verdict.bundle import is_bundle, unpack
-from fontaine_tui.core.verdict.sealreport import FORMATS, render
 from fontaine_tui.model.judge import judge
 from fontaine_tui.model.notices import RunNotices
 from fontaine_tui.model.seal import seal

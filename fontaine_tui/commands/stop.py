@@ -16,14 +16,14 @@ from pathlib import Path
 from fontaine_tui.commands._args import examples, ssh_config
 from fontaine_tui.core.errors import InputError
 from fontaine_tui.core.host.memory import hostname
-from fontaine_tui.core.launch.attempts import Attempt, read_attempts, stop_last
-from fontaine_tui.core.launch.exits import exit_to_dict
-from fontaine_tui.core.launch.launcher import label
-from fontaine_tui.core.launch.logtail import frozen_blind
-from fontaine_tui.core.launch.recovery import plan
-from fontaine_tui.core.launch.registry import Registry
 from fontaine_tui.core.log.store import RunStore
+from fontaine_tui.core.run.attempts import Attempt, read_attempts, stop_last
+from fontaine_tui.core.run.exits import exit_to_dict
+from fontaine_tui.core.run.launcher import label
+from fontaine_tui.core.run.logtail import frozen_blind
+from fontaine_tui.core.run.recovery import plan
 from fontaine_tui.core.runfolder import RunFolder
+from fontaine_tui.core.runs.registry import Registry
 from fontaine_tui.core.verdict.prereg import read_prereg, utc_iso
 from fontaine_tui.model.launched import LaunchedRun
 

@@ -9,9 +9,9 @@ from dataclasses import replace
 
 from fontaine_tui.commands._args import examples
 from fontaine_tui.core.errors import InputError
-from fontaine_tui.core.launch.evidence import READ_SHOWN, trail_refusal
 from fontaine_tui.core.launch.rescore import score_offer
 from fontaine_tui.core.preset.checks import HEALTHY
+from fontaine_tui.core.run.evidence import READ_SHOWN, trail_refusal
 from fontaine_tui.core.text import literal
 from fontaine_tui.core.verdict import blind, review
 from fontaine_tui.core.verdict.record import EXIT_CODES, PROVISIONAL_OFFSET

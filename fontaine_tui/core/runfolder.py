@@ -64,7 +64,7 @@ class RunFolder:
 
     @property
     def attempts(self) -> Path:
-        """Each launch and resume, and how it ended (core/launch/attempts.py)."""
+        """Each launch and resume, and how it ended (core/run/attempts.py)."""
         return self.root / ATTEMPTS
 
     @property

@@ -11,13 +11,13 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+from fontaine_tui.core.charts.probes import probes_chart
 from fontaine_tui.core.errors import InputError
 from fontaine_tui.core.preset.record import Preset
 from fontaine_tui.core.runfolder import LOG, PREREG, REVIEW
+from fontaine_tui.core.seal import export as exporter
 from fontaine_tui.core.verdict import blind
-from fontaine_tui.core.verdict import export as exporter
 from fontaine_tui.core.verdict import review as reviewer
-from fontaine_tui.core.verdict.probechart import probes_chart
 from fontaine_tui.core.verdict.record import ReviewState, Verdict
 from fontaine_tui.model.view import Outcome, RunView
 

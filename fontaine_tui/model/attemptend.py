@@ -10,12 +10,12 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from fontaine_tui.core.errors import InputError
-from fontaine_tui.core.launch import attempts
-from fontaine_tui.core.launch.exits import GATE_STOPS, ExitInfo
 from fontaine_tui.core.log.formats.cold import load_source
 from fontaine_tui.core.log.read import load_log
 from fontaine_tui.core.log.store import RunStore
 from fontaine_tui.core.preset.record import Preset
+from fontaine_tui.core.run import attempts
+from fontaine_tui.core.run.exits import GATE_STOPS, ExitInfo
 from fontaine_tui.core.runfolder import RunFolder
 from fontaine_tui.model.babysitter import Babysitter
 

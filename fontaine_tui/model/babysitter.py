@@ -7,7 +7,7 @@ After each warnings update (`Session.update_warnings`), `tick` sends what is new
 warning at its level, each probe's read not yet sent), takes a babysit poll when the preset's
 [babysit] cadence says one is due (a line in babysit.jsonl, a notification), and turns failed
 deliveries into a warning in the panel. With the preset's `[gates] stop_on_lock`, it stops the
-run once its decision locks or the GPU-hours gate is reached (core/launch/gatestop.py), in a
+run once its decision locks or the GPU-hours gate is reached (core/watch/gatestop.py), in a
 thread, the way `fontaine-tui stop` does; `exit_of` then gives the exit that cause. Only the watcher holding the run's `WatchLock`
 babysits it; another watcher of the same run shows the run but neither polls nor posts.
 """
@@ -24,8 +24,16 @@ from pathlib import Path
 
 from fontaine_tui.core.errors import InputError
 from fontaine_tui.core.host.telemetry import TelemetrySnapshot
-from fontaine_tui.core.launch.alerts import RunWarning
-from fontaine_tui.core.launch.babysit import (
+from fontaine_tui.core.log.records import Event
+from fontaine_tui.core.log.store import RunStore
+from fontaine_tui.core.run.endpoint import planned_steps
+from fontaine_tui.core.run.exits import ExitInfo, shown_detail
+from fontaine_tui.core.runs.registry import default_path
+from fontaine_tui.core.verdict.prereg import parse_utc
+from fontaine_tui.core.verdict.record import Verdict
+from fontaine_tui.core.verdict.text import render, render_blinded
+from fontaine_tui.core.watch.alerts import RunWarning
+from fontaine_tui.core.watch.babysit import (
     BABYSIT_LOG,
     Cadence,
     PollClock,
@@ -36,16 +44,8 @@ from fontaine_tui.core.launch.babysit import (
     resumed_clock,
     told_record,
 )
-from fontaine_tui.core.launch.endpoint import planned_steps
-from fontaine_tui.core.launch.exits import ExitInfo, shown_detail
-from fontaine_tui.core.launch.gatestop import gate_stop
-from fontaine_tui.core.launch.registry import default_path
-from fontaine_tui.core.launch.traineralerts import is_alert_rule
-from fontaine_tui.core.log.records import Event
-from fontaine_tui.core.log.store import RunStore
-from fontaine_tui.core.verdict.prereg import parse_utc
-from fontaine_tui.core.verdict.record import Verdict
-from fontaine_tui.core.verdict.text import render, render_blinded
+from fontaine_tui.core.watch.gatestop import gate_stop
+from fontaine_tui.core.watch.traineralerts import is_alert_rule
 from fontaine_tui.model.notices import RunNotices
 from fontaine_tui.model.session import Session
 
@@ -219,7 +219,7 @@ class Babysitter:
         """(the exit in words, its cause's detail) as the posts may say them.
 
         While the posts hide the read, the trainer's words at its exit that may quote it are
-        hidden (core/launch/exits.py's `shown_detail`)."""
+        hidden (core/run/exits.py's `shown_detail`)."""
         hidden = self.hides(self.session.latest())
         metrics = self.session.rule_metrics()
         return self.session.exit_words(info, hidden), shown_detail(
@@ -297,7 +297,7 @@ class Babysitter:
         """The end event's detail as the posts may say it.
 
         Masked, and hidden while the posts hide the read and its words may quote it
-        (core/launch/traineralerts.py's `event_words`)."""
+        (core/watch/traineralerts.py's `event_words`)."""
         return self.session.event_words(end, self.hides(self.session.latest()))[1]
 
     def _gate_stop(self) -> None:
@@ -373,7 +373,7 @@ class Babysitter:
     def _ledger_break(self, now: float) -> None:
         """Name a broken amendment ledger in the polls (babysit.jsonl) and post it once.
 
-        The read stays BLINDED on a blinded run (core/launch/evidence.py's `withheld`), and
+        The read stays BLINDED on a blinded run (core/run/evidence.py's `withheld`), and
         `verdict` refuses it: a watcher that says nothing more would leave the break unseen."""
         error = self.session.ledger.error
         held = self.session.extra_warnings.get(LEDGER_RULE)

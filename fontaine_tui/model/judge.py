@@ -15,7 +15,6 @@ from pathlib import Path
 from fontaine_tui.core import runfolder
 from fontaine_tui.core.bank.store import Entry
 from fontaine_tui.core.errors import InputError
-from fontaine_tui.core.launch.evidence import FolderEvidence, verdict_of
 from fontaine_tui.core.log.formats.cold import Loaded, load_source
 from fontaine_tui.core.log.formats.locate import files as source_files
 from fontaine_tui.core.log.formats.locate import foreign_spec
@@ -23,6 +22,7 @@ from fontaine_tui.core.log.formats.source import SourceSpec
 from fontaine_tui.core.log.read import default_workers, load_log
 from fontaine_tui.core.preset.find import load_preset
 from fontaine_tui.core.preset.record import Preset
+from fontaine_tui.core.run.evidence import FolderEvidence, verdict_of
 from fontaine_tui.core.verdict import blind
 from fontaine_tui.core.verdict.head import head_name
 from fontaine_tui.core.verdict.prereg import blind_frozen, frozen_over, read_prereg

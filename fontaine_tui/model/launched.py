@@ -30,17 +30,18 @@ from typing import TYPE_CHECKING, Protocol, cast
 from fontaine_tui.core import exitnote
 from fontaine_tui.core.errors import InputError
 from fontaine_tui.core.host import recorder
-from fontaine_tui.core.launch import attempts, guards
-from fontaine_tui.core.launch.endpoint import resume_endpoint
-from fontaine_tui.core.launch.exits import ExitInfo
-from fontaine_tui.core.launch.launcher import label
+from fontaine_tui.core.launch import guards
 from fontaine_tui.core.launch.makers import ArgvMaker, maker_for
-from fontaine_tui.core.launch.recovery import Restart
-from fontaine_tui.core.launch.registry import Entry, Registry
 from fontaine_tui.core.launch.targets.base import Handle, Request, Started, Target
 from fontaine_tui.core.launch.targets.pick import reopen, reopen_there
 from fontaine_tui.core.preset.record import Preset, launchable
+from fontaine_tui.core.run import attempts
+from fontaine_tui.core.run.endpoint import resume_endpoint
+from fontaine_tui.core.run.exits import ExitInfo
+from fontaine_tui.core.run.launcher import label
+from fontaine_tui.core.run.recovery import Restart
 from fontaine_tui.core.runfolder import RunFolder
+from fontaine_tui.core.runs.registry import Entry, Registry
 from fontaine_tui.core.verdict.blindwords import rule_metrics
 from fontaine_tui.core.verdict.ledger import declare_deltas, forget_deltas
 from fontaine_tui.core.verdict.prereg import Prereg, freeze, read_prereg, unfreeze, utc_iso
@@ -50,7 +51,7 @@ from fontaine_tui.model.plain import PlainWatch, babysit, finish
 from fontaine_tui.model.recover import Restarter
 
 if TYPE_CHECKING:
-    from fontaine_tui.core.launch.attempts import Attempt
+    from fontaine_tui.core.run.attempts import Attempt
 
 __all__ = ["Interrupted", "LaunchEnd", "LaunchedRun", "launchable"]
 
@@ -406,7 +407,7 @@ class LaunchedRun:
         """(the metrics its rules read, whether its preset is blind).
 
         That is how a line said after the watch shows the trainer's words at its exit
-        (core/launch/exits.py's `shown_detail`). No read is judged there, so a blind preset's run hides them whether or not its read
+        (core/run/exits.py's `shown_detail`). No read is judged there, so a blind preset's run hides them whether or not its read
         is final; a run whose preset is not known here hides them too."""
         if self.preset is None:
             return (), True

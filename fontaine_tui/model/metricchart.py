@@ -1,6 +1,6 @@
 """The metric browser's charts: one field's series as a chart spec, and the rules' marks.
 
-The smoothing is the loss chart's debiased EMA (core/verdict/losschart.py), the log axis the
+The smoothing is the loss chart's debiased EMA (core/charts/loss.py), the log axis the
 renderer's. A field a pre-registered rule reads is marked, with the rule's raw bounds drawn on
 it as levels: a level read's bounds as they are, a delta read's added to the anchor's value.
 """
@@ -11,10 +11,10 @@ import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from fontaine_tui.core.charts.chart import ChartSpec, Curve, HLine, Mark
+from fontaine_tui.core.charts.loss import ema_of
 from fontaine_tui.core.log.records import Probe
 from fontaine_tui.core.preset.record import Preset
-from fontaine_tui.core.verdict.chart import ChartSpec, Curve, HLine, Mark
-from fontaine_tui.core.verdict.losschart import ema_of
 from fontaine_tui.core.verdict.text import signed
 from fontaine_tui.model.metrics import PROBE, Series
 
@@ -88,7 +88,7 @@ def metric_chart(
     """One field's chart: its series, raw or with the debiased EMA on top, and a rule's marks.
 
     `reads` are the rules that read this field (its bounds are drawn with `preset` and the
-    `probes` the evidence gate shows: core/launch/evidence.py's `seen_probes`);
+    `probes` the evidence gate shows: core/run/evidence.py's `seen_probes`);
     `stamp` moves when the store rewound (a resume), which starts an EMA over. A `small` chart
     (a grid's cell) has no legend, so its rows go to the curve."""
     name = series.name

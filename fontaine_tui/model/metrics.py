@@ -21,10 +21,10 @@ from array import array
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from fontaine_tui.core.launch.evidence import seen_probes
 from fontaine_tui.core.limits import FILTER_BUDGET_S, PatternError, UserPattern
 from fontaine_tui.core.log.records import TRAIN_FIELDS, Probe
 from fontaine_tui.core.log.store import RunStore
+from fontaine_tui.core.run.evidence import seen_probes
 
 TRAIN, PROBE = "train", "probe"
 
@@ -93,7 +93,7 @@ class MetricIndex:
     Built again (in one pass) only when the store's version or its probes' moved; the train
     series are the store's own columns, never copied. While `hidden` (the blind's word on the
     run's read), the probe fields are listed with no values: the evidence gate
-    (core/launch/evidence.py's `seen_probes`) gives none."""
+    (core/run/evidence.py's `seen_probes`) gives none."""
 
     def __init__(self, store: RunStore, hidden: bool) -> None:
         self.store = store

@@ -18,8 +18,6 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 
 from fontaine_tui.core.errors import InputError
-from fontaine_tui.core.launch.alerts import RunWarning
-from fontaine_tui.core.launch.babysit import poll_text
 from fontaine_tui.core.notify.delivery import Notifier
 from fontaine_tui.core.notify.destinations import load_destinations
 from fontaine_tui.core.notify.payloads import Message
@@ -32,6 +30,8 @@ from fontaine_tui.core.secrets import redact_text
 from fontaine_tui.core.verdict import blind
 from fontaine_tui.core.verdict.record import Verdict
 from fontaine_tui.core.verdict.text import headline, signed
+from fontaine_tui.core.watch.alerts import RunWarning
+from fontaine_tui.core.watch.babysit import poll_text
 
 DRAIN_S = 10.0  # how long the end of a watch waits for the last deliveries
 TITLES = {

@@ -3,7 +3,7 @@
 A pinned run is a registered run, running or finished, here or on another host: its session
 is opened as the runs list opens one (model/runs.py's `open_target`: a folder here, or
 host:folder over SSH) and followed by its own source. A run that stops answering is marked
-with why, never raised. `runs` hands the overlay charts (core/verdict/overlaychart.py) what
+with why, never raised. `runs` hands the overlay charts (core/charts/overlay.py) what
 they draw.
 """
 
@@ -14,8 +14,8 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from fontaine_tui.core.charts.overlay import OverlayRun
 from fontaine_tui.core.errors import InputError
-from fontaine_tui.core.verdict.overlaychart import OverlayRun
 from fontaine_tui.model.runs import RunEntry
 from fontaine_tui.model.session import Session
 from fontaine_tui.model.view import Outcome

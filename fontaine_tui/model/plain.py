@@ -28,7 +28,11 @@ if TYPE_CHECKING:
 from fontaine_tui.core.follow.base import Batch
 from fontaine_tui.core.follow.open import run_source
 from fontaine_tui.core.host.telemetry import sample
-from fontaine_tui.core.launch.evidence import (
+from fontaine_tui.core.launch.targets.base import Handle
+from fontaine_tui.core.log.records import Alert, Event, Malformed, Probe
+from fontaine_tui.core.log.store import RunStore
+from fontaine_tui.core.preset.record import Preset
+from fontaine_tui.core.run.evidence import (
     READ_SHOWN,
     FolderEvidence,
     ledger_refusal,
@@ -37,22 +41,18 @@ from fontaine_tui.core.launch.evidence import (
     trail_refusal,
     verdict_of,
 )
-from fontaine_tui.core.launch.exits import GATE_STOPS, ExitInfo
-from fontaine_tui.core.launch.launcher import label
-from fontaine_tui.core.launch.logtail import engine_status
-from fontaine_tui.core.launch.registry import Registry
-from fontaine_tui.core.launch.targets.base import Handle
-from fontaine_tui.core.launch.traineralerts import alert_words, rule_of
-from fontaine_tui.core.log.records import Alert, Event, Malformed, Probe
-from fontaine_tui.core.log.store import RunStore
-from fontaine_tui.core.preset.record import Preset
+from fontaine_tui.core.run.exits import GATE_STOPS, ExitInfo
+from fontaine_tui.core.run.launcher import label
+from fontaine_tui.core.run.logtail import engine_status
 from fontaine_tui.core.runfolder import RunFolder
+from fontaine_tui.core.runs.registry import Registry
+from fontaine_tui.core.seal.export import write_verdict
 from fontaine_tui.core.text import literal
 from fontaine_tui.core.verdict import blind
-from fontaine_tui.core.verdict.export import write_verdict
 from fontaine_tui.core.verdict.prereg import Prereg, utc_iso
 from fontaine_tui.core.verdict.record import Verdict
 from fontaine_tui.core.verdict.text import headline, render, render_blinded
+from fontaine_tui.core.watch.traineralerts import alert_words, rule_of
 from fontaine_tui.model.attemptend import end_attempt, final_store
 from fontaine_tui.model.babysitter import Babysitter
 from fontaine_tui.model.plainwarn import PlainWarnings
@@ -333,7 +333,7 @@ class PlainWatch:
         self.report.say_lines(text)
 
     def verdict(self, store: RunStore, ended: int | None = None) -> Verdict:
-        """The read of `store` in its folder's context (core/launch/evidence.py).
+        """The read of `store` in its folder's context (core/run/evidence.py).
 
         That is the ledger, attempts.jsonl and the review trail; `ended`: the step a
         stop_on_lock gate stopped the run at. A break in the ledger is said; the amendments

@@ -12,9 +12,9 @@ import time
 from collections.abc import Callable, Mapping
 
 from fontaine_tui.core.host.telemetry import TelemetrySnapshot
-from fontaine_tui.core.launch.alerts import RunWarning, since_text, warning_text
-from fontaine_tui.core.launch.babysit import poll_text
-from fontaine_tui.core.launch.traineralerts import is_alert_rule
+from fontaine_tui.core.watch.alerts import RunWarning, since_text, warning_text
+from fontaine_tui.core.watch.babysit import poll_text
+from fontaine_tui.core.watch.traineralerts import is_alert_rule
 from fontaine_tui.model.babysitter import Babysitter
 from fontaine_tui.model.sampler import Sampler, take_sample
 from fontaine_tui.model.session import Session

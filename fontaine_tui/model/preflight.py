@@ -4,14 +4,14 @@ from __future__ import annotations
 
 from fontaine_tui.core.host.telemetry import TelemetrySnapshot
 from fontaine_tui.core.launch import guards
-from fontaine_tui.core.launch.endpoint import resume_endpoint
 from fontaine_tui.core.launch.makers import maker_for
-from fontaine_tui.core.launch.registry import Registry
 from fontaine_tui.core.launch.targets.base import Request
 from fontaine_tui.core.launch.targets.local import LocalTarget
 from fontaine_tui.core.preset.find import load_preset
 from fontaine_tui.core.preset.record import Preset, launchable
+from fontaine_tui.core.run.endpoint import resume_endpoint
 from fontaine_tui.core.runfolder import RunFolder
+from fontaine_tui.core.runs.registry import Registry
 
 
 def prepare(

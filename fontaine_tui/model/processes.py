@@ -194,7 +194,7 @@ def signal_member(scope: Scope, m: Member, name: str) -> Outcome:
 
 def _note_stop(engine: Grouped | None) -> str:
     """Record a user's stop for the engine's open attempt: '' when recorded, else why not."""
-    from fontaine_tui.core.launch import attempts
+    from fontaine_tui.core.run import attempts
 
     if engine is None:
         return ""

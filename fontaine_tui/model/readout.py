@@ -11,16 +11,16 @@ import statistics
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
-from fontaine_tui.core.launch import alerts
-from fontaine_tui.core.launch.endpoint import planned_steps
-from fontaine_tui.core.launch.evidence import seen_conflicts, seen_odd_values
-from fontaine_tui.core.launch.traineralerts import event_words
 from fontaine_tui.core.log.records import Event, Probe
 from fontaine_tui.core.log.store import RunStore
 from fontaine_tui.core.preset.record import Preset, gate_of
+from fontaine_tui.core.run.endpoint import planned_steps
+from fontaine_tui.core.run.evidence import seen_conflicts, seen_odd_values
 from fontaine_tui.core.text import literal
 from fontaine_tui.core.verdict import blind
 from fontaine_tui.core.verdict.record import Verdict
+from fontaine_tui.core.watch import alerts
+from fontaine_tui.core.watch.traineralerts import event_words
 
 MEDIAN_WINDOW = 100  # recent steps in the s/step median
 
@@ -47,7 +47,7 @@ class ProbeRow:
 def probe_rows(probes: Mapping[int, Probe], verdicts: Sequence[Verdict]) -> list[ProbeRow]:
     """One row per probe the evidence gate shows; deltas as the verdict read at each step.
 
-    `probes` are core/launch/evidence.py's `seen_probes`: none while the read is hidden."""
+    `probes` are core/run/evidence.py's `seen_probes`: none while the read is hidden."""
     by_step = {v.read_step: v for v in verdicts}
     rows = []
     for s in sorted(probes):
@@ -95,7 +95,7 @@ def progress(store: RunStore, preset: Preset, in_force: int | None = None) -> Pr
     """Step, pace and ETA, toward the steps planned with the endpoint `in_force`.
 
     `gpu_hours` is left None here. The console fills it in from the gate rule in
-    core.launch.alerts, so the header and the gate warning count the same hours.
+    core.watch.alerts, so the header and the gate warning count the same hours.
     """
     total = planned_steps(preset, in_force)
     step = store.last_step
@@ -211,7 +211,7 @@ def run_events(
 ) -> list[RunEvent]:
     """The last `limit` of them, oldest first; texts are literal (from the log).
 
-    An event's name and detail are as `words` says them: core/launch/traineralerts.py's
+    An event's name and detail are as `words` says them: core/watch/traineralerts.py's
     `event_words` (credentials masked), or a session's, which hides while the read is hidden
     the words that may quote it.
 
@@ -252,7 +252,7 @@ def evidence_lines(store: RunStore, hidden: bool) -> tuple[str, ...]:
     meta record of another run. While the read is `hidden` the conflicting probes, and another
     trainer's eval values that are not numbers, are counted, as the verdict's blinded card
     counts them: a read at their step is UNDECIDABLE, so naming it (or its lines) would say the
-    hidden read's class (core/launch/evidence.py's `seen_conflicts`, `seen_odd_values`).
+    hidden read's class (core/run/evidence.py's `seen_conflicts`, `seen_odd_values`).
     """
     out = []
     if store.out_of_order_count:

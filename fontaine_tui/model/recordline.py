@@ -5,9 +5,9 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 
-from fontaine_tui.core.launch.traineralerts import event_words
 from fontaine_tui.core.log.records import Checkpoint, Event, Meta, Probe, TrainPoint
 from fontaine_tui.core.text import literal
+from fontaine_tui.core.watch.traineralerts import event_words
 
 
 def _num(x: float, places: int = 4) -> str:
@@ -19,7 +19,7 @@ def describe_record(
 ) -> str | None:
     """The record as one line; an event's name and detail as `words` says them.
 
-    `words` is core/launch/traineralerts.py's `event_words` (credentials masked) or a
+    `words` is core/watch/traineralerts.py's `event_words` (credentials masked) or a
     session's, which hides the detail that may quote a blinded read."""
     if isinstance(rec, TrainPoint):
         if math.isnan(rec.ar_ce) and math.isnan(rec.flow_loss):  # another trainer's record

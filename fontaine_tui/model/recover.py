@@ -1,7 +1,7 @@
 """A launched run's `[recovery]` kept by its watcher: the restart after an attempt's end.
 
 The watcher's finish (model/plain.py) asks `recover` whether the attempt's end makes a restart
-(core/launch/recovery.py's plan, each refusal said in one line). A watcher that keeps the
+(core/run/recovery.py's plan, each refusal said in one line). A watcher that keeps the
 contract (`launch --plain`, the launch console) hands it a `Restarter`: `restart_after` waits
 the backoff, starts the resume (model/launched.py) and returns what watches it to its end. A
 watcher that does not restart (`babysit`, a console already closed) says which restart was
@@ -17,11 +17,11 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from fontaine_tui.core.errors import InputError
-from fontaine_tui.core.launch import attempts
-from fontaine_tui.core.launch.exits import ExitInfo, shown_detail
-from fontaine_tui.core.launch.recovery import Restart, plan, user_stopped
 from fontaine_tui.core.log.store import RunStore
 from fontaine_tui.core.preset.record import Preset
+from fontaine_tui.core.run import attempts
+from fontaine_tui.core.run.exits import ExitInfo, shown_detail
+from fontaine_tui.core.run.recovery import Restart, plan, user_stopped
 from fontaine_tui.core.runfolder import RunFolder
 from fontaine_tui.core.verdict.blindwords import rule_metrics
 from fontaine_tui.model.babysitter import Babysitter

@@ -1,6 +1,6 @@
 """Where a launched run's restart is started: `launch --plain`, or the launch console.
 
-The preset's [recovery] decides (core/launch/recovery.py) and the watcher's finish says it
+The preset's [recovery] decides (core/run/recovery.py) and the watcher's finish says it
 (model/recover.py); a `Restarter` from here starts it. `plain` resumes the run as a new
 attempt and watches it line by line to its end, with the same restarter for the next one.
 `in_console` puts the resumed attempt's process in the LaunchedRun's place, so the console
@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from fontaine_tui.core.launch.recovery import Restart
+from fontaine_tui.core.run.recovery import Restart
 from fontaine_tui.core.runfolder import RunFolder
 from fontaine_tui.model.launched import LaunchedRun
 from fontaine_tui.model.recover import Restarter, restart_after

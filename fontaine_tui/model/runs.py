@@ -18,12 +18,12 @@ from urllib.parse import quote
 from fontaine_tui.core.follow.foreign import ForeignRun
 from fontaine_tui.core.follow.open import run_source
 from fontaine_tui.core.host.memory import hostname
-from fontaine_tui.core.launch.fleet import Fleet, row_cells
-from fontaine_tui.core.launch.foreign_look import entry_preset
-from fontaine_tui.core.launch.registry import Entry, live_statuses
 from fontaine_tui.core.log.formats.locate import detect_foreign
 from fontaine_tui.core.log.formats.source import SourceSpec
+from fontaine_tui.core.run.foreign_look import entry_preset
 from fontaine_tui.core.runfolder import PREREG, RunFolder
+from fontaine_tui.core.runs.fleet import Fleet, row_cells
+from fontaine_tui.core.runs.registry import Entry, live_statuses
 from fontaine_tui.core.verdict.prereg import read_prereg
 from fontaine_tui.model.session import Process, Session
 from fontaine_tui.model.view import Outcome
@@ -40,7 +40,7 @@ class RunEntry:
     pid: int | None
     state: str
     launched: str
-    host: str = ""  # set by a fleet check (core/launch/fleet.py): every host's runs
+    host: str = ""  # set by a fleet check (core/runs/fleet.py): every host's runs
     reading: str = ""  # step/total, the read, and how old the reading is
     cells: tuple[str, ...] = ()  # a fleet check's columns (fleet.CELLS), as `runs` shows them
 

@@ -1,4 +1,4 @@
-"""A run sealed into a bundle, and a bundle verified offline (core/verdict/bundle.py).
+"""A run sealed into a bundle, and a bundle verified offline (core/seal/bundle.py).
 
 The bundle holds exactly what the verdict reads (model/judge.py's RECORDS and `Judged.reads`):
 prereg.json, the amendment and review chains with their heads, attempts.jsonl, and the
@@ -25,9 +25,9 @@ from fontaine_tui.core.bank.store import get as bank_get
 from fontaine_tui.core.errors import InputError
 from fontaine_tui.core.limits import json_loads
 from fontaine_tui.core.readfile import read_whole
+from fontaine_tui.core.seal.bundle import Bundle, pack, unpack
+from fontaine_tui.core.seal.export import CHART_NAME
 from fontaine_tui.core.verdict import review
-from fontaine_tui.core.verdict.bundle import Bundle, pack, unpack
-from fontaine_tui.core.verdict.export import CHART_NAME
 from fontaine_tui.core.verdict.head import head_name
 from fontaine_tui.core.verdict.ledger import genesis, parse_ledger
 from fontaine_tui.core.verdict.prereg import parse_prereg

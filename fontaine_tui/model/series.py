@@ -27,11 +27,11 @@ from pathlib import Path
 from types import MappingProxyType
 
 from fontaine_tui.core.errors import InputError
-from fontaine_tui.core.launch.evidence import conflict_in_words, seen_conflicts, seen_probes
 from fontaine_tui.core.log.formats.candidates import choose
 from fontaine_tui.core.log.formats.inspect import load
 from fontaine_tui.core.log.records import Probe
 from fontaine_tui.core.log.store import RunStore
+from fontaine_tui.core.run.evidence import conflict_in_words, seen_conflicts, seen_probes
 from fontaine_tui.core.runfolder import LOG
 from fontaine_tui.core.verdict.record import json_num
 from fontaine_tui.model.metrics import PROBE, MetricIndex
@@ -151,7 +151,7 @@ def get(
     """`metric`'s series in the run in `folder`, kept to `steps`.
 
     `hides` says whether the run's read is hidden (the blind), asked only of a probe field: a
-    hidden one comes back with no value (core/launch/evidence.py's `seen_probes`). InputError
+    hidden one comes back with no value (core/run/evidence.py's `seen_probes`). InputError
     naming the metrics there when the run has no such metric."""
     store, fmt = read_store(folder, kind, path, run)
     index = MetricIndex(store, hidden=True)

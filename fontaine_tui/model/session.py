@@ -19,9 +19,14 @@ from fontaine_tui.core.errors import InputError
 from fontaine_tui.core.follow.base import Batch, RunSource
 from fontaine_tui.core.follow.foreign import SETTLE_S, ForeignRun
 from fontaine_tui.core.host.telemetry import TelemetrySnapshot
-from fontaine_tui.core.launch import alert_book, alerts, traineralerts
-from fontaine_tui.core.launch.attempts import Attempt, read_attempts
-from fontaine_tui.core.launch.evidence import (
+from fontaine_tui.core.launch.rescore import ScoreOffer, ScoreState, rescore, score_offer
+from fontaine_tui.core.launch.targets.base import Handle
+from fontaine_tui.core.log.read import ingest_lines
+from fontaine_tui.core.log.records import Event, Malformed, Record
+from fontaine_tui.core.log.store import RunStore
+from fontaine_tui.core.preset.record import Amendment, Preset
+from fontaine_tui.core.run.attempts import Attempt, read_attempts
+from fontaine_tui.core.run.evidence import (
     FolderEvidence,
     gate_stopped,
     log_clock,
@@ -30,14 +35,8 @@ from fontaine_tui.core.launch.evidence import (
     verdict_of,
     verdicts_of,
 )
-from fontaine_tui.core.launch.exits import ExitInfo, shown_detail
-from fontaine_tui.core.launch.logtail import engine_status
-from fontaine_tui.core.launch.rescore import ScoreOffer, ScoreState, rescore, score_offer
-from fontaine_tui.core.launch.targets.base import Handle
-from fontaine_tui.core.log.read import ingest_lines
-from fontaine_tui.core.log.records import Event, Malformed, Record
-from fontaine_tui.core.log.store import RunStore
-from fontaine_tui.core.preset.record import Amendment, Preset
+from fontaine_tui.core.run.exits import ExitInfo, shown_detail
+from fontaine_tui.core.run.logtail import engine_status
 from fontaine_tui.core.runfolder import RunFolder
 from fontaine_tui.core.text import literal
 from fontaine_tui.core.verdict.amendments import (
@@ -49,6 +48,7 @@ from fontaine_tui.core.verdict.amendments import (
 from fontaine_tui.core.verdict.blindwords import rule_metrics
 from fontaine_tui.core.verdict.prereg import parse_utc
 from fontaine_tui.core.verdict.record import AmendmentCheck, ReviewState, Verdict
+from fontaine_tui.core.watch import alert_book, alerts, traineralerts
 from fontaine_tui.model import readout
 from fontaine_tui.model.actions import ReviewActions
 from fontaine_tui.model.ledger import Ledger, folder_of, ledger_from, read_ledger_files
@@ -209,7 +209,7 @@ class Session(ReviewActions):
         """(the tail's `lines` shown, how many are hidden).
 
         While the read is `hidden`, a printed line that may quote it is left out, as the
-        trainer's alerts are hidden (core/launch/traineralerts.py)."""
+        trainer's alerts are hidden (core/watch/traineralerts.py)."""
         return traineralerts.output_lines(lines, self.rule_metrics(), hidden)
 
     def poll_process(self) -> bool:
@@ -242,7 +242,7 @@ class Session(ReviewActions):
         return self.process is not None and self.exit_code is None and self.process.poll() is None
 
     def update_warnings(self, telemetry: TelemetrySnapshot | None, now: float) -> None:
-        """Re-evaluate the warning rules (core.launch.alerts) and the GPU-hours they gate on.
+        """Re-evaluate the warning rules (core.watch.alerts) and the GPU-hours they gate on.
 
         The GPU-hours follow the same definition the gate rule uses (None on CPU).
         """
@@ -292,14 +292,14 @@ class Session(ReviewActions):
         """A log event's (name, detail) as every surface shows it.
 
         Masked, and while the read is `hidden` its words that may quote it hidden, as the
-        trainer's alerts are (core/launch/traineralerts.py)."""
+        trainer's alerts are (core/watch/traineralerts.py)."""
         return traineralerts.event_words(e, self.rule_metrics(), hidden, self.redact)
 
     def exit_words(self, info: ExitInfo, hidden: bool) -> str:
         """An exit in words as every surface shows it.
 
         While the read is `hidden`, the trainer's words at its exit (its error, its last
-        printed line) that may quote it are hidden, as its alerts are (core/launch/exits.py's
+        printed line) that may quote it are hidden, as its alerts are (core/run/exits.py's
         `shown_detail`)."""
         return info.describe(self.rule_metrics(), hidden)
 
@@ -405,7 +405,7 @@ class Session(ReviewActions):
     def _context(
         self, applied: tuple[Amendment, ...], checks: tuple[AmendmentCheck, ...]
     ) -> FolderEvidence:
-        """The run folder's context of a read (core/launch/evidence.py).
+        """The run folder's context of a read (core/run/evidence.py).
 
         The ledger's checks are worked out once (`_amendments`)."""
         return FolderEvidence(
@@ -566,7 +566,7 @@ class Session(ReviewActions):
         """attempts.jsonl as the monitor shows it.
 
         While the read is `hidden`, each exit's words that may quote it are hidden
-        (core/launch/exits.py's `shown_detail`)."""
+        (core/run/exits.py's `shown_detail`)."""
         metrics = self.rule_metrics()
         return tuple(
             replace(a, detail=shown_detail(a.cause, a.detail, metrics, hidden))
@@ -577,7 +577,7 @@ class Session(ReviewActions):
         """attempts.jsonl of a local run folder, read again only when it changed.
 
         A replay reads it too: a stop on the run's lock recorded there makes its final read
-        what `verdict` reads (core/launch/evidence.py applies it once the log reaches it)."""
+        what `verdict` reads (core/run/evidence.py applies it once the log reaches it)."""
         if self.folder is None:
             return ()
         folder = RunFolder(self.folder)

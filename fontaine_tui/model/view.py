@@ -10,13 +10,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 from types import MappingProxyType
 
-from fontaine_tui.core.launch import alerts
-from fontaine_tui.core.launch.attempts import Attempt
 from fontaine_tui.core.launch.rescore import ScoreOffer, ScoreState
 from fontaine_tui.core.log.store import RunStore
 from fontaine_tui.core.preset.record import Preset
+from fontaine_tui.core.run.attempts import Attempt
 from fontaine_tui.core.verdict.record import Verdict
 from fontaine_tui.core.verdict.seen import SeenReads
+from fontaine_tui.core.watch import alerts
 from fontaine_tui.model import readout
 from fontaine_tui.model.ledger import Ledger
 

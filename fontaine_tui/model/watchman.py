@@ -28,12 +28,12 @@ from fontaine_tui.core.follow.open import open_source, run_source
 from fontaine_tui.core.follow.ssh import SshRun
 from fontaine_tui.core.host import telemetry
 from fontaine_tui.core.host.telemetry import TelemetrySnapshot
-from fontaine_tui.core.launch.attempts import Attempt
-from fontaine_tui.core.launch.evidence import ledger_refusal
-from fontaine_tui.core.launch.exits import ExitInfo
-from fontaine_tui.core.launch.registry import Entry, Registry
 from fontaine_tui.core.preset.find import load_preset
+from fontaine_tui.core.run.attempts import Attempt
+from fontaine_tui.core.run.evidence import ledger_refusal
+from fontaine_tui.core.run.exits import ExitInfo
 from fontaine_tui.core.runfolder import PREREG, RunFolder
+from fontaine_tui.core.runs.registry import Entry, Registry
 from fontaine_tui.core.text import literal
 from fontaine_tui.core.verdict import blind
 from fontaine_tui.core.verdict.prereg import parse_prereg, parse_utc, utc_iso

@@ -14,9 +14,9 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.widgets import Input
 
-from fontaine_tui.core.launch.evidence import seen_probes
-from fontaine_tui.core.verdict.chart import ChartSpec
-from fontaine_tui.core.verdict.losschart import EMA_DEFAULT, stepped
+from fontaine_tui.core.charts.chart import ChartSpec
+from fontaine_tui.core.charts.loss import EMA_DEFAULT, stepped
+from fontaine_tui.core.run.evidence import seen_probes
 from fontaine_tui.model.metricchart import RULE_MARK, metric_chart, rule_reads
 from fontaine_tui.model.metrics import PROBE, MetricIndex, matching
 from fontaine_tui.model.view import RunView

@@ -11,9 +11,9 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
 
+from fontaine_tui.core.charts.loss import EMA_DEFAULT, loss_chart, stepped
 from fontaine_tui.core.host.history import History
 from fontaine_tui.core.host.telemetry import TelemetrySnapshot
-from fontaine_tui.core.verdict.losschart import EMA_DEFAULT, loss_chart, stepped
 from fontaine_tui.model.history import HistoryReader, every_s
 from fontaine_tui.model.readout import evidence_lines, run_events
 from fontaine_tui.model.view import RunView

@@ -13,8 +13,8 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.widgets import Static
 
-from fontaine_tui.core.verdict.losschart import EMA_DEFAULT, stepped
-from fontaine_tui.core.verdict.overlaychart import OverlayRun, overlay_losses, overlay_probes
+from fontaine_tui.core.charts.loss import EMA_DEFAULT, stepped
+from fontaine_tui.core.charts.overlay import OverlayRun, overlay_losses, overlay_probes
 from fontaine_tui.screens.base import ConsoleScreen
 from fontaine_tui.widgets.chart import Chart
 from fontaine_tui.widgets.keys_footer import KeysFooter

@@ -6,7 +6,7 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.widgets import Static
 
-from fontaine_tui.core.verdict.probechart import datasets_chart, probes_chart
+from fontaine_tui.core.charts.probes import datasets_chart, probes_chart
 from fontaine_tui.model.view import RunView, blind_note
 from fontaine_tui.screens.base import ViewScreen
 from fontaine_tui.widgets.chart import Chart

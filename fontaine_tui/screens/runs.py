@@ -14,7 +14,7 @@ from textual.color import Color
 from textual.widgets import DataTable, Static
 
 from fontaine_tui.core.errors import InputError
-from fontaine_tui.core.launch.fleet import CELLS
+from fontaine_tui.core.runs.fleet import CELLS
 from fontaine_tui.model.runs import RunEntry, open_target
 from fontaine_tui.model.view import RunView
 from fontaine_tui.screens.base import ViewScreen

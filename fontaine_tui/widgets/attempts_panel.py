@@ -1,13 +1,13 @@
 """The run's attempts on the monitor, as a timeline of each launch and resume.
 
-Each attempt shows when it began and how it ended (core/launch/attempts.py). The panel is
+Each attempt shows when it began and how it ended (core/run/attempts.py). The panel is
 hidden for a run with no attempts.jsonl (a replay, a run another trainer wrote, a run over
 SSH).
 """
 
 from __future__ import annotations
 
-from fontaine_tui.core.launch.attempts import Attempt
+from fontaine_tui.core.run.attempts import Attempt
 from fontaine_tui.core.text import literal
 from fontaine_tui.widgets.quiet import QuietStatic
 from fontaine_tui.widgets.safe import assemble

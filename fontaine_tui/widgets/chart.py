@@ -14,8 +14,8 @@ from textual.app import RenderResult
 from textual.timer import Timer
 from textual_plotext import PlotextPlot
 
+from fontaine_tui.core.charts.chart import ChartSpec, downsample, linear_ticks, log_ticks, thin
 from fontaine_tui.core.text import literal
-from fontaine_tui.core.verdict.chart import ChartSpec, downsample, linear_ticks, log_ticks, thin
 
 # faint (dim) variants of the chart colours, for a curve drawn beneath the others
 FAINT = {

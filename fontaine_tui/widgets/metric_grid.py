@@ -13,7 +13,7 @@ from textual import events
 from textual.containers import Container
 from textual.message import Message
 
-from fontaine_tui.core.verdict.chart import ChartSpec
+from fontaine_tui.core.charts.chart import ChartSpec
 from fontaine_tui.widgets.chart import Chart
 
 CELL_WIDTH = 38  # the narrowest cell that still shows a curve and its axis

@@ -1,11 +1,11 @@
 """Active warnings: severity, since when, and the message.
 
-The message says its numbers in words with their units (`core.launch.alerts`).
+The message says its numbers in words with their units (`core.watch.alerts`).
 """
 
 from __future__ import annotations
 
-from fontaine_tui.core.launch.alerts import RunWarning, warning_text
+from fontaine_tui.core.watch.alerts import RunWarning, warning_text
 from fontaine_tui.widgets.quiet import QuietStatic
 from fontaine_tui.widgets.safe import assemble
 

@@ -314,7 +314,7 @@ def test_a_chain_that_does_not_hold_ends_the_plain_report_as_verdict_does(
 
 @pytest.mark.parametrize("blind", [False, True])
 def test_a_broken_review_trail_ends_the_plain_report_in_verdicts_words(tmp_path, capsys, blind):
-    """The refusal's line is `verdict`'s word for word (core/launch/evidence.py's
+    """The refusal's line is `verdict`'s word for word (core/run/evidence.py's
     trail_refusal): after a read it shows, that the read above is the evidence's; after a
     blinded one (a run short of its endpoint, replayed), no more."""
     text = (ROOT / "presets" / "demosonly_1gpu.toml").read_text()
@@ -337,7 +337,7 @@ def test_a_broken_review_trail_ends_the_plain_report_in_verdicts_words(tmp_path,
 
 
 def test_a_broken_ledger_ends_the_plain_report_in_verdicts_words(tmp_path, capsys):
-    """The refusal's line is `verdict`'s word for word (core/launch/evidence.py's
+    """The refusal's line is `verdict`'s word for word (core/run/evidence.py's
     ledger_refusal): the ledger's file and the line where its chain breaks, here a line of a
     ledger `amend` wrote, edited by hand."""
     from fontaine_tui.core.verdict.ledger import declare_amendment

@@ -19,11 +19,11 @@ from pathlib import Path
 import pytest
 
 from fontaine_tui.commands.babysit import unit
-from fontaine_tui.core.launch.attempts import read_attempts
-from fontaine_tui.core.launch.babysit import read_polls
-from fontaine_tui.core.launch.logtail import read_tail
-from fontaine_tui.core.launch.registry import Registry
+from fontaine_tui.core.run.attempts import read_attempts
+from fontaine_tui.core.run.logtail import read_tail
 from fontaine_tui.core.runfolder import RunFolder
+from fontaine_tui.core.runs.registry import Registry
+from fontaine_tui.core.watch.babysit import read_polls
 from tests.core.notify.server import Hook
 
 TIMEOUT = 300

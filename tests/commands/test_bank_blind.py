@@ -125,7 +125,7 @@ def test_bank_add_refuses_a_run_whose_review_trail_does_not_hold(tmp_path, cut):
 def test_bank_add_over_ssh_refuses_a_hidden_read_as_here(sshd, tmp_path):
     """A blinded run that crashed before its endpoint, banked as host:/path: refused as here.
 
-    Its log ended, so the run banks, but the read is withheld (core/launch/evidence.py's
+    Its log ended, so the run banks, but the read is withheld (core/run/evidence.py's
     `withheld`): the bank would keep every probe the blind hides. A look recorded on the run's
     host is read from its review trail over SSH, and counts there as it counts here."""
     from tests.commands.test_blind_withheld import PROBES, crashed

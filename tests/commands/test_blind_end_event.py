@@ -3,7 +3,7 @@
 A blind run folder cut at step 750 (tests/commands/test_blind.py's `run_folder`) whose log
 ends with `end` at step 750, its detail quoting the hidden read. The notification a real
 `babysit --once` posts for the run's end (to a webhook on 127.0.0.1) says the end without
-the detail, as the plain report's event lines do (core/launch/traineralerts.py's
+the detail, as the plain report's event lines do (core/watch/traineralerts.py's
 `event_words`); the same folder without the blind keeps the detail."""
 
 from __future__ import annotations

@@ -20,9 +20,9 @@ from pathlib import Path
 import pytest
 
 from fontaine_tui.core.host.memory import hostname
-from fontaine_tui.core.launch.attempts import read_attempts
-from fontaine_tui.core.launch.registry import Registry
+from fontaine_tui.core.run.attempts import read_attempts
 from fontaine_tui.core.runfolder import RunFolder
+from fontaine_tui.core.runs.registry import Registry
 from tests.commands.test_blind import cli, run_folder
 from tests.core.notify.server import Hook
 from tests.logs import T0, records_upto, write_log

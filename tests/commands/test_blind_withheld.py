@@ -1,6 +1,6 @@
 """A blinded read that is not PROVISIONAL and still not final, on every surface.
 
-The evidence gate (core/launch/evidence.py's `withheld`) holds a blinded read hidden when the
+The evidence gate (core/run/evidence.py's `withheld`) holds a blinded read hidden when the
 amendment ledger does not hold (a dropped amendment may have moved the endpoint later) and when
 the run ended before its endpoint without a locked decision; a watcher names the broken ledger;
 and `verdict` refuses, before any read, a folder whose review trail does not hold and whose

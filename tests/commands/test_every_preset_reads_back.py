@@ -18,9 +18,9 @@ from pathlib import Path
 import pytest
 
 from fontaine_tui.core.host.memory import hostname
-from fontaine_tui.core.launch.registry import Entry, Registry
 from fontaine_tui.core.preset.find import load_preset
 from fontaine_tui.core.runfolder import LOG, RunFolder
+from fontaine_tui.core.runs.registry import Entry, Registry
 from fontaine_tui.core.verdict.prereg import freeze
 from tests.commands.test_surfaces_agree import cli, last_verdict_line
 from tests.logs import T0, records, write_log

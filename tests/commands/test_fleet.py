@@ -13,9 +13,9 @@ from pathlib import Path
 import pytest
 
 from fontaine_tui.core.host.memory import hostname
-from fontaine_tui.core.launch.registry import Entry, Registry
 from fontaine_tui.core.preset.find import load_preset
 from fontaine_tui.core.runfolder import RunFolder
+from fontaine_tui.core.runs.registry import Entry, Registry
 from fontaine_tui.core.verdict import prereg
 from fontaine_tui.core.verdict.record import EXIT_CODES
 from tests.core.notify.server import Silent

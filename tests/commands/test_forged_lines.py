@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from fontaine_tui.core.launch.registry import Entry, Registry
 from fontaine_tui.core.preset.find import load_preset
 from fontaine_tui.core.runfolder import RunFolder
+from fontaine_tui.core.runs.registry import Entry, Registry
 from fontaine_tui.core.verdict.prereg import freeze
 from tests.logs import write_log
 

@@ -17,9 +17,9 @@ import jsonschema
 import pytest
 
 from fontaine_tui.core.host.memory import hostname
-from fontaine_tui.core.launch.registry import Entry, Registry
 from fontaine_tui.core.preset.find import load_preset
 from fontaine_tui.core.runfolder import RunFolder
+from fontaine_tui.core.runs.registry import Entry, Registry
 from fontaine_tui.core.verdict import prereg
 from tests.logs import probe, records_upto, write_log
 

@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from fontaine_tui.core.launch.attempts import read_attempts
+from fontaine_tui.core.run.attempts import read_attempts
 from fontaine_tui.core.runfolder import RunFolder
 
 pytest.importorskip("torch")

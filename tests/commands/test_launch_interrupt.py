@@ -18,9 +18,9 @@ from pathlib import Path
 import psutil
 import pytest
 
-from fontaine_tui.core.launch.attempts import read_attempts
-from fontaine_tui.core.launch.registry import Registry
+from fontaine_tui.core.run.attempts import read_attempts
 from fontaine_tui.core.runfolder import RunFolder
+from fontaine_tui.core.runs.registry import Registry
 
 TMUX = shutil.which("tmux")
 CMD = shutil.which("fontaine-tui")

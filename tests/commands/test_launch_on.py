@@ -18,7 +18,7 @@ from pathlib import Path
 import psutil
 import pytest
 
-from fontaine_tui.core.launch.registry import Registry
+from fontaine_tui.core.runs.registry import Registry
 from tests.remote_user import ALIAS, USER
 
 pytestmark = [pytest.mark.ssh, pytest.mark.engine, pytest.mark.slow]

@@ -24,10 +24,12 @@ import pytest
 
 from fontaine_tui.core.errors import InputError
 from fontaine_tui.core.host.history import read_history
-from fontaine_tui.core.launch import slurm, slurm_client, slurm_job
-from fontaine_tui.core.launch.attempts import read_attempts
-from fontaine_tui.core.launch.registry import Registry
+from fontaine_tui.core.run.attempts import read_attempts
 from fontaine_tui.core.runfolder import RunFolder
+from fontaine_tui.core.runs.registry import Registry
+from fontaine_tui.core.slurm import client as slurm_client
+from fontaine_tui.core.slurm import job as slurm_job
+from fontaine_tui.core.slurm import submit as slurm
 from fontaine_tui.model.launched import LaunchedRun
 from tests.commands.test_launch_on import long_smoke
 from tests.logs import T0, meta, train, write_log
@@ -564,8 +566,8 @@ def test_the_jobs_output_lands_in_a_folder_named_with_patterns(
 def test_submitted_from_a_login_node_over_ssh(
     cluster, remote, remote_cache, tmp_path: Path, registry_path: Path
 ) -> None:
-    from fontaine_tui.core.launch.hosts import HostSettings
     from fontaine_tui.core.launch.remote import RemoteEngine
+    from fontaine_tui.core.runs.hosts import HostSettings
 
     project = remote.home / "slurm project"
     long_smoke(project / "presets")

@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from fontaine_tui.core.host.memory import hostname
-from fontaine_tui.core.launch.registry import Entry, Registry
+from fontaine_tui.core.runs.registry import Entry, Registry
 
 TMUX = shutil.which("tmux")
 NAME = "grasp_sft_v2_demosonly_1gpu_disc_replicate"

@@ -11,8 +11,8 @@ import sys
 import time
 
 from fontaine_tui.commands.attach import remember
-from fontaine_tui.core.launch.registry import Registry
 from fontaine_tui.core.preset.find import load_preset
+from fontaine_tui.core.runs.registry import Registry
 from tests.core.log.formats.conftest import foreign_preset
 from tests.foreign_writers import write_tb
 

@@ -14,9 +14,9 @@ from pathlib import Path
 import pytest
 
 from fontaine_tui.core.host.memory import hostname
-from fontaine_tui.core.launch.registry import Entry, Registry
 from fontaine_tui.core.preset.find import load_preset
 from fontaine_tui.core.runfolder import RunFolder
+from fontaine_tui.core.runs.registry import Entry, Registry
 from fontaine_tui.core.verdict import prereg
 from tests.commands.test_surfaces_agree import STEPS, make
 from tests.logs import SCALED_LIKE, records_upto, write_log

@@ -11,7 +11,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from fontaine_tui.core.launch.fleet import EVALS, WHOLE_BYTES
+from fontaine_tui.core.runs.fleet import EVALS, WHOLE_BYTES
 from tests.commands.test_runs_json import _folder, runs_json
 
 

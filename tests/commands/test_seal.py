@@ -21,14 +21,14 @@ from pathlib import Path
 import pytest
 
 from fontaine_tui.cli import main
-from fontaine_tui.core.launch.launcher import EngineProcess
-from fontaine_tui.core.launch.registry import Entry, Registry
 from fontaine_tui.core.notify import delivery
 from fontaine_tui.core.preset.checks import canonical_bytes
 from fontaine_tui.core.preset.find import load_preset
+from fontaine_tui.core.run.launcher import EngineProcess
 from fontaine_tui.core.runfolder import RunFolder
+from fontaine_tui.core.runs.registry import Entry, Registry
+from fontaine_tui.core.seal.bundle import pack
 from fontaine_tui.core.verdict import review
-from fontaine_tui.core.verdict.bundle import pack
 from fontaine_tui.core.verdict.prereg import freeze
 from fontaine_tui.model import seal as sealing
 from fontaine_tui.model.judge import judge

@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 
 from fontaine_tui.core.bank import store
-from fontaine_tui.core.verdict.bundle import pack
+from fontaine_tui.core.seal.bundle import pack
 from tests.commands.test_recovery import _end, _launch, _paused, _preset
 from tests.commands.test_stop_on_lock_gate import launch as launch_gated
 

@@ -80,7 +80,7 @@ def _stop(home: Path, folder: str) -> None:
 
     import psutil
 
-    from fontaine_tui.core.launch.registry import Registry
+    from fontaine_tui.core.runs.registry import Registry
 
     [entry] = [
         e

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from fontaine_tui.core.launch.registry import Entry, Registry
+from fontaine_tui.core.runs.registry import Entry, Registry
 
 
 @pytest.fixture

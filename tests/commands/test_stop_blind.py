@@ -23,9 +23,9 @@ from pathlib import Path
 import psutil
 import pytest
 
-from fontaine_tui.core.launch.attempts import read_attempts
-from fontaine_tui.core.launch.registry import Entry, Registry
+from fontaine_tui.core.run.attempts import read_attempts
 from fontaine_tui.core.runfolder import RunFolder
+from fontaine_tui.core.runs.registry import Entry, Registry
 from tests.sshd_helper import HOST_ALIAS
 
 pytestmark = pytest.mark.slow

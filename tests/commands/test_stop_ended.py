@@ -21,7 +21,7 @@ from pathlib import Path
 import psutil
 import pytest
 
-from fontaine_tui.core.launch.registry import Registry
+from fontaine_tui.core.runs.registry import Registry
 
 pytestmark = pytest.mark.slow
 TRAINER = """import json, sys, time

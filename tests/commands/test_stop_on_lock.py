@@ -19,10 +19,10 @@ from pathlib import Path
 
 import pytest
 
-from fontaine_tui.core.launch.attempts import read_attempts
-from fontaine_tui.core.launch.registry import Registry
 from fontaine_tui.core.log.read import load_log
+from fontaine_tui.core.run.attempts import read_attempts
 from fontaine_tui.core.runfolder import RunFolder
+from fontaine_tui.core.runs.registry import Registry
 from fontaine_tui.core.verdict.record import EXIT_CODES
 from tests.core.notify.server import Hook
 

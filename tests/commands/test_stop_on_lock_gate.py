@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from fontaine_tui.core.launch.attempts import read_attempts
+from fontaine_tui.core.run.attempts import read_attempts
 from fontaine_tui.core.runfolder import RunFolder
 from fontaine_tui.core.verdict.record import EXIT_CODES
 from tests.core.notify.server import Hook

@@ -126,7 +126,7 @@ def test_the_run_folders_attempts_never_vouch_for_a_pid_alone(
 
 
 def begin_line(pid: int, started: float, attempt: int = 1) -> str:
-    """An attempt's begin line as the launch writes it (core/launch/attempts.py)."""
+    """An attempt's begin line as the launch writes it (core/run/attempts.py)."""
     import json
 
     return (

@@ -31,9 +31,9 @@ from hypothesis import strategies as st
 
 from fontaine_tui.cli import main
 from fontaine_tui.core.host.memory import hostname
-from fontaine_tui.core.launch.registry import Entry, Registry
 from fontaine_tui.core.preset.find import load_preset
 from fontaine_tui.core.runfolder import RunFolder
+from fontaine_tui.core.runs.registry import Entry, Registry
 from fontaine_tui.core.verdict.blind import EXIT_BLINDED
 from fontaine_tui.core.verdict.prereg import freeze
 from fontaine_tui.core.verdict.record import EXIT_CODES, PROVISIONAL_OFFSET

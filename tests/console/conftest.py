@@ -70,7 +70,7 @@ def demo_console(staged, **kw):
 
 def sample_registry(path: Path):
     """A registry with one running and one finished run (runs mode snapshot, screenshot)."""
-    from fontaine_tui.core.launch.registry import Entry, Registry
+    from fontaine_tui.core.runs.registry import Entry, Registry
 
     reg = Registry(path)
     for name, status, pid in (

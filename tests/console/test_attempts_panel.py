@@ -1,5 +1,5 @@
 """The monitor's attempts timeline: a real process killed by SIGKILL is attempt 1, a resumed
-one still alive is attempt 2 (attempts.jsonl written by core/launch/attempts.py)."""
+one still alive is attempt 2 (attempts.jsonl written by core/run/attempts.py)."""
 
 from __future__ import annotations
 
@@ -11,9 +11,9 @@ import sys
 from fontaine_tui.console import make_app
 from fontaine_tui.core.follow.local import LocalRun
 from fontaine_tui.core.host.memory import hostname
-from fontaine_tui.core.launch import attempts
-from fontaine_tui.core.launch.launcher import EngineProcess
 from fontaine_tui.core.preset.recovery import RecoverySpec
+from fontaine_tui.core.run import attempts
+from fontaine_tui.core.run.launcher import EngineProcess
 from fontaine_tui.core.runfolder import RunFolder
 from fontaine_tui.widgets.attempts_panel import AttemptsPanel
 from fontaine_tui.widgets.verdict_panel import LedgerPanel

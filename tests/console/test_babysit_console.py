@@ -160,9 +160,9 @@ async def test_a_launch_console_posts_launch_and_verdict_when_the_engine_exits_n
     it later finishes nothing twice."""
     import sys
 
-    from fontaine_tui.core.launch.launcher import EngineProcess
-    from fontaine_tui.core.launch.registry import Entry, Registry
     from fontaine_tui.core.preset.find import load_preset
+    from fontaine_tui.core.run.launcher import EngineProcess
+    from fontaine_tui.core.runs.registry import Entry, Registry
     from fontaine_tui.model.launched import LaunchedRun
     from tests.core.launch.test_launcher import FAKE
 

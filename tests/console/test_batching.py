@@ -7,7 +7,7 @@ import asyncio
 from textual.app import App, ComposeResult
 
 from fontaine_tui.app import CHART_S, FRAME_S
-from fontaine_tui.core.verdict.chart import ChartSpec, Curve
+from fontaine_tui.core.charts.chart import ChartSpec, Curve
 from fontaine_tui.widgets.chart import Chart
 from tests.console.conftest import SIZE, console, loaded, make_run, until
 

@@ -15,9 +15,9 @@ from textual.widgets import DataTable
 from fontaine_tui.console import make_app
 from fontaine_tui.core.follow.local import LocalRun
 from fontaine_tui.core.host.memory import hostname
-from fontaine_tui.core.launch.fleet import Fleet
-from fontaine_tui.core.launch.registry import Entry, Registry
 from fontaine_tui.core.preset.find import load_preset
+from fontaine_tui.core.runs.fleet import Fleet
+from fontaine_tui.core.runs.registry import Entry, Registry
 from tests.commands.test_blind import SECRETS, blind_preset, run_folder
 from tests.console.conftest import SIZE, fixed_clock, until
 

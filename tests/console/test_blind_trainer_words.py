@@ -81,8 +81,8 @@ async def test_the_attempts_timeline_hides_the_words_a_crash_left(tmp_path, blin
     import sys
 
     from fontaine_tui.core.host.memory import hostname
-    from fontaine_tui.core.launch import attempts
-    from fontaine_tui.core.launch.launcher import EngineProcess
+    from fontaine_tui.core.run import attempts
+    from fontaine_tui.core.run.launcher import EngineProcess
     from fontaine_tui.core.runfolder import RunFolder
     from fontaine_tui.widgets.attempts_panel import AttemptsPanel
 

@@ -9,10 +9,10 @@ import math
 from rich.console import Console
 from rich.text import Text
 
+from fontaine_tui.core.charts.chart import Band, ChartSpec, Curve, HLine, Mark
+from fontaine_tui.core.charts.loss import loss_chart
 from fontaine_tui.core.log.records import TrainPoint
 from fontaine_tui.core.log.store import RunStore
-from fontaine_tui.core.verdict.chart import Band, ChartSpec, Curve, HLine, Mark
-from fontaine_tui.core.verdict.losschart import loss_chart
 from fontaine_tui.widgets.chart import Chart, ansi_text
 from tests.console.conftest import SIZE
 

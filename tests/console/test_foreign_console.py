@@ -132,7 +132,7 @@ async def test_the_runs_list_shows_an_attached_foreign_run_and_enter_follows_it(
 ):
     from fontaine_tui.commands.attach import remember
     from fontaine_tui.core.follow.foreign import ForeignRun
-    from fontaine_tui.core.launch.registry import Registry
+    from fontaine_tui.core.runs.registry import Registry
     from tests.console.conftest import console, make_run
 
     folder, preset = copy(done[0], tmp_path), done[1]

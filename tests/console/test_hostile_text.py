@@ -11,9 +11,9 @@ from pathlib import Path
 
 from fontaine_tui.cli import main
 from fontaine_tui.core.follow.local import LocalRun
-from fontaine_tui.core.launch.registry import Entry, Registry
 from fontaine_tui.core.preset.find import load_preset
 from fontaine_tui.core.runfolder import RunFolder
+from fontaine_tui.core.runs.registry import Entry, Registry
 from fontaine_tui.core.text import unsafe
 from fontaine_tui.core.verdict.prereg import freeze
 from tests.console.conftest import SIZE, console, loaded, until

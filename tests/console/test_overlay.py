@@ -10,9 +10,9 @@ import pytest
 from textual.widgets import DataTable
 
 from fontaine_tui.core.host.memory import hostname
-from fontaine_tui.core.launch.fleet import Fleet
-from fontaine_tui.core.launch.registry import Entry, Registry
 from fontaine_tui.core.runfolder import RunFolder
+from fontaine_tui.core.runs.fleet import Fleet
+from fontaine_tui.core.runs.registry import Entry, Registry
 from fontaine_tui.core.verdict.prereg import freeze
 from fontaine_tui.screens.overlay import OverlayScreen
 from fontaine_tui.widgets.chart import Chart

@@ -13,7 +13,7 @@ from fontaine_tui.core.follow.local import LocalRun
 from fontaine_tui.core.host.nvml import read_gpus
 from fontaine_tui.core.host.proctree import Member, ProcTree
 from fontaine_tui.core.host.stacks import py_spy
-from fontaine_tui.core.launch.launcher import EngineProcess
+from fontaine_tui.core.run.launcher import EngineProcess
 from fontaine_tui.core.runfolder import RunFolder
 from fontaine_tui.screens.processes import ProcessesScreen
 from fontaine_tui.screens.signal_dialog import SignalDialog

@@ -8,7 +8,7 @@ import pytest
 
 from fontaine_tui.console import make_app
 from fontaine_tui.core.follow.local import LocalRun
-from fontaine_tui.core.launch.launcher import EngineProcess
+from fontaine_tui.core.run.launcher import EngineProcess
 from fontaine_tui.core.runfolder import RunFolder
 from fontaine_tui.screens.dialogs import QuitDialog
 from fontaine_tui.widgets.run_header import RunHeader

@@ -8,11 +8,11 @@ import sys
 
 import pytest
 
-from fontaine_tui.core.launch.evidence import seen_reads
+from fontaine_tui.core.charts.probes import probes_chart
 from fontaine_tui.core.log.read import load_log
-from fontaine_tui.core.verdict import export as exporter
+from fontaine_tui.core.run.evidence import seen_reads
+from fontaine_tui.core.seal import export as exporter
 from fontaine_tui.core.verdict import review
-from fontaine_tui.core.verdict.probechart import probes_chart
 from fontaine_tui.core.verdict.rules import compute_verdict, verdict_series
 from fontaine_tui.screens.dialogs import NoteDialog
 from tests.console.conftest import CLOCK, SIZE, console, loaded, make_run, until

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from fontaine_tui.core.host.telemetry import sample
-from fontaine_tui.core.launch.registry import Entry, Registry
+from fontaine_tui.core.runs.registry import Entry, Registry
 from fontaine_tui.screens.monitor import MonitorScreen
 from fontaine_tui.widgets.run_header import RunHeader
 from fontaine_tui.widgets.telemetry_panel import TelemetryPanel

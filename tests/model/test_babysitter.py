@@ -12,11 +12,11 @@ from pathlib import Path
 import pytest
 
 from fontaine_tui.core.follow.local import LocalRun
-from fontaine_tui.core.launch.babysit import read_polls
 from fontaine_tui.core.log.read import load_log
 from fontaine_tui.core.preset.find import load_preset
 from fontaine_tui.core.runfolder import RunFolder
 from fontaine_tui.core.verdict.prereg import freeze
+from fontaine_tui.core.watch.babysit import read_polls
 from fontaine_tui.model.babysitter import NOTIFY_RULE, Babysitter
 from fontaine_tui.model.session import Session
 from tests.core.notify.server import dead_port

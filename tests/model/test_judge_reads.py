@@ -17,8 +17,8 @@ from pathlib import Path
 
 from fontaine_tui.cli import main
 from fontaine_tui.core.bank import store
-from fontaine_tui.core.launch import attempts
-from fontaine_tui.core.launch.launcher import EngineProcess
+from fontaine_tui.core.run import attempts
+from fontaine_tui.core.run.launcher import EngineProcess
 from fontaine_tui.core.runfolder import VERDICT, RunFolder
 from fontaine_tui.core.verdict import review
 from fontaine_tui.model.judge import judge

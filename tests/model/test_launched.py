@@ -13,13 +13,13 @@ import pytest
 
 from fontaine_tui.core.errors import InputError
 from fontaine_tui.core.host.memory import hostname
-from fontaine_tui.core.launch import attempts
-from fontaine_tui.core.launch.registry import Registry
 from fontaine_tui.core.launch.targets.local import LocalTarget
 from fontaine_tui.core.launch.targets.pick import pick_target
 from fontaine_tui.core.preset.find import load_preset
 from fontaine_tui.core.preset.record import Preset
+from fontaine_tui.core.run import attempts
 from fontaine_tui.core.runfolder import RunFolder
+from fontaine_tui.core.runs.registry import Registry
 from fontaine_tui.model.launched import LaunchedRun
 
 # writes its log into its working folder (the maker's cwd), its end event's detail from

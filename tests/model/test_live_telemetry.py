@@ -7,8 +7,8 @@ import sys
 from pathlib import Path
 
 from fontaine_tui.core.follow.local import LocalRun
-from fontaine_tui.core.launch.slurm_job import SlurmJob
 from fontaine_tui.core.runfolder import RunFolder
+from fontaine_tui.core.slurm.job import SlurmJob
 from fontaine_tui.model.sampler import ON_NODE, live_telemetry
 
 
@@ -33,7 +33,7 @@ def test_a_slurm_job_is_judged_on_no_look_at_this_host_by_plain_and_babysit(tmp_
     # launch --plain and babysit judge the warning rules on this host's RAM and GPUs: for a job
     # on a node, those are the login host's, so neither takes a look here
     from fontaine_tui.core.host.memory import hostname
-    from fontaine_tui.core.launch.registry import Entry
+    from fontaine_tui.core.runs.registry import Entry
     from fontaine_tui.model.sampler import on_node
     from fontaine_tui.model.watchman import RunWatch, Target
 

@@ -12,11 +12,11 @@ import re
 import sys
 from pathlib import Path
 
-from fontaine_tui.core.launch.launcher import EngineProcess
-from fontaine_tui.core.launch.registry import Entry, Registry
 from fontaine_tui.core.notify import delivery
 from fontaine_tui.core.preset.find import load_preset
+from fontaine_tui.core.run.launcher import EngineProcess
 from fontaine_tui.core.runfolder import RunFolder
+from fontaine_tui.core.runs.registry import Entry, Registry
 from fontaine_tui.core.verdict.prereg import freeze
 from fontaine_tui.model.plain import babysit
 from tests.core.notify.server import dead_port

@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 
+from fontaine_tui.core.charts.loss import Ema
+from fontaine_tui.core.charts.overlay import overlay_losses, overlay_probes
 from fontaine_tui.core.preset.find import load_preset
 from fontaine_tui.core.runfolder import RunFolder
-from fontaine_tui.core.verdict.losschart import Ema
-from fontaine_tui.core.verdict.overlaychart import overlay_losses, overlay_probes
 from fontaine_tui.core.verdict.prereg import freeze
 from fontaine_tui.model.overlay import MOST_PINS, RUN_COLORS, Overlay
 from fontaine_tui.model.runs import RunEntry, open_target

@@ -15,12 +15,12 @@ from pathlib import Path
 import pytest
 
 from fontaine_tui.core.follow.base import Batch
-from fontaine_tui.core.launch.launcher import EngineProcess, pid_alive
-from fontaine_tui.core.launch.logtail import read_tail
-from fontaine_tui.core.launch.registry import Entry, Registry
 from fontaine_tui.core.log.records import Event
 from fontaine_tui.core.preset.find import load_preset
+from fontaine_tui.core.run.launcher import EngineProcess, pid_alive
+from fontaine_tui.core.run.logtail import read_tail
 from fontaine_tui.core.runfolder import RunFolder
+from fontaine_tui.core.runs.registry import Entry, Registry
 from fontaine_tui.core.verdict.prereg import freeze
 from fontaine_tui.model.plain import PlainWatch, babysit
 from fontaine_tui.model.recordline import describe_record

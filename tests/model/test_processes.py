@@ -10,7 +10,7 @@ import pytest
 
 from fontaine_tui.core.follow.local import LocalRun
 from fontaine_tui.core.host.proctree import TreeLook
-from fontaine_tui.core.launch.launcher import EngineProcess, process_started
+from fontaine_tui.core.run.launcher import EngineProcess, process_started
 from fontaine_tui.core.runfolder import RunFolder
 from fontaine_tui.model.processes import look, row, scope_of, shown_argv, signal_member, title
 from fontaine_tui.model.session import Session
@@ -99,7 +99,7 @@ def test_a_stale_row_records_no_stop_and_a_stop_records_one(tmp_path, preset, en
     """A stop from k is on record for [recovery] only when the signal went to the process."""
     from dataclasses import replace
 
-    from fontaine_tui.core.launch import attempts
+    from fontaine_tui.core.run import attempts
 
     folder = RunFolder(tmp_path)
     number = attempts.begin(folder, "launch", engine, "here")
@@ -129,9 +129,9 @@ def test_row_cells_and_masked_argv(tmp_path, preset, engine):
 
 
 def test_a_run_elsewhere_says_where_its_processes_are(tmp_path, preset):
-    from fontaine_tui.core.launch.hosts import HostSettings
     from fontaine_tui.core.launch.remote import RemoteEngine
-    from fontaine_tui.core.launch.slurm_job import SlurmJob
+    from fontaine_tui.core.runs.hosts import HostSettings
+    from fontaine_tui.core.slurm.job import SlurmJob
 
     far = RemoteEngine(HostSettings("gpu-box"), "/runs/a", 4242, watch=False)
     scope = scope_of(_session(tmp_path, preset, "attach", far))

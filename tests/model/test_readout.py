@@ -8,9 +8,9 @@ from array import array
 from hypothesis import given
 from hypothesis import strategies as st
 
-from fontaine_tui.core.launch.evidence import seen_probes
+from fontaine_tui.core.charts.chart import downsample
 from fontaine_tui.core.log.read import load_log
-from fontaine_tui.core.verdict.chart import downsample
+from fontaine_tui.core.run.evidence import seen_probes
 from fontaine_tui.core.verdict.rules import verdict_series
 from fontaine_tui.model.readout import literal, probe_rows, progress, run_status, status_tone
 from tests.console.conftest import make_run
@@ -89,7 +89,7 @@ def test_progress_pace_eta_gpu_hours(tmp_path, preset):
     p = progress(store, preset)
     assert (p.step, p.total, p.last_step_s, p.median_step_s) == (600, 1000, 0.5, 0.5)
     assert p.eta_s == 200.0 and p.gpu_hours_gate == 12.0
-    assert p.gpu_hours is None  # counted by the gate rule (core.launch.alerts), see test_gpu_hours
+    assert p.gpu_hours is None  # counted by the gate rule (core.watch.alerts), see test_gpu_hours
     assert round(p.data_frac, 3) == 0.02
 
 
@@ -118,10 +118,10 @@ def test_literal_escapes_every_control_character():
 
 
 async def test_gpu_hours_in_the_header_are_the_gate_rules(tmp_path):
-    """A CUDA run's hours come from core.launch.alerts' gate rule; a CPU run holds no GPU."""
+    """A CUDA run's hours come from core.watch.alerts' gate rule; a CPU run holds no GPU."""
     import json
 
-    from fontaine_tui.core.launch import alert_book
+    from fontaine_tui.core.watch import alert_book
     from fontaine_tui.widgets.run_header import RunHeader
     from tests.console.conftest import SIZE, console, loaded, text
     from tests.logs import records_upto

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from fontaine_tui.core.host.memory import hostname
-from fontaine_tui.core.launch.registry import Entry, Registry
+from fontaine_tui.core.runs.registry import Entry, Registry
 from fontaine_tui.model.runs import RunsList
 
 

@@ -14,12 +14,12 @@ import pytest
 
 from fontaine_tui.cli import main
 from fontaine_tui.core.follow.local import LocalRun
-from fontaine_tui.core.launch.traineralerts import BAD_RULE, is_alert_rule
 from fontaine_tui.core.log.read import load_log
 from fontaine_tui.core.log.records import ALERT_REFUSED, TEXT_MAX, Alert, parse_line
 from fontaine_tui.core.preset.find import load_preset
 from fontaine_tui.core.runfolder import RunFolder
 from fontaine_tui.core.verdict.prereg import freeze
+from fontaine_tui.core.watch.traineralerts import BAD_RULE, is_alert_rule
 from fontaine_tui.model.babysitter import Babysitter
 from fontaine_tui.model.session import Session
 from tests.logs import T0, records_upto, write_log
@@ -361,8 +361,8 @@ def test_blinded_an_alert_naming_the_metric_keeps_its_words_back(tmp_path):
 
 
 def test_blinded_an_alert_quoting_the_read_however_it_is_spelt_keeps_its_words_back():
-    from fontaine_tui.core.launch.traineralerts import alert_words
     from fontaine_tui.core.verdict.blindwords import rule_metrics
+    from fontaine_tui.core.watch.traineralerts import alert_words
 
     metrics = rule_metrics(load_preset(PRESET).verdict)
     logged = [

@@ -164,7 +164,7 @@ def document(
     summary of the train curve, what the meta said it ran (recipe, world size, device, code and
     data identity) and its prereg.json, if any. The log must have ended (`event: end`), or a
     `[gates] stop_on_lock` gate stopped the run at `gate_end`, a step its log reached (as the
-    verdict reads it: core/launch/evidence.py's `gate_end`). Another trainer's log (`foreign`:
+    verdict reads it: core/run/evidence.py's `gate_end`). Another trainer's log (`foreign`:
     its kind) says nothing of its end (unless it records one, such as a W&B run's exit), so
     attempts.jsonl says it (a launched [command] whose last attempt finished at `finished_at`),
     or else the one banking it (`bank --ended`), and the document says which."""

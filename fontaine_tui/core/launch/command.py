@@ -21,7 +21,6 @@ from pathlib import Path
 
 from fontaine_tui.core.childenv import child_env
 from fontaine_tui.core.errors import InputError
-from fontaine_tui.core.launch.endpoint import Endpoint
 from fontaine_tui.core.preset.command import (
     OUTPUT_ENV,
     CommandSpec,
@@ -30,6 +29,7 @@ from fontaine_tui.core.preset.command import (
 )
 from fontaine_tui.core.preset.record import Preset
 from fontaine_tui.core.readfile import open_regular, read_whole
+from fontaine_tui.core.run.endpoint import Endpoint
 from fontaine_tui.core.secrets import mask_line, mask_lines
 from fontaine_tui.core.text import literal
 

@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from fontaine_tui.core.childenv import child_env
-from fontaine_tui.core.launch.enginename import ENGINE_MODULE
+from fontaine_tui.core.enginename import ENGINE_MODULE
 from fontaine_tui.core.limits import json_loads
 from fontaine_tui.core.preset.record import Preset
 from fontaine_tui.core.preset.sections import LATER_KEYS, PLATFORM, RECIPE

@@ -19,7 +19,7 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from fontaine_tui.core.childenv import child_env
-from fontaine_tui.core.launch.enginename import ENGINE_MODULE
+from fontaine_tui.core.enginename import ENGINE_MODULE
 from fontaine_tui.core.text import literal
 
 # the modules of pyproject's `engine` extra, each under the name it imports as

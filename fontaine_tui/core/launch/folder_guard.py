@@ -8,10 +8,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from fontaine_tui.core.launch.endpoint import nothing_to_resume
 from fontaine_tui.core.launch.findings import Finding
-from fontaine_tui.core.launch.logtail import newest_checkpoint
 from fontaine_tui.core.preset.record import Preset
+from fontaine_tui.core.run.endpoint import nothing_to_resume
+from fontaine_tui.core.run.logtail import newest_checkpoint
 from fontaine_tui.core.runfolder import RunFolder
 
 

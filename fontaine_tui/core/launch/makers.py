@@ -21,9 +21,9 @@ from fontaine_tui.core.launch.command import (
     command_env,
     command_provenance,
 )
-from fontaine_tui.core.launch.endpoint import Endpoint
 from fontaine_tui.core.launch.engine_argv import build_argv, engine_identity
 from fontaine_tui.core.preset.record import Preset
+from fontaine_tui.core.run.endpoint import Endpoint
 
 
 class ArgvMaker(Protocol):

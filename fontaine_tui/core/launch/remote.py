@@ -33,12 +33,13 @@ from pathlib import Path
 
 from fontaine_tui.core.childenv import child_env
 from fontaine_tui.core.errors import InputError
-from fontaine_tui.core.launch import slurm_client, slurm_job
-from fontaine_tui.core.launch.exits import ExitInfo, exit_from_dict, exit_to_dict
-from fontaine_tui.core.launch.hosts import HostSettings
-from fontaine_tui.core.launch.slurm import check_host
 from fontaine_tui.core.limits import json_loads
 from fontaine_tui.core.preset.record import Preset
+from fontaine_tui.core.run.exits import ExitInfo, exit_from_dict, exit_to_dict
+from fontaine_tui.core.runs.hosts import HostSettings
+from fontaine_tui.core.slurm import client as slurm_client
+from fontaine_tui.core.slurm import job as slurm_job
+from fontaine_tui.core.slurm.submit import check_host
 from fontaine_tui.core.ssh.connection import SshConnection, SshError
 from fontaine_tui.core.ssh.destination import SshTarget
 from fontaine_tui.core.verdict.prereg import Prereg, parse_prereg
@@ -453,9 +454,9 @@ def read_exit(run_dir: str, pid: int, job: str = "") -> tuple[bool | None, ExitI
     The run is named by its engine `pid` here, or its Slurm `job`. It is read without its stop
     or its record: nothing is signalled, cancelled or written. Returns (False, its exit) once it
     has ended, (True, None) while it runs, and (None, None) when the scheduler cannot say now."""
-    from fontaine_tui.core.launch import attempts
-    from fontaine_tui.core.launch.exits import exit_info
-    from fontaine_tui.core.launch.launcher import found_again
+    from fontaine_tui.core.run import attempts
+    from fontaine_tui.core.run.exits import exit_info
+    from fontaine_tui.core.run.launcher import found_again
     from fontaine_tui.core.runfolder import RunFolder
 
     folder = RunFolder(Path(run_dir))

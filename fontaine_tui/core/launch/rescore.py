@@ -26,14 +26,14 @@ from pathlib import Path
 
 from fontaine_tui.core import children
 from fontaine_tui.core.childenv import child_env
+from fontaine_tui.core.enginename import ENGINE_MODULE
 from fontaine_tui.core.errors import InputError
-from fontaine_tui.core.launch.enginename import ENGINE_MODULE
-from fontaine_tui.core.launch.evidence import seen_probes
-from fontaine_tui.core.launch.logtail import newest_checkpoint
 from fontaine_tui.core.limits import json_loads
 from fontaine_tui.core.log.read import load_log
 from fontaine_tui.core.preset.checks import BY_INSTRUMENT
 from fontaine_tui.core.readfile import read_whole
+from fontaine_tui.core.run.evidence import seen_probes
+from fontaine_tui.core.run.logtail import newest_checkpoint
 from fontaine_tui.core.runfolder import LOG, RunFolder
 from fontaine_tui.core.text import literal
 

@@ -14,8 +14,8 @@ from pathlib import Path
 
 from fontaine_tui.core.launch.enginedeps import engine_deps
 from fontaine_tui.core.launch.findings import Finding
-from fontaine_tui.core.launch.logtail import CHECKPOINT_DIR
 from fontaine_tui.core.preset.record import Preset
+from fontaine_tui.core.run.logtail import CHECKPOINT_DIR
 from fontaine_tui.core.runfolder import RunFolder
 from fontaine_tui.core.text import literal
 

@@ -5,7 +5,7 @@ probe's own `not_numbers`, and a rule reading one is UNDECIDABLE at its step. Wh
 at which step and what it was is therefore a probe's value: a blinded run's hidden read names its
 class by it. The decoders count them here rather than in their notices' words, the store keeps
 the count (`RunStore.odd_values`), and a surface gets the words from the evidence gate
-(core/launch/evidence.py's `seen_odd_values`), counted without key, step or value while the read
+(core/run/evidence.py's `seen_odd_values`), counted without key, step or value while the read
 is hidden, as the conflicting probes are.
 """
 

@@ -477,7 +477,7 @@ class RunStore:
 
     # What the surfaces may know of the probes without their values: where they stand, when
     # they were written, what they logged. The values are the evidence gate's to hand out
-    # (core/launch/evidence.py's `seen_probes`), which withholds them while the read is hidden.
+    # (core/run/evidence.py's `seen_probes`), which withholds them while the read is hidden.
 
     def has_probe(self, step: int) -> bool:
         return step in self.probes

@@ -8,7 +8,7 @@ backoff_s = 2.0                             # the first restart's wait, doubled 
 ```
 
 A restart resumes the run from its newest checkpoint, as `launch --resume` does, and is a new
-attempt in attempts.jsonl (core/launch/recovery.py says which ends count). A run that ended on
+attempt in attempts.jsonl (core/run/recovery.py says which ends count). A run that ended on
 a non-finite loss, that finished, or that a user or a gate stopped is never restarted, whatever
 the preset says. The section enters the canonical form (and prereg.json) only when
 max_restarts is above 0, and backoff_s only when set away from its default, so presets

@@ -59,7 +59,7 @@ def slurm_section(path: Path, table: object) -> dict[str, Scalar]:
 
     `time` is as sbatch --time takes it, the part of a Slurm request that belongs to the
     experiment. The cluster's own asks (account, QOS, memory) are the user's, in config.toml's
-    [slurm] (core/launch/slurm.py)."""
+    [slurm] (core/slurm/submit.py)."""
     out = check_section(path, "slurm", table if table is not None else {}, {"time": (str, "")})
     if out["time"] and not SLURM_TIME.fullmatch(str(out["time"])):
         raise PresetError(

@@ -4,7 +4,7 @@ A preset that states `[verdict] blind = true` (frozen into prereg.json, so it bi
 and every notification of the run), or a viewer's `--blind`, hides the rule's metric values, its
 deltas and the verdict's label on every screen, plain line and notification while the read is
 PROVISIONAL, and while the evidence gate withholds it (a run ended before its endpoint, a
-broken amendment ledger: core/launch/evidence.py's `verdict_of`). Health stays visible: losses,
+broken amendment ledger: core/run/evidence.py's `verdict_of`). Health stays visible: losses,
 warnings (NaN, stall, starvation, RAM, the GPU-hours gate), the log's counts, the amendment
 ledger. The final read (at the endpoint, or locked and
 stopped on the stop_on_lock gate) is shown as always.

@@ -4,8 +4,8 @@ A trainer's words (an alert it raised, a log event's detail, a line it printed, 
 or error it left at its exit) are not the verdict's, but they may quote the read the blind
 hides (core/verdict/blind.py): "eval_loss=0.123", "new best eval_chunk_mae", or name its
 class ("early stop: drift", the preset's own "LEARNED"). One rule says which may, for every
-surface that shows them (the panes and plain lines of core/launch/traineralerts.py, an
-exit's words in core/launch/exits.py, `inspect`, `runs`). The words are hidden where they are
+surface that shows them (the panes and plain lines of core/watch/traineralerts.py, an
+exit's words in core/run/exits.py, `inspect`, `runs`). The words are hidden where they are
 shown, not where they are read: an exit's cause is judged from them as they were printed.
 
 It imports only the verdict's class names (core/preset/checks.py), so every wing that shows a

@@ -90,7 +90,7 @@ class Scale:
 
 @dataclass(frozen=True, slots=True)
 class RecoveryRead:
-    """The preset's [recovery] contract and the restarts it made (core/launch/recovery.py)."""
+    """The preset's [recovery] contract and the restarts it made (core/run/recovery.py)."""
 
     max_restarts: int
     on: tuple[str, ...]
@@ -201,7 +201,7 @@ class Verdict:
     recovery: RecoveryRead | None = None
     # why the blind holds a read that is not PROVISIONAL either ("" for none): the run ended
     # before its endpoint without a locked decision, or the amendment ledger, which may move
-    # the endpoint, does not hold (core/launch/evidence.py's `verdict_of` says it)
+    # the endpoint, does not hold (core/run/evidence.py's `verdict_of` says it)
     withheld: str = ""
 
     @property

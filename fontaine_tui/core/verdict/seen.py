@@ -1,9 +1,9 @@
 """What of a run's reads a chart may draw: the evidence gate's view of its probes and reads.
 
-core/launch/evidence.py's `seen_reads` builds it from the store and the verdict series, and is
+core/run/evidence.py's `seen_reads` builds it from the store and the verdict series, and is
 the one place that does: while the read is hidden (core/verdict/blind.py) it holds no probe and
 no read, so a chart drawn from it shows neither, whatever its caller checked or forgot. The
-charts (probechart.py, overlaychart.py) take it in place of the store's probes; the reads
+charts (core/charts/probes.py, overlay.py) take it in place of the store's probes; the reads
 contract (pyproject.toml, scripts/contracts.py) keeps them from reading the store's own.
 """
 

@@ -69,7 +69,7 @@ def lock_doubt(store: RunStore, preset: Preset, v: Verdict) -> str:
     """Why the decision lock of the read `v` cannot stand for the endpoint's read ("" when it can).
 
     The one check of a lock: the verdict of a run stopped on it (settle) and the stop_on_lock
-    gate that stops the run (core/launch/gatestop.py) both ask it, so the gate never stops a
+    gate that stops the run (core/watch/gatestop.py) both ask it, so the gate never stops a
     run on a lock that the verdict then rejects. The lock must hold at `v`'s read, the run's
     own probes must not contradict its premise (_doubt), and it must have locked on the label
     that `v` reads."""

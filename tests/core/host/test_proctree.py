@@ -159,7 +159,7 @@ def test_signal_refused_outside_the_tree(tree):
     members = _members(root.pid)
     stranger = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
     try:
-        from fontaine_tui.core.launch.launcher import process_started
+        from fontaine_tui.core.run.launcher import process_started
 
         why = send_signal(
             root.pid,

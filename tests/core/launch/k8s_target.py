@@ -13,15 +13,15 @@ from typing import TYPE_CHECKING
 from fontaine_tui.core.errors import InputError
 from fontaine_tui.core.host.memory import hostname
 from fontaine_tui.core.launch.engine_argv import run_dir
-from fontaine_tui.core.launch.launcher import EngineProcess, found_again
 from fontaine_tui.core.launch.targets.base import Request, Started, vouched
+from fontaine_tui.core.run.launcher import EngineProcess, found_again
 from fontaine_tui.core.runfolder import RunFolder
 
 if TYPE_CHECKING:
-    from fontaine_tui.core.launch.attempts import Attempt
     from fontaine_tui.core.launch.guards import Finding
     from fontaine_tui.core.launch.makers import ArgvMaker
-    from fontaine_tui.core.launch.registry import Entry
+    from fontaine_tui.core.run.attempts import Attempt
+    from fontaine_tui.core.runs.registry import Entry
 
 PREFIX = "k8s:"
 

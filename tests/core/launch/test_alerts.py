@@ -10,12 +10,12 @@ import pytest
 from fontaine_tui.core.host.memory import HostRam
 from fontaine_tui.core.host.nvml import GpuSample
 from fontaine_tui.core.host.telemetry import TelemetrySnapshot
-from fontaine_tui.core.launch import alert_book
-from fontaine_tui.core.launch import alerts as w
-from fontaine_tui.core.launch.exits import ExitInfo
 from fontaine_tui.core.log.records import Event
 from fontaine_tui.core.log.store import RunStore
 from fontaine_tui.core.preset.find import load_preset
+from fontaine_tui.core.run.exits import ExitInfo
+from fontaine_tui.core.watch import alert_book
+from fontaine_tui.core.watch import alerts as w
 from fontaine_tui.model.readout import run_events
 
 T0 = 1_800_000_000.0

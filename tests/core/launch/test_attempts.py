@@ -26,12 +26,12 @@ from pathlib import Path
 import pytest
 
 from fontaine_tui.core.follow.local import LocalRun
-from fontaine_tui.core.launch import attempts
-from fontaine_tui.core.launch.exits import ExitInfo, exit_info
-from fontaine_tui.core.launch.launcher import EngineProcess
-from fontaine_tui.core.launch.logtail import HOST_OOM, read_tail
 from fontaine_tui.core.launch.targets import local
 from fontaine_tui.core.preset.find import load_preset
+from fontaine_tui.core.run import attempts
+from fontaine_tui.core.run.exits import ExitInfo, exit_info
+from fontaine_tui.core.run.launcher import EngineProcess
+from fontaine_tui.core.run.logtail import HOST_OOM, read_tail
 from fontaine_tui.core.runfolder import RunFolder
 from fontaine_tui.model.attemptend import end_attempt
 from fontaine_tui.model.babysitter import Babysitter

@@ -11,10 +11,10 @@ from pathlib import Path
 import pytest
 
 from fontaine_tui.core.errors import InputError
-from fontaine_tui.core.launch import babysit as b
-from fontaine_tui.core.launch.alerts import RunWarning
 from fontaine_tui.core.preset.find import load_preset
 from fontaine_tui.core.verdict.rules import compute_verdict
+from fontaine_tui.core.watch import babysit as b
+from fontaine_tui.core.watch.alerts import RunWarning
 from tests.core.launch.test_alerts import GIB, T0, store_with, tel
 
 MIN = 60.0
@@ -126,7 +126,7 @@ def test_babysit_jsonl_is_appended_never_rewritten(tmp_path: Path) -> None:
 LOCKER = """
 import sys, time
 from pathlib import Path
-from fontaine_tui.core.launch.babysit import WatchLock
+from fontaine_tui.core.watch.babysit import WatchLock
 lock = WatchLock(Path(sys.argv[1]), "host:/run")
 print(lock.acquire(), flush=True)
 time.sleep(30)

@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 
 from fontaine_tui.core.launch.engine_argv import engine_identity
-from fontaine_tui.core.launch.launcher import EngineProcess
 from fontaine_tui.core.preset.find import load_preset
+from fontaine_tui.core.run.launcher import EngineProcess
 from fontaine_tui.core.runfolder import RunFolder
 from tests.core.launch.conftest import preset_variant
 
@@ -75,7 +75,7 @@ def test_sbatch_and_its_job_get_neither_secret(
 ) -> None:
     """sbatch hands the job the environment it was given (--export=ALL): a stand-in sbatch
     prints what it got and a job id."""
-    from fontaine_tui.core.launch import slurm_client
+    from fontaine_tui.core.slurm import client as slurm_client
 
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
@@ -99,7 +99,7 @@ def test_sbatch_and_its_job_get_neither_secret(
 
 def test_ssh_gets_neither_secret(tmp_path: Path, secrets, monkeypatch) -> None:
     """The ssh client (a stand-in here) may forward variables (SendEnv): it gets none."""
-    from fontaine_tui.core.launch.fleet import look_host
+    from fontaine_tui.core.runs.fleet import look_host
 
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()

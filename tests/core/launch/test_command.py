@@ -358,7 +358,7 @@ def test_the_guards_refuse_a_missing_program_script_or_block(tmp_path):
 def test_a_script_starts_in_its_folder_with_the_run_folder(tmp_path, monkeypatch):
     import time
 
-    from fontaine_tui.core.launch.launcher import EngineProcess
+    from fontaine_tui.core.run.launcher import EngineProcess
 
     (tmp_path / "src").mkdir()
     (tmp_path / "src" / "go.sh").write_text(

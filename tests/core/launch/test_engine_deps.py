@@ -168,7 +168,7 @@ def test_a_command_preset_launches_without_the_engine(tmp_path: Path, registry_p
 CHECKS = """
 import sys
 from pathlib import Path
-from fontaine_tui.core.launch.registry import Registry
+from fontaine_tui.core.runs.registry import Registry
 from fontaine_tui.core.launch.targets.base import Request
 from fontaine_tui.core.launch.targets.slurm import SlurmTarget
 from fontaine_tui.core.launch.targets.ssh import SshHostTarget

@@ -4,9 +4,9 @@ banked comparators at the same step."""
 from __future__ import annotations
 
 from fontaine_tui.cli import main
-from fontaine_tui.core.launch import alert_book, alerts
 from fontaine_tui.core.log.read import load_lines
 from fontaine_tui.core.preset.find import load_preset
+from fontaine_tui.core.watch import alert_book, alerts
 from tests.core.launch.conftest import without_amendments
 from tests.logs import dumps, records, records_upto, write_log
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 import pytest
 
 from fontaine_tui.core.host.oomkill import MemoryEvidence
-from fontaine_tui.core.launch.exits import ExitInfo, cause_of
+from fontaine_tui.core.run.exits import ExitInfo, cause_of
 
 GIB = 1 << 30
 CG = "/sys/fs/cgroup/run"

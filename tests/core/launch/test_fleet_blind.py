@@ -10,8 +10,8 @@ import dataclasses
 import json
 
 from fontaine_tui.core.host.memory import hostname
-from fontaine_tui.core.launch.fleet import Fleet, row_cells
-from fontaine_tui.core.launch.registry import Entry
+from fontaine_tui.core.runs.fleet import Fleet, row_cells
+from fontaine_tui.core.runs.registry import Entry
 from tests.commands.test_blind import SECRETS, run_folder
 
 DOWN = "down.invalid"  # never resolves: the look fails, the cache answers

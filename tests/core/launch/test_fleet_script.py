@@ -6,8 +6,8 @@ import json
 import socket
 from pathlib import Path
 
-from fontaine_tui.core.launch import fleet
-from fontaine_tui.core.launch.registry import Entry
+from fontaine_tui.core.runs import fleet
+from fontaine_tui.core.runs.registry import Entry
 
 
 def _look(run: Path) -> fleet.FleetRow:

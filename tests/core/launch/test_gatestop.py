@@ -6,11 +6,11 @@ probe of a run, it asks for a stop exactly where the run, stopped there, reads i
 from __future__ import annotations
 
 from fontaine_tui.cli import main
-from fontaine_tui.core.launch.alerts import RunWarning
-from fontaine_tui.core.launch.gatestop import gate_stop
 from fontaine_tui.core.log.read import load_lines
 from fontaine_tui.core.preset.find import load_preset
 from fontaine_tui.core.verdict.rules import compute_verdict
+from fontaine_tui.core.watch.alerts import RunWarning
+from fontaine_tui.core.watch.gatestop import gate_stop
 from tests.core.verdict.test_stopped import CURVE, preset, stopped_at
 from tests.logs import dumps, records
 

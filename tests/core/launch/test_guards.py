@@ -11,9 +11,9 @@ from fontaine_tui import cli
 from fontaine_tui.core.host.memory import HostRam
 from fontaine_tui.core.host.telemetry import TelemetrySnapshot
 from fontaine_tui.core.launch import capacity, guards
-from fontaine_tui.core.launch.registry import Entry, Registry
 from fontaine_tui.core.preset.find import load_preset
 from fontaine_tui.core.runfolder import RunFolder
+from fontaine_tui.core.runs.registry import Entry, Registry
 
 GIB = 1 << 30
 

@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 
 from fontaine_tui.core.errors import InputError
-from fontaine_tui.core.launch.hosts import HostSettings, host_settings, parse_hosts
 from fontaine_tui.core.launch.remote import fontaine_command, keep_prereg
+from fontaine_tui.core.runs.hosts import HostSettings, host_settings, parse_hosts
 
 
 def test_hosts_from_config(tmp_path: Path) -> None:

@@ -13,9 +13,9 @@ from pathlib import Path
 import pytest
 
 from fontaine_tui.core.launch.engine_argv import build_argv
-from fontaine_tui.core.launch.launcher import EngineProcess
-from fontaine_tui.core.launch.logtail import newest_checkpoint, read_tail
 from fontaine_tui.core.preset.find import load_preset
+from fontaine_tui.core.run.launcher import EngineProcess
+from fontaine_tui.core.run.logtail import newest_checkpoint, read_tail
 from fontaine_tui.core.runfolder import RunFolder
 from tests.core.launch.conftest import preset_variant
 
@@ -277,7 +277,7 @@ def test_sigkill_names_its_likely_sources(tmp_path: Path) -> None:
 def test_after_the_console_a_finished_run_is_recorded_and_read(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    from fontaine_tui.core.launch.registry import Entry, Registry
+    from fontaine_tui.core.runs.registry import Entry, Registry
     from fontaine_tui.core.verdict.prereg import freeze
     from fontaine_tui.model.launched import LaunchedRun
 
@@ -316,7 +316,7 @@ def test_a_clean_stop_under_a_wrapper_that_exits_1_is_still_a_stop(tmp_path: Pat
 
 
 def test_a_reattached_run_that_logged_an_error_reads_as_failed(tmp_path: Path) -> None:
-    from fontaine_tui.core.launch.exits import exit_info
+    from fontaine_tui.core.run.exits import exit_info
 
     folder = RunFolder(tmp_path)
     folder.log.write_text(
@@ -344,7 +344,7 @@ def test_the_engine_never_gets_the_notification_token(tmp_path: Path) -> None:
 def test_an_engine_that_exits_at_once_still_has_its_start_time_recorded(tmp_path: Path) -> None:
     """launch registers the start time `stop` needs: an engine already exited (a zombie,
     not yet reaped) when it is read still has one."""
-    from fontaine_tui.core.launch.launcher import process_started
+    from fontaine_tui.core.run.launcher import process_started
 
     folder = RunFolder(tmp_path)
     for _ in range(30):

@@ -28,8 +28,8 @@ import pytest
 from fontaine_tui.core.errors import InputError
 from fontaine_tui.core.host.memory import hostname
 from fontaine_tui.core.host.recorder import MODULE as RECORDER
-from fontaine_tui.core.launch.registry import Entry, Registry
 from fontaine_tui.core.runfolder import TELEMETRY, RunFolder
+from fontaine_tui.core.runs.registry import Entry, Registry
 from fontaine_tui.model.launched import LaunchedRun
 
 PACKAGE = Path(__file__).resolve().parents[3] / "fontaine_tui"

@@ -13,15 +13,15 @@ from pathlib import Path
 import pytest
 
 from fontaine_tui.core.atomic import create_new, replace_own
+from fontaine_tui.core.charts.probes import probes_chart
 from fontaine_tui.core.errors import InputError
-from fontaine_tui.core.launch.evidence import seen_reads
-from fontaine_tui.core.launch.registry import Entry, Registry
 from fontaine_tui.core.log.read import load_log
 from fontaine_tui.core.preset.find import load_preset
+from fontaine_tui.core.run.evidence import seen_reads
 from fontaine_tui.core.runfolder import RunFolder
-from fontaine_tui.core.verdict import export as exporter
+from fontaine_tui.core.runs.registry import Entry, Registry
+from fontaine_tui.core.seal import export as exporter
 from fontaine_tui.core.verdict.prereg import freeze, read_prereg
-from fontaine_tui.core.verdict.probechart import probes_chart
 from fontaine_tui.core.verdict.rules import compute_verdict
 from tests.logs import RIGONLY_LIKE, records
 

@@ -18,10 +18,10 @@ from pathlib import Path
 
 import pytest
 
-from fontaine_tui.core.launch.logtail import read_tail
-from fontaine_tui.core.launch.registry import Registry
 from fontaine_tui.core.log.read import load_log
+from fontaine_tui.core.run.logtail import read_tail
 from fontaine_tui.core.runfolder import RunFolder
+from fontaine_tui.core.runs.registry import Registry
 from fontaine_tui.core.verdict.prereg import Prereg, read_prereg
 from fontaine_tui.core.verdict.record import EXIT_CODES
 
@@ -161,7 +161,7 @@ def test_launch_smoke_end_to_end(smoke_run: SmokeRun) -> None:
     assert titles[-1] == f"smoke: VERDICT {verdict['verdict']}"
     assert f"VERDICT: {verdict['verdict']}  [final]" in posts[-1]["text"]
     assert "smoke: first poll" in titles  # the document's first look, then babysit.jsonl
-    from fontaine_tui.core.launch.babysit import read_polls
+    from fontaine_tui.core.watch.babysit import read_polls
 
     [poll, *_] = read_polls(folder.root / "babysit.jsonl")
     assert (poll["kind"], poll["watcher"]) == ("first", "launch --plain")
@@ -186,7 +186,7 @@ def test_sigkill_mid_run_is_an_incident_and_resume_continues(
     import shutil
 
     import fontaine_engine
-    from fontaine_tui.core.launch.attempts import read_attempts
+    from fontaine_tui.core.run.attempts import read_attempts
     from tests.core.launch.conftest import preset_variant
     from tests.core.notify.server import Hook
 
@@ -303,7 +303,7 @@ def test_sigkill_mid_run_is_an_incident_and_resume_continues(
 def test_ctrl_c_detaches_and_the_run_survives_the_console(
     tmp_path: Path, registry_path: Path
 ) -> None:
-    from fontaine_tui.core.launch.launcher import EngineProcess, pid_alive
+    from fontaine_tui.core.run.launcher import EngineProcess, pid_alive
 
     folder = RunFolder(tmp_path / "run")
     env = {**os.environ, "PYTHONUNBUFFERED": "1"}
@@ -362,8 +362,8 @@ def test_bank_a_real_run_and_launch_another_against_it(tmp_path: Path, smoke_run
     """Two real engine runs: the first (smoke_run) banked, the second launched with it as a
     comparator; the probes chart and verdict.json carry the banked curve and its sha256."""
     from fontaine_tui.core.bank import store as bank
-    from fontaine_tui.core.launch.evidence import seen_reads
-    from fontaine_tui.core.verdict.probechart import SAME, probes_chart
+    from fontaine_tui.core.charts.probes import SAME, probes_chart
+    from fontaine_tui.core.run.evidence import seen_reads
     from fontaine_tui.core.verdict.rules import verdict_series
     from tests.core.launch.conftest import preset_variant
 

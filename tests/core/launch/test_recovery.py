@@ -1,4 +1,4 @@
-"""core/launch/recovery.py: which ends the preset's [recovery] restarts, and which never.
+"""core/run/recovery.py: which ends the preset's [recovery] restarts, and which never.
 
 The exits are built as the targets build them: `exit_info` over a run folder's real files,
 and Slurm's states through `scheduler_exit` (what SlurmJob.poll returns). A real SIGKILL, a
@@ -14,14 +14,14 @@ from pathlib import Path
 import pytest
 
 from fontaine_tui.core.host.oomkill import MemoryEvidence
-from fontaine_tui.core.launch import recovery
-from fontaine_tui.core.launch.exits import exit_info
-from fontaine_tui.core.launch.slurm_client import JobState
-from fontaine_tui.core.launch.slurm_job import scheduler_exit
 from fontaine_tui.core.log.read import load_log
 from fontaine_tui.core.log.store import RunStore
 from fontaine_tui.core.preset.recovery import RecoverySpec
+from fontaine_tui.core.run import recovery
+from fontaine_tui.core.run.exits import exit_info
 from fontaine_tui.core.runfolder import RunFolder
+from fontaine_tui.core.slurm.client import JobState
+from fontaine_tui.core.slurm.job import scheduler_exit
 
 SPEC = RecoverySpec(3)
 

@@ -12,11 +12,11 @@ import pytest
 
 from fontaine_tui import cli
 from fontaine_tui.core.errors import InputError
-from fontaine_tui.core.launch.registry import Entry, Registry, default_path, live_status
+from fontaine_tui.core.runs.registry import Entry, Registry, default_path, live_status
 
 WRITER = """
 import sys
-from fontaine_tui.core.launch.registry import Entry, Registry
+from fontaine_tui.core.runs.registry import Entry, Registry
 path, who, n = sys.argv[1], sys.argv[2], int(sys.argv[3])
 reg = Registry(path)
 for i in range(n):
@@ -143,7 +143,7 @@ def test_live_statuses_answer_within_the_deadline(tmp_path: Path, monkeypatch) -
     """A run whose look hangs (a Slurm scheduler not answering) is left out at the deadline;
     the others are there, looked at side by side."""
 
-    from fontaine_tui.core.launch import registry as reg_mod
+    from fontaine_tui.core.runs import registry as reg_mod
 
     def look(entry, host):
         if entry.name == "stuck":
@@ -186,7 +186,7 @@ def test_a_write_keeps_the_users_comments_and_unknown_keys(tmp_path: Path) -> No
 
 
 def test_a_registry_written_as_inline_tables_is_updated(tmp_path) -> None:
-    from fontaine_tui.core.launch.registry import Registry
+    from fontaine_tui.core.runs.registry import Registry
 
     path = tmp_path / "babysit.toml"
     path.write_text(

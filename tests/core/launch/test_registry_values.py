@@ -10,7 +10,7 @@ import pytest
 from fontaine_tui import cli
 from fontaine_tui.core.errors import InputError
 from fontaine_tui.core.host.memory import hostname
-from fontaine_tui.core.launch.registry import Registry
+from fontaine_tui.core.runs.registry import Registry
 
 
 def _write(path: Path, extra: str, host: str | None = None) -> str:

@@ -20,11 +20,13 @@ import pytest
 
 from fontaine_tui.core.errors import InputError
 from fontaine_tui.core.host.memory import hostname
-from fontaine_tui.core.launch import remote, slurm_client, slurm_job
-from fontaine_tui.core.launch.hosts import HostSettings
-from fontaine_tui.core.launch.launcher import EngineProcess
-from fontaine_tui.core.launch.registry import Entry, Registry
+from fontaine_tui.core.launch import remote
 from fontaine_tui.core.launch.remote import RemoteEngine
+from fontaine_tui.core.run.launcher import EngineProcess
+from fontaine_tui.core.runs.hosts import HostSettings
+from fontaine_tui.core.runs.registry import Entry, Registry
+from fontaine_tui.core.slurm import client as slurm_client
+from fontaine_tui.core.slurm import job as slurm_job
 from fontaine_tui.core.ssh.connection import SshConnection, SshError
 from tests.logs import T0, meta, train, write_log
 from tests.sshd_helper import HOST_ALIAS
@@ -254,7 +256,7 @@ def test_asking_how_a_live_run_ended_stops_nothing(sshd, tmp_path, engine_proces
 def test_a_run_seen_gone_is_read_there(sshd, tmp_path, engine_process):
     """The engine gone: the console's thread sees it, reads the end from the run folder
     there, and nothing there is written (the registry and attempts.jsonl as they were)."""
-    from fontaine_tui.core.launch import attempts
+    from fontaine_tui.core.run import attempts
     from fontaine_tui.core.runfolder import RunFolder
 
     folder = tmp_path / "run"

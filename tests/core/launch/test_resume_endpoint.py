@@ -15,11 +15,11 @@ import pytest
 
 from fontaine_tui.core.errors import InputError
 from fontaine_tui.core.launch.command import command_argv
-from fontaine_tui.core.launch.endpoint import Endpoint, resume_endpoint
 from fontaine_tui.core.launch.engine_argv import build_argv
 from fontaine_tui.core.preset.checks import PresetError
 from fontaine_tui.core.preset.find import load_preset
 from fontaine_tui.core.preset.record import Preset
+from fontaine_tui.core.run.endpoint import Endpoint, resume_endpoint
 from fontaine_tui.core.runfolder import RunFolder
 from fontaine_tui.core.verdict.ledger import declare_amendment
 from fontaine_tui.core.verdict.prereg import freeze

@@ -28,10 +28,10 @@ from fontaine_tui.core.host.telemetry import (
     sample_process,
     sample_remote,
 )
-from fontaine_tui.core.launch import alert_book, alerts
-from fontaine_tui.core.launch import stall as s
 from fontaine_tui.core.log.store import RunStore
 from fontaine_tui.core.preset.find import load_preset
+from fontaine_tui.core.watch import alert_book, alerts
+from fontaine_tui.core.watch import stall as s
 
 T0 = 1_800_000_000.0
 GIB = 1 << 30

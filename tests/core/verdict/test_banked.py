@@ -8,8 +8,8 @@ import pytest
 from fontaine_tui.cli import main
 from fontaine_tui.core.bank import store as bank
 from fontaine_tui.core.errors import InputError
-from fontaine_tui.core.launch.evidence import seen_reads
 from fontaine_tui.core.preset.find import load_preset
+from fontaine_tui.core.run.evidence import seen_reads
 from fontaine_tui.core.runfolder import RunFolder
 from fontaine_tui.core.verdict.prereg import compare, freeze, read_prereg
 from tests.core.launch.conftest import without_amendments
@@ -140,8 +140,8 @@ declared_before_step = 500
 
 
 def test_the_probes_chart_draws_banked_curves_and_their_envelope(tmp_path):
+    from fontaine_tui.core.charts.probes import probes_chart
     from fontaine_tui.core.log.read import load_lines
-    from fontaine_tui.core.verdict.probechart import probes_chart
     from fontaine_tui.core.verdict.rules import compute_verdict, verdict_series
     from tests.logs import dumps
 
@@ -195,8 +195,8 @@ group = "drifting"
 
 
 def test_before_the_anchor_the_levels_view_draws_the_banked_level_curves(tmp_path):
+    from fontaine_tui.core.charts.probes import probes_chart
     from fontaine_tui.core.log.read import load_lines
-    from fontaine_tui.core.verdict.probechart import probes_chart
     from tests.logs import dumps, records_upto
 
     preset = load_preset(banked(tmp_path))
@@ -211,8 +211,8 @@ def test_before_the_anchor_the_levels_view_draws_the_banked_level_curves(tmp_pat
 
 
 def test_the_per_dataset_view_draws_each_datasets_delta_and_the_banked_ones(tmp_path):
+    from fontaine_tui.core.charts.probes import datasets_chart
     from fontaine_tui.core.log.read import load_lines
-    from fontaine_tui.core.verdict.probechart import datasets_chart
     from tests.logs import dumps, records_upto
 
     preset = load_preset(banked(tmp_path))  # `rig`, banked from a RIGONLY_LIKE run
@@ -253,8 +253,8 @@ def test_the_rules_read_the_banked_run_the_preset_read_not_the_bank(tmp_path, mo
     """A loaded preset carries the banked run it read: the verdict's comparator curve, the
     decision lock and the chart come from it, so a bank moved away after loading (or another
     FONTAINE_BANK) changes nothing the rules say about this preset."""
+    from fontaine_tui.core.charts.envelope import banked_series
     from fontaine_tui.core.log.read import load_lines
-    from fontaine_tui.core.verdict.envelope import banked_series
     from fontaine_tui.core.verdict.rules import compute_verdict
     from tests.logs import dumps
 
@@ -278,8 +278,8 @@ def test_the_rules_read_the_banked_run_the_preset_read_not_the_bank(tmp_path, mo
 def test_a_banked_curve_the_run_covers_says_so_in_the_legend(tmp_path):
     """A comparator banked from a run with the same probes lies exactly under this run's curve:
     its label says so, where a differing one's does not."""
+    from fontaine_tui.core.charts.probes import SAME, probes_chart
     from fontaine_tui.core.log.read import load_lines
-    from fontaine_tui.core.verdict.probechart import SAME, probes_chart
     from fontaine_tui.core.verdict.rules import compute_verdict, verdict_series
     from tests.logs import dumps
 

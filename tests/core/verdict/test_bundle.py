@@ -1,4 +1,4 @@
-"""A sealed bundle read back (core/verdict/bundle.py): a name that is a file and a folder too.
+"""A sealed bundle read back (core/seal/bundle.py): a name that is a file and a folder too.
 
 Every bundle here is packed by `pack`, as `seal` packs one, with a manifest that holds; only
 its names are hostile. `verify` unpacks a bundle into a folder to recompute its verdict, and a
@@ -14,7 +14,7 @@ import pytest
 
 from fontaine_tui.cli import main
 from fontaine_tui.core.errors import InputError
-from fontaine_tui.core.verdict.bundle import pack, unpack
+from fontaine_tui.core.seal.bundle import pack, unpack
 from fontaine_tui.model.seal import seal
 
 DEMO = Path(__file__).parents[3] / "fontaine_tui" / "demo" / "run"

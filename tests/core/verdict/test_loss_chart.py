@@ -6,10 +6,10 @@ import math
 
 import pytest
 
+from fontaine_tui.core.charts.chart import log_ticks
+from fontaine_tui.core.charts.loss import EMA_FACTORS, Ema, loss_chart
 from fontaine_tui.core.log.records import Event, TrainPoint
 from fontaine_tui.core.log.store import RunStore
-from fontaine_tui.core.verdict.chart import log_ticks
-from fontaine_tui.core.verdict.losschart import EMA_FACTORS, Ema, loss_chart
 
 
 def point(step: int, loss: float) -> TrainPoint:
@@ -100,7 +100,7 @@ def test_log_ticks_sit_on_1_2_5_and_say_the_values():
 
 
 def test_thin_keeps_one_point_per_cell_crossed_and_both_ends():
-    from fontaine_tui.core.verdict.chart import thin
+    from fontaine_tui.core.charts.chart import thin
 
     xs = [i / 100 for i in range(101)]  # 0.00 .. 1.00 on a 10 x 10 grid: 10 columns
     ys = [0.5] * 101

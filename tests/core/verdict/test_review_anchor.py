@@ -17,7 +17,8 @@ from fontaine_tui.core.errors import InputError
 from fontaine_tui.core.log.read import load_log
 from fontaine_tui.core.preset.find import load_preset
 from fontaine_tui.core.runfolder import RunFolder
-from fontaine_tui.core.verdict import export, review
+from fontaine_tui.core.seal import export
+from fontaine_tui.core.verdict import review
 from fontaine_tui.core.verdict.prereg import freeze
 from fontaine_tui.core.verdict.rules import compute_verdict
 from tests.core.launch.conftest import without_amendments

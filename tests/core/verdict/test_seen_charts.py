@@ -11,10 +11,10 @@ from dataclasses import replace
 
 import pytest
 
-from fontaine_tui.core.launch.evidence import seen_reads
+from fontaine_tui.core.charts.overlay import OverlayRun, overlay_probes
+from fontaine_tui.core.charts.probes import datasets_chart, probes_chart
 from fontaine_tui.core.log.read import load_lines
-from fontaine_tui.core.verdict.overlaychart import OverlayRun, overlay_probes
-from fontaine_tui.core.verdict.probechart import datasets_chart, probes_chart
+from fontaine_tui.core.run.evidence import seen_reads
 from fontaine_tui.core.verdict.rules import compute_verdict, verdict_series
 from fontaine_tui.model.view import RunView
 from tests.logs import RIGONLY_LIKE, dumps, records_upto

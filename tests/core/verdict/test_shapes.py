@@ -334,9 +334,9 @@ def test_a_read_against_typed_in_comparators_only_says_so(demosonly):
 
 
 def test_scaled_mode_keeps_the_comparators_in_their_own_units(demosonly):
-    from fontaine_tui.core.launch.evidence import seen_reads
+    from fontaine_tui.core.charts.probes import probes_chart
     from fontaine_tui.core.log.read import load_lines
-    from fontaine_tui.core.verdict.probechart import probes_chart
+    from fontaine_tui.core.run.evidence import seen_reads
     from fontaine_tui.core.verdict.rules import verdict_series
 
     store = load_lines(

@@ -17,13 +17,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
 if TYPE_CHECKING:
-    from fontaine_tui.core.launch.attempts import Attempt
-    from fontaine_tui.core.launch.exits import ExitInfo
     from fontaine_tui.core.launch.guards import Finding
     from fontaine_tui.core.launch.makers import ArgvMaker
-    from fontaine_tui.core.launch.registry import Entry, Registry
     from fontaine_tui.core.preset.record import Preset
+    from fontaine_tui.core.run.attempts import Attempt
+    from fontaine_tui.core.run.exits import ExitInfo
     from fontaine_tui.core.runfolder import RunFolder
+    from fontaine_tui.core.runs.registry import Entry, Registry
     from fontaine_tui.core.verdict.prereg import Prereg
 
 
@@ -169,7 +169,7 @@ def vouched(entry: Entry) -> tuple[RunFolder, Attempt | None]:
 
     A folder anyone may write never vouches for a process on its own: the attempt counts only
     where the registry agrees on its Slurm job, or on its pid and start time."""
-    from fontaine_tui.core.launch.attempts import open_attempt
+    from fontaine_tui.core.run.attempts import open_attempt
     from fontaine_tui.core.runfolder import RunFolder
 
     folder = RunFolder(Path(entry.run_dir))

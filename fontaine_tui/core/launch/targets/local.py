@@ -11,16 +11,16 @@ from fontaine_tui.core.errors import InputError
 from fontaine_tui.core.host.memory import hostname
 from fontaine_tui.core.host.telemetry import TelemetrySnapshot, sample
 from fontaine_tui.core.launch import guards
-from fontaine_tui.core.launch.attempts import Attempt, read_attempts
 from fontaine_tui.core.launch.engine_argv import run_dir
-from fontaine_tui.core.launch.launcher import EngineProcess, found_again, label, pid_alive
 from fontaine_tui.core.launch.targets.base import Request, Started, vouched
+from fontaine_tui.core.run.attempts import Attempt, read_attempts
+from fontaine_tui.core.run.launcher import EngineProcess, found_again, label, pid_alive
 from fontaine_tui.core.runfolder import RunFolder
 from fontaine_tui.core.text import literal
 
 if TYPE_CHECKING:
     from fontaine_tui.core.launch.makers import ArgvMaker
-    from fontaine_tui.core.launch.registry import Entry
+    from fontaine_tui.core.runs.registry import Entry
 
 
 class LocalTarget:

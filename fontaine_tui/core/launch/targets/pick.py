@@ -14,9 +14,9 @@ from typing import TYPE_CHECKING, cast
 from fontaine_tui.core.errors import InputError
 
 if TYPE_CHECKING:
-    from fontaine_tui.core.launch.attempts import Attempt
-    from fontaine_tui.core.launch.registry import Entry
     from fontaine_tui.core.launch.targets.base import Handle, Target, TargetKind
+    from fontaine_tui.core.run.attempts import Attempt
+    from fontaine_tui.core.runs.registry import Entry
 
 # kind -> its module, imported once picked. `--on` asks them in this order: ssh last, as it
 # takes any other --on for a host

@@ -1,7 +1,7 @@
 """`launch --on slurm:PARTITION`: the run as a Slurm batch job, submitted from here.
 
-Its run folder is on a filesystem the nodes share (core/launch/slurm.py: the job script;
-slurm_client.py: sbatch and the job's state; slurm_job.py: the job's handle)."""
+Its run folder is on a filesystem the nodes share (core/slurm/submit.py: the job script;
+client.py: sbatch and the job's state; job.py: the job's handle)."""
 
 from __future__ import annotations
 
@@ -16,18 +16,21 @@ from typing import TYPE_CHECKING
 from fontaine_tui.core.errors import InputError
 from fontaine_tui.core.host.memory import hostname
 from fontaine_tui.core.host.recorder import recorder_on
-from fontaine_tui.core.launch import guards, slurm, slurm_client, slurm_job
-from fontaine_tui.core.launch.attempts import Attempt, read_attempts
+from fontaine_tui.core.launch import guards
 from fontaine_tui.core.launch.command import command_cwd, frozen_env
 from fontaine_tui.core.launch.engine_argv import run_dir
 from fontaine_tui.core.launch.targets.base import Request, Started, vouched
 from fontaine_tui.core.notify.destinations import config_path
+from fontaine_tui.core.run.attempts import Attempt, read_attempts
 from fontaine_tui.core.runfolder import RunFolder
+from fontaine_tui.core.slurm import client as slurm_client
+from fontaine_tui.core.slurm import job as slurm_job
+from fontaine_tui.core.slurm import submit as slurm
 from fontaine_tui.core.text import literal
 
 if TYPE_CHECKING:
     from fontaine_tui.core.launch.makers import ArgvMaker
-    from fontaine_tui.core.launch.registry import Entry
+    from fontaine_tui.core.runs.registry import Entry
 
 
 class SlurmTarget:

@@ -11,18 +11,18 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from fontaine_tui.core.errors import InputError
-from fontaine_tui.core.launch.hosts import HostSettings, host_settings
 from fontaine_tui.core.launch.remote import POLL_S, RemoteEngine, check_host, launch_on
-from fontaine_tui.core.launch.slurm import parse_target
 from fontaine_tui.core.launch.targets.base import Request, Started
 from fontaine_tui.core.notify.destinations import config_path
 from fontaine_tui.core.runfolder import RunFolder
+from fontaine_tui.core.runs.hosts import HostSettings, host_settings
+from fontaine_tui.core.slurm.submit import parse_target
 from fontaine_tui.core.text import literal
 
 if TYPE_CHECKING:
     from fontaine_tui.core.launch.guards import Finding
     from fontaine_tui.core.launch.makers import ArgvMaker
-    from fontaine_tui.core.launch.registry import Entry
+    from fontaine_tui.core.runs.registry import Entry
 
 
 class SshHostTarget:

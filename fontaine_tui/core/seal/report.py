@@ -12,7 +12,7 @@ import json
 from collections.abc import Mapping
 
 from fontaine_tui.core.limits import json_loads
-from fontaine_tui.core.verdict.bundle import Bundle
+from fontaine_tui.core.seal.bundle import Bundle
 
 FORMATS = ("md", "html")
 Section = tuple[str, list[str]]  # a heading and its lines (each a paragraph or list item)

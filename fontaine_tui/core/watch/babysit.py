@@ -25,8 +25,6 @@ from typing import Any
 
 from fontaine_tui.core.atomic import open_own
 from fontaine_tui.core.host.telemetry import TelemetrySnapshot
-from fontaine_tui.core.launch.alerts import FIRST_POLL_RECORDS, SEVERITIES, WINDOW, RunWarning
-from fontaine_tui.core.launch.alerts import data_wait as data_wait_of
 from fontaine_tui.core.limits import json_loads
 from fontaine_tui.core.log.store import RunStore
 from fontaine_tui.core.preset.record import Preset
@@ -36,6 +34,8 @@ from fontaine_tui.core.verdict import blind
 from fontaine_tui.core.verdict.prereg import utc_iso
 from fontaine_tui.core.verdict.record import Verdict
 from fontaine_tui.core.verdict.text import headline
+from fontaine_tui.core.watch.alerts import FIRST_POLL_RECORDS, SEVERITIES, WINDOW, RunWarning
+from fontaine_tui.core.watch.alerts import data_wait as data_wait_of
 
 BABYSIT_LOG = "babysit.jsonl"
 

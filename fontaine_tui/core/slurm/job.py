@@ -27,9 +27,10 @@ from pathlib import Path
 from fontaine_tui.core.childenv import child_env
 from fontaine_tui.core.errors import InputError
 from fontaine_tui.core.host.oomkill import MemoryEvidence, MemoryWatch
-from fontaine_tui.core.launch.exits import ExitInfo, exit_info
-from fontaine_tui.core.launch.logtail import command_step, launched_who
-from fontaine_tui.core.launch.slurm_client import (
+from fontaine_tui.core.run.exits import ExitInfo, exit_info
+from fontaine_tui.core.run.logtail import command_step, launched_who
+from fontaine_tui.core.runfolder import RunFolder
+from fontaine_tui.core.slurm.client import (
     LOOK_S,
     QUERY_TIMEOUT_S,
     JobState,
@@ -37,7 +38,6 @@ from fontaine_tui.core.launch.slurm_client import (
     show_job,
     tool,
 )
-from fontaine_tui.core.runfolder import RunFolder
 from fontaine_tui.core.text import literal
 from fontaine_tui.core.verdict.prereg import read_prereg
 

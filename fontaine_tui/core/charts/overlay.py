@@ -1,6 +1,6 @@
 """The overlay charts: several runs' train losses and probe reads, one colour each.
 
-Each run's train loss is smoothed as the monitor's loss chart smooths it (losschart.py's
+Each run's train loss is smoothed as the monitor's loss chart smooths it (loss.py's
 debiased EMA). Each run's read at its probes is drawn as the probes chart draws one run's, from
 what the evidence gate lets a surface see of it (core/verdict/seen.py's `SeenReads`): a run
 whose read is hidden has none to draw.
@@ -14,10 +14,10 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from fontaine_tui.core.charts.chart import ChartSpec, Curve, HLine
+from fontaine_tui.core.charts.loss import ema
 from fontaine_tui.core.log.store import RunStore
 from fontaine_tui.core.preset.record import Preset
-from fontaine_tui.core.verdict.chart import ChartSpec, Curve, HLine
-from fontaine_tui.core.verdict.losschart import ema
 from fontaine_tui.core.verdict.seen import SeenReads
 from fontaine_tui.core.verdict.text import signed
 

@@ -3,7 +3,7 @@
 The read (a delta from the anchor, or a level) is drawn against its bounds and the banked
 comparators, with the eval levels before the anchor. Both draw a run's probes and reads from
 what the evidence gate lets a surface see (core/verdict/seen.py's `SeenReads`, built by
-core/launch/evidence.py's `seen_reads`), never from its store: while the read is hidden there
+core/run/evidence.py's `seen_reads`), never from its store: while the read is hidden there
 is none of either to draw."""
 
 from __future__ import annotations
@@ -12,12 +12,12 @@ import math
 from collections.abc import Mapping
 from dataclasses import replace
 
+from fontaine_tui.core.charts.chart import MARK_COLORS, ChartSpec, Curve, HLine, Mark
+from fontaine_tui.core.charts.envelope import banked_series
 from fontaine_tui.core.log.records import Probe
 from fontaine_tui.core.preset.record import Preset
 from fontaine_tui.core.verdict import blind
-from fontaine_tui.core.verdict.chart import MARK_COLORS, ChartSpec, Curve, HLine, Mark
 from fontaine_tui.core.verdict.curves import banked_curve, banked_levels
-from fontaine_tui.core.verdict.envelope import banked_series
 from fontaine_tui.core.verdict.record import Verdict
 from fontaine_tui.core.verdict.seen import SeenReads
 from fontaine_tui.core.verdict.text import signed

@@ -9,8 +9,8 @@ from pathlib import Path
 
 from fontaine_tui import __version__
 from fontaine_tui.core.atomic import replace_own
+from fontaine_tui.core.charts.chart import ChartSpec
 from fontaine_tui.core.verdict import review
-from fontaine_tui.core.verdict.chart import ChartSpec
 from fontaine_tui.core.verdict.record import Verdict
 
 CHART_HINT = "pip install 'fontaine-tui[chart]'"

@@ -31,12 +31,12 @@ from pathlib import Path
 from types import MappingProxyType
 
 from fontaine_tui.core.errors import InputError
-from fontaine_tui.core.launch.attempts import Attempt, attempts_from, read_attempts
-from fontaine_tui.core.launch.exits import GATE_STOPS
-from fontaine_tui.core.launch.recovery import recovery_read
 from fontaine_tui.core.log.records import Probe
 from fontaine_tui.core.log.store import Conflict, RunStore
 from fontaine_tui.core.preset.record import Amendment, Preset
+from fontaine_tui.core.run.attempts import Attempt, attempts_from, read_attempts
+from fontaine_tui.core.run.exits import GATE_STOPS
+from fontaine_tui.core.run.recovery import recovery_read
 from fontaine_tui.core.runfolder import PREREG, RunFolder
 from fontaine_tui.core.verdict import review
 from fontaine_tui.core.verdict.amendments import LogClock
@@ -187,8 +187,8 @@ def seen_probes(store: RunStore, hidden: bool) -> Mapping[int, Probe]:
 def seen_reads(store: RunStore, verdicts: Sequence[Verdict], hidden: bool) -> SeenReads:
     """The run's probes and its read at each (`verdicts`) as a chart may draw them.
 
-    While `hidden` (as for `seen_probes`) it holds neither: the charts (core/verdict/
-    probechart.py, overlaychart.py) draw from this alone, so none can show a hidden read."""
+    While `hidden` (as for `seen_probes`) it holds neither: the charts (core/charts/
+    probes.py, overlay.py) draw from this alone, so none can show a hidden read."""
     if hidden:
         return SeenReads(_NONE_SEEN, (), True)
     return SeenReads(MappingProxyType(store.probes), tuple(verdicts), False)

@@ -26,10 +26,10 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from fontaine_tui.core.launch import attempts
-from fontaine_tui.core.launch.exits import ExitInfo
 from fontaine_tui.core.log.store import RunStore
 from fontaine_tui.core.preset.recovery import BACKOFF_MAX_S, RecoverySpec
+from fontaine_tui.core.run import attempts
+from fontaine_tui.core.run.exits import ExitInfo
 from fontaine_tui.core.runfolder import RunFolder
 from fontaine_tui.core.verdict.record import RecoveryRead
 
@@ -56,7 +56,7 @@ class Restart:
     def said(self, detail: str | None = None) -> str:
         """The one line a watcher says before it waits and restarts.
 
-        `detail`: the exit's words as the watcher shows them (blinded: core/launch/exits.py's
+        `detail`: the exit's words as the watcher shows them (blinded: core/run/exits.py's
         `shown_detail`), else the detail as read."""
         return (
             f"restart {self.number} of {self.of} in {self.wait_s:g} s ([recovery]): "

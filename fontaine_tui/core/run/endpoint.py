@@ -12,9 +12,9 @@ import math
 from dataclasses import dataclass
 
 from fontaine_tui.core.errors import InputError
-from fontaine_tui.core.launch.attempts import read_attempts
-from fontaine_tui.core.launch.logtail import read_tail
 from fontaine_tui.core.preset.record import Preset
+from fontaine_tui.core.run.attempts import read_attempts
+from fontaine_tui.core.run.logtail import read_tail
 from fontaine_tui.core.runfolder import RunFolder
 from fontaine_tui.core.text import literal
 from fontaine_tui.core.verdict.amendments import check_amendments, endpoint_in_force

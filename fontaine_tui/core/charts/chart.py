@@ -4,7 +4,7 @@ A spec says what to draw (curves, bounds, comparator marks), not how. The shared
 downsampling, thinning and log-axis ticks.
 
 One spec feeds both the terminal chart (widgets/chart.py) and the PNG export. The specs
-themselves are built in losschart.py (the train losses), probechart.py (the probes and
+themselves are built in loss.py (the train losses), probes.py (the probes and
 per-dataset views) and envelope.py (the banked comparators' curves and their envelope).
 """
 

@@ -313,10 +313,10 @@ class LiveStatus:
 
 def live_status(entry: Entry, this_host: str) -> LiveStatus:
     """What the entry's run is doing now: its pid checked, its log's tail read."""
-    from fontaine_tui.core.launch import attempts
-    from fontaine_tui.core.launch.exits import STATUS_OF, exit_info
-    from fontaine_tui.core.launch.launcher import found_again, pid_alive
-    from fontaine_tui.core.launch.logtail import frozen_blind, read_tail
+    from fontaine_tui.core.run import attempts
+    from fontaine_tui.core.run.exits import STATUS_OF, exit_info
+    from fontaine_tui.core.run.launcher import found_again, pid_alive
+    from fontaine_tui.core.run.logtail import frozen_blind, read_tail
     from fontaine_tui.core.runfolder import RunFolder
 
     if entry.host != this_host:
@@ -333,7 +333,7 @@ def live_status(entry: Entry, this_host: str) -> LiveStatus:
         return _job_status(entry, folder, tail.last_step, tried, hide)
     step = tail.last_step
     if entry.status in ("running", "attached") and not folder.log.exists():
-        from fontaine_tui.core.launch.foreign_look import look_foreign
+        from fontaine_tui.core.run.foreign_look import look_foreign
 
         look = look_foreign(entry.run_dir, entry.preset, entry.preset_sha256)
         if look is not None and not entry.pid:  # attached, no process known: its files say
@@ -422,8 +422,9 @@ def _job_status(
 
     The scheduler says whether its job is queued, running or over. An end its attempt recorded
     is the story, else the scheduler's state and the log."""
-    from fontaine_tui.core.launch import slurm_client, slurm_job
-    from fontaine_tui.core.launch.exits import STATUS_OF
+    from fontaine_tui.core.run.exits import STATUS_OF
+    from fontaine_tui.core.slurm import client as slurm_client
+    from fontaine_tui.core.slurm import job as slurm_job
 
     job, count = entry.job, len(tried)
     state = slurm_client.query(job)

@@ -39,20 +39,20 @@ from fontaine_tui.core import tomlfile
 from fontaine_tui.core.atomic import atomic_write
 from fontaine_tui.core.childenv import child_env
 from fontaine_tui.core.errors import InputError
-from fontaine_tui.core.launch.endpoint import planned_steps
-from fontaine_tui.core.launch.evidence import FolderEvidence, seen_probes, verdict_of
-from fontaine_tui.core.launch.registry import Entry
 from fontaine_tui.core.limits import json_loads
 from fontaine_tui.core.log.store import RunStore
 from fontaine_tui.core.preset.record import Preset
 from fontaine_tui.core.readfile import read_text
+from fontaine_tui.core.run.endpoint import planned_steps
+from fontaine_tui.core.run.evidence import FolderEvidence, seen_probes, verdict_of
 from fontaine_tui.core.runfolder import LOG, RunFolder
+from fontaine_tui.core.runs.registry import Entry
 from fontaine_tui.core.ssh.control import shared_control_folder
 from fontaine_tui.core.ssh.destination import check_destination
 from fontaine_tui.core.verdict.blindwords import rule_metrics
 
 if TYPE_CHECKING:
-    from fontaine_tui.core.launch.foreign_look import ForeignLook
+    from fontaine_tui.core.run.foreign_look import ForeignLook
 
 DEADLINE_S = 1.8  # the whole table, every host included
 TAIL = 32 << 10
@@ -376,7 +376,7 @@ def foreign_row(entry: Entry, now: float, asked: bool = False) -> FleetRow | Non
     """The row of a run another trainer writes on this host, from its own files (foreign_look.py).
 
     None for a run of ours. `asked`: the viewer's --blind, as `read_run` takes it."""
-    from fontaine_tui.core.launch.foreign_look import look_foreign
+    from fontaine_tui.core.run.foreign_look import look_foreign
 
     if entry.job or not Path(entry.run_dir).is_dir():
         return None
@@ -385,7 +385,7 @@ def foreign_row(entry: Entry, now: float, asked: bool = False) -> FleetRow | Non
         return None
     state = look.state
     if entry.pid > 0:  # a launched [command]: alive while its process is
-        from fontaine_tui.core.launch.launcher import pid_alive
+        from fontaine_tui.core.run.launcher import pid_alive
 
         if pid_alive(entry.pid, entry.pid_started or None):
             state = "running"
@@ -428,13 +428,13 @@ def _row(
 ) -> FleetRow:
     """A row from a run's store and its preset (None: no read, no warnings).
 
-    Its read is in what the run folder holds beside its log (`held`: core/launch/evidence.py),
+    Its read is in what the run folder holds beside its log (`held`: core/run/evidence.py),
     as `verdict` reads it; from `whole` (the log read whole, without its train columns) where
     given, the rest of the row from `store`. The blind (the preset's, or the viewer's --blind:
     `asked`) hides it as it hides it on every other surface (core/verdict/blind.py), and the
     trainer's words at its end in the note (`look`'s, core/verdict/blindwords.py)."""
-    from fontaine_tui.core.launch import alert_book, alerts
     from fontaine_tui.core.verdict import blind, distances
+    from fontaine_tui.core.watch import alert_book, alerts
 
     ended = state in ("ended", "failed") or alerts.logged_over(store)
     times = [t for t in store.columns["time"] if math.isfinite(t)]
@@ -608,8 +608,8 @@ def host_envs(config: Path | None = None) -> dict[str, Mapping[str, str]]:
     None when the file cannot be read (the table is still shown: a broken config is
     `launch --on`'s to report)."""
     from fontaine_tui.core.errors import InputError
-    from fontaine_tui.core.launch.hosts import parse_hosts
     from fontaine_tui.core.notify.destinations import config_path
+    from fontaine_tui.core.runs.hosts import parse_hosts
 
     path = config or config_path()
     try:

@@ -12,12 +12,12 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from fontaine_tui.core.launch.alerts import RunWarning
 from fontaine_tui.core.log.store import RunStore
 from fontaine_tui.core.preset.record import Preset
 from fontaine_tui.core.verdict.blind import HIDDEN, hidden
 from fontaine_tui.core.verdict.record import Verdict
 from fontaine_tui.core.verdict.stopped import lock_doubt
+from fontaine_tui.core.watch.alerts import RunWarning
 
 
 def gate_stop(

@@ -8,8 +8,8 @@ import math
 from bisect import bisect_left
 from collections.abc import Sequence
 
+from fontaine_tui.core.charts.chart import MARK_COLORS, Band, Curve
 from fontaine_tui.core.preset.record import Preset
-from fontaine_tui.core.verdict.chart import MARK_COLORS, Band, Curve
 from fontaine_tui.core.verdict.curves import banked_curve
 
 _SERIES: dict[tuple[str, bool], tuple[tuple[Curve, ...], tuple[Band, ...]]] = {}

@@ -1,7 +1,7 @@
 """A run's warnings over time: the rules' context from its preset, and the book of sightings.
 
 `evaluate` is the console's one call: the RunContext a preset gives (`context_for`), the
-WarningBook's history of earlier snapshots, every rule once (core/launch/alerts.py), and each
+WarningBook's history of earlier snapshots, every rule once (core/watch/alerts.py), and each
 warning with the time it was first seen.
 """
 
@@ -12,19 +12,19 @@ from collections.abc import Callable
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
+from fontaine_tui.core.charts.envelope import banked_series
 from fontaine_tui.core.host.telemetry import TelemetrySnapshot
-from fontaine_tui.core.launch.alerts import SEVERITIES, RunContext, RunWarning, run_rules
-from fontaine_tui.core.launch.stall import HISTORY, RamReading, StateReading, state_key
-from fontaine_tui.core.launch.traineralerts import trainer_warnings
 from fontaine_tui.core.log.store import RunStore
 from fontaine_tui.core.preset.record import Preset
 from fontaine_tui.core.preset.sections import world_size
 from fontaine_tui.core.secrets import mask_text
 from fontaine_tui.core.verdict.blindwords import rule_metrics
-from fontaine_tui.core.verdict.envelope import banked_series
+from fontaine_tui.core.watch.alerts import SEVERITIES, RunContext, RunWarning, run_rules
+from fontaine_tui.core.watch.stall import HISTORY, RamReading, StateReading, state_key
+from fontaine_tui.core.watch.traineralerts import trainer_warnings
 
 if TYPE_CHECKING:
-    from fontaine_tui.core.launch.exits import ExitInfo
+    from fontaine_tui.core.run.exits import ExitInfo
 
 STICKY = ("first-poll",)  # a report: the first reading is kept, not recomputed
 
@@ -94,7 +94,7 @@ def evaluate(
     `settling`: a foreign source's last step may still be held (RunContext). `blinded`: the
     rule's read is hidden (core/verdict/blind.py), so the envelope rule, which quotes it, is off,
     and a trainer's alert naming the rule's metric is shown without its words
-    (core/launch/traineralerts.py); `redact` hides the
+    (core/watch/traineralerts.py); `redact` hides the
     notification secrets in its words (the secrets policy's mask_text without one)."""
     book.observe(telemetry)
     metrics = rule_metrics(preset.verdict, preset.labels)

@@ -9,7 +9,7 @@ What the log and the output quote is masked here, where it is first read (core/s
 every surface after this one (an exit's words, the exited-early alert, attempts.jsonl's
 `detail`, babysit.jsonl, the notifications) is given masked text. They are not blinded here:
 an exit's cause is read from them as printed, and each surface that shows them hides, on a
-blinded run, those that may quote the read (core/launch/exits.py's `shown_detail`).
+blinded run, those that may quote the read (core/run/exits.py's `shown_detail`).
 """
 
 from __future__ import annotations
@@ -164,7 +164,7 @@ def command_step(folder: RunFolder) -> int:
     """The last step a launched [command]'s trainer logged, read as its frozen [source] says.
 
     0 when it cannot be read."""
-    from fontaine_tui.core.launch.foreign_look import look_foreign
+    from fontaine_tui.core.run.foreign_look import look_foreign
 
     look = look_foreign(str(folder.root))
     return look.store.last_step if look is not None else 0
@@ -175,7 +175,7 @@ def frozen_blind(folder: RunFolder) -> tuple[tuple[str, ...], bool]:
 
     For a surface that shows an exit's words without reading the verdict (`runs`, `stop`,
     the line after a console closes): a blind preset's run hides the trainer's words that
-    may quote the read (core/launch/exits.py's `shown_detail`) whether or not the read is
+    may quote the read (core/run/exits.py's `shown_detail`) whether or not the read is
     final yet. A prereg.json that cannot be read counts as blind (no metric known)."""
     from fontaine_tui.core.verdict.blindwords import rule_metrics
     from fontaine_tui.core.verdict.prereg import read_prereg

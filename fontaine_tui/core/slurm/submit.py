@@ -12,7 +12,7 @@ the engine identity that prereg.json records is read from it here too.
 
 prereg.json is frozen before anything is submitted, then `job.sbatch` is written into the run
 folder (the job's whole script, kept with the run) and handed to `sbatch --parsable`
-(core/launch/slurm_client.py); core/launch/slurm_job.py watches and stops the job.
+(core/slurm/client.py); core/slurm/job.py watches and stops the job.
 
 The script holds only what this program writes: `#SBATCH` lines of numbers from the preset's
 [platform] and values from `[slurm]` in config.toml, each checked against a strict pattern (no
@@ -39,9 +39,9 @@ from pathlib import Path
 from typing import Any
 
 from fontaine_tui.core import tomlfile
+from fontaine_tui.core.enginename import ENGINE_MODULE
 from fontaine_tui.core.errors import InputError
 from fontaine_tui.core.host.recorder import MODULE as RECORDER
-from fontaine_tui.core.launch.enginename import ENGINE_MODULE
 from fontaine_tui.core.readfile import read_text
 from fontaine_tui.core.runfolder import RunFolder
 from fontaine_tui.core.ssh.destination import check_destination

@@ -5,8 +5,8 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 
+from fontaine_tui.core.charts.chart import ChartSpec, Curve
 from fontaine_tui.core.log.store import RunStore
-from fontaine_tui.core.verdict.chart import ChartSpec, Curve
 
 EMA_FACTORS = (0.0, 0.6, 0.8, 0.9, 0.95, 0.98, 0.99)  # the loss chart's smoothing steps
 EMA_DEFAULT = 0.9

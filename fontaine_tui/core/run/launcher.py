@@ -2,7 +2,7 @@
 
 The engine runs in its own session (process group), so the console can close or crash
 without taking a nine-hour run with it; a later console finds it again by pid. Its argv is
-core/launch/engine_argv.py's (or a preset's own [command]), its exit core/launch/exits.py's.
+core/launch/engine_argv.py's (or a preset's own [command]), its exit core/run/exits.py's.
 """
 
 from __future__ import annotations
@@ -21,8 +21,8 @@ from fontaine_tui.core.childenv import child_env
 from fontaine_tui.core.errors import InputError
 from fontaine_tui.core.host.oomkill import MemoryWatch
 from fontaine_tui.core.host.pids import pid_alive, process_started
-from fontaine_tui.core.launch.exits import ExitInfo, exit_info, stop_asked_of
-from fontaine_tui.core.launch.logtail import command_step, launched_who
+from fontaine_tui.core.run.exits import ExitInfo, exit_info, stop_asked_of
+from fontaine_tui.core.run.logtail import command_step, launched_who
 from fontaine_tui.core.runfolder import RunFolder
 
 
@@ -177,7 +177,7 @@ class EngineProcess:
 
     def _stop_asked(self) -> bool:
         """Whether a user's stop is recorded for this process's attempt (attempts.jsonl)."""
-        from fontaine_tui.core.launch import attempts  # it reads pids with this module's
+        from fontaine_tui.core.run import attempts  # it reads pids with this module's
 
         return attempts.stop_asked_for(self.folder, self.pid, self.started)
 

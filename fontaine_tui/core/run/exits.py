@@ -14,7 +14,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 
 from fontaine_tui.core.host.oomkill import MemoryEvidence
-from fontaine_tui.core.launch.logtail import GPU_OOM, HOST_OOM, read_tail
+from fontaine_tui.core.run.logtail import GPU_OOM, HOST_OOM, read_tail
 from fontaine_tui.core.runfolder import RunFolder
 from fontaine_tui.core.text import GIB, gib, literal, mib
 from fontaine_tui.core.verdict.blindwords import shown_words
@@ -38,7 +38,7 @@ CAUSES = (
     "decision-locked",
     "gpu-hours-gate",
 )
-# the stops a watcher makes on the preset's [gates] stop_on_lock (core/launch/gatestop.py)
+# the stops a watcher makes on the preset's [gates] stop_on_lock (core/watch/gatestop.py)
 GATE_STOPS = ("decision-locked", "gpu-hours-gate")
 STATUS_OF = {
     "decision-locked": "stopped",

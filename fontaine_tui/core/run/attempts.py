@@ -24,9 +24,9 @@ from typing import Any, Protocol
 from fontaine_tui.core.atomic import open_own
 from fontaine_tui.core.host.oomkill import MemoryEvidence, MemoryWatch
 from fontaine_tui.core.host.pids import pid_alive
-from fontaine_tui.core.launch.exits import CAUSES, ExitInfo, cause_of, shown_detail
 from fontaine_tui.core.limits import json_loads
 from fontaine_tui.core.readfile import read_whole
+from fontaine_tui.core.run.exits import CAUSES, ExitInfo, cause_of, shown_detail
 from fontaine_tui.core.runfolder import RunFolder
 from fontaine_tui.core.text import literal
 from fontaine_tui.core.verdict.prereg import utc_iso

@@ -1,7 +1,7 @@
 """Warning rules: pure functions of what the log and the telemetry say.
 
 Their thresholds come from the preset's [gates]. Each rule answers a RunWarning or None;
-`run_rules` runs them all once (core/launch/alert_book.py keeps when each was first seen
+`run_rules` runs them all once (core/watch/alert_book.py keeps when each was first seen
 across evaluations)."""
 
 from __future__ import annotations
@@ -14,22 +14,22 @@ from dataclasses import dataclass
 from types import MappingProxyType
 from typing import TYPE_CHECKING
 
+from fontaine_tui.core.charts.chart import Band
 from fontaine_tui.core.host.telemetry import TelemetrySnapshot
-from fontaine_tui.core.launch.evidence import seen_probes
-from fontaine_tui.core.launch.exits import GATE_STOPS
-from fontaine_tui.core.launch.stall import (
+from fontaine_tui.core.log.store import RunStore
+from fontaine_tui.core.preset.record import gate_of
+from fontaine_tui.core.run.evidence import seen_probes
+from fontaine_tui.core.run.exits import GATE_STOPS
+from fontaine_tui.core.text import gib
+from fontaine_tui.core.watch.stall import (
     RamReading,
     StateReading,
     diagnose,
     silence,
 )
-from fontaine_tui.core.log.store import RunStore
-from fontaine_tui.core.preset.record import gate_of
-from fontaine_tui.core.text import gib
-from fontaine_tui.core.verdict.chart import Band
 
 if TYPE_CHECKING:
-    from fontaine_tui.core.launch.exits import ExitInfo
+    from fontaine_tui.core.run.exits import ExitInfo
 
 SEVERITIES = ("info", "warn", "alert")
 WINDOW = 10  # recent train records a rate is judged on
@@ -89,7 +89,7 @@ def warning_text(w: RunWarning) -> str:
     """A warning's words after its severity: the rule, since when, the message.
 
     The console's warnings panel and every plain report say a warning in these words. A rule
-    named `name:key` (one trainer alert's, core/launch/traineralerts.py) is said as `name`.
+    named `name:key` (one trainer alert's, core/watch/traineralerts.py) is said as `name`.
     """
     return f"{w.rule.partition(':')[0]} since {since_text(w.since)}: {w.message}"
 

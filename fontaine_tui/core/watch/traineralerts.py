@@ -16,7 +16,7 @@ console's events panel) and the lines it printed to engine.out.log (`output_line
 console's engine.out.log pane). One rule, so the surfaces cannot drift apart.
 
 The rule itself (`quotes_read`, `rule_metrics`, `HIDDEN_WORDS`) is core/verdict/blindwords.py's,
-a leaf every wing that shows the trainer's words imports (an exit's words: core/launch/exits.py).
+a leaf every wing that shows the trainer's words imports (an exit's words: core/run/exits.py).
 """
 
 from __future__ import annotations
@@ -26,12 +26,12 @@ import math
 from collections.abc import Callable, Sequence
 from types import MappingProxyType
 
-from fontaine_tui.core.launch.alerts import RunWarning
 from fontaine_tui.core.log.records import NO_STEP, Alert, Event
 from fontaine_tui.core.log.store import RunStore
 from fontaine_tui.core.secrets import mask_text
 from fontaine_tui.core.text import literal
 from fontaine_tui.core.verdict.blindwords import HIDDEN_WORDS, quotes_read
+from fontaine_tui.core.watch.alerts import RunWarning
 
 RULE = "trainer-alert"  # each alert's rule: RULE:<digest>
 BAD_RULE = "trainer-alert-unread"
