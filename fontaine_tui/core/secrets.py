@@ -501,6 +501,13 @@ _SUBSCRIPT = re.compile(
     r"""\[[ \t]*(?P<q>\\?["'])(?P<name>[A-Za-z_][\w.\-]*)(?P=q)[ \t]*\][ \t]*=(?!=)[ \t]*"""
     rf"(?P<value>{_STRING})"
 )
+# or by a call that sets one: `os.environ.setdefault("K", "V")`, `os.putenv("K", "V")`,
+# Go's `os.Setenv("K", "V")`, `monkeypatch.setenv("K", "V")`, `localStorage.setItem("K", "V")`
+_SET_CALL = re.compile(
+    r"""(?<!\w)(?:setdefault|putenv|[Ss]etenv|setItem)\([ \t]*"""
+    r"""(?P<q>\\?["'])(?P<name>[A-Za-z_][\w.\-]*)(?P=q)[ \t]*,[ \t]*"""
+    rf"(?P<value>{_STRING})"
+)
 # a pair percent-encoded, as a URL inside another's query carries it (`?next=...%3Ftoken%3DV`,
 # twice encoded `%253D` too): the value runs to an encoded or a plain `&`, or an encoded
 # `?`, `=` or `#` (a URL's query inside the value: its pairs are read apart)
@@ -1090,6 +1097,7 @@ _KEYED_FORMS: tuple[
 ] = (
     ((":",), _KEYED, secret_name, _granting),  # "api_key": "V", {'password':'V'}
     (("[",), _SUBSCRIPT, _named_in_code, _granting),  # os.environ["HF_TOKEN"] = "V"
+    (("default(", "env(", "item("), _SET_CALL, _named_in_code, _granting),  # putenv("K", "V")
     (("%",), _ENCODED, _encoded_secret, _granting),  # ?next=%3Ftoken%3DV
     ((":",), _GLUED, _named_in_text, _glued_value),  # HF_TOKEN:V
     (("=>",), _ARROW, _named_in_text, _granting),  # api_key => V

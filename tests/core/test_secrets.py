@@ -1014,3 +1014,30 @@ def test_a_secret_set_as_a_shell_a_file_or_a_language_writes_it_is_masked(text, 
 @pytest.mark.parametrize("text", SET_KEPT)
 def test_text_near_those_settings_is_kept(text):
     assert mask_text(text) == text
+
+
+# a secret set by a call in a program's own code (`python -c '...'` too)
+CALL_FORMS = [
+    (f'os.environ.setdefault("HF_TOKEN", "{V}")', 'os.environ.setdefault("HF_TOKEN", "***")'),
+    (f'os.putenv("HF_TOKEN", "{V}"); main()', 'os.putenv("HF_TOKEN", "***"); main()'),
+    (f"monkeypatch.setenv('WANDB_API_KEY', '{V}')", "monkeypatch.setenv('WANDB_API_KEY', '***')"),
+    (f'os.Setenv("HF_TOKEN", "{V}")', 'os.Setenv("HF_TOKEN", "***")'),
+]
+CALL_KEPT = [
+    'os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")',
+    'os.environ.setdefault("HF_TOKEN", "")',
+    'sample.setdefault("key", "000123")',
+    'os.putenv("HF_TOKEN", os.environ["HUB_TOKEN"])',
+]
+
+
+@pytest.mark.parametrize(("text", "shown"), CALL_FORMS)
+def test_a_secret_a_program_sets_by_a_call_is_masked(text, shown):
+    assert mask_text(text) == shown
+    assert mask_text(shown) == shown
+    assert mask_argv(["python", "-c", text]) == ["python", "-c", shown]
+
+
+@pytest.mark.parametrize("text", CALL_KEPT)
+def test_a_call_that_sets_no_secret_is_kept(text):
+    assert mask_text(text) == text

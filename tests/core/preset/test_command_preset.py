@@ -133,6 +133,10 @@ SECRET_FORMS = [
         "argv = ['python3', '-c', 'import os; os.environ[\"HF_TOKEN\"]=\"k3y\"']",
         "command.argv[2]",
     ),
+    (
+        "argv = ['python3', '-c', 'import os; os.putenv(\"HF_TOKEN\", \"k3y\")']",
+        "command.argv[2]",
+    ),
     (f'{ARGV}\nresume_argv = ["python", "t.py", "--env=HF_TOKEN=k3y"]', "command.resume_argv[2]"),
     (f'{ARGV}\nenv = {{ EXTRA = "--env=HF_TOKEN=k3y" }}', "command.env.EXTRA"),
 ]
