@@ -91,6 +91,8 @@ _SECRET_WORDS = frozenset(
         "PASSWORDS",
         "PASSWD",
         "PASSPHRASE",
+        "PASSIN",  # openssl's -passin pass:V, -passout
+        "PASSOUT",
         "CREDS",
         "APIKEY",
         "WEBHOOK",
@@ -566,7 +568,15 @@ _CLUES = (
     ".pat", "dsn", "database", "bearer", "://", "curl", *_TOKEN_CLUES,
 )  # fmt: skip
 _CLUE = re.compile("|".join(map(re.escape, _CLUES)))
-_SHORT_P = re.compile(r"(?:^|[\s\"'(;&|`])-p")  # -p, -pPASSWORD: a word of its own
+# programs whose own short flag takes a password, as `-p` does for mysql's
+_PASSWORD_FLAGS = {
+    "redis-cli": "-a", "valkey-cli": "-a", "keydb-cli": "-a", "ldapsearch": "-w",
+    "ldapmodify": "-w", "ldapadd": "-w", "ldapdelete": "-w", "ldapwhoami": "-w", "zip": "-P",
+    "unzip": "-P",
+}  # fmt: skip
+_SHORT_PASSWORD_FLAGS = frozenset({"-p", *_PASSWORD_FLAGS.values()})
+_SHORT_LETTERS = "".join(sorted(flag[1] for flag in _SHORT_PASSWORD_FLAGS))
+_SHORT_P = re.compile(rf"(?:^|[\s\"'(;&|`])-[{_SHORT_LETTERS}]")  # -p, -pV, -a: a word of its own
 
 
 def _maybe(text: str) -> bool:
@@ -577,7 +587,7 @@ def _maybe(text: str) -> bool:
     return (
         _CLUE.search(text.lower()) is not None
         or _HEX_RUN.search(text) is not None
-        or ("-p" in text and _SHORT_P.search(text) is not None)
+        or ("-" in text and _SHORT_P.search(text) is not None)
         or ("@" in text and _USERINFO.search(text) is not None)
         or (":" in text and _TELEGRAM.search(text) is not None)
     )
@@ -614,6 +624,14 @@ _P_NOT_PASSWORD = frozenset(
         "export", "typeset", "readonly", "pushd", "popd", "bash", "sh", "zsh", "timeout",
     }
 )  # fmt: skip
+
+
+def _password_flag(flag: str, program: str) -> bool:
+    """Whether a short flag takes a password, its program in view.
+
+    A `-p` does where its program takes nothing else there (not `mkdir -p`, `ssh -p PORT`),
+    and a program's own flag does (`redis-cli -a V`, `ldapsearch -w V`)."""
+    return (flag == "-p" and program not in _P_NOT_PASSWORD) or _PASSWORD_FLAGS.get(program) == flag
 
 
 _QUOTES = re.compile("[\"']")
@@ -759,7 +777,7 @@ def _word(
             return f"{m['pre']}{name}={_hidden(value)}", False
         return f"{m['pre']}{name}={_value(value, hashes or _hashy(name), depth)}", False
     if (listed := _LISTED_FLAG.match(word)) is not None and (
-        secret_name(listed["flag"]) or (listed["flag"] == "-p" and program not in _P_NOT_PASSWORD)
+        secret_name(listed["flag"]) or _password_flag(listed["flag"], program)
     ):
         return word, True  # ["--hub_token", "V"], ['mysql', '-p', 'V']: an argv printed as a list
     if bare.startswith("-"):
@@ -767,7 +785,7 @@ def _word(
             return word, True
         if (m := _FLAG_COLON.match(bare)) is not None and secret_name(m["flag"]):  # --password:V
             return f"{word[: len(word) - len(bare)]}{m['flag']}:{_hidden(m['value'])}", False
-        if bare == "-p" and program not in _P_NOT_PASSWORD:  # sshpass -p V
+        if _password_flag(bare, program):  # sshpass -p V, redis-cli -a V
             return word, True
         if bare[2:].strip("\"'") and bare.startswith("-p") and program in _P_ATTACHED:  # -pV
             return f"{word[: len(word) - len(bare)]}-p{_hidden(bare[2:])}", False
@@ -874,8 +892,8 @@ def _mask_words(
         else:
             shown, hide = _word(word, prev, following.get(i, ""), program, hashes, depth, reader)
             out.append(shown)
-        if starts:
-            name = _base(word.lstrip("(;&|{`"))  # a printed list's `[` opens no program
+        name = _base(word.lstrip("(;&|{`"))  # a printed list's `[` opens no program
+        if starts or name in _PASSWORD_FLAGS:  # `also redis-cli -a V` in a note names it too
             if name and name not in _PREFIXES and not ("=" in word and _ASSIGN.match(word)):
                 program, starts = name, False
                 if program in _LOGINS and _base(following.get(i, "")) == "login":
@@ -1253,7 +1271,7 @@ _FLAG_AT_END = re.compile(r"""(?:^|[\s\[(])\\?["']?-{1,2}[A-Za-z][\w.\-]*\\?["']
 
 
 def _flag_at_end(line: str) -> bool:
-    """Whether `line`'s last word is a secret-named flag or a `-p`: a value on the next line.
+    """Whether `line`'s last word is a secret-named flag or a `-p` (`-a`): a value next line.
 
     The two lines are read together, with the line's program in view (`ssh -p` then `2222`
     is a port)."""
@@ -1261,7 +1279,7 @@ def _flag_at_end(line: str) -> bool:
     if m is None:
         return False
     flag = m[0].strip().lstrip("[(").rstrip(",").strip("\\\"'")
-    return flag == "-p" or secret_name(flag)
+    return flag in _SHORT_PASSWORD_FLAGS or secret_name(flag)
 
 
 def _pem_masked(text: str) -> str:

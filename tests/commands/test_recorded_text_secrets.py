@@ -96,3 +96,15 @@ def test_recordable_refuses_only_a_text_holding_a_credential(text, ok):
         with pytest.raises(InputError) as info:
             recordable(text, "--text")
         assert str(info.value).startswith("--text: ") and "\n" not in str(info.value)
+
+
+def test_a_refusal_of_the_review_s_amendment_names_both_places(tmp_path):
+    """The review's amendment: a key set and a redis-cli password in prose. Both found, neither
+    echoed, the amendment not written."""
+    root = run_folder(tmp_path, 300, blind=False)
+    hf = "hf_abcdefghijklmnopqrstuvwxyz0123"
+    text = f"HF_TOKEN={hf}; also redis-cli -a Zr8Xy7Wv6Ut5Sr4Qp3"
+    res = cli(tmp_path, "amend", str(root), "--extend-to", "950", "--text", text)
+    refused(res, hf[3:], "Zr8Xy7Wv6Ut5Sr4Qp3", "redis")
+    assert "(word 1: a key named HF_TOKEN; word 5: the value of -a)" in res.stderr, res.stderr
+    assert not (root / "amendments.jsonl").exists()

@@ -1041,3 +1041,43 @@ def test_a_secret_a_program_sets_by_a_call_is_masked(text, shown):
 @pytest.mark.parametrize("text", CALL_KEPT)
 def test_a_call_that_sets_no_secret_is_kept(text):
     assert mask_text(text) == text
+
+
+# a program's own password flag (`redis-cli -a V`, in a note's prose too) and openssl's
+# pass phrase arguments (`-passin pass:V`)
+PROGRAM_FORMS = [
+    (f"redis-cli -a {V} ping", "redis-cli -a *** ping"),
+    (
+        f"redis-cli -h db -p 6379 -a {V} --no-auth-warning",
+        "redis-cli -h db -p 6379 -a *** --no-auth-warning",
+    ),
+    (f"flushed it; also redis-cli -a {V}", "flushed it; also redis-cli -a ***"),
+    (f"redis-cli -a \\\n  {V}", "redis-cli -a \\\n  ***"),
+    (f"ldapsearch -x -D cn=admin -w {V} -b dc=x", "ldapsearch -x -D cn=admin -w *** -b dc=x"),
+    (f"openssl rsa -in k.pem -passin pass:{V}", "openssl rsa -in k.pem -passin ***"),
+    (f"openssl pkcs12 -export -passout pass:{V}", "openssl pkcs12 -export -passout ***"),
+]
+PROGRAM_KEPT = [
+    "ls -a /tmp && git commit -a -m wip && uname -a",
+    "redis-cli -p 6379 ping",
+    "redis-cli -a $REDIS_PASSWORD ping",
+    "tar -cf out.tar -P data",
+]
+
+
+@pytest.mark.parametrize(("text", "shown"), PROGRAM_FORMS)
+def test_a_program_s_own_password_flag_is_masked(text, shown):
+    assert mask_text(text) == shown
+    assert mask_text(shown) == shown
+
+
+def test_a_program_s_own_password_flag_is_masked_in_an_argv():
+    assert mask_argv(["redis-cli", "-a", V, "ping"]) == ["redis-cli", "-a", "***", "ping"]
+    assert mask_argv(["openssl", "rsa", "-passin", f"pass:{V}"]) == [
+        "openssl", "rsa", "-passin", "***",
+    ]  # fmt: skip
+
+
+@pytest.mark.parametrize("text", PROGRAM_KEPT)
+def test_the_same_letters_elsewhere_are_kept(text):
+    assert mask_text(text) == text
