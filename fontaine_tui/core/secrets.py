@@ -318,13 +318,18 @@ def _webhook(host: str, path: str) -> bool:
 
 
 def _pairs_masked(text: str) -> str:
-    """A query's or fragment's `k=v&...`: a secret-named key's value as ***, tokens masked."""
+    """A query's or fragment's `k=v&...`: a secret-named key's value as ***, tokens masked.
+
+    A value that holds a query of its own (`next=/login?token=V`) has its pairs read too."""
     out = []
     for part in text.split("&"):
         key, eq, value = part.partition("=")
         name = unquote(key)
         if eq and value and _query_secret(name):
             out.append(f"{_tokens_masked(key)}={MASK}")
+        elif "?" in value:  # a URL's query in the value, unencoded: ?next=/login?token=V
+            where, _, query = value.partition("?")
+            out.append(f"{_tokens_masked(key)}={_tokens_masked(where)}?{_pairs_masked(query)}")
         else:
             out.append(_tokens_masked(part))
     return "&".join(out)
@@ -517,6 +522,13 @@ _ENCODED = re.compile(
     r"(?:(?<![\w.\-%])|(?<=%[0-9A-Fa-f]{2})|(?<=%25[0-9A-Fa-f]{2}))"
     r"(?P<name>[A-Za-z_][\w.\-]*)%(?:25)?3[Dd]"
     r"""(?P<value>(?:[^\s%&"'<>]|%(?!(?:25)?(?:26|3[DdFf]|23))[0-9A-Fa-f]{2})+)"""
+)
+# user info percent-encoded, as a URL inside another's query carries it
+# (`?next=https%3A%2F%2Fme%3AV%40host`, twice encoded too): the password goes, the user stays
+_ENCODED_USERINFO = re.compile(
+    r"%(?:25)?2[Ff]%(?:25)?2[Ff](?P<name>[^\s%/?#&@:\"'<>]+)%(?:25)?3[Aa]"
+    r"(?P<value>(?:[^\s%&/?#@\"'<>]|%(?!(?:25)?(?:40|2[Ff]|3[Ff]|23|26))[0-9A-Fa-f]{2})+)"
+    r"(?=%(?:25)?40)"
 )
 # a key glued to its value by a colon, as an environment is printed (`HF_TOKEN:V`): a
 # variable's name in capitals, two words or more, so an image's `auth_service:v2`, a type's
@@ -1107,6 +1119,11 @@ _NOT_A_TOKEN = re.compile(
 )
 
 
+def _any_user(name: str) -> bool:
+    """Whether a URL's user holds a password after it: any user does (`me:V@host`)."""
+    return True
+
+
 # each written form of a key and its value, read over a whole text: (clues, one of which the
 # lower-cased text must hold, the form, whether the key names a secret, whether the value
 # grants one)
@@ -1117,6 +1134,7 @@ _KEYED_FORMS: tuple[
     (("[",), _SUBSCRIPT, _named_in_code, _granting),  # os.environ["HF_TOKEN"] = "V"
     (("default(", "env(", "item("), _SET_CALL, _named_in_code, _granting),  # putenv("K", "V")
     (("%",), _ENCODED, _encoded_secret, _granting),  # ?next=%3Ftoken%3DV
+    (("%40", "%2540"), _ENCODED_USERINFO, _any_user, _granting),  # ?next=https%3A%2F%2Fme%3AV%40h
     ((":",), _GLUED, _named_in_text, _glued_value),  # HF_TOKEN:V
     (("=>",), _ARROW, _named_in_text, _granting),  # api_key => V
     (("\t",), _TABBED, _password_named, _said_value),  # DB_PASSWORD<TAB>12345678

@@ -1081,3 +1081,36 @@ def test_a_program_s_own_password_flag_is_masked_in_an_argv():
 @pytest.mark.parametrize("text", PROGRAM_KEPT)
 def test_the_same_letters_elsewhere_are_kept(text):
     assert mask_text(text) == text
+
+
+# a URL inside another's query: unencoded (`?next=?token=V`), or its user info encoded
+URL_FORMS = [
+    (f"https://ex.com/?next=?token={V}", "https://ex.com/?next=?token=***"),
+    (f"https://ex.com/?next=/login?token={V}&b=2", "https://ex.com/?next=/login?token=***&b=2"),
+    (f"https://ex.com/#next=?access_token={V}", "https://ex.com/#next=?access_token=***"),
+    (
+        f"https://ex.com/a?next=https%3A%2F%2Fu%3A{V}%40host%2F",
+        "https://ex.com/a?next=https%3A%2F%2Fu%3A***%40host%2F",
+    ),
+    (
+        f"go to https://ex.com/a?next=https%253A%252F%252Fme%253A{V}%2540host now",
+        "go to https://ex.com/a?next=https%253A%252F%252Fme%253A***%2540host now",
+    ),
+]
+URL_KEPT = [
+    "https://ex.com/?next=/search?q=pass+rate&lang=en",
+    "https://x.org/?next=https%3A%2F%2Fy.org%2Fa%3Ab%40c",
+    "https://ex.com/?q=me%3Ahi%40x.org",
+]
+
+
+@pytest.mark.parametrize(("text", "shown"), URL_FORMS)
+def test_a_url_inside_another_s_query_is_masked(text, shown):
+    assert mask_text(text) == shown
+    assert mask_text(shown) == shown
+    assert V not in mask_argv(["curl", text])[1]
+
+
+@pytest.mark.parametrize("text", URL_KEPT)
+def test_a_url_inside_another_s_query_holding_none_is_kept(text):
+    assert mask_text(text) == text
