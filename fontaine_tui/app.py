@@ -480,10 +480,10 @@ class FontaineApp(App[int]):
         A host:folder row is followed over SSH, its prereg.json read through the connection,
         as `attach host:/path` does.
         """
-        from fontaine_tui.core.follow.target import parse_target
+        from fontaine_tui.core.follow.target import parse_follow_target
         from fontaine_tui.core.ssh.destination import SshTarget
 
-        parsed = parse_target(target)
+        parsed = parse_follow_target(target)
         if not isinstance(parsed, SshTarget):
             self.attach_folder(str(parsed.folder))
             return

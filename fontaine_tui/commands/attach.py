@@ -12,7 +12,7 @@ from fontaine_tui.console import load_app, plain_instead, run_console, watch_rem
 from fontaine_tui.core.errors import InputError
 from fontaine_tui.core.follow.foreign import ForeignRun
 from fontaine_tui.core.follow.open import open_source, remote_source
-from fontaine_tui.core.follow.target import LocalTarget, parse_target
+from fontaine_tui.core.follow.target import LocalFolder, parse_follow_target
 from fontaine_tui.core.host.memory import hostname
 from fontaine_tui.core.log.formats.locate import foreign_spec
 from fontaine_tui.core.preset.find import load_preset
@@ -83,8 +83,8 @@ def remember(target: str, preset, mode: str) -> None:
     if mode != "attach":
         return
     try:
-        parsed = parse_target(target)
-        if isinstance(parsed, LocalTarget):
+        parsed = parse_follow_target(target)
+        if isinstance(parsed, LocalFolder):
             folder = Path(parsed.folder).resolve()
             run_dir = str(folder.parent if folder.name == "train_log.jsonl" else folder)
             host = hostname()
@@ -94,7 +94,7 @@ def remember(target: str, preset, mode: str) -> None:
         # a foreign run has no prereg.json: its preset's file is how `runs` reads it again
         named = (
             str(Path(preset.path).resolve())
-            if preset.foreign and preset.path and isinstance(parsed, LocalTarget)
+            if preset.foreign and preset.path and isinstance(parsed, LocalFolder)
             else preset.name
         )
         if registry.find(run_dir, host) is None:
@@ -153,7 +153,7 @@ def launched_there(target: str, ssh_options: tuple[str, ...]):
     It is found again from the registry (model/launched.py), so the console can stop it there.
     """
     try:
-        parsed = parse_target(target)
+        parsed = parse_follow_target(target)
     except InputError:
         return None
     if not isinstance(parsed, SshTarget):
@@ -205,9 +205,9 @@ def _foreign(target: str, preset_arg: str | None, ssh_options: tuple[str, ...] =
     preset's foreign [source], else the one the run's prereg.json froze, else our own log.
     The following is done by core/follow/foreign.py.
     """
-    parsed = parse_target(target)
+    parsed = parse_follow_target(target)
     preset = load_preset(preset_arg) if preset_arg else None
-    if not isinstance(parsed, LocalTarget):
+    if not isinstance(parsed, LocalFolder):
         return asyncio.run(remote_source(parsed, preset.source if preset else None, ssh_options))
     folder = Path(parsed.folder)
     spec = foreign_spec(folder, preset.source if preset else None, preset is not None)

@@ -21,7 +21,7 @@ from fontaine_tui.core.bank.evidence import conflicts
 from fontaine_tui.core.errors import InputError
 from fontaine_tui.core.follow.local import LocalRun
 from fontaine_tui.core.follow.open import open_source
-from fontaine_tui.core.follow.target import parse_target
+from fontaine_tui.core.follow.target import parse_follow_target
 from fontaine_tui.core.log.formats.cold import load_source
 from fontaine_tui.core.log.formats.locate import detect_foreign, frozen_source, record_kind
 from fontaine_tui.core.log.formats.registry import kinds, several_runs
@@ -263,7 +263,7 @@ def _refuse_hidden(target: str, own: tuple[Preset, Verdict] | None) -> None:
     trail read from its host, through the evidence gate), which `blind.hidden` holds as here.
     A blinded run's log may end before its endpoint (a crash), where the gate withholds the
     read. A look recorded in its trail on its host counts over SSH as it counts there."""
-    far = parse_target(target)
+    far = parse_follow_target(target)
     if isinstance(far, SshTarget):
         if own is None or not blind.hidden(*own):
             return

@@ -20,7 +20,7 @@ from pathlib import Path
 
 from fontaine_tui.commands._args import examples
 from fontaine_tui.core.errors import InputError
-from fontaine_tui.core.follow.target import parse_target
+from fontaine_tui.core.follow.target import parse_follow_target
 from fontaine_tui.core.runfolder import RunFolder, check_target
 from fontaine_tui.core.ssh.destination import SshTarget
 from fontaine_tui.core.text import literal
@@ -72,7 +72,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    if isinstance(parse_target(args.run), SshTarget):
+    if isinstance(parse_follow_target(args.run), SshTarget):
         raise InputError(f"{args.run}: get reads a local folder (run it on that host)")
     args.run = check_target(args.run)
     steps = parse_steps(args.steps) if args.steps else Steps()

@@ -23,7 +23,7 @@ from fontaine_tui.commands._args import examples
 from fontaine_tui.core import runfolder
 from fontaine_tui.core.atomic import atomic_write, create_new
 from fontaine_tui.core.errors import InputError
-from fontaine_tui.core.follow.target import parse_target
+from fontaine_tui.core.follow.target import parse_follow_target
 from fontaine_tui.core.log.formats.inspect import Inspection, inspect_run
 from fontaine_tui.core.preset.draft import draft
 from fontaine_tui.core.ssh.destination import SshTarget
@@ -65,7 +65,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     target = args.run
-    if isinstance(parse_target(target), SshTarget):
+    if isinstance(parse_follow_target(target), SshTarget):
         raise InputError(
             f"{target}: inspect reads a local folder (copy the run here, or run "
             "fontaine-tui inspect on that host)"

@@ -220,10 +220,10 @@ def open_target(
     `process` is its engine when the console may stop it.
     """
     from fontaine_tui.core.follow.ssh import SshRun
-    from fontaine_tui.core.follow.target import parse_target
+    from fontaine_tui.core.follow.target import parse_follow_target
     from fontaine_tui.core.ssh.destination import SshTarget
 
-    parsed = parse_target(target)
+    parsed = parse_follow_target(target)
     if not isinstance(parsed, SshTarget):
         return open_run(session, Path(parsed.folder), registry)
     far = Session(SshRun(parsed, ssh_options), session.preset, "attach", process)

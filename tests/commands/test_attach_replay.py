@@ -15,7 +15,7 @@ import pytest
 from fontaine_tui.cli import main
 from fontaine_tui.core.errors import InputError
 from fontaine_tui.core.follow.replay import ReplayRun
-from fontaine_tui.core.follow.target import LocalTarget, parse_target
+from fontaine_tui.core.follow.target import LocalFolder, parse_follow_target
 from fontaine_tui.core.preset.find import load_preset
 from fontaine_tui.core.runfolder import RunFolder
 from fontaine_tui.core.ssh.destination import SshTarget
@@ -56,22 +56,22 @@ def cli(*argv: str, timeout: float = 60) -> subprocess.CompletedProcess:
         ("ssh://me@[::1]:22/r", SshTarget("::1", "/r", "me", 22)),
         ("gpu1:~/runs/a", SshTarget("gpu1", "runs/a")),
         ("ssh://gpu1/~/runs/a", SshTarget("gpu1", "runs/a")),
-        ("./outputs/x", LocalTarget(Path("./outputs/x"))),
-        ("/abs/x:y", LocalTarget(Path("/abs/x:y"))),
+        ("./outputs/x", LocalFolder(Path("./outputs/x"))),
+        ("/abs/x:y", LocalFolder(Path("/abs/x:y"))),
     ],
 )
-def test_parse_target(text, expected):
-    assert parse_target(text) == expected
+def test_parse_follow_target(text, expected):
+    assert parse_follow_target(text) == expected
 
 
-def test_parse_target_prefers_an_existing_local_path(tmp_path, monkeypatch):
+def test_parse_follow_target_prefers_an_existing_local_path(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     (tmp_path / "host:run").mkdir()
-    assert parse_target("host:run") == LocalTarget(Path("host:run"))
+    assert parse_follow_target("host:run") == LocalFolder(Path("host:run"))
     with pytest.raises(InputError, match="bad port"):
-        parse_target("ssh://h:99999/x")
+        parse_follow_target("ssh://h:99999/x")
     with pytest.raises(InputError, match="expected ssh://"):
-        parse_target("ssh://h")
+        parse_follow_target("ssh://h")
 
 
 def test_replay_plain_prints_records_and_verdict_and_exits(tmp_path, capsys):

@@ -29,10 +29,10 @@ def run_source(
 
 def open_source(target: str, ssh_options: tuple[str, ...] = ()) -> RunSource:
     """A source from a CLI target string; raises InputError with one clear line."""
-    from fontaine_tui.core.follow.target import LocalTarget, parse_target
+    from fontaine_tui.core.follow.target import LocalFolder, parse_follow_target
 
-    parsed = parse_target(target)
-    if isinstance(parsed, LocalTarget):
+    parsed = parse_follow_target(target)
+    if isinstance(parsed, LocalFolder):
         folder = parsed.folder
         if folder.is_file() and folder.name == LOG:
             folder = folder.parent

@@ -16,7 +16,9 @@ _SCP = re.compile(
 
 
 @dataclass(frozen=True, slots=True)
-class LocalTarget:
+class LocalFolder:
+    """A run folder on this host."""
+
     folder: Path
 
     @property
@@ -24,7 +26,7 @@ class LocalTarget:
         return f"local {self.folder}"
 
 
-Target = LocalTarget | SshTarget
+FollowTarget = LocalFolder | SshTarget
 
 
 def _ssh_url(text: str) -> SshTarget:
@@ -42,7 +44,7 @@ def _ssh_url(text: str) -> SshTarget:
     return SshTarget(host, path, unquote(parts.username) if parts.username else None, port)
 
 
-def parse_target(text: str) -> Target:
+def parse_follow_target(text: str) -> FollowTarget:
     """Parse a CLI target. An existing local path always wins over the host:path reading."""
     if not text or not text.strip():
         raise InputError("target: expected a run folder, host:/path or ssh://host/path")
@@ -50,7 +52,7 @@ def parse_target(text: str) -> Target:
         return _ssh_url(text)
     local = Path(text).expanduser()
     if local.exists():
-        return LocalTarget(local)
+        return LocalFolder(local)
     if text.startswith("-") and ":" in text.split("/", 1)[0]:
         raise InputError(f"{text}: a host may not begin with '-' (ssh would read it as an option)")
     m = _SCP.match(text)
@@ -62,4 +64,4 @@ def parse_target(text: str) -> Target:
             path = path[2:] or "."  # remote commands start in the home folder
         if host:
             return SshTarget(host, path, m.group("user"))
-    return LocalTarget(local)
+    return LocalFolder(local)
