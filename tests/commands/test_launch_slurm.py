@@ -669,12 +669,12 @@ def test_without_slurm_on_path_nothing_is_written(tmp_path: Path) -> None:
 
 
 def test_targets() -> None:
-    assert slurm.parse_target("gpu-node") is None
-    assert slurm.parse_target("slurm:gpu") == slurm.OnSlurm("gpu", None)
-    assert slurm.parse_target("slurm:a100.q@login1") == slurm.OnSlurm("a100.q", "login1")
+    assert slurm.parse_on_slurm("gpu-node") is None
+    assert slurm.parse_on_slurm("slurm:gpu") == slurm.OnSlurm("gpu", None)
+    assert slurm.parse_on_slurm("slurm:a100.q@login1") == slurm.OnSlurm("a100.q", "login1")
     for bad in ("slurm:", "slurm:a b", "slurm:$(x)", "slurm:gpu@-oProxyCommand=x"):
         with pytest.raises(InputError):
-            slurm.parse_target(bad)
+            slurm.parse_on_slurm(bad)
 
 
 def test_sbatch_gets_the_output_path_escaped_and_the_folder_as_it_is(

@@ -73,7 +73,7 @@ class OnSlurm:
     host: str | None  # a login node to submit from over SSH; None: submit from here
 
 
-def parse_target(on: str) -> OnSlurm | None:
+def parse_on_slurm(on: str) -> OnSlurm | None:
     """`slurm:PARTITION[@LOGIN]` as a target; None when `on` is a plain host."""
     if not on.startswith("slurm:"):
         return None

@@ -154,7 +154,7 @@ class SlurmTarget:
 
 def target_for(on: str | None, ssh_options: Sequence[str] = ()) -> SlurmTarget | None:
     """--on slurm:PARTITION (submitted from here; slurm:PARTITION@LOGIN is ssh.py's)."""
-    parsed = slurm.parse_target(on) if on else None
+    parsed = slurm.parse_on_slurm(on) if on else None
     return SlurmTarget(parsed.partition) if parsed is not None and parsed.host is None else None
 
 

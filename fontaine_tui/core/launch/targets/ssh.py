@@ -16,7 +16,7 @@ from fontaine_tui.core.launch.targets.base import Request, Started
 from fontaine_tui.core.notify.destinations import config_path
 from fontaine_tui.core.runfolder import RunFolder
 from fontaine_tui.core.runs.hosts import HostSettings, host_settings
-from fontaine_tui.core.slurm.submit import parse_target
+from fontaine_tui.core.slurm.submit import parse_on_slurm
 from fontaine_tui.core.text import literal
 
 if TYPE_CHECKING:
@@ -123,7 +123,7 @@ def target_for(on: str | None, ssh_options: Sequence[str] = ()) -> SshHostTarget
     """--on HOST, or slurm:PARTITION@LOGIN (the login node submits it)."""
     if not on:
         return None
-    parsed = parse_target(on)
+    parsed = parse_on_slurm(on)
     if parsed is None:
         return SshHostTarget(on, on, None, ssh_options)
     if parsed.host is None:
