@@ -48,7 +48,7 @@ LIVE = ("running", "attached")
 
 
 @dataclass(frozen=True, slots=True)
-class Target:
+class WatchedRun:
     """A run to watch: what `attach` would take, and its registry entry when it has one."""
 
     spec: str  # a run folder or [user@]host:/path
@@ -59,10 +59,10 @@ class Target:
         return self.spec
 
 
-def targets(names: list[str], registry: Registry, this_host: str) -> list[Target]:
-    """The RUN arguments (a registry name, a run folder, host:/path) as targets.
+def watched_runs(names: list[str], registry: Registry, this_host: str) -> list[WatchedRun]:
+    """The RUN arguments (a registry name, a run folder, host:/path) as runs to watch.
 
-    With no arguments, the targets are every live entry of the registry.
+    With no arguments, they are every live entry of the registry.
     """
     entries = registry.entries()
     if not names:
@@ -87,12 +87,12 @@ def targets(names: list[str], registry: Registry, this_host: str) -> list[Target
             ),
             None,
         )
-        out.append(Target(str(local.resolve()) if local.is_dir() else name, found))
+        out.append(WatchedRun(str(local.resolve()) if local.is_dir() else name, found))
     return out
 
 
-def _of(entry: Entry, this_host: str) -> Target:
-    return Target(
+def _of(entry: Entry, this_host: str) -> WatchedRun:
+    return WatchedRun(
         entry.run_dir if entry.host == this_host else f"{entry.host}:{entry.run_dir}", entry
     )
 
@@ -102,7 +102,7 @@ class RunWatch:
 
     def __init__(
         self,
-        target: Target,
+        target: WatchedRun,
         session: Session,
         babysitter: Babysitter,
         sampler: Callable[[], object] | None,
@@ -120,7 +120,7 @@ class RunWatch:
     @classmethod
     async def open(
         cls,
-        target: Target,
+        target: WatchedRun,
         this_host: str,
         say: Callable[[str], None],
         clock: Callable[[], float] = time.time,
@@ -172,7 +172,7 @@ class RunWatch:
 
     @staticmethod
     def _process(
-        target: Target, source: RunSource, this_host: str
+        target: WatchedRun, source: RunSource, this_host: str
     ) -> tuple[Process | None, Callable[[], object] | None, Attempt | None]:
         """The engine of a run of this host's registry, found again by pid.
 
@@ -282,7 +282,7 @@ async def watch(
     failed: set[str] = set()
     next_scan = -math.inf
 
-    async def add(found: list[Target]) -> None:
+    async def add(found: list[WatchedRun]) -> None:
         for t in found:
             if t.key in watches or t.key in failed:
                 continue
@@ -299,7 +299,7 @@ async def watch(
                 + ("" if w.babysitter.poll_log else " (shown only: another watcher has it)")
             )
 
-    await add(targets(names, registry, this_host))
+    await add(watched_runs(names, registry, this_host))
     if names and not watches:
         return 1
     try:
@@ -307,7 +307,7 @@ async def watch(
             if not names and time.monotonic() >= next_scan:
                 next_scan = time.monotonic() + rescan_s
                 try:
-                    await add(targets([], registry, this_host))
+                    await add(watched_runs([], registry, this_host))
                 except InputError as exc:
                     say(f"warn: {exc}")
             for key, w in list(watches.items()):

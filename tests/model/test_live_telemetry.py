@@ -35,7 +35,7 @@ def test_a_slurm_job_is_judged_on_no_look_at_this_host_by_plain_and_babysit(tmp_
     from fontaine_tui.core.host.memory import hostname
     from fontaine_tui.core.runs.registry import Entry
     from fontaine_tui.model.sampler import on_node
-    from fontaine_tui.model.watchman import RunWatch, Target
+    from fontaine_tui.model.watchman import RunWatch, WatchedRun
 
     assert on_node(SlurmJob(RunFolder(tmp_path), "12", watch=False))
     engine = subprocess.Popen([sys.executable, "-c", "pass"])
@@ -43,8 +43,8 @@ def test_a_slurm_job_is_judged_on_no_look_at_this_host_by_plain_and_babysit(tmp_
     assert not on_node(engine)
     entry = Entry(name="j", run_dir=str(tmp_path), host=hostname(), job="12")
     process, sampler, _ = RunWatch._process(
-        Target(str(tmp_path), entry), LocalRun(tmp_path), hostname()
+        WatchedRun(str(tmp_path), entry), LocalRun(tmp_path), hostname()
     )
     assert process is None and sampler is None
     here = Entry(name="h", run_dir=str(tmp_path), host=hostname())
-    assert RunWatch._process(Target(str(tmp_path), here), LocalRun(tmp_path), hostname())[1]
+    assert RunWatch._process(WatchedRun(str(tmp_path), here), LocalRun(tmp_path), hostname())[1]
