@@ -25,7 +25,7 @@ from fontaine_tui.core.runs.fleet import Fleet
 from fontaine_tui.model.babysitter import Babysitter
 from fontaine_tui.model.launched import LaunchEnd
 from fontaine_tui.model.overlay import Overlay
-from fontaine_tui.model.runs import Registry, RunEntry, RunsList, open_run, open_target
+from fontaine_tui.model.runs import RegistryReader, RunEntry, RunsList, open_run, open_target
 from fontaine_tui.model.sampler import Sampler, take_sample
 from fontaine_tui.model.session import Process, Session
 from fontaine_tui.model.view import Outcome, RunView, step_read
@@ -81,7 +81,7 @@ class FontaineApp(App[int]):
         *,
         telemetry: Sampler | None = None,
         clock: Callable[[], float] = time.time,
-        registry: Registry | None = None,
+        registry: RegistryReader | None = None,
         start_mode: str = "monitor",
         frame_s: float | None = None,  # None: FRAME_S
         chart_s: float | None = None,  # None: CHART_S
@@ -487,7 +487,7 @@ class FontaineApp(App[int]):
         if not isinstance(parsed, SshTarget):
             self.attach_folder(str(parsed.folder))
             return
-        from fontaine_tui.core.runs.registry import Registry as RunRegistry
+        from fontaine_tui.core.runs.registry import Registry
         from fontaine_tui.model.launched import LaunchedRun
 
         # a run launched there from here: its engine, so quitting can stop it (over SSH)
@@ -495,7 +495,7 @@ class FontaineApp(App[int]):
             parsed.registry_host,
             parsed.path,
             self.ssh_options,
-            RunRegistry(getattr(self.registry, "path", None)),
+            Registry(getattr(self.registry, "path", None)),
         )
         process = launched.handle if launched is not None else None
         self._swap(open_target(self.session, target, None, self.ssh_options, process)[0])

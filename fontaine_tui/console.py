@@ -23,10 +23,9 @@ from fontaine_tui.core.follow.replay import ReplayRun
 from fontaine_tui.core.host.memory import hostname
 from fontaine_tui.core.preset.record import Preset
 from fontaine_tui.core.runs.fleet import Fleet, control_dir, host_envs
-from fontaine_tui.core.runs.registry import Registry as RegistryFile
-from fontaine_tui.core.runs.registry import default_path
+from fontaine_tui.core.runs.registry import Registry, default_path
 from fontaine_tui.model.launched import LaunchedRun, LaunchEnd
-from fontaine_tui.model.runs import Registry
+from fontaine_tui.model.runs import RegistryReader
 from fontaine_tui.model.sampler import Sampler, live_telemetry
 from fontaine_tui.model.session import Process, Session
 
@@ -95,7 +94,7 @@ def make_app(
     telemetry: Sampler | None = None,
     clock: Callable[[], float] = time.time,
     process: Process | None = None,
-    registry: Registry | None = None,
+    registry: RegistryReader | None = None,
     kind: str | None = None,
     folder: Path | None = None,
     start_mode: str = "monitor",
@@ -148,7 +147,7 @@ def run_console(
     preset: Preset,
     mode: str,
     process: Process | None = None,
-    registry: Registry | None = None,
+    registry: RegistryReader | None = None,
     clock: Callable[[], float] = time.time,
     telemetry: Sampler | None = None,
     launched: LaunchedRun | None = None,
@@ -167,7 +166,7 @@ def run_console(
     another launch post to send first.
     """
     if registry is None:
-        registry = RegistryFile()
+        registry = Registry()
     if launched is not None:
         process = process if process is not None else launched.handle
         announce = announce if announce is not None else launched.announcement

@@ -29,7 +29,9 @@ from fontaine_tui.model.session import Process, Session
 from fontaine_tui.model.view import Outcome
 
 
-class Registry(Protocol):
+class RegistryReader(Protocol):
+    """What the runs list reads of the run registry (core/runs/registry.py): its entries."""
+
     def entries(self) -> list[Entry]: ...
 
 
@@ -67,7 +69,7 @@ class RunEntry:
 LOCAL_LOOK_S = 0.5  # the runs screen's first draw waits at most this for this host's runs
 
 
-def registry_entries(registry: Registry | None) -> tuple[list[RunEntry], str]:
+def registry_entries(registry: RegistryReader | None) -> tuple[list[RunEntry], str]:
     """The runs screen's rows and, when there are none, why.
 
     The state is the live one (pid checked, log tail read: `registry.live_status`), as
@@ -91,7 +93,7 @@ def registry_entries(registry: Registry | None) -> tuple[list[RunEntry], str]:
 
 
 def fleet_entries(
-    registry: Registry, fleet: Fleet, blind: bool = False
+    registry: RegistryReader, fleet: Fleet, blind: bool = False
 ) -> tuple[list[RunEntry], str]:
     """Every registered run, every host's checked live (as `fontaine-tui runs` checks them).
 
@@ -139,7 +141,7 @@ class RunsList:
 
     def __init__(
         self,
-        registry: Registry | None,
+        registry: RegistryReader | None,
         every_s: float = 2.0,
         clock: Callable[[], float] = time.monotonic,
         fleet: Fleet | None = None,
@@ -177,7 +179,7 @@ class RunsList:
 
 
 def open_run(
-    session: Session, folder: Path, registry: Registry | None = None
+    session: Session, folder: Path, registry: RegistryReader | None = None
 ) -> tuple[Session, Outcome | None]:
     """A session on the run folder picked from the runs list, and a warning when one is due.
 
@@ -192,7 +194,7 @@ def open_run(
 
 
 def _open_run(
-    session: Session, folder: Path, registry: Registry | None
+    session: Session, folder: Path, registry: RegistryReader | None
 ) -> tuple[Session, Outcome | None]:
     if not (folder / PREREG).exists():
         foreign = _foreign_at(session, folder, registry)
@@ -209,7 +211,7 @@ def _open_run(
 def open_target(
     session: Session,
     target: str,
-    registry: Registry | None = None,
+    registry: RegistryReader | None = None,
     ssh_options: tuple[str, ...] = (),
     process: Process | None = None,
 ) -> tuple[Session, Outcome | None]:
@@ -233,7 +235,7 @@ def open_target(
 
 
 def _foreign_at(
-    session: Session, folder: Path, registry: Registry | None
+    session: Session, folder: Path, registry: RegistryReader | None
 ) -> tuple[Session, Outcome | None] | None:
     """A session on a foreign run folder, or None for a folder of ours.
 

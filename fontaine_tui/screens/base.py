@@ -13,7 +13,7 @@ from textual.widgets import Static
 
 from fontaine_tui.core.host.telemetry import TelemetrySnapshot
 from fontaine_tui.model.overlay import Overlay
-from fontaine_tui.model.runs import Registry, RunEntry
+from fontaine_tui.model.runs import RegistryReader, RunEntry
 from fontaine_tui.model.session import Session
 from fontaine_tui.model.view import RunView
 
@@ -34,7 +34,7 @@ class Console(Protocol):
     chart_s: float
     session: Session
     overlay: Overlay  # the runs pinned for the overlay mode
-    registry: Registry | None
+    registry: RegistryReader | None
     ssh_options: tuple[str, ...]
 
     def registry_entries(self) -> list[RunEntry]: ...
