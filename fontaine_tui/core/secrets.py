@@ -18,8 +18,9 @@ What looks like a credential (docs/secrets.md lists it for the user):
   `Authorization: Bearer V`, a pair in a flag's list (`--opts user=bob,password=V`) or
   value (`--env=HF_TOKEN=V`), a program's own code setting it (`os.environ["K"] = "V"`), a
   key under a path (`a/b/api_key=V`), percent-encoded (`?next=%3Ftoken%3DV`), glued by a
-  colon as an environment is printed (`HF_TOKEN:V`), a tab apart (`HF_TOKEN<TAB>V`), a
-  hash's arrow (`api_key => V`), said in a sentence (`my hub_token is V`, unless the word
+  colon as an environment is printed (`HF_TOKEN:V`; `hf_token:V` where V has a credential's
+  mix), a tab apart (`HF_TOKEN<TAB>V`), a hash's arrow (`api_key => V`), said in a sentence
+  (`my hub_token is V`, `my token is: V`, unless the word
   after reads as the sentence going on: letters alone, no digit nor capital past the first, a
   variable's name, or a number or a size where the key is not a password's); the
   name says it (`secret_name`: TOKEN, SECRET, PASSWORD, API_KEY, a last word KEY, AUTH,
@@ -533,9 +534,11 @@ _ENCODED_USERINFO = re.compile(
 # a key glued to its value by a colon, as an environment is printed (`HF_TOKEN:V`): a
 # variable's name in capitals, two words or more, so an image's `auth_service:v2`, a type's
 # `api_key:str` and a path's `a/b:c` are no such pair
-_GLUED = re.compile(
-    r"(?<![\w.\-/:@$%])(?P<name>[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+):"
-    rf"""(?P<value>{_STRING}|[^\s"'`,;:{{}}\[\]()@]+)(?![\w:/\[(])"""
+_GLUED_VALUE = rf"""(?P<value>{_STRING}|[^\s"'`,;:{{}}\[\]()@]+)(?![\w:/\[(])"""
+_GLUED = re.compile(r"(?<![\w.\-/:@$%])(?P<name>[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+):" + _GLUED_VALUE)
+# and in snake case (`hf_token:V`), where only a credential's mix of characters is a value
+_GLUED_LOWER = re.compile(
+    r"(?<![\w.\-/:@$%])(?P<name>[a-z][a-z0-9]*(?:_[a-z0-9]+)+):" + _GLUED_VALUE
 )
 # a key and its value a tab apart, as a table has them (`HF_TOKEN<TAB>V`)
 _TABBED = re.compile(
@@ -547,11 +550,12 @@ _ARROW = re.compile(
     r"""(?<![\w.\-$]):?(?P<q>["']?)(?P<name>[A-Za-z_][\w.\-]*)(?P=q)[ \t]*=>[ \t]*"""
     rf"""(?P<value>{_STRING}|[^\s"'`,;{{}}\[\]()]+(?![^\s"'`,;{{}}\])]))"""
 )
-# a key said in a sentence (`my hub_token is V`, `the API key was V.`): the value one word,
+# a key said in a sentence (`my hub_token is V`, `the API key was V.`, `my token is: V`): the
+# value one word,
 # a sentence's mark after it kept
 _SAID = re.compile(
     r"(?<![\w.\-$])(?P<name>(?:[Aa]pi|API|[Aa]ccess|ACCESS|[Ss]ecret|SECRET|[Pp]rivate|PRIVATE)"
-    r" (?:[Kk]ey|KEY|[Tt]oken|TOKEN)|[A-Za-z_][\w.\-]*)[ \t]+(?:is|was)[ \t]+"
+    r" (?:[Kk]ey|KEY|[Tt]oken|TOKEN)|[A-Za-z_][\w.\-]*)[ \t]+(?:is|was):?[ \t]+"
     rf"(?P<value>{_STRING}|[^\s`]*[^\s.,;:!?)\]}}`])"
 )
 # a variable set by a shell's or a file's own word, its name and its value a space apart:
@@ -1075,6 +1079,15 @@ def _glued_value(value: str) -> bool:
     return _granting(value) and value.strip("\"'").lower() not in _TYPE_NAMES
 
 
+def _mixed(value: str) -> bool:
+    """Whether a value has a credential's mix of characters (`Zr8Xy7Wv6Ut5`).
+
+    That is 12 or more, a digit, a capital and a small letter among them; an image's tag
+    (`v2`, `1.2.3-alpine`) and a type (`str`) have not."""
+    return _MIXED.fullmatch(_SAID_END.sub("", value.strip("\"'"))) is not None
+
+
+_MIXED = re.compile(r"(?=\S*\d)(?=\S*[A-Z])(?=\S*[a-z])[\w\-+/=]{12,}")
 _TYPE_NAMES = frozenset(
     {"str", "string", "int", "float", "bool", "bytes", "any", "path", "secretstr", "object"}
 )
@@ -1136,6 +1149,7 @@ _KEYED_FORMS: tuple[
     (("%",), _ENCODED, _encoded_secret, _granting),  # ?next=%3Ftoken%3DV
     (("%40", "%2540"), _ENCODED_USERINFO, _any_user, _granting),  # ?next=https%3A%2F%2Fme%3AV%40h
     ((":",), _GLUED, _named_in_text, _glued_value),  # HF_TOKEN:V
+    ((":",), _GLUED_LOWER, _named_in_text, _mixed),  # hf_token:V
     (("=>",), _ARROW, _named_in_text, _granting),  # api_key => V
     (("\t",), _TABBED, _password_named, _said_value),  # DB_PASSWORD<TAB>12345678
     (("\t",), _TABBED, _named_in_text, _said_token),  # HF_TOKEN<TAB>V

@@ -1114,3 +1114,29 @@ def test_a_url_inside_another_s_query_is_masked(text, shown):
 @pytest.mark.parametrize("text", URL_KEPT)
 def test_a_url_inside_another_s_query_holding_none_is_kept(text):
     assert mask_text(text) == text
+
+
+# a key said with a colon after its verb, and glued in snake case to a credential's mix
+SAID_GLUED_FORMS = [
+    (f"my token is: {V}", "my token is: ***"),
+    (f"the password was: {V}, sorry", "the password was: ***, sorry"),
+    (f"hf_token:{V}", "hf_token:***"),
+    (f'cfg hf_token:"{V}" lr:3', 'cfg hf_token:"***" lr:3'),
+]
+SAID_GLUED_KEPT = [
+    "the token is: expired, the eos token is: 50256",
+    "docker run auth_service:v2 auth_service:1.2.3-alpine auth_service:build-20240101",
+    "def f(api_key:str, hf_token:Optional[str]): ...",
+    "hub_token:unset",
+]
+
+
+@pytest.mark.parametrize(("text", "shown"), SAID_GLUED_FORMS)
+def test_a_key_said_with_a_colon_or_glued_in_snake_case_is_masked(text, shown):
+    assert mask_text(text) == shown
+    assert mask_text(shown) == shown
+
+
+@pytest.mark.parametrize("text", SAID_GLUED_KEPT)
+def test_text_near_a_colon_said_or_glued_key_is_kept(text):
+    assert mask_text(text) == text
