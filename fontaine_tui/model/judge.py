@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from fontaine_tui.core import runfolder
-from fontaine_tui.core.bank.store import Entry
+from fontaine_tui.core.bank.store import BankedRun
 from fontaine_tui.core.errors import InputError
 from fontaine_tui.core.log.formats.cold import Loaded, load_source
 from fontaine_tui.core.log.formats.locate import files as source_files
@@ -68,7 +68,7 @@ class Judged:
             held += sorted(q for q in p.rglob("*") if q.is_file()) if p.is_dir() else [p]
         return held
 
-    def banked(self) -> list[Entry]:
+    def banked(self) -> list[BankedRun]:
         """The banked runs its comparators were read from (those the bank here holds)."""
         found = {c.entry.ref: c.entry for c in self.preset.comparators.values() if c.entry}
         return [found[ref] for ref in sorted(found)]

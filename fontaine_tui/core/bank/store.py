@@ -67,8 +67,8 @@ def bank_at(root: Path) -> Iterator[None]:
 
 
 @dataclass(frozen=True)
-class Entry:
-    """One banked version: its name, sha256 and the document."""
+class BankedRun:
+    """One banked run: a version of a name, its sha256 and the document."""
 
     name: str
     sha256: str
@@ -275,7 +275,7 @@ def check_name(name: str) -> str:
 
 def put(
     name: str, doc: Mapping[str, object], replace: bool = False, root: Path | None = None
-) -> tuple[Entry, str]:
+) -> tuple[BankedRun, str]:
     """Bank `doc` under `name`.
 
     Returns the entry and what happened: "banked", "unchanged" (the same content is already
@@ -289,7 +289,7 @@ def put(
     with locked(folder / LOCK):  # (read CURRENT, write the version, CURRENT) as one step
         old = current_sha(folder)
         if old == sha:
-            return Entry(name, sha, doc), "unchanged"
+            return BankedRun(name, sha, doc), "unchanged"
         if old is not None and not replace:
             raise InputError(
                 f"bank {name}: already holds another run (sha256 {old[:12]}); "
@@ -301,12 +301,12 @@ def put(
         except FileExistsError:  # this content was banked before: make it current again
             pass
         atomic_write(folder / CURRENT, sha + "\n")
-    return Entry(name, sha, doc), "banked" if old is None else "replaced"
+    return BankedRun(name, sha, doc), "banked" if old is None else "replaced"
 
 
 def put_whole(
     name: str, doc: Mapping[str, object], replace: bool = False, root: Path | None = None
-) -> tuple[Entry, str]:
+) -> tuple[BankedRun, str]:
     """`put`, or nothing at all left behind.
 
     When a write fails (a full disk, a read-only bank), what this put made (its version file, an
@@ -341,7 +341,7 @@ def current_sha(folder: Path) -> str | None:
     return sha
 
 
-def get(ref: str, root: Path | None = None) -> Entry:
+def get(ref: str, root: Path | None = None) -> BankedRun:
     """The banked entry that `ref` names, checked against its hash.
 
     `ref` is `NAME` (the current version) or `NAME@<sha256 prefix>` (a pinned one). The file's
@@ -384,10 +384,10 @@ def get(ref: str, root: Path | None = None) -> Entry:
     reasons = doc.get(MARK, ["-"])
     if not (isinstance(reasons, list) and reasons and all(isinstance(r, str) for r in reasons)):
         raise InputError(f"{path}: {MARK}: expected a list of reasons in words")
-    return Entry(name, sha, doc, current=sha == current)
+    return BankedRun(name, sha, doc, current=sha == current)
 
 
-def version_bytes(entry: Entry, root: Path | None = None) -> bytes:
+def version_bytes(entry: BankedRun, root: Path | None = None) -> bytes:
     """The bytes of the banked file `entry` was read from, checked against its sha256 again."""
     path = (root or bank_dir()) / check_name(entry.name) / f"{entry.sha256}.json"
     try:
@@ -399,19 +399,19 @@ def version_bytes(entry: Entry, root: Path | None = None) -> bytes:
     return raw
 
 
-def entries(root: Path | None = None) -> list[Entry]:
+def entries(root: Path | None = None) -> list[BankedRun]:
     """Every name's current version (unreadable ones skipped: `unusable` says why)."""
-    return [e for e in _every(root) if isinstance(e, Entry)]
+    return [e for e in _every(root) if isinstance(e, BankedRun)]
 
 
 def unusable(root: Path | None = None) -> list[tuple[str, str]]:
     """The names `entries` leaves out, each with why (an edited file, a missing CURRENT)."""
-    return [e for e in _every(root) if not isinstance(e, Entry)]
+    return [e for e in _every(root) if not isinstance(e, BankedRun)]
 
 
-def _every(root: Path | None) -> list[Entry | tuple[str, str]]:
+def _every(root: Path | None) -> list[BankedRun | tuple[str, str]]:
     root = root or bank_dir()
-    out: list[Entry | tuple[str, str]] = []
+    out: list[BankedRun | tuple[str, str]] = []
     if not root.is_dir():
         return out
     for folder in sorted(p for p in root.iterdir() if p.is_dir()):

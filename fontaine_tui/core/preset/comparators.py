@@ -11,7 +11,7 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from fontaine_tui.core.bank import store as bank
-from fontaine_tui.core.bank.store import Entry
+from fontaine_tui.core.bank.store import BankedRun
 from fontaine_tui.core.errors import InputError
 from fontaine_tui.core.log.formats.source import SourceSpec
 from fontaine_tui.core.preset.checks import PresetError, Scalar, check_section, made
@@ -143,7 +143,7 @@ def _banked(
     )
 
 
-def _keyless(entry: Entry, metric: str, source: SourceSpec | None) -> str:
+def _keyless(entry: BankedRun, metric: str, source: SourceSpec | None) -> str:
     """Why a banked run holds no `metric` at all: the keys it has, and how to bank it anew.
 
     A run is banked by the keys of the record it was read from: a Trainer's TensorBoard events
@@ -174,7 +174,7 @@ def _keyless(entry: Entry, metric: str, source: SourceSpec | None) -> str:
 
 
 def banked_curve(
-    entry: Entry, metric: str, read: str, anchor: int
+    entry: BankedRun, metric: str, read: str, anchor: int
 ) -> tuple[tuple[int, float], ...]:
     """The (step, delta or level) of `metric` at each probe the banked run measured.
 

@@ -12,7 +12,7 @@ import json
 from collections.abc import Mapping
 from pathlib import Path
 
-from fontaine_tui.core.bank.store import Entry
+from fontaine_tui.core.bank.store import BankedRun
 from fontaine_tui.core.errors import InputError
 from fontaine_tui.core.preset.checks import PresetError, Scalar
 from fontaine_tui.core.preset.record import Preset
@@ -117,7 +117,7 @@ def against(preset: Preset) -> tuple[str, list[tuple[str, str, str]]]:
     return f"{entry.name}@{entry.sha256[:12]}", differences(preset.recipe, preset.platform, theirs)
 
 
-def frozen_sections(entry: Entry) -> dict[str, dict[str, object]] | None:
+def frozen_sections(entry: BankedRun) -> dict[str, dict[str, object]] | None:
     """The banked run's frozen [recipe] and [platform], defaults filled in; None without them."""
     prereg = entry.doc.get("prereg")
     preset = prereg.get("preset") if isinstance(prereg, Mapping) else None

@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from fontaine_tui.core.bank.store import Entry
+from fontaine_tui.core.bank.store import BankedRun
 from fontaine_tui.core.preset.checks import (
     LABELS,
     NUMBER,
@@ -105,7 +105,7 @@ class Comparator:
     # the banked run as read when the preset was loaded (None: typed in, or not in this bank),
     # and its curve as the preset's rule reads it (banked_curve): the rules and charts read
     # them from here, never from the bank again
-    entry: Entry | None = field(default=None, compare=False, repr=False)
+    entry: BankedRun | None = field(default=None, compare=False, repr=False)
     curve: tuple[tuple[int, float], ...] = field(default=(), compare=False, repr=False)
 
 

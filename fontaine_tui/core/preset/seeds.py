@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from pathlib import Path
 
-from fontaine_tui.core.bank.store import Entry
+from fontaine_tui.core.bank.store import BankedRun
 from fontaine_tui.core.preset.checks import PresetError
 from fontaine_tui.core.preset.delta import MACHINERY
 from fontaine_tui.core.preset.rule import Comparator
@@ -24,7 +24,7 @@ def members(group: str, comparators: Mapping[str, Comparator]) -> list[Comparato
     return [c for c in comparators.values() if group and c.group == group]
 
 
-def run_seed(entry: Entry | None) -> int | None:
+def run_seed(entry: BankedRun | None) -> int | None:
     """The seed the banked run's meta record says it trained with (None: not recorded)."""
     recipe = entry.doc.get("recipe") if entry is not None else None
     seed = recipe.get("seed") if isinstance(recipe, dict) else None
