@@ -16,30 +16,35 @@ What looks like a credential (docs/secrets.md lists it for the user):
 - a secret-named flag's, variable's or key's value: `--api-key V`, `--token=V`, `env K=V`,
   `K=V` inside `bash -c "..."`, a Hydra override `a.b.api_key=V` (`+`, `++` too), `"key": V`,
   `Authorization: Bearer V`, a pair in a flag's list (`--opts user=bob,password=V`) or
-  value (`--env=HF_TOKEN=V`), a program's own code setting it (`os.environ["K"] = "V"`), a
-  key under a path (`a/b/api_key=V`), percent-encoded (`?next=%3Ftoken%3DV`), glued by a
-  colon as an environment is printed (`HF_TOKEN:V`; `hf_token:V` where V has a credential's
-  mix), a tab apart (`HF_TOKEN<TAB>V`), a hash's arrow (`api_key => V`), said in a sentence
-  (`my hub_token is V`, `my token is: V`, unless the word
-  after reads as the sentence going on: letters alone, no digit nor capital past the first, a
-  variable's name, or a number or a size where the key is not a password's); the
-  name says it (`secret_name`: TOKEN, SECRET, PASSWORD, API_KEY, a last word KEY, AUTH,
-  CREDENTIAL, COOKIE, WEBHOOK, DSN, PAT, ...), not TOKENIZERS_PARALLELISM, MAX_TOKENS,
-  PAD_TOKEN_ID, TEXT_KEY or AUTHOR;
+  value (`--env=HF_TOKEN=V`), a program's own code setting it (`os.environ["K"] = "V"`,
+  `os.putenv("K", "V")`), other shells, files and languages setting it (`setenv K V`,
+  `set -x K V`, `$env:K = "V"`, `ENV K V`, `K := V`, `k <- "V"`), a key under a path
+  (`a/b/api_key=V`), percent-encoded (`?next=%3Ftoken%3DV`), glued by a colon as an
+  environment is printed (`HF_TOKEN:V`; `hf_token:V` where V has a credential's mix), a tab
+  apart (`HF_TOKEN<TAB>V`), a hash's arrow (`api_key => V`), said in a sentence (`my
+  hub_token is V`, `my token is: V`, unless the word after reads as the sentence going on:
+  letters alone, no digit nor capital past the first, a variable's name, or a number or a
+  size where the key is not a password's); the name says it (`secret_name`: TOKEN, SECRET,
+  PASSWORD, API_KEY, a last word KEY, AUTH, CREDENTIAL, COOKIE, WEBHOOK, DSN, PAT, ...), not
+  TOKENIZERS_PARALLELISM, MAX_TOKENS, PAD_TOKEN_ID, TEXT_KEY or AUTHOR; in text, not a lone
+  key, pass or auth, nor a setting's name (AUTH_MODE, SECRET_SCAN);
 - a value of a token's shape, under any name or none: `hf_...`, `sk-...`, `ghp_...`,
   `github_pat_...`, `glpat-...`, `xox?-...`, AWS key ids (and the secret access key right
   after one), Google `AIza...` and `ya29.`, npm's `npm_...`, PyPI's `pypi-AgE...`, Docker's
   `dckr_pat_...`, a Telegram bot's `ID:SECRET` (`/botID:SECRET/` in its API's URL), JSON
   web tokens, and a bare 40-hex string (a W&B key) unless it follows a commit, revision or
   hash, or stands in a path;
-- in a URL: user info (`user:***@`, or `***@` for a token alone), a secret-named query or
-  fragment value (`?token=`, `?key=`, `?sig=`, `#access_token=`), and a webhook's token path
-  (Slack, Discord, ntfy, any `hook` URL: `redact_url`).
+- in a URL: user info (`user:***@`, or `***@` for a token alone; percent-encoded in another
+  URL's query too), a secret-named query or fragment value (`?token=`, `?key=`, `?sig=`,
+  `#access_token=`, and in a query inside a value, `?next=/login?token=`), and a webhook's
+  token path (Slack, Discord, ntfy, any `hook` URL: `redact_url`).
 - programs' own forms: `mysql -pV`, `docker login -p V`, `curl -u me:V`, `--password:V`, a
   `.netrc` entry's `password V` and `account V` (on one line or a token a line), Azure's
   `AccountKey=V;` (the pairs around it kept), npm's `/:_authToken=V`, a proxy's
   `user:V@host:port`, a private key's body, an argv printed as a list (`["--token", "V"]`,
-  `['mysql', '-p', 'V']`) or a word a line: a `-p` is read with its program in view;
+  `['mysql', '-p', 'V']`) or a word a line: a `-p` is read with its program in view, as a
+  program's own password flag is (`redis-cli -a V`, `ldapsearch -w V`); openssl's
+  `-passin pass:V`;
   a password said after its word, `password V`, `passwd V`, `passphrase V` (a space or a
   tab apart) or `password:V`, unless the word after reads as the sentence going on (a
   word of letters: `password reset link sent`; a number of 1 to 3 digits).
@@ -62,7 +67,8 @@ How it is shown: the token replaced by `***`, every other character of the line 
 masked line still says what ran. Masking is idempotent: masking a masked text changes
 nothing, and a text holds a credential exactly when masking changes it. What a user types
 for the tool to record as typed (an unblind reason, a review note, an amendment's text, a
-bank note) is not masked but refused when it holds one (`recordable`).
+bank note) is not masked but refused when it holds one (`recordable`), the refusal naming
+where each credential stands, never quoting the text.
 """
 
 from __future__ import annotations
