@@ -22,7 +22,7 @@ RULE_MARK = "◆"
 
 
 @dataclass(frozen=True, slots=True)
-class RuleRead:
+class RuleBounds:
     """A rule that reads a probe field: its name, how it reads, and its raw bounds."""
 
     rule: str  # "primary" or the secondary rule's name
@@ -33,24 +33,26 @@ class RuleRead:
     lower_is_better: bool
 
 
-def rule_reads(preset: Preset) -> dict[str, list[RuleRead]]:
+def rules_by_field(preset: Preset) -> dict[str, list[RuleBounds]]:
     """The probe fields the verdict's rules read, each with the rules that read it."""
     spec = preset.verdict
     rules = [
-        RuleRead("primary", spec.metric, spec.read, spec.healthy, spec.drift, spec.lower_is_better),
+        RuleBounds(
+            "primary", spec.metric, spec.read, spec.healthy, spec.drift, spec.lower_is_better
+        ),
         *(
-            RuleRead(r.name, r.metric, r.read, r.healthy, r.drift, r.lower_is_better)
+            RuleBounds(r.name, r.metric, r.read, r.healthy, r.drift, r.lower_is_better)
             for r in spec.secondary
         ),
     ]
-    out: dict[str, list[RuleRead]] = {}
+    out: dict[str, list[RuleBounds]] = {}
     for r in rules:
         out.setdefault(r.metric, []).append(r)
     return out
 
 
 def _bounds(
-    reads: list[RuleRead], preset: Preset, probes: Mapping[int, Probe]
+    reads: list[RuleBounds], preset: Preset, probes: Mapping[int, Probe]
 ) -> tuple[tuple[HLine, ...], tuple[Mark, ...]]:
     """The rules' bounds as levels, and the anchor and endpoint marks of a delta read."""
     spec = preset.verdict
@@ -79,7 +81,7 @@ def metric_chart(
     series: Series,
     smoothing: float = 0.0,
     log: bool = False,
-    reads: list[RuleRead] | None = None,
+    reads: list[RuleBounds] | None = None,
     preset: Preset | None = None,
     probes: Mapping[int, Probe] | None = None,
     stamp: int = 0,

@@ -17,7 +17,7 @@ from textual.widgets import Input
 from fontaine_tui.core.charts.chart import ChartSpec
 from fontaine_tui.core.charts.loss import EMA_DEFAULT, stepped
 from fontaine_tui.core.run.evidence import seen_probes
-from fontaine_tui.model.metricchart import RULE_MARK, metric_chart, rule_reads
+from fontaine_tui.model.metricchart import RULE_MARK, metric_chart, rules_by_field
 from fontaine_tui.model.metrics import PROBE, MetricIndex, matching
 from fontaine_tui.model.view import RunView
 from fontaine_tui.screens.base import ViewScreen
@@ -135,7 +135,7 @@ class MetricsScreen(ViewScreen):
         index = self._index
         assert index is not None
         series = index.series(name)
-        reads = rule_reads(view.preset).get(series.key) if series.kind == PROBE else None
+        reads = rules_by_field(view.preset).get(series.key) if series.kind == PROBE else None
         store = view.store
         spec = metric_chart(
             series,
@@ -188,7 +188,7 @@ class MetricsScreen(ViewScreen):
         lost = self._index.not_kept if self._index is not None else ""
         if lost:
             parts.append((f"  {lost}", "$warning"))
-        reads = rule_reads(view.preset)
+        reads = rules_by_field(view.preset)
         if not view.blinded and reads:
             parts.append((f"  {RULE_MARK} rule reads: {', '.join(reads)}", "$text-muted"))
         elif view.blinded:
