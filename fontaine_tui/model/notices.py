@@ -150,7 +150,7 @@ class RunNotices:
         self._send(
             "info",
             f"{self.run}: probe at step {step}",
-            f"verdict: {blind.headline(verdict) if hidden else headline(verdict)}",
+            f"verdict: {blind.blinded_headline(verdict) if hidden else headline(verdict)}",
             step,
             verdict=blind.BLINDED if hidden else verdict.label,
         )

@@ -264,7 +264,7 @@ class PlainReport:
 
     def headline(self, v: Verdict) -> str:
         """The verdict's one line, or the blinded one while the session hides the read."""
-        return blind.headline(v) if self.session.hides(v) else headline(v)
+        return blind.blinded_headline(v) if self.session.hides(v) else headline(v)
 
     def _final(self) -> str:
         """The final read in words, or "" before there is one.

@@ -74,7 +74,7 @@ def who() -> str:
     return name or "unknown"
 
 
-def headline(v: Verdict) -> str:
+def blinded_headline(v: Verdict) -> str:
     """The one line that stands for a hidden read (plain lines, notifications)."""
     at = f"step {v.read_step}" if v.read_step is not None else "no probe yet"
     if v.withheld:  # not PROVISIONAL only, or the endpoint `v` names is not known

@@ -162,7 +162,7 @@ def render_blinded(v: Verdict, log_label: str = "", target: str = "") -> str:
         f"(step {v.endpoint_step})"
     )
     lines.append("")
-    lines.append(f"VERDICT: {blind.headline(v)}")
+    lines.append(f"VERDICT: {blind.blinded_headline(v)}")
     if v.review is not None:
         lines += blind.review_lines(v.review)
     for a in v.amendments:  # a scale's reason quotes the run's levels: its status only

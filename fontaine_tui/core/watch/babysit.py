@@ -138,7 +138,7 @@ def poll_record(
         "verdict": blind.BLINDED if hidden else verdict.label,
         "provisional": verdict.provisional,
         "read_step": verdict.read_step,
-        "headline": blind.headline(verdict) if hidden else headline(verdict),
+        "headline": blind.blinded_headline(verdict) if hidden else headline(verdict),
         "warnings": [{"rule": w.rule, "severity": w.severity, "message": w.message} for w in shown],
     }
 
