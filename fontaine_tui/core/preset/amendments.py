@@ -15,9 +15,10 @@ from fontaine_tui.core.preset.rule import Comparator, VerdictSpec
 from fontaine_tui.core.preset.sections import AMENDMENT, AMENDMENT_KINDS
 
 
-def read_amendments(
+def parse_amendments(
     path: Path, items: object, comparators: Mapping[str, Comparator], spec: VerdictSpec, every: int
 ) -> tuple[Amendment, ...]:
+    """The preset's [[amendments]] tables as Amendments, each checked (PresetError if not)."""
     if not isinstance(items, list):
         raise PresetError(path, "amendments", "expected an array of [[amendments]] tables")
     out: list[Amendment] = []

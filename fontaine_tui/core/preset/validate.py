@@ -19,7 +19,7 @@ from types import MappingProxyType
 from typing import cast
 
 from fontaine_tui.core.log.formats.source import SourceSpec, read_spec
-from fontaine_tui.core.preset.amendments import read_amendments
+from fontaine_tui.core.preset.amendments import parse_amendments
 from fontaine_tui.core.preset.checks import (
     LABELS,
     PresetError,
@@ -326,7 +326,7 @@ def _rule(r: _Reading) -> None:
 
 def _amendments(r: _Reading) -> None:
     table = r.doc.get("amendments", [])
-    r.amendments = read_amendments(r.path, table, r.comparators, r.verdict, r.rec["eval_every"])
+    r.amendments = parse_amendments(r.path, table, r.comparators, r.verdict, r.rec["eval_every"])
 
 
 def _labels(r: _Reading) -> None:
