@@ -26,7 +26,7 @@ from fontaine_tui.core.verdict.prereg import provenance_changes
 from fontaine_tui.core.verdict.readpoint import datasets_read, off_cadence, probes_at, read_point
 from fontaine_tui.core.verdict.record import RuleRead, Scale, SecondaryRead, Verdict, json_num
 from fontaine_tui.core.verdict.seednoise import seed_noise
-from fontaine_tui.core.verdict.stopped import settle, stopped_early
+from fontaine_tui.core.verdict.stopped import stopped_early, stopped_verdict
 
 if TYPE_CHECKING:
     from typing import Unpack  # 3.11+; annotations only, so 3.10 runs without it
@@ -201,7 +201,7 @@ def compute_verdict(
     if end is None:
         return v
     early = _compute(store, preset, None, amendments, provenance, end, clock)
-    return settle(v, early, end, store, preset)
+    return stopped_verdict(v, early, end, store, preset)
 
 
 def log_clock(store: RunStore, preset: Preset) -> LogClock:

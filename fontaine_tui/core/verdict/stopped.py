@@ -68,11 +68,11 @@ def _doubt(
 def lock_doubt(store: RunStore, preset: Preset, v: Verdict) -> str:
     """Why the decision lock of the read `v` cannot stand for the endpoint's read ("" when it can).
 
-    The one check of a lock: the verdict of a run stopped on it (settle) and the stop_on_lock
-    gate that stops the run (core/watch/gatestop.py) both ask it, so the gate never stops a
-    run on a lock that the verdict then rejects. The lock must hold at `v`'s read, the run's
-    own probes must not contradict its premise (_doubt), and it must have locked on the label
-    that `v` reads."""
+    The one check of a lock: the verdict of a run stopped on it (stopped_verdict) and the
+    stop_on_lock gate that stops the run (core/watch/gatestop.py) both ask it, so the gate
+    never stops a run on a lock that the verdict then rejects. The lock must hold at `v`'s
+    read, the run's own probes must not contradict its premise (_doubt), and it must have
+    locked on the label that `v` reads."""
     lock = v.decision
     if lock is None or lock.step is None:
         return lock.describe() if lock is not None else "no read to lock on"
@@ -87,7 +87,7 @@ def lock_doubt(store: RunStore, preset: Preset, v: Verdict) -> str:
     return ""
 
 
-def settle(
+def stopped_verdict(
     undecided: Verdict, early: Verdict, end: int, store: RunStore, preset: Preset
 ) -> Verdict:
     """The verdict of a run that ended at step `end`, before its endpoint.
