@@ -23,7 +23,7 @@ meet.
   newline.
 
 A step's values may come in more than one write, so the last step read is held until the
-source shows it complete (held.py); a source read whole is polled by wholeread.py. A finished
+source shows it complete (laststep.py); a source read whole is polled by wholeread.py. A finished
 foreign run replayed is replay.py's ForeignReplay.
 """
 
@@ -38,7 +38,7 @@ from typing import Protocol
 from fontaine_tui.core.errors import InputError
 from fontaine_tui.core.follow.base import Batch, Chunk
 from fontaine_tui.core.follow.eventrun import EventRun, events_of
-from fontaine_tui.core.follow.held import quiet, settle
+from fontaine_tui.core.follow.laststep import quiet, settle
 from fontaine_tui.core.follow.local import LocalRun
 from fontaine_tui.core.follow.wholeread import poll_whole, stamps
 from fontaine_tui.core.log.formats.base import Decoder, decoder_notices, odd_values

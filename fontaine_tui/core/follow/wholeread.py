@@ -1,7 +1,7 @@
 """A foreign source read whole again and again: trainer_state.json, an MLflow or trackio store.
 
 `poll_whole` reads it each `every` seconds, and as soon as its stamp (each file's size and
-times: `stamps`) changes, checked each CHECK_S; held.py's `Quiet` says when its held step
+times: `stamps`) changes, checked each CHECK_S; laststep.py's `Quiet` says when its held step
 goes out.
 """
 
@@ -15,7 +15,7 @@ from pathlib import Path
 
 from fontaine_tui.core.errors import InputError
 from fontaine_tui.core.follow.base import Batch
-from fontaine_tui.core.follow.held import Quiet
+from fontaine_tui.core.follow.laststep import Quiet
 from fontaine_tui.core.log.formats.base import Decoder, decoder_notices, odd_values
 from fontaine_tui.core.log.formats.rows import FormatError
 from fontaine_tui.core.log.oddvalues import NONE as NO_ODD

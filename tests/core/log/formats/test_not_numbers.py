@@ -11,7 +11,7 @@ import json
 import pytest
 
 from fontaine_tui.cli import main
-from fontaine_tui.core.follow.held import quiet
+from fontaine_tui.core.follow.laststep import quiet
 from fontaine_tui.core.log.formats.rows import JsonlDecoder
 from fontaine_tui.core.log.store import RunStore
 from tests.core.log.formats.conftest import EVAL, foreign_preset, loss
