@@ -39,7 +39,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from fontaine_tui.core.follow.foreign import MLFLOW_POLL_S  # noqa: E402
-from fontaine_tui.core.follow.wholeread import CHECK_S  # noqa: E402
+from fontaine_tui.core.follow.polled import CHECK_S  # noqa: E402
 from tests.core.follow.foreign_writers import (  # noqa: E402
     WRITERS,
     Followed,

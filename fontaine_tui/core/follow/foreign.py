@@ -23,7 +23,7 @@ meet.
   newline.
 
 A step's values may come in more than one write, so the last step read is held until the
-source shows it complete (laststep.py); a source read whole is polled by wholeread.py. A finished
+source shows it complete (laststep.py); polled.py polls a source read whole. A finished
 foreign run replayed is replay.py's ForeignReplay.
 """
 
@@ -40,7 +40,7 @@ from fontaine_tui.core.follow.base import Batch, Chunk
 from fontaine_tui.core.follow.eventrun import EventRun, events_of
 from fontaine_tui.core.follow.laststep import quiet, settle
 from fontaine_tui.core.follow.local import LocalRun
-from fontaine_tui.core.follow.wholeread import poll_whole, stamps
+from fontaine_tui.core.follow.polled import poll_whole, stamps
 from fontaine_tui.core.log.formats.base import Decoder, decoder_notices, odd_values
 from fontaine_tui.core.log.formats.eventdirs import EVENTS, SeveralRuns, run_root
 from fontaine_tui.core.log.formats.locate import files
@@ -456,5 +456,5 @@ class ForeignRun:
         every: float,
         stamp: Callable[[], Awaitable[object]] | None = None,
     ) -> AsyncIterator[Batch]:
-        """wholeread.poll_whole for this run's source, until it is closed."""
+        """polled.poll_whole for this run's source, until it is closed."""
         return poll_whole(dec, read, every, stamp, self._closed, self.spec.kind, self._refuses)
