@@ -69,7 +69,7 @@ SETTLE_S = MLFLOW_POLL_S  # the longest a followed step is held before it goes o
 SEVERAL = re.compile(r"\b(?:[2-9]|[1-9][0-9]+) (?:W&B )?runs\b")  # "2 runs and none chosen"
 
 
-def refusal(exc: BaseException) -> bool:
+def permanent_error(exc: BaseException) -> bool:
     """Whether a source's error is for good, not a run yet to start.
 
     Such an error is several runs in its folder or store and none chosen (waiting would never
@@ -192,7 +192,7 @@ class ForeignRun:
                 first = files(self.folder, self.spec)[0]
                 break
             except InputError as exc:
-                if refusal(exc):
+                if permanent_error(exc):
                     self.refused = str(exc)
                     yield Batch([], 1, note=str(exc))
                     return
@@ -248,14 +248,14 @@ class ForeignRun:
                     found, folders = run_root(base)
                     one = ""
             except (InputError, OSError) as exc:
-                if refusal(exc):
+                if permanent_error(exc):
                     self.refused = str(exc)
                 return None, str(exc)
             if not pumps and not one and not run:  # files there: the cold read's rule
                 try:
                     at_once(base)
                 except InputError as exc:
-                    if refusal(exc):
+                    if permanent_error(exc):
                         self.refused = str(exc)
                         return None, str(exc)
             for folder in folders:
@@ -443,8 +443,8 @@ class ForeignRun:
             yield batch
 
     def _refuses(self, exc: BaseException) -> bool:
-        """Whether `exc` ends the follow for good (refusal); its words kept as `refused`."""
-        if refusal(exc):
+        """Whether `exc` ends the follow for good (permanent_error); its words kept as `refused`."""
+        if permanent_error(exc):
             self.refused = str(exc)
             return True
         return False
