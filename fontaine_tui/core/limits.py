@@ -24,8 +24,9 @@ every bound is a row of `LIMITS`, which the docs' limits table repeats and the s
   budget.
 
 Only this module imports `gzip`, `sqlite3` and `regex` (an import-linter contract in
-pyproject.toml holds it): a new reader cannot open one of them without its bound. That is
-why it is one module over some 700 lines: the bounds are one concept, every open of a
+pyproject.toml holds it): a new reader cannot open one of them without its bound.
+
+Its size: one module over some 700 lines, as the bounds are one concept: every open of a
 bounded format, the SQLite checks sent to another host included.
 """
 

@@ -11,7 +11,7 @@ bounds, GPU-hours, warnings.
 A host that does not answer within the deadline is not waited for: its rows are the last
 good reading (kept in `fleet.json` beside the registry) with its age, or "no reading".
 
-It is one concept over some 700 lines, the look at a host: the script, the parsing of its
+Its size: one concept over some 700 lines, the look at a host. The script, the parsing of its
 reply and each row read from it change together (a part the script sends is a part a row
 reads), so they are kept in one module.
 """

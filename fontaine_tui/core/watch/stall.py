@@ -37,8 +37,8 @@ or what cannot be known from here, and points at the trainer's own output.
 Severity: "alert" when the engine is gone or a zombie, or RAM runs out within RAM_OUT_MIN
 (whatever the headline); "warn" otherwise.
 
-It is one concept over some 650 lines, a stall's diagnosis: the scene read from one look,
-the ordered tables of cases (`_ENGINE`, `_FOREIGN`) over it and each case's words change
+Its size: one concept over some 650 lines, a stall's diagnosis. The scene read from one
+look, the ordered tables of cases (`_ENGINE`, `_FOREIGN`) over it and each case's words change
 together (a case's test reads what the scene holds, in the precedence this docstring lists),
 so they are kept in one module.
 """
