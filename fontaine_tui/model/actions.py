@@ -24,7 +24,7 @@ from fontaine_tui.model.view import Outcome, RunView
 NO_FOLDER = Outcome("review needs a run folder (none for this source)", "error")
 
 
-def read_words(view: RunView, v: Verdict) -> str:
+def reviewed_read(view: RunView, v: Verdict) -> str:
     """The read a review line is about, as the line records it: "HEALTHY at step 500"."""
     label = "BLINDED" if view.blinded else v.label
     return f"{label} at step {v.read_step}{' (provisional)' if v.provisional else ''}"
@@ -86,7 +86,7 @@ class ReviewActions:
             return Outcome(f"not recorded: {exc}", "error")
         broken = (self.check_review() or ReviewState(0, "")).broken
         return Outcome(
-            f"appended line {entry.line} to {path}: {action} {read_words(view, v)}; "
+            f"appended line {entry.line} to {path}: {action} {reviewed_read(view, v)}; "
             f"{entry.line} line(s), {f'CHAIN BROKEN: {broken}' if broken else 'chain intact'}",
             "error" if broken else "information",
         )
@@ -100,7 +100,7 @@ class ReviewActions:
     def review_question(self, view: RunView, step: int | None, action: str) -> str:
         """What `action` would append, and where: asked before a line is written for good."""
         where = REVIEW if self.folder is None else str(self.folder / REVIEW)
-        return f"Append '{action}' for {read_words(view, view.verdict_at(step))} to {where}?"
+        return f"Append '{action}' for {reviewed_read(view, view.verdict_at(step))} to {where}?"
 
     def export(self, view: RunView, step: int | None, scaled: bool) -> Outcome:
         """verdict.json and the overlay chart for the read at `step` (blocking: a thread).
