@@ -75,7 +75,7 @@ class KeyStats:
 
 
 @dataclass(frozen=True, slots=True)
-class Cadence:
+class ProbeCadence:
     """The steps of the eval keys and their usual spacing."""
 
     steps: tuple[int, ...]
@@ -117,7 +117,7 @@ class Inspection:
     step_key: str
     loss_key: str  # "" when none of the usual names is there
     keys: tuple[KeyStats, ...]
-    cadence: Cadence
+    cadence: ProbeCadence
     last_step: int
     ended: Event | None
     notices: tuple[str, ...]
@@ -345,16 +345,16 @@ def _inspection(
     )
 
 
-def cadence(steps: tuple[int, ...]) -> Cadence:
+def cadence(steps: tuple[int, ...]) -> ProbeCadence:
     """The usual spacing of probe steps and the steps off the grid it makes from the first.
 
     The usual spacing is the commonest gap, the smaller on a tie."""
     if len(steps) < 2:
-        return Cadence(steps, 0, ())
+        return ProbeCadence(steps, 0, ())
     gaps = Counter(b - a for a, b in zip(steps, steps[1:], strict=False))
     every = min(gaps, key=lambda g: (-gaps[g], g))
     off = tuple(s for s in steps if (s - steps[0]) % every)
-    return Cadence(steps, every, off)
+    return ProbeCadence(steps, every, off)
 
 
 def _notices(store: RunStore, blinded: bool) -> list[str]:
