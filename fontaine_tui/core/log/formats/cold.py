@@ -32,7 +32,7 @@ from fontaine_tui.core.log.formats.registry import EVENTS_DIRS, find
 from fontaine_tui.core.log.formats.rows import FormatError
 from fontaine_tui.core.log.formats.source import SourceSpec, decoder
 from fontaine_tui.core.log.formats.tensorboard import Columns, TensorBoardDecoder
-from fontaine_tui.core.log.formats.tfrecord import PURGE, Framer, FramingError, Scalar
+from fontaine_tui.core.log.formats.tfrecord import PURGE, Framer, FramingError, ScalarEvent
 from fontaine_tui.core.log.formats.wandb import WandbDecoder
 from fontaine_tui.core.log.formats.where import LIST_TRIES, READ
 from fontaine_tui.core.log.records import TRAIN_FIELDS, Record
@@ -275,11 +275,11 @@ def merged_records(listed: list[EventFile], fields: FieldMap) -> Loaded:
     by_folder: dict[Path, list[EventFile]] = {}
     for ef in listed:
         by_folder.setdefault(ef.path.parent, []).append(ef)
-    values: list[Scalar] = []
+    values: list[ScalarEvent] = []
     notices: list[str] = []
     bad = 0
     for found in by_folder.values():
-        kept: list[Scalar] = []
+        kept: list[ScalarEvent] = []
         top = -1
         for ef in found:
             framer = Framer()

@@ -26,7 +26,7 @@ from fontaine_tui.core.log.formats.tfrecord import (
     Framer,
     FramingError,
     FramingLost,
-    Scalar,
+    ScalarEvent,
     crc32c,
     event_scalars,
 )
@@ -59,7 +59,7 @@ class TensorBoardDecoder:
         self.framer = Framer(self.framer.check_crc)  # a torn tail is not the next's head
         self._file, self.prefix = name, prefix
 
-    def _restart(self, s: Scalar, out: list[Record]) -> None:
+    def _restart(self, s: ScalarEvent, out: list[Record]) -> None:
         """Take a new event file whose first value is below a step the run's earlier files reached.
 
         This is a restart into the folder. TensorBoard's data server
@@ -89,7 +89,7 @@ class TensorBoardDecoder:
             raise
         return self._records(scalars)
 
-    def _records(self, scalars: list[Scalar]) -> list[Record]:
+    def _records(self, scalars: list[ScalarEvent]) -> list[Record]:
         out: list[Record] = []
         g = self.grouper
         prefix = self.prefix
@@ -227,7 +227,7 @@ class Columns:
         return i
 
     def _generic(self, payload: bytes) -> None:
-        out: list[Scalar] = []
+        out: list[ScalarEvent] = []
         try:
             event_scalars(payload, out)
         except (IndexError, ValueError, struct.error, UnicodeDecodeError):

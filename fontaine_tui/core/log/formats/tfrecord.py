@@ -36,7 +36,9 @@ class FramingError(ValueError):
 
 
 @dataclass(frozen=True, slots=True)
-class Scalar:
+class ScalarEvent:
+    """One scalar summary value of an event file: its tag, step, wall time and value."""
+
     tag: str
     step: int
     wall_time: float
@@ -141,7 +143,7 @@ def _tensor_value(buf: bytes) -> tuple[float, int] | None:
     return (float(values[0]), bits) if len(values) == 1 else None
 
 
-def _summary_values(buf: bytes, step: int, wall: float, out: list[Scalar]) -> None:
+def _summary_values(buf: bytes, step: int, wall: float, out: list[ScalarEvent]) -> None:
     i, n = 0, len(buf)
     while i < n:
         key, i = _varint(buf, i)
@@ -167,10 +169,10 @@ def _summary_values(buf: bytes, step: int, wall: float, out: list[Scalar]) -> No
             else:
                 i = _skip(buf, i, k & 7)
         if tag and value is not None:
-            out.append(Scalar(tag, step, wall, value[0], value[1]))
+            out.append(ScalarEvent(tag, step, wall, value[0], value[1]))
 
 
-PURGE = ""  # the tag of the Scalar that stands for a restart (SessionLog START): no real tag
+PURGE = ""  # the tag of the ScalarEvent that stands for a restart (SessionLog START): no real tag
 
 
 def _session_start(buf: bytes) -> bool:
@@ -185,11 +187,11 @@ def _session_start(buf: bytes) -> bool:
     return False
 
 
-def event_scalars(payload: bytes, out: list[Scalar]) -> None:
+def event_scalars(payload: bytes, out: list[ScalarEvent]) -> None:
     """Append the scalars of one serialized Event to `out`.
 
     There are none for file_version, graphs, ... A SessionLog START (what a writer restarted
-    with `purge_step` writes) is a Scalar tagged PURGE at its step: TensorBoard drops every
+    with `purge_step` writes) is a ScalarEvent tagged PURGE at its step: TensorBoard drops every
     event from that step on logged before it. A step outside int64, or a varint past ten bytes,
     is a ValueError (a bad record)."""
     i, n = 0, len(payload)
@@ -218,7 +220,7 @@ def event_scalars(payload: bytes, out: list[Scalar]) -> None:
     if step < 0:
         raise ValueError(f"step {step} (negative or past 2^63)")
     if start:
-        out.append(Scalar(PURGE, step, wall, float("nan")))
+        out.append(ScalarEvent(PURGE, step, wall, float("nan")))
     for summary in summaries:  # the last step field written is the step (protobuf's rule)
         _summary_values(summary, step, wall, out)
 
@@ -242,13 +244,13 @@ class Framer:
         """Bytes of a torn record waiting for the rest of it."""
         return len(self._buf)
 
-    def _lost(self, message: str, out: list[Scalar]) -> FramingError:
+    def _lost(self, message: str, out: list[ScalarEvent]) -> FramingError:
         self._buf = b""
         return FramingLost(message, out)
 
-    def feed(self, data: bytes) -> list[Scalar]:
+    def feed(self, data: bytes) -> list[ScalarEvent]:
         buf = self._buf + data if self._buf else data
-        out: list[Scalar] = []
+        out: list[ScalarEvent] = []
         i, n = 0, len(buf)
         check = self.check_crc
         while n - i >= 12:
@@ -282,7 +284,7 @@ class FramingLost(FramingError):
     Those records are in `scalars` (and, from a decoder, in `records`), so nothing read before
     is dropped."""
 
-    def __init__(self, message: str, scalars: list[Scalar]) -> None:
+    def __init__(self, message: str, scalars: list[ScalarEvent]) -> None:
         super().__init__(message)
         self.scalars = scalars
         self.records: list[Record] = []
