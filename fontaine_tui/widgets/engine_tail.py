@@ -11,7 +11,8 @@ from collections.abc import Callable, Sequence
 
 from textual.widgets import Log
 
-Shown = Callable[[Sequence[str]], tuple[list[str], int]]
+# the lines to show of those given, and how many it hid
+LineFilter = Callable[[Sequence[str]], tuple[list[str], int]]
 
 
 class EngineTail(Log):
@@ -33,7 +34,7 @@ class EngineTail(Log):
         self,
         lines: Sequence[str],
         total: int,
-        shown: Shown | None = None,
+        shown: LineFilter | None = None,
         key: object = None,
     ) -> None:
         """Write what arrived since the last call; `total` counts every line ever added.

@@ -16,15 +16,15 @@ from textual.screen import Screen
 from textual.widget import Widget
 from textual.widgets import Footer
 
-Shown = tuple[object, ...]
+FooterKeys = tuple[object, ...]  # what the footer shows: its form and each key, as compared
 
 
 class KeysFooter(Footer):
     """Footer that rebuilds only when the keys, their words, or their state change."""
 
-    _shown: Shown | None = None
+    _shown: FooterKeys | None = None
 
-    def _keys_now(self) -> Shown:
+    def _keys_now(self) -> FooterKeys:
         keys = tuple(
             (b.key, b.key_display, b.description, b.action, b.show, b.group, enabled, tooltip)
             for _node, b, enabled, tooltip in self.screen.active_bindings.values()
