@@ -139,7 +139,7 @@ def _banked(
         str(fields["group"]),
         entry.where(),
         entry,
-        banked_curve(entry, metric, read, anchor),
+        metric_curve(entry, metric, read, anchor),
     )
 
 
@@ -173,7 +173,7 @@ def _keyless(entry: BankedRun, metric: str, source: SourceSpec | None) -> str:
     )
 
 
-def banked_curve(
+def metric_curve(
     entry: BankedRun, metric: str, read: str, anchor: int
 ) -> tuple[tuple[int, float], ...]:
     """The (step, delta or level) of `metric` at each probe the banked run measured.

@@ -103,7 +103,7 @@ class Comparator:
     group: str = ""  # comparators of one group are drawn with their min-max envelope
     where: str = "typed into the preset"  # where its numbers come from, in words
     # the banked run as read when the preset was loaded (None: typed in, or not in this bank),
-    # and its curve as the preset's rule reads it (banked_curve): the rules and charts read
+    # and its curve as the preset's rule reads it (metric_curve): the rules and charts read
     # them from here, never from the bank again
     entry: BankedRun | None = field(default=None, compare=False, repr=False)
     curve: tuple[tuple[int, float], ...] = field(default=(), compare=False, repr=False)

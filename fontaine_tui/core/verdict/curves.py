@@ -12,7 +12,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 
-from fontaine_tui.core.preset.comparators import banked_curve as curve_of
+from fontaine_tui.core.preset.comparators import metric_curve
 from fontaine_tui.core.preset.record import Preset
 from fontaine_tui.core.preset.rule import Comparator
 
@@ -35,7 +35,7 @@ def banked_curve(
         return comp.curve  # read with the preset
     if comp.entry is None:
         return ()
-    return curve_of(comp.entry, metric, spec.read, spec.anchor_step)
+    return metric_curve(comp.entry, metric, spec.read, spec.anchor_step)
 
 
 def banked_value(comp: Comparator, step: int, metric: str) -> float:
