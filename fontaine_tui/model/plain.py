@@ -55,7 +55,7 @@ from fontaine_tui.core.verdict.text import headline, render, render_blinded
 from fontaine_tui.core.watch.traineralerts import alert_words, rule_of
 from fontaine_tui.model.attemptend import end_attempt, final_store
 from fontaine_tui.model.babysitter import Babysitter
-from fontaine_tui.model.plainwarn import PlainWarnings
+from fontaine_tui.model.plain_warnings import PlainWarnings
 from fontaine_tui.model.readout import recipe_steps
 from fontaine_tui.model.recordline import describe_record
 from fontaine_tui.model.recover import Restarter, recover
@@ -467,7 +467,7 @@ def babysit(
     Ctrl-C, SIGTERM and SIGHUP (a closed terminal, a job scheduler's kill) are one thing.
     With `stop_on_exit` the engine is stopped and its exit recorded. Without it, the console
     detaches and says how to come back. `said`: the launch checks' lines already said (what
-    they say of the GPUs is not said again in full: model/plainwarn.py). `taken` is called
+    they say of the GPUs is not said again in full: model/plain_warnings.py). `taken` is called
     as the follow begins, from when a Ctrl-C is this watch's.
     """
     watch = PlainWatch(preset, folder, engine, prereg, poll_s=poll_s, blind=blind)
