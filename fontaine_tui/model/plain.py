@@ -53,7 +53,7 @@ from fontaine_tui.core.verdict.prereg import Prereg, utc_iso
 from fontaine_tui.core.verdict.record import Verdict
 from fontaine_tui.core.verdict.text import headline, render, render_blinded
 from fontaine_tui.core.watch.traineralerts import alert_words, rule_of
-from fontaine_tui.model.attemptend import end_attempt, final_store
+from fontaine_tui.model.attempt_end import end_attempt, final_store
 from fontaine_tui.model.babysitter import Babysitter
 from fontaine_tui.model.plain_warnings import PlainWarnings
 from fontaine_tui.model.readout import recipe_steps

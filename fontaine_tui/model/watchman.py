@@ -38,7 +38,7 @@ from fontaine_tui.core.text import literal
 from fontaine_tui.core.verdict import blind
 from fontaine_tui.core.verdict.prereg import parse_prereg, parse_utc, utc_iso
 from fontaine_tui.core.verdict.text import render
-from fontaine_tui.model.attemptend import end_attempt
+from fontaine_tui.model.attempt_end import end_attempt
 from fontaine_tui.model.babysitter import Babysitter
 from fontaine_tui.model.launched import LaunchedRun
 from fontaine_tui.model.recover import Bystander, recover

@@ -33,7 +33,7 @@ from fontaine_tui.core.run.exits import ExitInfo, exit_info
 from fontaine_tui.core.run.launcher import EngineProcess
 from fontaine_tui.core.run.logtail import HOST_OOM, read_tail
 from fontaine_tui.core.runfolder import RunFolder
-from fontaine_tui.model.attemptend import end_attempt
+from fontaine_tui.model.attempt_end import end_attempt
 from fontaine_tui.model.babysitter import Babysitter
 from fontaine_tui.model.notices import RunNotices
 from fontaine_tui.model.session import Session
