@@ -491,7 +491,7 @@ class FontaineApp(App[int]):
         from fontaine_tui.model.launched import LaunchedRun
 
         # a run launched there from here: its engine, so quitting can stop it (over SSH)
-        launched = LaunchedRun.found_there(
+        launched = LaunchedRun.from_other_host(
             parsed.registry_host,
             parsed.path,
             self.ssh_options,

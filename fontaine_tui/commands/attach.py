@@ -158,7 +158,7 @@ def launched_there(target: str, ssh_options: tuple[str, ...]):
         return None
     if not isinstance(parsed, SshTarget):
         return None
-    return LaunchedRun.found_there(parsed.registry_host, parsed.path, ssh_options)
+    return LaunchedRun.from_other_host(parsed.registry_host, parsed.path, ssh_options)
 
 
 def latest_target(registry: Registry) -> tuple[str, Entry]:

@@ -7,8 +7,9 @@ This is the one home for what `launch`, the launch console, `launch --plain`, `s
 It runs the guards, freezes prereg.json, starts the run (a [command] started here under its
 exit note, the telemetry recorder beside it), records the attempt in attempts.jsonl and
 writes the registry entry with the target's kind. `from_registry` finds a registered run's
-process again (`stop`, `babysit`) by that kind, and `found_there` a run launched on another host
-(`attach HOST:PATH`, the runs list). What `doctor` checks before a start is model/preflight.py's.
+process again (`stop`, `babysit`) by that kind, and `from_other_host` a run launched on
+another host (`attach HOST:PATH`, the runs list). What `doctor` checks before a start is
+model/preflight.py's.
 `finish` is the run's end once its process exited. It writes the registry, the attempt's end
 and its incident post, verdict.json and the final read. The console calls it (through
 `LaunchEnd`) the moment it sees the exit, and `after_console` prints what it said once the
@@ -354,7 +355,7 @@ class LaunchedRun:
         )
 
     @classmethod
-    def found_there(
+    def from_other_host(
         cls,
         host: str,
         run_dir: str,
