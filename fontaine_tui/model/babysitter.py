@@ -40,9 +40,9 @@ from fontaine_tui.core.watch.babysit import (
     WatchLock,
     append_poll,
     poll_record,
-    read_told,
+    posted_record,
+    read_posted,
     resumed_clock,
-    told_record,
 )
 from fontaine_tui.core.watch.gatestop import gate_stop
 from fontaine_tui.core.watch.traineralerts import is_alert_rule
@@ -93,7 +93,9 @@ class Babysitter:
         self._clock: PollClock | None = None
         self._sent_probes: set[int] = set(session.store.probe_steps())  # read before: not news
         # what an earlier watcher of this run posted (babysit.jsonl): not posted again
-        self._told = read_told(poll_log) if poll_log is not None and notices is not None else set()
+        self._posted = (
+            read_posted(poll_log) if poll_log is not None and notices is not None else set()
+        )
         # a watcher that comes to a run already under way (attach, babysit): its first check
         # of the log posts the newest probe read not yet sent to anyone, not the whole history
         self._catching_up = session.kind == "attach"
@@ -171,9 +173,9 @@ class Babysitter:
             return
         self._sent_probes.add(step)
         logged = self.session.store.probe_time(step)
-        if self.notices is not None and not self._was_told("probe", step, logged):
+        if self.notices is not None and not self._was_posted("probe", step, logged):
             self.notices.probe(step, verdict, self.hides(verdict))
-            self._tell("probe", step, logged)
+            self._record_post("probe", step, logged)
 
     def hides(self, v: Verdict) -> bool:
         """Whether the posts hide the read `v` (blinded and not final).
@@ -183,20 +185,20 @@ class Babysitter:
         return self.session.blind_hides(v)
 
     @staticmethod
-    def _told_key(what: str, step: int, logged: float) -> tuple[str, int, float | None]:
-        return what, step, logged if math.isfinite(logged) else None  # as read_told reads it
+    def _posted_key(what: str, step: int, logged: float) -> tuple[str, int, float | None]:
+        return what, step, logged if math.isfinite(logged) else None  # as read_posted reads it
 
-    def _was_told(self, what: str, step: int, logged: float) -> bool:
-        return self._told_key(what, step, logged) in self._told
+    def _was_posted(self, what: str, step: int, logged: float) -> bool:
+        return self._posted_key(what, step, logged) in self._posted
 
-    def _tell(self, what: str, step: int, logged: float, said: str = "") -> None:
+    def _record_post(self, what: str, step: int, logged: float, said: str = "") -> None:
         """The post is queued: babysit.jsonl says so, for the next watcher of this run."""
-        self._told.add(self._told_key(what, step, logged))
+        self._posted.add(self._posted_key(what, step, logged))
         if self.poll_log is None:
             return
         try:
             append_poll(
-                self.poll_log, told_record(what, step, logged, self.clock(), self.watcher, said)
+                self.poll_log, posted_record(what, step, logged, self.clock(), self.watcher, said)
             )
         except OSError as exc:
             self.say(f"warn: {self.poll_log}: not written ({exc.strerror or exc})")
@@ -210,10 +212,10 @@ class Babysitter:
             return
         step = int(w.numbers.get("step", -1))
         logged = w.numbers.get("logged", math.nan)
-        if self._was_told(w.rule, step, logged):
+        if self._was_posted(w.rule, step, logged):
             return
         words = self.notices.trainer_alert(w, step if step >= 0 else None)
-        self._tell(w.rule, step, logged, f"{w.severity}: {words}")
+        self._record_post(w.rule, step, logged, f"{w.severity}: {words}")
 
     def exit_words(self, info: ExitInfo) -> tuple[str, str]:
         """(the exit in words, its cause's detail) as the posts may say them.
@@ -268,11 +270,11 @@ class Babysitter:
         over = self._over() if self.auto_final and not self.finalized else None
         if over is not None:
             step, logged, line = over
-            if self.notices is not None and self._was_told("verdict", step, logged):
+            if self.notices is not None and self._was_posted("verdict", step, logged):
                 self.finalized = True  # an earlier watcher posted this end's verdict
                 return
             verdict = session.latest()
-            self.final(verdict, render(verdict, session.source.label), line, told=(step, logged))
+            self.final(verdict, render(verdict, session.source.label), line, posted=(step, logged))
 
     def _over(self) -> tuple[int, float, str] | None:
         """The run's end as (step, logged time, the line) when the log says it is over, else None.
@@ -427,11 +429,11 @@ class Babysitter:
         text: str,
         exit_line: str,
         store: RunStore | None = None,
-        told: tuple[int, float] | None = None,
+        posted: tuple[int, float] | None = None,
     ) -> None:
         """Post the final read, once.
 
-        The post is recorded as sent at the `told` step and logged time when given, else at
+        The post is recorded as sent at the `posted` step and logged time when given, else at
         the log's end. `store` is the log as the finish re-read it, which holds the end the
         session may not have followed yet.
         """
@@ -442,12 +444,12 @@ class Babysitter:
             self.notices.final(verdict, text, exit_line, hidden)
             store = store if store is not None else self.session.store
             end = store.events[-1] if store.events and store.ended_at is not None else None
-            if told is not None:
-                self._tell("verdict", *told)
+            if posted is not None:
+                self._record_post("verdict", *posted)
             elif end is not None:
-                self._tell("verdict", end.step, end.time)
+                self._record_post("verdict", end.step, end.time)
             else:
-                self._tell("verdict", store.last_step or 0, math.nan)
+                self._record_post("verdict", store.last_step or 0, math.nan)
 
     def close(self, drain_s: float | None = None) -> list[str]:
         """Wait for the last deliveries, then release the lock.

@@ -180,7 +180,9 @@ def append_poll(path: Path, rec: Mapping[str, object]) -> None:
         os.close(fd)
 
 
-TOLD = "told"  # babysit.jsonl's other kind of line: a probe read or verdict that was posted
+# babysit.jsonl's other kind of line: a probe read or verdict that was posted (its word in
+# the file stays "told", which the files already written hold)
+POSTED = "told"
 
 
 def _lines(path: Path) -> list[dict[str, Any]]:
@@ -201,10 +203,10 @@ def _lines(path: Path) -> list[dict[str, Any]]:
 
 def read_polls(path: Path) -> list[dict[str, Any]]:
     """babysit.jsonl's polls; a torn or foreign line is skipped."""
-    return [rec for rec in _lines(path) if rec.get("kind") != TOLD]
+    return [rec for rec in _lines(path) if rec.get("kind") != POSTED]
 
 
-def told_record(
+def posted_record(
     what: str, step: int, logged: float, now: float, watcher: str, said: str = ""
 ) -> dict[str, object]:
     """babysit.jsonl's line for a post that went out.
@@ -215,7 +217,7 @@ def told_record(
     return {
         "time": now,
         "at": utc_iso(now),
-        "kind": TOLD,
+        "kind": POSTED,
         "what": what,
         "step": step,
         "logged": logged if math.isfinite(logged) else None,
@@ -224,7 +226,7 @@ def told_record(
     }
 
 
-def read_told(path: Path) -> set[tuple[str, int, float | None]]:
+def read_posted(path: Path) -> set[tuple[str, int, float | None]]:
     """What babysit.jsonl says was already posted, as (what, step, logged).
 
     A watcher that comes back (a console re-attached, a babysitter restarted) does not post it
@@ -232,7 +234,7 @@ def read_told(path: Path) -> set[tuple[str, int, float | None]]:
     out: set[tuple[str, int, float | None]] = set()
     for rec in _lines(path):
         if (
-            rec.get("kind") == TOLD
+            rec.get("kind") == POSTED
             and isinstance(rec.get("step"), int)
             and isinstance(rec.get("what"), str)
         ):
