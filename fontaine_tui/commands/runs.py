@@ -75,7 +75,7 @@ def run(args: argparse.Namespace) -> int:
     with ThreadPoolExecutor(max_workers=1) as pool:
         # this host's runs (pid, attempts; a Slurm job: its scheduler) beside the other hosts
         mine = pool.submit(live_statuses, entries, host, args.timeout)
-        rows, down = fleet.look(entries)
+        rows, down = fleet.check(entries)
         local = mine.result()
     now = time.time()
     if args.json:

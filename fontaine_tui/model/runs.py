@@ -105,7 +105,7 @@ def fleet_entries(
         return [], f"registry unreadable: {exc}"
     here = hostname()
     t0 = time.monotonic()
-    rows, down = fleet.look(items, blind)
+    rows, down = fleet.check(items, blind)
     live = live_statuses(items, here, max(0.2, fleet.deadline_s - (time.monotonic() - t0)))
     now = time.time()
     out = []

@@ -672,7 +672,7 @@ class Fleet:
         self.ssh_options, self.deadline_s, self.clock = tuple(ssh_options), deadline_s, clock
         self.envs = dict(envs or {})  # host -> its [hosts.NAME] env
 
-    def look(
+    def check(
         self, entries: Sequence[Entry], asked: bool = False
     ) -> tuple[list[FleetRow], dict[str, str]]:
         """(rows in the registry's order, {host: why it is shown from its last reading}).

@@ -22,18 +22,18 @@ def test_a_down_hosts_last_reading_is_blinded_for_a_blind_viewer(tmp_path):
     cache = tmp_path / "fleet.json"
     fleet = Fleet(cache, tmp_path, hostname(), ("-o", "ConnectTimeout=1"), deadline_s=5)
     here = Entry(name="cut", run_dir=str(root), host=hostname(), preset="blind")
-    (fresh,), _ = fleet.look([here])
+    (fresh,), _ = fleet.check([here])
     assert fresh.read.startswith("PROVISIONAL ") and fresh.probe_value is not None
     doc = json.loads(cache.read_text())
     doc["rows"][f"{DOWN}\0{root}"] = {**dataclasses.asdict(fresh), "host": DOWN}
     cache.write_text(json.dumps(doc))
 
     far = dataclasses.replace(here, host=DOWN)
-    (shown,), down = fleet.look([far])
+    (shown,), down = fleet.check([far])
     assert DOWN in down and shown.stale
     assert any(s in " ".join(row_cells(shown, 0)) for s in SECRETS)  # not blind: as it was
 
-    (hidden,), _ = fleet.look([far], asked=True)
+    (hidden,), _ = fleet.check([far], asked=True)
     cells = row_cells(hidden, 0)
     assert hidden.stale and cells[0] == "750/1000"
     assert cells[2] == "750:-" and cells[3] == "PROVISIONAL BLINDED", cells
