@@ -236,7 +236,7 @@ def _item(buf: bytes) -> Item:
 
 
 @dataclass(frozen=True, slots=True)
-class Parsed:
+class WandbRecord:
     """What a Record holds that is read: its kind and that kind's fields.
 
     The kind is "history", "run", "exit", "alert", or "" for any other."""
@@ -249,7 +249,7 @@ class Parsed:
     alert: tuple[str, str, str] = ("", "", "")  # an AlertRecord's title, text, level
 
 
-def _history(buf: bytes) -> Parsed:
+def _history(buf: bytes) -> WandbRecord:
     items: list[Item] = []
     num: int | None = None
     for f, w, _, raw in _fields(buf):
@@ -259,14 +259,14 @@ def _history(buf: bytes) -> Parsed:
             for g, u, y, _ in _fields(raw):
                 if g == 1 and u == 0:
                     num = signed64(y)
-    return Parsed("history", tuple(items), num)
+    return WandbRecord("history", tuple(items), num)
 
 
-def parse_record(buf: bytes) -> Parsed:
+def parse_record(buf: bytes) -> WandbRecord:
     """The fields read of one serialized Record.
 
     Raises ValueError (or IndexError) when the bytes are not one."""
-    found = Parsed("")
+    found = WandbRecord("")
     for field, wire, _, raw in _fields(buf):
         if wire != 2:
             continue
@@ -274,17 +274,17 @@ def parse_record(buf: bytes) -> Parsed:
             found = _history(raw)
         elif field == 17:
             run = {f: _text(x) for f, w, _, x in _fields(raw) if f in (1, 3, 8) and w == 2}
-            found = Parsed("run", run=(run.get(1, ""), run.get(3, ""), run.get(8, "")))
+            found = WandbRecord("run", run=(run.get(1, ""), run.get(3, ""), run.get(8, "")))
         elif field == 18:
             code = 0
             for f, w, v, _ in _fields(raw):
                 if f == 1 and w == 0:  # an int32, sign-extended to 64 bits when negative
                     code = v & 0xFFFFFFFF
                     code = code - (1 << 32) if code >= 1 << 31 else code
-            found = Parsed("exit", code=code)
+            found = WandbRecord("exit", code=code)
         elif field == 10:  # AlertRecord: title 1, text 2, level 3 (strings)
             said = {f: _text(x) for f, w, _, x in _fields(raw) if f in (1, 2, 3) and w == 2}
-            found = Parsed("alert", alert=(said.get(1, ""), said.get(2, ""), said.get(3, "")))
+            found = WandbRecord("alert", alert=(said.get(1, ""), said.get(2, ""), said.get(3, "")))
     return found
 
 
