@@ -2,7 +2,7 @@
 
 The files are read from the run folder, or through the run's source for a run on another
 host; `ledger_from` parses them into a `Ledger` and gives the preset a read computes with:
-the frozen one once prereg.json is read. `folder_of` says which folder holds a run's
+the frozen one once prereg.json is read. `review_folder` says which folder holds a run's
 record files (prereg.json, amendments, review.jsonl, verdict.json).
 """
 
@@ -118,7 +118,7 @@ def ledger_from(
     return Ledger(launched, preset.sha256, status, ok, amendments, error, provenance), preset
 
 
-def folder_of(source: RunSource) -> Path | None:
+def review_folder(source: RunSource) -> Path | None:
     """Where review.jsonl and verdict.json go, or None for a run on another host.
 
     That is the run folder (ours, or another trainer's followed or replayed here), or the

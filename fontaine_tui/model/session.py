@@ -51,7 +51,7 @@ from fontaine_tui.core.verdict.record import AmendmentCheck, ReviewState, Verdic
 from fontaine_tui.core.watch import alert_book, alerts, traineralerts
 from fontaine_tui.model import readout
 from fontaine_tui.model.actions import ReviewActions
-from fontaine_tui.model.ledger import Ledger, folder_of, ledger_from, read_ledger_files
+from fontaine_tui.model.ledger import Ledger, ledger_from, read_ledger_files, review_folder
 from fontaine_tui.model.notices import secret_redactor
 from fontaine_tui.model.view import Outcome, RunView
 
@@ -78,7 +78,7 @@ class Session(ReviewActions):
         self.preset_named = True
         self.kind = kind  # "launch" | "attach" | "replay"
         self.process = process
-        self.folder = folder if folder is not None else folder_of(source)
+        self.folder = folder if folder is not None else review_folder(source)
         # where `e` writes when the run folder is not kept (the demo's temporary copy)
         self.export_folder: Path | None = None
         self.store = RunStore()
