@@ -53,6 +53,18 @@ def left_in(pgid: int) -> tuple[Member, ...]:
     return tuple(sorted(out, key=lambda m: (m.started, m.pid)))
 
 
+def left_without(pgid: int) -> tuple[Member, ...]:
+    """The members left in the group pid `pgid` made, once no live process holds that pid.
+
+    () while one does (the run's own process, or a later one given its pid): the group it
+    made is then its own, or over."""
+    from fontaine_tui.core.host.pids import process_started
+
+    if pgid <= 1 or pgid == os.getpgrp() or process_started(pgid) is not None:
+        return ()
+    return left_in(pgid)
+
+
 def untied(pgid: int, started: float | None, members: Sequence[Member]) -> str:
     """'' when `members` are of the session pid `pgid` made, started at `started`; else why not."""
     if started is None:

@@ -19,6 +19,7 @@ from fontaine_tui.core import exitnote
 from fontaine_tui.core.atomic import open_own
 from fontaine_tui.core.childenv import child_env
 from fontaine_tui.core.errors import InputError
+from fontaine_tui.core.host import pgroup
 from fontaine_tui.core.host.oomkill import MemoryWatch
 from fontaine_tui.core.host.pids import pid_alive, process_started
 from fontaine_tui.core.run.exits import ExitInfo, exit_info, stop_asked_of
@@ -81,6 +82,9 @@ class EngineProcess:
         self.sent: str | None = None  # the last signal sent to its group
         self.who = "engine"  # or "command": a preset's own training command
         self.untied = ""  # why its pid is not the run's own (attempts.reattach_registered)
+        # its process group's members, left running once it is gone (the last poll's)
+        self.orphans: tuple[pgroup.Member, ...] = ()
+        self._orphaned = False  # its group was seen living on without it
         self._exit: ExitInfo | None = None
 
     @classmethod
@@ -148,9 +152,13 @@ class EngineProcess:
         self.close()  # the owner that launched it records its end
 
     def poll(self) -> ExitInfo | None:
-        """None while running; the exit, once, then the same answer."""
+        """None while running; the exit, once, then the same answer.
+
+        It runs while its process does, and while its process group lives on without it
+        (`orphans`), unless its exit note says the command ended."""
         if self._exit is not None:
             return self._exit
+        self.orphans = ()
         if self._popen is not None:
             rc = self._popen.poll()
             alive = rc is None
@@ -159,11 +167,14 @@ class EngineProcess:
         if alive:
             self.memory.refresh()  # a wrapper may have moved it into another cgroup
             return None
-        if rc is None and self.who == "command":  # not our child: its exit was noted
-            noted = exitnote.read(self.folder.root, self.pid)
-            if noted is not None:
-                code, sig = noted
-                rc = code if code is not None else -_signum(sig)
+        noted = exitnote.read(self.folder.root, self.pid) if self.who == "command" else None
+        if noted is None and self._group_left():
+            return None
+        if rc is None and noted is not None:  # not our child: its exit was noted
+            code, sig = noted
+            rc = code if code is not None else -_signum(sig)
+        elif self._orphaned:  # the first process's end is not the group's: ours ended it, if any
+            rc = -_signum(self.sent) if self.sent is not None else None
         self._exit = exit_info(
             self.folder, rc, self.since, self.memory.evidence(), self.sent, self.who
         )
@@ -197,19 +208,28 @@ class EngineProcess:
         attempt records it (`untied` says why not)."""
         if self.untied:
             return self.untied
-        if self._popen is not None or self.started is not None:
-            return None
-        return (
-            f"engine pid {self.pid}: no start time recorded for it (pid_started missing "
-            "or 0), so the process holding that pid now may not be the engine; not "
-            "signalled (stop it by hand if it is yours)"
-        )
+        if self._popen is None and self.started is None:
+            return (
+                f"engine pid {self.pid}: no start time recorded for it (pid_started missing "
+                "or 0), so the process holding that pid now may not be the engine; not "
+                "signalled (stop it by hand if it is yours)"
+            )
+        if self.orphans and (why := pgroup.untied(self.pid, self.started, self.orphans)):
+            return (
+                f"{label(self)} is gone and its process group lives on "
+                f"({pgroup.pids_text(self.orphans)}), but {why}; not signalled (stop it by "
+                "hand if it is yours)"
+            )
+        return None
 
     def signal_group(self, sig: int) -> bool:
-        """Send `sig` to the engine's process group (torchrun and its ranks, loader workers)."""
-        if self.refusal() is not None:
+        """Send `sig` to the engine's process group (torchrun and its ranks, loader workers).
+
+        A group that lives on without the engine is signalled where its members are the run's
+        (`refusal`)."""
+        if self.poll() is not None or self.refusal() is not None:
             return False
-        if self.poll() is not None or not self._leads_its_group():
+        if not self.orphans and not self._leads_its_group():
             return False  # gone, or its pid is another process's now
         try:
             os.killpg(self.pid, sig)  # its own session: the group id is its pid
@@ -236,11 +256,19 @@ class EngineProcess:
             return True
         return pid_alive(self.pid, self.started)  # a zombie is gone
 
+    def _group_left(self) -> bool:
+        """Whether the process group the engine made lives on without it (`orphans` set).
+
+        Whether its members are the run's is `refusal`'s to say."""
+        self.orphans = pgroup.left_without(self.pid)
+        self._orphaned = self._orphaned or bool(self.orphans)
+        return bool(self.orphans)
+
     def stop(self, grace_int: float = 60.0, grace_term: float = 30.0) -> ExitInfo:
         """Stop the engine: SIGINT (it checkpoints and exits), then SIGTERM, then SIGKILL.
 
         Raises InputError (nothing sent) for a pid without its recorded start time (`refusal`)."""
-        if (why := self.refusal()) is not None and self.poll() is None:
+        if self.poll() is None and (why := self.refusal()) is not None:
             raise InputError(why)
         for sig, grace in ((signal.SIGINT, grace_int), (signal.SIGTERM, grace_term)):
             self.signal_group(sig)

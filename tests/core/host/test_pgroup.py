@@ -90,3 +90,17 @@ def test_many_pids_are_said_in_short() -> None:
     members = [pgroup.Member(p, 1, 0.0) for p in range(10, 22)]
     assert pgroup.pids_text(members) == "pids 10, 11, 12, 13, 14, ... (12 in all)"
     assert pgroup.pids_text(members[:2]) == "pids 10, 11"
+
+
+def test_no_group_is_left_without_a_process_that_still_holds_its_pid(orphaned) -> None:
+    """The dead leader's group is left without it; a live leader's (this test's own, a
+    running sleeper's) is its own, never "left"."""
+    pgid, _, child = orphaned
+    assert [m.pid for m in pgroup.left_without(pgid)] == [child]
+    assert pgroup.left_without(os.getpgrp()) == ()
+    sleeper = subprocess.Popen(["sleep", "30"], start_new_session=True)
+    try:
+        assert pgroup.left_in(sleeper.pid) and pgroup.left_without(sleeper.pid) == ()
+    finally:
+        sleeper.kill()
+        sleeper.wait()
