@@ -313,6 +313,7 @@ class LiveStatus:
 
 def live_status(entry: Entry, this_host: str) -> LiveStatus:
     """What the entry's run is doing now: its pid checked, its log's tail read."""
+    from fontaine_tui.core.host import pgroup
     from fontaine_tui.core.run import attempts
     from fontaine_tui.core.run.exits import STATUS_OF, exit_info
     from fontaine_tui.core.run.launcher import found_again, pid_alive
@@ -353,11 +354,21 @@ def live_status(entry: Entry, this_host: str) -> LiveStatus:
                 count,
             )
         # judged from its attempt's start: its offsets, its OOM-kill counters
-        info = (
-            found_again(folder, last.pid, last.pid_started, last.since, last.baseline()).poll()
+        found = (
+            found_again(folder, last.pid, last.pid_started, last.since, last.baseline())
             if last is not None
             else None
-        ) or exit_info(folder, None)
+        )
+        info = found.poll() if found is not None else None
+        if found is not None and info is None:  # what it started runs on in its group
+            detail = f"pid {entry.pid} alive"
+            if found.orphans:
+                detail = (
+                    f"pid {entry.pid} is gone, but its process group lives on without its "
+                    f"parent ({pgroup.pids_text(found.orphans)})"
+                )
+            return LiveStatus(entry, "running", step, detail, count)
+        info = info or exit_info(folder, None)
         return LiveStatus(
             entry,
             info.status,
