@@ -16,6 +16,7 @@ from pathlib import Path
 from fontaine_tui.commands._args import examples, ssh_config
 from fontaine_tui.core.errors import InputError
 from fontaine_tui.core.host.memory import hostname
+from fontaine_tui.core.host.pgroup import pids_text
 from fontaine_tui.core.log.store import RunStore
 from fontaine_tui.core.run.attempts import Attempt, read_attempts, stop_last
 from fontaine_tui.core.run.exits import exit_to_dict
@@ -97,13 +98,12 @@ def run(args: argparse.Namespace) -> int:
     if info is None and (why := engine.refusal()):
         raise InputError(f"stop {entry.name}: {why}")  # before asking: nothing is sent
     if info is None:
-        if not confirmed(args, entry.name, f"{label(engine)} in {entry.run_dir}"):
+        what = label(engine)
+        if left := getattr(engine, "orphans", ()):  # what it started, running on without it
+            what = f"{pids_text(left)}, left running in the process group of {what} (gone)"
+        if not confirmed(args, entry.name, f"{what} in {entry.run_dir}"):
             return 0
-        print(
-            f"stopping {label(engine)} (SIGINT, then SIGTERM, then SIGKILL)",
-            file=sys.stderr,
-            flush=True,
-        )
+        print(f"stopping {what} (SIGINT, then SIGTERM, then SIGKILL)", file=sys.stderr, flush=True)
         info = launched.stop()  # recorded as a user's stop first: [recovery] never restarts it
         return recorded(info, entry, registry, args)
     return ended(launched, info, entry, registry, args)

@@ -147,6 +147,27 @@ def test_runs_says_the_run_runs_on_in_its_group(tmp_path, registry_path, orphane
     assert Registry(registry_path).entries()[0].status == "running"
 
 
+def test_stop_signals_the_group_left_and_records_the_stop(
+    tmp_path, registry_path, orphaned
+) -> None:
+    folder, pid, trainer = orphaned
+    res = _cli(tmp_path, "stop", "runs/ign", "--yes")
+    assert res.returncode == 0, res.stdout + res.stderr
+    assert "already ended" not in res.stdout, res.stdout
+    assert (
+        f"stopping pid {trainer}, left running in the process group of command pid {pid} "
+        "(gone) (SIGINT, then SIGTERM, then SIGKILL)"
+    ) in res.stderr, res.stderr
+    assert "command stopped by SIGINT at step" in res.stdout, res.stdout
+    assert _trainers(pid) == []
+    events = _events(folder)
+    assert [e["event"] for e in events] == ["begin", "stop", "end"], events
+    assert (events[-1]["cause"], events[-1]["signal"]) == ("stopped", "SIGINT"), events[-1]
+    [entry] = Registry(registry_path).entries()
+    assert entry.status == "stopped", entry
+    assert _row(tmp_path)["state"] == "stopped"
+
+
 def test_a_group_whose_members_started_before_the_attempt_is_refused(
     tmp_path, registry_path, orphaned
 ) -> None:
