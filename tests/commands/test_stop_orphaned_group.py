@@ -50,6 +50,7 @@ output_dir = "runs/{name}"
 
 [command]
 argv = ["{sys.executable}", "{tmp_path / "trainer.py"}", "{{output_dir}}"]
+resume_argv = ["{sys.executable}", "{tmp_path / "trainer.py"}", "{{output_dir}}"]
 
 [source]
 kind = "jsonl"
@@ -192,3 +193,16 @@ def test_a_group_whose_members_started_before_the_attempt_is_refused(
     assert _trainers(pid) == [trainer]  # nothing sent
     assert [e["event"] for e in _events(folder)] == ["begin"]  # nothing recorded
     assert Registry(registry_path).entries()[0].status == "running"
+
+
+def test_a_resume_is_refused_while_the_group_left_runs(tmp_path, registry_path, orphaned) -> None:
+    """A second trainer would write the same log beside the one still running."""
+    folder, pid, trainer = orphaned
+    res = _cli(tmp_path, "launch", str(tmp_path / "ign.toml"), "--resume", "--detach", "-j")
+    if res.returncode == 0:  # started: the test stops what it started
+        os.killpg(json.loads(res.stdout.strip().splitlines()[-1])["pid"], signal.SIGKILL)
+    assert res.returncode == 2, res.stdout + res.stderr
+    assert f"this run is still running as pid {trainer} (fontaine-tui runs; stop it first)" in (
+        res.stderr
+    ), res.stderr
+    assert [e["event"] for e in _events(folder)] == ["begin"]  # no second attempt

@@ -65,6 +65,14 @@ def left_without(pgid: int) -> tuple[Member, ...]:
     return left_in(pgid)
 
 
+def runs_on(pgid: int, started: float | None) -> tuple[Member, ...]:
+    """The members left in the group pid `pgid` made (`left_without`), where they are the run's.
+
+    `started` is the start time the run recorded for that pid (`untied`)."""
+    members = left_without(pgid)
+    return () if untied(pgid, started, members) else members
+
+
 def untied(pgid: int, started: float | None, members: Sequence[Member]) -> str:
     """'' when `members` are of the session pid `pgid` made, started at `started`; else why not."""
     if started is None:

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 
 from fontaine_tui.core import exitnote
 from fontaine_tui.core.errors import InputError
+from fontaine_tui.core.host import pgroup
 from fontaine_tui.core.host.memory import hostname
 from fontaine_tui.core.host.telemetry import TelemetrySnapshot, sample
 from fontaine_tui.core.launch import guards
@@ -39,13 +40,12 @@ class LocalTarget:
 
     def check(self, req: Request, folder: RunFolder) -> list[guards.Finding]:
         entry = req.registry.find(folder.root, self.host)
-        running = (
-            entry.pid
-            if entry is not None
-            and entry.status in ("running", "attached")
-            and pid_alive(entry.pid, entry.pid_started or None)
-            else None
-        )
+        running = None
+        if entry is not None and entry.status in ("running", "attached"):
+            if pid_alive(entry.pid, entry.pid_started or None):
+                running = entry.pid
+            elif left := pgroup.runs_on(entry.pid, entry.pid_started or None):
+                running = left[0].pid  # its process gone, what it started runs on
         self.telemetry = sample()
         return guards.check_all(
             req.preset,
