@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from fontaine_tui.core.atomic import open_own
+from fontaine_tui.core.host import pgroup
 from fontaine_tui.core.host.oomkill import MemoryEvidence, MemoryWatch
 from fontaine_tui.core.host.pids import pid_alive
 from fontaine_tui.core.limits import json_loads
@@ -207,11 +208,13 @@ def end(
 def read_attempts(
     folder: RunFolder,
     host: str | None = None,
-    alive: Callable[[int, float | None], bool] = pid_alive,
+    alive: Callable[[int, float | None], bool] | None = None,
 ) -> list[Attempt]:
     """The attempts in the order they began.
 
-    One without an end line is "running" while its pid (on this host) is alive, else "unknown"."""
+    One without an end line is "running" while its pid (on this host) is alive, else "unknown".
+    `alive` (pid, start) says so; by default the pid's process, or the process group it made
+    left running without it (core/host/pgroup.py)."""
     try:
         data = read_whole(folder.attempts)
     except OSError:
@@ -222,7 +225,7 @@ def read_attempts(
 def attempts_from(
     data: bytes,
     host: str | None = None,
-    alive: Callable[[int, float | None], bool] = pid_alive,
+    alive: Callable[[int, float | None], bool] | None = None,
 ) -> list[Attempt]:
     """`read_attempts` of attempts.jsonl's bytes (read here, or sent by another host)."""
     records = _records(data)
@@ -251,8 +254,13 @@ def attempts_from(
                 "unknown",
                 (f"no end recorded; pid {pid} on {b.get('host')} is not checked from here"),
             )
-        elif alive(pid, started):
+        elif (alive or pid_alive)(pid, started):
             cause, detail = "running", f"pid {pid} alive"
+        elif alive is None and (left := pgroup.runs_on(pid, started)):
+            cause, detail = (
+                "running",
+                f"pid {pid} is gone, but its process group lives on ({pgroup.pids_text(left)})",
+            )
         else:
             cause, detail = (
                 "unknown",

@@ -22,6 +22,7 @@ import pytest
 
 from fontaine_tui.core import exitnote
 from fontaine_tui.core.errors import InputError
+from fontaine_tui.core.run import attempts
 from fontaine_tui.core.run.launcher import EngineProcess
 from fontaine_tui.core.runfolder import RunFolder
 
@@ -150,3 +151,22 @@ def test_a_command_whose_exit_is_noted_is_over_whatever_its_group_holds(
     found = EngineProcess.reattach(engine.folder, engine.pid, engine.started)
     found.who = "command"
     assert found.poll() is not None and found.orphans == ()
+
+
+def test_its_attempt_reads_as_running_while_the_group_lives_on(
+    tmp_path: Path, cleanup: list[EngineProcess]
+) -> None:
+    """attempts.jsonl's reader (the console's attempts, `inspect`) says so too."""
+    engine, trainer = _orphan(tmp_path, cleanup)
+    attempts.begin(engine.folder, "launch", engine)
+    [attempt] = attempts.read_attempts(engine.folder)
+    assert attempt.cause == "running", attempt
+    assert attempt.detail == (
+        f"pid {engine.pid} is gone, but its process group lives on (pid {trainer})"
+    )
+    engine.stop(grace_int=10, grace_term=1)
+    [attempt] = attempts.read_attempts(engine.folder)
+    assert (attempt.cause, attempt.detail) == (
+        "unknown",
+        f"no end recorded: pid {engine.pid} is gone (no console saw its exit)",
+    )
