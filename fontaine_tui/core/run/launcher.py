@@ -173,7 +173,8 @@ class EngineProcess:
         if rc is None and noted is not None:  # not our child: its exit was noted
             code, sig = noted
             rc = code if code is not None else -_signum(sig)
-        elif self._orphaned:  # the first process's end is not the group's: ours ended it, if any
+        elif self._orphaned and self.who == "command":
+            # the exit-noting parent's end is not the command's: ours ended it, if any
             rc = -_signum(self.sent) if self.sent is not None else None
         self._exit = exit_info(
             self.folder, rc, self.since, self.memory.evidence(), self.sent, self.who

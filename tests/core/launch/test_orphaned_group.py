@@ -170,3 +170,30 @@ def test_its_attempt_reads_as_running_while_the_group_lives_on(
         "unknown",
         f"no end recorded: pid {engine.pid} is gone (no console saw its exit)",
     )
+
+
+def test_an_engine_that_exits_first_keeps_its_own_exit_once_its_group_ends(
+    tmp_path: Path, cleanup: list[EngineProcess]
+) -> None:
+    """The engine is the trainer itself: what it left in its group runs, and once that
+    ends too the run's exit is the engine's own code, not an unknown one."""
+    folder = RunFolder(tmp_path)
+    leave = (
+        "import subprocess, sys; "
+        "p = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(60)']); "
+        "print(p.pid, flush=True); sys.exit(3)"
+    )
+    engine = EngineProcess.start([sys.executable, "-c", leave], folder)
+    cleanup.append(engine)
+    deadline = time.monotonic() + 20
+    while not folder.engine_out.read_text().strip():
+        assert time.monotonic() < deadline
+        time.sleep(0.02)
+    left = int(folder.engine_out.read_text())
+    while _running(engine.pid):  # the engine exited (a zombie until polled)
+        assert time.monotonic() < deadline
+        time.sleep(0.02)
+    assert engine.poll() is None and [m.pid for m in engine.orphans] == [left]
+    os.kill(left, signal.SIGKILL)
+    info = engine.wait(10)
+    assert info is not None and (info.code, info.status) == (3, "failed"), info
