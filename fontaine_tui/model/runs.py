@@ -20,7 +20,7 @@ from fontaine_tui.core.follow.open import run_source
 from fontaine_tui.core.host.memory import hostname
 from fontaine_tui.core.log.formats.locate import detect_foreign
 from fontaine_tui.core.log.formats.source import SourceSpec
-from fontaine_tui.core.run.foreign_look import entry_preset
+from fontaine_tui.core.run.attached import entry_preset
 from fontaine_tui.core.runfolder import PREREG, RunFolder
 from fontaine_tui.core.runs.fleet import Fleet, row_cells
 from fontaine_tui.core.runs.registry import Entry, live_statuses

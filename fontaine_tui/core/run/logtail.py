@@ -164,9 +164,9 @@ def command_step(folder: RunFolder) -> int:
     """The last step a launched [command]'s trainer logged, read as its frozen [source] says.
 
     0 when it cannot be read."""
-    from fontaine_tui.core.run.foreign_look import look_foreign
+    from fontaine_tui.core.run.attached import read_attached
 
-    look = look_foreign(str(folder.root))
+    look = read_attached(str(folder.root))
     return look.store.last_step if look is not None else 0
 
 

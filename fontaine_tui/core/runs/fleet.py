@@ -52,7 +52,7 @@ from fontaine_tui.core.ssh.destination import check_destination
 from fontaine_tui.core.verdict.blindwords import rule_metrics
 
 if TYPE_CHECKING:
-    from fontaine_tui.core.run.foreign_look import ForeignLook
+    from fontaine_tui.core.run.attached import AttachedRead
 
 DEADLINE_S = 1.8  # the whole table, every host included
 TAIL = 32 << 10
@@ -373,14 +373,14 @@ def _whole_log(root: Path) -> tuple[RunStore | None, str]:
 
 
 def foreign_row(entry: Entry, now: float, asked: bool = False) -> FleetRow | None:
-    """The row of a run another trainer writes on this host, from its own files (foreign_look.py).
+    """The row of a run another trainer writes on this host, from its own files (core/run/attached.py).
 
     None for a run of ours. `asked`: the viewer's --blind, as `read_run` takes it."""
-    from fontaine_tui.core.run.foreign_look import look_foreign
+    from fontaine_tui.core.run.attached import read_attached
 
     if entry.job or not Path(entry.run_dir).is_dir():
         return None
-    look = look_foreign(entry.run_dir, entry.preset, entry.preset_sha256, now)
+    look = read_attached(entry.run_dir, entry.preset, entry.preset_sha256, now)
     if look is None:
         return None
     state = look.state
@@ -424,7 +424,7 @@ def _row(
     read: bool = True,
     whole: RunStore | None = None,
     asked: bool = False,
-    look: ForeignLook | None = None,
+    look: AttachedRead | None = None,
 ) -> FleetRow:
     """A row from a run's store and its preset (None: no read, no warnings).
 

@@ -334,9 +334,9 @@ def live_status(entry: Entry, this_host: str) -> LiveStatus:
         return _job_status(entry, folder, tail.last_step, tried, hide)
     step = tail.last_step
     if entry.status in ("running", "attached") and not folder.log.exists():
-        from fontaine_tui.core.run.foreign_look import look_foreign
+        from fontaine_tui.core.run.attached import read_attached
 
-        look = look_foreign(entry.run_dir, entry.preset, entry.preset_sha256)
+        look = read_attached(entry.run_dir, entry.preset, entry.preset_sha256)
         if look is not None and not entry.pid:  # attached, no process known: its files say
             return LiveStatus(entry, look.state, look.store.last_step, look.shown(*hide), count)
         if look is not None:  # a launched [command]: its step is in its trainer's log

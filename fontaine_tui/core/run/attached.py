@@ -35,7 +35,7 @@ WALK_MAX = 2000  # entries of a store folder (an MLflow mlruns/) read for its ne
 
 
 @dataclass(frozen=True, slots=True)
-class ForeignLook:
+class AttachedRead:
     state: str  # "running" | "quiet" | "ended" | "failed"
     store: RunStore
     preset: Preset | None
@@ -117,9 +117,9 @@ def quiet_limit(store: RunStore) -> float:
     return max(QUIET_MIN_S, QUIET_FACTOR * statistics.median(gaps)) if gaps else QUIET_MIN_S
 
 
-def look_foreign(
+def read_attached(
     run_dir: str, preset_name: str = "", preset_sha256: str = "", now: float | None = None
-) -> ForeignLook | None:
+) -> AttachedRead | None:
     """The state of the run in `run_dir` (registered with that preset), read from its files.
 
     None when the folder holds a log of ours (or none known): `registry.live_status` reads
@@ -138,13 +138,13 @@ def look_foreign(
     try:
         loaded = load_source(folder, spec)
     except (InputError, OSError) as exc:
-        return ForeignLook("quiet", RunStore(), preset, spec.kind, f"not read: {exc}")
+        return AttachedRead("quiet", RunStore(), preset, spec.kind, f"not read: {exc}")
     store = loaded.store
     written = _newest(loaded.files)
     last = store.events[-1] if store.events else None
     if last is not None and last.event in ("end", "error"):
         state = "ended" if last.event == "end" else "failed"
-        return ForeignLook(
+        return AttachedRead(
             state,
             store,
             preset,
@@ -153,7 +153,7 @@ def look_foreign(
             last.detail,
         )
     if preset is not None and store.has_probe(preset.verdict.endpoint_step):
-        return ForeignLook(
+        return AttachedRead(
             "ended",
             store,
             preset,
@@ -161,14 +161,14 @@ def look_foreign(
             f"its final read is in (step {preset.verdict.endpoint_step})",
         )
     if written is None:
-        return ForeignLook("quiet", store, preset, spec.kind, "no file written yet")
+        return AttachedRead("quiet", store, preset, spec.kind, "no file written yet")
     age = max(0.0, now - written)
     limit = quiet_limit(store)
     if age <= limit:
-        return ForeignLook(
+        return AttachedRead(
             "running", store, preset, spec.kind, f"{spec.kind} log written {age:.0f} s ago"
         )
-    return ForeignLook(
+    return AttachedRead(
         "quiet",
         store,
         preset,
