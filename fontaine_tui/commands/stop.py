@@ -20,7 +20,7 @@ from fontaine_tui.core.host.pgroup import pids_text
 from fontaine_tui.core.log.store import RunStore
 from fontaine_tui.core.run.attempts import Attempt, read_attempts, stop_last
 from fontaine_tui.core.run.exits import exit_to_dict
-from fontaine_tui.core.run.launcher import label
+from fontaine_tui.core.run.launcher import process_label
 from fontaine_tui.core.run.logtail import frozen_blind
 from fontaine_tui.core.run.recovery import plan
 from fontaine_tui.core.runfolder import RunFolder
@@ -98,7 +98,7 @@ def run(args: argparse.Namespace) -> int:
     if info is None and (why := engine.refusal()):
         raise InputError(f"stop {entry.name}: {why}")  # before asking: nothing is sent
     if info is None:
-        what = label(engine)
+        what = process_label(engine)
         if left := getattr(engine, "orphans", ()):  # what it started, running on without it
             what = f"{pids_text(left)}, left running in the process group of {what} (gone)"
         if not confirmed(args, entry.name, f"{what} in {entry.run_dir}"):

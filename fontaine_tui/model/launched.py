@@ -39,7 +39,7 @@ from fontaine_tui.core.preset.record import Preset, launchable
 from fontaine_tui.core.run import attempts
 from fontaine_tui.core.run.endpoint import resume_endpoint
 from fontaine_tui.core.run.exits import ExitInfo
-from fontaine_tui.core.run.launcher import label
+from fontaine_tui.core.run.launcher import process_label
 from fontaine_tui.core.run.recovery import Restart
 from fontaine_tui.core.runfolder import RunFolder
 from fontaine_tui.core.runs.registry import Entry, Registry
@@ -282,7 +282,7 @@ class LaunchedRun:
         """(folder, process) as the launch post names them."""
         if self.target is not None and self.started is not None:
             return self.target.where(self.started)
-        return self.run_dir, label(self.handle)
+        return self.run_dir, process_label(self.handle)
 
     @property
     def announcement(self) -> tuple[str, str, str]:
@@ -422,7 +422,7 @@ class LaunchedRun:
         verdict.json and the read), and its exit code is returned. A second Ctrl-C while it
         stops is ignored: the stop sequence ends with SIGKILL."""
         print(
-            f"SIGINT before the run was watched: stopping {label(self.handle)} "
+            f"SIGINT before the run was watched: stopping {process_label(self.handle)} "
             "(SIGINT, then SIGTERM, then SIGKILL)",
             flush=True,
         )

@@ -42,7 +42,7 @@ from fontaine_tui.core.run.evidence import (
     verdict_of,
 )
 from fontaine_tui.core.run.exits import GATE_STOPS, ExitInfo
-from fontaine_tui.core.run.launcher import label
+from fontaine_tui.core.run.launcher import process_label
 from fontaine_tui.core.run.logtail import engine_status
 from fontaine_tui.core.runfolder import RunFolder
 from fontaine_tui.core.runs.registry import Registry
@@ -478,7 +478,7 @@ def babysit(
     watch.babysitter = sitter
     watch.report.watched_by(sitter)
     watch.report.warnings.said.extend(said)
-    sitter.launched(preset.name, str(folder.root), label(engine), prereg.preset_sha256)
+    sitter.launched(preset.name, str(folder.root), process_label(engine), prereg.preset_sha256)
     old = {sig: signal.signal(sig, _interrupt) for sig in (signal.SIGTERM, signal.SIGHUP)}
     try:
         if taken is not None:
@@ -488,13 +488,17 @@ def babysit(
         signum = exc.signum if isinstance(exc, Signalled) else signal.SIGINT
         name = signal.Signals(signum).name
         if not stop_on_exit:
-            _say(watch, f"detached ({name}): {label(engine)} keeps running in {folder.root}")
+            _say(
+                watch, f"detached ({name}): {process_label(engine)} keeps running in {folder.root}"
+            )
             _say(watch, f"  watch it again: fontaine-tui attach {folder.root}")
             _say(watch, f"  stop it (checkpoints first): fontaine-tui stop {folder.root}")
             for line in sitter.close():  # what is queued goes out (at most notices.DRAIN_S)
                 _say(watch, line)
             return 128 + signum
-        _say(watch, f"{name}: stopping {label(engine)} (SIGINT, then SIGTERM, then SIGKILL)")
+        _say(
+            watch, f"{name}: stopping {process_label(engine)} (SIGINT, then SIGTERM, then SIGKILL)"
+        )
         info = engine.stop()
     finally:
         for sig, handler in old.items():

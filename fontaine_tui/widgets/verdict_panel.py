@@ -46,7 +46,7 @@ LABEL_CLASS = {
 }
 
 
-def label(cls: str, v: Verdict | None = None) -> tuple[str, str]:
+def styled_label(cls: str, v: Verdict | None = None) -> tuple[str, str]:
     """A verdict class in the preset's words, styled by the class."""
     return (v.label_of(cls) if v is not None else cls), LABEL_STYLE.get(cls, "bold")
 
@@ -117,7 +117,7 @@ def _rule_column(title: str, rule: RuleRead | None, absent: str, v: Verdict) -> 
         f"drift   if {rule.read} {drift} {signed(rule.drift)}\n",
         f"{rule.read:<17}{signed(rule.value)}\n",
         "reads            ",
-        label(rule.label, v),
+        styled_label(rule.label, v),
     )
 
 

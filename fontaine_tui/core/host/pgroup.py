@@ -19,7 +19,7 @@ SAME_START_S = 1.0  # as pids.pid_alive: psutil's start times can move by the bo
 
 
 @dataclass(frozen=True, slots=True)
-class Member:
+class GroupMember:
     """One live process of the group."""
 
     pid: int
@@ -27,7 +27,7 @@ class Member:
     started: float  # psutil's create_time
 
 
-def left_in(pgid: int) -> tuple[Member, ...]:
+def left_in(pgid: int) -> tuple[GroupMember, ...]:
     """The live members of process group `pgid`, oldest first; zombies are left out."""
     if pgid <= 1:
         return ()
@@ -47,13 +47,13 @@ def left_in(pgid: int) -> tuple[Member, ...]:
             p = psutil.Process(pid)
             if p.status() == psutil.STATUS_ZOMBIE:
                 continue
-            out.append(Member(pid, os.getsid(pid), p.create_time()))
+            out.append(GroupMember(pid, os.getsid(pid), p.create_time()))
         except (OSError, psutil.Error):  # gone meanwhile, or not ours to read
             continue
     return tuple(sorted(out, key=lambda m: (m.started, m.pid)))
 
 
-def left_without(pgid: int) -> tuple[Member, ...]:
+def left_without(pgid: int) -> tuple[GroupMember, ...]:
     """The members left in the group pid `pgid` made, once no live process holds that pid.
 
     () while one does (the run's own process, or a later one given its pid): the group it
@@ -65,7 +65,7 @@ def left_without(pgid: int) -> tuple[Member, ...]:
     return left_in(pgid)
 
 
-def runs_on(pgid: int, started: float | None) -> tuple[Member, ...]:
+def runs_on(pgid: int, started: float | None) -> tuple[GroupMember, ...]:
     """The members left in the group pid `pgid` made (`left_without`), where they are the run's.
 
     `started` is the start time the run recorded for that pid (`untied`)."""
@@ -73,7 +73,7 @@ def runs_on(pgid: int, started: float | None) -> tuple[Member, ...]:
     return () if untied(pgid, started, members) else members
 
 
-def untied(pgid: int, started: float | None, members: Sequence[Member]) -> str:
+def untied(pgid: int, started: float | None, members: Sequence[GroupMember]) -> str:
     """'' when `members` are of the session pid `pgid` made, started at `started`; else why not."""
     if started is None:
         return (
@@ -88,7 +88,7 @@ def untied(pgid: int, started: float | None, members: Sequence[Member]) -> str:
     return ""
 
 
-def pids_text(members: Sequence[Member], most: int = 5) -> str:
+def pids_text(members: Sequence[GroupMember], most: int = 5) -> str:
     """The members' pids in words: "pid 7", "pids 7, 9", "pids 7, 9, ... (12 in all)"."""
     pids = [str(m.pid) for m in members]
     if len(pids) == 1:

@@ -32,7 +32,7 @@ def _signum(name: str | None) -> int:
     return signal.SIGKILL.value if signum is None else signum
 
 
-def label(engine: object) -> str:
+def process_label(engine: object) -> str:
     """How a run's process is named to the user: "engine pid N", or its Slurm job."""
     return (
         getattr(engine, "label", None)
@@ -83,7 +83,7 @@ class EngineProcess:
         self.who = "engine"  # or "command": a preset's own training command
         self.untied = ""  # why its pid is not the run's own (attempts.reattach_registered)
         # its process group's members, left running once it is gone (the last poll's)
-        self.orphans: tuple[pgroup.Member, ...] = ()
+        self.orphans: tuple[pgroup.GroupMember, ...] = ()
         self._orphaned = False  # its group was seen living on without it
         self._exit: ExitInfo | None = None
 
@@ -217,7 +217,7 @@ class EngineProcess:
             )
         if self.orphans and (why := pgroup.untied(self.pid, self.started, self.orphans)):
             return (
-                f"{label(self)} is gone and its process group lives on "
+                f"{process_label(self)} is gone and its process group lives on "
                 f"({pgroup.pids_text(self.orphans)}), but {why}; not signalled (stop it by "
                 "hand if it is yours)"
             )

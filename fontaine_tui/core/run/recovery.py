@@ -64,7 +64,7 @@ class Restart:
         )
 
 
-def cause_of(info: ExitInfo) -> str | None:
+def recovery_cause(info: ExitInfo) -> str | None:
     """The [recovery] cause of an attempt's end, or None for an end that is never restarted."""
     if info.stopped_for is not None or info.sent is not None:
         return None  # a stop this program made: the user's, or a gate's
@@ -80,7 +80,7 @@ def cause_of(info: ExitInfo) -> str | None:
     return None
 
 
-def nonfinite_loss(store: RunStore) -> str:
+def nonfinite_loss_words(store: RunStore) -> str:
     """The last logged train loss in words when it is not finite, else ""."""
     if not store.steps or not store.has_columns:
         return ""
@@ -118,9 +118,9 @@ def plan(
         return None, ""
     if why := user_stopped(folder, attempt):
         return None, f"not restarted ([recovery]): {why}"
-    if nan := nonfinite_loss(store):
+    if nan := nonfinite_loss_words(store):
         return None, f"not restarted ([recovery]): the loss is not finite ({nan})"
-    cause = cause_of(info)
+    cause = recovery_cause(info)
     if cause is None:
         return None, (
             f"not restarted ([recovery]): it ended {info.cause}, not by {' or '.join(spec.on)}"

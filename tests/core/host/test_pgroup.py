@@ -87,7 +87,7 @@ def test_a_group_whose_members_ended_has_none_left(orphaned) -> None:
 
 
 def test_many_pids_are_said_in_short() -> None:
-    members = [pgroup.Member(p, 1, 0.0) for p in range(10, 22)]
+    members = [pgroup.GroupMember(p, 1, 0.0) for p in range(10, 22)]
     assert pgroup.pids_text(members) == "pids 10, 11, 12, 13, 14, ... (12 in all)"
     assert pgroup.pids_text(members[:2]) == "pids 10, 11"
 

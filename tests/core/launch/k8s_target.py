@@ -82,5 +82,5 @@ def reopen_entry(
     if opened is None:
         raise InputError(f"{entry.run_dir}: no open attempt names pod pid {entry.pid}")
     pod = found_again(folder, opened.pid, opened.pid_started, opened.since, opened.baseline())
-    pod.label = f"pod of pid {opened.pid}"  # how `stop` names it (launcher.label)
+    pod.label = f"pod of pid {opened.pid}"  # how `stop` names it (launcher.process_label)
     return pod, opened

@@ -50,22 +50,22 @@ def _ran_to(folder: RunFolder, step: int, loss: float = 1.0) -> None:
 def test_signals_from_outside_are_preemptions_ours_never(folder, returncode, sent, expected):
     _ran_to(folder, 7)
     info = exit_info(folder, returncode, sent=sent)
-    assert recovery.cause_of(info) == expected, info.cause
+    assert recovery.recovery_cause(info) == expected, info.cause
 
 
 def test_an_oom_kill_counted_by_the_cgroup_is_oom(folder):
     _ran_to(folder, 7)
     counted = MemoryEvidence(cgroup="/sys/fs/cgroup/x", version=2, cgroup_kills=1, limit=1 << 30)
     info = exit_info(folder, -9, memory=counted)
-    assert info.cause == "oom-killed" and recovery.cause_of(info) == "oom"
+    assert info.cause == "oom-killed" and recovery.recovery_cause(info) == "oom"
     uncounted = dataclasses.replace(counted, cgroup_kills=0)
-    assert recovery.cause_of(exit_info(folder, -9, memory=uncounted)) == "preemption"
+    assert recovery.recovery_cause(exit_info(folder, -9, memory=uncounted)) == "preemption"
 
 
 def test_an_allocation_failure_the_trainer_raised_is_never_restarted(folder):
     (folder.root / "engine.out.log").write_text("torch.OutOfMemoryError: CUDA out of memory.\n")
     info = exit_info(folder, 1)
-    assert info.cause == "cuda-oom" and recovery.cause_of(info) is None
+    assert info.cause == "cuda-oom" and recovery.recovery_cause(info) is None
 
 
 @pytest.mark.parametrize(
@@ -82,9 +82,9 @@ def test_an_allocation_failure_the_trainer_raised_is_never_restarted(folder):
 def test_slurm_ends_as_the_scheduler_tells_them(folder, state, expected):
     _ran_to(folder, 7)
     info = scheduler_exit(folder, "4242", JobState(state, 0, 9 if state != "FAILED" else 0))
-    assert recovery.cause_of(info) == expected, (info.cause, info.output)
+    assert recovery.recovery_cause(info) == expected, (info.cause, info.output)
     cancelled = scheduler_exit(folder, "4242", JobState(state, 0, 9), sent="SIGINT")
-    assert recovery.cause_of(cancelled) is None  # whatever it says, we stopped it
+    assert recovery.recovery_cause(cancelled) is None  # whatever it says, we stopped it
 
 
 def test_plan_says_why_not_and_never_restarts_a_non_finite_loss(folder):

@@ -15,7 +15,7 @@ from fontaine_tui.core.launch import guards
 from fontaine_tui.core.launch.engine_argv import run_dir
 from fontaine_tui.core.launch.targets.base import Request, Started, vouched
 from fontaine_tui.core.run.attempts import Attempt, read_attempts
-from fontaine_tui.core.run.launcher import EngineProcess, found_again, label, pid_alive
+from fontaine_tui.core.run.launcher import EngineProcess, found_again, pid_alive, process_label
 from fontaine_tui.core.runfolder import RunFolder
 from fontaine_tui.core.text import literal
 
@@ -100,12 +100,12 @@ class LocalTarget:
     def said(self, req: Request, started: Started, sha: str, launched_at: str) -> str:
         what = "resumed" if req.resume else "launched"
         return (
-            f"{what} {req.preset.name}: {label(started.handle)} in "
+            f"{what} {req.preset.name}: {process_label(started.handle)} in "
             f"{literal(started.run_dir)} (prereg sha256 {sha[:12]}, launched {launched_at})"
         )
 
     def where(self, started: Started) -> tuple[str, str]:
-        return started.run_dir, label(started.handle)
+        return started.run_dir, process_label(started.handle)
 
     def hint(self, started: Started) -> str:
         return (
