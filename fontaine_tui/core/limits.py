@@ -446,7 +446,7 @@ def irregular_refusal(said: str, mode: int) -> str:
     """What to say, after the store's name, of what `_irregular` found, here or on another host.
 
     The store itself in readfile's words for any file that is not a regular one."""
-    kind = readfile.file_kind(mode)
+    kind = readfile.special_kind(mode)
     if not said:
         return readfile.not_regular_words(kind)
     return (

@@ -56,7 +56,7 @@ kind() {
 """
 
 
-def file_kind(mode: int) -> str:
+def special_kind(mode: int) -> str:
     """The key of KINDS for a file of st_mode `mode` that is not a regular one."""
     if stat.S_ISFIFO(mode):
         return "fifo"
@@ -96,7 +96,7 @@ def open_fd(path: str | Path) -> int:
         raise
     if not stat.S_ISREG(mode):
         os.close(fd)
-        raise not_regular(path, file_kind(mode))
+        raise not_regular(path, special_kind(mode))
     return fd
 
 
