@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import itertools
 import math
 import re
 import time
+from collections.abc import Iterator, Sequence
 from typing import Any, NamedTuple
 
 from rich.color import Color
@@ -14,7 +16,15 @@ from textual.app import RenderResult
 from textual.timer import Timer
 from textual_plotext import PlotextPlot
 
-from fontaine_tui.core.charts.chart import ChartSpec, downsample, linear_ticks, log_ticks, thin
+from fontaine_tui.core.charts.chart import (
+    Band,
+    ChartSpec,
+    Curve,
+    downsample,
+    linear_ticks,
+    log_ticks,
+    thin,
+)
 from fontaine_tui.core.text import literal
 
 # faint (dim) variants of the chart colours, for a curve drawn beneath the others
@@ -185,97 +195,14 @@ class Chart(PlotextPlot):
     def replot(self) -> None:
         """Rebuild the plotext figure from the spec at the current width."""
         spec = self._spec
-        plt = self.plt
-        plt.clear_data()
+        self.plt.clear_data()
         self._width = width = max(20, self.size.width - 10)  # less the y-axis labels
         self._last = time.monotonic()
         self.replots += 1
         if spec is None:
             self.refresh()
             return
-        plt.title(literal(spec.title))
-        plt.xlabel(literal(spec.xlabel))
-        plt.ylabel(literal(spec.ylabel))
-        log = spec.ylog
-        series: list[_Series] = []  # downsampled to the width; drawn in this order
-        lines = 0  # the curves drawn as lines so far: each its own marker (no colour needed)
-        for c in sorted(spec.curves, key=lambda c: not c.faint):  # the faint ones beneath
-            # a faint curve is a background: a min-max pair every other column is enough
-            xs, ys = downsample(c.xs, c.ys, width // 2 if c.faint else width, c.stamp)
-            if log:
-                kept = [(x, math.log10(y)) for x, y in zip(xs, ys, strict=True) if y > 0]
-                xs, ys = [k[0] for k in kept], [k[1] for k in kept]
-            if not xs:
-                continue
-            label = literal(c.label)
-            on_right = c.right
-            if c.faint:
-                color = FAINT.get(c.color, c.color)
-                series.append(_Series(xs, ys, True, label, color, "braille", on_right))
-            elif c.points:
-                series.append(_Series(xs, ys, False, label, c.color, "●", on_right))
-            else:
-                marker = LINE_MARKERS[lines % len(LINE_MARKERS)]
-                lines += 1
-                series.append(_Series(xs, ys, True, label, c.color, marker, on_right))
-                if len(xs) <= 30:  # few measured points: show where they are, not only the line
-                    series.append(_Series(xs, ys, False, None, c.color, "●", on_right))
-        for b in spec.bands:  # the envelope's two edges, faint, under the curves
-            bx, low = downsample(b.xs, b.lo, width)
-            hx, high = downsample(b.xs, b.hi, width)
-            if bx:
-                series.append(_Series(bx, low, True, literal(b.label), b.color, "braille"))
-                series.append(_Series(hx, high, True, None, b.color, "braille"))
-        rows = max(4, self.size.height - 5)  # less the title and the x axis
-        # the legend's rows (top left) above everything drawn, so it hides no curve or bound
-        legend = sum(1 for s in series if s.label) + 1
-        left = [y for s in series if not s.right for y in (min(s.ys), max(s.ys))]
-        left += [
-            y for y in [h.y for h in spec.hlines] + [m.y for m in spec.marks] if math.isfinite(y)
-        ]
-        right = [y for s in series if s.right for y in (min(s.ys), max(s.ys))]
-        ylims = {
-            name: _ylim(values, log, legend, rows)
-            for name, values in (("left", left), ("right", right))
-            if values
-        }
-        xlim = spec.xlim or _span(series)
-        for s in series:
-            xs, ys = s.xs, s.ys
-            axis = "right" if s.right else "left"
-            ylim = ylims.get(axis)
-            if s.line and ylim is not None and xlim is not None:  # a point per cell crossed
-                # 2 x 4 dots a braille cell; a faint curve is thinned to whole cells
-                fine = s.marker == "braille" and s.color not in FAINT.values()
-                xs, ys = thin(
-                    xs, ys, xlim, ylim, width * (2 if fine else 1), rows * (4 if fine else 1)
-                )
-            draw = plt.plot if s.line else plt.scatter
-            draw(xs, ys, label=s.label, color=s.color, marker=s.marker, yside=axis)
-        for h in spec.hlines:
-            plt.hline(h.y, color=h.color)
-        x0 = spec.xlim[0] if spec.xlim else 0
-        for h in spec.hlines:
-            plt.text(literal(h.label), x0, h.y, color=h.color, alignment="left")
-        nudge = (spec.xlim[1] - spec.xlim[0]) * 0.015 if spec.xlim else 0.0
-        for m in spec.marks:  # the marker is the label's end (or start) at the point itself
-            if m.align == "left":  # beside a point the run also has: keep both visible
-                plt.text(f"◆ {literal(m.label)}", m.x + nudge, m.y, color=m.color, alignment="left")
-            else:
-                plt.text(f"{literal(m.label)} ◆", m.x, m.y, color=m.color, alignment="right")
-        if spec.xlim:
-            plt.xlim(*spec.xlim)
-        if xlim is not None:  # the x axis counts steps: whole ones
-            plt.xticks(*linear_ticks(*xlim, most=max(2, width // 12), whole=True))
-        for name, ylim in ylims.items():
-            yside: Any = name  # plotext types its yside as a number; it takes "left", "right"
-            plt.ylim(*ylim, yside=yside)
-            # set on every draw, either way: plotext keeps the last ticks set (a log axis's
-            # labels stayed on the linear one after it)
-            if log:  # drawn as log10(y): the ticks say the values themselves
-                plt.yticks(*log_ticks(*ylim), yside=yside)
-            else:
-                plt.yticks(*linear_ticks(*ylim, most=max(2, rows // 3)), yside=yside)
+        _plot(self.plt, spec, width, rows=max(4, self.size.height - 5))  # less title and x axis
         self.refresh()
         if self.size.area and not self.screen.is_current:
             # replotted off screen (a spec's turn came after its mode was left): its text is
@@ -291,6 +218,144 @@ class _Series(NamedTuple):
     color: str | tuple[int, int, int]
     marker: str
     right: bool = False  # on the right y axis
+
+    @property
+    def axis(self) -> str:
+        return "right" if self.right else "left"
+
+
+def _plot(plt: Any, spec: ChartSpec, width: int, rows: int) -> None:
+    """Draw `spec` into plotext's figure, `width` columns by `rows` rows for the plot itself."""
+    plt.title(literal(spec.title))
+    plt.xlabel(literal(spec.xlabel))
+    plt.ylabel(literal(spec.ylabel))
+    # drawn in this order: the faint curves, the others, then the bands' edges
+    series = _curves(spec.curves, width, spec.ylog) + _bands(spec.bands, width)
+    ylims = _ylims(spec, series, rows)
+    xlim = spec.xlim or _span(series)
+    for s in series:
+        _draw(plt, s, xlim, ylims.get(s.axis), width, rows)
+    _draw_hlines(plt, spec)
+    _draw_marks(plt, spec)
+    _draw_x_axis(plt, spec, xlim, width)
+    _draw_y_axes(plt, ylims, spec.ylog, rows)
+
+
+def _curves(curves: Sequence[Curve], width: int, log: bool) -> list[_Series]:
+    """The curves as series downsampled to `width`, the faint ones first (drawn beneath)."""
+    series: list[_Series] = []
+    markers = itertools.cycle(LINE_MARKERS)  # each line its own marker (no colour needed)
+    for c in sorted(curves, key=lambda c: not c.faint):
+        # a faint curve is a background: a min-max pair every other column is enough
+        xs, ys = downsample(c.xs, c.ys, width // 2 if c.faint else width, c.stamp)
+        xs, ys = _on_axis(xs, ys, log)
+        if xs:
+            series += _curve_series(c, xs, ys, markers)
+    return series
+
+
+def _on_axis(xs: list[float], ys: list[float], log: bool) -> tuple[list[float], list[float]]:
+    """The points as drawn: on a log axis, log10 of the positive ones only."""
+    if not log:
+        return xs, ys
+    kept = [(x, math.log10(y)) for x, y in zip(xs, ys, strict=True) if y > 0]
+    return [k[0] for k in kept], [k[1] for k in kept]
+
+
+def _curve_series(
+    c: Curve, xs: list[float], ys: list[float], markers: Iterator[str]
+) -> list[_Series]:
+    """How one curve is drawn: faint, as points, or as a line taking the next marker."""
+    label = literal(c.label)
+    if c.faint:
+        return [_Series(xs, ys, True, label, FAINT.get(c.color, c.color), "braille", c.right)]
+    if c.points:
+        return [_Series(xs, ys, False, label, c.color, "●", c.right)]
+    line = [_Series(xs, ys, True, label, c.color, next(markers), c.right)]
+    if len(xs) <= 30:  # few measured points: show where they are, not only the line
+        line.append(_Series(xs, ys, False, None, c.color, "●", c.right))
+    return line
+
+
+def _bands(bands: Sequence[Band], width: int) -> list[_Series]:
+    """Each envelope's two edges, faint, under the curves."""
+    series: list[_Series] = []
+    for b in bands:
+        bx, low = downsample(b.xs, b.lo, width)
+        hx, high = downsample(b.xs, b.hi, width)
+        if bx:
+            series.append(_Series(bx, low, True, literal(b.label), b.color, "braille"))
+            series.append(_Series(hx, high, True, None, b.color, "braille"))
+    return series
+
+
+def _ylims(spec: ChartSpec, series: list[_Series], rows: int) -> dict[str, tuple[float, float]]:
+    """Each y axis's limits over what is drawn on it; the lines and marks go on the left."""
+    # the legend's rows (top left) above everything drawn, so it hides no curve or bound
+    legend = sum(1 for s in series if s.label) + 1
+    levels = [h.y for h in spec.hlines] + [m.y for m in spec.marks]
+    values: dict[str, list[float]] = {"left": [y for y in levels if math.isfinite(y)], "right": []}
+    for s in series:
+        values[s.axis] += (min(s.ys), max(s.ys))
+    return {name: _ylim(ys, spec.ylog, legend, rows) for name, ys in values.items() if ys}
+
+
+def _draw(
+    plt: Any,
+    s: _Series,
+    xlim: tuple[float, float] | None,
+    ylim: tuple[float, float] | None,
+    width: int,
+    rows: int,
+) -> None:
+    """Draw one series; a line is thinned first to a point per cell it crosses."""
+    xs, ys = s.xs, s.ys
+    if s.line and ylim is not None and xlim is not None:
+        # 2 x 4 dots a braille cell; a faint curve is thinned to whole cells
+        fine = s.marker == "braille" and s.color not in FAINT.values()
+        xs, ys = thin(xs, ys, xlim, ylim, width * (2 if fine else 1), rows * (4 if fine else 1))
+    draw = plt.plot if s.line else plt.scatter
+    draw(xs, ys, label=s.label, color=s.color, marker=s.marker, yside=s.axis)
+
+
+def _draw_hlines(plt: Any, spec: ChartSpec) -> None:
+    """The horizontal lines, then their labels at the chart's left edge."""
+    for h in spec.hlines:
+        plt.hline(h.y, color=h.color)
+    x0 = spec.xlim[0] if spec.xlim else 0
+    for h in spec.hlines:
+        plt.text(literal(h.label), x0, h.y, color=h.color, alignment="left")
+
+
+def _draw_marks(plt: Any, spec: ChartSpec) -> None:
+    """The marked points: the marker is the label's end (or start) at the point itself."""
+    nudge = (spec.xlim[1] - spec.xlim[0]) * 0.015 if spec.xlim else 0.0
+    for m in spec.marks:
+        if m.align == "left":  # beside a point the run also has: keep both visible
+            plt.text(f"◆ {literal(m.label)}", m.x + nudge, m.y, color=m.color, alignment="left")
+        else:
+            plt.text(f"{literal(m.label)} ◆", m.x, m.y, color=m.color, alignment="right")
+
+
+def _draw_x_axis(plt: Any, spec: ChartSpec, xlim: tuple[float, float] | None, width: int) -> None:
+    """The x axis's limits and ticks; it counts steps, so the ticks are whole ones."""
+    if spec.xlim:
+        plt.xlim(*spec.xlim)
+    if xlim is not None:
+        plt.xticks(*linear_ticks(*xlim, most=max(2, width // 12), whole=True))
+
+
+def _draw_y_axes(plt: Any, ylims: dict[str, tuple[float, float]], log: bool, rows: int) -> None:
+    """Each y axis's limits and ticks; a log axis's ticks say the values themselves."""
+    for name, ylim in ylims.items():
+        yside: Any = name  # plotext types its yside as a number; it takes "left", "right"
+        plt.ylim(*ylim, yside=yside)
+        # set on every draw, either way: plotext keeps the last ticks set (a log axis's
+        # labels stayed on the linear one after it)
+        if log:  # drawn as log10(y)
+            plt.yticks(*log_ticks(*ylim), yside=yside)
+        else:
+            plt.yticks(*linear_ticks(*ylim, most=max(2, rows // 3)), yside=yside)
 
 
 def _ylim(ys: list[float], log: bool, legend: int, rows: int) -> tuple[float, float]:
