@@ -6,6 +6,8 @@ where they can be (`tensorboard.Columns`), else record by record as a follower r
 from __future__ import annotations
 
 from array import array
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from operator import attrgetter, ge
 from pathlib import Path
@@ -38,6 +40,9 @@ from fontaine_tui.core.log.formats.where import LIST_TRIES, READ
 from fontaine_tui.core.log.records import TRAIN_FIELDS, Record
 from fontaine_tui.core.log.store import RunStore
 from fontaine_tui.core.readfile import iter_regular, read_whole
+
+# each tag's steps, wall times and values, as tensorboard.Columns reads them
+TagColumns = dict[str, tuple[array, array, array]]
 
 
 @dataclass(frozen=True, slots=True)
@@ -135,85 +140,130 @@ def _load_tensorboard(listed: list[EventFile], fields: FieldMap) -> Loaded:
     through the grouper record by record, as a follower reads it. Files of one folder written at
     once are several runs, and are refused (eventdirs.py)."""
     cols = Columns()
-    torn: list[str] = []
     paths = [e.path for e in listed]
-    spans: list[Span] = []
-    for ef in listed:
-        path = ef.path
-        cols.prefix = ef.prefix.encode()
-        before = {tag: len(col[0]) for tag, col in cols.by_tag.items()}
-        try:
-            tail = b""
-            for chunk in iter_regular(path, READ):
-                data = tail + chunk if tail else chunk
-                tail = data[cols.read(data) :]
-        except FramingError as exc:
-            raise InputError(f"{path}: {exc}") from None
-        except OSError as exc:
-            raise InputError(f"{path}: cannot read ({exc.strerror or exc})") from None
-        if tail:
-            torn.append(_torn(path, len(tail)))
-        spans.append(span(path, cols.by_tag, before))
+    torn, spans = _read_columns(listed, cols)
     listed, spans = by_first_write(listed, spans)
     restarted = one_run(spans)
-    by_tag = cols.by_tag
-    keys = tuple(by_tag)
+    keys = tuple(cols.by_tag)
     evals = [tag for tag in keys if fields.is_eval(tag)]
-    if cols.purges or restarted or any(_repeats(by_tag[tag][0]) for tag in evals):
-        if len({e.path.parent for e in listed}) > 1:
-            return merged_records(listed, fields)
-        return _tensorboard_records(listed, fields)
-    grouper = Grouper(fields)
-    grouper.keys.update(dict.fromkeys(keys))
-    train_of = grouper.train_map()  # source tag -> train field
+    if restarted or not _whole(cols, evals):
+        return _by_records(listed, fields)
     store = RunStore()
-    train = [(tag, name) for tag, name in train_of.items() if tag in by_tag]
-    if train and _aligned([by_tag[t][0] for t, _ in train]):
-        steps, walls, _ = by_tag[train[0][0]]
-        n = len(steps)
-        store.steps.extend(steps)
-        c = store.columns
-        c["time"].extend(walls)
-        given = {name: by_tag[tag][2] for tag, name in train}
-        nan = array("d", [NAN]) * n
-        for name in TRAIN_FIELDS:
-            c[name].extend(given.get(name, nan))
-        if "step_s" not in given:
-            c["step_s"][0:n] = _step_s(steps, walls)
-        for tag in keys:  # every other tag too, by its own name
-            if not fields.is_eval(tag):
-                store.extras.extend(tag, by_tag[tag][0], by_tag[tag][2])
-        store.records += n
-        store.version += 1
-    elif train:  # steps that go back: record by record
-        out: list[Record] = []
-        rows = sorted(
-            (s, w, tag, v)
-            for tag in keys
-            if not fields.is_eval(tag)
-            for s, w, v in zip(*by_tag[tag], strict=True)
-        )
-        for s, w, tag, v in rows:
-            grouper.add(s, w, tag, v, out)
-        grouper.flush(out)
-        for rec in out:
-            store.add(rec)
-        store.notices += decoder_notices_of([grouper])
-    probes: dict[int, dict[str, float]] = {}
-    times: dict[int, float] = {}
-    for tag in evals:
-        steps, walls, values = by_tag[tag]
-        for s, w, v in zip(steps, walls, values, strict=True):
-            probes.setdefault(s, {})[tag] = v
-            times.setdefault(s, w)
-    for s in sorted(probes):
-        store.add(foreign_probe(s, times[s], probes[s], cols.bits))
+    _add_train(store, cols.by_tag, fields)
+    _add_probes(store, cols, evals)
     if cols.bad_records:
         store.notices.append(
             f"{cols.bad_records} event record(s) failed their checksum or did not decode, skipped"
         )
     store.notices += torn
     return Loaded(store, tuple(paths), "tensorboard", "", keys)
+
+
+def _whole(cols: Columns, evals: list[str]) -> bool:
+    """The columns go into the store as read: nothing purged, no eval step logged twice."""
+    return not cols.purges and not any(_repeats(cols.by_tag[tag][0]) for tag in evals)
+
+
+def _by_records(listed: list[EventFile], fields: FieldMap) -> Loaded:
+    """The record-by-record read, across folders when the run logged into several."""
+    if len({e.path.parent for e in listed}) > 1:
+        return merged_records(listed, fields)
+    return _tensorboard_records(listed, fields)
+
+
+def _read_columns(listed: list[EventFile], cols: Columns) -> tuple[list[str], list[Span]]:
+    """Every event file read into `cols`: the notices of torn ends, and each file's span."""
+    torn: list[str] = []
+    spans: list[Span] = []
+    for ef in listed:
+        cols.prefix = ef.prefix.encode()
+        before = {tag: len(col[0]) for tag, col in cols.by_tag.items()}
+        with _as_input_error(ef.path):
+            tail = b""
+            for chunk in iter_regular(ef.path, READ):
+                data = tail + chunk if tail else chunk
+                tail = data[cols.read(data) :]
+        if tail:
+            torn.append(_torn(ef.path, len(tail)))
+        spans.append(span(ef.path, cols.by_tag, before))
+    return torn, spans
+
+
+@contextmanager
+def _as_input_error(path: Path) -> Iterator[None]:
+    """A file that cannot be read, or whose records are not framed, as an InputError naming it."""
+    try:
+        yield
+    except FramingError as exc:
+        raise InputError(f"{path}: {exc}") from None
+    except OSError as exc:
+        raise InputError(f"{path}: cannot read ({exc.strerror or exc})") from None
+
+
+def _add_train(store: RunStore, by_tag: TagColumns, fields: FieldMap) -> None:
+    """The train tags into the store: whole columns when aligned, else record by record."""
+    grouper = Grouper(fields)
+    grouper.keys.update(dict.fromkeys(by_tag))
+    train_of = grouper.train_map()  # source tag -> train field
+    train = [(tag, name) for tag, name in train_of.items() if tag in by_tag]
+    if not train:
+        return
+    if _aligned([by_tag[t][0] for t, _ in train]):
+        _extend_train(store, by_tag, train, fields)
+    else:  # steps that go back
+        _group_train(store, by_tag, grouper, fields)
+
+
+def _extend_train(
+    store: RunStore, by_tag: TagColumns, train: list[tuple[str, str]], fields: FieldMap
+) -> None:
+    """Aligned train columns appended whole; every other non-eval tag by its own name."""
+    steps, walls, _ = by_tag[train[0][0]]
+    n = len(steps)
+    store.steps.extend(steps)
+    c = store.columns
+    c["time"].extend(walls)
+    given = {name: by_tag[tag][2] for tag, name in train}
+    nan = array("d", [NAN]) * n
+    for name in TRAIN_FIELDS:
+        c[name].extend(given.get(name, nan))
+    if "step_s" not in given:
+        c["step_s"][0:n] = _step_s(steps, walls)
+    for tag in by_tag:
+        if not fields.is_eval(tag):
+            store.extras.extend(tag, by_tag[tag][0], by_tag[tag][2])
+    store.records += n
+    store.version += 1
+
+
+def _group_train(store: RunStore, by_tag: TagColumns, grouper: Grouper, fields: FieldMap) -> None:
+    """Every non-eval value through the grouper in step order, as a follower reads them."""
+    out: list[Record] = []
+    rows = sorted(
+        (s, w, tag, v)
+        for tag, column in by_tag.items()
+        if not fields.is_eval(tag)
+        for s, w, v in zip(*column, strict=True)
+    )
+    for s, w, tag, v in rows:
+        grouper.add(s, w, tag, v, out)
+    grouper.flush(out)
+    for rec in out:
+        store.add(rec)
+    store.notices += decoder_notices_of([grouper])
+
+
+def _add_probes(store: RunStore, cols: Columns, evals: list[str]) -> None:
+    """One probe per eval step, with every eval tag logged at it, in step order."""
+    probes: dict[int, dict[str, float]] = {}
+    times: dict[int, float] = {}
+    for tag in evals:
+        steps, walls, values = cols.by_tag[tag]
+        for s, w, v in zip(steps, walls, values, strict=True):
+            probes.setdefault(s, {})[tag] = v
+            times.setdefault(s, w)
+    for s in sorted(probes):
+        store.add(foreign_probe(s, times[s], probes[s], cols.bits))
 
 
 def _torn(path: Path, size: int) -> str:
