@@ -19,10 +19,11 @@ from fontaine_tui.commands._args import examples, ssh_config
 from fontaine_tui.core.bank import store as bank
 from fontaine_tui.core.bank.evidence import conflicts
 from fontaine_tui.core.errors import InputError
+from fontaine_tui.core.follow.base import RunSource
 from fontaine_tui.core.follow.local import LocalRun
 from fontaine_tui.core.follow.open import open_source
 from fontaine_tui.core.follow.target import parse_follow_target
-from fontaine_tui.core.log.formats.cold import load_source
+from fontaine_tui.core.log.formats.cold import Loaded, load_source
 from fontaine_tui.core.log.formats.locate import detect_foreign, frozen_source, record_kind
 from fontaine_tui.core.log.formats.registry import kinds, several_runs
 from fontaine_tui.core.log.formats.source import SourceSpec
@@ -332,81 +333,116 @@ async def _read(
     source = open_source(target, ssh_options=("-F", ssh_config) if ssh_config else ())
     try:
         prereg = await source.read_bytes(PREREG)
+        ctx = await _evidence(source, prereg)
         if isinstance(source, LocalRun):
-            ctx = FolderEvidence.of_folder(RunFolder(source.folder))
-        else:  # the ledger, its head file (how long the chain was), attempts.jsonl and the
-            # review trail with the files it is held to (its head, verdict.json), as bytes
-            ctx = FolderEvidence.of_files(
-                prereg,
-                None,
-                await source.read_bytes(AMENDMENTS),
-                await source.read_bytes(head_name(AMENDMENTS)),
-                await source.read_bytes(ATTEMPTS),
-                source.label,
-                strict=True,
-                trail=TrailFiles(
-                    source.label,
-                    await source.read_bytes(REVIEW) or b"",
-                    await source.read_bytes(head_name(REVIEW)),
-                    prereg,
-                    await source.read_bytes(VERDICT),
-                ),
-            )
-        if isinstance(source, LocalRun):
-            log = source.folder / LOG
-            if not log.is_file():  # another trainer's run: read through its format
-                # a launched [command]'s run: as its prereg.json froze
-                frozen = (
-                    frozen_source(prereg, str(source.folder / PREREG))
-                    if preset_arg is None and prereg is not None
-                    else None
-                )
-                if frozen is not None and kind_arg and kind_arg != frozen.kind:
-                    raise InputError(
-                        f"--kind: {source.folder} is read as its prereg.json froze "
-                        f'([source] kind = "{frozen.kind}")'
-                    )
-                kind = frozen.kind if frozen else kind_arg or record_kind(source.folder)
-                if frozen is None and not kind_arg and preset_arg is None:
-                    _other_record(source.folder, kind)
-                if not kind and preset_arg is None:
-                    raise InputError(f"{log}: no such log")
-                if run and kind not in several_runs() and preset_arg is None:
-                    raise InputError(
-                        f"--run: a {kind} run holds one run (expected only for "
-                        f"a store holding several: {', '.join(several_runs())})"
-                    )
-                if preset_arg is None:
-                    spec = frozen or SourceSpec(kind)
-                    if run:
-                        spec = dataclasses.replace(
-                            spec, options=MappingProxyType({**spec.options, "run": run})
-                        )
-                    loaded = load_source(source.folder, spec)
-                else:
-                    loaded = _by_preset(source.folder, preset_arg, kind, run)
-                return loaded.store, prereg, ctx, loaded.label, loaded.kind
-            if run or preset_arg is not None or kind_arg:
-                raise InputError(
-                    f"--{'run' if run else 'kind' if kind_arg else 'preset'}: "
-                    f"{source.folder} is a run of "
-                    "this console's (its own log and prereg.json say how to read "
-                    "it)"
-                )
-            return load_log(log, history=True), prereg, ctx, str(source.folder), ""
-        if run or preset_arg is not None or kind_arg:
-            raise InputError(
-                f"--{'run' if run else 'kind' if kind_arg else 'preset'}: {source.label} is "
-                "read over SSH "
-                "as one of this console's runs (another trainer's run is banked "
-                "on its own host)"
-            )
-        raw = await source.read_bytes(LOG)
-        if raw is None:
-            raise InputError(f"{source.label}/{LOG}: no such log")
-        return load_lines([raw], final=True), prereg, ctx, source.label, ""
+            store, label, kind = _read_here(source.folder, prereg, run, preset_arg, kind_arg)
+        else:
+            store, label, kind = await _read_there(source, run, preset_arg, kind_arg)
+        return store, prereg, ctx, label, kind
     finally:
         await source.close()
+
+
+async def _evidence(source: RunSource, prereg: bytes | None) -> FolderEvidence:
+    """The folder's evidence: read from the folder here, else from the bytes of its host."""
+    if isinstance(source, LocalRun):
+        return FolderEvidence.of_folder(RunFolder(source.folder))
+    # the ledger, its head file (how long the chain was), attempts.jsonl and the review trail
+    # with the files it is held to (its head, verdict.json), as bytes
+    return FolderEvidence.of_files(
+        prereg,
+        None,
+        await source.read_bytes(AMENDMENTS),
+        await source.read_bytes(head_name(AMENDMENTS)),
+        await source.read_bytes(ATTEMPTS),
+        source.label,
+        strict=True,
+        trail=TrailFiles(
+            source.label,
+            await source.read_bytes(REVIEW) or b"",
+            await source.read_bytes(head_name(REVIEW)),
+            prereg,
+            await source.read_bytes(VERDICT),
+        ),
+    )
+
+
+def _read_here(
+    folder: Path, prereg: bytes | None, run: str, preset_arg: str | None, kind_arg: str
+) -> tuple[RunStore, str, str]:
+    """A run in a folder here: its store, its label and the kind read ("" for ours)."""
+    log = folder / LOG
+    if not log.is_file():  # another trainer's run: read through its format
+        loaded = _read_foreign(folder, prereg, run, preset_arg, kind_arg)
+        return loaded.store, loaded.label, loaded.kind
+    given = _reading_option(run, preset_arg, kind_arg)
+    if given:
+        raise InputError(
+            f"--{given}: {folder} is a run of this console's (its own log and prereg.json "
+            "say how to read it)"
+        )
+    return load_log(log, history=True), str(folder), ""
+
+
+async def _read_there(
+    source: RunSource, run: str, preset_arg: str | None, kind_arg: str
+) -> tuple[RunStore, str, str]:
+    """One of this console's runs, read over SSH: its store, its label and "" for its kind."""
+    given = _reading_option(run, preset_arg, kind_arg)
+    if given:
+        raise InputError(
+            f"--{given}: {source.label} is read over SSH as one of this console's runs "
+            "(another trainer's run is banked on its own host)"
+        )
+    raw = await source.read_bytes(LOG)
+    if raw is None:
+        raise InputError(f"{source.label}/{LOG}: no such log")
+    return load_lines([raw], final=True), source.label, ""
+
+
+def _reading_option(run: str, preset_arg: str | None, kind_arg: str) -> str:
+    """The first option given that says how to read another trainer's run ("" for none)."""
+    given = {"run": bool(run), "kind": bool(kind_arg), "preset": preset_arg is not None}
+    return next((name for name, on in given.items() if on), "")
+
+
+def _read_foreign(
+    folder: Path, prereg: bytes | None, run: str, preset_arg: str | None, kind_arg: str
+) -> Loaded:
+    """Another trainer's run here: by the preset, else as its prereg.json froze, else by kind.
+
+    A launched [command]'s run is read as its prereg.json froze its [source]."""
+    if preset_arg is not None:
+        return _by_preset(folder, preset_arg, kind_arg or record_kind(folder), run)
+    frozen = frozen_source(prereg, str(folder / PREREG)) if prereg is not None else None
+    kind = _foreign_kind(folder, frozen, kind_arg)
+    if run and kind not in several_runs():
+        raise InputError(
+            f"--run: a {kind} run holds one run (expected only for a store holding several: "
+            f"{', '.join(several_runs())})"
+        )
+    return load_source(folder, _with_run(frozen or SourceSpec(kind), run))
+
+
+def _foreign_kind(folder: Path, frozen: SourceSpec | None, kind_arg: str) -> str:
+    """The format another trainer's run here is read as: frozen, named by --kind, or found."""
+    if frozen is not None and kind_arg and kind_arg != frozen.kind:
+        raise InputError(
+            f'--kind: {folder} is read as its prereg.json froze ([source] kind = "{frozen.kind}")'
+        )
+    kind = frozen.kind if frozen else kind_arg or record_kind(folder)
+    if frozen is None and not kind_arg:
+        _other_record(folder, kind)
+    if not kind:
+        raise InputError(f"{folder / LOG}: no such log")
+    return kind
+
+
+def _with_run(spec: SourceSpec, run: str) -> SourceSpec:
+    """`spec` reading the store's run `run` (bank's --run) over its own choice, when given."""
+    if not run:
+        return spec
+    return dataclasses.replace(spec, options=MappingProxyType({**spec.options, "run": run}))
 
 
 def _check_kind(kind: str, preset_arg: str | None) -> None:
@@ -460,9 +496,7 @@ def _by_preset(folder, preset_arg: str, kind: str, run: str = ""):
             f"{folder}: no log this console reads, and --preset {preset_arg} has "
             "no [source] saying where it is"
         )
-    spec = spec or SourceSpec(kind)
-    if run:
-        spec = dataclasses.replace(spec, options=MappingProxyType({**spec.options, "run": run}))
+    spec = _with_run(spec or SourceSpec(kind), run)
     loaded = load_source(folder, spec)
     for metric in (preset.verdict.metric, *(r.metric for r in preset.verdict.secondary)):
         loaded.check_metric(metric, spec)
