@@ -25,6 +25,7 @@ from pathlib import Path
 from fontaine_tui.core.atomic import atomic_write, create_new, locked
 from fontaine_tui.core.errors import InputError
 from fontaine_tui.core.limits import json_loads
+from fontaine_tui.core.log.records import Meta
 from fontaine_tui.core.log.store import RunStore
 from fontaine_tui.core.readfile import read_text, read_whole
 from fontaine_tui.core.secrets import recordable
@@ -169,59 +170,15 @@ def document(
     attempts.jsonl says it (a launched [command] whose last attempt finished at `finished_at`),
     or else the one banking it (`bank --ended`), and the document says which."""
     recordable(note, "bank add --note")
-    ended = gate_end is not None or (store.events and store.events[-1].event == "end")
-    if not foreign and not ended:
-        raise InputError(
-            f"{source}: the run has not finished (no `end` event in its log); bank it once it ends"
-        )
-    if not store.probes:
-        raise InputError(f"{source}: no eval probe in the log: nothing to compare with")
-    meta = store.metas[-1] if store.metas else None
-    probes = []
-    for step in store.probe_steps():
-        p = store.probes[step]
-        probes.append(
-            {
-                "step": step,
-                "fields": {k: _num(v) for k, v in sorted(p.fields.items())},
-                "breakdown": {k: _num(v) for k, v in sorted(p.breakdown.items())},
-            }
-        )
-    loss = [x for x in store.columns["loss"] if math.isfinite(x)] if store.has_columns else []
-    step_s = (
-        [x for x in store.columns["step_s"] if math.isfinite(x) and x > 0]
-        if store.has_columns
-        else []
-    )
-    train = {
-        "records": len(store.steps),
-        "last_step": store.last_step,
-        "loss_first": loss[0] if loss else None,
-        "loss_last": loss[-1] if loss else None,
-        "loss_min": min(loss) if loss else None,
-        "step_s_median": statistics.median(step_s) if step_s else None,
-    }
-    pre = None
-    if prereg is not None:
-        try:
-            pre = json_loads(prereg)
-        except (ValueError, RecursionError):
-            raise InputError(f"{source}: prereg.json is not JSON; nothing was banked") from None
+    _refuse_unbankable(store, source, foreign, gate_end)
     doc = {
         "schema": SCHEMA,
         "source": source,
         "note": note,
-        "run": meta.run if meta else "",
-        "host": meta.host if meta else "",
-        "world_size": meta.world_size if meta else None,
-        "device": meta.device if meta else "",
-        "recipe": dict(meta.recipe) if meta else {},
-        "code": dict(meta.code) if meta else {},
-        "data": dict(meta.data) if meta else {},
-        "versions": dict(meta.versions) if meta else {},
-        "probes": probes,
-        "train": train,
-        "prereg": pre,
+        **_meta_fields(store.metas[-1] if store.metas else None),
+        "probes": _probes(store),
+        "train": _train_summary(store),
+        "prereg": _prereg(prereg, source),
         **(
             {"format": foreign, "ended": _foreign_end(store, gate_end, finished_at)}
             if foreign
@@ -230,6 +187,84 @@ def document(
     }
     _check_finite(doc, source)
     return doc
+
+
+def _refuse_unbankable(store: RunStore, source: str, foreign: str, gate_end: int | None) -> None:
+    """Refuse a run of ours not known to have ended, and a run with no probe."""
+    ended = gate_end is not None or (store.events and store.events[-1].event == "end")
+    if not foreign and not ended:
+        raise InputError(
+            f"{source}: the run has not finished (no `end` event in its log); bank it once it ends"
+        )
+    if not store.probes:
+        raise InputError(f"{source}: no eval probe in the log: nothing to compare with")
+
+
+def _meta_fields(meta: Meta | None) -> dict[str, object]:
+    """What the run's last meta said it ran (recipe, world size, device, code and data identity)."""
+    if meta is None:
+        return {
+            "run": "",
+            "host": "",
+            "world_size": None,
+            "device": "",
+            "recipe": {},
+            "code": {},
+            "data": {},
+            "versions": {},
+        }
+    return {
+        "run": meta.run,
+        "host": meta.host,
+        "world_size": meta.world_size,
+        "device": meta.device,
+        "recipe": dict(meta.recipe),
+        "code": dict(meta.code),
+        "data": dict(meta.data),
+        "versions": dict(meta.versions),
+    }
+
+
+def _probes(store: RunStore) -> list[dict[str, object]]:
+    """Every probe in step order: all its numbers by path, and the per-dataset breakdown."""
+    return [
+        {
+            "step": step,
+            "fields": {k: _num(v) for k, v in sorted(store.probes[step].fields.items())},
+            "breakdown": {k: _num(v) for k, v in sorted(store.probes[step].breakdown.items())},
+        }
+        for step in store.probe_steps()
+    ]
+
+
+def _train_summary(store: RunStore) -> dict[str, object]:
+    """The train curve in a few numbers: its length, its loss's first, last and lowest values."""
+    loss = _finite(store, "loss")
+    step_s = [x for x in _finite(store, "step_s") if x > 0]
+    first, last, low = (loss[0], loss[-1], min(loss)) if loss else (None, None, None)
+    return {
+        "records": len(store.steps),
+        "last_step": store.last_step,
+        "loss_first": first,
+        "loss_last": last,
+        "loss_min": low,
+        "step_s_median": statistics.median(step_s) if step_s else None,
+    }
+
+
+def _finite(store: RunStore, name: str) -> list[float]:
+    """A train column's finite values (none for a log read without columns)."""
+    return [x for x in store.columns[name] if math.isfinite(x)] if store.has_columns else []
+
+
+def _prereg(prereg: bytes | None, source: str) -> object:
+    """The run's prereg.json as JSON, or None without one; refused when it is not JSON."""
+    if prereg is None:
+        return None
+    try:
+        return json_loads(prereg)
+    except (ValueError, RecursionError):
+        raise InputError(f"{source}: prereg.json is not JSON; nothing was banked") from None
 
 
 def _check_finite(doc: Mapping[str, object], source: str) -> None:
