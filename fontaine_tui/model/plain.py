@@ -18,7 +18,7 @@ import math
 import signal
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
 from typing import TYPE_CHECKING, TextIO
 
 from fontaine_tui.core.errors import InputError
@@ -196,57 +196,61 @@ class PlainReport:
         """
         source = self.session.source
         self.say(f"following {literal(source.label)}")
-        loop = asyncio.get_running_loop()
-        batches = aiter(source.follow())
-        why, news = "", loop.time()
-        pending: asyncio.Future[Batch] | None = None
+        batches = _Batches(source.follow(), quiet_end)
         try:
-            while True:
-                left = None if quiet_end is None else news + quiet_end - loop.time()
-                if left is not None and left <= 0:
-                    why = f"no new data for {quiet_end:g} s (--quiet-end)"
-                    break
-                if pending is None:
-                    pending = asyncio.ensure_future(anext(batches))
-                wait = TICK_S if left is None else min(left, TICK_S)
-                done, _ = await asyncio.wait({pending}, timeout=wait)
-                if not done:  # quiet: the rules judge the silence (a stall), telemetry moves
-                    await self.warnings.sample()
-                    self.warnings.judge()
-                    continue
-                try:
-                    batch = pending.result()
-                except StopAsyncIteration:  # the source said its end (a replay's last line)
-                    break
-                finally:
-                    pending = None
-                if batch.lines or batch.records:
-                    news = loop.time()
-                end = await self.take(batch)
-                if until_end and end is not None:
-                    if not foreign and end.event != "end":
-                        return 1  # the engine's error: as launch --plain, a failed run
-                    name, said = self.event_words(end)
-                    why = f"the run's {name} event at step {end.step}" + (
-                        f": {said}" if said else ""
-                    )
-                    break
-                if until_end and foreign and final_ends and (read := self._final()):
-                    why = read
-                    break
-                if until_end and (stop := self.session.stop_reached()) is not None:
-                    # a log that never says its end: attempts.jsonl says the gate stopped it
-                    why = f"the run's stop on its decision lock at step {stop} (attempts.jsonl)"
-                    break
+            why = await self._report(batches, until_end, foreign, final_ends)
         finally:
-            if pending is not None:
-                pending.cancel()
-                with contextlib.suppress(asyncio.CancelledError, StopAsyncIteration):
-                    await pending
+            await batches.close()
             await source.close()
-        refused = getattr(source, "refused", "")
-        if refused:  # several runs and none chosen: as `verdict` says
+        if why is None:  # the engine's error: as launch --plain, a failed run
+            return 1
+        if refused := getattr(source, "refused", ""):  # several runs, none chosen: as `verdict`
             raise InputError(refused)
+        return self._conclude(why)
+
+    async def _report(
+        self, batches: _Batches, until_end: bool, foreign: bool, final_ends: bool
+    ) -> str | None:
+        """Report batches until the report ends: why, in words ("" at the source's end).
+
+        None when the engine's own error event ends it."""
+        while True:
+            left = batches.quiet_left()
+            if left <= 0:
+                return f"no new data for {batches.quiet_end:g} s (--quiet-end)"
+            try:
+                batch = await batches.next(min(left, TICK_S))
+            except StopAsyncIteration:  # the source said its end (a replay's last line)
+                return ""
+            if batch is None:  # quiet: the rules judge the silence (a stall), telemetry moves
+                await self.warnings.sample()
+                self.warnings.judge()
+                continue
+            end = await self.take(batch)
+            if not until_end:
+                continue
+            if _engine_failed(end, foreign):
+                return None
+            if why := self._why_ended(end, foreign and final_ends):
+                return why
+
+    def _why_ended(self, end: Event | None, final_ends: bool) -> str:
+        """Why the run is over, in words, or "" while it goes on.
+
+        Its end event; else (`final_ends`: a foreign run whose source says no end) the final
+        read; else the stop a gate recorded in attempts.jsonl, for a log that never says its
+        end."""
+        if end is not None:
+            name, said = self.event_words(end)
+            return f"the run's {name} event at step {end.step}" + (f": {said}" if said else "")
+        if final_ends and (read := self._final()):
+            return read
+        if (stop := self.session.stop_reached()) is not None:
+            return f"the run's stop on its decision lock at step {stop} (attempts.jsonl)"
+        return ""
+
+    def _conclude(self, why: str) -> int:
+        """Say why the report ended and the verdict; the exit code, as `verdict` gives it."""
         latest = self.session.latest()
         if why:
             self.say(f"ended: {literal(why)}")
@@ -285,6 +289,54 @@ class PlainReport:
         ):
             return ""
         return f"the final read (step {latest.read_step}, the endpoint in force)"
+
+
+def _engine_failed(end: Event | None, foreign: bool) -> bool:
+    """The engine's own error event ended the run (as launch --plain, a failed run)."""
+    return end is not None and not foreign and end.event != "end"
+
+
+class _Batches:
+    """A source's batches, each waited for at most a while, the read kept going in between.
+
+    It also keeps the time of the last batch with news (lines or records), for --quiet-end."""
+
+    def __init__(self, batches: AsyncIterator[Batch], quiet_end: float | None) -> None:
+        self._batches = aiter(batches)
+        self._pending: asyncio.Future[Batch] | None = None
+        self._loop = asyncio.get_running_loop()
+        self._news = self._loop.time()
+        self.quiet_end = quiet_end
+
+    def quiet_left(self) -> float:
+        """Seconds left before the quiet ends the report (infinite without --quiet-end)."""
+        if self.quiet_end is None:
+            return math.inf
+        return self._news + self.quiet_end - self._loop.time()
+
+    async def next(self, wait: float) -> Batch | None:
+        """The next batch, or None when none came within `wait` seconds.
+
+        Raises StopAsyncIteration at the source's end."""
+        if self._pending is None:
+            self._pending = asyncio.ensure_future(anext(self._batches))
+        done, _ = await asyncio.wait({self._pending}, timeout=wait)
+        if not done:
+            return None
+        try:
+            batch = self._pending.result()
+        finally:
+            self._pending = None
+        if batch.lines or batch.records:
+            self._news = self._loop.time()
+        return batch
+
+    async def close(self) -> None:
+        """Stop the read in flight, if any."""
+        if self._pending is not None:
+            self._pending.cancel()
+            with contextlib.suppress(asyncio.CancelledError, StopAsyncIteration):
+                await self._pending
 
 
 class PlainWatch:
