@@ -11,7 +11,7 @@ import json
 
 from fontaine_tui.core.errors import InputError
 from fontaine_tui.core.log.formats.grouper import EVAL_PATTERNS, FieldMap
-from fontaine_tui.core.log.formats.inspect import Inspection, cadence
+from fontaine_tui.core.log.formats.inspect import Inspection, KeyStats, ProbeCadence, cadence
 from fontaine_tui.core.preset.rule import DIRECTIONS, PLACEHOLDER
 
 # an eval key that says how long or how fast, not how good: never the default metric
@@ -84,42 +84,83 @@ def guess_direction(metric: str) -> str:
     return "lower"
 
 
+# by direction: the healthy and the drift bound's keys, and how each says better and worse
+BOUNDS = {
+    "lower": ("healthy_max", "drift_min", "at most", "at least"),
+    "higher": ("healthy_min", "drift_max", "at least", "at most"),
+}
+# by read: what the bounds hold, and what the read is
+READ_WORDS = {
+    "delta": ("delta", "the change from anchor_step to endpoint_step"),
+    "level": ("value", "the value at endpoint_step (one probe: no anchor)"),
+}
+
+
 def draft(ins: Inspection, metric: str = "", direction: str = "") -> str:
     """The preset's TOML text."""
     metric = metric or pick_metric(ins)
+    stats = _stats(ins, metric)
+    direction = _direction(direction, metric)
+    _refuse_ours(ins)
+    endpoint = stats.last
+    anchors = [s for s in stats.steps if 0 < s < endpoint]  # a delta's anchor is past step 0
+    anchor = anchors[0] if anchors else None
+    lines = [
+        *_head(ins),
+        *_source(ins, metric),
+        *_eval_every(cadence(stats.steps), anchor or 0, endpoint),
+        *_verdict(metric, direction, anchor, endpoint),
+    ]
+    return "\n".join(lines)
+
+
+def _stats(ins: Inspection, metric: str) -> KeyStats:
+    """The metric's values in the run; refused when the run has no such key."""
     stats = ins.stats(metric)
     if stats is None:
         raise InputError(
             f"{ins.folder}: --metric {metric!r}: no such key in this run (eval "
             f"keys: {', '.join(ins.eval_keys[:10]) or 'none'})"
         )
+    return stats
+
+
+def _direction(direction: str, metric: str) -> str:
+    """The direction given (refused when not one), else as the metric's name says."""
     if direction and direction not in DIRECTIONS:
         raise InputError(f"--direction: expected one of {', '.join(DIRECTIONS)}, got {direction!r}")
-    direction = direction or guess_direction(metric)
-    chosen = ins.chosen
-    if chosen.kind == "fontaine":
+    return direction or guess_direction(metric)
+
+
+def _refuse_ours(ins: Inspection) -> None:
+    """Refuse a run of this console's: its preset is the one it was launched with."""
+    if ins.chosen.kind == "fontaine":
         raise InputError(
             f"{ins.folder}: a run of this console: its preset is the one it was "
             "launched with (prereg.json); `fontaine-tui verdict` reads it"
         )
-    endpoint = stats.last
-    anchors = [s for s in stats.steps if 0 < s < endpoint]  # a delta's anchor is past step 0
-    read = "delta" if anchors else "level"
-    anchor = anchors[0] if anchors else 0
-    grid = cadence(stats.steps)
-    name = ins.folder.resolve().name or "run"
-    lines = [
+
+
+def _head(ins: Inspection) -> list[str]:
+    """What the file is and what is left to do, then [run], named after the folder."""
+    return [
         f"# A starting preset for {ins.folder.resolve()}, written by fontaine-tui inspect.",
         "# Complete the [verdict] bounds (the strings marked " + _q(PLACEHOLDER) + ")",
         "# with numbers chosen before reading the run: until then it gives no verdict.",
         "",
         "[run]",
-        f"name = {_q(name)}",
+        f"name = {_q(ins.folder.resolve().name or 'run')}",
         'question = ""',
         "",
-        "[source]",
-        *chosen.source_lines(),
     ]
+
+
+def _source(ins: Inspection, metric: str) -> list[str]:
+    """[source] as the run was read, with the keys that are not the usual ones.
+
+    Its eval keys unless the default patterns hold the metric, its loss key, and its step
+    key when not "step"."""
+    lines = ["[source]", *ins.chosen.source_lines()]
     if FieldMap().is_eval(metric):
         lines.append(
             f"# eval: the default patterns ({', '.join(EVAL_PATTERNS[:4])}, ...) hold the metric"
@@ -130,38 +171,39 @@ def draft(ins: Inspection, metric: str = "", direction: str = "") -> str:
         lines.append(f"loss = {_q(ins.loss_key)}")
     if ins.step_key != "step":
         lines.append(f"step = {_q(ins.step_key)}")
+    return lines
+
+
+def _eval_every(grid: ProbeCadence, anchor: int, endpoint: int) -> list[str]:
+    """The probe cadence, where the probes keep one that the anchor and endpoint are on."""
     every = grid.every
-    if every and not grid.off_grid and not anchor % every and not endpoint % every:
-        lines.append(f"eval_every = {every}  # the probe cadence")
-    elif every:
-        lines.append(
-            f"# probes {grid.describe()}: eval_every left out (anchor and "
-            "endpoint must be multiples of it)"
-        )
-    healthy, drift = (
-        ("healthy_max", "drift_min") if direction == "lower" else ("healthy_min", "drift_max")
-    )
-    what = "delta" if read == "delta" else "value"
-    better = "at most" if direction == "lower" else "at least"
-    worse = "at least" if direction == "lower" else "at most"
-    lines += [
+    if not every:
+        return []
+    if not grid.off_grid and not anchor % every and not endpoint % every:
+        return [f"eval_every = {every}  # the probe cadence"]
+    return [
+        f"# probes {grid.describe()}: eval_every left out (anchor and "
+        "endpoint must be multiples of it)"
+    ]
+
+
+def _verdict(metric: str, direction: str, anchor: int | None, endpoint: int) -> list[str]:
+    """[verdict] on `metric`, with its bounds left as placeholders.
+
+    A delta from the first probe past step 0 (`anchor`) to the last, else (no anchor) the
+    level at the last."""
+    read = "level" if anchor is None else "delta"
+    healthy, drift, better, worse = BOUNDS[direction]
+    what, how = READ_WORDS[read]
+    return [
         "",
         "[verdict]",
         f"metric = {_q(metric)}",
         f"direction = {_q(direction)}  # which way is better: lower or higher",
-        f"read = {_q(read)}"
-        + (
-            "  # the change from anchor_step to endpoint_step"
-            if read == "delta"
-            else "  # the value at endpoint_step (one probe: no anchor)"
-        ),
-    ]
-    if read == "delta":
-        lines.append(f"anchor_step = {anchor}  # the first probe")
-    lines += [
+        f"read = {_q(read)}  # {how}",
+        *([] if anchor is None else [f"anchor_step = {anchor}  # the first probe"]),
         f"endpoint_step = {endpoint}  # the last probe",
         f"{healthy} = {_q(PLACEHOLDER + ': a number')}  # HEALTHY: the {what} is {better} this",
         f"{drift} = {_q(PLACEHOLDER + ': a number')}  # SAME-DRIFT: the {what} is {worse} this",
         "",
     ]
-    return "\n".join(lines)
