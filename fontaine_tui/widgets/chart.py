@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import functools
 import itertools
 import math
 import re
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any, NamedTuple
 
 from rich.color import Color
@@ -68,6 +69,48 @@ def _color_end(codes: list[str], j: int) -> int:
     return end if end <= len(codes) else 0
 
 
+class _Pen(NamedTuple):
+    """What the text is drawn with: foreground, background, bold."""
+
+    fg: str | None = None
+    bg: str | None = None
+    bold: bool = False
+
+
+_PLAIN = _Pen()
+# the one-code SGRs plotext writes, by what each does to the pen; any other is ignored
+_CODES: dict[str, Callable[[_Pen], _Pen]] = {
+    "": lambda pen: _PLAIN,
+    "0": lambda pen: _PLAIN,
+    "1": lambda pen: pen._replace(bold=True),
+    "22": lambda pen: pen._replace(bold=False),
+    "39": lambda pen: pen._replace(fg=None),
+    "49": lambda pen: pen._replace(bg=None),
+}
+
+
+@functools.lru_cache(maxsize=1024)  # a figure repeats a few sequences from a few pens
+def _sgr(pen: _Pen, part: str) -> _Pen:
+    """The pen after one SGR sequence: 38 and 48 set a colour, the rest are in _CODES."""
+    codes = part.split(";") if part else ["0"]
+    j = 0
+    while j < len(codes):
+        c = codes[j]
+        if c in ("38", "48") and (color_end := _color_end(codes, j)):
+            args = codes[j + 2 : color_end]  # 5;N (256 colours) or 2;R;G;B (truecolour)
+            color = f"color({args[0]})" if len(args) == 1 else f"rgb({','.join(args)})"
+            pen = pen._replace(fg=color) if c == "38" else pen._replace(bg=color)
+            j = color_end
+        else:
+            pen = _CODES.get(c, _same)(pen)
+            j += 1
+    return pen
+
+
+def _same(pen: _Pen) -> _Pen:
+    return pen
+
+
 def ansi_text(ansi: str) -> Text:
     """plotext's output as a rich Text: the same characters in the same colours.
 
@@ -79,44 +122,15 @@ def ansi_text(ansi: str) -> Text:
     plain: list[str] = []
     spans: list[Span] = []
     pos = 0
-    fg: str | None = None
-    bg: str | None = None
-    bold = False
+    pen = _PLAIN
     for i, part in enumerate(parts):
-        if not i % 2:  # text
-            if part:
-                if fg or bg or bold:
-                    spans.append(Span(pos, pos + len(part), _style(fg, bg, bold)))
-                plain.append(part)
-                pos += len(part)
-            continue
-        codes = part.split(";") if part else ["0"]
-        j = 0
-        while j < len(codes):
-            c = codes[j]
-            if c in ("0", ""):
-                fg = bg = None
-                bold = False
-                j += 1
-            elif c in ("38", "48") and (color_end := _color_end(codes, j)):
-                args = codes[j + 2 : color_end]  # 5;N (256 colours) or 2;R;G;B (truecolour)
-                color = f"color({args[0]})" if len(args) == 1 else f"rgb({','.join(args)})"
-                fg, bg = (color, bg) if c == "38" else (fg, color)
-                j = color_end
-            elif c == "1":
-                bold = True
-                j += 1
-            elif c == "22":
-                bold = False
-                j += 1
-            elif c == "39":
-                fg = None
-                j += 1
-            elif c == "49":
-                bg = None
-                j += 1
-            else:  # not one plotext writes: ignored
-                j += 1
+        if i % 2:  # an SGR sequence's codes
+            pen = _sgr(pen, part)
+        elif part:  # text
+            if any(pen):
+                spans.append(Span(pos, pos + len(part), _style(*pen)))
+            plain.append(part)
+            pos += len(part)
     text = Text("".join(plain))
     text.spans = spans
     return text
