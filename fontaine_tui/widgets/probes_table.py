@@ -8,7 +8,7 @@ them.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from textual.widgets import DataTable
 
@@ -16,13 +16,51 @@ from fontaine_tui.core.verdict.text import signed
 from fontaine_tui.model.readout import ENGINE_FIELDS, ProbeRow
 from fontaine_tui.widgets.safe import cell
 
-FIXED = ("step", "eval MAE", "delta", "train MAE", "train delta", "eval AR CE")
+# a column: its header, and its cell for a row
+Column = tuple[str, Callable[[ProbeRow], str]]
 
 
 def _num(x: float | None) -> str:
     if x is None:
         return "—"
     return f"{x:.4f}" if math.isfinite(x) else repr(x)
+
+
+def _columns(rows: Sequence[ProbeRow]) -> list[Column]:
+    """The columns shown for `rows`, in order.
+
+    The step; the rule's metric when it is not eval MAE; the engine's columns where the run
+    logs them (another trainer's logs none) around the rule's read (its delta or level); then
+    one per dataset of the breakdown."""
+    other = _other_metric(rows)
+    read = rows[-1].read if rows else "delta"
+    logged = _logged(rows)
+    datasets = sorted({name for r in rows for name in r.breakdown})
+    candidates: list[tuple[bool, str, Callable[[ProbeRow], str]]] = [
+        (True, "step", lambda r: str(r.step)),
+        (bool(other), cell(other), lambda r: _num(r.value)),
+        ("eval_chunk_mae" in logged, "eval MAE", lambda r: _num(r.eval_mae)),
+        (True, read, lambda r: signed(r.delta)),
+        ("train_chunk_mae" in logged, "train MAE", lambda r: _num(r.train_mae)),
+        ("train_chunk_mae" in logged, "train delta", lambda r: signed(r.train_delta)),
+        ("eval_ar_ce" in logged, "eval AR CE", lambda r: _num(r.ar_ce)),
+        *((True, cell(d), _dataset(d)) for d in datasets),
+    ]
+    return [(head, value) for shown, head, value in candidates if shown]
+
+
+def _other_metric(rows: Sequence[ProbeRow]) -> str:
+    """The rule's metric when it is not eval MAE ("" when it is)."""
+    return next((r.metric for r in rows if r.metric != "eval_chunk_mae"), "")
+
+
+def _logged(rows: Sequence[ProbeRow]) -> frozenset[str]:
+    """The engine's probe fields the run logs (all of them before its first probe)."""
+    return frozenset().union(*(r.logged for r in rows)) if rows else ENGINE_FIELDS
+
+
+def _dataset(name: str) -> Callable[[ProbeRow], str]:
+    return lambda r: _num(r.breakdown.get(name))
 
 
 class ProbesTable(DataTable):
@@ -39,37 +77,8 @@ class ProbesTable(DataTable):
         if key == self._key:
             return
         self._key = key
-        datasets = sorted({name for r in rows for name in r.breakdown})
-        # a rule on another metric than eval MAE gets its own column, first after the step
-        other = next((r.metric for r in rows if r.metric != "eval_chunk_mae"), None)
-        read = rows[-1].read if rows else "delta"
-        # the engine's columns, where the run logs them (another trainer's logs none)
-        logged = frozenset().union(*(r.logged for r in rows)) if rows else ENGINE_FIELDS
-        mae, train, ar_ce = (
-            f in logged for f in ("eval_chunk_mae", "train_chunk_mae", "eval_ar_ce")
-        )
+        shown = _columns(rows)
         self.clear(columns=True)
-        head = [
-            FIXED[0],
-            *([cell(other)] if other else []),
-            *([FIXED[1]] if mae else []),
-            read,
-            *(FIXED[3:5] if train else ()),
-            *([FIXED[5]] if ar_ce else []),
-        ]
-        self.add_columns(*head, *(cell(d) for d in datasets))
+        self.add_columns(*(head for head, _ in shown))
         for r in rows:
-            first = [_num(r.value)] if other else []
-            cells = [
-                *([_num(r.eval_mae)] if mae else []),
-                signed(r.delta),
-                *([_num(r.train_mae), signed(r.train_delta)] if train else []),
-                *([_num(r.ar_ce)] if ar_ce else []),
-            ]
-            self.add_row(
-                str(r.step),
-                *first,
-                *cells,
-                *(_num(r.breakdown.get(d)) for d in datasets),
-                key=str(r.step),
-            )
+            self.add_row(*(value(r) for _, value in shown), key=str(r.step))
