@@ -28,24 +28,31 @@ def sparkline(
     n = min(width, len(values))
     if n <= 0:
         return ""
-    cols: list[float | None] = []
-    for c in range(n):
-        chunk = [v for v in values[c * len(values) // n : (c + 1) * len(values) // n]]
-        known = [v for v in chunk if v is not None and math.isfinite(v)]  # never a NaN
-        cols.append(sum(known) / len(known) if known else None)
+    cols = _means(values, n)
     seen = [v for v in cols if v is not None]
     low = lo if lo is not None else min(seen, default=0.0)
     high = hi if hi is not None else max(seen, default=0.0)
+    return "".join(_block(v, low, high) for v in cols)
+
+
+def _means(values: Sequence[float | None], n: int) -> list[float | None]:
+    """`values` in `n` columns, each the mean of its finite samples (None where none is)."""
+    cols: list[float | None] = []
+    for c in range(n):
+        chunk = values[c * len(values) // n : (c + 1) * len(values) // n]
+        known = [v for v in chunk if v is not None and math.isfinite(v)]  # never a NaN
+        cols.append(sum(known) / len(known) if known else None)
+    return cols
+
+
+def _block(v: float | None, low: float, high: float) -> str:
+    """One column's block between `low` and `high`; a space where it has no value."""
     top = len(BLOCKS) - 1
-    out = []
-    for v in cols:
-        if v is None:
-            out.append(" ")
-        elif high - low <= 1e-6 * max(abs(high), 1.0):
-            out.append(BLOCKS[top // 2] if high > 0 else BLOCKS[0])  # flat: middle; none: low
-        else:
-            out.append(BLOCKS[max(0, min(top, round((v - low) / (high - low) * top)))])
-    return "".join(out)
+    if v is None:
+        return " "
+    if high - low <= 1e-6 * max(abs(high), 1.0):
+        return BLOCKS[top // 2] if high > 0 else BLOCKS[0]  # flat: middle; none: low
+    return BLOCKS[max(0, min(top, round((v - low) / (high - low) * top)))]
 
 
 def amount(value: float | None, unit: str) -> str:
