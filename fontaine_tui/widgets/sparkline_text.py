@@ -85,21 +85,25 @@ def node_lines(
     `keys` limits the series to those (None: every one)."""
     last = samples[-1]
     step = "" if last.step is None else f" · step {last.step}"
-    head = f"{node} · {span(last.t - samples[0].t)}{step}"
-    out = [(head, True)]
+    out = [(f"{node} · {span(last.t - samples[0].t)}{step}", True)]
     for key, label, unit in SERIES:
-        if keys is not None and key not in keys:
-            continue
-        values = [s.values.get(key) for s in samples]
-        if all(v is None for v in values):
-            if key == "gpu_util":
-                out.append((f"no GPU: {last.gpu_reason or 'no number recorded'}", True))
-            continue
-        latest = next((v for v in reversed(values) if v is not None), None)
-        scale = (0.0, 100.0) if key == "gpu_util" else (None, None)  # bytes: their own range
-        line = f"{label:<10} {sparkline(values, width, *scale)} {amount(latest, unit)}"
-        out.append((line, False))
+        if keys is None or key in keys:
+            out += _series_lines(key, label, unit, samples, width)
     return out
+
+
+def _series_lines(
+    key: str, label: str, unit: str, samples: Sequence[Sample], width: int
+) -> list[tuple[str, bool]]:
+    """A series' line; none where the host had no number for it, save the GPU's reason."""
+    values = [s.values.get(key) for s in samples]
+    if all(v is None for v in values):
+        if key == "gpu_util":
+            return [(f"no GPU: {samples[-1].gpu_reason or 'no number recorded'}", True)]
+        return []
+    latest = next((v for v in reversed(values) if v is not None), None)
+    scale = (0.0, 100.0) if key == "gpu_util" else (None, None)  # bytes: their own range
+    return [(f"{label:<10} {sparkline(values, width, *scale)} {amount(latest, unit)}", False)]
 
 
 def history_lines(history: History, width: int) -> list[tuple[str, bool]]:
