@@ -24,6 +24,10 @@ SPARK_MIN = 8  # columns of a sparkline, at the least
 SPARK_ROOM = 22  # the columns a history line takes beside its sparkline (label, value)
 
 
+# a piece of the panel's text: plain, or with its style
+Part = tuple[str, str] | str
+
+
 def _pct(x: float | None, places: int = 0) -> str:
     return "—" if x is None else f"{x:.{places}f}%"
 
@@ -89,49 +93,17 @@ class TelemetryPanel(QuietStatic):
         one line on what of it could not be read.
         """
         self._args = (snap, data_frac, starved, reason, history, history_note)
-        parts: list[tuple[str, str] | str] = []
         wait = "—" if data_frac is None else f"{data_frac * 100:.1f}%"
-        style = "$error" if starved else ""
-        if snap is None and history is not None and history.nodes:
-            parts += [("recorded history (no live look: ", "$text-muted")]
-            parts += [(f"{reason or 'none for this source'})", "$text-muted"), "\n"]
-        elif snap is None:
-            parts += [(f"no telemetry ({reason or 'none for this source'})", "$text-muted"), "\n"]
-        else:
-            gpus = snap.gpus
-            if gpus:
-                for g in gpus:
-                    used, total = gib(g.mem_used, unit=False), gib(g.mem_total, unit=False)
-                    power = "—" if g.power_w is None else f"{g.power_w:.0f} W"
-                    parts.append(
-                        f"GPU{g.index} {g.name[:20]}  util {_pct(g.util_pct)}  "
-                        f"mem {used}/{total} GiB  {power}  {g.uuid[:12]}\n"
-                    )
-            else:
-                parts += [(snap.gpu_status or "no GPU telemetry", "$text-muted"), "\n"]
-            ram = snap.ram
-            if ram is not None:
-                used = gib(ram.total - ram.available, unit=False)
-                parts.append(
-                    f"host RAM {used}/{gib(ram.total, unit=False)} GiB used "
-                    f"({gib(ram.available, unit=False)} GiB free, {ram.source})\n"
-                )
-            else:
-                parts += [(f"host RAM unknown ({snap.ram_reason})", "$text-muted"), "\n"]
-            proc = snap.process
-            if proc is not None:
-                parts.append(
-                    f"engine pid {proc.pid}: {proc.mem_kind} {gib(proc.mem, unit=False)} GiB, "
-                    f"CPU {_pct(proc.cpu_pct)} ({proc.processes} processes)\n"
-                )
-            else:
-                parts += [(f"engine: {snap.process_reason}", "$text-muted"), "\n"]
-        parts += self._history(history, history_note)
-        parts += ["data-wait fraction ", (wait, style)]
+        parts = [
+            *_live(snap, reason, history),
+            *self._history(history, history_note),
+            "data-wait fraction ",
+            (wait, "$error" if starved else ""),
+        ]
         self.show_content(assemble(*parts))
 
-    def _history(self, history: History | None, note: str) -> list[tuple[str, str] | str]:
-        parts: list[tuple[str, str] | str] = []
+    def _history(self, history: History | None, note: str) -> list[Part]:
+        parts: list[Part] = []
         if history is not None and history.nodes:
             width = self._spark_width()
             if self._drawn is None or self._drawn[0] is not history or self._drawn[1] != width:
@@ -146,3 +118,55 @@ class TelemetryPanel(QuietStatic):
         if note:
             parts += [(note, "$warning"), "\n"]
         return parts
+
+
+def _live(snap: TelemetrySnapshot | None, reason: str, history: History | None) -> list[Part]:
+    """The live look; without one, why (and that what follows is the recorded history)."""
+    if snap is not None:
+        return [*_gpus(snap), *_ram(snap), *_process(snap)]
+    why = reason or "none for this source"
+    if history is not None and history.nodes:
+        return [
+            ("recorded history (no live look: ", "$text-muted"),
+            (f"{why})", "$text-muted"),
+            "\n",
+        ]
+    return [(f"no telemetry ({why})", "$text-muted"), "\n"]
+
+
+def _gpus(snap: TelemetrySnapshot) -> list[Part]:
+    """A line per GPU: util, memory, power; else why there are none."""
+    if not snap.gpus:
+        return [(snap.gpu_status or "no GPU telemetry", "$text-muted"), "\n"]
+    lines: list[Part] = []
+    for g in snap.gpus:
+        used, total = gib(g.mem_used, unit=False), gib(g.mem_total, unit=False)
+        power = "—" if g.power_w is None else f"{g.power_w:.0f} W"
+        lines.append(
+            f"GPU{g.index} {g.name[:20]}  util {_pct(g.util_pct)}  "
+            f"mem {used}/{total} GiB  {power}  {g.uuid[:12]}\n"
+        )
+    return lines
+
+
+def _ram(snap: TelemetrySnapshot) -> list[Part]:
+    """The host's RAM used and free, or why it is unknown."""
+    ram = snap.ram
+    if ram is None:
+        return [(f"host RAM unknown ({snap.ram_reason})", "$text-muted"), "\n"]
+    used = gib(ram.total - ram.available, unit=False)
+    return [
+        f"host RAM {used}/{gib(ram.total, unit=False)} GiB used "
+        f"({gib(ram.available, unit=False)} GiB free, {ram.source})\n"
+    ]
+
+
+def _process(snap: TelemetrySnapshot) -> list[Part]:
+    """The engine process's memory and CPU, or why they are not known."""
+    proc = snap.process
+    if proc is None:
+        return [(f"engine: {snap.process_reason}", "$text-muted"), "\n"]
+    return [
+        f"engine pid {proc.pid}: {proc.mem_kind} {gib(proc.mem, unit=False)} GiB, "
+        f"CPU {_pct(proc.cpu_pct)} ({proc.processes} processes)\n"
+    ]
