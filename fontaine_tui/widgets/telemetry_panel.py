@@ -103,21 +103,26 @@ class TelemetryPanel(QuietStatic):
         self.show_content(assemble(*parts))
 
     def _history(self, history: History | None, note: str) -> list[Part]:
+        """The recorded history's lines, or that there is none; then what could not be read."""
         parts: list[Part] = []
         if history is not None and history.nodes:
-            width = self._spark_width()
-            if self._drawn is None or self._drawn[0] is not history or self._drawn[1] != width:
-                self._drawn = (history, width, history_lines(history, width))  # once a read
-            for text, muted in self._drawn[2]:
-                parts += [(text, "$text-muted") if muted else text, "\n"]
+            parts += self._history_lines(history)
         elif history is not None and history.missing:
-            parts += [
-                ("no telemetry history (no telemetry.jsonl)", "$text-muted"),
-                "\n",
-            ]
+            parts += [("no telemetry history (no telemetry.jsonl)", "$text-muted"), "\n"]
         if note:
             parts += [(note, "$warning"), "\n"]
         return parts
+
+    def _history_lines(self, history: History) -> list[Part]:
+        """The history's sparklines at the panel's width, drawn once a read and a width."""
+        width = self._spark_width()
+        if self._drawn is None or self._drawn[0] is not history or self._drawn[1] != width:
+            self._drawn = (history, width, history_lines(history, width))
+        return [part for text, muted in self._drawn[2] for part in (_muted(text, muted), "\n")]
+
+
+def _muted(text: str, muted: bool) -> Part:
+    return (text, "$text-muted") if muted else text
 
 
 def _live(snap: TelemetrySnapshot | None, reason: str, history: History | None) -> list[Part]:
