@@ -21,6 +21,10 @@ from fontaine_tui.screens.base import ViewScreen
 from fontaine_tui.widgets.keys_footer import KeysFooter
 from fontaine_tui.widgets.safe import assemble, cell, notify
 
+# the table's columns: from the registry alone, or with what each run's host said (the fleet)
+COLUMNS = ("run", "folder", "pid", "state", "launched")
+FLEET_COLUMNS = ("run", "host", "state", *(c.lower() for c in CELLS), "pid", "folder", "launched")
+
 
 class RunsScreen(ViewScreen):
     TITLE = "runs"
@@ -66,46 +70,56 @@ class RunsScreen(ViewScreen):
         pins = tuple(t for t in overlay.pins)
         if (tuple(entries), pins) != self._shown:
             self._shown = (tuple(entries), pins)
-            row = table.cursor_row  # kept: a pin or a new reading does not move the cursor
-            table.clear(columns=True)
-            if any(e.cells for e in entries):  # every host checked: as `fontaine-tui runs`
-                table.add_columns(
-                    "run", "host", "state", *(c.lower() for c in CELLS), "pid", "folder", "launched"
-                )
-                for e in entries:
-                    cells = e.cells or ("",) * len(CELLS)
-                    table.add_row(
-                        self._name_cell(e),
-                        cell(e.host),
-                        cell(e.state),
-                        *(cell(c) for c in cells),
-                        str(e.pid or "—"),
-                        cell(e.folder),
-                        cell(e.launched),
-                        key=e.target,
-                    )
-            else:
-                table.add_columns("run", "folder", "pid", "state", "launched")
-                for e in entries:
-                    table.add_row(
-                        self._name_cell(e),
-                        cell(e.folder),
-                        str(e.pid or "—"),
-                        cell(e.state),
-                        cell(e.launched),
-                        key=e.target,
-                    )
-            if entries:
-                table.move_cursor(row=min(row, len(entries) - 1), animate=False)
-        pinned = f"{len(pins)} pinned, o overlays them" if pins else "space pins one"
-        title = (
-            f"{len(entries)} run(s) in the registry; enter attaches to one; {pinned}"
-            if entries
-            else self.console.registry_reason
-        )
+            self._fill(table, entries)
         self.query_one("#runs-title", Static).update(
-            assemble(("watching: ", "$text-muted"), (view.label, "bold"), "\n", title)
+            assemble(
+                ("watching: ", "$text-muted"),
+                (view.label, "bold"),
+                "\n",
+                self._title(entries, pins),
+            )
         )
+
+    def _fill(self, table: DataTable, entries: list[RunEntry]) -> None:
+        """The table's rows again; the cursor stays where it was (a pin, a new reading)."""
+        row = table.cursor_row
+        table.clear(columns=True)
+        fleet = any(e.cells for e in entries)  # every host checked: as `fontaine-tui runs`
+        table.add_columns(*(FLEET_COLUMNS if fleet else COLUMNS))
+        cells_of = self._fleet_row if fleet else self._row
+        for e in entries:
+            table.add_row(*cells_of(e), key=e.target)
+        if entries:
+            table.move_cursor(row=min(row, len(entries) - 1), animate=False)
+
+    def _fleet_row(self, e: RunEntry) -> tuple[str | Text, ...]:
+        """A run's row with what its host said of it (FLEET_COLUMNS)."""
+        return (
+            self._name_cell(e),
+            cell(e.host),
+            cell(e.state),
+            *(cell(c) for c in e.cells or ("",) * len(CELLS)),
+            str(e.pid or "—"),
+            cell(e.folder),
+            cell(e.launched),
+        )
+
+    def _row(self, e: RunEntry) -> tuple[str | Text, ...]:
+        """A run's row from the registry alone (COLUMNS)."""
+        return (
+            self._name_cell(e),
+            cell(e.folder),
+            str(e.pid or "—"),
+            cell(e.state),
+            cell(e.launched),
+        )
+
+    def _title(self, entries: list[RunEntry], pins: tuple[str, ...]) -> str:
+        """How many runs there are and what the keys do with them; else why there are none."""
+        if not entries:
+            return self.console.registry_reason
+        pinned = f"{len(pins)} pinned, o overlays them" if pins else "space pins one"
+        return f"{len(entries)} run(s) in the registry; enter attaches to one; {pinned}"
 
     def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
         if event.row_key.value:
