@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from textual.app import App, ComposeResult
 from textual.binding import Binding
 from textual.containers import Vertical
@@ -29,6 +31,30 @@ MIN_WHAT = 24  # below it the table scrolls sideways rather than wrap a word a l
 FIXED = ((0, "where"), (1, "key"), (2, "action"), (4, "id"))
 
 
+def help_columns(rows: Sequence[tuple[str, ...]], term_width: int) -> list[tuple[str, int]]:
+    """The table's columns (header, width) for `rows` in a terminal `term_width` wide.
+
+    "what it does" wraps in what the other columns leave of the dialog's width (at most
+    DIALOG_W, the terminal's below it): no line is cut at its edge. Where that leaves it too
+    narrow (80 columns), the binding ids (for a keymap file) are left out."""
+    inner = min(DIALOG_W, term_width) - 6  # its border and padding
+    columns = list(FIXED)
+    fixed, what = _widths(rows, columns, inner)
+    if what < MIN_WHAT:
+        columns.pop()  # the id
+        fixed, what = _widths(rows, columns, inner)
+    heads = [(head, width) for (_, head), width in zip(columns, fixed, strict=True)]
+    return [*heads[:3], ("what it does", max(MIN_WHAT, what)), *heads[3:]]
+
+
+def _widths(
+    rows: Sequence[tuple[str, ...]], columns: list[tuple[int, str]], inner: int
+) -> tuple[list[int], int]:
+    """Each of `columns`' widths (its longest cell), and what that leaves "what it does"."""
+    fixed = [max(len(head), *(len(r[i]) for r in rows)) for i, head in columns]
+    return fixed, inner - sum(fixed) - 2 * (len(fixed) + 1) - 2  # cell padding, scrollbar
+
+
 class HelpScreen(ModalScreen[None]):
     BINDINGS = [Binding("escape,question_mark,q", "dismiss_help", "Close", id="help.close")]
 
@@ -54,26 +80,11 @@ class HelpScreen(ModalScreen[None]):
             (where, keys, b.description, b.tooltip or "", b.id or "")
             for where, keys, b in all_bindings(self.app)
         ]
-        # "what it does" wraps in what the other columns leave of the dialog's width (at most
-        # DIALOG_W, the terminal's below it): no line is cut at its edge. Where that leaves it
-        # too narrow (80 columns), the binding ids (for a keymap file) are left out.
-        inner = min(DIALOG_W, self.app.size.width) - 6  # its border and padding
-        columns = list(FIXED)
-        while True:
-            fixed = [max(len(head), *(len(r[i]) for r in rows)) for i, head in columns]
-            what = inner - sum(fixed) - 2 * (len(fixed) + 1) - 2  # cell padding, scrollbar
-            if what >= MIN_WHAT or len(columns) < len(FIXED):
-                break
-            columns.pop()  # the id
-        for (i, head), width in zip(columns, fixed, strict=True):
-            if i == 4:  # "what it does" comes before the id
-                table.add_column("what it does", width=max(MIN_WHAT, what))
+        columns = help_columns(rows, self.app.size.width)
+        for head, width in columns:
             table.add_column(head, width=width)
-        if len(columns) < len(FIXED):
-            table.add_column("what it does", width=max(MIN_WHAT, what))
         for r in rows:
-            cells = r if len(columns) == len(FIXED) else r[:4]
-            table.add_row(*cells, height=None)
+            table.add_row(*r[: len(columns)], height=None)
 
     def action_dismiss_help(self) -> None:
         self.dismiss(None)
