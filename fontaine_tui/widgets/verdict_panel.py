@@ -172,26 +172,9 @@ class LedgerPanel(Vertical):
             self._show_blinded(v, ledger)
             return
         decision = decision if decision is not None else v.decision
-        parts = _ledger_parts(v, ledger, False)
-        if v.scale is not None:
-            parts.append(f"scale: {v.scale.provenance}\n")
-            if v.scale.evidence:
-                parts.append(f"scale evidence: {v.scale.evidence}\n")
-        parts.append(corroboration_line(v))
-        for line in secondary_lines(v):
+        parts = [*_ledger_parts(v, ledger, False), *_scale_lines(v), corroboration_line(v)]
+        for line in _read_lines(v, decision):
             parts += ["\n", line]
-        if decision is not None:
-            parts += ["\n", decision.describe()]
-        for line in comparator_lines(v):
-            parts += ["\n", (line, "$text-muted")]
-        for line in seed_noise_lines(v):
-            parts += ["\n", (line, "$warning" if "WARNING" in line else "")]
-        if v.recovery is not None:
-            parts += ["\n", v.recovery.words()]
-        for change in v.provenance_changes:
-            parts += ["\n", (f"WARNING: {change}", "$error")]
-        for line in platform_delta_lines(v):
-            parts += ["\n", (line, "$text-muted")]
         self.query_one("#ledger", Static).update(assemble(*parts))
 
     def _show_blinded(self, v: Verdict, ledger: Ledger) -> None:
@@ -201,11 +184,15 @@ class LedgerPanel(Vertical):
         self.query_one("#ledger", Static).update(assemble(*parts))
 
 
-def _ledger_parts(v: Verdict, ledger: Ledger, blinded: bool) -> list[tuple[str, str] | str]:
+# a piece of a panel's text: plain, or with its style
+Part = tuple[str, str] | str
+
+
+def _ledger_parts(v: Verdict, ledger: Ledger, blinded: bool) -> list[Part]:
     """The preset hash, launch time, amendments, ledger break and review trail."""
     ok = ledger.hash_ok
     hash_style = "$success" if ok else ("$error" if ok is False else "$text-muted")
-    parts: list[tuple[str, str] | str] = [
+    parts: list[Part] = [
         f"preset sha256 {v.preset.get('sha256', '')[:16]}  ",
         (ledger.hash_status, hash_style),
         "\n",
@@ -231,3 +218,27 @@ def _ledger_parts(v: Verdict, ledger: Ledger, blinded: bool) -> list[tuple[str, 
         parts += [(line, "$text-muted" if v.review.intact else "$error"), "\n"]
         parts += [(u + "\n", "$warning") for u in blind.review_lines(v.review)]
     return parts
+
+
+def _scale_lines(v: Verdict) -> list[Part]:
+    """Where the scale in force came from, and its evidence, when there is one."""
+    if v.scale is None:
+        return []
+    evidence = [f"scale evidence: {v.scale.evidence}\n"] if v.scale.evidence else []
+    return [f"scale: {v.scale.provenance}\n", *evidence]
+
+
+def _read_lines(v: Verdict, decision: Lock | None) -> list[Part]:
+    """The lines under the corroboration, each styled by what it warns of.
+
+    The secondary rules, the decision lock, the comparators, the seed noise, the recovery,
+    the provenance changes and the platform's deltas."""
+    return [
+        *secondary_lines(v),
+        *([decision.describe()] if decision is not None else []),
+        *((line, "$text-muted") for line in comparator_lines(v)),
+        *((line, "$warning" if "WARNING" in line else "") for line in seed_noise_lines(v)),
+        *([v.recovery.words()] if v.recovery is not None else []),
+        *((f"WARNING: {change}", "$error") for change in v.provenance_changes),
+        *((line, "$text-muted") for line in platform_delta_lines(v)),
+    ]
