@@ -16,7 +16,7 @@ from fontaine_tui.core.preset.checks import (
 )
 from fontaine_tui.core.verdict import blind
 from fontaine_tui.core.verdict.lock import Lock
-from fontaine_tui.core.verdict.record import RuleRead, Verdict
+from fontaine_tui.core.verdict.record import AmendmentCheck, ReviewState, RuleRead, Verdict
 from fontaine_tui.core.verdict.text import (
     bound_words,
     comparator_lines,
@@ -186,38 +186,51 @@ class LedgerPanel(Vertical):
 
 # a piece of a panel's text: plain, or with its style
 Part = tuple[str, str] | str
+# the preset's hash against prereg.json: matched, did not, or not checked
+HASH_STYLES = {True: "$success", False: "$error", None: "$text-muted"}
+AMENDMENT_STYLES = {"applied": "$success", "declared": "$warning"}  # any other: "$error"
 
 
 def _ledger_parts(v: Verdict, ledger: Ledger, blinded: bool) -> list[Part]:
     """The preset hash, launch time, amendments, ledger break and review trail."""
-    ok = ledger.hash_ok
-    hash_style = "$success" if ok else ("$error" if ok is False else "$text-muted")
     parts: list[Part] = [
         f"preset sha256 {v.preset.get('sha256', '')[:16]}  ",
-        (ledger.hash_status, hash_style),
+        (ledger.hash_status, HASH_STYLES[ledger.hash_ok]),
         "\n",
         f"launched {ledger.launched_at or '—'}\n",
     ]
     for a in v.amendments:
-        style = {"applied": "$success", "declared": "$warning"}.get(a.status, "$error")
-        parts += [
-            f"amendment {a.id} ({a.kind}, {a.source}",
-            f", declared {a.declared_at}" if a.declared_at else "",
-            "): ",
-            (a.status, style),
-            "" if blinded else f" — {a.reason}",  # a scale's reason quotes the run's levels
-            (blind.peeked_before(a, v.review), "$warning"),
-            "\n",
-        ]
+        parts += _amendment_parts(a, v.review, blinded)
     if not v.amendments:
         parts.append(("no amendments\n", "$text-muted"))
     if ledger.error:  # a break in the amendment chain, or a ledger that cannot be read
         parts += [(f"LEDGER: {ledger.error}", "$error"), "\n"]
     if v.review is not None:
-        line = review_line(v.review)
-        parts += [(line, "$text-muted" if v.review.intact else "$error"), "\n"]
-        parts += [(u + "\n", "$warning") for u in blind.review_lines(v.review)]
+        parts += _review_parts(v.review)
     return parts
+
+
+def _amendment_parts(a: AmendmentCheck, review: ReviewState | None, blinded: bool) -> list[Part]:
+    """An amendment's line: what, whence, its status, and why unless the read is blinded."""
+    return [
+        f"amendment {a.id} ({a.kind}, {a.source}",
+        f", declared {a.declared_at}" if a.declared_at else "",
+        "): ",
+        (a.status, AMENDMENT_STYLES.get(a.status, "$error")),
+        "" if blinded else f" — {a.reason}",  # a scale's reason quotes the run's levels
+        (blind.peeked_before(a, review), "$warning"),
+        "\n",
+    ]
+
+
+def _review_parts(review: ReviewState) -> list[Part]:
+    """The review trail's line (an error where it does not hold), then its looks."""
+    line = review_line(review)
+    return [
+        (line, "$text-muted" if review.intact else "$error"),
+        "\n",
+        *((u + "\n", "$warning") for u in blind.review_lines(review)),
+    ]
 
 
 def _scale_lines(v: Verdict) -> list[Part]:
