@@ -179,23 +179,28 @@ def fit(fields: list[list[Form]], width: int) -> list[Part]:
     comes before the run's whole name, and that before the preset: a field is whole or left
     out, never cut mid-word.
     """
-
-    def size(parts: list[Part]) -> int:
-        return sum(cell_len(p if isinstance(p, str) else p[0]) for p in parts)
-
     chosen: dict[int, int] = {}  # field -> its form's index
     used = 0
-    wants = sorted(
-        (priority, k, i) for i, forms in enumerate(fields) for k, (priority, _) in enumerate(forms)
-    )
-    for priority, k, i in wants:
+    for priority, k, i in _by_priority(fields):
         if i in chosen and chosen[i] <= k:
             continue  # it has this form or a longer one
-        now = size(fields[i][chosen[i]][1]) if i in chosen else 0
-        grown = used - now + size(fields[i][k][1])
+        now = _cells(fields[i][chosen[i]][1]) if i in chosen else 0
+        grown = used - now + _cells(fields[i][k][1])
         if priority == 0 or grown <= width:
             chosen[i], used = k, grown
-    return [p for i in range(len(fields)) if i in chosen for p in fields[i][chosen[i]][1]]
+    return [p for i, k in sorted(chosen.items()) for p in fields[i][k][1]]
+
+
+def _cells(parts: list[Part]) -> int:
+    """The terminal cells `parts` take."""
+    return sum(cell_len(p if isinstance(p, str) else p[0]) for p in parts)
+
+
+def _by_priority(fields: list[list[Form]]) -> list[tuple[int, int, int]]:
+    """Every form as (priority, its index in its field, its field's index), in that order."""
+    return sorted(
+        (priority, k, i) for i, forms in enumerate(fields) for k, (priority, _) in enumerate(forms)
+    )
 
 
 def _locked(view: RunView, short: bool = False) -> tuple[str | tuple[str, str], ...]:
