@@ -64,69 +64,81 @@ class RunHeader(Vertical):
 
     def show(self, view: RunView) -> None:
         self._view = view
-        p = view.progress
         width = max(20, self.app.size.width - 2)  # the header spans the screen
-        style = TONE_STYLE.get(view.status_tone, "bold")
-        v = view.latest
-        read: list[list[Part]]  # the read's forms, the whole first
-        if view.blinded:
-            read = [["  read ", (f"BLINDED until step {v.endpoint_step}", "bold")]] * 3
-        else:
-            shown = "$text-muted" if waiting(v) else LABEL_STYLE.get(v.verdict, "bold")
-            read = [["  read ", (read_words(v, size), shown)] for size in (0, 1, 2)]
-        name = literal(view.name or "?")  # as it is drawn: measured in what it shows
-        lock = list(_locked(view))
-        # each field's forms, the whole first, each with its priority (0: always shown): the
-        # shortest name and the status; the read's short form, the lock, the whole name, the
-        # preset, which folder; then the read whole, the preset's sha, the folder's path
-        names: list[Form] = [
-            (3, [(name, "bold")]),
-            (3, [(shorter(name, 24), "bold")]),
-            (0, [(shorter(name, 14), "bold")]),
-        ]
-        title: list[list[Form]] = [
-            names,
-            [(0, ["  ", (view.status.upper(), style)])],
-            [(6, read[0]), (6, read[1]), (1, read[-1])],
-            [(3, lock), (2, list(_locked(view, short=True)))] if lock else [],
-            [
-                (
-                    7,
-                    [
-                        "  preset ",
-                        (literal(view.preset.name), "bold"),
-                        f" ({view.preset.sha256[:12]})",
-                    ],
-                ),
-                (4, ["  preset ", (literal(view.preset.name), "bold")]),
-            ],
-            [(8, [f"  {literal(view.label)}"]), (5, [f"  {short_source(literal(view.label))}"])],
-        ]
-        self.query_one("#title", QuietStatic).show_content(assemble(*fit(title, width)))
+        title = assemble(*fit(_title_fields(view), width))
+        self.query_one("#title", QuietStatic).show_content(title)
+        bar_w = self._show_bar(view, width)
+        pace = assemble(*fit(_pace_fields(view), max(20, width - bar_w - 1)))
+        self.query_one("#pace", QuietStatic).show_content(pace)
+
+    def _show_bar(self, view: RunView, width: int) -> int:
+        """The progress bar, sized to leave the pace room at 80 columns; its width."""
+        p = view.progress
         bar = self.query_one("#bar", ProgressBar)
-        bar_w = BAR_WIDE if width >= 118 else BAR_NARROW  # room for the pace at 80 columns
+        bar_w = BAR_WIDE if width >= 118 else BAR_NARROW
         if bar.styles.width is None or bar.styles.width.value != bar_w:
             bar.styles.width = bar_w
             bar.query_one(Bar).styles.width = bar_w - 8  # and its percentage beside it
         total, done = max(p.total, 1), min(p.step, max(p.total, 1))
         if (bar.total, bar.progress) != (total, done):
             bar.update(total=total, progress=done)
-        eta = duration(p.eta_s) if p.step < p.total else "done"
-        pace: list[list[Form]] = [
-            [(0, [("step ", "dim"), (f"{p.step}", "bold"), f" / {p.total}"])],
-            [(3, ["  ", pace_text(p)]), (2, ["  ", pace_text(p).split(" (")[0]])],
-            [(0, ["  ETA ", (eta, "bold")])],
-            [(1, ["  ", gpu_hours_text(p)])],
+        return bar_w
+
+
+def _title_fields(view: RunView) -> list[list[Form]]:
+    """The title line's fields, each with its forms, the whole first.
+
+    Each form has its priority (0: always shown): the shortest name and the status; the
+    read's short form, the lock, the whole name, the preset, which folder; then the read
+    whole, the preset's sha, the folder's path."""
+    name = literal(view.name or "?")  # as it is drawn: measured in what it shows
+    lock = list(_locked(view))
+    read = _read_forms(view)
+    preset = literal(view.preset.name)
+    return [
+        [
+            (3, [(name, "bold")]),
+            (3, [(shorter(name, 24), "bold")]),
+            (0, [(shorter(name, 14), "bold")]),
+        ],
+        [(0, ["  ", (view.status.upper(), TONE_STYLE.get(view.status_tone, "bold"))])],
+        [(6, read[0]), (6, read[1]), (1, read[-1])],
+        [(3, lock), (2, list(_locked(view, short=True)))] if lock else [],
+        [
+            (7, ["  preset ", (preset, "bold"), f" ({view.preset.sha256[:12]})"]),
+            (4, ["  preset ", (preset, "bold")]),
+        ],
+        [(8, [f"  {literal(view.label)}"]), (5, [f"  {short_source(literal(view.label))}"])],
+    ]
+
+
+def _read_forms(view: RunView) -> list[list[Part]]:
+    """The read's forms, the whole first: its words, or that it is blinded until when."""
+    v = view.latest
+    if view.blinded:
+        return [["  read ", (f"BLINDED until step {v.endpoint_step}", "bold")]] * 3
+    shown = "$text-muted" if waiting(v) else LABEL_STYLE.get(v.verdict, "bold")
+    return [["  read ", (read_words(v, size), shown)] for size in (0, 1, 2)]
+
+
+def _pace_fields(view: RunView) -> list[list[Form]]:
+    """The line beside the bar: step of total, pace, ETA, GPU-hours.
+
+    Before the first record, what the engine says it does is the news, then the step."""
+    p = view.progress
+    if view.engine_status:
+        said = literal(view.engine_status)
+        return [
+            [(1, [("engine: ", "bold $warning"), said]), (0, [said])],
+            [(2, ["  ", ("step ", "dim"), (f"{p.step}", "bold"), f" / {p.total}"])],
         ]
-        if view.engine_status:  # no record yet: what the engine says it does is the news
-            said = literal(view.engine_status)
-            pace = [
-                [(1, [("engine: ", "bold $warning"), said]), (0, [said])],
-                [(2, ["  ", ("step ", "dim"), (f"{p.step}", "bold"), f" / {p.total}"])],
-            ]
-        self.query_one("#pace", QuietStatic).show_content(
-            assemble(*fit(pace, max(20, width - bar_w - 1)))
-        )
+    eta = duration(p.eta_s) if p.step < p.total else "done"
+    return [
+        [(0, [("step ", "dim"), (f"{p.step}", "bold"), f" / {p.total}"])],
+        [(3, ["  ", pace_text(p)]), (2, ["  ", pace_text(p).split(" (")[0]])],
+        [(0, ["  ETA ", (eta, "bold")])],
+        [(1, ["  ", gpu_hours_text(p)])],
+    ]
 
 
 BAR_WIDE, BAR_NARROW = 40, 20
