@@ -2,18 +2,27 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import VerticalScroll
 from textual.widgets import Static
 
+from fontaine_tui.core.verdict.record import Verdict
 from fontaine_tui.core.verdict.text import interpretation_line, typed_in_caveat, waiting
 from fontaine_tui.model.view import RunView, blind_note
 from fontaine_tui.screens.base import ViewScreen
 from fontaine_tui.widgets.keys_footer import KeysFooter
 from fontaine_tui.widgets.safe import assemble
 from fontaine_tui.widgets.score_panel import ScorePanel
-from fontaine_tui.widgets.verdict_panel import LABEL_STYLE, LedgerPanel, RulesPanel, VerdictBanner
+from fontaine_tui.widgets.verdict_panel import (
+    LABEL_STYLE,
+    LedgerPanel,
+    Part,
+    RulesPanel,
+    VerdictBanner,
+)
 
 
 class VerdictScreen(ViewScreen):
@@ -102,44 +111,57 @@ class VerdictScreen(ViewScreen):
     def draw(self, view: RunView) -> None:
         for part in ("#reads", "#rules", "#interpretation", "#rescore"):
             self.query_one(part).display = not view.blinded
-        if view.blinded:  # only what blinding keeps: health, ledger, review (core/verdict/blind.py)
-            self.query_one(VerdictBanner).show_blinded(view.latest)
-            self.query_one(LedgerPanel).show(view.latest, view.ledger, blinded=True)
-            self.query_one("#review-status", Static).update(
-                assemble(blind_note(view.latest), "\n", self.console.review_status)
-            )
+        if view.blinded:
+            self._draw_blinded(view)
             return
         step = self.console.read_step
         v = view.verdict_at(step)
         live = step is None or v is view.latest
         self.query_one(VerdictBanner).show(v, live)
-        reads: list[tuple[str, str] | str] = [("reads: ", "$text-muted")]
-        for r in view.verdicts:  # a read that still waits for the anchor says nothing yet
-            style = "$text-muted" if waiting(r) else LABEL_STYLE.get(r.verdict, "")
-            if r.read_step == v.read_step:
-                style += " reverse"
-            reads += [(f" {r.read_step}:{'—' if waiting(r) else r.label} ", style), " "]
-        if not view.verdicts:
-            reads.append(("no probe yet", "$text-muted"))
-        reads.append(("   ←/→ step through reads, l latest", "$text-muted"))
-        self.query_one("#reads", Static).update(assemble(*reads))
+        self.query_one("#reads", Static).update(assemble(*_reads(view.verdicts, v)))
         self.query_one(RulesPanel).show(v)
-        wait = waiting(v)
-        shown = interpretation_line(v) or (("read: ", wait) if wait else ("interpretation: ", "—"))
-        self.query_one("#interpretation", Static).update(
-            assemble(
-                (shown[0], "bold"),
-                shown[1],
-                "\n",
-                ("reason: ", "$text-muted"),
-                v.reason,
-                *(
-                    (("\ncaveat: ", "bold $warning"), caveat)
-                    if (caveat := typed_in_caveat(v))
-                    else ()
-                ),
-            )
-        )
+        self.query_one("#interpretation", Static).update(assemble(*_interpretation(v)))
         self.query_one(ScorePanel).show(view.score_offer, view.score_state)
         self.query_one(LedgerPanel).show(v, view.ledger, view.latest.decision)
         self.query_one("#review-status", Static).update(assemble(self.console.review_status))
+
+    def _draw_blinded(self, view: RunView) -> None:
+        """Only what blinding keeps: health, ledger, review (core/verdict/blind.py)."""
+        self.query_one(VerdictBanner).show_blinded(view.latest)
+        self.query_one(LedgerPanel).show(view.latest, view.ledger, blinded=True)
+        self.query_one("#review-status", Static).update(
+            assemble(blind_note(view.latest), "\n", self.console.review_status)
+        )
+
+
+def _reads(verdicts: Sequence[Verdict], v: Verdict) -> list[Part]:
+    """The row of reads to step through, the one shown (`v`) reversed."""
+    reads: list[Part] = [("reads: ", "$text-muted")]
+    for r in verdicts:
+        reads += [_read_chip(r, r.read_step == v.read_step), " "]
+    if not verdicts:
+        reads.append(("no probe yet", "$text-muted"))
+    reads.append(("   ←/→ step through reads, l latest", "$text-muted"))
+    return reads
+
+
+def _read_chip(r: Verdict, shown: bool) -> Part:
+    """A read's step and label; a read that still waits for the anchor says nothing yet."""
+    wait = waiting(r)
+    style = "$text-muted" if wait else LABEL_STYLE.get(r.verdict, "")
+    return (f" {r.read_step}:{'—' if wait else r.label} ", style + (" reverse" if shown else ""))
+
+
+def _interpretation(v: Verdict) -> list[Part]:
+    """What the read means (or what it waits for), its reason, and a typed-in caveat."""
+    wait = waiting(v)
+    shown = interpretation_line(v) or (("read: ", wait) if wait else ("interpretation: ", "—"))
+    caveat = typed_in_caveat(v)
+    return [
+        (shown[0], "bold"),
+        shown[1],
+        "\n",
+        ("reason: ", "$text-muted"),
+        v.reason,
+        *((("\ncaveat: ", "bold $warning"), caveat) if caveat else ()),
+    ]
