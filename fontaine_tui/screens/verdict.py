@@ -14,12 +14,11 @@ from fontaine_tui.core.verdict.text import interpretation_line, typed_in_caveat,
 from fontaine_tui.model.view import RunView, blind_note
 from fontaine_tui.screens.base import ViewScreen
 from fontaine_tui.widgets.keys_footer import KeysFooter
-from fontaine_tui.widgets.safe import assemble
+from fontaine_tui.widgets.safe import Part, assemble
 from fontaine_tui.widgets.score_panel import ScorePanel
 from fontaine_tui.widgets.verdict_panel import (
     LABEL_STYLE,
     LedgerPanel,
-    Part,
     RulesPanel,
     VerdictBanner,
 )

@@ -22,7 +22,7 @@ from fontaine_tui.core.text import literal
 from fontaine_tui.core.verdict.text import read_words, waiting
 from fontaine_tui.model.readout import duration, gpu_hours_text, pace_text
 from fontaine_tui.widgets.quiet import QuietStatic
-from fontaine_tui.widgets.safe import assemble
+from fontaine_tui.widgets.safe import Part, assemble
 from fontaine_tui.widgets.verdict_panel import LABEL_STYLE
 
 if TYPE_CHECKING:
@@ -37,7 +37,6 @@ TONE_STYLE = {
     "failed": "bold $error",
 }
 
-Part = tuple[str, str] | str
 Form = tuple[int, list[Part]]  # (priority: 0 always shown, 1 next, ...; the parts)
 
 

@@ -11,13 +11,16 @@ from textual.content import Content
 
 from fontaine_tui.core.text import literal, literal_block
 
+# a piece of a widget's text for `assemble`: plain, or with its style ("$text-muted")
+Part = tuple[str, str] | str
 
-def assemble(*parts: str | tuple[str, str] | Content) -> Content:
+
+def assemble(*parts: Part | Content) -> Content:
     """`Content.assemble`, with every text part made literal.
 
     Our own text has nothing to escape, so it is unchanged.
     """
-    safe: list[str | tuple[str, str] | Content] = []
+    safe: list[Part | Content] = []
     for part in parts:
         if isinstance(part, str):
             safe.append(literal_block(part))

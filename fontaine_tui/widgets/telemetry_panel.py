@@ -17,15 +17,11 @@ from fontaine_tui.core.host.history import History
 from fontaine_tui.core.host.telemetry import TelemetrySnapshot
 from fontaine_tui.core.text import gib
 from fontaine_tui.widgets.quiet import QuietStatic
-from fontaine_tui.widgets.safe import assemble
+from fontaine_tui.widgets.safe import Part, assemble
 from fontaine_tui.widgets.sparkline_text import history_lines
 
 SPARK_MIN = 8  # columns of a sparkline, at the least
 SPARK_ROOM = 22  # the columns a history line takes beside its sparkline (label, value)
-
-
-# a piece of the panel's text: plain, or with its style
-Part = tuple[str, str] | str
 
 
 def _pct(x: float | None, places: int = 0) -> str:

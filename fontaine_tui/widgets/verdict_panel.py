@@ -28,7 +28,7 @@ from fontaine_tui.core.verdict.text import (
     signed,
 )
 from fontaine_tui.model.ledger import Ledger
-from fontaine_tui.widgets.safe import assemble
+from fontaine_tui.widgets.safe import Part, assemble
 
 LABEL_STYLE = {
     HEALTHY: "bold $success",
@@ -184,8 +184,6 @@ class LedgerPanel(Vertical):
         self.query_one("#ledger", Static).update(assemble(*parts))
 
 
-# a piece of a panel's text: plain, or with its style
-Part = tuple[str, str] | str
 # the preset's hash against prereg.json: matched, did not, or not checked
 HASH_STYLES = {True: "$success", False: "$error", None: "$text-muted"}
 AMENDMENT_STYLES = {"applied": "$success", "declared": "$warning"}  # any other: "$error"
