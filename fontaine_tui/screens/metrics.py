@@ -26,7 +26,7 @@ from fontaine_tui.widgets.keys_footer import KeysFooter
 from fontaine_tui.widgets.metric_grid import MetricGrid
 from fontaine_tui.widgets.quiet import QuietStatic
 from fontaine_tui.widgets.run_header import RunHeader
-from fontaine_tui.widgets.safe import assemble
+from fontaine_tui.widgets.safe import Part, assemble
 
 
 class MetricsScreen(ViewScreen):
@@ -176,28 +176,37 @@ class MetricsScreen(ViewScreen):
         grid.show(page, self.selected - first)
 
     def _bar(self, view: RunView) -> None:
+        parts = [
+            *self._shown_words(),
+            *self._lost_words(),
+            *_rule_words(view),
+            *self._selected_words(),
+        ]
+        self.query_one("#metrics-bar", QuietStatic).show_content(assemble(*parts))
+        self.query_one("#metrics-error", QuietStatic).show_content(assemble(self.error))
+
+    def _shown_words(self) -> list[Part]:
+        """How many fields are shown, by what filter, on which page, smoothed and scaled how."""
         shown, total = len(self.shown), self.total
         per = self.query_one(MetricGrid).per_page or 1
         where = f"page {self.selected // per + 1}/{max(1, -(-shown // per))}"
         smooth = f"EMA {self.smoothing:g}" if self.smoothing else "no smoothing"
-        parts: list[str | tuple[str, str]] = [
+        return [
             (f"{shown} of {total} fields", "bold"),
             (f"  /{self.pattern}/" if self.pattern else "  (/ filters)", "$text-muted"),
             f"  {where}  {smooth}, {'log' if self.log_scale else 'linear'}",
         ]
+
+    def _lost_words(self) -> list[Part]:
+        """What the index did not keep (past its limits), if anything."""
         lost = self._index.not_kept if self._index is not None else ""
-        if lost:
-            parts.append((f"  {lost}", "$warning"))
-        reads = rules_by_field(view.preset)
-        if not view.blinded and reads:
-            parts.append((f"  {RULE_MARK} rule reads: {', '.join(reads)}", "$text-muted"))
-        elif view.blinded:
-            parts.append(("  probe fields hidden (blinded)", "$text-muted"))
-        if self.shown:
-            parts.append(("  selected: ", "$text-muted"))
-            parts.append((self.shown[self.selected], "bold"))
-        self.query_one("#metrics-bar", QuietStatic).show_content(assemble(*parts))
-        self.query_one("#metrics-error", QuietStatic).show_content(assemble(self.error))
+        return [(f"  {lost}", "$warning")] if lost else []
+
+    def _selected_words(self) -> list[Part]:
+        """The selected field's name, when a field is shown."""
+        if not self.shown:
+            return []
+        return [("  selected: ", "$text-muted"), (self.shown[self.selected], "bold")]
 
     def _redraw(self) -> None:
         view = self.console.view
@@ -282,3 +291,13 @@ class MetricsScreen(ViewScreen):
     def action_toggle_log(self) -> None:
         self.log_scale = not self.log_scale
         self._redraw()
+
+
+def _rule_words(view: RunView) -> list[Part]:
+    """The fields the preset's rules read, marked on their charts; hidden while blinded."""
+    reads = rules_by_field(view.preset)
+    if view.blinded:
+        return [("  probe fields hidden (blinded)", "$text-muted")]
+    if reads:
+        return [(f"  {RULE_MARK} rule reads: {', '.join(reads)}", "$text-muted")]
+    return []
