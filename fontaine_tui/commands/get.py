@@ -124,7 +124,7 @@ def _conflicts_line(target: str, got: Got) -> str:
 
 
 def _not_numbers_line(target: str, got: Got) -> str:
-    """The steps of `got`'s series logged as a value that is not a number, as the verdict reads them.
+    """The steps of `got`'s series logged as a value that is not a number, as the verdict reads.
 
     That is NaN, and a read there UNDECIDABLE (said where the frozen rules read the field)."""
     at = [s for s, _ in got.not_numbers]

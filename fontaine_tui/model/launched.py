@@ -408,8 +408,9 @@ class LaunchedRun:
         """(the metrics its rules read, whether its preset is blind).
 
         That is how a line said after the watch shows the trainer's words at its exit
-        (core/run/exits.py's `shown_detail`). No read is judged there, so a blind preset's run hides them whether or not its read
-        is final; a run whose preset is not known here hides them too."""
+        (core/run/exits.py's `shown_detail`). No read is judged there, so a blind preset's run
+        hides them whether or not its read is final; a run whose preset is not known here
+        hides them too."""
         if self.preset is None:
             return (), True
         return rule_metrics(self.preset.verdict, self.preset.labels), self.preset.verdict.blind

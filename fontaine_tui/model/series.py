@@ -6,8 +6,9 @@ and the metric's steps and values come out as CSV (a header line, one row per st
 `nan`) or as one JSON document (schema SERIES_SCHEMA, docs/json.md). A step asked for that
 the run did not log is named, never written as a number. A probe logged twice at one step with
 the metric read differently (another value, a value that is not a number, or the metric left
-out) is never resolved by picking one: each value gets its own row, the first logged first, the JSON's `conflicts` names the step, and `said` says it in the
-verdict's words (core/verdict/rules.py's conflict_reason). Probes that differ only in another
+out) is never resolved by picking one: each value gets its own row, the first logged first,
+the JSON's `conflicts` names the step, and `said` says it in the verdict's words
+(core/verdict/rules.py's conflict_reason). Probes that differ only in another
 field are no conflict of this series: the metric's value there is one. A probe's value that is
 not a number (a boolean, a string, null) is read as the verdict reads it: NaN in the series
 (model/metrics.py), and named with what it was in `not_numbers`. The probes and conflicts come

@@ -373,9 +373,9 @@ def _whole_log(root: Path) -> tuple[RunStore | None, str]:
 
 
 def foreign_row(entry: Entry, now: float, asked: bool = False) -> FleetRow | None:
-    """The row of a run another trainer writes on this host, from its own files (core/run/attached.py).
+    """The row of a run another trainer writes on this host, from its own files.
 
-    None for a run of ours. `asked`: the viewer's --blind, as `read_run` takes it."""
+    Its files are read by core/run/attached.py. None for a run of ours. `asked`: the viewer's --blind, as `read_run` takes it."""
     from fontaine_tui.core.run.attached import read_attached
 
     if entry.job or not Path(entry.run_dir).is_dir():
