@@ -111,6 +111,134 @@ def last_declared(amendments: Iterable[Amendment]) -> float:
     return max((t for a in amendments if (t := declared_ts(a)) is not None), default=-math.inf)
 
 
+@dataclass(frozen=True, slots=True)
+class _Claim:
+    """An amendment under check, with what its refusal is decided by.
+
+    The step it first affects (said as `kind` and `where`), the log's `clock` and the
+    declaration's time by it (`when`, None without a clock), and what the amendments applied
+    before it left in force."""
+
+    a: Amendment
+    first: int
+    kind: str
+    where: str
+    clock: LogClock | None
+    when: float | None
+    endpoint: int
+    scale_in_force: bool
+
+
+def _seen_too_late(c: _Claim) -> str | None:
+    """Declared after the step it first affects was seen (by the step it says it saw)."""
+    if c.a.declared_after_step < c.first:
+        return None
+    return (
+        f"declared after step {c.a.declared_after_step} was seen; {c.kind} "
+        f"must be declared before step {c.first} ({c.where})"
+    )
+
+
+def _not_utc(c: _Claim) -> str | None:
+    """A ledger declaration whose time is no UTC time the log's clock can be held to."""
+    if c.clock is None or c.a.source != "ledger" or c.when is not None:
+        return None
+    return (
+        f"declared at {c.a.declared_at or '(no time)'}, not a UTC time as amend writes "
+        f"one (2026-01-31T12:00:00Z): the log's own clock cannot show it was declared "
+        f"before step {c.first} ({c.where})"
+    )
+
+
+def _clock_passed(c: _Claim) -> str | None:
+    """The log's clock had logged a probe at the first step affected, or later, before it."""
+    late = None if c.clock is None or c.when is None else c.clock.passed(c.first, c.when)
+    if late is None:
+        return None
+    return (
+        f"declared at {c.a.declared_at}, but the log's own clock had passed step {c.first} "
+        f"({c.where}): its probe at step {late[0]} was logged at {utc_iso(late[1])} (a "
+        f"ledger from a copy of the run, whatever step it says it saw)"
+    )
+
+
+def _clock_unreached(c: _Claim) -> str | None:
+    """The log's clock had not yet reached the step the declaration says it saw."""
+    if c.clock is None or c.when is None:
+        return None
+    unreached = c.clock.unreached(c.a.declared_after_step, c.when + SKEW_S)
+    if unreached is None:
+        return None
+    return (
+        f"declared at {c.a.declared_at}, before the step it says it saw: the log's own "
+        f"clock logged its probe at step {unreached[0]} at {utc_iso(unreached[1])}, "
+        f"later"
+    )
+
+
+def _clock_gap(c: _Claim) -> str | None:
+    """The log shows a probe at the first step affected, or later, without the time it needs."""
+    gap = None if c.clock is None or c.when is None else c.clock.unclocked(c.first)
+    if gap is None:
+        return None
+    at = f"{LOG} line {gap[1]}" if gap[1] > 0 else LOG
+    return (
+        f"declared at {c.a.declared_at}, but {at} logs the probe at step {gap[0]} with "
+        f"no `time` (the log's schema requires one): the log's own clock cannot show "
+        f"it was declared before step {c.first} ({c.where})"
+    )
+
+
+def _before_step_past_first(c: _Claim) -> str | None:
+    """Declared before a step later than the first it affects."""
+    if c.a.declared_before_step <= c.first:
+        return None
+    return (
+        f"declared before step {c.a.declared_before_step}, but it affects step "
+        f"{c.first} ({c.where})"
+    )
+
+
+def _extend_not_past(c: _Claim) -> str | None:
+    """An extend that does not move the endpoint in force later."""
+    if c.a.kind != "extend" or c.a.to_step > c.endpoint:
+        return None
+    return f"moves the endpoint to {c.a.to_step}, not past {c.endpoint} (in force)"
+
+
+def _second_scale(c: _Claim) -> str | None:
+    """A scale amendment after one already applied: only one is in force."""
+    if c.a.kind != "scale" or not c.scale_in_force:
+        return None
+    return "a scale amendment is already in force"
+
+
+# Why an amendment is refused, first that holds: its own steps, then the log's clock against
+# its declared time, then what the amendments applied before it left in force.
+_REFUSALS = (
+    _seen_too_late,
+    _not_utc,
+    _clock_passed,
+    _clock_unreached,
+    _clock_gap,
+    _before_step_past_first,
+    _extend_not_past,
+    _second_scale,
+)
+
+
+def _refusal(claim: _Claim) -> str:
+    """Why the amendment is refused: the first of `_REFUSALS` that holds ("" for none)."""
+    return next((why for refuse in _REFUSALS if (why := refuse(claim)) is not None), "")
+
+
+def _declared_delta(a: Amendment) -> AmendmentCheck:
+    """A declared delta: it changes no read, so it is shown, never refused."""
+    key, ours, theirs = a.delta
+    why = f"{key}: ours {ours}, theirs {theirs} ({a.comparator}), declared at launch"
+    return AmendmentCheck(a.id, a.kind, a.source, a.declared_at, 0, 0, "declared", why)
+
+
 def check_amendments(
     amendments: Iterable[Amendment],
     preset: Preset,
@@ -129,70 +257,23 @@ def check_amendments(
     and so is one whose first step or a later one the log shows a probe of without the time
     its format requires (the clock cannot show it was declared in time)."""
     spec = preset.verdict
-    scale_first = spec.anchor_step if spec.read == "delta" else level_first(preset, first_probe)
-    what = "the anchor probe" if spec.read == "delta" else "the first probe"
+    if spec.read == "delta":
+        scale_first, what = spec.anchor_step, "the anchor probe"
+    else:
+        scale_first, what = level_first(preset, first_probe), "the first probe"
     endpoint = spec.endpoint_step
     checks = []
     scale_in_force = False
     for a in amendments:
-        if a.kind == "delta":  # a declared delta changes no read: it is shown, never refused
-            key, ours, theirs = a.delta
-            why = f"{key}: ours {ours}, theirs {theirs} ({a.comparator}), declared at launch"
-            checks.append(
-                AmendmentCheck(a.id, a.kind, a.source, a.declared_at, 0, 0, "declared", why)
-            )
+        if a.kind == "delta":
+            checks.append(_declared_delta(a))
             continue
         if a.kind == "extend":
             first, kind, where = endpoint, "an extend", "the endpoint in force"
         else:
             first, kind, where = scale_first, "a scale amendment", what
-        reason = ""
         when = declared_ts(a) if clock is not None else None
-        late: tuple[int, float] | None = None
-        gap: tuple[int, int] | None = None
-        unreached: tuple[int, float] | None = None
-        if clock is not None and when is not None:  # the log's clock against the declared time
-            late, gap = clock.passed(first, when), clock.unclocked(first)
-            unreached = clock.unreached(a.declared_after_step, when + SKEW_S)
-        if a.declared_after_step >= first:
-            reason = (
-                f"declared after step {a.declared_after_step} was seen; {kind} "
-                f"must be declared before step {first} ({where})"
-            )
-        elif clock is not None and a.source == "ledger" and when is None:
-            reason = (
-                f"declared at {a.declared_at or '(no time)'}, not a UTC time as amend writes "
-                f"one (2026-01-31T12:00:00Z): the log's own clock cannot show it was declared "
-                f"before step {first} ({where})"
-            )
-        elif late is not None:
-            reason = (
-                f"declared at {a.declared_at}, but the log's own clock had passed step {first} "
-                f"({where}): its probe at step {late[0]} was logged at {utc_iso(late[1])} (a "
-                f"ledger from a copy of the run, whatever step it says it saw)"
-            )
-        elif unreached is not None:
-            reason = (
-                f"declared at {a.declared_at}, before the step it says it saw: the log's own "
-                f"clock logged its probe at step {unreached[0]} at {utc_iso(unreached[1])}, "
-                f"later"
-            )
-        elif gap is not None:
-            at = f"{LOG} line {gap[1]}" if gap[1] > 0 else LOG
-            reason = (
-                f"declared at {a.declared_at}, but {at} logs the probe at step {gap[0]} with "
-                f"no `time` (the log's schema requires one): the log's own clock cannot show "
-                f"it was declared before step {first} ({where})"
-            )
-        elif a.declared_before_step > first:
-            reason = (
-                f"declared before step {a.declared_before_step}, but it affects step "
-                f"{first} ({where})"
-            )
-        elif a.kind == "extend" and a.to_step <= endpoint:
-            reason = f"moves the endpoint to {a.to_step}, not past {endpoint} (in force)"
-        elif a.kind == "scale" and scale_in_force:
-            reason = "a scale amendment is already in force"
+        reason = _refusal(_Claim(a, first, kind, where, clock, when, endpoint, scale_in_force))
         status = "refused" if reason else "applied"
         if not reason:
             reason = f"declared after step {a.declared_after_step} was seen, before step {first}"
