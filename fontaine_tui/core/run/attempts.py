@@ -235,64 +235,84 @@ def attempts_from(
     out = []
     for i, b in enumerate(begins):
         e = ends.get(b["attempt"])
-        started = _num(b.get("pid_started"))
-        pid = _int(b.get("pid")) or 0
         if e is not None:
-            cause, detail = str(e.get("cause", "")), str(e.get("detail", ""))
-        elif i + 1 < len(begins):
-            cause, detail = "unknown", "no end recorded; a later attempt began"
-        elif isinstance(b.get("job"), str) and b["job"]:
-            cause, detail = (
-                "running",
-                (
-                    f"slurm job {b['job']}: no end recorded yet "
-                    f"(`fontaine-tui runs` asks the scheduler)"
-                ),
-            )
-        elif str(b.get("host", "")) != here:
-            cause, detail = (
-                "unknown",
-                (f"no end recorded; pid {pid} on {b.get('host')} is not checked from here"),
-            )
-        elif (alive or pid_alive)(pid, started):
-            cause, detail = "running", f"pid {pid} alive"
-        elif alive is None and (left := pgroup.runs_on(pid, started)):
-            cause, detail = (
-                "running",
-                f"pid {pid} is gone, but its process group lives on ({pgroup.pids_text(left)})",
-            )
+            state = str(e.get("cause", "")), str(e.get("detail", ""))
         else:
-            cause, detail = (
-                "unknown",
-                (f"no end recorded: pid {pid} is gone (no console saw its exit)"),
-            )
-        cg = b.get("cgroup")
-        mem = e.get("memory") if e is not None else None
-        out.append(
-            Attempt(
-                b["attempt"],
-                str(b.get("kind", "")),
-                pid,
-                started,
-                str(b.get("host", "")),
-                str(b.get("at", "")),
-                _int(b.get("log_offset")) or 0,
-                _int(b.get("out_offset")) or 0,
-                cg if isinstance(cg, dict) else None,
-                _int(b.get("vmstat_oom_kill_at_start")),
-                cause,
-                detail,
-                _int(e.get("last_step")) if e else None,
-                _int(e.get("checkpoint_step")) if e else None,
-                _int(e.get("exit_code")) if e else None,
-                str(e["signal"]) if e and isinstance(e.get("signal"), str) else None,
-                str(e.get("at", "")) if e else None,
-                MemoryEvidence.from_dict(mem) if isinstance(mem, dict) else None,
-                str(b["job"]) if isinstance(b.get("job"), str) else "",
-                _restart(b),
-            )
-        )
+            state = _open_state(b, i + 1 < len(begins), here, alive)
+        out.append(_attempt(b, e, *state))
     return out
+
+
+def _open_state(
+    b: Mapping[str, Any],
+    later: bool,
+    here: str,
+    alive: Callable[[int, float | None], bool] | None,
+) -> tuple[str, str]:
+    """The cause and detail of an attempt without an end line, from what is known of it.
+
+    `later`: another attempt began after it; `here`: this host's name; `alive` as in
+    `read_attempts`."""
+    started = _num(b.get("pid_started"))
+    pid = _int(b.get("pid")) or 0
+    if later:
+        return "unknown", "no end recorded; a later attempt began"
+    if isinstance(b.get("job"), str) and b["job"]:
+        return (
+            "running",
+            f"slurm job {b['job']}: no end recorded yet (`fontaine-tui runs` asks the scheduler)",
+        )
+    if str(b.get("host", "")) != here:
+        return "unknown", f"no end recorded; pid {pid} on {b.get('host')} is not checked from here"
+    if (alive or pid_alive)(pid, started):
+        return "running", f"pid {pid} alive"
+    if alive is None and (left := pgroup.runs_on(pid, started)):
+        return (
+            "running",
+            f"pid {pid} is gone, but its process group lives on ({pgroup.pids_text(left)})",
+        )
+    return "unknown", f"no end recorded: pid {pid} is gone (no console saw its exit)"
+
+
+def _attempt(b: Mapping[str, Any], e: Mapping[str, Any] | None, cause: str, detail: str) -> Attempt:
+    """The Attempt of begin line `b` and end line `e` (None while none is recorded)."""
+    cg = b.get("cgroup")
+    return Attempt(
+        b["attempt"],
+        str(b.get("kind", "")),
+        _int(b.get("pid")) or 0,
+        _num(b.get("pid_started")),
+        str(b.get("host", "")),
+        str(b.get("at", "")),
+        _int(b.get("log_offset")) or 0,
+        _int(b.get("out_offset")) or 0,
+        cg if isinstance(cg, dict) else None,
+        _int(b.get("vmstat_oom_kill_at_start")),
+        cause,
+        detail,
+        *_end_fields(e),
+        job=str(b["job"]) if isinstance(b.get("job"), str) else "",
+        restart=_restart(b),
+    )
+
+
+def _end_fields(
+    e: Mapping[str, Any] | None,
+) -> tuple[int | None, int | None, int | None, str | None, str | None, MemoryEvidence | None]:
+    """What an end line records: last step, checkpoint step, exit code, signal, when, memory.
+
+    All None while no end line is recorded."""
+    if not e:
+        return None, None, None, None, None, None
+    signal, mem = e.get("signal"), e.get("memory")
+    return (
+        _int(e.get("last_step")),
+        _int(e.get("checkpoint_step")),
+        _int(e.get("exit_code")),
+        str(signal) if isinstance(signal, str) else None,
+        str(e.get("at", "")),
+        MemoryEvidence.from_dict(mem) if isinstance(mem, dict) else None,
+    )
 
 
 def _restart(b: Mapping[str, Any]) -> tuple[int, int, str] | None:
