@@ -37,7 +37,7 @@ or what cannot be known from here, and points at the trainer's own output.
 Severity: "alert" when the engine is gone or a zombie, or RAM runs out within RAM_OUT_MIN
 (whatever the headline); "warn" otherwise.
 
-Its size: one concept over some 650 lines, a stall's diagnosis. The scene read from one
+Its size: one concept over some 700 lines, a stall's diagnosis. The scene read from one
 look, the ordered tables of cases (`_ENGINE`, `_FOREIGN`) over it and each case's words change
 together (a case's test reads what the scene holds, in the precedence this docstring lists),
 so they are kept in one module.
@@ -115,26 +115,42 @@ def silence(
     floor = gate_of(gates, "stall_min_s") or 0.0
     median = statistics.median(gaps)
     limit = max(factor * median, floor)
-    others: list[Checkpoint | Event] = [*store.checkpoints[-1:], *store.events[-1:]]
-    probe = store.last_probe_step()
-    seen = [times[-1], *(r.time for r in others)]
-    if probe is not None:
-        seen.append(store.probe_time(probe))
-    quiet = now - max(t for t in seen if math.isfinite(t))
+    quiet = now - _last_sign_of_life(store)
     if quiet <= limit:
         return None
     last = store.steps[-1]
-    end = steps > 0 and last >= steps
-    due = ""
-    if eval_every > 0 and (last % eval_every == 0 or end) and not store.has_probe(last):
-        due = "eval"  # the engine writes a step's train record, then its probe, then saves
-    elif (
-        save_every > 0
-        and (last % save_every == 0 or end)
-        and not any(c.step == last for c in store.checkpoints[-3:])
-    ):
-        due = "checkpoint"
+    due = _due(store, last, eval_every, save_every, steps)
     return Silence(quiet, limit, median, factor, floor, last, due, eval_every, save_every)
+
+
+def _last_sign_of_life(store: RunStore) -> float:
+    """When the run last wrote anything: a train record, a checkpoint, an event or a probe."""
+    others: list[Checkpoint | Event] = [*store.checkpoints[-1:], *store.events[-1:]]
+    probe = store.last_probe_step()
+    seen = [store.columns["time"][-1], *(r.time for r in others)]
+    if probe is not None:
+        seen.append(store.probe_time(probe))
+    return max(t for t in seen if math.isfinite(t))
+
+
+def _due(store: RunStore, last: int, eval_every: int, save_every: int, steps: int) -> str:
+    """What the engine writes after step `last` and has not yet: "eval", "checkpoint" or "".
+
+    The engine writes a step's train record, then its probe, then saves; the run's last step
+    (`steps`) is probed and saved whatever the cadence."""
+    end = steps > 0 and last >= steps
+    if _on_cadence(last, eval_every, end) and not store.has_probe(last):
+        return "eval"
+    if _on_cadence(last, save_every, end) and not any(
+        c.step == last for c in store.checkpoints[-3:]
+    ):
+        return "checkpoint"
+    return ""
+
+
+def _on_cadence(step: int, every: int, end: bool) -> bool:
+    """Whether a cadence of `every` steps (0: none) falls on `step`, or the run ends there."""
+    return every > 0 and (step % every == 0 or end)
 
 
 @dataclass(frozen=True, slots=True)
@@ -567,36 +583,45 @@ def _seen(
     gpus_used: int,
     engine: bool = True,
 ) -> list[str]:
+    """What the host reads beside the headline: the GPU, host RAM and the engine's process."""
     if t is None:
         return ["no telemetry"]
+    out = [_gpu_seen(t, gpus_used), _ram_seen(t, trend)]
+    if engine:  # else the trainer's process is not ours to sample
+        out.append(_engine_seen(t, key, n))
+    return out
+
+
+def _gpu_seen(t: TelemetrySnapshot, gpus_used: int) -> str:
     util = t.gpu_util()
     gpu = f"GPU {util:.0f} %" if util is not None else _no_gpu(t)
-    out = [gpu + (" (not used: a CPU run)" if gpus_used <= 0 and t.gpus else "")]
+    return gpu + (" (not used: a CPU run)" if gpus_used <= 0 and t.gpus else "")
+
+
+def _ram_seen(t: TelemetrySnapshot, trend: RamTrend | None) -> str:
     if trend is not None:
-        out.append(
+        return (
             f"host RAM {trend.text()}, {gib(trend.available)} free of "
             f"{gib(trend.total, unit=False)}"
         )
-    elif t.ram is not None:
-        out.append(
+    if t.ram is not None:
+        return (
             f"host RAM {gib(t.ram.available)} free of {gib(t.ram.total, unit=False)} (no trend yet)"
         )
-    else:
-        out.append(f"host RAM unknown ({t.ram_reason})")
+    return f"host RAM unknown ({t.ram_reason})"
+
+
+def _engine_seen(t: TelemetrySnapshot, key: str, n: int) -> str:
     p = t.process
-    if not engine:
-        return out  # the trainer's process is not ours to sample
     if p is not None:
         plural = "es" if p.processes != 1 else ""
-        out.append(
+        return (
             f"engine pid {p.pid} {p.state or 'in an unknown state'} {_for(n)}, "
             f"{p.processes} process{plural}, {_cpu(p)}, {p.mem_kind} {gib(p.mem)}"
         )
-    elif key == "gone":
-        out.append(f"engine pid {t.engine_pid} gone")
-    else:
-        out.append(f"engine process not sampled ({t.process_reason})")
-    return out
+    if key == "gone":
+        return f"engine pid {t.engine_pid} gone"
+    return f"engine process not sampled ({t.process_reason})"
 
 
 def diagnose(
@@ -615,32 +640,8 @@ def diagnose(
     n = polls(state_history, key, t.time) if t is not None else 1
     trend = ram_trend(ram_history)
     cause, headline = _headline(q, t, key, n, trend, gpus_used, engine)
-    numbers: dict[str, float] = {
-        "quiet_s": q.quiet_s,
-        "limit_s": q.limit_s,
-        "median_interval_s": q.median_s,
-        "last_step": float(q.last_step),
-        "state_polls": float(n),
-    }
-    util = t.gpu_util() if t is not None else None
-    if util is not None:
-        numbers["gpu_util_pct"] = util
-    if t is not None and t.ram is not None:
-        numbers["ram_available"] = float(t.ram.available)
-        numbers["ram_total"] = float(t.ram.total)
+    numbers = _numbers(q, t, n, trend, engine)
     oom = trend.minutes_to_oom if trend is not None else None
-    if trend is not None:
-        numbers["ram_rate_bytes_per_min"] = trend.rate
-        numbers["ram_readings"] = float(trend.readings)
-        if oom is not None:
-            numbers["minutes_to_oom"] = oom
-    p = t.process if t is not None and engine else None
-    if p is not None:
-        numbers.update(pid=float(p.pid), processes=float(p.processes), mem=float(p.mem))
-        if p.cpu_pct is not None:
-            numbers["cpu_pct"] = p.cpu_pct
-    elif t is not None and t.engine_pid is not None and engine:
-        numbers["pid"] = float(t.engine_pid)
     alert = cause in ("gone", ZOMBIE) or (oom is not None and oom <= RAM_OUT_MIN)
     message = (
         f"stall: no record for {q.quiet_s:.0f} s (limit {q.limit_s:.0f} s = "
@@ -649,3 +650,53 @@ def diagnose(
         f"{'; '.join(_seen(t, key, n, trend, gpus_used, engine))}."
     )
     return Diagnosis(cause, "alert" if alert else "warn", message, numbers)
+
+
+def _numbers(
+    q: Silence, t: TelemetrySnapshot | None, n: int, trend: RamTrend | None, engine: bool
+) -> dict[str, float]:
+    """The stall warning's numbers: the silence's, then the host's, RAM trend's and engine's."""
+    numbers: dict[str, float] = {
+        "quiet_s": q.quiet_s,
+        "limit_s": q.limit_s,
+        "median_interval_s": q.median_s,
+        "last_step": float(q.last_step),
+        "state_polls": float(n),
+    }
+    if t is not None:
+        numbers.update(_host_numbers(t))
+    if trend is not None:
+        numbers.update(_trend_numbers(trend))
+    if t is not None and engine:
+        numbers.update(_engine_numbers(t))
+    return numbers
+
+
+def _host_numbers(t: TelemetrySnapshot) -> dict[str, float]:
+    numbers: dict[str, float] = {}
+    util = t.gpu_util()
+    if util is not None:
+        numbers["gpu_util_pct"] = util
+    if t.ram is not None:
+        numbers["ram_available"] = float(t.ram.available)
+        numbers["ram_total"] = float(t.ram.total)
+    return numbers
+
+
+def _trend_numbers(trend: RamTrend) -> dict[str, float]:
+    numbers = {"ram_rate_bytes_per_min": trend.rate, "ram_readings": float(trend.readings)}
+    oom = trend.minutes_to_oom
+    if oom is not None:
+        numbers["minutes_to_oom"] = oom
+    return numbers
+
+
+def _engine_numbers(t: TelemetrySnapshot) -> dict[str, float]:
+    """The engine's pid, and its tree's processes, memory and CPU where it was sampled."""
+    p = t.process
+    if p is None:
+        return {} if t.engine_pid is None else {"pid": float(t.engine_pid)}
+    numbers = {"pid": float(p.pid), "processes": float(p.processes), "mem": float(p.mem)}
+    if p.cpu_pct is not None:
+        numbers["cpu_pct"] = p.cpu_pct
+    return numbers
