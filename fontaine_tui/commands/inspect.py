@@ -140,6 +140,11 @@ def _write(path: Path, text: str, force: bool) -> None:
 
 def render(ins: Inspection) -> list[str]:
     """The inspection as plain text."""
+    return [*_what_is_read(ins), "", *_key_table(ins), "", *_how_it_ends(ins)]
+
+
+def _what_is_read(ins: Inspection) -> list[str]:
+    """The folder, its format and files, the other runs or formats there, an unusual step key."""
     c = ins.chosen
     out = [
         f"run      {ins.folder}",
@@ -159,36 +164,37 @@ def render(ins: Inspection) -> list[str]:
             )
     if ins.step_key != "step":
         out.append(f"step key {ins.step_key!r} (not 'step': [source] step = {ins.step_key!r})")
-    out.append("")
+    return out
+
+
+def _key_table(ins: Inspection) -> list[str]:
+    """One row per key (a blinded probe field's figures hidden, as `verdict` hides them)."""
     width = max([len(k.key) for k in ins.keys] + [3])
-    out.append(
+    out = [
         f"{'key':<{width}}  {'role':<5} {'first':>8} {'last':>8} {'count':>7} "
         f"{'nan':>5} {'not#':>5}"
-    )
+    ]
     for k in ins.keys:
-        if k.key in ins.hidden:  # a blinded probe field: as `verdict`, nothing of it
+        if k.key in ins.hidden:
             out.append(f"{k.key:<{width}}  {k.role:<5} {HIDDEN:>8}")
             continue
         out.append(
             f"{k.key:<{width}}  {k.role:<5} {k.first:>8} {k.last:>8} {k.count:>7} "
             f"{k.nan:>5} {k.not_number:>5}"
         )
-    if not ins.keys:
-        out.append("(no keys)")
-    out.append("")
-    out.append(f"probes   {ins.cadence.describe()}")
-    out.append(f"last     step {ins.last_step}")
-    if ins.ended is not None:
-        e = ins.ended
+    return out if ins.keys else [*out, "(no keys)"]
+
+
+def _how_it_ends(ins: Inspection) -> list[str]:
+    """The probe cadence, the last step, the end or error record, and what was not read."""
+    out = [f"probes   {ins.cadence.describe()}", f"last     step {ins.last_step}"]
+    if (e := ins.ended) is None:
+        out.append("ended    not known (no end or error record)")
+    else:
         out.append(
             f"ended    {'cleanly' if e.event == 'end' else 'with an error'} at step "
             f"{e.step}" + (f" ({e.detail})" if e.detail else "")
         )
-    else:
-        out.append("ended    not known (no end or error record)")
-    if ins.notices:
-        out.append("unread   " + ins.notices[0])
-        out += [f"         {n}" for n in ins.notices[1:]]
-    else:
-        out.append("unread   nothing")
-    return out
+    if not ins.notices:
+        return [*out, "unread   nothing"]
+    return [*out, "unread   " + ins.notices[0], *(f"         {n}" for n in ins.notices[1:])]
