@@ -13,7 +13,8 @@ import asyncio
 import contextlib
 import hashlib
 import re
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import AsyncGenerator, AsyncIterator, Callable, Sequence
+from dataclasses import dataclass, field
 
 from fontaine_tui.core import children
 from fontaine_tui.core.childenv import child_env
@@ -73,6 +74,72 @@ def refused_there(reply: bytes) -> str:
     except (ValueError, KeyError, TypeError, AttributeError):
         return f"the host's refusal is not JSON ({reply[:80]!r})"
     return sqlite_refusal_of(code, message) or f"cannot read ({message})"
+
+
+# the script's answers, each with the length its line must have (0: any)
+_ANSWERS = {b"ok": 5, b"absent": 0, b"special": 3, b"norun": 0, b"denied": 0}
+
+
+def _answer(header: list[bytes]) -> bytes:
+    """The follow script's answer ("ok", "absent", ...) in its first line's words.
+
+    b"" for no answer of ours: ssh failed, or a login script's noise came instead."""
+    if header[:1] != [b"@fontaine"] or len(header) < 2:
+        return b""
+    need = _ANSWERS.get(header[1])
+    if need is None or (need and len(header) != need):
+        return b""
+    return header[1]
+
+
+def _rotated_part(header: list[bytes]) -> tuple[bytes, bytes, str] | None:
+    """A rotated part the follow script sends before its answer, as (kind, size, segment).
+
+    "@fontaine rest N NAME": the rest of the file we were reading (kind b"rest");
+    "@fontaine next N KIND NAME": a segment rotated after it, b"copy" (the stream's next
+    part, copied out) or b"file" (a file of its own). None for any other line."""
+    if header[:2] == [b"@fontaine", b"rest"] and len(header) >= 4:
+        return b"rest", header[2], b" ".join(header[3:]).decode("utf-8", "replace")
+    if header[:2] == [b"@fontaine", b"next"] and len(header) >= 5:
+        kind = b"copy" if header[3] == b"copy" else b"file"
+        return kind, header[2], b" ".join(header[4:]).decode("utf-8", "replace")
+    return None
+
+
+def _lost(said: list[bytes]) -> str:
+    """Why a stream ended that no change of the file ended: the last line ssh said."""
+    if not said:
+        return "connection lost"
+    return f"connection lost ({said[-1].decode('utf-8', 'replace').strip()[:160]})"
+
+
+@dataclass
+class _Followed:
+    """Where the follow of one file over SSH stands, from one connection to the next."""
+
+    cutter: LineCutter
+    delay: float  # the pause before the next reconnect
+    skipped: list[int]  # lines cut for their length (SshRun.skipped_lines[name])
+    ident: str = "-"  # the file's device:inode, as the last answer said
+    head: bytes = b""  # its first bytes read (up to HEAD)
+    waiting: bool = False  # the file is not there, and that was said
+    # after a copy-truncate, until a line of the new content is complete: the state before
+    # it, to reconnect with (a second truncate before the stream's first read puts the new
+    # content in a rotated copy; the header finds it from the old file's bytes, not from
+    # nothing read)
+    before_truncate: tuple[LineCutter, bytes] | None = None
+    header: list[bytes] = field(default_factory=list)  # the script's answer
+    error: str | None = ""  # why the last connection ended; None: the next one at once
+
+    def back_before_truncate(self) -> None:
+        """Reconnect from before a truncate when no line of the new content was complete."""
+        if self.before_truncate is not None and self.cutter.offset <= 0:
+            self.cutter, self.head = self.before_truncate[0].copy(), self.before_truncate[1]
+        self.before_truncate = None
+
+    def mark(self, note: str) -> Batch:
+        """A note at where the follow stands."""
+        return Batch([], self.cutter.next_line, note=note, end_offset=self.cutter.offset)
 
 
 class SshRun(SshConnection):
@@ -217,172 +284,216 @@ class SshRun(SshConnection):
         """Complete lines of `name` as they are written, without end.
 
         The follow survives cuts and resumes at the last full line. With `history` (default:
-        for the run's log), its rotated segments come first."""
-        cutter = LineCutter(self.line_cap)
-        ident, head = "-", b""
-        delay = self.backoff[0]
-        waiting = False
-        skipped = self.skipped_lines.setdefault(name, [])
-        # after a copy-truncate, until a line of the new content is complete: the state before
-        # it, to reconnect with (a second truncate before the stream's first read puts the new
-        # content in a rotated copy; the header finds it from the old file's bytes, not from
-        # nothing read)
-        before_truncate: tuple[LineCutter, bytes] | None = None
+        for the run's log), its rotated segments come first.
+
+        Each pass is one connection (`_connection`), which leaves in the follow's state what
+        comes next: the next connection at once (`error` None: the file changed under the
+        stream, or is not there yet), or after a pause that doubles up to the backoff's cap."""
+        at = _Followed(
+            LineCutter(self.line_cap), self.backoff[0], self.skipped_lines.setdefault(name, [])
+        )
         if history if history is not None else name == LOG:
-            try:
-                async for batch in self._history(name):
+            async with contextlib.aclosing(self._history_or_note(name)) as batches:
+                async for batch in batches:
                     yield batch
-            except SshError as exc:
-                yield Batch([], 1, note=f"rotated segments not read ({exc})")
         while not self._closed:
-            note, error = "", ""
-            proc = None
-            if before_truncate is not None and cutter.offset <= 0:
-                cutter, head = before_truncate[0].copy(), before_truncate[1]
-            before_truncate = None
-            anchor = cutter.anchor()
-            try:
-                await self.ensure_master()
-                proc = await children.spawn(
-                    *self.argv(
-                        remote_command(
-                            FOLLOW_SCRIPT,
-                            self.target.path,
-                            name,
-                            str(cutter.offset),
-                            ident,
-                            str(len(head)),
-                            hashlib.sha256(head).hexdigest(),
-                            cutter.digest(),
-                            str(len(anchor)),
-                            hashlib.sha256(anchor).hexdigest(),
-                            STREAM_PY if self.remote_python else "",
-                        )
-                    ),
-                    stdin=children.PIPE,
-                    limit=CHUNK,
-                    env=child_env(),
-                )
-                self._procs.add(proc)
-                header = await asyncio.wait_for(self._header(proc), self.connect_timeout + 20)
-                if header[:1] == [b"@fontaine"]:  # our script answered: the connection is made
-                    self.answered()
-                while header[:2] in ([b"@fontaine", b"rest"], [b"@fontaine", b"next"]):
-                    if header[1] == b"rest" and len(header) >= 4:
-                        cutter = cutter.resume()  # its torn tail is sent again
-                        seg = b" ".join(header[3:]).decode("utf-8", "replace")
-                        note = f"{name} was rotated: the rest read from {seg}"
-                    elif header[1] == b"next" and len(header) >= 5:
-                        seg = b" ".join(header[4:]).decode("utf-8", "replace")
-                        if header[3] == b"copy":  # the stream's next part, copied out
-                            cutter.rebase()
-                            note = f"{name} was rotated more than once: {seg} read too"
-                        else:  # a file of its own
-                            for batch in self._new_file(
-                                cutter, seg, f"reading rotated segment {seg}"
-                            ):
-                                yield batch
-                            cutter, note = LineCutter(self.line_cap), ""
-                    else:
-                        break
-                    async for batch in self._rest(proc, cutter, int(header[2]), note):
-                        yield batch
-                    header = await asyncio.wait_for(self._header(proc), self.connect_timeout + 20)
-                    note = ""
-                if header[:2] == [b"@fontaine", b"ok"] and len(header) == 5:
-                    new_ident, start, mode = header[2].decode(), int(header[3]), header[4]
-                    if mode in (b"resume", b"same", b"fresh"):  # the torn tail comes again
-                        cutter = cutter.resume()
-                        head = head[: cutter.offset]
-                        if mode == b"same":
-                            note = f"{name} was replaced by a file with the same content"
-                    elif mode == b"continue":
-                        before_truncate = (cutter.copy(), head)
-                        cutter.rebase()
-                        head = b""
-                        note = (
-                            f"{name} truncated: following its new content; nothing read "
-                            "before is dropped"
-                        )
-                    else:  # another file took the name
-                        for batch in self._new_file(
-                            cutter,
-                            name,
-                            f"{name} was rotated or replaced: reading the "
-                            "new file (everything read before is kept)",
-                        ):
-                            yield batch
-                        cutter, head = LineCutter(self.line_cap), b""
-                    if not note and (self.reconnects or waiting) and mode != b"segment":
-                        note = "connected" if not waiting else f"{name} appeared"
-                    ident, waiting, delay = new_ident, False, self.backoff[0]
-                    said: list[bytes] = []
-                    watcher = asyncio.create_task(self._watch_stderr(proc, said))
-                    try:
-                        async for sent in self._stream(proc, cutter, head, start, skipped, note):
-                            batch, head = sent
-                            yield batch
-                    finally:
-                        watcher.cancel()
-                    if watcher.done() and not watcher.cancelled() and watcher.result():
-                        await asyncio.sleep(0.05)
-                        continue  # the file changed under tail: re-check it at once
-                    error = "connection lost" + (
-                        f" ({said[-1].decode('utf-8', 'replace').strip()[:160]})" if said else ""
-                    )
-                elif header[:2] == [b"@fontaine", b"absent"]:
-                    if not waiting:
-                        waiting = True
-                        yield Batch(
-                            [],
-                            cutter.next_line,
-                            note=f"waiting for {name}",
-                            end_offset=cutter.offset,
-                        )
-                    await children.end(proc)
-                    await self._pause(1.0)
-                    continue
-                elif header[:2] == [b"@fontaine", b"special"] and len(header) == 3:
-                    raise not_regular(
-                        f"{self.target.destination}:{self.target.path}/{name}",
-                        header[2].decode("ascii", "replace"),
-                    )
-                elif header[:2] == [b"@fontaine", b"norun"]:
-                    error = f"{self.target.path}: no such run folder"
-                elif header[:2] == [b"@fontaine", b"denied"]:
-                    error = f"{self.target.path}/{name}: permission denied"
-                else:
-                    assert proc.stderr is not None  # spawned with stderr=PIPE
-                    err = b""
-                    with contextlib.suppress(asyncio.TimeoutError):
-                        err = await asyncio.wait_for(proc.stderr.read(), self.connect_timeout + 20)
-                    await children.end(proc)
-                    error = (
-                        self.explain(err)
-                        if proc.returncode == 255
-                        else (
-                            f"remote follow failed (exit {proc.returncode}): "
-                            + err.decode("utf-8", "replace").strip()[:160]
-                        )
-                    )
-            except SshError as exc:
-                error = str(exc)
-            except (asyncio.TimeoutError, asyncio.IncompleteReadError):
-                error = "no answer from the remote shell"
-            finally:
-                if proc is not None:
-                    await self._end(proc)
+            at.back_before_truncate()
+            async with contextlib.aclosing(self._connection(name, at)) as batches:
+                async for batch in batches:
+                    yield batch
+            if at.error is None:
+                continue
             if self._closed:
                 break
             self.reconnects += 1
-            yield Batch(
-                [],
-                cutter.next_line,
-                note=f"{error}; reconnecting in {delay:g} s",
-                end_offset=cutter.offset,
+            yield at.mark(f"{at.error}; reconnecting in {at.delay:g} s")
+            await self._pause(at.delay)
+            at.delay = min(at.delay * 2, self.backoff[1])
+
+    async def _history_or_note(self, name: str) -> AsyncGenerator[Batch, None]:
+        """The rotated segments, or a note that they could not be read."""
+        try:
+            async for batch in self._history(name):
+                yield batch
+        except SshError as exc:
+            yield Batch([], 1, note=f"rotated segments not read ({exc})")
+
+    async def _connection(self, name: str, at: _Followed) -> AsyncGenerator[Batch, None]:
+        """One connection: the script's check of the file, then what its answer says.
+
+        Its rotated parts first (`_rotated`); then the stream (ok), a wait for the file
+        (absent), or why it is not followed (`_refused`)."""
+        proc = None
+        at.error = ""
+        try:
+            await self.ensure_master()
+            proc = await self._spawn_follow(name, at)
+            header = await self._next_header(proc)
+            if header[:1] == [b"@fontaine"]:  # our script answered: the connection is made
+                self.answered()
+            async with contextlib.aclosing(self._rotated(proc, name, at, header)) as batches:
+                async for batch in batches:
+                    yield batch
+            word = _answer(at.header)
+            if word == b"ok":
+                async with contextlib.aclosing(self._streamed(proc, name, at)) as batches:
+                    async for batch in batches:
+                        yield batch
+            elif word == b"absent":
+                if not at.waiting:
+                    at.waiting = True
+                    yield at.mark(f"waiting for {name}")
+                await children.end(proc)
+                await self._pause(1.0)
+                at.error = None
+            else:
+                at.error = await self._refused(proc, name, word, at.header)
+        except SshError as exc:
+            at.error = str(exc)
+        except (asyncio.TimeoutError, asyncio.IncompleteReadError):
+            at.error = "no answer from the remote shell"
+        finally:
+            if proc is not None:
+                await self._end(proc)
+
+    async def _spawn_follow(self, name: str, at: _Followed) -> children.Child:
+        """The remote follow script, sent what was read to check the file against."""
+        anchor = at.cutter.anchor()
+        proc = await children.spawn(
+            *self.argv(
+                remote_command(
+                    FOLLOW_SCRIPT,
+                    self.target.path,
+                    name,
+                    str(at.cutter.offset),
+                    at.ident,
+                    str(len(at.head)),
+                    hashlib.sha256(at.head).hexdigest(),
+                    at.cutter.digest(),
+                    str(len(anchor)),
+                    hashlib.sha256(anchor).hexdigest(),
+                    STREAM_PY if self.remote_python else "",
+                )
+            ),
+            stdin=children.PIPE,
+            limit=CHUNK,
+            env=child_env(),
+        )
+        self._procs.add(proc)
+        return proc
+
+    async def _next_header(self, proc: children.Child) -> list[bytes]:
+        """The script's next protocol line, within the connection's time to answer."""
+        return await asyncio.wait_for(self._header(proc), self.connect_timeout + 20)
+
+    async def _rotated(
+        self, proc: children.Child, name: str, at: _Followed, header: list[bytes]
+    ) -> AsyncGenerator[Batch, None]:
+        """What was read, found rotated: its rest, then each segment rotated after it.
+
+        The script sends each part ("@fontaine rest" / "@fontaine next") before its answer;
+        the answer that follows them is left in `at.header`."""
+        while (part := _rotated_part(header)) is not None:
+            kind, size, seg = part
+            note = ""
+            if kind == b"rest":
+                at.cutter = at.cutter.resume()  # its torn tail is sent again
+                note = f"{name} was rotated: the rest read from {seg}"
+            elif kind == b"copy":  # the stream's next part, copied out
+                at.cutter.rebase()
+                note = f"{name} was rotated more than once: {seg} read too"
+            else:  # a file of its own
+                for batch in self._new_file(at.cutter, seg, f"reading rotated segment {seg}"):
+                    yield batch
+                at.cutter = LineCutter(self.line_cap)
+            async for batch in self._rest(proc, at.cutter, int(size), note):
+                yield batch
+            header = await self._next_header(proc)
+        at.header = header
+
+    async def _streamed(
+        self, proc: children.Child, name: str, at: _Followed
+    ) -> AsyncGenerator[Batch, None]:
+        """The stream that follows the script's "@fontaine ok ID START MODE".
+
+        What was read is settled by MODE first. A change of the file under the stream (said
+        on stderr) asks for the next connection at once."""
+        new_ident, start, mode = at.header[2].decode(), int(at.header[3]), at.header[4]
+        settled, note = self._settle(at, name, mode)
+        for batch in settled:
+            yield batch
+        note = note or self._back_note(at, name, mode)
+        at.ident, at.waiting, at.delay = new_ident, False, self.backoff[0]
+        said: list[bytes] = []
+        watcher = asyncio.create_task(self._watch_stderr(proc, said))
+        try:
+            async for batch, head in self._stream(
+                proc, at.cutter, at.head, start, at.skipped, note
+            ):
+                at.head = head
+                yield batch
+        finally:
+            watcher.cancel()
+        if watcher.done() and not watcher.cancelled() and watcher.result():
+            await asyncio.sleep(0.05)
+            at.error = None  # the file changed under tail: re-check it at once
+            return
+        at.error = _lost(said)
+
+    def _back_note(self, at: _Followed, name: str, mode: bytes) -> str:
+        """Said as the stream comes back after a cut, or as the file awaited appears."""
+        if mode == b"segment" or not (self.reconnects or at.waiting):
+            return ""
+        return f"{name} appeared" if at.waiting else "connected"
+
+    def _settle(self, at: _Followed, name: str, mode: bytes) -> tuple[list[Batch], str]:
+        """What the answer's MODE makes of what was read: the batches to send, and a note."""
+        if mode in (b"resume", b"same", b"fresh"):  # the torn tail comes again
+            at.cutter = at.cutter.resume()
+            at.head = at.head[: at.cutter.offset]
+            same = mode == b"same"
+            return [], f"{name} was replaced by a file with the same content" if same else ""
+        if mode == b"continue":
+            at.before_truncate = (at.cutter.copy(), at.head)
+            at.cutter.rebase()
+            at.head = b""
+            return [], (
+                f"{name} truncated: following its new content; nothing read before is dropped"
             )
-            await self._pause(delay)
-            delay = min(delay * 2, self.backoff[1])
+        # another file took the name
+        batches = self._new_file(
+            at.cutter,
+            name,
+            f"{name} was rotated or replaced: reading the new file (everything read before is "
+            "kept)",
+        )
+        at.cutter, at.head = LineCutter(self.line_cap), b""
+        return batches, ""
+
+    async def _refused(
+        self, proc: children.Child, name: str, word: bytes, header: list[bytes]
+    ) -> str:
+        """Why the file is not followed: the script's refusal, or ssh's failure."""
+        if word == b"special":
+            raise not_regular(
+                f"{self.target.destination}:{self.target.path}/{name}",
+                header[2].decode("ascii", "replace"),
+            )
+        if word == b"norun":
+            return f"{self.target.path}: no such run folder"
+        if word == b"denied":
+            return f"{self.target.path}/{name}: permission denied"
+        assert proc.stderr is not None  # spawned with stderr=PIPE
+        err = b""
+        with contextlib.suppress(asyncio.TimeoutError):
+            err = await asyncio.wait_for(proc.stderr.read(), self.connect_timeout + 20)
+        await children.end(proc)
+        if proc.returncode == 255:
+            return self.explain(err)
+        return (
+            f"remote follow failed (exit {proc.returncode}): "
+            + err.decode("utf-8", "replace").strip()[:160]
+        )
 
     @staticmethod
     def _new_file(cutter: LineCutter, name: str, note: str) -> list[Batch]:
