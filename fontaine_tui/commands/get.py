@@ -83,29 +83,43 @@ def run(args: argparse.Namespace) -> int:
         return held[0] is not None and args.unblind is None
 
     got = get(Path(args.run), args.metric, steps, hides, args.kind, args.path, args.run_id)
-    hidden = held[0] if got.kind == PROBE and held else None
-    if args.unblind is not None and hidden is None:
-        sys.stderr.write("note: --unblind: the values are not blinded; nothing recorded\n")
-    if hidden is not None:
-        if args.unblind is None:
-            sys.stderr.write(literal(_hidden_line(args.run, got, hidden)) + "\n")
-            return blind.EXIT_BLINDED
-        if not blind.reason_ok(args.unblind.strip()):
-            raise InputError(f"--unblind: {blind.REASON_RULE}")
-        assert hidden.folder is not None  # a prereg.json was found in it
-        review.record_look(hidden.folder.root, hidden.verdict, args.unblind)
+    if _blind_says_no(args, held[0] if got.kind == PROBE and held else None, got):
+        return blind.EXIT_BLINDED
     if args.json:
         sys.stdout.write(json.dumps(got.to_json(), indent=2) + "\n")
     else:
         sys.stdout.write(got.to_csv())
+    _write_notes(args.run, args.metric, got)
+    return 0
+
+
+def _blind_says_no(args: argparse.Namespace, hidden: Judged | None, got: Got) -> bool:
+    """Whether the blind withholds `got` (its line said); a look with --unblind is recorded.
+
+    `hidden`: the blinded run's judgement where `got` is a probe field it hides, else None."""
+    if hidden is None:
+        if args.unblind is not None:
+            sys.stderr.write("note: --unblind: the values are not blinded; nothing recorded\n")
+        return False
+    if args.unblind is None:
+        sys.stderr.write(literal(_hidden_line(args.run, got, hidden)) + "\n")
+        return True
+    if not blind.reason_ok(args.unblind.strip()):
+        raise InputError(f"--unblind: {blind.REASON_RULE}")
+    assert hidden.folder is not None  # a prereg.json was found in it
+    review.record_look(hidden.folder.root, hidden.verdict, args.unblind)
+    return False
+
+
+def _write_notes(target: str, metric: str, got: Got) -> None:
+    """The notes after the series: steps it was not logged at, conflicts, values not numbers."""
     if got.missing:
         shown = ", ".join(map(str, got.missing[:20])) + (" ..." if len(got.missing) > 20 else "")
-        sys.stderr.write(literal(f"note: {args.metric} was not logged at step(s) {shown}") + "\n")
+        sys.stderr.write(literal(f"note: {metric} was not logged at step(s) {shown}") + "\n")
     if got.clashes:
-        sys.stderr.write(literal(_conflicts_line(args.run, got)) + "\n")
+        sys.stderr.write(literal(_conflicts_line(target, got)) + "\n")
     if got.not_numbers:
-        sys.stderr.write(literal(_not_numbers_line(args.run, got)) + "\n")
-    return 0
+        sys.stderr.write(literal(_not_numbers_line(target, got)) + "\n")
 
 
 def _conflicts_line(target: str, got: Got) -> str:
