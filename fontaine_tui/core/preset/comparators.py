@@ -85,7 +85,40 @@ def _banked(
                 where="banked run (its bank entry is not here)",
             )
         raise PresetError(path, f"{where}.bank", f"{exc}") from None
-    if entry.marked:  # banked at the user's word although its own evidence conflicts
+    _refuse_unbankable(path, where, entry, delta, pinned)
+    computed = _banked_delta(path, where, entry, (metric, read), (anchor, endpoint), source)
+    if math.isfinite(delta) and abs(delta - computed) > 1e-9:
+        raise PresetError(
+            path,
+            f"{where}.delta",
+            f"expected the banked run's {computed!r} ({entry.name}@{entry.sha256[:12]}), "
+            f"got {delta!r}",
+        )
+    level_step = int(fields["level_step"])
+    eval_level, train_level = _levels(fields, entry, metric, level_step)
+    return Comparator(
+        name,
+        computed,
+        level_step,
+        eval_level,
+        train_level,
+        str(fields["description"]) or str(entry.doc.get("note") or ""),
+        entry.ref,
+        str(fields["group"]),
+        entry.where(),
+        entry,
+        metric_curve(entry, metric, read, anchor),
+    )
+
+
+def _refuse_unbankable(
+    path: Path, where: str, entry: BankedRun, delta: float, pinned: bool
+) -> None:
+    """Refuse a banked run no bound is derived from, and a delta written beside an unpinned bank.
+
+    A run banked at the user's word although its own evidence conflicts gives no bound; a
+    delta is the banked run's to say, except in the frozen form (pinned to the full sha256)."""
+    if entry.marked:
         raise PresetError(
             path,
             f"{where}.bank",
@@ -99,48 +132,50 @@ def _banked(
             f"{where}.delta",
             "a banked comparator's delta is read from the banked run; remove it",
         )
+
+
+def _banked_delta(
+    path: Path,
+    where: str,
+    entry: BankedRun,
+    reading: tuple[str, str],
+    steps: tuple[int, int],
+    source: SourceSpec | None,
+) -> float:
+    """The banked run's delta (or level) of the rule's metric, from anchor to endpoint.
+
+    `reading`: the rule's (metric, read); `steps`: its (anchor, endpoint). Refused where the
+    run has no finite value at either step: which step, or that the run holds the metric at no
+    probe at all (`_keyless`)."""
+    metric, read = reading
+    anchor, endpoint = steps
     end = entry.value(endpoint, metric)
     start = entry.value(anchor, metric) if read == "delta" else 0.0
-    if not (math.isfinite(end) and math.isfinite(start)):
-        step = endpoint if not math.isfinite(end) else anchor
-        if metric not in entry.keys():
-            raise PresetError(path, f"{where}.bank", _keyless(entry, metric, source))
-        raise PresetError(
-            path,
-            f"{where}.bank",
-            f"the banked run {entry.name} has no {metric} at step {step} "
-            f"(its probes: {', '.join(map(str, entry.probes())) or 'none'})",
-        )
-    computed = end - start
-    if math.isfinite(delta) and abs(delta - computed) > 1e-9:
-        raise PresetError(
-            path,
-            f"{where}.delta",
-            f"expected the banked run's {computed!r} ({entry.name}@{entry.sha256[:12]}), "
-            f"got {delta!r}",
-        )
-    level_step = int(fields["level_step"])
-    levels = {
-        "eval_level": float(fields["eval_level"]),
-        "train_level": float(fields["train_level"]),
-    }
-    if level_step:
-        for key, field_ in (("eval_level", metric), ("train_level", "train_chunk_mae")):
-            if not math.isfinite(levels[key]):
-                levels[key] = entry.value(level_step, field_)
-    return Comparator(
-        name,
-        computed,
-        level_step,
-        levels["eval_level"],
-        levels["train_level"],
-        str(fields["description"]) or str(entry.doc.get("note") or ""),
-        entry.ref,
-        str(fields["group"]),
-        entry.where(),
-        entry,
-        metric_curve(entry, metric, read, anchor),
+    if math.isfinite(end) and math.isfinite(start):
+        return end - start
+    if metric not in entry.keys():
+        raise PresetError(path, f"{where}.bank", _keyless(entry, metric, source))
+    step = endpoint if not math.isfinite(end) else anchor
+    raise PresetError(
+        path,
+        f"{where}.bank",
+        f"the banked run {entry.name} has no {metric} at step {step} "
+        f"(its probes: {', '.join(map(str, entry.probes())) or 'none'})",
     )
+
+
+def _levels(
+    fields: Mapping[str, Scalar], entry: BankedRun, metric: str, level_step: int
+) -> tuple[float, float]:
+    """The (eval, train) levels: as written, or, unwritten with a level_step, the banked run's.
+
+    The eval level is the rule's metric at level_step; the train level, train_chunk_mae."""
+    eval_level, train_level = float(fields["eval_level"]), float(fields["train_level"])
+    if level_step and not math.isfinite(eval_level):
+        eval_level = entry.value(level_step, metric)
+    if level_step and not math.isfinite(train_level):
+        train_level = entry.value(level_step, "train_chunk_mae")
+    return eval_level, train_level
 
 
 def _keyless(entry: BankedRun, metric: str, source: SourceSpec | None) -> str:
