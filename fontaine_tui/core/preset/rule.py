@@ -206,24 +206,29 @@ def check_labels(path: Path, table: object) -> dict[str, str]:
         raise PresetError(path, "labels", "expected a table")
     out: dict[str, str] = {}
     for key, value in table.items():
-        if key not in LABELS:
-            raise PresetError(
-                path, f"labels.{key}", f"unknown class (expected one of: {', '.join(LABELS)})"
-            )
-        if not isinstance(value, str) or not value.strip() or value != " ".join(value.split()):
-            raise PresetError(path, f"labels.{key}", "expected a non-empty one-line label")
-        if value in LABELS and value != key:  # a reader would take it for that class
-            raise PresetError(
-                path,
-                f"labels.{key}",
-                f"expected a label that is no other class's name, got {value}",
-            )
-        out[key] = value
+        out[key] = _label(path, key, value)
     texts = [*out.values(), *(c for c in LABELS if c not in out)]
     dup = next((t for t in texts if texts.count(t) > 1), None)
     if dup is not None:
         raise PresetError(path, "labels", f"expected each label once, got {dup!r} twice")
     return out
+
+
+def _label(path: Path, key: object, value: object) -> str:
+    """One [labels] entry: a known class's word, one line, and no other class's name."""
+    if key not in LABELS:
+        raise PresetError(
+            path, f"labels.{key}", f"unknown class (expected one of: {', '.join(LABELS)})"
+        )
+    if not isinstance(value, str) or not value.strip() or value != " ".join(value.split()):
+        raise PresetError(path, f"labels.{key}", "expected a non-empty one-line label")
+    if value in LABELS and value != key:  # a reader would take it for that class
+        raise PresetError(
+            path,
+            f"labels.{key}",
+            f"expected a label that is no other class's name, got {value}",
+        )
+    return value
 
 
 def verdict_spec(
@@ -240,8 +245,40 @@ def verdict_spec(
     direction (and no others) in order, the probe steps on the eval grid. Each
     [[verdict.secondary]] rule is checked too, read at the same steps."""
     shape = _rule_shape(path, "verdict", f, comparators)
+    anchor, endpoint = _probe_steps(path, f, shape.read, every, steps)
+    choice(path, "verdict.combine", f["combine"], COMBINES)
+    rules = _secondary_rules(path, secondary, comparators, anchor)
+    change = float(f["max_probe_change"])
+    if math.isfinite(change) and change <= 0:
+        raise PresetError(
+            path, "verdict.max_probe_change", f"expected a positive number, got {change}"
+        )
+    return VerdictSpec(
+        shape.metric,
+        anchor,
+        endpoint,
+        shape.healthy,
+        shape.drift,
+        shape.reference,
+        shape.drift_fraction,
+        shape.direction,
+        shape.read,
+        rules,
+        str(f["combine"]),
+        change,
+        blind=bool(f["blind"]),
+        seed_group=str(f["seed_group"]),
+    )
+
+
+def _probe_steps(
+    path: Path, f: Mapping[str, Scalar], read: str, every: int, steps: int
+) -> tuple[int, int]:
+    """The rule's (anchor, endpoint): probe steps in order, the endpoint within the recipe.
+
+    A delta read needs a positive anchor."""
     anchor, endpoint = int(f["anchor_step"]), int(f["endpoint_step"])
-    if shape.read == "delta":
+    if read == "delta":
         positive(path, "verdict.anchor_step", anchor)
     if endpoint <= anchor:
         raise PresetError(
@@ -262,7 +299,13 @@ def verdict_spec(
                 f"verdict.{key}",
                 f"expected a multiple of recipe.eval_every = {every} (a probe step), got {step}",
             )
-    choice(path, "verdict.combine", f["combine"], COMBINES)
+    return anchor, endpoint
+
+
+def _secondary_rules(
+    path: Path, secondary: object, comparators: Mapping[str, Comparator], anchor: int
+) -> tuple[RuleShape, ...]:
+    """The [[verdict.secondary]] rules, each uniquely named and read at the primary's steps."""
     if not isinstance(secondary, list):
         raise PresetError(
             path, "verdict.secondary", "expected an array of [[verdict.secondary]] tables"
@@ -283,27 +326,7 @@ def verdict_spec(
                 path, f"{where}.read", 'a delta read needs verdict.anchor_step; expected "level"'
             )
         rules.append(rule)
-    change = float(f["max_probe_change"])
-    if math.isfinite(change) and change <= 0:
-        raise PresetError(
-            path, "verdict.max_probe_change", f"expected a positive number, got {change}"
-        )
-    return VerdictSpec(
-        shape.metric,
-        anchor,
-        endpoint,
-        shape.healthy,
-        shape.drift,
-        shape.reference,
-        shape.drift_fraction,
-        shape.direction,
-        shape.read,
-        tuple(rules),
-        str(f["combine"]),
-        change,
-        blind=bool(f["blind"]),
-        seed_group=str(f["seed_group"]),
-    )
+    return tuple(rules)
 
 
 def _rule_shape(
@@ -325,6 +348,23 @@ def _rule_shape(
         )
     choice(path, f"{where}.direction", direction, DIRECTIONS)
     choice(path, f"{where}.read", read, READS)
+    healthy, drift, keys = _bounds(path, where, f, direction)
+    ref, fraction = str(f["reference"]), float(f["drift_fraction"])
+    if ref and ref not in comparators:
+        raise PresetError(
+            path, f"{where}.reference", f"expected the name of a [comparators.*] table, got {ref!r}"
+        )
+    if math.isfinite(fraction):
+        _check_fraction(path, where, ref, fraction, comparators, (keys[1], drift))
+    return RuleShape(name, metric, direction, read, healthy, drift, ref, fraction)
+
+
+def _bounds(
+    path: Path, where: str, f: Mapping[str, Scalar], direction: str
+) -> tuple[float, float, tuple[str, str]]:
+    """The rule's (healthy, drift) bounds and their keys, in the order of its direction.
+
+    Only that direction's two bounds are written, both, and healthy on the better side."""
     lower = direction == "lower"
     keys = ("healthy_max", "drift_min") if lower else ("healthy_min", "drift_max")
     others = ("healthy_min", "drift_max") if lower else ("healthy_max", "drift_min")
@@ -351,33 +391,40 @@ def _rule_shape(
             f"expected a healthy bound {'below' if lower else 'above'} "
             f"{keys[1]} {drift}, got {healthy}",
         )
-    ref, fraction = str(f["reference"]), float(f["drift_fraction"])
-    if ref and ref not in comparators:
+    return healthy, drift, keys
+
+
+def _check_fraction(
+    path: Path,
+    where: str,
+    ref: str,
+    fraction: float,
+    comparators: Mapping[str, Comparator],
+    drift: tuple[str, float],
+) -> None:
+    """Hold a drift_fraction to its comparator: named, in (0, 1], and giving the drift bound.
+
+    `drift`: the drift bound's key and value as written."""
+    if not ref:
         raise PresetError(
-            path, f"{where}.reference", f"expected the name of a [comparators.*] table, got {ref!r}"
+            path,
+            f"{where}.reference",
+            "missing; drift_fraction is a fraction of a comparator's delta: "
+            "expected the comparator's name",
         )
-    if math.isfinite(fraction):
-        if not ref:
-            raise PresetError(
-                path,
-                f"{where}.reference",
-                "missing; drift_fraction is a fraction of a comparator's delta: "
-                "expected the comparator's name",
-            )
-        if not 0 < fraction <= 1:
-            raise PresetError(
-                path, f"{where}.drift_fraction", f"expected a fraction in (0, 1], got {fraction}"
-            )
-        implied = fraction * comparators[ref].delta
-        if abs(implied - drift) > ROUNDING:
-            raise PresetError(
-                path,
-                f"{where}.{keys[1]}",
-                f"expected drift_fraction x comparators.{ref}.delta = "
-                f"{fraction} x {comparators[ref].delta} = {implied:.5f} "
-                f"(to 4 decimals), got {drift}",
-            )
-    return RuleShape(name, metric, direction, read, healthy, drift, ref, fraction)
+    if not 0 < fraction <= 1:
+        raise PresetError(
+            path, f"{where}.drift_fraction", f"expected a fraction in (0, 1], got {fraction}"
+        )
+    implied = fraction * comparators[ref].delta
+    if abs(implied - drift[1]) > ROUNDING:
+        raise PresetError(
+            path,
+            f"{where}.{drift[0]}",
+            f"expected drift_fraction x comparators.{ref}.delta = "
+            f"{fraction} x {comparators[ref].delta} = {implied:.5f} "
+            f"(to 4 decimals), got {drift[1]}",
+        )
 
 
 def verdict_canonical(fields: Mapping[str, Scalar], spec: VerdictSpec) -> dict[str, object]:
