@@ -57,18 +57,31 @@ def pick_metric(ins: Inspection) -> str:
     """Pick the eval key a verdict most likely reads.
 
     That is one named as an error or a score, with finite values; else the first eval key."""
-    evals = [k for k in ins.keys if k.role == "eval" and k.count > k.nan + k.not_number]
-    measures = [k.key for k in evals if not any(w in k.key.lower() for w in NOT_A_MEASURE)]
-    for words in (LOWER, HIGHER):
-        for key in measures:
-            if any(w in _words(key) for w in words):
-                return key
-    if measures or evals:
-        return (measures or [k.key for k in evals])[0]
+    evals = [k.key for k in ins.keys if _read_eval(k)]
+    measures = [key for key in evals if _a_measure(key)]
+    # in preference: named as an error, named as a score, any measure, any eval key
+    for keys in (_named(measures, LOWER), _named(measures, HIGHER), measures, evals):
+        if keys:
+            return keys[0]
     raise InputError(
         f"{ins.folder}: no eval key to read a verdict on (keys: "
         f"{', '.join(k.key for k in ins.keys[:10]) or 'none'}): give --metric"
     )
+
+
+def _read_eval(k: KeyStats) -> bool:
+    """An eval key with at least one finite number."""
+    return k.role == "eval" and k.count > k.nan + k.not_number
+
+
+def _a_measure(key: str) -> bool:
+    """Whether the key can say how good (not how long or how fast: NOT_A_MEASURE)."""
+    return not any(w in key.lower() for w in NOT_A_MEASURE)
+
+
+def _named(keys: list[str], words: tuple[str, ...]) -> list[str]:
+    """The keys with one of `words` as a word of their name, in order."""
+    return [key for key in keys if any(w in _words(key) for w in words)]
 
 
 def _words(key: str) -> list[str]:
