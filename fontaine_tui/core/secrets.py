@@ -158,6 +158,50 @@ _KEY_KINDS = frozenset({"API", "PRIVATE", "SECRET", "ACCESS"})  # API_KEY, Share
 _WHERE_KEPT = frozenset({"FILE", "PATH", "DIR", "FILENAME", "ENV", "VAR"})  # a path, not a value
 
 
+def _pass_secret(before: str, after: str) -> bool:
+    """PASS as the last word, not a count of passes: DB_PASS, --pass; not NUM_PASS."""
+    return not after and before not in _PASS_COUNTS
+
+
+def _last_after_another(before: str, after: str) -> bool:
+    """PWD, PAT or DSN as the last word after another: DB_PWD, GH_PAT; not PWD."""
+    return bool(before) and not after
+
+
+def _key_secret(before: str, after: str) -> bool:
+    """KEY after its kind (API_KEY; not KeyName), or last (OPENAI_KEY; not TEXT_KEY)."""
+    if before in _KEY_KINDS and after not in ("ID", "NAME"):
+        return True
+    return (not after or after.isdigit()) and before not in _DATA_KEYS
+
+
+def _url_after(before: str, after: str) -> bool:
+    """DATABASE before URL: DATABASE_URL holds the database's password."""
+    return after == "URL"
+
+
+# words that make a name secret by the words beside them: (the word before, the word after),
+# each "" at the name's ends
+_SECRET_BESIDE: dict[str, Callable[[str, str], bool]] = {
+    "PASS": _pass_secret,
+    "PWD": _last_after_another,
+    "PAT": _last_after_another,
+    "DSN": _last_after_another,
+    "KEY": _key_secret,
+    "DATABASE": _url_after,
+}
+
+
+def _secret_word(word: str, before: str, after: str) -> bool:
+    """Whether one word of a name makes it secret, beside the words before and after it."""
+    if word in _SECRET_WORDS or _SECRET_PARTS.search(word) or _AUTH.search(word):
+        return True
+    if _TOKEN.search(word):  # not a model's PAD_TOKEN, TOKEN_ID
+        return word != "TOKEN" or not (before in _TOKEN_KINDS or after in _TOKEN_MEASURES)
+    beside = _SECRET_BESIDE.get(word)
+    return beside is not None and beside(before, after)
+
+
 @functools.lru_cache(maxsize=4096)
 def secret_name(name: str) -> bool:
     """Whether a flag's, variable's or key's name says its value is a credential.
@@ -169,27 +213,8 @@ def secret_name(name: str) -> bool:
     words = _words(name)
     if len(words) > 1 and words[-1] in _WHERE_KEPT:
         return False
-    last = len(words) - 1
-    for i, w in enumerate(words):
-        before = words[i - 1] if i else ""
-        after = words[i + 1] if i < last else ""
-        if w in _SECRET_WORDS or _SECRET_PARTS.search(w) or _AUTH.search(w):
-            return True
-        if _TOKEN.search(w) and not (
-            w == "TOKEN" and (before in _TOKEN_KINDS or after in _TOKEN_MEASURES)
-        ):
-            return True
-        if w == "PASS" and i == last and before not in _PASS_COUNTS:  # DB_PASS, --pass
-            return True
-        if i and w in ("PWD", "PAT", "DSN") and i == last:  # DB_PWD, GH_PAT; not PWD
-            return True
-        if w == "KEY" and before in _KEY_KINDS and after not in ("ID", "NAME"):  # not KeyName
-            return True
-        if w == "KEY" and (i == last or after.isdigit()) and before not in _DATA_KEYS:
-            return True
-        if w == "DATABASE" and after == "URL":
-            return True
-    return False
+    befores, afters = ["", *words[:-1]], [*words[1:], ""]
+    return any(map(_secret_word, words, befores, afters))
 
 
 @functools.lru_cache(maxsize=4096)
