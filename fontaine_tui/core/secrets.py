@@ -83,6 +83,7 @@ import functools
 import json
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import NamedTuple
 from urllib.parse import parse_qsl, quote, unquote, urlsplit, urlunsplit
 
 import tomllib
@@ -792,6 +793,179 @@ def _bare_flag(word: str) -> str:
     return word.lstrip("(;&|{`[").rstrip(",").strip("\"'")
 
 
+class _WordAt(NamedTuple):
+    """One shell word and what is in view around it, as each written form reads it."""
+
+    word: str
+    prev: str  # the word before, as shown
+    following: str  # the word after, as written
+    program: str  # the program of the command the word stands in
+    hashes: bool  # 40 hex digits here are a commit or a digest
+    depth: int  # how deep in quotes inside quotes
+    reader: re.Pattern[str]  # what split the text into words
+
+    @property
+    def bare(self) -> str:
+        """The word without what opens a command or a group before it (`(`, `;`, `{`)."""
+        return self.word.lstrip("(;&|{`")
+
+    @property
+    def lead(self) -> str:
+        """What `bare` leaves off the word's start."""
+        return self.word[: len(self.word) - len(self.bare)]
+
+
+def _curl_user(at: _WordAt) -> tuple[str, bool] | None:
+    """curl's user and password, `curl -u me:V`, `--user=me:V`: the password as ***."""
+    if at.program != "curl" or ":" not in at.word:
+        return None
+    if at.prev not in _CURL_USER and not at.word.startswith("--user="):
+        return None
+    head, _, value = at.word.partition(":")
+    return (f"{head}:{_hidden(value)}", False) if value and value != MASK else None
+
+
+def _no_clue(at: _WordAt) -> tuple[str, bool] | None:
+    """A word that holds nothing any rule looks for, as it is."""
+    return None if _maybe(at.word) else (at.word, False)
+
+
+def _line_in_word(at: _WordAt) -> tuple[str, bool] | None:
+    """An argv element that is a command line of its own (`bash -c "K=V cmd"`), as a line."""
+    if _SPACE.search(at.word) is None or len(at.reader.findall(at.word)) <= 1:
+        return None
+    return mask_line(at.word, at.hashes, at.depth + 1), False
+
+
+def _unclosed_quote(at: _WordAt) -> tuple[str, bool] | None:
+    """A word after a quote that never closes (`"password=V`, `'Bearer V`), as read without it."""
+    if at.word[0] not in "\"'" or _CLOSED.match(at.word) is not None:
+        return None
+    shown, hide = _word(
+        at.word[1:], at.prev, at.following, at.program, at.hashes, at.depth, at.reader
+    )
+    return at.word[0] + shown, hide
+
+
+def _assignment(at: _WordAt) -> tuple[str, bool] | None:
+    """`NAME=V`, `--flag=V`, `a.b.key=V`: a secret's value as ***, any other value masked.
+
+    A secret's value that opens a connection string (`AccountKey=V;AccountName=a`) is ***
+    up to the next pair; the pairs after it are read as a list."""
+    if "=" not in at.word or (m := _ASSIGN.match(at.word)) is None:
+        return None
+    name, value = m["name"], m["value"]
+    plain = _PUNCT_END.sub("", value).strip("\"'")  # f(use_auth=True, ...) too
+    if not _assigned(name, value) or plain.lower() in _BOOLISH:
+        return f"{m['pre']}{name}={_value(value, at.hashes or _hashy(name), at.depth)}", False
+    if (cut := _pair_cut(value)) is None:  # a/b/api_key=V
+        return f"{m['pre']}{name}={_hidden(value)}", False
+    head, rest = value[:cut], value[cut:]  # AccountKey=V;AccountName=a;...
+    shown = head if head.strip("\"'").lower() in _BOOLISH else _hidden(head)
+    return f"{m['pre']}{name}={shown}{_listed(rest, at.hashes)}", False
+
+
+def _listed_flag(at: _WordAt) -> bool:
+    """`["--hub_token", "V"]`, `['mysql', '-p', 'V']`: a flag of an argv printed as a list."""
+    listed = _LISTED_FLAG.match(at.word)
+    return listed is not None and (
+        secret_name(listed["flag"]) or _password_flag(listed["flag"], at.program)
+    )
+
+
+def _secret_flag(at: _WordAt) -> bool:
+    """`--api-key V`: a secret-named flag."""
+    return _FLAG.match(at.bare) is not None and secret_name(at.bare)
+
+
+def _program_password_flag(at: _WordAt) -> bool:
+    """`sshpass -p V`, `redis-cli -a V`: a program's own password flag."""
+    return _password_flag(at.bare, at.program)
+
+
+def _secret_key_colon(at: _WordAt) -> bool:
+    """`"api_key": V`, `Authorization: V`: a secret-named key and its colon."""
+    named = _NAME_COLON.match(at.bare) if at.bare.endswith(":") else None
+    return named is not None and secret_name(named["name"])
+
+
+def _bearer(at: _WordAt) -> bool:
+    """`Authorization: Bearer V`."""
+    return at.bare.lower() == "bearer"
+
+
+def _netrc_password(at: _WordAt) -> bool:
+    """`machine H login U password V`: a .netrc entry's password on one line."""
+    return at.program in _NETRC and at.bare in ("password", "passwd")
+
+
+def _said_password(at: _WordAt) -> bool:
+    """`password hunter2`: a password said after its word (`_spoken_password`)."""
+    return at.bare.lower() in _PASSWORD_WORDS and _spoken_password(at.following)
+
+
+def _secret_key_spaced(at: _WordAt) -> bool:
+    """`api_key = V`, `api_key : V`: a secret-named key, its `=` or `:` a word of its own."""
+    spaced = at.following in ("=", ":") and _IDENTIFIER.match(at.bare) is not None
+    return spaced and secret_name(at.bare)
+
+
+# what says the word after it is a secret's value (no two of them read the same word)
+_BEFORE_VALUE: tuple[Callable[[_WordAt], bool], ...] = (
+    _listed_flag,
+    _secret_flag,
+    _program_password_flag,
+    _secret_key_colon,
+    _bearer,
+    _netrc_password,
+    _said_password,
+    _secret_key_spaced,
+)
+
+
+def _before_value(at: _WordAt) -> tuple[str, bool] | None:
+    """A word that says the next is a secret's value (`_BEFORE_VALUE`), as it is."""
+    return (at.word, True) if any(says(at) for says in _BEFORE_VALUE) else None
+
+
+def _secret_flag_colon(at: _WordAt) -> tuple[str, bool] | None:
+    """`--password:V`: a secret-named flag glued to its value by a colon."""
+    m = _FLAG_COLON.match(at.bare)
+    if m is None or not secret_name(m["flag"]):
+        return None
+    return f"{at.lead}{m['flag']}:{_hidden(m['value'])}", False
+
+
+def _attached_password(at: _WordAt) -> tuple[str, bool] | None:
+    """`mysql -pV`: a password glued to its program's `-p`."""
+    bare = at.bare
+    if not bare.startswith("-p") or not bare[2:].strip("\"'") or at.program not in _P_ATTACHED:
+        return None
+    return f"{at.lead}-p{_hidden(bare[2:])}", False
+
+
+def _password_colon(at: _WordAt) -> tuple[str, bool] | None:
+    """`password:V`: a password glued to its word by a colon, where V grants something."""
+    said = _PASSWORD_COLON.match(at.bare)
+    if said is None or not _granting(said["value"]):
+        return None
+    return f"{at.lead}{said['name']}:{_hidden(said['value'])}", False
+
+
+# each form a word may take, in the order they are tried: the first that reads it shows it
+_WORD_FORMS: tuple[Callable[[_WordAt], tuple[str, bool] | None], ...] = (
+    _curl_user,
+    _no_clue,
+    _line_in_word,
+    _unclosed_quote,
+    _assignment,
+    _before_value,
+    _secret_flag_colon,
+    _attached_password,
+    _password_colon,
+)
+
+
 def _word(
     word: str,
     prev: str,
@@ -803,59 +977,15 @@ def _word(
 ) -> tuple[str, bool]:
     """One shell word as shown, and whether the word after it is a secret's value.
 
+    The first of `_WORD_FORMS` that reads the word shows it; a word none reads is a value,
+    its tokens masked (40 hex digits kept after a commit's or a revision's name).
     `reader` split the text into words: a word that it reads as one is no command line, even
     with spaces in it (`password='don't V'` as prose pairs its quotes)."""
-    if program == "curl" and ":" in word and (prev in _CURL_USER or word.startswith("--user=")):
-        head, _, value = word.partition(":")  # curl -u me:V, --user=me:V
-        if value and value != MASK:
-            return f"{head}:{_hidden(value)}", False
-    if not _maybe(word):
-        return word, False
-    if _SPACE.search(word) is not None and len(reader.findall(word)) > 1:
-        return mask_line(word, hashes, depth + 1), False  # an argv element: bash -c "K=V cmd"
-    if word[0] in "\"'" and _CLOSED.match(word) is None:
-        # a quote that never closes ("password=V, 'Bearer V): the word as read without it
-        shown, hide = _word(word[1:], prev, following, program, hashes, depth, reader)
-        return word[0] + shown, hide
-    bare = word.lstrip("(;&|{`")
-    if "=" in word and (m := _ASSIGN.match(word)) is not None:  # NAME=V, --flag=V, a.b.key=V
-        name, value = m["name"], m["value"]
-        plain = _PUNCT_END.sub("", value).strip("\"'")  # f(use_auth=True, ...) too
-        if _assigned(name, value) and plain.lower() not in _BOOLISH:  # a/b/api_key=V
-            if (cut := _pair_cut(value)) is not None:  # AccountKey=V;AccountName=a;...
-                head, rest = value[:cut], value[cut:]
-                shown = head if head.strip("\"'").lower() in _BOOLISH else _hidden(head)
-                return f"{m['pre']}{name}={shown}{_listed(rest, hashes)}", False
-            return f"{m['pre']}{name}={_hidden(value)}", False
-        return f"{m['pre']}{name}={_value(value, hashes or _hashy(name), depth)}", False
-    if (listed := _LISTED_FLAG.match(word)) is not None and (
-        secret_name(listed["flag"]) or _password_flag(listed["flag"], program)
-    ):
-        return word, True  # ["--hub_token", "V"], ['mysql', '-p', 'V']: an argv printed as a list
-    if bare.startswith("-"):
-        if _FLAG.match(bare) and secret_name(bare):  # --api-key V
-            return word, True
-        if (m := _FLAG_COLON.match(bare)) is not None and secret_name(m["flag"]):  # --password:V
-            return f"{word[: len(word) - len(bare)]}{m['flag']}:{_hidden(m['value'])}", False
-        if _password_flag(bare, program):  # sshpass -p V, redis-cli -a V
-            return word, True
-        if bare[2:].strip("\"'") and bare.startswith("-p") and program in _P_ATTACHED:  # -pV
-            return f"{word[: len(word) - len(bare)]}-p{_hidden(bare[2:])}", False
-    if bare.endswith(":") and (named := _NAME_COLON.match(bare)) is not None:
-        if secret_name(named["name"]):  # "api_key": V, Authorization: V
-            return word, True
-    if bare.lower() == "bearer":
-        return word, True
-    if program in _NETRC and bare in ("password", "passwd"):  # machine H login U password V
-        return word, True
-    if bare.lower() in _PASSWORD_WORDS and _spoken_password(following):  # password hunter2
-        return word, True
-    if (said := _PASSWORD_COLON.match(bare)) is not None and _granting(said["value"]):
-        return f"{word[: len(word) - len(bare)]}{said['name']}:{_hidden(said['value'])}", False
-    if following in ("=", ":") and _IDENTIFIER.match(bare) and secret_name(bare):  # key = V
-        return word, True
-    if not hashes and _HEX_RUN.search(word):
-        hashes = _hashy(prev.strip("\"'(:=,"))
+    at = _WordAt(word, prev, following, program, hashes, depth, reader)
+    for form in _WORD_FORMS:
+        if (shown := form(at)) is not None:
+            return shown
+    hashes = hashes or (_HEX_RUN.search(word) is not None and _hashy(prev.strip("\"'(:=,")))
     return _value(word, hashes, depth), False
 
 
