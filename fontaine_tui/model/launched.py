@@ -56,6 +56,8 @@ if TYPE_CHECKING:
 
 __all__ = ["Interrupted", "LaunchEnd", "LaunchedRun", "launchable"]
 
+Findings = list[guards.Finding]  # the launch checks' findings, in their order
+
 
 class Interrupted(KeyboardInterrupt):
     """A Ctrl-C between a start and its registration: the run started, not yet returned."""
@@ -83,6 +85,93 @@ class LaunchEnd(Protocol):
 
 def _warn(text: str) -> None:
     print(text, file=sys.stderr)
+
+
+def _checked(target: Target, req: Request, folder: RunFolder) -> tuple[Findings, tuple[str, ...]]:
+    """The launch checks: (their findings, the warn and info lines said); a refusal raises."""
+    findings = target.check(req, folder)
+    if (why := guards.refusal(findings)) is not None:
+        for line in guards.delta_lines(findings):  # a key differing: key, ours, theirs
+            _warn(line)
+        raise InputError(why)  # one line, exit 2, nothing written
+    said: list[str] = []
+    for f in findings:
+        if f.level in ("warn", "info"):
+            _warn(f"{f.level}: {f.message}")
+            said.append(f.message)
+    return findings, tuple(said)
+
+
+def _frozen(
+    target: Target,
+    req: Request,
+    folder: RunFolder,
+    maker: ArgvMaker,
+    findings: Findings,
+) -> tuple[list[str], Prereg]:
+    """The argv, the folder prepared, prereg.json frozen (or read back), the deltas declared."""
+    preset, resume = req.preset, req.resume
+    # a resume trains to the endpoint in force, read from the ledger the verdict reads
+    endpoint = resume_endpoint(folder) if resume else None
+    argv = maker.argv(preset, folder.root, resume, endpoint)
+    where = target.prepare(req, folder, argv)
+    if resume:
+        return argv, read_prereg(folder)
+    provenance = {**maker.provenance(preset, folder.root, argv), **where}
+    prereg = freeze(folder, preset, argv, target.host, provenance=provenance)
+    if deltas := guards.declared(findings):
+        declare_deltas(folder, preset, deltas)
+    return argv, prereg
+
+
+def _unlaunched(target: Target, folder: RunFolder, resume: bool, findings: Findings) -> None:
+    """A start refused: nothing ran, so a fresh launch's prereg.json and deltas are taken back."""
+    if not resume:  # nothing ran: the folder is not a launched run
+        unfreeze(folder)
+        if guards.declared(findings):  # the ledger of declared deltas written above
+            forget_deltas(folder)
+    target.abandon(folder)
+
+
+def _record_history(maker: ArgvMaker, preset: Preset, here: RunFolder, started: Started) -> None:
+    """The telemetry recorder spawned beside a run started here; none is said by the panel."""
+    run_env = maker.env(preset, here.root)  # the GPUs the run sees
+    try:
+        recorder.spawn(here.root, started.pid, started.pid_started, run_env)
+    except OSError:
+        pass  # no history: the panel says the sidecar is missing
+
+
+def _started(
+    target: Target,
+    req: Request,
+    folder: RunFolder | None,
+    argv: list[str],
+    maker: ArgvMaker,
+    findings: Findings,
+) -> Started:
+    """The run started by its target; a refused start takes the launch back (`_unlaunched`).
+
+    A process started here, whatever the target, runs a [command] under its exit note (its exit
+    known after a detach too), and the telemetry recorder writes its history beside it.
+    """
+    here = folder if target.starts_here else None
+    try:
+        if here is None:  # started elsewhere: its target watches its exit
+            return target.start(req, folder, argv, maker)
+        record = recorder.recorder_on()  # checked before any start
+        noted = req.preset.command is not None
+        run_argv = exitnote.wrapped(argv, here.root) if noted else argv
+        started = target.start(req, folder, run_argv, maker)
+    except InputError:
+        if folder is not None:
+            _unlaunched(target, folder, req.resume, findings)
+        raise
+    if record:
+        _record_history(maker, req.preset, here, started)
+    if noted:
+        started.handle.who = "command"  # its exit read from the note (core/exitnote.py)
+    return started
 
 
 @dataclass(eq=False)
@@ -150,59 +239,12 @@ class LaunchedRun:
         folder = target.folder(req)
         argv: list[str] = []
         prereg: Prereg | None = None
-        said: list[str] = []
+        said: tuple[str, ...] = ()
+        findings: Findings = []
         if folder is not None:
-            findings = target.check(req, folder)
-            if (why := guards.refusal(findings)) is not None:
-                for line in guards.delta_lines(findings):  # a key differing: key, ours, theirs
-                    _warn(line)
-                raise InputError(why)  # one line, exit 2, nothing written
-            for f in findings:
-                if f.level in ("warn", "info"):
-                    _warn(f"{f.level}: {f.message}")
-                    said.append(f.message)
-            # a resume trains to the endpoint in force, read from the ledger the verdict reads
-            endpoint = resume_endpoint(folder) if resume else None
-            argv = maker.argv(preset, folder.root, resume, endpoint)
-            where = target.prepare(req, folder, argv)
-            prereg = (
-                read_prereg(folder)
-                if resume
-                else freeze(
-                    folder,
-                    preset,
-                    argv,
-                    target.host,
-                    provenance={**maker.provenance(preset, folder.root, argv), **where},
-                )
-            )
-            if not resume and (deltas := guards.declared(findings)):
-                declare_deltas(folder, preset, deltas)
-        # a process started on this host, whatever the target: a [command] runs under its exit
-        # note, so that its exit is known after a detach too (a process not our child cannot be
-        # waited for), and the telemetry recorder writes its history beside it, console or not
-        here = folder if target.starts_here else None
-        noted = here is not None and preset.command is not None
-        try:
-            record = here is not None and recorder.recorder_on()  # checked before any start
-            run_argv = exitnote.wrapped(argv, here.root) if noted and here else argv
-            started = target.start(req, folder, run_argv, maker)
-        except InputError:
-            if folder is not None:
-                if not resume:  # nothing ran: the folder is not a launched run
-                    unfreeze(folder)
-                    if guards.declared(findings):  # the ledger of declared deltas written above
-                        forget_deltas(folder)
-                target.abandon(folder)
-            raise
-        if record and here is not None:
-            run_env = maker.env(preset, here.root)  # the GPUs the run sees
-            try:
-                recorder.spawn(here.root, started.pid, started.pid_started, run_env)
-            except OSError:
-                pass  # no history: the panel says the sidecar is missing
-        if noted:
-            started.handle.who = "command"  # its exit read from the note (core/exitnote.py)
+            findings, said = _checked(target, req, folder)
+            argv, prereg = _frozen(target, req, folder, maker, findings)
+        started = _started(target, req, folder, argv, maker, findings)
         prereg = prereg if prereg is not None else started.prereg
         assert prereg is not None  # frozen here, or read back from the far host
         run = cls(
@@ -215,15 +257,19 @@ class LaunchedRun:
             prereg,
             target=target,
             started=started,
-            checks_said=tuple(said),
+            checks_said=said,
         )
-        try:
-            if folder is not None:
-                run.attempt = run.record_attempt("resume" if resume else "launch", restart)
-            run.register(poll_s)
-        except KeyboardInterrupt:  # started: the caller stops it (`interrupted`)
-            raise Interrupted(run) from None
+        run._enrol("resume" if resume else "launch", restart, poll_s)
         return run
+
+    def _enrol(self, kind: str, restart: Restart | None, poll_s: float) -> None:
+        """The started run's attempt (a run folder here) and registry entry; Ctrl-C: Interrupted."""
+        try:
+            if self.folder is not None:
+                self.attempt = self.record_attempt(kind, restart)
+            self.register(poll_s)
+        except KeyboardInterrupt:  # started: the caller stops it (`interrupted`)
+            raise Interrupted(self) from None
 
     def record_attempt(self, kind: str, restart: Restart | None = None) -> int | None:
         """This start as an attempt in attempts.jsonl; None (said) when it cannot be written."""
