@@ -5,12 +5,16 @@ from __future__ import annotations
 import argparse
 import shlex
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from fontaine_tui.commands._args import examples
 from fontaine_tui.core.launch import guards
 from fontaine_tui.core.text import gib, literal, mib
 from fontaine_tui.core.verdict.seedbounds import preregistration_checks
 from fontaine_tui.model.preflight import prepare
+
+if TYPE_CHECKING:
+    from fontaine_tui.core.host.nvml import GpuSample
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -41,29 +45,36 @@ def telemetry_lines(t, said: Sequence[str] = ()) -> list[str]:
     out = []
     if t.gpus is None and not any(t.gpu_status in line for line in said):
         out.append(f"gpu: {t.gpu_status}")
-    for g in t.gpus or ():
-        mem = (
-            "?"
-            if g.mem_used is None or g.mem_total is None
-            else f"{mib(g.mem_used, 0, unit=False)}/{mib(g.mem_total, 0)}"
-        )
-        util = "?" if g.util_pct is None else f"{g.util_pct:.0f} %"
-        power = "?" if g.power_w is None else f"{g.power_w:.0f} W"
-        temp = "?" if g.temp_c is None else f"{g.temp_c:.0f} C"
-        procs = (
-            "not listed"
-            if g.processes is None
-            else ", ".join(f"pid {p.pid} {p.name}" for p in g.processes) or "none"
-        )
-        out.append(
-            f"gpu {g.cuda_index}: {g.name} {g.uuid}: util {util}, mem {mem}, "
-            f"{power}, {temp}; compute processes: {procs}"
-        )
+    out += [_gpu_line(g) for g in t.gpus or ()]
     if t.ram is None:
         out.append(f"ram: unknown ({t.ram_reason})")
     else:
         out.append(f"ram: {gib(t.ram.available)} available of {gib(t.ram.total)} ({t.ram.source})")
     return out
+
+
+def _gpu_line(g: GpuSample) -> str:
+    """One GPU's reading: "?" for what NVML did not say, its compute processes if listed."""
+    mem = (
+        "?"
+        if g.mem_used is None or g.mem_total is None
+        else f"{mib(g.mem_used, 0, unit=False)}/{mib(g.mem_total, 0)}"
+    )
+    procs = (
+        "not listed"
+        if g.processes is None
+        else ", ".join(f"pid {p.pid} {p.name}" for p in g.processes) or "none"
+    )
+    return (
+        f"gpu {g.cuda_index}: {g.name} {g.uuid}: util {_known(g.util_pct, '{:.0f} %')}, "
+        f"mem {mem}, {_known(g.power_w, '{:.0f} W')}, {_known(g.temp_c, '{:.0f} C')}; "
+        f"compute processes: {procs}"
+    )
+
+
+def _known(value: float | None, form: str) -> str:
+    """`value` in `form`, or "?" where it was not read."""
+    return "?" if value is None else form.format(value)
 
 
 def run(args: argparse.Namespace) -> int:
