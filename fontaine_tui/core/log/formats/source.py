@@ -26,6 +26,7 @@ says, is locate.py's; the cold read of them all is cold.py's `load_source`.
 from __future__ import annotations
 
 from types import MappingProxyType
+from typing import Any
 
 from fontaine_tui.core.errors import InputError
 from fontaine_tui.core.log.formats.base import Decoder
@@ -54,6 +55,25 @@ def read_spec(table: object, where: str = "source") -> SourceSpec:
     """A preset's [source] table; ValueError(key, expected) on a bad one."""
     if not isinstance(table, dict):
         raise ValueError(where, "expected a table")
+    _check_keys(table, where)
+    kind = _read_kind(table, where)
+    patterns = _read_eval(table, where)
+    probe_field, probe_value = _read_probe(table, kind, where)
+    printed = _read_printed(table, kind, where)
+    fields = FieldMap(
+        patterns,
+        MappingProxyType({k: table[k] for k in TRAIN_KEYS if table.get(k)}),
+        table.get("step") or "step",
+        table.get("time", ""),
+        probe_field,
+        probe_value,
+    )
+    options = {k: table[k] for k in ("experiment", "run") if table.get(k)}
+    return SourceSpec(kind, table.get("path", ""), fields, MappingProxyType(options), printed)
+
+
+def _check_keys(table: dict[str, Any], where: str) -> None:
+    """Every key one of SOURCE_KEYS, and every value but `eval`'s and `patterns`' a string."""
     for key in table:
         if key not in SOURCE_KEYS:
             raise ValueError(
@@ -62,9 +82,18 @@ def read_spec(table: object, where: str = "source") -> SourceSpec:
     for key, value in table.items():
         if key not in ("eval", "patterns") and not isinstance(value, str):
             raise ValueError(f"{where}.{key}", "expected a string")
-    kind = table.get("kind", "")
+
+
+def _read_kind(table: dict[str, Any], where: str) -> str:
+    """The `kind`, one of the registry's."""
+    kind: str = table.get("kind", "")
     if kind not in kinds():
         raise ValueError(f"{where}.kind", f"expected one of {', '.join(kinds())}, got {kind!r}")
+    return kind
+
+
+def _read_eval(table: dict[str, Any], where: str) -> tuple[str, ...]:
+    """The `eval` glob patterns: one string or a non-empty list of non-empty strings."""
     patterns = table.get("eval", list(EVAL_PATTERNS))
     if isinstance(patterns, str):
         patterns = [patterns]
@@ -74,6 +103,11 @@ def read_spec(table: object, where: str = "source") -> SourceSpec:
         raise ValueError(
             f"{where}.eval", 'expected a glob pattern or a list of them (like "eval/*")'
         )
+    return tuple(patterns)
+
+
+def _read_probe(table: dict[str, Any], kind: str, where: str) -> tuple[str, str]:
+    """`probe_field` and `probe_value`: both or neither, and only with kind = "jsonl"."""
     probe_field, probe_value = table.get("probe_field", ""), table.get("probe_value", "")
     if bool(probe_field) != bool(probe_value):
         raise ValueError(
@@ -84,30 +118,25 @@ def read_spec(table: object, where: str = "source") -> SourceSpec:
         )
     if probe_field and kind != "jsonl":
         raise ValueError(f"{where}.probe_field", 'expected only with kind = "jsonl"')
-    printed: tuple[str, ...] = ()
-    if kind == "lines":
-        if "patterns" not in table:
-            raise ValueError(
-                f"{where}.patterns",
-                'expected with kind = "lines": regular '
-                "expressions with a named group `step` (like "
-                "'step:(?P<step>\\S+) .*loss:(?P<loss>\\S+)')",
-            )
-        compile_patterns(table["patterns"], f"{where}.patterns")
-        raw = table["patterns"]
-        printed = tuple([raw] if isinstance(raw, str) else raw)
-    elif "patterns" in table:
-        raise ValueError(f"{where}.patterns", 'expected only with kind = "lines"')
-    fields = FieldMap(
-        tuple(patterns),
-        MappingProxyType({k: table[k] for k in TRAIN_KEYS if table.get(k)}),
-        table.get("step") or "step",
-        table.get("time", ""),
-        probe_field,
-        probe_value,
-    )
-    options = {k: table[k] for k in ("experiment", "run") if table.get(k)}
-    return SourceSpec(kind, table.get("path", ""), fields, MappingProxyType(options), printed)
+    return probe_field, probe_value
+
+
+def _read_printed(table: dict[str, Any], kind: str, where: str) -> tuple[str, ...]:
+    """The `patterns` of a printed log: required with kind = "lines", refused with any other."""
+    if kind != "lines":
+        if "patterns" in table:
+            raise ValueError(f"{where}.patterns", 'expected only with kind = "lines"')
+        return ()
+    if "patterns" not in table:
+        raise ValueError(
+            f"{where}.patterns",
+            'expected with kind = "lines": regular '
+            "expressions with a named group `step` (like "
+            "'step:(?P<step>\\S+) .*loss:(?P<loss>\\S+)')",
+        )
+    raw = table["patterns"]
+    compile_patterns(raw, f"{where}.patterns")
+    return tuple([raw] if isinstance(raw, str) else raw)
 
 
 def decoder(spec: SourceSpec) -> Decoder:
