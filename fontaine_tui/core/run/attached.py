@@ -127,13 +127,10 @@ def read_attached(
     from fontaine_tui.core.log.formats.cold import load_source
 
     folder = Path(run_dir)
-    preset = frozen_preset(folder) or entry_preset(preset_name, preset_sha256)
-    if preset is not None and preset.foreign and preset.source is not None:
-        spec = preset.source
-    elif not (folder / LOG).exists() and (kind := detect_foreign(folder)):
-        spec, preset = SourceSpec(kind), None
-    else:
+    found = _foreign_source(folder, preset_name, preset_sha256)
+    if found is None:
         return None
+    spec, preset = found
     now = time.time() if now is None else now
     try:
         loaded = load_source(folder, spec)
@@ -141,6 +138,26 @@ def read_attached(
         return AttachedRead("quiet", RunStore(), preset, spec.kind, f"not read: {exc}")
     store = loaded.store
     written = _newest(loaded.files)
+    return _said_end(store, preset, spec.kind) or _by_writes(store, preset, spec.kind, written, now)
+
+
+def _foreign_source(
+    folder: Path, preset_name: str, preset_sha256: str
+) -> tuple[SourceSpec, Preset | None] | None:
+    """How the run is read, and with which preset.
+
+    The preset's [source] where it has one, else the foreign log the folder holds (read without
+    the preset). None: a log of ours, or none."""
+    preset = frozen_preset(folder) or entry_preset(preset_name, preset_sha256)
+    if preset is not None and preset.foreign and preset.source is not None:
+        return preset.source, preset
+    if not (folder / LOG).exists() and (kind := detect_foreign(folder)):
+        return SourceSpec(kind), None
+    return None
+
+
+def _said_end(store: RunStore, preset: Preset | None, kind: str) -> AttachedRead | None:
+    """The run ended (or failed) as its last event says, or as its final read being in says."""
     last = store.events[-1] if store.events else None
     if last is not None and last.event in ("end", "error"):
         state = "ended" if last.event == "end" else "failed"
@@ -148,7 +165,7 @@ def read_attached(
             state,
             store,
             preset,
-            spec.kind,
+            kind,
             f"{last.event} at step {last.step}: {last.detail}",
             last.detail,
         )
@@ -157,21 +174,26 @@ def read_attached(
             "ended",
             store,
             preset,
-            spec.kind,
+            kind,
             f"its final read is in (step {preset.verdict.endpoint_step})",
         )
+    return None
+
+
+def _by_writes(
+    store: RunStore, preset: Preset | None, kind: str, written: float | None, now: float
+) -> AttachedRead:
+    """Running or quiet, by how long ago its log was last written against the quiet limit."""
     if written is None:
-        return AttachedRead("quiet", store, preset, spec.kind, "no file written yet")
+        return AttachedRead("quiet", store, preset, kind, "no file written yet")
     age = max(0.0, now - written)
     limit = quiet_limit(store)
     if age <= limit:
-        return AttachedRead(
-            "running", store, preset, spec.kind, f"{spec.kind} log written {age:.0f} s ago"
-        )
+        return AttachedRead("running", store, preset, kind, f"{kind} log written {age:.0f} s ago")
     return AttachedRead(
         "quiet",
         store,
         preset,
-        spec.kind,
-        f"{spec.kind} log not written for {age:.0f} s (limit {limit:.0f} s) and no end said",
+        kind,
+        f"{kind} log not written for {age:.0f} s (limit {limit:.0f} s) and no end said",
     )
