@@ -64,14 +64,23 @@ def parse_steps(text: str) -> Steps:
     if any(len(n) > STEP_DIGITS for n in re.findall(r"\d+", text)):
         raise InputError(f"--steps: a step has at most {STEP_DIGITS} digits ({STEPS_RULE})")
     if re.fullmatch(r"\d*:\d*", text) and text != ":":
-        a, b = text.split(":")
-        first, last = (int(a) if a else None), (int(b) if b else None)
-        if first is not None and last is not None and first > last:
-            raise InputError(f"--steps: {text!r}: the range ends before it starts ({STEPS_RULE})")
-        return Steps(first, last)
+        return _step_range(text)
     if re.fullmatch(r"\d+(,\d+)*", text):
         return Steps(listed=frozenset(int(x) for x in text.split(",")))
     raise InputError(f"--steps: {text!r}: {STEPS_RULE}")
+
+
+def _step_range(text: str) -> Steps:
+    """A:B, A: or :B as a range; InputError when it ends before it starts."""
+    a, b = text.split(":")
+    first, last = (int(a) if a else None), (int(b) if b else None)
+    if first is not None and last is not None and first > last:
+        raise InputError(f"--steps: {text!r}: the range ends before it starts ({STEPS_RULE})")
+    return Steps(first, last)
+
+
+Clashes = tuple[tuple[int, tuple[float, ...]], ...]  # a step, each value logged there
+NotNumbers = tuple[tuple[int, str], ...]  # a step, what its probe logged that is not a number
 
 
 @dataclass(frozen=True, slots=True)
@@ -86,10 +95,10 @@ class Got:
     steps: tuple[int, ...]
     values: tuple[float, ...]
     missing: tuple[int, ...]  # listed steps the run did not log the metric at
-    clashes: tuple[tuple[int, tuple[float, ...]], ...] = ()  # a step, each value logged there
+    clashes: Clashes = ()
     said: tuple[str, ...] = ()  # each step in `clashes` in the verdict's words
     # a step whose probe logged the metric as a value that is not a number, and what it was
-    not_numbers: tuple[tuple[int, str], ...] = ()
+    not_numbers: NotNumbers = ()
 
     def to_json(self) -> dict[str, object]:
         return {
@@ -156,30 +165,15 @@ def get(
     naming the metrics there when the run has no such metric."""
     store, fmt = read_store(folder, kind, path, run)
     index = MetricIndex(store, hidden=True)
-    names = index.names()
-    if metric not in names and {f"train:{metric}", f"probe:{metric}"} <= set(names):
-        raise InputError(
-            f"{folder}: {metric!r} is logged by both train records and probes: name "
-            f"train:{metric} or probe:{metric}"
-        )
-    if metric not in names:
-        shown = ", ".join(names[:40]) + (f" and {len(names) - 40} more" if len(names) > 40 else "")
-        dropped = store.extras.not_kept_line()  # a runaway log: keys past KEYS_KEPT not kept
-        more = f"; {dropped}" if dropped else ""
-        raise InputError(f"{folder}: no metric {metric!r} (metrics: {shown or 'none'}{more})")
+    _refuse_unnamed(folder, metric, index.names(), store)
     if index.kind(metric) == PROBE and not hides():
         index.hidden = False
     found = index.series(metric)
     probe = found.kind == PROBE  # a train record's step is never two: no conflict
     reads = probe_reads(store, found.key, index.hidden) if probe else NO_READS
-    rows: Iterable[tuple[int, tuple[float, ...]]] = zip(
-        found.steps, ((v,) for v in found.values), strict=True
-    )
-    if reads.clashes:  # a conflicting probe may log the metric where the standing one did not
-        rows = sorted({**dict(rows), **reads.clashes}.items())
+    rows = reads.rows(found.steps, found.values)
     kept = [(s, x) for s, values in rows if steps.keeps(s) for x in values]
     logged = {s for s, _ in kept}
-    clash = reads.clashes
     return Got(
         str(folder),
         fmt,
@@ -189,10 +183,23 @@ def get(
         tuple(s for s, _ in kept),
         tuple(v for _, v in kept),
         tuple(sorted(steps.listed - logged)),
-        tuple((s, clash[s]) for s in sorted(clash) if s in logged),
-        tuple(reads.said[s] for s in sorted(clash) if s in logged),
-        tuple((s, what) for s, what in reads.not_numbers if s in logged),
+        *reads.at(logged),
     )
+
+
+def _refuse_unnamed(folder: Path, metric: str, names: list[str], store: RunStore) -> None:
+    """InputError when `metric` names no one series: logged by both kinds, or not at all."""
+    if metric in names:
+        return
+    if {f"train:{metric}", f"probe:{metric}"} <= set(names):
+        raise InputError(
+            f"{folder}: {metric!r} is logged by both train records and probes: name "
+            f"train:{metric} or probe:{metric}"
+        )
+    shown = ", ".join(names[:40]) + (f" and {len(names) - 40} more" if len(names) > 40 else "")
+    dropped = store.extras.not_kept_line()  # a runaway log: keys past KEYS_KEPT not kept
+    more = f"; {dropped}" if dropped else ""
+    raise InputError(f"{folder}: no metric {metric!r} (metrics: {shown or 'none'}{more})")
 
 
 # `key` as one probe reads it: (the repr of its value, what was logged when not a number), or
@@ -215,6 +222,27 @@ class ProbeReads:
     said: Mapping[int, str]  # each step in `clashes` in the verdict's words
     # each step a probe logged the field as a value that is not a number, and what it was
     not_numbers: tuple[tuple[int, str], ...]
+
+    def rows(
+        self, steps: Iterable[int], values: Iterable[float]
+    ) -> Iterable[tuple[int, tuple[float, ...]]]:
+        """Each step's values: the series' one, or every value the probes read there in conflict.
+
+        A conflicting probe may log the metric where the standing one did not.
+        """
+        rows = zip(steps, ((v,) for v in values), strict=True)
+        if not self.clashes:
+            return rows
+        return sorted({**dict(rows), **self.clashes}.items())
+
+    def at(self, logged: set[int]) -> tuple[Clashes, tuple[str, ...], NotNumbers]:
+        """The clashes, their words and the values not numbers at the `logged` steps, by step."""
+        clash = sorted(s for s in self.clashes if s in logged)
+        return (
+            tuple((s, self.clashes[s]) for s in clash),
+            tuple(self.said[s] for s in clash),
+            tuple((s, what) for s, what in self.not_numbers if s in logged),
+        )
 
 
 NO_READS = ProbeReads(MappingProxyType({}), MappingProxyType({}), ())
