@@ -841,9 +841,7 @@ def _unclosed_quote(at: _WordAt) -> tuple[str, bool] | None:
     """A word after a quote that never closes (`"password=V`, `'Bearer V`), as read without it."""
     if at.word[0] not in "\"'" or _CLOSED.match(at.word) is not None:
         return None
-    shown, hide = _word(
-        at.word[1:], at.prev, at.following, at.program, at.hashes, at.depth, at.reader
-    )
+    shown, hide = _word(at._replace(word=at.word[1:]))
     return at.word[0] + shown, hide
 
 
@@ -966,27 +964,19 @@ _WORD_FORMS: tuple[Callable[[_WordAt], tuple[str, bool] | None], ...] = (
 )
 
 
-def _word(
-    word: str,
-    prev: str,
-    following: str,
-    program: str,
-    hashes: bool,
-    depth: int,
-    reader: re.Pattern[str] = _WORD,
-) -> tuple[str, bool]:
+def _word(at: _WordAt) -> tuple[str, bool]:
     """One shell word as shown, and whether the word after it is a secret's value.
 
     The first of `_WORD_FORMS` that reads the word shows it; a word none reads is a value,
     its tokens masked (40 hex digits kept after a commit's or a revision's name).
-    `reader` split the text into words: a word that it reads as one is no command line, even
-    with spaces in it (`password='don't V'` as prose pairs its quotes)."""
-    at = _WordAt(word, prev, following, program, hashes, depth, reader)
+    `at.reader` split the text into words: a word that it reads as one is no command line,
+    even with spaces in it (`password='don't V'` as prose pairs its quotes)."""
     for form in _WORD_FORMS:
         if (shown := form(at)) is not None:
             return shown
-    hashes = hashes or (_HEX_RUN.search(word) is not None and _hashy(prev.strip("\"'(:=,")))
-    return _value(word, hashes, depth), False
+    word, prev = at.word, at.prev
+    hashes = at.hashes or (_HEX_RUN.search(word) is not None and _hashy(prev.strip("\"'(:=,")))
+    return _value(word, hashes, at.depth), False
 
 
 # a password said after its word and a space or a tab (`password hunter2`, `passwd V`), or
@@ -1024,65 +1014,95 @@ def _gap(word: str) -> bool:
     return not word or word.isspace() or ("\\" in word and _GAP.fullmatch(word) is not None)
 
 
+class _Command:
+    """The command the words read so far stand in: its program, and whether one may start."""
+
+    __slots__ = ("program", "starts")
+
+    def __init__(self) -> None:
+        self.program = ""
+        self.starts = True
+
+    def read(self, word: str, following: str) -> None:
+        """Take one word (as written) into view: its program's name, or a command's end."""
+        name = _base(word.lstrip("(;&|{`"))  # a printed list's `[` opens no program
+        # `also redis-cli -a V` in a note names it too
+        if (self.starts or name in _PASSWORD_FLAGS) and _program_named(name, word):
+            self.program, self.starts = name, False
+            if name in _LOGINS and _base(following) == "login":
+                self.program = f"{name} login"  # its -p is a password
+        if word[-1] in ";&|()" or word in ("then", "do", "else"):
+            self.starts = True
+
+
+def _program_named(name: str, word: str) -> bool:
+    """Whether a word where a command starts names its program: not `env`, `sudo`, `K=V`."""
+    return bool(name) and name not in _PREFIXES and not ("=" in word and _ASSIGN.match(word))
+
+
+def _aws_secret_after_id(word: str, before: str) -> bool:
+    """Whether a word is an AWS key's secret after its id (`before`): argv elements apart."""
+    return (
+        _AWS_SECRET_WORD.fullmatch(word) is not None and _AWS_ID_WORD.fullmatch(before) is not None
+    )
+
+
+def _no_secret_value(word: str, plain: str, prev: str) -> bool:
+    """Whether a word where a secret's value stands grants nothing (`plain`: its text).
+
+    Another flag (`psql --password -h db`), a boolean, ***, a reference to the environment,
+    or a number, a port or a path after a `-p` (`python train.py -p 0.5`)."""
+    return (
+        word.startswith("--")
+        or plain.lower() in _BOOLISH
+        or plain == MASK
+        or _reference(plain)
+        or _SHORT_FLAG.fullmatch(plain) is not None
+        or (_bare_flag(prev) == "-p" and _NOT_A_PASSWORD.fullmatch(plain) is not None)
+    )
+
+
+def _secret_value(at: _WordAt) -> tuple[str, bool]:
+    """A word where a secret's value stands as shown, and whether the value is still to come.
+
+    An `=`, a `:` or an auth scheme stands before the value (`api_key = V`, `Authorization:
+    Bearer V`); a word that grants nothing (`_no_secret_value`) is read as any word is;
+    anything else is the value, ***."""
+    word = at.word
+    closed = len(word) >= 2 and word[0] == word[-1] and word[0] in "\"'"
+    plain = word.strip("\"'")
+    if not closed:  # `true,` and `null}` of JSON grant nothing either
+        plain = _PUNCT_END.sub("", plain).strip("\"'[")  # and [***] of a list
+    if word in ("=", ":") or plain.lower() in _AUTH_SCHEMES:
+        # the value is the word after, unless this one closes a quoted run (`Bearer"` as
+        # prose reads it)
+        return word, closed or word[-1] not in "\"'"
+    if _no_secret_value(word, plain, at.prev):
+        return _word(at)
+    return _hidden(word), False
+
+
 def _mask_words(
     words: Sequence[str], hashes: bool = False, depth: int = 0, reader: re.Pattern[str] = _WORD
 ) -> list[str]:
     """The one state machine behind `mask_argv` and `mask_line`.
 
-    Blank words (a line's spacing) are kept; `hashes`: 40 hex digits here are a commit."""
+    Each word is read as a word (`_word`) or, after one that says so, as a secret's value
+    (`_secret_value`), with its command's program in view (`_Command`). Blank words (a
+    line's spacing) are kept; `hashes`: 40 hex digits here are a commit."""
     solid = [i for i, w in enumerate(words) if not _gap(w)]
     following = {a: words[b] for a, b in zip(solid, solid[1:], strict=False)}
-    out: list[str] = []
-    hide = False  # this word is the value of a secret-named flag or key before it
-    starts, program, prev = True, "", ""
-    kept = set(solid)
     before = {b: words[a] for a, b in zip(solid, solid[1:], strict=False)}  # as written
-    for i, word in enumerate(words):
-        if i not in kept:
-            out.append(word)
-            continue
-        if (
-            _AWS_SECRET_WORD.fullmatch(word) is not None
-            and _AWS_ID_WORD.fullmatch(before.get(i, "")) is not None
-        ):  # an AWS key's secret after its id: argv elements apart
-            hide = True
-        if hide:
-            closed = len(word) >= 2 and word[0] == word[-1] and word[0] in "\"'"
-            plain = word.strip("\"'")
-            if not closed:  # `true,` and `null}` of JSON grant nothing either
-                plain = _PUNCT_END.sub("", plain).strip("\"'[")  # and [***] of a list
-            low = plain.lower()
-            if word in ("=", ":") or low in _AUTH_SCHEMES:
-                out.append(word)  # api_key = V, Authorization: Bearer V: V is the word after
-                # unless the word closes a quoted run (`Bearer"` as prose reads it)
-                hide = closed or word[-1] not in "\"'"
-            elif (
-                word.startswith("--")
-                or low in _BOOLISH
-                or plain == MASK
-                or _reference(plain)
-                or _SHORT_FLAG.fullmatch(plain) is not None  # psql --password -h db
-                or (_bare_flag(prev) == "-p" and _NOT_A_PASSWORD.fullmatch(plain))
-            ):
-                shown, hide = _word(
-                    word, prev, following.get(i, ""), program, hashes, depth, reader
-                )
-                out.append(shown)  # a flag without a value, or a value that grants nothing
-            else:
-                out.append(_hidden(word))
-                hide = False
-        else:
-            shown, hide = _word(word, prev, following.get(i, ""), program, hashes, depth, reader)
-            out.append(shown)
-        name = _base(word.lstrip("(;&|{`"))  # a printed list's `[` opens no program
-        if starts or name in _PASSWORD_FLAGS:  # `also redis-cli -a V` in a note names it too
-            if name and name not in _PREFIXES and not ("=" in word and _ASSIGN.match(word)):
-                program, starts = name, False
-                if program in _LOGINS and _base(following.get(i, "")) == "login":
-                    program = f"{program} login"  # its -p is a password
-        if word[-1] in ";&|()" or word in ("then", "do", "else"):
-            starts = True
-        prev = out[-1]  # as shown: a hidden word gives no context to the next
+    out = list(words)
+    hide = False  # this word is the value of a secret-named flag or key before it
+    command, prev = _Command(), ""
+    for i in solid:
+        word = words[i]
+        at = _WordAt(word, prev, following.get(i, ""), command.program, hashes, depth, reader)
+        hide = hide or _aws_secret_after_id(word, before.get(i, ""))
+        out[i], hide = _secret_value(at) if hide else _word(at)
+        command.read(word, at.following)
+        prev = out[i]  # as shown: a hidden word gives no context to the next
     return out
 
 
