@@ -24,7 +24,14 @@ from fontaine_tui.core.verdict.curves import banked_curve, banked_curves
 from fontaine_tui.core.verdict.lock import Lock, decision_lock, max_probe_change, probe_cadence
 from fontaine_tui.core.verdict.prereg import provenance_changes
 from fontaine_tui.core.verdict.readpoint import datasets_read, off_cadence, probes_at, read_point
-from fontaine_tui.core.verdict.record import RuleRead, Scale, SecondaryRead, Verdict, json_num
+from fontaine_tui.core.verdict.record import (
+    AmendmentCheck,
+    RuleRead,
+    Scale,
+    SecondaryRead,
+    Verdict,
+    json_num,
+)
 from fontaine_tui.core.verdict.seednoise import seed_noise
 from fontaine_tui.core.verdict.stopped import stopped_early, stopped_verdict
 
@@ -143,22 +150,27 @@ def _corroboration(
     base = probes[anchor]
     window = [probes[s] for s in sorted(probes) if anchor <= s <= read]
     deltas = {str(p.step): p.value(metric) - base.value(metric) for p in window}
-    values = [p.value(metric) for p in window]
-    monotone = None
-    if len(values) >= 2 and all(math.isfinite(v) for v in values):
-        monotone = all(b > a for a, b in zip(values, values[1:], strict=False))
-    end = probes[read]
-    # a run that logs no train MAE (another trainer's) has no train-slice delta to show
-    train_delta = (
-        end.train_chunk_mae - base.train_chunk_mae
-        if base.has("train_chunk_mae") or end.has("train_chunk_mae")
-        else None
-    )
     return {
-        "train_delta": train_delta,
-        "monotone_rise": monotone,
+        "train_delta": _train_delta(base, probes[read]),
+        "monotone_rise": _monotone_rise([p.value(metric) for p in window]),
         "eval_deltas": {k: json_num(v) for k, v in deltas.items()},
     }
+
+
+def _monotone_rise(values: list[float]) -> bool | None:
+    """Whether each value is above the one before (None for fewer than two, or one not finite)."""
+    if len(values) < 2 or not all(math.isfinite(v) for v in values):
+        return None
+    return all(b > a for a, b in zip(values, values[1:], strict=False))
+
+
+def _train_delta(base: Probe, end: Probe) -> float | None:
+    """The train-slice delta from `base` to `end`.
+
+    None where neither logs a train MAE (another trainer's run): there is none to show."""
+    if not (base.has("train_chunk_mae") or end.has("train_chunk_mae")):
+        return None
+    return end.train_chunk_mae - base.train_chunk_mae
 
 
 def conflict_reason(store: RunStore, c: Conflict, metric: str) -> str:
@@ -227,15 +239,11 @@ def _compute(
     probes = store.probes
     every = [*preset.amendments, *amendments]
     checks = check_amendments(every, preset, clock, first_probe=first_probe_seen(store))
-    applied = [
-        a for a, c in zip(every, checks, strict=True) if c.status == "applied" and a.kind == "scale"
-    ]
+    applied = _applied_scales(every, checks)
     anchor, metric = spec.anchor_step, spec.metric
     endpoint = endpoint_in_force(preset, every, checks)
     changed = provenance_changes(provenance, store.metas) if provenance else ()
-    read_step, provisional, missing = read_point(store, endpoint, at_step)
-    if stopped is not None:
-        read_step, provisional, missing = max(s for s in probes if s <= stopped), False, ""
+    read_step, provisional, missing = _where_read(store, endpoint, at_step, stopped)
 
     def result(label: str, reason: str, **kw: Unpack[_ReadFields]) -> Verdict:
         primary = label
@@ -322,28 +330,18 @@ def _compute(
         return result(UNDECIDABLE, "no probe in the log yet")
     if spec.read == "level":
         return _level_read(store, preset, read_step, applied, result)
-    if anchor not in probes:
-        why = "no anchor probe yet" if read_step < anchor else "no anchor probe in the log"
-        return result(UNDECIDABLE, f"{why} (step {anchor}); {probes_at(probes)}")
-    if read_step < anchor:
-        return result(UNDECIDABLE, f"read at step {read_step} precedes the anchor (step {anchor})")
-    if read_step not in probes:
-        return result(UNDECIDABLE, f"no probe at step {read_step}")
+    unread = _no_delta_read(probes, anchor, read_step)
+    if unread:
+        return result(UNDECIDABLE, unread)
     a_val = probes[anchor].value(metric)
     r_val = probes[read_step].value(metric)
     values: _ReadFields = {"anchor_value": a_val, "read_value": r_val}
-    used = [anchor, read_step]
-    if applied and not math.isfinite(applied[0].factor):
-        used.append(applied[0].from_step)
-    conflict = next((c for c in store.conflicts if c.step in used), None)
+    conflict = _conflict_at(store, [anchor, read_step, *_scale_steps(applied)])
     if conflict is not None:
         return result(UNDECIDABLE, conflict_reason(store, conflict, metric), **values)
-    if not (math.isfinite(a_val) and math.isfinite(r_val)):
-        bad = anchor if not math.isfinite(a_val) else read_step
-        what = probes[bad].why_not(metric) or repr(probes[bad].value(metric))
-        return result(
-            UNDECIDABLE, f"{metric} at step {bad} is {what}, not a finite number", **values
-        )
+    unread = _not_finite(probes, metric, (anchor, read_step))
+    if unread:
+        return result(UNDECIDABLE, unread, **values)
     extra: _ReadFields = {
         **values,
         "corroboration": _corroboration(probes, anchor, read_step, metric),
@@ -359,6 +357,58 @@ def _compute(
         result,
         (bits, tolerance(bits, a_val, r_val)),
     )
+
+
+def _applied_scales(every: list[Amendment], checks: list[AmendmentCheck]) -> list[Amendment]:
+    """The scale amendments applied, in the order declared (the first is in force)."""
+    return [
+        a for a, c in zip(every, checks, strict=True) if c.status == "applied" and a.kind == "scale"
+    ]
+
+
+def _where_read(
+    store: RunStore, endpoint: int, at_step: int | None, stopped: int | None
+) -> tuple[int | None, bool, str]:
+    """Where the read is taken: read_point's (step, provisional, why there is no read).
+
+    With `stopped`, final at the last probe up to that step."""
+    if stopped is not None:
+        return max(s for s in store.probes if s <= stopped), False, ""
+    return read_point(store, endpoint, at_step)
+
+
+def _no_delta_read(probes: Mapping[int, Probe], anchor: int, read_step: int) -> str:
+    """Why a delta cannot be read from the anchor at `read_step` ("" where it can)."""
+    if anchor not in probes:
+        why = "no anchor probe yet" if read_step < anchor else "no anchor probe in the log"
+        return f"{why} (step {anchor}); {probes_at(probes)}"
+    if read_step < anchor:
+        return f"read at step {read_step} precedes the anchor (step {anchor})"
+    if read_step not in probes:
+        return f"no probe at step {read_step}"
+    return ""
+
+
+def _scale_steps(applied: list[Amendment]) -> list[int]:
+    """The step whose probe the scale in force is computed from ([] for none, or a fixed one)."""
+    if applied and not math.isfinite(applied[0].factor):
+        return [applied[0].from_step]
+    return []
+
+
+def _conflict_at(store: RunStore, used: list[int]) -> Conflict | None:
+    """The first conflicting probe pair at a step the read uses."""
+    return next((c for c in store.conflicts if c.step in used), None)
+
+
+def _not_finite(probes: Mapping[int, Probe], metric: str, steps: Iterable[int]) -> str:
+    """Why the first of `steps` whose `metric` is not a finite number fails ("" for none)."""
+    for step in steps:
+        value = probes[step].value(metric)
+        if not math.isfinite(value):
+            what = probes[step].why_not(metric) or repr(value)
+            return f"{metric} at step {step} is {what}, not a finite number"
+    return ""
 
 
 class _Result(Protocol):
@@ -440,15 +490,12 @@ def _secondary(
                 f"no anchor probe (step {spec.anchor_step}); {probes_at(probes)}", None, r_val
             )
         a_val = probes[spec.anchor_step].value(metric)
-    for step, v in ((spec.anchor_step, a_val), (read_step, r_val)):
-        if v is not None and not math.isfinite(v):
-            what = probes[step].why_not(metric) or repr(v)
-            return no(f"{metric} at step {step} is {what}, not a finite number", a_val, r_val)
+    steps = (spec.anchor_step, read_step) if a_val is not None else (read_step,)
+    unread = _not_finite(probes, metric, steps)
+    if unread:
+        return no(unread, a_val, r_val)
     x = r_val - a_val if a_val is not None else r_val
-    bits = min(
-        probes[s].precision(metric)
-        for s in ((spec.anchor_step, read_step) if a_val is not None else (read_step,))
-    )
+    bits = min(probes[s].precision(metric) for s in steps)
     tol = tolerance(bits, r_val, *((a_val,) if a_val is not None else ()))
     label = read_rule(x, rule.healthy, rule.drift, rule.lower_is_better, tol)
     read = RuleRead(rule.name, rule.healthy, rule.drift, x, label, rule.direction, rule.read)
@@ -475,23 +522,18 @@ def _level_read(
     spec, probes, metric = preset.verdict, store.probes, preset.verdict.metric
     if read_step not in probes:
         return result(UNDECIDABLE, f"no probe at step {read_step}")
-    used = [read_step] + (
-        [applied[0].from_step] if applied and not math.isfinite(applied[0].factor) else []
-    )
     anchor = probes.get(spec.anchor_step) if spec.anchor_step else None
     value = probes[read_step].value(metric)
     values: _ReadFields = {
         "read_value": value,
         "anchor_value": anchor.value(metric) if anchor else None,
     }
-    conflict = next((c for c in store.conflicts if c.step in used), None)
+    conflict = _conflict_at(store, [read_step, *_scale_steps(applied)])
     if conflict is not None:
         return result(UNDECIDABLE, conflict_reason(store, conflict, metric), **values)
-    if not math.isfinite(value):
-        what = probes[read_step].why_not(metric) or repr(value)
-        return result(
-            UNDECIDABLE, f"{metric} at step {read_step} is {what}, not a finite number", **values
-        )
+    unread = _not_finite(probes, metric, (read_step,))
+    if unread:
+        return result(UNDECIDABLE, unread, **values)
     bits = probes[read_step].precision(metric)
     return _judge(
         preset, value, read_step, applied, probes, values, result, (bits, tolerance(bits, value))
