@@ -20,7 +20,14 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from fontaine_tui.core.errors import InputError
-from fontaine_tui.core.log.records import Checkpoint, Event, Probe, TrainPoint, parse_line
+from fontaine_tui.core.log.records import (
+    Checkpoint,
+    Event,
+    Probe,
+    Record,
+    TrainPoint,
+    parse_line,
+)
 from fontaine_tui.core.readfile import open_regular
 from fontaine_tui.core.runfolder import RunFolder
 from fontaine_tui.core.secrets import mask_text
@@ -81,7 +88,52 @@ def read_tail(
 
     `since` = (log offset, output offset) where this start began: events and output from an
     earlier start (before a resume) do not explain this start's exit."""
-    last_step, last_time, event, detail, ckpt = 0, None, "", "", None
+    log = _read_log_tail(folder, nbytes, since[0])
+    _, out = _tail_bytes(folder.engine_out, 16 << 10, since[1])
+    oom = bool(OOM.search(log.detail.encode())) or bool(OOM.search(out))
+    lines = [ln for ln in out.splitlines() if ln.strip()]
+    last_line = lines[-1] if lines else b""
+    oom_line = next((ln for ln in reversed(lines) if OOM.search(ln)), b"") if oom else b""
+    return LogTail(
+        log.last_step,
+        log.last_time,
+        log.event,
+        mask_text(log.detail),
+        log.checkpoint_step,
+        oom,
+        _shown(last_line),
+        _shown(oom_line),
+    )
+
+
+@dataclass(slots=True)
+class _LogSeen:
+    """What the log's tail has said so far, read a record at a time (`take`)."""
+
+    last_step: int = 0
+    last_time: float | None = None
+    event: str = ""  # the last event of this start's, and its words
+    detail: str = ""
+    checkpoint_step: int | None = None
+
+    def take(self, rec: Record | None, this_start: bool) -> None:
+        """Read one record; `this_start`: it was written after this start began."""
+        if isinstance(rec, (TrainPoint, Probe)):
+            self.last_step, self.last_time = max(self.last_step, rec.step), rec.time
+        elif isinstance(rec, Event):
+            if rec.event == "resume":
+                self.last_step = rec.step
+            if this_start:
+                self.event, self.detail = rec.event, rec.detail
+        elif isinstance(rec, Checkpoint):
+            self.checkpoint_step = rec.step
+
+
+def _read_log_tail(folder: RunFolder, nbytes: int, since: int) -> _LogSeen:
+    """The last step, event and checkpoint in the last `nbytes` of train_log.jsonl.
+
+    Events before offset `since` (an earlier start's) are not this start's last event."""
+    seen = _LogSeen()
     pos, data = _tail_bytes(folder.log, nbytes)
     for raw in data.split(b"\n")[:-1]:  # the last piece is torn or empty
         here, pos = pos, pos + len(raw) + 1
@@ -89,30 +141,8 @@ def read_tail(
             rec = parse_line(raw)
         except ValueError:
             continue
-        if isinstance(rec, (TrainPoint, Probe)):
-            last_step, last_time = max(last_step, rec.step), rec.time
-        elif isinstance(rec, Event):
-            if rec.event == "resume":
-                last_step = rec.step
-            if here >= since[0]:
-                event, detail = rec.event, rec.detail
-        elif isinstance(rec, Checkpoint):
-            ckpt = rec.step
-    _, out = _tail_bytes(folder.engine_out, 16 << 10, since[1])
-    oom = bool(OOM.search(detail.encode())) or bool(OOM.search(out))
-    lines = [ln for ln in out.splitlines() if ln.strip()]
-    last_line = lines[-1] if lines else b""
-    oom_line = next((ln for ln in reversed(lines) if OOM.search(ln)), b"") if oom else b""
-    return LogTail(
-        last_step,
-        last_time,
-        event,
-        mask_text(detail),
-        ckpt,
-        oom,
-        _shown(last_line),
-        _shown(oom_line),
-    )
+        seen.take(rec, here >= since)
+    return seen
 
 
 # the engine's line of what it does before its first record (engine/status.py)
