@@ -159,23 +159,40 @@ class EngineProcess:
         if self._exit is not None:
             return self._exit
         self.orphans = ()
-        if self._popen is not None:
-            rc = self._popen.poll()
-            alive = rc is None
-        else:
-            rc, alive = None, self._leads_its_group()
+        rc, alive = self._reaped()
         if alive:
             self.memory.refresh()  # a wrapper may have moved it into another cgroup
             return None
         noted = exitnote.read(self.folder.root, self.pid) if self.who == "command" else None
         if noted is None and self._group_left():
             return None
+        self._record_exit(self._exit_code(rc, noted))
+        return self._exit
+
+    def _reaped(self) -> tuple[int | None, bool]:
+        """(its exit code where it is our child and reaped, whether it still runs)."""
+        if self._popen is not None:
+            rc = self._popen.poll()
+            return rc, rc is None
+        return None, self._leads_its_group()
+
+    def _exit_code(self, rc: int | None, noted: tuple[int | None, str | None] | None) -> int | None:
+        """Its exit code, negative for a signal: ours where we reaped it, else its exit note's.
+
+        An exit-noting parent orphaned by its command: the parent's end is not the command's,
+        which the signal we sent ended, if any."""
         if rc is None and noted is not None:  # not our child: its exit was noted
             code, sig = noted
-            rc = code if code is not None else -_signum(sig)
-        elif self._orphaned and self.who == "command":
-            # the exit-noting parent's end is not the command's: ours ended it, if any
-            rc = -_signum(self.sent) if self.sent is not None else None
+            return code if code is not None else -_signum(sig)
+        if self._orphaned and self.who == "command":
+            return -_signum(self.sent) if self.sent is not None else None
+        return rc
+
+    def _record_exit(self, rc: int | None) -> None:
+        """Judge the exit (`exits.exit_info`) and keep it as the answer of every later poll.
+
+        A [command]'s steps are in its own trainer's log, and a `stop` another process asked
+        for is said so."""
         self._exit = exit_info(
             self.folder, rc, self.since, self.memory.evidence(), self.sent, self.who
         )
@@ -185,7 +202,6 @@ class EngineProcess:
             )
         if self.sent is None and self._stop_asked():  # a `stop` from another process
             self._exit = stop_asked_of(self._exit)
-        return self._exit
 
     def _stop_asked(self) -> bool:
         """Whether a user's stop is recorded for this process's attempt (attempts.jsonl)."""
