@@ -92,47 +92,52 @@ def notify_section(path: Path, items: object) -> tuple[NotifySpec, ...]:
 
     A typo is then one line at load, not a silent miss at the end of a run. A `url_env` is read
     when the run is watched."""
-    from fontaine_tui.core.notify.destinations import LEVELS, make_destination
-
     tables = [items] if isinstance(items, dict) else items
     if not isinstance(tables, list):
         raise PresetError(path, "notify", "expected [[notify]] tables")
-    out = []
-    for i, table in enumerate(tables):
-        where = f"notify[{i}]"
-        if not isinstance(table, dict):
-            raise PresetError(path, where, "expected a table with url or url_env")
-        unknown = sorted(set(table) - set(NOTIFY_KEYS))
-        if unknown:
-            raise PresetError(
-                path,
-                f"{where}.{unknown[0]}",
-                f"unknown key (expected one of: {', '.join(NOTIFY_KEYS)})",
-            )
-        for key in NOTIFY_KEYS:
-            if key in table and (not isinstance(table[key], str) or not table[key].strip()):
-                raise PresetError(path, f"{where}.{key}", "expected a non-empty string")
-        if ("url" in table) == ("url_env" in table):
-            raise PresetError(path, where, "expected exactly one of url and url_env")
-        level = table.get("level", "info")
-        if level not in LEVELS:
-            raise PresetError(
-                path, f"{where}.level", f"expected one of {', '.join(LEVELS)}, got {level!r}"
-            )
-        env = table.get("url_env", "")
-        if env and not _ENV_NAME.fullmatch(env):
-            raise PresetError(
-                path, f"{where}.url_env", f"expected an environment variable name, got {env!r}"
-            )
-        if env:
-            keep_out(env)  # a webhook URL: no child of this process gets the variable
-        url = table.get("url", "").strip()
-        if url:
-            make_destination(
-                url, level=level, service=table.get("service"), source=f"{path}: {where}"
-            )
-        out.append(NotifySpec(f"{path}: {where}", url, env, level, table.get("service")))
-    return tuple(out)
+    return tuple(_notify_table(path, f"notify[{i}]", table) for i, table in enumerate(tables))
+
+
+def _notify_table(path: Path, where: str, body: object) -> NotifySpec:
+    """One [[notify]] table: its keys, its level, and its URL or the variable named for it."""
+    from fontaine_tui.core.notify.destinations import LEVELS, make_destination
+
+    table = _notify_keys(path, where, body)
+    level = table.get("level", "info")
+    if level not in LEVELS:
+        raise PresetError(
+            path, f"{where}.level", f"expected one of {', '.join(LEVELS)}, got {level!r}"
+        )
+    env = table.get("url_env", "")
+    if env and not _ENV_NAME.fullmatch(env):
+        raise PresetError(
+            path, f"{where}.url_env", f"expected an environment variable name, got {env!r}"
+        )
+    if env:
+        keep_out(env)  # a webhook URL: no child of this process gets the variable
+    url = table.get("url", "").strip()
+    if url:
+        make_destination(url, level=level, service=table.get("service"), source=f"{path}: {where}")
+    return NotifySpec(f"{path}: {where}", url, env, level, table.get("service"))
+
+
+def _notify_keys(path: Path, where: str, table: object) -> dict[str, str]:
+    """The table: of known keys, each a non-empty string, with exactly one of url and url_env."""
+    if not isinstance(table, dict):
+        raise PresetError(path, where, "expected a table with url or url_env")
+    unknown = sorted(set(table) - set(NOTIFY_KEYS))
+    if unknown:
+        raise PresetError(
+            path,
+            f"{where}.{unknown[0]}",
+            f"unknown key (expected one of: {', '.join(NOTIFY_KEYS)})",
+        )
+    for key in NOTIFY_KEYS:
+        if key in table and (not isinstance(table[key], str) or not table[key].strip()):
+            raise PresetError(path, f"{where}.{key}", "expected a non-empty string")
+    if ("url" in table) == ("url_env" in table):
+        raise PresetError(path, where, "expected exactly one of url and url_env")
+    return table
 
 
 def preset_destinations(
