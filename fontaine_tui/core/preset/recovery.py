@@ -20,6 +20,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from fontaine_tui.core.preset.checks import PresetError, check_keys
 
@@ -59,14 +60,25 @@ def read_recovery(path: Path, table: object) -> RecoverySpec:
     if table is None:
         return RecoverySpec()
     table = check_keys(path, "recovery", table, KEYS)
-    n = table.get("max_restarts", 0)
+    n = _max_restarts(path, table.get("max_restarts", 0))
+    on = _on(path, table.get("on", list(CAUSES)))
+    wait = _backoff(path, table.get("backoff_s", BACKOFF_S))
+    return RecoverySpec(n, tuple(c for c in CAUSES if c in on), wait)
+
+
+def _max_restarts(path: Path, n: object) -> int:
+    """recovery.max_restarts: an integer in [0, MAX_RESTARTS]."""
     if type(n) is not int or not 0 <= n <= MAX_RESTARTS:
         raise PresetError(
             path,
             "recovery.max_restarts",
             f"expected an integer in [0, {MAX_RESTARTS}] (0: never restarted), got {n!r}",
         )
-    on = table.get("on", list(CAUSES))
+    return n
+
+
+def _on(path: Path, on: object) -> list[str]:
+    """recovery.on: a non-empty list of CAUSES, each once (a non-finite loss is none of them)."""
     expected = f"a non-empty list of {', '.join(CAUSES)}"
     if not isinstance(on, list) or not on:
         raise PresetError(path, "recovery.on", f"expected {expected}, got {on!r}")
@@ -76,11 +88,15 @@ def read_recovery(path: Path, table: object) -> RecoverySpec:
             raise PresetError(path, "recovery.on", f"expected {expected}{never}, got {cause!r}")
     if len(set(on)) != len(on):
         raise PresetError(path, "recovery.on", f"expected {expected}, each once, got {on!r}")
-    wait = table.get("backoff_s", BACKOFF_S)
+    return on
+
+
+def _backoff(path: Path, wait: Any) -> float:
+    """recovery.backoff_s: seconds in [0, BACKOFF_MAX_S], the first restart's wait."""
     if type(wait) not in (int, float) or not 0 <= wait <= BACKOFF_MAX_S:
         raise PresetError(
             path,
             "recovery.backoff_s",
             f"expected seconds in [0, {BACKOFF_MAX_S:g}] (the first restart's wait), got {wait!r}",
         )
-    return RecoverySpec(n, tuple(c for c in CAUSES if c in on), float(wait))
+    return float(wait)
