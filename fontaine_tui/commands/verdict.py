@@ -14,7 +14,7 @@ from fontaine_tui.core.preset.checks import HEALTHY
 from fontaine_tui.core.run.evidence import READ_SHOWN, trail_refusal
 from fontaine_tui.core.text import literal
 from fontaine_tui.core.verdict import blind, review
-from fontaine_tui.core.verdict.record import EXIT_CODES, PROVISIONAL_OFFSET
+from fontaine_tui.core.verdict.record import EXIT_CODES, PROVISIONAL_OFFSET, Verdict
 from fontaine_tui.core.verdict.text import render, render_blinded
 from fontaine_tui.model.judge import Judged, judge
 
@@ -66,34 +66,50 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     judged = judge(args.log, args.preset, args.at_step)
-    verdict, folder = judged.verdict, judged.folder
-    hidden = blind.hidden(judged.preset, verdict, args.blind)
+    hidden = blind.hidden(judged.preset, judged.verdict, args.blind)
     if hidden and args.unblind is None:
         return _blinded(args, judged)
-    if args.unblind is not None and not hidden:
-        sys.stderr.write("note: --unblind: the read is not blinded; nothing recorded\n")
-    if hidden and not blind.reason_ok(args.unblind.strip()):
-        raise InputError(f"--unblind: {blind.REASON_RULE}")
-    if hidden and judged.preset.verdict.blind:  # a pre-registered blind: the look is recorded
-        if folder is None:
-            raise InputError(
-                f"--unblind: {args.log} has no run folder to record the look in (review.jsonl)"
-            )
-        review.record_look(folder.root, verdict, args.unblind)
-        verdict = replace(verdict, review=review.state(folder.root))
+    verdict = _looked(args, judged, hidden)
     if args.json:
         sys.stdout.write(json.dumps(verdict.to_json(), indent=2) + "\n")
     else:
-        sys.stdout.write(render(verdict, judged.log_path) + "\n")
-        if folder is not None:  # AMBIGUOUS-BY-INSTRUMENT: the re-score that disambiguates
-            offer = score_offer(folder, verdict.verdict)
-            if offer is not None:
-                sys.stdout.write("\n" + "\n".join(map(literal, offer.describe())) + "\n")
+        _print_read(verdict, judged)
     # as a broken amendment chain: exit 2 naming it; the verdict itself is the evidence's
     refused = trail_refusal(verdict.review, READ_SHOWN)
     if refused:
         raise InputError(refused)
     return verdict.exit_code
+
+
+def _looked(args: argparse.Namespace, judged: Judged, hidden: bool) -> Verdict:
+    """The verdict to show: a pre-registered blind's read with --unblind WHY is recorded first.
+
+    --unblind on a read that is not hidden records nothing, and says so."""
+    verdict, folder = judged.verdict, judged.folder
+    if not hidden:
+        if args.unblind is not None:
+            sys.stderr.write("note: --unblind: the read is not blinded; nothing recorded\n")
+        return verdict
+    if not blind.reason_ok(args.unblind.strip()):
+        raise InputError(f"--unblind: {blind.REASON_RULE}")
+    if not judged.preset.verdict.blind:  # --blind asked here: no look to record
+        return verdict
+    if folder is None:
+        raise InputError(
+            f"--unblind: {args.log} has no run folder to record the look in (review.jsonl)"
+        )
+    review.record_look(folder.root, verdict, args.unblind)
+    return replace(verdict, review=review.state(folder.root))
+
+
+def _print_read(verdict: Verdict, judged: Judged) -> None:
+    """The read as text; in a run folder, the re-score an AMBIGUOUS-BY-INSTRUMENT read offers."""
+    sys.stdout.write(render(verdict, judged.log_path) + "\n")
+    if judged.folder is None:
+        return
+    offer = score_offer(judged.folder, verdict.verdict)
+    if offer is not None:
+        sys.stdout.write("\n" + "\n".join(map(literal, offer.describe())) + "\n")
 
 
 def _blinded(args: argparse.Namespace, judged: Judged) -> int:
