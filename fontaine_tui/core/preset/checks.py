@@ -79,38 +79,50 @@ def check_section(path: Path, where: str, table: object, spec: Spec) -> dict[str
     table = check_keys(path, where, table, spec)
     out: dict[str, Scalar] = {}
     for key, (typ, default) in spec.items():
-        if key not in table:
-            if default is REQUIRED:
-                raise PresetError(path, f"{where}.{key}", f"missing; expected {type_name(typ)}")
+        if key in table:
+            out[key] = _value(path, where, key, typ, table[key])
+        elif default is REQUIRED:
+            raise PresetError(path, f"{where}.{key}", f"missing; expected {type_name(typ)}")
+        else:
             out[key] = default
-            continue
-        value = table[key]
-        ok = isinstance(value, typ) and not (isinstance(value, bool) and typ is not bool)
-        if not ok:
-            raise PresetError(
-                path,
-                f"{where}.{key}",
-                f"expected {type_name(typ)}, got {json.dumps(value, default=str)}",
-            )
-        if typ is NUMBER:
-            try:
-                value = float(value)
-            except OverflowError:
-                value = math.inf
-            if not math.isfinite(value):
-                raise PresetError(path, f"{where}.{key}", f"expected a finite number, got {value}")
-            if where == "gates" and value < 0:
-                raise PresetError(
-                    path,
-                    f"{where}.{key}",
-                    f"expected a number >= 0 (a limit or a duration), got {value:g}",
-                )
-        elif typ is int and not 0 <= value <= INT_MAX:
-            raise PresetError(
-                path, f"{where}.{key}", f"expected an integer in [0, {INT_MAX}], got {value}"
-            )
-        out[key] = value
     return out
+
+
+def _value(path: Path, where: str, key: str, typ: type | tuple[type, ...], value: Any) -> Scalar:
+    """One key's value held to its spec row's type (a bool is no number); numbers finite.
+
+    A number of [gates] (a limit or a duration) is >= 0; an integer is in [0, INT_MAX]."""
+    ok = isinstance(value, typ) and not (isinstance(value, bool) and typ is not bool)
+    if not ok:
+        raise PresetError(
+            path,
+            f"{where}.{key}",
+            f"expected {type_name(typ)}, got {json.dumps(value, default=str)}",
+        )
+    if typ is NUMBER:
+        return _finite(path, where, key, value)
+    if typ is int and not 0 <= value <= INT_MAX:
+        raise PresetError(
+            path, f"{where}.{key}", f"expected an integer in [0, {INT_MAX}], got {value}"
+        )
+    return value
+
+
+def _finite(path: Path, where: str, key: str, value: int | float) -> float:
+    """A number key's value as a float: finite, and >= 0 in [gates]."""
+    try:
+        number = float(value)
+    except OverflowError:
+        number = math.inf
+    if not math.isfinite(number):
+        raise PresetError(path, f"{where}.{key}", f"expected a finite number, got {number}")
+    if where == "gates" and number < 0:
+        raise PresetError(
+            path,
+            f"{where}.{key}",
+            f"expected a number >= 0 (a limit or a duration), got {number:g}",
+        )
+    return number
 
 
 def choice(path: Path, key: str, value: object, choices: tuple[str, ...]) -> None:
