@@ -149,19 +149,29 @@ def data_wait(store: RunStore) -> float | None:
     The first step after each start or resume is left out: its wait is the loader's workers
     starting, not starvation. None before a full window of WINDOW other steps, or when the log
     has no data wait (another trainer's log: the data wait is the engine's own column)."""
-    steps, n = store.steps, len(store.steps)
-    if n <= WINDOW or not store.has_columns:
+    if len(store.steps) <= WINDOW or not store.has_columns:
         return None
-    warm, first = store.warm_steps, steps[0]
-    # the last WINDOW steps that are not warm, looked for among the last 2 x WINDOW only: a
-    # look costs the same however many starts the log holds
-    rows = [
-        i for i in range(max(0, n - 2 * WINDOW), n) if steps[i] not in warm and steps[i] != first
-    ][-WINDOW:]
-    pairs = [(store.columns["data_s"][i], store.columns["step_s"][i]) for i in rows]
-    pairs = [(d, t) for d, t in pairs if math.isfinite(d) and math.isfinite(t)]
+    rows = _settled_rows(store)
+    pairs = _finite_waits(store, rows)
     step = sum(t for _, t in pairs)
     return sum(d for d, _ in pairs) / step if len(rows) == WINDOW and step > 0 else None
+
+
+def _settled_rows(store: RunStore) -> list[int]:
+    """The rows of the last WINDOW steps that are not the first after a start or resume.
+
+    They are looked for among the last 2 x WINDOW only: a look costs the same however many
+    starts the log holds."""
+    steps, n = store.steps, len(store.steps)
+    warm, first = store.warm_steps, steps[0]
+    rows = range(max(0, n - 2 * WINDOW), n)
+    return [i for i in rows if steps[i] not in warm and steps[i] != first][-WINDOW:]
+
+
+def _finite_waits(store: RunStore, rows: list[int]) -> list[tuple[float, float]]:
+    """(data wait, step time) of each row, where both are finite."""
+    pairs = [(store.columns["data_s"][i], store.columns["step_s"][i]) for i in rows]
+    return [(d, t) for d, t in pairs if math.isfinite(d) and math.isfinite(t)]
 
 
 def data_starved(store: RunStore, gates: Mapping[str, object]) -> tuple[float, float] | None:
@@ -437,23 +447,14 @@ def left_envelope(
     """Warn when the latest probe's read lies outside a group's envelope of banked comparators.
 
     The envelope is taken at the same step; it is the one drawn on the probes chart."""
-    probes = seen_probes(store, ctx.blinded)
-    if not ctx.envelopes or not probes:
+    read = _latest_read(store, ctx)
+    if not ctx.envelopes or read is None:
         return None
-    step = max(probes)
-    probe = probes[step]
-    base = probes.get(ctx.anchor_step) if ctx.read == "delta" else None
-    if ctx.read == "delta" and (base is None or step < ctx.anchor_step):
-        return None
-    x = probe.value(ctx.metric) - (base.value(ctx.metric) if base is not None else 0.0)
-    if not math.isfinite(x):
-        return None
+    step, x = read
     for band in ctx.envelopes:
-        if float(step) not in band.xs:
-            continue
-        i = list(band.xs).index(float(step))
-        lo, hi = band.lo[i], band.hi[i]
-        if x < lo or x > hi:
+        bounds = _outside(band, step, x)
+        if bounds is not None:
+            lo, hi = bounds
             side = "below" if x < lo else "above"
             return _w(
                 "left-envelope",
@@ -465,6 +466,33 @@ def left_envelope(
                 value=x,
             )
     return None
+
+
+def _latest_read(store: RunStore, ctx: RunContext) -> tuple[int, float] | None:
+    """(step, read) of the latest probe a surface may show, as the rule reads it.
+
+    None without a probe, for a delta read before the anchor (or without the anchor's probe),
+    and for a read that is not finite."""
+    probes = seen_probes(store, ctx.blinded)
+    if not probes:
+        return None
+    step = max(probes)
+    base = probes.get(ctx.anchor_step) if ctx.read == "delta" else None
+    if ctx.read == "delta" and (base is None or step < ctx.anchor_step):
+        return None
+    x = probes[step].value(ctx.metric) - (base.value(ctx.metric) if base is not None else 0.0)
+    return (step, x) if math.isfinite(x) else None
+
+
+def _outside(band: Band, step: int, x: float) -> tuple[float, float] | None:
+    """The band's (lo, hi) at `step` where `x` lies outside them.
+
+    None where it lies inside, or where the band has no point at that step."""
+    if float(step) not in band.xs:
+        return None
+    i = list(band.xs).index(float(step))
+    lo, hi = band.lo[i], band.hi[i]
+    return (lo, hi) if x < lo or x > hi else None
 
 
 Rule = Callable[..., RunWarning | None]
