@@ -244,65 +244,79 @@ class Verdict:
             },
             "combine": self.combine,
             "primary_label": self.primary_label or self.verdict,
-            "scale": None
-            if self.scale is None
-            else {
-                k: json_num(v) if isinstance(v, float) else v for k, v in asdict(self.scale).items()
-            },
-            "amendments": [asdict(a) for a in self.amendments],
-            "declared_deltas": [dict(d) for d in self.declared_deltas],
-            "corroboration": {
-                k: (json_num(v) if isinstance(v, float) else v)
-                for k, v in self.corroboration.items()
-            },
+            **_amendments_json(self),
+            "corroboration": _floats_json(self.corroboration),
             "datasets": {k: json_num(v) for k, v in self.datasets.items()},
-            "precision": {
-                "bits": self.precision[0],
-                "tolerance": self.precision[1],
-                "stored_as": {53: "float64", 24: "float32", 11: "float16"}.get(
-                    self.precision[0], f"{self.precision[0]} bits"
-                ),
-            },
-            "decision": None if self.decision is None else _lock_json(self.decision),
+            "precision": _precision_json(self.precision),
+            "decision": _lock_json(self.decision),
             "comparators": [_comparator_json(c) for c in self.comparators],
             "seed_noise": None if self.seed_noise is None else self.seed_noise.to_json(),
             "recovery": None if self.recovery is None else self.recovery.to_json(),
-            "provenance": {
-                "frozen": dict(self.provenance),
-                "log": [dict(m) for m in self.provenance_log],
-                "changed": list(self.provenance_changes),
-            },
-            "review": None
-            if self.review is None
-            else {
-                "file": "review.jsonl",
-                "lines": self.review.lines,
-                "head": self.review.head,
-                "intact": self.review.intact,
-                "broken": self.review.broken,
-                "unblinded": [
-                    {
-                        "line": u.line,
-                        "time": u.time,
-                        "who": u.who,
-                        "why": u.why,
-                        "read_step": u.read_step,
-                    }
-                    for u in self.review.unblinded
-                ],
-            },
+            "provenance": _provenance_json(self),
+            "review": _review_json(self.review),
             "labels": {c: self.labels.get(c, c) for c in EXIT_CODES},
             "interpretation": self.interpretation,
             "preset": dict(self.preset),
-            "log": {
-                **self.counts,
-                "malformed_lines": list(self.malformed_lines),
-                "segments": [{"name": n, "first_line": line} for n, line in self.segments],
-                "out_of_order_records": [{"at": w, "why": y} for w, y in self.out_of_order],
-                "conflicting_probes": list(self.conflicts),
-                "notices": [*self.notices, *filter(None, [self.odd_values.words(False)])],
-            },
+            "log": _log_json(self),
         }
+
+
+def _amendments_json(v: Verdict) -> dict:
+    """What the amendments did: the scale in force, each one's check, the declared deltas."""
+    return {
+        "scale": None if v.scale is None else _floats_json(asdict(v.scale)),
+        "amendments": [asdict(a) for a in v.amendments],
+        "declared_deltas": [dict(d) for d in v.declared_deltas],
+    }
+
+
+def _floats_json(values: Mapping[str, object]) -> dict:
+    """`values`, each float as json_num writes it."""
+    return {k: json_num(v) if isinstance(v, float) else v for k, v in values.items()}
+
+
+STORED_AS = {53: "float64", 24: "float32", 11: "float16"}  # significand bits: the format
+
+
+def _precision_json(precision: tuple[int, float]) -> dict:
+    bits, tol = precision
+    return {"bits": bits, "tolerance": tol, "stored_as": STORED_AS.get(bits, f"{bits} bits")}
+
+
+def _provenance_json(v: Verdict) -> dict:
+    return {
+        "frozen": dict(v.provenance),
+        "log": [dict(m) for m in v.provenance_log],
+        "changed": list(v.provenance_changes),
+    }
+
+
+def _review_json(review: ReviewState | None) -> dict | None:
+    if review is None:
+        return None
+    return {
+        "file": "review.jsonl",
+        "lines": review.lines,
+        "head": review.head,
+        "intact": review.intact,
+        "broken": review.broken,
+        "unblinded": [
+            {"line": u.line, "time": u.time, "who": u.who, "why": u.why, "read_step": u.read_step}
+            for u in review.unblinded
+        ],
+    }
+
+
+def _log_json(v: Verdict) -> dict:
+    """What reading the log met: its counts, malformed and out-of-order records, conflicts."""
+    return {
+        **v.counts,
+        "malformed_lines": list(v.malformed_lines),
+        "segments": [{"name": n, "first_line": line} for n, line in v.segments],
+        "out_of_order_records": [{"at": w, "why": y} for w, y in v.out_of_order],
+        "conflicting_probes": list(v.conflicts),
+        "notices": [*v.notices, *filter(None, [v.odd_values.words(False)])],
+    }
 
 
 def json_num(x: float | None) -> float | str | None:
@@ -326,7 +340,9 @@ def _comparator_json(c: Mapping[str, object]) -> dict:
     }
 
 
-def _lock_json(lock: Lock) -> dict:
+def _lock_json(lock: Lock | None) -> dict | None:
+    if lock is None:
+        return None
     return {
         "locked_at": lock.step,
         "label": lock.label,
