@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+from collections.abc import Mapping
 from pathlib import Path
 
 from fontaine_tui.commands._args import examples, positive
@@ -11,6 +12,7 @@ from fontaine_tui.core.log.formats.cold import load_source
 from fontaine_tui.core.log.formats.source import SourceSpec
 from fontaine_tui.core.log.read import load_log
 from fontaine_tui.core.log.store import RunStore
+from fontaine_tui.core.preset.record import Amendment, Preset
 from fontaine_tui.core.run.evidence import FolderEvidence, verdict_of
 from fontaine_tui.core.runfolder import RunFolder, check_target
 from fontaine_tui.core.text import literal, require_utf8
@@ -19,6 +21,7 @@ from fontaine_tui.core.verdict.ledger import (
     foreign_step_seen,
     max_step_seen,
 )
+from fontaine_tui.core.verdict.record import AmendmentCheck
 from fontaine_tui.model.judge import preset_for
 
 _factor = positive("a positive factor (a finite number)")
@@ -93,8 +96,21 @@ def run(args: argparse.Namespace) -> int:
     preset, provenance = preset_for(folder, args.preset)
     source = preset.source if preset.source and preset.source.kind != "fontaine" else None
     seen = foreign_step_seen(root, source) if source is not None else max_step_seen(folder.log)
+    amendment = _declare(args, folder, preset, seen)
+    check = _status(folder, source, preset, provenance, amendment)
+    print(
+        f"amendment {amendment.id} ({_rule(amendment)}) recorded in "
+        f"{literal(str(folder.amendments))}: declared at "
+        f"{amendment.declared_at}, last step seen {seen}"
+    )
+    print(f"{check.status}: {literal(check.reason)}")
+    return 0 if check.status == "applied" else 1
+
+
+def _declare(args: argparse.Namespace, folder: RunFolder, preset: Preset, seen: int) -> Amendment:
+    """The amendment the options declare, appended to the ledger (exit 2 if it cannot be)."""
     try:
-        amendment = declare_amendment(
+        return declare_amendment(
             folder,
             kind="scale" if args.extend_to is None else "extend",
             from_step=args.scale_from_step,
@@ -109,25 +125,31 @@ def run(args: argparse.Namespace) -> int:
         raise InputError(
             f"{folder.amendments}: cannot write the amendment ledger ({exc.strerror or exc})"
         ) from None
+
+
+def _status(
+    folder: RunFolder,
+    source: SourceSpec | None,
+    preset: Preset,
+    provenance: Mapping[str, object] | None,
+    amendment: Amendment,
+) -> AmendmentCheck:
+    """The status the verdict gives the new amendment, read as the verdict reads the run."""
     store = _store(folder, source)  # the log's clock and first probe, as the verdict reads them
     ctx = FolderEvidence.of_folder(folder, provenance)
     every = [*preset.amendments, *ctx.amendments]
-    checks = verdict_of(store, preset, ctx).amendments  # the status the verdict gives
-    check = next(
+    checks = verdict_of(store, preset, ctx).amendments
+    return next(
         c
         for a, c in zip(every, checks, strict=True)
         if a.source == "ledger" and a.id == amendment.id
     )
-    rule = (
-        f"extend the endpoint to {amendment.to_step}"
-        if amendment.kind == "extend"
-        else f"fixed factor {amendment.factor:g}"
-        if amendment.comparator == ""
-        else f"scale from step {amendment.from_step} against {amendment.comparator}"
-    )
-    print(
-        f"amendment {amendment.id} ({rule}) recorded in {literal(str(folder.amendments))}: declared at "
-        f"{amendment.declared_at}, last step seen {seen}"
-    )
-    print(f"{check.status}: {literal(check.reason)}")
-    return 0 if check.status == "applied" else 1
+
+
+def _rule(amendment: Amendment) -> str:
+    """What the amendment does, in words."""
+    if amendment.kind == "extend":
+        return f"extend the endpoint to {amendment.to_step}"
+    if amendment.comparator == "":
+        return f"fixed factor {amendment.factor:g}"
+    return f"scale from step {amendment.from_step} against {amendment.comparator}"
