@@ -151,9 +151,8 @@ class Columns:
     def read(self, data: bytes) -> int:
         """Scan whole records of `data`; returns the bytes consumed (a torn tail is left)."""
         i, n = 0, len(data)
-        u64, u32, f64, f32 = U64.unpack_from, U32.unpack_from, F64.unpack_from, F32.unpack_from
-        crc, column, generic = crc32c, self._column, self._generic
-        tags, narrow, pre = self._tags, self._narrow, self.prefix
+        u64, u32 = U64.unpack_from, U32.unpack_from
+        crc, one_value, generic = crc32c, self._one_value, self._generic
         records = bad = 0
         while n - i >= 12:
             (length,) = u64(data, i)
@@ -168,63 +167,36 @@ class Columns:
             p = data[i + 12 : end - 4]
             records += 1
             c = crc(p)
+            i = end
             if u32(data, end - 4)[0] != (((c >> 15) | (c << 17)) + MASK_DELTA) & 0xFFFFFFFF:
                 bad += 1
-                i = end
-                continue
-            i = end
-            # the one-value scalar Event: 09 wall 10 step 2a len 0a len 0a taglen tag ...
-            try:
-                if length < 128 and p[0] == 0x09 and p[9] == 0x10:
-                    step = p[10]
-                    j = 11
-                    if step >= 0x80:
-                        step, j = _varint(p, 10)
-                        if step >= 1 << 63:
-                            generic(p)  # says it is a bad record
-                            continue
-                    # one summary holding one value, ending the payload: anything more
-                    # (a field written twice, another summary) is for the general decoder
-                    if (
-                        p[j] == 0x2A
-                        and p[j + 2] == 0x0A
-                        and p[j + 4] == 0x0A
-                        and p[j + 1] == p[j + 3] + 2
-                        and j + 2 + p[j + 1] == length
-                    ):
-                        t0 = j + 6
-                        k = t0 + p[j + 5]
-                        if p[k] == 0x15:
-                            value, rest = f32(p, k + 1)[0], k + 5
-                        elif p[k : k + 6] == _TENSOR_F32:
-                            value, rest = f32(p, k + 6)[0], k + 10
-                        else:
-                            generic(p)
-                            continue
-                        # then the end, or only the value's metadata (field 9) to the end
-                        if rest != length and not (
-                            p[rest] == 0x4A and rest + 2 + p[rest + 1] == length
-                        ):
-                            generic(p)
-                            continue
-                        name = pre + p[t0:k] if pre else p[t0:k]
-                        col = tags.get(name)
-                        if col is None:
-                            col = column(name)
-                        if name not in narrow:
-                            narrow.add(name)
-                            self.bits[name.decode("utf-8", "replace")] = F32_BITS
-                        steps, walls, values = col
-                        steps.append(step)
-                        walls.append(f64(p, 1)[0])
-                        values.append(value)
-                        continue
-            except (IndexError, ValueError, struct.error):
-                pass  # a short or odd payload: the general decoder says what it is
-            generic(p)
+            elif not one_value(p, length):
+                generic(p)
         self.records += records
         self.bad_records += bad
         return i
+
+    def _one_value(self, p: bytes, length: int) -> bool:
+        """Take the one-value scalar Event in place; False where the general decoder must."""
+        try:
+            event = _one_value_event(p, length)
+        except (IndexError, ValueError, struct.error):
+            return False  # a short or odd payload: the general decoder says what it is
+        if event is None:
+            return False
+        tag, step, wall, value = event
+        name = self.prefix + tag if self.prefix else tag
+        col = self._tags.get(name)
+        if col is None:
+            col = self._column(name)
+        if name not in self._narrow:
+            self._narrow.add(name)
+            self.bits[name.decode("utf-8", "replace")] = F32_BITS
+        steps, walls, values = col
+        steps.append(step)
+        walls.append(wall)
+        values.append(value)
+        return True
 
     def _generic(self, payload: bytes) -> None:
         out: list[ScalarEvent] = []
@@ -245,3 +217,50 @@ class Columns:
             steps.append(s.step)
             walls.append(s.wall_time)
             values.append(s.value)
+
+
+def _one_value_event(p: bytes, length: int) -> tuple[bytes, int, float, float] | None:
+    """The common one-value scalar Event's (tag, step, wall time, value), decoded in place.
+
+    None where the payload is anything else (for the general decoder); IndexError or
+    struct.error where it is short. The Event: 09 wall 10 step 2a len 0a len 0a taglen tag ...
+    """
+    if not (length < 128 and p[0] == 0x09 and p[9] == 0x10):
+        return None
+    step, j = (p[10], 11) if p[10] < 0x80 else _varint(p, 10)
+    if step >= 1 << 63 or not _one_summary_to_the_end(p, j, length):
+        return None
+    t0 = j + 6
+    k = t0 + p[j + 5]
+    value = _float_value(p, k, length)
+    if value is None:
+        return None
+    return p[t0:k], step, F64.unpack_from(p, 1)[0], value
+
+
+def _one_summary_to_the_end(p: bytes, j: int, length: int) -> bool:
+    """One summary holding one value, ending the payload (at `j`, after the step).
+
+    Anything more (a field written twice, another summary) is for the general decoder."""
+    return (
+        p[j] == 0x2A
+        and p[j + 2] == 0x0A
+        and p[j + 4] == 0x0A
+        and p[j + 1] == p[j + 3] + 2
+        and j + 2 + p[j + 1] == length
+    )
+
+
+def _float_value(p: bytes, k: int, length: int) -> float | None:
+    """The value at `k`: a simple_value or the tensor style's one float; None where it is else.
+
+    After it comes the payload's end, or only the value's metadata (field 9) to the end."""
+    if p[k] == 0x15:
+        value, rest = F32.unpack_from(p, k + 1)[0], k + 5
+    elif p[k : k + 6] == _TENSOR_F32:
+        value, rest = F32.unpack_from(p, k + 6)[0], k + 10
+    else:
+        return None
+    if rest != length and not (p[rest] == 0x4A and rest + 2 + p[rest + 1] == length):
+        return None
+    return value
