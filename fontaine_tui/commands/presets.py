@@ -12,6 +12,7 @@ from fontaine_tui.core.bank import store as bank
 from fontaine_tui.core.errors import InputError
 from fontaine_tui.core.preset.checks import PresetError
 from fontaine_tui.core.preset.find import list_presets, load_preset, resolve
+from fontaine_tui.core.preset.record import Preset
 from fontaine_tui.core.readfile import read_whole
 from fontaine_tui.core.secrets import mask_toml, redact_url
 
@@ -35,31 +36,47 @@ def run(args: argparse.Namespace) -> int:
     if args.action == "show":
         if not args.name:
             raise InputError("presets show: expected a preset name or path")
+        _show(args.name)
+    else:
+        _list()
+    return 0
 
-        preset = load_preset(args.name)
-        path = resolve(args.name)
-        try:  # the text shown is the text whose parsed values are masked
-            text = read_whole(path).decode("utf-8")
-            doc = tomlfile.loads(text)
-        except (OSError, InputError, UnicodeDecodeError, tomlfile.TOMLDecodeError) as exc:
-            raise InputError(f"{path}: changed while it was read ({exc}); show it again") from None
-        # every credential in it shown as *** by its parsed value (core/secrets.py), so an
-        # escape or a line continuation hides none; a [[notify]] url as its redacted form
-        urls = {spec.url: redact_url(spec.url, spec.service) for spec in preset.notify if spec.url}
-        try:
-            text = mask_toml(text, doc, urls.get)
-        except ValueError as exc:
-            raise InputError(f"{path}: not shown: {exc} (core/secrets.py)") from None
-        for url, shown in urls.items():  # the same URL elsewhere too: a comment, the question
-            text = text.replace(url, shown)
-        sys.stdout.write(text if text.endswith("\n") else text + "\n")
-        sys.stdout.write(f"# path: {preset.path}\n# sha256 (canonical form): {preset.sha256}\n")
-        if preset.stops_on_lock:
-            sys.stdout.write(
-                "# [gates] stop_on_lock: the run is stopped, with a checkpoint, once its "
-                "decision locks or the GPU-hours gate is reached\n"
-            )
-        return 0
+
+def _show(name: str) -> None:
+    """The preset's text, its credentials masked, then its path, hash and stop_on_lock gate."""
+    preset = load_preset(name)
+    text = _masked_text(resolve(name), preset)
+    sys.stdout.write(text if text.endswith("\n") else text + "\n")
+    sys.stdout.write(f"# path: {preset.path}\n# sha256 (canonical form): {preset.sha256}\n")
+    if preset.stops_on_lock:
+        sys.stdout.write(
+            "# [gates] stop_on_lock: the run is stopped, with a checkpoint, once its "
+            "decision locks or the GPU-hours gate is reached\n"
+        )
+
+
+def _masked_text(path: Path, preset: Preset) -> str:
+    """The file's text read again, every credential shown as *** by its parsed value.
+
+    Masked by parsed value (core/secrets.py), an escape or a line continuation hides none; a
+    [[notify]] url shows as its redacted form."""
+    try:  # the text shown is the text whose parsed values are masked
+        text = read_whole(path).decode("utf-8")
+        doc = tomlfile.loads(text)
+    except (OSError, InputError, UnicodeDecodeError, tomlfile.TOMLDecodeError) as exc:
+        raise InputError(f"{path}: changed while it was read ({exc}); show it again") from None
+    urls = {spec.url: redact_url(spec.url, spec.service) for spec in preset.notify if spec.url}
+    try:
+        text = mask_toml(text, doc, urls.get)
+    except ValueError as exc:
+        raise InputError(f"{path}: not shown: {exc} (core/secrets.py)") from None
+    for url, shown in urls.items():  # the same URL elsewhere too: a comment, the question
+        text = text.replace(url, shown)
+    return text
+
+
+def _list() -> None:
+    """One line a preset found: its hash and run name, or INVALID and the next step."""
     rows = []
     for name, path in list_presets().items():
         try:
@@ -69,7 +86,6 @@ def run(args: argparse.Namespace) -> int:
             # one line a preset, what to do at its end: the first word is always a name
             rows.append(f"{name:<20}{'INVALID':<14}{exc}; next: {next_step(name, path, exc)}")
     sys.stdout.write("\n".join(rows) + ("\n" if rows else "no presets found\n"))
-    return 0
 
 
 def next_step(name: str, path: Path, exc: InputError) -> str:
