@@ -84,7 +84,7 @@ import json
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import NamedTuple
-from urllib.parse import parse_qsl, quote, unquote, urlsplit, urlunsplit
+from urllib.parse import SplitResult, parse_qsl, quote, unquote, urlsplit, urlunsplit
 
 import tomllib
 
@@ -337,7 +337,7 @@ def _tokens_masked(text: str, hashes: bool = False) -> str:
 # -- URLs -----------------------------------------------------------------------------------
 
 
-def _split(url: str):
+def _split(url: str) -> SplitResult | None:
     try:
         return urlsplit(url)
     except ValueError:
@@ -388,42 +388,66 @@ def mask_url(url: str) -> str:
         return _TOKENS.sub(MASK, url)
     if _webhook(parts.hostname or "", parts.path):
         return redact_url(url)
-    netloc = parts.netloc
+    rest = url[len(parts.scheme) + 3 + len(parts.netloc) + len(parts.path) :]
+    netloc, path = _netloc_masked(parts.netloc), _tokens_masked(parts.path)
+    return f"{parts.scheme}://{netloc}{path}{_query_masked(rest)}"
+
+
+def _netloc_masked(netloc: str) -> str:
+    """A URL's host part, a password in its user info (or a token as its user) as ***.
+
+    So is a Telegram bot's token there (apprise's `tgram://ID:SECRET`)."""
     if "@" in netloc:
         userinfo, _, where = netloc.rpartition("@")
         user, colon, _ = userinfo.partition(":")
-        netloc = f"{user}:{MASK}@{where}" if colon else f"{MASK}@{where}"
-    elif ":" in netloc and _TELEGRAM.search(netloc) is not None:  # apprise's tgram://ID:SECRET
-        netloc = _TELEGRAM.sub(rf"\g<bot>{MASK}", netloc)
-    out = f"{parts.scheme}://{netloc}{_tokens_masked(parts.path)}"
-    rest = url[len(parts.scheme) + 3 + len(parts.netloc) + len(parts.path) :]
+        return f"{user}:{MASK}@{where}" if colon else f"{MASK}@{where}"
+    if ":" in netloc and _TELEGRAM.search(netloc) is not None:
+        return _TELEGRAM.sub(rf"\g<bot>{MASK}", netloc)
+    return netloc
+
+
+def _query_masked(rest: str) -> str:
+    """What follows a URL's path (`?k=v&...#fragment`), its secret-named values as ***."""
     query, hashmark, fragment = rest.partition("#")
     if query.startswith("?"):
-        out += "?" + _pairs_masked(query[1:])
+        shown = "?" + _pairs_masked(query[1:])
     else:
-        out += _tokens_masked(query)
-    if hashmark:
-        out += "#" + (_pairs_masked(fragment) if "=" in fragment else _tokens_masked(fragment))
-    return out
+        shown = _tokens_masked(query)
+    if not hashmark:
+        return shown
+    return shown + "#" + (_pairs_masked(fragment) if "=" in fragment else _tokens_masked(fragment))
+
+
+# the fixed part of a webhook's path, before what grants access: (its service, its first
+# segments, how many segments are not secret)
+_FIXED_PATHS = (
+    ("slack", ("services",), 1),  # Slack: /services/T.../B.../TOKEN
+    ("discord", ("api", "webhooks"), 3),  # Discord: /api/webhooks/ID/TOKEN (the ID grants nothing)
+)
 
 
 def _secret_segments(scheme: str, segments: list[str], service: str | None = None) -> list[int]:
     """Indexes of a notification URL's path segments that are secret.
 
-    These are all of them but the fixed part of a Slack or Discord webhook's path. With
-    `service` None the service is inferred from the path's shape."""
+    These are all of them but the fixed part of a Slack or Discord webhook's path
+    (`_FIXED_PATHS`). With `service` None the service is inferred from the path's shape."""
     named = [i for i, s in enumerate(segments) if s]
     if scheme not in ("http", "https"):  # ntfy://host/topic, apprise URLs: all of the path
         return named
-    words = [segments[i] for i in named]
-    if service in (None, "slack") and len(words) > 1 and words[0] == "services":
-        return named[1:]  # Slack: /services/T.../B.../TOKEN
-    if service in (None, "discord") and len(words) > 2 and words[:2] == ["api", "webhooks"]:
-        return named[3:]  # Discord: /api/webhooks/ID/TOKEN (the ID alone grants nothing)
+    words = tuple(segments[i] for i in named)
+    for fixed_service, fixed, kept in _FIXED_PATHS:
+        ahead = len(words) > len(fixed) and words[: len(fixed)] == fixed
+        if ahead and service in (None, fixed_service):
+            return named[kept:]
     # ntfy (the topic is the password, on ntfy.sh or a host of one's own) and any other
     # webhook (Mattermost /hooks/KEY, n8n /webhook/UUID, webhook.site/UUID, /SECRETTOKEN):
     # any segment may be the key
     return named
+
+
+def _apprise(scheme: str) -> bool:
+    """Whether a notification URL's scheme is apprise's, whose host may be its token."""
+    return scheme.lower() not in ("http", "https", "ntfy", "ntfys")
 
 
 def redact_url(url: str, service: str | None = None) -> str:
@@ -438,24 +462,32 @@ def redact_url(url: str, service: str | None = None) -> str:
     parts = _split(url)
     if parts is None or not parts.scheme or not parts.netloc:
         return MASK
-    host = parts.hostname or ""
-    netloc = parts.netloc.rpartition("@")[2]
-    if "@" in parts.netloc:
-        netloc = f"{MASK}@{netloc}"
     segments = parts.path.split("/")
     secret = _secret_segments(parts.scheme.lower(), segments, service)
-    if parts.scheme.lower() not in ("http", "https", "ntfy", "ntfys") and host:
-        netloc = MASK  # an apprise URL may carry its token as the "host"
     path = "/".join(MASK if i in secret else s for i, s in enumerate(segments))
-    # a name=value pair keeps its name; a part without "=" may be the token itself
-    query = "&".join(
-        f"{_key_shown(k)}={MASK}" if sep else MASK
-        for k, sep, _ in (p.partition("=") for p in parts.query.split("&") if p)
-    )
-    if parts.query and not query:
-        query = MASK
     fragment = MASK if parts.fragment else ""
-    return urlunsplit((parts.scheme, netloc, path, query, fragment))
+    return urlunsplit(
+        (parts.scheme, _netloc_redacted(parts), path, _query_redacted(parts.query), fragment)
+    )
+
+
+def _netloc_redacted(parts: SplitResult) -> str:
+    """A notification URL's host part: its user info as ***, an apprise URL's host too."""
+    if _apprise(parts.scheme) and parts.hostname:
+        return MASK  # an apprise URL may carry its token as the "host"
+    where = parts.netloc.rpartition("@")[2]
+    return f"{MASK}@{where}" if "@" in parts.netloc else where
+
+
+def _query_redacted(query: str) -> str:
+    """A notification URL's query, each value as ***, a pair's name kept (`_key_shown`).
+
+    A part without `=` may be the token itself: *** whole."""
+    shown = "&".join(
+        f"{_key_shown(k)}={MASK}" if sep else MASK
+        for k, sep, _ in (p.partition("=") for p in query.split("&") if p)
+    )
+    return MASK if query and not shown else shown
 
 
 def _key_shown(key: str) -> str:
@@ -471,20 +503,26 @@ def secrets_of(url: str, service: str | None = None) -> list[str]:
     parts = _split(url)
     if parts is None:
         return [url]
-    found: list[str] = []
-    if "@" in parts.netloc:
-        userinfo = parts.netloc.rpartition("@")[0]
-        found += [userinfo, *userinfo.split(":")]
-    if parts.scheme.lower() not in ("http", "https", "ntfy", "ntfys") and parts.netloc:
+    found = _userinfo_pieces(parts.netloc)
+    if _apprise(parts.scheme) and parts.netloc:
         found.append(parts.netloc)
     segments = parts.path.split("/")
-    secret = _secret_segments(parts.scheme.lower(), segments, service)
-    found += [segments[i] for i in secret]
+    found += [segments[i] for i in _secret_segments(parts.scheme.lower(), segments, service)]
     found += [v or k for k, v in parse_qsl(parts.query, keep_blank_values=True)]  # a bare ?TOKEN
-    if parts.query:
-        found.append(parts.query)
-    if parts.fragment:
-        found.append(parts.fragment)
+    found += [whole for whole in (parts.query, parts.fragment) if whole]
+    return _longest_first(found)
+
+
+def _userinfo_pieces(netloc: str) -> list[str]:
+    """A URL's user info, whole and each part of it (`me:V`, `me`, `V`); none without `@`."""
+    if "@" not in netloc:
+        return []
+    userinfo = netloc.rpartition("@")[0]
+    return [userinfo, *userinfo.split(":")]
+
+
+def _longest_first(found: list[str]) -> list[str]:
+    """A credential's pieces raw and percent-decoded, longest first, the shortest left out."""
     out = {s for s in found if len(s) >= _MIN_SECRET}
     out |= {unquote(s) for s in out if len(unquote(s)) >= _MIN_SECRET}
     return sorted(out, key=len, reverse=True)
