@@ -58,6 +58,7 @@ from fontaine_tui.core.log.formats.source import SourceSpec, decoder
 from fontaine_tui.core.log.formats.tfrecord import FramingError
 from fontaine_tui.core.log.formats.where import LIST_TRIES, our_log
 from fontaine_tui.core.log.oddvalues import NONE as NO_ODD
+from fontaine_tui.core.log.oddvalues import OddValues
 from fontaine_tui.core.log.records import Record
 from fontaine_tui.core.readfile import read_whole
 from fontaine_tui.core.runfolder import LOG
@@ -113,6 +114,119 @@ class FileTransport(Protocol):
     async def read_bytes(self, name: str) -> bytes | None: ...
 
     async def close(self) -> None: ...
+
+
+class _Decoding:
+    """The decoders of a foreign run's files, and what was said of them so far."""
+
+    def __init__(self, spec: SourceSpec) -> None:
+        self.spec = spec
+        self.decoders: dict[str, Decoder] = {}
+        self.told: dict[str, list[str]] = {}  # what each file's decoder said it did not apply
+        self.counted = NO_ODD  # the eval values not numbers sent, all files together
+        self.settled = True  # no step held since the last quiet poll
+
+    def quiet(self) -> Batch | None:
+        """The steps each decoder still holds, complete now that no file changed for a poll."""
+        if self.settled:
+            return None
+        self.settled = True
+        held = [record for dec in self.decoders.values() for record in quiet(dec)]
+        return Batch([], 1, records=tuple(held)) if held else None
+
+    def decoder_for(self, chunk: Chunk) -> Decoder:
+        """The chunk's file's decoder: a new one for a new file, or one appended to read anew.
+
+        Bytes, or the file's end, may leave a step held until the next quiet poll."""
+        if chunk.data or chunk.at_end:
+            self.settled = False
+        dec = self.decoders.get(chunk.name)
+        if dec is None or (chunk.restart and not dec.whole):
+            dec = self.decoders[chunk.name] = decoder(self.spec)
+        return dec
+
+    def news(self, dec: Decoder, chunk: Chunk) -> list[str]:
+        """What the file's decoder says that it did not say before, the file read anew first."""
+        notes = decoder_notices(dec, chunk.name)
+        news = [n for n in notes if n not in self.told.get(chunk.name, ())]
+        self.told[chunk.name] = notes
+        if chunk.restart and chunk.offset == 0 and not dec.whole:
+            news.insert(0, f"{chunk.name} was truncated or replaced: read again")
+        return news
+
+    def odd_news(self) -> OddValues | None:
+        """The eval values not numbers, all files together, when they changed (None: not)."""
+        odd = sum((odd_values(d) for d in self.decoders.values()), NO_ODD)
+        fresh, self.counted = odd if odd != self.counted else None, odd
+        return fresh
+
+
+class _EventFolders:
+    """A TensorBoard run's folders, each followed by a pump of its own into one queue.
+
+    A folder's chunk goes in with the event its pump waits on: a file is read on once its
+    chunk is taken (and the batch made of it handed on), as one folder's would be."""
+
+    def __init__(self, run: ForeignRun) -> None:
+        self.run = run
+        self.queue: asyncio.Queue[tuple[Path, Chunk, asyncio.Event]] = asyncio.Queue()
+        self.pumps: dict[Path, asyncio.Task[None]] = {}
+        self.chosen = run.spec.options.get("run", "")
+        path = Path(run.spec.path)
+        self.base = path if path.is_absolute() else run.folder / run.spec.path
+        self.said = ""  # the last reason there is no run folder yet, said once
+        self.root: Path | None = None  # the run's folder, once found
+
+    async def _pump(self, folder: Path, match: Callable[[str], bool]) -> None:
+        run = self.run
+        under = str(folder.relative_to(run.folder)) if folder != run.folder else ""
+        async for chunk in run.transport.follow_files(match, under):
+            taken = asyncio.Event()
+            await self.queue.put((folder, chunk, taken))
+            await taken.wait()
+
+    def look(self) -> str:
+        """Follow every folder of the run not followed yet (the run's own as `root`).
+
+        Returns a note to show, "" when there is no news. An error for good is kept as the
+        run's `refused`."""
+        found, why = self._find()
+        self.root = found or self.root
+        if not why or why == self.said:
+            return ""
+        self.said = why
+        return f"waiting: {why}"
+
+    def _find(self) -> tuple[Path | None, str]:
+        """The run's folder and its folders now pumped, or None and why there is none yet."""
+        try:
+            if self.base.is_file():
+                found, one = self.base.parent, self.base.name
+                folders = [found]
+            else:
+                found, folders = run_root(self.base)
+                one = ""
+        except (InputError, OSError) as exc:
+            self.run._refuses(exc)
+            return None, str(exc)
+        if not self.pumps and not one and not self.chosen:  # files there: the cold read's rule
+            try:
+                at_once(self.base)
+            except InputError as exc:
+                if self.run._refuses(exc):
+                    return None, str(exc)
+        for folder in folders:
+            if folder not in self.pumps:
+                self.pumps[folder] = asyncio.create_task(
+                    self._pump(folder, events_of(one, self.chosen))
+                )
+        return found, ""
+
+    async def close(self) -> None:
+        """Stop every pump."""
+        for task in self.pumps.values():
+            task.cancel()
+        await asyncio.gather(*self.pumps.values(), return_exceptions=True)
 
 
 class ForeignRun:
@@ -172,20 +286,27 @@ class ForeignRun:
         if name != LOG:
             await self._closed.wait()
             return
+        async for batch in self._by_kind():
+            yield batch
+
+    def _by_kind(self) -> AsyncIterator[Batch]:
+        """The follow the run's kind takes.
+
+        Over SSH; a store, or the newest checkpoint's file, read whole again and again; event
+        folders; else files appended to."""
         fmt = self.format
         if self.remote:
-            async for batch in self._remote(fmt):
-                yield batch
-            return
-        if fmt.store is not None or fmt.follow == NEWEST:  # read whole again and again
-            whole = self._newest() if fmt.store is None else self._store(fmt.store)
-            async for batch in whole:
-                yield batch
-            return
+            return self._remote(fmt)
+        if fmt.store is not None:
+            return self._store(fmt.store)
+        if fmt.follow == NEWEST:
+            return self._newest()
         if fmt.follow == EVENTS_DIRS:
-            async for batch in self._event_run():
-                yield batch
-            return
+            return self._event_run()
+        return self._appended()
+
+    async def _appended(self) -> AsyncIterator[Batch]:
+        """A run whose files are appended to: its first file waited for, then its folder's."""
         said = ""
         while True:  # until the run's first file is there
             try:
@@ -218,85 +339,46 @@ class ForeignRun:
         starting below the step the folder reached is a restart (the earlier files' events
         from there on are dropped). Two files of one folder written at once are two runs:
         this is reported, and the run is followed no further."""
-        # a folder's chunk and the event its reader waits on: a file is read on once its
-        # chunk is taken (and the batch made of it handed on), as one folder's would be
-        queue: asyncio.Queue[tuple[Path, Chunk, asyncio.Event]] = asyncio.Queue()
-        pumps: dict[Path, asyncio.Task[None]] = {}
-        run = self.spec.options.get("run", "")
-        base = (
-            Path(self.spec.path)
-            if Path(self.spec.path).is_absolute()
-            else self.folder / self.spec.path
-        )
-
-        async def pump(folder: Path, match: Callable[[str], bool]) -> None:
-            under = str(folder.relative_to(self.folder)) if folder != self.folder else ""
-            async for chunk in self.transport.follow_files(match, under):
-                taken = asyncio.Event()
-                await queue.put((folder, chunk, taken))
-                await taken.wait()
-
-        def look() -> tuple[Path | None, str]:
-            """Follow every folder of the run not followed yet.
-
-            Returns the run's folder, or None and why there is none yet."""
-            try:
-                if base.is_file():
-                    found, one = base.parent, base.name
-                    folders = [found]
-                else:
-                    found, folders = run_root(base)
-                    one = ""
-            except (InputError, OSError) as exc:
-                if permanent_error(exc):
-                    self.refused = str(exc)
-                return None, str(exc)
-            if not pumps and not one and not run:  # files there: the cold read's rule
-                try:
-                    at_once(base)
-                except InputError as exc:
-                    if permanent_error(exc):
-                        self.refused = str(exc)
-                        return None, str(exc)
-            for folder in folders:
-                if folder not in pumps:
-                    pumps[folder] = asyncio.create_task(pump(folder, events_of(one, run)))
-            return found, ""
-
-        said = ""
-        root: Path | None = None
+        folders = _EventFolders(self)
         events = EventRun(self.spec.fields, 0.0)  # held steps go out at the first quiet poll
         loop = asyncio.get_running_loop()
+        every = self.poll_s or 0.25
         next_look = 0.0
         try:
             while not self._closed.is_set():
                 if loop.time() >= next_look:
-                    found, why = look()
+                    note = folders.look()
                     if self.refused:
                         yield Batch([], 1, note=self.refused)
                         return
-                    root = found or root
-                    next_look = loop.time() + (self.poll_s or 0.25) * 4
-                    if why and why != said:
-                        said = why
-                        yield Batch([], 1, note=f"waiting: {why}")
+                    next_look = loop.time() + every * 4
+                    if note:
+                        yield Batch([], 1, note=note)
                 try:
-                    folder, chunk, taken = await asyncio.wait_for(queue.get(), self.poll_s or 0.25)
+                    folder, chunk, taken = await asyncio.wait_for(folders.queue.get(), every)
                 except TimeoutError:
                     continue
-                assert root is not None  # a folder is followed once the run's is found
-                batch = events.take(root, folder, chunk, loop.time())
-                if events.stopped:  # reported before the batch goes out: a reader may stop there
-                    self.refused = batch.note if batch is not None else "several runs"
+                batch = self._taken(events, folders.root, folder, chunk, loop.time())
                 if batch is not None:
                     yield batch
                 taken.set()
                 if events.stopped:
                     return
         finally:
-            for task in pumps.values():
-                task.cancel()
-            await asyncio.gather(*pumps.values(), return_exceptions=True)
+            await folders.close()
+
+    def _taken(
+        self, events: EventRun, root: Path | None, folder: Path, chunk: Chunk, now: float
+    ) -> Batch | None:
+        """The batch a folder's chunk makes.
+
+        Two runs in one folder stop the follow: `refused` is kept before the batch goes out (a
+        reader may stop there)."""
+        assert root is not None  # a folder is followed once the run's is found
+        batch = events.take(root, folder, chunk, now)
+        if events.stopped:
+            self.refused = batch.note if batch is not None else "several runs"
+        return batch
 
     async def _remote(self, fmt: Format) -> AsyncIterator[Batch]:
         """Over SSH: the files [source] names, through the transport's polling.
@@ -350,55 +432,41 @@ class ForeignRun:
             yield batch
 
     async def _files(self, match: Callable[[str], bool], under: str) -> AsyncIterator[Batch]:
-        decoders: dict[str, Decoder] = {}
-        told: dict[str, list[str]] = {}  # what each file's decoder said it did not apply
-        counted = NO_ODD  # the eval values not numbers sent, all files together
-        settled = True
+        """The records of the files `match` names, each file through a decoder of its own."""
+        read = _Decoding(self.spec)
         async for chunk in self.transport.follow_files(match, under):
             if chunk.idle:  # no file changed for one poll: the steps still held are complete
-                if not settled:
-                    settled = True
-                    held: list[Record] = []
-                    for d in decoders.values():
-                        held += quiet(d)
-                    if held:
-                        yield Batch([], 1, records=tuple(held))
+                held = read.quiet()
+                if held is not None:
+                    yield held
                 continue
-            if chunk.data or chunk.at_end:
-                settled = False
-            dec = decoders.get(chunk.name)
-            if dec is None or (chunk.restart and not dec.whole):  # appended: decode anew
-                dec = decoders[chunk.name] = decoder(self.spec)
-            note = (
-                f"{chunk.name} was truncated or replaced: read again"
-                if chunk.restart and chunk.offset == 0 and not dec.whole
-                else ""
-            )
-            records: list[Record] = []
+            dec = read.decoder_for(chunk)
             try:
-                if dec.whole:  # rewritten in place: any change means the whole file again
-                    if chunk.at_end:
-                        name = f"{under}/{chunk.name}" if under else chunk.name
-                        whole = await self.transport.read_bytes(name)
-                        records = dec.feed(whole) + settle(dec) if whole else []
-                else:
-                    records = dec.feed(chunk.data) if chunk.data else []
-                    if chunk.at_end:  # the writer flushed: its last step is complete
-                        records += settle(dec)
+                records = await self._records(dec, chunk, under)
             except (FormatError, FramingError) as exc:
                 if not dec.whole:  # framing lost: say so, the rest of this file is unread
                     kept = tuple(getattr(exc, "records", ()))  # what came before the break
                     yield Batch([], 1, note=f"{chunk.name}: {exc}", records=kept)
                 continue  # a whole file caught mid-rewrite: the next change reads it again
-            notes = decoder_notices(dec, chunk.name)
-            news = [n for n in notes if n not in told.get(chunk.name, ())]
-            told[chunk.name] = notes
-            if chunk.restart and note:
-                news.insert(0, note)
-            odd = sum((odd_values(d) for d in decoders.values()), NO_ODD)
-            fresh, counted = odd if odd != counted else None, odd
+            news = read.news(dec, chunk)
+            fresh = read.odd_news()
             if records or news or fresh is not None:
                 yield Batch([], 1, note="; ".join(news), records=tuple(records), odd=fresh)
+
+    async def _records(self, dec: Decoder, chunk: Chunk, under: str) -> list[Record]:
+        """The records a file's new bytes complete.
+
+        A file rewritten in place is read whole again at each change; one appended to, from
+        its new bytes (the writer flushed at its end: its last step is complete)."""
+        if not dec.whole:
+            records = dec.feed(chunk.data) if chunk.data else []
+            if chunk.at_end:
+                records += settle(dec)
+            return records
+        if not chunk.at_end:
+            return []
+        whole = await self.transport.read_bytes(f"{under}/{chunk.name}" if under else chunk.name)
+        return dec.feed(whole) + settle(dec) if whole else []
 
     async def _newest(self) -> AsyncIterator[Batch]:
         """trainer_state.json from the newest checkpoint (looked up again at each read)."""
