@@ -53,45 +53,18 @@ class EventRun:
     def take(self, root: Path, folder: Path, chunk: Chunk, now: float) -> Batch | None:
         """One chunk of a file of `folder` (of the run whose folder is `root`)."""
         if chunk.idle:  # quiet for settle_s: the steps still held are complete
-            if self.settled or now - self.last_data < self.settle_s:
-                return None
-            self.settled = True
-            held: list[Record] = []
-            for p, d in self.decoders.items():
-                step_out: list[Record] = []
-                d.grouper.flush(step_out)
-                held += self._apply(step_out, p)
-            return self._batch(held)
+            return self._quiet(now)
         path = folder / chunk.name
         if chunk.data:
             self.last_data, self.settled = now, False
         dec = self.decoders.get(path)
         note = ""
         if dec is None or chunk.restart:
-            if dec is not None and chunk.offset == 0:
-                note = f"{chunk.name} was truncated or replaced: read again"
-            others = [d for p, d in self.decoders.items() if p.parent == folder and p != path]
-            dec = self.decoders[path] = TensorBoardDecoder(
-                self.fields,
-                prefix=prefix_of(root, folder),
-                before=max((d.grouper.top for d in others), default=-1),
-            )
-            dec.next_file(chunk.name, dec.prefix)
-            self.epoch[path] = self.folder_epoch.get(folder, 0)
-            if not chunk.restart:
-                self.newest[folder] = path  # begun after the folder's others
-        elif chunk.data and path != self.newest.get(folder, path):
-            newer = self.newest[folder]
-            if self.decoders[newer].grouper.top >= 0:  # an older file still written
-                self.stopped = True
-                return Batch(
-                    [],
-                    1,
-                    note=f"{folder}: source.run: two writers log into this "
-                    f"folder at once ({chunk.name} and {newer.name}): several runs, "
-                    "not merged; set [source] run to one file's name, or a part of "
-                    "it (its host, pid or host.pid)",
-                )
+            dec, note = self._begin(root, folder, chunk, dec is not None)
+        else:
+            two = self._two_writers(folder, path, chunk)
+            if two is not None:
+                return two
         try:
             records = dec.feed(chunk.data) if chunk.data else []
             if chunk.at_end:  # the writer flushed: its last step's train record now
@@ -100,6 +73,59 @@ class EventRun:
             kept = self._apply(getattr(exc, "records", ()), path)
             return Batch([], 1, note=f"{chunk.name}: {exc}", records=tuple(kept))
         return self._batch(self._apply(records, path), note)
+
+    def _quiet(self, now: float) -> Batch | None:
+        """The steps every decoder still holds, once the run was quiet for settle_s."""
+        if self.settled or now - self.last_data < self.settle_s:
+            return None
+        self.settled = True
+        held: list[Record] = []
+        for p, d in self.decoders.items():
+            step_out: list[Record] = []
+            d.grouper.flush(step_out)
+            held += self._apply(step_out, p)
+        return self._batch(held)
+
+    def _begin(
+        self, root: Path, folder: Path, chunk: Chunk, again: bool
+    ) -> tuple[TensorBoardDecoder, str]:
+        """A new decoder for a file begun, or read `again` (truncated or replaced), and its note.
+
+        Its steps start past those of the folder's other files."""
+        path = folder / chunk.name
+        note = ""
+        if again and chunk.offset == 0:
+            note = f"{chunk.name} was truncated or replaced: read again"
+        others = [d for p, d in self.decoders.items() if p.parent == folder and p != path]
+        dec = self.decoders[path] = TensorBoardDecoder(
+            self.fields,
+            prefix=prefix_of(root, folder),
+            before=max((d.grouper.top for d in others), default=-1),
+        )
+        dec.next_file(chunk.name, dec.prefix)
+        self.epoch[path] = self.folder_epoch.get(folder, 0)
+        if not chunk.restart:
+            self.newest[folder] = path  # begun after the folder's others
+        return dec, note
+
+    def _two_writers(self, folder: Path, path: Path, chunk: Chunk) -> Batch | None:
+        """The run stopped, when an older file of the folder is still written beside the newest.
+
+        Two runs at once are not merged. None: the chunk is not such a write."""
+        if not chunk.data or path == self.newest.get(folder, path):
+            return None
+        newer = self.newest[folder]
+        if self.decoders[newer].grouper.top < 0:
+            return None
+        self.stopped = True
+        return Batch(
+            [],
+            1,
+            note=f"{folder}: source.run: two writers log into this "
+            f"folder at once ({chunk.name} and {newer.name}): several runs, "
+            "not merged; set [source] run to one file's name, or a part of "
+            "it (its host, pid or host.pid)",
+        )
 
     def _batch(self, records: list[Record], note: str = "") -> Batch | None:
         if self.dropped:
@@ -121,33 +147,43 @@ class EventRun:
         Its restarts are reported once, an older file's records past a restart are dropped,
         and each probe is joined with the other folders' for its step."""
         out: list[Record] = []
-        folder = path.parent
         for rec in records:
             e = self.epoch.get(path, 0)
             if isinstance(rec, Event) and rec.event == "resume":
-                self.epoch[path] = e + 1
-                self.folder_epoch[folder] = max(self.folder_epoch.get(folder, 0), e + 1)
-                if e < len(self.restarts):
-                    if rec.step >= self.restarts[e]:
-                        continue  # this restart, reported already by another folder
-                    self.restarts[e] = rec.step
-                else:
-                    self.restarts.append(rec.step)
-                self.joined = {s: m for s, m in self.joined.items() if s <= rec.step}
-                out.append(rec)
+                if self._resumed(rec, path, e):
+                    out.append(rec)
                 continue
             if any(r < rec.step for r in self.restarts[e:]):
                 self.dropped += 1  # the older run's, past a restart read before it
                 continue
-            if isinstance(rec, Probe):
-                mine = self.joined.setdefault(rec.step, {})
-                mine[folder] = rec
-                if len(mine) > 1:
-                    fields: dict[str, float] = {}
-                    bits: dict[str, int] = {}
-                    for p in mine.values():
-                        fields.update(p.fields)
-                        bits.update(p.bits)
-                    rec = replace(rec, fields=MappingProxyType(fields), bits=MappingProxyType(bits))
-            out.append(rec)
+            out.append(self._joined(rec, path.parent) if isinstance(rec, Probe) else rec)
         return out
+
+    def _resumed(self, rec: Event, path: Path, e: int) -> bool:
+        """A file's restart, past its `e` restarts before: whether it is news for the run.
+
+        False: another folder reported this restart already."""
+        folder = path.parent
+        self.epoch[path] = e + 1
+        self.folder_epoch[folder] = max(self.folder_epoch.get(folder, 0), e + 1)
+        if e < len(self.restarts):
+            if rec.step >= self.restarts[e]:
+                return False
+            self.restarts[e] = rec.step
+        else:
+            self.restarts.append(rec.step)
+        self.joined = {s: m for s, m in self.joined.items() if s <= rec.step}
+        return True
+
+    def _joined(self, rec: Probe, folder: Path) -> Probe:
+        """A folder's probe joined with the other folders' probes of its step."""
+        mine = self.joined.setdefault(rec.step, {})
+        mine[folder] = rec
+        if len(mine) == 1:
+            return rec
+        fields: dict[str, float] = {}
+        bits: dict[str, int] = {}
+        for p in mine.values():
+            fields.update(p.fields)
+            bits.update(p.bits)
+        return replace(rec, fields=MappingProxyType(fields), bits=MappingProxyType(bits))
