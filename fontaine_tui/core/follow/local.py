@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import asyncio
 import os
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
 from fontaine_tui.core.errors import InputError
@@ -27,6 +28,37 @@ from fontaine_tui.core.follow.waker import Waker
 from fontaine_tui.core.log.lines import LINE_CAP, LineCutter
 from fontaine_tui.core.readfile import open_fd, read_whole
 from fontaine_tui.core.runfolder import LOG
+
+
+def _listed(folder: Path, match: Callable[[str], bool]) -> list[str]:
+    """The folder's names `match` keeps, in name order (none while it cannot be listed)."""
+    try:
+        return sorted(n for n in os.listdir(folder) if match(n))
+    except OSError:
+        return []
+
+
+def _rewritten(had: tuple[int, tuple[int, int], int], st: os.stat_result) -> bool:
+    """Whether a file was truncated or replaced since `had` (bytes read, (dev, ino), mtime).
+
+    A file rewritten in place to the same size shows in its mtime."""
+    pos, ident, mtime = had
+    return (
+        ident != (st.st_dev, st.st_ino)
+        or st.st_size < pos
+        or (st.st_size == pos and st.st_mtime_ns != mtime)
+    )
+
+
+@dataclass
+class _Said:
+    """What a local follow said of its file's name: each said once, until it changes."""
+
+    note: str = ""  # to go with the next lines read
+    waiting: bool = False  # the file is not there (or not readable) yet
+    gone: bool = False  # the file was removed
+    renamed: bool = False  # renamed, its successor still empty
+    again: bool = False  # the pass found the file changed: the next one at once
 
 
 class LocalRun:
@@ -85,53 +117,62 @@ class LocalRun:
         # name -> (bytes read, (dev, ino), mtime): a file rewritten in place to the same size
         # shows in its mtime
         seen: dict[str, tuple[int, tuple[int, int], int]] = {}
-        loop, last = asyncio.get_running_loop(), 0.0
+        last = 0.0
         try:
             while not self._closed.is_set():
-                try:
-                    names = sorted(n for n in os.listdir(folder) if match(n))
-                except OSError:
-                    names = []
                 fresh = False
-                for name in names:
-                    path = folder / name
+                for name in _listed(folder, match):
                     try:
-                        fd = open_fd(path)
+                        fd = open_fd(folder / name)
                     except (OSError, InputError):  # gone, or a pipe or device: not read
                         continue
                     try:
-                        st = os.fstat(fd)
-                        pos, ident, mtime = seen.get(
-                            name, (0, (st.st_dev, st.st_ino), st.st_mtime_ns)
-                        )
-                        restart = name in seen and (
-                            ident != (st.st_dev, st.st_ino)
-                            or st.st_size < pos
-                            or (st.st_size == pos and st.st_mtime_ns != mtime)
-                        )
-                        if restart:
-                            pos = 0
-                        start = pos
-                        while data := os.pread(fd, self.chunk, pos):
-                            yield Chunk(name, data, pos, restart)
-                            restart = False
-                            pos += len(data)
-                        if pos != start or restart or name not in seen:
-                            fresh = True
-                            yield Chunk(name, b"", pos, restart, at_end=True)
-                        seen[name] = (pos, (st.st_dev, st.st_ino), os.fstat(fd).st_mtime_ns)
+                        for chunk in self._file_news(fd, name, seen):
+                            fresh = fresh or chunk.at_end
+                            yield chunk
                     finally:
                         os.close(fd)
                 if not fresh:
                     yield Chunk("", b"", 0, idle=True)
                 await waker.wait()
-                rest = last + self.min_gap_s - loop.time()
-                if rest > 0 and not self._closed.is_set():
-                    await asyncio.sleep(rest)
-                last = loop.time()
+                last = await self._paced(last)
         finally:
             waker.close()
             self._wakers.discard(waker)
+
+    def _file_news(
+        self, fd: int, name: str, seen: dict[str, tuple[int, tuple[int, int], int]]
+    ) -> Iterator[Chunk]:
+        """An open file's bytes past what was read, and its end when anything changed.
+
+        A file truncated or replaced since is read from its first byte (`restart`)."""
+        st = os.fstat(fd)
+        ident = (st.st_dev, st.st_ino)
+        pos, restart = 0, False
+        if name in seen:
+            pos = seen[name][0]
+            restart = _rewritten(seen[name], st)
+        if restart:
+            pos = 0
+        start = pos
+        while data := os.pread(fd, self.chunk, pos):
+            yield Chunk(name, data, pos, restart)
+            restart = False
+            pos += len(data)
+        if pos != start or restart or name not in seen:
+            yield Chunk(name, b"", pos, restart, at_end=True)
+        seen[name] = (pos, ident, os.fstat(fd).st_mtime_ns)
+
+    async def _paced(self, last: float) -> float:
+        """Wait out min_gap_s since the `last` read; returns the time of this one.
+
+        One wake-up per line is most of the CPU at 100 lines/s: a slow run still gets each
+        line at once, a fast one in batches a few lines long."""
+        loop = asyncio.get_running_loop()
+        rest = last + self.min_gap_s - loop.time()
+        if rest > 0 and not self._closed.is_set():
+            await asyncio.sleep(rest)
+        return loop.time()
 
     async def _read(self, f: LocalFile) -> bytes:
         size = min(self.chunk, os.fstat(f.fd).st_size - f.pos)
@@ -145,11 +186,14 @@ class LocalRun:
         self.segments += 1
         return Batch([], 1, True, note, 0, name)
 
-    async def _history(self, path: Path) -> AsyncIterator[Batch]:
-        """The log's rotated segments, oldest first, each a segment ending at its last byte."""
+    async def _history(self, path: Path, name: str) -> AsyncIterator[Batch]:
+        """The log's rotated segments, oldest first, each a segment ending at its last byte.
+
+        After them, the mark that the log itself is read next."""
         from fontaine_tui.core.log.read import segment_chunks
         from fontaine_tui.core.runfolder import rotated_segments
 
+        had = self.segments
         for seg in rotated_segments(path):
             yield self._segment(seg.name, f"reading rotated segment {seg.name}")
             cutter = LineCutter(self.line_cap)
@@ -163,6 +207,8 @@ class LocalRun:
                 yield Batch([], cutter.next_line, note=f"{seg.name}: {exc}")
             for batch in finish(cutter):
                 yield batch
+        if self.segments > had:
+            yield self._segment(name, f"reading {name}")
 
     async def _drain(self, f: LocalFile, name: str, note: str = "") -> AsyncIterator[Batch]:
         """Read the open file to its end now; `note` rides on the first batch."""
@@ -221,87 +267,104 @@ class LocalRun:
         self._wakers.add(waker)
         f = LocalFile(path, self.line_cap)
         f.note_sibling()  # name.1 as it is now: read as history, or older than this follow
-        note, said_waiting, said_gone, said_renamed = "", False, False, False
-        loop, last_read = asyncio.get_running_loop(), 0.0
+        said = _Said()
+        last_read = 0.0
         try:
             if history if history is not None else name == LOG:
-                had = self.segments
-                async for batch in self._history(path):
+                async for batch in self._history(path, name):
                     yield batch
-                if self.segments > had:
-                    yield self._segment(name, f"reading {name}")
             while not self._closed.is_set():
                 if f.fd < 0:
-                    try:
-                        opened = open_file(path)
-                    except OSError as exc:  # unreadable for now: say so, keep trying
-                        opened, why = None, f"{name}: cannot read ({exc.strerror}); retrying"
-                    else:
-                        why = f"waiting for {name}"
-                    if opened is None:
-                        if not said_waiting:
-                            said_waiting = True
-                            yield Batch([], 1, note=why)
+                    async for batch in self._open(f, name, waker, said):
+                        yield batch
+                    if f.fd < 0:
                         await waker.wait()
                         continue
-                    f.fd, f.ident = opened
-                    waker.track(path)
-                    if said_waiting:
-                        note = note or f"{name} appeared"
-                    said_waiting = said_gone = False
-                if f.truncated():
-                    async for batch in self._truncated(f, name):
-                        yield batch
-                before = f.pos
-                async for batch in self._drain(f, name, note):
+                async for batch in self._read_on(f, name, waker, said):
                     yield batch
-                note = ""
-                if f.pos != before and f.head_changed():  # rewritten under us while we read
-                    async for batch in self._truncated(f, name):
-                        yield batch
+                if said.again:
                     continue
-                try:
-                    st = os.stat(path)
-                except FileNotFoundError:
-                    st = None
-                    if not said_gone:
-                        said_gone = True
-                        yield Batch(
-                            [],
-                            f.cutter.next_line,
-                            note=f"{name} removed; waiting for it to reappear",
-                            end_offset=f.cutter.offset,
-                        )
-                if st is not None and (st.st_dev, st.st_ino) != f.ident:
-                    if st.st_size == 0:  # renamed, its successor still empty: the writer may
-                        if not said_renamed:  # still be writing to the old file
-                            said_renamed = True
-                            yield Batch(
-                                [],
-                                f.cutter.next_line,
-                                note=(
-                                    f"{name} was renamed; reading the old file until the new one "
-                                    "has data"
-                                ),
-                                end_offset=f.cutter.offset,
-                            )
-                    else:
-                        async for batch in self._switch(f, name):
-                            yield batch
-                        waker.track(path)
-                        said_renamed = False
-                        continue
                 await waker.wait()
-                # one wake-up per line is most of the CPU at 100 lines/s; a slow run still
-                # gets each line at once, a fast one in batches a few lines long
-                rest = last_read + self.min_gap_s - loop.time()
-                if rest > 0 and not self._closed.is_set():
-                    await asyncio.sleep(rest)
-                last_read = loop.time()
+                last_read = await self._paced(last_read)
         finally:
             f.close()
             waker.close()
             self._wakers.discard(waker)
+
+    async def _open(
+        self, f: LocalFile, name: str, waker: Waker, said: _Said
+    ) -> AsyncIterator[Batch]:
+        """Open the file if it is there; if not (or not readable for now), say so once."""
+        try:
+            opened = open_file(f.path)
+        except OSError as exc:  # unreadable for now: say so, keep trying
+            opened, why = None, f"{name}: cannot read ({exc.strerror}); retrying"
+        else:
+            why = f"waiting for {name}"
+        if opened is None:
+            if not said.waiting:
+                said.waiting = True
+                yield Batch([], 1, note=why)
+            return
+        f.fd, f.ident = opened
+        waker.track(f.path)
+        if said.waiting:
+            said.note = said.note or f"{name} appeared"
+        said.waiting = said.gone = False
+
+    async def _read_on(
+        self, f: LocalFile, name: str, waker: Waker, said: _Said
+    ) -> AsyncIterator[Batch]:
+        """One pass over the open file: what is new in it, then whether its name moved.
+
+        A file rewritten under the read, or another file that took the name, asks for the
+        next pass at once (`said.again`)."""
+        said.again = False
+        if f.truncated():
+            async for batch in self._truncated(f, name):
+                yield batch
+        before = f.pos
+        async for batch in self._drain(f, name, said.note):
+            yield batch
+        said.note = ""
+        if f.pos != before and f.head_changed():  # rewritten under us while we read
+            async for batch in self._truncated(f, name):
+                yield batch
+            said.again = True
+            return
+        async for batch in self._name_moved(f, name, waker, said):
+            yield batch
+
+    async def _name_moved(
+        self, f: LocalFile, name: str, waker: Waker, said: _Said
+    ) -> AsyncIterator[Batch]:
+        """What the file's name holds now: the file removed, renamed, or another file."""
+        try:
+            st = os.stat(f.path)
+        except FileNotFoundError:
+            if not said.gone:
+                said.gone = True
+                yield self._mark(f, f"{name} removed; waiting for it to reappear")
+            return
+        if (st.st_dev, st.st_ino) == f.ident:
+            return
+        if st.st_size == 0:  # renamed, its successor still empty: the writer may still be
+            if not said.renamed:  # writing to the old file
+                said.renamed = True
+                yield self._mark(
+                    f, f"{name} was renamed; reading the old file until the new one has data"
+                )
+            return
+        async for batch in self._switch(f, name):
+            yield batch
+        waker.track(f.path)
+        said.renamed = False
+        said.again = True
+
+    @staticmethod
+    def _mark(f: LocalFile, note: str) -> Batch:
+        """A note at where the file's read stands."""
+        return Batch([], f.cutter.next_line, note=note, end_offset=f.cutter.offset)
 
     async def _switch(self, f: LocalFile, name: str) -> AsyncIterator[Batch]:
         """Follow the new file that has the log's name.
