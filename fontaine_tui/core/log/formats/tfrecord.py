@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import struct
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from fontaine_tui.core.log.formats.protowire import skip as _skip
 from fontaine_tui.core.log.formats.protowire import varint as _varint
@@ -94,53 +94,87 @@ def frame(payload: bytes) -> bytes:
     return head + U32.pack(masked_crc(head)) + payload + U32.pack(masked_crc(payload))
 
 
+@dataclass(slots=True)
+class _TensorFields:
+    """What a TensorProto's fields said so far: its dtype, raw content and listed values."""
+
+    dtype: int = 0
+    content: bytes = b""
+    values: list[float] = field(default_factory=list)
+    bits: int = 53  # of the listed values: a float_val's are float32s
+
+
 def _tensor_value(buf: bytes) -> tuple[float, int] | None:
     """A TensorProto holding one number, with the significand bits it is stored in, or None.
 
     None is for anything else: a histogram, text, an image..."""
-    dtype, i, n = 0, 0, len(buf)
-    values: list[float] = []
-    bits = 53
-    content = b""
+    t = _TensorFields()
+    i, n = 0, len(buf)
     while i < n:
         key, i = _varint(buf, i)
-        field, wire = key >> 3, key & 7
-        if field == 1 and wire == 0:
-            dtype, i = _varint(buf, i)
-        elif field == 4 and wire == 2:
-            size, i = _varint(buf, i)
-            content, i = buf[i : i + size], i + size
-        elif field in (5, 6):  # float_val, double_val: packed or not
-            real = F32 if field == 5 else F64
-            bits = F32_BITS if field == 5 else 53
-            if wire == 2:
-                size, i = _varint(buf, i)
-                values += [v for (v,) in real.iter_unpack(buf[i : i + size])]
-                i += size
-            else:
-                values.append(real.unpack_from(buf, i)[0])
-                i += real.size
-        elif field in (7, 10):  # int_val, int64_val (zigzag-free two's complement)
-            if wire == 2:
-                size, i = _varint(buf, i)
-                end = i + size
-                while i < end:
-                    v, i = _varint(buf, i)
-                    values.append(float(v - (1 << 64) if v >= 1 << 63 else v))
-            else:
-                v, i = _varint(buf, i)
-                values.append(float(v - (1 << 64) if v >= 1 << 63 else v))
-        else:
-            i = _skip(buf, i, wire)
-    if content and not values:
-        fmt = {DT_FLOAT: "<f", DT_DOUBLE: "<d", DT_HALF: "<e", DT_INT32: "<i", DT_INT64: "<q"}.get(
-            dtype
-        )
-        if fmt is None or struct.calcsize(fmt) != len(content):
-            return None
-        bits = {DT_FLOAT: F32_BITS, DT_HALF: F16_BITS}.get(dtype, 53)
-        return float(struct.unpack(fmt, content)[0]), bits
-    return (float(values[0]), bits) if len(values) == 1 else None
+        i = _tensor_field(buf, i, key, t)
+    if t.content and not t.values:
+        return _content_value(t.dtype, t.content)
+    return (float(t.values[0]), t.bits) if len(t.values) == 1 else None
+
+
+def _tensor_field(buf: bytes, i: int, key: int, t: _TensorFields) -> int:
+    """Read the TensorProto field `key` at `i` into `t`; returns where the next field starts."""
+    number, wire = key >> 3, key & 7
+    if number == 1 and wire == 0:
+        t.dtype, i = _varint(buf, i)
+        return i
+    if number == 4 and wire == 2:  # tensor_content
+        size, i = _varint(buf, i)
+        t.content = buf[i : i + size]
+        return i + size
+    if number in (5, 6):  # float_val, double_val: packed or not
+        t.bits = F32_BITS if number == 5 else 53
+        return _real_values(buf, i, wire, F32 if number == 5 else F64, t.values)
+    if number in (7, 10):  # int_val, int64_val (zigzag-free two's complement)
+        return _int_values(buf, i, wire, t.values)
+    return _skip(buf, i, wire)
+
+
+def _real_values(buf: bytes, i: int, wire: int, real: struct.Struct, out: list[float]) -> int:
+    """A float_val or double_val field's values, packed (wire 2) or one."""
+    if wire != 2:
+        out.append(real.unpack_from(buf, i)[0])
+        return i + real.size
+    size, i = _varint(buf, i)
+    out += [v for (v,) in real.iter_unpack(buf[i : i + size])]
+    return i + size
+
+
+def _int_values(buf: bytes, i: int, wire: int, out: list[float]) -> int:
+    """An int_val or int64_val field's values, packed (wire 2) or one."""
+    if wire != 2:
+        v, i = _varint(buf, i)
+        out.append(_signed(v))
+        return i
+    size, i = _varint(buf, i)
+    end = i + size
+    while i < end:
+        v, i = _varint(buf, i)
+        out.append(_signed(v))
+    return i
+
+
+def _signed(v: int) -> float:
+    """A varint read as a two's complement int64."""
+    return float(v - (1 << 64) if v >= 1 << 63 else v)
+
+
+_CONTENT_FORMATS = {DT_FLOAT: "<f", DT_DOUBLE: "<d", DT_HALF: "<e", DT_INT32: "<i", DT_INT64: "<q"}
+
+
+def _content_value(dtype: int, content: bytes) -> tuple[float, int] | None:
+    """The one number of a tensor_content of `dtype`, or None where it is not one number."""
+    fmt = _CONTENT_FORMATS.get(dtype)
+    if fmt is None or struct.calcsize(fmt) != len(content):
+        return None
+    bits = {DT_FLOAT: F32_BITS, DT_HALF: F16_BITS}.get(dtype, 53)
+    return float(struct.unpack(fmt, content)[0]), bits
 
 
 def _summary_values(buf: bytes, step: int, wall: float, out: list[ScalarEvent]) -> None:
