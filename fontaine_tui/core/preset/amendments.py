@@ -74,6 +74,17 @@ def validate_scale_amendment(
         if factor <= 0:
             raise PresetError(path, f"{where}.factor", f"expected a positive factor, got {factor}")
         return
+    _validate_level_ratio(path, where, fields, comparators, every)
+
+
+def _validate_level_ratio(
+    path: str | Path,
+    where: str,
+    fields: Mapping[str, object],
+    comparators: Mapping[str, Comparator],
+    every: int,
+) -> None:
+    """A scale by level ratio: a comparator that banks a positive eval_level at from_step."""
     name = fields.get("comparator", "")
     if name not in comparators or not isinstance(name, str):  # a name found is a str
         raise PresetError(
