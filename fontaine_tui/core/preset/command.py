@@ -143,21 +143,25 @@ def _argv(table: dict, key: str, where: str | Path) -> tuple[str, ...]:
     # what the secrets policy masks in this argv, in any form (core/secrets.py)
     secret = [a != b for a, b in zip(value, mask_argv(value), strict=True)]
     for i, arg in enumerate(value):
-        if "\0" in arg:
-            raise PresetError(
-                where, f"command.{key}[{i}]", "expected a string without a NUL character"
-            )
-        names = (PLACEHOLDER, ENDPOINT) if key == "resume_argv" else (PLACEHOLDER,)
-        _placeholders(arg, f"command.{key}[{i}]", where, names)
-        if secret[i]:
-            raise PresetError(
-                where,
-                f"command.{key}[{i}]",
-                "looks like a secret; the "
-                "command is frozen into prereg.json and shown: let the "
-                "trainer read it from the launching shell's environment",
-            )
+        _check_arg(arg, f"command.{key}[{i}]", where, key == "resume_argv", secret[i])
     return tuple(value)
+
+
+def _check_arg(arg: str, key: str, where: str | Path, resume: bool, secret: bool) -> None:
+    """One argument of an argv (`key` names it): no NUL, known placeholders, no secret.
+
+    A resume_argv's (`resume`) may also name the endpoint placeholder."""
+    if "\0" in arg:
+        raise PresetError(where, key, "expected a string without a NUL character")
+    _placeholders(arg, key, where, (PLACEHOLDER, ENDPOINT) if resume else (PLACEHOLDER,))
+    if secret:
+        raise PresetError(
+            where,
+            key,
+            "looks like a secret; the "
+            "command is frozen into prereg.json and shown: let the "
+            "trainer read it from the launching shell's environment",
+        )
 
 
 def _text(table: dict, key: str, where: str | Path) -> str:
