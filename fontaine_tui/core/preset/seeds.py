@@ -86,7 +86,16 @@ def _independent(path: Path, said: str, first: Comparator, c: Comparator) -> Non
             f"recipe.seed {seed}, the same as comparators.{first.name}'s "
             f"({_short(first.bank)}): {said} must be independent runs",
         )
-    ours, theirs = c.entry.doc.get("recipe"), first.entry.doc.get("recipe")
+    _differ_only_in_seed(path, where, said, first.name, (c.entry, first.entry))
+
+
+def _differ_only_in_seed(
+    path: Path, where: str, said: str, first: str, runs: tuple[BankedRun, BankedRun]
+) -> None:
+    """Refuse a seed whose banked recipe differs from the first's (`runs`) other than in its seed.
+
+    Runs banked without a recipe (another trainer's) are not compared."""
+    ours, theirs = runs[0].doc.get("recipe"), runs[1].doc.get("recipe")
     if not (isinstance(ours, dict) and isinstance(theirs, dict)):
         return
     for key in sorted((ours.keys() | theirs.keys()) - _FREE):
@@ -94,7 +103,7 @@ def _independent(path: Path, said: str, first: Comparator, c: Comparator) -> Non
             raise PresetError(
                 path,
                 where,
-                f"recipe.{key} {ours.get(key)!r}, comparators.{first.name}'s "
+                f"recipe.{key} {ours.get(key)!r}, comparators.{first}'s "
                 f"{theirs.get(key)!r}: {said} must differ only in recipe.seed",
             )
 
