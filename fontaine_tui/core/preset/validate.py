@@ -530,11 +530,11 @@ def _foreign_recipe(verdict: object, stated: int = 0) -> dict[str, object]:
     anchor and endpoint's greatest common divisor, the run ending at the endpoint (what the rules
     need of a recipe: when probes come, how long the run is). The divisor only places the steps
     the preset names; the decision lock never counts on it (Preset.stated_every)."""
-    anchor = verdict.get("anchor_step", 0) if isinstance(verdict, dict) else 0
-    end = verdict.get("endpoint_step", 1) if isinstance(verdict, dict) else 1
-    ints = [v for v in (anchor, end) if isinstance(v, int) and not isinstance(v, bool) and v > 0]
+    table = verdict if isinstance(verdict, dict) else {}
+    anchor, end = table.get("anchor_step", 0), table.get("endpoint_step", 1)
+    ints = [v for v in (anchor, end) if _positive_int(v)]
     every = stated or (math.gcd(*ints) if ints else 1)
-    steps = end if isinstance(end, int) and not isinstance(end, bool) and end > 0 else 1
+    steps = end if _positive_int(end) else 1
     return {
         "model_size": "small",
         "batch_size": 1,
@@ -543,6 +543,11 @@ def _foreign_recipe(verdict: object, stated: int = 0) -> dict[str, object]:
         "eval_every": every,
         "save_every": steps,
     }
+
+
+def _positive_int(v: object) -> bool:
+    """An integer above 0 (a bool is no integer here)."""
+    return isinstance(v, int) and not isinstance(v, bool) and v > 0
 
 
 def preset_from_canonical(data: Mapping[str, object], origin: str) -> Preset:
