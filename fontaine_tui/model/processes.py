@@ -113,25 +113,30 @@ def shown_argv(argv: tuple[str, ...]) -> str:
 
 def row(m: Member, gpu_known: bool) -> tuple[str, ...]:
     """One member's cells, in COLUMNS order; its place in the tree as indentation."""
-    plain = not m.role or m.name in m.role or m.name.startswith("pt_data")
-    label = (m.role or m.name) if plain else f"{m.role} ({m.name})"
-    cpu = "…" if m.cpu_pct is None else f"{m.cpu_pct:.0f}"
-    if m.gpus:
-        gpu = (
-            f"{mib(m.gpu_mem, 0) if m.gpu_mem is not None else '?'} on {','.join(map(str, m.gpus))}"
-        )
-    else:
-        gpu = "—" if gpu_known else ""
     return (
         str(m.pid),
-        "  " * m.depth + ("└ " if m.depth else "") + label,
+        "  " * m.depth + ("└ " if m.depth else "") + _label(m),
         m.state,
-        cpu,
+        "…" if m.cpu_pct is None else f"{m.cpu_pct:.0f}",
         mib(m.mem, 0) + ("" if m.mem is None or m.mem_kind == "PSS" else f" ({m.mem_kind})"),
         "—" if m.threads is None else str(m.threads),
-        gpu,
+        _gpu_cell(m, gpu_known),
         shown_argv(m.argv),
     )
+
+
+def _label(m: Member) -> str:
+    """A member's name in the tree: its role, with its process name where that says more."""
+    plain = not m.role or m.name in m.role or m.name.startswith("pt_data")
+    return (m.role or m.name) if plain else f"{m.role} ({m.name})"
+
+
+def _gpu_cell(m: Member, gpu_known: bool) -> str:
+    """Its GPU memory and GPUs; — for none where GPUs are read, else nothing."""
+    if not m.gpus:
+        return "—" if gpu_known else ""
+    used = mib(m.gpu_mem, 0) if m.gpu_mem is not None else "?"
+    return f"{used} on {','.join(map(str, m.gpus))}"
 
 
 def title(scope: Scope, tree: ProcTree | None) -> str:
@@ -156,6 +161,31 @@ def signal_member(scope: Scope, m: Member, name: str) -> Outcome:
     program's doing, never a preemption [recovery] restarts. A [command]'s root is the small
     parent that notes its exit (core/exitnote.py) and passes on only what its group gets: a
     signal to it goes to the group, as `stop` sends it."""
+    checked = _may_signal(scope, name)
+    if isinstance(checked, Outcome):
+        return checked
+    root, started = checked
+    sig = signal.Signals[name].value
+    engine = scope.engine
+    group = engine if m.pid == root and scope.who == "command" else None
+    why = still_member(root, started, m.pid, m.started)  # before a stop is noted
+    noted = _note_stop(engine) if name in STOPS and not why else ""
+    if not why:
+        why = (
+            _signal_group(group, m.pid, name, sig)
+            if group is not None
+            else _signal_one(scope, root, started, m, name, sig)
+        )
+    if why:
+        return Outcome(f"{name} not sent: {why}", "error")
+    return _sent(name, m, group is not None, noted)
+
+
+def _may_signal(scope: Scope, name: str) -> tuple[int, float] | Outcome:
+    """The tree's (root pid, start time) when `name` may go to it, else the first refusal.
+
+    In order: a signal not offered, a tree not ours, no start time, a root not our child now.
+    """
     if name not in SIGNALS:
         return Outcome(f"not a signal offered here: {name}", "error")
     if not scope.ours or scope.root is None:
@@ -164,27 +194,39 @@ def signal_member(scope: Scope, m: Member, name: str) -> Outcome:
         return Outcome(f"not sent: no start time recorded for pid {scope.root}", "warning")
     if not _our_child(scope.root):
         return Outcome(f"not sent: pid {scope.root} is not this console's child any more", "error")
-    sig = signal.Signals[name].value
-    engine = scope.engine
-    group = m.pid == scope.root and scope.who == "command" and engine is not None
-    why = still_member(scope.root, scope.started, m.pid, m.started)  # before a stop is noted
-    noted = _note_stop(engine) if name in STOPS and not why else ""
-    if group and not why:
-        assert engine is not None
-        before = engine.sent
-        if not engine.signal_group(sig):
-            why = f"the process group of pid {m.pid} is gone"
-        elif name not in STOPS:
-            engine.sent = before  # the trainer's to handle: a later end is judged as it comes
-    elif not why:
-        why = send_signal(scope.root, scope.started, m.pid, m.started, sig)
-        if not why and name in STOPS and engine is not None:
-            engine.sent = name
-    if why:
-        return Outcome(f"{name} not sent: {why}", "error")
+    return scope.root, scope.started
+
+
+def _signal_group(engine: Grouped, pid: int, name: str, sig: int) -> str:
+    """The signal to a [command]'s process group: '' when sent, else why not.
+
+    Only a stop stays noted as sent: any other is the trainer's to handle, so a later end is
+    judged as it comes.
+    """
+    before = engine.sent
+    if not engine.signal_group(sig):
+        return f"the process group of pid {pid} is gone"
+    if name not in STOPS:
+        engine.sent = before
+    return ""
+
+
+def _signal_one(scope: Scope, root: int, started: float, m: Member, name: str, sig: int) -> str:
+    """The signal to member `m` once it is checked to be still the process shown: '' or why not.
+
+    A stop sent to it is noted on the engine.
+    """
+    why = send_signal(root, started, m.pid, m.started, sig)
+    if not why and name in STOPS and scope.engine is not None:
+        scope.engine.sent = name
+    return why
+
+
+def _sent(name: str, m: Member, grouped: bool, noted: str) -> Outcome:
+    """A signal sent, and to whom; a warning when its stop could not be noted (`noted`)."""
     to = (
         f"the command's process group (pid {m.pid}: the command and its own processes)"
-        if group
+        if grouped
         else f"pid {m.pid} ({m.role or m.name})"
     )
     if noted:
