@@ -75,21 +75,26 @@ class PollClock:
 
     def due(self, store: RunStore, now: float) -> str | None:
         """Which poll is due now: "first", "cadence" or None."""
-        c = self.cadence
         if self.last is None:
-            step = store.last_step
-            by_steps = c.first_steps > 0 and step >= c.first_steps
-            start = (
-                self.launched_at
-                if self.launched_at is not None
-                else (store.metas[0].time if store.metas else None)
-            )
-            by_time = c.first_s > 0 and start is not None and now - start >= c.first_s
-            by_rate = (
-                c.first_steps == 0 and c.first_s == 0 and len(store.steps) >= FIRST_POLL_RECORDS
-            )
-            return "first" if by_steps or by_time or by_rate else None
-        return "cadence" if now - self.last >= c.every_s else None
+            return "first" if self._first_due(store, now) else None
+        return "cadence" if now - self.last >= self.cadence.every_s else None
+
+    def _first_due(self, store: RunStore, now: float) -> bool:
+        """Whether the first poll is due.
+
+        By steps, by time since launch, or with neither set at the first s/step reading."""
+        c = self.cadence
+        by_steps = c.first_steps > 0 and store.last_step >= c.first_steps
+        start = self._started(store)
+        by_time = c.first_s > 0 and start is not None and now - start >= c.first_s
+        by_rate = c.first_steps == 0 and c.first_s == 0 and len(store.steps) >= FIRST_POLL_RECORDS
+        return by_steps or by_time or by_rate
+
+    def _started(self, store: RunStore) -> float | None:
+        """When the run was launched: as told, else its first meta record's time, if any."""
+        if self.launched_at is not None:
+            return self.launched_at
+        return store.metas[0].time if store.metas else None
 
     def done(self, now: float) -> None:
         self.last, self.count = now, self.count + 1
@@ -117,7 +122,6 @@ def poll_record(
 
     A `hidden` read (core/verdict/blind.py) is recorded as BLINDED, its label and delta left out.
     """
-    ram = telemetry.ram if telemetry is not None else None
     shown = [w for w in warnings if w.rule != "first-poll"]
     level = max((w.severity for w in shown), key=SEVERITIES.index, default="info")
     return {
@@ -129,45 +133,82 @@ def poll_record(
         "step": store.last_step,
         "steps": steps,
         "s_per_step": step_time(store),
-        "gpu_util_pct": telemetry.gpu_util() if telemetry is not None else None,
-        "gpu_status": telemetry.gpu_status if telemetry is not None else "no telemetry",
-        "ram_available": ram.available if ram is not None else None,
-        "ram_total": ram.total if ram is not None else None,
+        **_host_fields(telemetry),
         "data_wait": data_wait_of(store),
         "gpu_hours": gpu_hours,
+        **_verdict_fields(verdict, hidden),
+        "warnings": [{"rule": w.rule, "severity": w.severity, "message": w.message} for w in shown],
+    }
+
+
+def _host_fields(telemetry: TelemetrySnapshot | None) -> dict[str, object]:
+    """A poll line's GPU and host RAM fields (null where not read)."""
+    if telemetry is None:
+        return {
+            "gpu_util_pct": None,
+            "gpu_status": "no telemetry",
+            "ram_available": None,
+            "ram_total": None,
+        }
+    ram = telemetry.ram
+    return {
+        "gpu_util_pct": telemetry.gpu_util(),
+        "gpu_status": telemetry.gpu_status,
+        "ram_available": ram.available if ram is not None else None,
+        "ram_total": ram.total if ram is not None else None,
+    }
+
+
+def _verdict_fields(verdict: Verdict, hidden: bool) -> dict[str, object]:
+    """A poll line's verdict so far: BLINDED, its headline too, while the read is `hidden`."""
+    return {
         "verdict": blind.BLINDED if hidden else verdict.label,
         "provisional": verdict.provisional,
         "read_step": verdict.read_step,
         "headline": blind.blinded_headline(verdict) if hidden else headline(verdict),
-        "warnings": [{"rule": w.rule, "severity": w.severity, "message": w.message} for w in shown],
     }
 
 
 def poll_text(rec: Mapping[str, object]) -> str:
     """The poll as the notification's text: one line of numbers, then each warning."""
-
-    def num(key: str, fmt: str) -> str | None:
-        x = rec.get(key)
-        return fmt.format(x) if isinstance(x, (int, float)) and math.isfinite(x) else None
-
     parts = [
         f"step {rec['step']}/{rec['steps']}",
-        num("s_per_step", "{:.3g} s/step"),
-        num("gpu_util_pct", "GPU util {:.0f} %") or str(rec.get("gpu_status") or ""),
-        num("data_wait", "data wait {:.0%}"),
+        _number(rec, "s_per_step", "{:.3g} s/step"),
+        _number(rec, "gpu_util_pct", "GPU util {:.0f} %") or str(rec.get("gpu_status") or ""),
+        _number(rec, "data_wait", "data wait {:.0%}"),
+        _ram_text(rec),
+        _number(rec, "gpu_hours", "{:.2f} GPU-hours"),
     ]
-    avail, total = rec.get("ram_available"), rec.get("ram_total")
-    if isinstance(avail, int) and isinstance(total, int):
-        parts.append(f"RAM free {gib(avail)} of {gib(total, unit=False)}")
-    parts.append(num("gpu_hours", "{:.2f} GPU-hours"))
-    lines = [" · ".join(p for p in parts if p), f"verdict so far: {rec['headline']}"]
+    lines = [
+        " · ".join(p for p in parts if p),
+        f"verdict so far: {rec['headline']}",
+        *_warning_lines(rec),
+    ]
+    return "\n".join(map(literal, lines))  # each one line, whatever a message quotes
+
+
+def _warning_lines(rec: Mapping[str, object]) -> list[str]:
+    """One line per warning of the poll; on the first poll, starvation's advice after them."""
     raw = rec.get("warnings")
     warnings = [w for w in raw if isinstance(w, dict)] if isinstance(raw, list) else []
-    for w in warnings:
-        lines.append(f"{w.get('severity')}: {w.get('message')}")
+    lines = [f"{w.get('severity')}: {w.get('message')}" for w in warnings]
     if rec.get("kind") == "first" and any(w.get("rule") == "starvation" for w in warnings):
         lines.append("fix the input starvation before letting it ride")
-    return "\n".join(map(literal, lines))  # each one line, whatever a message quotes
+    return lines
+
+
+def _number(rec: Mapping[str, object], key: str, fmt: str) -> str | None:
+    """A poll line's number in words, None where it is null or not finite."""
+    x = rec.get(key)
+    return fmt.format(x) if isinstance(x, (int, float)) and math.isfinite(x) else None
+
+
+def _ram_text(rec: Mapping[str, object]) -> str | None:
+    """A poll line's host RAM in words, None where it was not read."""
+    avail, total = rec.get("ram_available"), rec.get("ram_total")
+    if isinstance(avail, int) and isinstance(total, int):
+        return f"RAM free {gib(avail)} of {gib(total, unit=False)}"
+    return None
 
 
 def append_poll(path: Path, rec: Mapping[str, object]) -> None:
