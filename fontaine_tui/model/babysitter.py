@@ -243,17 +243,37 @@ class Babysitter:
     def tick(self, telemetry: TelemetrySnapshot | None, now: float | None = None) -> None:
         """After `session.update_warnings`: what is new goes out; a due poll is taken."""
         now = self.clock() if now is None else now
-        session = self.session
         self.last_poll = None
-        # the first poll is a poll; an early end is the incident the watcher's finish sends
-        new = [
-            w for w in session.warning_book.last_new if w.rule not in ("first-poll", "exited-early")
-        ]
-        for w in new:
+        self._post_new_warnings()
+        self._send_fresh_probes()
+        self._ledger_break(now)
+        self._poll(telemetry, now)
+        self._failed_deliveries(now)
+        self._gate_stop()
+        if self.auto_final and not self.finalized:
+            self._final_once_over()
+
+    def _post_new_warnings(self) -> None:
+        """The warnings the last judging raised: the trainer's alerts once, the rest posted.
+
+        The first poll is a poll; an early end is the incident the watcher's finish sends.
+        """
+        session = self.session
+        for w in session.warning_book.last_new:
+            if w.rule in ("first-poll", "exited-early"):
+                continue
             if is_alert_rule(w.rule):
                 self.trainer_alert(w)
             elif self.notices is not None:
                 self.notices.warning(w, session.store.last_step or None)
+
+    def _send_fresh_probes(self) -> None:
+        """Each probe not sent yet, with the verdict at its step.
+
+        Catching up on a log read at once, only the newest probe goes out: the older are taken
+        as sent.
+        """
+        session = self.session
         fresh = sorted(set(session.store.probe_steps()) - self._sent_probes)
         if self._catching_up and session.store.last_step:
             self._catching_up = False
@@ -263,18 +283,19 @@ class Babysitter:
             view = session.view()
             for step in fresh:
                 self.probe(step, view.verdict_at(step))
-        self._ledger_break(now)
-        self._poll(telemetry, now)
-        self._failed_deliveries(now)
-        self._gate_stop()
-        over = self._over() if self.auto_final and not self.finalized else None
-        if over is not None:
-            step, logged, line = over
-            if self.notices is not None and self._was_posted("verdict", step, logged):
-                self.finalized = True  # an earlier watcher posted this end's verdict
-                return
-            verdict = session.latest()
-            self.final(verdict, render(verdict, session.source.label), line, posted=(step, logged))
+
+    def _final_once_over(self) -> None:
+        """The final read posted once the log says the run is over, unless a watcher did."""
+        over = self._over()
+        if over is None:
+            return
+        step, logged, line = over
+        if self.notices is not None and self._was_posted("verdict", step, logged):
+            self.finalized = True  # an earlier watcher posted this end's verdict
+            return
+        verdict = self.session.latest()
+        label = self.session.source.label
+        self.final(verdict, render(verdict, label), line, posted=(step, logged))
 
     def _over(self) -> tuple[int, float, str] | None:
         """The run's end as (step, logged time, the line) when the log says it is over, else None.
@@ -381,18 +402,12 @@ class Babysitter:
         held = self.session.extra_warnings.get(LEDGER_RULE)
         if not error:
             if held is not None:  # the ledger holds again (mended from a copy)
-                del self.session.extra_warnings[LEDGER_RULE]
-                self.session.warnings = self.session.sorted_warnings(
-                    [w for w in self.session.warnings if w.rule != LEDGER_RULE]
-                )
+                self._hold(LEDGER_RULE, None)
             return
         if held is not None and held.message == error:
             return
         warning = RunWarning(LEDGER_RULE, "alert", now, error, {})
-        self.session.extra_warnings[LEDGER_RULE] = warning
-        self.session.warnings = self.session.sorted_warnings(
-            [w for w in self.session.warnings if w.rule != LEDGER_RULE] + [warning]
-        )
+        self._hold(LEDGER_RULE, warning)
         if self.notices is not None:
             self.notices.warning(warning, self.session.store.last_step or None)
 
@@ -415,11 +430,18 @@ class Babysitter:
             f"{len(failures)} notification(s) failed; last: {failures[-1]}",
             {"failures": float(len(failures))},
         )
-        self.session.extra_warnings[NOTIFY_RULE] = warning
-        self.session.warnings = self.session.sorted_warnings(
-            [w for w in self.session.warnings if w.rule != NOTIFY_RULE] + [warning]
-        )
+        self._hold(NOTIFY_RULE, warning)
         self.say(f"warn: {failures[-1]}")
+
+    def _hold(self, rule: str, warning: RunWarning | None) -> None:
+        """The panel holds `warning` as its rule's one (None: the rule's warning dropped)."""
+        session = self.session
+        if warning is None:
+            del session.extra_warnings[rule]
+        else:
+            session.extra_warnings[rule] = warning
+        kept = [w for w in session.warnings if w.rule != rule]
+        session.warnings = session.sorted_warnings(kept if warning is None else [*kept, warning])
 
     # -- the end --------------------------------------------------------------------------
 
