@@ -735,22 +735,26 @@ def _hidden(word: str) -> str:
     A word across lines (a quoted run with a line's end in it) keeps them: *** on each."""
     end = _PUNCT_END.search(word)
     tail = end[0] if end else ""
-    core = word[: len(word) - len(tail)]
-    if len(core) >= 2 and core[0] == core[-1] and core[0] in "\"'":
-        lead, core, trail = core[0], core[1:-1], core[-1]
-    elif len(_QUOTES.findall(core)) == 1 and "\\" not in core and core[0] != core[-1]:
-        # the word's one quote, at its start or end, opens or closes no run here (`"V`, `V'`,
-        # a word as prose reads it): it is kept where it stands, so the text's quotes pair
-        # as they did
-        lead = core[0] if core[0] in "\"'" else ""
-        trail = core[-1] if core[-1] in "\"'" else ""
-        core = core[len(lead) : len(core) - len(trail)]
-    else:
-        lead = trail = ""
+    lead, core, trail = _quotes_kept(word[: len(word) - len(tail)])
     if "\n" not in core:
         return f"{lead}{MASK}{trail}{tail}"
     shown = "".join(p if i % 2 or not p else MASK for i, p in enumerate(_BREAK.split(core)))
     return f"{lead}{shown}{trail}{tail}"
+
+
+def _quotes_kept(core: str) -> tuple[str, str, str]:
+    """A value's quotes that stay where they stand when it is hidden: (lead, inside, trail).
+
+    Both of a quoted run's, or the word's one quote at its start or end (`"V`, `V'`, a word
+    as prose reads it), which opens or closes no run here: kept, the text's quotes pair as
+    they did."""
+    if len(core) >= 2 and core[0] == core[-1] and core[0] in "\"'":
+        return core[0], core[1:-1], core[-1]
+    if len(_QUOTES.findall(core)) == 1 and "\\" not in core and core[0] != core[-1]:
+        lead = core[0] if core[0] in "\"'" else ""
+        trail = core[-1] if core[-1] in "\"'" else ""
+        return lead, core[len(lead) : len(core) - len(trail)], trail
+    return "", core, ""
 
 
 def _value(text: str, hashes: bool = False, depth: int = 0) -> str:
@@ -1256,12 +1260,17 @@ def _keyed_pair(
     head = m[0][: m.start("value") - m.start()]
     if value.startswith('\\"'):  # an escaped string: \"V\"
         return head + f'\\"{MASK}\\"' if grants(value[2:-2]) else m[0]
-    quoted = value[0] in "\"'["  # a string, or a list: [***]
-    items = value[1:-1].split(",") if value[0] == "[" else [value[1:-1] if quoted else value]
-    plains = [item.strip(" \t\"'") if value[0] == "[" else item for item in items]
-    if not any(grants(p) for p in plains):
+    if not any(grants(item) for item in _value_items(value)):
         return m[0]
+    quoted = value[0] in "\"'["  # a string, or a list: [***]
     return head + (f"{value[0]}{MASK}{value[-1]}" if quoted else MASK)
+
+
+def _value_items(value: str) -> list[str]:
+    """What a keyed pair's value holds: a list's items unquoted, a string's text, a word."""
+    if value[0] == "[":
+        return [item.strip(" \t\"'") for item in value[1:-1].split(",")]
+    return [value[1:-1] if value[0] in "\"'" else value]
 
 
 def _named_in_text(name: str) -> bool:
@@ -1453,22 +1462,32 @@ def _found_in(text: str, shown: str) -> str:
     places: dict[int, str] = {}
     matcher = difflib.SequenceMatcher(None, text, shown, autojunk=False)
     for tag, i1, _, j1, _ in matcher.get_opcodes():
-        if tag == "equal":
-            continue
-        before = text[:i1]
-        word = len(before.split()) + (0 if before and not before[-1].isspace() else 1)
-        m = _NAME_BEFORE.search(shown[max(0, j1 - 80) : j1])
-        name = m["name"] if m is not None else ""
-        flag = name.startswith("-") and (len(name) == 2 or secret_name(name))  # -p, --token
-        kind = "a value shaped like a token"
-        if (flag or _query_secret(name)) and mask_text(name) == name:
-            kind = f"the value of {name}" if flag else f"a key named {name}"
-        elif _IN_USERINFO.search(shown, max(0, j1 - 80), j1) is not None:
-            kind = "a URL's user info"
-        places.setdefault(word, f"word {word}: {kind}")
+        if tag != "equal":
+            word = _word_number(text[:i1])
+            places.setdefault(word, f"word {word}: {_hidden_kind(shown, j1)}")
     listed = list(places.values())
     more = len(listed) - _LISTED_MOST
     return "; ".join(listed[:_LISTED_MOST]) + (f"; and {more} more" if more > 0 else "")
+
+
+def _word_number(before: str) -> int:
+    """The number of the word that starts or goes on where `before` ends, from 1."""
+    return len(before.split()) + (0 if before and not before[-1].isspace() else 1)
+
+
+def _hidden_kind(shown: str, at: int) -> str:
+    """What was hidden at `at` in `shown`, as a refusal names it.
+
+    The value of a flag or of a key (by its name just before it), a URL's user info, or else
+    a value shaped like a token."""
+    m = _NAME_BEFORE.search(shown[max(0, at - 80) : at])
+    name = m["name"] if m is not None else ""
+    flag = name.startswith("-") and (len(name) == 2 or secret_name(name))  # -p, --token
+    if (flag or _query_secret(name)) and mask_text(name) == name:
+        return f"the value of {name}" if flag else f"a key named {name}"
+    if _IN_USERINFO.search(shown, max(0, at - 80), at) is not None:
+        return "a URL's user info"
+    return "a value shaped like a token"
 
 
 def _one_word(line: str) -> bool:
@@ -1573,31 +1592,43 @@ def env_secret(name: str, value: str) -> bool:
 def _walk(
     obj: object, path: str, key: str, found: list[str] | None
 ) -> object:  # the masked copy; each secret's path appended to `found`
-    def note(where: str) -> None:
-        if found is not None:
-            found.append(where)
-
     if isinstance(obj, Mapping):
         return {
             k: _walk(v, f"{path}.{k}" if path else str(k), str(k), found) for k, v in obj.items()
         }
     if isinstance(obj, list | tuple):
-        if obj and all(isinstance(v, str) for v in obj):
-            words = mask_argv([str(v) for v in obj])
-            for i, (a, b) in enumerate(zip(obj, words, strict=True)):
-                if a != b:
-                    note(f"{path}[{i}]")
-            return words
-        return [_walk(v, f"{path}[{i}]", key, found) for i, v in enumerate(obj)]
+        return _walked_list(obj, path, key, found)
     if isinstance(obj, str):
-        if secret_name(key) and obj.lower() not in _BOOLISH and obj != MASK:
-            note(path)
-            return MASK
-        masked = mask_text(obj, _hashy(key))
-        if masked != obj:
-            note(path)
-        return masked
+        return _walked_string(obj, path, key, found)
     return obj
+
+
+def _walked_list(
+    items: list[object] | tuple[object, ...], path: str, key: str, found: list[str] | None
+) -> list[object]:
+    """A document's list masked: a list of strings as an argv, any other item by item."""
+    if not items or not all(isinstance(v, str) for v in items):
+        return [_walk(v, f"{path}[{i}]", key, found) for i, v in enumerate(items)]
+    words = mask_argv([str(v) for v in items])
+    if found is not None:
+        found += [
+            f"{path}[{i}]" for i, (a, b) in enumerate(zip(items, words, strict=True)) if a != b
+        ]
+    return list(words)
+
+
+def _walked_string(text: str, path: str, key: str, found: list[str] | None) -> str:
+    """A document's string under `key`, masked.
+
+    A secret-named key's is *** whole where it grants anything; any other is masked as a
+    text (a commit-named key's 40 hex digits kept)."""
+    if secret_name(key) and text.lower() not in _BOOLISH and text != MASK:
+        masked = MASK
+    else:
+        masked = mask_text(text, _hashy(key))
+    if masked != text and found is not None:
+        found.append(path)
+    return masked
 
 
 def mask_tree(doc: object) -> object:
