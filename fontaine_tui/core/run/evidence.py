@@ -42,6 +42,7 @@ from fontaine_tui.core.verdict import review
 from fontaine_tui.core.verdict.amendments import LogClock
 from fontaine_tui.core.verdict.head import head_path
 from fontaine_tui.core.verdict.ledger import (
+    LedgerRead,
     genesis,
     parse_ledger,
     read_ledger,
@@ -116,21 +117,8 @@ class FolderEvidence:
                 raise InputError(refused)
         if folder is None:
             return cls(provenance=provenance, review=trail)
-        amendments: Sequence[Amendment] = ()
-        error = ""
-        if folder.amendments.exists() or head_path(folder.amendments).exists():
-            read = read_ledger(folder)
-            if strict and (refused := ledger_refusal(read.broken)):
-                raise InputError(refused)
-            amendments, error = read.amendments, read.broken
-        return cls(
-            tuple(amendments),
-            provenance,
-            tuple(read_attempts(folder)),
-            trail,
-            None,
-            error,
-        )
+        amendments, error = _folder_ledger(folder, strict)
+        return cls(amendments, provenance, tuple(read_attempts(folder)), trail, None, error)
 
     @classmethod
     def of_files(
@@ -157,16 +145,35 @@ class FolderEvidence:
             beside = f"{where}/{PREREG}"
             if refused := unknown_blind(state, beside, trail.prereg is not None):
                 raise InputError(refused)
-        declared: tuple[Amendment, ...] = ()
-        error = ""
-        if amendments or head:
-            origin, start = f"{where}/amendments.jsonl", genesis(prereg)
-            read = parse_ledger(amendments or b"", origin, start, head)
-            if strict and (refused := ledger_refusal(read.broken)):  # a break raises
-                raise InputError(refused)
-            declared, error = tuple(read.amendments), read.broken
+        declared, error = _bytes_ledger(prereg, amendments, head, where, strict)
         ran = tuple(attempts_from(attempts, alive=lambda _pid, _started: False)) if attempts else ()
         return cls(declared, provenance, ran, state, None, error)
+
+
+def _folder_ledger(folder: RunFolder, strict: bool) -> tuple[tuple[Amendment, ...], str]:
+    """The amendments of the folder's ledger and its break ("" when none, or no ledger)."""
+    if not (folder.amendments.exists() or head_path(folder.amendments).exists()):
+        return (), ""
+    return _held(read_ledger(folder), strict)
+
+
+def _bytes_ledger(
+    prereg: bytes | None, amendments: bytes | None, head: bytes | None, where: str, strict: bool
+) -> tuple[tuple[Amendment, ...], str]:
+    """As `_folder_ledger`, from the ledger's bytes held to the chain of these prereg.json's."""
+    if not (amendments or head):
+        return (), ""
+    origin, start = f"{where}/amendments.jsonl", genesis(prereg)
+    return _held(parse_ledger(amendments or b"", origin, start, head), strict)
+
+
+def _held(read: LedgerRead, strict: bool) -> tuple[tuple[Amendment, ...], str]:
+    """A ledger read's amendments and its break.
+
+    With `strict`, a break raises InputError naming its line (`ledger_refusal`)."""
+    if strict and (refused := ledger_refusal(read.broken)):
+        raise InputError(refused)
+    return tuple(read.amendments), read.broken
 
 
 NO_CONTEXT = FolderEvidence()
