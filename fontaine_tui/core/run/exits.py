@@ -111,14 +111,19 @@ class ExitInfo:
         the cause is still judged from them as they were printed."""
         cause, detail = cause_of(self)
         detail = shown_detail(cause, detail, metrics, blinded)
-        ckpt = (
-            "no checkpoint"
-            if self.checkpoint_step is None
-            else f"last checkpoint step {self.checkpoint_step}"
-        )
+        text = f"{self.who} {self._how(cause)} at step {self.last_step}"
+        if self.who == "engine":  # a user's command keeps its checkpoints its own way
+            text += f" ({self._checkpoint_words()})"
+        if self.code is not None and cause != "crashed":
+            text += f", exit {self.code}"
+        if cause not in ("finished", "stopped", "unknown") and detail:
+            text += f": {literal(detail)}"
+        return text
+
+    def _how(self, cause: str) -> str:
+        """How it ended, in words, by its cause."""
         sig = self.signal or self.sent
-        crashed = "failed" if self.code is None else f"failed (exit {self.code})"
-        how = {
+        return {
             "decision-locked": f"stopped by {sig}",
             "gpu-hours-gate": f"stopped by {sig}",
             "finished": "finished",
@@ -128,19 +133,20 @@ class ExitInfo:
             "host-oom": "out of host memory",
             "cuda-oom": "CUDA out of memory",
             "nan": "stopped on a non-finite loss",
-            "crashed": crashed
-            if self.code is not None or not self.signal
-            else f"crashed ({self.signal})",
+            "crashed": self._crash_words(),
             "unknown": "exited (exit status unknown: not started by this console)",
         }[cause]
-        text = f"{self.who} {how} at step {self.last_step}"
-        if self.who == "engine":  # a user's command keeps its checkpoints its own way
-            text += f" ({ckpt})"
-        if self.code is not None and cause != "crashed":
-            text += f", exit {self.code}"
-        if cause not in ("finished", "stopped", "unknown") and detail:
-            text += f": {literal(detail)}"
-        return text
+
+    def _crash_words(self) -> str:
+        """A crash: failed with its exit code, else crashed by its signal, else failed."""
+        if self.code is not None:
+            return f"failed (exit {self.code})"
+        return f"crashed ({self.signal})" if self.signal else "failed"
+
+    def _checkpoint_words(self) -> str:
+        if self.checkpoint_step is None:
+            return "no checkpoint"
+        return f"last checkpoint step {self.checkpoint_step}"
 
 
 STOP_SIGNALS = ("SIGINT", "SIGTERM", "SIGKILL")  # what `stop` sends, in that order
