@@ -7,6 +7,10 @@ It gives a run's records, warnings and verdict headlines as lines of text (`laun
 engine. It follows until the engine exits, then the exit is recorded in the registry,
 verdict.json written and the final verdict printed. Ctrl-C detaches and leaves the run going
 (unless --stop-on-exit).
+
+Its size: the report, the watch of `launch --plain` and the run's end are one output's three
+moments (a line per record, the engine polled between reads, the final read), each step of
+them a function of its own so that `take` and `finish` read as their sequence.
 """
 
 from __future__ import annotations
@@ -106,53 +110,72 @@ class PlainReport:
 
         Returns the run's end (an `end` or `error` event) if the batch held one, else None.
         """
-        session, ended, ledger_read = self.session, None, False
+        ended, ledger_read = None, False
         if batch.note:
             self.say(f"-- {literal(batch.note)}")
-        for n, rec in session.apply_lines(batch):
+        for n, rec in self.session.apply_lines(batch):
             if isinstance(rec, Malformed):
-                self.say(
-                    f"line {n}: malformed ({rec.reason})" if rec.reason else f"line {n}: malformed"
-                )
+                self.say(f"line {n}: malformed" + (f" ({rec.reason})" if rec.reason else ""))
                 continue
-            text = describe_record(rec, self.steps, self.event_words)
-            if isinstance(rec, Alert):
+            if isinstance(rec, Probe):  # amendments declared since the last probe count
+                await self._say_probe(rec, read_ledger=not ledger_read)
+                ledger_read = True
+            elif isinstance(rec, Alert):
                 self.alert(rec)
-            elif isinstance(rec, Probe):  # the verdict as it reads the moment the probe lands
-                if not ledger_read:  # amendments declared since the last probe count
-                    await session.read_ledger()
-                    ledger_read = True
-                latest = session.latest()
-                if session.hides(latest):  # blinded: the probe's step only (verdict/blind.py)
-                    text = blind.probe_line(rec.step)
-                self.say(text or "")
-                self.say_verdict(latest)
-                if self.babysitter is not None:
-                    self.babysitter.probe(rec.step, latest)
-                for warning in (session.ledger.error, *latest.provenance_changes):
-                    if warning and warning not in self._said:
-                        self._said.add(warning)
-                        self.say(f"WARNING: {literal(warning)}")
-            elif text:
+            elif text := describe_record(rec, self.steps, self.event_words):
                 self.say(text)
-            if isinstance(rec, Event) and rec.event in ENDS:
-                ended = rec
-                latest = session.latest()  # an end before the endpoint changes the read
-                if f"verdict: {self.headline(latest)}" != self._said_verdict:
-                    self.say_verdict(latest)
-            if rec is not None:  # the rules read each record as it lands, as a live log,
-                # on the log's own clock: a backlog read at once is judged as it was written
-                # (no stall while catching up); the quiet between batches is judged on this one
-                logged = getattr(rec, "time", math.nan)
-                self.warnings.judge(now=logged if math.isfinite(logged) else None)
-        # a foreign run's eval values not numbers, as the gate says them: counted while the
-        # read is hidden, named once it shows (the verdict read only when there are any)
+            if (end := _run_end(rec)) is not None:
+                ended = end
+                self._say_end_read()
+            if rec is not None:
+                self._judge_as_logged(rec)
+        self._say_odd_values(batch)
+        return ended
+
+    async def _say_probe(self, rec: Probe, read_ledger: bool) -> None:
+        """A probe's line, then the verdict as it reads the moment the probe lands."""
+        session = self.session
+        if read_ledger:
+            await session.read_ledger()
+        latest = session.latest()
+        if session.hides(latest):  # blinded: the probe's step only (verdict/blind.py)
+            self.say(blind.probe_line(rec.step))
+        else:
+            self.say(describe_record(rec, self.steps, self.event_words) or "")
+        self.say_verdict(latest)
+        if self.babysitter is not None:
+            self.babysitter.probe(rec.step, latest)
+        for warning in (session.ledger.error, *latest.provenance_changes):
+            if warning and warning not in self._said:  # a ledger break, a provenance change
+                self._said.add(warning)
+                self.say(f"WARNING: {literal(warning)}")
+
+    def _say_end_read(self) -> None:
+        """The verdict again at the run's end, where it changed: an early end changes the read."""
+        latest = self.session.latest()
+        if f"verdict: {self.headline(latest)}" != self._said_verdict:
+            self.say_verdict(latest)
+
+    def _judge_as_logged(self, rec: object) -> None:
+        """The rules judge each record as it lands, as a live log, on the log's own clock.
+
+        A backlog read at once is judged as it was written (no stall while catching up); the
+        quiet between batches is judged on this one.
+        """
+        logged = getattr(rec, "time", math.nan)
+        self.warnings.judge(now=logged if math.isfinite(logged) else None)
+
+    def _say_odd_values(self, batch: Batch) -> None:
+        """A foreign run's eval values not numbers as the gate says them, when they change.
+
+        Counted while the read is hidden, named once it shows (read only when there are any).
+        """
+        session = self.session
         if (batch.odd is not None or batch.records) and seen_odd_values(session.store, True):
             odd = seen_odd_values(session.store, session.hides(session.latest()))
             if odd != self._odd:
                 self._odd = odd
                 self.say(f"-- {odd}")
-        return ended
 
     def say_verdict(self, v: Verdict) -> None:
         """The verdict's line, kept as the last one said."""
@@ -291,6 +314,11 @@ class PlainReport:
         return f"the final read (step {latest.read_step}, the endpoint in force)"
 
 
+def _run_end(rec: object) -> Event | None:
+    """The record when it is the run's end (an `end` or `error` event), else None."""
+    return rec if isinstance(rec, Event) and rec.event in ENDS else None
+
+
 def _engine_failed(end: Event | None, foreign: bool) -> bool:
     """The engine's own error event ended the run (as launch --plain, a failed run)."""
     return end is not None and not foreign and end.event != "end"
@@ -395,6 +423,14 @@ class PlainWatch:
             self.say(f"WARNING: {literal(ctx.ledger_error)}")
         return verdict_of(store, self.preset, ctx, stopped_at=ended)
 
+    def send_final(self, verdict: Verdict, text: str, info: ExitInfo, store: RunStore) -> None:
+        """The babysitter's final read sent, and what it still had to say said."""
+        if self.babysitter is not None:
+            said, _ = self.babysitter.exit_words(info)
+            self.babysitter.final(verdict, text, said, store)
+            for line in self.babysitter.close():
+                self.say(line)
+
     def look(self) -> tuple[ExitInfo | None, TelemetrySnapshot | None]:
         """The blocking part of a poll (process, NVML, /proc), run off the event loop.
 
@@ -457,18 +493,7 @@ def finish(watch: PlainWatch, registry: Registry, host: str, info: ExitInfo) -> 
     if last > info.last_step:  # a launched [command]'s step is in its own trainer's log
         info = dataclasses.replace(info, last_step=last)
     complete = info.status == "finished" and last >= recipe_steps(watch.preset)
-    status = info.status if complete or info.status != "finished" else "exited"
-    try:
-        registry.update(
-            folder.root,
-            host,
-            status=status,
-            exit_code=info.code,
-            last_step=last,
-            updated_at=utc_iso(time.time()),
-        )
-    except Exception as exc:  # the run's outcome is still printed and written below
-        watch.say(f"warn: exit not recorded in the registry ({exc})")
+    _record_exit(registry, watch, host, info, complete)
     watch.say(watch.session.exit_words(info, watch.session.hides(watch.session.latest())))
     end_attempt(folder, watch.attempt, info, watch.babysitter, watch.say)
     if (restarted := recover(watch, info, store)) is not None:
@@ -477,24 +502,49 @@ def finish(watch: PlainWatch, registry: Registry, host: str, info: ExitInfo) -> 
     hidden = watch.session.hides(verdict)  # a run ended before its endpoint, blinded
     text = render_blinded(verdict, where) if hidden else render(verdict, where)
     watch.say_lines(text)
-    if watch.babysitter is not None:
-        said, _ = watch.babysitter.exit_words(info)
-        watch.babysitter.final(verdict, text, said, store)
-        for line in watch.babysitter.close():
-            watch.say(line)
+    watch.send_final(verdict, text, info, store)
     if hidden:  # the file would hold the hidden read for the next reader of the folder
         watch.say(
             "verdict.json not written: the read is blinded until the endpoint "
             f"({blind.unblind_hint(str(folder.root))})"
         )
-        return blind.EXIT_BLINDED if complete else 1
+    else:
+        _write_verdict(watch, verdict)
+    return _exit_code(verdict, info, complete, hidden)
+
+
+def _record_exit(
+    registry: Registry, watch: PlainWatch, host: str, info: ExitInfo, complete: bool
+) -> None:
+    """The exit in the registry: a run that finished short of its recipe as `exited`."""
+    status = info.status if complete or info.status != "finished" else "exited"
     try:
-        write_verdict(folder.verdict, verdict)
+        registry.update(
+            watch.folder.root,
+            host,
+            status=status,
+            exit_code=info.code,
+            last_step=info.last_step,
+            updated_at=utc_iso(time.time()),
+        )
+    except Exception as exc:  # the run's outcome is still printed and written below
+        watch.say(f"warn: exit not recorded in the registry ({exc})")
+
+
+def _write_verdict(watch: PlainWatch, verdict: Verdict) -> None:
+    """verdict.json written, or a warning line saying why not."""
+    try:
+        write_verdict(watch.folder.verdict, verdict)
     except (InputError, OSError) as exc:
         watch.say(f"warn: verdict.json not written ({exc})")
     else:
-        watch.say(f"verdict.json written to {folder.verdict}")
-    # a run stopped on its locked decision has its final read: the verdict's code
+        watch.say(f"verdict.json written to {watch.folder.verdict}")
+
+
+def _exit_code(verdict: Verdict, info: ExitInfo, complete: bool, hidden: bool) -> int:
+    """The verdict's code (blinded: its own) for a run that finished or stopped locked, else 1."""
+    if hidden:
+        return blind.EXIT_BLINDED if complete else 1
     locked = info.cause == "decision-locked" and not verdict.provisional
     return verdict.exit_code if complete or locked else 1
 
