@@ -39,28 +39,9 @@ def context_for(
 
     The GPUs held are what the engine's own meta record says (device, world size). Before that
     record, they are the preset's platform, counted only where telemetry shows GPUs."""
-    if store.metas:
-        meta = store.metas[-1]
-        gpus = (meta.world_size or 1) if meta.device.startswith("cuda") else 0
-    elif str(preset.platform["device"]) == "cpu" or telemetry is None or not telemetry.gpus:
-        gpus = 0
-    else:
-        gpus = world_size(preset.platform)  # every node's GPUs count towards the gate
+    gpus = _gpus_held(store, preset, telemetry)
     spec = preset.verdict
-    if preset.foreign:  # its probes come when the preset says, if it does; no checkpoints
-        every = preset.stated_every[0] if preset.stated_every else 0
-        return RunContext(
-            int(preset.recipe["steps"]),
-            launched_at,
-            gpus,
-            banked_series(preset, False)[1],
-            spec.metric,
-            spec.anchor_step,
-            spec.read,
-            every,
-            0,
-            foreign=True,
-        )
+    every, save_every = _cadences(preset)
     return RunContext(
         int(preset.recipe["steps"]),
         launched_at,
@@ -69,9 +50,32 @@ def context_for(
         spec.metric,
         spec.anchor_step,
         spec.read,
-        int(preset.recipe.get("eval_every") or 0),
-        int(preset.recipe.get("save_every") or 0),
+        every,
+        save_every,
+        foreign=preset.foreign,
     )
+
+
+def _gpus_held(store: RunStore, preset: Preset, telemetry: TelemetrySnapshot | None) -> int:
+    """The GPUs the run holds.
+
+    As its last meta record says (device, world size); before one, its preset's platform,
+    counted only where telemetry shows GPUs."""
+    if store.metas:
+        meta = store.metas[-1]
+        return (meta.world_size or 1) if meta.device.startswith("cuda") else 0
+    if str(preset.platform["device"]) == "cpu" or telemetry is None or not telemetry.gpus:
+        return 0
+    return world_size(preset.platform)  # every node's GPUs count towards the gate
+
+
+def _cadences(preset: Preset) -> tuple[int, int]:
+    """(eval_every, save_every) of the run; 0 where none is known.
+
+    A foreign run's probes come when its preset says, if it does; it has no checkpoints."""
+    if preset.foreign:
+        return (preset.stated_every[0] if preset.stated_every else 0), 0
+    return int(preset.recipe.get("eval_every") or 0), int(preset.recipe.get("save_every") or 0)
 
 
 def evaluate(
