@@ -277,18 +277,31 @@ def _check_finite(doc: Mapping[str, object], source: str) -> None:
     while stack:
         key, value = stack.pop()
         if isinstance(value, float) and not math.isfinite(value):
-            part, _, inner = key.partition(".")
-            what = "prereg.json" if part == "prereg" else "the log's meta record"
-            inner = inner if part == "prereg" else key
-            raise InputError(
-                f"{source}: {what}: {literal(inner)}: {value} is not a finite "
-                "number (a bank document is JSON, which has none); nothing was "
-                "banked"
-            )
-        if isinstance(value, Mapping):
-            stack += [(f"{key}.{k}", v) for k, v in value.items()]
-        elif isinstance(value, list):
-            stack += [(f"{key}[{i}]", v) for i, v in enumerate(value)]
+            raise _not_finite(source, key, value)
+        stack += _children(key, value)
+
+
+def _children(key: str, value: object) -> list[tuple[str, object]]:
+    """A mapping's or a list's items, each under its dotted or indexed key; none for a value."""
+    if isinstance(value, Mapping):
+        return [(f"{key}.{k}", v) for k, v in value.items()]
+    if isinstance(value, list):
+        return [(f"{key}[{i}]", v) for i, v in enumerate(value)]
+    return []
+
+
+def _not_finite(source: str, key: str, value: float) -> InputError:
+    """The refusal of a number that is not finite at `key` (`prereg.…` is prereg.json's)."""
+    part, _, inner = key.partition(".")
+    if part == "prereg":
+        what, where = "prereg.json", inner
+    else:
+        what, where = "the log's meta record", key
+    return InputError(
+        f"{source}: {what}: {literal(where)}: {value} is not a finite "
+        "number (a bank document is JSON, which has none); nothing was "
+        "banked"
+    )
 
 
 def mark(doc: Mapping[str, object], reasons: list[str]) -> dict[str, object]:
@@ -390,26 +403,38 @@ def get(ref: str, root: Path | None = None) -> BankedRun:
         raise InputError(f"bank {name}: no such banked run in {root} (banked: {known})")
     current = current_sha(folder)
     if pin:
-        if not re.fullmatch(r"[0-9a-f]{4,64}", pin):
-            raise InputError(f"bank {ref}: expected NAME@<hex sha256 prefix>")
-        found = sorted(p.stem for p in folder.glob(f"{pin}*.json"))
-        if len(found) != 1:
-            raise InputError(
-                f"bank {ref}: {'no' if not found else 'more than one'} version "
-                f"matches {pin} in {folder}"
-            )
-        sha = found[0]
+        sha = _pinned(ref, folder, pin)
     elif current is None:
         raise InputError(f"bank {name}: {folder / CURRENT} is missing")
     else:
         sha = current
-    path = folder / f"{sha}.json"
+    doc = _document(ref, folder / f"{sha}.json", sha)
+    return BankedRun(name, sha, doc, current=sha == current)
+
+
+def _pinned(ref: str, folder: Path, pin: str) -> str:
+    """The one version whose sha256 starts with `pin` (`NAME@<prefix>`)."""
+    if not re.fullmatch(r"[0-9a-f]{4,64}", pin):
+        raise InputError(f"bank {ref}: expected NAME@<hex sha256 prefix>")
+    found = sorted(p.stem for p in folder.glob(f"{pin}*.json"))
+    if len(found) != 1:
+        raise InputError(
+            f"bank {ref}: {'no' if not found else 'more than one'} version "
+            f"matches {pin} in {folder}"
+        )
+    return found[0]
+
+
+def _document(ref: str, path: Path, sha: str) -> dict[str, object]:
+    """A banked version's document, checked.
+
+    Its bytes hash to `sha`, it is JSON of this schema, and its marks (if any) are reasons in
+    words."""
     try:
         raw = read_whole(path)
     except FileNotFoundError:
         raise InputError(f"bank {ref}: {path} is missing") from None
-    if hashlib.sha256(raw.rstrip(b"\n")).hexdigest() != sha:
-        raise InputError(f"{path}: its content does not match its sha256 (edited); not used")
+    _check_unedited(path, raw, sha)
     try:
         doc = json_loads(raw)
     except ValueError:
@@ -419,7 +444,13 @@ def get(ref: str, root: Path | None = None) -> BankedRun:
     reasons = doc.get(MARK, ["-"])
     if not (isinstance(reasons, list) and reasons and all(isinstance(r, str) for r in reasons)):
         raise InputError(f"{path}: {MARK}: expected a list of reasons in words")
-    return BankedRun(name, sha, doc, current=sha == current)
+    return doc
+
+
+def _check_unedited(path: Path, raw: bytes, sha: str) -> None:
+    """The check that a banked file's bytes still hash to its name."""
+    if hashlib.sha256(raw.rstrip(b"\n")).hexdigest() != sha:
+        raise InputError(f"{path}: its content does not match its sha256 (edited); not used")
 
 
 def version_bytes(entry: BankedRun, root: Path | None = None) -> bytes:
@@ -429,8 +460,7 @@ def version_bytes(entry: BankedRun, root: Path | None = None) -> bytes:
         raw = read_whole(path)
     except OSError as exc:
         raise InputError(f"bank {entry.ref}: {path}: cannot read ({exc.strerror})") from None
-    if hashlib.sha256(raw.rstrip(b"\n")).hexdigest() != entry.sha256:
-        raise InputError(f"{path}: its content does not match its sha256 (edited); not used")
+    _check_unedited(path, raw, entry.sha256)
     return raw
 
 
