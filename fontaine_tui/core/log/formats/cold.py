@@ -329,34 +329,9 @@ def merged_records(listed: list[EventFile], fields: FieldMap) -> Loaded:
     notices: list[str] = []
     bad = 0
     for found in by_folder.values():
-        kept: list[ScalarEvent] = []
-        top = -1
-        for ef in found:
-            framer = Framer()
-            try:
-                scalars = [s for chunk in iter_regular(ef.path, READ) for s in framer.feed(chunk)]
-            except FramingError as exc:
-                raise InputError(f"{ef.path}: {exc}") from None
-            except OSError as exc:
-                raise InputError(f"{ef.path}: cannot read ({exc.strerror or exc})") from None
-            bad += framer.bad_records
-            if framer.pending:
-                notices.append(_torn(ef.path, framer.pending))
-            for k, sc in enumerate(scalars):
-                if sc.step <= top if sc.tag == PURGE else k == 0 and sc.step < top:
-                    n = len(kept)
-                    kept = [x for x in kept if x.step < sc.step]
-                    top = max((x.step for x in kept), default=-1)
-                    how = "SessionLog START" if sc.tag == PURGE else "a new file below it"
-                    notices.append(
-                        f"{ef.path.name}: a restart at step {sc.step} ({how}): "
-                        f"{n - len(kept)} value(s) from step {sc.step} on logged "
-                        "before it dropped, as TensorBoard drops them"
-                    )
-                if sc.tag != PURGE:
-                    kept.append(replace(sc, tag=ef.prefix + sc.tag))
-                    top = max(top, sc.step)
+        kept, folder_bad = _folder_values(found, notices)
         values += kept
+        bad += folder_bad
     values.sort(key=attrgetter("step"))  # stable: each folder's order kept within a step
     grouper = Grouper(fields)
     out: list[Record] = []
@@ -375,6 +350,60 @@ def merged_records(listed: list[EventFile], fields: FieldMap) -> Loaded:
         )
     store.notices += notices
     return Loaded(store, tuple(e.path for e in listed), "tensorboard", "", tuple(grouper.keys))
+
+
+def _folder_values(found: list[EventFile], notices: list[str]) -> tuple[list[ScalarEvent], int]:
+    """One folder's values in its files' order, less what its restarts drop; and its bad records.
+
+    A torn tail and each restart add a notice to `notices`, in the order they are met."""
+    kept: list[ScalarEvent] = []
+    top = -1  # the highest step kept
+    bad = 0
+    for ef in found:
+        scalars, framer = _file_scalars(ef.path)
+        bad += framer.bad_records
+        if framer.pending:
+            notices.append(_torn(ef.path, framer.pending))
+        for k, sc in enumerate(scalars):
+            if _restarts(sc, k == 0, top):
+                kept, top = _restart_at(kept, sc, ef.path.name, notices)
+            if sc.tag != PURGE:
+                kept.append(replace(sc, tag=ef.prefix + sc.tag))
+                top = max(top, sc.step)
+    return kept, bad
+
+
+def _file_scalars(path: Path) -> tuple[list[ScalarEvent], Framer]:
+    """An event file's scalars, and the framer that read them (its bad records, a torn tail)."""
+    framer = Framer()
+    try:
+        return [s for chunk in iter_regular(path, READ) for s in framer.feed(chunk)], framer
+    except FramingError as exc:
+        raise InputError(f"{path}: {exc}") from None
+    except OSError as exc:
+        raise InputError(f"{path}: cannot read ({exc.strerror or exc})") from None
+
+
+def _restarts(sc: ScalarEvent, first: bool, top: int) -> bool:
+    """A writer restarted at `sc`: a SessionLog START at or below the step reached (`top`).
+
+    Or a file's `first` value below it."""
+    return sc.step <= top if sc.tag == PURGE else first and sc.step < top
+
+
+def _restart_at(
+    kept: list[ScalarEvent], sc: ScalarEvent, name: str, notices: list[str]
+) -> tuple[list[ScalarEvent], int]:
+    """`kept` less its values from the restart's step on, and the highest step left."""
+    n = len(kept)
+    kept = [x for x in kept if x.step < sc.step]
+    how = "SessionLog START" if sc.tag == PURGE else "a new file below it"
+    notices.append(
+        f"{name}: a restart at step {sc.step} ({how}): "
+        f"{n - len(kept)} value(s) from step {sc.step} on logged "
+        "before it dropped, as TensorBoard drops them"
+    )
+    return kept, max((x.step for x in kept), default=-1)
 
 
 def _aligned(columns: list[array]) -> bool:
