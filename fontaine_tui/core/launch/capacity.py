@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 
+from fontaine_tui.core.host.nvml import GpuSample
 from fontaine_tui.core.host.telemetry import TelemetrySnapshot
 from fontaine_tui.core.launch.findings import Finding
 from fontaine_tui.core.preset.record import Preset
@@ -95,18 +96,8 @@ def check_gpus(
     if device == "cpu":
         return [Finding("gpu", "info", "device cpu: no GPU is used")]
     gpus = telemetry.gpus
-    if gpus is None and device == "cuda" and telemetry.gpu_reason.startswith(NO_GPU):
-        return [Finding("gpu", "refuse", f"platform.device = cuda but {telemetry.gpu_status}")]
     if gpus is None:
-        level = "warn" if device == "cuda" else "info"
-        return [
-            Finding(
-                "gpu",
-                level,
-                f"{telemetry.gpu_status}: cannot check that GPUs are free"
-                + ("; device auto will run on CPU if CUDA sees none" if device == "auto" else ""),
-            )
-        ]
+        return [_gpus_unread(device, telemetry)]
     if nproc > len(gpus):
         return [
             Finding(
@@ -117,29 +108,38 @@ def check_gpus(
                 f"{os.environ.get('CUDA_VISIBLE_DEVICES', 'unset')})",
             )
         ]
-    out = []
     own = os.getpid() if own_pid is None else own_pid
-    for g in gpus[:nproc]:
-        label = f"GPU {g.cuda_index} ({g.name}, {g.uuid})"
-        if g.processes is None:
-            out.append(
-                Finding(
-                    "gpu",
-                    "warn",
-                    f"{label}: the driver does not list its compute "
-                    "processes; cannot check that it is free",
-                )
-            )
-            continue
-        foreign = [p for p in g.processes if p.pid != own]
-        if foreign:
-            held = ", ".join(
-                f"pid {p.pid} {p.name}"
-                + ("" if p.used_mem is None else f" holding {mib(p.used_mem, 0)}")
-                for p in foreign
-            )
-            out.append(Finding("gpu", "refuse", f"{label} is busy: {held}"))
-        else:
-            used = "" if g.mem_used is None else f", {mib(g.mem_used, 0)} used"
-            out.append(Finding("gpu", "ok", f"{label}: no compute process{used}"))
-    return out
+    return [_gpu_free(g, own) for g in gpus[:nproc]]
+
+
+def _gpus_unread(device: str, telemetry: TelemetrySnapshot) -> Finding:
+    """NVML gave no GPUs: a refusal where CUDA cannot see one either, else why not checked."""
+    if device == "cuda" and telemetry.gpu_reason.startswith(NO_GPU):
+        return Finding("gpu", "refuse", f"platform.device = cuda but {telemetry.gpu_status}")
+    return Finding(
+        "gpu",
+        "warn" if device == "cuda" else "info",
+        f"{telemetry.gpu_status}: cannot check that GPUs are free"
+        + ("; device auto will run on CPU if CUDA sees none" if device == "auto" else ""),
+    )
+
+
+def _gpu_free(g: GpuSample, own: int) -> Finding:
+    """Whether one GPU the run would use holds no compute process but this one (`own`)."""
+    label = f"GPU {g.cuda_index} ({g.name}, {g.uuid})"
+    if g.processes is None:
+        return Finding(
+            "gpu",
+            "warn",
+            f"{label}: the driver does not list its compute "
+            "processes; cannot check that it is free",
+        )
+    foreign = [p for p in g.processes if p.pid != own]
+    if not foreign:
+        used = "" if g.mem_used is None else f", {mib(g.mem_used, 0)} used"
+        return Finding("gpu", "ok", f"{label}: no compute process{used}")
+    held = ", ".join(
+        f"pid {p.pid} {p.name}" + ("" if p.used_mem is None else f" holding {mib(p.used_mem, 0)}")
+        for p in foreign
+    )
+    return Finding("gpu", "refuse", f"{label} is busy: {held}")
