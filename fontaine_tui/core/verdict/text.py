@@ -6,7 +6,7 @@ import math
 
 from fontaine_tui.core.text import literal
 from fontaine_tui.core.verdict import blind
-from fontaine_tui.core.verdict.record import ReviewState, RuleRead, Verdict
+from fontaine_tui.core.verdict.record import ReviewState, RuleRead, Scale, Verdict
 
 
 def signed(x: float | None, places: int = 4) -> str:
@@ -122,36 +122,57 @@ def _log_lines(v: Verdict, log_label: str, detail: bool = True) -> list[str]:
 
     Without `detail` (a blinded card) the out-of-order and conflicting records, and the eval
     values that are not numbers, are counted, not quoted: their words may name a probe's values."""
-    counts = v.counts
     lines = [f"preset {v.preset.get('name', '?')}  sha256 {v.preset.get('sha256', '')[:12]}"]
     if log_label:
-        lines.append(
-            f"log {log_label}: {counts.get('records', 0)} records, "
-            f"{counts.get('malformed', 0)} malformed lines"
-            + (
-                f" ({', '.join(_where(v)[:10])}"
-                + (", ..." if counts.get("malformed", 0) > 10 else "")
-                + ")"
-                if counts.get("malformed")
-                else ""
-            )
-            + (f", {counts.get('resumes')} resume(s)" if counts.get("resumes") else "")
-            + (f", {counts.get('repeats')} repeated record(s)" if counts.get("repeats") else "")
-        )
-        if v.segments:
-            lines.append("read from " + ", then ".join(name for name, _ in v.segments))
-        if counts.get("out_of_order"):
-            shown = "; ".join(f"{where}: {why}" for where, why in v.out_of_order[:3])
-            more = f" ({shown}{'; ...' if counts['out_of_order'] > 3 else ''})" if detail else ""
-            lines.append(f"{counts['out_of_order']} record(s) out of order, not applied{more}")
-        if counts.get("conflicts"):
-            shown = ": " + "; ".join(v.conflicts[:3]) if detail else ""
-            lines.append(f"{counts['conflicts']} conflicting probe(s){shown}")
-        lines += [f"note: {n}" for n in v.notices]
-        if v.odd_values.count:  # blinded: counted, as the conflicts (a read at one is UNDECIDABLE)
-            lines.append(f"note: {v.odd_values.words(hidden=not detail)}")
+        lines.append(_log_summary(v, log_label))
+        lines += _log_records(v, detail)
     lines += [f"WARNING: {c}" for c in v.provenance_changes]
     return lines
+
+
+# what else the log held, said after its records and malformed lines where there is any
+_ALSO_COUNTED = (("resumes", "resume(s)"), ("repeats", "repeated record(s)"))
+
+
+def _log_summary(v: Verdict, log_label: str) -> str:
+    """What the log held in one line: its records, malformed lines (the first ten named)."""
+    counts = v.counts
+    malformed = counts.get("malformed", 0)
+    where = ""
+    if malformed:
+        where = f" ({', '.join(_where(v)[:10])}{', ...' if malformed > 10 else ''})"
+    also = "".join(f", {counts[key]} {what}" for key, what in _ALSO_COUNTED if counts.get(key))
+    return (
+        f"log {log_label}: {counts.get('records', 0)} records, {malformed} malformed lines"
+        f"{where}{also}"
+    )
+
+
+def _log_records(v: Verdict, detail: bool) -> list[str]:
+    """The log's segments, records not applied, conflicts and notices (quoted with `detail`)."""
+    counts = v.counts
+    lines = []
+    if v.segments:
+        lines.append("read from " + ", then ".join(name for name, _ in v.segments))
+    if counts.get("out_of_order"):
+        lines.append(_out_of_order_line(v, detail))
+    if counts.get("conflicts"):
+        shown = ": " + "; ".join(v.conflicts[:3]) if detail else ""
+        lines.append(f"{counts['conflicts']} conflicting probe(s){shown}")
+    lines += [f"note: {n}" for n in v.notices]
+    if v.odd_values.count:  # blinded: counted, as the conflicts (a read at one is UNDECIDABLE)
+        lines.append(f"note: {v.odd_values.words(hidden=not detail)}")
+    return lines
+
+
+def _out_of_order_line(v: Verdict, detail: bool) -> str:
+    """The records not applied, counted; with `detail`, the first three quoted."""
+    n = v.counts["out_of_order"]
+    more = ""
+    if detail:
+        shown = "; ".join(f"{where}: {why}" for where, why in v.out_of_order[:3])
+        more = f" ({shown}{'; ...' if n > 3 else ''})"
+    return f"{n} record(s) out of order, not applied{more}"
 
 
 def render_blinded(v: Verdict, log_label: str = "", target: str = "") -> str:
@@ -176,19 +197,7 @@ def render_blinded(v: Verdict, log_label: str = "", target: str = "") -> str:
 
 def render(v: Verdict, log_label: str = "") -> str:
     lines = _log_lines(v, log_label)
-    read = "—" if v.read_step is None else str(v.read_step)
-    better = "" if v.direction == "lower" else ", higher is better"
-    if v.read == "level":
-        lines.append(
-            f"read at step {read} (endpoint {v.endpoint_step}{better}): "
-            f"{v.metric}({read}) = {signed(v.read_value).lstrip('+')}, the level read"
-        )
-    else:
-        lines.append(
-            f"read at step {read} (anchor {v.anchor_step}, endpoint {v.endpoint_step}{better}): "
-            f"{v.metric}({v.anchor_step}) = {signed(v.anchor_value).lstrip('+')}, "
-            f"{v.metric}({read}) = {signed(v.read_value).lstrip('+')}, delta = {signed(v.delta)}"
-        )
+    lines.append(_read_line(v))
     lines.append("")
     lines += _rule_rows(v, v.raw, v.scaled, v.scale.value if v.scale else None)
     lines += secondary_lines(v)
@@ -197,15 +206,12 @@ def render(v: Verdict, log_label: str = "") -> str:
     if v.review is not None:
         lines.append(review_line(v.review))
         lines += blind.review_lines(v.review)
-    if v.scale is not None:
-        lines.append(f"scale: {v.scale.provenance}")
-        if v.scale.evidence:
-            lines.append(f"scale evidence: {v.scale.evidence}")
-    for a in v.amendments:
-        lines.append(
-            f"amendment {a.id} ({a.kind}, {a.source}): {a.status}: {a.reason}"
-            + blind.peeked_before(a, v.review)
-        )
+    lines += _scale_lines(v.scale)
+    lines += [
+        f"amendment {a.id} ({a.kind}, {a.source}): {a.status}: {a.reason}"
+        + blind.peeked_before(a, v.review)
+        for a in v.amendments
+    ]
     if v.corroboration:
         lines.append(corroboration_line(v))
     lines += comparator_lines(v)
@@ -224,6 +230,32 @@ def render(v: Verdict, log_label: str = "") -> str:
     # each is one line: a newline in what it quotes (a folder's name, a preset's text, a
     # note) shows as `\n` and never starts a line of its own
     return "\n".join(map(literal, lines))
+
+
+def _read_line(v: Verdict) -> str:
+    """Where the read is taken and the values it reads: the level, or both ends of the delta."""
+    read = "—" if v.read_step is None else str(v.read_step)
+    better = "" if v.direction == "lower" else ", higher is better"
+    if v.read == "level":
+        return (
+            f"read at step {read} (endpoint {v.endpoint_step}{better}): "
+            f"{v.metric}({read}) = {signed(v.read_value).lstrip('+')}, the level read"
+        )
+    return (
+        f"read at step {read} (anchor {v.anchor_step}, endpoint {v.endpoint_step}{better}): "
+        f"{v.metric}({v.anchor_step}) = {signed(v.anchor_value).lstrip('+')}, "
+        f"{v.metric}({read}) = {signed(v.read_value).lstrip('+')}, delta = {signed(v.delta)}"
+    )
+
+
+def _scale_lines(scale: Scale | None) -> list[str]:
+    """The scale in force: where its factor comes from, and its evidence where there is any."""
+    if scale is None:
+        return []
+    lines = [f"scale: {scale.provenance}"]
+    if scale.evidence:
+        lines.append(f"scale evidence: {scale.evidence}")
+    return lines
 
 
 def review_line(state: ReviewState) -> str:
