@@ -56,12 +56,7 @@ class History:
             seen: dict[float, Sample] = {s.t: s for s in got}
             ordered = [seen[t] for t in sorted(seen)]
             for prev, cur in zip(ordered, ordered[1:], strict=False):
-                dt = cur.t - prev.t
-                for key, total in cur.counters.items():
-                    before = prev.counters.get(key)
-                    if total is not None and before is not None and total >= before and dt > 0:
-                        rate = (total - before) / dt
-                        cur.values[key] = rate if math.isfinite(rate) else None
+                _fill_rates(prev, cur)
             self.nodes[node] = ordered
         return self
 
@@ -73,6 +68,18 @@ class History:
         if self.torn:
             parts.append("a torn last line" if self.torn == 1 else f"{self.torn} torn last lines")
         return f"{name}: {', '.join(parts)}: not read" if parts else ""
+
+
+def _fill_rates(prev: Sample, cur: Sample) -> None:
+    """Each counter's rate from `prev` to `cur`, into `cur`'s values.
+
+    None where the counter went back (a restart) or no time passed between them is left."""
+    dt = cur.t - prev.t
+    for key, total in cur.counters.items():
+        before = prev.counters.get(key)
+        if total is not None and before is not None and total >= before and dt > 0:
+            rate = (total - before) / dt
+            cur.values[key] = rate if math.isfinite(rate) else None
 
 
 BOUND = 2**63  # no count of bytes, step or time reaches it: past it, a field is not a number
@@ -138,14 +145,7 @@ def _sample(doc: dict[str, Any]) -> Sample | None:
     if t is None or not isinstance(node, str):
         return None
     values: dict[str, float | None] = {key: None for key, _, _ in SERIES}
-    gpus = doc.get("gpus")
-    if gpus is not None and not (isinstance(gpus, list) and all(isinstance(g, dict) for g in gpus)):
-        raise _Bad
-    if gpus:
-        utils = [u for g in gpus if (u := _num(g.get("util"), 100.0)) is not None]
-        mems = [m for g in gpus if (m := _num(g.get("mem"))) is not None]
-        values["gpu_util"] = sum(utils) / len(utils) if utils else None
-        values["gpu_mem"] = sum(mems) if mems else None
+    values["gpu_util"], values["gpu_mem"] = _gpu_values(doc.get("gpus"))
     values["ram"] = _num(_part(doc, "ram").get("used"))
     engine = _part(doc, "engine")
     mem = engine.get("mem", engine.get("rss"))  # "rss": written before the PSS
@@ -167,6 +167,22 @@ def _sample(doc: dict[str, Any]) -> Sample | None:
         counters,
         reason if isinstance(reason, str) else "",
     )
+
+
+def _gpu_values(gpus: Any) -> tuple[float | None, float | None]:
+    """The GPUs' mean utilization and their memory in use together; None for what none says."""
+    if gpus is None:
+        return None, None
+    if not (isinstance(gpus, list) and all(isinstance(g, dict) for g in gpus)):
+        raise _Bad
+    utils = _known(_num(g.get("util"), 100.0) for g in gpus)
+    mems = _known(_num(g.get("mem")) for g in gpus)
+    return (sum(utils) / len(utils) if utils else None), (sum(mems) if mems else None)
+
+
+def _known(values: Iterable[float | None]) -> list[float]:
+    """The values that are not None (a GPU that did not say), in their order."""
+    return [v for v in values if v is not None]
 
 
 CHECK = 64  # bytes before a file's read offset that must still be there for it to go on

@@ -41,22 +41,24 @@ def visible_order(spec: str | None, uuids: list[str]) -> list[int]:
         return list(range(len(uuids)))
     out: list[int] = []
     for token in (t.strip() for t in spec.split(",")):
-        if not token:
+        if not token or (i := _device_index(token, uuids)) is None:
             break
-        if token.lstrip("-").isdigit():
-            i = int(token)
-            if not 0 <= i < len(uuids):
-                break
-        else:
-            want = token if token.startswith(("GPU-", "MIG-")) else f"GPU-{token}"
-            hits = [i for i, u in enumerate(uuids) if u.startswith(want)]
-            if len(hits) != 1:
-                break
-            i = hits[0]
         if i in out:
             return []
         out.append(i)
     return out
+
+
+def _device_index(token: str, uuids: list[str]) -> int | None:
+    """The NVML index that one CUDA_VISIBLE_DEVICES entry names, None for a bad entry.
+
+    An entry is an index, or a UUID or its unique prefix (`GPU-` may be left off)."""
+    if token.lstrip("-").isdigit():
+        i = int(token)
+        return i if 0 <= i < len(uuids) else None
+    want = token if token.startswith(("GPU-", "MIG-")) else f"GPU-{token}"
+    hits = [i for i, u in enumerate(uuids) if u.startswith(want)]
+    return hits[0] if len(hits) == 1 else None
 
 
 def _reason(exc: BaseException) -> str:
@@ -126,37 +128,43 @@ def read_gpus(visible: str | None, nvml: Any = None) -> tuple[tuple[GpuSample, .
     except Exception as exc:  # NVMLError subclasses, OSError from ctypes
         return None, _reason(exc)
     try:
-        count = nv.nvmlDeviceGetCount()
-        handles = [nv.nvmlDeviceGetHandleByIndex(i) for i in range(count)]
-        uuids = [_text(nv.nvmlDeviceGetUUID(h)) for h in handles]
-        if not handles:
-            return None, "no NVIDIA GPU"
-        order = visible_order(visible, uuids)
-        if not order:
-            return None, f"CUDA_VISIBLE_DEVICES={visible!r} hides every GPU"
-        out: list[GpuSample] = []
-        for cuda_index, i in enumerate(order):
-            h = handles[i]
-            util = _maybe(lambda h: nv.nvmlDeviceGetUtilizationRates(h).gpu, h)
-            mem = _maybe(lambda h: nv.nvmlDeviceGetMemoryInfo(h), h)
-            power = _maybe(lambda h: nv.nvmlDeviceGetPowerUsage(h), h)
-            temp = _maybe(lambda h: nv.nvmlDeviceGetTemperature(h, 0), h)  # 0: GPU sensor
-            out.append(
-                GpuSample(
-                    uuid=uuids[i],
-                    index=i,
-                    cuda_index=cuda_index,
-                    name=_text(_maybe(lambda h: nv.nvmlDeviceGetName(h), h) or "?"),
-                    util_pct=None if util is None else float(util),
-                    mem_used=None if mem is None else int(mem.used),
-                    mem_total=None if mem is None else int(mem.total),
-                    power_w=None if power is None else power / 1000.0,
-                    temp_c=None if temp is None else float(temp),
-                    processes=_processes(nv, h),
-                )
-            )
-        return tuple(out), ""
+        return _samples(nv, visible)
     except Exception as exc:  # a driver error mid-query degrades the same way
         return None, _reason(exc)
     finally:
         _maybe(nv.nvmlShutdown)
+
+
+def _samples(nv: Any, visible: str | None) -> tuple[tuple[GpuSample, ...] | None, str]:
+    """One sample per GPU in CUDA order, or (None, why there is none); NVML initialized."""
+    count = nv.nvmlDeviceGetCount()
+    handles = [nv.nvmlDeviceGetHandleByIndex(i) for i in range(count)]
+    uuids = [_text(nv.nvmlDeviceGetUUID(h)) for h in handles]
+    if not handles:
+        return None, "no NVIDIA GPU"
+    order = visible_order(visible, uuids)
+    if not order:
+        return None, f"CUDA_VISIBLE_DEVICES={visible!r} hides every GPU"
+    return tuple(
+        _gpu_sample(nv, handles[i], uuids[i], i, cuda_index) for cuda_index, i in enumerate(order)
+    ), ""
+
+
+def _gpu_sample(nv: Any, h: Any, uuid: str, index: int, cuda_index: int) -> GpuSample:
+    """One GPU's sample; a query its driver does not answer leaves its field None."""
+    util = _maybe(lambda h: nv.nvmlDeviceGetUtilizationRates(h).gpu, h)
+    mem = _maybe(lambda h: nv.nvmlDeviceGetMemoryInfo(h), h)
+    power = _maybe(lambda h: nv.nvmlDeviceGetPowerUsage(h), h)
+    temp = _maybe(lambda h: nv.nvmlDeviceGetTemperature(h, 0), h)  # 0: GPU sensor
+    return GpuSample(
+        uuid=uuid,
+        index=index,
+        cuda_index=cuda_index,
+        name=_text(_maybe(lambda h: nv.nvmlDeviceGetName(h), h) or "?"),
+        util_pct=None if util is None else float(util),
+        mem_used=None if mem is None else int(mem.used),
+        mem_total=None if mem is None else int(mem.total),
+        power_w=None if power is None else power / 1000.0,
+        temp_c=None if temp is None else float(temp),
+        processes=_processes(nv, h),
+    )
