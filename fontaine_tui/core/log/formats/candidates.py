@@ -45,6 +45,11 @@ class Candidate:
             lines.append(f"run = {_quote(self.run)}")
         return lines
 
+    def matches(self, kind: str, path: str, run: str) -> bool:
+        """Each of `kind`, `path` and `run` that is given is this run's."""
+        named = ((kind, self.kind), (path, self.path), (run, self.run))
+        return all(not want or want == have for want, have in named)
+
     def label(self) -> str:
         return ", ".join(self.source_lines())
 
@@ -71,33 +76,62 @@ def candidates(folder: Path) -> list[Candidate]:
         return [Candidate("fontaine", describe=LOG)]
     out: list[Candidate] = []
     seen: set[Path] = set()
-    for kind in [primary, *(k for k in kinds() if k not in (primary, "fontaine"))]:
-        if not kind:
-            continue
-        try:
-            found = [("", files(folder, SourceSpec(kind)))]
-        except SeveralRuns as exc:
-            found = []
-            for rel in exc.found:
-                try:
-                    found.append((rel, files(folder, SourceSpec(kind, rel))))
-                except InputError:
-                    continue
-        except (InputError, OSError):
-            continue
-        for rel, paths in found:
-            real = {p.resolve() for p in paths}
-            if not paths or not all(p.exists() for p in paths) or real & seen:
-                continue
-            seen |= real
-            shown = ", ".join(_rel(folder, p) for p in paths[:2])
-            shown += f" and {len(paths) - 2} more" if len(paths) > 2 else ""
-            runs = _store_runs(kind, paths[0])
-            if len(runs) > 1:
-                out += [Candidate(kind, rel, run_id, f"{shown}: {text}") for run_id, text in runs]
-            else:
-                out.append(Candidate(kind, rel, "", shown))
+    for kind in _kinds_from(primary):
+        for rel, paths in _found(folder, kind):
+            real = _unclaimed(paths, seen)
+            if real is not None:
+                seen |= real
+                out += _runs_of(folder, kind, rel, paths)
     return out
+
+
+def _kinds_from(primary: str) -> list[str]:
+    """The kinds to look for: the detected one (if any) first, then the others but fontaine."""
+    others = [k for k in kinds() if k not in (primary, "fontaine")]
+    return [primary, *others] if primary else others
+
+
+def _unclaimed(paths: list[Path], seen: set[Path]) -> set[Path] | None:
+    """The files' real paths, where there are some, all still there, and none of them `seen`.
+
+    None where a kind listed before reads any of them (or they are gone, or none)."""
+    real = {p.resolve() for p in paths}
+    if not paths or not all(p.exists() for p in paths) or real & seen:
+        return None
+    return real
+
+
+def _found(folder: Path, kind: str) -> list[tuple[str, list[Path]]]:
+    """The files of `kind` in the folder, as (path, files): one entry, or one a run of several.
+
+    Empty where the folder holds no such files (or they cannot be listed)."""
+    try:
+        return [("", files(folder, SourceSpec(kind)))]
+    except SeveralRuns as exc:
+        return _each_run(folder, kind, exc.found)
+    except (InputError, OSError):
+        return []
+
+
+def _each_run(folder: Path, kind: str, rels: tuple[str, ...]) -> list[tuple[str, list[Path]]]:
+    """The files of each of several runs of `kind` (its path `rel`), where they are found."""
+    found = []
+    for rel in rels:
+        try:
+            found.append((rel, files(folder, SourceSpec(kind, rel))))
+        except InputError:
+            continue
+    return found
+
+
+def _runs_of(folder: Path, kind: str, rel: str, paths: list[Path]) -> list[Candidate]:
+    """The candidates of one kind's files: one, or each run of a store of several."""
+    shown = ", ".join(_rel(folder, p) for p in paths[:2])
+    shown += f" and {len(paths) - 2} more" if len(paths) > 2 else ""
+    runs = _store_runs(kind, paths[0])
+    if len(runs) > 1:
+        return [Candidate(kind, rel, run_id, f"{shown}: {text}") for run_id, text in runs]
+    return [Candidate(kind, rel, "", shown)]
 
 
 def _store_runs(kind: str, store: Path) -> list[tuple[str, str]]:
@@ -125,26 +159,23 @@ def choose(
     if kind and kind not in kinds():
         raise InputError(f"--kind: expected one of {', '.join(kinds())}, got {kind!r}")
     if kind or path or run:
-        chosen = next(
-            (
-                c
-                for c in found
-                if (not kind or c.kind == kind)
-                and (not path or c.path == path)
-                and (not run or c.run == run)
-            ),
-            None,
-        )
-        if chosen is None:
-            if not kind:
-                raise InputError(
-                    f"{folder}: no run matches --path {path!r} --run {run!r} "
-                    f"(found: {'; '.join(c.label() for c in found) or 'none'})"
-                )
-            chosen = Candidate(kind, path, run)  # named: read as named, its errors its own
-    elif found:
-        chosen = found[0]
-    else:
+        return _named(folder, found, kind, path, run), tuple(found)
+    if not found:
         detect(folder)  # says what it expected
         raise InputError(f"{folder}: no log this console reads")
-    return chosen, tuple(found)
+    return found[0], tuple(found)
+
+
+def _named(folder: Path, found: list[Candidate], kind: str, path: str, run: str) -> Candidate:
+    """The first run found that is what --kind, --path and --run name (those given).
+
+    Where none is and a kind is named, the run as named (read so, its errors its own)."""
+    chosen = next((c for c in found if c.matches(kind, path, run)), None)
+    if chosen is not None:
+        return chosen
+    if not kind:
+        raise InputError(
+            f"{folder}: no run matches --path {path!r} --run {run!r} "
+            f"(found: {'; '.join(c.label() for c in found) or 'none'})"
+        )
+    return Candidate(kind, path, run)
