@@ -74,25 +74,17 @@ class LogFramer:
     def feed(self, data: bytes) -> list[tuple[int, bytes]]:
         buf = self._buf + data if self._buf else data
         out: list[tuple[int, bytes]] = []
-        i, n, at = 0, len(buf), self._at
+        i, n = 0, len(buf)
         if not self.header:
             if n < HEADER_LEN:
                 self._buf = buf
                 return out
-            if buf[: len(IDENT)] != IDENT:
-                raise FormatError(
-                    f"not a W&B run file (expected the :W&B header, got "
-                    f"{bytes(buf[:HEADER_LEN])!r})"
-                )
-            self.header, self.version, i = True, buf[HEADER_LEN - 1], HEADER_LEN
+            i = self._read_header(buf)
         while True:
+            i = self._pass_dropped(i, n)
             if self._drop:
-                take = min(self._drop, n - i)
-                i += take
-                self._drop -= take
-                if self._drop:
-                    break
-            left = BLOCK - (at + i) % BLOCK
+                break
+            left = BLOCK - (self._at + i) % BLOCK
             if left < HEAD.size:  # a block's trailer: padding
                 if n - i < left:
                     break
@@ -100,25 +92,52 @@ class LogFramer:
                 continue
             if n - i < HEAD.size:
                 break
-            crc, length, kind = HEAD.unpack_from(buf, i)
-            if kind not in TYPE_CRC or HEAD.size + length > left:
-                self._lost(at + i, left)
-                self._drop = left
-                continue
-            end = i + HEAD.size + length
-            if end > n:
+            end = self._record(buf, i, left, out)
+            if end is None:
                 break  # torn: the writer has not written all of it yet
-            data_ = buf[i + HEAD.size : end]
-            if zlib.crc32(data_, TYPE_CRC[kind]) != crc:
-                self.note(f"byte {at + i}", "a record that fails its checksum")
-                if self._parts:
-                    self._cut(at + i)
-            else:
-                self._part(at + i, kind, data_, out)
             i = end
         self._buf = bytes(buf[i:])
-        self._at = at + i
+        self._at += i
         return out
+
+    def _read_header(self, buf: bytes) -> int:
+        """The file's header read (FormatError where it is not W&B's); where the blocks start."""
+        if buf[: len(IDENT)] != IDENT:
+            raise FormatError(
+                f"not a W&B run file (expected the :W&B header, got {bytes(buf[:HEADER_LEN])!r})"
+            )
+        self.header, self.version = True, buf[HEADER_LEN - 1]
+        return HEADER_LEN
+
+    def _pass_dropped(self, i: int, n: int) -> int:
+        """Pass over what is left of a block whose framing is lost, as far as the bytes go."""
+        take = min(self._drop, n - i)
+        self._drop -= take
+        return i + take
+
+    def _record(self, buf: bytes, i: int, left: int, out: list[tuple[int, bytes]]) -> int | None:
+        """Read the record whose head is at `i` (`left` bytes to its block's end).
+
+        Returns where the next one starts, or None where it is not all written yet. A head that
+        is not one leaves the rest of the block to pass over; a record failing its checksum is
+        noted and passed over."""
+        where = self._at + i
+        crc, length, kind = HEAD.unpack_from(buf, i)
+        if kind not in TYPE_CRC or HEAD.size + length > left:
+            self._lost(where, left)
+            self._drop = left
+            return i
+        end = i + HEAD.size + length
+        if end > len(buf):
+            return None
+        data = buf[i + HEAD.size : end]
+        if zlib.crc32(data, TYPE_CRC[kind]) != crc:
+            self.note(f"byte {where}", "a record that fails its checksum")
+            if self._parts:
+                self._cut(where)
+        else:
+            self._part(where, kind, data, out)
+        return end
 
     def _lost(self, where: int, left: int) -> None:
         self.note(
@@ -216,23 +235,33 @@ def _item(buf: bytes) -> Item:
             key = _text(raw)
         elif field == 2 and wire == 2:
             path.append(_text(raw))
-        elif field == 16 and wire == 2:
-            text = _text(raw)
-            try:
-                value = jsontext.loads(text)
-            except ValueError:
-                value = NotNumber(text)
-            if isinstance(value, str):
-                value = NotNumber(repr(value))
-        elif field == 6 and wire == 1:
-            value = _F64.unpack(raw)[0]
-        elif field == 5 and wire == 0:  # sint64: zigzag
-            value = (v >> 1) ^ -(v & 1)
-        elif field in (3, 4, 7, 8):  # none, boolean, text, json: no number
-            value = NotNumber(
-                _text(raw) if wire == 2 else "null" if field == 3 else f"{bool(v)}".lower()
-            )
+        else:
+            value = _item_value(field, wire, v, raw, value)
     return key or ".".join(path), value
+
+
+def _item_value(field: int, wire: int, v: int, raw: bytes, value: object) -> object:
+    """The item's value as its field `field` says it (`value`, as before, for another field)."""
+    if field == 16 and wire == 2:
+        return _json_value(_text(raw))
+    if field == 6 and wire == 1:
+        return _F64.unpack(raw)[0]
+    if field == 5 and wire == 0:  # sint64: zigzag
+        return (v >> 1) ^ -(v & 1)
+    if field in (3, 4, 7, 8):  # none, boolean, text, json: no number
+        return NotNumber(
+            _text(raw) if wire == 2 else "null" if field == 3 else f"{bool(v)}".lower()
+        )
+    return value
+
+
+def _json_value(text: str) -> object:
+    """A value_json's value: JSON's; a string, or text that is not JSON, shown quoted."""
+    try:
+        value: object = jsontext.loads(text)
+    except ValueError:
+        value = NotNumber(text)
+    return NotNumber(repr(value)) if isinstance(value, str) else value
 
 
 @dataclass(frozen=True, slots=True)
@@ -262,29 +291,39 @@ def _history(buf: bytes) -> WandbRecord:
     return WandbRecord("history", tuple(items), num)
 
 
+def _run_record(buf: bytes) -> WandbRecord:
+    run = {f: _text(x) for f, w, _, x in _fields(buf) if f in (1, 3, 8) and w == 2}
+    return WandbRecord("run", run=(run.get(1, ""), run.get(3, ""), run.get(8, "")))
+
+
+def _exit_record(buf: bytes) -> WandbRecord:
+    code = 0
+    for f, w, v, _ in _fields(buf):
+        if f == 1 and w == 0:  # an int32, sign-extended to 64 bits when negative
+            code = v & 0xFFFFFFFF
+            code = code - (1 << 32) if code >= 1 << 31 else code
+    return WandbRecord("exit", code=code)
+
+
+def _alert_record(buf: bytes) -> WandbRecord:
+    """An AlertRecord: title 1, text 2, level 3 (strings)."""
+    said = {f: _text(x) for f, w, _, x in _fields(buf) if f in (1, 2, 3) and w == 2}
+    return WandbRecord("alert", alert=(said.get(1, ""), said.get(2, ""), said.get(3, "")))
+
+
+# a Record's fields that are read (each a message, length-delimited), by number
+_RECORD_FIELDS = {2: _history, 17: _run_record, 18: _exit_record, 10: _alert_record}
+
+
 def parse_record(buf: bytes) -> WandbRecord:
-    """The fields read of one serialized Record.
+    """The fields read of one serialized Record (the last read of them, where several are).
 
     Raises ValueError (or IndexError) when the bytes are not one."""
     found = WandbRecord("")
     for field, wire, _, raw in _fields(buf):
-        if wire != 2:
-            continue
-        if field == 2:
-            found = _history(raw)
-        elif field == 17:
-            run = {f: _text(x) for f, w, _, x in _fields(raw) if f in (1, 3, 8) and w == 2}
-            found = WandbRecord("run", run=(run.get(1, ""), run.get(3, ""), run.get(8, "")))
-        elif field == 18:
-            code = 0
-            for f, w, v, _ in _fields(raw):
-                if f == 1 and w == 0:  # an int32, sign-extended to 64 bits when negative
-                    code = v & 0xFFFFFFFF
-                    code = code - (1 << 32) if code >= 1 << 31 else code
-            found = WandbRecord("exit", code=code)
-        elif field == 10:  # AlertRecord: title 1, text 2, level 3 (strings)
-            said = {f: _text(x) for f, w, _, x in _fields(raw) if f in (1, 2, 3) and w == 2}
-            found = WandbRecord("alert", alert=(said.get(1, ""), said.get(2, ""), said.get(3, "")))
+        read = _RECORD_FIELDS.get(field) if wire == 2 else None
+        if read is not None:
+            found = read(raw)
     return found
 
 
@@ -346,41 +385,51 @@ class WandbDecoder(Unread):
             self.note_bad(f"byte {where}", str(exc))
 
     def _row(self, where: int, items: tuple[Item, ...], num: int | None, out: list[Record]) -> None:
-        given = [v for k, v in items if k == self.step_key]
-        if not given and self.step_key == "_step" and num is not None:
-            given = [num]
-        if not given:
-            self.note_bad(f"byte {where}", f"a history row without {self.step_key!r}")
-            return
-        steps = {repr(v) for v in given}
-        step = (
-            step_of(given[0])
-            if len(steps) == 1
-            else f"{self.step_key!r} written twice with two values"
-        )
-        if isinstance(step, str):
-            self.note_bad(f"byte {where}", f"{self.step_key}: {step}")
+        step = self._row_step(where, items, num)
+        if step is None:
             return
         when = NAN
         for key, value in items:
             if key == self.time_key and (x := number(value)) is not None:
                 when = x
         for key, value in items:
-            if key.startswith("_") or key in (self.step_key, self.time_key):
-                continue
-            x = number(value)
-            if x is None:
-                shown = str(value) if isinstance(value, NotNumber) else repr(value)
-                shown = shown if len(shown) <= SHOWN else shown[:SHOWN] + "..."
-                if self.grouper.fields.is_eval(key):  # a probe value: kept, counted, unnamed
-                    self.grouper.add(step, when, key, shown, out)
-                else:
-                    self.note_bad(f"step {step} {key}", f"value {shown} is not a number")
-                continue
-            self.grouper.add(step, when, key, x, out)
+            if not key.startswith("_") and key not in (self.step_key, self.time_key):
+                self._value(step, when, key, value, out)
         self._top = max(self._top, step)
         if when == when:
             self._time = when
+
+    def _row_step(self, where: int, items: tuple[Item, ...], num: int | None) -> int | None:
+        """A history row's step: its step key's value (W&B's `_step`: else the row's own step).
+
+        None, noted, where it has none, two, or one that is not a step."""
+        given = [v for k, v in items if k == self.step_key]
+        if not given and self.step_key == "_step" and num is not None:
+            given = [num]
+        if not given:
+            self.note_bad(f"byte {where}", f"a history row without {self.step_key!r}")
+            return None
+        if len({repr(v) for v in given}) == 1:
+            step = step_of(given[0])
+        else:
+            step = f"{self.step_key!r} written twice with two values"
+        if isinstance(step, str):
+            self.note_bad(f"byte {where}", f"{self.step_key}: {step}")
+            return None
+        return step
+
+    def _value(self, step: int, when: float, key: str, value: object, out: list[Record]) -> None:
+        """A history value into the grouper; one not a number is kept for a probe, else noted."""
+        x = number(value)
+        if x is not None:
+            self.grouper.add(step, when, key, x, out)
+            return
+        shown = str(value) if isinstance(value, NotNumber) else repr(value)
+        shown = shown if len(shown) <= SHOWN else shown[:SHOWN] + "..."
+        if self.grouper.fields.is_eval(key):  # a probe value: kept, counted, unnamed
+            self.grouper.add(step, when, key, shown, out)
+        else:
+            self.note_bad(f"step {step} {key}", f"value {shown} is not a number")
 
     def _exit(self, code: int, out: list[Record]) -> None:
         self.exit_code = code
