@@ -5,6 +5,12 @@ first bytes and last-read bytes against what we had, then streams it, sending no
 the file is seen to still hold the bytes read before it; the stream stops when the channel's
 stdin closes, so a cut leaves no orphan. Files that are not lines are polled (follow_files),
 an MLflow store is read as a snapshot there.
+
+Its size: one concept over some 620 lines, a run folder read over the shared connection. The
+follow's steps (one connection, its rotated parts, its answer, its stream), the polled files
+and the store's snapshot each speak the protocol of remote.py's scripts and share the
+connection's state (its reconnects, the lines cut for their length), so they are kept in one
+module.
 """
 
 from __future__ import annotations
@@ -106,6 +112,41 @@ def _rotated_part(header: list[bytes]) -> tuple[bytes, bytes, str] | None:
     return None
 
 
+def _read_from(had: tuple[int, str] | None, size: int, ino: str) -> tuple[int, bool]:
+    """Where a listed file is read from, and whether that is byte 0 again.
+
+    `had`: (bytes read, inode) of the file under that name before (None: none). It is read
+    again when it is shorter than what was read, or another file has its name."""
+    if had is None:
+        return 0, False
+    pos, was = had
+    if was != ino or size < pos:
+        return 0, True
+    return pos, False
+
+
+def _rotated_segments(listing: bytes, name: str) -> list[str]:
+    """The rotated segments of `name` in the folder's listing, oldest first.
+
+    One per number: where both name.N and name.N.gz are listed, name.N."""
+    from fontaine_tui.core.runfolder import ROTATED
+
+    found: dict[int, str] = {}
+    for raw in listing.decode("utf-8", "replace").splitlines():
+        m = ROTATED.fullmatch(raw, len(name)) if raw.startswith(name) else None
+        if m is not None and (int(m.group(1)) not in found or not m.group(2)):
+            found[int(m.group(1))] = raw
+    return [found[n] for n in sorted(found, reverse=True)]
+
+
+def _skipped(cutter: LineCutter, long: list[int], skipped: list[int]) -> str:
+    """Lines cut for their length: kept once each in `skipped`, and the note saying so."""
+    if not long:
+        return ""
+    skipped += [n for n in long if n not in skipped]
+    return cutter.skip_note(long)
+
+
 def _lost(said: list[bytes]) -> str:
     """Why a stream ended that no change of the file ended: the last line ssh said."""
     if not said:
@@ -190,39 +231,52 @@ class SshRun(SshConnection):
         folder = f"{self.target.path.rstrip('/')}/{under}" if under else self.target.path
         seen: dict[str, tuple[int, str]] = {}  # name -> (bytes read, inode)
         while not self._closed:
-            rc, out, err = await self._exec(remote_command(FILES_SCRIPT, folder))
-            if rc == 3:
-                raise SshError(f"{self.target.destination}:{folder}: no such folder")
-            if rc != 0:
-                raise SshError(f"{self.target.destination}:{folder}: cannot list (exit {rc})")
             fresh = False
-            for line in out.decode("utf-8", "replace").splitlines():
-                size_s, _, rest = line.partition(" ")
-                ino, _, name = rest.partition(" ")
-                if not name or not match(name) or not size_s.isdigit():
-                    continue
-                size = int(size_s)
-                pos, was = seen.get(name, (0, ino))
-                restart = name in seen and (was != ino or size < pos)
-                if restart:
-                    pos = 0
-                if size > pos or restart or name not in seen:
-                    data = b""
-                    if size > pos:
-                        rc, data, err = await self._exec(
-                            remote_command(RANGE_SCRIPT, folder, name, str(pos))
-                        )
-                        if rc != 0:
-                            continue  # gone between the listing and the read: next round
-                    if data:
-                        yield Chunk(name, data, pos, restart)
-                    fresh = True
-                    yield Chunk(name, b"", pos + len(data), restart and not data, at_end=True)
-                    pos += len(data)
-                seen[name] = (pos, ino)
+            for name, size, ino in await self._listing(folder, match):
+                async for chunk in self._file_news(folder, name, size, ino, seen):
+                    fresh = fresh or chunk.at_end
+                    yield chunk
             if not fresh:
                 yield Chunk("", b"", 0, idle=True)
             await self._pause(poll_s)
+
+    async def _listing(
+        self, folder: str, match: Callable[[str], bool]
+    ) -> list[tuple[str, int, str]]:
+        """The folder's files `match` keeps, each as (name, size, inode), in the listing's order."""
+        rc, out, _ = await self._exec(remote_command(FILES_SCRIPT, folder))
+        if rc == 3:
+            raise SshError(f"{self.target.destination}:{folder}: no such folder")
+        if rc != 0:
+            raise SshError(f"{self.target.destination}:{folder}: cannot list (exit {rc})")
+        listed = []
+        for line in out.decode("utf-8", "replace").splitlines():
+            size_s, _, rest = line.partition(" ")
+            ino, _, name = rest.partition(" ")
+            if name and match(name) and size_s.isdigit():
+                listed.append((name, int(size_s), ino))
+        return listed
+
+    async def _file_news(
+        self, folder: str, name: str, size: int, ino: str, seen: dict[str, tuple[int, str]]
+    ) -> AsyncIterator[Chunk]:
+        """A listed file's bytes past what was read, and its end when anything changed.
+
+        A file shorter than what was read, or another file under its name, is read from byte
+        0. A file gone between the listing and the read is left for the next round."""
+        had = seen.get(name)
+        pos, restart = _read_from(had, size, ino)
+        if size > pos or restart or had is None:
+            data = b""
+            if size > pos:
+                rc, data, _ = await self._exec(remote_command(RANGE_SCRIPT, folder, name, str(pos)))
+                if rc != 0:
+                    return  # gone between the listing and the read: next round
+            if data:
+                yield Chunk(name, data, pos, restart)
+            yield Chunk(name, b"", pos + len(data), restart and not data, at_end=True)
+            pos += len(data)
+        seen[name] = (pos, ino)
 
     async def mlflow_snapshot(self, store: str) -> dict:
         """An MLflow SQLite store's active runs and their metric rows, read on the host.
@@ -254,16 +308,10 @@ class SshRun(SshConnection):
     async def _history(self, name: str) -> AsyncIterator[Batch]:
         """The log's rotated segments on the remote host, oldest first (.gz unpacked here)."""
         from fontaine_tui.core.limits import gunzip
-        from fontaine_tui.core.runfolder import ROTATED
 
         rc, out, _ = await self._exec(remote_command(LIST_SCRIPT, self.target.path, name))
-        found: dict[int, str] = {}
-        for raw in out.decode("utf-8", "replace").splitlines():
-            m = ROTATED.fullmatch(raw, len(name)) if raw.startswith(name) else None
-            if m is not None and (int(m.group(1)) not in found or not m.group(2)):
-                found[int(m.group(1))] = raw
-        for n in sorted(found, reverse=True):
-            seg = found[n]
+        segments = _rotated_segments(out, name)
+        for seg in segments:
             yield Batch([], 1, True, f"reading rotated segment {seg}", 0, seg)
             data = await self.read_bytes(seg) or b""
             if seg.endswith(".gz"):
@@ -272,13 +320,18 @@ class SshRun(SshConnection):
                 except InputError as exc:
                     yield Batch([], 1, note=str(exc))
                     continue
-            cutter = LineCutter(self.line_cap)
-            lines, first, _ = cutter.feed(data)
-            more, _ = cutter.flush()
-            if lines or more:
-                yield Batch(lines + more, first, end_offset=len(data))
-        if found:
+            lines = self._segment_lines(data)
+            if lines is not None:
+                yield lines
+        if segments:
             yield Batch([], 1, True, f"reading {name}", 0, name)
+
+    def _segment_lines(self, data: bytes) -> Batch | None:
+        """A whole rotated segment's lines, its torn last one a line (None: no lines)."""
+        cutter = LineCutter(self.line_cap)
+        lines, first, _ = cutter.feed(data)
+        more, _ = cutter.flush()
+        return Batch(lines + more, first, end_offset=len(data)) if lines or more else None
 
     async def follow(self, name: str = LOG, history: bool | None = None) -> AsyncIterator[Batch]:
         """Complete lines of `name` as they are written, without end.
@@ -555,9 +608,7 @@ class SshRun(SshConnection):
                 head += data[: HEAD - pos]
             pos += len(data)
             lines, first, long = cutter.feed(data)
-            if long:
-                skipped += [n for n in long if n not in skipped]
-                note = cutter.skip_note(long)
+            note = _skipped(cutter, long, skipped)
             if lines or note:
                 yield Batch(lines, first, False, note, cutter.offset), head
                 note = ""
