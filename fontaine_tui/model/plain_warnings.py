@@ -81,30 +81,42 @@ class PlainWarnings:
         if telemetry is not None:
             self.telemetry = telemetry
         now = self.clock() if now is None else now
-        session = self.session
-        session.update_warnings(self.telemetry, now)
-        # a trainer's alert is said as its record lands (model/plain.py), not as a warning
-        current = {
-            w.rule: w
-            for w in session.warnings
-            if not is_alert_rule(w.rule)
-            and not (w.rule == "first-poll" and self.babysitter is not None)
-        }
-        for rule, gone in self._shown.items():  # what ended first, then what began
+        self.session.update_warnings(self.telemetry, now)
+        current = {w.rule: w for w in self.session.warnings if self._says(w)}
+        self._say_changes(current)
+        self._shown = current
+        if self.babysitter is not None:
+            self.babysitter.tick(self.telemetry, now)
+            self._say_poll(self.babysitter.last_poll)
+
+    def _says(self, w: RunWarning) -> bool:
+        """Whether `w` is said as a warning here.
+
+        A trainer's alert is said as its record lands (model/plain.py), and the first poll as
+        the poll where a babysitter takes the polls.
+        """
+        return not is_alert_rule(w.rule) and not (
+            w.rule == "first-poll" and self.babysitter is not None
+        )
+
+    def _say_changes(self, current: Mapping[str, RunWarning]) -> None:
+        """What ended first, then what began or changed severity since the last judging."""
+        for rule, gone in self._shown.items():
             if rule not in current:
                 self.say(cleared_line(gone))
         for rule, w in current.items():
             old = self._shown.get(rule)
             if old is None or old.severity != w.severity:
                 self.say(warning_line(w))
-        self._shown = current
-        if self.babysitter is not None:
-            self.babysitter.tick(self.telemetry, now)
-            if (rec := self.babysitter.last_poll) is not None:
-                kind = "first poll" if rec["kind"] == "first" else "poll"
-                text = poll_text(self._gpu_once(rec))
-                for line in (f"babysit {kind}: " + text.replace("\n", "\n  ")).split("\n"):
-                    self.say(line)
+
+    def _say_poll(self, rec: Mapping[str, object] | None) -> None:
+        """The poll the babysitter just took, if it took one, as indented lines."""
+        if rec is None:
+            return
+        kind = "first poll" if rec["kind"] == "first" else "poll"
+        text = poll_text(self._gpu_once(rec))
+        for line in (f"babysit {kind}: " + text.replace("\n", "\n  ")).split("\n"):
+            self.say(line)
 
     def _gpu_once(self, rec: Mapping[str, object]) -> Mapping[str, object]:
         """The poll, its GPU status without NVML's reason when that was said already."""
