@@ -61,6 +61,32 @@ TAIL_LINES = 400
 Process = Handle  # a launched run's process as the console sees it (core/launch/targets)
 
 
+def _counted(every: list[Amendment], checks: tuple[AmendmentCheck, ...]) -> tuple[Amendment, ...]:
+    """The short list of amendments that reads as `every` does (Session._amendments).
+
+    The applied ones and the deltas (shown, never applied), the applied extends as one: the
+    first one's declaration with the last one's endpoint.
+    """
+    applied = [
+        a
+        for a, c in zip(every, checks, strict=True)
+        if c.status == "applied" or a.kind == "delta"  # a delta is shown, never applied
+    ]
+    extends = [a for a in applied if a.kind == "extend"]
+    if len(extends) <= 1:
+        return tuple(applied)
+    first = extends[0]
+    return (
+        *(a for a in applied if a.kind != "extend"),
+        replace(
+            extends[-1],
+            declared_after_step=first.declared_after_step,
+            declared_before_step=first.declared_before_step,
+            declared_at=first.declared_at,
+        ),
+    )
+
+
 class Session(ReviewActions):
     def __init__(
         self,
@@ -128,10 +154,7 @@ class Session(ReviewActions):
 
     def apply(self, batch: Batch) -> bool:
         """Apply one follower batch; True if the store changed."""
-        if batch.segment:  # a rotation: keep everything, count lines on
-            self.store.begin_segment(batch.name, batch.note)
-        if batch.note:
-            self.note = batch.note
+        self._begin(batch)
         if batch.lines:
             ingest_lines(self.store, batch.lines, batch.first_line)
         for rec in batch.records:  # a foreign run's, decoded by its format
@@ -141,13 +164,16 @@ class Session(ReviewActions):
         if batch.records:
             self._records_at = time.monotonic()
         self.version += 1
-        return (
-            bool(batch.lines)
-            or bool(batch.records)
-            or bool(batch.note)
-            or batch.segment
-            or batch.odd is not None
+        return bool(
+            batch.lines or batch.records or batch.note or batch.segment or batch.odd is not None
         )
+
+    def _begin(self, batch: Batch) -> None:
+        """A batch's segment begun (a rotation: keep everything, count lines on), its note kept."""
+        if batch.segment:
+            self.store.begin_segment(batch.name, batch.note)
+        if batch.note:
+            self.note = batch.note
 
     def apply_lines(self, batch: Batch) -> Iterator[tuple[int, Record | Malformed | None]]:
         """Apply a batch as `apply` does, a line at a time, for a line-by-line report.
@@ -157,29 +183,13 @@ class Session(ReviewActions):
         line is yielded as soon as it is applied, so the store read between two yields holds
         the lines up to that one.
         """
-        if batch.segment:
-            self.store.begin_segment(batch.name, batch.note)
-        if batch.note:
-            self.note = batch.note
+        self._begin(batch)
         st = self.store
         for i, raw in enumerate(batch.lines):
             if not raw.strip():
                 continue
             n = batch.first_line + i
-            bad = st.malformed_count
-            rec = st.add_line(raw, n)
-            if st.malformed_count > bad:
-                kept = st.malformed[-1] if len(st.malformed) > 0 else None
-                yield (
-                    n,
-                    (
-                        kept
-                        if kept is not None and kept.line == n + st.line_base
-                        else Malformed(n, "", "")
-                    ),
-                )
-            else:
-                yield n, rec
+            yield n, self._add_line(raw, n)
             self.version += 1
         if batch.records:
             self._records_at = time.monotonic()
@@ -189,6 +199,16 @@ class Session(ReviewActions):
             yield 0, rec
         if batch.odd is not None:
             st.count_odd_values(batch.odd)
+
+    def _add_line(self, raw: bytes, n: int) -> Record | Malformed | None:
+        """Line `n` applied: its record, or the `Malformed` the store kept for it (a bare one)."""
+        st = self.store
+        bad = st.malformed_count
+        rec = st.add_line(raw, n)
+        if st.malformed_count == bad:
+            return rec
+        kept = st.malformed[-1] if len(st.malformed) > 0 else None
+        return kept if kept is not None and kept.line == n + st.line_base else Malformed(n, "", "")
 
     def apply_tail(self, batch: Batch) -> int:
         """Engine output lines, decoded, masked and made literal; returns how many were added.
@@ -250,12 +270,7 @@ class Session(ReviewActions):
         if exit_info is not None and self.stop_reason is not None:
             exit_info = replace(exit_info, stopped_for=self.stop_reason)
             self.stopped_at = max(exit_info.last_step, self.store.last_step)
-        launched_ts = None
-        if self.ledger.launched_at:
-            try:
-                launched_ts = parse_utc(self.ledger.launched_at)
-            except ValueError:
-                launched_ts = None
+        launched_ts = self._launched_ts()
         if self.kind == "replay" and self.store.steps:
             logged = self.store.columns["time"][-1]  # a replay's "now" is the log's own clock
             now = logged if math.isfinite(logged) else now  # a log without times: this one
@@ -278,6 +293,13 @@ class Session(ReviewActions):
         )
         ctx = alert_book.context_for(self.store, self.preset, telemetry, launched_ts)
         self.gpu_hours = alerts.gpu_hours_used(self.store, now, exit_info, ctx)
+
+    def _launched_ts(self) -> float | None:
+        """The ledger's launch time as a timestamp; None without one or where it is unreadable."""
+        try:
+            return parse_utc(self.ledger.launched_at) if self.ledger.launched_at else None
+        except ValueError:
+            return None
 
     def redact(self, text: str) -> str:
         """`text` with every notification URL this process knows hidden (a trainer's words).
@@ -446,36 +468,15 @@ class Session(ReviewActions):
         ticks = clock.key(self._declared[1])
         first_seen = first_probe_seen(self.store)  # a level read's scale first affects it
         cache = self._checked
-        if (
-            cache is None
-            or cache[0] is not ledger
-            or cache[1] != (self.preset.sha256, first_seen)
-            or cache[2] != ticks
-        ):
+        held = (self.preset.sha256, first_seen)
+        if cache is None or cache[0] is not ledger or cache[1:3] != (held, ticks):
             every = [*self.preset.amendments, *ledger]
             checks = tuple(check_amendments(every, self.preset, clock, first_probe=first_seen))
-            applied = [
-                a
-                for a, c in zip(every, checks, strict=True)
-                if c.status == "applied" or a.kind == "delta"  # a delta is shown, never applied
-            ]
-            extends = [a for a in applied if a.kind == "extend"]
-            if len(extends) > 1:
-                first = extends[0]
-                applied = [
-                    *(a for a in applied if a.kind != "extend"),
-                    replace(
-                        extends[-1],
-                        declared_after_step=first.declared_after_step,
-                        declared_before_step=first.declared_before_step,
-                        declared_at=first.declared_at,
-                    ),
-                ]
             cache = self._checked = (
                 ledger,
-                (self.preset.sha256, first_seen),
+                held,
                 ticks,
-                tuple(applied),
+                _counted(every, checks),
                 checks,
                 replace(self.preset, amendments=()),
             )
