@@ -95,39 +95,67 @@ def decision_lock(
 
     The lock is the first probe from which, at every later probe, no value within the remaining
     probes (remaining_probes) x `max_change` gives any rule another label."""
-    h0, d0 = bounds[0]
-    distances = tuple(
+    distances = _distances(points, bounds[0], lower)
+    if every is not None and every <= 0:
+        every = None
+    locked: tuple[int | None, str | None] = (None, None)
+    if max_change is not None and every is not None:
+        locked = _locked_at(points, bounds, lower, endpoint, every, max_change)
+    return Lock(*locked, max_change, source, distances, every, every_from)
+
+
+def _distances(
+    points: Sequence[tuple[int, float]], raw: tuple[float, float], lower: bool
+) -> tuple[Distance, ...]:
+    """How far each finite read is from the raw rule's (healthy, drift) bounds."""
+    h0, d0 = raw
+    return tuple(
         Distance(s, ahead(h0, x), ahead(d0, x))
         if lower
         else Distance(s, ahead(x, h0), ahead(x, d0))
         for s, x in points
         if math.isfinite(x)
     )
-    if every is not None and every <= 0:
-        every = None
-    if max_change is None or every is None:
-        return Lock(None, None, max_change, source, distances, every, every_from)
-    lock: tuple[int, str] | None = None
+
+
+def _locked_at(
+    points: Sequence[tuple[int, float]],
+    bounds: Sequence[tuple[float, float]],
+    lower: bool,
+    endpoint: int,
+    every: int,
+    max_change: float,
+) -> tuple[int | None, str | None]:
+    """The probe from which every later read settles on one label, and that label.
+
+    (None, None) where the last read has not settled: a read that is not a number, or one a
+    remaining probe could move to another label, starts the count again."""
+    locked: tuple[int | None, str | None] = (None, None)
     for step, x in points:
-        if not math.isfinite(x):
-            lock = None
-            continue
-        reach = remaining_probes(step, endpoint, every) * max_change
-        labels: list[str] = []
-        for h, d in bounds:
-            lo, hi = read_rule(x - reach, h, d, lower), read_rule(x + reach, h, d, lower)
-            if lo != hi:
-                break
-            labels.append(lo)
-        if len(labels) < len(bounds):
-            lock = None
-            continue
-        label = labels[0] if len(labels) == 1 else combine(labels[0], labels[1])
-        if lock is None or lock[1] != label:
-            lock = (step, label)
-    if lock is None:
-        return Lock(None, None, max_change, source, distances, every, every_from)
-    return Lock(lock[0], lock[1], max_change, source, distances, every, every_from)
+        label = None
+        if math.isfinite(x):
+            reach = remaining_probes(step, endpoint, every) * max_change
+            label = _settled_label(x, reach, bounds, lower)
+        if label is None:
+            locked = (None, None)
+        elif locked[1] != label:
+            locked = (step, label)
+    return locked
+
+
+def _settled_label(
+    x: float, reach: float, bounds: Sequence[tuple[float, float]], lower: bool
+) -> str | None:
+    """The label every read within `reach` of `x` gets, the rules combined.
+
+    None where some rule (raw, or scaled) reads another label somewhere within reach."""
+    labels: list[str] = []
+    for h, d in bounds:
+        lo, hi = read_rule(x - reach, h, d, lower), read_rule(x + reach, h, d, lower)
+        if lo != hi:
+            return None
+        labels.append(lo)
+    return labels[0] if len(labels) == 1 else combine(labels[0], labels[1])
 
 
 def remaining_probes(step: int, endpoint: int, every: int) -> int:
