@@ -96,15 +96,7 @@ def detect_service(url: str) -> str:
         raise ValueError("a URL that can be parsed") from exc
     scheme = parts.scheme.lower()
     if scheme in ("http", "https"):
-        if not host:
-            raise ValueError("an http(s) URL with a host")
-        if host == "hooks.slack.com":
-            return "slack"
-        if host in _DISCORD_HOSTS and parts.path.startswith("/api/webhooks/"):
-            return "discord"
-        if host == "ntfy.sh" or host.endswith(".ntfy.sh"):
-            return "ntfy"
-        return "generic"
+        return _web_service(host, parts.path)
     if scheme == "ntfy":
         if not host or not parts.path.strip("/"):
             raise ValueError("ntfy://HOST/TOPIC")
@@ -112,6 +104,19 @@ def detect_service(url: str) -> str:
     if not scheme:
         raise ValueError("a URL with a scheme (https://, ntfy://, or one apprise knows)")
     return "apprise"
+
+
+def _web_service(host: str, path: str) -> str:
+    """The service of an http(s) URL by its host (and Discord's path): generic if none."""
+    if not host:
+        raise ValueError("an http(s) URL with a host")
+    if host == "hooks.slack.com":
+        return "slack"
+    if host in _DISCORD_HOSTS and path.startswith("/api/webhooks/"):
+        return "discord"
+    if host == "ntfy.sh" or host.endswith(".ntfy.sh"):
+        return "ntfy"
+    return "generic"
 
 
 def _at(source: str, key: str) -> str:
@@ -180,34 +185,31 @@ def parse_config(data: Mapping[str, Any], path: Path | str) -> list[Destination]
         tables = [tables]
     if not isinstance(tables, list):
         raise InputError(f"{path}: notify: expected [[notify]] tables, got {type(tables).__name__}")
-    out = []
-    for i, table in enumerate(tables):
-        where = f"{path}: notify[{i}]"
-        if not isinstance(table, dict):
-            raise InputError(f"{where}: expected a table with url, got {type(table).__name__}")
-        unknown = sorted(set(table) - set(KEYS))
-        if unknown:
-            raise InputError(f"{where}.{unknown[0]}: unknown key (expected {', '.join(KEYS)})")
-        url = table.get("url")
-        if not isinstance(url, str) or not url.strip():
-            raise InputError(
-                f"{where}.url: expected a URL string, got "
-                f"{'nothing' if url is None else type(url).__name__}"
-            )
-        for key in ("level", "service"):
-            if key in table and not isinstance(table[key], str):
-                raise InputError(
-                    f"{where}.{key}: expected a string, got {type(table[key]).__name__}"
-                )
-        out.append(
-            make_destination(
-                url.strip(),
-                level=table.get("level", "info"),
-                service=table.get("service"),
-                source=where,
-            )
+    return [_table_destination(table, f"{path}: notify[{i}]") for i, table in enumerate(tables)]
+
+
+def _table_destination(table: object, where: str) -> Destination:
+    """One `[[notify]]` table's destination, checked; InputError naming `where` and its key."""
+    if not isinstance(table, dict):
+        raise InputError(f"{where}: expected a table with url, got {type(table).__name__}")
+    unknown = sorted(set(table) - set(KEYS))
+    if unknown:
+        raise InputError(f"{where}.{unknown[0]}: unknown key (expected {', '.join(KEYS)})")
+    url = table.get("url")
+    if not isinstance(url, str) or not url.strip():
+        raise InputError(
+            f"{where}.url: expected a URL string, got "
+            f"{'nothing' if url is None else type(url).__name__}"
         )
-    return out
+    for key in ("level", "service"):
+        if key in table and not isinstance(table[key], str):
+            raise InputError(f"{where}.{key}: expected a string, got {type(table[key]).__name__}")
+    return make_destination(
+        url.strip(),
+        level=table.get("level", "info"),
+        service=table.get("service"),
+        source=where,
+    )
 
 
 def load_config(path: Path) -> list[Destination]:

@@ -120,40 +120,10 @@ def slack(m: Message) -> dict[str, Any]:
 
 def discord(m: Message) -> dict[str, Any]:
     title = truncate(m.title or m.level, DISCORD_TITLE)
-    footer = truncate(
-        " · ".join(
-            p
-            for p in (
-                f"run {m.run}" if m.run else "",
-                f"step {m.step}" if m.step is not None else "",
-            )
-            if p
-        )
-        or "fontaine-tui",
-        2048,
+    footer = _discord_footer(m)
+    description, fields = _discord_fit(
+        title, truncate(m.text, DISCORD_DESCRIPTION), footer, _discord_fields(m)
     )
-    fields: list[dict[str, Any]] = [
-        {
-            "name": truncate(k, DISCORD_FIELD_NAME) or "-",
-            "value": truncate(v, DISCORD_FIELD_VALUE) or "-",
-            "inline": True,
-        }
-        for k, v in list(m.fields.items())[:DISCORD_FIELDS]
-    ]
-
-    def size(description: str) -> int:
-        return (
-            len(title)
-            + len(description)
-            + len(footer)
-            + sum(len(f["name"]) + len(f["value"]) for f in fields)
-        )
-
-    description = truncate(m.text, DISCORD_DESCRIPTION)
-    while fields and size(description) > DISCORD_EMBED_TOTAL:
-        fields.pop()
-    if size(description) > DISCORD_EMBED_TOTAL:
-        description = truncate(description, DISCORD_EMBED_TOTAL - size(""))
     embed = {
         "title": title,
         "description": description,
@@ -168,6 +138,47 @@ def discord(m: Message) -> dict[str, Any]:
         "embeds": [embed],
         "allowed_mentions": {"parse": []},
     }
+
+
+def _discord_footer(m: Message) -> str:
+    """An embed's footer: the run and the step, or the tool's name when neither is known."""
+    run = f"run {m.run}" if m.run else ""
+    step = f"step {m.step}" if m.step is not None else ""
+    return truncate(" · ".join(p for p in (run, step) if p) or "fontaine-tui", 2048)
+
+
+def _discord_fields(m: Message) -> list[dict[str, Any]]:
+    """An embed's fields, as many as Discord takes, each name and value cut to its limit."""
+    return [
+        {
+            "name": truncate(k, DISCORD_FIELD_NAME) or "-",
+            "value": truncate(v, DISCORD_FIELD_VALUE) or "-",
+            "inline": True,
+        }
+        for k, v in list(m.fields.items())[:DISCORD_FIELDS]
+    ]
+
+
+def _discord_fit(
+    title: str, description: str, footer: str, fields: list[dict[str, Any]]
+) -> tuple[str, list[dict[str, Any]]]:
+    """The description and fields of an embed within Discord's total size.
+
+    The last fields go first, then the description is cut."""
+
+    def size(description: str) -> int:
+        return (
+            len(title)
+            + len(description)
+            + len(footer)
+            + sum(len(f["name"]) + len(f["value"]) for f in fields)
+        )
+
+    while fields and size(description) > DISCORD_EMBED_TOTAL:
+        fields.pop()
+    if size(description) > DISCORD_EMBED_TOTAL:
+        description = truncate(description, DISCORD_EMBED_TOTAL - size(""))
+    return description, fields
 
 
 def generic(m: Message) -> dict[str, Any]:
