@@ -117,23 +117,30 @@ def slurm_settings(config: Path) -> SlurmSettings:
     if not isinstance(raw, dict):
         raise InputError(f"{config}: slurm: expected a table")
     known = {f.name for f in dataclasses.fields(SlurmSettings)}
-    values: dict[str, Any] = {}
-    for key, value in raw.items():
-        if key not in known:
-            raise InputError(
-                f"{config}: slurm.{key}: unknown key (expected one of {', '.join(sorted(known))})"
-            )
-        if key == "port":
-            if not isinstance(value, int) or isinstance(value, bool) or not 0 < value < 65536:
-                raise InputError(f"{config}: slurm.port: expected a port number, got {value!r}")
-            values[key] = value
-            continue
-        text = str(value) if isinstance(value, int) and not isinstance(value, bool) else value
-        pattern, what = PATTERNS[key]
-        if not isinstance(text, str) or not pattern.fullmatch(text):
-            raise InputError(f"{config}: slurm.{key}: expected {what}, got {value!r}")
-        values[key] = text
+    values: dict[str, Any] = {
+        key: _setting(config, key, value, known) for key, value in raw.items()
+    }
     return SlurmSettings(**values)
+
+
+def _setting(config: Path, key: str, value: object, known: set[str]) -> str | int:
+    """One key of `[slurm]`, checked.
+
+    The port is a port number; any other is in its form (`PATTERNS`), a whole number taken as
+    its text."""
+    if key not in known:
+        raise InputError(
+            f"{config}: slurm.{key}: unknown key (expected one of {', '.join(sorted(known))})"
+        )
+    if key == "port":
+        if not isinstance(value, int) or isinstance(value, bool) or not 0 < value < 65536:
+            raise InputError(f"{config}: slurm.port: expected a port number, got {value!r}")
+        return value
+    text = str(value) if isinstance(value, int) and not isinstance(value, bool) else value
+    pattern, what = PATTERNS[key]
+    if not isinstance(text, str) or not pattern.fullmatch(text):
+        raise InputError(f"{config}: slurm.{key}: expected {what}, got {value!r}")
+    return text
 
 
 # -- the job script ---------------------------------------------------------------------------
