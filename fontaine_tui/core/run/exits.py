@@ -495,14 +495,7 @@ def exit_info(
     who: str = "engine",
 ) -> ExitInfo:
     tail = read_tail(folder, since=since)
-    code, sig = returncode, None
-    if returncode is not None and returncode < 0:
-        code, sig = None, signal.Signals(-returncode).name
-    elif returncode is not None and returncode > 128:
-        try:
-            sig = signal.Signals(returncode - 128).name
-        except ValueError:
-            sig = None
+    code, sig = _code_and_signal(returncode)
     if tail.last_event == "end" and code != 0 and (m := STOPPED_BY.search(tail.detail)):
         # This start's log says how it stopped; torchrun around ranks that stopped cleanly
         # exits 1, or aborts on the way out, and that is not the run's story.
@@ -521,3 +514,18 @@ def exit_info(
         sent,
         who,
     )
+
+
+def _code_and_signal(returncode: int | None) -> tuple[int | None, str | None]:
+    """(exit code, signal name) of a return code.
+
+    A negative one is the signal that killed it (no code); one over 128 keeps its code and
+    names the signal a shell reports so."""
+    if returncode is not None and returncode < 0:
+        return None, signal.Signals(-returncode).name
+    if returncode is not None and returncode > 128:
+        try:
+            return returncode, signal.Signals(returncode - 128).name
+        except ValueError:
+            return returncode, None
+    return returncode, None
