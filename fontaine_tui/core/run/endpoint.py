@@ -75,18 +75,10 @@ def nothing_to_resume(folder: RunFolder) -> str:
     with the engine's `end` event of a finished run. A stop, a kill or a crash leaves it to
     resume, and so does an applied `amend --extend-to` that moved the endpoint in force past
     the step it finished at (the resume trains on to it)."""
-    ran = read_attempts(folder)
-    if ran:
-        last = ran[-1]
-        if last.cause != "finished":
-            return ""
-        step = last.last_step
-        how = f"attempt {last.number} finished" + (f" at step {step}" if step is not None else "")
-    else:
-        tail = read_tail(folder)
-        if tail.last_event != "end" or not tail.detail.startswith("finished"):
-            return ""
-        step, how = tail.last_step, f"its log ends: {literal(tail.detail)}"
+    finished = _finished(folder)
+    if finished is None:
+        return ""
+    step, how = finished
     try:
         endpoint = resume_endpoint(folder)
     except InputError:
@@ -94,3 +86,22 @@ def nothing_to_resume(folder: RunFolder) -> str:
     if endpoint.extended and (step is None or step < endpoint.in_force):
         return ""
     return f"{how}, and the endpoint in force is step {endpoint.in_force}"
+
+
+def _finished(folder: RunFolder) -> tuple[int | None, str] | None:
+    """(the step it finished at, how it says so) of a finished run, else None.
+
+    Its last attempt's cause, or, with no attempt recorded, its log's `end` event."""
+    ran = read_attempts(folder)
+    if ran:
+        last = ran[-1]
+        if last.cause != "finished":
+            return None
+        step = last.last_step
+        return step, f"attempt {last.number} finished" + (
+            f" at step {step}" if step is not None else ""
+        )
+    tail = read_tail(folder)
+    if tail.last_event != "end" or not tail.detail.startswith("finished"):
+        return None
+    return tail.last_step, f"its log ends: {literal(tail.detail)}"
