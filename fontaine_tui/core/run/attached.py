@@ -86,25 +86,34 @@ def _newest(paths: tuple[Path, ...]) -> float | None:
     """The newest modification time of the files.
 
     For a folder, of what is in it; for an SQLite store, its write-ahead log too."""
-    times: list[float] = []
-    for p in paths:
-        for q in (p, p.with_name(p.name + "-wal")):
-            try:
-                times.append(q.stat().st_mtime)
-            except OSError:
-                pass
-        if p.is_dir():
-            seen = 0
-            for root, dirs, names in os.walk(p):
-                for n in names:
-                    seen += 1
-                    try:
-                        times.append(os.stat(os.path.join(root, n)).st_mtime)
-                    except OSError:
-                        pass
-                if seen > WALK_MAX:
-                    dirs.clear()
+    times = [t for p in paths for t in _times_of(p)]
     return max(times) if times else None
+
+
+def _times_of(path: Path) -> list[float]:
+    """The modification times of a file and its write-ahead log; for a folder, of its files too."""
+    times = [t for q in (path, path.with_name(path.name + "-wal")) if (t := _mtime(q)) is not None]
+    return times + _walk_times(path) if path.is_dir() else times
+
+
+def _walk_times(folder: Path) -> list[float]:
+    """The modification times of the files in a folder, walked until past WALK_MAX of them."""
+    times: list[float] = []
+    seen = 0
+    for root, dirs, names in os.walk(folder):
+        seen += len(names)
+        times += [t for n in names if (t := _mtime(os.path.join(root, n))) is not None]
+        if seen > WALK_MAX:
+            dirs.clear()
+    return times
+
+
+def _mtime(path: str | Path) -> float | None:
+    """A file's modification time; None where it cannot be read (gone, denied)."""
+    try:
+        return os.stat(path).st_mtime
+    except OSError:
+        return None
 
 
 def quiet_limit(store: RunStore) -> float:
