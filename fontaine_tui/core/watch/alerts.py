@@ -129,18 +129,31 @@ def first_poll(
     if rates:
         numbers["step_s"] = step_s = statistics.median(rates)
         parts.append(f"s/step {_fmt_s(step_s)}")
-    util = telemetry.gpu_util() if telemetry else None
+    host_parts, host_numbers = _first_host_reading(telemetry)
+    parts += host_parts
+    numbers.update(host_numbers)
+    return _w("first-poll", "info", now, "first poll: " + ", ".join(parts), **numbers)
+
+
+def _first_host_reading(
+    telemetry: TelemetrySnapshot | None,
+) -> tuple[list[str], dict[str, float]]:
+    """The first poll's GPU util (or why none) and free RAM: its words and its numbers."""
+    if telemetry is None:
+        return [], {}
+    parts, numbers = [], {}
+    util = telemetry.gpu_util()
     if util is not None:
         numbers["gpu_util_pct"] = util
         parts.append(f"GPU util {util:.0f} %")
-    elif telemetry is not None:
+    else:
         parts.append(telemetry.gpu_status)
-    if telemetry is not None and telemetry.ram is not None:
+    if telemetry.ram is not None:
         numbers["ram_available"] = float(telemetry.ram.available)
         parts.append(
             f"RAM free {gib(telemetry.ram.available)} of {gib(telemetry.ram.total, unit=False)}"
         )
-    return _w("first-poll", "info", now, "first poll: " + ", ".join(parts), **numbers)
+    return parts, numbers
 
 
 def data_wait(store: RunStore) -> float | None:
