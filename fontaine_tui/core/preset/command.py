@@ -99,6 +99,23 @@ def read_command(table: object, where: str | Path) -> CommandSpec:
         key: _text(table, key, where)
         for key in ("cwd", "script", "block_reference", "block_marker")
     }
+    _check_block(table, texts["block_marker"], where)
+    return CommandSpec(
+        argv=argv,
+        cwd=texts["cwd"],
+        env=_env(table.get("env", {}), where),
+        resume_argv=resume,
+        script=texts["script"],
+        block_reference=texts["block_reference"],
+        block_marker=texts["block_marker"],
+    )
+
+
+def _check_block(table: dict, marker: str, where: str | Path) -> None:
+    """Check the script's checked block: its keys only with script, both or neither.
+
+    block_reference and block_marker come together, only beside script; the marker is one
+    line."""
     for key in ("block_reference", "block_marker"):
         if key in table and "script" not in table:
             raise PresetError(
@@ -114,17 +131,8 @@ def read_command(table: object, where: str | Path) -> CommandSpec:
             f"command.{missing}",
             "missing; expected both block_reference and block_marker, or neither",
         )
-    if "\n" in texts["block_marker"] or "\r" in texts["block_marker"]:
+    if "\n" in marker or "\r" in marker:
         raise PresetError(where, "command.block_marker", "expected one line")
-    return CommandSpec(
-        argv=argv,
-        cwd=texts["cwd"],
-        env=_env(table.get("env", {}), where),
-        resume_argv=resume,
-        script=texts["script"],
-        block_reference=texts["block_reference"],
-        block_marker=texts["block_marker"],
-    )
 
 
 def _argv(table: dict, key: str, where: str | Path) -> tuple[str, ...]:
@@ -217,15 +225,16 @@ def _placeholders(
         ) from None
     for _, name, spec, conversion in parts:
         if name is not None and (name not in names or spec or conversion):
-            shown = (
-                "{"
-                + name
-                + (f"!{conversion}" if conversion else "")
-                + (f":{spec}" if spec else "")
-                + "}"
-            )
+            shown = _field_text(name, spec, conversion)
             raise PresetError(
                 where,
                 key,
                 f"expected {expected}, got {shown} (write {{{{ or }}}} for a brace)",
             )
+
+
+def _field_text(name: str, spec: str | None, conversion: str | None) -> str:
+    """A replacement field as it was written: {name!conversion:spec}."""
+    return (
+        "{" + name + (f"!{conversion}" if conversion else "") + (f":{spec}" if spec else "") + "}"
+    )
