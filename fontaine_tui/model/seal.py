@@ -80,7 +80,7 @@ def _evidence(judged: Judged, root: Path) -> tuple[dict[str, bytes], str]:
     """The evidence's files by their name in the bundle, and a line saying what it is."""
     records = {root / name for name in RECORDS}
     paths = [p for p in judged.reads() if p not in records]
-    for p in paths:
+    for p in paths:  # the run folder's own files: never a link to outside it
         if p.parent == root and _own_name(p.name):
             _own_inside(p, root)
     size = sum(p.stat().st_size for p in paths)
@@ -89,6 +89,14 @@ def _evidence(judged: Judged, root: Path) -> tuple[dict[str, bytes], str]:
             f"not carried: {size} bytes of log over {EVIDENCE_MAX}; verification covers "
             "the chain and hashes only"
         )
+    return _carried(paths, root)
+
+
+def _carried(paths: list[Path], root: Path) -> tuple[dict[str, bytes], str]:
+    """The evidence read, by its names in the bundle, and the line saying what it is.
+
+    None of it is carried where a file lies outside the run folder.
+    """
     out: dict[str, bytes] = {}
     for p in paths:
         # named as the verdict reads it: a link by its own name, not where it points
@@ -154,19 +162,29 @@ class Verified:
 def _first_difference(a: object, b: object, path: str = "") -> str:
     """The first key where two JSON values differ ("" when equal)."""
     if isinstance(a, dict) and isinstance(b, dict):
-        for k in sorted(set(a) | set(b)):
-            where = f"{path}.{k}" if path else k
-            if k not in a or k not in b:
-                return where
-            if found := _first_difference(a[k], b[k], where):
-                return found
-        return ""
+        return _first_key_difference(a, b, path)
     if isinstance(a, list) and isinstance(b, list) and len(a) == len(b):
-        for i, (x, y) in enumerate(zip(a, b, strict=True)):
-            if found := _first_difference(x, y, f"{path}[{i}]"):
-                return found
-        return ""
+        return _first_item_difference(a, b, path)
     return "" if a == b else path or "(the whole document)"
+
+
+def _first_key_difference(a: dict[str, object], b: dict[str, object], path: str) -> str:
+    """The first key, in sorted order, that one object lacks or holds differently ("" if none)."""
+    for k in sorted(set(a) | set(b)):
+        where = f"{path}.{k}" if path else k
+        if k not in a or k not in b:
+            return where
+        if found := _first_difference(a[k], b[k], where):
+            return found
+    return ""
+
+
+def _first_item_difference(a: list[object], b: list[object], path: str) -> str:
+    """The first item two lists of one length hold differently ("" if none)."""
+    for i, (x, y) in enumerate(zip(a, b, strict=True)):
+        if found := _first_difference(x, y, f"{path}[{i}]"):
+            return found
+    return ""
 
 
 def _check_chains(b: Bundle, origin: str) -> str:
@@ -193,20 +211,11 @@ def _unpacked(b: Bundle, into: Path, bank: Path, origin: str) -> list[str]:
     Returns the banked runs' refs, each checked against its sha256 as the bank checks it."""
     refs = []
     for name, body in b.files.items():
-        rel = name[len(EVIDENCE) :] if name.startswith(EVIDENCE) else name
-        if name.startswith(EVIDENCE) and (rel in OWN or rel.split("/")[0] in OWN):
-            raise InputError(
-                f"{origin}: {name}: an evidence file named as the bundle's own {rel} "
-                "(it would stand in for it when the verdict is recomputed)"
-            )
         if name.startswith(BANK):
-            parts = name[len(BANK) :].split("/")
-            if len(parts) != 2 or not re.fullmatch(r"[0-9a-f]{64}\.json", parts[1]):
-                raise InputError(f"{origin}: {name}: expected {BANK}NAME/<sha256>.json")
+            refs.append(_bank_ref(name, origin))
             path = bank / name[len(BANK) :]
-            refs.append(f"{parts[0]}@{parts[1][:-5]}")
         elif name.startswith(EVIDENCE) or name in RECORDS:
-            path = into / rel
+            path = into / _run_name(name, origin)
         else:
             continue  # verdict.json is recomputed here, not read; the chart and provenance said
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -217,6 +226,31 @@ def _unpacked(b: Bundle, into: Path, bank: Path, origin: str) -> list[str]:
         except InputError as exc:
             raise InputError(f"{origin}: {BANK}{ref.replace('@', '/')}.json: {exc}") from None
     return refs
+
+
+def _bank_ref(name: str, origin: str) -> str:
+    """A banked run's file, bank/NAME/<sha256>.json, as its ref NAME@<sha256>."""
+    parts = name[len(BANK) :].split("/")
+    if len(parts) != 2 or not re.fullmatch(r"[0-9a-f]{64}\.json", parts[1]):
+        raise InputError(f"{origin}: {name}: expected {BANK}NAME/<sha256>.json")
+    return f"{parts[0]}@{parts[1][:-5]}"
+
+
+def _run_name(name: str, origin: str) -> str:
+    """A record's or an evidence file's name in the run folder.
+
+    An evidence file may not be named as one of the bundle's own records: it would stand in
+    for it when the verdict is recomputed.
+    """
+    if not name.startswith(EVIDENCE):
+        return name
+    rel = name[len(EVIDENCE) :]
+    if rel in OWN or rel.split("/")[0] in OWN:
+        raise InputError(
+            f"{origin}: {name}: an evidence file named as the bundle's own {rel} "
+            "(it would stand in for it when the verdict is recomputed)"
+        )
+    return rel
 
 
 def _bundled_verdict(b: Bundle, origin: str) -> Any:  # as json_loads: the caller checks it
@@ -250,20 +284,7 @@ def _check_verdict_bounds(b: Bundle, origin: str, frozen: str) -> None:
 
 def verify(path: str) -> Verified:
     """Check a bundle offline; InputError names the first broken file or key."""
-    if Path(path).is_dir():
-        sealed = sorted(p.name for p in Path(path).glob("*.seal.zip"))
-        there = f" (this one holds {', '.join(sealed)})" if sealed else ""
-        raise InputError(
-            f"{path}: a folder, not a bundle: verify takes the .seal.zip that "
-            f"`fontaine-tui seal RUN` writes{there}"
-        )
-    try:
-        data = read_whole(path, 1 << 30)
-    except FileNotFoundError:
-        raise InputError(f"{path}: no such bundle") from None
-    except OSError as exc:
-        raise InputError(f"{path}: cannot read ({exc.strerror})") from None
-    b = unpack(data, path)
+    b = unpack(_bundle_bytes(path), path)
     _check_verdict_bounds(b, path, _check_chains(b, path))
     with tempfile.TemporaryDirectory(prefix="fontaine-verify-") as tmp:
         run, bank = Path(tmp) / "run", Path(tmp) / "bank"
@@ -280,20 +301,47 @@ def verify(path: str) -> Verified:
                 judged = judge(str(run))
         except InputError as exc:
             raise InputError(f"{path}: evidence: {exc}") from None
-    recomputed = judged.verdict.to_json()
     unread = tuple(
         sorted({c.bank for c in judged.preset.comparators.values() if c.bank and not c.entry})
     )
-    key = _first_difference(_bundled_verdict(b, path), recomputed)
-    if key:
-        lacking = (
-            f" (the bundle does not carry the banked run {', '.join(unread)}, which the "
-            "bundled verdict may have read)"
-            if unread
-            else ""
-        )
-        raise InputError(
-            f"{path}: {runfolder.VERDICT}: key {key}: the bundled verdict differs from the one "
-            f"recomputed from the bundled evidence{lacking}"
-        )
+    _check_recomputed(b, path, judged.verdict.to_json(), unread)
     return Verified(b, True, tuple(sorted(banked)), unread)
+
+
+def _bundle_bytes(path: str) -> bytes:
+    """The bundle file's bytes; a folder (naming the bundles it holds) or no file refused."""
+    if Path(path).is_dir():
+        sealed = sorted(p.name for p in Path(path).glob("*.seal.zip"))
+        there = f" (this one holds {', '.join(sealed)})" if sealed else ""
+        raise InputError(
+            f"{path}: a folder, not a bundle: verify takes the .seal.zip that "
+            f"`fontaine-tui seal RUN` writes{there}"
+        )
+    try:
+        return read_whole(path, 1 << 30)
+    except FileNotFoundError:
+        raise InputError(f"{path}: no such bundle") from None
+    except OSError as exc:
+        raise InputError(f"{path}: cannot read ({exc.strerror})") from None
+
+
+def _check_recomputed(
+    b: Bundle, path: str, recomputed: dict[str, Any], unread: tuple[str, ...]
+) -> None:
+    """The bundled verdict must be the one recomputed; InputError names the first key apart.
+
+    `unread`: the banked runs the bundle does not carry, named as a likely cause.
+    """
+    key = _first_difference(_bundled_verdict(b, path), recomputed)
+    if not key:
+        return
+    lacking = (
+        f" (the bundle does not carry the banked run {', '.join(unread)}, which the "
+        "bundled verdict may have read)"
+        if unread
+        else ""
+    )
+    raise InputError(
+        f"{path}: {runfolder.VERDICT}: key {key}: the bundled verdict differs from the one "
+        f"recomputed from the bundled evidence{lacking}"
+    )
