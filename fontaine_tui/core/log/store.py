@@ -95,22 +95,27 @@ def completes(old: Probe, new: Probe) -> bool:
         return False
     if len(new.fields) + len(new.not_numbers) <= len(old.fields) + len(old.not_numbers):
         return False
-    if any(k not in new.fields or repr(new.fields[k]) != repr(v) for k, v in old.fields.items()):
-        return False
     return (
-        all(
-            a != a or repr(a) == repr(b)
-            for a, b in (  # NaN: not measured in `old`
-                (old.eval_chunk_mae, new.eval_chunk_mae),
-                (old.train_chunk_mae, new.train_chunk_mae),
-                (old.eval_ar_ce, new.eval_ar_ce),
-                (old.eval_flow_loss, new.eval_flow_loss),
-            )
-        )
+        _keeps_numbers(old, new)
         and old.breakdown == new.breakdown
         and old.n_frames == new.n_frames
         and set(old.not_numbers) <= set(new.not_numbers)
     )
+
+
+def _keeps_numbers(old: Probe, new: Probe) -> bool:
+    """Every number of `old` is the same in `new`: its fields and its summary values.
+
+    A summary value that is NaN in `old` was not measured there."""
+    if any(k not in new.fields or repr(new.fields[k]) != repr(v) for k, v in old.fields.items()):
+        return False
+    summaries = (
+        (old.eval_chunk_mae, new.eval_chunk_mae),
+        (old.train_chunk_mae, new.train_chunk_mae),
+        (old.eval_ar_ce, new.eval_ar_ce),
+        (old.eval_flow_loss, new.eval_flow_loss),
+    )
+    return all(a != a or repr(a) == repr(b) for a, b in summaries)
 
 
 @dataclass(frozen=True, slots=True)
@@ -251,10 +256,9 @@ class RunStore:
         if why := too_deep(raw, obj):  # decoded by the bulk reader: json_loads' bound
             self.add_malformed(line, why, raw)
             return None
-        if raw and obj.get("kind") != "train":
-            both = readings(raw, obj)
-            if len(both) > 1:  # a key written twice with two values
-                return self._add_twice(both, line, raw)
+        both = _two_readings(obj, raw)
+        if both:  # a key written twice with two values
+            return self._add_twice(both, line, raw)
         try:
             rec = to_record(obj, line)
         except BadAlert as exc:
@@ -275,14 +279,8 @@ class RunStore:
         A probe is two probes for its step (conflicting evidence, reported as such). Any
         other record, or a probe whose step is written twice, is malformed, since which of
         the two it meant cannot be known; an alert is a bad alert, outside the evidence."""
-        recs = []
-        for obj in both:
-            try:
-                recs.append(to_record(obj, line) if isinstance(obj, dict) else None)
-            except ValueError:
-                recs.append(None)
-        probes = [r for r in recs if isinstance(r, Probe)]
-        if len(probes) == len(recs) and len({p.step for p in probes}) == 1:
+        probes = _probes_of_one_step([_record_or_none(obj, line) for obj in both])
+        if probes:
             for probe in probes:
                 self.add(probe, line)
             return probes[-1]
@@ -320,47 +318,63 @@ class RunStore:
             return
         self.version += 1
         if isinstance(rec, TrainPoint):
-            if self.steps and rec.step <= self.steps[-1]:
-                self._out_of_order(
-                    line,
-                    "train",
-                    rec.step,
-                    f"step {rec.step} after step {self.steps[-1]} without a resume",
-                )
-                return
-            self.steps.append(rec.step)
-            if self.has_columns:
-                cols = self.columns
-                cols["time"].append(rec.time)
-                for name in TRAIN_FIELDS:
-                    cols[name].append(getattr(rec, name))
-                if rec.extra or rec.extra_cut:
-                    self.extras.add(rec.step, rec.extra, rec.extra_cut)
+            self._add_train(rec, line)
         elif isinstance(rec, Probe):
             self._add_probe(rec)
         elif isinstance(rec, Event):
-            if rec.event == "resume":
-                if self.ended_at is not None and rec.step < self.ended_at:
-                    self._out_of_order(
-                        rec.line,
-                        "event",
-                        rec.step,
-                        f"a resume to step {rec.step} after the run ended at step {self.ended_at}",
-                    )
-                    return
-                self._rewind(rec.step)
-                self.ended_at = None
-            elif rec.event == "end":
-                self.ended_at = rec.step
-            self.events.append(rec)
-            if rec.event == "resume":
-                self.resumes.append(rec)
-            if rec.event in ("start", "resume"):
-                self.warm_steps.add(rec.step + 1)
+            self._add_event(rec)
         elif isinstance(rec, Checkpoint):
             self.checkpoints.append(rec)
         elif isinstance(rec, Meta):
             self._add_meta(rec)
+
+    def _add_train(self, rec: TrainPoint, line: int) -> None:
+        """A train record: its step, and its values where columns are kept.
+
+        Out of order where its step does not go forward."""
+        if self.steps and rec.step <= self.steps[-1]:
+            self._out_of_order(
+                line,
+                "train",
+                rec.step,
+                f"step {rec.step} after step {self.steps[-1]} without a resume",
+            )
+            return
+        self.steps.append(rec.step)
+        if not self.has_columns:
+            return
+        cols = self.columns
+        cols["time"].append(rec.time)
+        for name in TRAIN_FIELDS:
+            cols[name].append(getattr(rec, name))
+        if rec.extra or rec.extra_cut:
+            self.extras.add(rec.step, rec.extra, rec.extra_cut)
+
+    def _add_event(self, rec: Event) -> None:
+        """An event; a resume rewinds the store to its step (out of order after the end)."""
+        if rec.event == "resume" and not self._resume(rec):
+            return
+        if rec.event == "end":
+            self.ended_at = rec.step
+        self.events.append(rec)
+        if rec.event == "resume":
+            self.resumes.append(rec)
+        if rec.event in ("start", "resume"):
+            self.warm_steps.add(rec.step + 1)
+
+    def _resume(self, rec: Event) -> bool:
+        """Rewind to a resume's step; False (out of order) where it goes back before the end."""
+        if self.ended_at is not None and rec.step < self.ended_at:
+            self._out_of_order(
+                rec.line,
+                "event",
+                rec.step,
+                f"a resume to step {rec.step} after the run ended at step {self.ended_at}",
+            )
+            return False
+        self._rewind(rec.step)
+        self.ended_at = None
+        return True
 
     def _add_probe(self, rec: Probe) -> None:
         old = self.probes.get(rec.step)
@@ -515,3 +529,29 @@ class RunStore:
             "conflicts": len(self.conflicts),
             "segments": max(1, len(self.segments)),
         }
+
+
+def _two_readings(obj: dict, raw: bytes) -> list[object]:
+    """A line's two readings where it names a key twice with two values; else none.
+
+    Asked only of a line read from its text (`raw`), and never of a train record's."""
+    if not raw or obj.get("kind") == "train":
+        return []
+    both = readings(raw, obj)
+    return both if len(both) > 1 else []
+
+
+def _record_or_none(obj: object, line: int) -> Record | None:
+    """One reading of a line as a record; None where it is not an object or not a record."""
+    try:
+        return to_record(obj, line) if isinstance(obj, dict) else None
+    except ValueError:
+        return None
+
+
+def _probes_of_one_step(recs: list[Record | None]) -> list[Probe]:
+    """The readings, where every one is a probe and all are of one step; else none."""
+    probes = [r for r in recs if isinstance(r, Probe)]
+    if len(probes) == len(recs) and len({p.step for p in probes}) == 1:
+        return probes
+    return []
