@@ -41,7 +41,7 @@ import stat
 import textwrap
 import time
 import zlib
-from collections.abc import Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, BinaryIO
@@ -288,31 +288,42 @@ def gunzip_chunks(raw: BinaryIO, where: str | Path, chunk: int) -> Iterator[byte
     InputError (naming `where`) past the bound, or for a stream that cannot be decompressed
     (what came before it was given)."""
     most, seen = gz_limit(), 0
-    inflate, started = zlib.decompressobj(wbits=31), False
     try:
-        while data := raw.read(2**16):
-            while data:
-                started = True
-                out = inflate.decompress(data, chunk)
-                seen += len(out)
-                if seen > most:
-                    raise _gz_too_big(where, most)
-                if out:
-                    yield squeeze(out)
-                if inflate.eof:  # the next member, if any (zeros after the last: padding)
-                    data = inflate.unused_data.lstrip(b"\0")
-                    inflate, started = zlib.decompressobj(wbits=31), False
-                elif not (data := inflate.unconsumed_tail) and len(out) == chunk:
-                    data = b""  # output may be pending: ask again with no input
-                    while out := inflate.decompress(b"", chunk):
-                        seen += len(out)
-                        if seen > most:
-                            raise _gz_too_big(where, most)
-                        yield squeeze(out)
-        if started and not inflate.eof:
-            raise InputError(f"{where}: cannot decompress (the stream ends early)")
+        for out in _inflated(raw, where, chunk):
+            seen += len(out)
+            if seen > most:
+                raise _gz_too_big(where, most)
+            if out:
+                yield squeeze(out)
     except zlib.error as exc:
         raise InputError(f"{where}: cannot decompress ({exc})") from None
+
+
+def _inflated(raw: BinaryIO, where: str | Path, chunk: int) -> Iterator[bytes]:
+    """A gzip stream's members inflated one after another, at most `chunk` bytes a piece.
+
+    A piece may be empty. InputError (naming `where`) for a member that ends early; a
+    zlib.error for one that cannot be decompressed."""
+    inflate, started = zlib.decompressobj(wbits=31), False
+    while data := raw.read(2**16):
+        while data:
+            started = True
+            out = inflate.decompress(data, chunk)
+            yield out
+            if inflate.eof:  # the next member, if any (zeros after the last: padding)
+                data = inflate.unused_data.lstrip(b"\0")
+                inflate, started = zlib.decompressobj(wbits=31), False
+            elif not (data := inflate.unconsumed_tail) and len(out) == chunk:
+                data = b""  # output may be pending: ask again with no input
+                yield from _pending(inflate, chunk)
+    if started and not inflate.eof:
+        raise InputError(f"{where}: cannot decompress (the stream ends early)")
+
+
+def _pending(inflate: zlib._Decompress, chunk: int) -> Iterator[bytes]:
+    """What an inflater still holds when its input is spent, `chunk` bytes a piece."""
+    while out := inflate.decompress(b"", chunk):
+        yield out
 
 
 def gunzip(data: bytes, where: str | Path) -> bytes:
@@ -600,31 +611,43 @@ def sqlite_refusal_of(code: int | None, message: str) -> str:
 _MAXREPEAT = 2**32 - 1  # sre's "no upper bound"
 
 
+_REPEAT_OPS = frozenset({"MAX_REPEAT", "MIN_REPEAT", "POSSESSIVE_REPEAT"})
+
+
+def _present_branches(arg: Any) -> list[Any]:
+    """A conditional group's branches (`(?(1)yes|no)`), the missing `no` left out."""
+    return [b for b in arg[1:] if b is not None]
+
+
+# where each op that holds patterns, other than a repeat, keeps them in its argument
+_HELD: dict[str, Callable[[Any], Iterable[Any]]] = {
+    "SUBPATTERN": lambda arg: [arg[-1]],
+    "ATOMIC_GROUP": lambda arg: [arg],
+    "BRANCH": lambda arg: arg[1],
+    "ASSERT": lambda arg: [arg[1]],
+    "ASSERT_NOT": lambda arg: [arg[1]],
+    "GROUPREF_EXISTS": _present_branches,
+}
+
+
 def _repeats(items: object) -> int:
     """The cost of a parsed pattern's counted repeats (what `regex`'s compile grows with).
 
-    Each repeat's count times the counts of those it sits in, summed."""
+    Each repeat's count times the counts of those it sits in, summed; the patterns other ops
+    hold (`_HELD`) are walked at the count they sit in."""
     total = 0
     stack = [(items, 1)]
     while stack:
         node, product = stack.pop()
         for op, arg in node:  # type: ignore[attr-defined]
             name = str(op)
-            if name in ("MAX_REPEAT", "MIN_REPEAT", "POSSESSIVE_REPEAT"):
+            if name in _REPEAT_OPS:
                 low, high, body = arg
                 count = max(low, high if high < _MAXREPEAT else low, 1)
                 total += product * count
                 stack.append((body, product * count))
-            elif name == "SUBPATTERN":
-                stack.append((arg[-1], product))
-            elif name == "ATOMIC_GROUP":
-                stack.append((arg, product))
-            elif name == "BRANCH":
-                stack.extend((b, product) for b in arg[1])
-            elif name in ("ASSERT", "ASSERT_NOT"):
-                stack.append((arg[1], product))
-            elif name == "GROUPREF_EXISTS":
-                stack.extend((b, product) for b in arg[1:] if b is not None)
+            elif name in _HELD:
+                stack.extend((inner, product) for inner in _HELD[name](arg))
     return total
 
 
@@ -637,14 +660,8 @@ def _group_depth(text: str) -> int:
         if ch == "\\":
             i += 2
             continue
-        if ch == "[":  # a set: up to its closing ], which may stand first ([]a], [^]a])
-            i += 1
-            if i < n and text[i] == "^":
-                i += 1
-            if i < n and text[i] == "]":
-                i += 1
-            while i < n and text[i] != "]":
-                i += 2 if text[i] == "\\" else 1
+        if ch == "[":
+            i = _set_end(text, i)
         elif ch == "(":
             depth += 1
             deepest = max(deepest, depth)
@@ -652,6 +669,21 @@ def _group_depth(text: str) -> int:
             depth = max(depth - 1, 0)
         i += 1
     return deepest
+
+
+def _set_end(text: str, i: int) -> int:
+    """Where the set that opens at `text[i]` closes, or the text's end.
+
+    Its `]` may stand first in it (`[]a]`, `[^]a]`)."""
+    n = len(text)
+    i += 1
+    if i < n and text[i] == "^":
+        i += 1
+    if i < n and text[i] == "]":
+        i += 1
+    while i < n and text[i] != "]":
+        i += 2 if text[i] == "\\" else 1
+    return i
 
 
 def _parse(text: str) -> Any:
