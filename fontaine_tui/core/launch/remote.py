@@ -30,6 +30,7 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from fontaine_tui.core.childenv import child_env
 from fontaine_tui.core.errors import InputError
@@ -43,6 +44,10 @@ from fontaine_tui.core.slurm.submit import check_host
 from fontaine_tui.core.ssh.connection import SshConnection, SshError
 from fontaine_tui.core.ssh.destination import SshTarget
 from fontaine_tui.core.verdict.prereg import Prereg, parse_prereg
+
+if TYPE_CHECKING:
+    from fontaine_tui.core.run.attempts import Attempt
+    from fontaine_tui.core.runfolder import RunFolder
 
 __all__ = [
     "RemoteEngine",
@@ -147,42 +152,15 @@ async def launch_on(
     With `on`, the host's own `--on` (slurm:PARTITION submits it to Slurm from there). Raises
     InputError (one line) for a refusal there or here."""
     host = settings.name
+    args = ["launch", preset.name, "--detach", "--json"]
+    args += ["--output-dir", output_dir] if output_dir else []
+    args += ["--resume"] if resume else []
+    args += ["--yes-ram"] if yes_ram else []
+    args += ["--on", on] if on else []
     ssh = SshConnection(SshTarget(host, settings.project), ssh_options)
     try:
-        rc, out, err = await _call(ssh, settings, "presets", "show", preset.name)
-        if rc != 0:
-            raise InputError(f"{host}: preset {preset.name}: {_last_line(err) or f'exit {rc}'}")
-        theirs = out.decode("utf-8", "replace").rpartition("# sha256 (canonical form): ")[2]
-        theirs = theirs.strip()
-        if theirs != preset.sha256:
-            raise InputError(
-                f"{host}: preset {preset.name} there is not this one (sha256 "
-                f"{theirs[:12] or '?'} there, {preset.sha256[:12]} here): copy "
-                "it there first; nothing was launched"
-            )
-        args = ["launch", preset.name, "--detach", "--json"]
-        args += ["--output-dir", output_dir] if output_dir else []
-        args += ["--resume"] if resume else []
-        args += ["--yes-ram"] if yes_ram else []
-        args += ["--on", on] if on else []
-        try:
-            rc, out, err = await _call(ssh, settings, *args, timeout=LAUNCH_TIMEOUT_S)
-        except SshError as exc:  # cut mid-launch: what it did there is not known here
-            raise InputError(
-                f"{exc}; the launch there may have gone on: see `fontaine-tui runs` on {host}"
-            ) from None
-        if rc != 0:  # the remote guards' one line (exit 2), or its failure
-            raise InputError(f"{host}: {_last_line(err) or f'launch exited {rc}'}")
-        try:
-            doc = json_loads(out.decode().strip().splitlines()[-1])
-            run_dir, pid, job = str(doc["run_dir"]), int(doc["pid"]), str(doc.get("job") or "")
-            started = float(doc.get("pid_started") or 0.0)
-            if not math.isfinite(started):
-                raise ValueError("pid_started")
-        except (ValueError, IndexError, KeyError, TypeError):
-            raise InputError(
-                f"{host}: launch --detach --json: expected one JSON line, got {out[:200]!r}"
-            ) from None
+        await _same_preset_there(ssh, settings, preset)
+        run_dir, pid, job, started = _launched(host, await _launch_there(ssh, settings, args))
     finally:
         await ssh.close()
     try:
@@ -198,6 +176,51 @@ async def launch_on(
     return RemoteLaunch(
         host, run_dir, pid, started, prereg.preset_sha256, prereg.launched_at, prereg, local, job
     )
+
+
+async def _same_preset_there(ssh: SshConnection, settings: HostSettings, preset: Preset) -> None:
+    """Refuse unless the host's preset of that name has this one's canonical hash."""
+    host = settings.name
+    rc, out, err = await _call(ssh, settings, "presets", "show", preset.name)
+    if rc != 0:
+        raise InputError(f"{host}: preset {preset.name}: {_last_line(err) or f'exit {rc}'}")
+    theirs = out.decode("utf-8", "replace").rpartition("# sha256 (canonical form): ")[2]
+    theirs = theirs.strip()
+    if theirs != preset.sha256:
+        raise InputError(
+            f"{host}: preset {preset.name} there is not this one (sha256 "
+            f"{theirs[:12] or '?'} there, {preset.sha256[:12]} here): copy "
+            "it there first; nothing was launched"
+        )
+
+
+async def _launch_there(ssh: SshConnection, settings: HostSettings, args: list[str]) -> bytes:
+    """The host's `launch --detach --json` output; its refusal or failure as one line."""
+    host = settings.name
+    try:
+        rc, out, err = await _call(ssh, settings, *args, timeout=LAUNCH_TIMEOUT_S)
+    except SshError as exc:  # cut mid-launch: what it did there is not known here
+        raise InputError(
+            f"{exc}; the launch there may have gone on: see `fontaine-tui runs` on {host}"
+        ) from None
+    if rc != 0:  # the remote guards' one line (exit 2), or its failure
+        raise InputError(f"{host}: {_last_line(err) or f'launch exited {rc}'}")
+    return out
+
+
+def _launched(host: str, out: bytes) -> tuple[str, int, str, float]:
+    """(run folder, engine pid, Slurm job or "", pid start time) from the launch's JSON line."""
+    try:
+        doc = json_loads(out.decode().strip().splitlines()[-1])
+        run_dir, pid, job = str(doc["run_dir"]), int(doc["pid"]), str(doc.get("job") or "")
+        started = float(doc.get("pid_started") or 0.0)
+        if not math.isfinite(started):
+            raise ValueError("pid_started")
+    except (ValueError, IndexError, KeyError, TypeError):
+        raise InputError(
+            f"{host}: launch --detach --json: expected one JSON line, got {out[:200]!r}"
+        ) from None
+    return run_dir, pid, job, started
 
 
 async def _keep_frozen(
@@ -455,8 +478,6 @@ def read_exit(run_dir: str, pid: int, job: str = "") -> tuple[bool | None, ExitI
     or its record: nothing is signalled, cancelled or written. Returns (False, its exit) once it
     has ended, (True, None) while it runs, and (None, None) when the scheduler cannot say now."""
     from fontaine_tui.core.run import attempts
-    from fontaine_tui.core.run.exits import exit_info
-    from fontaine_tui.core.run.launcher import found_again
     from fontaine_tui.core.runfolder import RunFolder
 
     folder = RunFolder(Path(run_dir))
@@ -466,14 +487,30 @@ def read_exit(run_dir: str, pid: int, job: str = "") -> tuple[bool | None, ExitI
     last = next((a for a in reversed(tried) if (a.job == job if job else a.pid == pid)), None)
     since = last.since if last is not None else (0, 0)
     if job:
-        state, not_held = slurm_client.look_up(job)
-        if state is not None:
-            return (
-                (True, None)
-                if state.active
-                else (False, slurm_job.scheduler_exit(folder, job, state, since))
-            )
-        return (False, exit_info(folder, None, since)) if not_held else (None, None)
+        return _job_exit(folder, job, since)
+    return _pid_exit(folder, pid, last, since)
+
+
+def _job_exit(
+    folder: RunFolder, job: str, since: tuple[int, int]
+) -> tuple[bool | None, ExitInfo | None]:
+    """read_exit of a Slurm job: its scheduler's state, else the folder's once it is not held."""
+    from fontaine_tui.core.run.exits import exit_info
+
+    state, not_held = slurm_client.look_up(job)
+    if state is not None:
+        if state.active:
+            return True, None
+        return False, slurm_job.scheduler_exit(folder, job, state, since)
+    return (False, exit_info(folder, None, since)) if not_held else (None, None)
+
+
+def _pid_exit(
+    folder: RunFolder, pid: int, last: Attempt | None, since: tuple[int, int]
+) -> tuple[bool | None, ExitInfo | None]:
+    """read_exit of an engine pid: the process found again (its attempt's), polled once."""
+    from fontaine_tui.core.run.launcher import found_again
+
     baseline = last.baseline() if last is not None and not last.ended else None
     engine = found_again(folder, pid, last.pid_started if last else None, since, baseline)
     info = engine.poll()
