@@ -118,13 +118,8 @@ class ReviewActions:
         into = self.export_folder or self.folder
         if into is None:
             return Outcome("export needs a run folder (none for this source)", "error")
-        if self.export_folder is not None:
-            if refused := _not_an_export_folder(self.export_folder):
-                return Outcome(f"{self.export_folder}: not written: {refused}", "error")
-            try:
-                self.export_folder.mkdir(parents=True, exist_ok=True)
-            except OSError as exc:
-                return Outcome(f"{self.export_folder}: cannot make it ({exc.strerror})", "error")
+        if (made := self._make_export_folder()) is not None:
+            return made
         spec = probes_chart(view.seen, view.preset, v, scaled)
         try:
             result = exporter.export(into, v, spec)
@@ -133,17 +128,20 @@ class ReviewActions:
         except OSError as exc:  # a folder that cannot be written
             return Outcome(f"export not written: {exc.filename or into}: {exc.strerror}", "error")
         broken = (self.check_review() or ReviewState(0, "")).broken
-        return Outcome(
-            f"wrote {result.verdict_path}"
-            + (f" and {result.chart_path}" if result.chart_path else f"; {result.chart_message}")
-            + (
-                "; kept after quitting (the run folder is a temporary copy)"
-                if self.export_folder is not None
-                else ""
-            )
-            + (f"; REVIEW TRAIL BROKEN: {broken}" if broken else ""),
-            "error" if broken else "information" if result.chart_path else "warning",
-        )
+        return _exported(result, self.export_folder is not None, broken)
+
+    def _make_export_folder(self) -> Outcome | None:
+        """The export folder made where one is set; the refusal where it cannot hold an export."""
+        folder = self.export_folder
+        if folder is None:
+            return None
+        if refused := _not_an_export_folder(folder):
+            return Outcome(f"{folder}: not written: {refused}", "error")
+        try:
+            folder.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            return Outcome(f"{folder}: cannot make it ({exc.strerror})", "error")
+        return None
 
     def check_review(self) -> ReviewState | None:
         """Check review.jsonl again (a local run folder only) and keep what it says."""
@@ -191,6 +189,20 @@ class ReviewActions:
             f"{entry.read_step}: {why}",
             "warning",
         )
+
+
+def _exported(result: exporter.ExportResult, kept: bool, broken: str) -> Outcome:
+    """What an export wrote; a chart not drawn a warning, a broken review trail an error.
+
+    `kept`: written into the export folder, which outlives the run folder's temporary copy.
+    """
+    return Outcome(
+        f"wrote {result.verdict_path}"
+        + (f" and {result.chart_path}" if result.chart_path else f"; {result.chart_message}")
+        + ("; kept after quitting (the run folder is a temporary copy)" if kept else "")
+        + (f"; REVIEW TRAIL BROKEN: {broken}" if broken else ""),
+        "error" if broken else "information" if result.chart_path else "warning",
+    )
 
 
 def _not_an_export_folder(folder: Path) -> str:
