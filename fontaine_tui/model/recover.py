@@ -109,37 +109,58 @@ def restart_after(
     folder, attempt = ended if ended is not None else (None, None)
     resume = f"`fontaine-tui launch PRESET --resume --output-dir {run_dir}` resumes it"
     try:
-        deadline = time.monotonic() + due.wait_s
-        while True:
-            if folder is not None and user_stopped(folder, attempt):
-                speak(
-                    f"restart {due.number} of {due.of} not made: a user stopped the run during "
-                    f"its backoff (fontaine-tui stop), so it stays ended ({resume})"
-                )
-                return None
-            left = deadline - time.monotonic()
-            if left <= 0:
-                return start()
-            if cancel is None:
-                time.sleep(min(left, LOOK_S))
-            elif cancel.wait(min(left, LOOK_S)):
-                speak(
-                    f"restart {due.number} of {due.of} not made: the console closed during its "
-                    f"backoff, so the run stays ended ({resume})"
-                )
-                return None
+        if _backoff(due, cancel, speak, folder, attempt, resume):
+            return start()
     except KeyboardInterrupt:
-        recorded = ""
-        if folder is not None and attempt is not None:
-            try:
-                attempts.stopping(folder, attempt)  # a later watcher offers no restart either
-                recorded = ", recorded as a user's stop"
-            except OSError as exc:
-                recorded = f" (the stop not recorded: {exc.strerror or exc})"
+        recorded = _stop_recorded(folder, attempt)
         print(f"restart {due.number} of {due.of} not made: interrupted{recorded}", flush=True)
     except (InputError, OSError) as exc:
         print(f"restart {due.number} of {due.of} failed: {exc}", flush=True)
     return None
+
+
+def _backoff(
+    due: Restart,
+    cancel: threading.Event | None,
+    speak: Callable[[str], None],
+    folder: RunFolder | None,
+    attempt: int | None,
+    resume: str,
+) -> bool:
+    """Wait the restart's backoff: True once it ran out, False (said) where it was cancelled.
+
+    A user's stop recorded for the attempt cancels it, and so does `cancel` set.
+    """
+    deadline = time.monotonic() + due.wait_s
+    while True:
+        if folder is not None and user_stopped(folder, attempt):
+            speak(
+                f"restart {due.number} of {due.of} not made: a user stopped the run during "
+                f"its backoff (fontaine-tui stop), so it stays ended ({resume})"
+            )
+            return False
+        left = deadline - time.monotonic()
+        if left <= 0:
+            return True
+        if cancel is None:
+            time.sleep(min(left, LOOK_S))
+        elif cancel.wait(min(left, LOOK_S)):
+            speak(
+                f"restart {due.number} of {due.of} not made: the console closed during its "
+                f"backoff, so the run stays ended ({resume})"
+            )
+            return False
+
+
+def _stop_recorded(folder: RunFolder | None, attempt: int | None) -> str:
+    """A Ctrl-C in the backoff recorded as a user's stop; the words saying whether it was."""
+    if folder is None or attempt is None:
+        return ""
+    try:
+        attempts.stopping(folder, attempt)  # a later watcher offers no restart either
+    except OSError as exc:
+        return f" (the stop not recorded: {exc.strerror or exc})"
+    return ", recorded as a user's stop"
 
 
 def _print(text: str) -> None:
