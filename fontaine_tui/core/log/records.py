@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from types import MappingProxyType
 
@@ -176,13 +176,7 @@ def make_alert(
     The level is a word of LEVEL_WORDS (any case; none: "warn"); the title a non-empty
     string; the text a string or none. A long title or text is cut, one past ALERT_REFUSED
     characters refused."""
-    if level is None:
-        level = "warn"
-    if not isinstance(level, str) or level.lower() not in LEVEL_WORDS:
-        raise BadAlert(
-            f"alert 'level' is {_shown(level)}: expected one of info, warn, alert "
-            "(or warning, error, critical)"
-        )
+    word = _level_word("warn" if level is None else level)
     if not isinstance(title, str) or not title.strip():
         raise BadAlert(f"alert 'title' is {_shown(title)}: expected a non-empty string")
     if text is not None and not isinstance(text, str):
@@ -196,11 +190,21 @@ def make_alert(
     return Alert(
         step,
         time,
-        LEVEL_WORDS[level.lower()],
+        word,
         _cut(title, TITLE_MAX),
         _cut(text, TEXT_MAX),
         line,
     )
+
+
+def _level_word(level: object) -> str:
+    """An alert's level as the console says it (LEVEL_WORDS); BadAlert where it is none."""
+    if not isinstance(level, str) or level.lower() not in LEVEL_WORDS:
+        raise BadAlert(
+            f"alert 'level' is {_shown(level)}: expected one of info, warn, alert "
+            "(or warning, error, critical)"
+        )
+    return LEVEL_WORDS[level.lower()]
 
 
 def _shown(value: object) -> str:
@@ -284,15 +288,23 @@ def _flatten(
         if isinstance(value, dict) and depth < 8:
             _flatten(value, numbers, not_numbers, path + ".", depth + 1)
             continue
-        why = not_a_metric(value)
-        if path in numbers and repr(numbers[path]) != repr(_num(value)):
-            raise ValueError(f"{path!r} written twice (nested and dotted) with two values")
-        if why is None or (isinstance(value, float) and not isinstance(value, bool)):
-            numbers[path] = _num(value)
-            if why is not None:
-                not_numbers.append((path, why))
-        else:
-            not_numbers.append((path, why))
+        _leaf(path, value, numbers, not_numbers)
+
+
+def _leaf(
+    path: str, value: object, numbers: dict[str, float], not_numbers: list[tuple[str, str]]
+) -> None:
+    """One leaf of an eval record, by its dotted `path`.
+
+    A number (a float NaN or infinity too) goes into `numbers`, and what it is into
+    `not_numbers` where it is not a finite one."""
+    why = not_a_metric(value)
+    if path in numbers and repr(numbers[path]) != repr(_num(value)):
+        raise ValueError(f"{path!r} written twice (nested and dotted) with two values")
+    if why is None or isinstance(value, float):
+        numbers[path] = _num(value)
+    if why is not None:
+        not_numbers.append((path, why))
 
 
 TRAIN_KEYS = frozenset(("kind", "step", "time", *TRAIN_FIELDS))  # a train record's columns
@@ -343,19 +355,23 @@ def _numbers(
         if len(out) >= EXTRA_KEPT and len(cut) >= CUT_NAMED:
             return
         if type(value) is float or type(value) is int:
-            name = prefix + key
-            if name in out:
-                continue  # written both nested and dotted: its first value
-            try:
-                number = float(value)
-            except OverflowError:  # beyond the float range: not a number
-                continue
-            if len(out) < EXTRA_KEPT:
-                out[name] = number
-            else:
-                cut.append(name)
+            _keep_number(prefix + key, value, out, cut)
         elif type(value) is dict and depth < 8:
             _numbers(value, out, f"{prefix}{key}.", depth + 1, cut)
+
+
+def _keep_number(name: str, value: float, out: dict[str, float], cut: list[str]) -> None:
+    """A train record's other number into `out`, or its name into `cut` once `out` is full."""
+    if name in out:
+        return  # written both nested and dotted: its first value
+    try:
+        number = float(value)
+    except OverflowError:  # beyond the float range: not a number
+        return
+    if len(out) < EXTRA_KEPT:
+        out[name] = number
+    else:
+        cut.append(name)
 
 
 STEP_MAX = (1 << 63) - 1
@@ -414,55 +430,76 @@ def to_record(obj: dict, line: int = 0) -> Record | None:
         raise ValueError("missing 'step'")
     step = _step(obj["step"])
     t = _num(obj.get("time"))
-    if kind == "train":
-        cut: list[str] = []
-        extra = extra_numbers(obj, cut)
-        return train_point(
-            step, t, [_num(obj.get(n)) for n in TRAIN_FIELDS], _frozen(extra), tuple(cut)
-        )
-    if kind == "eval":
-        raw = obj.get("breakdown")
-        breakdown = {str(k): _num(v) for k, v in raw.items()} if isinstance(raw, dict) else {}
-        numbers: dict[str, float] = {}
-        odd: list[tuple[str, str]] = []
-        _flatten({k: v for k, v in obj.items() if k not in _NOT_METRICS}, numbers, odd)
-        return Probe(
-            step,
-            t,
-            _num(obj.get("eval_chunk_mae")),
-            _num(obj.get("train_chunk_mae")),
-            _num(obj.get("eval_ar_ce")),
-            _num(obj.get("eval_flow_loss")),
-            MappingProxyType(breakdown),
-            _int_or_none(obj.get("n_frames")),
-            line,
-            tuple(odd),
-            MappingProxyType(numbers),
-        )
-    if kind == "event":
-        return Event(step, t, _text(obj.get("event")), _text(obj.get("detail")), line)
-    if kind == "checkpoint":
-        return Checkpoint(step, t, _text(obj.get("path")), line)
-    if kind == "meta":
-        recipe = obj.get("recipe")
-        argv = obj.get("argv")
-        return Meta(
-            step,
-            t,
-            _int_or_none(obj.get("schema")),
-            _text(obj.get("run")),
-            _int_or_none(obj.get("world_size")),
-            _text(obj.get("device")),
-            MappingProxyType(dict(recipe) if isinstance(recipe, dict) else {}),
-            tuple(str(a) for a in argv) if isinstance(argv, list) else (),
-            _text(obj.get("host")),
-            line,
-            *(
-                MappingProxyType(dict(v)) if isinstance(v := obj.get(k), dict) else _NO_MAP
-                for k in ("code", "data", "versions")
-            ),
-        )
-    return None
+    read = _READERS.get(kind)
+    return read(obj, step, t, line) if read is not None else None
+
+
+def _train_record(obj: dict, step: int, t: float, line: int) -> TrainPoint:
+    cut: list[str] = []
+    extra = extra_numbers(obj, cut)
+    return train_point(
+        step, t, [_num(obj.get(n)) for n in TRAIN_FIELDS], _frozen(extra), tuple(cut)
+    )
+
+
+def _probe_record(obj: dict, step: int, t: float, line: int) -> Probe:
+    raw = obj.get("breakdown")
+    breakdown = {str(k): _num(v) for k, v in raw.items()} if isinstance(raw, dict) else {}
+    numbers: dict[str, float] = {}
+    odd: list[tuple[str, str]] = []
+    _flatten({k: v for k, v in obj.items() if k not in _NOT_METRICS}, numbers, odd)
+    return Probe(
+        step,
+        t,
+        _num(obj.get("eval_chunk_mae")),
+        _num(obj.get("train_chunk_mae")),
+        _num(obj.get("eval_ar_ce")),
+        _num(obj.get("eval_flow_loss")),
+        MappingProxyType(breakdown),
+        _int_or_none(obj.get("n_frames")),
+        line,
+        tuple(odd),
+        MappingProxyType(numbers),
+    )
+
+
+def _event_record(obj: dict, step: int, t: float, line: int) -> Event:
+    return Event(step, t, _text(obj.get("event")), _text(obj.get("detail")), line)
+
+
+def _checkpoint_record(obj: dict, step: int, t: float, line: int) -> Checkpoint:
+    return Checkpoint(step, t, _text(obj.get("path")), line)
+
+
+def _meta_record(obj: dict, step: int, t: float, line: int) -> Meta:
+    recipe = obj.get("recipe")
+    argv = obj.get("argv")
+    return Meta(
+        step,
+        t,
+        _int_or_none(obj.get("schema")),
+        _text(obj.get("run")),
+        _int_or_none(obj.get("world_size")),
+        _text(obj.get("device")),
+        MappingProxyType(dict(recipe) if isinstance(recipe, dict) else {}),
+        tuple(str(a) for a in argv) if isinstance(argv, list) else (),
+        _text(obj.get("host")),
+        line,
+        *(
+            MappingProxyType(dict(v)) if isinstance(v := obj.get(k), dict) else _NO_MAP
+            for k in ("code", "data", "versions")
+        ),
+    )
+
+
+# each kind's reader (an alert is read apart: its step is optional)
+_READERS: dict[str, Callable[[dict, int, float, int], Record]] = {
+    "train": _train_record,
+    "eval": _probe_record,
+    "event": _event_record,
+    "checkpoint": _checkpoint_record,
+    "meta": _meta_record,
+}
 
 
 def parse_line(raw: bytes, line: int = 0) -> Record | None:
