@@ -161,13 +161,10 @@ def append(
     written. An `unblind` line names `who`, and `note` is the reason (both required). A note
     on a `hidden` (blinded) read records what the reviewer saw: BLINDED, no delta. A note
     holding a credential is refused (core/secrets.py's `recordable`): it is kept as typed."""
-    if action not in ACTIONS:
-        raise ValueError(f"action: expected one of {', '.join(ACTIONS)}, got {action!r}")
-    if action == "unblind" and not (who and blind.reason_ok(note)):
-        raise InputError(f"unblind: who unblinds, and {blind.REASON_RULE}")
-    recordable(note, "unblind reason" if action == "unblind" else f"{action} note")
+    _refuse_action(action, note, who)
     path = Path(path)
     stamp = datetime.fromtimestamp(clock(), timezone.utc).isoformat().replace("+00:00", "Z")
+    shown = "BLINDED" if hidden else verdict.verdict
     if not path.exists():  # the lock creates a missing file: a removed trail stays removed
         _refuse_broken(path, [])
     with locked(path):
@@ -179,7 +176,7 @@ def append(
             "time": stamp,
             "action": action,
             "note": note,
-            "verdict": "BLINDED" if hidden else verdict.verdict,
+            "verdict": shown,
             "provisional": verdict.provisional,
             "read_step": verdict.read_step,
             "delta": None if hidden else _num(verdict.delta),
@@ -190,19 +187,34 @@ def append(
         }
         doc["hash"] = _sha(_canonical(doc))
         line = _canonical(doc)
-        # a last line without its newline gets one first, in the same write
-        append_line(path, line if not data or data.endswith(b"\n") else b"\n" + line)
+        append_line(path, _after(data, line))
         chain_head.record(path, len(lines) + 1, _sha(line))
     return ReviewEntry(
         len(lines) + 1,
         stamp,
         action,
         note,
-        "BLINDED" if hidden else verdict.verdict,
+        shown,
         verdict.provisional,
         verdict.read_step,
         who if action == "unblind" else "",
     )
+
+
+def _refuse_action(action: str, note: str, who: str) -> None:
+    """Refuse an action append does not take.
+
+    An unknown one, an `unblind` without who and a reason, a note holding a credential."""
+    if action not in ACTIONS:
+        raise ValueError(f"action: expected one of {', '.join(ACTIONS)}, got {action!r}")
+    if action == "unblind" and not (who and blind.reason_ok(note)):
+        raise InputError(f"unblind: who unblinds, and {blind.REASON_RULE}")
+    recordable(note, "unblind reason" if action == "unblind" else f"{action} note")
+
+
+def _after(data: bytes, line: bytes) -> bytes:
+    """What to append after `data`: `line`, and first the newline a last line lacks."""
+    return line if not data or data.endswith(b"\n") else b"\n" + line
 
 
 def record_look(
@@ -297,37 +309,59 @@ def _check(files: TrailFiles, lines: list[bytes]) -> tuple[ChainCheck, tuple[int
     """The check, the longest head recorded for the chain, and the links that hold.
 
     `lines` are the trail's lines (`files.trail` is not read here)."""
-    origin = files.name
     first = genesis(files.prereg)
-    head = files.head
     witness = _witness(files.verdict, files.verdict_name)
-    links = [first]
-    marked = False
-    why, bad = "", None
-    for i, raw in enumerate(lines, 1):
-        why = _link(raw, i, links[-1], first)
-        if why:
-            bad = i
-            break
-        links.append(_sha(raw))
-        marked = marked or chain_head.MARK in json_loads(raw)
-    if not why:
-        why = chain_head.check(origin, head, links, marked)
-    if not why and head is None and _kept_from_launch(files.prereg, _join(files.where, PREREG)):
-        why = (
-            f"{chain_head.head_name(origin)}: missing, but a blinded run keeps its review trail "
-            "from launch (the trail was removed, with any look at the hidden read it recorded)"
-        )
-    if not why and isinstance(witness, tuple):
-        why = chain_head.reaches(origin, files.verdict_name, witness, links)
-    elif not why and isinstance(witness, str):
-        why = witness
-    recorded = [(len(links) - 1, links[-1])]
-    recorded += [r for r in (head and chain_head.parse(head), witness) if isinstance(r, tuple)]
-    best = max(recorded, key=lambda r: r[0])
+    links, marked, bad, why = _walk(lines, first)
+    why = why or _cut_short(files, links, marked, witness)
+    best = _longest_head(links, files.head, witness)
     if why:
         return ChainCheck(len(lines), bad or len(lines) + 1, why), best, links
     return ChainCheck(len(lines)), best, links
+
+
+def _walk(lines: list[bytes], first: str) -> tuple[list[str], bool, int | None, str]:
+    """The links that hold from `first`, and whether one carries the head mark.
+
+    Then the first line that does not hold and why ((None, "") where every line does)."""
+    links = [first]
+    marked = False
+    for i, raw in enumerate(lines, 1):
+        why = _link(raw, i, links[-1], first)
+        if why:
+            return links, marked, i, why
+        links.append(_sha(raw))
+        marked = marked or chain_head.MARK in json_loads(raw)
+    return links, marked, None, ""
+
+
+def _cut_short(
+    files: TrailFiles, links: list[str], marked: bool, witness: tuple[int, str] | str | None
+) -> str:
+    """Why a chain whose lines hold is shorter than recorded ("" when it is not).
+
+    Held in turn to the head kept beside it, to a blinded run's head written at launch, and
+    to the head the verdict.json beside it recorded."""
+    origin = files.name
+    why = chain_head.check(origin, files.head, links, marked)
+    if why:
+        return why
+    if files.head is None and _kept_from_launch(files.prereg, _join(files.where, PREREG)):
+        return (
+            f"{chain_head.head_name(origin)}: missing, but a blinded run keeps its review trail "
+            "from launch (the trail was removed, with any look at the hidden read it recorded)"
+        )
+    if isinstance(witness, tuple):
+        return chain_head.reaches(origin, files.verdict_name, witness, links)
+    return witness or ""
+
+
+def _longest_head(
+    links: list[str], head: bytes | None, witness: tuple[int, str] | str | None
+) -> tuple[int, str]:
+    """The longest (lines, head) recorded for the chain: its links, its head, its verdict.json."""
+    recorded = [(len(links) - 1, links[-1])]
+    recorded += [r for r in (head and chain_head.parse(head), witness) if isinstance(r, tuple)]
+    return max(recorded, key=lambda r: r[0])
 
 
 def _kept_from_launch(prereg: bytes | None, origin: str) -> bool:
