@@ -252,26 +252,51 @@ def apply_parsed(store: RunStore, parsed: Parsed, offset: int = 0) -> None:
     _apply_train_rows(store, parsed, start, len(tlines), offset)
 
 
+_Extras = list[tuple[int, dict[str, float], tuple[str, ...]]]  # Parsed.extras: (row, numbers, cut)
+
+
 def _apply_train_rows(store: RunStore, parsed: Parsed, a: int, b: int, offset: int) -> None:
+    """The parsed train rows a..b into the store.
+
+    In bulk where their steps go forward from the store's, else one record at a time (the store
+    says what is out of order)."""
     if a >= b:
         return
     steps = parsed.train_steps[a:b]
     forward = (not store.steps or steps[0] > store.steps[-1]) and not any(map(ge, steps, steps[1:]))
-    cols = parsed.columns
     extras = parsed.extras
     if extras and (a, b) != (0, len(parsed.train_steps)):
         extras = extras[bisect_left(extras, (a,)) : bisect_left(extras, (b,))]
     if forward:
-        store.steps.extend(steps)
-        if store.has_columns and cols is not None:
-            for name in COLUMNS:
-                store.columns[name].extend(cols[name][a:b])
-            for k, numbers, cut in extras:
-                if numbers or cut:
-                    store.extras.add(parsed.train_steps[k], numbers, cut)
-        store.records += b - a
-        store.version += 1
-        return
+        _extend_train(store, parsed, a, b, extras)
+    else:
+        _add_train_rows(store, parsed, a, b, offset, extras)
+
+
+def _extend_train(store: RunStore, parsed: Parsed, a: int, b: int, extras: _Extras) -> None:
+    """Train rows a..b whose steps go forward, appended to the store's columns at once."""
+    cols = parsed.columns
+    store.steps.extend(parsed.train_steps[a:b])
+    if store.has_columns and cols is not None:
+        for name in COLUMNS:
+            store.columns[name].extend(cols[name][a:b])
+        for k, numbers, cut in extras:
+            if numbers or cut:
+                store.extras.add(parsed.train_steps[k], numbers, cut)
+    store.records += b - a
+    store.version += 1
+
+
+def _add_train_rows(
+    store: RunStore,
+    parsed: Parsed,
+    a: int,
+    b: int,
+    offset: int,
+    extras: _Extras,
+) -> None:
+    """Train rows a..b added one record at a time, as the store applies any record."""
+    cols = parsed.columns
     extra = {k: (numbers, cut) for k, numbers, cut in extras}
     for k in range(a, b):
         values = [cols[n][k] for n in TRAIN_FIELDS] if cols else [NAN] * len(TRAIN_FIELDS)
