@@ -51,29 +51,26 @@ def _banked_series(preset: Preset, scaled: bool) -> tuple[tuple[Curve, ...], tup
         )
         if comp.group:
             groups.setdefault(comp.group, []).append(points)
-    bands: list[Band] = []
-    for group, members in groups.items():
-        if len(members) < 2:
-            continue
-        steps = sorted({s for pts in members for s, _ in pts})
-        xs, lo, hi = [], [], []
-        for s in steps:
-            vals = [v for pts in members if (v := _interpolate(pts, s)) is not None]
-            if len(vals) >= 2:
-                xs.append(float(s))
-                lo.append(min(vals))
-                hi.append(max(vals))
-        if xs:
-            bands.append(
-                Band(
-                    f"{group} envelope ({len(members)} runs)",
-                    tuple(xs),
-                    tuple(lo),
-                    tuple(hi),
-                    "gray",
-                )
-            )
+    bands = [band for group, members in groups.items() if (band := _envelope(group, members))]
     return tuple(curves), tuple(bands)
+
+
+def _envelope(group: str, members: list[Sequence[tuple[int, float]]]) -> Band | None:
+    """The min-max envelope of a group's curves, at each step two or more of them reach.
+
+    None for a group of fewer than two curves, or one whose curves share no step."""
+    if len(members) < 2:
+        return None
+    xs, lo, hi = [], [], []
+    for s in sorted({s for pts in members for s, _ in pts}):
+        vals = [v for pts in members if (v := _interpolate(pts, s)) is not None]
+        if len(vals) >= 2:
+            xs.append(float(s))
+            lo.append(min(vals))
+            hi.append(max(vals))
+    if not xs:
+        return None
+    return Band(f"{group} envelope ({len(members)} runs)", tuple(xs), tuple(lo), tuple(hi), "gray")
 
 
 def _interpolate(points: Sequence[tuple[int, float]], step: int) -> float | None:
