@@ -113,47 +113,56 @@ def overlay_probes(runs: Sequence[OverlayRun]) -> ChartSpec:
 
     The bounds are those all the runs share (`shared_bounds`).
     """
-    curves = []
-    hidden = []
+    hidden = [run.name for run in runs if run.blinded]
+    hlines, note = shared_bounds(runs)
+    if hidden:
+        note += f"; blinded, read not drawn: {', '.join(hidden)}"
+    return ChartSpec(
+        f"{_what_is_read(runs)} at each probe, {len(runs)} runs",
+        "step",
+        "read",
+        tuple(_read_curve(run) for run in runs),
+        hlines,
+        (),
+        _steps_shown(runs),
+        note,
+    )
+
+
+def _read_curve(run: OverlayRun) -> Curve:
+    """A run's read at each probe where it is a number (points while fewer than two)."""
+    pts = [
+        (float(v.read_step), v.delta)
+        for v in run.seen.verdicts
+        if v.read_step is not None and v.delta is not None and math.isfinite(v.delta)
+    ]
+    return Curve(
+        run.label,
+        tuple(x for x, _ in pts),
+        tuple(y for _, y in pts),
+        run.color,
+        points=len(pts) < 2,
+    )
+
+
+def _steps_shown(runs: Sequence[OverlayRun]) -> tuple[float, float] | None:
+    """The steps the runs' reads span, padded (None for no runs).
+
+    From the earliest first read (an anchor, 0 for a level) to the latest endpoint."""
     ends: list[float] = []
     for run in runs:
         spec = run.preset.verdict
         ends += [float(spec.anchor_step if spec.read != "level" else 0), float(spec.endpoint_step)]
-        if run.blinded:
-            hidden.append(run.name)
-        pts = [
-            (float(v.read_step), v.delta)
-            for v in run.seen.verdicts
-            if v.read_step is not None and v.delta is not None and math.isfinite(v.delta)
-        ]
-        curves.append(
-            Curve(
-                run.label,
-                tuple(x for x, _ in pts),
-                tuple(y for _, y in pts),
-                run.color,
-                points=len(pts) < 2,
-            )
-        )
-    hlines, note = shared_bounds(runs)
-    if hidden:
-        note += f"; blinded, read not drawn: {', '.join(hidden)}"
-    xlim = None
-    if ends:
-        lo, hi = min(ends), max(ends)
-        pad = (hi - lo) * 0.08 or 1.0
-        xlim = (lo - pad, hi + pad)
+    if not ends:
+        return None
+    lo, hi = min(ends), max(ends)
+    pad = (hi - lo) * 0.08 or 1.0
+    return (lo - pad, hi + pad)
+
+
+def _what_is_read(runs: Sequence[OverlayRun]) -> str:
+    """What the runs read, in words: levels, deltas, or both (not one scale)."""
     reads = {r.preset.verdict.read for r in runs}
-    what = "the read (a level)" if reads == {"level"} else "the read (delta from the anchor)"
     if len(reads) > 1:
-        what = "the read (deltas and levels: not one scale)"
-    return ChartSpec(
-        f"{what} at each probe, {len(runs)} runs",
-        "step",
-        "read",
-        tuple(curves),
-        hlines,
-        (),
-        xlim,
-        note,
-    )
+        return "the read (deltas and levels: not one scale)"
+    return "the read (a level)" if reads == {"level"} else "the read (delta from the anchor)"
