@@ -134,19 +134,42 @@ def sample_process(pid: int) -> tuple[ProcessSample | None, str]:
         return None, gone_reason(pid)
     except psutil.AccessDenied:
         return None, f"process {pid}: access denied"
+    return _sample_members(pid, members)
+
+
+def _look_at(p: Any) -> tuple[str, float, Footprint]:
+    """One member's status, CPU percent since its last look, and memory.
+
+    Raises psutil's NoSuchProcess where it ended between the reads."""
+    import psutil
+
+    with p.oneshot():
+        status = p.status()
+        pct = p.cpu_percent(interval=None)
+    mem = process_memory(p.pid)
+    if mem is None:  # it ended between the two reads
+        raise psutil.NoSuchProcess(p.pid)
+    return str(status), pct, mem
+
+
+def _counted_cpu(pid: int, pct: float) -> float:
+    """A member's CPU percent, or nothing the first time it is seen (no previous look)."""
+    counted = pct if pid in _primed else 0.0
+    _primed.add(pid)
+    return counted
+
+
+def _sample_members(pid: int, members: list[Any]) -> tuple[ProcessSample | None, str]:
+    """Sum the tree's members; a member that went is left out, and the root gone is gone."""
+    import psutil
+
     cpu = 0.0
     held: list[Footprint] = []
     states: list[tuple[int, str]] = []
     first = pid not in _primed  # a child seen for the first time adds nothing this once
     for p in members:
         try:
-            with p.oneshot():
-                status = p.status()
-                pct = p.cpu_percent(interval=None)
-            mem = process_memory(p.pid)
-            if mem is None:  # it ended between the two reads
-                raise psutil.NoSuchProcess(p.pid)
-            held.append(mem)
+            status, pct, mem = _look_at(p)
         except psutil.ZombieProcess:
             states.append((p.pid, "zombie"))
             continue
@@ -158,10 +181,9 @@ def sample_process(pid: int) -> tuple[ProcessSample | None, str]:
         except psutil.AccessDenied:
             _forget(p.pid)
             continue
-        states.append((p.pid, str(status)))
-        if p.pid in _primed:
-            cpu += pct
-        _primed.add(p.pid)
+        held.append(mem)
+        states.append((p.pid, status))
+        cpu += _counted_cpu(p.pid, pct)
     root = states[0][1] if states and states[0][0] == pid else ""
     total = summed(held)
     sample = ProcessSample(
@@ -273,28 +295,8 @@ async def sample_remote(
     clock: Callable[[], float] = time.time,
 ) -> TelemetrySnapshot:
     """The same snapshot from nvidia-smi and /proc/meminfo on the far side."""
-    gpus: tuple[GpuSample, ...] | None = None
-    try:
-        raw = await _call(run_command, SMI_GPU_QUERY)
-        gpus = parse_smi_gpus(raw) or None
-        gpu_reason = "" if gpus else "no NVIDIA GPU"
-    except Exception as exc:  # the link or nvidia-smi failed: that part is unknown
-        gpu_reason = f"nvidia-smi: {_why(exc, SMI_GPU_QUERY)}"
-    if gpus:
-        try:
-            apps = parse_smi_apps(await _call(run_command, SMI_APPS_QUERY))
-        except Exception:  # processes unknown, the rest of the GPU row still stands
-            apps = None
-        if apps is not None:
-            gpus = tuple(_with_processes(g, tuple(apps.get(g.uuid, ()))) for g in gpus)
-    ram: HostRam | None = None
-    try:
-        parsed = parse_meminfo(await _call(run_command, ("cat", "/proc/meminfo")))
-        ram_reason = "" if parsed else "no MemTotal in remote /proc/meminfo"
-        if parsed:
-            ram = HostRam(parsed[0], parsed[1], "remote meminfo")
-    except Exception as exc:  # the link failed: RAM is unknown this time
-        ram_reason = f"remote /proc/meminfo: {_why(exc, ('cat', '/proc/meminfo'))}"
+    gpus, gpu_reason = await _remote_gpus(run_command)
+    ram, ram_reason = await _remote_ram(run_command)
     return TelemetrySnapshot(
         clock(),
         gpus,
@@ -305,6 +307,35 @@ async def sample_remote(
         "remote run: engine process not sampled",
         host,
     )
+
+
+async def _remote_gpus(
+    run_command: Callable[[list[str]], Any],
+) -> tuple[tuple[GpuSample, ...] | None, str]:
+    """The far side's GPUs from nvidia-smi, each with its processes where those read."""
+    try:
+        raw = await _call(run_command, SMI_GPU_QUERY)
+        gpus = parse_smi_gpus(raw) or None
+    except Exception as exc:  # the link or nvidia-smi failed: that part is unknown
+        return None, f"nvidia-smi: {_why(exc, SMI_GPU_QUERY)}"
+    if not gpus:
+        return None, "no NVIDIA GPU"
+    try:
+        apps = parse_smi_apps(await _call(run_command, SMI_APPS_QUERY))
+    except Exception:  # processes unknown, the rest of the GPU row still stands
+        return gpus, ""
+    return tuple(_with_processes(g, tuple(apps.get(g.uuid, ()))) for g in gpus), ""
+
+
+async def _remote_ram(run_command: Callable[[list[str]], Any]) -> tuple[HostRam | None, str]:
+    """The far side's RAM from its /proc/meminfo."""
+    try:
+        parsed = parse_meminfo(await _call(run_command, ("cat", "/proc/meminfo")))
+    except Exception as exc:  # the link failed: RAM is unknown this time
+        return None, f"remote /proc/meminfo: {_why(exc, ('cat', '/proc/meminfo'))}"
+    if not parsed:
+        return None, "no MemTotal in remote /proc/meminfo"
+    return HostRam(parsed[0], parsed[1], "remote meminfo"), ""
 
 
 def _why(exc: BaseException, argv: tuple[str, ...]) -> str:
