@@ -221,28 +221,38 @@ def run_events(
         RunEvent(c.line, c.step, "checkpoint", "checkpoint", literal(c.path))
         for c in store.checkpoints[-limit:]
     ]
-    for e in store.events[-limit:]:
-        name, said = words(e)
-        text = f"{name}: {said}" if said else name
-        if e.event == "resume":
-            gone = sorted(s for s, line in store.superseded_at() if s > e.step and line < e.line)
-            if gone:
-                text += (
-                    f" (superseded probe{'s' if len(gone) > 1 else ''} "
-                    f"{', '.join(map(str, gone))}; the later ones count)"
-                )
-        out.append(RunEvent(e.line, e.step, e.event, text))
-    for g in store.segments[-limit:]:
-        out.append(
-            RunEvent(
-                g.first_line,
-                None,
-                "segment",
-                f"reading {literal(g.name)}" + (f" ({literal(g.why)})" if g.why else ""),
-            )
+    out += (_event_line(store, e, words) for e in store.events[-limit:])
+    out += (
+        RunEvent(
+            g.first_line,
+            None,
+            "segment",
+            f"reading {literal(g.name)}" + (f" ({literal(g.why)})" if g.why else ""),
         )
+        for g in store.segments[-limit:]
+    )
     out.sort(key=lambda r: r.line)
     return out[-limit:]
+
+
+def _event_line(store: RunStore, e: Event, words: Callable[[Event], tuple[str, str]]) -> RunEvent:
+    """An event's line, as `words` names it; a resume's names the probes it superseded."""
+    name, said = words(e)
+    text = f"{name}: {said}" if said else name
+    if e.event == "resume":
+        text += _superseded(store, e)
+    return RunEvent(e.line, e.step, e.event, text)
+
+
+def _superseded(store: RunStore, resume: Event) -> str:
+    """The probes of the timeline a resume abandoned, in words ("" for none)."""
+    gone = sorted(s for s, line in store.superseded_at() if s > resume.step and line < resume.line)
+    if not gone:
+        return ""
+    return (
+        f" (superseded probe{'s' if len(gone) > 1 else ''} "
+        f"{', '.join(map(str, gone))}; the later ones count)"
+    )
 
 
 def evidence_lines(store: RunStore, hidden: bool) -> tuple[str, ...]:
