@@ -11,7 +11,7 @@ bounds, GPU-hours, warnings.
 A host that does not answer within the deadline is not waited for: its rows are the last
 good reading (kept in `fleet.json` beside the registry) with its age, or "no reading".
 
-Its size: one concept over some 700 lines, the look at a host. The script, the parsing of its
+Its size: one concept over some 900 lines, the look at a host. The script, the parsing of its
 reply and each row read from it change together (a part the script sends is a part a row
 reads), so they are kept in one module.
 """
@@ -53,6 +53,7 @@ from fontaine_tui.core.verdict.blindwords import rule_metrics
 
 if TYPE_CHECKING:
     from fontaine_tui.core.run.attached import AttachedRead
+    from fontaine_tui.core.verdict.record import Verdict
 
 DEADLINE_S = 1.8  # the whole table, every host included
 TAIL = 32 << 10
@@ -183,37 +184,60 @@ def script_argv(entries: Sequence[Entry]) -> list[str]:
 
 def parse_reply(data: bytes) -> list[dict[str, object]] | None:
     """Each run's parts from the script's output; None when it was cut short."""
-    runs: list[dict[str, object]] = []
-    part: str | None = None
-    buf: list[bytes] = []
-    ended = False
-
-    def flush() -> None:
-        if runs and part is not None:
-            runs[-1][part] = b"\n".join(buf)
-
+    reply = _Reply()
+    mark = MARK.encode() + b" "
     for line in data.split(b"\n"):
-        if line.startswith(MARK.encode() + b" "):
-            flush()
-            words = line.decode("ascii", "replace").split()
-            buf = []
-            if words[1] == "run" and len(words) == 5:
-                runs.append({"alive": words[3] == "1", "exists": words[4] == "1"})
-                part = None
-            elif words[1] == "end":
-                ended, part = True, None
-            elif words[1] == "file" and len(words) == 3:  # a run file's bytes, in base64
-                part = f"file:{words[2]}"
-            elif words[1] == "segments" and len(words) == 3 and runs:  # rotated segments
-                runs[-1]["rotated"], part = words[2] == "1", None
-            else:
-                part = words[1]
-                if part == "tail" and runs:  # the log's size: a tail of all of it is whole
-                    size = words[2] if len(words) > 2 else ""
-                    runs[-1]["whole"] = size.isdigit() and int(size) <= TAIL
-            continue
-        buf.append(line)
-    return runs if ended else None
+        if line.startswith(mark):
+            reply.mark(line.decode("ascii", "replace").split())
+        else:
+            reply.buf.append(line)
+    return reply.runs if reply.ended else None
+
+
+# the marks that are not a part's name, each with the words its line must have (0: any);
+# a mark line of another shape names a part
+_MARKS = {"run": 5, "end": 0, "file": 3, "segments": 3}
+
+
+class _Reply:
+    """The script's output read so far: each run's parts, and the part being read."""
+
+    def __init__(self) -> None:
+        self.runs: list[dict[str, object]] = []
+        self.part: str | None = None
+        self.buf: list[bytes] = []
+        self.ended = False
+
+    def mark(self, words: list[str]) -> None:
+        """A mark line: the part read so far ends, what the mark begins comes next."""
+        if self.runs and self.part is not None:
+            self.runs[-1][self.part] = b"\n".join(self.buf)
+        self.buf = []
+        self.part = self._begun(words)
+
+    def _begun(self, words: list[str]) -> str | None:
+        """The part the mark begins (None: none), its run's facts kept as they come."""
+        kind, need = words[1], _MARKS.get(words[1])
+        if need is None or need not in (0, len(words)) or (kind == "segments" and not self.runs):
+            return self._named(words)
+        if kind == "file":  # a run file's bytes, in base64
+            return f"file:{words[2]}"
+        if kind == "run":
+            self.runs.append({"alive": words[3] == "1", "exists": words[4] == "1"})
+        elif kind == "end":
+            self.ended = True
+        else:  # whether the log has rotated segments
+            self.runs[-1]["rotated"] = words[2] == "1"
+        return None
+
+    def _named(self, words: list[str]) -> str:
+        """A part its mark names (evals, tail, prereg, ...).
+
+        The tail's mark says the log's size: a tail of all of it is whole."""
+        if words[1] == "tail" and self.runs:
+            size = words[2] if len(words) > 2 else ""
+            self.runs[-1]["whole"] = size.isdigit() and int(size) <= TAIL
+        return words[1]
 
 
 def _file(parts: dict[str, object], name: str) -> bytes | None:
@@ -267,59 +291,89 @@ def read_run(
     A run here that the parts cannot read whole is read whole from its folder while
     `time.monotonic()` is before `until` and its log is within WHOLE_BYTES. `asked`: the
     viewer's --blind (core/verdict/blind.py's `hidden`), as for a blind preset."""
-    from fontaine_tui.core.verdict.prereg import parse_prereg, parse_utc
-
     base: dict[str, Any] = dict(
         host=entry.host, name=entry.name, run_dir=entry.run_dir, checked_at=now
     )
     if not parts.get("exists"):
         return FleetRow(state="no folder", note="the run folder is gone", **base)
-    store = RunStore()
-    n = 0
     evals = parts.get("evals", b"")
     cut = isinstance(evals, bytes) and evals.count(b"\n") > EVALS  # older lines left out
-    for chunk in (evals, parts.get("tail", b"")):
-        lines = chunk.split(b"\n") if isinstance(chunk, bytes) else []
-        if chunk is evals and cut:
-            lines = lines[1:]  # one line past EVALS: the log holds more than was sent
-        if chunk is parts.get("tail") and lines and not parts.get("whole"):
-            lines = lines[1:]  # the first piece of a tail is torn
-        for raw in lines:
-            if raw.strip():
-                n += 1
-                store.add_line(raw, n)
-    preset = launched = None
-    held = FolderEvidence()
-    raw_prereg = parts.get("prereg")
-    if isinstance(raw_prereg, bytes) and raw_prereg.strip():
-        try:
-            pr = parse_prereg(raw_prereg.strip(), f"{entry.host}:{entry.run_dir}/prereg.json")
-            preset, launched = pr.frozen_preset(), parse_utc(pr.launched_at)
-        except Exception as exc:  # a bad prereg is this run's note, not the table's end
-            base["note"] = str(exc)[:120]
-        else:
-            held, note = _context(entry, parts, pr.provenance, here)
-            if note:
-                base["note"] = note
+    store = RunStore()
+    # one line past EVALS: the log holds more than was sent; the first piece of a tail is torn
+    sent = [*_lines(evals, cut), *_lines(parts.get("tail", b""), not parts.get("whole"))]
+    for n, raw in enumerate((raw for raw in sent if raw.strip()), start=1):
+        store.add_line(raw, n)
+    preset, launched, held = _frozen(entry, parts, here, base)
+    partial, whole = _partial(entry, parts, cut, here, until)
+    if partial:
+        base["note"] = f"no read: {partial} (fontaine-tui verdict reads the whole log)"
+    return _row(
+        store,
+        preset,
+        launched,
+        _state(entry, parts, store),
+        base,
+        now,
+        held,
+        read=not partial,
+        whole=whole,
+        asked=asked,
+    )
+
+
+def _lines(part: object, torn_first: bool) -> list[bytes]:
+    """A part's lines, its first one left out where it is `torn_first`."""
+    lines = part.split(b"\n") if isinstance(part, bytes) else []
+    return lines[1:] if torn_first else lines
+
+
+def _frozen(
+    entry: Entry, parts: dict[str, object], here: bool, base: dict[str, Any]
+) -> tuple[Preset | None, float | None, FolderEvidence]:
+    """The run's frozen preset, launch time and folder evidence, from its prereg.json.
+
+    A prereg.json that does not parse is this run's note, not the table's end."""
+    from fontaine_tui.core.verdict.prereg import parse_prereg, parse_utc
+
+    raw = parts.get("prereg")
+    if not isinstance(raw, bytes) or not raw.strip():
+        return None, None, FolderEvidence()
+    try:
+        pr = parse_prereg(raw.strip(), f"{entry.host}:{entry.run_dir}/prereg.json")
+        preset, launched = pr.frozen_preset(), parse_utc(pr.launched_at)
+    except Exception as exc:  # a bad prereg is this run's note, not the table's end
+        base["note"] = str(exc)[:120]
+        return None, None, FolderEvidence()
+    held, note = _context(entry, parts, pr.provenance, here)
+    if note:
+        base["note"] = note
+    return preset, launched, held
+
+
+def _state(entry: Entry, parts: dict[str, object], store: RunStore) -> str:
+    """running, ended or gone for a run launched (its pid or job), else ended or attached."""
     ended = bool(store.events) and store.events[-1].event == "end"
     if entry.pid > 0 or entry.job:
-        state = "running" if parts.get("alive") else ("ended" if ended else "gone")
-    else:
-        state = "ended" if ended else "attached"
-    partial = ""  # the runs list reads part of the log: a read from it could differ
+        return "running" if parts.get("alive") else ("ended" if ended else "gone")
+    return "ended" if ended else "attached"
+
+
+def _partial(
+    entry: Entry, parts: dict[str, object], cut: bool, here: bool, until: float
+) -> tuple[str, RunStore | None]:
+    """What of the log the list does not read ("" : nothing), and the log read whole.
+
+    A read from part of the log could differ from verdict's. A run here is read whole
+    instead while the look has time (None: not read whole)."""
+    partial = ""
     if parts.get("rotated"):
         partial = "rotated segments not read here"
     elif cut:
         partial = f"more than {EVALS} probe, meta and event lines"
-    whole = None  # the read's store; the rest of the row (state, pace, warnings) is the parts'
-    if partial and here and time.monotonic() < until:
-        whole, why = _whole_log(Path(entry.run_dir))
-        partial = "" if whole is not None else f"{partial}, nor read whole here: {why}"
-    if partial:
-        base["note"] = f"no read: {partial} (fontaine-tui verdict reads the whole log)"
-    return _row(
-        store, preset, launched, state, base, now, held, read=not partial, whole=whole, asked=asked
-    )
+    if not (partial and here and time.monotonic() < until):
+        return partial, None
+    whole, why = _whole_log(Path(entry.run_dir))
+    return ("" if whole is not None else f"{partial}, nor read whole here: {why}"), whole
 
 
 def _endpoint_in_force(preset: Preset, held: FolderEvidence | None) -> int | None:
@@ -383,14 +437,7 @@ def foreign_row(entry: Entry, now: float, asked: bool = False) -> FleetRow | Non
     look = read_attached(entry.run_dir, entry.preset, entry.preset_sha256, now)
     if look is None:
         return None
-    state = look.state
-    if entry.pid > 0:  # a launched [command]: alive while its process is
-        from fontaine_tui.core.run.launcher import pid_alive
-
-        if pid_alive(entry.pid, entry.pid_started or None):
-            state = "running"
-        elif state in ("running", "quiet"):
-            state = "gone"
+    state = _launched_state(entry, look.state)
     base: dict[str, Any] = dict(
         host=entry.host,
         name=entry.name,
@@ -398,19 +445,38 @@ def foreign_row(entry: Entry, now: float, asked: bool = False) -> FleetRow | Non
         checked_at=now,
         note=look.detail[:120],
     )
-    held = None  # its ledger, attempts and review trail, when a launch froze its folder
-    folder = RunFolder(Path(entry.run_dir))
-    if folder.prereg.exists():
-        from fontaine_tui.core.verdict.prereg import read_prereg
-
-        try:
-            provenance = read_prereg(folder).provenance
-        except (InputError, OSError) as exc:
-            base["note"] = f"the run's ledger not read: {exc}"[:120]
-        else:
-            held, note = _context(entry, {}, provenance, here=True)
-            base["note"] = note or base["note"]
+    held = _held_here(entry, base)
     return _row(look.store, look.preset, None, state, base, now, held, asked=asked, look=look)
+
+
+def _launched_state(entry: Entry, state: str) -> str:
+    """A foreign run's state, where a launched [command] is alive while its process is."""
+    if entry.pid <= 0:
+        return state
+    from fontaine_tui.core.run.launcher import pid_alive
+
+    if pid_alive(entry.pid, entry.pid_started or None):
+        return "running"
+    return "gone" if state in ("running", "quiet") else state
+
+
+def _held_here(entry: Entry, base: dict[str, Any]) -> FolderEvidence | None:
+    """A foreign run's ledger, attempts and review trail, when a launch froze its folder.
+
+    None when it did not; a ledger not read is the row's note."""
+    folder = RunFolder(Path(entry.run_dir))
+    if not folder.prereg.exists():
+        return None
+    from fontaine_tui.core.verdict.prereg import read_prereg
+
+    try:
+        provenance = read_prereg(folder).provenance
+    except (InputError, OSError) as exc:
+        base["note"] = f"the run's ledger not read: {exc}"[:120]
+        return None
+    held, note = _context(entry, {}, provenance, here=True)
+    base["note"] = note or base["note"]
+    return held
 
 
 def _row(
@@ -433,61 +499,120 @@ def _row(
     given, the rest of the row from `store`. The blind (the preset's, or the viewer's --blind:
     `asked`) hides it as it hides it on every other surface (core/verdict/blind.py), and the
     trainer's words at its end in the note (`look`'s, core/verdict/blindwords.py)."""
-    from fontaine_tui.core.verdict import blind, distances
-    from fontaine_tui.core.watch import alert_book, alerts
-
-    ended = state in ("ended", "failed") or alerts.logged_over(store)
-    times = [t for t in store.columns["time"] if math.isfinite(t)]
-    rates = [x for x in store.columns["step_s"][-10:] if math.isfinite(x) and x > 0]
-    row: dict[str, Any] = dict(
-        state=state,
-        step=store.last_step or None,
-        step_s=statistics.median(rates) if rates else None,
-    )
+    row: dict[str, Any] = dict(state=state, **_pace_cells(store))
     if held is not None and held.ledger_error:
         read = False  # `verdict` refuses a broken ledger: no read here either
         base["note"] = f"no read: {held.ledger_error}"[:120]
     judged = whole or store
     last = judged.last_probe_step()
-    v = (
-        verdict_of(judged, preset, held or FolderEvidence())
-        if read and preset is not None and last is not None
-        else None
-    )
-    # without a read, a blind preset's (or viewer's) values stay hidden: nothing says it is final
-    hidden = preset is not None and (
-        blind.hidden(preset, v, asked) if v else preset.verdict.blind or asked
-    )
-    if look is not None and preset is not None and base.get("note") == look.detail[:120]:
-        base["note"] = look.shown(rule_metrics(preset.verdict, preset.labels), hidden)[:120]
-    if last is not None:
-        row.update(probe_step=last)
-        probe = seen_probes(judged, hidden).get(last)
-        if preset is not None and probe is not None:
-            value = probe.value(preset.verdict.metric)
-            row.update(probe_value=value if math.isfinite(value) else None)
+    v = None
+    if read and preset is not None and last is not None:
+        v = verdict_of(judged, preset, held or FolderEvidence())
+    hidden = _hidden(preset, v, asked)
+    _trainer_note(base, look, preset, hidden)
+    row.update(_probe_cells(judged, preset, last, hidden))
     if preset is not None:
-        in_force = v.endpoint_step if v is not None else _endpoint_in_force(preset, held)
-        row.update(steps=planned_steps(preset, in_force))
-        if v is not None:  # a blinded read is BLINDED here too (core/verdict/blind.py)
-            label = blind.BLINDED if hidden else v.label
-            row.update(read=("PROVISIONAL " if v.provisional else "") + label)
-            row.update(reading=None if hidden else distances.reading(v))
-        ctx = alert_book.context_for(store, preset, None, launched)
-        if hidden:  # the envelope rule quotes the read
-            ctx = dataclasses.replace(ctx, envelopes=())
-        running = state in ("running", "attached", "quiet") and not ended
-        row.update(
-            gpu_hours=alerts.gpu_hours_used(
-                store, now if running else (times[-1] if times else now), None, ctx
-            )
-        )
-        if running:
-            found = alerts.run_rules(store, None, preset.gates, now, None, ctx)
-            row.update(
-                warnings=tuple(f"{w.severity}:{w.rule}" for w in found if w.rule != "first-poll")
-            )
+        row.update(_read_cells(preset, v, held, hidden))
+        row.update(_cost_cells(store, preset, state, launched, now, hidden))
     return FleetRow(**row, **base)
+
+
+def _pace_cells(store: RunStore) -> dict[str, Any]:
+    """The last step, and the median s/step of the last ten steps timed."""
+    rates = [x for x in store.columns["step_s"][-10:] if math.isfinite(x) and x > 0]
+    return dict(
+        step=store.last_step or None,
+        step_s=statistics.median(rates) if rates else None,
+    )
+
+
+def _hidden(preset: Preset | None, v: Verdict | None, asked: bool) -> bool:
+    """Whether the row's values are hidden by the blind.
+
+    Without a read, a blind preset's (or viewer's) values stay hidden: nothing says it is
+    final."""
+    from fontaine_tui.core.verdict import blind
+
+    if preset is None:
+        return False
+    return blind.hidden(preset, v, asked) if v else preset.verdict.blind or asked
+
+
+def _trainer_note(
+    base: dict[str, Any], look: AttachedRead | None, preset: Preset | None, hidden: bool
+) -> None:
+    """The trainer's words at its end, as the note, shown as the blind allows."""
+    if look is None or preset is None or base.get("note") != look.detail[:120]:
+        return
+    base["note"] = look.shown(rule_metrics(preset.verdict, preset.labels), hidden)[:120]
+
+
+def _hours_to(store: RunStore, running: bool, now: float) -> float:
+    """Where a run's GPU-hours end: now while it runs, else at its last line's time."""
+    if running:
+        return now
+    times = [t for t in store.columns["time"] if math.isfinite(t)]
+    return times[-1] if times else now
+
+
+def _probe_cells(
+    judged: RunStore, preset: Preset | None, last: int | None, hidden: bool
+) -> dict[str, Any]:
+    """The last probe's step, and its value of the preset's metric (None: not a number)."""
+    if last is None:
+        return {}
+    cells: dict[str, Any] = dict(probe_step=last)
+    probe = seen_probes(judged, hidden).get(last)
+    if preset is not None and probe is not None:
+        value = probe.value(preset.verdict.metric)
+        cells.update(probe_value=value if math.isfinite(value) else None)
+    return cells
+
+
+def _read_cells(
+    preset: Preset, v: Verdict | None, held: FolderEvidence | None, hidden: bool
+) -> dict[str, Any]:
+    """The planned steps (the endpoint in force) and the read.
+
+    A read the blind hides is BLINDED here too (core/verdict/blind.py)."""
+    from fontaine_tui.core.verdict import blind, distances
+
+    in_force = v.endpoint_step if v is not None else _endpoint_in_force(preset, held)
+    cells: dict[str, Any] = dict(steps=planned_steps(preset, in_force))
+    if v is not None:
+        label = blind.BLINDED if hidden else v.label
+        cells.update(read=("PROVISIONAL " if v.provisional else "") + label)
+        cells.update(reading=None if hidden else distances.reading(v))
+    return cells
+
+
+def _cost_cells(
+    store: RunStore,
+    preset: Preset,
+    state: str,
+    launched: float | None,
+    now: float,
+    hidden: bool,
+) -> dict[str, Any]:
+    """The GPU-hours used, and a running run's warnings.
+
+    The hours run to now, or to the last line of a run that ended."""
+    from fontaine_tui.core.watch import alert_book, alerts
+
+    ended = state in ("ended", "failed") or alerts.logged_over(store)
+    ctx = alert_book.context_for(store, preset, None, launched)
+    if hidden:  # the envelope rule quotes the read
+        ctx = dataclasses.replace(ctx, envelopes=())
+    running = state in ("running", "attached", "quiet") and not ended
+    cells: dict[str, Any] = dict(
+        gpu_hours=alerts.gpu_hours_used(store, _hours_to(store, running, now), None, ctx)
+    )
+    if running:
+        found = alerts.run_rules(store, None, preset.gates, now, None, ctx)
+        cells.update(
+            warnings=tuple(f"{w.severity}:{w.rule}" for w in found if w.rule != "first-poll")
+        )
+    return cells
 
 
 def ssh_argv(
@@ -538,17 +663,7 @@ def look_host(
 
     It runs with the host's `[hosts.NAME] env` (a SLURM_CONF there, for squeue). An error comes
     instead of rows when the host does not answer in time. `asked`: the viewer's --blind."""
-    prefix = ["env", "--", *(shlex.quote(f"{k}={v}") for k, v in env.items())] if env else []
-    command = " ".join(
-        [
-            *prefix,
-            "sh",
-            "-c",
-            shlex.quote(FLEET_SCRIPT),
-            "fleet",
-            *map(shlex.quote, script_argv(entries)),
-        ]
-    )
+    command = _host_command(entries, env)
     try:
         argv = ["sh", "-c", command] if here else ssh_argv(host, command, control_dir, ssh_options)
     except InputError as exc:  # never reaches ssh
@@ -562,8 +677,7 @@ def look_host(
         return HostLook(host, error=str(exc))
     runs = parse_reply(res.stdout)
     if runs is None or len(runs) != len(entries):
-        last = res.stderr.decode("utf-8", "replace").strip().splitlines()[-1:] or [""]
-        return HostLook(host, error=f"ssh exit {res.returncode}: {last[0][:120]}")
+        return HostLook(host, error=_cut_short(res))
     now = clock()
     return HostLook(
         host,
@@ -572,6 +686,27 @@ def look_host(
             for e, p in zip(entries, runs, strict=True)
         ],
     )
+
+
+def _host_command(entries: Sequence[Entry], env: Mapping[str, str] | None) -> str:
+    """The fleet script's command line for a host's runs, under the host's `env`."""
+    prefix = ["env", "--", *(shlex.quote(f"{k}={v}") for k, v in env.items())] if env else []
+    return " ".join(
+        [
+            *prefix,
+            "sh",
+            "-c",
+            shlex.quote(FLEET_SCRIPT),
+            "fleet",
+            *map(shlex.quote, script_argv(entries)),
+        ]
+    )
+
+
+def _cut_short(res: subprocess.CompletedProcess[bytes]) -> str:
+    """Why a host's reply holds no rows: ssh's exit and the last line it said."""
+    last = res.stderr.decode("utf-8", "replace").strip().splitlines()[-1:] or [""]
+    return f"ssh exit {res.returncode}: {last[0][:120]}"
 
 
 def _run(argv: list[str], timeout: float, group: bool) -> subprocess.CompletedProcess[bytes]:
@@ -655,6 +790,17 @@ def blinded_reading(r: FleetRow) -> FleetRow:
     )
 
 
+def _last_reading(good: dict[str, dict[str, Any]], host: str, e: Entry, asked: bool) -> FleetRow:
+    """A down host's run, from its last good reading (stale), or "no reading yet"."""
+    old = good.get(f"{host}\0{e.run_dir}")
+    row = (
+        FleetRow(**{**old, "stale": True, "warnings": tuple(old["warnings"])})
+        if old
+        else FleetRow(host, e.name, e.run_dir, "down", note="no reading yet", stale=True)
+    )
+    return blinded_reading(row) if asked else row
+
+
 class Fleet:
     """Looks at every registered run; the last good reading per run kept in `cache`."""
 
@@ -683,6 +829,24 @@ class Fleet:
         by_host: dict[str, list[Entry]] = {}
         for e in entries:
             by_host.setdefault(e.host, []).append(e)
+        looks = self._look_all(by_host, asked)
+        good = self._read_cache()
+        rows: dict[tuple[str, str], FleetRow] = {}
+        down: dict[str, str] = {}
+        for host, look in looks.items():
+            if look.error:
+                down[host] = look.error
+                for e in by_host[host]:
+                    rows[(host, e.run_dir)] = _last_reading(good, host, e, asked)
+            else:
+                for r in look.rows:
+                    rows[(host, r.run_dir)] = r
+                    good[f"{host}\0{r.run_dir}"] = asdict(r)
+        self._write_cache(good)
+        return [rows[(e.host, e.run_dir)] for e in entries], down
+
+    def _look_all(self, by_host: dict[str, list[Entry]], asked: bool) -> dict[str, HostLook]:
+        """Each host's look, the hosts side by side (16 at most at once)."""
         with ThreadPoolExecutor(max_workers=max(1, min(16, len(by_host)))) as pool:
             futures = {
                 h: pool.submit(
@@ -699,29 +863,7 @@ class Fleet:
                 )
                 for h, es in by_host.items()
             }
-            looks = {h: f.result() for h, f in futures.items()}
-        good = self._read_cache()
-        rows: dict[tuple[str, str], FleetRow] = {}
-        down: dict[str, str] = {}
-        for host, look in looks.items():
-            if look.error:
-                down[host] = look.error
-                for e in by_host[host]:
-                    old = good.get(f"{host}\0{e.run_dir}")
-                    row = (
-                        FleetRow(**{**old, "stale": True, "warnings": tuple(old["warnings"])})
-                        if old
-                        else FleetRow(
-                            host, e.name, e.run_dir, "down", note="no reading yet", stale=True
-                        )
-                    )
-                    rows[(host, e.run_dir)] = blinded_reading(row) if asked else row
-            else:
-                for r in look.rows:
-                    rows[(host, r.run_dir)] = r
-                    good[f"{host}\0{r.run_dir}"] = asdict(r)
-        self._write_cache(good)
-        return [rows[(e.host, e.run_dir)] for e in entries], down
+            return {h: f.result() for h, f in futures.items()}
 
     def _read_cache(self) -> dict[str, dict[str, Any]]:
         try:
