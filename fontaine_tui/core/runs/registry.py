@@ -15,7 +15,7 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, fields, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, TypedDict
+from typing import TYPE_CHECKING, Any, TypedDict
 
 from fontaine_tui.core import tomlfile
 from fontaine_tui.core.atomic import atomic_write, locked
@@ -30,6 +30,12 @@ else:  # pragma: no cover
 
 if TYPE_CHECKING:
     from typing import Unpack  # 3.11+; annotations only, so 3.10 runs without it
+
+    from tomlkit import TOMLDocument
+
+    from fontaine_tui.core.run.attempts import Attempt
+    from fontaine_tui.core.run.launcher import EngineProcess
+    from fontaine_tui.core.runfolder import RunFolder
 
 
 @dataclass(frozen=True, slots=True)
@@ -117,33 +123,52 @@ def _shown(value: object) -> str:
     return text if len(text) <= 40 else text[:37] + "..."
 
 
-def _check_field(name: str, value: object, where: str) -> None:
-    """One field's type and range, or an InputError naming the key and the value."""
-    if name in _INT_RANGE:
-        if name == "exit_code" and value is None:
-            return
-        if not isinstance(value, int) or isinstance(value, bool):
-            raise InputError(f"{where}.{name}: expected an integer, not {_shown(value)}")
-        low, high = _INT_RANGE[name]
-        if name == "pid":
-            high = _pid_max()
-        assert high is not None
-        if not low <= value <= high:
-            raise InputError(
-                f"{where}.{name}: expected an integer from {low} to {high}, not {_shown(value)}"
-            )
-    elif name in _FLOAT_FIELDS:
-        if (
-            not isinstance(value, (int, float))
-            or isinstance(value, bool)
-            or not math.isfinite(value)
-            or value < 0
-        ):
-            raise InputError(
-                f"{where}.{name}: expected a number of seconds >= 0, not {_shown(value)}"
-            )
-    elif not isinstance(value, str):
+def _int_field(name: str, value: object, where: str) -> Any:
+    """An integer field in its range (exit_code may be absent: None)."""
+    if name == "exit_code" and value is None:
+        return value
+    if not isinstance(value, int) or isinstance(value, bool):
+        raise InputError(f"{where}.{name}: expected an integer, not {_shown(value)}")
+    low, high = _INT_RANGE[name]
+    if name == "pid":
+        high = _pid_max()
+    assert high is not None
+    if not low <= value <= high:
+        raise InputError(
+            f"{where}.{name}: expected an integer from {low} to {high}, not {_shown(value)}"
+        )
+    return value
+
+
+def _seconds_field(name: str, value: object, where: str) -> Any:
+    """A number of seconds >= 0, kept as a float."""
+    if (
+        not isinstance(value, (int, float))
+        or isinstance(value, bool)
+        or not math.isfinite(value)
+        or value < 0
+    ):
+        raise InputError(f"{where}.{name}: expected a number of seconds >= 0, not {_shown(value)}")
+    return float(value)
+
+
+def _str_field(name: str, value: object, where: str) -> Any:
+    """Any other field: a string."""
+    if not isinstance(value, str):
         raise InputError(f"{where}.{name}: expected a string, not {_shown(value)}")
+    return value
+
+
+# each field's check, a string's for a field not named here
+_FIELD_CHECKS: dict[str, Callable[[str, object, str], Any]] = {
+    **dict.fromkeys(_INT_RANGE, _int_field),
+    **dict.fromkeys(_FLOAT_FIELDS, _seconds_field),
+}
+
+
+def _check_field(name: str, value: object, where: str) -> Any:
+    """One field's value as the entry keeps it, or an InputError naming the key and the value."""
+    return _FIELD_CHECKS.get(name, _str_field)(name, value, where)
 
 
 def _entry(raw: object, where: str) -> Entry:
@@ -154,12 +179,8 @@ def _entry(raw: object, where: str) -> Entry:
     missing = [k for k in ("name", "run_dir", "host") if k not in kwargs]
     if missing:
         raise InputError(f"{where}: expected name, run_dir and host ({missing[0]} is missing)")
-    for name, value in kwargs.items():
-        _check_field(name, value, where)
-    for name in _FLOAT_FIELDS:
-        if name in kwargs:
-            kwargs[name] = float(kwargs[name])
-    return Entry(**kwargs)
+    checked: dict[str, Any] = {k: _check_field(k, v, where) for k, v in kwargs.items()}
+    return Entry(**checked)
 
 
 def _same(item: object, value: object) -> bool:
@@ -167,6 +188,51 @@ def _same(item: object, value: object) -> bool:
     unwrap = getattr(item, "unwrap", None)
     held = unwrap() if callable(unwrap) else item
     return type(held) is type(value) and held == value
+
+
+def _document(text: str | None) -> tuple[TOMLDocument, list]:
+    """The registry file's document as `text` holds it, and its runs' tables.
+
+    No file: a new document, its header saying what the file is."""
+    import tomlkit
+
+    if text is not None:
+        doc = tomlkit.parse(text)
+        return doc, list(doc.get("runs", []))
+    doc = tomlkit.document()
+    doc.add(
+        tomlkit.comment("fontaine-tui babysit registry: one [[runs]] table per run. Written by")
+    )
+    doc.add(
+        tomlkit.comment(
+            "fontaine-tui (locked, atomic); safe to read, edit only when no console runs."
+        )
+    )
+    return doc, []
+
+
+def _block_table(table: Any) -> Any:
+    """A run's table as a [[runs]] table: one written inline (`runs = [{...}]`) copied out."""
+    import tomlkit
+
+    if isinstance(table, tomlkit.items.Table):
+        return table
+    whole = tomlkit.table()
+    for k, v in table.items():
+        whole[k] = v
+    return whole
+
+
+def _fill(table: Any, e: Entry) -> None:
+    """Set the entry's fields in its table, in place.
+
+    A field now None is dropped; one the table holds already (same type, same value) is left
+    as it is written."""
+    for k, v in asdict(e).items():
+        if v is None:
+            table.pop(k, None)
+        elif k not in table or not _same(table[k], v):
+            table[k] = v
 
 
 class Registry:
@@ -220,39 +286,15 @@ class Registry:
         tables of removed runs are dropped, and new ones added."""
         import tomlkit
 
-        if text is None:
-            doc = tomlkit.document()
-            doc.add(
-                tomlkit.comment(
-                    "fontaine-tui babysit registry: one [[runs]] table per run. Written by"
-                )
-            )
-            doc.add(
-                tomlkit.comment(
-                    "fontaine-tui (locked, atomic); safe to read, edit only when no console runs."
-                )
-            )
-            old: list = []
-        else:
-            doc = tomlkit.parse(text)
-            old = list(doc.get("runs", []))
+        doc, old = _document(text)
         tables: dict[tuple[str, str], list] = {}
         for t in old:
             tables.setdefault((str(t.get("host")), str(t.get("run_dir"))), []).append(t)
         runs = tomlkit.aot()
         for e in entries:
             same = tables.get(e.key)
-            table = same.pop(0) if same else tomlkit.table()
-            if not isinstance(table, tomlkit.items.Table):  # `runs = [{...}]`: inline tables
-                whole = tomlkit.table()
-                for k, v in table.items():
-                    whole[k] = v
-                table = whole
-            for k, v in asdict(e).items():
-                if v is None:
-                    table.pop(k, None)
-                elif k not in table or not _same(table[k], v):
-                    table[k] = v
+            table = _block_table(same.pop(0)) if same else tomlkit.table()
+            _fill(table, e)
             runs.append(table)
         if "runs" in doc:
             del doc["runs"]
@@ -313,10 +355,7 @@ class LiveStatus:
 
 def live_status(entry: Entry, this_host: str) -> LiveStatus:
     """What the entry's run is doing now: its pid checked, its log's tail read."""
-    from fontaine_tui.core.host import pgroup
     from fontaine_tui.core.run import attempts
-    from fontaine_tui.core.run.exits import STATUS_OF, exit_info
-    from fontaine_tui.core.run.launcher import found_again, pid_alive
     from fontaine_tui.core.run.logtail import frozen_blind, read_tail
     from fontaine_tui.core.runfolder import RunFolder
 
@@ -330,10 +369,12 @@ def live_status(entry: Entry, this_host: str) -> LiveStatus:
     count = len(tried)
     # the trainer's words at its exit, as a blind preset's run shows them (no read judged here)
     hide = frozen_blind(folder)
-    if entry.status in ("running", "attached") and entry.job:
+    if entry.status not in ("running", "attached"):
+        return _recorded_status(entry, tail.last_step, tried)
+    if entry.job:
         return _job_status(entry, folder, tail.last_step, tried, hide)
     step = tail.last_step
-    if entry.status in ("running", "attached") and not folder.log.exists():
+    if not folder.log.exists():
         from fontaine_tui.core.run.attached import read_attached
 
         look = read_attached(entry.run_dir, entry.preset, entry.preset_sha256)
@@ -341,45 +382,68 @@ def live_status(entry: Entry, this_host: str) -> LiveStatus:
             return LiveStatus(entry, look.state, look.store.last_step, look.shown(*hide), count)
         if look is not None:  # a launched [command]: its step is in its trainer's log
             step = look.store.last_step
-    if entry.status in ("running", "attached"):
-        if pid_alive(entry.pid, entry.pid_started or None):
-            return LiveStatus(entry, "running", step, f"pid {entry.pid} alive", count)
-        last = tried[-1] if tried and tried[-1].pid == entry.pid else None
-        if last is not None and last.ended:
-            return LiveStatus(
-                entry,
-                STATUS_OF.get(last.cause, "exited"),
-                last.last_step,
-                f"pid {entry.pid} gone: {last.describe(*hide)}",
-                count,
-            )
-        # judged from its attempt's start: its offsets, its OOM-kill counters
-        found = (
-            found_again(folder, last.pid, last.pid_started, last.since, last.baseline())
-            if last is not None
-            else None
-        )
-        info = found.poll() if found is not None else None
-        if found is not None and info is None:  # what it started runs on in its group
-            detail = f"pid {entry.pid} alive"
-            if found.orphans:
-                detail = (
-                    f"pid {entry.pid} is gone, but its process group lives on without its "
-                    f"parent ({pgroup.pids_text(found.orphans)})"
-                )
-            return LiveStatus(entry, "running", step, detail, count)
-        info = info or exit_info(folder, None)
-        return LiveStatus(
-            entry,
-            info.status,
-            info.last_step,
-            f"pid {entry.pid} gone: {info.describe(*hide)}",
-            count,
-        )
+    return _process_status(entry, folder, step, tried, hide)
+
+
+def _recorded_status(entry: Entry, step: int | None, tried: list[Attempt]) -> LiveStatus:
+    """A run no longer running: its status as recorded, its exit code and last attempt's cause."""
     code = "" if entry.exit_code is None else f" (exit {entry.exit_code})"
     last_cause = f"; attempt {tried[-1].number}: {tried[-1].cause}" if tried else ""
+    return LiveStatus(entry, entry.status, step, f"{entry.status}{code}{last_cause}", len(tried))
+
+
+def _process_status(
+    entry: Entry,
+    folder: RunFolder,
+    step: int | None,
+    tried: list[Attempt],
+    hide: tuple[tuple[str, ...], bool],
+) -> LiveStatus:
+    """A run of ours on this host: its pid alive, else what its attempt or folder says.
+
+    A pid gone whose attempt recorded no end is judged from its attempt's start (its
+    offsets, its OOM-kill counters): what it started may run on in its process group."""
+    from fontaine_tui.core.run.exits import STATUS_OF, exit_info
+    from fontaine_tui.core.run.launcher import found_again, pid_alive
+
+    count = len(tried)
+    if pid_alive(entry.pid, entry.pid_started or None):
+        return LiveStatus(entry, "running", step, f"pid {entry.pid} alive", count)
+    last = tried[-1] if tried and tried[-1].pid == entry.pid else None
+    if last is None:
+        info = exit_info(folder, None)
+    elif last.ended:
+        return LiveStatus(
+            entry,
+            STATUS_OF.get(last.cause, "exited"),
+            last.last_step,
+            f"pid {entry.pid} gone: {last.describe(*hide)}",
+            count,
+        )
+    else:
+        found = found_again(folder, last.pid, last.pid_started, last.since, last.baseline())
+        ended = found.poll()
+        if ended is None:  # what it started runs on in its group
+            return LiveStatus(entry, "running", step, _group_detail(entry, found), count)
+        info = ended
     return LiveStatus(
-        entry, entry.status, tail.last_step, f"{entry.status}{code}{last_cause}", count
+        entry,
+        info.status,
+        info.last_step,
+        f"pid {entry.pid} gone: {info.describe(*hide)}",
+        count,
+    )
+
+
+def _group_detail(entry: Entry, found: EngineProcess) -> str:
+    """A run whose pid is gone, its process group still running: whether its parent is too."""
+    from fontaine_tui.core.host import pgroup
+
+    if not found.orphans:
+        return f"pid {entry.pid} alive"
+    return (
+        f"pid {entry.pid} is gone, but its process group lives on without its "
+        f"parent ({pgroup.pids_text(found.orphans)})"
     )
 
 
