@@ -45,27 +45,36 @@ def parse_hosts(data: Mapping[str, Any], path: Path | str) -> dict[str, HostSett
     tables = data.get("hosts", {})
     if not isinstance(tables, dict):
         raise InputError(f"{path}: hosts: expected [hosts.NAME] tables")
-    out = {}
-    for name, table in tables.items():
-        where = f"{path}: hosts.{name}"
-        if not isinstance(table, dict):
-            raise InputError(f"{where}: expected a table with project, python, env")
-        unknown = sorted(set(table) - set(KEYS))
-        if unknown:
-            raise InputError(f"{where}.{unknown[0]}: unknown key (expected {', '.join(KEYS)})")
-        for key in ("project", "python"):
-            if key in table and (not isinstance(table[key], str) or not table[key].strip()):
-                raise InputError(f"{where}.{key}: expected a non-empty string")
-        env = table.get("env", {})
-        if not isinstance(env, dict) or not all(
-            isinstance(k, str) and _ENV_NAME.fullmatch(k) and isinstance(v, str)
-            for k, v in env.items()
-        ):
-            raise InputError(f'{where}.env: expected a table of NAME = "value" strings')
-        out[name] = HostSettings(
-            name, table.get("project", "."), table.get("python", "python3"), dict(env)
-        )
-    return out
+    return {name: _host(name, table, f"{path}: hosts.{name}") for name, table in tables.items()}
+
+
+def _host(name: str, table: object, where: str) -> HostSettings:
+    """One [hosts.NAME] table, its keys checked in turn."""
+    if not isinstance(table, dict):
+        raise InputError(f"{where}: expected a table with project, python, env")
+    unknown = sorted(set(table) - set(KEYS))
+    if unknown:
+        raise InputError(f"{where}.{unknown[0]}: unknown key (expected {', '.join(KEYS)})")
+    for key in ("project", "python"):
+        _check_text(table, key, where)
+    env = _env(table, where)
+    return HostSettings(name, table.get("project", "."), table.get("python", "python3"), env)
+
+
+def _check_text(table: dict, key: str, where: str) -> None:
+    """`key`, where the table sets it, is a non-empty string."""
+    if key in table and (not isinstance(table[key], str) or not table[key].strip()):
+        raise InputError(f"{where}.{key}: expected a non-empty string")
+
+
+def _env(table: dict, where: str) -> dict[str, str]:
+    """The table's `env`: NAME = "value" strings, each NAME one a shell takes."""
+    env = table.get("env", {})
+    if not isinstance(env, dict) or not all(
+        isinstance(k, str) and _ENV_NAME.fullmatch(k) and isinstance(v, str) for k, v in env.items()
+    ):
+        raise InputError(f'{where}.env: expected a table of NAME = "value" strings')
+    return dict(env)
 
 
 def host_settings(name: str, config: Path) -> HostSettings:
