@@ -55,29 +55,14 @@ async def poll_whole(
     checked each CHECK_S, and a change starts a read at once. A failed read is a note, reported
     once, and tried again, unless `refuses` it (the follow then ends with it). `kind` names the
     source in the decoder's notices."""
-    loop = asyncio.get_running_loop()
-    held = Quiet()
+    polled = _Polled(dec, read, every, kind)
     said = ""
-    told: list[str] = []
-    counted = NO_ODD  # the eval values not numbers sent
-    seen: object = _NOTHING
-    last = -math.inf
     wait = min(every, CHECK_S) if stamp is not None else every
     while not closed.is_set():
         try:
-            now = await stamp() if stamp is not None else None
-            if now is None or now != seen or loop.time() - last >= every:
-                found, what = await read()
-                seen, last = now, loop.time()
-            else:  # nothing changed since the last read
-                found, what = [], held.seen
-            records = held.after(dec, found, what)
-            notes, odd = decoder_notices(dec, kind), odd_values(dec)
-            if records or notes != told or odd != counted:
-                news = [n for n in notes if n not in told]
-                told = notes
-                fresh, counted = odd if odd != counted else None, odd
-                yield Batch([], 1, note="; ".join(news), records=tuple(records), odd=fresh)
+            batch = await polled.take(await stamp() if stamp is not None else None)
+            if batch is not None:
+                yield batch
             said = ""
         except (InputError, FormatError, OSError) as exc:
             if refuses(exc):
@@ -90,3 +75,42 @@ async def poll_whole(
             await asyncio.wait_for(closed.wait(), wait)
         except TimeoutError:
             pass
+
+
+class _Polled:
+    """A source read whole: when it was read last, and what was said of it so far."""
+
+    def __init__(
+        self,
+        dec: Decoder,
+        read: Callable[[], Awaitable[tuple[list[Record], object]]],
+        every: float,
+        kind: str,
+    ) -> None:
+        self.dec, self.read, self.every, self.kind = dec, read, every, kind
+        self.held = Quiet()
+        self.told: list[str] = []
+        self.counted = NO_ODD  # the eval values not numbers sent
+        self.seen: object = _NOTHING  # the stamp at the last read
+        self.last = -math.inf  # the loop's time of the last read
+
+    async def take(self, now: object) -> Batch | None:
+        """The source read again when its stamp (`now`; None: none) moved or `every` passed.
+
+        Returns what is news: new steps, the decoder's notices, the values not numbers."""
+        loop = asyncio.get_running_loop()
+        if now is None or now != self.seen or loop.time() - self.last >= self.every:
+            found, what = await self.read()
+            self.seen, self.last = now, loop.time()
+        else:  # nothing changed since the last read
+            found, what = [], self.held.seen
+        return self._news(self.held.after(self.dec, found, what))
+
+    def _news(self, records: list[Record]) -> Batch | None:
+        notes, odd = decoder_notices(self.dec, self.kind), odd_values(self.dec)
+        if not records and notes == self.told and odd == self.counted:
+            return None
+        news = [n for n in notes if n not in self.told]
+        self.told = notes
+        fresh, self.counted = odd if odd != self.counted else None, odd
+        return Batch([], 1, note="; ".join(news), records=tuple(records), odd=fresh)
