@@ -120,24 +120,34 @@ class ReplayRun:
 
     async def _sleep(self, seconds: float) -> bool:
         """Sleep, or wake early on close(); True if closed."""
-        try:
-            await asyncio.wait_for(self._closed.wait(), seconds)
-        except asyncio.TimeoutError:
-            return False
-        return True
+        return await _closed_within(self._closed, seconds)
+
+
+async def _closed_within(closed: asyncio.Event, seconds: float) -> bool:
+    """Sleep `seconds`, or wake early when `closed` is set; True if it was."""
+    try:
+        await asyncio.wait_for(closed.wait(), seconds)
+    except asyncio.TimeoutError:
+        return False
+    return True
+
+
+def _finite(stamp: float) -> float | None:
+    """A record's time as the pacer takes it: None for one not known (not finite)."""
+    return stamp if math.isfinite(stamp) else None
 
 
 class _Pacer:
     """Maps log time stamps to wall time at a given speed."""
 
-    def __init__(self, speed: float) -> None:
-        self.speed = speed
+    def __init__(self, speed: float | None) -> None:
+        self.speed = speed  # None or 0: as fast as it is read
         self.t0: float | None = None
         self.w0 = 0.0
         self.loop = asyncio.get_running_loop()
 
     def wait_for(self, stamp: float | None) -> float:
-        if stamp is None:
+        if stamp is None or not self.speed:
             return 0.0
         if self.t0 is None:
             self.t0, self.w0 = stamp, self.loop.time()
@@ -185,32 +195,31 @@ class ForeignReplay:
         out.sort(key=lambda r: (r.step, isinstance(r, Probe) + 2 * isinstance(r, Event)))
         return out
 
+    def _said(self) -> Batch | None:
+        """What the decoders said of the run and its values not numbers, before its records."""
+        if not self.notices and not self.odd.count:
+            return None
+        return Batch([], 1, note="; ".join(self.notices), odd=self.odd)
+
     async def follow(self, name: str = LOG) -> AsyncIterator[Batch]:
         if name != LOG:
             return
         records = await asyncio.to_thread(self.records)
-        if self.notices or self.odd.count:
-            yield Batch([], 1, note="; ".join(self.notices), odd=self.odd)
-        loop = asyncio.get_running_loop()
-        t0: float | None = None
-        w0 = 0.0
+        said = self._said()
+        if said is not None:
+            yield said
+        clock = _Pacer(self.speed)  # its own pace
         start = 0
         for i, rec in enumerate(records):
             if self._closed.is_set():
                 return
-            if self.speed and math.isfinite(rec.time):
-                if t0 is None:
-                    t0, w0 = rec.time, loop.time()
-                wait = w0 + (rec.time - t0) / self.speed - loop.time()  # its own pace
-                if wait > 0:
-                    if i > start:
-                        yield Batch([], 1, records=tuple(records[start:i]))
-                        start = i
-                    try:
-                        await asyncio.wait_for(self._closed.wait(), wait)
-                        return
-                    except TimeoutError:
-                        pass
+            wait = clock.wait_for(_finite(rec.time))
+            if wait > 0:
+                if i > start:
+                    yield Batch([], 1, records=tuple(records[start:i]))
+                    start = i
+                if await _closed_within(self._closed, wait):
+                    return
             if i - start >= self.BATCH:
                 yield Batch([], 1, records=tuple(records[start:i]))
                 start = i
