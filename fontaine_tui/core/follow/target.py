@@ -55,13 +55,19 @@ def parse_follow_target(text: str) -> FollowTarget:
         return LocalFolder(local)
     if text.startswith("-") and ":" in text.split("/", 1)[0]:
         raise InputError(f"{text}: a host may not begin with '-' (ssh would read it as an option)")
+    scp = _scp_target(text)
+    return scp if scp is not None else LocalFolder(local)
+
+
+def _scp_target(text: str) -> SshTarget | None:
+    """`[user@]host:path` by scp's rule, a colon before any slash; None when it is not one."""
     m = _SCP.match(text)
-    # scp's rule: a colon before any slash means host:path
-    if m and "/" not in text.split(":", 1)[0]:
-        host = m.group("host").strip("[]")
-        path = m.group("path") or "."
-        if path == "~" or path.startswith("~/"):
-            path = path[2:] or "."  # remote commands start in the home folder
-        if host:
-            return SshTarget(host, path, m.group("user"))
-    return LocalFolder(local)
+    if not m or "/" in text.split(":", 1)[0]:
+        return None
+    host = m.group("host").strip("[]")
+    if not host:
+        return None
+    path = m.group("path") or "."
+    if path == "~" or path.startswith("~/"):
+        path = path[2:] or "."  # remote commands start in the home folder
+    return SshTarget(host, path, m.group("user"))
