@@ -63,6 +63,11 @@ class ProcTree:
         return next((m for m in self.members if m.pid == pid), None)
 
 
+# which command lines make a role, in the order role_of asks about them
+_LAUNCHERS = ((_TORCHRUN, "torchrun"), (("multiprocessing.resource_tracker",), "resource tracker"))
+_SPAWNED = ((("multiprocessing.spawn", "multiprocessing.forkserver"), "worker process"),)
+
+
 def role_of(
     name: str,
     argv: tuple[str, ...],
@@ -70,24 +75,44 @@ def role_of(
     parent_rank: str | None,
     root_role: str | None,
 ) -> str:
-    """What a process is, from its name, command line and RANK (`root_role` for the root)."""
+    """What a process is, from its name, command line and RANK (`root_role` for the root).
+
+    The first of these that tells wins: a DataLoader worker, a launcher, what its rank says,
+    a spawned worker, a --local-rank argument."""
     joined = " ".join(argv[:4])
-    if name.startswith("pt_data_worker"):  # torch names its DataLoader workers so
-        return f"loader worker (rank {rank})" if rank is not None else "loader worker"
-    if any(t in joined for t in _TORCHRUN):
-        return "torchrun"
-    if "multiprocessing.resource_tracker" in joined:
-        return "resource tracker"
+    told = (
+        _loader_role(name, rank),
+        _marked_role(joined, _LAUNCHERS),
+        _rank_role(rank, parent_rank, root_role),
+        _marked_role(joined, _SPAWNED),
+        _local_rank_role(argv),
+    )
+    return next((role for role in told if role is not None), "")
+
+
+def _loader_role(name: str, rank: str | None) -> str | None:
+    if not name.startswith("pt_data_worker"):  # torch names its DataLoader workers so
+        return None
+    return f"loader worker (rank {rank})" if rank is not None else "loader worker"
+
+
+def _marked_role(joined: str, table: tuple[tuple[tuple[str, ...], str], ...]) -> str | None:
+    """The role of the first row whose marks appear in the command line."""
+    return next((role for marks, role in table if any(m in joined for m in marks)), None)
+
+
+def _rank_role(rank: str | None, parent_rank: str | None, root_role: str | None) -> str | None:
+    """A rank's own process, else the root's role, else a rank's child."""
     if rank is not None and rank != parent_rank:
         return f"rank {rank}"
     if root_role is not None:
         return root_role
-    if rank is not None:
-        return f"child of rank {rank}"
-    if "multiprocessing.spawn" in joined or "multiprocessing.forkserver" in joined:
-        return "worker process"
+    return None if rank is None else f"child of rank {rank}"
+
+
+def _local_rank_role(argv: tuple[str, ...]) -> str | None:
     local = _LOCAL_RANK_ARG.search(" ".join(argv))
-    return f"local rank {local.group(1)}" if local else ""
+    return f"local rank {local.group(1)}" if local else None
 
 
 def _rank(proc: Any) -> str | None:
@@ -128,6 +153,16 @@ class TreeLook:
             return ProcTree(root, (), reason=f"process {root} is gone")
         except psutil.AccessDenied:
             return ProcTree(root, (), reason=f"process {root}: access denied")
+        members = _arrange(root, self._rows(found), root_role)
+        listed, gpu_reason = _gpu_use(read_gpus(None) if gpus is None else gpus)
+        if listed:
+            members = [_with_gpu(m, listed.get(m.pid)) for m in members]
+        return ProcTree(root, tuple(members), gpu_reason)
+
+    def _rows(self, found: list[Any]) -> list[dict[str, Any]]:
+        """Each process's fields now, with its CPU % since the last look, which it remembers."""
+        import psutil
+
         now = self.clock()
         wall = None if self._at is None else now - self._at
         cpu: dict[tuple[int, float], float] = {}
@@ -139,21 +174,19 @@ class TreeLook:
                 continue
             used = row["cpu_s"]
             key = (row["pid"], row["started"])
-            before = self._cpu.get(key)
             if used is not None:
                 cpu[key] = used
-            row["cpu"] = (
-                None
-                if used is None or before is None or not wall
-                else max(0.0, 100.0 * (used - before) / wall)
-            )
+            row["cpu"] = _cpu_pct(used, self._cpu.get(key), wall)
             raw.append(row)
         self._cpu, self._at = cpu, now
-        members = _arrange(root, raw, root_role)
-        listed, gpu_reason = _gpu_use(read_gpus(None) if gpus is None else gpus)
-        if listed:
-            members = [_with_gpu(m, listed.get(m.pid)) for m in members]
-        return ProcTree(root, tuple(members), gpu_reason)
+        return raw
+
+
+def _cpu_pct(used: float | None, before: float | None, wall: float | None) -> float | None:
+    """Percent of one core between two looks; None without both looks or time between them."""
+    if used is None or before is None or not wall:
+        return None
+    return max(0.0, 100.0 * (used - before) / wall)
 
 
 def _read(p: Any) -> dict[str, Any]:
