@@ -124,21 +124,31 @@ class Grouper:
 
         A value that is not a number is kept for an eval key only (its probe says what it
         is), and counted; a train key's is not held (a train record's fields are numbers)."""
-        if isinstance(value, str):
-            if not self._eval(key):
-                return
-            self.not_numbers += 1
-            if len(self.not_number_notes) < ODD_KEPT:
-                self.not_number_notes.append((key, step, value))
+        if isinstance(value, str) and not self._keep_not_number(step, key, value):
+            return
         if self._step is not None and step != self._step:
-            if step < self._step:
-                if step <= self._emitted:
-                    self._late(step, key, value, out)
-                    return
+            if step < self._step and step <= self._emitted:
+                self._late(step, key, value, out)
+                return
             self.flush(out)
         if step <= self._emitted:
             self._late(step, key, value, out)
             return
+        self._hold(step, time, key, value)
+
+    def _keep_not_number(self, step: int, key: str, value: str) -> bool:
+        """Count an eval key's value that is not a number, to be held (True).
+
+        A train key's is not held (False): a train record's fields are numbers."""
+        if not self._eval(key):
+            return False
+        self.not_numbers += 1
+        if len(self.not_number_notes) < ODD_KEPT:
+            self.not_number_notes.append((key, step, value))
+        return True
+
+    def _hold(self, step: int, time: float, key: str, value: Value) -> None:
+        """Hold `key`'s value with the step's group; a second, other value is held apart."""
         if key not in self.keys:
             self.keys[key] = None
             self._train_of = None
@@ -260,6 +270,15 @@ class Grouper:
             values = {k: v for k, v in values.items() if k not in train_of}
         if values:
             self._emit(step, values, out)
+        self._second_values(step, firsts, others, out)
+
+    def _second_values(
+        self, step: int, firsts: dict[str, Value], others: dict[str, list[Value]], out: list[Record]
+    ) -> None:
+        """The step's second values, once it is out.
+
+        Each is another probe where the step's probe holds the key (conflicting evidence),
+        else a train key's conflict, counted."""
         sent = self._sent.get(step)
         for key, seconds in others.items():
             for value in seconds:
@@ -269,14 +288,8 @@ class Grouper:
                     self._conflict(step, key, firsts.get(key, NAN), value)
 
     def _emit(self, step: int, values: dict[str, Value], out: list[Record]) -> None:
-        is_eval = self._is_eval
-        evals: dict[str, Value] = {}
-        for key, value in values.items():
-            e = is_eval.get(key)
-            if e is None:
-                e = is_eval[key] = self.fields.is_eval(key)
-            if e:
-                evals[key] = value
+        """A step's values out: its train record and its probe, where it has such keys."""
+        evals = {key: value for key, value in values.items() if self._eval(key)}
         train = (
             {
                 dst: v
@@ -288,33 +301,48 @@ class Grouper:
         )
         time = self._time
         if train:
-            step_s = NAN
-            if self._last_time is not None and math.isfinite(time) and step > self._last_time[0]:
-                step_s = (time - self._last_time[1]) / (step - self._last_time[0])
-            if math.isfinite(time):
-                self._last_time = (step, time)
-            row = {name: train.get(name, NAN) for name in TRAIN_FIELDS}
-            extra = {k: v for k, v in values.items() if not is_eval[k] and not isinstance(v, str)}
-            if not math.isfinite(row["step_s"]):
-                row["step_s"] = step_s
-            out.append(
-                TrainPoint(
-                    step,
-                    time,
-                    row["loss"],
-                    row["ar_ce"],
-                    row["flow_loss"],
-                    row["lr"],
-                    row["grad_norm"],
-                    row["step_s"],
-                    row["data_s"],
-                    row["samples"],
-                    MappingProxyType(extra),
-                )
-            )
+            out.append(self._train_point(step, time, train, values))
         if evals:
             self._sent[step] = (time, evals)
             self._probe(step, time, evals, out)
+
+    def _train_point(
+        self, step: int, time: float, train: dict[str, float], values: dict[str, Value]
+    ) -> TrainPoint:
+        """The step's train record.
+
+        It holds its train fields, every other number as its `extra`, and its seconds per step
+        since the last one (unless a field gives them)."""
+        step_s = self._seconds_per_step(step, time)
+        row = {name: train.get(name, NAN) for name in TRAIN_FIELDS}
+        extra = {k: v for k, v in values.items() if not self._is_eval[k] and not isinstance(v, str)}
+        if not math.isfinite(row["step_s"]):
+            row["step_s"] = step_s
+        return TrainPoint(
+            step,
+            time,
+            row["loss"],
+            row["ar_ce"],
+            row["flow_loss"],
+            row["lr"],
+            row["grad_norm"],
+            row["step_s"],
+            row["data_s"],
+            row["samples"],
+            MappingProxyType(extra),
+        )
+
+    def _seconds_per_step(self, step: int, time: float) -> float:
+        """Seconds a step since the last train record with a time (NaN: none).
+
+        This one's time, where it has one, becomes the last."""
+        step_s = NAN
+        last = self._last_time
+        if last is not None and math.isfinite(time) and step > last[0]:
+            step_s = (time - last[1]) / (step - last[0])
+        if math.isfinite(time):
+            self._last_time = (step, time)
+        return step_s
 
     def _probe(self, step: int, time: float, evals: dict[str, Value], out: list[Record]) -> None:
         out.append(foreign_probe(step, time, evals, self.bits))
