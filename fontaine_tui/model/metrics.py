@@ -61,12 +61,15 @@ class _Written:
             self._stamp, self._scanned, self._found = store.replaced_steps, {}, set()
         for name in TRAIN_FIELDS:
             if name not in self._found:
-                col = store.columns[name]
-                start = self._scanned.get(name, 0)
-                if any(not math.isnan(x) for x in col[start:]):
-                    self._found.add(name)
-                self._scanned[name] = len(col)
+                self._scan(name, store.columns[name])
         return [n for n in TRAIN_FIELDS if n in self._found]
+
+    def _scan(self, name: str, col: Sequence[float]) -> None:
+        """The column's rows not scanned yet searched for a value (one that is not NaN)."""
+        start = self._scanned.get(name, 0)
+        if any(not math.isnan(x) for x in col[start:]):
+            self._found.add(name)
+        self._scanned[name] = len(col)
 
 
 def _probe_columns(probes: Mapping[int, Probe]) -> dict[str, tuple[array, array]]:
@@ -85,6 +88,17 @@ def _probe_columns(probes: Mapping[int, Probe]) -> dict[str, tuple[array, array]
             col[0].append(step)
             col[1].append(probe.value(key))
     return out
+
+
+def _listed(train: list[str], probe: list[str]) -> dict[str, tuple[str, str]]:
+    """Each field by its listed name, as (kind, key); a key both kinds log is named KIND:KEY."""
+    both = set(train) & set(probe)
+    where: dict[str, tuple[str, str]] = {}
+    for key in train:
+        where[f"{TRAIN}:{key}" if key in both else key] = (TRAIN, key)
+    for key in probe:
+        where[f"{PROBE}:{key}" if key in both else key] = (PROBE, key)
+    return where
 
 
 class MetricIndex:
@@ -110,22 +124,20 @@ class MetricIndex:
         if stamp == self._stamp:
             return
         if self._stamp is None or stamp[1:] != self._stamp[1:]:
-            self._probes = _probe_columns(seen_probes(store, self.hidden))
-            for name in store.probe_fields() - set(self._probes) if self.hidden else ():
-                self._probes[name] = (array("q"), array("d"))  # listed, no value shown
+            self._probes = self._probe_series()
         self._stamp = stamp
         train = (
             self._written.columns(store) + sorted(store.extras.names()) if store.has_columns else []
         )
-        probe = sorted(self._probes)
-        both = set(train) & set(probe)
-        where: dict[str, tuple[str, str]] = {}
-        for key in train:
-            where[f"{TRAIN}:{key}" if key in both else key] = (TRAIN, key)
-        for key in probe:
-            where[f"{PROBE}:{key}" if key in both else key] = (PROBE, key)
-        self._where = where
-        self._names = list(where)
+        self._where = _listed(train, sorted(self._probes))
+        self._names = list(self._where)
+
+    def _probe_series(self) -> dict[str, tuple[array, array]]:
+        """The probe fields' columns; while hidden, every field listed with no value shown."""
+        probes = _probe_columns(seen_probes(self.store, self.hidden))
+        for name in self.store.probe_fields() - set(probes) if self.hidden else ():
+            probes[name] = (array("q"), array("d"))  # listed, no value shown
+        return probes
 
     @property
     def not_kept(self) -> str:
