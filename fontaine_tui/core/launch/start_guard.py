@@ -28,18 +28,21 @@ def init_found(path: Path) -> bool:
     or checkpoints folder with a complete step-NNNNNN checkpoint."""
     if not path.is_dir():
         return False
-    if (path / "config.json").is_file() or any(
-        (path / part / "config.json").is_file() for part in ("vision", "backbone")
-    ):
+    return _model_folder(path) or any(_checkpoint_in(f) for f in (path, path / "checkpoints"))
+
+
+def _model_folder(path: Path) -> bool:
+    """A Hugging Face model folder: config.json there, or in its vision/ or backbone/."""
+    return any((path / part / "config.json").is_file() for part in ("", "vision", "backbone"))
+
+
+def _checkpoint_in(folder: Path) -> bool:
+    """An engine checkpoint (model.safetensors + meta.json), or a complete step-NNNNNN one."""
+    if (folder / "model.safetensors").is_file() and (folder / "meta.json").is_file():
         return True
-    for folder in (path, path / "checkpoints"):
-        if (folder / "model.safetensors").is_file() and (folder / "meta.json").is_file():
-            return True
-        if folder.is_dir() and any(
-            CHECKPOINT_DIR.match(p.name) and (p / "meta.json").is_file() for p in folder.iterdir()
-        ):
-            return True
-    return False
+    return folder.is_dir() and any(
+        CHECKPOINT_DIR.match(p.name) and (p / "meta.json").is_file() for p in folder.iterdir()
+    )
 
 
 def check_engine(python: str = sys.executable, on_node: bool = False) -> list[Finding]:
@@ -104,7 +107,6 @@ def check_command(
         return []
     from fontaine_tui.core.errors import InputError
     from fontaine_tui.core.launch import command
-    from fontaine_tui.core.verdict.prereg import read_prereg
 
     spec = preset.command
     try:
@@ -112,27 +114,8 @@ def check_command(
         argv = command.command_argv(preset, folder.root, resume, where)
     except InputError as exc:
         return [Finding("command", "refuse", str(exc))]
-    env_path = command.command_env(preset, folder.root).get("PATH", os.defpath)
-    program = argv[0]
-    if not shutil.which(program, path=env_path) and not (
-        os.sep in program and shutil.which(str(where / program))
-    ):
-        return [
-            Finding(
-                "command",
-                "refuse",
-                f"{preset.path}: command: program "
-                f"{literal(program)!r} not found (PATH, or {literal(str(where))})",
-            )
-        ]
-    if spec.script and not command.file_record(where / spec.script):
-        return [
-            Finding(
-                "command",
-                "refuse",
-                f"{preset.path}: command.script: no file {literal(str(where / spec.script))}",
-            )
-        ]
+    if missing := _not_there(preset, folder, argv[0], where):
+        return [Finding("command", "refuse", f"{preset.path}: {missing}")]
     out = [
         Finding("command", "ok", f"command: {literal(shlex.join(argv))} in {literal(str(where))}")
     ]
@@ -153,12 +136,39 @@ def check_command(
             )
         )
     if resume and folder.prereg.exists():
-        try:
-            frozen = read_prereg(folder).provenance
-        except InputError:
-            return out  # check_folder refuses it
-        out += [
-            Finding("code", "warn", f"--resume: {change}")
-            for change in command.code_changes(frozen, preset, argv, where, folder.root)
-        ]
+        out += _code_changes(preset, folder, argv, where)
     return out
+
+
+def _not_there(preset: Preset, folder: RunFolder, program: str, where: Path) -> str:
+    """A [command]'s program or script that is not there, as its refusal says it ("" if none).
+
+    The program is looked up on the PATH the command is given, or as a path in its folder."""
+    from fontaine_tui.core.launch import command
+
+    assert preset.command is not None
+    env_path = command.command_env(preset, folder.root).get("PATH", os.defpath)
+    if not shutil.which(program, path=env_path) and not (
+        os.sep in program and shutil.which(str(where / program))
+    ):
+        return f"command: program {literal(program)!r} not found (PATH, or {literal(str(where))})"
+    script = preset.command.script
+    if script and not command.file_record(where / script):
+        return f"command.script: no file {literal(str(where / script))}"
+    return ""
+
+
+def _code_changes(preset: Preset, folder: RunFolder, argv: list[str], where: Path) -> list[Finding]:
+    """On --resume, each change since launch to the [command]'s files or code, as a warning."""
+    from fontaine_tui.core.errors import InputError
+    from fontaine_tui.core.launch import command
+    from fontaine_tui.core.verdict.prereg import read_prereg
+
+    try:
+        frozen = read_prereg(folder).provenance
+    except InputError:
+        return []  # check_folder refuses it
+    return [
+        Finding("code", "warn", f"--resume: {change}")
+        for change in command.code_changes(frozen, preset, argv, where, folder.root)
+    ]
