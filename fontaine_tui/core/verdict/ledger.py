@@ -42,9 +42,7 @@ def _to_amendment(obj: object, where: str) -> Amendment:
         if not isinstance(rule, dict) or not isinstance(seen, int) or isinstance(seen, bool):
             raise TypeError("rule must be an object and last_step_seen an integer")
         factor = rule.get("factor")
-        delta: tuple[str, ...] = ()
-        if rule.get("kind") == "delta":
-            delta = (str(rule["key"]), str(rule["ours"]), str(rule["theirs"]))
+        delta = _delta_of(rule)
         return Amendment(
             id=int(obj["id"]),
             kind=str(rule.get("kind", "scale")),
@@ -61,6 +59,13 @@ def _to_amendment(obj: object, where: str) -> Amendment:
         )
     except (KeyError, TypeError, ValueError) as exc:
         raise InputError(f"{where}: expected an amendment ({type(exc).__name__}: {exc})") from None
+
+
+def _delta_of(rule: dict) -> tuple[str, ...]:
+    """A declared delta's (key, ours, theirs); () for a rule of another kind."""
+    if rule.get("kind") != "delta":
+        return ()
+    return (str(rule["key"]), str(rule["ours"]), str(rule["theirs"]))
 
 
 @dataclass(frozen=True, slots=True)
@@ -143,7 +148,7 @@ class _Walk:
 
 def _walk(data: bytes, origin: str, genesis: str) -> _Walk:
     lines = data.split(b"\n")
-    last = len(lines) if lines and lines[-1] else 0  # a line without its newline: its number
+    last = _unended(lines)
     out: list[Amendment] = []
     prev = genesis or GENESIS
     links = [prev]
@@ -154,30 +159,9 @@ def _walk(data: bytes, origin: str, genesis: str) -> _Walk:
         stop = f"; amendments from line {n} on are not applied"
         if n == last and not _whole(raw, prev):  # a write cut short: skipped
             return _Walk(tuple(out), "", prev, True, tuple(links), marked, False)
-        try:
-            obj = json_loads(raw)
-        except ValueError:
-            return _Walk(tuple(out), f"{origin}:{n}: expected a JSON line{stop}")
-        if not isinstance(obj, dict):
-            return _Walk(tuple(out), f"{origin}:{n}: expected a JSON object{stop}")
-        claimed = obj.pop("hash", None)
-        if claimed is None:
-            return _Walk(
-                tuple(out),
-                f"{origin}:{n}: no hash (not written by `fontaine-tui amend`, or edited){stop}",
-            )
-        if claimed != _sha(_canonical(obj)):
-            return _Walk(
-                tuple(out), f"{origin}:{n}: its content does not match its hash (edited){stop}"
-            )
-        if obj.get("prev") != prev:
-            where = "prereg.json" if n == 1 else f"line {n - 1}"
-            return _Walk(
-                tuple(out),
-                f"{origin}:{n}: does not follow {where} (a line "
-                f"before it was edited, removed, inserted or reordered, or "
-                f"prereg.json changed){stop}",
-            )
+        obj = _link(raw, f"{origin}:{n}", n, prev)
+        if isinstance(obj, str):
+            return _Walk(tuple(out), f"{obj}{stop}")
         try:
             out.append(_to_amendment(obj, f"{origin}:{n}"))
         except InputError as exc:
@@ -186,6 +170,33 @@ def _walk(data: bytes, origin: str, genesis: str) -> _Walk:
         links.append(prev)
         marked = marked or chain_head.MARK in obj
     return _Walk(tuple(out), "", prev, False, tuple(links), marked, not last)
+
+
+def _unended(lines: list[bytes]) -> int:
+    """The number of a last line without its newline (0: the data ends with one)."""
+    return len(lines) if lines and lines[-1] else 0
+
+
+def _link(raw: bytes, where: str, n: int, prev: str) -> dict | str:
+    """Line `n` (at `where`) as the link after `prev`, without its hash; or why it is not."""
+    try:
+        obj = json_loads(raw)
+    except ValueError:
+        return f"{where}: expected a JSON line"
+    if not isinstance(obj, dict):
+        return f"{where}: expected a JSON object"
+    claimed = obj.pop("hash", None)
+    if claimed is None:
+        return f"{where}: no hash (not written by `fontaine-tui amend`, or edited)"
+    if claimed != _sha(_canonical(obj)):
+        return f"{where}: its content does not match its hash (edited)"
+    if obj.get("prev") != prev:
+        after = "prereg.json" if n == 1 else f"line {n - 1}"
+        return (
+            f"{where}: does not follow {after} (a line before it was edited, removed, inserted "
+            f"or reordered, or prereg.json changed)"
+        )
+    return obj
 
 
 def _whole(raw: bytes, prev: str) -> bool:
@@ -275,15 +286,8 @@ def _scale_rule(
     factor: float | None,
     preset: Preset,
 ) -> None:
-    if factor is not None and (from_step is not None or comparator is not None):
-        raise InputError(
-            "amend: expected either a fixed factor or --scale-from-step with --comparator, not both"
-        )
+    _refuse_scale_source(from_step, comparator, factor)
     if factor is None:
-        if from_step is None:
-            raise InputError(
-                "amend: expected --scale-factor F, or --scale-from-step N (with --comparator NAME)"
-            )
         comparator = comparator or preset.verdict.reference
     fields = {
         "from_step": from_step or 0,
@@ -301,6 +305,22 @@ def _scale_rule(
         rule["factor"] = float(factor)
     else:
         rule.update(from_step=from_step, comparator=comparator)
+
+
+def _refuse_scale_source(
+    from_step: int | None, comparator: str | None, factor: float | None
+) -> None:
+    """Refuse a scale declaration that gives both or neither of its sources.
+
+    A scale is a fixed factor, or computed from a step's probe against a comparator."""
+    if factor is not None and (from_step is not None or comparator is not None):
+        raise InputError(
+            "amend: expected either a fixed factor or --scale-from-step with --comparator, not both"
+        )
+    if factor is None and from_step is None:
+        raise InputError(
+            "amend: expected --scale-factor F, or --scale-from-step N (with --comparator NAME)"
+        )
 
 
 def _append(
