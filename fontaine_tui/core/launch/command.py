@@ -16,7 +16,7 @@ import hashlib
 import os
 import re
 import subprocess
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 
 from fontaine_tui.core.childenv import child_env
@@ -80,22 +80,27 @@ def command_argv(
     spec = spec_of(preset)
     out = str(folder.absolute())
     if resume:
-        if not spec.resume_argv:
-            raise InputError(
-                f"{preset.path}: [command] has no resume_argv: this run cannot be resumed"
-            )
-        if endpoint is not None and endpoint.extended and not names_endpoint(spec.resume_argv):
-            raise InputError(
-                f"--resume: {endpoint.ledger} moves the endpoint from step "
-                f"{endpoint.registered} to {endpoint.in_force}, but [command] resume_argv "
-                "cannot tell the trainer, which would stop at its own end: declare it with "
-                '{endpoint} in resume_argv (e.g. "--max_steps", "{endpoint}") before launch'
-            )
-        at = endpoint.in_force if endpoint is not None else preset.verdict.endpoint_step
-        return [substitute(a, out, at) for a in spec.resume_argv]
+        return _resume_argv(preset, spec, out, endpoint)
     if spec.script:
         return ["bash", str(_script(spec, cwd or command_cwd(preset, Path.cwd())))]
     return [substitute(a, out) for a in spec.argv]
+
+
+def _resume_argv(
+    preset: Preset, spec: CommandSpec, out: str, endpoint: Endpoint | None
+) -> list[str]:
+    """resume_argv with the run folder and the endpoint in force; refused where it cannot be."""
+    if not spec.resume_argv:
+        raise InputError(f"{preset.path}: [command] has no resume_argv: this run cannot be resumed")
+    if endpoint is not None and endpoint.extended and not names_endpoint(spec.resume_argv):
+        raise InputError(
+            f"--resume: {endpoint.ledger} moves the endpoint from step "
+            f"{endpoint.registered} to {endpoint.in_force}, but [command] resume_argv "
+            "cannot tell the trainer, which would stop at its own end: declare it with "
+            '{endpoint} in resume_argv (e.g. "--max_steps", "{endpoint}") before launch'
+        )
+    at = endpoint.in_force if endpoint is not None else preset.verdict.endpoint_step
+    return [substitute(a, out, at) for a in spec.resume_argv]
 
 
 def frozen_env(preset: Preset, folder: Path) -> dict[str, str]:
@@ -201,14 +206,7 @@ def git_state(where: Path, run_folder: Path | None = None) -> dict[str, object]:
     `git diff HEAD --binary`, then each untracked, non-ignored file's name and bytes (run
     folders, those holding a prereg.json, left out)."""
     try:
-        root = Path(os.fsdecode(_git(["rev-parse", "--show-toplevel"], where).rstrip(b"\n")))
-        try:
-            commit = _git(["rev-parse", "--verify", "HEAD"], where).decode().strip()
-            diff = _git(["diff", "HEAD", "--binary"], root)
-        except subprocess.CalledProcessError:  # no commit yet: everything staged is new
-            commit = ""
-            diff = _git(["diff", "--cached", "--binary"], root) + _git(["diff", "--binary"], root)
-        listed = _git(["ls-files", "--others", "--exclude-standard", "-z"], root)
+        root, commit, diff, listed = _git_reads(where)
     except FileNotFoundError:
         return {"git": "git not found: the code's state is not recorded"}
     except subprocess.TimeoutExpired:
@@ -221,18 +219,7 @@ def git_state(where: Path, run_folder: Path | None = None) -> dict[str, object]:
     except OSError as exc:
         return {"git": f"git could not run ({exc.strerror or exc})"}
     digest = hashlib.sha256(diff)
-    untracked = 0
-    skip = _run_folders(root, listed, run_folder)
-    for raw in sorted(n for n in listed.split(b"\0") if n):
-        path = root / os.fsdecode(raw)
-        if any(path.is_relative_to(s) for s in skip):
-            continue
-        untracked += 1
-        digest.update(b"\0untracked\0" + raw + b"\0")
-        if path.is_symlink():
-            digest.update(os.fsencode(os.readlink(path)))
-        elif (record := file_record(path)) is not None:
-            digest.update(repr(sorted(record.items())).encode())
+    untracked = _hash_untracked(digest.update, root, listed, _run_folders(root, listed, run_folder))
     return {
         "root": str(root),
         "commit": commit,
@@ -240,6 +227,40 @@ def git_state(where: Path, run_folder: Path | None = None) -> dict[str, object]:
         "dirty": bool(diff) or untracked > 0,
         "untracked": untracked,
     }
+
+
+def _git_reads(where: Path) -> tuple[Path, str, bytes, bytes]:
+    """(root, HEAD commit or "", what is not committed as a binary diff, untracked names).
+
+    git's own failures are raised, for git_state to say."""
+    root = Path(os.fsdecode(_git(["rev-parse", "--show-toplevel"], where).rstrip(b"\n")))
+    try:
+        commit = _git(["rev-parse", "--verify", "HEAD"], where).decode().strip()
+        diff = _git(["diff", "HEAD", "--binary"], root)
+    except subprocess.CalledProcessError:  # no commit yet: everything staged is new
+        commit = ""
+        diff = _git(["diff", "--cached", "--binary"], root) + _git(["diff", "--binary"], root)
+    return root, commit, diff, _git(["ls-files", "--others", "--exclude-standard", "-z"], root)
+
+
+def _hash_untracked(
+    update: Callable[[bytes], object], root: Path, listed: bytes, skip: list[Path]
+) -> int:
+    """Hash each untracked file's name and bytes (a link's target) with `update`, in name order.
+
+    Files under `skip` (run folders) are left out. Returns how many were hashed."""
+    untracked = 0
+    for raw in sorted(n for n in listed.split(b"\0") if n):
+        path = root / os.fsdecode(raw)
+        if any(path.is_relative_to(s) for s in skip):
+            continue
+        untracked += 1
+        update(b"\0untracked\0" + raw + b"\0")
+        if path.is_symlink():
+            update(os.fsencode(os.readlink(path)))
+        elif (record := file_record(path)) is not None:
+            update(repr(sorted(record.items())).encode())
+    return untracked
 
 
 def _run_folders(root: Path, listed: bytes, run_folder: Path | None) -> list[Path]:
@@ -381,19 +402,23 @@ def _execs(line: str) -> bool:
     text = line.split(" #", 1)[0] if not line.lstrip().startswith("#") else ""
     if re.search(r"\beval\b.*\bexec\b", text):
         return True
-    for start in _COMMAND_START.finditer(text):
-        at = start.end()
-        while (m := _ASSIGNED.match(text, at)) is not None:
-            at = m.end()
-        m = _EXEC.match(text, at)
-        if m is None:
-            continue
-        words = m["rest"].split()
-        while words and words[0] in ("-a", "-c", "-l", "-cl", "-lc"):
-            words = words[2:] if words[0] == "-a" else words[1:]
-        if any(not _REDIRECT.match(w) for w in _joined_redirects(words)):
-            return True
-    return False
+    return any(_execs_at(text, start.end()) for start in _COMMAND_START.finditer(text))
+
+
+def _execs_at(text: str, at: int) -> bool:
+    """Whether the simple command at `at` (after its assignments) is an `exec` of a program.
+
+    exec's own options (-a NAME, -c, -l) are skipped; only redirections after them replace
+    nothing."""
+    while (m := _ASSIGNED.match(text, at)) is not None:
+        at = m.end()
+    m = _EXEC.match(text, at)
+    if m is None:
+        return False
+    words = m["rest"].split()
+    while words and words[0] in ("-a", "-c", "-l", "-cl", "-lc"):
+        words = words[2:] if words[0] == "-a" else words[1:]
+    return any(not _REDIRECT.match(w) for w in _joined_redirects(words))
 
 
 def _joined_redirects(words: list[str]) -> list[str]:
@@ -455,11 +480,18 @@ def check_block(script: Path, reference: Path, marker: str) -> list[str]:
             f"{reference}'s: line {at + 2 + i} is {_shown(ours, at + 1 + i)}, line "
             f"{ref_at + 2 + i} of the reference is {_shown(theirs, ref_at + 1 + i)}"
         )
+    return _platform_delta(_text(theirs[:ref_at]), _text(ours[:at]), reference, script)
 
-    def text(lines: list[bytes]) -> list[str]:
-        return [ln.decode("utf-8", "replace").rstrip("\r\n") for ln in lines]
 
-    before, after = text(theirs[:ref_at]), text(ours[:at])
+def _text(lines: list[bytes]) -> list[str]:
+    """The lines decoded as the delta shows them, without their line ends."""
+    return [ln.decode("utf-8", "replace").rstrip("\r\n") for ln in lines]
+
+
+def _platform_delta(
+    before: list[str], after: list[str], reference: Path, script: Path
+) -> list[str]:
+    """The lines above the marker that differ from the reference's, as a small unified diff."""
     # each differing line as it may be frozen and shown: its credentials masked, read with
     # the lines a backslash joins it to (core/secrets.py), the rest kept
     shown: dict[str, str] = {}
