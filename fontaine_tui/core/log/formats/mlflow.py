@@ -190,24 +190,35 @@ def check_row(raw: RawRow) -> tuple[int, float, str, Value] | str:
     checked = step_of(step)
     if isinstance(checked, str):
         return f"{key}: {checked}"
+    return checked, _seconds(stamp), str(key), _metric_value(value, is_nan)
+
+
+def _seconds(stamp: object) -> float:
+    """A row's timestamp (ms) in seconds; NaN where it has none or it is not a number."""
     try:
-        when = float(stamp) / 1000.0 if stamp is not None else NAN  # type: ignore[arg-type]
+        return float(stamp) / 1000.0 if stamp is not None else NAN  # type: ignore[arg-type]
     except (TypeError, ValueError):
-        when = NAN
+        return NAN
+
+
+def _metric_value(value: object, is_nan: object) -> Value:
+    """A row's value: a number, or what it is where it is not one (not_a_metric's words).
+
+    An infinity is read as MLflow's SQL store keeps it (the largest double)."""
     if is_nan:
-        return checked, when, str(key), NAN
+        return NAN
     if isinstance(value, (str, bytes)):
         try:
             value = float(value)
         except ValueError:
             text = value.decode("utf-8", "replace") if isinstance(value, bytes) else value
-            return checked, when, str(key), not_a_metric(text) or repr(text)
+            return not_a_metric(text) or repr(text)
     x = number(value)
     if x is None:
-        return checked, when, str(key), not_a_metric(value) or repr(value)
+        return not_a_metric(value) or repr(value)
     if abs(x) == sys.float_info.max:  # how MLflow's SQL store keeps an infinity
         x = math.copysign(math.inf, x)
-    return checked, when, str(key), x
+    return x
 
 
 def choose(runs: list[RunInfo], where: str, experiment: str = "", run: str = "") -> RunInfo:
@@ -215,22 +226,10 @@ def choose(runs: list[RunInfo], where: str, experiment: str = "", run: str = "")
 
     The experiment is named by id or name, the run by id, id prefix or name. Otherwise a
     FormatError lists the runs."""
-    found = [r for r in runs if not experiment or experiment in (r.experiment, r.experiment_name)]
-    if run:
-        found = [r for r in found if r.run_id.startswith(run) or r.name == run]
+    found = _named(runs, experiment, run)
     if len(found) == 1:
         return found[0]
-    chose = (
-        " ".join(
-            x
-            for x in (
-                f"experiment={experiment!r}" if experiment else "",
-                f"run={run!r}" if run else "",
-            )
-            if x
-        )
-        or "none chosen"
-    )
+    chose = _chosen(experiment, run)
     if not found:
         return _fail(
             where,
@@ -242,6 +241,22 @@ def choose(runs: list[RunInfo], where: str, experiment: str = "", run: str = "")
         f"{len(found)} runs and {chose}: set [source] run (bank: --run) to one of "
         + ", ".join(r.describe() for r in found[:8]),
     )
+
+
+def _named(runs: list[RunInfo], experiment: str, run: str) -> list[RunInfo]:
+    """The runs of the experiment named (by id or name) that `run` names (id prefix or name).
+
+    An option that is "" names them all."""
+    found = [r for r in runs if not experiment or experiment in (r.experiment, r.experiment_name)]
+    if run:
+        found = [r for r in found if r.run_id.startswith(run) or r.name == run]
+    return found
+
+
+def _chosen(experiment: str, run: str) -> str:
+    """The options given, as the refusal says them ("none chosen" where none is)."""
+    given = [f"experiment={experiment!r}" if experiment else "", f"run={run!r}" if run else ""]
+    return " ".join(x for x in given if x) or "none chosen"
 
 
 def _fail(where: str, why: str) -> RunInfo:

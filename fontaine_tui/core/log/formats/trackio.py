@@ -134,9 +134,7 @@ def choose(runs: list[TrackioRun], where: str, run: str = "") -> TrackioRun:
     """The run [source] run names (by name, id or id prefix), or the only one.
 
     Otherwise a FormatError names the runs (runs are never merged)."""
-    found = [r for r in runs if not run or r.name == run or r.run_id == run]
-    if run and not found:
-        found = [r for r in runs if r.run_id.startswith(run)]
+    found = _named(runs, run)
     if len(found) == 1:
         return found[0]
     if not runs:
@@ -148,6 +146,14 @@ def choose(runs: list[TrackioRun], where: str, run: str = "") -> TrackioRun:
     raise FormatError(
         f"{where}: {len(found)} runs and {chose}: set [source] run (bank: --run) to one of {names}"
     )
+
+
+def _named(runs: list[TrackioRun], run: str) -> list[TrackioRun]:
+    """The runs `run` names: by name or id, else by id prefix (all where it is "")."""
+    found = [r for r in runs if not run or r.name == run or r.run_id == run]
+    if run and not found:
+        found = [r for r in runs if r.run_id.startswith(run)]
+    return found
 
 
 def _time(stamp: object) -> float:
