@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import os
 import socket
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -74,8 +74,8 @@ def _stat_value(path: Path, key: str) -> int:
     return 0
 
 
-def _cgroup_paths(self_cgroup: str) -> tuple[str | None, str | None]:
-    """(v2 path, v1 memory path) from /proc/self/cgroup text."""
+def cgroup_paths(self_cgroup: str) -> tuple[str | None, str | None]:
+    """(v2 path, v1 memory path) from /proc/PID/cgroup text ("0::/p", "N:memory:/p")."""
     v2 = v1 = None
     for line in self_cgroup.splitlines():
         parts = line.split(":", 2)
@@ -107,42 +107,62 @@ def _candidates(base: Path, path: str | None) -> list[Path]:
     return out
 
 
+@dataclass(frozen=True, slots=True)
+class _Layout:
+    """Where one cgroup version keeps a folder's memory limit, usage and page cache."""
+
+    folder: str  # the hierarchy's mount under the cgroup root
+    limit_name: str
+    usage_name: str
+    cache_key: str  # memory.stat's reclaimable page cache
+    label: str
+
+    def limit_in(self, folder: Path) -> tuple[int, int] | None:
+        """(limit, usage less reclaimable page cache) set in `folder`; None without a limit."""
+        limit = _read_int(folder / self.limit_name)
+        if limit is None or limit >= UNLIMITED:
+            return None
+        usage = _read_int(folder / self.usage_name) or 0
+        return limit, max(0, usage - _stat_value(folder / "memory.stat", self.cache_key))
+
+
+_V2 = _Layout("", "memory.max", "memory.current", "inactive_file", "cgroup v2")
+_V1 = _Layout(
+    "memory",
+    "memory.limit_in_bytes",
+    "memory.usage_in_bytes",
+    "total_inactive_file",
+    "cgroup v1",
+)
+
+
+def _limit_folders(root: Path, self_cgroup: str) -> Iterator[tuple[_Layout, Path]]:
+    """Each folder whose memory limit would bind this process (v2 first), with its layout."""
+    v2, v1 = cgroup_paths(self_cgroup)
+    for layout, path in ((_V2, v2), (_V1, v1)):
+        base = root / layout.folder
+        if base.is_dir():
+            yield from ((layout, folder) for folder in _candidates(base, path))
+
+
 def cgroup_limit(
     root: Path = Path("/sys/fs/cgroup"), self_cgroup: str | None = None
 ) -> tuple[int, int, str] | None:
     """The tightest memory cgroup's limit, usage and source, or None when no limit applies.
 
-    The result is (limit, usage excluding reclaimable page cache, source)."""
+    The result is (limit, usage excluding reclaimable page cache, source); of equal limits the
+    first found."""
     if self_cgroup is None:
         try:
             self_cgroup = Path("/proc/self/cgroup").read_text()
         except OSError:
             self_cgroup = ""
-    v2, v1 = _cgroup_paths(self_cgroup)
-    best: tuple[int, int, str] | None = None
-    layouts = (
-        (root, v2, "memory.max", "memory.current", "inactive_file", "cgroup v2"),
-        (
-            root / "memory",
-            v1,
-            "memory.limit_in_bytes",
-            "memory.usage_in_bytes",
-            "total_inactive_file",
-            "cgroup v1",
-        ),
-    )
-    for base, path, limit_name, usage_name, cache_key, label in layouts:
-        if not base.is_dir():
-            continue
-        for folder in _candidates(base, path):
-            limit = _read_int(folder / limit_name)
-            if limit is None or limit >= UNLIMITED:
-                continue
-            usage = _read_int(folder / usage_name) or 0
-            usage = max(0, usage - _stat_value(folder / "memory.stat", cache_key))
-            if best is None or limit < best[0]:
-                best = (limit, usage, f"{label} {folder}")
-    return best
+    limits = [
+        (*found, f"{layout.label} {folder}")
+        for layout, folder in _limit_folders(root, self_cgroup)
+        if (found := layout.limit_in(folder)) is not None
+    ]
+    return min(limits, key=lambda limit: limit[0], default=None)
 
 
 def host_ram(
