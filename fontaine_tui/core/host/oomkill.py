@@ -16,6 +16,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
+from fontaine_tui.core.host.memory import cgroup_paths
+
 PROC = Path("/proc")
 CGROUP_ROOT = Path("/sys/fs/cgroup")
 UNLIMITED = 1 << 60  # cgroup v1 writes 9223372036854771712 for "no limit"
@@ -68,20 +70,11 @@ def _cgroup_mounts(proc: Path, root: Path) -> list[tuple[int, str, Path]]:
 
     They are read from mountinfo, else taken from the usual places (v1 under memory/, v2 at the
     root or unified/)."""
-    found: list[tuple[int, str, Path]] = []
     try:
         lines = (proc / "self" / "mountinfo").read_text().splitlines()
     except OSError:
         lines = []
-    for line in lines:
-        head, _, tail = line.partition(" - ")
-        fields, extra = head.split(), tail.split()
-        if len(fields) < 5 or len(extra) < 3:
-            continue
-        if extra[0] == "cgroup2":
-            found.append((2, fields[3], Path(fields[4])))
-        elif extra[0] == "cgroup" and "memory" in extra[2].split(","):
-            found.append((1, fields[3], Path(fields[4])))
+    found = [mount for mount in map(_memory_mount, lines) if mount is not None]
     found.sort(key=lambda m: m[0])  # v1 first: on a hybrid system memory lives there
     for usual in ((1, "/", root / "memory"), (2, "/", root), (2, "/", root / "unified")):
         if usual not in found:
@@ -89,29 +82,42 @@ def _cgroup_mounts(proc: Path, root: Path) -> list[tuple[int, str, Path]]:
     return found
 
 
+def _memory_mount(line: str) -> tuple[int, str, Path] | None:
+    """A mountinfo line's (version, mount root, mount point) if it mounts a memory hierarchy."""
+    head, _, tail = line.partition(" - ")
+    fields, extra = head.split(), tail.split()
+    if len(fields) < 5 or len(extra) < 3:
+        return None
+    if extra[0] == "cgroup2":
+        return 2, fields[3], Path(fields[4])
+    if extra[0] == "cgroup" and "memory" in extra[2].split(","):
+        return 1, fields[3], Path(fields[4])
+    return None
+
+
+def _inside_mount(path: str, mount_root: str) -> str | None:
+    """`path` as seen under a mount of the hierarchy from `mount_root` down; None if outside."""
+    if mount_root == "/":
+        return path
+    # the hierarchy is mounted from a folder down (a container)
+    if path != mount_root and not path.startswith(mount_root.rstrip("/") + "/"):
+        return None
+    return path[len(mount_root) :]
+
+
 def cgroup_from(text: str, proc: Path = PROC, root: Path = CGROUP_ROOT) -> Cgroup | None:
     """The memory cgroup named by /proc/PID/cgroup's `text`, or None.
 
     The cgroup is one whose OOM-kill counter this machine shows. A v1 "N:memory:/path" line is
     used, else the v2 "0::/path" line."""
-    paths: dict[int, str] = {}
-    for line in text.splitlines():
-        parts = line.split(":", 2)
-        if len(parts) != 3:
-            continue
-        if parts[0] == "0" and parts[1] == "":
-            paths[2] = parts[2]
-        elif "memory" in parts[1].split(","):
-            paths[1] = parts[2]
+    v2, v1 = cgroup_paths(text)
+    paths = {2: v2, 1: v1}
     for version, mount_root, mount in _cgroup_mounts(proc, root):
         path = paths.get(version)
-        if path is None:
+        inside = None if path is None else _inside_mount(path, mount_root)
+        if inside is None:
             continue
-        if mount_root != "/":  # the hierarchy is mounted from a folder down (a container)
-            if path != mount_root and not path.startswith(mount_root.rstrip("/") + "/"):
-                continue
-            path = path[len(mount_root) :]
-        group = Cgroup(mount / path.strip("/"), version)
+        group = Cgroup(mount / inside.strip("/"), version)
         if group.events.is_file():
             return group
     return None
