@@ -126,26 +126,42 @@ class _Blocks:
         ys = self.ys
         first, last = -(-lo // BLOCK), hi // BLOCK  # the whole blocks: [first, last)
         if first >= last:  # none: the points themselves
-            ends = _ends(ys[lo:hi])
-            return None if ends is None else (lo + ends[1], lo + ends[3])
-        parts: list[tuple[float, int, float, int]] = []
-        if lo < first * BLOCK and (left := _ends(ys[lo : first * BLOCK])):
-            parts.append((left[0], lo + left[1], left[2], lo + left[3]))
+            return _places(ys, lo, hi)
+        left = _ends_in(ys, lo, first * BLOCK) if lo < first * BLOCK else None
+        right = _ends_in(ys, last * BLOCK, hi) if last * BLOCK < hi else None
+        return _first_places([p for p in (left, self._kept(first, last), right) if p])
+
+    def _kept(self, first: int, last: int) -> tuple[float, int, float, int] | None:
+        """The finite extremes of the whole blocks [first, last) and where each first is."""
         los, his = self.los, self.his
         lo_v, hi_v = min(los[first:last]), max(his[first:last])
         if lo_v <= hi_v:  # a finite value in one of them
             a, b = los.index(lo_v, first, last), his.index(hi_v, first, last)
-            parts.append((lo_v, self.lo_at[a], hi_v, self.hi_at[b]))
-        if last * BLOCK < hi and (right := _ends(ys[last * BLOCK : hi])):
-            base = last * BLOCK
-            parts.append((right[0], base + right[1], right[2], base + right[3]))
-        if not parts:
-            return None
-        lo_v, hi_v = min(p[0] for p in parts), max(p[2] for p in parts)
-        # the first part holding the extreme holds its first place (== as seg.index reads)
-        i = next(p[1] for p in parts if p[0] == lo_v)
-        j = next(p[3] for p in parts if p[2] == hi_v)
-        return i, j
+            return lo_v, self.lo_at[a], hi_v, self.hi_at[b]
+        return None
+
+
+def _ends_in(ys: Sequence[float], lo: int, hi: int) -> tuple[float, int, float, int] | None:
+    """As `_ends` over ys[lo:hi], each place counted in `ys`."""
+    ends = _ends(ys[lo:hi])
+    return None if ends is None else (ends[0], lo + ends[1], ends[2], lo + ends[3])
+
+
+def _places(ys: Sequence[float], lo: int, hi: int) -> tuple[int, int] | None:
+    """Where the finite min and max of ys[lo:hi] first are, in `ys`; None when none is finite."""
+    ends = _ends(ys[lo:hi])
+    return None if ends is None else (lo + ends[1], lo + ends[3])
+
+
+def _first_places(parts: list[tuple[float, int, float, int]]) -> tuple[int, int] | None:
+    """Where the min and max over consecutive parts' extremes first are (None for no parts)."""
+    if not parts:
+        return None
+    lo_v, hi_v = min(p[0] for p in parts), max(p[2] for p in parts)
+    # the first part holding the extreme holds its first place (== as seg.index reads)
+    i = next(p[1] for p in parts if p[0] == lo_v)
+    j = next(p[3] for p in parts if p[2] == hi_v)
+    return i, j
 
 
 _BLOCKS: dict[int, _Blocks] = {}
@@ -173,27 +189,25 @@ def downsample(
     n = len(ys)
     width = max(1, width)
     if n <= 2 * width:
-        pairs = [(x, y) for x, y in zip(xs, ys, strict=False) if math.isfinite(y)]
-        return [p[0] for p in pairs], [p[1] for p in pairs]
+        return _finite(xs, ys)
     blocks = _blocks(ys, stamp) if stamp is not None and n >= 4 * BLOCK else None
     out_x: list[float] = []
     out_y: list[float] = []
     for b in range(width):
         lo, hi = b * n // width, (b + 1) * n // width
-        if blocks is not None:
-            at = blocks.ends(lo, hi)
-            if at is None:
-                continue
-            i, j = at
-        else:
-            ends = _ends(ys[lo:hi])
-            if ends is None:
-                continue
-            i, j = lo + ends[1], lo + ends[3]
-        for k in sorted({i, j}):
+        at = _places(ys, lo, hi) if blocks is None else blocks.ends(lo, hi)
+        if at is None:
+            continue
+        for k in sorted(set(at)):
             out_x.append(xs[k])
             out_y.append(ys[k])
     return out_x, out_y
+
+
+def _finite(xs: Sequence[float], ys: Sequence[float]) -> tuple[list[float], list[float]]:
+    """The points whose y is finite."""
+    pairs = [(x, y) for x, y in zip(xs, ys, strict=False) if math.isfinite(y)]
+    return [p[0] for p in pairs], [p[1] for p in pairs]
 
 
 def thin(
@@ -238,11 +252,7 @@ def linear_ticks(
     the step needs and no more."""
     if not (math.isfinite(lo) and math.isfinite(hi)) or hi <= lo:
         return [lo], [f"{lo:.3g}"]
-    e0 = math.floor(math.log10((hi - lo) / max(1, most)))
-    steps = [m * 10.0**e for e in range(e0 - 1, e0 + 3) for m in (1, 2, 5)]
-    step = next(
-        (s for s in steps if (not whole or s >= 1) and _count(lo, hi, s) <= most), steps[-1]
-    )
+    step = _tick_step(lo, hi, most, whole)
     decimals = 0 if step >= 1 else -math.floor(math.log10(step) + 1e-9)
     first = math.ceil(lo / step - 1e-9)
     ticks = [k * step for k in range(first, math.floor(hi / step + 1e-9) + 1)]
@@ -250,6 +260,17 @@ def linear_ticks(
         ticks = [lo, hi]
         decimals = max(decimals, 3)
     return ticks, [f"{t:.{min(decimals, 12)}f}" for t in ticks]
+
+
+def _tick_step(lo: float, hi: float, most: int, whole: bool) -> float:
+    """The smallest of 1, 2 or 5 times a power of ten that gives at most `most` ticks.
+
+    At least 1 for an axis of `whole` things; the largest tried where none does."""
+    e0 = math.floor(math.log10((hi - lo) / max(1, most)))
+    steps = [m * 10.0**e for e in range(e0 - 1, e0 + 3) for m in (1, 2, 5)]
+    return next(
+        (s for s in steps if (not whole or s >= 1) and _count(lo, hi, s) <= most), steps[-1]
+    )
 
 
 def _count(lo: float, hi: float, step: float) -> int:
@@ -268,12 +289,15 @@ def log_ticks(lo: float, hi: float, most: int = 6) -> tuple[list[float], list[st
             t = math.log10(m) + e
             if lo <= t <= hi:
                 ticks.append((t, m * 10.0**e))
-    if len(ticks) > most:  # the powers of ten alone, thinned if still too many
-        tens = [t for t in ticks if abs(t[0] - round(t[0])) < 1e-9]
-        if len(tens) >= 2:
-            ticks = tens[:: math.ceil(len(tens) / most)]
-        else:
-            ticks = ticks[:: math.ceil(len(ticks) / most)]
+    if len(ticks) > most:
+        ticks = _fewer_ticks(ticks, most)
     if len(ticks) < 2:  # a narrow range: its two ends
         ticks = [(lo, 10.0**lo), (hi, 10.0**hi)]
     return [t for t, _ in ticks], [f"{v:.3g}" for _, v in ticks]
+
+
+def _fewer_ticks(ticks: list[tuple[float, float]], most: int) -> list[tuple[float, float]]:
+    """The powers of ten alone where two or more are there (else every tick), at most `most`."""
+    tens = [t for t in ticks if abs(t[0] - round(t[0])) < 1e-9]
+    kept = tens if len(tens) >= 2 else ticks
+    return kept[:: math.ceil(len(kept) / most)]
