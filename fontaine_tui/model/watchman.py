@@ -28,7 +28,9 @@ from fontaine_tui.core.follow.open import open_source, run_source
 from fontaine_tui.core.follow.ssh import SshRun
 from fontaine_tui.core.host import telemetry
 from fontaine_tui.core.host.telemetry import TelemetrySnapshot
+from fontaine_tui.core.log.formats.spec import SourceSpec
 from fontaine_tui.core.preset.find import load_preset
+from fontaine_tui.core.preset.record import Preset
 from fontaine_tui.core.run.attempts import Attempt
 from fontaine_tui.core.run.evidence import ledger_refusal
 from fontaine_tui.core.run.exits import ExitInfo
@@ -67,34 +69,75 @@ def watched_runs(names: list[str], registry: Registry, this_host: str) -> list[W
     entries = registry.entries()
     if not names:
         return [_of(e, this_host) for e in entries if e.status in LIVE]
-    out = []
-    for name in names:
-        named = [e for e in entries if e.name == name]
-        if len(named) > 1:
-            raise InputError(
-                f"{name}: {len(named)} registered runs have this name; name the "
-                "run folder instead (fontaine-tui runs lists them)"
-            )
-        if named:
-            out.append(_of(named[0], this_host))
-            continue
-        local = Path(name).expanduser()
-        found = next(
-            (
-                e
-                for e in entries
-                if e.host == this_host and local.is_dir() and Path(e.run_dir) == local.resolve()
-            ),
-            None,
+    return [_watched(name, entries, this_host) for name in names]
+
+
+def _watched(name: str, entries: list[Entry], this_host: str) -> WatchedRun:
+    """One RUN argument as a run to watch.
+
+    A registry name (of one run only), else a run folder here (with its entry where this
+    host's registry holds it), else [user@]host:/path as it is.
+    """
+    named = [e for e in entries if e.name == name]
+    if len(named) > 1:
+        raise InputError(
+            f"{name}: {len(named)} registered runs have this name; name the "
+            "run folder instead (fontaine-tui runs lists them)"
         )
-        out.append(WatchedRun(str(local.resolve()) if local.is_dir() else name, found))
-    return out
+    if named:
+        return _of(named[0], this_host)
+    local = Path(name).expanduser()
+    if not local.is_dir():
+        return WatchedRun(name, None)
+    here = local.resolve()
+    found = next((e for e in entries if e.host == this_host and Path(e.run_dir) == here), None)
+    return WatchedRun(str(here), found)
 
 
 def _of(entry: Entry, this_host: str) -> WatchedRun:
     return WatchedRun(
         entry.run_dir if entry.host == this_host else f"{entry.host}:{entry.run_dir}", entry
     )
+
+
+async def _frozen_preset(source: RunSource) -> Preset:
+    """The preset prereg.json froze, read through `source` (closed where it cannot be read)."""
+    try:
+        raw = await source.read_bytes(PREREG)  # also proves the folder is reachable
+        if raw is None:
+            raise InputError(
+                f"{source.label}: no {PREREG} in the run folder (babysit watches launched runs)"
+            )
+        return parse_prereg(raw, f"{source.label}/{PREREG}").frozen_preset()
+    except BaseException:
+        await source.close()
+        raise
+
+
+async def _command_log(source: RunSource, log: SourceSpec) -> RunSource:
+    """A launched [command]'s log, as frozen, read here or over the run's connection."""
+    if isinstance(source, LocalRun):
+        await source.close()
+        return run_source(source.folder, log)
+    if isinstance(source, SshRun):
+        return ForeignRun(source.target.path, log, transport=source)
+    return source
+
+
+def _given_preset(target: WatchedRun, frozen: Preset) -> Preset:
+    """The preset the registry names, for its [[notify]] and [babysit]; else the frozen one."""
+    if target.entry is not None and target.entry.preset:
+        with contextlib.suppress(InputError):
+            return load_preset(target.entry.preset)
+    return frozen
+
+
+def _began(attempt: Attempt | None) -> float | None:
+    """When the open attempt began: its polls judged from then; None where unknown."""
+    if attempt is not None:
+        with contextlib.suppress(ValueError):
+            return parse_utc(attempt.began_at)
+    return None
 
 
 class RunWatch:
@@ -127,34 +170,14 @@ class RunWatch:
         ssh_options: tuple[str, ...] = (),
     ) -> RunWatch:
         source: RunSource = open_source(target.spec, ssh_options=ssh_options)
-        try:
-            raw = await source.read_bytes(PREREG)  # also proves the folder is reachable
-            if raw is None:
-                raise InputError(
-                    f"{source.label}: no {PREREG} in the run folder (babysit watches launched runs)"
-                )
-            frozen = parse_prereg(raw, f"{source.label}/{PREREG}").frozen_preset()
-        except BaseException:
-            await source.close()
-            raise
+        frozen = await _frozen_preset(source)
         process, sampler, attempt = cls._process(target, source, this_host)
-        if frozen.foreign and frozen.source is not None:  # a launched [command]: its log, as
-            if isinstance(source, LocalRun):  # frozen, here or over the connection
-                await source.close()
-                source = run_source(source.folder, frozen.source)
-            elif isinstance(source, SshRun):
-                source = ForeignRun(source.target.path, frozen.source, transport=source)
-        given = frozen
-        if target.entry is not None and target.entry.preset:  # its [[notify]], [babysit]
-            with contextlib.suppress(InputError):
-                given = load_preset(target.entry.preset)
-        session = Session(source, given, "attach", process)
+        if frozen.foreign and frozen.source is not None:  # a launched [command]: its log
+            source = await _command_log(source, frozen.source)
+        session = Session(source, _given_preset(target, frozen), "attach", process)
         await session.read_ledger()
         label = literal(target.entry.name if target.entry else source.label)
-        since = None
-        if attempt is not None:
-            with contextlib.suppress(ValueError):
-                since = parse_utc(attempt.began_at)
+        since = _began(attempt)
         sitter = Babysitter.for_session(
             session,
             "babysit",
@@ -209,41 +232,14 @@ class RunWatch:
     async def look(self) -> bool:
         """One poll; True once the run has ended (the final read then sent)."""
         if self.sampler is not None:
-            try:
-                result = await asyncio.to_thread(self.sampler)
-                if inspect.isawaitable(result):
-                    result = await asyncio.wait_for(result, 30)
-                self.telemetry = result if isinstance(result, TelemetrySnapshot) else None
-            except Exception as exc:  # telemetry is a help, not a condition
-                self.session.note = f"telemetry: {type(exc).__name__}: {exc}"
+            await self._sample(self.sampler)
         now = self.clock()
         session = self.session
         session.update_warnings(self.telemetry, now)
         self.babysitter.tick(self.telemetry, now)
         exit_info = session.process.poll() if session.process is not None else None
         if exit_info is not None:
-            exit_info = self.babysitter.exit_of(exit_info)
-            await asyncio.sleep(0.5)  # the last lines
-            if self.attempt is not None and session.folder is not None:
-                end_attempt(
-                    RunFolder(session.folder),
-                    self.attempt.number,
-                    exit_info,
-                    self.babysitter,
-                    lambda text: self.say(f"{self.name}: {text}"),
-                )
-                seen = Bystander(
-                    session.preset,
-                    RunFolder(session.folder),
-                    self.attempt.number,
-                    self.babysitter,
-                    lambda text: self.say(f"{self.name}: {text}"),
-                )
-                recover(seen, exit_info, session.store)  # the restart due, said
-            verdict = session.latest()
-            said, _ = self.babysitter.exit_words(exit_info)  # blinded as the posts are
-            self.babysitter.final(verdict, render(verdict, session.source.label), said)
-            self.ended, self.exit = said, exit_info
+            await self._exited(self.babysitter.exit_of(exit_info))
         elif self.babysitter.finalized:
             self.ended = "the log ended"
         if self.ended:
@@ -251,6 +247,33 @@ class RunWatch:
             label = blind.BLINDED if self.babysitter.hides(latest) else latest.label
             self.say(f"{self.name}: {self.ended}; verdict {label}")
         return bool(self.ended)
+
+    async def _sample(self, sampler: Callable[[], object]) -> None:
+        """Telemetry sampled (here, or awaited from the far host); a failure is the note."""
+        try:
+            result = await asyncio.to_thread(sampler)
+            if inspect.isawaitable(result):
+                result = await asyncio.wait_for(result, 30)
+            self.telemetry = result if isinstance(result, TelemetrySnapshot) else None
+        except Exception as exc:  # telemetry is a help, not a condition
+            self.session.note = f"telemetry: {type(exc).__name__}: {exc}"
+
+    async def _exited(self, exit_info: ExitInfo) -> None:
+        """The engine gone: its attempt ended, a restart due said, the final read sent."""
+        session = self.session
+        await asyncio.sleep(0.5)  # the last lines
+        if self.attempt is not None and session.folder is not None:
+            folder, number = RunFolder(session.folder), self.attempt.number
+            end_attempt(folder, number, exit_info, self.babysitter, self._say_named)
+            seen = Bystander(session.preset, folder, number, self.babysitter, self._say_named)
+            recover(seen, exit_info, session.store)  # the restart due, said
+        verdict = session.latest()
+        said, _ = self.babysitter.exit_words(exit_info)  # blinded as the posts are
+        self.babysitter.final(verdict, render(verdict, session.source.label), said)
+        self.ended, self.exit = said, exit_info
+
+    def _say_named(self, text: str) -> None:
+        self.say(f"{self.name}: {text}")
 
     async def close(self) -> None:
         if self._reader is not None:
@@ -278,50 +301,81 @@ async def watch(
     With `once`, poll each once, then stop (a cron job's way). Returns 0, or 1 when a named
     run could not be watched.
     """
-    watches: dict[str, RunWatch] = {}
-    failed: set[str] = set()
-    next_scan = -math.inf
+    runs = _Watches(registry, this_host, say, clock, ssh_options)
+    await runs.add(watched_runs(names, registry, this_host))
+    if names and not runs.open:
+        return 1
+    try:
+        while True:
+            if not names:  # the registry read again for runs launched since
+                await runs.rescan(rescan_s)
+            await runs.look()
+            if once or (names and not runs.open):
+                break
+            await asyncio.sleep(poll_s)
+    finally:
+        await runs.close()
+    return 1 if names and runs.failed else 0
 
-    async def add(found: list[WatchedRun]) -> None:
+
+class _Watches:
+    """The runs babysat, each until it ends, and those that could not be watched (not again)."""
+
+    def __init__(
+        self,
+        registry: Registry,
+        this_host: str,
+        say: Callable[[str], None],
+        clock: Callable[[], float],
+        ssh_options: tuple[str, ...],
+    ) -> None:
+        self.registry, self.this_host, self.say = registry, this_host, say
+        self.clock, self.ssh_options = clock, ssh_options
+        self.open: dict[str, RunWatch] = {}
+        self.failed: set[str] = set()
+        self._next_scan = -math.inf
+
+    async def add(self, found: list[WatchedRun]) -> None:
+        """Watch each run found that is not watched or failed already."""
         for t in found:
-            if t.key in watches or t.key in failed:
+            if t.key in self.open or t.key in self.failed:
                 continue
             try:
-                w = await asyncio.wait_for(RunWatch.open(t, this_host, say, clock, ssh_options), 60)
+                w = await asyncio.wait_for(
+                    RunWatch.open(t, self.this_host, self.say, self.clock, self.ssh_options), 60
+                )
             except (InputError, OSError, asyncio.TimeoutError) as exc:
-                failed.add(t.key)
-                say(f"{t.spec}: not watched: {exc or 'timed out'}")
+                self.failed.add(t.key)
+                self.say(f"{t.spec}: not watched: {exc or 'timed out'}")
                 continue
             w.start()
-            watches[t.key] = w
-            say(
+            self.open[t.key] = w
+            self.say(
                 f"{w.name}: babysitting {w.session.source.label}"
                 + ("" if w.babysitter.poll_log else " (shown only: another watcher has it)")
             )
 
-    await add(watched_runs(names, registry, this_host))
-    if names and not watches:
-        return 1
-    try:
-        while True:
-            if not names and time.monotonic() >= next_scan:
-                next_scan = time.monotonic() + rescan_s
-                try:
-                    await add(watched_runs([], registry, this_host))
-                except InputError as exc:
-                    say(f"warn: {exc}")
-            for key, w in list(watches.items()):
-                if await w.look():
-                    _record(registry, w, clock())
-                    await w.close()
-                    del watches[key]
-            if once or (names and not watches):
-                break
-            await asyncio.sleep(poll_s)
-    finally:
-        for w in watches.values():
+    async def rescan(self, rescan_s: float) -> None:
+        """The registry's live runs added, every `rescan_s` seconds; a registry not read said."""
+        if time.monotonic() < self._next_scan:
+            return
+        self._next_scan = time.monotonic() + rescan_s
+        try:
+            await self.add(watched_runs([], self.registry, self.this_host))
+        except InputError as exc:
+            self.say(f"warn: {exc}")
+
+    async def look(self) -> None:
+        """One poll of each run; a run that ended is recorded in the registry and let go."""
+        for key, w in list(self.open.items()):
+            if await w.look():
+                _record(self.registry, w, self.clock())
+                await w.close()
+                del self.open[key]
+
+    async def close(self) -> None:
+        for w in self.open.values():
             await w.close()
-    return 1 if names and failed else 0
 
 
 def _record(registry: Registry, w: RunWatch, now: float) -> None:
