@@ -22,24 +22,38 @@ def check_delta(
 
     keys = preset.verdict.delta_keys
     if keys is None or resume:
+        if not declared:
+            return []
         why = "--resume keeps the launch's deltas" if resume else "no verdict.delta_keys"
-        return [Finding("delta", "refuse", f"--declare-delta: {why}")] if declared else []
+        return [Finding("delta", "refuse", f"--declare-delta: {why}")]
     try:
         ref, found = against(preset)
     except InputError as exc:
         return [Finding("delta", "refuse", str(exc))]
-    out = [
+    out = _declared_in_vain(declared, keys, {key for key, _, _ in found}, ref)
+    out += [_differing(key, ours, them, keys, declared) for key, ours, them in found]
+    return out or [Finding("delta", "ok", f"recipe and platform match the banked {ref}")]
+
+
+def _declared_in_vain(
+    declared: tuple[str, ...], keys: tuple[str, ...], differing: set[str], ref: str
+) -> list[Finding]:
+    """A refusal for each --declare-delta KEY already allowed (delta_keys) or not differing."""
+    return [
         Finding("delta", "refuse", f"--declare-delta {literal(k)}: not a differing key ({ref})")
         for k in declared
-        if k in keys or k not in {key for key, _, _ in found}
+        if k in keys or k not in differing
     ]
-    for key, ours, them in found:
-        said = f"{key}: ours {ours}, theirs {them}"
-        if key in keys:
-            out.append(Finding("delta", "ok", f"delta {said} (verdict.delta_keys)"))
-        elif key in declared:
-            why = "declared at launch (--declare-delta), recorded in amendments.jsonl"
-            out.append(Finding("delta", "warn", f"delta {said}: {why}", (key, ours, them)))
-        else:
-            out.append(Finding("delta", "refuse", said, (key, ours, them)))
-    return out or [Finding("delta", "ok", f"recipe and platform match the banked {ref}")]
+
+
+def _differing(
+    key: str, ours: str, them: str, keys: tuple[str, ...], declared: tuple[str, ...]
+) -> Finding:
+    """One key differing from the comparator's: allowed in delta_keys, declared, else refused."""
+    said = f"{key}: ours {ours}, theirs {them}"
+    if key in keys:
+        return Finding("delta", "ok", f"delta {said} (verdict.delta_keys)")
+    if key in declared:
+        why = "declared at launch (--declare-delta), recorded in amendments.jsonl"
+        return Finding("delta", "warn", f"delta {said}: {why}", (key, ours, them))
+    return Finding("delta", "refuse", said, (key, ours, them))
