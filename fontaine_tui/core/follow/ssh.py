@@ -6,7 +6,7 @@ the file is seen to still hold the bytes read before it; the stream stops when t
 stdin closes, so a cut leaves no orphan. Files that are not lines are polled (follow_files),
 an MLflow store is read as a snapshot there.
 
-Its size: one concept over some 620 lines, a run folder read over the shared connection. The
+Its size: one concept over some 640 lines, a run folder read over the shared connection. The
 follow's steps (one connection, its rotated parts, its answer, its stream), the polled files
 and the store's snapshot each speak the protocol of remote.py's scripts and share the
 connection's state (its reconnects, the lines cut for their length), so they are kept in one
@@ -58,6 +58,22 @@ from fontaine_tui.core.ssh.destination import SshTarget
 # another file with data has the name: either way we reconnect and let the header check decide
 REMOTE_FILES_POLL = 0.5  # follow_files over SSH: a listing of the folder this often
 _TAIL_CHANGE = re.compile(rb"@fontaine (truncated|moved)")
+
+
+# the store reader's exits (MLFLOW_SCRIPT) that say what is missing on the host
+_STORE_EXITS = {4: "no such MLflow store", 6: "no python3 on the host to read the store with"}
+
+
+def _store_failure(rc: int, out: bytes, err: bytes) -> str:
+    """Why the host's store reader exited `rc`.
+
+    That is what is missing there, its refusal (exit 7), or the last line it said."""
+    if rc in _STORE_EXITS:
+        return _STORE_EXITS[rc]
+    if rc == 7:
+        return refused_there(out)
+    last = (err.decode("utf-8", "replace").strip().splitlines() or [""])[-1][:160]
+    return f"cannot read (exit {rc})" + (f": {last}" if last else "")
 
 
 def refused_there(reply: bytes) -> str:
@@ -288,15 +304,8 @@ class SshRun(SshConnection):
             remote_command(MLFLOW_SCRIPT, self.target.path, store, mlflow_program())
         )
         where = f"{self.target.destination}:{self.target.path}/{store}"
-        if rc == 4:
-            raise SshError(f"{where}: no such MLflow store")
-        if rc == 6:
-            raise SshError(f"{where}: no python3 on the host to read the store with")
-        if rc == 7:
-            raise SshError(f"{where}: {refused_there(out)}")
         if rc != 0:
-            last = (err.decode("utf-8", "replace").strip().splitlines() or [""])[-1][:160]
-            raise SshError(f"{where}: cannot read (exit {rc})" + (f": {last}" if last else ""))
+            raise SshError(f"{where}: {_store_failure(rc, out, err)}")
         try:
             doc = json_loads(out)
         except ValueError:
