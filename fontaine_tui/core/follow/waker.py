@@ -11,6 +11,7 @@ import ctypes
 import ctypes.util
 import os
 import struct
+from collections.abc import Iterator
 from pathlib import Path
 
 from fontaine_tui.core.follow.base import POLL_ONLY, POLL_WATCHED
@@ -35,6 +36,16 @@ def _libc() -> ctypes.CDLL | None:
 
 
 _LIBC = _libc()
+
+
+def _events(data: bytes) -> Iterator[tuple[int, int, bytes]]:
+    """The inotify events in what one read returned: (watch, mask, name) each."""
+    pos = 0
+    while pos + _EVENT.size <= len(data):
+        wd, mask, _cookie, length = _EVENT.unpack_from(data, pos)
+        name = data[pos + _EVENT.size : pos + _EVENT.size + length].rstrip(b"\0")
+        pos += _EVENT.size + length
+        yield wd, mask, name
 
 
 class Waker:
@@ -92,17 +103,22 @@ class Waker:
             self._unwatch()
             self._event.set()
             return
-        pos = 0
-        while pos + _EVENT.size <= len(data):
-            wd, mask, _cookie, length = _EVENT.unpack_from(data, pos)
-            name = data[pos + _EVENT.size : pos + _EVENT.size + length].rstrip(b"\0")
-            pos += _EVENT.size + length
+        for wd, mask, name in _events(data):
             if wd == self._dir_wd and mask & _IN_SELF:
                 self._unwatch()  # the folder went away: poll until it is back
                 self._event.set()
                 return
-            if wd == self._file_wd or name == self.name or not self.name or mask & _IN_OVERFLOW:
+            if self._ours(wd, mask, name):
                 self._event.set()
+
+    def _ours(self, wd: int, mask: int, name: bytes) -> bool:
+        """Whether an event may change what is followed.
+
+        That is a write to the file, its name (any name, with no name followed), or events
+        lost to an overflow."""
+        return (
+            wd == self._file_wd or name == self.name or not self.name or bool(mask & _IN_OVERFLOW)
+        )
 
     async def wait(self) -> None:
         # The kernel queues events while we are not listening (between two waits), so the
