@@ -96,44 +96,60 @@ def sample_line(folder: Path, pid: int, node: str) -> dict[str, Any]:
     out: dict[str, Any] = {"v": VERSION, "t": round(time.time(), 2), "node": node}
     out["host"] = socket.gethostname()
     out["step"] = last_step(folder)
+    out |= _gpu_fields()
+    out |= _ram_fields()
+    out |= _engine_fields(pid)
+    out["disk"] = _disk_fields(folder)
+    net = net_bytes()
+    out["net"] = None if net is None else {"in": net[0], "out": net[1]}
+    return out
+
+
+def _gpu_fields() -> dict[str, Any]:
+    """The GPUs the engine sees, or None and why."""
     gpus, why = read_gpus(os.environ.get("CUDA_VISIBLE_DEVICES"))
-    out["gpus"] = (
-        None
-        if gpus is None
-        else [
+    if gpus is None:
+        return {"gpus": None, "gpu_reason": why}
+    return {
+        "gpus": [
             {"index": g.index, "uuid": g.uuid, "util": g.util_pct, "mem": g.mem_used}
             | {"mem_total": g.mem_total}
             for g in gpus
         ]
-    )
-    if gpus is None:
-        out["gpu_reason"] = why
+    }
+
+
+def _ram_fields() -> dict[str, Any]:
+    """The host RAM used and usable, or None and why."""
     ram, why = host_ram()
-    out["ram"] = None if ram is None else {"used": ram.total - ram.available, "total": ram.total}
     if ram is None:
-        out["ram_reason"] = why
+        return {"ram": None, "ram_reason": why}
+    return {"ram": {"used": ram.total - ram.available, "total": ram.total}}
+
+
+def _engine_fields(pid: int) -> dict[str, Any]:
+    """The engine's process tree, or None and why."""
     proc, why = sample_process(pid)
-    out["engine"] = (
-        None
-        if proc is None
-        else {
+    if proc is None:
+        return {"engine": None, "engine_reason": why}
+    return {
+        "engine": {
             "pid": pid,
             "mem": proc.mem,  # PSS: a page the tree's processes share counted once
             "mem_kind": proc.mem_kind,
             "cpu": None if proc.cpu_pct is None else round(proc.cpu_pct, 1),
             "procs": proc.processes,
         }
-    )
-    if proc is None:
-        out["engine_reason"] = why
+    }
+
+
+def _disk_fields(folder: Path) -> dict[str, Any]:
+    """The free space under the folder and its block device's bytes read and written."""
     fs = os.statvfs(folder)
     disk: dict[str, Any] = {"free": fs.f_bavail * fs.f_frsize}
     io = block_stat(folder)
     disk |= {"read": None, "write": None} if io is None else {"read": io[0], "write": io[1]}
-    out["disk"] = disk
-    net = net_bytes()
-    out["net"] = None if net is None else {"in": net[0], "out": net[1]}
-    return out
+    return disk
 
 
 HEAD = b'{"v":1,'  # how every line the recorder writes begins
@@ -241,13 +257,7 @@ def record(
     The folder is held open from the start and written only through that hold: each sample is
     written once `folder` is checked to name it still, with the same prereg.json (its st_dev and
     st_ino). When it does not, the recording ends quietly, writing nothing more anywhere."""
-    prereg = _identity(folder / PREREG)
-    try:
-        fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
-    except OSError:
-        prereg = None
-    if prereg is None:
-        raise InputError(f"{folder}: no {PREREG} here: not a launched run folder, not recorded")
+    fd, prereg = _hold(folder)
     held = Path(f"/proc/self/fd/{fd}")  # the folder held open, whatever its path names now
     name = TELEMETRY if node is None else node_telemetry(node)
     here = os.environ.get("SLURMD_NODENAME") or socket.gethostname()
@@ -256,11 +266,8 @@ def record(
         sidecar.check()
         sample_process(pid)  # the first look primes the CPU percentages
         while engine_alive(pid, started):
-            due = time.monotonic() + interval
-            while time.monotonic() < due:
-                time.sleep(min(1.0, max(0.0, due - time.monotonic())))
-                if not engine_alive(pid, started):
-                    return count
+            if not _outlived(pid, started, interval):
+                return count
             try:
                 line = sample_line(held, pid, here)
                 if not _still_the_run(folder, fd, prereg):
@@ -274,6 +281,28 @@ def record(
         return count
     finally:
         os.close(fd)
+
+
+def _hold(folder: Path) -> tuple[int, tuple[int, int]]:
+    """The run folder held open and its prereg.json's identity; InputError for another folder."""
+    prereg = _identity(folder / PREREG)
+    try:
+        fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
+    except OSError:
+        prereg = None
+    if prereg is None:
+        raise InputError(f"{folder}: no {PREREG} here: not a launched run folder, not recorded")
+    return fd, prereg
+
+
+def _outlived(pid: int, started: float | None, interval: float) -> bool:
+    """Sleep out one interval, a second at a time; whether the engine still runs after each."""
+    due = time.monotonic() + interval
+    while time.monotonic() < due:
+        time.sleep(min(1.0, max(0.0, due - time.monotonic())))
+        if not engine_alive(pid, started):
+            return False
+    return True
 
 
 def interval_s() -> float:
