@@ -84,27 +84,8 @@ def build_argv(
     rendezvous. A resume whose endpoint in force (`extend_to`) is past the recipe's steps adds
     the engine's `--extend-to N`: the same --steps (its schedule ends there, then holds its
     floor), trained on to N, with a probe and checkpoint at N."""
-    plat = preset.platform
-    nproc, nnodes = int(plat["nproc"]), int(plat.get("nnodes", 1))
-    head = [python, "-m"]
-    if nproc > 1 or nnodes > 1:
-        head += ["torch.distributed.run", "--nproc-per-node", str(nproc)]
-        if nnodes > 1:
-            head += [
-                "--nnodes",
-                str(nnodes),
-                "--node-rank",
-                str(plat["node_rank"]),
-                "--rdzv-backend",
-                "c10d",
-                "--rdzv-endpoint",
-                str(plat["rdzv_endpoint"]),
-                "--rdzv-id",
-                str(plat["rdzv_id"]) or preset.run_name,
-            ]
-        head.append("-m")
     argv = [
-        *head,
+        *_launcher(preset, python),
         ENGINE_MODULE,
         "train",
         "--run-name",
@@ -115,34 +96,61 @@ def build_argv(
     data_dir = str(preset.platform["data_dir"])
     if data_dir:
         argv += ["--data-dir", data_dir]
-
-    later = {
-        k: spec[k][1]
-        for spec, keys in ((RECIPE, LATER_KEYS["recipe"]), (PLATFORM, LATER_KEYS["platform"]))
-        for k in keys
-    }
-
-    def add(table: Mapping[str, object], key: str) -> None:
-        value = table.get(key, later.get(key, ""))
-        if key in later and value == later[key]:
-            return
-        if key == "backward_chunks" and table.get("micro_batch") and value == 1:
-            return  # left at its default: the engine derives it from micro_batch
-        if isinstance(value, bool):
-            if value:
-                argv.append(_flag(key))
-        elif value != "":
-            argv.extend((_flag(key), _value(value)))
-
-    for key in RECIPE_FLAGS:
-        add(preset.recipe, key)
-    for key in PLATFORM_FLAGS:
-        add(preset.platform, key)
+    later = _later_defaults()
+    argv += [f for key in RECIPE_FLAGS for f in _key_flags(preset.recipe, key, later)]
+    argv += [f for key in PLATFORM_FLAGS for f in _key_flags(preset.platform, key, later)]
     if resume:
         argv.append("--resume")
         if extend_to > int(preset.recipe["steps"]):
             argv += ["--extend-to", str(extend_to)]
     return argv
+
+
+def _launcher(preset: Preset, python: str) -> list[str]:
+    """`python -m`, through torch.distributed.run for more than one rank (c10d across nodes)."""
+    plat = preset.platform
+    nproc, nnodes = int(plat["nproc"]), int(plat.get("nnodes", 1))
+    if nproc <= 1 and nnodes <= 1:
+        return [python, "-m"]
+    head = [python, "-m", "torch.distributed.run", "--nproc-per-node", str(nproc)]
+    if nnodes > 1:
+        head += [
+            "--nnodes",
+            str(nnodes),
+            "--node-rank",
+            str(plat["node_rank"]),
+            "--rdzv-backend",
+            "c10d",
+            "--rdzv-endpoint",
+            str(plat["rdzv_endpoint"]),
+            "--rdzv-id",
+            str(plat["rdzv_id"]) or preset.run_name,
+        ]
+    return [*head, "-m"]
+
+
+def _later_defaults() -> dict[str, object]:
+    """Each key added later (presets.LATER_KEYS) and its default, the engine's own."""
+    return {
+        k: spec[k][1]
+        for spec, keys in ((RECIPE, LATER_KEYS["recipe"]), (PLATFORM, LATER_KEYS["platform"]))
+        for k in keys
+    }
+
+
+def _key_flags(table: Mapping[str, object], key: str, later: Mapping[str, object]) -> list[str]:
+    """One [recipe] or [platform] key as the engine's flags ([] where it is left out).
+
+    A key added later is left out at its default, as backward_chunks 1 is with a micro_batch
+    (the engine derives it); a boolean is a flag present or absent, an empty string nothing."""
+    value = table.get(key, later.get(key, ""))
+    if key in later and value == later[key]:
+        return []
+    if key == "backward_chunks" and table.get("micro_batch") and value == 1:
+        return []
+    if isinstance(value, bool):
+        return [_flag(key)] if value else []
+    return [] if value == "" else [_flag(key), _value(value)]
 
 
 def engine_identity(argv: list[str], timeout: float = 60) -> dict[str, object]:
