@@ -49,17 +49,8 @@ def install_command(python: str) -> str:
     return literal(f"{pip} 'fontaine-tui[engine]'")
 
 
-def engine_deps(
-    python: str, env: Mapping[str, str] | None = None, on_node: bool = False
-) -> tuple[str, str]:
-    """(level, message): whether `python` finds the engine and every module it imports.
-
-    `env` is the engine's environment before child_env (None: this process's, as the engine
-    maker gives it); the lookup runs in this process's folder, where the engine starts. A
-    module missing is "refuse". `on_node`: the engine runs this interpreter on another machine
-    (a Slurm node), which may have what this one lacks: "warn" instead. A python that cannot
-    be asked is "warn", the launch going on as before the check."""
-    what = f"the engine's python {literal(python)}"
+def _missing(python: str, env: Mapping[str, str] | None) -> tuple[list[str] | None, str]:
+    """(the modules `python` does not find, ""), or (None, why it could not be asked)."""
     try:
         res = subprocess.run(
             [python, "-c", _FIND, ENGINE_MODULE, *ENGINE_IMPORTS],
@@ -71,12 +62,28 @@ def engine_deps(
         )
     except (OSError, subprocess.TimeoutExpired) as exc:
         why = exc.strerror if isinstance(exc, OSError) and exc.strerror else exc
-        return "warn", f"cannot check {what}: {literal(str(why))}"
+        return None, str(why)
     said = (res.stdout.strip().splitlines() or [""])[-1].split()
     if res.returncode != 0 or said[:1] != ["missing:"]:
-        last = (res.stderr.strip().splitlines() or [f"exit {res.returncode}"])[-1]
-        return "warn", f"cannot check {what}: {literal(last)}"
-    missing = ", ".join(said[1:])
+        return None, (res.stderr.strip().splitlines() or [f"exit {res.returncode}"])[-1]
+    return said[1:], ""
+
+
+def engine_deps(
+    python: str, env: Mapping[str, str] | None = None, on_node: bool = False
+) -> tuple[str, str]:
+    """(level, message): whether `python` finds the engine and every module it imports.
+
+    `env` is the engine's environment before child_env (None: this process's, as the engine
+    maker gives it); the lookup runs in this process's folder, where the engine starts. A
+    module missing is "refuse". `on_node`: the engine runs this interpreter on another machine
+    (a Slurm node), which may have what this one lacks: "warn" instead. A python that cannot
+    be asked is "warn", the launch going on as before the check."""
+    what = f"the engine's python {literal(python)}"
+    lacking, why = _missing(python, env)
+    if lacking is None:
+        return "warn", f"cannot check {what}: {literal(why)}"
+    missing = ", ".join(lacking)
     if not missing:
         return "ok", f"{what} finds {ENGINE_MODULE}, {', '.join(ENGINE_IMPORTS)}"
     lacks = (
