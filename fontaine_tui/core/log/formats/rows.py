@@ -117,17 +117,9 @@ class CsvDecoder(Whole):
         text = data.decode("utf-8-sig", "replace")
         reader = csv.reader(io.StringIO(text), delimiter=self.delimiter)
         header = next(reader, None)
-        fields = self.grouper.fields
         if header is None:
             return []
-        if fields.step not in header:
-            raise FormatError(
-                f"expected a {fields.step!r} column (columns: {', '.join(header[:12])})"
-            )
-        at = header.index(fields.step)
-        when = header.index(fields.time) if fields.time and fields.time in header else -1
-        skip = {fields.step, fields.time, "epoch"}
-        cols = [(i, key) for i, key in enumerate(header) if key not in skip]
+        at, when, cols = self._columns(header)
         rows: list[Row] = []
         for line, cells in enumerate(reader, start=2):
             if len(cells) <= at or not cells[at].strip():
@@ -136,14 +128,33 @@ class CsvDecoder(Whole):
             if isinstance(step, str):
                 self.note_bad(f"row {line}", step)
                 continue
-            for i, key in cols:
-                cell = cells[i] if i < len(cells) else ""
-                value = number(_cell(cell)) if cell else None
-                if value is not None:
-                    rows.append(
-                        (step, _float(cells[when]) if 0 <= when < len(cells) else NAN, {key: value})
-                    )
+            rows += _cell_rows(step, cells, cols, when)
         return rows
+
+    def _columns(self, header: list[str]) -> tuple[int, int, list[tuple[int, str]]]:
+        """The header's step column, time column (-1: none) and value columns (index, key).
+
+        FormatError where it has no step column."""
+        fields = self.grouper.fields
+        if fields.step not in header:
+            raise FormatError(
+                f"expected a {fields.step!r} column (columns: {', '.join(header[:12])})"
+            )
+        at = header.index(fields.step)
+        when = header.index(fields.time) if fields.time and fields.time in header else -1
+        skip = {fields.step, fields.time, "epoch"}
+        return at, when, [(i, key) for i, key in enumerate(header) if key not in skip]
+
+
+def _cell_rows(step: int, cells: list[str], cols: list[tuple[int, str]], when: int) -> list[Row]:
+    """A CSV row's values at `step`, one row each; an empty cell is absent."""
+    out: list[Row] = []
+    for i, key in cols:
+        cell = cells[i] if i < len(cells) else ""
+        value = number(_cell(cell)) if cell else None
+        if value is not None:
+            out.append((step, _float(cells[when]) if 0 <= when < len(cells) else NAN, {key: value}))
+    return out
 
 
 def _step_cell(cell: str) -> int | str:
@@ -222,24 +233,34 @@ class JsonlDecoder(Unread):
             self.line += 1
             if not raw.strip():
                 continue
-            try:
-                obj = jsontext.loads(raw)
-            except ValueError as exc:
-                self._note(str(exc))
+            read = self._readings(raw, f)
+            if read is None:
                 continue
-            if not isinstance(obj, dict):
-                self._note(f"expected a JSON object, got {type(obj).__name__}")
-                continue
-            readings = jsontext.readings(raw, obj)
-            steps = {repr(r.get(f.step)) if isinstance(r, dict) else "" for r in readings}
-            if len(steps) > 1:  # which step the line is for cannot be known
-                self._note(f"{f.step!r} written twice with two values")
-                continue
+            obj, readings = read
             if obj.get("kind") == "alert" or isinstance(obj.get("alert"), dict):
                 self._alert(obj, f, out)
                 continue
             for reading in readings:
                 self._object(reading, f, out)
+
+    def _readings(self, raw: bytes, f: FieldMap) -> tuple[dict, list[object]] | None:
+        """A line's object and its readings (two where it names a key twice with two values).
+
+        None, noted, where it is not a JSON object or names its step twice with two values."""
+        try:
+            obj = jsontext.loads(raw)
+        except ValueError as exc:
+            self._note(str(exc))
+            return None
+        if not isinstance(obj, dict):
+            self._note(f"expected a JSON object, got {type(obj).__name__}")
+            return None
+        readings = jsontext.readings(raw, obj)
+        steps = {repr(r.get(f.step)) if isinstance(r, dict) else "" for r in readings}
+        if len(steps) > 1:  # which step the line is for cannot be known
+            self._note(f"{f.step!r} written twice with two values")
+            return None
+        return obj, readings
 
     def _alert(self, obj: dict, f: FieldMap, out: list[Record]) -> None:
         """A line the trainer wrote as an alert, at the step key if it has one.
