@@ -48,24 +48,25 @@ def compile_patterns(patterns: object, where: str = "source.patterns") -> list[U
             "expected a regular expression or a list of them, each with "
             "a named group `step` (like 'step:(?P<step>\\S+) .*loss:(?P<loss>\\S+)')",
         )
-    out = []
-    for n, text in enumerate(patterns):
-        key = f"{where}[{n}]"
-        try:
-            compiled = UserPattern(text)
-        except PatternError as exc:
-            if exc.invalid:
-                raise ValueError(key, f"{text!r} is not a regular expression ({exc})") from None
-            raise ValueError(key, f"{text[:60]!r}: {exc}") from None
-        if "step" not in compiled.groupindex:
-            raise ValueError(key, f"{text!r} has no named group `step` (expected (?P<step>...))")
-        if len(compiled.groupindex) < 2:
-            raise ValueError(
-                key,
-                f"{text!r} names no field besides the step (expected a group like (?P<loss>\\S+))",
-            )
-        out.append(compiled)
-    return out
+    return [_compiled(text, f"{where}[{n}]") for n, text in enumerate(patterns)]
+
+
+def _compiled(text: str, key: str) -> UserPattern:
+    """One pattern compiled: a regular expression with a named group `step` and another."""
+    try:
+        compiled = UserPattern(text)
+    except PatternError as exc:
+        if exc.invalid:
+            raise ValueError(key, f"{text!r} is not a regular expression ({exc})") from None
+        raise ValueError(key, f"{text[:60]!r}: {exc}") from None
+    if "step" not in compiled.groupindex:
+        raise ValueError(key, f"{text!r} has no named group `step` (expected (?P<step>...))")
+    if len(compiled.groupindex) < 2:
+        raise ValueError(
+            key,
+            f"{text!r} names no field besides the step (expected a group like (?P<loss>\\S+))",
+        )
+    return compiled
 
 
 def parse_number(text: str) -> tuple[float, bool] | None:
@@ -130,35 +131,57 @@ class LinesDecoder(Unread):
 
     def _line(self, text: str, out: list[Record]) -> None:
         where = f"line {self.line}"
+        found = self._match(text, where)
+        if found is None:
+            return
+        groups = {k: v for k, v in found.items() if v is not None}
+        groups.pop("step", None)
+        step = self._step(found["step"], where)
+        if step is None:
+            return
+        when = _time(groups.pop("time")) if "time" in groups else NAN
+        at = when if math.isfinite(when) else NAN
+        for key, value in groups.items():
+            self._value(step, at, key, value, where, out)
+
+    def _match(self, text: str, where: str) -> dict[str, str | None] | None:
+        """The groups of the first pattern that matches the line (None: none matches it).
+
+        A pattern that runs past its time is refused (InputError): a read that skipped such
+        lines would lie."""
         for pattern in self.patterns:
             try:
                 m = pattern.search(text)
-            except PatternError as exc:  # a read that skipped such lines would lie
+            except PatternError as exc:
                 raise InputError(f"{where}: {exc}; refused") from None
             if m is not None:
-                break
-        else:
-            return
-        groups = {k: v for k, v in m.groupdict().items() if v is not None}
-        parsed = parse_number(groups.pop("step", ""))
+                return m.groupdict()
+        return None
+
+    def _step(self, text: str | None, where: str) -> int | None:
+        """The matched line's step; None, noted, where it is not a number or not a step."""
+        parsed = parse_number(text or "")
         if parsed is None:
-            self.note_bad(where, f"step {m.group('step')!r} is not a number")
-            return
+            self.note_bad(where, f"step {text!r} is not a number")
+            return None
         step = step_of(parsed[0])
         if isinstance(step, str):
             self.note_bad(where, step)
-            return
+            return None
         self.rounded |= parsed[1]
-        when = _time(groups.pop("time")) if "time" in groups else NAN
-        for key, value in groups.items():
-            x = parse_number(value)
-            at = when if math.isfinite(when) else NAN
-            if x is None and self.grouper.fields.is_eval(key):  # a probe value: kept, counted
-                self.grouper.add(step, at, key, not_a_metric(value) or repr(value), out)
-            elif x is None:
-                self.note_bad(where, f"{key} at step {step}: {value!r} is not a number")
-            else:
-                self.grouper.add(step, at, key, x[0], out)
+        return step
+
+    def _value(
+        self, step: int, at: float, key: str, value: str, where: str, out: list[Record]
+    ) -> None:
+        """A printed value into the grouper; one not a number is kept for a probe, else noted."""
+        x = parse_number(value)
+        if x is None and self.grouper.fields.is_eval(key):  # a probe value: kept, counted
+            self.grouper.add(step, at, key, not_a_metric(value) or repr(value), out)
+        elif x is None:
+            self.note_bad(where, f"{key} at step {step}: {value!r} is not a number")
+        else:
+            self.grouper.add(step, at, key, x[0], out)
 
     def finish(self) -> list[Record]:
         out: list[Record] = []
