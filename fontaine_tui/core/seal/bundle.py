@@ -107,23 +107,34 @@ def _read_entries(data: bytes, origin: str) -> dict[str, bytes]:
             total += info.file_size
             if total > MOST:
                 raise InputError(f"{origin}: {name}: over {MOST} bytes unpacked; refused")
-            try:
-                with zf.open(info) as fh:
-                    body = fh.read(info.file_size + 1)
-            except (zipfile.BadZipFile, zlib.error, EOFError, OSError, ValueError) as exc:
-                raise InputError(f"{origin}: {name}: damaged in the bundle ({exc})") from None
-            if len(body) != info.file_size:
-                raise InputError(f"{origin}: {name}: its size differs from the zip's record")
-            out[name] = body
-    for name in sorted(out):  # a name and another's folder: no folder can unpack both
+            out[name] = _read_entry(zf, info, origin)
+    _refuse_file_as_folder(out, origin)
+    return out
+
+
+def _read_entry(zf: zipfile.ZipFile, info: zipfile.ZipInfo, origin: str) -> bytes:
+    """One entry's bytes, read back whole: InputError where the zip cannot give them."""
+    name = info.filename
+    try:
+        with zf.open(info) as fh:
+            body = fh.read(info.file_size + 1)
+    except (zipfile.BadZipFile, zlib.error, EOFError, OSError, ValueError) as exc:
+        raise InputError(f"{origin}: {name}: damaged in the bundle ({exc})") from None
+    if len(body) != info.file_size:
+        raise InputError(f"{origin}: {name}: its size differs from the zip's record")
+    return body
+
+
+def _refuse_file_as_folder(entries: dict[str, bytes], origin: str) -> None:
+    """Refuse a name that is a file and another entry's folder: no folder can unpack both."""
+    for name in sorted(entries):
         parts = name.split("/")
         for i in range(1, len(parts)):
-            if (folder := "/".join(parts[:i])) in out:
+            if (folder := "/".join(parts[:i])) in entries:
                 raise InputError(
                     f"{origin}: {folder!r}: a file in the bundle and the folder of {name!r}; "
                     "expected each name to be one or the other"
                 )
-    return out
 
 
 def unpack(data: bytes, origin: str) -> Bundle:
@@ -135,7 +146,13 @@ def unpack(data: bytes, origin: str) -> Bundle:
     from the bundle or from the manifest.
     """
     entries = _read_entries(data, origin)
-    raw = entries.pop(MANIFEST, None)
+    doc = _manifest(entries.pop(MANIFEST, None), origin)
+    _refuse_unlisted(entries, doc["files"], origin)
+    return Bundle(entries, doc, str(doc["digest"]))
+
+
+def _manifest(raw: bytes | None, origin: str) -> dict:
+    """The bundle's manifest, its schema, list of files and digest checked."""
     if raw is None:
         raise InputError(f"{origin}: {MANIFEST}: missing (not a sealed bundle)")
     try:
@@ -152,6 +169,13 @@ def unpack(data: bytes, origin: str) -> Bundle:
             f"{origin}: {MANIFEST}: digest: expected {digest_of(doc)} "
             f"(the sha256 of the manifest), the manifest says {doc.get('digest')}"
         )
+    return doc
+
+
+def _refuse_unlisted(entries: dict[str, bytes], listed: dict, origin: str) -> None:
+    """Refuse the first file (by name) the bundle and its manifest do not agree on.
+
+    One missing from the bundle or from the manifest, or whose sha256 differs."""
     for name in sorted(set(listed) | set(entries)):
         if name not in entries:
             raise InputError(f"{origin}: {name}: listed in {MANIFEST} but not in the bundle")
@@ -162,4 +186,3 @@ def unpack(data: bytes, origin: str) -> Bundle:
                 f"{origin}: {name}: sha256 {sha256(entries[name])} differs from "
                 f"{MANIFEST}'s {listed[name]}"
             )
-    return Bundle(entries, doc, str(doc["digest"]))

@@ -6,10 +6,11 @@ import io
 import json
 from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import Any
 
 from fontaine_tui import __version__
 from fontaine_tui.core.atomic import replace_own
-from fontaine_tui.core.charts.chart import ChartSpec
+from fontaine_tui.core.charts.chart import ChartSpec, Curve
 from fontaine_tui.core.verdict import review
 from fontaine_tui.core.verdict.record import Verdict
 
@@ -78,13 +79,7 @@ def render_png(spec: ChartSpec) -> bytes:
             zorder=1,
         )
     for c in sorted(spec.curves, key=lambda c: not c.faint):  # the faint ones beneath
-        color = _COLORS.get(c.color, c.color)
-        if c.faint:
-            ax.plot(c.xs, c.ys, color=color, label=c.label, alpha=0.3, linewidth=0.8, zorder=2)
-        elif c.points:
-            ax.scatter(c.xs, c.ys, color=color, label=c.label, zorder=3)
-        else:
-            ax.plot(c.xs, c.ys, color=color, label=c.label, marker="o" if len(c.xs) < 20 else None)
+        _draw_curve(ax, c)
     for h in spec.hlines:
         ax.axhline(h.y, color=_COLORS.get(h.color, h.color), linestyle="--", label=h.label)
     for m in spec.marks:
@@ -106,6 +101,17 @@ def render_png(spec: ChartSpec) -> bytes:
     buf = io.BytesIO()
     fig.savefig(buf, format="png", metadata={"Software": f"{PNG_SOFTWARE} {__version__}"})
     return buf.getvalue()
+
+
+def _draw_curve(ax: Any, c: Curve) -> None:
+    """One curve: faint and thin, as points alone, or a line (marked while short)."""
+    color = _COLORS.get(c.color, c.color)
+    if c.faint:
+        ax.plot(c.xs, c.ys, color=color, label=c.label, alpha=0.3, linewidth=0.8, zorder=2)
+    elif c.points:
+        ax.scatter(c.xs, c.ys, color=color, label=c.label, zorder=3)
+    else:
+        ax.plot(c.xs, c.ys, color=color, label=c.label, marker="o" if len(c.xs) < 20 else None)
 
 
 def export(folder: str | Path, verdict: Verdict, spec: ChartSpec) -> ExportResult:
