@@ -238,23 +238,45 @@ def look_up(
     cluster without accounting), not that they could not be asked."""
     run = run or local_runner(env, timeout)
     queue = run(("squeue", "-h", "-j", job, "-o", "%T|%r"))
-    if queue is not None and queue.returncode == 0 and queue.stdout.strip():
-        state, _, reason = queue.stdout.strip().splitlines()[0].partition("|")
-        if state in ACTIVE:
-            return JobState(state, reason=reason, source="squeue"), False
+    listed = _answer(queue)
+    if listed and (queued := _queued(listed)) is not None:
+        return queued, False
     res = run(("sacct", "-n", "-P", "-X", "-j", job, "-o", "State,ExitCode"))
-    if res is not None and res.returncode == 0 and res.stdout.strip():
-        state, _, code = res.stdout.strip().splitlines()[0].partition("|")
-        ec, sig = _exit_code(code)
-        return JobState(state.split()[0], ec, sig, source="sacct"), False
+    if accounted := _answer(res):
+        return _accounted(accounted), False
     res = run(("scontrol", "show", "job", "-o", job))
-    if res is not None and res.returncode == 0 and res.stdout.strip():
-        fields = parse_scontrol(res.stdout)
-        ec, sig = _exit_code(fields.get("ExitCode", ""))
-        return JobState(
-            fields.get("JobState", "UNKNOWN"), ec, sig, fields.get("Reason", ""), source="scontrol"
-        ), False
+    if shown := _answer(res):
+        return _shown(shown), False
     return None, _not_held(queue) and _not_held(res)
+
+
+def _answer(res: subprocess.CompletedProcess[str] | None) -> str:
+    """What a scheduler command printed, when it ran and succeeded; '' otherwise."""
+    if res is None or res.returncode != 0:
+        return ""
+    return res.stdout.strip()
+
+
+def _queued(listed: str) -> JobState | None:
+    """The job as squeue lists it (`%T|%r`), while queued or running; None once it left."""
+    state, _, reason = listed.splitlines()[0].partition("|")
+    return JobState(state, reason=reason, source="squeue") if state in ACTIVE else None
+
+
+def _accounted(rows: str) -> JobState:
+    """The job as sacct's first row (`State|ExitCode`) has it."""
+    state, _, code = rows.splitlines()[0].partition("|")
+    ec, sig = _exit_code(code)
+    return JobState(state.split()[0], ec, sig, source="sacct")
+
+
+def _shown(record: str) -> JobState:
+    """The job as `scontrol show job -o` has it."""
+    fields = parse_scontrol(record)
+    ec, sig = _exit_code(fields.get("ExitCode", ""))
+    return JobState(
+        fields.get("JobState", "UNKNOWN"), ec, sig, fields.get("Reason", ""), source="scontrol"
+    )
 
 
 def query(
