@@ -93,29 +93,43 @@ def metric_chart(
     `probes` the evidence gate shows: core/run/evidence.py's `seen_probes`);
     `stamp` moves when the store rewound (a resume), which starts an EMA over. A `small` chart
     (a grid's cell) has no legend, so its rows go to the curve."""
-    name = series.name
-    points = series.kind == PROBE and len(series.steps) < 2
+    curves = _curves(series, smoothing, stamp, small)
+    if not reads:
+        return ChartSpec(series.name, "", "", curves, ylog=log)
+    title, hlines, marks = _read_by(series.name, reads, preset, probes, small)
+    return ChartSpec(title, "", "", curves, hlines=hlines, marks=marks, ylog=log)
+
+
+def _curves(series: Series, smoothing: float, stamp: int, small: bool) -> tuple[Curve, ...]:
+    """The series raw, faint under its debiased EMA when smoothed; a lone probe as a point."""
     raw, smooth = ("", "") if small else ("raw", f"EMA {smoothing:g}")
-    curves: tuple[Curve, ...]
     if smoothing > 0 and len(series.values) > 1:
-        curves = (
+        return (
             Curve(raw, series.steps, series.values, "cyan", faint=True, stamp=stamp),
             Curve(
                 smooth, series.steps, ema_of(series.values, smoothing, stamp), "cyan", stamp=stamp
             ),
         )
-    else:
-        label = "" if small else name
-        curves = (Curve(label, series.steps, series.values, "cyan", points=points, stamp=stamp),)
+    points = series.kind == PROBE and len(series.steps) < 2
+    label = "" if small else series.name
+    return (Curve(label, series.steps, series.values, "cyan", points=points, stamp=stamp),)
+
+
+def _read_by(
+    name: str,
+    reads: list[RuleBounds],
+    preset: Preset | None,
+    probes: Mapping[int, Probe] | None,
+    small: bool,
+) -> tuple[str, tuple[HLine, ...], tuple[Mark, ...]]:
+    """A field the rules read: its title naming them, and their bounds (unworded when small)."""
+    rules = ", ".join(r.rule for r in reads)
+    title = f"{RULE_MARK} {name}" + ("" if small else f"  (read by the {rules} rule)")
     hlines: tuple[HLine, ...] = ()
     marks: tuple[Mark, ...] = ()
-    title = name
-    if reads:
-        rules = ", ".join(r.rule for r in reads)
-        title = f"{RULE_MARK} {name}" + ("" if small else f"  (read by the {rules} rule)")
-        if preset is not None and probes is not None:
-            hlines, marks = _bounds(reads, preset, probes)
-        if small:  # the bounds' lines alone: their words would cover a small chart
-            hlines = tuple(HLine(h.y, "", h.color) for h in hlines)
-            marks = ()
-    return ChartSpec(title, "", "", curves, hlines=hlines, marks=marks, ylog=log)
+    if preset is not None and probes is not None:
+        hlines, marks = _bounds(reads, preset, probes)
+    if small:  # the bounds' lines alone: their words would cover a small chart
+        hlines = tuple(HLine(h.y, "", h.color) for h in hlines)
+        marks = ()
+    return title, hlines, marks
