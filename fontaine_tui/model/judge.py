@@ -20,6 +20,7 @@ from fontaine_tui.core.log.formats.locate import files as source_files
 from fontaine_tui.core.log.formats.locate import foreign_spec
 from fontaine_tui.core.log.formats.source import SourceSpec
 from fontaine_tui.core.log.read import default_workers, load_log
+from fontaine_tui.core.log.store import RunStore
 from fontaine_tui.core.preset.find import load_preset
 from fontaine_tui.core.preset.record import Preset
 from fontaine_tui.core.run.evidence import FolderEvidence, verdict_of
@@ -134,8 +135,7 @@ def judge(target: str, preset_arg: str | None = None, at_step: int | None = None
     provenance = None
     if frozen is not None:  # frozen bounds, and the frozen [source] when it names one
         preset, provenance = preset_for(frozen, preset_arg)
-        spec = preset.source if preset.source and preset.source.kind != "fontaine" else None
-        foreign = (preset, read_source(frozen.root, preset, spec)) if spec is not None else None
+        foreign = _frozen_source(frozen, preset)
     else:
         foreign = read_foreign(target, preset_arg)
     if foreign is not None:
@@ -148,24 +148,37 @@ def judge(target: str, preset_arg: str | None = None, at_step: int | None = None
             folder = frozen  # a log beside a prereg.json: read with the frozen bounds
         else:
             preset, provenance = preset_for(folder, preset_arg)
-        try:
-            # a run folder's log is read with its rotated segments (train_log.jsonl.1, ...)
-            store = load_log(
-                log, columns=False, workers=default_workers(), history=folder is not None
-            )
-        except OSError as exc:
-            raise InputError(f"{log}: cannot read ({exc.strerror})") from None
-    if at_step is not None and not store.has_probe(at_step):
-        steps = ", ".join(map(str, store.probe_steps())) or "none"
-        raise InputError(
-            f"{log_path}: --at-step {at_step}: expected a probe step (probes: {steps})"
-        )
+        store = _read_log(log, folder)
+    _check_at_step(store, at_step, log_path)
     where = Path(target)
     # the ledger, the gate's stop, the review trail and the restarts: read by the one gate
     ctx = FolderEvidence.of_folder(
         folder, provenance, review_of=str(where if where.is_dir() else where.parent)
     )
     return Judged(verdict_of(store, preset, ctx, at_step), preset, log_path, folder)
+
+
+def _frozen_source(frozen: runfolder.RunFolder, preset: Preset) -> tuple[Preset, Loaded] | None:
+    """The log a frozen [source] names, read; None where the run writes our own log."""
+    spec = preset.source if preset.source and preset.source.kind != "fontaine" else None
+    return (preset, read_source(frozen.root, preset, spec)) if spec is not None else None
+
+
+def _read_log(log: Path, folder: runfolder.RunFolder | None) -> RunStore:
+    """Our own log read whole; a run folder's with its rotated segments (train_log.jsonl.1...)."""
+    try:
+        return load_log(log, columns=False, workers=default_workers(), history=folder is not None)
+    except OSError as exc:
+        raise InputError(f"{log}: cannot read ({exc.strerror})") from None
+
+
+def _check_at_step(store: RunStore, at_step: int | None, log_path: str) -> None:
+    """--at-step must name a step the log holds a probe at."""
+    if at_step is not None and not store.has_probe(at_step):
+        steps = ", ".join(map(str, store.probe_steps())) or "none"
+        raise InputError(
+            f"{log_path}: --at-step {at_step}: expected a probe step (probes: {steps})"
+        )
 
 
 def blinded(target: str) -> Judged | None:
