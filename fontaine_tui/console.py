@@ -167,13 +167,10 @@ def run_console(
     """
     if registry is None:
         registry = Registry()
-    if launched is not None:
+    if launched is not None:  # its own process and launch post, where none other is given
         process = process if process is not None else launched.handle
         announce = announce if announce is not None else launched.announcement
-    why = ""
-    if telemetry is None and mode != "replay":
-        telemetry, why = live_telemetry(source, process)  # none for a Slurm job's node
-
+    telemetry, why = _sampler(telemetry, mode, source, process)
     state = Path(getattr(registry, "path", default_path())).parent
     fleet = Fleet(state / "fleet.json", control_dir(), hostname(), ssh_options, envs=host_envs())
     app = make_app(
@@ -196,6 +193,17 @@ def run_console(
         app.telemetry_reason = why
     app.run()
     return int(app.return_code or 0)
+
+
+def _sampler(
+    given: Sampler | None, mode: str, source: RunSource, process: Process | None
+) -> tuple[Sampler | None, str]:
+    """The telemetry sampler (the one given, none on a replay, else the live run's), and why none.
+
+    A Slurm job's node has no live sampler here: `why` says so, for the panel."""
+    if given is not None or mode == "replay":
+        return given, ""
+    return live_telemetry(source, process)
 
 
 def watch_remote(
