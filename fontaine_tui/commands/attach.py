@@ -181,11 +181,7 @@ def run(args: argparse.Namespace) -> int:
     if args.latest and args.target is not None:
         raise InputError("--latest: give a TARGET or --latest, not both")
     if args.latest:
-        args.target, entry = latest_target(Registry())
-        if args.preset is None and entry.preset.endswith(".toml"):
-            args.preset = entry.preset  # another trainer's run: the preset it was attached with
-        when = entry.launched_at or entry.updated_at or "at an unknown time"
-        print(literal(f"attaching to {entry.name} at {args.target} (launched {when})"))
+        _take_latest(args)
     elif args.target is None:
         raise InputError("attach: expected a TARGET (a run folder, host:/path) or --latest")
     args.target = check_target(args.target)  # a host:path that is no local path passes
@@ -195,6 +191,17 @@ def run(args: argparse.Namespace) -> int:
         args.target, ssh_options=options
     )
     return console_or_plain(source, args.preset, "attach", args)
+
+
+def _take_latest(args: argparse.Namespace) -> None:
+    """--latest: the newest registered run as the target (and its preset, another trainer's).
+
+    Says which run it is, and when it was launched."""
+    args.target, entry = latest_target(Registry())
+    if args.preset is None and entry.preset.endswith(".toml"):
+        args.preset = entry.preset  # another trainer's run: the preset it was attached with
+    when = entry.launched_at or entry.updated_at or "at an unknown time"
+    print(literal(f"attaching to {entry.name} at {args.target} (launched {when})"))
 
 
 def _foreign(target: str, preset_arg: str | None, ssh_options: tuple[str, ...] = ()):
