@@ -52,25 +52,31 @@ def probe_rows(probes: Mapping[int, Probe], verdicts: Sequence[Verdict]) -> list
     rows = []
     for s in sorted(probes):
         p = probes[s]
-        v = by_step.get(s)
-        train_delta = v.corroboration.get("train_delta") if v is not None else None
-        metric = v.metric if v is not None else "eval_chunk_mae"
+        delta, train_delta, metric, read = _read_at(by_step.get(s))
         rows.append(
             ProbeRow(
                 s,
                 p.eval_chunk_mae,
-                v.delta if v is not None else None,
+                delta,
                 p.train_chunk_mae,
-                train_delta if isinstance(train_delta, float) else None,
+                train_delta,
                 p.eval_ar_ce,
                 p.breakdown,
                 metric,
                 p.value(metric),
-                v.read if v is not None else "delta",
+                read,
                 frozenset(f for f in ENGINE_FIELDS if p.has(f)),
             )
         )
     return rows
+
+
+def _read_at(v: Verdict | None) -> tuple[float | None, float | None, str, str]:
+    """The verdict's read at a probe: (delta, train delta, metric, read); defaults where none."""
+    if v is None:
+        return None, None, "eval_chunk_mae", "delta"
+    train_delta = v.corroboration.get("train_delta")
+    return v.delta, train_delta if isinstance(train_delta, float) else None, v.metric, v.read
 
 
 @dataclass(frozen=True, slots=True)
