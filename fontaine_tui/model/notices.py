@@ -19,7 +19,7 @@ from pathlib import Path
 
 from fontaine_tui.core.errors import InputError
 from fontaine_tui.core.notify.delivery import Notifier
-from fontaine_tui.core.notify.destinations import load_destinations
+from fontaine_tui.core.notify.destinations import Destination, load_destinations
 from fontaine_tui.core.notify.payloads import Message
 from fontaine_tui.core.preset.checks import BY_INSTRUMENT, HEALTHY
 from fontaine_tui.core.preset.record import Preset
@@ -77,6 +77,16 @@ def secret_redactor(
     return lambda text: redact_text(text, pairs)
 
 
+def _added_by(
+    preset: Preset, env: Mapping[str, str], say: Callable[[str], None], known: set[str]
+) -> list[Destination]:
+    """The preset's [[notify]] destinations not `known` already; each one left off is said."""
+    extra, off = preset_destinations(preset.notify, env)
+    for line in off:
+        say(f"warn: {line}")
+    return [d for d in extra if d.url not in known]
+
+
 class RunNotices:
     """The notifications of one watched run; `None` destinations: nothing is sent."""
 
@@ -102,11 +112,7 @@ class RunNotices:
             say(f"warn: notifications from the user's config off: {exc}")
             destinations = []
         if preset is not None and preset.notify:
-            extra, off = preset_destinations(preset.notify, env)
-            for line in off:
-                say(f"warn: {line}")
-            known = {d.url for d in destinations}
-            destinations += [d for d in extra if d.url not in known]
+            destinations += _added_by(preset, env, say, {d.url for d in destinations})
         return cls(Notifier(destinations), run) if destinations else None
 
     def _send(
