@@ -228,12 +228,8 @@ def run(args: argparse.Namespace) -> int:
         raise InputError(refused)
     stopped = gate_end(store, ctx)  # the run's end, as the verdict reads it
     finished = _finished_here(ctx, prereg, store)
-    ended = store.ended_at is not None or stopped is not None or finished is not None
-    if kind and not args.ended and not ended:
-        raise InputError(
-            f"{label}: another trainer's run: its log does not say it ended; "
-            "bank it with --ended once it has"
-        )
+    if kind and not args.ended:
+        _refuse_unended(label, store, stopped, finished)
     doc = bank.document(store, label, args.note, prereg, kind, stopped, finished)
     own = _own_verdict(store, prereg, ctx, label)
     reasons = _conflicts(store, own)
@@ -253,6 +249,17 @@ def run(args: argparse.Namespace) -> int:
         f"({len(entry.probes())} probes, {entry.where()}) in {bank.bank_dir() / entry.name}"
     )
     return 0
+
+
+def _refuse_unended(label: str, store: RunStore, stopped: int | None, finished: int | None) -> None:
+    """Refuse another trainer's run that has not ended: no end record, gate stop or last attempt.
+
+    Its log may yet grow (--ended says it has ended)."""
+    if store.ended_at is None and stopped is None and finished is None:
+        raise InputError(
+            f"{label}: another trainer's run: its log does not say it ended; "
+            "bank it with --ended once it has"
+        )
 
 
 def _refuse_hidden(target: str, own: tuple[Preset, Verdict] | None) -> None:
