@@ -140,57 +140,76 @@ class LineCutter:
         out: list[bytes] = []
         skipped: list[int] = []
         block: bytes | memoryview = b""
-        track = self.track
         self.cr, data = to_lf(self.cr, self.tail, data)
         if self.skip_bytes >= 0:
-            nl = data.find(b"\n")
-            if nl < 0:
-                self.skip_bytes += len(data)
-                if track:
-                    self._skip_hash.update(data)
-                    self._skip_recent = _last(self._skip_recent, data)
+            rest = self._end_skip(data)
+            if rest is None:
                 return out, first, skipped, block
-            if track:
-                self._skip_hash.update(memoryview(data)[: nl + 1])
-                self._hash = self._skip_hash
-                self._recent = _last(self._skip_recent, data[: nl + 1])
-            out.append(b"")
-            self.next_line += 1
-            self.offset += self.skip_bytes + nl + 1
-            self.skip_bytes = -1
-            data = data[nl + 1 :]
+            out.append(b"")  # the over-long line, its place kept
+            data = rest
         buf = self.tail + data if self.tail else data
         end = buf.rfind(b"\n")
         if end < 0:
             self.tail = buf
         else:
-            if track:
-                self._hash.update(memoryview(buf)[self._foreign : end + 1])
-                self._recent = _last(self._recent, memoryview(buf)[: end + 1])
-            self._foreign = 0
-            lines = buf.split(b"\n")
-            self.tail = lines.pop()
-            self.offset += end + 1
-            if end > self.cap:
-                for i, line in enumerate(lines):
-                    if len(line) > self.cap:
-                        lines[i] = b""
-                        skipped.append(self.next_line + i)
+            lines = self._whole_lines(buf, end, skipped)
             if not skipped and not out:
                 block = memoryview(buf)[: end + 1]
             out += lines
             self.next_line += len(lines)
         if len(self.tail) > self.cap:
-            skipped.append(self.next_line)
-            self.skip_bytes = len(self.tail)
-            if track:
-                self._skip_hash = self._hash.copy()
-                self._skip_hash.update(memoryview(self.tail)[self._foreign :])
-                self._skip_recent = _last(self._recent, self.tail)
-            self._foreign = 0
-            self.tail = b""
+            self._start_skip(skipped)
         self.skipped += skipped
         return out, first, skipped, block
+
+    def _end_skip(self, data: bytes) -> bytes | None:
+        """Pass over the rest of an over-long line; the bytes after it, or None: not ended yet.
+
+        Where `data` holds its end, the line counts as read."""
+        nl = data.find(b"\n")
+        if nl < 0:
+            self.skip_bytes += len(data)
+            if self.track:
+                self._skip_hash.update(data)
+                self._skip_recent = _last(self._skip_recent, data)
+            return None
+        if self.track:
+            self._skip_hash.update(memoryview(data)[: nl + 1])
+            self._hash = self._skip_hash
+            self._recent = _last(self._skip_recent, data[: nl + 1])
+        self.next_line += 1
+        self.offset += self.skip_bytes + nl + 1
+        self.skip_bytes = -1
+        return data[nl + 1 :]
+
+    def _whole_lines(self, buf: bytes, end: int, skipped: list[int]) -> list[bytes]:
+        """The whole lines of `buf` (up to its last newline, at `end`); the rest is the tail.
+
+        A line longer than the cap is blanked, its number added to `skipped`."""
+        if self.track:
+            self._hash.update(memoryview(buf)[self._foreign : end + 1])
+            self._recent = _last(self._recent, memoryview(buf)[: end + 1])
+        self._foreign = 0
+        lines = buf.split(b"\n")
+        self.tail = lines.pop()
+        self.offset += end + 1
+        if end > self.cap:
+            for i, line in enumerate(lines):
+                if len(line) > self.cap:
+                    lines[i] = b""
+                    skipped.append(self.next_line + i)
+        return lines
+
+    def _start_skip(self, skipped: list[int]) -> None:
+        """Begin passing over the torn tail, longer than the cap: the line is skipped."""
+        skipped.append(self.next_line)
+        self.skip_bytes = len(self.tail)
+        if self.track:
+            self._skip_hash = self._hash.copy()
+            self._skip_hash.update(memoryview(self.tail)[self._foreign :])
+            self._skip_recent = _last(self._recent, self.tail)
+        self._foreign = 0
+        self.tail = b""
 
     def skip_note(self, skipped: list[int]) -> str:
         if not skipped:
