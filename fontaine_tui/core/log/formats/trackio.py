@@ -198,26 +198,34 @@ class TrackioDecoder(Whole):
             if isinstance(step, str):
                 self.note_bad(where, step)
                 continue
-            try:  # within core/limits.py's depth bound (a deep row is one bad row)
-                doc = json_loads(text if isinstance(text, (str, bytes)) else b"")
-            except ValueError as exc:
-                self.note_bad(where, f"step {step}: its metrics are not JSON ({exc})")
-                continue
-            if not isinstance(doc, dict):
-                self.note_bad(where, f"step {step}: its metrics are not a JSON object")
-                continue
-            values: dict[str, Value] = {}
-            for key, value in doc.items():
-                x = _value(value)
-                if x is None and self.fields.is_eval(str(key)):
-                    values[str(key)] = not_a_metric(value) or _shown(value)  # a probe value
-                elif x is None:
-                    self.note_bad(where, f"{key} at step {step}: {_shown(value)} is not a number")
-                else:
-                    values[str(key)] = x
+            values = self._row_values(where, step, text)
             if values:
                 checked.append((step, _time(stamp), values))
         return self._new(alerts) + self.group([checked])
+
+    def _row_values(self, where: str, step: int, text: object) -> dict[str, Value]:
+        """A metrics row's values by key: numbers, and an eval key's non-number as what it is.
+
+        A train value that is not a number, or a row whose metrics are not a JSON object, is
+        noted."""
+        try:  # within core/limits.py's depth bound (a deep row is one bad row)
+            doc = json_loads(text if isinstance(text, (str, bytes)) else b"")
+        except ValueError as exc:
+            self.note_bad(where, f"step {step}: its metrics are not JSON ({exc})")
+            return {}
+        if not isinstance(doc, dict):
+            self.note_bad(where, f"step {step}: its metrics are not a JSON object")
+            return {}
+        values: dict[str, Value] = {}
+        for key, value in doc.items():
+            x = _value(value)
+            if x is None and self.fields.is_eval(str(key)):
+                values[str(key)] = not_a_metric(value) or _shown(value)  # a probe value
+            elif x is None:
+                self.note_bad(where, f"{key} at step {step}: {_shown(value)} is not a number")
+            else:
+                values[str(key)] = x
+        return values
 
     def _alert(self, row: tuple[object, ...], out: list[Record]) -> None:
         """One `trackio.alert(...)`; a row that is no alert is counted with the unread."""
