@@ -200,12 +200,7 @@ class _EventFolders:
     def _find(self) -> tuple[Path | None, str]:
         """The run's folder and its folders now pumped, or None and why there is none yet."""
         try:
-            if self.base.is_file():
-                found, one = self.base.parent, self.base.name
-                folders = [found]
-            else:
-                found, folders = run_root(self.base)
-                one = ""
+            found, folders, one = self._layout()
         except (InputError, OSError) as exc:
             self.run._refuses(exc)
             return None, str(exc)
@@ -221,6 +216,15 @@ class _EventFolders:
                     self._pump(folder, events_of(one, self.chosen))
                 )
         return found, ""
+
+    def _layout(self) -> tuple[Path, list[Path], str]:
+        """The run's folder, the folders it writes in, and the one file [source] names.
+
+        The name is "" where every event file of those folders is the run's."""
+        if self.base.is_file():
+            return self.base.parent, [self.base.parent], self.base.name
+        found, folders = run_root(self.base)
+        return found, folders, ""
 
     async def close(self) -> None:
         """Stop every pump."""
