@@ -149,11 +149,6 @@ def row_cells(r: FleetRow, now: float) -> tuple[str, ...]:
     if r.steps:
         step += f"/{r.steps}"
     probe = "-" if r.probe_step is None else f"{r.probe_step}:{_num(r.probe_value, '{:.4f}')}"
-    checked = (
-        "now"
-        if not r.stale
-        else (f"{age_text(r.age(now))} (down)" if r.checked_at else "never (down)")
-    )
     return (
         step,
         _num(r.step_s, "{:.3g}"),
@@ -161,8 +156,15 @@ def row_cells(r: FleetRow, now: float) -> tuple[str, ...]:
         r.read or "-",
         _num(r.gpu_hours, "{:.2f}"),
         ",".join(w.split(":", 1)[-1] for w in r.warnings) or "-",
-        checked,
+        _checked(r, now),
     )
+
+
+def _checked(r: FleetRow, now: float) -> str:
+    """When the row was checked: now, or for a down host its last reading's age."""
+    if not r.stale:
+        return "now"
+    return f"{age_text(r.age(now))} (down)" if r.checked_at else "never (down)"
 
 
 @dataclass
