@@ -65,14 +65,17 @@ class Judged:
         if spec is None or spec.kind == "fontaine":
             log = Path(self.log_path)
             return [*held, *runfolder.rotated_segments(log), log]
-        for p in source_files(root, spec):
-            held += sorted(q for q in p.rglob("*") if q.is_file()) if p.is_dir() else [p]
-        return held
+        return held + [f for p in source_files(root, spec) for f in _files_at(p)]
 
     def banked(self) -> list[BankedRun]:
         """The banked runs its comparators were read from (those the bank here holds)."""
         found = {c.entry.ref: c.entry for c in self.preset.comparators.values() if c.entry}
         return [found[ref] for ref in sorted(found)]
+
+
+def _files_at(path: Path) -> list[Path]:
+    """A [source] path's files: a folder's every file under it, sorted; a file itself."""
+    return sorted(q for q in path.rglob("*") if q.is_file()) if path.is_dir() else [path]
 
 
 def preset_for(
