@@ -182,10 +182,7 @@ def once(preset: Preset, args: argparse.Namespace) -> int | None:
     folder = RunFolder(run_dir(preset, args.output_dir).resolve())
     if not folder.prereg.exists():
         return None
-    done = nothing_to_resume(folder)
-    ran = read_attempts(folder)
-    if not done and ran and ran[-1].cause in GATE_STOPS:  # its final read: a locked decision
-        done = f"attempt {ran[-1].number} stopped by its gate: {ran[-1].cause}"
+    done = _ran_to_its_end(folder)
     if not done:
         args.resume = True
         return None
@@ -203,6 +200,23 @@ def once(preset: Preset, args: argparse.Namespace) -> int | None:
         ),
         flush=True,
     )
+    return _show_read(root, args)
+
+
+def _ran_to_its_end(folder: RunFolder) -> str:
+    """How the folder's run reached its end (its final read made), or "" if it can resume.
+
+    That is its end as `nothing_to_resume` reads it, or its last attempt stopped by its gate
+    (a locked decision)."""
+    done = nothing_to_resume(folder)
+    ran = read_attempts(folder)
+    if not done and ran and ran[-1].cause in GATE_STOPS:
+        done = f"attempt {ran[-1].number} stopped by its gate: {ran[-1].cause}"
+    return done
+
+
+def _show_read(root: str, args: argparse.Namespace) -> int:
+    """A finished run's read: its verdict as `verdict` prints it, or the console as `attach`."""
     if plain_instead(args.plain):
         return verdict_cmd.run(
             argparse.Namespace(
