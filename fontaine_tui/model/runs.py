@@ -20,6 +20,7 @@ from fontaine_tui.core.follow.open import run_source
 from fontaine_tui.core.host.memory import hostname
 from fontaine_tui.core.log.formats.locate import detect_foreign
 from fontaine_tui.core.log.formats.source import SourceSpec
+from fontaine_tui.core.preset.record import Preset
 from fontaine_tui.core.run.attached import entry_preset
 from fontaine_tui.core.runfolder import PREREG, RunFolder
 from fontaine_tui.core.runs.fleet import Fleet, row_cells
@@ -161,21 +162,28 @@ class RunsList:
             self._rows, self._at = registry_entries(self.registry), now
             return self._rows
         if self._looking is None or not self._looking.is_alive():
-            if self._at is None:  # nothing yet: this host's rows now, the rest to come
-                rows, why = registry_entries(self.registry)
-                self._rows = (
-                    [replace(r, state="checking") if r.state == "remote" else r for r in rows],
-                    why,
-                )
-            self._at = now
-            registry, fleet, blind = self.registry, self.fleet, self.blind()
-
-            def look() -> None:
-                self._rows = fleet_entries(registry, fleet, blind)
-
-            self._looking = threading.Thread(target=look, daemon=True, name="fleet")
-            self._looking.start()
+            self._look(now, self.registry, self.fleet)
         return self._rows
+
+    def _look(self, now: float, registry: RegistryReader, fleet: Fleet) -> None:
+        """The fleet looked at in a thread, its rows kept when it answers.
+
+        Before its first answer, this host's rows now, the other hosts' "checking".
+        """
+        if self._at is None:  # nothing yet: this host's rows now, the rest to come
+            rows, why = registry_entries(registry)
+            self._rows = (
+                [replace(r, state="checking") if r.state == "remote" else r for r in rows],
+                why,
+            )
+        self._at = now
+        blind = self.blind()
+
+        def look() -> None:
+            self._rows = fleet_entries(registry, fleet, blind)
+
+        self._looking = threading.Thread(target=look, daemon=True, name="fleet")
+        self._looking.start()
 
 
 def open_run(
@@ -242,14 +250,7 @@ def _foreign_at(
     The folder is read as its registered preset reads it, else as its contents are (with
     `session`'s preset, which is said).
     """
-    registered = None
-    try:
-        entries = registry.entries() if registry is not None else []
-    except Exception:  # a broken registry: the folder's contents say
-        entries = []
-    for e in entries:
-        if Path(e.run_dir) == folder and not e.pid:
-            registered = entry_preset(e.preset, e.preset_sha256)
+    registered = _registered_preset(folder, registry)
     if registered is not None and registered.foreign and registered.source is not None:
         return Session(
             ForeignRun(folder, registered.source), registered, "attach", None, folder
@@ -264,3 +265,19 @@ def _foreign_at(
     return Session(
         ForeignRun(folder, SourceSpec(kind)), session.preset, "attach", None, folder
     ), why
+
+
+def _registered_preset(folder: Path, registry: RegistryReader | None) -> Preset | None:
+    """The preset the registry names for `folder` (its last entry with no process), or None.
+
+    A broken registry names none: the folder's contents say.
+    """
+    registered = None
+    try:
+        entries = registry.entries() if registry is not None else []
+    except Exception:  # a broken registry: the folder's contents say
+        entries = []
+    for e in entries:
+        if Path(e.run_dir) == folder and not e.pid:
+            registered = entry_preset(e.preset, e.preset_sha256)
+    return registered
