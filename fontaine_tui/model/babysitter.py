@@ -465,13 +465,8 @@ class Babysitter:
             text = render_blinded(verdict, self.session.source.label) if hidden else text
             self.notices.final(verdict, text, exit_line, hidden)
             store = store if store is not None else self.session.store
-            end = store.events[-1] if store.events and store.ended_at is not None else None
-            if posted is not None:
-                self._record_post("verdict", *posted)
-            elif end is not None:
-                self._record_post("verdict", end.step, end.time)
-            else:
-                self._record_post("verdict", store.last_step or 0, math.nan)
+            at = posted if posted is not None else _log_end(store)
+            self._record_post("verdict", *at)
 
     def close(self, drain_s: float | None = None) -> list[str]:
         """Wait for the last deliveries, then release the lock.
@@ -486,3 +481,11 @@ class Babysitter:
         if self.lock is not None:
             self.lock.release()
         return lines
+
+
+def _log_end(store: RunStore) -> tuple[int, float]:
+    """(step, logged time) of the log's end event, else its last step with no time."""
+    if store.events and store.ended_at is not None:
+        end = store.events[-1]
+        return end.step, end.time
+    return store.last_step or 0, math.nan
