@@ -24,7 +24,7 @@ from fontaine_tui.core.run.launcher import process_label
 from fontaine_tui.core.run.logtail import frozen_blind
 from fontaine_tui.core.run.recovery import plan
 from fontaine_tui.core.runfolder import RunFolder
-from fontaine_tui.core.runs.registry import Registry
+from fontaine_tui.core.runs.registry import Entry, Registry
 from fontaine_tui.core.verdict.prereg import read_prereg, utc_iso
 from fontaine_tui.model.launched import LaunchedRun
 
@@ -61,13 +61,10 @@ def find_entry(run: str, registry, host: str, missing_ok: bool = False):
         found = [e for e in entries if Path(e.run_dir) == folder.resolve()]
     else:
         found = [e for e in entries if e.name == run]
-    if not found:
-        if missing_ok:
-            return None
+    entry = _only(run, found)
+    if entry is None and not missing_ok:
         raise InputError(f"{run}: not a run of this host's registry ({registry.path})")
-    if len(found) > 1:
-        raise InputError(f"{run}: {len(found)} registered runs have this name; give its folder")
-    return found[0]
+    return entry
 
 
 def find_remote(run: str, registry, host: str):
@@ -76,12 +73,14 @@ def find_remote(run: str, registry, host: str):
     It is found by its name or by HOST:/folder.
     """
     entries = [e for e in registry.entries() if e.host != host]
-    found = [e for e in entries if e.name == run or f"{e.host}:{e.run_dir}" == run]
-    if not found:
-        return None
+    return _only(run, [e for e in entries if e.name == run or f"{e.host}:{e.run_dir}" == run])
+
+
+def _only(run: str, found: list[Entry]) -> Entry | None:
+    """The one registered run `run` names, None when it names none; refused when several."""
     if len(found) > 1:
         raise InputError(f"{run}: {len(found)} registered runs have this name; give its folder")
-    return found[0]
+    return found[0] if found else None
 
 
 def run(args: argparse.Namespace) -> int:
