@@ -319,6 +319,17 @@ def endpoint_in_force(
     return endpoint
 
 
+def applied_scales(
+    amendments: Iterable[Amendment], checks: Iterable[AmendmentCheck]
+) -> list[Amendment]:
+    """The scale amendments applied, in the order declared (the first is the one in force)."""
+    return [
+        a
+        for a, c in zip(amendments, checks, strict=True)
+        if c.status == "applied" and a.kind == "scale"
+    ]
+
+
 def declared_deltas(amendments: Iterable[Amendment]) -> tuple[Mapping[str, object], ...]:
     """The deltas declared at launch, for verdict.json: key, ours, theirs and their record."""
     return tuple(

@@ -14,6 +14,7 @@ from fontaine_tui.core.preset.record import Amendment, Preset
 from fontaine_tui.core.preset.rule import RuleShape, VerdictSpec
 from fontaine_tui.core.verdict.amendments import (
     LogClock,
+    applied_scales,
     check_amendments,
     declared_deltas,
     endpoint_in_force,
@@ -25,7 +26,6 @@ from fontaine_tui.core.verdict.lock import Lock, decision_lock, max_probe_change
 from fontaine_tui.core.verdict.prereg import provenance_changes
 from fontaine_tui.core.verdict.readpoint import datasets_read, off_cadence, probes_at, read_point
 from fontaine_tui.core.verdict.record import (
-    AmendmentCheck,
     RuleRead,
     Scale,
     SecondaryRead,
@@ -239,7 +239,7 @@ def _compute(
     probes = store.probes
     every = [*preset.amendments, *amendments]
     checks = check_amendments(every, preset, clock, first_probe=first_probe_seen(store))
-    applied = _applied_scales(every, checks)
+    applied = applied_scales(every, checks)
     anchor, metric = spec.anchor_step, spec.metric
     endpoint = endpoint_in_force(preset, every, checks)
     changed = provenance_changes(provenance, store.metas) if provenance else ()
@@ -357,13 +357,6 @@ def _compute(
         result,
         (bits, tolerance(bits, a_val, r_val)),
     )
-
-
-def _applied_scales(every: list[Amendment], checks: list[AmendmentCheck]) -> list[Amendment]:
-    """The scale amendments applied, in the order declared (the first is in force)."""
-    return [
-        a for a, c in zip(every, checks, strict=True) if c.status == "applied" and a.kind == "scale"
-    ]
 
 
 def _where_read(

@@ -7,8 +7,12 @@ from __future__ import annotations
 
 import math
 
-from fontaine_tui.core.preset.record import Preset
-from fontaine_tui.core.verdict.amendments import check_amendments, endpoint_in_force
+from fontaine_tui.core.preset.record import Amendment, Preset
+from fontaine_tui.core.verdict.amendments import (
+    applied_scales,
+    check_amendments,
+    endpoint_in_force,
+)
 from fontaine_tui.core.verdict.seednoise import seed_noise
 
 
@@ -21,12 +25,8 @@ def preregistration_checks(preset: Preset) -> list[tuple[str, str]]:
     and the card holds those bounds to the floor then. [] without a seed group."""
     checks = check_amendments(preset.amendments, preset)
     endpoint = endpoint_in_force(preset, preset.amendments, checks)
-    scales = [
-        a
-        for a, c in zip(preset.amendments, checks, strict=True)
-        if a.kind == "scale" and c.status == "applied"
-    ]
-    factor = scales[0].factor if scales and math.isfinite(scales[0].factor) else None
+    scales = applied_scales(preset.amendments, checks)
+    factor = _fixed_factor(scales)
     noise = seed_noise(preset, endpoint, None, factor)
     if noise is None:
         return []
@@ -45,3 +45,8 @@ def preregistration_checks(preset: Preset) -> list[tuple[str, str]]:
     if not noise.bounds_inside:
         out.append(("ok", f"the rule's bounds lie outside the seed noise of {noise.group}"))
     return out
+
+
+def _fixed_factor(scales: list[Amendment]) -> float | None:
+    """The factor of the scale amendment in force where it is fixed (None: none, or computed)."""
+    return scales[0].factor if scales and math.isfinite(scales[0].factor) else None
