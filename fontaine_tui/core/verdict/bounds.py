@@ -51,14 +51,24 @@ def read_rule(
     Beyond that, numbers are compared at RESOLUTION."""
     if not math.isfinite(x):
         return UNDECIDABLE
-    if tolerance and abs(x - healthy) <= tolerance and abs(x - drift) <= tolerance:
+    if tolerance and _on(x, healthy, tolerance) and _on(x, drift, tolerance):
         return UNDECIDABLE  # the stored precision cannot tell the two bounds apart here
     d, h, f = _round(x), _round(healthy), _round(drift)
-    if (d <= h if lower else d >= h) or abs(x - healthy) <= tolerance:
+    if _at_or_better(d, h, lower) or _on(x, healthy, tolerance):
         return HEALTHY
-    if (d >= f if lower else d <= f) or abs(x - drift) <= tolerance:
+    if _at_or_better(f, d, lower) or _on(x, drift, tolerance):
         return SAME_DRIFT
     return AMBIGUOUS
+
+
+def _at_or_better(a: float, b: float, lower: bool) -> bool:
+    """Whether `a` is at `b` or on its better side (below it where lower is better)."""
+    return a <= b if lower else a >= b
+
+
+def _on(x: float, bound: float, tolerance: float) -> bool:
+    """Whether the read `x` is on `bound`: within the `tolerance` of its stored precision."""
+    return abs(x - bound) <= tolerance
 
 
 def tolerance(bits: int, *values: float) -> float:
