@@ -27,16 +27,21 @@ def stopped_early(
     The end is the log's `end` event, else `ended`: the step attempts.jsonl says a watcher
     stopped it at on the gate (another trainer's log may never say its run ended). None unless
     the run ended before the endpoint and logged no later step."""
-    end, endpoint = store.ended_at if store.ended_at is not None else ended, v.endpoint_step
+    end = store.ended_at if store.ended_at is not None else ended
     if not preset.stops_on_lock or at_step is not None or end is None:
         return None
-    if v.verdict != UNDECIDABLE and not v.provisional:
+    if v.verdict != UNDECIDABLE and not v.provisional:  # a final read waits on nothing
         return None
+    return end if _short_of(store, end, v.endpoint_step) else None
+
+
+def _short_of(store: RunStore, end: int, endpoint: int) -> bool:
+    """Whether a run that ended at `end` stopped short of `endpoint`, with a probe by then.
+
+    Not where the endpoint was probed, or the log went on past it."""
     if endpoint in store.probes or end >= endpoint or store.last_step > endpoint:
-        return None
-    if not any(s <= end for s in store.probes):
-        return None
-    return end
+        return False
+    return any(s <= end for s in store.probes)
 
 
 def _doubt(
@@ -53,9 +58,7 @@ def _doubt(
             f"the decision locked at step {lock_step}, but no probe after the anchor (step "
             f"{spec.anchor_step}) had been read when the run stopped"
         )
-    first = spec.anchor_step if spec.read != "level" else 0  # changes the read is made of
-    steps = sorted(s for s in store.probes if first <= s <= (early.read_step or 0))
-    found = largest_change([(s, store.probes[s].value(spec.metric)) for s in steps], every)
+    found = _largest_change_read(store, preset, early.read_step or 0, every)
     if found is not None and found[0] > most:
         change, a, b = found
         return (
@@ -63,6 +66,18 @@ def _doubt(
             f"{change:.4g} from step {a} to {b}"
         )
     return ""
+
+
+def _largest_change_read(
+    store: RunStore, preset: Preset, upto: int, every: int | None
+) -> tuple[float, int, int] | None:
+    """The largest change between the probes the read is made of, up to step `upto`.
+
+    From the anchor on (every probe for a level read), per `every` steps (largest_change)."""
+    spec = preset.verdict
+    first = spec.anchor_step if spec.read != "level" else 0
+    steps = sorted(s for s in store.probes if first <= s <= upto)
+    return largest_change([(s, store.probes[s].value(spec.metric)) for s in steps], every)
 
 
 def lock_doubt(store: RunStore, preset: Preset, v: Verdict) -> str:
