@@ -86,9 +86,16 @@ def quotes_read(words: str, metrics: Sequence[str]) -> bool:
     squashed, said = _squashed(words), set(_words(words))
     if any(w in squashed for w in CLASS_WORDS):
         return True
+    return _names_metric(squashed, said, tuple(metrics))
+
+
+def _names_metric(squashed: str, said: set[str], metrics: tuple[str, ...]) -> bool:
+    """Whether words (`squashed`, and its words `said`) name one of `metrics` by a form of it.
+
+    Its name or its name less its split within a word, or one of its longer words."""
     return any(
         (whole and whole in squashed) or (bare and bare in squashed) or not long.isdisjoint(said)
-        for whole, bare, long in _forms(tuple(metrics))
+        for whole, bare, long in _forms(metrics)
     )
 
 
