@@ -99,15 +99,20 @@ def run_root(base: Path) -> tuple[Path, list[Path]]:
 
     Raises InputError when there is none, or several runs side by side."""
     found = event_folders(base)
-    tops = [f for f in found if not any(t in f.parents for t in found)]
+    tops = [f for f in found if not any(t in f.parents for t in found)]  # each a run's own
     if len(tops) == 1:
-        return tops[0], [f for f in found if f == tops[0] or tops[0] in f.parents]
+        return tops[0], _within(tops[0], found)
     if not tops:
         raise InputError(f"{base}: no {EVENTS}* event file here")
     rel = tuple(str(p.relative_to(base)) or "." for p in tops)
     raise SeveralRuns(
         f"{base}: {len(tops)} runs ({', '.join(rel[:6])}): set [source] path to one", rel
     )
+
+
+def _within(top: Path, found: list[Path]) -> list[Path]:
+    """The folders found that are `top` or under it, in the order found."""
+    return [f for f in found if f == top or top in f.parents]
 
 
 def chosen(name: str, run: str) -> bool:
@@ -128,17 +133,7 @@ def run_files(base: Path, run: str = "") -> list[EventFile]:
     root, folders = run_root(base)
     out: list[EventFile] = []
     for folder in folders:
-        try:
-            # not only regular files: a pipe or a device so named is refused by its read
-            names = [p for p in folder.iterdir() if p.name.startswith(EVENTS) and not p.is_dir()]
-        except OSError:
-            continue
-        prefix = prefix_of(root, folder)
-        out += [
-            EventFile(p, prefix)
-            for p in sorted(names, key=lambda p: (event_time(p.name), p.name))
-            if chosen(p.name, run)
-        ]
+        out += _folder_files(root, folder, run)
     if not out:
         present = sorted(p.name for p in root.iterdir() if p.name.startswith(EVENTS))
         raise InputError(
@@ -146,6 +141,23 @@ def run_files(base: Path, run: str = "") -> list[EventFile]:
             f"{', '.join(present[:6]) or 'none'})"
         )
     return out
+
+
+def _folder_files(root: Path, folder: Path, run: str) -> list[EventFile]:
+    """A folder's event files that `run` names, in the order they were begun.
+
+    None where the folder cannot be listed."""
+    try:
+        # not only regular files: a pipe or a device so named is refused by its read
+        names = [p for p in folder.iterdir() if p.name.startswith(EVENTS) and not p.is_dir()]
+    except OSError:
+        return []
+    prefix = prefix_of(root, folder)
+    return [
+        EventFile(p, prefix)
+        for p in sorted(names, key=lambda p: (event_time(p.name), p.name))
+        if chosen(p.name, run)
+    ]
 
 
 @dataclass(frozen=True, slots=True)
@@ -208,14 +220,28 @@ def one_run(spans: list[Span]) -> bool:
         if s.steps is not None:
             by_folder.setdefault(s.path.parent, []).append(s)
     for folder, found in by_folder.items():
-        for j, later in enumerate(found[1:], 1):
-            for earlier in found[:j]:
-                if later.walls and earlier.walls and later.walls[0] < earlier.walls[1]:
-                    raise InputError(_at_once(folder, earlier, later))
-            top = max(s.steps[1] for s in found[:j] if s.steps is not None)
-            if later.steps is not None and later.steps[0] < top:
-                restarted = True
+        restarted |= _folder_restarts(folder, found)
     return restarted
+
+
+def _folder_restarts(folder: Path, found: list[Span]) -> bool:
+    """Whether a later file of the folder starts below a step its earlier ones reached.
+
+    InputError where two of them were written at once."""
+    restarted = False
+    for j, later in enumerate(found[1:], 1):
+        for earlier in found[:j]:
+            if _overlap(earlier, later):
+                raise InputError(_at_once(folder, earlier, later))
+        top = max(s.steps[1] for s in found[:j] if s.steps is not None)
+        if later.steps is not None and later.steps[0] < top:
+            restarted = True
+    return restarted
+
+
+def _overlap(earlier: Span, later: Span) -> bool:
+    """The later file was begun before the earlier one's last write: both written at once."""
+    return bool(later.walls and earlier.walls and later.walls[0] < earlier.walls[1])
 
 
 def _at_once(folder: Path, a: Span, b: Span) -> str:
