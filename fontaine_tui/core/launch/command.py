@@ -309,36 +309,43 @@ def code_changes(
     now_files = named_files(spec, argv, cwd)
     if isinstance(was_files, Mapping):
         named = {*argv, spec.script, spec.block_reference}
-        for name, was in sorted(was_files.items()):
-            if name not in named:
-                continue
-            now = now_files.get(name)
-            if now != was:
-                out.append(
-                    f"{literal(name)} changed under the run: launched with "
-                    f"{_file_word(was)}, now {_file_word(now)}"
-                )
+        out += _files_changed(was_files, now_files, named)
     was_code = frozen.get("code")
     if isinstance(was_code, Mapping) and was_code.get("root"):
         now_code = git_state(code_root(spec, argv, cwd), run_folder)
-        if not now_code.get("root"):
-            out.append(
-                f"the code's git checkout changed under the run: launched with "
-                f"{_commit(was_code)}, now {now_code.get('git')}"
-            )
-        elif now_code.get("commit") != was_code.get("commit"):
-            out.append(
-                f"the commit changed under the run: launched with {_commit(was_code)}, "
-                f"now {_commit(now_code)}"
-            )
-        elif now_code.get("diff_sha256") != was_code.get("diff_sha256"):
-            root = literal(str(now_code["root"]))
-            out.append(
-                f"the uncommitted changes changed under the run: launched with diff "
-                f"sha256 {str(was_code.get('diff_sha256'))[:12]}, now "
-                f"{str(now_code.get('diff_sha256'))[:12]} ({root})"
-            )
+        if said := _code_changed(was_code, now_code):
+            out.append(said)
     return out
+
+
+def _files_changed(
+    was_files: Mapping[str, object], now_files: Mapping[str, object], named: set[str]
+) -> list[str]:
+    """Each frozen file the command still names whose record differs now, in name order."""
+    return [
+        f"{literal(name)} changed under the run: launched with "
+        f"{_file_word(was)}, now {_file_word(now_files.get(name))}"
+        for name, was in sorted(was_files.items())
+        if name in named and now_files.get(name) != was
+    ]
+
+
+def _code_changed(was: Mapping[str, object], now: Mapping[str, object]) -> str:
+    """How the code's git state differs from the frozen one, the first difference only ("")."""
+    if not now.get("root"):
+        return (
+            f"the code's git checkout changed under the run: launched with "
+            f"{_commit(was)}, now {now.get('git')}"
+        )
+    if now.get("commit") != was.get("commit"):
+        return f"the commit changed under the run: launched with {_commit(was)}, now {_commit(now)}"
+    if now.get("diff_sha256") != was.get("diff_sha256"):
+        return (
+            f"the uncommitted changes changed under the run: launched with diff "
+            f"sha256 {str(was.get('diff_sha256'))[:12]}, now "
+            f"{str(now.get('diff_sha256'))[:12]} ({literal(str(now['root']))})"
+        )
+    return ""
 
 
 def _file_word(record: object) -> str:
