@@ -101,14 +101,20 @@ def scheduler_exit(
     if who == "command":  # its steps are in its own trainer's log
         info = dataclasses.replace(info, last_step=max(info.last_step, command_step(folder)))
     why = SCHEDULER_ENDS.get(state.state)
-    if why is not None and not (state.state == "CANCELLED" and sent):
-        said = f"slurm job {job}: {state.state}: {why}"
-        info = dataclasses.replace(
-            info,
-            output=said if not info.output else f"{said}; the engine's last line: {info.output}",
-        )
-        if info.code is None and info.signal is None and info.event not in ("end", "error"):
-            info = dataclasses.replace(info, signal="SIGKILL")
+    if why is None or (state.state == "CANCELLED" and sent):  # a cancel we sent says nothing
+        return info
+    return _with_schedulers_end(info, f"slurm job {job}: {state.state}: {why}")
+
+
+def _with_schedulers_end(info: ExitInfo, said: str) -> ExitInfo:
+    """The exit with what Slurm said of its end before the engine's last line.
+
+    An end the engine neither logged nor gave a code or signal for was Slurm's kill."""
+    info = dataclasses.replace(
+        info, output=said if not info.output else f"{said}; the engine's last line: {info.output}"
+    )
+    if info.code is None and info.signal is None and info.event not in ("end", "error"):
+        info = dataclasses.replace(info, signal="SIGKILL")
     return info
 
 
@@ -132,27 +138,45 @@ def not_the_runs(
             f"slurm job {job}: the scheduler shows no such job (scontrol show job), so it "
             f"cannot be told to be the run's"
         )
+    return (
+        _other_workdir(job, fields, folder)
+        or _other_name(job, fields, name)
+        or _other_user(job, fields, os.getuid() if uid is None else uid)
+    )
+
+
+def _other_workdir(job: str, fields: Mapping[str, str], folder: RunFolder) -> str:
+    """Why the job's WorkDir is not the run folder ("" when it is)."""
     work = fields.get("WorkDir", "")
-    if not work or (
-        work != str(folder.root) and os.path.realpath(work) != os.path.realpath(folder.root)
+    if work and (
+        work == str(folder.root) or os.path.realpath(work) == os.path.realpath(folder.root)
     ):
-        return (
-            f"slurm job {job}: its WorkDir is {literal(work)}, not the run folder "
-            f"{literal(str(folder.root))}: not the run's job"
-        )
-    if fields.get("JobName") != name:
-        return (
-            f"slurm job {job}: its JobName is {literal(fields.get('JobName', ''))}, not "
-            f"the run's name {literal(name)}: not the run's job"
-        )
-    uid = os.getuid() if uid is None else uid
+        return ""
+    return (
+        f"slurm job {job}: its WorkDir is {literal(work)}, not the run folder "
+        f"{literal(str(folder.root))}: not the run's job"
+    )
+
+
+def _other_name(job: str, fields: Mapping[str, str], name: str) -> str:
+    """Why the job's JobName is not the run's name ("" when it is)."""
+    if fields.get("JobName") == name:
+        return ""
+    return (
+        f"slurm job {job}: its JobName is {literal(fields.get('JobName', ''))}, not "
+        f"the run's name {literal(name)}: not the run's job"
+    )
+
+
+def _other_user(job: str, fields: Mapping[str, str], uid: int) -> str:
+    """Why the job's UserId, scontrol's "name(uid)", is not `uid`'s ("" when it is)."""
     user = fields.get("UserId", "")
-    if not user.endswith(f"({uid})"):  # scontrol's "name(uid)"
-        return (
-            f"slurm job {job}: its UserId is {literal(user)}, not this user's uid {uid}: "
-            "not the run's job"
-        )
-    return ""
+    if user.endswith(f"({uid})"):
+        return ""
+    return (
+        f"slurm job {job}: its UserId is {literal(user)}, not this user's uid {uid}: "
+        "not the run's job"
+    )
 
 
 class SlurmJob:
@@ -301,16 +325,7 @@ class SlurmJob:
             self.scancel()  # nothing ran: no signal, Slurm's CANCELLED says it
             info = self.wait(grace_cancel)
         else:
-            info = None
-            for sig, grace in (("SIGINT", grace_int), ("SIGTERM", grace_term)):
-                self.signal_job(sig)
-                info = self.wait(grace)
-                if info is not None:
-                    break
-            if info is None:
-                self.sent = "SIGKILL"
-                self.scancel()
-                info = self.wait(grace_cancel)
+            info = self._signal_then_cancel(grace_int, grace_term, grace_cancel)
         if info is None:
             raise InputError(
                 f"slurm job {self.job}: still {self.last.state if self.last else '?'}"
@@ -318,6 +333,18 @@ class SlurmJob:
             )
         self.close()
         return info
+
+    def _signal_then_cancel(
+        self, grace_int: float, grace_term: float, grace_cancel: float
+    ) -> ExitInfo | None:
+        """A running job's stop: SIGINT, SIGTERM, each with its grace, then scancel."""
+        for sig, grace in (("SIGINT", grace_int), ("SIGTERM", grace_term)):
+            self.signal_job(sig)
+            if (info := self.wait(grace)) is not None:
+                return info
+        self.sent = "SIGKILL"
+        self.scancel()
+        return self.wait(grace_cancel)
 
     def close(self) -> None:
         self._done.set()
