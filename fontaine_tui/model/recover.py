@@ -74,12 +74,7 @@ def recover(watch: Watcher, info: ExitInfo, store: RunStore) -> Callable[[], int
             f"`fontaine-tui launch PRESET --resume --output-dir {watch.folder.root}` continues it"
         )
         return None
-    if watch.babysitter is not None:  # the exit's words blinded as the posts are
-        said = due.said(watch.babysitter.exit_words(info)[1])
-    else:  # no read to judge: a blind preset's run hides them
-        preset = watch.preset
-        metrics = rule_metrics(preset.verdict, preset.labels)
-        said = due.said(shown_detail(info.cause, due.detail, metrics, preset.verdict.blind))
+    said = _restart_words(watch, due, info)
     watch.say(said)
     if watch.babysitter is not None:
         watch.babysitter.restarting(watch.attempt or 0, said, info.last_step)
@@ -88,6 +83,15 @@ def recover(watch: Watcher, info: ExitInfo, store: RunStore) -> Callable[[], int
         for line in watch.babysitter.close():
             watch.say(line)
     return restarted
+
+
+def _restart_words(watch: Watcher, due: Restart, info: ExitInfo) -> str:
+    """The restart in words, the exit's detail hidden where it may quote a hidden read."""
+    if watch.babysitter is not None:  # the exit's words blinded as the posts are
+        return due.said(watch.babysitter.exit_words(info)[1])
+    preset = watch.preset  # no read to judge: a blind preset's run hides them
+    metrics = rule_metrics(preset.verdict, preset.labels)
+    return due.said(shown_detail(info.cause, due.detail, metrics, preset.verdict.blind))
 
 
 def restart_after(
