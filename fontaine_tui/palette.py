@@ -30,19 +30,24 @@ def commands(app: App[int], screens: Iterable[type], shown: object) -> Iterator[
     that screen is `shown`, and runs there: from another mode it would do nothing.
     """
     for b in _bindings([type(app), *screens]):
-        owner = next((c for c in screens if b in getattr(c, "BINDINGS", [])), None)
-        name = b.action.split("(")[0]
-        if b.action.startswith(("app.", "screen.")):
-            action = b.action
-        elif owner is not None and hasattr(owner, f"action_{name}"):
-            if not isinstance(shown, owner):
-                continue
-            action = f"screen.{b.action}"
-        else:
-            action = f"app.{b.action}"
+        action = _palette_action(b, screens, shown)
+        if action is None:
+            continue
         key = b.key_display or b.key.split(",")[0]
 
         async def run(action: str = action) -> None:
             await app.run_action(action)
 
         yield SystemCommand(f"{b.description} ({key})", b.tooltip, run)
+
+
+def _palette_action(b: Binding, screens: Iterable[type], shown: object) -> str | None:
+    """The action the palette runs for `b`: the app's, or while its screen is shown, the screen's.
+
+    None for a screen's own action while another screen is shown."""
+    if b.action.startswith(("app.", "screen.")):
+        return b.action
+    owner = next((c for c in screens if b in getattr(c, "BINDINGS", [])), None)
+    if owner is None or not hasattr(owner, f"action_{b.action.split('(')[0]}"):
+        return f"app.{b.action}"
+    return f"screen.{b.action}" if isinstance(shown, owner) else None
