@@ -111,8 +111,6 @@ def progress(store: RunStore, preset: Preset, in_force: int | None = None) -> Pr
     eta = max(0, total - step) * median if median is not None else None
     world = next((m.world_size for m in reversed(store.metas) if m.world_size), 1)
     gate = gate_of(preset.gates, "gpu_hours")
-    data = _finite(store.columns["data_s"][-MEDIAN_WINDOW:])
-    frac = sum(data) / sum(recent) if data and recent and sum(recent) > 0 else None
     return Progress(
         step,
         total,
@@ -122,9 +120,15 @@ def progress(store: RunStore, preset: Preset, in_force: int | None = None) -> Pr
         None,
         gate,
         world,
-        frac,
+        _data_share(store, recent),
         alerts.data_starved(store, preset.gates) is not None,
     )
+
+
+def _data_share(store: RunStore, recent: list[float]) -> float | None:
+    """The share of the recent steps' time spent waiting for data; None where not logged."""
+    data = _finite(store.columns["data_s"][-MEDIAN_WINDOW:])
+    return sum(data) / sum(recent) if data and recent and sum(recent) > 0 else None
 
 
 def recipe_steps(preset: Preset) -> int:
@@ -167,13 +171,13 @@ def status_tone(
     """
     if failed:
         return "failed"
-    if kind == "launch":
-        if isinstance(exit_code, str):
-            return "stopped"
-        if exit_code is not None:
-            return "finished" if exit_code == 0 else "failed"
-        return "live" if has_records else "waiting"
-    return "watching"
+    if kind != "launch":
+        return "watching"
+    if isinstance(exit_code, str):
+        return "stopped"
+    if exit_code is not None:
+        return "finished" if exit_code == 0 else "failed"
+    return "live" if has_records else "waiting"
 
 
 def run_status(
@@ -186,15 +190,20 @@ def run_status(
     `error` event.
     """
     if kind == "launch":
-        if exit_code == 0:
-            return "finished"
-        if isinstance(exit_code, str):  # the signal that ended it (a stop, an interrupt)
-            return f"stopped ({exit_code})"
-        if exit_code is not None:
-            return f"failed (exit {exit_code})"
-        return "running" if has_records else "launching"
+        return _launched_status(exit_code, has_records)
     end = (" (failed)" if failed else " (ended)") if ended else ""
     return ("replay" if kind == "replay" else "attached") + end
+
+
+def _launched_status(exit_code: int | str | None, has_records: bool) -> str:
+    """A launched run's status: launching, running, finished, stopped (SIGNAL), failed (exit N)."""
+    if exit_code == 0:
+        return "finished"
+    if isinstance(exit_code, str):  # the signal that ended it (a stop, an interrupt)
+        return f"stopped ({exit_code})"
+    if exit_code is not None:
+        return f"failed (exit {exit_code})"
+    return "running" if has_records else "launching"
 
 
 @dataclass(frozen=True, slots=True)
