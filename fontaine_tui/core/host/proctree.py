@@ -309,14 +309,10 @@ def send_signal(root: int, root_started: float, pid: int, started: float, sig: i
 
     The pid is pinned (pidfd_open) before the check: if it ends and its number is given to
     another process after that, the signal finds the pinned, ended one and goes nowhere."""
-    pinned: int | None = None
-    if hasattr(os, "pidfd_open") and hasattr(signal, "pidfd_send_signal"):
-        try:
-            pinned = os.pidfd_open(pid)
-        except ProcessLookupError:
-            return f"process {pid} is gone"
-        except OSError:  # a kernel older than 5.3: checked, then signalled by pid
-            pinned = None
+    try:
+        pinned = _pin(pid)
+    except ProcessLookupError:
+        return f"process {pid} is gone"
     try:
         why = still_member(root, root_started, pid, started)
         if why:
@@ -333,3 +329,17 @@ def send_signal(root: int, root_started: float, pid: int, started: float, sig: i
         if pinned is not None:
             os.close(pinned)
     return ""
+
+
+def _pin(pid: int) -> int | None:
+    """A pidfd for `pid`; None where there is none to have (then it is signalled by pid).
+
+    Raises ProcessLookupError when the process is gone."""
+    if not (hasattr(os, "pidfd_open") and hasattr(signal, "pidfd_send_signal")):
+        return None
+    try:
+        return os.pidfd_open(pid)
+    except ProcessLookupError:
+        raise
+    except OSError:  # a kernel older than 5.3: checked, then signalled by pid
+        return None
