@@ -18,6 +18,7 @@ from dataclasses import dataclass, replace
 
 from fontaine_tui.core.preset.checks import HEALTHY, SAME_DRIFT
 from fontaine_tui.core.preset.record import Preset
+from fontaine_tui.core.preset.rule import Comparator, VerdictSpec
 from fontaine_tui.core.preset.seeds import members, run_seed
 
 STATISTIC = "the seeds' range (min..max)"  # what the inside/outside decisions use
@@ -196,24 +197,26 @@ def seed_noise(
     spec = preset.verdict
     if not spec.seed_group:
         return None
-    seeds = []
-    for c in members(spec.seed_group, preset.comparators):
-        value, why = None, ""
-        if step is None:
-            why = "(no read step yet)"
-        elif c.entry is None:
-            why = "(its bank entry is not here)"
-        else:
-            v = dict(c.curve).get(step)
-            if v is None or not math.isfinite(v):
-                why = f"(no {spec.metric} {spec.read} at step {step})"
-            else:
-                value = v
-        seeds.append(Seed(c.name, c.bank, run_seed(c.entry), value, why))
+    seeds = [
+        Seed(c.name, c.bank, run_seed(c.entry), *_seed_read(c, step, spec))
+        for c in members(spec.seed_group, preset.comparators)
+    ]
     finite = x if x is not None and math.isfinite(x) else None
     noise = SeedNoise(spec.seed_group, step, spec.read, tuple(seeds), finite)
     inside = noise.bound_lines(rule_bounds(preset, factor), preset.labels)
     return replace(noise, bounds_inside=tuple(inside))
+
+
+def _seed_read(c: Comparator, step: int | None, spec: VerdictSpec) -> tuple[float | None, str]:
+    """A seed run's read at `step`, or why it has none: (value, "") or (None, why)."""
+    if step is None:
+        return None, "(no read step yet)"
+    if c.entry is None:
+        return None, "(its bank entry is not here)"
+    v = dict(c.curve).get(step)
+    if v is None or not math.isfinite(v):
+        return None, f"(no {spec.metric} {spec.read} at step {step})"
+    return v, ""
 
 
 def rule_bounds(preset: Preset, factor: float | None = None) -> list[BoundCheck]:
