@@ -55,16 +55,15 @@ def _lock(
     if read_step is None or raw is None:
         return None
     probes, metric = store.probes, spec.metric
-    base = probes[spec.anchor_step].value(metric) if spec.read == "delta" else 0.0
-    start = spec.anchor_step if spec.read == "delta" else 0
+    base, start = 0.0, 0  # a level read: from step 0, as it is
+    if spec.read == "delta":  # from the anchor probe, less its value
+        base, start = probes[spec.anchor_step].value(metric), spec.anchor_step
     points = [
         (s, probes[s].value(metric) - base) for s in store.probe_steps() if start <= s <= read_step
     ]
     bounds = [(raw.healthy, raw.drift), *([(scaled.healthy, scaled.drift)] if scaled else [])]
-    said = preset.stated_every
-    every, every_from = probe_cadence(
-        store.probe_steps(), said[0] if said else None, said[1] if said else ""
-    )
+    stated, stated_from = preset.stated_every or (None, "")
+    every, every_from = probe_cadence(store.probe_steps(), stated, stated_from)
     change, source = max_probe_change(spec, every, banked_curves(preset))
     lock = decision_lock(
         points, bounds, spec.lower_is_better, endpoint, every, change, source, every_from
