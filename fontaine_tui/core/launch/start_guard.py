@@ -14,6 +14,7 @@ from pathlib import Path
 
 from fontaine_tui.core.launch.enginedeps import engine_deps
 from fontaine_tui.core.launch.findings import Finding
+from fontaine_tui.core.preset.command import CommandSpec
 from fontaine_tui.core.preset.record import Preset
 from fontaine_tui.core.run.logtail import CHECKPOINT_DIR
 from fontaine_tui.core.runfolder import RunFolder
@@ -67,16 +68,7 @@ def check_init(preset: Preset, cwd: Path | None = None) -> list[Finding]:
     path = Path(init) if Path(init).is_absolute() else (cwd or Path.cwd()) / init
     if init_found(path):
         return [Finding("init", "ok", f"init {init}: found")]
-    from fontaine_tui.core.preset.find import list_presets, load_preset
-
-    makers = []
-    for name, preset_path in list_presets().items():
-        try:
-            other = load_preset(str(preset_path))
-        except Exception:  # noqa: BLE001 - a broken preset elsewhere says nothing here
-            continue
-        if other.name != preset.name and Path(str(other.run["output_dir"])) == Path(init):
-            makers.append(name)
+    makers = _makers(preset, init)
     hint = (
         (
             f"; it is the run folder of preset {makers[0]}: run `fontaine-tui launch "
@@ -93,6 +85,23 @@ def check_init(preset: Preset, cwd: Path | None = None) -> list[Finding]:
             f"Face model folder at {path}{hint}",
         )
     ]
+
+
+def _makers(preset: Preset, init: str) -> list[str]:
+    """The other presets found whose run folder (run.output_dir) is `init`.
+
+    A preset that does not load says nothing here."""
+    from fontaine_tui.core.preset.find import list_presets, load_preset
+
+    makers = []
+    for name, preset_path in list_presets().items():
+        try:
+            other = load_preset(str(preset_path))
+        except Exception:  # noqa: BLE001 - a broken preset elsewhere says nothing here
+            continue
+        if other.name != preset.name and Path(str(other.run["output_dir"])) == Path(init):
+            makers.append(name)
+    return makers
 
 
 def check_command(
@@ -121,23 +130,29 @@ def check_command(
     ]
     if spec.block_reference:
         try:
-            delta = command.check_block(
-                where / spec.script, where / spec.block_reference, spec.block_marker
-            )
+            out.append(_block_matches(spec, where))
         except InputError as exc:
             return [Finding("command", "refuse", str(exc))]
-        changed = sum(ln.startswith(("+", "-")) for ln in delta[2:])
-        out.append(
-            Finding(
-                "command",
-                "ok",
-                f"command block matches "
-                f"{literal(spec.block_reference)}; platform delta: {changed} line(s)",
-            )
-        )
     if resume and folder.prereg.exists():
         out += _code_changes(preset, folder, argv, where)
     return out
+
+
+def _block_matches(spec: CommandSpec, where: Path) -> Finding:
+    """The launcher's block, the same as its reference's, and the size of the delta above it.
+
+    An InputError (one line) where the block differs or a line above it execs."""
+    from fontaine_tui.core.launch import command
+
+    delta = command.check_block(
+        where / spec.script, where / spec.block_reference, spec.block_marker
+    )
+    changed = sum(ln.startswith(("+", "-")) for ln in delta[2:])
+    return Finding(
+        "command",
+        "ok",
+        f"command block matches {literal(spec.block_reference)}; platform delta: {changed} line(s)",
+    )
 
 
 def _not_there(preset: Preset, folder: RunFolder, program: str, where: Path) -> str:
