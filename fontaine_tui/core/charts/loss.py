@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from dataclasses import replace
 
 from fontaine_tui.core.charts.chart import ChartSpec, Curve
 from fontaine_tui.core.log.store import RunStore
@@ -113,14 +114,20 @@ def _apart(store: RunStore, names: list[str]) -> str | None:
         return None
     sizes = []
     for name in names:
-        recent = [abs(v) for v in store.columns[name][-RECENT:] if math.isfinite(v)]
-        if not recent:
+        size = _typical_size(store, name)
+        if size is None:
             return None
-        sizes.append(sorted(recent)[len(recent) // 2])
+        sizes.append(size)
     small, large = sorted(zip(sizes, names, strict=True))
     if small[0] > 0 and large[0] / small[0] > SCALE_APART:
         return small[1]
     return None
+
+
+def _typical_size(store: RunStore, name: str) -> float | None:
+    """The median size of a loss's latest RECENT finite values (None: none is finite)."""
+    recent = [abs(v) for v in store.columns[name][-RECENT:] if math.isfinite(v)]
+    return sorted(recent)[len(recent) // 2] if recent else None
 
 
 def loss_chart(store: RunStore, smoothing: float = 0.0, log: bool = False) -> ChartSpec:
@@ -136,33 +143,19 @@ def loss_chart(store: RunStore, smoothing: float = 0.0, log: bool = False) -> Ch
         right = name == apart
         if right:
             label = f"{label} (right axis)"
+        raw = Curve(label, store.steps, store.columns[name], color, right=right, stamp=stamp)
         if smoothing > 0:
-            curves.append(
-                Curve(
-                    f"{label} raw",
-                    store.steps,
-                    store.columns[name],
-                    color,
-                    faint=True,
-                    right=right,
-                    stamp=stamp,
-                )
-            )
-            smoothed = ema(store, name, smoothing)
-            curves.append(
-                Curve(
-                    f"{label} EMA {smoothing:g}",
-                    store.steps,
-                    smoothed,
-                    color,
-                    right=right,
-                    stamp=stamp,
-                )
-            )
+            curves += _smoothed(store, name, raw, smoothing)
         else:
-            curves.append(
-                Curve(label, store.steps, store.columns[name], color, right=right, stamp=stamp)
-            )
+            curves.append(raw)
     smooth = f"EMA {smoothing:g}, debiased" if smoothing > 0 else "no smoothing"
     title = f"training losses  [{smooth}; {'log' if log else 'linear'} scale]"
     return ChartSpec(title, "step", "loss (log scale)" if log else "loss", tuple(curves), ylog=log)
+
+
+def _smoothed(store: RunStore, name: str, raw: Curve, smoothing: float) -> list[Curve]:
+    """A loss's raw curve drawn faint, and its EMA (`smoothing`) on top of it."""
+    return [
+        replace(raw, label=f"{raw.label} raw", faint=True),
+        replace(raw, label=f"{raw.label} EMA {smoothing:g}", ys=ema(store, name, smoothing)),
+    ]
