@@ -66,11 +66,17 @@ class EventsPanel(QuietStatic):
         if not events:
             parts.append(("no checkpoint or resume yet", "$text-muted"))
         for i, e in enumerate(events):
-            at = f"step {e.step}" if e.step is not None else f"line {e.line}"
-            style = KIND_STYLE.get(e.kind, "")
-            parts += ["\n" if i else "", (f"{at:>10} ", "$text-muted"), (e.text, style)]
-            if e.path:  # beside the step where it fits, else its whole last name
-                parts.append((" " + shortened(e.path, width - AT_W - len(e.text) - 1), style))
+            parts += ["\n" if i else "", *_event_line(e, width)]
         if total is not None and total > len(events):
             parts.append((f"\n(last {len(events)} of {total})", "$text-muted"))
         return self.show_content(assemble(*parts))
+
+
+def _event_line(e: RunEvent, width: int) -> list[tuple[str, str] | str]:
+    """One event's line: where it happened, what it was, and its path where it has one."""
+    at = f"step {e.step}" if e.step is not None else f"line {e.line}"
+    style = KIND_STYLE.get(e.kind, "")
+    line: list[tuple[str, str] | str] = [(f"{at:>10} ", "$text-muted"), (e.text, style)]
+    if e.path:  # beside the step where it fits, else its whole last name
+        line.append((" " + shortened(e.path, width - AT_W - len(e.text) - 1), style))
+    return line
