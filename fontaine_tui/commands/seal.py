@@ -18,7 +18,7 @@ from fontaine_tui.core.text import literal
 from fontaine_tui.core.verdict import blind, review
 from fontaine_tui.model.judge import judge
 from fontaine_tui.model.notices import RunNotices
-from fontaine_tui.model.seal import seal
+from fontaine_tui.model.seal import Sealed, seal
 
 SUFFIX = ".seal.zip"
 
@@ -90,12 +90,23 @@ def run(args: argparse.Namespace) -> int:
     # the run's name, made a plain file name: it comes from the run folder's prereg.json
     name = re.sub(r"[^A-Za-z0-9._-]", "_", sealed.judged.preset.run_name).lstrip(".") or "run"
     if args.report:
-        text = render(unpack(sealed.data, "the bundle"), args.report)
-        out = Path(args.output or Path(args.run) / f"{name}.report.{args.report}")
-        replace_own(out, text, lambda head: head.startswith(_REPORT_HEADS), "a seal report")
-        print(f"report: {literal(str(out))}  (bundle digest {sealed.digest})")
-        return 0
-    out = Path(args.output or Path(args.run) / f"{name}{SUFFIX}")
+        _write_report(sealed, name, args.run, args.output, args.report)
+    else:
+        _write_bundle(sealed, name, args.run, args.output)
+    return 0
+
+
+def _write_report(sealed: Sealed, name: str, run: str, output: str | None, form: str) -> None:
+    """The bundle's report in `form`, beside the run unless --output, over no foreign file."""
+    text = render(unpack(sealed.data, "the bundle"), form)
+    out = Path(output or Path(run) / f"{name}.report.{form}")
+    replace_own(out, text, lambda head: head.startswith(_REPORT_HEADS), "a seal report")
+    print(f"report: {literal(str(out))}  (bundle digest {sealed.digest})")
+
+
+def _write_bundle(sealed: Sealed, name: str, run: str, output: str | None) -> None:
+    """The sealed bundle, beside the run unless --output, over no foreign file; then its post."""
+    out = Path(output or Path(run) / f"{name}{SUFFIX}")
     replace_own(out, sealed.data, lambda head: _a_bundle_at(out, head), "a sealed bundle")
     print(f"sealed: {literal(str(out))}")
     print(f"digest: {sealed.digest}")
@@ -104,7 +115,6 @@ def run(args: argparse.Namespace) -> int:
         notices.sealed(out.name, sealed.digest)
         for line in notices.close():
             _say(line)
-    return 0
 
 
 def _a_bundle_at(out: Path, head: bytes) -> bool:
