@@ -290,10 +290,7 @@ def verify(path: str) -> Verified:
         run, bank = Path(tmp) / "run", Path(tmp) / "bank"
         run.mkdir()
         banked = _unpacked(b, run, bank, path)
-        if runfolder.REVIEW in b.files:
-            check = review.verify(run / runfolder.REVIEW)
-            if not check.ok:
-                raise InputError(f"{path}: {runfolder.REVIEW}: {check.reason}")
+        _check_review(b, run, path)
         if not any(n.startswith(EVIDENCE) for n in b.files):
             return Verified(b, False)
         try:
@@ -306,6 +303,14 @@ def verify(path: str) -> Verified:
     )
     _check_recomputed(b, path, judged.verdict.to_json(), unread)
     return Verified(b, True, tuple(sorted(banked)), unread)
+
+
+def _check_review(b: Bundle, run: Path, path: str) -> None:
+    """A bundled review trail, unpacked into `run`, must hold as its chain was written."""
+    if runfolder.REVIEW in b.files:
+        check = review.verify(run / runfolder.REVIEW)
+        if not check.ok:
+            raise InputError(f"{path}: {runfolder.REVIEW}: {check.reason}")
 
 
 def _bundle_bytes(path: str) -> bytes:
