@@ -590,13 +590,7 @@ def babysit(
         signum = exc.signum if isinstance(exc, Signalled) else signal.SIGINT
         name = signal.Signals(signum).name
         if not stop_on_exit:
-            _say(
-                watch, f"detached ({name}): {process_label(engine)} keeps running in {folder.root}"
-            )
-            _say(watch, f"  watch it again: fontaine-tui attach {folder.root}")
-            _say(watch, f"  stop it (checkpoints first): fontaine-tui stop {folder.root}")
-            for line in sitter.close():  # what is queued goes out (at most notices.DRAIN_S)
-                _say(watch, line)
+            _detached(watch, sitter, name)
             return 128 + signum
         _say(
             watch, f"{name}: stopping {process_label(engine)} (SIGINT, then SIGTERM, then SIGKILL)"
@@ -618,6 +612,16 @@ class Signalled(KeyboardInterrupt):
 
 def _interrupt(signum: int, frame: object) -> None:
     raise Signalled(signum)
+
+
+def _detached(watch: PlainWatch, sitter: Babysitter, name: str) -> None:
+    """Say the run goes on without this watch, and how to come back to it or stop it."""
+    root = watch.folder.root
+    _say(watch, f"detached ({name}): {process_label(watch.engine)} keeps running in {root}")
+    _say(watch, f"  watch it again: fontaine-tui attach {root}")
+    _say(watch, f"  stop it (checkpoints first): fontaine-tui stop {root}")
+    for line in sitter.close():  # what is queued goes out (at most notices.DRAIN_S)
+        _say(watch, line)
 
 
 def _say(watch: PlainWatch, text: str) -> None:
