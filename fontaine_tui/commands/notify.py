@@ -12,7 +12,12 @@ import socket
 from fontaine_tui.commands._args import examples
 from fontaine_tui.core.errors import InputError
 from fontaine_tui.core.notify.delivery import Notifier
-from fontaine_tui.core.notify.destinations import config_path, load_destinations, make_destination
+from fontaine_tui.core.notify.destinations import (
+    Destination,
+    config_path,
+    load_destinations,
+    make_destination,
+)
 from fontaine_tui.core.notify.payloads import Message
 
 WAIT = 30.0  # seconds the test waits for every delivery
@@ -76,13 +81,21 @@ def run_test(args: argparse.Namespace) -> int:
     failures = {(f.destination, f.source): f.reason for f in notifier.failures}
     failed = 0
     for d in dests:
-        if d not in chosen:
-            outcome = f"skipped: its least level is {d.level}"
-        elif notifier.stats_of(d).delivered:
-            outcome = "delivered"
-        else:
-            failed += 1
-            reason = failures.get((d.label, d.source), f"not delivered within {WAIT:g} s")
-            outcome = f"failed: {reason}"
+        outcome = _outcome(d, chosen, notifier, failures)
+        failed += outcome.startswith("failed: ")
         print(f"{d.service:<8} {d.label}  {outcome}")
     return 1 if failed else 0
+
+
+def _outcome(
+    d: Destination,
+    chosen: list[Destination],
+    notifier: Notifier,
+    failures: dict[tuple[str, str], str],
+) -> str:
+    """What became of the test message at `d`: skipped (its level), delivered, or failed (why)."""
+    if d not in chosen:
+        return f"skipped: its least level is {d.level}"
+    if notifier.stats_of(d).delivered:
+        return "delivered"
+    return f"failed: {failures.get((d.label, d.source), f'not delivered within {WAIT:g} s')}"
