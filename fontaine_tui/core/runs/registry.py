@@ -33,8 +33,8 @@ if TYPE_CHECKING:
 
     from tomlkit import TOMLDocument
 
+    from fontaine_tui.core.host.pgroup import GroupMember
     from fontaine_tui.core.run.attempts import Attempt
-    from fontaine_tui.core.run.launcher import EngineProcess
     from fontaine_tui.core.runfolder import RunFolder
 
 
@@ -424,7 +424,7 @@ def _process_status(
         found = found_again(folder, last.pid, last.pid_started, last.since, last.baseline())
         ended = found.poll()
         if ended is None:  # what it started runs on in its group
-            return LiveStatus(entry, "running", step, _group_detail(entry, found), count)
+            return LiveStatus(entry, "running", step, _group_detail(entry, found.orphans), count)
         info = ended
     return LiveStatus(
         entry,
@@ -435,15 +435,15 @@ def _process_status(
     )
 
 
-def _group_detail(entry: Entry, found: EngineProcess) -> str:
-    """A run whose pid is gone, its process group still running: whether its parent is too."""
+def _group_detail(entry: Entry, orphans: Sequence[GroupMember]) -> str:
+    """A run whose pid is gone, its process group running on: whether `orphans` lost it."""
     from fontaine_tui.core.host import pgroup
 
-    if not found.orphans:
+    if not orphans:
         return f"pid {entry.pid} alive"
     return (
         f"pid {entry.pid} is gone, but its process group lives on without its "
-        f"parent ({pgroup.pids_text(found.orphans)})"
+        f"parent ({pgroup.pids_text(orphans)})"
     )
 
 
