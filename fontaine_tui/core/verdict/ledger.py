@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING
 from fontaine_tui.core.atomic import append_line, locked
 from fontaine_tui.core.errors import InputError
 from fontaine_tui.core.limits import json_loads
+from fontaine_tui.core.log.records import Probe, TrainPoint, parse_line
 from fontaine_tui.core.preset.amendments import validate_extend_amendment, validate_scale_amendment
 from fontaine_tui.core.preset.record import Amendment, Preset
 from fontaine_tui.core.readfile import read_whole
@@ -361,7 +362,6 @@ def max_step_seen(log: Path) -> int:
     the figure is what had been seen, not what survives."""
     from fontaine_tui.core.log.lines import LineCutter
     from fontaine_tui.core.log.read import segment_chunks
-    from fontaine_tui.core.log.records import Probe, TrainPoint, parse_line
     from fontaine_tui.core.runfolder import check_regular, rotated_segments
 
     best = 0
@@ -372,15 +372,21 @@ def max_step_seen(log: Path) -> int:
         for chunk in [*chunks, b"\n"]:  # the newline ends a last line written without one
             lines, _, _ = cutter.feed(chunk)
             for raw in lines:
-                if b'"train"' not in raw and b'"eval"' not in raw:
-                    continue
-                try:
-                    rec = parse_line(raw)
-                except ValueError:
-                    continue
-                if isinstance(rec, (TrainPoint, Probe)) and rec.step > best:
-                    best = rec.step
+                step = _step_of(raw)
+                if step is not None and step > best:
+                    best = step
     return best
+
+
+def _step_of(raw: bytes) -> int | None:
+    """The step of a train or eval record's line (None for another line, or one unread)."""
+    if b'"train"' not in raw and b'"eval"' not in raw:
+        return None
+    try:
+        rec = parse_line(raw)
+    except ValueError:
+        return None
+    return rec.step if isinstance(rec, (TrainPoint, Probe)) else None
 
 
 def foreign_step_seen(folder: Path, source: SourceSpec) -> int:
