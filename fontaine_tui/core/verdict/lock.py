@@ -182,20 +182,28 @@ def max_probe_change(
             "no verdict.max_probe_change in the preset, and no probe cadence to "
             "scale the banked comparators' curves to"
         )
-    best: tuple[float, str] | None = None
-    for name, points in curves:
-        found = largest_change(points, every)
-        if found is not None and (best is None or found[0] > best[0]):
-            change, s0, s1 = found
-            best = (
-                change,
-                f"the largest among the banked comparators: {name}, step {s0} to {s1}",
-            )
+    best = _largest_banked(curves, every)
     if best is None:
         return None, (
             "no verdict.max_probe_change in the preset and no banked comparator "
             "curve to take it from"
         )
+    change, name, s0, s1 = best
+    return change, f"the largest among the banked comparators: {name}, step {s0} to {s1}"
+
+
+def _largest_banked(
+    curves: Iterable[tuple[str, Sequence[tuple[int, float]]]], every: int
+) -> tuple[float, str, int, int] | None:
+    """The largest change of any banked curve per `every` steps, the first curve that has it.
+
+    As (change, the curve's name, from step, to step); None where no curve has two finite
+    points."""
+    best: tuple[float, str, int, int] | None = None
+    for name, points in curves:
+        found = largest_change(points, every)
+        if found is not None and (best is None or found[0] > best[0]):
+            best = (found[0], name, found[1], found[2])
     return best
 
 
