@@ -22,7 +22,7 @@ from fontaine_tui.core.readfile import read_whole
 from fontaine_tui.core.runfolder import AMENDMENTS, PREREG
 from fontaine_tui.core.verdict.head import head_name
 from fontaine_tui.core.verdict.ledger import genesis, parse_ledger
-from fontaine_tui.core.verdict.prereg import compare, parse_prereg
+from fontaine_tui.core.verdict.prereg import BoundsChange, compare, parse_prereg
 
 
 @dataclass(frozen=True, slots=True)
@@ -95,27 +95,25 @@ def ledger_from(
             change = compare(pr, given) if given is not None else None
             # the frozen pre-registration is the authority: compute with its bounds
             preset = pr.frozen_preset()
-            if change is None:
-                status, ok = "matches prereg.json", True
-            elif change.math_changed:
-                status, ok = (
-                    (
-                        f"the preset given differs from the frozen prereg.json "
-                        f"({change.detail}): computing with the frozen bounds"
-                    ),
-                    False,
-                )
-            else:
-                status, ok = (
-                    (
-                        f"matches prereg.json (the preset given differs only in "
-                        f"[platform]: {change.detail})"
-                    ),
-                    True,
-                )
+            status, ok = _hash_status(change)
         except InputError as exc:
             status, ok = str(exc), False
     return Ledger(launched, preset.sha256, status, ok, amendments, error, provenance), preset
+
+
+def _hash_status(change: BoundsChange | None) -> tuple[str, bool]:
+    """How the preset given compares with prereg.json's, in words, and whether its bounds hold."""
+    if change is None:
+        return "matches prereg.json", True
+    if change.math_changed:
+        return (
+            f"the preset given differs from the frozen prereg.json "
+            f"({change.detail}): computing with the frozen bounds"
+        ), False
+    return (
+        f"matches prereg.json (the preset given differs only in [platform]: {change.detail})",
+        True,
+    )
 
 
 def review_folder(source: RunSource) -> Path | None:
