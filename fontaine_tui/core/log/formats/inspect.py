@@ -255,24 +255,7 @@ def _inspect_ours(
         store = load_log(log, history=True)
     except OSError as exc:
         raise InputError(f"{log}: cannot read ({exc.strerror or exc})") from None
-    steps = store.steps
-    stats: list[KeyStats] = []
-    for name in TRAIN_FIELDS:
-        col = store.columns[name]
-        held = [(s, v) for s, v in zip(steps, col, strict=False) if not math.isnan(v)]
-        if held:
-            stats.append(
-                KeyStats(
-                    name,
-                    "loss" if name == "loss" else "train",
-                    held[0][0],
-                    held[-1][0],
-                    len(held),
-                    sum(not math.isfinite(v) for _, v in held),
-                    0,
-                    tuple(s for s, _ in held),
-                )
-            )
+    stats = [k for name in TRAIN_FIELDS if (k := _train_stats(store, name)) is not None]
     probe_keys: dict[str, None] = {}
     for p in store.probes.values():
         probe_keys.update(dict.fromkeys(p.fields))
@@ -280,6 +263,25 @@ def _inspect_ours(
     stats += _probe_stats(store, list(probe_keys), foreign=False)
     paths = (str(log),)
     return _inspection(folder, chosen, found, paths, "", "step", "loss", stats, store, blinded)
+
+
+def _train_stats(store: RunStore, name: str) -> KeyStats | None:
+    """A train column's steps of our own log (those it holds a value at); None: it has none."""
+    held = [
+        (s, v) for s, v in zip(store.steps, store.columns[name], strict=False) if not math.isnan(v)
+    ]
+    if not held:
+        return None
+    return KeyStats(
+        name,
+        "loss" if name == "loss" else "train",
+        held[0][0],
+        held[-1][0],
+        len(held),
+        sum(not math.isfinite(v) for _, v in held),
+        0,
+        tuple(s for s, _ in held),
+    )
 
 
 def _probe_stats(store: RunStore, keys: list[str], foreign: bool) -> list[KeyStats]:
@@ -320,13 +322,7 @@ def _inspection(
     blinded: bool,
 ) -> Inspection:
     evals = {k.key for k in stats if k.role == "eval"}
-    probe_steps = tuple(
-        sorted(
-            s
-            for s, p in store.probes.items()
-            if evals & set(p.fields) or evals & {k for k, _ in p.not_numbers}
-        )
-    )
+    probe_steps = tuple(sorted(s for s, p in store.probes.items() if _holds_any(p, evals)))
     ends = [e for e in store.events if e.event in ENDS]
     last = max([store.last_step, *(e.step for e in store.events)], default=0)
     return Inspection(
@@ -343,6 +339,11 @@ def _inspection(
         ends[-1] if ends else None,
         tuple(_notices(store, blinded)),
     )
+
+
+def _holds_any(probe: Probe, keys: set[str]) -> bool:
+    """The probe holds a value of one of `keys` (a number or not)."""
+    return bool(keys & set(probe.fields) or keys & {k for k, _ in probe.not_numbers})
 
 
 def cadence(steps: tuple[int, ...]) -> ProbeCadence:
