@@ -110,13 +110,8 @@ def foreign_spec(
     chosen = chosen_source(source, frozen)  # as over SSH (core/follow/open.py)
     if chosen is not None and chosen is frozen:
         return frozen  # a launched [command]'s run: its prereg.json is the preset
-    if chosen is not None:
-        spec = chosen
-    elif path.is_dir() and not (path / LOG).exists() and (kind := detect_foreign(path)):
-        spec = SourceSpec(kind)
-    elif files_too and path.is_file() and (kind := file_kind(path.name)):
-        spec = SourceSpec(kind, str(path.resolve()))
-    else:
+    spec = chosen if chosen is not None else _held_spec(path, files_too)
+    if spec is None:
         return None
     if not preset_named:
         raise InputError(
@@ -124,6 +119,18 @@ def foreign_spec(
             "run: the preset says how to read it)"
         )
     return spec
+
+
+def _held_spec(path: Path, files_too: bool) -> SourceSpec | None:
+    """The spec of another trainer's run that `path` holds, by what is there.
+
+    A folder (not ours) by the files it holds; with `files_too`, a single file by its name.
+    None where it is neither."""
+    if path.is_dir() and not (path / LOG).exists() and (kind := detect_foreign(path)):
+        return SourceSpec(kind)
+    if files_too and path.is_file() and (kind := file_kind(path.name)):
+        return SourceSpec(kind, str(path.resolve()))
+    return None
 
 
 def file_kind(name: str) -> str:
