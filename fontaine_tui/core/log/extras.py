@@ -104,9 +104,7 @@ class ExtraSeries:
         if col is None:
             return
         held_steps, held_values = self._own(col), col.values
-        if all(a < b for a, b in zip(steps, steps[1:], strict=False)) and (
-            not held_steps or not steps or steps[0] > held_steps[-1]
-        ):
+        if _goes_forward(held_steps, steps):
             held_steps.extend(steps)
             held_values.extend(values)
             return
@@ -159,3 +157,9 @@ class ExtraSeries:
         if steps is None:  # a copy: the shared rows grow
             steps = self._rows[col.start : col.start + len(col.values)]
         return steps, col.values
+
+
+def _goes_forward(held: array, steps: array) -> bool:
+    """`steps` rise one by one, from past the last step `held`: appended as they are."""
+    rising = all(a < b for a, b in zip(steps, steps[1:], strict=False))
+    return rising and (not held or not steps or steps[0] > held[-1])
