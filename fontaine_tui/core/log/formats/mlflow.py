@@ -67,23 +67,34 @@ def file_store_runs(root: Path) -> list[RunInfo]:
     runs = []
     for exp in sorted(p for p in root.iterdir() if p.is_dir() and p.name != ".trash"):
         emeta = _meta(exp / "meta.yaml")
-        if emeta.get("lifecycle_stage") == "deleted":
-            continue
-        for run in sorted(p for p in exp.iterdir() if (p / "metrics").is_dir()):
-            rmeta = _meta(run / "meta.yaml")
-            if rmeta.get("lifecycle_stage") == "deleted":
-                continue
-            runs.append(
-                RunInfo(
-                    rmeta.get("run_id") or run.name,
-                    rmeta.get("run_name", ""),
-                    exp.name,
-                    emeta.get("name", exp.name),
-                    FILE_STATUS.get(rmeta.get("status", ""), ""),
-                    _ms(rmeta.get("end_time")),
-                )
-            )
+        if not _deleted(emeta):
+            runs += _experiment_runs(exp, emeta)
     return runs
+
+
+def _experiment_runs(exp: Path, emeta: dict[str, str]) -> list[RunInfo]:
+    """The active runs of one experiment folder of a file store (`emeta`: its meta.yaml)."""
+    runs = []
+    for run in sorted(p for p in exp.iterdir() if (p / "metrics").is_dir()):
+        rmeta = _meta(run / "meta.yaml")
+        if _deleted(rmeta):
+            continue
+        runs.append(
+            RunInfo(
+                rmeta.get("run_id") or run.name,
+                rmeta.get("run_name", ""),
+                exp.name,
+                emeta.get("name", exp.name),
+                FILE_STATUS.get(rmeta.get("status", ""), ""),
+                _ms(rmeta.get("end_time")),
+            )
+        )
+    return runs
+
+
+def _deleted(meta: dict[str, str]) -> bool:
+    """An experiment or run moved to the trash (its meta.yaml's lifecycle_stage)."""
+    return meta.get("lifecycle_stage") == "deleted"
 
 
 # a metric row as the store holds it: (step, timestamp in ms, key, value, is_nan), unchecked
