@@ -12,7 +12,7 @@ from fontaine_tui.console import load_app, plain_instead, run_console, watch_rem
 from fontaine_tui.core.errors import InputError
 from fontaine_tui.core.follow.foreign import ForeignRun
 from fontaine_tui.core.follow.open import open_source, remote_source
-from fontaine_tui.core.follow.target import LocalFolder, parse_follow_target
+from fontaine_tui.core.follow.target import FollowTarget, LocalFolder, parse_follow_target
 from fontaine_tui.core.host.memory import hostname
 from fontaine_tui.core.log.formats.locate import foreign_spec
 from fontaine_tui.core.preset.find import load_preset
@@ -84,12 +84,7 @@ def remember(target: str, preset, mode: str) -> None:
         return
     try:
         parsed = parse_follow_target(target)
-        if isinstance(parsed, LocalFolder):
-            folder = Path(parsed.folder).resolve()
-            run_dir = str(folder.parent if folder.name == "train_log.jsonl" else folder)
-            host = hostname()
-        else:
-            run_dir, host = parsed.path, parsed.registry_host
+        run_dir, host = _registry_key(parsed)
         registry = Registry()
         # a foreign run has no prereg.json: its preset's file is how `runs` reads it again
         named = (
@@ -110,6 +105,14 @@ def remember(target: str, preset, mode: str) -> None:
             )
     except (InputError, OSError) as exc:
         print(f"warn: not registered ({exc})", file=sys.stderr)
+
+
+def _registry_key(parsed: FollowTarget) -> tuple[str, str]:
+    """(run folder, host) a followed run is registered by: a log file's folder, here or there."""
+    if not isinstance(parsed, LocalFolder):
+        return parsed.path, parsed.registry_host
+    folder = Path(parsed.folder).resolve()
+    return str(folder.parent if folder.name == "train_log.jsonl" else folder), hostname()
 
 
 def console_or_plain(source, preset_arg: str | None, mode: str, args: argparse.Namespace) -> int:
