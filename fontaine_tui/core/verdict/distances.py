@@ -38,14 +38,8 @@ def rule_distances(rule: RuleRead) -> dict[str, object]:
         to_healthy, to_drift = ahead(h, x), ahead(d, x)
     else:
         to_healthy, to_drift = ahead(x, h), ahead(x, d)
-    within: str | None = None
     side = SIDES.get(rule.label) if math.isfinite(x) else None
-    if side == "healthy" and to_healthy < 0:
-        to_healthy, within = 0.0, "healthy"
-    elif side == "drift" and to_drift > 0:
-        to_drift, within = 0.0, "drift"
-    elif side is None and math.isfinite(x):  # the precision spans both bounds: UNDECIDABLE
-        within = "both"
+    to_healthy, to_drift, within = _within_precision(side, math.isfinite(x), to_healthy, to_drift)
     return {
         "healthy": json_num(h),
         "drift": json_num(d),
@@ -56,6 +50,23 @@ def rule_distances(rule: RuleRead) -> dict[str, object]:
         "side": side,
         "within_precision": within,
     }
+
+
+def _within_precision(
+    side: str | None, finite: bool, to_healthy: float, to_drift: float
+) -> tuple[float, float, str | None]:
+    """The distances as the label reads them, and which bound it calls the read on.
+
+    A read the label puts on the side of a bound it is short of is on that bound within the
+    stored precision: that distance is 0. A finite read with no side is UNDECIDABLE: the
+    precision spans both bounds."""
+    if side == "healthy" and to_healthy < 0:
+        return 0.0, to_drift, "healthy"
+    if side == "drift" and to_drift > 0:
+        return to_healthy, 0.0, "drift"
+    if side is None and finite:
+        return to_healthy, to_drift, "both"
+    return to_healthy, to_drift, None
 
 
 def reading(v: Verdict) -> dict[str, object]:
