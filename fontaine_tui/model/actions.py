@@ -84,7 +84,7 @@ class ReviewActions:
         except InputError as exc:  # a trail that does not hold is never extended
             self.check_review()
             return Outcome(f"not recorded: {exc}", "error")
-        broken = (self.check_review() or ReviewState(0, "")).broken
+        broken = self._trail_broken()
         return Outcome(
             f"appended line {entry.line} to {path}: {action} {reviewed_read(view, v)}; "
             f"{entry.line} line(s), {f'CHAIN BROKEN: {broken}' if broken else 'chain intact'}",
@@ -127,7 +127,7 @@ class ReviewActions:
             return Outcome(f"export not written: {exc}", "error")
         except OSError as exc:  # a folder that cannot be written
             return Outcome(f"export not written: {exc.filename or into}: {exc.strerror}", "error")
-        broken = (self.check_review() or ReviewState(0, "")).broken
+        broken = self._trail_broken()
         return _exported(result, self.export_folder is not None, broken)
 
     def _make_export_folder(self) -> Outcome | None:
@@ -142,6 +142,11 @@ class ReviewActions:
         except OSError as exc:
             return Outcome(f"{folder}: cannot make it ({exc.strerror})", "error")
         return None
+
+    def _trail_broken(self) -> str:
+        """review.jsonl checked again: why its chain does not hold ("" when it does, or none)."""
+        state = self.check_review()
+        return state.broken if state is not None else ""
 
     def check_review(self) -> ReviewState | None:
         """Check review.jsonl again (a local run folder only) and keep what it says."""
