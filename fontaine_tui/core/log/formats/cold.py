@@ -92,8 +92,7 @@ def load_source(folder: Path, spec: SourceSpec) -> Loaded:
     fmt = find(spec.kind)
     events = fmt is not None and fmt.follow == EVENTS_DIRS
     for tries_left in range(LIST_TRIES - 1, -1, -1):
-        listed = event_files(folder, spec) if events else None
-        paths = [e.path for e in listed] if listed is not None else files(folder, spec)
+        listed, paths = _listing(folder, spec, events)
         try:
             if listed is not None:
                 return _load_tensorboard(listed, spec.fields)
@@ -102,6 +101,16 @@ def load_source(folder: Path, spec: SourceSpec) -> Loaded:
             if not tries_left or all(p.exists() for p in paths):
                 raise
     raise AssertionError("unreachable")  # pragma: no cover
+
+
+def _listing(
+    folder: Path, spec: SourceSpec, events: bool
+) -> tuple[list[EventFile] | None, list[Path]]:
+    """The run's files as listed now: its event files (None for another kind), and their paths."""
+    if not events:
+        return None, files(folder, spec)
+    listed = event_files(folder, spec)
+    return listed, [e.path for e in listed]
 
 
 def _load_listed(folder: Path, spec: SourceSpec, paths: list[Path]) -> Loaded:
