@@ -99,50 +99,62 @@ def parse_lines(lines: list[bytes], first: int, columns: bool = True) -> Parsed:
     """
     out = Parsed(first, first + len(lines) - 1)
     flat = bytearray()
-    keep_step, keep_line = out.train_steps.append, out.train_lines.append
     others, loads, Error = out.others.append, orjson.loads, orjson.JSONDecodeError
-    extras = out.extras
     obj: Any
     for i, raw in enumerate(lines):
-        if raw[:1] != b"{":  # not an object's first byte: blank lines cost no decode at all
-            if not raw.strip():  # (a flood of them, bare CRs or spaces, is read at C speed)
-                continue
-            obj = _decode_into(out, first + i, raw)
-            if obj is None:
-                continue
-        else:
+        if raw[:1] == b"{":
             try:
                 obj = loads(raw)
             except Error:
                 obj = _decode_into(out, first + i, raw)
-                if obj is None:
-                    continue
+        elif raw.strip():  # not an object's first byte: the slow decode says what it is
+            obj = _decode_into(out, first + i, raw)
+        else:  # blank lines cost no decode at all (a flood of them, bare CRs or spaces, is
+            continue  # read at C speed)
+        if obj is None:
+            continue
         try:
-            if obj["kind"] == "train":
-                step = obj["step"]
-                if type(step) is int and step >= 0:
-                    # a row of the columns alone cannot nest (a nested field fails the pack and
-                    # is read below, as any other line): only other keys can nest, and a line
-                    # nested past limits.JSON_DEPTH is malformed, as every reader says it
-                    if (not columns or len(obj) > _KEYS) and (why := too_deep(raw, obj)):
-                        out.malformed.append((first + i, why, raw[:120]))
-                        continue
-                    if columns:
-                        flat += _PACK(*_ROW(obj))
-                        if len(obj) > _KEYS:
-                            cut: list[str] = []
-                            numbers = extra_numbers(obj, cut)
-                            extras.append((len(out.train_steps), numbers, tuple(cut)))
-                    keep_step(step)
-                    keep_line(first + i)
-                    continue
+            if obj["kind"] == "train" and _train_row(out, flat, first + i, raw, obj, columns):
+                continue
         except (KeyError, TypeError, IndexError, struct.error):
             pass
         others((first + i, obj, raw))
     if columns:
-        values = array("d", bytes(flat))
-        out.columns = {name: values[n::_WIDTH] for n, name in enumerate(COLUMNS)}
+        out.columns = _strided(flat)
     return out
+
+
+def _strided(flat: bytearray) -> dict[str, array]:
+    """The packed train rows as columns: each a strided slice of one flat float array."""
+    values = array("d", bytes(flat))
+    return {name: values[n::_WIDTH] for n, name in enumerate(COLUMNS)}
+
+
+def _train_row(
+    out: Parsed, flat: bytearray, line: int, raw: bytes, obj: dict, columns: bool
+) -> bool:
+    """Take a train line as a row of the columns, or as malformed where it nests too deep.
+
+    False where its step is not a non-negative integer: it is then read as any other line.
+    Raises KeyError, TypeError or struct.error where its fields do not pack into a row."""
+    step = obj["step"]
+    if type(step) is not int or step < 0:
+        return False
+    # a row of the columns alone cannot nest (a nested field fails the pack and is read as
+    # any other line): only other keys can nest, and a line nested past limits.JSON_DEPTH is
+    # malformed, as every reader says it
+    if (not columns or len(obj) > _KEYS) and (why := too_deep(raw, obj)):
+        out.malformed.append((line, why, raw[:120]))
+        return True
+    if columns:
+        flat += _PACK(*_ROW(obj))
+        if len(obj) > _KEYS:
+            cut: list[str] = []
+            numbers = extra_numbers(obj, cut)
+            out.extras.append((len(out.train_steps), numbers, tuple(cut)))
+    out.train_steps.append(step)
+    out.train_lines.append(line)
+    return True
 
 
 # A verdict needs only the step of each train line. msgspec decodes a whole block of lines
@@ -448,11 +460,21 @@ def _load_file(
     if workers <= 1 or size < parallel_min_bytes or "fork" not in methods or bare_cr:
         load_lines(iter_chunks(path), store)
         return
-    # Lines that end before the last newline are complete; a torn tail stays unread.
+    _load_parallel(store, path, _complete_end(path, size), columns, workers)
+
+
+def _complete_end(path: Path, size: int) -> int:
+    """Where the file's complete lines end: past its last newline (0: none).
+
+    Lines that end before it are complete; a torn tail stays unread."""
     with open_regular(path) as fh:
         fh.seek(max(0, size - CHUNK))
         tail = fh.read(size - max(0, size - CHUNK))
-    complete = size - (len(tail) - tail.rfind(b"\n") - 1) if b"\n" in tail else 0
+    return size - (len(tail) - tail.rfind(b"\n") - 1) if b"\n" in tail else 0
+
+
+def _load_parallel(store: RunStore, path: Path, complete: int, columns: bool, workers: int) -> None:
+    """The file's complete lines parsed in ranges by forked workers, applied in order."""
     points = _split_points(path, complete, workers)
     ctx = multiprocessing.get_context("fork")
     with ProcessPoolExecutor(max_workers=workers, mp_context=ctx) as pool:
