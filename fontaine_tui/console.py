@@ -61,11 +61,18 @@ def no_console_here() -> str | None:
         return f"TERM is {term}" if term else "TERM is not set"
     if not sys.stdin.isatty():  # its keys (q, the modes) come from nowhere: it never ends
         return "stdin is not a terminal"
+    return _cannot_draw()
+
+
+def _cannot_draw() -> str | None:
+    """Which of stdout and stderr has an encoding that cannot draw the console, or None.
+
+    Its boxes and bars would be drawn as \\u2501 escapes."""
     for name, stream in (("stdout", sys.stdout), ("stderr", sys.stderr)):
         encoding = getattr(stream, "encoding", None) or "ascii"
         try:
             DRAWN.encode(encoding)
-        except (UnicodeEncodeError, LookupError):  # boxes and bars drawn as \u2501 escapes
+        except (UnicodeEncodeError, LookupError):
             return f"{name}'s encoding ({encoding}) cannot draw the console"
     return None
 
