@@ -55,13 +55,23 @@ def test_doctor_says_why_there_is_no_gpu_telemetry_once(tmp_path: Path, preset: 
 @pytest.mark.engine
 @pytest.mark.slow
 @pytest.mark.skipif(importlib.util.find_spec("torch") is None, reason="torch is not installed")
+@pytest.mark.usefixtures("corpus_dir")  # the default corpus it trains on, built once for the run
 def test_a_plain_launch_says_why_there_is_no_gpu_telemetry_once(tmp_path: Path) -> None:
-    """A tiny run on device auto (about a minute on two busy cores), to its end: one NVML
-    line, one first poll."""
+    """A tiny run on device auto, to its end: one NVML line, one first poll. Half the smoke
+    preset's steps (20, probes at 10 and 20; the NVML line and the first poll come before
+    them) and a short poll, so the end is seen at once and each poll could say it again."""
     text = (ROOT / "presets" / "smoke.toml").read_text()
-    assert 'device = "cpu"' in text
-    (tmp_path / "auto.toml").write_text(text.replace('device = "cpu"', 'device = "auto"', 1))
-    code, out = cli(tmp_path, "launch", "./auto.toml", "--plain", timeout=500)
+    for old, new in (
+        ('device = "cpu"', 'device = "auto"'),
+        ("\nsteps = 40\n", "\nsteps = 20\n"),
+        ("\nanchor_step = 20\n", "\nanchor_step = 10\n"),
+        ("\ndeclared_before_step = 20\n", "\ndeclared_before_step = 10\n"),  # the anchor
+        ("\nendpoint_step = 40\n", "\nendpoint_step = 20\n"),
+    ):
+        assert text.count(old) == 1, old
+        text = text.replace(old, new)
+    (tmp_path / "auto.toml").write_text(text)
+    code, out = cli(tmp_path, "launch", "./auto.toml", "--plain", "--poll", "0.5", timeout=500)
     assert code in (0, 3, 4, 5, 6), out  # the run's verdict
     assert out.count(REASON) == 1, out
     assert "info: no GPU telemetry" in out and "cannot check that GPUs are free" in out, out
