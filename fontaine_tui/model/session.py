@@ -271,9 +271,7 @@ class Session(ReviewActions):
             exit_info = replace(exit_info, stopped_for=self.stop_reason)
             self.stopped_at = max(exit_info.last_step, self.store.last_step)
         launched_ts = self._launched_ts()
-        if self.kind == "replay" and self.store.steps:
-            logged = self.store.columns["time"][-1]  # a replay's "now" is the log's own clock
-            now = logged if math.isfinite(logged) else now  # a log without times: this one
+        now = self._judged_now(now)
         self.warnings = self.sorted_warnings(
             alert_book.evaluate(
                 self.warning_book,
@@ -293,6 +291,13 @@ class Session(ReviewActions):
         )
         ctx = alert_book.context_for(self.store, self.preset, telemetry, launched_ts)
         self.gpu_hours = alerts.gpu_hours_used(self.store, now, exit_info, ctx)
+
+    def _judged_now(self, now: float) -> float:
+        """The time the rules judge at: a replay's is its log's own clock, where it has times."""
+        if self.kind != "replay" or not self.store.steps:
+            return now
+        logged = self.store.columns["time"][-1]
+        return logged if math.isfinite(logged) else now  # a log without times: this one
 
     def _launched_ts(self) -> float | None:
         """The ledger's launch time as a timestamp; None without one or where it is unreadable."""
