@@ -224,17 +224,10 @@ class Grouper:
         if self._train_of is None:
             explicit = dict(self.fields.train)
             out = {src: dst for dst, src in explicit.items()}
-            if "loss" not in explicit:
-                for name in LOSS_NAMES:
-                    if name in self.keys:
-                        out[name] = "loss"
-                        break
-            for dst, names in TRAIN_ALIASES.items():
-                if dst not in explicit:
-                    for name in names:
-                        if name in self.keys:
-                            out[name] = dst
-                            break
+            for dst, names in (("loss", LOSS_NAMES), *TRAIN_ALIASES.items()):
+                found = next((name for name in names if name in self.keys), None)
+                if dst not in explicit and found is not None:
+                    out[found] = dst
             self._train_of = out
         return self._train_of
 
