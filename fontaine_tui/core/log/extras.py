@@ -76,19 +76,24 @@ class ExtraSeries:
         rows.append(step)
         for key, value in values.items():
             col = cols.get(key) or self._new(key, n)
-            if col is None:
-                continue
-            steps = col.steps
-            if steps is None and col.start + len(col.values) != n:  # it skipped a record
-                steps = col.steps = rows[col.start : col.start + len(col.values)]
-            if steps is not None:
-                steps.append(step)
-            col.values.append(value)
+            if col is not None:
+                self._append(col, n, step, value)
         for key in cut:
             if key not in self._cols:
                 self._drop(key)
         if len(cut) >= CUT_NAMED:  # the record named no more of them
             self._more_not_kept = True
+
+    def _append(self, col: _Column, n: int, step: int, value: float) -> None:
+        """Append the value of record `n`, at `step`, to its column.
+
+        A column that skipped a record since its start keeps steps of its own from then on."""
+        steps = col.steps
+        if steps is None and col.start + len(col.values) != n:  # it skipped a record
+            steps = col.steps = self._rows[col.start : col.start + len(col.values)]
+        if steps is not None:
+            steps.append(step)
+        col.values.append(value)
 
     def _own(self, col: _Column) -> array:
         """The column's steps as its own array (a run of the rows made one)."""
