@@ -123,12 +123,7 @@ class Babysitter:
         """
         key = f"{host}:{session.folder if session.folder is not None else session.source.label}"
         lock = WatchLock(state_dir() / "watch", key)
-        try:
-            held = lock.acquire()
-        except OSError as exc:
-            say(f"warn: babysit lock {lock.path}: {exc.strerror or exc}; babysitting anyway")
-            held = True
-        if not held:
+        if not _taken(lock, say):
             say(
                 f"babysat by {lock.holder()} (lock {lock.path}): this {watcher} shows the "
                 "run but neither polls nor notifies"
@@ -481,6 +476,18 @@ class Babysitter:
         if self.lock is not None:
             self.lock.release()
         return lines
+
+
+def _taken(lock: WatchLock, say: Callable[[str], None]) -> bool:
+    """The run's babysit lock taken; False where another watcher holds it.
+
+    A lock that cannot be taken at all is said, and the run babysat anyway.
+    """
+    try:
+        return lock.acquire()
+    except OSError as exc:
+        say(f"warn: babysit lock {lock.path}: {exc.strerror or exc}; babysitting anyway")
+        return True
 
 
 def _log_end(store: RunStore) -> tuple[int, float]:
