@@ -46,54 +46,70 @@ def sections(bundle: Bundle) -> tuple[str, list[Section]]:
     verdict = _obj(json_loads(bundle.files["verdict.json"]))
     preset = _obj(prereg.get("preset"))
     run, rule = _obj(preset.get("run")), _obj(preset.get("verdict"))
-    bounds = [k for k in rule if k.startswith(("healthy_", "drift_"))]
     title = f"Pre-registration report: {run.get('name') or prereg.get('preset_name')}"
     body: list[Section] = [
-        (
-            "Registration",
-            [
-                f"preset {prereg.get('preset_name')}, sha256 {prereg.get('preset_sha256')}",
-                f"frozen at launch {prereg.get('launched_at')} on {prereg.get('host')} "
-                f"(fontaine-tui {prereg.get('version')})",
-                f"bundle digest {bundle.digest}",
-            ],
-        ),
+        ("Registration", _registration(prereg, bundle.digest)),
         ("Question", [str(run.get("question") or "no question stated in the preset")]),
-        (
-            "Hypotheses (bounds)",
-            [f"{k}: {json.dumps(rule[k])}" for k in sorted(bounds)]
-            + [f"{k}: {v}" for k, v in sorted(_obj(preset.get("interpretation")).items())],
-        ),
-        (
-            "Design",
-            [f"recipe {line}" for line in _pairs(_obj(preset.get("recipe")))]
-            + [f"platform {line}" for line in _pairs(_obj(preset.get("platform")))],
-        ),
+        ("Hypotheses (bounds)", _hypotheses(rule, preset)),
+        ("Design", _design(preset)),
         ("Analysis (the rule)", _pairs(rule)),
         ("Amendments", _amendments(verdict)),
-        (
-            "Result",
-            [
-                f"verdict {verdict.get('verdict')} ({verdict.get('label')}) at step "
-                f"{verdict.get('read_step')}"
-                + (" (provisional)" if verdict.get("provisional") else ""),
-                str(verdict.get("reason", "")),
-                str(verdict.get("interpretation", "")),
-                f"evidence: {bundle.manifest.get('evidence')}",
-            ],
-        ),
+        ("Result", _result(verdict, bundle.manifest)),
     ]
     return title, body
+
+
+def _registration(prereg: Mapping[str, object], digest: str) -> list[str]:
+    """What was frozen at launch, where and by which version, and the bundle's digest."""
+    return [
+        f"preset {prereg.get('preset_name')}, sha256 {prereg.get('preset_sha256')}",
+        f"frozen at launch {prereg.get('launched_at')} on {prereg.get('host')} "
+        f"(fontaine-tui {prereg.get('version')})",
+        f"bundle digest {digest}",
+    ]
+
+
+def _hypotheses(rule: Mapping[str, object], preset: Mapping[str, object]) -> list[str]:
+    """The rule's bounds, then what each class is taken to mean."""
+    bounds = [k for k in rule if k.startswith(("healthy_", "drift_"))]
+    return [f"{k}: {json.dumps(rule[k])}" for k in sorted(bounds)] + [
+        f"{k}: {v}" for k, v in sorted(_obj(preset.get("interpretation")).items())
+    ]
+
+
+def _design(preset: Mapping[str, object]) -> list[str]:
+    """The recipe and the platform, key by key."""
+    return [f"recipe {line}" for line in _pairs(_obj(preset.get("recipe")))] + [
+        f"platform {line}" for line in _pairs(_obj(preset.get("platform")))
+    ]
+
+
+def _result(verdict: Mapping[str, object], manifest: Mapping[str, object]) -> list[str]:
+    """The verdict, its reason and interpretation, and the evidence it was read from."""
+    provisional = " (provisional)" if verdict.get("provisional") else ""
+    return [
+        f"verdict {verdict.get('verdict')} ({verdict.get('label')}) at step "
+        f"{verdict.get('read_step')}{provisional}",
+        str(verdict.get("reason", "")),
+        str(verdict.get("interpretation", "")),
+        f"evidence: {manifest.get('evidence')}",
+    ]
 
 
 def render(bundle: Bundle, fmt: str) -> str:
     """The report in `fmt` ("md" or "html")."""
     title, body = sections(bundle)
-    if fmt == "md":
-        out = [f"# {title}", ""]
-        for heading, lines in body:
-            out += [f"## {heading}", "", *(f"- {line}" for line in lines), ""]
-        return "\n".join(out)
+    return _markdown(title, body) if fmt == "md" else _html(title, body)
+
+
+def _markdown(title: str, body: list[Section]) -> str:
+    out = [f"# {title}", ""]
+    for heading, lines in body:
+        out += [f"## {heading}", "", *(f"- {line}" for line in lines), ""]
+    return "\n".join(out)
+
+
+def _html(title: str, body: list[Section]) -> str:
     e = html.escape
     out = [
         "<!DOCTYPE html>",
