@@ -94,18 +94,28 @@ def run(args: argparse.Namespace) -> int:
     launched = LaunchedRun.from_registry(entry, registry, host)
     engine = launched.handle
     info = engine.poll()
-    if info is None and (why := engine.refusal()):
+    if info is not None:
+        return ended(launched, info, entry, registry, args)
+    if why := engine.refusal():
         raise InputError(f"stop {entry.name}: {why}")  # before asking: nothing is sent
-    if info is None:
-        what = process_label(engine)
-        if left := getattr(engine, "orphans", ()):  # what it started, running on without it
-            what = f"{pids_text(left)}, left running in the process group of {what} (gone)"
-        if not confirmed(args, entry.name, f"{what} in {entry.run_dir}"):
-            return 0
-        print(f"stopping {what} (SIGINT, then SIGTERM, then SIGKILL)", file=sys.stderr, flush=True)
-        info = launched.stop()  # recorded as a user's stop first: [recovery] never restarts it
-        return recorded(info, entry, registry, args)
-    return ended(launched, info, entry, registry, args)
+    return _stop_running(launched, entry, registry, args)
+
+
+def _stop_running(
+    launched: LaunchedRun, entry: Entry, registry: Registry, args: argparse.Namespace
+) -> int:
+    """Stop a run still going here, once confirmed: its stop sequence, then its end recorded.
+
+    What is stopped is named: the engine, or what it left running in its process group."""
+    engine = launched.handle
+    what = process_label(engine)
+    if left := getattr(engine, "orphans", ()):  # what it started, running on without it
+        what = f"{pids_text(left)}, left running in the process group of {what} (gone)"
+    if not confirmed(args, entry.name, f"{what} in {entry.run_dir}"):
+        return 0
+    print(f"stopping {what} (SIGINT, then SIGTERM, then SIGKILL)", file=sys.stderr, flush=True)
+    info = launched.stop()  # recorded as a user's stop first: [recovery] never restarts it
+    return recorded(info, entry, registry, args)
 
 
 def ended(launched: LaunchedRun, info, entry, registry, args: argparse.Namespace) -> int:
