@@ -242,17 +242,34 @@ def _item(buf: bytes) -> Item:
 
 def _item_value(field: int, wire: int, v: int, raw: bytes, value: object) -> object:
     """The item's value as its field `field` says it (`value`, as before, for another field)."""
-    if field == 16 and wire == 2:
-        return _json_value(_text(raw))
-    if field == 6 and wire == 1:
-        return _F64.unpack(raw)[0]
-    if field == 5 and wire == 0:  # sint64: zigzag
-        return (v >> 1) ^ -(v & 1)
+    read = _ITEM_VALUES.get((field, wire))
+    if read is not None:
+        return read(v, raw)
     if field in (3, 4, 7, 8):  # none, boolean, text, json: no number
         return NotNumber(
             _text(raw) if wire == 2 else "null" if field == 3 else f"{bool(v)}".lower()
         )
     return value
+
+
+def _from_json(v: int, raw: bytes) -> object:
+    return _json_value(_text(raw))
+
+
+def _from_double(v: int, raw: bytes) -> object:
+    return _F64.unpack(raw)[0]
+
+
+def _from_sint64(v: int, raw: bytes) -> object:
+    return (v >> 1) ^ -(v & 1)  # zigzag
+
+
+# the item fields holding its value, by (field, wire type): value_json, number, integer
+_ITEM_VALUES: dict[tuple[int, int], Callable[[int, bytes], object]] = {
+    (16, 2): _from_json,
+    (6, 1): _from_double,
+    (5, 0): _from_sint64,
+}
 
 
 def _json_value(text: str) -> object:
