@@ -103,11 +103,7 @@ def _checked(target: Target, req: Request, folder: RunFolder) -> tuple[Findings,
 
 
 def _frozen(
-    target: Target,
-    req: Request,
-    folder: RunFolder,
-    maker: ArgvMaker,
-    findings: Findings,
+    target: Target, req: Request, folder: RunFolder, maker: ArgvMaker, findings: Findings
 ) -> tuple[list[str], Prereg]:
     """The argv, the folder prepared, prereg.json frozen (or read back), the deltas declared."""
     preset, resume = req.preset, req.resume
