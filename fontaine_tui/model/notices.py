@@ -77,6 +77,14 @@ def secret_redactor(
     return lambda text: redact_text(text, pairs)
 
 
+def _per_dataset(metric: str, breakdown: Mapping[str, str]) -> str:
+    """Each dataset's read as lines of text, for the channels with no fields ("" for none)."""
+    if not breakdown:
+        return ""
+    lines = (f"  {name}: {value}" for name, value in breakdown.items())
+    return "\n".join([f"per dataset (the bounds are {metric}'s):", *lines])
+
+
 def _added_by(
     preset: Preset, env: Mapping[str, str], say: Callable[[str], None], known: set[str]
 ) -> list[Destination]:
@@ -212,16 +220,6 @@ class RunNotices:
         breakdown = {name: f"{verdict.read} {signed(x)}" for name, x in data.items()}
         fields = {"verdict": label}
         fields.update({f"dataset {name}": value for name, value in breakdown.items()})
-        detail = (
-            "\n".join(
-                [
-                    f"per dataset (the bounds are {verdict.metric}'s):",
-                    *(f"  {name}: {value}" for name, value in breakdown.items()),
-                ]
-            )
-            if breakdown
-            else ""
-        )
         self.notifier.send(
             Message(
                 level="info" if hidden else _level(verdict),
@@ -230,7 +228,7 @@ class RunNotices:
                 run=self.run,
                 step=verdict.read_step,
                 fields=fields,
-                detail=detail,
+                detail=_per_dataset(verdict.metric, breakdown),
             )
         )
 
