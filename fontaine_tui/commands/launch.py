@@ -234,18 +234,9 @@ def watch(launched: LaunchedRun, args: argparse.Namespace, target, options) -> i
 
     The run is `taken` (a Ctrl-C from then on leaves it going) once --detach said so, or
     once the console or the follower has it."""
-    if args.detach and args.json and not target.remote:
-        launched.handle.close()
-        print(json.dumps({"schema": LAUNCHED_SCHEMA, **launched.as_json()}), flush=True)
-        launched.taken = True
-        return 0
-    print(launched.said(args.resume), flush=True)
     if args.detach:
-        launched.taken = True
-        launched.handle.close()
-        launched.announce()
-        print(launched.hint())
-        return 0
+        return _detach(launched, args.json and not target.remote, args.resume)
+    print(launched.said(args.resume), flush=True)
     args.plain = plain_instead(args.plain)
     if target.remote:
         launched.taken = True  # its own watch says what a Ctrl-C did
@@ -256,6 +247,23 @@ def watch(launched: LaunchedRun, args: argparse.Namespace, target, options) -> i
             return code
     launched.restarter = restarts.plain(launched, args.poll, args.stop_on_exit)
     return launched.babysit_plain(args.poll, args.stop_on_exit)
+
+
+def _detach(launched: LaunchedRun, as_json: bool, resume: bool) -> int:
+    """--detach: the run left going, said as one JSON line (here, -j) or as its launch lines.
+
+    The launch lines go with its launch post and how to reach it again."""
+    if as_json:
+        launched.handle.close()
+        print(json.dumps({"schema": LAUNCHED_SCHEMA, **launched.as_json()}), flush=True)
+        launched.taken = True
+        return 0
+    print(launched.said(resume), flush=True)
+    launched.taken = True
+    launched.handle.close()
+    launched.announce()
+    print(launched.hint())
+    return 0
 
 
 def watch_here(launched) -> int | None:
