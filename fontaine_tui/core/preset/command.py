@@ -10,8 +10,9 @@
     block_reference = "box_launcher.sh"  # with script: the frozen reference launcher
     block_marker = "# ---- command block ----"
 
-Exactly one of argv and script. `{output_dir}` is the one placeholder (in argv, resume_argv
-and env values; `{{` and `}}` write a brace), and resume_argv may name `{endpoint}` too: the
+Exactly one of argv and script. `{output_dir}` is the one placeholder (in argv, resume_argv,
+env values and the preset's [source] path; `{{` and `}}` write a brace), and resume_argv may
+name `{endpoint}` too: the
 endpoint in force when it resumes (the verdict's endpoint_step, moved by applied extends), so
 the trainer trains to the step the verdict reads. A script gets no arguments: it reads the run
 folder from FONTAINE_OUTPUT_DIR, which every command's environment holds. resume_argv is a
@@ -72,10 +73,29 @@ class CommandSpec:
 def substitute(text: str, output_dir: str, endpoint: int | None = None) -> str:
     """`text` with {output_dir} (and in resume_argv {endpoint}) replaced, {{ }} as braces.
 
-    read_command checked that no other placeholder is there."""
+    read_command (and check_source_path) checked that no other placeholder is there."""
     if endpoint is None:
         return text.format(**{PLACEHOLDER: output_dir})
     return text.format(**{PLACEHOLDER: output_dir, ENDPOINT: str(endpoint)})
+
+
+def check_source_path(path: object, where: str | Path, launched: bool) -> None:
+    """A preset's [source] path: {output_dir} its one placeholder where a [command] is `launched`.
+
+    The launch fills it in as it fills argv's (`substitute`) and freezes the path read. A preset
+    without [command] reads its path as written, but {output_dir} there is refused: no launch
+    fills it in (the path is read against the run folder already)."""
+    if not isinstance(path, str):
+        return  # read_spec says what a path is
+    if launched:
+        _placeholders(path, "source.path", where)
+    elif "{" + PLACEHOLDER + "}" in path:
+        raise PresetError(
+            where,
+            "source.path",
+            "expected {output_dir} only with a [command] (the run folder it is launched "
+            "into); without one, the path is read against the run folder already: leave it out",
+        )
 
 
 def names_endpoint(argv: tuple[str, ...]) -> bool:

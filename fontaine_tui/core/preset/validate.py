@@ -30,7 +30,7 @@ from fontaine_tui.core.preset.checks import (
     positive,
     set_only,
 )
-from fontaine_tui.core.preset.command import CommandSpec, read_command
+from fontaine_tui.core.preset.command import CommandSpec, check_source_path, read_command
 from fontaine_tui.core.preset.comparators import read_comparators
 from fontaine_tui.core.preset.delta import read_delta_keys
 from fontaine_tui.core.preset.record import Amendment, Preset
@@ -155,6 +155,8 @@ def _source_every(path: Path, every: object) -> int:
 
 def _command_section(r: _Reading) -> None:
     r.command = _command(r.path, r.doc)
+    if r.source is not None:  # its path's placeholder, filled in by the launch of [command]
+        check_source_path(r.doc["source"].get("path"), r.path, r.command is not None)
 
 
 def _required_sections(r: _Reading) -> None:

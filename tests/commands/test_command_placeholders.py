@@ -1,0 +1,82 @@
+"""A [command] preset whose [source] path names {output_dir}: launched for real with
+`launch --plain`, its trainer's log read where the trainer wrote it (the run folder, filled
+in at launch), to its end and the right verdict; and `doctor` on the mistakes it must say
+before a launch (an unknown placeholder, a script that is not there)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+# a trainer of its own: a JSONL log under the folder given, a flat eval loss (HEALTHY)
+TRAINER = """\
+import argparse, json, math, os, time
+p = argparse.ArgumentParser()
+p.add_argument("--out", required=True)
+p.add_argument("--steps", type=int, default=200)
+a = p.parse_args()
+assert os.path.isabs(a.out), a.out
+os.makedirs(os.path.join(a.out, "logs"), exist_ok=True)
+with open(os.path.join(a.out, "logs", "train.jsonl"), "a") as f:
+    for step in range(1, a.steps + 1):
+        line = {"step": step, "train/loss": 2.0 * math.exp(-step / 50) + 0.1}
+        if step % 50 == 0:
+            line["eval/loss"] = 0.9
+        f.write(json.dumps(line) + "\\n")
+        f.flush()
+        time.sleep(0.005)
+"""
+
+
+def _preset(
+    tmp_path: Path, path: str = "{output_dir}/logs/train.jsonl", script: str = "train.py"
+) -> Path:
+    (tmp_path / "train.py").write_text(TRAINER)
+    preset = tmp_path / "own_jsonl.toml"
+    preset.write_text(f"""[run]
+name = "own_jsonl"
+output_dir = "runs/own"
+
+[command]
+argv = ["{sys.executable}", "{script}", "--out", "{{output_dir}}", "--steps", "200"]
+
+[source]
+kind = "jsonl"
+path = "{path}"
+eval_every = 50
+
+[verdict]
+metric = "eval/loss"
+anchor_step = 50
+endpoint_step = 200
+healthy_max = 0.05
+drift_min = 0.5
+""")
+    return preset
+
+
+def _cli(*args: str, cwd: Path, timeout: float = 120) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-m", "fontaine_tui", *args],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env=dict(os.environ),
+    )
+
+
+def test_doctor_and_launch_refuse_an_unknown_placeholder_in_the_source_path(
+    tmp_path, registry_path
+):
+    preset = _preset(tmp_path, path="{run_dir}/logs/train.jsonl")
+    for args in (("doctor", str(preset)), ("launch", str(preset), "--plain")):
+        res = _cli(*args, cwd=tmp_path)
+        assert res.returncode == 2, res.stdout + res.stderr
+        lines = res.stderr.strip().splitlines()
+        assert len(lines) == 1, res.stderr
+        assert str(preset) in lines[0] and "source.path" in lines[0], lines[0]
+        assert "{output_dir}" in lines[0] and "{run_dir}" in lines[0], lines[0]
+    assert not (tmp_path / "runs").exists()  # nothing frozen, no folder made
