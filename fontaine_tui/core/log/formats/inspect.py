@@ -293,20 +293,28 @@ def _probe_stats(store: RunStore, keys: list[str], foreign: bool) -> list[KeySta
     probes: list[Probe] = [store.probes[s] for s in sorted(store.probes)]
     out = []
     for key in keys:
-        steps: list[int] = []
-        nan = odd = 0
-        for p in probes:
-            if key in p.fields:
-                steps.append(p.step)
-                nan += not math.isfinite(p.fields[key])
-            elif any(k == key for k, _ in p.not_numbers):
-                steps.append(p.step)
-                odd += 1
+        steps, nan, odd = _key_steps(key, probes)
         if not steps:
             continue
         role = "eval" if (defaults.is_eval(key) if foreign else True) else "train"
         out.append(KeyStats(key, role, steps[0], steps[-1], len(steps), nan, odd, tuple(steps)))
     return out
+
+
+def _key_steps(key: str, probes: list[Probe]) -> tuple[list[int], int, int]:
+    """The steps of the probes holding `key`, and its values there not finite and not numbers.
+
+    Returns (steps, how many numbers are NaN or infinite, how many values are not numbers)."""
+    steps: list[int] = []
+    nan = odd = 0
+    for p in probes:
+        if key in p.fields:
+            steps.append(p.step)
+            nan += not math.isfinite(p.fields[key])
+        elif any(k == key for k, _ in p.not_numbers):
+            steps.append(p.step)
+            odd += 1
+    return steps, nan, odd
 
 
 def _inspection(
