@@ -290,13 +290,16 @@ def snapshot_rows(
     info = choose(runs, where, options.get("experiment", ""), options.get("run", ""))
     table = doc.get("rows")
     rows = table.get(info.run_id, []) if isinstance(table, dict) else []
-    out: list[RawRow] = []
-    for r in rows if isinstance(rows, list) else []:
-        if isinstance(r, list) and len(r) == 5:
-            out.append((r[0], r[1], r[2], r[3], r[4]))
-        else:
-            out.append(("?", None, "a snapshot row", repr(r)[:40], 0))
-    return info, out
+    return info, [_snapshot_row(r) for r in (rows if isinstance(rows, list) else [])]
+
+
+def _snapshot_row(r: object) -> RawRow:
+    """A snapshot's row as the store holds it.
+
+    One that is not a row is one check_row refuses (its step "?")."""
+    if isinstance(r, list) and len(r) == 5:
+        return (r[0], r[1], r[2], r[3], r[4])
+    return ("?", None, "a snapshot row", repr(r)[:40], 0)
 
 
 class MlflowDecoder(Whole):
