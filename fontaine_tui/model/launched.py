@@ -243,6 +243,7 @@ class LaunchedRun:
         started = _started(target, req, folder, argv, maker, findings)
         prereg = prereg if prereg is not None else started.prereg
         assert prereg is not None  # frozen here, or read back from the far host
+        preset = prereg.read_with(preset)  # its log where the launch put it ({output_dir})
         run = cls(
             started.handle,
             registry,

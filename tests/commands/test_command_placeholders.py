@@ -5,6 +5,7 @@ before a launch (an unknown placeholder, a script that is not there)."""
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -66,6 +67,36 @@ def _cli(*args: str, cwd: Path, timeout: float = 120) -> subprocess.CompletedPro
         timeout=timeout,
         env=dict(os.environ),
     )
+
+
+def test_a_source_path_under_output_dir_is_read_to_its_end(tmp_path, registry_path):
+    preset = _preset(tmp_path)
+    doctor = _cli("doctor", str(preset), cwd=tmp_path)
+    assert doctor.returncode == 0, doctor.stdout + doctor.stderr
+
+    res = _cli("launch", str(preset), "--plain", cwd=tmp_path, timeout=180)
+    out = res.stdout + res.stderr
+    assert res.returncode == 0, out[-3000:]  # HEALTHY, final
+    assert "ended early" not in out, out[-3000:]
+    assert "command finished at step 200, exit 0" in res.stdout, out[-3000:]
+    assert "VERDICT: HEALTHY  [final]" in res.stdout, out[-3000:]
+
+    folder = (tmp_path / "runs" / "own").resolve()
+    log = folder / "logs" / "train.jsonl"
+    assert log.is_file()
+    prereg = json.loads((folder / "prereg.json").read_text())
+    assert prereg["provenance"]["source"] == {"path": str(log)}  # the real path, frozen
+    assert prereg["preset"]["source"]["path"] == "{output_dir}/logs/train.jsonl"  # as hashed
+
+    # every later reader reads the path frozen at launch
+    verdict = _cli("verdict", str(folder), "--json", cwd=tmp_path)
+    assert verdict.returncode == 0, verdict.stdout + verdict.stderr
+    read = json.loads(verdict.stdout)
+    assert read["label"] == "HEALTHY" and not read["provisional"], read
+    runs = _cli("runs", "--json", cwd=tmp_path)
+    rows = [json.loads(x) for x in runs.stdout.splitlines() if x.strip()]
+    row = next(r for r in rows if r.get("name") == "own_jsonl")
+    assert row["state"] == "finished" and row["step"] == 200, row
 
 
 def test_doctor_and_launch_refuse_an_unknown_placeholder_in_the_source_path(

@@ -21,6 +21,7 @@ from pathlib import Path
 
 from fontaine_tui.core.childenv import child_env
 from fontaine_tui.core.errors import InputError
+from fontaine_tui.core.log.formats.spec import FROZEN
 from fontaine_tui.core.preset.command import (
     OUTPUT_ENV,
     CommandSpec,
@@ -107,6 +108,15 @@ def frozen_env(preset: Preset, folder: Path) -> dict[str, str]:
     """The preset's env with {output_dir}, and FONTAINE_OUTPUT_DIR: what prereg.json shows."""
     out = str(folder.absolute())
     return {**{k: substitute(v, out) for k, v in spec_of(preset).env.items()}, OUTPUT_ENV: out}
+
+
+def source_path(preset: Preset, folder: Path) -> str:
+    """The [source] path with {output_dir} as the absolute run folder, as argv's is filled in.
+
+    "" where the path names no placeholder (it is read as written, against the run folder)."""
+    path = preset.source.path if preset.source is not None else ""
+    filled = substitute(path, str(folder.absolute()))
+    return filled if filled != path else ""
 
 
 def command_env(preset: Preset, folder: Path) -> dict[str, str]:
@@ -278,13 +288,17 @@ def command_provenance(
     """What prereg.json freezes of a command.
 
     That is argv, cwd, env, the files named and the code (the run folder itself left out of it).
-    With a block reference, also the launcher's declared platform delta (check_block)."""
+    With a block reference, also the launcher's declared platform delta (check_block); with a
+    [source] path naming {output_dir}, that path filled in: every reader reads the log there
+    (spec.py's frozen_path)."""
     spec = spec_of(preset)
     out: dict[str, object] = {
         "command": {"argv": list(argv), "cwd": str(cwd), "env": frozen_env(preset, run_folder)},
         "files": named_files(spec, argv, cwd),
         "code": git_state(code_root(spec, argv, cwd), run_folder),
     }
+    if path := source_path(preset, run_folder):
+        out[FROZEN] = {"path": path}
     if spec.block_reference:
         out["platform_delta"] = check_block(
             _script(spec, cwd), _against(spec.block_reference, cwd), spec.block_marker

@@ -7,10 +7,11 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from fontaine_tui.core.errors import InputError
 from fontaine_tui.core.log.formats.source import SourceSpec
+from fontaine_tui.core.log.formats.spec import read_at
 from fontaine_tui.core.preset.checks import Scalar
 from fontaine_tui.core.preset.command import CommandSpec
 from fontaine_tui.core.preset.recovery import RecoverySpec
@@ -88,6 +89,15 @@ class Preset:
     @property
     def run_name(self) -> str:
         return str(self.run["name"])
+
+    def source_at(self, path: str) -> Preset:
+        """This preset reading its [source] at `path`, "" keeping its own.
+
+        That is the path a launch froze ({output_dir} filled in: spec.py's frozen_path); the
+        canonical form and sha256 stay the preset's as written."""
+        if self.source is None or not path:
+            return self
+        return replace(self, source=read_at(self.source, path))
 
     @property
     def reference(self) -> Comparator | None:

@@ -19,6 +19,7 @@ from fontaine_tui import __version__
 from fontaine_tui.core.atomic import create_new
 from fontaine_tui.core.errors import InputError
 from fontaine_tui.core.limits import json_loads
+from fontaine_tui.core.log.formats.spec import frozen_path
 from fontaine_tui.core.log.records import Meta
 from fontaine_tui.core.preset.checks import canonical_bytes
 from fontaine_tui.core.preset.record import Preset
@@ -51,9 +52,18 @@ class Prereg:
         return parse_utc(self.launched_at)
 
     def frozen_preset(self, origin: str = "prereg.json") -> Preset:
-        """The preset as frozen, under the name it was launched with."""
+        """The preset as frozen, under the name it was launched with, reading its log there.
+
+        That is the [source] path the launch froze ({output_dir} filled in: `read_with`)."""
         frozen = preset_from_canonical(self.preset, f"{origin}#{self.preset_name}")
-        return dataclasses.replace(frozen, name=self.preset_name or frozen.name)
+        return self.read_with(dataclasses.replace(frozen, name=self.preset_name or frozen.name))
+
+    def read_with(self, preset: Preset) -> Preset:
+        """`preset` reading its [source] where this launch found it.
+
+        A [command] preset's path naming {output_dir} is frozen in the provenance, filled in
+        with the run folder; `preset` keeps its own path where none was frozen."""
+        return preset.source_at(frozen_path(self.provenance))
 
 
 @dataclass(frozen=True, slots=True)

@@ -18,6 +18,7 @@ from fontaine_tui.core.log.formats import where
 from fontaine_tui.core.log.formats.eventdirs import EventFile, run_files
 from fontaine_tui.core.log.formats.registry import find, formats
 from fontaine_tui.core.log.formats.source import SourceSpec, read_spec
+from fontaine_tui.core.log.formats.spec import frozen_path, read_at
 from fontaine_tui.core.readfile import read_whole
 from fontaine_tui.core.runfolder import LOG, PREREG, rotated_segments
 
@@ -36,14 +37,15 @@ def frozen_spec(folder: Path) -> SourceSpec | None:
 def frozen_source(raw: bytes, origin: str) -> SourceSpec | None:
     """The [source] frozen in prereg.json's bytes when it names another trainer's log.
 
-    The bytes are read here or from another host. Returns None for ours, or for a prereg.json
+    Its path is the one the launch read ({output_dir} filled in, spec.py's frozen_path). The
+    bytes are read here or from another host. Returns None for ours, or for a prereg.json
     that does not say (its own reader refuses a bad one, naming it)."""
     try:
         doc = json_loads(raw)
         table = {
             k: v for k, v in doc["preset"]["source"].items() if k != "eval_every"
         }  # the preset's cadence, not how the log is read
-        spec = read_spec(table, f"{origin}#source")
+        spec = read_at(read_spec(table, f"{origin}#source"), frozen_path(doc.get("provenance")))
     except (InputError, ValueError, KeyError, TypeError, AttributeError):
         return None
     return spec if spec.kind != "fontaine" else None

@@ -8,10 +8,13 @@ without reaching up to the reading of a preset.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from types import MappingProxyType
 
 from fontaine_tui.core.log.formats.grouper import EVAL_PATTERNS, FieldMap
+
+# prereg.json's provenance key holding the [source] path a launch read, {output_dir} filled in
+FROZEN = "source"
 
 
 @dataclass(frozen=True, slots=True)
@@ -41,3 +44,18 @@ class SourceSpec:
         if self.patterns:
             out["patterns"] = list(self.patterns)
         return out
+
+
+def frozen_path(provenance: object) -> str:
+    """The [source] path a launch froze in prereg.json's provenance, or "" where it froze none.
+
+    A [command] preset's path naming {output_dir} is frozen there filled in (the preset itself
+    is frozen, and hashed, as written)."""
+    frozen = provenance.get(FROZEN) if isinstance(provenance, Mapping) else None
+    path = frozen.get("path") if isinstance(frozen, Mapping) else None
+    return path if isinstance(path, str) else ""
+
+
+def read_at(spec: SourceSpec, path: str) -> SourceSpec:
+    """`spec` reading `path` instead of its own (a frozen one, see frozen_path); "" keeps it."""
+    return replace(spec, path=path) if path else spec
