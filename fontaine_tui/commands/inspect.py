@@ -75,23 +75,26 @@ def run(args: argparse.Namespace) -> int:
     ins = inspect_run(Path(target), args.kind, args.path, args.run_id, hidden, rule)
     if hidden:  # the trainer's words at its end may quote the hidden read
         ins = _ended_shown(ins, rule or ())
-    text = None
     if args.preset_out:
-        text = draft(ins, args.metric, args.direction)
-        _write(Path(args.preset_out), text, args.force)
+        _write(Path(args.preset_out), draft(ins, args.metric, args.direction), args.force)
     if args.json:
         doc = ins.to_json()
         if args.preset_out:
             doc["preset_out"] = args.preset_out
         sys.stdout.write(json.dumps(doc, indent=2) + "\n")
     else:
-        sys.stdout.write("\n".join(render(ins)) + "\n")
-        if args.preset_out:
-            sys.stdout.write(
-                f"\nwrote {args.preset_out}: complete its [verdict] bounds, then "
-                f"fontaine-tui verdict {target} --preset {args.preset_out}\n"
-            )
+        _print_text(ins, target, args.preset_out)
     return 0
+
+
+def _print_text(ins: Inspection, target: str, preset_out: str | None) -> None:
+    """The report as text; after a --preset-out, the next step with the preset written."""
+    sys.stdout.write("\n".join(render(ins)) + "\n")
+    if preset_out:
+        sys.stdout.write(
+            f"\nwrote {preset_out}: complete its [verdict] bounds, then "
+            f"fontaine-tui verdict {target} --preset {preset_out}\n"
+        )
 
 
 def _hidden(target: str) -> tuple[bool, tuple[str, ...] | None]:
