@@ -111,3 +111,14 @@ def test_doctor_and_launch_refuse_an_unknown_placeholder_in_the_source_path(
         assert str(preset) in lines[0] and "source.path" in lines[0], lines[0]
         assert "{output_dir}" in lines[0] and "{run_dir}" in lines[0], lines[0]
     assert not (tmp_path / "runs").exists()  # nothing frozen, no folder made
+
+
+def test_doctor_says_which_script_argv_names_is_missing(tmp_path, registry_path):
+    preset = _preset(tmp_path, script="trian.py")
+    res = _cli("doctor", str(preset), cwd=tmp_path)
+    assert res.returncode == 1, res.stdout + res.stderr
+    assert "ok  command" not in res.stdout.replace("    ", " "), res.stdout
+    said = [line for line in res.stdout.splitlines() if "trian.py" in line and "refuse" in line]
+    assert len(said) == 1, res.stdout
+    assert "command.argv[1]" in said[0] and str(tmp_path / "trian.py") in said[0], said[0]
+    assert "no file" in said[0], said[0]

@@ -184,6 +184,29 @@ def _is_file(path: Path) -> bool:
         return False
 
 
+# a program that runs its first argument that is no option as a script, and the files whose
+# name says they are code to run
+_INTERPRETER = re.compile(r"(?:python[0-9.]*|pypy[0-9.]*|bash|sh|dash|zsh|ksh)")
+_RUNS_CODE = (".py", ".sh", ".bash")
+_OPTION_VALUE = ("-X", "-W", "-Q")  # python options whose value is the next argument
+
+
+def script_args(argv: tuple[str, ...]) -> list[int]:
+    """Where an argv (as written, placeholders in) names a file it runs, by index.
+
+    That is an interpreter's script (python's or a shell's first argument that is no option;
+    none after -m or -c) and each argument ending in .py or .sh. One naming a placeholder is
+    the run's own (not there before launch) and is left out."""
+    out = [i for i, a in enumerate(argv[1:], 1) if a.endswith(_RUNS_CODE)]
+    if argv and _INTERPRETER.fullmatch(Path(argv[0]).name):
+        i = 1
+        while i < len(argv) and argv[i].startswith("-") and argv[i] not in ("-m", "-c", "-"):
+            i += 2 if argv[i] in _OPTION_VALUE else 1
+        if i < len(argv) and not argv[i].startswith("-") and i not in out:
+            out.insert(0, i)
+    return [i for i in out if "{" not in argv[i]]
+
+
 def code_root(spec: CommandSpec, argv: list[str], cwd: Path) -> Path:
     """Where the code's repository is looked for.
 

@@ -123,7 +123,7 @@ def check_command(
         argv = command.command_argv(preset, folder.root, resume, where)
     except InputError as exc:
         return [Finding("command", "refuse", str(exc))]
-    if missing := _not_there(preset, folder, argv[0], where):
+    if missing := _not_there(preset, folder, argv[0], where, resume):
         return [Finding("command", "refuse", f"{preset.path}: {missing}")]
     out = [
         Finding("command", "ok", f"command: {literal(shlex.join(argv))} in {literal(str(where))}")
@@ -155,10 +155,11 @@ def _block_matches(spec: CommandSpec, where: Path) -> Finding:
     )
 
 
-def _not_there(preset: Preset, folder: RunFolder, program: str, where: Path) -> str:
+def _not_there(preset: Preset, folder: RunFolder, program: str, where: Path, resume: bool) -> str:
     """A [command]'s program or script that is not there, as its refusal says it ("" if none).
 
-    The program is looked up on the PATH the command is given, or as a path in its folder."""
+    The program is looked up on the PATH the command is given, or as a path in its folder; the
+    scripts its argv (on `resume`, resume_argv) names, in its folder."""
     from fontaine_tui.core.launch import command
 
     assert preset.command is not None
@@ -170,6 +171,20 @@ def _not_there(preset: Preset, folder: RunFolder, program: str, where: Path) -> 
     script = preset.command.script
     if script and not command.file_record(where / script):
         return f"command.script: no file {literal(str(where / script))}"
+    return _argv_file_missing(preset.command, resume, where)
+
+
+def _argv_file_missing(spec: CommandSpec, resume: bool, where: Path) -> str:
+    """The first script the argv in use names that is not a file, as its refusal says it.
+
+    Relative names are read against the command's cwd (`where`), as the command reads them."""
+    from fontaine_tui.core.launch import command
+
+    key, argv = ("resume_argv", spec.resume_argv) if resume else ("argv", spec.argv)
+    for i in command.script_args(argv):
+        path = Path(argv[i]) if Path(argv[i]).is_absolute() else where / argv[i]
+        if not command.file_record(path):
+            return f"command.{key}[{i}]: no file {literal(str(path))} (read against command.cwd)"
     return ""
 
 

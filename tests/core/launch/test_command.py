@@ -22,6 +22,7 @@ from fontaine_tui.core.launch.command import (
     command_env,
     command_provenance,
     git_state,
+    script_args,
 )
 from fontaine_tui.core.preset.find import load_preset
 from fontaine_tui.core.runfolder import RunFolder
@@ -382,3 +383,20 @@ def test_a_script_starts_in_its_folder_with_the_run_folder(tmp_path, monkeypatch
     assert folder.engine_out.read_text() == (
         f"cwd={cwd} out={folder.root} notify=none a={folder.root}/a\n"
     )
+
+
+@pytest.mark.parametrize(
+    ("argv", "named"),
+    [
+        (("python", "train.py", "--out", "{output_dir}"), [1]),
+        (("/usr/bin/python3.11", "-u", "-X", "dev", "train.py"), [4]),
+        (("python", "-m", "trainer.main", "--cfg", "cfg.py"), [4]),  # a module: its cfg only
+        (("bash", "-c", "echo hi"), []),
+        (("bash", "-e", "run.sh", "x"), [2]),
+        (("torchrun", "--nproc_per_node", "2", "train.py"), [3]),
+        (("python", "{output_dir}/train.py"), []),  # the run's own: not there before launch
+        (("./train", "--data", "d.jsonl"), []),
+    ],
+)
+def test_the_scripts_an_argv_names(argv, named):
+    assert script_args(argv) == named
