@@ -88,7 +88,8 @@ def run(args: argparse.Namespace) -> int:
     seeds = [guards.Finding("seeds", lv, msg) for lv, msg in preregistration_checks(preset)]
     for f in [*findings, *seeds]:
         print(f"{f.level:>6}  {f.check:<6} {literal(f.message)}")
-    print("engine: " + shlex.join(argv))
+    who = "command" if preset.command is not None else "engine"  # a [command]: the user's
+    print(f"{who}: {shlex.join(argv)}")
     why = guards.refusal(findings)
     print(why if why else "launch would go ahead")
     return 1 if why else 0

@@ -73,6 +73,8 @@ def test_a_source_path_under_output_dir_is_read_to_its_end(tmp_path, registry_pa
     preset = _preset(tmp_path)
     doctor = _cli("doctor", str(preset), cwd=tmp_path)
     assert doctor.returncode == 0, doctor.stdout + doctor.stderr
+    assert "engine" not in doctor.stdout, doctor.stdout  # the user's trainer is the command
+    assert f"\ncommand: {sys.executable} train.py --out " in doctor.stdout, doctor.stdout
 
     res = _cli("launch", str(preset), "--plain", cwd=tmp_path, timeout=180)
     out = res.stdout + res.stderr
