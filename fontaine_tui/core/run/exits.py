@@ -122,7 +122,9 @@ class ExitInfo:
 
     def _how(self, cause: str) -> str:
         """How it ended, in words, by its cause."""
-        sig = self.signal or self.sent
+        # the stop's signal: the one it died of, unless it took the stop its own way
+        polite = self.signal in ("SIGINT", "SIGTERM", "SIGHUP")
+        sig = (self.signal if polite else None) or self.sent or self.signal
         return {
             "decision-locked": f"stopped by {sig}",
             "gpu-hours-gate": f"stopped by {sig}",
@@ -341,8 +343,10 @@ def _nan_printed(r: _Read) -> bool:
 
 
 def _finished(r: _Read) -> bool:
+    """Exit 0, unless to this program's stop; or the engine's end event of a finished run."""
     info = r.info
-    return info.code == 0 or (info.event == "end" and info.detail.startswith("finished"))
+    clean = info.code == 0 and info.sent is None
+    return clean or (info.event == "end" and info.detail.startswith("finished"))
 
 
 def _finished_words(r: _Read) -> str:
@@ -398,7 +402,32 @@ def _sigkill_ours(r: _Read) -> bool:
 
 
 def _stop_ours(r: _Read) -> bool:
-    return r.polite and r.info.sent == r.info.signal
+    """A polite signal this program's stop sent: the last it sent, or one it sent before.
+
+    The stop sends SIGINT, then SIGTERM: a trainer that dies of the SIGINT after the SIGTERM
+    went out (its shutdown took the grace) was stopped by it all the same."""
+    info = r.info
+    if not r.polite or info.sent is None:
+        return False
+    if info.sent == info.signal:
+        return True
+    order = STOP_SIGNALS
+    sent, got = info.sent, info.signal
+    return sent in order and got in order and order.index(got) <= order.index(sent)
+
+
+def _stop_taken(r: _Read) -> bool:
+    """This program's stop, taken the trainer's own way: an exit code, or another signal.
+
+    Lightning exits 1 on SIGINT, some trainers 0 or 130, torchrun may abort on the way out:
+    the stop is the cause, unless the trainer's own error event says it failed."""
+    return r.info.sent is not None and r.info.event != "error"
+
+
+def _stop_taken_words(r: _Read) -> str:
+    info = r.info
+    how = f"exit {info.code}" if info.code is not None else f"died of {info.signal}"
+    return f"{info.sent} from this program's stop, taken its own way ({how})"
 
 
 def _polite(r: _Read) -> bool:
@@ -449,6 +478,7 @@ _CAUSES: tuple[tuple[_Test, str, _Words], ...] = (
             f"{r.info.signal} from outside the program before it could stop cleanly (no end event)"
         ),
     ),
+    (_stop_taken, "stopped", _stop_taken_words),
     (_signalled, "crashed", lambda r: r.words or f"killed by {r.info.signal}, no error line"),
     (_crashed, "crashed", lambda r: r.words or f"exit {r.info.code}, no error line"),
     (_ended, "finished", lambda r: r.info.detail),

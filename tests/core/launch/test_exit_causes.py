@@ -359,6 +359,42 @@ CASES = [
         ("finished", "finished at step 7"),
     ),
     (
+        "exit 1 to this program's SIGINT (Lightning's way)",
+        {"code": 1, "sent": "SIGINT", "output": "Detected KeyboardInterrupt"},
+        None,
+        ("stopped", "SIGINT from this program's stop, taken its own way (exit 1)"),
+    ),
+    (
+        "exit 0 to this program's SIGINT",
+        {"code": 0, "sent": "SIGINT"},
+        None,
+        ("stopped", "SIGINT from this program's stop, taken its own way (exit 0)"),
+    ),
+    (
+        "SIGABRT on the way out of this program's stop",
+        {"signal": "SIGABRT", "sent": "SIGTERM"},
+        None,
+        ("stopped", "SIGTERM from this program's stop, taken its own way (died of SIGABRT)"),
+    ),
+    (
+        "SIGINT after this console's SIGTERM went out",
+        {"signal": "SIGINT", "sent": "SIGTERM"},
+        None,
+        ("stopped", "SIGINT from this console's stop; no end event (no checkpoint on the way out)"),
+    ),
+    (
+        "exit 1 with an error event during this program's stop",
+        {"code": 1, "sent": "SIGINT", "event": "error", "detail": "ValueError: bad"},
+        None,
+        ("crashed", "ValueError: bad"),
+    ),
+    (
+        "end event finished, exit 0, a stop sent",
+        {"code": 0, "sent": "SIGINT", "event": "end", "detail": "finished at step 7"},
+        None,
+        ("finished", "finished at step 7"),
+    ),
+    (
         "nothing known",
         {},
         None,
