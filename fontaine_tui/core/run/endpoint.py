@@ -72,20 +72,57 @@ def nothing_to_resume(folder: RunFolder) -> str:
     """How the run finished, when a resume has nothing left to train ("" when it has).
 
     Its last attempt finished (attempts.jsonl), or, with no attempt recorded, its log ends
-    with the engine's `end` event of a finished run. A stop, a kill or a crash leaves it to
-    resume, and so does an applied `amend --extend-to` that moved the endpoint in force past
-    the step it finished at (the resume trains on to it)."""
-    finished = _finished(folder)
-    if finished is None:
-        return ""
-    step, how = finished
+    with the engine's `end` event of a finished run; or, however it ended, the endpoint in
+    force is probed already (`_probed`): its read is final, and a resume would only train
+    past it. A stop, a kill or a crash before that leaves it to resume, and so does an
+    applied `amend --extend-to` that moved the endpoint in force past the step it finished
+    at (the resume trains on to it)."""
     try:
         endpoint = resume_endpoint(folder)
     except InputError:
         return ""  # a broken chain: the launch refuses it in its own words
-    if endpoint.extended and (step is None or step < endpoint.in_force):
-        return ""
-    return f"{how}, and the endpoint in force is step {endpoint.in_force}"
+    finished = _finished(folder)
+    if finished is not None:
+        step, how = finished
+        if not endpoint.extended or (step is not None and step >= endpoint.in_force):
+            return f"{how}, and the endpoint in force is step {endpoint.in_force}"
+    if _probed(folder, endpoint.in_force):
+        return (
+            f"the endpoint in force, step {endpoint.in_force}, is probed already "
+            f"({_last_end(folder)}): its read is final"
+        )
+    return ""
+
+
+def _probed(folder: RunFolder, step: int) -> bool:
+    """Whether the run's log holds a probe of its verdict's metric at or past `step`.
+
+    Read as its frozen preset reads it: the engine's log, or a [command]'s [source]. A log that
+    cannot be read holds none (the launch says what is wrong with it in its own words)."""
+    from fontaine_tui.core.log.formats.cold import load_source
+    from fontaine_tui.core.log.read import load_log
+    from fontaine_tui.core.run.evidence import probed_at
+
+    try:
+        preset = read_prereg(folder).frozen_preset(str(folder.prereg))
+        spec = preset.source
+        if spec is None or spec.kind == "fontaine":
+            store = load_log(folder.log, columns=False, history=True)
+        else:
+            store = load_source(folder.root, spec).store
+    except (InputError, OSError):
+        return False
+    return probed_at(store, preset.verdict.metric, step)
+
+
+def _last_end(folder: RunFolder) -> str:
+    """How its last attempt ended, in words ("its log" when none is recorded)."""
+    ran = read_attempts(folder)
+    if not ran:
+        return "its log"
+    last = ran[-1]
+    step = f" at step {last.last_step}" if last.last_step is not None else ""
+    return f"attempt {last.number} {last.cause}{step}"
 
 
 def _finished(folder: RunFolder) -> tuple[int | None, str] | None:

@@ -191,6 +191,14 @@ def seen_probes(store: RunStore, hidden: bool) -> Mapping[int, Probe]:
     return _NONE_SEEN if hidden else MappingProxyType(store.probes)
 
 
+def probed_at(store: RunStore, metric: str, step: int) -> bool:
+    """Whether the run holds a probe of `metric` at or past `step` (its values unread).
+
+    That is whether its read at that endpoint is final: no value is shown, so no blind
+    hides it (a resume that would only train past it is refused: core/run/endpoint.py)."""
+    return any(p.step >= step and metric in p.fields for p in store.probes.values())
+
+
 def seen_reads(store: RunStore, verdicts: Sequence[Verdict], hidden: bool) -> SeenReads:
     """The run's probes and its read at each (`verdicts`) as a chart may draw them.
 
