@@ -198,13 +198,21 @@ def script_args(argv: tuple[str, ...]) -> list[int]:
     none after -m or -c) and each argument ending in .py or .sh. One naming a placeholder is
     the run's own (not there before launch) and is left out."""
     out = [i for i, a in enumerate(argv[1:], 1) if a.endswith(_RUNS_CODE)]
-    if argv and _INTERPRETER.fullmatch(Path(argv[0]).name):
-        i = 1
-        while i < len(argv) and argv[i].startswith("-") and argv[i] not in ("-m", "-c", "-"):
-            i += 2 if argv[i] in _OPTION_VALUE else 1
-        if i < len(argv) and not argv[i].startswith("-") and i not in out:
-            out.insert(0, i)
+    if (i := _interpreter_script(argv)) is not None and i not in out:
+        out.insert(0, i)
     return [i for i in out if "{" not in argv[i]]
+
+
+def _interpreter_script(argv: tuple[str, ...]) -> int | None:
+    """The index of the script an interpreter runs: its first argument that is no option.
+
+    None where argv[0] is no interpreter, or it runs no script (-m, -c, - for stdin)."""
+    if not argv or not _INTERPRETER.fullmatch(Path(argv[0]).name):
+        return None
+    i = 1
+    while i < len(argv) and argv[i].startswith("-") and argv[i] not in ("-m", "-c", "-"):
+        i += 2 if argv[i] in _OPTION_VALUE else 1
+    return i if i < len(argv) and not argv[i].startswith("-") else None
 
 
 def code_root(spec: CommandSpec, argv: list[str], cwd: Path) -> Path:
