@@ -138,6 +138,33 @@ def corpus_dir(tmp_path_factory: pytest.TempPathFactory, frame_cache: Path) -> P
 
 
 @pytest.fixture(scope="session")
+def tiny_run(tmp_path_factory: pytest.TempPathFactory, corpus_dir: Path) -> Path:
+    """One 20-step tiny engine run (tests/engine/conftest.py tiny_argv: probes and checkpoints
+    at 10 and 20), trained once per test run and read only.
+
+    tests/engine/test_smoke.py and test_score.py read it, and tests/console/test_rescore.py
+    re-scores a copy of it, whichever worker runs them: the first worker to ask trains it
+    while the other waits on a lock, as for corpus_dir.
+    """
+    import fcntl
+    import shutil
+
+    from tests.engine.conftest import run_engine, tiny_argv
+
+    root = _shared_root(tmp_path_factory) / "tiny-run"
+    out, trained = root / "run", root / "trained"
+    root.mkdir(exist_ok=True)
+    with open(root / "lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not trained.exists():  # not yet, or the first try failed: train (again)
+            shutil.rmtree(out, ignore_errors=True)
+            proc = run_engine(tiny_argv(out, corpus_dir, steps=20))
+            assert proc.returncode == 0, proc.stderr
+            trained.touch()
+    return out
+
+
+@pytest.fixture(scope="session")
 def sshd(tmp_path_factory):
     if find_sshd() is None:
         pytest.skip("sshd not found (install openssh-server)")

@@ -6,6 +6,7 @@ own."""
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 
 import pytest
@@ -17,9 +18,8 @@ from fontaine_tui.core.preset.find import load_preset  # noqa: E402
 from fontaine_tui.widgets.score_panel import ScorePanel  # noqa: E402
 from fontaine_tui.widgets.verdict_panel import VerdictBanner  # noqa: E402
 from tests.console.conftest import SIZE, console, loaded, text, until  # noqa: E402
-from tests.engine.conftest import run_engine, tiny_argv  # noqa: E402
 
-STEPS = 30  # probes and checkpoints at 10, 20, 30
+STEPS = 20  # the shared tiny run's (tests/conftest.py): probes and checkpoints at 10, 20
 
 
 def evals(run: Path) -> dict[int, dict]:
@@ -28,10 +28,10 @@ def evals(run: Path) -> dict[int, dict]:
 
 
 def disagreeing_preset(path: Path, own: dict[int, dict]) -> Path:
-    """A preset whose raw and scale-adjusted rules disagree on this run's delta(30) from 20:
+    """A preset whose raw and scale-adjusted rules disagree on this run's delta(20) from 10:
     bounds placed around the measured delta, and a fixed scale factor that moves them
-    across it (declared after the step-10 probe, before the anchor)."""
-    delta = own[30]["eval_chunk_mae"] - own[20]["eval_chunk_mae"]
+    across it (declared at the launch, before the anchor)."""
+    delta = own[STEPS]["eval_chunk_mae"] - own[10]["eval_chunk_mae"]
     if delta > 0:  # raw: SAME-DRIFT; bounds x3: AMBIGUOUS
         healthy, drift, factor = delta / 4, delta / 2, 3.0
     else:  # raw: AMBIGUOUS; bounds x0.25: HEALTHY
@@ -70,7 +70,7 @@ data_dir = ""
 
 [verdict]
 metric = "eval_chunk_mae"
-anchor_step = 20
+anchor_step = 10
 endpoint_step = {STEPS}
 healthy_max = {healthy!r}
 drift_min = {drift!r}
@@ -79,23 +79,24 @@ drift_min = {drift!r}
 id = 1
 kind = "scale"
 factor = {factor!r}
-declared_after_step = 10
-declared_before_step = 20
+declared_after_step = 0
+declared_before_step = 10
 text = "the instrument's units moved"
 """)
     return path
 
 
-@pytest.fixture(scope="module")
-def tiny_run(tmp_path_factory, corpus_dir):
-    run = tmp_path_factory.mktemp("console-rescore") / "run"
-    proc = run_engine(tiny_argv(run, corpus_dir, steps=STEPS))
-    assert proc.returncode == 0, proc.stderr
-    return run, load_preset(disagreeing_preset(run.parent / "preset.toml", evals(run)))
+@pytest.fixture
+def rescored_run(tiny_run, tmp_path):
+    """A copy of the test run's shared tiny run (the re-score writes into its folder), and
+    the preset that reads it AMBIGUOUS-BY-INSTRUMENT."""
+    run = tmp_path / "run"
+    shutil.copytree(tiny_run, run)
+    return run, load_preset(disagreeing_preset(tmp_path / "preset.toml", evals(run)))
 
 
-async def test_c_rescores_in_the_background_and_shows_the_figures(tiny_run):
-    run, preset = tiny_run
+async def test_c_rescores_in_the_background_and_shows_the_figures(rescored_run):
+    run, preset = rescored_run
     app = console(run / "train_log.jsonl", preset=preset)
     async with app.run_test(size=SIZE) as pilot:
         await loaded(pilot, STEPS)
@@ -114,15 +115,15 @@ async def test_c_rescores_in_the_background_and_shows_the_figures(tiny_run):
         assert app.session.score_state.status == "running"
         await pilot.press("left")  # the UI answers while the engine scores
         await pilot.pause()
-        assert app.read_step == 20 and app.session.score_state.status == "running"
+        assert app.read_step == 10 and app.session.score_state.status == "running"
         await until(pilot, lambda: app.session.score_state.status != "running", timeout=90)
         assert app.session.score_state.status == "done", app.session.score_state.detail
         await until(pilot, lambda: "re-scored (stats-corpus)" in text(panel), timeout=10)
 
         shown = text(panel)
         own, again = evals(run), evals(run / "score-stats-corpus")
-        assert sorted(again) == [10, 20, STEPS]
-        for step in (10, 20, STEPS):
+        assert sorted(again) == [10, STEPS]
+        for step in (10, STEPS):
             row = next(ln.split() for ln in shown.splitlines() if ln.split()[:1] == [str(step)])
             mine, rescored = own[step]["eval_chunk_mae"], again[step]["eval_chunk_mae"]
             assert row == [str(step), f"{mine:.4f}", f"{rescored:.4f}", f"{rescored - mine:+.4f}"]

@@ -1,4 +1,4 @@
-"""Shared fixtures: one corpus cache per test session, and a helper to run the engine."""
+"""Helpers to run the engine (the tiny run they share is tests/conftest.py's tiny_run)."""
 
 from __future__ import annotations
 
@@ -6,8 +6,6 @@ import os
 import subprocess
 import sys
 from pathlib import Path
-
-import pytest
 
 # Before anything imports torch (the engine sets this too, but pytest may import torch
 # first): spinning OpenMP threads crawl when the two cores are shared with subprocesses.
@@ -67,17 +65,6 @@ def tiny_argv(out: Path, data: Path, *extra: str, steps: int = 20) -> list[str]:
         "cpu",
         *extra,
     ]
-
-
-@pytest.fixture(scope="session")
-def tiny_run(tmp_path_factory, corpus_dir) -> Path:
-    """One 20-step tiny run (tiny_argv: probes and checkpoints at 10 and 20) for the session,
-    shared by the tests that only read it (test_smoke.py, test_score.py: one xdist_group, so
-    one worker trains it once)."""
-    out = tmp_path_factory.mktemp("tiny-run") / "run"
-    proc = run_engine(tiny_argv(out, corpus_dir, steps=20))
-    assert proc.returncode == 0, proc.stderr
-    return out
 
 
 def run_engine(argv: list[str], timeout: float = 120) -> subprocess.CompletedProcess:

@@ -20,7 +20,7 @@ FIELDS = ("eval_chunk_mae", "train_chunk_mae", "eval_ar_ce", "eval_flow_loss")
 
 @pytest.fixture(scope="module")
 def scored_run(tiny_run):
-    """The session's 20-step tiny run (tests/engine/conftest.py), read only."""
+    """The test run's 20-step tiny run (tests/conftest.py), read only."""
     return tiny_run
 
 

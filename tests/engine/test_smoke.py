@@ -15,7 +15,7 @@ from tests.engine.enginelog_schema import check, read  # noqa: E402
 
 @pytest.fixture(scope="module")
 def smoke_run(tiny_run):
-    """The session's 20-step tiny run (tests/engine/conftest.py), read only."""
+    """The test run's 20-step tiny run (tests/conftest.py), read only."""
     return tiny_run
 
 
