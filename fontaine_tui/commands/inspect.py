@@ -147,7 +147,10 @@ def render(ins: Inspection) -> list[str]:
 
 
 def _what_is_read(ins: Inspection) -> list[str]:
-    """The folder, its format and files, the other runs or formats there, an unusual step key."""
+    """The folder, its format and files, the other runs or formats there, the step read.
+
+    The step is said where it is not "step", or where a trainer's step key was there (which of
+    it and the logger's row counter was read, and why)."""
     c = ins.chosen
     out = [
         f"run      {ins.folder}",
@@ -165,7 +168,9 @@ def _what_is_read(ins: Inspection) -> list[str]:
             out.append(
                 f"  {mark} {cand.label()}" + (f"   {cand.describe}" if cand.describe else "")
             )
-    if ins.step_key != "step":
+    if ins.step_why:
+        out.append(f"step     {ins.step_why}")
+    elif ins.step_key != "step":
         out.append(f"step key {ins.step_key!r} (not 'step': [source] step = {ins.step_key!r})")
     return out
 

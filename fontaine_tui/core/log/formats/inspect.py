@@ -49,6 +49,9 @@ SCHEMA = 1
 # the step field of row formats, by the names writers give it, tried in this order when the
 # default ("step") reads nothing
 STEP_NAMES = ("step", "global_step", "_step", "iteration", "iter", "trainer/global_step")
+# a trainer's own step, logged as a key beside a logger's row counter (W&B's `_step`): preferred
+# to that counter where every row holds it, in this order (never an epoch: it is not a step)
+TRAINER_STEPS = ("train/global_step", "trainer/global_step", "global_step", "train/step")
 ENDS = ("end", "error")
 FACTS = ("first", "last", "count", "nan", "not_number")  # a key's, hidden for a blinded probe field
 
@@ -122,6 +125,7 @@ class Inspection:
     ended: Event | None
     notices: tuple[str, ...]
     hidden: frozenset[str] = frozenset()  # the probe fields whose FACTS a blind hides
+    step_why: str = ""  # which step was read and why, where a trainer's step key was there
 
     @property
     def eval_keys(self) -> list[str]:
@@ -223,15 +227,57 @@ def load(folder: Path, chosen: Candidate) -> tuple[Loaded, str]:
     return loaded, "step"
 
 
+def trainer_step(
+    folder: Path, chosen: Candidate, loaded: Loaded, step_key: str
+) -> tuple[Loaded, str, str]:
+    """The read at the trainer's own step where a key of TRAINER_STEPS holds it, and why.
+
+    A logger's row counter (W&B's `_step`, a row number) counts log calls, not training steps:
+    a preset's anchor and endpoint are the trainer's steps. The trainer's key is taken where it
+    reads every row the counter read and is not the counter itself; else the read stays, and
+    the why says so ("" where no such key is there)."""
+    counter = "W&B's row counter '_step'" if chosen.kind == "wandb" else f"{step_key!r}"
+    for name in TRAINER_STEPS:
+        if name not in loaded.keys or name == step_key or _is_the_step(loaded, name):
+            continue
+        try:
+            other = load_source(folder, chosen.spec(name))
+        except InputError as exc:
+            return loaded, step_key, f"{counter} (the trainer's {name!r} does not read: {exc})"
+        lost = other.store.malformed_count - loaded.store.malformed_count
+        if not other.keys or lost > 0:
+            return loaded, step_key, f"{counter} ({lost} row(s) lack the trainer's {name!r})"
+        return (
+            other,
+            name,
+            (
+                f"{name!r}, the trainer's own step ({_span(other)}), not {counter} ({_span(loaded)}):"
+                f" [source] step = {name!r}"
+            ),
+        )
+    return loaded, step_key, ""
+
+
+def _is_the_step(loaded: Loaded, key: str) -> bool:
+    """Whether `key` is the step read at every probe holding it (the counter is the step)."""
+    return all(p.fields.get(key, p.step) == p.step for p in loaded.store.probes.values())
+
+
+def _span(loaded: Loaded) -> str:
+    steps = sorted(loaded.store.probes)
+    return f"{steps[0]} to {steps[-1]}" if steps else "none"
+
+
 def _inspect_foreign(
     folder: Path, chosen: Candidate, found: tuple[Candidate, ...], blinded: bool
 ) -> Inspection:
     loaded, step_key = load(folder, chosen)
+    loaded, step_key, why = trainer_step(folder, chosen, loaded, step_key)
     store = loaded.store
     stats = _probe_stats(store, list(loaded.keys), foreign=True)
     loss = next((n for n in LOSS_NAMES if n in loaded.keys), "")
     stats = [replace(s, role="loss") if s.key == loss else s for s in stats]
-    return _inspection(
+    ins = _inspection(
         folder,
         chosen,
         found,
@@ -243,6 +289,7 @@ def _inspect_foreign(
         store,
         blinded,
     )
+    return replace(ins, step_why=why)
 
 
 def _inspect_ours(
