@@ -128,9 +128,12 @@ def _stopped_past(tmp_path: Path, folder: Path, script: str, step: int, metric: 
     return said
 
 
-def _refused(tmp_path: Path, folder: Path, registry: Path, *launch: str) -> str:
+def _refused(tmp_path: Path, folder: Path, registry: Path, script: str, *launch: str) -> str:
     before = snapshot(folder, registry.parent)
-    again = _cli(tmp_path, "launch", *launch, "--resume", "--plain", "--poll", "0.3")
+    try:
+        again = _cli(tmp_path, "launch", *launch, "--resume", "--plain", "--poll", "0.3")
+    finally:  # a resume that went ahead leaves its trainer running
+        _kill_left(folder, script)
     assert again.returncode == 2, again.stdout + again.stderr
     assert again.stdout == "", again.stdout
     assert again.stderr.count("\n") == 1 and "nothing to resume" in again.stderr, again.stderr
@@ -159,7 +162,7 @@ drift_min = 0.2
 """)
     folder = tmp_path / "runs" / "past"
     _stopped_past(tmp_path, folder, "trainer.py", 40, "eval_loss", "./past.toml")
-    said = _refused(tmp_path, folder, registry_path, "./past.toml")
+    said = _refused(tmp_path, folder, registry_path, "trainer.py", "./past.toml")
     assert "attempt 1 stopped at step" in said and "endpoint in force, step 40" in said, said
 
 
@@ -181,5 +184,5 @@ def test_an_engine_stopped_past_its_endpoint_is_not_resumed(tmp_path, registry_p
     folder = tmp_path / "run"
     launch = ("./smoke.toml", "--output-dir", "run")
     _stopped_past(tmp_path, folder, "fontaine_engine", 20, "eval_chunk_mae", *launch)
-    said = _refused(tmp_path, folder, registry_path, *launch)
+    said = _refused(tmp_path, folder, registry_path, "fontaine_engine", *launch)
     assert "attempt 1 stopped at step" in said and "endpoint in force, step 20" in said, said
