@@ -332,6 +332,7 @@ class MlflowDecoder(Whole):
                 continue
             checked.append((step, when, {key: value}))
         out = self.group([checked])
+        self.backwards = backwards_per_key(checked)
         event = ENDS.get(status)
         if event is not None:
             last = max((r[0] for r in checked), default=0)
@@ -341,6 +342,21 @@ class MlflowDecoder(Whole):
 
     def feed(self, data: bytes) -> list[Record]:
         raise FormatError("an MLflow store is read as rows (feed_rows), not bytes")
+
+
+def backwards_per_key(rows: Iterable[Row]) -> int:
+    """The rows whose step goes back within their own key, in the order read.
+
+    A file store holds one file per metric, each in the order it was logged: a metric read
+    after another that went further is no step going back; a step logged again below its own
+    metric's last one (a resume from an earlier step) is."""
+    back, top = 0, dict[str, int]()
+    for step, _, values in rows:
+        for key in values:
+            if step < top.get(key, -1):
+                back += 1
+            top[key] = max(top.get(key, -1), step)
+    return back
 
 
 def is_file_store(store: Path) -> bool:
