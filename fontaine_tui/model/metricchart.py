@@ -8,7 +8,7 @@ it as levels: a level read's bounds as they are, a delta read's added to the anc
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from fontaine_tui.core.charts.chart import ChartSpec, Curve, HLine, Mark
@@ -86,33 +86,67 @@ def metric_chart(
     probes: Mapping[int, Probe] | None = None,
     stamp: int = 0,
     small: bool = False,
+    times: Sequence[float] | None = None,
 ) -> ChartSpec:
     """One field's chart: its series, raw or with the debiased EMA on top, and a rule's marks.
 
     `reads` are the rules that read this field (its bounds are drawn with `preset` and the
     `probes` the evidence gate shows: core/run/evidence.py's `seen_probes`);
     `stamp` moves when the store rewound (a resume), which starts an EMA over. A `small` chart
-    (a grid's cell) has no legend, so its rows go to the curve."""
-    curves = _curves(series, smoothing, stamp, small)
+    (a grid's cell) has no legend, so its rows go to the curve. `times` (when each point was
+    logged: model/metrics.py's `MetricIndex.times`) are given for the wall-time axis."""
+    curves = _curves(series, smoothing, stamp, small, times)
     if not reads:
         return ChartSpec(series.name, "", "", curves, ylog=log)
     title, hlines, marks = _read_by(series.name, reads, preset, probes, small)
     return ChartSpec(title, "", "", curves, hlines=hlines, marks=marks, ylog=log)
 
 
-def _curves(series: Series, smoothing: float, stamp: int, small: bool) -> tuple[Curve, ...]:
-    """The series raw, faint under its debiased EMA when smoothed; a lone probe as a point."""
+def _curves(
+    series: Series, smoothing: float, stamp: int, small: bool, times: Sequence[float] | None
+) -> tuple[Curve, ...]:
+    """The series raw, faint under its debiased EMA when smoothed; a lone probe as a point.
+
+    Each named by the field (a cursor's read line says it), whatever the legend says."""
     raw, smooth = ("", "") if small else ("raw", f"EMA {smoothing:g}")
+    name = series.name
     if smoothing > 0 and len(series.values) > 1:
+        ema = ema_of(series.values, smoothing, stamp)
         return (
-            Curve(raw, series.steps, series.values, "cyan", faint=True, stamp=stamp),
             Curve(
-                smooth, series.steps, ema_of(series.values, smoothing, stamp), "cyan", stamp=stamp
+                raw,
+                series.steps,
+                series.values,
+                "cyan",
+                faint=True,
+                stamp=stamp,
+                ts=times,
+                name=name,
+            ),
+            Curve(
+                smooth,
+                series.steps,
+                ema,
+                "cyan",
+                stamp=stamp,
+                ts=times,
+                name=f"{name} EMA {smoothing:g}",
             ),
         )
     points = series.kind == PROBE and len(series.steps) < 2
-    label = "" if small else series.name
-    return (Curve(label, series.steps, series.values, "cyan", points=points, stamp=stamp),)
+    label = "" if small else name
+    return (
+        Curve(
+            label,
+            series.steps,
+            series.values,
+            "cyan",
+            points=points,
+            stamp=stamp,
+            ts=times,
+            name=name,
+        ),
+    )
 
 
 def _read_by(

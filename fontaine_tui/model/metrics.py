@@ -15,6 +15,7 @@ every column was written.
 
 from __future__ import annotations
 
+import bisect
 import math
 import time
 from array import array
@@ -170,6 +171,43 @@ class MetricIndex:
         held = store.extras.series(key)
         assert held is not None  # listed, so held
         return Series(name, key, kind, held[0], held[1])
+
+    def times(self, series: Series) -> Sequence[float]:
+        """When each of `series`' points was logged, for the charts' wall-time axis.
+
+        Unix seconds, NaN where its record wrote no time. A train column's are the store's own time column; another train key's are its steps'
+        train records' times; a probe's, its probe record's (when it was written carries no
+        value: the store says it, blinded or not, and a blinded probe series has no points)."""
+        store = self.store
+        if series.kind == PROBE:
+            return [store.probe_time(int(s)) for s in series.steps]
+        clock = store.columns["time"]
+        if series.steps is store.steps:
+            return clock
+        steps = store.steps
+        out = []
+        for s in series.steps:
+            i = bisect.bisect_left(steps, s)
+            out.append(clock[i] if i < len(steps) and steps[i] == s else math.nan)
+        return out
+
+
+def run_start(store: RunStore) -> float:
+    """When the run's first record was logged (unix seconds; NaN where none wrote a time).
+
+    The earliest time its first meta, event, train record or probe wrote."""
+    firsts: list[float] = []
+    if store.metas:
+        firsts.append(store.metas[0].time)
+    if store.events:
+        firsts.append(store.events[0].time)
+    if store.has_columns and store.steps:
+        firsts.append(store.columns["time"][0])
+    probes = store.probe_steps()
+    if probes:
+        firsts.append(store.probe_time(probes[0]))
+    finite = [t for t in firsts if math.isfinite(t)]
+    return min(finite) if finite else math.nan
 
 
 def series(store: RunStore, name: str, hidden: bool) -> Series:

@@ -29,6 +29,11 @@ class Curve:
     # the store's `replaced_steps` when xs and ys are its live columns, which grow by appends
     # and are cut only when that moves: a renderer keeps their extremes per block (`downsample`)
     stamp: int | None = None
+    # when each point was logged (unix seconds, NaN where its record has no time), parallel to
+    # xs; None where the points carry no time of this run (a banked comparator's): the
+    # wall-time axis (core/charts/cursor.py) draws a curve by them
+    ts: Sequence[float] | None = None
+    name: str = ""  # what a cursor's read line calls it, where not its label (a small chart's)
 
 
 @dataclass(frozen=True, slots=True)
@@ -72,6 +77,8 @@ class ChartSpec:
     note: str = ""
     bands: tuple[Band, ...] = ()
     ylog: bool = False  # a log y axis (only the positive values are drawn)
+    vline: float | None = None  # the chart cursor's marker, at this x
+    xunit: str = ""  # the x ticks' unit ("min" on a wall-time axis); "" for steps
 
     @property
     def points(self) -> int:

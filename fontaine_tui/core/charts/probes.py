@@ -80,7 +80,7 @@ def _probes_chart(
     note = NO_SCALE if scaled and scale is None else ""
     use_scale = scale if scaled else None
     which = f"scale-adjusted x{use_scale:.3f}" if use_scale is not None else "raw"
-    curve = _read_curve(f"this run delta({anchor}->s)", _read_points(seen, since=anchor))
+    curve = _read_curve(f"this run delta({anchor}->s)", _read_points(seen, since=anchor), seen)
     banked, bands = banked_series(preset, use_scale is not None)
     banked = tuple(_said_if_same(c, curve, anchor) for c in banked)
     return ChartSpec(
@@ -136,11 +136,22 @@ def _read_points(seen: SeenReads, since: float = -math.inf) -> list[tuple[float,
     ]
 
 
-def _read_curve(label: str, pts: list[tuple[float, float]]) -> Curve:
-    """This run's read at each probe (points while fewer than two)."""
+def _read_curve(label: str, pts: list[tuple[float, float]], seen: SeenReads) -> Curve:
+    """This run's read at each probe (points while fewer than two), with when each was logged."""
     return Curve(
-        label, tuple(p[0] for p in pts), tuple(p[1] for p in pts), "cyan", points=len(pts) < 2
+        label,
+        tuple(p[0] for p in pts),
+        tuple(p[1] for p in pts),
+        "cyan",
+        points=len(pts) < 2,
+        ts=_times(seen, [p[0] for p in pts]),
     )
+
+
+def _times(seen: SeenReads, steps: list[float]) -> tuple[float, ...]:
+    """When the probe at each of `steps` was logged (NaN where none stands)."""
+    probes = seen.by_step
+    return tuple(probes[int(s)].time if int(s) in probes else math.nan for s in steps)
 
 
 def _typed_in_marks(preset: Preset, scale: float | None) -> tuple[Mark, ...]:
@@ -236,6 +247,7 @@ def _dataset_curves(
             tuple(y for _, y in pts),
             color,
             points=len(pts) < 2,
+            ts=_times(seen, [x for x, _ in pts]),
         )
     )
     return curves
@@ -286,9 +298,15 @@ def _run_level_curves(seen: SeenReads, metric: str) -> tuple[Curve, ...]:
     """This run's eval level and train chunk MAE at each probe."""
     probes = [seen.by_step[s] for s in seen.steps()]
     steps = tuple(float(p.step) for p in probes)
+    times = tuple(p.time for p in probes)
     return (
         Curve(
-            f"this run {metric}", steps, tuple(p.value(metric) for p in probes), "cyan", points=True
+            f"this run {metric}",
+            steps,
+            tuple(p.value(metric) for p in probes),
+            "cyan",
+            points=True,
+            ts=times,
         ),
         Curve(
             "this run train_chunk_mae",
@@ -296,6 +314,7 @@ def _run_level_curves(seen: SeenReads, metric: str) -> tuple[Curve, ...]:
             tuple(p.train_chunk_mae for p in probes),
             "blue",
             points=True,
+            ts=times,
         ),
     )
 
@@ -352,7 +371,7 @@ def _level_read_chart(
         f"{spec.metric}(s), the level read ({better} is better)",
         "step",
         spec.metric,
-        (_read_curve(f"this run {spec.metric}", _read_points(seen)),),
+        (_read_curve(f"this run {spec.metric}", _read_points(seen), seen),),
         _bound_lines(spec, _rule_drawn(latest, scaled)),
         (),
         (0.0 - pad, spec.endpoint_step + pad),
