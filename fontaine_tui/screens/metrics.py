@@ -5,9 +5,15 @@ before it stays), Escape clears it. The cursor keys move the selection, Enter (o
 opens the selected chart full size and Escape returns to the grid. The smoothing and log keys
 are the monitor's. A field a pre-registered rule reads is marked with its bounds. While the
 read is blinded, the probes' fields are not shown (core/verdict/blind.py).
+
+`c` opens the selected chart full size with its cursor on (left/right step it, Escape or `c`
+turns it off); `w` draws every chart on wall time (core/charts/cursor.py). The cursor reads
+the spec drawn, so a field the blind keeps out of the browser it cannot read either.
 """
 
 from __future__ import annotations
+
+from dataclasses import replace
 
 from textual import on
 from textual.app import ComposeResult
@@ -15,13 +21,14 @@ from textual.binding import Binding
 from textual.widgets import Input
 
 from fontaine_tui.core.charts.chart import ChartSpec
+from fontaine_tui.core.charts.cursor import ChartLook
 from fontaine_tui.core.charts.loss import EMA_DEFAULT, stepped
 from fontaine_tui.core.run.evidence import seen_probes
 from fontaine_tui.model.metricchart import RULE_MARK, metric_chart, rules_by_field
-from fontaine_tui.model.metrics import PROBE, MetricIndex, matching
+from fontaine_tui.model.metrics import PROBE, MetricIndex, matching, run_start
 from fontaine_tui.model.view import RunView
 from fontaine_tui.screens.base import ViewScreen
-from fontaine_tui.widgets.chart import Chart
+from fontaine_tui.widgets.chart import CURSOR_KEY, WALL_KEY, Chart
 from fontaine_tui.widgets.keys_footer import KeysFooter
 from fontaine_tui.widgets.metric_grid import MetricGrid
 from fontaine_tui.widgets.quiet import QuietStatic
@@ -36,6 +43,7 @@ class MetricsScreen(ViewScreen):
     MetricsScreen #metrics-error { color: $error; }
     MetricsScreen #metrics-filter { height: 3; }
     MetricsScreen #metrics-full { height: 1fr; border: heavy $accent; }
+    MetricsScreen #metrics-cursor { height: auto; padding: 0 1; }
     """
     BINDINGS = [
         Binding(
@@ -87,6 +95,8 @@ class MetricsScreen(ViewScreen):
             id="metrics.log",
             tooltip="Switch the charts between a linear and a log y axis",
         ),
+        CURSOR_KEY,
+        WALL_KEY,
     ]
 
     smoothing = EMA_DEFAULT
@@ -101,6 +111,9 @@ class MetricsScreen(ViewScreen):
         self.shown: list[str] = []  # the fields that match, in order
         self.total = 0
         self._index: MetricIndex | None = None
+        self.look = ChartLook()
+        self.drawn: ChartSpec | None = None  # the full-size chart's spec, in steps
+        self.said: list[str] = []  # the lines under the full-size chart
 
     def compose(self) -> ComposeResult:
         yield RunHeader()
@@ -115,6 +128,9 @@ class MetricsScreen(ViewScreen):
         full = Chart(id="metrics-full", min_interval=self.console.chart_s)
         full.display = False
         yield full
+        said = QuietStatic(id="metrics-cursor")
+        said.display = False
+        yield said
         yield KeysFooter()
 
     # -- drawing ------------------------------------------------------------------------
@@ -146,9 +162,20 @@ class MetricsScreen(ViewScreen):
             seen_probes(store, view.blinded),
             store.replaced_steps,
             small,
+            index.times(series) if self.look.wall else None,
         )
         stamp = store.probes_version if series.kind == PROBE else store.version
-        return spec, (name, id(store), stamp, self.smoothing, self.log_scale, small)
+        key = (name, id(store), stamp, self.smoothing, self.log_scale, small)
+        if not small:
+            self.drawn, self.said = spec, []
+        if not (self.look.wall or (self.look.cursor and not small)):
+            return spec, key
+        drawn, lines = self.look.present(spec, run_start(store), cursor=not small)
+        if not small:
+            self.said = lines
+        elif lines:  # a small chart has no line under it: its title says it
+            drawn = replace(drawn, title=f"{drawn.title}: no times logged")
+        return drawn, (*key, self.look.wall, self.look.cursor and self.look.step)
 
     def draw(self, view: RunView) -> None:
         self.query_one(RunHeader).show(view)
@@ -163,12 +190,18 @@ class MetricsScreen(ViewScreen):
         full = self.query_one("#metrics-full", Chart)
         grid.display = not self.full
         full.display = self.full
+        said = self.query_one("#metrics-cursor", QuietStatic)
+        if not self.full or not self.shown:
+            self.drawn, self.said = None, []
         if not self.full and grid.size.area:  # a hidden grid keeps its shape
             grid.reshape()
         self._bar(view)
         if self.full and self.shown:
             spec, key = self._spec(view, self.shown[self.selected], small=False)
             full.show(spec, key=key)
+        said.display = bool(self.said)
+        said.show_content(assemble(("\n".join(self.said), "bold")))
+        if self.full and self.shown:
             return
         per = grid.per_page or 1
         first = self.selected // per * per
@@ -257,6 +290,9 @@ class MetricsScreen(ViewScreen):
         if field.display:  # Escape in the filter clears it
             self.pattern, self.selected = "", 0
             self._close_filter()
+        elif self.full and self.look.cursor:
+            self.look.cursor = False
+            self._redraw()
         elif self.full:
             self.full = False
             self._redraw()
@@ -278,6 +314,10 @@ class MetricsScreen(ViewScreen):
             self.action_open()
 
     def action_move(self, dx: int, dy: int) -> None:
+        if self.full and self.look.cursor and dx:  # full size, left/right move the cursor
+            self.look.move(self.drawn, dx)
+            self._redraw()
+            return
         if self.full or not self.shown:
             return
         cols = self.query_one(MetricGrid).shape[0] or 1
@@ -290,6 +330,19 @@ class MetricsScreen(ViewScreen):
 
     def action_toggle_log(self) -> None:
         self.log_scale = not self.log_scale
+        self._redraw()
+
+    def action_chart_cursor(self) -> None:
+        """On the grid, open the selected chart full size with the cursor on; else toggle it."""
+        if not self.shown:
+            return
+        if not self.full:
+            self.full, self.look.cursor, self.look.step = True, False, None
+        self.look.toggle_cursor()
+        self._redraw()
+
+    def action_wall_time(self) -> None:
+        self.look.wall = not self.look.wall
         self._redraw()
 
 

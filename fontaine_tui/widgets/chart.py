@@ -14,6 +14,7 @@ from rich.color import Color
 from rich.style import Style
 from rich.text import Span, Text
 from textual.app import RenderResult
+from textual.binding import Binding
 from textual.timer import Timer
 from textual_plotext import PlotextPlot
 
@@ -136,6 +137,28 @@ def ansi_text(ansi: str) -> Text:
     return text
 
 
+# the keys of a chart's cursor and x axis, the same in every mode that draws a chart (listed
+# once in the help: screens/help.py); hidden from the footers, whose keys stay as they were
+CURSOR_KEY = Binding(
+    "c",
+    "chart_cursor",
+    "Cursor",
+    id="chart.cursor",
+    show=False,
+    tooltip="Turn the chart cursor on or off: left/right step it over the steps the series "
+    "have, the line under the chart reads each one's value there",
+)
+WALL_KEY = Binding(
+    "w",
+    "wall_time",
+    "Wall/step",
+    id="chart.wall",
+    show=False,
+    tooltip="Switch the charts' x axis between steps and the wall time since the run's "
+    "first record",
+)
+
+
 class Chart(PlotextPlot):
     """A plotext chart that replots only when its spec changed, and not too often.
 
@@ -251,6 +274,8 @@ def _plot(plt: Any, spec: ChartSpec, width: int, rows: int) -> None:
         _draw(plt, s, xlim, ylims.get(s.axis), width, rows)
     _draw_hlines(plt, spec)
     _draw_marks(plt, spec)
+    if spec.vline is not None:  # the chart cursor, over everything else
+        plt.vline(spec.vline, "white")
     _draw_x_axis(plt, spec, xlim, width)
     _draw_y_axes(plt, ylims, spec.ylog, rows)
 
@@ -352,11 +377,16 @@ def _draw_marks(plt: Any, spec: ChartSpec) -> None:
 
 
 def _draw_x_axis(plt: Any, spec: ChartSpec, xlim: tuple[float, float] | None, width: int) -> None:
-    """The x axis's limits and ticks; it counts steps, so the ticks are whole ones."""
+    """The x axis's limits and ticks, whole ones (steps, or whole units of wall time).
+
+    On wall time each tick says its unit ("30 min")."""
     if spec.xlim:
         plt.xlim(*spec.xlim)
     if xlim is not None:
-        plt.xticks(*linear_ticks(*xlim, most=max(2, width // 12), whole=True))
+        ticks, labels = linear_ticks(*xlim, most=max(2, width // 12), whole=True)
+        if spec.xunit:
+            labels = [f"{label} {spec.xunit}" for label in labels]
+        plt.xticks(ticks, labels)
 
 
 def _draw_y_axes(plt: Any, ylims: dict[str, tuple[float, float]], log: bool, rows: int) -> None:
