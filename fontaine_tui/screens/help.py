@@ -23,7 +23,14 @@ def all_bindings(app: App[int]) -> list[tuple[str, str, Binding]]:
         ("quit dialog", QuitDialog),
     ]:
         out += [(name, b) for b in getattr(screen, "BINDINGS", []) if isinstance(b, Binding)]
+    # the chart keys, shared by the modes that draw charts, listed once at the end
+    charts = {b.id: ("charts", b) for _, b in out if (b.id or "").startswith(CHART_KEYS)}
+    out = [(where, b) for where, b in out if not (b.id or "").startswith(CHART_KEYS)]
+    out += charts.values()
     return [(where, b.key_display or b.key, b) for where, b in out]
+
+
+CHART_KEYS = "chart."  # the id prefix of the keys every chart mode shares (widgets/chart.py)
 
 
 DIALOG_W = 110  # the help dialog's width where the terminal has it (app.tcss: .dialog.help)
