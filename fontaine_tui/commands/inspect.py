@@ -25,11 +25,13 @@ from fontaine_tui.core.atomic import atomic_write, create_new
 from fontaine_tui.core.errors import InputError
 from fontaine_tui.core.follow.target import parse_follow_target
 from fontaine_tui.core.log.formats.inspect import Inspection, inspect_run
+from fontaine_tui.core.log.formats.printed import PATTERN_SETS, compile_patterns
+from fontaine_tui.core.log.formats.spec import SourceSpec
 from fontaine_tui.core.preset.draft import draft
 from fontaine_tui.core.ssh.destination import SshTarget
 from fontaine_tui.core.verdict.blind import HIDDEN
 from fontaine_tui.core.verdict.blindwords import rule_metrics, shown_words
-from fontaine_tui.model.judge import blinded
+from fontaine_tui.model.judge import blinded, launched_source
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -41,6 +43,7 @@ def register(sub: argparse._SubParsersAction) -> None:
             "fontaine-tui inspect runs/hf-trainer",
             "fontaine-tui inspect mlruns --run 3f2a -j",
             "fontaine-tui inspect runs/tb --kind tensorboard --preset-out mine.toml",
+            "fontaine-tui inspect runs/lerobot --path train.log --patterns lerobot",
             exits="0 inspected, 2 bad input or nothing readable",
         ),
     )
@@ -53,6 +56,13 @@ def register(sub: argparse._SubParsersAction) -> None:
         dest="run_id",
         default="",
         help="the [source] run of a store holding several (MLflow)",
+    )
+    p.add_argument(
+        "--patterns",
+        metavar="FILE|NAME",
+        default="",
+        help="read printed lines with these patterns: a file of them (one a line) or a "
+        f"built-in set ({', '.join(PATTERN_SETS)})",
     )
     p.add_argument(
         "--preset-out", metavar="FILE", help="write a starting preset (its bounds left to complete)"
@@ -72,7 +82,11 @@ def run(args: argparse.Namespace) -> int:
         )
     target = runfolder.check_target(target)
     hidden, rule = _hidden(target)
-    ins = inspect_run(Path(target), args.kind, args.path, args.run_id, hidden, rule)
+    patterns = _patterns(args.patterns)
+    frozen = _frozen(target)  # a launched run: read through its frozen [source]
+    ins = inspect_run(
+        Path(target), args.kind, args.path, args.run_id, hidden, rule, patterns, frozen=frozen
+    )
     if hidden:  # the trainer's words at its end may quote the hidden read
         ins = _ended_shown(ins, rule or ())
     if args.preset_out:
@@ -95,6 +109,39 @@ def _print_text(ins: Inspection, target: str, preset_out: str | None) -> None:
             f"\nwrote {preset_out}: complete its [verdict] bounds, then "
             f"fontaine-tui verdict {target} --preset {preset_out}\n"
         )
+
+
+def _patterns(given: str) -> tuple[str, ...]:
+    """--patterns: a built-in set's name, else a file of patterns, one a line.
+
+    Blank lines and lines starting with # are passed over. Refused (InputError) where the file
+    cannot be read or a pattern is not one [source] patterns takes."""
+    if not given or given in PATTERN_SETS:
+        return (given,) if given else ()
+    try:
+        text = Path(given).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise InputError(
+            f"{given}: --patterns: neither a file that reads nor a built-in set "
+            f"({', '.join(PATTERN_SETS)}): {getattr(exc, 'strerror', None) or exc}"
+        ) from None
+    lines = [t for line in text.splitlines() if (t := line.strip()) and not t.startswith("#")]
+    try:
+        compile_patterns(lines, f"{given}: --patterns")
+    except ValueError as exc:
+        raise InputError(": ".join(map(str, exc.args))) from None
+    return tuple(lines)
+
+
+def _frozen(target: str) -> SourceSpec | None:
+    """A launched [command] run's frozen [source], as `verdict` reads it, else None.
+
+    None too where its prereg.json does not read: the folder is then shown by what it holds,
+    as `_hidden` shows it."""
+    try:
+        return launched_source(target)
+    except InputError:
+        return None
 
 
 def _hidden(target: str) -> tuple[bool, tuple[str, ...] | None]:

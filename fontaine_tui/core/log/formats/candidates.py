@@ -4,12 +4,17 @@
 run of a store of several (an MLflow store), the detected kind's first; `choose` picks the one
 to read (the first, or the one `--kind`, `--path`, `--run` name). `inspect` lists them, and
 `get` and `inspect` read the one chosen (inspect.py's `load`).
+
+A launched [command] run's folder is read through the [source] its prereg.json froze (`frozen`,
+as `verdict` reads it: model/judge.py's `launched_source`), patterns and path and all: that run
+is the first found and the one read unless another is named. The files this program writes in a
+run folder (where.py's `OURS`) are never taken for a run's log.
 """
 
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from types import MappingProxyType
 
@@ -35,6 +40,10 @@ class Candidate:
     path: str = ""
     run: str = ""
     describe: str = ""
+    # a launched run's frozen [source] (None: found by its files): read through it, patterns
+    # and all, every key an eval key (`spec`)
+    frozen: SourceSpec | None = field(default=None, compare=False, repr=False)
+    patterns: tuple[str, ...] = ()  # printed lines: the patterns that read them (or a set's name)
 
     def source_lines(self) -> list[str]:
         """The [source] lines that read this run alone."""
@@ -43,6 +52,10 @@ class Candidate:
             lines.append(f"path = {_quote(self.path)}")
         if self.run:
             lines.append(f"run = {_quote(self.run)}")
+        if len(self.patterns) == 1:
+            lines.append(f"patterns = {_quote(self.patterns[0])}")
+        elif self.patterns:
+            lines.append(f"patterns = [{', '.join(map(_quote, self.patterns))}]")
         return lines
 
     def matches(self, kind: str, path: str, run: str) -> bool:
@@ -54,8 +67,11 @@ class Candidate:
         return ", ".join(self.source_lines())
 
     def spec(self, step: str = "step") -> SourceSpec:
+        if self.frozen is not None:
+            return _every_key(self.frozen, step)
         options = MappingProxyType({"run": self.run} if self.run else {})
-        return SourceSpec(self.kind, self.path, FieldMap(EVERY_KEY, step=step), options)
+        fields = FieldMap(EVERY_KEY, step=step)
+        return SourceSpec(self.kind, self.path, fields, options, self.patterns)
 
 
 def _quote(text: str) -> str:
@@ -63,11 +79,42 @@ def _quote(text: str) -> str:
     return json.dumps(text, ensure_ascii=False)
 
 
-def candidates(folder: Path) -> list[Candidate]:
+def _every_key(frozen: SourceSpec, step: str) -> SourceSpec:
+    """A frozen [source] reading every key as an eval key, at its own step unless `step` names one.
+
+    Every line is then a probe line (a JSONL `probe_field` rule is left out), as `inspect`
+    reads any run."""
+    fields = replace(
+        frozen.fields,
+        eval=EVERY_KEY,
+        step=frozen.fields.step if step == "step" else step,
+        probe_field="",
+        probe_value="",
+    )
+    return replace(frozen, fields=fields)
+
+
+def frozen_candidate(folder: Path, frozen: SourceSpec) -> Candidate:
+    """The run a launched folder's frozen [source] names, described by the files it reads."""
+    try:
+        paths = files(folder, frozen)
+    except (InputError, OSError):
+        paths = []
+    shown = ", ".join(_rel(folder, p) for p in paths[:2]) + (
+        f" and {len(paths) - 2} more" if len(paths) > 2 else ""
+    )
+    run = frozen.options.get("run", "")
+    return Candidate(
+        frozen.kind, frozen.path, run, f"{shown} (prereg.json's [source])", frozen=frozen
+    )
+
+
+def candidates(folder: Path, frozen: SourceSpec | None = None) -> list[Candidate]:
     """Every run the folder holds that a [source] could name, the detected kind's first.
 
     The list holds each kind whose files are found (a kind whose files another kind already
-    reads is left out), each of several runs of one kind, and each run of a store of several."""
+    reads is left out), each of several runs of one kind, and each run of a store of several.
+    `frozen`: a launched run's frozen [source], whose run is the first (its files no other's)."""
     try:
         primary = detect(folder)
     except InputError:
@@ -76,6 +123,9 @@ def candidates(folder: Path) -> list[Candidate]:
         return [Candidate("fontaine", describe=LOG)]
     out: list[Candidate] = []
     seen: set[Path] = set()
+    if frozen is not None:
+        out.append(frozen_candidate(folder, frozen))
+        seen |= _frozen_files(folder, frozen)
     for kind in _kinds_from(primary):
         for rel, paths in _found(folder, kind):
             real = _unclaimed(paths, seen)
@@ -83,6 +133,14 @@ def candidates(folder: Path) -> list[Candidate]:
                 seen |= real
                 out += _runs_of(folder, kind, rel, paths)
     return out
+
+
+def _frozen_files(folder: Path, frozen: SourceSpec) -> set[Path]:
+    """The real paths of the files a frozen [source] reads (none where they are not there)."""
+    try:
+        return {p.resolve() for p in files(folder, frozen)}
+    except (InputError, OSError):
+        return set()
 
 
 def _kinds_from(primary: str) -> list[str]:
@@ -148,14 +206,21 @@ def _rel(folder: Path, path: Path) -> str:
 
 
 def choose(
-    folder: Path, kind: str = "", path: str = "", run: str = ""
+    folder: Path,
+    kind: str = "",
+    path: str = "",
+    run: str = "",
+    frozen: SourceSpec | None = None,
 ) -> tuple[Candidate, tuple[Candidate, ...]]:
-    """The run to read (the first, or the one named) and all found; else one-line InputError."""
+    """The run to read (the first, or the one named) and all found; else one-line InputError.
+
+    `frozen`: a launched run's frozen [source] (model/judge.py's `launched_source`), whose run
+    is the first, so the one read unless another is named."""
     if not folder.exists():
         raise InputError(f"{folder}: no such folder")
     if not folder.is_dir():
         raise InputError(f"{folder}: expected a run folder (a directory)")
-    found = candidates(folder)
+    found = candidates(folder, frozen)
     if kind and kind not in kinds():
         raise InputError(f"--kind: expected one of {', '.join(kinds())}, got {kind!r}")
     if kind or path or run:

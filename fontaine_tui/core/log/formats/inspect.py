@@ -6,7 +6,10 @@ probe cadence, the last step, whether the run ended, and what could not be read.
 Built on the generic reading (locate.py's `files`, cold.py's `load_source`): the run is read
 once with every key taken as an eval key (`eval = ["*"]`), so each key's steps and values
 are in the store's probes whatever the format; a format added to registry.py's `FORMATS`
-shows up here as it is (a store of several runs lists them by its record's `inspect_runs`). A key is then called train or eval by the default eval patterns.
+shows up here as it is (a store of several runs lists them by its record's `inspect_runs`).
+A key is then called train or eval by the default eval patterns. A launched [command] run is
+read through its frozen [source] (its patterns and path; candidates.py's `choose`), each key
+called train or eval by that [source]'s own eval patterns.
 
 `Inspection.to_json()` is the `inspect --json` document (SCHEMA, version 1):
 
@@ -41,6 +44,7 @@ from fontaine_tui.core.errors import InputError
 from fontaine_tui.core.log.formats.candidates import Candidate, choose
 from fontaine_tui.core.log.formats.cold import Loaded, load_source
 from fontaine_tui.core.log.formats.grouper import LOSS_NAMES, FieldMap
+from fontaine_tui.core.log.formats.spec import SourceSpec
 from fontaine_tui.core.log.records import TRAIN_FIELDS, Event, Probe
 from fontaine_tui.core.log.store import RunStore
 from fontaine_tui.core.runfolder import LOG
@@ -188,13 +192,23 @@ def inspect_run(
     run: str = "",
     blinded: bool = False,
     rule: tuple[str, ...] | None = (),
+    patterns: tuple[str, ...] = (),
+    frozen: SourceSpec | None = None,
 ) -> Inspection:
     """What `folder` holds, read as the candidate `choose` picks (InputError as it says).
+
+    `frozen`: a launched run's frozen [source] (model/judge.py's `launched_source`): its run is
+    the one read unless another is named, and its eval rule says which keys are eval keys.
+
+    `patterns`: its printed lines read with them (kind "lines"; printed.py's, or a set's name).
 
     `blinded`: the run's read is hidden, as `verdict` hides it: no conflicting step named, the
     eval values not numbers counted, and the FACTS of each probe field (an eval key, or one of
     `rule`, the metrics the frozen rules read; None: not known, so every key) hidden."""
-    chosen, found = choose(folder, kind, path, run)
+    if patterns and kind not in ("", "lines"):
+        raise InputError(f"--patterns: they read printed lines (kind lines), not --kind {kind}")
+    chosen, found = choose(folder, "lines" if patterns else kind, path, run, frozen)
+    chosen = replace(chosen, patterns=patterns) if patterns else chosen
     read = _inspect_ours if chosen.kind == "fontaine" else _inspect_foreign
     ins = read(folder, chosen, found, blinded)
     if not blinded:
@@ -274,7 +288,7 @@ def _inspect_foreign(
     loaded, step_key = load(folder, chosen)
     loaded, step_key, why = trainer_step(folder, chosen, loaded, step_key)
     store = loaded.store
-    stats = _probe_stats(store, list(loaded.keys), foreign=True)
+    stats = _probe_stats(store, list(loaded.keys), foreign=True, rule=_eval_rule(chosen))
     loss = next((n for n in LOSS_NAMES if n in loaded.keys), "")
     stats = [replace(s, role="loss") if s.key == loss else s for s in stats]
     ins = _inspection(
@@ -312,6 +326,11 @@ def _inspect_ours(
     return _inspection(folder, chosen, found, paths, "", "step", "loss", stats, store, blinded)
 
 
+def _eval_rule(chosen: Candidate) -> FieldMap:
+    """Which keys are eval keys: a launched run's frozen [source]'s rule, else the defaults."""
+    return chosen.frozen.fields if chosen.frozen is not None else FieldMap()
+
+
 def _train_stats(store: RunStore, name: str) -> KeyStats | None:
     """A train column's steps of our own log (those it holds a value at); None: it has none."""
     held = [
@@ -331,12 +350,14 @@ def _train_stats(store: RunStore, name: str) -> KeyStats | None:
     )
 
 
-def _probe_stats(store: RunStore, keys: list[str], foreign: bool) -> list[KeyStats]:
+def _probe_stats(
+    store: RunStore, keys: list[str], foreign: bool, rule: FieldMap | None = None
+) -> list[KeyStats]:
     """Each key's steps among the store's probes.
 
-    With `foreign`, its role is set by the default eval patterns (a probe of our own log is an
-    eval record whatever its fields' names)."""
-    defaults = FieldMap()
+    With `foreign`, its role is set by the eval patterns of `rule` (default: the default ones;
+    a probe of our own log is an eval record whatever its fields' names)."""
+    defaults = rule if rule is not None else FieldMap()
     probes: list[Probe] = [store.probes[s] for s in sorted(store.probes)]
     out = []
     for key in keys:

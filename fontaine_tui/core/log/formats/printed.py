@@ -11,6 +11,11 @@ over. A matched line whose step or train field is not a number is counted among 
 entries and reported. An eval field that is not a number is kept as what it is (the probe's
 `not_numbers`, counted in the grouper's `odd_values`): which key, step and value it was is a
 probe's value, said through the evidence gate (core/log/oddvalues.py), never in a notice.
+A pattern with a `step` group and no other is a step line: the lines after it that a pattern
+without a `step` group matches are read at its step (LeRobot 0.4 prints `Eval policy at step N`,
+then the eval's numbers on a line of their own). A pattern set may be named instead of written
+(`patterns = "lerobot"`: PATTERN_SETS).
+
 Numbers may carry LeRobot's decimal suffixes (K, M, B, T, Q: thousands, millions, ...). A step
 printed with one is rounded where it was printed (`10K` is any step from 9500 to 10500), which is
 reported once."""
@@ -35,9 +40,36 @@ ROUNDED = (
     "step from 9500 to 10500): two prints of one rounded step are read as one step"
 )
 
+# LeRobot's `lerobot-train` (lerobot/scripts/lerobot_train.py, 0.4; scripts/train.py before):
+# the train line is `logging.info(train_tracker)` (utils/logging_utils.py's MetricsTracker:
+# `step:20K smpl:640K ep:1K epch:12.34 loss:0.123 grdn:1.234 lr:1.0e-04 updt_s:... data_s:...`,
+# the step, samples and episodes by utils.py's format_big_number), after init_logging's
+# `INFO 2025-01-02 10:00:00 <file:line>`; the eval is `logging.info(eval_tracker)` up to 0.3
+# (`step:20K ... epch:12.34 ∑rwrd:12.345 success:40.0 eval_s:...`) and from 0.4 the line
+# `Eval policy at step 20000` then `Suite overall aggregated: {'avg_sum_reward': ..., ...}`.
+# Its eval keys are named eval_* (the default eval patterns hold them).
+LEROBOT = (
+    r"(?:(?P<time>\d{4}-\d\d-\d\d \d\d:\d\d:\d\d) .*)?\bstep:(?P<step>\S+) smpl:\S+ ep:\S+ "
+    r"epch:\S+ loss:(?P<loss>\S+) grdn:(?P<grad_norm>\S+) lr:(?P<lr>\S+)",
+    r"\bstep:(?P<step>\S+) smpl:\S+ ep:\S+ epch:\S+ ∑rwrd:(?P<eval_avg_sum_reward>\S+) "
+    r"success:(?P<eval_pc_success>\S+)",
+    r"\bEval policy at step (?P<step>\d+)$",
+    r"\bSuite overall aggregated: \{'avg_sum_reward': (?P<eval_avg_sum_reward>[^,}]+), "
+    r"'avg_max_reward': (?P<eval_avg_max_reward>[^,}]+), 'pc_success': (?P<eval_pc_success>[^,}]+)",
+)
+PATTERN_SETS = {"lerobot": LEROBOT}  # a [source] patterns that names one reads with it
+
+
+def named_set(patterns: object) -> tuple[str, ...] | None:
+    """The patterns of the set `patterns` names (a string, or a list of one), else None."""
+    name = patterns[0] if isinstance(patterns, list) and len(patterns) == 1 else patterns
+    return PATTERN_SETS.get(name) if isinstance(name, str) else None
+
 
 def compile_patterns(patterns: object, where: str = "source.patterns") -> list[UserPattern]:
-    """[source] patterns, compiled; ValueError(key, expected) naming a bad one."""
+    """[source] patterns (or a set's name: PATTERN_SETS), compiled; ValueError(key, expected)."""
+    named = named_set(patterns)
+    patterns = list(named) if named else patterns
     if isinstance(patterns, str):
         patterns = [patterns]
     if not (
@@ -48,23 +80,33 @@ def compile_patterns(patterns: object, where: str = "source.patterns") -> list[U
             "expected a regular expression or a list of them, each with "
             "a named group `step` (like 'step:(?P<step>\\S+) .*loss:(?P<loss>\\S+)')",
         )
-    return [_compiled(text, f"{where}[{n}]") for n, text in enumerate(patterns)]
+    compiled = [_compiled(text, f"{where}[{n}]") for n, text in enumerate(patterns)]
+    if not any("step" in c.groupindex for c in compiled):
+        raise ValueError(
+            f"{where}[0]", f"{patterns[0]!r} has no named group `step` (expected (?P<step>...))"
+        )
+    if all(set(c.groupindex) == {"step"} for c in compiled):
+        raise ValueError(
+            f"{where}[0]",
+            f"{patterns[0]!r} names no field besides the step (expected a group like "
+            "(?P<loss>\\S+))",
+        )
+    return compiled
 
 
 def _compiled(text: str, key: str) -> UserPattern:
-    """One pattern compiled: a regular expression with a named group `step` and another."""
+    """One pattern compiled: a regular expression with a named group.
+
+    A `step` group alone makes a step line; fields without one are read at a step line's step."""
     try:
         compiled = UserPattern(text)
     except PatternError as exc:
         if exc.invalid:
             raise ValueError(key, f"{text!r} is not a regular expression ({exc})") from None
         raise ValueError(key, f"{text[:60]!r}: {exc}") from None
-    if "step" not in compiled.groupindex:
-        raise ValueError(key, f"{text!r} has no named group `step` (expected (?P<step>...))")
-    if len(compiled.groupindex) < 2:
+    if not compiled.groupindex:
         raise ValueError(
-            key,
-            f"{text!r} names no field besides the step (expected a group like (?P<loss>\\S+))",
+            key, f"{text!r} has no named group `step` (expected (?P<step>...), or fields)"
         )
     return compiled
 
@@ -112,6 +154,7 @@ class LinesDecoder(Unread):
         self.cutter = LineCutter(track=False)
         self.line = 0
         self.rounded = False
+        self.at: int | None = None  # the step of the last step line
 
     @property
     def notes(self) -> list[str]:
@@ -136,8 +179,11 @@ class LinesDecoder(Unread):
             return
         groups = {k: v for k, v in found.items() if v is not None}
         groups.pop("step", None)
-        step = self._step(found["step"], where)
+        step = self._step(found["step"], where) if "step" in found else self._at(where)
         if step is None:
+            return
+        if set(found) == {"step"}:  # a step line: the lines after it are read at its step
+            self.at = step
             return
         when = _time(groups.pop("time")) if "time" in groups else NAN
         at = when if math.isfinite(when) else NAN
@@ -170,6 +216,12 @@ class LinesDecoder(Unread):
             return None
         self.rounded |= parsed[1]
         return step
+
+    def _at(self, where: str) -> int | None:
+        """The step of the last step line, for a line whose pattern has no `step` group."""
+        if self.at is None:
+            self.note_bad(where, "no step line before it (its pattern has no `step` group)")
+        return self.at
 
     def _value(
         self, step: int, at: float, key: str, value: str, where: str, out: list[Record]
