@@ -124,7 +124,9 @@ def _load_listed(folder: Path, spec: SourceSpec, paths: list[Path]) -> Loaded:
             records, detail = read.records, read.detail
         else:
             records = []
-            for path in paths:
+            for k, path in enumerate(paths):
+                if k and isinstance(dec, WandbDecoder):  # the run resumed: its next attempt
+                    dec.next_file(path.parent.name)
                 records += _read_file(path, dec)
         records += dec.finish()
         if isinstance(dec, WandbDecoder):

@@ -364,15 +364,47 @@ class WandbDecoder(Unread):
         self.run_id = self.project = self.name = ""
         self.exit_code: int | None = None
         self.records = 0
+        self.attempts = 1
         self._time = NAN
         self._top = -1
+        self._resumed = ""  # a later attempt's folder, until its first step is read
 
     def describe(self) -> str:
         """The run read, for a report's "log ..." line."""
         if not self.run_id:
             return "W&B run"
         named = f"{self.name}, " if self.name else ""
-        return f"W&B run {self.run_id} ({named}project {self.project or '?'})"
+        more = f", {self.attempts} attempts" if self.attempts > 1 else ""
+        return f"W&B run {self.run_id} ({named}project {self.project or '?'}{more})"
+
+    def next_file(self, name: str) -> None:
+        """Mark the following bytes as the run's next attempt's file (`name`: its folder).
+
+        wandb writes a run resumed (`wandb.init(id=..., resume=...)`) into a folder of its
+        own. The attempt's file has its own framing, and its first step is checked
+        (`_resume`)."""
+        self.framer.finish()  # a torn tail is said, and is not the next file's head
+        self.framer = LogFramer(lambda where, why: self.note_bad(f"{name} {where}", why))
+        self._resumed = name
+        self.attempts += 1
+
+    def _resume(self, step: int, when: float, out: list[Record]) -> None:
+        """Take a later attempt whose first step is below the step the run reached.
+
+        The attempt resumed the run from a checkpoint: its values take over from that step
+        on, as a resume in our own log does (the grouper's `purge`: the store gets a resume
+        to the step before it). One at or past the step reached takes nothing over: a second
+        value there is conflicting evidence."""
+        name, self._resumed = self._resumed, ""
+        top = self.grouper.top
+        if step >= top:
+            return
+        why = (
+            f"{name} resumes W&B run {self.run_id or '?'} at step {step}, below step {top} "
+            f"of its attempt before: that attempt's values from step {step} on are taken over"
+        )
+        self.grouper.purge(step, when, why, out)
+        self._top = step - 1
 
     def feed(self, data: bytes) -> list[Record]:
         out: list[Record] = []
@@ -409,6 +441,8 @@ class WandbDecoder(Unread):
         for key, value in items:
             if key == self.time_key and (x := number(value)) is not None:
                 when = x
+        if self._resumed:
+            self._resume(step, when, out)
         for key, value in items:
             if not key.startswith("_") and key not in (self.step_key, self.time_key):
                 self._value(step, when, key, value, out)

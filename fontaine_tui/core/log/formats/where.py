@@ -120,7 +120,7 @@ def jsonl_file(folder: Path, spec: SourceSpec, base: Path) -> list[Path]:
 
 
 def wandb_file(folder: Path, spec: SourceSpec, base: Path) -> list[Path]:
-    return [base] if base.is_file() else [wandb_run(base, spec.options.get("run", ""))]
+    return [base] if base.is_file() else wandb_run(base, spec.options.get("run", ""))
 
 
 def trackio_store(folder: Path, spec: SourceSpec, base: Path) -> list[Path]:
@@ -172,23 +172,50 @@ def wandb_runs(folder: Path) -> list[Path]:
     return []
 
 
-def wandb_run(folder: Path, chosen: str) -> Path:
-    """The run file of `folder` that [source] run names, or the only one.
+def wandb_id(run_file: Path) -> str:
+    """The run id a W&B run file is named by (`run-<id>.wandb`)."""
+    return run_file.name[4:-6]
 
-    The run is named by its folder's name, or its id. Raises InputError naming them when there
-    are several, or none is chosen."""
-    found = wandb_runs(folder)
-    if chosen:
-        found = [
-            f
-            for f in found
-            if chosen in (f.parent.name, f.name[4:-6], f.parent.name.rpartition("-")[2])
-        ]
+
+def _began(run_file: Path) -> str:
+    """A run file's folder's name as it sorts by when the attempt began.
+
+    That is `run-<time>-<id>` (`offline-` dropped): wandb names it by the second it began."""
+    return run_file.parent.name.removeprefix("offline-")
+
+
+def wandb_attempts(found: list[Path]) -> dict[str, list[Path]]:
+    """The run files found, by run id, each id's in the order its attempts began.
+
+    wandb writes a run resumed (`wandb.init(id=..., resume=...)`) into a folder of its own,
+    its files named by the same id: one id is one run."""
+    by_id: dict[str, list[Path]] = {}
+    for run_file in found:
+        by_id.setdefault(wandb_id(run_file), []).append(run_file)
+    return {i: sorted(files, key=lambda f: (_began(f), str(f))) for i, files in by_id.items()}
+
+
+def wandb_run(folder: Path, chosen: str) -> list[Path]:
+    """The run files of the run of `folder` that [source] run names, or of the only one.
+
+    A run is its id: its attempts' files, in the order they began. [source] run names it by
+    its id, or by the folder of any of its attempts. Raises InputError naming the runs when
+    there are several, or none is chosen."""
+    every = wandb_attempts(wandb_runs(folder))
+    found = (
+        {
+            i: files
+            for i, files in every.items()
+            if chosen == i or any(chosen == f.parent.name for f in files)
+        }
+        if chosen
+        else every
+    )
     if len(found) == 1:
-        return found[0]
-    every = wandb_runs(folder)
-    names = ", ".join(f.parent.name if f.parent != folder else f.name for f in every[:6])
-    more = ", ..." if len(every) > 6 else ""
+        return next(iter(found.values()))
+    shown = [files[0] for files in every.values()]
+    names = ", ".join(f.parent.name if f.parent != folder else f.name for f in shown[:6])
+    more = ", ..." if len(shown) > 6 else ""
     if not every:
         raise InputError(
             f"{folder}: no W&B run here (expected {WANDB}/offline-run-*/"

@@ -22,8 +22,12 @@ import wandb
 
 for run in json.loads(sys.argv[1]):
     settings = wandb.Settings(x_transaction_log_flush_interval=run.get("flush", 15.0))
+    if run.get("resume"):  # a later attempt: its own folder (named by the second it began)
+        began = int(time.time())
+        while int(time.time()) == began:
+            time.sleep(0.02)
     r = wandb.init(project=run["project"], mode="offline", dir=run["dir"], id=run.get("id"),
-                   config=run.get("config"), settings=settings)
+                   config=run.get("config"), settings=settings, resume=run.get("resume"))
     for step, row in run["rows"]:
         r.log(row, step=step)
         time.sleep(run.get("pace", 0))
@@ -50,7 +54,10 @@ def writer_env(tmp: Path) -> dict[str, str]:
 
 def write_runs(tmp: Path, runs: list[dict]) -> None:
     """Each run ({"project", "dir", "rows": [[step, {key: value}]], "exit", "id",
-    "config"}) written by wandb, one after the other, in one child process."""
+    "config", "resume"}) written by wandb, one after the other, in one child process.
+
+    A run with "resume" ("allow") is `wandb.init(id=..., resume=...)` again: offline, wandb
+    writes it into a folder of its own, begun in a later second than the one before."""
     subprocess.run(
         [sys.executable, "-c", WRITER, json.dumps(runs)],
         env=writer_env(tmp),
