@@ -8,6 +8,12 @@ after; the run banked, and a second preset that compares against it gets a verdi
 run per kind serves every check (one Lightning run both of its loggers), all writers side by
 side. A check a new kind does not pass yet is a `pytest.param(name, marks=pytest.mark.xfail(
 strict=True, reason=...))` in that check's parametrize, naming what the kind lacks.
+
+The writers' threads share this process with pytest, which swaps sys.stdout between a test's
+phases and sets and pops PYTEST_CURRENT_TEST, on the main thread: those threads neither read
+nor change the process's stdout or environment. The commands after a run (runs, verdict, bank)
+run in this process on the main thread, within the first test that asks for the run, and each
+writer's environment is copied on the main thread.
 """
 
 from __future__ import annotations
@@ -129,14 +135,18 @@ endpoint_step = {kind.endpoint}
 {bounds}'''
 
 
-COMMAND = threading.Lock()  # the writers run side by side: one command at a time swaps the
-# process's stdout and environment
-
-
 def command(argv: list[str], env: dict[str, str]) -> tuple[int, str]:
-    """One fontaine-tui command in this process (faster than a subprocess), in `env`."""
+    """One fontaine-tui command in this process (a subprocess would start Python and import
+    the readers again for each), in `env`: its exit code, its stdout and stderr together.
+
+    On the main thread only, within a test: `cli.main` writes through sys.stdout, which is the
+    process's, and pytest swaps it on the main thread between a test's phases. From a writer's
+    thread, a swap landing while the command runs sends its answer to pytest's capture, and
+    the command's own comes back empty."""
+    if threading.current_thread() is not threading.main_thread():
+        raise RuntimeError(f"command {argv}: on the main thread only")
     out = io.StringIO()
-    with COMMAND, pytest.MonkeyPatch.context() as mp:
+    with pytest.MonkeyPatch.context() as mp:
         for k in ("FONTAINE_REGISTRY", "FONTAINE_BANK"):
             mp.setenv(k, env[k])
         with contextlib.redirect_stdout(out), contextlib.redirect_stderr(out):
@@ -161,13 +171,27 @@ def read_lines(stream, into: list[tuple[float, str]]) -> None:
         into.append((time.monotonic(), line.rstrip("\n")))
 
 
-def run_writer(writer: tuple[str, ...], names: list[str], root: Path) -> dict[str, Seen]:
-    """Start the writer, and at once one attach per kind it writes; ask `runs` while it writes;
-    then verdict, bank and the compared verdict of each."""
+@dataclass
+class Written:
+    """One writer's run as its thread saw it (each kind's `Seen`), with the folder its presets
+    are in and the environment its commands take."""
+
+    seen: dict[str, Seen]
+    root: Path
+    env: dict[str, str]
+
+
+def run_writer(
+    writer: tuple[str, ...], names: list[str], root: Path, environ: dict[str, str]
+) -> Written:
+    """Start the writer, and at once one attach per kind it writes; ask `runs` while it writes
+    (a poller, a subprocess). On a writer's thread (`observe`), so `environ` is the process's
+    environment as the main thread copied it: os.environ, iterated here, could lose
+    PYTEST_CURRENT_TEST between a key and its value (KeyError)."""
     out = root / "out"
     env = {
         k: v
-        for k, v in os.environ.items()
+        for k, v in environ.items()
         if not k.startswith(("TRACKIO_", "GRADIO_", "WANDB_", "HF_TOKEN"))
     }
     env.update(
@@ -282,10 +306,17 @@ def run_writer(writer: tuple[str, ...], names: list[str], root: Path) -> dict[st
         for line in (root / "runs.log").read_text().splitlines()
         if " " in line and begun <= float(line.split(" ", 1)[0]) < finished
     ]
-    runs_answer = command(["runs", "--json"], env)
-    after = runs_rows(runs_answer[1].splitlines(), folders)
     for name, rows in runs_rows(during, folders).items():
         seen[name].runs_during = rows
+    return Written(seen, root, env)
+
+
+def ask_after(written: Written) -> dict[str, Seen]:
+    """What the commands say of an ended run: `runs`, then verdict, bank and the compared
+    verdict of each kind. On the main thread (`command`)."""
+    seen, root, env = written.seen, written.root, written.env
+    runs_answer = command(["runs", "--json"], env)
+    after = runs_rows(runs_answer[1].splitlines(), {name: s.folder for name, s in seen.items()})
     for name, s in seen.items():
         s.runs_after, s.runs_answer = after[name], runs_answer
         preset = str(root / f"{name}.toml")
@@ -301,8 +332,8 @@ def run_writer(writer: tuple[str, ...], names: list[str], root: Path) -> dict[st
 
 @pytest.fixture(autouse=True)
 def registry_path(tmp_path: Path) -> Path:
-    """The registry each command here names itself (`command`'s env): no test sets one in the
-    environment, which the writers' threads read while a later test's set-up would change it."""
+    """The registry each command here names itself (`command`'s env): no test here sets one in
+    the process's environment."""
     return tmp_path / "state" / "babysit.toml"
 
 
@@ -316,21 +347,29 @@ def bank_path(tmp_path: Path) -> Path:
 def observe(request, tmp_path_factory):
     """Each writer the selected tests need, SIDE_BY_SIDE at a time (most of a run is sleeping
     and waiting), the slowest (Lightning's) first, started when the first test asks; a test
-    waits for its own writer's."""
+    waits for its own writer's. The first test that asks for a writer's run asks the commands
+    after it (`ask_after`), on the main thread."""
     here = {
         item.callspec.params["name"]
         for item in request.session.items
         if item.module is request.module and hasattr(item, "callspec")
     }
     writers = list(dict.fromkeys(k.writer for name, k in KINDS.items() if name in here))
+    environ = dict(os.environ)  # here, on the main thread: see run_writer
     pool = ThreadPoolExecutor(max_workers=SIDE_BY_SIDE)
     runs = {}
     for writer in writers:
         names = [n for n, k in KINDS.items() if k.writer == writer]
-        runs[writer] = pool.submit(run_writer, writer, names, tmp_path_factory.mktemp(names[0]))
+        root = tmp_path_factory.mktemp(names[0])
+        runs[writer] = pool.submit(run_writer, writer, names, root, environ)
+
+    asked: dict[tuple[str, ...], dict[str, Seen]] = {}
 
     def get(name: str) -> Seen:
-        return runs[KINDS[name].writer].result()[name]  # a writer's failure fails its tests
+        writer = KINDS[name].writer
+        if writer not in asked:  # a writer's failure fails its tests
+            asked[writer] = ask_after(runs[writer].result())
+        return asked[writer][name]
 
     yield get
     pool.shutdown(wait=True)
@@ -394,3 +433,14 @@ def test_bank_it_and_compare_against_it(name, observe):
     s = observe(name)
     assert s.bank[0] == 0, s.bank[1]
     assert s.compared[0] == COMPARED, s.compared[1]
+
+
+def test_a_command_runs_only_on_the_main_thread(tmp_path):
+    """A writer's thread cannot run a command: pytest could swap sys.stdout under it."""
+    env = {"FONTAINE_REGISTRY": str(tmp_path / "babysit.toml"), "FONTAINE_BANK": str(tmp_path)}
+    with ThreadPoolExecutor(1) as pool:
+        asked = pool.submit(command, ["--version"], env)
+        with pytest.raises(RuntimeError, match="on the main thread only"):
+            asked.result(60)
+    rc, said = command(["--version"], env)  # and the main thread can
+    assert rc == 0 and said.startswith("fontaine-tui "), said
