@@ -166,9 +166,16 @@ def runs_rows(lines: list[str], folders: dict[str, Path]) -> dict[str, list[dict
     return rows
 
 
-def read_lines(stream, into: list[tuple[float, str]]) -> None:
-    for line in stream:
+def read_lines(attach: subprocess.Popen, into: list[tuple[float, str]]) -> None:
+    """Attach's stdout, each line timed as it comes; then its exit, waited for at once.
+
+    Attach ends with the run, often well before the writer's process (Lightning's takes tens
+    of seconds to exit): waited for only after the writer, it stays a zombie meanwhile, and a
+    test that ends then fails (tests/timeouts.py, `no_unreaped_child`) when the attach was
+    started during it (the writers after the first SIDE_BY_SIDE)."""
+    for line in attach.stdout:
         into.append((time.monotonic(), line.rstrip("\n")))
+    attach.wait()
 
 
 @dataclass
@@ -249,7 +256,7 @@ def run_writer(
             text=True,
         )
         attaches[name] = p
-        t = threading.Thread(target=read_lines, args=(p.stdout, s.lines), daemon=True)
+        t = threading.Thread(target=read_lines, args=(p, s.lines), daemon=True)
         t.start()
         threads.append(t)
     folders = {name: s.folder for name, s in seen.items()}
