@@ -451,3 +451,53 @@ def test_a_command_runs_only_on_the_main_thread(tmp_path):
             asked.result(60)
     rc, said = command(["--version"], env)  # and the main thread can
     assert rc == 0 and said.startswith("fontaine-tui "), said
+
+
+def alive(pid: int) -> bool:
+    """Whether process `pid` runs (a zombie, exited and not yet reaped, does not)."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+    except (FileNotFoundError, ProcessLookupError):
+        return False
+
+
+STARTER = """import subprocess, sys, time
+from pathlib import Path
+said = Path(sys.argv[2])
+with open(said, "w") as out:
+    poller = subprocess.Popen([sys.executable, "-m", "tests.writers.poll_runs", sys.argv[1]],
+                              stdout=out, stderr=subprocess.STDOUT)
+while not said.stat().st_size and poller.poll() is None:  # until it has asked runs once
+    time.sleep(0.02)
+print(poller.pid)
+"""
+
+
+def test_the_runs_poller_ends_with_the_process_that_started_it(tmp_path):
+    """A test process ended past its time bound never writes the poller's STOP: the poller
+    ends by itself once the process that started it is gone, and asks `runs` no more."""
+    env = {
+        **os.environ,
+        "PYTHONPATH": str(ROOT),
+        "FONTAINE_REGISTRY": str(tmp_path / "babysit.toml"),
+        "FONTAINE_BANK": str(tmp_path / "bank"),
+    }
+    said = tmp_path / "runs.log"
+    starter = subprocess.run(
+        [sys.executable, "-c", STARTER, str(tmp_path / "stop"), str(said)],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert starter.returncode == 0, starter.stderr
+    pid = int(starter.stdout)
+    deadline = time.monotonic() + 30
+    while alive(pid) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    try:
+        assert not alive(pid), said.read_text()[-2000:]
+    finally:
+        if alive(pid):
+            os.kill(pid, signal.SIGKILL)
