@@ -25,6 +25,7 @@ from fontaine_tui.core.runs.fleet import Fleet
 from fontaine_tui.model.babysitter import Babysitter
 from fontaine_tui.model.launched import LaunchEnd
 from fontaine_tui.model.overlay import Overlay
+from fontaine_tui.model.processes import who_of
 from fontaine_tui.model.runs import RegistryReader, RunEntry, RunsList, open_run, open_target
 from fontaine_tui.model.sampler import Sampler, take_sample
 from fontaine_tui.model.session import Process, Session
@@ -274,7 +275,11 @@ class FontaineApp(App[int]):
             self.schedule_frame()
         if session.poll_process():
             if session is self.session:
-                notify(self, f"engine {self.session.view().status}", severity="warning")
+                notify(
+                    self,
+                    f"{who_of(self.session)} {self.session.view().status}",
+                    severity="warning",
+                )
                 self.schedule_frame()
             if self.launched is not None and session.kind == "launch":
                 self._finish_run()

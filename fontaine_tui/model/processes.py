@@ -53,6 +53,11 @@ class Scope:
     engine: Grouped | None = None  # the launched process, when ours: a stop is noted there
 
 
+def who_of(session: Session) -> str:
+    """What the run's process is called (Handle.who): "command" or "engine"."""
+    return session.process.who if session.process is not None else "engine"
+
+
 def scope_of(session: Session) -> Scope:
     """The tree the mode shows for a session, and whether it is this console's to signal."""
     process = session.process

@@ -15,6 +15,7 @@ from fontaine_tui.core.charts.loss import EMA_DEFAULT, loss_chart, stepped
 from fontaine_tui.core.host.history import History
 from fontaine_tui.core.host.telemetry import TelemetrySnapshot
 from fontaine_tui.model.history import HistoryReader, every_s
+from fontaine_tui.model.processes import who_of
 from fontaine_tui.model.readout import evidence_lines, run_events
 from fontaine_tui.model.view import RunView
 from fontaine_tui.screens.base import ViewScreen
@@ -140,7 +141,9 @@ class MonitorScreen(ViewScreen):
         panels = self.query(TelemetryPanel)
         if not panels:  # the screen is closing (a history read that ended after the quit)
             return
-        panels.first().show(snap, frac, starved, reason, self.history, self.history_note)
+        session = self.console.session
+        who = who_of(session) if session is not None else "engine"
+        panels.first().show(snap, frac, starved, reason, self.history, self.history_note, who)
 
     @work(exclusive=True, group="history")
     async def read_history(self) -> None:

@@ -80,18 +80,20 @@ class TelemetryPanel(QuietStatic):
         reason: str = "",
         history: History | None = None,
         history_note: str = "",
+        who: str = "engine",
     ) -> None:
         """Show a telemetry snapshot and the data-wait fraction.
 
         `snap` is None when there is none, with `reason` saying why. `starved` means the data
         wait is over the preset's gate (decided by the model, as the starvation rule
         decides). `history` is the run's recorded history (None: not read), `history_note`
-        one line on what of it could not be read.
+        one line on what of it could not be read. `who` names the run's process: "engine",
+        or "command" for a preset's own [command] trainer.
         """
-        self._args = (snap, data_frac, starved, reason, history, history_note)
+        self._args = (snap, data_frac, starved, reason, history, history_note, who)
         wait = "—" if data_frac is None else f"{data_frac * 100:.1f}%"
         parts = [
-            *_live(snap, reason, history),
+            *_live(snap, reason, history, who),
             *self._history(history, history_note),
             "data-wait fraction ",
             (wait, "$error" if starved else ""),
@@ -121,10 +123,12 @@ def _muted(text: str, muted: bool) -> Part:
     return (text, "$text-muted") if muted else text
 
 
-def _live(snap: TelemetrySnapshot | None, reason: str, history: History | None) -> list[Part]:
+def _live(
+    snap: TelemetrySnapshot | None, reason: str, history: History | None, who: str
+) -> list[Part]:
     """The live look; without one, why (and that what follows is the recorded history)."""
     if snap is not None:
-        return [*_gpus(snap), *_ram(snap), *_process(snap)]
+        return [*_gpus(snap), *_ram(snap), *_process(snap, who)]
     why = reason or "none for this source"
     if history is not None and history.nodes:
         return [
@@ -162,12 +166,12 @@ def _ram(snap: TelemetrySnapshot) -> list[Part]:
     ]
 
 
-def _process(snap: TelemetrySnapshot) -> list[Part]:
-    """The engine process's memory and CPU, or why they are not known."""
+def _process(snap: TelemetrySnapshot, who: str) -> list[Part]:
+    """The run's process's memory and CPU, or why they are not known."""
     proc = snap.process
     if proc is None:
-        return [(f"engine: {snap.process_reason}", "$text-muted"), "\n"]
+        return [(f"{who}: {snap.process_reason}", "$text-muted"), "\n"]
     return [
-        f"engine pid {proc.pid}: {proc.mem_kind} {gib(proc.mem, unit=False)} GiB, "
+        f"{who} pid {proc.pid}: {proc.mem_kind} {gib(proc.mem, unit=False)} GiB, "
         f"CPU {_pct(proc.cpu_pct)} ({proc.processes} processes)\n"
     ]
