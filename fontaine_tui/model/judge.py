@@ -1,7 +1,8 @@
 """A run's verdict computed as `fontaine-tui verdict` computes it (verdict, seal, verify).
 
 It is the one owner of the frozen prereg.json over a given preset (`preset_for`: verdict,
-amend) and of a blinded run's hidden read (`blinded`: get, bank add). `RECORDS`, with
+amend), of the frozen [source] a launched run is read through (`launched_source`: get,
+inspect) and of a blinded run's hidden read (`blinded`: get, bank add). `RECORDS`, with
 `Judged.reads` and `Judged.banked`, names the files a verdict reads: what seal carries, and
 nothing else.
 """
@@ -163,8 +164,25 @@ def judge(target: str, preset_arg: str | None = None, at_step: int | None = None
 
 def _frozen_source(frozen: runfolder.RunFolder, preset: Preset) -> tuple[Preset, Loaded] | None:
     """The log a frozen [source] names, read; None where the run writes our own log."""
-    spec = preset.source if preset.source and preset.source.kind != "fontaine" else None
+    spec = _foreign_source(preset)
     return (preset, read_source(frozen.root, preset, spec)) if spec is not None else None
+
+
+def _foreign_source(preset: Preset) -> SourceSpec | None:
+    """The preset's [source] where it names another trainer's log (None: ours)."""
+    return preset.source if preset.source and preset.source.kind != "fontaine" else None
+
+
+def launched_source(target: str) -> SourceSpec | None:
+    """The [source] a launched [command] run's folder is read through, as `verdict` reads it.
+
+    That is its frozen preset's (`preset_for`), patterns, eval rule and {output_dir} path
+    filled in: `get` and `inspect` read a launched run through it, never through what the folder
+    seems to hold (the files this program writes there are no run's log). None for a folder
+    without a prereg.json, or a run writing our own log; InputError (one line naming it) for a
+    prereg.json that does not read."""
+    frozen = _frozen_folder(target)
+    return None if frozen is None else _foreign_source(preset_for(frozen, None)[0])
 
 
 def _read_log(log: Path, folder: runfolder.RunFolder | None) -> RunStore:
