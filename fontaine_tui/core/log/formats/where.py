@@ -20,14 +20,22 @@ from fontaine_tui.core.log.formats.mlflow import FILE_STORE, SQLITE_STORE
 from fontaine_tui.core.log.formats.spec import SourceSpec
 from fontaine_tui.core.log.formats.trackio import DB_EXT, stores
 from fontaine_tui.core.readfile import open_regular, read_whole
-from fontaine_tui.core.runfolder import AMENDMENTS, ATTEMPTS, ENGINE_OUT, LOG, REVIEW
+from fontaine_tui.core.runfolder import (
+    AMENDMENTS,
+    ATTEMPTS,
+    ENGINE_OUT,
+    LOG,
+    REVIEW,
+    TELEMETRY,
+)
 
 HF_STATE = "trainer_state.json"
 CSV_NAME = "metrics.csv"
 WANDB = "wandb"  # the folder wandb.init writes its runs into
 WANDB_RUN = re.compile(r"run-[^/]+\.wandb")  # a run's file: run-<id>.wandb
-# the ledgers this console writes in a run folder: never another trainer's JSONL
-OURS = (AMENDMENTS, REVIEW, "babysit.jsonl", ATTEMPTS, exitnote.NOTE)
+# the ledgers and the host's telemetry this console writes in a run folder: never another
+# trainer's JSONL
+OURS = (AMENDMENTS, REVIEW, "babysit.jsonl", ATTEMPTS, exitnote.NOTE, TELEMETRY)
 CHECKPOINT = re.compile(r"checkpoint-([0-9]+)")
 LIST_TRIES = 5  # listings of a run's files, when a file listed is gone by its reading
 READ = 8 << 20
