@@ -17,13 +17,16 @@ every bound is a row of `LIMITS`, which the docs' limits table repeats and the s
   within `SQLITE_BUDGET_S` and, with its sort's temporary space kept in memory, within
   `SQLITE_HEAP`, a writer's lock waited for at most `SQLITE_BUSY_S`. A store read on another
   host is opened there by the same code (`sqlite_guard_source`), its refusals said here.
+- YAML (`yaml_loads`): a run's config file (Lightning's hparams.yaml, W&B's config.yaml),
+  read by PyYAML's safe loader, at most `CONFIG_BYTES` long (its reader's bound), nested at most
+  `CONFIG_DEPTH` levels, aliases refused, a tag it does not know read as the value it tags.
 - Patterns (`UserPattern`): a pattern the user wrote (a preset's printed-lines patterns, the
   metric browser's filter) is at most `PATTERN_CHARS` long, its groups nest at most
   `PATTERN_DEPTH` deep, its counted repeats nest to at most `PATTERN_REPEATS` (the `regex`
   module's compile grows with their product), and each search it makes runs within a time
   budget.
 
-Only this module imports `gzip`, `sqlite3` and `regex` (an import-linter contract in
+Only this module imports `gzip`, `sqlite3`, `regex` and `yaml` (an import-linter contract in
 pyproject.toml holds it): a new reader cannot open one of them without its bound.
 
 Its size: one module over some 700 lines, as the bounds are one concept: every open of a
@@ -48,6 +51,7 @@ from typing import Any, BinaryIO
 
 import orjson
 import regex
+import yaml
 
 from fontaine_tui.core import readfile
 from fontaine_tui.core.errors import InputError
@@ -65,6 +69,8 @@ PATTERN_DEPTH = 100  # groups nested in one user pattern (the parsers recurse on
 PATTERN_BUDGET_S = 0.25  # one search of one user pattern in one line or name
 PATTERN_SLOW_S = 1.0  # a pattern's slow searches (over 1 ms of CPU each) summed over one read
 FILTER_BUDGET_S = 0.2  # the metric filter's compile and searches over all the names
+CONFIG_BYTES = 4 * 2**20  # bytes of one run config file (hparams.yaml, trainer_state.json)
+CONFIG_DEPTH = 32  # mappings and lists nested in one config file
 
 # the sqlite3 names a reader needs, so that only this module imports sqlite3
 Connection = sqlite3.Connection
@@ -160,6 +166,20 @@ LIMITS: tuple[Limit, ...] = (
         "(a\\|aa)+b on 1,000 lines of 24 a's, each search under its own budget",
     ),
     Limit(
+        "CONFIG_BYTES",
+        f"{CONFIG_BYTES // 2**20} MiB",
+        "bytes of one run config file the config mode reads (hparams.yaml, W&B's config.yaml, "
+        "trainer_state.json, prereg.json, an MLflow param)",
+        "an hparams.yaml of 5 MiB",
+    ),
+    Limit(
+        "CONFIG_DEPTH",
+        str(CONFIG_DEPTH),
+        "mappings and lists nested in one run config (YAML aliases refused: each would "
+        "repeat what it names)",
+        "an hparams.yaml of 40 nested mappings; a YAML alias bomb",
+    ),
+    Limit(
         "FILTER_BUDGET_S",
         f"{FILTER_BUDGET_S:g} s",
         "the metric browser's filter over all of a run's names, its compile included",
@@ -233,6 +253,48 @@ def json_loads(raw: bytes | str) -> Any:  # as json.loads: the caller checks its
     if why := too_deep(raw, obj):
         raise ValueError(why)
     return obj
+
+
+# -- YAML ------------------------------------------------------------------------------
+
+
+class _BoundedLoader(yaml.SafeLoader):
+    """PyYAML's safe loader with each node's depth bounded and aliases refused.
+
+    A tag it does not know (Lightning writes `!!python/tuple` for a tuple) is read as the
+    value it tags, a list, a mapping or a string: nothing is constructed from it."""
+
+    def compose_node(self, parent: yaml.Node | None, index: int) -> yaml.Node | None:
+        if self.check_event(yaml.AliasEvent):
+            raise ValueError("it uses a YAML alias (&anchor, *alias): refused")
+        self._depth = getattr(self, "_depth", 0) + 1
+        try:
+            if self._depth > CONFIG_DEPTH:
+                raise ValueError(f"nested too deep: more than {CONFIG_DEPTH} levels")
+            return super().compose_node(parent, index)
+        finally:
+            self._depth -= 1
+
+
+def _untagged(loader: yaml.SafeLoader, suffix: str, node: yaml.Node) -> object:
+    if isinstance(node, yaml.MappingNode):
+        return loader.construct_mapping(node, deep=True)
+    if isinstance(node, yaml.SequenceNode):
+        return loader.construct_sequence(node, deep=True)
+    return loader.construct_scalar(node)  # type: ignore[arg-type]
+
+
+_BoundedLoader.add_multi_constructor("", _untagged)
+_BoundedLoader.add_multi_constructor("tag:yaml.org,2002:python/", _untagged)
+
+
+def yaml_loads(raw: bytes) -> Any:  # as yaml.safe_load: the caller checks its shape
+    """One YAML document, nested at most CONFIG_DEPTH levels, no alias; ValueError says why."""
+    try:
+        return yaml.load(raw, Loader=_BoundedLoader)  # noqa: S506 (a safe loader)
+    except yaml.YAMLError as exc:
+        first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        raise ValueError(f"not YAML ({first})") from None
 
 
 # -- gzip ------------------------------------------------------------------------------
