@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import NamedTuple
 
 from fontaine_tui.core.errors import InputError
+from fontaine_tui.core.log.formats import config as configs
 from fontaine_tui.core.log.formats import where
 from fontaine_tui.core.log.formats.base import Decoder
 from fontaine_tui.core.log.formats.eventdirs import EVENTS
@@ -105,6 +106,8 @@ class Format:
     store: Store | None = None
     # inspect: the runs of a store of several, (run, words), [] when it holds one
     inspect_runs: Callable[[Path], list[tuple[str, str]]] | None = None
+    # the run's config as it recorded it (config.py), None where the kind records none
+    config: Callable[[Path, SourceSpec], configs.RunConfig] | None = None
 
 
 def _mlflow_read(path: Path, options: Mapping[str, str], dec: Decoder) -> StoreRead:
@@ -150,7 +153,7 @@ def _trackio_read(path: Path, options: Mapping[str, str], dec: Decoder) -> Store
 
 
 FORMATS: tuple[Format, ...] = (
-    Format("fontaine", where.our_log, expected=(LOG,)),
+    Format("fontaine", where.our_log, expected=(LOG,), config=configs.ours),
     Format(
         "tensorboard",
         where.event_paths,
@@ -172,6 +175,7 @@ FORMATS: tuple[Format, ...] = (
         names=(where.HF_STATE,),
         remote=where.HF_STATE,
         follow=NEWEST,
+        config=configs.hf_trainer,
     ),
     Format(
         "csv",
@@ -183,6 +187,7 @@ FORMATS: tuple[Format, ...] = (
         names=(where.CSV_NAME,),
         remote=where.CSV_NAME,
         follow=REWRITTEN,
+        config=configs.lightning,
     ),
     Format(
         "mlflow",
@@ -204,6 +209,7 @@ FORMATS: tuple[Format, ...] = (
             lambda path: not path.endswith(FILE_STORE),
         ),
         inspect_runs=_mlflow_runs,
+        config=configs.mlflow_run,
     ),
     Format(
         "jsonl",
@@ -222,6 +228,7 @@ FORMATS: tuple[Format, ...] = (
         names=("run-?*.wandb",),
         several=True,
         ends=BY_RECORD,
+        config=configs.wandb_run,
     ),
     Format(
         "trackio",
@@ -233,6 +240,7 @@ FORMATS: tuple[Format, ...] = (
         follow=STORE,
         several=True,
         store=Store(_trackio_read, "a trackio store is read on its own host only: attach there"),
+        config=configs.trackio_run,
     ),
     Format(
         "lines",
