@@ -8,6 +8,7 @@ from __future__ import annotations
 from textual.binding import Binding, BindingType
 from textual.screen import Screen
 
+from fontaine_tui.screens.config import ConfigScreen
 from fontaine_tui.screens.metrics import MetricsScreen
 from fontaine_tui.screens.monitor import MonitorScreen
 from fontaine_tui.screens.overlay import OverlayScreen
@@ -24,6 +25,7 @@ MODES: dict[str, type[Screen[object]]] = {
     "metrics": MetricsScreen,
     "processes": ProcessesScreen,
     "overlay": OverlayScreen,
+    "config": ConfigScreen,
 }
 
 MODE_BINDINGS: list[BindingType] = [
@@ -76,5 +78,13 @@ MODE_BINDINGS: list[BindingType] = [
         id="mode.overlay",
         show=False,  # in the footer of the runs mode, where runs are pinned
         tooltip="The runs pinned in the runs mode (space), overlaid: train losses and reads",
+    ),
+    Binding(
+        "h",
+        "switch_mode('config')",
+        "Config",
+        id="mode.config",
+        show=False,  # the footer's keys are full; ? and the palette list it
+        tooltip="The run's params, hyperparameters and environment, as its format recorded them",
     ),
 ]

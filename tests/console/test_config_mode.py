@@ -1,0 +1,51 @@
+"""The config mode (h) on a real Lightning run: hparams.yaml's rows as key = value under the
+file they came from, a secret-named one masked."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+from textual.widgets import DataTable, Static
+
+from fontaine_tui.console import make_app
+from fontaine_tui.core.follow.foreign import ForeignRun
+from fontaine_tui.core.log.formats.source import SourceSpec
+from fontaine_tui.core.preset.find import load_preset
+from tests.console.conftest import SIZE, until
+from tests.core.log.formats.conftest import foreign_preset
+from tests.writers.configs import TOKEN
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+async def test_h_lists_a_lightning_runs_hparams(tmp_path: Path) -> None:
+    subprocess.run(
+        [sys.executable, "-m", "tests.writers.configs", str(tmp_path), "lightning"],
+        cwd=ROOT,
+        check=True,
+        capture_output=True,
+        timeout=180,
+    )
+    folder = tmp_path / "lightning" / "csv" / "version_0"
+    preset = load_preset(str(foreign_preset(tmp_path, 'kind = "csv"')))
+    app = make_app(
+        source=ForeignRun(folder, SourceSpec("csv"), poll_s=0.05),
+        preset=preset,
+        kind="attach",
+        frame_s=0.05,
+    )
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.press("h")
+        await until(pilot, lambda: app.current_mode == "config")
+        table = app.screen.query_one("#config-table", DataTable)
+        await until(pilot, lambda: table.row_count > 0)
+        rows = {
+            str(table.get_row_at(i)[0]): str(table.get_row_at(i)[1]) for i in range(table.row_count)
+        }
+        assert rows["lr"] == "0.0003" and rows["optimizer"] == "adamw"
+        assert rows["model.dims"] == "[64, 32]"
+        assert rows["hub_token"] == "***" and TOKEN not in str(rows)
+        said = str(app.screen.query_one("#config-source", Static).render())
+        assert f"config from {folder / 'hparams.yaml'}" in said
