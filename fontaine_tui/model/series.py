@@ -1,7 +1,8 @@
 """One metric's series from a run folder, for `fontaine-tui get`: read, cut to steps, written.
 
-The folder is read as `inspect` reads it (ours, or any format the tool reads, every key kept),
-its metrics are model/metrics.py's (every numeric field, as the metric browser lists them),
+The folder is read as `inspect` reads it (ours, or any format the tool reads, every key kept;
+a launched [command] run through its frozen [source], as `verdict` reads it, which says which
+keys are probes), its metrics are model/metrics.py's (every numeric field, as the metric browser lists them),
 and the metric's steps and values come out as CSV (a header line, one row per step, NaN as
 `nan`) or as one JSON document (schema SERIES_SCHEMA, docs/json.md). A step asked for that
 the run did not log is named, never written as a number. A probe logged twice at one step with
@@ -29,13 +30,15 @@ from types import MappingProxyType
 
 from fontaine_tui.core.errors import InputError
 from fontaine_tui.core.log.formats.candidates import choose
+from fontaine_tui.core.log.formats.cold import load_source
 from fontaine_tui.core.log.formats.inspect import load
 from fontaine_tui.core.log.records import Probe
 from fontaine_tui.core.log.store import RunStore
 from fontaine_tui.core.run.evidence import conflict_in_words, seen_conflicts, seen_probes
 from fontaine_tui.core.runfolder import LOG
 from fontaine_tui.core.verdict.record import json_num
-from fontaine_tui.model.metrics import PROBE, MetricIndex
+from fontaine_tui.model.judge import launched_source
+from fontaine_tui.model.metrics import PROBE, TRAIN, MetricIndex
 
 SERIES_SCHEMA = "fontaine-tui/series/1"
 STEPS_RULE = "expected A:B (either end may be left out) or a list of steps, as 100,200"
@@ -137,10 +140,17 @@ def number(x: float) -> str:
 
 
 def read_store(folder: Path, kind: str = "", path: str = "", run: str = "") -> tuple[RunStore, str]:
-    """The run in `folder`, every key kept, and the format it was read as."""
+    """The run in `folder`, every key kept, and the format it was read as.
+
+    A launched [command] run is read through its frozen [source] as `verdict` reads it
+    (model/judge.py's `launched_source`): its patterns, and its own rule of which keys are
+    probes, so no train row is called a probe. Any other run is read with every key an eval
+    key, as `inspect` reads it."""
     from fontaine_tui.core.log.read import load_log
 
-    chosen, _ = choose(folder, kind, path, run)
+    chosen, _ = choose(folder, kind, path, run, launched_source(str(folder)))
+    if chosen.frozen is not None:
+        return load_source(folder, chosen.frozen).store, chosen.kind
     if chosen.kind == "fontaine":
         try:
             return load_log(folder / LOG, history=True), chosen.kind
@@ -187,10 +197,20 @@ def get(
     )
 
 
+_ONE_KIND = {TRAIN: "train record", PROBE: "probe"}  # what logs a series of each kind
+
+
 def _refuse_unnamed(folder: Path, metric: str, names: list[str], store: RunStore) -> None:
-    """InputError when `metric` names no one series: logged by both kinds, or not at all."""
+    """InputError when `metric` names no one series: logged by both kinds, or not at all.
+
+    A name qualified with the kind that did not log it (`probe:loss` where only the train
+    records log `loss`) is said so: a train row is never read as a probe's."""
     if metric in names:
         return
+    kind, _, key = metric.partition(":")
+    if kind in _ONE_KIND and key in names:  # `probe:loss` where only the train records log it
+        one, other = _ONE_KIND[kind], _ONE_KIND[PROBE if kind == TRAIN else TRAIN]
+        raise InputError(f"{folder}: no {one} logged {key!r}, the {other}s did (name {key})")
     if {f"train:{metric}", f"probe:{metric}"} <= set(names):
         raise InputError(
             f"{folder}: {metric!r} is logged by both train records and probes: name "
