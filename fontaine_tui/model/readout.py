@@ -250,6 +250,19 @@ def run_events(
     return out[-limit:]
 
 
+NO_EVENTS = "no checkpoint or resume yet"
+
+
+def no_events(preset: Preset) -> str:
+    """What the events panel says while it has none.
+
+    Another trainer's log records no checkpoint, and a resume only where its steps start
+    again: "none yet" would claim what this program cannot know of such a run."""
+    if preset.source is None or not preset.foreign:
+        return NO_EVENTS
+    return f"no resume in its {preset.source.kind} log; it records no checkpoint (not known here)"
+
+
 def _event_line(store: RunStore, e: Event, words: Callable[[Event], tuple[str, str]]) -> RunEvent:
     """An event's line, as `words` names it; a resume's names the probes it superseded."""
     name, said = words(e)

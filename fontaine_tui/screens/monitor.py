@@ -16,7 +16,7 @@ from fontaine_tui.core.host.history import History
 from fontaine_tui.core.host.telemetry import TelemetrySnapshot
 from fontaine_tui.model.history import HistoryReader, every_s
 from fontaine_tui.model.processes import who_of
-from fontaine_tui.model.readout import evidence_lines, run_events
+from fontaine_tui.model.readout import NO_EVENTS, evidence_lines, no_events, run_events
 from fontaine_tui.model.view import RunView
 from fontaine_tui.screens.base import ViewScreen
 from fontaine_tui.widgets.attempts_panel import AttemptsPanel
@@ -102,7 +102,8 @@ class MonitorScreen(ViewScreen):
             if session is None
             else run_events(st, EVENTS_SHOWN, lambda e: session.event_words(e, view.blinded))
         )
-        self.query_one(EventsPanel).show(events, total)
+        empty = no_events(session.preset) if session is not None else NO_EVENTS
+        self.query_one(EventsPanel).show(events, total, empty)
         self.query_one(AttemptsPanel).show(view.attempts)
         self._on_telemetry(self.console.telemetry_snapshot)
         if session is not None:  # the read shown or hidden again: the output's lines too

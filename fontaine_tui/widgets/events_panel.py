@@ -8,7 +8,7 @@ split inside a name.
 
 from __future__ import annotations
 
-from fontaine_tui.model.readout import RunEvent
+from fontaine_tui.model.readout import NO_EVENTS, RunEvent
 from fontaine_tui.widgets.quiet import QuietStatic
 from fontaine_tui.widgets.safe import assemble
 
@@ -48,7 +48,7 @@ class EventsPanel(QuietStatic):
                   border-title-color: $text-muted; }
     """
 
-    _events: tuple[list[RunEvent], int | None] = ([], None)
+    _events: tuple[list[RunEvent], int | None, str] = ([], None, NO_EVENTS)
 
     def on_mount(self) -> None:
         self.border_title = "events"
@@ -58,13 +58,15 @@ class EventsPanel(QuietStatic):
         if self.show(*self._events):
             self.refresh(layout=True)  # a path that wrapped may fit now: the height changes
 
-    def show(self, events: list[RunEvent], total: int | None = None) -> bool:
-        """Show the events; False when that was already shown."""
-        self._events = (events, total)
+    def show(
+        self, events: list[RunEvent], total: int | None = None, empty: str = NO_EVENTS
+    ) -> bool:
+        """Show the events, or `empty` without any; False when that was already shown."""
+        self._events = (events, total, empty)
         width = self.content_size.width or 10_000  # not laid out yet: as they are
         parts: list[tuple[str, str] | str] = []
         if not events:
-            parts.append(("no checkpoint or resume yet", "$text-muted"))
+            parts.append((empty, "$text-muted"))
         for i, e in enumerate(events):
             parts += ["\n" if i else "", *_event_line(e, width)]
         if total is not None and total > len(events):
