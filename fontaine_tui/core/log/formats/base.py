@@ -25,7 +25,7 @@ from typing import Protocol
 from fontaine_tui.core.log.formats.grouper import NAN, FieldMap, Grouper, Value
 from fontaine_tui.core.log.oddvalues import NONE as NO_ODD
 from fontaine_tui.core.log.oddvalues import OddValues
-from fontaine_tui.core.log.records import Record, TrainPoint
+from fontaine_tui.core.log.records import Event, Record, TrainPoint
 
 
 class Decoder(Protocol):
@@ -82,6 +82,13 @@ class Whole(Unread):
     out. A past step read again with other values comes out again, so the store sees both: a
     conflicting probe, or a train record out of order.
 
+    A read that starts at a later step than one read before lost the rows before it: its
+    writer started the file again (Lightning's CSVLogger deletes metrics.csv as a run resumes
+    from its checkpoint). What was read stands: the step the last read held goes out, then a
+    `resume` event to the step before the new read's first, then the new read's rows as a new
+    attempt's (kept.py keeps the bytes read before, for the cold read). `started_again` counts
+    such reads.
+
     `backwards` counts the rows of the latest read whose step goes back in the file's own
     order; `bad` lists rows that could not be read (where, why), `bad_count` counts them."""
 
@@ -93,6 +100,8 @@ class Whole(Unread):
         self.grouper = Grouper(self.fields)
         self._out: dict[tuple[str, int], set[str]] = {}
         self.backwards = 0
+        self._first: int | None = None  # the first step of the reads so far
+        self.started_again = 0
 
     def group(self, readings: Sequence[Sequence[Row]]) -> list[Record]:
         """Records from the rows of one whole read.
@@ -106,12 +115,37 @@ class Whole(Unread):
                 back += 1
             top = max(top, step)
         self.backwards = back
+        out = self._again(min((r[0] for r in first), default=None))
         grouper = Grouper(self.fields)
-        out: list[Record] = []
         for step, time, row in sorted((r for rows in readings for r in rows), key=lambda r: r[0]):
             grouper.add_row(step, time, row, out)
         self.grouper = grouper
         return self._new(out)
+
+    def _again(self, first: int | None) -> list[Record]:
+        """What a read starting at step `first` begins with: a resume where rows were lost.
+
+        Where an earlier read held a step before `first`, the step the last read held goes
+        out, then a resume to the step before `first`; what comes after is a new attempt's."""
+        if first is None:
+            return []
+        if self._first is None or self._first >= first:
+            self._first = first if self._first is None else min(self._first, first)
+            return []
+        held: list[Record] = []
+        self.grouper.flush(held)
+        out = self._new(held)
+        self._out, self._first = {}, first
+        self.started_again += 1
+        out.append(
+            Event(
+                first - 1,
+                NAN,
+                "resume",
+                f"the file started again at step {first}: the rows read before it stand",
+            )
+        )
+        return out
 
     def _new(self, records: list[Record]) -> list[Record]:
         fresh = []
