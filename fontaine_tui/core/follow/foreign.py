@@ -41,8 +41,9 @@ from fontaine_tui.core.follow.eventrun import EventRun, events_of
 from fontaine_tui.core.follow.laststep import quiet, settle
 from fontaine_tui.core.follow.local import LocalRun
 from fontaine_tui.core.follow.polled import poll_whole, stamps
-from fontaine_tui.core.log.formats.base import Decoder, decoder_notices, odd_values
+from fontaine_tui.core.log.formats.base import Decoder, Whole, decoder_notices, odd_values
 from fontaine_tui.core.log.formats.eventdirs import EVENTS, SeveralRuns, run_root
+from fontaine_tui.core.log.formats.kept import keep
 from fontaine_tui.core.log.formats.locate import files
 from fontaine_tui.core.log.formats.registry import (
     BY_RECORD,
@@ -125,6 +126,7 @@ class _Decoding:
         self.told: dict[str, list[str]] = {}  # what each file's decoder said it did not apply
         self.counted = NO_ODD  # the eval values not numbers sent, all files together
         self.settled = True  # no step held since the last quiet poll
+        self.last: dict[str, bytes] = {}  # each file read whole: its last read
 
     def quiet(self) -> Batch | None:
         """The steps each decoder still holds, complete now that no file changed for a poll."""
@@ -446,7 +448,7 @@ class ForeignRun:
                 continue
             dec = read.decoder_for(chunk)
             try:
-                records = await self._records(dec, chunk, under)
+                records = await self._records(dec, chunk, under, read.last)
             except (FormatError, FramingError) as exc:
                 if not dec.whole:  # framing lost: say so, the rest of this file is unread
                     kept = tuple(getattr(exc, "records", ()))  # what came before the break
@@ -457,11 +459,15 @@ class ForeignRun:
             if records or news or fresh is not None:
                 yield Batch([], 1, note="; ".join(news), records=tuple(records), odd=fresh)
 
-    async def _records(self, dec: Decoder, chunk: Chunk, under: str) -> list[Record]:
+    async def _records(
+        self, dec: Decoder, chunk: Chunk, under: str, last: dict[str, bytes]
+    ) -> list[Record]:
         """The records a file's new bytes complete.
 
         A file rewritten in place is read whole again at each change; one appended to, from
-        its new bytes (the writer flushed at its end: its last step is complete)."""
+        its new bytes (the writer flushed at its end: its last step is complete). A file
+        read whole that its writer started again without the rows read before (base.py's
+        `Whole`) has its last read kept in the run folder first (kept.py)."""
         if not dec.whole:
             records = dec.feed(chunk.data) if chunk.data else []
             if chunk.at_end:
@@ -469,8 +475,17 @@ class ForeignRun:
             return records
         if not chunk.at_end:
             return []
-        whole = await self.transport.read_bytes(f"{under}/{chunk.name}" if under else chunk.name)
-        return dec.feed(whole) + settle(dec) if whole else []
+        rel = f"{under}/{chunk.name}" if under else chunk.name
+        whole = await self.transport.read_bytes(rel)
+        if not whole:
+            return []
+        again = dec.started_again if isinstance(dec, Whole) else 0
+        records = dec.feed(whole)
+        lost = isinstance(dec, Whole) and dec.started_again > again
+        if lost and not self.remote and rel in last:
+            await asyncio.to_thread(keep, self.folder, rel, last[rel])
+        last[rel] = whole
+        return records + settle(dec)
 
     async def _newest(self) -> AsyncIterator[Batch]:
         """trainer_state.json from the newest checkpoint (looked up again at each read)."""

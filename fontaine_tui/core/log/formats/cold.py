@@ -29,6 +29,7 @@ from fontaine_tui.core.log.formats.eventdirs import (
     span,
 )
 from fontaine_tui.core.log.formats.grouper import NAN, FieldMap, Grouper, foreign_probe
+from fontaine_tui.core.log.formats.kept import copies, relative
 from fontaine_tui.core.log.formats.locate import event_files, files
 from fontaine_tui.core.log.formats.registry import EVENTS_DIRS, find
 from fontaine_tui.core.log.formats.rows import FormatError
@@ -127,7 +128,7 @@ def _load_listed(folder: Path, spec: SourceSpec, paths: list[Path]) -> Loaded:
             for k, path in enumerate(paths):
                 if k and isinstance(dec, WandbDecoder):  # the run resumed: its next attempt
                     dec.next_file(path.parent.name)
-                records += _read_file(path, dec)
+                records += _with_kept(folder, path, dec, store)
         records += dec.finish()
         if isinstance(dec, WandbDecoder):
             detail = dec.describe()
@@ -430,6 +431,24 @@ def _step_s(steps: array, walls: array) -> array:
         if ds > 0:
             out[k] = (walls[k] - walls[k - 1]) / ds
     return out
+
+
+def _with_kept(folder: Path, path: Path, dec: Decoder, store: RunStore) -> list:
+    """A file's records, after the rows a follower kept of it before a rewrite (kept.py).
+
+    Each kept copy is fed to the file's decoder before the file, which reads a resume where
+    a later read starts again after a step read before (base.py's `Whole`)."""
+    rel = relative(folder, path) if dec.whole else None
+    kept = copies(folder, rel) if rel is not None else []
+    out: list = []
+    for copy in kept:
+        out += dec.feed(read_whole(copy))
+    if kept:
+        store.notices.append(
+            f"{path.name} was started again by its writer: the rows read before are kept in "
+            f"{', '.join(str(c.relative_to(folder)) for c in kept)}, read first"
+        )
+    return out + _read_file(path, dec)
 
 
 def _read_file(path: Path, dec: Decoder) -> list:

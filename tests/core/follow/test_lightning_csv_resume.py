@@ -1,0 +1,136 @@
+"""A Lightning run resumed from its checkpoint, its CSVLogger deleting metrics.csv as it
+resumes, while the tool follows it: the rows the tool read before the rewrite stay evidence.
+
+The REAL library writes it (tests/writers/lightning_resume.py, Lightning 2.6.6 here): the
+resumed run's CSVLogger, given the same version, prints "Experiment logs directory ... exists
+and is not empty. Previous log files in this directory will be deleted when the new ones are
+saved!" and deletes the first attempt's metrics.csv, then writes rows from the checkpoint's
+step onward. The follower keeps the rows it had read in the run folder's kept/ (a launched
+run's folder: its prereg.json), and `verdict` then reads the same label and values as the run
+trained straight through, the resume counted; never a read of the second half alone."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import io
+import json
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from fontaine_tui.cli import main
+from fontaine_tui.core.follow.foreign import ForeignRun
+from fontaine_tui.core.log.formats.source import SourceSpec
+from fontaine_tui.core.log.store import RunStore
+from fontaine_tui.core.preset.find import load_preset
+from fontaine_tui.core.runfolder import RunFolder
+from fontaine_tui.core.verdict.prereg import freeze
+from tests.writers import common
+
+pytest.importorskip("lightning")
+pytestmark = pytest.mark.slow
+
+ROOT = Path(__file__).resolve().parents[3]
+FIRST_STOP = 6  # the first attempt's last step is 5; its checkpoint is at step 4
+ANCHOR, ENDPOINT = common.ANCHOR - 1, common.ENDPOINT - 1  # Lightning counts steps from 0
+PRESET = f"""[run]
+name = "lightning_resume"
+[source]
+kind = "csv"
+path = "csv/metrics.csv"
+[verdict]
+metric = "val_loss"
+anchor_step = {ANCHOR}
+endpoint_step = {ENDPOINT}
+healthy_max = 0.05
+drift_min = 0.5
+"""
+
+
+def _writer(out: Path, *args: str) -> subprocess.Popen[str]:
+    return subprocess.Popen(
+        [sys.executable, "-m", "tests.writers.lightning_resume", str(out), *args],
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+
+
+def _ended(proc: subprocess.Popen[str]) -> str:
+    out, _ = proc.communicate(timeout=180)
+    assert proc.returncode == 0, out[-3000:]
+    return out
+
+
+def _verdict(folder: Path, *args: str) -> dict:
+    buf = io.StringIO()
+    with contextlib.redirect_stdout(buf):
+        main(["verdict", str(folder), "--json", *args])
+    return json.loads(buf.getvalue())
+
+
+async def _follow_both_attempts(folder: Path) -> tuple[RunStore, str]:
+    """Follow metrics.csv while the first attempt runs to FIRST_STOP and the second resumes."""
+    store = RunStore()
+    run = ForeignRun(folder, SourceSpec("csv", path="csv/metrics.csv"), poll_s=0.05)
+
+    async def take() -> None:
+        async for batch in run.follow():
+            for rec in batch.records:
+                store.add(rec)
+
+    task = asyncio.create_task(take())
+    try:
+        first = _writer(folder, "--steps", str(FIRST_STOP))
+        await asyncio.to_thread(_ended, first)
+        deadline = time.monotonic() + 30
+        while not store.steps or store.steps[-1] < FIRST_STOP - 1:  # the tool saw them all
+            assert time.monotonic() < deadline, list(store.steps)
+            await asyncio.sleep(0.05)
+        said = await asyncio.to_thread(_ended, _writer(folder, "--resume"))
+        deadline = time.monotonic() + 30
+        while ENDPOINT not in store.probes:
+            assert time.monotonic() < deadline, sorted(store.probes)
+            await asyncio.sleep(0.05)
+    finally:
+        await run.close()
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
+    return store, said
+
+
+def test_rows_read_before_lightning_deletes_metrics_csv_stay_evidence(tmp_path):
+    preset_path = tmp_path / "lightning_resume.toml"
+    preset_path.write_text(PRESET)
+    straight = tmp_path / "straight"
+    straight_writer = _writer(straight)  # the same run trained straight through, meanwhile
+    resumed = tmp_path / "resumed"
+    resumed.mkdir()
+    freeze(RunFolder(resumed), load_preset(preset_path), ["lightning_resume"], "host")
+
+    live, said = asyncio.run(_follow_both_attempts(resumed))
+    _ended(straight_writer)
+    assert "Previous log files in this directory will be deleted" in said  # Lightning's word
+    text = (resumed / "csv" / "metrics.csv").read_text()
+    assert f"0,{ANCHOR}," not in text  # the anchor's probe is gone from the file itself
+
+    want = _verdict(straight, "-p", str(preset_path))
+    assert want["label"] == "AMBIGUOUS", want
+    got = _verdict(resumed)
+    for key in ("label", "anchor_value", "read_value", "delta", "provisional"):
+        assert got[key] == want[key], (key, got, want)
+    log = got["log"]
+    assert log["resumes"] == 1 and log["conflicting_probes"] == [], log
+    assert any("metrics.csv was started again" in n for n in log["notices"]), log["notices"]
+    # the console's follower read the same: every probe, the resume, no conflict
+    assert sorted(live.probes) == [s - 1 for s in common.probe_steps()], sorted(live.probes)
+    assert len(live.resumes) == 1 and live.conflicts == [] and live.out_of_order_count == 0
+    assert list(live.steps) == list(range(common.STEPS))
+    kept = sorted((resumed / "kept").rglob("*"))
+    assert [p.name for p in kept if p.is_file()] == ["metrics.csv.1"], kept
