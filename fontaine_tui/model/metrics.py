@@ -7,8 +7,9 @@ the steps that logged the field and its values there: a step that did not log it
 nothing, a logged NaN or infinity stays what it was, and a probe's value that is not a number
 (a boolean, a string) is NaN, as the verdict reads it.
 
-A name logged by both train records and probes is listed twice, as `train:NAME` and
-`probe:NAME`. A train column every record left empty (NaN throughout: another trainer's run
+A train column read from a key logged under another name (`learning_rate` is `lr`) is listed
+under that key only (`get` still takes its own name). A name logged by both train records and
+probes is listed twice, as `train:NAME` and `probe:NAME`. A train column every record left empty (NaN throughout: another trainer's run
 has no `ar_ce`) is not listed, except in the engine's own log (it has a meta record), where
 every column was written.
 """
@@ -23,6 +24,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from fontaine_tui.core.limits import FILTER_BUDGET_S, PatternError, UserPattern
+from fontaine_tui.core.log.formats.grouper import LOSS_NAMES, TRAIN_ALIASES
 from fontaine_tui.core.log.records import TRAIN_FIELDS, Probe
 from fontaine_tui.core.log.store import RunStore
 from fontaine_tui.core.run.evidence import seen_probes
@@ -91,6 +93,21 @@ def _probe_columns(probes: Mapping[int, Probe]) -> dict[str, tuple[array, array]
     return out
 
 
+def _derived(store: RunStore) -> set[str]:
+    """The train columns read from a key the run logged under another name, listed under it.
+
+    Another trainer's `learning_rate` is the `lr` column too: the key is listed, its column
+    not again (`series` still gives the column by its own name)."""
+    if store.metas:  # the engine's own log: its columns are what it logged
+        return set()
+    logged = set(store.extras.names())
+    return {
+        column
+        for column, names in (("loss", LOSS_NAMES), *TRAIN_ALIASES.items())
+        if any(name != column and name in logged for name in names)
+    }
+
+
 def _listed(train: list[str], probe: list[str]) -> dict[str, tuple[str, str]]:
     """Each field by its listed name, as (kind, key); a key both kinds log is named KIND:KEY."""
     both = set(train) & set(probe)
@@ -131,7 +148,8 @@ class MetricIndex:
             self._written.columns(store) + sorted(store.extras.names()) if store.has_columns else []
         )
         self._where = _listed(train, sorted(self._probes))
-        self._names = list(self._where)
+        derived = _derived(store)
+        self._names = [n for n in self._where if n not in derived]
 
     def _probe_series(self) -> dict[str, tuple[array, array]]:
         """The probe fields' columns; while hidden, every field listed with no value shown."""
@@ -149,6 +167,11 @@ class MetricIndex:
         """Every field, the train columns first, then the other train keys, then the probes'."""
         self._refresh()
         return self._names
+
+    def every_name(self) -> list[str]:
+        """Every name `series` gives: those listed, and the columns listed under a logged key."""
+        self._refresh()
+        return list(self._where)
 
     def kind(self, name: str) -> str:
         """Whether `name` is a train field or a probe field (KeyError when not listed)."""

@@ -175,7 +175,7 @@ def get(
     naming the metrics there when the run has no such metric."""
     store, fmt = read_store(folder, kind, path, run)
     index = MetricIndex(store, hidden=True)
-    _refuse_unnamed(folder, metric, index.names(), store)
+    _refuse_unnamed(folder, metric, index.every_name(), store)
     if index.kind(metric) == PROBE and not hides():
         index.hidden = False
     found = index.series(metric)
