@@ -58,6 +58,10 @@ _.action_pin
 _.action_filter
 _.action_back
 _.action_move
+_.action_chart_cursor
+_.action_chart_move
+_.action_chart_off
+_.action_wall_time
 
 # Textual calls the handlers its @on decorator registers, and reads these widget attributes
 # and style setters when they are set (screens/metrics.py, widgets/metric_grid.py)
