@@ -446,18 +446,25 @@ class ForeignRun:
                 if held is not None:
                     yield held
                 continue
-            dec = read.decoder_for(chunk)
-            try:
-                records = await self._records(dec, chunk, under, read.last)
-            except (FormatError, FramingError) as exc:
-                if not dec.whole:  # framing lost: say so, the rest of this file is unread
-                    kept = tuple(getattr(exc, "records", ()))  # what came before the break
-                    yield Batch([], 1, note=f"{chunk.name}: {exc}", records=kept)
-                continue  # a whole file caught mid-rewrite: the next change reads it again
-            news = read.news(dec, chunk)
-            fresh = read.odd_news()
-            if records or news or fresh is not None:
-                yield Batch([], 1, note="; ".join(news), records=tuple(records), odd=fresh)
+            batch = await self._batch(read, chunk, under)
+            if batch is not None:
+                yield batch
+
+    async def _batch(self, read: _Decoding, chunk: Chunk, under: str) -> Batch | None:
+        """The batch a file's chunk makes through its decoder (None: no news)."""
+        dec = read.decoder_for(chunk)
+        try:
+            records = await self._records(dec, chunk, under, read.last)
+        except (FormatError, FramingError) as exc:
+            if not dec.whole:  # framing lost: say so, the rest of this file is unread
+                kept = tuple(getattr(exc, "records", ()))  # what came before the break
+                return Batch([], 1, note=f"{chunk.name}: {exc}", records=kept)
+            return None  # a whole file caught mid-rewrite: the next change reads it again
+        news = read.news(dec, chunk)
+        fresh = read.odd_news()
+        if records or news or fresh is not None:
+            return Batch([], 1, note="; ".join(news), records=tuple(records), odd=fresh)
+        return None
 
     async def _records(
         self, dec: Decoder, chunk: Chunk, under: str, last: dict[str, bytes]
