@@ -15,7 +15,9 @@ meet.
   newest `checkpoint-*/trainer_state.json` is looked up again as checkpoints appear.
 - JSONL: appended lines.
 - W&B run files (`run-<id>.wandb`): appended records, each file from its own byte offset
-  (wandb writes them in 32 KiB blocks, or each `x_transaction_log_flush_interval`).
+  (wandb writes them in 32 KiB blocks, or each `x_transaction_log_flush_interval`). A run
+  resumed into a folder of its own (`wandb.init(id=..., resume=...)`) is followed attempt
+  after attempt through one decoder, as the cold read reads them (`_attempts`).
 - MLflow and trackio stores: read whole (a SQLite store read-only) when their files' sizes or
   times move, checked every CHECK_S, and every second anyway; new steps only, and an MLflow
   run's end from its status (an "end" or "error" event).
@@ -30,6 +32,7 @@ foreign run replayed is replay.py's ForeignReplay.
 from __future__ import annotations
 
 import asyncio
+import os
 import re
 from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
@@ -57,15 +60,21 @@ from fontaine_tui.core.log.formats.registry import (
 from fontaine_tui.core.log.formats.rows import FormatError
 from fontaine_tui.core.log.formats.source import SourceSpec, decoder
 from fontaine_tui.core.log.formats.tfrecord import FramingError
-from fontaine_tui.core.log.formats.where import LIST_TRIES, our_log
+from fontaine_tui.core.log.formats.wandb import WandbDecoder
+from fontaine_tui.core.log.formats.where import LIST_TRIES, our_log, wandb_id
 from fontaine_tui.core.log.oddvalues import NONE as NO_ODD
 from fontaine_tui.core.log.oddvalues import OddValues
-from fontaine_tui.core.log.records import Record
+from fontaine_tui.core.log.records import Event, Record
 from fontaine_tui.core.readfile import read_whole
 from fontaine_tui.core.runfolder import LOG
 
 MLFLOW_POLL_S = 1.0  # a store is read whole at least this often (checked each CHECK_S)
 SETTLE_S = MLFLOW_POLL_S  # the longest a followed step is held before it goes out
+# a W&B attempt's file unchanged this long, without its exit record, is done once a later
+# attempt of its run is there (a killed attempt writes no exit record)
+ATTEMPT_QUIET_S = 1.0
+# why a W&B run's follow ends where its attempts cannot be read as the cold read reads them
+_READ_WHOLE = "the run is followed live no further (`verdict` reads it whole)"
 
 
 SEVERAL = re.compile(r"\b(?:[2-9]|[1-9][0-9]+) (?:W&B )?runs\b")  # "2 runs and none chosen"
@@ -331,10 +340,98 @@ class ForeignRun:
                 return
             except TimeoutError:
                 pass
-        where = first.parent
-        under = str(where.relative_to(self.folder)) if where != self.folder else ""
-        async for batch in self._files(_matcher(first.name), under):
+        if isinstance(decoder(self.spec), WandbDecoder):
+            async for batch in self._attempts(first):
+                yield batch
+            return
+        async for batch in self._files(_matcher(first.name), self._under(first)):
             yield batch
+
+    def _under(self, path: Path) -> str:
+        """The folder of `path`, relative to the run's folder ("" for the run's own)."""
+        where = path.parent
+        return str(where.relative_to(self.folder)) if where != self.folder else ""
+
+    async def _attempts(self, first: Path) -> AsyncIterator[Batch]:
+        """A W&B run's attempts' files, one after the other, through one decoder.
+
+        wandb writes a run resumed (`wandb.init(id=..., resume=...)`) into a folder of its
+        own; the cold read reads every attempt's file in the order they began, the decoder
+        told of each next one (`next_file`). Here the attempt followed is read to its end;
+        once a later attempt of the run is listed (where.py), and the one followed wrote its
+        exit record or did not change for ATTEMPT_QUIET_S, the follow goes on into the later
+        one, so the records are the cold read's. An earlier attempt's file written on after
+        the follow left it, an attempt listed before one already read, or a later attempt's
+        file replaced, cannot be read so: the follow ends with why (`refused`)."""
+        read = _Decoding(self.spec)
+        left: list[tuple[Path, int]] = []  # the attempts read, and the bytes read of each
+        path: Path | None = first
+        loop = asyncio.get_running_loop()
+        while path is not None:
+            size, ended, changed = 0, False, loop.time()
+            later: Path | None = None
+            chunks = self.transport.follow_files(_matcher(path.name), self._under(path))
+            try:
+                async for chunk in chunks:
+                    if not chunk.idle:
+                        if chunk.restart and left:  # the attempts before would be lost
+                            self.refused = f"{path}: truncated or replaced: {_READ_WHOLE}"
+                            yield Batch([], 1, note=self.refused)
+                            return
+                        batch = await self._batch(read, chunk, self._under(path))
+                        size, changed = chunk.offset + len(chunk.data), loop.time()
+                        if batch is not None:
+                            ended = ended or any(
+                                isinstance(r, Event) and r.event in ("end", "error")
+                                for r in batch.records
+                            )
+                            yield batch
+                        continue
+                    held = read.quiet()  # no change for a poll: the held steps are complete
+                    if held is not None:
+                        yield held
+                    later, why = self._later_attempt(left, path)
+                    if why:
+                        self.refused = why
+                        yield Batch([], 1, note=why)
+                        return
+                    if later is not None and (ended or loop.time() - changed >= ATTEMPT_QUIET_S):
+                        break
+            finally:  # a follow left: its file's waker closed now
+                close = getattr(chunks, "aclose", None)
+                if close is not None:
+                    await close()
+            if later is None:  # closed
+                return
+            left.append((path, size))
+            dec = read.decoders.get(path.name)
+            if isinstance(dec, WandbDecoder):
+                dec.next_file(later.parent.name)
+            path = later
+
+    def _later_attempt(self, left: list[tuple[Path, int]], path: Path) -> tuple[Path | None, str]:
+        """The run's attempt after `path` where one is listed, and why the follow cannot go on.
+
+        `left`: the attempts read before `path`, with the bytes read of each. A listing that
+        fails (a file removed as it was listed) is looked at again at the next poll."""
+        for done, size in left:
+            try:
+                grown = os.stat(done).st_size != size
+            except OSError:
+                grown = True
+            if grown:
+                return None, f"{done}: written on after {path.parent.name} began: {_READ_WHOLE}"
+        try:
+            listed = files(self.folder, self.spec)
+        except (InputError, OSError):
+            return None, ""
+        order = [done for done, _ in left] + [path]
+        if listed[: len(order)] != order:
+            return None, (
+                f"{path.parent.parent}: an attempt of W&B run {wandb_id(path)} began before "
+                f"{path.parent.name} but was listed after it was read: {_READ_WHOLE}"
+            )
+        return (listed[len(order)] if len(listed) > len(order) else None), ""
 
     async def _event_run(self) -> AsyncIterator[Batch]:
         """A TensorBoard run's records, from the event files of its folder and sub-folders.

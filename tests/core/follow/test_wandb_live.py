@@ -190,3 +190,122 @@ async def test_follow_a_wandb_run_over_ssh_by_byte_offset(sshd, tmp_path):
     assert [(e.step, e.event) for e in live.events] == [(30, "error")]
     assert list(live.steps) == list(cold.steps) == list(range(1, 31))
     assert sorted(live.probes) == [10, 20, 30]
+
+
+async def test_follow_a_wandb_run_through_its_resumed_attempt(tmp_path):
+    """wandb writes attempt 1 (steps 5..90, exit 1) while the run is followed, then the
+    attempt resumed from step 85 (`resume="allow"`, a folder of its own) to step 200: the
+    follow goes on into it, and its records are the cold read's, the verdict `verdict
+    --json` gives the folder; never a final read of the first attempt alone."""
+    import asyncio
+    import json
+
+    from fontaine_tui.core.follow.foreign import ForeignRun
+    from fontaine_tui.core.log.formats.cold import load_source
+    from fontaine_tui.core.log.formats.source import SourceSpec
+    from fontaine_tui.core.log.store import RunStore
+    from fontaine_tui.core.preset.find import load_preset
+    from fontaine_tui.core.run.evidence import verdict_of
+    from tests.core.log.formats.test_wandb_resume import attempts, cli, preset, rows
+
+    run = tmp_path / "run"
+    run.mkdir()
+    first, second = attempts(run, "live2", [(rows(5, 90), 1), (rows(85, 200), 0)])
+    follower = ForeignRun(run, SourceSpec("wandb"), poll_s=0.1)
+    batches = follower.follow()
+    live = RunStore()
+
+    async def until(done) -> None:
+        while not done(live):
+            batch = await asyncio.wait_for(anext(batches), 60)
+            assert not follower.refused, follower.refused
+            for rec in batch.records:
+                live.add(rec)
+
+    writers = [start_writer(tmp_path, [first])]
+    try:
+        await until(lambda st: any(e.event == "error" for e in st.events))
+        assert writers[0].wait(60) == 0
+        assert [(e.step, e.event) for e in live.events] == [(90, "error")]
+        writers.append(start_writer(tmp_path, [second]))
+        await until(lambda st: any(e.event == "end" for e in st.events))
+        assert writers[1].wait(60) == 0
+    finally:
+        await follower.close()
+        for proc in writers:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+    assert len(list((run / "wandb").glob("offline-run-*-live2"))) == 2
+    cold = load_source(run, SourceSpec("wandb")).store
+    assert list(live.steps) == list(cold.steps) == list(range(5, 201, 5))
+    assert list(live.columns["loss"]) == list(cold.columns["loss"])
+    assert {s: p.fields for s, p in live.probes.items()} == {
+        s: p.fields for s, p in cold.probes.items()
+    }
+    assert [(e.step, e.event) for e in live.events] == [(e.step, e.event) for e in cold.events]
+    assert [(e.step, e.event) for e in live.resumes] == [(84, "resume")]
+    assert [p.step for p in live.superseded] == [p.step for p in cold.superseded] == [90]
+    assert live.conflicts == cold.conflicts == [] and live.ended_at == cold.ended_at == 200
+    path = preset(tmp_path)
+    code, out, err = cli("verdict", str(run), "--preset", str(path), "--json")
+    doc = json.loads(out)
+    mine = verdict_of(live, load_preset(path))
+    assert (doc["verdict"], doc["provisional"], code) == ("AMBIGUOUS", False, 4), err
+    assert (mine.verdict, mine.provisional, mine.read_step) == ("AMBIGUOUS", False, 200)
+    assert doc["read_step"] == 200 and doc["read_value"] == mine.read_value
+
+
+async def test_an_attempt_written_on_after_the_next_began_ends_the_follow(tmp_path):
+    """An attempt's file still written when the next attempt's folder is there: the follow
+    reads it to its end as the cold read does, goes on once it is quiet, and when the earlier
+    file grows after that (bytes the cold read puts before the later attempt's) it says so
+    and follows no further, never a read that is not the run's."""
+    import asyncio
+
+    from fontaine_tui.core.follow.foreign import ForeignRun
+    from fontaine_tui.core.log.formats.cold import load_source
+    from fontaine_tui.core.log.formats.source import SourceSpec
+    from fontaine_tui.core.log.store import RunStore
+    from tests.core.log.formats.wandbkit import run_record
+
+    wandb = tmp_path / "run" / "wandb"
+    one = wandb / "offline-run-20260101_000000-w2" / "run-w2.wandb"
+    two = wandb / "offline-run-20260101_000100-w2" / "run-w2.wandb"
+    one.parent.mkdir(parents=True)
+    first = [run_record("w2")] + [history(s, {"train/loss": 1.0 / s}) for s in range(1, 31)]
+    whole = frame(first)
+    one.write_bytes(frame(first[:21]))  # steps 1..20 so far, the writer still at it
+    follower = ForeignRun(tmp_path / "run", SourceSpec("wandb"), poll_s=0.1)
+    batches = follower.follow()
+    live, notes = RunStore(), []
+
+    async def until(done) -> None:
+        while not done(live):
+            batch = await asyncio.wait_for(anext(batches), 30)
+            notes.append(batch.note)
+            for rec in batch.records:
+                live.add(rec)
+
+    try:
+        await until(lambda st: 20 in st.steps)
+        two.parent.mkdir()
+        two.write_bytes(
+            frame(
+                [run_record("w2")]
+                + [history(s, {"train/loss": 2.0 / s}) for s in range(15, 41)]
+                + [exit_record(0)]
+            )
+        )
+        await until(lambda st: any(e.event == "end" for e in st.events))
+        cold = load_source(tmp_path / "run", SourceSpec("wandb")).store
+        assert list(live.steps) == list(cold.steps) == list(range(1, 41))
+        assert list(live.columns["loss"]) == list(cold.columns["loss"])
+        assert [(e.step, e.event) for e in live.resumes] == [(14, "resume")]
+        assert not follower.refused
+        one.write_bytes(whole)  # the first attempt's writer writes on
+        await until(lambda st: bool(follower.refused))
+    finally:
+        await follower.close()
+    assert "written on after offline-run-20260101_000100-w2 began" in follower.refused
+    assert follower.refused in notes
