@@ -124,3 +124,106 @@ def test_doctor_says_which_script_argv_names_is_missing(tmp_path, registry_path)
     assert len(said) == 1, res.stdout
     assert "command.argv[1]" in said[0] and str(tmp_path / "trian.py") in said[0], said[0]
     assert "no file" in said[0], said[0]
+
+
+def _argv_preset(tmp_path: Path, argv: list[str]) -> Path:
+    """The preset of `_preset` with its argv replaced by `argv` (placeholders as written)."""
+    preset = _preset(tmp_path)
+    text = preset.read_text()
+    start = text.index("argv = ")
+    end = text.index("\n", start)
+    preset.write_text(text[:start] + f"argv = {json.dumps(argv)}" + text[end:])
+    return preset
+
+
+def _src(tmp_path: Path) -> None:
+    """src/train.py, and src/pkgdir, a folder that Python runs by its __main__.py."""
+    (tmp_path / "src" / "pkgdir").mkdir(parents=True)
+    (tmp_path / "src" / "train.py").write_text(TRAINER)
+    (tmp_path / "src" / "pkgdir" / "__main__.py").write_text("print('hi')\n")
+    (tmp_path / "pkgdir").mkdir()
+    (tmp_path / "pkgdir" / "__main__.py").write_text("print('hi')\n")
+
+
+def test_doctor_looks_only_for_the_interpreters_own_script(tmp_path, registry_path):
+    # each argv runs a script that is there; the other arguments ending in .py are a shell
+    # line, an option's value or output files, which no check may take for a script
+    _src(tmp_path)
+    py = sys.executable
+    for argv in (
+        ["bash", "-c", "cd src && python train.py"],
+        [py, "src/train.py", "--export-script", "exported_model.py", "--out", "{output_dir}"],
+        [py, "src/train.py", "--config=conf/extra.py", "--out", "{output_dir}"],
+        [py, "src/pkgdir"],
+        [py, "-m", "pkgdir", "--save", "out.py"],
+        [py, "-u", "-X", "dev", "src/train.py", "--out", "{output_dir}", "x.py"],
+    ):
+        preset = _argv_preset(tmp_path, argv)
+        res = _cli("doctor", str(preset), cwd=tmp_path)
+        said = [line for line in res.stdout.splitlines() if "no file" in line]
+        assert not said, (argv, res.stdout)
+        assert "ok  command" in res.stdout.replace("    ", " "), (argv, res.stdout)
+
+
+def test_doctor_still_refuses_a_missing_interpreter_script(tmp_path, registry_path):
+    _src(tmp_path)
+    for argv, i, missing in (
+        ([sys.executable, "-u", "src/trian.py", "--out", "{output_dir}"], 2, "src/trian.py"),
+        (["bash", "-e", "run.sh", "x"], 2, "run.sh"),
+        ([sys.executable, "src/nodir"], 1, "src/nodir"),
+    ):
+        preset = _argv_preset(tmp_path, argv)
+        res = _cli("doctor", str(preset), cwd=tmp_path)
+        assert res.returncode == 1, (argv, res.stdout + res.stderr)
+        said = [s for s in res.stdout.splitlines() if "no file" in s and s.startswith("refuse ")]
+        assert len(said) == 1, (argv, res.stdout)
+        assert f"command.argv[{i}]" in said[0] and str(tmp_path / missing) in said[0], said[0]
+
+
+def test_a_copied_or_moved_run_is_read_from_its_own_folder(tmp_path, registry_path):
+    """{output_dir} is the run folder: a copy, or the folder moved, is read from itself, not
+    from the path the launch filled in (where a new run launched at the old name writes)."""
+    preset = _preset(tmp_path)
+    first = _cli("launch", str(preset), "--plain", cwd=tmp_path, timeout=180)
+    assert "VERDICT: HEALTHY  [final]" in first.stdout, (first.stdout + first.stderr)[-3000:]
+    runs = tmp_path / "runs"
+    subprocess.run(["cp", "-r", str(runs / "own"), str(tmp_path / "archive-own")], check=True)
+    (runs / "own").rename(runs / "own-moved")
+    # a new run at the old name whose eval loss climbs: not HEALTHY
+    (tmp_path / "train.py").write_text(
+        TRAINER.replace('line["eval/loss"] = 0.9', 'line["eval/loss"] = 0.9 * step / 50')
+    )
+    second = _cli("launch", str(preset), "--plain", cwd=tmp_path, timeout=180)
+    assert "command finished at step 200" in second.stdout, (second.stdout + second.stderr)[-3000:]
+    assert "VERDICT: HEALTHY" not in second.stdout, second.stdout[-3000:]
+
+    labels = {}
+    for folder in ("archive-own", "runs/own-moved", "runs/own"):
+        res = _cli("verdict", folder, "--json", cwd=tmp_path)
+        assert res.stdout.strip(), res.stderr
+        labels[folder] = json.loads(res.stdout)["label"]
+    assert labels["archive-own"] == "HEALTHY", labels
+    assert labels["runs/own-moved"] == "HEALTHY", labels
+    assert labels["runs/own"] != "HEALTHY", labels
+
+
+def test_a_stale_log_at_an_output_dir_source_path_refuses_the_launch(tmp_path, registry_path):
+    """A fresh folder holding an earlier trainer's log where {output_dir}/logs/train.jsonl
+    points is refused, as the same path written without {output_dir} is: a trainer that dies
+    at once would otherwise be judged by the stale log."""
+    stale = tmp_path / "runs" / "own" / "logs" / "train.jsonl"
+    stale.parent.mkdir(parents=True)
+    rows = [
+        {"step": s, "train/loss": 0.5, **({"eval/loss": 0.9} if s % 50 == 0 else {})}
+        for s in range(1, 201)
+    ]
+    stale.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    for path in ("logs/train.jsonl", "{output_dir}/logs/train.jsonl"):
+        preset = _preset(tmp_path, path=path)
+        (tmp_path / "train.py").write_text("raise SystemExit('dies at import')\n")
+        res = _cli("launch", str(preset), "--plain", cwd=tmp_path, timeout=180)
+        out = res.stdout + res.stderr
+        assert res.returncode == 2, (path, out[-3000:])
+        assert "already holds a jsonl log (logs/train.jsonl)" in res.stderr, (path, out[-3000:])
+        assert "VERDICT" not in out, (path, out[-3000:])
+        assert not (tmp_path / "runs" / "own" / "prereg.json").exists(), path

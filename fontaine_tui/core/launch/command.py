@@ -111,12 +111,19 @@ def frozen_env(preset: Preset, folder: Path) -> dict[str, str]:
 
 
 def source_path(preset: Preset, folder: Path) -> str:
-    """The [source] path with {output_dir} as the absolute run folder, as argv's is filled in.
+    """The [source] path with {output_dir} filled in as argv's is: what prereg.json freezes.
 
-    "" where the path names no placeholder (it is read as written, against the run folder)."""
+    {output_dir} is the run folder, so a path under it is kept relative to it (a reader reads
+    it against the folder it reads: a copy, or the folder moved, reads its own log, never the
+    one a new run at the old place writes); one outside it is kept absolute. "" where the path
+    names no placeholder (it is read as written, against the run folder)."""
     path = preset.source.path if preset.source is not None else ""
-    filled = substitute(path, str(folder.absolute()))
-    return filled if filled != path else ""
+    out = os.path.normpath(folder.absolute())
+    filled = substitute(path, out)
+    if filled == path:
+        return ""
+    norm = os.path.normpath(filled)
+    return os.path.relpath(norm, out) if Path(norm).is_relative_to(out) else filled
 
 
 def command_env(preset: Preset, folder: Path) -> dict[str, str]:
@@ -184,35 +191,62 @@ def _is_file(path: Path) -> bool:
         return False
 
 
-# a program that runs its first argument that is no option as a script, and the files whose
-# name says they are code to run
-_INTERPRETER = re.compile(r"(?:python[0-9.]*|pypy[0-9.]*|bash|sh|dash|zsh|ksh)")
-_RUNS_CODE = (".py", ".sh", ".bash")
-_OPTION_VALUE = ("-X", "-W", "-Q")  # python options whose value is the next argument
+# a program that runs its first argument that is no option as a script
+_PYTHON = re.compile(r"(?:python[0-9.]*|pypy[0-9.]*)")
+_SHELL = re.compile(r"(?:bash|sh|dash|zsh|ksh)")
+# the options whose value is the next argument (or the rest of their letters), and those after
+# which no script is run (the code or module is given instead)
+_PY_VALUE, _PY_NO_SCRIPT = "XWQ", "cm"
+_PY_LONG_VALUE: tuple[str, ...] = ("--check-hash-based-pycs",)
+_SH_VALUE, _SH_NO_SCRIPT = "oO", "cs"
 
 
 def script_args(argv: tuple[str, ...]) -> list[int]:
-    """Where an argv (as written, placeholders in) names a file it runs, by index.
+    """Where an argv (as written, placeholders in) names the script it runs, by index.
 
-    That is an interpreter's script (python's or a shell's first argument that is no option;
-    none after -m or -c) and each argument ending in .py or .sh. One naming a placeholder is
+    That is the interpreter's own script alone: python's first argument that is no option
+    (none after -m or -c), a shell's (none after -c or -s); a file, a folder or a zip, as the
+    interpreter runs each. An option's value and every later argument are the script's own
+    (an output file, a config, a shell line), never looked for. One naming a placeholder is
     the run's own (not there before launch) and is left out."""
-    out = [i for i, a in enumerate(argv[1:], 1) if a.endswith(_RUNS_CODE)]
-    if (i := _interpreter_script(argv)) is not None and i not in out:
-        out.insert(0, i)
-    return [i for i in out if "{" not in argv[i]]
+    i = _interpreter_script(argv)
+    return [i] if i is not None and "{" not in argv[i] else []
 
 
 def _interpreter_script(argv: tuple[str, ...]) -> int | None:
     """The index of the script an interpreter runs: its first argument that is no option.
 
     None where argv[0] is no interpreter, or it runs no script (-m, -c, - for stdin)."""
-    if not argv or not _INTERPRETER.fullmatch(Path(argv[0]).name):
+    if not argv:
+        return None
+    name = Path(argv[0]).name
+    if _PYTHON.fullmatch(name):
+        value, no_script, long_value = _PY_VALUE, _PY_NO_SCRIPT, _PY_LONG_VALUE
+    elif _SHELL.fullmatch(name):
+        value, no_script, long_value = _SH_VALUE, _SH_NO_SCRIPT, ()
+    else:
         return None
     i = 1
-    while i < len(argv) and argv[i].startswith("-") and argv[i] not in ("-m", "-c", "-"):
-        i += 2 if argv[i] in _OPTION_VALUE else 1
-    return i if i < len(argv) and not argv[i].startswith("-") else None
+    while i < len(argv) and argv[i][:1] in ("-", "+"):
+        arg = argv[i]
+        if arg == "--":
+            i += 1
+            break
+        if arg in ("-", "+"):
+            return None  # the script comes on stdin
+        if arg.startswith("--"):
+            i += 2 if arg in long_value else 1
+            continue
+        letters = arg[1:]
+        for n, letter in enumerate(letters):
+            if letter in no_script:
+                return None
+            if letter in value:
+                i += 1 if letters[n + 1 :] else 2  # the value: the rest, else the next
+                break
+        else:
+            i += 1
+    return i if i < len(argv) else None
 
 
 def code_root(spec: CommandSpec, argv: list[str], cwd: Path) -> Path:

@@ -175,7 +175,7 @@ def _not_there(preset: Preset, folder: RunFolder, program: str, where: Path, res
 
 
 def _argv_file_missing(spec: CommandSpec, resume: bool, where: Path) -> str:
-    """The first script the argv in use names that is not a file, as its refusal says it.
+    """The interpreter's script in the argv in use where it is not there, as its refusal says it.
 
     Relative names are read against the command's cwd (`where`), as the command reads them."""
     from fontaine_tui.core.launch import command
@@ -183,9 +183,20 @@ def _argv_file_missing(spec: CommandSpec, resume: bool, where: Path) -> str:
     key, argv = ("resume_argv", spec.resume_argv) if resume else ("argv", spec.argv)
     for i in command.script_args(argv):
         path = Path(argv[i]) if Path(argv[i]).is_absolute() else where / argv[i]
-        if not command.file_record(path):
-            return f"command.{key}[{i}]: no file {literal(str(path))} (read against command.cwd)"
+        if not (command.file_record(path) or _is_dir(path)):  # a folder: its __main__.py
+            return (
+                f"command.{key}[{i}]: no file or folder {literal(str(path))} "
+                "(read against command.cwd)"
+            )
     return ""
+
+
+def _is_dir(path: Path) -> bool:
+    """Path.is_dir, False for a name the system refuses (over NAME_MAX, a NUL, ...)."""
+    try:
+        return path.is_dir()
+    except (OSError, ValueError):
+        return False
 
 
 def _code_changes(preset: Preset, folder: RunFolder, argv: list[str], where: Path) -> list[Finding]:

@@ -390,10 +390,20 @@ def test_a_script_starts_in_its_folder_with_the_run_folder(tmp_path, monkeypatch
     [
         (("python", "train.py", "--out", "{output_dir}"), [1]),
         (("/usr/bin/python3.11", "-u", "-X", "dev", "train.py"), [4]),
-        (("python", "-m", "trainer.main", "--cfg", "cfg.py"), [4]),  # a module: its cfg only
+        (("python", "-m", "trainer.main", "--cfg", "cfg.py"), []),  # a module: no script
+        (("python", "-m", "pkgdir", "--save", "out.py"), []),
+        (("python", "-um", "pkgdir"), []),
+        (("python", "-Wignore", "train.py"), [2]),
+        (("python", "src/train.py", "--export-script", "exported_model.py"), [1]),
+        (("python", "src/train.py", "--config=conf/extra.py"), [1]),
+        (("python", "src/pkgdir"), [1]),  # a folder Python runs by its __main__.py
+        (("python", "-", "x.py"), []),  # the script on stdin
         (("bash", "-c", "echo hi"), []),
+        (("bash", "-c", "cd src && python train.py"), []),
+        (("bash", "-ec", "python train.py"), []),
         (("bash", "-e", "run.sh", "x"), [2]),
-        (("torchrun", "--nproc_per_node", "2", "train.py"), [3]),
+        (("bash", "-o", "pipefail", "run.sh", "x.sh"), [3]),
+        (("torchrun", "--nproc_per_node", "2", "train.py"), []),  # no interpreter
         (("python", "{output_dir}/train.py"), []),  # the run's own: not there before launch
         (("./train", "--data", "d.jsonl"), []),
     ],
