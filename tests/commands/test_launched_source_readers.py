@@ -249,3 +249,15 @@ def test_bank_add_and_seal_read_a_printed_lines_run(launched: Path) -> None:
         names = z.namelist()
     assert any(n.endswith("engine.out.log") for n in names), names
     assert not any(n.endswith("telemetry.jsonl") for n in names), names
+
+
+def test_a_banked_launched_run_names_the_host_its_prereg_records(launched: Path) -> None:
+    """A [command] run writes no meta record: its bank entry names the host prereg.json froze."""
+    host = json.loads((launched / "runs" / "hf" / "prereg.json").read_text())["host"]
+    assert host
+    res = _cli(launched, "bank", "add", "runs/hf", "--as", "hf_base")
+    assert res.returncode == 0, res.stderr
+    assert f"banked run, {host}, ranks not recorded, device not recorded" in res.stdout, res.stdout
+    res = _cli(launched, "bank", "list")
+    assert res.returncode == 0, res.stderr
+    assert f"banked run, {host}, " in res.stdout and "unknown host" not in res.stdout, res.stdout

@@ -119,12 +119,19 @@ class BankedRun:
         return tuple(reasons) if isinstance(reasons, list) else ()
 
     def where(self) -> str:
-        """Where the run came from, in words: host, ranks, device."""
+        """Where the run came from, in words: host, ranks, device.
+
+        Each is the run's meta record's; another trainer's run writes none, so its host is the
+        one its prereg.json froze at launch, and what neither records is said to be so."""
         d = self.doc
+        prereg = d.get("prereg")
+        frozen = prereg.get("host") if isinstance(prereg, Mapping) else None
+        host = d.get("host") or (frozen if isinstance(frozen, str) and frozen else "unknown host")
         ranks = d.get("world_size")
         return (
-            f"banked run, {d.get('host') or 'unknown host'}, "
-            f"{ranks if ranks is not None else '?'} rank(s), {d.get('device') or '?'}"
+            f"banked run, {host}, "
+            f"{f'{ranks} rank(s)' if ranks is not None else 'ranks not recorded'}, "
+            f"{d.get('device') or 'device not recorded'}"
         )
 
 
