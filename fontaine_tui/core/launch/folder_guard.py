@@ -25,10 +25,13 @@ def _source_inside(preset: Preset, folder: RunFolder) -> SourceSpec | None:
 
     A store outside the folder (an absolute [source] path) is the user's to share between
     runs; the engine's own log is the folder's marks."""
+    from fontaine_tui.core.launch.command import source_path
+
     spec = preset.source
     if preset.command is None or spec is None or spec.kind == "fontaine":
         return None
-    if Path(spec.path).is_absolute() or not folder.root.is_dir():
+    spec = preset.source_at(source_path(preset, folder.root)).source  # {output_dir} filled in
+    if spec is None or Path(spec.path).is_absolute() or not folder.root.is_dir():
         return None
     return spec
 

@@ -50,7 +50,8 @@ def frozen_path(provenance: object) -> str:
     """The [source] path a launch froze in prereg.json's provenance, or "" where it froze none.
 
     A [command] preset's path naming {output_dir} is frozen there filled in (the preset itself
-    is frozen, and hashed, as written)."""
+    is frozen, and hashed, as written): relative to the run folder where it lies in it, so it
+    is read against the folder read (a copy, or the folder moved, reads its own log)."""
     frozen = provenance.get(FROZEN) if isinstance(provenance, Mapping) else None
     path = frozen.get("path") if isinstance(frozen, Mapping) else None
     return path if isinstance(path, str) else ""
