@@ -16,6 +16,7 @@ from pathlib import Path
 from fontaine_tui.core import runfolder
 from fontaine_tui.core.bank.store import BankedRun
 from fontaine_tui.core.errors import InputError
+from fontaine_tui.core.log.formats import kept
 from fontaine_tui.core.log.formats.cold import Loaded, load_source
 from fontaine_tui.core.log.formats.locate import files as source_files
 from fontaine_tui.core.log.formats.locate import foreign_spec
@@ -57,7 +58,9 @@ class Judged:
         """Every file of the run this verdict read: the RECORDS its folder holds, then the evidence.
 
         The evidence is the log and its rotated segments, or each file another trainer's
-        [source] reads, each by the path it was read through (a link is named, not followed)."""
+        [source] reads, each by the path it was read through (a link is named, not followed),
+        each after the copies a follower kept of it before its writer rewrote it (kept.py),
+        which the cold read feeds first."""
         if self.folder is None:
             return [Path(self.log_path)]
         root = self.folder.root
@@ -66,12 +69,23 @@ class Judged:
         if spec is None or spec.kind == "fontaine":
             log = Path(self.log_path)
             return [*held, *runfolder.rotated_segments(log), log]
-        return held + [f for p in source_files(root, spec) for f in _files_at(p)]
+        read = [f for p in source_files(root, spec) for f in _files_at(p)]
+        return held + list(dict.fromkeys(k for f in read for k in [*_kept_of(root, f), f]))
 
     def banked(self) -> list[BankedRun]:
         """The banked runs its comparators were read from (those the bank here holds)."""
         found = {c.entry.ref: c.entry for c in self.preset.comparators.values() if c.entry}
         return [found[ref] for ref in sorted(found)]
+
+
+def _kept_of(root: Path, path: Path) -> list[Path]:
+    """The copies of a [source] file kept in the run folder's kept/ (read before it), if any.
+
+    A file under kept/ itself (a [source] folder holding it) has none of its own."""
+    rel = kept.relative(root, path)
+    if rel is None or rel.split("/")[0] == kept.KEPT:
+        return []
+    return kept.copies(root, rel)
 
 
 def _files_at(path: Path) -> list[Path]:

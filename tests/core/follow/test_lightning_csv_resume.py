@@ -18,6 +18,7 @@ import json
 import subprocess
 import sys
 import time
+import zipfile
 from pathlib import Path
 
 import pytest
@@ -29,6 +30,7 @@ from fontaine_tui.core.log.store import RunStore
 from fontaine_tui.core.preset.find import load_preset
 from fontaine_tui.core.runfolder import RunFolder
 from fontaine_tui.core.verdict.prereg import freeze
+from fontaine_tui.model import seal as sealing
 from tests.writers import common
 
 pytest.importorskip("lightning")
@@ -105,7 +107,11 @@ async def _follow_both_attempts(folder: Path) -> tuple[RunStore, str]:
     return store, said
 
 
-def test_rows_read_before_lightning_deletes_metrics_csv_stay_evidence(tmp_path):
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory) -> tuple[Path, Path, Path, RunStore, str]:
+    """The preset, the run trained straight through, the run resumed while followed, the
+    follower's store and what the resumed run printed."""
+    tmp_path = tmp_path_factory.mktemp("lightning")
     preset_path = tmp_path / "lightning_resume.toml"
     preset_path.write_text(PRESET)
     straight = tmp_path / "straight"
@@ -116,6 +122,11 @@ def test_rows_read_before_lightning_deletes_metrics_csv_stay_evidence(tmp_path):
 
     live, said = asyncio.run(_follow_both_attempts(resumed))
     _ended(straight_writer)
+    return preset_path, straight, resumed, live, said
+
+
+def test_rows_read_before_lightning_deletes_metrics_csv_stay_evidence(runs):
+    preset_path, straight, resumed, live, said = runs
     assert "Previous log files in this directory will be deleted" in said  # Lightning's word
     text = (resumed / "csv" / "metrics.csv").read_text()
     assert f"0,{ANCHOR}," not in text  # the anchor's probe is gone from the file itself
@@ -134,3 +145,19 @@ def test_rows_read_before_lightning_deletes_metrics_csv_stay_evidence(tmp_path):
     assert list(live.steps) == list(range(common.STEPS))
     kept = sorted((resumed / "kept").rglob("*"))
     assert [p.name for p in kept if p.is_file()] == ["metrics.csv.1"], kept
+
+
+def test_a_sealed_bundle_of_the_resumed_run_carries_the_kept_rows_and_verifies(runs, tmp_path):
+    preset_path, straight, resumed, _, _ = runs
+    sealed = sealing.seal(str(resumed))
+    with zipfile.ZipFile(io.BytesIO(sealed.data)) as zf:
+        names = set(zf.namelist())
+        bundled = json.loads(zf.read("verdict.json"))
+    want = _verdict(straight, "-p", str(preset_path))
+    assert bundled["label"] == want["label"] == "AMBIGUOUS", bundled
+    assert bundled["log"]["resumes"] == 1, bundled["log"]
+    path = tmp_path / "resumed.seal.zip"
+    path.write_bytes(sealed.data)
+    verified = sealing.verify(str(path))  # the verdict recomputed from the bundle alone
+    assert verified.recomputed
+    assert {"evidence/kept/csv/metrics.csv.1", "evidence/csv/metrics.csv"} <= names, names
