@@ -20,12 +20,13 @@ from dataclasses import replace
 from pathlib import Path
 
 from fontaine_tui.commands._args import examples
-from fontaine_tui.core import runfolder
+from fontaine_tui.core import readfile, runfolder
 from fontaine_tui.core.atomic import atomic_write, create_new
 from fontaine_tui.core.errors import InputError
 from fontaine_tui.core.follow.target import parse_follow_target
+from fontaine_tui.core.limits import PATTERN_FILE_BYTES
 from fontaine_tui.core.log.formats.inspect import Inspection, inspect_run
-from fontaine_tui.core.log.formats.printed import PATTERN_SETS, compile_patterns
+from fontaine_tui.core.log.formats.printed import PATTERN_SETS, SlowPattern, compile_patterns
 from fontaine_tui.core.log.formats.spec import SourceSpec
 from fontaine_tui.core.preset.draft import draft
 from fontaine_tui.core.ssh.destination import SshTarget
@@ -82,11 +83,20 @@ def run(args: argparse.Namespace) -> int:
         )
     target = runfolder.check_target(target)
     hidden, rule = _hidden(target)
-    patterns = _patterns(args.patterns)
+    patterns, numbers = _patterns(args.patterns)
     frozen = _frozen(target)  # a launched run: read through its frozen [source]
-    ins = inspect_run(
-        Path(target), args.kind, args.path, args.run_id, hidden, rule, patterns, frozen=frozen
-    )
+    try:
+        ins = inspect_run(
+            Path(target), args.kind, args.path, args.run_id, hidden, rule, patterns, frozen=frozen
+        )
+    except SlowPattern as exc:  # a pattern of the file: its line there, and the log's
+        if not numbers or not patterns or patterns[exc.index] != exc.text:
+            raise
+        log = args.path or "the log"
+        raise InputError(
+            f"{args.patterns} line {numbers[exc.index]}: --patterns: {exc.why} "
+            f"on {log} line {exc.line}; refused"
+        ) from None
     if hidden:  # the trainer's words at its end may quote the hidden read
         ins = _ended_shown(ins, rule or ())
     if args.preset_out:
@@ -111,26 +121,36 @@ def _print_text(ins: Inspection, target: str, preset_out: str | None) -> None:
         )
 
 
-def _patterns(given: str) -> tuple[str, ...]:
-    """--patterns: a built-in set's name, else a file of patterns, one a line.
+def _patterns(given: str) -> tuple[tuple[str, ...], tuple[int, ...]]:
+    """--patterns: a built-in set's name, else a file of patterns, one a line; and their lines.
 
-    Blank lines and lines starting with # are passed over. Refused (InputError) where the file
-    cannot be read or a pattern is not one [source] patterns takes."""
+    Blank lines and lines starting with # are passed over. The file is a regular one of at
+    most PATTERN_FILE_BYTES, its patterns at most PATTERN_COUNT (core/limits.py). Refused
+    (InputError, naming the file) where it cannot be read or a pattern is not one [source]
+    patterns takes."""
     if not given or given in PATTERN_SETS:
-        return (given,) if given else ()
+        return ((given,) if given else ()), ()
+    key = f"{given}: --patterns"
     try:
-        text = Path(given).read_text(encoding="utf-8")
+        text = readfile.read_whole(given, PATTERN_FILE_BYTES).decode("utf-8")
+    except InputError as exc:  # not a regular file, or too big: its words after the name
+        raise InputError(f"{key}: {str(exc).removeprefix(f'{given}: ')}") from None
     except (OSError, UnicodeDecodeError) as exc:
         raise InputError(
-            f"{given}: --patterns: neither a file that reads nor a built-in set "
+            f"{key}: neither a file that reads nor a built-in set "
             f"({', '.join(PATTERN_SETS)}): {getattr(exc, 'strerror', None) or exc}"
         ) from None
-    lines = [t for line in text.splitlines() if (t := line.strip()) and not t.startswith("#")]
+    kept = [
+        (n, t)
+        for n, line in enumerate(text.splitlines(), 1)
+        if (t := line.strip()) and not t.startswith("#")
+    ]
+    lines = [t for _, t in kept]
     try:
-        compile_patterns(lines, f"{given}: --patterns")
+        compile_patterns(lines, key)
     except ValueError as exc:
         raise InputError(": ".join(map(str, exc.args))) from None
-    return tuple(lines)
+    return tuple(lines), tuple(n for n, _ in kept)
 
 
 def _frozen(target: str) -> SourceSpec | None:

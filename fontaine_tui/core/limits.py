@@ -21,7 +21,8 @@ every bound is a row of `LIMITS`, which the docs' limits table repeats and the s
   read by PyYAML's safe loader, at most `CONFIG_BYTES` long (its reader's bound), nested at most
   `CONFIG_DEPTH` levels, aliases refused, a tag it does not know read as the value it tags.
 - Patterns (`UserPattern`): a pattern the user wrote (a preset's printed-lines patterns, the
-  metric browser's filter) is at most `PATTERN_CHARS` long, its groups nest at most
+  metric browser's filter) is at most `PATTERN_CHARS` long (and a preset's or a
+  `--patterns` file's at most `PATTERN_COUNT` in all), its groups nest at most
   `PATTERN_DEPTH` deep, its counted repeats nest to at most `PATTERN_REPEATS` (the `regex`
   module's compile grows with their product), and each search it makes runs within a time
   budget.
@@ -65,6 +66,8 @@ SQLITE_BUSY_S = 0.5  # the wait for another process's lock on an SQLite store
 SQLITE_HEAP = 1024 * 2**20  # bytes SQLite may hold for this process (a sort's space included)
 PATTERN_CHARS = 2000  # characters in one user pattern
 PATTERN_REPEATS = 100_000  # the product of a pattern's nested counted repeats ({n}, {m,n})
+PATTERN_COUNT = 100  # patterns in one [source] patterns or one inspect --patterns file
+PATTERN_FILE_BYTES = 2**20  # bytes of one inspect --patterns file
 PATTERN_DEPTH = 100  # groups nested in one user pattern (the parsers recurse on each)
 PATTERN_BUDGET_S = 0.25  # one search of one user pattern in one line or name
 PATTERN_SLOW_S = 1.0  # a pattern's slow searches (over 1 ms of CPU each) summed over one read
@@ -139,6 +142,19 @@ LIMITS: tuple[Limit, ...] = (
         str(PATTERN_CHARS),
         "characters in one user pattern ([source] patterns, the metric filter)",
         "a pattern of 100,000 characters",
+    ),
+    Limit(
+        "PATTERN_COUNT",
+        str(PATTERN_COUNT),
+        "patterns in one [source] patterns or one inspect --patterns file (each line of a "
+        "printed log is searched by each)",
+        "3,000 patterns; /dev/zero or a FIFO as the --patterns file",
+    ),
+    Limit(
+        "PATTERN_FILE_BYTES",
+        f"{PATTERN_FILE_BYTES // 2**20} MiB",
+        "bytes of one inspect --patterns file (a regular file only)",
+        "a patterns file of over 1 MiB",
     ),
     Limit(
         "PATTERN_DEPTH",

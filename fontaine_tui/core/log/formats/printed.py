@@ -27,7 +27,7 @@ from collections.abc import Sequence
 from datetime import datetime
 
 from fontaine_tui.core.errors import InputError
-from fontaine_tui.core.limits import PatternError, UserPattern
+from fontaine_tui.core.limits import PATTERN_COUNT, PatternError, UserPattern
 from fontaine_tui.core.log.formats.base import Unread, step_of
 from fontaine_tui.core.log.formats.grouper import FieldMap, Grouper
 from fontaine_tui.core.log.lines import LineCutter
@@ -79,6 +79,10 @@ def compile_patterns(patterns: object, where: str = "source.patterns") -> list[U
             where,
             "expected a regular expression or a list of them, each with "
             "a named group `step` (like 'step:(?P<step>\\S+) .*loss:(?P<loss>\\S+)')",
+        )
+    if len(patterns) > PATTERN_COUNT:  # each line is searched by each
+        raise ValueError(
+            where, f"{len(patterns)} patterns, more than the {PATTERN_COUNT} one may hold"
         )
     compiled = [_compiled(text, f"{where}[{n}]") for n, text in enumerate(patterns)]
     if not any("step" in c.groupindex for c in compiled):
@@ -138,6 +142,14 @@ def _time(text: str) -> float:
         return NAN
 
 
+class SlowPattern(InputError):
+    """A pattern's search ran past its time: which pattern (by index), why, on which line."""
+
+    def __init__(self, index: int, text: str, why: PatternError, line: int) -> None:
+        super().__init__(f"log line {line}: source.patterns[{index}] {why}; refused")
+        self.index, self.text, self.why, self.line = index, text, why, line
+
+
 class LinesDecoder(Unread):
     """Printed lines (appended bytes) in, records out.
 
@@ -195,11 +207,11 @@ class LinesDecoder(Unread):
 
         A pattern that runs past its time is refused (InputError): a read that skipped such
         lines would lie."""
-        for pattern in self.patterns:
+        for n, pattern in enumerate(self.patterns):
             try:
                 m = pattern.search(text)
             except PatternError as exc:
-                raise InputError(f"{where}: {exc}; refused") from None
+                raise SlowPattern(n, pattern.text, exc, self.line) from None
             if m is not None:
                 return m.groupdict()
         return None

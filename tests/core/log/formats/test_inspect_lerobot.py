@@ -265,3 +265,64 @@ def test_a_patterns_file_and_a_bad_one(lerobot_run, tmp_path):
     bad = cli("inspect", str(lerobot_run), "--path", "train.log", "--patterns", str(mine))
     assert bad.returncode == 2 and "has no named group `step`" in bad.stderr
     assert len(bad.stderr.strip().splitlines()) == 1
+
+
+def _refused(res: subprocess.CompletedProcess[str], *words: str) -> str:
+    """The one line a refusal says (exit 2), checked to hold each of `words`."""
+    assert res.returncode == 2, res.stdout + res.stderr
+    lines = res.stderr.strip().splitlines()
+    assert len(lines) == 1, res.stderr
+    assert all(w in lines[0] for w in words), lines[0]
+    return lines[0]
+
+
+def test_a_patterns_file_that_is_no_regular_file_is_refused_at_once(lerobot_run, tmp_path):
+    import os
+    import time
+
+    fifo = tmp_path / "pats.fifo"
+    os.mkfifo(fifo)
+    for given in ("/dev/zero", str(fifo), str(tmp_path)):
+        start = time.monotonic()
+        res = cli("inspect", str(lerobot_run), "--path", "train.log", "--patterns", given)
+        _refused(res, given, "--patterns", "not a regular file")
+        assert time.monotonic() - start < 30
+
+
+def test_a_patterns_file_too_big_or_of_too_many_patterns_is_refused(lerobot_run, tmp_path):
+    from fontaine_tui.core.limits import PATTERN_COUNT, PATTERN_FILE_BYTES
+
+    many = tmp_path / "many.txt"
+    many.write_text("".join(f"step:(?P<step>\\S+) x{n}:(?P<x{n}>\\S+)\n" for n in range(3000)))
+    res = cli("inspect", str(lerobot_run), "--path", "train.log", "--patterns", str(many))
+    _refused(res, str(many), "--patterns", "3000 patterns", f"more than the {PATTERN_COUNT}")
+    big = tmp_path / "big.txt"
+    big.write_text("# " + "x" * PATTERN_FILE_BYTES + "\nstep:(?P<step>\\S+) loss:(?P<loss>\\S+)\n")
+    res = cli("inspect", str(lerobot_run), "--path", "train.log", "--patterns", str(big))
+    _refused(res, str(big), "--patterns", f"over the {PATTERN_FILE_BYTES} bytes")
+
+
+def test_a_preset_of_too_many_patterns_is_refused(lerobot_run, tmp_path):
+    from fontaine_tui.core.limits import PATTERN_COUNT
+
+    pats = ", ".join(f'"step:(?P<step>\\\\S+) x{n}:(?P<x{n}>\\\\S+)"' for n in range(3000))
+    preset = tmp_path / "many.toml"
+    preset.write_text(
+        f'[run]\nname = "many"\n\n[source]\nkind = "lines"\npath = "train.log"\n'
+        f"patterns = [{pats}]\n\n[verdict]\n"
+        'metric = "eval_pc_success"\nanchor_step = 2000\nendpoint_step = 6000\n'
+        "healthy_max = 0.05\ndrift_min = 0.5\n"
+    )
+    res = cli("verdict", str(lerobot_run), "--preset", str(preset))
+    _refused(res, "source.patterns", "3000 patterns", f"more than the {PATTERN_COUNT}")
+
+
+def test_a_slow_pattern_names_its_line_in_the_patterns_file(tmp_path):
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / "train.log").write_text("step:1 loss:0.5\n" + "a" * 40 + "\n")
+    pats = tmp_path / "pats.txt"
+    pats.write_text("# mine\nstep:(?P<step>\\d+) loss:(?P<loss>\\S+)\n\n(?P<step>(a|aa)+b)\n")
+    res = cli("inspect", str(run), "--path", "train.log", "--patterns", str(pats))
+    said = _refused(res, f"{pats} line 4", "(a|aa)+b", "takes too long", "train.log line 2")
+    assert not said.startswith("line "), said
