@@ -310,7 +310,8 @@ def _curve_series(
         return [_Series(xs, ys, True, label, FAINT.get(c.color, c.color), "braille", c.right)]
     if c.points:
         return [_Series(xs, ys, False, label, c.color, "●", c.right)]
-    line = [_Series(xs, ys, True, label, c.color, next(markers), c.right)]
+    marker = next(markers)  # taken either way: the lines after keep their markers
+    line = [_Series(xs, ys, True, label, c.color, c.marker or marker, c.right)]
     if len(xs) <= 30:  # few measured points: show where they are, not only the line
         line.append(_Series(xs, ys, False, None, c.color, "●", c.right))
     return line

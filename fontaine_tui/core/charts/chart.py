@@ -34,6 +34,7 @@ class Curve:
     # wall-time axis (core/charts/cursor.py) draws a curve by them
     ts: Sequence[float] | None = None
     name: str = ""  # what a cursor's read line calls it, where not its label (a small chart's)
+    marker: str = ""  # its line's marker; "" takes the next of the chart's, by line order
 
 
 @dataclass(frozen=True, slots=True)
