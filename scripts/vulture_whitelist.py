@@ -49,6 +49,8 @@ _.action_cancel
 _.action_choose
 _.action_dismiss_help
 _.action_smoothing
+_.action_add_run
+_.action_legend
 _.action_toggle_log
 _.action_toggle_datasets
 _.action_signal

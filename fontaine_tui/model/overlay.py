@@ -5,6 +5,11 @@ is opened as the runs list opens one (model/runs.py's `open_target`: a folder he
 host:folder over SSH) and followed by its own source. A run that stops answering is marked
 with why, never raised. `runs` hands the overlay charts (core/charts/overlay.py) what
 they draw.
+
+A run need not be registered: `add` overlays any run folder or store path (here, or
+host:folder), opened as the runs list opens a row, so it is read by the same frozen or
+foreign source rules and shown as blind as the console's run. Past the six colours they
+cycle, and each round of them draws its lines with another marker (`Pin.marker`).
 """
 
 from __future__ import annotations
@@ -13,15 +18,21 @@ import contextlib
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 
 from fontaine_tui.core.charts.overlay import OverlayRun
 from fontaine_tui.core.errors import InputError
+from fontaine_tui.core.follow.target import LocalFolder, parse_follow_target
+from fontaine_tui.core.runfolder import LOG
 from fontaine_tui.model.runs import RunEntry
 from fontaine_tui.model.session import Session
 from fontaine_tui.model.view import Outcome
 
 RUN_COLORS = ("cyan", "magenta", "orange", "yellow", "blue", "white")  # not the bounds' colours
-MOST_PINS = len(RUN_COLORS)  # one colour each
+# a round of the colours' lines drawn with one marker each (widgets/chart.py's LINE_MARKERS
+# shifted by the round), so a colour seen again is told apart by its marker
+RUN_MARKERS = ("•", "+", "x", "o", "*", "#")
+MOST_PINS = 24  # four rounds of the colours; the legend scrolls past a screenful
 QUIET_S = 120.0  # a running run with no new line for this long is said to be quiet
 # a follower's words for a run it cannot reach (core/follow/ssh.py)
 ANSWERING = ("reconnecting in", "unreachable", "no such run folder", "permission denied")
@@ -37,6 +48,7 @@ class Pin:
     trouble: str = ""  # why it is not answering ("" while it is)
     lines_at: float | None = None  # when its follower last brought lines (monotonic)
     pinned_at: float = 0.0
+    marker: str = ""  # its lines' marker; "" in the first round of colours (the chart's own)
 
     def state(self, now: float) -> str:
         """Finished, failed, not answering (why), quiet, or running; else the registry's word."""
@@ -81,19 +93,55 @@ class Overlay:
             return (
                 None,
                 None,
-                Outcome(f"at most {MOST_PINS} runs pinned (one colour each)", "warning"),
+                Outcome(f"at most {MOST_PINS} runs pinned", "warning"),
             )
         try:
             session, why = opener(entry)
         except (InputError, OSError) as exc:  # a row that names no run it can follow
             return None, None, Outcome(f"{entry.name}: not pinned: {exc}", "error")
-        used = {p.color for p in self.pins.values()}
-        color = next(c for c in RUN_COLORS if c not in used)
-        pin = Pin(entry, session, color, pinned_at=self.clock())
+        color, marker = self._look_free()
+        pin = Pin(entry, session, color, pinned_at=self.clock(), marker=marker)
         self.pins[entry.target] = pin
         n = len(self.pins)
         said = f"pinned {entry.name} ({n} pinned; o overlays them)"
         return pin, None, why if why is not None else Outcome(said, "information")
+
+    def _look_free(self) -> tuple[str, str]:
+        """The first colour and marker no pinned run draws with, a round of colours at a time.
+
+        Round 0 is the colours alone (the chart's markers by line order); round k draws the
+        colours with RUN_MARKERS shifted by k, so no two runs share both."""
+        used = {(p.color, p.marker) for p in self.pins.values()}
+        for k in range(MOST_PINS // len(RUN_COLORS)):
+            for i, color in enumerate(RUN_COLORS):
+                marker = RUN_MARKERS[(i + k) % len(RUN_MARKERS)] if k else ""
+                if (color, marker) not in used:
+                    return color, marker
+        return RUN_COLORS[0], ""  # not reached: at most MOST_PINS pinned
+
+    def add(
+        self, path: str, opener: Callable[[RunEntry], tuple[Session, Outcome | None]]
+    ) -> tuple[Pin | None, Outcome]:
+        """Overlay a run folder or store named by its path, registered or not: (pinned, said).
+
+        `path` is a folder here (or its train_log.jsonl), or host:folder; a folder here that
+        is not there is said, never followed. `opener` opens it as the runs list opens a row
+        (model/runs.py's `open_target`), so its frozen preset, or its foreign format, reads it.
+        A path already overlaid is said, and left pinned.
+        """
+        path = path.strip()
+        if not path:
+            return None, Outcome("no path given", "warning")
+        try:
+            target = _target(path)
+        except InputError as exc:
+            return None, Outcome(f"{path}: not overlaid: {exc}", "error")
+        if target in self.pins:
+            return None, Outcome(f"{path} is overlaid already", "information")
+        name = target.rstrip("/").rsplit("/", 1)[-1] or target
+        entry = RunEntry(name, target, None, "", "")
+        pin, _, outcome = self.toggle(entry, opener)
+        return pin, outcome
 
     async def follow(self, pin: Pin) -> None:
         """Follow a pinned run to its end or its unpinning.
@@ -150,6 +198,23 @@ class Overlay:
                     view.store,
                     view.preset,
                     view.seen,
+                    pin.marker,
                 )
             )
         return out
+
+
+def _target(path: str) -> str:
+    """The run a path names, as the runs list keys it.
+
+    A folder here is its absolute path (a train_log.jsonl, its folder); host:folder is kept as
+    given. InputError: no such folder here."""
+    parsed = parse_follow_target(path)
+    if not isinstance(parsed, LocalFolder):
+        return path
+    folder = Path(parsed.folder).expanduser().absolute()
+    if folder.is_file() and folder.name == LOG:
+        folder = folder.parent
+    if not folder.is_dir():
+        raise InputError("no such run folder here")
+    return str(folder)

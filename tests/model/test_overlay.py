@@ -72,22 +72,26 @@ def other_bounds(tmp_path):
     return load_preset(str(path))
 
 
-def test_each_pin_gets_its_own_colour_and_an_unpinned_ones_colour_is_free_again(
-    tmp_path, demosonly
-):
+def test_each_pin_gets_its_own_look_and_an_unpinned_ones_look_is_free_again(tmp_path, demosonly):
+    """The first six pins take a colour each; past them the colours come round again, each
+    round with another marker, so no two pins are drawn alike."""
     overlay = Overlay()
     entries = [_run(tmp_path / f"run{i}", demosonly, 600) for i in range(MOST_PINS + 1)]
     opener = _opener(demosonly)
     for e in entries[:MOST_PINS]:
         pin, gone, said = overlay.toggle(e, opener)
         assert pin is not None and gone is None and "pinned" in said.message
-    assert [p.color for p in overlay.pins.values()] == list(RUN_COLORS)
-    pin, gone, said = overlay.toggle(entries[-1], opener)  # one colour each: no more
+    pins = list(overlay.pins.values())
+    assert [p.color for p in pins] == list(RUN_COLORS) * (MOST_PINS // len(RUN_COLORS))
+    assert [p.marker for p in pins[: len(RUN_COLORS)]] == [""] * len(RUN_COLORS)
+    assert pins[len(RUN_COLORS)].marker == "+"  # cyan again, with the chart's second marker
+    assert len({(p.color, p.marker) for p in pins}) == MOST_PINS
+    pin, gone, said = overlay.toggle(entries[-1], opener)  # every look taken: no more
     assert pin is None and said.severity == "warning" and len(overlay.pins) == MOST_PINS
     pin, gone, said = overlay.toggle(entries[1], opener)  # pinned: space unpins it
     assert gone is not None and gone.color == RUN_COLORS[1] and "unpinned" in said.message
     pin, _, _ = overlay.toggle(entries[-1], opener)
-    assert pin is not None and pin.color == RUN_COLORS[1]
+    assert pin is not None and (pin.color, pin.marker) == (RUN_COLORS[1], "")
     # each session follows its own folder, with the frozen preset of that folder
     assert {p.session.folder for p in overlay.pins.values()} == {
         Path(e.folder) for e in entries if e is not entries[1]

@@ -34,6 +34,7 @@ class OverlayRun:
     store: RunStore
     preset: Preset  # the run's frozen preset once its prereg.json is read
     seen: SeenReads  # its probes and reads: none while its read is hidden
+    marker: str = ""  # its lines' marker where its colour is drawn again ("" the chart's own)
 
     @property
     def blinded(self) -> bool:
@@ -69,7 +70,7 @@ def overlay_losses(runs: Sequence[OverlayRun], smoothing: float) -> ChartSpec:
         st = run.store
         name = train_column(st)
         ys = ema(st, name, smoothing) if smoothing > 0 else st.columns[name]
-        curves.append(Curve(run.label, st.steps, ys, run.color))
+        curves.append(Curve(run.label, st.steps, ys, run.color, marker=run.marker))
     smooth = f"EMA {smoothing:g}, debiased" if smoothing > 0 else "no smoothing"
     return ChartSpec(f"train loss, {len(runs)} runs  [{smooth}]", "step", "loss", tuple(curves))
 
@@ -142,6 +143,7 @@ def _read_curve(run: OverlayRun) -> Curve:
         tuple(y for _, y in pts),
         run.color,
         points=len(pts) < 2,
+        marker=run.marker,
     )
 
 
