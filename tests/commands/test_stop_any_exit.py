@@ -276,3 +276,44 @@ def test_lightning_stopped_by_stop_is_stopped_not_crashed(tmp_path, registry_pat
     assert "ALERT" not in said and "failed" not in said, said[-3000:]
     assert [e["cause"] for e in _ends(folder)] == ["stopped"], _events(folder)
     assert _state(tmp_path, "lit") == "stopped"
+
+
+# a trainer that crashed, then hangs on the way out (wandb.finish, NCCL teardown in atexit)
+CRASH_HANG = """import atexit, json, sys, time
+from pathlib import Path
+out = Path(sys.argv[1]); out.mkdir(parents=True, exist_ok=True)
+atexit.register(lambda: (print("wandb: Waiting for W&B process to finish...", flush=True),
+                         time.sleep(120)))
+with open(out / "log.jsonl", "a") as f:
+    for step in range(1, 40):
+        f.write(json.dumps({"step": step, "train/loss": 1.0 / step}) + "\\n")
+        if step % 10 == 0:
+            f.write(json.dumps({"step": step, "eval_loss": 0.5}) + "\\n")
+        f.flush()
+raise RuntimeError("CUDA error: an illegal memory access was encountered")
+"""
+
+
+def test_a_crash_printed_before_the_stop_stays_a_crash(tmp_path, registry_path):
+    """The stop only ended what hung after the crash: the crash is the cause, its line the why."""
+    preset = _preset(tmp_path, "c", "1")
+    (tmp_path / "trainer.py").write_text(CRASH_HANG)
+    res = _cli(tmp_path, "launch", str(preset), "--detach", "-j")
+    assert res.returncode == 0, res.stdout + res.stderr
+    doc = json.loads(res.stdout.strip().splitlines()[-1])
+    folder = Path(doc["run_dir"])
+    out_log = folder / "engine.out.log"
+    try:
+        _wait(lambda: b"wandb: Waiting" in out_log.read_bytes(), "the trainer never hung")
+        stop = _cli(tmp_path, "stop", "runs/c", "--yes", "--json")
+    finally:
+        _kill(doc["pid"], "trainer.py")
+    assert stop.returncode == 0, stop.stdout + stop.stderr
+    out = json.loads(stop.stdout.strip().splitlines()[-1])
+    said = "RuntimeError: CUDA error: an illegal memory access was encountered"
+    assert (out["cause"], out["status"]) == ("crashed", "failed"), out
+    assert out["cause_detail"] == said, out
+    assert said in out["describe"] and "stopped" not in out["describe"], out
+    [end] = _ends(folder)
+    assert (end["cause"], end["detail"]) == ("crashed", said), _events(folder)
+    assert _state(tmp_path, "c") == "failed"

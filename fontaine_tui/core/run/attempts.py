@@ -324,8 +324,22 @@ def stopping(folder: RunFolder, attempt: int, clock: Callable[[], float] = time.
     """Record that a user's stop is on its way to attempt `attempt`, before its signals.
 
     A watcher that sees the exit first then knows it for a stop: [recovery] never restarts it.
+    `out_at`: engine.out.log's size then, so that what the trainer printed before the stop (a
+    crash it hangs after) is told from what it printed taking it (`exits.crash_before`).
     """
-    _append(folder, lambda records: {"event": "stop", "attempt": attempt, "at": utc_iso(clock())})
+    try:
+        out_at: int | None = os.stat(folder.engine_out).st_size
+    except OSError:
+        out_at = None
+    _append(
+        folder,
+        lambda records: {
+            "event": "stop",
+            "attempt": attempt,
+            "at": utc_iso(clock()),
+            **({} if out_at is None else {"out_at": out_at}),
+        },
+    )
 
 
 def stop_last(folder: RunFolder, clock: Callable[[], float] = time.time) -> int | None:
@@ -361,16 +375,22 @@ def stop_asked_for(folder: RunFolder, pid: int, started: float | None) -> bool:
     """Whether a user's stop was recorded for the attempt that began process `pid`.
 
     The attempt is the last whose begin line records that pid and start time."""
+    return stop_line_for(folder, pid, started) is not None
+
+
+def stop_line_for(folder: RunFolder, pid: int, started: float | None) -> dict[str, Any] | None:
+    """The stop line recorded for the attempt that began process `pid` (`stop_asked_for`)."""
     try:
         records = _records(read_whole(folder.attempts))
     except OSError:
-        return False
+        return None
     begun = [
         r["attempt"]
         for r in records
         if r["event"] == "begin" and r.get("pid") == pid and _num(r.get("pid_started")) == started
     ]
-    return bool(begun) and any(r["event"] == "stop" and r["attempt"] == begun[-1] for r in records)
+    stops = [r for r in records if begun and r["event"] == "stop" and r["attempt"] == begun[-1]]
+    return stops[0] if stops else None
 
 
 def open_attempt(folder: RunFolder) -> Attempt | None:

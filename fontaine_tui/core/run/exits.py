@@ -14,7 +14,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 
 from fontaine_tui.core.host.oomkill import MemoryEvidence
-from fontaine_tui.core.run.logtail import GPU_OOM, HOST_OOM, read_tail
+from fontaine_tui.core.run.logtail import GPU_OOM, HOST_OOM, output_between, read_tail, shown_line
 from fontaine_tui.core.runfolder import RunFolder
 from fontaine_tui.core.text import GIB, gib, literal, mib
 from fontaine_tui.core.verdict.blindwords import shown_words
@@ -24,6 +24,9 @@ NONFINITE_EXIT = 3  # the engine's exit code after a non-finite loss
 # a child (a loader worker, a rank under torchrun) killed by SIGKILL, in the engine's words
 CHILD_KILLED = re.compile(r"killed by signal: Killed|Signal 9 \(SIGKILL\)|exitcode\s*:\s*-9\b")
 STOPPED_BY = re.compile(r"stopped by (SIG[A-Z]+)")
+TRACEBACK = b"Traceback (most recent call last):"
+# a traceback's own end, not a failure: the stop's signal, or a trainer exiting on purpose
+NOT_A_CRASH = re.compile(rb"(\w+\.)*(KeyboardInterrupt|SystemExit)\b")
 
 CAUSES = (
     "finished",
@@ -87,6 +90,9 @@ class ExitInfo:
     # (cause, detail) as judged where the exit was read (another host's `stop --json`), whose
     # words may come blinded: the cause is not judged again from them here (`exit_from_dict`)
     judged: tuple[str, str] | None = None
+    # the exception line of a Python traceback printed before this program's stop was asked
+    # (`crash_before`): the trainer had crashed, and the stop only ended what hung after it
+    crash: str = ""
 
     @property
     def cause(self) -> str:
@@ -187,11 +193,12 @@ EXIT_FIELDS = (
     "oom_line",
     "sent",
     "who",
+    "crash",
 )
 
 
 # the fields that hold the trainer's own words (its log's last event, its printed lines)
-WORDS = ("detail", "output", "oom_line")
+WORDS = ("detail", "output", "oom_line", "crash")
 
 
 def exit_to_dict(
@@ -246,6 +253,7 @@ def exit_from_dict(doc: Mapping[str, object]) -> ExitInfo:
         text("sent") or None,
         text("who") or "engine",
         judged=judged,
+        crash=text("crash"),
     )
 
 
@@ -397,6 +405,11 @@ def _sigkill(r: _Read) -> bool:
     return r.info.signal == "SIGKILL"
 
 
+def _crashed_first(r: _Read) -> bool:
+    """A traceback printed before this program's stop: the stop ended a crashed trainer."""
+    return r.info.sent is not None and bool(r.info.crash)
+
+
 def _sigkill_ours(r: _Read) -> bool:
     return _sigkill(r) and r.info.sent == "SIGKILL"
 
@@ -462,6 +475,7 @@ _CAUSES: tuple[tuple[_Test, str, _Words], ...] = (
     (_oom_alone, "host-oom", lambda r: r.oom_line),
     (_cgroup_oom_kill, "oom-killed", lambda r: _cgroup_words(r.ev) if r.ev else ""),
     (_system_oom_kill, "oom-killed", _system_words),
+    (_crashed_first, "crashed", lambda r: r.info.crash),
     (_sigkill_ours, "killed", lambda r: OUR_SIGKILL),
     (_sigkill, "killed", lambda r: _outside_sigkill(r.ev)),
     (
@@ -544,6 +558,21 @@ def exit_info(
         sent,
         who,
     )
+
+
+def crash_before(folder: RunFolder, since: int, until: int) -> str:
+    """The exception line of the last Python traceback in engine.out.log before `until`, or "".
+
+    `since`: where this start's output began; `until`: its size when a stop was asked. A
+    traceback of KeyboardInterrupt or SystemExit is no crash; nor is one whose exception line
+    is not printed yet."""
+    lines = output_between(folder, since, until)
+    starts = [i for i, ln in enumerate(lines) if ln.rstrip() == TRACEBACK]
+    if not starts:
+        return ""
+    # its frames are indented; the exception line is the first line after them that is not
+    said = next((ln for ln in lines[starts[-1] + 1 :] if ln.strip() and ln[:1] not in b" \t"), b"")
+    return "" if not said or NOT_A_CRASH.match(said) else shown_line(said)
 
 
 def _code_and_signal(returncode: int | None) -> tuple[int | None, str | None]:

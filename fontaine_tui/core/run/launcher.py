@@ -22,7 +22,7 @@ from fontaine_tui.core.errors import InputError
 from fontaine_tui.core.host import pgroup
 from fontaine_tui.core.host.oomkill import MemoryWatch
 from fontaine_tui.core.host.pids import pid_alive, process_started
-from fontaine_tui.core.run.exits import ExitInfo, exit_info, stop_asked_of
+from fontaine_tui.core.run.exits import ExitInfo, crash_before, exit_info, stop_asked_of
 from fontaine_tui.core.run.logtail import command_step, launched_who
 from fontaine_tui.core.runfolder import RunFolder
 
@@ -192,7 +192,8 @@ class EngineProcess:
         """Judge the exit (`exits.exit_info`) and keep it as the answer of every later poll.
 
         A [command]'s steps are in its own trainer's log, and a `stop` another process asked
-        for is said so."""
+        for is said so. A crash the trainer printed before the stop was asked (its stop line's
+        `out_at`) stays the cause: the stop only ended what hung after it."""
         self._exit = exit_info(
             self.folder, rc, self.since, self.memory.evidence(), self.sent, self.who
         )
@@ -200,14 +201,21 @@ class EngineProcess:
             self._exit = replace(
                 self._exit, last_step=max(self._exit.last_step, command_step(self.folder))
             )
-        if self.sent is None and self._stop_asked():  # a `stop` from another process
+        stop = self._stop_line()
+        if stop is None:
+            return
+        if self.sent is None:  # a `stop` from another process
             self._exit = stop_asked_of(self._exit)
+        out_at = stop.get("out_at")  # an older stop line has none: judged without it
+        if isinstance(out_at, int) and not isinstance(out_at, bool):
+            crash = crash_before(self.folder, self.since[1], out_at)
+            self._exit = replace(self._exit, crash=crash)
 
-    def _stop_asked(self) -> bool:
-        """Whether a user's stop is recorded for this process's attempt (attempts.jsonl)."""
+    def _stop_line(self) -> dict[str, object] | None:
+        """The user's stop recorded for this process's attempt (attempts.jsonl), if any."""
         from fontaine_tui.core.run import attempts  # it reads pids with this module's
 
-        return attempts.stop_asked_for(self.folder, self.pid, self.started)
+        return attempts.stop_line_for(self.folder, self.pid, self.started)
 
     def wait(self, timeout: float | None = None, interval: float = 0.1) -> ExitInfo | None:
         deadline = None if timeout is None else time.monotonic() + timeout

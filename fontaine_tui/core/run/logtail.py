@@ -190,6 +190,30 @@ def _tail_bytes(path: Path, nbytes: int, offset: int = 0) -> tuple[int, bytes]:
     return start, data
 
 
+def output_between(
+    folder: RunFolder, since: int, until: int, nbytes: int = 64 << 10
+) -> list[bytes]:
+    """The whole lines engine.out.log holds from offset `since` to `until` (its last `nbytes`).
+
+    As printed: a surface quotes one as `shown_line` says."""
+    try:
+        with open_regular(folder.engine_out) as fh:
+            start = max(since, until - nbytes)
+            fh.seek(start)
+            data = fh.read(max(0, until - start))
+    except (OSError, InputError):  # gone, unreadable, or a pipe: nothing
+        return []
+    lines = data.split(b"\n")[:-1]  # whole lines only: the last piece is torn or empty
+    if start > since and lines:
+        lines = lines[1:]  # the partial first line
+    return lines
+
+
+def shown_line(line: bytes) -> str:
+    """A printed line as every surface quotes it: credentials masked, cut (`_shown`)."""
+    return _shown(line)
+
+
 def command_step(folder: RunFolder) -> int:
     """The last step a launched [command]'s trainer logged, read as its frozen [source] says.
 

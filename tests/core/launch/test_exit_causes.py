@@ -429,3 +429,59 @@ def test_the_counters_given_outrank_the_exit_s_own():
         "oom-killed",
         f"cgroup {CG} (no memory limit found) counted 1 OOM kill while it ran",
     )
+
+
+CUDA = "RuntimeError: CUDA error: an illegal memory access was encountered"
+CRASH_OUT = (
+    "step 39\n"
+    "Traceback (most recent call last):\n"
+    '  File "/t/trainer.py", line 14, in <module>\n'
+    '    raise RuntimeError("CUDA error")\n'
+    f"{CUDA}\n"
+    "wandb: Waiting for W&B process to finish...\n"
+)
+AFTER_STOP = (
+    "Exception ignored in atexit callback: <function teardown>\n"
+    "Traceback (most recent call last):\n"
+    '  File "/t/trainer.py", line 6, in teardown\n'
+    "KeyboardInterrupt\n"
+)
+
+
+def _crash_read(tmp_path, printed: str, until: int | None = None) -> str:
+    from fontaine_tui.core.run.exits import crash_before
+    from fontaine_tui.core.runfolder import RunFolder
+
+    folder = RunFolder(tmp_path)
+    folder.engine_out.write_text(printed)
+    return crash_before(folder, 0, len(printed) if until is None else until)
+
+
+def test_a_traceback_printed_before_the_stop_is_its_crash(tmp_path):
+    assert _crash_read(tmp_path, CRASH_OUT + AFTER_STOP, len(CRASH_OUT)) == CUDA
+
+
+@pytest.mark.parametrize(
+    "printed",
+    [
+        "step 39\n",
+        AFTER_STOP,  # KeyboardInterrupt is the stop taken, no crash
+        'Traceback (most recent call last):\n  File "t.py", line 1\nSystemExit: 1\n',
+        'Traceback (most recent call last):\n  File "t.py", line 1, in <module>\n',  # torn
+    ],
+)
+def test_no_crash_before_the_stop(tmp_path, printed):
+    assert _crash_read(tmp_path, printed) == ""
+
+
+def test_a_crash_after_the_stop_is_not_before_it(tmp_path):
+    assert _crash_read(tmp_path, "step 39\n" + CRASH_OUT, len("step 39\n")) == ""
+
+
+def test_a_stop_with_a_crash_before_it_is_a_crash():
+    info = ExitInfo(**{**BASE, "code": 1, "sent": "SIGINT", "crash": CUDA})
+    assert cause_of(info) == ("crashed", CUDA)
+    assert info.describe().startswith("engine failed (exit 1) at step 7")
+    # an older stop line (no out_at) reads no crash: a stop, as before
+    old = ExitInfo(**{**BASE, "code": 1, "sent": "SIGINT"})
+    assert cause_of(old)[0] == "stopped"
